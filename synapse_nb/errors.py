@@ -1,0 +1,90 @@
+"""The one exception tree of synapse_nb.
+
+Every error this package raises on purpose is a :class:`SynapseError`, so one
+``except SynapseError`` catches them all. Subclasses also inherit the builtin
+they resemble, so ``except KeyError`` or ``except PermissionError`` keeps working::
+
+    SynapseError(Exception)
+    ├── ValidationError(SynapseError, ValueError)     bad input: what was wrong, what is accepted
+    │   └── QueryError                                a query that cannot be run (recall, search)
+    ├── NotFoundError(SynapseError, KeyError)         unknown id, key, name or prefix
+    │   └── AmbiguousIdError                          an id prefix that matches several records
+    ├── PermissionDeniedError(SynapseError, PermissionError)
+    │                                                 the actor may not do this (agent approving, ...)
+    ├── ConflictError(SynapseError)                   the state does not allow it (approve an approved lesson, ...)
+    ├── StoreError(SynapseError, OSError)             the vault cannot be opened, read or written
+    │   ├── SchemaError                               a vault from a newer, unknown schema version
+    │   └── IndexError_                               the retrieval index is unusable (recall falls back)
+    ├── GitError(SynapseError)                        a git feature cannot run here (no repo, no commits, ...)
+    └── DatasetError(SynapseError, ValueError)        a labelled data file is malformed (names file, row, problem)
+
+Messages say what was wrong and what is accepted, in one line.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AmbiguousIdError",
+    "ConflictError",
+    "DatasetError",
+    "GitError",
+    "IndexError_",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "QueryError",
+    "SchemaError",
+    "StoreError",
+    "SynapseError",
+    "ValidationError",
+]
+
+
+class SynapseError(Exception):
+    """Base of every error synapse_nb raises on purpose."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; we never want that
+        return str(self.args[0]) if self.args else self.__class__.__name__
+
+
+class ValidationError(SynapseError, ValueError):
+    """Input was malformed: the message names the field, the value and what is accepted."""
+
+
+class QueryError(ValidationError):
+    """A query (recall, search) that cannot be run as given."""
+
+
+class NotFoundError(SynapseError, KeyError):
+    """No record with that id, key, name or prefix (in this mind)."""
+
+
+class AmbiguousIdError(NotFoundError):
+    """An id prefix matched more than one record; the message lists them."""
+
+
+class PermissionDeniedError(SynapseError, PermissionError):
+    """The actor may not do this: an agent approving, verifying, or acting as the user."""
+
+
+class ConflictError(SynapseError):
+    """The record's state does not allow the operation (e.g. approving a rejected lesson)."""
+
+
+class StoreError(SynapseError, OSError):
+    """The vault's files cannot be opened, read or written."""
+
+
+class SchemaError(StoreError):
+    """The vault was written by a newer schema version than this package knows."""
+
+
+class IndexError_(StoreError):  # noqa: N801 - trailing underscore avoids shadowing the builtin
+    """The retrieval index is missing, stale or corrupt (recall rebuilds or bypasses it)."""
+
+
+class GitError(SynapseError):
+    """A git feature cannot run here: not a repository, no commits, git missing, ..."""
+
+
+class DatasetError(SynapseError, ValueError):
+    """A labelled data file is malformed; the message names the file, the row and the problem."""
