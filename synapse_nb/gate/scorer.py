@@ -1,0 +1,463 @@
+"""The deterministic relevance scorer used by recall.
+
+A candidate's score is a pure function of ``(query, candidate text, doc_freq, n_docs, config)``:
+it never depends on which other candidates are scored with it, on their order, on the cache, or on
+``PYTHONHASHSEED``. So recall gives a candidate the same score whichever retrieval path found it.
+
+How a score is made (see ``docs/gate.md``):
+
+* **word channel** -- the query's word features (unigrams and bigrams after stop-word removal) each
+  weigh ``idf``; a unigram's idf is ``ln((1 + n_docs) / (1 + df)) + 1`` with ``df`` from the caller
+  (clamped to ``[0, n_docs]``, so the idf is always >= 1), a bigram weighs ``bigram_weight`` times the
+  mean idf of its two words. The channel is the share of that weight the document contains.
+* **char channel** -- each query unigram and each document word is split into ``char_wb`` n-grams;
+  the similarity of two words is the Dice coefficient of their n-gram sets; a query term's
+  *coverage* of a document is its best similarity to any (non-stop) word of the document (1 for a
+  verbatim match). The channel is the idf-weighted mean of ``coverage ** char_power``, counting only
+  similarities >= ``min_char_sim``. Comparing word to word (not query n-grams against all of a
+  document's n-grams) stops a long document from collecting "mig", "ions" and "rat" from
+  different words; the power keeps weak look-alikes small while "migrations"/"migration" or
+  "deploy"/"deployment" keep most of their credit.
+* ``score = (1 - char_weight) * word + char_weight * char``, in ``[0, 1]``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from synapse_nb.errors import ValidationError
+from synapse_nb.gate._text import build_analyzers, make_tokenizer, normalise, stop_word_list
+
+__all__ = ["CorpusScorer", "GateConfig", "Match", "idf", "query_terms"]
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """Settings of the gate's text analysis and scoring; every field has a documented default.
+
+    Parameters
+    ----------
+    word_ngram_range : tuple of int
+        Word n-gram sizes (after stop-word removal). Default ``(1, 2)``: unigrams and bigrams.
+    char_ngram_range : tuple of int
+        ``char_wb`` n-gram sizes (words padded with a space). Default ``(3, 5)``.
+    char_weight : float
+        Weight of the char channel in the blend, in ``[0, 1]``. Default ``0.3``.
+    stop_words : str, tuple of str or None
+        ``"english"`` (scikit-learn's list, the default), a tuple of words, or ``None``.
+    bigram_weight : float
+        A query bigram weighs this times the mean idf of its words. Default ``0.5``.
+    char_power : float
+        Exponent applied to a term's char coverage (>= 1). Default ``2.0``.
+    min_char_sim : float
+        Word-to-word n-gram similarities below this count as 0. Default ``0.3``.
+    fuzzy_explain : float
+        A query unigram not found verbatim but whose char coverage reaches this is listed in
+        :attr:`Match.matched` as ``"term~"``. Default ``0.5``.
+    max_query_chars : int
+        Only the first this-many characters of a query are analysed. Default ``2000``.
+    max_doc_chars : int
+        Only the first this-many characters of a document are analysed. Default ``20000``.
+    max_token_chars : int
+        Longer tokens (base64, hashes, junk) are dropped. Default ``64``.
+    sublinear_tf : bool
+        Used by the router's TF-IDF vectorizers (``1 + ln tf``). The recall scorer is binary (a term
+        is in a document or not), so it ignores this. Default ``True``.
+
+    Examples
+    --------
+    >>> GateConfig().word_ngram_range
+    (1, 2)
+    >>> GateConfig(char_weight=0.0).char_weight
+    0.0
+    """
+
+    word_ngram_range: tuple[int, int] = (1, 2)
+    char_ngram_range: tuple[int, int] = (3, 5)
+    char_weight: float = 0.3
+    stop_words: str | tuple[str, ...] | None = "english"
+    bigram_weight: float = 0.5
+    char_power: float = 2.0
+    min_char_sim: float = 0.3
+    fuzzy_explain: float = 0.5
+    max_query_chars: int = 2000
+    max_doc_chars: int = 20000
+    max_token_chars: int = 64
+    sublinear_tf: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("word_ngram_range", "char_ngram_range"):
+            rng = getattr(self, name)
+            if (
+                not isinstance(rng, tuple)
+                or len(rng) != 2
+                or not all(isinstance(n, int) and not isinstance(n, bool) for n in rng)
+                or not 1 <= rng[0] <= rng[1]
+            ):
+                raise ValidationError(f"{name} must be a tuple (lo, hi) of ints with 1 <= lo <= hi, got {rng!r}")
+        if not 0.0 <= float(self.char_weight) <= 1.0:
+            raise ValidationError(f"char_weight must be in [0, 1], got {self.char_weight!r}")
+        if not float(self.bigram_weight) >= 0.0:
+            raise ValidationError(f"bigram_weight must be >= 0, got {self.bigram_weight!r}")
+        if not float(self.char_power) >= 1.0:
+            raise ValidationError(f"char_power must be >= 1, got {self.char_power!r}")
+        if not 0.0 <= float(self.min_char_sim) <= 1.0:
+            raise ValidationError(f"min_char_sim must be in [0, 1], got {self.min_char_sim!r}")
+        if not 0.0 < float(self.fuzzy_explain) <= 1.0:
+            raise ValidationError(f"fuzzy_explain must be in (0, 1], got {self.fuzzy_explain!r}")
+        for name in ("max_query_chars", "max_doc_chars", "max_token_chars"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValidationError(f"{name} must be a positive int, got {v!r}")
+        stop_word_list(self.stop_words)  # validates
+
+
+@dataclass(frozen=True)
+class Match:
+    """How one document matches a query.
+
+    Attributes
+    ----------
+    score : float
+        Relevance in ``[0, 1]``; 0 means nothing of the query is in the document.
+    matched : tuple of str
+        Matched query terms (unigrams, ``"word word"`` bigrams, and ``"term~"`` for partial char
+        matches), by weight descending then alphabetically.
+    """
+
+    score: float
+    matched: tuple[str, ...] = field(default=())
+
+
+_NO_MATCH = Match(0.0, ())
+
+
+def idf(df: int, n_docs: int) -> float:
+    """Smoothed inverse document frequency, never below 1.
+
+    ``df`` is clamped to ``[0, n_docs]``.
+
+    >>> idf(0, 0)
+    1.0
+    >>> round(idf(1, 10), 4)
+    2.7047
+    """
+    n = max(int(n_docs), 0)
+    d = min(max(int(df), 0), n)
+    return math.log((1 + n) / (1 + d)) + 1.0
+
+
+def query_terms(text: str, config: GateConfig = GateConfig()) -> list[str]:  # noqa: B008 - frozen, immutable
+    """The query's word unigrams whose document frequencies the caller must look up.
+
+    Lower-cased, accents stripped, split like SQLite FTS5's ``unicode61`` tokenizer (letters and
+    digits; underscore and punctuation separate), stop words removed, sorted, deduplicated. Only the
+    first ``config.max_query_chars`` characters are read.
+
+    Examples
+    --------
+    >>> query_terms("How do we run the DB migrations? migrations!")
+    ['db', 'migrations', 'run']
+    >>> query_terms("the and of")
+    []
+    """
+    stops = frozenset(stop_word_list(config.stop_words))
+    tokens = make_tokenizer(config.max_token_chars)(normalise(text, config.max_query_chars))
+    return sorted({t for t in tokens if t not in stops})
+
+
+@dataclass(frozen=True)
+class _Doc:
+    text: str
+    word_ids: np.ndarray  # sorted unique word-feature ids present in the document
+    tok_ids: np.ndarray  # sorted unique ids of its non-stop words (a subset of word_ids)
+
+
+class CorpusScorer:
+    """Scores documents against a query with caller-supplied corpus statistics.
+
+    Parameters
+    ----------
+    config : GateConfig
+        Analysis and blend settings.
+    cache_size : int
+        How many analysed documents to keep (LRU) when :meth:`score` gets ``doc_keys``. 0 disables.
+
+    Examples
+    --------
+    >>> s = CorpusScorer()
+    >>> docs = ["Run migrations with alembic upgrade head", "Deploy with make release", "unrelated"]
+    >>> ms = s.score("how do we run migrations?", docs, doc_freq={"migrations": 1, "run": 1}, n_docs=3)
+    >>> [round(m.score, 3) for m in ms]
+    [1.0, 0.0, 0.0]
+    >>> ms[0].matched
+    ('migrations', 'run', 'run migrations')
+    >>> s.score("migration", docs, doc_freq={}, n_docs=3)[0].matched
+    ('migration~',)
+    """
+
+    def __init__(self, config: GateConfig = GateConfig(), *, cache_size: int = 10_000) -> None:  # noqa: B008
+        if not isinstance(config, GateConfig):
+            raise ValidationError(f"config must be a GateConfig, got {type(config).__name__}")
+        if not isinstance(cache_size, int) or cache_size < 0:
+            raise ValidationError(f"cache_size must be an int >= 0, got {cache_size!r}")
+        self.config = config
+        self.cache_size = cache_size
+        kw = {
+            "char_ngram_range": config.char_ngram_range,
+            "stop_words": config.stop_words,
+            "max_token_chars": config.max_token_chars,
+        }
+        self._word_an, self._char_an = build_analyzers(word_ngram_range=config.word_ngram_range, **kw)
+        self._tokenize = make_tokenizer(config.max_token_chars)
+        self._stops = frozenset(stop_word_list(config.stop_words))
+        # feature string -> id. Ids are only row/column labels: scores never depend on their values.
+        self._vocab: dict[str, int] = {}
+        self._gvocab: dict[str, int] = {}  # char n-gram -> id
+        self._tok_grams: dict[int, np.ndarray] = {}  # word id -> its n-gram ids
+        self._docs: OrderedDict[Hashable, _Doc] = OrderedDict()
+        self._stacks: OrderedDict[tuple[Hashable, ...], tuple[tuple[str, ...], _Stack]] = OrderedDict()
+        self._max_vocab = 4_000_000
+
+    # -- analysis ---------------------------------------------------------------------------
+    def _ids(self, feats: list[str], vocab: dict[str, int] | None = None) -> np.ndarray:
+        vocab = self._vocab if vocab is None else vocab
+        get = vocab.get
+        out = []
+        for f in feats:
+            i = get(f)
+            if i is None:
+                i = vocab[f] = len(vocab)
+            out.append(i)
+        return np.unique(np.asarray(out, dtype=np.int64))
+
+    def _analyse(self, text: str) -> _Doc:
+        if not isinstance(text, str):
+            raise ValidationError(f"every document must be str, got {type(text).__name__}")
+        norm = normalise(text, self.config.max_doc_chars)
+        words = self._word_an(norm)
+        toks = [t for t in self._tokenize(norm) if t not in self._stops]
+        return _Doc(text, self._ids(words), self._ids(toks))
+
+    def _grams_of(self, tok_id: int, tok: str) -> np.ndarray:
+        g = self._tok_grams.get(tok_id)
+        if g is None:
+            g = self._tok_grams[tok_id] = self._ids(self._char_an(tok), self._gvocab)
+        return g
+
+    def clear_cache(self) -> None:
+        """Forget every analysed document (scores do not change, only speed)."""
+        self._docs.clear()
+        self._stacks.clear()
+        self._vocab.clear()
+        self._gvocab.clear()
+        self._tok_grams.clear()
+
+    def _doc(self, key: Hashable | None, text: str) -> _Doc:
+        if key is None or self.cache_size == 0:
+            return self._analyse(text)
+        d = self._docs.get(key)
+        if d is not None and (d.text is text or d.text == text):
+            self._docs.move_to_end(key)
+            return d
+        d = self._analyse(text)
+        self._docs[key] = d
+        if len(self._docs) > self.cache_size:
+            self._docs.popitem(last=False)
+        return d
+
+    def _matrices(self, docs: Sequence[str], doc_keys: Sequence[Hashable] | None) -> _Stack:
+        if len(self._vocab) + len(self._gvocab) > self._max_vocab:
+            self.clear_cache()
+        stack_key = tuple(doc_keys) if doc_keys is not None and self.cache_size else None
+        if stack_key is not None:
+            hit = self._stacks.get(stack_key)
+            if hit is not None and hit[0] == tuple(docs):
+                self._stacks.move_to_end(stack_key)
+                return hit[1]
+        keys: Sequence[Hashable | None] = doc_keys if doc_keys is not None else [None] * len(docs)
+        analysed = [self._doc(k, t) for k, t in zip(keys, docs)]
+        words = _stack([d.word_ids for d in analysed], len(self._vocab))
+        # the distinct non-stop words of these documents, and their n-grams
+        tok_ids = np.unique(np.concatenate([d.tok_ids for d in analysed])) if analysed else np.zeros(0, np.int64)
+        names = _inverse(self._vocab, tok_ids)
+        local = {int(t): j for j, t in enumerate(tok_ids)}
+        doc_toks = _stack([np.array([local[int(t)] for t in d.tok_ids], np.int64) for d in analysed], len(tok_ids))
+        tok_grams = [self._grams_of(int(t), names[j]) for j, t in enumerate(tok_ids)]
+        gram_mat = _stack(tok_grams, len(self._gvocab))
+        n_grams = np.array([len(g) for g in tok_grams], dtype=np.int64)
+        stack = _Stack(words, doc_toks, gram_mat, n_grams)
+        if stack_key is not None:
+            self._stacks[stack_key] = (tuple(docs), stack)
+            if len(self._stacks) > 4:
+                self._stacks.popitem(last=False)
+        return stack
+
+    # -- scoring ----------------------------------------------------------------------------
+    def score(
+        self,
+        query: str,
+        docs: Sequence[str],
+        *,
+        doc_freq: Mapping[str, int],
+        n_docs: int,
+        doc_keys: Sequence[Hashable] | None = None,
+    ) -> list[Match]:
+        """Score every document against ``query``.
+
+        Parameters
+        ----------
+        query : str
+            The query; only the first ``config.max_query_chars`` characters are analysed.
+        docs : sequence of str
+            Candidate texts; only the first ``config.max_doc_chars`` characters of each are analysed.
+        doc_freq : mapping of str to int
+            Document frequency of each term of :func:`query_terms` (missing terms count as 0).
+        n_docs : int
+            Number of documents the frequencies were counted over (>= 0).
+        doc_keys : sequence of hashable, optional
+            One stable key per document (e.g. ``"mem_ab12:updated_at"``). When given, analyses are
+            cached under these keys; a key whose text changed is re-analysed.
+
+        Returns
+        -------
+        list of Match
+            One per document, in the order given. An empty, stop-word-only or punctuation-only
+            query gives all-zero matches.
+
+        Examples
+        --------
+        >>> CorpusScorer().score("", ["anything"], doc_freq={}, n_docs=1)
+        [Match(score=0.0, matched=())]
+        """
+        if isinstance(docs, str):
+            raise ValidationError("docs must be a sequence of str, not a single str")
+        if not isinstance(n_docs, int) or isinstance(n_docs, bool) or n_docs < 0:
+            raise ValidationError(f"n_docs must be an int >= 0, got {n_docs!r}")
+        if not isinstance(doc_freq, Mapping):
+            raise ValidationError(f"doc_freq must be a mapping of term to int, got {type(doc_freq).__name__}")
+        docs = list(docs)
+        if doc_keys is not None:
+            doc_keys = list(doc_keys)
+            if len(doc_keys) != len(docs):
+                raise ValidationError(f"doc_keys has {len(doc_keys)} keys for {len(docs)} docs; give one key per doc")
+        cfg = self.config
+        norm_q = normalise(query, cfg.max_query_chars)
+        terms = sorted({t for t in self._tokenize(norm_q) if t not in self._stops})
+        if not docs:
+            return []
+        if not terms:
+            return [_NO_MATCH] * len(docs)
+
+        term_idf = {t: idf(_df(doc_freq, t), n_docs) for t in terms}
+        # word features of the query, with weights; sorted by name for a fixed accumulation order
+        wfeats: dict[str, float] = {}
+        for f in self._word_an(norm_q):
+            parts = f.split(" ")
+            if len(parts) == 1:
+                wfeats[f] = term_idf[f]
+            else:
+                wfeats[f] = cfg.bigram_weight * sum(term_idf[p] for p in parts) / len(parts)
+        wnames = sorted(wfeats)
+        wweights = np.array([wfeats[f] for f in wnames])
+
+        st = self._matrices(docs, doc_keys)
+        n = len(docs)
+        word_hits = _columns(st.words, [self._vocab.get(f) for f in wnames], n)  # (n, k) bool
+        word = np.zeros(n)
+        for j in range(len(wnames)):  # fixed order: a row's sum never depends on other rows
+            word += word_hits[:, j] * wweights[j]
+        word /= float(wweights.sum())
+
+        # char channel: per query unigram, its best Dice similarity to a word of each document
+        cov = np.zeros((n, len(terms)))
+        for j, t in enumerate(terms):
+            gids = sorted({self._gvocab[g] for g in self._char_an(t) if g in self._gvocab})
+            n_t = len(set(self._char_an(t)))
+            if not gids or n_t == 0 or st.gram_mat.shape[0] == 0:
+                continue
+            shared = np.asarray(st.gram_mat[:, gids].sum(axis=1, dtype=np.int64)).ravel()  # exact integer counts
+            sim = 2.0 * shared / (n_t + st.n_grams)
+            cand = np.flatnonzero(sim >= max(cfg.min_char_sim, 1e-12))
+            if len(cand) == 0:
+                continue
+            sub = st.doc_toks[:, cand].tocsr()
+            cov[:, j] = np.asarray(sub.multiply(sim[cand][None, :]).max(axis=1).todense()).ravel()
+        tweights = np.array([term_idf[t] for t in terms])
+        char = np.zeros(n)
+        for j in range(len(terms)):
+            char += (cov[:, j] ** cfg.char_power) * tweights[j]
+        char /= float(tweights.sum())
+
+        scores = np.clip((1.0 - cfg.char_weight) * word + cfg.char_weight * char, 0.0, 1.0)
+
+        # explanation: exact features by weight desc then name, then fuzzy unigrams ("term~")
+        order = sorted(range(len(wnames)), key=lambda j: (-wweights[j], wnames[j]))
+        tpos = {t: j for j, t in enumerate(terms)}
+        fuzzy = cov >= cfg.fuzzy_explain
+        for t in terms:
+            if t in wfeats:
+                fuzzy[:, tpos[t]] &= ~word_hits[:, wnames.index(t)]
+        forder = sorted(range(len(terms)), key=lambda j: (-tweights[j], terms[j]))
+        out: list[Match] = []
+        for i in range(n):
+            s = float(scores[i])
+            if s <= 0.0:
+                out.append(_NO_MATCH)
+                continue
+            matched = [wnames[j] for j in order if word_hits[i, j]]
+            matched += [terms[j] + "~" for j in forder if fuzzy[i, j]]
+            out.append(Match(s, tuple(matched)))
+        return out
+
+
+@dataclass(frozen=True)
+class _Stack:
+    words: sp.csc_matrix  # (n_docs, vocab) word-feature presence
+    doc_toks: sp.csc_matrix  # (n_docs, n_local_words) non-stop word presence
+    gram_mat: sp.csc_matrix  # (n_local_words, gram vocab) n-grams of each local word
+    n_grams: np.ndarray  # (n_local_words,) number of distinct n-grams of each local word
+
+
+def _inverse(vocab: dict[str, int], ids: np.ndarray) -> list[str]:
+    wanted = {int(i): j for j, i in enumerate(ids)}
+    out = [""] * len(ids)
+    for name, i in vocab.items():  # fills slots by id: the result's order comes from ``ids``
+        j = wanted.get(i)
+        if j is not None:
+            out[j] = name
+    return out
+
+
+def _df(doc_freq: Mapping[str, int], term: str) -> int:
+    v = doc_freq.get(term, 0)
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise ValidationError(f"doc_freq[{term!r}] must be an int, got {v!r}")
+    return int(v)
+
+
+def _stack(rows: list[np.ndarray], n_feat: int) -> sp.csc_matrix:
+    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    indices = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    data = np.ones(len(indices), dtype=np.int8)
+    return sp.csr_matrix((data, indices, indptr), shape=(len(rows), max(n_feat, 1))).tocsc()
+
+
+def _columns(X: sp.csc_matrix, ids: list[int | None], n_rows: int) -> np.ndarray:
+    """Dense boolean (n_rows, len(ids)) presence of the given feature ids; None = absent everywhere."""
+    out = np.zeros((n_rows, len(ids)), dtype=bool)
+    known = [(j, i) for j, i in enumerate(ids) if i is not None and i < X.shape[1]]
+    if known:
+        sub = X[:, [i for _, i in known]]
+        dense = sub.toarray().astype(bool)
+        for col, (j, _) in enumerate(known):
+            out[:, j] = dense[:, col]
+    return out
