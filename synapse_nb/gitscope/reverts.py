@@ -1,0 +1,521 @@
+"""Find revert commits on every branch: the raw material of lessons.
+
+:func:`scan_reverts` walks the history reachable from all local and remote-tracking
+branches, tags and HEAD, newer than commits already scanned, and returns one
+:class:`RevertInfo` per revert commit with what it reverted, where, which files,
+and a one-line summary built deterministically from that data.
+
+It runs at most five git processes whatever the history size:
+
+1. ``git for-each-ref`` for the tips (and which branch each tip is);
+2. ``git log --date-order -z`` with a custom format over the whole window
+   (sha, parents, author, date, subject, body) - the branch of each revert is
+   computed from this parent graph in Python, not by ``git branch --contains``;
+3. ``git log --no-walk --numstat`` over the revert commits only (diffstat);
+4. ``git cat-file --batch`` for reverted commits outside the window, only if any;
+5. ``git cat-file --batch-check`` to drop ``since`` shas that no longer exist, only when ``since`` is given.
+
+Examples
+--------
+>>> from synapse_nb.gitscope import find_repo, scan_reverts
+>>> result = scan_reverts(find_repo())  # doctest: +SKIP
+>>> for r in result.reverts:  # doctest: +SKIP
+...     print(r.summary)
+Reverted "Add retry to payment client" (a1b2c3d) on main: touched src/pay.py (+0/-12)
+>>> again = scan_reverts(find_repo(), since=result.scanned_tips)  # doctest: +SKIP
+>>> again.reverts  # nothing new since  # doctest: +SKIP
+()
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from synapse_nb.errors import GitError, ValidationError
+from synapse_nb.gitscope._git import coerce_repo, run_git, validate_sha
+from synapse_nb.gitscope.repo import RepoInfo, head
+
+__all__ = ["CommitInfo", "RevertInfo", "ScanResult", "scan_reverts"]
+
+_REVERTS_RE = re.compile(r"This reverts commit ([0-9a-fA-F]{7,64})\b")
+_REVERT_SUBJECT_RE = re.compile(r'^Revert "(.+)"(?: \(#\d+\))?$')
+_REAPPLY_SUBJECT_RE = re.compile(r'^Reapply "(.+)"(?: \(#\d+\))?$')
+_LOG_FORMAT = "%H%x1f%P%x1f%an <%ae>%x1f%ct%x1f%s%x1f%B"
+_SUBJECT_MAX = 60
+_PATH_MAX = 60
+_FILES_IN_SUMMARY = 3
+_TARGETS_IN_SUMMARY = 2
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """One commit, as much as is known about it.
+
+    Attributes
+    ----------
+    sha : str
+        Full sha when the commit exists in the repository, else the id as written in the revert message.
+    subject : str or None
+        First paragraph of the message on one line; None when the commit is not in the repository.
+    author : str or None
+        ``"Name <email>"``.
+    date : str or None
+        Committer date, ISO 8601 in UTC (``2024-03-01T12:00:00Z``).
+
+    Examples
+    --------
+    >>> CommitInfo("a1b2c3d4e5", "Fix").short
+    'a1b2c3d'
+    """
+
+    sha: str
+    subject: str | None = None
+    author: str | None = None
+    date: str | None = None
+
+    @property
+    def short(self) -> str:
+        """The first 7 characters of the sha."""
+        return self.sha[:7]
+
+    @property
+    def exists(self) -> bool:
+        """True when the commit was found in the repository (its subject is known)."""
+        return self.subject is not None
+
+
+@dataclass(frozen=True)
+class RevertInfo:
+    """A revert commit and what it undid.
+
+    Attributes
+    ----------
+    commit : CommitInfo
+        The revert commit itself.
+    reverted : tuple of CommitInfo
+        The commits it names (``This reverts commit <sha>`` lines, in message order).
+    branches : tuple of str
+        Local branches whose tip reaches the revert, sorted; when none does, the
+        remote-tracking branches (``origin/main``) that do; empty when only a detached HEAD or a tag reaches it.
+    files_affected : tuple of str
+        Paths the revert commit changed, sorted.
+    diffstat : tuple of (path, added, deleted)
+        ``git log --numstat`` of the revert commit, sorted by path; added/deleted are None for binary files.
+    summary : str
+        A one-line draft built from the fields above.
+    is_reapply : bool
+        True when the revert undoes a revert (git's ``Reapply "..."``).
+    evidence : str
+        ``"message"`` (git's ``This reverts commit`` line) or ``"subject"`` (only a
+        ``Revert "<subject>"`` subject, matched to an older commit with that subject).
+    """
+
+    commit: CommitInfo
+    reverted: tuple[CommitInfo, ...]
+    branches: tuple[str, ...]
+    files_affected: tuple[str, ...]
+    diffstat: tuple[tuple[str, int | None, int | None], ...]
+    summary: str
+    is_reapply: bool = False
+    evidence: str = "message"
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    """What :func:`scan_reverts` found and where to resume.
+
+    Attributes
+    ----------
+    reverts : tuple of RevertInfo
+        Ordered by (commit date, sha).
+    scanned_tips : tuple of str
+        The commit shas the walk started from (branch/tag tips and HEAD), sorted;
+        pass them as ``since=`` next time to scan only newer commits.
+    commits_scanned : int
+        Number of commits walked.
+    truncated : bool
+        True when the walk stopped before the start of history (``max_commits``
+        reached, or a shallow clone): older reverts were not seen.
+    note : str or None
+        Why the window is truncated, in one line.
+    """
+
+    reverts: tuple[RevertInfo, ...]
+    scanned_tips: tuple[str, ...]
+    commits_scanned: int
+    truncated: bool = False
+    note: str | None = None
+
+
+@dataclass
+class _Raw:
+    sha: str
+    parents: tuple[str, ...]
+    author: str
+    ctime: int
+    subject: str
+    body: str
+
+    def info(self) -> CommitInfo:
+        return CommitInfo(self.sha, self.subject, self.author, _iso(self.ctime))
+
+
+def _iso(ts: int) -> str:
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _tips(repo: RepoInfo) -> tuple[list[str], dict[str, list[str]], dict[str, list[str]]]:
+    """Commit shas to walk from, and which local / remote branch names sit at each."""
+    out = run_git(
+        repo,
+        "for-each-ref",
+        "--format=%(objectname)%00%(objecttype)%00%(*objectname)%00%(*objecttype)%00%(refname)",
+        "refs/heads",
+        "refs/remotes",
+        "refs/tags",
+    )
+    tips: set[str] = set()
+    local: dict[str, list[str]] = {}
+    remote: dict[str, list[str]] = {}
+    for line in _decode(out).splitlines():
+        parts = line.split("\0")
+        if len(parts) != 5:
+            continue
+        sha, otype, peeled, ptype, ref = parts
+        if otype == "tag":
+            if ptype != "commit":
+                continue
+            sha = peeled
+        elif otype != "commit":
+            continue
+        tips.add(sha)
+        if ref.startswith("refs/heads/"):
+            local.setdefault(sha, []).append(ref[len("refs/heads/") :])
+        elif ref.startswith("refs/remotes/") and not ref.endswith("/HEAD"):
+            remote.setdefault(sha, []).append(ref[len("refs/remotes/") :])
+    state = head(repo)
+    if state.commit is not None:
+        tips.add(state.commit)
+    return sorted(tips), local, remote
+
+
+def _existing_commits(repo: RepoInfo, names: list[str]) -> list[str]:
+    """The subset of ``names`` that are commits in the repository (``git log ^missing`` is fatal)."""
+    if not names:
+        return []
+    out = run_git(
+        repo,
+        "cat-file",
+        "--batch-check=%(objectname) %(objecttype)",
+        input="".join(f"{n}\n" for n in names).encode(),
+    )
+    kept = []
+    for name, line in zip(names, _decode(out).splitlines(), strict=False):
+        parts = line.split()
+        if len(parts) == 2 and parts[1] == "commit":
+            kept.append(name)
+    return kept
+
+
+def _walk(repo: RepoInfo, tips: list[str], since: list[str], max_commits: int) -> list[_Raw]:
+    stdin = "".join(f"{t}\n" for t in tips) + "".join(f"^{s}\n" for s in since)
+    out = run_git(
+        repo,
+        "log",
+        "--stdin",
+        "--ignore-missing",
+        "--date-order",
+        "-z",
+        f"--max-count={max_commits}",
+        f"--format={_LOG_FORMAT}",
+        input=stdin.encode(),
+    )
+    commits: list[_Raw] = []
+    for record in out.split(b"\0"):
+        if not record.strip():
+            continue
+        parts = _decode(record).split("\x1f", 5)
+        if len(parts) != 6:
+            raise GitError(f"unexpected git log output in {repo.work_tree}: {parts[0][:60]!r}")
+        sha, parents, author, ctime, subject, body = parts
+        commits.append(_Raw(sha.strip(), tuple(parents.split()), author, int(ctime), subject, body))
+    return commits
+
+
+def _branch_masks(
+    commits: list[_Raw], local: dict[str, list[str]], remote: dict[str, list[str]]
+) -> tuple[dict[str, int], list[str], int]:
+    """Reachability of every walked commit from each branch tip, as bitsets.
+
+    ``--date-order`` prints no parent before all its children, so one pass in
+    output order propagates each commit's branch bits to its parents.
+    """
+    names = sorted({n for v in local.values() for n in v}) + sorted(
+        {f"\0{n}" for v in remote.values() for n in v}
+    )
+    bit = {name: 1 << i for i, name in enumerate(names)}
+    local_mask = sum(bit[n] for n in names if not n.startswith("\0"))
+    masks: dict[str, int] = {}
+    for c in commits:
+        m = masks.get(c.sha, 0)
+        for n in local.get(c.sha, ()):
+            m |= bit[n]
+        for n in remote.get(c.sha, ()):
+            m |= bit[f"\0{n}"]
+        masks[c.sha] = m
+        for p in c.parents:
+            masks[p] = masks.get(p, 0) | m
+    return masks, names, local_mask
+
+
+def _branches_of(mask: int, names: list[str], local_mask: int) -> tuple[str, ...]:
+    chosen = mask & local_mask if mask & local_mask else mask
+    return tuple(sorted(n.lstrip("\0") for i, n in enumerate(names) if chosen >> i & 1))
+
+
+def _diffstats(repo: RepoInfo, shas: list[str]) -> dict[str, list[tuple[str, int | None, int | None]]]:
+    if not shas:
+        return {}
+    out = run_git(
+        repo,
+        "log",
+        "--no-walk=unsorted",
+        "--stdin",
+        "-z",
+        "--numstat",
+        "--no-renames",
+        "--format=%x1e%H",
+        input="".join(f"{s}\n" for s in shas).encode(),
+    )
+    stats: dict[str, list[tuple[str, int | None, int | None]]] = {}
+    for chunk in out.split(b"\x1e"):
+        if not chunk.strip():
+            continue
+        fields = chunk.split(b"\0")
+        sha = _decode(fields[0]).strip()
+        rows: list[tuple[str, int | None, int | None]] = []
+        for field in fields[1:]:
+            text = _decode(field).lstrip("\n")
+            if not text:
+                continue
+            added, _, rest = text.partition("\t")
+            deleted, _, path = rest.partition("\t")
+            rows.append((path, int(added) if added.isdigit() else None, int(deleted) if deleted.isdigit() else None))
+        stats[sha] = sorted(rows, key=lambda r: r[0])
+    return stats
+
+
+def _parse_raw_commit(sha: str, raw: str) -> CommitInfo:
+    header, _, message = raw.partition("\n\n")
+    author = date = None
+    for line in header.splitlines():
+        if line.startswith("author "):
+            m = re.match(r"author (.*) (\d+) [+-]\d{4}$", line)
+            if m:
+                author = m.group(1)
+        elif line.startswith("committer "):
+            m = re.match(r"committer .* (\d+) [+-]\d{4}$", line)
+            if m:
+                date = _iso(int(m.group(1)))
+    first_paragraph = message.strip().split("\n\n", 1)[0] if message.strip() else ""
+    subject = " ".join(line.strip() for line in first_paragraph.splitlines())
+    return CommitInfo(sha, subject, author, date)
+
+
+def _lookup_outside(repo: RepoInfo, names: list[str]) -> dict[str, tuple[CommitInfo, bool]]:
+    """Commit info (and whether it is itself a revert) for ids not in the walked window."""
+    if not names:
+        return {}
+    out = run_git(repo, "cat-file", "--batch", input="".join(f"{n}\n" for n in names).encode())
+    found: dict[str, tuple[CommitInfo, bool]] = {}
+    pos = 0
+    for name in names:
+        end = out.index(b"\n", pos)
+        header = _decode(out[pos:end]).split()
+        pos = end + 1
+        if len(header) == 3 and header[2].isdigit():  # "<sha> <type> <size>", else "<name> missing"
+            size = int(header[2])
+            body = out[pos : pos + size]
+            pos += size + 1
+            if header[1] == "commit":
+                raw = _decode(body)
+                found[name] = (_parse_raw_commit(header[0], raw), bool(_REVERTS_RE.search(raw)))
+    return found
+
+
+def _trunc(text: str, limit: int, *, left: bool = False) -> str:
+    if len(text) <= limit:
+        return text
+    return "..." + text[-(limit - 3) :] if left else text[: limit - 3] + "..."
+
+
+def _summary(
+    commit: CommitInfo,
+    reverted: tuple[CommitInfo, ...],
+    branches: tuple[str, ...],
+    diffstat: tuple[tuple[str, int | None, int | None], ...],
+    is_reapply: bool,
+) -> str:
+    targets = []
+    for c in reverted[:_TARGETS_IN_SUMMARY]:
+        if c.subject is None:
+            targets.append(f"commit {c.short} (not in this repository)")
+            continue
+        subject = c.subject
+        if is_reapply:
+            m = _REVERT_SUBJECT_RE.match(subject)
+            subject = m.group(1) if m else subject
+        targets.append(f'"{_trunc(subject, _SUBJECT_MAX)}" ({c.short})')
+    if not targets:
+        targets.append(f'"{_trunc(commit.subject or "", _SUBJECT_MAX)}"')
+    what = " and ".join(targets)
+    if len(reverted) > _TARGETS_IN_SUMMARY:
+        what = ", ".join(targets) + f" and {len(reverted) - _TARGETS_IN_SUMMARY} more"
+    if not branches:
+        where = "outside any branch"
+    elif len(branches) <= 2:
+        where = "on " + ", ".join(branches)
+    else:
+        where = f"on {branches[0]} and {len(branches) - 1} other branches"
+    files = []
+    for path, added, deleted in diffstat[:_FILES_IN_SUMMARY]:
+        change = "binary" if added is None or deleted is None else f"+{added}/-{deleted}"
+        files.append(f"{_trunc(path, _PATH_MAX, left=True)} ({change})")
+    if not files:
+        touched = "no file changes"
+    else:
+        touched = "touched " + ", ".join(files)
+        if len(diffstat) > _FILES_IN_SUMMARY:
+            touched += f" and {len(diffstat) - _FILES_IN_SUMMARY} more files"
+    verb = "Reapplied" if is_reapply else "Reverted"
+    return f"{verb} {what} {where}: {touched}"
+
+
+def scan_reverts(
+    repo: RepoInfo | str | Path,
+    *,
+    since: Iterable[str] = (),
+    max_commits: int = 2000,
+) -> ScanResult:
+    """Find revert commits on all branches, newer than the commits already scanned.
+
+    Parameters
+    ----------
+    repo : RepoInfo or path
+        From :func:`~synapse_nb.gitscope.find_repo` (or a path inside the work tree).
+    since : iterable of str
+        Commit shas already scanned (a previous ``ScanResult.scanned_tips``): their
+        history is skipped. Unknown shas (garbage-collected after a rewrite) are ignored.
+    max_commits : int
+        Upper bound on the commits walked (newest first, children before parents).
+
+    Returns
+    -------
+    ScanResult
+        ``reverts`` ordered by (commit date, sha); ``scanned_tips`` to resume from.
+
+    Raises
+    ------
+    GitError
+        Not a repository, no commits yet, git missing, or git cannot read the history (corrupt repository).
+    ValidationError
+        ``since`` holds something that is not a hex sha, or ``max_commits`` < 1.
+
+    Examples
+    --------
+    >>> result = scan_reverts("/path/to/repo", max_commits=500)  # doctest: +SKIP
+    >>> [r.reverted[0].subject for r in result.reverts]  # doctest: +SKIP
+    ['Add retry to payment client']
+    """
+    if isinstance(max_commits, bool) or not isinstance(max_commits, int) or max_commits < 1:
+        raise ValidationError(f"max_commits must be a positive integer, got {max_commits!r}")
+    if isinstance(since, str):
+        since = [since]
+    since_list = sorted({validate_sha(s, "since") for s in since})
+    info = coerce_repo(repo)
+    tips, local, remote = _tips(info)
+    if not tips:
+        raise GitError(f"{info.work_tree} has no commits yet; make a first commit before scanning for reverts")
+    commits = _walk(info, tips, _existing_commits(info, since_list), max_commits)
+    truncated, note = False, None
+    if len(commits) >= max_commits:
+        truncated, note = True, f"stopped after max_commits={max_commits}; older history was not scanned"
+    if (info.common_dir / "shallow").is_file():
+        truncated = True
+        note = "shallow clone: history before the shallow boundary is missing" + (f"; {note}" if note else "")
+
+    by_sha = {c.sha: c for c in commits}
+    masks, names, local_mask = _branch_masks(commits, local, remote)
+
+    # Which commits are reverts, and which ids do they name?
+    found: list[tuple[_Raw, list[str], str]] = []
+    for index, c in enumerate(commits):
+        named = list(dict.fromkeys(m.lower() for m in _REVERTS_RE.findall(c.body)))
+        if named:
+            found.append((c, named, "message"))
+            continue
+        m = _REVERT_SUBJECT_RE.match(c.subject)
+        if m:
+            target = next((o.sha for o in commits[index + 1 :] if o.subject == m.group(1)), None)
+            if target is not None:
+                found.append((c, [target], "subject"))
+
+    # Resolve named ids: in the window (full or abbreviated), else ask git.
+    def in_window(name: str) -> _Raw | None:
+        if name in by_sha:
+            return by_sha[name]
+        if len(name) < 40:
+            matches = sorted(s for s in by_sha if s.startswith(name))
+            if len(matches) == 1:
+                return by_sha[matches[0]]
+        return None
+
+    outside = sorted({n for _, named, _ in found for n in named if in_window(n) is None})
+    looked_up = _lookup_outside(info, outside)
+    stats = _diffstats(info, [c.sha for c, _, _ in found])
+
+    reverts: list[RevertInfo] = []
+    for c, named, evidence in sorted(found, key=lambda f: (f[0].ctime, f[0].sha)):
+        reverted: list[CommitInfo] = []
+        reapply = bool(_REAPPLY_SUBJECT_RE.match(c.subject))
+        for name in named:
+            raw = in_window(name)
+            if raw is not None:
+                reverted.append(raw.info())
+                reapply = reapply or bool(_REVERTS_RE.search(raw.body))
+            elif name in looked_up:
+                ci, is_revert = looked_up[name]
+                reverted.append(ci)
+                reapply = reapply or is_revert
+            else:
+                reverted.append(CommitInfo(name))
+        diffstat = tuple(stats.get(c.sha, ()))
+        branches = _branches_of(masks.get(c.sha, 0), names, local_mask)
+        commit = c.info()
+        reverts.append(
+            RevertInfo(
+                commit=commit,
+                reverted=tuple(reverted),
+                branches=branches,
+                files_affected=tuple(sorted({p for p, _, _ in diffstat})),
+                diffstat=diffstat,
+                summary=_summary(commit, tuple(reverted), branches, diffstat, reapply),
+                is_reapply=reapply,
+                evidence=evidence,
+            )
+        )
+    return ScanResult(
+        reverts=tuple(reverts),
+        scanned_tips=tuple(tips),
+        commits_scanned=len(commits),
+        truncated=truncated,
+        note=note,
+    )

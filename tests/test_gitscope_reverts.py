@@ -1,0 +1,256 @@
+"""Revert detection (synapse_nb.gitscope.reverts) against real histories made by git."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from synapse_nb.errors import GitError, ValidationError
+from synapse_nb.gitscope import CommitInfo, find_repo, scan_reverts
+from synapse_nb.gitscope.testing import ScratchRepo, git_env
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> ScratchRepo:
+    r = ScratchRepo.init(tmp_path / "repo")
+    r.commit_file("src/pay.py", "".join(f"line {i}\n" for i in range(10)), "Initial payment client")
+    return r
+
+
+def _add_retry(r: ScratchRepo) -> str:
+    r.write("src/pay.py", "".join(f"line {i}\n" for i in range(10)) + "retry = 3\nbackoff = 2\n")
+    r.git("commit", "-qam", "Add retry to payment client")
+    return r.head_sha()
+
+
+def test_simple_revert_full_record(repo: ScratchRepo) -> None:
+    target = _add_retry(repo)
+    repo.git("revert", "--no-edit", "HEAD")
+    revert_sha = repo.head_sha()
+    result = scan_reverts(find_repo(repo.root))  # type: ignore[arg-type]
+    assert result.commits_scanned == 3 and not result.truncated and result.note is None
+    assert result.scanned_tips == (revert_sha,)
+    (rev,) = result.reverts
+    assert rev.commit.sha == revert_sha
+    assert rev.commit.subject == 'Revert "Add retry to payment client"'
+    assert rev.commit.author == "Ada Tester <ada@example.com>"
+    assert rev.commit.date is not None and rev.commit.date.endswith("Z") and "T" in rev.commit.date
+    assert rev.reverted == (
+        CommitInfo(target, "Add retry to payment client", "Ada Tester <ada@example.com>", rev.reverted[0].date),
+    )
+    assert rev.reverted[0].date is not None and rev.reverted[0].date < rev.commit.date
+    assert rev.branches == ("main",)
+    assert rev.files_affected == ("src/pay.py",)
+    assert rev.diffstat == (("src/pay.py", 0, 2),)
+    assert not rev.is_reapply and rev.evidence == "message"
+    assert rev.summary == f'Reverted "Add retry to payment client" ({target[:7]}) on main: touched src/pay.py (+0/-2)'
+
+
+def test_path_argument_and_not_a_repo(repo: ScratchRepo, tmp_path: Path) -> None:
+    _add_retry(repo)
+    repo.git("revert", "--no-edit", "HEAD")
+    assert len(scan_reverts(repo.root / "src").reverts) == 1
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(GitError, match="not inside a git work tree"):
+        scan_reverts(plain)
+
+
+def test_no_commits_is_git_error(tmp_path: Path) -> None:
+    r = ScratchRepo.init(tmp_path / "empty")
+    with pytest.raises(GitError, match="no commits"):
+        scan_reverts(r.root)
+
+
+def test_bad_arguments(repo: ScratchRepo) -> None:
+    with pytest.raises(ValidationError, match="max_commits"):
+        scan_reverts(repo.root, max_commits=0)
+    with pytest.raises(ValidationError, match="since"):
+        scan_reverts(repo.root, since=["HEAD; rm -rf /"])
+
+
+def test_revert_of_a_merge(repo: ScratchRepo) -> None:
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit_file("src/retry.py", "def retry():\n    pass\n", "Add retry helper")
+    repo.git("checkout", "-q", "main")
+    repo.commit_file("README.md", "hi\n", "Docs")
+    repo.git("merge", "-q", "--no-ff", "--no-edit", "feature")
+    merge = repo.head_sha()
+    repo.git("revert", "--no-edit", "-m", "1", "HEAD")
+    (rev,) = scan_reverts(repo.root).reverts
+    assert [c.sha for c in rev.reverted] == [merge]  # not the "changes made to" parent
+    assert rev.reverted[0].subject == "Merge branch 'feature'"
+    assert rev.files_affected == ("src/retry.py",)
+    assert rev.diffstat == (("src/retry.py", 0, 2),)
+    assert rev.branches == ("main",)
+
+
+def test_series_and_combined_reverts(repo: ScratchRepo) -> None:
+    a = repo.commit_file("a.txt", "a\n", "Add a")
+    b = repo.commit_file("b.txt", "b\n", "Add b")
+    c = repo.commit_file("c.txt", "c\n", "Add c")
+    repo.git("revert", "--no-edit", c, b)  # a series: two revert commits
+    repo.git("revert", "-n", a)
+    repo.git(
+        "commit",
+        "-q",
+        "-m",
+        "Back out the alphabet",
+        "-m",
+        f"This reverts commit {a}.\nThis reverts commit {b[:10]}.\nThis reverts commit {a}.",
+    )
+    reverts = scan_reverts(repo.root).reverts
+    assert [r.reverted[0].subject for r in reverts] == ["Add c", "Add b", "Add a"]
+    combined = reverts[-1]
+    assert [x.sha for x in combined.reverted] == [a, b]  # abbreviated id resolved, duplicate dropped
+    assert combined.summary.startswith(f'Reverted "Add a" ({a[:7]}) and "Add b" ({b[:7]}) on main: touched a.txt')
+    dates = [(r.commit.date, r.commit.sha) for r in reverts]
+    assert dates == sorted(dates)
+
+
+def test_reapply_is_a_revert_of_a_revert(repo: ScratchRepo) -> None:
+    target = _add_retry(repo)
+    repo.git("revert", "--no-edit", "HEAD")
+    first_revert = repo.head_sha()
+    repo.git("revert", "--no-edit", "HEAD")
+    reverts = scan_reverts(repo.root).reverts
+    assert [r.is_reapply for r in reverts] == [False, True]
+    again = reverts[1]
+    assert again.reverted[0].sha == first_revert
+    assert again.summary.startswith(f'Reapplied "Add retry to payment client" ({first_revert[:7]}) on main')
+    assert reverts[0].reverted[0].sha == target
+
+
+def test_branches_are_computed_from_the_graph(repo: ScratchRepo) -> None:
+    repo.git("checkout", "-q", "-b", "feature/x")
+    _add_retry(repo)
+    repo.git("revert", "--no-edit", "HEAD")
+    (rev,) = scan_reverts(repo.root).reverts
+    assert rev.branches == ("feature/x",)
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "--no-ff", "--no-edit", "feature/x")
+    repo.git("branch", "-q", "zeta", "feature/x")
+    repo.git("pack-refs", "--all")
+    (rev,) = scan_reverts(repo.root).reverts
+    assert rev.branches == ("feature/x", "main", "zeta")
+    assert "on feature/x and 2 other branches" in rev.summary
+
+
+def test_detached_head_and_tag_only(repo: ScratchRepo) -> None:
+    _add_retry(repo)
+    repo.git("checkout", "-q", "--detach")
+    repo.git("revert", "--no-edit", "HEAD")
+    (rev,) = scan_reverts(repo.root).reverts
+    assert rev.branches == ()
+    assert "outside any branch" in rev.summary
+    repo.git("tag", "-a", "-m", "keep", "v1")
+    repo.git("checkout", "-q", "main")  # now only the annotated tag reaches it
+    (rev2,) = scan_reverts(repo.root).reverts
+    assert rev2.commit.sha == rev.commit.sha
+
+
+def test_incremental_scan_sees_only_new_commits(repo: ScratchRepo) -> None:
+    _add_retry(repo)
+    repo.git("revert", "--no-edit", "HEAD")
+    first = scan_reverts(repo.root)
+    assert len(first.reverts) == 1
+    again = scan_reverts(repo.root, since=first.scanned_tips)
+    assert again.reverts == () and again.commits_scanned == 0
+    repo.commit_file("x.txt", "x\n", "Add x")
+    repo.git("revert", "--no-edit", "HEAD")
+    later = scan_reverts(repo.root, since=first.scanned_tips)
+    assert later.commits_scanned == 2
+    assert [r.reverted[0].subject for r in later.reverts] == ["Add x"]
+    # an unknown since sha (garbage-collected history) is ignored, not an error
+    assert len(scan_reverts(repo.root, since=["0" * 40]).reverts) == 2
+
+
+def test_max_commits_truncates_and_says_so(repo: ScratchRepo) -> None:
+    _add_retry(repo)
+    repo.git("revert", "--no-edit", "HEAD")
+    for i in range(3):
+        repo.commit_file(f"f{i}.txt", "x\n", f"Filler {i}")
+    result = scan_reverts(repo.root, max_commits=3)
+    assert result.truncated and "max_commits=3" in (result.note or "")
+    assert result.reverts == ()
+    assert len(scan_reverts(repo.root, max_commits=4).reverts) == 1
+
+
+def test_shallow_clone_is_flagged_truncated(repo: ScratchRepo, tmp_path: Path) -> None:
+    _add_retry(repo)
+    repo.git("revert", "--no-edit", "HEAD")
+    repo.commit_file("later.txt", "x\n", "Later")
+    clone = tmp_path / "shallow"
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "2", f"file://{repo.root}", str(clone)],
+        check=True,
+        env=git_env(),
+        capture_output=True,
+    )
+    result = scan_reverts(clone)
+    assert result.truncated and "shallow" in (result.note or "")
+    (rev,) = result.reverts
+    assert rev.branches == ("main",)  # local main
+    assert rev.reverted[0].subject is None  # beyond the shallow boundary
+    assert "not in this repository" in rev.summary
+
+
+def test_remote_branches_used_when_no_local_branch(repo: ScratchRepo, tmp_path: Path) -> None:
+    repo.git("checkout", "-q", "-b", "topic")
+    _add_retry(repo)
+    repo.git("revert", "--no-edit", "HEAD")
+    repo.git("checkout", "-q", "main")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(repo.root), str(clone)], check=True, env=git_env(), capture_output=True)
+    (rev,) = scan_reverts(clone).reverts
+    assert rev.branches == ("origin/topic",)
+
+
+def test_unknown_reverted_sha_and_subject_only_revert(repo: ScratchRepo) -> None:
+    repo.commit_file("a.txt", "a\n", "Add a")
+    repo.git("rm", "-q", "a.txt")
+    repo.git("commit", "-q", "-m", 'Revert "Add a"')  # no "This reverts" line: matched by subject
+    repo.commit_file("b.txt", "b\n", "Hand-made", )
+    repo.git("commit", "-q", "--allow-empty", "-m", "Undo", "-m", "This reverts commit deadbeefcafe.")
+    reverts = scan_reverts(repo.root).reverts
+    assert [r.evidence for r in reverts] == ["subject", "message"]
+    assert reverts[0].reverted[0].subject == "Add a"
+    assert reverts[1].reverted == (CommitInfo("deadbeefcafe"),)
+    assert reverts[1].files_affected == () and "no file changes" in reverts[1].summary
+
+
+def test_binary_unicode_and_long_paths_in_diffstat(repo: ScratchRepo) -> None:
+    long_name = "deep/" + "d" * 80 + "/file.py"
+    repo.write("docs/naïve file.txt", "x\n")
+    (repo.root / "img.bin").write_bytes(b"\x00\x01\x02" * 10)
+    repo.write(long_name, "x\n")
+    repo.write("z.txt", "z\n")
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "Add assets " + "and more " * 10)
+    repo.git("revert", "--no-edit", "HEAD")
+    (rev,) = scan_reverts(repo.root).reverts
+    assert rev.files_affected == tuple(sorted([long_name, "docs/naïve file.txt", "img.bin", "z.txt"]))
+    assert ("img.bin", None, None) in rev.diffstat
+    assert "docs/naïve file.txt (+0/-1)" in rev.summary
+    assert "(binary)" in rev.summary and "and 1 more files" in rev.summary
+    assert "..." in rev.summary and "\n" not in rev.summary
+
+
+def test_scan_is_deterministic(repo: ScratchRepo) -> None:
+    for i in range(3):
+        repo.commit_file(f"f{i}.txt", "x\n", f"Add f{i}")
+        repo.git("revert", "--no-edit", "HEAD")
+    assert scan_reverts(repo.root) == scan_reverts(repo.root)
+
+
+def test_corrupt_repository_is_git_error(repo: ScratchRepo) -> None:
+    _add_retry(repo)
+    info = find_repo(repo.root)
+    assert info is not None
+    shutil.rmtree(info.common_dir / "objects")
+    (info.common_dir / "objects").mkdir()
+    with pytest.raises(GitError, match="failed"):
+        scan_reverts(info)
