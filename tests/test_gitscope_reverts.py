@@ -34,14 +34,14 @@ def test_simple_revert_full_record(repo: ScratchRepo) -> None:
     assert result.commits_scanned == 3 and not result.truncated and result.note is None
     assert result.scanned_tips == (revert_sha,)
     (rev,) = result.reverts
-    assert rev.commit.sha == revert_sha
-    assert rev.commit.subject == 'Revert "Add retry to payment client"'
-    assert rev.commit.author == "Ada Tester <ada@example.com>"
-    assert rev.commit.date is not None and rev.commit.date.endswith("Z") and "T" in rev.commit.date
+    assert rev.revert.sha == revert_sha
+    assert rev.revert.subject == 'Revert "Add retry to payment client"'
+    assert rev.revert.author == "Ada Tester <ada@example.com>"
+    assert rev.revert.date is not None and rev.revert.date.endswith("Z") and "T" in rev.revert.date
     assert rev.reverted == (
         CommitInfo(target, "Add retry to payment client", "Ada Tester <ada@example.com>", rev.reverted[0].date),
     )
-    assert rev.reverted[0].date is not None and rev.reverted[0].date < rev.commit.date
+    assert rev.reverted[0].date is not None and rev.reverted[0].date < rev.revert.date
     assert rev.branches == ("main",)
     assert rev.files_affected == ("src/pay.py",)
     assert rev.diffstat == (("src/pay.py", 0, 2),)
@@ -107,7 +107,7 @@ def test_series_and_combined_reverts(repo: ScratchRepo) -> None:
     combined = reverts[-1]
     assert [x.sha for x in combined.reverted] == [a, b]  # abbreviated id resolved, duplicate dropped
     assert combined.summary.startswith(f'Reverted "Add a" ({a[:7]}) and "Add b" ({b[:7]}) on main: touched a.txt')
-    dates = [(r.commit.date, r.commit.sha) for r in reverts]
+    dates = [(r.revert.date, r.revert.sha) for r in reverts]
     assert dates == sorted(dates)
 
 
@@ -149,7 +149,7 @@ def test_detached_head_and_tag_only(repo: ScratchRepo) -> None:
     repo.git("tag", "-a", "-m", "keep", "v1")
     repo.git("checkout", "-q", "main")  # now only the annotated tag reaches it
     (rev2,) = scan_reverts(repo.root).reverts
-    assert rev2.commit.sha == rev.commit.sha
+    assert rev2.revert.sha == rev.revert.sha
 
 
 def test_incremental_scan_sees_only_new_commits(repo: ScratchRepo) -> None:

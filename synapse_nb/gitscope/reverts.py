@@ -94,7 +94,7 @@ class RevertInfo:
 
     Attributes
     ----------
-    commit : CommitInfo
+    revert : CommitInfo
         The revert commit itself.
     reverted : tuple of CommitInfo
         The commits it names (``This reverts commit <sha>`` lines, in message order).
@@ -114,7 +114,7 @@ class RevertInfo:
         ``Revert "<subject>"`` subject, matched to an older commit with that subject).
     """
 
-    commit: CommitInfo
+    revert: CommitInfo
     reverted: tuple[CommitInfo, ...]
     branches: tuple[str, ...]
     files_affected: tuple[str, ...]
@@ -502,7 +502,7 @@ def scan_reverts(
         commit = c.info()
         reverts.append(
             RevertInfo(
-                commit=commit,
+                revert=commit,
                 reverted=tuple(reverted),
                 branches=branches,
                 files_affected=tuple(sorted({p for p, _, _ in diffstat})),
