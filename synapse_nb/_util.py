@@ -1,0 +1,200 @@
+"""Small shared helpers: time, ids, validation of user text, durations.
+
+Private: the public API re-exports what users need.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from synapse_nb.errors import ValidationError
+
+Clock = Callable[[], datetime]
+
+#: Longest text accepted for a body field (memory content, rationale, note body, ...), in characters.
+MAX_TEXT = 32_768
+#: Longest short field (key, name, category, tag, task key, branch), in characters.
+MAX_SHORT = 200
+#: Longest note trigger, in characters (about 35 tokens is the intent; this is the hard limit).
+MAX_TRIGGER = 600
+#: Most tags on one record, and most file paths on one record.
+MAX_TAGS = 32
+MAX_FILES = 500
+
+_TS_FMT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_KEY = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d|day|days|w|wk|weeks?)\s*$", re.I)
+_DUR_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400, "day": 86400,
+              "days": 86400, "w": 604800, "wk": 604800, "week": 604800, "weeks": 604800}
+
+
+def utcnow() -> datetime:
+    """The real clock: an aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+def fmt_ts(dt: datetime) -> str:
+    """Format an aware datetime as the vault's fixed-width UTC ISO 8601 string (sorts as text)."""
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC).strftime(_TS_FMT)
+
+
+def parse_ts(value: str | datetime, field: str = "timestamp") -> datetime:
+    """Parse an ISO 8601 string (naive means UTC) or datetime into an aware UTC datetime."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be an ISO 8601 string or a datetime, got {type(value).__name__}")
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValidationError(
+            f"{field} {value!r} is not a valid timestamp; use ISO 8601 such as '2026-12-31T12:00:00Z' "
+            "or a duration such as '7d', '12h', '30m', '2w'"
+        ) from None
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def parse_duration(value: str | timedelta | int | float, field: str = "duration") -> timedelta:
+    """Parse '7d', '12h', '30m', '90s', '2w' (or a timedelta, or seconds) into a timedelta."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, bool):
+        raise ValidationError(f"{field} must be a duration such as '7d' or '12h', got a bool")
+    if isinstance(value, int | float):
+        return timedelta(seconds=float(value))
+    if isinstance(value, str):
+        m = _DURATION.match(value)
+        if m:
+            return timedelta(seconds=float(m.group(1)) * _DUR_UNITS[m.group(2).lower()])
+    raise ValidationError(f"{field} {value!r} is not a duration; use a number with s, m, h, d or w, e.g. '7d' or '12h'")
+
+
+def resolve_expiry(value: str | datetime | timedelta | None, now: datetime, field: str = "expires_at") -> str | None:
+    """Turn an absolute time or a relative duration into a stored timestamp; past times are refused."""
+    if value is None:
+        return None
+    if isinstance(value, timedelta) or (isinstance(value, str) and _DURATION.match(value)):
+        delta = parse_duration(value, field)
+        if delta.total_seconds() <= 0:
+            raise ValidationError(f"{field} duration must be positive, got {value!r}")
+        try:
+            return fmt_ts(now + delta)
+        except OverflowError:
+            raise ValidationError(f"{field} {value!r} is too far in the future (after year 9999)") from None
+    dt = parse_ts(value, field)
+    if dt <= now:
+        raise ValidationError(f"{field} {fmt_ts(dt)} is in the past; give a future time or a duration such as '7d'")
+    return fmt_ts(dt)
+
+
+def new_id(prefix: str) -> str:
+    """A short random id with a kind prefix, e.g. ``mem_3f9a0c12be47``."""
+    return f"{prefix}_{secrets.token_hex(6)}"
+
+
+def digest(obj: Any) -> str:
+    """Stable content hash of a JSON-able object (sorted keys), used for delta and index drift."""
+    data = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha1(data.encode("utf-8")).hexdigest()[:16]
+
+
+def check_text(value: Any, field: str, *, max_len: int = MAX_TEXT, allow_empty: bool = False,
+               multiline: bool = True) -> str:
+    """Validate a user text field: a str, valid UTF-8, no control characters, within the length limit."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be text (str), got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(f"{field} contains characters that are not valid Unicode (lone surrogates)") from None
+    if _CONTROL.search(value) or (not multiline and ("\n" in value or "\r" in value)):
+        allowed = "tab and newline" if multiline else "no line breaks"
+        raise ValidationError(f"{field} contains control characters; printable text only ({allowed})")
+    if not allow_empty and not value.strip():
+        raise ValidationError(f"{field} must not be empty")
+    if len(value) > max_len:
+        raise ValidationError(f"{field} is {len(value):,} characters; the limit is {max_len:,}")
+    return value
+
+
+def check_optional_text(value: Any, field: str, *, max_len: int = MAX_TEXT) -> str | None:
+    if value is None:
+        return None
+    value = check_text(value, field, max_len=max_len, allow_empty=True)
+    return value if value.strip() else None
+
+
+def check_key(value: Any, field: str = "key") -> str:
+    """A snake_case key: lower-case letters and digits separated by single underscores, starting with a letter."""
+    value = check_text(value, field, max_len=MAX_SHORT, multiline=False).strip()
+    if not _KEY.match(value):
+        raise ValidationError(
+            f"{field} {value!r} is not snake_case; use lower-case letters, digits and single underscores, "
+            "starting with a letter (e.g. 'project_status')"
+        )
+    return value
+
+
+def check_tags(tags: Any, field: str = "tags") -> tuple[str, ...]:
+    """Tags: a list/tuple of strings or one comma-separated string; lower-cased, stripped, deduplicated, sorted."""
+    if tags is None:
+        return ()
+    if isinstance(tags, str):
+        tags = [t for t in tags.split(",")]
+    if not isinstance(tags, Sequence | set | frozenset) or isinstance(tags, bytes):
+        raise ValidationError(f"{field} must be a list of strings or a comma-separated string, got {type(tags).__name__}")
+    out: set[str] = set()
+    for t in tags:
+        t = check_text(t, "tag", max_len=64, allow_empty=True, multiline=False).strip().lower()
+        if t:
+            out.add(t)
+    if len(out) > MAX_TAGS:
+        raise ValidationError(f"{field}: {len(out)} tags given; at most {MAX_TAGS} are accepted")
+    return tuple(sorted(out))
+
+
+def check_files(files: Any, field: str = "files") -> tuple[str, ...]:
+    """File references: a list of paths or one comma-separated string; stripped, order kept, duplicates dropped."""
+    if files is None:
+        return ()
+    if isinstance(files, str):
+        files = [f for f in files.split(",")]
+    if not isinstance(files, Sequence) or isinstance(files, bytes):
+        raise ValidationError(f"{field} must be a list of paths or a comma-separated string, got {type(files).__name__}")
+    out: list[str] = []
+    for f in files:
+        f = check_text(f, "file path", max_len=1024, allow_empty=True, multiline=False).strip()
+        if f and f not in out:
+            out.append(f)
+    if len(out) > MAX_FILES:
+        raise ValidationError(f"{field}: {len(out)} paths given; at most {MAX_FILES} are accepted")
+    return tuple(out)
+
+
+def check_choice(value: Any, field: str, choices: Iterable[str]) -> str:
+    choices = list(choices)
+    if not isinstance(value, str) or value.strip().lower() not in choices:
+        raise ValidationError(f"{field} {value!r} is not accepted; use one of: {', '.join(choices)}")
+    return value.strip().lower()
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap, deterministic token estimate (about 4 characters per token)."""
+    return max(1, (len(text) + 3) // 4) if text else 0
+
+
+def shorten(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(0, width - 1)].rstrip() + "…"

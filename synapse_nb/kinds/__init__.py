@@ -1,0 +1,1 @@
+"""One manager per memory kind; the vault exposes them as ``vault.memories``, ``vault.checkpoints``, ..."""

@@ -1,0 +1,234 @@
+"""Lessons from reverted changes: pending until a human approves; approved ones expire and can be re-approved.
+
+State machine::
+
+    (revert found / create) --> pending --approve--> approved --(lesson_expiry_days pass)--> expired
+                                   |                    ^                                     |
+                                   +--reject--> deleted +---------------re-approve------------+
+
+Status is computed at read time (an approved lesson past ``expires_at`` *is* expired); ``prune()``
+also persists it. Only the user actor approves or rejects; an agent reaches a pending lesson only by
+id, through :meth:`Lessons.submit_analysis`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import timedelta
+from typing import Any
+
+from synapse_nb._util import MAX_TEXT, check_files, check_optional_text, check_text, fmt_ts, new_id
+from synapse_nb.errors import ConflictError, GitError, PermissionDeniedError, ValidationError
+from synapse_nb.kinds._base import KindManager, dumps, loads
+from synapse_nb.models import Lesson, RecordList
+
+__all__ = ["STATUSES", "Lessons"]
+
+STATUSES = ("pending", "approved", "expired")
+_EFFECTIVE = "(CASE WHEN $status = 'approved' AND $expires_at <= ? THEN 'expired' ELSE $status END)"
+
+
+class Lessons(KindManager[Lesson]):
+    """``vault.lessons``: review, approve and reject lessons from reverts.
+
+    Examples
+    --------
+    >>> import synapse_nb as syn, tempfile
+    >>> v = syn.open_vault(tempfile.mkdtemp())
+    >>> les = v.lessons.create("Reverted 'retry payments': double charges", files=["src/pay.py"])
+    >>> les.status
+    'pending'
+    >>> v.lessons.approve(les.id).status
+    'approved'
+    """
+
+    table = "lessons"
+    record_cls = Lesson
+    order_by = "created_at DESC, rowid DESC"
+
+    def _visible(self) -> tuple[str, tuple[Any, ...]]:
+        if self._v.actor == "agent":  # agents see approved, unexpired lessons only
+            return "$status = 'approved' AND $expires_at > ?", (self._v._now_ts(),)
+        return "1", ()
+
+    def _from_row(self, r: sqlite3.Row) -> Lesson:
+        status = r["status"]
+        if status == "approved" and r["expires_at"] is not None and r["expires_at"] <= self._v._now_ts():
+            status = "expired"
+        return Lesson(
+            id=r["id"], mind=r["mind"], created_at=r["created_at"], updated_at=r["updated_at"], status=status,
+            summary=r["summary"], branch=r["branch"], revert_commit=loads(r["revert_commit"], None),
+            reverted_commits=tuple(loads(r["reverted_commits"], [])),
+            files_affected=tuple(loads(r["files_affected"], [])),
+            diffstat=tuple(tuple(x) for x in loads(r["diffstat"], [])), analysis=r["analysis"],
+            analysis_by=r["analysis_by"], lesson_text=r["lesson_text"], approved_at=r["approved_at"],
+            expires_at=r["expires_at"], source=r["source"],
+        )
+
+    @property
+    def expiry_days(self) -> int:
+        """Days an approved lesson stays in force (setting ``lesson_expiry_days``, default 7)."""
+        return int(self._v.settings.get("lesson_expiry_days"))
+
+    # -- create -------------------------------------------------------------------------------------------
+    def create(self, summary: str, *, files: Any = None, branch: str | None = None,
+               revert_commit: dict[str, Any] | None = None, reverted_commits: Any = (),
+               diffstat: Any = ()) -> Lesson:
+        """Create a pending lesson by hand (``scan()`` creates them from git reverts).
+
+        Idempotent per revert commit: a second lesson for the same ``revert_commit["sha"]`` is refused
+        with :class:`ConflictError`.
+        """
+        summary = check_text(summary, "summary", max_len=MAX_TEXT)
+        files_t = check_files(files, "files")
+        branch = check_optional_text(branch, "branch", max_len=255)
+        if revert_commit is not None and not (isinstance(revert_commit, dict) and isinstance(revert_commit.get("sha"), str)):
+            raise ValidationError("revert_commit must be a dict with at least a 'sha' string")
+        if not isinstance(reverted_commits, list | tuple) or not all(isinstance(x, dict) for x in reverted_commits):
+            raise ValidationError("reverted_commits must be a list of dicts (sha, subject, author, date)")
+        stats = []
+        for row in diffstat or ():
+            try:
+                path, added, deleted = row
+                stats.append([check_text(path, "diffstat path", max_len=1024),
+                              None if added is None else int(added), None if deleted is None else int(deleted)])
+            except (TypeError, ValueError):
+                raise ValidationError("diffstat rows must be (path, added, deleted)") from None
+        lid = new_id("les")
+        ts = self._v._now_ts()
+        revert_sha = revert_commit["sha"] if revert_commit else None
+        with self._v._store.transaction() as c:
+            if revert_sha and c.execute("SELECT 1 FROM lessons WHERE mind = ? AND revert_sha = ?",
+                                        (self._v.mind, revert_sha)).fetchone():
+                raise ConflictError(f"a lesson for revert {revert_sha[:12]} already exists in mind {self._v.mind!r}")
+            c.execute(
+                "INSERT INTO lessons(id, mind, status, summary, branch, revert_sha, revert_commit, reverted_commits, "
+                "files_affected, diffstat, source, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (lid, self._v.mind, "pending", summary, branch, revert_sha,
+                 json.dumps(revert_commit, sort_keys=True) if revert_commit else None,
+                 dumps(list(reverted_commits)), dumps(list(files_t)), dumps(stats), self._v.actor, ts, ts),
+            )
+            self._v._touched("lesson", lid)
+        return Lesson(id=lid, mind=self._v.mind, created_at=ts, updated_at=ts, status="pending", summary=summary,
+                      branch=branch, revert_commit=revert_commit, reverted_commits=tuple(reverted_commits),
+                      files_affected=files_t, diffstat=tuple(tuple(s) for s in stats), source=self._v.actor)
+
+    # -- reads --------------------------------------------------------------------------------------------
+    def list(self, *, status: str | None = None, limit: int | None = None) -> RecordList[Lesson]:
+        """Lessons newest first, optionally one status (pending, approved, expired).
+
+        An agent sees only approved, unexpired lessons; asking for pending or expired ones is refused.
+        """
+        if status is None:
+            return self._list(limit=limit)
+        if status not in STATUSES:
+            raise ValidationError(f"status {status!r} is not accepted; use one of: {', '.join(STATUSES)}")
+        if self._v.actor == "agent" and status != "approved":
+            raise PermissionDeniedError(f"an agent may not list {status} lessons; only approved lessons are shown "
+                                        "to agents (a pending lesson is reached by id, to submit an analysis)")
+        return self._list(f"{_EFFECTIVE} = ?", (self._v._now_ts(), status), order=(
+            "approved_at DESC, rowid DESC" if status == "approved" else None), limit=limit)
+
+    def pending(self) -> RecordList[Lesson]:
+        """Lessons waiting for a human decision (user actor only)."""
+        return self.list(status="pending")
+
+    def approved(self) -> RecordList[Lesson]:
+        """Approved lessons still in force, most recently approved first (these head every recall)."""
+        return self.list(status="approved")
+
+    def expired(self) -> RecordList[Lesson]:
+        """Approved lessons whose time ran out; they can be re-approved."""
+        return self.list(status="expired")
+
+    # -- human decisions ------------------------------------------------------------------------------------
+    def approve(self, id: str, *, text: str | None = None, expiry_days: int | None = None) -> Lesson:
+        """Approve a pending lesson, or re-approve an expired one (user actor only).
+
+        The lesson text becomes ``text`` if given, else the submitted analysis if any, else the draft
+        summary. It stays in force for ``expiry_days`` (default: the vault's ``lesson_expiry_days``).
+        """
+        self._require_user("approve a lesson")
+        les = self.get(id)
+        lesson_text = check_optional_text(text, "text") or les.lesson_text or les.analysis or les.summary
+        days = self.expiry_days if expiry_days is None else expiry_days
+        if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 3650:
+            raise ValidationError(f"expiry_days must be a whole number of days from 1 to 3650, got {days!r}")
+        now = self._v._now()
+        with self._v._store.transaction() as c:
+            c.execute("UPDATE lessons SET status = 'approved', lesson_text = ?, approved_at = ?, expires_at = ?, "
+                      "updated_at = ? WHERE id = ?",
+                      (lesson_text, fmt_ts(now), fmt_ts(now + timedelta(days=days)), fmt_ts(now), les.id))
+            self._v._touched("lesson", les.id)
+        return self.get(les.id)
+
+    reapprove = approve
+
+    def reject(self, id: str) -> Lesson:
+        """Reject a lesson: it is deleted (user actor only). Returns what it was."""
+        self._require_user("reject a lesson")
+        les = self.get(id)
+        with self._v._store.transaction() as c:
+            c.execute("DELETE FROM lessons WHERE id = ?", (les.id,))
+            self._v._touched("lesson", les.id, deleted=True)
+        return les
+
+    def submit_analysis(self, id: str, text: str) -> Lesson | None:
+        """Attach an explanation of why the reverted change failed.
+
+        From an agent it is a proposal stored beside the draft (the agent gets ``None`` back: it may not
+        read pending lessons); only a human approval makes it the lesson text. From a user it is stored
+        the same way and the updated lesson is returned.
+        """
+        text = check_text(text, "analysis", max_len=MAX_TEXT)
+        full = self.resolve_id(id)
+        with self._v._store.transaction() as c:
+            row = c.execute("SELECT status FROM lessons WHERE id = ?", (full,)).fetchone()
+            if row["status"] != "pending" and self._v.actor == "agent":
+                raise ConflictError(f"lesson {full} is {row['status']}; an agent may only analyse pending lessons")
+            c.execute("UPDATE lessons SET analysis = ?, analysis_by = ?, updated_at = ? WHERE id = ?",
+                      (text, self._v.actor, self._v._now_ts(), full))
+            self._v._touched("lesson", full)
+        return None if self._v.actor == "agent" else self.get(full)
+
+    # -- git ------------------------------------------------------------------------------------------------
+    def scan(self, *, max_commits: int | None = None) -> RecordList[Lesson]:
+        """Create one pending lesson per git revert not seen before (idempotent, across branches).
+
+        Walks history since the last scan (the first scan looks at the newest ``max_commits`` commits,
+        setting ``scan_window``, default 2000). Returns the lessons created by this scan (user actor;
+        an agent gets an empty list back: it may not read pending lessons).
+        """
+        from synapse_nb.gitscope.reverts import scan_reverts
+
+        repo = self._v.repo
+        if repo is None:
+            raise GitError(f"{self._v.project_dir} is not inside a git repository; lesson scanning needs git")
+        key = f"scan_tips:{self._v.mind}"
+        row = self._v._store.query_one("SELECT value FROM meta WHERE key = ?", (key,))
+        since = tuple(json.loads(row["value"])) if row else ()
+        window = int(self._v.settings.get("scan_window")) if max_commits is None else int(max_commits)
+        result = scan_reverts(repo, since=since, max_commits=window)
+        created: list[str] = []
+        with self._v._store.transaction() as c:
+            for rv in result.reverts:
+                sha = rv.revert.sha
+                if c.execute("SELECT 1 FROM lessons WHERE mind = ? AND revert_sha = ?",
+                             (self._v.mind, sha)).fetchone():
+                    continue
+                les = self.create(
+                    rv.summary, files=list(rv.files_affected), branch=(rv.branches[0] if rv.branches else None),
+                    revert_commit=_commit_dict(rv.revert), reverted_commits=[_commit_dict(x) for x in rv.reverted],
+                    diffstat=[tuple(x) for x in rv.diffstat],
+                )
+                created.append(les.id)
+            c.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                      (key, json.dumps(sorted(result.scanned_tips))))
+        if self._v.actor == "agent":
+            return RecordList()
+        return RecordList(self.get(i) for i in created)
+
+
+def _commit_dict(ci: Any) -> dict[str, Any]:
+    return {"sha": ci.sha, "subject": ci.subject, "author": ci.author, "date": ci.date}

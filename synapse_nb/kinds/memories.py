@@ -1,0 +1,266 @@
+"""Semantic memories: category + stable key (upserted), content, tags, priority, provenance, expiry."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime, timedelta
+from typing import Any
+
+from synapse_nb._util import (
+    MAX_TEXT,
+    check_choice,
+    check_key,
+    check_tags,
+    check_text,
+    fmt_ts,
+    new_id,
+    parse_duration,
+    resolve_expiry,
+    shorten,
+)
+from synapse_nb.errors import PermissionDeniedError, ValidationError
+from synapse_nb.kinds._base import KindManager, dumps, loads
+from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, RecordList
+
+__all__ = ["Memories"]
+
+_PRIO_RANK = {p: i for i, p in enumerate(PRIORITIES)}
+#: Highest confidence an agent may give its own (unverified) memories.
+AGENT_MAX_CONFIDENCE = 0.7
+
+_UNSET: Any = object()
+
+
+def _check_confidence(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(f"confidence must be a number between 0 and 1, got {value!r}")
+    value = float(value)
+    if not 0.0 <= value <= 1.0 or value != value:
+        raise ValidationError(f"confidence must be between 0 and 1, got {value!r}")
+    return value
+
+
+class Memories(KindManager[Memory]):
+    """``vault.memories``: the semantic memory store.
+
+    Examples
+    --------
+    >>> import synapse_nb as syn, tempfile
+    >>> v = syn.open_vault(tempfile.mkdtemp())
+    >>> m = v.memories.remember("project", "project_status", "v1.5 deployed", tags=["Deploy"], priority="high")
+    >>> v.memories.remember("project", "project_status", "v1.6 deployed").id == m.id   # same key: updated in place
+    True
+    >>> [x.key for x in v.memories.by_tag("DEPLOY")]
+    ['project_status']
+    """
+
+    table = "memories"
+    record_cls = Memory
+    order_by = "priority ASC, updated_at DESC, rowid DESC"
+
+    def _from_row(self, r: sqlite3.Row) -> Memory:
+        return Memory(
+            id=r["id"], mind=r["mind"], created_at=r["created_at"], updated_at=r["updated_at"],
+            category=r["category"], key=r["key"], content=r["content"], tags=tuple(loads(r["tags"], [])),
+            priority=PRIORITIES[r["priority"]], source=r["source"], verified=bool(r["verified"]),
+            confidence=float(r["confidence"]), expires_at=r["expires_at"],
+        )
+
+    def _not_expired(self) -> tuple[str, tuple[str]]:
+        return "($expires_at IS NULL OR $expires_at > ?)", (self._v._now_ts(),)
+
+    # -- writes ---------------------------------------------------------------------------------------------
+    def remember(self, category: str, key: str, content: str, *, tags: Any = None, priority: str | None = None,
+                 source: str | None = None, verified: bool | None = None, confidence: float | None = None,
+                 expires: str | datetime | timedelta | None = None) -> Memory:
+        """Store a memory, or update it in place when (mind, category, key) exists (the id is kept).
+
+        Parameters
+        ----------
+        category : one of identity, preference, project, context, knowledge, mistake, procedure, relationship
+            (case-insensitive).
+        key : snake_case, stable: remembering the same key again updates that memory.
+        content : the text (at most 32,768 characters).
+        tags : list of strings or "a,b"; lower-cased. On update, ``None`` keeps the existing tags.
+        priority : critical, high, normal (default) or low. On update, ``None`` keeps the existing one.
+        source : "user" or "agent"; defaults to the vault's actor. An agent may only write "agent".
+        verified : defaults to True for user writes, False for agent writes; an agent may not set True.
+        confidence : in [0, 1]; defaults 1.0 (user) or 0.7 (agent, which may not exceed 0.7).
+        expires : an ISO 8601 time or a duration such as "7d"; must be in the future.
+
+        Examples
+        --------
+        >>> v.remember("procedure", "run_migrations", "alembic upgrade head", expires="30d")  # doctest: +SKIP
+        """
+        category = check_choice(category, "category", CATEGORIES)
+        key = check_key(key)
+        content = check_text(content, "content", max_len=MAX_TEXT)
+        tag_t = None if tags is None else check_tags(tags)
+        prio = None if priority is None else _PRIO_RANK[check_choice(priority, "priority", PRIORITIES)]
+        actor = self._v.actor
+        src = actor if source is None else check_choice(source, "source", ("user", "agent"))
+        if actor == "agent" and src == "user":
+            raise PermissionDeniedError("an agent may not write source='user'; its memories are source='agent' "
+                                        "proposals until a human verifies them")
+        if verified is not None and not isinstance(verified, bool):
+            raise ValidationError(f"verified must be True or False, got {verified!r}")
+        if actor == "agent" and verified:
+            raise PermissionDeniedError("an agent may not mark a memory verified; a human verifies it")
+        ver = (src == "user") if verified is None else verified
+        if confidence is None:
+            conf = 1.0 if src == "user" else AGENT_MAX_CONFIDENCE
+        else:
+            conf = _check_confidence(confidence)
+        if actor == "agent" and conf > AGENT_MAX_CONFIDENCE:
+            raise PermissionDeniedError(f"an agent's confidence is at most {AGENT_MAX_CONFIDENCE}, got {conf}")
+        now = self._v._now()
+        exp = _UNSET if expires is None else resolve_expiry(expires, now, "expires")
+        ts = fmt_ts(now)
+        store = self._v._store
+        with store.transaction() as c:
+            row = c.execute("SELECT * FROM memories WHERE mind = ? AND category = ? AND key = ?",
+                            (self._v.mind, category, key)).fetchone()
+            if row is None:
+                mid = new_id("mem")
+                c.execute(
+                    "INSERT INTO memories(id, mind, category, key, content, tags, priority, source, verified, "
+                    "confidence, expires_at, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (mid, self._v.mind, category, key, content, dumps(list(tag_t or ())),
+                     2 if prio is None else prio, src, int(ver), conf, None if exp is _UNSET else exp, ts, ts),
+                )
+            else:
+                existing = self._from_row(row)
+                self._require_owner(existing, "overwrite")
+                mid = existing.id
+                c.execute(
+                    "UPDATE memories SET content = ?, tags = ?, priority = ?, source = ?, verified = ?, "
+                    "confidence = ?, expires_at = ?, updated_at = ? WHERE id = ?",
+                    (content, dumps(list(existing.tags if tag_t is None else tag_t)),
+                     row["priority"] if prio is None else prio, src, int(ver), conf,
+                     existing.expires_at if exp is _UNSET else exp, ts, mid),
+                )
+            self._v._touched("memory", mid)
+        return self.get(mid)
+
+    def update(self, id: str, *, content: str | None = None, tags: Any = None, priority: str | None = None,
+               confidence: float | None = None, expires: Any = _UNSET) -> Memory:
+        """Change fields of a memory by id; fields left as ``None`` are kept. ``expires=None`` clears expiry.
+
+        An agent may only update its own (source agent) memories.
+        """
+        mem = self.get(id)
+        self._require_owner(mem, "update")
+        new_content = mem.content if content is None else check_text(content, "content")
+        new_tags = mem.tags if tags is None else check_tags(tags)
+        new_prio = mem.priority if priority is None else check_choice(priority, "priority", PRIORITIES)
+        new_conf = mem.confidence if confidence is None else _check_confidence(confidence)
+        if self._v.actor == "agent" and new_conf > AGENT_MAX_CONFIDENCE:
+            raise PermissionDeniedError(f"an agent's confidence is at most {AGENT_MAX_CONFIDENCE}, got {new_conf}")
+        now = self._v._now()
+        new_exp = mem.expires_at if expires is _UNSET else resolve_expiry(expires, now, "expires")
+        with self._v._store.transaction() as c:
+            c.execute("UPDATE memories SET content = ?, tags = ?, priority = ?, confidence = ?, expires_at = ?, "
+                      "updated_at = ? WHERE id = ?",
+                      (new_content, dumps(list(new_tags)), _PRIO_RANK[new_prio], new_conf, new_exp, fmt_ts(now),
+                       mem.id))
+            self._v._touched("memory", mem.id)
+        return self.get(mem.id)
+
+    def verify(self, id: str, *, confidence: float | None = None) -> Memory:
+        """Mark a memory verified by a human (user actor only). Optionally set its confidence."""
+        self._require_user("verify a memory")
+        mem = self.get(id)
+        conf = mem.confidence if confidence is None else _check_confidence(confidence)
+        with self._v._store.transaction() as c:
+            c.execute("UPDATE memories SET verified = 1, confidence = ?, updated_at = ? WHERE id = ?",
+                      (conf, self._v._now_ts(), mem.id))
+            self._v._touched("memory", mem.id)
+        return self.get(mem.id)
+
+    def delete(self, id: str) -> Memory:
+        """Delete a memory and return what it was. An agent may only delete its own memories."""
+        mem = self.get(id)
+        self._require_owner(mem, "delete")
+        with self._v._store.transaction() as c:
+            c.execute("DELETE FROM memories WHERE id = ?", (mem.id,))
+            self._v._touched("memory", mem.id, deleted=True)
+        return mem
+
+    # -- reads ----------------------------------------------------------------------------------------------
+    def get_by_key(self, category: str, key: str) -> Memory:
+        """The memory stored under (category, key) in this mind."""
+        category = check_choice(category, "category", CATEGORIES)
+        key = check_key(key)
+        rows = self._rows("category = ? AND key = ?", (category, key))
+        if not rows:
+            from synapse_nb.errors import NotFoundError
+
+            raise NotFoundError(f"no memory {category}/{key} in mind {self._v.mind!r}")
+        return self._from_row(rows[0])
+
+    def list(self, *, category: str | None = None, include_expired: bool = False,
+             limit: int | None = None) -> RecordList[Memory]:
+        """Memories ordered by priority then recency; expired ones only when asked."""
+        where, params = ("1", ())
+        if not include_expired:
+            w, p = self._not_expired()
+            where, params = w, p
+        if category is not None:
+            where += " AND category = ?"
+            params = (*params, check_choice(category, "category", CATEGORIES))
+        return self._list(where, params, limit=limit)
+
+    def search(self, q: str, *, tag: str | None = None, category: str | None = None,
+               include_expired: bool = False, limit: int = 50) -> RecordList[Memory]:
+        """Full-text search (FTS5, stemmed; any text is safe), best match first.
+
+        An empty query (or one with no words) applies only the filters. ``tag`` is case-insensitive.
+
+        >>> v.memories.search("deploy", tag="deploy")  # doctest: +SKIP
+        """
+        where, params = "1", ()
+        if not include_expired:
+            where, params = self._not_expired()
+        if tag is not None:
+            t = check_tags([tag])
+            if not t:
+                raise ValidationError("tag must not be empty")
+            where += " AND $id IN (SELECT rid FROM tags WHERE tag = ? AND kind = 'memory')"
+            params = (*params, t[0])
+        if category is not None:
+            where += " AND $category = ?"
+            params = (*params, check_choice(category, "category", CATEGORIES))
+        if not isinstance(q, str):
+            raise ValidationError(f"a search query must be text, got {type(q).__name__}")
+        from synapse_nb.kinds._base import fts_query
+
+        if fts_query(q) is None:
+            return self._list(where, params, limit=limit)
+        return self._search(q, where=where, params=params, limit=limit)
+
+    def by_tag(self, tag: str, *, include_expired: bool = False) -> RecordList[Memory]:
+        """Memories carrying this tag (case-insensitive), by priority then recency."""
+        return self.search("", tag=tag, include_expired=include_expired, limit=1_000_000)
+
+    def expiring(self, within: str | timedelta = "7d") -> RecordList[Memory]:
+        """Memories that expire between now and ``within`` from now (e.g. "7d", "12h"), soonest first."""
+        delta = parse_duration(within, "within")
+        now = self._v._now()
+        return self._list("expires_at IS NOT NULL AND expires_at > ? AND expires_at <= ?",
+                          (fmt_ts(now), fmt_ts(now + delta)), order="expires_at ASC, id ASC")
+
+    def recall_text(self, *, limit: int | None = None) -> str:
+        """The plain-text summary an LLM reads: counts, then entries by priority then recency.
+
+        Expired memories are left out (they stay stored until ``prune()``); unverified ones are marked.
+        """
+        mems = self.list(limit=limit)
+        n_ver = sum(1 for m in mems if m.verified)
+        lines = [f"MEMORY ({len(mems)} entries: {n_ver} verified, {len(mems) - n_ver} unverified)"]
+        if not mems:
+            lines.append("(no memories)")
+        for m in mems:
+            flag = "" if m.verified else " [unverified]"
+            tags = f" #{' #'.join(m.tags)}" if m.tags else ""
+            lines.append(f"- [{m.priority}] {m.category}/{m.key}: {shorten(m.content, 400)}{tags}{flag}")
+        return "\n".join(lines)

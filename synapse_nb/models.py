@@ -1,0 +1,380 @@
+"""Typed records of every memory kind, and result lists that display and convert.
+
+Records are frozen dataclasses: they are snapshots of the store, never live views.
+Each has ``to_dict()`` (JSON-safe, stable field names), a readable ``repr`` and
+notebook displays; lists of them are :class:`RecordList` with ``to_pandas()`` /
+``to_polars()``.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Generic, TypeVar
+
+from synapse_nb._util import digest, shorten
+
+__all__ = [
+    "CATEGORIES",
+    "PRIORITIES",
+    "Checkpoint",
+    "Decision",
+    "Episode",
+    "Lesson",
+    "Memory",
+    "Note",
+    "PruneReport",
+    "Record",
+    "RecordList",
+    "Status",
+]
+
+#: The eight memory categories.
+CATEGORIES: tuple[str, ...] = (
+    "identity", "preference", "project", "context", "knowledge", "mistake", "procedure", "relationship",
+)
+#: Priorities, most important first.
+PRIORITIES: tuple[str, ...] = ("critical", "high", "normal", "low")
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+@dataclass(frozen=True)
+class Record:
+    """Fields every record has."""
+
+    kind: ClassVar[str] = "record"
+    prefix: ClassVar[str] = "rec"
+    #: fields whose change is a change of content (for delta and index drift)
+    content_fields: ClassVar[tuple[str, ...]] = ()
+
+    id: str
+    mind: str
+    created_at: str
+    updated_at: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict with stable field names (tuples become lists)."""
+        out: dict[str, Any] = {"kind": self.kind}
+        for f in fields(self):
+            if f.name.startswith("_") or not f.init or f.metadata.get("transient"):
+                continue
+            v = getattr(self, f.name)
+            out[f.name] = list(v) if isinstance(v, tuple) else v
+        return out
+
+    @property
+    def digest(self) -> str:
+        """Hash of the content fields: changes whenever what a reader would see changes."""
+        return digest({k: self.to_dict()[k] for k in self.content_fields})
+
+    @property
+    def text(self) -> str:
+        """The searchable text of the record (what the gate scores)."""
+        return ""
+
+    def summary_line(self) -> str:
+        return shorten(self.text, 100)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.id} {self.summary_line()!r}>"
+
+    def _repr_markdown_(self) -> str:
+        rows = "\n".join(f"| {k} | {_md_escape(str(v))} |" for k, v in self.to_dict().items() if v not in (None, [], ""))
+        return f"**{type(self).__name__}** `{self.id}`\n\n| field | value |\n|---|---|\n{rows}\n"
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
+            f"{html.escape(str(v))}</td></tr>"
+            for k, v in self.to_dict().items() if v not in (None, [], "")
+        )
+        return f"<b>{type(self).__name__}</b> <code>{html.escape(self.id)}</code><table>{rows}</table>"
+
+
+@dataclass(frozen=True, repr=False)
+class Memory(Record):
+    """A semantic memory: category + stable key (upserted), content, tags, priority, provenance."""
+
+    kind: ClassVar[str] = "memory"
+    prefix: ClassVar[str] = "mem"
+    content_fields: ClassVar[tuple[str, ...]] = (
+        "category", "key", "content", "tags", "priority", "source", "verified", "confidence", "expires_at")
+
+    category: str
+    key: str
+    content: str
+    tags: tuple[str, ...] = ()
+    priority: str = "normal"
+    source: str = "user"
+    verified: bool = True
+    confidence: float = 1.0
+    expires_at: str | None = None
+
+    @property
+    def text(self) -> str:
+        return f"{self.key.replace('_', ' ')} {self.content} {' '.join(self.tags)}".strip()
+
+    def summary_line(self) -> str:
+        return f"{self.category}/{self.key}: {shorten(self.content, 80)}"
+
+
+@dataclass(frozen=True, repr=False)
+class Checkpoint(Record):
+    """Work state at a moment: what was being done, changed files, next step, blockers; scoped to git."""
+
+    kind: ClassVar[str] = "checkpoint"
+    prefix: ClassVar[str] = "ckp"
+    content_fields: ClassVar[tuple[str, ...]] = ("doing", "changed_files", "next_step", "blockers", "branch", "commit")
+
+    doing: str
+    changed_files: tuple[str, ...] = ()
+    next_step: str | None = None
+    blockers: str | None = None
+    branch: str | None = None
+    commit: str | None = None
+    origin: str = "api"
+    source: str = "user"
+
+    @property
+    def text(self) -> str:
+        parts = [self.doing, self.next_step or "", self.blockers or "", " ".join(self.changed_files)]
+        return " ".join(p for p in parts if p)
+
+    def summary_line(self) -> str:
+        where = f"[{self.branch or 'no branch'}@{(self.commit or '-------')[:7]}]"
+        return f"{where} {shorten(self.doing, 80)}"
+
+    def restore_text(self) -> str:
+        """The plain-text restore pack a new session reads."""
+        lines = [f"Checkpoint {self.id} ({self.created_at}, branch {self.branch or '-'}, "
+                 f"commit {(self.commit or '-')[:12]})", f"Doing: {self.doing}"]
+        if self.changed_files:
+            lines.append("Changed files: " + ", ".join(self.changed_files))
+        if self.next_step:
+            lines.append(f"Next step: {self.next_step}")
+        if self.blockers:
+            lines.append(f"Blockers: {self.blockers}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, repr=False)
+class Decision(Record):
+    """A design decision with its rationale: a permanent log."""
+
+    kind: ClassVar[str] = "decision"
+    prefix: ClassVar[str] = "dec"
+    content_fields: ClassVar[tuple[str, ...]] = ("decision", "rationale", "tags")
+
+    decision: str
+    rationale: str | None = None
+    tags: tuple[str, ...] = ()
+    branch: str | None = None
+    commit: str | None = None
+    source: str = "user"
+
+    @property
+    def text(self) -> str:
+        return " ".join(p for p in (self.decision, self.rationale or "", " ".join(self.tags)) if p)
+
+    def summary_line(self) -> str:
+        return shorten(self.decision, 100)
+
+
+@dataclass(frozen=True, repr=False)
+class Lesson(Record):
+    """A lesson from a reverted change: pending until a human approves it; approved ones expire."""
+
+    kind: ClassVar[str] = "lesson"
+    prefix: ClassVar[str] = "les"
+    content_fields: ClassVar[tuple[str, ...]] = ("status", "lesson_text", "files_affected", "branch", "expires_at")
+
+    status: str  # pending | approved | expired  (effective status, computed at read time)
+    summary: str
+    branch: str | None = None
+    revert_commit: dict[str, Any] | None = None
+    reverted_commits: tuple[dict[str, Any], ...] = ()
+    files_affected: tuple[str, ...] = ()
+    diffstat: tuple[tuple[str, int, int], ...] = ()
+    analysis: str | None = None
+    analysis_by: str | None = None
+    lesson_text: str | None = None
+    approved_at: str | None = None
+    expires_at: str | None = None
+    source: str = "user"
+
+    @property
+    def text(self) -> str:
+        return self.lesson_text or self.analysis or self.summary
+
+    def summary_line(self) -> str:
+        return f"[{self.status}] {shorten(self.text, 90)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["diffstat"] = [list(r) for r in self.diffstat]
+        return out
+
+
+@dataclass(frozen=True, repr=False)
+class Episode(Record):
+    """One run of a task: what ran, how it ended, references. A rerun of a task key surfaces the prior run."""
+
+    kind: ClassVar[str] = "episode"
+    prefix: ClassVar[str] = "epi"
+    content_fields: ClassVar[tuple[str, ...]] = ("task_key", "status", "outcome", "refs")
+
+    task_key: str
+    status: str = "unknown"  # success | failure | unknown
+    outcome: str | None = None
+    refs: tuple[str, ...] = ()
+    duration_s: float | None = None
+    source: str = "user"
+    #: the previous run of the same task key, filled by ``episodes.log`` (not stored)
+    prior: Episode | None = field(default=None, compare=False, metadata={"transient": True})
+
+    @property
+    def text(self) -> str:
+        return " ".join(p for p in (self.task_key.replace("_", " "), self.outcome or "", " ".join(self.refs)) if p)
+
+    @property
+    def warning(self) -> str | None:
+        """'this already ran' message when a prior run of the task key exists."""
+        if self.prior is None:
+            return None
+        p = self.prior
+        return (f"task {self.task_key!r} already ran at {p.created_at} ({p.status}"
+                f"{': ' + shorten(p.outcome, 80) if p.outcome else ''}) [{p.id}]")
+
+    def summary_line(self) -> str:
+        return f"{self.task_key} [{self.status}] {shorten(self.outcome or '', 70)}".strip()
+
+
+@dataclass(frozen=True, repr=False)
+class Note(Record):
+    """An on-demand note: a short trigger always visible to the gate, a body fetched only when needed."""
+
+    kind: ClassVar[str] = "note"
+    prefix: ClassVar[str] = "note"
+    content_fields: ClassVar[tuple[str, ...]] = ("name", "trigger", "body")
+
+    name: str
+    trigger: str
+    body: str
+    source: str = "user"
+
+    @property
+    def text(self) -> str:
+        return f"{self.name.replace('_', ' ')} {self.trigger}"
+
+    def summary_line(self) -> str:
+        return f"{self.name}: {shorten(self.trigger, 80)}"
+
+
+R = TypeVar("R", bound=Record)
+
+
+class RecordList(list[R], Generic[R]):
+    """A list of records that converts to DataFrames and displays as a table in a notebook."""
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        return [r.to_dict() for r in self]
+
+    def to_pandas(self):  # -> pandas.DataFrame
+        """The records as a pandas DataFrame (one row each, stable column names)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.to_dicts())
+
+    def to_polars(self):  # -> polars.DataFrame
+        """The records as a polars DataFrame (one row each, stable column names)."""
+        import polars as pl
+
+        rows = self.to_dicts()
+        for r in rows:  # nested dicts/lists of dicts become JSON text: polars wants uniform column types
+            for k, v in list(r.items()):
+                if isinstance(v, dict) or (isinstance(v, list) and v and not isinstance(v[0], str)):
+                    import json
+
+                    r[k] = json.dumps(v, sort_keys=True)
+        return pl.DataFrame(rows, infer_schema_length=None)
+
+    def __repr__(self) -> str:
+        if not self:
+            return "RecordList([])"
+        return "RecordList([\n" + "".join(f"  {r!r},\n" for r in self) + "])"
+
+    def _repr_markdown_(self) -> str:
+        if not self:
+            return "_no records_"
+        lines = ["| id | kind | updated | summary |", "|---|---|---|---|"]
+        lines += [f"| `{r.id}` | {r.kind} | {r.updated_at[:19]} | {_md_escape(r.summary_line())} |" for r in self]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        if not self:
+            return "<i>no records</i>"
+        head = "<tr><th>id</th><th>kind</th><th>updated</th><th style='text-align:left'>summary</th></tr>"
+        body = "".join(
+            f"<tr><td><code>{html.escape(r.id)}</code></td><td>{r.kind}</td><td>{r.updated_at[:19]}</td>"
+            f"<td style='text-align:left'>{html.escape(r.summary_line())}</td></tr>" for r in self
+        )
+        return f"<table>{head}{body}</table>"
+
+
+@dataclass(frozen=True)
+class Status:
+    """Counts per kind and state, pending lessons and what expires soon."""
+
+    vault_path: str
+    mind: str
+    actor: str
+    counts: dict[str, dict[str, int]]
+    pending_lessons: tuple[str, ...]
+    expiring_memories: tuple[str, ...]
+    expiring_lessons: tuple[str, ...]
+    schema_version: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "vault_path": self.vault_path, "mind": self.mind, "actor": self.actor, "counts": self.counts,
+            "pending_lessons": list(self.pending_lessons), "expiring_memories": list(self.expiring_memories),
+            "expiring_lessons": list(self.expiring_lessons), "schema_version": self.schema_version,
+        }
+
+    def __str__(self) -> str:
+        lines = [f"vault {self.vault_path} (mind {self.mind}, actor {self.actor}, schema v{self.schema_version})"]
+        for kind in sorted(self.counts):
+            parts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts[kind].items()))
+            lines.append(f"  {kind:<11} {parts}")
+        if self.pending_lessons:
+            lines.append(f"  pending lessons awaiting a human: {', '.join(self.pending_lessons)}")
+        if self.expiring_memories:
+            lines.append(f"  memories expiring within 7 days: {', '.join(self.expiring_memories)}")
+        if self.expiring_lessons:
+            lines.append(f"  approved lessons expiring within 2 days: {', '.join(self.expiring_lessons)}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_markdown_(self) -> str:
+        return "```\n" + str(self) + "\n```"
+
+
+@dataclass(frozen=True)
+class PruneReport:
+    """What ``prune()`` removed or marked."""
+
+    memories_deleted: tuple[str, ...] = ()
+    lessons_expired: tuple[str, ...] = ()
+    sessions_cleared: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memories_deleted": list(self.memories_deleted), "lessons_expired": list(self.lessons_expired),
+                "sessions_cleared": self.sessions_cleared}
+
+    def __str__(self) -> str:
+        return (f"pruned: {len(self.memories_deleted)} expired memories deleted, "
+                f"{len(self.lessons_expired)} lessons marked expired, {self.sessions_cleared} old session entries cleared")

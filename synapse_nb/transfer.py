@@ -1,0 +1,160 @@
+"""Export and import of a whole vault as JSON Lines: sorted, stable, diffable, reviewable in git.
+
+Format: a header line ``{"format": "synapse_nb-export", "schema": N}``, then one object per record
+with ``"kind"`` first-class, rows ordered by kind then id, keys sorted. JSON columns (tags, files,
+commits) are real JSON values. Settings travel as ``{"kind": "setting", "name": ..., "value": ...}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from synapse_nb._util import MAX_TEXT, check_text
+from synapse_nb.errors import ConflictError, ValidationError
+
+if TYPE_CHECKING:
+    from synapse_nb.store.sqlite import Store
+    from synapse_nb.vault import Vault
+
+__all__ = ["EXPORT_FORMAT", "export_lines", "import_lines"]
+
+EXPORT_FORMAT = "synapse_nb-export"
+#: kind -> (table, JSON columns)
+KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "memory": ("memories", ("tags",)),
+    "checkpoint": ("checkpoints", ("changed_files",)),
+    "decision": ("decisions", ("tags",)),
+    "lesson": ("lessons", ("revert_commit", "reverted_commits", "files_affected", "diffstat")),
+    "episode": ("episodes", ("refs",)),
+    "note": ("notes", ()),
+}
+
+
+def _columns(conn_or_store: Any, table: str) -> list[str]:
+    rows = conn_or_store.execute(f"PRAGMA table_info({table})").fetchall() if isinstance(
+        conn_or_store, sqlite3.Connection) else conn_or_store.query(f"PRAGMA table_info({table})")
+    return [r["name"] for r in rows]
+
+
+def export_lines(store: Store) -> Iterator[str]:
+    """Yield the export, one JSON document per line."""
+    from synapse_nb.store.sqlite import SCHEMA_VERSION
+
+    yield json.dumps({"format": EXPORT_FORMAT, "schema": SCHEMA_VERSION}, sort_keys=True)
+    for row in store.query("SELECT key, value FROM meta WHERE key LIKE 'setting:%' ORDER BY key"):
+        yield json.dumps({"kind": "setting", "name": row["key"][8:], "value": json.loads(row["value"])},
+                         sort_keys=True, ensure_ascii=False)
+    for kind in sorted(KINDS):
+        table, json_cols = KINDS[kind]
+        for row in store.query(f"SELECT * FROM {table} ORDER BY id"):
+            doc: dict[str, Any] = {"kind": kind}
+            for k in row.keys():
+                v = row[k]
+                doc[k] = json.loads(v) if k in json_cols and v is not None else v
+            yield json.dumps(doc, sort_keys=True, ensure_ascii=False)
+
+
+def _fail(lineno: int, msg: str) -> ValidationError:
+    return ValidationError(f"import line {lineno}: {msg}; nothing was imported")
+
+
+def import_lines(vault: Vault, lines: Iterable[str]) -> dict[str, int]:
+    """Import an export into ``vault`` in one transaction; see :meth:`Vault.import_jsonl`."""
+    from synapse_nb.store.sqlite import SCHEMA_VERSION
+    from synapse_nb.vault import SETTINGS
+
+    parsed: list[tuple[int, dict[str, Any]]] = []
+    seen_ids: dict[str, int] = {}
+    header_seen = False
+    for lineno, line in enumerate(lines, 1):
+        if not isinstance(line, str):
+            raise _fail(lineno, f"expected a text line, got {type(line).__name__}")
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise _fail(lineno, f"not valid JSON ({exc.msg})") from None
+        if not isinstance(doc, dict):
+            raise _fail(lineno, "expected a JSON object")
+        if "format" in doc:
+            if doc.get("format") != EXPORT_FORMAT:
+                raise _fail(lineno, f"unknown format {doc.get('format')!r}; expected {EXPORT_FORMAT!r}")
+            if not isinstance(doc.get("schema"), int) or doc["schema"] > SCHEMA_VERSION:
+                raise _fail(lineno, f"export schema {doc.get('schema')!r} is newer than this synapse_nb "
+                                    f"({SCHEMA_VERSION}); upgrade to import it")
+            header_seen = True
+            continue
+        kind = doc.get("kind")
+        if kind == "setting":
+            name = doc.get("name")
+            if name not in SETTINGS:
+                raise _fail(lineno, f"unknown setting {name!r}")
+            try:
+                SETTINGS[name][1](doc.get("value"))
+            except ValidationError as exc:
+                raise _fail(lineno, f"setting {name}: {exc}") from None
+            parsed.append((lineno, doc))
+            continue
+        if kind not in KINDS:
+            raise _fail(lineno, f"unknown kind {kind!r}; known kinds: {', '.join(sorted(KINDS))}, setting")
+        rid = doc.get("id")
+        if not isinstance(rid, str) or not rid:
+            raise _fail(lineno, "record has no id")
+        if rid in seen_ids:
+            raise _fail(lineno, f"duplicate id {rid} (first on line {seen_ids[rid]})")
+        seen_ids[rid] = lineno
+        parsed.append((lineno, doc))
+    if parsed and not header_seen:
+        raise ValidationError("import: the header line {\"format\": \"synapse_nb-export\", ...} is missing; "
+                              "nothing was imported")
+
+    counts: dict[str, int] = {k: 0 for k in sorted(KINDS)} | {"skipped": 0, "setting": 0}
+    with vault._store.transaction() as c:
+        cols_by_table = {t: _columns(c, t) for t, _ in KINDS.values()}
+        for lineno, doc in parsed:
+            kind = doc["kind"]
+            if kind == "setting":
+                c.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = "
+                          "excluded.value", (f"setting:{doc['name']}", json.dumps(doc["value"])))
+                counts["setting"] += 1
+                continue
+            table, json_cols = KINDS[kind]
+            cols = cols_by_table[table]
+            keys = sorted(k for k in doc if k != "kind")
+            if sorted(cols) != keys:
+                missing = sorted(set(cols) - set(keys))
+                extra = sorted(set(keys) - set(cols))
+                raise _fail(lineno, f"{kind} fields do not match (missing: {missing or 'none'}, unknown: "
+                                    f"{extra or 'none'})")
+            values = []
+            for col in cols:
+                v = doc[col]
+                if col in json_cols:
+                    v = None if v is None else json.dumps(v, sort_keys=True, ensure_ascii=False)
+                elif isinstance(v, str):
+                    try:
+                        check_text(v, f"{kind}.{col}", max_len=MAX_TEXT, allow_empty=True)
+                    except ValidationError as exc:
+                        raise _fail(lineno, str(exc)) from None
+                elif v is not None and not isinstance(v, int | float) or isinstance(v, bool):
+                    raise _fail(lineno, f"{kind}.{col} has an unsupported value {v!r}")
+                values.append(v)
+            existing = c.execute(f"SELECT * FROM {table} WHERE id = ?", (doc["id"],)).fetchone()
+            if existing is not None:
+                if [existing[col] for col in cols] == values:
+                    counts["skipped"] += 1
+                    continue
+                raise ConflictError(f"import line {lineno}: {kind} {doc['id']} already exists with different "
+                                    "content; nothing was imported")
+            try:
+                c.execute(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", values)
+            except sqlite3.IntegrityError as exc:
+                raise ConflictError(f"import line {lineno}: {kind} {doc['id']} conflicts with the vault ({exc}); "
+                                    "nothing was imported") from None
+            vault._touched(kind, doc["id"])
+            counts[kind] += 1
+    return counts

@@ -1,0 +1,374 @@
+"""The vault: the front door to every memory kind.
+
+A vault is a folder (by default ``.synapse/`` at the root of the git work tree; worktrees of one
+repository share it; outside git, the current folder) holding ``synapse.db`` (SQLite, the system of
+record) and ``index/`` (the LanceDB retrieval cache, rebuildable).
+
+Every vault handle has a ``mind`` (records never cross minds unless asked) and an ``actor``:
+``"user"`` for human surfaces (notebook, widgets, CLI) and ``"agent"`` for agent surfaces (MCP).
+The permission model lives here, in the core, so that no surface can forget it: an agent proposes
+(unverified memories, checkpoints, decisions, episodes, lesson analyses) and can never approve or
+reject a lesson, verify a memory, overwrite or delete a user's record, claim ``source="user"``,
+read pending lessons, change settings or import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import IO, Any
+
+from synapse_nb._util import Clock, fmt_ts, parse_duration, utcnow
+from synapse_nb.errors import PermissionDeniedError, ValidationError
+from synapse_nb.kinds.checkpoints import Checkpoints
+from synapse_nb.kinds.decisions import Decisions
+from synapse_nb.kinds.episodes import Episodes
+from synapse_nb.kinds.lessons import Lessons
+from synapse_nb.kinds.memories import Memories
+from synapse_nb.kinds.notes import Notes
+from synapse_nb.models import Checkpoint, Decision, Memory, PruneReport, Status
+from synapse_nb.store.sqlite import SCHEMA_VERSION, Store
+
+__all__ = ["ACTORS", "SETTINGS", "Settings", "Vault", "find_vault_dir", "open_vault"]
+
+ACTORS = ("user", "agent")
+VAULT_DIRNAME = ".synapse"
+DB_NAME = "synapse.db"
+_MIND = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
+    def check(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int | str):
+            raise ValidationError(f"expected a whole number from {lo} to {hi}, got {v!r}")
+        try:
+            n = int(v)
+        except ValueError:
+            raise ValidationError(f"expected a whole number from {lo} to {hi}, got {v!r}") from None
+        if not lo <= n <= hi:
+            raise ValidationError(f"expected a whole number from {lo} to {hi}, got {n}")
+        return n
+    return check
+
+
+#: Known settings: name -> (default, validator, description).
+SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
+    "lesson_expiry_days": (7, _int_range(1, 3650), "days an approved lesson stays in force"),
+    "scan_window": (2000, _int_range(1, 10_000_000), "commits the first lesson scan looks back"),
+    "auto_checkpoint_every": (10, _int_range(1, 100_000), "changed files (watch) or cells (notebook) per auto checkpoint"),
+}
+
+
+class Settings:
+    """Vault settings stored in the database (so every surface sees the same values).
+
+    Reading is open to every actor; changing a setting is for the user actor only.
+
+    >>> v.settings.set("lesson_expiry_days", 14)  # doctest: +SKIP
+    """
+
+    def __init__(self, vault: Vault) -> None:
+        self._v = vault
+
+    def _check_name(self, name: str) -> None:
+        if name not in SETTINGS:
+            raise ValidationError(f"unknown setting {name!r}; known settings: {', '.join(sorted(SETTINGS))}")
+
+    def get(self, name: str) -> Any:
+        self._check_name(name)
+        row = self._v._store.query_one("SELECT value FROM meta WHERE key = ?", (f"setting:{name}",))
+        return SETTINGS[name][0] if row is None else json.loads(row["value"])
+
+    def set(self, name: str, value: Any) -> Any:
+        if self._v.actor != "user":
+            raise PermissionDeniedError("an agent may not change settings; a human changes them")
+        self._check_name(name)
+        value = SETTINGS[name][1](value)
+        with self._v._store.transaction() as c:
+            c.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                      (f"setting:{name}", json.dumps(value)))
+        return value
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: self.get(name) for name in sorted(SETTINGS)}
+
+    def __repr__(self) -> str:
+        return f"Settings({self.as_dict()!r})"
+
+
+def find_vault_dir(path: str | Path | None = None) -> tuple[Path, Path]:
+    """Where the vault for ``path`` lives, and the project folder it belongs to.
+
+    ``SYNAPSE_HOME`` wins when ``path`` is None. A ``path`` that is a vault folder itself (named
+    ``.synapse`` or holding ``synapse.db``) is used as is; otherwise the vault is ``.synapse/`` at the
+    main work tree of the git repository containing ``path`` (so worktrees share one vault), or in
+    ``path`` itself outside git.
+    """
+    from synapse_nb.gitscope.repo import find_repo
+
+    if path is None and os.environ.get("SYNAPSE_HOME"):
+        home = Path(os.environ["SYNAPSE_HOME"]).expanduser().resolve()
+        return home, Path.cwd()
+    base = Path.cwd() if path is None else Path(path).expanduser()
+    base = base.resolve()
+    if base.name == VAULT_DIRNAME or (base / DB_NAME).is_file():
+        return base, base.parent
+    repo = find_repo(base)
+    if repo is not None:
+        return repo.main_work_tree / VAULT_DIRNAME, base
+    return base / VAULT_DIRNAME, base
+
+
+def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
+               clock: Clock | None = None, readonly: bool = False) -> Vault:
+    """Open (creating if needed) the vault for a project.
+
+    Parameters
+    ----------
+    path : a project folder (the vault is ``.synapse/`` at its git root, or in it outside git), or a
+        vault folder itself. Default: ``SYNAPSE_HOME`` if set, else the current folder.
+    mind : which mind's records to see and write (default "default").
+    actor : "user" (human surfaces: writes are verified) or "agent" (writes are proposals).
+    clock : a callable returning an aware ``datetime`` (tests); default the real UTC clock.
+    readonly : open without write access (every write raises ``StoreError``).
+
+    Examples
+    --------
+    >>> import synapse_nb as syn, tempfile
+    >>> v = syn.open_vault(tempfile.mkdtemp())
+    >>> v.mind, v.actor
+    ('default', 'user')
+    """
+    vault_dir, project_dir = find_vault_dir(path)
+    return Vault(vault_dir, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly)
+
+
+class Vault:
+    """One vault, seen as one mind by one actor. Use :func:`open_vault` to get one."""
+
+    def __init__(self, vault_dir: str | Path, *, project_dir: str | Path | None = None, mind: str = "default",
+                 actor: str = "user", clock: Clock | None = None, readonly: bool = False,
+                 _store: Store | None = None) -> None:
+        if actor not in ACTORS:
+            raise ValidationError(f"actor {actor!r} is not accepted; use one of: {', '.join(ACTORS)}")
+        if not isinstance(mind, str) or not _MIND.match(mind):
+            raise ValidationError(f"mind {mind!r} is not accepted; use 1-64 letters, digits, '_', '.' or '-', "
+                                  "starting with a letter or digit")
+        self.path = Path(vault_dir)
+        self.project_dir = Path(project_dir) if project_dir is not None else self.path.parent
+        self.mind = mind
+        self.actor = actor
+        self._clock = clock or utcnow
+        self._store = _store or Store(self.path / DB_NAME, readonly=readonly)
+        self._repo_cache: Any = ...
+        self._changed: dict[tuple[str, str], bool] = {}
+        self._listeners: list[Callable[[list[tuple[str, str, bool]]], None]] = []
+        self.memories = Memories(self)
+        self.checkpoints = Checkpoints(self)
+        self.decisions = Decisions(self)
+        self.lessons = Lessons(self)
+        self.episodes = Episodes(self)
+        self.notes = Notes(self)
+        self.settings = Settings(self)
+
+    # -- identity -----------------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return f"<Vault {self.path} mind={self.mind!r} actor={self.actor!r}>"
+
+    def with_mind(self, mind: str) -> Vault:
+        """The same vault (same connection) seen as another mind."""
+        return Vault(self.path, project_dir=self.project_dir, mind=mind, actor=self.actor, clock=self._clock,
+                     _store=self._store)
+
+    def as_agent(self) -> Vault:
+        """The same vault (same connection) acting as the agent actor. There is no ``as_user``."""
+        return Vault(self.path, project_dir=self.project_dir, mind=self.mind, actor="agent", clock=self._clock,
+                     _store=self._store)
+
+    @property
+    def db_path(self) -> Path:
+        return self._store.path
+
+    @property
+    def repo(self) -> Any:
+        """The git repository of the project folder (a ``RepoInfo``), or ``None`` outside git."""
+        if self._repo_cache is ...:
+            from synapse_nb.gitscope.repo import find_repo
+
+            self._repo_cache = find_repo(self.project_dir)
+        return self._repo_cache
+
+    def close(self) -> None:
+        self._store.close()
+
+    def __enter__(self) -> Vault:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals used by the kind managers --------------------------------------------------------------
+    def _now(self) -> datetime:
+        return self._clock()
+
+    def _now_ts(self) -> str:
+        return fmt_ts(self._clock())
+
+    def _git_head(self) -> tuple[str | None, str | None]:
+        repo = self.repo
+        if repo is None:
+            return None, None
+        from synapse_nb.gitscope.repo import head
+
+        try:
+            h = head(repo)
+        except Exception:  # a broken repository must never block a write
+            return None, None
+        return h.branch, h.commit
+
+    def _touched(self, kind: str, rid: str, *, deleted: bool = False) -> None:
+        """Record that (kind, id) changed in the current transaction; listeners hear of it after commit."""
+        first = not self._changed
+        self._changed[(kind, rid)] = deleted
+        if first:
+            self._store.after_commit(self._flush_changes)
+
+    def _flush_changes(self) -> None:
+        changes = sorted((k, r, d) for (k, r), d in self._changed.items())
+        self._changed.clear()
+        for listener in list(self._listeners):
+            listener(changes)
+
+    def on_change(self, listener: Callable[[list[tuple[str, str, bool]]], None]) -> None:
+        """Call ``listener([(kind, id, deleted), ...])`` after each committed write through this handle."""
+        self._listeners.append(listener)
+
+    def transaction(self) -> Any:
+        """Group several writes into one transaction (faster in bulk, all-or-nothing).
+
+        >>> with v.transaction():  # doctest: +SKIP
+        ...     for i in range(1000):
+        ...         v.remember("knowledge", f"fact_{i}", "...")
+        """
+        return self._store.transaction()
+
+    # -- shortcuts ----------------------------------------------------------------------------------------
+    def remember(self, category: str, key: str, content: str, **kwargs: Any) -> Memory:
+        """Shortcut for :meth:`Memories.remember` (upsert by (category, key))."""
+        return self.memories.remember(category, key, content, **kwargs)
+
+    def checkpoint(self, doing: str, *, files: Any = None, next_step: str | None = None, blockers: Any = None,
+                   origin: str = "api") -> Checkpoint:
+        """Shortcut for :meth:`Checkpoints.create`."""
+        return self.checkpoints.create(doing, files=files, next_step=next_step, blockers=blockers, origin=origin)
+
+    def decide(self, decision: str, *, rationale: str | None = None, tags: Any = None) -> Decision:
+        """Shortcut for :meth:`Decisions.create`."""
+        return self.decisions.create(decision, rationale=rationale, tags=tags)
+
+    # -- status, prune ------------------------------------------------------------------------------------
+    def status(self) -> Status:
+        """Counts per kind and state, pending lessons, and what expires soon."""
+        now = self._now()
+        ts = fmt_ts(now)
+        q = self._store.query
+        m = self.mind
+        counts: dict[str, dict[str, int]] = {}
+        row = q("SELECT count(*) AS n, sum(verified) AS v, sum(expires_at IS NOT NULL AND expires_at <= ?) AS e "
+                "FROM memories WHERE mind = ?", (ts, m))[0]
+        n, ver, exp = int(row["n"] or 0), int(row["v"] or 0), int(row["e"] or 0)
+        counts["memories"] = {"total": n, "verified": ver, "unverified": n - ver, "expired": exp}
+        for table in ("checkpoints", "decisions", "episodes", "notes"):
+            counts[table] = {"total": int(q(f"SELECT count(*) FROM {table} WHERE mind = ?", (m,))[0][0])}
+        les = {s: 0 for s in ("pending", "approved", "expired")}
+        for r in q("SELECT CASE WHEN status = 'approved' AND expires_at <= ? THEN 'expired' ELSE status END AS s, "
+                   "count(*) AS n FROM lessons WHERE mind = ? GROUP BY s", (ts, m)):
+            les[r["s"]] = int(r["n"])
+        if self.actor == "agent":
+            les = {"approved": les["approved"]}
+        counts["lessons"] = les
+        pending = () if self.actor == "agent" else tuple(x.id for x in self.lessons.pending())
+        soon = fmt_ts(now + timedelta(days=7))
+        expiring = tuple(r["id"] for r in q(
+            "SELECT id FROM memories WHERE mind = ? AND expires_at > ? AND expires_at <= ? ORDER BY expires_at, id",
+            (m, ts, soon)))
+        les_soon = tuple(r["id"] for r in q(
+            "SELECT id FROM lessons WHERE mind = ? AND status = 'approved' AND expires_at > ? AND expires_at <= ? "
+            "ORDER BY expires_at, id", (m, ts, fmt_ts(now + timedelta(days=2)))))
+        return Status(vault_path=str(self.path), mind=m, actor=self.actor, counts=counts, pending_lessons=pending,
+                      expiring_memories=expiring, expiring_lessons=les_soon, schema_version=self._store.schema_version)
+
+    def prune(self, *, sessions_older_than: str | timedelta = "30d") -> PruneReport:
+        """Delete expired memories, mark expired lessons, forget old per-session delta state (user only)."""
+        if self.actor != "user":
+            raise PermissionDeniedError("an agent may not prune the vault; a human does")
+        age = parse_duration(sessions_older_than, "sessions_older_than")
+        now = self._now()
+        ts = fmt_ts(now)
+        with self._store.transaction() as c:
+            mem_ids = tuple(r[0] for r in c.execute(
+                "SELECT id FROM memories WHERE mind = ? AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY id",
+                (self.mind, ts)))
+            c.execute("DELETE FROM memories WHERE mind = ? AND expires_at IS NOT NULL AND expires_at <= ?",
+                      (self.mind, ts))
+            les_ids = tuple(r[0] for r in c.execute(
+                "SELECT id FROM lessons WHERE mind = ? AND status = 'approved' AND expires_at <= ? ORDER BY id",
+                (self.mind, ts)))
+            c.execute("UPDATE lessons SET status = 'expired', updated_at = ? WHERE mind = ? AND status = 'approved' "
+                      "AND expires_at <= ?", (ts, self.mind, ts))
+            cur = c.execute("DELETE FROM session_seen WHERE mind = ? AND seen_at < ?", (self.mind, fmt_ts(now - age)))
+            sessions = cur.rowcount
+            for i in mem_ids:
+                self._touched("memory", i, deleted=True)
+            for i in les_ids:
+                self._touched("lesson", i)
+        return PruneReport(memories_deleted=mem_ids, lessons_expired=les_ids, sessions_cleared=max(0, sessions))
+
+    # -- export / import ----------------------------------------------------------------------------------
+    def export_jsonl(self, dest: str | Path | IO[str] | None = None) -> str:
+        """Export the whole vault (every mind, every kind) as JSON Lines, sorted and stable.
+
+        Returns the text; also writes it to ``dest`` (a path or a text file) when given. Importing the
+        export into an empty vault gives an identical vault (same ids, same timestamps).
+        """
+        from synapse_nb.transfer import export_lines
+
+        if self.actor != "user":
+            raise PermissionDeniedError("an agent may not export the vault (it would read pending lessons)")
+        text = "".join(line + "\n" for line in export_lines(self._store))
+        if dest is not None:
+            if hasattr(dest, "write"):
+                dest.write(text)  # type: ignore[union-attr]
+            else:
+                Path(dest).write_text(text, encoding="utf-8")
+        return text
+
+    def import_jsonl(self, source: str | Path | IO[str] | Iterable[str]) -> dict[str, int]:
+        """Import an export (a path, a text file, or lines) in one all-or-nothing transaction (user only).
+
+        Records whose id already exists with identical content are skipped; any conflict (an id or a
+        (mind, category, key) already holding something else, duplicate ids, unknown kinds, malformed
+        lines) refuses the whole import with a message naming the line. Returns counts per kind.
+        """
+        from synapse_nb.transfer import import_lines
+
+        if self.actor != "user":
+            raise PermissionDeniedError("an agent may not import records; a human imports an export")
+        if isinstance(source, str | Path):
+            p = Path(source)
+            if not p.is_file():
+                raise ValidationError(f"import file {str(p)!r} does not exist")
+            try:
+                lines: Iterable[str] = p.read_text(encoding="utf-8").splitlines()
+            except UnicodeDecodeError as exc:
+                raise ValidationError(f"import file {str(p)!r} is not UTF-8 text: {exc}") from None
+        elif hasattr(source, "read"):
+            lines = source.read().splitlines()  # type: ignore[union-attr]
+        else:
+            lines = source
+        return import_lines(self, lines)
+
