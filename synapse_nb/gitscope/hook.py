@@ -1,0 +1,138 @@
+"""The git hook entry point: ``python -m synapse_nb.gitscope.hook post-commit``.
+
+Runs after a commit (or a rewrite: amend, rebase) and records new reverts as
+pending lessons through ``open_vault(...).lessons.scan()``. Rules:
+
+- it never fails the git command: whatever happens, the exit status is 0;
+- it never blocks for long: the work runs in a thread with a hard limit
+  (``SYNAPSE_HOOK_TIMEOUT`` seconds, default 2); past it the process exits anyway;
+- it imports only the standard library and :mod:`synapse_nb.gitscope.repo`
+  until it needs the vault;
+- it writes one line per run to ``<vault>/hook.log`` (rotated at 512 KiB), only
+  when the vault folder exists; with no vault it does nothing at all.
+
+The vault folder is ``$SYNAPSE_HOME`` when set, else ``<main work tree>/.synapse``.
+``SYNAPSE_HOOK_CALL=module:function`` replaces the scan by ``function(work_tree, hook_name)``
+(a test seam, also usable to run a custom action).
+
+Examples
+--------
+>>> from synapse_nb.gitscope.hook import main
+>>> main(["post-commit"])  # outside a repository: nothing to do, still 0  # doctest: +SKIP
+0
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DEFAULT_TIMEOUT", "LOG_NAME", "main", "vault_dir"]
+
+DEFAULT_TIMEOUT = 2.0
+LOG_NAME = "hook.log"
+_LOG_MAX_BYTES = 512 * 1024
+
+
+def vault_dir(work_tree: Path) -> Path | None:
+    """Where the hook's vault lives: ``$SYNAPSE_HOME`` or ``<main work tree>/.synapse`` (None outside git)."""
+    home = os.environ.get("SYNAPSE_HOME")
+    if home:
+        return Path(home)
+    from synapse_nb.gitscope.repo import find_repo
+
+    info = find_repo(work_tree)
+    return None if info is None else info.main_work_tree / ".synapse"
+
+
+def _scan(work_tree: Path, hook_name: str) -> str:
+    """The one call the hook makes: scan for reverts into the vault."""
+    target = os.environ.get("SYNAPSE_HOOK_CALL")
+    if target:
+        module, _, func = target.partition(":")
+        result: Any = getattr(importlib.import_module(module), func)(work_tree, hook_name)
+        return f"custom call {target} returned {result!r}"
+    from synapse_nb import open_vault  # type: ignore[attr-defined]  # lazy: the heavy part
+
+    vault = open_vault(work_tree)
+    try:
+        created = vault.lessons.scan()
+    finally:
+        close = getattr(vault, "close", None)
+        if callable(close):
+            close()
+    return f"{len(created)} new pending lesson(s)"
+
+
+def _log(directory: Path, line: str) -> None:
+    try:
+        log = directory / LOG_NAME
+        if log.exists() and log.stat().st_size > _LOG_MAX_BYTES:
+            os.replace(log, directory / f"{LOG_NAME}.1")
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(line.replace("\n", " ") + "\n")
+    except OSError:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the hook named by ``argv[0]``; always returns 0.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        ``[hook_name, ...]`` (default ``sys.argv[1:]``).
+    """
+    started = time.perf_counter()
+    args = sys.argv[1:] if argv is None else argv
+    hook_name = args[0] if args else "unknown"
+    try:
+        timeout = float(os.environ.get("SYNAPSE_HOOK_TIMEOUT", DEFAULT_TIMEOUT))
+    except ValueError:
+        timeout = DEFAULT_TIMEOUT
+    try:
+        work_tree = Path.cwd()
+        directory = vault_dir(work_tree)
+    except BaseException:  # noqa: BLE001 - a hook must never fail
+        return 0
+    if directory is None or not directory.is_dir():
+        return 0  # no vault here: the hook has nothing to do
+
+    outcome: dict[str, str] = {}
+
+    def work() -> None:
+        try:
+            outcome["ok"] = _scan(work_tree, hook_name)
+        except BaseException as exc:  # noqa: BLE001 - logged, never raised
+            outcome["error"] = f"{type(exc).__name__}: {exc}"
+
+    thread = threading.Thread(target=work, name="synapse-hook", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    elapsed = (time.perf_counter() - started) * 1000
+    stamp = datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if thread.is_alive():
+        status = f"timeout: gave up after {timeout:g} s (the commit is not affected)"
+    elif "error" in outcome:
+        status = f"error: {outcome['error']}"
+    else:
+        status = f"ok: {outcome.get('ok', '')}"
+    _log(directory, f"{stamp} {hook_name} {elapsed:.0f}ms {status}")
+    if thread.is_alive():
+        sys.stdout.flush()
+        os._exit(0)  # do not wait for the stuck scan; SQLite's journal keeps the vault consistent
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through real git hooks in tests
+    try:
+        main()
+    except BaseException:  # noqa: BLE001
+        pass
+    sys.exit(0)

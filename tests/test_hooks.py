@@ -1,0 +1,223 @@
+"""Git hooks: install/uninstall (synapse_nb.gitscope.hooks) and the hook process (synapse_nb.gitscope.hook)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from synapse_nb.errors import ConflictError, GitError
+from synapse_nb.gitscope import find_repo, install_hooks, uninstall_hooks
+from synapse_nb.gitscope.hook import main as hook_main
+from synapse_nb.gitscope.hooks import CHAIN_SUFFIX, HOOK_NAMES, hooks_dir, is_managed
+from synapse_nb.gitscope.testing import ScratchRepo
+
+FAKE = '''
+import json, os, sys, time
+from pathlib import Path
+
+def record(work_tree, hook_name):
+    mode = os.environ.get("FAKE_MODE", "ok")
+    with open(os.environ["FAKE_OUT"], "a") as fh:
+        fh.write(json.dumps([str(work_tree), hook_name, sorted(k for k in os.environ if k.startswith("GIT_"))]) + "\\n")
+    if mode == "raise":
+        raise RuntimeError("scan exploded")
+    if mode == "sleep":
+        time.sleep(30)
+    if mode == "exit":
+        sys.exit(3)
+    return "recorded"
+'''
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> ScratchRepo:
+    r = ScratchRepo.init(tmp_path / "repo")
+    r.commit_file("a.txt", "a\n", "Add a")
+    return r
+
+
+@pytest.fixture()
+def fake_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Route the hook's scan to a recording fake (the hook runs in a child process started by git)."""
+    mod_dir = tmp_path / "fakemod"
+    mod_dir.mkdir()
+    (mod_dir / "fake_scan_mod.py").write_text(FAKE)
+    out = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(mod_dir), os.environ.get("PYTHONPATH", "")]).rstrip(":"))
+    monkeypatch.setenv("SYNAPSE_HOOK_CALL", "fake_scan_mod:record")
+    monkeypatch.setenv("FAKE_OUT", str(out))
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    return out
+
+
+def _snapshot(directory: Path) -> dict[str, tuple[bytes, int, int]]:
+    return {
+        p.name: (p.read_bytes(), p.stat().st_mode, p.stat().st_mtime_ns)
+        for p in sorted(directory.iterdir())
+        if p.is_file()
+    }
+
+
+def test_install_writes_executable_managed_hooks_and_is_idempotent(repo: ScratchRepo) -> None:
+    info = find_repo(repo.root)
+    assert info is not None
+    paths = install_hooks(info, python="/opt/my py/bin/python")
+    assert paths == [info.common_dir / "hooks" / n for n in HOOK_NAMES]
+    for p in paths:
+        assert is_managed(p)
+        assert p.stat().st_mode & stat.S_IXUSR
+        assert "'/opt/my py/bin/python' -m synapse_nb.gitscope.hook" in p.read_text()
+    before = _snapshot(info.common_dir / "hooks")
+    assert install_hooks(info, python="/opt/my py/bin/python") == paths
+    assert _snapshot(info.common_dir / "hooks") == before
+    install_hooks(info, python="/usr/bin/python3")  # a different interpreter rewrites in place
+    assert "/usr/bin/python3 -m" in paths[0].read_text()
+    assert not (info.common_dir / "hooks" / f"post-commit{CHAIN_SUFFIX}").exists()
+
+
+def test_uninstall_restores_exactly_what_was_there(repo: ScratchRepo) -> None:
+    hooks = repo.root / ".git" / "hooks"
+    original = b"#!/bin/sh\necho original >> \"$(git rev-parse --git-dir)/../chained.log\"\nexit 7\n"
+    (hooks / "post-commit").write_bytes(original)
+    os.chmod(hooks / "post-commit", 0o750)
+    before = _snapshot(hooks)
+    install_hooks(repo.root)
+    assert (hooks / f"post-commit{CHAIN_SUFFIX}").read_bytes() == original
+    assert is_managed(hooks / "post-commit") and is_managed(hooks / "post-rewrite")
+    repo.commit_file("b.txt", "b\n", "Add b")  # the chained hook runs; its exit 7 does not fail a post hook
+    assert (repo.root / "chained.log").read_text() == "original\n"
+    assert uninstall_hooks(repo.root) == [hooks / "post-commit", hooks / "post-rewrite"]
+    after = _snapshot(hooks)
+    assert {k: v[:2] for k, v in after.items()} == {k: v[:2] for k, v in before.items()}
+    assert uninstall_hooks(repo.root) == []  # nothing of ours left
+
+
+def test_foreign_hook_plus_existing_chain_is_a_conflict(repo: ScratchRepo) -> None:
+    hooks = repo.root / ".git" / "hooks"
+    (hooks / "post-commit").write_text("#!/bin/sh\nexit 0\n")
+    (hooks / f"post-commit{CHAIN_SUFFIX}").write_text("#!/bin/sh\nexit 0\n")
+    with pytest.raises(ConflictError, match="already exists"):
+        install_hooks(repo.root)
+
+
+def test_core_hooks_path_is_respected(repo: ScratchRepo) -> None:
+    repo.git("config", "core.hooksPath", "tools/hooks")
+    info = find_repo(repo.root)
+    assert info is not None
+    assert hooks_dir(info) == (repo.root / "tools" / "hooks").resolve()
+    paths = install_hooks(info)
+    assert paths[0] == (repo.root / "tools" / "hooks" / "post-commit").resolve()
+    assert not (repo.root / ".git" / "hooks" / "post-commit").exists()
+
+
+def test_worktree_installs_into_shared_hooks(repo: ScratchRepo, tmp_path: Path) -> None:
+    wt = tmp_path / "wt"
+    repo.git("worktree", "add", "-q", "-b", "side", str(wt))
+    paths = install_hooks(wt)
+    assert paths[0] == (repo.root / ".git" / "hooks" / "post-commit").resolve()
+
+
+def test_not_a_repo(tmp_path: Path) -> None:
+    with pytest.raises(GitError):
+        install_hooks(tmp_path)
+
+
+def test_real_commit_runs_the_hook_with_a_clean_git_env(repo: ScratchRepo, fake_scan: Path) -> None:
+    (repo.root / ".synapse").mkdir()
+    install_hooks(repo.root)
+    repo.write("x.txt", "x\n")
+    repo.git("add", "x.txt")
+    repo.git("commit", "-q", "-m", "Add x", "--", "x.txt")  # pathspec commit: git sets GIT_INDEX_FILE
+    calls = [line for line in fake_scan.read_text().splitlines() if line]
+    assert len(calls) == 1
+    assert '"post-commit"' in calls[0] and str(repo.root.resolve()) in calls[0]
+    log = (repo.root / ".synapse" / "hook.log").read_text().splitlines()
+    assert len(log) == 1 and " post-commit " in log[0] and "ok: custom call" in log[0]
+    repo.git("commit", "-q", "--amend", "-m", "Add x (amended)")
+    log = (repo.root / ".synapse" / "hook.log").read_text().splitlines()
+    assert [line.split()[1] for line in log] == ["post-commit", "post-commit", "post-rewrite"]
+
+
+@pytest.mark.parametrize("mode", ["raise", "exit"])
+def test_failing_scan_never_fails_the_commit(
+    repo: ScratchRepo, fake_scan: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    (repo.root / ".synapse").mkdir()
+    install_hooks(repo.root)
+    monkeypatch.setenv("FAKE_MODE", mode)
+    sha = repo.commit_file("y.txt", "y\n", "Add y")  # raises if git commit failed
+    assert repo.git("log", "-1", "--format=%s") == "Add y" and len(sha) == 40
+    log = (repo.root / ".synapse" / "hook.log").read_text()
+    assert "error: " in log
+    assert ("scan exploded" in log) if mode == "raise" else ("SystemExit" in log)
+
+
+def test_stuck_scan_is_abandoned_after_the_time_limit(
+    repo: ScratchRepo, fake_scan: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (repo.root / ".synapse").mkdir()
+    install_hooks(repo.root)
+    monkeypatch.setenv("FAKE_MODE", "sleep")
+    monkeypatch.setenv("SYNAPSE_HOOK_TIMEOUT", "0.3")
+    repo.commit_file("z.txt", "z\n", "Add z")
+    assert "timeout: gave up after 0.3 s" in (repo.root / ".synapse" / "hook.log").read_text()
+
+
+def test_no_vault_means_nothing_runs(repo: ScratchRepo, fake_scan: Path) -> None:
+    install_hooks(repo.root)
+    repo.commit_file("b.txt", "b\n", "Add b")
+    assert not fake_scan.exists()
+    assert not (repo.root / ".synapse").exists()
+
+
+def test_synapse_home_chooses_the_vault(
+    repo: ScratchRepo, fake_scan: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "elsewhere"
+    home.mkdir()
+    monkeypatch.setenv("SYNAPSE_HOME", str(home))
+    install_hooks(repo.root)
+    repo.commit_file("b.txt", "b\n", "Add b")
+    assert "ok: custom call" in (home / "hook.log").read_text()
+
+
+def test_main_in_process_returns_zero_everywhere(
+    tmp_path: Path, repo: ScratchRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # not a repo
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    assert hook_main(["post-commit"]) == 0
+    monkeypatch.chdir(repo.root)
+    (repo.root / ".synapse").mkdir()
+    monkeypatch.setenv("SYNAPSE_HOOK_CALL", "no_such_module_xyz:run")
+    monkeypatch.setenv("SYNAPSE_HOOK_TIMEOUT", "not-a-number")
+    assert hook_main([]) == 0
+    assert "ModuleNotFoundError" in (repo.root / ".synapse" / "hook.log").read_text()
+
+
+def test_hook_log_is_rotated(repo: ScratchRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    vault = repo.root / ".synapse"
+    vault.mkdir()
+    (vault / "hook.log").write_text("x" * (600 * 1024))
+    monkeypatch.chdir(repo.root)
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    monkeypatch.setenv("SYNAPSE_HOOK_CALL", "no_such_module_xyz:run")
+    hook_main(["post-commit"])
+    assert (vault / "hook.log.1").stat().st_size == 600 * 1024
+    assert (vault / "hook.log").read_text().count("\n") == 1
+
+
+def test_hook_module_imports_stay_light() -> None:
+    code = (
+        "import sys, synapse_nb.gitscope.hook\n"
+        "heavy = [m for m in ('pandas', 'lancedb', 'sklearn', 'typer', 'numpy', 'watchdog', 'pyarrow') "
+        "if m in sys.modules]\n"
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
