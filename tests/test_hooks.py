@@ -221,3 +221,23 @@ def test_hook_module_imports_stay_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_real_vault_gets_a_pending_lesson_from_a_revert(repo: ScratchRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    from synapse_nb.vault import open_vault
+
+    monkeypatch.delenv("SYNAPSE_HOOK_CALL", raising=False)
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    monkeypatch.setenv("SYNAPSE_HOOK_TIMEOUT", "30")  # a cold import on a busy CI box must not time out here
+    open_vault(repo.root).close()  # the vault exists: the hook has somewhere to write
+    install_hooks(repo.root)
+    repo.commit_file("pay.py", "retry = 3\n", "Add retry to payment client")
+    repo.git("revert", "--no-edit", "HEAD")
+    log = (repo.root / ".synapse" / "hook.log").read_text().splitlines()
+    assert [line.split(" ", 3)[3] for line in log] == [
+        "ok: 0 new pending lesson(s)",
+        "ok: 1 new pending lesson(s)",
+    ]
+    with open_vault(repo.root) as v:
+        (lesson,) = v.lessons.pending()
+        assert lesson.summary.startswith('Reverted "Add retry to payment client"')

@@ -58,15 +58,12 @@ def _scan(work_tree: Path, hook_name: str) -> str:
         module, _, func = target.partition(":")
         result: Any = getattr(importlib.import_module(module), func)(work_tree, hook_name)
         return f"custom call {target} returned {result!r}"
-    from synapse_nb import open_vault  # type: ignore[attr-defined]  # lazy: the heavy part
+    from synapse_nb.vault import open_vault  # lazy: the heavy part
 
-    vault = open_vault(work_tree)
-    try:
+    # open_vault() (no path) honours SYNAPSE_HOME with the cwd as project folder; git runs hooks at
+    # the work tree root, so both forms scan this repository.
+    with open_vault(None if os.environ.get("SYNAPSE_HOME") else work_tree) as vault:
         created = vault.lessons.scan()
-    finally:
-        close = getattr(vault, "close", None)
-        if callable(close):
-            close()
     return f"{len(created)} new pending lesson(s)"
 
 
