@@ -9,6 +9,28 @@ Offline, no model calls, the same answer whatever ``PYTHONHASHSEED``. See ``docs
 
 from __future__ import annotations
 
+from synapse_nb.gate.router import (
+    CRITERIA,
+    METHODS,
+    OOS_LABELS,
+    ROUTER_CONFIG,
+    RouteMetrics,
+    Router,
+    RouterMetrics,
+)
 from synapse_nb.gate.scorer import CorpusScorer, GateConfig, Match, idf, query_terms
 
-__all__ = ["CorpusScorer", "GateConfig", "Match", "idf", "query_terms"]
+__all__ = [
+    "CRITERIA",
+    "METHODS",
+    "OOS_LABELS",
+    "ROUTER_CONFIG",
+    "CorpusScorer",
+    "GateConfig",
+    "Match",
+    "RouteMetrics",
+    "Router",
+    "RouterMetrics",
+    "idf",
+    "query_terms",
+]
