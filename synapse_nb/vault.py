@@ -174,6 +174,8 @@ class Vault:
         self.episodes = Episodes(self)
         self.notes = Notes(self)
         self.settings = Settings(self)
+        self._recaller: Any = None
+        self._index: Any = None
 
     # -- identity -----------------------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -230,6 +232,27 @@ class Vault:
             return None, None
         return h.branch, h.commit
 
+    def _default_branch(self) -> str | None:
+        """The repository's default branch: origin's HEAD, else main, else master (None outside git)."""
+        repo = self.repo
+        if repo is None:
+            return None
+        from synapse_nb.gitscope.repo import _resolve_ref
+
+        try:
+            origin = (repo.common_dir / "refs" / "remotes" / "origin" / "HEAD").read_text().strip()
+            if origin.startswith("ref: refs/remotes/origin/"):
+                return origin[len("ref: refs/remotes/origin/"):]
+        except OSError:
+            pass
+        for name in ("main", "master"):
+            try:
+                if _resolve_ref(repo, f"refs/heads/{name}"):
+                    return name
+            except Exception:  # an unreadable ref is not a default branch
+                continue
+        return None
+
     def _touched(self, kind: str, rid: str, *, deleted: bool = False) -> None:
         """Record that (kind, id) changed in the current transaction; listeners hear of it after commit."""
         first = not self._changed
@@ -269,6 +292,45 @@ class Vault:
     def decide(self, decision: str, *, rationale: str | None = None, tags: Any = None) -> Decision:
         """Shortcut for :meth:`Decisions.create`."""
         return self.decisions.create(decision, rationale=rationale, tags=tags)
+
+    # -- recall -------------------------------------------------------------------------------------------
+    def recall(self, query: str, *, session: str | None = None, branch: str | None = None, files: Any = None,
+               budget_tokens: int | None = None, bars: Any = None, path: str = "auto") -> Any:
+        """What this turn needs to know: only the new and relevant across all memories, or "nothing new".
+
+        The approved-lesson banner comes first on every call. With ``session``, what that session already
+        received unchanged is not repeated. See :mod:`synapse_nb.recall` for the gate and its bars.
+
+        Parameters
+        ----------
+        query : the question or the turn's text.
+        session : a stable id per conversation/notebook for the per-turn delta.
+        branch : the branch whose lessons and checkpoints count (default: the current git branch).
+        files : files being worked on; records that refer to them get a bonus.
+        budget_tokens : most tokens for the hits (default ``Bars.budget_tokens`` = 1,200).
+        bars : a :class:`synapse_nb.recall.Bars` to override the gate's thresholds.
+        path : "auto" (default), "exhaustive" or "index" — which candidate path to use.
+
+        Examples
+        --------
+        >>> r = v.recall("how do we run migrations?", session="s1")  # doctest: +SKIP
+        >>> print(r.text)  # doctest: +SKIP
+        """
+        if self._recaller is None:
+            from synapse_nb.recall import Recaller
+
+            self._recaller = Recaller(self)
+        return self._recaller.recall(query, session=session, branch=branch, files=files,
+                                     budget_tokens=budget_tokens, bars=bars, path=path)
+
+    @property
+    def index(self) -> Any:
+        """The LanceDB retrieval index (:class:`synapse_nb.recall.VaultIndex`): ``rebuild()``, ``check()``."""
+        if self._index is None:
+            from synapse_nb.recall import VaultIndex
+
+            self._index = VaultIndex(self)
+        return self._index
 
     # -- status, prune ------------------------------------------------------------------------------------
     def status(self) -> Status:

@@ -188,16 +188,42 @@ CREATE TABLE gate_docs(
 CREATE VIRTUAL TABLE gate_vocab USING fts5(body, content='gate_docs', content_rowid='gid',
     tokenize="unicode61 remove_diacritics 2");
 CREATE VIRTUAL TABLE gate_vocab_row USING fts5vocab(gate_vocab, 'row');
+CREATE TABLE outbox_counter(n INTEGER NOT NULL);
+INSERT INTO outbox_counter(n) VALUES (0);
+CREATE TABLE index_outbox(
+    rid TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL
+) WITHOUT ROWID;
 CREATE TRIGGER gate_docs_ai AFTER INSERT ON gate_docs BEGIN
     INSERT INTO gate_vocab(rowid, body) VALUES (new.gid, new.body);
+    UPDATE outbox_counter SET n = n + 1;
+    INSERT INTO index_outbox(rid, seq) VALUES (new.rid, (SELECT n FROM outbox_counter))
+        ON CONFLICT(rid) DO UPDATE SET seq = excluded.seq;
 END;
 CREATE TRIGGER gate_docs_ad AFTER DELETE ON gate_docs BEGIN
     INSERT INTO gate_vocab(gate_vocab, rowid, body) VALUES ('delete', old.gid, old.body);
+    UPDATE outbox_counter SET n = n + 1;
+    INSERT INTO index_outbox(rid, seq) VALUES (old.rid, (SELECT n FROM outbox_counter))
+        ON CONFLICT(rid) DO UPDATE SET seq = excluded.seq;
 END;
 CREATE TRIGGER gate_docs_au AFTER UPDATE ON gate_docs BEGIN
     INSERT INTO gate_vocab(gate_vocab, rowid, body) VALUES ('delete', old.gid, old.body);
     INSERT INTO gate_vocab(rowid, body) VALUES (new.gid, new.body);
+    UPDATE outbox_counter SET n = n + 1;
+    INSERT INTO index_outbox(rid, seq) VALUES (new.rid, (SELECT n FROM outbox_counter))
+        ON CONFLICT(rid) DO UPDATE SET seq = excluded.seq;
 END;
+CREATE VIEW gate_candidates AS
+    SELECT g.rid AS id, 'memory' AS kind, t.mind, g.body AS text, t.updated_at, t.expires_at
+        FROM gate_docs g JOIN memories t ON t.id = g.rid
+    UNION ALL SELECT g.rid, 'decision', t.mind, g.body, t.updated_at, NULL
+        FROM gate_docs g JOIN decisions t ON t.id = g.rid
+    UNION ALL SELECT g.rid, 'checkpoint', t.mind, g.body, t.updated_at, NULL
+        FROM gate_docs g JOIN checkpoints t ON t.id = g.rid
+    UNION ALL SELECT g.rid, 'episode', t.mind, g.body, t.updated_at, NULL
+        FROM gate_docs g JOIN episodes t ON t.id = g.rid
+    UNION ALL SELECT g.rid, 'note', t.mind, g.body, t.updated_at, NULL
+        FROM gate_docs g JOIN notes t ON t.id = g.rid;
 """
 
 
@@ -268,6 +294,8 @@ class Store:
         self._lock = threading.RLock()
         self._depth = 0
         self._after_commit: list[Any] = []
+        #: incremented after every commit through this connection (PRAGMA data_version only sees others')
+        self.write_gen = 0
         try:
             if not readonly:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -370,6 +398,7 @@ class Store:
                 raise
             finally:
                 self._depth = 0
+            self.write_gen += 1
             callbacks, self._after_commit = self._after_commit, []
         for cb in callbacks:
             cb()

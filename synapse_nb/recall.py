@@ -1,0 +1,637 @@
+"""Recall: per turn, only what is new and relevant across all memories, or "nothing new".
+
+``vault.recall(query, session=..., branch=..., files=..., budget_tokens=...)``:
+
+1. **Candidates** — memories (not expired), decisions, checkpoints, episodes and note triggers of the
+   mind. Small vaults are scored exhaustively from SQLite; large ones take candidates from the
+   LanceDB index (vector + full text, fused by RRF) plus exact tag/key matches. A candidate's score
+   is a pure function of (query, its text, the vault's word statistics), so both paths give the same
+   answer wherever both can run.
+2. **The gate** — :class:`synapse_nb.gate.CorpusScorer` (idf-weighted TF-IDF coverage, word and
+   character n-grams) plus exact matches on tags, keys and the given files. A hit must clear
+   :class:`Bars`: an absolute floor, a margin to the best hit, a top-k per kind and a token budget.
+3. **Delta** — with a ``session``, what that session already received unchanged is not repeated.
+4. **Assembly** — the approved-lesson banner first (always), then hits grouped by kind, priority then
+   recency, ``[unverified]`` marked, notes as their trigger only (``vault.notes.expand(name)``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import re
+import threading
+import warnings
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from synapse_nb._util import digest, estimate_tokens, shorten
+from synapse_nb.errors import IndexError_, QueryError, StoreError, ValidationError
+from synapse_nb.models import PRIORITIES, Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
+
+if TYPE_CHECKING:
+    from synapse_nb.store.index import DriftReport, IndexRow
+    from synapse_nb.vault import Vault
+
+__all__ = ["BANNER", "Bars", "Recall", "RecallExplanation", "RecallItem", "VaultIndex"]
+
+log = logging.getLogger("synapse_nb.recall")
+
+#: The heading of the approved-lesson banner that starts every recall when lessons are in force.
+BANNER = "APPROVED SYSTEM MEMORY — CRITICAL: ADHERE"
+#: Kinds that are recall candidates, in the order their groups appear.
+KIND_ORDER = ("memory", "decision", "checkpoint", "episode", "note")
+_GROUP_TITLES = {"memory": "Memories", "decision": "Decisions", "checkpoint": "Checkpoints",
+                 "episode": "Past runs", "note": "Notes (fetch the body with vault.notes.expand(name))"}
+_TABLES = {"memory": "memories", "decision": "decisions", "checkpoint": "checkpoints", "episode": "episodes",
+           "note": "notes"}
+_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_WORD = re.compile(r"\w+")
+#: Longest query accepted, in characters (the gate analyses only the first 2,000).
+MAX_QUERY_CHARS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Bars:
+    """What a candidate must clear to be recalled. Every field has a documented default.
+
+    Attributes
+    ----------
+    floor : float
+        Absolute minimum gate score in [0, 1]. Default 0.3: at least about a third of the query's
+        information must be in the memory.
+    margin : float
+        Relative bar: a hit must score at least ``margin`` times the best hit. Default 0.5.
+    top_k : int
+        Most hits per kind. Default 5.
+    budget_tokens : int
+        Most tokens (estimated at 4 characters each) for the hits section. Default 1,200.
+    tag_bonus : float
+        Added to the score when a query word equals one of the record's tags. Default 0.25.
+    key_bonus : float
+        Added when the query names the record's key or note name. Default 0.35.
+    file_bonus : float
+        Added when the record refers to one of the ``files`` passed to recall. Default 0.2.
+    exhaustive_max : int
+        Vaults with at most this many candidates are scored exhaustively from SQLite; larger ones take
+        candidates from the LanceDB index. Default 5,000.
+    index_k : int
+        Candidates fetched from the index per recall on the index path. Default 200.
+    """
+
+    floor: float = 0.3
+    margin: float = 0.5
+    top_k: int = 5
+    budget_tokens: int = 1200
+    tag_bonus: float = 0.25
+    key_bonus: float = 0.35
+    file_bonus: float = 0.2
+    exhaustive_max: int = 5000
+    index_k: int = 200
+
+    def __post_init__(self) -> None:
+        for name in ("floor", "margin", "tag_bonus", "key_bonus", "file_bonus"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 <= float(v) <= 1.0:
+                raise ValidationError(f"Bars.{name} must be a number in [0, 1], got {v!r}")
+        for name in ("top_k", "budget_tokens", "exhaustive_max", "index_k"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValidationError(f"Bars.{name} must be a whole number >= 0, got {v!r}")
+
+
+@dataclass(frozen=True)
+class RecallItem:
+    """One recalled record: why it was kept (score, matched terms, the bar that decided) and its line."""
+
+    kind: str
+    id: str
+    score: float
+    matched: tuple[str, ...]
+    bar: str
+    line: str
+    record: Record = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "id": self.id, "score": round(self.score, 6), "matched": list(self.matched),
+                "bar": self.bar, "line": self.line}
+
+
+@dataclass(frozen=True)
+class _Row:
+    kind: str
+    id: str
+    score: float
+    matched: tuple[str, ...]
+    kept: bool
+    bar: str
+    reason: str
+
+
+class RecallExplanation(list[_Row]):
+    """Every candidate near the bars, with its score and why it was kept or dropped."""
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        return [{"kind": r.kind, "id": r.id, "score": round(r.score, 4), "matched": ", ".join(r.matched),
+                 "kept": r.kept, "bar": r.bar, "reason": r.reason} for r in self]
+
+    def to_pandas(self):  # -> pandas.DataFrame
+        import pandas as pd
+
+        return pd.DataFrame(self.to_dicts(), columns=["kind", "id", "score", "matched", "kept", "bar", "reason"])
+
+    def to_polars(self):  # -> polars.DataFrame
+        import polars as pl
+
+        return pl.DataFrame(self.to_dicts(), schema={"kind": pl.String, "id": pl.String, "score": pl.Float64,
+                                                      "matched": pl.String, "kept": pl.Boolean, "bar": pl.String,
+                                                      "reason": pl.String})
+
+    def __str__(self) -> str:
+        if not self:
+            return "(no candidate scored above zero)"
+        lines = [f"{'kept':<5} {'score':>6}  {'kind':<10} {'id':<18} {'bar':<7} reason / matched"]
+        for r in self:
+            lines.append(f"{'yes' if r.kept else 'no':<5} {r.score:6.3f}  {r.kind:<10} {r.id:<18} {r.bar:<7} "
+                         f"{r.reason}; matched: {', '.join(r.matched) or '-'}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{h}</th>" for h in ("kept", "score", "kind", "id", "bar", "reason", "matched"))
+        body = "".join(
+            f"<tr><td>{'✔' if r.kept else '✘'}</td><td>{r.score:.3f}</td><td>{r.kind}</td><td><code>{r.id}</code>"
+            f"</td><td>{r.bar}</td><td style='text-align:left'>{html.escape(r.reason)}</td>"
+            f"<td style='text-align:left'>{html.escape(', '.join(r.matched))}</td></tr>" for r in self)
+        return f"<table><tr>{head}</tr>{body}</table>"
+
+
+@dataclass(frozen=True)
+class Recall:
+    """The answer to one recall: plain text for an LLM, typed items, and the explanation."""
+
+    query: str
+    session: str | None
+    text: str
+    items: tuple[RecallItem, ...]
+    lessons: tuple[Lesson, ...]
+    nothing_new: bool
+    path: str
+    bars: Bars
+    _explain: tuple[_Row, ...] = field(default=(), repr=False)
+
+    def explain(self) -> RecallExplanation:
+        """A table of every candidate near the bars and why it was kept or dropped."""
+        return RecallExplanation(self._explain)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "session": self.session, "text": self.text, "nothing_new": self.nothing_new,
+                "items": [i.to_dict() for i in self.items], "lessons": [les.id for les in self.lessons],
+                "path": self.path}
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        state = "nothing new" if self.nothing_new else f"{len(self.items)} items"
+        return f"<Recall {self.query!r}: {state}, {len(self.lessons)} lessons>"
+
+    def _repr_markdown_(self) -> str:
+        return "```text\n" + self.text + "\n```"
+
+    def _repr_html_(self) -> str:
+        return (f"<div><b>recall</b> <code>{html.escape(shorten(self.query, 80))}</code> "
+                f"({'nothing new' if self.nothing_new else f'{len(self.items)} items'})"
+                f"<pre style='white-space:pre-wrap'>{html.escape(self.text)}</pre></div>")
+
+
+# -- record loading ---------------------------------------------------------------------------------------
+def _record_from_row(vault: Vault, kind: str, row: Any) -> Record:
+    return {"memory": vault.memories, "decision": vault.decisions, "checkpoint": vault.checkpoints,
+            "episode": vault.episodes, "note": vault.notes}[kind]._from_row(row)
+
+
+def _clean_query(query: Any) -> str:
+    if not isinstance(query, str):
+        raise QueryError(f"a recall query must be text (str), got {type(query).__name__}")
+    if len(query) > MAX_QUERY_CHARS:
+        raise QueryError(f"the query is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,}")
+    query = query.encode("utf-8", "replace").decode("utf-8")
+    return _CTRL.sub(" ", query)
+
+
+def _line(rec: Record) -> str:
+    if isinstance(rec, Memory):
+        tags = f" #{' #'.join(rec.tags)}" if rec.tags else ""
+        flag = "" if rec.verified else " [unverified]"
+        return f"- [{rec.priority}] {rec.category}/{rec.key}: {shorten(rec.content, 600)}{tags}{flag}"
+    if isinstance(rec, Decision):
+        why = f" — {shorten(rec.rationale, 300)}" if rec.rationale else ""
+        tags = f" #{' #'.join(rec.tags)}" if rec.tags else ""
+        flag = " [unverified]" if rec.source == "agent" else ""
+        return f"- {shorten(rec.decision, 300)}{why} ({rec.created_at[:10]}){tags}{flag}"
+    if isinstance(rec, Checkpoint):
+        parts = [f"- [{rec.branch or 'no branch'}@{(rec.commit or '-------')[:7]}] {shorten(rec.doing, 300)}"]
+        if rec.next_step:
+            parts.append(f"next: {shorten(rec.next_step, 200)}")
+        if rec.blockers:
+            parts.append(f"blockers: {shorten(rec.blockers, 200)}")
+        if rec.changed_files:
+            parts.append("files: " + ", ".join(rec.changed_files[:10]))
+        return "; ".join(parts) + f" ({rec.created_at[:16].replace('T', ' ')})"
+    if isinstance(rec, Episode):
+        out = f": {shorten(rec.outcome, 300)}" if rec.outcome else ""
+        return f"- {rec.task_key} [{rec.status}] ran {rec.created_at[:16].replace('T', ' ')}{out}"
+    if isinstance(rec, Note):
+        return f"- {rec.name}: {shorten(rec.trigger, 300)}"
+    return f"- {rec.summary_line()}"
+
+
+def _lesson_block(i: int, les: Lesson) -> str:
+    label = f"[{les.branch or 'all branches'}, approved]"
+    lines = [f"{i}. {label} {les.text.strip()}"]
+    if les.files_affected:
+        lines.append("   Files affected: " + ", ".join(les.files_affected[:20]))
+    return "\n".join(lines)
+
+
+class Recaller:
+    """Recall machinery bound to one vault handle (caches live here, per process)."""
+
+    def __init__(self, vault: Vault) -> None:
+        self._v = vault
+        self._lock = threading.RLock()
+        self._scorer: Any = None
+        self._cache_key: Any = None
+        self._cache: list[tuple[str, Record, str]] = []
+
+    @property
+    def scorer(self) -> Any:
+        if self._scorer is None:
+            from synapse_nb.gate.scorer import CorpusScorer
+
+            self._scorer = CorpusScorer()
+        return self._scorer
+
+    # -- candidates ----------------------------------------------------------------------------------------
+    def _n_candidates(self) -> int:
+        row = self._v._store.query_one("SELECT count(*) FROM gate_docs")
+        return int(row[0]) if row else 0
+
+    def _all_candidates(self, now: str) -> list[tuple[str, Record, str]]:
+        v = self._v
+        key = (v._store.data_version(), v._store.write_gen, v.mind)
+        with self._lock:
+            if self._cache_key != key:
+                out: list[tuple[str, Record, str]] = []
+                for kind in KIND_ORDER:
+                    table = _TABLES[kind]
+                    for row in v._store.query(
+                            f"SELECT t.*, g.body AS gate_text FROM {table} t JOIN gate_docs g ON g.rid = t.id "
+                            f"WHERE t.mind = ? ORDER BY t.id", (v.mind,)):
+                        out.append((kind, _record_from_row(v, kind, row), row["gate_text"]))
+                self._cache, self._cache_key = out, key
+            cands = self._cache
+        return [c for c in cands if not (isinstance(c[1], Memory) and c[1].expires_at and c[1].expires_at <= now)]
+
+    def _fetch(self, ids_by_kind: dict[str, list[str]], now: str) -> list[tuple[str, Record, str]]:
+        v = self._v
+        out: list[tuple[str, Record, str]] = []
+        for kind in KIND_ORDER:
+            ids = sorted(set(ids_by_kind.get(kind, ())))
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                rows = v._store.query(
+                    f"SELECT t.*, g.body AS gate_text FROM {_TABLES[kind]} t JOIN gate_docs g ON g.rid = t.id "
+                    f"WHERE t.mind = ? AND t.id IN ({','.join('?' * len(chunk))}) ORDER BY t.id", (v.mind, *chunk))
+                for row in rows:
+                    rec = _record_from_row(v, kind, row)
+                    if isinstance(rec, Memory) and rec.expires_at and rec.expires_at <= now:
+                        continue
+                    out.append((kind, rec, row["gate_text"]))
+        return out
+
+    def _exact_ids(self, words: list[str]) -> dict[str, list[str]]:
+        """Ids of records whose tag, key or note name the query names exactly."""
+        v = self._v
+        out: dict[str, list[str]] = {}
+        if not words:
+            return out
+        ph = ",".join("?" * len(words))
+        for r in v._store.query(f"SELECT kind, rid FROM tags WHERE mind = ? AND tag IN ({ph})", (v.mind, *words)):
+            out.setdefault(r["kind"], []).append(r["rid"])
+        keys = sorted({"_".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, min(len(words), i + 6) + 1)})
+        for start in range(0, len(keys), 400):
+            chunk = keys[start:start + 400]
+            kph = ",".join("?" * len(chunk))
+            for r in v._store.query(f"SELECT id FROM memories WHERE mind = ? AND key IN ({kph})", (v.mind, *chunk)):
+                out.setdefault("memory", []).append(r["id"])
+            for r in v._store.query(f"SELECT id FROM notes WHERE mind = ? AND name IN ({kph})", (v.mind, *chunk)):
+                out.setdefault("note", []).append(r["id"])
+        return out
+
+    def _index_candidates(self, query: str, words: list[str], now: str, k: int) -> list[tuple[str, Record, str]]:
+        v = self._v
+        hits = v.index.search(query, k=k)
+        ids: dict[str, list[str]] = {}
+        for h in hits:
+            ids.setdefault(h.kind, []).append(h.id)
+        for kind, extra in self._exact_ids(words).items():
+            ids.setdefault(kind, []).extend(extra)
+        return self._fetch(ids, now)
+
+    # -- word statistics -----------------------------------------------------------------------------------
+    def _doc_freq(self, query: str) -> tuple[dict[str, int], int]:
+        from synapse_nb.gate.scorer import query_terms
+
+        terms = query_terms(query)
+        store = self._v._store
+        n_docs = int(store.query_one("SELECT count(*) FROM gate_docs")[0])
+        df: dict[str, int] = {}
+        if terms:
+            ph = ",".join("?" * len(terms))
+            for r in store.query(f"SELECT term, doc FROM gate_vocab_row WHERE term IN ({ph})", tuple(terms)):
+                df[r["term"]] = int(r["doc"])
+        return df, n_docs
+
+    # -- the whole recall ------------------------------------------------------------------------------------
+    def recall(self, query: Any, *, session: str | None = None, branch: Any = None, files: Any = None,
+               budget_tokens: int | None = None, bars: Bars | None = None, path: str = "auto") -> Recall:
+        from synapse_nb._util import check_files
+
+        v = self._v
+        query = _clean_query(query)
+        bars = bars or Bars()
+        if not isinstance(bars, Bars):
+            raise ValidationError(f"bars must be a synapse_nb.recall.Bars, got {type(bars).__name__}")
+        if budget_tokens is not None:
+            if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 0:
+                raise ValidationError(f"budget_tokens must be a whole number >= 0, got {budget_tokens!r}")
+            bars = replace(bars, budget_tokens=budget_tokens)
+        if session is not None:
+            if not isinstance(session, str) or not session.strip() or len(session) > 200 or _CTRL.search(session):
+                raise ValidationError("session must be a non-empty printable string of at most 200 characters")
+        if path not in ("auto", "exhaustive", "index"):
+            raise ValidationError(f"path {path!r} is not accepted; use auto, exhaustive or index")
+        file_refs = check_files(files, "files")
+        now = v._now_ts()
+        cur_branch = v._git_head()[0] if branch is None else str(branch)
+        lessons = self._banner_lessons(cur_branch)
+
+        words = sorted({w for w in _WORD.findall(query[:2000].lower()) if len(w) <= 64})
+        if not query.strip():
+            cands: list[tuple[str, Record, str]] = []
+            used = "none"
+        else:
+            used = path
+            if path == "auto":
+                used = "exhaustive" if self._n_candidates() <= bars.exhaustive_max else "index"
+            if used == "index":
+                try:
+                    cands = self._index_candidates(query, words, now, bars.index_k)
+                except (IndexError_, StoreError, OSError) as exc:
+                    warnings.warn(f"synapse_nb: the retrieval index is unusable ({exc}); recall scored the vault "
+                                  "directly. Run `synapse-nb index rebuild` to restore it.", stacklevel=3)
+                    used = "exhaustive (index unusable)"
+                    cands = self._all_candidates(now)
+            else:
+                cands = self._all_candidates(now)
+
+        rows, kept = self._gate(query, words, cands, bars, file_refs)
+        kept, rows = self._delta(session, kept, rows, now)
+        text, shown_lessons = self._assemble(query, kept, lessons, session, now)
+        return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
+                      nothing_new=not kept, path=used, bars=bars, _explain=tuple(rows))
+
+    def _banner_lessons(self, branch: str | None) -> list[Lesson]:
+        les = list(self._v.lessons.approved())
+        default = self._v._default_branch()
+        keep = [x for x in les if x.branch is None or x.branch in {branch, default}]
+        keep.sort(key=lambda x: (x.approved_at or "", x.id), reverse=True)
+        return keep
+
+    def _gate(self, query: str, words: list[str], cands: list[tuple[str, Record, str]], bars: Bars,
+              files: tuple[str, ...]) -> tuple[list[_Row], list[RecallItem]]:
+        if not cands:
+            return [], []
+        df, n_docs = self._doc_freq(query)
+        texts = [c[2] for c in cands]
+        keys = [f"{c[1].id}:{c[1].updated_at}" for c in cands]
+        matches = self.scorer.score(query, texts, doc_freq=df, n_docs=n_docs, doc_keys=keys)
+        wordset = set(words)
+        joined = " ".join(words)
+        scored: list[tuple[float, str, Record, tuple[str, ...]]] = []
+        for (kind, rec, _text), m in zip(cands, matches, strict=True):
+            score = m.score
+            matched = list(m.matched)
+            tags = getattr(rec, "tags", ())
+            tag_hits = sorted(t for t in tags if t in wordset or (" " in t and t in joined))
+            if tag_hits:
+                score += bars.tag_bonus
+                matched += [f"#{t}" for t in tag_hits]
+            name = getattr(rec, "key", None) or getattr(rec, "name", None)
+            if name and (name in wordset or name.replace("_", " ") in joined):
+                score += bars.key_bonus
+                matched.append(f"key:{name}")
+            if files:
+                refs = set(getattr(rec, "changed_files", ()) or ()) | set(getattr(rec, "refs", ()) or ())
+                file_hits = sorted(f for f in files if f in refs or f in _text)
+                if file_hits:
+                    score += bars.file_bonus
+                    matched += [f"file:{f}" for f in file_hits]
+            score = min(1.0, round(score, 9))
+            if score > 0:
+                scored.append((score, kind, rec, tuple(matched)))
+        scored.sort(key=lambda s: (-s[0], s[2].id))
+        best = scored[0][0] if scored else 0.0
+        rows: list[_Row] = []
+        kept: list[RecallItem] = []
+        per_kind: dict[str, int] = {}
+        used_tokens = 0
+        for score, kind, rec, matched in scored:
+            if score < bars.floor:
+                rows.append(_Row(kind, rec.id, score, matched, False, "floor", f"below the floor {bars.floor}"))
+                continue
+            if score < bars.margin * best:
+                rows.append(_Row(kind, rec.id, score, matched, False, "margin",
+                                 f"below {bars.margin} x best ({best:.3f})"))
+                continue
+            if per_kind.get(kind, 0) >= bars.top_k:
+                rows.append(_Row(kind, rec.id, score, matched, False, "top_k", f"{bars.top_k} {kind}s already kept"))
+                continue
+            line = _line(rec)
+            cost = estimate_tokens(line)
+            if used_tokens + cost > bars.budget_tokens:
+                rows.append(_Row(kind, rec.id, score, matched, False, "budget",
+                                 f"would exceed the budget of {bars.budget_tokens} tokens"))
+                continue
+            used_tokens += cost
+            per_kind[kind] = per_kind.get(kind, 0) + 1
+            kept.append(RecallItem(kind=kind, id=rec.id, score=score, matched=matched, bar="kept", line=line,
+                                   record=rec))
+            rows.append(_Row(kind, rec.id, score, matched, True, "kept", "cleared every bar"))
+        return rows[:200], kept
+
+    def _delta(self, session: str | None, kept: list[RecallItem], rows: list[_Row],
+               now: str) -> tuple[list[RecallItem], list[_Row]]:
+        if session is None or not kept:
+            return kept, rows
+        store = self._v._store
+        seen = {r["rid"]: r["digest"] for r in store.query(
+            f"SELECT rid, digest FROM session_seen WHERE mind = ? AND session = ? AND rid IN "
+            f"({','.join('?' * len(kept))})", (self._v.mind, session, *[k.id for k in kept]))}
+        fresh = [k for k in kept if seen.get(k.id) != k.record.digest]
+        dropped = {k.id for k in kept} - {k.id for k in fresh}
+        rows = [replace(r, kept=False, bar="delta", reason="already given to this session, unchanged")
+                if r.id in dropped else r for r in rows]
+        self._mark_seen(session, [(k.id, k.record.digest) for k in fresh], now)
+        return fresh, rows
+
+    def _mark_seen(self, session: str, pairs: list[tuple[str, str]], now: str) -> None:
+        if not pairs or self._v._store.readonly:
+            return
+        try:
+            with self._v._store.transaction() as c:
+                c.executemany("INSERT INTO session_seen(mind, session, rid, digest, seen_at) VALUES (?,?,?,?,?) "
+                              "ON CONFLICT(mind, session, rid) DO UPDATE SET digest = excluded.digest, "
+                              "seen_at = excluded.seen_at", [(self._v.mind, session, r, d, now) for r, d in pairs])
+        except StoreError as exc:  # delta state is a convenience: never fail a recall for it
+            log.warning("could not record what session %s has seen: %s", session, exc)
+
+    def _assemble(self, query: str, kept: list[RecallItem], lessons: list[Lesson], session: str | None,
+                  now: str) -> tuple[str, list[Lesson]]:
+        parts: list[str] = []
+        if lessons:
+            shown_before: set[str] = set()
+            if session is not None:
+                seen = {r["rid"]: r["digest"] for r in self._v._store.query(
+                    f"SELECT rid, digest FROM session_seen WHERE mind = ? AND session = ? AND rid IN "
+                    f"({','.join('?' * len(lessons))})", (self._v.mind, session, *[x.id for x in lessons]))}
+                shown_before = {x.id for x in lessons if seen.get(x.id) == x.digest}
+            new = [x for x in lessons if x.id not in shown_before]
+            block = [BANNER]
+            for i, les in enumerate(new, 1):
+                block.append(_lesson_block(i, les))
+            if shown_before:
+                ids = ", ".join(x.id for x in lessons if x.id in shown_before)
+                block.append(f"(still in force, shown earlier in this session: {ids})")
+            parts.append("\n".join(block))
+            if session is not None:
+                self._mark_seen(session, [(x.id, x.digest) for x in new], now)
+        q = shorten(query, 120)
+        if not kept:
+            parts.append(f'nothing new for: "{q}"' if query.strip() else "nothing new (empty query)")
+        else:
+            block = [f'RELEVANT MEMORY for: "{q}"']
+            for kind in KIND_ORDER:
+                group = [k for k in kept if k.kind == kind]
+                if not group:
+                    continue
+                group.sort(key=lambda k: k.id)
+                group.sort(key=lambda k: k.record.updated_at, reverse=True)
+                group.sort(key=lambda k: _priority(k.record))
+                block.append(f"## {_GROUP_TITLES[kind]}")
+                block.extend(k.line for k in group)
+            parts.append("\n".join(block))
+        return "\n\n".join(parts), lessons
+
+
+def _priority(rec: Record) -> int:
+    return PRIORITIES.index(rec.priority) if isinstance(rec, Memory) else 2
+
+
+class VaultIndex:
+    """``vault.index``: the LanceDB retrieval index under ``.synapse/index/`` (a rebuildable cache).
+
+    Writes enqueue changed ids in SQLite's ``index_outbox`` in the same transaction; the index applies
+    the outbox before it answers (:meth:`sync`), so a crash between the SQLite commit and the index
+    update is repaired on the next use.
+    """
+
+    def __init__(self, vault: Vault) -> None:
+        self._v = vault
+        self._idx: Any = None
+
+    @property
+    def path(self) -> Any:
+        return self._v.path / "index"
+
+    @property
+    def raw(self) -> Any:
+        if self._idx is None:
+            from synapse_nb.store.index import RetrievalIndex
+
+            self._idx = RetrievalIndex(self.path)
+        return self._idx
+
+    def _rows_for(self, ids: list[str] | None) -> list[IndexRow]:
+        from synapse_nb.store.index import IndexRow
+
+        store = self._v._store
+        if ids is None:
+            rows = store.query("SELECT * FROM gate_candidates ORDER BY id")
+        else:
+            rows = []
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                rows += store.query(f"SELECT * FROM gate_candidates WHERE id IN ({','.join('?' * len(chunk))})",
+                                    tuple(chunk))
+        return [IndexRow(id=r["id"], kind=r["kind"], mind=r["mind"], text=r["text"],
+                         digest=digest([r["text"], r["expires_at"]]), updated_at=r["updated_at"],
+                         expires_at=r["expires_at"]) for r in rows]
+
+    def _expected(self) -> dict[str, str]:
+        return {r.id: r.digest for r in self._rows_for(None)}
+
+    def sync(self) -> int:
+        """Apply pending changes from the outbox to the index; returns how many records were applied."""
+        store = self._v._store
+        if not self.raw.exists():
+            self.rebuild()
+            return 0
+        applied = 0
+        while True:
+            pending = store.query("SELECT rid, seq FROM index_outbox ORDER BY seq LIMIT 5000")
+            if not pending:
+                return applied
+            ids = [r["rid"] for r in pending]
+            rows = self._rows_for(ids)
+            present = {r.id for r in rows}
+            gone = sorted(set(ids) - present)
+            if rows:
+                self.raw.upsert(rows)
+            if gone:
+                self.raw.delete(gone)
+            if store.readonly:
+                return applied + len(ids)
+            with store.transaction() as c:
+                c.executemany("DELETE FROM index_outbox WHERE rid = ? AND seq = ?",
+                              [(r["rid"], r["seq"]) for r in pending])
+            applied += len(ids)
+
+    def rebuild(self, *, progress: bool = False) -> int:
+        """Drop the index and rebuild it from SQLite; returns the number of rows written."""
+        store = self._v._store
+        mark = store.query_one("SELECT coalesce(max(seq), 0) FROM index_outbox")[0]
+        total = int(store.query_one("SELECT count(*) FROM gate_docs")[0])
+        n = self.raw.rebuild(self._rows_for(None), total=total, progress=progress)
+        if not store.readonly:
+            with store.transaction() as c:
+                c.execute("DELETE FROM index_outbox WHERE seq <= ?", (mark,))
+        return n
+
+    def check(self, *, repair: bool = False) -> DriftReport:
+        """Compare the index with SQLite (rows missing, stale or extra); with ``repair``, fix the drift."""
+        expected = self._expected()
+        if repair:
+            return self.raw.repair(lambda ids: self._rows_for(list(ids)), expected)
+        return self.raw.check(expected)
+
+    def search(self, query: str, *, k: int = 200, kinds: Any = None, mode: str = "hybrid") -> list[Any]:
+        """Candidate hits for ``query`` in this mind (after applying the outbox)."""
+        self.sync()
+        return self.raw.search(query, mind=self._v.mind, kinds=kinds, now=self._v._now_ts(), k=k, mode=mode)
+
+
+def as_json(recall: Recall) -> str:
+    return json.dumps(recall.to_dict(), sort_keys=True, ensure_ascii=False)
