@@ -1,0 +1,100 @@
+"""Shared, generic fixtures: a user vault on a fake clock, its agent handle, and a real git repository.
+
+Kept small on purpose; fixtures that only one feature needs live in that feature's test file.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+import synapse_nb as syn
+
+#: The instant every fake clock starts at.
+T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+
+class FakeClock:
+    """A clock that stands still until told to move: ``clock()`` -> aware UTC datetime.
+
+    >>> c = FakeClock(); c.advance(days=1); c() - T0
+    datetime.timedelta(days=1)
+    """
+
+    def __init__(self, start: datetime = T0) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now = self.now + timedelta(**delta)
+        return self.now
+
+
+def git_env() -> dict[str, str]:
+    """An environment for the git CLI: no user/system config, a fixed identity."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update({
+        "HOME": "/nonexistent-synapse-test-home",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_AUTHOR_NAME": "Test User",
+        "GIT_AUTHOR_EMAIL": "test@example.com",
+        "GIT_COMMITTER_NAME": "Test User",
+        "GIT_COMMITTER_EMAIL": "test@example.com",
+        "LC_ALL": "C",
+    })
+    return env
+
+
+def run_git(cwd: Path, *args: str) -> str:
+    """Run ``git args...`` in ``cwd`` and return stripped stdout (raises on failure)."""
+    out = subprocess.run(["git", *args], cwd=cwd, env=git_env(), check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+@pytest.fixture()
+def clock() -> FakeClock:
+    """A fake clock standing at :data:`T0`; ``clock.advance(days=8)`` moves it."""
+    return FakeClock()
+
+
+@pytest.fixture()
+def vault(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> Iterator[syn.Vault]:
+    """A fresh user vault in ``tmp_path/project`` (outside git) on the fake ``clock``."""
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    project = tmp_path / "project"
+    project.mkdir()
+    v = syn.open_vault(project, clock=clock)
+    yield v
+    v.close()
+
+
+@pytest.fixture()
+def agent_vault(vault: syn.Vault) -> syn.Vault:
+    """The same vault (same connection, same clock) acting as the agent."""
+    return vault.as_agent()
+
+
+@pytest.fixture()
+def git() -> Callable[..., str]:
+    """``git(cwd, *args)``: run the git CLI with a fixed identity, return stdout."""
+    return run_git
+
+
+@pytest.fixture()
+def git_repo(tmp_path: Path) -> Path:
+    """A real git repository at ``tmp_path/repo`` on branch ``main`` with one commit (README.md)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    run_git(repo, "init", "-q", "-b", "main")
+    (repo / "README.md").write_text("hello\n", encoding="utf-8")
+    run_git(repo, "add", "README.md")
+    run_git(repo, "commit", "-q", "-m", "Initial commit")
+    return repo
