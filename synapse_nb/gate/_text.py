@@ -19,6 +19,7 @@ from synapse_nb.errors import ValidationError
 # separator, underscore included: ``[^\W_]+`` is the same split (``\w`` minus ``_``), so the terms we
 # ask the vault to look up are the terms its FTS5 vocabulary holds.
 TOKEN_RE = re.compile(r"[^\W_]+")
+_PARTIAL_TAIL_RE = re.compile(r"[^\W_]+$")
 # C0/C1 control characters, DEL, and the Unicode "other" categories that carry no text.
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff0-\uffff]+")
 
@@ -31,7 +32,10 @@ def normalise(text: str, max_chars: int) -> str:
     """
     if not isinstance(text, str):
         raise ValidationError(f"text must be str, got {type(text).__name__}; decode bytes first")
-    text = text[:max_chars]
+    if len(text) > max_chars:
+        cut = text[:max_chars]
+        # never analyse half a word: drop a token the cap cut through
+        text = _PARTIAL_TAIL_RE.sub("", cut) if TOKEN_RE.match(text, max_chars) else cut
     if not text.isascii():
         # lone surrogates (from surrogateescape-decoded bytes) cannot be normalised: drop them
         text = text.encode("utf-8", "replace").decode("utf-8")
