@@ -70,6 +70,7 @@ _RRF_K = 60
 _BATCH = 4096
 _CONFLICT_RETRIES = 8
 _SMALL_FRAGMENTS_BEFORE_OPTIMIZE = 64
+_SCALAR_MIN = 5_000
 _NPROBES = 20
 _EF = 96
 _REFINE = 2
@@ -251,8 +252,11 @@ class RetrievalIndex:
         return self._db
 
     def _open(self) -> Any:
-        if self._tbl is not None:
+        if self._tbl is not None and self.exists():
             return self._tbl
+        self._tbl = None
+        self._exact_cache = None
+        self._ann_cache = None
         if not self.exists():
             raise IndexError_(f"no retrieval index at {str(self.path)!r}; rebuild it from SQLite")
         db = self._connect()
@@ -607,7 +611,7 @@ class RetrievalIndex:
             version = -1
         if self._ann_cache is not None and self._ann_cache[0] == version and version >= 0:
             return self._ann_cache[1]
-        has = any(getattr(ix, "columns", None) == ["vector"] for ix in tbl.list_indices())
+        has = any(getattr(ix, "columns", None) == ["vector"] for ix in self._run("list indices", tbl.list_indices))
         self._ann_cache = (version, has)
         return has
 
@@ -679,9 +683,10 @@ class RetrievalIndex:
 
         n = self._run("count rows", lambda: tbl.count_rows())
         names = {ix.name for ix in self._run("list indices", lambda: tbl.list_indices())}
-        if fresh or "id_idx" not in names:
+        # scalar indices speed up merge_insert joins and mind prefilters on big tables only
+        if n >= _SCALAR_MIN and (fresh or "id_idx" not in names):
             self._run("index ids", lambda: tbl.create_index("id", config=BTree(), replace=True), write=True)
-        if fresh or "mind_idx" not in names:
+        if n >= _SCALAR_MIN and (fresh or "mind_idx" not in names):
             self._run("index minds", lambda: tbl.create_index("mind", config=BTree(), replace=True), write=True)
         # always a fresh FTS index: BM25 statistics then match a full rebuild exactly
         self._run("build the full-text index", lambda: tbl.create_index("text", config=FTS(), replace=True), write=True)
