@@ -46,6 +46,15 @@ def test_real_router_evaluation_is_deterministic_and_matches_its_own_metrics() -
     assert own.accuracy == pytest.approx(a.metrics.accuracy)
 
 
+def test_with_descriptions_adds_hub_triggers_and_examples_to_train_only() -> None:
+    data = load_dataset("agent_vault")
+    assert len(data.route_examples) == 20 and all(len(v) == 3 for v in data.route_examples.values())
+    plain = evaluate_router(Router(method="centroid"), data, n_boot=50)
+    hubs = evaluate_router(Router(method="centroid"), data, with_descriptions=True, n_boot=50)
+    assert hubs.n_train == plain.n_train + 20 * 4 and hubs.n_test == plain.n_test == 135
+    assert hubs.config["with_descriptions"] and not plain.config["with_descriptions"]
+
+
 def test_run_gate_eval_on_a_plain_file_without_oos(tmp_path: Path) -> None:
     rows = ["text,label,split"]
     for i, (word, route) in enumerate([("deploy", "ops"), ("pytest", "qa")] * 6):

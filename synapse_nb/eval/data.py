@@ -95,6 +95,8 @@ class LabelledData:
         A short name (the bundled dataset's name, or the file stem).
     route_descriptions
         Route name -> description (e.g. agent_vault's hub triggers); empty when the data has none.
+    route_examples
+        Route name -> example requests that define it (agent_vault's hub ``examples``); not in any split.
 
     Examples
     --------
@@ -109,6 +111,7 @@ class LabelledData:
     source: str = ""
     name: str = ""
     route_descriptions: Mapping[str, str] = field(default_factory=dict)
+    route_examples: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if len(self.texts) != len(self.labels):
@@ -415,11 +418,13 @@ def _load_agent_vault(folder: Path) -> LabelledData:
     hubs_path = folder / "hubs.jsonl"
     _, records, lines = _records_jsonl(hubs_path)
     descriptions: dict[str, str] = {}
+    examples: dict[str, tuple[str, ...]] = {}
     for lineno, rec in zip(lines, records, strict=True):
         name, trigger = rec.get("name"), rec.get("trigger")
         if not (isinstance(name, str) and name and isinstance(trigger, str) and trigger.strip()):
             raise DatasetError(f"{hubs_path}: line {lineno}: expected non-empty 'name' and 'trigger' strings")
         descriptions[name] = trigger.strip()
+        examples[name] = tuple(str(e).strip() for e in rec.get("examples", []) if str(e).strip())
     unknown = sorted(set(data.routes) - set(descriptions))
     if unknown:
         raise DatasetError(f"{folder / 'queries.csv'}: labels with no hub in hubs.jsonl: {', '.join(unknown)}")
@@ -430,6 +435,7 @@ def _load_agent_vault(folder: Path) -> LabelledData:
         source=str(folder),
         name="agent_vault",
         route_descriptions=dict(sorted(descriptions.items())),
+        route_examples=dict(sorted(examples.items())),
     )
 
 

@@ -219,6 +219,7 @@ def evaluate_router(
     criterion: str = "accuracy",
     per_route: bool = False,
     calibrate: bool = True,
+    with_descriptions: bool = False,
     n_boot: int = 1000,
     seed: int = 0,
 ) -> RouterEvaluation:
@@ -241,6 +242,9 @@ def evaluate_router(
         ``"accuracy"`` or ``"balanced"``, passed to ``router.calibrate``.
     per_route
         Calibrate one threshold per route (falling back to the global one).
+    with_descriptions
+        Also fit on each route's description and example requests (agent_vault's hub ``trigger`` and
+        ``examples``), as a vault router would be; they belong to no split, so nothing leaks into test.
     n_boot, seed
         Bootstrap resamples and seed for the intervals.
 
@@ -261,6 +265,12 @@ def evaluate_router(
             f"{data.source or data.name}: has no split column; evaluate_router needs {train!r} and {test!r} splits"
         )
     x_train, y_train = data.split(train)
+    if with_descriptions:
+        for route in sorted(set(data.route_descriptions) | set(data.route_examples)):
+            extra = [data.route_descriptions[route]] if route in data.route_descriptions else []
+            extra += list(data.route_examples.get(route, ()))
+            x_train += extra
+            y_train += [route] * len(extra)
     x_test, y_test = data.split(test)
     if not x_test:
         raise DatasetError(f"{data.source or data.name}: split {test!r} is empty")
@@ -299,6 +309,7 @@ def evaluate_router(
         "criterion": criterion,
         "per_route": per_route,
         "calibrate": calibrate,
+        "with_descriptions": with_descriptions,
         "calibration_skipped": reason or None,
         "router": type(router).__name__,
         "router_params": _router_params(router),
@@ -531,6 +542,7 @@ def run_gate_eval(
     criterion: str = "accuracy",
     method: str | None = None,
     per_route: bool = False,
+    with_descriptions: bool = False,
 ) -> dict[str, Any]:
     """Evaluate ``synapse_nb.gate.Router`` on a labelled file or dataset; what ``synapse-nb gate eval PATH`` prints.
 
@@ -546,6 +558,8 @@ def run_gate_eval(
         Passed to ``Router(method=...)`` when given (the router's scoring method).
     per_route
         Calibrate per-route thresholds.
+    with_descriptions
+        Also fit on route descriptions/examples when the dataset has them (agent_vault's hubs).
 
     Returns
     -------
@@ -573,5 +587,6 @@ def run_gate_eval(
         test=test_split,
         criterion=criterion,
         per_route=per_route,
+        with_descriptions=with_descriptions,
     )
     return result.to_dict()
