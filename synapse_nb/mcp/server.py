@@ -1,0 +1,323 @@
+"""The MCP server: the vault as tools an agent calls (stdio, official ``mcp`` SDK 2.x).
+
+The server opens the vault with ``actor="agent"``, so the core refuses every human-only write
+(approving or rejecting a lesson, verifying a memory, changing settings, importing) even if a tool
+tried: no tool does. Agent writes are proposals (unverified, ``source="agent"``).
+
+Every tool returns structured content (a JSON object) plus readable text; a refused or malformed call
+is a tool error carrying the :class:`~synapse_nb.errors.SynapseError` message, and the server keeps
+serving. One vault handle is kept per server (SQLite WAL: a notebook and the CLI can use the same
+vault at the same time).
+
+Examples
+--------
+>>> from synapse_nb.mcp.server import build_server
+>>> server = build_server("/tmp/project")      # doctest: +SKIP
+>>> server.run("stdio")                        # doctest: +SKIP
+
+From a shell: ``synapse-nb mcp [PATH]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+
+from synapse_nb._util import estimate_tokens
+from synapse_nb._version import __version__
+from synapse_nb.errors import SynapseError, ValidationError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb._util import Clock
+    from synapse_nb.vault import Vault
+
+__all__ = ["INSTRUCTIONS", "LOW_CONTEXT_RATIO", "SEARCH_KINDS", "TOOL_NAMES", "build_server", "serve"]
+
+#: At or above this fraction of the context window, ``signal_low_context`` saves a checkpoint.
+LOW_CONTEXT_RATIO = 0.6
+#: What ``search(kind=...)`` accepts.
+SEARCH_KINDS = ("all", "memory", "decision", "checkpoint", "lesson", "episode", "note")
+#: Every tool the server offers, sorted.
+TOOL_NAMES = (
+    "create_checkpoint", "get_approved_memory", "get_status", "log_decision", "log_episode", "recall", "remember",
+    "restore_checkpoint", "search", "signal_low_context", "submit_lesson_analysis",
+)
+
+INSTRUCTIONS = """\
+synapse-nb keeps this project's memory: checkpoints, decisions, lessons from reverted changes and facts.
+- At session start: call get_approved_memory (lessons a human approved: ADHERE to them) and restore_checkpoint.
+- Each turn, before acting: call recall(query, session_id) with the task; it returns only what is new.
+- After about 10 significant changes: create_checkpoint. After any design choice: log_decision.
+- When the context window fills (>= 60%): signal_low_context(token_count, capacity) and keep its restore pack.
+- When asked why a change was reverted: submit_lesson_analysis(lesson_id, analysis).
+- remember() stores a proposal (unverified until a human verifies it). You cannot approve lessons, verify
+  memories or change settings: a human does that.
+"""
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Library errors become tool errors with their one-line message."""
+    try:
+        yield
+    except SynapseError as exc:
+        raise ToolError(" ".join(str(exc).split()) or type(exc).__name__) from None
+
+
+def _result(text: str, data: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def _fit(blocks: list[str], budget: int) -> tuple[str, int]:
+    """Join text blocks line by line while the estimate stays within ``budget`` tokens."""
+    out: list[str] = []
+    omitted = 0
+    used = 0
+    for b, block in enumerate(blocks):
+        if b and out:
+            out.append("")
+        for line in block.splitlines():
+            cost = estimate_tokens(line + "\n")
+            if used + cost > budget:
+                omitted += 1
+                continue
+            out.append(line)
+            used += cost
+    text = "\n".join(out).strip("\n")
+    if omitted:
+        text += f"\n(… {omitted} more lines left out to fit {budget} tokens)"
+    return text, omitted
+
+
+class _Handle:
+    """The agent's vault handle, opened on first use (so a bad path is a tool error, not a crash)."""
+
+    def __init__(self, path: str | Path | None, mind: str, vault: Vault | None, clock: Clock | None) -> None:
+        self._path = path
+        self._mind = mind
+        self._clock = clock
+        self._vault = vault.as_agent() if vault is not None else None
+
+    def get(self) -> Vault:
+        if self._vault is None:
+            from synapse_nb.vault import open_vault
+
+            self._vault = open_vault(self._path, mind=self._mind, actor="agent", clock=self._clock)
+        return self._vault
+
+
+def _banner(lessons: Any) -> str:
+    from synapse_nb.recall import BANNER
+
+    if not lessons:
+        return ""
+    lines = [BANNER]
+    for i, les in enumerate(lessons, 1):
+        lines.append(f"{i}. [{les.branch or 'all branches'}, approved] {les.text.strip()}")
+        if les.files_affected:
+            lines.append("   Files affected: " + ", ".join(les.files_affected[:20]))
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------ the server
+def build_server(path: str | Path | None = None, *, mind: str = "default", vault: Vault | None = None,
+                 clock: Clock | None = None) -> MCPServer:
+    """The synapse-nb MCP server for one vault, acting as the agent.
+
+    Parameters
+    ----------
+    path : project folder or vault folder (default: ``SYNAPSE_HOME``, else the current folder).
+    mind : which mind the agent reads and writes.
+    vault : an open vault to serve instead (tests, notebooks); it is used through ``as_agent()``.
+    clock : a clock for the vault (tests).
+
+    Examples
+    --------
+    >>> from mcp import Client                               # doctest: +SKIP
+    >>> async with Client(build_server(tmp)) as c:           # doctest: +SKIP
+    ...     r = await c.call_tool("get_status", {})
+    """
+    handle = _Handle(path, mind, vault, clock)
+    server = MCPServer("synapse-nb", instructions=INSTRUCTIONS, version=__version__)
+
+    @server.tool()
+    async def get_approved_memory() -> CallToolResult:
+        """Call at the START of every session: the lessons a human approved (ADHERE to them) and the memory summary.
+
+        Returns the approved-lesson banner (empty when none) and the memory list (verified and unverified).
+        """
+        with _errors():
+            v = handle.get()
+            lessons = v.recall("").lessons
+            banner = _banner(lessons)
+            mem = v.memories.recall_text()
+            text = f"{banner}\n\n{mem}" if banner else mem
+            return _result(text, {"text": text, "banner": banner, "lessons": [x.to_dict() for x in lessons],
+                                  "memory_text": mem})
+
+    @server.tool()
+    async def restore_checkpoint(checkpoint_id: str | None = None) -> CallToolResult:
+        """Call at the START of a session to resume work: the latest checkpoint on the current git branch.
+
+        Give ``checkpoint_id`` (an id or unique prefix) to restore a specific one.
+        """
+        with _errors():
+            c = handle.get().checkpoints.restore(checkpoint_id or "latest")
+            return _result(c.restore_text(), {**c.to_dict(), "restore_text": c.restore_text()})
+
+    @server.tool()
+    async def create_checkpoint(doing: str, changed_files: list[str] | None = None, next_step: str | None = None,
+                                blockers: str | None = None) -> CallToolResult:
+        """Call after about every 10 significant changes (and before risky steps): save what you are doing.
+
+        ``doing``: the task in one sentence; ``changed_files``: paths changed so far; ``next_step``: what comes
+        next; ``blockers``: what is in the way. Branch and commit are recorded automatically.
+        """
+        with _errors():
+            c = handle.get().checkpoint(doing, files=changed_files, next_step=next_step, blockers=blockers,
+                                        origin="agent")
+            return _result(f"checkpoint {c.id} saved on branch {c.branch or '-'}", c.to_dict())
+
+    @server.tool()
+    async def log_decision(decision: str, rationale: str | None = None,
+                           tags: list[str] | None = None) -> CallToolResult:
+        """Call right after making any design choice: log the decision and why, so later sessions keep to it."""
+        with _errors():
+            d = handle.get().decide(decision, rationale=rationale, tags=tags)
+            return _result(f"decision {d.id} logged", d.to_dict())
+
+    @server.tool()
+    async def submit_lesson_analysis(lesson_id: str, analysis: str) -> CallToolResult:
+        """Call when asked why a change was reverted: explain the failure for lesson ``lesson_id``.
+
+        The analysis is a proposal; a human reads it and decides whether it becomes an approved lesson.
+        """
+        with _errors():
+            handle.get().lessons.submit_analysis(lesson_id, analysis)
+            return _result(f"analysis submitted for lesson {lesson_id}; a human will review it",
+                           {"lesson_id": lesson_id, "submitted": True})
+
+    @server.tool()
+    async def signal_low_context(token_count: int, capacity: int, doing: str | None = None,
+                                 next_step: str | None = None, budget_tokens: int = 1500) -> CallToolResult:
+        """Call when your context window fills up: ``token_count`` used out of ``capacity``.
+
+        At 60% or more it saves a checkpoint (your ``doing``/``next_step`` if given, else the last checkpoint's)
+        and returns a compact restore pack (approved lessons, checkpoint, recent decisions, key memories)
+        within ``budget_tokens``: keep it when the context is compacted. Below 60% nothing is needed.
+        """
+        with _errors():
+            for name, val in (("token_count", token_count), ("capacity", capacity), ("budget_tokens", budget_tokens)):
+                if isinstance(val, bool) or not isinstance(val, int) or val < 0:
+                    raise ValidationError(f"{name} must be a whole number >= 0, got {val!r}")
+            if capacity < 1:
+                raise ValidationError(f"capacity must be at least 1 token, got {capacity}")
+            if not 100 <= budget_tokens <= 20_000:
+                raise ValidationError(f"budget_tokens must be from 100 to 20000, got {budget_tokens}")
+            ratio = token_count / capacity
+            if ratio < LOW_CONTEXT_RATIO:
+                text = (f"context at {ratio:.0%} of capacity (below {LOW_CONTEXT_RATIO:.0%}): nothing needed, "
+                        "carry on")
+                return _result(text, {"action": "none", "ratio": round(ratio, 4), "threshold": LOW_CONTEXT_RATIO,
+                                      "checkpoint_id": None, "restore_pack": None, "tokens": 0})
+            v = handle.get()
+            last = v.checkpoints.latest()
+            c = v.checkpoint(
+                doing or (last.doing if last else f"session context at {ratio:.0%} of capacity"),
+                files=list(last.changed_files) if last else None,
+                next_step=next_step if next_step is not None else (last.next_step if last else None),
+                blockers=last.blockers if last else None, origin="auto")
+            lessons = v.recall("").lessons
+            blocks = [b for b in (_banner(lessons), c.restore_text()) if b]
+            decisions = v.decisions.list(limit=5)
+            if decisions:
+                blocks.append("Recent decisions:\n" + "\n".join(
+                    f"- {d.decision}" + (f" — {d.rationale}" if d.rationale else "") for d in decisions))
+            key_mems = [m for m in v.memories.list(limit=50) if m.priority in ("critical", "high")]
+            if key_mems:
+                blocks.append("Key memories:\n" + "\n".join(
+                    f"- [{m.priority}] {m.category}/{m.key}: {m.content}" + ("" if m.verified else " [unverified]")
+                    for m in key_mems))
+            pack, _ = _fit(blocks, budget_tokens)
+            return _result(pack, {"action": "checkpoint_saved", "ratio": round(ratio, 4),
+                                  "threshold": LOW_CONTEXT_RATIO, "checkpoint_id": c.id, "restore_pack": pack,
+                                  "tokens": estimate_tokens(pack)})
+
+    @server.tool()
+    async def recall(query: str, session_id: str | None = None) -> CallToolResult:
+        """Call on EVERY turn before acting, with the task or question: what the vault knows that is relevant.
+
+        With a stable ``session_id`` per conversation, only what this session has not yet seen is returned
+        (otherwise "nothing new"). Approved lessons always come first.
+        """
+        with _errors():
+            r = handle.get().recall(query, session=session_id)
+            return _result(r.text, r.to_dict())
+
+    @server.tool()
+    async def remember(category: str, key: str, content: str, tags: list[str] | None = None,
+                       priority: str | None = None) -> CallToolResult:
+        """Call when you learn a durable fact worth keeping (a preference, a procedure, project context).
+
+        ``category``: identity, preference, project, context, knowledge, mistake, procedure or relationship;
+        ``key``: snake_case (the same key updates your earlier proposal); ``priority``: critical, high, normal
+        or low. It is stored as an unverified proposal until a human verifies it.
+        """
+        with _errors():
+            m = handle.get().remember(category, key, content, tags=tags, priority=priority)
+            return _result(f"remembered {m.id} {m.category}/{m.key} (unverified proposal)", m.to_dict())
+
+    @server.tool()
+    async def log_episode(task_key: str, status: str = "unknown", outcome: str | None = None,
+                          refs: list[str] | None = None) -> CallToolResult:
+        """Call after running a task (tests, a migration, a deploy): record how it ended.
+
+        ``status``: success, failure or unknown. If the same ``task_key`` ran before, the prior run is returned
+        as a warning: read it before repeating work.
+        """
+        with _errors():
+            e = handle.get().episodes.log(task_key, status=status, outcome=outcome, refs=refs)
+            data = {**e.to_dict(), "prior": e.prior.to_dict() if e.prior else None, "warning": e.warning}
+            return _result(f"episode {e.id} logged" + (f"; warning: {e.warning}" if e.warning else ""), data)
+
+    @server.tool()
+    async def search(query: str, kind: str = "all", limit: int = 10) -> CallToolResult:
+        """Call to look something up on purpose (full-text): ``kind`` is all, memory, decision, checkpoint,
+        lesson (approved only), episode or note; at most ``limit`` results per kind (1-100)."""
+        with _errors():
+            if kind not in SEARCH_KINDS:
+                raise ValidationError(f"kind {kind!r} is not accepted; use one of: {', '.join(SEARCH_KINDS)}")
+            if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
+                raise ValidationError(f"limit must be a whole number from 1 to 100, got {limit!r}")
+            v = handle.get()
+            managers = {"memory": v.memories, "decision": v.decisions, "checkpoint": v.checkpoints,
+                        "lesson": v.lessons, "episode": v.episodes, "note": v.notes}
+            kinds = SEARCH_KINDS[1:] if kind == "all" else (kind,)
+            records = [r for k in kinds for r in managers[k].search(query, limit=limit)]
+            lines = [f"{r.id}  {r.summary_line()}" for r in records] or [f"no match for {query!r}"]
+            return _result("\n".join(lines), {"query": query, "kind": kind,
+                                              "results": [r.to_dict() for r in records]})
+
+    @server.tool()
+    async def get_status() -> CallToolResult:
+        """Call to see the vault's counts (memories, checkpoints, decisions, approved lessons, ...)."""
+        with _errors():
+            st = handle.get().status()
+            return _result(str(st), st.to_dict())
+
+    return server
+
+
+def serve(path: str | Path | None = None, *, mind: str = "default") -> None:
+    """Run the server over stdio until the client closes it (what ``synapse-nb mcp`` does)."""
+    import logging
+
+    logging.getLogger("mcp").setLevel(logging.WARNING)
+    build_server(path, mind=mind).run("stdio")
