@@ -72,7 +72,8 @@ class Bars:
     key_bonus : float
         Added when the query names the record's key or note name. Default 0.35.
     file_bonus : float
-        Added when the record refers to one of the ``files`` passed to recall. Default 0.2.
+        Added when the record refers to one of the ``files`` passed to recall. Default 0.3 (as much as
+        the floor: a record about a file being worked on is relevant on that alone).
     exhaustive_max : int
         Vaults with at most this many candidates are scored exhaustively from SQLite; larger ones take
         candidates from the LanceDB index. Default 5,000.
@@ -86,7 +87,7 @@ class Bars:
     budget_tokens: int = 1200
     tag_bonus: float = 0.25
     key_bonus: float = 0.35
-    file_bonus: float = 0.2
+    file_bonus: float = 0.3
     exhaustive_max: int = 5000
     index_k: int = 200
 
@@ -405,8 +406,11 @@ class Recaller:
 
     def _banner_lessons(self, branch: str | None) -> list[Lesson]:
         les = list(self._v.lessons.approved())
-        default = self._v._default_branch()
-        keep = [x for x in les if x.branch is None or x.branch in {branch, default}]
+        if self._v.repo is None and branch is None:  # outside git there is no branch to scope by
+            keep = les
+        else:
+            default = self._v._default_branch()
+            keep = [x for x in les if x.branch is None or x.branch in {branch, default}]
         keep.sort(key=lambda x: (x.approved_at or "", x.id), reverse=True)
         return keep
 

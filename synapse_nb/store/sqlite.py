@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from synapse_nb.errors import SchemaError, StoreError
+from synapse_nb.errors import SchemaError, StoreError, SynapseError
 
 __all__ = ["LOCK_TIMEOUT_S", "SCHEMA_VERSION", "Store"]
 
@@ -309,12 +309,17 @@ class Store:
                 self._retry(lambda: self._conn.execute("PRAGMA journal_mode = WAL"))
                 self._conn.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
+        except SynapseError:
+            self.close()
+            raise
         except sqlite3.DatabaseError as exc:
+            self.close()
             raise StoreError(
                 f"cannot open the vault database {self.path}: {exc}; if the file is corrupt, restore it from an "
                 "export (`synapse-nb memory import`) or move it aside to start a new vault"
             ) from exc
         except OSError as exc:
+            self.close()
             raise StoreError(f"cannot open the vault database {self.path}: {exc}") from exc
 
     # -- schema ---------------------------------------------------------------------------------------------
@@ -438,8 +443,10 @@ class Store:
 
     def close(self) -> None:
         with self._lock:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.close()
+            conn = getattr(self, "_conn", None)
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
 
 
 def _split_sql(script: str) -> list[str]:

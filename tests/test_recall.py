@@ -1,0 +1,305 @@
+"""Recall: the gate's bars, delta, banner, both retrieval paths, index rebuild, determinism, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import synapse_nb as syn
+from synapse_nb.recall import BANNER, Bars
+
+QUERIES = [
+    "how do we run migrations?",
+    "what is the deploy status of the api",
+    "which storage mode did we pick for sqlite and why",
+    "how do I cut a release",
+    "what is the weather in Paris tomorrow",
+    "the the of and",
+    "JWT auth refactor next step",
+]
+
+
+def seed(v: syn.Vault) -> dict[str, str]:
+    """A small realistic vault; returns name -> id."""
+    ids = {}
+    ids["status"] = v.remember("project", "project_status", "v1.5 of the api deployed to production on Friday",
+                               tags=["deploy"], priority="high").id
+    ids["migrations"] = v.remember("procedure", "run_migrations",
+                                   "Run alembic upgrade head inside the api container before deploying",
+                                   tags=["migrations", "database"]).id
+    ids["style"] = v.remember("preference", "code_style", "Use black with line length 100 and ruff for linting",
+                              priority="low").id
+    ids["mistake"] = v.remember("mistake", "pandas_inplace", "Never use inplace=True in pandas; it returns None",
+                                priority="critical").id
+    ids["wal"] = v.decide("Use SQLite WAL mode for the vault", rationale="Readers never block writers",
+                          tags=["storage"]).id
+    ids["ckp"] = v.checkpoint("Refactoring JWT auth middleware", files=["src/auth.py"],
+                              next_step="Run pytest on the auth tests").id
+    ids["episode"] = v.episodes.log("train_baseline", status="success", outcome="val accuracy 0.91").id
+    ids["note"] = v.notes.add("release_checklist", "how to cut a release: version bump, changelog, tag, PyPI upload",
+                              "1. bump version\n2. tag\n3. upload").id
+    return ids
+
+
+@pytest.fixture()
+def seeded(vault: syn.Vault) -> tuple[syn.Vault, dict[str, str]]:
+    return vault, seed(vault)
+
+
+def test_relevant_memory_is_recalled_and_irrelevant_is_not(seeded):
+    v, ids = seeded
+    r = v.recall("how do we run migrations?")
+    assert [i.id for i in r.items] == [ids["migrations"]]
+    assert "alembic upgrade head" in r.text
+    assert "black" not in r.text
+    assert not r.nothing_new
+    item = r.items[0]
+    assert item.kind == "memory" and item.bar == "kept" and "migrations" in item.matched and item.score > 0.3
+
+
+def test_nothing_new_when_nothing_clears_the_bars(seeded):
+    v, _ = seeded
+    r = v.recall("what is the weather in Paris tomorrow")
+    assert r.nothing_new and r.items == ()
+    assert 'nothing new for: "what is the weather in Paris tomorrow"' in r.text
+
+
+def test_notes_show_their_trigger_only_and_expand_gives_the_body(seeded):
+    v, ids = seeded
+    r = v.recall("how do I cut a release")
+    assert [i.id for i in r.items] == [ids["note"]]
+    assert "release_checklist: how to cut a release" in r.text
+    assert "1. bump version" not in r.text
+    assert v.notes.expand("release_checklist").startswith("1. bump version")
+
+
+def test_decisions_checkpoints_episodes_are_candidates(seeded):
+    v, ids = seeded
+    assert ids["wal"] in [i.id for i in v.recall("which storage mode did we pick for sqlite").items]
+    assert ids["ckp"] in [i.id for i in v.recall("JWT auth refactor next step").items]
+    assert ids["episode"] in [i.id for i in v.recall("train baseline accuracy").items]
+
+
+def test_banner_comes_first_on_every_recall_even_when_nothing_new(seeded):
+    v, _ = seeded
+    les = v.lessons.create("Reverted 'retry payments': retries double-charged customers", files=["src/pay.py"],
+                           branch="main")
+    assert BANNER not in v.recall("how do we run migrations?").text  # pending: never shown
+    v.lessons.approve(les.id, text="Never retry payment calls without an idempotency key")
+    for q in ("how do we run migrations?", "what is the weather in Paris tomorrow", ""):
+        text = v.recall(q).text
+        assert text.startswith(BANNER + "\n1. [main, approved] Never retry payment calls without an idempotency key")
+        assert "Files affected: src/pay.py" in text
+
+
+def test_expired_lessons_and_memories_are_never_shown(seeded, clock):
+    v, ids = seeded
+    les = v.lessons.create("Reverted X", branch=None)
+    v.lessons.approve(les.id, text="Do not do X")
+    v.remember("context", "sprint_goal", "The sprint goal is shipping the migrations dashboard", expires="2d")
+    assert "Do not do X" in v.recall("migrations dashboard").text
+    assert "shipping the migrations dashboard" in v.recall("sprint goal migrations dashboard").text
+    clock.advance(days=8)  # lesson (7 days) and memory (2 days) both expired
+    r = v.recall("sprint goal migrations dashboard")
+    assert BANNER not in r.text and "Do not do X" not in r.text
+    assert "shipping the migrations dashboard" not in r.text
+    v.lessons.approve(les.id)  # re-approved: back in the banner
+    assert "Do not do X" in v.recall("anything").text
+
+
+def test_agent_never_sees_pending_lessons_in_recall(seeded):
+    v, _ = seeded
+    v.lessons.create("Reverted secret thing: pending, not yet reviewed")
+    a = v.as_agent()
+    r = a.recall("secret thing reverted")
+    assert "pending, not yet reviewed" not in r.text and BANNER not in r.text
+
+
+def test_delta_within_a_session_and_changed_records_come_back(seeded):
+    v, ids = seeded
+    first = v.recall("how do we run migrations?", session="s1")
+    assert [i.id for i in first.items] == [ids["migrations"]]
+    again = v.recall("how do we run migrations?", session="s1")
+    assert again.nothing_new
+    assert any(r.bar == "delta" for r in again.explain())
+    other = v.recall("how do we run migrations?", session="s2")  # another session gets it
+    assert [i.id for i in other.items] == [ids["migrations"]]
+    v.remember("procedure", "run_migrations", "Run alembic upgrade head, then check the migrations dashboard")
+    changed = v.recall("how do we run migrations?", session="s1")
+    assert [i.id for i in changed.items] == [ids["migrations"]] and "dashboard" in changed.text
+    assert v.recall("how do we run migrations?").items  # no session: no delta
+
+
+def test_banner_is_named_not_repeated_within_a_session(seeded):
+    v, _ = seeded
+    les = v.lessons.create("Reverted Y")
+    v.lessons.approve(les.id, text="Never do Y again")
+    t1 = v.recall("q one", session="s").text
+    t2 = v.recall("q two", session="s").text
+    assert "Never do Y again" in t1
+    assert t2.startswith(BANNER) and "Never do Y again" not in t2 and les.id in t2
+
+
+def test_bars_floor_margin_topk_budget(vault):
+    for i in range(8):
+        vault.remember("knowledge", f"deploy_fact_{i}", f"deploy fact number {i} about the deploy pipeline")
+    r = vault.recall("deploy pipeline", bars=Bars(top_k=3))
+    assert len(r.items) == 3
+    assert sum(1 for row in r.explain() if row.bar == "top_k") == 5
+    assert vault.recall("deploy pipeline", budget_tokens=0).nothing_new
+    assert any(row.bar == "budget" for row in vault.recall("deploy pipeline", budget_tokens=0).explain())
+    assert all(i.score == 1.0 for i in vault.recall("deploy pipeline", bars=Bars(floor=1.0)).items)
+    assert vault.recall("deploy pipeline zebra", bars=Bars(floor=1.0)).nothing_new
+    strict = vault.recall("deploy pipeline fact", bars=Bars(margin=1.0, top_k=50))
+    assert all(row.bar in ("kept", "margin") for row in strict.explain())
+
+
+def test_tag_key_and_file_matches_count(seeded):
+    v, ids = seeded
+    r = v.recall("database")
+    assert ids["migrations"] in [i.id for i in r.items]
+    assert "#database" in r.items[0].matched
+    r = v.recall("what touched this file", files=["src/auth.py"])
+    assert any(i.id == ids["ckp"] and "file:src/auth.py" in i.matched for i in r.items)
+
+
+def test_explain_table_converts(seeded):
+    v, _ = seeded
+    ex = v.recall("how do we run migrations?").explain()
+    df = ex.to_pandas()
+    assert list(df.columns) == ["kind", "id", "score", "matched", "kept", "bar", "reason"]
+    assert df["kept"].sum() == 1
+    assert ex.to_polars().height == len(df)
+    assert "kept" in str(ex) and "<table>" in ex._repr_html_()
+
+
+@pytest.mark.parametrize("query", ["", "   \n\t ", "?!.,;:", "the of and a", "\x00\x01\x02 binary \xff junk",
+                                   "x" * 1_000_000, "\ud800 lone surrogate", "日本語のクエリ 🚀"])
+def test_bad_queries_give_a_defined_answer(seeded, query):
+    v, _ = seeded
+    r = v.recall(query, session="bad-input")
+    assert isinstance(r.text, str) and isinstance(r.nothing_new, bool)
+
+
+def test_bad_arguments_raise_synapse_errors(seeded):
+    v, _ = seeded
+    with pytest.raises(syn.QueryError):
+        v.recall(b"bytes")
+    with pytest.raises(syn.QueryError):
+        v.recall("x" * 1_000_001)
+    with pytest.raises(syn.ValidationError):
+        v.recall("q", budget_tokens=-1)
+    with pytest.raises(syn.ValidationError):
+        v.recall("q", session="")
+    with pytest.raises(syn.ValidationError):
+        v.recall("q", path="sideways")
+    with pytest.raises(syn.ValidationError):
+        Bars(floor=2)
+
+
+def test_unknown_session_is_a_new_session(seeded):
+    v, ids = seeded
+    assert [i.id for i in v.recall("how do we run migrations?", session="never-seen").items] == [ids["migrations"]]
+
+
+def _answer(r) -> tuple[str, list[tuple[str, float, tuple[str, ...]]]]:
+    return r.text, [(i.id, round(i.score, 9), i.matched) for i in r.items]
+
+
+def test_both_retrieval_paths_agree(seeded):
+    v, _ = seeded
+    for i in range(40):  # more than the minimum so the index path has to choose
+        v.remember("knowledge", f"fact_{i}", f"fact {i}: the service {['api', 'worker', 'cron'][i % 3]} "
+                                              f"uses {['redis', 'postgres', 'kafka', 's3'][i % 4]} for storage")
+    for q in [*QUERIES, "which service uses kafka", "redis storage for the worker"]:
+        assert _answer(v.recall(q, path="exhaustive")) == _answer(v.recall(q, path="index")), q
+    assert v.recall("which service uses kafka", path="index").path == "index"
+
+
+def test_index_follows_writes_and_deleting_it_loses_nothing(seeded):
+    v, _ = seeded
+    before = {q: _answer(v.recall(q, path="index")) for q in QUERIES}
+    m = v.remember("knowledge", "brand_new_fact", "zanzibar deployments need the orange key")
+    assert m.id in [i.id for i in v.recall("zanzibar orange key", path="index").items]  # seen the moment it is written
+    v.memories.delete(m.id)
+    assert m.id not in [i.id for i in v.recall("zanzibar orange key", path="index").items]
+    assert v.index.check().ok
+    shutil.rmtree(v.index.path)
+    v2 = syn.open_vault(v.path, clock=v._clock)
+    assert {q: _answer(v2.recall(q, path="index")) for q in QUERIES} == before
+    assert v2.index.check().ok
+
+
+def test_index_drift_is_detected_and_repaired(seeded):
+    v, ids = seeded
+    v.index.rebuild()
+    v.index.raw.delete([ids["migrations"]])  # the cache loses a row behind the vault's back
+    drift = v.index.check()
+    assert drift.missing == (ids["migrations"],)
+    v.index.check(repair=True)
+    assert v.index.check().ok
+
+
+def test_corrupt_index_never_fails_a_recall(seeded):
+    v, ids = seeded
+    v.index.rebuild()
+    for p in v.index.path.rglob("*"):
+        if p.is_file():
+            p.write_bytes(b"garbage")
+    v2 = syn.open_vault(v.path, clock=v._clock)
+    with pytest.warns(UserWarning, match="index"):
+        r = v2.recall("how do we run migrations?", path="index")
+    assert [i.id for i in r.items] == [ids["migrations"]]
+    v2.index.rebuild()
+    assert v2.index.check().ok
+
+
+GOLDEN_SCRIPT = textwrap.dedent("""
+    import json, sys
+    from datetime import datetime, UTC
+    import synapse_nb as syn
+    v = syn.open_vault(sys.argv[1], clock=lambda: datetime(2026, 1, 1, 13, tzinfo=UTC), readonly=True)
+    names = {}
+    for m in v.memories.list(): names[m.id] = m.key
+    for d in v.decisions.list(): names[d.id] = "decision"
+    for c in v.checkpoints.list(): names[c.id] = "checkpoint"
+    for e in v.episodes.history(): names[e.id] = "episode"
+    for n in v.notes.list(): names[n.id] = n.name
+    out = []
+    for q in json.loads(sys.argv[2]):
+        r = v.recall(q)
+        out.append({"text": r.text, "items": [[names[i.id], round(i.score, 6), list(i.matched)] for i in r.items]})
+    print(json.dumps(out, sort_keys=True, ensure_ascii=False))
+""")
+
+GOLDEN = {
+    "how do we run migrations?": [["run_migrations", 1.0, ["migrations", "run", "run migrations", "#migrations"]]],
+}
+
+
+def test_golden_recall_is_identical_across_hash_seeds(tmp_path, clock):
+    project = tmp_path / "golden"
+    project.mkdir()
+    v = syn.open_vault(project, clock=clock)
+    seed(v)
+    v.close()
+    outs = []
+    for hashseed in ("0", "4242"):
+        env = {**os.environ, "PYTHONHASHSEED": hashseed}
+        res = subprocess.run([sys.executable, "-c", GOLDEN_SCRIPT, str(project), json.dumps(QUERIES)],
+                             capture_output=True, text=True, env=env, check=True)
+        outs.append(res.stdout)
+    assert outs[0] == outs[1]
+    answers = dict(zip(QUERIES, json.loads(outs[0]), strict=True))
+    assert answers["how do we run migrations?"]["items"] == GOLDEN["how do we run migrations?"]
+    assert answers["what is the weather in Paris tomorrow"]["items"] == []
+    assert answers["the the of and"]["text"] == 'nothing new for: "the the of and"'
+    pinned = Path(__file__).with_name("golden_recall.json")
+    assert json.loads(pinned.read_text(encoding="utf-8")) == answers
