@@ -378,7 +378,9 @@ class CorpusScorer:
         # char channel: per query unigram, its best Dice similarity to a word of each document
         cov = np.zeros((n, len(terms)))
         for j, t in enumerate(terms):
-            gids = sorted({self._gvocab[g] for g in self._char_an(t) if g in self._gvocab})
+            # n-grams first seen after this (cached) stack was built occur in none of its documents
+            width = st.gram_mat.shape[1]
+            gids = sorted({i for g in self._char_an(t) if (i := self._gvocab.get(g)) is not None and i < width})
             n_t = len(set(self._char_an(t)))
             if not gids or n_t == 0 or st.gram_mat.shape[0] == 0:
                 continue
