@@ -159,7 +159,7 @@ def test_gitdir_file_pointing_nowhere_is_skipped(tmp_path: Path) -> None:
 def test_import_is_light_and_lazy() -> None:
     code = (
         "import sys, synapse_nb.gitscope as g\n"
-        "heavy = [m for m in ('watchdog', 'pandas', 'lancedb', 'sklearn', 'typer', 'synapse_nb.vault') "
+        "heavy = [m for m in ('watchdog', 'pandas', 'lancedb', 'sklearn', 'typer') "
         "if m in sys.modules]\n"
         "print(heavy)"
     )
@@ -167,3 +167,16 @@ def test_import_is_light_and_lazy() -> None:
     assert out.stdout.strip() == "[]"
     with pytest.raises(AttributeError):
         _ = gs.no_such_name  # type: ignore[attr-defined]
+
+
+def test_gitscope_never_imports_the_vault_at_module_level() -> None:
+    import ast
+
+    for source in sorted(Path(gs.__file__).parent.glob("*.py")):
+        tree = ast.parse(source.read_text())
+        for node in tree.body:  # module level only; lazy imports inside functions are fine
+            if isinstance(node, ast.ImportFrom):
+                assert not (node.module or "").startswith(("synapse_nb.vault", "synapse_nb.kinds")), source
+                assert not (node.module == "synapse_nb" and any(a.name == "open_vault" for a in node.names)), source
+            if isinstance(node, ast.Import):
+                assert all(not a.name.startswith("synapse_nb.vault") for a in node.names), source

@@ -86,7 +86,7 @@ def test_uninstall_restores_exactly_what_was_there(repo: ScratchRepo) -> None:
     (hooks / "post-commit").write_bytes(original)
     os.chmod(hooks / "post-commit", 0o750)
     before = _snapshot(hooks)
-    install_hooks(repo.root)
+    install_hooks(repo.root, background=False)
     assert (hooks / f"post-commit{CHAIN_SUFFIX}").read_bytes() == original
     assert is_managed(hooks / "post-commit") and is_managed(hooks / "post-rewrite")
     repo.commit_file("b.txt", "b\n", "Add b")  # the chained hook runs; its exit 7 does not fail a post hook
@@ -102,7 +102,7 @@ def test_foreign_hook_plus_existing_chain_is_a_conflict(repo: ScratchRepo) -> No
     (hooks / "post-commit").write_text("#!/bin/sh\nexit 0\n")
     (hooks / f"post-commit{CHAIN_SUFFIX}").write_text("#!/bin/sh\nexit 0\n")
     with pytest.raises(ConflictError, match="already exists"):
-        install_hooks(repo.root)
+        install_hooks(repo.root, background=False)
 
 
 def test_core_hooks_path_is_respected(repo: ScratchRepo) -> None:
@@ -110,7 +110,7 @@ def test_core_hooks_path_is_respected(repo: ScratchRepo) -> None:
     info = find_repo(repo.root)
     assert info is not None
     assert hooks_dir(info) == (repo.root / "tools" / "hooks").resolve()
-    paths = install_hooks(info)
+    paths = install_hooks(info, background=False)
     assert paths[0] == (repo.root / "tools" / "hooks" / "post-commit").resolve()
     assert not (repo.root / ".git" / "hooks" / "post-commit").exists()
 
@@ -129,7 +129,7 @@ def test_not_a_repo(tmp_path: Path) -> None:
 
 def test_real_commit_runs_the_hook_with_a_clean_git_env(repo: ScratchRepo, fake_scan: Path) -> None:
     (repo.root / ".synapse").mkdir()
-    install_hooks(repo.root)
+    install_hooks(repo.root, background=False)
     repo.write("x.txt", "x\n")
     repo.git("add", "x.txt")
     repo.git("commit", "-q", "-m", "Add x", "--", "x.txt")  # pathspec commit: git sets GIT_INDEX_FILE
@@ -148,7 +148,7 @@ def test_failing_scan_never_fails_the_commit(
     repo: ScratchRepo, fake_scan: Path, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
     (repo.root / ".synapse").mkdir()
-    install_hooks(repo.root)
+    install_hooks(repo.root, background=False)
     monkeypatch.setenv("FAKE_MODE", mode)
     sha = repo.commit_file("y.txt", "y\n", "Add y")  # raises if git commit failed
     assert repo.git("log", "-1", "--format=%s") == "Add y" and len(sha) == 40
@@ -161,7 +161,7 @@ def test_stuck_scan_is_abandoned_after_the_time_limit(
     repo: ScratchRepo, fake_scan: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (repo.root / ".synapse").mkdir()
-    install_hooks(repo.root)
+    install_hooks(repo.root, background=False)
     monkeypatch.setenv("FAKE_MODE", "sleep")
     monkeypatch.setenv("SYNAPSE_HOOK_TIMEOUT", "0.3")
     repo.commit_file("z.txt", "z\n", "Add z")
@@ -169,7 +169,7 @@ def test_stuck_scan_is_abandoned_after_the_time_limit(
 
 
 def test_no_vault_means_nothing_runs(repo: ScratchRepo, fake_scan: Path) -> None:
-    install_hooks(repo.root)
+    install_hooks(repo.root, background=False)
     repo.commit_file("b.txt", "b\n", "Add b")
     assert not fake_scan.exists()
     assert not (repo.root / ".synapse").exists()
@@ -181,7 +181,7 @@ def test_synapse_home_chooses_the_vault(
     home = tmp_path / "elsewhere"
     home.mkdir()
     monkeypatch.setenv("SYNAPSE_HOME", str(home))
-    install_hooks(repo.root)
+    install_hooks(repo.root, background=False)
     repo.commit_file("b.txt", "b\n", "Add b")
     assert "ok: custom call" in (home / "hook.log").read_text()
 
@@ -230,7 +230,7 @@ def test_real_vault_gets_a_pending_lesson_from_a_revert(repo: ScratchRepo, monke
     monkeypatch.delenv("SYNAPSE_HOME", raising=False)
     monkeypatch.setenv("SYNAPSE_HOOK_TIMEOUT", "30")  # a cold import on a busy CI box must not time out here
     open_vault(repo.root).close()  # the vault exists: the hook has somewhere to write
-    install_hooks(repo.root)
+    install_hooks(repo.root, background=False)
     repo.commit_file("pay.py", "retry = 3\n", "Add retry to payment client")
     repo.git("revert", "--no-edit", "HEAD")
     log = (repo.root / ".synapse" / "hook.log").read_text().splitlines()
@@ -241,3 +241,22 @@ def test_real_vault_gets_a_pending_lesson_from_a_revert(repo: ScratchRepo, monke
     with open_vault(repo.root) as v:
         (lesson,) = v.lessons.pending()
         assert lesson.summary.startswith('Reverted "Add retry to payment client"')
+
+
+def test_background_hook_returns_before_the_scan_finishes(
+    repo: ScratchRepo, fake_scan: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    (repo.root / ".synapse").mkdir()
+    paths = install_hooks(repo.root)  # background by default
+    assert "& )" in paths[0].read_text()
+    monkeypatch.setenv("FAKE_MODE", "sleep")
+    monkeypatch.setenv("SYNAPSE_HOOK_TIMEOUT", "1")
+    repo.commit_file("b.txt", "b\n", "Add b")
+    log = repo.root / ".synapse" / "hook.log"
+    assert not log.exists()  # the commit returned while the (sleeping) scan still runs
+    end = time.monotonic() + 20
+    while time.monotonic() < end and not log.exists():
+        time.sleep(0.05)
+    assert "timeout: gave up after 1 s" in log.read_text()

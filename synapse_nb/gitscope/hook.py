@@ -4,8 +4,10 @@ Runs after a commit (or a rewrite: amend, rebase) and records new reverts as
 pending lessons through ``open_vault(...).lessons.scan()``. Rules:
 
 - it never fails the git command: whatever happens, the exit status is 0;
-- it never blocks for long: the work runs in a thread with a hard limit
+- it never blocks for long: the hook script starts it detached by default (the commit
+  does not wait), and the work runs in a thread with a hard limit
   (``SYNAPSE_HOOK_TIMEOUT`` seconds, default 2); past it the process exits anyway;
+- concurrent runs (quick successive commits) take turns on ``<vault>/hook.lock``;
 - it imports only the standard library and :mod:`synapse_nb.gitscope.repo`
   until it needs the vault;
 - it writes one line per run to ``<vault>/hook.log`` (rotated at 512 KiB), only
@@ -24,6 +26,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -31,12 +34,14 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["DEFAULT_TIMEOUT", "LOG_NAME", "main", "vault_dir"]
+__all__ = ["DEFAULT_TIMEOUT", "LOCK_NAME", "LOG_NAME", "main", "vault_dir"]
 
 DEFAULT_TIMEOUT = 2.0
 LOG_NAME = "hook.log"
+LOCK_NAME = "hook.lock"
 _LOG_MAX_BYTES = 512 * 1024
 
 
@@ -65,6 +70,19 @@ def _scan(work_tree: Path, hook_name: str) -> str:
     with open_vault(None if os.environ.get("SYNAPSE_HOME") else work_tree) as vault:
         created = vault.lessons.scan()
     return f"{len(created)} new pending lesson(s)"
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock on ``path`` (waits; the hook's time limit bounds the wait)."""
+    import fcntl
+
+    with open(path, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def _log(directory: Path, line: str) -> None:
@@ -105,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def work() -> None:
         try:
-            outcome["ok"] = _scan(work_tree, hook_name)
+            with _exclusive(directory / LOCK_NAME):  # one scan at a time per vault (background hooks overlap)
+                outcome["ok"] = _scan(work_tree, hook_name)
         except BaseException as exc:  # noqa: BLE001 - logged, never raised
             outcome["error"] = f"{type(exc).__name__}: {exc}"
 

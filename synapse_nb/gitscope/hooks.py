@@ -63,10 +63,13 @@ def _package_path() -> str | None:
     return str(parent)
 
 
-def _script(name: str, python: str, pythonpath: str | None) -> str:
+def _script(name: str, python: str, pythonpath: str | None, background: bool) -> str:
     env = ""
     if pythonpath:
         env = f'PYTHONPATH={shlex.quote(pythonpath)}"${{PYTHONPATH:+:$PYTHONPATH}}" '
+    run = f"{env}{shlex.quote(python)} -m synapse_nb.gitscope.hook {name} </dev/null >/dev/null 2>&1"
+    if background:  # detached: git returns at once; the scan finishes on its own (serialised by a lock)
+        run = f"( {run} & )"
     return (
         "#!/bin/sh\n"
         f"{MARKER}: after each {name.split('-')[1]}, record new git reverts as pending lessons.\n"
@@ -78,7 +81,7 @@ def _script(name: str, python: str, pythonpath: str | None) -> str:
         '    "$chained" "$@"\n'
         "    status=$?\n"
         "fi\n"
-        f"{env}{shlex.quote(python)} -m synapse_nb.gitscope.hook {name} </dev/null >/dev/null 2>&1\n"
+        f"{run}\n"
         "exit $status\n"
     )
 
@@ -96,7 +99,9 @@ def _write_atomic(path: Path, text: str, mode: int) -> None:
         raise
 
 
-def install_hooks(repo: RepoInfo | str | Path, *, python: str = sys.executable) -> list[Path]:
+def install_hooks(
+    repo: RepoInfo | str | Path, *, python: str = sys.executable, background: bool = True
+) -> list[Path]:
     """Write the ``post-commit`` and ``post-rewrite`` hooks, chaining any hook already there.
 
     Parameters
@@ -105,6 +110,10 @@ def install_hooks(repo: RepoInfo | str | Path, *, python: str = sys.executable) 
         The repository (any of its worktrees: hooks are shared).
     python : str
         The interpreter the hooks run (default: this one).
+    background : bool
+        True (default): the hook starts the scan detached and returns at once, so a
+        commit waits only for a fork (a few ms); the scan's outcome lands in
+        ``hook.log``. False: the commit waits for the scan (at most its time limit).
 
     Returns
     -------
@@ -134,7 +143,7 @@ def install_hooks(repo: RepoInfo | str | Path, *, python: str = sys.executable) 
         for name in HOOK_NAMES:
             hook = directory / name
             chained = directory / f"{name}{CHAIN_SUFFIX}"
-            text = _script(name, python, _package_path())
+            text = _script(name, python, _package_path(), background)
             if os.path.lexists(hook) and not is_managed(hook):
                 if os.path.lexists(chained):
                     raise ConflictError(
