@@ -20,6 +20,7 @@ Examples
 
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
 import sys
@@ -37,6 +38,7 @@ __all__ = [
     "parse_switch",
     "split_decision_cell",
     "split_list",
+    "split_options",
 ]
 
 
@@ -45,6 +47,40 @@ def split_list(text: str | None) -> list[str]:
     if text is None:
         return []
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def split_options(argv: list[str], options: tuple[str, ...]) -> tuple[dict[str, str], list[str]]:
+    """Pull ``--name value`` / ``--name=value`` for the given option names out of ``argv``; keep the rest in order.
+
+    Anything else, including unknown ``--flags``, stays a word of the free text, so
+    ``%remember procedure clean python clean.py --wave 2025 --tags data`` keeps ``--wave 2025`` in the
+    content. After a lone ``--`` every word is text.
+
+    >>> split_options(["k", "python", "x.py", "--wave", "1", "--tags=a,b", "--", "--tags"], ("--tags",))
+    ({'--tags': 'a,b'}, ['k', 'python', 'x.py', '--wave', '1', '--tags'])
+    """
+    found: dict[str, str] = {}
+    words: list[str] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        i += 1
+        if tok == "--":
+            words.extend(argv[i:])
+            break
+        name, eq, value = tok.partition("=")
+        if name in options:
+            if not eq:
+                if i >= len(argv):
+                    raise ValidationError(f"{name} needs a value")
+                value = argv[i]
+                i += 1
+            if name in found:
+                raise ValidationError(f"{name} given twice")
+            found[name] = value
+            continue
+        words.append(tok)
+    return found, words
 
 
 def split_decision_cell(body: str) -> tuple[str, str | None]:
@@ -160,18 +196,16 @@ class AutoCheckpoint:
 
 
 def default_session_id() -> str:
-    """A session id stable for this kernel: from the Jupyter connection file when there is one.
+    """A session id stable for this kernel: derived from the Jupyter connection file when there is one.
 
-    Outside a Jupyter kernel it is a fresh random id (the magics make it once and keep it).
+    ``nb-`` and 12 hex digits. Outside a Jupyter kernel it is random (the magics make it once and keep it).
     """
     if "ipykernel" in sys.modules:
         try:
             from ipykernel import get_connection_file
 
-            stem = Path(get_connection_file()).stem  # kernel-<uuid>
-            tail = stem.removeprefix("kernel-")
-            if tail:
-                return f"nb-{tail[:36]}"
+            path = get_connection_file()
+            return "nb-" + hashlib.sha1(str(path).encode("utf-8")).hexdigest()[:12]
         except Exception:  # no kernel app running (plain IPython with ipykernel imported)
             pass
     return f"nb-{uuid.uuid4().hex[:12]}"

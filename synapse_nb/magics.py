@@ -50,6 +50,7 @@ from synapse_nb._magics_core import (
     parse_switch,
     split_decision_cell,
     split_list,
+    split_options,
 )
 from synapse_nb.errors import SynapseError
 
@@ -71,16 +72,21 @@ def _usage_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _split(line: str) -> list[str]:
+    """Split a magic line like a shell (quotes group words); an unbalanced quote splits on spaces only."""
+    try:
+        return arg_split(line, posix=True, strict=True)
+    except ValueError:  # e.g. an apostrophe in "how's": keep every character
+        return line.split()
+
+
 def _parse(magic: Callable[..., Any], line: str) -> Any:
     """Parse a magic line with the method's ``@argument`` parser.
 
     Quotes group words (``--doing "two words"``); a lone apostrophe (``how's``) is kept as text
     instead of failing; options and positional words may be mixed in any order.
     """
-    try:
-        argv = arg_split(line, posix=True, strict=True)
-    except ValueError:  # an unbalanced quote: split on spaces only, keep every character
-        argv = line.split()
+    argv = _split(line)
     parser = magic.parser  # type: ignore[attr-defined]
     try:
         return parser.parse_intermixed_args(argv)
@@ -359,7 +365,8 @@ class SynapseMagics(Magics):
         if args.explain:
             from IPython.display import display
 
-            display(r.explain())
+            table = r.explain()
+            display({"text/plain": str(table), "text/html": table._repr_html_()}, raw=True)
         return _shown_once(r, self._fresh)
 
     # -- %%decision ---------------------------------------------------------------------------------------
@@ -388,7 +395,7 @@ class SynapseMagics(Magics):
     @magic_arguments()
     @argument("category", help="identity, preference, project, context, knowledge, mistake, procedure or relationship")
     @argument("key", help="snake_case key; remembering the same key again updates that memory")
-    @argument("content", nargs="+", help="the text (free words, no quotes needed)")
+    @argument("content", nargs="+", help="the text (free words, no quotes needed; other --words are kept)")
     @argument("--tags", help="comma-separated tags")
     @argument("--priority", help="critical, high, normal (default) or low")
     @argument("--expires", help="a duration such as 30d or 12h, or an ISO 8601 time")
@@ -399,18 +406,25 @@ class SynapseMagics(Magics):
 
         Memories written here are the user's: verified, confidence 1.0. Returns the Memory.
 
+        Words of the content may look like options (``python clean.py --wave 2025``): only
+        ``--tags``, ``--priority`` and ``--expires`` are read as options, and after ``--`` nothing is.
+
         Examples
         --------
         ::
 
             %remember procedure run_migrations alembic upgrade head --tags db,deploy
+            %remember procedure clean_survey python clean.py --wave 2025 --tags data
             %remember project project_status v1.5 deployed --priority high
             %remember context sprint_goal Ship the importer --expires 14d
         """
-        args = _parse(self.remember, line)
-        tags = split_list(args.tags) if args.tags is not None else None
-        return self.vault.remember(args.category, args.key, " ".join(args.content), tags=tags,
-                                   priority=args.priority, expires=args.expires)
+        opts, words = split_options(_split(line), ("--tags", "--priority", "--expires"))
+        if len(words) < 3:
+            raise UsageError("usage: %remember CATEGORY KEY CONTENT [--tags a,b] [--priority high] [--expires 30d]")
+        category, key, content = words[0], words[1], " ".join(words[2:])
+        tags = split_list(opts["--tags"]) if "--tags" in opts else None
+        return self.vault.remember(category, key, content, tags=tags, priority=opts.get("--priority"),
+                                   expires=opts.get("--expires"))
 
     # -- %memory ------------------------------------------------------------------------------------------
     @magic_arguments()

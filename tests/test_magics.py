@@ -204,6 +204,10 @@ def test_remember_and_upsert(ip: TestingShell) -> None:
     ip.run_cell("m2 = %remember procedure run_migrations make migrate")
     m2 = ip.user_ns["m2"]
     assert m2.id == m.id and m2.content == "make migrate" and m2.tags == ("db", "deploy")
+    ip.run_cell("m4 = %remember procedure clean_survey python clean.py --wave 2025 --tags=data -- --priority low")
+    m4 = ip.user_ns["m4"]
+    assert (m4.content, m4.tags, m4.priority) == ("python clean.py --wave 2025 --priority low", ("data",), "normal")
+    _usage(ip, "%remember procedure k text --tags")
     ip.run_cell("m3 = %remember context sprint_goal ship it --expires 14d")
     assert ip.user_ns["m3"].expires_at is not None
     assert "category" in _usage(ip, "%remember nonsense some_key text")
