@@ -123,7 +123,7 @@ class HashingEmbedder:
             n_features=self.n_features, alternate_sign=True, norm="l2", lowercase=True, dtype=np.float32
         )
         self._word = HashingVectorizer(analyzer="word", ngram_range=(1, 2), **common)
-        self._char = HashingVectorizer(analyzer="char_wb", ngram_range=(3, 5), **common)
+        self._char = HashingVectorizer(analyzer="char_wb", ngram_range=(3, 5), **{**common, "norm": None})
         rng = np.random.Generator(np.random.PCG64(self.seed))
         rows = 2 * self.n_features
         cols = rng.integers(0, self.dim, size=(rows, self.density), dtype=np.int64)
@@ -132,6 +132,32 @@ class HashingEmbedder:
         proj = sp.csr_matrix((signs.ravel(), cols.ravel(), indptr), shape=(rows, self.dim))
         proj.sum_duplicates()
         self._proj = proj
+
+    def _char_features(self, texts: list[str]) -> Any:
+        """``char_wb`` 3-5-gram counts, L2-normalised: the same matrix as ``HashingVectorizer(analyzer="char_wb")``.
+
+        ``char_wb`` n-grams never cross a whitespace-separated word, so a text's counts are the sum of its
+        words' counts: each distinct word of the batch is analysed once (real text repeats words a lot,
+        about 10x faster on 10k notes), then a sparse (texts x words) count matrix sums them.
+        """
+        import scipy.sparse as sp
+        from sklearn.preprocessing import normalize
+
+        vocab: dict[str, int] = {}
+        indices: list[int] = []
+        indptr = [0]
+        for text in texts:
+            for word in text.lower().split():
+                indices.append(vocab.setdefault(word, len(vocab)))
+            indptr.append(len(indices))
+        words = list(vocab)  # insertion order: deterministic for the same batch
+        counts = sp.csr_matrix(
+            (np.ones(len(indices), dtype=np.float32), np.array(indices, dtype=np.int64), np.array(indptr, dtype=np.int64)),
+            shape=(len(texts), len(words)),
+        )
+        counts.sum_duplicates()
+        per_word = self._char.transform(words) if words else sp.csr_matrix((0, self.n_features), dtype=np.float32)
+        return normalize(counts @ per_word, norm="l2", copy=False)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` into an ``(n, dim)`` float32 array with unit-length rows.
@@ -152,7 +178,7 @@ class HashingEmbedder:
         self._ensure()
         import scipy.sparse as sp
 
-        feats = sp.hstack([self._word.transform(texts), self._char.transform(texts)], format="csr")
+        feats = sp.hstack([self._word.transform(texts), self._char_features(texts)], format="csr")
         out = np.asarray((feats @ self._proj).todense(), dtype=np.float32)
         norms = np.linalg.norm(out, axis=1)
         empty = norms == 0
