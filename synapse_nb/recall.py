@@ -75,8 +75,9 @@ class Bars:
         Added when the record refers to one of the ``files`` passed to recall. Default 0.3 (as much as
         the floor: a record about a file being worked on is relevant on that alone).
     exhaustive_max : int
-        Vaults with at most this many candidates are scored exhaustively from SQLite; larger ones take
-        candidates from the LanceDB index. Default 5,000.
+        Vaults with at most this many candidates are scored exhaustively (from an in-process cache of
+        SQLite); larger ones take candidates from the LanceDB index. Default 20,000 (below it, scoring
+        everything is faster than asking the index).
     index_k : int
         Candidates fetched from the index per recall on the index path. Default 200.
     """
@@ -88,7 +89,7 @@ class Bars:
     tag_bonus: float = 0.25
     key_bonus: float = 0.35
     file_bonus: float = 0.3
-    exhaustive_max: int = 5000
+    exhaustive_max: int = 20000
     index_k: int = 200
 
     def __post_init__(self) -> None:
@@ -206,12 +207,32 @@ class Recall:
                 f"<pre style='white-space:pre-wrap'>{html.escape(self.text)}</pre></div>")
 
 
+@dataclass(frozen=True, slots=True)
+class _Cand:
+    kind: str
+    id: str
+    updated_at: str
+    expires_at: str | None
+    text: str
+
+
+class _Pool:
+    """Candidates in id order, with the lists the scorer needs built once (cached pools are reused)."""
+
+    def __init__(self, cands: list[_Cand]) -> None:
+        self.cands = cands
+        self.texts = [c.text for c in cands]
+        self.keys = [f"{c.id}:{c.updated_at}" for c in cands]
+        self.pos = {c.id: i for i, c in enumerate(cands)}
+        self.expiring = [i for i, c in enumerate(cands) if c.expires_at is not None]
+
+
+_KIND_OF_PREFIX = {"mem": "memory", "dec": "decision", "ckp": "checkpoint", "epi": "episode", "note": "note"}
+#: Most rows in ``Recall.explain()``.
+MAX_EXPLAIN = 200
+
+
 # -- record loading ---------------------------------------------------------------------------------------
-def _record_from_row(vault: Vault, kind: str, row: Any) -> Record:
-    return {"memory": vault.memories, "decision": vault.decisions, "checkpoint": vault.checkpoints,
-            "episode": vault.episodes, "note": vault.notes}[kind]._from_row(row)
-
-
 def _clean_query(query: Any) -> str:
     if not isinstance(query, str):
         raise QueryError(f"a recall query must be text (str), got {type(query).__name__}")
@@ -264,7 +285,9 @@ class Recaller:
         self._lock = threading.RLock()
         self._scorer: Any = None
         self._cache_key: Any = None
-        self._cache: list[tuple[str, Record, str]] = []
+        self._cache: _Pool = _Pool([])
+        self._count_key: Any = None
+        self._count = 0
 
     @property
     def scorer(self) -> Any:
@@ -276,70 +299,73 @@ class Recaller:
 
     # -- candidates ----------------------------------------------------------------------------------------
     def _n_candidates(self) -> int:
-        row = self._v._store.query_one("SELECT count(*) FROM gate_docs")
-        return int(row[0]) if row else 0
+        """Number of gate documents in the vault (all minds), cached until the database changes."""
+        store = self._v._store
+        key = (store.data_version(), store.write_gen)
+        with self._lock:
+            if self._count_key != key:
+                row = store.query_one("SELECT count(*) FROM gate_docs")
+                self._count, self._count_key = (int(row[0]) if row else 0), key
+            return self._count
 
-    def _all_candidates(self, now: str) -> list[tuple[str, Record, str]]:
+    def _all_candidates(self) -> _Pool:
+        """Every candidate of the mind (expired ones included: masked at scoring), cached per data version."""
         v = self._v
         key = (v._store.data_version(), v._store.write_gen, v.mind)
         with self._lock:
             if self._cache_key != key:
-                out: list[tuple[str, Record, str]] = []
-                for kind in KIND_ORDER:
-                    table = _TABLES[kind]
-                    for row in v._store.query(
-                            f"SELECT t.*, g.body AS gate_text FROM {table} t JOIN gate_docs g ON g.rid = t.id "
-                            f"WHERE t.mind = ? ORDER BY t.id", (v.mind,)):
-                        out.append((kind, _record_from_row(v, kind, row), row["gate_text"]))
-                self._cache, self._cache_key = out, key
-            cands = self._cache
-        return [c for c in cands if not (isinstance(c[1], Memory) and c[1].expires_at and c[1].expires_at <= now)]
+                rows = v._store.query("SELECT id, kind, text, updated_at, expires_at FROM gate_candidates "
+                                      "WHERE mind = ? ORDER BY id", (v.mind,))
+                self._cache = _Pool([_Cand(r["kind"], r["id"], r["updated_at"], r["expires_at"], r["text"])
+                                     for r in rows])
+                self._cache_key = key
+            return self._cache
 
-    def _fetch(self, ids_by_kind: dict[str, list[str]], now: str) -> list[tuple[str, Record, str]]:
+    def _fetch(self, ids_by_kind: dict[str, list[str]]) -> _Pool:
         v = self._v
-        out: list[tuple[str, Record, str]] = []
+        out: list[_Cand] = []
         for kind in KIND_ORDER:
             ids = sorted(set(ids_by_kind.get(kind, ())))
+            exp = "t.expires_at" if kind == "memory" else "NULL"
             for start in range(0, len(ids), 500):
                 chunk = ids[start:start + 500]
                 rows = v._store.query(
-                    f"SELECT t.*, g.body AS gate_text FROM {_TABLES[kind]} t JOIN gate_docs g ON g.rid = t.id "
-                    f"WHERE t.mind = ? AND t.id IN ({','.join('?' * len(chunk))}) ORDER BY t.id", (v.mind, *chunk))
-                for row in rows:
-                    rec = _record_from_row(v, kind, row)
-                    if isinstance(rec, Memory) and rec.expires_at and rec.expires_at <= now:
-                        continue
-                    out.append((kind, rec, row["gate_text"]))
-        return out
+                    f"SELECT t.id, t.updated_at, {exp} AS expires_at, g.body FROM {_TABLES[kind]} t "
+                    f"JOIN gate_docs g ON g.rid = t.id WHERE +t.mind = ? AND t.id IN ({','.join('?' * len(chunk))})",
+                    (v.mind, *chunk))
+                out += [_Cand(kind, r["id"], r["updated_at"], r["expires_at"], r["body"]) for r in rows]
+        out.sort(key=lambda c: c.id)
+        return _Pool(out)
 
-    def _exact_ids(self, words: list[str]) -> dict[str, list[str]]:
-        """Ids of records whose tag, key or note name the query names exactly."""
+    def _exact(self, words: list[str]) -> dict[str, list[str]]:
+        """id -> exact matches ("#tag", "key:name") for records whose tag, key or note name the query names."""
         v = self._v
         out: dict[str, list[str]] = {}
         if not words:
             return out
         ph = ",".join("?" * len(words))
-        for r in v._store.query(f"SELECT kind, rid FROM tags WHERE mind = ? AND tag IN ({ph})", (v.mind, *words)):
-            out.setdefault(r["kind"], []).append(r["rid"])
-        keys = sorted({"_".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, min(len(words), i + 6) + 1)})
+        for r in v._store.query(f"SELECT rid, tag FROM tags WHERE mind = ? AND tag IN ({ph}) ORDER BY rid, tag",
+                                (v.mind, *words)):
+            out.setdefault(r["rid"], []).append(f"#{r['tag']}")
+        keys = sorted({"_".join(words[i:j]) for i in range(len(words))
+                       for j in range(i + 1, min(len(words), i + 6) + 1)})
         for start in range(0, len(keys), 400):
             chunk = keys[start:start + 400]
             kph = ",".join("?" * len(chunk))
-            for r in v._store.query(f"SELECT id FROM memories WHERE mind = ? AND key IN ({kph})", (v.mind, *chunk)):
-                out.setdefault("memory", []).append(r["id"])
-            for r in v._store.query(f"SELECT id FROM notes WHERE mind = ? AND name IN ({kph})", (v.mind, *chunk)):
-                out.setdefault("note", []).append(r["id"])
+            for table, col in (("memories", "key"), ("notes", "name")):
+                for r in v._store.query(f"SELECT id, {col} AS name FROM {table} WHERE mind = ? AND {col} IN ({kph})",
+                                        (v.mind, *chunk)):
+                    out.setdefault(r["id"], []).append(f"key:{r['name']}")
         return out
 
-    def _index_candidates(self, query: str, words: list[str], now: str, k: int) -> list[tuple[str, Record, str]]:
-        v = self._v
-        hits = v.index.search(query, k=k)
+    def _index_candidates(self, query: str, exact: dict[str, list[str]], k: int) -> _Pool:
+        hits = self._v.index.search(query, k=k)
         ids: dict[str, list[str]] = {}
         for h in hits:
             ids.setdefault(h.kind, []).append(h.id)
-        for kind, extra in self._exact_ids(words).items():
-            ids.setdefault(kind, []).extend(extra)
-        return self._fetch(ids, now)
+        for rid in exact:
+            ids.setdefault(_KIND_OF_PREFIX[rid.split("_", 1)[0]], []).append(rid)
+        return self._fetch(ids)
 
     # -- word statistics -----------------------------------------------------------------------------------
     def _doc_freq(self, query: str) -> tuple[dict[str, int], int]:
@@ -347,7 +373,7 @@ class Recaller:
 
         terms = query_terms(query)
         store = self._v._store
-        n_docs = int(store.query_one("SELECT count(*) FROM gate_docs")[0])
+        n_docs = self._n_candidates()
         df: dict[str, int] = {}
         if terms:
             ph = ",".join("?" * len(terms))
@@ -380,8 +406,9 @@ class Recaller:
         lessons = self._banner_lessons(cur_branch)
 
         words = sorted({w for w in _WORD.findall(query[:2000].lower()) if len(w) <= 64})
+        exact = self._exact(words) if query.strip() else {}
         if not query.strip():
-            cands: list[tuple[str, Record, str]] = []
+            pool = _Pool([])
             used = "none"
         else:
             used = path
@@ -389,16 +416,16 @@ class Recaller:
                 used = "exhaustive" if self._n_candidates() <= bars.exhaustive_max else "index"
             if used == "index":
                 try:
-                    cands = self._index_candidates(query, words, now, bars.index_k)
+                    pool = self._index_candidates(query, exact, bars.index_k)
                 except (IndexError_, StoreError, OSError) as exc:
                     warnings.warn(f"synapse_nb: the retrieval index is unusable ({exc}); recall scored the vault "
                                   "directly. Run `synapse-nb index rebuild` to restore it.", stacklevel=3)
                     used = "exhaustive (index unusable)"
-                    cands = self._all_candidates(now)
+                    pool = self._all_candidates()
             else:
-                cands = self._all_candidates(now)
+                pool = self._all_candidates()
 
-        rows, kept = self._gate(query, words, cands, bars, file_refs)
+        rows, kept = self._gate(query, pool, exact, bars, file_refs, now)
         kept, rows = self._delta(session, kept, rows, now)
         text, shown_lessons = self._assemble(query, kept, lessons, session, now)
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
@@ -414,67 +441,90 @@ class Recaller:
         keep.sort(key=lambda x: (x.approved_at or "", x.id), reverse=True)
         return keep
 
-    def _gate(self, query: str, words: list[str], cands: list[tuple[str, Record, str]], bars: Bars,
-              files: tuple[str, ...]) -> tuple[list[_Row], list[RecallItem]]:
-        if not cands:
+    def _gate(self, query: str, pool: _Pool, exact: dict[str, list[str]], bars: Bars, files: tuple[str, ...],
+              now: str) -> tuple[list[_Row], list[RecallItem]]:
+        import numpy as np
+
+        if not pool.cands:
             return [], []
         df, n_docs = self._doc_freq(query)
-        texts = [c[2] for c in cands]
-        keys = [f"{c[1].id}:{c[1].updated_at}" for c in cands]
-        matches = self.scorer.score(query, texts, doc_freq=df, n_docs=n_docs, doc_keys=keys)
-        wordset = set(words)
-        joined = " ".join(words)
-        scored: list[tuple[float, str, Record, tuple[str, ...]]] = []
-        for (kind, rec, _text), m in zip(cands, matches, strict=True):
-            score = m.score
-            matched = list(m.matched)
-            tags = getattr(rec, "tags", ())
-            tag_hits = sorted(t for t in tags if t in wordset or (" " in t and t in joined))
-            if tag_hits:
-                score += bars.tag_bonus
-                matched += [f"#{t}" for t in tag_hits]
-            name = getattr(rec, "key", None) or getattr(rec, "name", None)
-            if name and (name in wordset or name.replace("_", " ") in joined):
-                score += bars.key_bonus
-                matched.append(f"key:{name}")
-            if files:
-                refs = set(getattr(rec, "changed_files", ()) or ()) | set(getattr(rec, "refs", ()) or ())
-                file_hits = sorted(f for f in files if f in refs or f in _text)
-                if file_hits:
-                    score += bars.file_bonus
-                    matched += [f"file:{f}" for f in file_hits]
-            score = min(1.0, round(score, 9))
-            if score > 0:
-                scored.append((score, kind, rec, tuple(matched)))
-        scored.sort(key=lambda s: (-s[0], s[2].id))
-        best = scored[0][0] if scored else 0.0
+        batch = self.scorer.score_batch(query, pool.texts, doc_freq=df, n_docs=n_docs, doc_keys=pool.keys)
+        scores = np.array(batch.scores, dtype=float)
+        extra: dict[int, list[str]] = {}
+        for rid, labels in exact.items():
+            i = pool.pos.get(rid)
+            if i is not None:
+                scores[i] += sum(bars.tag_bonus if lab.startswith("#") else bars.key_bonus for lab in labels)
+                extra[i] = list(labels)
+        if files:
+            for i, c in enumerate(pool.cands):
+                hits = [f for f in files if f in c.text]
+                if hits:
+                    scores[i] += bars.file_bonus
+                    extra.setdefault(i, []).extend(f"file:{f}" for f in hits)
+        scores = np.minimum(np.round(scores, 9), 1.0)
+        for i in pool.expiring:  # memories past their expiry are never candidates
+            if pool.cands[i].expires_at <= now:
+                scores[i] = 0.0
+        positive = np.flatnonzero(scores > 0)
+        if not len(positive):
+            return [], []
+        # best first; ties by id (pools are in id order, and lexsort is stable)
+        order = positive[np.lexsort((positive, -scores[positive]))]
+        best = float(scores[order[0]])
         rows: list[_Row] = []
-        kept: list[RecallItem] = []
+        kept_idx: list[tuple[int, float, tuple[str, ...]]] = []
         per_kind: dict[str, int] = {}
         used_tokens = 0
-        for score, kind, rec, matched in scored:
-            if score < bars.floor:
-                rows.append(_Row(kind, rec.id, score, matched, False, "floor", f"below the floor {bars.floor}"))
+        lines: dict[int, tuple[Record, str]] = {}
+        for i in order:
+            score = float(scores[i])
+            if score < bars.floor or score < bars.margin * best:
+                break  # sorted: everything after fails the same bar (explained below)
+            c = pool.cands[i]
+            if per_kind.get(c.kind, 0) >= bars.top_k:
+                if len(rows) < MAX_EXPLAIN:
+                    matched = batch.matched(int(i)) + tuple(extra.get(int(i), ()))
+                    rows.append(_Row(c.kind, c.id, score, matched, False, "top_k",
+                                     f"{bars.top_k} {c.kind}s already kept"))
+                    continue
+                if all(per_kind.get(k, 0) >= bars.top_k for k in KIND_ORDER):
+                    break
                 continue
-            if score < bars.margin * best:
-                rows.append(_Row(kind, rec.id, score, matched, False, "margin",
-                                 f"below {bars.margin} x best ({best:.3f})"))
-                continue
-            if per_kind.get(kind, 0) >= bars.top_k:
-                rows.append(_Row(kind, rec.id, score, matched, False, "top_k", f"{bars.top_k} {kind}s already kept"))
-                continue
+            matched = batch.matched(int(i)) + tuple(extra.get(int(i), ()))
+            rec = self._materialize(c)
             line = _line(rec)
             cost = estimate_tokens(line)
             if used_tokens + cost > bars.budget_tokens:
-                rows.append(_Row(kind, rec.id, score, matched, False, "budget",
+                rows.append(_Row(c.kind, c.id, score, matched, False, "budget",
                                  f"would exceed the budget of {bars.budget_tokens} tokens"))
                 continue
             used_tokens += cost
-            per_kind[kind] = per_kind.get(kind, 0) + 1
-            kept.append(RecallItem(kind=kind, id=rec.id, score=score, matched=matched, bar="kept", line=line,
-                                   record=rec))
-            rows.append(_Row(kind, rec.id, score, matched, True, "kept", "cleared every bar"))
-        return rows[:200], kept
+            per_kind[c.kind] = per_kind.get(c.kind, 0) + 1
+            kept_idx.append((int(i), score, matched))
+            lines[int(i)] = (rec, line)
+            rows.append(_Row(c.kind, c.id, score, matched, True, "kept", "cleared every bar"))
+        # explain the best of the rest (near the bars), at most MAX_EXPLAIN rows in all
+        first_failing = int(np.searchsorted(-scores[order], -max(bars.floor, bars.margin * best), side="right"))
+        first_failing = max(first_failing, 0)
+        for i in order[first_failing:][: max(0, MAX_EXPLAIN - len(rows))]:
+            score = float(scores[i])
+            c = pool.cands[i]
+            matched = batch.matched(int(i)) + tuple(extra.get(int(i), ()))
+            if score < bars.floor:
+                rows.append(_Row(c.kind, c.id, score, matched, False, "floor", f"below the floor {bars.floor}"))
+            else:
+                rows.append(_Row(c.kind, c.id, score, matched, False, "margin",
+                                 f"below {bars.margin} x best ({best:.3f})"))
+        kept = [RecallItem(kind=pool.cands[i].kind, id=pool.cands[i].id, score=score, matched=matched, bar="kept",
+                           line=lines[i][1], record=lines[i][0]) for i, score, matched in kept_idx]
+        return rows, kept
+
+    def _materialize(self, c: _Cand) -> Record:
+        manager = {"memory": self._v.memories, "decision": self._v.decisions, "checkpoint": self._v.checkpoints,
+                   "episode": self._v.episodes, "note": self._v.notes}[c.kind]
+        rows = manager._rows("$id = ?", (c.id,))
+        return manager._from_row(rows[0])
 
     def _delta(self, session: str | None, kept: list[RecallItem], rows: list[_Row],
                now: str) -> tuple[list[RecallItem], list[_Row]]:

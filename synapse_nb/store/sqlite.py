@@ -89,6 +89,7 @@ CREATE TABLE memories(
     UNIQUE (mind, category, key)
 );
 CREATE INDEX memories_order ON memories(mind, priority, updated_at DESC);
+CREATE INDEX memories_key ON memories(mind, key);
 CREATE INDEX memories_expiry ON memories(expires_at) WHERE expires_at IS NOT NULL;
 CREATE TABLE checkpoints(
     id TEXT PRIMARY KEY,

@@ -1,0 +1,144 @@
+"""Recall benchmark: synthetic, realistic vaults at 10k, 100k and 1M records.
+
+Prints recall p50/p95 (both candidate paths where they apply), index build and incremental-update
+time, and peak RSS. Vaults are generated deterministically (seeded) and bulk-loaded through the
+public ``import_jsonl`` API.
+
+    python benchmarks/recall.py                       # 10k and 100k
+    python benchmarks/recall.py --sizes 10000,100000,1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import synapse_nb as syn
+from synapse_nb.store.sqlite import SCHEMA_VERSION
+
+TOPICS = ["api", "deploy", "database", "migrations", "auth", "jwt", "cache", "redis", "kafka", "worker", "cron",
+          "pytest", "ci", "docker", "kubernetes", "frontend", "react", "webpack", "logging", "metrics", "alerts",
+          "billing", "payments", "search", "index", "embedding", "notebook", "pandas", "polars", "sklearn",
+          "training", "evaluation", "dataset", "release", "changelog", "version", "feature", "flag", "security",
+          "secrets", "vault", "s3", "backup", "restore", "latency", "throughput", "timeout", "retry", "queue"]
+FILLER = ("the we our this that it when before after with without for to of in on and or but not always never "
+          "should must use run check keep move add remove fix update make sure team service module config file "
+          "branch commit test build step job task user client server request response error warning value").split()
+
+
+def _sentence(rng: random.Random, n: int) -> str:
+    words = []
+    for _ in range(n):
+        words.append(rng.choice(TOPICS) if rng.random() < 0.3 else rng.choice(FILLER))
+    words += [f"{rng.choice(TOPICS)}{rng.randrange(2000)}"]  # rarer terms: a long-tailed vocabulary
+    return " ".join(words)
+
+
+def export_lines(n: int, seed: int = 0):
+    rng = random.Random(seed)
+    yield json.dumps({"format": "synapse_nb-export", "schema": SCHEMA_VERSION})
+    ts = "2026-01-01T00:00:00.000000Z"
+    cats = list(syn.CATEGORIES)
+    for i in range(n):
+        r = rng.random()
+        rid = f"{i:012x}"
+        common = {"mind": "default", "created_at": ts, "updated_at": ts, "id": None}
+        if r < 0.70:
+            doc = {**common, "kind": "memory", "id": f"mem_{rid}", "category": cats[i % 8], "key": f"k_{i}",
+                   "content": _sentence(rng, rng.randint(10, 60)), "tags": sorted({rng.choice(TOPICS)}),
+                   "priority": rng.randint(0, 3), "source": "user", "verified": 1, "confidence": 1.0,
+                   "expires_at": None}
+        elif r < 0.80:
+            doc = {**common, "kind": "decision", "id": f"dec_{rid}", "decision": _sentence(rng, 8),
+                   "rationale": _sentence(rng, 20), "tags": [rng.choice(TOPICS)], "branch": "main",
+                   "commit_sha": None, "source": "user"}
+        elif r < 0.90:
+            doc = {**common, "kind": "checkpoint", "id": f"ckp_{rid}", "branch": "main", "commit_sha": None,
+                   "doing": _sentence(rng, 10), "changed_files": [f"src/{rng.choice(TOPICS)}.py"],
+                   "next_step": _sentence(rng, 6), "blockers": None, "origin": "api", "source": "user"}
+        elif r < 0.97:
+            doc = {**common, "kind": "episode", "id": f"epi_{rid}", "task_key": f"task_{i % 5000}",
+                   "status": "success", "outcome": _sentence(rng, 12), "refs": [], "duration_s": None,
+                   "source": "user"}
+        else:
+            doc = {**common, "kind": "note", "id": f"note_{rid}", "name": f"note_{i}",
+                   "trigger": _sentence(rng, 25), "body": _sentence(rng, 80), "source": "user"}
+        yield json.dumps(doc, sort_keys=True)
+
+
+def queries(n: int, seed: int = 1) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        if i % 5 == 4:
+            out.append(rng.choice(["what is the weather in paris", "tell me a joke", "who won the match yesterday"]))
+        else:
+            out.append(" ".join(rng.sample(TOPICS, rng.randint(2, 4))) + f" {rng.choice(TOPICS)}{rng.randrange(2000)}")
+    return out
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def timed(fn, qs):
+    out = []
+    for q in qs:
+        t = time.perf_counter()
+        fn(q)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def run(size: int, n_queries: int) -> dict:
+    tmp = Path(tempfile.mkdtemp(prefix=f"synbench{size}_"))
+    v = syn.open_vault(tmp)
+    t = time.perf_counter()
+    v.import_jsonl(export_lines(size))
+    load_s = time.perf_counter() - t
+    t = time.perf_counter()
+    v.index.rebuild()
+    build_s = time.perf_counter() - t
+    qs = queries(n_queries)
+    res = {"size": size, "load_s": load_s, "index_build_s": build_s}
+    v.recall(qs[0], path="index")  # warm: imports, scorer, index open
+    idx = timed(lambda q: v.recall(q, path="index"), qs)
+    res["index_p50_ms"], res["index_p95_ms"] = pct(idx, 50), pct(idx, 95)
+    if size <= 100_000:
+        v.recall(qs[0], path="exhaustive")
+        ex = timed(lambda q: v.recall(q, path="exhaustive"), qs[: max(20, n_queries // 5)])
+        res["exhaustive_p50_ms"], res["exhaustive_p95_ms"] = pct(ex, 50), pct(ex, 95)
+    auto = timed(lambda q: v.recall(q), qs)
+    res["auto_p50_ms"], res["auto_p95_ms"] = pct(auto, 50), pct(auto, 95)
+    # incremental update: write one memory, then the next recall applies it to the index (outbox)
+    ups = []
+    for i in range(20):
+        v.remember("knowledge", f"fresh_fact_{i}", f"zanzibar orange key {i} for the deploy")
+        t = time.perf_counter()
+        v.index.sync()
+        ups.append((time.perf_counter() - t) * 1000)
+    res["incremental_sync_p50_ms"] = statistics.median(ups)
+    res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    v.close()
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--queries", type=int, default=200)
+    args = ap.parse_args()
+    for size in [int(s) for s in args.sizes.split(",")]:
+        r = run(size, args.queries)
+        print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in r.items()}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
