@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from synapse_nb.errors import ValidationError
 from synapse_nb.gate._text import build_analyzers, make_tokenizer, normalise, stop_word_list
 
-__all__ = ["CorpusScorer", "GateConfig", "Match", "idf", "query_terms"]
+__all__ = ["CorpusScorer", "GateConfig", "Match", "ScoreBatch", "idf", "query_terms"]
 
 
 @dataclass(frozen=True)
@@ -138,6 +138,22 @@ class Match:
 _NO_MATCH = Match(0.0, ())
 
 
+@dataclass(frozen=True)
+class ScoreBatch:
+    """Scores of a batch of documents, with matched terms computed on demand.
+
+    Attributes
+    ----------
+    scores : numpy.ndarray
+        One relevance in ``[0, 1]`` per document, in the order given.
+    matched : callable
+        ``matched(i)`` gives the matched terms of document ``i`` (as :attr:`Match.matched`).
+    """
+
+    scores: np.ndarray
+    matched: Callable[[int], tuple[str, ...]]
+
+
 def idf(df: int, n_docs: int) -> float:
     """Smoothed inverse document frequency, never below 1.
 
@@ -219,6 +235,7 @@ class CorpusScorer:
         self._stops = frozenset(stop_word_list(config.stop_words))
         # feature string -> id. Ids are only row/column labels: scores never depend on their values.
         self._vocab: dict[str, int] = {}
+        self._names: list[str] = []  # word-feature id -> feature (the inverse of _vocab)
         self._gvocab: dict[str, int] = {}  # char n-gram -> id
         self._tok_grams: dict[int, np.ndarray] = {}  # word id -> its n-gram ids
         self._docs: OrderedDict[Hashable, _Doc] = OrderedDict()
@@ -227,6 +244,7 @@ class CorpusScorer:
 
     # -- analysis ---------------------------------------------------------------------------
     def _ids(self, feats: list[str], vocab: dict[str, int] | None = None) -> np.ndarray:
+        names = self._names if vocab is None else None
         vocab = self._vocab if vocab is None else vocab
         get = vocab.get
         out = []
@@ -234,6 +252,8 @@ class CorpusScorer:
             i = get(f)
             if i is None:
                 i = vocab[f] = len(vocab)
+                if names is not None:
+                    names.append(f)
             out.append(i)
         return np.unique(np.asarray(out, dtype=np.int64))
 
@@ -256,6 +276,7 @@ class CorpusScorer:
         self._docs.clear()
         self._stacks.clear()
         self._vocab.clear()
+        self._names.clear()
         self._gvocab.clear()
         self._tok_grams.clear()
 
@@ -286,7 +307,7 @@ class CorpusScorer:
         words = _stack([d.word_ids for d in analysed], len(self._vocab))
         # the distinct non-stop words of these documents, and their n-grams
         tok_ids = np.unique(np.concatenate([d.tok_ids for d in analysed])) if analysed else np.zeros(0, np.int64)
-        names = _inverse(self._vocab, tok_ids)
+        names = [self._names[int(i)] for i in tok_ids]
         local = {int(t): j for j, t in enumerate(tok_ids)}
         doc_toks = _stack([np.array([local[int(t)] for t in d.tok_ids], np.int64) for d in analysed], len(tok_ids))
         tok_grams = [self._grams_of(int(t), names[j]) for j, t in enumerate(tok_ids)]
@@ -300,7 +321,7 @@ class CorpusScorer:
         return stack
 
     # -- scoring ----------------------------------------------------------------------------
-    def score(
+    def score_batch(
         self,
         query: str,
         docs: Sequence[str],
@@ -308,8 +329,13 @@ class CorpusScorer:
         doc_freq: Mapping[str, int],
         n_docs: int,
         doc_keys: Sequence[Hashable] | None = None,
-    ) -> list[Match]:
-        """Score every document against ``query``.
+    ) -> ScoreBatch:
+        """Score every document against ``query``; like :meth:`score` but as an array.
+
+        The returned :class:`ScoreBatch` has ``scores`` (a float array, one per document) and computes
+        matched terms only for the documents asked about, which keeps large candidate sets cheap.
+
+        Score every document against ``query``.
 
         Parameters
         ----------
@@ -350,10 +376,8 @@ class CorpusScorer:
         cfg = self.config
         norm_q = normalise(query, cfg.max_query_chars)
         terms = sorted({t for t in self._tokenize(norm_q) if t not in self._stops})
-        if not docs:
-            return []
-        if not terms:
-            return [_NO_MATCH] * len(docs)
+        if not docs or not terms:
+            return ScoreBatch(np.zeros(len(docs)), lambda i: ())
 
         term_idf = {t: idf(_df(doc_freq, t), n_docs) for t in terms}
         # word features of the query, with weights; sorted by name for a fixed accumulation order
@@ -407,16 +431,38 @@ class CorpusScorer:
             if t in wfeats:
                 fuzzy[:, tpos[t]] &= ~word_hits[:, wnames.index(t)]
         forder = sorted(range(len(terms)), key=lambda j: (-tweights[j], terms[j]))
-        out: list[Match] = []
-        for i in range(n):
-            s = float(scores[i])
-            if s <= 0.0:
-                out.append(_NO_MATCH)
-                continue
-            matched = [wnames[j] for j in order if word_hits[i, j]]
-            matched += [terms[j] + "~" for j in forder if fuzzy[i, j]]
-            out.append(Match(s, tuple(matched)))
-        return out
+
+        def matched(i: int) -> tuple[str, ...]:
+            if scores[i] <= 0.0:
+                return ()
+            out = [wnames[j] for j in order if word_hits[i, j]]
+            out += [terms[j] + "~" for j in forder if fuzzy[i, j]]
+            return tuple(out)
+
+        return ScoreBatch(scores, matched)
+
+    def score(
+        self,
+        query: str,
+        docs: Sequence[str],
+        *,
+        doc_freq: Mapping[str, int],
+        n_docs: int,
+        doc_keys: Sequence[Hashable] | None = None,
+    ) -> list[Match]:
+        """Score every document against ``query``: one :class:`Match` per document, in order.
+
+        Same parameters as :meth:`score_batch`; an empty, stop-word-only or punctuation-only query
+        gives all-zero matches.
+
+        Examples
+        --------
+        >>> CorpusScorer().score("", ["anything"], doc_freq={}, n_docs=1)
+        [Match(score=0.0, matched=())]
+        """
+        batch = self.score_batch(query, docs, doc_freq=doc_freq, n_docs=n_docs, doc_keys=doc_keys)
+        return [Match(float(sc), batch.matched(i)) if sc > 0.0 else _NO_MATCH
+                for i, sc in enumerate(batch.scores)]
 
 
 @dataclass(frozen=True)
@@ -425,16 +471,6 @@ class _Stack:
     doc_toks: sp.csc_matrix  # (n_docs, n_local_words) non-stop word presence
     gram_mat: sp.csc_matrix  # (n_local_words, gram vocab) n-grams of each local word
     n_grams: np.ndarray  # (n_local_words,) number of distinct n-grams of each local word
-
-
-def _inverse(vocab: dict[str, int], ids: np.ndarray) -> list[str]:
-    wanted = {int(i): j for j, i in enumerate(ids)}
-    out = [""] * len(ids)
-    for name, i in vocab.items():  # fills slots by id: the result's order comes from ``ids``
-        j = wanted.get(i)
-        if j is not None:
-            out[j] = name
-    return out
 
 
 def _df(doc_freq: Mapping[str, int], term: str) -> int:
