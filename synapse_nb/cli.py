@@ -161,9 +161,7 @@ def _limit(n: int) -> int | None:
 
 # ------------------------------------------------------------------------------------------------ the app
 app = typer.Typer(
-    name=PROG, cls=_RootGroup, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-    help="Memory for LLM agents and the people who steer them: checkpoints, decisions, lessons, memories, recall.",
-)
+    name=PROG, cls=_RootGroup, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 def _group_help(summary: str, *examples: str) -> str:
     return summary + "\n\nExamples:\n\n" + "\n\n".join(f"    {e}" for e in examples)
 
@@ -428,6 +426,24 @@ def lessons_list(
     _print_records(recs, False, "no lessons" + (f" with status {status}" if status else ""))
 
 
+_ANSWERS = {"a": "a", "approve": "a", "e": "e", "edit": "e", "r": "r", "reject": "r", "s": "s", "skip": "s",
+            "q": "q", "quit": "q"}
+
+
+def _ask_choice() -> str:
+    """One review answer (a/e/r/s/q); the end of input means quit."""
+    for _ in range(5):
+        try:
+            raw = typer.prompt("[a]pprove / [e]dit / [r]eject / [s]kip / [q]uit", default="s")
+        except typer.Abort:
+            return "q"
+        answer = _ANSWERS.get(str(raw).strip().lower())
+        if answer:
+            return answer
+        typer.echo("please answer a, e, r, s or q")
+    return "q"
+
+
 @lessons_app.command("review")
 def lessons_review(ctx: typer.Context) -> None:
     """Review pending lessons one at a time: approve, edit the text then approve, reject, or skip.
@@ -440,8 +456,6 @@ def lessons_review(ctx: typer.Context) -> None:
 
         printf 'a\\ns\\n' | synapse-nb lessons review
     """
-    from typer._click.types import Choice
-
     v = _open(ctx)
     pending = v.lessons.pending()
     if not pending:
@@ -451,12 +465,7 @@ def lessons_review(ctx: typer.Context) -> None:
     typer.echo(f"{len(pending)} pending lesson(s). For each: [a]pprove, [e]dit then approve, [r]eject, [s]kip, [q]uit.")
     for i, les in enumerate(pending, 1):
         typer.echo(f"\n({i}/{len(pending)}) " + _lesson_text(les))
-        try:
-            answer = typer.prompt("approve/edit/reject/skip/quit", default="s",
-                                  type=Choice(["a", "e", "r", "s", "q"], case_sensitive=False), show_choices=True)
-        except typer.Abort:  # end of input
-            answer = "q"
-        answer = answer.lower()
+        answer = _ask_choice()
         if answer == "q":
             break
         if answer == "s":

@@ -1,0 +1,57 @@
+"""The real ``python -m synapse_nb`` process: exit codes and one-line stderr (a handful, they cost a process each)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def sh(*args: str, cwd: Path, env_home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "SYNAPSE_HOME"}
+    if env_home is not None:
+        env["SYNAPSE_HOME"] = str(env_home)
+    return subprocess.run([sys.executable, "-m", "synapse_nb", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    p = tmp_path / "project"
+    p.mkdir()
+    return p
+
+
+def test_version_and_roundtrip(project: Path) -> None:
+    res = sh("--version", cwd=project)
+    assert res.returncode == 0 and res.stdout.startswith("synapse-nb ")
+    res = sh("checkpoint", "create", "--doing", "Refactoring JWT", "--files", "a.py,b.py", cwd=project)
+    assert res.returncode == 0 and res.stderr == ""
+    assert (project / ".synapse" / "synapse.db").is_file()  # the vault lives in the current folder
+    res = sh("checkpoint", "list", "--json", cwd=project)
+    rows = json.loads(res.stdout)
+    assert res.returncode == 0 and rows[0]["doing"] == "Refactoring JWT" and rows[0]["id"].startswith("ckp_")
+
+
+def test_synapse_home_is_the_vault(project: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home-vault"
+    res = sh("remember", "project", "status_line", "deployed", cwd=project, env_home=home)
+    assert res.returncode == 0, res.stderr
+    assert (home / "synapse.db").is_file() and not (project / ".synapse").exists()
+
+
+def test_refused_operation_is_exit_1_one_line(project: Path) -> None:
+    res = sh("lessons", "approve", "les_doesnotexist", cwd=project)
+    assert res.returncode == 1
+    assert res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
+    assert res.stderr.startswith("synapse-nb: error: no lesson") and "Traceback" not in res.stderr
+
+
+def test_usage_error_is_exit_2_one_line(project: Path) -> None:
+    res = sh("checkpoint", "create", "--doing", cwd=project)
+    assert res.returncode == 2
+    assert len(res.stderr.strip().splitlines()) == 1 and res.stderr.startswith("synapse-nb: usage error:")

@@ -1,0 +1,221 @@
+"""The MCP server in process (SDK ``Client``) and over a real stdio subprocess: tools, refusals, concurrency."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+import synapse_nb as syn
+from synapse_nb.mcp.server import TOOL_NAMES, build_server
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture()
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture()
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    p = tmp_path / "project"
+    p.mkdir()
+    return p
+
+
+@pytest.fixture()
+def user(project: Path) -> syn.Vault:
+    return syn.open_vault(project)
+
+
+async def call(c: Client, name: str, args: dict[str, Any] | None = None, *, error: bool = False) -> Any:
+    r = await c.call_tool(name, args or {})
+    assert r.is_error is error, (name, r.content)
+    return r
+
+
+def text(r: Any) -> str:
+    return r.content[0].text
+
+
+async def test_tools_listed_with_when_to_call(project: Path) -> None:
+    async with Client(build_server(project)) as c:
+        tools = (await c.list_tools()).tools
+    assert tuple(sorted(t.name for t in tools)) == TOOL_NAMES
+    for t in tools:
+        assert t.description and len(t.description) > 40
+        assert any(w in t.description.lower() for w in ("call ", "call\n")), t.name
+
+
+async def test_every_tool_writes_and_reads_the_vault(project: Path, user: syn.Vault) -> None:
+    user.remember("procedure", "run_migrations", "alembic upgrade head", priority="high")
+    les = user.lessons.create("Reverted retry payments", files=["pay.py"])
+    user.lessons.approve(les.id, text="Retry payments only with an idempotency key")
+    pending = user.lessons.create("Reverted cache warmup")
+    async with Client(build_server(project)) as c:
+        r = await call(c, "get_approved_memory")
+        assert text(r).startswith("APPROVED SYSTEM MEMORY") and "idempotency key" in text(r)
+        assert r.structured_content["lessons"][0]["id"] == les.id and "run_migrations" in text(r)
+
+        await call(c, "restore_checkpoint", error=True)  # none yet
+        made = await call(c, "create_checkpoint", {"doing": "Refactoring JWT", "changed_files": ["src/auth.py"],
+                                                   "next_step": "Run pytest", "blockers": "none"})
+        ckp = made.structured_content["id"]
+        r = await call(c, "restore_checkpoint")
+        assert r.structured_content["id"] == ckp and "Doing: Refactoring JWT" in text(r)
+        assert (await call(c, "restore_checkpoint", {"checkpoint_id": ckp[:9]})).structured_content["id"] == ckp
+
+        dec = (await call(c, "log_decision", {"decision": "Use WAL", "rationale": "readers never block",
+                                              "tags": ["storage"]})).structured_content
+        mem = (await call(c, "remember", {"category": "knowledge", "key": "api_port", "content": "8080",
+                                          "tags": ["api"], "priority": "low"})).structured_content
+        assert mem["verified"] is False and mem["source"] == "agent"
+        await call(c, "submit_lesson_analysis", {"lesson_id": pending.id, "analysis": "warmup raced the deploy"})
+        e1 = (await call(c, "log_episode", {"task_key": "run_tests", "status": "failure", "outcome": "2 failed",
+                                            "refs": ["ci#1"]})).structured_content
+        e2 = (await call(c, "log_episode", {"task_key": "run_tests", "status": "success"})).structured_content
+        assert e1["warning"] is None and e2["prior"]["id"] == e1["id"] and "already ran" in e2["warning"]
+
+        r = await call(c, "recall", {"query": "how do we run migrations?", "session_id": "s1"})
+        assert "run_migrations" in text(r) and r.structured_content["nothing_new"] is False
+        r = await call(c, "recall", {"query": "how do we run migrations?", "session_id": "s1"})
+        assert r.structured_content["nothing_new"] is True
+
+        found = (await call(c, "search", {"query": "WAL", "kind": "decision"})).structured_content["results"]
+        assert [x["id"] for x in found] == [dec["id"]]
+        st = (await call(c, "get_status")).structured_content
+        assert st["actor"] == "agent" and st["counts"]["lessons"] == {"approved": 1}
+    # the vault afterwards, seen by the human
+    assert user.checkpoints.get(ckp).origin == "agent" and user.checkpoints.get(ckp).source == "agent"
+    assert user.decisions.get(dec["id"]).source == "agent"
+    assert user.memories.get(mem["id"]).verified is False
+    assert user.lessons.get(pending.id).analysis == "warmup raced the deploy"
+    assert user.lessons.get(pending.id).status == "pending"
+    assert len(user.episodes.history("run_tests")) == 2
+
+
+async def test_signal_low_context(project: Path, user: syn.Vault) -> None:
+    user.checkpoint("Migrating auth to JWT", files=["auth.py"], next_step="Fix the refresh test")
+    for i in range(40):
+        user.remember("knowledge", f"fact_{i}", "a fairly long piece of project knowledge " * 8, priority="high")
+    async with Client(build_server(project)) as c:
+        low = (await call(c, "signal_low_context", {"token_count": 50_000, "capacity": 100_000})).structured_content
+        assert low["action"] == "none" and low["checkpoint_id"] is None
+        assert len(user.checkpoints.list()) == 1
+        r = await call(c, "signal_low_context", {"token_count": 60_000, "capacity": 100_000, "budget_tokens": 300})
+        high = r.structured_content
+        assert high["action"] == "checkpoint_saved" and high["tokens"] <= 300 + 20
+        assert "Migrating auth to JWT" in high["restore_pack"] and "left out" in high["restore_pack"]
+        saved = user.checkpoints.get(high["checkpoint_id"])
+        assert saved.doing == "Migrating auth to JWT" and saved.origin == "auto" and saved.source == "agent"
+        await call(c, "signal_low_context", {"token_count": -1, "capacity": 100}, error=True)
+        await call(c, "signal_low_context", {"token_count": 1, "capacity": 0}, error=True)
+
+
+async def test_hostile_client_cannot_reach_human_only_writes(project: Path, user: syn.Vault) -> None:
+    mine = user.remember("preference", "code_style", "black, 120 columns")
+    pending = user.lessons.create("Reverted the retry change")
+    approved = user.lessons.create("Reverted the cache change")
+    user.lessons.approve(approved.id)
+    async with Client(build_server(project)) as c:
+        for name in ("approve_lesson", "reject_lesson", "verify_memory", "set_setting", "import_jsonl",
+                     "export_jsonl", "delete_memory", "prune"):
+            r = await call(c, name, {"lesson_id": pending.id, "id": mine.id}, error=True)
+            assert "unknown tool" in text(r).lower()
+        # crafted arguments are ignored or refused, never obeyed
+        r = await call(c, "remember", {"category": "knowledge", "key": "x_fact", "content": "y", "source": "user",
+                                       "verified": True, "confidence": 1.0})
+        assert r.structured_content["source"] == "agent" and r.structured_content["verified"] is False
+        r = await call(c, "remember", {"category": "preference", "key": "code_style", "content": "tabs"}, error=True)
+        assert "user" in text(r)
+        # pending lessons stay out of reach
+        hits = (await call(c, "search", {"query": "reverted", "kind": "lesson"})).structured_content["results"]
+        assert [h["id"] for h in hits] == [approved.id]
+        hits = (await call(c, "search", {"query": "retry", "kind": "all"})).structured_content["results"]
+        assert pending.id not in {h["id"] for h in hits}
+        r = await call(c, "restore_checkpoint", {"checkpoint_id": pending.id}, error=True)
+        assert "Reverted" not in text(r)
+        r = await call(c, "submit_lesson_analysis", {"lesson_id": pending.id, "analysis": "x"})
+        assert "Reverted" not in text(r) and "status" not in r.structured_content
+        await call(c, "submit_lesson_analysis", {"lesson_id": approved.id, "analysis": "rewrite"}, error=True)
+        # malformed, huge, unknown: tool errors, and the server keeps serving
+        await call(c, "recall", {"query": 5}, error=True)
+        await call(c, "create_checkpoint", {}, error=True)
+        await call(c, "create_checkpoint", {"doing": "x" * 200_000}, error=True)
+        await call(c, "remember", {"category": "knowledge", "key": "big", "content": "z" * 100_000}, error=True)
+        await call(c, "log_decision", {"decision": "ok", "tags": [f"t{i}" for i in range(10_000)]}, error=True)
+        await call(c, "search", {"query": "x", "kind": "secrets"}, error=True)
+        await call(c, "log_episode", {"task_key": "t", "status": "exploded"}, error=True)
+        await call(c, "restore_checkpoint", {"checkpoint_id": "ckp_' OR 1=1 --"}, error=True)
+        assert (await call(c, "get_status")).structured_content["actor"] == "agent"
+    assert user.memories.get(mine.id).content == "black, 120 columns"
+    assert user.lessons.get(pending.id).status == "pending" and user.lessons.get(pending.id).analysis == "x"
+    assert user.settings.as_dict() == syn.open_vault(project).settings.as_dict()
+
+
+async def test_served_vault_is_always_the_agent(project: Path, user: syn.Vault) -> None:
+    les = user.lessons.create("Reverted X")
+    server = build_server(vault=user)  # even given a user handle, the server acts as the agent
+    async with Client(server) as c:
+        st = (await call(c, "get_status")).structured_content
+        assert st["actor"] == "agent" and "pending" not in st["counts"]["lessons"]
+        r = await call(c, "remember", {"category": "knowledge", "key": "k", "content": "v"})
+        assert r.structured_content["verified"] is False
+    assert user.actor == "user" and user.lessons.get(les.id).status == "pending"
+
+
+async def test_concurrent_with_cli_and_notebook(project: Path, user: syn.Vault) -> None:
+    from typer.testing import CliRunner
+
+    from synapse_nb.cli import app
+
+    runner = CliRunner()
+    async with Client(build_server(project)) as c:
+        for i in range(5):
+            await call(c, "create_checkpoint", {"doing": f"agent step {i}"})
+            res = runner.invoke(app, ["--vault", str(project), "decision", "log", f"human decision {i}"])
+            assert res.exit_code == 0, res.stderr
+            user.remember("knowledge", f"nb_fact_{i}", f"notebook fact {i}")
+        r = await call(c, "search", {"query": "human decision", "kind": "decision", "limit": 50})
+        assert len(r.structured_content["results"]) == 5
+        st = (await call(c, "get_status")).structured_content
+        assert st["counts"]["memories"]["total"] == 5 and st["counts"]["checkpoints"]["total"] == 5
+    assert len(user.checkpoints.list()) == 5 and len(user.decisions.list()) == 5
+
+
+async def test_stdio_subprocess(project: Path, user: syn.Vault) -> None:
+    from mcp.client.stdio import StdioServerParameters
+
+    les = user.lessons.create("Reverted retry payments")
+    user.lessons.approve(les.id)
+    pending = user.lessons.create("Reverted cache warmup")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "synapse_nb", "mcp", str(project)],
+                                   cwd=str(project))
+    async with Client(params) as c:
+        names = sorted(t.name for t in (await c.list_tools()).tools)
+        assert tuple(names) == TOOL_NAMES
+        assert "APPROVED SYSTEM MEMORY" in text(await call(c, "get_approved_memory"))
+        ckp = (await call(c, "create_checkpoint", {"doing": "over stdio"})).structured_content["id"]
+        assert (await call(c, "restore_checkpoint")).structured_content["id"] == ckp
+        await call(c, "log_decision", {"decision": "stdio works"})
+        await call(c, "remember", {"category": "knowledge", "key": "stdio_fact", "content": "pipes",
+                                   "verified": True, "source": "user"})
+        await call(c, "submit_lesson_analysis", {"lesson_id": pending.id, "analysis": "raced"})
+        await call(c, "signal_low_context", {"token_count": 90, "capacity": 100})
+        await call(c, "recall", {"query": "stdio pipes", "session_id": "x"})
+        await call(c, "log_episode", {"task_key": "stdio_task", "status": "success"})
+        await call(c, "search", {"query": "stdio"})
+        await call(c, "get_status")
+        assert "unknown tool" in text(await call(c, "approve_lesson", {"lesson_id": pending.id}, error=True)).lower()
+        await call(c, "restore_checkpoint", {"checkpoint_id": "nope"}, error=True)
+        await call(c, "get_status")  # still serving
+    assert user.checkpoints.get(ckp).doing == "over stdio"
+    fact = user.memories.get_by_key("knowledge", "stdio_fact")
+    assert fact.verified is False and fact.source == "agent"
+    assert user.lessons.get(pending.id).status == "pending" and user.lessons.get(pending.id).analysis == "raced"
+    assert len(user.checkpoints.list()) == 2 and user.decisions.list()[0].decision == "stdio works"
