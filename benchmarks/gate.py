@@ -6,7 +6,7 @@ Run from the repository root::
     .venv/bin/python benchmarks/gate.py --skip-clinc    # scorer speed only
     .venv/bin/python benchmarks/gate.py --methods linear,knn --per-route
 
-CLINC150 ("Full") is read from ``$CLINC150`` or ``../shared/datasets/clinc150/data_full.json``.
+CLINC150 ("Full") is read from ``$CLINC150`` or the project's ``datasets/clinc150/data_full.json``.
 Thresholds are calibrated on ``val + oos_val`` only; figures are on ``test + oos_test``.
 """
 
@@ -24,8 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from synapse_nb.gate import CorpusScorer, Router, query_terms  # noqa: E402
 
-_REL = Path("shared/datasets/clinc150/data_full.json")  # shared/ sits beside the work tree
-CLINC = Path(os.environ.get("CLINC150", Path(__file__).resolve().parents[2] / _REL))
+CLINC = Path(os.environ.get("CLINC150", Path(__file__).resolve().parents[1] / "datasets/clinc150/data_full.json"))
 
 
 def _timeit(fn, repeat: int = 5) -> float:

@@ -163,12 +163,8 @@ def test_per_route_thresholds_fall_back_to_global_for_thin_routes():
     assert r.route_thresholds_ == {}
 
 
-# shared/ sits beside the work tree (here and in CI's fresh clone)
-_REL = Path("shared/datasets/clinc150/data_full.json")
-CLINC = next(
-    (p for p in (Path(__file__).resolve().parents[2] / _REL, Path("/work") / _REL) if p.exists()),
-    Path(__file__).resolve().parents[2] / _REL,
-)
+# the project's own copy (datasets/clinc150, unchanged from the source)
+CLINC = Path(__file__).resolve().parents[1] / "datasets" / "clinc150" / "data_full.json"
 
 
 def test_clinc_smoke_on_a_small_deterministic_subset():
