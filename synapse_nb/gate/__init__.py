@@ -9,16 +9,22 @@ Offline, no model calls, the same answer whatever ``PYTHONHASHSEED``. See ``docs
 
 from __future__ import annotations
 
-from synapse_nb.gate.router import (
-    CRITERIA,
-    METHODS,
-    OOS_LABELS,
-    ROUTER_CONFIG,
-    RouteMetrics,
-    Router,
-    RouterMetrics,
-)
-from synapse_nb.gate.scorer import CorpusScorer, GateConfig, Match, idf, query_terms
+from typing import TYPE_CHECKING, Any
+
+from synapse_nb.gate.scorer import CorpusScorer, GateConfig, Match, ScoreBatch, idf, query_terms
+
+if TYPE_CHECKING:  # the router imports scikit-learn: loaded on first use, so recall stays light
+    from synapse_nb.gate.router import CRITERIA, METHODS, OOS_LABELS, ROUTER_CONFIG, RouteMetrics, Router, RouterMetrics
+
+_ROUTER_NAMES = ("CRITERIA", "METHODS", "OOS_LABELS", "ROUTER_CONFIG", "RouteMetrics", "Router", "RouterMetrics")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ROUTER_NAMES:
+        from synapse_nb.gate import router
+
+        return getattr(router, name)
+    raise AttributeError(f"module 'synapse_nb.gate' has no attribute {name!r}")
 
 __all__ = [
     "CRITERIA",
@@ -31,6 +37,7 @@ __all__ = [
     "RouteMetrics",
     "Router",
     "RouterMetrics",
+    "ScoreBatch",
     "idf",
     "query_terms",
 ]

@@ -11,9 +11,20 @@ import unicodedata
 from collections.abc import Callable
 from functools import lru_cache
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer, strip_accents_unicode
-
 from synapse_nb.errors import ValidationError
+from synapse_nb.gate._stopwords import ENGLISH_STOP_WORDS
+
+_WHITESPACE_RE = re.compile(r"\s\s+")
+
+
+def strip_accents_unicode(s: str) -> str:
+    """Remove accents the way scikit-learn's ``strip_accents_unicode`` does (NFKD, drop combining marks)."""
+    try:
+        s.encode("ASCII", errors="strict")
+        return s
+    except UnicodeEncodeError:
+        normalized = unicodedata.normalize("NFKD", s)
+        return "".join(c for c in normalized if not unicodedata.combining(c))
 
 # SQLite FTS5's unicode61 tokenizer treats every character that is not a letter or a number as a
 # separator, underscore included: ``[^\W_]+`` is the same split (``\w`` minus ``_``), so the terms we
@@ -126,19 +137,52 @@ def build_analyzers(
     stop_words: str | tuple[str, ...] | None,
     max_token_chars: int,
 ) -> tuple[Callable[[str], list[str]], Callable[[str], list[str]]]:
-    """Return (word analyzer, char analyzer) built by scikit-learn's ``CountVectorizer``.
+    """Return (word analyzer, char analyzer): the analyzers scikit-learn's ``CountVectorizer`` builds
+    from :func:`word_vectorizer_kwargs` / :func:`char_vectorizer_kwargs`, without importing it.
 
-    Both expect text already passed through :func:`normalise`; the char analyzer expects the
-    tokens joined by single spaces.
+    The recall path must not pay scikit-learn's import (seconds on a cold start), so these are
+    line-for-line ports of ``_word_ngrams`` and ``_char_wb_ngrams``; ``tests/test_gate_analysis.py``
+    checks they give exactly what scikit-learn's ``build_analyzer()`` gives. Both expect text already
+    passed through :func:`normalise`; the char analyzer expects the tokens joined by single spaces.
     """
-    wkw = word_vectorizer_kwargs(
-        ngram_range=word_ngram_range, stop_words=stop_words, max_chars=1, max_token_chars=max_token_chars
-    )
-    wkw["preprocessor"] = _identity
-    word = CountVectorizer(**wkw).build_analyzer()  # type: ignore[arg-type]
-    ckw = char_vectorizer_kwargs(ngram_range=char_ngram_range, max_chars=1, max_token_chars=max_token_chars)
-    ckw["preprocessor"] = _identity
-    char = CountVectorizer(**ckw).build_analyzer()  # type: ignore[arg-type]
+    tokenize = make_tokenizer(max_token_chars)
+    stops = frozenset(stop_word_list(stop_words))
+    wmin, wmax = word_ngram_range
+    cmin, cmax = char_ngram_range
+
+    def word(text: str) -> list[str]:
+        tokens = [w for w in tokenize(text) if w not in stops]
+        if wmax == 1:
+            return tokens
+        original = tokens
+        lo = wmin
+        if wmin == 1:
+            tokens = list(original)
+            lo += 1
+        else:
+            tokens = []
+        n_orig = len(original)
+        for n in range(lo, min(wmax + 1, n_orig + 1)):
+            for i in range(n_orig - n + 1):
+                tokens.append(" ".join(original[i : i + n]))
+        return tokens
+
+    def char(text: str) -> list[str]:
+        text = _WHITESPACE_RE.sub(" ", text)
+        grams: list[str] = []
+        for w in text.split():
+            w = " " + w + " "
+            w_len = len(w)
+            for n in range(cmin, cmax + 1):
+                offset = 0
+                grams.append(w[offset : offset + n])
+                while offset + n < w_len:
+                    offset += 1
+                    grams.append(w[offset : offset + n])
+                if offset == 0:  # a short word (w_len < n) counts once
+                    break
+        return grams
+
     return word, char
 
 
