@@ -14,7 +14,7 @@ import pytest
 import synapse_nb as syn
 
 
-@pytest.mark.xfail(strict=True, reason="core bug 7 in core_bugs.md")
+@pytest.mark.xfail(strict=True, reason="core bug 11 in core_bugs.md")
 def test_sync_racing_another_sync_leaves_no_stale_row(vault_dir: Path) -> None:
     a, b = syn.open_vault(vault_dir), syn.open_vault(vault_dir)
     try:
@@ -40,7 +40,7 @@ def test_sync_racing_another_sync_leaves_no_stale_row(vault_dir: Path) -> None:
         b.close()
 
 
-@pytest.mark.xfail(strict=True, reason="core bug 7 in core_bugs.md")
+@pytest.mark.xfail(strict=True, reason="core bug 11 in core_bugs.md")
 def test_rebuild_racing_a_sync_loses_no_row(vault_dir: Path) -> None:
     a, b = syn.open_vault(vault_dir), syn.open_vault(vault_dir)
     try:
@@ -66,7 +66,7 @@ def test_rebuild_racing_a_sync_loses_no_row(vault_dir: Path) -> None:
         b.close()
 
 
-@pytest.mark.xfail(strict=True, reason="core bug 8 in core_bugs.md")
+@pytest.mark.xfail(strict=True, reason="core bug 12 in core_bugs.md")
 def test_recall_survives_a_record_deleted_by_another_process_meanwhile(vault_dir: Path) -> None:
     a, b = syn.open_vault(vault_dir), syn.open_vault(vault_dir)
     try:

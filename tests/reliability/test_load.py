@@ -27,8 +27,8 @@ def test_concurrent_processes_lose_nothing_and_no_error_reaches_a_caller(vault_d
     entries = [e for j in journals for e in h.read_journal(j)]
     assert sum(e["op"] == "done" for e in entries) == WORKERS
     assert sum(e["op"] == "ack" and bool(e.get("cli")) for e in entries) == 1  # the CLI took part
-    # every promise except index agreement after a plain sync (core bug 7: concurrent syncs race)
-    # and apart from core bug 8 (a record deleted by another process during a recall), counted in rep.known
+    # every promise except index agreement after a plain sync (core bug 11: concurrent syncs race)
+    # and apart from core bug 12 (a record deleted by another process during a recall), counted in rep.known
     rep = h.verify_vault(vault_dir, journals, check_index=False)
     assert rep.errors == []
     assert rep.problems == []
