@@ -82,6 +82,7 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext synapse_nb``: remove the magics and the auto-checkpoint hook."""
     from synapse_nb.magics import unload_ipython_extension as _unload
 
     _unload(ipython)
