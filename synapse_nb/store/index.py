@@ -74,6 +74,7 @@ _BATCH = 4096
 _CONFLICT_RETRIES = 8
 _SMALL_FRAGMENTS_BEFORE_OPTIMIZE = 64
 _SCALAR_MIN = 5_000
+_FTS_REBUILD_MAX = 200_000
 _PARTITION_ROWS = 4096  # IVF_FLAT partition size: num_partitions = rows // 4096
 _NPROBES = 16  # partitions scanned per query: about 64k vectors, whatever the table size
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -688,8 +689,10 @@ class RetrievalIndex:
             self._run("index ids", lambda: tbl.create_index("id", config=BTree(), replace=True), write=True)
         if n >= _SCALAR_MIN and (fresh or "mind_idx" not in names):
             self._run("index minds", lambda: tbl.create_index("mind", config=BTree(), replace=True), write=True)
-        # always a fresh FTS index: BM25 statistics then match a full rebuild exactly
-        self._run("build the full-text index", lambda: tbl.create_index("text", config=FTS(), replace=True), write=True)
+        # a fresh FTS index makes BM25 statistics match a full rebuild exactly; on big tables
+        # (a rebuild takes seconds) optimize() keeps LanceDB's incremental merge instead
+        if fresh or "text_idx" not in names or n < _FTS_REBUILD_MAX:
+            self._run("build the full-text index", lambda: tbl.create_index("text", config=FTS(), replace=True), write=True)
         if n >= self.ann_threshold and (fresh or "vector_idx" not in names):
             cfg = IvfFlat(distance_type="cosine", num_partitions=max(1, n // _PARTITION_ROWS))
             self._run("build the vector index", lambda: tbl.create_index("vector", config=cfg, replace=True), write=True)
