@@ -48,8 +48,8 @@ def _vocab() -> list[str]:
     return [s + x for s in _STEMS for x in suffixes]
 
 
-def make_rows(n: int, seed: int = 7) -> Iterator[IndexRow]:
-    """Yield ``n`` deterministic synthetic rows."""
+def make_rows(n: int, seed: int = 7, first_id: int = 0) -> Iterator[IndexRow]:
+    """Yield ``n`` deterministic synthetic rows with ids numbered from ``first_id``."""
     import numpy as np
 
     rng = np.random.Generator(np.random.PCG64(seed))
@@ -69,7 +69,7 @@ def make_rows(n: int, seed: int = 7) -> Iterator[IndexRow]:
         days = rng.integers(1, 400, size=m)
         pos = 0
         for j in range(m):
-            i = start + j
+            i = first_id + start + j
             text = " ".join(words[pos : pos + lengths[j]].tolist())
             pos += int(lengths[j])
             exp = f"2026-{1 + int(days[j]) % 12:02d}-{1 + int(days[j]) % 28:02d}T00:00:00Z" if expiring[j] else None
@@ -109,7 +109,7 @@ def bench(n: int, n_queries: int, recall: bool) -> dict[str, float]:
         t0 = time.perf_counter()
         idx.rebuild(make_rows(n), total=n)
         out["rebuild_s"] = time.perf_counter() - t0
-        extra = list(make_rows(n + 101, seed=99))[n:]
+        extra = list(make_rows(101, seed=99, first_id=n))
         t0 = time.perf_counter()
         idx.upsert([extra[0]])
         out["upsert1_ms"] = (time.perf_counter() - t0) * 1000
