@@ -2,7 +2,7 @@
 
 Every test under ``tests/reliability/`` is marked ``reliability``. The default run executes the bounded
 form (a few processes, ~10 crash runs, a few dozen fuzz cases per test); ``benchmarks/reliability.py``
-runs the big numbers. ``SYNAPSE_FUZZ_EXAMPLES`` sets hypothesis's examples per fuzz test (default 40).
+runs the big numbers. ``SYNAPSE_FUZZ_EXAMPLES`` sets hypothesis's examples per fuzz test (default 15).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 settings.register_profile(
-    "reliability", max_examples=int(os.environ.get("SYNAPSE_FUZZ_EXAMPLES", "40")), deadline=None,
+    "reliability", max_examples=int(os.environ.get("SYNAPSE_FUZZ_EXAMPLES", "15")), deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                            HealthCheck.data_too_large], derandomize=True, database=None)
 #: Fuzz cases tried in this process (the benchmark prints it).
