@@ -367,3 +367,11 @@ def test_concurrent_writers_from_several_processes(tmp_path: Path) -> None:
     expected = {f"mem_{i:04d}": str(i) for s in (0, 100) for i in range(s, s + 15)}
     assert index.check(expected).ok
     assert index.count() == 30
+
+
+def test_a_rebuild_by_another_handle_is_seen(idx: RetrievalIndex, tmp_path: Path) -> None:
+    assert idx.search("alembic", mind="default", now=NOW, mode="vector")[0].id == "mem_a"
+    other = RetrievalIndex(idx.path)
+    other.rebuild([IndexRow("mem_z", "memory", "default", "alembic lives here now", "z", "2026-01-01T00:00:00Z")])
+    for mode in ("vector", "fts", "hybrid"):
+        assert [h.id for h in idx.search("alembic", mind="default", now=NOW, mode=mode)] == ["mem_z"]

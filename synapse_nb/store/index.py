@@ -542,7 +542,7 @@ class RetrievalIndex:
     def _load_exact(self, tbl: Any) -> tuple[Any, ...]:
         import numpy as np
 
-        version = self._run("read the table version", lambda: int(tbl.version))
+        version = self._cache_key(tbl)
         if self._exact_cache is not None and self._exact_cache[0] == version:
             return self._exact_cache[1]
         res = self._run(
@@ -602,15 +602,21 @@ class RetrievalIndex:
         fused.sort(key=lambda h: (-h.score, h.id))
         return fused
 
-    _ann_cache: tuple[int, bool] | None = None
-    _exact_cache: tuple[int, tuple[Any, ...]] | None = None
+    _ann_cache: tuple[tuple[int, int, int], bool] | None = None
+    _exact_cache: tuple[tuple[int, int, int], tuple[Any, ...]] | None = None
+
+    def _cache_key(self, tbl: Any) -> tuple[int, int, int]:
+        """(table version, folder inode, folder ctime): versions restart when another process rebuilds."""
+        version = self._run("read the table version", lambda: int(tbl.version))
+        try:
+            st = os.stat(self._table_dir())
+        except OSError as exc:
+            raise IndexError_(f"no retrieval index at {str(self.path)!r}; rebuild it from SQLite") from exc
+        return (version, st.st_ino, st.st_ctime_ns)
 
     def _has_ann(self, tbl: Any) -> bool:
-        try:
-            version = int(tbl.version)
-        except Exception:  # noqa: BLE001
-            version = -1
-        if self._ann_cache is not None and self._ann_cache[0] == version and version >= 0:
+        version = self._cache_key(tbl)
+        if self._ann_cache is not None and self._ann_cache[0] == version:
             return self._ann_cache[1]
         has = any(getattr(ix, "columns", None) == ["vector"] for ix in self._run("list indices", tbl.list_indices))
         self._ann_cache = (version, has)
