@@ -22,7 +22,7 @@ T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 class FakeClock:
     """A clock that stands still until told to move: ``clock()`` -> aware UTC datetime.
 
-    >>> c = FakeClock(); c.advance(days=1); c() - T0
+    >>> c = FakeClock(); _ = c.advance(days=1); c() - T0
     datetime.timedelta(days=1)
     """
 

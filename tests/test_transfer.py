@@ -202,3 +202,47 @@ def test_import_validates_memory_values(vault: syn.Vault, tmp_path: Path, field:
     with pytest.raises(syn.ValidationError):
         vault.import_jsonl([hdr, json.dumps(bad)])
     assert vault.export_jsonl() == before
+
+
+_READER = """
+import json, sys
+import synapse_nb as syn
+v = syn.open_vault(sys.argv[1])
+v.import_jsonl(sys.argv[2])
+out = {
+    "export": v.export_jsonl(),
+    "list": [m.id for m in v.memories.list(include_expired=True)],
+    "search": [m.id for m in v.memories.search("fact deploy", include_expired=True)],
+    "by_tag": [m.id for m in v.memories.by_tag("common", include_expired=True)],
+    "decisions": [d.id for d in v.decisions.search("use")],
+    "status": v.status().to_dict()["counts"],
+}
+print(json.dumps(out, sort_keys=True))
+"""
+
+
+def test_same_vault_same_answers_whatever_the_hash_seed(full: syn.Vault, tmp_path: Path) -> None:
+    """Determinism: the same export, imported under different PYTHONHASHSEEDs, answers byte for byte the same."""
+    import os
+    import subprocess
+    import sys
+
+    with full.transaction():
+        for i in range(30):
+            full.remember("knowledge", f"fact_{i}", f"deploy fact number {i % 4}", tags=["common", f"t{i % 3}"],
+                          priority=syn.PRIORITIES[i % 4])
+            full.decide(f"use option {i % 5}")
+    src = tmp_path / "vault.jsonl"
+    full.export_jsonl(src)
+    script = tmp_path / "reader.py"
+    script.write_text(_READER, encoding="utf-8")
+    outs = []
+    for seed in ("0", "1", "4242"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(Path(syn.__file__).parent.parent)}
+        env.pop("SYNAPSE_HOME", None)
+        r = subprocess.run([sys.executable, str(script), str(tmp_path / f"v{seed}"), str(src)], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout)
+    assert outs[0] == outs[1] == outs[2]
+    assert json.loads(outs[0])["export"] == src.read_text(encoding="utf-8")
