@@ -134,7 +134,8 @@ def test_update(pv: syn.Vault, data: st.DataObject, agent: bool) -> None:
     a = draw_args(data, {"content": st.one_of(st.none(), plain), "tags": tags, "priority": priority,
                          "confidence": st.one_of(st.none(), st.floats(0, 0.7)), "expires": expires})
     ag = pv.as_agent()
-    target = ag.remember("knowledge", "agent_owned", "the agent's") if agent else pv.memories.get_by_key(
+    # three underscores: a key the `snake` strategy never generates, so a user write cannot take it over
+    target = ag.remember("knowledge", "agent_owned_by_it", "the agent's") if agent else pv.memories.get_by_key(
         "project", "existing")
     h = ag if agent else pv
 
