@@ -19,7 +19,7 @@ import synapse_nb as syn
 
 # No shrinking: a failure is reported as generated (still reproducible: derandomized), so a core bug costs
 # seconds, not minutes of shrinking against a growing vault.
-SETTINGS = settings(max_examples=100, derandomize=True, deadline=None, database=None,
+SETTINGS = settings(max_examples=80, derandomize=True, deadline=None, database=None,
                     phases=[Phase.explicit, Phase.generate],
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
