@@ -309,7 +309,12 @@ class RetrievalIndex:
     def _to_arrow(self, rows: Sequence[IndexRow]) -> Any:
         import pyarrow as pa
 
-        vecs = self.embedder.embed([r.text for r in rows])
+        import numpy as np
+
+        texts = [r.text for r in rows]
+        # embed in slices: the sparse n-gram matrices of 32k texts would cost hundreds of MB
+        parts = [self.embedder.embed(texts[i : i + _BATCH]) for i in range(0, len(texts), _BATCH)]
+        vecs = np.concatenate(parts) if parts else self.embedder.embed([])
         schema = self._schema()
         dim = self.embedder.dim
         if vecs.shape != (len(rows), dim):
