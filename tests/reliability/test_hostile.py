@@ -242,3 +242,13 @@ def test_hostile_import_refused_whole(world: dict[str, Any], tmp_path: Path, cas
         target.as_agent().import_jsonl(lines)
     assert target.export_jsonl() == before
     target.close()
+
+
+@pytest.mark.xfail(strict=True, reason="core bug 15 in core_bugs.md")
+@pytest.mark.parametrize("name,x", [("checkpoints.list", "\ud800"), ("recall session", "\ud800"),
+                                    ("memories.expiring", 86400000000000.0)])
+def test_fuzz_findings_at_200_examples(world: dict[str, Any], name: str, x: Any) -> None:
+    try:
+        READS[name](world["v"], x)
+    except syn.SynapseError:
+        pass
