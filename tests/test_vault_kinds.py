@@ -195,9 +195,11 @@ def test_expiry_setting(vault: syn.Vault, clock: FakeClock) -> None:
     for bad in (0, 3651, "x", True, None, 2.5):
         with pytest.raises(syn.ValidationError):
             vault.settings.set("lesson_expiry_days", bad)
+    les3 = vault.lessons.create("still pending")
     for bad in (0, -1, 3651, True, "7"):
         with pytest.raises(syn.ValidationError):
-            vault.lessons.approve(les2.id, expiry_days=bad)  # type: ignore[arg-type]
+            vault.lessons.approve(les3.id, expiry_days=bad)  # type: ignore[arg-type]
+    assert vault.lessons.get(les3.id).status == "pending"
     with pytest.raises(syn.ValidationError, match="lesson_expiry_days"):
         vault.settings.set("no_such_setting", 1)
     assert vault.settings.get("lesson_expiry_days") == 3
