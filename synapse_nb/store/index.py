@@ -17,7 +17,7 @@ returns. BM25 statistics of a partly indexed table differ slightly from a freshl
 one; :meth:`RetrievalIndex.optimize` (run automatically once enough small writes pile up)
 rebuilds the full-text index so scores match a :meth:`RetrievalIndex.rebuild` exactly.
 
-Scale: below ``ann_threshold`` rows (default 20,000) vector search is exhaustive and exact
+Scale: below ``ann_threshold`` rows (default 150,000) vector search is exhaustive and exact
 (a NumPy copy of the vectors, reloaded when the table version moves). From there an
 IVF_FLAT index is built (partitions of about 4096 rows, 16 probed per query, distances exact
 within them): it is approximate, so a vector hit near the cut-off may be missed (recall@10
@@ -171,7 +171,7 @@ class RetrievalIndex:
         Folder of the index, usually ``<vault>/.synapse/index``.
     embedder : Embedder, optional
         Defaults to :class:`~synapse_nb.store.embed.HashingEmbedder` (256 dims).
-    ann_threshold : int, default 20000
+    ann_threshold : int, default 150000
         Row count from which :meth:`rebuild` / :meth:`optimize` build an IVF_FLAT vector index;
         below it vector search is exhaustive (exact).
 
@@ -194,7 +194,7 @@ class RetrievalIndex:
     'dec_1'
     """
 
-    def __init__(self, path: str | Path, embedder: Embedder | None = None, *, ann_threshold: int = 20_000) -> None:
+    def __init__(self, path: str | Path, embedder: Embedder | None = None, *, ann_threshold: int = 150_000) -> None:
         self.path = Path(path)
         self._embedder = embedder
         self.ann_threshold = int(ann_threshold)
