@@ -121,8 +121,11 @@ def test_hybrid_is_rrf_of_vector_and_fts(idx: RetrievalIndex) -> None:
     assert hybrid[0].id == "mem_e"
 
 
-def test_prefilter_by_mind_kind_and_expiry(tmp_path: Path) -> None:
-    index = RetrievalIndex(tmp_path / "ix")
+@pytest.mark.parametrize("indexed", [False, True], ids=["scan", "btree+ivf"])
+def test_prefilter_by_mind_kind_and_expiry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, indexed: bool) -> None:
+    if indexed:  # the scalar BTree indices and the IVF index big tables get must filter the same way
+        monkeypatch.setattr("synapse_nb.store.index._SCALAR_MIN", 1)
+    index = RetrievalIndex(tmp_path / "ix", ann_threshold=1 if indexed else 150_000)
     rows = make_rows("default") + [
         IndexRow("mem_x", "memory", "other", "alembic migrations for the other mind", "x", "2026-01-01T00:00:00Z"),
         IndexRow("mem_old", "memory", "default", "alembic migrations expired advice", "o", "2026-01-01T00:00:00Z",
@@ -131,6 +134,8 @@ def test_prefilter_by_mind_kind_and_expiry(tmp_path: Path) -> None:
                  "2026-01-01T00:00:00Z", "2026-06-30T00:00:00Z"),
     ]
     index.rebuild(rows)
+    names = {ix.name for ix in index._open().list_indices()}
+    assert ({"mind_idx", "kind_idx", "expires_at_idx", "vector_idx"} <= names) is indexed
     for mode in ("hybrid", "vector", "fts"):
         ids = {h.id for h in index.search("alembic migrations", mind="default", now=NOW, mode=mode)}
         assert "mem_x" not in ids and "mem_old" not in ids and "mem_soon" in ids
