@@ -72,12 +72,15 @@ def parse_duration(value: str | timedelta | int | float, field: str = "duration"
         return value
     if isinstance(value, bool):
         raise ValidationError(f"{field} must be a duration such as '7d' or '12h', got a bool")
-    if isinstance(value, int | float):
-        return timedelta(seconds=float(value))
-    if isinstance(value, str):
-        m = _DURATION.match(value)
-        if m:
-            return timedelta(seconds=float(m.group(1)) * _DUR_UNITS[m.group(2).lower()])
+    try:
+        if isinstance(value, int | float):
+            return timedelta(seconds=float(value))
+        if isinstance(value, str):
+            m = _DURATION.match(value)
+            if m:
+                return timedelta(seconds=float(m.group(1)) * _DUR_UNITS[m.group(2).lower()])
+    except (OverflowError, ValueError):
+        raise ValidationError(f"{field} {value!r} is too large; use at most a few thousand years") from None
     raise ValidationError(f"{field} {value!r} is not a duration; use a number with s, m, h, d or w, e.g. '7d' or '12h'")
 
 
@@ -91,12 +94,29 @@ def resolve_expiry(value: str | datetime | timedelta | None, now: datetime, fiel
             raise ValidationError(f"{field} duration must be positive, got {value!r}")
         try:
             return fmt_ts(now + delta)
-        except OverflowError:
+        except (OverflowError, ValueError):
             raise ValidationError(f"{field} {value!r} is too far in the future (after year 9999)") from None
     dt = parse_ts(value, field)
     if dt <= now:
         raise ValidationError(f"{field} {fmt_ts(dt)} is in the past; give a future time or a duration such as '7d'")
     return fmt_ts(dt)
+
+
+def shift(now: datetime, delta: timedelta, field: str = "duration") -> datetime:
+    """``now + delta``, refusing results outside years 1..9999 with a ValidationError."""
+    try:
+        return now + delta
+    except OverflowError:
+        raise ValidationError(f"{field} reaches past the year 9999 (or before year 1); use a smaller duration") from None
+
+
+def check_limit(limit: Any) -> int | None:
+    """A result limit: None (no limit) or a whole number from 1 to 10**9."""
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10**9:
+        raise ValidationError(f"limit must be None or a whole number from 1 to 1,000,000,000, got {limit!r}")
+    return limit
 
 
 def new_id(prefix: str) -> str:

@@ -336,12 +336,17 @@ class Status:
     expiring_memories: tuple[str, ...]
     expiring_lessons: tuple[str, ...]
     schema_version: int
+    #: records whose files were missing at the last ``verify(fix=True)``
+    dangling: tuple[str, ...] = ()
+    #: records whose files changed after they were written (at the last ``verify(fix=True)``)
+    possibly_stale: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "vault_path": self.vault_path, "mind": self.mind, "actor": self.actor, "counts": self.counts,
             "pending_lessons": list(self.pending_lessons), "expiring_memories": list(self.expiring_memories),
             "expiring_lessons": list(self.expiring_lessons), "schema_version": self.schema_version,
+            "dangling": list(self.dangling), "possibly_stale": list(self.possibly_stale),
         }
 
     def __str__(self) -> str:
@@ -355,6 +360,10 @@ class Status:
             lines.append(f"  memories expiring within 7 days: {', '.join(self.expiring_memories)}")
         if self.expiring_lessons:
             lines.append(f"  approved lessons expiring within 2 days: {', '.join(self.expiring_lessons)}")
+        if self.dangling:
+            lines.append(f"  records naming files missing at HEAD: {', '.join(self.dangling)}")
+        if self.possibly_stale:
+            lines.append(f"  possibly stale (their files changed since): {', '.join(self.possibly_stale)}")
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -378,3 +387,5 @@ class PruneReport:
     def __str__(self) -> str:
         return (f"pruned: {len(self.memories_deleted)} expired memories deleted, "
                 f"{len(self.lessons_expired)} lessons marked expired, {self.sessions_cleared} old session entries cleared")
+
+    __repr__ = __str__

@@ -8,11 +8,12 @@ commits) are real JSON values. Settings travel as ``{"kind": "setting", "name": 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb._util import MAX_TEXT, check_text
+from synapse_nb._util import MAX_TEXT, MAX_TRIGGER, check_key, check_tags, check_text, fmt_ts, parse_ts
 from synapse_nb.errors import ConflictError, ValidationError
 
 if TYPE_CHECKING:
@@ -107,12 +108,17 @@ def import_lines(vault: Vault, lines: Iterable[str]) -> dict[str, int]:
         if rid in seen_ids:
             raise _fail(lineno, f"duplicate id {rid} (first on line {seen_ids[rid]})")
         seen_ids[rid] = lineno
+        try:
+            _validate_record(kind, doc)
+        except ValidationError as exc:
+            raise _fail(lineno, f"{kind} {rid}: {exc}") from None
         parsed.append((lineno, doc))
     if parsed and not header_seen:
         raise ValidationError("import: the header line {\"format\": \"synapse_nb-export\", ...} is missing; "
                               "nothing was imported")
 
     counts: dict[str, int] = {k: 0 for k in sorted(KINDS)} | {"skipped": 0, "setting": 0}
+    latest = ""
     with vault._store.transaction() as c:
         cols_by_table = {t: _columns(c, t) for t, _ in KINDS.values()}
         for lineno, doc in parsed:
@@ -157,4 +163,96 @@ def import_lines(vault: Vault, lines: Iterable[str]) -> dict[str, int]:
                                     "nothing was imported") from None
             vault._touched(kind, doc["id"])
             counts[kind] += 1
+            latest = max(latest, doc["updated_at"], doc["created_at"])
+        if latest:  # later writes must stamp after everything imported
+            c.execute("INSERT INTO meta(key, value) VALUES ('clock', ?) ON CONFLICT(key) DO UPDATE SET value = "
+                      "max(value, excluded.value)", (latest,))
     return counts
+
+
+_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
+_PREFIX = {"memory": "mem", "checkpoint": "ckp", "decision": "dec", "lesson": "les", "episode": "epi", "note": "note"}
+
+
+def _ts(doc: dict[str, Any], field: str, *, required: bool) -> None:
+    """Check an ISO 8601 timestamp and store it in the vault's fixed-width UTC form (which sorts as text)."""
+    v = doc.get(field)
+    if v is None and not required:
+        return
+    if not isinstance(v, str):
+        raise ValidationError(f"{field} {v!r} is not an ISO 8601 timestamp")
+    if not _TS.match(v):
+        try:
+            doc[field] = fmt_ts(parse_ts(v, field))
+        except (ValueError, OverflowError):
+            raise ValidationError(f"{field} {v!r} is not an ISO 8601 timestamp") from None
+
+
+def _str_list(doc: dict[str, Any], field: str) -> None:
+    v = doc.get(field)
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ValidationError(f"{field} must be a list of strings, got {v!r}")
+
+
+def _validate_record(kind: str, doc: dict[str, Any]) -> None:
+    """Check an imported record's values the way the write path checks them (fields must already match)."""
+    from synapse_nb.kinds.checkpoints import ORIGINS
+    from synapse_nb.kinds.episodes import STATUSES as EPISODE_STATUSES
+    from synapse_nb.kinds.lessons import STATUSES as LESSON_STATUSES
+    from synapse_nb.models import CATEGORIES
+    from synapse_nb.vault import _MIND
+
+    rid = doc.get("id")
+    if not isinstance(rid, str) or not re.match(rf"^{_PREFIX[kind]}_[0-9a-z]{{1,40}}$", rid):
+        raise ValidationError(f"id {rid!r} is not a {kind} id (expected '{_PREFIX[kind]}_' and lower-case hex)")
+    mind = doc.get("mind")
+    if not isinstance(mind, str) or not _MIND.match(mind):
+        raise ValidationError(f"mind {mind!r} is not a valid mind name")
+    _ts(doc, "created_at", required=True)
+    _ts(doc, "updated_at", required=True)
+    if doc.get("source") not in ("user", "agent"):
+        raise ValidationError(f"source {doc.get('source')!r} is not user or agent")
+    if kind == "memory":
+        if doc.get("category") not in CATEGORIES:
+            raise ValidationError(f"category {doc.get('category')!r} is not one of {', '.join(CATEGORIES)}")
+        if check_key(doc.get("key")) != doc.get("key"):
+            raise ValidationError(f"key {doc.get('key')!r} is not snake_case")
+        check_text(doc.get("content"), "content")
+        _str_list(doc, "tags")
+        if list(check_tags(doc["tags"])) != doc["tags"]:
+            raise ValidationError("tags must be lower-case, stripped, unique and sorted")
+        prio, ver, conf = doc.get("priority"), doc.get("verified"), doc.get("confidence")
+        if isinstance(prio, bool) or prio not in (0, 1, 2, 3):
+            raise ValidationError(f"priority {prio!r} must be 0 (critical) to 3 (low)")
+        if ver not in (0, 1) or isinstance(ver, float):
+            raise ValidationError(f"verified {ver!r} must be 0 or 1")
+        if isinstance(conf, bool) or not isinstance(conf, int | float) or not 0.0 <= conf <= 1.0:
+            raise ValidationError(f"confidence {conf!r} must be between 0 and 1")
+        _ts(doc, "expires_at", required=False)
+    elif kind == "checkpoint":
+        check_text(doc.get("doing"), "doing")
+        _str_list(doc, "changed_files")
+        if doc.get("origin") not in ORIGINS:
+            raise ValidationError(f"origin {doc.get('origin')!r} is not one of {', '.join(ORIGINS)}")
+    elif kind == "decision":
+        check_text(doc.get("decision"), "decision")
+        _str_list(doc, "tags")
+    elif kind == "lesson":
+        if doc.get("status") not in LESSON_STATUSES:
+            raise ValidationError(f"status {doc.get('status')!r} is not one of {', '.join(LESSON_STATUSES)}")
+        check_text(doc.get("summary"), "summary")
+        _str_list(doc, "files_affected")
+        for f in ("approved_at", "expires_at"):
+            _ts(doc, f, required=False)
+        if doc.get("status") == "approved" and (doc.get("approved_at") is None or doc.get("expires_at") is None):
+            raise ValidationError("an approved lesson needs approved_at and expires_at")
+    elif kind == "episode":
+        check_text(doc.get("task_key"), "task_key", multiline=False)
+        if doc.get("status") not in EPISODE_STATUSES:
+            raise ValidationError(f"status {doc.get('status')!r} is not one of {', '.join(EPISODE_STATUSES)}")
+        _str_list(doc, "refs")
+    elif kind == "note":
+        if check_key(doc.get("name"), "name") != doc.get("name"):
+            raise ValidationError(f"name {doc.get('name')!r} is not snake_case")
+        check_text(doc.get("trigger"), "trigger", max_len=MAX_TRIGGER)
+        check_text(doc.get("body"), "body")

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import synapse_nb as syn
+from synapse_nb.store.sqlite import SCHEMA_VERSION
 
 WORKERS = 4
 WRITES = 150
@@ -100,5 +101,5 @@ def test_parallel_first_open_migrates_once(tmp_path: Path) -> None:
         assert p.returncode == 0, err
     with syn.open_vault(vault_dir) as v:
         assert v._store.integrity_check() == "ok"
-        assert v.status().schema_version == 1
+        assert v.status().schema_version == SCHEMA_VERSION
         assert v.checkpoints.count() == WORKERS * 2

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import synapse_nb as syn
+from synapse_nb.store.sqlite import SCHEMA_VERSION
 
 from conftest import FakeClock
 
@@ -40,7 +41,7 @@ def test_export_is_sorted_and_stable(full: syn.Vault, tmp_path: Path) -> None:
     assert text == full.export_jsonl()
     assert text.endswith("\n")
     lines = text.splitlines()
-    assert json.loads(lines[0]) == {"format": "synapse_nb-export", "schema": 1}
+    assert json.loads(lines[0]) == {"format": "synapse_nb-export", "schema": SCHEMA_VERSION}
     docs = [json.loads(x) for x in lines[1:]]
     settings = [d for d in docs if d["kind"] == "setting"]
     assert settings == [{"kind": "setting", "name": "lesson_expiry_days", "value": 5}]

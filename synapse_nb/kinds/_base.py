@@ -7,6 +7,7 @@ import re
 import sqlite3
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from synapse_nb._util import check_limit
 from synapse_nb.errors import AmbiguousIdError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.models import Record, RecordList
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 
 R = TypeVar("R", bound=Record)
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)  # as FTS5 unicode61 splits: "_" separates words
 _ID_CHARS = re.compile(r"^[A-Za-z0-9_]+$")
 #: Most words taken from a search query (the rest are ignored).
 MAX_QUERY_TERMS = 32
@@ -52,7 +53,7 @@ class KindManager(Generic[R]):
     table: str = ""
     record_cls: type[Record] = Record
     #: ORDER BY used by list()
-    order_by: str = "created_at DESC, rowid DESC"
+    order_by: str = "created_at DESC, id DESC"
 
     def __init__(self, vault: Vault) -> None:
         self._v = vault
@@ -70,7 +71,7 @@ class KindManager(Generic[R]):
         vis, vparams = self._visible()
         sql = (f"SELECT * FROM {self.table} WHERE mind = ? AND ({vis}) AND ({where}) "
                f"ORDER BY {order or self.order_by}").replace("$", "")
-        if limit is not None:
+        if check_limit(limit) is not None:
             sql += f" LIMIT {int(limit)}"
         return self._v._store.query(sql, (self._v.mind, *vparams, *params))
 
@@ -78,21 +79,29 @@ class KindManager(Generic[R]):
               limit: int | None = None) -> RecordList[R]:
         return RecordList(self._from_row(r) for r in self._rows(where, params, order=order, limit=limit))
 
-    def resolve_id(self, id_or_prefix: str) -> str:
-        """The full id for an id or any unique prefix of one (within this kind and mind)."""
+    def resolve_id(self, id_or_prefix: str, *, exact_hidden: bool = False) -> str:
+        """The full id for an id or any unique prefix of one (within this kind and mind).
+
+        Prefixes match only records the actor may read; with ``exact_hidden`` a full id of a record the
+        actor may not read (an agent naming a pending lesson) is accepted too, but never by prefix.
+        """
         if not isinstance(id_or_prefix, str) or not id_or_prefix.strip():
             raise ValidationError(f"a {self.record_cls.kind} id must be a non-empty string, got {id_or_prefix!r}")
         ident = id_or_prefix.strip()
         if not _ID_CHARS.match(ident) or len(ident) > 64:
             raise NotFoundError(f"no {self.record_cls.kind} with id {ident!r} (ids look like "
                                 f"'{self.record_cls.prefix}_3f9a0c12be47')")
-        rows = self._v._store.query(
-            f"SELECT id FROM {self.table} WHERE mind = ? AND id >= ? AND id < ? ORDER BY id LIMIT 6",
-            (self._v.mind, ident, ident + "\U0010ffff"),
+        store = self._v._store
+        exact = store.query_one(f"SELECT id, mind FROM {self.table} WHERE id = ?", (ident,))
+        if exact is not None and exact["mind"] == self._v.mind and (
+                exact_hidden or self._visible()[0] == "1" or self._rows("$id = ?", (ident,))):
+            return ident
+        vis, vparams = self._visible()
+        rows = store.query(  # the primary key drives the range scan; mind is checked per row (+mind)
+            f"SELECT id FROM {self.table} WHERE id >= ? AND id < ? AND +mind = ? AND ({vis}) ORDER BY id LIMIT 6"
+            .replace("$", ""), (ident, ident + "\U0010ffff", self._v.mind, *vparams),
         )
         ids = [r["id"] for r in rows]
-        if ident in ids:
-            return ident
         if not ids:
             raise NotFoundError(f"no {self.record_cls.kind} with id or id prefix {ident!r} in mind {self._v.mind!r}")
         if len(ids) > 1:
@@ -103,7 +112,7 @@ class KindManager(Generic[R]):
 
     def get(self, id: str) -> R:
         """The record with this id (or unique id prefix)."""
-        full = self.resolve_id(id)
+        full = self.resolve_id(id, exact_hidden=True)
         rows = self._rows("id = ?", (full,))
         if not rows:
             raise PermissionDeniedError(f"{self.record_cls.kind} {full} is not readable by the {self._v.actor} actor")
@@ -122,8 +131,8 @@ class KindManager(Generic[R]):
 
     def _search(self, q: str, *, where: str = "1", params: tuple[Any, ...] = (), limit: int = 50,
                 order_tail: str = "") -> RecordList[R]:
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-            raise ValidationError(f"limit must be a positive integer, got {limit!r}")
+        if limit is None or check_limit(limit) is None:
+            raise ValidationError(f"limit must be a whole number from 1 to 1,000,000,000, got {limit!r}")
         match = fts_query(q)
         if match is None:
             return self._list(where, params, limit=limit)

@@ -62,8 +62,8 @@ class Checkpoints(KindManager[Checkpoint]):
             origin = "agent"
         branch, commit = self._v._git_head()
         cid = new_id("ckp")
-        ts = self._v._now_ts()
         with self._v._store.transaction() as c:
+            ts = self._v._stamp(c)
             c.execute(
                 "INSERT INTO checkpoints(id, mind, branch, commit_sha, doing, changed_files, next_step, blockers, "
                 "origin, source, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -104,4 +104,5 @@ class Checkpoints(KindManager[Checkpoint]):
             return self._list(limit=limit)
         if not isinstance(branch, str):
             raise ValidationError(f"branch must be a branch name, got {type(branch).__name__}")
+        branch = check_text(branch, "branch", max_len=255, multiline=False)
         return self._list("$branch = ?", (branch,), limit=limit)

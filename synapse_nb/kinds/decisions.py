@@ -42,8 +42,8 @@ class Decisions(KindManager[Decision]):
         tag_t = check_tags(tags)
         branch, commit = self._v._git_head()
         did = new_id("dec")
-        ts = self._v._now_ts()
         with self._v._store.transaction() as c:
+            ts = self._v._stamp(c)
             c.execute(
                 "INSERT INTO decisions(id, mind, decision, rationale, tags, branch, commit_sha, source, created_at, "
                 "updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -65,6 +65,7 @@ class Decisions(KindManager[Decision]):
 
     def by_tag(self, tag: str) -> RecordList[Decision]:
         """Decisions carrying this tag (case-insensitive), newest first."""
+        check_text(tag, "tag", max_len=64, multiline=False)
         return self.search("", tag=tag, limit=1_000_000)
 
     def delete(self, id: str) -> Decision:

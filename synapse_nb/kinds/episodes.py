@@ -40,19 +40,24 @@ class Episodes(KindManager[Episode]):
     def log(self, task_key: str, *, status: str = "unknown", outcome: str | None = None, refs: Any = None,
             duration_s: float | None = None) -> Episode:
         """Record a run of ``task_key``. The returned episode's ``prior`` / ``warning`` name the previous run."""
-        task_key = check_text(task_key, "task_key", max_len=MAX_SHORT, multiline=False).strip()
+        task_key = self._key(task_key)
         status = check_choice(status, "status", STATUSES)
         outcome = check_optional_text(outcome, "outcome")
         refs_t = check_files(refs, "refs")
         if duration_s is not None:
             if isinstance(duration_s, bool) or not isinstance(duration_s, int | float) or not duration_s >= 0:
                 raise ValidationError(f"duration_s must be a non-negative number of seconds, got {duration_s!r}")
-            duration_s = float(duration_s)
+            try:
+                duration_s = float(duration_s)
+            except OverflowError:
+                raise ValidationError("duration_s is too large to represent") from None
+            if duration_s == float("inf"):
+                raise ValidationError("duration_s must be finite")
         eid = new_id("epi")
-        ts = self._v._now_ts()
         with self._v._store.transaction() as c:
+            ts = self._v._stamp(c)
             prior_row = c.execute("SELECT * FROM episodes WHERE mind = ? AND task_key = ? "
-                                  "ORDER BY created_at DESC, rowid DESC LIMIT 1", (self._v.mind, task_key)).fetchone()
+                                  "ORDER BY created_at DESC, id DESC LIMIT 1", (self._v.mind, task_key)).fetchone()
             c.execute("INSERT INTO episodes(id, mind, task_key, status, outcome, refs, duration_s, source, created_at, "
                       "updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
                       (eid, self._v.mind, task_key, status, outcome, dumps(list(refs_t)), duration_s, self._v.actor,
@@ -64,11 +69,15 @@ class Episodes(KindManager[Episode]):
 
     def last(self, task_key: str) -> Episode | None:
         """The most recent run of ``task_key``, or ``None`` when it never ran."""
-        rows = self._rows("$task_key = ?", (check_text(task_key, "task_key", max_len=MAX_SHORT),), limit=1)
+        rows = self._rows("$task_key = ?", (self._key(task_key),), limit=1)
         return self._from_row(rows[0]) if rows else None
 
     def history(self, task_key: str | None = None, *, limit: int | None = 50) -> RecordList[Episode]:
         """Past runs, newest first; all tasks, or one ``task_key``."""
         if task_key is None:
             return self._list(limit=limit)
-        return self._list("$task_key = ?", (check_text(task_key, "task_key", max_len=MAX_SHORT),), limit=limit)
+        return self._list("$task_key = ?", (self._key(task_key),), limit=limit)
+
+    @staticmethod
+    def _key(task_key: Any) -> str:
+        return check_text(task_key, "task_key", max_len=MAX_SHORT, multiline=False).strip()

@@ -45,7 +45,7 @@ class Lessons(KindManager[Lesson]):
 
     table = "lessons"
     record_cls = Lesson
-    order_by = "created_at DESC, rowid DESC"
+    order_by = "created_at DESC, id DESC"
 
     def _visible(self) -> tuple[str, tuple[Any, ...]]:
         if self._v.actor == "agent":  # agents see approved, unexpired lessons only
@@ -82,23 +82,18 @@ class Lessons(KindManager[Lesson]):
         """
         summary = check_text(summary, "summary", max_len=MAX_TEXT)
         files_t = check_files(files, "files")
-        branch = check_optional_text(branch, "branch", max_len=255)
-        if revert_commit is not None and not (isinstance(revert_commit, dict) and isinstance(revert_commit.get("sha"), str)):
-            raise ValidationError("revert_commit must be a dict with at least a 'sha' string")
-        if not isinstance(reverted_commits, list | tuple) or not all(isinstance(x, dict) for x in reverted_commits):
+        if branch is not None:
+            branch = check_text(branch, "branch", max_len=255, multiline=False).strip() or None
+        if revert_commit is not None:
+            revert_commit = _check_commit(revert_commit, "revert_commit")
+        if not isinstance(reverted_commits, list | tuple):
             raise ValidationError("reverted_commits must be a list of dicts (sha, subject, author, date)")
-        stats = []
-        for row in diffstat or ():
-            try:
-                path, added, deleted = row
-                stats.append([check_text(path, "diffstat path", max_len=1024),
-                              None if added is None else int(added), None if deleted is None else int(deleted)])
-            except (TypeError, ValueError):
-                raise ValidationError("diffstat rows must be (path, added, deleted)") from None
+        reverted_commits = [_check_commit(x, "reverted_commits item") for x in reverted_commits]
+        stats = _check_diffstat(diffstat)
         lid = new_id("les")
-        ts = self._v._now_ts()
         revert_sha = revert_commit["sha"] if revert_commit else None
         with self._v._store.transaction() as c:
+            ts = self._v._stamp(c)
             if revert_sha and c.execute("SELECT 1 FROM lessons WHERE mind = ? AND revert_sha = ?",
                                         (self._v.mind, revert_sha)).fetchone():
                 raise ConflictError(f"a lesson for revert {revert_sha[:12]} already exists in mind {self._v.mind!r}")
@@ -128,7 +123,7 @@ class Lessons(KindManager[Lesson]):
             raise PermissionDeniedError(f"an agent may not list {status} lessons; only approved lessons are shown "
                                         "to agents (a pending lesson is reached by id, to submit an analysis)")
         return self._list(f"{_EFFECTIVE} = ?", (self._v._now_ts(), status), order=(
-            "approved_at DESC, rowid DESC" if status == "approved" else None), limit=limit)
+            "approved_at DESC, id DESC" if status == "approved" else None), limit=limit)
 
     def pending(self) -> RecordList[Lesson]:
         """Lessons waiting for a human decision (user actor only)."""
@@ -144,13 +139,17 @@ class Lessons(KindManager[Lesson]):
 
     # -- human decisions ------------------------------------------------------------------------------------
     def approve(self, id: str, *, text: str | None = None, expiry_days: int | None = None) -> Lesson:
-        """Approve a pending lesson, or re-approve an expired one (user actor only).
+        """Approve a pending lesson, or re-approve an expired one (user actor only; an in-force lesson is a
+        :class:`ConflictError`).
 
         The lesson text becomes ``text`` if given, else the submitted analysis if any, else the draft
         summary. It stays in force for ``expiry_days`` (default: the vault's ``lesson_expiry_days``).
         """
         self._require_user("approve a lesson")
         les = self.get(id)
+        if les.status == "approved":
+            raise ConflictError(f"lesson {les.id} is already approved and in force until {les.expires_at}; "
+                                "only pending or expired lessons can be approved")
         lesson_text = check_optional_text(text, "text") or les.lesson_text or les.analysis or les.summary
         days = self.expiry_days if expiry_days is None else expiry_days
         if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 3650:
@@ -159,7 +158,7 @@ class Lessons(KindManager[Lesson]):
         with self._v._store.transaction() as c:
             c.execute("UPDATE lessons SET status = 'approved', lesson_text = ?, approved_at = ?, expires_at = ?, "
                       "updated_at = ? WHERE id = ?",
-                      (lesson_text, fmt_ts(now), fmt_ts(now + timedelta(days=days)), fmt_ts(now), les.id))
+                      (lesson_text, fmt_ts(now), fmt_ts(now + timedelta(days=days)), self._v._stamp(c), les.id))
             self._v._touched("lesson", les.id)
         return self.get(les.id)
 
@@ -182,13 +181,16 @@ class Lessons(KindManager[Lesson]):
         the same way and the updated lesson is returned.
         """
         text = check_text(text, "analysis", max_len=MAX_TEXT)
-        full = self.resolve_id(id)
+        full = self.resolve_id(id, exact_hidden=True)  # an agent names a pending lesson by its full id only
         with self._v._store.transaction() as c:
-            row = c.execute("SELECT status FROM lessons WHERE id = ?", (full,)).fetchone()
+            row = c.execute("SELECT status, analysis_by FROM lessons WHERE id = ?", (full,)).fetchone()
             if row["status"] != "pending" and self._v.actor == "agent":
                 raise ConflictError(f"lesson {full} is {row['status']}; an agent may only analyse pending lessons")
+            if self._v.actor == "agent" and row["analysis_by"] == "user":
+                raise PermissionDeniedError(f"lesson {full} already has an analysis written by the user; an agent "
+                                            "may not replace it")
             c.execute("UPDATE lessons SET analysis = ?, analysis_by = ?, updated_at = ? WHERE id = ?",
-                      (text, self._v.actor, self._v._now_ts(), full))
+                      (text, self._v.actor, self._v._stamp(c), full))
             self._v._touched("lesson", full)
         return None if self._v.actor == "agent" else self.get(full)
 
@@ -232,3 +234,45 @@ class Lessons(KindManager[Lesson]):
 
 def _commit_dict(ci: Any) -> dict[str, Any]:
     return {"sha": ci.sha, "subject": ci.subject, "author": ci.author, "date": ci.date}
+
+
+_COMMIT_KEYS = ("sha", "subject", "author", "date")
+
+
+def _check_commit(value: Any, field: str) -> dict[str, Any]:
+    """A commit description: a dict with a non-empty ``sha`` and optional subject/author/date text."""
+    if not isinstance(value, dict):
+        raise ValidationError(f"{field} must be a dict with keys {', '.join(_COMMIT_KEYS)}, got {type(value).__name__}")
+    unknown = sorted(str(k) for k in value if k not in _COMMIT_KEYS)
+    if unknown:
+        raise ValidationError(f"{field} has unknown keys {unknown}; accepted: {', '.join(_COMMIT_KEYS)}")
+    out: dict[str, Any] = {}
+    for key in _COMMIT_KEYS:
+        v = value.get(key)
+        if v is None and key != "sha":
+            out[key] = None
+            continue
+        out[key] = check_text(v, f"{field}.{key}", max_len=1024, multiline=False).strip()
+    if not out["sha"]:
+        raise ValidationError(f"{field}.sha must not be empty")
+    return out
+
+
+def _check_diffstat(diffstat: Any) -> list[list[Any]]:
+    """Rows of (path, added, deleted): counts are whole numbers >= 0 or None (binary files)."""
+    if diffstat is None:
+        return []
+    if isinstance(diffstat, str | bytes) or not isinstance(diffstat, list | tuple):
+        raise ValidationError("diffstat must be a list of (path, added, deleted) rows")
+    stats = []
+    for row in diffstat:
+        if not isinstance(row, list | tuple) or len(row) != 3:
+            raise ValidationError(f"diffstat rows must be (path, added, deleted), got {row!r}")
+        path, added, deleted = row
+        counts = []
+        for n in (added, deleted):
+            if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 10**9):
+                raise ValidationError(f"diffstat counts must be whole numbers >= 0 or None, got {n!r}")
+            counts.append(n)
+        stats.append([check_text(path, "diffstat path", max_len=1024, multiline=False), *counts])
+    return stats

@@ -16,6 +16,7 @@ from synapse_nb._util import (
     new_id,
     parse_duration,
     resolve_expiry,
+    shift,
     shorten,
 )
 from synapse_nb.errors import PermissionDeniedError, ValidationError
@@ -34,7 +35,10 @@ _UNSET: Any = object()
 def _check_confidence(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValidationError(f"confidence must be a number between 0 and 1, got {value!r}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:
+        raise ValidationError(f"confidence must be between 0 and 1, got a number too large to represent") from None
     if not 0.0 <= value <= 1.0 or value != value:
         raise ValidationError(f"confidence must be between 0 and 1, got {value!r}")
     return value
@@ -56,7 +60,7 @@ class Memories(KindManager[Memory]):
 
     table = "memories"
     record_cls = Memory
-    order_by = "priority ASC, updated_at DESC, rowid DESC"
+    order_by = "priority ASC, updated_at DESC, id DESC"
 
     def _from_row(self, r: sqlite3.Row) -> Memory:
         return Memory(
@@ -115,38 +119,45 @@ class Memories(KindManager[Memory]):
             raise PermissionDeniedError(f"an agent's confidence is at most {AGENT_MAX_CONFIDENCE}, got {conf}")
         now = self._v._now()
         exp = _UNSET if expires is None else resolve_expiry(expires, now, "expires")
-        ts = fmt_ts(now)
         store = self._v._store
         with store.transaction() as c:
+            ts = self._v._stamp(c)
             row = c.execute("SELECT * FROM memories WHERE mind = ? AND category = ? AND key = ?",
                             (self._v.mind, category, key)).fetchone()
             if row is None:
-                mid = new_id("mem")
+                mem = Memory(id=new_id("mem"), mind=self._v.mind, created_at=ts, updated_at=ts, category=category,
+                             key=key, content=content, tags=tag_t or (), priority=PRIORITIES[2 if prio is None else prio],
+                             source=src, verified=ver, confidence=conf, expires_at=None if exp is _UNSET else exp)
                 c.execute(
                     "INSERT INTO memories(id, mind, category, key, content, tags, priority, source, verified, "
                     "confidence, expires_at, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (mid, self._v.mind, category, key, content, dumps(list(tag_t or ())),
-                     2 if prio is None else prio, src, int(ver), conf, None if exp is _UNSET else exp, ts, ts),
+                    (mem.id, mem.mind, category, key, content, dumps(list(mem.tags)), _PRIO_RANK[mem.priority], src,
+                     int(ver), conf, mem.expires_at, ts, ts),
                 )
             else:
                 existing = self._from_row(row)
                 self._require_owner(existing, "overwrite")
-                mid = existing.id
+                mem = Memory(id=existing.id, mind=existing.mind, created_at=existing.created_at, updated_at=ts,
+                             category=category, key=key, content=content,
+                             tags=existing.tags if tag_t is None else tag_t,
+                             priority=existing.priority if prio is None else PRIORITIES[prio], source=src,
+                             verified=ver, confidence=conf,
+                             expires_at=existing.expires_at if exp is _UNSET else exp)
                 c.execute(
                     "UPDATE memories SET content = ?, tags = ?, priority = ?, source = ?, verified = ?, "
                     "confidence = ?, expires_at = ?, updated_at = ? WHERE id = ?",
-                    (content, dumps(list(existing.tags if tag_t is None else tag_t)),
-                     row["priority"] if prio is None else prio, src, int(ver), conf,
-                     existing.expires_at if exp is _UNSET else exp, ts, mid),
+                    (content, dumps(list(mem.tags)), _PRIO_RANK[mem.priority], src, int(ver), conf, mem.expires_at,
+                     ts, mem.id),
                 )
-            self._v._touched("memory", mid)
-        return self.get(mid)
+            self._v._touched("memory", mem.id)
+        return mem
 
     def update(self, id: str, *, content: str | None = None, tags: Any = None, priority: str | None = None,
                confidence: float | None = None, expires: Any = _UNSET) -> Memory:
         """Change fields of a memory by id; fields left as ``None`` are kept. ``expires=None`` clears expiry.
 
-        An agent may only update its own (source agent) memories.
+        An agent may only update its own (source agent) memories, and its edit makes the memory
+        unverified again (confidence at most 0.7) even if a human had verified it.
         """
         mem = self.get(id)
         self._require_owner(mem, "update")
@@ -154,15 +165,19 @@ class Memories(KindManager[Memory]):
         new_tags = mem.tags if tags is None else check_tags(tags)
         new_prio = mem.priority if priority is None else check_choice(priority, "priority", PRIORITIES)
         new_conf = mem.confidence if confidence is None else _check_confidence(confidence)
-        if self._v.actor == "agent" and new_conf > AGENT_MAX_CONFIDENCE:
-            raise PermissionDeniedError(f"an agent's confidence is at most {AGENT_MAX_CONFIDENCE}, got {new_conf}")
+        new_verified = mem.verified
+        if self._v.actor == "agent":
+            if confidence is not None and new_conf > AGENT_MAX_CONFIDENCE:
+                raise PermissionDeniedError(f"an agent's confidence is at most {AGENT_MAX_CONFIDENCE}, got {new_conf}")
+            new_conf = min(new_conf, AGENT_MAX_CONFIDENCE)
+            new_verified = False  # an agent's edit is a proposal, whatever a human had verified before
         now = self._v._now()
         new_exp = mem.expires_at if expires is _UNSET else resolve_expiry(expires, now, "expires")
         with self._v._store.transaction() as c:
-            c.execute("UPDATE memories SET content = ?, tags = ?, priority = ?, confidence = ?, expires_at = ?, "
-                      "updated_at = ? WHERE id = ?",
-                      (new_content, dumps(list(new_tags)), _PRIO_RANK[new_prio], new_conf, new_exp, fmt_ts(now),
-                       mem.id))
+            c.execute("UPDATE memories SET content = ?, tags = ?, priority = ?, confidence = ?, verified = ?, "
+                      "expires_at = ?, updated_at = ? WHERE id = ?",
+                      (new_content, dumps(list(new_tags)), _PRIO_RANK[new_prio], new_conf, int(new_verified), new_exp,
+                       self._v._stamp(c), mem.id))
             self._v._touched("memory", mem.id)
         return self.get(mem.id)
 
@@ -173,7 +188,7 @@ class Memories(KindManager[Memory]):
         conf = mem.confidence if confidence is None else _check_confidence(confidence)
         with self._v._store.transaction() as c:
             c.execute("UPDATE memories SET verified = 1, confidence = ?, updated_at = ? WHERE id = ?",
-                      (conf, self._v._now_ts(), mem.id))
+                      (conf, self._v._stamp(c), mem.id))
             self._v._touched("memory", mem.id)
         return self.get(mem.id)
 
@@ -240,6 +255,7 @@ class Memories(KindManager[Memory]):
 
     def by_tag(self, tag: str, *, include_expired: bool = False) -> RecordList[Memory]:
         """Memories carrying this tag (case-insensitive), by priority then recency."""
+        check_text(tag, "tag", max_len=64, multiline=False)
         return self.search("", tag=tag, include_expired=include_expired, limit=1_000_000)
 
     def expiring(self, within: str | timedelta = "7d") -> RecordList[Memory]:
@@ -247,7 +263,7 @@ class Memories(KindManager[Memory]):
         delta = parse_duration(within, "within")
         now = self._v._now()
         return self._list("expires_at IS NOT NULL AND expires_at > ? AND expires_at <= ?",
-                          (fmt_ts(now), fmt_ts(now + delta)), order="expires_at ASC, id ASC")
+                          (fmt_ts(now), fmt_ts(shift(now, delta, "within"))), order="expires_at ASC, id ASC")
 
     def recall_text(self, *, limit: int | None = None) -> str:
         """The plain-text summary an LLM reads: counts, then entries by priority then recency.

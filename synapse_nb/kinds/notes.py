@@ -38,8 +38,8 @@ class Notes(KindManager[Note]):
         name = check_key(name, "name")
         trigger = check_text(trigger, "trigger", max_len=MAX_TRIGGER)
         body = check_text(body, "body", max_len=MAX_TEXT)
-        ts = self._v._now_ts()
         with self._v._store.transaction() as c:
+            ts = self._v._stamp(c)
             row = c.execute("SELECT * FROM notes WHERE mind = ? AND name = ?", (self._v.mind, name)).fetchone()
             if row is None:
                 nid = new_id("note")

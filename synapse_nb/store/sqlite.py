@@ -20,6 +20,7 @@ processes (a kernel, the CLI, an agent's MCP server, a git hook) share it.
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import sqlite3
 import threading
@@ -32,7 +33,7 @@ from synapse_nb.errors import SchemaError, StoreError, SynapseError
 
 __all__ = ["LOCK_TIMEOUT_S", "SCHEMA_VERSION", "Store"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: How long a writer waits for another process's write lock before giving up, in seconds.
 LOCK_TIMEOUT_S = 60.0
 
@@ -265,9 +266,25 @@ def _fts_ddl() -> str:
     return "\n".join(parts)
 
 
+_V2_FLAGS = """
+CREATE TABLE flags(
+    rid TEXT NOT NULL,
+    mind TEXT NOT NULL,
+    flag TEXT NOT NULL CHECK (flag IN ('dangling', 'stale')),
+    detail TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (rid, flag)
+) WITHOUT ROWID;
+CREATE INDEX flags_mind ON flags(mind);
+""" + "".join(
+    f"CREATE TRIGGER {t}_ad_flags AFTER DELETE ON {t} BEGIN DELETE FROM flags WHERE rid = old.id; END;\n"
+    for t in ("memories", "checkpoints", "decisions", "lessons", "episodes", "notes"))
+
 #: Forward migrations: MIGRATIONS[v] upgrades a vault from version v to v + 1.
+#: v1: every kind, FTS5, tags, gate vocabulary, index outbox. v2: ``flags`` (dangling / stale marks from verify).
 MIGRATIONS: dict[int, str] = {
     0: _TABLES_V1 + _fts_ddl(),
+    1: _V2_FLAGS,
 }
 
 
@@ -295,14 +312,16 @@ class Store:
         self._lock = threading.RLock()
         self._depth = 0
         self._after_commit: list[Any] = []
+        self._on_rollback: list[Any] = []
         #: incremented after every commit through this connection (PRAGMA data_version only sees others')
         self.write_gen = 0
         try:
             if not readonly:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            uri = f"file:{self.path}?mode=ro" if readonly else f"file:{self.path}"
-            self._conn = sqlite3.connect(uri, uri=True, timeout=LOCK_TIMEOUT_S, isolation_level=None,
-                                         check_same_thread=False)
+                if not os.access(self.path.parent, os.W_OK):
+                    raise StoreError(f"the vault folder {self.path.parent} is read-only; open it with "
+                                     "open_vault(..., readonly=True) to read it (CLI: SYNAPSE_READONLY=1)")
+            self._conn = self._connect(readonly)
             self._conn.row_factory = sqlite3.Row
             self._conn.execute("PRAGMA busy_timeout = 10000")
             self._conn.execute("PRAGMA foreign_keys = ON")
@@ -322,6 +341,23 @@ class Store:
         except OSError as exc:
             self.close()
             raise StoreError(f"cannot open the vault database {self.path}: {exc}") from exc
+
+    def _connect(self, readonly: bool) -> sqlite3.Connection:
+        kw: dict[str, Any] = {"uri": True, "timeout": LOCK_TIMEOUT_S, "isolation_level": None,
+                              "check_same_thread": False}
+        if not readonly:
+            return sqlite3.connect(f"file:{self.path}", **kw)
+        if not self.path.is_file():
+            raise StoreError(f"there is no vault database at {self.path} to open read-only")
+        conn = sqlite3.connect(f"file:{self.path}?mode=ro", **kw)
+        try:
+            conn.execute("PRAGMA user_version").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            # a WAL database in a folder nobody can write: SQLite cannot create the -shm file. Nobody can
+            # change it either, so reading it as immutable is safe.
+            conn.close()
+            return sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", **kw)
 
     # -- schema ---------------------------------------------------------------------------------------------
     @property
@@ -395,6 +431,9 @@ class Store:
                 with contextlib.suppress(sqlite3.Error):
                     self._conn.execute("ROLLBACK")
                 self._after_commit.clear()
+                rollbacks, self._on_rollback = self._on_rollback, []
+                for cb in rollbacks:
+                    cb()
                 if isinstance(exc, sqlite3.OperationalError) and ("disk" in str(exc).lower()
                                                                  or "readonly" in str(exc).lower()
                                                                  or "read-only" in str(exc).lower()):
@@ -405,6 +444,7 @@ class Store:
             finally:
                 self._depth = 0
             self.write_gen += 1
+            self._on_rollback = []
             callbacks, self._after_commit = self._after_commit, []
         for cb in callbacks:
             cb()
@@ -415,6 +455,11 @@ class Store:
             self._after_commit.append(callback)
         else:
             callback()
+
+    def on_rollback(self, callback: Any) -> None:
+        """Run ``callback()`` if the current outermost transaction rolls back."""
+        if self._depth:
+            self._on_rollback.append(callback)
 
     @property
     def in_transaction(self) -> bool:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 #: Errors pinned by a strict-xfail test (core_bugs.md); the load tests count them apart until they are fixed.
-KNOWN_RACES = ("recall: IndexError: list index out of range",)  # core bug 12
+KNOWN_RACES: tuple[str, ...] = ()  # errors tolerated as known races: none (core bug 12 is fixed)
 #: Kinds a worker writes, and the operations it mixes in (weights).
 WRITE_OPS = ("memory", "agent_memory", "checkpoint", "decision", "lesson", "episode", "note", "update", "delete")
 READ_OPS = ("recall", "search", "sync", "status")

@@ -202,7 +202,6 @@ def test_read_only_folder_refuses_writes_with_one_clear_line(vault_dir: Path) ->
     assert (vault_dir / "synapse.db").read_bytes() == before
 
 
-@pytest.mark.xfail(strict=True, reason="core bug 13 in core_bugs.md")
 def test_read_only_folder_can_be_read_with_readonly_true(vault_dir: Path) -> None:
     proc, before = _run_on_read_only_folder(vault_dir, _RO_FOLDER_RO)
     assert proc.returncode == 0, proc.stderr[-2000:]

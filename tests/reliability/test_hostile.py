@@ -79,11 +79,9 @@ MUTATIONS = {  # user calls that may change the vault when the input is valid
 }
 
 
-_XF = pytest.mark.xfail(strict=True, reason="core bug 14 in core_bugs.md")
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_XF) if n in ("settings.get", "memories.list limit") else n
-                                  for n in sorted(READS)])
+@pytest.mark.parametrize("name", sorted(READS))
 def test_fuzz_reads_answer_or_refuse_and_change_nothing(world: dict[str, Any], name: str) -> None:
     v = world["v"]
     before = v.export_jsonl()
@@ -101,8 +99,7 @@ def test_fuzz_reads_answer_or_refuse_and_change_nothing(world: dict[str, Any], n
     run()
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_XF) if n == "settings.set name" else n
-                                  for n in sorted(MUTATIONS)])
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
 def test_fuzz_user_mutations_refused_calls_change_nothing(world: dict[str, Any], name: str) -> None:
     v, ids = world["v"], world["ids"]
     real = {v2 for v2 in ids.values()}
@@ -244,7 +241,6 @@ def test_hostile_import_refused_whole(world: dict[str, Any], tmp_path: Path, cas
     target.close()
 
 
-@pytest.mark.xfail(strict=True, reason="core bug 15 in core_bugs.md")
 @pytest.mark.parametrize("name,x", [("checkpoints.list", "\ud800"), ("recall session", "\ud800"),
                                     ("memories.expiring", 86400000000000.0)])
 def test_fuzz_findings_at_200_examples(world: dict[str, Any], name: str, x: Any) -> None:
