@@ -588,19 +588,38 @@ def memory_prune(
 @memory_app.command("verify")
 def memory_verify(
     ctx: typer.Context,
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Memory id or unique prefix.")],
+    memory_id: Annotated[str | None, typer.Argument(metavar="[ID]", help="Memory id or unique prefix to mark "
+                                                    "verified; without it, check every file reference.")] = None,
     confidence: Annotated[float | None, typer.Option("--confidence", min=0.0, max=1.0, help="Set the confidence too.")] = None,
+    fix: Annotated[bool, typer.Option("--fix", help="Follow renames in lessons and checkpoints and mark dangling "
+                                                    "and possibly stale records.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Mark a memory (typically an agent's proposal) as verified by you.
+    """Verify: with ID, mark that memory (typically an agent's proposal) verified by you; without ID, check
+    every file a lesson, checkpoint, decision or memory refers to against git HEAD (dangling references,
+    renames, records whose files changed since they were written). Exit code 1 when something is off.
 
     Examples:
 
         synapse-nb memory verify mem_3f9a
 
         synapse-nb memory verify mem_3f9a --confidence 0.9
+
+        synapse-nb memory verify            # check file references against HEAD
+
+        synapse-nb memory verify --fix      # follow renames, mark dangling and stale records
     """
-    m = _open(ctx).memories.verify(memory_id, confidence=confidence)
+    v = _open(ctx)
+    if memory_id is None:
+        report = v.verify(fix=fix)
+        if as_json:
+            _echo_json(report.to_dict())
+        else:
+            typer.echo(str(report))
+        if not report.ok and not fix:
+            raise typer.Exit(1)
+        return
+    m = v.memories.verify(memory_id, confidence=confidence)
     _print_record(m, as_json, f"verified {m.id} {m.category}/{m.key}")
 
 
@@ -765,16 +784,12 @@ def recall_eval(
 
         synapse-nb recall eval datasets/locomo --json
     """
-    import synapse_nb.eval as ev
+    from synapse_nb.eval import run_locomo_eval
 
-    fn = next((getattr(ev, n) for n in ("run_recall_eval", "run_locomo_eval", "evaluate_locomo")
-               if hasattr(ev, n)), None)
-    if fn is None:
-        _fail("the LoCoMo recall eval is not available in this build (synapse_nb.eval has no run_recall_eval)")
     kwargs: dict[str, Any] = {}
     if conversations is not None:
-        kwargs["conversations"] = conversations
-    out = fn(path, **kwargs)
+        kwargs["conversations"] = list(range(conversations))  # the first N, by position in the file
+    out = run_locomo_eval(path, **kwargs)
     out = out.to_dict() if hasattr(out, "to_dict") else out
     if as_json:
         _echo_json(out)

@@ -7,7 +7,7 @@ Magics (``%magic?`` shows each one's full help)::
     %recall QUERY [--session S | --all] [--budget N] [--explain]
     %%decision [--tags a,b]            first line = decision, the rest = rationale
     %remember CATEGORY KEY CONTENT [--tags a,b] [--priority high] [--expires 30d]
-    %memory status | search Q | expiring [--within 7d] | prune | verify ID
+    %memory status | search Q | expiring [--within 7d] | prune | verify [ID] [--fix]
     %%episode TASK_KEY                 run the cell, log the run (success/failure, duration)
     %lessons                           the LessonReview widget: approve or reject lessons from reverts
     %synapse                           which vault, mind, actor and settings are in use
@@ -433,6 +433,7 @@ class SynapseMagics(Magics):
     @argument("--within", default="7d", help="expiring: how far ahead (default 7d)")
     @argument("--tag", help="search: only memories with this tag")
     @argument("--category", help="search: only this category")
+    @argument("--fix", action="store_true", help="verify without ID: follow renames, mark dangling/stale records")
     @line_magic
     @_usage_errors
     def memory(self, line: str = "") -> Any:
@@ -447,6 +448,8 @@ class SynapseMagics(Magics):
             %memory expiring --within 14d
             %memory prune                     # delete expired memories, mark expired lessons
             %memory verify mem_3f9a           # a human confirms an agent's memory
+            %memory verify                    # check every file reference against git HEAD
+            %memory verify --fix              # follow renames, mark dangling and possibly stale records
         """
         args = _parse(self.memory, line)
         v = self.vault
@@ -460,8 +463,11 @@ class SynapseMagics(Magics):
         if args.action == "prune":
             print(v.prune())
             return None
-        if not rest or len(args.rest) != 1:
-            raise UsageError("%memory verify needs exactly one memory id (or unique prefix), e.g. %memory verify mem_3f9a")
+        if not rest:
+            return v.verify(fix=args.fix)
+        if len(args.rest) != 1:
+            raise UsageError("%memory verify takes one memory id (or unique prefix), e.g. %memory verify mem_3f9a, "
+                             "or nothing to check file references")
         return v.memories.verify(rest)
 
     # -- %%episode ----------------------------------------------------------------------------------------

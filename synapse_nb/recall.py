@@ -17,12 +17,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import logging
 import re
 import threading
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -149,6 +151,9 @@ class RecallExplanation(list[_Row]):
         return pl.DataFrame(self.to_dicts(), schema={"kind": pl.String, "id": pl.String, "score": pl.Float64,
                                                       "matched": pl.String, "kept": pl.Boolean, "bar": pl.String,
                                                       "reason": pl.String})
+
+    def __repr__(self) -> str:
+        return str(self)
 
     def __str__(self) -> str:
         if not self:
@@ -288,6 +293,7 @@ class Recaller:
         self._cache: _Pool = _Pool([])
         self._count_key: Any = None
         self._count = 0
+        self._stale_cache: dict[tuple[Any, ...], tuple[str, ...]] = {}
 
     @property
     def scorer(self) -> Any:
@@ -396,7 +402,8 @@ class Recaller:
                 raise ValidationError(f"budget_tokens must be a whole number >= 0, got {budget_tokens!r}")
             bars = replace(bars, budget_tokens=budget_tokens)
         if session is not None:
-            if not isinstance(session, str) or not session.strip() or len(session) > 200 or _CTRL.search(session):
+            # isprintable() is False for control characters and lone surrogates alike
+            if not isinstance(session, str) or not session.strip() or len(session) > 200 or not session.isprintable():
                 raise ValidationError("session must be a non-empty printable string of at most 200 characters")
         if path not in ("auto", "exhaustive", "index"):
             raise ValidationError(f"path {path!r} is not accepted; use auto, exhaustive or index")
@@ -427,6 +434,7 @@ class Recaller:
 
         rows, kept = self._gate(query, pool, exact, bars, file_refs, now)
         kept, rows = self._delta(session, kept, rows, now)
+        kept = self._annotate(kept)
         text, shown_lessons = self._assemble(query, kept, lessons, session, now)
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
                       nothing_new=not kept, path=used, bars=bars, _explain=tuple(rows))
@@ -493,6 +501,9 @@ class Recaller:
                 continue
             matched = batch.matched(int(i)) + tuple(extra.get(int(i), ()))
             rec = self._materialize(c)
+            if rec is None:  # deleted by another process since the candidates were read
+                rows.append(_Row(c.kind, c.id, score, (), False, "gone", "deleted meanwhile"))
+                continue
             line = _line(rec)
             cost = estimate_tokens(line)
             if used_tokens + cost > bars.budget_tokens:
@@ -520,11 +531,54 @@ class Recaller:
                            line=lines[i][1], record=lines[i][0]) for i, score, matched in kept_idx]
         return rows, kept
 
-    def _materialize(self, c: _Cand) -> Record:
+    def _materialize(self, c: _Cand) -> Record | None:
         manager = {"memory": self._v.memories, "decision": self._v.decisions, "checkpoint": self._v.checkpoints,
                    "episode": self._v.episodes, "note": self._v.notes}[c.kind]
         rows = manager._rows("$id = ?", (c.id,))
-        return manager._from_row(rows[0])
+        return manager._from_row(rows[0]) if rows else None
+
+    def _annotate(self, kept: list[RecallItem]) -> list[RecallItem]:
+        """Mark kept items whose files changed since they were written, or were missing at the last verify."""
+        if not kept:
+            return kept
+        from synapse_nb.follow import paths_in_text, stale_commits
+
+        v = self._v
+        flagged = {r["rid"]: r["detail"] for r in v._store.query(
+            f"SELECT rid, detail FROM flags WHERE flag = 'dangling' AND rid IN ({','.join('?' * len(kept))})",
+            tuple(k.id for k in kept))}
+        stale: dict[str, tuple[str, ...]] = {}
+        if v.repo is not None:
+            head = v._git_head()[1]
+            todo = []
+            for k in kept:
+                if k.kind not in ("memory", "decision"):
+                    continue
+                key = (head, k.id, k.record.updated_at)
+                if key in self._stale_cache:
+                    if self._stale_cache[key]:
+                        stale[k.id] = self._stale_cache[key]
+                    continue
+                rec = k.record
+                text = rec.content if isinstance(rec, Memory) else f"{rec.decision} {rec.rationale or ''}"
+                todo.append((key, paths_in_text(text)))
+            if todo:
+                found = stale_commits(v, [(key[1], key[2], paths) for key, paths in todo])
+                for key, _ in todo:
+                    self._stale_cache[key] = found.get(key[1], ())
+                    if found.get(key[1]):
+                        stale[key[1]] = found[key[1]]
+        if not flagged and not stale:
+            return kept
+        out = []
+        for k in kept:
+            line = k.line
+            if k.id in stale:
+                line += f" [possibly stale: its files changed in {', '.join(s[:7] for s in stale[k.id][:5])}]"
+            if k.id in flagged:
+                line += f" [files missing at HEAD: {', '.join(json.loads(flagged[k.id]))}]"
+            out.append(replace(k, line=line))
+        return out
 
     def _delta(self, session: str | None, kept: list[RecallItem], rows: list[_Row],
                now: str) -> tuple[list[RecallItem], list[_Row]]:
@@ -605,6 +659,7 @@ class VaultIndex:
     def __init__(self, vault: Vault) -> None:
         self._v = vault
         self._idx: Any = None
+        self._thread_lock = threading.RLock()
 
     @property
     def path(self) -> Any:
@@ -637,11 +692,38 @@ class VaultIndex:
     def _expected(self) -> dict[str, str]:
         return {r.id: r.digest for r in self._rows_for(None)}
 
+    @contextlib.contextmanager
+    def _mutating(self) -> Iterator[None]:
+        """Hold the vault-wide index lock: one process at a time reads the outbox and writes the index.
+
+        Without it, two syncs (or a rebuild and a sync) interleave read-outbox / read-rows / write-index
+        and an older snapshot can overwrite a newer one with the outbox already emptied.
+        """
+        import fcntl
+
+        with self._thread_lock:
+            if self._v._store.readonly:
+                yield
+                return
+            self._v.path.mkdir(parents=True, exist_ok=True)
+            with open(self._v.path / "index.lock", "a+") as fh:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(fh, fcntl.LOCK_UN)
+
     def sync(self) -> int:
         """Apply pending changes from the outbox to the index; returns how many records were applied."""
+        if not self._v._store.query_one("SELECT 1 FROM index_outbox LIMIT 1") and self.raw.exists():
+            return 0  # nothing pending: no lock needed
+        with self._mutating():
+            return self._sync_locked()
+
+    def _sync_locked(self) -> int:
         store = self._v._store
         if not self.raw.exists():
-            self.rebuild()
+            self._rebuild_locked()
             return 0
         applied = 0
         while True:
@@ -665,6 +747,10 @@ class VaultIndex:
 
     def rebuild(self, *, progress: bool = False) -> int:
         """Drop the index and rebuild it from SQLite; returns the number of rows written."""
+        with self._mutating():
+            return self._rebuild_locked(progress=progress)
+
+    def _rebuild_locked(self, *, progress: bool = False) -> int:
         store = self._v._store
         mark = store.query_one("SELECT coalesce(max(seq), 0) FROM index_outbox")[0]
         total = int(store.query_one("SELECT count(*) FROM gate_docs")[0])
@@ -676,10 +762,10 @@ class VaultIndex:
 
     def check(self, *, repair: bool = False) -> DriftReport:
         """Compare the index with SQLite (rows missing, stale or extra); with ``repair``, fix the drift."""
-        expected = self._expected()
         if repair:
-            return self.raw.repair(lambda ids: self._rows_for(list(ids)), expected)
-        return self.raw.check(expected)
+            with self._mutating():
+                return self.raw.repair(lambda ids: self._rows_for(list(ids)), self._expected())
+        return self.raw.check(self._expected())
 
     def search(self, query: str, *, k: int = 200, kinds: Any = None, mode: str = "hybrid") -> list[Any]:
         """Candidate hits for ``query`` in this mind (after applying the outbox)."""

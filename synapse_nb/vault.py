@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
-from synapse_nb._util import Clock, fmt_ts, parse_duration, utcnow
+from synapse_nb._util import Clock, fmt_ts, parse_duration, parse_ts, shift, utcnow
 from synapse_nb.errors import PermissionDeniedError, ValidationError
 from synapse_nb.kinds.checkpoints import Checkpoints
 from synapse_nb.kinds.decisions import Decisions
@@ -75,7 +75,7 @@ class Settings:
         self._v = vault
 
     def _check_name(self, name: str) -> None:
-        if name not in SETTINGS:
+        if not isinstance(name, str) or name not in SETTINGS:
             raise ValidationError(f"unknown setting {name!r}; known settings: {', '.join(sorted(SETTINGS))}")
 
     def get(self, name: str) -> Any:
@@ -220,6 +220,21 @@ class Vault:
     def _now_ts(self) -> str:
         return fmt_ts(self._clock())
 
+    def _stamp(self, c: Any) -> str:
+        """The write timestamp for the current transaction: now, or 1 µs after the vault's last stamp.
+
+        Stamps are strictly increasing per vault across processes (they are taken under the write lock),
+        so records never tie on ``created_at``/``updated_at`` and every listing has one order, the same
+        in an imported copy.
+        """
+        now = self._now_ts()
+        row = c.execute("SELECT value FROM meta WHERE key = 'clock'").fetchone()
+        if row is not None and row[0] >= now:
+            now = fmt_ts(parse_ts(row[0]) + timedelta(microseconds=1))
+        c.execute("INSERT INTO meta(key, value) VALUES ('clock', ?) ON CONFLICT(key) DO UPDATE SET value = "
+                  "excluded.value", (now,))
+        return now
+
     def _git_head(self) -> tuple[str | None, str | None]:
         repo = self.repo
         if repo is None:
@@ -258,6 +273,7 @@ class Vault:
         first = not self._changed
         self._changed[(kind, rid)] = deleted
         if first:
+            self._store.on_rollback(self._changed.clear)  # rolled-back ids are never reported
             self._store.after_commit(self._flush_changes)
 
     def _flush_changes(self) -> None:
@@ -332,6 +348,31 @@ class Vault:
             self._index = VaultIndex(self)
         return self._index
 
+    # -- memory follows the code -------------------------------------------------------------------------
+    def verify(self, *, fix: bool = False) -> Any:
+        """Check every file a lesson, checkpoint, decision or memory refers to against git HEAD.
+
+        Reports dangling references (missing files), renames git knows, and records that name files
+        changed by commits made after they were written (possibly stale). With ``fix`` (user only),
+        lesson and checkpoint file lists follow the renames and records are marked, so recall and
+        status show the marks. Returns a :class:`synapse_nb.follow.VerifyReport`.
+
+        >>> print(v.verify())  # doctest: +SKIP
+        verified 12 file references: 1 dangling, 0 renamed, 0 records possibly stale
+          missing   checkpoint ckp_3f9a0c12be47: src/old_auth.py
+        """
+        from synapse_nb.follow import verify
+
+        return verify(self, fix=fix)
+
+    def flags(self) -> dict[str, dict[str, Any]]:
+        """Marks left by ``verify(fix=True)``: {id: {"dangling": [paths], "stale": [shas]}}."""
+        out: dict[str, dict[str, Any]] = {}
+        for r in self._store.query("SELECT rid, flag, detail FROM flags WHERE mind = ? ORDER BY rid, flag",
+                                   (self.mind,)):
+            out.setdefault(r["rid"], {})[r["flag"]] = json.loads(r["detail"])
+        return out
+
     # -- status, prune ------------------------------------------------------------------------------------
     def status(self) -> Status:
         """Counts per kind and state, pending lessons, and what expires soon."""
@@ -361,8 +402,11 @@ class Vault:
         les_soon = tuple(r["id"] for r in q(
             "SELECT id FROM lessons WHERE mind = ? AND status = 'approved' AND expires_at > ? AND expires_at <= ? "
             "ORDER BY expires_at, id", (m, ts, fmt_ts(now + timedelta(days=2)))))
+        flags = self.flags()
         return Status(vault_path=str(self.path), mind=m, actor=self.actor, counts=counts, pending_lessons=pending,
-                      expiring_memories=expiring, expiring_lessons=les_soon, schema_version=self._store.schema_version)
+                      expiring_memories=expiring, expiring_lessons=les_soon, schema_version=self._store.schema_version,
+                      dangling=tuple(sorted(r for r, f in flags.items() if "dangling" in f)),
+                      possibly_stale=tuple(sorted(r for r, f in flags.items() if "stale" in f)))
 
     def prune(self, *, sessions_older_than: str | timedelta = "30d") -> PruneReport:
         """Delete expired memories, mark expired lessons, forget old per-session delta state (user only)."""
@@ -381,8 +425,9 @@ class Vault:
                 "SELECT id FROM lessons WHERE mind = ? AND status = 'approved' AND expires_at <= ? ORDER BY id",
                 (self.mind, ts)))
             c.execute("UPDATE lessons SET status = 'expired', updated_at = ? WHERE mind = ? AND status = 'approved' "
-                      "AND expires_at <= ?", (ts, self.mind, ts))
-            cur = c.execute("DELETE FROM session_seen WHERE mind = ? AND seen_at < ?", (self.mind, fmt_ts(now - age)))
+                      "AND expires_at <= ?", (self._stamp(c), self.mind, ts))
+            cur = c.execute("DELETE FROM session_seen WHERE mind = ? AND seen_at < ?",
+                            (self.mind, fmt_ts(shift(now, -age, "sessions_older_than"))))
             sessions = cur.rowcount
             for i in mem_ids:
                 self._touched("memory", i, deleted=True)

@@ -237,7 +237,8 @@ def test_memory_status_search_expiring_prune_verify(ip: TestingShell) -> None:
         ip.run_cell("%memory prune")
     assert out.stdout.startswith("pruned: 0 expired memories deleted")
     assert "mem_000000" in _usage(ip, "%memory verify mem_000000")
-    _usage(ip, "%memory verify")
+    assert "not inside a git repository" in _usage(ip, "%memory verify")  # no id: check file refs (needs git)
+    _usage(ip, "%memory verify mem_a mem_b")
     _usage(ip, "%memory expiring --within soon")
 
 

@@ -1,0 +1,98 @@
+"""Memory follows the code: verify (dangling, renamed, --fix), staleness in recall and status, migration to v2."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+import synapse_nb as syn
+from synapse_nb.follow import paths_in_text
+from synapse_nb.gitscope.testing import ScratchRepo
+
+
+@pytest.fixture()
+def repo(tmp_path):
+    r = ScratchRepo.init(tmp_path / "proj")
+    r.commit_file("src/auth.py", "a\n", "auth")
+    r.commit_file("src/pay.py", "p\n", "pay")
+    r.commit_file("README.md", "r\n", "readme")
+    return r
+
+
+def _clock_after_commits(repo):
+    """A vault clock just after the scratch repo's latest fake commit date (it ticks 60 s per git call)."""
+    from datetime import UTC, datetime
+
+    at = datetime.fromtimestamp(1_700_000_000 + repo._tick * 60 + 30, tz=UTC)
+    return lambda: at
+
+
+def _git(repo, *args):
+    return repo.git(*args)
+
+
+def test_paths_in_text():
+    assert paths_in_text("Refactor src/auth.py, then README.md; see http://x.org/a and v1.5") == (
+        "README.md", "src/auth.py")
+    assert paths_in_text("nothing here, 3.14 and e.g. and etc.") == ()
+    assert paths_in_text("../../etc/passwd and /etc/shadow") == ()
+
+
+def test_verify_reports_dangling_and_renamed_and_fix_follows_renames(repo):
+    v = syn.open_vault(repo.root, clock=_clock_after_commits(repo))
+    ckp = v.checkpoint("auth work", files=["src/auth.py", "src/gone.py"])
+    les = v.lessons.create("Reverted pay retries", files=["src/pay.py"])
+    _git(repo, "mv", "src/pay.py", "src/payments.py")
+    _git(repo, "commit", "-qm", "rename pay")
+    report = v.verify()
+    assert [(r.id, r.path) for r in report.dangling] == [(ckp.id, "src/gone.py")]
+    assert [(r.id, r.path, r.renamed_to) for r in report.renamed] == [(les.id, "src/pay.py", "src/payments.py")]
+    assert not report.ok and "src/gone.py" in str(report)
+    assert v.lessons.get(les.id).files_affected == ("src/pay.py",)  # report only: nothing changed
+    fixed = v.verify(fix=True)
+    assert fixed.fixed
+    assert v.lessons.get(les.id).files_affected == ("src/payments.py",)
+    assert v.flags() == {ckp.id: {"dangling": ["src/gone.py"]}}
+    assert ckp.id in v.status().dangling
+    assert "files missing at HEAD: src/gone.py" in v.recall("auth work").text
+    with pytest.raises(syn.PermissionDeniedError):
+        v.as_agent().verify(fix=True)
+
+
+def test_staleness_flags_memories_whose_files_changed_after(repo):
+    v = syn.open_vault(repo.root, clock=_clock_after_commits(repo))
+    m = v.remember("knowledge", "auth_design", "src/auth.py validates JWT tokens with the shared secret")
+    assert "possibly stale" not in v.recall("how does auth validate JWT tokens").text
+    sha = repo.commit_file("src/auth.py", "b\n", "change auth")
+    text = v.recall("how does auth validate JWT tokens").text
+    assert f"possibly stale: its files changed in {sha[:7]}" in text
+    assert v.verify().stale == {m.id: (sha,)}
+    v.verify(fix=True)
+    assert m.id in v.status().possibly_stale
+
+
+def test_verify_outside_git_says_why(tmp_path):
+    v = syn.open_vault(tmp_path)
+    with pytest.raises(syn.GitError, match="not inside a git repository"):
+        v.verify()
+
+
+def test_v1_vault_migrates_to_v2_keeping_records(tmp_path):
+    from synapse_nb.store import sqlite as store
+
+    path = tmp_path / "old" / "synapse.db"
+    path.parent.mkdir()
+    conn = sqlite3.connect(path)
+    for stmt in store._split_sql(store.MIGRATIONS[0]):
+        conn.execute(stmt)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("INSERT INTO notes(id, mind, name, trigger, body, source, created_at, updated_at) VALUES "
+                 "('note_0123456789ab', 'default', 'n', 't', 'b', 'user', '2026-01-01T00:00:00.000000Z', "
+                 "'2026-01-01T00:00:00.000000Z')")
+    conn.commit()
+    conn.close()
+    v = syn.open_vault(path.parent)
+    assert v._store.schema_version == 2
+    assert v.notes.expand("n") == "b"
+    assert v.flags() == {}
