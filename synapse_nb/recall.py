@@ -300,7 +300,8 @@ class Recaller:
         if self._scorer is None:
             from synapse_nb.gate.scorer import CorpusScorer
 
-            self._scorer = CorpusScorer()
+            # room for every document of the exhaustive path (20k by default) plus index candidates
+            self._scorer = CorpusScorer(cache_size=50_000)
         return self._scorer
 
     # -- candidates ----------------------------------------------------------------------------------------
@@ -369,7 +370,10 @@ class Recaller:
         ids: dict[str, list[str]] = {}
         for h in hits:
             ids.setdefault(h.kind, []).append(h.id)
-        for rid in exact:
+        # exact tag/key matches join the candidates too, but at most k of them: a common tag can sit on
+        # thousands of records. Those matching the most query tags/keys come first, then by id.
+        best_exact = sorted(exact, key=lambda rid: (-len(exact[rid]), rid))[:k]
+        for rid in best_exact:
             ids.setdefault(_KIND_OF_PREFIX[rid.split("_", 1)[0]], []).append(rid)
         return self._fetch(ids)
 
