@@ -344,16 +344,37 @@ class Recaller:
         out.sort(key=lambda c: c.id)
         return _Pool(out)
 
-    def _exact(self, words: list[str]) -> dict[str, list[str]]:
-        """id -> exact matches ("#tag", "key:name") for records whose tag, key or note name the query names."""
+    def _exact(self, words: list[str], *, rids: list[str] | None = None,
+               max_per_tag: int | None = None) -> dict[str, list[str]]:
+        """id -> exact matches ("#tag", "key:name") for records whose tag, key or note name the query names.
+
+        ``rids`` restricts the answer to those records; ``max_per_tag`` leaves out tags carried by more
+        records than that (a tag on thousands of records identifies nothing; its word is in the indexed
+        text anyway).
+        """
         v = self._v
         out: dict[str, list[str]] = {}
         if not words:
             return out
         ph = ",".join("?" * len(words))
-        for r in v._store.query(f"SELECT rid, tag FROM tags WHERE mind = ? AND tag IN ({ph}) ORDER BY rid, tag",
-                                (v.mind, *words)):
-            out.setdefault(r["rid"], []).append(f"#{r['tag']}")
+        tag_words = words
+        if max_per_tag is not None:
+            tag_words = [r["tag"] for r in v._store.query(
+                f"SELECT tag, count(*) AS n FROM tags WHERE tag IN ({ph}) AND mind = ? GROUP BY tag ORDER BY tag",
+                (*words, v.mind)) if r["n"] <= max_per_tag]
+        if rids is not None:
+            for start in range(0, len(rids), 500):
+                chunk = rids[start:start + 500]
+                for r in v._store.query(
+                        f"SELECT rid, tag FROM tags WHERE rid IN ({','.join('?' * len(chunk))}) AND tag IN ({ph}) "
+                        f"AND mind = ? ORDER BY rid, tag", (*chunk, *words, v.mind)):
+                    out.setdefault(r["rid"], []).append(f"#{r['tag']}")
+        elif tag_words:
+            tph = ",".join("?" * len(tag_words))
+            for r in v._store.query(f"SELECT rid, tag FROM tags WHERE mind = ? AND tag IN ({tph}) ORDER BY rid, tag",
+                                    (v.mind, *tag_words)):
+                out.setdefault(r["rid"], []).append(f"#{r['tag']}")
+        wanted = set(rids or ())
         keys = sorted({"_".join(words[i:j]) for i in range(len(words))
                        for j in range(i + 1, min(len(words), i + 6) + 1)})
         for start in range(0, len(keys), 400):
@@ -362,16 +383,18 @@ class Recaller:
             for table, col in (("memories", "key"), ("notes", "name")):
                 for r in v._store.query(f"SELECT id, {col} AS name FROM {table} WHERE mind = ? AND {col} IN ({kph})",
                                         (v.mind, *chunk)):
-                    out.setdefault(r["id"], []).append(f"key:{r['name']}")
+                    if rids is None or r["id"] in wanted:
+                        out.setdefault(r["id"], []).append(f"key:{r['name']}")
         return out
 
-    def _index_candidates(self, query: str, exact: dict[str, list[str]], k: int) -> _Pool:
+    def _index_candidates(self, query: str, words: list[str], k: int) -> _Pool:
         hits = self._v.index.search(query, k=k)
         ids: dict[str, list[str]] = {}
         for h in hits:
             ids.setdefault(h.kind, []).append(h.id)
-        # exact tag/key matches join the candidates too, but at most k of them: a common tag can sit on
-        # thousands of records. Those matching the most query tags/keys come first, then by id.
+        # records whose key or a rare tag the query names join the candidates too, at most k of them
+        # (those matching the most query tags/keys first, then by id)
+        exact = self._exact(words, max_per_tag=k)
         best_exact = sorted(exact, key=lambda rid: (-len(exact[rid]), rid))[:k]
         for rid in best_exact:
             ids.setdefault(_KIND_OF_PREFIX[rid.split("_", 1)[0]], []).append(rid)
@@ -417,7 +440,7 @@ class Recaller:
         lessons = self._banner_lessons(cur_branch)
 
         words = sorted({w for w in _WORD.findall(query[:2000].lower()) if len(w) <= 64})
-        exact = self._exact(words) if query.strip() else {}
+        exact: dict[str, list[str]] = {}
         if not query.strip():
             pool = _Pool([])
             used = "none"
@@ -427,14 +450,16 @@ class Recaller:
                 used = "exhaustive" if self._n_candidates() <= bars.exhaustive_max else "index"
             if used == "index":
                 try:
-                    pool = self._index_candidates(query, exact, bars.index_k)
+                    pool = self._index_candidates(query, words, bars.index_k)
+                    exact = self._exact(words, rids=[c.id for c in pool.cands])
                 except (IndexError_, StoreError, OSError) as exc:
                     warnings.warn(f"synapse_nb: the retrieval index is unusable ({exc}); recall scored the vault "
                                   "directly. Run `synapse-nb index rebuild` to restore it.", stacklevel=3)
                     used = "exhaustive (index unusable)"
                     pool = self._all_candidates()
-            else:
-                pool = self._all_candidates()
+            if used != "index":
+                pool = self._all_candidates() if used != "none" else pool
+                exact = self._exact(words)
 
         rows, kept = self._gate(query, pool, exact, bars, file_refs, now)
         kept, rows = self._delta(session, kept, rows, now)
@@ -677,24 +702,29 @@ class VaultIndex:
             self._idx = RetrievalIndex(self.path)
         return self._idx
 
-    def _rows_for(self, ids: list[str] | None) -> list[IndexRow]:
+    @staticmethod
+    def _row(r: Any) -> IndexRow:
         from synapse_nb.store.index import IndexRow
 
+        return IndexRow(id=r["id"], kind=r["kind"], mind=r["mind"], text=r["text"],
+                        digest=digest([r["text"], r["expires_at"]]), updated_at=r["updated_at"],
+                        expires_at=r["expires_at"])
+
+    def _rows_for(self, ids: list[str]) -> list[IndexRow]:
         store = self._v._store
-        if ids is None:
-            rows = store.query("SELECT * FROM gate_candidates ORDER BY id")
-        else:
-            rows = []
-            for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
-                rows += store.query(f"SELECT * FROM gate_candidates WHERE id IN ({','.join('?' * len(chunk))})",
-                                    tuple(chunk))
-        return [IndexRow(id=r["id"], kind=r["kind"], mind=r["mind"], text=r["text"],
-                         digest=digest([r["text"], r["expires_at"]]), updated_at=r["updated_at"],
-                         expires_at=r["expires_at"]) for r in rows]
+        rows = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            rows += store.query(f"SELECT * FROM gate_candidates WHERE id IN ({','.join('?' * len(chunk))})",
+                                tuple(chunk))
+        return [self._row(r) for r in rows]
+
+    def _all_rows(self) -> Iterator[IndexRow]:
+        """Every index row, streamed (a 1M-record vault is never held in memory at once)."""
+        return (self._row(r) for r in self._v._store.iter_query("SELECT * FROM gate_candidates ORDER BY id"))
 
     def _expected(self) -> dict[str, str]:
-        return {r.id: r.digest for r in self._rows_for(None)}
+        return {r.id: r.digest for r in self._all_rows()}
 
     @contextlib.contextmanager
     def _mutating(self) -> Iterator[None]:
@@ -758,7 +788,7 @@ class VaultIndex:
         store = self._v._store
         mark = store.query_one("SELECT coalesce(max(seq), 0) FROM index_outbox")[0]
         total = int(store.query_one("SELECT count(*) FROM gate_docs")[0])
-        n = self.raw.rebuild(self._rows_for(None), total=total, progress=progress)
+        n = self.raw.rebuild(self._all_rows(), total=total, progress=progress)
         if not store.readonly:
             with store.transaction() as c:
                 c.execute("DELETE FROM index_outbox WHERE seq <= ?", (mark,))

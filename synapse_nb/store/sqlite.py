@@ -475,6 +475,19 @@ class Store:
                     raise
                 raise StoreError(f"reading the vault {self.path} failed: {exc}") from exc
 
+    def iter_query(self, sql: str, params: Any = (), *, size: int = 5000) -> Iterator[sqlite3.Row]:
+        """Rows of a query, fetched ``size`` at a time (for scans too large to hold at once).
+
+        The connection is held by this thread until the iterator is exhausted or closed.
+        """
+        with self._lock:
+            cur = self._conn.execute(sql, params)
+            try:
+                while rows := cur.fetchmany(size):
+                    yield from rows
+            finally:
+                cur.close()
+
     def query_one(self, sql: str, params: Any = ()) -> sqlite3.Row | None:
         rows = self.query(sql, params)
         return rows[0] if rows else None
