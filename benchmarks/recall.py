@@ -144,9 +144,21 @@ def measure(path: Path, size: int, n_queries: int) -> dict:
         v.index.sync()
         ups.append((time.perf_counter() - t) * 1000)
     res["incremental_sync_p50_ms"] = statistics.median(ups)
-    res["recall_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    res["recall_peak_rss_mb"] = _peak_rss_mb()
     v.close()
     return res
+
+
+def _peak_rss_mb() -> float:
+    """This process's own peak RSS: VmHWM (Linux keeps ru_maxrss across fork/exec, so a child would report
+    its parent's peak); ru_maxrss elsewhere."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def main() -> None:
