@@ -24,19 +24,30 @@ import logging
 import re
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import digest, estimate_tokens, shorten
 from synapse_nb.errors import IndexError_, QueryError, StoreError, ValidationError
-from synapse_nb.models import PRIORITIES, Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
+from synapse_nb.models import (
+    PRIORITIES,
+    TABLES,
+    Checkpoint,
+    Decision,
+    Episode,
+    Lesson,
+    Memory,
+    Note,
+    Record,
+    kind_of_id,
+)
 
 if TYPE_CHECKING:
     from synapse_nb.store.index import DriftReport, IndexRow
     from synapse_nb.vault import Vault
 
-__all__ = ["BANNER", "Bars", "Recall", "RecallExplanation", "RecallItem", "VaultIndex"]
+__all__ = ["BANNER", "Bars", "Recall", "RecallExplanation", "RecallItem", "VaultIndex", "banner_text"]
 
 log = logging.getLogger("synapse_nb.recall")
 
@@ -46,8 +57,6 @@ BANNER = "APPROVED SYSTEM MEMORY — CRITICAL: ADHERE"
 KIND_ORDER = ("memory", "decision", "checkpoint", "episode", "note")
 _GROUP_TITLES = {"memory": "Memories", "decision": "Decisions", "checkpoint": "Checkpoints",
                  "episode": "Past runs", "note": "Notes (fetch the body with vault.notes.expand(name))"}
-_TABLES = {"memory": "memories", "decision": "decisions", "checkpoint": "checkpoints", "episode": "episodes",
-           "note": "notes"}
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _WORD = re.compile(r"\w+")
 #: Longest query accepted, in characters (the gate analyses only the first 2,000).
@@ -232,7 +241,6 @@ class _Pool:
         self.expiring = [i for i, c in enumerate(cands) if c.expires_at is not None]
 
 
-_KIND_OF_PREFIX = {"mem": "memory", "dec": "decision", "ckp": "checkpoint", "epi": "episode", "note": "note"}
 #: Most rows in ``Recall.explain()``.
 MAX_EXPLAIN = 200
 
@@ -272,6 +280,17 @@ def _line(rec: Record) -> str:
     if isinstance(rec, Note):
         return f"- {rec.name}: {shorten(rec.trigger, 300)}"
     return f"- {rec.summary_line()}"
+
+
+def banner_text(lessons: Sequence[Lesson]) -> str:
+    """The approved-lesson banner that heads a recall, for these lessons ("" when there are none).
+
+    >>> banner_text([])
+    ''
+    """
+    if not lessons:
+        return ""
+    return "\n".join([BANNER, *(_lesson_block(i, les) for i, les in enumerate(lessons, 1))])
 
 
 def _lesson_block(i: int, les: Lesson) -> str:
@@ -337,7 +356,7 @@ class Recaller:
             for start in range(0, len(ids), 500):
                 chunk = ids[start:start + 500]
                 rows = v._store.query(
-                    f"SELECT t.id, t.updated_at, {exp} AS expires_at, g.body FROM {_TABLES[kind]} t "
+                    f"SELECT t.id, t.updated_at, {exp} AS expires_at, g.body FROM {TABLES[kind]} t "
                     f"JOIN gate_docs g ON g.rid = t.id WHERE +t.mind = ? AND t.id IN ({','.join('?' * len(chunk))})",
                     (v.mind, *chunk))
                 out += [_Cand(kind, r["id"], r["updated_at"], r["expires_at"], r["body"]) for r in rows]
@@ -397,7 +416,7 @@ class Recaller:
         exact = self._exact(words, max_per_tag=k)
         best_exact = sorted(exact, key=lambda rid: (-len(exact[rid]), rid))[:k]
         for rid in best_exact:
-            ids.setdefault(_KIND_OF_PREFIX[rid.split("_", 1)[0]], []).append(rid)
+            ids.setdefault(kind_of_id(rid) or "", []).append(rid)
         return self._fetch(ids)
 
     # -- word statistics -----------------------------------------------------------------------------------
@@ -436,47 +455,33 @@ class Recaller:
             raise ValidationError(f"path {path!r} is not accepted; use auto, exhaustive or index")
         file_refs = check_files(files, "files")
         now = v._now_ts()
-        cur_branch = v._git_head()[0] if branch is None else str(branch)
-        lessons = self._banner_lessons(cur_branch)
+        lessons = list(v.lessons.in_force(v._git_head()[0] if branch is None else str(branch)))
 
         words = sorted({w for w in _WORD.findall(query[:2000].lower()) if len(w) <= 64})
-        exact: dict[str, list[str]] = {}
-        if not query.strip():
-            pool = _Pool([])
-            used = "none"
-        else:
-            used = path
-            if path == "auto":
-                used = "exhaustive" if self._n_candidates() <= bars.exhaustive_max else "index"
-            if used == "index":
-                try:
-                    pool = self._index_candidates(query, words, bars.index_k)
-                    exact = self._exact(words, rids=[c.id for c in pool.cands])
-                except (IndexError_, StoreError, OSError) as exc:
-                    warnings.warn(f"synapse_nb: the retrieval index is unusable ({exc}); recall scored the vault "
-                                  "directly. Run `synapse-nb index rebuild` to restore it.", stacklevel=3)
-                    used = "exhaustive (index unusable)"
-                    pool = self._all_candidates()
-            if used != "index":
-                pool = self._all_candidates() if used != "none" else pool
-                exact = self._exact(words)
-
+        pool, exact, used = self._candidates(query, words, bars, path)
         rows, kept = self._gate(query, pool, exact, bars, file_refs, now)
         kept, rows = self._delta(session, kept, rows, now)
         kept = self._annotate(kept)
-        text, shown_lessons = self._assemble(query, kept, lessons, session, now)
+        text = self._assemble(query, kept, lessons, session, now)
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
                       nothing_new=not kept, path=used, bars=bars, _explain=tuple(rows))
 
-    def _banner_lessons(self, branch: str | None) -> list[Lesson]:
-        les = list(self._v.lessons.approved())
-        if self._v.repo is None and branch is None:  # outside git there is no branch to scope by
-            keep = les
-        else:
-            default = self._v._default_branch()
-            keep = [x for x in les if x.branch is None or x.branch in {branch, default}]
-        keep.sort(key=lambda x: (x.approved_at or "", x.id), reverse=True)
-        return keep
+    def _candidates(self, query: str, words: list[str], bars: Bars,
+                    path: str) -> tuple[_Pool, dict[str, list[str]], str]:
+        """(candidates, exact tag/key matches by id, the path that ran) for a query."""
+        if not query.strip():
+            return _Pool([]), {}, "none"
+        if path == "auto":
+            path = "exhaustive" if self._n_candidates() <= bars.exhaustive_max else "index"
+        if path == "index":
+            try:
+                pool = self._index_candidates(query, words, bars.index_k)
+                return pool, self._exact(words, rids=[c.id for c in pool.cands]), "index"
+            except (IndexError_, StoreError, OSError) as exc:
+                warnings.warn(f"synapse_nb: the retrieval index is unusable ({exc}); recall scored the vault "
+                              "directly. Run `synapse-nb index rebuild` to restore it.", stacklevel=4)
+                path = "exhaustive (index unusable)"
+        return self._all_candidates(), self._exact(words), path
 
     def _gate(self, query: str, pool: _Pool, exact: dict[str, list[str]], bars: Bars, files: tuple[str, ...],
               now: str) -> tuple[list[_Row], list[RecallItem]]:
@@ -579,6 +584,8 @@ class Recaller:
         stale: dict[str, tuple[str, ...]] = {}
         if v.repo is not None:
             head = v._git_head()[1]
+            if self._stale_cache and next(iter(self._stale_cache))[0] != head:
+                self._stale_cache.clear()  # a new HEAD invalidates every entry: keeps a long-lived process bounded
             todo = []
             for k in kept:
                 if k.kind not in ("memory", "decision"):
@@ -636,7 +643,7 @@ class Recaller:
             log.warning("could not record what session %s has seen: %s", session, exc)
 
     def _assemble(self, query: str, kept: list[RecallItem], lessons: list[Lesson], session: str | None,
-                  now: str) -> tuple[str, list[Lesson]]:
+                  now: str) -> str:
         parts: list[str] = []
         if lessons:
             shown_before: set[str] = set()
@@ -646,13 +653,11 @@ class Recaller:
                     f"({','.join('?' * len(lessons))})", (self._v.mind, session, *[x.id for x in lessons]))}
                 shown_before = {x.id for x in lessons if seen.get(x.id) == x.digest}
             new = [x for x in lessons if x.id not in shown_before]
-            block = [BANNER]
-            for i, les in enumerate(new, 1):
-                block.append(_lesson_block(i, les))
+            block = banner_text(new) or BANNER
             if shown_before:
                 ids = ", ".join(x.id for x in lessons if x.id in shown_before)
-                block.append(f"(still in force, shown earlier in this session: {ids})")
-            parts.append("\n".join(block))
+                block += f"\n(still in force, shown earlier in this session: {ids})"
+            parts.append(block)
             if session is not None:
                 self._mark_seen(session, [(x.id, x.digest) for x in new], now)
         q = shorten(query, 120)
@@ -670,7 +675,7 @@ class Recaller:
                 block.append(f"## {_GROUP_TITLES[kind]}")
                 block.extend(k.line for k in group)
             parts.append("\n".join(block))
-        return "\n\n".join(parts), lessons
+        return "\n\n".join(parts)
 
 
 def _priority(rec: Record) -> int:
@@ -806,6 +811,3 @@ class VaultIndex:
         self.sync()
         return self.raw.search(query, mind=self._v.mind, kinds=kinds, now=self._v._now_ts(), k=k, mode=mode)
 
-
-def as_json(recall: Recall) -> str:
-    return json.dumps(recall.to_dict(), sort_keys=True, ensure_ascii=False)

@@ -96,3 +96,17 @@ def test_v1_vault_migrates_to_v2_keeping_records(tmp_path):
     assert v._store.schema_version == 2
     assert v.notes.expand("n") == "b"
     assert v.flags() == {}
+
+
+def test_lessons_in_force_are_scoped_to_current_and_default_branch(repo):
+    v = syn.open_vault(repo.root, clock=_clock_after_commits(repo))
+    ids = {}
+    for name, branch in (("main", "main"), ("feature", "feature"), ("other", "other"), ("none", None)):
+        les = v.lessons.create(f"Reverted {name}", branch=branch)
+        ids[name] = v.lessons.approve(les.id).id
+    on_main = {x.id for x in v.lessons.in_force()}
+    assert on_main == {ids["main"], ids["none"]}
+    repo.git("checkout", "-q", "-b", "feature")
+    assert {x.id for x in v.lessons.in_force()} == {ids["main"], ids["feature"], ids["none"]}
+    assert "Reverted feature" in v.recall("anything").text and "Reverted other" not in v.recall("anything").text
+    assert {x.id for x in v.lessons.in_force("other")} == {ids["main"], ids["other"], ids["none"]}

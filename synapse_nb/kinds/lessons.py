@@ -26,6 +26,7 @@ from synapse_nb.models import Lesson, RecordList
 __all__ = ["STATUSES", "Lessons"]
 
 STATUSES = ("pending", "approved", "expired")
+_CURRENT: Any = object()
 _EFFECTIVE = "(CASE WHEN $status = 'approved' AND $expires_at <= ? THEN 'expired' ELSE $status END)"
 
 
@@ -132,6 +133,21 @@ class Lessons(KindManager[Lesson]):
     def approved(self) -> RecordList[Lesson]:
         """Approved lessons still in force, most recently approved first (these head every recall)."""
         return self.list(status="approved")
+
+    def in_force(self, branch: Any = _CURRENT) -> RecordList[Lesson]:
+        """The approved lessons that head every recall on ``branch`` (default: the current git branch).
+
+        Those of that branch, of the default branch (origin's HEAD, else main, else master) and those
+        with no branch; outside git, every approved lesson. Most recently approved first.
+        """
+        if branch is _CURRENT:
+            branch = self._v._git_head()[0]
+        les = list(self.approved())
+        if self._v.repo is not None or branch is not None:  # outside git there is no branch to scope by
+            default = self._v._default_branch()
+            les = [x for x in les if x.branch is None or x.branch in {branch, default}]
+        les.sort(key=lambda x: (x.approved_at or "", x.id), reverse=True)
+        return RecordList(les)
 
     def expired(self) -> RecordList[Lesson]:
         """Approved lessons whose time ran out; they can be re-approved."""

@@ -32,6 +32,7 @@ from mcp.types import CallToolResult, TextContent
 from synapse_nb._util import estimate_tokens
 from synapse_nb._version import __version__
 from synapse_nb.errors import SynapseError, ValidationError
+from synapse_nb.recall import banner_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb._util import Clock
@@ -113,19 +114,6 @@ class _Handle:
         return self._vault
 
 
-def _banner(lessons: Any) -> str:
-    from synapse_nb.recall import BANNER
-
-    if not lessons:
-        return ""
-    lines = [BANNER]
-    for i, les in enumerate(lessons, 1):
-        lines.append(f"{i}. [{les.branch or 'all branches'}, approved] {les.text.strip()}")
-        if les.files_affected:
-            lines.append("   Files affected: " + ", ".join(les.files_affected[:20]))
-    return "\n".join(lines)
-
-
 # ------------------------------------------------------------------------------------------------ the server
 def build_server(path: str | Path | None = None, *, mind: str = "default", vault: Vault | None = None,
                  clock: Clock | None = None) -> MCPServer:
@@ -155,8 +143,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         """
         with _errors():
             v = handle.get()
-            lessons = v.recall("").lessons
-            banner = _banner(lessons)
+            lessons = v.lessons.in_force()
+            banner = banner_text(lessons)
             mem = v.memories.recall_text()
             text = f"{banner}\n\n{mem}" if banner else mem
             return _result(text, {"text": text, "banner": banner, "lessons": [x.to_dict() for x in lessons],
@@ -234,8 +222,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                 files=list(last.changed_files) if last else None,
                 next_step=next_step if next_step is not None else (last.next_step if last else None),
                 blockers=last.blockers if last else None, origin="auto")
-            lessons = v.recall("").lessons
-            blocks = [b for b in (_banner(lessons), c.restore_text()) if b]
+            lessons = v.lessons.in_force()
+            blocks = [b for b in (banner_text(lessons), c.restore_text()) if b]
             decisions = v.decisions.list(limit=5)
             if decisions:
                 blocks.append("Recent decisions:\n" + "\n".join(
