@@ -17,6 +17,8 @@ from synapse_nb._util import digest, shorten
 __all__ = [
     "CATEGORIES",
     "PRIORITIES",
+    "RECORD_TYPES",
+    "TABLES",
     "Checkpoint",
     "Decision",
     "Episode",
@@ -27,6 +29,7 @@ __all__ = [
     "Record",
     "RecordList",
     "Status",
+    "kind_of_id",
 ]
 
 #: The eight memory categories.
@@ -271,6 +274,18 @@ class Note(Record):
 
     def summary_line(self) -> str:
         return f"{self.name}: {shorten(self.trigger, 80)}"
+
+
+#: Every record type by kind, with the table that stores it: the one place kinds, tables and id prefixes meet.
+RECORD_TYPES: dict[str, type[Record]] = {c.kind: c for c in (Memory, Checkpoint, Decision, Lesson, Episode, Note)}
+TABLES: dict[str, str] = {"memory": "memories", "checkpoint": "checkpoints", "decision": "decisions",
+                          "lesson": "lessons", "episode": "episodes", "note": "notes"}
+
+
+def kind_of_id(rid: str) -> str | None:
+    """The kind an id belongs to, from its prefix (``"mem_3f9a0c12be47"`` -> ``"memory"``), or None."""
+    prefix = rid.split("_", 1)[0]
+    return next((k for k, c in RECORD_TYPES.items() if c.prefix == prefix), None)
 
 
 R = TypeVar("R", bound=Record)

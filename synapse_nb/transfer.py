@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import MAX_TEXT, MAX_TRIGGER, check_key, check_tags, check_text, fmt_ts, parse_ts
 from synapse_nb.errors import ConflictError, ValidationError
+from synapse_nb.models import RECORD_TYPES, TABLES
 
 if TYPE_CHECKING:
     from synapse_nb.store.sqlite import Store
@@ -24,14 +25,11 @@ __all__ = ["EXPORT_FORMAT", "export_lines", "import_lines"]
 
 EXPORT_FORMAT = "synapse_nb-export"
 #: kind -> (table, JSON columns)
-KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "memory": ("memories", ("tags",)),
-    "checkpoint": ("checkpoints", ("changed_files",)),
-    "decision": ("decisions", ("tags",)),
-    "lesson": ("lessons", ("revert_commit", "reverted_commits", "files_affected", "diffstat")),
-    "episode": ("episodes", ("refs",)),
-    "note": ("notes", ()),
+_JSON_COLUMNS: dict[str, tuple[str, ...]] = {
+    "memory": ("tags",), "checkpoint": ("changed_files",), "decision": ("tags",),
+    "lesson": ("revert_commit", "reverted_commits", "files_affected", "diffstat"), "episode": ("refs",), "note": (),
 }
+KINDS: dict[str, tuple[str, tuple[str, ...]]] = {k: (TABLES[k], cols) for k, cols in _JSON_COLUMNS.items()}
 
 
 def _columns(conn_or_store: Any, table: str) -> list[str]:
@@ -171,7 +169,6 @@ def import_lines(vault: Vault, lines: Iterable[str]) -> dict[str, int]:
 
 
 _TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
-_PREFIX = {"memory": "mem", "checkpoint": "ckp", "decision": "dec", "lesson": "les", "episode": "epi", "note": "note"}
 
 
 def _ts(doc: dict[str, Any], field: str, *, required: bool) -> None:
@@ -203,8 +200,9 @@ def _validate_record(kind: str, doc: dict[str, Any]) -> None:
     from synapse_nb.vault import _MIND
 
     rid = doc.get("id")
-    if not isinstance(rid, str) or not re.match(rf"^{_PREFIX[kind]}_[0-9a-z]{{1,40}}$", rid):
-        raise ValidationError(f"id {rid!r} is not a {kind} id (expected '{_PREFIX[kind]}_' and lower-case hex)")
+    prefix = RECORD_TYPES[kind].prefix
+    if not isinstance(rid, str) or not re.match(rf"^{prefix}_[0-9a-z]{{1,40}}$", rid):
+        raise ValidationError(f"id {rid!r} is not a {kind} id (expected '{prefix}_' and lower-case hex)")
     mind = doc.get("mind")
     if not isinstance(mind, str) or not _MIND.match(mind):
         raise ValidationError(f"mind {mind!r} is not a valid mind name")
