@@ -31,7 +31,7 @@ from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import Checkpoint, Decision, Memory, PruneReport, Status
-from synapse_nb.store.sqlite import SCHEMA_VERSION, Store
+from synapse_nb.store.sqlite import Store
 
 __all__ = ["ACTORS", "SETTINGS", "Settings", "Vault", "find_vault_dir", "open_vault"]
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from synapse_nb.errors import DatasetError, NotFoundError, SynapseError, ValidationError
+from synapse_nb.errors import DatasetError, NotFoundError, ValidationError
 from synapse_nb.eval.data import LabelledData, load_dataset, normalize_label
 from synapse_nb.eval.metrics import HEADLINE_METRICS, RoutingMetrics, _fmt, bootstrap_ci, routing_metrics
 
@@ -574,10 +574,7 @@ def run_gate_eval(
     >>> sorted(out)[:3]                               # doctest: +SKIP
     ['accuracy', 'calibrated', 'ci']
     """
-    try:
-        from synapse_nb.gate import Router  # type: ignore[attr-defined]
-    except ImportError:
-        raise SynapseError("synapse_nb.gate.Router is not available in this build; cannot run the gate eval") from None
+    from synapse_nb.gate import Router
     router = Router() if method is None else Router(method=method)
     result = evaluate_router(
         router,

@@ -38,7 +38,7 @@ def _check_confidence(value: Any) -> float:
     try:
         value = float(value)
     except OverflowError:
-        raise ValidationError(f"confidence must be between 0 and 1, got a number too large to represent") from None
+        raise ValidationError("confidence must be between 0 and 1, got a number too large to represent") from None
     if not 0.0 <= value <= 1.0 or value != value:
         raise ValidationError(f"confidence must be between 0 and 1, got {value!r}")
     return value

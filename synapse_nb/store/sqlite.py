@@ -37,9 +37,6 @@ SCHEMA_VERSION = 2
 #: How long a writer waits for another process's write lock before giving up, in seconds.
 LOCK_TIMEOUT_S = 60.0
 
-# kind -> (table, FTS column expressions over `new.`/`old.`, gate text expression or None)
-_KIND_CODES = {"memory": 1, "checkpoint": 2, "decision": 3, "lesson": 4, "episode": 5, "note": 6}
-
 _FTS = {
     # table: (fts columns, expressions for them)
     "memories": (("key", "content", "tags"), ("replace({r}.key, '_', ' ')", "{r}.content", "{r}.tags")),
