@@ -445,6 +445,13 @@ def lessons_scan(
 
         synapse-nb lessons scan --max-commits 500 --json
     """
+    from synapse_nb.errors import GitError
+    from synapse_nb.gitscope import find_repo
+    from synapse_nb.vault import find_vault_dir
+
+    project = find_vault_dir(_state(ctx).vault)[1]
+    if find_repo(project) is None:  # checked first: a scan that cannot run must not create a vault
+        raise GitError(f"{project} is not inside a git repository; lesson scanning needs git")
     v = _open(ctx)
     created = v.lessons.scan(max_commits=max_commits)
     if as_json:
