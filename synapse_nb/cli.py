@@ -236,7 +236,8 @@ def _root(
     ctx: typer.Context,
     vault: Annotated[str | None, typer.Option(
         "--vault", metavar="PATH",
-        help="Project folder or vault folder (default: SYNAPSE_HOME, else the git root of the current folder).")] = None,
+        help="Project folder or vault folder, as SYNAPSE_HOME (default: SYNAPSE_HOME, else the git root of the "
+             "current folder). It must exist: reads never create a vault.")] = None,
     mind: Annotated[str, typer.Option("--mind", help="Which mind's records to see and write.")] = "default",
     version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
                                           help="Print the version and exit.")] = False,
