@@ -9,7 +9,7 @@ pending lessons through ``open_vault(...).lessons.scan()``. Rules:
   (``SYNAPSE_HOOK_TIMEOUT`` seconds, default 2); past it the process exits anyway;
 - concurrent runs (quick successive commits) take turns on ``<vault>/hook.lock``;
 - it imports only the standard library and :mod:`synapse_nb.gitscope.repo`
-  until it needs the vault;
+  until it needs the vault (or ``$SYNAPSE_HOME`` must be resolved);
 - it writes one line per run to ``<vault>/hook.log`` (rotated at 512 KiB), only
   when the vault folder exists; with no vault it does nothing at all.
 
