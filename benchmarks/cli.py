@@ -47,6 +47,7 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="synapse-bench-cli-"))
     try:
+        (tmp / "small").mkdir()  # SYNAPSE_HOME names a project folder, which must exist
         env = {**os.environ, "SYNAPSE_HOME": str(tmp / "small")}
         print(f"python {sys.version.split()[0]}, {EXE}")
         show("synapse-nb --version", timed([EXE, "--version"], env, a.runs), None)
@@ -54,6 +55,7 @@ def main() -> None:
             [EXE, "checkpoint", "create", "--doing", "Refactoring JWT auth", "--files", "src/a.py,src/b.py",
              "--next-step", "Run pytest"], env, a.runs), 0.25)
         big = tmp / "big"
+        big.mkdir()
         v = syn.open_vault(big)
         words = ["deploy", "migration", "auth", "cache", "retry", "payment", "index", "schema", "queue", "billing",
                  "token", "session", "worker", "api", "client", "build", "test", "release", "config", "logging"]

@@ -30,6 +30,7 @@ import synapse_nb as syn  # noqa: E402
 
 def load(workers: int, ops: int, work: Path) -> None:
     vault_dir = work / "load" / ".synapse"
+    vault_dir.parent.mkdir(parents=True, exist_ok=True)
     v = syn.open_vault(vault_dir)
     v.index.rebuild()
     v.close()
@@ -59,6 +60,7 @@ def crash(kills: int, work: Path) -> None:
     from test_crash import kill_writer_runs
 
     vault_dir = work / "crash" / ".synapse"
+    vault_dir.parent.mkdir(parents=True, exist_ok=True)
     syn.open_vault(vault_dir).close()
     t0 = time.perf_counter()
     reports = kill_writer_runs(vault_dir, work, kills, seed=1)

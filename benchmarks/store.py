@@ -75,6 +75,7 @@ def fill(v: syn.Vault, n: int, rng: random.Random, start: int = 0) -> float:
 
 def bench_upserts(tmp: Path, n_batched: int, n_single: int) -> tuple[float, float, float]:
     rng = random.Random(1)
+    (tmp / "upserts").mkdir()
     with syn.open_vault(tmp / "upserts") as v:
         t = fill(v, n_batched, rng)
         batched = n_batched / t
@@ -105,6 +106,8 @@ def bench_search(tmp: Path, sizes: list[int], n_queries: int) -> list[tuple[int,
     """Vaults are filled through import_jsonl (the bulk path), so the fill does not depend on upsert speed."""
     rng = random.Random(2)
     out = []
+    (tmp / "template").mkdir()
+    (tmp / "search").mkdir()
     with syn.open_vault(tmp / "template") as t:
         t.remember("knowledge", "template", "x")
         header, line = t.export_jsonl().splitlines()[:2]

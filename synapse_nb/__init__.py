@@ -28,6 +28,7 @@ from synapse_nb.errors import (
     StoreError,
     SynapseError,
     ValidationError,
+    VaultNotFoundError,
 )
 from synapse_nb.models import (
     CATEGORIES,
@@ -67,6 +68,7 @@ __all__ = [
     "SynapseError",
     "ValidationError",
     "Vault",
+    "VaultNotFoundError",
     "__version__",
     "load_ipython_extension",
     "open_vault",

@@ -117,12 +117,36 @@ def _state(ctx: typer.Context) -> _State:
     return obj if isinstance(obj, _State) else _State()
 
 
+#: The commands that write and so may create a vault (inside an existing folder only, saying so on stderr).
+#: Every other command reads: it never creates a vault and fails with "no vault at PATH ..." instead.
+CREATING_COMMANDS = frozenset({
+    "checkpoint create", "decision log", "init", "lessons scan", "memory import", "remember", "watch",
+})
+
+
+def _command_name(ctx: typer.Context) -> str:
+    names: list[str] = []
+    c: Any = ctx
+    while c is not None and c.parent is not None:
+        names.append(c.info_name or "")
+        c = c.parent
+    return " ".join(reversed(names))
+
+
 def _open(ctx: typer.Context, path: str | None = None) -> Vault:
-    """The vault for this command: ``path`` (a command's PATH argument), else ``--vault``, else SYNAPSE_HOME/cwd."""
+    """The vault for this command: ``path`` (a command's PATH argument), else ``--vault``, else SYNAPSE_HOME/cwd.
+
+    Reading commands never create a vault; writing ones (:data:`CREATING_COMMANDS`) create it inside an
+    existing folder and say where on stderr, once.
+    """
     from synapse_nb.vault import open_vault
 
     st = _state(ctx)
-    return open_vault(path if path is not None else st.vault, mind=st.mind, actor="user")
+    v = open_vault(path if path is not None else st.vault, mind=st.mind, actor="user",
+                   create=_command_name(ctx) in CREATING_COMMANDS)
+    if v.created:
+        typer.echo(f"{PROG}: created a new vault at {v.path}", err=True)
+    return v
 
 
 def _echo_json(obj: Any) -> None:
@@ -212,7 +236,8 @@ def _root(
     ctx: typer.Context,
     vault: Annotated[str | None, typer.Option(
         "--vault", metavar="PATH",
-        help="Project folder or vault folder (default: SYNAPSE_HOME, else the git root of the current folder).")] = None,
+        help="Project folder or vault folder, as SYNAPSE_HOME (default: SYNAPSE_HOME, else the git root of the "
+             "current folder). It must exist: reads never create a vault.")] = None,
     mind: Annotated[str, typer.Option("--mind", help="Which mind's records to see and write.")] = "default",
     version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
                                           help="Print the version and exit.")] = False,
@@ -250,6 +275,37 @@ def demo(
     from synapse_nb.demo import run_demo
 
     run_demo(keep=keep)
+
+
+# ------------------------------------------------------------------------------------------------ init
+@app.command()
+def init(
+    ctx: typer.Context,
+    path: Annotated[str | None, typer.Argument(help="Project folder or vault folder (default: --vault, else the "
+                                                    "current folder). It must exist.")] = None,
+) -> None:
+    """Create the vault for a project: .synapse/ at the git root, or in the folder outside git (idempotent).
+
+    Only in an existing folder (missing folders are never created). The vault folder ignores itself in
+    git (its .gitignore holds '*'); keep memory in git on purpose with 'synapse-nb memory export'.
+    Reading commands never create a vault; writing ones (remember, checkpoint create, ...) do, like this.
+
+    Examples:
+
+        synapse-nb init
+
+        synapse-nb init ~/project
+
+        synapse-nb --vault ~/project init
+    """
+    from synapse_nb.vault import open_vault
+
+    st = _state(ctx)
+    with open_vault(path if path is not None else st.vault, mind=st.mind, actor="user", create=True) as v:
+        typer.echo(f"created a new vault at {v.path}" if v.created else f"the vault already exists at {v.path}")
+        st_git = v.status().git_warning
+    if st_git:
+        typer.echo(f"{PROG}: {st_git}", err=True)
 
 
 # ------------------------------------------------------------------------------------------------ checkpoint
@@ -390,6 +446,13 @@ def lessons_scan(
 
         synapse-nb lessons scan --max-commits 500 --json
     """
+    from synapse_nb.errors import GitError
+    from synapse_nb.gitscope import find_repo
+    from synapse_nb.vault import find_vault_dir
+
+    project = find_vault_dir(_state(ctx).vault)[1]
+    if find_repo(project) is None:  # checked first: a scan that cannot run must not create a vault
+        raise GitError(f"{project} is not inside a git repository; lesson scanning needs git")
     v = _open(ctx)
     created = v.lessons.scan(max_commits=max_commits)
     if as_json:
@@ -541,6 +604,8 @@ def memory_status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     st = _open(ctx).status()
     if as_json:
         _echo_json(st.to_dict())
+        if st.git_warning:
+            typer.echo(f"{PROG}: {st.git_warning}", err=True)
     else:
         typer.echo(str(st))
 
@@ -818,6 +883,8 @@ def _repo_for(ctx: typer.Context, path: str | None) -> Any:
     from synapse_nb.gitscope import find_repo
 
     base = path if path is not None else (_state(ctx).vault or os.getcwd())
+    if not os.path.isdir(os.path.expanduser(base)):
+        raise GitError(f"{base} is not an existing folder (a typo?); name a folder inside the repository")
     repo = find_repo(base)
     if repo is None:
         raise GitError(f"{base} is not inside a git repository; hooks need git (run 'git init' first)")
@@ -988,8 +1055,10 @@ def mcp_serve(
         synapse-nb --mind work mcp ~/project
     """
     from synapse_nb.mcp.server import serve
+    from synapse_nb.vault import find_vault_dir
 
     st = _state(ctx)
+    find_vault_dir(path if path is not None else st.vault)  # a mistyped folder stops here, before serving
     serve(path if path is not None else st.vault, mind=st.mind)
 
 

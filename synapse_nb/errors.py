@@ -8,7 +8,8 @@ they resemble, so ``except KeyError`` or ``except PermissionError`` keeps workin
     ├── ValidationError(SynapseError, ValueError)     bad input: what was wrong, what is accepted
     │   └── QueryError                                a query that cannot be run (recall, search)
     ├── NotFoundError(SynapseError, KeyError)         unknown id, key, name or prefix
-    │   └── AmbiguousIdError                          an id prefix that matches several records
+    │   ├── AmbiguousIdError                          an id prefix that matches several records
+    │   └── VaultNotFoundError                        no vault where one was looked for (reads never create one)
     ├── PermissionDeniedError(SynapseError, PermissionError)
     │                                                 the actor may not do this (agent approving, ...)
     ├── ConflictError(SynapseError)                   the state does not allow it (approve an approved lesson, ...)
@@ -36,6 +37,7 @@ __all__ = [
     "StoreError",
     "SynapseError",
     "ValidationError",
+    "VaultNotFoundError",
 ]
 
 
@@ -60,6 +62,14 @@ class NotFoundError(SynapseError, KeyError):
 
 class AmbiguousIdError(NotFoundError):
     """An id prefix matched more than one record; the message lists them."""
+
+
+class VaultNotFoundError(NotFoundError):
+    """No vault at the path given (or the path itself does not exist); nothing was created.
+
+    Reads never create a vault; writes create one only in an existing folder. The message names
+    the path and says how to create a vault (``synapse-nb init``, or writing a memory).
+    """
 
 
 class PermissionDeniedError(SynapseError, PermissionError):

@@ -8,6 +8,9 @@
   the record was last written (one ``git log`` for all of them). Recall and status flag such records
   as *possibly stale* and name the commits.
 
+Paths inside the vault folder (``.synapse/synapse.db``, written into lessons by older versions that let
+git track the vault) are left out of both: the vault's own files are never a code reference.
+
 Memories and decisions name files in their text; a word counts as a path when it has a ``/`` or a
 known source-file extension (``src/auth.py``, ``README.md``, ``pyproject.toml``).
 """
@@ -109,6 +112,8 @@ def _refs(v: Vault) -> list[tuple[str, str, str, tuple[str, ...]]]:
         out.append(("decision", r["id"], r["updated_at"], paths_in_text(r["t"])))
     for r in q("SELECT id, updated_at, content FROM memories WHERE mind = ? ORDER BY id", (v.mind,)):
         out.append(("memory", r["id"], r["updated_at"], paths_in_text(r["content"])))
+    # the vault's own files (``.synapse/synapse.db``) are never a code reference to check
+    out = [(k, i, ts, tuple(p for p in ps if not v._in_vault(p))) for k, i, ts, ps in out]
     return [x for x in out if x[3]]
 
 
@@ -119,7 +124,8 @@ def stale_commits(v: Vault, items: list[tuple[str, str, tuple[str, ...]]]) -> di
     Outside git, or in a repository without commits, nothing is stale.
     """
     repo = v.repo
-    items = [x for x in items if x[2]]
+    items = [(rid, ts, tuple(p for p in paths if not v._in_vault(p))) for rid, ts, paths in items]
+    items = [x for x in items if x[2]]  # paths inside the vault folder never make a record stale
     if repo is None or not items:
         return {}
     from synapse_nb.gitscope._git import run_git

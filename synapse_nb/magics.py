@@ -15,6 +15,9 @@ Magics (``%magic?`` shows each one's full help)::
 Settings (``%config SynapseMagics.<name> = value``): ``vault_path``, ``mind``, ``session``,
 ``lesson_expiry_days`` (written to the vault), ``auto_checkpoint_every``, ``default_budget``.
 
+Reading magics (``%recall``, ``%memory``, ``%checkpoint list|restore``, ``%lessons``) never create a
+vault; writing ones create it inside an existing folder and say where on stderr, once.
+
 The magics act as the human user (``actor="user"``). Every mistake in a magic line and every
 :class:`~synapse_nb.errors.SynapseError` becomes a one-line ``UsageError``; an error raised by the
 code of a ``%%episode`` cell is logged and re-raised unchanged.
@@ -32,6 +35,7 @@ In IPython or Jupyter::
 from __future__ import annotations
 
 import functools
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -175,13 +179,27 @@ class SynapseMagics(Magics):
     # -- state --------------------------------------------------------------------------------------------
     @property
     def vault(self) -> Any:
-        """The vault the magics use (opened on first use, as the user actor)."""
+        """The vault the magics read (opened on first use, as the user actor).
+
+        Reading never creates a vault: with none yet this raises ``VaultNotFoundError`` (a magic shows
+        it as one line). Writing magics use :meth:`writable_vault`, which creates it.
+        """
+        return self._open_vault(create=False)
+
+    def writable_vault(self) -> Any:
+        """The vault for a write: created inside an existing folder when there is none (said once on stderr)."""
+        return self._open_vault(create=True)
+
+    def _open_vault(self, *, create: bool) -> Any:
         if self._vault is None:
             from synapse_nb.vault import open_vault
 
-            self._vault = open_vault(self.vault_path or None, mind=self.mind, actor="user")
+            v = open_vault(self.vault_path or None, mind=self.mind, actor="user", create=create)
+            if v.created:
+                print(f"synapse_nb: created a new vault at {v.path}", file=sys.stderr)
+            self._vault = v
             if self.lesson_expiry_days is not None:
-                self._vault.settings.set("lesson_expiry_days", self.lesson_expiry_days)
+                v.settings.set("lesson_expiry_days", self.lesson_expiry_days)
         return self._vault
 
     @property
@@ -208,7 +226,7 @@ class SynapseMagics(Magics):
         if value is None:
             return value
         try:
-            return self.vault.settings.set("lesson_expiry_days", value)
+            return self.writable_vault().settings.set("lesson_expiry_days", value)
         except SynapseError as exc:
             raise TraitError(f"lesson_expiry_days: {exc}") from None
 
@@ -242,7 +260,7 @@ class SynapseMagics(Magics):
             if self._auto.observe(success=success, changed=changed):
                 n = self._auto.every
                 files = changed or []
-                self.vault.checkpoint(
+                self.writable_vault().checkpoint(
                     f"auto checkpoint after {n} cells that changed something", files=files,
                     next_step=None, origin="auto")
         except Exception as exc:  # a hook must never break the user's cell
@@ -289,18 +307,17 @@ class SynapseMagics(Magics):
         (the vault folder excepted); outside git it counts cells that ran without error.
         """
         args = _parse(self.checkpoint, line)
-        v = self.vault
         if args.action == "create":
             if args.target is not None:
                 raise UsageError(f"unexpected {args.target!r}: use %checkpoint create --doing \"...\"")
             if not args.doing:
                 raise UsageError('%checkpoint create needs --doing "what you are working on"')
-            return v.checkpoint(args.doing, files=split_list(args.files), next_step=args.next_step,
+            return self.writable_vault().checkpoint(args.doing, files=split_list(args.files), next_step=args.next_step,
                                 blockers=args.blockers, origin="notebook")
         if args.action == "list":
-            return v.checkpoints.list(branch=args.branch, limit=args.limit)
+            return self.vault.checkpoints.list(branch=args.branch, limit=args.limit)
         if args.action == "restore":
-            ckp = v.checkpoints.restore(args.target or "latest")
+            ckp = self.vault.checkpoints.restore(args.target or "latest")
             print(ckp.restore_text())
             return _shown_once(ckp, self._fresh, show=False)
         # auto
@@ -311,11 +328,14 @@ class SynapseMagics(Magics):
         if args.every is not None:
             self._auto.set_every(args.every)
             self.auto_checkpoint_every = args.every
+        where = ""
+        if on:  # automatic checkpoints are writes: the vault is created if needed
+            v = self.writable_vault()
+            where = "git status of " + str(v.repo.work_tree) if v.repo is not None else "cells (no git repository)"
         self._auto.enabled = on
         self._auto.count = 0
         if on:
             self._auto.every = self._every()
-        where = "git status of " + str(v.repo.work_tree) if v.repo is not None else "cells (no git repository)"
         print(self._auto.describe() + (f"; watching {where}" if on else ""))
         return None
 
@@ -389,7 +409,7 @@ class SynapseMagics(Magics):
         """
         args = _parse(self.decision, line)
         text, rationale = split_decision_cell(cell)
-        return self.vault.decide(text, rationale=rationale, tags=split_list(args.tags))
+        return self.writable_vault().decide(text, rationale=rationale, tags=split_list(args.tags))
 
     # -- %remember ----------------------------------------------------------------------------------------
     @magic_arguments()
@@ -423,7 +443,7 @@ class SynapseMagics(Magics):
             raise UsageError("usage: %remember CATEGORY KEY CONTENT [--tags a,b] [--priority high] [--expires 30d]")
         category, key, content = words[0], words[1], " ".join(words[2:])
         tags = split_list(opts["--tags"]) if "--tags" in opts else None
-        return self.vault.remember(category, key, content, tags=tags, priority=opts.get("--priority"),
+        return self.writable_vault().remember(category, key, content, tags=tags, priority=opts.get("--priority"),
                                    expires=opts.get("--expires"))
 
     # -- %memory ------------------------------------------------------------------------------------------
@@ -491,7 +511,7 @@ class SynapseMagics(Magics):
         """
         try:
             args = _parse(self.episode, line)
-            v = self.vault
+            v = self.writable_vault()
             task_key = args.task_key
             prior = v.episodes.last(task_key)
         except SynapseError as exc:
@@ -575,15 +595,25 @@ class SynapseMagics(Magics):
         print(self.describe())
 
     def describe(self) -> str:
-        """The text ``%synapse`` prints."""
-        v = self.vault
-        repo = v.repo
-        settings = v.settings.as_dict()
+        """The text ``%synapse`` prints (it never creates the vault: before the first write it says so)."""
+        from synapse_nb.errors import VaultNotFoundError
+        from synapse_nb.gitscope.repo import find_repo
+        from synapse_nb.vault import SETTINGS, find_vault_dir
+
+        try:
+            v = self.vault
+            path, project, repo, settings = v.path, v.project_dir, v.repo, v.settings.as_dict()
+            mind, actor, note = v.mind, v.actor, ""
+        except VaultNotFoundError:
+            path, project = find_vault_dir(self.vault_path or None)
+            repo = find_repo(project)
+            settings = {k: SETTINGS[k][0] for k in sorted(SETTINGS)}
+            mind, actor, note = self.mind, "user", " (none yet: the first write creates it)"
         lines = [
-            f"vault    {v.path}",
-            f"project  {v.project_dir}" + (f" (git work tree {repo.work_tree})" if repo is not None else " (no git)"),
-            f"mind     {v.mind}",
-            f"actor    {v.actor}",
+            f"vault    {path}{note}",
+            f"project  {project}" + (f" (git work tree {repo.work_tree})" if repo is not None else " (no git)"),
+            f"mind     {mind}",
+            f"actor    {actor}",
             f"session  {self.session_id}",
             "vault settings: " + ", ".join(f"{k}={settings[k]}" for k in sorted(settings)),
             "magic settings: " + ", ".join(f"{k}={getattr(self, k)!r}" for k in (

@@ -355,6 +355,20 @@ class Status:
     dangling: tuple[str, ...] = ()
     #: records whose files changed after they were written (at the last ``verify(fix=True)``)
     possibly_stale: tuple[str, ...] = ()
+    #: files of the vault folder git tracks (repository-relative): a checkout, stash or revert can replace them
+    tracked_by_git: tuple[str, ...] = ()
+    #: the one command that untracks the vault (run at the repository root), when git tracks it
+    untrack_command: str | None = None
+
+    @property
+    def git_warning(self) -> str | None:
+        """One line for a vault git tracks: the risk, and the command that untracks it; None otherwise."""
+        if not self.tracked_by_git:
+            return None
+        n = len(self.tracked_by_git)
+        return (f"warning: git tracks this vault ({n} file{'s' if n != 1 else ''}, e.g. {self.tracked_by_git[0]}): "
+                "a revert, stash or checkout can replace or delete your memory. Untrack it (the files stay on disk) "
+                f"at the repository root with: {self.untrack_command}  (then commit)")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -362,10 +376,13 @@ class Status:
             "pending_lessons": list(self.pending_lessons), "expiring_memories": list(self.expiring_memories),
             "expiring_lessons": list(self.expiring_lessons), "schema_version": self.schema_version,
             "dangling": list(self.dangling), "possibly_stale": list(self.possibly_stale),
+            "tracked_by_git": list(self.tracked_by_git), "untrack_command": self.untrack_command,
         }
 
     def __str__(self) -> str:
         lines = [f"vault {self.vault_path} (mind {self.mind}, actor {self.actor}, schema v{self.schema_version})"]
+        if self.git_warning:
+            lines.append(f"  {self.git_warning}")
         for kind in sorted(self.counts):
             parts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts[kind].items()))
             lines.append(f"  {kind:<11} {parts}")

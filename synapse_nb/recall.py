@@ -744,7 +744,7 @@ class VaultIndex:
             if self._v._store.readonly:
                 yield
                 return
-            self._v.path.mkdir(parents=True, exist_ok=True)
+            self._v.path.mkdir(exist_ok=True)  # never its parents
             with open(self._v.path / "index.lock", "a+") as fh:
                 fcntl.flock(fh, fcntl.LOCK_EX)
                 try:

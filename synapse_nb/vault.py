@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from synapse_nb._util import Clock, fmt_ts, parse_duration, parse_ts, shift, utcnow
-from synapse_nb.errors import PermissionDeniedError, ValidationError
+from synapse_nb.errors import (
+    ConflictError,
+    PermissionDeniedError,
+    StoreError,
+    ValidationError,
+    VaultNotFoundError,
+)
 from synapse_nb.kinds.checkpoints import Checkpoints
 from synapse_nb.kinds.decisions import Decisions
 from synapse_nb.kinds.episodes import Episodes
@@ -101,31 +107,111 @@ class Settings:
 
 
 def find_vault_dir(path: str | Path | None = None) -> tuple[Path, Path]:
-    """Where the vault for ``path`` lives, and the project folder it belongs to.
+    """Where the vault for ``path`` lives, and the project folder it belongs to. Creates nothing.
 
-    ``SYNAPSE_HOME`` wins when ``path`` is None. A ``path`` that is a vault folder itself (named
-    ``.synapse`` or holding ``synapse.db``) is used as is; otherwise the vault is ``.synapse/`` at the
-    main work tree of the git repository containing ``path`` (so worktrees share one vault), or in
-    ``path`` itself outside git.
+    ``path`` (and ``SYNAPSE_HOME``, which is used when ``path`` is None: the two mean the same thing)
+    names either
+
+    - a **vault folder**: a folder named ``.synapse`` (it need not exist yet, its parent must), or an
+      existing folder holding ``synapse.db``. Its project is the folder around a ``.synapse``, and the
+      current folder for a vault folder of another name; or
+    - a **project folder** (anything else; it must exist): its vault is ``.synapse/`` at the main work
+      tree of the git repository containing it (so worktrees share one vault), or ``.synapse/`` in the
+      folder itself outside git.
+
+    Without ``path`` and ``SYNAPSE_HOME`` the project folder is the current folder.
+
+    Raises
+    ------
+    VaultNotFoundError
+        The folder named does not exist (a typo must never look like an empty vault), or is a file.
+    ConflictError
+        The folder holds a ``synapse.db`` *and* a ``.synapse/`` vault: two vaults, and no way to tell
+        which one is meant (an older version wrote ``SYNAPSE_HOME/synapse.db`` beside the project's vault).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> proj = pathlib.Path(tempfile.mkdtemp())
+    >>> find_vault_dir(proj) == (proj.resolve() / ".synapse", proj.resolve())
+    True
     """
+    vault_dir, project_dir, _ = _locate(path)
+    return vault_dir, project_dir
+
+
+def _locate(path: str | Path | None) -> tuple[Path, Path, str]:
+    """:func:`find_vault_dir` plus how to name the location in a message (``SYNAPSE_HOME=/x`` or ``/x``)."""
     from synapse_nb.gitscope.repo import find_repo
 
-    if path is None and os.environ.get("SYNAPSE_HOME"):
-        home = Path(os.environ["SYNAPSE_HOME"]).expanduser().resolve()
-        return home, Path.cwd()
-    base = Path.cwd() if path is None else Path(path).expanduser()
-    base = base.resolve()
-    if base.name == VAULT_DIRNAME or (base / DB_NAME).is_file():
-        return base, base.parent
+    label = ""
+    if path is None and os.environ.get("SYNAPSE_HOME", "").strip():
+        path, label = os.environ["SYNAPSE_HOME"].strip(), "SYNAPSE_HOME="
+    try:
+        base = (Path.cwd() if path is None else Path(path).expanduser()).resolve()
+    except (OSError, RuntimeError) as exc:
+        raise VaultNotFoundError(f"cannot resolve the vault location {label}{path!s}: {exc}") from None
+    if base.name == VAULT_DIRNAME:
+        if not base.parent.is_dir():
+            raise VaultNotFoundError(f"no vault at {label}{base}: the folder {base.parent} does not exist (a typo?); "
+                                     "synapse-nb never creates missing folders")
+        if base.exists() and not base.is_dir():
+            raise VaultNotFoundError(f"no vault at {label}{base}: it is a file, not a vault folder")
+        return base, base.parent, f"{label}{base}"
+    if not base.exists():
+        raise VaultNotFoundError(f"no vault at {label}{base}: the folder does not exist (a typo?); name an existing "
+                                 "project folder or vault folder (synapse-nb never creates missing folders)")
+    if not base.is_dir():
+        hint = f"; name the folder that holds it: {base.parent}" if base.name == DB_NAME else ""
+        raise VaultNotFoundError(f"no vault at {label}{base}: it is a file, not a project or vault folder{hint}")
+    if (base / DB_NAME).is_file():
+        if (base / VAULT_DIRNAME / DB_NAME).is_file():
+            aside = base / "old-vault"
+            raise ConflictError(
+                f"{label}{base} holds two vaults: {base / DB_NAME} and {base / VAULT_DIRNAME}/; a path names a "
+                "project folder (its vault is .synapse/) or a vault folder, never both. Keep the project's vault and "
+                f"move the stray one aside: mkdir {aside} && mv {base / DB_NAME}* {aside}/ (then merge it if wanted: "
+                f"synapse-nb --vault {aside} memory export | synapse-nb --vault {base} memory import -)")
+        return base, Path.cwd().resolve(), f"{label}{base}"  # a vault folder of another name serves the project you work in
     repo = find_repo(base)
     if repo is not None:
-        return repo.main_work_tree / VAULT_DIRNAME, base
-    return base / VAULT_DIRNAME, base
+        return repo.main_work_tree / VAULT_DIRNAME, base, f"{label}{base}"
+    return base / VAULT_DIRNAME, base, f"{label}{base}"
+
+
+def _check_identity(mind: str, actor: str) -> None:
+    if actor not in ACTORS:
+        raise ValidationError(f"actor {actor!r} is not accepted; use one of: {', '.join(ACTORS)}")
+    if not isinstance(mind, str) or not _MIND.match(mind):
+        raise ValidationError(f"mind {mind!r} is not accepted; use 1-64 letters, digits, '_', '.' or '-', "
+                              "starting with a letter or digit")
+
+
+_VAULT_ENTRY = re.compile(r"^(synapse\.db(-wal|-shm|-journal)?|index|[\w.-]+\.lock|hook\.log(\.1)?|\.gitignore)$")
+
+
+def _holds_only_vault_files(folder: Path, limit: int = 64) -> bool:
+    """True when every entry of ``folder`` is one synapse-nb writes (looks at ``limit`` entries at most)."""
+    try:
+        with os.scandir(folder) as it:
+            for n, entry in enumerate(it):
+                if n >= limit or not _VAULT_ENTRY.match(entry.name):
+                    return False
+    except OSError:
+        return False
+    return True
 
 
 def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
-               clock: Clock | None = None, readonly: bool = False) -> Vault:
-    """Open (creating if needed) the vault for a project.
+               clock: Clock | None = None, readonly: bool = False, create: bool = True) -> Vault:
+    """Open the vault for a project; with ``create`` (the default), create it if it does not exist yet.
+
+    Where the vault is: see :func:`find_vault_dir` (``path`` and ``SYNAPSE_HOME`` name a project
+    folder or a vault folder, the same way). A vault is created only inside an existing folder:
+    missing parent folders are never created, so a mistyped path is a :class:`VaultNotFoundError`
+    naming it, never a new empty vault. A new vault folder gets a ``.gitignore`` holding ``*`` (and an
+    existing one gets it when missing), so git never stages, reverts or stashes the vault.
+    ``vault.created`` says whether this call created it.
 
     Parameters
     ----------
@@ -134,17 +220,47 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     mind : which mind's records to see and write (default "default").
     actor : "user" (human surfaces: writes are verified) or "agent" (writes are proposals).
     clock : a callable returning an aware ``datetime`` (tests); default the real UTC clock.
-    readonly : open without write access (every write raises ``StoreError``).
+    readonly : open without write access (every write raises ``StoreError``); never creates.
+    create : create the vault when there is none (default True, for code that is about to write);
+        ``create=False`` is for reading: a missing vault is a :class:`VaultNotFoundError`. The CLI,
+        the magics and the MCP server open with ``create=False`` for every read.
+
+    Raises
+    ------
+    VaultNotFoundError
+        The folder does not exist, or there is no vault and ``create`` is False (or ``readonly``).
 
     Examples
     --------
     >>> import synapse_nb as syn, tempfile
     >>> v = syn.open_vault(tempfile.mkdtemp())
-    >>> v.mind, v.actor
-    ('default', 'user')
+    >>> v.mind, v.actor, v.created
+    ('default', 'user', True)
+    >>> syn.open_vault(tempfile.mkdtemp(), create=False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    synapse_nb.errors.VaultNotFoundError: no vault at ...
     """
-    vault_dir, project_dir = find_vault_dir(path)
-    return Vault(vault_dir, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly)
+    from synapse_nb.gitscope.vaultdir import ensure_gitignore
+
+    _check_identity(mind, actor)  # before anything is created
+    vault_dir, project_dir, shown = _locate(path)
+    created = False
+    if not (vault_dir / DB_NAME).is_file():
+        if readonly or not create:
+            raise VaultNotFoundError(
+                f"no vault at {shown} (looked for .synapse/ at the git root, or in the folder outside git: "
+                f"{vault_dir}); create one with `synapse-nb init` or by writing a memory")
+        try:
+            vault_dir.mkdir(exist_ok=True)  # never parents: find_vault_dir checked that the folder around exists
+        except OSError as exc:
+            raise StoreError(f"cannot create the vault folder {vault_dir}: {exc.strerror or exc}") from exc
+        created = True
+    if not readonly and (vault_dir.name == VAULT_DIRNAME or created or _holds_only_vault_files(vault_dir)):
+        ensure_gitignore(vault_dir)  # never into a folder that also holds the user's own files
+    v = Vault(vault_dir, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly)
+    v.created = created
+    return v
 
 
 class Vault:
@@ -153,18 +269,17 @@ class Vault:
     def __init__(self, vault_dir: str | Path, *, project_dir: str | Path | None = None, mind: str = "default",
                  actor: str = "user", clock: Clock | None = None, readonly: bool = False,
                  _store: Store | None = None) -> None:
-        if actor not in ACTORS:
-            raise ValidationError(f"actor {actor!r} is not accepted; use one of: {', '.join(ACTORS)}")
-        if not isinstance(mind, str) or not _MIND.match(mind):
-            raise ValidationError(f"mind {mind!r} is not accepted; use 1-64 letters, digits, '_', '.' or '-', "
-                                  "starting with a letter or digit")
+        _check_identity(mind, actor)
         self.path = Path(vault_dir)
+        #: True when :func:`open_vault` created this vault (surfaces say where, once)
+        self.created = False
         self.project_dir = Path(project_dir) if project_dir is not None else self.path.parent
         self.mind = mind
         self.actor = actor
         self._clock = clock or utcnow
         self._store = _store or Store(self.path / DB_NAME, readonly=readonly)
         self._repo_cache: Any = ...
+        self._prefix_cache: Any = ...
         self._changed: dict[tuple[str, str], bool] = {}
         self._listeners: list[Callable[[list[tuple[str, str, bool]]], None]] = []
         self.memories = Memories(self)
@@ -203,6 +318,44 @@ class Vault:
 
             self._repo_cache = find_repo(self.project_dir)
         return self._repo_cache
+
+    @property
+    def git_prefix(self) -> str | None:
+        """The vault folder relative to its project's repository root (``".synapse/"``), or None.
+
+        Lesson scans, ``verify`` and staleness leave paths inside it out: the vault's own files are
+        never a code change.
+        """
+        if self._prefix_cache is ...:
+            from synapse_nb.gitscope.vaultdir import repo_prefix
+
+            self._prefix_cache = repo_prefix(self.repo, self.path)
+        return self._prefix_cache
+
+    def _in_vault(self, path: str) -> bool:
+        """Whether a remembered file path (repository-relative, or absolute) lies inside the vault folder."""
+        if not isinstance(path, str):
+            return False
+        if os.path.isabs(path):
+            try:
+                Path(os.path.realpath(path)).relative_to(Path(os.path.realpath(self.path)))
+                return True
+            except ValueError:
+                return False
+        from synapse_nb.gitscope.vaultdir import in_prefix
+
+        return in_prefix(self.git_prefix, path)
+
+    def tracked_by_git(self) -> tuple[str, ...]:
+        """Files of the vault folder that git tracks (committed by an older version, or forced in).
+
+        Repository-relative paths, sorted; empty outside git or when nothing is tracked (the normal
+        case: the vault folder's ``.gitignore`` keeps it out). One ``git ls-files``; :meth:`status`
+        reports it with the command that untracks the vault.
+        """
+        from synapse_nb.gitscope.vaultdir import tracked_files
+
+        return tracked_files(self.path)[1]
 
     def close(self) -> None:
         self._store.close()
@@ -403,10 +556,15 @@ class Vault:
             "SELECT id FROM lessons WHERE mind = ? AND status = 'approved' AND expires_at > ? AND expires_at <= ? "
             "ORDER BY expires_at, id", (m, ts, fmt_ts(now + timedelta(days=2)))))
         flags = self.flags()
+        from synapse_nb.gitscope.vaultdir import tracked_files, untrack_command
+
+        prefix, tracked = tracked_files(self.path)
         return Status(vault_path=str(self.path), mind=m, actor=self.actor, counts=counts, pending_lessons=pending,
                       expiring_memories=expiring, expiring_lessons=les_soon, schema_version=self._store.schema_version,
                       dangling=tuple(sorted(r for r, f in flags.items() if "dangling" in f)),
-                      possibly_stale=tuple(sorted(r for r, f in flags.items() if "stale" in f)))
+                      possibly_stale=tuple(sorted(r for r, f in flags.items() if "stale" in f)),
+                      tracked_by_git=tracked,
+                      untrack_command=untrack_command(prefix) if tracked and prefix else None)
 
     def prune(self, *, sessions_older_than: str | timedelta = "30d") -> PruneReport:
         """Delete expired memories, mark expired lessons, forget old per-session delta state (user only)."""
@@ -451,7 +609,14 @@ class Vault:
             if hasattr(dest, "write"):
                 dest.write(text)  # type: ignore[union-attr]
             else:
-                Path(dest).write_text(text, encoding="utf-8")
+                target = Path(dest).expanduser()
+                if not target.parent.is_dir():
+                    raise ValidationError(f"cannot export to {str(dest)!r}: the folder {str(target.parent)!r} does "
+                                          "not exist (a typo?); folders are never created")
+                try:
+                    target.write_text(text, encoding="utf-8")
+                except OSError as exc:
+                    raise StoreError(f"cannot write the export to {str(dest)!r}: {exc.strerror or exc}") from exc
         return text
 
     def import_jsonl(self, source: str | Path | IO[str] | Iterable[str]) -> dict[str, int]:

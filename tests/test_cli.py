@@ -22,6 +22,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     p = tmp_path / "project"
     p.mkdir()
+    syn.open_vault(p).close()  # reads never create a vault (test_vault_creation.py covers who creates one)
     return p
 
 

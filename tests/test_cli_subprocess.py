@@ -30,21 +30,31 @@ def test_version_and_roundtrip(project: Path) -> None:
     res = sh("--version", cwd=project)
     assert res.returncode == 0 and res.stdout.startswith("synapse-nb ")
     res = sh("checkpoint", "create", "--doing", "Refactoring JWT", "--files", "a.py,b.py", cwd=project)
-    assert res.returncode == 0 and res.stderr == ""
+    vault = (project / ".synapse").resolve()
+    assert res.returncode == 0 and res.stderr == f"synapse-nb: created a new vault at {vault}\n"  # said once
     assert (project / ".synapse" / "synapse.db").is_file()  # the vault lives in the current folder
+    res = sh("checkpoint", "create", "--doing", "Refactoring JWT", cwd=project)
+    assert res.returncode == 0 and res.stderr == ""  # not again
     res = sh("checkpoint", "list", "--json", cwd=project)
     rows = json.loads(res.stdout)
     assert res.returncode == 0 and rows[0]["doing"] == "Refactoring JWT" and rows[0]["id"].startswith("ckp_")
 
 
-def test_synapse_home_is_the_vault(project: Path, tmp_path: Path) -> None:
-    home = tmp_path / "home-vault"
+def test_synapse_home_means_what_vault_means(project: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home-project"
+    home.mkdir()
     res = sh("remember", "project", "status_line", "deployed", cwd=project, env_home=home)
     assert res.returncode == 0, res.stderr
-    assert (home / "synapse.db").is_file() and not (project / ".synapse").exists()
+    assert (home / ".synapse" / "synapse.db").is_file() and not (home / "synapse.db").exists()
+    assert not (project / ".synapse").exists()
+    by_option = sh("--vault", str(home), "memory", "list", "--json", cwd=project)
+    by_env = sh("memory", "list", "--json", cwd=project, env_home=home)
+    assert by_option.returncode == by_env.returncode == 0
+    assert by_option.stdout == by_env.stdout and json.loads(by_env.stdout)[0]["key"] == "status_line"
 
 
 def test_refused_operation_is_exit_1_one_line(project: Path) -> None:
+    assert sh("init", cwd=project).returncode == 0
     res = sh("lessons", "approve", "les_doesnotexist", cwd=project)
     assert res.returncode == 1
     assert res.stdout == "" and len(res.stderr.strip().splitlines()) == 1

@@ -88,6 +88,7 @@ def test_parallel_writers(tmp_path: Path) -> None:
 def test_parallel_first_open_migrates_once(tmp_path: Path) -> None:
     """Writers racing to create a brand-new vault: one migrates, the others wait and open it."""
     vault_dir = tmp_path / "fresh" / ".synapse"
+    vault_dir.parent.mkdir()  # the project folder exists; the vault does not yet
     script = tmp_path / "w.py"
     script.write_text(_WORKER, encoding="utf-8")
     go = tmp_path / "go"

@@ -178,12 +178,17 @@ def test_no_vault_means_nothing_runs(repo: ScratchRepo, fake_scan: Path) -> None
 def test_synapse_home_chooses_the_vault(
     repo: ScratchRepo, fake_scan: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """SYNAPSE_HOME names a project folder (or a vault folder), as --vault does: the hook uses that vault."""
+    from synapse_nb.vault import open_vault
+
     home = tmp_path / "elsewhere"
     home.mkdir()
+    open_vault(home).close()
     monkeypatch.setenv("SYNAPSE_HOME", str(home))
     install_hooks(repo.root, background=False)
     repo.commit_file("b.txt", "b\n", "Add b")
-    assert "ok: custom call" in (home / "hook.log").read_text()
+    assert "ok: custom call" in (home / ".synapse" / "hook.log").read_text()
+    assert not (home / "hook.log").exists() and not (repo.root / ".synapse").exists()
 
 
 def test_main_in_process_returns_zero_everywhere(

@@ -28,7 +28,12 @@ class TestingShell(InteractiveShell):
         return result
 
 
-def _shell(vault_dir: Path, **settings: object) -> TestingShell:
+def _shell(vault_dir: Path, *, make_vault: bool = True, **settings: object) -> TestingShell:
+    """A shell with the extension loaded on ``vault_dir``, whose vault exists unless ``make_vault`` is False
+    (reading magics never create one: test_vault_creation.py covers that)."""
+    if make_vault:
+        vault_dir.mkdir(parents=True, exist_ok=True)
+        syn.open_vault(vault_dir).close()
     c = Config()
     c.HistoryManager.enabled = False
     c.HistoryManager.hist_file = ":memory:"
@@ -319,8 +324,13 @@ def test_config_settings(ip: TestingShell, tmp_path: Path, caplog: pytest.LogCap
     ip.run_cell("%remember project topic memory gating")
     assert _vault(ip).mind == "research"
     assert syn.open_vault(tmp_path / "proj").memories.count() == 0  # the default mind is untouched
+    (tmp_path / "other").mkdir()
     ip.run_cell(f'%config SynapseMagics.vault_path = "{tmp_path / "other"}"')
-    assert _vault(ip).path == (tmp_path / "other" / ".synapse").resolve()
+    with capture_output() as out:
+        ip.run_cell("%remember project topic a new vault for a new folder")  # a write creates it, and says so
+    vault = (tmp_path / "other" / ".synapse").resolve()
+    assert out.stderr == f"synapse_nb: created a new vault at {vault}\n"
+    assert _vault(ip).path == vault
 
 
 def test_lesson_expiry_from_config_at_load(tmp_path: Path) -> None:

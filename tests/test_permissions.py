@@ -86,6 +86,7 @@ def test_agent_refused_and_vault_unchanged(vault: syn.Vault, seeded: dict[str, A
     before = vault.export_jsonl()
     agent = vault.as_agent()
     # an import that would add a new mind's memory: refused for the agent
+    (vault.path.parent / "elsewhere").mkdir(parents=True, exist_ok=True)  # open_vault never creates missing folders
     other = syn.open_vault(vault.path.parent / "elsewhere")
     other.remember("knowledge", "imported", "from elsewhere")
     export = other.export_jsonl()

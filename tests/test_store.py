@@ -161,6 +161,8 @@ def _vm_steps(store: Store, fn) -> int:  # type: ignore[no-untyped-def]
 
 def test_lookup_by_id_does_not_scan_the_vault(tmp_path: Path) -> None:
     """get(id) and remember() must cost about the same in a vault of 100 or of 3,000 memories."""
+    (tmp_path / "small").mkdir()
+    (tmp_path / "big").mkdir()
     small = syn.open_vault(tmp_path / "small")
     big = syn.open_vault(tmp_path / "big")
     for v, n in ((small, 100), (big, 3_000)):

@@ -65,6 +65,7 @@ def test_export_is_sorted_and_stable(full: syn.Vault, tmp_path: Path) -> None:
 
 def test_roundtrip_is_byte_identical(full: syn.Vault, tmp_path: Path, clock: FakeClock) -> None:
     text = full.export_jsonl(tmp_path / "vault.jsonl")
+    (tmp_path / "fresh").mkdir(parents=True, exist_ok=True)  # open_vault never creates missing folders
     with syn.open_vault(tmp_path / "fresh", clock=clock) as fresh:
         counts = fresh.import_jsonl(tmp_path / "vault.jsonl")
         assert counts == {"checkpoint": 1, "decision": 1, "episode": 1, "lesson": 3, "memory": 4, "note": 1,
@@ -87,6 +88,7 @@ def test_roundtrip_keeps_order_of_same_instant_records(vault: syn.Vault, tmp_pat
     for i in range(6):
         vault.checkpoint(f"step {i}")
         vault.remember("knowledge", f"fact_{i}", "same instant")
+    (tmp_path / "fresh").mkdir(parents=True, exist_ok=True)  # open_vault never creates missing folders
     with syn.open_vault(tmp_path / "fresh", clock=clock) as fresh:
         fresh.import_jsonl(vault.export_jsonl().splitlines())
         assert [c.id for c in fresh.checkpoints.list()] == [c.id for c in vault.checkpoints.list()]
@@ -96,15 +98,18 @@ def test_roundtrip_keeps_order_of_same_instant_records(vault: syn.Vault, tmp_pat
 
 def test_import_accepts_lines_and_blank_lines(full: syn.Vault, tmp_path: Path) -> None:
     text = full.export_jsonl()
+    (tmp_path / "fresh").mkdir(parents=True, exist_ok=True)  # open_vault never creates missing folders
     with syn.open_vault(tmp_path / "fresh") as fresh:
         fresh.import_jsonl(["", *text.splitlines(), "   "])
         assert fresh.export_jsonl() == text
+    (tmp_path / "empty").mkdir(parents=True, exist_ok=True)  # open_vault never creates missing folders
     with syn.open_vault(tmp_path / "empty") as e:
         assert e.import_jsonl([]) == {"checkpoint": 0, "decision": 0, "episode": 0, "lesson": 0, "memory": 0,
                                       "note": 0, "setting": 0, "skipped": 0}
 
 
 def test_import_merges_into_a_non_empty_vault(full: syn.Vault, tmp_path: Path) -> None:
+    (tmp_path / "other").mkdir(parents=True, exist_ok=True)  # open_vault never creates missing folders
     with syn.open_vault(tmp_path / "other") as other:
         mine = other.remember("knowledge", "mine", "local")
         other.import_jsonl(full.export_jsonl().splitlines())
@@ -149,6 +154,7 @@ def _hostile(full: syn.Vault) -> dict[str, list[str]]:
                                   "control chars", "nested object in text", "not a str line"])
 def test_hostile_files_refused_whole(full: syn.Vault, tmp_path: Path, case: str) -> None:
     lines = _hostile(full)[case]
+    (tmp_path / "target").mkdir(parents=True, exist_ok=True)  # open_vault never creates missing folders
     with syn.open_vault(tmp_path / "target") as target:
         target.remember("knowledge", "pre_existing", "stays")
         before = target.export_jsonl()
@@ -195,6 +201,7 @@ _BAD_VALUES = {
 @pytest.mark.parametrize("field", sorted(_BAD_VALUES))
 def test_import_validates_memory_values(vault: syn.Vault, tmp_path: Path, field: str) -> None:
     """An import must not store a record the API itself would refuse (it would break reads later)."""
+    (tmp_path / "src").mkdir(parents=True, exist_ok=True)  # open_vault never creates missing folders
     with syn.open_vault(tmp_path / "src") as src:
         src.remember("project", "k", "v", tags=["a"])
         hdr, doc = src.export_jsonl().splitlines()[:2]
@@ -239,6 +246,7 @@ def test_same_vault_same_answers_whatever_the_hash_seed(full: syn.Vault, tmp_pat
     script.write_text(_READER, encoding="utf-8")
     outs = []
     for seed in ("0", "1", "4242"):
+        (tmp_path / f"v{seed}").mkdir()
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(Path(syn.__file__).parent.parent)}
         env.pop("SYNAPSE_HOME", None)
         r = subprocess.run([sys.executable, str(script), str(tmp_path / f"v{seed}"), str(src)], env=env,

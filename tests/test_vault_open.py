@@ -58,14 +58,18 @@ def test_outside_git_the_folder_itself(tmp_path: Path) -> None:
         assert v.repo is None
 
 
-def test_synapse_home_overrides(tmp_path: Path, git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_synapse_home_names_a_project_like_vault(tmp_path: Path, git_repo: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """SYNAPSE_HOME means what a path means: a project folder, whose vault is .synapse/ in it (outside git)."""
     home = tmp_path / "elsewhere"
+    home.mkdir()
     monkeypatch.setenv("SYNAPSE_HOME", str(home))
     monkeypatch.chdir(git_repo)
     with syn.open_vault() as v:
-        assert v.path == home.resolve()
+        assert v.path == (home / ".synapse").resolve()
         v.remember("knowledge", "where", "in SYNAPSE_HOME")
-    assert (home / "synapse.db").is_file()
+    assert (home / ".synapse" / "synapse.db").is_file()
+    assert not (home / "synapse.db").exists()
     assert not (git_repo / ".synapse").exists()
 
 
@@ -78,6 +82,7 @@ def test_vault_folder_passed_directly(tmp_path: Path, git_repo: Path) -> None:
         assert v2.memories.get(m.id).key == "direct"
     # any folder holding synapse.db
     other = tmp_path / "custom_vault"
+    other.mkdir()
     with syn.open_vault(other / ".synapse") as v3:
         v3.remember("knowledge", "x", "y")
     (other / ".synapse").rename(other / "renamed")

@@ -168,7 +168,7 @@ def build_locomo_vault(
     conv
         A LoCoMo conversation (:func:`~synapse_nb.eval.locomo.load_locomo`).
     folder
-        An empty folder; the vault is ``<folder>/.synapse``.
+        An empty folder (created if missing); the vault is ``<folder>/.synapse``.
     date, caption, context
         What each episode's text holds (see :func:`turn_document`).
 
@@ -186,6 +186,7 @@ def build_locomo_vault(
     from synapse_nb.store.sqlite import SCHEMA_VERSION
     from synapse_nb.vault import open_vault
 
+    Path(folder).mkdir(parents=True, exist_ok=True)  # an evaluation scratch folder, made on purpose
     vault = open_vault(Path(folder) / ".synapse")
     lines = [json.dumps({"format": "synapse_nb-export", "schema": SCHEMA_VERSION})]
     ids: dict[str, str] = {}

@@ -8,6 +8,8 @@ dataclasses. Nothing imports the vault at import time (the vault imports us).
 - :func:`install_hooks` / :func:`uninstall_hooks` manage ``post-commit`` / ``post-rewrite`` hooks.
 - :class:`Watcher` reacts to commits and file changes (watchdog on the git dir).
 - :func:`check_paths`, :func:`commits_touching` tell whether remembered paths still exist.
+- :mod:`synapse_nb.gitscope.vaultdir` keeps the vault folder out of git (its own ``.gitignore``) and says
+  what git still tracks of it.
 
 Heavier submodules are imported on first use, so ``import synapse_nb.gitscope``
 costs only the standard library.

@@ -9,11 +9,12 @@ pending lessons through ``open_vault(...).lessons.scan()``. Rules:
   (``SYNAPSE_HOOK_TIMEOUT`` seconds, default 2); past it the process exits anyway;
 - concurrent runs (quick successive commits) take turns on ``<vault>/hook.lock``;
 - it imports only the standard library and :mod:`synapse_nb.gitscope.repo`
-  until it needs the vault;
+  until it needs the vault (or ``$SYNAPSE_HOME`` must be resolved);
 - it writes one line per run to ``<vault>/hook.log`` (rotated at 512 KiB), only
   when the vault folder exists; with no vault it does nothing at all.
 
-The vault folder is ``$SYNAPSE_HOME`` when set, else ``<main work tree>/.synapse``.
+The vault is the one ``$SYNAPSE_HOME`` names when set (a project folder or a vault folder, as for
+``--vault``), else ``<main work tree>/.synapse``. The hook never creates a vault.
 ``SYNAPSE_HOOK_CALL=module:function`` replaces the scan by ``function(work_tree, hook_name)``
 (a test seam, also usable to run a custom action).
 
@@ -46,10 +47,18 @@ _LOG_MAX_BYTES = 512 * 1024
 
 
 def vault_dir(work_tree: Path) -> Path | None:
-    """Where the hook's vault lives: ``$SYNAPSE_HOME`` or ``<main work tree>/.synapse`` (None outside git)."""
-    home = os.environ.get("SYNAPSE_HOME")
-    if home:
-        return Path(home)
+    """Where the hook's vault lives: the one ``$SYNAPSE_HOME`` names, or ``<main work tree>/.synapse``.
+
+    None outside git, or when ``$SYNAPSE_HOME`` names no usable location (the hook then does nothing).
+    """
+    if os.environ.get("SYNAPSE_HOME", "").strip():
+        from synapse_nb.errors import SynapseError
+        from synapse_nb.vault import find_vault_dir
+
+        try:
+            return find_vault_dir()[0]
+        except SynapseError:
+            return None
     from synapse_nb.gitscope.repo import find_repo
 
     info = find_repo(work_tree)
@@ -65,9 +74,8 @@ def _scan(work_tree: Path, hook_name: str) -> str:
         return f"custom call {target} returned {result!r}"
     from synapse_nb.vault import open_vault  # lazy: the heavy part
 
-    # open_vault() (no path) honours SYNAPSE_HOME with the cwd as project folder; git runs hooks at
-    # the work tree root, so both forms scan this repository.
-    with open_vault(None if os.environ.get("SYNAPSE_HOME") else work_tree) as vault:
+    # open_vault() (no path) honours SYNAPSE_HOME exactly as vault_dir() did; a hook never creates a vault.
+    with open_vault(None if os.environ.get("SYNAPSE_HOME", "").strip() else work_tree, create=False) as vault:
         created = vault.lessons.scan()
     return f"{len(created)} new pending lesson(s)"
 

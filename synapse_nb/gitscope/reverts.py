@@ -38,6 +38,7 @@ from pathlib import Path
 from synapse_nb.errors import GitError, ValidationError
 from synapse_nb.gitscope._git import coerce_repo, run_git, validate_sha
 from synapse_nb.gitscope.repo import RepoInfo, head
+from synapse_nb.gitscope.vaultdir import in_prefix
 
 __all__ = ["CommitInfo", "RevertInfo", "ScanResult", "scan_reverts"]
 
@@ -404,6 +405,7 @@ def scan_reverts(
     *,
     since: Iterable[str] = (),
     max_commits: int = 2000,
+    exclude: Iterable[str] = (),
 ) -> ScanResult:
     """Find revert commits on all branches, newer than the commits already scanned.
 
@@ -416,6 +418,9 @@ def scan_reverts(
         history is skipped. Unknown shas (garbage-collected after a rewrite) are ignored.
     max_commits : int
         Upper bound on the commits walked (newest first, children before parents).
+    exclude : iterable of str
+        Repository-relative folders (``".synapse/"``, the vault) whose files are left out of
+        ``files_affected``, ``diffstat`` and the summary: a reverted vault file is not a code change.
 
     Returns
     -------
@@ -440,6 +445,9 @@ def scan_reverts(
     if isinstance(since, str):
         since = [since]
     since_list = sorted({validate_sha(s, "since") for s in since})
+    if isinstance(exclude, str):
+        exclude = [exclude]
+    skip = sorted({p.rstrip("/") + "/" for p in exclude if isinstance(p, str) and p.strip("/")})
     info = coerce_repo(repo)
     tips, local, remote = _tips(info)
     if not tips:
@@ -497,7 +505,7 @@ def scan_reverts(
                 reapply = reapply or is_revert
             else:
                 reverted.append(CommitInfo(name))
-        diffstat = tuple(stats.get(c.sha, ()))
+        diffstat = tuple(row for row in stats.get(c.sha, ()) if not any(in_prefix(p, row[0]) for p in skip))
         branches = _branches_of(masks.get(c.sha, 0), names, local_mask)
         commit = c.info()
         reverts.append(

@@ -137,7 +137,11 @@ class Watcher:
 
     def _acquire_lock(self) -> None:
         try:
-            self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.lock_path.parent.is_dir() and self.lock_path.parent.name == ".synapse":
+                from synapse_nb.gitscope.vaultdir import ensure_gitignore
+
+                self.lock_path.parent.mkdir()  # in the work tree; never its parents
+                ensure_gitignore(self.lock_path.parent)  # a folder made here stays out of git too
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise StoreError(f"cannot open the watcher lock {self.lock_path}: {exc.strerror or exc}") from exc

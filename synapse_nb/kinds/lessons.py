@@ -227,7 +227,8 @@ class Lessons(KindManager[Lesson]):
         row = self._v._store.query_one("SELECT value FROM meta WHERE key = ?", (key,))
         since = tuple(json.loads(row["value"])) if row else ()
         window = int(self._v.settings.get("scan_window")) if max_commits is None else int(max_commits)
-        result = scan_reverts(repo, since=since, max_commits=window)
+        prefix = self._v.git_prefix  # the vault's own files never show up in a lesson
+        result = scan_reverts(repo, since=since, max_commits=window, exclude=(prefix,) if prefix else ())
         created: list[str] = []
         with self._v._store.transaction() as c:
             for rv in result.reverts:

@@ -7,7 +7,9 @@ tried: no tool does. Agent writes are proposals (unverified, ``source="agent"``)
 Every tool returns structured content (a JSON object) plus readable text; a refused or malformed call
 is a tool error carrying the :class:`~synapse_nb.errors.SynapseError` message, and the server keeps
 serving. One vault handle is kept per server (SQLite WAL: a notebook and the CLI can use the same
-vault at the same time).
+vault at the same time). Reading tools never create a vault (no vault is a tool error saying how to
+create one); writing tools (checkpoint, decision, remember, episode, low-context checkpoint) create it
+inside an existing folder only, and say so once on stderr.
 
 Examples
 --------
@@ -106,11 +108,16 @@ class _Handle:
         self._clock = clock
         self._vault = vault.as_agent() if vault is not None else None
 
-    def get(self) -> Vault:
+    def get(self, *, write: bool = False) -> Vault:
+        """The vault; read tools never create one, write tools create it inside an existing folder only."""
         if self._vault is None:
+            import sys
+
             from synapse_nb.vault import open_vault
 
-            self._vault = open_vault(self._path, mind=self._mind, actor="agent", clock=self._clock)
+            self._vault = open_vault(self._path, mind=self._mind, actor="agent", clock=self._clock, create=write)
+            if self._vault.created:  # stdout carries the protocol: say it on stderr, once
+                print(f"synapse-nb: created a new vault at {self._vault.path}", file=sys.stderr, flush=True)
         return self._vault
 
 
@@ -169,7 +176,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         next; ``blockers``: what is in the way. Branch and commit are recorded automatically.
         """
         with _errors():
-            c = handle.get().checkpoint(doing, files=changed_files, next_step=next_step, blockers=blockers,
+            c = handle.get(write=True).checkpoint(doing, files=changed_files, next_step=next_step, blockers=blockers,
                                         origin="agent")
             return _result(f"checkpoint {c.id} saved on branch {c.branch or '-'}", c.to_dict())
 
@@ -178,7 +185,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                            tags: list[str] | None = None) -> CallToolResult:
         """Call right after making any design choice: log the decision and why, so later sessions keep to it."""
         with _errors():
-            d = handle.get().decide(decision, rationale=rationale, tags=tags)
+            d = handle.get(write=True).decide(decision, rationale=rationale, tags=tags)
             return _result(f"decision {d.id} logged", d.to_dict())
 
     @server.tool()
@@ -215,7 +222,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                         "carry on")
                 return _result(text, {"action": "none", "ratio": round(ratio, 4), "threshold": LOW_CONTEXT_RATIO,
                                       "checkpoint_id": None, "restore_pack": None, "tokens": 0})
-            v = handle.get()
+            v = handle.get(write=True)
             last = v.checkpoints.latest()
             c = v.checkpoint(
                 doing or (last.doing if last else f"session context at {ratio:.0%} of capacity"),
@@ -259,7 +266,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         or low. It is stored as an unverified proposal until a human verifies it.
         """
         with _errors():
-            m = handle.get().remember(category, key, content, tags=tags, priority=priority)
+            m = handle.get(write=True).remember(category, key, content, tags=tags, priority=priority)
             return _result(f"remembered {m.id} {m.category}/{m.key} (unverified proposal)", m.to_dict())
 
     @server.tool()
@@ -271,7 +278,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         as a warning: read it before repeating work.
         """
         with _errors():
-            e = handle.get().episodes.log(task_key, status=status, outcome=outcome, refs=refs)
+            e = handle.get(write=True).episodes.log(task_key, status=status, outcome=outcome, refs=refs)
             data = {**e.to_dict(), "prior": e.prior.to_dict() if e.prior else None, "warning": e.warning}
             return _result(f"episode {e.id} logged" + (f"; warning: {e.warning}" if e.warning else ""), data)
 

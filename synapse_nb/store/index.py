@@ -247,7 +247,7 @@ class RetrievalIndex:
             import lancedb
 
             try:
-                self.path.mkdir(parents=True, exist_ok=True)
+                self.path.mkdir(exist_ok=True)  # inside the vault folder; never its parents
                 # interval 0: every read sees the latest commit of other processes
                 self._db = lancedb.connect(str(self.path), read_consistency_interval=timedelta(0))
             except Exception as exc:

@@ -314,7 +314,9 @@ class Store:
         self.write_gen = 0
         try:
             if not readonly:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                if not self.path.parent.is_dir():  # never created here: a typo must not become a vault
+                    raise StoreError(f"the vault folder {self.path.parent} does not exist; open the vault with "
+                                     "open_vault(), which creates it inside an existing folder only")
                 if not os.access(self.path.parent, os.W_OK):
                     raise StoreError(f"the vault folder {self.path.parent} is read-only; open it with "
                                      "open_vault(..., readonly=True) to read it (CLI: SYNAPSE_READONLY=1)")

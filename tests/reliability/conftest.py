@@ -46,6 +46,7 @@ def vault_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh, created vault folder ``tmp_path/project/.synapse`` (processes open it by path)."""
     monkeypatch.delenv("SYNAPSE_HOME", raising=False)
     d = tmp_path / "project" / ".synapse"
+    d.parent.mkdir()
     syn.open_vault(d).close()
     return d
 

@@ -109,6 +109,7 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project with a few records of each kind; cwd and SYNAPSE_HOME point into the sandbox."""
     project = tmp_path / "project"
+    project.mkdir()
     v = syn.open_vault(project)
     v.remember("preference", "style", "numpy docstrings", tags=["style"])
     v.as_agent().remember("knowledge", "guess", "maybe flaky")

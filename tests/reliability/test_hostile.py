@@ -222,11 +222,13 @@ HOSTILE_IMPORTS = {
 
 @pytest.mark.parametrize("case", sorted(HOSTILE_IMPORTS))
 def test_hostile_import_refused_whole(world: dict[str, Any], tmp_path: Path, case: str) -> None:
+    (tmp_path / "src").mkdir(parents=True, exist_ok=True)  # open_vault never creates missing folders
     src = syn.open_vault(tmp_path / "src" / ".synapse")
     for i in range(5):
         src.remember("knowledge", f"imported_{i}", f"imported fact {i}")
     lines = _export_lines(src)
     src.close()
+    (tmp_path / "dst").mkdir(parents=True, exist_ok=True)  # open_vault never creates missing folders
     target = syn.open_vault(tmp_path / "dst" / ".synapse")
     target.remember("knowledge", "imported_4", "already here, different")  # collides by (mind, category, key)
     before = target.export_jsonl()

@@ -150,6 +150,7 @@ GARBAGE: list[tuple[str, bytes, Any]] = [
 @pytest.fixture()
 def project(tmp_path: Path) -> Path:
     p = tmp_path / "project"
+    p.mkdir()
     v = syn.open_vault(p)
     v.remember("preference", "style", "numpy docstrings")
     v.lessons.create("pending lesson about caching")

@@ -1,0 +1,125 @@
+"""The vault folder and git: it ignores itself, and git is asked what it still tracks of it.
+
+A vault is a binary SQLite file that git must never stage: a ``git revert`` of the commit that
+added it deletes it, a ``git stash -u`` or a checkout replaces it. So, the way pytest and ruff treat
+their caches, the vault folder holds its own ``.gitignore`` containing ``*`` (written when the vault
+is created, and on open when missing), which keeps everything inside out of ``git add -A`` whatever
+the user's own ignore rules. Memory goes into git only on purpose, as an export (sorted JSON Lines).
+
+- :func:`ensure_gitignore` writes that file; it never fails (a read-only folder is skipped).
+- :func:`repo_prefix` gives the vault folder's repository-relative path (``".synapse/"``), so lesson
+  scans, verify and staleness can leave the vault's own files out.
+- :func:`tracked_files` asks git (one ``git ls-files``) which files of the folder are still tracked,
+  e.g. committed by an older version; :func:`untrack_command` is the one command that fixes it.
+
+Examples
+--------
+>>> import tempfile, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> ensure_gitignore(d), (d / ".gitignore").read_text().splitlines()[-1]
+(True, '*')
+>>> ensure_gitignore(d)  # already there: left alone
+False
+>>> untrack_command(".synapse/")
+'git rm -r --cached .synapse'
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+from synapse_nb.errors import GitError
+from synapse_nb.gitscope.repo import RepoInfo, find_repo
+
+__all__ = ["GITIGNORE_NAME", "GITIGNORE_TEXT", "ensure_gitignore", "in_prefix", "repo_prefix", "tracked_files",
+           "untrack_command"]
+
+GITIGNORE_NAME = ".gitignore"
+GITIGNORE_TEXT = (
+    "# Written by synapse-nb: git never stages anything in the vault folder (a revert, stash or checkout\n"
+    "# would replace or delete the vault). Keep memory in git on purpose with `synapse-nb memory export`.\n"
+    "*\n"
+)
+#: At most this many tracked paths are reported (a warning needs a few examples, not a listing).
+TRACKED_LIMIT = 1000
+
+
+def ensure_gitignore(folder: str | Path) -> bool:
+    """Write ``folder/.gitignore`` (``*``) unless it exists; True when written. Never raises.
+
+    An existing ``.gitignore`` is left as it is (the user may have edited it). A folder that cannot
+    be written (read-only, gone, not a folder) is skipped silently: ignoring git must never stop a
+    vault from opening.
+    """
+    path = Path(folder) / GITIGNORE_NAME
+    try:
+        if path.exists():
+            return False
+        with open(path, "x", encoding="utf-8") as fh:  # "x": two processes never both write it
+            fh.write(GITIGNORE_TEXT)
+        return True
+    except OSError:
+        return False
+
+
+def repo_prefix(repo: RepoInfo | None, folder: str | Path) -> str | None:
+    """``folder`` relative to the repository root, as ``"a/b/"`` (None when outside, or the root itself).
+
+    Paths git prints (diffs, ``ls-files``) are relative to the root of the repository, the same for
+    every work tree; the vault lives in the main work tree, so both roots are tried.
+
+    >>> repo_prefix(RepoInfo(Path("/r"), Path("/r/.git"), Path("/r/.git"), Path("/r")), "/r/.synapse")
+    '.synapse/'
+    """
+    if repo is None:
+        return None
+    target = Path(os.path.realpath(folder))
+    for root in (repo.work_tree, repo.main_work_tree):
+        try:
+            rel = target.relative_to(Path(os.path.realpath(root)))
+        except ValueError:
+            continue
+        return rel.as_posix() + "/" if rel.parts else None
+    return None
+
+
+def in_prefix(prefix: str | None, path: str) -> bool:
+    """Whether the repository-relative ``path`` lies inside the folder ``prefix`` (from :func:`repo_prefix`).
+
+    >>> in_prefix(".synapse/", "./.synapse/synapse.db"), in_prefix(".synapse/", ".synapse"), in_prefix(".synapse/", "src/a.py")
+    (True, True, False)
+    """
+    if not prefix or not isinstance(path, str):
+        return False
+    text = path.replace(os.sep, "/")
+    while text.startswith("./"):
+        text = text[2:]
+    return (text.rstrip("/") + "/").startswith(prefix)
+
+
+def tracked_files(folder: str | Path, *, timeout: float = 10.0) -> tuple[str | None, tuple[str, ...]]:
+    """(prefix, paths): which files inside ``folder`` git tracks, repository-relative and sorted.
+
+    One ``git ls-files`` against the repository that contains ``folder``; ``(None, ())`` outside git,
+    when git is missing or cannot answer in ``timeout`` seconds (a status must never hang on git).
+    At most :data:`TRACKED_LIMIT` paths are returned.
+    """
+    from synapse_nb.gitscope._git import run_git
+
+    repo = find_repo(folder)
+    prefix = repo_prefix(repo, folder)
+    if repo is None or prefix is None:
+        return None, ()
+    try:
+        out = run_git(repo, "--literal-pathspecs", "ls-files", "-z", "--full-name", "--", prefix, timeout=timeout)
+    except GitError:
+        return prefix, ()
+    paths = sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
+    return prefix, tuple(paths[:TRACKED_LIMIT])
+
+
+def untrack_command(prefix: str) -> str:
+    """The command that stops git tracking the folder ``prefix`` (run at the repository root; files stay on disk)."""
+    return f"git rm -r --cached {shlex.quote(prefix.rstrip('/'))}"
