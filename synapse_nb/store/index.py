@@ -1,8 +1,8 @@
 """The LanceDB retrieval index: a rebuildable cache of SQLite rows for fast candidate search.
 
-SQLite is the system of record. This index lives under ``<vault>/.synapse/index/``
-and holds, for every searchable record, its id, kind, mind, text, content digest,
-timestamps and an embedding. Deleting the folder loses nothing: :meth:`RetrievalIndex.rebuild`
+SQLite is the system of record. The vault keeps this index in ``<vault>/index/`` (by default
+``.synapse/index/`` at the project's git root); it holds, for every searchable record, its id,
+kind, mind, text, content digest, timestamps and an embedding. Deleting the folder loses nothing: :meth:`RetrievalIndex.rebuild`
 recreates it from SQLite rows, and :meth:`RetrievalIndex.check` / :meth:`RetrievalIndex.repair`
 find and fix drift against SQLite's ``id -> digest`` map.
 

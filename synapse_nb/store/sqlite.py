@@ -10,10 +10,10 @@ processes (a kernel, the CLI, an agent's MCP server, a git hook) share it.
 - The schema is versioned with ``PRAGMA user_version``; migrations run forward,
   each in its own transaction. A vault from a newer version is refused, never
   modified.
-- Full-text search: one external-content FTS5 table per kind (porter stemming),
-  kept in sync by triggers, so the index can never disagree with the rows. A
-  contentless ``gate_vocab`` table (no stemming) gives the recall gate exact
-  document frequencies of every word at no extra cost.
+- Full-text search: one contentless FTS5 table per kind (porter stemming),
+  kept in sync by triggers, so the index can never disagree with the rows. An
+  external-content ``gate_vocab`` table over ``gate_docs`` (no stemming) gives the
+  recall gate exact document frequencies of every word at no extra cost.
 - Tags live in a side table maintained by triggers from each row's JSON tags.
 """
 
