@@ -7,8 +7,10 @@ State machine::
                                    +--reject--> deleted +---------------re-approve------------+
 
 Status is computed at read time (an approved lesson past ``expires_at`` *is* expired); ``prune()``
-also persists it. Only the user actor approves or rejects; an agent reaches a pending lesson only by
-id, through :meth:`Lessons.submit_analysis`.
+also persists it. Only the user actor approves or rejects; an agent reads approved, unexpired lessons
+only, and reaches a pending one only through :meth:`Lessons.submit_analysis`, by its id or a unique id
+prefix: ids and prefixes resolve the same way for every actor (among all the lessons of the mind), and
+messages never list an id the actor may not read.
 """
 
 from __future__ import annotations
@@ -197,13 +199,14 @@ class Lessons(KindManager[Lesson]):
         the same way and the updated lesson is returned.
         """
         text = check_text(text, "analysis", max_len=MAX_TEXT)
-        full = self.resolve_id(id, exact_hidden=True)  # an agent names a pending lesson by its full id only
+        full = self.resolve_id(id)  # by id or unique prefix, the same for every actor
+        named = full if self._v.actor == "user" else repr(id.strip())  # never spell out a hidden id to an agent
         with self._v._store.transaction() as c:
             row = c.execute("SELECT status, analysis_by FROM lessons WHERE id = ?", (full,)).fetchone()
             if row["status"] != "pending" and self._v.actor == "agent":
-                raise ConflictError(f"lesson {full} is {row['status']}; an agent may only analyse pending lessons")
+                raise ConflictError(f"lesson {named} is {row['status']}; an agent may only analyse pending lessons")
             if self._v.actor == "agent" and row["analysis_by"] == "user":
-                raise PermissionDeniedError(f"lesson {full} already has an analysis written by the user; an agent "
+                raise PermissionDeniedError(f"lesson {named} already has an analysis written by the user; an agent "
                                             "may not replace it")
             c.execute("UPDATE lessons SET analysis = ?, analysis_by = ?, updated_at = ? WHERE id = ?",
                       (text, self._v.actor, self._v._stamp(c), full))

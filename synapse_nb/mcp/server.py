@@ -183,7 +183,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
 
     @server.tool()
     async def submit_lesson_analysis(lesson_id: str, analysis: str) -> CallToolResult:
-        """Call when asked why a change was reverted: explain the failure for lesson ``lesson_id``.
+        """Call when asked why a change was reverted: explain the failure for lesson ``lesson_id`` (id or unique prefix).
 
         The analysis is a proposal; a human reads it and decides whether it becomes an approved lesson.
         """
