@@ -210,6 +210,15 @@ def check_choice(value: Any, field: str, choices: Iterable[str]) -> str:
     return value.strip().lower()
 
 
+def plural(n: int, singular: str, plural_form: str | None = None) -> str:
+    """A count with its noun in the right number (``plural_form`` defaults to ``singular + "s"``).
+
+    >>> plural(1, "memory", "memories"), plural(3, "memory", "memories"), plural(0, "lesson")
+    ('1 memory', '3 memories', '0 lessons')
+    """
+    return f"{n} {singular if n == 1 else (plural_form or singular + 's')}"
+
+
 def estimate_tokens(text: str) -> int:
     """A cheap, deterministic token estimate (about 4 characters per token)."""
     return max(1, (len(text) + 3) // 4) if text else 0

@@ -40,6 +40,13 @@ PROG = "synapse-nb"
 
 
 # ------------------------------------------------------------------------------------------------ plumbing
+def plural(n: int, singular: str, plural_form: str | None = None) -> str:
+    """``synapse_nb._util.plural`` (imported when first used: the CLI's import stays light)."""
+    from synapse_nb._util import plural as _plural
+
+    return _plural(n, singular, plural_form)
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
@@ -395,7 +402,7 @@ def lessons_scan(
     if as_json:
         _echo_json([x.to_dict() for x in created])
         return
-    typer.echo(f"{len(created)} new pending lesson(s)")
+    typer.echo(plural(len(created), "new pending lesson"))
     for les in created:
         typer.echo(_record_line(les))
     if created:
@@ -462,7 +469,8 @@ def lessons_review(ctx: typer.Context) -> None:
         typer.echo("no pending lessons: nothing to review")
         return
     done = {"approved": 0, "rejected": 0, "skipped": 0}
-    typer.echo(f"{len(pending)} pending lesson(s). For each: [a]pprove, [e]dit then approve, [r]eject, [s]kip, [q]uit.")
+    typer.echo(f"{plural(len(pending), 'pending lesson')}. For each: [a]pprove, [e]dit then approve, [r]eject, [s]kip, "
+               "[q]uit.")
     for i, les in enumerate(pending, 1):
         typer.echo(f"\n({i}/{len(pending)}) " + _lesson_text(les))
         answer = _ask_choice()
@@ -886,15 +894,17 @@ def watch(
     def on_commit(state: Any) -> None:
         created = v.lessons.scan()
         typer.echo(f"commit {str(getattr(state, 'commit', '') or '')[:12]} on {getattr(state, 'branch', None) or '-'}: "
-                   f"{len(created)} new pending lesson(s)")
+                   f"{plural(len(created), 'new pending lesson')}")
 
     def on_files(paths: list[str]) -> None:
-        c = v.checkpoint(f"auto checkpoint: {len(paths)} more changed files", files=paths[:500], origin="watch")
-        typer.echo(f"checkpoint {c.id}: {len(paths)} changed files")
+        c = v.checkpoint(f"auto checkpoint: {plural(len(paths), 'more changed file')}", files=paths[:500],
+                         origin="watch")
+        typer.echo(f"checkpoint {c.id}: {plural(len(paths), 'changed file')}")
 
     w = Watcher(repo.work_tree, on_commit=on_commit, on_files_changed=on_files, every_files=n,
                 lock_path=v.path / "watch.lock")
-    typer.echo(f"watching {path or os.getcwd()} (auto checkpoint every {n} changed files); Ctrl-C stops", err=True)
+    typer.echo(f"watching {path or os.getcwd()} (auto checkpoint every {plural(n, 'changed file')}); Ctrl-C stops",
+               err=True)
     w.run_forever()
 
 
@@ -912,7 +922,7 @@ def index_rebuild(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     if as_json:
         _echo_json({"indexed": n})
     else:
-        typer.echo(f"indexed {n} records")
+        typer.echo(f"indexed {plural(n, 'record')}")
 
 
 @index_app.command("check")

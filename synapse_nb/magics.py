@@ -52,6 +52,7 @@ from synapse_nb._magics_core import (
     split_list,
     split_options,
 )
+from synapse_nb._util import plural
 from synapse_nb.errors import SynapseError
 
 __all__ = ["SynapseMagics", "load_ipython_extension", "unload_ipython_extension"]
@@ -243,7 +244,7 @@ class SynapseMagics(Magics):
                 n = self._auto.every
                 files = changed or []
                 self.vault.checkpoint(
-                    f"auto checkpoint after {n} cells that changed something", files=files,
+                    f"auto checkpoint after {plural(n, 'cell')} that changed something", files=files,
                     next_step=None, origin="auto")
         except Exception as exc:  # a hook must never break the user's cell
             print(f"synapse_nb: auto checkpoint skipped: {exc}")

@@ -12,7 +12,7 @@ import html
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Generic, TypeVar
 
-from synapse_nb._util import digest, shorten
+from synapse_nb._util import digest, plural, shorten
 
 __all__ = [
     "CATEGORIES",
@@ -400,7 +400,8 @@ class PruneReport:
                 "sessions_cleared": self.sessions_cleared}
 
     def __str__(self) -> str:
-        return (f"pruned: {len(self.memories_deleted)} expired memories deleted, "
-                f"{len(self.lessons_expired)} lessons marked expired, {self.sessions_cleared} old session entries cleared")
+        return (f"pruned: {plural(len(self.memories_deleted), 'expired memory', 'expired memories')} deleted, "
+                f"{plural(len(self.lessons_expired), 'lesson')} marked expired, "
+                f"{plural(self.sessions_cleared, 'old session entry', 'old session entries')} cleared")
 
     __repr__ = __str__

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb._util import digest, estimate_tokens, shorten
+from synapse_nb._util import digest, estimate_tokens, plural, shorten
 from synapse_nb.errors import IndexError_, QueryError, StoreError, ValidationError
 from synapse_nb.models import (
     PRIORITIES,
@@ -209,15 +209,15 @@ class Recall:
         return self.text
 
     def __repr__(self) -> str:
-        state = "nothing new" if self.nothing_new else f"{len(self.items)} items"
-        return f"<Recall {self.query!r}: {state}, {len(self.lessons)} lessons>"
+        state = "nothing new" if self.nothing_new else plural(len(self.items), "item")
+        return f"<Recall {self.query!r}: {state}, {plural(len(self.lessons), 'lesson')}>"
 
     def _repr_markdown_(self) -> str:
         return "```text\n" + self.text + "\n```"
 
     def _repr_html_(self) -> str:
         return (f"<div><b>recall</b> <code>{html.escape(shorten(self.query, 80))}</code> "
-                f"({'nothing new' if self.nothing_new else f'{len(self.items)} items'})"
+                f"({'nothing new' if self.nothing_new else plural(len(self.items), 'item')})"
                 f"<pre style='white-space:pre-wrap'>{html.escape(self.text)}</pre></div>")
 
 
@@ -528,7 +528,7 @@ class Recaller:
                 if len(rows) < MAX_EXPLAIN:
                     matched = batch.matched(int(i)) + tuple(extra.get(int(i), ()))
                     rows.append(_Row(c.kind, c.id, score, matched, False, "top_k",
-                                     f"{bars.top_k} {c.kind}s already kept"))
+                                     f"{plural(bars.top_k, c.kind, TABLES[c.kind])} already kept"))
                     continue
                 if all(per_kind.get(k, 0) >= bars.top_k for k in KIND_ORDER):
                     break

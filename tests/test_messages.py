@@ -18,6 +18,7 @@ from traitlets.config import Config
 from typer.testing import CliRunner
 
 import synapse_nb as syn
+from synapse_nb._util import plural
 from synapse_nb.cli import app
 
 
@@ -84,6 +85,44 @@ def _mcp(project: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
             return [await c.call_tool(name, args) for name, args in calls]
 
     return anyio.run(go)
+
+
+# ------------------------------------------------------------------------------------------------ 5. grammar
+def test_plural_helper() -> None:
+    assert [plural(n, "memory", "memories") for n in (0, 1, 2)] == ["0 memories", "1 memory", "2 memories"]
+    assert plural(1, "lesson") == "1 lesson" and plural(3, "lesson") == "3 lessons"
+
+
+def test_counts_are_grammatical(vault: syn.Vault, monkeypatch: pytest.MonkeyPatch, clock: Any) -> None:
+    import synapse_nb.kinds.memories as mm
+
+    ids = iter(["mem_aaa000000001", "mem_aaa000000002", "mem_bbb000000003"])
+    monkeypatch.setattr(mm, "new_id", lambda prefix: next(ids))
+    vault.remember("context", "one", "alpha bravo")
+    assert vault.memories.recall_text().startswith("MEMORY (1 entry: 1 verified, 0 unverified)")
+    vault.remember("context", "two", "charlie delta")
+    assert vault.memories.recall_text().startswith("MEMORY (2 entries:")
+    with pytest.raises(syn.AmbiguousIdError, match="matches several memories"):
+        vault.memories.get("mem_aaa")
+    r = vault.recall("alpha bravo")
+    assert repr(r).endswith(": 1 item, 0 lessons>")
+    vault.lessons.approve(vault.lessons.create("a lesson").id, text="keep it")
+    assert repr(vault.recall("alpha bravo")).endswith(": 1 item, 1 lesson>")
+    vault.remember("context", "temp", "x", expires="1d")
+    clock.advance(days=2)
+    assert str(vault.prune()).startswith("pruned: 1 expired memory deleted, 0 lessons marked expired")
+
+
+def test_cli_counts_are_grammatical(git_repo: Path, git: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    (git_repo / "pay.py").write_text("retry = 3\n")
+    git(git_repo, "add", "pay.py")
+    git(git_repo, "commit", "-q", "-m", "Add retry")
+    git(git_repo, "revert", "--no-edit", "HEAD")
+    res = CliRunner().invoke(app, ["--vault", str(git_repo), "lessons", "scan"])
+    assert res.exit_code == 0 and res.stdout.splitlines()[0] == "1 new pending lesson", res.stdout
+    res = CliRunner().invoke(app, ["--vault", str(git_repo), "lessons", "review"], input="s\n")
+    assert res.stdout.startswith("1 pending lesson. For each"), res.stdout
 
 
 # ------------------------------------------------------------------------------------------------ 12. id prefixes

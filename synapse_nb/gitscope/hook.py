@@ -69,7 +69,9 @@ def _scan(work_tree: Path, hook_name: str) -> str:
     # the work tree root, so both forms scan this repository.
     with open_vault(None if os.environ.get("SYNAPSE_HOME") else work_tree) as vault:
         created = vault.lessons.scan()
-    return f"{len(created)} new pending lesson(s)"
+    from synapse_nb._util import plural
+
+    return plural(len(created), "new pending lesson")
 
 
 @contextlib.contextmanager

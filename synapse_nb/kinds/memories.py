@@ -15,6 +15,7 @@ from synapse_nb._util import (
     fmt_ts,
     new_id,
     parse_duration,
+    plural,
     resolve_expiry,
     shift,
     shorten,
@@ -272,7 +273,7 @@ class Memories(KindManager[Memory]):
         """
         mems = self.list(limit=limit)
         n_ver = sum(1 for m in mems if m.verified)
-        lines = [f"MEMORY ({len(mems)} entries: {n_ver} verified, {len(mems) - n_ver} unverified)"]
+        lines = [f"MEMORY ({plural(len(mems), 'entry', 'entries')}: {n_ver} verified, {len(mems) - n_ver} unverified)"]
         if not mems:
             lines.append("(no memories)")
         for m in mems:

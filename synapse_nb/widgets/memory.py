@@ -6,7 +6,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from synapse_nb._util import shorten
+from synapse_nb._util import plural, shorten
 from synapse_nb.errors import SynapseError
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory
 from synapse_nb.widgets._common import esc, message_html, table_html
@@ -109,7 +109,7 @@ class MemoryBrowser(widgets.VBox):
                 and (self.verified.value is None or m.verified == self.verified.value)
                 and (self.source.value is None or m.source == self.source.value)][: self.limit]
         self.results = keep
-        self.table.value = f"<small>{len(keep)} memories</small>" + memory_rows(keep)
+        self.table.value = f"<small>{plural(len(keep), 'memory', 'memories')}</small>" + memory_rows(keep)
         previous = self.selected.value
         self.selected.options = [(f"{m.id}  {m.category}/{m.key}", m.id) for m in keep]
         ids = [m.id for m in keep]
