@@ -316,8 +316,13 @@ def checkpoint_restore(
 
         synapse-nb checkpoint restore ckp_3f9a --json
     """
+    from synapse_nb.errors import NoCheckpointError
+
     v = _open(ctx)
-    c = v.checkpoints.restore(which)
+    try:
+        c = v.checkpoints.restore(which)
+    except NoCheckpointError as exc:
+        _fail(exc.with_remedy(f'{PROG} checkpoint create --doing "what you are working on"'))
     if as_json:
         _echo_json({**c.to_dict(), "restore_text": c.restore_text()})
     else:

@@ -53,7 +53,7 @@ from synapse_nb._magics_core import (
     split_options,
 )
 from synapse_nb._util import plural
-from synapse_nb.errors import SynapseError
+from synapse_nb.errors import NoCheckpointError, SynapseError
 
 __all__ = ["SynapseMagics", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -301,7 +301,10 @@ class SynapseMagics(Magics):
         if args.action == "list":
             return v.checkpoints.list(branch=args.branch, limit=args.limit)
         if args.action == "restore":
-            ckp = v.checkpoints.restore(args.target or "latest")
+            try:
+                ckp = v.checkpoints.restore(args.target or "latest")
+            except NoCheckpointError as exc:
+                raise UsageError(exc.with_remedy('%checkpoint create --doing "what you are working on"')) from None
             print(ckp.restore_text())
             return _shown_once(ckp, self._fresh, show=False)
         # auto

@@ -87,6 +87,38 @@ def _mcp(project: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
     return anyio.run(go)
 
 
+# ------------------------------------------------------------------------------------------------ 2. missing checkpoint
+def test_missing_checkpoint_error_names_the_way_of_each_surface(run: Any, project: Path, ip: Any) -> None:
+    run("remember", "context", "seed", "makes the vault")
+    v = syn.open_vault(project)
+    with pytest.raises(syn.NoCheckpointError) as ei:  # Python: the API call
+        v.checkpoints.restore()
+    assert isinstance(ei.value, syn.NotFoundError) and "vault.checkpoint(doing=...)" in str(ei.value)
+    assert ei.value.elsewhere == 0 and ei.value.mind == "default"
+
+    res = run("checkpoint", "restore", code=1)  # CLI: the command
+    assert "synapse-nb checkpoint create --doing" in res.stderr and "vault.checkpoint" not in res.stderr
+
+    [r] = _mcp(project, [("restore_checkpoint", {})])  # MCP: the tool
+    assert r.is_error and "the create_checkpoint tool" in r.content[0].text
+    assert "vault.checkpoint" not in r.content[0].text
+
+    with pytest.raises(UsageError) as ui:  # the magics: the magic
+        ip.run_line_magic("checkpoint", "restore")
+    assert "%checkpoint create --doing" in str(ui.value) and "vault.checkpoint" not in str(ui.value)
+
+
+def test_missing_checkpoint_on_a_branch_with_others_elsewhere(git_repo: Path, git: Any) -> None:
+    with syn.open_vault(git_repo) as v:
+        v.checkpoint("work on main")
+        git(git_repo, "checkout", "-q", "-b", "feature")
+        with pytest.raises(syn.NoCheckpointError) as ei:
+            v.checkpoints.restore()
+    assert ei.value.branch == "feature" and ei.value.elsewhere == 1
+    assert "no checkpoint yet on branch feature" in str(ei.value)
+    assert "(1 checkpoint on other branches: restore one by its id)" in str(ei.value)
+
+
 # ------------------------------------------------------------------------------------------------ 5. grammar
 def test_plural_helper() -> None:
     assert [plural(n, "memory", "memories") for n in (0, 1, 2)] == ["0 memories", "1 memory", "2 memories"]

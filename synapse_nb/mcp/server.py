@@ -31,7 +31,7 @@ from mcp.types import CallToolResult, TextContent
 
 from synapse_nb._util import estimate_tokens
 from synapse_nb._version import __version__
-from synapse_nb.errors import SynapseError, ValidationError
+from synapse_nb.errors import NoCheckpointError, SynapseError, ValidationError
 from synapse_nb.recall import banner_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -157,7 +157,10 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         Give ``checkpoint_id`` (an id or unique prefix) to restore a specific one.
         """
         with _errors():
-            c = handle.get().checkpoints.restore(checkpoint_id or "latest")
+            try:
+                c = handle.get().checkpoints.restore(checkpoint_id or "latest")
+            except NoCheckpointError as exc:
+                raise ToolError(exc.with_remedy("the create_checkpoint tool")) from None
             return _result(c.restore_text(), {**c.to_dict(), "restore_text": c.restore_text()})
 
     @server.tool()
