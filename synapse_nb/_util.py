@@ -219,6 +219,20 @@ def plural(n: int, singular: str, plural_form: str | None = None) -> str:
     return f"{n} {singular if n == 1 else (plural_form or singular + 's')}"
 
 
+def when(ts: str | None, *, seconds: bool = False) -> str:
+    """A stored timestamp for people: ``"2026-11-30T21:15:07.123456Z"`` -> ``"2026-11-30 21:15 UTC"``.
+
+    Text listings print times this way (the vault keeps UTC; JSON output keeps ISO 8601). ``None`` or an
+    empty string gives ``""``.
+
+    >>> when("2026-11-30T21:15:07.123456Z"), when("2026-11-30T21:15:07.123456Z", seconds=True)
+    ('2026-11-30 21:15 UTC', '2026-11-30 21:15:07 UTC')
+    """
+    if not ts:
+        return ""
+    return f"{ts[:19 if seconds else 16].replace('T', ' ')} UTC"
+
+
 def estimate_tokens(text: str) -> int:
     """A cheap, deterministic token estimate (about 4 characters per token)."""
     return max(1, (len(text) + 3) // 4) if text else 0

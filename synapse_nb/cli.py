@@ -47,6 +47,13 @@ def plural(n: int, singular: str, plural_form: str | None = None) -> str:
     return _plural(n, singular, plural_form)
 
 
+def when(ts: str | None, *, seconds: bool = False) -> str:
+    """``synapse_nb._util.when``: a stored UTC timestamp for people, e.g. ``2026-11-30 21:15 UTC``."""
+    from synapse_nb._util import when as _when
+
+    return _when(ts, seconds=seconds)
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
@@ -137,7 +144,7 @@ def _echo_json(obj: Any) -> None:
 
 
 def _record_line(r: Record) -> str:
-    return f"{r.id}  {r.created_at[:19].replace('T', ' ')}  {r.summary_line()}"
+    return f"{r.id}  {when(r.created_at, seconds=True)}  {r.summary_line()}"
 
 
 def _print_records(records: Any, as_json: bool, empty: str) -> None:
@@ -375,7 +382,7 @@ def decision_list(
 
 # ------------------------------------------------------------------------------------------------ lessons
 def _lesson_text(les: Any) -> str:
-    lines = [f"{les.id}  [{les.status}]  {les.created_at[:19].replace('T', ' ')}",
+    lines = [f"{les.id}  [{les.status}]  {when(les.created_at, seconds=True)}",
              f"  summary:  {les.summary}"]
     if les.files_affected:
         lines.append(f"  files:    {', '.join(les.files_affected)}")
@@ -384,7 +391,7 @@ def _lesson_text(les: Any) -> str:
     if les.lesson_text:
         lines.append(f"  lesson:   {les.lesson_text}")
     if les.expires_at:
-        lines.append(f"  expires:  {les.expires_at[:19].replace('T', ' ')}")
+        lines.append(f"  expires:  {when(les.expires_at, seconds=True)}")
     return "\n".join(lines)
 
 
@@ -498,7 +505,7 @@ def lessons_review(ctx: typer.Context) -> None:
                 break
         approved = v.lessons.approve(les.id, text=text)
         done["approved"] += 1
-        typer.echo(f"approved {approved.id} until {(approved.expires_at or '')[:10]}")
+        typer.echo(f"approved {approved.id} until {when(approved.expires_at)}")
     typer.echo(f"\nreviewed: {done['approved']} approved, {done['rejected']} rejected, {done['skipped']} skipped")
 
 
@@ -520,7 +527,7 @@ def lessons_approve(
     """
     v = _open(ctx)
     les = v.lessons.approve(lesson_id, text=text, expiry_days=days)
-    _print_record(les, as_json, f"approved {les.id} until {(les.expires_at or '')[:10]}: {les.lesson_text}")
+    _print_record(les, as_json, f"approved {les.id} until {when(les.expires_at)}: {les.lesson_text}")
 
 
 @lessons_app.command("reject")
@@ -679,7 +686,7 @@ def memory_expiring(
     if not recs:
         typer.echo(f"nothing expires within {within}")
     for m in recs:
-        typer.echo(f"{m.id}  expires {(m.expires_at or '')[:19].replace('T', ' ')}  {m.summary_line()}")
+        typer.echo(f"{m.id}  expires {when(m.expires_at, seconds=True)}  {m.summary_line()}")
 
 
 @memory_app.command("export")

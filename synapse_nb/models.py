@@ -40,6 +40,11 @@ CATEGORIES: tuple[str, ...] = (
 PRIORITIES: tuple[str, ...] = ("critical", "high", "normal", "low")
 
 
+def _table_ts(ts: str) -> str:
+    """A stored timestamp in a table whose header says (UTC): ``2026-11-30 21:15:07``."""
+    return ts[:19].replace("T", " ")
+
+
 def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -324,16 +329,16 @@ class RecordList(list[R], Generic[R]):
     def _repr_markdown_(self) -> str:
         if not self:
             return "_no records_"
-        lines = ["| id | kind | updated | summary |", "|---|---|---|---|"]
-        lines += [f"| `{r.id}` | {r.kind} | {r.updated_at[:19]} | {_md_escape(r.summary_line())} |" for r in self]
+        lines = ["| id | kind | updated (UTC) | summary |", "|---|---|---|---|"]
+        lines += [f"| `{r.id}` | {r.kind} | {_table_ts(r.updated_at)} | {_md_escape(r.summary_line())} |" for r in self]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         if not self:
             return "<i>no records</i>"
-        head = "<tr><th>id</th><th>kind</th><th>updated</th><th style='text-align:left'>summary</th></tr>"
+        head = "<tr><th>id</th><th>kind</th><th>updated (UTC)</th><th style='text-align:left'>summary</th></tr>"
         body = "".join(
-            f"<tr><td><code>{html.escape(r.id)}</code></td><td>{r.kind}</td><td>{r.updated_at[:19]}</td>"
+            f"<tr><td><code>{html.escape(r.id)}</code></td><td>{r.kind}</td><td>{_table_ts(r.updated_at)}</td>"
             f"<td style='text-align:left'>{html.escape(r.summary_line())}</td></tr>" for r in self
         )
         return f"<table>{head}{body}</table>"

@@ -18,7 +18,7 @@ from traitlets.config import Config
 from typer.testing import CliRunner
 
 import synapse_nb as syn
-from synapse_nb._util import plural
+from synapse_nb._util import plural, when
 from synapse_nb.cli import app
 
 
@@ -155,6 +155,29 @@ def test_cli_counts_are_grammatical(git_repo: Path, git: Any, monkeypatch: pytes
     assert res.exit_code == 0 and res.stdout.splitlines()[0] == "1 new pending lesson", res.stdout
     res = CliRunner().invoke(app, ["--vault", str(git_repo), "lessons", "review"], input="s\n")
     assert res.stdout.startswith("1 pending lesson. For each"), res.stdout
+
+
+# ------------------------------------------------------------------------------------------------ 9. UTC
+def test_text_listings_say_utc_and_json_keeps_iso(run: Any, project: Path) -> None:
+    c = _json(run("checkpoint", "create", "--doing", "work", "--json"))
+    line = run("checkpoint", "list").stdout.strip()
+    assert line.startswith(f"{c['id']}  {when(c['created_at'], seconds=True)}  ") and " UTC  " in line
+    assert c["created_at"].endswith("Z") and "T" in c["created_at"]  # JSON: ISO 8601 unchanged
+    assert _json(run("checkpoint", "list", "--json"))[0]["created_at"] == c["created_at"]
+    run("remember", "context", "sprint", "ship", "--expires", "2d")
+    assert run("memory", "expiring").stdout.split("  ")[1].endswith(" UTC")
+    les = syn.open_vault(project).lessons.create("reverted x")
+    out = run("lessons", "approve", les.id).stdout
+    assert " UTC: " in out and f"until {when(syn.open_vault(project).lessons.get(les.id).expires_at)}" in out
+    assert " UTC" in run("lessons", "list").stdout
+    md = syn.open_vault(project).checkpoints.list()._repr_markdown_()  # what %checkpoint list displays
+    assert "updated (UTC)" in md
+
+
+def test_when_formats_stored_timestamps() -> None:
+    assert when("2026-11-30T21:15:07.123456Z") == "2026-11-30 21:15 UTC"
+    assert when("2026-11-30T21:15:07.123456Z", seconds=True) == "2026-11-30 21:15:07 UTC"
+    assert when(None) == ""
 
 
 # ------------------------------------------------------------------------------------------------ 12. id prefixes

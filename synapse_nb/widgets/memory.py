@@ -20,8 +20,8 @@ def memory_rows(memories: list[Memory]) -> str:
     """The memories as an HTML table (id, category/key, content, tags, priority, verified, source, expires)."""
     rows = [[f"<code>{esc(m.id)}</code>", esc(f"{m.category}/{m.key}"), esc(shorten(m.content, 160)),
              esc(", ".join(m.tags)), esc(m.priority), "yes" if m.verified else "<b>no</b>", esc(m.source),
-             esc((m.expires_at or "")[:19])] for m in memories]
-    return table_html(["id", "category/key", "content", "tags", "priority", "verified", "source", "expires"], rows,
+             esc((m.expires_at or "")[:19].replace("T", " "))] for m in memories]
+    return table_html(["id", "category/key", "content", "tags", "priority", "verified", "source", "expires (UTC)"], rows,
                       empty="no memories match")
 
 
