@@ -126,7 +126,8 @@ class Memory(Record):
         return f"{self.key.replace('_', ' ')} {self.content} {' '.join(self.tags)}".strip()
 
     def summary_line(self) -> str:
-        return f"{self.category}/{self.key}: {shorten(self.content, 80)}"
+        """``category/key: content``, marked ``[unverified]`` when it is a proposal no human verified yet."""
+        return f"{self.category}/{self.key}: {shorten(self.content, 80)}" + ("" if self.verified else " [unverified]")
 
 
 @dataclass(frozen=True, repr=False)
@@ -188,7 +189,8 @@ class Decision(Record):
         return " ".join(p for p in (self.decision, self.rationale or "", " ".join(self.tags)) if p)
 
     def summary_line(self) -> str:
-        return shorten(self.decision, 100)
+        """The decision, marked ``[unverified]`` when an agent logged it (as recall marks it)."""
+        return shorten(self.decision, 100) + (" [unverified]" if self.source == "agent" else "")
 
 
 @dataclass(frozen=True, repr=False)

@@ -119,6 +119,22 @@ def test_missing_checkpoint_on_a_branch_with_others_elsewhere(git_repo: Path, gi
     assert "(1 checkpoint on other branches: restore one by its id)" in str(ei.value)
 
 
+# ------------------------------------------------------------------------------------------------ 4. verified marker
+def test_listings_mark_unverified_proposals(run: Any, project: Path) -> None:
+    run("remember", "procedure", "run_migrations", "alembic upgrade head")
+    v = syn.open_vault(project)
+    agent_mem = v.as_agent().remember("knowledge", "api_port", "8080")
+    v.as_agent().decide("Use port 8080")
+    lines = {line.split()[0]: line for line in run("memory", "list").stdout.splitlines()}
+    assert lines[agent_mem.id].endswith("[unverified]")
+    assert not any(line.endswith("[unverified]") for rid, line in lines.items() if rid != agent_mem.id)
+    assert run("memory", "search", "port").stdout.strip().endswith("knowledge/api_port: 8080 [unverified]")
+    assert "Use port 8080 [unverified]" in run("decision", "list").stdout
+    assert "[unverified]" in v.memories.search("port")._repr_markdown_()  # what %memory search displays
+    run("memory", "verify", agent_mem.id)
+    assert "[unverified]" not in run("memory", "list").stdout
+
+
 # ------------------------------------------------------------------------------------------------ 5. grammar
 def test_plural_helper() -> None:
     assert [plural(n, "memory", "memories") for n in (0, 1, 2)] == ["0 memories", "1 memory", "2 memories"]
