@@ -168,16 +168,41 @@ def check_key(value: Any, field: str = "key") -> str:
 
 
 def check_tags(tags: Any, field: str = "tags") -> tuple[str, ...]:
-    """Tags: a list/tuple of strings or one comma-separated string; lower-cased, stripped, deduplicated, sorted."""
+    """Tags: a list of strings or one comma-separated string, normalised the same way everywhere.
+
+    The one rule, for every surface (API, CLI ``--tags``, magics, MCP) and for tag lookups:
+
+    - a comma-separated string is split on commas (``"db, deploy"`` is two tags);
+    - each tag is trimmed, loses its leading ``#`` (``#Deploy`` is the tag ``deploy``) and is lower-cased;
+    - empty tags are dropped, duplicates merged, the result sorted;
+    - a tag is one word: whitespace inside a tag (``"a b"``), or a comma inside a list item, is refused with a
+      :class:`~synapse_nb.errors.ValidationError` (give two tags as ``"a,b"`` or join the words, ``"a-b"``);
+    - at most 64 characters per tag and 32 tags.
+
+    Tags stored by older versions are left as they were; a lookup (``by_tag``, ``search(tag=...)``)
+    normalises the tag asked for by this rule.
+
+    >>> check_tags("Storage, #SQLite,storage")
+    ('sqlite', 'storage')
+    """
     if tags is None:
         return ()
     if isinstance(tags, str):
         tags = [t for t in tags.split(",")]
-    if not isinstance(tags, Sequence | set | frozenset) or isinstance(tags, bytes):
+    elif not isinstance(tags, Sequence | set | frozenset) or isinstance(tags, bytes):
         raise ValidationError(f"{field} must be a list of strings or a comma-separated string, got {type(tags).__name__}")
+    else:
+        tags = list(tags)
+        for t in tags:
+            if isinstance(t, str) and "," in t:
+                raise ValidationError(f"tag {t!r} contains a comma; give each tag as its own list item "
+                                      "(or all of them as one comma-separated string)")
     out: set[str] = set()
     for t in tags:
-        t = check_text(t, "tag", max_len=64, allow_empty=True, multiline=False).strip().lower()
+        t = check_text(t, "tag", max_len=64, allow_empty=True, multiline=False).strip().lstrip("#").strip().lower()
+        if any(ch.isspace() for ch in t):
+            raise ValidationError(f"tag {t!r} contains a space; a tag is one word: separate tags with commas "
+                                  "('a,b') or join the words ('a-b')")
         if t:
             out.add(t)
     if len(out) > MAX_TAGS:

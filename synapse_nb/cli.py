@@ -166,6 +166,8 @@ def _print_record(record: Any, as_json: bool, text: str) -> None:
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON with stable field names instead of text.")]
+_TAGS_HELP = ("Comma-separated tags, one word each (trimmed, lower-cased, a leading # dropped: "
+              "'#DB,deploy' gives db, deploy).")
 LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=0, help="Show at most N records (0: all).")]
 
 
@@ -342,7 +344,7 @@ def decision_log(
     ctx: typer.Context,
     decision: Annotated[str, typer.Argument(help="The decision, in one sentence.")],
     rationale: Annotated[str | None, typer.Option("--rationale", "-r", help="Why.")] = None,
-    tags: Annotated[str | None, typer.Option("--tags", "-t", help="Comma-separated tags.")] = None,
+    tags: Annotated[str | None, typer.Option("--tags", "-t", help=_TAGS_HELP)] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Log a design decision (with the current branch and commit).
@@ -738,7 +740,7 @@ def remember(
     category: Annotated[str, typer.Argument(help="identity, preference, project, context, knowledge, mistake, procedure or relationship.")],
     key: Annotated[str, typer.Argument(help="snake_case key; the same key again updates that memory.")],
     content: Annotated[str, typer.Argument(help="The text to remember.")],
-    tags: Annotated[str | None, typer.Option("--tags", "-t", help="Comma-separated tags.")] = None,
+    tags: Annotated[str | None, typer.Option("--tags", "-t", help=_TAGS_HELP)] = None,
     priority: Annotated[str | None, typer.Option("--priority", "-p", metavar="critical|high|normal|low", help="Priority.")] = None,
     expires: Annotated[str | None, typer.Option("--expires", "-e", help="A duration (30d) or an ISO 8601 time.")] = None,
     as_json: JsonOpt = False,

@@ -375,7 +375,7 @@ class SynapseMagics(Magics):
 
     # -- %%decision ---------------------------------------------------------------------------------------
     @magic_arguments()
-    @argument("--tags", help="comma-separated tags (storage,sqlite)")
+    @argument("--tags", help="comma-separated tags, one word each (storage,sqlite; '#SQLite' is the tag sqlite)")
     @cell_magic
     @_usage_errors
     def decision(self, line: str = "", cell: str = "") -> Any:
@@ -400,7 +400,7 @@ class SynapseMagics(Magics):
     @argument("category", help="identity, preference, project, context, knowledge, mistake, procedure or relationship")
     @argument("key", help="snake_case key; remembering the same key again updates that memory")
     @argument("content", nargs="+", help="the text (free words, no quotes needed; other --words are kept)")
-    @argument("--tags", help="comma-separated tags")
+    @argument("--tags", help="comma-separated tags, one word each (db,deploy; '#DB' is the tag db)")
     @argument("--priority", help="critical, high, normal (default) or low")
     @argument("--expires", help="a duration such as 30d or 12h, or an ISO 8601 time")
     @line_magic

@@ -18,7 +18,7 @@ from traitlets.config import Config
 from typer.testing import CliRunner
 
 import synapse_nb as syn
-from synapse_nb._util import plural, when
+from synapse_nb._util import check_tags, plural, when
 from synapse_nb.cli import app
 
 
@@ -171,6 +171,39 @@ def test_cli_counts_are_grammatical(git_repo: Path, git: Any, monkeypatch: pytes
     assert res.exit_code == 0 and res.stdout.splitlines()[0] == "1 new pending lesson", res.stdout
     res = CliRunner().invoke(app, ["--vault", str(git_repo), "lessons", "review"], input="s\n")
     assert res.stdout.startswith("1 pending lesson. For each"), res.stdout
+
+
+# ------------------------------------------------------------------------------------------------ 6. tags
+def test_tags_are_normalised_one_way() -> None:
+    assert check_tags("#Storage, SQLite ,storage,,#") == ("sqlite", "storage")
+    assert check_tags(["##DB", " deploy "]) == ("db", "deploy")
+    with pytest.raises(syn.ValidationError, match="one word"):
+        check_tags("A B,#c")
+    with pytest.raises(syn.ValidationError, match="comma"):
+        check_tags(["a,b"])
+
+
+def test_tags_render_without_double_hash_and_lookups_normalise(run: Any, project: Path) -> None:
+    res = run("decision", "log", "Use WAL", "--tags", "A B,#c", code=1)
+    assert "one word" in res.stderr
+    d = _json(run("decision", "log", "Use WAL", "--tags", "#Storage,SQLite", "--json"))
+    assert d["tags"] == ["sqlite", "storage"]
+    assert [x["id"] for x in _json(run("decision", "list", "--tag", "#STORAGE", "--json"))] == [d["id"]]
+    m = _json(run("remember", "procedure", "run_migrations", "alembic upgrade head", "--tags", "#DB", "--json"))
+    assert m["tags"] == ["db"]
+    v = syn.open_vault(project)
+    assert [x.id for x in v.memories.by_tag("#db")] == [m["id"]]
+    text = v.recall("run migrations").text
+    assert text.endswith("alembic upgrade head #db") and "##db" not in text
+
+
+def test_tags_from_the_magics_and_mcp_follow_the_rule(ip: Any, project: Path) -> None:
+    ip.run_cell("%%decision --tags #Storage,SQLite\nUse WAL\nreaders never block\n")
+    [r] = _mcp(project, [("remember", {"category": "knowledge", "key": "port", "content": "8080",
+                                       "tags": ["#API", " Net "]})])
+    assert r.structured_content["tags"] == ["api", "net"]
+    v = syn.open_vault(project)
+    assert v.decisions.list()[0].tags == ("sqlite", "storage")
 
 
 # ------------------------------------------------------------------------------------------------ 9. UTC

@@ -86,7 +86,9 @@ class Memories(KindManager[Memory]):
             (case-insensitive).
         key : snake_case, stable: remembering the same key again updates that memory.
         content : the text (at most 32,768 characters).
-        tags : list of strings or "a,b"; lower-cased. On update, ``None`` keeps the existing tags.
+        tags : list of strings or "a,b": one word each, trimmed, a leading ``#`` dropped, lower-cased
+            (``"#DB, deploy"`` gives ``("db", "deploy")``; see :func:`synapse_nb._util.check_tags`).
+            On update, ``None`` keeps the existing tags.
         priority : critical, high, normal (default) or low. On update, ``None`` keeps the existing one.
         source : "user" or "agent"; defaults to the vault's actor. An agent may only write "agent".
         verified : defaults to True for user writes, False for agent writes; an agent may not set True.

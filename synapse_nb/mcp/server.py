@@ -179,7 +179,10 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
     @server.tool()
     async def log_decision(decision: str, rationale: str | None = None,
                            tags: list[str] | None = None) -> CallToolResult:
-        """Call right after making any design choice: log the decision and why, so later sessions keep to it."""
+        """Call right after making any design choice: log the decision and why, so later sessions keep to it.
+
+        ``tags``: one word each (lower-cased, a leading # dropped).
+        """
         with _errors():
             d = handle.get().decide(decision, rationale=rationale, tags=tags)
             return _result(f"decision {d.id} logged", d.to_dict())
@@ -259,7 +262,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
 
         ``category``: identity, preference, project, context, knowledge, mistake, procedure or relationship;
         ``key``: snake_case (the same key updates your earlier proposal); ``priority``: critical, high, normal
-        or low. It is stored as an unverified proposal until a human verifies it.
+        or low; ``tags``: one word each (lower-cased, a leading # dropped). It is stored as an unverified proposal
+        until a human verifies it.
         """
         with _errors():
             m = handle.get().remember(category, key, content, tags=tags, priority=priority)
