@@ -505,7 +505,14 @@ def lessons_review(ctx: typer.Context) -> None:
                 text = typer.prompt("lesson text", default=current)
             except typer.Abort:
                 break
-        approved = v.lessons.approve(les.id, text=text)
+        from synapse_nb.errors import ValidationError
+
+        try:
+            approved = v.lessons.approve(les.id, text=text)
+        except ValidationError as exc:  # a blank edit: say so and go on with the next lesson
+            typer.echo(f"not approved: {exc}; skipped {les.id}")
+            done["skipped"] += 1
+            continue
         done["approved"] += 1
         typer.echo(f"approved {approved.id} until {when(approved.expires_at)}")
     typer.echo(f"\nreviewed: {done['approved']} approved, {done['rejected']} rejected, {done['skipped']} skipped")

@@ -36,8 +36,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def run(project: Path) -> Any:
     runner = CliRunner()
 
-    def _run(*args: str, code: int = 0) -> Any:
-        res = runner.invoke(app, ["--vault", str(project), *args])
+    def _run(*args: str, code: int = 0, input: str | None = None) -> Any:
+        res = runner.invoke(app, ["--vault", str(project), *args], input=input)
         assert res.exit_code == code, (res.exit_code, res.stdout, res.stderr)
         return res
 
@@ -227,6 +227,35 @@ def test_when_formats_stored_timestamps() -> None:
     assert when("2026-11-30T21:15:07.123456Z") == "2026-11-30 21:15 UTC"
     assert when("2026-11-30T21:15:07.123456Z", seconds=True) == "2026-11-30 21:15:07 UTC"
     assert when(None) == ""
+
+
+# ------------------------------------------------------------------------------------------------ 10. blank approval
+@pytest.mark.parametrize("blank", ["", "   ", "\n\t"])
+def test_blank_lesson_text_is_refused_everywhere(vault: syn.Vault, blank: str) -> None:
+    les = vault.lessons.create("Reverted retries: double charges")
+    before = vault.export_jsonl()
+    with pytest.raises(syn.ValidationError, match="lesson text must not be empty"):
+        vault.lessons.approve(les.id, text=blank)
+    assert vault.export_jsonl() == before and vault.lessons.get(les.id).status == "pending"
+
+    from synapse_nb.widgets import LessonReview
+
+    w = LessonReview(vault)
+    w.cards[les.id].text.value = blank
+    w.cards[les.id].approve_button.click()
+    assert "not approved" in w.message.value and vault.lessons.get(les.id).status == "pending"
+
+
+def test_cli_refuses_an_empty_lesson_text(run: Any, project: Path) -> None:
+    run("remember", "context", "seed", "makes the vault")
+    les = syn.open_vault(project).lessons.create("Reverted retries")
+    res = run("lessons", "approve", les.id, "--text", "", code=1)
+    assert "lesson text must not be empty" in res.stderr
+    after = syn.open_vault(project).lessons.get(les.id)
+    assert (after.status, after.lesson_text) == ("pending", None)
+    res = run("lessons", "review", input="e\n   \n")  # a blank edit during review: refused, the review goes on
+    assert "not approved: lesson text must not be empty" in res.stdout and "0 approved" in res.stdout
+    assert syn.open_vault(project).lessons.get(les.id).status == "pending"
 
 
 # ------------------------------------------------------------------------------------------------ 12. id prefixes

@@ -20,7 +20,7 @@ import sqlite3
 from datetime import timedelta
 from typing import Any
 
-from synapse_nb._util import MAX_TEXT, check_files, check_optional_text, check_text, fmt_ts, new_id
+from synapse_nb._util import MAX_TEXT, check_files, check_text, fmt_ts, new_id
 from synapse_nb.errors import ConflictError, GitError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager, dumps, loads
 from synapse_nb.models import Lesson, RecordList
@@ -162,13 +162,20 @@ class Lessons(KindManager[Lesson]):
 
         The lesson text becomes ``text`` if given, else the submitted analysis if any, else the draft
         summary. It stays in force for ``expiry_days`` (default: the vault's ``lesson_expiry_days``).
+        An empty or blank ``text`` is refused (:class:`ValidationError`): leave it out (``None``) to approve
+        the analysis or the summary as they are.
         """
         self._require_user("approve a lesson")
+        if text is not None:
+            text = check_text(text, "lesson text", max_len=MAX_TEXT, allow_empty=True)
+            if not text.strip():
+                raise ValidationError("lesson text must not be empty; give the lesson's wording, or leave the text "
+                                      "out to approve the analysis (or else the summary) as it is")
         les = self.get(id)
         if les.status == "approved":
             raise ConflictError(f"lesson {les.id} is already approved and in force until {les.expires_at}; "
                                 "only pending or expired lessons can be approved")
-        lesson_text = check_optional_text(text, "text") or les.lesson_text or les.analysis or les.summary
+        lesson_text = text or les.lesson_text or les.analysis or les.summary
         days = self.expiry_days if expiry_days is None else expiry_days
         if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 3650:
             raise ValidationError(f"expiry_days must be a whole number of days from 1 to 3650, got {days!r}")
