@@ -64,6 +64,21 @@ def _fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
+def _flags_take_no_value(cmd: Any) -> None:
+    """Show flags as flags in ``--help``: typer's help prints ``--json <bool>`` as if the flag took a value.
+
+    A flag (``--json``, ``--explain``, ``--help`` itself) gets an empty metavar, in every command below ``cmd``.
+    """
+    from types import SimpleNamespace
+
+    names = (getattr(cmd, "context_settings", None) or {}).get("help_option_names", ["--help"])
+    for param in [*cmd.params, cmd.get_help_option(SimpleNamespace(help_option_names=names))]:
+        if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    for sub in getattr(cmd, "commands", {}).values():
+        _flags_take_no_value(sub)
+
+
 class _RootGroup(TyperGroup):
     """The root command: turns every error into one line on stderr and an exit code (0, 1, 2)."""
 
@@ -73,6 +88,7 @@ class _RootGroup(TyperGroup):
 
         from synapse_nb.errors import SynapseError
 
+        _flags_take_no_value(self)
         code = 0
         try:
             rv = super().main(args, prog_name or PROG, complete_var, standalone_mode=False,

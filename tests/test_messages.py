@@ -206,6 +206,27 @@ def test_tags_from_the_magics_and_mcp_follow_the_rule(ip: Any, project: Path) ->
     assert v.decisions.list()[0].tags == ("sqlite", "storage")
 
 
+# ------------------------------------------------------------------------------------------------ 8. help
+def _walk(cmd: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    out = [path]
+    for name, sub in sorted(getattr(cmd, "commands", {}).items()):
+        out += _walk(sub, (*path, name))
+    return out
+
+
+def test_help_never_shows_a_value_for_a_flag() -> None:
+    import typer
+
+    paths = _walk(typer.main.get_command(app))
+    assert len(paths) > 20
+    for path in paths:
+        res = CliRunner().invoke(app, [*path, "--help"], terminal_width=200)
+        assert res.exit_code == 0, (path, res.stdout)
+        assert "<bool>" not in res.stdout, (path, res.stdout)
+    out = CliRunner().invoke(app, ["memory", "list", "--help"], terminal_width=200).stdout
+    assert "--json" in out and "--limit" in out and "<int" in out  # options with a value still show its type
+
+
 # ------------------------------------------------------------------------------------------------ 9. UTC
 def test_text_listings_say_utc_and_json_keeps_iso(run: Any, project: Path) -> None:
     c = _json(run("checkpoint", "create", "--doing", "work", "--json"))
