@@ -732,7 +732,10 @@ def memory_export(
         sys.stdout.write(v.export_jsonl())
         return
     text = v.export_jsonl(dest)
-    typer.echo(f"exported {text.count(chr(10))} records to {dest}", err=True)
+    kinds = [json.loads(line).get("kind") for line in text.splitlines()[1:]]  # line 1 is the format header
+    n_settings = kinds.count("setting")
+    typer.echo(f"exported {plural(len(kinds) - n_settings, 'record')}"
+               + (f" and {plural(n_settings, 'setting')}" if n_settings else "") + f" to {dest}", err=True)
 
 
 @memory_app.command("import")

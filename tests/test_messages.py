@@ -206,6 +206,19 @@ def test_tags_from_the_magics_and_mcp_follow_the_rule(ip: Any, project: Path) ->
     assert v.decisions.list()[0].tags == ("sqlite", "storage")
 
 
+# ------------------------------------------------------------------------------------------------ 7. export count
+def test_export_counts_records_not_the_header(run: Any, project: Path, tmp_path: Path) -> None:
+    run("remember", "context", "one", "first")
+    run("decision", "log", "Use WAL")
+    dest = tmp_path / "out.jsonl"
+    res = run("memory", "export", str(dest))
+    assert len(dest.read_text().splitlines()) == 3  # the format header and two records
+    assert res.stderr.strip() == f"exported 2 records to {dest}"
+    syn.open_vault(project).settings.set("lesson_expiry_days", 14)
+    res = run("memory", "export", str(dest))
+    assert res.stderr.strip() == f"exported 2 records and 1 setting to {dest}"
+
+
 # ------------------------------------------------------------------------------------------------ 8. help
 def _walk(cmd: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     out = [path]
