@@ -797,7 +797,8 @@ def recall_query(
 ) -> None:
     """Recall what is relevant to QUERY (``synapse-nb recall QUERY`` is the short form).
 
-    Approved lessons come first, always; then the hits that clear the gate, or "nothing new".
+    Approved lessons come first, always; then the hits that clear the gate, or "nothing new" with its reason:
+    nothing relevant, all already given to this --session, or relevant items over the --budget.
 
     Examples:
 
@@ -814,6 +815,8 @@ def recall_query(
         _echo_json(out)
         return
     typer.echo(r.text)
+    if r.empty_reason == "over_budget":
+        typer.echo(f"hint: raise --budget (it was {r.bars.budget_tokens}) to get the relevant items", err=True)
     if explain:
         typer.echo("\n" + str(r.explain()))
 

@@ -339,7 +339,8 @@ class SynapseMagics(Magics):
 
         Displays the recall and returns it, so ``r = %recall ...`` keeps it (``r.text`` is the plain text
         for an LLM, ``r.items`` the hits, ``r.explain()`` the scores). Within one notebook kernel the
-        session is stable, so a second recall shows only what changed ("nothing new" otherwise).
+        session is stable, so a second recall shows only what changed ("nothing new" otherwise, with the
+        reason: nothing relevant, all already given to this notebook, or relevant items over the budget).
 
         Examples
         --------
@@ -371,7 +372,11 @@ class SynapseMagics(Magics):
 
             table = r.explain()
             display({"text/plain": str(table), "text/html": table._repr_html_()}, raw=True)
-        return _shown_once(r, self._fresh)
+        shown = _shown_once(r, self._fresh)
+        if getattr(r, "empty_reason", None) == "over_budget":
+            print(f"hint: raise the budget (it was {r.bars.budget_tokens}): %recall {query} --budget N, "
+                  "or %config SynapseMagics.default_budget = N")
+        return shown
 
     # -- %%decision ---------------------------------------------------------------------------------------
     @magic_arguments()

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 import synapse_nb as syn
 from synapse_nb._util import check_tags, plural, when
 from synapse_nb.cli import app
+from synapse_nb.recall import EMPTY_REASONS
 
 
 # ------------------------------------------------------------------------------------------------ fixtures
@@ -117,6 +118,53 @@ def test_missing_checkpoint_on_a_branch_with_others_elsewhere(git_repo: Path, gi
     assert ei.value.branch == "feature" and ei.value.elsewhere == 1
     assert "no checkpoint yet on branch feature" in str(ei.value)
     assert "(1 checkpoint on other branches: restore one by its id)" in str(ei.value)
+
+
+# ------------------------------------------------------------------------------------------------ 3. empty recalls
+def _seed_recall(v: syn.Vault) -> None:
+    v.remember("procedure", "run_migrations", "Run alembic upgrade head inside the api container before deploying",
+               tags=["migrations"])
+
+
+def test_recall_says_why_nothing_came_back(vault: syn.Vault) -> None:
+    _seed_recall(vault)
+    r = vault.recall("what is the weather in Paris tomorrow")
+    assert (r.nothing_new, r.empty_reason) == (True, "nothing_relevant")
+    assert r.text == 'nothing new for: "what is the weather in Paris tomorrow"'  # unchanged (pinned by the golden)
+
+    r = vault.recall("how do we run migrations?", budget_tokens=5)
+    assert (r.nothing_new, r.empty_reason) == (True, "over_budget")
+    assert r.text == 'nothing new for: "how do we run migrations?" (1 relevant item did not fit the budget of 5 tokens)'
+
+    assert vault.recall("how do we run migrations?", session="s1").empty_reason is None
+    r = vault.recall("how do we run migrations?", session="s1")
+    assert (r.nothing_new, r.empty_reason) == (True, "already_given")
+    assert r.text.endswith("(1 relevant item already given to this session, unchanged)")
+
+    assert vault.recall("   ").empty_reason == "empty_query"
+    d = r.to_dict()
+    assert d["nothing_new"] is True and d["empty_reason"] == "already_given"
+    assert set(EMPTY_REASONS) == {"empty_query", "nothing_relevant", "already_given", "over_budget"}
+    assert "nothing new (already_given)" in repr(r)
+
+
+def test_recall_surfaces_render_the_reason(run: Any, project: Path, ip: Any) -> None:
+    run("remember", "procedure", "run_migrations", "Run alembic upgrade head inside the api container",
+        "--tags", "migrations")
+    res = run("recall", "how do we run migrations?", "--budget", "5")
+    assert "did not fit the budget of 5 tokens" in res.stdout and "raise --budget" in res.stderr
+    assert _json(run("recall", "how do we run migrations?", "--budget", "5", "--json"))["empty_reason"] == "over_budget"
+    res = run("recall", "zebra crossing")
+    assert res.stdout.strip() == 'nothing new for: "zebra crossing"' and "budget" not in res.stderr
+
+    over, fits = _mcp(project, [("recall", {"query": "how do we run migrations?", "budget_tokens": 5}),
+                                ("recall", {"query": "how do we run migrations?", "budget_tokens": 500})])
+    assert over.structured_content["empty_reason"] == "over_budget" and "larger budget_tokens" in over.content[0].text
+    assert fits.structured_content["empty_reason"] is None and "alembic" in fits.content[0].text
+
+    with capture_output() as out:
+        ip.run_cell("r = %recall how do we run migrations? --budget 5")
+    assert ip.user_ns["r"].empty_reason == "over_budget" and "--budget N" in out.stdout
 
 
 # ------------------------------------------------------------------------------------------------ 4. verified marker

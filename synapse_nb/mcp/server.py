@@ -245,15 +245,20 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                                   "tokens": estimate_tokens(pack)})
 
     @server.tool()
-    async def recall(query: str, session_id: str | None = None) -> CallToolResult:
+    async def recall(query: str, session_id: str | None = None, budget_tokens: int | None = None) -> CallToolResult:
         """Call on EVERY turn before acting, with the task or question: what the vault knows that is relevant.
 
         With a stable ``session_id`` per conversation, only what this session has not yet seen is returned
-        (otherwise "nothing new"). Approved lessons always come first.
+        (otherwise "nothing new", with ``empty_reason``: nothing_relevant, already_given or over_budget).
+        ``budget_tokens`` caps the hits' size (default 1200). Approved lessons always come first.
         """
         with _errors():
-            r = handle.get().recall(query, session=session_id)
-            return _result(r.text, r.to_dict())
+            kwargs = {} if budget_tokens is None else {"budget_tokens": budget_tokens}
+            r = handle.get().recall(query, session=session_id, **kwargs)
+            text = r.text
+            if r.empty_reason == "over_budget":
+                text += f"\n(call recall again with a larger budget_tokens than {r.bars.budget_tokens} to get them)"
+            return _result(text, r.to_dict())
 
     @server.tool()
     async def remember(category: str, key: str, content: str, tags: list[str] | None = None,
