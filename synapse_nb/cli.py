@@ -976,6 +976,8 @@ def index_check(
 ) -> None:
     """Compare the index with the store (missing, stale, extra ids); exit 1 when it drifted and was not repaired.
 
+    An index not built yet (a new vault: it is built on first use) is not drift: exit 0.
+
     Examples:
 
         synapse-nb index check
@@ -984,10 +986,13 @@ def index_check(
     """
     v = _open(ctx)
     rep = v.index.check(repair=repair)
-    out = {"ok": bool(rep.ok), "repaired": bool(repair and not rep.ok), "missing": list(rep.missing),
-           "stale": list(rep.stale), "extra": list(rep.extra)}
+    out = {"ok": bool(rep.ok), "built": bool(rep.built), "repaired": bool(repair and not rep.ok),
+           "missing": list(rep.missing), "stale": list(rep.stale), "extra": list(rep.extra)}
     if as_json:
         _echo_json(out)
+    elif not rep.built:
+        typer.echo("index not built yet (it is built on first use): built it now" if repair else
+                   f"index not built yet (it is built on first use); to build it now: {PROG} index rebuild")
     elif rep.ok:
         typer.echo("index ok: it matches the store")
     else:

@@ -837,7 +837,17 @@ class VaultIndex:
         return n
 
     def check(self, *, repair: bool = False) -> DriftReport:
-        """Compare the index with SQLite (rows missing, stale or extra); with ``repair``, fix the drift."""
+        """Compare the index with SQLite (rows missing, stale or extra); with ``repair``, fix the drift.
+
+        An index never built (a new vault: it is built on first use, or by :meth:`rebuild`) is not drift:
+        the report has ``built=False`` and is ``ok``; with ``repair`` the index is built now.
+        """
+        if not self.raw.exists():
+            from synapse_nb.store.index import DriftReport
+
+            if repair:
+                self.rebuild()
+            return DriftReport(built=False)
         if repair:
             with self._mutating():
                 return self.raw.repair(lambda ids: self._rows_for(list(ids)), self._expected())

@@ -340,6 +340,28 @@ def test_cli_refuses_an_empty_lesson_text(run: Any, project: Path) -> None:
     assert syn.open_vault(project).lessons.get(les.id).status == "pending"
 
 
+# ------------------------------------------------------------------------------------------------ 11. fresh index
+def test_index_check_on_a_new_vault_is_in_sync(run: Any) -> None:
+    for i in range(3):
+        run("remember", "context", f"fact_{i}", f"fact number {i}")
+    res = run("index", "check")  # exit 0: a never-built index is not drift
+    assert "not built yet" in res.stdout and "drift" not in res.stdout
+    rep = _json(run("index", "check", "--json"))
+    assert rep["ok"] is True and rep["built"] is False and rep["missing"] == []
+    assert "built it now" in run("index", "check", "--repair").stdout
+    rep = _json(run("index", "check", "--json"))
+    assert rep["ok"] is True and rep["built"] is True
+    assert run("index", "check").stdout.startswith("index ok")
+
+
+def test_index_drift_is_still_reported(vault: syn.Vault) -> None:
+    m = vault.remember("context", "fact", "a fact to index")
+    vault.index.rebuild()
+    vault.index.raw.delete([m.id])
+    rep = vault.index.check()
+    assert rep.built and not rep.ok and rep.missing == (m.id,)
+
+
 # ------------------------------------------------------------------------------------------------ 12. id prefixes
 def test_agent_prefix_reaches_a_pending_lesson_for_analysis(vault: syn.Vault, agent_vault: syn.Vault) -> None:
     les = vault.lessons.create("Reverted retries: double charges")
