@@ -174,6 +174,28 @@ def _print_records(records: Any, as_json: bool, empty: str) -> None:
         typer.echo(_record_line(r))
 
 
+def _none_found(total: int, noun: str, plural_form: str, filtered: str) -> str:
+    """What an empty listing says: "no decisions yet" only when the mind has none at all, else what the
+    filters excluded, e.g. "no decisions tagged db (5 decisions in all)"."""
+    if total == 0:
+        return f"no {plural_form} yet"
+    return f"{filtered} ({plural(total, noun, plural_form)} in all)"
+
+
+def _filters(query: str | None, tag: str | None = None, category: str | None = None) -> str:
+    """The filters of a search, as words: ' tagged db in category procedure matching "run"'."""
+    from synapse_nb._util import check_tags
+
+    words = ""
+    if tag is not None:
+        words += f" tagged {', '.join(check_tags([tag]))}"
+    if category is not None:
+        words += f" in category {category.strip().lower()}"
+    if query and query.strip():
+        words += f" matching {query.strip()!r}"
+    return words
+
+
 def _print_record(record: Any, as_json: bool, text: str) -> None:
     if as_json:
         _echo_json(record.to_dict())
@@ -324,7 +346,12 @@ def checkpoint_list(
         synapse-nb checkpoint list --branch main --json
     """
     v = _open(ctx)
-    _print_records(v.checkpoints.list(branch=branch, limit=_limit(limit)), as_json, "no checkpoints yet")
+    recs = v.checkpoints.list(branch=branch, limit=_limit(limit))
+    total = 0 if recs or as_json else v.checkpoints.count()
+    empty = f"no checkpoints on branch {branch}" if total else "no checkpoints yet"
+    if total:  # none on that branch, so every one is on another branch
+        empty += f" ({plural(total, 'checkpoint')} on other branches)"
+    _print_records(recs, as_json, empty)
 
 
 @checkpoint_app.command("restore")
@@ -395,7 +422,10 @@ def decision_list(
         recs = v.decisions.list(limit=_limit(limit))
     else:
         recs = v.decisions.search(query or "", tag=tag, limit=limit or 1_000_000)
-    _print_records(recs, as_json, "no decisions yet")
+    empty = ""
+    if not recs and not as_json:
+        empty = _none_found(v.decisions.count(), "decision", "decisions", "no decisions" + _filters(query, tag))
+    _print_records(recs, as_json, empty)
 
 
 # ------------------------------------------------------------------------------------------------ lessons
@@ -460,7 +490,8 @@ def lessons_list(
     if as_json:
         _print_records(recs, True, "")
         return
-    _print_records(recs, False, "no lessons" + (f" with status {status}" if status else ""))
+    empty = "" if recs else _none_found(v.lessons.count(), "lesson", "lessons", f"no {status} lessons")
+    _print_records(recs, False, empty)
 
 
 _ANSWERS = {"a": "a", "approve": "a", "e": "e", "edit": "e", "r": "r", "reject": "r", "s": "s", "skip": "s",
@@ -606,7 +637,22 @@ def memory_list(
         synapse-nb memory list --category procedure --json
     """
     v = _open(ctx)
-    _print_records(v.memories.list(category=category, limit=_limit(limit)), as_json, "no memories yet")
+    recs = v.memories.list(category=category, limit=_limit(limit))
+    _print_records(recs, as_json, "" if recs or as_json else _no_memories(v, category=category))
+
+
+def _no_memories(v: Vault, query: str | None = None, tag: str | None = None, category: str | None = None) -> str:
+    """Why a memory listing is empty: none yet, none that match the filters, or only expired ones."""
+    total = v.memories.count()
+    live = v.memories.count(include_expired=False)
+    if total == 0:
+        return "no memories yet"
+    expired = total - live
+    left_out = f"; {plural(expired, 'expired memory', 'expired memories')} left out" if expired else ""
+    if live == 0:
+        return f"no memories in force ({plural(expired, 'expired memory', 'expired memories')}; " \
+               f"'{PROG} memory prune' deletes them)"
+    return f"no memories{_filters(query, tag, category)} ({plural(live, 'memory', 'memories')} in all{left_out})"
 
 
 @memory_app.command("prune")
@@ -686,7 +732,8 @@ def memory_search(
         synapse-nb memory search "run migrations" --category procedure --json
     """
     v = _open(ctx)
-    _print_records(v.memories.search(query, tag=tag, category=category, limit=limit), as_json, "no match")
+    recs = v.memories.search(query, tag=tag, category=category, limit=limit)
+    _print_records(recs, as_json, "" if recs or as_json else _no_memories(v, query, tag, category))
 
 
 @memory_app.command("expiring")

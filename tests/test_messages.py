@@ -88,6 +88,51 @@ def _mcp(project: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
     return anyio.run(go)
 
 
+# ------------------------------------------------------------------------------------------------ 1. empty listings
+def test_empty_listings_say_yet_only_when_the_mind_has_none(run: Any) -> None:
+    run("remember", "context", "seed", "makes the vault")  # a write creates the vault
+    assert run("checkpoint", "list").stdout.strip() == "no checkpoints yet"
+    assert run("checkpoint", "list", "--branch", "nosuch").stdout.strip() == "no checkpoints yet"
+    assert run("decision", "list", "--tag", "nosuchtag").stdout.strip() == "no decisions yet"
+    assert run("lessons", "list", "--status", "pending").stdout.strip() == "no lessons yet"
+
+
+def test_filtered_listings_say_what_the_filter_left_out(run: Any, project: Path) -> None:
+    for doing in ("a", "b", "c"):
+        run("checkpoint", "create", "--doing", doing)
+    for i in range(5):
+        run("decision", "log", f"decision {i}", "--tags", "storage")
+    out = run("checkpoint", "list", "--branch", "nosuch").stdout.strip()
+    assert out == "no checkpoints on branch nosuch (3 checkpoints on other branches)"
+    out = run("decision", "list", "--tag", "nosuchtag").stdout.strip()
+    assert out == "no decisions tagged nosuchtag (5 decisions in all)"
+    out = run("decision", "list", "--search", "zebra").stdout.strip()
+    assert out == "no decisions matching 'zebra' (5 decisions in all)"
+    assert "yet" not in run("decision", "list", "--tag", "#NoSuchTag").stdout
+
+    run("remember", "procedure", "run_migrations", "alembic upgrade head", "--tags", "db")
+    out = run("memory", "list", "--category", "identity").stdout.strip()
+    assert out == "no memories in category identity (1 memory in all)"
+    out = run("memory", "search", "zebra", "--tag", "db").stdout.strip()
+    assert out == "no memories tagged db matching 'zebra' (1 memory in all)"
+
+    syn.open_vault(project).lessons.create("reverted something")
+    assert run("lessons", "list", "--status", "approved").stdout.strip() == "no approved lessons (1 lesson in all)"
+
+
+def test_memory_list_with_only_expired_memories_says_so(run: Any, project: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    run("remember", "context", "sprint", "ship it", "--expires", "1d")
+    later = datetime.now(UTC) + timedelta(days=2)
+    v = syn.open_vault(project, clock=lambda: later)
+    assert v.memories.list() == [] and v.memories.count() == 1 and v.memories.count(include_expired=False) == 0
+    from synapse_nb.cli import _no_memories
+
+    msg = _no_memories(v)
+    assert msg.startswith("no memories in force (1 expired memory") and "memory prune" in msg
+
+
 # ------------------------------------------------------------------------------------------------ 2. missing checkpoint
 def test_missing_checkpoint_error_names_the_way_of_each_surface(run: Any, project: Path, ip: Any) -> None:
     run("remember", "context", "seed", "makes the vault")

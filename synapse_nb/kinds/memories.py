@@ -256,6 +256,18 @@ class Memories(KindManager[Memory]):
             return self._list(where, params, limit=limit)
         return self._search(q, where=where, params=params, limit=limit)
 
+    def count(self, *, category: str | None = None, include_expired: bool = True) -> int:
+        """How many memories the mind holds (of one ``category``; without the expired ones if asked)."""
+        where, params = "1", ()
+        if not include_expired:
+            where, params = self._not_expired()
+        if category is not None:
+            where += " AND $category = ?"
+            params = (*params, check_choice(category, "category", CATEGORIES))
+        row = self._v._store.query_one(f"SELECT count(*) FROM memories WHERE mind = ? AND ({where})".replace("$", ""),
+                                       (self._v.mind, *params))
+        return int(row[0]) if row else 0
+
     def by_tag(self, tag: str, *, include_expired: bool = False) -> RecordList[Memory]:
         """Memories carrying this tag (case-insensitive), by priority then recency."""
         check_text(tag, "tag", max_len=64, multiline=False)
