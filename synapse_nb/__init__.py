@@ -4,7 +4,7 @@
 >>> v = syn.open_vault(tempfile.mkdtemp())
 >>> _ = v.remember("project", "project_status", "v1.5 deployed", tags=["deploy"], priority="high")
 >>> print(v.memories.recall_text())
-MEMORY (1 entries: 1 verified, 0 unverified)
+MEMORY (1 entry: 1 verified, 0 unverified)
 - [high] project/project_status: v1.5 deployed #deploy
 
 In IPython or Jupyter: ``%load_ext synapse_nb``.
@@ -21,6 +21,7 @@ from synapse_nb.errors import (
     DatasetError,
     GitError,
     IndexError_,
+    NoCheckpointError,
     NotFoundError,
     PermissionDeniedError,
     QueryError,
@@ -57,6 +58,7 @@ __all__ = [
     "IndexError_",
     "Lesson",
     "Memory",
+    "NoCheckpointError",
     "Note",
     "NotFoundError",
     "PermissionDeniedError",

@@ -191,7 +191,8 @@ class AutoCheckpoint:
     def describe(self) -> str:
         if not self.enabled:
             return "auto checkpoints: off"
-        return (f"auto checkpoints: on, every {self.every} cells that change something "
+        cells = "cell that changes" if self.every == 1 else f"{self.every} cells that change"
+        return (f"auto checkpoints: on, every {cells} something "
                 f"({self.count} counted since the last one)")
 
 

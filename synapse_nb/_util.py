@@ -168,16 +168,41 @@ def check_key(value: Any, field: str = "key") -> str:
 
 
 def check_tags(tags: Any, field: str = "tags") -> tuple[str, ...]:
-    """Tags: a list/tuple of strings or one comma-separated string; lower-cased, stripped, deduplicated, sorted."""
+    """Tags: a list of strings or one comma-separated string, normalised the same way everywhere.
+
+    The one rule, for every surface (API, CLI ``--tags``, magics, MCP) and for tag lookups:
+
+    - a comma-separated string is split on commas (``"db, deploy"`` is two tags);
+    - each tag is trimmed, loses its leading ``#`` (``#Deploy`` is the tag ``deploy``) and is lower-cased;
+    - empty tags are dropped, duplicates merged, the result sorted;
+    - a tag is one word: whitespace inside a tag (``"a b"``), or a comma inside a list item, is refused with a
+      :class:`~synapse_nb.errors.ValidationError` (give two tags as ``"a,b"`` or join the words, ``"a-b"``);
+    - at most 64 characters per tag and 32 tags.
+
+    Tags stored by older versions are left as they were; a lookup (``by_tag``, ``search(tag=...)``)
+    normalises the tag asked for by this rule.
+
+    >>> check_tags("Storage, #SQLite,storage")
+    ('sqlite', 'storage')
+    """
     if tags is None:
         return ()
     if isinstance(tags, str):
         tags = [t for t in tags.split(",")]
-    if not isinstance(tags, Sequence | set | frozenset) or isinstance(tags, bytes):
+    elif not isinstance(tags, Sequence | set | frozenset) or isinstance(tags, bytes):
         raise ValidationError(f"{field} must be a list of strings or a comma-separated string, got {type(tags).__name__}")
+    else:
+        tags = list(tags)
+        for t in tags:
+            if isinstance(t, str) and "," in t:
+                raise ValidationError(f"tag {t!r} contains a comma; give each tag as its own list item "
+                                      "(or all of them as one comma-separated string)")
     out: set[str] = set()
     for t in tags:
-        t = check_text(t, "tag", max_len=64, allow_empty=True, multiline=False).strip().lower()
+        t = check_text(t, "tag", max_len=64, allow_empty=True, multiline=False).strip().lstrip("#").strip().lower()
+        if any(ch.isspace() for ch in t):
+            raise ValidationError(f"tag {t!r} contains a space; a tag is one word: separate tags with commas "
+                                  "('a,b') or join the words ('a-b')")
         if t:
             out.add(t)
     if len(out) > MAX_TAGS:
@@ -208,6 +233,29 @@ def check_choice(value: Any, field: str, choices: Iterable[str]) -> str:
     if not isinstance(value, str) or value.strip().lower() not in choices:
         raise ValidationError(f"{field} {value!r} is not accepted; use one of: {', '.join(choices)}")
     return value.strip().lower()
+
+
+def plural(n: int, singular: str, plural_form: str | None = None) -> str:
+    """A count with its noun in the right number (``plural_form`` defaults to ``singular + "s"``).
+
+    >>> plural(1, "memory", "memories"), plural(3, "memory", "memories"), plural(0, "lesson")
+    ('1 memory', '3 memories', '0 lessons')
+    """
+    return f"{n} {singular if n == 1 else (plural_form or singular + 's')}"
+
+
+def when(ts: str | None, *, seconds: bool = False) -> str:
+    """A stored timestamp for people: ``"2026-11-30T21:15:07.123456Z"`` -> ``"2026-11-30 21:15 UTC"``.
+
+    Text listings print times this way (the vault keeps UTC; JSON output keeps ISO 8601). ``None`` or an
+    empty string gives ``""``.
+
+    >>> when("2026-11-30T21:15:07.123456Z"), when("2026-11-30T21:15:07.123456Z", seconds=True)
+    ('2026-11-30 21:15 UTC', '2026-11-30 21:15:07 UTC')
+    """
+    if not ts:
+        return ""
+    return f"{ts[:19 if seconds else 16].replace('T', ' ')} UTC"
 
 
 def estimate_tokens(text: str) -> int:

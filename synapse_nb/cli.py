@@ -40,6 +40,20 @@ PROG = "synapse-nb"
 
 
 # ------------------------------------------------------------------------------------------------ plumbing
+def plural(n: int, singular: str, plural_form: str | None = None) -> str:
+    """``synapse_nb._util.plural`` (imported when first used: the CLI's import stays light)."""
+    from synapse_nb._util import plural as _plural
+
+    return _plural(n, singular, plural_form)
+
+
+def when(ts: str | None, *, seconds: bool = False) -> str:
+    """``synapse_nb._util.when``: a stored UTC timestamp for people, e.g. ``2026-11-30 21:15 UTC``."""
+    from synapse_nb._util import when as _when
+
+    return _when(ts, seconds=seconds)
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
@@ -48,6 +62,21 @@ def _fail(message: str, code: int = 1) -> NoReturn:
     """Print one line on stderr and stop with ``code``."""
     typer.echo(f"{PROG}: error: {_one_line(message)}", err=True)
     raise typer.Exit(code)
+
+
+def _flags_take_no_value(cmd: Any) -> None:
+    """Show flags as flags in ``--help``: typer's help prints ``--json <bool>`` as if the flag took a value.
+
+    A flag (``--json``, ``--explain``, ``--help`` itself) gets an empty metavar, in every command below ``cmd``.
+    """
+    from types import SimpleNamespace
+
+    names = (getattr(cmd, "context_settings", None) or {}).get("help_option_names", ["--help"])
+    for param in [*cmd.params, cmd.get_help_option(SimpleNamespace(help_option_names=names))]:
+        if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    for sub in getattr(cmd, "commands", {}).values():
+        _flags_take_no_value(sub)
 
 
 class _RootGroup(TyperGroup):
@@ -59,6 +88,7 @@ class _RootGroup(TyperGroup):
 
         from synapse_nb.errors import SynapseError
 
+        _flags_take_no_value(self)
         code = 0
         try:
             rv = super().main(args, prog_name or PROG, complete_var, standalone_mode=False,
@@ -154,7 +184,7 @@ def _echo_json(obj: Any) -> None:
 
 
 def _record_line(r: Record) -> str:
-    return f"{r.id}  {r.created_at[:19].replace('T', ' ')}  {r.summary_line()}"
+    return f"{r.id}  {when(r.created_at, seconds=True)}  {r.summary_line()}"
 
 
 def _print_records(records: Any, as_json: bool, empty: str) -> None:
@@ -168,6 +198,28 @@ def _print_records(records: Any, as_json: bool, empty: str) -> None:
         typer.echo(_record_line(r))
 
 
+def _none_found(total: int, noun: str, plural_form: str, filtered: str) -> str:
+    """What an empty listing says: "no decisions yet" only when the mind has none at all, else what the
+    filters excluded, e.g. "no decisions tagged db (5 decisions in all)"."""
+    if total == 0:
+        return f"no {plural_form} yet"
+    return f"{filtered} ({plural(total, noun, plural_form)} in all)"
+
+
+def _filters(query: str | None, tag: str | None = None, category: str | None = None) -> str:
+    """The filters of a search, as words: ' tagged db in category procedure matching "run"'."""
+    from synapse_nb._util import check_tags
+
+    words = ""
+    if tag is not None:
+        words += f" tagged {', '.join(check_tags([tag]))}"
+    if category is not None:
+        words += f" in category {category.strip().lower()}"
+    if query and query.strip():
+        words += f" matching {query.strip()!r}"
+    return words
+
+
 def _print_record(record: Any, as_json: bool, text: str) -> None:
     if as_json:
         _echo_json(record.to_dict())
@@ -176,6 +228,8 @@ def _print_record(record: Any, as_json: bool, text: str) -> None:
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON with stable field names instead of text.")]
+_TAGS_HELP = ("Comma-separated tags, one word each (trimmed, lower-cased, a leading # dropped: "
+              "'#DB,deploy' gives db, deploy).")
 LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=0, help="Show at most N records (0: all).")]
 
 
@@ -348,7 +402,12 @@ def checkpoint_list(
         synapse-nb checkpoint list --branch main --json
     """
     v = _open(ctx)
-    _print_records(v.checkpoints.list(branch=branch, limit=_limit(limit)), as_json, "no checkpoints yet")
+    recs = v.checkpoints.list(branch=branch, limit=_limit(limit))
+    total = 0 if recs or as_json else v.checkpoints.count()
+    empty = f"no checkpoints on branch {branch}" if total else "no checkpoints yet"
+    if total:  # none on that branch, so every one is on another branch
+        empty += f" ({plural(total, 'checkpoint')} on other branches)"
+    _print_records(recs, as_json, empty)
 
 
 @checkpoint_app.command("restore")
@@ -365,8 +424,13 @@ def checkpoint_restore(
 
         synapse-nb checkpoint restore ckp_3f9a --json
     """
+    from synapse_nb.errors import NoCheckpointError
+
     v = _open(ctx)
-    c = v.checkpoints.restore(which)
+    try:
+        c = v.checkpoints.restore(which)
+    except NoCheckpointError as exc:
+        _fail(exc.with_remedy(f'{PROG} checkpoint create --doing "what you are working on"'))
     if as_json:
         _echo_json({**c.to_dict(), "restore_text": c.restore_text()})
     else:
@@ -379,7 +443,7 @@ def decision_log(
     ctx: typer.Context,
     decision: Annotated[str, typer.Argument(help="The decision, in one sentence.")],
     rationale: Annotated[str | None, typer.Option("--rationale", "-r", help="Why.")] = None,
-    tags: Annotated[str | None, typer.Option("--tags", "-t", help="Comma-separated tags.")] = None,
+    tags: Annotated[str | None, typer.Option("--tags", "-t", help=_TAGS_HELP)] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Log a design decision (with the current branch and commit).
@@ -414,12 +478,15 @@ def decision_list(
         recs = v.decisions.list(limit=_limit(limit))
     else:
         recs = v.decisions.search(query or "", tag=tag, limit=limit or 1_000_000)
-    _print_records(recs, as_json, "no decisions yet")
+    empty = ""
+    if not recs and not as_json:
+        empty = _none_found(v.decisions.count(), "decision", "decisions", "no decisions" + _filters(query, tag))
+    _print_records(recs, as_json, empty)
 
 
 # ------------------------------------------------------------------------------------------------ lessons
 def _lesson_text(les: Any) -> str:
-    lines = [f"{les.id}  [{les.status}]  {les.created_at[:19].replace('T', ' ')}",
+    lines = [f"{les.id}  [{les.status}]  {when(les.created_at, seconds=True)}",
              f"  summary:  {les.summary}"]
     if les.files_affected:
         lines.append(f"  files:    {', '.join(les.files_affected)}")
@@ -428,7 +495,7 @@ def _lesson_text(les: Any) -> str:
     if les.lesson_text:
         lines.append(f"  lesson:   {les.lesson_text}")
     if les.expires_at:
-        lines.append(f"  expires:  {les.expires_at[:19].replace('T', ' ')}")
+        lines.append(f"  expires:  {when(les.expires_at, seconds=True)}")
     return "\n".join(lines)
 
 
@@ -458,7 +525,7 @@ def lessons_scan(
     if as_json:
         _echo_json([x.to_dict() for x in created])
         return
-    typer.echo(f"{len(created)} new pending lesson(s)")
+    typer.echo(plural(len(created), "new pending lesson"))
     for les in created:
         typer.echo(_record_line(les))
     if created:
@@ -486,7 +553,8 @@ def lessons_list(
     if as_json:
         _print_records(recs, True, "")
         return
-    _print_records(recs, False, "no lessons" + (f" with status {status}" if status else ""))
+    empty = "" if recs else _none_found(v.lessons.count(), "lesson", "lessons", f"no {status} lessons")
+    _print_records(recs, False, empty)
 
 
 _ANSWERS = {"a": "a", "approve": "a", "e": "e", "edit": "e", "r": "r", "reject": "r", "s": "s", "skip": "s",
@@ -525,7 +593,8 @@ def lessons_review(ctx: typer.Context) -> None:
         typer.echo("no pending lessons: nothing to review")
         return
     done = {"approved": 0, "rejected": 0, "skipped": 0}
-    typer.echo(f"{len(pending)} pending lesson(s). For each: [a]pprove, [e]dit then approve, [r]eject, [s]kip, [q]uit.")
+    typer.echo(f"{plural(len(pending), 'pending lesson')}. For each: [a]pprove, [e]dit then approve, [r]eject, [s]kip, "
+               "[q]uit.")
     for i, les in enumerate(pending, 1):
         typer.echo(f"\n({i}/{len(pending)}) " + _lesson_text(les))
         answer = _ask_choice()
@@ -546,9 +615,16 @@ def lessons_review(ctx: typer.Context) -> None:
                 text = typer.prompt("lesson text", default=current)
             except typer.Abort:
                 break
-        approved = v.lessons.approve(les.id, text=text)
+        from synapse_nb.errors import ValidationError
+
+        try:
+            approved = v.lessons.approve(les.id, text=text)
+        except ValidationError as exc:  # a blank edit: say so and go on with the next lesson
+            typer.echo(f"not approved: {exc}; skipped {les.id}")
+            done["skipped"] += 1
+            continue
         done["approved"] += 1
-        typer.echo(f"approved {approved.id} until {(approved.expires_at or '')[:10]}")
+        typer.echo(f"approved {approved.id} until {when(approved.expires_at)}")
     typer.echo(f"\nreviewed: {done['approved']} approved, {done['rejected']} rejected, {done['skipped']} skipped")
 
 
@@ -570,7 +646,7 @@ def lessons_approve(
     """
     v = _open(ctx)
     les = v.lessons.approve(lesson_id, text=text, expiry_days=days)
-    _print_record(les, as_json, f"approved {les.id} until {(les.expires_at or '')[:10]}: {les.lesson_text}")
+    _print_record(les, as_json, f"approved {les.id} until {when(les.expires_at)}: {les.lesson_text}")
 
 
 @lessons_app.command("reject")
@@ -626,7 +702,22 @@ def memory_list(
         synapse-nb memory list --category procedure --json
     """
     v = _open(ctx)
-    _print_records(v.memories.list(category=category, limit=_limit(limit)), as_json, "no memories yet")
+    recs = v.memories.list(category=category, limit=_limit(limit))
+    _print_records(recs, as_json, "" if recs or as_json else _no_memories(v, category=category))
+
+
+def _no_memories(v: Vault, query: str | None = None, tag: str | None = None, category: str | None = None) -> str:
+    """Why a memory listing is empty: none yet, none that match the filters, or only expired ones."""
+    total = v.memories.count()
+    live = v.memories.count(include_expired=False)
+    if total == 0:
+        return "no memories yet"
+    expired = total - live
+    left_out = f"; {plural(expired, 'expired memory', 'expired memories')} left out" if expired else ""
+    if live == 0:
+        return f"no memories in force ({plural(expired, 'expired memory', 'expired memories')}; " \
+               f"'{PROG} memory prune' deletes them)"
+    return f"no memories{_filters(query, tag, category)} ({plural(live, 'memory', 'memories')} in all{left_out})"
 
 
 @memory_app.command("prune")
@@ -706,7 +797,8 @@ def memory_search(
         synapse-nb memory search "run migrations" --category procedure --json
     """
     v = _open(ctx)
-    _print_records(v.memories.search(query, tag=tag, category=category, limit=limit), as_json, "no match")
+    recs = v.memories.search(query, tag=tag, category=category, limit=limit)
+    _print_records(recs, as_json, "" if recs or as_json else _no_memories(v, query, tag, category))
 
 
 @memory_app.command("expiring")
@@ -731,7 +823,7 @@ def memory_expiring(
     if not recs:
         typer.echo(f"nothing expires within {within}")
     for m in recs:
-        typer.echo(f"{m.id}  expires {(m.expires_at or '')[:19].replace('T', ' ')}  {m.summary_line()}")
+        typer.echo(f"{m.id}  expires {when(m.expires_at, seconds=True)}  {m.summary_line()}")
 
 
 @memory_app.command("export")
@@ -752,7 +844,10 @@ def memory_export(
         sys.stdout.write(v.export_jsonl())
         return
     text = v.export_jsonl(dest)
-    typer.echo(f"exported {text.count(chr(10))} records to {dest}", err=True)
+    kinds = [json.loads(line).get("kind") for line in text.splitlines()[1:]]  # line 1 is the format header
+    n_settings = kinds.count("setting")
+    typer.echo(f"exported {plural(len(kinds) - n_settings, 'record')}"
+               + (f" and {plural(n_settings, 'setting')}" if n_settings else "") + f" to {dest}", err=True)
 
 
 @memory_app.command("import")
@@ -783,7 +878,7 @@ def remember(
     category: Annotated[str, typer.Argument(help="identity, preference, project, context, knowledge, mistake, procedure or relationship.")],
     key: Annotated[str, typer.Argument(help="snake_case key; the same key again updates that memory.")],
     content: Annotated[str, typer.Argument(help="The text to remember.")],
-    tags: Annotated[str | None, typer.Option("--tags", "-t", help="Comma-separated tags.")] = None,
+    tags: Annotated[str | None, typer.Option("--tags", "-t", help=_TAGS_HELP)] = None,
     priority: Annotated[str | None, typer.Option("--priority", "-p", metavar="critical|high|normal|low", help="Priority.")] = None,
     expires: Annotated[str | None, typer.Option("--expires", "-e", help="A duration (30d) or an ISO 8601 time.")] = None,
     as_json: JsonOpt = False,
@@ -814,7 +909,8 @@ def recall_query(
 ) -> None:
     """Recall what is relevant to QUERY (``synapse-nb recall QUERY`` is the short form).
 
-    Approved lessons come first, always; then the hits that clear the gate, or "nothing new".
+    Approved lessons come first, always; then the hits that clear the gate, or "nothing new" with its reason:
+    nothing relevant, all already given to this --session, or relevant items over the --budget.
 
     Examples:
 
@@ -831,6 +927,8 @@ def recall_query(
         _echo_json(out)
         return
     typer.echo(r.text)
+    if r.empty_reason == "over_budget":
+        typer.echo(f"hint: raise --budget (it was {r.bars.budget_tokens}) to get the relevant items", err=True)
     if explain:
         typer.echo("\n" + str(r.explain()))
 
@@ -953,15 +1051,17 @@ def watch(
     def on_commit(state: Any) -> None:
         created = v.lessons.scan()
         typer.echo(f"commit {str(getattr(state, 'commit', '') or '')[:12]} on {getattr(state, 'branch', None) or '-'}: "
-                   f"{len(created)} new pending lesson(s)")
+                   f"{plural(len(created), 'new pending lesson')}")
 
     def on_files(paths: list[str]) -> None:
-        c = v.checkpoint(f"auto checkpoint: {len(paths)} more changed files", files=paths[:500], origin="watch")
-        typer.echo(f"checkpoint {c.id}: {len(paths)} changed files")
+        c = v.checkpoint(f"auto checkpoint: {plural(len(paths), 'more changed file')}", files=paths[:500],
+                         origin="watch")
+        typer.echo(f"checkpoint {c.id}: {plural(len(paths), 'changed file')}")
 
     w = Watcher(repo.work_tree, on_commit=on_commit, on_files_changed=on_files, every_files=n,
                 lock_path=v.path / "watch.lock")
-    typer.echo(f"watching {path or os.getcwd()} (auto checkpoint every {n} changed files); Ctrl-C stops", err=True)
+    typer.echo(f"watching {path or os.getcwd()} (auto checkpoint every {plural(n, 'changed file')}); Ctrl-C stops",
+               err=True)
     w.run_forever()
 
 
@@ -979,7 +1079,7 @@ def index_rebuild(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     if as_json:
         _echo_json({"indexed": n})
     else:
-        typer.echo(f"indexed {n} records")
+        typer.echo(f"indexed {plural(n, 'record')}")
 
 
 @index_app.command("check")
@@ -990,6 +1090,8 @@ def index_check(
 ) -> None:
     """Compare the index with the store (missing, stale, extra ids); exit 1 when it drifted and was not repaired.
 
+    An index not built yet (a new vault: it is built on first use) is not drift: exit 0.
+
     Examples:
 
         synapse-nb index check
@@ -998,10 +1100,13 @@ def index_check(
     """
     v = _open(ctx)
     rep = v.index.check(repair=repair)
-    out = {"ok": bool(rep.ok), "repaired": bool(repair and not rep.ok), "missing": list(rep.missing),
-           "stale": list(rep.stale), "extra": list(rep.extra)}
+    out = {"ok": bool(rep.ok), "built": bool(rep.built), "repaired": bool(repair and not rep.ok),
+           "missing": list(rep.missing), "stale": list(rep.stale), "extra": list(rep.extra)}
     if as_json:
         _echo_json(out)
+    elif not rep.built:
+        typer.echo("index not built yet (it is built on first use): built it now" if repair else
+                   f"index not built yet (it is built on first use); to build it now: {PROG} index rebuild")
     elif rep.ok:
         typer.echo("index ok: it matches the store")
     else:

@@ -40,6 +40,7 @@ def run_demo(*, keep: bool = False, file: IO[str] | None = None) -> dict[str, An
     dict
         ``vault`` (path), ``checkpoint``, ``decision``, ``memory``, ``lesson`` (ids) and ``recall`` (the text).
     """
+    from synapse_nb._util import when
     from synapse_nb.vault import open_vault
 
     out = file if file is not None else sys.stdout
@@ -100,7 +101,7 @@ def run_demo(*, keep: bool = False, file: IO[str] | None = None) -> dict[str, An
             les.id, "Retrying a non-idempotent payment call double-charges; retry only with an idempotency key.")
         say("   the agent submitted an analysis (a proposal: it cannot approve)")
         approved = v.lessons.approve(les.id)
-        say(f"   you approved it; in force until {(approved.expires_at or '')[:10]}")
+        say(f"   you approved it; in force until {when(approved.expires_at)}")
         result["lesson"] = approved.id
 
         query = "add retries to the payment client and run migrations"

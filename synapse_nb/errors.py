@@ -9,6 +9,7 @@ they resemble, so ``except KeyError`` or ``except PermissionError`` keeps workin
     │   └── QueryError                                a query that cannot be run (recall, search)
     ├── NotFoundError(SynapseError, KeyError)         unknown id, key, name or prefix
     │   ├── AmbiguousIdError                          an id prefix that matches several records
+    │   ├── NoCheckpointError                         no checkpoint to restore on the branch
     │   └── VaultNotFoundError                        no vault where one was looked for (reads never create one)
     ├── PermissionDeniedError(SynapseError, PermissionError)
     │                                                 the actor may not do this (agent approving, ...)
@@ -30,6 +31,7 @@ __all__ = [
     "DatasetError",
     "GitError",
     "IndexError_",
+    "NoCheckpointError",
     "NotFoundError",
     "PermissionDeniedError",
     "QueryError",
@@ -70,6 +72,39 @@ class VaultNotFoundError(NotFoundError):
     Reads never create a vault; writes create one only in an existing folder. The message names
     the path and says how to create a vault (``synapse-nb init``, or writing a memory).
     """
+
+
+class NoCheckpointError(NotFoundError):
+    """No checkpoint to restore on the branch.
+
+    The message names the Python way to make one; every surface says its own way with
+    :meth:`with_remedy` (the CLI ``synapse-nb checkpoint create --doing ...``, the MCP tool
+    ``create_checkpoint``, the magic ``%checkpoint create --doing ...``).
+
+    Attributes
+    ----------
+    branch : the git branch looked at (``None``: outside git or on a detached HEAD).
+    mind : the mind looked in.
+    elsewhere : how many checkpoints the other branches of that mind hold.
+    """
+
+    #: How the Python API makes a checkpoint (the default remedy).
+    PYTHON_REMEDY = "vault.checkpoint(doing=...)"
+
+    def __init__(self, message: str | None = None, *, branch: str | None = None, mind: str = "default",
+                 elsewhere: int = 0) -> None:
+        self.branch, self.mind, self.elsewhere = branch, mind, elsewhere
+        super().__init__(message if message is not None else self.with_remedy(self.PYTHON_REMEDY))
+
+    def with_remedy(self, how: str) -> str:
+        """The message, ending with ``create one with <how>``."""
+        if self.elsewhere:
+            n = self.elsewhere
+            others = f" ({n} checkpoint{'' if n == 1 else 's'} on other branches: restore one by its id)"
+        else:
+            others = ""
+        return (f"no checkpoint yet on branch {self.branch or '(none)'} in mind {self.mind!r}{others}; "
+                f"create one with {how}")
 
 
 class PermissionDeniedError(SynapseError, PermissionError):

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb._util import parse_ts
+from synapse_nb._util import parse_ts, plural
 from synapse_nb.errors import GitError
 
 if TYPE_CHECKING:
@@ -86,8 +86,8 @@ class VerifyReport:
                 "stale": {k: list(v) for k, v in sorted(self.stale.items())}}
 
     def __str__(self) -> str:
-        lines = [f"verified {self.checked} file references: {len(self.dangling)} dangling, "
-                 f"{len(self.renamed)} renamed, {len(self.stale)} records possibly stale"
+        lines = [f"verified {plural(self.checked, 'file reference')}: {len(self.dangling)} dangling, "
+                 f"{len(self.renamed)} renamed, {plural(len(self.stale), 'record')} possibly stale"
                  + (" (fixed: renames followed, dangling marked)" if self.fixed else "")]
         lines += [f"  missing   {r.kind} {r.id}: {r.path}" + (" (outside the repository)" if r.state == "outside"
                                                                 else "") for r in self.dangling]

@@ -56,7 +56,8 @@ from synapse_nb._magics_core import (
     split_list,
     split_options,
 )
-from synapse_nb.errors import SynapseError
+from synapse_nb._util import plural
+from synapse_nb.errors import NoCheckpointError, SynapseError
 
 __all__ = ["SynapseMagics", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -261,7 +262,7 @@ class SynapseMagics(Magics):
                 n = self._auto.every
                 files = changed or []
                 self.writable_vault().checkpoint(
-                    f"auto checkpoint after {n} cells that changed something", files=files,
+                    f"auto checkpoint after {plural(n, 'cell')} that changed something", files=files,
                     next_step=None, origin="auto")
         except Exception as exc:  # a hook must never break the user's cell
             print(f"synapse_nb: auto checkpoint skipped: {exc}")
@@ -317,7 +318,10 @@ class SynapseMagics(Magics):
         if args.action == "list":
             return self.vault.checkpoints.list(branch=args.branch, limit=args.limit)
         if args.action == "restore":
-            ckp = self.vault.checkpoints.restore(args.target or "latest")
+            try:
+                ckp = self.vault.checkpoints.restore(args.target or "latest")
+            except NoCheckpointError as exc:
+                raise UsageError(exc.with_remedy('%checkpoint create --doing "what you are working on"')) from None
             print(ckp.restore_text())
             return _shown_once(ckp, self._fresh, show=False)
         # auto
@@ -355,7 +359,8 @@ class SynapseMagics(Magics):
 
         Displays the recall and returns it, so ``r = %recall ...`` keeps it (``r.text`` is the plain text
         for an LLM, ``r.items`` the hits, ``r.explain()`` the scores). Within one notebook kernel the
-        session is stable, so a second recall shows only what changed ("nothing new" otherwise).
+        session is stable, so a second recall shows only what changed ("nothing new" otherwise, with the
+        reason: nothing relevant, all already given to this notebook, or relevant items over the budget).
 
         Examples
         --------
@@ -387,11 +392,15 @@ class SynapseMagics(Magics):
 
             table = r.explain()
             display({"text/plain": str(table), "text/html": table._repr_html_()}, raw=True)
-        return _shown_once(r, self._fresh)
+        shown = _shown_once(r, self._fresh)
+        if getattr(r, "empty_reason", None) == "over_budget":
+            print(f"hint: raise the budget (it was {r.bars.budget_tokens}): %recall {query} --budget N, "
+                  "or %config SynapseMagics.default_budget = N")
+        return shown
 
     # -- %%decision ---------------------------------------------------------------------------------------
     @magic_arguments()
-    @argument("--tags", help="comma-separated tags (storage,sqlite)")
+    @argument("--tags", help="comma-separated tags, one word each (storage,sqlite; '#SQLite' is the tag sqlite)")
     @cell_magic
     @_usage_errors
     def decision(self, line: str = "", cell: str = "") -> Any:
@@ -416,7 +425,7 @@ class SynapseMagics(Magics):
     @argument("category", help="identity, preference, project, context, knowledge, mistake, procedure or relationship")
     @argument("key", help="snake_case key; remembering the same key again updates that memory")
     @argument("content", nargs="+", help="the text (free words, no quotes needed; other --words are kept)")
-    @argument("--tags", help="comma-separated tags")
+    @argument("--tags", help="comma-separated tags, one word each (db,deploy; '#DB' is the tag db)")
     @argument("--priority", help="critical, high, normal (default) or low")
     @argument("--expires", help="a duration such as 30d or 12h, or an ISO 8601 time")
     @line_magic

@@ -12,7 +12,7 @@ import html
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Generic, TypeVar
 
-from synapse_nb._util import digest, shorten
+from synapse_nb._util import digest, plural, shorten
 
 __all__ = [
     "CATEGORIES",
@@ -38,6 +38,11 @@ CATEGORIES: tuple[str, ...] = (
 )
 #: Priorities, most important first.
 PRIORITIES: tuple[str, ...] = ("critical", "high", "normal", "low")
+
+
+def _table_ts(ts: str) -> str:
+    """A stored timestamp in a table whose header says (UTC): ``2026-11-30 21:15:07``."""
+    return ts[:19].replace("T", " ")
 
 
 def _md_escape(text: str) -> str:
@@ -121,7 +126,8 @@ class Memory(Record):
         return f"{self.key.replace('_', ' ')} {self.content} {' '.join(self.tags)}".strip()
 
     def summary_line(self) -> str:
-        return f"{self.category}/{self.key}: {shorten(self.content, 80)}"
+        """``category/key: content``, marked ``[unverified]`` when it is a proposal no human verified yet."""
+        return f"{self.category}/{self.key}: {shorten(self.content, 80)}" + ("" if self.verified else " [unverified]")
 
 
 @dataclass(frozen=True, repr=False)
@@ -183,7 +189,8 @@ class Decision(Record):
         return " ".join(p for p in (self.decision, self.rationale or "", " ".join(self.tags)) if p)
 
     def summary_line(self) -> str:
-        return shorten(self.decision, 100)
+        """The decision, marked ``[unverified]`` when an agent logged it (as recall marks it)."""
+        return shorten(self.decision, 100) + (" [unverified]" if self.source == "agent" else "")
 
 
 @dataclass(frozen=True, repr=False)
@@ -324,16 +331,16 @@ class RecordList(list[R], Generic[R]):
     def _repr_markdown_(self) -> str:
         if not self:
             return "_no records_"
-        lines = ["| id | kind | updated | summary |", "|---|---|---|---|"]
-        lines += [f"| `{r.id}` | {r.kind} | {r.updated_at[:19]} | {_md_escape(r.summary_line())} |" for r in self]
+        lines = ["| id | kind | updated (UTC) | summary |", "|---|---|---|---|"]
+        lines += [f"| `{r.id}` | {r.kind} | {_table_ts(r.updated_at)} | {_md_escape(r.summary_line())} |" for r in self]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         if not self:
             return "<i>no records</i>"
-        head = "<tr><th>id</th><th>kind</th><th>updated</th><th style='text-align:left'>summary</th></tr>"
+        head = "<tr><th>id</th><th>kind</th><th>updated (UTC)</th><th style='text-align:left'>summary</th></tr>"
         body = "".join(
-            f"<tr><td><code>{html.escape(r.id)}</code></td><td>{r.kind}</td><td>{r.updated_at[:19]}</td>"
+            f"<tr><td><code>{html.escape(r.id)}</code></td><td>{r.kind}</td><td>{_table_ts(r.updated_at)}</td>"
             f"<td style='text-align:left'>{html.escape(r.summary_line())}</td></tr>" for r in self
         )
         return f"<table>{head}{body}</table>"
@@ -417,7 +424,8 @@ class PruneReport:
                 "sessions_cleared": self.sessions_cleared}
 
     def __str__(self) -> str:
-        return (f"pruned: {len(self.memories_deleted)} expired memories deleted, "
-                f"{len(self.lessons_expired)} lessons marked expired, {self.sessions_cleared} old session entries cleared")
+        return (f"pruned: {plural(len(self.memories_deleted), 'expired memory', 'expired memories')} deleted, "
+                f"{plural(len(self.lessons_expired), 'lesson')} marked expired, "
+                f"{plural(self.sessions_cleared, 'old session entry', 'old session entries')} cleared")
 
     __repr__ = __str__

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb._util import digest, estimate_tokens, shorten
+from synapse_nb._util import digest, estimate_tokens, plural, shorten
 from synapse_nb.errors import IndexError_, QueryError, StoreError, ValidationError
 from synapse_nb.models import (
     PRIORITIES,
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from synapse_nb.store.index import DriftReport, IndexRow
     from synapse_nb.vault import Vault
 
-__all__ = ["BANNER", "Bars", "Recall", "RecallExplanation", "RecallItem", "VaultIndex", "banner_text"]
+__all__ = ["BANNER", "EMPTY_REASONS", "Bars", "Recall", "RecallExplanation", "RecallItem", "VaultIndex", "banner_text"]
 
 log = logging.getLogger("synapse_nb.recall")
 
@@ -182,9 +182,22 @@ class RecallExplanation(list[_Row]):
         return f"<table><tr>{head}</tr>{body}</table>"
 
 
+#: Why a recall has no items (``Recall.empty_reason``), each a stable value.
+EMPTY_REASONS = ("empty_query", "nothing_relevant", "already_given", "over_budget")
+
+
 @dataclass(frozen=True)
 class Recall:
-    """The answer to one recall: plain text for an LLM, typed items, and the explanation."""
+    """The answer to one recall: plain text for an LLM, typed items, and the explanation.
+
+    ``nothing_new`` is True when no item is returned; ``empty_reason`` then says why, one of
+    :data:`EMPTY_REASONS` (``None`` when there are items):
+
+    - ``"nothing_relevant"``: no candidate cleared the gate's bars (the text is ``nothing new for: "q"``);
+    - ``"already_given"``: the relevant items were all given to this session before, unchanged;
+    - ``"over_budget"``: relevant items did not fit ``budget_tokens`` (raise it);
+    - ``"empty_query"``: the query had no text.
+    """
 
     query: str
     session: str | None
@@ -194,6 +207,7 @@ class Recall:
     nothing_new: bool
     path: str
     bars: Bars
+    empty_reason: str | None = None
     _explain: tuple[_Row, ...] = field(default=(), repr=False)
 
     def explain(self) -> RecallExplanation:
@@ -202,22 +216,22 @@ class Recall:
 
     def to_dict(self) -> dict[str, Any]:
         return {"query": self.query, "session": self.session, "text": self.text, "nothing_new": self.nothing_new,
-                "items": [i.to_dict() for i in self.items], "lessons": [les.id for les in self.lessons],
-                "path": self.path}
+                "empty_reason": self.empty_reason, "items": [i.to_dict() for i in self.items],
+                "lessons": [les.id for les in self.lessons], "path": self.path}
 
     def __str__(self) -> str:
         return self.text
 
     def __repr__(self) -> str:
-        state = "nothing new" if self.nothing_new else f"{len(self.items)} items"
-        return f"<Recall {self.query!r}: {state}, {len(self.lessons)} lessons>"
+        state = f"nothing new ({self.empty_reason})" if self.nothing_new else plural(len(self.items), "item")
+        return f"<Recall {self.query!r}: {state}, {plural(len(self.lessons), 'lesson')}>"
 
     def _repr_markdown_(self) -> str:
         return "```text\n" + self.text + "\n```"
 
     def _repr_html_(self) -> str:
         return (f"<div><b>recall</b> <code>{html.escape(shorten(self.query, 80))}</code> "
-                f"({'nothing new' if self.nothing_new else f'{len(self.items)} items'})"
+                f"({'nothing new' if self.nothing_new else plural(len(self.items), 'item')})"
                 f"<pre style='white-space:pre-wrap'>{html.escape(self.text)}</pre></div>")
 
 
@@ -462,9 +476,10 @@ class Recaller:
         rows, kept = self._gate(query, pool, exact, bars, file_refs, now)
         kept, rows = self._delta(session, kept, rows, now)
         kept = self._annotate(kept)
-        text = self._assemble(query, kept, lessons, session, now)
+        reason, note = _empty_reason(query, kept, rows, bars)
+        text = self._assemble(query, kept, lessons, session, now, note)
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
-                      nothing_new=not kept, path=used, bars=bars, _explain=tuple(rows))
+                      nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=tuple(rows))
 
     def _candidates(self, query: str, words: list[str], bars: Bars,
                     path: str) -> tuple[_Pool, dict[str, list[str]], str]:
@@ -528,7 +543,7 @@ class Recaller:
                 if len(rows) < MAX_EXPLAIN:
                     matched = batch.matched(int(i)) + tuple(extra.get(int(i), ()))
                     rows.append(_Row(c.kind, c.id, score, matched, False, "top_k",
-                                     f"{bars.top_k} {c.kind}s already kept"))
+                                     f"{plural(bars.top_k, c.kind, TABLES[c.kind])} already kept"))
                     continue
                 if all(per_kind.get(k, 0) >= bars.top_k for k in KIND_ORDER):
                     break
@@ -643,7 +658,7 @@ class Recaller:
             log.warning("could not record what session %s has seen: %s", session, exc)
 
     def _assemble(self, query: str, kept: list[RecallItem], lessons: list[Lesson], session: str | None,
-                  now: str) -> str:
+                  now: str, note: str = "") -> str:
         parts: list[str] = []
         if lessons:
             shown_before: set[str] = set()
@@ -662,7 +677,7 @@ class Recaller:
                 self._mark_seen(session, [(x.id, x.digest) for x in new], now)
         q = shorten(query, 120)
         if not kept:
-            parts.append(f'nothing new for: "{q}"' if query.strip() else "nothing new (empty query)")
+            parts.append(f'nothing new for: "{q}"{note}' if query.strip() else "nothing new (empty query)")
         else:
             block = [f'RELEVANT MEMORY for: "{q}"']
             for kind in KIND_ORDER:
@@ -676,6 +691,28 @@ class Recaller:
                 block.extend(k.line for k in group)
             parts.append("\n".join(block))
         return "\n\n".join(parts)
+
+
+def _empty_reason(query: str, kept: list[RecallItem], rows: list[_Row], bars: Bars) -> tuple[str | None, str]:
+    """Why nothing is returned (one of :data:`EMPTY_REASONS`, None when items are) and the note the text adds.
+
+    Relevant items dropped by the budget come first (raising the budget would return them), then items
+    already given to this session; otherwise nothing was relevant and the text stays the plain
+    ``nothing new for: "q"``.
+    """
+    if kept:
+        return None, ""
+    if not query.strip():
+        return "empty_query", ""
+    over = sum(1 for r in rows if r.bar == "budget")
+    given = sum(1 for r in rows if r.bar == "delta")
+    if over:
+        also = f"; {given} already given to this session" if given else ""
+        return "over_budget", (f" ({plural(over, 'relevant item')} did not fit the budget of "
+                               f"{plural(bars.budget_tokens, 'token')}{also})")
+    if given:
+        return "already_given", f" ({plural(given, 'relevant item')} already given to this session, unchanged)"
+    return "nothing_relevant", ""
 
 
 def _priority(rec: Record) -> int:
@@ -800,7 +837,17 @@ class VaultIndex:
         return n
 
     def check(self, *, repair: bool = False) -> DriftReport:
-        """Compare the index with SQLite (rows missing, stale or extra); with ``repair``, fix the drift."""
+        """Compare the index with SQLite (rows missing, stale or extra); with ``repair``, fix the drift.
+
+        An index never built (a new vault: it is built on first use, or by :meth:`rebuild`) is not drift:
+        the report has ``built=False`` and is ``ok``; with ``repair`` the index is built now.
+        """
+        if not self.raw.exists():
+            from synapse_nb.store.index import DriftReport
+
+            if repair:
+                self.rebuild()
+            return DriftReport(built=False)
         if repair:
             with self._mutating():
                 return self.raw.repair(lambda ids: self._rows_for(list(ids)), self._expected())

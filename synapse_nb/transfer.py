@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb._util import MAX_TEXT, MAX_TRIGGER, check_key, check_tags, check_text, fmt_ts, parse_ts
+from synapse_nb._util import MAX_TEXT, MAX_TRIGGER, check_key, check_text, fmt_ts, parse_ts
 from synapse_nb.errors import ConflictError, ValidationError
 from synapse_nb.models import RECORD_TYPES, TABLES
 
@@ -191,6 +191,18 @@ def _str_list(doc: dict[str, Any], field: str) -> None:
         raise ValidationError(f"{field} must be a list of strings, got {v!r}")
 
 
+def _stored_tags(tags: list[str]) -> None:
+    """Tags as a vault stores them: lower-case, stripped, unique, sorted.
+
+    Looser than :func:`synapse_nb._util.check_tags` on purpose: tags written by older versions (``"#c"``, ``"a b"``) stay
+    importable, exactly as they were exported.
+    """
+    for t in tags:
+        check_text(t, "tag", max_len=64, multiline=False)
+    if tags != sorted(set(tags)) or any(t != t.strip().lower() for t in tags):
+        raise ValidationError("tags must be lower-case, stripped, unique and sorted")
+
+
 def _validate_record(kind: str, doc: dict[str, Any]) -> None:
     """Check an imported record's values the way the write path checks them (fields must already match)."""
     from synapse_nb.kinds.checkpoints import ORIGINS
@@ -217,8 +229,7 @@ def _validate_record(kind: str, doc: dict[str, Any]) -> None:
             raise ValidationError(f"key {doc.get('key')!r} is not snake_case")
         check_text(doc.get("content"), "content")
         _str_list(doc, "tags")
-        if list(check_tags(doc["tags"])) != doc["tags"]:
-            raise ValidationError("tags must be lower-case, stripped, unique and sorted")
+        _stored_tags(doc["tags"])
         prio, ver, conf = doc.get("priority"), doc.get("verified"), doc.get("confidence")
         if isinstance(prio, bool) or prio not in (0, 1, 2, 3):
             raise ValidationError(f"priority {prio!r} must be 0 (critical) to 3 (low)")

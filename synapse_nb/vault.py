@@ -450,7 +450,11 @@ class Vault:
 
     # -- shortcuts ----------------------------------------------------------------------------------------
     def remember(self, category: str, key: str, content: str, **kwargs: Any) -> Memory:
-        """Shortcut for :meth:`Memories.remember` (upsert by (category, key))."""
+        """Shortcut for :meth:`Memories.remember` (upsert by (category, key)).
+
+        Tags (``tags=["db", "deploy"]`` or ``tags="db,deploy"``) are one word each, trimmed, lower-cased,
+        with a leading ``#`` dropped: ``"#DB"`` is the tag ``db``.
+        """
         return self.memories.remember(category, key, content, **kwargs)
 
     def checkpoint(self, doing: str, *, files: Any = None, next_step: str | None = None, blockers: Any = None,
@@ -459,7 +463,11 @@ class Vault:
         return self.checkpoints.create(doing, files=files, next_step=next_step, blockers=blockers, origin=origin)
 
     def decide(self, decision: str, *, rationale: str | None = None, tags: Any = None) -> Decision:
-        """Shortcut for :meth:`Decisions.create`."""
+        """Shortcut for :meth:`Decisions.create`.
+
+        Tags (``tags=["storage"]`` or ``tags="storage,sqlite"``) are one word each, trimmed, lower-cased,
+        with a leading ``#`` dropped: ``"#SQLite"`` is the tag ``sqlite``.
+        """
         return self.decisions.create(decision, rationale=rationale, tags=tags)
 
     # -- recall -------------------------------------------------------------------------------------------

@@ -240,8 +240,8 @@ def test_real_vault_gets_a_pending_lesson_from_a_revert(repo: ScratchRepo, monke
     repo.git("revert", "--no-edit", "HEAD")
     log = (repo.root / ".synapse" / "hook.log").read_text().splitlines()
     assert [line.split(" ", 3)[3] for line in log] == [
-        "ok: 0 new pending lesson(s)",
-        "ok: 1 new pending lesson(s)",
+        "ok: 0 new pending lessons",
+        "ok: 1 new pending lesson",
     ]
     with open_vault(repo.root) as v:
         (lesson,) = v.lessons.pending()

@@ -46,7 +46,9 @@ snake = st.from_regex(r"[a-z][a-z0-9]{0,8}(_[a-z0-9]{1,5}){0,2}", fullmatch=True
 # valid values per argument (the tests replace one argument at a time with junk)
 category = st.sampled_from(syn.CATEGORIES).flatmap(lambda c: st.sampled_from([c, c.upper(), f" {c.title()} "]))
 key = snake
-_tag = st.one_of(plain.map(lambda s: s[:60]).filter(lambda s: "," not in s), st.just("Deploy"))
+# a valid tag is one word (no comma, no inner space); "#Deploy" is the tag "deploy"
+_tag = st.one_of(plain.map(lambda s: s[:60]).filter(lambda s: "," not in s and len(s.split()) <= 1),
+                 st.sampled_from(["Deploy", "#Deploy", " db "]))
 tags = st.one_of(st.none(), st.lists(_tag, max_size=4), st.lists(_tag, max_size=3).map(",".join))
 files = st.one_of(st.none(), st.lists(plain.filter(lambda s: "\n" not in s), max_size=4))
 priority = st.one_of(st.none(), st.sampled_from(["critical", "high", "normal", "low", "HIGH"]))
@@ -78,7 +80,7 @@ def check(v: syn.Vault, call: Callable[[], Any], verify: Callable[[Any], None]) 
 
 def _norm_tags(t: Any) -> tuple[str, ...]:
     items = t.split(",") if isinstance(t, str) else list(t)
-    return tuple(sorted({x.strip().lower() for x in items} - {""}))
+    return tuple(sorted({x.strip().lstrip("#").strip().lower() for x in items} - {""}))
 
 
 def _norm_files(f: Any) -> tuple[str, ...]:

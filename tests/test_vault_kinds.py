@@ -216,7 +216,7 @@ def test_prune_persists_expired_lessons_and_deletes_expired_memories(vault: syn.
     clock.advance(days=8)
     rep = vault.prune()
     assert rep.memories_deleted == (mem.id,) and rep.lessons_expired == (les.id,)
-    assert "1 expired memories deleted" in str(rep)
+    assert "1 expired memory deleted, 1 lesson marked expired" in str(rep)
     row = vault._store.query_one("SELECT status FROM lessons WHERE id = ?", (les.id,))
     assert row["status"] == "expired"  # persisted, not only computed
     assert vault.lessons.get(pending.id).status == "pending"

@@ -204,7 +204,7 @@ def test_expired_left_out_but_still_stored(vault: syn.Vault, clock: FakeClock) -
     assert [m.key for m in vault.memories.search("deploys")] == ["keep"]
     assert [m.key for m in vault.memories.by_tag("deploy")] == ["keep"]
     assert "gone" not in vault.memories.recall_text()
-    assert vault.memories.recall_text().startswith("MEMORY (1 entries")
+    assert vault.memories.recall_text().startswith("MEMORY (1 entry:")
     # still stored
     assert vault.memories.get(gone.id).key == "gone"
     assert {m.key for m in vault.memories.list(include_expired=True)} == {"keep", "gone"}

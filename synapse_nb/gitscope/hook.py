@@ -77,7 +77,9 @@ def _scan(work_tree: Path, hook_name: str) -> str:
     # open_vault() (no path) honours SYNAPSE_HOME exactly as vault_dir() did; a hook never creates a vault.
     with open_vault(None if os.environ.get("SYNAPSE_HOME", "").strip() else work_tree, create=False) as vault:
         created = vault.lessons.scan()
-    return f"{len(created)} new pending lesson(s)"
+    from synapse_nb._util import plural
+
+    return plural(len(created), "new pending lesson")
 
 
 @contextlib.contextmanager

@@ -79,11 +79,14 @@ class KindManager(Generic[R]):
               limit: int | None = None) -> RecordList[R]:
         return RecordList(self._from_row(r) for r in self._rows(where, params, order=order, limit=limit))
 
-    def resolve_id(self, id_or_prefix: str, *, exact_hidden: bool = False) -> str:
+    def resolve_id(self, id_or_prefix: str) -> str:
         """The full id for an id or any unique prefix of one (within this kind and mind).
 
-        Prefixes match only records the actor may read; with ``exact_hidden`` a full id of a record the
-        actor may not read (an agent naming a pending lesson) is accepted too, but never by prefix.
+        The same rule for every actor: the id or prefix is looked up among all the records of this kind
+        in the mind, so a prefix that is unique for the user is unique for an agent too. What the actor
+        may then do with the record is checked by the caller (:meth:`get` refuses to show an agent a
+        pending lesson; an agent may still submit an analysis to one). Messages list only ids the actor
+        may read.
         """
         if not isinstance(id_or_prefix, str) or not id_or_prefix.strip():
             raise ValidationError(f"a {self.record_cls.kind} id must be a non-empty string, got {id_or_prefix!r}")
@@ -93,29 +96,29 @@ class KindManager(Generic[R]):
                                 f"'{self.record_cls.prefix}_3f9a0c12be47')")
         store = self._v._store
         exact = store.query_one(f"SELECT id, mind FROM {self.table} WHERE id = ?", (ident,))
-        if exact is not None and exact["mind"] == self._v.mind and (
-                exact_hidden or self._visible()[0] == "1" or self._rows("$id = ?", (ident,))):
+        if exact is not None and exact["mind"] == self._v.mind:
             return ident
-        vis, vparams = self._visible()
         rows = store.query(  # the primary key drives the range scan; mind is checked per row (+mind)
-            f"SELECT id FROM {self.table} WHERE id >= ? AND id < ? AND +mind = ? AND ({vis}) ORDER BY id LIMIT 6"
-            .replace("$", ""), (ident, ident + "\U0010ffff", self._v.mind, *vparams),
+            f"SELECT id FROM {self.table} WHERE id >= ? AND id < ? AND +mind = ? ORDER BY id LIMIT 6",
+            (ident, ident + "\U0010ffff", self._v.mind),
         )
         ids = [r["id"] for r in rows]
         if not ids:
             raise NotFoundError(f"no {self.record_cls.kind} with id or id prefix {ident!r} in mind {self._v.mind!r}")
         if len(ids) > 1:
-            shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
-            raise AmbiguousIdError(f"id prefix {ident!r} matches several {self.record_cls.kind}s ({shown}); "
-                                   "give more characters")
+            readable = [i for i in ids[:5] if self._visible()[0] == "1" or self._rows("$id = ?", (i,))]
+            shown = ", ".join(readable) + (", ..." if len(readable) < len(ids) else "")
+            raise AmbiguousIdError(f"id prefix {ident!r} matches several {self.table}"
+                                   + (f" ({shown})" if readable else "") + "; give more characters")
         return ids[0]
 
     def get(self, id: str) -> R:
         """The record with this id (or unique id prefix)."""
-        full = self.resolve_id(id, exact_hidden=True)
+        full = self.resolve_id(id)
         rows = self._rows("id = ?", (full,))
-        if not rows:
-            raise PermissionDeniedError(f"{self.record_cls.kind} {full} is not readable by the {self._v.actor} actor")
+        if not rows:  # named by the caller's own words: an id the actor may not read is not spelled out
+            raise PermissionDeniedError(f"{self.record_cls.kind} {id.strip()!r} is not readable by the "
+                                        f"{self._v.actor} actor")
         return self._from_row(rows[0])
 
     def list(self, *, limit: int | None = None) -> RecordList[R]:

@@ -6,7 +6,7 @@ import sqlite3
 from typing import Any
 
 from synapse_nb._util import MAX_TEXT, check_choice, check_files, check_optional_text, check_text, new_id
-from synapse_nb.errors import NotFoundError, ValidationError
+from synapse_nb.errors import NoCheckpointError, ValidationError
 from synapse_nb.kinds._base import KindManager, dumps, loads
 from synapse_nb.models import Checkpoint, RecordList
 
@@ -88,13 +88,17 @@ class Checkpoints(KindManager[Checkpoint]):
         return self._from_row(rows[0]) if rows else None
 
     def restore(self, id: str = "latest") -> Checkpoint:
-        """The checkpoint to resume from: ``"latest"`` (current branch) or an id / unique id prefix."""
+        """The checkpoint to resume from: ``"latest"`` (current branch) or an id / unique id prefix.
+
+        Raises :class:`~synapse_nb.errors.NoCheckpointError` when the branch has none yet (its message says
+        how to make one; each surface names its own way with ``with_remedy``).
+        """
         if id == "latest":
             ckp = self.latest()
             if ckp is None:
                 branch = self._v._git_head()[0]
-                raise NotFoundError(f"no checkpoint yet on branch {branch or '(none)'} in mind {self._v.mind!r}; "
-                                    "create one with vault.checkpoint(doing=...)")
+                # none on this branch, so every checkpoint of the mind is on another one
+                raise NoCheckpointError(branch=branch, mind=self._v.mind, elsewhere=self.count())
             return ckp
         return self.get(id)
 

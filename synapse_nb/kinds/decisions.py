@@ -36,7 +36,11 @@ class Decisions(KindManager[Decision]):
         )
 
     def create(self, decision: str, *, rationale: str | None = None, tags: Any = None) -> Decision:
-        """Log a decision (with the current git branch and commit). Agents may log decisions too (source agent)."""
+        """Log a decision (with the current git branch and commit). Agents may log decisions too (source agent).
+
+        ``tags`` is a list of strings or "a,b": one word each, trimmed, a leading ``#`` dropped, lower-cased
+        (``"#Storage, sqlite"`` gives ``("sqlite", "storage")``); a tag with a space inside is refused.
+        """
         decision = check_text(decision, "decision", max_len=MAX_TEXT)
         rationale = check_optional_text(rationale, "rationale")
         tag_t = check_tags(tags)

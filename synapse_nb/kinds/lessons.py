@@ -7,8 +7,10 @@ State machine::
                                    +--reject--> deleted +---------------re-approve------------+
 
 Status is computed at read time (an approved lesson past ``expires_at`` *is* expired); ``prune()``
-also persists it. Only the user actor approves or rejects; an agent reaches a pending lesson only by
-id, through :meth:`Lessons.submit_analysis`.
+also persists it. Only the user actor approves or rejects; an agent reads approved, unexpired lessons
+only, and reaches a pending one only through :meth:`Lessons.submit_analysis`, by its id or a unique id
+prefix: ids and prefixes resolve the same way for every actor (among all the lessons of the mind), and
+messages never list an id the actor may not read.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sqlite3
 from datetime import timedelta
 from typing import Any
 
-from synapse_nb._util import MAX_TEXT, check_files, check_optional_text, check_text, fmt_ts, new_id
+from synapse_nb._util import MAX_TEXT, check_files, check_text, fmt_ts, new_id
 from synapse_nb.errors import ConflictError, GitError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager, dumps, loads
 from synapse_nb.models import Lesson, RecordList
@@ -160,13 +162,20 @@ class Lessons(KindManager[Lesson]):
 
         The lesson text becomes ``text`` if given, else the submitted analysis if any, else the draft
         summary. It stays in force for ``expiry_days`` (default: the vault's ``lesson_expiry_days``).
+        An empty or blank ``text`` is refused (:class:`ValidationError`): leave it out (``None``) to approve
+        the analysis or the summary as they are.
         """
         self._require_user("approve a lesson")
+        if text is not None:
+            text = check_text(text, "lesson text", max_len=MAX_TEXT, allow_empty=True)
+            if not text.strip():
+                raise ValidationError("lesson text must not be empty; give the lesson's wording, or leave the text "
+                                      "out to approve the analysis (or else the summary) as it is")
         les = self.get(id)
         if les.status == "approved":
             raise ConflictError(f"lesson {les.id} is already approved and in force until {les.expires_at}; "
                                 "only pending or expired lessons can be approved")
-        lesson_text = check_optional_text(text, "text") or les.lesson_text or les.analysis or les.summary
+        lesson_text = text or les.lesson_text or les.analysis or les.summary
         days = self.expiry_days if expiry_days is None else expiry_days
         if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 3650:
             raise ValidationError(f"expiry_days must be a whole number of days from 1 to 3650, got {days!r}")
@@ -197,13 +206,14 @@ class Lessons(KindManager[Lesson]):
         the same way and the updated lesson is returned.
         """
         text = check_text(text, "analysis", max_len=MAX_TEXT)
-        full = self.resolve_id(id, exact_hidden=True)  # an agent names a pending lesson by its full id only
+        full = self.resolve_id(id)  # by id or unique prefix, the same for every actor
+        named = full if self._v.actor == "user" else repr(id.strip())  # never spell out a hidden id to an agent
         with self._v._store.transaction() as c:
             row = c.execute("SELECT status, analysis_by FROM lessons WHERE id = ?", (full,)).fetchone()
             if row["status"] != "pending" and self._v.actor == "agent":
-                raise ConflictError(f"lesson {full} is {row['status']}; an agent may only analyse pending lessons")
+                raise ConflictError(f"lesson {named} is {row['status']}; an agent may only analyse pending lessons")
             if self._v.actor == "agent" and row["analysis_by"] == "user":
-                raise PermissionDeniedError(f"lesson {full} already has an analysis written by the user; an agent "
+                raise PermissionDeniedError(f"lesson {named} already has an analysis written by the user; an agent "
                                             "may not replace it")
             c.execute("UPDATE lessons SET analysis = ?, analysis_by = ?, updated_at = ? WHERE id = ?",
                       (text, self._v.actor, self._v._stamp(c), full))

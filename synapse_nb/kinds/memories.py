@@ -15,6 +15,7 @@ from synapse_nb._util import (
     fmt_ts,
     new_id,
     parse_duration,
+    plural,
     resolve_expiry,
     shift,
     shorten,
@@ -85,7 +86,9 @@ class Memories(KindManager[Memory]):
             (case-insensitive).
         key : snake_case, stable: remembering the same key again updates that memory.
         content : the text (at most 32,768 characters).
-        tags : list of strings or "a,b"; lower-cased. On update, ``None`` keeps the existing tags.
+        tags : list of strings or "a,b": one word each, trimmed, a leading ``#`` dropped, lower-cased
+            (``"#DB, deploy"`` gives ``("db", "deploy")``; see :func:`synapse_nb._util.check_tags`).
+            On update, ``None`` keeps the existing tags.
         priority : critical, high, normal (default) or low. On update, ``None`` keeps the existing one.
         source : "user" or "agent"; defaults to the vault's actor. An agent may only write "agent".
         verified : defaults to True for user writes, False for agent writes; an agent may not set True.
@@ -253,6 +256,18 @@ class Memories(KindManager[Memory]):
             return self._list(where, params, limit=limit)
         return self._search(q, where=where, params=params, limit=limit)
 
+    def count(self, *, category: str | None = None, include_expired: bool = True) -> int:
+        """How many memories the mind holds (of one ``category``; without the expired ones if asked)."""
+        where, params = "1", ()
+        if not include_expired:
+            where, params = self._not_expired()
+        if category is not None:
+            where += " AND $category = ?"
+            params = (*params, check_choice(category, "category", CATEGORIES))
+        row = self._v._store.query_one(f"SELECT count(*) FROM memories WHERE mind = ? AND ({where})".replace("$", ""),
+                                       (self._v.mind, *params))
+        return int(row[0]) if row else 0
+
     def by_tag(self, tag: str, *, include_expired: bool = False) -> RecordList[Memory]:
         """Memories carrying this tag (case-insensitive), by priority then recency."""
         check_text(tag, "tag", max_len=64, multiline=False)
@@ -272,7 +287,7 @@ class Memories(KindManager[Memory]):
         """
         mems = self.list(limit=limit)
         n_ver = sum(1 for m in mems if m.verified)
-        lines = [f"MEMORY ({len(mems)} entries: {n_ver} verified, {len(mems) - n_ver} unverified)"]
+        lines = [f"MEMORY ({plural(len(mems), 'entry', 'entries')}: {n_ver} verified, {len(mems) - n_ver} unverified)"]
         if not mems:
             lines.append("(no memories)")
         for m in mems:

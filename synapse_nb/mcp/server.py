@@ -33,7 +33,7 @@ from mcp.types import CallToolResult, TextContent
 
 from synapse_nb._util import estimate_tokens
 from synapse_nb._version import __version__
-from synapse_nb.errors import SynapseError, ValidationError
+from synapse_nb.errors import NoCheckpointError, SynapseError, ValidationError
 from synapse_nb.recall import banner_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -164,7 +164,10 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         Give ``checkpoint_id`` (an id or unique prefix) to restore a specific one.
         """
         with _errors():
-            c = handle.get().checkpoints.restore(checkpoint_id or "latest")
+            try:
+                c = handle.get().checkpoints.restore(checkpoint_id or "latest")
+            except NoCheckpointError as exc:
+                raise ToolError(exc.with_remedy("the create_checkpoint tool")) from None
             return _result(c.restore_text(), {**c.to_dict(), "restore_text": c.restore_text()})
 
     @server.tool()
@@ -183,14 +186,17 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
     @server.tool()
     async def log_decision(decision: str, rationale: str | None = None,
                            tags: list[str] | None = None) -> CallToolResult:
-        """Call right after making any design choice: log the decision and why, so later sessions keep to it."""
+        """Call right after making any design choice: log the decision and why, so later sessions keep to it.
+
+        ``tags``: one word each (lower-cased, a leading # dropped).
+        """
         with _errors():
             d = handle.get(write=True).decide(decision, rationale=rationale, tags=tags)
             return _result(f"decision {d.id} logged", d.to_dict())
 
     @server.tool()
     async def submit_lesson_analysis(lesson_id: str, analysis: str) -> CallToolResult:
-        """Call when asked why a change was reverted: explain the failure for lesson ``lesson_id``.
+        """Call when asked why a change was reverted: explain the failure for lesson ``lesson_id`` (id or unique prefix).
 
         The analysis is a proposal; a human reads it and decides whether it becomes an approved lesson.
         """
@@ -246,15 +252,20 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                                   "tokens": estimate_tokens(pack)})
 
     @server.tool()
-    async def recall(query: str, session_id: str | None = None) -> CallToolResult:
+    async def recall(query: str, session_id: str | None = None, budget_tokens: int | None = None) -> CallToolResult:
         """Call on EVERY turn before acting, with the task or question: what the vault knows that is relevant.
 
         With a stable ``session_id`` per conversation, only what this session has not yet seen is returned
-        (otherwise "nothing new"). Approved lessons always come first.
+        (otherwise "nothing new", with ``empty_reason``: nothing_relevant, already_given or over_budget).
+        ``budget_tokens`` caps the hits' size (default 1200). Approved lessons always come first.
         """
         with _errors():
-            r = handle.get().recall(query, session=session_id)
-            return _result(r.text, r.to_dict())
+            kwargs = {} if budget_tokens is None else {"budget_tokens": budget_tokens}
+            r = handle.get().recall(query, session=session_id, **kwargs)
+            text = r.text
+            if r.empty_reason == "over_budget":
+                text += f"\n(call recall again with a larger budget_tokens than {r.bars.budget_tokens} to get them)"
+            return _result(text, r.to_dict())
 
     @server.tool()
     async def remember(category: str, key: str, content: str, tags: list[str] | None = None,
@@ -263,7 +274,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
 
         ``category``: identity, preference, project, context, knowledge, mistake, procedure or relationship;
         ``key``: snake_case (the same key updates your earlier proposal); ``priority``: critical, high, normal
-        or low. It is stored as an unverified proposal until a human verifies it.
+        or low; ``tags``: one word each (lower-cased, a leading # dropped). It is stored as an unverified proposal
+        until a human verifies it.
         """
         with _errors():
             m = handle.get(write=True).remember(category, key, content, tags=tags, priority=priority)

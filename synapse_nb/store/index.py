@@ -134,15 +134,19 @@ class DriftReport:
         Ids whose digest differs (or that appear more than once in the index).
     extra : tuple of str
         Ids in the index but not in SQLite.
+    built : bool
+        False when there was no index on disk yet (a vault's index is built on first use, so that is not
+        drift); see :meth:`synapse_nb.recall.VaultIndex.check`.
     """
 
     missing: tuple[str, ...] = ()
     stale: tuple[str, ...] = ()
     extra: tuple[str, ...] = ()
+    built: bool = True
 
     @property
     def ok(self) -> bool:
-        """True when the index matches SQLite exactly."""
+        """True when the index matches SQLite exactly (or was never built: nothing can disagree)."""
         return not (self.missing or self.stale or self.extra)
 
 

@@ -135,7 +135,7 @@ class LessonReview(widgets.VBox):
     def approve(self, lesson_id: str, text: str | None = None) -> Lesson | None:
         """Approve (or re-approve) a lesson with ``text``; shows the outcome and re-renders."""
         try:
-            les = self.vault.lessons.approve(lesson_id, text=(text or None))
+            les = self.vault.lessons.approve(lesson_id, text=text)  # a blank text is refused, never replaced
         except SynapseError as exc:
             self._say(f"not approved: {exc}", error=True)
             return None

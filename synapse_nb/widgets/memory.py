@@ -6,7 +6,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from synapse_nb._util import shorten
+from synapse_nb._util import plural, shorten
 from synapse_nb.errors import SynapseError
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory
 from synapse_nb.widgets._common import esc, message_html, table_html
@@ -20,8 +20,8 @@ def memory_rows(memories: list[Memory]) -> str:
     """The memories as an HTML table (id, category/key, content, tags, priority, verified, source, expires)."""
     rows = [[f"<code>{esc(m.id)}</code>", esc(f"{m.category}/{m.key}"), esc(shorten(m.content, 160)),
              esc(", ".join(m.tags)), esc(m.priority), "yes" if m.verified else "<b>no</b>", esc(m.source),
-             esc((m.expires_at or "")[:19])] for m in memories]
-    return table_html(["id", "category/key", "content", "tags", "priority", "verified", "source", "expires"], rows,
+             esc((m.expires_at or "")[:19].replace("T", " "))] for m in memories]
+    return table_html(["id", "category/key", "content", "tags", "priority", "verified", "source", "expires (UTC)"], rows,
                       empty="no memories match")
 
 
@@ -109,7 +109,7 @@ class MemoryBrowser(widgets.VBox):
                 and (self.verified.value is None or m.verified == self.verified.value)
                 and (self.source.value is None or m.source == self.source.value)][: self.limit]
         self.results = keep
-        self.table.value = f"<small>{len(keep)} memories</small>" + memory_rows(keep)
+        self.table.value = f"<small>{plural(len(keep), 'memory', 'memories')}</small>" + memory_rows(keep)
         previous = self.selected.value
         self.selected.options = [(f"{m.id}  {m.category}/{m.key}", m.id) for m in keep]
         ids = [m.id for m in keep]

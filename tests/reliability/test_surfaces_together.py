@@ -212,4 +212,4 @@ def test_kernel_mcp_and_git_hook_on_one_vault(tmp_path: Path, monkeypatch: pytes
         con.close()
     log = (repo.root / ".synapse" / "hook.log").read_text(encoding="utf-8").splitlines()
     assert len(log) == COMMITS + 1 and all(" ok: " in line for line in log), log[-3:]
-    assert sum(int(line.split(" ok: ", 1)[1].split()[0]) for line in log) == 1  # "ok: N new pending lesson(s)"
+    assert sum(int(line.split(" ok: ", 1)[1].split()[0]) for line in log) == 1  # "ok: N new pending lesson[s]"
