@@ -386,6 +386,11 @@ class Status:
     def _repr_markdown_(self) -> str:
         return "```\n" + str(self) + "\n```"
 
+    def _repr_html_(self) -> str:
+        from synapse_nb.render import status_html
+
+        return status_html(self)
+
 
 @dataclass(frozen=True)
 class PruneReport:
