@@ -8,6 +8,7 @@ dataclasses. Nothing imports the vault at import time (the vault imports us).
 - :func:`install_hooks` / :func:`uninstall_hooks` manage ``post-commit`` / ``post-rewrite`` hooks.
 - :class:`Watcher` reacts to commits and file changes (watchdog on the git dir).
 - :func:`check_paths`, :func:`commits_touching` tell whether remembered paths still exist.
+- :func:`show_commit` gives one commit's ``git show --stat`` and patch, capped in size (for review).
 
 Heavier submodules are imported on first use, so ``import synapse_nb.gitscope``
 costs only the standard library.
@@ -29,10 +30,12 @@ from synapse_nb.gitscope.repo import HeadState, RepoInfo, find_repo, head
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.gitscope.hooks import install_hooks, uninstall_hooks
     from synapse_nb.gitscope.reverts import CommitInfo, RevertInfo, ScanResult, scan_reverts
+    from synapse_nb.gitscope.show import CommitDiff, show_commit
     from synapse_nb.gitscope.verify import PathStatus, check_paths, commits_touching
     from synapse_nb.gitscope.watch import Watcher
 
 __all__ = [
+    "CommitDiff",
     "CommitInfo",
     "HeadState",
     "PathStatus",
@@ -46,6 +49,7 @@ __all__ = [
     "head",
     "install_hooks",
     "scan_reverts",
+    "show_commit",
     "uninstall_hooks",
 ]
 
@@ -60,6 +64,8 @@ _LAZY = {
     "check_paths": "verify",
     "commits_touching": "verify",
     "Watcher": "watch",
+    "CommitDiff": "show",
+    "show_commit": "show",
 }
 
 
