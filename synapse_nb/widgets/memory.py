@@ -114,8 +114,9 @@ class MemoryBrowser(widgets.VBox):
                                           tooltip="Previous page")
         self.next_button = widgets.Button(description="Next", icon="chevron-right", layout=narrow,
                                           tooltip="Next page")
-        self.page_box = widgets.BoundedIntText(value=1, min=1, max=1, description="Page",
-                                               layout=widgets.Layout(width="9em"))
+        self.page_box = widgets.BoundedIntText(value=1, min=1, max=1, description="page",
+                                               style={"description_width": "initial"},
+                                               layout=widgets.Layout(width="10em"))
         self.detail = widgets.HTML()
         human = getattr(vault, "actor", None) == "user"
         self._human = human
@@ -189,7 +190,7 @@ class MemoryBrowser(widgets.VBox):
         self.next_button.disabled = self.page >= found.pages
         first = found.offset + 1
         shown = (f"{first:,}–{found.offset + len(self.results):,} of {plural(found.total, 'memory')}"
-                 if self.results else plural(found.total, "memory"))
+                 if found.pages > 1 else plural(found.total, "memory"))
         self.summary.value = block(f"<span style='margin-right:12px'>{shown} · page {self.page:,} of "
                                    f"{found.pages:,}</span>")
         self.table.rows = [_row(m) for m in self.results]
