@@ -220,7 +220,7 @@ def _memories(v: syn.Vault) -> dict[str, syn.Memory]:
 def test_filter_dropdowns_show_any_and_return_to_it(v: syn.Vault) -> None:
     """ipywidgets 8 shows a dropdown whose value is None as blank: "(any)" must be a real, selected option."""
     b = MemoryBrowser(v)
-    dropdowns = {"category": "knowledge", "priority": "low", "verified": "verified", "source": "agent"}
+    dropdowns = {"category": "knowledge", "priority": "low", "verified": True, "source": "agent"}
     for name, value in dropdowns.items():
         d = getattr(b, name)
         assert d.value == ANY and d.label == "(any)" and d.index == 0
@@ -245,9 +245,9 @@ def test_memory_browser_filters(v: syn.Vault) -> None:
     assert [x.id for x in b.results] == [m["style"].id]
     b.priority.value = ANY
     b.source.value = ANY
-    b.verified.value = "verified"
+    b.verified.value = True
     assert {x.id for x in b.results} == {m["mig"].id, m["freeze"].id}
-    b.verified.value = "unverified"
+    b.verified.value = False
     assert {x.id for x in b.results} == {m["ttl"].id, m["style"].id}
     b.verified.value = ANY
     b.category.value = "knowledge"
@@ -275,7 +275,7 @@ def test_click_a_row_to_select_then_verify(v: syn.Vault, tmp_path: Path, clock: 
     assert b.table.cell(m["ttl"].id, "verified") == "yes" and b.verify_button.disabled  # already verified
     # seen from another handle
     other = MemoryBrowser(syn.open_vault(tmp_path, clock=clock))
-    other.verified.value = "unverified"
+    other.verified.value = False
     assert [x.id for x in other.results] == [m["style"].id]
 
 

@@ -67,7 +67,8 @@ class MemoryBrowser(widgets.VBox):
     Attributes
     ----------
     query, tag : Text boxes (Enter or leaving the box applies them).
-    category, priority, verified, source : Dropdowns; :data:`ANY` (``"(any)"``) means no filter.
+    category, priority, verified, source : Dropdowns; :data:`ANY` (``"(any)"``) means no filter; the
+        others hold the category, priority or source name, and True/False for verified.
     table : :class:`~synapse_nb.widgets.table.RecordTable`; ``table.selected`` is the selected id.
     results : the memories on this page; total : how many match; page : the current page (from 1).
     prev_button, next_button, page_box : paging; summary : "26–50 of 1,234 memories".
@@ -80,7 +81,7 @@ class MemoryBrowser(widgets.VBox):
     >>> v = syn.open_vault(tempfile.mkdtemp())
     >>> m = v.as_agent().remember("knowledge", "cache_ttl", "cache entries live 5 minutes")
     >>> b = MemoryBrowser(v)
-    >>> b.verified.value = "unverified"
+    >>> b.verified.value = False                       # unverified only
     >>> [x.key for x in b.results]
     ['cache_ttl']
     >>> b.select(m.id); b.verify_button.click()
@@ -106,7 +107,8 @@ class MemoryBrowser(widgets.VBox):
         self.category = widgets.Dropdown(options=[ANY, *CATEGORIES], value=ANY, description="Category")
         self.tag = widgets.Text(placeholder="tag, Enter to apply", description="Tag", continuous_update=False)
         self.priority = widgets.Dropdown(options=[ANY, *PRIORITIES], value=ANY, description="Priority")
-        self.verified = widgets.Dropdown(options=[ANY, "verified", "unverified"], value=ANY, description="Verified")
+        self.verified = widgets.Dropdown(options=[(ANY, ANY), ("verified", True), ("unverified", False)], value=ANY,
+                                         description="Verified")
         self.source = widgets.Dropdown(options=[ANY, "user", "agent"], value=ANY, description="Source")
         self.table = RecordTable(columns=_COLUMNS, empty="no memories match")
         self.summary = widgets.HTML()
@@ -156,9 +158,8 @@ class MemoryBrowser(widgets.VBox):
         def val(w: widgets.Dropdown) -> Any:
             return None if w.value == ANY else w.value
 
-        verified = val(self.verified)
         return {"tag": self.tag.value.strip() or None, "category": val(self.category), "priority": val(self.priority),
-                "verified": None if verified is None else verified == "verified", "source": val(self.source)}
+                "verified": val(self.verified), "source": val(self.source)}
 
     def refresh(self, page: int | None = None) -> list[Memory]:
         """Re-read the current page (or ``page``) with the current search, filters and sort; returns its memories."""
