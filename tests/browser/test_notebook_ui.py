@@ -10,6 +10,8 @@ browser console error fails the test that was running. Screenshots go to tests/b
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -91,9 +93,9 @@ def _gate_vault(root: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def nb(lab: Any, browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Notebook]:
+def nb(lab: Any, browser: Any) -> Iterator[Notebook]:
     """The demo notebook, opened in JupyterLab with every cell run."""
-    tmp = tmp_path_factory.mktemp("vaults")
+    tmp = Path(tempfile.mkdtemp(prefix="synapse-demo-"))  # a neutral path: the status screenshot shows it
     lessons, lesson_ids = _lesson_vault(tmp / "lessons")
     memories, memory_ids = _memory_vault(tmp / "memories")
     gate = _gate_vault(tmp / "gate")
@@ -118,6 +120,7 @@ def nb(lab: Any, browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
         yield Notebook(page, console, lessons, lesson_ids, memories, memory_ids, gate)
     finally:
         context.close()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture()
