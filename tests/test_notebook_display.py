@@ -65,3 +65,11 @@ def test_tables_are_compact_and_use_theme_variables() -> None:
     html = table_html(["a", "b"], [["x", "1"]], align="lr")
     assert "line-height:1.4" in html and "var(--jp-border-color2" in html and "var(--jp-layout-color2" in html
     assert "nothing to show" in table_html(["a"], [])
+
+
+def test_records_show_timestamps_like_everything_else(vault: syn.Vault) -> None:
+    m = vault.remember("procedure", "run_migrations", "alembic <b>upgrade</b> head")
+    for html in (m._repr_html_(), vault.memories.list()._repr_html_()):
+        stamps = re.findall(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d[^<]*", html)
+        assert stamps and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", s) for s in stamps), stamps
+    assert "&lt;b&gt;" in m._repr_html_()

@@ -333,6 +333,8 @@ def test_gate_explorer_sliders_and_saved_defaults(ui: Notebook) -> None:
     table = gate.locator(".widget-html:has(th:text-is('bar'))")
     text = gate.locator(".widget-html:has-text('recall text')")
     _wait_text(text, "no deploys on friday")
+    wrap = text.locator("pre").evaluate("e => [getComputedStyle(e).whiteSpace, getComputedStyle(e).wordBreak]")
+    assert wrap == ["pre-wrap", "normal"], wrap  # long lines wrap between words, never mid-word
     shot(gate, "gate_explorer")
 
     # the floor up to 0.95: the hits drop, the table says why, the recall text loses them
