@@ -180,10 +180,10 @@ def explanation_html(rows: Iterable[Any]) -> str:
     out = []
     for r in rows:
         style = f" style='color:{MUTED}'" if not r.kept else ""
-        kept = "✔ kept" if r.kept else "✘ dropped"
+        kept = "✔ yes" if r.kept else "✘ no"
         out.append([f"<span{style}>{kept}</span>", f"<span{style}>{r.score:.3f}</span>", esc(r.kind), code(r.id),
                     esc(r.bar), esc(r.reason), esc(", ".join(r.matched) or "-")])
-    return block(table_html(["", "score", "kind", "id", "bar", "reason", "matched"], out, align="lrlllll",
+    return block(table_html(["kept", "score", "kind", "id", "bar", "reason", "matched"], out, align="lrlllll",
                             wrap=[False, False, False, False, False, True, True],
                             empty="no candidate scored above zero"))
 

@@ -35,7 +35,7 @@ def test_explain_table_aligns_text_left_and_scores_right(vault: syn.Vault) -> No
     assert head == ["left", "right", "left", "left", "left", "left", "left"]
     first = re.search(r"<tbody><tr>(.*?)</tr>", html).group(1)
     cells = re.findall(r"<td style='text-align:(\w+)[^']*'>(.*?)</td>", first)
-    assert [a for a, _ in cells] == head and "kept" in cells[0][1] and re.fullmatch(r".*\d\.\d{3}.*", cells[1][1])
+    assert [a for a, _ in cells] == head and "yes" in cells[0][1] and re.fullmatch(r".*\d\.\d{3}.*", cells[1][1])
 
 
 def test_recall_text_wraps_between_words_and_counts_read_right(vault: syn.Vault) -> None:

@@ -363,7 +363,7 @@ def test_gate_explorer_shows_scores_bars_and_text(v: syn.Vault) -> None:
     g.query.value = "how do we run migrations"
     r = g.recall
     assert [i.id for i in r.items] == [m["mig"].id]
-    assert m["mig"].id in g.table.value and "✔ kept" in g.table.value and "1 kept" in g.summary.value
+    assert m["mig"].id in g.table.value and "✔ yes" in g.table.value and "1 kept" in g.summary.value
     assert "alembic upgrade head" in g.text.value
     # no session: running it again shows the same recall (nothing marked as seen)
     again = g.run()
