@@ -235,13 +235,30 @@ def check_choice(value: Any, field: str, choices: Iterable[str]) -> str:
     return value.strip().lower()
 
 
-def plural(n: int, singular: str, plural_form: str | None = None) -> str:
-    """A count with its noun in the right number (``plural_form`` defaults to ``singular + "s"``).
+_IRREGULAR = {"memory": "memories", "entry": "entries", "index": "indices", "analysis": "analyses"}
 
-    >>> plural(1, "memory", "memories"), plural(3, "memory", "memories"), plural(0, "lesson")
-    ('1 memory', '3 memories', '0 lessons')
+
+def plural(n: int, singular: str, plural_form: str | None = None) -> str:
+    """A count with its noun in the right number: singular for exactly one, thousands separated.
+
+    The plural form is ``plural_form`` if given, else a known irregular one, else English's regular rules.
+
+    >>> plural(1, "memory"), plural(3, "memory"), plural(0, "lesson"), plural(1200, "item"), plural(2, "match")
+    ('1 memory', '3 memories', '0 lessons', '1,200 items', '2 matches')
     """
-    return f"{n} {singular if n == 1 else (plural_form or singular + 's')}"
+    if n == 1:
+        return f"1 {singular}"
+    many = plural_form
+    if many is None:
+        if singular in _IRREGULAR:
+            many = _IRREGULAR[singular]
+        elif singular.endswith(("s", "x", "ch", "sh")):
+            many = singular + "es"
+        elif singular.endswith("y") and singular[-2:-1] not in tuple("aeiou"):
+            many = singular[:-1] + "ies"
+        else:
+            many = singular + "s"
+    return f"{n:,} {many}"
 
 
 def when(ts: str | None, *, seconds: bool = False) -> str:

@@ -8,7 +8,6 @@ notebook displays; lists of them are :class:`RecordList` with ``to_pandas()`` /
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -94,12 +93,12 @@ class Record:
         return f"**{type(self).__name__}** `{self.id}`\n\n| field | value |\n|---|---|\n{rows}\n"
 
     def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
-            f"{html.escape(str(v))}</td></tr>"
-            for k, v in self.to_dict().items() if v not in (None, [], "")
-        )
-        return f"<b>{type(self).__name__}</b> <code>{html.escape(self.id)}</code><table>{rows}</table>"
+        from synapse_nb.render import block, code, esc, fmt_time, table_html
+
+        rows = [[f"<b>{esc(k)}</b>", esc(fmt_time(v) if k.endswith("_at") and isinstance(v, str) else v)]
+                for k, v in self.to_dict().items() if v not in (None, [], "")]
+        return block(f"<div><b>{esc(type(self).__name__)}</b> {code(self.id)}</div>"
+                     + table_html(["field", "value"], rows, wrap=[False, True]))
 
 
 @dataclass(frozen=True, repr=False)
@@ -336,14 +335,12 @@ class RecordList(list[R], Generic[R]):
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
+        from synapse_nb.render import block, code, esc, fmt_time, note_html, table_html
+
         if not self:
-            return "<i>no records</i>"
-        head = "<tr><th>id</th><th>kind</th><th>updated (UTC)</th><th style='text-align:left'>summary</th></tr>"
-        body = "".join(
-            f"<tr><td><code>{html.escape(r.id)}</code></td><td>{r.kind}</td><td>{_table_ts(r.updated_at)}</td>"
-            f"<td style='text-align:left'>{html.escape(r.summary_line())}</td></tr>" for r in self
-        )
-        return f"<table>{head}{body}</table>"
+            return note_html("no records")
+        rows = [[code(r.id), esc(r.kind), esc(fmt_time(r.updated_at)), esc(r.summary_line())] for r in self]
+        return block(table_html(["id", "kind", "updated", "summary"], rows, wrap=[False, False, False, True]))
 
 
 @dataclass(frozen=True)
@@ -409,6 +406,11 @@ class Status:
 
     def _repr_markdown_(self) -> str:
         return "```\n" + str(self) + "\n```"
+
+    def _repr_html_(self) -> str:
+        from synapse_nb.render import status_html
+
+        return status_html(self)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import contextlib
-import html
 import json
 import logging
 import re
@@ -174,12 +173,9 @@ class RecallExplanation(list[_Row]):
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in ("kept", "score", "kind", "id", "bar", "reason", "matched"))
-        body = "".join(
-            f"<tr><td>{'✔' if r.kept else '✘'}</td><td>{r.score:.3f}</td><td>{r.kind}</td><td><code>{r.id}</code>"
-            f"</td><td>{r.bar}</td><td style='text-align:left'>{html.escape(r.reason)}</td>"
-            f"<td style='text-align:left'>{html.escape(', '.join(r.matched))}</td></tr>" for r in self)
-        return f"<table><tr>{head}</tr>{body}</table>"
+        from synapse_nb.render import explanation_html
+
+        return explanation_html(self)
 
 
 #: Why a recall has no items (``Recall.empty_reason``), each a stable value.
@@ -223,6 +219,8 @@ class Recall:
         return self.text
 
     def __repr__(self) -> str:
+        from synapse_nb.render import plural
+
         state = f"nothing new ({self.empty_reason})" if self.nothing_new else plural(len(self.items), "item")
         return f"<Recall {self.query!r}: {state}, {plural(len(self.lessons), 'lesson')}>"
 
@@ -230,9 +228,10 @@ class Recall:
         return "```text\n" + self.text + "\n```"
 
     def _repr_html_(self) -> str:
-        return (f"<div><b>recall</b> <code>{html.escape(shorten(self.query, 80))}</code> "
-                f"({'nothing new' if self.nothing_new else plural(len(self.items), 'item')})"
-                f"<pre style='white-space:pre-wrap'>{html.escape(self.text)}</pre></div>")
+        from synapse_nb.render import block, code, plural, pre_html
+
+        state = "nothing new" if self.nothing_new else plural(len(self.items), "item")
+        return block(f"<div><b>recall</b> {code(shorten(self.query, 80))} ({state})</div>{pre_html(self.text)}")
 
 
 @dataclass(frozen=True, slots=True)

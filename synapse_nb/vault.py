@@ -39,7 +39,7 @@ from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import Checkpoint, Decision, Memory, PruneReport, Status
 from synapse_nb.store.sqlite import Store
 
-__all__ = ["ACTORS", "SETTINGS", "Settings", "Vault", "find_vault_dir", "open_vault"]
+__all__ = ["ACTORS", "BAR_SETTINGS", "SETTINGS", "Settings", "Vault", "find_vault_dir", "open_vault"]
 
 ACTORS = ("user", "agent")
 VAULT_DIRNAME = ".synapse"
@@ -61,12 +61,32 @@ def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
     return check
 
 
+def _unit_interval(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
+        raise ValidationError(f"expected a number from 0 to 1, got {v!r}")
+    try:
+        x = float(v)
+    except ValueError:
+        raise ValidationError(f"expected a number from 0 to 1, got {v!r}") from None
+    if not 0.0 <= x <= 1.0:  # also refuses NaN
+        raise ValidationError(f"expected a number from 0 to 1, got {x}")
+    return x
+
+
 #: Known settings: name -> (default, validator, description).
 SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
     "lesson_expiry_days": (7, _int_range(1, 3650), "days an approved lesson stays in force"),
     "scan_window": (2000, _int_range(1, 10_000_000), "commits the first lesson scan looks back"),
     "auto_checkpoint_every": (10, _int_range(1, 100_000), "changed files (watch) or cells (notebook) per auto checkpoint"),
+    # the recall gate's bars used when a recall is given none (same defaults as synapse_nb.recall.Bars)
+    "recall_floor": (0.3, _unit_interval, "recall: lowest gate score a hit may have"),
+    "recall_margin": (0.5, _unit_interval, "recall: a hit scores at least this times the best hit"),
+    "recall_top_k": (5, _int_range(0, 1000), "recall: most hits per kind"),
+    "recall_budget_tokens": (1200, _int_range(0, 1_000_000), "recall: most tokens for the hits"),
 }
+#: Bars fields and the settings that hold their saved defaults.
+BAR_SETTINGS = {"floor": "recall_floor", "margin": "recall_margin", "top_k": "recall_top_k",
+                "budget_tokens": "recall_budget_tokens"}
 
 
 class Settings:
@@ -98,6 +118,26 @@ class Settings:
             c.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                       (f"setting:{name}", json.dumps(value)))
         return value
+
+    def set_many(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Set several settings in one transaction: every value is checked first, then all are written or none.
+
+        >>> v.settings.set_many({"recall_floor": 0.25, "recall_top_k": 3})  # doctest: +SKIP
+        {'recall_floor': 0.25, 'recall_top_k': 3}
+        """
+        if self._v.actor != "user":
+            raise PermissionDeniedError("an agent may not change settings; a human changes them")
+        if not isinstance(values, dict):
+            raise ValidationError(f"settings must be given as a dict of name -> value, got {type(values).__name__}")
+        checked = {}
+        for name, value in values.items():
+            self._check_name(name)
+            checked[name] = SETTINGS[name][1](value)
+        with self._v._store.transaction() as c:
+            for name, value in checked.items():
+                c.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+                          "value = excluded.value", (f"setting:{name}", json.dumps(value)))
+        return checked
 
     def as_dict(self) -> dict[str, Any]:
         return {name: self.get(name) for name in sorted(SETTINGS)}
@@ -484,8 +524,9 @@ class Vault:
         session : a stable id per conversation/notebook for the per-turn delta.
         branch : the branch whose lessons and checkpoints count (default: the current git branch).
         files : files being worked on; records that refer to them get a bonus.
-        budget_tokens : most tokens for the hits (default ``Bars.budget_tokens`` = 1,200).
-        bars : a :class:`synapse_nb.recall.Bars` to override the gate's thresholds.
+        budget_tokens : most tokens for the hits (default: the bars' ``budget_tokens``).
+        bars : a :class:`synapse_nb.recall.Bars` to override the gate's thresholds (default:
+            :meth:`default_bars`, the bars saved in the vault's settings, else ``Bars()``).
         path : "auto" (default), "exhaustive" or "index" — which candidate path to use.
 
         Examples
@@ -497,8 +538,39 @@ class Vault:
             from synapse_nb.recall import Recaller
 
             self._recaller = Recaller(self)
+        if bars is None:
+            bars = self.default_bars()
         return self._recaller.recall(query, session=session, branch=branch, files=files,
                                      budget_tokens=budget_tokens, bars=bars, path=path)
+
+    def default_bars(self) -> Any:
+        """The gate's bars a recall uses when given none: ``Bars()`` with the saved defaults applied.
+
+        The user saves them with :meth:`save_default_bars` (the ``GateExplorer`` widget's "Save as my
+        defaults" button) or the settings ``recall_floor``, ``recall_margin``, ``recall_top_k`` and
+        ``recall_budget_tokens``.
+
+        >>> v.default_bars().floor  # doctest: +SKIP
+        0.3
+        """
+        from synapse_nb.recall import Bars
+
+        return Bars(**{field: self.settings.get(name) for field, name in BAR_SETTINGS.items()})
+
+    def save_default_bars(self, bars: Any) -> Any:
+        """Save ``bars``' floor, margin, top-k and budget as this vault's recall defaults (user only).
+
+        Every later ``recall`` without ``bars`` (notebook, CLI, MCP) uses them. Returns the saved defaults.
+
+        >>> from synapse_nb.recall import Bars
+        >>> v.save_default_bars(Bars(floor=0.25, top_k=3))  # doctest: +SKIP
+        """
+        from synapse_nb.recall import Bars
+
+        if not isinstance(bars, Bars):
+            raise ValidationError(f"bars must be a synapse_nb.recall.Bars, got {type(bars).__name__}")
+        self.settings.set_many({name: getattr(bars, field) for field, name in BAR_SETTINGS.items()})
+        return self.default_bars()
 
     @property
     def index(self) -> Any:

@@ -10,6 +10,7 @@ dataclasses. Nothing imports the vault at import time (the vault imports us).
 - :func:`check_paths`, :func:`commits_touching` tell whether remembered paths still exist.
 - :mod:`synapse_nb.gitscope.vaultdir` keeps the vault folder out of git (its own ``.gitignore``) and says
   what git still tracks of it.
+- :func:`show_commit` gives one commit's ``git show --stat`` and patch, capped in size (for review).
 
 Heavier submodules are imported on first use, so ``import synapse_nb.gitscope``
 costs only the standard library.
@@ -31,10 +32,12 @@ from synapse_nb.gitscope.repo import HeadState, RepoInfo, find_repo, head
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.gitscope.hooks import install_hooks, uninstall_hooks
     from synapse_nb.gitscope.reverts import CommitInfo, RevertInfo, ScanResult, scan_reverts
+    from synapse_nb.gitscope.show import CommitDiff, show_commit
     from synapse_nb.gitscope.verify import PathStatus, check_paths, commits_touching
     from synapse_nb.gitscope.watch import Watcher
 
 __all__ = [
+    "CommitDiff",
     "CommitInfo",
     "HeadState",
     "PathStatus",
@@ -48,6 +51,7 @@ __all__ = [
     "head",
     "install_hooks",
     "scan_reverts",
+    "show_commit",
     "uninstall_hooks",
 ]
 
@@ -62,6 +66,8 @@ _LAZY = {
     "check_paths": "verify",
     "commits_touching": "verify",
     "Watcher": "watch",
+    "CommitDiff": "show",
+    "show_commit": "show",
 }
 
 

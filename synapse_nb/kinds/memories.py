@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -24,13 +25,49 @@ from synapse_nb.errors import PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager, dumps, loads
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, RecordList
 
-__all__ = ["Memories"]
+__all__ = ["PAGE_SORTS", "Memories", "MemoryPage"]
 
 _PRIO_RANK = {p: i for i, p in enumerate(PRIORITIES)}
 #: Highest confidence an agent may give its own (unverified) memories.
 AGENT_MAX_CONFIDENCE = 0.7
 
 _UNSET: Any = object()
+
+#: Orders :meth:`Memories.page` accepts: name -> ORDER BY (the id always breaks ties, so a page is stable).
+PAGE_SORTS = {
+    "priority": "t.priority {asc}, t.updated_at {desc}",
+    "updated": "t.updated_at {asc}",
+    "created": "t.created_at {asc}",
+    "category": "t.category {asc}, t.key {asc}",
+    "key": "t.key {asc}",
+    "content": "t.content {asc}",
+    "verified": "t.verified {asc}, t.updated_at {desc}",
+    "source": "t.source {asc}, t.updated_at {desc}",
+    "expires": "t.expires_at IS NULL {asc}, t.expires_at {asc}",  # never-expiring last (first reversed)
+    "id": "t.id {asc}",
+}
+#: Most memories one :meth:`Memories.page` call returns.
+MAX_PAGE = 10_000
+
+
+@dataclass(frozen=True)
+class MemoryPage:
+    """One page of a filtered, sorted memory listing, and how many memories match in all."""
+
+    items: RecordList[Memory]
+    total: int
+    offset: int
+    limit: int
+
+    @property
+    def page(self) -> int:
+        """This page's number, from 1."""
+        return self.offset // self.limit + 1
+
+    @property
+    def pages(self) -> int:
+        """How many pages the matching memories fill (at least 1)."""
+        return max(1, -(-self.total // self.limit))
 
 
 def _check_confidence(value: Any) -> float:
@@ -267,6 +304,93 @@ class Memories(KindManager[Memory]):
         row = self._v._store.query_one(f"SELECT count(*) FROM memories WHERE mind = ? AND ({where})".replace("$", ""),
                                        (self._v.mind, *params))
         return int(row[0]) if row else 0
+
+    def page(self, q: str = "", *, tag: str | None = None, category: str | None = None,
+             priority: str | None = None, verified: bool | None = None, source: str | None = None,
+             sort: str | None = None, descending: bool = False, offset: int = 0, limit: int = 50,
+             include_expired: bool = False) -> MemoryPage:
+        """One page of the memories matching a search and filters, sorted by a column, with the total count.
+
+        For browsing large vaults (the ``MemoryBrowser`` widget): filtering, counting, sorting and
+        slicing all happen in SQLite, so a page of a vault of a million memories costs about what a
+        page of a small one does.
+
+        Parameters
+        ----------
+        q : full-text query (FTS5, stemmed); empty: every memory passing the filters.
+        tag, category, priority, source : keep only memories with this tag (case-insensitive),
+            category, priority ("critical", "high", "normal", "low") or source ("user", "agent").
+        verified : True or False keeps only verified or unverified memories; None keeps both.
+        sort : one of :data:`PAGE_SORTS` (priority, updated, created, category, key, content, verified,
+            source, expires, id); default: best match first for a query, else priority then recency.
+        descending : reverse the order of ``sort``.
+        offset, limit : the slice to return (``limit`` from 1 to 10,000).
+
+        Examples
+        --------
+        >>> import synapse_nb as syn, tempfile
+        >>> v = syn.open_vault(tempfile.mkdtemp())
+        >>> for i in range(25):
+        ...     _ = v.remember("knowledge", f"fact_{i:02d}", f"fact number {i}")
+        >>> p = v.memories.page(sort="key", offset=10, limit=10)
+        >>> p.total, p.page, p.pages, [m.key for m in p.items][:2]
+        (25, 2, 3, ['fact_10', 'fact_11'])
+        """
+        from synapse_nb.kinds._base import fts_query
+
+        if not isinstance(q, str):
+            raise ValidationError(f"a search query must be text, got {type(q).__name__}")
+        if sort is not None and sort not in PAGE_SORTS:
+            raise ValidationError(f"sort {sort!r} is not accepted; use one of: {', '.join(PAGE_SORTS)}")
+        for name, n, lo, hi in (("offset", offset, 0, 10**12), ("limit", limit, 1, MAX_PAGE)):
+            if isinstance(n, bool) or not isinstance(n, int) or not lo <= n <= hi:
+                raise ValidationError(f"{name} must be a whole number from {lo} to {hi:,}, got {n!r}")
+        if verified is not None and not isinstance(verified, bool):
+            raise ValidationError(f"verified must be True, False or None, got {verified!r}")
+        where = ["t.mind = ?"]
+        params: list[Any] = [self._v.mind]
+        if not include_expired:
+            where.append("(t.expires_at IS NULL OR t.expires_at > ?)")
+            params.append(self._v._now_ts())
+        if tag is not None:
+            t = check_tags([tag])
+            if not t:
+                raise ValidationError("tag must not be empty")
+            where.append("t.id IN (SELECT rid FROM tags WHERE tag = ? AND kind = 'memory')")
+            params.append(t[0])
+        if category is not None:
+            where.append("t.category = ?")
+            params.append(check_choice(category, "category", CATEGORIES))
+        if priority is not None:
+            where.append("t.priority = ?")
+            params.append(_PRIO_RANK[check_choice(priority, "priority", PRIORITIES)])
+        if verified is not None:
+            where.append("t.verified = ?")
+            params.append(int(verified))
+        if source is not None:
+            where.append("t.source = ?")
+            params.append(check_choice(source, "source", ("user", "agent")))
+        match = fts_query(q)
+        source_sql = "memories t"
+        if match is not None:
+            # CROSS JOIN keeps the FTS match as the outer loop (else SQLite may probe the FTS once per row)
+            source_sql = "memories_fts f CROSS JOIN memories t ON t.rowid = f.rowid"
+            where.insert(0, "memories_fts MATCH ?")
+            params.insert(0, match)
+        if sort is None:
+            order = "f.rank, t.updated_at DESC" if match is not None else "t.priority ASC, t.updated_at DESC"
+        else:
+            asc, desc = ("DESC", "ASC") if descending else ("ASC", "DESC")
+            order = PAGE_SORTS[sort].format(asc=asc, desc=desc)
+        if sort != "id":
+            order += ", t.id ASC"
+        cond = " AND ".join(where)
+        store = self._v._store
+        total = int(store.query_one(f"SELECT count(*) FROM {source_sql} WHERE {cond}", tuple(params))[0])
+        rows = store.query(f"SELECT t.* FROM {source_sql} WHERE {cond} ORDER BY {order} LIMIT ? OFFSET ?",
+                           (*params, limit, offset))
+        return MemoryPage(items=RecordList(self._from_row(r) for r in rows), total=total, offset=offset,
+                          limit=limit)
 
     def by_tag(self, tag: str, *, include_expired: bool = False) -> RecordList[Memory]:
         """Memories carrying this tag (case-insensitive), by priority then recency."""

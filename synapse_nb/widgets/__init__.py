@@ -4,9 +4,15 @@ Every widget is itself a displayable ``ipywidgets.VBox`` built on a vault handle
 human user: the store is the source of truth (each action writes through the vault API and the
 widget re-reads the store), so two widgets on the same vault agree after a refresh.
 
-- :class:`LessonReview` — approve (with your own wording), reject, re-approve lessons from reverts.
-- :class:`MemoryBrowser` — search and filter memories; verify or delete the selected one.
-- :class:`GateExplorer` — type a query, see every candidate's score against the bars and the recall text.
+- :class:`LessonReview` — approve (with your own wording), reject (after a confirmation), re-approve
+  lessons from reverts; each shows the reverted change (``git show --stat`` and patch, collapsed).
+- :class:`MemoryBrowser` — search, filter, sort and page through memories; click a row to select it,
+  verify it or delete it (after a confirmation).
+- :class:`GateExplorer` — move the gate's bars with sliders and watch every candidate kept or dropped
+  and the recall text change; save the bars as the vault's defaults.
+- :class:`RecordTable` — the clickable, sortable table the browser is built on (an anywidget).
+
+Colours come from JupyterLab's CSS variables, so the widgets read well on the light and the dark theme.
 
 Examples
 --------
@@ -16,6 +22,8 @@ Examples
 >>> les = v.lessons.create("Reverted: switch the cache to Redis", files=["cache.py"])
 >>> w = LessonReview(v)
 >>> card = w.cards[les.id]
+>>> card.approve_button.disabled          # approving needs your wording (or an agent's analysis)
+True
 >>> card.text.value = "Keep the in-process cache; Redis broke offline runs."
 >>> card.approve_button.click()
 >>> v.lessons.get(les.id).status
@@ -26,6 +34,7 @@ from __future__ import annotations
 
 from synapse_nb.widgets.gate import GateExplorer
 from synapse_nb.widgets.lessons import LessonCard, LessonReview
-from synapse_nb.widgets.memory import MemoryBrowser
+from synapse_nb.widgets.memory import ANY, MemoryBrowser
+from synapse_nb.widgets.table import RecordTable
 
-__all__ = ["GateExplorer", "LessonCard", "LessonReview", "MemoryBrowser"]
+__all__ = ["ANY", "GateExplorer", "LessonCard", "LessonReview", "MemoryBrowser", "RecordTable"]

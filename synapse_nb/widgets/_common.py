@@ -1,26 +1,16 @@
-"""Small helpers shared by the widgets: HTML escaping, messages, the human-only check."""
+"""Small helpers shared by the widgets: the human-only check, a confirm step, closing views."""
 
 from __future__ import annotations
 
-import html
+from collections.abc import Callable
 from typing import Any
 
+import ipywidgets as widgets
+
 from synapse_nb.errors import PermissionDeniedError
+from synapse_nb.render import block, esc, message_html, table_html
 
-OK_STYLE = "color:#1a7f37"
-ERR_STYLE = "color:#b42318"
-
-
-def esc(value: Any) -> str:
-    """HTML-escape any value (``None`` becomes an empty string)."""
-    return "" if value is None else html.escape(str(value))
-
-
-def message_html(text: str, *, error: bool = False) -> str:
-    """A one-line status message, green for done, red for refused."""
-    if not text:
-        return ""
-    return f"<span style='{ERR_STYLE if error else OK_STYLE}'>{esc(text)}</span>"
+__all__ = ["Confirm", "block", "close_tree", "esc", "message_html", "require_human", "table_html"]
 
 
 def require_human(vault: Any, widget: str) -> None:
@@ -31,19 +21,54 @@ def require_human(vault: Any, widget: str) -> None:
             "(open the vault with actor='user' in your own notebook)")
 
 
-def table_html(header: list[str], rows: list[list[str]], *, empty: str = "nothing to show") -> str:
-    """An HTML table; cells are already-escaped HTML."""
-    if not rows:
-        return f"<i>{esc(empty)}</i>"
-    head = "".join(f"<th style='text-align:left;padding:2px 8px'>{esc(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td style='text-align:left;padding:2px 8px;vertical-align:top'>{c}</td>" for c in row)
-        + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def close_tree(widget: Any) -> None:
     """Close a widget and every widget under it (frees their comms when a view is redrawn)."""
     for child in getattr(widget, "children", ()):
         close_tree(child)
     widget.close()
+
+
+class Confirm(widgets.HBox):
+    """The second step of a destructive click: a question, a confirm button and Cancel; hidden until asked.
+
+    ``ask(question, label, action)`` shows it; the confirm button runs ``action()`` once and hides it;
+    Cancel (or a new ``ask``/``cancel()``) hides it without acting.
+
+    Attributes
+    ----------
+    question : HTML; yes_button, cancel_button : Buttons; pending : True while a question is shown.
+    """
+
+    def __init__(self) -> None:
+        self.question = widgets.HTML()
+        self.yes_button = widgets.Button(description="Yes", button_style="danger", icon="check")
+        self.cancel_button = widgets.Button(description="Cancel", icon="times")
+        self._action: Callable[[], Any] | None = None
+        self.yes_button.on_click(lambda _b: self._confirm())
+        self.cancel_button.on_click(lambda _b: self.cancel())
+        super().__init__(children=[self.question, self.yes_button, self.cancel_button],
+                         layout=widgets.Layout(display="none", align_items="center"))
+        self.add_class("synapse-confirm")
+
+    @property
+    def pending(self) -> bool:
+        return self._action is not None
+
+    def ask(self, question: str, label: str, action: Callable[[], Any]) -> None:
+        """Show ``question`` with a confirm button labelled ``label`` that runs ``action``."""
+        self._action = action
+        self.question.value = block(f"<b>{esc(question)}</b>")
+        self.yes_button.description = label
+        self.yes_button.tooltip = label
+        self.layout.display = "flex"
+
+    def cancel(self) -> None:
+        """Hide the question; nothing happens."""
+        self._action = None
+        self.layout.display = "none"
+
+    def _confirm(self) -> None:
+        action, self._action = self._action, None
+        self.layout.display = "none"
+        if action is not None:
+            action()

@@ -8,81 +8,170 @@ import ipywidgets as widgets
 
 from synapse_nb.errors import SynapseError
 from synapse_nb.models import Lesson
-from synapse_nb.widgets._common import close_tree, esc, message_html, require_human, table_html
+from synapse_nb.render import BORDER, MUTED, code, fmt_time, note_html, plural
+from synapse_nb.widgets._common import Confirm, block, close_tree, esc, message_html, require_human, table_html
 
-__all__ = ["LessonCard", "LessonReview"]
+__all__ = ["DIFF_TITLE", "LessonCard", "LessonReview", "diff_html", "lesson_html"]
+
+#: Title of the collapsed section holding the reverted change.
+DIFF_TITLE = "Reverted change (git show --stat and patch)"
+#: Reverted commits shown in a card's diff section at most (a revert of many commits lists the rest).
+MAX_DIFF_COMMITS = 3
 
 
 def _commit_line(c: dict[str, Any] | None) -> str:
     if not c:
         return ""
-    sha = esc(str(c.get("sha", ""))[:12])
-    return f"<code>{sha}</code> {esc(c.get('subject', ''))}"
+    return f"{code(str(c.get('sha', ''))[:12])} {esc(c.get('subject', ''))}"
 
 
 def lesson_html(les: Lesson) -> str:
     """What was reverted (commit, subject, files, diff stat) and any proposed analysis, as HTML."""
-    parts = [f"<b>{esc(les.summary)}</b> <code>{esc(les.id)}</code> "
-             f"<small>[{esc(les.status)}{', branch ' + esc(les.branch) if les.branch else ''}]</small>"]
+    state = esc(les.status) + (f", branch {esc(les.branch)}" if les.branch else "")
+    parts = [f"<div><b>{esc(les.summary)}</b></div>",
+             f"<div style='color:{MUTED}'>{code(les.id)} · {state} · found {fmt_time(les.created_at)}</div>"]
     if les.revert_commit:
         parts.append(f"<div>revert: {_commit_line(les.revert_commit)}</div>")
     for c in les.reverted_commits:
         parts.append(f"<div>reverted: {_commit_line(c)}</div>")
     if les.diffstat:
-        rows = [[f"<code>{esc(p)}</code>", "-" if a is None else f"+{a}", "-" if d is None else f"&minus;{d}"]
+        rows = [[code(p), "-" if a is None else f"+{a}", "-" if d is None else f"&minus;{d}"]
                 for p, a, d in les.diffstat]
-        parts.append(table_html(["file", "added", "deleted"], rows))
+        parts.append(table_html(["file", "added", "deleted"], rows, align="lrr", wrap=[True, False, False]))
     elif les.files_affected:
-        parts.append("<div>files: " + ", ".join(f"<code>{esc(f)}</code>" for f in les.files_affected) + "</div>")
+        parts.append("<div>files: " + ", ".join(code(f) for f in les.files_affected) + "</div>")
     if les.analysis:
         parts.append(f"<div><i>analysis proposed by {esc(les.analysis_by or 'someone')}:</i> {esc(les.analysis)}</div>")
     if les.lesson_text and les.status != "pending":
         parts.append(f"<div><i>lesson text:</i> {esc(les.lesson_text)}</div>")
     if les.expires_at:
         word = "expired" if les.status == "expired" else "in force until"
-        parts.append(f"<div><small>{word} {esc(les.expires_at[:19])} UTC</small></div>")
-    return "".join(parts)
+        parts.append(f"<div style='color:{MUTED}'>{word} {fmt_time(les.expires_at)}</div>")
+    return block("".join(parts))
+
+
+_LINE_TINT = {"+": "rgba(46,160,67,0.18)", "-": "rgba(248,81,73,0.18)"}
+
+
+def _patch_lines_html(text: str) -> str:
+    out = []
+    for line in text.splitlines():
+        head = line[:1]
+        if line.startswith(("+++", "---")) or head not in _LINE_TINT:
+            style = f"color:{MUTED}" if line.startswith(("@@", "diff --git", "index ", "+++", "---")) else ""
+        else:
+            style = f"background:{_LINE_TINT[head]}"
+        out.append(f"<div style='{style};white-space:pre-wrap;overflow-wrap:anywhere'>{esc(line) or '&nbsp;'}</div>")
+    return "".join(out)
+
+
+def diff_html(vault: Any, les: Lesson) -> str:
+    """The reverted change of a lesson as HTML: per reverted commit, its ``--stat`` and patch (capped).
+
+    Reads git through :func:`synapse_nb.gitscope.show_commit`; outside git, or for a commit that is
+    not in the repository, says so instead.
+    """
+    from synapse_nb.gitscope import show_commit
+
+    shas = [c["sha"] for c in les.reverted_commits if c.get("sha")] or (
+        [les.revert_commit["sha"]] if les.revert_commit and les.revert_commit.get("sha") else [])
+    if not shas:
+        return note_html("this lesson names no commit, so there is no change to show")
+    repo = vault.repo
+    if repo is None:
+        return note_html(f"{vault.project_dir} is not a git repository, so the change cannot be shown")
+    parts = []
+    for sha in shas[:MAX_DIFF_COMMITS]:
+        try:
+            d = show_commit(repo, sha)
+        except SynapseError as exc:
+            parts.append(note_html(f"commit {sha[:12]} cannot be shown: {exc}"))
+            continue
+        box = (f"padding:4px 8px;border:1px solid {BORDER};font-family:var(--jp-code-font-family, monospace);"
+               "font-size:var(--jp-code-font-size, 12px);max-height:28em;overflow:auto")
+        tail = (f"<div style='color:{MUTED};font-style:italic'>… {plural(d.omitted_lines, 'more line')} not shown "
+                f"(run <code>git show {esc(d.sha[:12])}</code> to see the whole change)</div>" if d.truncated else "")
+        parts.append(f"<div><b>{code(d.sha[:12])} {esc(d.subject)}</b></div>"
+                     f"<div class='synapse-diff' style='{box}'>{_patch_lines_html(d.stat)}"
+                     f"<div>&nbsp;</div>{_patch_lines_html(d.patch)}{tail}</div>")
+    if len(shas) > MAX_DIFF_COMMITS:
+        parts.append(note_html(f"and {plural(len(shas) - MAX_DIFF_COMMITS, 'more reverted commit')}"))
+    return block("".join(parts))
 
 
 class LessonCard(widgets.VBox):
-    """One lesson: what was reverted, an editable lesson text, and the buttons for its state.
+    """One lesson: what was reverted, the change itself (collapsed), the lesson text and its buttons.
+
+    A pending lesson is approved only with real text: the box is prefilled with the agent's analysis
+    when there is one; otherwise it is empty (the machine summary shows as a placeholder) and Approve
+    stays disabled until something is written. Reject asks for a confirmation first.
 
     Attributes
     ----------
     lesson : the Lesson as read when the card was drawn.
-    text : Textarea with the lesson wording to approve (prefilled with the analysis, else the summary).
+    info : HTML of what was reverted; diff : Accordion (collapsed) whose section shows the reverted change,
+        read from git the first time it is opened; diff_html : the HTML inside it.
+    text : Textarea with the lesson wording to approve.
     approve_button, reject_button : for a pending lesson (``None`` otherwise).
     reapprove_button : for an expired lesson (``None`` otherwise).
+    confirm : the confirm step of Reject.
     """
 
     def __init__(self, lesson: Lesson, review: LessonReview) -> None:
         self.lesson = lesson
+        self._review = review
         self.info = widgets.HTML(value=lesson_html(lesson))
-        prefill = lesson.lesson_text if lesson.status == "expired" else None
-        self.text = widgets.Textarea(value=prefill or lesson.analysis or lesson.summary,
-                                     description="Lesson", layout=widgets.Layout(width="95%", height="4em"))
+        self.diff_html = widgets.HTML(value=note_html("loading the change from git…"))
+        self.diff = widgets.Accordion(children=[self.diff_html], titles=(DIFF_TITLE,), selected_index=None)
+        self._diff_loaded = False
+        self.diff.observe(self._open_diff, names="selected_index")
+        prefill = lesson.lesson_text if lesson.status == "expired" else lesson.analysis
+        self.text = widgets.Textarea(value=prefill or "", placeholder=lesson.summary, description="Lesson",
+                                     layout=widgets.Layout(width="95%", height="4.5em"))
         self.approve_button: widgets.Button | None = None
         self.reject_button: widgets.Button | None = None
         self.reapprove_button: widgets.Button | None = None
+        self.confirm = Confirm()
         buttons: list[widgets.Widget] = []
         if lesson.status == "pending":
             self.approve_button = widgets.Button(description="Approve", button_style="success", icon="check",
                                                  tooltip="Approve with the text above: it heads every recall")
             self.reject_button = widgets.Button(description="Reject", button_style="danger", icon="times",
-                                                tooltip="Reject: the lesson is deleted")
+                                                tooltip="Reject: the lesson is deleted (asks first)")
             self.approve_button.on_click(lambda _b: review.approve(lesson.id, self.text.value))
-            self.reject_button.on_click(lambda _b: review.reject(lesson.id))
+            self.reject_button.on_click(lambda _b: self.ask_reject())
             buttons = [self.approve_button, self.reject_button]
         elif lesson.status == "expired":
             self.reapprove_button = widgets.Button(description="Re-approve", button_style="warning", icon="repeat",
                                                    tooltip="Put the lesson back in force for another period")
             self.reapprove_button.on_click(lambda _b: review.approve(lesson.id, self.text.value))
             buttons = [self.reapprove_button]
-        children: list[widgets.Widget] = [self.info]
+        self.text.observe(lambda _c: self._enable(), names="value")
+        self._enable()
+        children: list[widgets.Widget] = [self.info, self.diff]
         if buttons:
-            children += [self.text, widgets.HBox(buttons)]
-        super().__init__(children=children, layout=widgets.Layout(border="1px solid #ddd", padding="6px",
-                                                                   margin="4px 0"))
+            children += [self.text, widgets.HBox(buttons), self.confirm]
+        super().__init__(children=children, layout=widgets.Layout(
+            border=f"1px solid {BORDER}", padding="6px 8px", margin="6px 0"))
+        self.add_class("synapse-lesson-card")
+
+    def _enable(self) -> None:
+        empty = not self.text.value.strip()
+        for b, tip in ((self.approve_button, "Approve with the text above: it heads every recall"),
+                       (self.reapprove_button, "Put the lesson back in force for another period")):
+            if b is not None:
+                b.disabled = empty
+                b.tooltip = "write the lesson first: what should be done differently next time" if empty else tip
+
+    def _open_diff(self, change: dict[str, Any]) -> None:
+        if change["new"] is not None and not self._diff_loaded:
+            self._diff_loaded = True
+            self.diff_html.value = diff_html(self._review.vault, self.lesson)
+
+    def ask_reject(self) -> None:
+        """First step of Reject: ask to confirm."""
+        self.confirm.ask(f"Reject {self.lesson.id}? The lesson is deleted; this cannot be undone.", "Reject",
+                         lambda: self._review.reject(self.lesson.id))
 
 
 class LessonReview(widgets.VBox):
@@ -100,7 +189,7 @@ class LessonReview(widgets.VBox):
     Attributes
     ----------
     cards : dict lesson id -> :class:`LessonCard` for the pending and expired lessons on screen.
-    message : HTML widget with the result of the last action (green) or why it was refused (red).
+    message : HTML widget with the result of the last action (green mark) or why it was refused (red).
     refresh_button : re-reads the store.
 
     Examples
@@ -109,7 +198,11 @@ class LessonReview(widgets.VBox):
     >>> v = syn.open_vault(tempfile.mkdtemp())
     >>> les = v.lessons.create("Reverted: retry loop in the uploader", files=["upload.py"])
     >>> w = LessonReview(v)
-    >>> w.cards[les.id].reject_button.click()
+    >>> card = w.cards[les.id]
+    >>> card.approve_button.disabled            # no analysis: nothing to approve until you write it
+    True
+    >>> card.reject_button.click()              # asks first ...
+    >>> card.confirm.yes_button.click()         # ... and deletes on confirmation
     >>> les.id in w.cards, len(v.lessons.pending())
     (False, 0)
     """
@@ -124,26 +217,31 @@ class LessonReview(widgets.VBox):
                                              tooltip="Re-read the lessons from the vault")
         self.refresh_button.on_click(lambda _b: self.refresh(clear_message=True))
         self.approved_html = widgets.HTML()
-        self._top = widgets.HBox([self.header, self.refresh_button])
-        self._pending_title = widgets.HTML("<b>Pending: approve with your wording, or reject</b>")
-        self._no_pending = widgets.HTML("<i>no pending lessons</i>")
-        self._expired_title = widgets.HTML("<b>Expired: re-approve to put back in force</b>")
+        self._top = widgets.HBox([self.header, self.refresh_button], layout=widgets.Layout(align_items="center"))
+        self._pending_title = widgets.HTML(block("<b>Pending: approve with your wording, or reject</b>"))
+        self._no_pending = widgets.HTML(note_html("no pending lessons"))
+        self._expired_title = widgets.HTML(block("<b>Expired: re-approve to put back in force</b>"))
         super().__init__()
+        self.add_class("synapse-lesson-review")
         self.refresh()
 
     # -- actions (the buttons call these) -----------------------------------------------------------------
     def approve(self, lesson_id: str, text: str | None = None) -> Lesson | None:
-        """Approve (or re-approve) a lesson with ``text``; shows the outcome and re-renders."""
+        """Approve (or re-approve) a lesson with ``text`` (required); shows the outcome and re-renders."""
+        if not (text or "").strip():
+            self.message.value = message_html(
+                "not approved: write the lesson first (what should be done differently next time)", error=True)
+            return None
         try:
             les = self.vault.lessons.approve(lesson_id, text=text)  # a blank text is refused, never replaced
         except SynapseError as exc:
             self._say(f"not approved: {exc}", error=True)
             return None
-        self._say(f"approved {les.id}: in force until {(les.expires_at or '')[:19]} UTC")
+        self._say(f"approved {les.id}: in force until {fmt_time(les.expires_at)}")
         return les
 
     def reject(self, lesson_id: str) -> Lesson | None:
-        """Reject (delete) a pending lesson; shows the outcome and re-renders."""
+        """Reject (delete) a pending lesson now; shows the outcome and re-renders (the Reject button asks first)."""
         try:
             les = self.vault.lessons.reject(lesson_id)
         except SynapseError as exc:
@@ -172,12 +270,12 @@ class LessonReview(widgets.VBox):
         self.cards = {les.id: LessonCard(les, self) for les in [*pending, *expired]}
         for card in old.values():
             close_tree(card)
-        self.header.value = (f"<b>Lessons from reverts</b>: {len(pending)} pending, {len(expired)} expired, "
-                             f"{len(approved)} approved and in force")
-        rows = [[f"<code>{esc(a.id)}</code>", esc(a.lesson_text or a.summary), esc((a.expires_at or "")[:19])]
-                for a in approved]
-        self.approved_html.value = ("<b>Approved (head every recall)</b>"
-                                    + table_html(["id", "lesson", "until (UTC)"], rows, empty="none approved"))
+        self.header.value = block(f"<b>Lessons from reverts</b>: {len(pending):,} pending, {len(expired):,} expired, "
+                                  f"{len(approved):,} approved and in force")
+        rows = [[code(a.id), esc(a.lesson_text or a.summary), esc(fmt_time(a.expires_at))] for a in approved]
+        self.approved_html.value = block(
+            "<div><b>Approved (head every recall)</b></div>"
+            + table_html(["id", "lesson", "in force until"], rows, wrap=[False, True, False], empty="none approved"))
         children: list[widgets.Widget] = [self._top, self.message]
         if pending:
             children.append(self._pending_title)

@@ -1,0 +1,187 @@
+"""HTML for notebooks: the themed tables, status lines, plurals and timestamps of the rich displays and widgets.
+
+Everything is plain HTML with inline styles (no ``<style>`` block, so it survives being embedded
+anywhere) that read JupyterLab's CSS variables, each with a fallback for other front ends; colours
+follow the light and the dark theme. Status lines keep their text in the theme's main font colour
+and carry the green or red in a mark and a left border, so they stay readable on both themes.
+
+Standard library only: importing this costs nothing.
+
+Examples
+--------
+>>> plural(1, "memory"), plural(3, "memory"), plural(2, "match")
+('1 memory', '3 memories', '2 matches')
+>>> fmt_time("2026-12-08T12:00:00.123456Z")
+'2026-12-08 12:00 UTC'
+>>> "text-align:right" in table_html(["score"], [["0.500"]], align="r")
+True
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from synapse_nb._util import plural, when
+
+__all__ = [
+    "BORDER",
+    "ERR",
+    "FG",
+    "HEAD_BG",
+    "LINE_HEIGHT",
+    "MUTED",
+    "OK",
+    "block",
+    "code",
+    "esc",
+    "explanation_html",
+    "fmt_time",
+    "message_html",
+    "note_html",
+    "plural",
+    "pre_html",
+    "status_html",
+    "table_html",
+]
+
+#: Main text colour of the theme.
+FG = "var(--jp-ui-font-color1, #1f2328)"
+#: Secondary text (dropped rows, notes).
+MUTED = "var(--jp-ui-font-color2, #59636e)"
+#: Success mark (the text itself stays FG).
+OK = "var(--jp-success-color1, #1a7f37)"
+#: Error mark.
+ERR = "var(--jp-error-color1, #b42318)"
+#: Table rules and card borders.
+BORDER = "var(--jp-border-color2, #d0d7de)"
+#: Table header background.
+HEAD_BG = "var(--jp-layout-color2, #f6f8fa)"
+_FONT = "var(--jp-ui-font-size1, 13px)"
+_CODE = "var(--jp-code-font-family, monospace)"
+#: Line height of our blocks (ipywidgets' HTML sets the height of a form row, far too loose for text).
+LINE_HEIGHT = "1.4"
+
+def esc(value: Any) -> str:
+    """HTML-escape any value (``None`` becomes an empty string)."""
+    return "" if value is None else html.escape(str(value))
+
+
+def fmt_time(ts: str | None) -> str:
+    """A stored UTC timestamp as every display shows it: ``2026-12-08 12:00 UTC`` (``""`` for None).
+
+    >>> fmt_time(None), fmt_time("2026-01-02T03:04:05Z")
+    ('', '2026-01-02 03:04 UTC')
+    """
+    text = str(ts or "")
+    return when(text) if len(text) >= 16 and text[10] in "T " else text
+
+
+def block(inner: str) -> str:
+    """Wrap HTML in a block with readable line height, the theme's font colour and size."""
+    return f"<div style='line-height:{LINE_HEIGHT};color:{FG};font-size:{_FONT}'>{inner}</div>"
+
+
+def note_html(text: str) -> str:
+    """A muted, italic one-line note (for "nothing to show")."""
+    return f"<div style='color:{MUTED};font-style:italic;margin:2px 0'>{esc(text)}</div>"
+
+
+def message_html(text: str, *, error: bool = False) -> str:
+    """A one-line outcome: a green check or a red cross and a coloured left border; the text in the theme colour."""
+    if not text:
+        return ""
+    mark, colour = ("✘", ERR) if error else ("✔", OK)
+    role = "alert" if error else "status"
+    return (f"<div role='{role}' class='synapse-message synapse-{'error' if error else 'ok'}' "
+            f"style='border-left:3px solid {colour};padding:1px 8px;margin:4px 0;line-height:{LINE_HEIGHT};"
+            f"color:{FG}'><span style='color:{colour};font-weight:bold'>{mark}</span> {esc(text)}</div>")
+
+
+def table_html(header: Sequence[str], rows: Iterable[Sequence[str]], *, align: str | None = None,
+               empty: str = "nothing to show", wrap: Sequence[bool] | None = None) -> str:
+    """A compact themed HTML table; cells are already-escaped HTML.
+
+    Parameters
+    ----------
+    header : column titles (plain text).
+    rows : rows of cell HTML.
+    align : one letter per column, ``l`` (text, the default) or ``r`` (numbers).
+    empty : the note shown instead of an empty table.
+    wrap : per column, whether long text may wrap (default: every column may); non-wrapping columns
+        suit ids, numbers and timestamps.
+    """
+    rows = list(rows)
+    if not rows:
+        return note_html(empty)
+    n = len(header)
+    aligns = ["right" if a == "r" else "left" for a in (align or "l" * n).ljust(n, "l")]
+    wraps = list(wrap) if wrap is not None else [True] * n
+    cell = "padding:2px 8px;vertical-align:top;border-bottom:1px solid " + BORDER
+    head = "".join(f"<th style='text-align:{a};{cell};background:{HEAD_BG};font-weight:600;white-space:nowrap'>"
+                   f"{esc(h)}</th>" for h, a in zip(header, aligns, strict=True))
+    body = "".join(
+        "<tr>" + "".join(
+            f"<td style='text-align:{a};{cell};"
+            + ("overflow-wrap:break-word;word-break:normal" if w else "white-space:nowrap") + f"'>{c}</td>"
+            for c, a, w in zip(row, aligns, wraps, strict=True)) + "</tr>"
+        for row in rows)
+    return (f"<table style='border-collapse:collapse;margin:4px 0;line-height:{LINE_HEIGHT};color:{FG};"
+            f"font-size:{_FONT}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def code(text: Any) -> str:
+    """Inline code (ids, paths, shas)."""
+    return f"<code style='font-family:{_CODE}'>{esc(text)}</code>"
+
+
+def pre_html(text: str, *, max_height: str | None = None) -> str:
+    """Preformatted text that wraps at spaces (never mid-word unless a word is wider than the box)."""
+    scroll = f"max-height:{max_height};overflow:auto;" if max_height else ""
+    return (f"<pre style='white-space:pre-wrap;overflow-wrap:break-word;word-break:normal;margin:4px 0;"
+            f"padding:6px 8px;border:1px solid {BORDER};font-family:{_CODE};line-height:{LINE_HEIGHT};"
+            f"color:{FG};background:transparent;{scroll}'>{esc(text)}</pre>")
+
+
+def explanation_html(rows: Iterable[Any]) -> str:
+    """The gate's table for one recall: kept or dropped, score, kind, id, the deciding bar, reason, matched terms.
+
+    ``rows`` are the rows of :meth:`synapse_nb.recall.Recall.explain`. Text columns are left-aligned,
+    the score right-aligned; dropped rows are muted.
+    """
+    out = []
+    for r in rows:
+        style = f" style='color:{MUTED}'" if not r.kept else ""
+        kept = "✔ yes" if r.kept else "✘ no"
+        out.append([f"<span{style}>{kept}</span>", f"<span{style}>{r.score:.3f}</span>", esc(r.kind), code(r.id),
+                    esc(r.bar), esc(r.reason), esc(", ".join(r.matched) or "-")])
+    return block(table_html(["kept", "score", "kind", "id", "bar", "reason", "matched"], out, align="lrlllll",
+                            wrap=[False, False, False, False, False, True, True],
+                            empty="no candidate scored above zero"))
+
+
+def status_html(status: Any) -> str:
+    """``vault.status()`` as HTML: where, who, then a table of counts per kind and state, then what needs a human."""
+    counts = status.counts
+    rows = []
+    for kind in sorted(counts):
+        c = counts[kind]
+        total = c["total"] if "total" in c else sum(c.values())
+        detail = ", ".join(f"{v:,} {k}" for k, v in sorted(c.items()) if k != "total")
+        rows.append([esc(kind), f"{total:,}", esc(detail or "-")])
+    parts = [f"<div><b>vault</b> {code(status.vault_path)} · mind {code(status.mind)} · actor "
+             f"{esc(status.actor)} · schema v{status.schema_version}</div>",
+             table_html(["kind", "total", "by state"], rows, align="lrl", wrap=[False, False, True])]
+
+    def listing(title: str, ids: Sequence[str]) -> None:
+        if ids:
+            parts.append(f"<div><b>{esc(title)}</b> ({len(ids):,}): " + ", ".join(code(i) for i in ids[:20])
+                         + (f" and {len(ids) - 20:,} more" if len(ids) > 20 else "") + "</div>")
+
+    listing("pending lessons awaiting a human", status.pending_lessons)
+    listing("memories expiring within 7 days", status.expiring_memories)
+    listing("approved lessons expiring within 2 days", status.expiring_lessons)
+    listing("records naming files missing at HEAD", status.dangling)
+    listing("possibly stale (their files changed since)", status.possibly_stale)
+    return block("".join(parts))

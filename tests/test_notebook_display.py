@@ -1,0 +1,75 @@
+"""Rich displays in a notebook: %memory status, %recall (--explain), and the shared HTML helpers."""
+
+from __future__ import annotations
+
+import re
+
+from IPython.core.formatters import DisplayFormatter
+
+import synapse_nb as syn
+from synapse_nb.render import fmt_time, message_html, plural, table_html
+
+
+def _seed(v: syn.Vault) -> None:
+    v.remember("procedure", "run_migrations", "alembic upgrade head", tags=["db"], priority="high")
+    v.as_agent().remember("knowledge", "cache_ttl", "cache entries live 5 minutes", tags=["cache"])
+    v.lessons.create("Reverted: switch the cache to Redis", files=["cache.py"])
+
+
+def test_status_displays_as_a_table(vault: syn.Vault) -> None:
+    _seed(vault)
+    data, _meta = DisplayFormatter().format(vault.status())
+    html = data["text/html"]
+    assert "<pre" not in html and "<table" in html  # a table, not a block of text like before
+    row = re.search(r"<td[^>]*>memories</td><td[^>]*>(.*?)</td><td[^>]*>(.*?)</td>", html)
+    assert row and row.group(1) == "2" and "1 verified" in row.group(2) and "1 unverified" in row.group(2)
+    assert re.search(r"<td[^>]*>lessons</td><td[^>]*text-align:right[^>]*>1</td>", html)
+    assert "pending lessons awaiting a human" in html and "schema v" in html
+    assert data["text/plain"] == str(vault.status())  # the plain text (CLI, logs) is unchanged
+
+
+def test_explain_table_aligns_text_left_and_scores_right(vault: syn.Vault) -> None:
+    _seed(vault)
+    html = vault.recall("how do we run migrations").explain()._repr_html_()
+    head = re.findall(r"<th style='text-align:(\w+)", html)
+    assert head == ["left", "right", "left", "left", "left", "left", "left"]
+    first = re.search(r"<tbody><tr>(.*?)</tr>", html).group(1)
+    cells = re.findall(r"<td style='text-align:(\w+)[^']*'>(.*?)</td>", first)
+    assert [a for a, _ in cells] == head and "yes" in cells[0][1] and re.fullmatch(r".*\d\.\d{3}.*", cells[1][1])
+
+
+def test_recall_text_wraps_between_words_and_counts_read_right(vault: syn.Vault) -> None:
+    _seed(vault)
+    r = vault.recall("how do we run migrations")
+    html = r._repr_html_()
+    assert "(1 item)" in html and "1 items" not in repr(r) and "0 lessons" in repr(r)
+    assert "white-space:pre-wrap" in html and "word-break:normal" in html and "overflow-wrap:break-word" in html
+
+
+def test_plural_and_time_helpers() -> None:
+    assert [plural(n, "memory") for n in (0, 1, 2, 10_000)] == ["0 memories", "1 memory", "2 memories",
+                                                                 "10,000 memories"]
+    assert plural(1, "item") == "1 item" and plural(3, "lesson") == "3 lessons" and plural(2, "day") == "2 days"
+    assert fmt_time("2026-12-08T12:00:00.123456Z") == fmt_time("2026-12-08T12:00:00Z") == "2026-12-08 12:00 UTC"
+
+
+def test_messages_keep_text_in_the_theme_colour() -> None:
+    ok, err = message_html("approved"), message_html("refused", error=True)
+    for html, colour in ((ok, "--jp-success-color1"), (err, "--jp-error-color1")):
+        style = re.search(r"style='([^']*)'", html).group(1)
+        assert f"border-left:3px solid var({colour}" in style and "color:var(--jp-ui-font-color1" in style
+    assert message_html("") == ""
+
+
+def test_tables_are_compact_and_use_theme_variables() -> None:
+    html = table_html(["a", "b"], [["x", "1"]], align="lr")
+    assert "line-height:1.4" in html and "var(--jp-border-color2" in html and "var(--jp-layout-color2" in html
+    assert "nothing to show" in table_html(["a"], [])
+
+
+def test_records_show_timestamps_like_everything_else(vault: syn.Vault) -> None:
+    m = vault.remember("procedure", "run_migrations", "alembic <b>upgrade</b> head")
+    for html in (m._repr_html_(), vault.memories.list()._repr_html_()):
+        stamps = re.findall(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d[^<]*", html)
+        assert stamps and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", s) for s in stamps), stamps
+    assert "&lt;b&gt;" in m._repr_html_()
