@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -164,10 +164,11 @@ class Memories(KindManager[Memory]):
                 table.insert(mem)
             else:
                 self._require_owner(existing, "overwrite")
-                mem = replace(existing, updated_at=ts, content=content,
-                              tags=existing.tags if tag_t is None else tag_t,
-                              priority=prio or existing.priority, source=src,
-                              verified=ver, confidence=conf, expires_at=existing.expires_at if exp is _UNSET else exp)
+                mem = Memory(id=existing.id, mind=existing.mind, created_at=existing.created_at, updated_at=ts,
+                             category=category, key=key, content=content,
+                             tags=existing.tags if tag_t is None else tag_t, priority=prio or existing.priority,
+                             source=src, verified=ver, confidence=conf,
+                             expires_at=existing.expires_at if exp is _UNSET else exp)
                 table.update(mem.id, updated_at=ts, content=content, tags=mem.tags, priority=mem.priority,
                              source=src, verified=ver, confidence=conf, expires_at=mem.expires_at)
         return mem

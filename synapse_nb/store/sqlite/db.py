@@ -290,10 +290,13 @@ class Database:
         Taken under the write lock, so the order holds across processes. The last stamp is read once per
         transaction and written back before the commit.
         """
-        with self.transaction() as c:
+        with self._lock:
+            if not self._depth:
+                with self.transaction():
+                    return self.stamp(now)
             last = self._clock
             if last is None:
-                row = c.execute(GET_CLOCK).fetchone()
+                row = self._conn.execute(GET_CLOCK).fetchone()
                 last = row[0] if row is not None else ""
             if last >= now:
                 now = fmt_ts(parse_ts(last) + timedelta(microseconds=1))
@@ -309,6 +312,17 @@ class Database:
             self._clock, self._clock_dirty = None, False
 
     # -- statements -------------------------------------------------------------------------------------------
+    def write(self, sql: str, params: Any = (), change: Change | None = None) -> sqlite3.Cursor:
+        """Run one write statement in the current transaction (or in one of its own), noting ``change``."""
+        with self._lock:
+            if self._depth:  # the common case, a write inside a caller's transaction: no extra context manager
+                cur = self._conn.execute(sql, params)
+                if change is not None:
+                    self._changes[change[:2]] = change[2]
+                return cur
+        with self.transaction():
+            return self.write(sql, params, change)
+
     def query(self, sql: str, params: Any = ()) -> list[sqlite3.Row]:
         with self._lock:
             try:

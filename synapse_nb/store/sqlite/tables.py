@@ -76,6 +76,7 @@ class _Table(Generic[R]):
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._update_sql: dict[tuple[str, ...], str] = {}  # UPDATE statements by the fields they set
 
     # subclasses map rows and records
     def _from_row(self, r: sqlite3.Row, now: str) -> R:  # pragma: no cover - abstract
@@ -137,27 +138,22 @@ class _Table(Generic[R]):
 
     # -- writes -------------------------------------------------------------------------------------------------
     def insert(self, record: R) -> None:
-        with self._db.transaction() as c:
-            c.execute(self.insert_sql, self._params(record))
-            self._db.touched(self.kind, record.id)
+        self._db.write(self.insert_sql, self._params(record), (self.kind, record.id, False))
 
     def update(self, id: str, *, updated_at: str, **changes: Any) -> None:
-        sets, params = [], []
-        for name, value in changes.items():
-            if name not in self.columns:
-                raise TypeError(f"{self.kind} has no updatable field {name!r}")
-            col, enc = self.columns[name]
-            sets.append(f"{col} = ?")
-            params.append(enc(value))
-        with self._db.transaction() as c:
-            c.execute(f"UPDATE {self.table} SET {', '.join([*sets, 'updated_at = ?'])} WHERE id = ?",
-                      (*params, updated_at, id))
-            self._db.touched(self.kind, id)
+        names = tuple(changes)
+        sql = self._update_sql.get(names)
+        if sql is None:
+            unknown = [n for n in names if n not in self.columns]
+            if unknown:
+                raise TypeError(f"{self.kind} has no updatable field {unknown[0]!r}")
+            sets = ", ".join([*(f"{self.columns[n][0]} = ?" for n in names), "updated_at = ?"])
+            sql = self._update_sql[names] = f"UPDATE {self.table} SET {sets} WHERE id = ?"
+        params = [self.columns[n][1](v) for n, v in changes.items()]
+        self._db.write(sql, (*params, updated_at, id), (self.kind, id, False))
 
     def delete(self, id: str) -> None:
-        with self._db.transaction() as c:
-            c.execute(f"DELETE FROM {self.table} WHERE id = ?", (id,))
-            self._db.touched(self.kind, id, deleted=True)
+        self._db.write(f"DELETE FROM {self.table} WHERE id = ?", (id,), (self.kind, id, True))
 
 
 # -- memories -------------------------------------------------------------------------------------------------
