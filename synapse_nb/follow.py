@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import parse_ts, plural
 from synapse_nb.errors import GitError, PermissionDeniedError

@@ -46,7 +46,7 @@ class KindManager(Generic[R]):
 
     @property
     def _table(self) -> KindTable[R]:
-        return self._ctx.store.table(self.record_cls.kind)  # type: ignore[return-value]
+        return self._ctx.store.table(self.record_cls.kind)
 
     def _view(self) -> View:
         """What the current actor may read, now."""

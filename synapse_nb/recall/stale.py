@@ -65,7 +65,10 @@ class Staleness:
                         stale[k.id] = self._cache[key]
                     continue
                 rec = k.record
-                text = rec.content if isinstance(rec, Memory) else f"{rec.decision} {rec.rationale or ''}"  # type: ignore[attr-defined]
+                if isinstance(rec, Memory):
+                    text = rec.content
+                else:
+                    text = f"{rec.decision} {rec.rationale or ''}"  # type: ignore[attr-defined]
                 todo.append((key, paths_in_text(text)))
             if todo:
                 found = stale_commits(self._ctx, [(key[1], key[2], paths) for key, paths in todo])

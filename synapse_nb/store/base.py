@@ -58,6 +58,7 @@ imports exactly these documents, so a vault moves between backends through an ex
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -119,18 +120,18 @@ class KindTable(Protocol[R]):
         """The mind holding this exact id (any mind), or None."""
         ...
 
-    def ids_from(self, mind: str, prefix: str, *, limit: int) -> list[str]:
+    def ids_from(self, mind: str, prefix: str, *, limit: int) -> builtins.list[str]:
         """Ids of the mind starting with ``prefix``, in id order, at most ``limit`` (every record, any view)."""
         ...
 
-    def list(self, view: View, *, limit: int | None = None) -> list[R]:
+    def list(self, view: View, *, limit: int | None = None) -> builtins.list[R]:
         """Records of the view in the kind's default order (each table documents it)."""
         ...
 
     def count(self, view: View) -> int:
         ...
 
-    def search(self, view: View, text: str, *, limit: int) -> list[R]:
+    def search(self, view: View, text: str, *, limit: int) -> builtins.list[R]:
         """Full-text search: best match first, then newest, then id; no word in ``text``: :meth:`list`."""
         ...
 
@@ -151,19 +152,19 @@ class MemoryTable(KindTable["Memory"], Protocol):
 
     def by_key(self, mind: str, category: str, key: str) -> Memory | None: ...
 
-    def list(self, view: View, *, where: MemoryFilter = ..., limit: int | None = None) -> list[Memory]: ...
+    def list(self, view: View, *, where: MemoryFilter = ..., limit: int | None = None) -> builtins.list[Memory]: ...
 
-    def search(self, view: View, text: str, *, where: MemoryFilter = ..., limit: int) -> list[Memory]: ...
+    def search(self, view: View, text: str, *, where: MemoryFilter = ..., limit: int) -> builtins.list[Memory]: ...
 
     def count(self, view: View, *, where: MemoryFilter = ...) -> int: ...
 
     def page(self, view: View, text: str, *, where: MemoryFilter, sort: str | None, descending: bool, offset: int,
-             limit: int) -> tuple[list[Memory], int]:
+             limit: int) -> tuple[builtins.list[Memory], int]:
         """One page and the total matching. ``sort`` is one of :data:`PAGE_SORTS` (None: best match first for a
         text with words, else priority then newest); ties end in id ascending."""
         ...
 
-    def expiring(self, mind: str, after: str, until: str) -> list[Memory]:
+    def expiring(self, mind: str, after: str, until: str) -> builtins.list[Memory]:
         """Memories expiring in ``(after, until]``, soonest first."""
         ...
 
@@ -181,7 +182,7 @@ class CheckpointTable(KindTable["Checkpoint"], Protocol):
         """The newest checkpoint saved on ``branch`` (None: saved without a branch)."""
         ...
 
-    def list(self, view: View, *, branch: str | None = None, limit: int | None = None) -> list[Checkpoint]:
+    def list(self, view: View, *, branch: str | None = None, limit: int | None = None) -> builtins.list[Checkpoint]:
         """Checkpoints of one ``branch``, or of all when None."""
         ...
 
@@ -189,14 +190,14 @@ class CheckpointTable(KindTable["Checkpoint"], Protocol):
 class DecisionTable(KindTable["Decision"], Protocol):
     """Decisions. Default order: newest first, then id descending."""
 
-    def search(self, view: View, text: str, *, tag: str | None = None, limit: int) -> list[Decision]: ...
+    def search(self, view: View, text: str, *, tag: str | None = None, limit: int) -> builtins.list[Decision]: ...
 
 
 class LessonTable(KindTable["Lesson"], Protocol):
     """Lessons. Default order: newest first, then id descending; by status ``approved``: most recently approved
     first. Status filters and the records' ``status`` are the effective status at ``view.now``."""
 
-    def list(self, view: View, *, status: str | None = None, limit: int | None = None) -> list[Lesson]: ...
+    def list(self, view: View, *, status: str | None = None, limit: int | None = None) -> builtins.list[Lesson]: ...
 
     def has_revert(self, mind: str, sha: str) -> bool:
         """Whether the mind has a lesson for this revert commit."""
@@ -224,7 +225,7 @@ class EpisodeTable(KindTable["Episode"], Protocol):
 
     def last(self, view: View, task_key: str) -> Episode | None: ...
 
-    def history(self, view: View, task_key: str | None, *, limit: int | None) -> list[Episode]: ...
+    def history(self, view: View, task_key: str | None, *, limit: int | None) -> builtins.list[Episode]: ...
 
 
 class NoteTable(KindTable["Note"], Protocol):
@@ -269,7 +270,7 @@ class FlagTable(Protocol):
         """{id: {flag: detail}}, ids and flags in order."""
         ...
 
-    def dangling(self, ids: Sequence[str]) -> dict[str, list[str]]:
+    def dangling(self, ids: Sequence[str]) -> dict[str, builtins.list[str]]:
         """{id: missing paths} for those of ``ids`` flagged dangling."""
         ...
 
@@ -280,7 +281,7 @@ class FlagTable(Protocol):
 
 
 class RefTable(Protocol):
-    def sources(self, mind: str) -> list[RefSource]:
+    def sources(self, mind: str) -> builtins.list[RefSource]:
         """Every lesson, checkpoint, decision and memory of the mind, with its files or text, by kind then id."""
         ...
 
@@ -292,11 +293,11 @@ class RecallQueries(Protocol):
         """How many gate candidates the vault holds, all minds together (the N of the word statistics)."""
         ...
 
-    def candidates(self, mind: str) -> list[Candidate]:
+    def candidates(self, mind: str) -> builtins.list[Candidate]:
         """Every candidate of the mind (expired memories too), in id order."""
         ...
 
-    def fetch(self, mind: str, ids_by_kind: Mapping[str, Iterable[str]]) -> list[Candidate]:
+    def fetch(self, mind: str, ids_by_kind: Mapping[str, Iterable[str]]) -> builtins.list[Candidate]:
         """These candidates of the mind (unknown ids left out), in id order."""
         ...
 
@@ -308,11 +309,12 @@ class RecallQueries(Protocol):
         """How many records of the mind carry each tag; absent: none."""
         ...
 
-    def tag_matches(self, mind: str, tags: Sequence[str], ids: Sequence[str] | None = None) -> list[tuple[str, str]]:
+    def tag_matches(self, mind: str, tags: Sequence[str],
+                    ids: Sequence[str] | None = None) -> builtins.list[tuple[str, str]]:
         """(id, tag) for records of the mind carrying these tags (only ``ids`` when given), by id then tag."""
         ...
 
-    def key_matches(self, mind: str, keys: Sequence[str]) -> list[tuple[str, str]]:
+    def key_matches(self, mind: str, keys: Sequence[str]) -> builtins.list[tuple[str, str]]:
         """(id, key) for memories whose key, and notes whose name, is one of ``keys``."""
         ...
 
@@ -322,7 +324,7 @@ class Outbox(Protocol):
 
     def has_pending(self) -> bool: ...
 
-    def pending(self, limit: int) -> list[tuple[str, int]]:
+    def pending(self, limit: int) -> builtins.list[tuple[str, int]]:
         """(id, sequence number), oldest change first."""
         ...
 
@@ -338,7 +340,7 @@ class Outbox(Protocol):
         """Forget every entry up to ``seq``."""
         ...
 
-    def docs(self, ids: Sequence[str]) -> list[Candidate]:
+    def docs(self, ids: Sequence[str]) -> builtins.list[Candidate]:
         """Candidates (any mind) for these ids; ids no longer present are left out."""
         ...
 
@@ -372,19 +374,44 @@ class TransferTable(Protocol):
 class VaultStore(Protocol):
     """The system of record of one vault (see the module docstring for the contract)."""
 
-    memories: MemoryTable
-    checkpoints: CheckpointTable
-    decisions: DecisionTable
-    lessons: LessonTable
-    episodes: EpisodeTable
-    notes: NoteTable
-    meta: MetaTable
-    sessions: SessionTable
-    flags: FlagTable
-    refs: RefTable
-    recall: RecallQueries
-    outbox: Outbox
-    transfer: TransferTable
+    @property
+    def memories(self) -> MemoryTable: ...
+
+    @property
+    def checkpoints(self) -> CheckpointTable: ...
+
+    @property
+    def decisions(self) -> DecisionTable: ...
+
+    @property
+    def lessons(self) -> LessonTable: ...
+
+    @property
+    def episodes(self) -> EpisodeTable: ...
+
+    @property
+    def notes(self) -> NoteTable: ...
+
+    @property
+    def meta(self) -> MetaTable: ...
+
+    @property
+    def sessions(self) -> SessionTable: ...
+
+    @property
+    def flags(self) -> FlagTable: ...
+
+    @property
+    def refs(self) -> RefTable: ...
+
+    @property
+    def recall(self) -> RecallQueries: ...
+
+    @property
+    def outbox(self) -> Outbox: ...
+
+    @property
+    def transfer(self) -> TransferTable: ...
 
     @property
     def schema_version(self) -> int: ...
@@ -414,7 +441,7 @@ class VaultStore(Protocol):
 
     def stamp(self, now: str) -> str: ...
 
-    def on_change(self, listener: Callable[[list[Change]], None]) -> None: ...
+    def on_change(self, listener: Callable[[builtins.list[Change]], None]) -> None: ...
 
     def data_version(self) -> tuple[int, ...]:
         """Changes whenever anyone commits a write to the vault (for caches of query results)."""

@@ -303,7 +303,7 @@ class TransferQueries:
                 raise ValidationError(f"{f} must be a list, got {v!r}")
         try:
             # export documents are rows: the table's own mapping reads them (no view: the stored status is kept)
-            return self._tables[kind]._from_row(values, "")  # type: ignore[arg-type]
+            return self._tables[kind]._from_row(values, "")  # type: ignore[arg-type,no-any-return]
         except (TypeError, ValueError, KeyError, IndexError) as exc:
             raise ValidationError(f"malformed {kind} fields: {exc}") from None
 

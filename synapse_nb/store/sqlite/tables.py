@@ -8,6 +8,7 @@ text ever becomes SQL: values are always bound parameters, and search text goes 
 
 from __future__ import annotations
 
+import builtins
 import json
 import re
 import sqlite3
@@ -90,7 +91,7 @@ class _Table(Generic[R]):
         return "1", ()
 
     def _select(self, view: View, where: str = "1", params: tuple[Any, ...] = (), *, order: str | None = None,
-                limit: int | None = None) -> list[R]:
+                limit: int | None = None) -> builtins.list[R]:
         vis, vparams = self._visible(view)
         sql = (f"SELECT * FROM {self.table} WHERE mind = ? AND ({vis}) AND ({where}) "
                f"ORDER BY {order or self.order_by}").replace("$", "")
@@ -98,7 +99,7 @@ class _Table(Generic[R]):
             sql += f" LIMIT {int(limit)}"
         return [self._from_row(r, view.now) for r in self._db.query(sql, (view.mind, *vparams, *params))]
 
-    def _match(self, view: View, text: str, where: str, params: tuple[Any, ...], limit: int) -> list[R]:
+    def _match(self, view: View, text: str, where: str, params: tuple[Any, ...], limit: int) -> builtins.list[R]:
         match = fts_query(text)
         if match is None:
             return self._select(view, where, params, limit=limit)
@@ -118,13 +119,13 @@ class _Table(Generic[R]):
         row = self._db.query_one(f"SELECT mind FROM {self.table} WHERE id = ?", (id,))
         return None if row is None else str(row["mind"])
 
-    def ids_from(self, mind: str, prefix: str, *, limit: int) -> list[str]:
+    def ids_from(self, mind: str, prefix: str, *, limit: int) -> builtins.list[str]:
         rows = self._db.query(  # the primary key drives the range scan; mind is checked per row (+mind)
             f"SELECT id FROM {self.table} WHERE id >= ? AND id < ? AND +mind = ? ORDER BY id LIMIT ?",
             (prefix, prefix + "\U0010ffff", mind, int(limit)))
         return [r["id"] for r in rows]
 
-    def list(self, view: View, *, limit: int | None = None) -> list[R]:
+    def list(self, view: View, *, limit: int | None = None) -> builtins.list[R]:
         return self._select(view, limit=limit)
 
     def count(self, view: View) -> int:
@@ -133,7 +134,7 @@ class _Table(Generic[R]):
                                  (view.mind, *vparams))
         return int(row[0]) if row else 0
 
-    def search(self, view: View, text: str, *, limit: int) -> list[R]:
+    def search(self, view: View, text: str, *, limit: int) -> builtins.list[R]:
         return self._match(view, text, "1", (), limit)
 
     # -- writes -------------------------------------------------------------------------------------------------
@@ -180,7 +181,8 @@ PAGE_ORDER = {
 
 
 def _memory_where(view: View, f: MemoryFilter) -> tuple[str, tuple[Any, ...]]:
-    where, params = ["1"], []
+    where: list[str] = ["1"]
+    params: list[Any] = []
     if f.unexpired:
         where.append("($expires_at IS NULL OR $expires_at > ?)")
         params.append(view.now)
@@ -227,10 +229,12 @@ class MemoriesTable(_Table[Memory]):
         row = self._db.query_one(MEMORY_BY_KEY, (mind, category, key))
         return None if row is None else self._from_row(row)
 
-    def list(self, view: View, *, where: MemoryFilter = MemoryFilter(), limit: int | None = None) -> list[Memory]:
+    def list(self, view: View, *, where: MemoryFilter = MemoryFilter(),
+             limit: int | None = None) -> builtins.list[Memory]:
         return self._select(view, *_memory_where(view, where), limit=limit)
 
-    def search(self, view: View, text: str, *, where: MemoryFilter = MemoryFilter(), limit: int) -> list[Memory]:
+    def search(self, view: View, text: str, *, where: MemoryFilter = MemoryFilter(),
+               limit: int) -> builtins.list[Memory]:
         return self._match(view, text, *_memory_where(view, where), limit)
 
     def count(self, view: View, *, where: MemoryFilter = MemoryFilter()) -> int:
@@ -240,7 +244,7 @@ class MemoriesTable(_Table[Memory]):
         return int(row[0]) if row else 0
 
     def page(self, view: View, text: str, *, where: MemoryFilter, sort: str | None, descending: bool, offset: int,
-             limit: int) -> tuple[list[Memory], int]:
+             limit: int) -> tuple[builtins.list[Memory], int]:
         cond, fparams = _memory_where(view, where)
         conds = ["t.mind = ?", cond.replace("$", "t.")]
         params: list[Any] = [view.mind, *fparams]
@@ -265,7 +269,7 @@ class MemoriesTable(_Table[Memory]):
                               (*params, limit, offset))
         return [self._from_row(r) for r in rows], total
 
-    def expiring(self, mind: str, after: str, until: str) -> list[Memory]:
+    def expiring(self, mind: str, after: str, until: str) -> builtins.list[Memory]:
         return self._select(View(mind, after), "expires_at IS NOT NULL AND expires_at > ? AND expires_at <= ?",
                             (after, until), order="expires_at ASC, id ASC")
 
@@ -306,7 +310,7 @@ class CheckpointsTable(_Table[Checkpoint]):
         rows = self._select(view, "$branch IS ?", (branch,), limit=1)
         return rows[0] if rows else None
 
-    def list(self, view: View, *, branch: str | None = None, limit: int | None = None) -> list[Checkpoint]:
+    def list(self, view: View, *, branch: str | None = None, limit: int | None = None) -> builtins.list[Checkpoint]:
         if branch is None:
             return self._select(view, limit=limit)
         return self._select(view, "$branch = ?", (branch,), limit=limit)
@@ -330,7 +334,7 @@ class DecisionsTable(_Table[Decision]):
         return (d.id, d.mind, d.decision, d.rationale, dumps(list(d.tags)), d.branch, d.commit, d.source,
                 d.created_at, d.updated_at)
 
-    def search(self, view: View, text: str, *, tag: str | None = None, limit: int) -> list[Decision]:
+    def search(self, view: View, text: str, *, tag: str | None = None, limit: int) -> builtins.list[Decision]:
         if tag is None:
             return self._match(view, text, "1", (), limit)
         return self._match(view, text, "$id IN (SELECT rid FROM tags WHERE tag = ? AND kind = 'decision')", (tag,),
@@ -390,7 +394,7 @@ class LessonsTable(_Table[Lesson]):
                 dumps(list(x.reverted_commits)), dumps(list(x.files_affected)), _json_list(x.diffstat), x.analysis,
                 x.analysis_by, x.lesson_text, x.approved_at, x.expires_at, x.source, x.created_at, x.updated_at)
 
-    def list(self, view: View, *, status: str | None = None, limit: int | None = None) -> list[Lesson]:
+    def list(self, view: View, *, status: str | None = None, limit: int | None = None) -> builtins.list[Lesson]:
         if status is None:
             return self._select(view, limit=limit)
         return self._select(view, f"{_EFFECTIVE} = ?", (view.now, status),
@@ -440,7 +444,7 @@ class EpisodesTable(_Table[Episode]):
         rows = self._select(view, "$task_key = ?", (task_key,), limit=1)
         return rows[0] if rows else None
 
-    def history(self, view: View, task_key: str | None, *, limit: int | None) -> list[Episode]:
+    def history(self, view: View, task_key: str | None, *, limit: int | None) -> builtins.list[Episode]:
         if task_key is None:
             return self._select(view, limit=limit)
         return self._select(view, "$task_key = ?", (task_key,), limit=limit)
