@@ -68,6 +68,12 @@ class VaultIndex:
             self._idx = RetrievalIndex(self.path)
         return self._idx
 
+    def close(self) -> None:
+        """Release the open LanceDB table (it is opened again on next use)."""
+        if self._idx is not None:
+            self._idx.close()
+            self._idx = None
+
     def _rows_for(self, ids: Iterable[str]) -> list[IndexRow]:
         return [index_row(c) for c in self._store.outbox.docs(list(ids))]
 

@@ -217,7 +217,8 @@ class RecallQueries:
         for chunk in _chunks(list(keys), 400):
             for table, col in (("memories", "key"), ("notes", "name")):
                 out += [(r["id"], r["name"]) for r in self._db.query(
-                    f"SELECT id, {col} AS name FROM {table} WHERE mind = ? AND {col} IN ({_marks(len(chunk))})",
+                    f"SELECT id, {col} AS name FROM {table} WHERE mind = ? AND {col} IN ({_marks(len(chunk))}) "
+                    "ORDER BY id",
                     (mind, *chunk))]
         return out
 

@@ -454,7 +454,7 @@ class EpisodesTable(_Table[Episode]):
 class NotesTable(_Table[Note]):
     kind = "note"
     table = "notes"
-    order_by = "name ASC"
+    order_by = "name ASC, id ASC"  # names are unique per mind; the id ends every order
     insert_sql = ("INSERT INTO notes(id, mind, name, trigger, body, source, created_at, updated_at) "
                   "VALUES (?,?,?,?,?,?,?,?)")
     columns = {"trigger": ("trigger", _same), "body": ("body", _same), "source": ("source", _same)}
