@@ -6,6 +6,9 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 
 import synapse_nb as syn
 from synapse_nb.recall import record_line
@@ -64,3 +67,57 @@ def test_recall_text_and_recall_render_a_memory_line_the_same_way(vault: syn.Vau
     assert vault.memories.recall_text().splitlines()[1] == line
     r = vault.recall("word1 word2 word3 long fact", budget_tokens=10_000)
     assert [i.line for i in r.items] == [line]
+
+
+def test_threads_sharing_a_vault_handle_recall_and_write_without_deadlock(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recall holds the store's lock for its snapshot; caches take their own locks. Threads sharing one handle
+    (a notebook kernel with widgets, an MCP server) must never wait on each other forever."""
+    import threading
+    import time
+
+    vault = syn.open_vault(tmp_path)  # not the fixture: a stuck thread would hold its lock at teardown
+    queries = vault._store.recall
+    count = queries.count
+
+    def slow_count() -> int:  # widen the window in which a cache refresh reads the store
+        time.sleep(0.005)
+        return count()
+
+    monkeypatch.setattr(queries, "count", slow_count)
+
+    for i in range(30):
+        vault.remember("knowledge", f"fact_{i}", f"deploy fact number {i}", tags=["deploy"])
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def recaller(n: int) -> None:
+        try:
+            for j in range(25):
+                r = vault.recall(f"deploy fact number {j % 30}", session=f"s{n}")
+                assert r.text
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    def writer() -> None:
+        try:
+            i = 0
+            while not stop.is_set():
+                vault.remember("knowledge", f"new_{i % 5}", f"deploy note {i}")
+                i += 1
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=recaller, args=(n,), daemon=True) for n in range(3)]
+    w = threading.Thread(target=writer, daemon=True)
+    w.start()
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60  # a few seconds when nothing waits forever
+    for t in threads:
+        t.join(timeout=max(0.0, deadline - time.monotonic()))
+    stop.set()
+    w.join(timeout=max(1.0, deadline - time.monotonic()))
+    assert not any(t.is_alive() for t in [*threads, w]), "a thread is stuck (deadlock)"
+    vault.close()
+    assert not errors, errors

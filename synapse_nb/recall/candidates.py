@@ -53,24 +53,31 @@ class Candidates:
         self._pool_key: object = None
         self._pool = Pool([])
 
+    # The store is never called while self._lock is held: a recall holds the store's lock for its snapshot and
+    # then takes this one, so the other order would deadlock two threads sharing a vault handle.
     def count(self) -> int:
         """Gate candidates in the vault (all minds), cached until the vault changes."""
         store = self._ctx.store
         key = store.data_version()
         with self._lock:
-            if self._count_key != key:
-                self._count, self._count_key = store.recall.count(), key
-            return self._count
+            if self._count_key == key:
+                return self._count
+        n = store.recall.count()
+        with self._lock:
+            self._count, self._count_key = n, key
+        return n
 
     def all(self) -> Pool:
         """Every candidate of the mind (expired ones included: masked at scoring), cached per data version."""
         store, mind = self._ctx.store, self._ctx.mind
         key = (store.data_version(), mind)
         with self._lock:
-            if self._pool_key != key:
-                self._pool = Pool(store.recall.candidates(mind))
-                self._pool_key = key
-            return self._pool
+            if self._pool_key == key:
+                return self._pool
+        pool = Pool(store.recall.candidates(mind))
+        with self._lock:
+            self._pool, self._pool_key = pool, key
+        return pool
 
     def fetch(self, ids_by_kind: Mapping[str, Iterable[str]]) -> Pool:
         return Pool(self._ctx.store.recall.fetch(self._ctx.mind, ids_by_kind))
