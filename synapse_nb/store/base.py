@@ -49,6 +49,13 @@ rule the store decides. The store raises :class:`~synapse_nb.errors.StoreError` 
 **Full-text search** takes the user's raw text. Turning it into the backend's query language (FTS5 ``MATCH``,
 ``tsquery``) is the backend's job, and any text is safe; a text with no word lists in the default order.
 
+**Recall's word statistics must agree across backends** (recall is deterministic: same vault, same answer).
+A candidate's gate text is, per kind: memory ``key`` (``_`` as spaces) + content + tags; decision: decision +
+rationale + tags; checkpoint: doing + next step + blockers + changed files; episode: task key (``_`` as spaces) +
+outcome + refs; note: name (``_`` as spaces) + trigger; parts joined by single spaces, missing parts empty
+(lessons are not candidates). ``doc_freq`` counts the candidates (all minds) holding a word as SQLite FTS5's
+``unicode61 remove_diacritics 2`` tokenizer splits and folds it; ``count`` is the number of candidates.
+
 Data format
 -----------
 :data:`EXPORT_FIELDS` names the fields of one exported record per kind (``memory export``): they are the

@@ -37,7 +37,7 @@ from synapse_nb.store.sqlite.queries import (
     SessionsQueries,
     TransferQueries,
 )
-from synapse_nb.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, _split_sql, split_sql
+from synapse_nb.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, split_sql
 from synapse_nb.store.sqlite.tables import (
     CheckpointsTable,
     DecisionsTable,
@@ -83,7 +83,6 @@ class SqliteStore(Database):
         return self._tables[kind]
 
 
-#: The name earlier versions used.
+#: The names earlier versions used (tests and scripts import them from here).
 Store = SqliteStore
-
-_ = _split_sql  # re-exported for older callers (``synapse_nb.store.sqlite._split_sql``)
+_split_sql = split_sql

@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["GATE_TEXT", "LOCK_TIMEOUT_S", "MIGRATIONS", "SCHEMA_VERSION", "split_sql"]
+__all__ = ["GATE_TEXT", "MIGRATIONS", "SCHEMA_VERSION", "split_sql"]
 
 SCHEMA_VERSION = 2
-#: How long a writer waits for another process's write lock before giving up, in seconds.
-LOCK_TIMEOUT_S = 60.0
 
 _FTS = {
     # table: (fts columns, expressions for them)
@@ -284,5 +282,3 @@ def split_sql(script: str) -> list[str]:
         out.append(buf.strip())
     return out
 
-
-_split_sql = split_sql  # the name older code and tests use
