@@ -210,6 +210,27 @@ def check_tags(tags: Any, field: str = "tags") -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
+def check_stored_tags(tags: Any, field: str = "tags") -> tuple[str, ...]:
+    """Tags as a vault stores them: text, lower-case, stripped, unique and sorted.
+
+    Looser than :func:`check_tags` on purpose: tags written by older versions (``"#c"``, ``"a b"``) stay
+    importable, exactly as they were exported.
+    """
+    tags = check_stored_strings(tags, field)
+    for t in tags:
+        check_text(t, "tag", max_len=64, multiline=False)
+    if list(tags) != sorted(set(tags)) or any(t != t.strip().lower() for t in tags):
+        raise ValidationError(f"{field} must be lower-case, stripped, unique and sorted")
+    return tags
+
+
+def check_stored_strings(values: Any, field: str) -> tuple[str, ...]:
+    """A stored list of strings (file paths, refs): every item is a string, as stored."""
+    if not isinstance(values, list | tuple) or not all(isinstance(x, str) for x in values):
+        raise ValidationError(f"{field} must be a list of strings, got {values!r}")
+    return tuple(values)
+
+
 def check_files(files: Any, field: str = "files") -> tuple[str, ...]:
     """File references: a list of paths or one comma-separated string; stripped, order kept, duplicates dropped."""
     if files is None:

@@ -17,16 +17,17 @@ known source-file extension (``src/auth.py``, ``README.md``, ``pyproject.toml``)
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import parse_ts, plural
-from synapse_nb.errors import GitError
+from synapse_nb.errors import GitError, PermissionDeniedError
+from synapse_nb.gitscope._git import run_git
+from synapse_nb.gitscope.verify import check_paths
 
 if TYPE_CHECKING:
-    from synapse_nb.vault import Vault
+    from synapse_nb.context import Context
 
 __all__ = ["FileRef", "VerifyReport", "paths_in_text", "stale_commits", "verify"]
 
@@ -99,37 +100,33 @@ class VerifyReport:
     __repr__ = __str__
 
 
-def _refs(v: Vault) -> list[tuple[str, str, str, tuple[str, ...]]]:
+#: (kind, id, updated_at, paths) of one record that refers to files
+Ref = tuple[str, str, str, tuple[str, ...]]
+
+
+def _refs(ctx: Context) -> list[Ref]:
     """(kind, id, updated_at, paths) for every record of the mind that refers to files."""
-    q = v._store.query
-    out: list[tuple[str, str, str, tuple[str, ...]]] = []
-    for r in q("SELECT id, updated_at, files_affected FROM lessons WHERE mind = ? ORDER BY id", (v.mind,)):
-        out.append(("lesson", r["id"], r["updated_at"], tuple(json.loads(r["files_affected"]))))
-    for r in q("SELECT id, updated_at, changed_files FROM checkpoints WHERE mind = ? ORDER BY id", (v.mind,)):
-        out.append(("checkpoint", r["id"], r["updated_at"], tuple(json.loads(r["changed_files"]))))
-    for r in q("SELECT id, updated_at, decision || ' ' || coalesce(rationale, '') AS t FROM decisions "
-               "WHERE mind = ? ORDER BY id", (v.mind,)):
-        out.append(("decision", r["id"], r["updated_at"], paths_in_text(r["t"])))
-    for r in q("SELECT id, updated_at, content FROM memories WHERE mind = ? ORDER BY id", (v.mind,)):
-        out.append(("memory", r["id"], r["updated_at"], paths_in_text(r["content"])))
-    # the vault's own files (``.synapse/synapse.db``) are never a code reference to check
-    out = [(k, i, ts, tuple(p for p in ps if not v._in_vault(p))) for k, i, ts, ps in out]
-    return [x for x in out if x[3]]
+    out: list[Ref] = []
+    for src in ctx.store.refs.sources(ctx.mind):
+        paths = src.files if src.kind in ("lesson", "checkpoint") else paths_in_text(src.text)
+        # the vault's own files (``.synapse/synapse.db``) are never a code reference to check
+        paths = tuple(p for p in paths if not ctx.git.in_vault(p))
+        if paths:
+            out.append((src.kind, src.id, src.updated_at, paths))
+    return out
 
 
-def stale_commits(v: Vault, items: list[tuple[str, str, tuple[str, ...]]]) -> dict[str, tuple[str, ...]]:
+def stale_commits(ctx: Context, items: list[tuple[str, str, tuple[str, ...]]]) -> dict[str, tuple[str, ...]]:
     """{id: shas} for records whose named files changed in commits made after the record was written.
 
     ``items`` are (id, updated_at, paths). One ``git log`` over HEAD's history covers them all.
     Outside git, or in a repository without commits, nothing is stale.
     """
-    repo = v.repo
-    items = [(rid, ts, tuple(p for p in paths if not v._in_vault(p))) for rid, ts, paths in items]
+    repo = ctx.git.repo
+    items = [(rid, ts, tuple(p for p in paths if not ctx.git.in_vault(p))) for rid, ts, paths in items]
     items = [x for x in items if x[2]]  # paths inside the vault folder never make a record stale
     if repo is None or not items:
         return {}
-    from synapse_nb.gitscope._git import run_git
-
     since = min(parse_ts(x[1]).timestamp() for x in items)
     try:
         raw = run_git(repo, "log", "HEAD", f"--since=@{int(since)}", "--no-renames", "--name-only",
@@ -152,15 +149,15 @@ def stale_commits(v: Vault, items: list[tuple[str, str, tuple[str, ...]]]) -> di
     return out
 
 
-def verify(v: Vault, *, fix: bool = False) -> VerifyReport:
+def verify(ctx: Context, *, fix: bool = False) -> VerifyReport:
     """See :meth:`synapse_nb.vault.Vault.verify`."""
-    from synapse_nb.gitscope.verify import check_paths
-
-    repo = v.repo
+    repo = ctx.git.repo
     if repo is None:
-        raise GitError(f"{v.project_dir} is not inside a git repository; verify checks file references against "
-                       "git HEAD")
-    refs = _refs(v)
+        raise GitError(f"{ctx.git.project_dir} is not inside a git repository; verify checks file references "
+                       "against git HEAD")
+    if fix and ctx.actor != "user":
+        raise PermissionDeniedError("an agent may not rewrite or mark records; a human runs verify --fix")
+    refs = _refs(ctx)
     all_paths = sorted({p for _, _, _, ps in refs for p in ps})
     status = check_paths(repo, all_paths) if all_paths else {}
     dangling: list[FileRef] = []
@@ -172,40 +169,34 @@ def verify(v: Vault, *, fix: bool = False) -> VerifyReport:
                 continue
             ref = FileRef(kind, rid, p, st.state, st.renamed_to)
             (renamed if st.state == "renamed" else dangling).append(ref)
-    stale = stale_commits(v, [(rid, ts, ps) for kind, rid, ts, ps in refs if kind in ("memory", "decision")])
+    stale = stale_commits(ctx, [(rid, ts, ps) for kind, rid, ts, ps in refs if kind in ("memory", "decision")])
     report = VerifyReport(checked=sum(len(ps) for *_, ps in refs), dangling=tuple(dangling),
                           renamed=tuple(renamed), stale=stale, fixed=fix)
     if fix:
-        _apply_fix(v, refs, dangling, renamed, stale)
+        _apply_fix(ctx, refs, dangling, renamed, stale)
     return report
 
 
-def _apply_fix(v: Vault, refs: list[Any], dangling: list[FileRef], renamed: list[FileRef],
+def _apply_fix(ctx: Context, refs: list[Ref], dangling: list[FileRef], renamed: list[FileRef],
                stale: dict[str, tuple[str, ...]]) -> None:
-    from synapse_nb.errors import PermissionDeniedError
-
-    if v.actor != "user":
-        raise PermissionDeniedError("an agent may not rewrite or mark records; a human runs verify --fix")
     moved: dict[str, dict[str, str]] = {}
     for r in renamed:
         moved.setdefault(r.id, {})[r.path] = r.renamed_to or r.path
     missing: dict[str, list[str]] = {}
     for r in dangling:
         missing.setdefault(r.id, []).append(r.path)
-    with v._store.transaction() as c:
-        ts = v._stamp(c)
+    store = ctx.store
+    with store.transaction():
+        ts = store.stamp(ctx.now_ts())
         for kind, rid, _, paths in refs:
             if rid in moved and kind in ("lesson", "checkpoint"):
-                table, col = ("lessons", "files_affected") if kind == "lesson" else ("checkpoints", "changed_files")
-                new = []
+                new: list[str] = []
                 for p in paths:
                     q = moved[rid].get(p, p)
                     if q not in new:
                         new.append(q)
-                c.execute(f"UPDATE {table} SET {col} = ?, updated_at = ? WHERE id = ?",
-                          (json.dumps(new, ensure_ascii=False, sort_keys=True), ts, rid))
-                v._touched(kind, rid)
-        c.execute("DELETE FROM flags WHERE mind = ?", (v.mind,))
-        rows = [(rid, v.mind, "dangling", json.dumps(sorted(ps)), ts) for rid, ps in sorted(missing.items())]
-        rows += [(rid, v.mind, "stale", json.dumps(list(shas)), ts) for rid, shas in sorted(stale.items())]
-        c.executemany("INSERT INTO flags(rid, mind, flag, detail, updated_at) VALUES (?,?,?,?,?)", rows)
+                if kind == "lesson":
+                    store.lessons.update(rid, updated_at=ts, files_affected=new)
+                else:
+                    store.checkpoints.update(rid, updated_at=ts, changed_files=new)
+        store.flags.replace(ctx.mind, missing, stale, ts)

@@ -8,10 +8,15 @@ notebook displays; lists of them are :class:`RecordList` with ``to_pandas()`` /
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from synapse_nb._util import digest, plural, shorten
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
 
 __all__ = [
     "CATEGORIES",
@@ -93,7 +98,7 @@ class Record:
         return f"**{type(self).__name__}** `{self.id}`\n\n| field | value |\n|---|---|\n{rows}\n"
 
     def _repr_html_(self) -> str:
-        from synapse_nb.render import block, code, esc, fmt_time, table_html
+        from synapse_nb.render import block, code, esc, fmt_time, table_html  # loaded on first notebook display
 
         rows = [[f"<b>{esc(k)}</b>", esc(fmt_time(v) if k.endswith("_at") and isinstance(v, str) else v)]
                 for k, v in self.to_dict().items() if v not in (None, [], "")]
@@ -303,22 +308,20 @@ class RecordList(list[R], Generic[R]):
     def to_dicts(self) -> list[dict[str, Any]]:
         return [r.to_dict() for r in self]
 
-    def to_pandas(self):  # -> pandas.DataFrame
+    def to_pandas(self) -> pd.DataFrame:
         """The records as a pandas DataFrame (one row each, stable column names)."""
-        import pandas as pd
+        import pandas as pd  # heavy: loaded only when a DataFrame is asked for
 
         return pd.DataFrame(self.to_dicts())
 
-    def to_polars(self):  # -> polars.DataFrame
+    def to_polars(self) -> pl.DataFrame:
         """The records as a polars DataFrame (one row each, stable column names)."""
-        import polars as pl
+        import polars as pl  # heavy: loaded only when a DataFrame is asked for
 
         rows = self.to_dicts()
         for r in rows:  # nested dicts/lists of dicts become JSON text: polars wants uniform column types
             for k, v in list(r.items()):
                 if isinstance(v, dict) or (isinstance(v, list) and v and not isinstance(v[0], str)):
-                    import json
-
                     r[k] = json.dumps(v, sort_keys=True)
         return pl.DataFrame(rows, infer_schema_length=None)
 
@@ -335,7 +338,7 @@ class RecordList(list[R], Generic[R]):
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        from synapse_nb.render import block, code, esc, fmt_time, note_html, table_html
+        from synapse_nb.render import block, code, esc, fmt_time, note_html, table_html  # on first display
 
         if not self:
             return note_html("no records")
@@ -408,7 +411,7 @@ class Status:
         return "```\n" + str(self) + "\n```"
 
     def _repr_html_(self) -> str:
-        from synapse_nb.render import status_html
+        from synapse_nb.render import status_html  # loaded on first notebook display
 
         return status_html(self)
 

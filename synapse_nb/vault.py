@@ -14,22 +14,19 @@ read pending lessons, change settings or import.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta
+from contextlib import AbstractContextManager
+from datetime import timedelta
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from synapse_nb._util import Clock, fmt_ts, parse_duration, parse_ts, shift, utcnow
-from synapse_nb.errors import (
-    ConflictError,
-    PermissionDeniedError,
-    StoreError,
-    ValidationError,
-    VaultNotFoundError,
-)
+from synapse_nb._util import Clock, fmt_ts, parse_duration, shift, utcnow
+from synapse_nb.context import ACTORS, Context, GitView, check_identity
+from synapse_nb.errors import ConflictError, PermissionDeniedError, StoreError, ValidationError, VaultNotFoundError
+from synapse_nb.gitscope.repo import RepoInfo, find_repo
+from synapse_nb.gitscope.vaultdir import ensure_gitignore, tracked_files, untrack_command
 from synapse_nb.kinds.checkpoints import Checkpoints
 from synapse_nb.kinds.decisions import Decisions
 from synapse_nb.kinds.episodes import Episodes
@@ -37,113 +34,20 @@ from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import Checkpoint, Decision, Memory, PruneReport, Status
-from synapse_nb.store.sqlite import Store
+from synapse_nb.settings import BAR_SETTINGS, SETTINGS, Settings
+from synapse_nb.store.records import Change, View
+from synapse_nb.store.sqlite import SqliteStore
+
+if TYPE_CHECKING:
+    from synapse_nb.follow import VerifyReport
+    from synapse_nb.recall import Bars, Recall
+    from synapse_nb.recall.engine import Recaller
+    from synapse_nb.store.indexer import VaultIndex
 
 __all__ = ["ACTORS", "BAR_SETTINGS", "SETTINGS", "Settings", "Vault", "find_vault_dir", "open_vault"]
 
-ACTORS = ("user", "agent")
 VAULT_DIRNAME = ".synapse"
 DB_NAME = "synapse.db"
-_MIND = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-
-
-def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
-    def check(v: Any) -> int:
-        if isinstance(v, bool) or not isinstance(v, int | str):
-            raise ValidationError(f"expected a whole number from {lo} to {hi}, got {v!r}")
-        try:
-            n = int(v)
-        except ValueError:
-            raise ValidationError(f"expected a whole number from {lo} to {hi}, got {v!r}") from None
-        if not lo <= n <= hi:
-            raise ValidationError(f"expected a whole number from {lo} to {hi}, got {n}")
-        return n
-    return check
-
-
-def _unit_interval(v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float | str):
-        raise ValidationError(f"expected a number from 0 to 1, got {v!r}")
-    try:
-        x = float(v)
-    except ValueError:
-        raise ValidationError(f"expected a number from 0 to 1, got {v!r}") from None
-    if not 0.0 <= x <= 1.0:  # also refuses NaN
-        raise ValidationError(f"expected a number from 0 to 1, got {x}")
-    return x
-
-
-#: Known settings: name -> (default, validator, description).
-SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
-    "lesson_expiry_days": (7, _int_range(1, 3650), "days an approved lesson stays in force"),
-    "scan_window": (2000, _int_range(1, 10_000_000), "commits the first lesson scan looks back"),
-    "auto_checkpoint_every": (10, _int_range(1, 100_000), "changed files (watch) or cells (notebook) per auto checkpoint"),
-    # the recall gate's bars used when a recall is given none (same defaults as synapse_nb.recall.Bars)
-    "recall_floor": (0.3, _unit_interval, "recall: lowest gate score a hit may have"),
-    "recall_margin": (0.5, _unit_interval, "recall: a hit scores at least this times the best hit"),
-    "recall_top_k": (5, _int_range(0, 1000), "recall: most hits per kind"),
-    "recall_budget_tokens": (1200, _int_range(0, 1_000_000), "recall: most tokens for the hits"),
-}
-#: Bars fields and the settings that hold their saved defaults.
-BAR_SETTINGS = {"floor": "recall_floor", "margin": "recall_margin", "top_k": "recall_top_k",
-                "budget_tokens": "recall_budget_tokens"}
-
-
-class Settings:
-    """Vault settings stored in the database (so every surface sees the same values).
-
-    Reading is open to every actor; changing a setting is for the user actor only.
-
-    >>> v.settings.set("lesson_expiry_days", 14)  # doctest: +SKIP
-    """
-
-    def __init__(self, vault: Vault) -> None:
-        self._v = vault
-
-    def _check_name(self, name: str) -> None:
-        if not isinstance(name, str) or name not in SETTINGS:
-            raise ValidationError(f"unknown setting {name!r}; known settings: {', '.join(sorted(SETTINGS))}")
-
-    def get(self, name: str) -> Any:
-        self._check_name(name)
-        row = self._v._store.query_one("SELECT value FROM meta WHERE key = ?", (f"setting:{name}",))
-        return SETTINGS[name][0] if row is None else json.loads(row["value"])
-
-    def set(self, name: str, value: Any) -> Any:
-        if self._v.actor != "user":
-            raise PermissionDeniedError("an agent may not change settings; a human changes them")
-        self._check_name(name)
-        value = SETTINGS[name][1](value)
-        with self._v._store.transaction() as c:
-            c.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                      (f"setting:{name}", json.dumps(value)))
-        return value
-
-    def set_many(self, values: dict[str, Any]) -> dict[str, Any]:
-        """Set several settings in one transaction: every value is checked first, then all are written or none.
-
-        >>> v.settings.set_many({"recall_floor": 0.25, "recall_top_k": 3})  # doctest: +SKIP
-        {'recall_floor': 0.25, 'recall_top_k': 3}
-        """
-        if self._v.actor != "user":
-            raise PermissionDeniedError("an agent may not change settings; a human changes them")
-        if not isinstance(values, dict):
-            raise ValidationError(f"settings must be given as a dict of name -> value, got {type(values).__name__}")
-        checked = {}
-        for name, value in values.items():
-            self._check_name(name)
-            checked[name] = SETTINGS[name][1](value)
-        with self._v._store.transaction() as c:
-            for name, value in checked.items():
-                c.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
-                          "value = excluded.value", (f"setting:{name}", json.dumps(value)))
-        return checked
-
-    def as_dict(self) -> dict[str, Any]:
-        return {name: self.get(name) for name in sorted(SETTINGS)}
-
-    def __repr__(self) -> str:
-        return f"Settings({self.as_dict()!r})"
 
 
 def find_vault_dir(path: str | Path | None = None) -> tuple[Path, Path]:
@@ -182,8 +86,6 @@ def find_vault_dir(path: str | Path | None = None) -> tuple[Path, Path]:
 
 def _locate(path: str | Path | None) -> tuple[Path, Path, str]:
     """:func:`find_vault_dir` plus how to name the location in a message (``SYNAPSE_HOME=/x`` or ``/x``)."""
-    from synapse_nb.gitscope.repo import find_repo
-
     label = ""
     if path is None and os.environ.get("SYNAPSE_HOME", "").strip():
         path, label = os.environ["SYNAPSE_HOME"].strip(), "SYNAPSE_HOME="
@@ -217,14 +119,6 @@ def _locate(path: str | Path | None) -> tuple[Path, Path, str]:
     if repo is not None:
         return repo.main_work_tree / VAULT_DIRNAME, base, f"{label}{base}"
     return base / VAULT_DIRNAME, base, f"{label}{base}"
-
-
-def _check_identity(mind: str, actor: str) -> None:
-    if actor not in ACTORS:
-        raise ValidationError(f"actor {actor!r} is not accepted; use one of: {', '.join(ACTORS)}")
-    if not isinstance(mind, str) or not _MIND.match(mind):
-        raise ValidationError(f"mind {mind!r} is not accepted; use 1-64 letters, digits, '_', '.' or '-', "
-                              "starting with a letter or digit")
 
 
 _VAULT_ENTRY = re.compile(r"^(synapse\.db(-wal|-shm|-journal)?|index|[\w.-]+\.lock|hook\.log(\.1)?|\.gitignore)$")
@@ -281,9 +175,7 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     ...
     synapse_nb.errors.VaultNotFoundError: no vault at ...
     """
-    from synapse_nb.gitscope.vaultdir import ensure_gitignore
-
-    _check_identity(mind, actor)  # before anything is created
+    check_identity(mind, actor)  # before anything is created
     vault_dir, project_dir, shown = _locate(path)
     created = False
     if not (vault_dir / DB_NAME).is_file():
@@ -304,12 +196,16 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
 
 
 class Vault:
-    """One vault, seen as one mind by one actor. Use :func:`open_vault` to get one."""
+    """One vault, seen as one mind by one actor: the facade over the core. Use :func:`open_vault` to get one.
+
+    It builds the :class:`~synapse_nb.context.Context` (store, mind, actor, clock, git view) that the kind
+    managers, recall, follow, transfer and settings work in, and exposes them.
+    """
 
     def __init__(self, vault_dir: str | Path, *, project_dir: str | Path | None = None, mind: str = "default",
                  actor: str = "user", clock: Clock | None = None, readonly: bool = False,
-                 _store: Store | None = None) -> None:
-        _check_identity(mind, actor)
+                 _store: SqliteStore | None = None, _git: GitView | None = None) -> None:
+        check_identity(mind, actor)
         self.path = Path(vault_dir)
         #: True when :func:`open_vault` created this vault (surfaces say where, once)
         self.created = False
@@ -317,20 +213,19 @@ class Vault:
         self.mind = mind
         self.actor = actor
         self._clock = clock or utcnow
-        self._store = _store or Store(self.path / DB_NAME, readonly=readonly)
-        self._repo_cache: Any = ...
-        self._prefix_cache: Any = ...
-        self._changed: dict[tuple[str, str], bool] = {}
-        self._listeners: list[Callable[[list[tuple[str, str, bool]]], None]] = []
-        self.memories = Memories(self)
-        self.checkpoints = Checkpoints(self)
-        self.decisions = Decisions(self)
-        self.lessons = Lessons(self)
-        self.episodes = Episodes(self)
-        self.notes = Notes(self)
-        self.settings = Settings(self)
-        self._recaller: Any = None
-        self._index: Any = None
+        self._store = _store or SqliteStore(self.path / DB_NAME, readonly=readonly)
+        self._git = _git or GitView(self.project_dir, self.path)
+        self._ctx = Context(store=self._store, mind=mind, actor=actor, git=self._git,  # type: ignore[arg-type]
+                            clock=self._clock)
+        self.memories = Memories(self._ctx)
+        self.checkpoints = Checkpoints(self._ctx)
+        self.decisions = Decisions(self._ctx)
+        self.lessons = Lessons(self._ctx)
+        self.episodes = Episodes(self._ctx)
+        self.notes = Notes(self._ctx)
+        self.settings = Settings(self._ctx)
+        self._recaller: Recaller | None = None
+        self._index: VaultIndex | None = None
 
     # -- identity -----------------------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -339,25 +234,21 @@ class Vault:
     def with_mind(self, mind: str) -> Vault:
         """The same vault (same connection) seen as another mind."""
         return Vault(self.path, project_dir=self.project_dir, mind=mind, actor=self.actor, clock=self._clock,
-                     _store=self._store)
+                     _store=self._store, _git=self._git)
 
     def as_agent(self) -> Vault:
         """The same vault (same connection) acting as the agent actor. There is no ``as_user``."""
         return Vault(self.path, project_dir=self.project_dir, mind=self.mind, actor="agent", clock=self._clock,
-                     _store=self._store)
+                     _store=self._store, _git=self._git)
 
     @property
     def db_path(self) -> Path:
         return self._store.path
 
     @property
-    def repo(self) -> Any:
-        """The git repository of the project folder (a ``RepoInfo``), or ``None`` outside git."""
-        if self._repo_cache is ...:
-            from synapse_nb.gitscope.repo import find_repo
-
-            self._repo_cache = find_repo(self.project_dir)
-        return self._repo_cache
+    def repo(self) -> RepoInfo | None:
+        """The git repository of the project folder, or ``None`` outside git."""
+        return self._git.repo
 
     @property
     def git_prefix(self) -> str | None:
@@ -366,25 +257,7 @@ class Vault:
         Lesson scans, ``verify`` and staleness leave paths inside it out: the vault's own files are
         never a code change.
         """
-        if self._prefix_cache is ...:
-            from synapse_nb.gitscope.vaultdir import repo_prefix
-
-            self._prefix_cache = repo_prefix(self.repo, self.path)
-        return self._prefix_cache
-
-    def _in_vault(self, path: str) -> bool:
-        """Whether a remembered file path (repository-relative, or absolute) lies inside the vault folder."""
-        if not isinstance(path, str):
-            return False
-        if os.path.isabs(path):
-            try:
-                Path(os.path.realpath(path)).relative_to(Path(os.path.realpath(self.path)))
-                return True
-            except ValueError:
-                return False
-        from synapse_nb.gitscope.vaultdir import in_prefix
-
-        return in_prefix(self.git_prefix, path)
+        return self._git.prefix
 
     def tracked_by_git(self) -> tuple[str, ...]:
         """Files of the vault folder that git tracks (committed by an older version, or forced in).
@@ -393,8 +266,6 @@ class Vault:
         case: the vault folder's ``.gitignore`` keeps it out). One ``git ls-files``; :meth:`status`
         reports it with the command that untracks the vault.
         """
-        from synapse_nb.gitscope.vaultdir import tracked_files
-
         return tracked_files(self.path)[1]
 
     def close(self) -> None:
@@ -406,80 +277,12 @@ class Vault:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- internals used by the kind managers --------------------------------------------------------------
-    def _now(self) -> datetime:
-        return self._clock()
+    def on_change(self, listener: Callable[[list[Change]], None]) -> None:
+        """Call ``listener([(kind, id, deleted), ...])`` after each committed write to this vault's connection
+        (through this handle, or another handle of it such as ``with_mind`` or ``as_agent``)."""
+        self._store.on_change(listener)
 
-    def _now_ts(self) -> str:
-        return fmt_ts(self._clock())
-
-    def _stamp(self, c: Any) -> str:
-        """The write timestamp for the current transaction: now, or 1 µs after the vault's last stamp.
-
-        Stamps are strictly increasing per vault across processes (they are taken under the write lock),
-        so records never tie on ``created_at``/``updated_at`` and every listing has one order, the same
-        in an imported copy.
-        """
-        now = self._now_ts()
-        row = c.execute("SELECT value FROM meta WHERE key = 'clock'").fetchone()
-        if row is not None and row[0] >= now:
-            now = fmt_ts(parse_ts(row[0]) + timedelta(microseconds=1))
-        c.execute("INSERT INTO meta(key, value) VALUES ('clock', ?) ON CONFLICT(key) DO UPDATE SET value = "
-                  "excluded.value", (now,))
-        return now
-
-    def _git_head(self) -> tuple[str | None, str | None]:
-        repo = self.repo
-        if repo is None:
-            return None, None
-        from synapse_nb.gitscope.repo import head
-
-        try:
-            h = head(repo)
-        except Exception:  # a broken repository must never block a write
-            return None, None
-        return h.branch, h.commit
-
-    def _default_branch(self) -> str | None:
-        """The repository's default branch: origin's HEAD, else main, else master (None outside git)."""
-        repo = self.repo
-        if repo is None:
-            return None
-        from synapse_nb.gitscope.repo import _resolve_ref
-
-        try:
-            origin = (repo.common_dir / "refs" / "remotes" / "origin" / "HEAD").read_text().strip()
-            if origin.startswith("ref: refs/remotes/origin/"):
-                return origin[len("ref: refs/remotes/origin/"):]
-        except OSError:
-            pass
-        for name in ("main", "master"):
-            try:
-                if _resolve_ref(repo, f"refs/heads/{name}"):
-                    return name
-            except Exception:  # an unreadable ref is not a default branch
-                continue
-        return None
-
-    def _touched(self, kind: str, rid: str, *, deleted: bool = False) -> None:
-        """Record that (kind, id) changed in the current transaction; listeners hear of it after commit."""
-        first = not self._changed
-        self._changed[(kind, rid)] = deleted
-        if first:
-            self._store.on_rollback(self._changed.clear)  # rolled-back ids are never reported
-            self._store.after_commit(self._flush_changes)
-
-    def _flush_changes(self) -> None:
-        changes = sorted((k, r, d) for (k, r), d in self._changed.items())
-        self._changed.clear()
-        for listener in list(self._listeners):
-            listener(changes)
-
-    def on_change(self, listener: Callable[[list[tuple[str, str, bool]]], None]) -> None:
-        """Call ``listener([(kind, id, deleted), ...])`` after each committed write through this handle."""
-        self._listeners.append(listener)
-
-    def transaction(self) -> Any:
+    def transaction(self) -> AbstractContextManager[object]:
         """Group several writes into one transaction (faster in bulk, all-or-nothing).
 
         >>> with v.transaction():  # doctest: +SKIP
@@ -512,7 +315,7 @@ class Vault:
 
     # -- recall -------------------------------------------------------------------------------------------
     def recall(self, query: str, *, session: str | None = None, branch: str | None = None, files: Any = None,
-               budget_tokens: int | None = None, bars: Any = None, path: str = "auto") -> Any:
+               budget_tokens: int | None = None, bars: Bars | None = None, path: str = "auto") -> Recall:
         """What this turn needs to know: only the new and relevant across all memories, or "nothing new".
 
         The approved-lesson banner comes first on every call. With ``session``, what that session already
@@ -535,15 +338,15 @@ class Vault:
         >>> print(r.text)  # doctest: +SKIP
         """
         if self._recaller is None:
-            from synapse_nb.recall import Recaller
+            from synapse_nb.recall.engine import Recaller  # loaded by the first recall (import synapse_nb stays light)
 
-            self._recaller = Recaller(self)
+            self._recaller = Recaller(self._ctx, lambda: self.index)
         if bars is None:
             bars = self.default_bars()
         return self._recaller.recall(query, session=session, branch=branch, files=files,
                                      budget_tokens=budget_tokens, bars=bars, path=path)
 
-    def default_bars(self) -> Any:
+    def default_bars(self) -> Bars:
         """The gate's bars a recall uses when given none: ``Bars()`` with the saved defaults applied.
 
         The user saves them with :meth:`save_default_bars` (the ``GateExplorer`` widget's "Save as my
@@ -553,11 +356,12 @@ class Vault:
         >>> v.default_bars().floor  # doctest: +SKIP
         0.3
         """
-        from synapse_nb.recall import Bars
+        from synapse_nb.recall import Bars  # recall loads on first use (import synapse_nb stays light)
 
-        return Bars(**{field: self.settings.get(name) for field, name in BAR_SETTINGS.items()})
+        saved = self.settings.get_many(BAR_SETTINGS.values())
+        return Bars(**{field: saved[name] for field, name in BAR_SETTINGS.items()})
 
-    def save_default_bars(self, bars: Any) -> Any:
+    def save_default_bars(self, bars: Bars) -> Bars:
         """Save ``bars``' floor, margin, top-k and budget as this vault's recall defaults (user only).
 
         Every later ``recall`` without ``bars`` (notebook, CLI, MCP) uses them. Returns the saved defaults.
@@ -565,7 +369,7 @@ class Vault:
         >>> from synapse_nb.recall import Bars
         >>> v.save_default_bars(Bars(floor=0.25, top_k=3))  # doctest: +SKIP
         """
-        from synapse_nb.recall import Bars
+        from synapse_nb.recall import Bars  # recall loads on first use (import synapse_nb stays light)
 
         if not isinstance(bars, Bars):
             raise ValidationError(f"bars must be a synapse_nb.recall.Bars, got {type(bars).__name__}")
@@ -573,16 +377,16 @@ class Vault:
         return self.default_bars()
 
     @property
-    def index(self) -> Any:
-        """The LanceDB retrieval index (:class:`synapse_nb.recall.VaultIndex`): ``rebuild()``, ``check()``."""
+    def index(self) -> VaultIndex:
+        """The LanceDB retrieval index (:class:`synapse_nb.store.indexer.VaultIndex`): ``rebuild()``, ``check()``."""
         if self._index is None:
-            from synapse_nb.recall import VaultIndex
+            from synapse_nb.store.indexer import VaultIndex  # index upkeep loads on first use (cold start)
 
-            self._index = VaultIndex(self)
+            self._index = VaultIndex(self._store, self.path, mind=self.mind, now=self._ctx.now_ts)
         return self._index
 
     # -- memory follows the code -------------------------------------------------------------------------
-    def verify(self, *, fix: bool = False) -> Any:
+    def verify(self, *, fix: bool = False) -> VerifyReport:
         """Check every file a lesson, checkpoint, decision or memory refers to against git HEAD.
 
         Reports dangling references (missing files), renames git knows, and records that name files
@@ -594,53 +398,37 @@ class Vault:
         verified 12 file references: 1 dangling, 0 renamed, 0 records possibly stale
           missing   checkpoint ckp_3f9a0c12be47: src/old_auth.py
         """
-        from synapse_nb.follow import verify
+        from synapse_nb.follow import verify  # git checks load when asked for (cold start)
 
-        return verify(self, fix=fix)
+        return verify(self._ctx, fix=fix)
 
     def flags(self) -> dict[str, dict[str, Any]]:
         """Marks left by ``verify(fix=True)``: {id: {"dangling": [paths], "stale": [shas]}}."""
-        out: dict[str, dict[str, Any]] = {}
-        for r in self._store.query("SELECT rid, flag, detail FROM flags WHERE mind = ? ORDER BY rid, flag",
-                                   (self.mind,)):
-            out.setdefault(r["rid"], {})[r["flag"]] = json.loads(r["detail"])
-        return out
+        return self._store.flags.of_mind(self.mind)
 
     # -- status, prune ------------------------------------------------------------------------------------
     def status(self) -> Status:
         """Counts per kind and state, pending lessons, and what expires soon."""
-        now = self._now()
+        store, m = self._store, self.mind
+        now = self._ctx.now()
         ts = fmt_ts(now)
-        q = self._store.query
-        m = self.mind
-        counts: dict[str, dict[str, int]] = {}
-        row = q("SELECT count(*) AS n, sum(verified) AS v, sum(expires_at IS NOT NULL AND expires_at <= ?) AS e "
-                "FROM memories WHERE mind = ?", (ts, m))[0]
-        n, ver, exp = int(row["n"] or 0), int(row["v"] or 0), int(row["e"] or 0)
-        counts["memories"] = {"total": n, "verified": ver, "unverified": n - ver, "expired": exp}
-        for table in ("checkpoints", "decisions", "episodes", "notes"):
-            counts[table] = {"total": int(q(f"SELECT count(*) FROM {table} WHERE mind = ?", (m,))[0][0])}
-        les = {s: 0 for s in ("pending", "approved", "expired")}
-        for r in q("SELECT CASE WHEN status = 'approved' AND expires_at <= ? THEN 'expired' ELSE status END AS s, "
-                   "count(*) AS n FROM lessons WHERE mind = ? GROUP BY s", (ts, m)):
-            les[r["s"]] = int(r["n"])
-        if self.actor == "agent":
-            les = {"approved": les["approved"]}
-        counts["lessons"] = les
+        mem = store.memories.stats(m, ts)
+        counts: dict[str, dict[str, int]] = {"memories": {"total": mem.total, "verified": mem.verified,
+                                                          "unverified": mem.total - mem.verified,
+                                                          "expired": mem.expired}}
+        view = View(m, ts)
+        for name, table in (("checkpoints", store.checkpoints), ("decisions", store.decisions),
+                            ("episodes", store.episodes), ("notes", store.notes)):
+            counts[name] = {"total": table.count(view)}
+        les = {s: 0 for s in ("pending", "approved", "expired")} | store.lessons.status_counts(m, ts)
+        counts["lessons"] = {"approved": les["approved"]} if self.actor == "agent" else les
         pending = () if self.actor == "agent" else tuple(x.id for x in self.lessons.pending())
-        soon = fmt_ts(now + timedelta(days=7))
-        expiring = tuple(r["id"] for r in q(
-            "SELECT id FROM memories WHERE mind = ? AND expires_at > ? AND expires_at <= ? ORDER BY expires_at, id",
-            (m, ts, soon)))
-        les_soon = tuple(r["id"] for r in q(
-            "SELECT id FROM lessons WHERE mind = ? AND status = 'approved' AND expires_at > ? AND expires_at <= ? "
-            "ORDER BY expires_at, id", (m, ts, fmt_ts(now + timedelta(days=2)))))
+        expiring = tuple(x.id for x in store.memories.expiring(m, ts, fmt_ts(now + timedelta(days=7))))
+        les_soon = store.lessons.expiring(m, ts, fmt_ts(now + timedelta(days=2)))
         flags = self.flags()
-        from synapse_nb.gitscope.vaultdir import tracked_files, untrack_command
-
         prefix, tracked = tracked_files(self.path)
         return Status(vault_path=str(self.path), mind=m, actor=self.actor, counts=counts, pending_lessons=pending,
-                      expiring_memories=expiring, expiring_lessons=les_soon, schema_version=self._store.schema_version,
+                      expiring_memories=expiring, expiring_lessons=les_soon, schema_version=store.schema_version,
                       dangling=tuple(sorted(r for r, f in flags.items() if "dangling" in f)),
                       possibly_stale=tuple(sorted(r for r, f in flags.items() if "stale" in f)),
                       tracked_by_git=tracked,
@@ -651,27 +439,14 @@ class Vault:
         if self.actor != "user":
             raise PermissionDeniedError("an agent may not prune the vault; a human does")
         age = parse_duration(sessions_older_than, "sessions_older_than")
-        now = self._now()
+        store = self._store
+        now = self._ctx.now()
         ts = fmt_ts(now)
-        with self._store.transaction() as c:
-            mem_ids = tuple(r[0] for r in c.execute(
-                "SELECT id FROM memories WHERE mind = ? AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY id",
-                (self.mind, ts)))
-            c.execute("DELETE FROM memories WHERE mind = ? AND expires_at IS NOT NULL AND expires_at <= ?",
-                      (self.mind, ts))
-            les_ids = tuple(r[0] for r in c.execute(
-                "SELECT id FROM lessons WHERE mind = ? AND status = 'approved' AND expires_at <= ? ORDER BY id",
-                (self.mind, ts)))
-            c.execute("UPDATE lessons SET status = 'expired', updated_at = ? WHERE mind = ? AND status = 'approved' "
-                      "AND expires_at <= ?", (self._stamp(c), self.mind, ts))
-            cur = c.execute("DELETE FROM session_seen WHERE mind = ? AND seen_at < ?",
-                            (self.mind, fmt_ts(shift(now, -age, "sessions_older_than"))))
-            sessions = cur.rowcount
-            for i in mem_ids:
-                self._touched("memory", i, deleted=True)
-            for i in les_ids:
-                self._touched("lesson", i)
-        return PruneReport(memories_deleted=mem_ids, lessons_expired=les_ids, sessions_cleared=max(0, sessions))
+        with store.transaction():
+            mem_ids = store.memories.delete_expired(self.mind, ts)
+            les_ids = store.lessons.expire(self.mind, ts, store.stamp(self._ctx.now_ts()))
+            sessions = store.sessions.prune(self.mind, fmt_ts(shift(now, -age, "sessions_older_than")))
+        return PruneReport(memories_deleted=mem_ids, lessons_expired=les_ids, sessions_cleared=sessions)
 
     # -- export / import ----------------------------------------------------------------------------------
     def export_jsonl(self, dest: str | Path | IO[str] | None = None) -> str:
@@ -680,14 +455,14 @@ class Vault:
         Returns the text; also writes it to ``dest`` (a path or a text file) when given. Importing the
         export into an empty vault gives an identical vault (same ids, same timestamps).
         """
-        from synapse_nb.transfer import export_lines
+        from synapse_nb.transfer import export_lines  # loads the kind checks import needs (cold start)
 
         if self.actor != "user":
             raise PermissionDeniedError("an agent may not export the vault (it would read pending lessons)")
         text = "".join(line + "\n" for line in export_lines(self._store))
         if dest is not None:
             if hasattr(dest, "write"):
-                dest.write(text)  # type: ignore[union-attr]
+                dest.write(text)
             else:
                 target = Path(dest).expanduser()
                 if not target.parent.is_dir():
@@ -706,7 +481,7 @@ class Vault:
         (mind, category, key) already holding something else, duplicate ids, unknown kinds, malformed
         lines) refuses the whole import with a message naming the line. Returns counts per kind.
         """
-        from synapse_nb.transfer import import_lines
+        from synapse_nb.transfer import import_lines  # loaded when asked for (cold start)
 
         if self.actor != "user":
             raise PermissionDeniedError("an agent may not import records; a human imports an export")
@@ -719,8 +494,7 @@ class Vault:
             except UnicodeDecodeError as exc:
                 raise ValidationError(f"import file {str(p)!r} is not UTF-8 text: {exc}") from None
         elif hasattr(source, "read"):
-            lines = source.read().splitlines()  # type: ignore[union-attr]
+            lines = source.read().splitlines()
         else:
             lines = source
-        return import_lines(self, lines)
-
+        return import_lines(self._ctx, lines)

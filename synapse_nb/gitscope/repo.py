@@ -25,7 +25,7 @@ from pathlib import Path
 
 from synapse_nb.errors import GitError
 
-__all__ = ["HeadState", "RepoInfo", "find_repo", "head"]
+__all__ = ["HeadState", "RepoInfo", "default_branch", "find_repo", "head"]
 
 _SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _MAX_SYMREF_DEPTH = 5
@@ -296,3 +296,23 @@ def head(repo: RepoInfo) -> HeadState:
     if _SHA_RE.match(value):
         return HeadState(branch=None, commit=value)
     raise GitError(f"HEAD in {repo.git_dir} holds {value[:60]!r}; expected 'ref: refs/heads/<branch>' or a sha")
+
+
+def default_branch(repo: RepoInfo) -> str | None:
+    """The repository's default branch: origin's HEAD, else ``main``, else ``master``; None when none exists.
+
+    Read from files only, like :func:`head`; an unreadable ref is not a default branch.
+    """
+    try:
+        origin = _read_text(repo.common_dir / "refs" / "remotes" / "origin" / "HEAD")
+    except GitError:
+        origin = None
+    if origin is not None and origin.strip().startswith("ref: refs/remotes/origin/"):
+        return origin.strip()[len("ref: refs/remotes/origin/"):]
+    for name in ("main", "master"):
+        try:
+            if _resolve_ref(repo, f"refs/heads/{name}"):
+                return name
+        except Exception:  # an unreadable ref is not a default branch
+            continue
+    return None

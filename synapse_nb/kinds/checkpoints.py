@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from synapse_nb._util import MAX_TEXT, check_choice, check_files, check_optional_text, check_text, new_id
+from synapse_nb._util import (
+    MAX_TEXT,
+    check_choice,
+    check_files,
+    check_limit,
+    check_optional_text,
+    check_stored_strings,
+    check_text,
+    new_id,
+)
 from synapse_nb.errors import NoCheckpointError, ValidationError
-from synapse_nb.kinds._base import KindManager, dumps, loads
+from synapse_nb.kinds._base import KindManager
 from synapse_nb.models import Checkpoint, RecordList
+
+if TYPE_CHECKING:
+    from synapse_nb.store.base import CheckpointTable
 
 __all__ = ["ORIGINS", "Checkpoints"]
 
@@ -29,15 +40,19 @@ class Checkpoints(KindManager[Checkpoint]):
     True
     """
 
-    table = "checkpoints"
     record_cls = Checkpoint
 
-    def _from_row(self, r: sqlite3.Row) -> Checkpoint:
-        return Checkpoint(
-            id=r["id"], mind=r["mind"], created_at=r["created_at"], updated_at=r["updated_at"], doing=r["doing"],
-            changed_files=tuple(loads(r["changed_files"], [])), next_step=r["next_step"], blockers=r["blockers"],
-            branch=r["branch"], commit=r["commit_sha"], origin=r["origin"], source=r["source"],
-        )
+    @property
+    def _table(self) -> CheckpointTable:
+        return self._ctx.store.checkpoints
+
+    @staticmethod
+    def check_record(c: Checkpoint) -> None:
+        """What a stored checkpoint is: the write path builds only such records, and an import refuses others."""
+        check_text(c.doing, "doing", max_len=MAX_TEXT)
+        check_stored_strings(c.changed_files, "changed_files")
+        if c.origin not in ORIGINS:
+            raise ValidationError(f"origin {c.origin!r} is not one of {', '.join(ORIGINS)}")
 
     def create(self, doing: str, *, files: Any = None, next_step: str | None = None, blockers: Any = None,
                origin: str = "api") -> Checkpoint:
@@ -58,22 +73,17 @@ class Checkpoints(KindManager[Checkpoint]):
             blockers = "; ".join(check_text(b, "blocker", allow_empty=True) for b in blockers if str(b).strip())
         blk = check_optional_text(blockers, "blockers")
         origin = check_choice(origin, "origin", ORIGINS)
-        if self._v.actor == "agent" and origin not in ("agent", "auto"):
+        ctx = self._ctx
+        if ctx.actor == "agent" and origin not in ("agent", "auto"):
             origin = "agent"
-        branch, commit = self._v._git_head()
-        cid = new_id("ckp")
-        with self._v._store.transaction() as c:
-            ts = self._v._stamp(c)
-            c.execute(
-                "INSERT INTO checkpoints(id, mind, branch, commit_sha, doing, changed_files, next_step, blockers, "
-                "origin, source, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (cid, self._v.mind, branch, commit, doing, dumps(list(changed)), nxt, blk, origin, self._v.actor,
-                 ts, ts),
-            )
-            self._v._touched("checkpoint", cid)
-        return Checkpoint(id=cid, mind=self._v.mind, created_at=ts, updated_at=ts, doing=doing,
-                          changed_files=changed, next_step=nxt, blockers=blk, branch=branch, commit=commit,
-                          origin=origin, source=self._v.actor)
+        branch, commit = ctx.git.head()
+        with ctx.store.transaction():
+            ts = ctx.store.stamp(ctx.now_ts())
+            ckp = Checkpoint(id=new_id("ckp"), mind=ctx.mind, created_at=ts, updated_at=ts, doing=doing,
+                             changed_files=changed, next_step=nxt, blockers=blk, branch=branch, commit=commit,
+                             origin=origin, source=ctx.actor)
+            self._table.insert(ckp)
+        return ckp
 
     def latest(self, branch: Any = _CURRENT) -> Checkpoint | None:
         """The newest checkpoint of the current git branch (or of ``branch``); ``None`` when there is none.
@@ -81,11 +91,10 @@ class Checkpoints(KindManager[Checkpoint]):
         Outside git, or on a detached HEAD, "the branch" is none: the newest checkpoint saved without one.
         """
         if branch is _CURRENT:
-            branch = self._v._git_head()[0]
+            branch = self._ctx.git.head()[0]
         elif branch is not None:
             branch = check_text(branch, "branch", max_len=255, multiline=False)
-        rows = self._rows("$branch IS ?", (branch,), limit=1)
-        return self._from_row(rows[0]) if rows else None
+        return self._table.latest(self._view(), branch)
 
     def restore(self, id: str = "latest") -> Checkpoint:
         """The checkpoint to resume from: ``"latest"`` (current branch) or an id / unique id prefix.
@@ -96,17 +105,18 @@ class Checkpoints(KindManager[Checkpoint]):
         if id == "latest":
             ckp = self.latest()
             if ckp is None:
-                branch = self._v._git_head()[0]
+                branch = self._ctx.git.head()[0]
                 # none on this branch, so every checkpoint of the mind is on another one
-                raise NoCheckpointError(branch=branch, mind=self._v.mind, elsewhere=self.count())
+                raise NoCheckpointError(branch=branch, mind=self._ctx.mind, elsewhere=self.count())
             return ckp
         return self.get(id)
 
     def list(self, *, branch: Any = None, limit: int | None = None) -> RecordList[Checkpoint]:
         """Checkpoints newest first; ``branch=None`` lists every branch, a name lists one branch."""
+        limit = check_limit(limit)
         if branch is None:
-            return self._list(limit=limit)
+            return RecordList(self._table.list(self._view(), limit=limit))
         if not isinstance(branch, str):
             raise ValidationError(f"branch must be a branch name, got {type(branch).__name__}")
         branch = check_text(branch, "branch", max_len=255, multiline=False)
-        return self._list("$branch = ?", (branch,), limit=limit)
+        return RecordList(self._table.list(self._view(), branch=branch, limit=limit))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from synapse_nb._util import MAX_TEXT, check_optional_text, check_tags, check_text, new_id
+from synapse_nb._util import MAX_TEXT, check_optional_text, check_stored_tags, check_tags, check_text, new_id
 from synapse_nb.errors import ValidationError
-from synapse_nb.kinds._base import KindManager, dumps, loads
+from synapse_nb.kinds._base import KindManager, check_query, check_search_limit
 from synapse_nb.models import Decision, RecordList
+
+if TYPE_CHECKING:
+    from synapse_nb.store.base import DecisionTable
 
 __all__ = ["Decisions"]
 
@@ -25,15 +27,17 @@ class Decisions(KindManager[Decision]):
     ['Use SQLite WAL mode']
     """
 
-    table = "decisions"
     record_cls = Decision
 
-    def _from_row(self, r: sqlite3.Row) -> Decision:
-        return Decision(
-            id=r["id"], mind=r["mind"], created_at=r["created_at"], updated_at=r["updated_at"],
-            decision=r["decision"], rationale=r["rationale"], tags=tuple(loads(r["tags"], [])), branch=r["branch"],
-            commit=r["commit_sha"], source=r["source"],
-        )
+    @property
+    def _table(self) -> DecisionTable:
+        return self._ctx.store.decisions
+
+    @staticmethod
+    def check_record(d: Decision) -> None:
+        """What a stored decision is: the write path builds only such records, and an import refuses others."""
+        check_text(d.decision, "decision", max_len=MAX_TEXT)
+        check_stored_tags(d.tags)
 
     def create(self, decision: str, *, rationale: str | None = None, tags: Any = None) -> Decision:
         """Log a decision (with the current git branch and commit). Agents may log decisions too (source agent).
@@ -44,28 +48,25 @@ class Decisions(KindManager[Decision]):
         decision = check_text(decision, "decision", max_len=MAX_TEXT)
         rationale = check_optional_text(rationale, "rationale")
         tag_t = check_tags(tags)
-        branch, commit = self._v._git_head()
-        did = new_id("dec")
-        with self._v._store.transaction() as c:
-            ts = self._v._stamp(c)
-            c.execute(
-                "INSERT INTO decisions(id, mind, decision, rationale, tags, branch, commit_sha, source, created_at, "
-                "updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (did, self._v.mind, decision, rationale, dumps(list(tag_t)), branch, commit, self._v.actor, ts, ts),
-            )
-            self._v._touched("decision", did)
-        return Decision(id=did, mind=self._v.mind, created_at=ts, updated_at=ts, decision=decision,
-                        rationale=rationale, tags=tag_t, branch=branch, commit=commit, source=self._v.actor)
+        ctx = self._ctx
+        branch, commit = ctx.git.head()
+        with ctx.store.transaction():
+            ts = ctx.store.stamp(ctx.now_ts())
+            dec = Decision(id=new_id("dec"), mind=ctx.mind, created_at=ts, updated_at=ts, decision=decision,
+                           rationale=rationale, tags=tag_t, branch=branch, commit=commit, source=ctx.actor)
+            self._table.insert(dec)
+        return dec
 
     def search(self, q: str, *, tag: str | None = None, limit: int = 50) -> RecordList[Decision]:
         """Full-text search over decision, rationale and tags; any text is safe."""
-        where, params = "1", ()
+        limit = check_search_limit(limit)
+        stored_tag = None
         if tag is not None:
             t = check_tags([tag])
             if not t:
                 raise ValidationError("tag must not be empty")
-            where, params = "$id IN (SELECT rid FROM tags WHERE tag = ? AND kind = 'decision')", (t[0],)
-        return self._search(q, where=where, params=params, limit=limit)
+            stored_tag = t[0]
+        return RecordList(self._table.search(self._view(), check_query(q), tag=stored_tag, limit=limit))
 
     def by_tag(self, tag: str) -> RecordList[Decision]:
         """Decisions carrying this tag (case-insensitive), newest first."""
@@ -76,7 +77,5 @@ class Decisions(KindManager[Decision]):
         """Remove a decision logged by mistake (user only: the log is otherwise permanent)."""
         self._require_user("delete a decision")
         dec = self.get(id)
-        with self._v._store.transaction() as c:
-            c.execute("DELETE FROM decisions WHERE id = ?", (dec.id,))
-            self._v._touched("decision", dec.id, deleted=True)
+        self._table.delete(dec.id)
         return dec

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-import sqlite3
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
-from synapse_nb._util import MAX_SHORT, check_choice, check_files, check_optional_text, check_text, new_id
+from synapse_nb._util import (
+    MAX_SHORT,
+    check_choice,
+    check_files,
+    check_limit,
+    check_optional_text,
+    check_stored_strings,
+    check_text,
+    new_id,
+)
 from synapse_nb.errors import ValidationError
-from synapse_nb.kinds._base import KindManager, dumps, loads
+from synapse_nb.kinds._base import KindManager
 from synapse_nb.models import Episode, RecordList
+
+if TYPE_CHECKING:
+    from synapse_nb.store.base import EpisodeTable
 
 __all__ = ["STATUSES", "Episodes"]
 
@@ -27,15 +39,19 @@ class Episodes(KindManager[Episode]):
     True
     """
 
-    table = "episodes"
     record_cls = Episode
 
-    def _from_row(self, r: sqlite3.Row) -> Episode:
-        return Episode(
-            id=r["id"], mind=r["mind"], created_at=r["created_at"], updated_at=r["updated_at"],
-            task_key=r["task_key"], status=r["status"], outcome=r["outcome"], refs=tuple(loads(r["refs"], [])),
-            duration_s=r["duration_s"], source=r["source"],
-        )
+    @property
+    def _table(self) -> EpisodeTable:
+        return self._ctx.store.episodes
+
+    @staticmethod
+    def check_record(e: Episode) -> None:
+        """What a stored episode is: the write path builds only such records, and an import refuses others."""
+        check_text(e.task_key, "task_key", multiline=False)
+        if e.status not in STATUSES:
+            raise ValidationError(f"status {e.status!r} is not one of {', '.join(STATUSES)}")
+        check_stored_strings(e.refs, "refs")
 
     def log(self, task_key: str, *, status: str = "unknown", outcome: str | None = None, refs: Any = None,
             duration_s: float | None = None) -> Episode:
@@ -53,30 +69,24 @@ class Episodes(KindManager[Episode]):
                 raise ValidationError("duration_s is too large to represent") from None
             if duration_s == float("inf"):
                 raise ValidationError("duration_s must be finite")
-        eid = new_id("epi")
-        with self._v._store.transaction() as c:
-            ts = self._v._stamp(c)
-            prior_row = c.execute("SELECT * FROM episodes WHERE mind = ? AND task_key = ? "
-                                  "ORDER BY created_at DESC, id DESC LIMIT 1", (self._v.mind, task_key)).fetchone()
-            c.execute("INSERT INTO episodes(id, mind, task_key, status, outcome, refs, duration_s, source, created_at, "
-                      "updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                      (eid, self._v.mind, task_key, status, outcome, dumps(list(refs_t)), duration_s, self._v.actor,
-                       ts, ts))
-            self._v._touched("episode", eid)
-        prior = self._from_row(prior_row) if prior_row is not None else None
-        return Episode(id=eid, mind=self._v.mind, created_at=ts, updated_at=ts, task_key=task_key, status=status,
-                       outcome=outcome, refs=refs_t, duration_s=duration_s, source=self._v.actor, prior=prior)
+        ctx = self._ctx
+        with ctx.store.transaction():
+            ts = ctx.store.stamp(ctx.now_ts())
+            prior = self._table.last(self._view(), task_key)
+            epi = Episode(id=new_id("epi"), mind=ctx.mind, created_at=ts, updated_at=ts, task_key=task_key,
+                          status=status, outcome=outcome, refs=refs_t, duration_s=duration_s, source=ctx.actor)
+            self._table.insert(epi)
+        return replace(epi, prior=prior)
 
     def last(self, task_key: str) -> Episode | None:
         """The most recent run of ``task_key``, or ``None`` when it never ran."""
-        rows = self._rows("$task_key = ?", (self._key(task_key),), limit=1)
-        return self._from_row(rows[0]) if rows else None
+        return self._table.last(self._view(), self._key(task_key))
 
     def history(self, task_key: str | None = None, *, limit: int | None = 50) -> RecordList[Episode]:
         """Past runs, newest first; all tasks, or one ``task_key``."""
-        if task_key is None:
-            return self._list(limit=limit)
-        return self._list("$task_key = ?", (self._key(task_key),), limit=limit)
+        limit = check_limit(limit)
+        key = None if task_key is None else self._key(task_key)
+        return RecordList(self._table.history(self._view(), key, limit=limit))
 
     @staticmethod
     def _key(task_key: Any) -> str:

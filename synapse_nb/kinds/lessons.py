@@ -15,21 +15,22 @@ messages never list an id the actor may not read.
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from synapse_nb._util import MAX_TEXT, check_files, check_text, fmt_ts, new_id
-from synapse_nb.errors import ConflictError, GitError, PermissionDeniedError, ValidationError
-from synapse_nb.kinds._base import KindManager, dumps, loads
+from synapse_nb._util import MAX_TEXT, check_files, check_limit, check_stored_strings, check_text, fmt_ts, new_id
+from synapse_nb.errors import ConflictError, GitError, NotFoundError, PermissionDeniedError, ValidationError
+from synapse_nb.kinds._base import KindManager
 from synapse_nb.models import Lesson, RecordList
+from synapse_nb.settings import Settings
+
+if TYPE_CHECKING:
+    from synapse_nb.store.base import LessonTable, View
 
 __all__ = ["STATUSES", "Lessons"]
 
 STATUSES = ("pending", "approved", "expired")
 _CURRENT: Any = object()
-_EFFECTIVE = "(CASE WHEN $status = 'approved' AND $expires_at <= ? THEN 'expired' ELSE $status END)"
 
 
 class Lessons(KindManager[Lesson]):
@@ -46,33 +47,29 @@ class Lessons(KindManager[Lesson]):
     'approved'
     """
 
-    table = "lessons"
     record_cls = Lesson
-    order_by = "created_at DESC, id DESC"
 
-    def _visible(self) -> tuple[str, tuple[Any, ...]]:
-        if self._v.actor == "agent":  # agents see approved, unexpired lessons only
-            return "$status = 'approved' AND $expires_at > ?", (self._v._now_ts(),)
-        return "1", ()
+    @property
+    def _table(self) -> LessonTable:
+        return self._ctx.store.lessons
 
-    def _from_row(self, r: sqlite3.Row) -> Lesson:
-        status = r["status"]
-        if status == "approved" and r["expires_at"] is not None and r["expires_at"] <= self._v._now_ts():
-            status = "expired"
-        return Lesson(
-            id=r["id"], mind=r["mind"], created_at=r["created_at"], updated_at=r["updated_at"], status=status,
-            summary=r["summary"], branch=r["branch"], revert_commit=loads(r["revert_commit"], None),
-            reverted_commits=tuple(loads(r["reverted_commits"], [])),
-            files_affected=tuple(loads(r["files_affected"], [])),
-            diffstat=tuple(tuple(x) for x in loads(r["diffstat"], [])), analysis=r["analysis"],
-            analysis_by=r["analysis_by"], lesson_text=r["lesson_text"], approved_at=r["approved_at"],
-            expires_at=r["expires_at"], source=r["source"],
-        )
+    def _view(self) -> View:
+        return self._ctx.view(in_force_only=self._ctx.actor == "agent")  # agents see lessons in force only
+
+    @staticmethod
+    def check_record(les: Lesson) -> None:
+        """What a stored lesson is: the write path builds only such records, and an import refuses others."""
+        if les.status not in STATUSES:
+            raise ValidationError(f"status {les.status!r} is not one of {', '.join(STATUSES)}")
+        check_text(les.summary, "summary", max_len=MAX_TEXT)
+        check_stored_strings(les.files_affected, "files_affected")
+        if les.status == "approved" and (les.approved_at is None or les.expires_at is None):
+            raise ValidationError("an approved lesson needs approved_at and expires_at")
 
     @property
     def expiry_days(self) -> int:
         """Days an approved lesson stays in force (setting ``lesson_expiry_days``, default 7)."""
-        return int(self._v.settings.get("lesson_expiry_days"))
+        return int(Settings(self._ctx).get("lesson_expiry_days"))
 
     # -- create -------------------------------------------------------------------------------------------
     def create(self, summary: str, *, files: Any = None, branch: str | None = None,
@@ -93,24 +90,18 @@ class Lessons(KindManager[Lesson]):
             raise ValidationError("reverted_commits must be a list of dicts (sha, subject, author, date)")
         reverted_commits = [_check_commit(x, "reverted_commits item") for x in reverted_commits]
         stats = _check_diffstat(diffstat)
-        lid = new_id("les")
+        ctx = self._ctx
         revert_sha = revert_commit["sha"] if revert_commit else None
-        with self._v._store.transaction() as c:
-            ts = self._v._stamp(c)
-            if revert_sha and c.execute("SELECT 1 FROM lessons WHERE mind = ? AND revert_sha = ?",
-                                        (self._v.mind, revert_sha)).fetchone():
-                raise ConflictError(f"a lesson for revert {revert_sha[:12]} already exists in mind {self._v.mind!r}")
-            c.execute(
-                "INSERT INTO lessons(id, mind, status, summary, branch, revert_sha, revert_commit, reverted_commits, "
-                "files_affected, diffstat, source, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (lid, self._v.mind, "pending", summary, branch, revert_sha,
-                 json.dumps(revert_commit, sort_keys=True) if revert_commit else None,
-                 dumps(list(reverted_commits)), dumps(list(files_t)), dumps(stats), self._v.actor, ts, ts),
-            )
-            self._v._touched("lesson", lid)
-        return Lesson(id=lid, mind=self._v.mind, created_at=ts, updated_at=ts, status="pending", summary=summary,
-                      branch=branch, revert_commit=revert_commit, reverted_commits=tuple(reverted_commits),
-                      files_affected=files_t, diffstat=tuple(tuple(s) for s in stats), source=self._v.actor)
+        with ctx.store.transaction():
+            ts = ctx.store.stamp(ctx.now_ts())
+            if revert_sha and self._table.has_revert(ctx.mind, revert_sha):
+                raise ConflictError(f"a lesson for revert {revert_sha[:12]} already exists in mind {ctx.mind!r}")
+            les = Lesson(id=new_id("les"), mind=ctx.mind, created_at=ts, updated_at=ts, status="pending",
+                         summary=summary, branch=branch, revert_commit=revert_commit,
+                         reverted_commits=tuple(reverted_commits), files_affected=files_t,
+                         diffstat=tuple(tuple(s) for s in stats), source=ctx.actor)
+            self._table.insert(les)
+        return les
 
     # -- reads --------------------------------------------------------------------------------------------
     def list(self, *, status: str | None = None, limit: int | None = None) -> RecordList[Lesson]:
@@ -118,15 +109,15 @@ class Lessons(KindManager[Lesson]):
 
         An agent sees only approved, unexpired lessons; asking for pending or expired ones is refused.
         """
+        limit = check_limit(limit)
         if status is None:
-            return self._list(limit=limit)
+            return RecordList(self._table.list(self._view(), limit=limit))
         if status not in STATUSES:
             raise ValidationError(f"status {status!r} is not accepted; use one of: {', '.join(STATUSES)}")
-        if self._v.actor == "agent" and status != "approved":
+        if self._ctx.actor == "agent" and status != "approved":
             raise PermissionDeniedError(f"an agent may not list {status} lessons; only approved lessons are shown "
                                         "to agents (a pending lesson is reached by id, to submit an analysis)")
-        return self._list(f"{_EFFECTIVE} = ?", (self._v._now_ts(), status), order=(
-            "approved_at DESC, id DESC" if status == "approved" else None), limit=limit)
+        return RecordList(self._table.list(self._view(), status=status, limit=limit))
 
     def pending(self) -> RecordList[Lesson]:
         """Lessons waiting for a human decision (user actor only)."""
@@ -142,11 +133,12 @@ class Lessons(KindManager[Lesson]):
         Those of that branch, of the default branch (origin's HEAD, else main, else master) and those
         with no branch; outside git, every approved lesson. Most recently approved first.
         """
+        git = self._ctx.git
         if branch is _CURRENT:
-            branch = self._v._git_head()[0]
+            branch = git.head()[0]
         les = list(self.approved())
-        if self._v.repo is not None or branch is not None:  # outside git there is no branch to scope by
-            default = self._v._default_branch()
+        if git.repo is not None or branch is not None:  # outside git there is no branch to scope by
+            default = git.default_branch()
             les = [x for x in les if x.branch is None or x.branch in {branch, default}]
         les.sort(key=lambda x: (x.approved_at or "", x.id), reverse=True)
         return RecordList(les)
@@ -179,12 +171,12 @@ class Lessons(KindManager[Lesson]):
         days = self.expiry_days if expiry_days is None else expiry_days
         if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 3650:
             raise ValidationError(f"expiry_days must be a whole number of days from 1 to 3650, got {days!r}")
-        now = self._v._now()
-        with self._v._store.transaction() as c:
-            c.execute("UPDATE lessons SET status = 'approved', lesson_text = ?, approved_at = ?, expires_at = ?, "
-                      "updated_at = ? WHERE id = ?",
-                      (lesson_text, fmt_ts(now), fmt_ts(now + timedelta(days=days)), self._v._stamp(c), les.id))
-            self._v._touched("lesson", les.id)
+        ctx = self._ctx
+        now = ctx.now()
+        with ctx.store.transaction():
+            self._table.update(les.id, updated_at=ctx.store.stamp(ctx.now_ts()), status="approved",
+                               lesson_text=lesson_text, approved_at=fmt_ts(now),
+                               expires_at=fmt_ts(now + timedelta(days=days)))
         return self.get(les.id)
 
     reapprove = approve
@@ -193,9 +185,7 @@ class Lessons(KindManager[Lesson]):
         """Reject a lesson: it is deleted (user actor only). Returns what it was."""
         self._require_user("reject a lesson")
         les = self.get(id)
-        with self._v._store.transaction() as c:
-            c.execute("DELETE FROM lessons WHERE id = ?", (les.id,))
-            self._v._touched("lesson", les.id, deleted=True)
+        self._table.delete(les.id)
         return les
 
     def submit_analysis(self, id: str, text: str) -> Lesson | None:
@@ -207,18 +197,20 @@ class Lessons(KindManager[Lesson]):
         """
         text = check_text(text, "analysis", max_len=MAX_TEXT)
         full = self.resolve_id(id)  # by id or unique prefix, the same for every actor
-        named = full if self._v.actor == "user" else repr(id.strip())  # never spell out a hidden id to an agent
-        with self._v._store.transaction() as c:
-            row = c.execute("SELECT status, analysis_by FROM lessons WHERE id = ?", (full,)).fetchone()
-            if row["status"] != "pending" and self._v.actor == "agent":
-                raise ConflictError(f"lesson {named} is {row['status']}; an agent may only analyse pending lessons")
-            if self._v.actor == "agent" and row["analysis_by"] == "user":
+        ctx = self._ctx
+        named = full if ctx.actor == "user" else repr(id.strip())  # never spell out a hidden id to an agent
+        with ctx.store.transaction():
+            state = self._table.analysis_state(full)
+            if state is None:  # deleted since it resolved
+                raise NotFoundError(f"no lesson {named}: it was removed meanwhile; nothing was written")
+            status, analysis_by = state
+            if status != "pending" and ctx.actor == "agent":
+                raise ConflictError(f"lesson {named} is {status}; an agent may only analyse pending lessons")
+            if ctx.actor == "agent" and analysis_by == "user":
                 raise PermissionDeniedError(f"lesson {named} already has an analysis written by the user; an agent "
                                             "may not replace it")
-            c.execute("UPDATE lessons SET analysis = ?, analysis_by = ?, updated_at = ? WHERE id = ?",
-                      (text, self._v.actor, self._v._stamp(c), full))
-            self._v._touched("lesson", full)
-        return None if self._v.actor == "agent" else self.get(full)
+            self._table.update(full, updated_at=ctx.store.stamp(ctx.now_ts()), analysis=text, analysis_by=ctx.actor)
+        return None if ctx.actor == "agent" else self.get(full)
 
     # -- git ------------------------------------------------------------------------------------------------
     def scan(self, *, max_commits: int | None = None) -> RecordList[Lesson]:
@@ -228,23 +220,20 @@ class Lessons(KindManager[Lesson]):
         setting ``scan_window``, default 2000). Returns the lessons created by this scan (user actor;
         an agent gets an empty list back: it may not read pending lessons).
         """
-        from synapse_nb.gitscope.reverts import scan_reverts
+        from synapse_nb.gitscope.reverts import scan_reverts  # the revert scanner loads when a scan runs (cold start)
 
-        repo = self._v.repo
+        ctx = self._ctx
+        repo = ctx.git.repo
         if repo is None:
-            raise GitError(f"{self._v.project_dir} is not inside a git repository; lesson scanning needs git")
-        key = f"scan_tips:{self._v.mind}"
-        row = self._v._store.query_one("SELECT value FROM meta WHERE key = ?", (key,))
-        since = tuple(json.loads(row["value"])) if row else ()
-        window = int(self._v.settings.get("scan_window")) if max_commits is None else int(max_commits)
-        prefix = self._v.git_prefix  # the vault's own files never show up in a lesson
+            raise GitError(f"{ctx.git.project_dir} is not inside a git repository; lesson scanning needs git")
+        since = ctx.store.meta.scan_tips(ctx.mind)
+        window = int(Settings(ctx).get("scan_window")) if max_commits is None else int(max_commits)
+        prefix = ctx.git.prefix  # the vault's own files never show up in a lesson
         result = scan_reverts(repo, since=since, max_commits=window, exclude=(prefix,) if prefix else ())
         created: list[str] = []
-        with self._v._store.transaction() as c:
+        with ctx.store.transaction():
             for rv in result.reverts:
-                sha = rv.revert.sha
-                if c.execute("SELECT 1 FROM lessons WHERE mind = ? AND revert_sha = ?",
-                             (self._v.mind, sha)).fetchone():
+                if self._table.has_revert(ctx.mind, rv.revert.sha):
                     continue
                 les = self.create(
                     rv.summary, files=list(rv.files_affected), branch=(rv.branches[0] if rv.branches else None),
@@ -252,9 +241,8 @@ class Lessons(KindManager[Lesson]):
                     diffstat=[tuple(x) for x in rv.diffstat],
                 )
                 created.append(les.id)
-            c.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                      (key, json.dumps(sorted(result.scanned_tips))))
-        if self._v.actor == "agent":
+            ctx.store.meta.set_scan_tips(ctx.mind, result.scanned_tips)
+        if ctx.actor == "agent":
             return RecordList()
         return RecordList(self.get(i) for i in created)
 

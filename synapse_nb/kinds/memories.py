@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import (
     MAX_TEXT,
     check_choice,
     check_key,
+    check_limit,
+    check_stored_tags,
     check_tags,
     check_text,
     fmt_ts,
@@ -19,33 +20,21 @@ from synapse_nb._util import (
     plural,
     resolve_expiry,
     shift,
-    shorten,
 )
-from synapse_nb.errors import PermissionDeniedError, ValidationError
-from synapse_nb.kinds._base import KindManager, dumps, loads
+from synapse_nb.errors import NotFoundError, PermissionDeniedError, ValidationError
+from synapse_nb.kinds._base import KindManager, check_query, check_search_limit
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, RecordList
+from synapse_nb.store.records import PAGE_SORTS, MemoryFilter
 
-__all__ = ["PAGE_SORTS", "Memories", "MemoryPage"]
+if TYPE_CHECKING:
+    from synapse_nb.store.base import MemoryTable
 
-_PRIO_RANK = {p: i for i, p in enumerate(PRIORITIES)}
+__all__ = ["AGENT_MAX_CONFIDENCE", "PAGE_SORTS", "Memories", "MemoryPage"]
+
 #: Highest confidence an agent may give its own (unverified) memories.
 AGENT_MAX_CONFIDENCE = 0.7
 
 _UNSET: Any = object()
-
-#: Orders :meth:`Memories.page` accepts: name -> ORDER BY (the id always breaks ties, so a page is stable).
-PAGE_SORTS = {
-    "priority": "t.priority {asc}, t.updated_at {desc}",
-    "updated": "t.updated_at {asc}",
-    "created": "t.created_at {asc}",
-    "category": "t.category {asc}, t.key {asc}",
-    "key": "t.key {asc}",
-    "content": "t.content {asc}",
-    "verified": "t.verified {asc}, t.updated_at {desc}",
-    "source": "t.source {asc}, t.updated_at {desc}",
-    "expires": "t.expires_at IS NULL {asc}, t.expires_at {asc}",  # never-expiring last (first reversed)
-    "id": "t.id {asc}",
-}
 #: Most memories one :meth:`Memories.page` call returns.
 MAX_PAGE = 10_000
 
@@ -96,20 +85,24 @@ class Memories(KindManager[Memory]):
     ['project_status']
     """
 
-    table = "memories"
     record_cls = Memory
-    order_by = "priority ASC, updated_at DESC, id DESC"
 
-    def _from_row(self, r: sqlite3.Row) -> Memory:
-        return Memory(
-            id=r["id"], mind=r["mind"], created_at=r["created_at"], updated_at=r["updated_at"],
-            category=r["category"], key=r["key"], content=r["content"], tags=tuple(loads(r["tags"], [])),
-            priority=PRIORITIES[r["priority"]], source=r["source"], verified=bool(r["verified"]),
-            confidence=float(r["confidence"]), expires_at=r["expires_at"],
-        )
+    @property
+    def _table(self) -> MemoryTable:
+        return self._ctx.store.memories
 
-    def _not_expired(self) -> tuple[str, tuple[str]]:
-        return "($expires_at IS NULL OR $expires_at > ?)", (self._v._now_ts(),)
+    @staticmethod
+    def check_record(m: Memory) -> None:
+        """What a stored memory is: the write path builds only such records, and an import refuses others."""
+        if m.category not in CATEGORIES:
+            raise ValidationError(f"category {m.category!r} is not one of {', '.join(CATEGORIES)}")
+        if check_key(m.key) != m.key:
+            raise ValidationError(f"key {m.key!r} is not snake_case")
+        check_text(m.content, "content", max_len=MAX_TEXT)
+        check_stored_tags(m.tags)
+        if m.priority not in PRIORITIES:
+            raise ValidationError(f"priority {m.priority!r} is not one of {', '.join(PRIORITIES)}")
+        _check_confidence(m.confidence)
 
     # -- writes ---------------------------------------------------------------------------------------------
     def remember(self, category: str, key: str, content: str, *, tags: Any = None, priority: str | None = None,
@@ -140,8 +133,8 @@ class Memories(KindManager[Memory]):
         key = check_key(key)
         content = check_text(content, "content", max_len=MAX_TEXT)
         tag_t = None if tags is None else check_tags(tags)
-        prio = None if priority is None else _PRIO_RANK[check_choice(priority, "priority", PRIORITIES)]
-        actor = self._v.actor
+        prio = None if priority is None else check_choice(priority, "priority", PRIORITIES)
+        actor = self._ctx.actor
         src = actor if source is None else check_choice(source, "source", ("user", "agent"))
         if actor == "agent" and src == "user":
             raise PermissionDeniedError("an agent may not write source='user'; its memories are source='agent' "
@@ -157,39 +150,27 @@ class Memories(KindManager[Memory]):
             conf = _check_confidence(confidence)
         if actor == "agent" and conf > AGENT_MAX_CONFIDENCE:
             raise PermissionDeniedError(f"an agent's confidence is at most {AGENT_MAX_CONFIDENCE}, got {conf}")
-        now = self._v._now()
+        ctx = self._ctx
+        now = ctx.now()
         exp = _UNSET if expires is None else resolve_expiry(expires, now, "expires")
-        store = self._v._store
-        with store.transaction() as c:
-            ts = self._v._stamp(c)
-            row = c.execute("SELECT * FROM memories WHERE mind = ? AND category = ? AND key = ?",
-                            (self._v.mind, category, key)).fetchone()
-            if row is None:
-                mem = Memory(id=new_id("mem"), mind=self._v.mind, created_at=ts, updated_at=ts, category=category,
-                             key=key, content=content, tags=tag_t or (), priority=PRIORITIES[2 if prio is None else prio],
+        table = self._table
+        with ctx.store.transaction():
+            ts = ctx.store.stamp(ctx.now_ts())
+            existing = table.by_key(ctx.mind, category, key)
+            if existing is None:
+                mem = Memory(id=new_id("mem"), mind=ctx.mind, created_at=ts, updated_at=ts, category=category,
+                             key=key, content=content, tags=tag_t or (), priority=prio or "normal",
                              source=src, verified=ver, confidence=conf, expires_at=None if exp is _UNSET else exp)
-                c.execute(
-                    "INSERT INTO memories(id, mind, category, key, content, tags, priority, source, verified, "
-                    "confidence, expires_at, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (mem.id, mem.mind, category, key, content, dumps(list(mem.tags)), _PRIO_RANK[mem.priority], src,
-                     int(ver), conf, mem.expires_at, ts, ts),
-                )
+                table.insert(mem)
             else:
-                existing = self._from_row(row)
                 self._require_owner(existing, "overwrite")
                 mem = Memory(id=existing.id, mind=existing.mind, created_at=existing.created_at, updated_at=ts,
                              category=category, key=key, content=content,
-                             tags=existing.tags if tag_t is None else tag_t,
-                             priority=existing.priority if prio is None else PRIORITIES[prio], source=src,
-                             verified=ver, confidence=conf,
+                             tags=existing.tags if tag_t is None else tag_t, priority=prio or existing.priority,
+                             source=src, verified=ver, confidence=conf,
                              expires_at=existing.expires_at if exp is _UNSET else exp)
-                c.execute(
-                    "UPDATE memories SET content = ?, tags = ?, priority = ?, source = ?, verified = ?, "
-                    "confidence = ?, expires_at = ?, updated_at = ? WHERE id = ?",
-                    (content, dumps(list(mem.tags)), _PRIO_RANK[mem.priority], src, int(ver), conf, mem.expires_at,
-                     ts, mem.id),
-                )
-            self._v._touched("memory", mem.id)
+                table.update(mem.id, updated_at=ts, content=content, tags=mem.tags, priority=mem.priority,
+                             source=src, verified=ver, confidence=conf, expires_at=mem.expires_at)
         return mem
 
     def update(self, id: str, *, content: str | None = None, tags: Any = None, priority: str | None = None,
@@ -206,19 +187,17 @@ class Memories(KindManager[Memory]):
         new_prio = mem.priority if priority is None else check_choice(priority, "priority", PRIORITIES)
         new_conf = mem.confidence if confidence is None else _check_confidence(confidence)
         new_verified = mem.verified
-        if self._v.actor == "agent":
+        if self._ctx.actor == "agent":
             if confidence is not None and new_conf > AGENT_MAX_CONFIDENCE:
                 raise PermissionDeniedError(f"an agent's confidence is at most {AGENT_MAX_CONFIDENCE}, got {new_conf}")
             new_conf = min(new_conf, AGENT_MAX_CONFIDENCE)
             new_verified = False  # an agent's edit is a proposal, whatever a human had verified before
-        now = self._v._now()
+        ctx = self._ctx
+        now = ctx.now()
         new_exp = mem.expires_at if expires is _UNSET else resolve_expiry(expires, now, "expires")
-        with self._v._store.transaction() as c:
-            c.execute("UPDATE memories SET content = ?, tags = ?, priority = ?, confidence = ?, verified = ?, "
-                      "expires_at = ?, updated_at = ? WHERE id = ?",
-                      (new_content, dumps(list(new_tags)), _PRIO_RANK[new_prio], new_conf, int(new_verified), new_exp,
-                       self._v._stamp(c), mem.id))
-            self._v._touched("memory", mem.id)
+        with ctx.store.transaction():
+            self._table.update(mem.id, updated_at=ctx.store.stamp(ctx.now_ts()), content=new_content, tags=new_tags,
+                               priority=new_prio, confidence=new_conf, verified=new_verified, expires_at=new_exp)
         return self.get(mem.id)
 
     def verify(self, id: str, *, confidence: float | None = None) -> Memory:
@@ -226,19 +205,16 @@ class Memories(KindManager[Memory]):
         self._require_user("verify a memory")
         mem = self.get(id)
         conf = mem.confidence if confidence is None else _check_confidence(confidence)
-        with self._v._store.transaction() as c:
-            c.execute("UPDATE memories SET verified = 1, confidence = ?, updated_at = ? WHERE id = ?",
-                      (conf, self._v._stamp(c), mem.id))
-            self._v._touched("memory", mem.id)
+        with self._ctx.store.transaction():
+            self._table.update(mem.id, updated_at=self._ctx.store.stamp(self._ctx.now_ts()), verified=True,
+                               confidence=conf)
         return self.get(mem.id)
 
     def delete(self, id: str) -> Memory:
         """Delete a memory and return what it was. An agent may only delete its own memories."""
         mem = self.get(id)
         self._require_owner(mem, "delete")
-        with self._v._store.transaction() as c:
-            c.execute("DELETE FROM memories WHERE id = ?", (mem.id,))
-            self._v._touched("memory", mem.id, deleted=True)
+        self._table.delete(mem.id)
         return mem
 
     # -- reads ----------------------------------------------------------------------------------------------
@@ -246,24 +222,17 @@ class Memories(KindManager[Memory]):
         """The memory stored under (category, key) in this mind."""
         category = check_choice(category, "category", CATEGORIES)
         key = check_key(key)
-        rows = self._rows("category = ? AND key = ?", (category, key))
-        if not rows:
-            from synapse_nb.errors import NotFoundError
-
-            raise NotFoundError(f"no memory {category}/{key} in mind {self._v.mind!r}")
-        return self._from_row(rows[0])
+        mem = self._table.by_key(self._ctx.mind, category, key)
+        if mem is None:
+            raise NotFoundError(f"no memory {category}/{key} in mind {self._ctx.mind!r}")
+        return mem
 
     def list(self, *, category: str | None = None, include_expired: bool = False,
              limit: int | None = None) -> RecordList[Memory]:
         """Memories ordered by priority then recency; expired ones only when asked."""
-        where, params = ("1", ())
-        if not include_expired:
-            w, p = self._not_expired()
-            where, params = w, p
-        if category is not None:
-            where += " AND category = ?"
-            params = (*params, check_choice(category, "category", CATEGORIES))
-        return self._list(where, params, limit=limit)
+        where = MemoryFilter(unexpired=not include_expired,
+                             category=None if category is None else check_choice(category, "category", CATEGORIES))
+        return RecordList(self._table.list(self._view(), where=where, limit=check_limit(limit)))
 
     def search(self, q: str, *, tag: str | None = None, category: str | None = None,
                include_expired: bool = False, limit: int = 50) -> RecordList[Memory]:
@@ -273,37 +242,16 @@ class Memories(KindManager[Memory]):
 
         >>> v.memories.search("deploy", tag="deploy")  # doctest: +SKIP
         """
-        where, params = "1", ()
-        if not include_expired:
-            where, params = self._not_expired()
-        if tag is not None:
-            t = check_tags([tag])
-            if not t:
-                raise ValidationError("tag must not be empty")
-            where += " AND $id IN (SELECT rid FROM tags WHERE tag = ? AND kind = 'memory')"
-            params = (*params, t[0])
-        if category is not None:
-            where += " AND $category = ?"
-            params = (*params, check_choice(category, "category", CATEGORIES))
-        if not isinstance(q, str):
-            raise ValidationError(f"a search query must be text, got {type(q).__name__}")
-        from synapse_nb.kinds._base import fts_query
-
-        if fts_query(q) is None:
-            return self._list(where, params, limit=limit)
-        return self._search(q, where=where, params=params, limit=limit)
+        limit = check_search_limit(limit)
+        where = MemoryFilter(unexpired=not include_expired, tag=None if tag is None else _one_tag(tag),
+                             category=None if category is None else check_choice(category, "category", CATEGORIES))
+        return RecordList(self._table.search(self._view(), check_query(q), where=where, limit=limit))
 
     def count(self, *, category: str | None = None, include_expired: bool = True) -> int:
         """How many memories the mind holds (of one ``category``; without the expired ones if asked)."""
-        where, params = "1", ()
-        if not include_expired:
-            where, params = self._not_expired()
-        if category is not None:
-            where += " AND $category = ?"
-            params = (*params, check_choice(category, "category", CATEGORIES))
-        row = self._v._store.query_one(f"SELECT count(*) FROM memories WHERE mind = ? AND ({where})".replace("$", ""),
-                                       (self._v.mind, *params))
-        return int(row[0]) if row else 0
+        where = MemoryFilter(unexpired=not include_expired,
+                             category=None if category is None else check_choice(category, "category", CATEGORIES))
+        return self._table.count(self._view(), where=where)
 
     def page(self, q: str = "", *, tag: str | None = None, category: str | None = None,
              priority: str | None = None, verified: bool | None = None, source: str | None = None,
@@ -336,10 +284,7 @@ class Memories(KindManager[Memory]):
         >>> p.total, p.page, p.pages, [m.key for m in p.items][:2]
         (25, 2, 3, ['fact_10', 'fact_11'])
         """
-        from synapse_nb.kinds._base import fts_query
-
-        if not isinstance(q, str):
-            raise ValidationError(f"a search query must be text, got {type(q).__name__}")
+        check_query(q)
         if sort is not None and sort not in PAGE_SORTS:
             raise ValidationError(f"sort {sort!r} is not accepted; use one of: {', '.join(PAGE_SORTS)}")
         for name, n, lo, hi in (("offset", offset, 0, 10**12), ("limit", limit, 1, MAX_PAGE)):
@@ -347,50 +292,14 @@ class Memories(KindManager[Memory]):
                 raise ValidationError(f"{name} must be a whole number from {lo} to {hi:,}, got {n!r}")
         if verified is not None and not isinstance(verified, bool):
             raise ValidationError(f"verified must be True, False or None, got {verified!r}")
-        where = ["t.mind = ?"]
-        params: list[Any] = [self._v.mind]
-        if not include_expired:
-            where.append("(t.expires_at IS NULL OR t.expires_at > ?)")
-            params.append(self._v._now_ts())
-        if tag is not None:
-            t = check_tags([tag])
-            if not t:
-                raise ValidationError("tag must not be empty")
-            where.append("t.id IN (SELECT rid FROM tags WHERE tag = ? AND kind = 'memory')")
-            params.append(t[0])
-        if category is not None:
-            where.append("t.category = ?")
-            params.append(check_choice(category, "category", CATEGORIES))
-        if priority is not None:
-            where.append("t.priority = ?")
-            params.append(_PRIO_RANK[check_choice(priority, "priority", PRIORITIES)])
-        if verified is not None:
-            where.append("t.verified = ?")
-            params.append(int(verified))
-        if source is not None:
-            where.append("t.source = ?")
-            params.append(check_choice(source, "source", ("user", "agent")))
-        match = fts_query(q)
-        source_sql = "memories t"
-        if match is not None:
-            # CROSS JOIN keeps the FTS match as the outer loop (else SQLite may probe the FTS once per row)
-            source_sql = "memories_fts f CROSS JOIN memories t ON t.rowid = f.rowid"
-            where.insert(0, "memories_fts MATCH ?")
-            params.insert(0, match)
-        if sort is None:
-            order = "f.rank, t.updated_at DESC" if match is not None else "t.priority ASC, t.updated_at DESC"
-        else:
-            asc, desc = ("DESC", "ASC") if descending else ("ASC", "DESC")
-            order = PAGE_SORTS[sort].format(asc=asc, desc=desc)
-        if sort != "id":
-            order += ", t.id ASC"
-        cond = " AND ".join(where)
-        store = self._v._store
-        total = int(store.query_one(f"SELECT count(*) FROM {source_sql} WHERE {cond}", tuple(params))[0])
-        rows = store.query(f"SELECT t.* FROM {source_sql} WHERE {cond} ORDER BY {order} LIMIT ? OFFSET ?",
-                           (*params, limit, offset))
-        return MemoryPage(items=RecordList(self._from_row(r) for r in rows), total=total, offset=offset,
-                          limit=limit)
+        where = MemoryFilter(
+            unexpired=not include_expired, tag=None if tag is None else _one_tag(tag),
+            category=None if category is None else check_choice(category, "category", CATEGORIES),
+            priority=None if priority is None else check_choice(priority, "priority", PRIORITIES),
+            verified=verified, source=None if source is None else check_choice(source, "source", ("user", "agent")))
+        items, total = self._table.page(self._view(), q, where=where, sort=sort, descending=bool(descending),
+                                        offset=offset, limit=limit)
+        return MemoryPage(items=RecordList(items), total=total, offset=offset, limit=limit)
 
     def by_tag(self, tag: str, *, include_expired: bool = False) -> RecordList[Memory]:
         """Memories carrying this tag (case-insensitive), by priority then recency."""
@@ -400,22 +309,27 @@ class Memories(KindManager[Memory]):
     def expiring(self, within: str | timedelta = "7d") -> RecordList[Memory]:
         """Memories that expire between now and ``within`` from now (e.g. "7d", "12h"), soonest first."""
         delta = parse_duration(within, "within")
-        now = self._v._now()
-        return self._list("expires_at IS NOT NULL AND expires_at > ? AND expires_at <= ?",
-                          (fmt_ts(now), fmt_ts(shift(now, delta, "within"))), order="expires_at ASC, id ASC")
+        now = self._ctx.now()
+        return RecordList(self._table.expiring(self._ctx.mind, fmt_ts(now), fmt_ts(shift(now, delta, "within"))))
 
     def recall_text(self, *, limit: int | None = None) -> str:
         """The plain-text summary an LLM reads: counts, then entries by priority then recency.
 
         Expired memories are left out (they stay stored until ``prune()``); unverified ones are marked.
         """
+        from synapse_nb.recall.render import record_line  # recall loads on first use (import synapse_nb stays light)
+
         mems = self.list(limit=limit)
         n_ver = sum(1 for m in mems if m.verified)
         lines = [f"MEMORY ({plural(len(mems), 'entry', 'entries')}: {n_ver} verified, {len(mems) - n_ver} unverified)"]
         if not mems:
             lines.append("(no memories)")
-        for m in mems:
-            flag = "" if m.verified else " [unverified]"
-            tags = f" #{' #'.join(m.tags)}" if m.tags else ""
-            lines.append(f"- [{m.priority}] {m.category}/{m.key}: {shorten(m.content, 400)}{tags}{flag}")
+        lines += [record_line(m) for m in mems]
         return "\n".join(lines)
+
+
+def _one_tag(tag: Any) -> str:
+    t = check_tags([tag])
+    if not t:
+        raise ValidationError("tag must not be empty")
+    return t[0]

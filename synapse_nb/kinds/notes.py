@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import sqlite3
+from typing import TYPE_CHECKING
 
 from synapse_nb._util import MAX_TEXT, MAX_TRIGGER, check_key, check_text, new_id
-from synapse_nb.errors import NotFoundError
+from synapse_nb.errors import NotFoundError, ValidationError
 from synapse_nb.kinds._base import KindManager
 from synapse_nb.models import Note
+
+if TYPE_CHECKING:
+    from synapse_nb.store.base import NoteTable
 
 __all__ = ["Notes"]
 
@@ -25,41 +28,46 @@ class Notes(KindManager[Note]):
     '1. bump version'
     """
 
-    table = "notes"
     record_cls = Note
-    order_by = "name ASC"
 
-    def _from_row(self, r: sqlite3.Row) -> Note:
-        return Note(id=r["id"], mind=r["mind"], created_at=r["created_at"], updated_at=r["updated_at"],
-                    name=r["name"], trigger=r["trigger"], body=r["body"], source=r["source"])
+    @property
+    def _table(self) -> NoteTable:
+        return self._ctx.store.notes
+
+    @staticmethod
+    def check_record(n: Note) -> None:
+        """What a stored note is: the write path builds only such records, and an import refuses others."""
+        if check_key(n.name, "name") != n.name:
+            raise ValidationError(f"name {n.name!r} is not snake_case")
+        check_text(n.trigger, "trigger", max_len=MAX_TRIGGER)
+        check_text(n.body, "body", max_len=MAX_TEXT)
 
     def add(self, name: str, trigger: str, body: str) -> Note:
         """Create or update (by name) a note. An agent may not overwrite a note the user wrote."""
         name = check_key(name, "name")
         trigger = check_text(trigger, "trigger", max_len=MAX_TRIGGER)
         body = check_text(body, "body", max_len=MAX_TEXT)
-        with self._v._store.transaction() as c:
-            ts = self._v._stamp(c)
-            row = c.execute("SELECT * FROM notes WHERE mind = ? AND name = ?", (self._v.mind, name)).fetchone()
-            if row is None:
+        ctx = self._ctx
+        with ctx.store.transaction():
+            ts = ctx.store.stamp(ctx.now_ts())
+            existing = self._table.by_name(self._view(), name)
+            if existing is None:
                 nid = new_id("note")
-                c.execute("INSERT INTO notes(id, mind, name, trigger, body, source, created_at, updated_at) "
-                          "VALUES (?,?,?,?,?,?,?,?)", (nid, self._v.mind, name, trigger, body, self._v.actor, ts, ts))
+                self._table.insert(Note(id=nid, mind=ctx.mind, created_at=ts, updated_at=ts, name=name,
+                                        trigger=trigger, body=body, source=ctx.actor))
             else:
-                self._require_owner(self._from_row(row), "overwrite")
-                nid = row["id"]
-                c.execute("UPDATE notes SET trigger = ?, body = ?, source = ?, updated_at = ? WHERE id = ?",
-                          (trigger, body, self._v.actor, ts, nid))
-            self._v._touched("note", nid)
+                self._require_owner(existing, "overwrite")
+                nid = existing.id
+                self._table.update(nid, updated_at=ts, trigger=trigger, body=body, source=ctx.actor)
         return self.get(nid)
 
     def get_by_name(self, name: str) -> Note:
         """The note called ``name``."""
         name = check_key(name, "name")
-        rows = self._rows("$name = ?", (name,))
-        if not rows:
-            raise NotFoundError(f"no note named {name!r} in mind {self._v.mind!r}")
-        return self._from_row(rows[0])
+        note = self._table.by_name(self._view(), name)
+        if note is None:
+            raise NotFoundError(f"no note named {name!r} in mind {self._ctx.mind!r}")
+        return note
 
     def expand(self, name: str) -> str:
         """The body of the note called ``name`` (recall shows only its trigger)."""
@@ -69,7 +77,5 @@ class Notes(KindManager[Note]):
         """Delete a note by name. An agent may only delete its own notes."""
         note = self.get_by_name(name)
         self._require_owner(note, "delete")
-        with self._v._store.transaction() as c:
-            c.execute("DELETE FROM notes WHERE id = ?", (note.id,))
-            self._v._touched("note", note.id, deleted=True)
+        self._table.delete(note.id)
         return note

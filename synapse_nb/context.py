@@ -1,0 +1,152 @@
+"""The context every core module works in: which store, which mind, which actor, what time it is, and git.
+
+:class:`synapse_nb.vault.Vault` (the facade) builds one :class:`Context` per handle and hands it to the kind
+managers, recall, follow, transfer and settings; none of them sees the ``Vault``. A context is immutable:
+:meth:`Context.with_mind` and :meth:`Context.as_agent` make new ones sharing the store and the git view.
+
+>>> import tempfile, pathlib
+>>> from synapse_nb.store.sqlite import SqliteStore
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> ctx = Context(SqliteStore(folder / "synapse.db"), "default", "user", git=GitView(folder, folder))
+>>> ctx.as_agent().actor, ctx.with_mind("research").mind
+('agent', 'research')
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, NamedTuple
+
+from synapse_nb._util import Clock, fmt_ts, utcnow
+from synapse_nb.errors import ValidationError
+from synapse_nb.gitscope.repo import RepoInfo, default_branch, find_repo, head
+from synapse_nb.gitscope.vaultdir import in_prefix, repo_prefix
+from synapse_nb.store.records import View
+
+if TYPE_CHECKING:
+    from synapse_nb.store.base import VaultStore
+
+__all__ = ["ACTORS", "MIND_PATTERN", "Actor", "Context", "GitView", "check_identity", "check_mind"]
+
+Actor = Literal["user", "agent"]
+#: Who acts through a vault handle: a human surface, or an agent's.
+ACTORS: tuple[str, ...] = ("user", "agent")
+#: What a mind name looks like.
+MIND_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def check_mind(mind: object) -> str:
+    """A mind name: 1-64 letters, digits, ``_``, ``.`` or ``-``, starting with a letter or digit."""
+    if not isinstance(mind, str) or not MIND_PATTERN.match(mind):
+        raise ValidationError(f"mind {mind!r} is not accepted; use 1-64 letters, digits, '_', '.' or '-', "
+                              "starting with a letter or digit")
+    return mind
+
+
+def check_identity(mind: object, actor: object) -> None:
+    if actor not in ACTORS:
+        raise ValidationError(f"actor {actor!r} is not accepted; use one of: {', '.join(ACTORS)}")
+    check_mind(mind)
+
+
+_UNSET: object = object()
+
+
+class GitView:
+    """What the core needs of git for one vault: the repository, HEAD, the default branch, the vault's folder.
+
+    Everything is read from files (no ``git`` process); the repository and the vault's repository-relative
+    folder are found once and cached. Outside git every answer is None.
+    """
+
+    def __init__(self, project_dir: Path, vault_dir: Path) -> None:
+        self.project_dir = project_dir
+        self.vault_dir = vault_dir
+        self._repo: object = _UNSET
+        self._prefix: object = _UNSET
+
+    @property
+    def repo(self) -> RepoInfo | None:
+        """The git repository of the project folder, or None outside git."""
+        if self._repo is _UNSET:
+            self._repo = find_repo(self.project_dir)
+        return self._repo  # type: ignore[return-value]
+
+    @property
+    def prefix(self) -> str | None:
+        """The vault folder relative to the repository root (``".synapse/"``), or None."""
+        if self._prefix is _UNSET:
+            self._prefix = repo_prefix(self.repo, self.vault_dir)
+        return self._prefix  # type: ignore[return-value]
+
+    def head(self) -> tuple[str | None, str | None]:
+        """(branch, commit) checked out; (None, None) outside git or when HEAD cannot be read."""
+        repo = self.repo
+        if repo is None:
+            return None, None
+        try:
+            h = head(repo)
+        except Exception:  # a broken repository must never block a write
+            return None, None
+        return h.branch, h.commit
+
+    def default_branch(self) -> str | None:
+        """The repository's default branch: origin's HEAD, else main, else master (None outside git)."""
+        repo = self.repo
+        return None if repo is None else default_branch(repo)
+
+    def in_vault(self, path: str) -> bool:
+        """Whether a remembered file path (repository-relative, or absolute) lies inside the vault folder."""
+        if not isinstance(path, str):
+            return False
+        if os.path.isabs(path):
+            try:
+                Path(os.path.realpath(path)).relative_to(Path(os.path.realpath(self.vault_dir)))
+                return True
+            except ValueError:
+                return False
+        return in_prefix(self.prefix, path)
+
+
+class Context(NamedTuple):
+    """One handle's view of a vault: the store, the mind, the actor, the clock and git (immutable).
+
+    Attributes
+    ----------
+    store : the system of record (:class:`~synapse_nb.store.base.VaultStore`).
+    mind : whose records are read and written.
+    actor : "user" (a human surface) or "agent"; the kind managers check permissions on it.
+    clock : returns an aware ``datetime``; the only source of "now" for the core (tests pin it).
+    git : the project's repository, HEAD and default branch.
+    """
+
+    store: VaultStore
+    mind: str
+    actor: Actor
+    git: GitView
+    clock: Clock = utcnow
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def now_ts(self) -> str:
+        """Now as the store's fixed-width UTC text."""
+        return fmt_ts(self.clock())
+
+    @property
+    def is_agent(self) -> bool:
+        return self.actor == "agent"
+
+    def view(self, *, in_force_only: bool = False) -> View:
+        """A read of this mind at this moment (``in_force_only``: lessons in force only, the agent's view)."""
+        return View(self.mind, self.now_ts(), in_force_only)
+
+    def with_mind(self, mind: str) -> Context:
+        check_mind(mind)
+        return self._replace(mind=mind)
+
+    def as_agent(self) -> Context:
+        return self._replace(actor="agent")

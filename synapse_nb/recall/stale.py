@@ -1,0 +1,79 @@
+"""Marks on kept items whose files moved on: possibly stale (changed since written) or missing at HEAD.
+
+A memory or decision naming files changed by commits made after it was written is marked *possibly stale*,
+naming the commits (one ``git log`` for all kept items, cached per HEAD); a record ``verify --fix`` found
+naming missing files is marked with them.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from synapse_nb.follow import paths_in_text, stale_commits
+from synapse_nb.models import Memory
+from synapse_nb.recall.types import RecallItem
+
+if TYPE_CHECKING:
+    from synapse_nb.context import Context
+
+__all__ = ["Staleness"]
+
+
+class Staleness:
+    """Annotates kept items for one context; remembers git's answers per (HEAD, id, updated_at)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+        self._lock = threading.Lock()
+        self._cache: dict[tuple[str | None, str, str], tuple[str, ...]] = {}
+
+    def annotate(self, kept: list[RecallItem]) -> list[RecallItem]:
+        if not kept:
+            return kept
+        ctx = self._ctx
+        flagged = ctx.store.flags.dangling([k.id for k in kept])
+        stale: dict[str, tuple[str, ...]] = {}
+        if ctx.git.repo is not None:
+            stale = self._stale(kept)
+        if not flagged and not stale:
+            return kept
+        out = []
+        for k in kept:
+            line = k.line
+            if k.id in stale:
+                line += f" [possibly stale: its files changed in {', '.join(s[:7] for s in stale[k.id][:5])}]"
+            if k.id in flagged:
+                line += f" [files missing at HEAD: {', '.join(flagged[k.id])}]"
+            out.append(replace(k, line=line))
+        return out
+
+    def _stale(self, kept: list[RecallItem]) -> dict[str, tuple[str, ...]]:
+        head = self._ctx.git.head()[1]
+        stale: dict[str, tuple[str, ...]] = {}
+        with self._lock:
+            if self._cache and next(iter(self._cache))[0] != head:
+                self._cache.clear()  # a new HEAD invalidates every entry: keeps a long-lived process bounded
+            todo = []
+            for k in kept:
+                if k.kind not in ("memory", "decision"):
+                    continue
+                key = (head, k.id, k.record.updated_at)
+                if key in self._cache:
+                    if self._cache[key]:
+                        stale[k.id] = self._cache[key]
+                    continue
+                rec = k.record
+                if isinstance(rec, Memory):
+                    text = rec.content
+                else:
+                    text = f"{rec.decision} {rec.rationale or ''}"  # type: ignore[attr-defined]
+                todo.append((key, paths_in_text(text)))
+            if todo:
+                found = stale_commits(self._ctx, [(key[1], key[2], paths) for key, paths in todo])
+                for key, _ in todo:
+                    self._cache[key] = found.get(key[1], ())
+                    if found.get(key[1]):
+                        stale[key[1]] = found[key[1]]
+        return stale

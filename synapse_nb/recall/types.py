@@ -1,0 +1,194 @@
+"""The public types of a recall: the bars a candidate must clear, the answer, its items and its explanation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from synapse_nb._util import plural, shorten
+from synapse_nb.errors import ValidationError
+from synapse_nb.models import Lesson, Record
+from synapse_nb.render import block, code, explanation_html, pre_html
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
+
+__all__ = ["EMPTY_REASONS", "KIND_ORDER", "MAX_EXPLAIN", "MAX_QUERY_CHARS", "Bars", "ExplainRow", "Recall",
+           "RecallExplanation", "RecallItem"]
+
+#: Kinds that are recall candidates, in the order their groups appear.
+KIND_ORDER = ("memory", "decision", "checkpoint", "episode", "note")
+#: Most rows in ``Recall.explain()``.
+MAX_EXPLAIN = 200
+#: Longest query accepted, in characters (the gate analyses only the first 2,000).
+MAX_QUERY_CHARS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Bars:
+    """What a candidate must clear to be recalled. Every field has a documented default.
+
+    Attributes
+    ----------
+    floor : float
+        Absolute minimum gate score in [0, 1]. Default 0.3: at least about a third of the query's
+        information must be in the memory.
+    margin : float
+        Relative bar: a hit must score at least ``margin`` times the best hit. Default 0.5.
+    top_k : int
+        Most hits per kind. Default 5.
+    budget_tokens : int
+        Most tokens (estimated at 4 characters each) for the hits section. Default 1,200.
+    tag_bonus : float
+        Added to the score when a query word equals one of the record's tags. Default 0.25.
+    key_bonus : float
+        Added when the query names the record's key or note name. Default 0.35.
+    file_bonus : float
+        Added when the record refers to one of the ``files`` passed to recall. Default 0.3 (as much as
+        the floor: a record about a file being worked on is relevant on that alone).
+    exhaustive_max : int
+        Vaults with at most this many candidates are scored exhaustively (from an in-process cache of
+        SQLite); larger ones take candidates from the LanceDB index. Default 20,000 (below it, scoring
+        everything is faster than asking the index).
+    index_k : int
+        Candidates fetched from the index per recall on the index path. Default 200.
+    """
+
+    floor: float = 0.3
+    margin: float = 0.5
+    top_k: int = 5
+    budget_tokens: int = 1200
+    tag_bonus: float = 0.25
+    key_bonus: float = 0.35
+    file_bonus: float = 0.3
+    exhaustive_max: int = 20000
+    index_k: int = 200
+
+    def __post_init__(self) -> None:
+        for name in ("floor", "margin", "tag_bonus", "key_bonus", "file_bonus"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 <= float(v) <= 1.0:
+                raise ValidationError(f"Bars.{name} must be a number in [0, 1], got {v!r}")
+        for name in ("top_k", "budget_tokens", "exhaustive_max", "index_k"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValidationError(f"Bars.{name} must be a whole number >= 0, got {v!r}")
+
+
+@dataclass(frozen=True)
+class RecallItem:
+    """One recalled record: why it was kept (score, matched terms, the bar that decided) and its line."""
+
+    kind: str
+    id: str
+    score: float
+    matched: tuple[str, ...]
+    bar: str
+    line: str
+    record: Record = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "id": self.id, "score": round(self.score, 6), "matched": list(self.matched),
+                "bar": self.bar, "line": self.line}
+
+
+@dataclass(frozen=True)
+class ExplainRow:
+    """One row of :meth:`Recall.explain`: a candidate, its score, what matched, and the bar that decided."""
+
+    kind: str
+    id: str
+    score: float
+    matched: tuple[str, ...]
+    kept: bool
+    bar: str
+    reason: str
+
+
+class RecallExplanation(list[ExplainRow]):
+    """Every candidate near the bars, with its score and why it was kept or dropped."""
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        return [{"kind": r.kind, "id": r.id, "score": round(r.score, 4), "matched": ", ".join(r.matched),
+                 "kept": r.kept, "bar": r.bar, "reason": r.reason} for r in self]
+
+    def to_pandas(self) -> pd.DataFrame:
+        import pandas as pd  # heavy: loaded only when a DataFrame is asked for
+
+        return pd.DataFrame(self.to_dicts(), columns=["kind", "id", "score", "matched", "kept", "bar", "reason"])
+
+    def to_polars(self) -> pl.DataFrame:
+        import polars as pl  # heavy: loaded only when a DataFrame is asked for
+
+        return pl.DataFrame(self.to_dicts(), schema={"kind": pl.String, "id": pl.String, "score": pl.Float64,
+                                                      "matched": pl.String, "kept": pl.Boolean, "bar": pl.String,
+                                                      "reason": pl.String})
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def __str__(self) -> str:
+        if not self:
+            return "(no candidate scored above zero)"
+        lines = [f"{'kept':<5} {'score':>6}  {'kind':<10} {'id':<18} {'bar':<7} reason / matched"]
+        for r in self:
+            lines.append(f"{'yes' if r.kept else 'no':<5} {r.score:6.3f}  {r.kind:<10} {r.id:<18} {r.bar:<7} "
+                         f"{r.reason}; matched: {', '.join(r.matched) or '-'}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        return explanation_html(self)
+
+
+#: Why a recall has no items (``Recall.empty_reason``), each a stable value.
+EMPTY_REASONS = ("empty_query", "nothing_relevant", "already_given", "over_budget")
+
+
+@dataclass(frozen=True)
+class Recall:
+    """The answer to one recall: plain text for an LLM, typed items, and the explanation.
+
+    ``nothing_new`` is True when no item is returned; ``empty_reason`` then says why, one of
+    :data:`EMPTY_REASONS` (``None`` when there are items):
+
+    - ``"nothing_relevant"``: no candidate cleared the gate's bars (the text is ``nothing new for: "q"``);
+    - ``"already_given"``: the relevant items were all given to this session before, unchanged;
+    - ``"over_budget"``: relevant items did not fit ``budget_tokens`` (raise it);
+    - ``"empty_query"``: the query had no text.
+    """
+
+    query: str
+    session: str | None
+    text: str
+    items: tuple[RecallItem, ...]
+    lessons: tuple[Lesson, ...]
+    nothing_new: bool
+    path: str
+    bars: Bars
+    empty_reason: str | None = None
+    _explain: tuple[ExplainRow, ...] = field(default=(), repr=False)
+
+    def explain(self) -> RecallExplanation:
+        """A table of every candidate near the bars and why it was kept or dropped."""
+        return RecallExplanation(self._explain)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "session": self.session, "text": self.text, "nothing_new": self.nothing_new,
+                "empty_reason": self.empty_reason, "items": [i.to_dict() for i in self.items],
+                "lessons": [les.id for les in self.lessons], "path": self.path}
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        state = f"nothing new ({self.empty_reason})" if self.nothing_new else plural(len(self.items), "item")
+        return f"<Recall {self.query!r}: {state}, {plural(len(self.lessons), 'lesson')}>"
+
+    def _repr_markdown_(self) -> str:
+        return "```text\n" + self.text + "\n```"
+
+    def _repr_html_(self) -> str:
+        state = "nothing new" if self.nothing_new else plural(len(self.items), "item")
+        return block(f"<div><b>recall</b> {code(shorten(self.query, 80))} ({state})</div>{pre_html(self.text)}")
+

@@ -1,0 +1,121 @@
+"""Vault settings: the known names, their defaults and checks, and ``vault.settings``.
+
+Settings live in the vault (the store's ``meta``), so every surface (notebook, CLI, MCP, git hook) sees the
+same values. Reading is open to every actor; changing a setting is for the user actor only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from synapse_nb.errors import PermissionDeniedError, ValidationError
+
+if TYPE_CHECKING:
+    from synapse_nb.context import Context
+
+__all__ = ["BAR_SETTINGS", "SETTINGS", "Settings"]
+
+
+def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
+    def check(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int | str):
+            raise ValidationError(f"expected a whole number from {lo} to {hi}, got {v!r}")
+        try:
+            n = int(v)
+        except ValueError:
+            raise ValidationError(f"expected a whole number from {lo} to {hi}, got {v!r}") from None
+        if not lo <= n <= hi:
+            raise ValidationError(f"expected a whole number from {lo} to {hi}, got {n}")
+        return n
+    return check
+
+
+def _unit_interval(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
+        raise ValidationError(f"expected a number from 0 to 1, got {v!r}")
+    try:
+        x = float(v)
+    except ValueError:
+        raise ValidationError(f"expected a number from 0 to 1, got {v!r}") from None
+    if not 0.0 <= x <= 1.0:  # also refuses NaN
+        raise ValidationError(f"expected a number from 0 to 1, got {x}")
+    return x
+
+
+#: Known settings: name -> (default, validator, description).
+SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
+    "lesson_expiry_days": (7, _int_range(1, 3650), "days an approved lesson stays in force"),
+    "scan_window": (2000, _int_range(1, 10_000_000), "commits the first lesson scan looks back"),
+    "auto_checkpoint_every": (10, _int_range(1, 100_000), "changed files (watch) or cells (notebook) per auto checkpoint"),
+    # the recall gate's bars used when a recall is given none (same defaults as synapse_nb.recall.Bars)
+    "recall_floor": (0.3, _unit_interval, "recall: lowest gate score a hit may have"),
+    "recall_margin": (0.5, _unit_interval, "recall: a hit scores at least this times the best hit"),
+    "recall_top_k": (5, _int_range(0, 1000), "recall: most hits per kind"),
+    "recall_budget_tokens": (1200, _int_range(0, 1_000_000), "recall: most tokens for the hits"),
+}
+#: Bars fields and the settings that hold their saved defaults.
+BAR_SETTINGS = {"floor": "recall_floor", "margin": "recall_margin", "top_k": "recall_top_k",
+                "budget_tokens": "recall_budget_tokens"}
+
+
+def check_setting(name: Any, value: Any) -> Any:
+    """``value`` as setting ``name`` stores it; :class:`ValidationError` for an unknown name or a bad value."""
+    _check_name(name)
+    return SETTINGS[name][1](value)
+
+
+def _check_name(name: Any) -> None:
+    if not isinstance(name, str) or name not in SETTINGS:
+        raise ValidationError(f"unknown setting {name!r}; known settings: {', '.join(sorted(SETTINGS))}")
+
+
+class Settings:
+    """Vault settings stored in the database (so every surface sees the same values).
+
+    Reading is open to every actor; changing a setting is for the user actor only.
+
+    >>> v.settings.set("lesson_expiry_days", 14)  # doctest: +SKIP
+    """
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    def get(self, name: str) -> Any:
+        _check_name(name)
+        return self._ctx.store.meta.settings((name,)).get(name, SETTINGS[name][0])
+
+    def get_many(self, names: Iterable[str]) -> dict[str, Any]:
+        """Several settings in one read: name -> value (the default when never set)."""
+        names = list(names)
+        for name in names:
+            _check_name(name)
+        saved = self._ctx.store.meta.settings(names)
+        return {name: saved.get(name, SETTINGS[name][0]) for name in names}
+
+    def set(self, name: str, value: Any) -> Any:
+        if self._ctx.actor != "user":
+            raise PermissionDeniedError("an agent may not change settings; a human changes them")
+        value = check_setting(name, value)
+        self._ctx.store.meta.set_settings({name: value})
+        return value
+
+    def set_many(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Set several settings in one transaction: every value is checked first, then all are written or none.
+
+        >>> v.settings.set_many({"recall_floor": 0.25, "recall_top_k": 3})  # doctest: +SKIP
+        {'recall_floor': 0.25, 'recall_top_k': 3}
+        """
+        if self._ctx.actor != "user":
+            raise PermissionDeniedError("an agent may not change settings; a human changes them")
+        if not isinstance(values, dict):
+            raise ValidationError(f"settings must be given as a dict of name -> value, got {type(values).__name__}")
+        checked = {name: check_setting(name, value) for name, value in values.items()}
+        self._ctx.store.meta.set_settings(checked)
+        return checked
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.get_many(sorted(SETTINGS))
+
+    def __repr__(self) -> str:
+        return f"Settings({self.as_dict()!r})"

@@ -1,0 +1,461 @@
+"""The store seam: what the core asks of a system of record, written for a second backend.
+
+:class:`VaultStore` is a :class:`typing.Protocol`: SQLite implements it today
+(:class:`synapse_nb.store.sqlite.SqliteStore`), a PostgreSQL team vault will implement it next. The kind
+managers, recall, follow, transfer and settings talk to a store only through it; every SQL statement lives
+behind it, in ``synapse_nb/store/``.
+
+Contract (every backend)
+------------------------
+**Transactions.** ``with store.transaction():`` is one write transaction (SQLite: ``BEGIN IMMEDIATE``, retried
+while another process holds the write lock; PostgreSQL: a pooled connection, READ COMMITTED plus row locks).
+Nested calls join the outer one. It commits when the outermost block ends normally and rolls back on any
+exception; ``after_commit(cb)`` runs ``cb`` after the outermost commit (at once outside a transaction) and
+``on_rollback(cb)`` if it rolls back. What the context manager yields is the backend's own business: code outside
+``store/`` never uses it (no connection leaves the store). A read-only store refuses to open one
+(:class:`~synapse_nb.errors.StoreError`).
+
+**Snapshots.** ``with store.snapshot():`` makes several reads see one committed state (SQLite: a deferred read
+transaction; PostgreSQL: REPEATABLE READ). Recall reads its lessons, candidates and word statistics inside one.
+Inside a write transaction it joins it; a write transaction may not be opened inside a snapshot.
+
+**What "now" is.** The store never reads a clock. Callers take "now" from their context's clock and pass it as
+fixed-width UTC text (``2026-01-01T12:00:00.000000Z``, :func:`synapse_nb._util.fmt_ts`), which sorts as
+time: in a :class:`View` for reads that depend on it (memory expiry, the effective lesson status, what an agent
+may read), and as an argument to writes that do (prune, stamps).
+
+**Write stamps.** ``store.stamp(now)``, called inside a write transaction, returns the timestamp to write:
+``now``, or one microsecond after the vault's last stamp when that is not earlier. Stamps are strictly
+increasing per vault across processes (they are taken under the write lock), so records never tie on
+``created_at``/``updated_at``, and an import moves the last stamp past every imported time.
+
+**Ordering.** Every listing has a total order that ends in the record id, so the same vault lists the same
+way whatever the backend's plan or the hash seed. Timestamps are the fixed-width text above.
+
+**Change notification.** The store records ``(kind, id, deleted)`` of every record it writes in a transaction
+and, after the commit, calls each listener registered with ``on_change`` once with the sorted list. A rollback
+reports nothing. Listeners hear every write through this store object (every vault handle that shares it).
+
+**Typed records in and out.** Kind tables take and return model records (:class:`~synapse_nb.models.Memory`,
+:class:`~synapse_nb.models.Lesson`, ...) or the small frozen dataclasses below; rows, cursors and connections
+never leave the store. A record read through a :class:`View` carries the lesson status in effect at
+``view.now`` (an approved lesson past its ``expires_at`` reads as ``expired``).
+
+**Validation and permissions are not the store's job.** The kind managers check every value and every actor
+before they call a write; the store trusts them. Visibility is a parameter (``View.in_force_only``), never a
+rule the store decides. The store raises :class:`~synapse_nb.errors.StoreError` for I/O failures and
+:class:`~synapse_nb.errors.ConflictError` when a write breaks a uniqueness rule, never a backend's exceptions.
+
+**Full-text search** takes the user's raw text. Turning it into the backend's query language (FTS5 ``MATCH``,
+``tsquery``) is the backend's job, and any text is safe; a text with no word lists in the default order.
+
+**Recall's word statistics must agree across backends** (recall is deterministic: same vault, same answer).
+A candidate's gate text is, per kind: memory ``key`` (``_`` as spaces) + content + tags; decision: decision +
+rationale + tags; checkpoint: doing + next step + blockers + changed files; episode: task key (``_`` as spaces) +
+outcome + refs; note: name (``_`` as spaces) + trigger; parts joined by single spaces, missing parts empty
+(lessons are not candidates). ``doc_freq`` counts the candidates (all minds) holding a word as SQLite FTS5's
+``unicode61 remove_diacritics 2`` tokenizer splits and folds it; ``count`` is the number of candidates.
+
+Data format
+-----------
+:data:`EXPORT_FIELDS` names the fields of one exported record per kind (``memory export``): they are the
+system of record's columns, and :data:`JSON_FIELDS` those holding JSON values. A second backend exports and
+imports exactly these documents, so a vault moves between backends through an export.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from synapse_nb.store.records import (
+    EXPORT_FIELDS,
+    JSON_FIELDS,
+    PAGE_SORTS,
+    Candidate,
+    Change,
+    MemoryCounts,
+    MemoryFilter,
+    RefSource,
+    View,
+)
+
+if TYPE_CHECKING:
+    from synapse_nb.models import Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
+
+__all__ = [
+    "EXPORT_FIELDS",
+    "JSON_FIELDS",
+    "PAGE_SORTS",
+    "Candidate",
+    "Change",
+    "CheckpointTable",
+    "DecisionTable",
+    "EpisodeTable",
+    "FlagTable",
+    "KindTable",
+    "LessonTable",
+    "MemoryCounts",
+    "MemoryFilter",
+    "MemoryTable",
+    "MetaTable",
+    "NoteTable",
+    "Outbox",
+    "RecallQueries",
+    "RefSource",
+    "RefTable",
+    "SessionTable",
+    "TransferTable",
+    "VaultStore",
+    "View",
+]
+
+R = TypeVar("R", bound="Record")
+
+
+# -- the kind tables ------------------------------------------------------------------------------------------
+class KindTable(Protocol[R]):
+    """What every kind table offers. Reads take a :class:`View`; writes take records or field values."""
+
+    def get(self, view: View, id: str) -> R | None:
+        """The record with this exact id in ``view.mind``, if the view may read it."""
+        ...
+
+    def mind_of(self, id: str) -> str | None:
+        """The mind holding this exact id (any mind), or None."""
+        ...
+
+    def ids_from(self, mind: str, prefix: str, *, limit: int) -> builtins.list[str]:
+        """Ids of the mind starting with ``prefix``, in id order, at most ``limit`` (every record, any view)."""
+        ...
+
+    def list(self, view: View, *, limit: int | None = None) -> builtins.list[R]:
+        """Records of the view in the kind's default order (each table documents it)."""
+        ...
+
+    def count(self, view: View) -> int:
+        ...
+
+    def search(self, view: View, text: str, *, limit: int) -> builtins.list[R]:
+        """Full-text search: best match first, then newest, then id; no word in ``text``: :meth:`list`."""
+        ...
+
+    def insert(self, record: R) -> None:
+        """Store a new record (its id, mind and stamps set by the caller)."""
+        ...
+
+    def update(self, id: str, *, updated_at: str, **changes: Any) -> None:
+        """Set fields of a record, named and typed as the record's fields, and its ``updated_at``."""
+        ...
+
+    def delete(self, id: str) -> None:
+        ...
+
+
+class MemoryTable(KindTable["Memory"], Protocol):
+    """Memories. Default order: priority (critical first), newest, id descending."""
+
+    def by_key(self, mind: str, category: str, key: str) -> Memory | None: ...
+
+    def list(self, view: View, *, where: MemoryFilter = ..., limit: int | None = None) -> builtins.list[Memory]: ...
+
+    def search(self, view: View, text: str, *, where: MemoryFilter = ..., limit: int) -> builtins.list[Memory]: ...
+
+    def count(self, view: View, *, where: MemoryFilter = ...) -> int: ...
+
+    def page(self, view: View, text: str, *, where: MemoryFilter, sort: str | None, descending: bool, offset: int,
+             limit: int) -> tuple[builtins.list[Memory], int]:
+        """One page and the total matching. ``sort`` is one of :data:`PAGE_SORTS` (None: best match first for a
+        text with words, else priority then newest); ties end in id ascending."""
+        ...
+
+    def expiring(self, mind: str, after: str, until: str) -> builtins.list[Memory]:
+        """Memories expiring in ``(after, until]``, soonest first."""
+        ...
+
+    def stats(self, mind: str, now: str) -> MemoryCounts: ...
+
+    def delete_expired(self, mind: str, now: str) -> tuple[str, ...]:
+        """Delete memories expired at ``now``; their ids, in order."""
+        ...
+
+
+class CheckpointTable(KindTable["Checkpoint"], Protocol):
+    """Checkpoints. Default order: newest first, then id descending."""
+
+    def latest(self, view: View, branch: str | None) -> Checkpoint | None:
+        """The newest checkpoint saved on ``branch`` (None: saved without a branch)."""
+        ...
+
+    def list(self, view: View, *, branch: str | None = None, limit: int | None = None) -> builtins.list[Checkpoint]:
+        """Checkpoints of one ``branch``, or of all when None."""
+        ...
+
+
+class DecisionTable(KindTable["Decision"], Protocol):
+    """Decisions. Default order: newest first, then id descending."""
+
+    def search(self, view: View, text: str, *, tag: str | None = None, limit: int) -> builtins.list[Decision]: ...
+
+
+class LessonTable(KindTable["Lesson"], Protocol):
+    """Lessons. Default order: newest first, then id descending; by status ``approved``: most recently approved
+    first. Status filters and the records' ``status`` are the effective status at ``view.now``."""
+
+    def list(self, view: View, *, status: str | None = None, limit: int | None = None) -> builtins.list[Lesson]: ...
+
+    def has_revert(self, mind: str, sha: str) -> bool:
+        """Whether the mind has a lesson for this revert commit."""
+        ...
+
+    def analysis_state(self, id: str) -> tuple[str, str | None] | None:
+        """(stored status, who wrote the analysis) of a lesson, whatever the view; None when it does not exist."""
+        ...
+
+    def status_counts(self, mind: str, now: str) -> dict[str, int]:
+        """How many lessons per effective status at ``now`` (statuses with none are left out)."""
+        ...
+
+    def expiring(self, mind: str, after: str, until: str) -> tuple[str, ...]:
+        """Ids of approved lessons running out in ``(after, until]``, soonest first."""
+        ...
+
+    def expire(self, mind: str, now: str, updated_at: str) -> tuple[str, ...]:
+        """Store the status ``expired`` on approved lessons whose time ran out at ``now``; their ids."""
+        ...
+
+
+class EpisodeTable(KindTable["Episode"], Protocol):
+    """Episodes. Default order: newest first, then id descending."""
+
+    def last(self, view: View, task_key: str) -> Episode | None: ...
+
+    def history(self, view: View, task_key: str | None, *, limit: int | None) -> builtins.list[Episode]: ...
+
+
+class NoteTable(KindTable["Note"], Protocol):
+    """Notes. Default order: name."""
+
+    def by_name(self, view: View, name: str) -> Note | None: ...
+
+
+# -- everything else ----------------------------------------------------------------------------------------
+class MetaTable(Protocol):
+    """Vault settings and per-mind bookkeeping (values are JSON-able)."""
+
+    def settings(self, names: Iterable[str] | None = None) -> dict[str, Any]:
+        """Saved values of these settings (all saved ones when None), by name; unsaved ones are absent."""
+        ...
+
+    def set_settings(self, values: Mapping[str, Any]) -> None: ...
+
+    def scan_tips(self, mind: str) -> tuple[str, ...]:
+        """Branch tips the last lesson scan of the mind reached (empty before the first scan)."""
+        ...
+
+    def set_scan_tips(self, mind: str, tips: Sequence[str]) -> None: ...
+
+
+class SessionTable(Protocol):
+    """What each recall session was given: (mind, session, id) -> content digest."""
+
+    def seen(self, mind: str, session: str, ids: Sequence[str]) -> dict[str, str]: ...
+
+    def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str) -> None: ...
+
+    def prune(self, mind: str, before: str) -> int:
+        """Forget entries recorded before ``before``; how many."""
+        ...
+
+
+class FlagTable(Protocol):
+    """Marks left by ``verify(fix=True)``: ``dangling`` (missing file paths) and ``stale`` (commit shas)."""
+
+    def of_mind(self, mind: str) -> dict[str, dict[str, Any]]:
+        """{id: {flag: detail}}, ids and flags in order."""
+        ...
+
+    def dangling(self, ids: Sequence[str]) -> dict[str, builtins.list[str]]:
+        """{id: missing paths} for those of ``ids`` flagged dangling."""
+        ...
+
+    def replace(self, mind: str, dangling: Mapping[str, Sequence[str]], stale: Mapping[str, Sequence[str]],
+                updated_at: str) -> None:
+        """Replace every flag of the mind by these."""
+        ...
+
+
+class RefTable(Protocol):
+    def sources(self, mind: str) -> builtins.list[RefSource]:
+        """Every lesson, checkpoint, decision and memory of the mind, with its files or text, by kind then id."""
+        ...
+
+
+class RecallQueries(Protocol):
+    """Rows and statistics for the recall gate (the scoring itself lives in :mod:`synapse_nb.recall`)."""
+
+    def count(self) -> int:
+        """How many gate candidates the vault holds, all minds together (the N of the word statistics)."""
+        ...
+
+    def candidates(self, mind: str) -> builtins.list[Candidate]:
+        """Every candidate of the mind (expired memories too), in id order."""
+        ...
+
+    def fetch(self, mind: str, ids_by_kind: Mapping[str, Iterable[str]]) -> builtins.list[Candidate]:
+        """These candidates of the mind (unknown ids left out), in id order."""
+        ...
+
+    def doc_freq(self, terms: Sequence[str]) -> dict[str, int]:
+        """In how many candidates (all minds) each term occurs, as whole words, case-folded; absent: none."""
+        ...
+
+    def tag_counts(self, mind: str, tags: Sequence[str]) -> dict[str, int]:
+        """How many records of the mind carry each tag; absent: none."""
+        ...
+
+    def tag_matches(self, mind: str, tags: Sequence[str],
+                    ids: Sequence[str] | None = None) -> builtins.list[tuple[str, str]]:
+        """(id, tag) for records of the mind carrying these tags (only ``ids`` when given), by id then tag."""
+        ...
+
+    def key_matches(self, mind: str, keys: Sequence[str]) -> builtins.list[tuple[str, str]]:
+        """(id, key) for memories whose key, and notes whose name, is one of ``keys``."""
+        ...
+
+
+class Outbox(Protocol):
+    """Index upkeep: ids whose candidate text changed since the retrieval index last applied them."""
+
+    def has_pending(self) -> bool: ...
+
+    def pending(self, limit: int) -> builtins.list[tuple[str, int]]:
+        """(id, sequence number), oldest change first."""
+        ...
+
+    def ack(self, entries: Sequence[tuple[str, int]]) -> None:
+        """Forget these exact (id, sequence) pairs (an id changed again since keeps its newer entry)."""
+        ...
+
+    def high_water(self) -> int:
+        """The newest sequence number queued (0 when none)."""
+        ...
+
+    def ack_through(self, seq: int) -> None:
+        """Forget every entry up to ``seq``."""
+        ...
+
+    def docs(self, ids: Sequence[str]) -> builtins.list[Candidate]:
+        """Candidates (any mind) for these ids; ids no longer present are left out."""
+        ...
+
+    def all_docs(self) -> Iterator[Candidate]:
+        """Every candidate of the vault in id order, streamed."""
+        ...
+
+
+class TransferTable(Protocol):
+    """Export and import in the documented format (:data:`EXPORT_FIELDS`)."""
+
+    def rows(self, kind: str) -> Iterator[dict[str, Any]]:
+        """Every record of the kind (all minds) as an export document without ``kind``, in id order."""
+        ...
+
+    def to_record(self, kind: str, doc: Mapping[str, Any]) -> Record:
+        """The record an export document describes (raises ValidationError when a field is not in the
+        format's encoding, e.g. a priority outside 0-3)."""
+        ...
+
+    def insert(self, kind: str, doc: Mapping[str, Any]) -> bool:
+        """Insert an export document as it is; False when the id exists with identical fields (nothing written).
+        Raises ConflictError when the id, or a unique key, holds something else."""
+        ...
+
+    def advance_clock(self, ts: str) -> None:
+        """Make later stamps come after ``ts`` (imported records keep their times)."""
+        ...
+
+
+class VaultStore(Protocol):
+    """The system of record of one vault (see the module docstring for the contract)."""
+
+    @property
+    def memories(self) -> MemoryTable: ...
+
+    @property
+    def checkpoints(self) -> CheckpointTable: ...
+
+    @property
+    def decisions(self) -> DecisionTable: ...
+
+    @property
+    def lessons(self) -> LessonTable: ...
+
+    @property
+    def episodes(self) -> EpisodeTable: ...
+
+    @property
+    def notes(self) -> NoteTable: ...
+
+    @property
+    def meta(self) -> MetaTable: ...
+
+    @property
+    def sessions(self) -> SessionTable: ...
+
+    @property
+    def flags(self) -> FlagTable: ...
+
+    @property
+    def refs(self) -> RefTable: ...
+
+    @property
+    def recall(self) -> RecallQueries: ...
+
+    @property
+    def outbox(self) -> Outbox: ...
+
+    @property
+    def transfer(self) -> TransferTable: ...
+
+    @property
+    def schema_version(self) -> int: ...
+
+    @property
+    def readonly(self) -> bool: ...
+
+    @property
+    def location(self) -> str:
+        """Where the vault's records are, for messages (a file path, a database URL without secrets)."""
+        ...
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def table(self, kind: str) -> KindTable[Any]:
+        """The table of a kind ("memory" -> ``memories``)."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[object]: ...
+
+    def snapshot(self) -> AbstractContextManager[object]: ...
+
+    def after_commit(self, callback: Callable[[], None]) -> None: ...
+
+    def on_rollback(self, callback: Callable[[], None]) -> None: ...
+
+    def stamp(self, now: str) -> str: ...
+
+    def on_change(self, listener: Callable[[builtins.list[Change]], None]) -> None: ...
+
+    def data_version(self) -> tuple[int, ...]:
+        """Changes whenever anyone commits a write to the vault (for caches of query results)."""
+        ...
+
+    def integrity_check(self) -> str:
+        """"ok", or what is wrong."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,102 @@
+"""The plain values that cross the store seam at run time: views, filters, candidate rows, the export format.
+
+They are named tuples: immutable, cheap to build (a recall pool holds thousands of candidates), and cheap to
+define (``import synapse_nb`` defines them).
+
+:mod:`synapse_nb.store.base` states the seam itself (the :class:`~synapse_nb.store.base.VaultStore` protocol
+and its contract) and re-exports these; code that only needs the values imports them from here, so
+``import synapse_nb`` does not build the protocol classes.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["EXPORT_FIELDS", "JSON_FIELDS", "PAGE_SORTS", "Candidate", "Change", "MemoryCounts", "MemoryFilter",
+           "RefSource", "View"]
+
+#: One change a committed transaction made: (kind, id, deleted).
+Change = tuple[str, str, bool]
+
+#: Fields of an exported record, per kind (the export format; see the module docstring).
+EXPORT_FIELDS: dict[str, tuple[str, ...]] = {
+    "memory": ("id", "mind", "category", "key", "content", "tags", "priority", "source", "verified", "confidence",
+               "expires_at", "created_at", "updated_at"),
+    "checkpoint": ("id", "mind", "branch", "commit_sha", "doing", "changed_files", "next_step", "blockers", "origin",
+                   "source", "created_at", "updated_at"),
+    "decision": ("id", "mind", "decision", "rationale", "tags", "branch", "commit_sha", "source", "created_at",
+                 "updated_at"),
+    "lesson": ("id", "mind", "status", "summary", "branch", "revert_sha", "revert_commit", "reverted_commits",
+               "files_affected", "diffstat", "analysis", "analysis_by", "lesson_text", "approved_at", "expires_at",
+               "source", "created_at", "updated_at"),
+    "episode": ("id", "mind", "task_key", "status", "outcome", "refs", "duration_s", "source", "created_at",
+                "updated_at"),
+    "note": ("id", "mind", "name", "trigger", "body", "source", "created_at", "updated_at"),
+}
+#: Fields holding JSON values (lists, objects) in an exported record, per kind.
+JSON_FIELDS: dict[str, tuple[str, ...]] = {
+    "memory": ("tags",), "checkpoint": ("changed_files",), "decision": ("tags",),
+    "lesson": ("revert_commit", "reverted_commits", "files_affected", "diffstat"), "episode": ("refs",), "note": (),
+}
+#: Orders :meth:`MemoryTable.page` accepts (the id always breaks ties, so a page is stable).
+PAGE_SORTS: tuple[str, ...] = ("priority", "updated", "created", "category", "key", "content", "verified", "source",
+                               "expires", "id")
+
+
+class View(NamedTuple):
+    """Who reads, and when: every read of a kind table takes one.
+
+    Attributes
+    ----------
+    mind : the mind whose records are read.
+    now : "now" as fixed-width UTC text: memory expiry and the effective lesson status are judged at it.
+    in_force_only : lessons only: read approved lessons still in force at ``now`` and nothing else (what an
+        agent may read). The lessons manager sets it; other tables ignore it.
+    """
+
+    mind: str
+    now: str
+    in_force_only: bool = False
+
+
+class MemoryFilter(NamedTuple):
+    """Which memories a listing, search, count or page keeps (``None``: no condition)."""
+
+    unexpired: bool = False  # only memories not expired at ``View.now``
+    category: str | None = None
+    tag: str | None = None  # a tag in stored form (lower-case)
+    priority: str | None = None  # critical | high | normal | low
+    verified: bool | None = None
+    source: str | None = None  # user | agent
+
+
+class MemoryCounts(NamedTuple):
+    """Memories of a mind: all, verified, and expired at the time asked."""
+
+    total: int
+    verified: int
+    expired: int
+
+
+class Candidate(NamedTuple):
+    """One record as the recall gate and the retrieval index see it: its kind, id, mind and gate text.
+
+    ``expires_at`` is set for memories only (recall masks expired ones at scoring time).
+    """
+
+    kind: str
+    id: str
+    mind: str
+    text: str
+    updated_at: str
+    expires_at: str | None
+
+
+class RefSource(NamedTuple):
+    """A record that may refer to files: its file list (lessons, checkpoints) or its text (memories, decisions)."""
+
+    kind: str
+    id: str
+    updated_at: str
+    files: tuple[str, ...] = ()
+    text: str = ""

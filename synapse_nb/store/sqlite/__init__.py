@@ -1,0 +1,88 @@
+"""SQLite, the system of record: :class:`SqliteStore` implements :class:`synapse_nb.store.base.VaultStore`.
+
+Where the SQL is:
+
+========================  =====================================================================================
+``schema.py``             tables, FTS5 indexes, triggers, the ``gate_candidates`` view, migrations
+``db.py``                 the connection: pragmas, transactions (``BEGIN IMMEDIATE`` + retry), snapshots,
+                          write stamps (``meta`` row ``clock``), change notification
+``tables.py``             one repository per kind table (``memories`` ... ``notes``): get, prefixes, listings,
+                          full-text search, counts, writes, and the row <-> record mapping
+``queries.py``            settings and scan tips (``meta``), ``session_seen``, ``flags``, file references,
+                          recall candidates and word statistics, the index outbox, export and import
+========================  =====================================================================================
+
+Examples
+--------
+>>> import tempfile, pathlib
+>>> from synapse_nb.store.records import View
+>>> s = SqliteStore(pathlib.Path(tempfile.mkdtemp()) / "synapse.db")
+>>> s.schema_version
+2
+>>> s.memories.list(View("default", "2026-01-01T00:00:00.000000Z"))
+[]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from synapse_nb.store.sqlite.db import LOCK_TIMEOUT_S, Database
+from synapse_nb.store.sqlite.queries import (
+    FlagsQueries,
+    MetaQueries,
+    OutboxQueries,
+    RecallQueries,
+    RefsQueries,
+    SessionsQueries,
+    TransferQueries,
+)
+from synapse_nb.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, split_sql
+from synapse_nb.store.sqlite.tables import (
+    CheckpointsTable,
+    DecisionsTable,
+    EpisodesTable,
+    LessonsTable,
+    MemoriesTable,
+    NotesTable,
+    _Table,
+    fts_query,
+)
+
+__all__ = ["LOCK_TIMEOUT_S", "MIGRATIONS", "SCHEMA_VERSION", "SqliteStore", "Store", "fts_query", "split_sql"]
+
+
+class SqliteStore(Database):
+    """One vault's SQLite database, seen through the store seam (a :class:`~synapse_nb.store.base.VaultStore`).
+
+    Safe to share between threads of one process, and between vault handles of several minds and actors.
+    The low-level :meth:`query` / :meth:`transaction` it inherits are for the repositories and tests only.
+    """
+
+    def __init__(self, path: Any, *, readonly: bool = False) -> None:
+        super().__init__(path, readonly=readonly)
+        self.memories = MemoriesTable(self)
+        self.checkpoints = CheckpointsTable(self)
+        self.decisions = DecisionsTable(self)
+        self.lessons = LessonsTable(self)
+        self.episodes = EpisodesTable(self)
+        self.notes = NotesTable(self)
+        self._tables: dict[str, _Table[Any]] = {
+            t.kind: t for t in (self.memories, self.checkpoints, self.decisions, self.lessons, self.episodes,
+                                self.notes)}
+        self.meta = MetaQueries(self)
+        self.sessions = SessionsQueries(self)
+        self.flags = FlagsQueries(self)
+        self.refs = RefsQueries(self)
+        self.recall = RecallQueries(self)
+        self.outbox = OutboxQueries(self)
+        self.transfer = TransferQueries(self, self._tables)
+
+    def table(self, kind: str) -> _Table[Any]:
+        """The table of a kind ("memory" -> :attr:`memories`)."""
+        return self._tables[kind]
+
+
+#: The names earlier versions used (tests and scripts import them from here).
+Store = SqliteStore
+_split_sql = split_sql

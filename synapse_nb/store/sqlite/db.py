@@ -1,0 +1,366 @@
+"""The SQLite connection of a vault: opening, migrating, transactions, snapshots, stamps, change notification.
+
+One file, ``synapse.db``, in WAL mode: readers never block writers, several processes (a kernel, the CLI, an
+agent's MCP server, a git hook) share it.
+
+- Every write is one ``BEGIN IMMEDIATE`` transaction, retried with backoff while another process holds the
+  write lock, so "database is locked" does not reach a caller under ordinary contention (it surfaces as a
+  ``StoreError`` only after :data:`LOCK_TIMEOUT_S`).
+- A snapshot is a deferred read transaction: several reads see one committed state.
+- The schema is versioned with ``PRAGMA user_version``; migrations run forward, each in its own transaction.
+  A vault from a newer version is refused, never modified.
+- The write stamp (``meta`` row ``clock``) is read once per transaction and written back before the commit.
+- Every record a transaction writes is noted (:meth:`Database.touched`); listeners hear the list after the commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+from synapse_nb._util import fmt_ts, parse_ts
+from synapse_nb.errors import SchemaError, StoreError, SynapseError
+from synapse_nb.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, split_sql
+
+__all__ = ["LOCK_TIMEOUT_S", "Database"]
+
+#: How long a writer waits for another process's write lock before giving up, in seconds.
+LOCK_TIMEOUT_S = 60.0
+
+T = TypeVar("T")
+Change = tuple[str, str, bool]
+
+GET_CLOCK = "SELECT value FROM meta WHERE key = 'clock'"
+SET_CLOCK = "INSERT INTO meta(key, value) VALUES ('clock', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+ADVANCE_CLOCK = ("INSERT INTO meta(key, value) VALUES ('clock', ?) ON CONFLICT(key) DO UPDATE SET value = "
+                 "max(value, excluded.value)")
+
+
+def _is_locked(exc: sqlite3.OperationalError) -> bool:
+    msg = str(exc).lower()
+    return "locked" in msg or "busy" in msg
+
+
+class Database:
+    """A connection to one vault database, safe to share between threads of one process.
+
+    The repositories (:mod:`synapse_nb.store.sqlite.tables`, :mod:`synapse_nb.store.sqlite.queries`) run their
+    statements through it; :class:`synapse_nb.store.sqlite.SqliteStore` puts them together.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> s = Database(pathlib.Path(tempfile.mkdtemp()) / "synapse.db")
+    >>> with s.transaction() as c:
+    ...     _ = c.execute("INSERT INTO meta(key, value) VALUES ('hello', 'world')")
+    >>> s.query_one("SELECT value FROM meta WHERE key = 'hello'")["value"]
+    'world'
+    """
+
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+        self.path = Path(path)
+        self._readonly = readonly
+        self._lock = threading.RLock()
+        self._depth = 0  # write transaction nesting
+        self._snap = 0  # snapshot nesting (outside a write transaction)
+        self._after_commit: list[Callable[[], None]] = []
+        self._on_rollback: list[Callable[[], None]] = []
+        self._changes: dict[tuple[str, str], bool] = {}
+        self._listeners: list[Callable[[list[Change]], None]] = []
+        self._clock: str | None = None  # the last stamp, while a write transaction holds the lock
+        self._clock_dirty = False
+        #: incremented after every commit through this connection (PRAGMA data_version only sees others')
+        self.write_gen = 0
+        try:
+            if not readonly:
+                if not self.path.parent.is_dir():  # never created here: a typo must not become a vault
+                    raise StoreError(f"the vault folder {self.path.parent} does not exist; open the vault with "
+                                     "open_vault(), which creates it inside an existing folder only")
+                if not os.access(self.path.parent, os.W_OK):
+                    raise StoreError(f"the vault folder {self.path.parent} is read-only; open it with "
+                                     "open_vault(..., readonly=True) to read it (CLI: SYNAPSE_READONLY=1)")
+            self._conn = self._connect(readonly)
+            self._conn.row_factory = sqlite3.Row
+            self._conn.execute("PRAGMA busy_timeout = 10000")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            if not readonly:
+                self._retry(lambda: self._conn.execute("PRAGMA journal_mode = WAL"))
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except SynapseError:
+            self.close()
+            raise
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise StoreError(
+                f"cannot open the vault database {self.path}: {exc}; if the file is corrupt, restore it from an "
+                "export (`synapse-nb memory import`) or move it aside to start a new vault"
+            ) from exc
+        except OSError as exc:
+            self.close()
+            raise StoreError(f"cannot open the vault database {self.path}: {exc}") from exc
+
+    def _connect(self, readonly: bool) -> sqlite3.Connection:
+        kw: dict[str, Any] = {"uri": True, "timeout": LOCK_TIMEOUT_S, "isolation_level": None,
+                              "check_same_thread": False}
+        if not readonly:
+            return sqlite3.connect(f"file:{self.path}", **kw)
+        if not self.path.is_file():
+            raise StoreError(f"there is no vault database at {self.path} to open read-only")
+        conn = sqlite3.connect(f"file:{self.path}?mode=ro", **kw)
+        try:
+            conn.execute("PRAGMA user_version").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            # a WAL database in a folder nobody can write: SQLite cannot create the -shm file. Nobody can
+            # change it either, so reading it as immutable is safe.
+            conn.close()
+            return sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", **kw)
+
+    @property
+    def readonly(self) -> bool:
+        return self._readonly
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    # -- schema ---------------------------------------------------------------------------------------------
+    @property
+    def schema_version(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self) -> None:
+        version = self.schema_version
+        if version > SCHEMA_VERSION:
+            raise SchemaError(
+                f"the vault {self.path} has schema version {version}, newer than this synapse_nb knows "
+                f"({SCHEMA_VERSION}); upgrade synapse_nb to open it"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        if self.readonly:
+            raise SchemaError(f"the vault {self.path} needs a schema migration ({version} -> {SCHEMA_VERSION}) "
+                              "but is opened read-only")
+        while version < SCHEMA_VERSION:
+            script = MIGRATIONS[version]
+            with self.transaction() as c:
+                # re-check under the write lock: another process may have migrated meanwhile
+                current = int(c.execute("PRAGMA user_version").fetchone()[0])
+                if current == version:
+                    for stmt in split_sql(script):
+                        c.execute(stmt)
+                    c.execute(f"PRAGMA user_version = {version + 1}")
+            version = self.schema_version
+
+    # -- transactions ---------------------------------------------------------------------------------------
+    def _retry(self, fn: Callable[[], T]) -> T:
+        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        delay = 0.002
+        while True:
+            try:
+                return fn()
+            except sqlite3.OperationalError as exc:
+                if not _is_locked(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 0.2)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``); nested calls join the outer one.
+
+        Commits on success, rolls back on any exception. Callbacks registered with :meth:`after_commit` run
+        after the outermost commit, then the change listeners.
+        """
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self._conn
+                finally:
+                    self._depth -= 1
+                return
+            if self._snap:
+                raise StoreError("a write transaction cannot start inside a snapshot (a read-only view); "
+                                 "write before or after it")
+            if self.readonly:
+                raise StoreError(f"the vault {self.path} is opened read-only; writes are refused")
+            try:
+                self._retry(lambda: self._conn.execute("BEGIN IMMEDIATE"))
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"could not lock the vault {self.path} for writing: {exc}") from exc
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"the vault database {self.path} cannot be written: {exc}") from exc
+            self._depth = 1
+            try:
+                yield self._conn
+                if self._clock_dirty:
+                    self._conn.execute(SET_CLOCK, (self._clock,))
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
+                self._after_commit.clear()
+                self._changes.clear()  # rolled-back ids are never reported
+                rollbacks, self._on_rollback = self._on_rollback, []
+                for cb in rollbacks:
+                    cb()
+                if isinstance(exc, sqlite3.OperationalError) and ("disk" in str(exc).lower()
+                                                                 or "readonly" in str(exc).lower()
+                                                                 or "read-only" in str(exc).lower()):
+                    raise StoreError(f"the vault {self.path} cannot be written: {exc}; nothing was changed") from exc
+                if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.IntegrityError):
+                    raise StoreError(f"the vault {self.path} failed a write: {exc}; nothing was changed") from exc
+                raise
+            finally:
+                self._depth = 0
+                self._clock, self._clock_dirty = None, False
+            self.write_gen += 1
+            self._on_rollback = []
+            callbacks, self._after_commit = self._after_commit, []
+            changes = sorted((k, r, d) for (k, r), d in self._changes.items())
+            self._changes.clear()
+        for cb in callbacks:
+            cb()
+        if changes:
+            for listener in list(self._listeners):
+                listener(changes)
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Several reads that see one committed state (a deferred read transaction); joins a write transaction.
+
+        The connection is held by this thread until the block ends: keep it short, and write nothing in it.
+        """
+        with self._lock:
+            if self._depth or self._snap:
+                self._snap += not self._depth
+                try:
+                    yield
+                finally:
+                    self._snap -= not self._depth
+                return
+            self._conn.execute("BEGIN")
+            self._snap = 1
+            try:
+                yield
+            finally:
+                self._snap = 0
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("COMMIT")
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback()`` once the current outermost transaction has committed (at once outside one)."""
+        if self._depth:
+            self._after_commit.append(callback)
+        else:
+            callback()
+
+    def on_rollback(self, callback: Callable[[], None]) -> None:
+        """Run ``callback()`` if the current outermost transaction rolls back."""
+        if self._depth:
+            self._on_rollback.append(callback)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._depth > 0
+
+    # -- what changed -----------------------------------------------------------------------------------------
+    def touched(self, kind: str, rid: str, *, deleted: bool = False) -> None:
+        """Note that the current write transaction changed (kind, id); listeners hear of it after the commit."""
+        self._changes[(kind, rid)] = deleted
+
+    def on_change(self, listener: Callable[[list[Change]], None]) -> None:
+        """Call ``listener([(kind, id, deleted), ...])`` after each committed write through this connection."""
+        self._listeners.append(listener)
+
+    def stamp(self, now: str) -> str:
+        """The write timestamp: ``now``, or 1 µs after the vault's last stamp (strictly increasing per vault).
+
+        Taken under the write lock, so the order holds across processes. The last stamp is read once per
+        transaction and written back before the commit.
+        """
+        with self._lock:
+            if not self._depth:
+                with self.transaction():
+                    return self.stamp(now)
+            last = self._clock
+            if last is None:
+                row = self._conn.execute(GET_CLOCK).fetchone()
+                last = row[0] if row is not None else ""
+            if last >= now:
+                now = fmt_ts(parse_ts(last) + timedelta(microseconds=1))
+            self._clock, self._clock_dirty = now, True
+            return now
+
+    def advance_clock(self, ts: str) -> None:
+        """Make later stamps come after ``ts``."""
+        with self.transaction() as c:
+            if self._clock_dirty:
+                c.execute(SET_CLOCK, (self._clock,))
+            c.execute(ADVANCE_CLOCK, (ts,))
+            self._clock, self._clock_dirty = None, False
+
+    # -- statements -------------------------------------------------------------------------------------------
+    def write(self, sql: str, params: Any = (), change: Change | None = None) -> sqlite3.Cursor:
+        """Run one write statement in the current transaction (or in one of its own), noting ``change``."""
+        with self._lock:
+            if self._depth:  # the common case, a write inside a caller's transaction: no extra context manager
+                cur = self._conn.execute(sql, params)
+                if change is not None:
+                    self._changes[change[:2]] = change[2]
+                return cur
+        with self.transaction():
+            return self.write(sql, params, change)
+
+    def query(self, sql: str, params: Any = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            try:
+                return self._retry(lambda: self._conn.execute(sql, params).fetchall())
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and "fts5" in str(exc).lower():
+                    raise
+                raise StoreError(f"reading the vault {self.path} failed: {exc}") from exc
+
+    def query_one(self, sql: str, params: Any = ()) -> sqlite3.Row | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def iter_query(self, sql: str, params: Any = (), *, size: int = 5000) -> Iterator[sqlite3.Row]:
+        """Rows of a query, fetched ``size`` at a time (for scans too large to hold at once).
+
+        The connection is held by this thread until the iterator is exhausted or closed.
+        """
+        with self._lock:
+            cur = self._conn.execute(sql, params)
+            try:
+                while rows := cur.fetchmany(size):
+                    yield from rows
+            finally:
+                cur.close()
+
+    def data_version(self) -> tuple[int, int]:
+        """Changes whenever anyone commits: (``PRAGMA data_version``, this connection's commit counter)."""
+        with self._lock:
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0]), self.write_gen
+
+    def integrity_check(self) -> str:
+        row = self.query_one("PRAGMA integrity_check")
+        return str(row[0]) if row is not None else "no answer"
+
+    def close(self) -> None:
+        with self._lock:
+            conn = getattr(self, "_conn", None)
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()

@@ -1,0 +1,123 @@
+"""The recall package's own promises: one read and one write of the session history per recall, one rendering of
+a memory line (the same in a recall and in ``recall_text``), and the reads a recall makes in one snapshot."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import synapse_nb as syn
+from synapse_nb.recall import record_line
+from synapse_nb.recall.render import MEMORY_CONTENT_CHARS
+
+
+@contextlib.contextmanager
+def _statements(vault: syn.Vault) -> Iterator[list[str]]:
+    """The SQL statements the vault's connection runs while the ``with`` block runs (SQLite backend)."""
+    seen: list[str] = []
+    conn = vault._store._conn
+    conn.set_trace_callback(seen.append)
+    try:
+        yield seen
+    finally:
+        conn.set_trace_callback(None)
+
+
+def test_a_recall_reads_and_writes_the_session_history_once(vault: syn.Vault) -> None:
+    vault.lessons.approve(vault.lessons.create("always run the migrations before deploying").id)
+    vault.remember("procedure", "run_migrations", "run the migrations with alembic upgrade head")
+    vault.decide("migrations run in CI before every deploy")
+    vault.recall("warm up the caches")
+    for turn in range(2):
+        with _statements(vault) as seen:
+            r = vault.recall("how do we run migrations before deploying", session="s1")
+        session_sql = [s for s in seen if "session_seen" in s and not s.lstrip().upper().startswith("CREATE")]
+        reads = [s for s in session_sql if s.lstrip().upper().startswith("SELECT")]
+        writes = [s for s in session_sql if s.lstrip().upper().startswith("INSERT")]  # one per row given
+        transactions = [s for s in seen if s.strip().upper() == "BEGIN IMMEDIATE"]
+        assert len(reads) == 1, session_sql
+        if turn == 0:  # two items and the lesson, recorded in one write transaction
+            assert len(r.items) == 2 and len(writes) == 3 and len(transactions) == 1
+        else:  # everything was given before: nothing new to record
+            assert not r.items and r.empty_reason == "already_given" and not writes and not transactions
+            assert "shown earlier in this session" in r.text
+
+
+def test_lessons_candidates_and_statistics_are_read_in_one_snapshot(vault: syn.Vault) -> None:
+    vault.remember("procedure", "run_migrations", "run the migrations with alembic upgrade head")
+    vault.recall("warm up")
+    with _statements(vault) as seen:
+        vault.recall("how do we run migrations")
+    begin = next(i for i, s in enumerate(seen) if s.strip().upper() == "BEGIN")
+    end = next(i for i, s in enumerate(seen) if i > begin and s.strip().upper() == "COMMIT")
+    inside = " ".join(seen[begin:end])
+    assert "FROM lessons" in inside and "gate_vocab_row" in inside and "FROM tags" in inside
+
+
+def test_recall_text_and_recall_render_a_memory_line_the_same_way(vault: syn.Vault) -> None:
+    long = " ".join(f"word{i}" for i in range(200))  # about 1,400 characters
+    m = vault.remember("knowledge", "long_fact", long, tags=["big"])
+    line = record_line(m)
+    shown = re.sub(r" #big$", "", line.split(": ", 1)[1])
+    assert shown.endswith("…") and MEMORY_CONTENT_CHARS - 10 < len(shown) <= MEMORY_CONTENT_CHARS
+    assert vault.memories.recall_text().splitlines()[1] == line
+    r = vault.recall("word1 word2 word3 long fact", budget_tokens=10_000)
+    assert [i.line for i in r.items] == [line]
+
+
+def test_threads_sharing_a_vault_handle_recall_and_write_without_deadlock(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recall holds the store's lock for its snapshot; caches take their own locks. Threads sharing one handle
+    (a notebook kernel with widgets, an MCP server) must never wait on each other forever."""
+    import threading
+    import time
+
+    vault = syn.open_vault(tmp_path)  # not the fixture: a stuck thread would hold its lock at teardown
+    queries = vault._store.recall
+    count = queries.count
+
+    def slow_count() -> int:  # widen the window in which a cache refresh reads the store
+        time.sleep(0.005)
+        return count()
+
+    monkeypatch.setattr(queries, "count", slow_count)
+
+    for i in range(30):
+        vault.remember("knowledge", f"fact_{i}", f"deploy fact number {i}", tags=["deploy"])
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def recaller(n: int) -> None:
+        try:
+            for j in range(25):
+                r = vault.recall(f"deploy fact number {j % 30}", session=f"s{n}")
+                assert r.text
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    def writer() -> None:
+        try:
+            i = 0
+            while not stop.is_set():
+                vault.remember("knowledge", f"new_{i % 5}", f"deploy note {i}")
+                i += 1
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=recaller, args=(n,), daemon=True) for n in range(3)]
+    w = threading.Thread(target=writer, daemon=True)
+    w.start()
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60  # a few seconds when nothing waits forever
+    for t in threads:
+        t.join(timeout=max(0.0, deadline - time.monotonic()))
+    stop.set()
+    w.join(timeout=max(1.0, deadline - time.monotonic()))
+    assert not any(t.is_alive() for t in [*threads, w]), "a thread is stuck (deadlock)"
+    vault.close()
+    assert not errors, errors

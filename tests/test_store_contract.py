@@ -1,0 +1,242 @@
+"""The store seam's contract (``synapse_nb/store/base.py``), checked against every backend.
+
+Written once, for every implementation of :class:`~synapse_nb.store.base.VaultStore` (SQLite today; the PostgreSQL
+team vault adds itself to ``BACKENDS``): transactions and nesting, snapshots, stamps, ordering, change
+notification, typed records, the agent's view of lessons, and the export format.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import synapse_nb.store.base as base
+from synapse_nb.errors import ConflictError, StoreError
+from synapse_nb.models import Checkpoint, Lesson, Memory, Note
+from synapse_nb.store.records import EXPORT_FIELDS, Candidate, MemoryFilter, View
+from synapse_nb.store.sqlite import SqliteStore
+
+T0 = "2026-01-01T12:00:00.000000Z"
+T1 = "2026-01-02T12:00:00.000000Z"
+T2 = "2026-01-03T12:00:00.000000Z"
+
+#: name -> (open a store in a folder, open a second connection to the same vault)
+BACKENDS: dict[str, Callable[[Path], Any]] = {
+    "sqlite": lambda folder: SqliteStore(folder / "synapse.db"),
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Any]]:
+    opened: list[Any] = []
+
+    def open_one() -> Any:
+        s = BACKENDS[request.param](tmp_path)
+        opened.append(s)
+        return s
+
+    yield open_one
+    for s in opened:
+        s.close()
+
+
+@pytest.fixture()
+def store(opener: Callable[[], Any]) -> Any:
+    return opener()
+
+
+def _mem(i: int, *, mind: str = "default", ts: str = T0, **kw: Any) -> Memory:
+    return Memory(id=f"mem_{i:012x}", mind=mind, created_at=ts, updated_at=ts, category="knowledge", key=f"fact_{i}",
+                  content=kw.pop("content", f"fact number {i} about deploys"), **kw)
+
+
+def test_sqlite_store_has_every_member_of_the_protocol(store: Any) -> None:
+    """Every method and attribute the protocols name exists on the backend, with the same parameters."""
+    protocols: dict[str, type] = {"": base.VaultStore}
+    for attr, member in vars(base.VaultStore).items():  # the tables are read-only properties typed by protocol
+        if isinstance(member, property):
+            proto = getattr(base, str(member.fget.__annotations__.get("return")), None)
+            if isinstance(proto, type) and proto.__module__ == base.__name__:
+                protocols[attr] = proto
+    assert len(protocols) == 14, sorted(protocols)  # the store and its 13 tables and query groups
+    missing = []
+    for attr, proto in protocols.items():
+        target = getattr(store, attr) if attr else store
+        members = {}
+        for cls in reversed(proto.__mro__):  # a table protocol's own members and those of KindTable
+            if cls.__module__ == base.__name__:
+                members.update(vars(cls))
+        for name, member in members.items():
+            if name.startswith("_") or not (callable(member) or isinstance(member, property)):
+                continue
+            if not hasattr(target, name):
+                missing.append(f"{attr or 'store'}.{name}")
+                continue
+            if callable(member) and not isinstance(member, property):
+                want = [p for p in inspect.signature(member).parameters if p != "self"]
+                have = list(inspect.signature(getattr(target, name)).parameters)
+                if [p for p in want if p not in have]:
+                    missing.append(f"{attr or 'store'}.{name}{tuple(want)} has {tuple(have)}")
+    assert not missing, missing
+
+
+def test_transactions_nest_commit_and_roll_back(store: Any) -> None:
+    view = View("default", T0)
+    calls: list[str] = []
+    with store.transaction():
+        store.memories.insert(_mem(1))
+        store.after_commit(lambda: calls.append("committed"))
+        with store.transaction():  # joins the outer one
+            store.memories.insert(_mem(2))
+            assert store.in_transaction
+        assert calls == []
+    assert calls == ["committed"] and not store.in_transaction
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.memories.insert(_mem(3))
+            store.on_rollback(lambda: calls.append("rolled back"))
+            store.after_commit(lambda: calls.append("never"))
+            raise RuntimeError("boom")
+    assert calls == ["committed", "rolled back"]
+    assert [m.id for m in store.memories.list(view)] == [_mem(2).id, _mem(1).id]
+
+
+def test_snapshot_reads_one_committed_state_and_refuses_writes(opener: Callable[[], Any]) -> None:
+    a, b = opener(), opener()
+    view = View("default", T0)
+    a.memories.insert(_mem(1))
+    with a.snapshot():
+        assert a.memories.count(view) == 1
+        b.memories.insert(_mem(2))  # another connection commits meanwhile
+        assert a.memories.count(view) == 1
+        assert [c.id for c in a.recall.candidates("default")] == [_mem(1).id]
+        with pytest.raises(StoreError, match="snapshot"):
+            with a.transaction():
+                pass
+    assert a.memories.count(view) == 2
+    with a.transaction(), a.snapshot():  # inside a write transaction a snapshot joins it
+        a.memories.insert(_mem(3))
+        assert a.memories.count(view) == 3
+
+
+def test_stamps_strictly_increase_across_connections_and_after_an_import(opener: Callable[[], Any]) -> None:
+    a, b = opener(), opener()
+    with a.transaction():
+        stamps = [a.stamp(T0) for _ in range(3)]
+    assert stamps[0] == T0 and stamps == sorted(set(stamps))
+    with b.transaction():
+        later = b.stamp(T0)  # another connection, the clock behind: still after every earlier stamp
+    assert later > stamps[-1]
+    with pytest.raises(RuntimeError):
+        with a.transaction():
+            a.stamp(T2)
+            raise RuntimeError
+    assert a.stamp(T1) == T1  # a rolled-back stamp is forgotten
+    a.transfer.advance_clock(T2)
+    assert a.stamp(T1) > T2
+
+
+def test_every_listing_ends_its_order_in_the_id(store: Any) -> None:
+    """Records the caller stamped alike still list in one order (default orders end in the id)."""
+    view = View("default", T0)
+    for i in (3, 1, 2):
+        store.memories.insert(_mem(i, content="same words here"))
+    ids = [_mem(i).id for i in (3, 2, 1)]
+    assert [m.id for m in store.memories.list(view)] == ids
+    assert [m.id for m in store.memories.search(view, "same words", limit=10)] == sorted(ids)
+    items, total = store.memories.page(view, "", where=MemoryFilter(), sort="key", descending=False, offset=0,
+                                       limit=2)
+    assert total == 3 and [m.key for m in items] == ["fact_1", "fact_2"]
+    assert [c.id for c in store.recall.candidates("default")] == sorted(ids)
+
+
+def test_listeners_hear_committed_changes_once_sorted(store: Any) -> None:
+    heard: list[list[tuple[str, str, bool]]] = []
+    store.on_change(heard.append)
+    with store.transaction():
+        store.memories.insert(_mem(2))
+        store.memories.insert(_mem(1))
+        store.memories.update(_mem(2).id, updated_at=T1, content="changed")
+    assert heard == [[("memory", _mem(1).id, False), ("memory", _mem(2).id, False)]]
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.memories.delete(_mem(1).id)
+            raise RuntimeError
+    assert len(heard) == 1
+    store.memories.delete(_mem(1).id)
+    assert heard[-1] == [("memory", _mem(1).id, True)]
+
+
+def test_records_in_and_out_are_typed(store: Any) -> None:
+    view = View("default", T0)
+    m = _mem(1, tags=("deploy", "prod"), priority="high", verified=False, confidence=0.5, expires_at=T2)
+    store.memories.insert(m)
+    assert store.memories.get(view, m.id) == m
+    assert store.memories.by_key("default", "knowledge", "fact_1") == m
+    c = Checkpoint(id="ckp_000000000001", mind="default", created_at=T0, updated_at=T0, doing="refactor",
+                   changed_files=("a.py",), branch="main", commit="f" * 40)
+    store.checkpoints.insert(c)
+    assert store.checkpoints.latest(view, "main") == c and store.checkpoints.latest(view, None) is None
+    n = Note(id="note_000000000001", mind="default", created_at=T0, updated_at=T0, name="how_to", trigger="t",
+             body="b")
+    store.notes.insert(n)
+    assert store.notes.by_name(view, "how_to") == n
+    cands = store.recall.candidates("default")
+    assert all(isinstance(x, Candidate) for x in cands) and {x.kind for x in cands} == {"memory", "checkpoint", "note"}
+    assert store.table("memory").get(view, m.id) == m
+    assert store.memories.get(View("other", T0), m.id) is None  # another mind reads nothing
+    assert store.memories.mind_of(m.id) == "default" and store.memories.ids_from("default", "mem_", limit=5) == [m.id]
+
+
+def test_lessons_read_with_their_status_at_now_and_the_agents_view(store: Any) -> None:
+    les = Lesson(id="les_000000000001", mind="default", created_at=T0, updated_at=T0, status="approved",
+                 summary="s", approved_at=T0, expires_at=T1)
+    pending = Lesson(id="les_000000000002", mind="default", created_at=T0, updated_at=T0, status="pending",
+                     summary="p")
+    store.lessons.insert(les)
+    store.lessons.insert(pending)
+    assert store.lessons.get(View("default", T0), les.id).status == "approved"
+    assert store.lessons.get(View("default", T2), les.id).status == "expired"
+    agent_now = View("default", T0, in_force_only=True)
+    assert [x.id for x in store.lessons.list(agent_now)] == [les.id]
+    assert store.lessons.get(agent_now, pending.id) is None
+    assert store.lessons.list(View("default", T2, in_force_only=True)) == []
+    assert [x.id for x in store.lessons.list(View("default", T2), status="expired")] == [les.id]
+    assert store.lessons.status_counts("default", T2) == {"expired": 1, "pending": 1}
+
+
+def test_export_documents_have_the_documented_fields_and_import_refuses_conflicts(store: Any) -> None:
+    store.memories.insert(_mem(1, tags=("a",)))
+    (doc,) = list(store.transfer.rows("memory"))
+    assert sorted(doc) == sorted(EXPORT_FIELDS["memory"]) and doc["tags"] == ["a"]
+    assert store.transfer.insert("memory", doc) is False  # identical: skipped
+    with pytest.raises(ConflictError):
+        store.transfer.insert("memory", doc | {"content": "other"})
+    assert store.transfer.to_record("memory", doc) == _mem(1, tags=("a",))
+
+
+def test_a_store_is_safe_to_share_between_threads(store: Any) -> None:
+    view = View("default", T0)
+    errors: list[BaseException] = []
+
+    def write(start: int) -> None:
+        try:
+            for i in range(start, start + 20):
+                with store.transaction():
+                    store.memories.insert(_mem(i, ts=store.stamp(T0)))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(k * 100,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and store.memories.count(view) == 80
+    stamps = sorted(m.created_at for m in store.memories.list(view))
+    assert len(set(stamps)) == 80  # strictly increasing: no two alike
