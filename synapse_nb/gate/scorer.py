@@ -32,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from synapse_nb.errors import ValidationError
-from synapse_nb.gate._text import build_analyzers, make_tokenizer, normalise, stop_word_list
+from synapse_nb.text import build_analyzers, make_tokenizer, normalise, stop_word_list
 
 __all__ = ["CorpusScorer", "GateConfig", "Match", "ScoreBatch", "idf", "query_terms"]
 
