@@ -262,7 +262,6 @@ STOP_LISTS: Mapping[str, frozenset[str]] = MappingProxyType({
 })
 
 
-@lru_cache(maxsize=8)
 def stop_word_list(stop_words: str | tuple[str, ...] | None) -> tuple[str, ...]:
     """The stop words as a sorted tuple: a name from :data:`STOP_LISTS`, a tuple of words, or none.
 
@@ -271,14 +270,26 @@ def stop_word_list(stop_words: str | tuple[str, ...] | None) -> tuple[str, ...]:
     >>> len(stop_word_list("english")), stop_word_list(None)
     (318, ())
     """
+    if stop_words is None or isinstance(stop_words, str) or (
+            isinstance(stop_words, tuple) and all(isinstance(w, str) for w in stop_words)):
+        return _stop_word_list(stop_words)
+    raise _bad_stop_words(stop_words)
+
+
+@lru_cache(maxsize=8)
+def _stop_word_list(stop_words: str | tuple[str, ...] | None) -> tuple[str, ...]:
     if stop_words is None:
         return ()
-    if isinstance(stop_words, str) and stop_words in STOP_LISTS:
-        return tuple(sorted(STOP_LISTS[stop_words]))
-    if isinstance(stop_words, tuple) and all(isinstance(w, str) for w in stop_words):
+    if isinstance(stop_words, tuple):
         return tuple(sorted({w.lower() for w in stop_words}))
+    if stop_words in STOP_LISTS:
+        return tuple(sorted(STOP_LISTS[stop_words]))
+    raise _bad_stop_words(stop_words)
+
+
+def _bad_stop_words(stop_words: object) -> ValidationError:
     names = ", ".join(repr(n) for n in sorted(STOP_LISTS))
-    raise ValidationError(f"stop_words must be {names}, a tuple of words or None, got {stop_words!r}")
+    return ValidationError(f"stop_words must be {names}, a tuple of words or None, got {stop_words!r}")
 
 
 # ------------------------------------------------------------------------------------------------ n-grams
