@@ -146,20 +146,12 @@ def bench(n: int, n_queries: int, recall: bool, ann_threshold: int = 150_000) ->
                 times.append((time.perf_counter() - t0) * 1000)
             out[f"{mode}_p50_ms"] = statistics.median(times)
             out[f"{mode}_p95_ms"] = pct(times, 95)
-        if recall and idx._has_ann(idx._open()):
-            exact = RetrievalIndex(Path(tmp) / "index", ann_threshold=10**12)
-            tbl = exact._open()
+        if recall and idx.has_ann():
             hits = 0
             total = 0
             for q in qs[:50]:
                 approx = {h.id for h in idx.search(q, mind="default", now=NOW, k=10, mode="vector")}
-                where = f"mind = 'default' AND (expires_at IS NULL OR expires_at > '{NOW}')"
-                qv = exact.embedder.embed([q])[0]
-                res = (
-                    tbl.search(qv).distance_type("cosine").bypass_vector_index().where(where, prefilter=True)
-                    .select(["id", "_distance"]).limit(10).to_arrow()
-                )
-                truth = set(res["id"].to_pylist())
+                truth = {h.id for h in idx.search(q, mind="default", now=NOW, k=10, mode="vector", exact=True)}
                 hits += len(approx & truth)
                 total += len(truth)
             out["ann_recall@10"] = hits / max(1, total)

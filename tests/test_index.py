@@ -124,7 +124,7 @@ def test_hybrid_is_rrf_of_vector_and_fts(idx: RetrievalIndex) -> None:
 @pytest.mark.parametrize("indexed", [False, True], ids=["scan", "btree+ivf"])
 def test_prefilter_by_mind_kind_and_expiry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, indexed: bool) -> None:
     if indexed:  # the scalar BTree indices and the IVF index big tables get must filter the same way
-        monkeypatch.setattr("synapse_nb.store.index._SCALAR_MIN", 1)
+        monkeypatch.setattr("synapse_nb.store.index.maintenance._SCALAR_MIN", 1)
     index = RetrievalIndex(tmp_path / "ix", ann_threshold=1 if indexed else 150_000)
     rows = make_rows("default") + [
         IndexRow("mem_x", "memory", "other", "alembic migrations for the other mind", "x", "2026-01-01T00:00:00Z"),

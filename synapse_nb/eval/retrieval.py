@@ -39,15 +39,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb import Vault, open_vault
 from synapse_nb.errors import DatasetError, ValidationError
 from synapse_nb.eval.data import bundled_datasets_dir
 from synapse_nb.eval.locomo import CATEGORIES, Conversation, load_locomo
 from synapse_nb.eval.metrics import mrr, ndcg_at_k, recall_at_k
+from synapse_nb.recall import Bars
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
-
-    from synapse_nb.vault import Vault
 
 __all__ = [
     "HELD_OUT_CONVERSATIONS",
@@ -183,12 +183,9 @@ def build_locomo_vault(
     >>> v.episodes.history(limit=1)[0].refs                                   # doctest: +SKIP
     ('D19:18',)
     """
-    from synapse_nb.store.sqlite import SCHEMA_VERSION
-    from synapse_nb.vault import open_vault
-
     Path(folder).mkdir(parents=True, exist_ok=True)  # an evaluation scratch folder, made on purpose
     vault = open_vault(Path(folder) / ".synapse")
-    lines = [json.dumps({"format": "synapse_nb-export", "schema": SCHEMA_VERSION})]
+    lines = vault.export_jsonl().splitlines()[:1]  # the export header this vault writes (and so reads)
     ids: dict[str, str] = {}
     for i, turn in enumerate(conv.turns):
         eid = _episode_id(conv.sample_id, turn.dia_id)
@@ -205,8 +202,6 @@ def build_locomo_vault(
 
 def _rank(vault: Vault, question: str, retriever: str, ids: dict[str, str]) -> list[str]:
     if retriever == "recall":
-        from synapse_nb.recall import Bars
-
         bars = Bars(floor=0, margin=0, top_k=_DEPTH, budget_tokens=10**9)
         found = [item.id for item in vault.recall(question, bars=bars, path="exhaustive").items]
     else:
@@ -262,7 +257,7 @@ def locomo_questions(
     >>> df = locomo_questions(conversations=["conv-30"], retrievers=["recall", "bm25"])   # doctest: +SKIP
     >>> df.group_by("retriever", "level").agg(pl.col("recall_at_10").mean())            # doctest: +SKIP
     """
-    import polars as pl
+    import polars as pl  # polars (about 1 s to import): only where a table is built
 
     retrievers, ks = _check_args(retrievers, k_values)
     source = _resolve(path)
@@ -287,8 +282,7 @@ def locomo_questions(
                                          "category_name": CATEGORIES[q.category], "retriever": retriever,
                                          "level": level, "n_evidence": len(gold), **_scores(rk, gold, ks)})
             finally:
-                if vault._index is not None and vault._index._idx is not None:
-                    vault._index._idx.close()
+                vault.index.raw.close()  # drop LanceDB's handles before the folder is deleted
                 vault.close()
     schema: dict[str, Any] = {"sample_id": pl.String, "question": pl.Int64, "category": pl.Int64,
                               "category_name": pl.String, "retriever": pl.String, "level": pl.String,
@@ -311,7 +305,7 @@ def locomo_table(frame: pl.DataFrame, *, by_category: bool = True) -> pl.DataFra
         ``retriever``, ``level``, ``category`` (a name or ``"all"``), ``n_questions`` and the metric
         columns, ordered by retriever (as :data:`RETRIEVERS`), level, then category id with ``"all"`` first.
     """
-    import polars as pl
+    import polars as pl  # polars (about 1 s to import): only where a table is built
 
     metrics = _metric_names(frame)
     aggs = [pl.len().alias("n_questions"), *[pl.col(m).mean().alias(m) for m in metrics]]

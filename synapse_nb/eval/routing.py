@@ -365,7 +365,7 @@ def threshold_sweep(
     >>> curve = threshold_sweep(router, *data.split("val"))  # doctest: +SKIP
     >>> curve.filter(curve["oos_recall"] >= 0.9).head(1)     # doctest: +SKIP
     """
-    import polars as pl
+    import polars as pl  # polars (about 1 s to import): only where a table is built
 
     y = [normalize_label(v) for v in labels]
     if len(y) != len(texts):
@@ -493,7 +493,7 @@ def save_results(
     >>> save_results(result, "benchmarks/out/gate_runs.parquet")   # doctest: +SKIP
     >>> load_results("benchmarks/out/gate_runs.parquet")           # doctest: +SKIP
     """
-    import polars as pl
+    import polars as pl  # polars (about 1 s to import): only where a table is built
 
     path = Path(path)
     stamp = saved_at or _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
@@ -519,7 +519,7 @@ def load_results(path: str | os.PathLike[str]) -> pl.DataFrame:
 
     Use ``.to_pandas()`` for pandas; ``json.loads`` the ``*_json`` columns for thresholds, intervals, config.
     """
-    import polars as pl
+    import polars as pl  # polars (about 1 s to import): only where a table is built
 
     path = Path(path)
     if not path.is_file():
@@ -574,7 +574,8 @@ def run_gate_eval(
     >>> sorted(out)[:3]                               # doctest: +SKIP
     ['accuracy', 'calibrated', 'ci']
     """
-    from synapse_nb.gate import Router
+    from synapse_nb.gate import Router  # the router imports scikit-learn: only when one is built here
+
     router = Router() if method is None else Router(method=method)
     result = evaluate_router(
         router,

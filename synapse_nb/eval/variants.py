@@ -33,7 +33,8 @@ from sklearn.preprocessing import normalize
 from synapse_nb.errors import ValidationError
 from synapse_nb.eval.data import LabelledData, load_dataset
 from synapse_nb.eval.routing import evaluate_router
-from synapse_nb.gate import Router
+from synapse_nb.gate.router import OOS_LABELS, Router
+from synapse_nb.store.index import IndexRow, RetrievalIndex
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -113,9 +114,6 @@ class IndexRouter(Router):
 
     def fit(self, texts: Sequence[str], labels: Sequence[str | None]) -> IndexRouter:
         """Index the in-scope examples (out-of-scope ones are not routes and are left out)."""
-        from synapse_nb.gate.router import OOS_LABELS
-        from synapse_nb.store.index import IndexRow, RetrievalIndex
-
         xs, ys = list(texts), list(labels)
         if isinstance(texts, str) or isinstance(labels, str) or len(xs) != len(ys) or not xs:
             raise ValidationError("texts and labels must be equal-length, non-empty sequences (one label per text)")
@@ -255,7 +253,7 @@ def gate_variants(
     >>> gate_variants("agent_vault", variants=["word-knn"])["variant"].to_list()   # doctest: +SKIP
     ['word-knn']
     """
-    import polars as pl
+    import polars as pl  # polars (about 1 s to import): only where a table is built
 
     names = list(VARIANTS if variants is None else variants)
     for name in names:

@@ -30,7 +30,7 @@ from sklearn.preprocessing import normalize
 from sklearn.svm import LinearSVC
 
 from synapse_nb.errors import ConflictError, ValidationError
-from synapse_nb.gate._text import char_vectorizer_kwargs, word_vectorizer_kwargs
+from synapse_nb.text import char_vectorizer_kwargs, word_vectorizer_kwargs
 from synapse_nb.gate.scorer import GateConfig
 
 __all__ = ["CRITERIA", "METHODS", "OOS_LABELS", "ROUTER_CONFIG", "RouteMetrics", "Router", "RouterMetrics"]

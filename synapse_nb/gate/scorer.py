@@ -32,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from synapse_nb.errors import ValidationError
-from synapse_nb.gate._text import build_analyzers, make_tokenizer, normalise, stop_word_list
+from synapse_nb.text import build_analyzers, make_tokenizer, normalise, stop_word_list
 
 __all__ = ["CorpusScorer", "GateConfig", "Match", "ScoreBatch", "idf", "query_terms"]
 
@@ -50,7 +50,8 @@ class GateConfig:
     char_weight : float
         Weight of the char channel in the blend, in ``[0, 1]``. Default ``0.3``.
     stop_words : str, tuple of str or None
-        ``"english"`` (scikit-learn's list, the default), a tuple of words, or ``None``.
+        A name from :data:`synapse_nb.text.STOP_LISTS` (``"english"``, scikit-learn's list, the
+        default), a tuple of words, or ``None``.
     bigram_weight : float
         A query bigram weighs this times the mean idf of its words. Default ``0.5``.
     char_power : float

@@ -17,19 +17,12 @@ from typing import TYPE_CHECKING
 
 from synapse_nb.models import kind_of_id
 from synapse_nb.store.records import Candidate
+from synapse_nb.text import query_words
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
 __all__ = ["Candidates", "Pool", "query_words"]
-
-_WORD = re.compile(r"\w+")
-
-
-def query_words(query: str) -> list[str]:
-    """The query's words as tags and keys are matched: lower-case, sorted, unique (first 2,000 characters)."""
-    return sorted({w for w in _WORD.findall(query[:2000].lower()) if len(w) <= 64})
-
 
 class Pool:
     """Candidates in id order, with the lists the scorer needs built once (cached pools are reused)."""

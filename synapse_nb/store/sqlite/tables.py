@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from synapse_nb.models import PRIORITIES, Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
 from synapse_nb.store.records import MemoryCounts, MemoryFilter, View
+from synapse_nb.text import MAX_FTS_QUERY_TERMS, fts_query_terms
 
 if TYPE_CHECKING:
     from synapse_nb.store.sqlite.db import Database
@@ -26,9 +27,8 @@ __all__ = ["CheckpointsTable", "DecisionsTable", "EpisodesTable", "LessonsTable"
 
 R = TypeVar("R", bound=Record)
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)  # as FTS5 unicode61 splits: "_" separates words
 #: Most words taken from a search query (the rest are ignored).
-MAX_QUERY_TERMS = 32
+MAX_QUERY_TERMS = MAX_FTS_QUERY_TERMS
 _PRIO_RANK = {p: i for i, p in enumerate(PRIORITIES)}
 
 
@@ -41,7 +41,7 @@ def fts_query(text: str) -> str | None:
     >>> fts_query('deploy "prod" OR NOT x*')
     '"deploy" "prod" "or" "not" "x"'
     """
-    words = _WORD.findall(text.lower())[:MAX_QUERY_TERMS]
+    words = fts_query_terms(text, MAX_QUERY_TERMS)
     if not words:
         return None
     return " ".join('"' + w.replace('"', '""') + '"' for w in words)

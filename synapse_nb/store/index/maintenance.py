@@ -1,0 +1,81 @@
+"""Upkeep of the retrieval index's LanceDB table: which indices to build, when to compact, drift input.
+
+:class:`~synapse_nb.store.index.RetrievalIndex` calls these from ``rebuild``, ``optimize``,
+``upsert`` and ``check``; the policy (thresholds and what each index buys) lives here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from synapse_nb.store.index.rows import IndexRow, validate_rows
+
+__all__ = ["build_indices", "chunks", "digests", "wants_optimize"]
+
+#: Upserts leave small fragments; from this many, ``upsert`` runs ``optimize`` (compaction).
+_SMALL_FRAGMENTS_BEFORE_OPTIMIZE = 64
+#: Scalar (BTree) indices on id, mind, kind and expires_at from this many rows: below it a scan is as fast.
+_SCALAR_MIN = 5_000
+#: Up to this many rows ``optimize`` rebuilds the full-text index (exact BM25 statistics); above, it merges.
+_FTS_REBUILD_MAX = 200_000
+_PARTITION_ROWS = 4096  # IVF_FLAT partition size: num_partitions = rows // 4096
+
+Run = Callable[..., Any]
+
+
+def build_indices(tbl: Any, run: Run, *, fresh: bool, ann_threshold: int) -> None:
+    """Build the table's indices: scalar ones on big tables, the full-text one, and IVF_FLAT from
+    ``ann_threshold`` rows. ``fresh``: after a rebuild (build everything), else after an optimize (build
+    what is missing, and the full-text index again while the table is small). ``run(what, fn, write=)``
+    runs each LanceDB call (retrying conflicts, translating errors)."""
+    from lancedb.index import FTS, BTree, IvfFlat  # lancedb takes seconds to import: only with the index
+
+    n = run("count rows", lambda: tbl.count_rows())
+    names = {ix.name for ix in run("list indices", lambda: tbl.list_indices())}
+    # scalar indices speed up merge_insert joins and mind prefilters on big tables only
+    if n >= _SCALAR_MIN and (fresh or "id_idx" not in names):
+        run("index ids", lambda: tbl.create_index("id", config=BTree(), replace=True), write=True)
+    # without an index the expiry clause scans every row's string: 72 ms -> 24 ms per query at 1M rows
+    for col in ("mind", "kind", "expires_at"):
+        if n >= _SCALAR_MIN and (fresh or f"{col}_idx" not in names):
+            run(f"index {col}", lambda col=col: tbl.create_index(col, config=BTree(), replace=True), write=True)
+    # a fresh FTS index makes BM25 statistics match a full rebuild exactly; on big tables
+    # (a rebuild takes seconds) optimize() keeps LanceDB's incremental merge instead
+    if fresh or "text_idx" not in names or n < _FTS_REBUILD_MAX:
+        run("build the full-text index", lambda: tbl.create_index("text", config=FTS(), replace=True), write=True)
+    if n >= ann_threshold and (fresh or "vector_idx" not in names):
+        cfg = IvfFlat(distance_type="cosine", num_partitions=max(1, n // _PARTITION_ROWS))
+        run("build the vector index", lambda: tbl.create_index("vector", config=cfg, replace=True), write=True)
+
+
+def wants_optimize(tbl: Any) -> bool:
+    """Whether enough small fragments piled up to compact (False when LanceDB cannot tell: best effort)."""
+    try:
+        small = int(tbl.stats()["fragment_stats"]["num_small_fragments"])
+    except Exception:  # noqa: BLE001 - maintenance is best effort
+        return False
+    return small >= _SMALL_FRAGMENTS_BEFORE_OPTIMIZE
+
+
+def chunks(rows: Iterable[IndexRow], size: int) -> Iterator[list[IndexRow]]:
+    """``rows`` in validated lists of ``size`` (the last one shorter), consumed lazily."""
+    buf: list[IndexRow] = []
+    for r in rows:
+        buf.append(r)
+        if len(buf) >= size:
+            yield validate_rows(buf)
+            buf = []
+    if buf:
+        yield validate_rows(buf)
+
+
+def digests(res: Any) -> tuple[dict[str, str], set[str]]:
+    """``id -> digest`` of an Arrow table of the index's ``id`` and ``digest`` columns, and the ids seen twice."""
+    got: dict[str, str] = {}
+    dup: set[str] = set()
+    for i, d in zip(res["id"].to_pylist(), res["digest"].to_pylist(), strict=True):
+        if i in got:
+            dup.add(i)
+        got[i] = d
+    return got, dup
