@@ -79,7 +79,7 @@ class _RootGroup(Group):
     """The root command: turns every error into one line on stderr and an exit code (0, 1, 2)."""
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> int:
         _flags_take_no_value(self)
         code = 0
         try:

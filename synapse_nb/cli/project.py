@@ -71,7 +71,7 @@ def mcp_serve(
         synapse-nb --mind work mcp ~/project
     """
     from synapse_nb.mcp.server import serve  # here: the MCP SDK (and the recall stack) load only to serve
-    from synapse_nb.vault import find_vault_dir
+    from synapse_nb.vault import find_vault_dir  # here: the store and the kinds load only when a command runs
 
     st = state(ctx)
     find_vault_dir(path if path is not None else st.vault)  # a mistyped folder stops here, before serving
