@@ -61,7 +61,8 @@ class Watcher:
     on_files_changed : callable(list of str)
         Called with the sorted newly changed paths each time ``every_files`` of them accumulate.
     every_files : int
-        How many newly changed paths trigger ``on_files_changed`` (default 10).
+        How many newly changed paths trigger ``on_files_changed`` (default 10). ``synapse-nb watch`` passes 1
+        and lets :class:`synapse_nb.kinds.autocheckpoint.AutoCheckpoint` decide when a checkpoint is due.
     lock_path : str or Path, optional
         The single-instance lock file; default ``<main work tree>/.synapse/watch.lock``.
     debounce : float
