@@ -24,6 +24,9 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
+from synapse_nb.render import when
+from synapse_nb.vault import open_vault
+
 __all__ = ["run_demo"]
 
 
@@ -40,9 +43,6 @@ def run_demo(*, keep: bool = False, file: IO[str] | None = None) -> dict[str, An
     dict
         ``vault`` (path), ``checkpoint``, ``decision``, ``memory``, ``lesson`` (ids) and ``recall`` (the text).
     """
-    from synapse_nb._util import when
-    from synapse_nb.vault import open_vault
-
     out = file if file is not None else sys.stdout
     color = file is None and out.isatty()
 

@@ -1,4 +1,5 @@
-"""HTML for notebooks: the themed tables, status lines, plurals and timestamps of the rich displays and widgets.
+"""Rendering for people: the themed HTML of the rich displays and widgets, and the small text helpers
+every surface shares (plurals, timestamps, shortened lines, token estimates, tags as stored).
 
 Everything is plain HTML with inline styles (no ``<style>`` block, so it survives being embedded
 anywhere) that read JupyterLab's CSS variables, each with a fallback for other front ends; colours
@@ -23,7 +24,7 @@ import html
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from synapse_nb._util import plural, when
+from synapse_nb._util import check_tags, estimate_tokens, plural, shorten, when
 
 __all__ = [
     "BORDER",
@@ -36,14 +37,18 @@ __all__ = [
     "block",
     "code",
     "esc",
+    "estimate_tokens",
     "explanation_html",
     "fmt_time",
     "message_html",
     "note_html",
     "plural",
     "pre_html",
+    "shorten",
     "status_html",
     "table_html",
+    "tags_text",
+    "when",
 ]
 
 #: Main text colour of the theme.
@@ -62,6 +67,15 @@ _FONT = "var(--jp-ui-font-size1, 13px)"
 _CODE = "var(--jp-code-font-family, monospace)"
 #: Line height of our blocks (ipywidgets' HTML sets the height of a form row, far too loose for text).
 LINE_HEIGHT = "1.4"
+
+def tags_text(tags: str | Iterable[str]) -> str:
+    """Tags as the vault stores them (trimmed, lower-cased, a leading ``#`` dropped), comma-joined, for messages.
+
+    >>> tags_text(["#DB"]), tags_text("deploy, #DB")
+    ('db', 'db, deploy')
+    """
+    return ", ".join(check_tags(tags))
+
 
 def esc(value: Any) -> str:
     """HTML-escape any value (``None`` becomes an empty string)."""

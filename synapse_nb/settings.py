@@ -47,7 +47,12 @@ def _unit_interval(v: Any) -> float:
 SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
     "lesson_expiry_days": (7, _int_range(1, 3650), "days an approved lesson stays in force"),
     "scan_window": (2000, _int_range(1, 10_000_000), "commits the first lesson scan looks back"),
-    "auto_checkpoint_every": (10, _int_range(1, 100_000), "changed files (watch) or cells (notebook) per auto checkpoint"),
+    # automatic checkpoints count one unit each (synapse_nb.kinds.autocheckpoint); None: auto_checkpoint_every
+    "auto_checkpoint_cells": (None, lambda v: None if v is None else _int_range(1, 100_000)(v),
+                              "notebook: executed cells that changed something per auto checkpoint"),
+    "auto_checkpoint_files": (None, lambda v: None if v is None else _int_range(1, 100_000)(v),
+                              "synapse-nb watch: newly changed files per auto checkpoint"),
+    "auto_checkpoint_every": (10, _int_range(1, 100_000), "auto checkpoints: what the two above are when not set"),
     # the recall gate's bars used when a recall is given none (same defaults as synapse_nb.recall.Bars)
     "recall_floor": (0.3, _unit_interval, "recall: lowest gate score a hit may have"),
     "recall_margin": (0.5, _unit_interval, "recall: a hit scores at least this times the best hit"),

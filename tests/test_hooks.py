@@ -1,4 +1,4 @@
-"""Git hooks: install/uninstall (synapse_nb.gitscope.hooks) and the hook process (synapse_nb.gitscope.hook)."""
+"""Git hooks: install/uninstall (synapse_nb.gitscope.hooks) and the hook process (synapse_nb.gitscope.githook)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 
 from synapse_nb.errors import ConflictError, GitError
 from synapse_nb.gitscope import find_repo, install_hooks, uninstall_hooks
-from synapse_nb.gitscope.hook import main as hook_main
+from synapse_nb.gitscope.githook import LEGACY_NOTE
+from synapse_nb.gitscope.githook import main as hook_main
 from synapse_nb.gitscope.hooks import CHAIN_SUFFIX, HOOK_NAMES, hooks_dir, is_managed
 from synapse_nb.gitscope.testing import ScratchRepo
 
@@ -71,7 +72,7 @@ def test_install_writes_executable_managed_hooks_and_is_idempotent(repo: Scratch
     for p in paths:
         assert is_managed(p)
         assert p.stat().st_mode & stat.S_IXUSR
-        assert "'/opt/my py/bin/python' -m synapse_nb.gitscope.hook" in p.read_text()
+        assert "'/opt/my py/bin/python' -m synapse_nb.gitscope.githook" in p.read_text()
     before = _snapshot(info.common_dir / "hooks")
     assert install_hooks(info, python="/opt/my py/bin/python") == paths
     assert _snapshot(info.common_dir / "hooks") == before
@@ -141,6 +142,23 @@ def test_real_commit_runs_the_hook_with_a_clean_git_env(repo: ScratchRepo, fake_
     repo.git("commit", "-q", "--amend", "-m", "Add x (amended)")
     log = (repo.root / ".synapse" / "hook.log").read_text().splitlines()
     assert [line.split()[1] for line in log] == ["post-commit", "post-commit", "post-rewrite"]
+
+
+def test_hooks_installed_before_the_rename_still_run_and_are_refreshed(repo: ScratchRepo, fake_scan: Path) -> None:
+    """A hook script written before the entry became ``githook`` runs ``-m synapse_nb.gitscope.hook``: it still
+    scans, the log says how to refresh it, and installing again rewrites it."""
+    (repo.root / ".synapse").mkdir()
+    paths = install_hooks(repo.root, background=False)
+    for p in paths:  # what the earlier version wrote
+        p.write_text(p.read_text().replace("synapse_nb.gitscope.githook", "synapse_nb.gitscope.hook"))
+    repo.commit_file("old.txt", "x\n", "Add old")
+    assert len(fake_scan.read_text().splitlines()) == 1
+    log = (repo.root / ".synapse" / "hook.log").read_text().splitlines()
+    assert "ok: custom call" in log[-1] and log[-1].endswith(LEGACY_NOTE)
+    assert install_hooks(repo.root, background=False) == paths
+    assert all("-m synapse_nb.gitscope.githook " in p.read_text() for p in paths)
+    repo.commit_file("new.txt", "x\n", "Add new")
+    assert not (repo.root / ".synapse" / "hook.log").read_text().splitlines()[-1].endswith(LEGACY_NOTE)
 
 
 @pytest.mark.parametrize("mode", ["raise", "exit"])
@@ -219,7 +237,7 @@ def test_hook_log_is_rotated(repo: ScratchRepo, monkeypatch: pytest.MonkeyPatch)
 
 def test_hook_module_imports_stay_light() -> None:
     code = (
-        "import sys, synapse_nb.gitscope.hook\n"
+        "import sys, synapse_nb.gitscope.githook\n"
         "heavy = [m for m in ('pandas', 'lancedb', 'sklearn', 'typer', 'numpy', 'watchdog', 'pyarrow') "
         "if m in sys.modules]\n"
         "print(heavy)"

@@ -13,7 +13,9 @@ from IPython.utils.capture import capture_output
 from traitlets.config import Config
 
 import synapse_nb as syn
-from synapse_nb._magics_core import AutoCheckpoint, git_changed_files, parse_switch, split_decision_cell, split_list
+from synapse_nb.kinds.autocheckpoint import AutoCheckpoint
+from synapse_nb.magics._parse import parse_switch, split_decision_cell, split_list
+from synapse_nb.magics.synapse import git_changed_files
 from synapse_nb.errors import ValidationError
 
 
@@ -158,6 +160,14 @@ def test_unload_removes_magics_and_hook(ip: TestingShell) -> None:
     ip.run_line_magic("reload_ext", "synapse_nb")
     hooks = [cb for cb in ip.events.callbacks["post_run_cell"] if "SynapseMagics" in repr(cb)]
     assert len(hooks) == 1
+
+
+def test_unload_restores_ipythons_recall_even_once_imported(ip: TestingShell) -> None:
+    """IPython 9 imports its magics lazily; %config imports them all while ours shadows %recall."""
+    with capture_output():
+        ip.run_cell("%config")
+    ip.run_line_magic("unload_ext", "synapse_nb")
+    assert type(ip.find_line_magic("recall").__self__).__name__ == "HistoryMagics"
 
 
 # -- %checkpoint --------------------------------------------------------------------------------------------------

@@ -127,7 +127,7 @@ def test_memory_list_with_only_expired_memories_says_so(run: Any, project: Path)
     later = datetime.now(UTC) + timedelta(days=2)
     v = syn.open_vault(project, clock=lambda: later)
     assert v.memories.list() == [] and v.memories.count() == 1 and v.memories.count(include_expired=False) == 0
-    from synapse_nb.cli import _no_memories
+    from synapse_nb.cli.memory import _no_memories
 
     msg = _no_memories(v)
     assert msg.startswith("no memories in force (1 expired memory") and "memory prune" in msg

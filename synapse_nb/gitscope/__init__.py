@@ -5,6 +5,7 @@ dataclasses. Nothing imports the vault at import time (the vault imports us).
 
 - :func:`find_repo`, :func:`head` read files only (no ``git`` process).
 - :func:`scan_reverts` finds revert commits on all branches (one ``git log``).
+- :func:`changed_paths` says which files differ from HEAD (the one ``git status`` parser).
 - :func:`install_hooks` / :func:`uninstall_hooks` manage ``post-commit`` / ``post-rewrite`` hooks.
 - :class:`Watcher` reacts to commits and file changes (watchdog on the git dir).
 - :func:`check_paths`, :func:`commits_touching` tell whether remembered paths still exist.
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.gitscope.hooks import install_hooks, uninstall_hooks
     from synapse_nb.gitscope.reverts import CommitInfo, RevertInfo, ScanResult, scan_reverts
     from synapse_nb.gitscope.show import CommitDiff, show_commit
+    from synapse_nb.gitscope.status import changed_paths
     from synapse_nb.gitscope.verify import PathStatus, check_paths, commits_touching
     from synapse_nb.gitscope.watch import Watcher
 
@@ -45,6 +47,7 @@ __all__ = [
     "RevertInfo",
     "ScanResult",
     "Watcher",
+    "changed_paths",
     "check_paths",
     "commits_touching",
     "find_repo",
@@ -66,6 +69,7 @@ _LAZY = {
     "check_paths": "verify",
     "commits_touching": "verify",
     "Watcher": "watch",
+    "changed_paths": "status",
     "CommitDiff": "show",
     "show_commit": "show",
 }

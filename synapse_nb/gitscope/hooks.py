@@ -1,13 +1,15 @@
 """Install and remove the ``post-commit`` / ``post-rewrite`` hooks that keep lessons current.
 
-The hooks run ``python -m synapse_nb.gitscope.hook <name>``, which scans for new
-reverts and never fails or blocks the commit (see :mod:`synapse_nb.gitscope.hook`).
+The hooks run ``python -m synapse_nb.gitscope.githook <name>`` (:data:`ENTRY`), which scans for new
+reverts and never fails or blocks the commit (see :mod:`synapse_nb.gitscope.githook`).
 
 - The hooks directory is the one git uses: ``core.hooksPath`` when set, else
   ``<common git dir>/hooks`` (shared by all worktrees).
 - An existing hook is kept: it is moved to ``<name>.synapse-chained`` and called
   first, with the same arguments and stdin; its exit status is the hook's status.
 - Installing twice changes nothing; :func:`uninstall_hooks` puts back exactly what was there.
+- Installing again rewrites a managed hook whose text differs, e.g. one written before the entry
+  module was renamed (it runs ``synapse_nb.gitscope.hook``, which still works but says so in ``hook.log``).
 
 Examples
 --------
@@ -31,11 +33,14 @@ from synapse_nb.errors import ConflictError, StoreError, ValidationError
 from synapse_nb.gitscope._git import coerce_repo, run_git
 from synapse_nb.gitscope.repo import RepoInfo
 
-__all__ = ["CHAIN_SUFFIX", "HOOK_NAMES", "MARKER", "hooks_dir", "install_hooks", "is_managed", "uninstall_hooks"]
+__all__ = ["CHAIN_SUFFIX", "ENTRY", "HOOK_NAMES", "MARKER", "hooks_dir", "install_hooks", "is_managed",
+           "uninstall_hooks"]
 
 HOOK_NAMES: tuple[str, ...] = ("post-commit", "post-rewrite")
 MARKER = "# synapse-nb managed hook"
 CHAIN_SUFFIX = ".synapse-chained"
+#: The module the hooks run (``python -m``).
+ENTRY = "synapse_nb.gitscope.githook"
 
 
 def hooks_dir(repo: RepoInfo | str | Path) -> Path:
@@ -67,7 +72,7 @@ def _script(name: str, python: str, pythonpath: str | None, background: bool) ->
     env = ""
     if pythonpath:
         env = f'PYTHONPATH={shlex.quote(pythonpath)}"${{PYTHONPATH:+:$PYTHONPATH}}" '
-    run = f"{env}{shlex.quote(python)} -m synapse_nb.gitscope.hook {name} </dev/null >/dev/null 2>&1"
+    run = f"{env}{shlex.quote(python)} -m {ENTRY} {name} </dev/null >/dev/null 2>&1"
     if background:  # detached: git returns at once; the scan finishes on its own (serialised by a lock)
         run = f"( {run} & )"
     return (

@@ -38,29 +38,15 @@ from typing import Any
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 
 from synapse_nb.errors import ConflictError, GitError, StoreError, ValidationError
-from synapse_nb.gitscope._git import run_git
-from synapse_nb.gitscope.repo import HeadState, RepoInfo, find_repo, head
+from synapse_nb.gitscope.repo import HeadState, find_repo, head
+from synapse_nb.gitscope.status import changed_paths
+from synapse_nb.gitscope.vaultdir import ensure_gitignore
 
-__all__ = ["Watcher", "changed_paths"]
+__all__ = ["Watcher", "changed_paths"]  # changed_paths: from gitscope.status, kept importable here
 
 logger = logging.getLogger("synapse_nb.watch")
 
 _ROOT_NAMES = frozenset({"HEAD", "index", "packed-refs", "ORIG_HEAD", "FETCH_HEAD"})
-
-
-def changed_paths(repo: RepoInfo) -> list[str]:
-    """Paths that differ from HEAD (staged, unstaged, untracked), sorted; renames give the new path.
-
-    Runs ``git status --porcelain -z --untracked-files=all`` with ``GIT_OPTIONAL_LOCKS=0``, so it
-    never writes the index (which would wake the watcher again).
-    """
-    out = run_git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
-    paths: set[str] = set()
-    fields = out.decode("utf-8", "surrogateescape").split("\0")
-    for field in fields:
-        if len(field) > 3:
-            paths.add(field[3:])
-    return sorted(paths)
 
 
 class Watcher:
@@ -75,7 +61,8 @@ class Watcher:
     on_files_changed : callable(list of str)
         Called with the sorted newly changed paths each time ``every_files`` of them accumulate.
     every_files : int
-        How many newly changed paths trigger ``on_files_changed`` (default 10).
+        How many newly changed paths trigger ``on_files_changed`` (default 10). ``synapse-nb watch`` passes 1
+        and lets :class:`synapse_nb.kinds.autocheckpoint.AutoCheckpoint` decide when a checkpoint is due.
     lock_path : str or Path, optional
         The single-instance lock file; default ``<main work tree>/.synapse/watch.lock``.
     debounce : float
@@ -138,8 +125,6 @@ class Watcher:
     def _acquire_lock(self) -> None:
         try:
             if not self.lock_path.parent.is_dir() and self.lock_path.parent.name == ".synapse":
-                from synapse_nb.gitscope.vaultdir import ensure_gitignore
-
                 self.lock_path.parent.mkdir()  # in the work tree; never its parents
                 ensure_gitignore(self.lock_path.parent)  # a folder made here stays out of git too
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -174,7 +159,7 @@ class Watcher:
         """
         if self.running:
             raise ConflictError("this watcher is already running; call stop() first")
-        from watchdog.observers import Observer
+        from watchdog.observers import Observer  # here: picks and loads the platform's observer (inotify, ...)
 
         self._acquire_lock()
         try:

@@ -91,3 +91,14 @@ class Episodes(KindManager[Episode]):
     @staticmethod
     def _key(task_key: Any) -> str:
         return check_text(task_key, "task_key", max_len=MAX_SHORT, multiline=False).strip()
+
+    def prior_run_warning(self, task_key: str) -> str | None:
+        """The "this already ran" warning a new run of ``task_key`` gets (``log(...).warning``), without logging.
+
+        ``None`` when the task never ran. A surface shows it before the run starts (``%%episode``).
+
+        >>> v.episodes.prior_run_warning("train_baseline")  # doctest: +SKIP
+        "task 'train_baseline' already ran at 2026-11-30T21:15:07.123456Z (success: val acc 0.91) [epi_3f9a...]"
+        """
+        prior = self.last(task_key)
+        return None if prior is None else replace(prior, prior=prior).warning

@@ -22,23 +22,23 @@ From a shell: ``synapse-nb mcp [PATH]``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
-from synapse_nb._util import estimate_tokens
 from synapse_nb._version import __version__
 from synapse_nb.errors import NoCheckpointError, SynapseError, ValidationError
 from synapse_nb.recall import banner_text
-
-if TYPE_CHECKING:  # pragma: no cover
-    from synapse_nb._util import Clock
-    from synapse_nb.vault import Vault
+from synapse_nb.render import estimate_tokens
+from synapse_nb.vault import Vault, open_vault
 
 __all__ = ["INSTRUCTIONS", "LOW_CONTEXT_RATIO", "SEARCH_KINDS", "TOOL_NAMES", "build_server", "serve"]
 
@@ -102,7 +102,7 @@ def _fit(blocks: list[str], budget: int) -> tuple[str, int]:
 class _Handle:
     """The agent's vault handle, opened on first use (so a bad path is a tool error, not a crash)."""
 
-    def __init__(self, path: str | Path | None, mind: str, vault: Vault | None, clock: Clock | None) -> None:
+    def __init__(self, path: str | Path | None, mind: str, vault: Vault | None, clock: Callable[[], datetime] | None) -> None:
         self._path = path
         self._mind = mind
         self._clock = clock
@@ -111,10 +111,6 @@ class _Handle:
     def get(self, *, write: bool = False) -> Vault:
         """The vault; read tools never create one, write tools create it inside an existing folder only."""
         if self._vault is None:
-            import sys
-
-            from synapse_nb.vault import open_vault
-
             self._vault = open_vault(self._path, mind=self._mind, actor="agent", clock=self._clock, create=write)
             if self._vault.created:  # stdout carries the protocol: say it on stderr, once
                 print(f"synapse-nb: created a new vault at {self._vault.path}", file=sys.stderr, flush=True)
@@ -123,7 +119,7 @@ class _Handle:
 
 # ------------------------------------------------------------------------------------------------ the server
 def build_server(path: str | Path | None = None, *, mind: str = "default", vault: Vault | None = None,
-                 clock: Clock | None = None) -> MCPServer:
+                 clock: Callable[[], datetime] | None = None) -> MCPServer:
     """The synapse-nb MCP server for one vault, acting as the agent.
 
     Parameters
@@ -324,7 +320,5 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
 
 def serve(path: str | Path | None = None, *, mind: str = "default") -> None:
     """Run the server over stdio until the client closes it (what ``synapse-nb mcp`` does)."""
-    import logging
-
     logging.getLogger("mcp").setLevel(logging.WARNING)
     build_server(path, mind=mind).run("stdio")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
 from synapse_nb.errors import SynapseError
 from synapse_nb.render import explanation_html, plural, pre_html
 from synapse_nb.widgets._common import block, esc, message_html
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb.recall import Bars, Recall
 
 __all__ = ["GateExplorer", "explanation_html"]
 
@@ -55,7 +58,7 @@ class GateExplorer(widgets.VBox):
 
     def __init__(self, vault: Any, *, budget_tokens: int | None = None) -> None:
         self.vault = vault
-        self.recall: Any = None
+        self.recall: Recall | None = None
         self._quiet = False
         start = vault.default_bars()
         if budget_tokens is not None:
@@ -104,7 +107,7 @@ class GateExplorer(widgets.VBox):
         self.add_class("synapse-gate-explorer")
 
     @property
-    def bars(self) -> Any:
+    def bars(self) -> Bars:
         """The :class:`synapse_nb.recall.Bars` the sliders show."""
         return replace(self._base, floor=round(float(self.floor.value), 4), margin=round(float(self.margin.value), 4),
                        top_k=int(self.top_k.value), budget_tokens=int(self.budget.value))
@@ -113,7 +116,7 @@ class GateExplorer(widgets.VBox):
         if not self._quiet and self.query.value.strip():
             self.run()
 
-    def run(self, query: str | None = None) -> Any:
+    def run(self, query: str | None = None) -> Recall | None:
         """Recall ``query`` (default: the text box) with the sliders' bars; show the table and text; return the Recall."""
         if query is not None and query != self.query.value:
             self.query.value = query  # the observer runs the recall
@@ -138,7 +141,7 @@ class GateExplorer(widgets.VBox):
         self.text.value = block("<div><b>recall text</b></div>" + pre_html(r.text))
         return r
 
-    def save_defaults(self) -> Any:
+    def save_defaults(self) -> Bars | None:
         """Save the sliders' bars as the vault's recall defaults (user only); returns the saved Bars."""
         try:
             saved = self.vault.save_default_bars(self.bars)
@@ -151,7 +154,7 @@ class GateExplorer(widgets.VBox):
             f"top-k {saved.top_k}, budget {saved.budget_tokens:,} tokens")
         return saved
 
-    def reset(self) -> Any:
+    def reset(self) -> Recall | None:
         """Put the sliders back on the vault's saved defaults and re-run; returns the Recall (or ``None``)."""
         try:
             bars = self.vault.default_bars()

@@ -7,6 +7,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from synapse_nb.errors import SynapseError
+from synapse_nb.gitscope import show_commit
 from synapse_nb.models import Lesson
 from synapse_nb.render import BORDER, MUTED, code, fmt_time, note_html, plural
 from synapse_nb.widgets._common import Confirm, block, close_tree, esc, message_html, require_human, table_html
@@ -71,8 +72,6 @@ def diff_html(vault: Any, les: Lesson) -> str:
     Reads git through :func:`synapse_nb.gitscope.show_commit`; outside git, or for a commit that is
     not in the repository, says so instead.
     """
-    from synapse_nb.gitscope import show_commit
-
     shas = [c["sha"] for c in les.reverted_commits if c.get("sha")] or (
         [les.revert_commit["sha"]] if les.revert_commit and les.revert_commit.get("sha") else [])
     if not shas:

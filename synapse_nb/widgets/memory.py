@@ -6,10 +6,9 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from synapse_nb._util import shorten
-from synapse_nb.errors import SynapseError
+from synapse_nb.errors import SynapseError, ValidationError
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory
-from synapse_nb.render import code, fmt_time, plural, pre_html
+from synapse_nb.render import code, fmt_time, plural, pre_html, shorten
 from synapse_nb.widgets._common import Confirm, block, esc, message_html
 from synapse_nb.widgets.table import RecordTable
 
@@ -91,8 +90,6 @@ class MemoryBrowser(widgets.VBox):
 
     def __init__(self, vault: Any, *, page_size: int = 25) -> None:
         if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= 1000:
-            from synapse_nb.errors import ValidationError
-
             raise ValidationError(f"page_size must be a whole number from 1 to 1000, got {page_size!r}")
         self.vault = vault
         self.page_size = page_size

@@ -1,45 +1,72 @@
-"""The plain logic behind the notebook magics, testable without IPython.
+"""The plain logic of the magics' lines and cells, testable without IPython.
 
-Everything here takes and returns plain Python values: comma lists, a ``%%decision`` cell split into
-decision and rationale, ``on``/``off`` switches, git's list of changed files, the auto-checkpoint
-counter and the stable notebook session id. The magics in :mod:`synapse_nb.magics` only parse the
-line, call these and the vault, and render; errors raised here are :class:`~synapse_nb.errors.ValidationError`
-and become one-line ``UsageError`` messages at the magic edge.
+Everything here takes and returns plain Python values: a magic line split like a shell, comma lists,
+``--name value`` options pulled out of free text, a ``%%decision`` cell split into decision and
+rationale, ``on``/``off`` switches, the stable notebook session id and the input transformer that keeps
+``%recall how do we deploy?`` a recall. Errors raised here are :class:`~synapse_nb.errors.ValidationError`;
+the magics turn them into one-line ``UsageError`` messages.
 
 Examples
 --------
+>>> split_line('create --doing "two words" --files a.py')
+['create', '--doing', 'two words', '--files', 'a.py']
+>>> split_line("how's the deploy")   # a lone apostrophe is text, not an open quote
+["how's", 'the', 'deploy']
 >>> split_list("a.py, b.py,,c.py")
 ['a.py', 'b.py', 'c.py']
 >>> split_decision_cell("Use SQLite WAL mode\\nReaders never block writers.\\n")
 ('Use SQLite WAL mode', 'Readers never block writers.')
->>> auto = AutoCheckpoint(every=2)
->>> auto.enabled = True
->>> [auto.observe(success=True, changed=["a.py"]) for _ in range(3)]
-[False, True, False]
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
 import sys
 import uuid
-from dataclasses import dataclass, field
-from pathlib import Path
+from argparse import ArgumentParser, Namespace
+
+from IPython.utils.process import arg_split
 
 from synapse_nb.errors import ValidationError
 
 __all__ = [
-    "AutoCheckpoint",
     "default_session_id",
-    "git_changed_files",
     "keep_recall_questions",
+    "parse_line",
     "parse_switch",
     "split_decision_cell",
+    "split_line",
     "split_list",
     "split_options",
 ]
+
+
+def split_line(line: str) -> list[str]:
+    """Split a magic line like a shell with IPython's ``arg_split`` (quotes group words, and are removed).
+
+    A line whose quotes do not pair up (an apostrophe, as in ``how's``) is split on whitespace
+    instead, keeping every character: in POSIX mode ``arg_split`` would drop the apostrophe, and in
+    IPython's default non-POSIX mode (what ``parse_argstring`` uses) ``--doing "two words"`` would keep
+    its quotes in the value.
+    """
+    try:
+        return arg_split(line, posix=True, strict=True)
+    except ValueError:
+        return line.split()
+
+
+def parse_line(parser: ArgumentParser, line: str) -> Namespace:
+    """Parse a magic line with the method's ``@magic_arguments`` parser (``magic.parser``).
+
+    Options and positional words may be mixed in any order. The parser is IPython's
+    ``MagicArgumentParser``: a mistake raises ``UsageError``, it never exits.
+    """
+    argv = split_line(line)
+    try:
+        return parser.parse_intermixed_args(argv)
+    except TypeError:  # argparse refuses intermixed parsing for some layouts
+        return parser.parse_args(argv)
 
 
 def split_list(text: str | None) -> list[str]:
@@ -110,92 +137,6 @@ def parse_switch(value: str) -> bool:
     raise ValidationError(f"expected 'on' or 'off', got {value!r}")
 
 
-def git_changed_files(work_tree: str | Path, *, exclude: str | Path | None = None,
-                      timeout: float = 5.0) -> list[str] | None:
-    """Files git reports as changed in ``work_tree`` (``git status --porcelain``), sorted.
-
-    Paths inside ``exclude`` (the vault folder, which lives in the work tree) are left out, so the
-    vault's own writes never count as a change. Returns ``None`` when git cannot answer (not a
-    repository, git missing, timeout).
-    """
-    try:
-        proc = subprocess.run(
-            ["git", "-C", str(work_tree), "status", "--porcelain", "-z", "--untracked-files=all"],
-            capture_output=True, timeout=timeout, check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if proc.returncode != 0:
-        return None
-    entries = proc.stdout.decode("utf-8", "replace").split("\0")
-    skip_prefix: str | None = None
-    if exclude is not None:
-        try:
-            rel = Path(exclude).resolve().relative_to(Path(work_tree).resolve())
-            skip_prefix = rel.as_posix().rstrip("/") + "/"
-        except ValueError:
-            skip_prefix = None
-    out: set[str] = set()
-    i = 0
-    while i < len(entries):
-        entry = entries[i]
-        i += 1
-        if len(entry) < 4:
-            continue
-        code, path = entry[:2], entry[3:]
-        if code[0] in "RC":  # a rename/copy is followed by its source path
-            i += 1
-        if skip_prefix and (path + "/").startswith(skip_prefix):
-            continue
-        out.add(path)
-    return sorted(out)
-
-
-@dataclass
-class AutoCheckpoint:
-    """Counts executed cells that changed something; says when an automatic checkpoint is due.
-
-    A cell counts when it ran without error and, inside git, git reports changed files (outside git
-    every successful cell counts). Every ``every`` counted cells, :meth:`observe` returns True and
-    the count starts again.
-    """
-
-    every: int = 10
-    enabled: bool = False
-    count: int = 0
-    cells_seen: int = 0
-    last_files: list[str] = field(default_factory=list)
-
-    def set_every(self, n: int) -> None:
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 100_000:
-            raise ValidationError(f"--every must be a whole number of cells from 1 to 100000, got {n!r}")
-        self.every = n
-
-    def observe(self, *, success: bool, changed: list[str] | None) -> bool:
-        """Record one executed cell; True when a checkpoint is due now.
-
-        ``changed`` is git's list of changed files, or ``None`` outside git.
-        """
-        if not self.enabled:
-            return False
-        self.cells_seen += 1
-        if not success or (changed is not None and not changed):
-            return False
-        self.count += 1
-        self.last_files = list(changed or [])
-        if self.count >= self.every:
-            self.count = 0
-            return True
-        return False
-
-    def describe(self) -> str:
-        if not self.enabled:
-            return "auto checkpoints: off"
-        cells = "cell that changes" if self.every == 1 else f"{self.every} cells that change"
-        return (f"auto checkpoints: on, every {cells} something "
-                f"({self.count} counted since the last one)")
-
-
 def default_session_id() -> str:
     """A session id stable for this kernel: derived from the Jupyter connection file when there is one.
 
@@ -203,7 +144,7 @@ def default_session_id() -> str:
     """
     if "ipykernel" in sys.modules:
         try:
-            from ipykernel import get_connection_file
+            from ipykernel import get_connection_file  # only inside a kernel: plain IPython need not have ipykernel
 
             path = get_connection_file()
             return "nb-" + hashlib.sha1(str(path).encode("utf-8")).hexdigest()[:12]

@@ -1,0 +1,275 @@
+"""What every command module shares: the root app, error handling at the edge, opening the vault, printing.
+
+Only :mod:`typer` and the standard library are imported here (plus :mod:`synapse_nb.errors` and
+:mod:`synapse_nb.render`, which are standard library only): ``synapse-nb --help`` and ``--version``
+load nothing else. Each command imports the rest of the package when it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+from typer.core import TyperGroup
+
+from synapse_nb import __version__
+from synapse_nb.errors import SynapseError
+from synapse_nb.render import plural, tags_text, when
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb.models import Record
+    from synapse_nb.vault import Vault
+
+__all__ = [
+    "CREATING_COMMANDS", "PROG", "TAGS_HELP", "Group", "JsonOpt", "LimitOpt", "app", "echo_json", "fail",
+    "filters", "group_help", "limit_arg", "none_found", "open_vault_for", "print_mapping", "print_record",
+    "print_records", "record_line", "state",
+]
+
+PROG = "synapse-nb"
+
+#: The commands that write and so may create a vault (inside an existing folder only, saying so on stderr).
+#: Every other command reads: it never creates a vault and fails with "no vault at PATH ..." instead.
+CREATING_COMMANDS = frozenset({
+    "checkpoint create", "decision log", "init", "lessons scan", "memory import", "remember", "watch",
+})
+
+
+# ------------------------------------------------------------------------------------------------ errors at the edge
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """Print one line on stderr and stop with ``code``."""
+    typer.echo(f"{PROG}: error: {_one_line(message)}", err=True)
+    raise typer.Exit(code)
+
+
+def _flags_take_no_value(cmd: Any) -> None:
+    """Show flags as flags in ``--help``: typer's help prints ``--json <bool>`` as if the flag took a value.
+
+    A flag (``--json``, ``--explain``, ``--help`` itself) gets an empty metavar, in every command below ``cmd``.
+    """
+    names = (getattr(cmd, "context_settings", None) or {}).get("help_option_names", ["--help"])
+    for param in [*cmd.params, cmd.get_help_option(SimpleNamespace(help_option_names=names))]:
+        if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    for sub in getattr(cmd, "commands", {}).values():
+        _flags_take_no_value(sub)
+
+
+class Group(TyperGroup):
+    """A command group: called without a command, it prints its help and exits with 2."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            typer.echo(ctx.get_help())
+            raise typer.Exit(2)
+        return super().parse_args(ctx, args)
+
+
+class _RootGroup(Group):
+    """The root command: turns every error into one line on stderr and an exit code (0, 1, 2)."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> int:
+        _flags_take_no_value(self)
+        code = 0
+        try:
+            rv = super().main(args, prog_name or PROG, complete_var, standalone_mode=False,
+                              windows_expand_args=windows_expand_args, **extra)
+            code = rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
+        except typer.TyperException as exc:  # typer's (click's) own errors: bad usage (exit 2), bad files (1)
+            ctx = getattr(exc, "ctx", None)  # usage errors carry the command they happened in
+            if exc.exit_code == 2:
+                hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+                typer.echo(f"{PROG}: usage error: {_one_line(exc.format_message())}{hint}", err=True)
+            else:
+                typer.echo(f"{PROG}: error: {_one_line(exc.format_message())}", err=True)
+            code = exc.exit_code
+        except (typer.Abort, KeyboardInterrupt, EOFError):
+            typer.echo(f"{PROG}: aborted", err=True)
+            code = 1
+        except SynapseError as exc:
+            typer.echo(f"{PROG}: error: {_one_line(str(exc)) or type(exc).__name__}", err=True)
+            code = 1
+        except typer.Exit as exc:
+            code = exc.exit_code
+        except BrokenPipeError:
+            code = 1
+        except Exception as exc:  # never a traceback for a user; SYNAPSE_DEBUG=1 shows it
+            if os.environ.get("SYNAPSE_DEBUG"):
+                raise
+            typer.echo(f"{PROG}: unexpected error ({type(exc).__name__}): {_one_line(str(exc))} "
+                       "(set SYNAPSE_DEBUG=1 for a traceback)", err=True)
+            code = 1
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+# ------------------------------------------------------------------------------------------------ the root app
+app = typer.Typer(
+    name=PROG, cls=_RootGroup, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+
+def group_help(summary: str, *examples: str) -> str:
+    """A command group's help: the summary, then its examples."""
+    return summary + "\n\nExamples:\n\n" + "\n\n".join(f"    {e}" for e in examples)
+
+
+@dataclass
+class _State:
+    vault: str | None = None
+    mind: str = "default"
+
+
+def state(ctx: typer.Context) -> _State:
+    """The root options (``--vault``, ``--mind``) of this invocation."""
+    obj = ctx.find_root().obj
+    return obj if isinstance(obj, _State) else _State()
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"{PROG} {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    vault: Annotated[str | None, typer.Option(
+        "--vault", metavar="PATH",
+        help="Project folder or vault folder, as SYNAPSE_HOME (default: SYNAPSE_HOME, else the git root of the "
+             "current folder). It must exist: reads never create a vault.")] = None,
+    mind: Annotated[str, typer.Option("--mind", help="Which mind's records to see and write.")] = "default",
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Memory for LLM agents and the people who steer them: checkpoints, decisions, lessons, memories, recall.
+
+    The CLI acts as the human user: what it writes is verified, and only a human approves lessons.
+
+    Examples:
+
+        synapse-nb demo
+
+        synapse-nb checkpoint create --doing "Refactoring JWT auth" --files src/auth.py --next-step "Run pytest"
+
+        synapse-nb --vault ~/project recall "how do we run migrations?"
+    """
+    ctx.obj = _State(vault=vault, mind=mind)
+
+
+# ------------------------------------------------------------------------------------------------ the vault
+def _command_name(ctx: typer.Context) -> str:
+    names: list[str] = []
+    c: typer.Context | None = ctx
+    while c is not None and c.parent is not None:
+        names.append(c.info_name or "")
+        c = c.parent
+    return " ".join(reversed(names))
+
+
+def open_vault_for(ctx: typer.Context, path: str | None = None) -> Vault:
+    """The vault for this command: ``path`` (a command's PATH argument), else ``--vault``, else SYNAPSE_HOME/cwd.
+
+    Reading commands never create a vault; writing ones (:data:`CREATING_COMMANDS`) create it inside an
+    existing folder and say where on stderr, once.
+    """
+    from synapse_nb.vault import open_vault  # here: the store and the kinds load only when a command runs
+
+    st = state(ctx)
+    v = open_vault(path if path is not None else st.vault, mind=st.mind, actor="user",
+                   create=_command_name(ctx) in CREATING_COMMANDS)
+    if v.created:
+        typer.echo(f"{PROG}: created a new vault at {v.path}", err=True)
+    return v
+
+
+# ------------------------------------------------------------------------------------------------ printing
+def echo_json(obj: Any) -> None:
+    """Print ``obj`` as indented JSON (non-ASCII kept)."""
+    typer.echo(json.dumps(obj, ensure_ascii=False, indent=2))
+
+
+def record_line(r: Record) -> str:
+    """One record as a listing line: full id, time, summary."""
+    return f"{r.id}  {when(r.created_at, seconds=True)}  {r.summary_line()}"
+
+
+def print_records(records: Iterable[Record], as_json: bool, empty: str) -> None:
+    """A listing: JSON records, or one line each, or ``empty`` when there are none."""
+    records = list(records)
+    if as_json:
+        echo_json([r.to_dict() for r in records])
+        return
+    if not records:
+        typer.echo(empty)
+        return
+    for r in records:
+        typer.echo(record_line(r))
+
+
+def print_record(record: Record, as_json: bool, text: str) -> None:
+    """One record: its JSON, or ``text``."""
+    if as_json:
+        echo_json(record.to_dict())
+    else:
+        typer.echo(text)
+
+
+def none_found(total: int, noun: str, plural_form: str, filtered: str) -> str:
+    """What an empty listing says: "no decisions yet" only when the mind has none at all, else what the
+    filters excluded, e.g. "no decisions tagged db (5 decisions in all)"."""
+    if total == 0:
+        return f"no {plural_form} yet"
+    return f"{filtered} ({plural(total, noun, plural_form)} in all)"
+
+
+def filters(query: str | None, tag: str | None = None, category: str | None = None) -> str:
+    """The filters of a search, as words: ' tagged db in category procedure matching "run"'."""
+    words = ""
+    if tag is not None:
+        words += f" tagged {tags_text([tag])}"
+    if category is not None:
+        words += f" in category {category.strip().lower()}"
+    if query and query.strip():
+        words += f" matching {query.strip()!r}"
+    return words
+
+
+def print_mapping(out: Any, indent: str = "") -> None:
+    """A nested dict of figures as indented ``key: value`` lines (floats to 4 places)."""
+    if not isinstance(out, dict):
+        typer.echo(f"{indent}{out}")
+        return
+    for k in out:
+        v = out[k]
+        if isinstance(v, dict):
+            typer.echo(f"{indent}{k}:")
+            print_mapping(v, indent + "  ")
+        elif isinstance(v, float):
+            typer.echo(f"{indent}{k}: {v:.4f}")
+        else:
+            typer.echo(f"{indent}{k}: {v}")
+
+
+# ------------------------------------------------------------------------------------------------ options
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON with stable field names instead of text.")]
+LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=0, help="Show at most N records (0: all).")]
+TAGS_HELP = ("Comma-separated tags, one word each (trimmed, lower-cased, a leading # dropped: "
+             "'#DB,deploy' gives db, deploy).")
+
+
+def limit_arg(n: int) -> int | None:
+    """``--limit 0`` means all."""
+    return None if n == 0 else n

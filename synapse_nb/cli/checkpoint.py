@@ -1,0 +1,93 @@
+"""``synapse-nb checkpoint``: save and restore work state (per git branch)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from synapse_nb.cli._common import (
+    PROG, Group, JsonOpt, LimitOpt, echo_json, fail, group_help, limit_arg, open_vault_for, print_record,
+    print_records,
+)
+from synapse_nb.errors import NoCheckpointError
+from synapse_nb.render import plural
+
+__all__ = ["checkpoint_app"]
+
+
+checkpoint_app = typer.Typer(cls=Group, no_args_is_help=True, help=group_help(
+    "Save and restore work state (per git branch).",
+    'synapse-nb checkpoint create --doing "Refactoring JWT auth" --files src/auth.py', "synapse-nb checkpoint restore"))
+
+
+@checkpoint_app.command("create")
+def checkpoint_create(
+    ctx: typer.Context,
+    path: Annotated[str | None, typer.Argument(help="Project folder (default: --vault, else the current folder).")] = None,
+    doing: Annotated[str, typer.Option("--doing", "-d", help="What you are working on (required).")] = ...,  # type: ignore[assignment]
+    files: Annotated[str | None, typer.Option("--files", "-f", help="Changed files, comma-separated.")] = None,
+    next_step: Annotated[str | None, typer.Option("--next-step", help="What to do next.")] = None,
+    blockers: Annotated[str | None, typer.Option("--blockers", help="What is in the way.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Save the current work state (branch and commit are read from git).
+
+    Examples:
+
+        synapse-nb checkpoint create --doing "Refactoring JWT auth" --files src/auth.py,tests/test_auth.py --next-step "Run pytest"
+
+        synapse-nb checkpoint create ~/project --doing "Migrating to WAL" --blockers "CI is red"
+    """
+    v = open_vault_for(ctx, path)
+    c = v.checkpoint(doing, files=files, next_step=next_step, blockers=blockers, origin="cli")
+    print_record(c, as_json, f"saved {c.id} [{c.branch or 'no branch'}] {c.doing}")
+
+
+@checkpoint_app.command("list")
+def checkpoint_list(
+    ctx: typer.Context,
+    branch: Annotated[str | None, typer.Option("--branch", "-b", help="Only this branch (default: every branch).")] = None,
+    limit: LimitOpt = 20,
+    as_json: JsonOpt = False,
+) -> None:
+    """List checkpoints, newest first.
+
+    Examples:
+
+        synapse-nb checkpoint list
+
+        synapse-nb checkpoint list --branch main --json
+    """
+    v = open_vault_for(ctx)
+    recs = v.checkpoints.list(branch=branch, limit=limit_arg(limit))
+    total = 0 if recs or as_json else v.checkpoints.count()
+    empty = f"no checkpoints on branch {branch}" if total else "no checkpoints yet"
+    if total:  # none on that branch, so every one is on another branch
+        empty += f" ({plural(total, 'checkpoint')} on other branches)"
+    print_records(recs, as_json, empty)
+
+
+@checkpoint_app.command("restore")
+def checkpoint_restore(
+    ctx: typer.Context,
+    which: Annotated[str, typer.Argument(metavar="latest|ID", help="'latest' (current branch) or an id / unique prefix.")] = "latest",
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the restore pack of a checkpoint: what you were doing, files, next step, blockers.
+
+    Examples:
+
+        synapse-nb checkpoint restore
+
+        synapse-nb checkpoint restore ckp_3f9a --json
+    """
+    v = open_vault_for(ctx)
+    try:
+        c = v.checkpoints.restore(which)
+    except NoCheckpointError as exc:
+        fail(exc.with_remedy(f'{PROG} checkpoint create --doing "what you are working on"'))
+    if as_json:
+        echo_json({**c.to_dict(), "restore_text": c.restore_text()})
+    else:
+        typer.echo(c.restore_text())

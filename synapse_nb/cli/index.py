@@ -1,0 +1,67 @@
+"""``synapse-nb index``: check and rebuild the retrieval index (a cache of the SQLite store)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from synapse_nb.cli._common import PROG, Group, JsonOpt, echo_json, group_help, open_vault_for
+from synapse_nb.render import plural
+
+__all__ = ["index_app"]
+
+
+index_app = typer.Typer(cls=Group, no_args_is_help=True, help=group_help(
+    "Maintain the retrieval index (a cache rebuilt from the SQLite store).",
+    "synapse-nb index check --repair", "synapse-nb index rebuild"))
+
+
+@index_app.command("rebuild")
+def index_rebuild(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Rebuild the retrieval index from the SQLite store (nothing is lost: the index is a cache).
+
+    Examples:
+
+        synapse-nb index rebuild
+    """
+    v = open_vault_for(ctx)
+    n = v.index.rebuild()
+    if as_json:
+        echo_json({"indexed": n})
+    else:
+        typer.echo(f"indexed {plural(n, 'record')}")
+
+
+@index_app.command("check")
+def index_check(
+    ctx: typer.Context,
+    repair: Annotated[bool, typer.Option("--repair", help="Fix the drift found.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare the index with the store (missing, stale, extra ids); exit 1 when it drifted and was not repaired.
+
+    An index not built yet (a new vault: it is built on first use) is not drift: exit 0.
+
+    Examples:
+
+        synapse-nb index check
+
+        synapse-nb index check --repair --json
+    """
+    v = open_vault_for(ctx)
+    rep = v.index.check(repair=repair)
+    out = {"ok": bool(rep.ok), "built": bool(rep.built), "repaired": bool(repair and not rep.ok),
+           "missing": list(rep.missing), "stale": list(rep.stale), "extra": list(rep.extra)}
+    if as_json:
+        echo_json(out)
+    elif not rep.built:
+        typer.echo("index not built yet (it is built on first use): built it now" if repair else
+                   f"index not built yet (it is built on first use); to build it now: {PROG} index rebuild")
+    elif rep.ok:
+        typer.echo("index ok: it matches the store")
+    else:
+        typer.echo(f"index drift: {len(rep.missing)} missing, {len(rep.stale)} stale, {len(rep.extra)} extra"
+                   + (" (repaired)" if repair else f" (fix it with: {PROG} index check --repair)"))
+    if not rep.ok and not repair:
+        raise typer.Exit(1)

@@ -1,0 +1,253 @@
+"""``synapse-nb memory`` (inspect and maintain memories, export and import) and ``synapse-nb remember``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from synapse_nb.cli._common import (
+    PROG, TAGS_HELP, Group, JsonOpt, LimitOpt, echo_json, filters, group_help, limit_arg, open_vault_for,
+    print_record, print_records,
+)
+from synapse_nb.render import plural, when
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb.vault import Vault
+
+__all__ = ["memory_app", "remember"]
+
+
+memory_app = typer.Typer(cls=Group, no_args_is_help=True, help=group_help(
+    "Inspect and maintain the vault's memories.", "synapse-nb memory status", "synapse-nb memory search deploy"))
+
+
+@memory_app.command("status")
+def memory_status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Counts per kind and state, pending lessons, what expires soon.
+
+    Examples:
+
+        synapse-nb memory status
+
+        synapse-nb memory status --json
+    """
+    st = open_vault_for(ctx).status()
+    if as_json:
+        echo_json(st.to_dict())
+        if st.git_warning:
+            typer.echo(f"{PROG}: {st.git_warning}", err=True)
+    else:
+        typer.echo(str(st))
+
+
+@memory_app.command("list")
+def memory_list(
+    ctx: typer.Context,
+    category: Annotated[str | None, typer.Option("--category", "-c", help="Only this category.")] = None,
+    limit: LimitOpt = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """List memories by priority then recency (expired ones are left out).
+
+    Examples:
+
+        synapse-nb memory list
+
+        synapse-nb memory list --category procedure --json
+    """
+    v = open_vault_for(ctx)
+    recs = v.memories.list(category=category, limit=limit_arg(limit))
+    print_records(recs, as_json, "" if recs or as_json else _no_memories(v, category=category))
+
+
+def _no_memories(v: Vault, query: str | None = None, tag: str | None = None, category: str | None = None) -> str:
+    """Why a memory listing is empty: none yet, none that match the filters, or only expired ones."""
+    total = v.memories.count()
+    live = v.memories.count(include_expired=False)
+    if total == 0:
+        return "no memories yet"
+    expired = total - live
+    left_out = f"; {plural(expired, 'expired memory', 'expired memories')} left out" if expired else ""
+    if live == 0:
+        return f"no memories in force ({plural(expired, 'expired memory', 'expired memories')}; " \
+               f"'{PROG} memory prune' deletes them)"
+    return f"no memories{filters(query, tag, category)} ({plural(live, 'memory', 'memories')} in all{left_out})"
+
+
+@memory_app.command("prune")
+def memory_prune(
+    ctx: typer.Context,
+    sessions_older_than: Annotated[str, typer.Option("--sessions-older-than", help="Forget per-session recall state older than this.")] = "30d",
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete expired memories, mark expired lessons, forget old session state.
+
+    Examples:
+
+        synapse-nb memory prune
+
+        synapse-nb memory prune --sessions-older-than 7d --json
+    """
+    rep = open_vault_for(ctx).prune(sessions_older_than=sessions_older_than)
+    if as_json:
+        echo_json(rep.to_dict())
+    else:
+        typer.echo(str(rep))
+
+
+@memory_app.command("verify")
+def memory_verify(
+    ctx: typer.Context,
+    memory_id: Annotated[str | None, typer.Argument(metavar="[ID]", help="Memory id or unique prefix to mark "
+                                                    "verified; without it, check every file reference.")] = None,
+    confidence: Annotated[float | None, typer.Option("--confidence", min=0.0, max=1.0, help="Set the confidence too.")] = None,
+    fix: Annotated[bool, typer.Option("--fix", help="Follow renames in lessons and checkpoints and mark dangling "
+                                                    "and possibly stale records.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Verify: with ID, mark that memory (typically an agent's proposal) verified by you; without ID, check
+    every file a lesson, checkpoint, decision or memory refers to against git HEAD (dangling references,
+    renames, records whose files changed since they were written). Exit code 1 when something is off.
+
+    Examples:
+
+        synapse-nb memory verify mem_3f9a
+
+        synapse-nb memory verify mem_3f9a --confidence 0.9
+
+        synapse-nb memory verify            # check file references against HEAD
+
+        synapse-nb memory verify --fix      # follow renames, mark dangling and stale records
+    """
+    v = open_vault_for(ctx)
+    if memory_id is None:
+        report = v.verify(fix=fix)
+        if as_json:
+            echo_json(report.to_dict())
+        else:
+            typer.echo(str(report))
+        if not report.ok and not fix:
+            raise typer.Exit(1)
+        return
+    m = v.memories.verify(memory_id, confidence=confidence)
+    print_record(m, as_json, f"verified {m.id} {m.category}/{m.key}")
+
+
+@memory_app.command("search")
+def memory_search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="Words to look for (any text is safe).")] = "",
+    tag: Annotated[str | None, typer.Option("--tag", help="Only memories with this tag.")] = None,
+    category: Annotated[str | None, typer.Option("--category", "-c", help="Only this category.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N results.")] = 20,
+    as_json: JsonOpt = False,
+) -> None:
+    """Full-text search over memories, best match first.
+
+    Examples:
+
+        synapse-nb memory search deploy
+
+        synapse-nb memory search "run migrations" --category procedure --json
+    """
+    v = open_vault_for(ctx)
+    recs = v.memories.search(query, tag=tag, category=category, limit=limit)
+    print_records(recs, as_json, "" if recs or as_json else _no_memories(v, query, tag, category))
+
+
+@memory_app.command("expiring")
+def memory_expiring(
+    ctx: typer.Context,
+    within: Annotated[str, typer.Option("--within", "-w", help="A duration such as 7d, 12h.")] = "7d",
+    as_json: JsonOpt = False,
+) -> None:
+    """Memories that expire soon, soonest first.
+
+    Examples:
+
+        synapse-nb memory expiring
+
+        synapse-nb memory expiring --within 30d --json
+    """
+    v = open_vault_for(ctx)
+    recs = v.memories.expiring(within=within)
+    if as_json:
+        print_records(recs, True, "")
+        return
+    if not recs:
+        typer.echo(f"nothing expires within {within}")
+    for m in recs:
+        typer.echo(f"{m.id}  expires {when(m.expires_at, seconds=True)}  {m.summary_line()}")
+
+
+@memory_app.command("export")
+def memory_export(
+    ctx: typer.Context,
+    dest: Annotated[str | None, typer.Argument(help="File to write (default: stdout).")] = None,
+) -> None:
+    """Export the whole vault as JSON Lines, sorted and stable (diffable, reviewable, shareable).
+
+    Examples:
+
+        synapse-nb memory export vault.jsonl
+
+        synapse-nb memory export > vault.jsonl
+    """
+    v = open_vault_for(ctx)
+    if dest is None or dest == "-":
+        sys.stdout.write(v.export_jsonl())
+        return
+    text = v.export_jsonl(dest)
+    kinds = [json.loads(line).get("kind") for line in text.splitlines()[1:]]  # line 1 is the format header
+    n_settings = kinds.count("setting")
+    typer.echo(f"exported {plural(len(kinds) - n_settings, 'record')}"
+               + (f" and {plural(n_settings, 'setting')}" if n_settings else "") + f" to {dest}", err=True)
+
+
+@memory_app.command("import")
+def memory_import(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Argument(metavar="PATH", help="A JSON Lines export ('-' reads stdin).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Import an export in one all-or-nothing transaction (identical records are skipped).
+
+    Examples:
+
+        synapse-nb memory import vault.jsonl
+
+        cat vault.jsonl | synapse-nb memory import -
+    """
+    v = open_vault_for(ctx)
+    counts = v.import_jsonl(sys.stdin if source == "-" else source)
+    if as_json:
+        echo_json(counts)
+    else:
+        typer.echo("imported: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
+
+
+def remember(
+    ctx: typer.Context,
+    category: Annotated[str, typer.Argument(help="identity, preference, project, context, knowledge, mistake, procedure or relationship.")],
+    key: Annotated[str, typer.Argument(help="snake_case key; the same key again updates that memory.")],
+    content: Annotated[str, typer.Argument(help="The text to remember.")],
+    tags: Annotated[str | None, typer.Option("--tags", "-t", help=TAGS_HELP)] = None,
+    priority: Annotated[str | None, typer.Option("--priority", "-p", metavar="critical|high|normal|low", help="Priority.")] = None,
+    expires: Annotated[str | None, typer.Option("--expires", "-e", help="A duration (30d) or an ISO 8601 time.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remember something (verified, since you are the human); the same category+key updates in place.
+
+    Examples:
+
+        synapse-nb remember procedure run_migrations "alembic upgrade head" --tags db,deploy --priority high
+
+        synapse-nb remember context sprint_goal "Ship the v2 API" --expires 14d
+    """
+    v = open_vault_for(ctx)
+    m = v.remember(category, key, content, tags=tags, priority=priority, expires=expires)
+    verb = "remembered" if m.created_at == m.updated_at else "updated"
+    print_record(m, as_json, f"{verb} {m.id} {m.category}/{m.key} [{m.priority}]")

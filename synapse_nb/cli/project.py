@@ -1,0 +1,78 @@
+"""The project commands: ``synapse-nb demo``, ``synapse-nb init`` and ``synapse-nb mcp``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from synapse_nb.cli._common import PROG, state
+
+__all__ = ["demo", "init", "mcp_serve"]
+
+
+def demo(
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the throwaway vault folder and print where it is.")] = False,
+) -> None:
+    """A one-minute tour in a throwaway vault: checkpoint, decision, memory, lesson, recall.
+
+    Nothing outside a temporary folder is touched.
+
+    Examples:
+
+        synapse-nb demo
+
+        synapse-nb demo --keep
+    """
+    from synapse_nb.demo import run_demo  # here: the demo opens a vault (the store and the kinds)
+
+    run_demo(keep=keep)
+
+
+def init(
+    ctx: typer.Context,
+    path: Annotated[str | None, typer.Argument(help="Project folder or vault folder (default: --vault, else the "
+                                                    "current folder). It must exist.")] = None,
+) -> None:
+    """Create the vault for a project: .synapse/ at the git root, or in the folder outside git (idempotent).
+
+    Only in an existing folder (missing folders are never created). The vault folder ignores itself in
+    git (its .gitignore holds '*'); keep memory in git on purpose with 'synapse-nb memory export'.
+    Reading commands never create a vault; writing ones (remember, checkpoint create, ...) do, like this.
+
+    Examples:
+
+        synapse-nb init
+
+        synapse-nb init ~/project
+
+        synapse-nb --vault ~/project init
+    """
+    from synapse_nb.vault import open_vault  # here: the store and the kinds load only when a command runs
+
+    st = state(ctx)
+    with open_vault(path if path is not None else st.vault, mind=st.mind, actor="user", create=True) as v:
+        typer.echo(f"created a new vault at {v.path}" if v.created else f"the vault already exists at {v.path}")
+        st_git = v.status().git_warning
+    if st_git:
+        typer.echo(f"{PROG}: {st_git}", err=True)
+
+
+def mcp_serve(
+    ctx: typer.Context,
+    path: Annotated[str | None, typer.Argument(help="Project folder (default: --vault, else the current folder).")] = None,
+) -> None:
+    """Serve the vault to an agent over MCP (stdio). The agent can only propose; you approve.
+
+    Examples:
+
+        synapse-nb mcp
+
+        synapse-nb --mind work mcp ~/project
+    """
+    from synapse_nb.mcp.server import serve  # here: the MCP SDK (and the recall stack) load only to serve
+    from synapse_nb.vault import find_vault_dir  # here: the store and the kinds load only when a command runs
+
+    st = state(ctx)
+    find_vault_dir(path if path is not None else st.vault)  # a mistyped folder stops here, before serving
+    serve(path if path is not None else st.vault, mind=st.mind)

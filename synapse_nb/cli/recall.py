@@ -1,0 +1,87 @@
+"""``synapse-nb recall``: what is relevant now (``recall QUERY``), and the LoCoMo evaluation (``recall eval``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from synapse_nb.cli._common import Group, JsonOpt, echo_json, group_help, open_vault_for, print_mapping
+
+__all__ = ["recall_app"]
+
+
+class _RecallGroup(Group):
+    """``recall QUERY ...`` runs ``recall query QUERY ...``; ``recall eval PATH`` is the LoCoMo eval."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["query", *args]
+        return super().parse_args(ctx, args)
+
+
+recall_app = typer.Typer(cls=_RecallGroup, no_args_is_help=True, help=group_help(
+    "Ask the vault what is relevant now: 'recall QUERY' (short for 'recall query QUERY'), or 'recall eval PATH'.",
+    'synapse-nb recall "how do we run migrations?"', "synapse-nb recall eval datasets/locomo --conversations 2"))
+
+
+@recall_app.command("query")
+def recall_query(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What you (or the agent) are about to do or ask.")],
+    session: Annotated[str | None, typer.Option("--session", help="Session id: what it already received is not repeated.")] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Also show every candidate's score, matched terms and bar.")] = False,
+    budget: Annotated[int | None, typer.Option("--budget", min=1, help="Token budget for the text.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recall what is relevant to QUERY (``synapse-nb recall QUERY`` is the short form).
+
+    Approved lessons come first, always; then the hits that clear the gate, or "nothing new" with its reason:
+    nothing relevant, all already given to this --session, or relevant items over the --budget.
+
+    Examples:
+
+        synapse-nb recall "how do we run migrations?"
+
+        synapse-nb recall query "deploy to prod" --session s1 --explain --json
+    """
+    v = open_vault_for(ctx)
+    r = v.recall(query, session=session, budget_tokens=budget)
+    if as_json:
+        out = r.to_dict()
+        if explain:
+            out["explain"] = r.explain().to_dicts()
+        echo_json(out)
+        return
+    typer.echo(r.text)
+    if r.empty_reason == "over_budget":
+        typer.echo(f"hint: raise --budget (it was {r.bars.budget_tokens}) to get the relevant items", err=True)
+    if explain:
+        typer.echo("\n" + str(r.explain()))
+
+
+@recall_app.command("eval")
+def recall_eval(
+    path: Annotated[str, typer.Argument(help="The LoCoMo dataset folder or JSON file.")] = "datasets/locomo",
+    conversations: Annotated[int | None, typer.Option("--conversations", min=1, help="Only the first N conversations.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Evaluate recall on LoCoMo questions (retrieval metrics of the gate over each conversation).
+
+    Examples:
+
+        synapse-nb recall eval datasets/locomo --conversations 2
+
+        synapse-nb recall eval datasets/locomo --json
+    """
+    from synapse_nb.eval import run_locomo_eval  # here: the eval code loads scikit-learn and pandas
+
+    kwargs: dict[str, Any] = {}
+    if conversations is not None:
+        kwargs["conversations"] = list(range(conversations))  # the first N, by position in the file
+    out = run_locomo_eval(path, **kwargs)
+    out = out.to_dict() if hasattr(out, "to_dict") else out
+    if as_json:
+        echo_json(out)
+    else:
+        print_mapping(out)

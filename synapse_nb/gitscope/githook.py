@@ -1,0 +1,169 @@
+"""The git hook entry point: ``python -m synapse_nb.gitscope.githook post-commit``.
+
+Runs after a commit (or a rewrite: amend, rebase) and records new reverts as
+pending lessons through ``open_vault(...).lessons.scan()``. Rules:
+
+- it never fails the git command: whatever happens, the exit status is 0;
+- it never blocks for long: the hook script starts it detached by default (the commit
+  does not wait), and the work runs in a thread with a hard limit
+  (``SYNAPSE_HOOK_TIMEOUT`` seconds, default 2); past it the process exits anyway;
+- concurrent runs (quick successive commits) take turns on ``<vault>/hook.lock``;
+- it stays light: no third-party library is imported, and the vault only when there is one to scan
+  (or ``$SYNAPSE_HOME`` must be resolved);
+- it writes one line per run to ``<vault>/hook.log`` (rotated at 512 KiB), only
+  when the vault folder exists; with no vault it does nothing at all.
+
+The vault is the one ``$SYNAPSE_HOME`` names when set (a project folder or a vault folder, as for
+``--vault``), else ``<main work tree>/.synapse``. The hook never creates a vault.
+``SYNAPSE_HOOK_CALL=module:function`` replaces the scan by ``function(work_tree, hook_name)``
+(a test seam, also usable to run a custom action of yours).
+
+:mod:`synapse_nb.gitscope.hooks` (with an s) installs the hooks that run this module. Hooks installed
+before this module was renamed run ``python -m synapse_nb.gitscope.hook``, which still works (a
+small alias module) and notes in ``hook.log`` that ``synapse-nb hooks install`` refreshes them.
+
+Examples
+--------
+>>> from synapse_nb.gitscope.githook import main
+>>> main(["post-commit"])  # outside a repository: nothing to do, still 0  # doctest: +SKIP
+0
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import pkgutil
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from synapse_nb.errors import SynapseError
+from synapse_nb.gitscope.repo import find_repo
+from synapse_nb.render import plural
+
+__all__ = ["DEFAULT_TIMEOUT", "LEGACY_NOTE", "LOCK_NAME", "LOG_NAME", "main", "vault_dir"]
+
+DEFAULT_TIMEOUT = 2.0
+LOG_NAME = "hook.log"
+LOCK_NAME = "hook.lock"
+_LOG_MAX_BYTES = 512 * 1024
+#: Added to the log line when an old hook script runs this through ``python -m synapse_nb.gitscope.hook``.
+LEGACY_NOTE = "(old hook script: 'synapse-nb hooks install' refreshes it)"
+
+
+def vault_dir(work_tree: Path) -> Path | None:
+    """Where the hook's vault lives: the one ``$SYNAPSE_HOME`` names, or ``<main work tree>/.synapse``.
+
+    None outside git, or when ``$SYNAPSE_HOME`` names no usable location (the hook then does nothing).
+    """
+    if os.environ.get("SYNAPSE_HOME", "").strip():
+        from synapse_nb.vault import find_vault_dir  # here: the vault is imported only when the hook needs it
+
+        try:
+            return find_vault_dir()[0]
+        except SynapseError:
+            return None
+    info = find_repo(work_tree)
+    return None if info is None else info.main_work_tree / ".synapse"
+
+
+def _scan(work_tree: Path, hook_name: str) -> str:
+    """The one call the hook makes: scan for reverts into the vault."""
+    target = os.environ.get("SYNAPSE_HOOK_CALL")
+    if target:
+        # a function of the user's ("module:function"), resolved the way entry points are: not a synapse_nb module
+        result = pkgutil.resolve_name(target)(work_tree, hook_name)
+        return f"custom call {target} returned {result!r}"
+    from synapse_nb.vault import open_vault  # here: the heavy part, only when there is a vault to scan
+
+    # open_vault() (no path) honours SYNAPSE_HOME exactly as vault_dir() did; a hook never creates a vault.
+    with open_vault(None if os.environ.get("SYNAPSE_HOME", "").strip() else work_tree, create=False) as vault:
+        created = vault.lessons.scan()
+    return plural(len(created), "new pending lesson")
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock on ``path`` (waits; the hook's time limit bounds the wait)."""
+    with open(path, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _log(directory: Path, line: str) -> None:
+    try:
+        log = directory / LOG_NAME
+        if log.exists() and log.stat().st_size > _LOG_MAX_BYTES:
+            os.replace(log, directory / f"{LOG_NAME}.1")
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(line.replace("\n", " ") + "\n")
+    except OSError:
+        pass
+
+
+def main(argv: list[str] | None = None, *, legacy: bool = False) -> int:
+    """Run the hook named by ``argv[0]``; always returns 0.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        ``[hook_name, ...]`` (default ``sys.argv[1:]``).
+    legacy : bool
+        Run by a hook script installed before the rename: the log line says how to refresh it.
+    """
+    started = time.perf_counter()
+    args = sys.argv[1:] if argv is None else argv
+    hook_name = args[0] if args else "unknown"
+    try:
+        timeout = float(os.environ.get("SYNAPSE_HOOK_TIMEOUT", DEFAULT_TIMEOUT))
+    except ValueError:
+        timeout = DEFAULT_TIMEOUT
+    try:
+        work_tree = Path.cwd()
+        directory = vault_dir(work_tree)
+    except BaseException:  # noqa: BLE001 - a hook must never fail
+        return 0
+    if directory is None or not directory.is_dir():
+        return 0  # no vault here: the hook has nothing to do
+
+    outcome: dict[str, str] = {}
+
+    def work() -> None:
+        try:
+            with _exclusive(directory / LOCK_NAME):  # one scan at a time per vault (background hooks overlap)
+                outcome["ok"] = _scan(work_tree, hook_name)
+        except BaseException as exc:  # noqa: BLE001 - logged, never raised
+            outcome["error"] = f"{type(exc).__name__}: {exc}"
+
+    thread = threading.Thread(target=work, name="synapse-hook", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    elapsed = (time.perf_counter() - started) * 1000
+    stamp = datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if thread.is_alive():
+        status = f"timeout: gave up after {timeout:g} s (the commit is not affected)"
+    elif "error" in outcome:
+        status = f"error: {outcome['error']}"
+    else:
+        status = f"ok: {outcome.get('ok', '')}"
+    _log(directory, f"{stamp} {hook_name} {elapsed:.0f}ms {status}" + (f" {LEGACY_NOTE}" if legacy else ""))
+    if thread.is_alive():
+        sys.stdout.flush()
+        os._exit(0)  # do not wait for the stuck scan; SQLite's journal keeps the vault consistent
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through real git hooks in tests
+    try:
+        main()
+    except BaseException:  # noqa: BLE001
+        pass
+    sys.exit(0)

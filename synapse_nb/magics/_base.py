@@ -1,0 +1,108 @@
+"""What every magic family shares: the base class, SynapseError -> UsageError, and "shown once" results.
+
+A family (``CheckpointMagics``, ``RecallMagics``, ...) is an IPython ``@magics_class`` of its own; it
+holds no state but a reference to the one :class:`~synapse_nb.magics.synapse.SynapseMagics` of the
+shell, which keeps the settings, the vault handle and the notebook session for all of them.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.core.magic import Magics
+from IPython.display import display
+
+from synapse_nb.errors import SynapseError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb.magics.synapse import SynapseMagics
+    from synapse_nb.vault import Vault
+
+__all__ = ["FamilyMagics", "end_of_cell", "shown_once", "usage_errors"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
+
+
+def usage_errors(func: Callable[P, R]) -> Callable[P, R]:
+    """Turn every SynapseError into ``UsageError`` itself (the shell prints exactly that type as one line)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except SynapseError as exc:
+            raise UsageError(f"{exc}") from None
+
+    return wrapper
+
+
+class FamilyMagics(Magics):
+    """Base of the magic families: they read the settings and the vault through ``self.synapse``."""
+
+    def __init__(self, shell: InteractiveShell | None, synapse: SynapseMagics) -> None:
+        self.synapse = synapse
+        super().__init__(shell=shell)
+
+    @property
+    def vault(self) -> Vault:
+        """The vault for a read (never created here; see :meth:`SynapseMagics.vault`)."""
+        return self.synapse.vault
+
+    def writable_vault(self) -> Vault:
+        """The vault for a write (created inside an existing folder when there is none)."""
+        return self.synapse.writable_vault()
+
+
+# ------------------------------------------------------------------------------------------------ shown once
+_SHOWN_TYPES: dict[type, type] = {}
+
+
+def _display_unless_fresh(self: Any) -> None:
+    if getattr(self, "_synapse_fresh", False):
+        return
+    display(getattr(self, "_synapse_original"))
+
+
+def shown_once(obj: T, tracker: list[Any], *, show: bool = True) -> T:
+    """Display ``obj`` now (unless ``show=False``) and return a twin not displayed again as this cell's output.
+
+    So ``%recall q`` shows the recall once, and ``r = %recall q`` shows it *and* binds it. From the
+    next cell on, the twin displays like the original (``post_run_cell`` clears the flag of every
+    twin in ``tracker``). The twin is an instance of a subclass of the original's type, so
+    ``isinstance`` and every attribute work. An object that cannot be twinned is returned as it is
+    (then shown by the cell's output only).
+    """
+    base = type(obj)
+    try:
+        sub = _SHOWN_TYPES.get(base)
+        if sub is None:
+            sub = type(base.__name__, (base,), {"_ipython_display_": _display_unless_fresh,
+                                                "__module__": base.__module__, "__qualname__": base.__qualname__})
+            _SHOWN_TYPES[base] = sub
+        twin = copy.copy(obj)
+        object.__setattr__(twin, "__class__", sub)
+        object.__setattr__(twin, "_synapse_fresh", True)
+        object.__setattr__(twin, "_synapse_original", obj)
+    except (TypeError, AttributeError):
+        return obj
+    if show:
+        display(obj)
+    tracker.append(twin)
+    return twin
+
+
+def end_of_cell(tracker: list[Any]) -> None:
+    """From the next cell on, the twins of :func:`shown_once` display like their originals."""
+    for obj in tracker:
+        try:
+            object.__setattr__(obj, "_synapse_fresh", False)
+        except (TypeError, AttributeError):
+            pass
+    tracker.clear()

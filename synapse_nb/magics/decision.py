@@ -1,0 +1,38 @@
+"""``%%decision``: log a design decision and its rationale from a cell."""
+
+from __future__ import annotations
+
+from IPython.core.magic import cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from synapse_nb.magics._base import FamilyMagics, usage_errors
+from synapse_nb.magics._parse import parse_line, split_decision_cell, split_list
+from synapse_nb.models import Decision
+
+__all__ = ["DecisionMagics"]
+
+
+@magics_class
+class DecisionMagics(FamilyMagics):
+    """``%%decision [--tags a,b]``."""
+
+    @magic_arguments()
+    @argument("--tags", help="comma-separated tags, one word each (storage,sqlite; '#SQLite' is the tag sqlite)")
+    @cell_magic
+    @usage_errors
+    def decision(self, line: str = "", cell: str = "") -> Decision:
+        """Log a design decision: the first line of the cell is the decision, the rest its rationale.
+
+        Returns the stored Decision (shown as the cell's output).
+
+        Examples
+        --------
+        ::
+
+            %%decision --tags storage,sqlite
+            Use SQLite WAL mode
+            Readers never block writers, and the notebook and the CLI write at the same time.
+        """
+        args = parse_line(self.decision.parser, line)
+        text, rationale = split_decision_cell(cell)
+        return self.writable_vault().decide(text, rationale=rationale, tags=split_list(args.tags))

@@ -1,0 +1,85 @@
+"""``%%episode``: run a cell and log the run (status, duration, outcome) under a task key."""
+
+from __future__ import annotations
+
+import ast
+import time
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from synapse_nb.errors import SynapseError
+from synapse_nb.magics._base import FamilyMagics
+from synapse_nb.magics._parse import parse_line
+
+__all__ = ["EpisodeMagics"]
+
+#: Longest outcome text logged for a failed run, in characters.
+MAX_OUTCOME = 2000
+
+
+@magics_class
+class EpisodeMagics(FamilyMagics):
+    """``%%episode TASK_KEY``."""
+
+    @magic_arguments()
+    @argument("task_key", help="what this cell does, e.g. train_baseline (a rerun surfaces the prior run)")
+    @cell_magic
+    def episode(self, line: str = "", cell: str = "") -> Any:
+        """Run the cell and log the run as an episode of TASK_KEY (status, duration, outcome).
+
+        If TASK_KEY ran before, a warning names the prior run first; it never blocks. A cell that
+        raises is logged with status "failure" and the error as outcome, then the error is re-raised
+        unchanged. The value of the cell's last expression is its output, as usual (any type: hence
+        ``Any``).
+
+        Examples
+        --------
+        ::
+
+            %%episode train_baseline
+            model = train(data)
+            model.score(valid)
+        """
+        try:  # not @usage_errors: an error of the cell's own code must reach the user unchanged
+            args = parse_line(self.episode.parser, line)
+            v = self.writable_vault()
+            task_key = args.task_key
+            warning = v.episodes.prior_run_warning(task_key)
+        except SynapseError as exc:
+            raise UsageError(str(exc)) from None
+        if warning is not None:
+            print(f"warning: {warning}")
+        start = time.perf_counter()
+        try:
+            value = self._run_cell_body(cell)
+        except BaseException as exc:
+            duration = time.perf_counter() - start
+            outcome = f"{type(exc).__name__}: {exc}"[:MAX_OUTCOME]
+            try:
+                v.episodes.log(task_key, status="failure", outcome=outcome, duration_s=duration)
+            except SynapseError as log_exc:
+                print(f"synapse_nb: the run could not be logged: {log_exc}")
+            raise
+        duration = time.perf_counter() - start
+        try:
+            v.episodes.log(task_key, status="success", duration_s=duration)
+        except SynapseError as exc:
+            raise UsageError(f"the cell ran but its episode could not be logged: {exc}") from None
+        return value
+
+    def _run_cell_body(self, cell: str) -> Any:
+        """Run cell code in the user namespace (IPython syntax allowed); return the last expression's value."""
+        shell = self.shell
+        src = shell.transform_cell(cell) if shell is not None else cell
+        tree = ast.parse(src, filename="<episode cell>", mode="exec")
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        ns = shell.user_ns if shell is not None else {}
+        exec(compile(tree, "<episode cell>", "exec"), ns)
+        if last is not None:
+            return eval(compile(last, "<episode cell>", "eval"), ns)
+        return None

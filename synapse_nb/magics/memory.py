@@ -1,0 +1,103 @@
+"""``%remember`` and ``%memory``: write a memory; look after the vault (status, search, expiry, verify)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from IPython.core.error import UsageError
+from IPython.core.magic import line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from synapse_nb.magics._base import FamilyMagics, usage_errors
+from synapse_nb.magics._parse import parse_line, split_line, split_list, split_options
+from synapse_nb.models import Memory, RecordList, Status
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb.follow import VerifyReport
+
+__all__ = ["MemoryMagics"]
+
+#: The options of ``%remember``; any other ``--word`` is part of the content.
+REMEMBER_OPTIONS = ("--tags", "--priority", "--expires")
+
+
+@magics_class
+class MemoryMagics(FamilyMagics):
+    """``%remember CATEGORY KEY CONTENT`` and ``%memory status | search | expiring | prune | verify``."""
+
+    @magic_arguments()
+    @argument("category", help="identity, preference, project, context, knowledge, mistake, procedure or relationship")
+    @argument("key", help="snake_case key; remembering the same key again updates that memory")
+    @argument("content", nargs="+", help="the text (free words, no quotes needed; other --words are kept)")
+    @argument("--tags", help="comma-separated tags, one word each (db,deploy; '#DB' is the tag db)")
+    @argument("--priority", help="critical, high, normal (default) or low")
+    @argument("--expires", help="a duration such as 30d or 12h, or an ISO 8601 time")
+    @line_magic
+    @usage_errors
+    def remember(self, line: str = "") -> Memory:
+        """Remember something under CATEGORY/KEY (stored again under the same key, it is updated in place).
+
+        Memories written here are the user's: verified, confidence 1.0. Returns the Memory.
+
+        Words of the content may look like options (``python clean.py --wave 2025``): only
+        ``--tags``, ``--priority`` and ``--expires`` are read as options, and after ``--`` nothing is.
+
+        Examples
+        --------
+        ::
+
+            %remember procedure run_migrations alembic upgrade head --tags db,deploy
+            %remember procedure clean_survey python clean.py --wave 2025 --tags data
+            %remember project project_status v1.5 deployed --priority high
+            %remember context sprint_goal Ship the importer --expires 14d
+        """
+        opts, words = split_options(split_line(line), REMEMBER_OPTIONS)
+        if len(words) < 3:
+            raise UsageError("usage: %remember CATEGORY KEY CONTENT [--tags a,b] [--priority high] [--expires 30d]")
+        category, key, content = words[0], words[1], " ".join(words[2:])
+        tags = split_list(opts["--tags"]) if "--tags" in opts else None
+        return self.writable_vault().remember(category, key, content, tags=tags, priority=opts.get("--priority"),
+                                              expires=opts.get("--expires"))
+
+    @magic_arguments()
+    @argument("action", choices=["status", "search", "expiring", "prune", "verify"], help="what to do")
+    @argument("rest", nargs="*", help="search: the query; verify: a memory id or prefix")
+    @argument("--within", default="7d", help="expiring: how far ahead (default 7d)")
+    @argument("--tag", help="search: only memories with this tag")
+    @argument("--category", help="search: only this category")
+    @argument("--fix", action="store_true", help="verify without ID: follow renames, mark dangling/stale records")
+    @line_magic
+    @usage_errors
+    def memory(self, line: str = "") -> Status | RecordList[Memory] | VerifyReport | Memory | None:
+        """Look after the vault: counts, search, what expires soon, pruning, verifying.
+
+        Examples
+        --------
+        ::
+
+            %memory status                    # counts per kind, pending lessons, what expires soon
+            %memory search migrations --tag db
+            %memory expiring --within 14d
+            %memory prune                     # delete expired memories, mark expired lessons
+            %memory verify mem_3f9a           # a human confirms an agent's memory
+            %memory verify                    # check every file reference against git HEAD
+            %memory verify --fix              # follow renames, mark dangling and possibly stale records
+        """
+        args = parse_line(self.memory.parser, line)
+        v = self.vault
+        rest = " ".join(args.rest).strip()
+        if args.action == "status":
+            return v.status()
+        if args.action == "search":
+            return v.memories.search(rest, tag=args.tag, category=args.category)
+        if args.action == "expiring":
+            return v.memories.expiring(within=args.within)
+        if args.action == "prune":
+            print(v.prune())
+            return None
+        if not rest:
+            return v.verify(fix=args.fix)
+        if len(args.rest) != 1:
+            raise UsageError("%memory verify takes one memory id (or unique prefix), e.g. %memory verify mem_3f9a, "
+                             "or nothing to check file references")
+        return v.memories.verify(rest)

@@ -1,0 +1,223 @@
+"""``%synapse`` and :class:`SynapseMagics`: the settings, vault handle and notebook state of all the magics.
+
+There is one ``SynapseMagics`` per shell. It is the configurable behind ``%config SynapseMagics.<name>``
+(the name notebooks have always used), it holds the vault handle every family reads through, the
+recall session of the notebook and the automatic-checkpoint counter, and its :meth:`~SynapseMagics.post_run_cell`
+is the extension's one ``post_run_cell`` hook.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.core.magic import Magics, line_magic, magics_class
+from traitlets import Bunch, Int, TraitError, Unicode, observe, validate
+
+from synapse_nb.errors import GitError, SynapseError, VaultNotFoundError
+from synapse_nb.gitscope import RepoInfo, changed_paths, find_repo
+from synapse_nb.kinds.autocheckpoint import MAX_EVERY, AutoCheckpoint
+from synapse_nb.magics._base import end_of_cell, usage_errors
+from synapse_nb.magics._parse import default_session_id
+from synapse_nb.vault import SETTINGS, Vault, find_vault_dir, open_vault
+
+__all__ = ["MAGIC_SETTINGS", "SynapseMagics", "git_changed_files"]
+
+#: The settings ``%synapse`` shows, in order (``auto_checkpoint_every`` is an alias of ``auto_checkpoint_cells``).
+MAGIC_SETTINGS = ("vault_path", "mind", "session", "lesson_expiry_days", "auto_checkpoint_cells", "default_budget")
+#: Seconds ``git status`` may take after a cell (a hook must not hold up the notebook).
+GIT_STATUS_TIMEOUT = 5.0
+
+
+def git_changed_files(work_tree: RepoInfo | str | Path, *, exclude: str | Path | None = None,
+                      timeout: float = GIT_STATUS_TIMEOUT) -> list[str] | None:
+    """What git reports changed in ``work_tree`` (:func:`synapse_nb.gitscope.changed_paths`), or ``None``.
+
+    ``None`` when git cannot answer (not a repository, git missing, too slow): the automatic
+    checkpoint then counts the cell as outside git. Paths inside ``exclude`` (the vault) never count.
+    """
+    repo = work_tree if isinstance(work_tree, RepoInfo) else find_repo(work_tree)
+    if repo is None:
+        return None
+    try:
+        return changed_paths(repo, exclude=exclude, timeout=timeout)
+    except GitError:
+        return None
+
+
+@magics_class
+class SynapseMagics(Magics):
+    """The synapse_nb magics' settings and shared state, and the ``%synapse`` magic.
+
+    Settings are traitlets, so ``%config SynapseMagics.lesson_expiry_days = 14`` works (and a
+    ``c.SynapseMagics.vault_path = ...`` line in an IPython profile). The magic families
+    (``%checkpoint``, ``%recall``, ...) are classes of their own that read the settings and the vault
+    through this one object.
+    """
+
+    vault_path = Unicode(None, allow_none=True, help=(
+        "Vault or project folder to use; None means SYNAPSE_HOME if set, else the current folder "
+        "(the vault is .synapse/ at its git root)."
+    )).tag(config=True)
+    mind = Unicode("default", help="Which mind's records the magics read and write.").tag(config=True)
+    session = Unicode(None, allow_none=True, help=(
+        "Recall session id (what this notebook already received is not repeated); None means one "
+        "stable id per kernel."
+    )).tag(config=True)
+    lesson_expiry_days = Int(None, allow_none=True, help=(
+        "Days an approved lesson stays in force; setting it writes the vault's lesson_expiry_days. "
+        "None means: leave the vault's value as it is."
+    )).tag(config=True)
+    auto_checkpoint_cells = Int(None, allow_none=True, help=(
+        "Automatic checkpoint every N executed cells that changed something; None means the vault's "
+        "auto_checkpoint_cells setting (not set there: auto_checkpoint_every, default 10)."
+    )).tag(config=True)
+    auto_checkpoint_every = Int(None, allow_none=True, help=(
+        "Former name of auto_checkpoint_cells, still accepted: setting it sets auto_checkpoint_cells."
+    )).tag(config=True)
+    default_budget = Int(None, allow_none=True, help=(
+        "Token budget for %recall when --budget is not given; None means the recall default."
+    )).tag(config=True)
+
+    def __init__(self, shell: InteractiveShell | None = None, **kwargs: Any) -> None:
+        self._vault: Vault | None = None
+        self._session_auto: str | None = None
+        #: the notebook's automatic checkpoints (``%checkpoint auto on|off``), counted in cells
+        self.auto = AutoCheckpoint(unit="cell")
+        #: results shown once in the running cell (see ``shown_once``)
+        self.fresh: list[Any] = []
+        super().__init__(shell=shell, **kwargs)
+
+    # -- the vault --------------------------------------------------------------------------------------------
+    @property
+    def vault(self) -> Vault:
+        """The vault the magics read (opened on first use, as the user actor).
+
+        Reading never creates a vault: with none yet this raises ``VaultNotFoundError`` (a magic shows
+        it as one line). Writing magics use :meth:`writable_vault`, which creates it.
+        """
+        return self._open_vault(create=False)
+
+    def writable_vault(self) -> Vault:
+        """The vault for a write: created inside an existing folder when there is none (said once on stderr)."""
+        return self._open_vault(create=True)
+
+    def _open_vault(self, *, create: bool) -> Vault:
+        if self._vault is None:
+            v = open_vault(self.vault_path or None, mind=self.mind, actor="user", create=create)
+            if v.created:
+                print(f"synapse_nb: created a new vault at {v.path}", file=sys.stderr)
+            self._vault = v
+            if self.lesson_expiry_days is not None:
+                v.settings.set("lesson_expiry_days", self.lesson_expiry_days)
+        return self._vault
+
+    @property
+    def session_id(self) -> str:
+        """The recall session of this notebook: the ``session`` setting, else one id per kernel."""
+        if self.session:
+            return self.session
+        if self._session_auto is None:
+            self._session_auto = default_session_id()
+        return self._session_auto
+
+    def close(self) -> None:
+        """Close the vault handle (the next magic opens it again)."""
+        if self._vault is not None:
+            self._vault.close()
+            self._vault = None
+
+    # -- settings -----------------------------------------------------------------------------------------------
+    @observe("vault_path", "mind")
+    def _reopen(self, change: Bunch) -> None:
+        self.close()
+
+    @validate("lesson_expiry_days")
+    def _check_expiry(self, proposal: Bunch) -> int | None:
+        value = proposal["value"]
+        if value is None:
+            return value
+        try:
+            return int(self.writable_vault().settings.set("lesson_expiry_days", value))
+        except SynapseError as exc:
+            raise TraitError(f"lesson_expiry_days: {exc}") from None
+
+    @validate("auto_checkpoint_cells", "auto_checkpoint_every")
+    def _check_every(self, proposal: Bunch) -> int | None:
+        value = proposal["value"]
+        if value is not None and not 1 <= value <= MAX_EVERY:
+            raise TraitError(f"{proposal['trait'].name} must be from 1 to {MAX_EVERY} cells, got {value}")
+        return value
+
+    @observe("auto_checkpoint_every")
+    def _old_name(self, change: Bunch) -> None:
+        self.auto_checkpoint_cells = change["new"]
+
+    def cells_per_checkpoint(self) -> int:
+        """Cells per automatic checkpoint: the ``auto_checkpoint_cells`` setting, else the vault's."""
+        if self.auto_checkpoint_cells is not None:
+            return int(self.auto_checkpoint_cells)
+        return AutoCheckpoint.every_from(self.vault.settings.get, "cell")
+
+    # -- events ---------------------------------------------------------------------------------------------------
+    def post_run_cell(self, result: Any) -> None:
+        """IPython ``post_run_cell`` hook: end the cell's display suppression; count auto-checkpoint cells."""
+        end_of_cell(self.fresh)
+        if not self.auto.enabled:
+            return
+        try:
+            self.auto.set_every(self.cells_per_checkpoint())
+            if self.auto.observe(success=bool(getattr(result, "success", True)), changed=self.changed_files()):
+                self.auto.save(self.writable_vault().checkpoints, origin="auto")
+        except Exception as exc:  # a hook must never break the user's cell
+            print(f"synapse_nb: auto checkpoint skipped: {exc}")
+
+    def changed_files(self) -> list[str] | None:
+        """What git reports changed in the vault's work tree (the vault folder excepted); None outside git."""
+        v = self.vault
+        return None if v.repo is None else git_changed_files(v.repo, exclude=v.path)
+
+    # -- %synapse -------------------------------------------------------------------------------------------------
+    @line_magic
+    @usage_errors
+    def synapse(self, line: str = "") -> None:
+        """Show which vault, mind, actor, session and settings the magics use.
+
+        Examples
+        --------
+        ::
+
+            %synapse
+            %config SynapseMagics.mind = "research"   # switch mind (the vault is reopened)
+            %config SynapseMagics.lesson_expiry_days = 14
+            %config SynapseMagics                     # every setting, with its help
+        """
+        if line.strip():
+            raise UsageError(f"%synapse takes no arguments, got {line.strip()!r}")
+        print(self.describe())
+
+    def describe(self) -> str:
+        """The text ``%synapse`` prints (it never creates the vault: before the first write it says so)."""
+        try:
+            v = self.vault
+            path, project, repo, settings = v.path, v.project_dir, v.repo, v.settings.as_dict()
+            mind, actor, note = v.mind, v.actor, ""
+        except VaultNotFoundError:
+            path, project = find_vault_dir(self.vault_path or None)
+            repo = find_repo(project)
+            settings = {k: SETTINGS[k][0] for k in sorted(SETTINGS)}
+            mind, actor, note = self.mind, "user", " (none yet: the first write creates it)"
+        lines = [
+            f"vault    {path}{note}",
+            f"project  {project}" + (f" (git work tree {repo.work_tree})" if repo is not None else " (no git)"),
+            f"mind     {mind}",
+            f"actor    {actor}",
+            f"session  {self.session_id}",
+            "vault settings: " + ", ".join(f"{k}={settings[k]}" for k in sorted(settings)),
+            "magic settings: " + ", ".join(f"{k}={getattr(self, k)!r}" for k in MAGIC_SETTINGS),
+            self.auto.describe(),
+        ]
+        return "\n".join(lines)
