@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
@@ -20,7 +20,6 @@ from IPython.display import display
 from synapse_nb.errors import SynapseError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from synapse_nb.magics.synapse import SynapseMagics
     from synapse_nb.vault import Vault
 
 __all__ = ["FamilyMagics", "end_of_cell", "shown_once", "usage_errors"]
@@ -43,10 +42,23 @@ def usage_errors(func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+class VaultHost(Protocol):
+    """What a family needs from ``SynapseMagics`` (the shared settings and vault), named here so this
+    module does not import the one that imports it."""
+
+    #: records shown this cell (see :func:`shown_once`)
+    fresh: list[Any]
+
+    @property
+    def vault(self) -> Vault: ...
+
+    def writable_vault(self) -> Vault: ...
+
+
 class FamilyMagics(Magics):
     """Base of the magic families: they read the settings and the vault through ``self.synapse``."""
 
-    def __init__(self, shell: InteractiveShell | None, synapse: SynapseMagics) -> None:
+    def __init__(self, shell: InteractiveShell | None, synapse: VaultHost) -> None:
         self.synapse = synapse
         super().__init__(shell=shell)
 
