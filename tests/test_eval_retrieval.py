@@ -67,14 +67,17 @@ def _toy(tmp_path: Path) -> Path:
 def test_split_constants_cover_the_ten_conversations_once() -> None:
     ids = [c.sample_id for c in load_locomo(LOCOMO)]
     assert sorted(TUNE_CONVERSATIONS + HELD_OUT_CONVERSATIONS) == sorted(ids)
+    assert list(TUNE_CONVERSATIONS) == ids[:7] and list(HELD_OUT_CONVERSATIONS) == ids[7:]  # 0-6 and 7-9
     assert not set(TUNE_CONVERSATIONS) & set(HELD_OUT_CONVERSATIONS)
 
 
 def test_turn_document_adds_the_preceding_turn_of_the_same_session_only(tmp_path: Path) -> None:
     conv = load_locomo(_toy(tmp_path))[0]
-    assert turn_document(conv, 1) == ("[1:56 pm on 8 May, 2023] Bob: Yes, last Saturday, I made a blue bowl. "
-                                      "| replying to: Ann: Have you been to the pottery workshop?")
-    assert "replying to" not in turn_document(conv, 3)  # first turn of session 2
+    assert turn_document(conv, 1, context=1) == (
+        "[1:56 pm on 8 May, 2023] Bob: Yes, last Saturday, I made a blue bowl. "
+        "| replying to: Ann: Have you been to the pottery workshop?")
+    assert turn_document(conv, 1) == "[1:56 pm on 8 May, 2023] Bob: Yes, last Saturday, I made a blue bowl."
+    assert "replying to" not in turn_document(conv, 3, context=1)  # first turn of session 2
     assert turn_document(conv, 1, date=False, context=0) == "Bob: Yes, last Saturday, I made a blue bowl."
     with pytest.raises(ValidationError):
         turn_document(conv, 1, context=-1)
@@ -92,6 +95,9 @@ def test_vault_holds_one_episode_per_turn_with_deterministic_ids(tmp_path: Path)
         assert set(eps) == set(ids1.values())
         assert eps["D1:2"].created_at.startswith("2023-05-08T13:56")
         assert eps["D2:1"].task_key == "toy-1 D2:1" and "Boston" in eps["D2:1"].outcome
+        # the conversation's structure: session = thread, turn order = seq, speaker = actor
+        assert (eps["D1:3"].thread, eps["D1:3"].seq, eps["D1:3"].actor) == ("toy-1 session 1", 2, "Ann")
+        assert (eps["D2:1"].thread, eps["D2:1"].seq) == ("toy-1 session 2", 0)
         assert v1.export_jsonl() == v2.export_jsonl()
     finally:
         v1.close()
