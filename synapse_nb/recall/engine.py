@@ -147,30 +147,33 @@ class Recaller:
         hits = store.recall.bm25(ctx.mind, send, depth=p.depth, w_body=p.w_body, w_context=p.w_context)
         exact = self._candidates.exact(query_words(query), max_per_tag=MAX_TAG_RECORDS)
         pos_of = idx.pos
-        hit_ids = [h.id for h in hits if h.id in pos_of]  # a document written after the cached index: next time
-        rows = self._candidates.fetch([(idx.kinds[pos_of[i]], i) for i in dict.fromkeys(
-            hit_ids + [i for i in exact if i in pos_of])])
-        keep = [(h.id, h.score) for h in hits if h.id in rows and not _expired(rows[h.id], now)]
+        hits = [h for h in hits if h.id in pos_of]  # a document written after the cached arrays: next time
+        rows: dict[str, Candidate] = {}
+        if files:  # the file bonus reads the texts of every hit
+            rows = self._candidates.fetch([(idx.kinds[pos_of[i]], i) for i in dict.fromkeys(
+                [h.id for h in hits] + [i for i in exact if i in pos_of])])
         bonus: dict[int, float] = {}
         for rid, labels in exact.items():
-            if rid in rows and not _expired(rows[rid], now):
+            if rid in pos_of:
                 bonus[pos_of[rid]] = sum(bars.tag_bonus if lab.startswith("#") else bars.key_bonus for lab in labels)
         for rid, c in rows.items():
             hit_files = [f for f in files if f in c.text]
-            if hit_files and not _expired(c, now):
+            if hit_files:
                 bonus[pos_of[rid]] = bonus.get(pos_of[rid], 0.0) + bars.file_bonus
                 exact.setdefault(rid, []).extend(f"file:{f}" for f in hit_files)
-        pos = np.array([pos_of[i] for i, _ in keep], np.int64)
-        sc = np.array([s for _, s in keep], np.float64)
+        pos = np.array([pos_of[h.id] for h in hits], np.int64)
+        sc = np.array([h.score for h in hits], np.float64)
         ranked = structure(idx, pos, sc, words, p, bonus)
-        ranked = Ranked(ranked.pos[:MAX_WALK], ranked.score[:MAX_WALK], {k: v[:MAX_WALK] for k, v in
-                                                                        ranked.parts.items()})
+        # the walk reads what clears the margin, plus a few rows below it for the explanation
+        n = int(np.count_nonzero(ranked.score >= bars.margin * ranked.score[0])) if len(ranked) else 0
+        n = min(MAX_WALK, max(n + 20, bars.gate_depth))
+        ranked = Ranked(ranked.pos[:n], ranked.score[:n], {k: v[:n] for k, v in ranked.parts.items()})
         ids = [idx.ids[j] for j in ranked.pos.tolist()]
         missing = [(idx.kinds[pos_of[i]], i) for i in ids if i not in rows]
-        if missing:  # neighbours pulled in by the structure step
+        if missing:
             rows.update(self._candidates.fetch(missing))
-        cands = [rows.get(i) for i in ids]
-        cands = [c if c is not None and not _expired(c, now) else None for c in cands]
+        # memories expired at "now" are ranked (the store's ranking knows no time) but never given
+        cands = [c if c is not None and not _expired(c, now) else None for c in (rows.get(i) for i in ids)]
         return _Ranking(ranked, cands, exact, ({t: df.get(t, 0) for t in terms}, n_docs))
 
 

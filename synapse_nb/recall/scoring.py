@@ -32,6 +32,8 @@ __all__ = ["Gated", "WordStats", "gate", "new_scorer", "query_terms"]
 #: (document frequency per query term, number of documents): the vault's word statistics for one query.
 WordStats = tuple[dict[str, int], int]
 _PARTS = ("bm25", "neighbours", "thread", "actor", "bonus")
+#: Most "top_k" rows explained per recall (records past a full kind).
+MAX_TOP_K_ROWS = 20
 
 
 def new_scorer() -> CorpusScorer:
@@ -98,7 +100,9 @@ def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: M
     kept: list[RecallItem] = []
     per_kind: dict[str, int] = {}
     used = 0
-    present = {c.kind for c in cands if c is not None}
+    bar = bars.margin * best
+    present = {c.kind for j, c in enumerate(cands) if c is not None and float(ranked.score[j]) >= bar}
+    top_k_rows = 0
     for n, j in enumerate(order):
         c = cands[j]
         assert c is not None
@@ -108,16 +112,17 @@ def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: M
                 rows.append(row(k, False, "margin", f"below {bars.margin} x best ({best:.3f})"))
             break
         if per_kind.get(c.kind, 0) >= bars.top_k:
-            if len(rows) < MAX_EXPLAIN:
+            if top_k_rows < MAX_TOP_K_ROWS and len(rows) < MAX_EXPLAIN:
+                top_k_rows += 1
                 rows.append(row(j, False, "top_k", f"{plural(bars.top_k, c.kind, TABLES[c.kind])} already kept"))
             elif all(per_kind.get(k, 0) >= bars.top_k for k in present):
-                break  # every kind in the ranking is full and the explanation is full
+                break  # every kind above the margin is full, and enough of the rest is explained
             continue
         rec = materialize(c)
         if rec is None:  # deleted by another process since it was ranked
             rows.append(row(j, False, "gone", "deleted meanwhile"))
             continue
-        if seen.get(c.id) == rec.digest:
+        if c.id in seen and seen[c.id] == rec.digest:
             rows.append(row(j, False, "delta", "already given to this session, unchanged"))
             continue
         line = record_line(rec)
