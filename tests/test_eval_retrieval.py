@@ -127,6 +127,21 @@ def test_run_locomo_eval_on_a_two_conversation_subset(subset: Path) -> None:
     assert set(out["by_category"]) <= {"multi-hop", "temporal", "open-domain", "single-hop", "adversarial"}
     assert run_locomo_eval(subset) == out  # byte-for-byte the same figures on a rebuilt vault
     json.dumps(out)
+    # what a user receives with the default bars, and the off-topic stand-in (the other conversation's vault)
+    for key in ("delivered_recall_at_5", "nothing_new_rate", "offtopic_nothing_new_rate"):
+        assert 0.0 <= out[key] <= 1.0, key
+    assert out["delivered_recall_at_5"] <= out["recall_at_5"] + 1e-9  # the bars only remove
+    assert out["offtopic_nothing_new_rate"] > out["nothing_new_rate"]  # another life's questions: nothing new
+
+
+def test_subsets_name_dev_heldout_and_indices(subset: Path) -> None:
+    frame = locomo_questions(subset, "1", retrievers=["recall"])
+    assert frame["sample_id"].unique().to_list() == ["conv-30"]
+    turn = frame.filter(frame["level"] == "turn")
+    assert turn["offtopic_nothing_new"].null_count() == turn.height  # alone: no other conversation to ask
+    assert turn["nothing_new"].null_count() == 0
+    with pytest.raises(ValidationError, match="heldout"):
+        locomo_questions(subset, "nonsense", retrievers=["recall"])
 
 
 def test_table_orders_retrievers_levels_and_categories(subset: Path) -> None:
@@ -149,3 +164,18 @@ def test_bad_arguments_are_refused(subset: Path, tmp_path: Path) -> None:
         run_locomo_eval(subset, k_values=(0,))
     with pytest.raises(DatasetError, match="no LoCoMo file"):
         run_locomo_eval(tmp_path / "missing")
+
+
+def test_cli_recall_eval_takes_a_subset(subset: Path) -> None:
+    from typer.testing import CliRunner
+
+    from synapse_nb.cli import app
+
+    res = CliRunner().invoke(app, ["recall", "eval", str(subset), "--subset", "0,1", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["conversations"] == ["conv-26", "conv-30"] and out["n_questions"] == 24
+    assert {"recall_at_5", "recall_at_10", "ndcg_at_10", "mrr", "delivered_recall_at_5", "nothing_new_rate",
+            "offtopic_nothing_new_rate", "by_category"} <= set(out)
+    both = CliRunner().invoke(app, ["recall", "eval", str(subset), "--subset", "dev", "--conversations", "1"])
+    assert both.exit_code != 0 and "not both" in both.output
