@@ -165,7 +165,8 @@ class Recaller:
         sc = np.array([h.score for h in hits], np.float64)
         ranked = structure(idx, pos, sc, words, p, bonus)
         # the walk reads what clears the margin, plus a few rows below it for the explanation
-        n = int(np.count_nonzero(ranked.score >= bars.margin * ranked.score[0])) if len(ranked) else 0
+        text = ranked.score - ranked.parts["bonus"] if len(ranked) else ranked.score
+        n = int(np.count_nonzero(ranked.score >= bars.margin * text.max())) if len(ranked) else 0
         n = min(MAX_WALK, max(n + 20, bars.gate_depth))
         ranked = Ranked(ranked.pos[:n], ranked.score[:n], {k: v[:n] for k, v in ranked.parts.items()})
         ids = [idx.ids[j] for j in ranked.pos.tolist()]

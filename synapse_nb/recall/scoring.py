@@ -5,7 +5,8 @@
   statistics), plus the record's exact-match bonuses (tag, key, file), capped at 1, among the top
   ``Bars.gate_depth`` ranked records must reach ``Bars.floor``. Coverage is never
   used per item and never orders anything: the rank does.
-- Otherwise one walk in rank order: a record below ``Bars.margin`` x the best rank score ends the walk; a
+- Otherwise one walk in rank order: a record below ``Bars.margin`` x the best rank score without exact-match
+  bonuses (a bonus lifts a record over the bar, never raises the bar for the others) ends the walk; a
   record already given to the session, unchanged, is skipped *without* using a slot or budget (the delta comes
   before top-k and budget); then at most ``Bars.top_k`` per kind and ``Bars.budget_tokens`` tokens (4 characters
   each) of lines. Every decision is recorded for ``Recall.explain()``.
@@ -95,7 +96,10 @@ def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: M
     if best_cov < bars.floor:
         reason = f"best coverage of the top {len(top)} is {best_cov:.3f} < floor {bars.floor}"
         return Gated([row(j, False, "floor", reason) for j in top], [], best_cov, False)
-    best = float(ranked.score[order[0]])
+    # the margin is relative to the best match without exact-match bonuses: a tag, key or file match lifts a
+    # record over the bar but never raises the bar for the others
+    text_score = ranked.score - bonus if bonus is not None else ranked.score
+    best = round(float(max(text_score[j] for j in order)), SCORE_DECIMALS)
     rows: list[ExplainRow] = []
     kept: list[RecallItem] = []
     per_kind: dict[str, int] = {}
@@ -109,7 +113,7 @@ def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: M
         score = float(ranked.score[j])
         if score < bars.margin * best:
             for k in order[n: n + max(0, min(20, MAX_EXPLAIN - len(rows)))]:
-                rows.append(row(k, False, "margin", f"below {bars.margin} x best ({best:.3f})"))
+                rows.append(row(k, False, "margin", f"below {bars.margin} x best match ({best:.3f})"))
             break
         if per_kind.get(c.kind, 0) >= bars.top_k:
             if top_k_rows < MAX_TOP_K_ROWS and len(rows) < MAX_EXPLAIN:
