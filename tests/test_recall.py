@@ -331,3 +331,19 @@ def test_golden_recall_is_identical_across_hash_seeds_and_thread_counts(tmp_path
     assert answers["the the of and"]["text"] == 'nothing new for: "the the of and"'
     pinned = Path(__file__).with_name("golden_recall.json")
     assert json.loads(pinned.read_text(encoding="utf-8")) == answers
+
+
+def test_what_the_session_was_given_uses_no_slot_and_no_budget(vault):
+    """The delta applies before top-k and budget: a second turn gets the next records, not "nothing new"."""
+    for i in range(8):
+        vault.remember("knowledge", f"deploy_fact_{i}", f"deploy fact number {i} about the deploy pipeline")
+    first = vault.recall("deploy pipeline", session="s", bars=Bars(top_k=3))
+    second = vault.recall("deploy pipeline", session="s", bars=Bars(top_k=3))
+    third = vault.recall("deploy pipeline", session="s", bars=Bars(top_k=3))
+    ids = [[i.id for i in r.items] for r in (first, second, third)]
+    assert len(ids[0]) == len(ids[1]) == 3 and len(ids[2]) == 2
+    assert len({x for group in ids for x in group}) == 8  # every record once, in rank order
+    assert sum(1 for row in second.explain() if row.bar == "delta") == 3
+    line = len(first.items[0].line) // 4 + 1  # room for exactly one line: the delta must not take it
+    assert len(vault.recall("deploy pipeline", session="t", budget_tokens=line).items) == 1
+    assert len(vault.recall("deploy pipeline", session="t", budget_tokens=line).items) == 1
