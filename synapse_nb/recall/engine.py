@@ -142,7 +142,7 @@ class Recaller:
         file_words = [w.lower() for f in files for w in FTS_TOKEN_RE.findall(f)]
         df = store.recall.doc_freq(sorted(set(terms) | set(words) | set(file_words)))
         n_docs = self._candidates.count()
-        send = fts_words(words, df, n_docs, p.max_df)
+        send = fts_words(words, df, n_docs, p.max_df, p.max_postings)
         send += [w for w in dict.fromkeys(file_words) if w not in send]
         hits = store.recall.bm25(ctx.mind, send, depth=p.depth, w_body=p.w_body, w_context=p.w_context)
         exact = self._candidates.exact(query_words(query), max_per_tag=MAX_TAG_RECORDS)

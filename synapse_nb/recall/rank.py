@@ -67,6 +67,8 @@ class RankParams:
     w_body, w_context : BM25 column weights (the record's text, the two records before it in its thread).
     depth : BM25 candidates per query.
     max_df : words in more than this share of the vault's records are left out of the BM25 query.
+    max_postings : ... and words in more than this many records (FTS5 scores every matching row: this bounds a
+        query's cost in vaults over 100,000 records; below that ``max_df`` is the stricter of the two).
     power : exponent on the normalised BM25 score (1.5 sharpens the top).
     prev, question_mult : x the previous record's score (x ``question_mult`` more when it is a question).
     next : x the next record's score.  dist2 : factor for the records two steps away.
@@ -77,6 +79,7 @@ class RankParams:
     w_context: float = 0.2
     depth: int = 100
     max_df: float = 0.2
+    max_postings: int = 20_000
     power: float = 1.5
     prev: float = 0.15
     question_mult: float = 6.0
@@ -97,9 +100,11 @@ def rank_words(query: str) -> list[str]:
     return out[:MAX_RANK_WORDS]
 
 
-def fts_words(words: Sequence[str], doc_freq: Mapping[str, int], n_docs: int, max_df: float) -> list[str]:
-    """The words sent to BM25: those in at most ``max_df`` of the ``n_docs`` records (if none is, the rarest;
-    ties: query order). A speed knob only, so vaults under :data:`MAX_DF_MIN_DOCS` records send every word.
+def fts_words(words: Sequence[str], doc_freq: Mapping[str, int], n_docs: int, max_df: float,
+              max_postings: int | None = None) -> list[str]:
+    """The words sent to BM25: those in at most ``max_df`` of the ``n_docs`` records and at most ``max_postings``
+    records (if none is, the rarest; ties: query order). A speed knob only, so vaults under
+    :data:`MAX_DF_MIN_DOCS` records send every word.
 
     >>> fts_words(["ann", "lake"], {"ann": 900, "lake": 3}, 2000, 0.2)
     ['lake']
@@ -108,7 +113,7 @@ def fts_words(words: Sequence[str], doc_freq: Mapping[str, int], n_docs: int, ma
     """
     if max_df >= 1.0 or n_docs < MAX_DF_MIN_DOCS or not words:
         return list(words)
-    limit = max_df * n_docs
+    limit = max_df * n_docs if max_postings is None else min(max_df * n_docs, max_postings)
     kept = [w for w in words if doc_freq.get(w, 0) <= limit]
     return kept or [min(words, key=lambda w: doc_freq.get(w, 0))]
 
