@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 #: Column names (compared lower-cased) taken as the text, label and split columns when none is named.
-TEXT_COLUMNS: tuple[str, ...] = ("text", "utterance", "utt", "query", "sentence", "question", "prompt")
+TEXT_COLUMNS: tuple[str, ...] = ("text", "utterance", "query", "sentence", "question", "prompt")
 LABEL_COLUMNS: tuple[str, ...] = ("label", "intent", "category", "class", "route")
 SPLIT_COLUMNS: tuple[str, ...] = ("split", "partition", "subset", "set")
 _SPLIT_FILE_PREFIXES: tuple[tuple[str, tuple[str, ...]], ...] = (

@@ -55,4 +55,5 @@ def progress_bar(total: int, desc: str, *, enabled: bool | None = None, unit: st
         return _NoBar()
     from tqdm import tqdm  # tqdm: only when a bar is drawn
 
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True)
+    # mininterval=0: the steps are coarse (fits, batches, conversations), so every step redraws
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True, mininterval=0)
