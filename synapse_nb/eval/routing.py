@@ -349,7 +349,7 @@ def evaluate_router(
     fit_kwargs: dict[str, Any] = {"descriptions": descriptions} if descriptions else {}
     did_calibrate = False
     n_val = 0
-    reason = "" if val_name else ("calibrate=False" if not calibrate or val is None else notes[-1])
+    reason = "" if val_name else ("calibrate=False" if not calibrate else "val=None" if val is None else notes[-1])
     if val_name is not None and not data.has_oos(val_name) and cross_fit is None:
         reason = f"split {val_name!r} has no out-of-scope rows"
         notes.append(f"validation split {val_name!r} has no out-of-scope rows: thresholds not calibrated")
