@@ -106,6 +106,12 @@ def test_semicolon_csv_is_sniffed_and_delimiter_can_be_forced(tmp_path: Path) ->
     assert data.routes == ("confirm_reservation", "lost_luggage", "mpg", "timezone", "what_song")
     res = gate(SHEET, "--encoding", "cp1252", "--delimiter", ",", "--holdout", "0.2", code=1)
     assert "not valid delimited text with delimiter ','" in res.output and "pass --delimiter" in res.output
+    tabs = tmp_path / "tabs.txt"  # a .txt of tab-separated values, delimiter named on the command line
+    rows = [line.split(",", 1) for line in (BANKING / "train.csv").read_text(encoding="utf-8").splitlines()]
+    assert all(len(r) == 2 and '"' not in r[0] for r in rows)  # no quoted commas in this fixture
+    tabs.write_text("".join(f"{a}\t{b}\n" for a, b in rows), encoding="utf-8")
+    out = gate_json(tabs, "--delimiter", "\\t", "--holdout", "0.2")
+    assert (out["n_train"], out["n_test"]) == (50, 10)  # round(0.2 * 12) = 2 of each of the 5 labels
     p = tmp_path / "pipes.txt"
     p.write_text("text|label\nbook a flight|travel\nrain today|weather\n", encoding="utf-8")
     assert load_labelled(p).labels == ("travel", "weather")

@@ -72,6 +72,7 @@ def gate_eval(
         echo_json(out)
     else:
         notes = out.pop("notes", [])
+        out["config"].pop("notes", None)  # printed once, below
         print_mapping(out)
         for note in notes:
             typer.echo(f"note: {note}")

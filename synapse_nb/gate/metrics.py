@@ -255,7 +255,8 @@ def routing_metrics(
     )
     seen = sorted({v for v in (*t, *p) if v is not None})
     classes = [*seen, OOS] if (t_oos.any() or p_oos.any()) else seen
-    cm = confusion_matrix(ts.astype(str), ps.astype(str), labels=classes)
+    # one class: every row is on the diagonal (scikit-learn warns about a 1 x 1 matrix)
+    cm = np.array([[n]]) if len(classes) == 1 else confusion_matrix(ts.astype(str), ps.astype(str), labels=classes)
     confusion = pl.DataFrame(
         {"true": classes, **{c: [int(x) for x in cm[:, j]] for j, c in enumerate(classes)}},
         schema={"true": pl.String, **{c: pl.Int64 for c in classes}},
