@@ -77,6 +77,11 @@ def test_hugging_face_data_subfolder_and_shards(tmp_path: Path) -> None:
     assert got.split("train") == load_dataset(BANKING).split("train")
 
 
+def test_clinc150s_own_file_given_directly() -> None:
+    d = load_dataset(REPO / "datasets" / "clinc150" / "data_oos_plus.json")
+    assert d.name == "clinc150_oos_plus" and len(d.split("train")[0]) == 15_250
+
+
 def test_a_single_file_with_a_split_column() -> None:
     data = load_labelled(MASSIVE, text_col="utt")
     assert data.splits == ("train", "dev", "test")

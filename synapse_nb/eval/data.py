@@ -535,6 +535,9 @@ def load_dataset(
         if (path / "queries.csv").is_file() and (path / "hubs.jsonl").is_file():
             return _load_agent_vault(path)
         return load_split_folder(path, **{k: v for k, v in options.items() if k != "split_col"})
+    clinc_files = {"data_full.json": "full", "data_oos_plus.json": "oos_plus"}
+    if path.is_file() and path.name in clinc_files:  # CLINC150's own file, given directly
+        return _load_clinc(path.parent, variant or clinc_files[path.name])
     if not path.exists() and path.suffix.lower() not in EXTENSIONS:
         raise DatasetError(
             f"{raw}: no such file or dataset; accepted: {', '.join(_BUNDLED)}, a folder of split files, "
