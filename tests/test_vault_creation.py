@@ -137,6 +137,24 @@ def test_cli_writes_create_only_in_an_existing_folder_and_say_so_once(empty: Pat
     assert cli(*args, input=header).stderr == ""
 
 
+def test_synapse_readonly_reads_work_and_every_write_is_refused(empty: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the store's "folder is read-only" error points here: SYNAPSE_READONLY=1 must really open read-only
+    cli("remember", "project", "build", "the build uses uv")
+    before = cli("memory", "export").stdout
+    monkeypatch.setenv("SYNAPSE_READONLY", "1")
+    assert "project/build: the build uses uv" in cli("memory", "list").stdout
+    assert "the build uses uv" in cli("recall", "which build tool?").stdout
+    for args in WRITES[:3]:
+        res = cli(*args, code=1)
+        assert "read-only" in res.stderr and res.stdout == "", (args, res.stderr)
+    monkeypatch.setenv("SYNAPSE_READONLY", "0")
+    assert cli("memory", "export").stdout == before  # nothing was written
+    monkeypatch.setenv("SYNAPSE_READONLY", "1")
+    shutil.rmtree(empty / ".synapse")
+    res = cli("remember", "project", "x", "y", code=1)  # read-only never creates a vault either
+    assert "no vault at" in res.stderr and not (empty / ".synapse").exists()
+
+
 def test_a_path_argument_never_creates_folders(empty: Path, tmp_path: Path) -> None:
     for args in (["checkpoint", "create", "/some/typo", "--doing", "x"],
                  ["checkpoint", "create", str(tmp_path / "typo"), "--doing", "x"],
