@@ -50,6 +50,7 @@ from synapse_nb.errors import DatasetError, ValidationError
 from synapse_nb.eval.data import bundled_datasets_dir
 from synapse_nb.eval.locomo import CATEGORIES, Conversation, load_locomo
 from synapse_nb.eval.metrics import mrr, ndcg_at_k, recall_at_k
+from synapse_nb.eval.progress import progress_bar
 from synapse_nb.recall import Bars
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -266,8 +267,11 @@ def locomo_questions(
     date: bool = True,
     caption: bool = True,
     context: int = 0,
+    progress: bool | None = None,
 ) -> pl.DataFrame:
     """Per-question scores for each retriever at turn and session level, as a polars DataFrame.
+
+    A progress bar (one step per conversation) shows on a terminal (``progress=None``) or when ``progress=True``.
 
     Columns: ``sample_id``, ``question`` (index in the conversation), ``category`` (1-5),
     ``category_name``, ``retriever``, ``level`` (``"turn"``/``"session"``), ``n_evidence``, then
@@ -285,6 +289,7 @@ def locomo_questions(
     source = _resolve(path)
     convs = _select(load_locomo(source), conversations, source)
     rows: list[dict[str, Any]] = []
+    bar = progress_bar(len(convs), "recall eval", enabled=progress, unit="conversation")
     with tempfile.TemporaryDirectory(prefix="synapse-locomo-") as tmp:
         vaults: list[tuple[Vault, dict[str, str]]] = []
         try:
@@ -318,10 +323,12 @@ def locomo_questions(
                                          "category_name": CATEGORIES[q.category], "retriever": retriever,
                                          "level": level, "n_evidence": len(gold), **_scores(rk, gold, ks),
                                          **(extra if level == "turn" else dict.fromkeys(_GATE_COLUMNS))})
+                bar.update(1)
         finally:
             for vault, _ in vaults:
                 vault.index.raw.close()  # drop LanceDB's handles before the folder is deleted
                 vault.close()
+            bar.close()
     schema: dict[str, Any] = {"sample_id": pl.String, "question": pl.Int64, "category": pl.Int64,
                               "category_name": pl.String, "retriever": pl.String, "level": pl.String,
                               "n_evidence": pl.Int64}
