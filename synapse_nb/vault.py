@@ -150,7 +150,8 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     Parameters
     ----------
     path : a project folder (the vault is ``.synapse/`` at its git root, or in it outside git), or a
-        vault folder itself. Default: ``SYNAPSE_HOME`` if set, else the current folder.
+        vault folder itself, or a team vault URL (``postgresql://user@host:port/db?project=NAME``, see
+        ``docs/team.md``). Default: ``SYNAPSE_HOME`` if set, else the current folder.
     mind : which mind's records to see and write (default "default").
     actor : "user" (human surfaces: writes are verified) or "agent" (writes are proposals).
     clock : a callable returning an aware ``datetime`` (tests); default the real UTC clock.
@@ -176,6 +177,11 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     synapse_nb.errors.VaultNotFoundError: no vault at ...
     """
     check_identity(mind, actor)  # before anything is created
+    team = path if path is not None else os.environ.get("SYNAPSE_HOME", "").strip() or None
+    if isinstance(team, str) and team.lower().startswith(("postgresql://", "postgres://")):
+        from synapse_nb.team import open_team_vault  # psycopg loads for a team vault only
+
+        return open_team_vault(team, mind=mind, actor=actor, clock=clock, readonly=readonly)
     vault_dir, project_dir, shown = _locate(path)
     created = False
     if not (vault_dir / DB_NAME).is_file():
@@ -238,8 +244,10 @@ class Vault:
 
     def as_agent(self) -> Vault:
         """The same vault (same connection) acting as the agent actor. There is no ``as_user``."""
+        for_actor = getattr(self._store, "for_actor", None)  # a team vault: the agent's database role
+        store = for_actor("agent") if for_actor is not None else self._store
         return Vault(self.path, project_dir=self.project_dir, mind=self.mind, actor="agent", clock=self._clock,
-                     _store=self._store, _git=self._git)
+                     _store=store, _git=self._git)
 
     @property
     def db_path(self) -> Path:

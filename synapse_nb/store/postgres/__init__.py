@@ -125,3 +125,23 @@ class PgStore(PgDatabase):
             return self
         return PgStore(self.url, self.project, folder=self.folder, readonly=self.readonly, role=role,
                        _pool=self.pool, _listeners=self._listeners)
+
+    # -- team administration (``synapse-nb team status``) -----------------------------------------------------
+    def server_info(self) -> dict[str, Any]:
+        """The server's version, the project's gate statistics and every machine's feed position."""
+        with self.snapshot():
+            ver = self.query_one("SELECT current_setting('server_version') AS v, fmt_ts(now()) AS now")
+            stats = self.query_one("SELECT n_docs, version FROM gate_stats WHERE id = 1")
+            followers = self.query(
+                "SELECT name, cursor_xid::text AS cursor, fmt_ts(synced_at) AS synced_at FROM followers ORDER BY name")
+        return {"server_version": ver["v"] if ver else None, "server_now": ver["now"] if ver else None,
+                "n_docs": int(stats["n_docs"]) if stats else 0, "data_version": int(stats["version"]) if stats else 0,
+                "machines": [{"name": r["name"], "cursor": r["cursor"], "synced_at": r["synced_at"]}
+                             for r in followers]}
+
+    def add_login(self, login: str, kind: str) -> None:
+        """Make the existing login role ``login`` a member of the project's ``human`` or ``agent`` role."""
+        if kind not in ("human", "agent") or not re.match(r"^[a-z_][a-z0-9_]{0,62}$", login):
+            raise ValidationError(f"login {login!r} is not accepted: lower-case letters, digits and '_'")
+        with self.transaction() as c:
+            c.execute(f"GRANT {self.project}_{kind} TO {login}")
