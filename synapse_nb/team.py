@@ -59,18 +59,21 @@ def _local_folder(project_dir: Path) -> Path:
 
 
 def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
-                    readonly: bool = False) -> Vault:
+                    readonly: bool = False, local: str | Path | None = None) -> Vault:
     """Open a team vault. ``project`` defaults to the git repository's folder name; this machine's caches (the
     retrieval index, its feed position) live in ``.synapse/`` at the repository root, as a local vault would.
 
     An agent handle (``actor="agent"``) runs as the project's agent database role: the server itself refuses
     approving, verifying or overwriting a user's record. A server that cannot be reached is a
     :class:`~synapse_nb.errors.StoreError` saying so: nothing is ever written to a local fork.
+
+    ``local`` names the project folder whose ``.synapse/`` holds this machine's caches (default: the repository
+    of the current folder); two handles with different ``local`` folders are two machines.
     """
     from synapse_nb.store.postgres import PgStore
     from synapse_nb.vault import Vault
 
-    project_dir = _project_dir()
+    project_dir = _project_dir(local)
     conninfo, project = _split(url, project_dir)
     folder = _local_folder(project_dir)
     store = PgStore(conninfo, project, folder=folder, readonly=readonly, role="agent" if actor == "agent" else None)
@@ -82,7 +85,8 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
         raise
 
 
-def init(url: str, *, humans: tuple[str, ...] = (), agents: tuple[str, ...] = ()) -> dict[str, Any]:
+def init(url: str, *, humans: tuple[str, ...] = (), agents: tuple[str, ...] = (),
+         local: str | Path | None = None) -> dict[str, Any]:
     """Create the project (schema, tables, roles) or bring it to this version; idempotent.
 
     Runs every missing migration in one transaction under ``pg_advisory_xact_lock`` (concurrent runs queue).
@@ -94,7 +98,7 @@ def init(url: str, *, humans: tuple[str, ...] = (), agents: tuple[str, ...] = ()
     from synapse_nb.store.postgres import PgStore
     from synapse_nb.store.postgres.migrate import migrate, roles
 
-    conninfo, project = _split(url, _project_dir())
+    conninfo, project = _split(url, _project_dir(local))
     try:
         with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
             before, after = migrate(conn, project)
@@ -113,21 +117,21 @@ def init(url: str, *, humans: tuple[str, ...] = (), agents: tuple[str, ...] = ()
             "humans": list(humans), "agents": list(agents)}
 
 
-def join(url: str, source: str | Path = LOCAL_DIRNAME) -> dict[str, int]:
+def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | None = None) -> dict[str, int]:
     """Copy a local vault (``source``: its folder or project folder) into the team vault: its export imported in
     ONE transaction (all or nothing). Records already there with identical content are skipped, so joining
     again changes nothing; a record holding something else there refuses the whole join. Counts per kind.
     """
     from synapse_nb.vault import open_vault
 
-    local = open_vault(source, create=False, readonly=True)
     if str(source).lower().startswith(("postgresql://", "postgres://")):
         raise ValidationError("--from names the local vault to copy (a folder), not a team vault URL")
+    src = open_vault(source, create=False, readonly=True)
     try:
-        text = local.export_jsonl()
+        text = src.export_jsonl()
     finally:
-        local.close()
-    team = open_team_vault(url)
+        src.close()
+    team = open_team_vault(url, local=local)
     try:
         return team.import_jsonl(text.splitlines())
     finally:
@@ -153,13 +157,13 @@ def _local_position(folder: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def status(url: str) -> dict[str, Any]:
+def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
     """Where the team vault and this machine stand: server, schema version, this machine's index position and
     lag. When the server cannot be reached: ``online`` False, and the age of this machine's index copy (a stale,
     read-only copy: writes are refused until the server is back)."""
     from synapse_nb.store.postgres import CODE_VERSION, PgStore
 
-    project_dir = _project_dir()
+    project_dir = _project_dir(local)
     conninfo, project = _split(url, project_dir)
     folder = project_dir / LOCAL_DIRNAME
     out: dict[str, Any] = {"project": project, "code_version": CODE_VERSION, "local_folder": str(folder)}

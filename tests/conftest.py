@@ -126,17 +126,20 @@ def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         srv.destroy()
 
 
-_projects: list[int] = [0]
-
-
-def new_team_project(admin_url: str, prefix: str = "t") -> str:
-    """Create a fresh, migrated project on the test server; returns its name."""
+@pytest.fixture(scope="session")
+def new_team_project(pg_admin_url: str) -> Callable[[str], str]:
+    """``new_team_project(prefix)``: create a fresh, migrated project on the test server; returns its name."""
     import psycopg
 
     from synapse_nb.store.postgres.migrate import migrate
 
-    _projects[0] += 1
-    name = f"{prefix}{os.getpid()}_{_projects[0]}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        migrate(conn, name)
-    return name
+    made = [0]
+
+    def make(prefix: str = "t") -> str:
+        made[0] += 1
+        name = f"{prefix}{made[0]}"
+        with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+            migrate(conn, name)
+        return name
+
+    return make

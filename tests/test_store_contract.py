@@ -30,13 +30,11 @@ _PG_PROJECTS: dict[Path, str] = {}
 
 def _pg_store(folder: Path, request: pytest.FixtureRequest) -> Any:
     """A team vault store on the session's real PostgreSQL: one fresh project per test folder."""
-    from conftest import new_team_project
-
     from synapse_nb.store.postgres import PgStore
 
     admin = request.getfixturevalue("pg_admin_url")
     if folder not in _PG_PROJECTS:
-        _PG_PROJECTS[folder] = new_team_project(admin, "contract")
+        _PG_PROJECTS[folder] = request.getfixturevalue("new_team_project")("contract")
     return PgStore(admin, _PG_PROJECTS[folder], folder=folder)
 
 
