@@ -197,6 +197,13 @@ class NotesTable(_Pg, lite.NotesTable):
 
 
 class LessonsTable(_Pg, lite.LessonsTable):
+    def mind_of(self, id: str) -> str | None:
+        row = self._db.query_one("SELECT lesson_mind(?)", (id,))
+        return None if row is None or row[0] is None else str(row[0])
+
+    def ids_from(self, mind: str, prefix: str, *, limit: int) -> builtins.list[str]:
+        return [r[0] for r in self._db.query("SELECT lesson_ids(?, ?, ?)", (mind, prefix, int(limit)))]
+
     def has_revert(self, mind: str, sha: str) -> bool:
         row = self._db.query_one("SELECT revert_known(?, ?)", (mind, sha))
         return bool(row and row[0])

@@ -149,6 +149,20 @@ BEGIN ATOMIC
     SELECT l.status, l.analysis_by FROM lessons l WHERE l.id = p_id;
 END;
 
+-- Ids of lessons whatever the caller may read (KindTable.mind_of / ids_from: an id or a prefix resolves the same
+-- way for every actor; what the actor may then do with it is checked separately).
+CREATE FUNCTION lesson_mind(p_id text) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = @S@, pg_temp
+BEGIN ATOMIC
+    SELECT l.mind FROM lessons l WHERE l.id = p_id;
+END;
+CREATE FUNCTION lesson_ids(p_mind text, p_prefix text, p_limit integer) RETURNS SETOF text
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = @S@, pg_temp
+BEGIN ATOMIC
+    SELECT l.id FROM lessons l WHERE l.id >= p_prefix AND l.id < p_prefix || chr(1114111) AND l.mind = p_mind
+     ORDER BY l.id LIMIT p_limit;
+END;
+
 -- Whether the mind has a lesson for this revert commit, pending ones included (git scans on any machine, by
 -- any actor, make one lesson per revert: LessonTable.has_revert).
 CREATE FUNCTION revert_known(p_mind text, p_sha text) RETURNS boolean
@@ -169,7 +183,8 @@ ALTER DEFAULT PRIVILEGES FOR ROLE @S@_owner IN SCHEMA @S@ REVOKE EXECUTE ON FUNC
 
 -- functions evaluated inside CHECKs, generated columns and the guard need EXECUTE by the caller
 GRANT EXECUTE ON FUNCTION fmt_ts(timestamptz), json_words(text), terms_ok(text[]), is_human(), _deny(text, text),
-    next_stamp(ts), lesson_state(text), revert_known(text, text) TO @S@_human, @S@_agent;
+    next_stamp(ts), lesson_state(text), revert_known(text, text), lesson_mind(text),
+    lesson_ids(text, text, integer) TO @S@_human, @S@_agent;
 GRANT EXECUTE ON FUNCTION submit_analysis(text, text, text) TO @S@_agent;
 
 -- everyone reads everything (lessons are filtered for agents by RLS below)
