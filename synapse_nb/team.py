@@ -31,7 +31,7 @@ from synapse_nb.gitscope.vaultdir import ensure_gitignore
 if TYPE_CHECKING:
     from synapse_nb.vault import Vault
 
-__all__ = ["init", "join", "open_team_vault", "start_dev_server", "status", "stop_dev_server"]
+__all__ = ["init", "join", "offline_search", "open_team_vault", "start_dev_server", "status", "stop_dev_server"]
 
 LOCAL_DIRNAME = ".synapse"
 
@@ -183,6 +183,24 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
                       "index_copy": (folder / "index").is_dir()}
     finally:
         store.close()
+
+
+def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str | Path | None = None) -> str:
+    """Search this machine's index copy of the team vault without the server: a stale, read-only answer.
+
+    For a machine that cannot reach the server (writes are refused: no local fork). The text starts with a
+    ``STALE`` line giving the age of the copy (when its feed last synced), then one line per hit.
+    """
+    from synapse_nb._util import fmt_ts
+    from synapse_nb.store.postgres.offline import search_copy
+
+    folder = _project_dir(local) / LOCAL_DIRNAME
+    copy = search_copy(folder, query, mind=mind, now=fmt_ts(datetime.now(UTC)), k=k)
+    age = "unknown age" if copy.age_s is None else f"{_age(copy.synced_at)} old"
+    lines = [f"STALE (offline): this machine's copy of the team vault, last synced {copy.synced_at or 'never'} "
+             f"({age}); the server cannot be reached, so writes are refused"]
+    lines += [f"- [{kind}] {rid}: {text}" for kind, rid, text in copy.hits] or ["(no match in the local copy)"]
+    return "\n".join(lines)
 
 
 def start_dev_server(folder: str | Path | None = None, *, project_url: bool = True) -> dict[str, Any]:

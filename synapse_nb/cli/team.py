@@ -106,6 +106,23 @@ def team_status(
         raise typer.Exit(1)
 
 
+@team_app.command("search-local")
+def team_search_local(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Most hits.")] = 10,
+) -> None:
+    """Search this machine's copy of the team vault without the server (works offline; marked STALE with its age).
+
+    Examples:
+
+        synapse-nb team search-local "how do we deploy"
+    """
+    from synapse_nb.team import offline_search
+
+    typer.echo(offline_search(query, mind=state(ctx).mind, k=limit))
+
+
 @team_app.command("dev-server")
 def team_dev_server(
     folder: Annotated[str | None, typer.Option("--dir", metavar="DIR", help=(

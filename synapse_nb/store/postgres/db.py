@@ -176,6 +176,13 @@ class PgDatabase:
         self.write_gen = 0
         self._owner = _pool is None
         if _pool is None:
+            try:  # one direct attempt first: a refused connection is known at once, not after the pool's timeout
+                psycopg.connect(url, connect_timeout=5).close()
+            except psycopg.OperationalError as exc:
+                raise StoreError(f"cannot reach the team vault server {self.location} "
+                                 f"({' '.join(str(exc).split())[:300]}): this machine is offline from the team "
+                                 "vault, so it cannot write (no local fork is ever made); `synapse-nb team "
+                                 "search-local` reads this machine's stale copy") from exc
             _pool = ConnectionPool(
                 url, min_size=1, max_size=8, open=False, timeout=pool_timeout, name=f"synapse-{project}",
                 kwargs={"autocommit": True, "connect_timeout": 5, "row_factory": _row_factory},
