@@ -110,7 +110,8 @@ def load(url: str, project: str, local_dir: Path, n: int) -> None:
                 cp.write_row((d["id"], "default", "knowledge", d["key"], d["content"], "[]", 2, "user", 1, 1.0, ts, ts,
                               gate_terms(f"{d['key'].replace('_', ' ')} {d['content']} ")))
     local = syn.open_vault(local_dir)
-    local.import_jsonl(json.dumps(d) for d in docs)
+    header = local.export_jsonl().splitlines()[0]  # the export format's header line
+    local.import_jsonl([header, *(json.dumps(d) for d in docs)])
     local.close()
 
 
@@ -124,6 +125,7 @@ def bench_recall(url: str, base: Path, sizes: list[int], runs: int) -> None:
         purl = url.split("?")[0] + f"?project={project}"
         init(purl, local=base)
         (base / f"local{n}").mkdir()
+        (base / f"team{n}").mkdir()
         t = time.perf_counter()
         load(purl, project, base / f"local{n}", n)
         print(f"recall@{n}: loaded {n} records into both in {time.perf_counter() - t:.0f} s")
@@ -183,6 +185,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--feed-samples", type=int, default=50)
+    ap.add_argument("--parts", default="writes,feed,recall", help="which parts to run (comma-separated)")
     a = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="synapse-team-bench-"))
     srv = PgServer.launch()
@@ -193,9 +196,13 @@ def main() -> None:
         ma.mkdir()
         mb.mkdir()
         init(url, local=ma)
-        bench_writes(url, ma, mb, a.procs, a.writes)
-        bench_feed_and_bytes(url, ma, mb, a.feed_samples)
-        bench_recall(url, base, [int(x) for x in a.sizes.split(",") if x], a.runs)
+        parts = a.parts.split(",")
+        if "writes" in parts:
+            bench_writes(url, ma, mb, a.procs, a.writes)
+        if "feed" in parts:
+            bench_feed_and_bytes(url, ma, mb, a.feed_samples)
+        if "recall" in parts:
+            bench_recall(url, base, [int(x) for x in a.sizes.split(",") if x], a.runs)
     finally:
         srv.destroy()
 
