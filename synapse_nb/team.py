@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from synapse_nb._util import Clock
 from synapse_nb.errors import StoreError, ValidationError
 from synapse_nb.gitscope.repo import find_repo
-from synapse_nb.gitscope.vaultdir import ensure_gitignore
 
 if TYPE_CHECKING:
     from synapse_nb.vault import Vault
@@ -48,41 +47,12 @@ def _split(url: str, project_dir: Path) -> tuple[str, str]:
     return parse_team_url(url, project_for(project_dir))
 
 
-def _local_folder(project_dir: Path) -> Path:
-    folder = project_dir / LOCAL_DIRNAME
-    try:
-        folder.mkdir(exist_ok=True)
-    except OSError as exc:
-        raise StoreError(f"cannot create this machine's cache folder {folder}: {exc.strerror or exc}") from exc
-    ensure_gitignore(folder)
-    return folder
-
-
 def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
                     readonly: bool = False, local: str | Path | None = None) -> Vault:
-    """Open a team vault. ``project`` defaults to the git repository's folder name; this machine's caches (the
-    retrieval index, its feed position) live in ``.synapse/`` at the repository root, as a local vault would.
+    """Open a team vault: :func:`synapse_nb.vault.open_team_vault` (``open_vault`` does it for a URL)."""
+    from synapse_nb.vault import open_team_vault as open_it
 
-    An agent handle (``actor="agent"``) runs as the project's agent database role: the server itself refuses
-    approving, verifying or overwriting a user's record. A server that cannot be reached is a
-    :class:`~synapse_nb.errors.StoreError` saying so: nothing is ever written to a local fork.
-
-    ``local`` names the project folder whose ``.synapse/`` holds this machine's caches (default: the repository
-    of the current folder); two handles with different ``local`` folders are two machines.
-    """
-    from synapse_nb.store.postgres import PgStore
-    from synapse_nb.vault import Vault
-
-    project_dir = _project_dir(local)
-    conninfo, project = _split(url, project_dir)
-    folder = _local_folder(project_dir)
-    store = PgStore(conninfo, project, folder=folder, readonly=readonly, role="agent" if actor == "agent" else None)
-    try:
-        return Vault(folder, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
-                     _store=store)  # type: ignore[arg-type]
-    except BaseException:
-        store.close()
-        raise
+    return open_it(url, mind=mind, actor=actor, clock=clock, readonly=readonly, local=local)
 
 
 def init(url: str, *, humans: tuple[str, ...] = (), agents: tuple[str, ...] = (),

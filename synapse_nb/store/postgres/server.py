@@ -31,8 +31,8 @@ from synapse_nb.errors import StoreError
 __all__ = ["PgServer", "ServerUnavailable", "find_bindir"]
 
 
-class ServerUnavailable(StoreError):
-    """No PostgreSQL server binaries, or the server could not be started (the message says why)."""
+#: No PostgreSQL server binaries, or the server could not be started (the message says why).
+ServerUnavailable = StoreError
 
 
 def find_bindir() -> Path:
