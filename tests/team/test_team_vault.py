@@ -130,3 +130,23 @@ def test_a_revert_makes_one_lesson_across_machines(team_url: str, machine: Any) 
     with pytest.raises(ConflictError):
         b.lessons.create("Reverted retry", revert_commit=commit)  # the agent cannot read it, the server knows
     assert a.lessons.pending().__len__() == 1
+
+
+def test_a_revert_scanned_on_two_machines_is_one_pending_lesson(team_url: str, tmp_path: Path) -> None:
+    from synapse_nb.gitscope.testing import ScratchRepo
+    from synapse_nb.team import open_team_vault
+
+    a_repo = ScratchRepo.init(tmp_path / "a")
+    a_repo.commit_file("retry.py", "retry = 3\n", "Add retries")
+    a_repo.git("revert", "--no-edit", "HEAD")
+    b_repo = ScratchRepo(tmp_path / "b")
+    a_repo.git("clone", "-q", str(a_repo.root), str(b_repo.root))  # machine B: a clone holding the same revert
+    a = open_team_vault(team_url, local=a_repo.root)
+    b = open_team_vault(team_url, local=b_repo.root, actor="agent")  # e.g. B's git hook, as the agent
+    try:
+        assert len(a.lessons.scan()) == 1
+        b.lessons.scan()
+        assert len(a.lessons.pending()) == 1
+    finally:
+        a.close()
+        b.close()
