@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 import synapse_nb as syn
 from synapse_nb.cli import app
 from synapse_nb.errors import ConflictError, SchemaError
+from synapse_nb.store.postgres import CODE_VERSION
 from synapse_nb.team import init, join, status
 
 
@@ -46,15 +47,16 @@ def test_team_init_is_idempotent_and_safe_to_run_at_once(pg_admin_url: str, tmp_
         t.start()
     for t in threads:
         t.join()
-    assert sorted((r["version_before"], r["version"]) for r in results) == [(0, 2), (2, 2), (2, 2), (2, 2)]
+    v = CODE_VERSION
+    assert sorted((r["version_before"], r["version"]) for r in results) == [(0, v), (v, v), (v, v), (v, v)]
     out = CliRunner().invoke(app, ["team", "init", url, "--json"])
-    assert out.exit_code == 0 and '"version_before": 2' in out.output
+    assert out.exit_code == 0 and f'"version_before": {v}' in out.output
 
 
 def test_a_schema_newer_than_the_code_is_refused(pg_admin_url: str, project: str, team_url: str,
                                                  tmp_path: Path) -> None:
     with psycopg.connect(pg_admin_url, autocommit=True) as c:
-        c.execute(f"INSERT INTO {project}.schema_version(version, name) VALUES (3, 'from the future')")
+        c.execute(f"INSERT INTO {project}.schema_version(version, name) VALUES ({CODE_VERSION + 1}, 'the future')")
     with pytest.raises(SchemaError, match="newer than this synapse_nb knows"):
         syn.open_vault(team_url)
     with pytest.raises(SchemaError, match="nothing was changed"):
@@ -117,7 +119,7 @@ def test_the_change_feed_brings_another_machines_write_into_the_local_index(team
     a.memories.delete(m.id)
     assert m.id not in [h.id for h in b.index.search("quokkas")]
     st = status(team_url, local=b.project_dir)
-    assert st["online"] and st["schema_version"] == 2 and st["index_behind"] == 0 and st["index_cursor"]
+    assert st["online"] and st["schema_version"] == CODE_VERSION and st["index_behind"] == 0 and st["index_cursor"]
     assert any(f"machine_b" in x["name"] for x in st["machines"])
     out = CliRunner().invoke(app, ["team", "status", team_url, "--json"])
     assert out.exit_code == 0 and '"online": true' in out.output

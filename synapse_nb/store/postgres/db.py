@@ -60,7 +60,8 @@ SELECT '(n_docs)', (SELECT count(*) FROM docs), (SELECT n_docs FROM gate_stats)
 def pg_sql(sql: str) -> str:
     """A statement written with ``?`` placeholders as psycopg wants it (``%s``; literal ``%`` doubled).
 
-    SQLite's always-true fragment ``(1)`` becomes ``(TRUE)`` (PostgreSQL wants a boolean there).
+    SQLite's always-true fragment ``(1)`` becomes ``(TRUE)`` (PostgreSQL wants a boolean there). A literal ``?``
+    cannot appear in a statement (write ``chr(63)``).
 
     >>> pg_sql("SELECT * FROM meta WHERE key LIKE 'setting:%' AND (1) AND value = ?")
     "SELECT * FROM meta WHERE key LIKE 'setting:%%' AND (TRUE) AND value = %s"

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.errors import ConflictError
-from synapse_nb.store.postgres.tables import GATE_KINDS, gate_terms, gate_text
+from synapse_nb.store.postgres.ranking import RankingQueries
+from synapse_nb.store.postgres.tables import GATE_KINDS, gate_terms, gate_text, rank_tokens
 from synapse_nb.store.records import EXPORT_FIELDS, Candidate
 from synapse_nb.store.sqlite import queries as lite
 
@@ -34,8 +35,9 @@ def _candidate(r: Any) -> Candidate:
     return Candidate(r["kind"], r["id"], r["mind"], r["text"], r["updated_at"], r["expires_at"])
 
 
-class RecallQueries(lite.RecallQueries):
-    """Candidates from the ``gate_candidates`` view; N and document frequencies from ``gate_stats``/``gate_df``."""
+class RecallQueries(RankingQueries, lite.RecallQueries):
+    """Candidates from the ``gate_candidates`` view; N and document frequencies from ``gate_stats``/``gate_df``;
+    the ranking reads of recall engine v2 from :class:`~synapse_nb.store.postgres.ranking.RankingQueries`."""
 
     def count(self) -> int:
         row = self._db.query_one("SELECT n_docs FROM gate_stats WHERE id = 1")
@@ -210,11 +212,14 @@ class TransferQueries(lite.TransferQueries):
                 if list(existing) == values:
                     return False
                 raise ConflictError(f"{kind} {doc['id']} already exists with different content")
+            marks = lite._marks(len(cols))
             if kind in GATE_KINDS:
-                cols.append("terms")
-                values = [*values, gate_terms(gate_text(kind, dict(zip(cols, values, strict=False))))]
+                text = gate_text(kind, dict(zip(cols, values, strict=False)))
+                cols += ["terms", "rank_body"]
+                values = [*values, gate_terms(text), rank_tokens(text)]
+                marks += ",?,stem_all(?::text[])"
             try:
-                c.execute(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({lite._marks(len(cols))})", values)
+                c.execute(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({marks})", values)
             except ConflictError as exc:
                 raise ConflictError(f"{kind} {doc['id']} conflicts with the vault ({exc})") from None
             self._db.touched(kind, doc["id"])

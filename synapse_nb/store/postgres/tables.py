@@ -42,6 +42,15 @@ def gate_terms(text: str) -> list[str]:
     return sorted({t for t in FTS_TOKEN_RE.findall(normalise(text, len(text) + 1)) if len(t) <= MAX_QUERY_WORD_CHARS})
 
 
+def rank_tokens(text: str) -> list[str]:
+    """The tokens of a ranking document's text, repeats kept, in order (stemmed by the server: ``stem_all``).
+
+    >>> rank_tokens("Deploys, deploys: Café")
+    ['deploys', 'deploys', 'cafe']
+    """
+    return FTS_TOKEN_RE.findall(normalise(text, len(text) + 1))
+
+
 def _words(value: Any) -> str:
     if isinstance(value, str):
         value = json.loads(value)
@@ -83,17 +92,20 @@ class _Pg:
         super().__init_subclass__(**kw)
         cls.cols = ", ".join(EXPORT_FIELDS[cls.kind])
         cls.tcols = ", ".join(f"t.{c}" for c in EXPORT_FIELDS[cls.kind])
-        if cls.kind in GATE_KINDS:  # one more column: the terms
+        if cls.kind in GATE_KINDS:  # two more columns: the gate terms and the ranking document's stems
             head, _, tail = cls.insert_sql.rpartition("?)")
-            cls.insert_sql = head.replace(") VALUES (", ", terms) VALUES (") + "?,?)" + tail
+            cls.insert_sql = (head.replace(") VALUES (", ", terms, rank_body) VALUES (") + "?,?,stem_all(?::text[]))"
+                              + tail)
 
     # from the SQLite parent: _params, _from_row, _visible
     _params: Any
     _from_row: Any
     _visible: Any
 
-    def _terms(self, params: tuple[Any, ...]) -> list[str]:
-        return gate_terms(gate_text(self.kind, dict(zip(EXPORT_FIELDS[self.kind], params, strict=False))))
+    def _derived(self, params: tuple[Any, ...]) -> tuple[list[str], list[str]]:
+        """(gate terms, ranking tokens) of a record given as its insert parameters."""
+        text = gate_text(self.kind, dict(zip(EXPORT_FIELDS[self.kind], params, strict=False)))
+        return gate_terms(text), rank_tokens(text)
 
     def _select(self, view: View, where: str = "1", params: tuple[Any, ...] = (), *, order: str | None = None,
                 limit: int | None = None) -> builtins.list[Any]:
@@ -122,7 +134,7 @@ class _Pg:
     def insert(self, record: Any) -> None:
         params = self._params(record)
         if self.kind in GATE_KINDS:
-            params = (*params, self._terms(params))
+            params = (*params, *self._derived(params))
         self._db.write(self.insert_sql, params, (self.kind, record.id, False))
 
     def update(self, id: str, *, updated_at: str, **changes: Any) -> None:
@@ -137,8 +149,9 @@ class _Pg:
                 if row is not None:
                     merged = {k: row[k] for k in row.keys()}
                     merged.update({self.columns[n][0]: p for n, p in zip(changes, params, strict=False)})
-                    sets.append("terms = ?")
-                    params.append(gate_terms(gate_text(self.kind, merged)))
+                    text = gate_text(self.kind, merged)
+                    sets += ["terms = ?", "rank_body = stem_all(?::text[])"]
+                    params += [gate_terms(text), rank_tokens(text)]
             self._db.write(f"UPDATE {self.table} SET {', '.join(sets)} WHERE id = ?", (*params, id),
                            (self.kind, id, False))
 
@@ -189,7 +202,33 @@ class DecisionsTable(_Pg, lite.DecisionsTable):
 
 
 class EpisodesTable(_Pg, lite.EpisodesTable):
-    pass
+    """Episodes; a threaded one's writes also refresh its thread's ranking contexts (``rank_refresh_thread``)."""
+
+    def _thread(self, id: str) -> tuple[str, str] | None:
+        row = self._db.query_one("SELECT mind, thread FROM episodes WHERE id = ? AND thread IS NOT NULL", (id,))
+        return None if row is None else (row["mind"], row["thread"])
+
+    def _refresh(self, *threads: tuple[str, str] | None) -> None:
+        for t in sorted({t for t in threads if t is not None}):
+            self._db.write("SELECT rank_refresh_thread(?, ?)", t)
+
+    def insert(self, record: Any) -> None:
+        with self._db.transaction():
+            super().insert(record)
+            if getattr(record, "thread", None) is not None:
+                self._refresh((record.mind, record.thread))
+
+    def update(self, id: str, *, updated_at: str, **changes: Any) -> None:
+        with self._db.transaction():
+            before = self._thread(id)
+            super().update(id, updated_at=updated_at, **changes)
+            self._refresh(before, self._thread(id))
+
+    def delete(self, id: str) -> None:
+        with self._db.transaction():
+            before = self._thread(id)
+            super().delete(id)
+            self._refresh(before)
 
 
 class NotesTable(_Pg, lite.NotesTable):
