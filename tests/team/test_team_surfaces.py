@@ -22,9 +22,10 @@ def test_magics_read_and_write_a_team_vault(team_url: str, machine: Any) -> None
         ip.run_line_magic("load_ext", "synapse_nb")
         ip.run_line_magic("remember", "knowledge deploy_day deploys run on fridays after the freeze")
         assert [m.key for m in other.memories.list()] == ["deploy_day"]  # on the server, seen by another machine
-        r = ip.run_line_magic("recall", "when do deploys run")
-        assert "deploys run on fridays" in r.text
+        c = ip.run_line_magic("checkpoint", 'create --doing "Refactoring JWT auth" --next-step "Run pytest"')
+        assert other.checkpoints.get(c.id).doing == "Refactoring JWT auth"
     finally:
+        ip.run_line_magic("unload_ext", "synapse_nb")
         InteractiveShell.clear_instance()
 
 
