@@ -139,6 +139,52 @@ def test_cli_writes_create_only_in_an_existing_folder_and_say_so_once(empty: Pat
     assert cli(*args, input=header).stderr == ""
 
 
+@pytest.mark.parametrize("args", [["remember", "project", "", "v1"], ["remember", "badcat", "k", "v"],
+                                  ["checkpoint", "create", "--doing", ""], ["decision", "log", ""],
+                                  ["memory", "import", "-"]], ids=lambda a: " ".join(a))
+def test_a_refused_first_write_takes_back_the_vault_it_created(empty: Path, args: list[str]) -> None:
+    res = cli(*args, code=1, input='{"format": "synapse_nb-export", "schema": 99}\n')
+    vault = (empty / ".synapse").resolve()
+    lines = res.stderr.splitlines()
+    assert lines[0] == f"synapse-nb: created a new vault at {vault}" and lines[1].startswith("synapse-nb: error: ")
+    assert lines[2:] == [f"synapse-nb: removed the vault it had just created at {vault} (nothing was written)"]
+    assert listing(empty) == []
+    # a vault with something in it is never taken back, even when the next command fails
+    cli("decision", "log", "Use WAL")
+    assert "removed" not in cli(*args, code=1, input="{}\n").stderr
+    assert "Use WAL" in cli("decision", "list").stdout
+
+
+def test_a_failed_write_keeps_a_vault_folder_that_holds_other_files(empty: Path) -> None:
+    vault = empty / ".synapse"
+    vault.mkdir()
+    (vault / "mine.txt").write_text("the user's own file", encoding="utf-8")
+    (vault / ".gitignore").write_text("*.txt\n", encoding="utf-8")
+    res = cli("remember", "project", "", "v1", code=1)
+    assert "removed" not in res.stderr
+    assert listing(vault) == [".gitignore", "mine.txt"]  # the new vault's files are gone, the user's stay
+    assert (vault / "mine.txt").read_text(encoding="utf-8") == "the user's own file"
+    assert (vault / ".gitignore").read_text(encoding="utf-8") == "*.txt\n"
+
+
+def test_synapse_readonly_reads_work_and_every_write_is_refused(empty: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the store's "folder is read-only" error points here: SYNAPSE_READONLY=1 must really open read-only
+    cli("remember", "project", "build", "the build uses uv")
+    before = cli("memory", "export").stdout
+    monkeypatch.setenv("SYNAPSE_READONLY", "1")
+    assert "project/build: the build uses uv" in cli("memory", "list").stdout
+    assert "the build uses uv" in cli("recall", "which build tool?").stdout
+    for args in WRITES[:3]:
+        res = cli(*args, code=1)
+        assert "read-only" in res.stderr and res.stdout == "", (args, res.stderr)
+    monkeypatch.setenv("SYNAPSE_READONLY", "0")
+    assert cli("memory", "export").stdout == before  # nothing was written
+    monkeypatch.setenv("SYNAPSE_READONLY", "1")
+    shutil.rmtree(empty / ".synapse")
+    res = cli("remember", "project", "x", "y", code=1)  # read-only never creates a vault either
+    assert "no vault at" in res.stderr and not (empty / ".synapse").exists()
+
+
 def test_a_path_argument_never_creates_folders(empty: Path, tmp_path: Path) -> None:
     for args in (["checkpoint", "create", "/some/typo", "--doing", "x"],
                  ["checkpoint", "create", str(tmp_path / "typo"), "--doing", "x"],

@@ -20,6 +20,7 @@ from typer.core import TyperGroup
 
 from synapse_nb import __version__
 from synapse_nb.errors import SynapseError
+from synapse_nb.gitscope.vaultdir import GITIGNORE_TEXT
 from synapse_nb.render import plural, tags_text, when
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,7 +82,7 @@ class _RootGroup(Group):
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> int:
         _flags_take_no_value(self)
-        code = 0
+        code, aborted = 0, False
         try:
             rv = super().main(args, prog_name or PROG, complete_var, standalone_mode=False,
                               windows_expand_args=windows_expand_args, **extra)
@@ -96,7 +97,7 @@ class _RootGroup(Group):
             code = exc.exit_code
         except (typer.Abort, KeyboardInterrupt, EOFError):
             typer.echo(f"{PROG}: aborted", err=True)
-            code = 1
+            code, aborted = 1, True
         except SynapseError as exc:
             typer.echo(f"{PROG}: error: {_one_line(str(exc)) or type(exc).__name__}", err=True)
             code = 1
@@ -110,6 +111,9 @@ class _RootGroup(Group):
             typer.echo(f"{PROG}: unexpected error ({type(exc).__name__}): {_one_line(str(exc))} "
                        "(set SYNAPSE_DEBUG=1 for a traceback)", err=True)
             code = 1
+        if code and not aborted:  # refused or failed; not a watcher stopped with Ctrl-C
+            _undo_empty_creation()
+        _CREATED.clear()
         if standalone_mode:
             sys.exit(code)
         return code
@@ -183,16 +187,51 @@ def open_vault_for(ctx: typer.Context, path: str | None = None) -> Vault:
     """The vault for this command: ``path`` (a command's PATH argument), else ``--vault``, else SYNAPSE_HOME/cwd.
 
     Reading commands never create a vault; writing ones (:data:`CREATING_COMMANDS`) create it inside an
-    existing folder and say where on stderr, once.
+    existing folder and say where on stderr, once. With ``SYNAPSE_READONLY=1`` the vault is opened read-only
+    (a vault on a read-only disk or share): reads work, every write fails with a clear error.
     """
     from synapse_nb.vault import open_vault  # here: the store and the kinds load only when a command runs
 
     st = state(ctx)
-    v = open_vault(path if path is not None else st.vault, mind=st.mind, actor="user",
-                   create=_command_name(ctx) in CREATING_COMMANDS)
+    readonly = os.environ.get("SYNAPSE_READONLY", "").strip() not in ("", "0")
+    v = open_vault(path if path is not None else st.vault, mind=st.mind, actor="user", readonly=readonly,
+                   create=not readonly and _command_name(ctx) in CREATING_COMMANDS)
     if v.created:
         typer.echo(f"{PROG}: created a new vault at {v.path}", err=True)
+        _CREATED.append(v)
     return v
+
+
+#: vaults this invocation created: a command that then fails before writing anything takes its vault back
+_CREATED: list[Vault] = []
+
+
+def _undo_empty_creation() -> None:
+    """After a failed command: remove a vault this invocation created if nothing was written to it.
+
+    A write refused by validation (an empty key, an unknown category) must leave the folder as it was,
+    as if the typo had never been typed. A vault with any record in it is kept.
+    """
+    while _CREATED:
+        v = _CREATED.pop()
+        try:
+            empty = v.export_jsonl().count("\n") <= 1  # the header line only
+        except SynapseError:
+            empty = False
+        v.close()
+        if not empty:
+            continue
+        # only the files a new vault holds; a folder that also holds anything else stays, minus them
+        for name in ("synapse.db", "synapse.db-wal", "synapse.db-shm", "synapse.db-journal"):
+            (v.path / name).unlink(missing_ok=True)
+        ignore = v.path / ".gitignore"
+        if ignore.is_file() and ignore.read_text(encoding="utf-8", errors="replace") == GITIGNORE_TEXT:
+            ignore.unlink()  # ours; a .gitignore the user wrote stays
+        try:
+            v.path.rmdir()
+        except OSError:
+            continue
+        typer.echo(f"{PROG}: removed the vault it had just created at {v.path} (nothing was written)", err=True)
 
 
 # ------------------------------------------------------------------------------------------------ printing

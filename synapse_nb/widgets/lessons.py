@@ -38,6 +38,9 @@ def lesson_html(les: Lesson) -> str:
     if les.diffstat:
         rows = [[code(p), "-" if a is None else f"+{a}", "-" if d is None else f"&minus;{d}"]
                 for p, a, d in les.diffstat]
+        # these counts are the revert commit's (it deletes what the reverted change added); the collapsed diff
+        # below shows the reverted change itself, so say whose numbers these are
+        parts.append(f"<div style='color:{MUTED}'>lines the revert commit changed:</div>")
         parts.append(table_html(["file", "added", "deleted"], rows, align="lrr", wrap=[True, False, False]))
     elif les.files_affected:
         parts.append("<div>files: " + ", ".join(code(f) for f in les.files_affected) + "</div>")
