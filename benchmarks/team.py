@@ -147,6 +147,14 @@ def bench_recall(url: str, base: Path, sizes: list[int], runs: int) -> None:
                 tt.append(0.0)
                 team.recall(q)
                 tt[-1] = time.perf_counter() - t0
+        store = team._store  # the ranking read recall engine v2 makes once per recall (BM25 over body + context)
+        bt = []
+        for _ in range(runs):
+            for q in queries:
+                t0 = time.perf_counter()
+                store.recall.bm25("default", q.rstrip("?").split()[4::2], depth=200)
+                bt.append(time.perf_counter() - t0)
+        print(f"bm25@{n} (team, 2 words, depth 200): p50 {p50(bt):.1f} ms (n={len(bt)})")
         path = team.recall(queries[0]).path
         print(f"recall@{n} ({path} path): team p50 {p50(tt):.1f} ms, local SQLite p50 {p50(lt):.1f} ms, "
               f"ratio {statistics.median(tt) / statistics.median(lt):.2f}x (n={len(tt)})")

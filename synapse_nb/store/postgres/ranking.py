@@ -48,22 +48,29 @@ RANK_ROWS = ("SELECT kind, id, thread, seq, actor, strpos(gate_text, chr(63)) > 
 RANK_COUNT = ("SELECT (SELECT count(*) FROM rank_docs WHERE mind = ?) AS mine, "
               "(SELECT n_docs FROM gate_stats WHERE id = 1) AS everyone")
 RANK_BM25 = """
-WITH q AS (SELECT DISTINCT t FROM unnest(stem_all(?::text[])) AS t),
-st AS (SELECT n_docs::float8 AS n, CASE WHEN n_docs > 0 THEN total_dl::float8 / n_docs ELSE 1 END AS avgdl
-         FROM gate_stats WHERE id = 1),
-df AS (SELECT q.t, (SELECT count(*) FROM rank_docs d WHERE d.rank_body @> ARRAY[q.t] OR d.rank_ctx @> ARRAY[q.t])::float8
-              AS n FROM q),
-idf AS (SELECT df.t, greatest(ln((st.n - df.n + 0.5) / (df.n + 0.5)), 0) AS w FROM df, st),
-hit AS (SELECT d.id, cardinality(d.rank_body) + cardinality(d.rank_ctx) AS dl, d.rank_body, d.rank_ctx
-          FROM rank_docs d WHERE d.mind = ? AND (d.rank_body && ARRAY(SELECT t FROM q)
-                                                 OR d.rank_ctx && ARRAY(SELECT t FROM q))),
-tf AS (SELECT h.id, h.dl, idf.t, CASE WHEN idf.w > 0 THEN idf.w ELSE 1e-6 END AS w,
-              ? * cardinality(array_positions(h.rank_body, idf.t)) + ? * cardinality(array_positions(h.rank_ctx, idf.t))
-              AS f
-         FROM hit h, idf)
-SELECT tf.id, sum(tf.w * tf.f * (%(k1)s + 1) / (tf.f + %(k1)s * (1 - %(b)s + %(b)s * tf.dl / st.avgdl)) ORDER BY tf.t)
-       AS score
-  FROM tf, st WHERE tf.f > 0 GROUP BY tf.id ORDER BY score DESC, tf.id LIMIT ?
+WITH q AS MATERIALIZED (SELECT DISTINCT t FROM unnest(stem_all(?::text[])) AS t),
+qa AS MATERIALIZED (SELECT coalesce(array_agg(t), '{}') AS a FROM q),
+st AS MATERIALIZED (SELECT n_docs::float8 AS n, CASE WHEN n_docs > 0 THEN total_dl::float8 / n_docs ELSE 1 END AS avgdl
+                      FROM gate_stats WHERE id = 1),
+idf AS MATERIALIZED (
+    SELECT q.t, greatest(ln((st.n - df.n + 0.5) / (df.n + 0.5)), 0) AS w
+      FROM q CROSS JOIN st
+      CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM rank_docs d
+                           WHERE d.rank_body @> ARRAY[q.t] OR d.rank_ctx @> ARRAY[q.t]) df),
+hit AS (
+    SELECT d.id, cardinality(d.rank_body) + cardinality(d.rank_ctx) AS dl, d.rank_body, d.rank_ctx
+      FROM rank_docs d WHERE d.mind = ? AND (d.rank_body && (SELECT a FROM qa) OR d.rank_ctx && (SELECT a FROM qa)))
+SELECT h.id, s.score
+  FROM hit h CROSS JOIN st
+  CROSS JOIN LATERAL (
+      SELECT sum(x.w * x.f * (%(k1)s + 1) / (x.f + %(k1)s * (1 - %(b)s + %(b)s * h.dl / st.avgdl)) ORDER BY x.t) AS score
+        FROM (SELECT idf.t, CASE WHEN idf.w > 0 THEN idf.w ELSE 1e-6 END AS w,
+                     ? * cardinality(array_positions(h.rank_body, idf.t))
+                     + ? * cardinality(array_positions(h.rank_ctx, idf.t)) AS f
+                FROM idf) x
+       WHERE x.f > 0) s
+ WHERE s.score IS NOT NULL
+ ORDER BY s.score DESC, h.id LIMIT ?
 """.replace("%(k1)s", repr(K1)).replace("%(b)s", repr(B))
 
 
