@@ -28,6 +28,7 @@ import psycopg
 
 import synapse_nb as syn
 from synapse_nb.store.postgres import gate_terms
+from synapse_nb.store.postgres.tables import rank_tokens
 from synapse_nb.store.postgres.server import PgServer
 from synapse_nb.team import init, open_team_vault
 
@@ -105,10 +106,12 @@ def load(url: str, project: str, local_dir: Path, n: int) -> None:
     with psycopg.connect(conninfo, autocommit=True) as c, c.transaction():
         c.execute(f"SET search_path = {project}")
         with c.cursor().copy("COPY memories(id, mind, category, key, content, tags, priority, source, verified, "
-                             "confidence, created_at, updated_at, terms) FROM STDIN") as cp:
+                             "confidence, created_at, updated_at, terms, rank_body) FROM STDIN") as cp:
             for d in docs:
+                body = f"{d['key'].replace('_', ' ')} {d['content']} "
                 cp.write_row((d["id"], "default", "knowledge", d["key"], d["content"], "[]", 2, "user", 1, 1.0, ts, ts,
-                              gate_terms(f"{d['key'].replace('_', ' ')} {d['content']} ")))
+                              gate_terms(body), rank_tokens(body)))
+        c.execute("UPDATE memories SET rank_body = stem_all(rank_body)")  # the server's stems, as a write stores
     local = syn.open_vault(local_dir)
     header = local.export_jsonl().splitlines()[0]  # the export format's header line
     local.import_jsonl([header, *(json.dumps(d) for d in docs)])
