@@ -210,7 +210,10 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
     project's agent database role, so the server itself refuses what the human gate forbids. An unreachable
     server is a :class:`StoreError` saying so: nothing is ever written to a local fork.
     """
-    from synapse_nb.store.postgres import PgStore, parse_team_url, project_for  # psycopg: team vaults only
+    try:
+        from synapse_nb.store.postgres import PgStore, parse_team_url, project_for  # psycopg: team vaults only
+    except ImportError as exc:
+        raise StoreError(f"a team vault needs psycopg ({exc}); install it with: pip install 'synapse_nb[team]'") from exc
 
     check_identity(mind, actor)
     start = Path(local or Path.cwd()).resolve()
