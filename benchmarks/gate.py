@@ -1,10 +1,16 @@
-"""Benchmark the gate: recall scorer speed, router throughput, and CLINC150 figures.
+"""Benchmark the gate: recall scorer speed, router throughput (against the previous router), CLINC150 figures.
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/gate.py                 # everything (about a minute on 2 cores)
+    .venv/bin/python benchmarks/gate.py                 # everything (a few minutes on 2 cores)
     .venv/bin/python benchmarks/gate.py --skip-clinc    # scorer speed only
-    .venv/bin/python benchmarks/gate.py --methods linear,knn --per-route
+    .venv/bin/python benchmarks/gate.py --throughput-only --runs 11
+    .venv/bin/python benchmarks/gate.py --methods auto,linear,knn --per-route
+
+Throughput is ``decision_scores`` on the 5,500 CLINC150 test queries, the default router calibrated on val,
+interleaved with the previous router's scoring path (scikit-learn ``TfidfVectorizer.transform`` of the word and
+``char_wb`` blocks, ``hstack``, ``normalize``, ``LinearSVC.decision_function``: what ``Router.decision_scores``
+did before issue 16) in the same process; medians, and the ratio of the medians.
 
 CLINC150 ("Full") is read from ``$CLINC150`` or the project's ``datasets/clinc150/data_full.json``.
 Thresholds are calibrated on ``val + oos_val`` only; figures are on ``test + oos_test``.
@@ -64,6 +70,73 @@ def _split(data: dict, name: str) -> tuple[list[str], list[str | None]]:
     return [t for t, _ in rows], [None if lab == "oos" else lab for _, lab in rows]
 
 
+class PreviousRouter:
+    """The previous router's scoring path (before issue 16), kept here as the throughput reference."""
+
+    def fit(self, texts: list[str], labels: list[str | None]) -> PreviousRouter:
+        import numpy as np
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.svm import LinearSVC
+
+        from synapse_nb.gate.router import ROUTER_CONFIG
+        from synapse_nb.text import char_vectorizer_kwargs, word_vectorizer_kwargs
+
+        cfg = ROUTER_CONFIG
+        self.word = TfidfVectorizer(**word_vectorizer_kwargs(
+            ngram_range=cfg.word_ngram_range, stop_words=cfg.stop_words, max_chars=cfg.max_query_chars,
+            max_token_chars=cfg.max_token_chars), sublinear_tf=cfg.sublinear_tf, dtype=np.float64)
+        self.char = TfidfVectorizer(**char_vectorizer_kwargs(
+            ngram_range=cfg.char_ngram_range, max_chars=cfg.max_query_chars, max_token_chars=cfg.max_token_chars),
+            sublinear_tf=cfg.sublinear_tf, dtype=np.float64)
+        X = self._stack(self.word.fit_transform(texts), self.char.fit_transform(texts))
+        self.model = LinearSVC(C=1.0, random_state=0).fit(X, ["\x00oos" if y is None else y for y in labels])
+        return self
+
+    @staticmethod
+    def _stack(w, c):  # noqa: ANN001, ANN205
+        import scipy.sparse as sp
+        from sklearn.preprocessing import normalize
+
+        return normalize(sp.hstack([w, c], format="csr"))
+
+    def decision_scores(self, texts: list[str]):  # noqa: ANN201
+        return self.model.decision_function(self._stack(self.word.transform(texts), self.char.transform(texts)))
+
+
+def bench_throughput(runs: int) -> None:
+    """Default router vs the previous router's scoring path, interleaved, same process."""
+    data = json.loads(CLINC.read_text())
+    xtr, ytr = _split(data, "train")
+    xva, yva = _split(data, "val")
+    xte, _ = _split(data, "test")
+    t0 = time.perf_counter()
+    old = PreviousRouter().fit(xtr, ytr)
+    t_old = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    new = Router().fit(xtr, ytr)
+    t_new = time.perf_counter() - t0
+    new.calibrate(xva, yva, criterion="balanced")
+    print(f"\n## router throughput: decision_scores on {len(xte):,} CLINC150 test queries x {len(new.routes_)} routes "
+          f"(medians of {runs} interleaved runs)")
+    print(f"fit on {len(xtr):,} rows: previous {t_old:.1f}s, default Router {t_new:.1f}s ({t_new / t_old:.2f}x)")
+    times: dict[str, list[float]] = {"previous": [], "warm": [], "cold": [], "single_prev": [], "single_new": []}
+    singles = xte[:300]
+    for _ in range(runs):
+        t = time.perf_counter(); old.decision_scores(xte); times["previous"].append(time.perf_counter() - t)  # noqa: E702
+        t = time.perf_counter(); new.decision_scores(xte); times["warm"].append(time.perf_counter() - t)  # noqa: E702
+        new._feat._cache.clear()
+        t = time.perf_counter(); new.decision_scores(xte); times["cold"].append(time.perf_counter() - t)  # noqa: E702
+    for q in singles:
+        t = time.perf_counter(); old.decision_scores([q]); times["single_prev"].append(time.perf_counter() - t)  # noqa: E702
+        t = time.perf_counter(); new.decision_scores([q]); times["single_new"].append(time.perf_counter() - t)  # noqa: E702
+    med = {k: statistics.median(v) for k, v in times.items()}
+    for key, label in (("previous", "previous router"), ("warm", "default Router, warm token cache"),
+                       ("cold", "default Router, token cache emptied")):
+        print(f"{label:<38} {len(xte) / med[key]:>9,.0f} queries/s  ({med['previous'] / med[key]:.2f}x previous)")
+    print(f"one query per call (median of {len(singles)}): previous {1e3 * med['single_prev']:.2f} ms, "
+          f"default Router {1e3 * med['single_new']:.2f} ms ({med['single_prev'] / med['single_new']:.1f}x)")
+
+
 def bench_clinc(methods: list[str], per_route: bool) -> None:
     data = json.loads(CLINC.read_text())
     xtr, ytr = _split(data, "train")
@@ -98,15 +171,21 @@ def bench_clinc(methods: list[str], per_route: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip-clinc", action="store_true", help="only time the recall scorer")
-    ap.add_argument("--methods", default="linear,centroid,knn", help="comma-separated router methods")
+    ap.add_argument("--methods", default="auto,linear,centroid,knn", help="comma-separated router methods")
+    ap.add_argument("--throughput-only", action="store_true", help="only the router throughput comparison")
+    ap.add_argument("--runs", type=int, default=7, help="interleaved throughput runs (median)")
     ap.add_argument("--per-route", action="store_true", help="also calibrate per-route thresholds")
     args = ap.parse_args(argv)
     if not CLINC.exists():
         print(f"CLINC150 not found at {CLINC}; set $CLINC150", file=sys.stderr)
         return 2
     data = json.loads(CLINC.read_text())
+    if args.throughput_only:
+        bench_throughput(args.runs)
+        return 0
     bench_scorer([t for t, _ in data["train"]])
     if not args.skip_clinc:
+        bench_throughput(args.runs)
         bench_clinc([m for m in args.methods.split(",") if m], args.per_route)
     return 0
 

@@ -246,6 +246,12 @@ class Episode(Record):
     refs: tuple[str, ...] = ()
     duration_s: float | None = None
     source: str = "user"
+    #: the conversation, session or run this episode is one step of (None: not part of a thread)
+    thread: str | None = None
+    #: its order in ``thread`` (set by ``episodes.log`` when omitted)
+    seq: int | None = None
+    #: who said or did it (a speaker name, ``user``, ``agent``; None: not recorded)
+    actor: str | None = None
     #: the previous run of the same task key, filled by ``episodes.log`` (not stored)
     prior: Episode | None = field(default=None, compare=False, metadata={"transient": True})
 

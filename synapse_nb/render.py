@@ -159,20 +159,24 @@ def pre_html(text: str, *, max_height: str | None = None) -> str:
 
 
 def explanation_html(rows: Iterable[Any]) -> str:
-    """The gate's table for one recall: kept or dropped, score, kind, id, the deciding bar, reason, matched terms.
+    """The gate's table for one recall: kept or dropped, rank score and its parts, gate coverage, kind, id, the
+    deciding bar, reason, matched terms.
 
     ``rows`` are the rows of :meth:`synapse_nb.recall.Recall.explain`. Text columns are left-aligned,
-    the score right-aligned; dropped rows are muted.
+    the numbers right-aligned; dropped rows are muted.
     """
     out = []
     for r in rows:
         style = f" style='color:{MUTED}'" if not r.kept else ""
         kept = "✔ yes" if r.kept else "✘ no"
-        out.append([f"<span{style}>{kept}</span>", f"<span{style}>{r.score:.3f}</span>", esc(r.kind), code(r.id),
-                    esc(r.bar), esc(r.reason), esc(", ".join(r.matched) or "-")])
-    return block(table_html(["kept", "score", "kind", "id", "bar", "reason", "matched"], out, align="lrlllll",
-                            wrap=[False, False, False, False, False, True, True],
-                            empty="no candidate scored above zero"))
+        cov = "-" if getattr(r, "coverage", None) is None else f"{r.coverage:.3f}"
+        parts = " ".join(f"{k} {v:.3f}" for k, v in getattr(r, "parts", ()) if v or k == "bm25")
+        out.append([f"<span{style}>{kept}</span>", f"<span{style}>{r.score:.3f}</span>", esc(parts or "-"),
+                    f"<span{style}>{cov}</span>", esc(r.kind), code(r.id), esc(r.bar), esc(r.reason),
+                    esc(", ".join(r.matched) or "-")])
+    return block(table_html(["kept", "rank", "rank parts", "coverage", "kind", "id", "bar", "reason", "matched"],
+                            out, align="lrlrlllll", wrap=[False, False, True, False, False, False, False, True, True],
+                            empty="no candidate ranked"))
 
 
 def status_html(status: Any) -> str:

@@ -28,7 +28,7 @@ from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import RECORD_TYPES, Record
 from synapse_nb.settings import SETTINGS, check_setting
-from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS
+from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context
@@ -53,7 +53,10 @@ def export_lines(store: VaultStore) -> Iterator[str]:
     for name, value in store.meta.settings().items():
         yield json.dumps({"kind": "setting", "name": name, "value": value}, sort_keys=True, ensure_ascii=False)
     for kind in KINDS:
+        optional = OPTIONAL_FIELDS.get(kind, ())
         for doc in store.transfer.rows(kind):
+            if optional:  # written only when set: a vault that does not use them exports as before
+                doc = {k: v for k, v in doc.items() if v is not None or k not in optional}
             yield json.dumps({"kind": kind, **doc}, sort_keys=True, ensure_ascii=False)
 
 
@@ -145,6 +148,8 @@ def _check_document(store: VaultStore, kind: str, doc: dict[str, Any]) -> None:
     an id of the kind, a valid mind and source; then the record, by its kind's own check.
     """
     fields = EXPORT_FIELDS[kind]
+    for f in OPTIONAL_FIELDS.get(kind, ()):  # exports written before these fields existed
+        doc.setdefault(f, None)
     keys = sorted(k for k in doc if k != "kind")
     if sorted(fields) != keys:
         missing = sorted(set(fields) - set(keys))

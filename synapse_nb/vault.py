@@ -372,7 +372,8 @@ class Vault:
         budget_tokens : most tokens for the hits (default: the bars' ``budget_tokens``).
         bars : a :class:`synapse_nb.recall.Bars` to override the gate's thresholds (default:
             :meth:`default_bars`, the bars saved in the vault's settings, else ``Bars()``).
-        path : "auto" (default), "exhaustive" or "index" — which candidate path to use.
+        path : "auto" (default) or "rank": BM25 over the ranking table, then the structure step ("exhaustive"
+            and "index", recall v1's candidate paths, are accepted and run the same ranking).
 
         Examples
         --------

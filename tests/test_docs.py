@@ -149,6 +149,12 @@ def check_link(doc: Path, target: str, own_anchors: set[str]) -> str | None:
     return None
 
 
+def _generated() -> set[str]:
+    """Paths the repository's .gitignore names literally: folders a run creates, which a fresh clone lacks."""
+    lines = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    return {ln.strip() for ln in lines if ln.strip() and not ln.startswith("#") and not any(c in ln for c in "*?[!")}
+
+
 def check_path(ref: str) -> str | None:
     """Why a repository path (maybe a glob, maybe a pytest id) does not resolve, or None."""
     ref = ref.rstrip(".,:")
@@ -157,6 +163,8 @@ def check_path(ref: str) -> str | None:
         return None if any(ROOT.glob(file_part)) else f"{ref}: the glob matches nothing"
     target = ROOT / file_part
     if not target.exists():
+        if file_part in _generated():
+            return None  # output a run writes (git-ignored), e.g. the browser suite's screenshots
         return f"{ref}: no such file or folder"
     if file_part.endswith("/") and not target.is_dir():
         return f"{ref}: not a folder"

@@ -165,14 +165,14 @@ def test_to_pandas_and_polars(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "content", "pattern"),
     [
-        ("d.csv", "text,lbl\na,x\n", r"d\.csv: header \(row 1\): missing column 'label'; found: text, lbl"),
+        ("d.csv", "text,lbl\na,x\n", r"d\.csv: no label column found; looked for label, intent, category.*found: text, lbl; pass --label-col"),
         ("d.csv", "text,label\na,x\n ,y\n", r"d\.csv: row 3: empty 'text'"),
         ("d.csv", "text,label,split\na,x,train\nb,y,\n", r"row 3: empty 'split'"),
         ("d.csv", "text,label\na,x\nb,x\n", r"one class \('x'\)"),
         ("d.csv", "text,label\na,\nb,oos\n", "every label is out of scope"),
         ("d.jsonl", '{"text": "a", "label": "x"}\n\n{"text": "b", "label": "y"\n', r"d\.jsonl: line 3: not valid JSON"),
         ("d.jsonl", '{"text": "a", "label": "x"}\n{"text": 3, "label": "y"}\n', r"line 2: 'text' is int"),
-        ("d.txt", "text,label\n", r"unknown extension '\.txt'; accepted: \.csv"),
+        ("d.xlsx", "text,label\n", r"unknown extension '\.xlsx'; accepted: CSV/TSV"),
         ("d.csv", "", "the file is empty"),
     ],
 )
@@ -184,8 +184,11 @@ def test_bad_input_names_file_row_and_problem(tmp_path: Path, name: str, content
 
 def test_non_utf8_bytes_report_the_line(tmp_path: Path) -> None:
     p = _write(tmp_path, "d.csv", b"text,label\nabc,x\ncaf\xe9,y\n")
-    with pytest.raises(DatasetError, match=r"d\.csv: line 3: bytes that are not UTF-8"):
+    with pytest.raises(DatasetError, match=r"d\.csv: line 3, column 4: byte 0xe9 \(file offset 20\) is not valid "
+                       r"utf-8; pass --encoding .* or --errors replace"):
         load_labelled(p)
+    assert load_labelled(p, encoding="latin-1").texts == ("abc", "café")
+    assert load_labelled(p, errors="replace").texts == ("abc", "caf\ufffd")
 
 
 def test_unknown_split_lists_known_ones() -> None:
@@ -198,7 +201,7 @@ def test_missing_file_and_unknown_dataset(tmp_path: Path) -> None:
         load_labelled(tmp_path / "nope.csv")
     with pytest.raises(DatasetError, match="no such file or dataset; accepted: agent_vault"):
         load_dataset("nope_dataset")
-    with pytest.raises(DatasetError, match="not a known dataset folder"):
+    with pytest.raises(DatasetError, match="not a dataset folder; accepted: split files named train"):
         load_dataset(tmp_path)
 
 
@@ -353,7 +356,7 @@ def test_evaluate_router_skips_calibration_without_val_oos() -> None:
 def test_evaluate_router_errors() -> None:
     with pytest.raises(ValidationError, match="accepted: accuracy, balanced"):
         evaluate_router(WordRouter(), _toy_data(), criterion="f1")
-    with pytest.raises(DatasetError, match="unknown split 'holdout'"):
+    with pytest.raises(DatasetError, match="no test split 'holdout'; splits found: train, val, test"):
         evaluate_router(WordRouter(), _toy_data(), test="holdout")
     flat = LabelledData(("a", "b"), ("x", None))
     with pytest.raises(DatasetError, match="has no split column"):
@@ -396,6 +399,7 @@ def test_save_and_load_results_append(tmp_path: Path) -> None:
 
 def test_router_protocol_and_public_names() -> None:
     assert isinstance(WordRouter().fit(["a"], ["x"]), ev.RouterLike)
-    submodules = {"data", "locomo", "metrics", "retrieval", "routing", "variants"}
+    submodules = {"data", "locomo", "metrics", "progress", "readers", "results", "retrieval", "routing", "sweep",
+                  "variants"}
     public = sorted(n for n in dir(ev) if not n.startswith("_") and n not in {"annotations", *submodules})
     assert sorted(ev.__all__) == ev.__all__ == public

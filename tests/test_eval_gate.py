@@ -27,7 +27,9 @@ def test_run_gate_eval_on_agent_vault_with_the_real_router() -> None:
     for key in ("in_scope_accuracy", "oos_recall", "oos_precision", "oos_f1", "accuracy"):
         assert 0.0 <= out[key] <= 1.0, key
     assert out["calibrated"] and out["criterion"] == "balanced"
-    assert (out["n_train"], out["n_val"], out["n_test"], out["n_oos_test"]) == (220, 83, 135, 35)
+    # the notebook's setting: fitted on train + the 20 hubs' 3 examples, the triggers as route descriptions
+    assert (out["n_train"], out["n_val"], out["n_test"], out["n_oos_test"]) == (280, 83, 135, 35)
+    assert out["config"]["with_descriptions"] is True
     assert isinstance(out["thresholds"]["global"], float)
     assert out["config"]["router"] == "Router" and out["queries_per_second"] > 0
 
@@ -51,7 +53,8 @@ def test_with_descriptions_adds_hub_triggers_and_examples_to_train_only() -> Non
     assert len(data.route_examples) == 20 and all(len(v) == 3 for v in data.route_examples.values())
     plain = evaluate_router(Router(method="centroid"), data, n_boot=50)
     hubs = evaluate_router(Router(method="centroid"), data, with_descriptions=True, n_boot=50)
-    assert hubs.n_train == plain.n_train + 20 * 4 and hubs.n_test == plain.n_test == 135
+    # Router.fit takes the 20 triggers as descriptions=, the 3 examples per hub as rows
+    assert hubs.n_train == plain.n_train + 20 * 3 and hubs.n_test == plain.n_test == 135
     assert hubs.config["with_descriptions"] and not plain.config["with_descriptions"]
 
 
@@ -64,7 +67,9 @@ def test_run_gate_eval_on_a_plain_file_without_oos(tmp_path: Path) -> None:
     out = run_gate_eval(path, method="centroid")
     assert out["oos_recall"] is None and out["oos_f1"] is None and out["oos_precision"] is None
     assert not out["calibrated"] and out["criterion"] is None
-    assert out["config"]["calibration_skipped"] == "no 'val' split"
+    assert out["config"]["calibration_skipped"] == out["notes"][0]
+    assert out["notes"] == ["no validation split, and no out-of-scope rows in train to carve one from: "
+                            "thresholds not calibrated"]
     assert out["in_scope_accuracy"] == 1.0 and out["n_test"] == 4
 
 

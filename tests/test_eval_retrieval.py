@@ -67,14 +67,17 @@ def _toy(tmp_path: Path) -> Path:
 def test_split_constants_cover_the_ten_conversations_once() -> None:
     ids = [c.sample_id for c in load_locomo(LOCOMO)]
     assert sorted(TUNE_CONVERSATIONS + HELD_OUT_CONVERSATIONS) == sorted(ids)
+    assert list(TUNE_CONVERSATIONS) == ids[:7] and list(HELD_OUT_CONVERSATIONS) == ids[7:]  # 0-6 and 7-9
     assert not set(TUNE_CONVERSATIONS) & set(HELD_OUT_CONVERSATIONS)
 
 
 def test_turn_document_adds_the_preceding_turn_of_the_same_session_only(tmp_path: Path) -> None:
     conv = load_locomo(_toy(tmp_path))[0]
-    assert turn_document(conv, 1) == ("[1:56 pm on 8 May, 2023] Bob: Yes, last Saturday, I made a blue bowl. "
-                                      "| replying to: Ann: Have you been to the pottery workshop?")
-    assert "replying to" not in turn_document(conv, 3)  # first turn of session 2
+    assert turn_document(conv, 1, context=1) == (
+        "[1:56 pm on 8 May, 2023] Bob: Yes, last Saturday, I made a blue bowl. "
+        "| replying to: Ann: Have you been to the pottery workshop?")
+    assert turn_document(conv, 1) == "[1:56 pm on 8 May, 2023] Bob: Yes, last Saturday, I made a blue bowl."
+    assert "replying to" not in turn_document(conv, 3, context=1)  # first turn of session 2
     assert turn_document(conv, 1, date=False, context=0) == "Bob: Yes, last Saturday, I made a blue bowl."
     with pytest.raises(ValidationError):
         turn_document(conv, 1, context=-1)
@@ -92,6 +95,9 @@ def test_vault_holds_one_episode_per_turn_with_deterministic_ids(tmp_path: Path)
         assert set(eps) == set(ids1.values())
         assert eps["D1:2"].created_at.startswith("2023-05-08T13:56")
         assert eps["D2:1"].task_key == "toy-1 D2:1" and "Boston" in eps["D2:1"].outcome
+        # the conversation's structure: session = thread, turn order = seq, speaker = actor
+        assert (eps["D1:3"].thread, eps["D1:3"].seq, eps["D1:3"].actor) == ("toy-1 session 1", 2, "Ann")
+        assert (eps["D2:1"].thread, eps["D2:1"].seq) == ("toy-1 session 2", 0)
         assert v1.export_jsonl() == v2.export_jsonl()
     finally:
         v1.close()
@@ -121,6 +127,21 @@ def test_run_locomo_eval_on_a_two_conversation_subset(subset: Path) -> None:
     assert set(out["by_category"]) <= {"multi-hop", "temporal", "open-domain", "single-hop", "adversarial"}
     assert run_locomo_eval(subset) == out  # byte-for-byte the same figures on a rebuilt vault
     json.dumps(out)
+    # what a user receives with the default bars, and the off-topic stand-in (the other conversation's vault)
+    for key in ("delivered_recall_at_5", "nothing_new_rate", "offtopic_nothing_new_rate"):
+        assert 0.0 <= out[key] <= 1.0, key
+    assert out["delivered_recall_at_5"] <= out["recall_at_5"] + 1e-9  # the bars only remove
+    assert out["offtopic_nothing_new_rate"] > out["nothing_new_rate"]  # another life's questions: nothing new
+
+
+def test_subsets_name_dev_heldout_and_indices(subset: Path) -> None:
+    frame = locomo_questions(subset, "1", retrievers=["recall"])
+    assert frame["sample_id"].unique().to_list() == ["conv-30"]
+    turn = frame.filter(frame["level"] == "turn")
+    assert turn["offtopic_nothing_new"].null_count() == turn.height  # alone: no other conversation to ask
+    assert turn["nothing_new"].null_count() == 0
+    with pytest.raises(ValidationError, match="heldout"):
+        locomo_questions(subset, "nonsense", retrievers=["recall"])
 
 
 def test_table_orders_retrievers_levels_and_categories(subset: Path) -> None:
@@ -143,3 +164,18 @@ def test_bad_arguments_are_refused(subset: Path, tmp_path: Path) -> None:
         run_locomo_eval(subset, k_values=(0,))
     with pytest.raises(DatasetError, match="no LoCoMo file"):
         run_locomo_eval(tmp_path / "missing")
+
+
+def test_cli_recall_eval_takes_a_subset(subset: Path) -> None:
+    from typer.testing import CliRunner
+
+    from synapse_nb.cli import app
+
+    res = CliRunner().invoke(app, ["recall", "eval", str(subset), "--subset", "0,1", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["conversations"] == ["conv-26", "conv-30"] and out["n_questions"] == 24
+    assert {"recall_at_5", "recall_at_10", "ndcg_at_10", "mrr", "delivered_recall_at_5", "nothing_new_rate",
+            "offtopic_nothing_new_rate", "by_category"} <= set(out)
+    both = CliRunner().invoke(app, ["recall", "eval", str(subset), "--subset", "dev", "--conversations", "1"])
+    assert both.exit_code != 0 and "not both" in both.output

@@ -42,9 +42,9 @@ def test_variant_names_and_factory() -> None:
 def test_feature_routers_use_only_their_block() -> None:
     word = FeatureRouter("word", method="knn").fit(TEXTS, LABELS)
     char = FeatureRouter("char", method="knn").fit(TEXTS, LABELS)
-    X_word = word._features(["flights"])
-    assert X_word.shape[1] == len(word._word_vec.vocabulary_)
-    assert char._features(["flights"]).shape[1] == len(char._char_vec.vocabulary_)
+    assert word._feat.blocks == ("word",) and word._feat.n_features == len(word._feat.word_vocab)
+    assert char._feat.blocks == ("char",) and char._feat.n_features == len(char._feat.char_vocab)
+    assert not char._feat.word_vocab and not word._feat.char_vocab
     # "flighs" (a typo) shares no word with the examples, but most of its character n-grams
     assert word.decision_scores(["flighs"]).max() == 0.0
     assert char.predict(["flighs"]) == ["travel"]

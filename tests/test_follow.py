@@ -93,7 +93,7 @@ def test_v1_vault_migrates_to_v2_keeping_records(tmp_path):
     conn.commit()
     conn.close()
     v = syn.open_vault(path.parent)
-    assert v._store.schema_version == 2
+    assert v._store.schema_version == store.SCHEMA_VERSION
     assert v.notes.expand("n") == "b"
     assert v.flags() == {}
 

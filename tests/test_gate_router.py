@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from synapse_nb.errors import ConflictError, ValidationError
-from synapse_nb.gate import Router, RouterMetrics
+from synapse_nb.gate import Router, RoutingMetrics
 
 TRAIN = [
     ("book a flight to paris", "travel"),
@@ -63,13 +63,17 @@ def test_fit_errors_are_validation_errors_with_clear_messages():
     with pytest.raises(ValidationError, match="blank"):
         Router().fit(["hello there", "  "], ["a", "b"])
     with pytest.raises(ValidationError, match="at least two classes"):
-        Router().fit(["hello there", "hi"], ["greet", "greet"])
+        Router(method="linear").fit(["hello there", "hi"], ["greet", "greet"])
+    assert Router().fit(["hello there", "hi"], ["greet", "greet"]).blend_ == 1.0  # auto: centroid only
     with pytest.raises(ValidationError, match="no route"):
         Router().fit(["hello there", "hi"], [None, "oos"])
     with pytest.raises(ValidationError, match="no example has any word"):
         Router().fit(["!!!", "???"], ["a", "b"])
-    with pytest.raises(ValidationError, match="must be a str route name"):
-        Router().fit(["a b", "c d"], ["x", 3])  # type: ignore[list-item]
+    with pytest.raises(ValidationError, match=r"labels\[1\]: label \['y'\] is a list; accepted: a route name"):
+        Router().fit(["a b", "c d"], ["x", ["y"]])  # type: ignore[list-item]
+    with pytest.raises(ValidationError, match="boolean"):
+        Router().fit(["a b", "c d"], ["x", True])  # type: ignore[list-item]
+    assert Router(method="knn").fit(["a b", "c d"], ["x", 3]).routes_ == ["3", "x"]  # Parquet int labels
     with pytest.raises(ValidationError, match="method"):
         Router(method="bert")
     with pytest.raises(ConflictError, match="not fitted"):
@@ -89,14 +93,14 @@ def test_evaluate_counts_oos_as_its_own_class():
     r = Router(method="knn", threshold=0.5).fit(X, Y)
     m = r.evaluate(["book a flight to paris", "qwxz zzyq", "play some jazz music", "will it rain today"],
                    ["travel", None, "weather", "weather"])
-    assert isinstance(m, RouterMetrics)
+    assert isinstance(m, RoutingMetrics)
     assert m.n == 4
     assert m.accuracy == pytest.approx(3 / 4)
     assert m.in_scope_accuracy == pytest.approx(2 / 3)
     assert m.oos_recall == 1.0 and m.oos_precision == 1.0 and m.oos_f1 == 1.0
-    assert [p.route for p in m.per_route] == ["music", "travel", "weather"]
-    weather = m.per_route[2]
-    assert (weather.precision, weather.recall, weather.support) == (1.0, 0.5, 2)
+    assert m.per_route["route"].to_list() == ["music", "travel", "weather", "oos"]
+    weather = m.per_route.row(2, named=True)
+    assert (weather["precision"], weather["recall"], weather["support"]) == (1.0, 0.5, 2)
     no_oos = r.evaluate(["book a flight to paris"], ["travel"])
     assert no_oos.oos_recall is None and no_oos.oos_f1 is None and no_oos.accuracy == 1.0
 
@@ -185,5 +189,5 @@ def test_clinc_smoke_on_a_small_deterministic_subset():
     assert m.n == len(te)
     assert m.in_scope_accuracy is not None and m.in_scope_accuracy > 0.8
     assert m.oos_recall is not None and m.oos_recall > 0.5
-    again = Router().fit([t for t, _ in tr], [y for _, y in tr]).decision_scores([t for t, _ in te])
+    again = Router(blend=r.blend_).fit([t for t, _ in tr], [y for _, y in tr]).decision_scores([t for t, _ in te])
     assert np.array_equal(again, r.decision_scores([t for t, _ in te]))

@@ -32,10 +32,12 @@ def test_explain_table_aligns_text_left_and_scores_right(vault: syn.Vault) -> No
     _seed(vault)
     html = vault.recall("how do we run migrations").explain()._repr_html_()
     head = re.findall(r"<th style='text-align:(\w+)", html)
-    assert head == ["left", "right", "left", "left", "left", "left", "left"]
+    # kept, rank, rank parts, coverage, kind, id, bar, reason, matched: the two numbers right-aligned
+    assert head == ["left", "right", "left", "right", "left", "left", "left", "left", "left"]
     first = re.search(r"<tbody><tr>(.*?)</tr>", html).group(1)
     cells = re.findall(r"<td style='text-align:(\w+)[^']*'>(.*?)</td>", first)
     assert [a for a, _ in cells] == head and "yes" in cells[0][1] and re.fullmatch(r".*\d\.\d{3}.*", cells[1][1])
+    assert "bm25" in cells[2][1] and re.fullmatch(r".*\d\.\d{3}.*", cells[3][1])
 
 
 def test_recall_text_wraps_between_words_and_counts_read_right(vault: syn.Vault) -> None:

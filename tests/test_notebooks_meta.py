@@ -104,7 +104,7 @@ def test_the_notebooks_show_what_they_promise() -> None:
         return "\n".join(t for c in node.cells if c.cell_type == "code" for t in _texts(c))
 
     quick = all_text("quickstart")
-    assert "False ['memory', 'decision', 'checkpoint']" in quick  # the first recall finds all three
+    assert "False ['memory', 'checkpoint', 'decision']" in quick  # the first recall finds all three (rank order)
     assert "True\n" in quick and "nothing new" in quick           # the second one: nothing new
     assert "Doing: Cleaning the 2025 survey wave" in quick         # restored from a fresh handle
     assert "already ran at" in quick

@@ -254,3 +254,68 @@ def test_a_store_is_safe_to_share_between_threads(store: Any) -> None:
     assert not errors and store.memories.count(view) == 80
     stamps = sorted(m.created_at for m in store.memories.list(view))
     assert len(set(stamps)) == 80  # strictly increasing: no two alike
+
+
+# -- ranking (schema v3): what recall engine v2 asks of every backend ----------------------------------------
+def _epi(i: int, outcome: str, *, mind: str = "default", thread: str | None = None, seq: int | None = None,
+         actor: str | None = None) -> Any:
+    from synapse_nb.models import Episode
+
+    return Episode(id=f"epi_{i:012x}", mind=mind, created_at=T0, updated_at=T0, task_key="t", outcome=outcome,
+                   thread=thread, seq=seq, actor=actor)
+
+
+def _fts5_bm25(docs: dict[str, tuple[str, str]], words: list[str], w_body: float, w_context: float) -> dict[str, float]:
+    """SQLite FTS5's bm25() (positive), as store/base.py states it, for words the porter stemmer leaves alone."""
+    import math
+    import re
+
+    tok = {rid: (re.findall(r"[^\W_]+", b.lower()), re.findall(r"[^\W_]+", c.lower())) for rid, (b, c) in docs.items()}
+    n = len(tok)
+    avgdl = sum(len(b) + len(c) for b, c in tok.values()) / n
+    out: dict[str, float] = {}
+    for rid, (b, c) in tok.items():
+        score, dl, hit = 0.0, len(b) + len(c), False
+        for w in words:
+            n_hit = sum(1 for bb, cc in tok.values() if w in bb or w in cc)
+            idf = math.log((n - n_hit + 0.5) / (n_hit + 0.5))
+            idf = idf if idf > 0 else 1e-6
+            tf = w_body * b.count(w) + w_context * c.count(w)
+            hit = hit or tf > 0
+            score += idf * tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * dl / avgdl))
+        if hit:
+            out[rid] = score
+    return out
+
+
+def test_ranking_documents_bm25_and_structure(store: Any) -> None:
+    """BM25 exactly as FTS5 computes it (vault-wide N and average length), best first, ties by id, one mind;
+    context = the two records before it in its thread; rank_rows in id order; next_seq."""
+    talk = ["where is the lake", "the lake is north of the trout farm", "any trout there", "two trout today",
+            "nothing about fish"]
+    for i, text in enumerate(talk):
+        store.episodes.insert(_epi(i, text, thread="s1", seq=i, actor="ann" if i % 2 == 0 else "bob"))
+    store.episodes.insert(_epi(10, "lake lake lake", mind="other"))
+    store.episodes.insert(_epi(11, "trout farm", thread="s2", seq=0))
+    store.episodes.insert(_epi(12, "trout farm", thread="s2", seq=1))  # same text: a tie, broken by id
+    bodies = {f"epi_{i:012x}": f"t {t} " for i, t in enumerate(talk)}
+    order = [f"epi_{i:012x}" for i in range(len(talk))]
+    docs = {rid: (body, " ".join(bodies[p] for p in order[max(0, k - 2):k]).strip()) for k, (rid, body) in
+            enumerate(bodies.items())}
+    docs |= {"epi_00000000000a": ("t lake lake lake ", ""), "epi_00000000000b": ("t trout farm ", ""),
+             "epi_00000000000c": ("t trout farm ", "t trout farm")}
+    want = _fts5_bm25(docs, ["lake", "trout"], 1.0, 0.2)
+    hits = store.recall.bm25("default", ["lake", "trout"], depth=50)
+    assert "epi_00000000000a" not in {h.id for h in hits}  # another mind
+    assert [(-h.score, h.id) for h in hits] == sorted((-h.score, h.id) for h in hits)
+    for h in hits:
+        assert h.score == pytest.approx(want[h.id], rel=1e-9), h.id
+    assert len(hits) == sum(1 for rid in want if rid != "epi_00000000000a")
+    assert [h.id for h in store.recall.bm25("default", ["lake", "trout"], depth=2)] == [h.id for h in hits[:2]]
+    assert store.recall.bm25("default", [], depth=5) == []
+    rows = store.recall.rank_rows("default")
+    assert [r.id for r in rows] == sorted(r.id for r in rows) and len(rows) == 7
+    first = rows[0]
+    assert (first.thread, first.seq, first.actor, first.question) == ("s1", 0, "ann", False)
+    assert store.recall.rank_count("default") == (7, 8)
+    assert store.episodes.next_seq("default", "s1") == 5 and store.episodes.next_seq("default", "new") == 0

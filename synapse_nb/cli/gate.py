@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -17,27 +17,62 @@ gate_app = typer.Typer(cls=Group, no_args_is_help=True, help=group_help(
 
 @gate_app.command("eval")
 def gate_eval(
-    path: Annotated[str, typer.Argument(help="A labelled file (CSV/JSONL/Parquet), a dataset folder or a bundled name.")],
+    path: Annotated[str, typer.Argument(help=(
+        "A labelled file (CSV/TSV/JSONL/JSON records/Parquet), a folder of split files (train.*, val.*|valid*|"
+        "dev.*, test.*), a dataset folder or a bundled name (agent_vault, clinc150)."))],
+    text_col: Annotated[str | None, typer.Option("--text-col", help="Text column (default: text/utterance/query/sentence/...).")] = None,
+    label_col: Annotated[str | None, typer.Option("--label-col", help="Label column (default: label/intent/category/...).")] = None,
+    split_col: Annotated[str | None, typer.Option("--split-col", help="Split column (default: split/partition/...; '' for none).")] = None,
+    delimiter: Annotated[str | None, typer.Option("--delimiter", help="CSV delimiter, e.g. ';' or '\\t' (default: sniffed).")] = None,
+    encoding: Annotated[str, typer.Option("--encoding", help="File encoding, e.g. latin-1, cp1252.")] = "utf-8",
+    errors: Annotated[str, typer.Option("--errors", metavar="strict|replace", help="Undecodable bytes: stop, or read them as U+FFFD.")] = "strict",
     train_split: Annotated[str, typer.Option("--train-split", help="Split the router is fitted on.")] = "train",
-    val_split: Annotated[str | None, typer.Option("--val-split", help="Split thresholds are calibrated on ('' for none).")] = "val",
+    val_split: Annotated[str, typer.Option("--val-split", help="Split thresholds are calibrated on; 'auto' finds val/valid/dev or carves one from train; '' for none.")] = "auto",
     test_split: Annotated[str, typer.Option("--test-split", help="Split that is scored.")] = "test",
+    holdout: Annotated[float | None, typer.Option("--holdout", help="Data without splits: hold out this share of each label as test (also the share carved from train for a missing val split).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of hold-outs, folds and bootstrap intervals.")] = 0,
+    method: Annotated[str, typer.Option("--method", metavar="auto|linear|centroid|knn", help="How the router scores routes.")] = "auto",
     criterion: Annotated[str, typer.Option("--criterion", metavar="accuracy|balanced", help="Calibration criterion.")] = "accuracy",
     per_route: Annotated[bool, typer.Option("--per-route", help="Calibrate one threshold per route.")] = False,
+    cross_fit: Annotated[int | None, typer.Option("--cross-fit", help="Fit on train+val; choose thresholds on out-of-fold scores of this many folds.")] = None,
+    c: Annotated[float | None, typer.Option("--C", help="Linear model regularisation (default 2.0).")] = None,
+    linear_idf: Annotated[float | None, typer.Option("--linear-idf", help="idf exponent of the linear model's features, 0..1 (default 0.5).")] = None,
+    description_weight: Annotated[float | None, typer.Option("--description-weight", help="Share of a route's centroid taken by its description, 0..1 (default 0.5).")] = None,
+    blend: Annotated[float | None, typer.Option("--blend", help="method auto: fix the linear/centroid blend, 0..1 (default: chosen on val).")] = None,
+    descriptions: Annotated[bool | None, typer.Option("--descriptions/--no-descriptions", help="Fit on route descriptions and examples (default: when the dataset has them).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Fit the gate's router on one split, calibrate on another, score the test split.
+    """Fit the gate's router on one split, calibrate on another, score the test split (95% bootstrap CIs).
+
+    A progress bar shows on a terminal (never with --json).
 
     Examples:
 
         synapse-nb gate eval datasets/agent_vault
 
         synapse-nb gate eval datasets/clinc150 --criterion balanced --json
+
+        synapse-nb gate eval banking/ --label-col category
+
+        synapse-nb gate eval intents.csv --delimiter ';' --encoding latin-1 --holdout 0.2 --seed 1
     """
     from synapse_nb.eval import run_gate_eval  # here: the eval code loads scikit-learn and pandas
 
+    if delimiter in ("\\t", "tab", "TAB"):
+        delimiter = "\t"
+    options: dict[str, Any] = {k: v for k, v in (("C", c), ("linear_idf", linear_idf),
+                                                  ("description_weight", description_weight), ("blend", blend))
+                               if v is not None}
     out = run_gate_eval(path, train_split=train_split, val_split=val_split or None, test_split=test_split,
-                        criterion=criterion, per_route=per_route)
+                        criterion=criterion, method=method, per_route=per_route, with_descriptions=descriptions,
+                        text_col=text_col, label_col=label_col, split_col=split_col, delimiter=delimiter,
+                        encoding=encoding, errors=errors, holdout=holdout, seed=seed, cross_fit=cross_fit,
+                        router_options=options, progress=False if as_json else None)
     if as_json:
         echo_json(out)
     else:
+        notes = out.pop("notes", [])
+        out["config"].pop("notes", None)  # printed once, below
         print_mapping(out)
+        for note in notes:
+            typer.echo(f"note: {note}")

@@ -64,21 +64,31 @@ def recall_query(
 def recall_eval(
     path: Annotated[str, typer.Argument(help="The LoCoMo dataset folder or JSON file.")] = "datasets/locomo",
     conversations: Annotated[int | None, typer.Option("--conversations", min=1, help="Only the first N conversations.")] = None,
+    subset: Annotated[str | None, typer.Option("--subset", help="dev (conversations 0-6, tuned on), heldout (7-9), all, or 0-based indices such as 7,8,9.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Evaluate recall on LoCoMo questions (retrieval metrics of the gate over each conversation).
+    """Evaluate recall on LoCoMo questions: ranking (R@5, R@10, nDCG@10, MRR), what a user receives with the
+    default bars (delivered R@5, "nothing new" rate) and off-topic rejection (each question asked of the next
+    conversation's vault).
 
     Examples:
 
-        synapse-nb recall eval datasets/locomo --conversations 2
+        synapse-nb recall eval datasets/locomo --subset heldout
 
-        synapse-nb recall eval datasets/locomo --json
+        synapse-nb recall eval datasets/locomo --subset 7,8,9 --json
+
+        synapse-nb recall eval datasets/locomo --conversations 2
     """
-    from synapse_nb.eval import run_locomo_eval  # here: the eval code loads scikit-learn and pandas
+    from synapse_nb.errors import ValidationError
+    from synapse_nb.eval import run_locomo_eval  # here: the eval code loads polars
 
     kwargs: dict[str, Any] = {}
+    if conversations is not None and subset is not None:
+        raise ValidationError("give --conversations N or --subset, not both")
     if conversations is not None:
         kwargs["conversations"] = list(range(conversations))  # the first N, by position in the file
+    if subset is not None:
+        kwargs["conversations"] = subset
     out = run_locomo_eval(path, **kwargs)
     out = out.to_dict() if hasattr(out, "to_dict") else out
     if as_json:

@@ -12,21 +12,16 @@ from __future__ import annotations
 
 import typing as _typing  # a private name: this package's dir() lists only its public API
 
-from synapse_nb.eval.data import LabelledData, bundled_datasets_dir, load_dataset, load_labelled, normalize_label
+from synapse_nb.eval.data import LabelledData, bundled_datasets_dir, load_dataset, load_labelled
 from synapse_nb.eval.locomo import Conversation, Question, Turn, load_locomo, normalize_evidence
-from synapse_nb.eval.metrics import RoutingMetrics, bootstrap_ci, mrr, ndcg_at_k, recall_at_k, routing_metrics
+from synapse_nb.eval.metrics import mrr, ndcg_at_k, recall_at_k
 from synapse_nb.eval.retrieval import RETRIEVERS, locomo_questions, locomo_table, run_locomo_eval
+from synapse_nb.gate.metrics import RoutingMetrics, bootstrap_ci, normalize_label, routing_metrics
 
 if _typing.TYPE_CHECKING:
-    from synapse_nb.eval.routing import (
-        RouterEvaluation,
-        RouterLike,
-        evaluate_router,
-        load_results,
-        run_gate_eval,
-        save_results,
-        threshold_sweep,
-    )
+    from synapse_nb.eval.results import load_results, save_results
+    from synapse_nb.eval.routing import RouterEvaluation, RouterLike, evaluate_router, run_gate_eval
+    from synapse_nb.eval.sweep import threshold_sweep
     from synapse_nb.eval.variants import VARIANTS, gate_variants
 
 __all__ = [
@@ -63,8 +58,8 @@ __all__ = [
 
 # Lazy exports (the package's one idiom: names for type checkers under TYPE_CHECKING, a plain
 # ``from ... import`` inside ``__getattr__`` so the import-graph test sees the edge, the value cached).
-_ROUTING_NAMES = ("RouterEvaluation", "RouterLike", "evaluate_router", "load_results", "run_gate_eval",
-                  "save_results", "threshold_sweep")
+_ROUTING_NAMES = ("RouterEvaluation", "RouterLike", "evaluate_router", "run_gate_eval")
+_RESULTS_NAMES = ("load_results", "save_results")
 _VARIANTS_NAMES = ("VARIANTS", "gate_variants")
 
 
@@ -73,6 +68,14 @@ def __getattr__(name: str) -> _typing.Any:
         from synapse_nb.eval import routing  # router evaluation: loads the router (scikit-learn) on first use
 
         value = getattr(routing, name)
+    elif name in _RESULTS_NAMES:
+        from synapse_nb.eval import results  # polars-backed results files
+
+        value = getattr(results, name)
+    elif name == "threshold_sweep":
+        from synapse_nb.eval import sweep  # the threshold curve
+
+        value = sweep.threshold_sweep
     elif name in _VARIANTS_NAMES:
         from synapse_nb.eval import variants  # imports scikit-learn at module level (it subclasses the Router)
 

@@ -21,7 +21,6 @@ Examples
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
@@ -30,52 +29,51 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb.errors import DatasetError
+from synapse_nb.errors import DatasetError, ValidationError
+from synapse_nb.eval.readers import (
+    _ACCEPTED_FILES,
+    ENCODING_ERRORS,
+    EXTENSIONS,
+    _read_records,
+    _read_text,
+    _records_jsonl,
+    pick_column,
+    sniff_delimiter,
+)
+from synapse_nb.gate.metrics import normalize_label
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     import polars as pl
 
 __all__ = [
-    "OOS_STRINGS",
+    "ENCODING_ERRORS",
+    "EXTENSIONS",
+    "LABEL_COLUMNS",
+    "SPLIT_COLUMNS",
+    "TEXT_COLUMNS",
     "LabelledData",
     "bundled_datasets_dir",
     "load_dataset",
     "load_labelled",
-    "normalize_label",
+    "load_split_folder",
+    "sniff_delimiter",
+    "split_of_file",
 ]
 
-#: label strings (compared lower-cased, stripped) that mean "out of scope"
-OOS_STRINGS: tuple[str, ...] = ("", "none", "null", "oos")
-
-_EXTENSIONS: dict[str, str] = {
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
-_SPLIT_ORDER = ("train", "val", "validation", "dev", "test")
+#: Column names (compared lower-cased) taken as the text, label and split columns when none is named.
+TEXT_COLUMNS: tuple[str, ...] = ("text", "utterance", "query", "sentence", "question", "prompt")
+LABEL_COLUMNS: tuple[str, ...] = ("label", "intent", "category", "class", "route")
+SPLIT_COLUMNS: tuple[str, ...] = ("split", "partition", "subset", "set")
+_SPLIT_FILE_PREFIXES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("train", ("train",)),
+    ("val", ("validation", "valid", "val", "dev")),
+    ("test", ("test",)),
+)
+#: Split names that mean the validation split (``val_split`` finds one of these when ``val`` is absent).
+VAL_ALIASES: tuple[str, ...] = ("val", "valid", "validation", "dev")
+_SPLIT_ORDER = ("train", "val", "validation", "valid", "dev", "test")
 _BUNDLED = ("agent_vault", "clinc150", "clinc150_oos_plus")
-
-
-def normalize_label(value: Any) -> str | None:
-    """Return the route name of a raw label, or ``None`` for out of scope.
-
-    Examples
-    --------
-    >>> [normalize_label(v) for v in ["auth", " auth ", "", "OOS", "None", None, float("nan")]]
-    ['auth', 'auth', None, None, None, None, None]
-    """
-    if value is None:
-        return None
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, bool):
-        raise DatasetError(f"label {value!r} is a boolean; accepted: a route name, or empty/'oos'/None for out of scope")
-    text = str(value).strip()
-    return None if text.lower() in OOS_STRINGS else text
 
 
 def _split_sort_key(name: str) -> tuple[int, str]:
@@ -157,6 +155,63 @@ class LabelledData:
         idx = [i for i, s in enumerate(self.row_splits) if s == name]
         return [self.texts[i] for i in idx], [self.labels[i] for i in idx]
 
+    def find_split(self, name: str) -> str | None:
+        """The split called ``name``; for a validation name (:data:`VAL_ALIASES`) any of its aliases. Else ``None``.
+
+        >>> LabelledData(("a", "b"), ("x", None), ("train", "dev")).find_split("val")
+        'dev'
+        """
+        if name in self.splits:
+            return name
+        if name in VAL_ALIASES:
+            return next((s for s in self.splits if s in VAL_ALIASES), None)
+        return None
+
+    def carve(self, fraction: float, *, into: str, source: str | None = None, seed: int = 0) -> LabelledData:
+        """Move a label-stratified, seeded share of rows into a new split (a hold-out).
+
+        Parameters
+        ----------
+        fraction
+            Share of each label's rows moved (see :func:`synapse_nb.gate.folds.stratified_holdout`).
+        into
+            The new split's name (``"test"`` for ``--holdout``, ``"val"`` for a validation split).
+        source
+            The split the rows come from; ``None`` for data without splits, whose other rows become
+            ``train``.
+        seed
+            The same data, fraction and seed always give the same split.
+
+        Examples
+        --------
+        >>> d = LabelledData(tuple("abcdefghij"), ("x",) * 5 + ("y",) * 5).carve(0.2, into="test")
+        >>> d.splits, len(d.split("test")[0])
+        (('train', 'test'), 2)
+        """
+        from synapse_nb.gate.folds import stratified_holdout
+
+        if source is None:
+            if self.row_splits is not None:
+                raise DatasetError(f"{self.source or self.name}: already has splits ({', '.join(self.splits)})")
+            rows = list(range(len(self)))
+            splits = ["train"] * len(self)
+        else:
+            if source not in self.splits:
+                raise DatasetError(f"{self.source or self.name}: unknown split {source!r}; known splits: "
+                                   f"{', '.join(self.splits)}")
+            assert self.row_splits is not None
+            rows = [i for i, s in enumerate(self.row_splits) if s == source]
+            splits = list(self.row_splits)
+        try:
+            mask = stratified_holdout([self.labels[i] for i in rows], fraction, seed=seed)
+        except ValidationError as exc:
+            raise DatasetError(str(exc)) from None
+        for i, held in zip(rows, mask, strict=True):
+            if held:
+                splits[i] = into
+        return LabelledData(self.texts, self.labels, tuple(splits), source=self.source, name=self.name,
+                            route_descriptions=self.route_descriptions, route_examples=self.route_examples)
+
     def has_oos(self, name: str | None = None) -> bool:
         """Whether the split (or the whole data) has at least one out-of-scope row."""
         return any(label is None for label in self.split(name)[1])
@@ -191,91 +246,36 @@ class LabelledData:
         return f"LabelledData({self.name!r}, {sizes}, routes={len(self.routes)}, oos={self.n_oos})"
 
 
-# ----------------------------------------------------------------------------------------------- reading
-
-
-def _read_text(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DatasetError(f"{path}: no such file; accepted: a CSV, TSV, JSON Lines or Parquet file") from None
-    except OSError as exc:
-        raise DatasetError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise DatasetError(
-            f"{path}: line {line}: bytes that are not UTF-8 (byte {raw[exc.start]:#04x} at offset {exc.start}); "
-            "save the file as UTF-8"
-        ) from None
-
-
-def _records_csv(path: Path, sep: str) -> tuple[list[str], list[dict[str, Any]], int]:
-    import pandas as pd  # pandas: only to parse CSV/TSV files
-
-    text = _read_text(path)
-    try:
-        frame = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, na_filter=False)
-    except pd.errors.EmptyDataError:
-        raise DatasetError(f"{path}: the file is empty; expected a header row and data rows") from None
-    except pd.errors.ParserError as exc:
-        raise DatasetError(f"{path}: not valid CSV ({str(exc).strip().splitlines()[-1]})") from None
-    columns = [str(c) for c in frame.columns]
-    return columns, frame.to_dict(orient="records"), 2  # the header is row 1
-
-
-def _records_jsonl(path: Path) -> tuple[list[str], list[dict[str, Any]], list[int]]:
-    text = _read_text(path)
-    records: list[dict[str, Any]] = []
-    lines: list[int] = []
-    columns: dict[str, None] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}: line {lineno}: not valid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise DatasetError(f"{path}: line {lineno}: expected a JSON object, got {type(obj).__name__}")
-        for key in obj:
-            columns.setdefault(str(key), None)
-        records.append(obj)
-        lines.append(lineno)
-    return list(columns), records, lines
-
-
-def _records_parquet(path: Path) -> tuple[list[str], list[dict[str, Any]], int]:
-    import pyarrow.parquet as pq  # pyarrow: only to read Parquet files
-
-    if not path.exists():
-        raise DatasetError(f"{path}: no such file; accepted: a CSV, TSV, JSON Lines or Parquet file")
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:  # pyarrow raises ArrowInvalid / OSError subclasses
-        raise DatasetError(f"{path}: not a readable Parquet file ({exc})") from None
-    return list(table.column_names), table.to_pylist(), 1
-
-
 def load_labelled(
     path: str | os.PathLike[str],
     *,
-    text_col: str = "text",
-    label_col: str = "label",
-    split_col: str | None = "split",
+    text_col: str | None = None,
+    label_col: str | None = None,
+    split_col: str | None = None,
+    delimiter: str | None = None,
+    encoding: str = "utf-8",
+    errors: str = "strict",
+    split: str | None = None,
 ) -> LabelledData:
-    """Read a labelled CSV (``.csv``, ``.tsv``), JSON Lines (``.jsonl``, ``.ndjson``) or Parquet file.
+    r"""Read a labelled CSV/TSV, JSON Lines, JSON records or Parquet file.
 
     Parameters
     ----------
     path
-        The file; its extension chooses the reader.
+        The file; its extension chooses the reader (:data:`EXTENSIONS`).
     text_col, label_col
-        Required columns. Labels empty/``"oos"``/``"None"``/null are out of scope (``None``).
+        The text and label columns; by default the first column named (any case) one of
+        :data:`TEXT_COLUMNS` / :data:`LABEL_COLUMNS`. Labels empty/``"oos"``/``"None"``/null are out of
+        scope (``None``); numbers become their text.
     split_col
-        Optional column naming each row's split (``train``, ``val``, ``test``, ...). When the file has no
-        such column the data has no splits; ``None`` ignores the column even if present.
+        The column naming each row's split (``train``, ``val``, ``test``, ...); by default one named one
+        of :data:`SPLIT_COLUMNS` if present. ``""`` ignores any split column (the data has no splits).
+    delimiter
+        CSV/TSV field delimiter; by default sniffed from the first lines (``, ; TAB |``).
+    encoding, errors
+        How bytes become text (Python's codec names; ``errors`` ``"strict"`` or ``"replace"``).
+    split
+        Give every row this split (a folder of split files reads each file this way).
 
     Returns
     -------
@@ -284,77 +284,118 @@ def load_labelled(
     Raises
     ------
     DatasetError
-        Unknown extension, unreadable or non-UTF-8 file, missing column, empty text, empty split value,
-        or a label set with fewer than two classes (out of scope counts as a class).
+        Unknown extension, unreadable file, bytes not valid in ``encoding`` (naming line and byte),
+        missing column, empty text, empty split value, or a label set with fewer than two classes (out of
+        scope counts as a class).
 
     Examples
     --------
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "q.jsonl"
-    >>> _ = p.write_text('{"text": "a", "label": "x"}\\n{"text": "b", "label": null}\\n', encoding="utf-8")
+    >>> _ = p.write_text('{"utterance": "a", "intent": "x"}\n{"utterance": "b", "intent": null}\n', encoding="utf-8")
     >>> load_labelled(p).labels
     ('x', None)
     """
     path = Path(path)
-    kind = _EXTENSIONS.get(path.suffix.lower())
+    kind = EXTENSIONS.get(path.suffix.lower())
     if kind is None:
-        accepted = ", ".join(sorted(_EXTENSIONS))
-        raise DatasetError(f"{path}: unknown extension {path.suffix or '(none)'!r}; accepted: {accepted}")
-    rownums: list[int]
-    if kind in ("csv", "tsv"):
-        columns, records, first = _records_csv(path, "," if kind == "csv" else "\t")
-        rownums = list(range(first, first + len(records)))
-    elif kind == "jsonl":
-        columns, records, rownums = _records_jsonl(path)
-    else:
-        columns, records, first = _records_parquet(path)
-        rownums = list(range(first, first + len(records)))
+        raise DatasetError(f"{path}: unknown extension {path.suffix or '(none)'!r}; accepted: {_ACCEPTED_FILES}")
+    if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1):
+        raise DatasetError(f"delimiter={delimiter!r}; accepted: one character such as ',', ';', '|' or a TAB")
+    columns, records, rownums = _read_records(path, kind, delimiter, encoding, errors)
     unit = "line" if kind == "jsonl" else "row"
     if not records:
-        raise DatasetError(f"{path}: no data rows; expected columns {text_col!r} and {label_col!r}")
-    for col in (text_col, label_col):
-        if col not in columns:
-            where = "header (row 1)" if kind in ("csv", "tsv") else "columns"
-            raise DatasetError(
-                f"{path}: {where}: missing column {col!r}; found: {', '.join(columns) or 'none'}; "
-                "pass text_col=/label_col= to name yours"
-            )
-    use_split = split_col is not None and split_col in columns
+        raise DatasetError(f"{path}: no data rows")
+    tcol = pick_column(path, columns, text_col, TEXT_COLUMNS, "text", "--text-col (text_col=)")
+    lcol = pick_column(path, columns, label_col, LABEL_COLUMNS, "label", "--label-col (label_col=)")
+    scol = None if split_col == "" or split is not None else pick_column(
+        path, columns, split_col, SPLIT_COLUMNS, "split", "--split-col (split_col=)", required=False)
     texts: list[str] = []
     labels: list[str | None] = []
     splits: list[str] = []
     for rownum, rec in zip(rownums, records, strict=True):
-        text = rec.get(text_col)
+        text = rec.get(tcol)
         if text is None or (isinstance(text, float) and math.isnan(text)):
             text = ""
         if not isinstance(text, str):
-            raise DatasetError(f"{path}: {unit} {rownum}: {text_col!r} is {type(text).__name__}; expected text")
+            raise DatasetError(f"{path}: {unit} {rownum}: {tcol!r} is {type(text).__name__}; expected text")
         text = text.strip()
         if not text:
-            raise DatasetError(f"{path}: {unit} {rownum}: empty {text_col!r}; every row needs a text")
+            raise DatasetError(f"{path}: {unit} {rownum}: empty {tcol!r}; every row needs a text")
         try:
-            label = normalize_label(rec.get(label_col))
-        except DatasetError as exc:
+            label = normalize_label(rec.get(lcol))
+        except ValidationError as exc:
             raise DatasetError(f"{path}: {unit} {rownum}: {exc}") from None
         texts.append(text)
         labels.append(label)
-        if use_split:
-            assert split_col is not None
-            raw = rec.get(split_col)
+        if scol is not None:
+            raw = rec.get(scol)
             value = "" if raw is None else str(raw).strip()
             if not value:
                 raise DatasetError(
-                    f"{path}: {unit} {rownum}: empty {split_col!r}; every row needs a split when the column exists"
+                    f"{path}: {unit} {rownum}: empty {scol!r}; every row needs a split when the column exists "
+                    "(pass --split-col '' to ignore the column)"
                 )
             splits.append(value)
-    _check_classes(path, labels)
-    return LabelledData(
-        tuple(texts),
-        tuple(labels),
-        tuple(splits) if use_split else None,
-        source=str(path),
-        name=path.stem,
-    )
+    if split is None:
+        _check_classes(path, labels)
+    row_splits = tuple(splits) if scol is not None else ((split,) * len(texts) if split is not None else None)
+    return LabelledData(tuple(texts), tuple(labels), row_splits, source=str(path), name=path.stem)
+
+
+def split_of_file(path: Path) -> str | None:
+    """The split a file of a split folder holds, from its name: ``train*``, ``val*``/``valid*``/``dev*``, ``test*``.
+
+    >>> split_of_file(Path("train-00000-of-00001.parquet")), split_of_file(Path("dev.tsv")), split_of_file(Path("x.csv"))
+    ('train', 'val', None)
+    """
+    if path.suffix.lower() not in EXTENSIONS:
+        return None
+    stem = path.name[: -len(path.suffix)].lower()
+    for split, prefixes in _SPLIT_FILE_PREFIXES:
+        if stem.startswith(prefixes):
+            return split
+    return None
+
+
+def load_split_folder(
+    folder: str | os.PathLike[str],
+    *,
+    text_col: str | None = None,
+    label_col: str | None = None,
+    delimiter: str | None = None,
+    encoding: str = "utf-8",
+    errors: str = "strict",
+) -> LabelledData:
+    """Read a folder of split files (``train.csv``, ``dev.tsv``, ``test.jsonl``, ``train-0000.parquet``, ...).
+
+    A file's split comes from its name (:func:`split_of_file`): ``val``, ``valid``, ``validation`` and ``dev``
+    all become ``val``. Several files of one split are read in name order. When the folder itself holds no
+    split file, its ``data/`` subfolder is tried (the Hugging Face layout).
+
+    Raises
+    ------
+    DatasetError
+        No split file, or what :func:`load_labelled` raises for one of them.
+    """
+    folder = Path(folder)
+    files = sorted(p for p in folder.iterdir() if p.is_file() and split_of_file(p))
+    if not files and (folder / "data").is_dir():
+        files = sorted(p for p in (folder / "data").iterdir() if p.is_file() and split_of_file(p))
+    if not files:
+        found = ", ".join(sorted(p.name for p in folder.iterdir())[:10]) or "nothing"
+        raise DatasetError(
+            f"{folder}: not a dataset folder; accepted: split files named train.*, val.*/valid*/validation*/dev.*, "
+            f"test.* ({_ACCEPTED_FILES}), a CLINC150 folder (data_full.json) or an agent_vault folder "
+            f"(hubs.jsonl + queries.csv); found: {found}"
+        )
+    parts = [load_labelled(p, text_col=text_col, label_col=label_col, delimiter=delimiter, encoding=encoding,
+                           errors=errors, split=split_of_file(p)) for p in files]
+    texts = tuple(t for d in parts for t in d.texts)
+    labels = tuple(y for d in parts for y in d.labels)
+    splits = tuple(s for d in parts for s in (d.row_splits or ()))
+    _check_classes(folder, labels)
+    return LabelledData(texts, labels, splits, source=str(folder), name=folder.name)
 
 
 def _check_classes(source: Path | str, labels: Sequence[str | None]) -> None:
@@ -438,7 +479,17 @@ def _load_agent_vault(folder: Path) -> LabelledData:
     )
 
 
-def load_dataset(name_or_path: str | os.PathLike[str], *, variant: str | None = None) -> LabelledData:
+def load_dataset(
+    name_or_path: str | os.PathLike[str],
+    *,
+    variant: str | None = None,
+    text_col: str | None = None,
+    label_col: str | None = None,
+    split_col: str | None = None,
+    delimiter: str | None = None,
+    encoding: str = "utf-8",
+    errors: str = "strict",
+) -> LabelledData:
     """Load a bundled dataset by name or folder, or any labelled file.
 
     Parameters
@@ -449,6 +500,8 @@ def load_dataset(name_or_path: str | os.PathLike[str], *, variant: str | None = 
         labelled file (see :func:`load_labelled`).
     variant
         CLINC150 only: ``"full"`` (default) or ``"oos_plus"`` (250 out-of-scope training rows).
+    text_col, label_col, split_col, delimiter, encoding, errors
+        For a labelled file or a folder of split files: see :func:`load_labelled`.
 
     Notes
     -----
@@ -464,6 +517,8 @@ def load_dataset(name_or_path: str | os.PathLike[str], *, variant: str | None = 
     """
     raw = os.fspath(name_or_path)
     path = Path(raw)
+    options: dict[str, Any] = {"text_col": text_col, "label_col": label_col, "split_col": split_col,
+                               "delimiter": delimiter, "encoding": encoding, "errors": errors}
     if not path.exists() and raw in _BUNDLED:
         root = bundled_datasets_dir()
         if root is None:
@@ -479,13 +534,13 @@ def load_dataset(name_or_path: str | os.PathLike[str], *, variant: str | None = 
             return _load_clinc(path, variant or "full")
         if (path / "queries.csv").is_file() and (path / "hubs.jsonl").is_file():
             return _load_agent_vault(path)
+        return load_split_folder(path, **{k: v for k, v in options.items() if k != "split_col"})
+    clinc_files = {"data_full.json": "full", "data_oos_plus.json": "oos_plus"}
+    if path.is_file() and path.name in clinc_files:  # CLINC150's own file, given directly
+        return _load_clinc(path.parent, variant or clinc_files[path.name])
+    if not path.exists() and path.suffix.lower() not in EXTENSIONS:
         raise DatasetError(
-            f"{path}: not a known dataset folder; accepted: a CLINC150 folder (data_full.json) "
-            "or an agent_vault folder (hubs.jsonl + queries.csv)"
+            f"{raw}: no such file or dataset; accepted: {', '.join(_BUNDLED)}, a folder of split files, "
+            f"or a labelled file ({_ACCEPTED_FILES})"
         )
-    if not path.exists() and path.suffix.lower() not in _EXTENSIONS:
-        raise DatasetError(
-            f"{raw}: no such file or dataset; accepted: {', '.join(_BUNDLED)}, a dataset folder, "
-            f"or a labelled file ({', '.join(sorted(_EXTENSIONS))})"
-        )
-    return load_labelled(path)
+    return load_labelled(path, **options)

@@ -1,20 +1,23 @@
 """LoCoMo retrieval evaluation through the product's own recall (and its index's BM25/vector/hybrid paths).
 
 One vault per conversation (a temporary folder). Each dialogue turn is stored as an **episode** — the
-vault's episodic kind: something that happened at a given time. The episode's ``created_at`` is the
-session's date, its ``task_key`` names the conversation and turn (``"conv-26 D1:3"``), its ``outcome`` is
-the turn as said (``"[date] Speaker: text [shares caption]"``, followed by the turn it replies to, see
-:func:`turn_document`) and its ``refs`` hold the ``dia_id``. Memories would be the wrong kind: they are
-facts keyed for upsert (storing the same key updates in place) and carry no time of occurrence.
+vault's episodic kind: something that happened at a given time — in the conversation's structure: its
+``thread`` is the session, its ``seq`` the turn's place in it and its ``actor`` the speaker. The episode's
+``created_at`` is the session's date, its ``task_key`` names the conversation and turn (``"conv-26 D1:3"``),
+its ``outcome`` is the turn as said (``"[date] Speaker: text [shares caption]"``, :func:`turn_document`) and
+its ``refs`` hold the ``dia_id``. The turns before it reach the ranking through the ranking table's
+``context`` column, not through the stored text.
 
 Episodes get deterministic ids (``epi_`` + 12 hex digits of SHA-256 of ``"<sample_id>/<dia_id>"``) and are
-written with :meth:`Vault.import_jsonl`, so the same conversation always gives the same vault and the gate's
-ties (equal scores are ordered by id) fall the same way on every run.
+written with :meth:`Vault.import_jsonl`, so the same conversation always gives the same vault and ties
+(equal scores are ordered by id) fall the same way on every run.
 
 Each question is the query. Retrievers (:data:`RETRIEVERS`):
 
 * ``"recall"`` — ``v.recall(question, bars=Bars(floor=0, margin=0, top_k=50, budget_tokens=10**9))``: the
-  gate's own ranking with every bar opened except the top 50;
+  ranking with every bar opened except the top 50; and, with the default bars, what a user receives
+  (``delivered_recall_at_5``, ``nothing_new``) and the answer to the question asked of another
+  conversation's vault (``offtopic_nothing_new``: the next conversation of the selection, cyclically);
 * ``"bm25"``, ``"vector"``, ``"hybrid"`` — ``v.index.search(question, k=50, mode="fts"|"vector"|"hybrid")``
   (LanceDB full text, the hashing embedder, and both fused by RRF).
 
@@ -22,9 +25,12 @@ Turn level ranks the ``dia_id`` s; session level ranks sessions by their first t
 Metrics are :func:`~synapse_nb.eval.metrics.recall_at_k`, :func:`~synapse_nb.eval.metrics.ndcg_at_k` and
 :func:`~synapse_nb.eval.metrics.mrr` (over the top 50), averaged over questions that have evidence.
 
+Every ranking and gate parameter was chosen on conversations 0-6 (:data:`TUNE_CONVERSATIONS`); report
+7-9 (:data:`HELD_OUT_CONVERSATIONS`) as held out (:data:`SUBSETS`).
+
 Examples
 --------
->>> out = run_locomo_eval("datasets/locomo", conversations=["conv-30"])   # doctest: +SKIP
+>>> out = run_locomo_eval("datasets/locomo", conversations="heldout")     # doctest: +SKIP
 >>> round(out["recall_at_10"], 3), out["n_questions"]                     # doctest: +SKIP
 """
 
@@ -44,6 +50,7 @@ from synapse_nb.errors import DatasetError, ValidationError
 from synapse_nb.eval.data import bundled_datasets_dir
 from synapse_nb.eval.locomo import CATEGORIES, Conversation, load_locomo
 from synapse_nb.eval.metrics import mrr, ndcg_at_k, recall_at_k
+from synapse_nb.eval.progress import progress_bar
 from synapse_nb.recall import Bars
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,6 +59,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "HELD_OUT_CONVERSATIONS",
     "RETRIEVERS",
+    "SUBSETS",
     "TUNE_CONVERSATIONS",
     "build_locomo_vault",
     "locomo_questions",
@@ -62,12 +70,13 @@ __all__ = [
 
 #: Retrievers compared: the product's recall (the gate) and the retrieval index's three search modes.
 RETRIEVERS: tuple[str, ...] = ("recall", "bm25", "vector", "hybrid")
-#: Conversations the document format and settings were chosen on (the first three of ``locomo10.json``).
-TUNE_CONVERSATIONS: tuple[str, ...] = ("conv-26", "conv-30", "conv-41")
-#: The other seven, never looked at while choosing anything: report these as held out.
-HELD_OUT_CONVERSATIONS: tuple[str, ...] = (
-    "conv-42", "conv-43", "conv-44", "conv-47", "conv-48", "conv-49", "conv-50",
-)
+#: Conversations every ranking and gate parameter was chosen on: 0-6 of ``locomo10.json`` (0-based).
+TUNE_CONVERSATIONS: tuple[str, ...] = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43", "conv-44", "conv-47")
+#: The other three (7-9), never looked at while choosing anything: report these as held out.
+HELD_OUT_CONVERSATIONS: tuple[str, ...] = ("conv-48", "conv-49", "conv-50")
+#: Named selections for ``conversations`` (and ``synapse-nb recall eval --subset``).
+SUBSETS: dict[str, tuple[str, ...] | None] = {"dev": TUNE_CONVERSATIONS, "heldout": HELD_OUT_CONVERSATIONS,
+                                              "all": None}
 _MODES = {"bm25": "fts", "vector": "vector", "hybrid": "hybrid"}
 _LEVELS = ("turn", "session")
 _DEPTH = 50
@@ -92,8 +101,13 @@ def _resolve(path: str | os.PathLike[str]) -> Path:
 def _select(convs: list[Conversation], conversations: Sequence[str | int] | None, source: Path) -> list[Conversation]:
     if conversations is None:
         return convs
+    if isinstance(conversations, str) and conversations.strip() in SUBSETS:
+        named = SUBSETS[conversations.strip()]
+        if named is None:
+            return convs
+        conversations = [c for c in named if c in {x.sample_id for x in convs}] or list(named)
     if isinstance(conversations, str):
-        conversations = [c.strip() for c in conversations.split(",") if c.strip()]
+        conversations = [int(c) if c.strip().isdigit() else c.strip() for c in conversations.split(",") if c.strip()]
     by_id = {c.sample_id: c for c in convs}
     out: list[Conversation] = []
     for item in conversations:
@@ -105,7 +119,8 @@ def _select(convs: list[Conversation], conversations: Sequence[str | int] | None
             conv = by_id[item]
         else:
             known = ", ".join(c.sample_id for c in convs)
-            raise ValidationError(f"unknown conversation {item!r}; accepted: {known} or 0-based indices")
+            raise ValidationError(f"unknown conversation {item!r}; accepted: {known}, 0-based indices, or "
+                                  f"{', '.join(SUBSETS)}")
         if conv not in out:
             out.append(conv)
     if not out:
@@ -113,20 +128,23 @@ def _select(convs: list[Conversation], conversations: Sequence[str | int] | None
     return out
 
 
-def turn_document(conv: Conversation, i: int, *, date: bool = True, caption: bool = True, context: int = 1) -> str:
+def turn_document(conv: Conversation, i: int, *, date: bool = True, caption: bool = True, context: int = 0) -> str:
     """The text stored for turn ``i`` of ``conv``: the turn, then up to ``context`` turns it replies to.
 
-    ``"[<date>] Speaker: text [shares caption] | replying to: Other: text"``. The preceding turns of the same
-    session are the context an answer needs (``"Yes, last Saturday!"`` is about the question before it);
-    on the tuning conversations this raised turn recall@10 of the gate from 0.66 to 0.72.
+    ``"[<date>] Speaker: text [shares caption] | replying to: Other: text"``. Recall v1 needed the turn it
+    replies to inside the text (``"Yes, last Saturday!"`` is about the question before it); recall v2 reads
+    the preceding turns from the thread (the ranking table's ``context`` column, at a lower weight), and
+    storing them at full weight hurt its ranking (MRR), so the default is now ``context=0``.
 
     Examples
     --------
     >>> from synapse_nb.eval.locomo import Conversation, Turn
     >>> c = Conversation("c", "A", "B", (Turn("D1:1", "A", "Been to the lake?", 1, "8 May, 2023"),
     ...                                  Turn("D1:2", "B", "Yes, on Sunday.", 1, "8 May, 2023")), ())
-    >>> turn_document(c, 1)
+    >>> turn_document(c, 1, context=1)
     '[8 May, 2023] B: Yes, on Sunday. | replying to: A: Been to the lake?'
+    >>> turn_document(c, 1)
+    '[8 May, 2023] B: Yes, on Sunday.'
     """
     if not isinstance(context, int) or isinstance(context, bool) or context < 0:
         raise ValidationError(f"context must be an int >= 0 (preceding turns to include), got {context!r}")
@@ -159,7 +177,7 @@ def build_locomo_vault(
     *,
     date: bool = True,
     caption: bool = True,
-    context: int = 1,
+    context: int = 0,
 ) -> tuple[Vault, dict[str, str]]:
     """Create a vault in ``folder`` holding every turn of ``conv`` as an episode.
 
@@ -187,23 +205,28 @@ def build_locomo_vault(
     vault = open_vault(Path(folder) / ".synapse")
     lines = vault.export_jsonl().splitlines()[:1]  # the export header this vault writes (and so reads)
     ids: dict[str, str] = {}
+    seq: dict[int, int] = {}
     for i, turn in enumerate(conv.turns):
         eid = _episode_id(conv.sample_id, turn.dia_id)
         ids[eid] = turn.dia_id
         ts = _iso(turn.session_date)
+        n = seq[turn.session] = seq.get(turn.session, -1) + 1
         lines.append(json.dumps({
             "kind": "episode", "id": eid, "mind": vault.mind, "task_key": f"{conv.sample_id} {turn.dia_id}",
             "status": "unknown", "outcome": turn_document(conv, i, date=date, caption=caption, context=context),
             "refs": [turn.dia_id], "duration_s": None, "source": "user", "created_at": ts, "updated_at": ts,
+            "thread": f"{conv.sample_id} session {turn.session}", "seq": n, "actor": turn.speaker,
         }, sort_keys=True))
     vault.import_jsonl(lines)
     return vault, ids
 
 
+_OPEN = Bars(floor=0, margin=0, top_k=_DEPTH, budget_tokens=10**9)
+
+
 def _rank(vault: Vault, question: str, retriever: str, ids: dict[str, str]) -> list[str]:
     if retriever == "recall":
-        bars = Bars(floor=0, margin=0, top_k=_DEPTH, budget_tokens=10**9)
-        found = [item.id for item in vault.recall(question, bars=bars, path="exhaustive").items]
+        found = [item.id for item in vault.recall(question, bars=_OPEN).items]
     else:
         found = [h.id for h in vault.index.search(question, k=_DEPTH, kinds=["episode"], mode=_MODES[retriever])]
     return [ids[i] for i in found if i in ids]
@@ -243,9 +266,12 @@ def locomo_questions(
     k_values: Sequence[int] = (5, 10),
     date: bool = True,
     caption: bool = True,
-    context: int = 1,
+    context: int = 0,
+    progress: bool | None = None,
 ) -> pl.DataFrame:
     """Per-question scores for each retriever at turn and session level, as a polars DataFrame.
+
+    A progress bar (one step per conversation) shows on a terminal (``progress=None``) or when ``progress=True``.
 
     Columns: ``sample_id``, ``question`` (index in the conversation), ``category`` (1-5),
     ``category_name``, ``retriever``, ``level`` (``"turn"``/``"session"``), ``n_evidence``, then
@@ -263,10 +289,17 @@ def locomo_questions(
     source = _resolve(path)
     convs = _select(load_locomo(source), conversations, source)
     rows: list[dict[str, Any]] = []
-    for conv in convs:
-        with tempfile.TemporaryDirectory(prefix="synapse-locomo-") as tmp:
-            vault, ids = build_locomo_vault(conv, tmp, date=date, caption=caption, context=context)
-            try:
+    bar = progress_bar(len(convs), "recall eval", enabled=progress, unit="conversation")
+    with tempfile.TemporaryDirectory(prefix="synapse-locomo-") as tmp:
+        vaults: list[tuple[Vault, dict[str, str]]] = []
+        try:
+            for n, conv in enumerate(convs):
+                folder = Path(tmp) / str(n)
+                vaults.append(build_locomo_vault(conv, folder, date=date, caption=caption, context=context))
+            for n, conv in enumerate(convs):
+                vault, ids = vaults[n]
+                # the off-topic stand-in: the next conversation of the selection (none when it is alone)
+                other = vaults[(n + 1) % len(convs)][0] if len(convs) > 1 else None
                 if any(r != "recall" for r in retrievers):
                     vault.index.rebuild()
                 for qi, q in enumerate(conv.questions):
@@ -275,21 +308,39 @@ def locomo_questions(
                     gold_sessions = list(dict.fromkeys(_session_of(e) for e in q.evidence))
                     for retriever in retrievers:
                         ranked = _rank(vault, q.question, retriever, ids)
+                        extra: dict[str, float | None] = dict.fromkeys(_GATE_COLUMNS)
+                        if retriever == "recall":
+                            given = vault.recall(q.question)  # the default bars: what a user receives
+                            got = [ids[i.id] for i in given.items if i.id in ids]
+                            extra["delivered_recall_at_5"] = recall_at_k(got, list(q.evidence), 5)
+                            extra["nothing_new"] = float(given.nothing_new)
+                            if other is not None:
+                                extra["offtopic_nothing_new"] = float(other.recall(q.question).nothing_new)
                         sessions = list(dict.fromkeys(_session_of(d) for d in ranked))
                         for level, rk, gold in (("turn", ranked, list(q.evidence)),
                                                 ("session", sessions, gold_sessions)):
                             rows.append({"sample_id": conv.sample_id, "question": qi, "category": q.category,
                                          "category_name": CATEGORIES[q.category], "retriever": retriever,
-                                         "level": level, "n_evidence": len(gold), **_scores(rk, gold, ks)})
-            finally:
+                                         "level": level, "n_evidence": len(gold), **_scores(rk, gold, ks),
+                                         **(extra if level == "turn" else dict.fromkeys(_GATE_COLUMNS))})
+                bar.update(1)
+        finally:
+            for vault, _ in vaults:
                 vault.index.raw.close()  # drop LanceDB's handles before the folder is deleted
                 vault.close()
+            bar.close()
     schema: dict[str, Any] = {"sample_id": pl.String, "question": pl.Int64, "category": pl.Int64,
                               "category_name": pl.String, "retriever": pl.String, "level": pl.String,
                               "n_evidence": pl.Int64}
     schema |= {f"recall_at_{k}": pl.Float64 for k in ks} | {f"ndcg_at_{k}": pl.Float64 for k in ks}
     schema["mrr"] = pl.Float64
+    schema |= {c: pl.Float64 for c in _GATE_COLUMNS}
     return pl.DataFrame(rows, schema=schema)
+
+
+#: Per-question columns of the recall retriever at turn level (null elsewhere): what a user receives with the
+#: default bars, whether it was "nothing new", and whether the question asked of another conversation was.
+_GATE_COLUMNS = ("delivered_recall_at_5", "nothing_new", "offtopic_nothing_new")
 
 
 def _metric_names(frame: pl.DataFrame) -> list[str]:
@@ -329,6 +380,10 @@ def locomo_table(frame: pl.DataFrame, *, by_category: bool = True) -> pl.DataFra
 def _summary(frame: pl.DataFrame) -> dict[str, Any]:
     metrics = _metric_names(frame)
     out: dict[str, Any] = {m: float(frame[m].mean()) if frame.height else 0.0 for m in metrics}
+    for col, key in zip(_GATE_COLUMNS, ("delivered_recall_at_5", "nothing_new_rate", "offtopic_nothing_new_rate"),
+                        strict=True):
+        if col in frame.columns and frame[col].drop_nulls().len():
+            out[key] = float(frame[col].drop_nulls().mean())  # type: ignore[arg-type]
     out["n_questions"] = int(frame.height)
     by: dict[str, Any] = {}
     for cat in sorted(frame["category"].unique().to_list()):
@@ -346,7 +401,7 @@ def run_locomo_eval(
     retriever: str = "recall",
     date: bool = True,
     caption: bool = True,
-    context: int = 1,
+    context: int = 0,
 ) -> dict[str, Any]:
     """LoCoMo retrieval through the vault's recall; what ``synapse-nb recall eval datasets/locomo`` prints.
 
@@ -355,7 +410,8 @@ def run_locomo_eval(
     path
         ``datasets/locomo`` (or the path of ``locomo10.json``).
     conversations
-        Sample ids (``["conv-26"]``, or ``"conv-26,conv-30"``) or 0-based indices; ``None`` for all ten.
+        Sample ids (``["conv-26"]``, or ``"conv-26,conv-30"``), 0-based indices (``[7, 8, 9]`` or ``"7,8,9"``),
+        a name of :data:`SUBSETS` (``"dev"``: 0-6, ``"heldout"``: 7-9, ``"all"``), or ``None`` for all ten.
         :data:`TUNE_CONVERSATIONS` were used to choose the settings, :data:`HELD_OUT_CONVERSATIONS` were not.
     k_values
         Cut-offs for recall and NDCG (each in 1..50).
@@ -367,7 +423,10 @@ def run_locomo_eval(
     Returns
     -------
     dict
-        Turn level: ``recall_at_<k>``, ``ndcg_at_<k>`` for each k, ``mrr``, ``n_questions``, ``by_category``
+        Turn level: ``recall_at_<k>``, ``ndcg_at_<k>`` for each k, ``mrr``, ``n_questions``,
+        ``delivered_recall_at_5`` (default bars: what a user receives), ``nothing_new_rate`` (questions with
+        evidence answered "nothing new", default bars), ``offtopic_nothing_new_rate`` (each question asked of
+        the next selected conversation's vault; absent with one conversation), ``by_category``
         (category name -> the same figures and its ``n_questions``); ``session``: the same at session level;
         ``retriever``, ``conversations`` and ``config``. Figures are fractions in [0, 1].
 

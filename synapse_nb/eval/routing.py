@@ -15,37 +15,28 @@ Examples
 
 from __future__ import annotations
 
-import datetime as _dt
 import html
-import json
 import math
 import os
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from synapse_nb.errors import DatasetError, NotFoundError, ValidationError
-from synapse_nb.eval.data import LabelledData, load_dataset, normalize_label
-from synapse_nb.eval.metrics import HEADLINE_METRICS, RoutingMetrics, _fmt, bootstrap_ci, routing_metrics
+from synapse_nb.errors import DatasetError, ValidationError
+from synapse_nb.eval.data import LabelledData, load_dataset
+from synapse_nb.eval.progress import progress_bar
+from synapse_nb.gate.metrics import (
+    HEADLINE_METRICS,
+    RoutingMetrics,
+    bootstrap_ci,
+    normalize_label,
+    routing_metrics,
+)
 
-if TYPE_CHECKING:  # pragma: no cover
-    import polars as pl
-
-__all__ = [
-    "CRITERIA",
-    "RouterEvaluation",
-    "RouterLike",
-    "evaluate_router",
-    "load_results",
-    "run_gate_eval",
-    "save_results",
-    "threshold_sweep",
-]
+__all__ = ["CRITERIA", "RouterEvaluation", "RouterLike", "evaluate_router", "run_gate_eval"]
 
 #: calibration criteria a router accepts
 CRITERIA: tuple[str, ...] = ("accuracy", "balanced")
@@ -65,7 +56,7 @@ class RouterLike(Protocol):
     route_thresholds_: Mapping[str, float] | None
     criterion_: str | None
 
-    def fit(self, texts: Sequence[str], labels: Sequence[str | None]) -> Any: ...
+    def fit(self, texts: Sequence[str], labels: Sequence[str | None]) -> Any: ...  # may take descriptions=
 
     def decision_scores(self, texts: Sequence[str]) -> np.ndarray: ...
 
@@ -74,6 +65,14 @@ class RouterLike(Protocol):
     def calibrate(
         self, texts: Sequence[str], labels: Sequence[str | None], criterion: str = "accuracy", per_route: bool = False
     ) -> Any: ...
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
 
 
 def _json_safe(value: Any) -> Any:
@@ -98,7 +97,7 @@ class RouterEvaluation:
     Attributes
     ----------
     metrics
-        :class:`~synapse_nb.eval.metrics.RoutingMetrics` on the test split.
+        :class:`~synapse_nb.gate.metrics.RoutingMetrics` on the test split.
     ci
         Headline figure -> 95 % percentile bootstrap interval ``(low, high)`` (1,000 resamples, seed 0).
     criterion
@@ -112,7 +111,8 @@ class RouterEvaluation:
     queries_per_second
         Test rows divided by the wall time of one batch ``predict`` call.
     config
-        How the run was set up: dataset, splits, requested criterion, per_route, router class and params.
+        How the run was set up: dataset, splits, requested criterion, per_route, router class and params,
+        and ``notes``: what was decided for the user (a split carved, calibration skipped and why).
     y_true, y_pred
         Test labels and predictions (``None`` = out of scope).
     """
@@ -149,6 +149,7 @@ class RouterEvaluation:
                 "n_test": self.n_test,
                 "n_oos_test": m.n_oos,
                 "queries_per_second": self.queries_per_second,
+                "notes": list(self.config.get("notes", ())),
                 "config": dict(self.config),
             }
         )
@@ -168,6 +169,7 @@ class RouterEvaluation:
             ("n_train / n_val / n_test", f"{self.n_train} / {self.n_val} / {self.n_test}"),
             ("queries_per_second", f"{self.queries_per_second:,.0f}"),
         ]
+        rows += [("note", note) for note in self.config.get("notes", ())]
         return rows
 
     def __repr__(self) -> str:
@@ -209,26 +211,47 @@ def _router_params(router: Any) -> dict[str, Any]:
     return _json_safe(params)
 
 
+def _fit_accepts_descriptions(router: Any) -> bool:
+    import inspect
+
+    try:
+        params = inspect.signature(router.fit).parameters
+    except (TypeError, ValueError):
+        return False
+    return "descriptions" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _resolve_split(data: LabelledData, name: str, role: str) -> str:
+    found = data.find_split(name)
+    if found is None:
+        raise DatasetError(
+            f"{data.source or data.name}: no {role} split {name!r}; splits found: {', '.join(data.splits)}"
+        )
+    return found
+
+
 def evaluate_router(
     router: RouterLike,
     dataset: LabelledData | str | os.PathLike[str],
     *,
     train: str = "train",
-    val: str | None = "val",
+    val: str | None = "auto",
     test: str = "test",
     criterion: str = "accuracy",
     per_route: bool = False,
     calibrate: bool = True,
     with_descriptions: bool = False,
+    holdout: float | None = None,
+    cross_fit: int | None = None,
     n_boot: int = 1000,
     seed: int = 0,
+    progress: bool | None = None,
 ) -> RouterEvaluation:
     """Fit ``router`` on ``train``, calibrate it on ``val``, score it on ``test``.
 
-    Calibration runs only when ``calibrate`` is true and the dataset has a ``val`` split with at least
-    one out-of-scope row (a threshold cannot be chosen without negatives); otherwise the router keeps its
-    default thresholds and the result says ``calibrated=False``. The test split is never used to choose
-    anything.
+    The test split is never used to choose anything. Calibration needs out-of-scope rows (a threshold cannot
+    be chosen without negatives): when the validation split has none, the router keeps its default
+    thresholds and the result says ``calibrated=False`` and why (``config["notes"]``).
 
     Parameters
     ----------
@@ -236,17 +259,31 @@ def evaluate_router(
         A :class:`RouterLike`, e.g. ``synapse_nb.gate.Router()``; it is fitted in place.
     dataset
         A :class:`~synapse_nb.eval.data.LabelledData`, or anything :func:`~synapse_nb.eval.data.load_dataset` takes.
-    train, val, test
-        Split names. ``val=None`` skips calibration.
+    train, test
+        Split names; an unknown name is a :class:`~synapse_nb.errors.DatasetError` listing the splits found.
+    val
+        The calibration split. ``"auto"`` (default): the split named ``val``/``valid``/``validation``/``dev``
+        if there is one, else one carved from ``train`` (``holdout`` of each label, default 0.2, ``seed``)
+        when ``train`` has out-of-scope rows, else no calibration. A name: that split (unknown -> error).
+        ``None``: no calibration.
     criterion
         ``"accuracy"`` or ``"balanced"``, passed to ``router.calibrate``.
     per_route
         Calibrate one threshold per route (falling back to the global one).
     with_descriptions
-        Also fit on each route's description and example requests (agent_vault's hub ``trigger`` and
-        ``examples``), as a vault router would be; they belong to no split, so nothing leaks into test.
+        Fit on each route's description and example requests too (agent_vault's hub ``trigger`` and
+        ``examples``; they belong to no split, so nothing leaks into test). A router whose ``fit`` takes
+        ``descriptions=`` gets them that way, others as extra training rows.
+    holdout
+        For data without splits: hold out this share of each label as ``test`` (stratified, ``seed``); the
+        fraction is also the share carved from train for a missing validation split.
+    cross_fit
+        Instead of calibrating on ``val``: fit on ``train`` + ``val`` and choose the thresholds on out-of-fold
+        scores of ``cross_fit`` folds (``router.fit_calibrated``; :class:`synapse_nb.gate.Router` has it).
     n_boot, seed
-        Bootstrap resamples and seed for the intervals.
+        Bootstrap resamples and seed for the intervals (the seed also seeds hold-outs and folds).
+    progress
+        A progress bar on standard error: ``None`` (default) only on a terminal.
 
     Returns
     -------
@@ -259,62 +296,123 @@ def evaluate_router(
     """
     if criterion not in CRITERIA:
         raise ValidationError(f"criterion={criterion!r}; accepted: {', '.join(CRITERIA)}")
+    if cross_fit is not None and (not isinstance(cross_fit, int) or isinstance(cross_fit, bool) or cross_fit < 2):
+        raise ValidationError(f"cross_fit={cross_fit!r}; accepted: an int >= 2 (folds) or None")
     data = dataset if isinstance(dataset, LabelledData) else load_dataset(dataset)
+    where = data.source or data.name
+    notes: list[str] = []
+    fraction = 0.2 if holdout is None else holdout
     if not data.splits:
-        raise DatasetError(
-            f"{data.source or data.name}: has no split column; evaluate_router needs {train!r} and {test!r} splits"
-        )
+        if holdout is None:
+            raise DatasetError(
+                f"{where}: has no split column; pass --holdout 0.2 (holdout=0.2) to hold out a stratified "
+                "test split, or name the split column with --split-col (split_col=)"
+            )
+        data = data.carve(holdout, into=test, seed=seed)
+        notes.append(f"no split column: held out {holdout:g} of each label as {test!r} "
+                     f"({len(data.split(test)[0])} rows, stratified, seed {seed})")
+    train = _resolve_split(data, train, "training")
+    if data.find_split(test) is None and holdout is not None:
+        data = data.carve(holdout, into=test, source=train, seed=seed)
+        notes.append(f"no {test!r} split: held out {holdout:g} of each label of {train!r} as {test!r} (seed {seed})")
+    test = _resolve_split(data, test, "test")
+    val_name: str | None = None
+    if calibrate and val is not None:
+        if val != "auto":
+            val_name = _resolve_split(data, val, "validation")
+        elif data.find_split("val") is not None:
+            val_name = data.find_split("val")
+        elif data.has_oos(train):
+            data = data.carve(fraction, into="val", source=train, seed=seed)
+            val_name = "val"
+            notes.append(f"no validation split: carved {fraction:g} of each label of {train!r} as 'val' "
+                         f"({len(data.split('val')[0])} rows, stratified, seed {seed}) to calibrate thresholds on")
+        else:
+            notes.append("no validation split, and no out-of-scope rows in train to carve one from: "
+                         "thresholds not calibrated")
     x_train, y_train = data.split(train)
+    descriptions: dict[str, str] = {}
     if with_descriptions:
+        pass_desc = _fit_accepts_descriptions(router)
         for route in sorted(set(data.route_descriptions) | set(data.route_examples)):
-            extra = [data.route_descriptions[route]] if route in data.route_descriptions else []
-            extra += list(data.route_examples.get(route, ()))
+            extra = list(data.route_examples.get(route, ()))
+            if route in data.route_descriptions:
+                if pass_desc:
+                    descriptions[route] = data.route_descriptions[route]
+                else:
+                    extra.insert(0, data.route_descriptions[route])
             x_train += extra
             y_train += [route] * len(extra)
     x_test, y_test = data.split(test)
     if not x_test:
-        raise DatasetError(f"{data.source or data.name}: split {test!r} is empty")
-    router.fit(x_train, y_train)
+        raise DatasetError(f"{where}: split {test!r} is empty")
+    fit_kwargs: dict[str, Any] = {"descriptions": descriptions} if descriptions else {}
     did_calibrate = False
     n_val = 0
-    reason = "calibrate=False"
-    if calibrate and val is not None:
-        if val not in data.splits:
-            reason = f"no {val!r} split"
-        elif not data.has_oos(val):
-            reason = f"split {val!r} has no out-of-scope rows"
+    reason = "" if val_name else ("calibrate=False" if not calibrate else "val=None" if val is None else notes[-1])
+    if val_name is not None and not data.has_oos(val_name) and cross_fit is None:
+        reason = f"split {val_name!r} has no out-of-scope rows"
+        notes.append(f"validation split {val_name!r} has no out-of-scope rows: thresholds not calibrated")
+        val_name = None
+    steps = (cross_fit + 1 if cross_fit else 1) + (1 if val_name and not cross_fit else 0) + 2
+    with progress_bar(steps, f"gate eval {data.name}", enabled=progress) as bar:
+        if cross_fit:
+            fit_calibrated = getattr(router, "fit_calibrated", None)
+            if not callable(fit_calibrated):
+                raise ValidationError(f"cross_fit needs a router with fit_calibrated(); {type(router).__name__} has none")
+            x_cv, y_cv = list(x_train), list(y_train)
+            if val_name is not None:
+                x_val, y_val = data.split(val_name)
+                x_cv, y_cv = x_cv + x_val, y_cv + y_val
+            bar.set_postfix_str(f"fit + {cross_fit}-fold calibration")
+            fit_calibrated(x_cv, y_cv, criterion=criterion, folds=cross_fit, per_route=per_route, seed=seed,
+                           progress=lambda done, total: bar.update(1), **fit_kwargs)
+            notes.append(f"fitted on {train!r}" + (f" + {val_name!r}" if val_name else "")
+                         + f"; thresholds chosen on out-of-fold scores of {cross_fit} folds")
+            x_train, n_val, did_calibrate, reason = x_cv, 0, True, ""
         else:
-            x_val, y_val = data.split(val)
-            router.calibrate(x_val, y_val, criterion=criterion, per_route=per_route)
-            did_calibrate = True
-            n_val = len(x_val)
-            reason = ""
-    start = time.perf_counter()
-    y_pred = [normalize_label(p) for p in router.predict(x_test)]
-    elapsed = time.perf_counter() - start
-    qps = len(x_test) / elapsed if elapsed > 0 else float("inf")
-    metrics = routing_metrics(y_test, y_pred)
-    ci = {
-        name: bootstrap_ci(y_test, y_pred, name, n_boot=n_boot, seed=seed)
-        for name in HEADLINE_METRICS
-        if getattr(metrics, name) is not None
-    }
+            bar.set_postfix_str("fit")
+            router.fit(x_train, y_train, **fit_kwargs)
+            bar.update(1)
+            if val_name is not None:
+                bar.set_postfix_str("calibrate")
+                x_val, y_val = data.split(val_name)
+                router.calibrate(x_val, y_val, criterion=criterion, per_route=per_route)
+                did_calibrate, n_val, reason = True, len(x_val), ""
+                bar.update(1)
+        bar.set_postfix_str("predict")
+        start = time.perf_counter()
+        y_pred = [normalize_label(p) for p in router.predict(x_test)]
+        elapsed = time.perf_counter() - start
+        bar.update(1)
+        qps = len(x_test) / elapsed if elapsed > 0 else float("inf")
+        metrics = routing_metrics(y_test, y_pred, routes=getattr(router, "routes_", None))
+        bar.set_postfix_str("intervals")
+        ci = {
+            name: bootstrap_ci(y_test, y_pred, name, n_boot=n_boot, seed=seed)
+            for name in HEADLINE_METRICS
+            if getattr(metrics, name) is not None
+        }
+        bar.update(1)
     used_criterion = (getattr(router, "criterion_", None) or criterion) if did_calibrate else None
     config = {
         "dataset": data.name,
         "source": data.source,
         "train": train,
-        "val": val,
+        "val": val_name,
         "test": test,
         "criterion": criterion,
         "per_route": per_route,
         "calibrate": calibrate,
         "with_descriptions": with_descriptions,
+        "holdout": holdout,
+        "cross_fit": cross_fit,
         "calibration_skipped": reason or None,
         "router": type(router).__name__,
         "router_params": _router_params(router),
         "n_boot": n_boot,
         "seed": seed,
+        "notes": notes,
     }
     return RouterEvaluation(
         metrics=metrics,
@@ -332,204 +430,6 @@ def evaluate_router(
     )
 
 
-def threshold_sweep(
-    router: RouterLike,
-    texts: Sequence[str],
-    labels: Sequence[Any],
-    thresholds: Sequence[float] | None = None,
-) -> pl.DataFrame:
-    """The trade-off curve of a fitted router: figures as a single global threshold moves.
-
-    Rule applied at each threshold ``t``: route to the best-scoring route (first in ``routes_`` on ties)
-    when its score is ``>= t``, else out of scope. This is the global-threshold decision; a router with
-    per-route thresholds or extra rules (margins) may predict differently at its own ``threshold_``.
-
-    Parameters
-    ----------
-    router
-        A fitted :class:`RouterLike` (its ``decision_scores`` are computed once).
-    texts, labels
-        The data to sweep on; use a validation split, not the test split, to choose a threshold.
-    thresholds
-        Values to try; by default up to 101 quantiles of the best scores plus one value above the
-        maximum (everything out of scope).
-
-    Returns
-    -------
-    polars.DataFrame
-        Columns ``threshold`` (ascending), ``in_scope_accuracy``, ``oos_recall``, ``oos_precision``,
-        ``accuracy``, ``routed`` (share of rows routed). Undefined figures are null.
-
-    Examples
-    --------
-    >>> curve = threshold_sweep(router, *data.split("val"))  # doctest: +SKIP
-    >>> curve.filter(curve["oos_recall"] >= 0.9).head(1)     # doctest: +SKIP
-    """
-    import polars as pl  # polars (about 1 s to import): only where a table is built
-
-    y = [normalize_label(v) for v in labels]
-    if len(y) != len(texts):
-        raise ValidationError(f"{len(texts)} texts but {len(y)} labels; they must be the same length")
-    if not y:
-        raise ValidationError("texts is empty; a sweep needs at least one labelled row")
-    scores = np.asarray(router.decision_scores(list(texts)), dtype=float)
-    routes = list(router.routes_)
-    if scores.ndim != 2 or scores.shape != (len(y), len(routes)):
-        raise ValidationError(
-            f"decision_scores returned shape {scores.shape}; expected ({len(y)}, {len(routes)}) = (texts, routes_)"
-        )
-    arg = scores.argmax(axis=1)
-    best = scores[np.arange(len(y)), arg]
-    if thresholds is None:
-        qs = np.quantile(best, np.linspace(0.0, 1.0, 101))
-        grid = np.unique(np.append(qs, np.nextafter(best.max(), np.inf)))
-    else:
-        grid = np.array(sorted(float(t) for t in thresholds), dtype=float)
-    t_oos = np.array([v is None for v in y])
-    same = np.array([routes[a] == v for a, v in zip(arg, y, strict=True)])
-    routed = best[None, :] >= grid[:, None]  # (thresholds, rows)
-    n_in, n_oos = int((~t_oos).sum()), int(t_oos.sum())
-    in_ok = (routed & same[None, :] & ~t_oos[None, :]).sum(1)
-    oos_ok = (~routed & t_oos[None, :]).sum(1)
-    pred_oos = (~routed).sum(1)
-    return pl.DataFrame(
-        {
-            "threshold": grid.tolist(),
-            "in_scope_accuracy": [float(v) / n_in if n_in else None for v in in_ok],
-            "oos_recall": [float(v) / n_oos if n_oos else None for v in oos_ok],
-            "oos_precision": [(float(o) / p if p else 0.0) if n_oos else None for o, p in zip(oos_ok, pred_oos, strict=True)],
-            "accuracy": ((in_ok + oos_ok) / len(y)).astype(float).tolist(),
-            "routed": routed.mean(1).astype(float).tolist(),
-        },
-        schema={
-            "threshold": pl.Float64,
-            "in_scope_accuracy": pl.Float64,
-            "oos_recall": pl.Float64,
-            "oos_precision": pl.Float64,
-            "accuracy": pl.Float64,
-            "routed": pl.Float64,
-        },
-    )
-
-
-# ---------------------------------------------------------------------------------------------- results
-
-_SCALARS = (
-    "in_scope_accuracy",
-    "oos_recall",
-    "oos_precision",
-    "oos_f1",
-    "accuracy",
-    "criterion",
-    "calibrated",
-    "n_train",
-    "n_val",
-    "n_test",
-    "n_oos_test",
-    "queries_per_second",
-)
-
-
-def _result_row(result: RouterEvaluation | Mapping[str, Any], saved_at: str) -> dict[str, Any]:
-    d = result.to_dict() if isinstance(result, RouterEvaluation) else _json_safe(dict(result))
-    config = d.get("config") or {}
-    row: dict[str, Any] = {
-        "saved_at": saved_at,
-        "dataset": config.get("dataset"),
-        "router": config.get("router"),
-    }
-    for key in _SCALARS:
-        row[key] = d.get(key)
-    row["thresholds_json"] = json.dumps(d.get("thresholds"), sort_keys=True)
-    row["ci_json"] = json.dumps(d.get("ci"), sort_keys=True)
-    row["config_json"] = json.dumps(config, sort_keys=True)
-    return row
-
-
-_SCHEMA_TYPES = {
-    "saved_at": "str",
-    "dataset": "str",
-    "router": "str",
-    "criterion": "str",
-    "calibrated": "bool",
-    "n_train": "int",
-    "n_val": "int",
-    "n_test": "int",
-    "n_oos_test": "int",
-    "thresholds_json": "str",
-    "ci_json": "str",
-    "config_json": "str",
-}
-
-
-def save_results(
-    result: RouterEvaluation | Mapping[str, Any],
-    path: str | os.PathLike[str],
-    *,
-    saved_at: str | None = None,
-) -> Path:
-    """Append one evaluation (figures + configuration) as a row of a Parquet file, creating it if needed.
-
-    Columns: ``saved_at`` (UTC ISO 8601), ``dataset``, ``router``, the headline figures, ``criterion``,
-    ``calibrated``, sizes, ``queries_per_second``, and ``thresholds_json``, ``ci_json``, ``config_json``
-    (JSON text with sorted keys). The file is rewritten atomically (temporary file + rename).
-
-    Parameters
-    ----------
-    result
-        A :class:`RouterEvaluation` or its :meth:`~RouterEvaluation.to_dict`.
-    path
-        The Parquet file.
-    saved_at
-        Timestamp to record; defaults to now (UTC).
-
-    Returns
-    -------
-    Path
-        The file written.
-
-    Examples
-    --------
-    >>> save_results(result, "benchmarks/out/gate_runs.parquet")   # doctest: +SKIP
-    >>> load_results("benchmarks/out/gate_runs.parquet")           # doctest: +SKIP
-    """
-    import polars as pl  # polars (about 1 s to import): only where a table is built
-
-    path = Path(path)
-    stamp = saved_at or _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-    row = _result_row(result, stamp)
-    dtypes = {"str": pl.String, "bool": pl.Boolean, "int": pl.Int64}
-    schema = {k: dtypes[_SCHEMA_TYPES[k]] if k in _SCHEMA_TYPES else pl.Float64 for k in row}
-    new = pl.DataFrame([row], schema=schema)
-    frame = pl.concat([load_results(path), new], how="diagonal_relaxed") if path.exists() else new
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        frame.write_parquet(tmp)
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise DatasetError(f"{path}: cannot write results ({exc.strerror or exc})") from None
-    return path
-
-
-def load_results(path: str | os.PathLike[str]) -> pl.DataFrame:
-    """Read the runs saved by :func:`save_results`, oldest first, as a polars DataFrame.
-
-    Use ``.to_pandas()`` for pandas; ``json.loads`` the ``*_json`` columns for thresholds, intervals, config.
-    """
-    import polars as pl  # polars (about 1 s to import): only where a table is built
-
-    path = Path(path)
-    if not path.is_file():
-        raise NotFoundError(f"{path}: no results file; save_results(result, path) creates it")
-    try:
-        return pl.read_parquet(path)
-    except Exception as exc:  # polars raises ComputeError / OSError variants
-        raise DatasetError(f"{path}: not a readable results Parquet file ({exc})") from None
-
-
 # ---------------------------------------------------------------------------------------------- CLI core
 
 
@@ -537,36 +437,63 @@ def run_gate_eval(
     path: str | os.PathLike[str],
     *,
     train_split: str = "train",
-    val_split: str | None = "val",
+    val_split: str | None = "auto",
     test_split: str = "test",
     criterion: str = "accuracy",
     method: str | None = None,
     per_route: bool = False,
-    with_descriptions: bool = False,
+    with_descriptions: bool | None = None,
+    text_col: str | None = None,
+    label_col: str | None = None,
+    split_col: str | None = None,
+    delimiter: str | None = None,
+    encoding: str = "utf-8",
+    errors: str = "strict",
+    holdout: float | None = None,
+    seed: int = 0,
+    cross_fit: int | None = None,
+    router_options: Mapping[str, Any] | None = None,
+    n_boot: int = 1000,
+    progress: bool | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``synapse_nb.gate.Router`` on a labelled file or dataset; what ``synapse-nb gate eval PATH`` prints.
 
     Parameters
     ----------
     path
-        A labelled file (CSV, JSON Lines, Parquet), a dataset folder, or a bundled dataset name.
+        A labelled file (CSV/TSV, JSON Lines, JSON records, Parquet), a folder of split files
+        (``train.*``, ``val.*``/``valid*``/``dev.*``, ``test.*``), a dataset folder or a bundled dataset name.
     train_split, val_split, test_split
-        Split names; calibration uses ``val_split`` only when it has out-of-scope rows.
+        Split names (see :func:`evaluate_router`; ``val_split="auto"`` finds or carves one, ``None`` skips
+        calibration, an unknown name is an error listing the splits found).
     criterion
         ``"accuracy"`` or ``"balanced"``.
     method
-        Passed to ``Router(method=...)`` when given (the router's scoring method).
+        ``Router(method=...)``: ``auto`` (default), ``linear``, ``centroid`` or ``knn``.
     per_route
         Calibrate per-route thresholds.
     with_descriptions
-        Also fit on route descriptions/examples when the dataset has them (agent_vault's hubs).
+        Fit on route descriptions/examples; ``None`` (default): whenever the dataset has them (agent_vault's
+        hubs), the setting of ``notebooks/gate_hub_routing.ipynb``.
+    text_col, label_col, split_col, delimiter, encoding, errors
+        How to read a file (:func:`synapse_nb.eval.load_labelled`).
+    holdout, seed
+        Hold-out share for data without splits (and for a validation split carved from train), and its seed.
+    cross_fit
+        Fit on train + val and choose thresholds on out-of-fold scores of this many folds.
+    router_options
+        Further ``Router`` arguments (``C``, ``linear_idf``, ``description_weight``, ``blend``).
+    n_boot
+        Bootstrap resamples for the intervals.
+    progress
+        A progress bar on standard error: ``None`` (default) only on a terminal.
 
     Returns
     -------
     dict
         :meth:`RouterEvaluation.to_dict`: ``in_scope_accuracy``, ``oos_recall``, ``oos_precision``,
         ``oos_f1`` (``None`` without out-of-scope test rows), ``accuracy``, ``criterion``, ``thresholds``,
-        ``n_train``, ``n_test``, ``queries_per_second``, ``ci``, ``config``; fractions in [0, 1].
+        ``n_train``, ``n_test``, ``queries_per_second``, ``ci``, ``notes``, ``config``; fractions in [0, 1].
 
     Examples
     --------
@@ -576,15 +503,27 @@ def run_gate_eval(
     """
     from synapse_nb.gate import Router  # the router imports scikit-learn: only when one is built here
 
-    router = Router() if method is None else Router(method=method)
+    options = dict(router_options or {})
+    if method is not None:
+        options["method"] = method
+    router = Router(**options)
+    data = load_dataset(path, text_col=text_col, label_col=label_col, split_col=split_col, delimiter=delimiter,
+                        encoding=encoding, errors=errors)
+    if with_descriptions is None:
+        with_descriptions = bool(data.route_descriptions or data.route_examples)
     result = evaluate_router(
         router,
-        path,
+        data,
         train=train_split,
         val=val_split,
         test=test_split,
         criterion=criterion,
         per_route=per_route,
         with_descriptions=with_descriptions,
+        holdout=holdout,
+        cross_fit=cross_fit,
+        n_boot=n_boot,
+        seed=seed,
+        progress=progress,
     )
     return result.to_dict()

@@ -27,13 +27,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.preprocessing import normalize
 
 from synapse_nb.errors import ValidationError
 from synapse_nb.eval.data import LabelledData, load_dataset
 from synapse_nb.eval.routing import evaluate_router
-from synapse_nb.gate.router import OOS_LABELS, Router
+from synapse_nb.gate.features import Featurizer
+from synapse_nb.gate.metrics import normalize_label
+from synapse_nb.gate.router import Router
 from synapse_nb.store.index import IndexRow, RetrievalIndex
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -72,17 +72,13 @@ class FeatureRouter(Router):
         super().__init__(**kwargs)
         self.features = features
 
-    def _features(self, texts: list[str], *, fit: bool = False) -> sp.csr_matrix:
-        if self.features == "both":
-            return super()._features(texts, fit=fit)
-        if fit:
-            self._word_vec, self._char_vec = self._vectorizers()
-        vec = self._word_vec if self.features == "word" else self._char_vec
-        try:
-            X = vec.fit_transform(texts) if fit else vec.transform(texts)
-        except ValueError:  # empty vocabulary
-            raise ValidationError("no example has any feature to learn from; give texts with letters or digits") from None
-        return normalize(sp.csr_matrix(X))
+    def _featurizer(self) -> Featurizer:
+        blocks = ("word", "char") if self.features == "both" else (self.features,)
+        return Featurizer(self.config, blocks=blocks, cache_size=self.cache_size)
+
+    def _clone(self) -> FeatureRouter:
+        return type(self)(self.features, **{k: v for k, v in self.get_params().items() if k != "config"},
+                          config=self.config)
 
 
 class IndexRouter(Router):
@@ -112,12 +108,13 @@ class IndexRouter(Router):
         self._dir: str | None = None
         self._idx: Any = None
 
-    def fit(self, texts: Sequence[str], labels: Sequence[str | None]) -> IndexRouter:
-        """Index the in-scope examples (out-of-scope ones are not routes and are left out)."""
+    def fit(self, texts: Sequence[str], labels: Sequence[str | None], *, descriptions: Any = None) -> IndexRouter:
+        """Index the in-scope examples and route descriptions (out-of-scope rows are not routes: left out)."""
         xs, ys = list(texts), list(labels)
         if isinstance(texts, str) or isinstance(labels, str) or len(xs) != len(ys) or not xs:
             raise ValidationError("texts and labels must be equal-length, non-empty sequences (one label per text)")
-        keep = [(x, y) for x, y in zip(xs, ys, strict=True) if not (y is None or y in OOS_LABELS)]
+        keep = [(x, r) for x, r in ((x, normalize_label(y)) for x, y in zip(xs, ys, strict=True)) if r is not None]
+        keep += [(str(text), str(route)) for route, text in sorted((descriptions or {}).items())]
         if not keep:
             raise ValidationError("labels hold no route (all are None/''/'oos'); give at least one routed example")
         self.close()

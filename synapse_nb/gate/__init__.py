@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb.gate.metrics import OOS, RoutingMetrics, normalize_label, routing_metrics
 from synapse_nb.gate.scorer import CorpusScorer, GateConfig, Match, ScoreBatch, idf, query_terms
 
 if TYPE_CHECKING:
-    from synapse_nb.gate.router import CRITERIA, METHODS, OOS_LABELS, ROUTER_CONFIG, RouteMetrics, Router, RouterMetrics
+    from synapse_nb.gate.router import CRITERIA, METHODS, ROUTER_CONFIG, Router
 
 # Lazy exports (the package's one idiom: names for type checkers under TYPE_CHECKING, a plain
 # ``from ... import`` inside ``__getattr__`` so the import-graph test sees the edge, the value cached).
-_ROUTER_NAMES = ("CRITERIA", "METHODS", "OOS_LABELS", "ROUTER_CONFIG", "RouteMetrics", "Router", "RouterMetrics")
+_ROUTER_NAMES = ("CRITERIA", "METHODS", "ROUTER_CONFIG", "Router")
 
 
 def __getattr__(name: str) -> Any:
@@ -39,15 +40,16 @@ def __dir__() -> list[str]:
 __all__ = [
     "CRITERIA",
     "METHODS",
-    "OOS_LABELS",
+    "OOS",
     "ROUTER_CONFIG",
     "CorpusScorer",
     "GateConfig",
     "Match",
-    "RouteMetrics",
     "Router",
-    "RouterMetrics",
+    "RoutingMetrics",
     "ScoreBatch",
     "idf",
+    "normalize_label",
     "query_terms",
+    "routing_metrics",
 ]

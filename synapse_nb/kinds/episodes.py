@@ -52,10 +52,28 @@ class Episodes(KindManager[Episode]):
         if e.status not in STATUSES:
             raise ValidationError(f"status {e.status!r} is not one of {', '.join(STATUSES)}")
         check_stored_strings(e.refs, "refs")
+        if e.thread is not None:
+            check_text(e.thread, "thread", max_len=MAX_SHORT, multiline=False)
+        if e.actor is not None:
+            check_text(e.actor, "actor", max_len=MAX_SHORT, multiline=False)
+        if e.seq is not None and (isinstance(e.seq, bool) or not isinstance(e.seq, int) or not 0 <= e.seq < 2**62):
+            raise ValidationError(f"seq must be a whole number >= 0, got {e.seq!r}")
+        if e.seq is not None and e.thread is None:
+            raise ValidationError("seq orders an episode in its thread: give thread too")
 
     def log(self, task_key: str, *, status: str = "unknown", outcome: str | None = None, refs: Any = None,
-            duration_s: float | None = None) -> Episode:
-        """Record a run of ``task_key``. The returned episode's ``prior`` / ``warning`` name the previous run."""
+            duration_s: float | None = None, thread: str | None = None, seq: int | None = None,
+            actor: str | None = None) -> Episode:
+        """Record a run of ``task_key``. The returned episode's ``prior`` / ``warning`` name the previous run.
+
+        ``thread`` names the conversation, session or run the episode is one step of, ``seq`` its order there
+        (default: after the thread's last episode) and ``actor`` who said or did it. Recall ranks an episode
+        with its thread's neighbours (the turn a question asks about sits next to the question) and boosts
+        episodes whose actor the query names.
+
+        >>> v.episodes.log("chat", outcome="Where is the lake?", thread="s1", actor="Ann").seq   # doctest: +SKIP
+        0
+        """
         task_key = self._key(task_key)
         status = check_choice(status, "status", STATUSES)
         outcome = check_optional_text(outcome, "outcome")
@@ -70,11 +88,22 @@ class Episodes(KindManager[Episode]):
             if duration_s == float("inf"):
                 raise ValidationError("duration_s must be finite")
         ctx = self._ctx
+        probe = Episode(id="epi_0", mind=ctx.mind, created_at="", updated_at="", task_key=task_key,
+                        thread=thread.strip() if isinstance(thread, str) else thread, seq=seq,
+                        actor=actor.strip() if isinstance(actor, str) else actor)
+        if probe.thread is not None and not isinstance(probe.thread, str) or probe.thread == "":
+            raise ValidationError(f"thread must be a non-empty text, got {thread!r}")
+        if probe.actor is not None and not isinstance(probe.actor, str) or probe.actor == "":
+            raise ValidationError(f"actor must be a non-empty text, got {actor!r}")
+        self.check_record(probe)
         with ctx.store.transaction():
             ts = ctx.store.stamp(ctx.now_ts())
             prior = self._table.last(self._view(), task_key)
+            if probe.thread is not None and seq is None:
+                seq = self._table.next_seq(ctx.mind, probe.thread)
             epi = Episode(id=new_id("epi"), mind=ctx.mind, created_at=ts, updated_at=ts, task_key=task_key,
-                          status=status, outcome=outcome, refs=refs_t, duration_s=duration_s, source=ctx.actor)
+                          status=status, outcome=outcome, refs=refs_t, duration_s=duration_s, source=ctx.actor,
+                          thread=probe.thread, seq=seq, actor=probe.actor)
             self._table.insert(epi)
         return replace(epi, prior=prior)
 

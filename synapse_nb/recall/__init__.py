@@ -1,20 +1,19 @@
 """Recall: per turn, only what is new and relevant across all memories, or "nothing new".
 
-``vault.recall(query, session=..., branch=..., files=..., budget_tokens=...)``, one module per step:
+``vault.recall(query, session=..., branch=..., files=..., budget_tokens=...)``, one module per step
+(docs/recall.md; why: docs/decisions/0008-recall-engine-v2.md):
 
-1. **Candidates** (:mod:`~synapse_nb.recall.candidates`) — memories (not expired), decisions, checkpoints,
-   episodes and note triggers of the mind. Small vaults are scored exhaustively from the store; large ones take
-   candidates from the LanceDB index (vector + full text, fused by RRF) plus exact tag/key matches. A
-   candidate's score is a pure function of (query, its text, the vault's word statistics), so both paths give
-   the same answer wherever both can run. Lessons, candidates and word statistics are read in one snapshot.
-2. **The gate** (:mod:`~synapse_nb.recall.scoring`) — :class:`synapse_nb.gate.CorpusScorer` (idf-weighted
-   TF-IDF coverage, word and character n-grams) plus exact matches on tags, keys and the given files. A hit must
-   clear :class:`Bars`: an absolute floor, a margin to the best hit, a top-k per kind and a token budget.
-3. **Delta** (:mod:`~synapse_nb.recall.delta`) — with a ``session``, what that session already received
-   unchanged is not repeated (its history is read once per recall).
-4. **Marks** (:mod:`~synapse_nb.recall.stale`) — kept records whose files changed since, or were missing at the
+1. **Rank** (:mod:`~synapse_nb.recall.rank`) — the store's BM25 over the ranking table (each record's gate text
+   and, at a lower weight, the two records before it in its thread), then the structure step: neighbours in the
+   thread (an answer follows its question), the thread's best, the actor the query names, tag / key / file
+   bonuses. Ties by id. Lessons, the ranking, word statistics and the session's history are read in one snapshot.
+2. **Gate** (:mod:`~synapse_nb.recall.scoring`) — "nothing new" unless the best coverage
+   (:class:`synapse_nb.gate.CorpusScorer`) among the top ranked records reaches :attr:`Bars.floor`; then one walk
+   in rank order: the margin to the best rank score, the session delta (what the session already received
+   unchanged is skipped without using a slot, :mod:`~synapse_nb.recall.delta`), top-k per kind, token budget.
+3. **Marks** (:mod:`~synapse_nb.recall.stale`) — kept records whose files changed since, or were missing at the
    last ``verify --fix``, say so.
-5. **Assembly** (:mod:`~synapse_nb.recall.render`) — the approved-lesson banner first (always), then hits
+4. **Assembly** (:mod:`~synapse_nb.recall.render`) — the approved-lesson banner first (always), then hits
    grouped by kind, priority then recency, ``[unverified]`` marked, notes as their trigger only
    (``vault.notes.expand(name)``).
 

@@ -1,50 +1,40 @@
-"""Recall candidates: which records the gate scores, and the exact tag / key matches among them.
+"""Recall candidates: the per-mind structure arrays (cached per data version), candidate rows, exact matches.
 
-Two paths give the same scores wherever both can run (a candidate's score depends only on the query, its text
-and the vault's word statistics):
+The ranking itself is the store's BM25 (:meth:`~synapse_nb.store.base.RecallQueries.bm25`) plus the structure
+step (:mod:`synapse_nb.recall.rank`); this module holds what that step reads:
 
-- **exhaustive**: every candidate of the mind, read once and cached until the vault changes (keyed by the
-  store's data version), for vaults of at most ``Bars.exhaustive_max`` candidates;
-- **index**: the retrieval index's hits for the query plus records whose key or a rare tag the query names.
+- :meth:`Candidates.threads`: the mind's :class:`~synapse_nb.recall.rank.ThreadIndex`, read once and cached
+  until the vault changes (keyed by the store's data version);
+- :meth:`Candidates.fetch`: candidate rows (gate text, stamps, expiry) of ranked ids;
+- :meth:`Candidates.exact`: records whose tag, key or note name the query names (rank bonuses).
 """
 
 from __future__ import annotations
 
-import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from synapse_nb.models import kind_of_id
+from synapse_nb.recall.rank import ThreadIndex
 from synapse_nb.store.records import Candidate
 from synapse_nb.text import query_words
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["Candidates", "Pool", "query_words"]
-
-class Pool:
-    """Candidates in id order, with the lists the scorer needs built once (cached pools are reused)."""
-
-    def __init__(self, cands: list[Candidate]) -> None:
-        self.cands = cands
-        self.texts = [c.text for c in cands]
-        self.keys = [f"{c.id}:{c.updated_at}" for c in cands]
-        self.pos = {c.id: i for i, c in enumerate(cands)}
-        self.expiring = [i for i, c in enumerate(cands) if c.expires_at is not None]
+__all__ = ["Candidates", "query_words"]
 
 
 class Candidates:
-    """Candidate rows and exact matches for one context (its caches live as long as the vault handle)."""
+    """Structure arrays, candidate rows and exact matches for one context (caches live with the vault handle)."""
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
         self._lock = threading.RLock()
         self._count_key: object = None
         self._count = 0
-        self._pool_key: object = None
-        self._pool = Pool([])
+        self._threads_key: object = None
+        self._threads = ThreadIndex([])
 
     # The store is never called while self._lock is held: a recall holds the store's lock for its snapshot and
     # then takes this one, so the other order would deadlock two threads sharing a vault handle.
@@ -60,31 +50,24 @@ class Candidates:
             self._count, self._count_key = n, key
         return n
 
-    def all(self) -> Pool:
-        """Every candidate of the mind (expired ones included: masked at scoring), cached per data version."""
+    def threads(self) -> ThreadIndex:
+        """The mind's ranking documents as structure arrays, cached per data version."""
         store, mind = self._ctx.store, self._ctx.mind
         key = (store.data_version(), mind)
         with self._lock:
-            if self._pool_key == key:
-                return self._pool
-        pool = Pool(store.recall.candidates(mind))
+            if self._threads_key == key:
+                return self._threads
+        idx = ThreadIndex(store.recall.rank_rows(mind))
         with self._lock:
-            self._pool, self._pool_key = pool, key
-        return pool
+            self._threads, self._threads_key = idx, key
+        return idx
 
-    def fetch(self, ids_by_kind: Mapping[str, Iterable[str]]) -> Pool:
-        return Pool(self._ctx.store.recall.fetch(self._ctx.mind, ids_by_kind))
-
-    def from_hits(self, hits: Sequence[tuple[str, str]], words: list[str], k: int) -> Pool:
-        """The pool of the index path: ``hits`` as (kind, id), plus at most ``k`` records whose key or a rare tag
-        the query names (those matching the most query tags/keys first, then by id)."""
-        ids: dict[str, list[str]] = {}
-        for kind, rid in hits:
-            ids.setdefault(kind, []).append(rid)
-        exact = self.exact(words, max_per_tag=k)
-        for rid in sorted(exact, key=lambda rid: (-len(exact[rid]), rid))[:k]:
-            ids.setdefault(kind_of_id(rid) or "", []).append(rid)
-        return self.fetch(ids)
+    def fetch(self, ids: Sequence[tuple[str, str]]) -> dict[str, Candidate]:
+        """Candidate rows of these (kind, id) pairs of the mind, by id (ids gone meanwhile are absent)."""
+        by_kind: dict[str, list[str]] = {}
+        for kind, rid in ids:
+            by_kind.setdefault(kind, []).append(rid)
+        return {c.id: c for c in self._ctx.store.recall.fetch(self._ctx.mind, by_kind)}
 
     def exact(self, words: list[str], *, rids: list[str] | None = None,
               max_per_tag: int | None = None) -> dict[str, list[str]]:

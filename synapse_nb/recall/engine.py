@@ -4,32 +4,39 @@ from __future__ import annotations
 
 import re
 import threading
-import warnings
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb._util import check_files
-from synapse_nb.errors import IndexError_, QueryError, StoreError, ValidationError
+from synapse_nb.errors import QueryError, ValidationError
 from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.models import Record
-from synapse_nb.recall.candidates import Candidates, Pool, query_words
-from synapse_nb.recall.delta import session_delta
+from synapse_nb.recall.candidates import Candidates, query_words
+from synapse_nb.recall.delta import record_given, seen_digests
+from synapse_nb.recall.rank import RankParams, Ranked, fts_words, rank_words, structure
 from synapse_nb.recall.render import assemble, empty_reason
-from synapse_nb.recall.scoring import WordStats, gate, new_scorer, query_terms
+from synapse_nb.recall.scoring import gate, new_scorer, query_terms
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, Recall
+from synapse_nb.text import FTS_TOKEN_RE
 
 if TYPE_CHECKING:
-    from synapse_nb.gate.scorer import CorpusScorer
     from synapse_nb.context import Context
-    from synapse_nb.store.base import Candidate
+    from synapse_nb.gate.scorer import CorpusScorer
     from synapse_nb.store.indexer import VaultIndex
+    from synapse_nb.store.records import Candidate
 
 __all__ = ["Recaller", "clean_query"]
 
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-PATHS = ("auto", "exhaustive", "index")
+#: ``path`` values: "auto" and "rank" run the ranking; "exhaustive" and "index" (recall v1's two candidate
+#: paths) are still accepted and run the same ranking, so old calls keep working.
+PATHS = ("auto", "rank", "exhaustive", "index")
+#: Most ranked records the walk may read (top-k per kind x kinds, plus what the delta and budget skip).
+MAX_WALK = 200
+#: A tag carried by more records than this identifies nothing: no bonus (its word is ranked anyway).
+MAX_TAG_RECORDS = 200
 
 
 def clean_query(query: Any) -> str:
@@ -55,23 +62,33 @@ def _check_args(bars: Any, budget_tokens: Any, session: Any, path: Any) -> Bars:
         if not isinstance(session, str) or not session.strip() or len(session) > 200 or not session.isprintable():
             raise ValidationError("session must be a non-empty printable string of at most 200 characters")
     if path not in PATHS:
-        raise ValidationError(f"path {path!r} is not accepted; use auto, exhaustive or index")
+        raise ValidationError(f"path {path!r} is not accepted; use auto or rank (exhaustive and index are "
+                              "accepted as their old names)")
     return bars
+
+
+class _Ranking(NamedTuple):
+    ranked: Ranked
+    cands: list[Candidate | None]
+    exact: dict[str, list[str]]
+    stats: tuple[dict[str, int], int]
 
 
 class Recaller:
     """Recall bound to one context (one vault handle); its caches live here, per process.
 
-    ``index`` gives the vault's retrieval index when the index path runs (it is opened on first use).
+    ``index`` gives the vault's retrieval index (kept for the surfaces that search it; recall ranks with the
+    store's BM25 and the structure step).
     """
 
-    def __init__(self, ctx: Context, index: Callable[[], VaultIndex]) -> None:
+    def __init__(self, ctx: Context, index: Callable[[], VaultIndex], params: RankParams | None = None) -> None:
         self._ctx = ctx
         self._index = index
         self._lock = threading.RLock()
         self._scorer: CorpusScorer | None = None
         self._candidates = Candidates(ctx)
         self._staleness = Staleness(ctx)
+        self.params = params or RankParams()
 
     @property
     def scorer(self) -> CorpusScorer:
@@ -79,16 +96,6 @@ class Recaller:
             if self._scorer is None:
                 self._scorer = new_scorer()
             return self._scorer
-
-    # the candidate sources (methods of their own, so tests can interpose on them)
-    def _all_candidates(self) -> Pool:
-        return self._candidates.all()
-
-    def _n_candidates(self) -> int:
-        return self._candidates.count()
-
-    def _word_stats(self, query: str) -> WordStats:
-        return self._ctx.store.recall.doc_freq(query_terms(query)), self._n_candidates()
 
     def _materialize(self, c: Candidate) -> Record | None:
         return self._ctx.store.table(c.kind).get(self._ctx.view(), c.id)
@@ -102,48 +109,74 @@ class Recaller:
         file_refs = check_files(files, "files")
         now = ctx.now_ts()
         branch_name = ctx.git.head()[0] if branch is None else str(branch)
-        words = query_words(query)
-        used = "none"
-        hits: list[tuple[str, str]] | None = None
-        if query.strip():
-            used = path
-            if used == "auto":
-                used = "exhaustive" if self._n_candidates() <= bars.exhaustive_max else "index"
-            if used == "index":  # before the snapshot: searching applies the index outbox (a write)
-                try:
-                    hits = [(h.kind, h.id) for h in self._index().search(query, k=bars.index_k)]
-                except (IndexError_, StoreError, OSError) as exc:
-                    used = self._index_unusable(exc, 4)
-        # one consistent read of everything the gate weighs: lessons, candidates, matches, word statistics
+        used = "rank" if query.strip() else "none"
+        # one consistent read of everything the ranking weighs: lessons, documents, matches, word statistics
         with ctx.store.snapshot():
             lessons = list(Lessons(ctx).in_force(branch_name))
-            pool, exact, used = self._pool(query, words, bars, used, hits)
-            stats = self._word_stats(query) if pool.cands else ({}, 0)
-        rows, kept = gate(query, pool, exact, stats, bars, file_refs, now, self.scorer, self._materialize)
-        delta = session_delta(ctx, session, kept, rows, lessons, now)
-        kept = self._staleness.annotate(delta.items)
-        reason, note = empty_reason(query, kept, delta.rows, bars)
-        text = assemble(query, kept, lessons, delta.shown_before, note)
+            ranking = self._rank(query, file_refs, bars, now) if query.strip() else None
+            walk = [c.id for c in ranking.cands if c is not None] if ranking else []
+            seen = seen_digests(ctx, session, walk + [x.id for x in lessons])
+        if ranking is None:
+            rows, kept, coverage = [], [], 0.0
+        else:
+            g = gate(query, ranking.ranked, ranking.cands, ranking.exact, ranking.stats, bars, self.scorer,
+                     self._materialize, seen)
+            rows, kept, coverage = g.rows, g.kept, g.coverage
+        shown_before = record_given(ctx, session, kept, lessons, seen, now)
+        kept = self._staleness.annotate(kept)
+        reason, note = empty_reason(query, kept, rows, bars)
+        text = assemble(query, kept, lessons, shown_before, note)
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
-                      nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=tuple(delta.rows))
+                      nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=tuple(rows),
+                      coverage=coverage)
 
-    def _pool(self, query: str, words: list[str], bars: Bars, used: str,
-              hits: list[tuple[str, str]] | None) -> tuple[Pool, dict[str, list[str]], str]:
-        """(candidates, exact tag/key matches by id, the path that ran) for a query."""
-        if not query.strip():
-            return Pool([]), {}, "none"
-        if hits is not None:
-            try:
-                pool = self._candidates.from_hits(hits, words, bars.index_k)
-                return pool, self._candidates.exact(words, rids=[c.id for c in pool.cands]), "index"
-            except (IndexError_, StoreError, OSError) as exc:
-                used = self._index_unusable(exc, 5)
-        return self._all_candidates(), self._candidates.exact(words), used
+    def _rank(self, query: str, files: tuple[str, ...], bars: Bars, now: str) -> _Ranking:
+        """BM25 hits plus exact-match bonuses, through the structure step; the candidate rows of the walk."""
+        import numpy as np  # loaded with the gate
 
-    @staticmethod
-    def _index_unusable(exc: Exception, stacklevel: int) -> str:
-        """Warn (pointing at the caller of ``vault.recall``) and name the path that runs instead."""
-        warnings.warn(f"synapse_nb: the retrieval index is unusable ({exc}); recall scored the vault directly. "
-                      "Run `synapse-nb index rebuild` to restore it.", stacklevel=stacklevel)
-        return "exhaustive (index unusable)"
+        ctx, p = self._ctx, self.params
+        store = ctx.store
+        idx = self._candidates.threads()
+        words = rank_words(query)
+        terms = query_terms(query)
+        file_words = [w.lower() for f in files for w in FTS_TOKEN_RE.findall(f)]
+        df = store.recall.doc_freq(sorted(set(terms) | set(words) | set(file_words)))
+        n_docs = self._candidates.count()
+        send = fts_words(words, df, n_docs, p.max_df, p.max_postings)
+        send += [w for w in dict.fromkeys(file_words) if w not in send]
+        hits = store.recall.bm25(ctx.mind, send, depth=p.depth, w_body=p.w_body, w_context=p.w_context)
+        exact = self._candidates.exact(query_words(query), max_per_tag=MAX_TAG_RECORDS)
+        pos_of = idx.pos
+        hits = [h for h in hits if h.id in pos_of]  # a document written after the cached arrays: next time
+        rows: dict[str, Candidate] = {}
+        if files:  # the file bonus reads the texts of every hit
+            rows = self._candidates.fetch([(idx.kinds[pos_of[i]], i) for i in dict.fromkeys(
+                [h.id for h in hits] + [i for i in exact if i in pos_of])])
+        bonus: dict[int, float] = {}
+        for rid, labels in exact.items():
+            if rid in pos_of:
+                bonus[pos_of[rid]] = sum(bars.tag_bonus if lab.startswith("#") else bars.key_bonus for lab in labels)
+        for rid, c in rows.items():
+            hit_files = [f for f in files if f in c.text]
+            if hit_files:
+                bonus[pos_of[rid]] = bonus.get(pos_of[rid], 0.0) + bars.file_bonus
+                exact.setdefault(rid, []).extend(f"file:{f}" for f in hit_files)
+        pos = np.array([pos_of[h.id] for h in hits], np.int64)
+        sc = np.array([h.score for h in hits], np.float64)
+        ranked = structure(idx, pos, sc, words, p, bonus)
+        # the walk reads what clears the margin, plus a few rows below it for the explanation
+        text = ranked.score - ranked.parts["bonus"] if len(ranked) else ranked.score
+        n = int(np.count_nonzero(ranked.score >= bars.margin * text.max())) if len(ranked) else 0
+        n = min(MAX_WALK, max(n + 20, bars.gate_depth))
+        ranked = Ranked(ranked.pos[:n], ranked.score[:n], {k: v[:n] for k, v in ranked.parts.items()})
+        ids = [idx.ids[j] for j in ranked.pos.tolist()]
+        missing = [(idx.kinds[pos_of[i]], i) for i in ids if i not in rows]
+        if missing:
+            rows.update(self._candidates.fetch(missing))
+        # memories expired at "now" are ranked (the store's ranking knows no time) but never given
+        cands = [c if c is not None and not _expired(c, now) else None for c in (rows.get(i) for i in ids)]
+        return _Ranking(ranked, cands, exact, ({t: df.get(t, 0) for t in terms}, n_docs))
 
+
+def _expired(c: Candidate, now: str) -> bool:
+    return c.expires_at is not None and c.expires_at <= now

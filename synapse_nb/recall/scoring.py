@@ -1,37 +1,46 @@
-"""The gate and its bars: score every candidate, then keep what clears floor, margin, top-k and budget.
+"""The gate (inclusion only) and the walk: "nothing new" per query, then margin, session delta, top-k, budget.
 
-A score is :class:`synapse_nb.gate.CorpusScorer`'s (idf-weighted word coverage plus character similarity, from
-the query, the candidate's text and the vault's word statistics) plus exact-match bonuses (tag, key or note
-name, file), rounded to 9 decimals and capped at 1; expired memories score 0. Candidates are taken best first,
-ties by id, and every decision is recorded for ``Recall.explain()``.
+- **"Nothing new"** is decided once per query: the best coverage score (:class:`synapse_nb.gate.CorpusScorer`:
+  idf-weighted word coverage plus character similarity, from the query, a record's text and the vault's word
+  statistics), plus the record's exact-match bonuses (tag, key, file), capped at 1, among the top
+  ``Bars.gate_depth`` ranked records must reach ``Bars.floor``. Coverage is never
+  used per item and never orders anything: the rank does.
+- Otherwise one walk in rank order: a record below ``Bars.margin`` x the best rank score without exact-match
+  bonuses (a bonus lifts a record over the bar, never raises the bar for the others) ends the walk; a
+  record already given to the session, unchanged, is skipped *without* using a slot or budget (the delta comes
+  before top-k and budget); then at most ``Bars.top_k`` per kind and ``Bars.budget_tokens`` tokens (4 characters
+  each) of lines. Every decision is recorded for ``Recall.explain()``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from synapse_nb._util import estimate_tokens, plural
 from synapse_nb.models import TABLES, Record
+from synapse_nb.recall.rank import SCORE_DECIMALS, Ranked
 from synapse_nb.recall.render import record_line
-from synapse_nb.recall.types import KIND_ORDER, MAX_EXPLAIN, Bars, ExplainRow, RecallItem
+from synapse_nb.recall.types import MAX_EXPLAIN, Bars, ExplainRow, RecallItem
 
 if TYPE_CHECKING:
     from synapse_nb.gate.scorer import CorpusScorer
-    from synapse_nb.recall.candidates import Pool
-    from synapse_nb.store.base import Candidate
+    from synapse_nb.store.records import Candidate
 
-__all__ = ["WordStats", "gate", "new_scorer", "query_terms"]
+__all__ = ["Gated", "WordStats", "gate", "new_scorer", "query_terms"]
 
 #: (document frequency per query term, number of documents): the vault's word statistics for one query.
 WordStats = tuple[dict[str, int], int]
+_PARTS = ("bm25", "neighbours", "thread", "actor", "bonus")
+#: Most "top_k" rows explained per recall (records past a full kind).
+MAX_TOP_K_ROWS = 20
 
 
 def new_scorer() -> CorpusScorer:
     # numpy and scipy load with the gate, on the first recall that has candidates (import synapse_nb stays light)
     from synapse_nb.gate.scorer import CorpusScorer
 
-    # room for every document of the exhaustive path (20k by default) plus index candidates
     return CorpusScorer(cache_size=50_000)
 
 
@@ -42,87 +51,94 @@ def query_terms(query: str) -> list[str]:
     return list(terms(query))
 
 
-def gate(query: str, pool: Pool, exact: dict[str, list[str]], stats: WordStats, bars: Bars, files: tuple[str, ...],
-         now: str, scorer: CorpusScorer,
-         materialize: Callable[[Candidate], Record | None]) -> tuple[list[ExplainRow], list[RecallItem]]:
-    """(explanation rows, kept items) for a pool. ``materialize`` reads a kept candidate's record (None when it
-    was deleted meanwhile); only candidates that clear the score bars are read."""
-    import numpy as np  # loaded with the gate (see new_scorer)
+@dataclass(frozen=True)
+class Gated:
+    """The gate's answer: explanation rows, kept items, the best coverage and whether the floor was reached."""
 
-    if not pool.cands:
-        return [], []
+    rows: list[ExplainRow]
+    kept: list[RecallItem]
+    coverage: float
+    passed: bool
+
+
+def _parts(ranked: Ranked, j: int) -> tuple[tuple[str, float], ...]:
+    return tuple((k, round(float(ranked.parts[k][j]), 6)) for k in _PARTS if k in ranked.parts)
+
+
+def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: Mapping[str, list[str]],
+         stats: WordStats, bars: Bars, scorer: CorpusScorer, materialize: Callable[[Candidate], Record | None],
+         seen: Mapping[str, str]) -> Gated:
+    """Gate one ranked query. ``cands[j]`` is the candidate at rank ``j`` (None: gone or masked, skipped);
+    ``seen`` maps ids the session was given to the digest it got (empty without a session)."""
+    order = [j for j, c in enumerate(cands) if c is not None]
+    if not order:
+        return Gated([], [], 0.0, False)
     df, n_docs = stats
-    batch = scorer.score_batch(query, pool.texts, doc_freq=df, n_docs=n_docs, doc_keys=pool.keys)
-    scores = np.array(batch.scores, dtype=float)
-    extra: dict[int, list[str]] = {}
-    for rid, labels in exact.items():
-        i = pool.pos.get(rid)
-        if i is not None:
-            scores[i] += sum(bars.tag_bonus if lab.startswith("#") else bars.key_bonus for lab in labels)
-            extra[i] = list(labels)
-    if files:
-        for i, c in enumerate(pool.cands):
-            hits = [f for f in files if f in c.text]
-            if hits:
-                scores[i] += bars.file_bonus
-                extra.setdefault(i, []).extend(f"file:{f}" for f in hits)
-    scores = np.minimum(np.round(scores, 9), 1.0)
-    for i in pool.expiring:  # memories past their expiry are never candidates
-        if pool.cands[i].expires_at <= now:  # type: ignore[operator]
-            scores[i] = 0.0
-    positive = np.flatnonzero(scores > 0)
-    if not len(positive):
-        return [], []
-    # best first; ties by id (pools are in id order, and lexsort is stable)
-    order = positive[np.lexsort((positive, -scores[positive]))]
-    best = float(scores[order[0]])
+    top = order[: bars.gate_depth]
+    top_c = [cands[j] for j in top]
+    batch = scorer.score_batch(query, [c.text for c in top_c], doc_freq=df, n_docs=n_docs,  # type: ignore[union-attr]
+                               doc_keys=[f"{c.id}:{c.updated_at}" for c in top_c])  # type: ignore[union-attr]
+    # exact matches (tag, key, file) count towards coverage as they did in recall v1: a record about a file
+    # being worked on is relevant on that alone
+    bonus = ranked.parts.get("bonus")
+    cov = {j: min(1.0, round(float(s) + (float(bonus[j]) if bonus is not None else 0.0), SCORE_DECIMALS))
+           for j, s in zip(top, batch.scores, strict=True)}
+    matched_top = {j: batch.matched(i) for i, j in enumerate(top)}
+    best_cov = max(cov.values())
+
+    def row(j: int, kept: bool, bar: str, reason: str) -> ExplainRow:
+        c = cands[j]
+        assert c is not None
+        matched = matched_top.get(j, ()) + tuple(exact.get(c.id, ()))
+        return ExplainRow(c.kind, c.id, float(ranked.score[j]), matched, kept, bar, reason, cov.get(j),
+                          _parts(ranked, j))
+
+    if best_cov < bars.floor:
+        reason = f"best coverage of the top {len(top)} is {best_cov:.3f} < floor {bars.floor}"
+        return Gated([row(j, False, "floor", reason) for j in top], [], best_cov, False)
+    # the margin is relative to the best match without exact-match bonuses: a tag, key or file match lifts a
+    # record over the bar but never raises the bar for the others
+    text_score = ranked.score - bonus if bonus is not None else ranked.score
+    best = round(float(max(text_score[j] for j in order)), SCORE_DECIMALS)
     rows: list[ExplainRow] = []
-    kept_idx: list[tuple[int, float, tuple[str, ...]]] = []
+    kept: list[RecallItem] = []
     per_kind: dict[str, int] = {}
-    used_tokens = 0
-    lines: dict[int, tuple[Record, str]] = {}
-    for i in order:
-        score = float(scores[i])
-        if score < bars.floor or score < bars.margin * best:
-            break  # sorted: everything after fails the same bar (explained below)
-        c = pool.cands[i]
+    used = 0
+    bar = bars.margin * best
+    present = {c.kind for j, c in enumerate(cands) if c is not None and float(ranked.score[j]) >= bar}
+    top_k_rows = 0
+    for n, j in enumerate(order):
+        c = cands[j]
+        assert c is not None
+        score = float(ranked.score[j])
+        if score < bars.margin * best:
+            for k in order[n: n + max(0, min(20, MAX_EXPLAIN - len(rows)))]:
+                rows.append(row(k, False, "margin", f"below {bars.margin} x best match ({best:.3f})"))
+            break
         if per_kind.get(c.kind, 0) >= bars.top_k:
-            if len(rows) < MAX_EXPLAIN:
-                matched = batch.matched(int(i)) + tuple(extra.get(int(i), ()))
-                rows.append(ExplainRow(c.kind, c.id, score, matched, False, "top_k",
-                                       f"{plural(bars.top_k, c.kind, TABLES[c.kind])} already kept"))
-                continue
-            if all(per_kind.get(k, 0) >= bars.top_k for k in KIND_ORDER):
-                break
+            if top_k_rows < MAX_TOP_K_ROWS and len(rows) < MAX_EXPLAIN:
+                top_k_rows += 1
+                rows.append(row(j, False, "top_k", f"{plural(bars.top_k, c.kind, TABLES[c.kind])} already kept"))
+            elif all(per_kind.get(k, 0) >= bars.top_k for k in present):
+                break  # every kind above the margin is full, and enough of the rest is explained
             continue
-        matched = batch.matched(int(i)) + tuple(extra.get(int(i), ()))
         rec = materialize(c)
-        if rec is None:  # deleted by another process since the candidates were read
-            rows.append(ExplainRow(c.kind, c.id, score, (), False, "gone", "deleted meanwhile"))
+        if rec is None:  # deleted by another process since it was ranked
+            rows.append(row(j, False, "gone", "deleted meanwhile"))
+            continue
+        if c.id in seen and seen[c.id] == rec.digest:
+            rows.append(row(j, False, "delta", "already given to this session, unchanged"))
             continue
         line = record_line(rec)
         cost = estimate_tokens(line)
-        if used_tokens + cost > bars.budget_tokens:
-            rows.append(ExplainRow(c.kind, c.id, score, matched, False, "budget",
-                                   f"would exceed the budget of {bars.budget_tokens} tokens"))
+        if used + cost > bars.budget_tokens:
+            rows.append(row(j, False, "budget", f"would exceed the budget of {bars.budget_tokens} tokens"))
             continue
-        used_tokens += cost
+        used += cost
         per_kind[c.kind] = per_kind.get(c.kind, 0) + 1
-        kept_idx.append((int(i), score, matched))
-        lines[int(i)] = (rec, line)
-        rows.append(ExplainRow(c.kind, c.id, score, matched, True, "kept", "cleared every bar"))
-    # explain the best of the rest (near the bars), at most MAX_EXPLAIN rows in all
-    first_failing = int(np.searchsorted(-scores[order], -max(bars.floor, bars.margin * best), side="right"))
-    first_failing = max(first_failing, 0)
-    for i in order[first_failing:][: max(0, MAX_EXPLAIN - len(rows))]:
-        score = float(scores[i])
-        c = pool.cands[i]
-        matched = batch.matched(int(i)) + tuple(extra.get(int(i), ()))
-        if score < bars.floor:
-            rows.append(ExplainRow(c.kind, c.id, score, matched, False, "floor", f"below the floor {bars.floor}"))
-        else:
-            rows.append(ExplainRow(c.kind, c.id, score, matched, False, "margin",
-                                   f"below {bars.margin} x best ({best:.3f})"))
-    kept = [RecallItem(kind=pool.cands[i].kind, id=pool.cands[i].id, score=score, matched=matched, bar="kept",
-                       line=lines[i][1], record=lines[i][0]) for i, score, matched in kept_idx]
-    return rows, kept
+        r = row(j, True, "kept", "cleared every bar")
+        rows.append(r)
+        kept.append(RecallItem(kind=c.kind, id=c.id, score=score, matched=r.matched, bar="kept", line=line,
+                               record=rec))
+    return Gated(rows, kept, best_cov, True)
+

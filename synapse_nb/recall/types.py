@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     import pandas as pd
     import polars as pl
 
-__all__ = ["EMPTY_REASONS", "KIND_ORDER", "MAX_EXPLAIN", "MAX_QUERY_CHARS", "Bars", "ExplainRow", "Recall",
-           "RecallExplanation", "RecallItem"]
+__all__ = ["EMPTY_REASONS", "EXPLAIN_COLUMNS", "KIND_ORDER", "MAX_EXPLAIN", "MAX_QUERY_CHARS", "RANK_PARTS", "Bars",
+           "ExplainRow", "Recall", "RecallExplanation", "RecallItem"]
 
 #: Kinds that are recall candidates, in the order their groups appear.
 KIND_ORDER = ("memory", "decision", "checkpoint", "episode", "note")
@@ -27,53 +27,55 @@ MAX_QUERY_CHARS = 1_000_000
 
 @dataclass(frozen=True)
 class Bars:
-    """What a candidate must clear to be recalled. Every field has a documented default.
+    """What a recall includes. Every field has a documented default (chosen on LoCoMo conversations 0-6).
+
+    Ranking decides the order (:mod:`synapse_nb.recall.rank`); the bars decide only what is included.
 
     Attributes
     ----------
     floor : float
-        Absolute minimum gate score in [0, 1]. Default 0.3: at least about a third of the query's
-        information must be in the memory.
+        "Nothing new" unless the best gate coverage (the share of the query's information a record holds,
+        in [0, 1]) among the top ``gate_depth`` ranked records reaches it. Default 0.23: on LoCoMo it answers
+        "nothing new" to 5% of questions that have evidence and to 83% of questions asked of another
+        conversation. It is never applied per item.
     margin : float
-        Relative bar: a hit must score at least ``margin`` times the best hit. Default 0.5.
+        A record is included only while its rank score is at least ``margin`` times the best rank score.
+        Default 0.4.
     top_k : int
         Most hits per kind. Default 5.
     budget_tokens : int
-        Most tokens (estimated at 4 characters each) for the hits section. Default 1,200.
+        Most tokens (estimated at 4 characters each) for the hits section. Default 1,200. Records already
+        given to the session are skipped before top-k and budget: they never use a slot.
     tag_bonus : float
-        Added to the score when a query word equals one of the record's tags. Default 0.25.
+        Added to the rank score when a query word equals one of the record's tags. Default 0.25.
     key_bonus : float
         Added when the query names the record's key or note name. Default 0.35.
     file_bonus : float
-        Added when the record refers to one of the ``files`` passed to recall. Default 0.3 (as much as
-        the floor: a record about a file being worked on is relevant on that alone).
-    exhaustive_max : int
-        Vaults with at most this many candidates are scored exhaustively (from an in-process cache of
-        SQLite); larger ones take candidates from the LanceDB index. Default 20,000 (below it, scoring
-        everything is faster than asking the index).
-    index_k : int
-        Candidates fetched from the index per recall on the index path. Default 200.
+        Added when the record refers to one of the ``files`` passed to recall. Default 0.3.
+    gate_depth : int
+        How many ranked records the floor looks at. Default 20.
     """
 
-    floor: float = 0.3
-    margin: float = 0.5
+    floor: float = 0.23
+    margin: float = 0.4
     top_k: int = 5
     budget_tokens: int = 1200
     tag_bonus: float = 0.25
     key_bonus: float = 0.35
     file_bonus: float = 0.3
-    exhaustive_max: int = 20000
-    index_k: int = 200
+    gate_depth: int = 20
 
     def __post_init__(self) -> None:
         for name in ("floor", "margin", "tag_bonus", "key_bonus", "file_bonus"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 <= float(v) <= 1.0:
                 raise ValidationError(f"Bars.{name} must be a number in [0, 1], got {v!r}")
-        for name in ("top_k", "budget_tokens", "exhaustive_max", "index_k"):
+        for name in ("top_k", "budget_tokens", "gate_depth"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValidationError(f"Bars.{name} must be a whole number >= 0, got {v!r}")
+        if self.gate_depth < 1:
+            raise ValidationError(f"Bars.gate_depth must be at least 1, got {self.gate_depth!r}")
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,13 @@ class RecallItem:
 
 @dataclass(frozen=True)
 class ExplainRow:
-    """One row of :meth:`Recall.explain`: a candidate, its score, what matched, and the bar that decided."""
+    """One row of :meth:`Recall.explain`: a candidate, its rank score and the parts it is made of, its gate
+    coverage (None below the top ``Bars.gate_depth``), what matched, and the bar that decided.
+
+    ``parts`` holds ``bm25`` (normalised), ``neighbours`` (flow from the records around it in its thread),
+    ``thread`` (the thread's best), ``actor`` (the multiplier when the query names who said it) and ``bonus``
+    (tag / key / file matches).
+    """
 
     kind: str
     id: str
@@ -104,26 +112,34 @@ class ExplainRow:
     kept: bool
     bar: str
     reason: str
+    coverage: float | None = None
+    parts: tuple[tuple[str, float], ...] = ()
 
 
 class RecallExplanation(list[ExplainRow]):
     """Every candidate near the bars, with its score and why it was kept or dropped."""
 
     def to_dicts(self) -> list[dict[str, Any]]:
-        return [{"kind": r.kind, "id": r.id, "score": round(r.score, 4), "matched": ", ".join(r.matched),
-                 "kept": r.kept, "bar": r.bar, "reason": r.reason} for r in self]
+        out = []
+        for r in self:
+            parts = dict(r.parts)
+            out.append({"kind": r.kind, "id": r.id, "score": round(r.score, 4), "matched": ", ".join(r.matched),
+                        "kept": r.kept, "bar": r.bar, "reason": r.reason,
+                        "coverage": None if r.coverage is None else round(r.coverage, 4),
+                        **{p: round(parts[p], 4) if p in parts else None for p in RANK_PARTS}})
+        return out
 
     def to_pandas(self) -> pd.DataFrame:
         import pandas as pd  # heavy: loaded only when a DataFrame is asked for
 
-        return pd.DataFrame(self.to_dicts(), columns=["kind", "id", "score", "matched", "kept", "bar", "reason"])
+        return pd.DataFrame(self.to_dicts(), columns=list(EXPLAIN_COLUMNS))
 
     def to_polars(self) -> pl.DataFrame:
         import polars as pl  # heavy: loaded only when a DataFrame is asked for
 
-        return pl.DataFrame(self.to_dicts(), schema={"kind": pl.String, "id": pl.String, "score": pl.Float64,
-                                                      "matched": pl.String, "kept": pl.Boolean, "bar": pl.String,
-                                                      "reason": pl.String})
+        schema = {"kind": pl.String, "id": pl.String, "score": pl.Float64, "matched": pl.String, "kept": pl.Boolean,
+                  "bar": pl.String, "reason": pl.String, "coverage": pl.Float64}
+        return pl.DataFrame(self.to_dicts(), schema=schema | {p: pl.Float64 for p in RANK_PARTS})
 
     def __repr__(self) -> str:
         return str(self)
@@ -131,15 +147,24 @@ class RecallExplanation(list[ExplainRow]):
     def __str__(self) -> str:
         if not self:
             return "(no candidate scored above zero)"
-        lines = [f"{'kept':<5} {'score':>6}  {'kind':<10} {'id':<18} {'bar':<7} reason / matched"]
+        lines = [f"{'kept':<5} {'score':>6} {'cover':>5}  {'kind':<10} {'id':<18} {'bar':<7} "
+                 "reason / matched / rank parts"]
         for r in self:
-            lines.append(f"{'yes' if r.kept else 'no':<5} {r.score:6.3f}  {r.kind:<10} {r.id:<18} {r.bar:<7} "
-                         f"{r.reason}; matched: {', '.join(r.matched) or '-'}")
+            cov = "-" if r.coverage is None else f"{r.coverage:.3f}"
+            parts = " ".join(f"{k}={v:.3f}" for k, v in r.parts if v or k == "bm25")
+            lines.append(f"{'yes' if r.kept else 'no':<5} {r.score:6.3f} {cov:>5}  {r.kind:<10} {r.id:<18} "
+                         f"{r.bar:<7} {r.reason}; matched: {', '.join(r.matched) or '-'}"
+                         + (f"; {parts}" if parts else ""))
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         return explanation_html(self)
 
+
+#: The parts of a rank score, as ``Recall.explain()`` shows them.
+RANK_PARTS = ("bm25", "neighbours", "thread", "actor", "bonus")
+#: Columns of ``Recall.explain().to_pandas()``.
+EXPLAIN_COLUMNS = ("kind", "id", "score", "matched", "kept", "bar", "reason", "coverage", *RANK_PARTS)
 
 #: Why a recall has no items (``Recall.empty_reason``), each a stable value.
 EMPTY_REASONS = ("empty_query", "nothing_relevant", "already_given", "over_budget")
@@ -168,6 +193,8 @@ class Recall:
     bars: Bars
     empty_reason: str | None = None
     _explain: tuple[ExplainRow, ...] = field(default=(), repr=False)
+    #: the best gate coverage among the top ``bars.gate_depth`` ranked records (0.0 when nothing ranked)
+    coverage: float = 0.0
 
     def explain(self) -> RecallExplanation:
         """A table of every candidate near the bars and why it was kept or dropped."""
@@ -176,7 +203,7 @@ class Recall:
     def to_dict(self) -> dict[str, Any]:
         return {"query": self.query, "session": self.session, "text": self.text, "nothing_new": self.nothing_new,
                 "empty_reason": self.empty_reason, "items": [i.to_dict() for i in self.items],
-                "lessons": [les.id for les in self.lessons], "path": self.path}
+                "lessons": [les.id for les in self.lessons], "path": self.path, "coverage": round(self.coverage, 6)}
 
     def __str__(self) -> str:
         return self.text

@@ -56,6 +56,30 @@ outcome + refs; note: name (``_`` as spaces) + trigger; parts joined by single s
 (lessons are not candidates). ``doc_freq`` counts the candidates (all minds) holding a word as SQLite FTS5's
 ``unicode61 remove_diacritics 2`` tokenizer splits and folds it; ``count`` is the number of candidates.
 
+**Ranking (recall engine v2, schema v3).** Every gate candidate is also a *ranking document* with two
+fields: ``body`` = its gate text (above) and ``context`` = the bodies of the previous two records of the same
+(mind, thread) ordered by ``(seq, id)``, oldest first, joined by one space (``''`` for a record without a thread
+or without predecessors). Only episodes carry ``thread``/``seq``/``actor`` today (NULL elsewhere). The backend
+keeps ``context`` exact on every insert, update (body, thread, seq) and delete, including the next two records
+of the thread whose context names the changed one.
+
+- :meth:`RecallQueries.bm25` scores documents with Okapi BM25 exactly as SQLite FTS5's ``bm25()`` does:
+  terms are the given words stemmed with the Porter stemmer after ``unicode61 remove_diacritics 2`` folding
+  (FTS5's ``porter`` tokenizer); a document matches when it holds at least one term (OR); for each term
+  ``idf = ln((N - n + 0.5) / (n + 0.5))``, floored at ``1e-6`` when it is not positive, where ``N`` is the
+  number of ranking documents of the whole vault (all minds) and ``n`` those holding the term;
+  ``tf = w_body * tf_body + w_context * tf_context``; ``score = sum idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b
+  * dl / avgdl))`` with ``k1 = 1.2``, ``b = 0.75``, ``dl`` the document's token count over both columns and
+  ``avgdl`` the vault-wide mean of it. Hits are returned best first, ties by id ascending, at most ``depth``.
+  (PostgreSQL: ``ts_rank`` is not BM25; compute it from a per-term posting table or an extension, and keep the
+  same ordering and tie-break. A backend whose stemmer differs from Porter ranks slightly differently; it
+  must still be deterministic.)
+- :meth:`RecallQueries.rank_rows` lists the mind's ranking documents with their structure, in id order.
+- **"Now" does not enter the ranking**: both reads ignore time. Recall masks memories expired at its own "now"
+  (from the candidates' ``expires_at``) after ranking, so a backend never filters by time here.
+- Episodes with a ``thread`` and no ``seq`` get ``EpisodeTable.next_seq`` (1 + the largest ``seq`` of the
+  thread in the mind, 0 for a new thread), computed by the caller inside its write transaction.
+
 Data format
 -----------
 :data:`EXPORT_FIELDS` names the fields of one exported record per kind (``memory export``): they are the
@@ -78,6 +102,8 @@ from synapse_nb.store.records import (
     Change,
     MemoryCounts,
     MemoryFilter,
+    RankHit,
+    RankRow,
     RefSource,
     View,
 )
@@ -104,6 +130,8 @@ __all__ = [
     "NoteTable",
     "Outbox",
     "RecallQueries",
+    "RankHit",
+    "RankRow",
     "RefSource",
     "RefTable",
     "SessionTable",
@@ -234,6 +262,10 @@ class EpisodeTable(KindTable["Episode"], Protocol):
 
     def history(self, view: View, task_key: str | None, *, limit: int | None) -> builtins.list[Episode]: ...
 
+    def next_seq(self, mind: str, thread: str) -> int:
+        """1 + the largest ``seq`` of the mind's episodes in ``thread`` (0 when the thread is new)."""
+        ...
+
 
 class NoteTable(KindTable["Note"], Protocol):
     """Notes. Default order: name."""
@@ -323,6 +355,21 @@ class RecallQueries(Protocol):
 
     def key_matches(self, mind: str, keys: Sequence[str]) -> builtins.list[tuple[str, str]]:
         """(id, key) for memories whose key, and notes whose name, is one of ``keys``."""
+        ...
+
+    def rank_rows(self, mind: str) -> builtins.list[RankRow]:
+        """Every ranking document of the mind with its structure (thread, seq, actor, question), in id order."""
+        ...
+
+    def bm25(self, mind: str, words: Sequence[str], *, depth: int, w_body: float = 1.0,
+             w_context: float = 0.2) -> builtins.list[RankHit]:
+        """The mind's best ``depth`` ranking documents for the OR of ``words`` (already lower-case, folded, stop
+        words removed; the backend stems them), by BM25 as the module docstring defines it: best first, ties by
+        id ascending. No words: no hits. The N and average length are the whole vault's, all minds."""
+        ...
+
+    def rank_count(self, mind: str) -> tuple[int, int]:
+        """(ranking documents of the mind, ranking documents of the vault)."""
         ...
 
 

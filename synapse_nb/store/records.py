@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["EXPORT_FIELDS", "JSON_FIELDS", "PAGE_SORTS", "Candidate", "Change", "MemoryCounts", "MemoryFilter",
-           "RefSource", "View"]
+__all__ = ["EXPORT_FIELDS", "JSON_FIELDS", "OPTIONAL_FIELDS", "PAGE_SORTS", "Candidate", "Change", "MemoryCounts", "MemoryFilter",
+           "RankHit", "RankRow", "RefSource", "View"]
 
 #: One change a committed transaction made: (kind, id, deleted).
 Change = tuple[str, str, bool]
@@ -30,9 +30,11 @@ EXPORT_FIELDS: dict[str, tuple[str, ...]] = {
                "files_affected", "diffstat", "analysis", "analysis_by", "lesson_text", "approved_at", "expires_at",
                "source", "created_at", "updated_at"),
     "episode": ("id", "mind", "task_key", "status", "outcome", "refs", "duration_s", "source", "created_at",
-                "updated_at"),
+                "updated_at", "thread", "seq", "actor"),
     "note": ("id", "mind", "name", "trigger", "body", "source", "created_at", "updated_at"),
 }
+#: Fields added to the format after its first version: an export that lacks them imports them as null.
+OPTIONAL_FIELDS: dict[str, tuple[str, ...]] = {"episode": ("thread", "seq", "actor")}
 #: Fields holding JSON values (lists, objects) in an exported record, per kind.
 JSON_FIELDS: dict[str, tuple[str, ...]] = {
     "memory": ("tags",), "checkpoint": ("changed_files",), "decision": ("tags",),
@@ -100,3 +102,25 @@ class RefSource(NamedTuple):
     updated_at: str
     files: tuple[str, ...] = ()
     text: str = ""
+
+
+class RankRow(NamedTuple):
+    """One ranking document's place in its mind's structure (recall's structure step reads these).
+
+    ``thread`` is None for a record outside any thread (it is ranked by BM25 alone); ``seq`` its order in the
+    thread; ``actor`` who said or did it (None: unknown); ``question`` whether its gate text holds a ``?``.
+    """
+
+    kind: str
+    id: str
+    thread: str | None
+    seq: int | None
+    actor: str | None
+    question: bool
+
+
+class RankHit(NamedTuple):
+    """One full-text ranking hit: a record id and its BM25 score (positive, larger is better)."""
+
+    id: str
+    score: float

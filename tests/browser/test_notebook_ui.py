@@ -379,8 +379,11 @@ def test_magics_render_tables(ui: Notebook) -> None:
     explain = page.locator(".jp-OutputArea-output[data-mime-type='text/html']:has(th:text-is('reason'))")
     first = explain.locator("tbody tr").first
     align = {key: first.locator("td").nth(i).evaluate("e => getComputedStyle(e).textAlign")
-             for i, key in enumerate(["kept", "score", "kind", "id", "bar", "reason", "matched"])}
-    assert align["score"] == "right" and all(a == "left" for k, a in align.items() if k != "score"), align
+             for i, key in enumerate(["kept", "rank", "rank parts", "coverage", "kind", "id", "bar", "reason",
+                                      "matched"])}
+    numbers = ("rank", "coverage")
+    assert all(align[k] == "right" for k in numbers) and all(a == "left" for k, a in align.items()
+                                                             if k not in numbers), align
     shot(explain, "recall_explain")
 
 

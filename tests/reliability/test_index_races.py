@@ -97,15 +97,15 @@ def test_recall_survives_a_record_deleted_by_another_process_meanwhile(vault_dir
         m = a.remember("procedure", "run_migrations", "run migrations with alembic upgrade head")
         a.recall("warm up")
         recaller = a._recaller
-        original = recaller._all_candidates
+        original = recaller._rank
 
-        def then_delete(*args, **kw):  # the candidates are read, then another process deletes one
-            pool = original(*args, **kw)
-            recaller._all_candidates = original
+        def then_delete(*args, **kw):  # the vault is ranked, then another process deletes a ranked record
+            ranking = original(*args, **kw)
+            recaller._rank = original
             b.memories.delete(m.id)
-            return pool
+            return ranking
 
-        recaller._all_candidates = then_delete
+        recaller._rank = then_delete
         r = a.recall("how do we run migrations with alembic")
         assert m.id not in [i.id for i in r.items]
     finally:

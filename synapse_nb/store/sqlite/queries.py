@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from synapse_nb.errors import ConflictError, ValidationError
 from synapse_nb.models import PRIORITIES, TABLES, Record
-from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, Candidate, RefSource
+from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, Candidate, RankHit, RankRow, RefSource
 
 if TYPE_CHECKING:
     from synapse_nb.store.sqlite.db import Database
@@ -222,6 +222,31 @@ class RecallQueries:
                     (mind, *chunk))]
         return out
 
+    # -- ranking (schema v3): gate_docs is the ranking table, rank_fts its FTS5 index (porter; body, context) --
+    def rank_rows(self, mind: str) -> list[RankRow]:
+        return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in self._db.query(RANK_ROWS, (mind,))]
+
+    def bm25(self, mind: str, words: Sequence[str], *, depth: int, w_body: float = 1.0,
+             w_context: float = 0.2) -> list[RankHit]:
+        if not words or depth <= 0:
+            return []
+        # every word is a [^\W_]+ run (recall's analyser), so quoting is safe: FTS5 keywords are plain terms
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+        rows = self._db.query(RANK_BM25, (w_body, w_context, match, mind, depth))
+        return [RankHit(r[0], float(r[1])) for r in rows]
+
+    def rank_count(self, mind: str) -> tuple[int, int]:
+        row = self._db.query_one(RANK_COUNT, (mind,))
+        return (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
+
+
+RANK_ROWS = ("SELECT kind, rid, thread, seq, actor, instr(body, '?') > 0 FROM gate_docs WHERE mind = ? "
+             "ORDER BY rid")
+# The mind filter reads the covering index gate_docs_mind (gid, mind, rid), never the rows with their text.
+RANK_BM25 = ("SELECT d.rid, -bm25(rank_fts, ?, ?) AS s FROM rank_fts "
+             "JOIN gate_docs d INDEXED BY gate_docs_mind ON d.gid = rank_fts.rowid "
+             "WHERE rank_fts MATCH ? AND d.mind = ? ORDER BY s DESC, d.rid LIMIT ?")
+RANK_COUNT = "SELECT sum(mind = ?), count(*) FROM gate_docs"
 
 # -- the index outbox -------------------------------------------------------------------------------------------
 OUTBOX_ANY = "SELECT 1 FROM index_outbox LIMIT 1"

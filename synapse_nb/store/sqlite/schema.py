@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["GATE_TEXT", "MIGRATIONS", "SCHEMA_VERSION", "split_sql"]
+__all__ = ["CONTEXT_N", "GATE_TEXT", "MIGRATIONS", "SCHEMA_VERSION", "split_sql"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _FTS = {
     # table: (fts columns, expressions for them)
@@ -259,11 +259,138 @@ CREATE INDEX flags_mind ON flags(mind);
     f"CREATE TRIGGER {t}_ad_flags AFTER DELETE ON {t} BEGIN DELETE FROM flags WHERE rid = old.id; END;\n"
     for t in ("memories", "checkpoints", "decisions", "lessons", "episodes", "notes"))
 
+
+# -- v3: the ranking table of recall engine v2 (docs/decisions/0008-recall-engine-v2.md) ---------------------------
+#: How many previous records of a thread form a ranking document's ``context``.
+CONTEXT_N = 2
+
+
+def _context_sql(mind: str, thread: str, seq: str, rid: str, n: int = CONTEXT_N) -> str:
+    """The context of a row: the bodies of the previous ``n`` ranking documents of its (mind, thread) by
+    (seq, rid), oldest first, joined by one space ('' when none). One scalar subquery per slot keeps the order
+    defined (group_concat has no ORDER BY before SQLite 3.44)."""
+    slots = [f"coalesce((SELECT q.body FROM gate_docs q WHERE q.mind = {mind} AND q.thread = {thread} "
+             f"AND q.rid <> {rid} AND (q.seq < {seq} OR (q.seq = {seq} AND q.rid < {rid})) "
+             f"ORDER BY q.seq DESC, q.rid DESC "
+             f"LIMIT 1 OFFSET {k}), '')" for k in reversed(range(n))]
+    return "trim(" + " || ' ' || ".join(slots) + ", ' ')"
+
+
+def _followers(r: str, n: int = CONTEXT_N) -> str:
+    """gids of the next ``n`` documents of the thread of row ``r`` (their context holds ``r``'s body)."""
+    return (f"SELECT f.gid FROM gate_docs f WHERE f.mind = {r}.mind AND f.thread = {r}.thread AND f.rid <> {r}.rid "
+            f"AND (f.seq > {r}.seq OR (f.seq = {r}.seq AND f.rid > {r}.rid)) ORDER BY f.seq, f.rid LIMIT {n}")
+
+
+_SELF_CONTEXT = _context_sql("gate_docs.mind", "gate_docs.thread", "gate_docs.seq", "gate_docs.rid")
+
+
+def _v3_kind_triggers() -> str:
+    """The kind tables' insert/update triggers again, now writing mind, kind and structure into gate_docs (the
+    insert computes the row's own context in the same statement: one FTS write per append)."""
+    parts: list[str] = []
+    for table, (cols, exprs) in _FTS.items():
+        gate = GATE_TEXT.get(table)
+        if gate is None:
+            continue
+        fts = f"{table}_fts"
+        kind = _TABLE_KIND[table]
+        new_vals = ", ".join(e.format(r="new") for e in exprs)
+        old_vals = ", ".join(e.format(r="old") for e in exprs)
+        fts_del = f"INSERT INTO {fts}({fts}, rowid, {', '.join(cols)}) VALUES ('delete', old.rowid, {old_vals});"
+        structured = table == "episodes"
+        th, sq, ac = ("new.thread", "new.seq", "new.actor") if structured else ("NULL", "NULL", "NULL")
+        ctx = (f"CASE WHEN new.thread IS NULL THEN '' ELSE "
+               f"{_context_sql('new.mind', 'new.thread', 'new.seq', 'new.id')} END") if structured else "''"
+        tag_ins = (f"INSERT OR IGNORE INTO tags(tag, mind, kind, rid) SELECT value, new.mind, '{kind}', new.id "
+                   f"FROM json_each(new.tags);" if "tags" in cols else "")
+        tag_del = "DELETE FROM tags WHERE rid = old.id;" if "tags" in cols else ""
+        gate_ins = (f"INSERT INTO gate_docs(rid, mind, kind, thread, seq, actor, body, context) "
+                    f"SELECT new.id, new.mind, '{kind}', {th}, {sq}, {ac}, {gate.format(r='new')}, {ctx};")
+        # the row's own context is set by the same UPDATE: a trigger on gate_docs changing the row again could
+        # run before the FTS trigger of this update and hand FTS5 a 'delete' with values it never indexed
+        gate_upd = (f"UPDATE gate_docs SET body = {gate.format(r='new')}, thread = {th}, seq = {sq}, actor = {ac}, "
+                    f"context = {ctx} WHERE rid = new.id;")
+        parts.append(f"DROP TRIGGER {table}_ai;")
+        parts.append(f"DROP TRIGGER {table}_au;")
+        parts.append(
+            f"CREATE TRIGGER {table}_ai AFTER INSERT ON {table} BEGIN "
+            f"INSERT INTO {fts}(rowid, {', '.join(cols)}) VALUES (new.rowid, {new_vals}); {gate_ins} {tag_ins} END;")
+        parts.append(
+            f"CREATE TRIGGER {table}_au AFTER UPDATE ON {table} BEGIN {fts_del} "
+            f"INSERT INTO {fts}(rowid, {', '.join(cols)}) VALUES (new.rowid, {new_vals}); {gate_upd} "
+            f"{tag_del} {tag_ins} END;")
+    return "\n".join(parts)
+
+
+_V3_RANKING = """
+ALTER TABLE episodes ADD COLUMN thread TEXT;
+ALTER TABLE episodes ADD COLUMN seq INTEGER;
+ALTER TABLE episodes ADD COLUMN actor TEXT;
+CREATE INDEX episodes_thread ON episodes(mind, thread, seq) WHERE thread IS NOT NULL;
+ALTER TABLE gate_docs ADD COLUMN mind TEXT NOT NULL DEFAULT '';
+ALTER TABLE gate_docs ADD COLUMN kind TEXT NOT NULL DEFAULT '';
+ALTER TABLE gate_docs ADD COLUMN thread TEXT;
+ALTER TABLE gate_docs ADD COLUMN seq INTEGER;
+ALTER TABLE gate_docs ADD COLUMN actor TEXT;
+ALTER TABLE gate_docs ADD COLUMN context TEXT NOT NULL DEFAULT '';
+""" + "".join(
+    f"UPDATE gate_docs SET mind = (SELECT t.mind FROM {t} t WHERE t.id = gate_docs.rid), kind = '{_TABLE_KIND[t]}' "
+    f"WHERE rid IN (SELECT id FROM {t});\n" for t in GATE_TEXT) + """
+CREATE INDEX gate_docs_thread ON gate_docs(mind, thread, seq, rid) WHERE thread IS NOT NULL;
+CREATE INDEX gate_docs_mind ON gate_docs(gid, mind, rid);
+CREATE VIRTUAL TABLE rank_fts USING fts5(body, context, content='gate_docs', content_rowid='gid',
+    tokenize="porter unicode61 remove_diacritics 2");
+INSERT INTO rank_fts(rank_fts) VALUES ('rebuild');
+DROP TRIGGER gate_docs_ai;
+DROP TRIGGER gate_docs_ad;
+DROP TRIGGER gate_docs_au;
+CREATE TRIGGER gate_docs_ai AFTER INSERT ON gate_docs BEGIN
+    INSERT INTO gate_vocab(rowid, body) VALUES (new.gid, new.body);
+    INSERT INTO rank_fts(rowid, body, context) VALUES (new.gid, new.body, new.context);
+    UPDATE outbox_counter SET n = n + 1;
+    INSERT INTO index_outbox(rid, seq) VALUES (new.rid, (SELECT n FROM outbox_counter))
+        ON CONFLICT(rid) DO UPDATE SET seq = excluded.seq;
+END;
+CREATE TRIGGER gate_docs_ad AFTER DELETE ON gate_docs BEGIN
+    INSERT INTO gate_vocab(gate_vocab, rowid, body) VALUES ('delete', old.gid, old.body);
+    INSERT INTO rank_fts(rank_fts, rowid, body, context) VALUES ('delete', old.gid, old.body, old.context);
+    UPDATE outbox_counter SET n = n + 1;
+    INSERT INTO index_outbox(rid, seq) VALUES (old.rid, (SELECT n FROM outbox_counter))
+        ON CONFLICT(rid) DO UPDATE SET seq = excluded.seq;
+END;
+CREATE TRIGGER gate_docs_au AFTER UPDATE OF body ON gate_docs BEGIN
+    INSERT INTO gate_vocab(gate_vocab, rowid, body) VALUES ('delete', old.gid, old.body);
+    INSERT INTO gate_vocab(rowid, body) VALUES (new.gid, new.body);
+    UPDATE outbox_counter SET n = n + 1;
+    INSERT INTO index_outbox(rid, seq) VALUES (new.rid, (SELECT n FROM outbox_counter))
+        ON CONFLICT(rid) DO UPDATE SET seq = excluded.seq;
+END;
+CREATE TRIGGER gate_docs_rank_au AFTER UPDATE OF body, context ON gate_docs BEGIN
+    INSERT INTO rank_fts(rank_fts, rowid, body, context) VALUES ('delete', old.gid, old.body, old.context);
+    INSERT INTO rank_fts(rowid, body, context) VALUES (new.gid, new.body, new.context);
+END;
+CREATE TRIGGER gate_docs_ctx_ai AFTER INSERT ON gate_docs WHEN new.thread IS NOT NULL BEGIN
+    UPDATE gate_docs SET context = """ + _SELF_CONTEXT + f""" WHERE gid IN ({_followers("new")});
+END;
+CREATE TRIGGER gate_docs_ctx_au AFTER UPDATE OF body, thread, seq ON gate_docs
+    WHEN new.thread IS NOT NULL OR old.thread IS NOT NULL BEGIN
+    UPDATE gate_docs SET context = {_SELF_CONTEXT}
+    WHERE gid IN ({_followers("new")}) OR gid IN ({_followers("old")});
+END;
+CREATE TRIGGER gate_docs_ctx_ad AFTER DELETE ON gate_docs WHEN old.thread IS NOT NULL BEGIN
+    UPDATE gate_docs SET context = {_SELF_CONTEXT} WHERE gid IN ({_followers("old")});
+END;
+""" + _v3_kind_triggers()
+
 #: Forward migrations: MIGRATIONS[v] upgrades a vault from version v to v + 1.
 #: v1: every kind, FTS5, tags, gate vocabulary, index outbox. v2: ``flags`` (dangling / stale marks from verify).
+#: v3: ``thread``/``seq``/``actor`` on episodes; ``gate_docs`` becomes the ranking table (mind, kind, structure,
+#: ``context``) with its FTS5 index ``rank_fts`` (porter; columns body, context) kept exact by triggers.
 MIGRATIONS: dict[int, str] = {
     0: _TABLES_V1 + _fts_ddl(),
     1: _V2_FLAGS,
+    2: _V3_RANKING,
 }
 
 

@@ -427,18 +427,22 @@ class EpisodesTable(_Table[Episode]):
     kind = "episode"
     table = "episodes"
     insert_sql = ("INSERT INTO episodes(id, mind, task_key, status, outcome, refs, duration_s, source, created_at, "
-                  "updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)")
+                  "updated_at, thread, seq, actor) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")
 
     def _from_row(self, r: sqlite3.Row, now: str = "") -> Episode:
         return Episode(
             id=r["id"], mind=r["mind"], created_at=r["created_at"], updated_at=r["updated_at"],
             task_key=r["task_key"], status=r["status"], outcome=r["outcome"], refs=tuple(loads(r["refs"], [])),
-            duration_s=r["duration_s"], source=r["source"],
+            duration_s=r["duration_s"], source=r["source"], thread=r["thread"], seq=r["seq"], actor=r["actor"],
         )
 
     def _params(self, e: Episode) -> tuple[Any, ...]:
         return (e.id, e.mind, e.task_key, e.status, e.outcome, dumps(list(e.refs)), e.duration_s, e.source,
-                e.created_at, e.updated_at)
+                e.created_at, e.updated_at, e.thread, e.seq, e.actor)
+
+    def next_seq(self, mind: str, thread: str) -> int:
+        row = self._db.query_one("SELECT max(seq) FROM episodes WHERE mind = ? AND thread = ?", (mind, thread))
+        return 0 if row is None or row[0] is None else int(row[0]) + 1
 
     def last(self, view: View, task_key: str) -> Episode | None:
         rows = self._select(view, "$task_key = ?", (task_key,), limit=1)

@@ -1,0 +1,237 @@
+"""Ranking: BM25 from the store's ranking table, then the conversation's structure (recall engine v2).
+
+1. **Query words** (:func:`rank_words`): the query folded as FTS5's ``unicode61 remove_diacritics 2`` folds it,
+   :data:`RANK_STOP_WORDS` removed (74 words: Lucene's 33, question words, contraction fragments, auxiliaries,
+   pronouns). Words found in more than ``max_df`` of the vault's records are not sent to BM25 (an OR over
+   near-universal words scores most of the vault); they still drive the actor boost and the gate.
+2. **BM25** (:meth:`~synapse_nb.store.base.RecallQueries.bm25`): the store's best ``depth`` documents, each
+   scored on its own text (``body``) and, at a lower weight, the two records before it in its thread
+   (``context``).
+3. **Structure** (:func:`structure`), vectorised over per-mind arrays (:class:`ThreadIndex`, cached per data
+   version): ``s`` = score / best score, raised to ``power``; ``f = s + prev * q * s[prev1] + next * s[next1]``
+   (``dist2`` x the same two steps away; ``q`` = ``question_mult`` when the previous record is a question: an
+   answer follows its question) ``+ thread * max(s in the thread)``; ``x actor_mult`` when the query names the
+   record's actor; ``+`` tag / key / file bonuses. Records without a thread keep plain BM25.
+
+Every parameter was chosen on LoCoMo conversations 0-6 only (docs/decisions/0008-recall-engine-v2.md).
+
+Determinism: BM25 is float64 computed by the store in a fixed order; the structure step is element-wise
+float64 arithmetic plus exact maxima (no reduction whose order could vary; ``x ** 1.5`` is ``x * sqrt(x)``,
+sqrt being correctly rounded where ``pow`` is not guaranteed to be); final scores are rounded to
+:data:`SCORE_DECIMALS` before the tie-break on the record id. No BLAS product reaches a score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from synapse_nb.text import FTS_TOKEN_RE, normalise
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from synapse_nb.store.records import RankRow
+
+__all__ = ["RANK_STOP_WORDS", "SCORE_DECIMALS", "RankParams", "Ranked", "ThreadIndex", "fts_words", "rank_words",
+           "structure"]
+
+#: Lucene's classic English stop set, question words, what unicode61 leaves of contractions ("Ann's" -> ann, s),
+#: auxiliaries of questions and personal pronouns: 74 words. Content words scikit-learn's list deletes (about,
+#: from, go, take, describe, find, first, last, together, name, move) stay searchable.
+RANK_STOP_WORDS: frozenset[str] = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of",
+    "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with",
+    "what", "when", "where", "which", "who", "whom", "whose", "why", "how",
+    "s", "t", "d", "ll", "m", "re", "ve",
+    "do", "does", "did", "has", "have", "had", "can", "could", "would", "should",
+    "i", "me", "my", "you", "your", "he", "him", "his", "she", "her", "we", "our", "us", "its", "them",
+))
+#: Final scores are rounded to this many decimals before ordering (a bit-stable tie-break by id).
+SCORE_DECIMALS = 9
+#: Most words of one query sent to BM25 (the first, in query order).
+MAX_RANK_WORDS = 64
+_MAX_QUERY_CHARS = 2000
+#: ``max_df`` applies from this many records on: below it an OR over every word costs well under a millisecond,
+#: and in a small vault a word in 20% of the records can be the one that matters.
+MAX_DF_MIN_DOCS = 2000
+
+
+@dataclass(frozen=True)
+class RankParams:
+    """Ranking parameters; the defaults were chosen on LoCoMo conversations 0-6 (coordinate descent).
+
+    Attributes
+    ----------
+    w_body, w_context : BM25 column weights (the record's text, the two records before it in its thread).
+    depth : BM25 candidates per query.
+    max_df : words in more than this share of the vault's records are left out of the BM25 query.
+    max_postings : ... and words in more than this many records (FTS5 scores every matching row: this bounds a
+        query's cost in vaults over 100,000 records; below that ``max_df`` is the stricter of the two).
+    power : exponent on the normalised BM25 score (1.5 sharpens the top).
+    prev, question_mult : x the previous record's score (x ``question_mult`` more when it is a question).
+    next : x the next record's score.  dist2 : factor for the records two steps away.
+    thread : x the best score in the record's thread.  actor_mult : x when the query names the record's actor.
+    """
+
+    w_body: float = 1.0
+    w_context: float = 0.2
+    depth: int = 100
+    max_df: float = 0.2
+    max_postings: int = 20_000
+    power: float = 1.5
+    prev: float = 0.15
+    question_mult: float = 6.0
+    next: float = 0.5
+    dist2: float = 0.5
+    thread: float = 0.3
+    actor_mult: float = 1.3
+
+
+def rank_words(query: str) -> list[str]:
+    """The query's distinct non-stop words, folded like FTS5's unicode61 tokenizer, in query order.
+
+    >>> rank_words("When did Caroline go to the LGBTQ support group? Caroline!")
+    ['caroline', 'go', 'lgbtq', 'support', 'group']
+    """
+    toks = FTS_TOKEN_RE.findall(normalise(query, _MAX_QUERY_CHARS))
+    out = list(dict.fromkeys(t for t in toks if t not in RANK_STOP_WORDS and len(t) <= 64))
+    return out[:MAX_RANK_WORDS]
+
+
+def fts_words(words: Sequence[str], doc_freq: Mapping[str, int], n_docs: int, max_df: float,
+              max_postings: int | None = None) -> list[str]:
+    """The words sent to BM25: those in at most ``max_df`` of the ``n_docs`` records and at most ``max_postings``
+    records (if none is, the rarest; ties: query order). A speed knob only, so vaults under
+    :data:`MAX_DF_MIN_DOCS` records send every word.
+
+    >>> fts_words(["ann", "lake"], {"ann": 900, "lake": 3}, 2000, 0.2)
+    ['lake']
+    >>> fts_words(["ann", "lake"], {"ann": 90, "lake": 3}, 100, 0.2)
+    ['ann', 'lake']
+    """
+    if max_df >= 1.0 or n_docs < MAX_DF_MIN_DOCS or not words:
+        return list(words)
+    limit = max_df * n_docs if max_postings is None else min(max_df * n_docs, max_postings)
+    kept = [w for w in words if doc_freq.get(w, 0) <= limit]
+    return kept or [min(words, key=lambda w: doc_freq.get(w, 0))]
+
+
+class ThreadIndex:
+    """Per-mind arrays for the structure step, built from the store's :class:`RankRow` s (cache per data version).
+
+    Positions index the rows in id order. ``prev1/prev2/next1/next2`` hold neighbour positions (-1: none),
+    ``thread`` a thread code (-1: none), ``question`` whether the record holds a ``?``, ``actor`` an actor code.
+    """
+
+    def __init__(self, rows: Sequence[RankRow]) -> None:
+        import numpy as np
+
+        rows = sorted(rows, key=lambda r: r.id)
+        n = len(rows)
+        self.ids: list[str] = [r.id for r in rows]
+        self.kinds: list[str] = [r.kind for r in rows]
+        self.pos: dict[str, int] = {rid: i for i, rid in enumerate(self.ids)}
+        self.question = np.array([r.question for r in rows], dtype=bool)
+        threads = sorted({r.thread for r in rows if r.thread is not None})
+        tcode = {t: j for j, t in enumerate(threads)}
+        self.thread = np.array([tcode[r.thread] if r.thread is not None else -1 for r in rows], np.int64)
+        self.actor_names = sorted({r.actor for r in rows if r.actor})
+        acode = {a: j for j, a in enumerate(self.actor_names)}
+        self.actor_words = [frozenset(FTS_TOKEN_RE.findall(normalise(a, 200))) for a in self.actor_names]
+        self.actor = np.array([acode[r.actor] if r.actor else -1 for r in rows], np.int64)
+        seq = np.array([r.seq if r.seq is not None else 0 for r in rows], np.int64)
+        self.prev1, self.prev2, self.next1, self.next2 = (np.full(n, -1, np.int64) for _ in range(4))
+        threaded = np.flatnonzero(self.thread >= 0)
+        if len(threaded):  # positions are in id order, so the last key breaks seq ties by id
+            o = threaded[np.lexsort((threaded, seq[threaded], self.thread[threaded]))]
+            t = self.thread[o]
+            for d, back, fwd in ((1, self.prev1, self.next1), (2, self.prev2, self.next2)):
+                same = t[d:] == t[:-d]
+                back[o[d:][same]] = o[:-d][same]
+                fwd[o[:-d][same]] = o[d:][same]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def actors_named(self, words: Sequence[str]) -> np.ndarray:
+        """Codes of the actors whose name shares a word with the query words."""
+        import numpy as np
+
+        ws = set(words)
+        return np.array([j for j, toks in enumerate(self.actor_words) if toks & ws], np.int64)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One query's ranking: positions (into the :class:`ThreadIndex`) best first, rounded scores, and each
+    score's parts for ``explain()``: ``bm25`` (normalised, after ``power``), ``neighbours``, ``thread``,
+    ``actor`` (the multiplier) and ``bonus``."""
+
+    pos: np.ndarray
+    score: np.ndarray
+    parts: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.pos)
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """values[keys == q] for each q (0 where q is not a key or q < 0); ``keys`` ascending."""
+    import numpy as np
+
+    if len(keys) == 0:
+        return np.zeros(len(q))
+    i = np.minimum(np.searchsorted(keys, q), len(keys) - 1)
+    return np.where((keys[i] == q) & (q >= 0), values[i], 0.0)
+
+
+def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequence[str],
+              params: RankParams = RankParams(), bonus: Mapping[int, float] | None = None) -> Ranked:  # noqa: B008
+    """The structure step over BM25 hits (positions ``pos``, scores ``bm25``) and their neighbours at distance
+    <= 2; ``bonus`` adds per-position exact-match bonuses (positions not among the hits join with BM25 0)."""
+    import numpy as np
+
+    p = params
+    bonus = dict(bonus or {})
+    extra = np.array(sorted(set(bonus) - set(pos.tolist())), np.int64)
+    if len(pos) == 0 and len(extra) == 0:
+        return Ranked(np.zeros(0, np.int64), np.zeros(0), {})
+    top = float(bm25.max()) if len(bm25) else 0.0
+    s_c = bm25 / top if top > 0 else np.zeros(len(bm25))
+    if p.power == 1.5:
+        s_c = s_c * np.sqrt(s_c)  # sqrt is correctly rounded (IEEE 754); pow() is not guaranteed to be
+    elif p.power != 1.0:
+        s_c = s_c ** p.power
+    o = np.argsort(pos, kind="stable")
+    keys, vals = pos[o], s_c[o]
+    nb = np.concatenate([keys, idx.prev1[keys], idx.prev2[keys], idx.next1[keys], idx.next2[keys], extra])
+    u = np.unique(nb[nb >= 0])
+    s = _lookup(keys, vals, u)
+    p1, p2, n1, n2 = idx.prev1[u], idx.prev2[u], idx.next1[u], idx.next2[u]
+    qm = np.where(idx.question, p.question_mult, 1.0)
+    q1 = np.where(p1 >= 0, qm[np.maximum(p1, 0)], 0.0)
+    q2 = np.where(p2 >= 0, qm[np.maximum(p2, 0)], 0.0)
+    neigh = (p.prev * q1 * _lookup(keys, vals, p1) + p.prev * p.dist2 * q2 * _lookup(keys, vals, p2)
+             + p.next * _lookup(keys, vals, n1) + p.next * p.dist2 * _lookup(keys, vals, n2))
+    t = idx.thread[u]
+    t = np.where(t >= 0, t, -1 - u)  # no thread: its own thread of one
+    tu, inv = np.unique(t, return_inverse=True)
+    tmax = np.zeros(len(tu))
+    np.maximum.at(tmax, inv, s)
+    thread_part = p.thread * tmax[inv]
+    f = s + neigh + thread_part
+    mult = np.ones(len(u))
+    named = idx.actors_named(words)
+    if len(named) and p.actor_mult != 1.0:
+        mult = np.where(np.isin(idx.actor[u], named), p.actor_mult, 1.0)
+        f = f * mult
+    b = np.array([bonus.get(int(x), 0.0) for x in u.tolist()]) if bonus else np.zeros(len(u))
+    f = np.round(f + b, SCORE_DECIMALS)
+    keep = f > 0
+    u, f = u[keep], f[keep]
+    order = np.lexsort((u, -f))  # best first; ties by position = by id
+    parts = {"bm25": s[keep][order], "neighbours": neigh[keep][order], "thread": thread_part[keep][order],
+             "actor": mult[keep][order], "bonus": b[keep][order]}
+    return Ranked(u[order], f[order], parts)

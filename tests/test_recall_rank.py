@@ -1,0 +1,74 @@
+"""The structure step of recall engine v2 (synapse_nb/recall/rank.py), on hand-made BM25 hits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import synapse_nb as syn
+from synapse_nb.recall import Bars
+from synapse_nb.recall.rank import RANK_STOP_WORDS, RankParams, ThreadIndex, fts_words, rank_words, structure
+from synapse_nb.store.records import RankRow
+
+ROWS = [RankRow("episode", "e1", "s1", 0, "Ann", True),    # Ann: where did you go camping?
+        RankRow("episode", "e2", "s1", 1, "Bob", False),   # Bob: up in the mountains
+        RankRow("episode", "e3", "s1", 2, "Ann", False),
+        RankRow("episode", "e4", "s2", 0, "Bob", False),
+        RankRow("memory", "m1", None, None, None, False)]
+
+
+def _ranked(hits: dict[str, float], words: list[str], params: RankParams = RankParams(), bonus=None):
+    idx = ThreadIndex(ROWS)
+    pos = np.array([idx.pos[i] for i in hits], np.int64)
+    r = structure(idx, pos, np.array(list(hits.values()), np.float64), words, params, bonus)
+    return idx, r, {idx.ids[p]: float(s) for p, s in zip(r.pos.tolist(), r.score.tolist(), strict=True)}
+
+
+def test_the_answer_after_a_question_rises_with_it() -> None:
+    idx, r, score = _ranked({"e1": 10.0, "e4": 6.0}, ["camping"])
+    # e2 matched nothing, but it follows the question e1: 0.15 x 6 x 1.0 + thread 0.3
+    assert score["e2"] == pytest.approx(0.15 * 6 + 0.3)
+    assert list(score)[:2] == ["e1", "e2"] and score["e2"] > score["e4"]
+    assert "m1" not in score  # not a hit, no neighbour: not ranked
+    parts = dict(zip([idx.ids[p] for p in r.pos.tolist()], r.parts["neighbours"].tolist(), strict=True))
+    assert parts["e2"] == pytest.approx(0.9)
+    flat = RankParams(question_mult=1.0)
+    assert _ranked({"e1": 10.0, "e4": 6.0}, ["camping"], flat)[2]["e2"] == pytest.approx(0.15 + 0.3)
+
+
+def test_actor_named_in_the_query_is_boosted_and_bonuses_add() -> None:
+    _, _, plain = _ranked({"e2": 5.0, "e3": 5.0}, ["mountains"])
+    _, _, named = _ranked({"e2": 5.0, "e3": 5.0}, ["bob", "mountains"])
+    assert named["e2"] == pytest.approx(plain["e2"] * 1.3) and named["e3"] == plain["e3"]
+    idx, r, with_bonus = _ranked({"e2": 5.0}, ["mountains"], bonus={ThreadIndex(ROWS).pos["m1"]: 0.35})
+    assert with_bonus["m1"] == pytest.approx(0.35)  # an exact match alone joins the ranking with BM25 0
+
+
+def test_ties_fall_by_id_and_scores_are_rounded() -> None:
+    _, r, score = _ranked({"e4": 3.0, "m1": 3.0}, ["x"])
+    assert list(score) == ["e4", "m1"]
+    assert all(round(s, 9) == s for s in score.values())
+    assert len(structure(ThreadIndex([]), np.zeros(0, np.int64), np.zeros(0), [])) == 0
+
+
+def test_query_words_and_the_speed_knob() -> None:
+    assert rank_words("When did Caroline's kids go to the BEACH? kids!") == ["caroline", "kids", "go", "beach"]
+    assert len(RANK_STOP_WORDS) == 74 and "about" not in RANK_STOP_WORDS and "first" not in RANK_STOP_WORDS
+    assert fts_words(["ann", "lake"], {"ann": 900, "lake": 3}, 2000, 0.2) == ["lake"]
+    assert fts_words(["ann"], {"ann": 900}, 2000, 0.2) == ["ann"]  # never empty: the rarest stays
+    assert fts_words(["ann", "lake"], {"ann": 90}, 100, 0.2) == ["ann", "lake"]  # small vault: every word
+
+
+def test_threads_through_the_vault(tmp_path) -> None:
+    v = syn.open_vault(tmp_path)
+    for actor, text in [("Ann", "Where did you go camping last month?"), ("Bob", "Up in the mountains."),
+                        ("Ann", "Nice!"), ("Bob", "Then we drove home.")]:
+        v.episodes.log("chat", outcome=text, thread="s1", actor=actor)
+    v.remember("knowledge", "camping_gear", "the camping gear is in the garage")
+    r = v.recall("where did Bob go camping?", bars=Bars(floor=0, margin=0, top_k=10))
+    lines = [i.line for i in r.items]
+    up = next(i for i, ln in enumerate(lines) if "mountains" in ln)
+    home = next(i for i, ln in enumerate(lines) if "drove home" in ln)
+    assert up < home  # the answer right after the question, above a later turn by the same speaker
+    row = next(x for x in r.explain() if "mountains" in next(i.line for i in r.items if i.id == x.id))
+    assert dict(row.parts)["neighbours"] > 0 and dict(row.parts)["actor"] == 1.3
