@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from synapse_nb.recall.engine import Recaller
     from synapse_nb.store.indexer import VaultIndex
 
-__all__ = ["ACTORS", "BAR_SETTINGS", "SETTINGS", "Settings", "Vault", "find_vault_dir", "open_vault"]
+__all__ = ["ACTORS", "BAR_SETTINGS", "SETTINGS", "Settings", "Vault", "find_vault_dir", "open_team_vault",
+           "open_vault"]
 
 VAULT_DIRNAME = ".synapse"
 DB_NAME = "synapse.db"
@@ -150,7 +151,8 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     Parameters
     ----------
     path : a project folder (the vault is ``.synapse/`` at its git root, or in it outside git), or a
-        vault folder itself. Default: ``SYNAPSE_HOME`` if set, else the current folder.
+        vault folder itself, or a team vault URL (``postgresql://user@host:port/db?project=NAME``, see
+        ``docs/team.md``). Default: ``SYNAPSE_HOME`` if set, else the current folder.
     mind : which mind's records to see and write (default "default").
     actor : "user" (human surfaces: writes are verified) or "agent" (writes are proposals).
     clock : a callable returning an aware ``datetime`` (tests); default the real UTC clock.
@@ -176,6 +178,9 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     synapse_nb.errors.VaultNotFoundError: no vault at ...
     """
     check_identity(mind, actor)  # before anything is created
+    team = path if path is not None else os.environ.get("SYNAPSE_HOME", "").strip() or None
+    if isinstance(team, str) and team.lower().startswith(("postgresql://", "postgres://")):
+        return open_team_vault(team, mind=mind, actor=actor, clock=clock, readonly=readonly)
     vault_dir, project_dir, shown = _locate(path)
     created = False
     if not (vault_dir / DB_NAME).is_file():
@@ -193,6 +198,41 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     v = Vault(vault_dir, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly)
     v.created = created
     return v
+
+
+def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
+                    readonly: bool = False, local: str | Path | None = None) -> Vault:
+    """Open a team vault (``postgresql://user@host:port/db?project=NAME``; see ``docs/team.md``).
+
+    ``project`` defaults to the repository's folder name. This machine's caches (the retrieval index and its
+    position in the change feed) live in ``.synapse/`` at the root of ``local`` 's repository (default: the current
+    folder's); two handles with different ``local`` folders are two machines. An agent handle runs as the
+    project's agent database role, so the server itself refuses what the human gate forbids. An unreachable
+    server is a :class:`StoreError` saying so: nothing is ever written to a local fork.
+    """
+    try:
+        from synapse_nb.store.postgres import PgStore, parse_team_url, project_for  # psycopg: team vaults only
+    except ImportError as exc:
+        raise StoreError(f"a team vault needs psycopg ({exc}); install it with: pip install 'synapse_nb[team]'") from exc
+
+    check_identity(mind, actor)
+    start = Path(local or Path.cwd()).resolve()
+    repo = find_repo(start)
+    project_dir = repo.main_work_tree if repo is not None else start
+    conninfo, project = parse_team_url(url, project_for(project_dir))
+    folder = project_dir / VAULT_DIRNAME
+    try:
+        folder.mkdir(exist_ok=True)  # never its parents
+    except OSError as exc:
+        raise StoreError(f"cannot create this machine's cache folder {folder}: {exc.strerror or exc}") from exc
+    ensure_gitignore(folder)
+    store = PgStore(conninfo, project, folder=folder, readonly=readonly, role="agent" if actor == "agent" else None)
+    try:
+        return Vault(folder, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
+                     _store=store)  # type: ignore[arg-type]
+    except BaseException:
+        store.close()
+        raise
 
 
 class Vault:
@@ -238,8 +278,10 @@ class Vault:
 
     def as_agent(self) -> Vault:
         """The same vault (same connection) acting as the agent actor. There is no ``as_user``."""
+        for_actor = getattr(self._store, "for_actor", None)  # a team vault: the agent's database role
+        store = for_actor("agent") if for_actor is not None else self._store
         return Vault(self.path, project_dir=self.project_dir, mind=self.mind, actor="agent", clock=self._clock,
-                     _store=self._store, _git=self._git)
+                     _store=store, _git=self._git)
 
     @property
     def db_path(self) -> Path:

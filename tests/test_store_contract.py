@@ -25,9 +25,23 @@ T0 = "2026-01-01T12:00:00.000000Z"
 T1 = "2026-01-02T12:00:00.000000Z"
 T2 = "2026-01-03T12:00:00.000000Z"
 
-#: name -> (open a store in a folder, open a second connection to the same vault)
-BACKENDS: dict[str, Callable[[Path], Any]] = {
-    "sqlite": lambda folder: SqliteStore(folder / "synapse.db"),
+_PG_PROJECTS: dict[Path, str] = {}
+
+
+def _pg_store(folder: Path, request: pytest.FixtureRequest) -> Any:
+    """A team vault store on the session's real PostgreSQL: one fresh project per test folder."""
+    from synapse_nb.store.postgres import PgStore
+
+    admin = request.getfixturevalue("pg_admin_url")
+    if folder not in _PG_PROJECTS:
+        _PG_PROJECTS[folder] = request.getfixturevalue("new_team_project")("contract")
+    return PgStore(admin, _PG_PROJECTS[folder], folder=folder)
+
+
+#: name -> open a store in a folder (called again for the same folder: a second connection to the same vault)
+BACKENDS: dict[str, Callable[[Path, pytest.FixtureRequest], Any]] = {
+    "sqlite": lambda folder, request: SqliteStore(folder / "synapse.db"),
+    "postgres": _pg_store,
 }
 
 
@@ -36,7 +50,7 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[
     opened: list[Any] = []
 
     def open_one() -> Any:
-        s = BACKENDS[request.param](tmp_path)
+        s = BACKENDS[request.param](tmp_path, request)
         opened.append(s)
         return s
 

@@ -47,6 +47,8 @@ WRITES = [
 ]
 #: Commands that never open a vault of the project (their own data or a throwaway one).
 NO_VAULT_COMMANDS = {"demo", "gate eval", "recall eval", "hooks install", "hooks uninstall", "mcp"}
+#: team commands work on a team vault by URL: none creates a local vault
+NO_VAULT_COMMANDS |= {"team init", "team join", "team status", "team search-local", "team dev-server"}
 
 
 @pytest.fixture()

@@ -11,7 +11,7 @@ and turns library errors into CLI errors at this edge only:
 One module per command group: :mod:`~synapse_nb.cli.checkpoint`, :mod:`~synapse_nb.cli.decision`,
 :mod:`~synapse_nb.cli.lessons`, :mod:`~synapse_nb.cli.memory` (and ``remember``),
 :mod:`~synapse_nb.cli.recall`, :mod:`~synapse_nb.cli.git` (``hooks`` and ``watch``),
-:mod:`~synapse_nb.cli.index`, :mod:`~synapse_nb.cli.gate`, :mod:`~synapse_nb.cli.project` (``demo``,
+:mod:`~synapse_nb.cli.index`, :mod:`~synapse_nb.cli.gate`, :mod:`~synapse_nb.cli.team`, :mod:`~synapse_nb.cli.project` (``demo``,
 ``init``, ``mcp``); the root app, error handling and printing are in ``cli/_common.py``. This module
 assembles the command tree, in the order ``--help`` lists it.
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import typer
 
-from synapse_nb.cli import checkpoint, decision, gate, git, index, lessons, memory, project, recall
+from synapse_nb.cli import checkpoint, decision, gate, git, index, lessons, memory, project, recall, team
 from synapse_nb.cli._common import CREATING_COMMANDS, PROG, app
 
 __all__ = ["CREATING_COMMANDS", "app", "main"]
@@ -50,6 +50,7 @@ app.add_typer(recall.recall_app, name="recall")
 app.add_typer(git.hooks_app, name="hooks")
 app.add_typer(index.index_app, name="index")
 app.add_typer(gate.gate_app, name="gate")
+app.add_typer(team.team_app, name="team")
 
 
 def main(argv: list[str] | None = None) -> int:

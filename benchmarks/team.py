@@ -1,0 +1,222 @@
+"""Team vault benchmark: a real PostgreSQL started here, 2 simulated machines (separate local folders).
+
+Run: ``nice .venv/bin/python benchmarks/team.py [--procs 8] [--writes 500] [--sizes 10000,100000]``
+
+Prints (asserts nothing; figures go to docs/benchmarks.md):
+
+1. writes: ``--procs`` processes (half on machine A, half on B) x ``--writes`` mixed writes each (new memories,
+   upserts of 50 shared hot keys, decisions, checkpoints): lost, duplicated, errors reaching a caller, writes/s,
+   and whether gate_df/gate_stats equal a recount;
+2. recall p50 at each size: the team path vs the local SQLite path on the same records (ratio; median of runs);
+3. change-feed lag: a write on machine A until machine B's index search finds it (p50, p95);
+4. determinism: 100 queries recalled on both machines, byte-identical texts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+
+import synapse_nb as syn
+from synapse_nb.store.postgres import gate_terms
+from synapse_nb.store.postgres.tables import rank_tokens
+from synapse_nb.store.postgres.server import PgServer
+from synapse_nb.team import init, open_team_vault
+
+WORDS = ("deploy migrate backup retry cache index schema timeout queue worker token auth session billing invoice "
+         "report metric alert latency shard replica vacuum lock commit branch review release rollback feature flag "
+         "config secret tenant export import search ranking gate lesson memory notebook kernel widget").split()
+HOT = 50
+
+
+def text(rnd: random.Random, n: int = 12) -> str:
+    return " ".join(rnd.choice(WORDS) for _ in range(n))
+
+
+def writer(args: tuple[str, str, int, int]) -> dict[str, int]:
+    url, folder, proc, n = args
+    rnd = random.Random(proc)
+    v = open_team_vault(url, local=folder)
+    done = {"new": 0, "hot": 0, "decision": 0, "checkpoint": 0, "errors": 0}
+    try:
+        for i in range(n):
+            r = rnd.random()
+            try:
+                if r < 0.55:
+                    v.remember("knowledge", f"p{proc}_k{i}", text(rnd))
+                    done["new"] += 1
+                elif r < 0.8:
+                    v.remember("knowledge", f"hot_{rnd.randrange(HOT)}", text(rnd))
+                    done["hot"] += 1
+                elif r < 0.9:
+                    v.decide(f"p{proc} decision {i}: {text(rnd, 6)}")
+                    done["decision"] += 1
+                else:
+                    v.checkpoint(f"p{proc} step {i}: {text(rnd, 6)}", files=[f"src/m{proc}.py"])
+                    done["checkpoint"] += 1
+            except Exception as exc:  # noqa: BLE001 - counted: none may reach a caller
+                print(f"error in process {proc}: {exc}", file=sys.stderr)
+                done["errors"] += 1
+    finally:
+        v.close()
+    return done
+
+
+def bench_writes(url: str, a: Path, b: Path, procs: int, writes: int) -> None:
+    t = time.perf_counter()
+    with mp.get_context("spawn").Pool(procs) as pool:
+        res = pool.map(writer, [(url, str(a if p % 2 == 0 else b), p, writes) for p in range(procs)])
+    wall = time.perf_counter() - t
+    v = open_team_vault(url, local=a)
+    mems = v.memories.list()
+    keys = [m.key for m in mems]
+    new = sum(r["new"] for r in res)
+    hot_keys = {k for k in keys if k.startswith("hot_")}
+    lost = new - sum(1 for k in keys if not k.startswith("hot_"))
+    dup = len(keys) - len(set(keys))
+    total = sum(sum(r.values()) - r["errors"] for r in res)
+    print(f"writes: {procs} processes on 2 machines x {writes}: {total} writes in {wall:.1f} s = "
+          f"{total / wall:.0f} writes/s; lost {lost}, duplicated {dup}, errors {sum(r['errors'] for r in res)}; "
+          f"hot keys {len(hot_keys)}; decisions {v.decisions.list().__len__()} of {sum(r['decision'] for r in res)}; "
+          f"checkpoints {len(v.checkpoints.list())} of {sum(r['checkpoint'] for r in res)}; "
+          f"frequencies vs recount: {v._store.integrity_check()}")
+    v.close()
+
+
+def load(url: str, project: str, local_dir: Path, n: int) -> None:
+    """n memories into the team project (COPY) and into a local SQLite vault (import), same records."""
+    rnd = random.Random(n)
+    ts = "2026-01-01T12:00:00.000000Z"
+    docs = []
+    for i in range(n):
+        content = text(rnd, 14)
+        docs.append({"kind": "memory", "id": f"mem_{i:012x}", "mind": "default", "category": "knowledge",
+                     "key": f"fact_{i}", "content": content, "tags": [], "priority": 2, "source": "user",
+                     "verified": 1, "confidence": 1.0, "expires_at": None, "created_at": ts, "updated_at": ts})
+    conninfo = url.split("?")[0]
+    with psycopg.connect(conninfo, autocommit=True) as c, c.transaction():
+        c.execute(f"SET search_path = {project}")
+        with c.cursor().copy("COPY memories(id, mind, category, key, content, tags, priority, source, verified, "
+                             "confidence, created_at, updated_at, terms, rank_body) FROM STDIN") as cp:
+            for d in docs:
+                body = f"{d['key'].replace('_', ' ')} {d['content']} "
+                cp.write_row((d["id"], "default", "knowledge", d["key"], d["content"], "[]", 2, "user", 1, 1.0, ts, ts,
+                              gate_terms(body), rank_tokens(body)))
+        c.execute("UPDATE memories SET rank_body = stem_all(rank_body)")  # the server's stems, as a write stores
+    local = syn.open_vault(local_dir)
+    header = local.export_jsonl().splitlines()[0]  # the export format's header line
+    local.import_jsonl([header, *(json.dumps(d) for d in docs)])
+    local.close()
+
+
+def p50(xs: list[float]) -> float:
+    return statistics.median(xs) * 1000
+
+
+def bench_recall(url: str, base: Path, sizes: list[int], runs: int) -> None:
+    for n in sizes:
+        project = f"bench{n}"
+        purl = url.split("?")[0] + f"?project={project}"
+        init(purl, local=base)
+        (base / f"local{n}").mkdir()
+        (base / f"team{n}").mkdir()
+        t = time.perf_counter()
+        load(purl, project, base / f"local{n}", n)
+        print(f"recall@{n}: loaded {n} records into both in {time.perf_counter() - t:.0f} s")
+        team = open_team_vault(purl, local=base / f"team{n}")
+        local = syn.open_vault(base / f"local{n}")
+        rnd = random.Random(1)
+        queries = [f"how do we handle {rnd.choice(WORDS)} and {rnd.choice(WORDS)}?" for _ in range(20)]
+        for v in (team, local):  # warm: index built, candidates cached, scorer loaded
+            for q in queries[:3]:
+                v.recall(q)
+        lt: list[float] = []
+        tt: list[float] = []
+        for _ in range(runs):
+            for q in queries:  # alternate, so noise hits both alike
+                t0 = time.perf_counter()
+                local.recall(q)
+                lt.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                tt.append(0.0)
+                team.recall(q)
+                tt[-1] = time.perf_counter() - t0
+        store = team._store  # the ranking read recall engine v2 makes once per recall (BM25 over body + context)
+        bt = []
+        for _ in range(runs):
+            for q in queries:
+                t0 = time.perf_counter()
+                store.recall.bm25("default", q.rstrip("?").split()[4::2], depth=200)
+                bt.append(time.perf_counter() - t0)
+        print(f"bm25@{n} (team, 2 words, depth 200): p50 {p50(bt):.1f} ms (n={len(bt)})")
+        path = team.recall(queries[0]).path
+        print(f"recall@{n} ({path} path): team p50 {p50(tt):.1f} ms, local SQLite p50 {p50(lt):.1f} ms, "
+              f"ratio {statistics.median(tt) / statistics.median(lt):.2f}x (n={len(tt)})")
+        team.close()
+        local.close()
+
+
+def bench_feed_and_bytes(url: str, a_dir: Path, b_dir: Path, samples: int) -> None:
+    a, b = open_team_vault(url, local=a_dir), open_team_vault(url, local=b_dir)
+    b.index.search("warm")
+    lags = []
+    for i in range(samples):
+        word = f"zq{i}x{random.Random(i).randrange(10**6)}"
+        a.remember("knowledge", f"feed_{i}", f"the feed probe {word}")
+        t0 = time.perf_counter()
+        while not any(h.id for h in b.index.search(word, k=5)):
+            time.sleep(0.005)
+        lags.append(time.perf_counter() - t0)
+    lags.sort()
+    print(f"feed lag A write -> B index search: p50 {p50(lags):.1f} ms, p95 {lags[int(len(lags) * 0.95) - 1] * 1000:.1f} "
+          f"ms (n={len(lags)})")
+    rnd = random.Random(7)
+    queries = [f"{rnd.choice(WORDS)} {rnd.choice(WORDS)} {rnd.choice(WORDS)}" for _ in range(100)]
+    same = sum(a.recall(q).text == b.recall(q).text for q in queries)
+    same_idx = sum(a.recall(q, path="index").text == b.recall(q, path="index").text for q in queries)
+    print(f"determinism: {same}/100 recall texts byte-identical on both machines (exhaustive path), "
+          f"{same_idx}/100 (index path)")
+    a.close()
+    b.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--procs", type=int, default=8)
+    ap.add_argument("--writes", type=int, default=500)
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--feed-samples", type=int, default=50)
+    ap.add_argument("--parts", default="writes,feed,recall", help="which parts to run (comma-separated)")
+    a = ap.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="synapse-team-bench-"))
+    srv = PgServer.launch()
+    print(f"server: PostgreSQL started in {srv.initdb_seconds + srv.start_seconds:.2f} s (initdb + start)")
+    try:
+        url = f"{srv.url}?project=bench"
+        ma, mb = base / "machine_a", base / "machine_b"
+        ma.mkdir()
+        mb.mkdir()
+        init(url, local=ma)
+        parts = a.parts.split(",")
+        if "writes" in parts:
+            bench_writes(url, ma, mb, a.procs, a.writes)
+        if "feed" in parts:
+            bench_feed_and_bytes(url, ma, mb, a.feed_samples)
+        if "recall" in parts:
+            bench_recall(url, base, [int(x) for x in a.sizes.split(",") if x], a.runs)
+    finally:
+        srv.destroy()
+
+
+if __name__ == "__main__":
+    main()

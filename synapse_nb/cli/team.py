@@ -1,0 +1,158 @@
+"""``synapse-nb team``: a team vault on PostgreSQL (init, join, status, a throwaway dev server)."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+from synapse_nb.cli._common import Group, JsonOpt, echo_json, fail, group_help, print_mapping, state
+
+__all__ = ["team_app"]
+
+team_app = typer.Typer(cls=Group, no_args_is_help=True, help=group_help(
+    "Share one vault per repository on a PostgreSQL server (people, agents, machines; see docs/team.md).",
+    "synapse-nb team dev-server", "synapse-nb team init postgresql://me@db:5432/team?project=acme",
+    "synapse-nb team join postgresql://me@db:5432/team?project=acme --from .synapse",
+    "synapse-nb --vault postgresql://me@db:5432/team?project=acme team status"))
+
+UrlArg = Annotated[str, typer.Argument(metavar="URL", help=(
+    "postgresql://user@host:port/database?project=NAME (project: one per repository; default: the repository's "
+    "folder name)."))]
+
+
+def _url(ctx: typer.Context, url: str | None) -> str:
+    url = url or state(ctx).vault or os.environ.get("SYNAPSE_HOME", "").strip() or None
+    if not url or not url.lower().startswith(("postgresql://", "postgres://")):
+        fail("name the team vault: give URL, or --vault / SYNAPSE_HOME set to postgresql://...", 2)
+    return url
+
+
+@team_app.command("init")
+def team_init(
+    url: UrlArg,
+    human: Annotated[list[str] | None, typer.Option(
+        "--human", metavar="LOGIN", help="An existing login role to make a human of the project (repeatable).")] = None,
+    agent: Annotated[list[str] | None, typer.Option(
+        "--agent", metavar="LOGIN", help="An existing login role to make an agent of the project (repeatable).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create the project's schema and database roles, or upgrade them; safe to run again (idempotent).
+
+    Migrations run in one transaction under an advisory lock, so two machines running it at once are fine.
+    Needs a role that may create roles and schemas (a superuser, or CREATEROLE + CREATE on the database).
+
+    Examples:
+
+        synapse-nb team init postgresql://admin@db:5432/team?project=acme --human alice --agent ci_bot
+    """
+    from synapse_nb.team import init
+
+    out = init(url, humans=tuple(human or ()), agents=tuple(agent or ()))
+    if as_json:
+        echo_json(out)
+        return
+    change = ("already at" if out["version_before"] == out["version"] else
+              f"schema {out['version_before']} ->")
+    typer.echo(f"project {out['project']}: {change} version {out['version']}; roles "
+               f"{out['roles']['human']} (people), {out['roles']['agent']} (agents), {out['roles']['owner']} (owner)")
+
+
+@team_app.command("join")
+def team_join(
+    url: UrlArg,
+    source: Annotated[str, typer.Option("--from", metavar="PATH", help=(
+        "The local vault to copy in (its folder, or a project folder).")) ] = ".synapse",
+    as_json: JsonOpt = False,
+) -> None:
+    """Copy a local vault into the team vault in one transaction (all or nothing; joining again changes nothing).
+
+    Examples:
+
+        synapse-nb team join postgresql://alice@db:5432/team?project=acme --from .synapse
+    """
+    from synapse_nb.team import join
+
+    counts = join(url, source)
+    if as_json:
+        echo_json(counts)
+    else:
+        typer.echo("imported " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "nothing new"))
+
+
+@team_app.command("status")
+def team_status(
+    ctx: typer.Context,
+    url: Annotated[str | None, typer.Argument(metavar="[URL]", help="The team vault (default: --vault / SYNAPSE_HOME).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the server, the schema version, and this machine's index position and lag (or, offline, its age).
+
+    Exit 1 when the server cannot be reached (writes are refused until it is back).
+
+    Examples:
+
+        synapse-nb team status postgresql://alice@db:5432/team?project=acme
+    """
+    from synapse_nb.team import status
+
+    out = status(_url(ctx, url))
+    if as_json:
+        echo_json(out)
+    else:
+        print_mapping(out)
+    if not out["online"]:
+        raise typer.Exit(1)
+
+
+@team_app.command("search-local")
+def team_search_local(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Most hits.")] = 10,
+) -> None:
+    """Search this machine's copy of the team vault without the server (works offline; marked STALE with its age).
+
+    Examples:
+
+        synapse-nb team search-local "how do we deploy"
+    """
+    from synapse_nb.team import offline_search
+
+    typer.echo(offline_search(query, mind=state(ctx).mind, k=limit))
+
+
+@team_app.command("dev-server")
+def team_dev_server(
+    folder: Annotated[str | None, typer.Option("--dir", metavar="DIR", help=(
+        "Folder for the server (default: a new folder under /tmp).")) ] = None,
+    stop: Annotated[bool, typer.Option("--stop", help="Stop the server in --dir and delete it.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Start a throwaway PostgreSQL on 127.0.0.1 with this repository's project, and print its URL.
+
+    For trying the team vault out and for tests: trust authentication, no durability. Needs PostgreSQL's server
+    binaries (Debian: apt-get install postgresql). Stop it with --stop --dir DIR.
+
+    Examples:
+
+        synapse-nb team dev-server --dir /tmp/synapse-dev
+
+        synapse-nb team dev-server --stop --dir /tmp/synapse-dev
+    """
+    from synapse_nb.team import start_dev_server, stop_dev_server
+
+    if stop:
+        if folder is None:
+            fail("--stop needs --dir DIR (the folder the server runs in)", 2)
+        stop_dev_server(folder)
+        typer.echo(f"stopped and removed {folder}")
+        return
+    out = start_dev_server(folder)
+    if as_json:
+        echo_json(out)
+        return
+    typer.echo(out["url"])
+    typer.echo(f"started in {out['seconds']}s in {out['folder']}; use it with: synapse-nb --vault '{out['url']}' "
+               f"memory list; stop it with: synapse-nb team dev-server --stop --dir {out['folder']}", err=True)

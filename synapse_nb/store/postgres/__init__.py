@@ -1,0 +1,147 @@
+"""PostgreSQL, the system of record of a team vault: :class:`PgStore` implements
+:class:`synapse_nb.store.base.VaultStore`.
+
+A team vault is one PostgreSQL schema (a *project*, one per repository) on a shared server; minds are a column,
+as in SQLite. Open one with a URL: ``postgresql://user@host:port/db?project=acme`` (``project`` defaults to the
+repository's folder name). See ``docs/team.md``.
+
+Where the SQL is:
+
+========================  =====================================================================================
+``sql/schema.sql``        migration 1: the SQLite schema ported (CHECKs, COLLATE "C", tsvector + GIN, terms,
+                          gate_df/gate_stats triggers, change_log, next_stamp)
+``sql/security.sql``      migration 2: the human gate (roles, grants, guard triggers, row-level security,
+                          SECURITY DEFINER functions)
+``migrate.py``            migrations under ``pg_advisory_xact_lock``; a newer schema is refused
+``db.py``                 the pool, transactions, snapshots, stamps, error mapping, change notification
+``tables.py``             the kind tables (the SQLite repositories + tsvector search, terms, guarded approval)
+``queries.py``            recall statistics, the change feed (the index outbox), export/import
+``server.py``             a throwaway local server (tests, ``synapse-nb team dev-server``)
+========================  =====================================================================================
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from synapse_nb.errors import ValidationError
+from synapse_nb.store.postgres.db import PgDatabase
+from synapse_nb.store.postgres.migrate import CODE_VERSION, check_project
+from synapse_nb.store.postgres.queries import FeedOutbox, RecallQueries, TransferQueries
+from synapse_nb.store.postgres.tables import (
+    CheckpointsTable,
+    DecisionsTable,
+    EpisodesTable,
+    LessonsTable,
+    MemoriesTable,
+    NotesTable,
+    gate_terms,
+)
+from synapse_nb.store.sqlite.queries import FlagsQueries, MetaQueries, RefsQueries, SessionsQueries
+
+__all__ = ["CODE_VERSION", "PgStore", "gate_terms", "is_team_url", "parse_team_url", "project_for"]
+
+_URL_RE = re.compile(r"^postgres(ql)?://", re.IGNORECASE)
+
+
+def is_team_url(value: object) -> bool:
+    """Whether a vault location is a team vault URL (``postgresql://`` or ``postgres://``)."""
+    return isinstance(value, str) and bool(_URL_RE.match(value.strip()))
+
+
+def project_for(folder: str | Path) -> str:
+    """The default project name for a repository folder: its name, lower-cased, other characters as ``_``.
+
+    >>> project_for("/src/My-Repo.v2")
+    'my_repo_v2'
+    """
+    name = re.sub(r"[^a-z0-9_]+", "_", Path(folder).name.lower()).strip("_")[:40] or "vault"
+    return name if name[0].isalpha() else f"p_{name}"[:40]
+
+
+def parse_team_url(url: str, default_project: str | None = None) -> tuple[str, str]:
+    """(connection URL for libpq, project) from a team vault URL; ``?project=`` is ours, the rest is libpq's.
+
+    >>> parse_team_url("postgresql://bob@db:5432/team?project=acme&sslmode=require")
+    ('postgresql://bob@db:5432/team?sslmode=require', 'acme')
+    """
+    if not is_team_url(url):
+        raise ValidationError(f"{url!r} is not a team vault URL; use postgresql://user@host:port/database?project=NAME")
+    parts = urlsplit(url.strip())
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    projects = [v for k, v in query if k == "project"]
+    rest = [(k, v) for k, v in query if k != "project"]
+    project = projects[-1] if projects else default_project
+    if project is None:
+        raise ValidationError(f"the team vault URL {url!r} names no project; add ?project=NAME (one per repository)")
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), parts.fragment)), check_project(project)
+
+
+class PgStore(PgDatabase):
+    """One project of a team vault, seen through the store seam (a :class:`~synapse_nb.store.base.VaultStore`).
+
+    Parameters
+    ----------
+    url : a libpq URL (``postgresql://user@host:port/db``; no ``project`` parameter).
+    project : the project schema.
+    folder : this machine's folder for caches (the retrieval index's feed position); None keeps it in memory.
+    readonly : refuse writes.
+    role : "agent" runs every statement as the project's agent role (what an agent's vault handle does).
+    """
+
+    def __init__(self, url: str, project: str, *, folder: str | Path | None = None, readonly: bool = False,
+                 role: str | None = None, **kw: Any) -> None:
+        super().__init__(url, project, readonly=readonly, role=role, **kw)
+        self.folder = None if folder is None else Path(folder)
+        self.path = (self.folder or Path(".")) / "team-feed.json"
+        self.memories = MemoriesTable(self)  # type: ignore[arg-type]
+        self.checkpoints = CheckpointsTable(self)  # type: ignore[arg-type]
+        self.decisions = DecisionsTable(self)  # type: ignore[arg-type]
+        self.lessons = LessonsTable(self)  # type: ignore[arg-type]
+        self.episodes = EpisodesTable(self)  # type: ignore[arg-type]
+        self.notes = NotesTable(self)  # type: ignore[arg-type]
+        self._tables: dict[str, Any] = {
+            t.kind: t for t in (self.memories, self.checkpoints, self.decisions, self.lessons, self.episodes,
+                                self.notes)}
+        self.meta = MetaQueries(self)  # type: ignore[arg-type]
+        self.sessions = SessionsQueries(self)  # type: ignore[arg-type]
+        self.flags = FlagsQueries(self)  # type: ignore[arg-type]
+        self.refs = RefsQueries(self)  # type: ignore[arg-type]
+        self.recall = RecallQueries(self)  # type: ignore[arg-type]
+        self.outbox = FeedOutbox(self, self.folder)
+        self.transfer = TransferQueries(self, self._tables)  # type: ignore[arg-type]
+
+    def table(self, kind: str) -> Any:
+        """The table of a kind ("memory" -> :attr:`memories`)."""
+        return self._tables[kind]
+
+    def for_actor(self, actor: str) -> PgStore:
+        """This store (same pool, same listeners) acting for ``actor``: "agent" runs as the project's agent role."""
+        role = "agent" if actor == "agent" else self.role
+        if role == self.role:
+            return self
+        return PgStore(self.url, self.project, folder=self.folder, readonly=self.readonly, role=role,
+                       _pool=self.pool, _listeners=self._listeners)
+
+    # -- team administration (``synapse-nb team status``) -----------------------------------------------------
+    def server_info(self) -> dict[str, Any]:
+        """The server's version, the project's gate statistics and every machine's feed position."""
+        with self.snapshot():
+            ver = self.query_one("SELECT current_setting('server_version') AS v, fmt_ts(now()) AS now")
+            stats = self.query_one("SELECT n_docs, version FROM gate_stats WHERE id = 1")
+            followers = self.query(
+                "SELECT name, cursor_xid::text AS cursor, fmt_ts(synced_at) AS synced_at FROM followers ORDER BY name")
+        return {"server_version": ver["v"] if ver else None, "server_now": ver["now"] if ver else None,
+                "n_docs": int(stats["n_docs"]) if stats else 0, "data_version": int(stats["version"]) if stats else 0,
+                "machines": [{"name": r["name"], "cursor": r["cursor"], "synced_at": r["synced_at"]}
+                             for r in followers]}
+
+    def add_login(self, login: str, kind: str) -> None:
+        """Make the existing login role ``login`` a member of the project's ``human`` or ``agent`` role."""
+        if kind not in ("human", "agent") or not re.match(r"^[a-z_][a-z0-9_]{0,62}$", login):
+            raise ValidationError(f"login {login!r} is not accepted: lower-case letters, digits and '_'")
+        with self.transaction() as c:
+            c.execute(f"GRANT {self.project}_{kind} TO {login}")

@@ -1,0 +1,402 @@
+"""The PostgreSQL connection of a team vault: pool, transactions, snapshots, stamps, errors, change notification.
+
+Statements are written as for SQLite (``?`` placeholders) and translated once (:func:`pg_sql`), so the SQLite
+repositories' statements that are standard SQL run unchanged here; what is SQLite-only is overridden in
+:mod:`synapse_nb.store.postgres.tables` and :mod:`synapse_nb.store.postgres.queries`.
+
+- A ``psycopg_pool`` pool of autocommit connections whose ``search_path`` is the project schema, each checked
+  (``check_connection``) when handed out, so a server restart costs no caller an error.
+- A write transaction pins one connection to the thread (nested calls join it) and is READ COMMITTED; its
+  first stamp (``next_stamp``) takes the project's write lock, as ``BEGIN IMMEDIATE`` does in SQLite.
+- A snapshot is ``REPEATABLE READ READ ONLY`` on a pinned connection: recall's reads see one committed state.
+- An agent handle runs every statement as ``<project>_agent`` (``SET ROLE``): the database refuses what the
+  human gate forbids whatever the Python code does.
+- psycopg errors become the package's :class:`~synapse_nb.errors.SynapseError` tree (:func:`map_error`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import errors as pgerr
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from synapse_nb.errors import (
+    ConflictError,
+    NotFoundError,
+    PermissionDeniedError,
+    StoreError,
+    SynapseError,
+    ValidationError,
+)
+from synapse_nb.store.postgres import migrate
+
+__all__ = ["PgDatabase", "Row", "map_error", "pg_sql"]
+
+Change = tuple[str, str, bool]
+
+#: Recount every frequency from the records' terms and compare with gate_df / gate_stats (no row: equal).
+RECOUNT_MISMATCHES = """
+WITH docs AS (
+    SELECT terms FROM memories UNION ALL SELECT terms FROM checkpoints UNION ALL SELECT terms FROM decisions
+    UNION ALL SELECT terms FROM episodes UNION ALL SELECT terms FROM notes),
+recount AS (SELECT t AS term, count(*) AS n FROM docs, unnest(terms) t GROUP BY t),
+stored AS (SELECT term, n FROM gate_df WHERE n > 0)
+SELECT coalesce(r.term, s.term) AS term, r.n AS recount, s.n AS stored
+  FROM recount r FULL JOIN stored s ON s.term = r.term
+ WHERE r.n IS DISTINCT FROM s.n
+UNION ALL
+SELECT '(n_docs)', (SELECT count(*) FROM docs), (SELECT n_docs FROM gate_stats)
+ WHERE (SELECT count(*) FROM docs) <> (SELECT n_docs FROM gate_stats)
+"""
+
+
+@functools.lru_cache(maxsize=2048)
+def pg_sql(sql: str) -> str:
+    """A statement written with ``?`` placeholders as psycopg wants it (``%s``; literal ``%`` doubled).
+
+    SQLite's always-true fragment ``(1)`` becomes ``(TRUE)`` (PostgreSQL wants a boolean there). A literal ``?``
+    cannot appear in a statement (write ``chr(63)``).
+
+    >>> pg_sql("SELECT * FROM meta WHERE key LIKE 'setting:%' AND (1) AND value = ?")
+    "SELECT * FROM meta WHERE key LIKE 'setting:%%' AND (TRUE) AND value = %s"
+    """
+    return sql.replace("%", "%%").replace("?", "%s").replace("(1)", "(TRUE)")
+
+
+class Row:
+    """A result row readable by column name or position (as ``sqlite3.Row``)."""
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self, index: dict[str, int], values: Sequence[Any]) -> None:
+        self._index = index
+        self._values = values
+
+    def __getitem__(self, key: int | str) -> Any:
+        return self._values[self._index[key]] if isinstance(key, str) else self._values[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+    def __repr__(self) -> str:
+        return f"Row({dict(zip(self._index, self._values, strict=True))!r})"
+
+
+def _row_factory(cursor: Any) -> Callable[[Sequence[Any]], Row]:
+    index = {c.name: i for i, c in enumerate(cursor.description or ())}
+    return lambda values: Row(index, values)
+
+
+def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
+    """A psycopg error as the package's error tree, with a message saying what happened."""
+    diag = getattr(exc, "diag", None)
+    msg = (diag.message_primary if diag is not None and diag.message_primary else str(exc)).strip()
+    msg = " ".join(msg.split("\n")[0].split())  # libpq's connection errors span several lines
+    hint = f" ({diag.message_hint})" if diag is not None and diag.message_hint else ""
+    if isinstance(exc, pgerr.InsufficientPrivilege):
+        return PermissionDeniedError(f"the team vault refused: {msg}{hint}")
+    if isinstance(exc, pgerr.ObjectNotInPrerequisiteState | pgerr.UniqueViolation | pgerr.ExclusionViolation):
+        return ConflictError(f"{msg}{hint}")
+    if isinstance(exc, pgerr.NoDataFound):
+        return NotFoundError(msg)
+    if isinstance(exc, pgerr.CheckViolation | pgerr.NotNullViolation | pgerr.InvalidParameterValue
+                  | pgerr.InvalidTextRepresentation | pgerr.StringDataRightTruncation | pgerr.UntranslatableCharacter
+                  | pgerr.CharacterNotInRepertoire):
+        return ValidationError(f"the team vault refused a value: {msg}{hint}")
+    if isinstance(exc, psycopg.OperationalError | PoolTimeout):
+        if committing:
+            return StoreError(f"the team vault server went away while committing ({msg}); the write may or may "
+                              "not have been applied: writes are idempotent by id, so retry it")
+        return StoreError(f"the team vault server is unreachable or went away ({msg}); nothing was written; "
+                          "the next call reconnects")
+    return StoreError(f"the team vault failed: {msg}{hint}")
+
+
+class _State(threading.local):
+    """Per thread: the pinned connection, transaction and snapshot depth, and what the transaction touched."""
+
+    def __init__(self) -> None:
+        self.conn: Any = None
+        self.depth = 0
+        self.snap = 0
+        self.committing = False
+        self.changes: dict[tuple[str, str], bool] = {}
+        self.after_commit: list[Callable[[], None]] = []
+        self.on_rollback: list[Callable[[], None]] = []
+
+
+class _Cx:
+    """What ``with store.transaction() as c`` yields: ``c.execute`` / ``c.executemany`` with ``?`` statements."""
+
+    def __init__(self, db: PgDatabase, conn: Any) -> None:
+        self._db, self._conn = db, conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self._db._run(self._conn, sql, params)
+
+    def executemany(self, sql: str, seq: Any) -> Any:
+        rows = list(seq)
+        cur = self._conn.cursor()
+        if rows:
+            try:
+                cur.executemany(pg_sql(sql), rows)
+            except psycopg.Error as exc:
+                raise map_error(exc) from exc
+        return cur
+
+
+class PgDatabase:
+    """One project schema on a PostgreSQL server, seen through a connection pool (safe to share between threads).
+
+    ``role`` = ``"agent"`` runs every statement as ``<project>_agent``. :meth:`sibling` gives another handle on
+    the same pool (and the same change listeners) with another role.
+    """
+
+    def __init__(self, url: str, project: str, *, readonly: bool = False, role: str | None = None,
+                 pool_timeout: float = 5.0, _pool: ConnectionPool | None = None,
+                 _listeners: list[Callable[[list[Change]], None]] | None = None) -> None:
+        self.url = url
+        self.project = migrate.check_project(project)
+        self._readonly = readonly
+        self.role = role
+        self._set_role = f"SET ROLE {project}_agent" if role == "agent" else None
+        self._state = _State()
+        self._listeners = [] if _listeners is None else _listeners
+        self.write_gen = 0
+        self._owner = _pool is None
+        if _pool is None:
+            try:  # one direct attempt first: a refused connection is known at once, not after the pool's timeout
+                psycopg.connect(url, connect_timeout=5).close()
+            except psycopg.OperationalError as exc:
+                raise StoreError(f"cannot reach the team vault server {self.location} "
+                                 f"({' '.join(str(exc).split())[:300]}): this machine is offline from the team "
+                                 "vault, so it cannot write (no local fork is ever made); `synapse-nb team "
+                                 "search-local` reads this machine's stale copy") from exc
+            _pool = ConnectionPool(
+                url, min_size=1, max_size=8, open=False, timeout=pool_timeout, name=f"synapse-{project}",
+                kwargs={"autocommit": True, "connect_timeout": 5, "row_factory": _row_factory},
+                configure=self._configure, check=ConnectionPool.check_connection, reconnect_timeout=30)
+            try:
+                _pool.open(wait=True, timeout=pool_timeout)
+            except PoolTimeout as exc:
+                _pool.close()
+                raise StoreError(f"cannot reach the team vault server {self.location} within {pool_timeout:g}s: "
+                                 "this machine is offline from the team vault, so it cannot write (no local fork "
+                                 "is ever made); check the URL, the network and the server") from exc
+        self.pool = _pool
+        if self._owner:
+            try:
+                with self._connection() as conn:
+                    migrate.check(conn, project)
+            except BaseException:
+                self.pool.close()
+                raise
+
+    def _configure(self, conn: Any) -> None:
+        conn.execute(f"SET search_path = {self.project}, pg_catalog")
+
+    # -- identity ---------------------------------------------------------------------------------------------
+    @property
+    def readonly(self) -> bool:
+        return self._readonly
+
+    @property
+    def location(self) -> str:
+        """The server and project, without secrets: ``postgresql://user@host:port/db?project=p``."""
+        info = psycopg.conninfo.conninfo_to_dict(self.url)
+        user = f"{info['user']}@" if info.get("user") else ""
+        port = f":{info['port']}" if info.get("port") else ""
+        return f"postgresql://{user}{info.get('host', 'localhost')}{port}/{info.get('dbname', '')}?project={self.project}"
+
+    @property
+    def schema_version(self) -> int:
+        with self._connection() as conn:
+            return migrate.current_version(conn, self.project)
+
+    # -- connections ------------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """The thread's pinned connection, else one from the pool (as this handle's role)."""
+        st = self._state
+        if st.conn is not None:
+            yield st.conn
+            return
+        try:
+            with self.pool.connection() as conn:
+                if self._set_role:
+                    conn.execute(self._set_role)
+                try:
+                    yield conn
+                finally:
+                    if self._set_role and not conn.closed and conn.info.transaction_status == 0:
+                        with contextlib.suppress(psycopg.Error):
+                            conn.execute("RESET ROLE")
+        except PoolTimeout as exc:
+            raise map_error(exc) from exc
+        except psycopg.OperationalError as exc:
+            raise map_error(exc) from exc
+
+    def _run(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+        try:
+            return conn.execute(pg_sql(sql), params if params else None)
+        except psycopg.Error as exc:
+            raise map_error(exc) from exc
+
+    # -- transactions -----------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[_Cx]:
+        """One write transaction on a pinned connection; nested calls join it. Commits on success, rolls back on
+        any exception; :meth:`after_commit` callbacks and the change listeners run after the outermost commit."""
+        st = self._state
+        if st.depth:
+            st.depth += 1
+            try:
+                yield _Cx(self, st.conn)
+            finally:
+                st.depth -= 1
+            return
+        if st.snap:
+            raise StoreError("a write transaction cannot start inside a snapshot (a read-only view); "
+                             "write before or after it")
+        if self.readonly:
+            raise StoreError(f"the team vault {self.location} is opened read-only; writes are refused")
+        with self._connection() as conn:
+            committing = False
+            st.conn, st.depth = conn, 1
+            try:
+                self._run(conn, "BEGIN")
+                yield _Cx(self, conn)
+                committing = True
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if not conn.closed:
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
+                st.after_commit.clear()
+                st.changes.clear()
+                rollbacks, st.on_rollback = st.on_rollback, []
+                for cb in rollbacks:
+                    cb()
+                if isinstance(exc, psycopg.Error):
+                    raise map_error(exc, committing=committing) from exc
+                raise
+            finally:
+                st.conn, st.depth = None, 0
+        self.write_gen += 1
+        st.on_rollback = []
+        callbacks, st.after_commit = st.after_commit, []
+        changes = sorted((k, r, d) for (k, r), d in st.changes.items())
+        st.changes.clear()
+        for cb in callbacks:
+            cb()
+        if changes:
+            for listener in list(self._listeners):
+                listener(changes)
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Several reads that see one committed state (REPEATABLE READ READ ONLY); joins a write transaction."""
+        st = self._state
+        if st.depth or st.snap:
+            st.snap += not st.depth
+            try:
+                yield
+            finally:
+                st.snap -= not st.depth
+            return
+        with self._connection() as conn:
+            self._run(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            st.conn, st.snap = conn, 1
+            try:
+                yield
+            finally:
+                st.conn, st.snap = None, 0
+                if not conn.closed:
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        if self._state.depth:
+            self._state.after_commit.append(callback)
+        else:
+            callback()
+
+    def on_rollback(self, callback: Callable[[], None]) -> None:
+        if self._state.depth:
+            self._state.on_rollback.append(callback)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._state.depth > 0
+
+    # -- what changed -------------------------------------------------------------------------------------------
+    def touched(self, kind: str, rid: str, *, deleted: bool = False) -> None:
+        self._state.changes[(kind, rid)] = deleted
+
+    def on_change(self, listener: Callable[[list[Change]], None]) -> None:
+        self._listeners.append(listener)
+
+    def stamp(self, now: str) -> str:
+        """``now``, or 1 µs after the project's last stamp; takes the project's write lock until the commit."""
+        if not self._state.depth:
+            with self.transaction():
+                return self.stamp(now)
+        row = self.query_one("SELECT next_stamp(?::ts)", (now,))
+        return str(row[0])  # type: ignore[index]
+
+    def advance_clock(self, ts: str) -> None:
+        self.stamp(ts)
+
+    # -- statements ---------------------------------------------------------------------------------------------
+    def write(self, sql: str, params: Sequence[Any] = (), change: Change | None = None) -> Any:
+        if self._state.depth:
+            cur = self._run(self._state.conn, sql, params)
+            if change is not None:
+                self._state.changes[change[:2]] = change[2]
+            return cur
+        with self.transaction():
+            return self.write(sql, params, change)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        with self._connection() as conn:
+            return list(self._run(conn, sql, params).fetchall())
+
+    def query_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def iter_query(self, sql: str, params: Sequence[Any] = (), *, size: int = 5000) -> Iterator[Row]:
+        with self._connection() as conn:
+            cur = self._run(conn, sql, params)
+            while rows := cur.fetchmany(size):
+                yield from rows
+
+    def data_version(self) -> tuple[int, int]:
+        """(the project's ``gate_stats.version``, this handle's commit counter): changes with every write that
+        changes what recall reads, by anyone on any machine."""
+        row = self.query_one("SELECT version FROM gate_stats WHERE id = 1")
+        return (int(row[0]) if row else 0), self.write_gen
+
+    def integrity_check(self) -> str:
+        """"ok", or the terms whose stored frequency differs from a recount of the records."""
+        rows = self.query(RECOUNT_MISMATCHES)
+        if not rows:
+            return "ok"
+        return "gate frequencies differ from a recount: " + ", ".join(
+            f"{r['term']} stored {r['stored']} counted {r['recount']}" for r in rows[:10])
+
+    def close(self) -> None:
+        if self._owner:
+            self.pool.close()

@@ -1,0 +1,158 @@
+"""Schema migrations of a team vault: ordered, idempotent, under ``pg_advisory_xact_lock``, all or nothing.
+
+One transaction:
+
+1. ``pg_advisory_xact_lock(0x53594E, hashtext(project))``: concurrent ``team init`` runs of one project queue
+   here; COMMIT/ROLLBACK releases the lock, so a crashed migrator never leaves it held.
+2. bootstrap (idempotent, not versioned): the roles ``<project>_owner`` / ``_human`` / ``_agent`` (NOLOGIN
+   groups), ``_agent`` granted to ``_human`` (a person may act as an agent, never the reverse), the schema owned by
+   ``<project>_owner``, and ``<project>.schema_version``.
+3. ``max(version)`` newer than this code knows: :class:`~synapse_nb.errors.SchemaError`, nothing touched.
+4. each missing migration (``sql/*.sql``, ``@S@`` = the project) runs as ``<project>_owner``, then its row is added.
+
+PostgreSQL DDL is transactional: any error rolls everything back, so a half-migrated schema never exists.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from synapse_nb.errors import SchemaError, StoreError, ValidationError
+
+__all__ = ["CODE_VERSION", "LOCK_CLASS", "MIGRATIONS", "Migration", "check", "check_project", "current_version",
+           "migrate", "roles"]
+
+SQL_DIR = Path(__file__).resolve().parent / "sql"
+LOCK_CLASS = 0x53594E  # "SYN": the advisory-lock namespace of synapse_nb
+_PROJECT_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str  # a file name in sql/, or SQL text
+
+    def text(self, project: str) -> str:
+        body = (SQL_DIR / self.sql).read_text(encoding="utf-8") if self.sql.endswith(".sql") else self.sql
+        return body.replace("@S@", check_project(project))
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "schema v2 ported from SQLite", "schema.sql"),
+    Migration(2, "human gate: roles, grants, guards, row-level security", "security.sql"),
+    Migration(3, "ranking documents of recall engine v2 (BM25: body, context; threads)", "ranking.sql"),
+)
+#: The schema version this synapse_nb reads and writes.
+CODE_VERSION = MIGRATIONS[-1].version
+
+
+def check_project(project: object) -> str:
+    """A project (PostgreSQL schema) name: a lower-case letter, then up to 39 lower-case letters, digits or ``_``."""
+    if not isinstance(project, str) or not _PROJECT_RE.match(project):
+        raise ValidationError(f"project name {project!r} is not accepted; use 1-40 characters: a lower-case letter, "
+                              "then lower-case letters, digits or '_'")
+    return project
+
+
+def roles(project: str) -> dict[str, str]:
+    """The database roles of a project: owner, human, agent."""
+    return {r: f"{check_project(project)}_{r}" for r in ("owner", "human", "agent")}
+
+
+BOOTSTRAP = """
+DO $$
+DECLARE r text;
+BEGIN
+    FOREACH r IN ARRAY ARRAY['@S@_owner', '@S@_human', '@S@_agent'] LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
+            BEGIN
+                EXECUTE format('CREATE ROLE %I NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS', r);
+            EXCEPTION WHEN duplicate_object OR unique_violation THEN
+                NULL;  -- created meanwhile from another database of this cluster
+            END;
+        END IF;
+    END LOOP;
+    IF NOT pg_has_role(current_user, '@S@_owner', 'MEMBER') THEN
+        EXECUTE format('GRANT %I TO %I', '@S@_owner', current_user);
+    END IF;
+    IF NOT pg_has_role('@S@_human', '@S@_agent', 'MEMBER') THEN
+        GRANT @S@_agent TO @S@_human;
+    END IF;
+END $$;
+CREATE SCHEMA IF NOT EXISTS @S@ AUTHORIZATION @S@_owner;
+CREATE TABLE IF NOT EXISTS @S@.schema_version(
+    version integer PRIMARY KEY CHECK (version > 0),
+    name text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now(),
+    applied_by text NOT NULL DEFAULT session_user
+);
+ALTER TABLE @S@.schema_version OWNER TO @S@_owner;
+GRANT USAGE ON SCHEMA @S@ TO @S@_human, @S@_agent;
+GRANT SELECT ON @S@.schema_version TO @S@_human, @S@_agent;
+"""
+
+
+def current_version(conn: Any, project: str) -> int:
+    """The project's schema version (0 when the project does not exist yet)."""
+    check_project(project)
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{project}.schema_version",)).fetchone()
+    if not row[0]:
+        return 0
+    return int(conn.execute(f"SELECT coalesce(max(version), 0) FROM {project}.schema_version").fetchone()[0])
+
+
+def _refuse_newer(version: int, project: str, code_version: int) -> None:
+    if version > code_version:
+        raise SchemaError(
+            f"the team vault project {project!r} has schema version {version}, newer than this synapse_nb knows "
+            f"({code_version}); upgrade synapse_nb on this machine to use it (nothing was changed)")
+
+
+def check(conn: Any, project: str, code_version: int = CODE_VERSION) -> int:
+    """On open: refuse a newer schema, and a missing or older one (``synapse-nb team init URL`` makes it)."""
+    v = current_version(conn, project)
+    _refuse_newer(v, project, code_version)
+    if v == 0:
+        raise SchemaError(f"the server has no team vault project {project!r}; create it with "
+                          f"`synapse-nb team init URL` (URL with ?project={project})")
+    if v < code_version:
+        raise SchemaError(f"the team vault project {project!r} has schema version {v}, this synapse_nb needs "
+                          f"{code_version}; run `synapse-nb team init URL` to upgrade it")
+    return v
+
+
+def migrate(conn: Any, project: str, migrations: tuple[Migration, ...] = MIGRATIONS) -> tuple[int, int]:
+    """Bring ``project`` to the last of ``migrations`` on an autocommit connection; (version before, after)."""
+    import psycopg  # the team extra; loaded only for a team vault
+
+    check_project(project)
+    versions = [m.version for m in migrations]
+    if versions != list(range(1, len(versions) + 1)):
+        raise ValueError(f"migrations must be numbered 1..n in order, got {versions}")
+    try:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_CLASS, project))
+            conn.execute(BOOTSTRAP.replace("@S@", project))
+            before = current_version(conn, project)
+            _refuse_newer(before, project, versions[-1] if versions else 0)
+            for m in migrations:
+                if m.version <= before:
+                    continue
+                conn.execute(f"SET LOCAL ROLE {project}_owner")
+                conn.execute(f"SET LOCAL search_path = {project}, pg_catalog")
+                conn.execute(m.text(project))
+                conn.execute(f"INSERT INTO {project}.schema_version(version, name, applied_by) "
+                             "VALUES (%s, %s, session_user)", (m.version, m.name))
+                conn.execute("RESET ROLE")
+                conn.execute("RESET search_path")
+            after = current_version(conn, project)
+        return before, after
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise StoreError(f"`team init` needs a role that may create roles and schemas (a superuser, or one with "
+                         f"CREATEROLE and CREATE on the database): {exc}") from exc
+    except psycopg.OperationalError as exc:
+        raise StoreError(f"the team vault server went away during the migration (nothing was changed): {exc}") from exc

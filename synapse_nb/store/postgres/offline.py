@@ -1,0 +1,55 @@
+"""Reading this machine's index copy of a team vault while the server cannot be reached (stale, read only).
+
+The retrieval index under ``.synapse/index/`` holds every candidate's text as of the last feed sync
+(``team-feed.json`` says when). Offline, a machine may search that copy -- every answer marked stale with its
+age -- but never write: a write would fork the team's memory.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from synapse_nb.errors import IndexError_
+from synapse_nb.store.index import RetrievalIndex
+
+__all__ = ["OfflineCopy", "search_copy"]
+
+
+@dataclass(frozen=True)
+class OfflineCopy:
+    """Hits from the local index copy: (kind, id, text), best first; ``synced_at`` (UTC ISO) and ``age_s``."""
+
+    hits: tuple[tuple[str, str, str], ...]
+    synced_at: str | None
+    age_s: float | None
+    stale: bool = True
+
+
+def search_copy(folder: Path, query: str, *, mind: str, now: str, k: int = 10) -> OfflineCopy:
+    """Search the index copy in ``folder`` (a machine's ``.synapse/``) for ``query`` in ``mind``."""
+    synced_at: str | None = None
+    try:
+        synced_at = json.loads((folder / "team-feed.json").read_text(encoding="utf-8")).get("synced_at")
+    except (OSError, ValueError):
+        pass
+    idx = RetrievalIndex(folder / "index")
+    if not idx.exists():
+        raise IndexError_(f"this machine has no index copy of the team vault in {folder}/index (it is made by the "
+                          "first recall or `synapse-nb index rebuild` while the server is reachable)")
+    try:
+        hits = idx.search(query, mind=mind, now=now, k=k)
+        texts: dict[str, str] = {}
+        if hits:
+            ids = ", ".join("'" + h.id.replace("'", "''") + "'" for h in hits)
+            tbl = idx._open()
+            got = tbl.search().where(f"id IN ({ids})").select(["id", "text"]).limit(None).to_arrow().to_pylist()
+            texts = {r["id"]: r["text"] for r in got}
+    finally:
+        idx.close()
+    age = None
+    if synced_at:
+        age = (datetime.now(UTC) - datetime.fromisoformat(synced_at)).total_seconds()
+    return OfflineCopy(tuple((h.kind, h.id, texts.get(h.id, "")) for h in hits), synced_at, age)

@@ -1,0 +1,94 @@
+"""Recall engine v2's ranking reads on a team vault: BM25 over each ranking document's body and context.
+
+The SQLite backend ranks with FTS5's ``bm25()`` (porter tokenizer; columns body, context). Here the same formula runs
+in one SQL statement over ``rank_docs`` (migration 3, ``sql/ranking.sql``): every gate record stores ``rank_body``
+(its gate text's tokens from the package's analyser, stemmed by the server's Snowball English stemmer, repeats
+kept) and ``rank_ctx`` (the stems of the previous two records of its thread); ``gate_stats`` holds N and the total
+document length, folded at commit like the word statistics. Per query term ``t`` (stemmed the same way)::
+
+    idf(t) = ln((N - n_t + 0.5) / (n_t + 0.5)), 1e-6 when not positive      (n_t: documents of the vault holding t)
+    tf     = w_body * tf_body + w_context * tf_context
+    score  = sum_t idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)),  k1 = 1.2, b = 0.75
+
+summed in term order (deterministic floating point), best first, ties by id. The stemmer differs from FTS5's
+original Porter, so the two backends may rank a few documents differently; each is deterministic, and every machine
+of a team reads the same numbers from one snapshot.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from synapse_nb.store.postgres.db import PgDatabase
+
+try:  # the seam's value types (recall engine v2); defined here until they land in store/records.py
+    from synapse_nb.store.records import RankHit, RankRow  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - depends on the branch
+    class RankRow(NamedTuple):  # type: ignore[no-redef]
+        kind: str
+        id: str
+        thread: str | None
+        seq: int | None
+        actor: str | None
+        question: bool
+
+    class RankHit(NamedTuple):  # type: ignore[no-redef]
+        id: str
+        score: float
+
+__all__ = ["K1", "B", "RankingQueries"]
+
+K1, B = 1.2, 0.75
+
+RANK_ROWS = ("SELECT kind, id, thread, seq, actor, strpos(gate_text, chr(63)) > 0 AS q FROM rank_docs WHERE mind = ? "
+             "ORDER BY id")
+RANK_COUNT = ("SELECT (SELECT count(*) FROM rank_docs WHERE mind = ?) AS mine, "
+              "(SELECT n_docs FROM gate_stats WHERE id = 1) AS everyone")
+RANK_BM25 = """
+WITH q AS MATERIALIZED (SELECT DISTINCT t FROM unnest(stem_all(?::text[])) AS t),
+qa AS MATERIALIZED (SELECT coalesce(array_agg(t), '{}') AS a FROM q),
+st AS MATERIALIZED (SELECT n_docs::float8 AS n, CASE WHEN n_docs > 0 THEN total_dl::float8 / n_docs ELSE 1 END AS avgdl
+                      FROM gate_stats WHERE id = 1),
+idf AS MATERIALIZED (
+    SELECT q.t, greatest(ln((st.n - df.n + 0.5) / (df.n + 0.5)), 0) AS w
+      FROM q CROSS JOIN st
+      CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM rank_docs d
+                           WHERE d.rank_body @> ARRAY[q.t] OR d.rank_ctx @> ARRAY[q.t]) df),
+hit AS (
+    SELECT d.id, cardinality(d.rank_body) + cardinality(d.rank_ctx) AS dl, d.rank_body, d.rank_ctx
+      FROM rank_docs d WHERE d.mind = ? AND (d.rank_body && (SELECT a FROM qa) OR d.rank_ctx && (SELECT a FROM qa)))
+SELECT h.id, s.score
+  FROM hit h CROSS JOIN st
+  CROSS JOIN LATERAL (
+      SELECT sum(x.w * x.f * (%(k1)s + 1) / (x.f + %(k1)s * (1 - %(b)s + %(b)s * h.dl / st.avgdl)) ORDER BY x.t) AS score
+        FROM (SELECT idf.t, CASE WHEN idf.w > 0 THEN idf.w ELSE 1e-6 END AS w,
+                     ? * cardinality(array_positions(h.rank_body, idf.t))
+                     + ? * cardinality(array_positions(h.rank_ctx, idf.t)) AS f
+                FROM idf) x
+       WHERE x.f > 0) s
+ WHERE s.score IS NOT NULL
+ ORDER BY s.score DESC, h.id LIMIT ?
+""".replace("%(k1)s", repr(K1)).replace("%(b)s", repr(B))
+
+
+class RankingQueries:
+    """``rank_rows``, ``bm25`` and ``rank_count`` of :class:`~synapse_nb.store.base.RecallQueries` (mixed in)."""
+
+    _db: PgDatabase
+
+    def rank_rows(self, mind: str) -> builtins.list[Any]:
+        return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in self._db.query(RANK_ROWS, (mind,))]
+
+    def bm25(self, mind: str, words: Sequence[str], *, depth: int, w_body: float = 1.0,
+             w_context: float = 0.2) -> builtins.list[Any]:
+        if not words or depth <= 0:
+            return []
+        rows = self._db.query(RANK_BM25, (list(words), mind, float(w_body), float(w_context), int(depth)))
+        return [RankHit(r[0], float(r[1])) for r in rows]
+
+    def rank_count(self, mind: str) -> tuple[int, int]:
+        row = self._db.query_one(RANK_COUNT, (mind,))
+        return (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)

@@ -1,0 +1,200 @@
+"""Team vaults: one vault per repository on a shared PostgreSQL server, for many people, agents and machines.
+
+PostgreSQL is the system of record; every machine keeps caches of it in its own ``.synapse/`` folder (the
+retrieval index and its position in the change feed). ``docs/team.md`` explains the design.
+
+- :func:`open_team_vault` opens ``postgresql://user@host:port/db?project=NAME`` (``open_vault`` does it for
+  such a URL, from ``--vault`` or ``SYNAPSE_HOME`` too).
+- :func:`init` creates or upgrades a project (idempotent; migrations under ``pg_advisory_xact_lock``) and its roles.
+- :func:`join` moves a local vault into the team vault through export/import (all-or-nothing, idempotent).
+- :func:`status` says where the server, the schema and this machine's index copy stand.
+- :func:`start_dev_server` / :func:`stop_dev_server`: a throwaway local server for trying it out.
+
+>>> url = start_dev_server("/tmp/synapse-dev")["url"]        # doctest: +SKIP
+>>> init(url)["project"]                                       # doctest: +SKIP
+'myrepo'
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from synapse_nb._util import Clock
+from synapse_nb.errors import StoreError, ValidationError
+from synapse_nb.gitscope.repo import find_repo
+
+if TYPE_CHECKING:
+    from synapse_nb.vault import Vault
+
+__all__ = ["init", "join", "offline_search", "open_team_vault", "start_dev_server", "status", "stop_dev_server"]
+
+LOCAL_DIRNAME = ".synapse"
+
+
+def _project_dir(base: str | Path | None = None) -> Path:
+    start = Path(base or Path.cwd()).resolve()
+    repo = find_repo(start)
+    return repo.main_work_tree if repo is not None else start
+
+
+def _split(url: str, project_dir: Path) -> tuple[str, str]:
+    from synapse_nb.store.postgres import parse_team_url, project_for
+
+    return parse_team_url(url, project_for(project_dir))
+
+
+def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
+                    readonly: bool = False, local: str | Path | None = None) -> Vault:
+    """Open a team vault: :func:`synapse_nb.vault.open_team_vault` (``open_vault`` does it for a URL)."""
+    from synapse_nb.vault import open_team_vault as open_it
+
+    return open_it(url, mind=mind, actor=actor, clock=clock, readonly=readonly, local=local)
+
+
+def init(url: str, *, humans: tuple[str, ...] = (), agents: tuple[str, ...] = (),
+         local: str | Path | None = None) -> dict[str, Any]:
+    """Create the project (schema, tables, roles) or bring it to this version; idempotent.
+
+    Runs every missing migration in one transaction under ``pg_advisory_xact_lock`` (concurrent runs queue).
+    ``humans``/``agents`` are existing login roles to make members of the project's human / agent role.
+    Needs a role that may create roles and schemas. Returns the project, versions before/after, and roles.
+    """
+    import psycopg
+
+    from synapse_nb.store.postgres import PgStore
+    from synapse_nb.store.postgres.migrate import migrate, roles
+
+    conninfo, project = _split(url, _project_dir(local))
+    try:
+        with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
+            before, after = migrate(conn, project)
+    except psycopg.OperationalError as exc:
+        raise StoreError(f"cannot reach the team vault server: {' '.join(str(exc).split())}") from exc
+    if humans or agents:
+        store = PgStore(conninfo, project)
+        try:
+            for login in humans:
+                store.add_login(login, "human")
+            for login in agents:
+                store.add_login(login, "agent")
+        finally:
+            store.close()
+    return {"project": project, "version_before": before, "version": after, "roles": roles(project),
+            "humans": list(humans), "agents": list(agents)}
+
+
+def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | None = None) -> dict[str, int]:
+    """Copy a local vault (``source``: its folder or project folder) into the team vault: its export imported in
+    ONE transaction (all or nothing). Records already there with identical content are skipped, so joining
+    again changes nothing; a record holding something else there refuses the whole join. Counts per kind.
+    """
+    from synapse_nb.vault import open_vault
+
+    if str(source).lower().startswith(("postgresql://", "postgres://")):
+        raise ValidationError("--from names the local vault to copy (a folder), not a team vault URL")
+    src = open_vault(source, create=False, readonly=True)
+    try:
+        text = src.export_jsonl()
+    finally:
+        src.close()
+    team = open_team_vault(url, local=local)
+    try:
+        return team.import_jsonl(text.splitlines())
+    finally:
+        team.close()
+
+
+def _age(iso: str | None) -> str | None:
+    if not iso:
+        return None
+    try:
+        delta = datetime.now(UTC) - datetime.fromisoformat(iso)
+    except ValueError:
+        return None
+    s = int(delta.total_seconds())
+    return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h" if s < 172800 else f"{s // 86400}d"
+
+
+def _local_position(folder: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((folder / "team-feed.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
+    """Where the team vault and this machine stand: server, schema version, this machine's index position and
+    lag. When the server cannot be reached: ``online`` False, and the age of this machine's index copy (a stale,
+    read-only copy: writes are refused until the server is back)."""
+    from synapse_nb.store.postgres import CODE_VERSION, PgStore
+
+    project_dir = _project_dir(local)
+    conninfo, project = _split(url, project_dir)
+    folder = project_dir / LOCAL_DIRNAME
+    out: dict[str, Any] = {"project": project, "code_version": CODE_VERSION, "local_folder": str(folder)}
+    try:
+        store = PgStore(conninfo, project, folder=folder if folder.is_dir() else None, readonly=True)
+    except StoreError as exc:
+        pos = _local_position(folder)
+        return out | {"online": False, "error": str(exc), "index_synced_at": pos.get("synced_at"),
+                      "index_age": _age(pos.get("synced_at")), "writes": "refused (offline)",
+                      "index_copy": (folder / "index").is_dir()}
+    try:
+        info = store.server_info()
+        lag = store.outbox.lag()
+        return out | {"online": True, "location": store.location, "schema_version": store.schema_version,
+                      **info, "index_cursor": lag["cursor"], "index_synced_at": lag["synced_at"],
+                      "index_age": _age(lag["synced_at"]), "index_behind": lag["behind"],
+                      "index_copy": (folder / "index").is_dir()}
+    finally:
+        store.close()
+
+
+def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str | Path | None = None) -> str:
+    """Search this machine's index copy of the team vault without the server: a stale, read-only answer.
+
+    For a machine that cannot reach the server (writes are refused: no local fork). The text starts with a
+    ``STALE`` line giving the age of the copy (when its feed last synced), then one line per hit.
+    """
+    from synapse_nb._util import fmt_ts
+    from synapse_nb.store.postgres.offline import search_copy
+
+    folder = _project_dir(local) / LOCAL_DIRNAME
+    copy = search_copy(folder, query, mind=mind, now=fmt_ts(datetime.now(UTC)), k=k)
+    age = "unknown age" if copy.age_s is None else f"{_age(copy.synced_at)} old"
+    lines = [f"STALE (offline): this machine's copy of the team vault, last synced {copy.synced_at or 'never'} "
+             f"({age}); the server cannot be reached, so writes are refused"]
+    lines += [f"- [{kind}] {rid}: {text}" for kind, rid, text in copy.hits] or ["(no match in the local copy)"]
+    return "\n".join(lines)
+
+
+def start_dev_server(folder: str | Path | None = None, *, project_url: bool = True) -> dict[str, Any]:
+    """Start a throwaway PostgreSQL on 127.0.0.1 (trust authentication: for trying things out and tests only)
+    in ``folder`` (a new folder under ``/tmp`` by default), create this repository's project in it, and leave
+    it running. Returns the URL to use and the folder (stop it with :func:`stop_dev_server`)."""
+    from synapse_nb.store.postgres.server import PgServer
+
+    srv = PgServer.launch(folder)
+    url = srv.url
+    info = init(url) if project_url else {}
+    if info:
+        url = f"{url}?project={info['project']}"
+    return {"url": url, "folder": str(srv.base), "seconds": round(srv.initdb_seconds + srv.start_seconds, 2),
+            "project": info.get("project")}
+
+
+def stop_dev_server(folder: str | Path, *, keep: bool = False) -> None:
+    """Stop the dev server in ``folder`` and (unless ``keep``) delete it."""
+    from synapse_nb.store.postgres.server import PgServer, find_bindir
+
+    base = Path(folder)
+    if not (base / "data").is_dir():
+        raise ValidationError(f"{base} holds no dev server (no data/ folder)")
+    PgServer(base=base, port=0, bindir=find_bindir()).stop()
+    if not keep:
+        shutil.rmtree(base, ignore_errors=True)

@@ -1,0 +1,76 @@
+"""Faults on a real server of its own: the server goes away mid-write (a clear StoreError, nothing half-written,
+the next call reconnects); a machine offline cannot write but can search its index copy, marked stale."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from synapse_nb.errors import StoreError
+from synapse_nb.store.postgres.server import PgServer, ServerUnavailable
+from synapse_nb.team import init, offline_search, open_team_vault, status
+
+
+@pytest.fixture()
+def own_server(pg_admin_url: str) -> Iterator[PgServer]:
+    """A server this test may kill (the session's server keeps serving the others)."""
+    try:
+        srv = PgServer.launch()
+    except ServerUnavailable as exc:  # pragma: no cover - the session server started, so this one does too
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(exc))
+    yield srv
+    srv.destroy()
+
+
+def test_the_server_going_away_mid_write_loses_nothing_half_written(own_server: PgServer, tmp_path: Path) -> None:
+    url = f"{own_server.url}?project=faults"
+    init(url, local=tmp_path)
+    v = open_team_vault(url, local=tmp_path)
+    try:
+        kept = v.remember("knowledge", "kept", "committed before the fault")
+        with pytest.raises(StoreError, match="went away|unreachable"):
+            with v.transaction():
+                v.remember("knowledge", "lost_1", "written inside the transaction")
+                own_server.stop()  # pg_ctl -m immediate: the server dies with the transaction open
+                v.remember("knowledge", "lost_2", "never reaches the server")
+        own_server.start(port=own_server.port)
+        v.remember("knowledge", "after", "the next call reconnects")  # no error: the pool replaced the connection
+        assert sorted(m.key for m in v.memories.list()) == ["after", "kept"]
+        assert v.memories.get(kept.id).content == "committed before the fault"
+        assert v._store.integrity_check() == "ok"
+        # a backend terminated by the server mid-transaction: the same
+        with pytest.raises(StoreError):
+            with v.transaction():
+                v.remember("knowledge", "lost_3", "x")
+                with psycopg.connect(own_server.url, autocommit=True) as admin:
+                    admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'postgres' "
+                                  "AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
+                v.remember("knowledge", "lost_4", "y")
+        assert sorted(m.key for m in v.memories.list()) == ["after", "kept"]
+    finally:
+        v.close()
+
+
+def test_an_offline_machine_cannot_write_but_reads_its_stale_copy(own_server: PgServer, tmp_path: Path) -> None:
+    url = f"{own_server.url}?project=offline"
+    init(url, local=tmp_path)
+    v = open_team_vault(url, local=tmp_path)
+    v.remember("knowledge", "deploy_day", "deploys run on fridays after the freeze")
+    assert v.index.search("fridays")  # the index copy is built and its feed position saved
+    v.close()
+    own_server.stop()
+    with pytest.raises(StoreError, match="offline"):
+        open_team_vault(url, local=tmp_path)
+    st = status(url, local=tmp_path)
+    assert st["online"] is False and st["writes"] == "refused (offline)" and st["index_age"] is not None
+    text = offline_search("when do deploys run", local=tmp_path)
+    assert text.startswith("STALE (offline)") and "deploys run on fridays" in text
+    own_server.start(port=own_server.port)
+    assert status(url, local=tmp_path)["online"] is True

@@ -1,0 +1,151 @@
+"""The human gate held by the database itself: an agent cannot approve, verify or overwrite through the API, the
+MCP server, the store beneath the API, or raw SQL with its own login; two people approving at once: one wins."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import psycopg
+import pytest
+from mcp import Client
+
+from synapse_nb.errors import ConflictError, PermissionDeniedError
+from synapse_nb.mcp.server import build_server
+from synapse_nb.models import Memory
+from synapse_nb.store.records import View
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture()
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture()
+def seeded(team_url: str, machine: Any) -> dict[str, Any]:
+    user = machine("h", team_url)
+    mine = user.remember("preference", "code_style", "black, 120 columns")
+    pending = user.lessons.create("Reverted the retry change")
+    approved = user.lessons.create("Reverted the cache change")
+    user.lessons.approve(approved.id)
+    return {"user": user, "mine": mine, "pending": pending, "approved": approved}
+
+
+def test_an_agent_handle_is_refused_by_the_api(seeded: dict[str, Any], machine: Any, logins: dict[str, str]) -> None:
+    agent = machine("bot", logins["agent"], actor="agent")
+    with pytest.raises(PermissionDeniedError):
+        agent.lessons.approve(seeded["pending"].id)
+    with pytest.raises(PermissionDeniedError):
+        agent.memories.verify(seeded["mine"].id)
+    with pytest.raises(PermissionDeniedError):
+        agent.remember("preference", "code_style", "tabs")
+    assert agent.lessons.list() and all(x.status == "approved" for x in agent.lessons.list())
+    agent.lessons.submit_analysis(seeded["pending"].id, "the retry hid timeouts")  # through submit_analysis()
+    assert seeded["user"].lessons.get(seeded["pending"].id).analysis == "the retry hid timeouts"
+
+
+def test_the_database_refuses_an_agent_that_bypasses_the_api(seeded: dict[str, Any], machine: Any,
+                                                             logins: dict[str, str]) -> None:
+    """Straight to the store under the kind managers (what a patched or buggy client would do)."""
+    store = machine("bot", logins["agent"], actor="agent")._store
+    now = store.stamp("2026-01-01T12:00:00.000000Z")
+    refused = [
+        lambda: store.lessons.update(seeded["pending"].id, updated_at=now, status="approved", approved_at=now,
+                                     expires_at="2099-01-01T00:00:00.000000Z", lesson_text="x"),
+        lambda: store.lessons.delete(seeded["pending"].id),
+        lambda: store.memories.update(seeded["mine"].id, updated_at=now, content="tabs"),
+        lambda: store.memories.delete(seeded["mine"].id),
+        lambda: store.memories.insert(Memory(id="mem_aaaaaaaaaaaa", mind="default", created_at=now, updated_at=now,
+                                             category="knowledge", key="k", content="c", source="user")),
+        lambda: store.memories.insert(Memory(id="mem_bbbbbbbbbbbb", mind="default", created_at=now, updated_at=now,
+                                             category="knowledge", key="k2", content="c", source="agent",
+                                             verified=True, confidence=0.5)),
+        lambda: store.meta.set_settings({"lesson_expiry_days": 999}),
+    ]
+    for attempt in refused:
+        with pytest.raises(PermissionDeniedError):
+            attempt()
+    user = seeded["user"]
+    assert user.lessons.get(seeded["pending"].id).status == "pending"
+    assert user.memories.get(seeded["mine"].id).content == "black, 120 columns"
+    # even asked for every lesson (no in_force_only), the agent role reads only the approved one
+    assert [x.id for x in store.lessons.list(View("default", now))] == [seeded["approved"].id]
+
+
+def test_raw_sql_as_the_agent_login_is_refused(seeded: dict[str, Any], logins: dict[str, str], project: str) -> None:
+    url = logins["agent"].split("?")[0]
+    pid, mid = seeded["pending"].id, seeded["mine"].id
+    attempts = {
+        "approve": f"UPDATE lessons SET status = 'approved' WHERE id = '{pid}'",
+        "reject": f"DELETE FROM lessons WHERE id = '{pid}'",
+        "insert approved": "INSERT INTO lessons(id, mind, status, summary, source, created_at, updated_at, approved_at, "
+                           "expires_at) VALUES ('les_x', 'default', 'approved', 's', 'agent', '2026-01-01T00:00:00.000000Z',"
+                           " '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z', '2099-01-01T00:00:00.000000Z')",
+        "verify": f"UPDATE memories SET verified = 1 WHERE id = '{mid}'",
+        "overwrite": f"UPDATE memories SET content = 'tabs' WHERE id = '{mid}'",
+        "delete": f"DELETE FROM memories WHERE id = '{mid}'",
+        "pass as user": "INSERT INTO memories(id, mind, category, key, content, priority, source, verified, confidence, "
+                        "created_at, updated_at, terms) VALUES ('mem_x', 'default', 'k', 'k', 'c', 2, 'user', 0, 0.5, "
+                        "'2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z', '{c}')",
+        "settings": "INSERT INTO meta(key, value) VALUES ('setting:lesson_expiry_days', '999')",
+        "frequencies": "UPDATE gate_df SET n = n + 100",
+        "disable guard": "ALTER TABLE memories DISABLE TRIGGER memories_guard",
+        "drop policy": "DROP POLICY lessons_agent_read ON lessons",
+        "become human": f"SET ROLE {project}_human",
+        "skip triggers": "SET session_replication_role = replica",
+    }
+    with psycopg.connect(url, autocommit=True) as c:
+        c.execute(f"SET search_path = {project}")
+        for what, sql in attempts.items():
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                c.execute(sql)
+                pytest.fail(f"the agent login could {what}")
+        visible = [r[0] for r in c.execute("SELECT id FROM lessons ORDER BY id")]
+        assert visible == [seeded["approved"].id]  # row-level security: no pending lesson
+    user = seeded["user"]
+    assert user.lessons.get(pid).status == "pending" and user.memories.get(mid).content == "black, 120 columns"
+    assert user.memories.get(mid).verified  # still the user's verified memory
+
+
+async def test_the_mcp_server_on_a_team_vault_acts_as_the_agent_role(seeded: dict[str, Any]) -> None:
+    user = seeded["user"]
+    async with Client(build_server(vault=user)) as c:
+        r = await c.call_tool("approve_lesson", {"lesson_id": seeded["pending"].id})
+        assert r.is_error and "unknown tool" in r.content[0].text.lower()
+        r = await c.call_tool("remember", {"category": "preference", "key": "code_style", "content": "tabs"})
+        assert r.is_error
+        r = await c.call_tool("remember", {"category": "knowledge", "key": "x_fact", "content": "y", "source": "user",
+                                           "verified": True, "confidence": 1.0})
+        assert not r.is_error and r.structured_content["verified"] is False
+        r = await c.call_tool("submit_lesson_analysis", {"lesson_id": seeded["pending"].id, "analysis": "why"})
+        assert not r.is_error
+    assert user.memories.get(seeded["mine"].id).content == "black, 120 columns"
+    assert user.lessons.get(seeded["pending"].id).status == "pending"
+    assert user.lessons.get(seeded["pending"].id).analysis == "why"
+
+
+def test_two_machines_approving_the_same_lesson_at_once_one_wins(team_url: str, machine: Any) -> None:
+    a, b = machine("a", team_url), machine("b", team_url)
+    for n in range(6):
+        les = a.lessons.create(f"Reverted change {n}")
+        barrier = threading.Barrier(2)
+        outcome: list[str] = []
+
+        def approve(v: Any, text: str) -> None:
+            barrier.wait()
+            try:
+                v.lessons.approve(les.id, text=text)
+                outcome.append("ok")
+            except ConflictError as exc:
+                assert "approved meanwhile" in str(exc) or "already approved" in str(exc)
+                outcome.append("conflict")
+
+        threads = [threading.Thread(target=approve, args=(v, t)) for v, t in ((a, "from a"), (b, "from b"))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(outcome) == ["conflict", "ok"], outcome
+        assert a.lessons.get(les.id).status == "approved"
