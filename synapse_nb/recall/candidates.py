@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Candidates", "query_words"]
 
+#: Most candidate rows kept between recalls (emptied when full, and whenever the vault changes).
+MAX_CACHED_ROWS = 50_000
+
 
 class Candidates:
     """Structure arrays, candidate rows and exact matches for one context (caches live with the vault handle)."""
@@ -35,6 +38,8 @@ class Candidates:
         self._count = 0
         self._threads_key: object = None
         self._threads = ThreadIndex([])
+        self._rows_key: object = None
+        self._rows: dict[str, Candidate] = {}
 
     # The store is never called while self._lock is held: a recall holds the store's lock for its snapshot and
     # then takes this one, so the other order would deadlock two threads sharing a vault handle.
@@ -63,11 +68,34 @@ class Candidates:
         return idx
 
     def fetch(self, ids: Sequence[tuple[str, str]]) -> dict[str, Candidate]:
-        """Candidate rows of these (kind, id) pairs of the mind, by id (ids gone meanwhile are absent)."""
+        """Candidate rows of these (kind, id) pairs of the mind, by id (ids gone meanwhile are absent).
+
+        Rows already read are kept until the vault changes (keyed by the store's data version and the mind):
+        consecutive recalls read mostly the same top-ranked rows.
+        """
+        store, mind = self._ctx.store, self._ctx.mind
+        key = (store.data_version(), mind)
+        with self._lock:
+            if self._rows_key != key:
+                self._rows_key, self._rows = key, {}
+            rows = self._rows
+        out: dict[str, Candidate] = {}
         by_kind: dict[str, list[str]] = {}
         for kind, rid in ids:
-            by_kind.setdefault(kind, []).append(rid)
-        return {c.id: c for c in self._ctx.store.recall.fetch(self._ctx.mind, by_kind)}
+            c = rows.get(rid)
+            if c is not None and c.kind == kind:
+                out[rid] = c
+            else:
+                by_kind.setdefault(kind, []).append(rid)
+        if by_kind:
+            got = store.recall.fetch(mind, by_kind)
+            with self._lock:
+                if self._rows is rows:
+                    if len(rows) + len(got) > MAX_CACHED_ROWS:
+                        rows.clear()
+                    rows.update((c.id, c) for c in got)
+            out.update((c.id, c) for c in got)
+        return {i: out[i] for i in sorted(out)}
 
     def exact(self, words: list[str], *, rids: list[str] | None = None,
               max_per_tag: int | None = None) -> dict[str, list[str]]:
