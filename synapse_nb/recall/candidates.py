@@ -26,6 +26,8 @@ __all__ = ["Candidates", "query_words"]
 
 #: Most candidate rows kept between recalls (emptied when full, and whenever the vault changes).
 MAX_CACHED_ROWS = 50_000
+#: Most tags whose records are kept between recalls.
+MAX_CACHED_TAGS = 10_000
 
 
 class Candidates:
@@ -40,6 +42,8 @@ class Candidates:
         self._threads = ThreadIndex([])
         self._rows_key: object = None
         self._rows: dict[str, Candidate] = {}
+        self._tags_key: object = None
+        self._tags: dict[str, tuple[int, tuple[str, ...] | None]] = {}
 
     # The store is never called while self._lock is held: a recall holds the store's lock for its snapshot and
     # then takes this one, so the other order would deadlock two threads sharing a vault handle.
@@ -109,13 +113,12 @@ class Candidates:
         if not words:
             return out
         queries, mind = self._ctx.store.recall, self._ctx.mind
-        tag_words = words
-        if max_per_tag is not None:
-            tag_words = [t for t, n in sorted(queries.tag_counts(mind, words).items()) if n <= max_per_tag]
         if rids is not None:
             matches = queries.tag_matches(mind, words, rids)
+        elif max_per_tag is not None:
+            matches = self._tag_matches(words, max_per_tag)
         else:
-            matches = queries.tag_matches(mind, tag_words) if tag_words else []
+            matches = queries.tag_matches(mind, words)
         for rid, tag in matches:
             out.setdefault(rid, []).append(f"#{tag}")
         wanted = set(rids or ())
@@ -124,4 +127,39 @@ class Candidates:
         for rid, name in queries.key_matches(mind, keys):
             if rids is None or rid in wanted:
                 out.setdefault(rid, []).append(f"key:{name}")
+        return out
+
+    def _tag_matches(self, words: list[str], max_per_tag: int) -> list[tuple[str, str]]:
+        """(rid, tag) of the tags among ``words`` carried by at most ``max_per_tag`` records, by rid then tag.
+
+        Per tag, its record count and records are kept until the vault changes (queries share their words).
+        """
+        store, mind = self._ctx.store, self._ctx.mind
+        key = (store.data_version(), mind)
+        with self._lock:
+            if self._tags_key != key:
+                self._tags_key, self._tags = key, {}
+            tags = self._tags
+            wanted = sorted(set(words))
+            known = {t: tags[t] for t in wanted if t in tags}
+        counts = {t: v[0] for t, v in known.items()}
+        missing = [t for t in wanted if t not in counts]
+        if missing:
+            got = store.recall.tag_counts(mind, missing)
+            counts.update({t: got.get(t, 0) for t in missing})
+        need = [t for t in wanted if 0 < counts[t] <= max_per_tag and (t not in known or known[t][1] is None)]
+        found: dict[str, list[str]] = {t: [] for t in need}
+        for rid, tag in store.recall.tag_matches(mind, need) if need else []:
+            found[tag].append(rid)
+        with self._lock:
+            if self._tags is tags:
+                if len(tags) > MAX_CACHED_TAGS:
+                    tags.clear()
+                for t in missing:
+                    tags[t] = (counts[t], None)
+                for t, rs in found.items():
+                    tags[t] = (counts[t], tuple(rs))
+        out = [(rid, t) for t in wanted if 0 < counts[t] <= max_per_tag
+               for rid in (found[t] if t in found else known[t][1] or ())]
+        out.sort()
         return out
