@@ -29,7 +29,6 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
 from synapse_nb.errors import ValidationError
 from synapse_nb.text import build_analyzers, make_tokenizer, normalise, stop_word_list
@@ -305,16 +304,17 @@ class CorpusScorer:
                 return hit[1]
         keys: Sequence[Hashable | None] = doc_keys if doc_keys is not None else [None] * len(docs)
         analysed = [self._doc(k, t) for k, t in zip(keys, docs)]
-        words = _stack([d.word_ids for d in analysed], len(self._vocab))
+        # flat (document, feature) pairs: plain numpy, no sparse-matrix construction per query
+        word_doc, word_id = _pairs([d.word_ids for d in analysed])
         # the distinct non-stop words of these documents, and their n-grams
         tok_ids = np.unique(np.concatenate([d.tok_ids for d in analysed])) if analysed else np.zeros(0, np.int64)
         names = [self._names[int(i)] for i in tok_ids]
-        local = {int(t): j for j, t in enumerate(tok_ids)}
-        doc_toks = _stack([np.array([local[int(t)] for t in d.tok_ids], np.int64) for d in analysed], len(tok_ids))
+        tok_doc, tok_pos = _pairs([d.tok_ids for d in analysed])
+        tok_local = np.searchsorted(tok_ids, tok_pos)  # tok_ids is sorted and unique: the local index
         tok_grams = [self._grams_of(int(t), names[j]) for j, t in enumerate(tok_ids)]
-        gram_mat = _stack(tok_grams, len(self._gvocab))
+        gram_tok, gram_id = _pairs(tok_grams)
         n_grams = np.array([len(g) for g in tok_grams], dtype=np.int64)
-        stack = _Stack(words, doc_toks, gram_mat, n_grams)
+        stack = _Stack(word_doc, word_id, tok_doc, tok_local, gram_tok, gram_id, n_grams)
         if stack_key is not None:
             self._stacks[stack_key] = (tuple(docs), stack)
             if len(self._stacks) > 4:
@@ -394,7 +394,11 @@ class CorpusScorer:
 
         st = self._matrices(docs, doc_keys)
         n = len(docs)
-        word_hits = _columns(st.words, [self._vocab.get(f) for f in wnames], n)  # (n, k) bool
+        word_hits = np.zeros((n, len(wnames)), dtype=bool)  # (n, k) presence
+        for j, f in enumerate(wnames):
+            i = self._vocab.get(f)
+            if i is not None:
+                word_hits[st.word_doc[st.word_id == i], j] = True
         word = np.zeros(n)
         for j in range(len(wnames)):  # fixed order: a row's sum never depends on other rows
             word += word_hits[:, j] * wweights[j]
@@ -402,20 +406,24 @@ class CorpusScorer:
 
         # char channel: per query unigram, its best Dice similarity to a word of each document
         cov = np.zeros((n, len(terms)))
+        n_tok = len(st.n_grams)
         for j, t in enumerate(terms):
-            # n-grams first seen after this (cached) stack was built occur in none of its documents
-            width = st.gram_mat.shape[1]
-            gids = sorted({i for g in self._char_an(t) if (i := self._gvocab.get(g)) is not None and i < width})
-            n_t = len(set(self._char_an(t)))
-            if not gids or n_t == 0 or st.gram_mat.shape[0] == 0:
+            grams = set(self._char_an(t))
+            # n-grams never seen occur in no document (and give no id)
+            gids = np.array(sorted({i for g in grams if (i := self._gvocab.get(g)) is not None}), np.int64)
+            n_t = len(grams)
+            if not len(gids) or n_t == 0 or n_tok == 0:
                 continue
-            shared = np.asarray(st.gram_mat[:, gids].sum(axis=1, dtype=np.int64)).ravel()  # exact integer counts
+            # exact integer counts of shared n-grams per local word, then Dice
+            shared = np.bincount(st.gram_tok[np.isin(st.gram_id, gids)], minlength=n_tok)
             sim = 2.0 * shared / (n_t + st.n_grams)
-            cand = np.flatnonzero(sim >= max(cfg.min_char_sim, 1e-12))
-            if len(cand) == 0:
+            ok = sim >= max(cfg.min_char_sim, 1e-12)
+            if not ok.any():
                 continue
-            sub = st.doc_toks[:, cand].tocsr()
-            cov[:, j] = np.asarray(sub.multiply(sim[cand][None, :]).max(axis=1).todense()).ravel()
+            keep = ok[st.tok_local]
+            col = np.zeros(n)  # a document's best similarity (0 when none of its words clears the bar)
+            np.maximum.at(col, st.tok_doc[keep], sim[st.tok_local[keep]])
+            cov[:, j] = col
         tweights = np.array([term_idf[t] for t in terms])
         char = np.zeros(n)
         for j in range(len(terms)):
@@ -468,9 +476,14 @@ class CorpusScorer:
 
 @dataclass(frozen=True)
 class _Stack:
-    words: sp.csc_matrix  # (n_docs, vocab) word-feature presence
-    doc_toks: sp.csc_matrix  # (n_docs, n_local_words) non-stop word presence
-    gram_mat: sp.csc_matrix  # (n_local_words, gram vocab) n-grams of each local word
+    """A batch's documents as flat (row, feature) pairs, each array sorted by row."""
+
+    word_doc: np.ndarray  # document of each (document, word feature) pair
+    word_id: np.ndarray  # word-feature id of each pair
+    tok_doc: np.ndarray  # document of each (document, non-stop word) pair
+    tok_local: np.ndarray  # local index (into the batch's distinct words) of each pair
+    gram_tok: np.ndarray  # local word of each (word, char n-gram) pair
+    gram_id: np.ndarray  # n-gram id of each pair
     n_grams: np.ndarray  # (n_local_words,) number of distinct n-grams of each local word
 
 
@@ -481,22 +494,9 @@ def _df(doc_freq: Mapping[str, int], term: str) -> int:
     return int(v)
 
 
-def _stack(rows: list[np.ndarray], n_feat: int) -> sp.csc_matrix:
+def _pairs(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(row index, value) of every value of every row, concatenated in row order."""
+    if not rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    indices = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-    data = np.ones(len(indices), dtype=np.int8)
-    return sp.csr_matrix((data, indices, indptr), shape=(len(rows), max(n_feat, 1))).tocsc()
-
-
-def _columns(X: sp.csc_matrix, ids: list[int | None], n_rows: int) -> np.ndarray:
-    """Dense boolean (n_rows, len(ids)) presence of the given feature ids; None = absent everywhere."""
-    out = np.zeros((n_rows, len(ids)), dtype=bool)
-    known = [(j, i) for j, i in enumerate(ids) if i is not None and i < X.shape[1]]
-    if known:
-        sub = X[:, [i for _, i in known]]
-        dense = sub.toarray().astype(bool)
-        for col, (j, _) in enumerate(known):
-            out[:, j] = dense[:, col]
-    return out
+    return np.repeat(np.arange(len(rows), dtype=np.int64), lengths), np.concatenate(rows).astype(np.int64)

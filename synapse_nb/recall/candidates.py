@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Candidates", "query_words"]
 
+#: Most candidate rows kept between recalls (emptied when full, and whenever the vault changes).
+MAX_CACHED_ROWS = 50_000
+#: Most tags whose records are kept between recalls.
+MAX_CACHED_TAGS = 10_000
+
 
 class Candidates:
     """Structure arrays, candidate rows and exact matches for one context (caches live with the vault handle)."""
@@ -35,6 +40,10 @@ class Candidates:
         self._count = 0
         self._threads_key: object = None
         self._threads = ThreadIndex([])
+        self._rows_key: object = None
+        self._rows: dict[str, Candidate] = {}
+        self._tags_key: object = None
+        self._tags: dict[str, tuple[int, tuple[str, ...] | None]] = {}
 
     # The store is never called while self._lock is held: a recall holds the store's lock for its snapshot and
     # then takes this one, so the other order would deadlock two threads sharing a vault handle.
@@ -63,11 +72,34 @@ class Candidates:
         return idx
 
     def fetch(self, ids: Sequence[tuple[str, str]]) -> dict[str, Candidate]:
-        """Candidate rows of these (kind, id) pairs of the mind, by id (ids gone meanwhile are absent)."""
+        """Candidate rows of these (kind, id) pairs of the mind, by id (ids gone meanwhile are absent).
+
+        Rows already read are kept until the vault changes (keyed by the store's data version and the mind):
+        consecutive recalls read mostly the same top-ranked rows.
+        """
+        store, mind = self._ctx.store, self._ctx.mind
+        key = (store.data_version(), mind)
+        with self._lock:
+            if self._rows_key != key:
+                self._rows_key, self._rows = key, {}
+            rows = self._rows
+        out: dict[str, Candidate] = {}
         by_kind: dict[str, list[str]] = {}
         for kind, rid in ids:
-            by_kind.setdefault(kind, []).append(rid)
-        return {c.id: c for c in self._ctx.store.recall.fetch(self._ctx.mind, by_kind)}
+            c = rows.get(rid)
+            if c is not None and c.kind == kind:
+                out[rid] = c
+            else:
+                by_kind.setdefault(kind, []).append(rid)
+        if by_kind:
+            got = store.recall.fetch(mind, by_kind)
+            with self._lock:
+                if self._rows is rows:
+                    if len(rows) + len(got) > MAX_CACHED_ROWS:
+                        rows.clear()
+                    rows.update((c.id, c) for c in got)
+            out.update((c.id, c) for c in got)
+        return {i: out[i] for i in sorted(out)}
 
     def exact(self, words: list[str], *, rids: list[str] | None = None,
               max_per_tag: int | None = None) -> dict[str, list[str]]:
@@ -81,13 +113,12 @@ class Candidates:
         if not words:
             return out
         queries, mind = self._ctx.store.recall, self._ctx.mind
-        tag_words = words
-        if max_per_tag is not None:
-            tag_words = [t for t, n in sorted(queries.tag_counts(mind, words).items()) if n <= max_per_tag]
         if rids is not None:
             matches = queries.tag_matches(mind, words, rids)
+        elif max_per_tag is not None:
+            matches = self._tag_matches(words, max_per_tag)
         else:
-            matches = queries.tag_matches(mind, tag_words) if tag_words else []
+            matches = queries.tag_matches(mind, words)
         for rid, tag in matches:
             out.setdefault(rid, []).append(f"#{tag}")
         wanted = set(rids or ())
@@ -96,4 +127,39 @@ class Candidates:
         for rid, name in queries.key_matches(mind, keys):
             if rids is None or rid in wanted:
                 out.setdefault(rid, []).append(f"key:{name}")
+        return out
+
+    def _tag_matches(self, words: list[str], max_per_tag: int) -> list[tuple[str, str]]:
+        """(rid, tag) of the tags among ``words`` carried by at most ``max_per_tag`` records, by rid then tag.
+
+        Per tag, its record count and records are kept until the vault changes (queries share their words).
+        """
+        store, mind = self._ctx.store, self._ctx.mind
+        key = (store.data_version(), mind)
+        with self._lock:
+            if self._tags_key != key:
+                self._tags_key, self._tags = key, {}
+            tags = self._tags
+            wanted = sorted(set(words))
+            known = {t: tags[t] for t in wanted if t in tags}
+        counts = {t: v[0] for t, v in known.items()}
+        missing = [t for t in wanted if t not in counts]
+        if missing:
+            got = store.recall.tag_counts(mind, missing)
+            counts.update({t: got.get(t, 0) for t in missing})
+        need = [t for t in wanted if 0 < counts[t] <= max_per_tag and (t not in known or known[t][1] is None)]
+        found: dict[str, list[str]] = {t: [] for t in need}
+        for rid, tag in store.recall.tag_matches(mind, need) if need else []:
+            found[tag].append(rid)
+        with self._lock:
+            if self._tags is tags:
+                if len(tags) > MAX_CACHED_TAGS:
+                    tags.clear()
+                for t in missing:
+                    tags[t] = (counts[t], None)
+                for t, rs in found.items():
+                    tags[t] = (counts[t], tuple(rs))
+        out = [(rid, t) for t in wanted if 0 < counts[t] <= max_per_tag
+               for rid in (found[t] if t in found else known[t][1] or ())]
+        out.sort()
         return out

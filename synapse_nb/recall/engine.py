@@ -37,6 +37,8 @@ PATHS = ("auto", "rank", "exhaustive", "index")
 MAX_WALK = 200
 #: A tag carried by more records than this identifies nothing: no bonus (its word is ranked anyway).
 MAX_TAG_RECORDS = 200
+#: Most records the walk's cache holds (it is emptied when full, and whenever the vault changes).
+MAX_CACHED_RECORDS = 20_000
 
 
 def clean_query(query: Any) -> str:
@@ -89,6 +91,9 @@ class Recaller:
         self._candidates = Candidates(ctx)
         self._staleness = Staleness(ctx)
         self.params = params or RankParams()
+        # records the walk read, per data version and mind: a recall's walk re-reads mostly the same records
+        self._records_key: object = None
+        self._records: dict[tuple[str, str], Record] = {}
 
     @property
     def scorer(self) -> CorpusScorer:
@@ -98,7 +103,28 @@ class Recaller:
             return self._scorer
 
     def _materialize(self, c: Candidate) -> Record | None:
-        return self._ctx.store.table(c.kind).get(self._ctx.view(), c.id)
+        view = self._ctx.view()
+        # a record with no expiry reads the same at any "now" until the vault changes (lessons, whose status
+        # depends on "now", are never walked)
+        cacheable = c.expires_at is None and c.kind != "lesson"
+        if cacheable:
+            with self._lock:
+                rec = self._records.get((c.kind, c.id))
+            if rec is not None:
+                return rec
+        rec = self._ctx.store.table(c.kind).get(view, c.id)
+        if cacheable and rec is not None:
+            with self._lock:
+                if len(self._records) >= MAX_CACHED_RECORDS:
+                    self._records.clear()
+                self._records[(c.kind, c.id)] = rec
+        return rec
+
+    def _records_for(self, key: object) -> None:
+        """Keep the walk's record cache only while the vault (data version) and the mind are unchanged."""
+        with self._lock:
+            if self._records_key != key:
+                self._records_key, self._records = key, {}
 
     def recall(self, query: Any, *, session: str | None = None, branch: Any = None, files: Any = None,
                budget_tokens: int | None = None, bars: Bars | None = None, path: str = "auto") -> Recall:
@@ -119,6 +145,7 @@ class Recaller:
         if ranking is None:
             rows, kept, coverage = [], [], 0.0
         else:
+            self._records_for((ctx.store.data_version(), ctx.mind))
             g = gate(query, ranking.ranked, ranking.cands, ranking.exact, ranking.stats, bars, self.scorer,
                      self._materialize, seen)
             rows, kept, coverage = g.rows, g.kept, g.coverage
