@@ -19,25 +19,12 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from synapse_nb.store.postgres.db import PgDatabase
 
-try:  # the seam's value types (recall engine v2); defined here until they land in store/records.py
-    from synapse_nb.store.records import RankHit, RankRow  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - depends on the branch
-    class RankRow(NamedTuple):  # type: ignore[no-redef]
-        kind: str
-        id: str
-        thread: str | None
-        seq: int | None
-        actor: str | None
-        question: bool
-
-    class RankHit(NamedTuple):  # type: ignore[no-redef]
-        id: str
-        score: float
+from synapse_nb.store.records import RankHit, RankRow
 
 __all__ = ["K1", "B", "RankingQueries"]
 
