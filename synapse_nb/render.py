@@ -169,8 +169,8 @@ def explanation_html(rows: Iterable[Any]) -> str:
     for r in rows:
         style = f" style='color:{MUTED}'" if not r.kept else ""
         kept = "✔ yes" if r.kept else "✘ no"
-        cov = "-" if getattr(r, "coverage", None) is None else f"{r.coverage:.3f}"
-        parts = " ".join(f"{k} {v:.3f}" for k, v in getattr(r, "parts", ()) if v or k == "bm25")
+        cov = "-" if r.coverage is None else f"{r.coverage:.3f}"
+        parts = " ".join(f"{k} {v:.3f}" for k, v in r.parts if v or k == "bm25")
         out.append([f"<span{style}>{kept}</span>", f"<span{style}>{r.score:.3f}</span>", esc(parts or "-"),
                     f"<span{style}>{cov}</span>", esc(r.kind), code(r.id), esc(r.bar), esc(r.reason),
                     esc(", ".join(r.matched) or "-")])

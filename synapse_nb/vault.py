@@ -278,10 +278,8 @@ class Vault:
 
     def as_agent(self) -> Vault:
         """The same vault (same connection) acting as the agent actor. There is no ``as_user``."""
-        for_actor = getattr(self._store, "for_actor", None)  # a team vault: the agent's database role
-        store = for_actor("agent") if for_actor is not None else self._store
         return Vault(self.path, project_dir=self.project_dir, mind=self.mind, actor="agent", clock=self._clock,
-                     _store=store, _git=self._git)
+                     _store=self._store.for_actor("agent"), _git=self._git)  # a team vault: the agent's role
 
     @property
     def db_path(self) -> Path:

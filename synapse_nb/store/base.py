@@ -501,6 +501,12 @@ class VaultStore(Protocol):
         """Changes whenever anyone commits a write to the vault (for caches of query results)."""
         ...
 
+    def for_actor(self, actor: str) -> VaultStore:
+        """This store acting for ``actor`` ("user" or "agent"). A backend that enforces the human gate itself
+        (PostgreSQL: the agent's database role) returns a store bound to that role; one that relies on the kind
+        managers alone (SQLite, one user's file) returns itself."""
+        ...
+
     def integrity_check(self) -> str:
         """"ok", or what is wrong."""
         ...

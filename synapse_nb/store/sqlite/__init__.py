@@ -82,6 +82,10 @@ class SqliteStore(Database):
         """The table of a kind ("memory" -> :attr:`memories`)."""
         return self._tables[kind]
 
+    def for_actor(self, actor: str) -> SqliteStore:
+        """This store: a local vault has no database roles (the kind managers enforce the human gate)."""
+        return self
+
 
 #: The names earlier versions used (tests and scripts import them from here).
 Store = SqliteStore
