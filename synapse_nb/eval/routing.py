@@ -32,6 +32,7 @@ from synapse_nb.gate.metrics import (
     HEADLINE_METRICS,
     RoutingMetrics,
     bootstrap_ci,
+    format_value,
     normalize_label,
     routing_metrics,
 )
@@ -65,14 +66,6 @@ class RouterLike(Protocol):
     def calibrate(
         self, texts: Sequence[str], labels: Sequence[str | None], criterion: str = "accuracy", per_route: bool = False
     ) -> Any: ...
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value)
 
 
 def _json_safe(value: Any) -> Any:
@@ -159,13 +152,13 @@ class RouterEvaluation:
         for name in HEADLINE_METRICS:
             value = getattr(self.metrics, name)
             lo, hi = self.ci.get(name, (None, None))
-            interval = f" [{_fmt(lo)}, {_fmt(hi)}]" if lo is not None else ""
-            rows.append((name, f"{_fmt(value)}{interval}"))
+            interval = f" [{format_value(lo)}, {format_value(hi)}]" if lo is not None else ""
+            rows.append((name, f"{format_value(value)}{interval}"))
         g = self.thresholds.get("global")
         per = self.thresholds.get("per_route")
         rows += [
             ("criterion", str(self.criterion) if self.calibrated else "not calibrated"),
-            ("threshold", _fmt(g) + (f" (+{len(per)} per-route)" if per else "")),
+            ("threshold", format_value(g) + (f" (+{len(per)} per-route)" if per else "")),
             ("n_train / n_val / n_test", f"{self.n_train} / {self.n_val} / {self.n_test}"),
             ("queries_per_second", f"{self.queries_per_second:,.0f}"),
         ]

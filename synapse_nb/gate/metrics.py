@@ -45,6 +45,7 @@ __all__ = [
     "OOS_STRINGS",
     "RoutingMetrics",
     "bootstrap_ci",
+    "format_value",
     "normalize_label",
     "routing_metrics",
     "threshold_counts",
@@ -103,7 +104,8 @@ def _normalise_pair(y_true: Iterable[Any], y_pred: Iterable[Any]) -> tuple[list[
     return t, p
 
 
-def _fmt(value: Any) -> str:
+def format_value(value: Any) -> str:
+    """A metric as a table shows it: ``n/a`` for None, floats to three decimals."""
     if value is None:
         return "n/a"
     if isinstance(value, float):
@@ -181,12 +183,12 @@ class RoutingMetrics:
         return self.confusion.to_pandas().set_index("true")
 
     def __repr__(self) -> str:
-        parts = ", ".join(f"{k}={_fmt(v)}" for k, v in self.to_dict().items())
+        parts = ", ".join(f"{k}={format_value(v)}" for k, v in self.to_dict().items())
         return f"RoutingMetrics({parts})"
 
     def _repr_html_(self) -> str:
         rows = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{_fmt(v)}</td></tr>"
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{format_value(v)}</td></tr>"
             for k, v in self.to_dict().items()
         )
         return f"<table><caption>RoutingMetrics</caption>{rows}</table>"
