@@ -24,9 +24,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 from synapse_nb._util import Clock, fmt_ts, parse_duration, shift, utcnow
 from synapse_nb.context import ACTORS, Context, GitView, check_identity
-from synapse_nb.errors import ConflictError, PermissionDeniedError, StoreError, ValidationError, VaultNotFoundError
+from synapse_nb.errors import (ConflictError, PermissionDeniedError, StoreError, SynapseError, ValidationError,
+                               VaultNotFoundError)
 from synapse_nb.gitscope.repo import RepoInfo, find_repo
-from synapse_nb.gitscope.vaultdir import ensure_gitignore, tracked_files, untrack_command
+from synapse_nb.gitscope.vaultdir import GITIGNORE_TEXT, ensure_gitignore, tracked_files, untrack_command
 from synapse_nb.kinds.checkpoints import Checkpoints
 from synapse_nb.kinds.decisions import Decisions
 from synapse_nb.kinds.episodes import Episodes
@@ -310,6 +311,36 @@ class Vault:
 
     def close(self) -> None:
         self._store.close()
+
+    def discard_if_unused(self) -> bool:
+        """Close this vault and remove it if this handle created it and nothing has been written to it.
+
+        Surfaces call it after a refused first write (an empty key, an unknown category), so a typo leaves no
+        vault behind. Only the files a new vault holds are removed (a ``.gitignore`` the user wrote stays, and a
+        folder that holds anything else stays); returns True when the vault folder is gone.
+        """
+        from itertools import islice
+
+        from synapse_nb.transfer import export_lines  # the same records an export would hold
+
+        if not self.created:
+            return False
+        try:
+            if next(islice(export_lines(self._store), 1, None), None) is not None:  # more than the header line
+                return False
+        except SynapseError:
+            return False
+        self.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            (self.path / (DB_NAME + suffix)).unlink(missing_ok=True)
+        ignore = self.path / ".gitignore"
+        if ignore.is_file() and ignore.read_text(encoding="utf-8", errors="replace") == GITIGNORE_TEXT:
+            ignore.unlink()  # ours; a .gitignore the user wrote stays
+        try:
+            self.path.rmdir()
+        except OSError:
+            return False
+        return True
 
     def __enter__(self) -> Vault:
         return self

@@ -20,7 +20,6 @@ from typer.core import TyperGroup
 
 from synapse_nb import __version__
 from synapse_nb.errors import SynapseError
-from synapse_nb.gitscope.vaultdir import GITIGNORE_TEXT
 from synapse_nb.render import plural, tags_text, when
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -207,31 +206,11 @@ _CREATED: list[Vault] = []
 
 
 def _undo_empty_creation() -> None:
-    """After a failed command: remove a vault this invocation created if nothing was written to it.
-
-    A write refused by validation (an empty key, an unknown category) must leave the folder as it was,
-    as if the typo had never been typed. A vault with any record in it is kept.
-    """
+    """After a failed command: a vault this invocation created and nothing was written to is taken back."""
     while _CREATED:
         v = _CREATED.pop()
-        try:
-            empty = v.export_jsonl().count("\n") <= 1  # the header line only
-        except SynapseError:
-            empty = False
-        v.close()
-        if not empty:
-            continue
-        # only the files a new vault holds; a folder that also holds anything else stays, minus them
-        for name in ("synapse.db", "synapse.db-wal", "synapse.db-shm", "synapse.db-journal"):
-            (v.path / name).unlink(missing_ok=True)
-        ignore = v.path / ".gitignore"
-        if ignore.is_file() and ignore.read_text(encoding="utf-8", errors="replace") == GITIGNORE_TEXT:
-            ignore.unlink()  # ours; a .gitignore the user wrote stays
-        try:
-            v.path.rmdir()
-        except OSError:
-            continue
-        typer.echo(f"{PROG}: removed the vault it had just created at {v.path} (nothing was written)", err=True)
+        if v.discard_if_unused():
+            typer.echo(f"{PROG}: removed the vault it had just created at {v.path} (nothing was written)", err=True)
 
 
 # ------------------------------------------------------------------------------------------------ printing
