@@ -47,10 +47,12 @@ class Candidates:
 
     # The store is never called while self._lock is held: a recall holds the store's lock for its snapshot and
     # then takes this one, so the other order would deadlock two threads sharing a vault handle.
-    def count(self) -> int:
+    # ``version`` is the store's data_version(), read once per recall by the caller (on a team vault it is a
+    # server round trip): every cache below is keyed by it.
+    def count(self, version: object) -> int:
         """Gate candidates in the vault (all minds), cached until the vault changes."""
         store = self._ctx.store
-        key = store.data_version()
+        key = version
         with self._lock:
             if self._count_key == key:
                 return self._count
@@ -59,10 +61,10 @@ class Candidates:
             self._count, self._count_key = n, key
         return n
 
-    def threads(self) -> ThreadIndex:
+    def threads(self, version: object) -> ThreadIndex:
         """The mind's ranking documents as structure arrays, cached per data version."""
         store, mind = self._ctx.store, self._ctx.mind
-        key = (store.data_version(), mind)
+        key = (version, mind)
         with self._lock:
             if self._threads_key == key:
                 return self._threads
@@ -71,14 +73,14 @@ class Candidates:
             self._threads, self._threads_key = idx, key
         return idx
 
-    def fetch(self, ids: Sequence[tuple[str, str]]) -> dict[str, Candidate]:
+    def fetch(self, ids: Sequence[tuple[str, str]], version: object) -> dict[str, Candidate]:
         """Candidate rows of these (kind, id) pairs of the mind, by id (ids gone meanwhile are absent).
 
         Rows already read are kept until the vault changes (keyed by the store's data version and the mind):
         consecutive recalls read mostly the same top-ranked rows.
         """
         store, mind = self._ctx.store, self._ctx.mind
-        key = (store.data_version(), mind)
+        key = (version, mind)
         with self._lock:
             if self._rows_key != key:
                 self._rows_key, self._rows = key, {}
@@ -101,7 +103,7 @@ class Candidates:
             out.update((c.id, c) for c in got)
         return {i: out[i] for i in sorted(out)}
 
-    def exact(self, words: list[str], *, rids: list[str] | None = None,
+    def exact(self, words: list[str], version: object, *, rids: list[str] | None = None,
               max_per_tag: int | None = None) -> dict[str, list[str]]:
         """id -> exact matches ("#tag", "key:name") for records whose tag, key or note name the query names.
 
@@ -116,7 +118,7 @@ class Candidates:
         if rids is not None:
             matches = queries.tag_matches(mind, words, rids)
         elif max_per_tag is not None:
-            matches = self._tag_matches(words, max_per_tag)
+            matches = self._tag_matches(words, max_per_tag, version)
         else:
             matches = queries.tag_matches(mind, words)
         for rid, tag in matches:
@@ -129,13 +131,13 @@ class Candidates:
                 out.setdefault(rid, []).append(f"key:{name}")
         return out
 
-    def _tag_matches(self, words: list[str], max_per_tag: int) -> list[tuple[str, str]]:
+    def _tag_matches(self, words: list[str], max_per_tag: int, version: object) -> list[tuple[str, str]]:
         """(rid, tag) of the tags among ``words`` carried by at most ``max_per_tag`` records, by rid then tag.
 
         Per tag, its record count and records are kept until the vault changes (queries share their words).
         """
         store, mind = self._ctx.store, self._ctx.mind
-        key = (store.data_version(), mind)
+        key = (version, mind)
         with self._lock:
             if self._tags_key != key:
                 self._tags_key, self._tags = key, {}

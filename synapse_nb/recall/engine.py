@@ -138,14 +138,15 @@ class Recaller:
         used = "rank" if query.strip() else "none"
         # one consistent read of everything the ranking weighs: lessons, documents, matches, word statistics
         with ctx.store.snapshot():
+            version = ctx.store.data_version()  # once: every cache of this recall is keyed by it
             lessons = list(Lessons(ctx).in_force(branch_name))
-            ranking = self._rank(query, file_refs, bars, now) if query.strip() else None
+            ranking = self._rank(query, file_refs, bars, now, version) if query.strip() else None
             walk = [c.id for c in ranking.cands if c is not None] if ranking else []
             seen = seen_digests(ctx, session, walk + [x.id for x in lessons])
         if ranking is None:
             rows, kept, coverage = [], [], 0.0
         else:
-            self._records_for((ctx.store.data_version(), ctx.mind))
+            self._records_for((version, ctx.mind))
             g = gate(query, ranking.ranked, ranking.cands, ranking.exact, ranking.stats, bars, self.scorer,
                      self._materialize, seen)
             rows, kept, coverage = g.rows, g.kept, g.coverage
@@ -157,28 +158,28 @@ class Recaller:
                       nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=tuple(rows),
                       coverage=coverage)
 
-    def _rank(self, query: str, files: tuple[str, ...], bars: Bars, now: str) -> _Ranking:
+    def _rank(self, query: str, files: tuple[str, ...], bars: Bars, now: str, version: object) -> _Ranking:
         """BM25 hits plus exact-match bonuses, through the structure step; the candidate rows of the walk."""
         import numpy as np  # loaded with the gate
 
         ctx, p = self._ctx, self.params
         store = ctx.store
-        idx = self._candidates.threads()
+        idx = self._candidates.threads(version)
         words = rank_words(query)
         terms = query_terms(query)
         file_words = [w.lower() for f in files for w in FTS_TOKEN_RE.findall(f)]
         df = store.recall.doc_freq(sorted(set(terms) | set(words) | set(file_words)))
-        n_docs = self._candidates.count()
+        n_docs = self._candidates.count(version)
         send = fts_words(words, df, n_docs, p.max_df, p.max_postings)
         send += [w for w in dict.fromkeys(file_words) if w not in send]
         hits = store.recall.bm25(ctx.mind, send, depth=p.depth, w_body=p.w_body, w_context=p.w_context)
-        exact = self._candidates.exact(query_words(query), max_per_tag=MAX_TAG_RECORDS)
+        exact = self._candidates.exact(query_words(query), version, max_per_tag=MAX_TAG_RECORDS)
         pos_of = idx.pos
         hits = [h for h in hits if h.id in pos_of]  # a document written after the cached arrays: next time
         rows: dict[str, Candidate] = {}
         if files:  # the file bonus reads the texts of every hit
             rows = self._candidates.fetch([(idx.kinds[pos_of[i]], i) for i in dict.fromkeys(
-                [h.id for h in hits] + [i for i in exact if i in pos_of])])
+                [h.id for h in hits] + [i for i in exact if i in pos_of])], version)
         bonus: dict[int, float] = {}
         for rid, labels in exact.items():
             if rid in pos_of:
@@ -199,7 +200,7 @@ class Recaller:
         ids = [idx.ids[j] for j in ranked.pos.tolist()]
         missing = [(idx.kinds[pos_of[i]], i) for i in ids if i not in rows]
         if missing:
-            rows.update(self._candidates.fetch(missing))
+            rows.update(self._candidates.fetch(missing, version))
         # memories expired at "now" are ranked (the store's ranking knows no time) but never given
         cands = [c if c is not None and not _expired(c, now) else None for c in (rows.get(i) for i in ids)]
         return _Ranking(ranked, cands, exact, ({t: df.get(t, 0) for t in terms}, n_docs))
