@@ -418,6 +418,24 @@ def test_mcp_writes_create_only_in_an_existing_folder_and_say_so_once(
     assert (vault / ".gitignore").read_text(encoding="utf-8") == GITIGNORE_TEXT
 
 
+def test_mcp_a_refused_first_write_takes_back_the_vault_it_created(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    [r] = _mcp(project, [("remember", {"category": "badcat", "key": "k", "content": "v"})])
+    assert r.is_error and "badcat" in r.content[0].text
+    vault = (project / ".synapse").resolve()
+    assert capsys.readouterr().err.splitlines() == [
+        f"synapse-nb: created a new vault at {vault}",
+        f"synapse-nb: removed the vault it had just created at {vault} (nothing was written)"]
+    assert listing(project) == []
+    # the next good write creates it again; a refused write after that keeps it
+    results = _mcp(project, [("remember", {"category": "project", "key": "k", "content": "v"}),
+                             ("remember", {"category": "badcat", "key": "k", "content": "v"})])
+    assert [r.is_error for r in results] == [False, True]
+    assert "removed" not in capsys.readouterr().err and (vault / "synapse.db").is_file()
+
+
 def test_mcp_server_on_a_mistyped_folder_does_not_start(tmp_path: Path) -> None:
     res = cli("mcp", str(tmp_path / "typo"), code=1)
     assert "does not exist" in res.stderr and not (tmp_path / "typo").exists()

@@ -116,6 +116,21 @@ class _Handle:
                 print(f"synapse-nb: created a new vault at {self._vault.path}", file=sys.stderr, flush=True)
         return self._vault
 
+    @contextmanager
+    def writing(self) -> Iterator[Vault]:
+        """The vault for a write tool. A first write that is refused takes back the vault it has just created
+        (as the CLI does), so a bad argument leaves no empty vault behind."""
+        fresh = self._vault is None
+        v = self.get(write=True)
+        try:
+            yield v
+        except SynapseError:
+            if fresh and v.discard_if_unused():
+                self._vault = None
+                print(f"synapse-nb: removed the vault it had just created at {v.path} (nothing was written)",
+                      file=sys.stderr, flush=True)
+            raise
+
 
 # ------------------------------------------------------------------------------------------------ the server
 def build_server(path: str | Path | None = None, *, mind: str = "default", vault: Vault | None = None,
@@ -174,9 +189,9 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         ``doing``: the task in one sentence; ``changed_files``: paths changed so far; ``next_step``: what comes
         next; ``blockers``: what is in the way. Branch and commit are recorded automatically.
         """
-        with _errors():
-            c = handle.get(write=True).checkpoint(doing, files=changed_files, next_step=next_step, blockers=blockers,
-                                        origin="agent")
+        with _errors(), handle.writing() as vault:
+            c = vault.checkpoint(doing, files=changed_files, next_step=next_step, blockers=blockers,
+                                 origin="agent")
             return _result(f"checkpoint {c.id} saved on branch {c.branch or '-'}", c.to_dict())
 
     @server.tool()
@@ -186,8 +201,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
 
         ``tags``: one word each (lower-cased, a leading # dropped).
         """
-        with _errors():
-            d = handle.get(write=True).decide(decision, rationale=rationale, tags=tags)
+        with _errors(), handle.writing() as vault:
+            d = vault.decide(decision, rationale=rationale, tags=tags)
             return _result(f"decision {d.id} logged", d.to_dict())
 
     @server.tool()
@@ -273,8 +288,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         or low; ``tags``: one word each (lower-cased, a leading # dropped). It is stored as an unverified proposal
         until a human verifies it.
         """
-        with _errors():
-            m = handle.get(write=True).remember(category, key, content, tags=tags, priority=priority)
+        with _errors(), handle.writing() as vault:
+            m = vault.remember(category, key, content, tags=tags, priority=priority)
             return _result(f"remembered {m.id} {m.category}/{m.key} (unverified proposal)", m.to_dict())
 
     @server.tool()
@@ -285,8 +300,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         ``status``: success, failure or unknown. If the same ``task_key`` ran before, the prior run is returned
         as a warning: read it before repeating work.
         """
-        with _errors():
-            e = handle.get(write=True).episodes.log(task_key, status=status, outcome=outcome, refs=refs)
+        with _errors(), handle.writing() as vault:
+            e = vault.episodes.log(task_key, status=status, outcome=outcome, refs=refs)
             data = {**e.to_dict(), "prior": e.prior.to_dict() if e.prior else None, "warning": e.warning}
             return _result(f"episode {e.id} logged" + (f"; warning: {e.warning}" if e.warning else ""), data)
 
