@@ -179,7 +179,7 @@ def test_explain_table_converts(seeded):
     df = ex.to_pandas()
     assert list(df.columns) == ["kind", "id", "score", "matched", "kept", "bar", "reason", "coverage", "bm25",
                                 "neighbours", "thread", "actor", "bonus"]
-    assert df["coverage"].iloc[0] > 0.23 and df["bm25"].iloc[0] == 1.0
+    assert df["coverage"].iloc[0] > Bars().floor and df["bm25"].iloc[0] == 1.0
     assert df["kept"].sum() == 1
     assert ex.to_polars().height == len(df)
     assert "kept" in str(ex) and "<table" in ex._repr_html_()
