@@ -216,3 +216,46 @@ def gate_table(cs: dict[int, Conv], which, rp: RankParams = RankParams(), bm: BM
             own["dia"] = [c.dia[p] for p in own["pos"].tolist()]
             rows.append({"conv": i, "cat": cat, "own": own, "off": gate_features(o, q, rp, bm)})
     return rows
+
+
+#: The ranking's search space: BM25's k1 and b, then every RankParams weight of the structure step.
+SPACE: dict[str, tuple[float, ...]] = {
+    "k1": (0.6, 0.9, 1.2, 1.5, 2.0),
+    "b": (0.3, 0.5, 0.6, 0.75, 0.9),
+    "w_context": (0.1, 0.15, 0.2, 0.25, 0.3, 0.4),
+    "depth": (50, 100, 200),
+    "power": (1.0, 1.25, 1.5, 2.0),
+    "prev": (0.05, 0.1, 0.15, 0.2, 0.25),
+    "question_mult": (3.0, 4.0, 5.0, 6.0, 8.0),
+    "next": (0.3, 0.4, 0.5, 0.6, 0.7),
+    "dist2": (0.25, 0.5, 0.75),
+    "thread": (0.2, 0.25, 0.3, 0.35, 0.4),
+    "actor_mult": (1.15, 1.2, 1.3, 1.4, 1.5),
+}
+
+
+def _point(values: dict) -> tuple[RankParams, BM25]:
+    rp = replace(RankParams(), **{k: v for k, v in values.items() if k in {f.name for f in fields(RankParams)}})
+    return rp, BM25(values.get("k1", 1.2), values.get("b", 0.75))
+
+
+def search_ranking(cs: dict[int, Conv], rounds: int = 3, log=None) -> dict:
+    """Coordinate descent on dev (0-6) from today's defaults: each parameter in turn takes the value of
+    :data:`SPACE` with the best objective (ties: keep the current value); stop when a round changes nothing."""
+    cur = {f.name: getattr(RankParams(), f.name) for f in fields(RankParams) if f.name in SPACE} | {"k1": 1.2, "b": 0.75}
+    best = rank_metrics(cs, DEV, *_point(cur))["obj"]
+    for rnd in range(rounds):
+        changed = False
+        for name, values in SPACE.items():
+            for v in values:
+                if v == cur[name]:
+                    continue
+                m = rank_metrics(cs, DEV, *_point(cur | {name: v}))
+                if log:
+                    log.write(json.dumps({"round": rnd, "point": cur | {name: v}, **m}) + "\n")
+                if m["obj"] > best + 1e-9:
+                    best, cur, changed = m["obj"], cur | {name: v}, True
+            print(f"round {rnd} {name}={cur[name]} obj {best:.4f}", file=sys.stderr, flush=True)
+        if not changed:
+            break
+    return cur | {"obj": best}

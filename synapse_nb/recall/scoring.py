@@ -83,18 +83,21 @@ def unknown_share(stats: WordStats) -> float:
 def support(coverages: Sequence[float], unknown: float) -> float:
     """The statistic the floor is compared with: best and second-best coverage, less the unknown share.
 
-    A single record counts as its own second (a vault with one match is not penalised for being small).
+    A single record counts as its own second (a vault with one match is not penalised for being small). In
+    [0, 1], so ``Bars(floor=0)`` always passes.
 
     >>> support([0.5, 0.2, 0.1], 0.0)
     0.41
     >>> support([0.5], 0.5)
     0.45
+    >>> support([0.0, 0.0], 1.0)
+    0.0
     """
     if not coverages:
         return 0.0
     top = sorted(coverages, reverse=True)
     second = top[1] if len(top) > 1 else top[0]
-    return round(BEST_WEIGHT * top[0] + SECOND_WEIGHT * second - UNKNOWN_PENALTY * unknown, SCORE_DECIMALS)
+    return max(0.0, round(BEST_WEIGHT * top[0] + SECOND_WEIGHT * second - UNKNOWN_PENALTY * unknown, SCORE_DECIMALS))
 
 
 @dataclass(frozen=True)
