@@ -12,13 +12,16 @@ Honesty: every ``search_*`` function scores **only conversations 0-6** (:data:`D
 is the next dev conversation (cyclically, as ``recall eval --subset dev`` asks it). ``report`` prints 7-9 and all
 ten only for the values already chosen.
 
-Usage (from the repository root)::
+Usage (from the repository root; about two minutes each)::
 
-    nice python benchmarks/recall_tune.py search      # the search below, on 0-6 only; prints the chosen values
-    nice python benchmarks/recall_tune.py report      # today's defaults vs the chosen values on dev / held out / all
+    nice python benchmarks/recall_tune.py search --log points.jsonl   # ranking, then the gate, on 0-6 only
+    nice python benchmarks/recall_tune.py experiments                 # ideas measured and rejected, on 0-6
+    nice python benchmarks/recall_tune.py report                      # the defaults on dev / held out / all ten
 
-Search space (:data:`SPACE`): BM25 ``k1``, ``b``; the structure step's weights (``RankParams``); the gate's
-statistic (:func:`gate_stat`) and its floor. Objective for the ranking: mean (R@5 + R@10) / 2 over dev questions.
+Search space: :data:`SPACE` (BM25 ``k1``, ``b`` and every ``RankParams`` weight; coordinate descent from today's
+defaults, objective the mean (R@5 + R@10) / 2 over dev questions) and :data:`GATE_SPACE` (the support's weights,
+:func:`search_gate`; then the floor by :data:`FLOOR_CAP`). Results and their reading:
+docs/decisions/0008-recall-engine-v2.md (second tuning round).
 """
 
 from __future__ import annotations
@@ -126,7 +129,7 @@ _STEMMER.execute("CREATE VIRTUAL TABLE s USING fts5(x, tokenize='porter unicode6
 _STEMMER.execute("CREATE VIRTUAL TABLE sv USING fts5vocab(s, 'row')")
 
 
-def STEM(word: str) -> str:  # noqa: N802 - the porter stem FTS5 indexes ``word`` under
+def STEM(word: str) -> str:  # the porter stem FTS5 indexes ``word`` under
     if word not in _STEMS:
         _STEMMER.execute("DELETE FROM s")
         _STEMMER.execute("INSERT INTO s(x) VALUES (?)", (word,))
@@ -170,7 +173,7 @@ def scorer():
     return _SCORER
 
 
-def gate_features(c: Conv, question: str, rp: RankParams, bm: BM25, depth: int = 20) -> dict:  # noqa: D417
+def gate_features(c: Conv, question: str, rp: RankParams, bm: BM25, depth: int = 20) -> dict:
     """What the gate can see for ``question`` asked of ``c``: per top record its coverage and rank score, plus
     query-level statistics (the vault's word statistics, the raw BM25 top score, whether an actor is named)."""
     from synapse_nb.gate.scorer import idf
@@ -296,9 +299,9 @@ def search_gate(cs: dict[int, Conv]) -> dict:
             print(f"second {second} unknown {unknown}: mean off-topic {grid[(second, unknown)]:.4f}", file=sys.stderr)
     top = max(grid.values())
     second, unknown = min((k for k, v in grid.items() if v >= top - 0.001), key=lambda k: (k[0] + k[1], k))
-    floor = max(f / 100 for f in range(0, 101) if rates(rows, second, unknown, f / 100)[0] <= FLOOR_CAP)
+    floor = max(f / 100 for f in range(101) if rates(rows, second, unknown, f / 100)[0] <= FLOOR_CAP)
     nn, off = rates(rows, second, unknown, floor)
-    base = max(f / 100 for f in range(0, 101) if rates(rows, 0.0, 0.0, f / 100)[0] <= FLOOR_CAP)
+    base = max(f / 100 for f in range(101) if rates(rows, 0.0, 0.0, f / 100)[0] <= FLOOR_CAP)
     nn0, off0 = rates(rows, 0.0, 0.0, base)
     print(f"best coverage alone: floor {base} nothing_new {nn0:.4f} off-topic {off0:.4f}", file=sys.stderr)
     return {"second": second, "unknown": unknown, "floor": floor, "dev_nothing_new": nn, "dev_offtopic": off}

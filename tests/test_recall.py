@@ -156,7 +156,7 @@ def test_bars_floor_margin_topk_budget(vault):
     assert sum(1 for row in r.explain() if row.bar == "top_k") == 5
     assert vault.recall("deploy pipeline", budget_tokens=0).nothing_new
     assert any(row.bar == "budget" for row in vault.recall("deploy pipeline", budget_tokens=0).explain())
-    full = vault.recall("deploy pipeline", bars=Bars(floor=1.0))  # the floor is on the best coverage, per query
+    full = vault.recall("deploy pipeline", bars=Bars(floor=1.0))  # the floor is on the support, per query
     assert full.coverage == 1.0 and len(full.items) == 5
     assert vault.recall("deploy pipeline zebra", bars=Bars(floor=1.0)).nothing_new
     assert all(row.bar == "floor" for row in vault.recall("deploy pipeline zebra", bars=Bars(floor=1.0)).explain())

@@ -374,7 +374,7 @@ def test_sliders_rerun_the_recall(v: syn.Vault) -> None:
     m = _memories(v)
     g = GateExplorer(v)
     g.query.value = "how do we run migrations"
-    best = g.recall.coverage  # the floor is on the best coverage of the query
+    best = g.recall.coverage  # the floor is on the query's support
     assert "coverage" in g.table.value and "bm25" in g.table.value
     g.floor.value = min(1.0, round(best + 0.01, 2))
     if best < 1.0:
