@@ -304,7 +304,8 @@ GOLDEN_SCRIPT = textwrap.dedent("""
     out = []
     for q in json.loads(sys.argv[2]):
         r = v.recall(q)
-        out.append({"text": r.text, "items": [[names[i.id], round(i.score, 6), list(i.matched)] for i in r.items]})
+        out.append({"text": r.text, "items": [[names[i.id], round(i.score, 6), list(i.matched)] for i in r.items],
+                    "support": round(r.coverage, 9)})
     print(json.dumps(out, sort_keys=True, ensure_ascii=False))
 """)
 
@@ -350,6 +351,9 @@ def test_golden_recall_is_identical_across_hash_seeds_and_thread_counts(tmp_path
     assert answers["how do we run migrations?"]["items"] == GOLDEN["how do we run migrations?"]
     assert answers["what is the weather in Paris tomorrow"]["items"] == []
     assert answers["the the of and"]["text"] == 'nothing new for: "the the of and"'
+    # the gate's support is pinned too: its bytes decide "nothing new"
+    assert answers["what is the weather in Paris tomorrow"]["support"] < Bars().floor
+    assert answers["how do we run migrations?"]["support"] >= Bars().floor
     pinned = Path(__file__).with_name("golden_recall.json")
     assert json.loads(pinned.read_text(encoding="utf-8")) == answers
 
