@@ -27,7 +27,9 @@ docs/decisions/0008-recall-engine-v2.md (second tuning round).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import re
 import sqlite3
 import sys
 import tempfile
@@ -375,16 +377,64 @@ def prf_extra(c: Conv, words: list[str], rp: RankParams, bm: BM25, m: int, e: in
     return out
 
 
+def _bigrams(c: Conv) -> dict[tuple[str, str], np.ndarray]:
+    """(stem, next stem) -> positions of the records whose body holds them side by side."""
+    if not hasattr(c, "bigrams"):
+        rid = dict(c.stem_db.execute("SELECT gid, rid FROM gate_docs").fetchall())
+        out: dict[tuple[str, str], set[int]] = {}
+        prev = None
+        for doc, off, term in c.stem_db.execute("SELECT doc, offset, term FROM temp.v WHERE col = 'body' "
+                                                "ORDER BY doc, offset"):
+            if prev and prev[0] == doc and prev[1] == off - 1:
+                out.setdefault((prev[2], term), set()).add(c.idx.pos[rid[doc]])
+            prev = (doc, off, term)
+        c.bigrams = {k: np.array(sorted(v)) for k, v in out.items()}
+    return c.bigrams
+
+
+def bigram_extra(c: Conv, words: list[str], beta: float) -> dict[int, float]:
+    """beta x the idf of each adjacent pair of query words found side by side in a record."""
+    out: dict[int, float] = {}
+    stems = [STEM(w) for w in words]
+    for pair in itertools.pairwise(stems):
+        ps = _bigrams(c).get(pair)
+        if ps is not None:
+            w = max(np.log((c.n_rows - len(ps) + 0.5) / (len(ps) + 0.5)), 0.0)
+            for p in ps.tolist():
+                out[p] = out.get(p, 0.0) + beta * w
+    return out
+
+
+_TIME_WORDS = re.compile(r"\b(yesterday|today|tonight|tomorrow|last|ago|weeks?|weekend|months?|years?|monday|tuesday|"
+                         r"wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|"
+                         r"august|september|october|november|december|recently|earlier|since|next|morning|night|"
+                         r"summer|winter|spring|fall)\b", re.IGNORECASE)
+
+
+def when_boost(c: Conv, question: str, r, tau: float):
+    """x (1 + tau) on records whose turn (after the date) holds a time expression, for "when" questions."""
+    from synapse_nb.recall.rank import Ranked
+
+    if not hasattr(c, "temporal"):
+        c.temporal = np.array([bool(_TIME_WORDS.search(re.sub(r"^.*?\]\s*", "", t, count=1))) for t in c.text])
+    if "when" not in rank_words(question.replace("?", " ")) and "when" not in question.lower().split():
+        return r
+    f = np.round(r.score * np.where(c.temporal[r.pos], 1 + tau, 1.0), 9)
+    o = np.lexsort((r.pos, -f))
+    return Ranked(r.pos[o], f[o])
+
+
 def experiments(cs: dict[int, Conv]) -> list[tuple[str, dict]]:
     """Ideas measured on dev against today's ranking (each a variant of the first BM25 step)."""
     rp, bm = RankParams(), BM25()
 
-    def score(fn) -> dict:
+    def score(fn, with_question: bool = False) -> dict:
         r5 = r10 = n = 0.0
         for i in DEV:
             c = cs[i]
             for _qi, q, gold, _cat in c.questions:
-                got = [c.dia[p] for p in fn(c, rank_words(q)).pos[:TOP].tolist()]
+                r = fn(c, rank_words(q), q) if with_question else fn(c, rank_words(q))
+                got = [c.dia[p] for p in r.pos[:TOP].tolist()]
                 r5, r10, n = r5 + recall_at_k(got, gold, 5), r10 + recall_at_k(got, gold, 10), n + 1
         return {"r5": round(r5 / n, 4), "r10": round(r10 / n, 4), "obj": round((r5 + r10) / 2 / n, 4)}
 
@@ -395,6 +445,12 @@ def experiments(cs: dict[int, Conv]) -> list[tuple[str, dict]]:
                                                                         rp, bm))))
     for g in (0.25, 0.5, 1.0):
         out.append((f"coord ** {g}", score(lambda c, w, g=g: _rank_with(c, w, {}, rp, bm, coord=g))))
+    for beta in (0.25, 0.5, 1.0, 2.0):
+        out.append((f"bigram bonus {beta}", score(lambda c, w, beta=beta: _rank_with(c, w, bigram_extra(c, w, beta),
+                                                                                      rp, bm))))
+    for tau in (0.1, 0.3, 0.5):
+        out.append((f"when-question time boost {tau}",
+                    score(lambda c, w, q, tau=tau: when_boost(c, q, _rank_with(c, w, {}, rp, bm), tau), True)))
     for line in out:
         print(line, file=sys.stderr, flush=True)
     return out
