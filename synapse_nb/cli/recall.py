@@ -58,6 +58,7 @@ def recall_query(
         typer.echo(f"hint: raise --budget (it was {r.bars.budget_tokens}) to get the relevant items", err=True)
     if explain:
         typer.echo("\n" + str(r.explain()))
+        typer.echo(f"(read at vault version {r.version})")
 
 
 @recall_app.command("eval")

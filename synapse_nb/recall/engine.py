@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Callable
@@ -102,8 +103,8 @@ class Recaller:
                 self._scorer = new_scorer()
             return self._scorer
 
-    def _materialize(self, c: Candidate) -> Record | None:
-        view = self._ctx.view()
+    def _materialize(self, c: Candidate, now: str | None = None) -> Record | None:
+        view = self._ctx.view() if now is None else self._ctx.at(now).view()
         # a record with no expiry reads the same at any "now" until the vault changes (lessons, whose status
         # depends on "now", are never walked)
         cacheable = c.expires_at is None and c.kind != "lesson"
@@ -133,13 +134,13 @@ class Recaller:
         query = clean_query(query)
         bars = _check_args(bars, budget_tokens, session, path)
         file_refs = check_files(files, "files")
-        now = ctx.now_ts()
         branch_name = ctx.git.head()[0] if branch is None else str(branch)
         used = "rank" if query.strip() else "none"
         # one consistent read of everything the ranking weighs: lessons, documents, matches, word statistics
         with ctx.store.snapshot():
             version = ctx.store.data_version()  # once: every cache of this recall is keyed by it
-            lessons = list(Lessons(ctx).in_force(branch_name))
+            now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
+            lessons = list(Lessons(ctx.at(now)).in_force(branch_name))
             ranking = self._rank(query, file_refs, bars, now, version) if query.strip() else None
             walk = [c.id for c in ranking.cands if c is not None] if ranking else []
             seen = seen_digests(ctx, session, walk + [x.id for x in lessons])
@@ -148,7 +149,7 @@ class Recaller:
         else:
             self._records_for((version, ctx.mind))
             g = gate(query, ranking.ranked, ranking.cands, ranking.exact, ranking.stats, bars, self.scorer,
-                     self._materialize, seen)
+                     functools.partial(self._materialize, now=now), seen)
             rows, kept, coverage = g.rows, g.kept, g.coverage
         shown_before = record_given(ctx, session, kept, lessons, seen, now)
         kept = self._staleness.annotate(kept)
@@ -156,7 +157,7 @@ class Recaller:
         text = assemble(query, kept, lessons, shown_before, note)
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
                       nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=tuple(rows),
-                      coverage=coverage)
+                      coverage=coverage, version=".".join(map(str, version)))
 
     def _rank(self, query: str, files: tuple[str, ...], bars: Bars, now: str, version: object) -> _Ranking:
         """BM25 hits plus exact-match bonuses, through the structure step; the candidate rows of the walk."""

@@ -124,7 +124,7 @@ class PgStore(PgDatabase):
         if role == self.role:
             return self
         return PgStore(self.url, self.project, folder=self.folder, readonly=self.readonly, role=role,
-                       _pool=self.pool, _listeners=self._listeners)
+                       _pool=self.pool, _listeners=self._listeners, _round_trips=self.round_trips)
 
     # -- team administration (``synapse-nb team status``) -----------------------------------------------------
     def server_info(self) -> dict[str, Any]:

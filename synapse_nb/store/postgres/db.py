@@ -124,6 +124,23 @@ def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
     return StoreError(f"the team vault failed: {msg}{hint}")
 
 
+#: The first round trip of a snapshot: open it and read what names its state (the project's data version) and
+#: the server's clock, which is "now" for every read of the snapshot (``now()`` is the transaction's start).
+BEGIN_SNAPSHOT = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+                  "SELECT version, fmt_ts(now()) AS now FROM gate_stats WHERE id = 1")
+
+
+class RoundTrips:
+    """How many statements a handle (and its siblings on the same pool) sent to the server: each one is a network
+    round trip, which is what a team vault's latency is made of. Tests pin recall's count with it."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __repr__(self) -> str:
+        return f"RoundTrips({self.count})"
+
+
 class _State(threading.local):
     """Per thread: the pinned connection, transaction and snapshot depth, and what the transaction touched."""
 
@@ -131,6 +148,7 @@ class _State(threading.local):
         self.conn: Any = None
         self.depth = 0
         self.snap = 0
+        self.snap_point: tuple[int, str] | None = None  # (data version, server now) of the open snapshot
         self.committing = False
         self.changes: dict[tuple[str, str], bool] = {}
         self.after_commit: list[Callable[[], None]] = []
@@ -150,6 +168,7 @@ class _Cx:
         rows = list(seq)
         cur = self._conn.cursor()
         if rows:
+            self._db.round_trips.count += 1  # psycopg pipelines the rows: one round trip
             try:
                 cur.executemany(pg_sql(sql), rows)
             except psycopg.Error as exc:
@@ -166,7 +185,8 @@ class PgDatabase:
 
     def __init__(self, url: str, project: str, *, readonly: bool = False, role: str | None = None,
                  pool_timeout: float = 5.0, _pool: ConnectionPool | None = None,
-                 _listeners: list[Callable[[list[Change]], None]] | None = None) -> None:
+                 _listeners: list[Callable[[list[Change]], None]] | None = None,
+                 _round_trips: RoundTrips | None = None) -> None:
         self.url = url
         self.project = migrate.check_project(project)
         self._readonly = readonly
@@ -174,7 +194,9 @@ class PgDatabase:
         self._set_role = f"SET ROLE {project}_agent" if role == "agent" else None
         self._state = _State()
         self._listeners = [] if _listeners is None else _listeners
-        self.write_gen = 0
+        #: statements sent to the server by this handle and its siblings (:meth:`sibling`, ``for_actor``)
+        self.round_trips = RoundTrips() if _round_trips is None else _round_trips
+        self._txn_gen = 0
         self._owner = _pool is None
         if _pool is None:
             try:  # one direct attempt first: a refused connection is known at once, not after the pool's timeout
@@ -187,7 +209,7 @@ class PgDatabase:
             _pool = ConnectionPool(
                 url, min_size=1, max_size=8, open=False, timeout=pool_timeout, name=f"synapse-{project}",
                 kwargs={"autocommit": True, "connect_timeout": 5, "row_factory": _row_factory},
-                configure=self._configure, check=ConnectionPool.check_connection, reconnect_timeout=30)
+                configure=self._configure, check=self._check, reconnect_timeout=30)
             try:
                 _pool.open(wait=True, timeout=pool_timeout)
             except PoolTimeout as exc:
@@ -206,6 +228,10 @@ class PgDatabase:
 
     def _configure(self, conn: Any) -> None:
         conn.execute(f"SET search_path = {self.project}, pg_catalog")
+
+    def _check(self, conn: Any) -> None:
+        self.round_trips.count += 1
+        ConnectionPool.check_connection(conn)
 
     # -- identity ---------------------------------------------------------------------------------------------
     @property
@@ -236,11 +262,13 @@ class PgDatabase:
         try:
             with self.pool.connection() as conn:
                 if self._set_role:
+                    self.round_trips.count += 1
                     conn.execute(self._set_role)
                 try:
                     yield conn
                 finally:
                     if self._set_role and not conn.closed and conn.info.transaction_status == 0:
+                        self.round_trips.count += 1
                         with contextlib.suppress(psycopg.Error):
                             conn.execute("RESET ROLE")
         except PoolTimeout as exc:
@@ -249,6 +277,7 @@ class PgDatabase:
             raise map_error(exc) from exc
 
     def _run(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+        self.round_trips.count += 1
         try:
             return conn.execute(pg_sql(sql), params if params else None)
         except psycopg.Error as exc:
@@ -279,9 +308,11 @@ class PgDatabase:
                 self._run(conn, "BEGIN")
                 yield _Cx(self, conn)
                 committing = True
+                self.round_trips.count += 1
                 conn.execute("COMMIT")
             except BaseException as exc:
                 if not conn.closed:
+                    self.round_trips.count += 1
                     with contextlib.suppress(psycopg.Error):
                         conn.execute("ROLLBACK")
                 st.after_commit.clear()
@@ -294,7 +325,6 @@ class PgDatabase:
                 raise
             finally:
                 st.conn, st.depth = None, 0
-        self.write_gen += 1
         st.on_rollback = []
         callbacks, st.after_commit = st.after_commit, []
         changes = sorted((k, r, d) for (k, r), d in st.changes.items())
@@ -307,7 +337,11 @@ class PgDatabase:
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
-        """Several reads that see one committed state (REPEATABLE READ READ ONLY); joins a write transaction."""
+        """Several reads that see one committed state (REPEATABLE READ READ ONLY); joins a write transaction.
+
+        Its first round trip opens it and reads the project's data version and the server's ``now()``
+        (:meth:`data_version` and :meth:`snapshot_now` answer from it without another round trip).
+        """
         st = self._state
         if st.depth or st.snap:
             st.snap += not st.depth
@@ -317,13 +351,16 @@ class PgDatabase:
                 st.snap -= not st.depth
             return
         with self._connection() as conn:
-            self._run(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            st.conn, st.snap = conn, 1
+            cur = self._run(conn, BEGIN_SNAPSHOT)
+            cur.nextset()
+            row = cur.fetchone()
+            st.conn, st.snap, st.snap_point = conn, 1, ((int(row[0]), str(row[1])) if row else (0, ""))
             try:
                 yield
             finally:
-                st.conn, st.snap = None, 0
+                st.conn, st.snap, st.snap_point = None, 0, None
                 if not conn.closed:
+                    self.round_trips.count += 1
                     with contextlib.suppress(psycopg.Error):
                         conn.execute("ROLLBACK")
 
@@ -383,11 +420,27 @@ class PgDatabase:
             while rows := cur.fetchmany(size):
                 yield from rows
 
-    def data_version(self) -> tuple[int, int]:
-        """(the project's ``gate_stats.version``, this handle's commit counter): changes with every write that
-        changes what recall reads, by anyone on any machine."""
+    def data_version(self) -> tuple[int, ...]:
+        """``(gate_stats.version,)``: the same on every machine for the same committed state; it moves with every
+        transaction that changes a record, by anyone on any machine (the fold at commit). Read with the snapshot
+        that opened it (no round trip) inside one.
+
+        Inside a write transaction the fold has not run yet, so the answer is unique to each call (a cache keyed
+        by it never serves a state the transaction has since changed).
+        """
+        st = self._state
+        if st.depth:
+            self._txn_gen += 1
+            return (-1, self._txn_gen)
+        if st.snap_point is not None:
+            return (st.snap_point[0],)
         row = self.query_one("SELECT version FROM gate_stats WHERE id = 1")
-        return (int(row[0]) if row else 0), self.write_gen
+        return ((int(row[0]) if row else 0),)
+
+    def snapshot_now(self) -> str | None:
+        """The server's clock at the start of the open snapshot (fixed-width UTC text), else None."""
+        point = self._state.snap_point
+        return point[1] if point is not None and not self._state.depth else None
 
     def integrity_check(self) -> str:
         """"ok", or the terms whose stored frequency differs from a recount of the records."""
