@@ -70,3 +70,45 @@ def test_recall_now_is_the_servers_clock_unless_a_clock_is_given(team_url: str, 
     # an injected clock (what tests freeze time with) still decides
     frozen = machine("frozen", team_url, clock=lambda: real + timedelta(days=1))
     assert frozen.recall("how do deploys go through the canary?").items == ()
+
+
+def test_a_warm_recall_costs_few_round_trips_and_caches_follow_every_write(team_url: str, machine: Any) -> None:
+    """Round trips are a team vault's latency. Once a query's words were read at this version (a repeated query,
+    the common case), a recall is: open the snapshot with its version and the server's clock (1), the ranking
+    (1), close (1), the settings (1) and the kept items' file flags (1); a session adds its marks (read 1,
+    write 1). Everything else is kept per data version: lessons, frequencies, counts, tag and key matches,
+    candidate rows, records (a record the gate reads for the first time at a version costs one round trip)."""
+    a, b = machine("a", team_url), machine("b", team_url)
+    _fill(a)
+    rt = a._store.round_trips
+    q = "how do we handle deploys and retries?"
+
+    def cost(**kw: Any) -> int:
+        before = rt.count
+        a.recall(q, **kw)
+        return rt.count - before
+
+    cost()
+    assert cost() <= 5
+    cost(session="s1")
+    cost(session="s1")  # the gate walks past what s1 was given: records first read here, one round trip each
+    assert cost(session="s1") <= 7
+    cost(session="s2")
+    assert cost(session="s2") <= 7
+    # every cache follows a write made on another machine: a warm handle answers as a cold one does
+    fresh = iter(range(100))
+
+    def same_as_a_cold_handle() -> str:
+        text = a.recall(q).text
+        assert text == machine(f"cold{next(fresh)}", team_url).recall(q).text
+        return text
+
+    les = b.lessons.create("Deploys need a second reviewer")
+    b.lessons.approve(les.id)
+    assert "second reviewer" in same_as_a_cold_handle()
+    m = b.remember("knowledge", "deploys_and_retries", "retry budget for deploys is three attempts", tags=["retries"])
+    assert "three attempts" in same_as_a_cold_handle()
+    b.notes.add("deploys_and_retries", "when deploys need retries", "see the runbook")  # a key match, via a note
+    assert "deploys_and_retries" in same_as_a_cold_handle()
+    b.memories.delete(m.id)
+    assert "three attempts" not in same_as_a_cold_handle()

@@ -124,6 +124,9 @@ def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
     return StoreError(f"the team vault failed: {msg}{hint}")
 
 
+#: Most answers kept per kind of read in :meth:`PgDatabase.snapshot_cache` (emptied when full).
+MAX_MEMO = 50_000
+
 #: The first round trip of a snapshot: open it and read what names its state (the project's data version) and
 #: the server's clock, which is "now" for every read of the snapshot (``now()`` is the transaction's start).
 BEGIN_SNAPSHOT = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
@@ -197,6 +200,9 @@ class PgDatabase:
         #: statements sent to the server by this handle and its siblings (:meth:`sibling`, ``for_actor``)
         self.round_trips = RoundTrips() if _round_trips is None else _round_trips
         self._txn_gen = 0
+        self._memo_version: int | None = None
+        self._memo: dict[str, dict[Any, Any]] = {}
+        self._memo_lock = threading.Lock()
         self._owner = _pool is None
         if _pool is None:
             try:  # one direct attempt first: a refused connection is known at once, not after the pool's timeout
@@ -209,7 +215,7 @@ class PgDatabase:
             _pool = ConnectionPool(
                 url, min_size=1, max_size=8, open=False, timeout=pool_timeout, name=f"synapse-{project}",
                 kwargs={"autocommit": True, "connect_timeout": 5, "row_factory": _row_factory},
-                configure=self._configure, check=self._check, reconnect_timeout=30)
+                configure=self._configure, reconnect_timeout=30)
             try:
                 _pool.open(wait=True, timeout=pool_timeout)
             except PoolTimeout as exc:
@@ -220,7 +226,7 @@ class PgDatabase:
         self.pool = _pool
         if self._owner:
             try:
-                with self._connection() as conn:
+                with self._connection() as (conn, _):
                     migrate.check(conn, project)
             except BaseException:
                 self.pool.close()
@@ -228,10 +234,6 @@ class PgDatabase:
 
     def _configure(self, conn: Any) -> None:
         conn.execute(f"SET search_path = {self.project}, pg_catalog")
-
-    def _check(self, conn: Any) -> None:
-        self.round_trips.count += 1
-        ConnectionPool.check_connection(conn)
 
     # -- identity ---------------------------------------------------------------------------------------------
     @property
@@ -248,39 +250,75 @@ class PgDatabase:
 
     @property
     def schema_version(self) -> int:
-        with self._connection() as conn:
+        with self._connection() as (conn, _):
             return migrate.current_version(conn, self.project)
 
     # -- connections ------------------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _connection(self) -> Iterator[Any]:
-        """The thread's pinned connection, else one from the pool (as this handle's role)."""
+    def _connection(self, first: str | None = None, params: Sequence[Any] = ()) -> Iterator[tuple[Any, Any]]:
+        """(connection, cursor of ``first``): the thread's pinned connection, else one from the pool as this
+        handle's role, with the statement ``first`` already run on it.
+
+        A pooled connection is not checked before use (that would cost a round trip per checkout): the first
+        statement is the check. When it finds the connection dead (a restarted server, a terminated backend),
+        the pool is checked, the dead connections are dropped, and the statement is run once more on a fresh
+        one. Only the first statement of a checkout is ever retried: a ``BEGIN``, a read, or an idempotent
+        upsert outside a transaction; nothing of a transaction is.
+        """
         st = self._state
         if st.conn is not None:
-            yield st.conn
+            yield st.conn, (None if first is None else self._run(st.conn, first, params))
             return
-        try:
-            with self.pool.connection() as conn:
-                if self._set_role:
-                    self.round_trips.count += 1
-                    conn.execute(self._set_role)
-                try:
-                    yield conn
-                finally:
-                    if self._set_role and not conn.closed and conn.info.transaction_status == 0:
-                        self.round_trips.count += 1
-                        with contextlib.suppress(psycopg.Error):
-                            conn.execute("RESET ROLE")
-        except PoolTimeout as exc:
-            raise map_error(exc) from exc
-        except psycopg.OperationalError as exc:
-            raise map_error(exc) from exc
+        for attempt in (0, 1):
+            try:
+                with self.pool.connection() as conn:
+                    try:
+                        cur = self._first(conn, first, params)
+                    except psycopg.OperationalError as exc:
+                        if attempt == 0 and conn.closed:
+                            # the others idle since the same restart are dead too: replace them at once; leaving
+                            # the block hands this one back, and the pool drops it
+                            self.pool.check()
+                            continue
+                        raise map_error(exc) from exc
+                    try:
+                        yield conn, cur
+                    finally:
+                        if self._set_role and not conn.closed and conn.info.transaction_status == 0:
+                            self.round_trips.count += 1
+                            with contextlib.suppress(psycopg.Error):
+                                conn.execute("RESET ROLE")
+                    return
+            except PoolTimeout as exc:
+                raise map_error(exc) from exc
 
-    def _run(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+    def _first(self, conn: Any, first: str | None, params: Sequence[Any]) -> Any:
+        """Run the checkout's first statement (after ``SET ROLE`` for an agent handle, in the same round trip)."""
+        if self._set_role is None:
+            return None if first is None else self._run(conn, first, params, raw=True)
+        self.round_trips.count += 1
+        if first is None:
+            conn.execute(self._set_role)
+            return None
+        try:
+            with conn.pipeline():
+                conn.execute(self._set_role)
+                cur = conn.execute(pg_sql(first), params if params else None)
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error as exc:
+            raise map_error(exc) from exc
+        return cur
+
+    def _run(self, conn: Any, sql: str, params: Sequence[Any] = (), *, raw: bool = False) -> Any:
+        """Run one statement (one round trip); ``raw``: let psycopg's connection errors through (the caller
+        retries a dead connection)."""
         self.round_trips.count += 1
         try:
             return conn.execute(pg_sql(sql), params if params else None)
         except psycopg.Error as exc:
+            if raw and isinstance(exc, psycopg.OperationalError):
+                raise
             raise map_error(exc) from exc
 
     # -- transactions -----------------------------------------------------------------------------------------
@@ -301,11 +339,10 @@ class PgDatabase:
                              "write before or after it")
         if self.readonly:
             raise StoreError(f"the team vault {self.location} is opened read-only; writes are refused")
-        with self._connection() as conn:
+        with self._connection("BEGIN") as (conn, _):
             committing = False
             st.conn, st.depth = conn, 1
             try:
-                self._run(conn, "BEGIN")
                 yield _Cx(self, conn)
                 committing = True
                 self.round_trips.count += 1
@@ -350,8 +387,7 @@ class PgDatabase:
             finally:
                 st.snap -= not st.depth
             return
-        with self._connection() as conn:
-            cur = self._run(conn, BEGIN_SNAPSHOT)
+        with self._connection(BEGIN_SNAPSHOT) as (conn, cur):
             cur.nextset()
             row = cur.fetchone()
             st.conn, st.snap, st.snap_point = conn, 1, ((int(row[0]), str(row[1])) if row else (0, ""))
@@ -406,17 +442,30 @@ class PgDatabase:
         with self.transaction():
             return self.write(sql, params, change)
 
+    def write_once(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """One statement that is atomic by itself (an idempotent upsert): inside a write transaction it joins it;
+        outside one it runs alone, autocommitted (one round trip instead of ``BEGIN``, it, ``COMMIT``). It is
+        not a record write (no change is reported, no stamp is taken)."""
+        if self._state.depth:
+            self._run(self._state.conn, sql, params)
+            return
+        if self._state.snap:
+            raise StoreError("a write cannot run inside a snapshot (a read-only view); write before or after it")
+        if self.readonly:
+            raise StoreError(f"the team vault {self.location} is opened read-only; writes are refused")
+        with self._connection(sql, params):
+            pass
+
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        with self._connection() as conn:
-            return list(self._run(conn, sql, params).fetchall())
+        with self._connection(sql, params) as (_, cur):
+            return list(cur.fetchall())
 
     def query_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         rows = self.query(sql, params)
         return rows[0] if rows else None
 
     def iter_query(self, sql: str, params: Sequence[Any] = (), *, size: int = 5000) -> Iterator[Row]:
-        with self._connection() as conn:
-            cur = self._run(conn, sql, params)
+        with self._connection(sql, params) as (_, cur):
             while rows := cur.fetchmany(size):
                 yield from rows
 
@@ -436,6 +485,27 @@ class PgDatabase:
             return (st.snap_point[0],)
         row = self.query_one("SELECT version FROM gate_stats WHERE id = 1")
         return ((int(row[0]) if row else 0),)
+
+    def snapshot_cache(self, name: str) -> dict[Any, Any] | None:
+        """A dict for answers read inside the open snapshot, kept while the project's data version stays the same
+        (every handle, any thread), or None outside a snapshot or inside a write transaction (nothing is kept).
+
+        Only what a record write changes may be kept in it (records, their tags, keys, word statistics): every
+        transaction that changes a record moves the version, so an answer read at one version is the answer of
+        every snapshot at that version. Settings, session marks and flags move no version and are never kept.
+        Each handle (role) has its own: an agent's role reads fewer lessons.
+        """
+        st = self._state
+        if st.snap_point is None or st.depth:
+            return None
+        version = st.snap_point[0]
+        with self._memo_lock:
+            if self._memo_version != version:
+                self._memo_version, self._memo = version, {}
+            memo = self._memo.setdefault(name, {})
+            if len(memo) > MAX_MEMO:
+                memo.clear()
+            return memo
 
     def snapshot_now(self) -> str | None:
         """The server's clock at the start of the open snapshot (fixed-width UTC text), else None."""

@@ -26,9 +26,11 @@ from synapse_nb.store.sqlite import queries as lite
 if TYPE_CHECKING:
     from synapse_nb.store.postgres.db import PgDatabase
 
-__all__ = ["FeedOutbox", "FeedPosition", "RecallQueries", "TransferQueries"]
+__all__ = ["FeedOutbox", "FeedPosition", "RecallQueries", "SessionsQueries", "TransferQueries"]
 
 CANDIDATE_COLS = "id, kind, mind, text, updated_at, expires_at"
+KEY_MATCHES = ("SELECT id, name FROM (SELECT 0 AS src, id, key AS name FROM memories WHERE mind = ? AND key = ANY(?) "
+               "UNION ALL SELECT 1, id, name FROM notes WHERE mind = ? AND name = ANY(?)) m ORDER BY src, id")
 
 
 def _candidate(r: Any) -> Candidate:
@@ -53,10 +55,47 @@ class RecallQueries(RankingQueries, lite.RecallQueries):
         return [_candidate(r) for r in rows if r["id"] in wanted.get(r["kind"], ())]
 
     def doc_freq(self, terms: Sequence[str]) -> dict[str, int]:
-        if not terms:
-            return {}
-        rows = self._db.query("SELECT term, n FROM gate_df WHERE term = ANY(?) AND n > 0", (list(terms),))
-        return {r["term"]: int(r["n"]) for r in rows}
+        """Per term, kept for the snapshot's data version (a recall asks again for the words of the last one)."""
+        memo = self._db.snapshot_cache("doc_freq")
+        want = list(dict.fromkeys(terms))
+        missing = want if memo is None else [t for t in want if t not in memo]
+        got: dict[str, int] = {}
+        if missing:
+            rows = self._db.query("SELECT term, n FROM gate_df WHERE term = ANY(?) AND n > 0", (missing,))
+            got = {r["term"]: int(r["n"]) for r in rows}
+            if memo is not None:
+                memo.update((t, got.get(t, 0)) for t in missing)
+        if memo is None:
+            return got
+        return {t: memo[t] for t in want if memo.get(t, 0) > 0}
+
+    def key_matches(self, mind: str, keys: Sequence[str]) -> list[tuple[str, str]]:
+        """Memories then notes, each by id (as SQLite), in one statement per 400 keys; kept per data version."""
+        memo = self._db.snapshot_cache("key_matches")
+        mkey = (mind, tuple(keys))
+        if memo is not None and mkey in memo:
+            return list(memo[mkey])
+        out: list[tuple[str, str]] = []
+        for chunk in lite._chunks(list(keys), 400):
+            out += [(r["id"], r["name"]) for r in self._db.query(KEY_MATCHES, (mind, chunk, mind, chunk))]
+        if memo is not None:
+            memo[mkey] = tuple(out)
+        return out
+
+
+MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELECT ?, ?, u.rid, u.digest, ? "
+             "FROM unnest(?::text[], ?::text[]) AS u(rid, digest) ORDER BY u.rid "
+             "ON CONFLICT (mind, session, rid) DO UPDATE SET digest = excluded.digest, seen_at = excluded.seen_at")
+
+
+class SessionsQueries(lite.SessionsQueries):
+    """Session marks as SQLite's, but recording what a recall gave is one statement (one round trip)."""
+
+    def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str) -> None:
+        given = dict(pairs)  # the last digest of a repeated id wins, as the row-by-row upsert does
+        rids = sorted(given)
+        if rids:
+            self._db.write_once(MARK_SEEN, (mind, session, now, rids, [given[r] for r in rids]))
 
 
 # -- the change feed ------------------------------------------------------------------------------------------
