@@ -45,7 +45,11 @@ def recall_query(
 
         synapse-nb recall query "deploy to prod" --session s1 --explain --json
     """
-    v = open_vault_for(ctx)
+    v = open_vault_for(ctx, offline=True)
+    if v.offline:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
+        stale = v.recall(query)
+        echo_json(stale.to_dict()) if as_json else typer.echo(stale.text)
+        return
     r = v.recall(query, session=session, budget_tokens=budget)
     if as_json:
         out = r.to_dict()

@@ -29,6 +29,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from synapse_nb.errors import (
     ConflictError,
     NotFoundError,
+    OfflineError,
     PermissionDeniedError,
     StoreError,
     SynapseError,
@@ -124,6 +125,11 @@ def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
     return StoreError(f"the team vault failed: {msg}{hint}")
 
 
+#: What an unreachable server means for this machine, in every message that says so.
+OFFLINE_HINT = ("this machine is offline from the team vault, so it cannot write (no local fork is ever made); "
+                "reads (`synapse-nb recall`, `synapse-nb memory search`, open_vault(url, offline=True)) answer from "
+                "this machine's stale copy; check the URL, the network and the server")
+
 #: Most answers kept per kind of read in :meth:`PgDatabase.snapshot_cache` (emptied when full).
 MAX_MEMO = 50_000
 
@@ -208,10 +214,8 @@ class PgDatabase:
             try:  # one direct attempt first: a refused connection is known at once, not after the pool's timeout
                 psycopg.connect(url, connect_timeout=5).close()
             except psycopg.OperationalError as exc:
-                raise StoreError(f"cannot reach the team vault server {self.location} "
-                                 f"({' '.join(str(exc).split())[:300]}): this machine is offline from the team "
-                                 "vault, so it cannot write (no local fork is ever made); `synapse-nb team "
-                                 "search-local` reads this machine's stale copy") from exc
+                raise OfflineError(f"cannot reach the team vault server {self.location} "
+                                   f"({' '.join(str(exc).split())[:300]}): {OFFLINE_HINT}") from exc
             _pool = ConnectionPool(
                 url, min_size=1, max_size=8, open=False, timeout=pool_timeout, name=f"synapse-{project}",
                 kwargs={"autocommit": True, "connect_timeout": 5, "row_factory": _row_factory},
@@ -220,9 +224,8 @@ class PgDatabase:
                 _pool.open(wait=True, timeout=pool_timeout)
             except PoolTimeout as exc:
                 _pool.close()
-                raise StoreError(f"cannot reach the team vault server {self.location} within {pool_timeout:g}s: "
-                                 "this machine is offline from the team vault, so it cannot write (no local fork "
-                                 "is ever made); check the URL, the network and the server") from exc
+                raise OfflineError(f"cannot reach the team vault server {self.location} within "
+                                   f"{pool_timeout:g}s: {OFFLINE_HINT}") from exc
         self.pool = _pool
         if self._owner:
             try:
