@@ -8,7 +8,8 @@ Prints (asserts nothing; figures go to docs/benchmarks.md):
    upserts of 50 shared hot keys, decisions, checkpoints): lost, duplicated, errors reaching a caller, writes/s,
    and whether gate_df/gate_stats equal a recount;
 2. recall p50 at each size: the team path vs the local SQLite path on the same records (ratio; median of runs);
-3. change-feed lag: a write on machine A until machine B's index search finds it (p50, p95);
+3. change-feed lag: a write on machine A until machine B's index search finds it (pull), until B's index holds it
+   while B follows the feed (LISTEN wake-up, no search), and until B's recall gives it (p50, p95);
 4. determinism: 100 queries recalled on both machines, byte-identical texts.
 """
 
@@ -141,6 +142,7 @@ def bench_recall(url: str, base: Path, sizes: list[int], runs: int) -> None:
                 v.recall(q)
         lt: list[float] = []
         tt: list[float] = []
+        rt0 = team._store.round_trips.count
         for _ in range(runs):
             for q in queries:  # alternate, so noise hits both alike
                 t0 = time.perf_counter()
@@ -150,6 +152,7 @@ def bench_recall(url: str, base: Path, sizes: list[int], runs: int) -> None:
                 tt.append(0.0)
                 team.recall(q)
                 tt[-1] = time.perf_counter() - t0
+        rts = (team._store.round_trips.count - rt0) / len(tt)
         store = team._store  # the ranking read recall engine v2 makes once per recall (BM25 over body + context)
         bt = []
         for _ in range(runs):
@@ -160,7 +163,8 @@ def bench_recall(url: str, base: Path, sizes: list[int], runs: int) -> None:
         print(f"bm25@{n} (team, 2 words, depth 200): p50 {p50(bt):.1f} ms (n={len(bt)})")
         path = team.recall(queries[0]).path
         print(f"recall@{n} ({path} path): team p50 {p50(tt):.1f} ms, local SQLite p50 {p50(lt):.1f} ms, "
-              f"ratio {statistics.median(tt) / statistics.median(lt):.2f}x (n={len(tt)})")
+              f"ratio {statistics.median(tt) / statistics.median(lt):.2f}x (n={len(tt)}); "
+              f"{rts:.1f} round trips per team recall")
         team.close()
         local.close()
 
@@ -177,8 +181,33 @@ def bench_feed_and_bytes(url: str, a_dir: Path, b_dir: Path, samples: int) -> No
             time.sleep(0.005)
         lags.append(time.perf_counter() - t0)
     lags.sort()
-    print(f"feed lag A write -> B index search: p50 {p50(lags):.1f} ms, p95 {lags[int(len(lags) * 0.95) - 1] * 1000:.1f} "
-          f"ms (n={len(lags)})")
+    print(f"feed lag A write -> B index search (pull: the search syncs first, polled every 5 ms): p50 "
+          f"{p50(lags):.1f} ms, p95 {lags[int(len(lags) * 0.95) - 1] * 1000:.1f} ms (n={len(lags)})")
+    lags = []
+    with b.index.follow(timeout=30) as f:  # push: woken by the commit's NOTIFY, reads with the snapshot rule
+        f.wait_synced(0, 60)
+        for i in range(samples):
+            word = f"zf{i}x{random.Random(-i).randrange(10**6)}"
+            a.remember("knowledge", f"follow_{i}", f"the follow probe {word}")
+            t0 = time.perf_counter()
+            while not b.index.raw.search(word, mind="default", now="9999", k=5):  # no sync: the follower's work
+                time.sleep(0.002)
+            lags.append(time.perf_counter() - t0)
+    lags.sort()
+    print(f"feed lag A write -> B index, B following (LISTEN wake-up, no search, checked every 2 ms): p50 "
+          f"{p50(lags):.1f} ms, p95 {lags[int(len(lags) * 0.95) - 1] * 1000:.1f} ms (n={len(lags)}; "
+          f"{f.syncs} syncs for {samples} writes)")
+    lags = []
+    for i in range(samples):
+        word = f"zr{i}x{random.Random(i + 7).randrange(10**6)}"
+        m = a.remember("knowledge", f"recall_{i}", f"the recall probe {word}")
+        t0 = time.perf_counter()
+        while m.id not in [x.id for x in b.recall(f"recall probe {word}").items]:
+            time.sleep(0.002)
+        lags.append(time.perf_counter() - t0)
+    lags.sort()
+    print(f"lag A write -> B recall (recall reads the server): p50 {p50(lags):.1f} ms, p95 "
+          f"{lags[int(len(lags) * 0.95) - 1] * 1000:.1f} ms (n={len(lags)})")
     rnd = random.Random(7)
     queries = [f"{rnd.choice(WORDS)} {rnd.choice(WORDS)} {rnd.choice(WORDS)}" for _ in range(100)]
     same = sum(a.recall(q).text == b.recall(q).text for q in queries)

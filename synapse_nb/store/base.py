@@ -395,6 +395,12 @@ class Outbox(Protocol):
         """Forget every entry up to ``seq``."""
         ...
 
+    def wait(self, timeout: float) -> bool:
+        """Block until a change may be pending (True) or ``timeout`` seconds passed (False): what a follower
+        waits on between syncs. PostgreSQL: a ``LISTEN`` wake-up from the committing transaction's ``NOTIFY``
+        (the reading still goes by the snapshot rule); SQLite: polls :meth:`has_pending`."""
+        ...
+
     def docs(self, ids: Sequence[str]) -> builtins.list[Candidate]:
         """Candidates (any mind) for these ids; ids no longer present are left out."""
         ...

@@ -145,3 +145,7 @@ class PgStore(PgDatabase):
             raise ValidationError(f"login {login!r} is not accepted: lower-case letters, digits and '_'")
         with self.transaction() as c:
             c.execute(f"GRANT {self.project}_{kind} TO {login}")
+
+    def close(self) -> None:
+        self.outbox.close()
+        super().close()

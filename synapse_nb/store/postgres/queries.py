@@ -23,6 +23,8 @@ from synapse_nb.store.postgres.tables import GATE_KINDS, gate_terms, gate_text, 
 from synapse_nb.store.records import EXPORT_FIELDS, Candidate
 from synapse_nb.store.sqlite import queries as lite
 
+from synapse_nb.store.postgres.db import map_error
+
 if TYPE_CHECKING:
     from synapse_nb.store.postgres.db import PgDatabase
 
@@ -158,6 +160,8 @@ class FeedOutbox:
         self._lock = threading.Lock()
         self._read: tuple[str, str] | None = None  # the snapshot pending() read, saved by ack()
         self._marks: dict[int, tuple[str, str]] = {}
+        self._listener: Any = None  # the LISTEN connection of wait()
+        self._listen_lock = threading.Lock()
         self.name = f"{socket.gethostname()}:{folder}" if folder is not None else f"{socket.gethostname()}:memory"
 
     @property
@@ -180,6 +184,39 @@ class FeedOutbox:
     def has_pending(self) -> bool:
         ids, _, _ = self._changes()
         return ids is None or bool(ids)
+
+    def wait(self, timeout: float) -> bool:
+        """Block until a transaction that changed records commits (its ``NOTIFY <project>_changes``, delivered at
+        commit) or ``timeout`` seconds passed. A wake-up only: the caller then reads with the snapshot rule, so a
+        lost or merged notification costs at most ``timeout``. One listening connection per store, outside the
+        pool; it is reopened after an error."""
+        import psycopg
+
+        with self._listen_lock:
+            try:
+                if self._listener is None or self._listener.closed:
+                    self._listener = psycopg.connect(self._db.url, autocommit=True, connect_timeout=5)
+                    self._listener.execute(f'LISTEN "{self._db.project}_changes"')
+                    return True  # changes may have committed before it listened: look once
+                woke = False
+                for _ in self._listener.notifies(timeout=max(0.0, timeout), stop_after=1):
+                    woke = True
+                # several commits may have notified: the next read takes them all, so drop the queued rest
+                while self._listener.pgconn.notifies() is not None:
+                    pass
+                return woke
+            except psycopg.Error as exc:
+                if self._listener is not None:
+                    self._listener.close()
+                self._listener = None
+                raise map_error(exc) from exc
+
+    def close(self) -> None:
+        """Close the listening connection (if :meth:`wait` opened one)."""
+        with self._listen_lock:
+            if self._listener is not None:
+                self._listener.close()
+                self._listener = None
 
     def pending(self, limit: int) -> list[tuple[str, int]]:
         ids, snap, xmin = self._changes()
