@@ -112,3 +112,22 @@ def test_a_warm_recall_costs_few_round_trips_and_caches_follow_every_write(team_
     assert "deploys_and_retries" in same_as_a_cold_handle()
     b.memories.delete(m.id)
     assert "three attempts" not in same_as_a_cold_handle()
+
+
+def test_an_agent_handle_recalls_through_its_role_in_as_few_round_trips(team_url: str, machine: Any) -> None:
+    """An agent handle runs every checkout as the project's agent role: SET ROLE travels with the first statement
+    (also with a snapshot's multi-statement start), so it costs the agent no extra round trip there."""
+    user = machine("u", team_url)
+    _fill(user)
+    les = user.lessons.create("Deploys need a second reviewer")
+    user.lessons.approve(les.id)
+    user.lessons.create("a pending lesson the agent may not see")
+    agent = machine("ag", team_url, actor="agent")
+    q = "how do we handle deploys and retries?"
+    r = agent.recall(q, session="agent-1")
+    assert r.text == user.recall(q).text and r.version == user.recall(q).version and "second reviewer" in r.text
+    rt = agent._store.round_trips
+    agent.recall(q, session="agent-1")
+    before = rt.count
+    agent.recall(q, session="agent-1")
+    assert rt.count - before <= 9  # the user's 7, and RESET ROLE when a connection goes back to the pool

@@ -304,9 +304,13 @@ class PgDatabase:
             conn.execute(self._set_role)
             return None
         try:
+            if not params:  # one simple query (it may hold several statements, as a snapshot's start does)
+                cur = conn.execute(f"{self._set_role}; {pg_sql(first).replace('%%', '%')}")
+                cur.nextset()  # past SET ROLE: the cursor stands where the caller's statement put it
+                return cur
             with conn.pipeline():
                 conn.execute(self._set_role)
-                cur = conn.execute(pg_sql(first), params if params else None)
+                cur = conn.execute(pg_sql(first), params)
         except psycopg.OperationalError:
             raise
         except psycopg.Error as exc:
