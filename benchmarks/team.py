@@ -180,7 +180,8 @@ def bench_recall(url: str, base: Path, sizes: list[int], runs: int, memo: bool =
         if not memo:
             print(f"bm25@{n} (team, 2 words, depth 200): p50 {p50(bt):.1f} ms (n={len(bt)})")
         path = team.recall(queries[0]).path
-        print(f"recall@{n} ({path} path{', ranking read memoised' if memo else ''}): team p50 {p50(tt):.1f} ms, local SQLite p50 {p50(lt):.1f} ms, "
+        print(f"recall@{n} ({path} path{', ranking read memoised' if memo else ''}): team p50 {p50(tt):.1f} ms, "
+              f"local SQLite p50 {p50(lt):.1f} ms, "
               f"ratio {statistics.median(tt) / statistics.median(lt):.2f}x (n={len(tt)}); "
               f"{rts:.1f} round trips per team recall")
         team.close()

@@ -21,9 +21,10 @@ Inside a write transaction it joins it; a write transaction may not be opened in
 
 **What "now" is.** The store never reads the machine's clock. Callers take "now" from their context's clock
 (or, inside a snapshot of a shared store, from :meth:`VaultStore.snapshot_now`: the server's clock, so every
-machine reading one state agrees on the time) and pass it as fixed-width UTC text (``2026-01-01T12:00:00.000000Z``, :func:`synapse_nb._util.fmt_ts`), which sorts as
-time: in a :class:`View` for reads that depend on it (memory expiry, the effective lesson status, what an agent
-may read), and as an argument to writes that do (prune, stamps).
+machine reading one state agrees on the time) and pass it as fixed-width UTC text
+(``2026-01-01T12:00:00.000000Z``, :func:`synapse_nb._util.fmt_ts`), which sorts as time: in a :class:`View` for
+reads that depend on it (memory expiry, the effective lesson status, what an agent may read), and as an argument
+to writes that do (prune, stamps).
 
 **Write stamps.** ``store.stamp(now)``, called inside a write transaction, returns the timestamp to write:
 ``now``, or one microsecond after the vault's last stamp when that is not earlier. Stamps are strictly

@@ -136,7 +136,7 @@ MAX_MEMO = 50_000
 #: The first round trip of a snapshot: open it and read what names its state (the project's data version) and
 #: the server's clock, which is "now" for every read of the snapshot (``now()`` is the transaction's start).
 BEGIN_SNAPSHOT = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
-                  "SELECT version, fmt_ts(now()) AS now FROM gate_stats WHERE id = 1")
+                  "SELECT version, fmt_ts(now()) AS now, n_docs FROM gate_stats WHERE id = 1")
 
 
 class RoundTrips:
@@ -157,7 +157,7 @@ class _State(threading.local):
         self.conn: Any = None
         self.depth = 0
         self.snap = 0
-        self.snap_point: tuple[int, str] | None = None  # (data version, server now) of the open snapshot
+        self.snap_point: tuple[int, str, int] | None = None  # (data version, server now, n_docs) of the snapshot
         self.committing = False
         self.changes: dict[tuple[str, str], bool] = {}
         self.after_commit: list[Callable[[], None]] = []
@@ -397,7 +397,7 @@ class PgDatabase:
         with self._connection(BEGIN_SNAPSHOT) as (conn, cur):
             cur.nextset()
             row = cur.fetchone()
-            st.conn, st.snap, st.snap_point = conn, 1, ((int(row[0]), str(row[1])) if row else (0, ""))
+            st.conn, st.snap, st.snap_point = conn, 1, ((int(row[0]), str(row[1]), int(row[2])) if row else (0, "", 0))
             try:
                 yield
             finally:
@@ -513,6 +513,11 @@ class PgDatabase:
             if len(memo) > MAX_MEMO:
                 memo.clear()
             return memo
+
+    def snapshot_docs(self) -> int | None:
+        """The project's number of gate records as the open snapshot saw it (read with its version), else None."""
+        point = self._state.snap_point
+        return point[2] if point is not None and not self._state.depth else None
 
     def snapshot_now(self) -> str | None:
         """The server's clock at the start of the open snapshot (fixed-width UTC text), else None."""

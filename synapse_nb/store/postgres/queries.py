@@ -44,6 +44,10 @@ class RecallQueries(RankingQueries, lite.RecallQueries):
     the ranking reads of recall engine v2 from :class:`~synapse_nb.store.postgres.ranking.RankingQueries`."""
 
     def count(self) -> int:
+        """Inside a snapshot, read with its version in its first round trip; else one read."""
+        n = self._db.snapshot_docs()
+        if n is not None:
+            return n
         row = self._db.query_one("SELECT n_docs FROM gate_stats WHERE id = 1")
         return int(row[0]) if row else 0
 
