@@ -92,9 +92,10 @@ class Recaller:
         self._candidates = Candidates(ctx)
         self._staleness = Staleness(ctx)
         self.params = params or RankParams()
-        # records the walk read, per data version and mind: a recall's walk re-reads mostly the same records
+        # records the walk read, per mind, by (kind, id, updated_at): a record reads the same until it is written,
+        # and every write moves its updated_at, so they outlive a write elsewhere (on a team vault, a round trip each)
         self._records_key: object = None
-        self._records: dict[tuple[str, str], Record] = {}
+        self._records: dict[tuple[str, str, str], Record] = {}
 
     @property
     def scorer(self) -> CorpusScorer:
@@ -110,19 +111,19 @@ class Recaller:
         cacheable = c.expires_at is None and c.kind != "lesson"
         if cacheable:
             with self._lock:
-                rec = self._records.get((c.kind, c.id))
+                rec = self._records.get((c.kind, c.id, c.updated_at))
             if rec is not None:
                 return rec
         rec = self._ctx.store.table(c.kind).get(view, c.id)
-        if cacheable and rec is not None:
+        if cacheable and rec is not None and rec.updated_at == c.updated_at:
             with self._lock:
                 if len(self._records) >= MAX_CACHED_RECORDS:
                     self._records.clear()
-                self._records[(c.kind, c.id)] = rec
+                self._records[(c.kind, c.id, c.updated_at)] = rec
         return rec
 
     def _records_for(self, key: object) -> None:
-        """Keep the walk's record cache only while the vault (data version) and the mind are unchanged."""
+        """Keep the walk's record cache only while the mind is unchanged."""
         with self._lock:
             if self._records_key != key:
                 self._records_key, self._records = key, {}
@@ -147,7 +148,7 @@ class Recaller:
         if ranking is None:
             rows, kept, coverage = [], [], 0.0
         else:
-            self._records_for((version, ctx.mind))
+            self._records_for(ctx.mind)
             g = gate(query, ranking.ranked, ranking.cands, ranking.exact, ranking.stats, bars, self.scorer,
                      functools.partial(self._materialize, now=now), seen)
             rows, kept, coverage = g.rows, g.kept, g.coverage
