@@ -184,6 +184,11 @@ class Recall:
     - ``"already_given"``: the relevant items were all given to this session before, unchanged;
     - ``"over_budget"``: relevant items did not fit ``budget_tokens`` (raise it);
     - ``"empty_query"``: the query had no text.
+
+    ``version`` names the vault state the recall read (the store's data version, as text). On a team vault it
+    is the server's ``gate_stats.version``, the same on every machine: two recalls with the same version, query,
+    arguments and session state give the same bytes, and "now" is the server's clock of that read. On a local
+    vault it is this process's view of the file (it changes after every write; compare it within one process).
     """
 
     query: str
@@ -199,6 +204,8 @@ class Recall:
     #: the gate's support, compared with ``bars.floor``: best and second-best coverage among the top
     #: ``bars.gate_depth`` ranked records, less the query's unknown share (0.0 when nothing ranked)
     coverage: float = 0.0
+    #: the vault state this recall read (see above); "" when built by hand
+    version: str = ""
 
     def explain(self) -> RecallExplanation:
         """A table of every candidate near the bars and why it was kept or dropped."""
@@ -207,7 +214,8 @@ class Recall:
     def to_dict(self) -> dict[str, Any]:
         return {"query": self.query, "session": self.session, "text": self.text, "nothing_new": self.nothing_new,
                 "empty_reason": self.empty_reason, "items": [i.to_dict() for i in self.items],
-                "lessons": [les.id for les in self.lessons], "path": self.path, "coverage": round(self.coverage, 6)}
+                "lessons": [les.id for les in self.lessons], "path": self.path, "coverage": round(self.coverage, 6),
+                "version": self.version}
 
     def __str__(self) -> str:
         return self.text
