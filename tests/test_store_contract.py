@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import pytest
 
 import synapse_nb.store.base as base
@@ -319,3 +321,38 @@ def test_ranking_documents_bm25_and_structure(store: Any) -> None:
     assert (first.thread, first.seq, first.actor, first.question) == ("s1", 0, "ann", False)
     assert store.recall.rank_count("default") == (7, 8)
     assert store.episodes.next_seq("default", "s1") == 5 and store.episodes.next_seq("default", "new") == 0
+
+
+def test_ranking_postings_replay_the_stores_bm25_exactly(store: Any) -> None:
+    """postings + rank_totals + RankRow.length: recall's numpy BM25 gives the store's bm25 bit for bit (same
+    scores, same order), whatever the column weights; a word two query words share counts as the backend does."""
+    from synapse_nb.recall.bm25 import Term, bm25_top
+    from synapse_nb.recall.rank import ThreadIndex
+
+    talk = ["where is the lake", "the lake is north of the trout farm", "any trout there", "two trout today",
+            "nothing about fish", "lake trout lake trout lake", "farm farm farm trout"]
+    for i, text in enumerate(talk):
+        store.episodes.insert(_epi(i, text, thread="s1", seq=i))
+    store.episodes.insert(_epi(20, "lake lake lake farm", mind="other"))
+    rows = store.recall.rank_rows("default")
+    idx = ThreadIndex(rows)
+    assert [r.length for r in rows] == [1 + len(t.split()) + sum(1 + len(p.split()) for p in talk[max(0, i - 2):i])
+                                        for i, t in enumerate(talk)]  # "t" (the task key) + the outcome; context
+    n, total = store.recall.rank_totals()
+    assert n == 8 and total == sum(r.length for r in rows) + 5
+    got = store.recall.postings("default", ["trout", "nosuchword"])
+    assert got["nosuchword"].ids == () and got["nosuchword"].n_vault == 0
+    trout = got["trout"]
+    assert trout.ids == tuple(f"epi_{i:012x}" for i in range(1, 7)) and trout.n_vault == 6
+    assert trout.tf_body == tuple(t.split().count("trout") for t in talk[1:])
+    assert trout.tf_context == tuple(" ".join(talk[max(0, i - 2):i]).split().count("trout") for i in range(1, 7))
+    for words in (["lake"], ["lake", "trout"], ["trout", "lake", "farm"], ["farm", "nosuchword"], ["fish"]):
+        post = store.recall.postings("default", words)
+        terms = [Term(post[w].stem, np.array([idx.pos[i] for i in post[w].ids], np.int64),
+                      np.array(post[w].tf_body, np.int64), np.array(post[w].tf_context, np.int64), post[w].n_vault)
+                 for w in words]
+        for wb, wc in ((1.0, 0.2), (1.0, 1.0), (0.7, 0.3)):
+            want = store.recall.bm25("default", words, depth=50, w_body=wb, w_context=wc)
+            pos, score = bm25_top(terms, idx, (n, total), style=store.recall.bm25_style, depth=50, w_body=wb,
+                                  w_context=wc, k1=1.2, b=0.75)
+            assert [(idx.ids[j], s) for j, s in zip(pos.tolist(), score.tolist())] == [tuple(h) for h in want]

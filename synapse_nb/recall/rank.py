@@ -65,6 +65,8 @@ class RankParams:
     Attributes
     ----------
     w_body, w_context : BM25 column weights (the record's text, the two records before it in its thread).
+    k1, b : BM25's term-frequency saturation and length normalisation (FTS5's fixed 1.2 and 0.75: with other
+        values recall's BM25 no longer equals the store's ``bm25``, which stays the reference).
     depth : BM25 candidates per query.
     max_df : words in more than this share of the vault's records are left out of the BM25 query.
     max_postings : ... and words in more than this many records (FTS5 scores every matching row: this bounds a
@@ -77,6 +79,8 @@ class RankParams:
 
     w_body: float = 1.0
     w_context: float = 0.2
+    k1: float = 1.2
+    b: float = 0.75
     depth: int = 100
     max_df: float = 0.2
     max_postings: int = 20_000
@@ -122,7 +126,8 @@ class ThreadIndex:
     """Per-mind arrays for the structure step, built from the store's :class:`RankRow` s (cache per data version).
 
     Positions index the rows in id order. ``prev1/prev2/next1/next2`` hold neighbour positions (-1: none),
-    ``thread`` a thread code (-1: none), ``question`` whether the record holds a ``?``, ``actor`` an actor code.
+    ``thread`` a thread code (-1: none), ``question`` whether the record holds a ``?``, ``actor`` an actor code,
+    ``length`` the document's token count.
     """
 
     def __init__(self, rows: Sequence[RankRow]) -> None:
@@ -134,6 +139,7 @@ class ThreadIndex:
         self.kinds: list[str] = [r.kind for r in rows]
         self.pos: dict[str, int] = {rid: i for i, rid in enumerate(self.ids)}
         self.question = np.array([r.question for r in rows], dtype=bool)
+        self.length = np.array([r.length for r in rows], np.float64)  # BM25's dl (tokens, both columns)
         threads = sorted({r.thread for r in rows if r.thread is not None})
         tcode = {t: j for j, t in enumerate(threads)}
         self.thread = np.array([tcode[r.thread] if r.thread is not None else -1 for r in rows], np.int64)

@@ -1,0 +1,164 @@
+"""BM25 computed in the engine, bit for bit what the store's ``bm25`` returns (recall engine v2, speed).
+
+FTS5 evaluates ``bm25()`` for every row an OR query matches (about half a vault for three everyday words), which
+costs more than the whole recall may. So recall reads each word's postings once per data version
+(:meth:`~synapse_nb.store.base.RecallQueries.postings`, cached by :class:`Postings`) and replays the store's
+formula with element-wise float64 numpy in the store's own operation order (:func:`bm25_top`), so every ranking
+stays identical (tests/test_recall_bm25.py compares scores and order exactly against the store's ``bm25``).
+
+For the ``"fts5"`` style (SQLite; sqlite3 ``fts5_aux.c``): ``N`` = rows of the whole index, ``avgdl`` = its total
+tokens / ``N``; per query word ``i``, in query order (two words with one stem are two phrases, both counted):
+``idf_i = log((N - n_i + 0.5) / (n_i + 0.5))`` (``1e-6`` when not positive), ``f_i`` = 0.0 plus ``w_body`` once per
+occurrence in the body, then ``w_context`` once per occurrence in the context; ``score += idf_i * ((f_i * (k1 +
+1)) / (f_i + k1 * (1 - b + b * D / avgdl)))``. The ``"sql"`` style (PostgreSQL's statement): distinct stems in
+code-point order, ``f = w_body * tf_body + w_context * tf_context``, ``idf * f * (k1 + 1) / (...)``. ``log`` is
+``math.log`` (the C library's, as SQLite's and PostgreSQL's), once per word; no reduction reaches a score.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from synapse_nb.context import Context
+    from synapse_nb.recall.rank import ThreadIndex
+    from synapse_nb.store.records import TermPostings
+
+__all__ = ["MAX_CACHED_POSTINGS", "Postings", "Term", "bm25_top"]
+
+#: Most postings held between recalls, all words together (the cache is emptied when full and whenever the vault
+#: changes): about 24 bytes each, so at most ~100 MB.
+MAX_CACHED_POSTINGS = 4_000_000
+
+
+class Term(NamedTuple):
+    """One word's postings as positions into the mind's :class:`~synapse_nb.recall.rank.ThreadIndex`."""
+
+    stem: str | None
+    pos: np.ndarray  # int64, ascending
+    tf_body: np.ndarray  # int64
+    tf_context: np.ndarray  # int64
+    n_vault: int
+
+
+def _term(p: TermPostings, idx: ThreadIndex) -> Term:
+    import numpy as np
+
+    pos_of = idx.pos
+    keep = [j for j, rid in enumerate(p.ids) if rid in pos_of]  # all, unless the store moved on mid-read
+    pos = np.array([pos_of[p.ids[j]] for j in keep], np.int64)
+    tb = np.array([p.tf_body[j] for j in keep], np.int64)
+    tc = np.array([p.tf_context[j] for j in keep], np.int64)
+    o = np.argsort(pos, kind="stable")
+    return Term(p.stem, pos[o], tb[o], tc[o], int(p.n_vault))
+
+
+class Postings:
+    """Per-word postings of one context's mind, cached per data version (bounded by :data:`MAX_CACHED_POSTINGS`)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+        self._lock = threading.Lock()
+        self._key: object = None
+        self._terms: dict[str, Term] = {}
+        self._held = 0
+        self._totals: tuple[int, int] = (0, 0)
+
+    def get(self, words: Sequence[str], idx: ThreadIndex, version: object) -> tuple[dict[str, Term], tuple[int, int]]:
+        """Each word's :class:`Term`, and the store's (N, total tokens), read at ``version``."""
+        store, mind = self._ctx.store, self._ctx.mind
+        key = (version, mind)
+        with self._lock:
+            if self._key != key:
+                self._key, self._terms, self._held, self._totals = key, {}, 0, (-1, -1)
+            terms, totals = self._terms, self._totals
+            out = {w: terms[w] for w in words if w in terms}
+        missing = [w for w in dict.fromkeys(words) if w not in out]
+        if totals[0] < 0:
+            totals = store.recall.rank_totals()
+        if missing:
+            got = store.recall.postings(mind, missing)
+            out.update((w, _term(got[w], idx)) for w in missing)
+        with self._lock:
+            if self._terms is terms:
+                self._totals = totals
+                size = sum(len(out[w].pos) for w in missing)
+                if self._held + size > MAX_CACHED_POSTINGS:
+                    terms.clear()
+                    self._held = 0
+                terms.update((w, out[w]) for w in missing)
+                self._held += size
+        return out, totals
+
+
+def _tf_fts5(t: Term, w_body: float, w_context: float) -> np.ndarray:
+    """FTS5's f: 0.0, plus ``w_body`` once per body occurrence, then ``w_context`` once per context occurrence."""
+    import numpy as np
+
+    f = np.zeros(len(t.pos))
+    for tfs, w in ((t.tf_body, w_body), (t.tf_context, w_context)):
+        top = int(tfs.max()) if len(tfs) else 0
+        if top == 0:
+            continue
+        steps = np.zeros(top + 1)
+        for k in range(1, top + 1):  # repeated addition from 0.0: exact as FTS5 sums it when f starts at 0
+            steps[k] = steps[k - 1] + w
+        if not f.any():
+            f = steps[tfs]
+            continue
+        live = np.flatnonzero(tfs)
+        g = f[live]
+        left = tfs[live].copy()
+        while len(live):
+            g = g + w
+            left -= 1
+            done = left == 0
+            f[live[done]] = g[done]
+            live, g, left = live[~done], g[~done], left[~done]
+    return f
+
+
+def bm25_top(terms: Sequence[Term], idx: ThreadIndex, totals: tuple[int, int], *, style: str, depth: int,
+             w_body: float, w_context: float, k1: float, b: float) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of the best ``depth`` documents and their scores (best first, ties by position = by id).
+
+    ``terms`` are the query's words in query order (the ``"sql"`` style dedupes and sorts them by stem itself).
+    """
+    import numpy as np
+
+    n_rows, n_tokens = totals
+    terms = [t for t in terms if len(t.pos)]
+    if not terms or depth <= 0 or n_rows <= 0:
+        return np.zeros(0, np.int64), np.zeros(0)
+    if style == "sql":
+        by_stem = {t.stem: t for t in terms}
+        terms = [by_stem[s] for s in sorted(by_stem)]
+    elif style != "fts5":
+        raise ValueError(f"unknown bm25 style {style!r}; fts5 or sql")
+    avgdl = float(n_tokens) / float(n_rows)
+    u = np.unique(np.concatenate([t.pos for t in terms]))
+    score = np.zeros(len(u))
+    length = idx.length
+    for t in terms:
+        idf = math.log((float(n_rows - t.n_vault) + 0.5) / (float(t.n_vault) + 0.5))
+        if idf <= 0.0:
+            idf = 1e-6
+        d = length[t.pos]
+        j = np.searchsorted(u, t.pos)
+        if style == "fts5":
+            f = _tf_fts5(t, w_body, w_context)
+            score[j] = score[j] + idf * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * d / avgdl)))
+        else:
+            f = w_body * t.tf_body + w_context * t.tf_context
+            score[j] = score[j] + idf * f * (k1 + 1.0) / (f + k1 * (1 - b + b * d / avgdl))
+    if len(u) > depth:
+        cut = np.partition(-score, depth - 1)[depth - 1]  # the depth-th best score: keep it and everything above
+        keep = -score <= cut
+        u, score = u[keep], score[keep]
+    order = np.lexsort((u, -score))[:depth]
+    return u[order], score[order]
