@@ -10,7 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import synapse_nb as syn
+from synapse_nb.recall import bm25
 from synapse_nb.recall.bm25 import Postings, bm25_top
 from synapse_nb.recall.rank import ThreadIndex
 from synapse_nb.store.sqlite.ranking import fts5_stems, varints
@@ -41,7 +44,10 @@ def _vault(path: Path, seed: int) -> syn.Vault:
     return v
 
 
-def test_numpy_bm25_equals_fts5_bm25_on_random_vaults_and_queries(tmp_path: Path) -> None:
+@pytest.mark.parametrize("dense", [8, 0])  # 0: always the sparse union
+def test_numpy_bm25_equals_fts5_bm25_on_random_vaults_and_queries(tmp_path: Path, dense: int,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bm25, "DENSE_FACTOR", dense)
     for seed in range(4):
         v = _vault(tmp_path / f"v{seed}", seed)
         store = v._store

@@ -349,7 +349,8 @@ def test_ranking_postings_replay_the_stores_bm25_exactly(store: Any) -> None:
     for words in (["lake"], ["lake", "trout"], ["trout", "lake", "farm"], ["farm", "nosuchword"], ["fish"]):
         post = store.recall.postings("default", words)
         terms = [Term(post[w].stem, np.array([idx.pos[i] for i in post[w].ids], np.int64),
-                      np.array(post[w].tf_body, np.int64), np.array(post[w].tf_context, np.int64), post[w].n_vault)
+                      np.array(post[w].tf_body, np.int64), np.array(post[w].tf_context, np.int64), post[w].n_vault,
+                      {})
                  for w in words]
         for wb, wc in ((1.0, 0.2), (1.0, 1.0), (0.7, 0.3)):
             want = store.recall.bm25("default", words, depth=50, w_body=wb, w_context=wc)

@@ -34,6 +34,9 @@ __all__ = ["MAX_CACHED_POSTINGS", "Postings", "Term", "bm25_top"]
 #: Most postings held between recalls, all words together (the cache is emptied when full and whenever the vault
 #: changes): about 24 bytes each, so at most ~100 MB.
 MAX_CACHED_POSTINGS = 4_000_000
+#: A query whose postings number at least 1/DENSE_FACTOR of the mind's documents sums into one slot per document;
+#: a sparser one into the union of its postings (same additions, same order: the same bits either way).
+DENSE_FACTOR = 8
 
 
 class Term(NamedTuple):
@@ -44,6 +47,7 @@ class Term(NamedTuple):
     tf_body: np.ndarray  # int64
     tf_context: np.ndarray  # int64
     n_vault: int
+    memo: dict[tuple, np.ndarray]  # f and summands per weights (filled on first use; dropped with the term)
 
 
 def _term(p: TermPostings, idx: ThreadIndex) -> Term:
@@ -55,7 +59,7 @@ def _term(p: TermPostings, idx: ThreadIndex) -> Term:
     tb = np.array([p.tf_body[j] for j in keep], np.int64)
     tc = np.array([p.tf_context[j] for j in keep], np.int64)
     o = np.argsort(pos, kind="stable")
-    return Term(p.stem, pos[o], tb[o], tc[o], int(p.n_vault))
+    return Term(p.stem, pos[o], tb[o], tc[o], int(p.n_vault), {})
 
 
 class Postings:
@@ -96,8 +100,34 @@ class Postings:
         return out, totals
 
 
+def unique_sorted(a: np.ndarray) -> np.ndarray:
+    """``np.unique`` of an int64 array by sorting (numpy 2's hash-based unique is slower on a few thousand ints).
+
+    >>> import numpy as np
+    >>> unique_sorted(np.array([3, 1, 3, 2])).tolist()
+    [1, 2, 3]
+    """
+    import numpy as np
+
+    if len(a) == 0:
+        return a
+    a = np.sort(a)
+    keep = np.empty(len(a), bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
+
+
 def _tf_fts5(t: Term, w_body: float, w_context: float) -> np.ndarray:
-    """FTS5's f: 0.0, plus ``w_body`` once per body occurrence, then ``w_context`` once per context occurrence."""
+    """FTS5's f: 0.0, plus ``w_body`` once per body occurrence, then ``w_context`` once per context occurrence
+    (kept with the term: it depends only on the postings and the weights)."""
+    got = t.memo.get(("f", w_body, w_context))
+    if got is None:
+        got = t.memo[("f", w_body, w_context)] = _tf_fts5_compute(t, w_body, w_context)
+    return got
+
+
+def _tf_fts5_compute(t: Term, w_body: float, w_context: float) -> np.ndarray:
     import numpy as np
 
     f = np.zeros(len(t.pos))
@@ -123,15 +153,40 @@ def _tf_fts5(t: Term, w_body: float, w_context: float) -> np.ndarray:
     return f
 
 
+def _contribution(t: Term, totals: tuple[int, int], style: str, w_body: float, w_context: float, k1: float,
+                  b: float, length: np.ndarray) -> np.ndarray:
+    """The term's BM25 summand for each of its documents (kept with the term: the cache key carries everything
+    it depends on, and the term itself is dropped when the vault changes)."""
+    key = ("bm25", totals, style, w_body, w_context, k1, b)
+    got = t.memo.get(key)
+    if got is not None:
+        return got
+    n_rows, n_tokens = totals
+    avgdl = float(n_tokens) / float(n_rows)
+    idf = math.log((float(n_rows - t.n_vault) + 0.5) / (float(t.n_vault) + 0.5))
+    if idf <= 0.0:
+        idf = 1e-6
+    d = length[t.pos]
+    if style == "fts5":
+        f = _tf_fts5(t, w_body, w_context)
+        got = idf * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * d / avgdl)))
+    else:
+        f = w_body * t.tf_body + w_context * t.tf_context
+        got = idf * f * (k1 + 1.0) / (f + k1 * (1 - b + b * d / avgdl))
+    t.memo[key] = got
+    return got
+
+
 def bm25_top(terms: Sequence[Term], idx: ThreadIndex, totals: tuple[int, int], *, style: str, depth: int,
              w_body: float, w_context: float, k1: float, b: float) -> tuple[np.ndarray, np.ndarray]:
     """Positions of the best ``depth`` documents and their scores (best first, ties by position = by id).
 
     ``terms`` are the query's words in query order (the ``"sql"`` style dedupes and sorts them by stem itself).
+    Each document's score is 0.0 plus its summands in that order, as the store adds them.
     """
     import numpy as np
 
-    n_rows, n_tokens = totals
+    n_rows = totals[0]
     terms = [t for t in terms if len(t.pos)]
     if not terms or depth <= 0 or n_rows <= 0:
         return np.zeros(0, np.int64), np.zeros(0)
@@ -140,22 +195,22 @@ def bm25_top(terms: Sequence[Term], idx: ThreadIndex, totals: tuple[int, int], *
         terms = [by_stem[s] for s in sorted(by_stem)]
     elif style != "fts5":
         raise ValueError(f"unknown bm25 style {style!r}; fts5 or sql")
-    avgdl = float(n_tokens) / float(n_rows)
-    u = np.unique(np.concatenate([t.pos for t in terms]))
-    score = np.zeros(len(u))
-    length = idx.length
-    for t in terms:
-        idf = math.log((float(n_rows - t.n_vault) + 0.5) / (float(t.n_vault) + 0.5))
-        if idf <= 0.0:
-            idf = 1e-6
-        d = length[t.pos]
-        j = np.searchsorted(u, t.pos)
-        if style == "fts5":
-            f = _tf_fts5(t, w_body, w_context)
-            score[j] = score[j] + idf * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * d / avgdl)))
-        else:
-            f = w_body * t.tf_body + w_context * t.tf_context
-            score[j] = score[j] + idf * f * (k1 + 1.0) / (f + k1 * (1 - b + b * d / avgdl))
+    parts = [_contribution(t, totals, style, w_body, w_context, k1, b, idx.length) for t in terms]
+    if len(terms) == 1:
+        u, score = terms[0].pos, parts[0] + 0.0
+    elif sum(len(t.pos) for t in terms) * DENSE_FACTOR >= len(idx):  # dense: one slot per document of the mind
+        score = np.zeros(len(idx))
+        hit = np.zeros(len(idx), bool)
+        for t, c in zip(terms, parts, strict=True):
+            score[t.pos] += c  # positions are distinct within a term
+            hit[t.pos] = True
+        u = np.flatnonzero(hit)
+        score = score[u]
+    else:  # sparse: the union of the postings
+        u = unique_sorted(np.concatenate([t.pos for t in terms]))
+        score = np.zeros(len(u))
+        for t, c in zip(terms, parts, strict=True):
+            score[np.searchsorted(u, t.pos)] += c
     if len(u) > depth:
         cut = np.partition(-score, depth - 1)[depth - 1]  # the depth-th best score: keep it and everything above
         keep = -score <= cut
