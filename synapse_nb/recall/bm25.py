@@ -22,6 +22,8 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from synapse_nb.recall.rank import unique_sorted
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -98,24 +100,6 @@ class Postings:
                 terms.update((w, out[w]) for w in missing)
                 self._held += size
         return out, totals
-
-
-def unique_sorted(a: np.ndarray) -> np.ndarray:
-    """``np.unique`` of an int64 array by sorting (numpy 2's hash-based unique is slower on a few thousand ints).
-
-    >>> import numpy as np
-    >>> unique_sorted(np.array([3, 1, 3, 2])).tolist()
-    [1, 2, 3]
-    """
-    import numpy as np
-
-    if len(a) == 0:
-        return a
-    a = np.sort(a)
-    keep = np.empty(len(a), bool)
-    keep[0] = True
-    np.not_equal(a[1:], a[:-1], out=keep[1:])
-    return a[keep]
 
 
 def _tf_fts5(t: Term, w_body: float, w_context: float) -> np.ndarray:

@@ -185,9 +185,12 @@ class Recaller:
             rows = self._candidates.fetch([(idx.kinds[pos_of[i]], i) for i in dict.fromkeys(
                 [idx.ids[j] for j in pos.tolist()] + [i for i in exact if i in pos_of])], version)
         bonus: dict[int, float] = {}
+        tag_b, key_b = bars.tag_bonus, bars.key_bonus
         for rid, labels in exact.items():
-            if rid in pos_of:
-                bonus[pos_of[rid]] = sum(bars.tag_bonus if lab.startswith("#") else bars.key_bonus for lab in labels)
+            j = pos_of.get(rid)
+            if j is not None:  # most records match one label: sum([x]) is 0 + x, which is x
+                bonus[j] = ((tag_b if labels[0][0] == "#" else key_b) if len(labels) == 1 else
+                            sum(tag_b if lab.startswith("#") else key_b for lab in labels))
         for rid, c in rows.items():
             hit_files = [f for f in files if f in c.text]
             if hit_files:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from synapse_nb.store.records import RankRow
 
 __all__ = ["RANK_STOP_WORDS", "SCORE_DECIMALS", "RankParams", "Ranked", "ThreadIndex", "fts_words", "rank_words",
-           "structure"]
+           "structure", "unique_sorted"]
 
 #: Lucene's classic English stop set, question words, what unicode61 leaves of contractions ("Ann's" -> ann, s),
 #: auxiliaries of questions and personal pronouns: 74 words. Content words scikit-learn's list deletes (about,
@@ -183,6 +183,24 @@ class Ranked:
         return len(self.pos)
 
 
+def unique_sorted(a: np.ndarray) -> np.ndarray:
+    """``np.unique`` of an int64 array by sorting (numpy 2's hash-based unique is slower on a few thousand ints).
+
+    >>> import numpy as np
+    >>> unique_sorted(np.array([3, 1, 3, 2])).tolist()
+    [1, 2, 3]
+    """
+    import numpy as np
+
+    if len(a) == 0:
+        return a
+    a = np.sort(a)
+    keep = np.empty(len(a), bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
+
+
 def _lookup(keys: np.ndarray, values: np.ndarray, q: np.ndarray) -> np.ndarray:
     """values[keys == q] for each q (0 where q is not a key or q < 0); ``keys`` ascending."""
     import numpy as np
@@ -201,7 +219,9 @@ def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequen
 
     p = params
     bonus = dict(bonus or {})
-    extra = np.array(sorted(set(bonus) - set(pos.tolist())), np.int64)
+    bk = np.array(sorted(bonus), np.int64)  # bonus positions ascending, and their values
+    bv = np.array([bonus[k] for k in bk.tolist()], np.float64)
+    extra = bk[~np.isin(bk, pos)] if len(bk) else bk
     if len(pos) == 0 and len(extra) == 0:
         return Ranked(np.zeros(0, np.int64), np.zeros(0), {})
     top = float(bm25.max()) if len(bm25) else 0.0
@@ -213,7 +233,7 @@ def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequen
     o = np.argsort(pos, kind="stable")
     keys, vals = pos[o], s_c[o]
     nb = np.concatenate([keys, idx.prev1[keys], idx.prev2[keys], idx.next1[keys], idx.next2[keys], extra])
-    u = np.unique(nb[nb >= 0])
+    u = unique_sorted(nb[nb >= 0])
     s = _lookup(keys, vals, u)
     p1, p2, n1, n2 = idx.prev1[u], idx.prev2[u], idx.next1[u], idx.next2[u]
     qm = np.where(idx.question, p.question_mult, 1.0)
@@ -233,7 +253,7 @@ def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequen
     if len(named) and p.actor_mult != 1.0:
         mult = np.where(np.isin(idx.actor[u], named), p.actor_mult, 1.0)
         f = f * mult
-    b = np.array([bonus.get(int(x), 0.0) for x in u.tolist()]) if bonus else np.zeros(len(u))
+    b = _lookup(bk, bv, u) if bonus else np.zeros(len(u))
     f = np.round(f + b, SCORE_DECIMALS)
     keep = f > 0
     u, f = u[keep], f[keep]
