@@ -173,7 +173,7 @@ class Recaller:
         words = rank_words(query)
         terms = query_terms(query)
         file_words = [w.lower() for f in files for w in FTS_TOKEN_RE.findall(f)]
-        df = store.recall.doc_freq(sorted(set(terms) | set(words) | set(file_words)))
+        df = self._candidates.doc_freq(sorted(set(terms) | set(words) | set(file_words)), version)
         n_docs = self._candidates.count(version)
         send = fts_words(words, df, n_docs, p.max_df, p.max_postings)
         send += [w for w in dict.fromkeys(file_words) if w not in send]
