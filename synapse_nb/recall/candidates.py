@@ -1,7 +1,7 @@
 """Recall candidates: the per-mind structure arrays (cached per data version), candidate rows, exact matches.
 
-The ranking itself is the store's BM25 (:meth:`~synapse_nb.store.base.RecallQueries.bm25`) plus the structure
-step (:mod:`synapse_nb.recall.rank`); this module holds what that step reads:
+The ranking itself is BM25 (:mod:`synapse_nb.recall.bm25`, from the store's postings) plus the structure step
+(:mod:`synapse_nb.recall.rank`); this module holds what that step reads:
 
 - :meth:`Candidates.threads`: the mind's :class:`~synapse_nb.recall.rank.ThreadIndex`, read once and cached
   until the vault changes (keyed by the store's data version);

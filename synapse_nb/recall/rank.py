@@ -4,9 +4,9 @@
    :data:`RANK_STOP_WORDS` removed (74 words: Lucene's 33, question words, contraction fragments, auxiliaries,
    pronouns). Words found in more than ``max_df`` of the vault's records are not sent to BM25 (an OR over
    near-universal words scores most of the vault); they still drive the actor boost and the gate.
-2. **BM25** (:meth:`~synapse_nb.store.base.RecallQueries.bm25`): the store's best ``depth`` documents, each
-   scored on its own text (``body``) and, at a lower weight, the two records before it in its thread
-   (``context``).
+2. **BM25** (:mod:`synapse_nb.recall.bm25`): the mind's best ``depth`` documents, each scored on its own text
+   (``body``) and, at a lower weight, the two records before it in its thread (``context``), computed from the
+   store's postings exactly as the store's :meth:`~synapse_nb.store.base.RecallQueries.bm25` computes it.
 3. **Structure** (:func:`structure`), vectorised over per-mind arrays (:class:`ThreadIndex`, cached per data
    version): ``s`` = score / best score, raised to ``power``; ``f = s + prev * q * s[prev1] + next * s[next1]``
    (``dist2`` x the same two steps away; ``q`` = ``question_mult`` when the previous record is a question: an
@@ -15,7 +15,7 @@
 
 Every parameter was chosen on LoCoMo conversations 0-6 only (docs/decisions/0008-recall-engine-v2.md).
 
-Determinism: BM25 is float64 computed by the store in a fixed order; the structure step is element-wise
+Determinism: BM25 is float64 computed in the store's fixed order; the structure step is element-wise
 float64 arithmetic plus exact maxima (no reduction whose order could vary; ``x ** 1.5`` is ``x * sqrt(x)``,
 sqrt being correctly rounded where ``pow`` is not guaranteed to be); final scores are rounded to
 :data:`SCORE_DECIMALS` before the tie-break on the record id. No BLAS product reaches a score.
