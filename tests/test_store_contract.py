@@ -323,6 +323,18 @@ def test_ranking_documents_bm25_and_structure(store: Any) -> None:
     assert store.episodes.next_seq("default", "s1") == 5 and store.episodes.next_seq("default", "new") == 0
 
 
+def _mind_postings(p: Any, rows: list[Any]) -> tuple[list[str], list[int], list[int], int]:
+    """(ids, tf_body, tf_context, n_vault) of the mind's documents, in id order, whether the backend names them by
+    id or by RankRow.doc."""
+    if p.docs is not None:
+        by_doc = {r.doc: r.id for r in rows}
+        got = sorted((by_doc[d], int(b), int(c)) for d, b, c in zip(p.docs, p.tf_body, p.tf_context, strict=True)
+                     if d in by_doc)
+    else:
+        got = sorted(zip(p.ids, p.tf_body, p.tf_context, strict=True))
+    return [g[0] for g in got], [g[1] for g in got], [g[2] for g in got], p.n_vault
+
+
 def test_ranking_postings_replay_the_stores_bm25_exactly(store: Any) -> None:
     """postings + rank_totals + RankRow.length: recall's numpy BM25 gives the store's bm25 bit for bit (same
     scores, same order), whatever the column weights; a word two query words share counts as the backend does."""
@@ -340,17 +352,19 @@ def test_ranking_postings_replay_the_stores_bm25_exactly(store: Any) -> None:
                                         for i, t in enumerate(talk)]  # "t" (the task key) + the outcome; context
     n, total = store.recall.rank_totals()
     assert n == 8 and total == sum(r.length for r in rows) + 5
-    got = store.recall.postings("default", ["trout", "nosuchword"])
-    assert got["nosuchword"].ids == () and got["nosuchword"].n_vault == 0
-    trout = got["trout"]
-    assert trout.ids == tuple(f"epi_{i:012x}" for i in range(1, 7)) and trout.n_vault == 6
-    assert trout.tf_body == tuple(t.split().count("trout") for t in talk[1:])
-    assert trout.tf_context == tuple(" ".join(talk[max(0, i - 2):i]).split().count("trout") for i in range(1, 7))
+    got = {w: _mind_postings(p, rows) for w, p in store.recall.postings("default", ["trout", "nosuchword"]).items()}
+    assert got["nosuchword"] == ([], [], [], 0)
+    ids, tf_body, tf_context, n_vault = got["trout"]
+    assert ids == [f"epi_{i:012x}" for i in range(1, 7)] and n_vault == 6
+    assert tf_body == [t.split().count("trout") for t in talk[1:]]
+    assert tf_context == [" ".join(talk[max(0, i - 2):i]).split().count("trout") for i in range(1, 7)]
+    farm = _mind_postings(store.recall.postings("default", ["farm"])["farm"], rows)
+    assert len(farm[0]) == 4 and farm[3] == 5  # n_vault counts the other mind's record too
     for words in (["lake"], ["lake", "trout"], ["trout", "lake", "farm"], ["farm", "nosuchword"], ["fish"]):
-        post = store.recall.postings("default", words)
-        terms = [Term(post[w].stem, np.array([idx.pos[i] for i in post[w].ids], np.int64),
-                      np.array(post[w].tf_body, np.int64), np.array(post[w].tf_context, np.int64), post[w].n_vault,
-                      {})
+        post = {w: _mind_postings(p, rows) for w, p in store.recall.postings("default", words).items()}
+        stems = store.recall.postings("default", words)
+        terms = [Term(stems[w].stem, np.array([idx.pos[i] for i in post[w][0]], np.int64),
+                      np.array(post[w][1], np.int64), np.array(post[w][2], np.int64), post[w][3], {})
                  for w in words]
         for wb, wc in ((1.0, 0.2), (1.0, 1.0), (0.7, 0.3)):
             want = store.recall.bm25("default", words, depth=50, w_body=wb, w_context=wc)

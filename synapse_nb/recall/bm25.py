@@ -53,13 +53,22 @@ class Term(NamedTuple):
 
 
 def _term(p: TermPostings, idx: ThreadIndex) -> Term:
+    """The postings as positions into ``idx``: the mind's documents only, ascending."""
     import numpy as np
 
-    pos_of = idx.pos
-    keep = [j for j, rid in enumerate(p.ids) if rid in pos_of]  # all, unless the store moved on mid-read
-    pos = np.array([pos_of[p.ids[j]] for j in keep], np.int64)
-    tb = np.array([p.tf_body[j] for j in keep], np.int64)
-    tc = np.array([p.tf_context[j] for j in keep], np.int64)
+    if p.docs is not None:  # by the backend's document number (RankRow.doc)
+        docs = np.asarray(p.docs, np.int64)
+        order, by_doc = idx.doc_index()
+        i = np.minimum(np.searchsorted(by_doc, docs), max(len(by_doc) - 1, 0))
+        ok = by_doc[i] == docs if len(by_doc) else np.zeros(len(docs), bool)
+        pos = order[i[ok]]
+        tb, tc = np.asarray(p.tf_body, np.int64)[ok], np.asarray(p.tf_context, np.int64)[ok]
+    else:  # by id
+        pos_of = idx.pos
+        keep = [j for j, rid in enumerate(p.ids) if rid in pos_of]  # all, unless the store moved on mid-read
+        pos = np.array([pos_of[p.ids[j]] for j in keep], np.int64)
+        tb = np.array([p.tf_body[j] for j in keep], np.int64)
+        tc = np.array([p.tf_context[j] for j in keep], np.int64)
     o = np.argsort(pos, kind="stable")
     return Term(p.stem, pos[o], tb[o], tc[o], int(p.n_vault), {})
 

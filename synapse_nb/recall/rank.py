@@ -140,6 +140,8 @@ class ThreadIndex:
         self.pos: dict[str, int] = {rid: i for i, rid in enumerate(self.ids)}
         self.question = np.array([r.question for r in rows], dtype=bool)
         self.length = np.array([r.length for r in rows], np.float64)  # BM25's dl (tokens, both columns)
+        self.doc = np.array([r.doc for r in rows], np.int64)  # the backend's document numbers (-1: by id)
+        self._doc_index: tuple[np.ndarray, np.ndarray] | None = None
         threads = sorted({r.thread for r in rows if r.thread is not None})
         tcode = {t: j for j, t in enumerate(threads)}
         self.thread = np.array([tcode[r.thread] if r.thread is not None else -1 for r in rows], np.int64)
@@ -160,6 +162,15 @@ class ThreadIndex:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def doc_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """(positions ordered by document number, the document numbers in that order): numbers to positions."""
+        import numpy as np
+
+        if self._doc_index is None:
+            order = np.argsort(self.doc, kind="stable")
+            self._doc_index = (order, self.doc[order])
+        return self._doc_index
 
     def actors_named(self, words: Sequence[str]) -> np.ndarray:
         """Codes of the actors whose name shares a word with the query words."""

@@ -5,10 +5,11 @@ remove_diacritics 2``). FTS5 evaluates ``bm25()`` for every row an OR query matc
 three everyday words), so recall reads the inputs instead and caches them per data version:
 
 - :meth:`RankingQueries.postings`: a word's stem exactly as FTS5's porter tokenizer makes it (a private in-memory
-  FTS5 table tokenizes it; cached), then its postings from a TEMP ``fts5vocab(main, rank_fts, instance)`` table
-  (per document and column, the count of instances: what ``bm25()``'s ``xInst`` loop adds up) and its document
-  count from a TEMP ``fts5vocab(..., row)`` table (``bm25()``'s ``xQueryPhrase`` count). TEMP tables live on
-  this connection only and change nothing in the file, so a read-only vault reads them too.
+  FTS5 table tokenizes it; cached), then its instances from a TEMP ``fts5vocab(main, rank_fts, instance)`` table,
+  counted per document and column (what ``bm25()``'s ``xInst`` loop adds up) over the whole vault, so the number
+  of documents is ``bm25()``'s ``xQueryPhrase`` count. Documents are named by rowid (``RankRow.doc``): recall
+  keeps the mind's. A TEMP table lives on this connection only and changes nothing in the file, so a read-only
+  vault reads it too.
 - :meth:`RankingQueries.rank_totals`: N and the total token count from FTS5's own averages record
   (``rank_fts_data`` row 1: varints N, then one total per column), which is what ``bm25()`` reads.
 - :meth:`RankingQueries.rank_rows`: ``length`` from ``rank_fts_docsize`` (one varint per column), what
@@ -33,14 +34,12 @@ _TOKENIZE = "porter unicode61 remove_diacritics 2"
 #: Most words whose stems are kept (the cache is emptied when full).
 MAX_STEMS = 50_000
 
-RANK_ROWS = ("SELECT d.kind, d.rid, d.thread, d.seq, d.actor, instr(d.body, '?') > 0, z.sz FROM gate_docs d "
+RANK_ROWS = ("SELECT d.kind, d.rid, d.thread, d.seq, d.actor, instr(d.body, '?') > 0, z.sz, d.gid FROM gate_docs d "
              "LEFT JOIN rank_fts_docsize z ON z.id = d.gid WHERE d.mind = ? ORDER BY d.rid")
 RANK_AVERAGES = "SELECT block FROM rank_fts_data WHERE id = 1"
-_VOCAB = ("CREATE VIRTUAL TABLE IF NOT EXISTS temp.synapse_rank_{0} USING fts5vocab(main, rank_fts, {0})")
-RANK_POSTINGS = ("SELECT d.rid, v.col, count(*) FROM temp.synapse_rank_instance v "
-                 "JOIN gate_docs d INDEXED BY gate_docs_mind ON d.gid = v.doc "
-                 "WHERE v.term = ? AND d.mind = ? GROUP BY v.doc, v.col")
-RANK_TERM_DOCS = "SELECT doc FROM temp.synapse_rank_row WHERE term = ?"
+_VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.synapse_rank_instance USING fts5vocab(main, rank_fts, instance)"
+# one row per instance, as doc * 2 + (1 in the body): grouping them in SQL costs more than reading them
+RANK_INSTANCES = "SELECT doc * 2 + (col = 'body') FROM temp.synapse_rank_instance WHERE term = ?"
 
 
 def varints(blob: bytes | None) -> list[int]:
@@ -115,7 +114,7 @@ class RankingQueries:
     bm25_style = "fts5"
 
     def rank_rows(self, mind: str) -> list[RankRow]:
-        return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), _length(r[6]))
+        return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), _length(r[6]), r[7])
                 for r in self._db.query(RANK_ROWS, (mind,))]
 
     def rank_totals(self) -> tuple[int, int]:
@@ -124,22 +123,28 @@ class RankingQueries:
         return (v[0], sum(v[1:])) if v else (0, 0)
 
     def postings(self, mind: str, words: Sequence[str]) -> dict[str, TermPostings]:
+        """By ``RankRow.doc`` (the rowid), over the whole vault: the vault's document count comes with them."""
+        import numpy as np  # loaded with the gate; recall is the only caller
+
         stems = fts5_stems(words)
         out: dict[str, TermPostings] = {}
         if not getattr(self, "_vocab_ready", False):  # once per connection (TEMP tables are the connection's)
-            for vocab in ("instance", "row"):
-                self._db.query(_VOCAB.format(vocab))
+            self._db.query(_VOCAB)
             self._vocab_ready = True
+        empty = np.zeros(0, np.int64)
         for w in dict.fromkeys(words):
             terms = stems[w]
             if len(terms) != 1:
-                out[w] = TermPostings(None, (), (), (), 0)
+                out[w] = TermPostings(None, (), empty, empty, 0, empty)
                 continue
-            row = self._db.query_one(RANK_TERM_DOCS, (terms[0],))
-            tf: dict[str, list[int]] = {}
-            for rid, col, n in self._db.query(RANK_POSTINGS, (terms[0], mind)):
-                tf.setdefault(rid, [0, 0])[col != "body"] = n  # fts5vocab names the column
-            ids = sorted(tf)
-            out[w] = TermPostings(terms[0], tuple(ids), tuple(tf[i][0] for i in ids), tuple(tf[i][1] for i in ids),
-                                  int(row[0]) if row is not None else 0)
+            rows = self._db.query(RANK_INSTANCES, (terms[0],))
+            a = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+            a.sort()
+            docs, start = np.unique(a >> 1, return_index=True)
+            if len(docs) == 0:
+                out[w] = TermPostings(terms[0], (), empty, empty, 0, empty)
+                continue
+            body = np.add.reduceat(a & 1, start)
+            total = np.diff(np.append(start, len(a)))
+            out[w] = TermPostings(terms[0], (), body, total - body, len(docs), docs)
         return out
