@@ -110,3 +110,24 @@ def test_recall_is_the_same_whatever_the_hash_seed(tmp_path: Path) -> None:
                            env=env, check=True, cwd=Path(__file__).resolve().parents[1])
         outs.add(r.stdout)
     assert len(outs) == 1 and json.loads(outs.pop())
+
+
+def test_a_word_fts5_splits_falls_back_to_the_stores_bm25(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A word the backend's tokenizer does not keep as one term is a phrase query: recall asks the store's bm25,
+    and the answer is the one the numpy path gives when it can."""
+    from synapse_nb.store.sqlite import ranking
+
+    _vault(tmp_path / "a", 5).close()
+    want = syn.open_vault(tmp_path / "a").recall("lake trout running")
+    real = ranking.fts5_stems
+
+    def split(words: list[str]) -> dict[str, tuple[str, ...]]:
+        return {w: (("lake", "lake") if w == "lake" else t) for w, t in real(words).items()}
+
+    monkeypatch.setattr(ranking, "fts5_stems", split)
+    calls: list[object] = []
+    v = syn.open_vault(tmp_path / "a")
+    bm25_ref = v._store.recall.bm25
+    monkeypatch.setattr(v._store.recall, "bm25", lambda *a, **k: calls.append(a) or bm25_ref(*a, **k))
+    got = v.recall("lake trout running")
+    assert calls and got.text == want.text and [e.score for e in got.explain()] == [e.score for e in want.explain()]
