@@ -23,9 +23,9 @@ from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, Recall
 from synapse_nb.text import FTS_TOKEN_RE
 
 if TYPE_CHECKING:
-    from synapse_nb.context import Context
     import numpy as np
 
+    from synapse_nb.context import Context
     from synapse_nb.gate.scorer import CorpusScorer
     from synapse_nb.recall.rank import ThreadIndex
     from synapse_nb.store.indexer import VaultIndex
@@ -209,7 +209,6 @@ class Recaller:
         # memories expired at "now" are ranked (the store's ranking knows no time) but never given
         cands = [c if c is not None and not _expired(c, now) else None for c in (rows.get(i) for i in ids)]
         return _Ranking(ranked, cands, exact, ({t: df.get(t, 0) for t in terms}, n_docs))
-
 
     def _bm25(self, idx: ThreadIndex, words: list[str], version: object) -> tuple[np.ndarray, np.ndarray]:
         """The mind's best ``depth`` documents for ``words`` and their BM25 (positions into ``idx``), computed here

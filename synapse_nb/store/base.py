@@ -75,8 +75,8 @@ of the thread whose context names the changed one.
   same ordering and tie-break. A backend whose stemmer differs from Porter ranks slightly differently; it
   must still be deterministic.)
 - Recall computes that BM25 itself (numpy, per-term postings cached per data version; docs/recall.md), bit for
-  bit: :meth:`RecallQueries.postings` gives each word's stem and postings (tf per column) among the mind's
-  documents and ``n``; :meth:`RecallQueries.rank_totals` gives ``N`` and the total token count;
+  bit: :meth:`RecallQueries.postings` gives each word's stem, its postings (tf per column; at least the mind's
+  documents, by id or by ``RankRow.doc``) and ``n``; :meth:`RecallQueries.rank_totals` gives ``N`` and the total token count;
   ``RankRow.length`` is ``dl``. :attr:`RecallQueries.bm25_style` names the summation the backend's ``bm25``
   uses, which recall replays: ``"fts5"`` (each query word is a phrase, in query order, repeats counted; ``tf``
   adds the column weight once per occurrence, body first; ``idf * (tf * (k1 + 1) / (tf + k1 * (...)))``) or
@@ -112,8 +112,8 @@ from synapse_nb.store.records import (
     MemoryFilter,
     RankHit,
     RankRow,
-    TermPostings,
     RefSource,
+    TermPostings,
     View,
 )
 
@@ -386,8 +386,9 @@ class RecallQueries(Protocol):
     bm25_style: str
 
     def postings(self, mind: str, words: Sequence[str]) -> dict[str, TermPostings]:
-        """Each word's stem and postings among the mind's ranking documents (every word given is a key; a word
-        held by no document has empty postings), read in one snapshot with ``rank_rows`` and ``rank_totals``."""
+        """Each word's stem and postings (:class:`TermPostings`: at least the mind's ranking documents holding it;
+        every word given is a key; a word held by no document has empty postings). Recall reads them in one
+        snapshot with ``rank_rows`` and ``rank_totals``."""
         ...
 
     def rank_totals(self) -> tuple[int, int]:
