@@ -93,7 +93,7 @@ def test_bm25_orders_by_score_then_id_within_the_mind(tmp_path: Path) -> None:
     assert s.recall.rank_count(v.mind) == (3, 4)
     rows = s.recall.rank_rows(v.mind)
     assert [r.id for r in rows] == sorted(r.id for r in rows)
-    assert RankRow("episode", a.id, "s1", 0, "Ann", True) in rows
+    assert RankRow("episode", a.id, "s1", 0, "Ann", True, 6) in [r._replace(doc=-1) for r in rows]  # 6 tokens
 
 
 def _v2_vault(path: Path) -> None:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import pytest
 
 import synapse_nb.store.base as base
@@ -319,3 +321,53 @@ def test_ranking_documents_bm25_and_structure(store: Any) -> None:
     assert (first.thread, first.seq, first.actor, first.question) == ("s1", 0, "ann", False)
     assert store.recall.rank_count("default") == (7, 8)
     assert store.episodes.next_seq("default", "s1") == 5 and store.episodes.next_seq("default", "new") == 0
+
+
+def _mind_postings(p: Any, rows: list[Any]) -> tuple[list[str], list[int], list[int], int]:
+    """(ids, tf_body, tf_context, n_vault) of the mind's documents, in id order, whether the backend names them by
+    id or by RankRow.doc."""
+    if p.docs is not None:
+        by_doc = {r.doc: r.id for r in rows}
+        got = sorted((by_doc[d], int(b), int(c)) for d, b, c in zip(p.docs, p.tf_body, p.tf_context, strict=True)
+                     if d in by_doc)
+    else:
+        got = sorted(zip(p.ids, p.tf_body, p.tf_context, strict=True))
+    return [g[0] for g in got], [g[1] for g in got], [g[2] for g in got], p.n_vault
+
+
+def test_ranking_postings_replay_the_stores_bm25_exactly(store: Any) -> None:
+    """postings + rank_totals + RankRow.length: recall's numpy BM25 gives the store's bm25 bit for bit (same
+    scores, same order), whatever the column weights; a word two query words share counts as the backend does."""
+    from synapse_nb.recall.bm25 import Term, bm25_top
+    from synapse_nb.recall.rank import ThreadIndex
+
+    talk = ["where is the lake", "the lake is north of the trout farm", "any trout there", "two trout today",
+            "nothing about fish", "lake trout lake trout lake", "farm farm farm trout"]
+    for i, text in enumerate(talk):
+        store.episodes.insert(_epi(i, text, thread="s1", seq=i))
+    store.episodes.insert(_epi(20, "lake lake lake farm", mind="other"))
+    rows = store.recall.rank_rows("default")
+    idx = ThreadIndex(rows)
+    assert [r.length for r in rows] == [1 + len(t.split()) + sum(1 + len(p.split()) for p in talk[max(0, i - 2):i])
+                                        for i, t in enumerate(talk)]  # "t" (the task key) + the outcome; context
+    n, total = store.recall.rank_totals()
+    assert n == 8 and total == sum(r.length for r in rows) + 5
+    got = {w: _mind_postings(p, rows) for w, p in store.recall.postings("default", ["trout", "nosuchword"]).items()}
+    assert got["nosuchword"] == ([], [], [], 0)
+    ids, tf_body, tf_context, n_vault = got["trout"]
+    assert ids == [f"epi_{i:012x}" for i in range(1, 7)] and n_vault == 6
+    assert tf_body == [t.split().count("trout") for t in talk[1:]]
+    assert tf_context == [" ".join(talk[max(0, i - 2):i]).split().count("trout") for i in range(1, 7)]
+    farm = _mind_postings(store.recall.postings("default", ["farm"])["farm"], rows)
+    assert len(farm[0]) == 4 and farm[3] == 5  # n_vault counts the other mind's record too
+    for words in (["lake"], ["lake", "trout"], ["trout", "lake", "farm"], ["farm", "nosuchword"], ["fish"]):
+        post = {w: _mind_postings(p, rows) for w, p in store.recall.postings("default", words).items()}
+        stems = store.recall.postings("default", words)
+        terms = [Term(stems[w].stem, np.array([idx.pos[i] for i in post[w][0]], np.int64),
+                      np.array(post[w][1], np.int64), np.array(post[w][2], np.int64), post[w][3], {})
+                 for w in words]
+        for wb, wc in ((1.0, 0.2), (1.0, 1.0), (0.7, 0.3)):
+            want = store.recall.bm25("default", words, depth=50, w_body=wb, w_context=wc)
+            pos, score = bm25_top(terms, idx, (n, total), style=store.recall.bm25_style, depth=50, w_body=wb,
+                                  w_context=wc, k1=1.2, b=0.75)
+            assert [(idx.ids[j], s) for j, s in zip(pos.tolist(), score.tolist())] == [tuple(h) for h in want]

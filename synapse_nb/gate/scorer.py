@@ -247,15 +247,15 @@ class CorpusScorer:
         names = self._names if vocab is None else None
         vocab = self._vocab if vocab is None else vocab
         get = vocab.get
-        out = []
-        for f in feats:
-            i = get(f)
-            if i is None:
-                i = vocab[f] = len(vocab)
-                if names is not None:
-                    names.append(f)
-            out.append(i)
-        return np.unique(np.asarray(out, dtype=np.int64))
+        out = list(map(get, feats))  # known features at C speed
+        if None in out:  # new ones get the next ids in first-seen order, as one at a time would
+            new = [f for f in dict.fromkeys(feats) if f not in vocab]
+            vocab.update(zip(new, range(len(vocab), len(vocab) + len(new)), strict=True))
+            if names is not None:
+                names.extend(new)
+            out = list(map(vocab.__getitem__, feats))
+        a = np.sort(np.asarray(out, dtype=np.int64))  # np.unique, without numpy 2's slower hash path
+        return a[np.concatenate(([True], a[1:] != a[:-1]))] if len(a) else a
 
     def _analyse(self, text: str) -> _Doc:
         if not isinstance(text, str):

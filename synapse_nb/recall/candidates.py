@@ -1,7 +1,7 @@
 """Recall candidates: the per-mind structure arrays (cached per data version), candidate rows, exact matches.
 
-The ranking itself is the store's BM25 (:meth:`~synapse_nb.store.base.RecallQueries.bm25`) plus the structure
-step (:mod:`synapse_nb.recall.rank`); this module holds what that step reads:
+The ranking itself is BM25 (:mod:`synapse_nb.recall.bm25`, from the store's postings) plus the structure step
+(:mod:`synapse_nb.recall.rank`); this module holds what that step reads:
 
 - :meth:`Candidates.threads`: the mind's :class:`~synapse_nb.recall.rank.ThreadIndex`, read once and cached
   until the vault changes (keyed by the store's data version);
@@ -28,6 +28,8 @@ __all__ = ["Candidates", "query_words"]
 MAX_CACHED_ROWS = 50_000
 #: Most tags whose records are kept between recalls.
 MAX_CACHED_TAGS = 10_000
+#: Most words (document frequencies) and keys (their matches) kept between recalls, each.
+MAX_CACHED_TERMS = 50_000
 
 
 class Candidates:
@@ -44,6 +46,10 @@ class Candidates:
         self._rows: dict[str, Candidate] = {}
         self._tags_key: object = None
         self._tags: dict[str, tuple[int, tuple[str, ...] | None]] = {}
+        self._df_key: object = None
+        self._df: dict[str, int] = {}
+        self._keys_key: object = None
+        self._keys: dict[str, tuple[tuple[str, str], ...]] = {}
 
     # The store is never called while self._lock is held: a recall holds the store's lock for its snapshot and
     # then takes this one, so the other order would deadlock two threads sharing a vault handle.
@@ -60,6 +66,23 @@ class Candidates:
         with self._lock:
             self._count, self._count_key = n, key
         return n
+
+    def doc_freq(self, terms: list[str], version: object) -> dict[str, int]:
+        """The store's ``doc_freq`` of these terms (absent: none), each kept until the vault changes."""
+        store = self._ctx.store
+        with self._lock:
+            if self._df_key != version:
+                self._df_key, self._df = version, {}
+            cache = self._df
+            missing = [t for t in terms if t not in cache]
+        got = store.recall.doc_freq(missing) if missing else {}
+        with self._lock:
+            if self._df is cache:
+                if len(cache) + len(missing) > MAX_CACHED_TERMS:
+                    cache.clear()
+                cache.update((t, got.get(t, 0)) for t in missing)
+        out = {t: got[t] if t in got else cache.get(t, 0) for t in terms}
+        return {t: n for t, n in out.items() if n}  # as the store answers: absent means none
 
     def threads(self, version: object) -> ThreadIndex:
         """The mind's ranking documents as structure arrays, cached per data version."""
@@ -126,10 +149,30 @@ class Candidates:
         wanted = set(rids or ())
         keys = sorted({"_".join(words[i:j]) for i in range(len(words))
                        for j in range(i + 1, min(len(words), i + 6) + 1)})
-        for rid, name in queries.key_matches(mind, keys):
+        for rid, name in self._key_matches(keys, version):
             if rids is None or rid in wanted:
                 out.setdefault(rid, []).append(f"key:{name}")
         return out
+
+    def _key_matches(self, keys: list[str], version: object) -> list[tuple[str, str]]:
+        """The store's ``key_matches`` for these keys, by id, each key's answer kept until the vault changes
+        (queries share their word runs)."""
+        store, mind = self._ctx.store, self._ctx.mind
+        key = (version, mind)
+        with self._lock:
+            if self._keys_key != key:
+                self._keys_key, self._keys = key, {}
+            cache = self._keys
+            missing = [k for k in keys if k not in cache]
+        found: dict[str, list[tuple[str, str]]] = {k: [] for k in missing}
+        for rid, name in store.recall.key_matches(mind, missing) if missing else []:
+            found[name].append((rid, name))
+        with self._lock:
+            if self._keys is cache:
+                if len(cache) + len(missing) > MAX_CACHED_TERMS:
+                    cache.clear()
+                cache.update((k, tuple(v)) for k, v in found.items())
+        return sorted(m for k in keys for m in (found[k] if k in found else cache.get(k, ())))
 
     def _tag_matches(self, words: list[str], max_per_tag: int, version: object) -> list[tuple[str, str]]:
         """(rid, tag) of the tags among ``words`` carried by at most ``max_per_tag`` records, by rid then tag.

@@ -13,6 +13,7 @@ from synapse_nb._util import check_files
 from synapse_nb.errors import QueryError, ValidationError
 from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.models import Record
+from synapse_nb.recall.bm25 import Postings, bm25_top
 from synapse_nb.recall.candidates import Candidates, query_words
 from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.rank import RankParams, Ranked, fts_words, rank_words, structure
@@ -23,8 +24,11 @@ from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, Recall
 from synapse_nb.text import FTS_TOKEN_RE
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from synapse_nb.context import Context
     from synapse_nb.gate.scorer import CorpusScorer
+    from synapse_nb.recall.rank import ThreadIndex
     from synapse_nb.store.indexer import VaultIndex
     from synapse_nb.store.records import Candidate
 
@@ -90,6 +94,7 @@ class Recaller:
         self._lock = threading.RLock()
         self._scorer: CorpusScorer | None = None
         self._candidates = Candidates(ctx)
+        self._postings = Postings(ctx)
         self._staleness = Staleness(ctx)
         self.params = params or RankParams()
         # records the walk read, per mind, by (kind, id, updated_at): a record reads the same until it is written,
@@ -170,29 +175,29 @@ class Recaller:
         words = rank_words(query)
         terms = query_terms(query)
         file_words = [w.lower() for f in files for w in FTS_TOKEN_RE.findall(f)]
-        df = store.recall.doc_freq(sorted(set(terms) | set(words) | set(file_words)))
+        df = self._candidates.doc_freq(sorted(set(terms) | set(words) | set(file_words)), version)
         n_docs = self._candidates.count(version)
         send = fts_words(words, df, n_docs, p.max_df, p.max_postings)
         send += [w for w in dict.fromkeys(file_words) if w not in send]
-        hits = store.recall.bm25(ctx.mind, send, depth=p.depth, w_body=p.w_body, w_context=p.w_context)
+        pos, sc = self._bm25(idx, send, version)
         exact = self._candidates.exact(query_words(query), version, max_per_tag=MAX_TAG_RECORDS)
         pos_of = idx.pos
-        hits = [h for h in hits if h.id in pos_of]  # a document written after the cached arrays: next time
         rows: dict[str, Candidate] = {}
         if files:  # the file bonus reads the texts of every hit
             rows = self._candidates.fetch([(idx.kinds[pos_of[i]], i) for i in dict.fromkeys(
-                [h.id for h in hits] + [i for i in exact if i in pos_of])], version)
+                [idx.ids[j] for j in pos.tolist()] + [i for i in exact if i in pos_of])], version)
         bonus: dict[int, float] = {}
+        tag_b, key_b = bars.tag_bonus, bars.key_bonus
         for rid, labels in exact.items():
-            if rid in pos_of:
-                bonus[pos_of[rid]] = sum(bars.tag_bonus if lab.startswith("#") else bars.key_bonus for lab in labels)
+            j = pos_of.get(rid)
+            if j is not None:  # most records match one label: sum([x]) is 0 + x, which is x
+                bonus[j] = ((tag_b if labels[0][0] == "#" else key_b) if len(labels) == 1 else
+                            sum(tag_b if lab.startswith("#") else key_b for lab in labels))
         for rid, c in rows.items():
             hit_files = [f for f in files if f in c.text]
             if hit_files:
                 bonus[pos_of[rid]] = bonus.get(pos_of[rid], 0.0) + bars.file_bonus
                 exact.setdefault(rid, []).extend(f"file:{f}" for f in hit_files)
-        pos = np.array([pos_of[h.id] for h in hits], np.int64)
-        sc = np.array([h.score for h in hits], np.float64)
         ranked = structure(idx, pos, sc, words, p, bonus)
         # the walk reads what clears the margin, plus a few rows below it for the explanation
         text = ranked.score - ranked.parts["bonus"] if len(ranked) else ranked.score
@@ -206,6 +211,23 @@ class Recaller:
         # memories expired at "now" are ranked (the store's ranking knows no time) but never given
         cands = [c if c is not None and not _expired(c, now) else None for c in (rows.get(i) for i in ids)]
         return _Ranking(ranked, cands, exact, ({t: df.get(t, 0) for t in terms}, n_docs))
+
+    def _bm25(self, idx: ThreadIndex, words: list[str], version: object) -> tuple[np.ndarray, np.ndarray]:
+        """The mind's best ``depth`` documents for ``words`` and their BM25 (positions into ``idx``), computed here
+        from cached postings exactly as the store's ``bm25`` computes it (recall/bm25.py)."""
+        import numpy as np
+
+        store, p = self._ctx.store, self.params
+        if not words or p.depth <= 0:
+            return np.zeros(0, np.int64), np.zeros(0)
+        terms, totals = self._postings.get(words, idx, version)
+        if all(terms[w].stem is not None for w in words):
+            return bm25_top([terms[w] for w in words], idx, totals, style=store.recall.bm25_style, depth=p.depth,
+                            w_body=p.w_body, w_context=p.w_context, k1=p.k1, b=p.b)
+        # a word the backend's tokenizer splits in several terms is a phrase query: the store's own bm25
+        hits = [h for h in store.recall.bm25(self._ctx.mind, words, depth=p.depth, w_body=p.w_body,
+                                            w_context=p.w_context) if h.id in idx.pos]
+        return (np.array([idx.pos[h.id] for h in hits], np.int64), np.array([h.score for h in hits], np.float64))
 
 
 def _expired(c: Candidate, now: str) -> bool:

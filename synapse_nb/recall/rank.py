@@ -4,9 +4,9 @@
    :data:`RANK_STOP_WORDS` removed (74 words: Lucene's 33, question words, contraction fragments, auxiliaries,
    pronouns). Words found in more than ``max_df`` of the vault's records are not sent to BM25 (an OR over
    near-universal words scores most of the vault); they still drive the actor boost and the gate.
-2. **BM25** (:meth:`~synapse_nb.store.base.RecallQueries.bm25`): the store's best ``depth`` documents, each
-   scored on its own text (``body``) and, at a lower weight, the two records before it in its thread
-   (``context``).
+2. **BM25** (:mod:`synapse_nb.recall.bm25`): the mind's best ``depth`` documents, each scored on its own text
+   (``body``) and, at a lower weight, the two records before it in its thread (``context``), computed from the
+   store's postings exactly as the store's :meth:`~synapse_nb.store.base.RecallQueries.bm25` computes it.
 3. **Structure** (:func:`structure`), vectorised over per-mind arrays (:class:`ThreadIndex`, cached per data
    version): ``s`` = score / best score, raised to ``power``; ``f = s + prev * q * s[prev1] + next * s[next1]``
    (``dist2`` x the same two steps away; ``q`` = ``question_mult`` when the previous record is a question: an
@@ -15,7 +15,7 @@
 
 Every parameter was chosen on LoCoMo conversations 0-6 only (docs/decisions/0008-recall-engine-v2.md).
 
-Determinism: BM25 is float64 computed by the store in a fixed order; the structure step is element-wise
+Determinism: BM25 is float64 computed in the store's fixed order; the structure step is element-wise
 float64 arithmetic plus exact maxima (no reduction whose order could vary; ``x ** 1.5`` is ``x * sqrt(x)``,
 sqrt being correctly rounded where ``pow`` is not guaranteed to be); final scores are rounded to
 :data:`SCORE_DECIMALS` before the tie-break on the record id. No BLAS product reaches a score.
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from synapse_nb.store.records import RankRow
 
 __all__ = ["RANK_STOP_WORDS", "SCORE_DECIMALS", "RankParams", "Ranked", "ThreadIndex", "fts_words", "rank_words",
-           "structure"]
+           "structure", "unique_sorted"]
 
 #: Lucene's classic English stop set, question words, what unicode61 leaves of contractions ("Ann's" -> ann, s),
 #: auxiliaries of questions and personal pronouns: 74 words. Content words scikit-learn's list deletes (about,
@@ -65,6 +65,8 @@ class RankParams:
     Attributes
     ----------
     w_body, w_context : BM25 column weights (the record's text, the two records before it in its thread).
+    k1, b : BM25's term-frequency saturation and length normalisation (FTS5's fixed 1.2 and 0.75: with other
+        values recall's BM25 no longer equals the store's ``bm25``, which stays the reference).
     depth : BM25 candidates per query.
     max_df : words in more than this share of the vault's records are left out of the BM25 query.
     max_postings : ... and words in more than this many records (FTS5 scores every matching row: this bounds a
@@ -77,6 +79,8 @@ class RankParams:
 
     w_body: float = 1.0
     w_context: float = 0.2
+    k1: float = 1.2
+    b: float = 0.75
     depth: int = 100
     max_df: float = 0.2
     max_postings: int = 20_000
@@ -122,7 +126,8 @@ class ThreadIndex:
     """Per-mind arrays for the structure step, built from the store's :class:`RankRow` s (cache per data version).
 
     Positions index the rows in id order. ``prev1/prev2/next1/next2`` hold neighbour positions (-1: none),
-    ``thread`` a thread code (-1: none), ``question`` whether the record holds a ``?``, ``actor`` an actor code.
+    ``thread`` a thread code (-1: none), ``question`` whether the record holds a ``?``, ``actor`` an actor code,
+    ``length`` the document's token count.
     """
 
     def __init__(self, rows: Sequence[RankRow]) -> None:
@@ -134,6 +139,9 @@ class ThreadIndex:
         self.kinds: list[str] = [r.kind for r in rows]
         self.pos: dict[str, int] = {rid: i for i, rid in enumerate(self.ids)}
         self.question = np.array([r.question for r in rows], dtype=bool)
+        self.length = np.array([r.length for r in rows], np.float64)  # BM25's dl (tokens, both columns)
+        self.doc = np.array([r.doc for r in rows], np.int64)  # the backend's document numbers (-1: by id)
+        self._doc_index: tuple[np.ndarray, np.ndarray] | None = None
         threads = sorted({r.thread for r in rows if r.thread is not None})
         tcode = {t: j for j, t in enumerate(threads)}
         self.thread = np.array([tcode[r.thread] if r.thread is not None else -1 for r in rows], np.int64)
@@ -154,6 +162,15 @@ class ThreadIndex:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def doc_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """(positions ordered by document number, the document numbers in that order): numbers to positions."""
+        import numpy as np
+
+        if self._doc_index is None:
+            order = np.argsort(self.doc, kind="stable")
+            self._doc_index = (order, self.doc[order])
+        return self._doc_index
 
     def actors_named(self, words: Sequence[str]) -> np.ndarray:
         """Codes of the actors whose name shares a word with the query words."""
@@ -177,6 +194,24 @@ class Ranked:
         return len(self.pos)
 
 
+def unique_sorted(a: np.ndarray) -> np.ndarray:
+    """``np.unique`` of an int64 array by sorting (numpy 2's hash-based unique is slower on a few thousand ints).
+
+    >>> import numpy as np
+    >>> unique_sorted(np.array([3, 1, 3, 2])).tolist()
+    [1, 2, 3]
+    """
+    import numpy as np
+
+    if len(a) == 0:
+        return a
+    a = np.sort(a)
+    keep = np.empty(len(a), bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
+
+
 def _lookup(keys: np.ndarray, values: np.ndarray, q: np.ndarray) -> np.ndarray:
     """values[keys == q] for each q (0 where q is not a key or q < 0); ``keys`` ascending."""
     import numpy as np
@@ -195,7 +230,9 @@ def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequen
 
     p = params
     bonus = dict(bonus or {})
-    extra = np.array(sorted(set(bonus) - set(pos.tolist())), np.int64)
+    bk = np.array(sorted(bonus), np.int64)  # bonus positions ascending, and their values
+    bv = np.array([bonus[k] for k in bk.tolist()], np.float64)
+    extra = bk[~np.isin(bk, pos)] if len(bk) else bk
     if len(pos) == 0 and len(extra) == 0:
         return Ranked(np.zeros(0, np.int64), np.zeros(0), {})
     top = float(bm25.max()) if len(bm25) else 0.0
@@ -207,7 +244,7 @@ def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequen
     o = np.argsort(pos, kind="stable")
     keys, vals = pos[o], s_c[o]
     nb = np.concatenate([keys, idx.prev1[keys], idx.prev2[keys], idx.next1[keys], idx.next2[keys], extra])
-    u = np.unique(nb[nb >= 0])
+    u = unique_sorted(nb[nb >= 0])
     s = _lookup(keys, vals, u)
     p1, p2, n1, n2 = idx.prev1[u], idx.prev2[u], idx.next1[u], idx.next2[u]
     qm = np.where(idx.question, p.question_mult, 1.0)
@@ -227,7 +264,7 @@ def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequen
     if len(named) and p.actor_mult != 1.0:
         mult = np.where(np.isin(idx.actor[u], named), p.actor_mult, 1.0)
         f = f * mult
-    b = np.array([bonus.get(int(x), 0.0) for x in u.tolist()]) if bonus else np.zeros(len(u))
+    b = _lookup(bk, bv, u) if bonus else np.zeros(len(u))
     f = np.round(f + b, SCORE_DECIMALS)
     keep = f > 0
     u, f = u[keep], f[keep]

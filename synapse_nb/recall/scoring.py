@@ -111,8 +111,8 @@ class Gated:
     passed: bool
 
 
-def _parts(ranked: Ranked, j: int) -> tuple[tuple[str, float], ...]:
-    return tuple((k, round(float(ranked.parts[k][j]), 6)) for k in _PARTS if k in ranked.parts)
+def _parts(parts: Mapping[str, list[float]], j: int) -> tuple[tuple[str, float], ...]:
+    return tuple((k, round(v[j], 6)) for k, v in parts.items())
 
 
 def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: Mapping[str, list[str]],
@@ -137,13 +137,15 @@ def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: M
     best_cov = max(cov.values())
     unknown = unknown_share(stats)
     sup = support(list(cov.values()), unknown)
+    # as Python floats once (tolist() gives the same values float() would, one call instead of one per row)
+    parts = {k: ranked.parts[k].tolist() for k in _PARTS if k in ranked.parts}
+    scores = ranked.score.tolist()
 
     def row(j: int, kept: bool, bar: str, reason: str) -> ExplainRow:
         c = cands[j]
         assert c is not None
         matched = matched_top.get(j, ()) + tuple(exact.get(c.id, ()))
-        return ExplainRow(c.kind, c.id, float(ranked.score[j]), matched, kept, bar, reason, cov.get(j),
-                          _parts(ranked, j))
+        return ExplainRow(c.kind, c.id, scores[j], matched, kept, bar, reason, cov.get(j), _parts(parts, j))
 
     if sup < bars.floor:
         reason = (f"support {sup:.3f} < floor {bars.floor} (best coverage of the top {len(top)} {best_cov:.3f}, "
@@ -158,12 +160,12 @@ def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: M
     per_kind: dict[str, int] = {}
     used = 0
     bar = bars.margin * best
-    present = {c.kind for j, c in enumerate(cands) if c is not None and float(ranked.score[j]) >= bar}
+    present = {c.kind for j, c in enumerate(cands) if c is not None and scores[j] >= bar}
     top_k_rows = 0
     for n, j in enumerate(order):
         c = cands[j]
         assert c is not None
-        score = float(ranked.score[j])
+        score = scores[j]
         if score < bars.margin * best:
             for k in order[n: n + max(0, min(20, MAX_EXPLAIN - len(rows)))]:
                 rows.append(row(k, False, "margin", f"below {bars.margin} x best match ({best:.3f})"))

@@ -76,6 +76,14 @@ of the thread whose context names the changed one.
   (PostgreSQL: ``ts_rank`` is not BM25; compute it from a per-term posting table or an extension, and keep the
   same ordering and tie-break. A backend whose stemmer differs from Porter ranks slightly differently; it
   must still be deterministic.)
+- Recall computes that BM25 itself (numpy, per-term postings cached per data version; docs/recall.md), bit for
+  bit: :meth:`RecallQueries.postings` gives each word's stem, its postings (tf per column; at least the mind's
+  documents, by id or by ``RankRow.doc``) and ``n``; :meth:`RecallQueries.rank_totals` gives ``N`` and the total token count;
+  ``RankRow.length`` is ``dl``. :attr:`RecallQueries.bm25_style` names the summation the backend's ``bm25``
+  uses, which recall replays: ``"fts5"`` (each query word is a phrase, in query order, repeats counted; ``tf``
+  adds the column weight once per occurrence, body first; ``idf * (tf * (k1 + 1) / (tf + k1 * (...)))``) or
+  ``"sql"`` (each distinct stem once, in code-point order; ``tf = w_body * tf_body + w_context * tf_context``;
+  ``idf * tf * (k1 + 1) / (...)``). ``bm25`` stays the reference the parity tests compare against.
 - :meth:`RecallQueries.rank_rows` lists the mind's ranking documents with their structure, in id order.
 - **"Now" does not enter the ranking**: both reads ignore time. Recall masks memories expired at its own "now"
   (from the candidates' ``expires_at``) after ranking, so a backend never filters by time here.
@@ -107,6 +115,7 @@ from synapse_nb.store.records import (
     RankHit,
     RankRow,
     RefSource,
+    TermPostings,
     View,
 )
 
@@ -134,6 +143,7 @@ __all__ = [
     "RecallQueries",
     "RankHit",
     "RankRow",
+    "TermPostings",
     "RefSource",
     "RefTable",
     "SessionTable",
@@ -372,6 +382,20 @@ class RecallQueries(Protocol):
 
     def rank_count(self, mind: str) -> tuple[int, int]:
         """(ranking documents of the mind, ranking documents of the vault)."""
+        ...
+
+    #: How ``bm25`` sums (``"fts5"`` or ``"sql"``; see the module docstring): recall replays it exactly.
+    bm25_style: str
+
+    def postings(self, mind: str, words: Sequence[str]) -> dict[str, TermPostings]:
+        """Each word's stem and postings (:class:`TermPostings`: at least the mind's ranking documents holding it;
+        every word given is a key; a word held by no document has empty postings). Recall reads them in one
+        snapshot with ``rank_rows`` and ``rank_totals``."""
+        ...
+
+    def rank_totals(self) -> tuple[int, int]:
+        """(ranking documents of the whole vault, their total token count over both columns): BM25's N and
+        N x avgdl, exactly as ``bm25`` reads them."""
         ...
 
 

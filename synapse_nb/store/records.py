@@ -10,10 +10,11 @@ and its contract) and re-exports these; code that only needs the values imports 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 __all__ = ["EXPORT_FIELDS", "JSON_FIELDS", "OPTIONAL_FIELDS", "PAGE_SORTS", "Candidate", "Change", "MemoryCounts", "MemoryFilter",
-           "RankHit", "RankRow", "RefSource", "View"]
+           "RankHit", "RankRow", "RefSource", "TermPostings", "View"]
 
 #: One change a committed transaction made: (kind, id, deleted).
 Change = tuple[str, str, bool]
@@ -108,7 +109,9 @@ class RankRow(NamedTuple):
     """One ranking document's place in its mind's structure (recall's structure step reads these).
 
     ``thread`` is None for a record outside any thread (it is ranked by BM25 alone); ``seq`` its order in the
-    thread; ``actor`` who said or did it (None: unknown); ``question`` whether its gate text holds a ``?``.
+    thread; ``actor`` who said or did it (None: unknown); ``question`` whether its gate text holds a ``?``;
+    ``length`` its token count over both columns (BM25's ``dl``); ``doc`` the backend's number for it when
+    :class:`TermPostings` name documents by number (-1: they name them by id).
     """
 
     kind: str
@@ -117,6 +120,26 @@ class RankRow(NamedTuple):
     seq: int | None
     actor: str | None
     question: bool
+    length: int = 0
+    doc: int = -1
+
+
+class TermPostings(NamedTuple):
+    """One query word's postings among a mind's ranking documents (recall computes BM25 from these).
+
+    ``stem`` is the term the backend indexes the word as (None: the word is not exactly one term of the backend's
+    tokenizer, so recall asks :meth:`~synapse_nb.store.base.RecallQueries.bm25` instead); the documents holding it
+    — at least all of the mind's; recall ignores the others — by id (``ids``) or, when ``docs`` is given, by
+    :attr:`RankRow.doc` (``ids`` then empty), each with its count in their ``body`` (``tf_body``) and ``context``
+    (``tf_context``); ``n_vault`` the ranking documents of the whole vault (all minds) holding it.
+    """
+
+    stem: str | None
+    ids: Sequence[str]
+    tf_body: Sequence[int]
+    tf_context: Sequence[int]
+    n_vault: int
+    docs: Sequence[int] | None = None
 
 
 class RankHit(NamedTuple):

@@ -24,14 +24,25 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from synapse_nb.store.postgres.db import PgDatabase
 
-from synapse_nb.store.records import RankHit, RankRow
+from synapse_nb.store.records import RankHit, RankRow, TermPostings
 
 __all__ = ["K1", "B", "RankingQueries"]
 
 K1, B = 1.2, 0.75
 
-RANK_ROWS = ("SELECT kind, id, thread, seq, actor, strpos(gate_text, chr(63)) > 0 AS q FROM rank_docs WHERE mind = ? "
-             "ORDER BY id")
+RANK_ROWS = ("SELECT kind, id, thread, seq, actor, strpos(gate_text, chr(63)) > 0 AS q, "
+             "cardinality(rank_body) + cardinality(rank_ctx) AS dl FROM rank_docs WHERE mind = ? ORDER BY id")
+RANK_TOTALS = "SELECT n_docs, total_dl FROM gate_stats WHERE id = 1"
+# per word: its stem (as RANK_BM25 stems it), the vault's documents holding it, then the mind's postings
+RANK_STEMS = """
+SELECT s.w, s.t, (SELECT count(*) FROM rank_docs d WHERE d.rank_body @> ARRAY[s.t] OR d.rank_ctx @> ARRAY[s.t])
+  FROM unnest(?::text[], stem_all(?::text[])) AS s(w, t)
+"""
+RANK_POSTINGS = """
+SELECT s.t, d.id, cardinality(array_positions(d.rank_body, s.t)), cardinality(array_positions(d.rank_ctx, s.t))
+  FROM unnest(?::text[]) AS s(t)
+  JOIN rank_docs d ON d.mind = ? AND (d.rank_body @> ARRAY[s.t] OR d.rank_ctx @> ARRAY[s.t])
+"""
 RANK_COUNT = ("SELECT (SELECT count(*) FROM rank_docs WHERE mind = ?) AS mine, "
               "(SELECT n_docs FROM gate_stats WHERE id = 1) AS everyone")
 RANK_BM25 = """
@@ -50,7 +61,7 @@ hit AS (
 SELECT h.id, s.score
   FROM hit h CROSS JOIN st
   CROSS JOIN LATERAL (
-      SELECT sum(x.w * x.f * (%(k1)s + 1) / (x.f + %(k1)s * (1 - %(b)s + %(b)s * h.dl / st.avgdl)) ORDER BY x.t) AS score
+      SELECT sum(x.w * x.f * (%(k1)s + 1) / (x.f + %(k1)s * (1 - %(b)s + %(b)s * h.dl / st.avgdl)) ORDER BY x.t COLLATE "C") AS score
         FROM (SELECT idf.t, CASE WHEN idf.w > 0 THEN idf.w ELSE 1e-6 END AS w,
                      ? * cardinality(array_positions(h.rank_body, idf.t))
                      + ? * cardinality(array_positions(h.rank_ctx, idf.t)) AS f
@@ -62,12 +73,36 @@ SELECT h.id, s.score
 
 
 class RankingQueries:
-    """``rank_rows``, ``bm25`` and ``rank_count`` of :class:`~synapse_nb.store.base.RecallQueries` (mixed in)."""
+    """``rank_rows``, ``bm25``, ``rank_count``, ``postings`` and ``rank_totals`` of
+    :class:`~synapse_nb.store.base.RecallQueries` (mixed in). Recall replays ``bm25`` from the last two
+    (``bm25_style = "sql"``: distinct stems in code-point order, ``tf = w_body * tf_body + w_context * tf_ctx``)."""
 
     _db: PgDatabase
+    bm25_style = "sql"
 
     def rank_rows(self, mind: str) -> builtins.list[Any]:
-        return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in self._db.query(RANK_ROWS, (mind,))]
+        return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), int(r[6]))
+                for r in self._db.query(RANK_ROWS, (mind,))]
+
+    def rank_totals(self) -> tuple[int, int]:
+        row = self._db.query_one(RANK_TOTALS)
+        return (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
+
+    def postings(self, mind: str, words: Sequence[str]) -> dict[str, Any]:
+        words = list(dict.fromkeys(words))
+        if not words:
+            return {}
+        stems = {r[0]: (r[1], int(r[2])) for r in self._db.query(RANK_STEMS, (words, words))}
+        tf: dict[str, dict[str, tuple[int, int]]] = {}
+        for t, rid, tb, tc in self._db.query(RANK_POSTINGS, (sorted({t for t, _ in stems.values()}), mind)):
+            tf.setdefault(t, {})[rid] = (int(tb or 0), int(tc or 0))
+        out: dict[str, Any] = {}
+        for w in words:
+            t, n = stems[w]
+            got = tf.get(t, {})
+            ids = sorted(got)
+            out[w] = TermPostings(t, tuple(ids), tuple(got[i][0] for i in ids), tuple(got[i][1] for i in ids), n)
+        return out
 
     def bm25(self, mind: str, words: Sequence[str], *, depth: int, w_body: float = 1.0,
              w_context: float = 0.2) -> builtins.list[Any]:

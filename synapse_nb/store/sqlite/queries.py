@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from synapse_nb.errors import ConflictError, ValidationError
 from synapse_nb.models import PRIORITIES, TABLES, Record
-from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, Candidate, RankHit, RankRow, RefSource
+from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, Candidate, RankHit, RefSource
+from synapse_nb.store.sqlite.ranking import RankingQueries
 
 if TYPE_CHECKING:
     from synapse_nb.store.sqlite.db import Database
@@ -159,7 +160,7 @@ MIND_CANDIDATES = ("SELECT id, kind, mind, text, updated_at, expires_at FROM gat
 KIND_ORDER = ("memory", "decision", "checkpoint", "episode", "note")
 
 
-class RecallQueries:
+class RecallQueries(RankingQueries):
     def __init__(self, db: Database) -> None:
         self._db = db
 
@@ -224,9 +225,6 @@ class RecallQueries:
         return out
 
     # -- ranking (schema v3): gate_docs is the ranking table, rank_fts its FTS5 index (porter; body, context) --
-    def rank_rows(self, mind: str) -> list[RankRow]:
-        return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in self._db.query(RANK_ROWS, (mind,))]
-
     def bm25(self, mind: str, words: Sequence[str], *, depth: int, w_body: float = 1.0,
              w_context: float = 0.2) -> list[RankHit]:
         if not words or depth <= 0:
@@ -241,8 +239,6 @@ class RecallQueries:
         return (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
 
 
-RANK_ROWS = ("SELECT kind, rid, thread, seq, actor, instr(body, '?') > 0 FROM gate_docs WHERE mind = ? "
-             "ORDER BY rid")
 # The mind filter reads the covering index gate_docs_mind (gid, mind, rid), never the rows with their text.
 RANK_BM25 = ("SELECT d.rid, -bm25(rank_fts, ?, ?) AS s FROM rank_fts "
              "JOIN gate_docs d INDEXED BY gate_docs_mind ON d.gid = rank_fts.rowid "

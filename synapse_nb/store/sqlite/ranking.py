@@ -1,0 +1,150 @@
+"""Recall engine v2's ranking reads on a local vault: what recall needs to compute FTS5's ``bm25()`` itself.
+
+``rank_fts`` (schema v3) is the FTS5 index of ``gate_docs`` (``body``, ``context``; ``porter unicode61
+remove_diacritics 2``). FTS5 evaluates ``bm25()`` for every row an OR query matches (about half the vault for
+three everyday words), so recall reads the inputs instead and caches them per data version:
+
+- :meth:`RankingQueries.postings`: a word's stem exactly as FTS5's porter tokenizer makes it (a private in-memory
+  FTS5 table tokenizes it; cached), then its instances from a TEMP ``fts5vocab(main, rank_fts, instance)`` table,
+  counted per document and column (what ``bm25()``'s ``xInst`` loop adds up) over the whole vault, so the number
+  of documents is ``bm25()``'s ``xQueryPhrase`` count. Documents are named by rowid (``RankRow.doc``): recall
+  keeps the mind's. A TEMP table lives on this connection only and changes nothing in the file, so a read-only
+  vault reads it too.
+- :meth:`RankingQueries.rank_totals`: N and the total token count from FTS5's own averages record
+  (``rank_fts_data`` row 1: varints N, then one total per column), which is what ``bm25()`` reads.
+- :meth:`RankingQueries.rank_rows`: ``length`` from ``rank_fts_docsize`` (one varint per column), what
+  ``bm25()``'s ``xColumnSize(-1)`` reads.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from synapse_nb.store.records import RankRow, TermPostings
+
+if TYPE_CHECKING:
+    from synapse_nb.store.sqlite.db import Database
+
+__all__ = ["RankingQueries", "fts5_stems", "varints"]
+
+_TOKENIZE = "porter unicode61 remove_diacritics 2"
+#: Most words whose stems are kept (the cache is emptied when full).
+MAX_STEMS = 50_000
+
+RANK_ROWS = ("SELECT d.kind, d.rid, d.thread, d.seq, d.actor, instr(d.body, '?') > 0, z.sz, d.gid FROM gate_docs d "
+             "LEFT JOIN rank_fts_docsize z ON z.id = d.gid WHERE d.mind = ? ORDER BY d.rid")
+RANK_AVERAGES = "SELECT block FROM rank_fts_data WHERE id = 1"
+_VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.synapse_rank_instance USING fts5vocab(main, rank_fts, instance)"
+# one row per instance, as doc * 2 + (1 in the body): grouping them in SQL costs more than reading them
+RANK_INSTANCES = "SELECT doc * 2 + (col = 'body') FROM temp.synapse_rank_instance WHERE term = ?"
+
+
+def varints(blob: bytes | None) -> list[int]:
+    """SQLite varints (FTS5's docsize and averages records), in order.
+
+    >>> varints(bytes([3, 0x81, 0x00, 5]))
+    [3, 128, 5]
+    """
+    out: list[int] = []
+    if not blob:
+        return out
+    v, n = 0, 0
+    for byte in blob:
+        if n == 8:  # the ninth byte carries 8 bits
+            out.append((v << 8) | byte)
+            v, n = 0, 0
+            continue
+        v = (v << 7) | (byte & 0x7F)
+        n += 1
+        if byte < 0x80:
+            out.append(v)
+            v, n = 0, 0
+    return out
+
+
+def _length(blob: bytes | None) -> int:
+    if not blob:
+        return 0
+    return sum(blob) if max(blob) < 0x80 else sum(varints(blob))  # one byte per column below 128 tokens
+
+
+_stem_lock = threading.Lock()
+_stem_conn: sqlite3.Connection | None = None
+_stems: dict[str, tuple[str, ...]] = {}
+
+
+def fts5_stems(words: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Each word's terms as FTS5's ``porter unicode61 remove_diacritics 2`` tokenizer makes them (cached).
+
+    >>> fts5_stems(["running", "lakes"])
+    {'running': ('run',), 'lakes': ('lake',)}
+    """
+    global _stem_conn
+    with _stem_lock:
+        missing = [w for w in dict.fromkeys(words) if w not in _stems]
+        if missing:
+            if _stem_conn is None:
+                c = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+                c.execute(f"CREATE VIRTUAL TABLE p USING fts5(x, tokenize='{_TOKENIZE}')")
+                c.execute("CREATE VIRTUAL TABLE pv USING fts5vocab(p, instance)")
+                _stem_conn = c
+            c = _stem_conn
+            if len(_stems) + len(missing) > MAX_STEMS:
+                _stems.clear()
+            c.execute("BEGIN")
+            try:
+                c.executemany("INSERT INTO p(rowid, x) VALUES (?, ?)", list(enumerate(missing, 1)))
+                got: dict[int, list[str]] = {}
+                for doc, term in c.execute("SELECT doc, term FROM pv ORDER BY doc, offset"):
+                    got.setdefault(doc, []).append(term)
+            finally:
+                c.execute("ROLLBACK")
+            for i, w in enumerate(missing, 1):
+                _stems[w] = tuple(got.get(i, ()))
+        return {w: _stems[w] for w in words}
+
+
+class RankingQueries:
+    """``rank_rows``, ``postings`` and ``rank_totals`` of :class:`~synapse_nb.store.base.RecallQueries` (mixed in)."""
+
+    _db: Database
+    bm25_style = "fts5"
+
+    def rank_rows(self, mind: str) -> list[RankRow]:
+        return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), _length(r[6]), r[7])
+                for r in self._db.query(RANK_ROWS, (mind,))]
+
+    def rank_totals(self) -> tuple[int, int]:
+        row = self._db.query_one(RANK_AVERAGES)
+        v = varints(row[0]) if row is not None else []
+        return (v[0], sum(v[1:])) if v else (0, 0)
+
+    def postings(self, mind: str, words: Sequence[str]) -> dict[str, TermPostings]:
+        """By ``RankRow.doc`` (the rowid), over the whole vault: the vault's document count comes with them."""
+        import numpy as np  # loaded with the gate; recall is the only caller
+
+        stems = fts5_stems(words)
+        out: dict[str, TermPostings] = {}
+        if not getattr(self, "_vocab_ready", False):  # once per connection (TEMP tables are the connection's)
+            self._db.query(_VOCAB)
+            self._vocab_ready = True
+        empty = np.zeros(0, np.int64)
+        for w in dict.fromkeys(words):
+            terms = stems[w]
+            if len(terms) != 1:
+                out[w] = TermPostings(None, (), empty, empty, 0, empty)
+                continue
+            rows = self._db.query(RANK_INSTANCES, (terms[0],))
+            a = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+            a.sort()
+            docs, start = np.unique(a >> 1, return_index=True)
+            if len(docs) == 0:
+                out[w] = TermPostings(terms[0], (), empty, empty, 0, empty)
+                continue
+            body = np.add.reduceat(a & 1, start)
+            total = np.diff(np.append(start, len(a)))
+            out[w] = TermPostings(terms[0], (), body, total - body, len(docs), docs)
+        return out
