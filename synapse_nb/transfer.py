@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 __all__ = ["EXPORT_FORMAT", "KINDS", "export_lines", "import_lines"]
 
 EXPORT_FORMAT = "synapse_nb-export"
+#: The version of what an export's records hold: the store schema that last changed it (v3: episodes' thread, seq,
+#: actor). A newer store schema that changes no record (SQLite v4 only queues its FTS5 writes) keeps it, so a team
+#: vault (PostgreSQL, schema 3) imports a local vault's export.
+EXPORT_SCHEMA = 3
 #: Each kind's own check of a stored record: one definition of what a valid memory, lesson, ... is.
 RECORD_CHECKS: dict[str, Callable[[Any], None]] = {
     "memory": Memories.check_record, "checkpoint": Checkpoints.check_record, "decision": Decisions.check_record,
@@ -49,7 +53,7 @@ _TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 
 def export_lines(store: VaultStore) -> Iterator[str]:
     """Yield the export, one JSON document per line."""
-    yield json.dumps({"format": EXPORT_FORMAT, "schema": store.schema_version}, sort_keys=True)
+    yield json.dumps({"format": EXPORT_FORMAT, "schema": min(store.schema_version, EXPORT_SCHEMA)}, sort_keys=True)
     for name, value in store.meta.settings().items():
         yield json.dumps({"kind": "setting", "name": name, "value": value}, sort_keys=True, ensure_ascii=False)
     for kind in KINDS:
@@ -67,7 +71,7 @@ def _fail(lineno: int, msg: str) -> ValidationError:
 def import_lines(ctx: Context, lines: Iterable[str]) -> dict[str, int]:
     """Import an export through ``ctx``'s store in one transaction; see :meth:`Vault.import_jsonl`."""
     store = ctx.store
-    schema = store.schema_version
+    schema = min(store.schema_version, EXPORT_SCHEMA)
     parsed: list[tuple[int, dict[str, Any]]] = []
     seen_ids: dict[str, int] = {}
     header_seen = False

@@ -113,12 +113,12 @@ def _v2_vault(path: Path) -> None:
     conn.close()
 
 
-def test_v2_vault_migrates_to_v3_with_a_ranking_table(tmp_path: Path) -> None:
+def test_v2_vault_migrates_to_v4_with_a_ranking_table(tmp_path: Path) -> None:
     path = tmp_path / ".synapse" / "synapse.db"
     _v2_vault(path)
     v = syn.open_vault(tmp_path / ".synapse")
     s = v._store
-    assert s.schema_version == store.SCHEMA_VERSION == 3
+    assert s.schema_version == store.SCHEMA_VERSION == 4
     assert [tuple(r) for r in s.query("SELECT rid, mind, kind, context FROM gate_docs ORDER BY rid")] == [
         ("epi_0123456789ab", "default", "episode", ""), ("mem_0123456789ab", "other", "memory", "")]
     assert [h.id for h in s.recall.bm25("default", ["canary"], depth=5)] == ["epi_0123456789ab"]
@@ -138,7 +138,7 @@ def test_v1_fixture_migrates_and_ranks(tmp_path: Path) -> None:
     (d / "synapse.db").write_bytes(gzip.decompress((FIXTURES / "vault_schema_v1.db.gz").read_bytes()))
     v = syn.open_vault(d)
     s = v._store
-    assert s.schema_version == 3
+    assert s.schema_version == store.SCHEMA_VERSION
     n = s.query_one("SELECT count(*) FROM gate_docs WHERE mind = '' OR kind = ''")[0]
     assert n == 0  # every row got its mind and kind
     assert s.recall.bm25(v.mind, ["migrations"], depth=5)

@@ -10,6 +10,7 @@ import pytest
 
 import synapse_nb as syn
 from synapse_nb.store.sqlite import SCHEMA_VERSION
+from synapse_nb.transfer import EXPORT_SCHEMA
 
 from conftest import FakeClock
 
@@ -41,7 +42,8 @@ def test_export_is_sorted_and_stable(full: syn.Vault, tmp_path: Path) -> None:
     assert text == full.export_jsonl()
     assert text.endswith("\n")
     lines = text.splitlines()
-    assert json.loads(lines[0]) == {"format": "synapse_nb-export", "schema": SCHEMA_VERSION}
+    assert json.loads(lines[0]) == {"format": "synapse_nb-export", "schema": EXPORT_SCHEMA}
+    assert EXPORT_SCHEMA == 3 < SCHEMA_VERSION  # SQLite v4 changed no record: exports stay importable by schema 3
     docs = [json.loads(x) for x in lines[1:]]
     settings = [d for d in docs if d["kind"] == "setting"]
     assert settings == [{"kind": "setting", "name": "lesson_expiry_days", "value": 5}]

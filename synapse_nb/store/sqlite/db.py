@@ -11,6 +11,10 @@ agent's MCP server, a git hook) share it.
   A vault from a newer version is refused, never modified.
 - The write stamp (``meta`` row ``clock``) is read once per transaction and written back before the commit.
 - Every record a transaction writes is noted (:meth:`Database.touched`); listeners hear the list after the commit.
+- The triggers queue their FTS5 writes (schema v4, ``fts_queue``); the queue is applied, one statement per FTS5
+  table, before the commit and before any statement run through this class that names an FTS5 table, so a read
+  inside a write transaction sees its own writes. (FTS5 flushes its pending index at every statement savepoint:
+  applied per row, as the v3 triggers did, its writes were about half of an upsert's instructions.)
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from typing import Any, TypeVar
 
 from synapse_nb._util import fmt_ts, parse_ts
 from synapse_nb.errors import SchemaError, StoreError, SynapseError
-from synapse_nb.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, split_sql
+from synapse_nb.store.sqlite.schema import (FTS_FLUSH, FTS_MARKERS, FTS_QUEUE_CLEAR, FTS_QUEUE_TARGETS, MIGRATIONS,
+                                            SCHEMA_VERSION, split_sql)
 
 __all__ = ["LOCK_TIMEOUT_S", "Database"]
 
@@ -79,6 +84,7 @@ class Database:
         self._clock_dirty = False
         #: incremented after every commit through this connection (PRAGMA data_version only sees others')
         self.write_gen = 0
+        self._fts_queue = False  # the schema queues FTS5 writes (set once migrated to a version that does)
         try:
             if not readonly:
                 if not self.path.parent.is_dir():  # never created here: a typo must not become a vault
@@ -147,6 +153,7 @@ class Database:
                 f"({SCHEMA_VERSION}); upgrade synapse_nb to open it"
             )
         if version == SCHEMA_VERSION:
+            self._fts_queue = True
             return
         if self.readonly:
             raise SchemaError(f"the vault {self.path} needs a schema migration ({version} -> {SCHEMA_VERSION}) "
@@ -161,6 +168,7 @@ class Database:
                         c.execute(stmt)
                     c.execute(f"PRAGMA user_version = {version + 1}")
             version = self.schema_version
+        self._fts_queue = version >= 4  # v4 brought fts_queue; the older migrations above ran without it
 
     # -- transactions ---------------------------------------------------------------------------------------
     def _retry(self, fn: Callable[[], T]) -> T:
@@ -204,6 +212,7 @@ class Database:
             self._depth = 1
             try:
                 yield self._conn
+                self._apply_fts_queue()
                 if self._clock_dirty:
                     self._conn.execute(SET_CLOCK, (self._clock,))
                 self._conn.execute("COMMIT")
@@ -311,11 +320,28 @@ class Database:
             c.execute(ADVANCE_CLOCK, (ts,))
             self._clock, self._clock_dirty = None, False
 
+    # -- the FTS5 write queue ------------------------------------------------------------------------------------
+    def _apply_fts_queue(self) -> None:
+        """Apply the FTS5 writes the triggers queued in this write transaction (in their order), then empty it."""
+        if self._fts_queue:
+            targets = {r[0] for r in self._conn.execute(FTS_QUEUE_TARGETS)}
+            if targets:
+                for table, sql in FTS_FLUSH.items():  # a fixed order: the indexes are independent of each other
+                    if table in targets:
+                        self._conn.execute(sql)
+                self._conn.execute(FTS_QUEUE_CLEAR)
+
+    def _before(self, sql: str) -> None:
+        """Inside a write transaction, apply the FTS5 queue before a statement that names an FTS5 table."""
+        if self._depth and self._fts_queue and any(m in sql for m in FTS_MARKERS):
+            self._apply_fts_queue()
+
     # -- statements -------------------------------------------------------------------------------------------
     def write(self, sql: str, params: Any = (), change: Change | None = None) -> sqlite3.Cursor:
         """Run one write statement in the current transaction (or in one of its own), noting ``change``."""
         with self._lock:
             if self._depth:  # the common case, a write inside a caller's transaction: no extra context manager
+                self._before(sql)
                 cur = self._conn.execute(sql, params)
                 if change is not None:
                     self._changes[change[:2]] = change[2]
@@ -325,6 +351,7 @@ class Database:
 
     def query(self, sql: str, params: Any = ()) -> list[sqlite3.Row]:
         with self._lock:
+            self._before(sql)
             try:
                 return self._retry(lambda: self._conn.execute(sql, params).fetchall())
             except sqlite3.DatabaseError as exc:
@@ -342,6 +369,7 @@ class Database:
         The connection is held by this thread until the iterator is exhausted or closed.
         """
         with self._lock:
+            self._before(sql)
             cur = self._conn.execute(sql, params)
             try:
                 while rows := cur.fetchmany(size):

@@ -1,7 +1,8 @@
 """The SQLite schema of a vault: tables, FTS5 indexes, triggers, the gate view, and forward migrations.
 
 - One contentless FTS5 table per kind (porter stemming), kept in sync by triggers, so full-text search can
-  never disagree with the rows.
+  never disagree with the rows. The triggers queue their FTS5 writes in ``fts_queue``; the connection applies the
+  queue (:data:`FTS_FLUSH`) before a commit and before any statement that reads an FTS5 table (schema v4).
 - ``gate_docs`` holds the text the recall gate scores per record (:data:`GATE_TEXT`); an external-content
   ``gate_vocab`` FTS5 table over it (no stemming), read through ``gate_vocab_row`` (fts5vocab), gives exact word
   document frequencies at no extra cost. ``gate_candidates`` is the view recall and the index read.
@@ -15,9 +16,10 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["CONTEXT_N", "GATE_TEXT", "MIGRATIONS", "SCHEMA_VERSION", "split_sql"]
+__all__ = ["CONTEXT_N", "FTS_FLUSH", "FTS_MARKERS", "FTS_QUEUE_CLEAR", "FTS_QUEUE_TARGETS", "FTS_TABLES", "GATE_TEXT",
+           "MIGRATIONS", "SCHEMA_VERSION", "split_sql"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _FTS = {
     # table: (fts columns, expressions for them)
@@ -323,6 +325,20 @@ def _v3_kind_triggers() -> str:
     return "\n".join(parts)
 
 
+# The refresh of the followers' context when a threaded row comes, changes or goes (v3; recreated as is by v4).
+_CTX_TRIGGERS = """CREATE TRIGGER gate_docs_ctx_ai AFTER INSERT ON gate_docs WHEN new.thread IS NOT NULL BEGIN
+    UPDATE gate_docs SET context = """ + _SELF_CONTEXT + f""" WHERE gid IN ({_followers("new")});
+END;
+CREATE TRIGGER gate_docs_ctx_au AFTER UPDATE OF body, thread, seq ON gate_docs
+    WHEN new.thread IS NOT NULL OR old.thread IS NOT NULL BEGIN
+    UPDATE gate_docs SET context = {_SELF_CONTEXT}
+    WHERE gid IN ({_followers("new")}) OR gid IN ({_followers("old")});
+END;
+CREATE TRIGGER gate_docs_ctx_ad AFTER DELETE ON gate_docs WHEN old.thread IS NOT NULL BEGIN
+    UPDATE gate_docs SET context = {_SELF_CONTEXT} WHERE gid IN ({_followers("old")});
+END;
+"""
+
 _V3_RANKING = """
 ALTER TABLE episodes ADD COLUMN thread TEXT;
 ALTER TABLE episodes ADD COLUMN seq INTEGER;
@@ -370,27 +386,112 @@ CREATE TRIGGER gate_docs_rank_au AFTER UPDATE OF body, context ON gate_docs BEGI
     INSERT INTO rank_fts(rank_fts, rowid, body, context) VALUES ('delete', old.gid, old.body, old.context);
     INSERT INTO rank_fts(rowid, body, context) VALUES (new.gid, new.body, new.context);
 END;
-CREATE TRIGGER gate_docs_ctx_ai AFTER INSERT ON gate_docs WHEN new.thread IS NOT NULL BEGIN
-    UPDATE gate_docs SET context = """ + _SELF_CONTEXT + f""" WHERE gid IN ({_followers("new")});
-END;
-CREATE TRIGGER gate_docs_ctx_au AFTER UPDATE OF body, thread, seq ON gate_docs
-    WHEN new.thread IS NOT NULL OR old.thread IS NOT NULL BEGIN
-    UPDATE gate_docs SET context = {_SELF_CONTEXT}
-    WHERE gid IN ({_followers("new")}) OR gid IN ({_followers("old")});
-END;
-CREATE TRIGGER gate_docs_ctx_ad AFTER DELETE ON gate_docs WHEN old.thread IS NOT NULL BEGIN
-    UPDATE gate_docs SET context = {_SELF_CONTEXT} WHERE gid IN ({_followers("old")});
-END;
-""" + _v3_kind_triggers()
+""" + _CTX_TRIGGERS + _v3_kind_triggers()
+
+# -- v4: FTS5 writes are queued by the triggers and applied once per write transaction -----------------------------
+# FTS5 flushes its pending in-memory index to disk at every statement savepoint (SQLite 3.40: xSavepoint syncs), and
+# each INSERT/UPDATE/DELETE with triggers opens one for every FTS5 table the transaction has written. Written by the
+# triggers, the three FTS5 indexes of a memory were flushed (and merged) once per row: most of an upsert's time.
+# From v4 the triggers append their FTS5 writes, in order, to ``fts_queue`` (a plain table); the connection applies
+# the queue with one INSERT ... SELECT per index before the commit and before any statement that reads an index
+# (db.py), so every reader sees exactly what the per-row triggers gave, and the postings are the same.
+
+#: Every FTS5 table and its columns: the targets of ``fts_queue``.
+FTS_TABLES: dict[str, tuple[str, ...]] = {
+    **{f"{t}_fts": cols for t, (cols, _) in _FTS.items()}, "gate_vocab": ("body",), "rank_fts": ("body", "context")}
+
+#: The statement that applies the queue to each FTS5 table (rows in queue order; ``cmd`` NULL indexes the values,
+#: 'delete' removes them); :data:`FTS_QUEUE_CLEAR` empties the queue after them.
+FTS_FLUSH: dict[str, str] = {
+    t: f"INSERT INTO {t}({t}, rowid, {', '.join(cols)}) SELECT cmd, id, "
+       f"{', '.join(f'c{i}' for i in range(len(cols)))} FROM fts_queue WHERE target = '{t}' ORDER BY n"
+    for t, cols in FTS_TABLES.items()}
+FTS_QUEUE_TARGETS = "SELECT DISTINCT target FROM fts_queue"
+#: A statement that reads an FTS5 index names it, or a vocab table over it: it contains one of these (every FTS5 table
+#: ends in ``_fts`` or is ``gate_vocab``; an fts5vocab table's name must contain ``vocab``; a test checks it).
+FTS_MARKERS = ("_fts", "vocab")
+FTS_QUEUE_CLEAR = "DELETE FROM fts_queue"
+
+
+def _queue(fts: str, rowid: str, vals: list[str], *, delete: bool = False) -> str:
+    slots = ", ".join(f"c{i}" for i in range(len(vals)))
+    cmd = "'delete'" if delete else "NULL"
+    return f"INSERT INTO fts_queue(target, cmd, id, {slots}) VALUES ('{fts}', {cmd}, {rowid}, {', '.join(vals)});"
+
+
+def _v4_triggers() -> str:
+    """Every trigger that wrote an FTS5 table, again, queueing the same writes in the same order (v3's statements
+    otherwise; the gate_docs triggers are recreated in v3's order, which is the order they fire in)."""
+    parts: list[str] = []
+    for table, (cols, exprs) in _FTS.items():
+        fts = f"{table}_fts"
+        kind = _TABLE_KIND[table]
+        new_vals = [e.format(r="new") for e in exprs]
+        old_vals = [e.format(r="old") for e in exprs]
+        fts_ins = _queue(fts, "new.rowid", new_vals)
+        fts_del = _queue(fts, "old.rowid", old_vals, delete=True)
+        tag_ins = (f"INSERT OR IGNORE INTO tags(tag, mind, kind, rid) SELECT value, new.mind, '{kind}', new.id "
+                   f"FROM json_each(new.tags);" if "tags" in cols else "")
+        tag_del = "DELETE FROM tags WHERE rid = old.id;" if "tags" in cols else ""
+        gate = GATE_TEXT.get(table)
+        gate_ins = gate_upd = gate_del = ""
+        if gate is not None:
+            structured = table == "episodes"
+            th, sq, ac = ("new.thread", "new.seq", "new.actor") if structured else ("NULL", "NULL", "NULL")
+            ctx = (f"CASE WHEN new.thread IS NULL THEN '' ELSE "
+                   f"{_context_sql('new.mind', 'new.thread', 'new.seq', 'new.id')} END") if structured else "''"
+            gate_ins = (f"INSERT INTO gate_docs(rid, mind, kind, thread, seq, actor, body, context) "
+                        f"SELECT new.id, new.mind, '{kind}', {th}, {sq}, {ac}, {gate.format(r='new')}, {ctx};")
+            gate_upd = (f"UPDATE gate_docs SET body = {gate.format(r='new')}, thread = {th}, seq = {sq}, "
+                        f"actor = {ac}, context = {ctx} WHERE rid = new.id;")
+            gate_del = "DELETE FROM gate_docs WHERE rid = old.id;"
+        parts += [f"DROP TRIGGER {table}_ai;", f"DROP TRIGGER {table}_au;", f"DROP TRIGGER {table}_ad;",
+                  f"CREATE TRIGGER {table}_ai AFTER INSERT ON {table} BEGIN {fts_ins} {gate_ins} {tag_ins} END;",
+                  f"CREATE TRIGGER {table}_au AFTER UPDATE ON {table} BEGIN {fts_del} {fts_ins} {gate_upd} "
+                  f"{tag_del} {tag_ins} END;",
+                  f"CREATE TRIGGER {table}_ad AFTER DELETE ON {table} BEGIN {fts_del} {gate_del} {tag_del} "
+                  f"DELETE FROM session_seen WHERE rid = old.id; END;"]
+    outbox = """UPDATE outbox_counter SET n = n + 1;
+    INSERT INTO index_outbox(rid, seq) VALUES ({r}.rid, (SELECT n FROM outbox_counter))
+        ON CONFLICT(rid) DO UPDATE SET seq = excluded.seq;"""
+    vocab_new, vocab_old = ["new.body"], ["old.body"]
+    rank_new, rank_old = ["new.body", "new.context"], ["old.body", "old.context"]
+    parts += [f"DROP TRIGGER gate_docs_{t};" for t in ("ai", "ad", "au", "rank_au", "ctx_ai", "ctx_au", "ctx_ad")]
+    parts += [
+        f"CREATE TRIGGER gate_docs_ai AFTER INSERT ON gate_docs BEGIN {_queue('gate_vocab', 'new.gid', vocab_new)} "
+        f"{_queue('rank_fts', 'new.gid', rank_new)} {outbox.format(r='new')} END;",
+        f"CREATE TRIGGER gate_docs_ad AFTER DELETE ON gate_docs BEGIN "
+        f"{_queue('gate_vocab', 'old.gid', vocab_old, delete=True)} "
+        f"{_queue('rank_fts', 'old.gid', rank_old, delete=True)} {outbox.format(r='old')} END;",
+        f"CREATE TRIGGER gate_docs_au AFTER UPDATE OF body ON gate_docs BEGIN "
+        f"{_queue('gate_vocab', 'old.gid', vocab_old, delete=True)} {_queue('gate_vocab', 'new.gid', vocab_new)} "
+        f"{outbox.format(r='new')} END;",
+        f"CREATE TRIGGER gate_docs_rank_au AFTER UPDATE OF body, context ON gate_docs BEGIN "
+        f"{_queue('rank_fts', 'old.gid', rank_old, delete=True)} {_queue('rank_fts', 'new.gid', rank_new)} END;",
+        _CTX_TRIGGERS]
+    return "\n".join(parts)
+
+
+_V4_FTS_QUEUE = """
+CREATE TABLE fts_queue(
+    n INTEGER PRIMARY KEY,
+    target TEXT NOT NULL,
+    cmd TEXT,
+    id INTEGER NOT NULL,
+    c0, c1, c2, c3
+);
+""" + _v4_triggers()
 
 #: Forward migrations: MIGRATIONS[v] upgrades a vault from version v to v + 1.
 #: v1: every kind, FTS5, tags, gate vocabulary, index outbox. v2: ``flags`` (dangling / stale marks from verify).
 #: v3: ``thread``/``seq``/``actor`` on episodes; ``gate_docs`` becomes the ranking table (mind, kind, structure,
 #: ``context``) with its FTS5 index ``rank_fts`` (porter; columns body, context) kept exact by triggers.
+#: v4: the triggers queue their FTS5 writes in ``fts_queue``; the connection applies them (:data:`FTS_FLUSH`).
 MIGRATIONS: dict[int, str] = {
     0: _TABLES_V1 + _fts_ddl(),
     1: _V2_FLAGS,
     2: _V3_RANKING,
+    3: _V4_FTS_QUEUE,
 }
 
 
