@@ -219,3 +219,19 @@ def test_every_fts5_table_is_named_so_reads_apply_the_queue(tmp_path: Path) -> N
         if "fts5vocab" not in sql:
             assert name in FTS_TABLES, name
     assert set(FTS_TABLES) == {n for n, sql in virtual if "fts5vocab" not in sql}
+
+
+def test_recall_postings_read_inside_a_write_transaction_see_its_queued_writes(tmp_path: Path) -> None:
+    """Recall reads postings through a TEMP fts5vocab table created at run time (not in the schema above): its
+    name carries a marker too, so a read inside a write transaction applies the queue first."""
+    from synapse_nb.store.sqlite.ranking import RANK_INSTANCES
+    from synapse_nb.store.sqlite.schema import FTS_MARKERS
+    assert any(m in RANK_INSTANCES for m in FTS_MARKERS)
+    v = syn.open_vault(tmp_path)
+    v.remember("knowledge", "a", "pelicans migrate in spring")
+    st = v._store
+    st.recall.postings(v.mind, ["pelican"])  # the TEMP table exists from here on: its CREATE is not re-run
+    with st.transaction():
+        v.remember("knowledge", "b", "pelicans nest on islands")
+        assert st.recall.postings(v.mind, ["pelican"])["pelican"].n_vault == 2
+    assert st.recall.postings(v.mind, ["pelican"])["pelican"].n_vault == 2

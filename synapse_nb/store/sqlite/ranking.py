@@ -37,9 +37,9 @@ MAX_STEMS = 50_000
 RANK_ROWS = ("SELECT d.kind, d.rid, d.thread, d.seq, d.actor, instr(d.body, '?') > 0, z.sz, d.gid FROM gate_docs d "
              "LEFT JOIN rank_fts_docsize z ON z.id = d.gid WHERE d.mind = ? ORDER BY d.rid")
 RANK_AVERAGES = "SELECT block FROM rank_fts_data WHERE id = 1"
-_VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.synapse_rank_instance USING fts5vocab(main, rank_fts, instance)"
+_VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.synapse_rank_vocab USING fts5vocab(main, rank_fts, instance)"
 # one row per instance, as doc * 2 + (1 in the body): grouping them in SQL costs more than reading them
-RANK_INSTANCES = "SELECT doc * 2 + (col = 'body') FROM temp.synapse_rank_instance WHERE term = ?"
+RANK_INSTANCES = "SELECT doc * 2 + (col = 'body') FROM temp.synapse_rank_vocab WHERE term = ?"
 
 
 def varints(blob: bytes | None) -> list[int]:
