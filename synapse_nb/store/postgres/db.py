@@ -478,7 +478,8 @@ class PgDatabase:
 
     def data_version(self) -> tuple[int, ...]:
         """``(gate_stats.version,)``: the same on every machine for the same committed state; it moves with every
-        transaction that changes a record, by anyone on any machine (the fold at commit). Read with the snapshot
+        transaction that changes a record, a setting or a file flag, by anyone on any machine (the fold at commit;
+        session marks move it not). Read with the snapshot
         that opened it (no round trip) inside one.
 
         Inside a write transaction the fold has not run yet, so the answer is unique to each call (a cache keyed
@@ -497,9 +498,10 @@ class PgDatabase:
         """A dict for answers read inside the open snapshot, kept while the project's data version stays the same
         (every handle, any thread), or None outside a snapshot or inside a write transaction (nothing is kept).
 
-        Only what a record write changes may be kept in it (records, their tags, keys, word statistics): every
-        transaction that changes a record moves the version, so an answer read at one version is the answer of
-        every snapshot at that version. Settings, session marks and flags move no version and are never kept.
+        Only what a version-moving write changes may be kept in it (records, their tags, keys, word statistics,
+        and since migration 4 the settings and file flags): every transaction that changes one moves the version,
+        so an answer read at one version is the answer of every snapshot at that version. Session marks move no
+        version and are never kept.
         Each handle (role) has its own: an agent's role reads fewer lessons.
         """
         st = self._state
