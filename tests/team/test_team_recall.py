@@ -141,7 +141,8 @@ def test_a_warm_recall_costs_two_round_trips_and_caches_follow_every_write(team_
 
 def test_an_agent_handle_recalls_through_its_role_in_as_few_round_trips(team_url: str, machine: Any) -> None:
     """An agent handle runs every checkout as the project's agent role: SET ROLE travels with the first statement
-    (also with a snapshot's multi-statement start), so it costs the agent no extra round trip there."""
+    (also with a snapshot's multi-statement start) and RESET ROLE with the last (the snapshot's ROLLBACK, a
+    one-statement read or write), so an agent's recall costs what a user's does."""
     user = machine("u", team_url)
     _fill(user)
     les = user.lessons.create("Deploys need a second reviewer")
@@ -151,11 +152,11 @@ def test_an_agent_handle_recalls_through_its_role_in_as_few_round_trips(team_url
     q = "how do we handle deploys and retries?"
     r = agent.recall(q, session="agent-1")
     assert r.text == user.recall(q).text and r.version == user.recall(q).version and "second reviewer" in r.text
-    rt = agent._store.round_trips
-    agent.recall(q, session="agent-1")
-    before = rt.count
-    agent.recall(q, session="agent-1")
-    assert rt.count - before <= 9  # the user's 7, and RESET ROLE when a connection goes back to the pool
+    cost = functools.partial(_without_ranking(agent), q)
+    cost(session="agent-1")
+    assert cost() == 2  # as the user's: RESET ROLE travels with the snapshot's ROLLBACK
+    cost(session="agent-2")
+    assert cost(session="agent-2") == 4  # and with the session marks' write
 
 
 def test_settings_and_file_flags_written_elsewhere_are_never_served_stale(team_url: str, machine: Any) -> None:
@@ -197,3 +198,22 @@ def test_settings_and_file_flags_written_elsewhere_are_never_served_stale(team_u
     version = a.recall(q).version
     b._store.meta.set_scan_tips("default", ["abc"])
     assert a.recall(q).version == version
+
+
+def test_no_pooled_connection_keeps_the_agent_role_after_an_agent_recall(team_url: str, machine: Any) -> None:
+    """RESET ROLE now rides with an agent checkout's last statement: every connection back in the shared pool is
+    its login role again (a user handle on the same pool acts as the user)."""
+    user = machine("u", team_url)
+    _fill(user, 6)
+    agent = machine("ag", team_url, actor="agent")
+    for s in ("x", "y", None):  # snapshots, one-statement reads and the session marks' writes
+        agent.recall("how do we handle deploys?", session=s)
+    assert agent.memories.list()
+    pool = agent._store.pool
+    conns = [pool.getconn() for _ in range(pool.get_stats()["pool_size"])]
+    try:
+        roles = {c.execute("SELECT current_user = session_user").fetchone()[0] for c in conns}
+    finally:
+        for c in conns:
+            pool.putconn(c)
+    assert roles == {True}
