@@ -434,9 +434,7 @@ class Vault:
         if self._recaller is None:
             from synapse_nb.recall.engine import Recaller  # loaded by the first recall (import synapse_nb stays light)
 
-            self._recaller = Recaller(self._ctx, lambda: self.index)
-        if bars is None:
-            bars = self.default_bars()
+            self._recaller = Recaller(self._ctx, lambda: self.index, defaults=self.default_bars)
         return self._recaller.recall(query, session=session, branch=branch, files=files,
                                      budget_tokens=budget_tokens, bars=bars, path=path)
 

@@ -88,8 +88,10 @@ class Recaller:
     store's BM25 and the structure step).
     """
 
-    def __init__(self, ctx: Context, index: Callable[[], VaultIndex], params: RankParams | None = None) -> None:
+    def __init__(self, ctx: Context, index: Callable[[], VaultIndex], params: RankParams | None = None,
+                 defaults: Callable[[], Bars] | None = None) -> None:
         self._ctx = ctx
+        self._defaults = defaults  # the saved default bars, read inside the snapshot (no round trip of their own)
         self._index = index
         self._lock = threading.RLock()
         self._scorer: CorpusScorer | None = None
@@ -138,12 +140,14 @@ class Recaller:
         """See :meth:`synapse_nb.vault.Vault.recall`."""
         ctx = self._ctx
         query = clean_query(query)
-        bars = _check_args(bars, budget_tokens, session, path)
+        given, bars = bars, _check_args(bars, budget_tokens, session, path)
         file_refs = check_files(files, "files")
         branch_name = ctx.git.head()[0] if branch is None else str(branch)
         used = "rank" if query.strip() else "none"
         # one consistent read of everything the ranking weighs: lessons, documents, matches, word statistics
         with ctx.store.snapshot():
+            if given is None and self._defaults is not None:
+                bars = _check_args(self._defaults(), budget_tokens, session, path)
             version = ctx.store.data_version()  # once: every cache of this recall is keyed by it
             now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
             lessons = list(Lessons(ctx.at(now)).in_force(branch_name))
@@ -158,7 +162,7 @@ class Recaller:
                      functools.partial(self._materialize, now=now), seen)
             rows, kept, coverage = g.rows, g.kept, g.coverage
         shown_before = record_given(ctx, session, kept, lessons, seen, now)
-        kept = self._staleness.annotate(kept)
+        kept = self._staleness.annotate(kept, version)
         reason, note = empty_reason(query, kept, rows, bars)
         text = assemble(query, kept, lessons, shown_before, note)
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),

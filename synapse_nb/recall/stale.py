@@ -20,20 +20,28 @@ if TYPE_CHECKING:
 
 __all__ = ["Staleness"]
 
+#: Most flag answers kept (emptied when full: keeps a long-lived process bounded).
+MAX_FLAGS = 50_000
+
 
 class Staleness:
-    """Annotates kept items for one context; remembers git's answers per (HEAD, id, updated_at)."""
+    """Annotates kept items for one context; remembers git's answers per (HEAD, id, updated_at) and the stored
+    file flags per data version (every write of a flag moves it: SQLite's ``data_version`` moves with any commit,
+    a team vault's with a flag write since migration 4), so a warm recall reads no flag."""
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
         self._lock = threading.Lock()
         self._cache: dict[tuple[str | None, str, str], tuple[str, ...]] = {}
+        self._flags_version: object = None
+        self._flags: dict[str, list[str] | None] = {}
 
-    def annotate(self, kept: list[RecallItem]) -> list[RecallItem]:
+    def annotate(self, kept: list[RecallItem], version: object = None) -> list[RecallItem]:
+        """``kept`` with their marks; ``version``: the data version the recall read (None: flags read afresh)."""
         if not kept:
             return kept
         ctx = self._ctx
-        flagged = ctx.store.flags.dangling([k.id for k in kept])
+        flagged = self._dangling([k.id for k in kept], version)
         stale: dict[str, tuple[str, ...]] = {}
         if ctx.git.repo is not None:
             stale = self._stale(kept)
@@ -48,6 +56,23 @@ class Staleness:
                 line += f" [files missing at HEAD: {', '.join(flagged[k.id])}]"
             out.append(replace(k, line=line))
         return out
+
+    def _dangling(self, ids: list[str], version: object) -> dict[str, list[str]]:
+        """The "files missing at HEAD" flags of ``ids``; those read at ``version`` before are not read again."""
+        if version is None:
+            return self._ctx.store.flags.dangling(ids)
+        with self._lock:
+            if self._flags_version != version or len(self._flags) > MAX_FLAGS:
+                self._flags_version, self._flags = version, {}
+            known = {i: self._flags[i] for i in ids if i in self._flags}
+        todo = [i for i in ids if i not in known]
+        if todo:
+            found = self._ctx.store.flags.dangling(todo)
+            known.update((i, found.get(i)) for i in todo)
+            with self._lock:
+                if self._flags_version == version:
+                    self._flags.update((i, known[i]) for i in todo)
+        return {i: v for i, v in known.items() if v is not None}
 
     def _stale(self, kept: list[RecallItem]) -> dict[str, tuple[str, ...]]:
         head = self._ctx.git.head()[1]

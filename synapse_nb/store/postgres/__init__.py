@@ -30,7 +30,13 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from synapse_nb.errors import ValidationError
 from synapse_nb.store.postgres.db import PgDatabase
 from synapse_nb.store.postgres.migrate import CODE_VERSION, check_project
-from synapse_nb.store.postgres.queries import FeedOutbox, RecallQueries, SessionsQueries, TransferQueries
+from synapse_nb.store.postgres.queries import (
+    FeedOutbox,
+    MetaQueries,
+    RecallQueries,
+    SessionsQueries,
+    TransferQueries,
+)
 from synapse_nb.store.postgres.tables import (
     CheckpointsTable,
     DecisionsTable,
@@ -40,7 +46,7 @@ from synapse_nb.store.postgres.tables import (
     NotesTable,
     gate_terms,
 )
-from synapse_nb.store.sqlite.queries import FlagsQueries, MetaQueries, RefsQueries
+from synapse_nb.store.sqlite.queries import FlagsQueries, RefsQueries
 
 __all__ = ["CODE_VERSION", "PgStore", "gate_terms", "is_team_url", "parse_team_url", "project_for"]
 

@@ -159,6 +159,7 @@ class _State(threading.local):
         self.snap = 0
         self.snap_point: tuple[int, str, int] | None = None  # (data version, server now, n_docs) of the snapshot
         self.committing = False
+        self.role_reset = False  # the checkout's role was already reset (with its last statement)
         self.changes: dict[tuple[str, str], bool] = {}
         self.after_commit: list[Callable[[], None]] = []
         self.on_rollback: list[Callable[[], None]] = []
@@ -258,9 +259,11 @@ class PgDatabase:
 
     # -- connections ------------------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _connection(self, first: str | None = None, params: Sequence[Any] = ()) -> Iterator[tuple[Any, Any]]:
+    def _connection(self, first: str | None = None, params: Sequence[Any] = (),
+                    last: bool = False) -> Iterator[tuple[Any, Any]]:
         """(connection, cursor of ``first``): the thread's pinned connection, else one from the pool as this
-        handle's role, with the statement ``first`` already run on it.
+        handle's role, with the statement ``first`` already run on it. ``last``: ``first`` is the checkout's only
+        statement (an agent handle's ``RESET ROLE`` travels with it).
 
         A pooled connection is not checked before use (that would cost a round trip per checkout): the first
         statement is the check. When it finds the connection dead (a restarted server, a terminated backend),
@@ -275,8 +278,9 @@ class PgDatabase:
         for attempt in (0, 1):
             try:
                 with self.pool.connection() as conn:
+                    st.role_reset = False
                     try:
-                        cur = self._first(conn, first, params)
+                        cur = self._first(conn, first, params, last)
                     except psycopg.OperationalError as exc:
                         if attempt == 0 and conn.closed:
                             # the others idle since the same restart are dead too: replace them at once; leaving
@@ -287,7 +291,9 @@ class PgDatabase:
                     try:
                         yield conn, cur
                     finally:
-                        if self._set_role and not conn.closed and conn.info.transaction_status == 0:
+                        if st.role_reset:
+                            st.role_reset = False
+                        elif self._set_role and not conn.closed and conn.info.transaction_status == 0:
                             self.round_trips.count += 1
                             with contextlib.suppress(psycopg.Error):
                                 conn.execute("RESET ROLE")
@@ -295,8 +301,9 @@ class PgDatabase:
             except PoolTimeout as exc:
                 raise map_error(exc) from exc
 
-    def _first(self, conn: Any, first: str | None, params: Sequence[Any]) -> Any:
-        """Run the checkout's first statement (after ``SET ROLE`` for an agent handle, in the same round trip)."""
+    def _first(self, conn: Any, first: str | None, params: Sequence[Any], last: bool = False) -> Any:
+        """Run the checkout's first statement (after ``SET ROLE`` for an agent handle, in the same round trip;
+        ``last``: and ``RESET ROLE`` after it, still one round trip)."""
         if self._set_role is None:
             return None if first is None else self._run(conn, first, params, raw=True)
         self.round_trips.count += 1
@@ -304,13 +311,16 @@ class PgDatabase:
             conn.execute(self._set_role)
             return None
         try:
-            if not params:  # one simple query (it may hold several statements, as a snapshot's start does)
+            if not params and not last:  # one simple query (it may hold several statements, as a snapshot's start)
                 cur = conn.execute(f"{self._set_role}; {pg_sql(first).replace('%%', '%')}")
                 cur.nextset()  # past SET ROLE: the cursor stands where the caller's statement put it
                 return cur
             with conn.pipeline():
                 conn.execute(self._set_role)
-                cur = conn.execute(pg_sql(first), params)
+                cur = conn.execute(pg_sql(first), params if params else None)
+                if last:
+                    conn.execute("RESET ROLE")
+            self._state.role_reset = last
         except psycopg.OperationalError:
             raise
         except psycopg.Error as exc:
@@ -404,8 +414,9 @@ class PgDatabase:
                 st.conn, st.snap, st.snap_point = None, 0, None
                 if not conn.closed:
                     self.round_trips.count += 1
-                    with contextlib.suppress(psycopg.Error):
-                        conn.execute("ROLLBACK")
+                    with contextlib.suppress(psycopg.Error):  # an agent's RESET ROLE in the same round trip
+                        conn.execute("ROLLBACK; RESET ROLE" if self._set_role else "ROLLBACK")
+                        st.role_reset = self._set_role is not None
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         if self._state.depth:
@@ -460,11 +471,11 @@ class PgDatabase:
             raise StoreError("a write cannot run inside a snapshot (a read-only view); write before or after it")
         if self.readonly:
             raise StoreError(f"the team vault {self.location} is opened read-only; writes are refused")
-        with self._connection(sql, params):
+        with self._connection(sql, params, last=True):
             pass
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        with self._connection(sql, params) as (_, cur):
+        with self._connection(sql, params, last=True) as (_, cur):
             return list(cur.fetchall())
 
     def query_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
@@ -478,7 +489,8 @@ class PgDatabase:
 
     def data_version(self) -> tuple[int, ...]:
         """``(gate_stats.version,)``: the same on every machine for the same committed state; it moves with every
-        transaction that changes a record, by anyone on any machine (the fold at commit). Read with the snapshot
+        transaction that changes a record, a setting or a file flag, by anyone on any machine (the fold at commit;
+        session marks move it not). Read with the snapshot
         that opened it (no round trip) inside one.
 
         Inside a write transaction the fold has not run yet, so the answer is unique to each call (a cache keyed
@@ -497,9 +509,10 @@ class PgDatabase:
         """A dict for answers read inside the open snapshot, kept while the project's data version stays the same
         (every handle, any thread), or None outside a snapshot or inside a write transaction (nothing is kept).
 
-        Only what a record write changes may be kept in it (records, their tags, keys, word statistics): every
-        transaction that changes a record moves the version, so an answer read at one version is the answer of
-        every snapshot at that version. Settings, session marks and flags move no version and are never kept.
+        Only what a version-moving write changes may be kept in it (records, their tags, keys, word statistics,
+        and since migration 4 the settings and file flags): every transaction that changes one moves the version,
+        so an answer read at one version is the answer of every snapshot at that version. Session marks move no
+        version and are never kept.
         Each handle (role) has its own: an agent's role reads fewer lessons.
         """
         st = self._state

@@ -45,6 +45,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "schema v2 ported from SQLite", "schema.sql"),
     Migration(2, "human gate: roles, grants, guards, row-level security", "security.sql"),
     Migration(3, "ranking documents of recall engine v2 (BM25: body, context; threads)", "ranking.sql"),
+    Migration(4, "settings and file flags move the data version (recall keeps them per version)", "inputs.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

@@ -89,6 +89,20 @@ class RecallQueries(RankingQueries, lite.RecallQueries):
         return out
 
 
+class MetaQueries(lite.MetaQueries):
+    """Settings as SQLite's, but read inside a snapshot they are kept per data version (migration 4: writing a
+    setting moves the version), so a warm recall's saved default bars cost no round trip."""
+
+    def settings(self, names: Iterable[str] | None = None) -> dict[str, Any]:
+        memo = self._db.snapshot_cache("settings")  # type: ignore[attr-defined]
+        if memo is None:
+            return super().settings(names)
+        key = None if names is None else tuple(names)
+        if key not in memo:
+            memo[key] = super().settings(key)
+        return dict(memo[key])
+
+
 MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELECT ?, ?, u.rid, u.digest, ? "
              "FROM unnest(?::text[], ?::text[]) AS u(rid, digest) ORDER BY u.rid "
              "ON CONFLICT (mind, session, rid) DO UPDATE SET digest = excluded.digest, seen_at = excluded.seen_at")
