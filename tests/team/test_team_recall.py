@@ -75,19 +75,23 @@ def test_recall_now_is_the_servers_clock_unless_a_clock_is_given(team_url: str, 
 
 
 def _without_ranking(v: Any) -> Callable[..., int]:
-    """``cost(query, **kw)``: the round trips of one recall on ``v`` outside its ranking read (the BM25 statement,
-    which recall engine v2 makes per recall; cached per data version, it costs none)."""
+    """``cost(query, **kw)``: the round trips of one recall on ``v`` outside its ranking reads (the structure rows,
+    the BM25 totals and the query words' postings, read once per data version and then kept; or the store's BM25
+    statement where recall falls back to it)."""
     rt, queries = v._store.round_trips, v._store.recall
-    bm25, ranking = queries.bm25, [0]
+    ranking = [0]
 
-    def counted(*args: Any, **kw: Any) -> Any:
-        before = rt.count
-        try:
-            return bm25(*args, **kw)
-        finally:
-            ranking[0] += rt.count - before
+    def counting(read: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(*args: Any, **kw: Any) -> Any:
+            before = rt.count
+            try:
+                return read(*args, **kw)
+            finally:
+                ranking[0] += rt.count - before
+        return counted
 
-    queries.bm25 = counted
+    for name in ("bm25", "postings", "rank_rows", "rank_totals"):
+        setattr(queries, name, counting(getattr(queries, name)))
 
     def cost(q: str, **kw: Any) -> int:
         before, ranking[0] = rt.count, 0
