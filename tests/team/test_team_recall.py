@@ -115,6 +115,9 @@ def test_a_warm_recall_costs_two_round_trips_and_caches_follow_every_write(team_
 
     cost()
     assert cost() == 2
+    rt = a._store.round_trips.count
+    a.recall(q)  # the ranking reads themselves are kept per data version: a repeated query makes none
+    assert a._store.round_trips.count - rt == 2
     cost(session="s1")
     cost(session="s1")  # the gate walks past what s1 was given: records first read here, one round trip each
     assert cost(session="s1") == 3  # its marks read; nothing new was given, so none written
