@@ -38,6 +38,7 @@ __all__ = [
     "PermissionDeniedError",
     "QueryError",
     "SchemaError",
+    "SnapshotMoved",
     "StoreError",
     "SynapseError",
     "ValidationError",
@@ -128,6 +129,11 @@ class SchemaError(StoreError):
 class OfflineError(StoreError):
     """A team vault's server cannot be reached from this machine: nothing can be written (there is never a local
     fork); ``open_vault(url, offline=True)`` reads this machine's stale copy instead."""
+
+
+class SnapshotMoved(StoreError):
+    """A lazy snapshot (``store.snapshot(lazy=True)``) had to open a transaction and found the vault changed since
+    its first read: its caller reads again from the start in an ordinary snapshot (recall does this itself)."""
 
 
 class IndexError_(StoreError):  # noqa: N801 - trailing underscore avoids shadowing the builtin

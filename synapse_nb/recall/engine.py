@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb._util import check_files
-from synapse_nb.errors import QueryError, ValidationError
+from synapse_nb.errors import QueryError, SnapshotMoved, ValidationError
 from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.models import Record
 from synapse_nb.recall.bm25 import Postings, bm25_top
@@ -144,16 +144,25 @@ class Recaller:
         file_refs = check_files(files, "files")
         branch_name = ctx.git.head()[0] if branch is None else str(branch)
         used = "rank" if query.strip() else "none"
-        # one consistent read of everything the ranking weighs: lessons, documents, matches, word statistics
-        with ctx.store.snapshot():
-            if given is None and self._defaults is not None:
-                bars = _check_args(self._defaults(), budget_tokens, session, path)
-            version = ctx.store.data_version()  # once: every cache of this recall is keyed by it
-            now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
-            lessons = list(Lessons(ctx.at(now)).in_force(branch_name))
-            ranking = self._rank(query, file_refs, bars, now, version) if query.strip() else None
-            walk = [c.id for c in ranking.cands if c is not None] if ranking else []
-            seen = seen_digests(ctx, session, walk + [x.id for x in lessons])
+        # one consistent read of everything the ranking weighs: lessons, documents, matches, word statistics.
+        # Lazy: a team vault reads the version first and opens its transaction only for what the caches keyed by
+        # that version lack; if the vault moved in between, the read starts again in an ordinary snapshot.
+        for lazy in (True, False):
+            try:
+                with ctx.store.snapshot(lazy=lazy):
+                    if given is None and self._defaults is not None:
+                        bars = _check_args(self._defaults(), budget_tokens, session, path)
+                    version = ctx.store.data_version()  # once: every cache of this recall is keyed by it
+                    now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
+                    lessons = list(Lessons(ctx.at(now)).in_force(branch_name))
+                    ranking = self._rank(query, file_refs, bars, now, version) if query.strip() else None
+                break
+            except SnapshotMoved:
+                if not lazy:
+                    raise
+        walk = [c.id for c in ranking.cands if c is not None] if ranking else []
+        # the session's marks are no part of the vault's state (they move no version): read after the snapshot
+        seen = seen_digests(ctx, session, walk + [x.id for x in lessons])
         if ranking is None:
             rows, kept, coverage = [], [], 0.0
         else:

@@ -519,7 +519,13 @@ class VaultStore(Protocol):
 
     def transaction(self) -> AbstractContextManager[object]: ...
 
-    def snapshot(self) -> AbstractContextManager[object]: ...
+    def snapshot(self, *, lazy: bool = False) -> AbstractContextManager[object]:
+        """Several reads that see one committed state. ``lazy``: a shared store may answer the state's version
+        (and its clock) first and open the transaction only when a read inside needs the server; if the vault
+        changed in between it raises :class:`~synapse_nb.errors.SnapshotMoved` before any such read (the caller
+        reads again in an ordinary snapshot). A caller that serves every read from caches keyed by
+        :meth:`data_version` then costs one round trip. SQLite ignores it."""
+        ...
 
     def after_commit(self, callback: Callable[[], None]) -> None: ...
 

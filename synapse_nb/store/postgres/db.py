@@ -31,6 +31,7 @@ from synapse_nb.errors import (
     NotFoundError,
     OfflineError,
     PermissionDeniedError,
+    SnapshotMoved,
     StoreError,
     SynapseError,
     ValidationError,
@@ -137,6 +138,8 @@ MAX_MEMO = 50_000
 #: the server's clock, which is "now" for every read of the snapshot (``now()`` is the transaction's start).
 BEGIN_SNAPSHOT = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
                   "SELECT version, fmt_ts(now()) AS now, n_docs FROM gate_stats WHERE id = 1")
+#: A lazy snapshot's first round trip: the same state, read by one autocommitted statement (itself a snapshot).
+SNAPSHOT_POINT = "SELECT version, fmt_ts(now()) AS now, n_docs FROM gate_stats WHERE id = 1"
 
 
 class RoundTrips:
@@ -160,6 +163,7 @@ class _State(threading.local):
         self.snap_point: tuple[int, str, int] | None = None  # (data version, server now, n_docs) of the snapshot
         self.committing = False
         self.role_reset = False  # the checkout's role was already reset (with its last statement)
+        self.lazy_open: Callable[[], None] | None = None  # opens a lazy snapshot's transaction on its first read
         self.changes: dict[tuple[str, str], bool] = {}
         self.after_commit: list[Callable[[], None]] = []
         self.on_rollback: list[Callable[[], None]] = []
@@ -272,6 +276,8 @@ class PgDatabase:
         upsert outside a transaction; nothing of a transaction is.
         """
         st = self._state
+        if st.conn is None and st.lazy_open is not None:
+            st.lazy_open()  # a lazy snapshot's first read that needs the server: its transaction opens here
         if st.conn is not None:
             yield st.conn, (None if first is None else self._run(st.conn, first, params))
             return
@@ -390,11 +396,16 @@ class PgDatabase:
                 listener(changes)
 
     @contextlib.contextmanager
-    def snapshot(self) -> Iterator[None]:
+    def snapshot(self, *, lazy: bool = False) -> Iterator[None]:
         """Several reads that see one committed state (REPEATABLE READ READ ONLY); joins a write transaction.
 
         Its first round trip opens it and reads the project's data version and the server's ``now()``
         (:meth:`data_version` and :meth:`snapshot_now` answer from it without another round trip).
+
+        ``lazy``: the first round trip is one autocommitted statement reading the same (version, now); the
+        transaction opens only when a read inside needs the server, and if the version it sees differs it raises
+        :class:`SnapshotMoved` before that read. A recall served from caches keyed by the version (a repeated
+        query) then costs that one round trip: what it reads is the state of that version, which never changes.
         """
         st = self._state
         if st.depth or st.snap:
@@ -403,6 +414,9 @@ class PgDatabase:
                 yield
             finally:
                 st.snap -= not st.depth
+            return
+        if lazy:
+            yield from self._lazy_snapshot()
             return
         with self._connection(BEGIN_SNAPSHOT) as (conn, cur):
             cur.nextset()
@@ -417,6 +431,39 @@ class PgDatabase:
                     with contextlib.suppress(psycopg.Error):  # an agent's RESET ROLE in the same round trip
                         conn.execute("ROLLBACK; RESET ROLE" if self._set_role else "ROLLBACK")
                         st.role_reset = self._set_role is not None
+
+    def _lazy_snapshot(self) -> Iterator[None]:
+        st = self._state
+        with self._connection(SNAPSHOT_POINT, last=True) as (_, cur):
+            row = cur.fetchone()
+        point = (int(row[0]), str(row[1]), int(row[2])) if row else (0, "", 0)
+        stack = contextlib.ExitStack()
+        opened: list[Any] = []
+
+        def open_transaction() -> None:
+            st.lazy_open = None
+            conn, cur = stack.enter_context(self._connection(BEGIN_SNAPSHOT))
+            opened.append(conn)
+            cur.nextset()
+            now = cur.fetchone()
+            st.conn = conn
+            if now is None or int(now[0]) != point[0]:
+                raise SnapshotMoved(f"the team vault changed during a read (version {point[0]} -> "
+                                    f"{now[0] if now else '?'}); read again")
+
+        st.snap, st.snap_point, st.lazy_open = 1, point, open_transaction
+        try:
+            yield
+        finally:
+            st.conn, st.snap, st.snap_point, st.lazy_open = None, 0, None, None
+            try:
+                if opened and not opened[0].closed:
+                    self.round_trips.count += 1
+                    with contextlib.suppress(psycopg.Error):  # an agent's RESET ROLE in the same round trip
+                        opened[0].execute("ROLLBACK; RESET ROLE" if self._set_role else "ROLLBACK")
+                        st.role_reset = self._set_role is not None
+            finally:
+                stack.close()
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         if self._state.depth:

@@ -246,8 +246,9 @@ class Database:
                 listener(changes)
 
     @contextlib.contextmanager
-    def snapshot(self) -> Iterator[None]:
+    def snapshot(self, *, lazy: bool = False) -> Iterator[None]:  # noqa: ARG002 - a local file has no round trips
         """Several reads that see one committed state (a deferred read transaction); joins a write transaction.
+        ``lazy`` changes nothing here (see the store contract).
 
         The connection is held by this thread until the block ends: keep it short, and write nothing in it.
         """
