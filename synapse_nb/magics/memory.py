@@ -88,6 +88,10 @@ class MemoryMagics(FamilyMagics):
         rest = " ".join(args.rest).strip()
         if args.action == "status":
             return v.status()
+        if args.action == "search" and v.offline:  # a team vault whose server cannot be reached: the stale copy
+            if args.tag is not None or args.category is not None:
+                raise UsageError("--tag and --category need the server (the offline copy holds text only)")
+            return v.search(rest)
         if args.action == "search":
             return v.memories.search(rest, tag=args.tag, category=args.category)
         if args.action == "expiring":

@@ -65,7 +65,10 @@ class RecallMagics(FamilyMagics):
         kwargs: dict[str, Any] = {"session": session}
         if budget is not None:
             kwargs["budget_tokens"] = budget
-        r = self.vault.recall(query, **kwargs)
+        v = self.vault
+        if v.offline:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
+            return shown_once(v.recall(query), syn.fresh)  # type: ignore[no-any-return]
+        r = v.recall(query, **kwargs)
         if args.explain:
             table = r.explain()
             display({"text/plain": str(table), "text/html": table._repr_html_()}, raw=True)

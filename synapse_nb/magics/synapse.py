@@ -106,12 +106,16 @@ class SynapseMagics(Magics):
         return self._open_vault(create=True)
 
     def _open_vault(self, *, create: bool) -> Vault:
+        # a team vault whose server cannot be reached is this machine's stale copy (``offline``: %recall and
+        # %memory search answer marked STALE, a write is a one-line OfflineError); the next magic tries the server
+        if self._vault is not None and self._vault.offline:
+            self._vault = None
         if self._vault is None:
-            v = open_vault(self.vault_path or None, mind=self.mind, actor="user", create=create)
+            v = open_vault(self.vault_path or None, mind=self.mind, actor="user", create=create, offline=True)
             if v.created:
                 print(f"synapse_nb: created a new vault at {v.path}", file=sys.stderr)
             self._vault = v
-            if self.lesson_expiry_days is not None:
+            if self.lesson_expiry_days is not None and not v.offline:
                 v.settings.set("lesson_expiry_days", self.lesson_expiry_days)
         return self._vault
 

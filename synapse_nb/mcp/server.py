@@ -26,6 +26,7 @@ import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -109,9 +110,15 @@ class _Handle:
         self._vault = vault.as_agent() if vault is not None else None
 
     def get(self, *, write: bool = False) -> Vault:
-        """The vault; read tools never create one, write tools create it inside an existing folder only."""
+        """The vault; read tools never create one, write tools create it inside an existing folder only.
+
+        A team vault whose server cannot be reached is this machine's stale copy (``offline``: recall and search
+        answer marked STALE, everything else is an OfflineError); the server is tried again on the next call."""
+        if self._vault is not None and self._vault.offline:
+            self._vault = None  # never stay offline once the server is back
         if self._vault is None:
-            self._vault = open_vault(self._path, mind=self._mind, actor="agent", clock=self._clock, create=write)
+            self._vault = open_vault(self._path, mind=self._mind, actor="agent", clock=self._clock, create=write,
+                                     offline=True)
             if self._vault.created:  # stdout carries the protocol: say it on stderr, once
                 print(f"synapse-nb: created a new vault at {self._vault.path}", file=sys.stderr, flush=True)
         return self._vault
@@ -125,7 +132,7 @@ class _Handle:
         try:
             yield v
         except SynapseError:
-            if fresh and v.discard_if_unused():
+            if fresh and not v.offline and v.discard_if_unused():
                 self._vault = None
                 print(f"synapse-nb: removed the vault it had just created at {v.path} (nothing was written)",
                       file=sys.stderr, flush=True)
@@ -272,7 +279,11 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         """
         with _errors():
             kwargs = {} if budget_tokens is None else {"budget_tokens": budget_tokens}
-            r = handle.get().recall(query, session=session_id, **kwargs)
+            v = handle.get()
+            if v.offline:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
+                stale = v.recall(query)
+                return _result(stale.text, stale.to_dict())
+            r = v.recall(query, session=session_id, **kwargs)
             text = r.text
             if r.empty_reason == "over_budget":
                 text += f"\n(call recall again with a larger budget_tokens than {r.bars.budget_tokens} to get them)"
@@ -315,6 +326,10 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
             if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
                 raise ValidationError(f"limit must be a whole number from 1 to 100, got {limit!r}")
             v = handle.get()
+            if v.offline:  # this machine's stale copy: text only, filtered by kind (it cannot tell approved lessons)
+                stale = v.search(query, k=1000)
+                stale = replace(stale, hits=tuple(h for h in stale.hits if kind == "all" or h.kind == kind)[:limit])
+                return _result(stale.text, {**stale.to_dict(), "kind": kind})
             managers = {"memory": v.memories, "decision": v.decisions, "checkpoint": v.checkpoints,
                         "lesson": v.lessons, "episode": v.episodes, "note": v.notes}
             kinds = SEARCH_KINDS[1:] if kind == "all" else (kind,)
