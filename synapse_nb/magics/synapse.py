@@ -17,7 +17,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_magic, magics_class
 from traitlets import Bunch, Int, TraitError, Unicode, observe, validate
 
-from synapse_nb.errors import GitError, SynapseError, VaultNotFoundError
+from synapse_nb.errors import GitError, OfflineError, SynapseError, VaultNotFoundError
 from synapse_nb.gitscope import RepoInfo, changed_paths, find_repo
 from synapse_nb.kinds.autocheckpoint import MAX_EVERY, AutoCheckpoint
 from synapse_nb.magics._base import end_of_cell, usage_errors
@@ -118,6 +118,15 @@ class SynapseMagics(Magics):
             if self.lesson_expiry_days is not None and not v.offline:
                 v.settings.set("lesson_expiry_days", self.lesson_expiry_days)
         return self._vault
+
+    def stale_copy(self, exc: OfflineError) -> Any:
+        """This machine's stale copy once the server of the open team vault went away (``exc``, raised by a read
+        the copy can answer); ``exc`` again when the server answers or there is no copy (the next magic retries)."""
+        self.close()
+        v = self._open_vault(create=False)
+        if not v.offline:
+            raise exc
+        return v
 
     @property
     def session_id(self) -> str:

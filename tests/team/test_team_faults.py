@@ -167,6 +167,14 @@ async def test_offline_the_mcp_tools_read_the_stale_copy_refuse_writes_and_recon
         assert not r.is_error and not r.content[0].text.startswith("STALE") and "fridays" in r.content[0].text
         r = await c.call_tool("remember", {"category": "knowledge", "key": "back", "content": "written online"})
         assert not r.is_error
+        own_server.stop()  # the server goes away while the handle is live: its reads fall back to the copy
+        r = await c.call_tool("search", {"query": "fridays freeze"})
+        assert not r.is_error and r.content[0].text.startswith("STALE (offline)") and mid in r.content[0].text
+        r = await c.call_tool("remember", {"category": "knowledge", "key": "k2", "content": "offline write"})
+        assert r.is_error and "no local fork" in r.content[0].text
+        own_server.start(port=own_server.port)
+        r = await c.call_tool("recall", {"query": "when do deploys run?", "session_id": "s2"})
+        assert not r.is_error and not r.content[0].text.startswith("STALE") and "fridays" in r.content[0].text
     v = open_team_vault(url, local=tmp_path)
     try:  # nothing of the offline calls was written anywhere
         assert sorted(m.key for m in v.memories.list()) == ["back", "deploy_day"] and not v.checkpoints.list()
@@ -200,6 +208,12 @@ def test_offline_the_magics_read_the_stale_copy_refuse_writes_and_reconnect(
         r = ip.run_line_magic("recall", "when do deploys run? --all")
         assert not getattr(r, "stale", False) and "fridays" in r.text
         ip.run_line_magic("remember", "knowledge back written online")
+        own_server.stop()  # the server goes away while the vault is open: the reads fall back to the copy
+        assert ip.run_line_magic("recall", "when do deploys run? --all").text.startswith("STALE (offline)")
+        with pytest.raises(UsageError, match="no local fork"):
+            ip.run_line_magic("remember", "knowledge k2 offline write")
+        own_server.start(port=own_server.port)
+        assert "fridays" in ip.run_line_magic("memory", "search fridays")[0].content
     finally:
         ip.run_line_magic("unload_ext", "synapse_nb")
         InteractiveShell.clear_instance()
