@@ -73,6 +73,9 @@ class StaleAnswer:
     def __str__(self) -> str:
         return self.text
 
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython shows the text, STALE line first
+        p.text(self.text)
+
 
 def has_copy(folder: Path) -> bool:
     """Whether a machine's folder (``.synapse/``) holds an index copy of a team vault."""

@@ -17,7 +17,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics
 from IPython.display import display
 
-from synapse_nb.errors import SynapseError
+from synapse_nb.errors import OfflineError, SynapseError
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.vault import Vault
@@ -53,6 +53,8 @@ class VaultHost(Protocol):
     def vault(self) -> Vault: ...
 
     def writable_vault(self) -> Vault: ...
+
+    def stale_copy(self, exc: OfflineError) -> Any: ...
 
 
 class FamilyMagics(Magics):

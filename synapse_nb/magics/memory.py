@@ -8,6 +8,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
+from synapse_nb.errors import OfflineError
 from synapse_nb.magics._base import FamilyMagics, usage_errors
 from synapse_nb.magics._parse import parse_line, split_line, split_list, split_options
 from synapse_nb.models import Memory, RecordList, Status
@@ -89,7 +90,15 @@ class MemoryMagics(FamilyMagics):
         if args.action == "status":
             return v.status()
         if args.action == "search":
-            return v.memories.search(rest, tag=args.tag, category=args.category)
+            try:
+                found = None if v.offline else v.memories.search(rest, tag=args.tag, category=args.category)
+            except OfflineError as exc:  # the server went away since the vault was opened
+                v, found = self.synapse.stale_copy(exc), None
+            if found is not None:
+                return found
+            if args.tag is not None or args.category is not None:  # the stale copy of an unreachable team vault
+                raise UsageError("--tag and --category need the server (the offline copy holds text only)")
+            return v.search(rest)
         if args.action == "expiring":
             return v.memories.expiring(within=args.within)
         if args.action == "prune":

@@ -9,6 +9,7 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
+from synapse_nb.errors import OfflineError
 from synapse_nb.magics._base import FamilyMagics, shown_once, usage_errors
 from synapse_nb.magics._parse import parse_line
 
@@ -65,7 +66,13 @@ class RecallMagics(FamilyMagics):
         kwargs: dict[str, Any] = {"session": session}
         if budget is not None:
             kwargs["budget_tokens"] = budget
-        r = self.vault.recall(query, **kwargs)
+        v = self.vault
+        try:
+            r = None if v.offline else v.recall(query, **kwargs)
+        except OfflineError as exc:  # the server went away since the vault was opened
+            v, r = syn.stale_copy(exc), None
+        if r is None:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
+            return shown_once(v.recall(query), syn.fresh)  # type: ignore[no-any-return]
         if args.explain:
             table = r.explain()
             display({"text/plain": str(table), "text/html": table._repr_html_()}, raw=True)

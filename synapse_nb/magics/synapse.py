@@ -17,7 +17,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_magic, magics_class
 from traitlets import Bunch, Int, TraitError, Unicode, observe, validate
 
-from synapse_nb.errors import GitError, SynapseError, VaultNotFoundError
+from synapse_nb.errors import GitError, OfflineError, SynapseError, VaultNotFoundError
 from synapse_nb.gitscope import RepoInfo, changed_paths, find_repo
 from synapse_nb.kinds.autocheckpoint import MAX_EVERY, AutoCheckpoint
 from synapse_nb.magics._base import end_of_cell, usage_errors
@@ -106,14 +106,27 @@ class SynapseMagics(Magics):
         return self._open_vault(create=True)
 
     def _open_vault(self, *, create: bool) -> Vault:
+        # a team vault whose server cannot be reached is this machine's stale copy (``offline``: %recall and
+        # %memory search answer marked STALE, a write is a one-line OfflineError); the next magic tries the server
+        if self._vault is not None and self._vault.offline:
+            self._vault = None
         if self._vault is None:
-            v = open_vault(self.vault_path or None, mind=self.mind, actor="user", create=create)
+            v = open_vault(self.vault_path or None, mind=self.mind, actor="user", create=create, offline=True)
             if v.created:
                 print(f"synapse_nb: created a new vault at {v.path}", file=sys.stderr)
             self._vault = v
-            if self.lesson_expiry_days is not None:
+            if self.lesson_expiry_days is not None and not v.offline:
                 v.settings.set("lesson_expiry_days", self.lesson_expiry_days)
         return self._vault
+
+    def stale_copy(self, exc: OfflineError) -> Any:
+        """This machine's stale copy once the server of the open team vault went away (``exc``, raised by a read
+        the copy can answer); ``exc`` again when the server answers or there is no copy (the next magic retries)."""
+        self.close()
+        v = self._open_vault(create=False)
+        if not v.offline:
+            raise exc
+        return v
 
     @property
     def session_id(self) -> str:

@@ -26,6 +26,7 @@ import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
 from synapse_nb._version import __version__
-from synapse_nb.errors import NoCheckpointError, SynapseError, ValidationError
+from synapse_nb.errors import NoCheckpointError, OfflineError, SynapseError, ValidationError
 from synapse_nb.recall import banner_text
 from synapse_nb.render import estimate_tokens
 from synapse_nb.vault import Vault, open_vault
@@ -99,6 +100,12 @@ def _fit(blocks: list[str], budget: int) -> tuple[str, int]:
     return text, omitted
 
 
+def _manager(v: Vault, kind: str) -> Any:
+    """The manager ``search(kind=...)`` reads for ``kind``."""
+    return {"memory": v.memories, "decision": v.decisions, "checkpoint": v.checkpoints, "lesson": v.lessons,
+            "episode": v.episodes, "note": v.notes}[kind]
+
+
 class _Handle:
     """The agent's vault handle, opened on first use (so a bad path is a tool error, not a crash)."""
 
@@ -107,14 +114,34 @@ class _Handle:
         self._mind = mind
         self._clock = clock
         self._vault = vault.as_agent() if vault is not None else None
+        self._given = vault is not None
 
     def get(self, *, write: bool = False) -> Vault:
-        """The vault; read tools never create one, write tools create it inside an existing folder only."""
+        """The vault; read tools never create one, write tools create it inside an existing folder only.
+
+        A team vault whose server cannot be reached is this machine's stale copy (``offline``: recall and search
+        answer marked STALE, everything else is an OfflineError); the server is tried again on the next call."""
+        if self._vault is not None and self._vault.offline:
+            self._vault = None  # never stay offline once the server is back
         if self._vault is None:
-            self._vault = open_vault(self._path, mind=self._mind, actor="agent", clock=self._clock, create=write)
+            self._vault = open_vault(self._path, mind=self._mind, actor="agent", clock=self._clock, create=write,
+                                     offline=True)
             if self._vault.created:  # stdout carries the protocol: say it on stderr, once
                 print(f"synapse-nb: created a new vault at {self._vault.path}", file=sys.stderr, flush=True)
         return self._vault
+
+    def stale_copy(self, exc: OfflineError) -> Any:
+        """This machine's stale copy once the server of the open team vault went away (``exc``, raised by a read
+        the copy can answer); ``exc`` again when the server answers or there is no copy. The live handle is
+        closed, so the next call tries the server again."""
+        if self._given or self._vault is None:
+            raise exc
+        self._vault.close()
+        self._vault = None
+        v = self.get()
+        if not v.offline:
+            raise exc
+        return v
 
     @contextmanager
     def writing(self) -> Iterator[Vault]:
@@ -125,7 +152,7 @@ class _Handle:
         try:
             yield v
         except SynapseError:
-            if fresh and v.discard_if_unused():
+            if fresh and not v.offline and v.discard_if_unused():
                 self._vault = None
                 print(f"synapse-nb: removed the vault it had just created at {v.path} (nothing was written)",
                       file=sys.stderr, flush=True)
@@ -272,7 +299,14 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         """
         with _errors():
             kwargs = {} if budget_tokens is None else {"budget_tokens": budget_tokens}
-            r = handle.get().recall(query, session=session_id, **kwargs)
+            v = handle.get()
+            try:
+                r = None if v.offline else v.recall(query, session=session_id, **kwargs)
+            except OfflineError as exc:  # the server went away since the handle was opened
+                v, r = handle.stale_copy(exc), None
+            if r is None:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
+                stale = v.recall(query)
+                return _result(stale.text, stale.to_dict())
             text = r.text
             if r.empty_reason == "over_budget":
                 text += f"\n(call recall again with a larger budget_tokens than {r.bars.budget_tokens} to get them)"
@@ -315,10 +349,15 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
             if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
                 raise ValidationError(f"limit must be a whole number from 1 to 100, got {limit!r}")
             v = handle.get()
-            managers = {"memory": v.memories, "decision": v.decisions, "checkpoint": v.checkpoints,
-                        "lesson": v.lessons, "episode": v.episodes, "note": v.notes}
             kinds = SEARCH_KINDS[1:] if kind == "all" else (kind,)
-            records = [r for k in kinds for r in managers[k].search(query, limit=limit)]
+            try:
+                records = None if v.offline else [r for k in kinds for r in _manager(v, k).search(query, limit=limit)]
+            except OfflineError as exc:  # the server went away since the handle was opened
+                v, records = handle.stale_copy(exc), None
+            if records is None:  # the stale copy: text only, filtered by kind (it cannot tell approved lessons)
+                stale = v.search(query, k=1000)
+                stale = replace(stale, hits=tuple(h for h in stale.hits if h.kind in kinds)[:limit])
+                return _result(stale.text, {**stale.to_dict(), "kind": kind})
             lines = [f"{r.id}  {r.summary_line()}" for r in records] or [f"no match for {query!r}"]
             return _result("\n".join(lines), {"query": query, "kind": kind,
                                               "results": [r.to_dict() for r in records]})

@@ -122,3 +122,103 @@ def test_offline_the_ordinary_reads_answer_from_the_stale_copy_and_writes_are_re
         open_team_vault(url, local=other, offline=True)
     own_server.start(port=own_server.port)
     assert not syn.open_vault(url, offline=True).offline  # back online: the real vault
+
+
+def _offline_copy(srv: PgServer, tmp_path: Path, project: str) -> tuple[str, str]:
+    """A team vault with one memory and this machine's index copy of it, then its server stopped: (url, id)."""
+    url = f"{srv.url}?project={project}"
+    init(url, local=tmp_path)
+    v = open_team_vault(url, local=tmp_path)
+    m = v.remember("knowledge", "deploy_day", "deploys run on fridays after the freeze")
+    assert v.index.search("fridays")  # the copy, with its feed position
+    v.close()
+    srv.stop()
+    return url, m.id
+
+
+@pytest.fixture()
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_offline_the_mcp_tools_read_the_stale_copy_refuse_writes_and_reconnect(
+        own_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp import Client
+
+    from synapse_nb.mcp.server import build_server
+
+    url, mid = _offline_copy(own_server, tmp_path, "offmcp")
+    monkeypatch.chdir(tmp_path)  # the server's machine folder is the current repository's
+    async with Client(build_server(url)) as c:
+        r = await c.call_tool("recall", {"query": "when do deploys run?", "session_id": "s1"})
+        assert not r.is_error and r.content[0].text.startswith("STALE (offline)") and "fridays" in r.content[0].text
+        assert r.structured_content["stale"] is True and r.structured_content["hits"][0]["id"] == mid
+        r = await c.call_tool("search", {"query": "fridays freeze", "kind": "memory"})
+        assert not r.is_error and r.content[0].text.startswith("STALE (offline)") and mid in r.content[0].text
+        r = await c.call_tool("search", {"query": "fridays freeze", "kind": "decision"})
+        assert "(no match in the local copy)" in r.content[0].text
+        for tool, args in (("remember", {"category": "knowledge", "key": "k", "content": "offline write"}),
+                           ("create_checkpoint", {"doing": "offline work"}), ("get_status", {})):
+            r = await c.call_tool(tool, args)
+            assert r.is_error and "writes are refused" in r.content[0].text and "no local fork" in r.content[0].text
+        own_server.start(port=own_server.port)
+        r = await c.call_tool("recall", {"query": "when do deploys run?", "session_id": "s1"})
+        assert not r.is_error and not r.content[0].text.startswith("STALE") and "fridays" in r.content[0].text
+        r = await c.call_tool("remember", {"category": "knowledge", "key": "back", "content": "written online"})
+        assert not r.is_error
+        own_server.stop()  # the server goes away while the handle is live: its reads fall back to the copy
+        r = await c.call_tool("search", {"query": "fridays freeze"})
+        assert not r.is_error and r.content[0].text.startswith("STALE (offline)") and mid in r.content[0].text
+        r = await c.call_tool("remember", {"category": "knowledge", "key": "k2", "content": "offline write"})
+        assert r.is_error and "no local fork" in r.content[0].text
+        own_server.start(port=own_server.port)
+        r = await c.call_tool("recall", {"query": "when do deploys run?", "session_id": "s2"})
+        assert not r.is_error and not r.content[0].text.startswith("STALE") and "fridays" in r.content[0].text
+    v = open_team_vault(url, local=tmp_path)
+    try:  # nothing of the offline calls was written anywhere
+        assert sorted(m.key for m in v.memories.list()) == ["back", "deploy_day"] and not v.checkpoints.list()
+    finally:
+        v.close()
+
+
+def test_offline_the_magics_read_the_stale_copy_refuse_writes_and_reconnect(
+        own_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from IPython.core.error import UsageError
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    url, mid = _offline_copy(own_server, tmp_path, "offmagic")
+    monkeypatch.chdir(tmp_path)
+    c = Config()
+    c.HistoryManager.enabled = False
+    c.HistoryManager.hist_file = ":memory:"
+    c.SynapseMagics.vault_path = url
+    InteractiveShell.clear_instance()
+    ip = InteractiveShell.instance(config=c)
+    try:
+        ip.run_line_magic("load_ext", "synapse_nb")
+        r = ip.run_line_magic("recall", "when do deploys run?")
+        assert r.stale and r.text.startswith("STALE (offline)") and [h.id for h in r.hits][:1] == [mid]
+        assert capsys.readouterr().out.startswith("STALE (offline)")  # shown as its text, the STALE line first
+        assert ip.run_line_magic("memory", "search fridays").text.startswith("STALE (offline)")
+        with pytest.raises(UsageError, match="writes are refused.*no local fork"):
+            ip.run_line_magic("remember", "knowledge k offline write")
+        own_server.start(port=own_server.port)
+        r = ip.run_line_magic("recall", "when do deploys run? --all")
+        assert not getattr(r, "stale", False) and "fridays" in r.text
+        ip.run_line_magic("remember", "knowledge back written online")
+        own_server.stop()  # the server goes away while the vault is open: the reads fall back to the copy
+        assert ip.run_line_magic("recall", "when do deploys run? --all").text.startswith("STALE (offline)")
+        with pytest.raises(UsageError, match="no local fork"):
+            ip.run_line_magic("remember", "knowledge k2 offline write")
+        own_server.start(port=own_server.port)
+        assert "fridays" in ip.run_line_magic("memory", "search fridays")[0].content
+    finally:
+        ip.run_line_magic("unload_ext", "synapse_nb")
+        InteractiveShell.clear_instance()
+    v = open_team_vault(url, local=tmp_path)
+    try:
+        assert sorted(m.key for m in v.memories.list()) == ["back", "deploy_day"]
+    finally:
+        v.close()

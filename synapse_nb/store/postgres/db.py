@@ -121,7 +121,7 @@ def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
         if committing:
             return StoreError(f"the team vault server went away while committing ({msg}); the write may or may "
                               "not have been applied: writes are idempotent by id, so retry it")
-        return StoreError(f"the team vault server is unreachable or went away ({msg}); nothing was written; "
+        return OfflineError(f"the team vault server is unreachable or went away ({msg}); nothing was written; "
                           "the next call reconnects")
     return StoreError(f"the team vault failed: {msg}{hint}")
 
