@@ -413,6 +413,11 @@ class Vault:
             from synapse_nb.recall.engine import Recaller  # loaded by the first recall (import synapse_nb stays light)
 
             self._recaller = Recaller(self._ctx, lambda: self.index)
+        semantic = self.settings.get("recall_semantic")  # the optional dense channel's weight (0: off)
+        if self._recaller.params.semantic != semantic:
+            from dataclasses import replace
+
+            self._recaller.params = replace(self._recaller.params, semantic=semantic)
         if bars is None:
             bars = self.default_bars()
         return self._recaller.recall(query, session=session, branch=branch, files=files,

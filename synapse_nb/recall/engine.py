@@ -191,6 +191,11 @@ class Recaller:
                 exact.setdefault(rid, []).extend(f"file:{f}" for f in hit_files)
         pos = np.array([pos_of[h.id] for h in hits], np.int64)
         sc = np.array([h.score for h in hits], np.float64)
+        if p.semantic:  # the optional dense channel, off by default: recall/semantic.py
+            from synapse_nb.recall.semantic import semantic_term
+
+            sc = semantic_term(query, [h.id for h in hits], sc, p.semantic,
+                               lambda ids: self._candidates.fetch([(idx.kinds[pos_of[i]], i) for i in ids], version))
         ranked = structure(idx, pos, sc, words, p, bonus)
         # the walk reads what clears the margin, plus a few rows below it for the explanation
         text = ranked.score - ranked.parts["bonus"] if len(ranked) else ranked.score
