@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from synapse_nb._util import Clock, fmt_ts, utcnow
+from synapse_nb._util import Clock, fmt_ts, parse_ts, utcnow
 from synapse_nb.errors import ValidationError
 from synapse_nb.gitscope.repo import RepoInfo, default_branch, find_repo, head
 from synapse_nb.gitscope.vaultdir import in_prefix, repo_prefix
@@ -135,6 +135,18 @@ class Context(NamedTuple):
     def now_ts(self) -> str:
         """Now as the store's fixed-width UTC text."""
         return fmt_ts(self.clock())
+
+    def read_now(self) -> str:
+        """"Now" for reads inside a store snapshot: a shared store's clock (a team vault's server ``now()``: every
+        machine reading one state agrees on it), unless this context's clock was given explicitly (tests pin
+        time); else this machine's clock. Fixed-width UTC text."""
+        server = self.store.snapshot_now() if self.clock is utcnow else None
+        return server or self.now_ts()
+
+    def at(self, now: str) -> Context:
+        """This context with its clock stopped at ``now`` (fixed-width UTC text): one recall, one "now"."""
+        moment = parse_ts(now)
+        return self._replace(clock=lambda: moment)
 
     @property
     def is_agent(self) -> bool:

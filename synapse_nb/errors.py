@@ -16,6 +16,7 @@ they resemble, so ``except KeyError`` or ``except PermissionError`` keeps workin
     ├── ConflictError(SynapseError)                   the state does not allow it (approve an approved lesson, ...)
     ├── StoreError(SynapseError, OSError)             the vault cannot be opened, read or written
     │   ├── SchemaError                               a vault from a newer, unknown schema version
+    │   ├── OfflineError                              a team vault's server cannot be reached (no write, no fork)
     │   └── IndexError_                               the retrieval index is unusable (recall falls back)
     ├── GitError(SynapseError)                        a git feature cannot run here (no repo, no commits, ...)
     ├── SemanticUnavailableError(SynapseError, ImportError)
@@ -35,6 +36,7 @@ __all__ = [
     "IndexError_",
     "NoCheckpointError",
     "NotFoundError",
+    "OfflineError",
     "PermissionDeniedError",
     "QueryError",
     "SchemaError",
@@ -124,6 +126,11 @@ class StoreError(SynapseError, OSError):
 
 class SchemaError(StoreError):
     """The vault was written by a newer schema version than this package knows."""
+
+
+class OfflineError(StoreError):
+    """A team vault's server cannot be reached from this machine: nothing can be written (there is never a local
+    fork); ``open_vault(url, offline=True)`` reads this machine's stale copy instead."""
 
 
 class IndexError_(StoreError):  # noqa: N801 - trailing underscore avoids shadowing the builtin

@@ -48,11 +48,11 @@ def _split(url: str, project_dir: Path) -> tuple[str, str]:
 
 
 def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
-                    readonly: bool = False, local: str | Path | None = None) -> Vault:
+                    readonly: bool = False, local: str | Path | None = None, offline: bool = False) -> Vault:
     """Open a team vault: :func:`synapse_nb.vault.open_team_vault` (``open_vault`` does it for a URL)."""
     from synapse_nb.vault import open_team_vault as open_it
 
-    return open_it(url, mind=mind, actor=actor, clock=clock, readonly=readonly, local=local)
+    return open_it(url, mind=mind, actor=actor, clock=clock, readonly=readonly, local=local, offline=offline)
 
 
 def init(url: str, *, humans: tuple[str, ...] = (), agents: tuple[str, ...] = (),
@@ -161,16 +161,11 @@ def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str
     For a machine that cannot reach the server (writes are refused: no local fork). The text starts with a
     ``STALE`` line giving the age of the copy (when its feed last synced), then one line per hit.
     """
-    from synapse_nb._util import fmt_ts
-    from synapse_nb.store.postgres.offline import search_copy
+    from synapse_nb.offline import OfflineVault
 
     folder = _project_dir(local) / LOCAL_DIRNAME
-    copy = search_copy(folder, query, mind=mind, now=fmt_ts(datetime.now(UTC)), k=k)
-    age = "unknown age" if copy.age_s is None else f"{_age(copy.synced_at)} old"
-    lines = [f"STALE (offline): this machine's copy of the team vault, last synced {copy.synced_at or 'never'} "
-             f"({age}); the server cannot be reached, so writes are refused"]
-    lines += [f"- [{kind}] {rid}: {text}" for kind, rid, text in copy.hits] or ["(no match in the local copy)"]
-    return "\n".join(lines)
+    copy = OfflineVault(folder, location="(not contacted)", mind=mind, actor="user", reason="not contacted")
+    return copy.search(query, k=k).text
 
 
 def start_dev_server(folder: str | Path | None = None, *, project_url: bool = True) -> dict[str, Any]:

@@ -24,8 +24,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from synapse_nb._util import Clock, fmt_ts, parse_duration, shift, utcnow
 from synapse_nb.context import ACTORS, Context, GitView, check_identity
-from synapse_nb.errors import (ConflictError, PermissionDeniedError, StoreError, SynapseError, ValidationError,
-                               VaultNotFoundError)
+from synapse_nb.errors import (ConflictError, OfflineError, PermissionDeniedError, StoreError, SynapseError,
+                               ValidationError, VaultNotFoundError)
 from synapse_nb.gitscope.repo import RepoInfo, find_repo
 from synapse_nb.gitscope.vaultdir import GITIGNORE_TEXT, ensure_gitignore, tracked_files, untrack_command
 from synapse_nb.kinds.checkpoints import Checkpoints
@@ -139,7 +139,8 @@ def _holds_only_vault_files(folder: Path, limit: int = 64) -> bool:
 
 
 def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
-               clock: Clock | None = None, readonly: bool = False, create: bool = True) -> Vault:
+               clock: Clock | None = None, readonly: bool = False, create: bool = True,
+               offline: bool = False) -> Vault:
     """Open the vault for a project; with ``create`` (the default), create it if it does not exist yet.
 
     Where the vault is: see :func:`find_vault_dir` (``path`` and ``SYNAPSE_HOME`` name a project
@@ -161,6 +162,10 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     create : create the vault when there is none (default True, for code that is about to write);
         ``create=False`` is for reading: a missing vault is a :class:`VaultNotFoundError`. The CLI,
         the magics and the MCP server open with ``create=False`` for every read.
+    offline : for a team vault URL only: when its server cannot be reached, return this machine's stale,
+        read-only copy (a :class:`synapse_nb.offline.OfflineVault`: ``search``/``recall`` answer marked
+        ``STALE`` with the copy's age, everything else raises :class:`OfflineError`) instead of raising
+        :class:`OfflineError`. The CLI's read commands pass it.
 
     Raises
     ------
@@ -181,7 +186,7 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     check_identity(mind, actor)  # before anything is created
     team = path if path is not None else os.environ.get("SYNAPSE_HOME", "").strip() or None
     if isinstance(team, str) and team.lower().startswith(("postgresql://", "postgres://")):
-        return open_team_vault(team, mind=mind, actor=actor, clock=clock, readonly=readonly)
+        return open_team_vault(team, mind=mind, actor=actor, clock=clock, readonly=readonly, offline=offline)
     vault_dir, project_dir, shown = _locate(path)
     created = False
     if not (vault_dir / DB_NAME).is_file():
@@ -202,14 +207,15 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
 
 
 def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
-                    readonly: bool = False, local: str | Path | None = None) -> Vault:
+                    readonly: bool = False, local: str | Path | None = None, offline: bool = False) -> Vault:
     """Open a team vault (``postgresql://user@host:port/db?project=NAME``; see ``docs/team.md``).
 
     ``project`` defaults to the repository's folder name. This machine's caches (the retrieval index and its
     position in the change feed) live in ``.synapse/`` at the root of ``local`` 's repository (default: the current
     folder's); two handles with different ``local`` folders are two machines. An agent handle runs as the
     project's agent database role, so the server itself refuses what the human gate forbids. An unreachable
-    server is a :class:`StoreError` saying so: nothing is ever written to a local fork.
+    server is an :class:`OfflineError` saying so: nothing is ever written to a local fork; with ``offline``,
+    this machine's stale copy is returned instead when it has one (see :func:`open_vault`).
     """
     try:
         from synapse_nb.store.postgres import PgStore, parse_team_url, project_for  # psycopg: team vaults only
@@ -227,7 +233,20 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
     except OSError as exc:
         raise StoreError(f"cannot create this machine's cache folder {folder}: {exc.strerror or exc}") from exc
     ensure_gitignore(folder)
-    store = PgStore(conninfo, project, folder=folder, readonly=readonly, role="agent" if actor == "agent" else None)
+    try:
+        store = PgStore(conninfo, project, folder=folder, readonly=readonly,
+                        role="agent" if actor == "agent" else None)
+    except OfflineError as exc:
+        if not offline:
+            raise
+        from synapse_nb.offline import OfflineVault, has_copy
+
+        if not has_copy(folder):
+            raise OfflineError(f"{exc}; and this machine has no copy of it to read ({folder}/index is made by "
+                               "`synapse-nb index rebuild` or an index search while the server is reachable)") from exc
+        location = f"{conninfo.split('?')[0].rsplit('@', 1)[-1]}?project={project}"
+        return OfflineVault(folder, location=location, mind=mind, actor=actor,  # type: ignore[return-value]
+                            reason=str(exc).split(": this machine")[0])
     try:
         return Vault(folder, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
                      _store=store)  # type: ignore[arg-type]
@@ -242,6 +261,9 @@ class Vault:
     It builds the :class:`~synapse_nb.context.Context` (store, mind, actor, clock, git view) that the kind
     managers, recall, follow, transfer and settings work in, and exposes them.
     """
+
+    #: False: this handle reads and writes the system of record (an offline team vault's stale copy is True)
+    offline = False
 
     def __init__(self, vault_dir: str | Path, *, project_dir: str | Path | None = None, mind: str = "default",
                  actor: str = "user", clock: Clock | None = None, readonly: bool = False,

@@ -156,12 +156,33 @@ def test_bars_floor_margin_topk_budget(vault):
     assert sum(1 for row in r.explain() if row.bar == "top_k") == 5
     assert vault.recall("deploy pipeline", budget_tokens=0).nothing_new
     assert any(row.bar == "budget" for row in vault.recall("deploy pipeline", budget_tokens=0).explain())
-    full = vault.recall("deploy pipeline", bars=Bars(floor=1.0))  # the floor is on the best coverage, per query
+    full = vault.recall("deploy pipeline", bars=Bars(floor=1.0))  # the floor is on the support, per query
     assert full.coverage == 1.0 and len(full.items) == 5
     assert vault.recall("deploy pipeline zebra", bars=Bars(floor=1.0)).nothing_new
     assert all(row.bar == "floor" for row in vault.recall("deploy pipeline zebra", bars=Bars(floor=1.0)).explain())
     strict = vault.recall("deploy pipeline fact", bars=Bars(margin=1.0, top_k=50))
     assert all(row.bar in ("kept", "margin") for row in strict.explain())
+
+
+def test_support_weighs_the_second_match_and_what_the_vault_never_saw(vault):
+    """The floor is on the query's support: 0.7 best + 0.3 second-best coverage - 0.1 x the unknown share."""
+    from synapse_nb.recall.scoring import support, unknown_share
+
+    vault.remember("knowledge", "lake_trip", "Ann went kayaking on the lake in June")
+    vault.remember("knowledge", "lake_again", "the lake was cold in August")
+    vault.remember("knowledge", "unrelated", "the build uses ruff and black")
+    known = vault.recall("Ann kayaking lake", bars=Bars(floor=0))
+    covs = sorted((row.coverage for row in known.explain() if row.coverage is not None), reverse=True)
+    assert len(covs) >= 2 and covs[0] > covs[1] > 0
+    assert known.coverage == support(covs, 0.0) == round(0.7 * covs[0] + 0.3 * covs[1], 9)  # all words known
+    # the same question about someone the vault never saw: the unknown word costs support beyond coverage
+    stranger = vault.recall("Zorblat kayaking lake", bars=Bars(floor=0))
+    assert 0 < stranger.coverage < known.coverage
+    assert unknown_share(({"lake": 2, "zorblat": 0}, 3)) > 0.5 and unknown_share(({"lake": 2}, 3)) == 0.0
+    assert "unknown share" in vault.recall("Zorblat kayaking lake", bars=Bars(floor=1.0)).explain()[0].reason
+    # support is in [0, 1]: a floor of 0 lets any ranked record through, even for a query of unknown words
+    assert support([0.0, 0.0], 1.0) == 0.0
+    assert support([0.5], 0.0) == 0.5  # one match is its own second: a small vault is not penalised
 
 
 def test_tag_key_and_file_matches_count(seeded):
@@ -179,7 +200,7 @@ def test_explain_table_converts(seeded):
     df = ex.to_pandas()
     assert list(df.columns) == ["kind", "id", "score", "matched", "kept", "bar", "reason", "coverage", "bm25",
                                 "neighbours", "thread", "actor", "bonus"]
-    assert df["coverage"].iloc[0] > 0.23 and df["bm25"].iloc[0] == 1.0
+    assert df["coverage"].iloc[0] > Bars().floor and df["bm25"].iloc[0] == 1.0
     assert df["kept"].sum() == 1
     assert ex.to_polars().height == len(df)
     assert "kept" in str(ex) and "<table" in ex._repr_html_()
@@ -283,7 +304,8 @@ GOLDEN_SCRIPT = textwrap.dedent("""
     out = []
     for q in json.loads(sys.argv[2]):
         r = v.recall(q)
-        out.append({"text": r.text, "items": [[names[i.id], round(i.score, 6), list(i.matched)] for i in r.items]})
+        out.append({"text": r.text, "items": [[names[i.id], round(i.score, 6), list(i.matched)] for i in r.items],
+                    "support": round(r.coverage, 9)})
     print(json.dumps(out, sort_keys=True, ensure_ascii=False))
 """)
 
@@ -329,6 +351,9 @@ def test_golden_recall_is_identical_across_hash_seeds_and_thread_counts(tmp_path
     assert answers["how do we run migrations?"]["items"] == GOLDEN["how do we run migrations?"]
     assert answers["what is the weather in Paris tomorrow"]["items"] == []
     assert answers["the the of and"]["text"] == 'nothing new for: "the the of and"'
+    # the gate's support is pinned too: its bytes decide "nothing new"
+    assert answers["what is the weather in Paris tomorrow"]["support"] < Bars().floor
+    assert answers["how do we run migrations?"]["support"] >= Bars().floor
     pinned = Path(__file__).with_name("golden_recall.json")
     assert json.loads(pinned.read_text(encoding="utf-8")) == answers
 

@@ -359,7 +359,7 @@ def test_timestamps_read_the_same_everywhere(v: syn.Vault, clock: FakeClock) -> 
 def test_gate_explorer_shows_scores_bars_and_text(v: syn.Vault) -> None:
     m = _memories(v)
     g = GateExplorer(v)
-    assert (g.floor.value, g.margin.value, g.top_k.value, g.budget.value) == (0.23, 0.4, 5, 1200)
+    assert (g.floor.value, g.margin.value, g.top_k.value, g.budget.value) == (Bars().floor, 0.4, 5, 1200)
     g.query.value = "how do we run migrations"
     r = g.recall
     assert [i.id for i in r.items] == [m["mig"].id]
@@ -374,7 +374,7 @@ def test_sliders_rerun_the_recall(v: syn.Vault) -> None:
     m = _memories(v)
     g = GateExplorer(v)
     g.query.value = "how do we run migrations"
-    best = g.recall.coverage  # the floor is on the best coverage of the query
+    best = g.recall.coverage  # the floor is on the query's support
     assert "coverage" in g.table.value and "bm25" in g.table.value
     g.floor.value = min(1.0, round(best + 0.01, 2))
     if best < 1.0:
@@ -401,7 +401,7 @@ def test_save_as_my_defaults_and_reset(v: syn.Vault, tmp_path: Path, clock: Fake
     assert fresh.settings.get("recall_floor") == 0.2 and fresh.settings.get("recall_top_k") == 3
     r = fresh.recall("deploys on friday")  # no bars given: the saved ones apply
     assert (r.bars.floor, r.bars.margin, r.bars.top_k, r.bars.budget_tokens) == (0.2, 0.35, 3, 600)
-    assert fresh.recall("x", bars=Bars()).bars.floor == 0.23  # explicit bars still win
+    assert fresh.recall("x", bars=Bars()).bars.floor == Bars().floor  # explicit bars still win
     g.floor.value = 0.9
     g.reset_button.click()
     assert g.floor.value == 0.2 and g.recall.bars.floor == 0.2
@@ -413,7 +413,7 @@ def test_agent_may_explore_but_not_save_defaults(v: syn.Vault) -> None:
     assert g.save_button.disabled
     g.floor.value = 0.1
     assert g.save_defaults() is None and "not saved" in g.message.value and "agent" in g.message.value
-    assert v.settings.get("recall_floor") == 0.23
+    assert v.settings.get("recall_floor") == Bars().floor
 
 
 def test_gate_explorer_empty_query_and_banner(v: syn.Vault) -> None:

@@ -182,19 +182,21 @@ def _command_name(ctx: typer.Context) -> str:
     return " ".join(reversed(names))
 
 
-def open_vault_for(ctx: typer.Context, path: str | None = None) -> Vault:
+def open_vault_for(ctx: typer.Context, path: str | None = None, *, offline: bool = False) -> Vault:
     """The vault for this command: ``path`` (a command's PATH argument), else ``--vault``, else SYNAPSE_HOME/cwd.
 
     Reading commands never create a vault; writing ones (:data:`CREATING_COMMANDS`) create it inside an
     existing folder and say where on stderr, once. With ``SYNAPSE_READONLY=1`` the vault is opened read-only
-    (a vault on a read-only disk or share): reads work, every write fails with a clear error.
+    (a vault on a read-only disk or share): reads work, every write fails with a clear error. ``offline``
+    (read commands that can answer from a stale copy): a team vault whose server cannot be reached gives this
+    machine's copy (``v.offline`` is True) instead of an error.
     """
     from synapse_nb.vault import open_vault  # here: the store and the kinds load only when a command runs
 
     st = state(ctx)
     readonly = os.environ.get("SYNAPSE_READONLY", "").strip() not in ("", "0")
     v = open_vault(path if path is not None else st.vault, mind=st.mind, actor="user", readonly=readonly,
-                   create=not readonly and _command_name(ctx) in CREATING_COMMANDS)
+                   create=not readonly and _command_name(ctx) in CREATING_COMMANDS, offline=offline)
     if v.created:
         typer.echo(f"{PROG}: created a new vault at {v.path}", err=True)
         _CREATED.append(v)

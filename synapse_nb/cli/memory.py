@@ -153,7 +153,13 @@ def memory_search(
 
         synapse-nb memory search "run migrations" --category procedure --json
     """
-    v = open_vault_for(ctx)
+    v = open_vault_for(ctx, offline=True)
+    if v.offline:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
+        if tag is not None or category is not None:
+            raise typer.BadParameter("--tag and --category need the server (the offline copy holds text only)")
+        stale = v.search(query, k=limit)
+        echo_json(stale.to_dict()) if as_json else typer.echo(stale.text)
+        return
     recs = v.memories.search(query, tag=tag, category=category, limit=limit)
     print_records(recs, as_json, "" if recs or as_json else _no_memories(v, query, tag, category))
 

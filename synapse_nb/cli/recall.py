@@ -45,7 +45,11 @@ def recall_query(
 
         synapse-nb recall query "deploy to prod" --session s1 --explain --json
     """
-    v = open_vault_for(ctx)
+    v = open_vault_for(ctx, offline=True)
+    if v.offline:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
+        stale = v.recall(query)
+        echo_json(stale.to_dict()) if as_json else typer.echo(stale.text)
+        return
     r = v.recall(query, session=session, budget_tokens=budget)
     if as_json:
         out = r.to_dict()
@@ -58,6 +62,7 @@ def recall_query(
         typer.echo(f"hint: raise --budget (it was {r.bars.budget_tokens}) to get the relevant items", err=True)
     if explain:
         typer.echo("\n" + str(r.explain()))
+        typer.echo(f"(read at vault version {r.version})")
 
 
 @recall_app.command("eval")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Callable
@@ -91,9 +92,10 @@ class Recaller:
         self._candidates = Candidates(ctx)
         self._staleness = Staleness(ctx)
         self.params = params or RankParams()
-        # records the walk read, per data version and mind: a recall's walk re-reads mostly the same records
+        # records the walk read, per mind, by (kind, id, updated_at): a record reads the same until it is written,
+        # and every write moves its updated_at, so they outlive a write elsewhere (on a team vault, a round trip each)
         self._records_key: object = None
-        self._records: dict[tuple[str, str], Record] = {}
+        self._records: dict[tuple[str, str, str], Record] = {}
 
     @property
     def scorer(self) -> CorpusScorer:
@@ -102,26 +104,26 @@ class Recaller:
                 self._scorer = new_scorer()
             return self._scorer
 
-    def _materialize(self, c: Candidate) -> Record | None:
-        view = self._ctx.view()
+    def _materialize(self, c: Candidate, now: str | None = None) -> Record | None:
+        view = self._ctx.view() if now is None else self._ctx.at(now).view()
         # a record with no expiry reads the same at any "now" until the vault changes (lessons, whose status
         # depends on "now", are never walked)
         cacheable = c.expires_at is None and c.kind != "lesson"
         if cacheable:
             with self._lock:
-                rec = self._records.get((c.kind, c.id))
+                rec = self._records.get((c.kind, c.id, c.updated_at))
             if rec is not None:
                 return rec
         rec = self._ctx.store.table(c.kind).get(view, c.id)
-        if cacheable and rec is not None:
+        if cacheable and rec is not None and rec.updated_at == c.updated_at:
             with self._lock:
                 if len(self._records) >= MAX_CACHED_RECORDS:
                     self._records.clear()
-                self._records[(c.kind, c.id)] = rec
+                self._records[(c.kind, c.id, c.updated_at)] = rec
         return rec
 
     def _records_for(self, key: object) -> None:
-        """Keep the walk's record cache only while the vault (data version) and the mind are unchanged."""
+        """Keep the walk's record cache only while the mind is unchanged."""
         with self._lock:
             if self._records_key != key:
                 self._records_key, self._records = key, {}
@@ -133,22 +135,22 @@ class Recaller:
         query = clean_query(query)
         bars = _check_args(bars, budget_tokens, session, path)
         file_refs = check_files(files, "files")
-        now = ctx.now_ts()
         branch_name = ctx.git.head()[0] if branch is None else str(branch)
         used = "rank" if query.strip() else "none"
         # one consistent read of everything the ranking weighs: lessons, documents, matches, word statistics
         with ctx.store.snapshot():
             version = ctx.store.data_version()  # once: every cache of this recall is keyed by it
-            lessons = list(Lessons(ctx).in_force(branch_name))
+            now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
+            lessons = list(Lessons(ctx.at(now)).in_force(branch_name))
             ranking = self._rank(query, file_refs, bars, now, version) if query.strip() else None
             walk = [c.id for c in ranking.cands if c is not None] if ranking else []
             seen = seen_digests(ctx, session, walk + [x.id for x in lessons])
         if ranking is None:
             rows, kept, coverage = [], [], 0.0
         else:
-            self._records_for((version, ctx.mind))
+            self._records_for(ctx.mind)
             g = gate(query, ranking.ranked, ranking.cands, ranking.exact, ranking.stats, bars, self.scorer,
-                     self._materialize, seen)
+                     functools.partial(self._materialize, now=now), seen)
             rows, kept, coverage = g.rows, g.kept, g.coverage
         shown_before = record_given(ctx, session, kept, lessons, seen, now)
         kept = self._staleness.annotate(kept)
@@ -156,7 +158,7 @@ class Recaller:
         text = assemble(query, kept, lessons, shown_before, note)
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
                       nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=tuple(rows),
-                      coverage=coverage)
+                      coverage=coverage, version=".".join(map(str, version)))
 
     def _rank(self, query: str, files: tuple[str, ...], bars: Bars, now: str, version: object) -> _Ranking:
         """BM25 hits plus exact-match bonuses, through the structure step; the candidate rows of the walk."""

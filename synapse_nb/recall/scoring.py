@@ -1,10 +1,13 @@
 """The gate (inclusion only) and the walk: "nothing new" per query, then margin, session delta, top-k, budget.
 
-- **"Nothing new"** is decided once per query: the best coverage score (:class:`synapse_nb.gate.CorpusScorer`:
-  idf-weighted word coverage plus character similarity, from the query, a record's text and the vault's word
-  statistics), plus the record's exact-match bonuses (tag, key, file), capped at 1, among the top
-  ``Bars.gate_depth`` ranked records must reach ``Bars.floor``. Coverage is never
-  used per item and never orders anything: the rank does.
+- **"Nothing new"** is decided once per query, on the query's *support* (:func:`support`), which must reach
+  ``Bars.floor``. Each of the top ``Bars.gate_depth`` ranked records gets a coverage score
+  (:class:`synapse_nb.gate.CorpusScorer`: idf-weighted word coverage plus character similarity, from the query,
+  the record's text and the vault's word statistics) plus its exact-match bonuses (tag, key, file), capped at 1;
+  support = :data:`BEST_WEIGHT` x the best coverage + :data:`SECOND_WEIGHT` x the second best (a second record
+  that also covers the query corroborates the first) - :data:`UNKNOWN_PENALTY` x the unknown share (the
+  idf-weighted share of the query's words that *no* record of the vault contains: a question about someone or
+  something the vault never saw). Coverage is never used per item and never orders anything: the rank does.
 - Otherwise one walk in rank order: a record below ``Bars.margin`` x the best rank score without exact-match
   bonuses (a bonus lifts a record over the bar, never raises the bar for the others) ends the walk; a
   record already given to the session, unchanged, is skipped *without* using a slot or budget (the delta comes
@@ -28,13 +31,21 @@ if TYPE_CHECKING:
     from synapse_nb.gate.scorer import CorpusScorer
     from synapse_nb.store.records import Candidate
 
-__all__ = ["Gated", "WordStats", "gate", "new_scorer", "query_terms"]
+__all__ = ["BEST_WEIGHT", "SECOND_WEIGHT", "UNKNOWN_PENALTY", "Gated", "WordStats", "gate", "new_scorer",
+           "query_terms", "support", "unknown_share"]
 
 #: (document frequency per query term, number of documents): the vault's word statistics for one query.
 WordStats = tuple[dict[str, int], int]
 _PARTS = ("bm25", "neighbours", "thread", "actor", "bonus")
 #: Most "top_k" rows explained per recall (records past a full kind).
 MAX_TOP_K_ROWS = 20
+#: The gate's support: weights of the best and second-best coverage among the top ranked records, and the
+#: penalty on the query's unknown share. Chosen on LoCoMo conversations 0-6 only (benchmarks/recall_tune.py):
+#: at nothing_new <= 5% they answer "nothing new" to 89% of off-topic questions, against 85% for the best
+#: coverage alone.
+BEST_WEIGHT = 0.7
+SECOND_WEIGHT = 0.3
+UNKNOWN_PENALTY = 0.1
 
 
 def new_scorer() -> CorpusScorer:
@@ -51,9 +62,48 @@ def query_terms(query: str) -> list[str]:
     return list(terms(query))
 
 
+def unknown_share(stats: WordStats) -> float:
+    """The idf-weighted share of the query's words (``stats``: their document frequencies, the number of
+    documents) that no document of the vault contains.
+
+    >>> unknown_share(({"lake": 3, "zorblat": 0}, 100))
+    0.570413545
+    >>> unknown_share(({}, 100))
+    0.0
+    """
+    from synapse_nb.gate.scorer import idf
+
+    df, n_docs = stats
+    weights = [(idf(df[t], n_docs), df[t] <= 0) for t in sorted(df)]
+    total = sum(w for w, _ in weights)
+    unknown = sum(w for w, u in weights if u)
+    return round(unknown / total, SCORE_DECIMALS) if total > 0 else 0.0
+
+
+def support(coverages: Sequence[float], unknown: float) -> float:
+    """The statistic the floor is compared with: best and second-best coverage, less the unknown share.
+
+    A single record counts as its own second (a vault with one match is not penalised for being small). In
+    [0, 1], so ``Bars(floor=0)`` always passes.
+
+    >>> support([0.5, 0.2, 0.1], 0.0)
+    0.41
+    >>> support([0.5], 0.5)
+    0.45
+    >>> support([0.0, 0.0], 1.0)
+    0.0
+    """
+    if not coverages:
+        return 0.0
+    top = sorted(coverages, reverse=True)
+    second = top[1] if len(top) > 1 else top[0]
+    return max(0.0, round(BEST_WEIGHT * top[0] + SECOND_WEIGHT * second - UNKNOWN_PENALTY * unknown, SCORE_DECIMALS))
+
+
 @dataclass(frozen=True)
 class Gated:
-    """The gate's answer: explanation rows, kept items, the best coverage and whether the floor was reached."""
+    """The gate's answer: explanation rows, kept items, the support the floor was compared with (:func:`support`)
+    and whether it reached the floor."""
 
     rows: list[ExplainRow]
     kept: list[RecallItem]
@@ -85,6 +135,8 @@ def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: M
            for j, s in zip(top, batch.scores, strict=True)}
     matched_top = {j: batch.matched(i) for i, j in enumerate(top)}
     best_cov = max(cov.values())
+    unknown = unknown_share(stats)
+    sup = support(list(cov.values()), unknown)
 
     def row(j: int, kept: bool, bar: str, reason: str) -> ExplainRow:
         c = cands[j]
@@ -93,9 +145,10 @@ def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: M
         return ExplainRow(c.kind, c.id, float(ranked.score[j]), matched, kept, bar, reason, cov.get(j),
                           _parts(ranked, j))
 
-    if best_cov < bars.floor:
-        reason = f"best coverage of the top {len(top)} is {best_cov:.3f} < floor {bars.floor}"
-        return Gated([row(j, False, "floor", reason) for j in top], [], best_cov, False)
+    if sup < bars.floor:
+        reason = (f"support {sup:.3f} < floor {bars.floor} (best coverage of the top {len(top)} {best_cov:.3f}, "
+                  f"unknown share of the query {unknown:.3f})")
+        return Gated([row(j, False, "floor", reason) for j in top], [], sup, False)
     # the margin is relative to the best match without exact-match bonuses: a tag, key or file match lifts a
     # record over the bar but never raises the bar for the others
     text_score = ranked.score - bonus if bonus is not None else ranked.score
@@ -140,5 +193,5 @@ def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: M
         rows.append(r)
         kept.append(RecallItem(kind=c.kind, id=c.id, score=score, matched=r.matched, bar="kept", line=line,
                                record=rec))
-    return Gated(rows, kept, best_cov, True)
+    return Gated(rows, kept, sup, True)
 

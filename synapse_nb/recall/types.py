@@ -34,10 +34,13 @@ class Bars:
     Attributes
     ----------
     floor : float
-        "Nothing new" unless the best gate coverage (the share of the query's information a record holds,
-        in [0, 1]) among the top ``gate_depth`` ranked records reaches it. Default 0.23: on LoCoMo it answers
-        "nothing new" to 5% of questions that have evidence and to 83% of questions asked of another
-        conversation. It is never applied per item.
+        "Nothing new" unless the query's support reaches it: 0.7 x the best gate coverage (the share of the
+        query's information a record holds, in [0, 1]) among the top ``gate_depth`` ranked records + 0.3 x the
+        second best - 0.1 x the share of the query's information that no record of the vault holds
+        (:func:`synapse_nb.recall.scoring.support`). Default 0.18, chosen on LoCoMo conversations 0-6 as the
+        largest floor (two decimals, the GateExplorer's step) that answers "nothing new" to at most 4.5% of
+        their questions that have evidence (4.3%; 86% of their questions asked of another conversation).
+        It is never applied per item.
     margin : float
         A record is included only while its rank score is at least ``margin`` times the best rank score.
         Default 0.4.
@@ -56,7 +59,7 @@ class Bars:
         How many ranked records the floor looks at. Default 20.
     """
 
-    floor: float = 0.23
+    floor: float = 0.18
     margin: float = 0.4
     top_k: int = 5
     budget_tokens: int = 1200
@@ -181,6 +184,11 @@ class Recall:
     - ``"already_given"``: the relevant items were all given to this session before, unchanged;
     - ``"over_budget"``: relevant items did not fit ``budget_tokens`` (raise it);
     - ``"empty_query"``: the query had no text.
+
+    ``version`` names the vault state the recall read (the store's data version, as text). On a team vault it
+    is the server's ``gate_stats.version``, the same on every machine: two recalls with the same version, query,
+    arguments and session state give the same bytes, and "now" is the server's clock of that read. On a local
+    vault it is this process's view of the file (it changes after every write; compare it within one process).
     """
 
     query: str
@@ -193,8 +201,11 @@ class Recall:
     bars: Bars
     empty_reason: str | None = None
     _explain: tuple[ExplainRow, ...] = field(default=(), repr=False)
-    #: the best gate coverage among the top ``bars.gate_depth`` ranked records (0.0 when nothing ranked)
+    #: the gate's support, compared with ``bars.floor``: best and second-best coverage among the top
+    #: ``bars.gate_depth`` ranked records, less the query's unknown share (0.0 when nothing ranked)
     coverage: float = 0.0
+    #: the vault state this recall read (see above); "" when built by hand
+    version: str = ""
 
     def explain(self) -> RecallExplanation:
         """A table of every candidate near the bars and why it was kept or dropped."""
@@ -203,7 +214,8 @@ class Recall:
     def to_dict(self) -> dict[str, Any]:
         return {"query": self.query, "session": self.session, "text": self.text, "nothing_new": self.nothing_new,
                 "empty_reason": self.empty_reason, "items": [i.to_dict() for i in self.items],
-                "lessons": [les.id for les in self.lessons], "path": self.path, "coverage": round(self.coverage, 6)}
+                "lessons": [les.id for les in self.lessons], "path": self.path, "coverage": round(self.coverage, 6),
+                "version": self.version}
 
     def __str__(self) -> str:
         return self.text

@@ -19,10 +19,12 @@ exception; ``after_commit(cb)`` runs ``cb`` after the outermost commit (at once 
 transaction; PostgreSQL: REPEATABLE READ). Recall reads its lessons, candidates and word statistics inside one.
 Inside a write transaction it joins it; a write transaction may not be opened inside a snapshot.
 
-**What "now" is.** The store never reads a clock. Callers take "now" from their context's clock and pass it as
-fixed-width UTC text (``2026-01-01T12:00:00.000000Z``, :func:`synapse_nb._util.fmt_ts`), which sorts as
-time: in a :class:`View` for reads that depend on it (memory expiry, the effective lesson status, what an agent
-may read), and as an argument to writes that do (prune, stamps).
+**What "now" is.** The store never reads the machine's clock. Callers take "now" from their context's clock
+(or, inside a snapshot of a shared store, from :meth:`VaultStore.snapshot_now`: the server's clock, so every
+machine reading one state agrees on the time) and pass it as fixed-width UTC text
+(``2026-01-01T12:00:00.000000Z``, :func:`synapse_nb._util.fmt_ts`), which sorts as time: in a :class:`View` for
+reads that depend on it (memory expiry, the effective lesson status, what an agent may read), and as an argument
+to writes that do (prune, stamps).
 
 **Write stamps.** ``store.stamp(now)``, called inside a write transaction, returns the timestamp to write:
 ``now``, or one microsecond after the vault's last stamp when that is not earlier. Stamps are strictly
@@ -394,6 +396,12 @@ class Outbox(Protocol):
         """Forget every entry up to ``seq``."""
         ...
 
+    def wait(self, timeout: float) -> bool:
+        """Block until a change may be pending (True) or ``timeout`` seconds passed (False): what a follower
+        waits on between syncs. PostgreSQL: a ``LISTEN`` wake-up from the committing transaction's ``NOTIFY``
+        (the reading still goes by the snapshot rule); SQLite: polls :meth:`has_pending`."""
+        ...
+
     def docs(self, ids: Sequence[str]) -> builtins.list[Candidate]:
         """Candidates (any mind) for these ids; ids no longer present are left out."""
         ...
@@ -498,7 +506,14 @@ class VaultStore(Protocol):
     def on_change(self, listener: Callable[[builtins.list[Change]], None]) -> None: ...
 
     def data_version(self) -> tuple[int, ...]:
-        """Changes whenever anyone commits a write to the vault (for caches of query results)."""
+        """Changes whenever anyone commits a write to the vault (for caches of query results). A shared store's
+        answer names the committed state itself (PostgreSQL: ``gate_stats.version``, the same on every machine);
+        SQLite's is this connection's view of the file. Inside a snapshot it is the snapshot's."""
+        ...
+
+    def snapshot_now(self) -> str | None:
+        """Inside a snapshot of a shared store: the server's clock when the snapshot began (fixed-width UTC text),
+        the "now" every machine reading that state uses. None elsewhere (SQLite: always)."""
         ...
 
     def for_actor(self, actor: str) -> VaultStore:

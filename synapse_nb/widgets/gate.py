@@ -71,7 +71,7 @@ class GateExplorer(widgets.VBox):
         wide = widgets.Layout(width="28em")
         self.floor = widgets.FloatSlider(value=start.floor, min=0.0, max=1.0, step=0.01, description="floor",
                                          readout_format=".2f", continuous_update=False, style=style, layout=wide,
-                                         tooltip="nothing new unless the best coverage of the top ranked reaches it")
+                                         tooltip="nothing new unless the support of the top ranked reaches it")
         self.margin = widgets.FloatSlider(value=start.margin, min=0.0, max=1.0, step=0.05, description="margin",
                                           readout_format=".2f", continuous_update=False, style=style, layout=wide,
                                           tooltip="a hit's rank score is at least this times the best one")

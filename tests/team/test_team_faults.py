@@ -74,3 +74,51 @@ def test_an_offline_machine_cannot_write_but_reads_its_stale_copy(own_server: Pg
     assert text.startswith("STALE (offline)") and "deploys run on fridays" in text
     own_server.start(port=own_server.port)
     assert status(url, local=tmp_path)["online"] is True
+
+
+def test_offline_the_ordinary_reads_answer_from_the_stale_copy_and_writes_are_refused(
+        own_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    import synapse_nb as syn
+    from synapse_nb.cli import app
+    from synapse_nb.errors import OfflineError
+
+    url = f"{own_server.url}?project=offread"
+    init(url, local=tmp_path)
+    v = open_team_vault(url, local=tmp_path)
+    m = v.remember("knowledge", "deploy_day", "deploys run on fridays after the freeze")
+    assert v.index.search("fridays")  # the copy: made here, kept current by every index search (the feed)
+    assert not v.offline
+    v.close()
+    own_server.stop()
+    monkeypatch.chdir(tmp_path)  # the CLI's machine folder is the current repository's
+    # the API: an error by default (no silent fallback), the stale copy when asked for
+    with pytest.raises(OfflineError, match="offline"):
+        syn.open_vault(url)
+    off = syn.open_vault(url, offline=True)
+    assert off.offline and off.readonly
+    r = off.recall("when do deploys run?")
+    assert r.stale and r.text.startswith("STALE (offline)") and "old)" in r.text and "fridays" in r.text
+    assert [h.id for h in r.hits][:1] == [m.id] and r.synced_at
+    assert [h.id for h in off.search("fridays freeze").hits][:1] == [m.id]
+    for write in (lambda: off.remember("knowledge", "x", "y"), lambda: off.memories, lambda: off.lessons.approve("x")):
+        with pytest.raises(OfflineError, match="writes are refused"):
+            write()
+    # the CLI: recall and memory search print the stale copy with its age; a write says why it is refused
+    run = CliRunner()
+    out = run.invoke(app, ["--vault", url, "recall", "when do deploys run?"])
+    assert out.exit_code == 0 and out.output.startswith("STALE (offline)") and "fridays" in out.output
+    out = run.invoke(app, ["--vault", url, "memory", "search", "fridays", "--json"])
+    assert out.exit_code == 0 and json.loads(out.output)["stale"] is True
+    out = run.invoke(app, ["--vault", url, "remember", "knowledge", "k", "v"])
+    assert out.exit_code != 0 and "offline" in out.output and "no local fork" in out.output
+    # a machine with no copy: says so
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    with pytest.raises(OfflineError, match="no copy"):
+        open_team_vault(url, local=other, offline=True)
+    own_server.start(port=own_server.port)
+    assert not syn.open_vault(url, offline=True).offline  # back online: the real vault

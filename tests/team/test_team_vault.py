@@ -152,3 +152,38 @@ def test_a_revert_scanned_on_two_machines_is_one_pending_lesson(team_url: str, t
     finally:
         a.close()
         b.close()
+
+
+def test_a_following_machine_is_woken_by_the_commit_not_by_polling(team_url: str, machine: Any) -> None:
+    import time
+
+    a, b = machine("a", team_url), machine("b", team_url)
+    a.remember("knowledge", "first", "the first fact about zebras")
+    with b.index.follow(timeout=120) as f:
+        assert f.wait_synced(0, 60), f.last_error  # built from the server on its first sync
+        idle = f.syncs
+        time.sleep(1.5)
+        assert f.syncs == idle, (f.syncs, f.last_error)  # nothing committed: it waits on LISTEN, it does not poll
+
+        def in_b_copy(word: str) -> list[str]:  # b's index as it stands, without the sync a search makes
+            return [h.id for h in b.index.raw.search(word, mind="default", now="9999", k=5)]
+
+        m = a.remember("knowledge", "second", "a second fact about quokkas")
+        t0 = time.monotonic()
+        while m.id not in in_b_copy("quokkas") and time.monotonic() - t0 < 60:
+            time.sleep(0.01)
+        took = time.monotonic() - t0
+        assert m.id in in_b_copy("quokkas") and took < 30, (took, f.syncs, f.last_error)  # woken: not the 120 s
+        assert f.syncs > idle and f.applied >= 1
+    assert not f.running
+
+
+def test_a_local_vault_index_can_follow_too(tmp_path: Path) -> None:
+    v = syn.open_vault(tmp_path)
+    with v.index.follow(timeout=0.5) as f:
+        assert f.wait_synced(0, 20)
+        n = f.syncs
+        m = v.remember("knowledge", "k", "the pelicans migrate in spring")
+        assert f.wait_synced(n, 5)
+        assert m.id in [h.id for h in v.index.raw.search("pelicans", mind="default", now="9999", k=5)]
+    v.close()

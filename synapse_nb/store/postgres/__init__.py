@@ -30,7 +30,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from synapse_nb.errors import ValidationError
 from synapse_nb.store.postgres.db import PgDatabase
 from synapse_nb.store.postgres.migrate import CODE_VERSION, check_project
-from synapse_nb.store.postgres.queries import FeedOutbox, RecallQueries, TransferQueries
+from synapse_nb.store.postgres.queries import FeedOutbox, RecallQueries, SessionsQueries, TransferQueries
 from synapse_nb.store.postgres.tables import (
     CheckpointsTable,
     DecisionsTable,
@@ -40,7 +40,7 @@ from synapse_nb.store.postgres.tables import (
     NotesTable,
     gate_terms,
 )
-from synapse_nb.store.sqlite.queries import FlagsQueries, MetaQueries, RefsQueries, SessionsQueries
+from synapse_nb.store.sqlite.queries import FlagsQueries, MetaQueries, RefsQueries
 
 __all__ = ["CODE_VERSION", "PgStore", "gate_terms", "is_team_url", "parse_team_url", "project_for"]
 
@@ -124,7 +124,7 @@ class PgStore(PgDatabase):
         if role == self.role:
             return self
         return PgStore(self.url, self.project, folder=self.folder, readonly=self.readonly, role=role,
-                       _pool=self.pool, _listeners=self._listeners)
+                       _pool=self.pool, _listeners=self._listeners, _round_trips=self.round_trips)
 
     # -- team administration (``synapse-nb team status``) -----------------------------------------------------
     def server_info(self) -> dict[str, Any]:
@@ -145,3 +145,7 @@ class PgStore(PgDatabase):
             raise ValidationError(f"login {login!r} is not accepted: lower-case letters, digits and '_'")
         with self.transaction() as c:
             c.execute(f"GRANT {self.project}_{kind} TO {login}")
+
+    def close(self) -> None:
+        self.outbox.close()
+        super().close()

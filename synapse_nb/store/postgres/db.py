@@ -29,6 +29,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from synapse_nb.errors import (
     ConflictError,
     NotFoundError,
+    OfflineError,
     PermissionDeniedError,
     StoreError,
     SynapseError,
@@ -124,6 +125,31 @@ def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
     return StoreError(f"the team vault failed: {msg}{hint}")
 
 
+#: What an unreachable server means for this machine, in every message that says so.
+OFFLINE_HINT = ("this machine is offline from the team vault, so it cannot write (no local fork is ever made); "
+                "reads (`synapse-nb recall`, `synapse-nb memory search`, open_vault(url, offline=True)) answer from "
+                "this machine's stale copy; check the URL, the network and the server")
+
+#: Most answers kept per kind of read in :meth:`PgDatabase.snapshot_cache` (emptied when full).
+MAX_MEMO = 50_000
+
+#: The first round trip of a snapshot: open it and read what names its state (the project's data version) and
+#: the server's clock, which is "now" for every read of the snapshot (``now()`` is the transaction's start).
+BEGIN_SNAPSHOT = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+                  "SELECT version, fmt_ts(now()) AS now, n_docs FROM gate_stats WHERE id = 1")
+
+
+class RoundTrips:
+    """How many statements a handle (and its siblings on the same pool) sent to the server: each one is a network
+    round trip, which is what a team vault's latency is made of. Tests pin recall's count with it."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __repr__(self) -> str:
+        return f"RoundTrips({self.count})"
+
+
 class _State(threading.local):
     """Per thread: the pinned connection, transaction and snapshot depth, and what the transaction touched."""
 
@@ -131,6 +157,7 @@ class _State(threading.local):
         self.conn: Any = None
         self.depth = 0
         self.snap = 0
+        self.snap_point: tuple[int, str, int] | None = None  # (data version, server now, n_docs) of the snapshot
         self.committing = False
         self.changes: dict[tuple[str, str], bool] = {}
         self.after_commit: list[Callable[[], None]] = []
@@ -150,6 +177,7 @@ class _Cx:
         rows = list(seq)
         cur = self._conn.cursor()
         if rows:
+            self._db.round_trips.count += 1  # psycopg pipelines the rows: one round trip
             try:
                 cur.executemany(pg_sql(sql), rows)
             except psycopg.Error as exc:
@@ -166,7 +194,8 @@ class PgDatabase:
 
     def __init__(self, url: str, project: str, *, readonly: bool = False, role: str | None = None,
                  pool_timeout: float = 5.0, _pool: ConnectionPool | None = None,
-                 _listeners: list[Callable[[list[Change]], None]] | None = None) -> None:
+                 _listeners: list[Callable[[list[Change]], None]] | None = None,
+                 _round_trips: RoundTrips | None = None) -> None:
         self.url = url
         self.project = migrate.check_project(project)
         self._readonly = readonly
@@ -174,31 +203,33 @@ class PgDatabase:
         self._set_role = f"SET ROLE {project}_agent" if role == "agent" else None
         self._state = _State()
         self._listeners = [] if _listeners is None else _listeners
-        self.write_gen = 0
+        #: statements sent to the server by this handle and its siblings (:meth:`sibling`, ``for_actor``)
+        self.round_trips = RoundTrips() if _round_trips is None else _round_trips
+        self._txn_gen = 0
+        self._memo_version: int | None = None
+        self._memo: dict[str, dict[Any, Any]] = {}
+        self._memo_lock = threading.Lock()
         self._owner = _pool is None
         if _pool is None:
             try:  # one direct attempt first: a refused connection is known at once, not after the pool's timeout
                 psycopg.connect(url, connect_timeout=5).close()
             except psycopg.OperationalError as exc:
-                raise StoreError(f"cannot reach the team vault server {self.location} "
-                                 f"({' '.join(str(exc).split())[:300]}): this machine is offline from the team "
-                                 "vault, so it cannot write (no local fork is ever made); `synapse-nb team "
-                                 "search-local` reads this machine's stale copy") from exc
+                raise OfflineError(f"cannot reach the team vault server {self.location} "
+                                   f"({' '.join(str(exc).split())[:300]}): {OFFLINE_HINT}") from exc
             _pool = ConnectionPool(
                 url, min_size=1, max_size=8, open=False, timeout=pool_timeout, name=f"synapse-{project}",
                 kwargs={"autocommit": True, "connect_timeout": 5, "row_factory": _row_factory},
-                configure=self._configure, check=ConnectionPool.check_connection, reconnect_timeout=30)
+                configure=self._configure, reconnect_timeout=30)
             try:
                 _pool.open(wait=True, timeout=pool_timeout)
             except PoolTimeout as exc:
                 _pool.close()
-                raise StoreError(f"cannot reach the team vault server {self.location} within {pool_timeout:g}s: "
-                                 "this machine is offline from the team vault, so it cannot write (no local fork "
-                                 "is ever made); check the URL, the network and the server") from exc
+                raise OfflineError(f"cannot reach the team vault server {self.location} within "
+                                   f"{pool_timeout:g}s: {OFFLINE_HINT}") from exc
         self.pool = _pool
         if self._owner:
             try:
-                with self._connection() as conn:
+                with self._connection() as (conn, _):
                     migrate.check(conn, project)
             except BaseException:
                 self.pool.close()
@@ -222,36 +253,79 @@ class PgDatabase:
 
     @property
     def schema_version(self) -> int:
-        with self._connection() as conn:
+        with self._connection() as (conn, _):
             return migrate.current_version(conn, self.project)
 
     # -- connections ------------------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _connection(self) -> Iterator[Any]:
-        """The thread's pinned connection, else one from the pool (as this handle's role)."""
+    def _connection(self, first: str | None = None, params: Sequence[Any] = ()) -> Iterator[tuple[Any, Any]]:
+        """(connection, cursor of ``first``): the thread's pinned connection, else one from the pool as this
+        handle's role, with the statement ``first`` already run on it.
+
+        A pooled connection is not checked before use (that would cost a round trip per checkout): the first
+        statement is the check. When it finds the connection dead (a restarted server, a terminated backend),
+        the pool is checked, the dead connections are dropped, and the statement is run once more on a fresh
+        one. Only the first statement of a checkout is ever retried: a ``BEGIN``, a read, or an idempotent
+        upsert outside a transaction; nothing of a transaction is.
+        """
         st = self._state
         if st.conn is not None:
-            yield st.conn
+            yield st.conn, (None if first is None else self._run(st.conn, first, params))
             return
-        try:
-            with self.pool.connection() as conn:
-                if self._set_role:
-                    conn.execute(self._set_role)
-                try:
-                    yield conn
-                finally:
-                    if self._set_role and not conn.closed and conn.info.transaction_status == 0:
-                        with contextlib.suppress(psycopg.Error):
-                            conn.execute("RESET ROLE")
-        except PoolTimeout as exc:
-            raise map_error(exc) from exc
-        except psycopg.OperationalError as exc:
-            raise map_error(exc) from exc
+        for attempt in (0, 1):
+            try:
+                with self.pool.connection() as conn:
+                    try:
+                        cur = self._first(conn, first, params)
+                    except psycopg.OperationalError as exc:
+                        if attempt == 0 and conn.closed:
+                            # the others idle since the same restart are dead too: replace them at once; leaving
+                            # the block hands this one back, and the pool drops it
+                            self.pool.check()
+                            continue
+                        raise map_error(exc) from exc
+                    try:
+                        yield conn, cur
+                    finally:
+                        if self._set_role and not conn.closed and conn.info.transaction_status == 0:
+                            self.round_trips.count += 1
+                            with contextlib.suppress(psycopg.Error):
+                                conn.execute("RESET ROLE")
+                    return
+            except PoolTimeout as exc:
+                raise map_error(exc) from exc
 
-    def _run(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+    def _first(self, conn: Any, first: str | None, params: Sequence[Any]) -> Any:
+        """Run the checkout's first statement (after ``SET ROLE`` for an agent handle, in the same round trip)."""
+        if self._set_role is None:
+            return None if first is None else self._run(conn, first, params, raw=True)
+        self.round_trips.count += 1
+        if first is None:
+            conn.execute(self._set_role)
+            return None
+        try:
+            if not params:  # one simple query (it may hold several statements, as a snapshot's start does)
+                cur = conn.execute(f"{self._set_role}; {pg_sql(first).replace('%%', '%')}")
+                cur.nextset()  # past SET ROLE: the cursor stands where the caller's statement put it
+                return cur
+            with conn.pipeline():
+                conn.execute(self._set_role)
+                cur = conn.execute(pg_sql(first), params)
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error as exc:
+            raise map_error(exc) from exc
+        return cur
+
+    def _run(self, conn: Any, sql: str, params: Sequence[Any] = (), *, raw: bool = False) -> Any:
+        """Run one statement (one round trip); ``raw``: let psycopg's connection errors through (the caller
+        retries a dead connection)."""
+        self.round_trips.count += 1
         try:
             return conn.execute(pg_sql(sql), params if params else None)
         except psycopg.Error as exc:
+            if raw and isinstance(exc, psycopg.OperationalError):
+                raise
             raise map_error(exc) from exc
 
     # -- transactions -----------------------------------------------------------------------------------------
@@ -272,16 +346,17 @@ class PgDatabase:
                              "write before or after it")
         if self.readonly:
             raise StoreError(f"the team vault {self.location} is opened read-only; writes are refused")
-        with self._connection() as conn:
+        with self._connection("BEGIN") as (conn, _):
             committing = False
             st.conn, st.depth = conn, 1
             try:
-                self._run(conn, "BEGIN")
                 yield _Cx(self, conn)
                 committing = True
+                self.round_trips.count += 1
                 conn.execute("COMMIT")
             except BaseException as exc:
                 if not conn.closed:
+                    self.round_trips.count += 1
                     with contextlib.suppress(psycopg.Error):
                         conn.execute("ROLLBACK")
                 st.after_commit.clear()
@@ -294,7 +369,6 @@ class PgDatabase:
                 raise
             finally:
                 st.conn, st.depth = None, 0
-        self.write_gen += 1
         st.on_rollback = []
         callbacks, st.after_commit = st.after_commit, []
         changes = sorted((k, r, d) for (k, r), d in st.changes.items())
@@ -307,7 +381,11 @@ class PgDatabase:
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
-        """Several reads that see one committed state (REPEATABLE READ READ ONLY); joins a write transaction."""
+        """Several reads that see one committed state (REPEATABLE READ READ ONLY); joins a write transaction.
+
+        Its first round trip opens it and reads the project's data version and the server's ``now()``
+        (:meth:`data_version` and :meth:`snapshot_now` answer from it without another round trip).
+        """
         st = self._state
         if st.depth or st.snap:
             st.snap += not st.depth
@@ -316,14 +394,16 @@ class PgDatabase:
             finally:
                 st.snap -= not st.depth
             return
-        with self._connection() as conn:
-            self._run(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            st.conn, st.snap = conn, 1
+        with self._connection(BEGIN_SNAPSHOT) as (conn, cur):
+            cur.nextset()
+            row = cur.fetchone()
+            st.conn, st.snap, st.snap_point = conn, 1, ((int(row[0]), str(row[1]), int(row[2])) if row else (0, "", 0))
             try:
                 yield
             finally:
-                st.conn, st.snap = None, 0
+                st.conn, st.snap, st.snap_point = None, 0, None
                 if not conn.closed:
+                    self.round_trips.count += 1
                     with contextlib.suppress(psycopg.Error):
                         conn.execute("ROLLBACK")
 
@@ -369,25 +449,80 @@ class PgDatabase:
         with self.transaction():
             return self.write(sql, params, change)
 
+    def write_once(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """One statement that is atomic by itself (an idempotent upsert): inside a write transaction it joins it;
+        outside one it runs alone, autocommitted (one round trip instead of ``BEGIN``, it, ``COMMIT``). It is
+        not a record write (no change is reported, no stamp is taken)."""
+        if self._state.depth:
+            self._run(self._state.conn, sql, params)
+            return
+        if self._state.snap:
+            raise StoreError("a write cannot run inside a snapshot (a read-only view); write before or after it")
+        if self.readonly:
+            raise StoreError(f"the team vault {self.location} is opened read-only; writes are refused")
+        with self._connection(sql, params):
+            pass
+
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        with self._connection() as conn:
-            return list(self._run(conn, sql, params).fetchall())
+        with self._connection(sql, params) as (_, cur):
+            return list(cur.fetchall())
 
     def query_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         rows = self.query(sql, params)
         return rows[0] if rows else None
 
     def iter_query(self, sql: str, params: Sequence[Any] = (), *, size: int = 5000) -> Iterator[Row]:
-        with self._connection() as conn:
-            cur = self._run(conn, sql, params)
+        with self._connection(sql, params) as (_, cur):
             while rows := cur.fetchmany(size):
                 yield from rows
 
-    def data_version(self) -> tuple[int, int]:
-        """(the project's ``gate_stats.version``, this handle's commit counter): changes with every write that
-        changes what recall reads, by anyone on any machine."""
+    def data_version(self) -> tuple[int, ...]:
+        """``(gate_stats.version,)``: the same on every machine for the same committed state; it moves with every
+        transaction that changes a record, by anyone on any machine (the fold at commit). Read with the snapshot
+        that opened it (no round trip) inside one.
+
+        Inside a write transaction the fold has not run yet, so the answer is unique to each call (a cache keyed
+        by it never serves a state the transaction has since changed).
+        """
+        st = self._state
+        if st.depth:
+            self._txn_gen += 1
+            return (-1, self._txn_gen)
+        if st.snap_point is not None:
+            return (st.snap_point[0],)
         row = self.query_one("SELECT version FROM gate_stats WHERE id = 1")
-        return (int(row[0]) if row else 0), self.write_gen
+        return ((int(row[0]) if row else 0),)
+
+    def snapshot_cache(self, name: str) -> dict[Any, Any] | None:
+        """A dict for answers read inside the open snapshot, kept while the project's data version stays the same
+        (every handle, any thread), or None outside a snapshot or inside a write transaction (nothing is kept).
+
+        Only what a record write changes may be kept in it (records, their tags, keys, word statistics): every
+        transaction that changes a record moves the version, so an answer read at one version is the answer of
+        every snapshot at that version. Settings, session marks and flags move no version and are never kept.
+        Each handle (role) has its own: an agent's role reads fewer lessons.
+        """
+        st = self._state
+        if st.snap_point is None or st.depth:
+            return None
+        version = st.snap_point[0]
+        with self._memo_lock:
+            if self._memo_version != version:
+                self._memo_version, self._memo = version, {}
+            memo = self._memo.setdefault(name, {})
+            if len(memo) > MAX_MEMO:
+                memo.clear()
+            return memo
+
+    def snapshot_docs(self) -> int | None:
+        """The project's number of gate records as the open snapshot saw it (read with its version), else None."""
+        point = self._state.snap_point
+        return point[2] if point is not None and not self._state.depth else None
+
+    def snapshot_now(self) -> str | None:
+        """The server's clock at the start of the open snapshot (fixed-width UTC text), else None."""
+        point = self._state.snap_point
+        return point[1] if point is not None and not self._state.depth else None
 
     def integrity_check(self) -> str:
         """"ok", or the terms whose stored frequency differs from a recount of the records."""

@@ -37,8 +37,8 @@ def search_copy(folder: Path, query: str, *, mind: str, now: str, k: int = 10) -
         pass
     idx = RetrievalIndex(folder / "index")
     if not idx.exists():
-        raise IndexError_(f"this machine has no index copy of the team vault in {folder}/index (it is made by the "
-                          "first recall or `synapse-nb index rebuild` while the server is reachable)")
+        raise IndexError_(f"this machine has no index copy of the team vault in {folder}/index (it is made by "
+                          "`synapse-nb index rebuild` or an index search while the server is reachable)")
     try:
         hits = idx.search(query, mind=mind, now=now, k=k)
         texts: dict[str, str] = {}

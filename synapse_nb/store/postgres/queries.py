@@ -23,12 +23,16 @@ from synapse_nb.store.postgres.tables import GATE_KINDS, gate_terms, gate_text, 
 from synapse_nb.store.records import EXPORT_FIELDS, Candidate
 from synapse_nb.store.sqlite import queries as lite
 
+from synapse_nb.store.postgres.db import map_error
+
 if TYPE_CHECKING:
     from synapse_nb.store.postgres.db import PgDatabase
 
-__all__ = ["FeedOutbox", "FeedPosition", "RecallQueries", "TransferQueries"]
+__all__ = ["FeedOutbox", "FeedPosition", "RecallQueries", "SessionsQueries", "TransferQueries"]
 
 CANDIDATE_COLS = "id, kind, mind, text, updated_at, expires_at"
+KEY_MATCHES = ("SELECT id, name FROM (SELECT 0 AS src, id, key AS name FROM memories WHERE mind = ? AND key = ANY(?) "
+               "UNION ALL SELECT 1, id, name FROM notes WHERE mind = ? AND name = ANY(?)) m ORDER BY src, id")
 
 
 def _candidate(r: Any) -> Candidate:
@@ -40,6 +44,10 @@ class RecallQueries(RankingQueries, lite.RecallQueries):
     the ranking reads of recall engine v2 from :class:`~synapse_nb.store.postgres.ranking.RankingQueries`."""
 
     def count(self) -> int:
+        """Inside a snapshot, read with its version in its first round trip; else one read."""
+        n = self._db.snapshot_docs()
+        if n is not None:
+            return n
         row = self._db.query_one("SELECT n_docs FROM gate_stats WHERE id = 1")
         return int(row[0]) if row else 0
 
@@ -53,10 +61,47 @@ class RecallQueries(RankingQueries, lite.RecallQueries):
         return [_candidate(r) for r in rows if r["id"] in wanted.get(r["kind"], ())]
 
     def doc_freq(self, terms: Sequence[str]) -> dict[str, int]:
-        if not terms:
-            return {}
-        rows = self._db.query("SELECT term, n FROM gate_df WHERE term = ANY(?) AND n > 0", (list(terms),))
-        return {r["term"]: int(r["n"]) for r in rows}
+        """Per term, kept for the snapshot's data version (a recall asks again for the words of the last one)."""
+        memo = self._db.snapshot_cache("doc_freq")
+        want = list(dict.fromkeys(terms))
+        missing = want if memo is None else [t for t in want if t not in memo]
+        got: dict[str, int] = {}
+        if missing:
+            rows = self._db.query("SELECT term, n FROM gate_df WHERE term = ANY(?) AND n > 0", (missing,))
+            got = {r["term"]: int(r["n"]) for r in rows}
+            if memo is not None:
+                memo.update((t, got.get(t, 0)) for t in missing)
+        if memo is None:
+            return got
+        return {t: memo[t] for t in want if memo.get(t, 0) > 0}
+
+    def key_matches(self, mind: str, keys: Sequence[str]) -> list[tuple[str, str]]:
+        """Memories then notes, each by id (as SQLite), in one statement per 400 keys; kept per data version."""
+        memo = self._db.snapshot_cache("key_matches")
+        mkey = (mind, tuple(keys))
+        if memo is not None and mkey in memo:
+            return list(memo[mkey])
+        out: list[tuple[str, str]] = []
+        for chunk in lite._chunks(list(keys), 400):
+            out += [(r["id"], r["name"]) for r in self._db.query(KEY_MATCHES, (mind, chunk, mind, chunk))]
+        if memo is not None:
+            memo[mkey] = tuple(out)
+        return out
+
+
+MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELECT ?, ?, u.rid, u.digest, ? "
+             "FROM unnest(?::text[], ?::text[]) AS u(rid, digest) ORDER BY u.rid "
+             "ON CONFLICT (mind, session, rid) DO UPDATE SET digest = excluded.digest, seen_at = excluded.seen_at")
+
+
+class SessionsQueries(lite.SessionsQueries):
+    """Session marks as SQLite's, but recording what a recall gave is one statement (one round trip)."""
+
+    def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str) -> None:
+        given = dict(pairs)  # the last digest of a repeated id wins, as the row-by-row upsert does
+        rids = sorted(given)
+        if rids:
+            self._db.write_once(MARK_SEEN, (mind, session, now, rids, [given[r] for r in rids]))
 
 
 # -- the change feed ------------------------------------------------------------------------------------------
@@ -119,6 +164,8 @@ class FeedOutbox:
         self._lock = threading.Lock()
         self._read: tuple[str, str] | None = None  # the snapshot pending() read, saved by ack()
         self._marks: dict[int, tuple[str, str]] = {}
+        self._listener: Any = None  # the LISTEN connection of wait()
+        self._listen_lock = threading.Lock()
         self.name = f"{socket.gethostname()}:{folder}" if folder is not None else f"{socket.gethostname()}:memory"
 
     @property
@@ -141,6 +188,39 @@ class FeedOutbox:
     def has_pending(self) -> bool:
         ids, _, _ = self._changes()
         return ids is None or bool(ids)
+
+    def wait(self, timeout: float) -> bool:
+        """Block until a transaction that changed records commits (its ``NOTIFY <project>_changes``, delivered at
+        commit) or ``timeout`` seconds passed. A wake-up only: the caller then reads with the snapshot rule, so a
+        lost or merged notification costs at most ``timeout``. One listening connection per store, outside the
+        pool; it is reopened after an error."""
+        import psycopg
+
+        with self._listen_lock:
+            try:
+                if self._listener is None or self._listener.closed:
+                    self._listener = psycopg.connect(self._db.url, autocommit=True, connect_timeout=5)
+                    self._listener.execute(f'LISTEN "{self._db.project}_changes"')
+                    return True  # changes may have committed before it listened: look once
+                woke = False
+                for _ in self._listener.notifies(timeout=max(0.0, timeout), stop_after=1):
+                    woke = True
+                # several commits may have notified: the next read takes them all, so drop the queued rest
+                while self._listener.pgconn.notifies() is not None:
+                    pass
+                return woke
+            except psycopg.Error as exc:
+                if self._listener is not None:
+                    self._listener.close()
+                self._listener = None
+                raise map_error(exc) from exc
+
+    def close(self) -> None:
+        """Close the listening connection (if :meth:`wait` opened one)."""
+        with self._listen_lock:
+            if self._listener is not None:
+                self._listener.close()
+                self._listener = None
 
     def pending(self, limit: int) -> list[tuple[str, int]]:
         ids, snap, xmin = self._changes()

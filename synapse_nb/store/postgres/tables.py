@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from synapse_nb.errors import ConflictError, NotFoundError
-from synapse_nb.models import Checkpoint, Memory
+from synapse_nb.models import Checkpoint, Lesson, Memory
 from synapse_nb.store.records import EXPORT_FIELDS, MemoryCounts, MemoryFilter, View
 from synapse_nb.store.sqlite import tables as lite
 from synapse_nb.text import FTS_TOKEN_RE, MAX_QUERY_WORD_CHARS, fts_query_terms, normalise
@@ -28,6 +28,8 @@ __all__ = ["GATE_KINDS", "CheckpointsTable", "DecisionsTable", "EpisodesTable", 
            "NotesTable", "gate_terms", "gate_text"]
 
 GATE_KINDS = ("memory", "decision", "checkpoint", "episode", "note")
+#: Lessons stored as approved, most recently approved first (in force unless their time ran out).
+APPROVED_LESSONS = "SELECT * FROM lessons WHERE mind = ? AND status = 'approved' ORDER BY approved_at DESC, id DESC"
 
 
 def gate_terms(text: str) -> list[str]:
@@ -236,6 +238,17 @@ class NotesTable(_Pg, lite.NotesTable):
 
 
 class LessonsTable(_Pg, lite.LessonsTable):
+    def list(self, view: View, *, status: str | None = None, limit: int | None = None) -> builtins.list[Lesson]:
+        """As SQLite's; the approved lessons (what heads every recall) are read once per data version inside a
+        snapshot, and which of them are still in force at ``view.now`` is decided here as the statement would."""
+        memo = self._db.snapshot_cache("approved_lessons") if status == "approved" and limit is None else None
+        if memo is None:
+            return super().list(view, status=status, limit=limit)
+        rows = memo.get(view.mind)
+        if rows is None:
+            rows = memo[view.mind] = tuple(self._db.query(APPROVED_LESSONS, (view.mind,)))
+        return [self._from_row(r, view.now) for r in rows if r["expires_at"] is None or r["expires_at"] > view.now]
+
     def mind_of(self, id: str) -> str | None:
         row = self._db.query_one("SELECT lesson_mind(?)", (id,))
         return None if row is None or row[0] is None else str(row[0])

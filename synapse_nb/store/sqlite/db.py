@@ -354,6 +354,10 @@ class Database:
         with self._lock:
             return int(self._conn.execute("PRAGMA data_version").fetchone()[0]), self.write_gen
 
+    def snapshot_now(self) -> str | None:
+        """None: a local vault has no clock of its own; "now" is the caller's."""
+        return None
+
     def integrity_check(self) -> str:
         row = self.query_one("PRAGMA integrity_check")
         return str(row[0]) if row is not None else "no answer"

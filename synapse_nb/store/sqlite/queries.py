@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -267,6 +268,15 @@ class OutboxQueries:
 
     def has_pending(self) -> bool:
         return self._db.query_one(OUTBOX_ANY) is not None
+
+    def wait(self, timeout: float) -> bool:
+        """Poll :meth:`has_pending` every 50 ms until it is True or ``timeout`` seconds passed."""
+        end = time.monotonic() + max(0.0, timeout)
+        while not self.has_pending():
+            if time.monotonic() >= end:
+                return False
+            time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+        return True
 
     def pending(self, limit: int) -> list[tuple[str, int]]:
         return [(r["rid"], int(r["seq"])) for r in self._db.query(OUTBOX_PENDING, (limit,))]

@@ -1,0 +1,153 @@
+"""A team vault read while its server cannot be reached: this machine's stale copy, read only.
+
+Every machine keeps a copy of the team vault's candidates in its retrieval index (``.synapse/index/``, kept
+current by the change feed; ``.synapse/team-feed.json`` says when it last synced). When the server cannot be
+reached, ``open_vault(url, offline=True)`` returns an :class:`OfflineVault` over that copy instead of failing:
+
+- :meth:`OfflineVault.search` and :meth:`OfflineVault.recall` answer from the copy, every answer a
+  :class:`StaleAnswer` whose text starts with ``STALE (offline)``, the time of the last sync and its age;
+- everything else (every write, every read the copy cannot answer) raises
+  :class:`~synapse_nb.errors.OfflineError` saying so: nothing is ever written to a local fork.
+
+The recall of an offline machine is a keyword search of the copy, not the gate's answer: the copy holds no
+approved lessons, no word statistics of the whole vault and no session marks. Its text says so.
+
+>>> v = open_vault("postgresql://me@db/team?project=acme", offline=True)   # doctest: +SKIP
+>>> print(v.recall("how do we deploy?").text)                              # doctest: +SKIP
+STALE (offline): this machine's copy of the team vault, last synced 2026-01-01T09:00:00+00:00 (3h old); ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+from synapse_nb._util import fmt_ts
+from synapse_nb.errors import OfflineError, ValidationError
+
+__all__ = ["OfflineVault", "StaleAnswer", "StaleHit", "has_copy"]
+
+
+@dataclass(frozen=True)
+class StaleHit:
+    """One record of the copy: its kind, id and candidate text as of the last sync."""
+
+    kind: str
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class StaleAnswer:
+    """An answer from this machine's copy of a team vault (``stale`` is always True).
+
+    ``synced_at`` is when the copy last synced with the server (UTC ISO, None if never recorded) and ``age``
+    how long ago, as text ("3h"); ``text`` is what a surface prints: the ``STALE (offline)`` line first.
+    """
+
+    query: str
+    hits: tuple[StaleHit, ...]
+    synced_at: str | None
+    age: str | None
+    what: str
+    stale: bool = True
+
+    @property
+    def text(self) -> str:
+        old = f"{self.age} old" if self.age else "unknown age"
+        lines = [f"STALE (offline): this machine's copy of the team vault, last synced {self.synced_at or 'never'} "
+                 f"({old}); the server cannot be reached, so writes are refused. {self.what}"]
+        lines += [f"- [{h.kind}] {h.id}: {h.text}" for h in self.hits] or ["(no match in the local copy)"]
+        return "\n".join(lines)
+
+    @property
+    def nothing_new(self) -> bool:
+        return not self.hits
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "stale": True, "offline": True, "synced_at": self.synced_at, "age": self.age,
+                "text": self.text, "hits": [{"kind": h.kind, "id": h.id, "text": h.text} for h in self.hits]}
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def has_copy(folder: Path) -> bool:
+    """Whether a machine's folder (``.synapse/``) holds an index copy of a team vault."""
+    return (folder / "index").is_dir()
+
+
+def _age(iso: str | None) -> str | None:
+    if not iso:
+        return None
+    try:
+        s = int((datetime.now(UTC) - datetime.fromisoformat(iso)).total_seconds())
+    except ValueError:
+        return None
+    return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h" if s < 172800 else f"{s // 86400}d"
+
+
+class OfflineVault:
+    """This machine's stale, read-only copy of a team vault whose server cannot be reached.
+
+    Only :meth:`search` and :meth:`recall` answer (from the copy, marked stale with its age); any other method
+    or attribute of a :class:`~synapse_nb.vault.Vault` raises :class:`~synapse_nb.errors.OfflineError`.
+    """
+
+    #: this handle reads a stale copy (``Vault.offline`` is False)
+    offline = True
+    readonly = True
+    created = False
+
+    def __init__(self, folder: Path, *, location: str, mind: str, actor: str, reason: str) -> None:
+        self.path = folder
+        self.location = location
+        self.mind = mind
+        self.actor = actor
+        self.reason = reason
+
+    def search(self, query: str, *, k: int = 10) -> StaleAnswer:
+        """The copy's best matches for ``query`` in this mind (the index's hybrid search), best first."""
+        return self._answer(query, k, "Best matches in the copy:")
+
+    def recall(self, query: str, *, k: int = 10, **_ignored: Any) -> StaleAnswer:
+        """What an offline machine can honestly recall: the copy's best matches for ``query``, marked stale.
+
+        Not the gate's answer: the copy holds no approved lessons, no vault-wide word statistics and no session
+        marks, so there is no banner, no bar and no per-session delta (``session`` and the bars are ignored).
+        """
+        return self._answer(query, k, "Not a recall (no lessons, no gate): the copy's best matches:")
+
+    def _answer(self, query: str, k: Any, what: str) -> StaleAnswer:
+        from synapse_nb.recall.engine import clean_query
+        from synapse_nb.store.postgres.offline import search_copy  # lancedb: only when the copy is read
+
+        query = clean_query(query)
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
+            raise ValidationError(f"k must be a whole number from 1 to 1000, got {k!r}")
+        copy = search_copy(self.path, query, mind=self.mind, now=fmt_ts(datetime.now(UTC)), k=k)
+        return StaleAnswer(query, tuple(StaleHit(*h) for h in copy.hits), copy.synced_at, _age(copy.synced_at), what)
+
+    def _refuse(self, what: str) -> NoReturn:
+        raise OfflineError(f"cannot {what}: the team vault server {self.location} cannot be reached from this "
+                           f"machine ({self.reason}); writes are refused until it is back (no local fork is ever "
+                           "made), and only search() and recall() read this machine's stale copy")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self._refuse(f"use {name}")  # every write, and every read the copy cannot answer
+
+    def close(self) -> None:
+        """Nothing to close (the copy is opened per read)."""
+
+    def __enter__(self) -> OfflineVault:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<OfflineVault {self.location} (stale copy in {self.path}, mind {self.mind!r})>"
