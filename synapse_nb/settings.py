@@ -14,7 +14,7 @@ from synapse_nb.errors import PermissionDeniedError, ValidationError
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["BAR_SETTINGS", "SETTINGS", "Settings"]
+__all__ = ["BAR_SETTINGS", "SEMANTIC", "SETTINGS", "Settings"]
 
 
 def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
@@ -61,6 +61,8 @@ SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
     "recall_semantic": (0.0, _unit_interval,
                         "recall: weight of the optional semantic channel, 0 = off (needs synapse_nb[semantic])"),
 }
+#: The setting holding the weight of recall's optional semantic channel (0: off).
+SEMANTIC = "recall_semantic"
 #: Bars fields and the settings that hold their saved defaults.
 BAR_SETTINGS = {"floor": "recall_floor", "margin": "recall_margin", "top_k": "recall_top_k",
                 "budget_tokens": "recall_budget_tokens"}

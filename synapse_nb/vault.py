@@ -18,6 +18,7 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -35,7 +36,7 @@ from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import Checkpoint, Decision, Memory, PruneReport, Status
-from synapse_nb.settings import BAR_SETTINGS, SETTINGS, Settings
+from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, SETTINGS, Settings
 from synapse_nb.store.records import Change, View
 from synapse_nb.store.sqlite import SqliteStore
 
@@ -435,13 +436,13 @@ class Vault:
             from synapse_nb.recall.engine import Recaller  # loaded by the first recall (import synapse_nb stays light)
 
             self._recaller = Recaller(self._ctx, lambda: self.index)
-        semantic = self.settings.get("recall_semantic")  # the optional dense channel's weight (0: off)
-        if self._recaller.params.semantic != semantic:
-            from dataclasses import replace
-
-            self._recaller.params = replace(self._recaller.params, semantic=semantic)
+        saved = self.settings.get_many([*BAR_SETTINGS.values(), SEMANTIC] if bars is None else [SEMANTIC])  # 1 read
         if bars is None:
-            bars = self.default_bars()
+            from synapse_nb.recall import Bars
+
+            bars = Bars(**{field: saved[name] for field, name in BAR_SETTINGS.items()})
+        if self._recaller.params.semantic != saved[SEMANTIC]:
+            self._recaller.params = replace(self._recaller.params, semantic=saved[SEMANTIC])
         return self._recaller.recall(query, session=session, branch=branch, files=files,
                                      budget_tokens=budget_tokens, bars=bars, path=path)
 
