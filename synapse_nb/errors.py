@@ -19,6 +19,8 @@ they resemble, so ``except KeyError`` or ``except PermissionError`` keeps workin
     │   ├── OfflineError                              a team vault's server cannot be reached (no write, no fork)
     │   └── IndexError_                               the retrieval index is unusable (recall falls back)
     ├── GitError(SynapseError)                        a git feature cannot run here (no repo, no commits, ...)
+    ├── SemanticUnavailableError(SynapseError, ImportError)
+    │                                                 recall's semantic channel is on but its extra is missing
     └── DatasetError(SynapseError, ValueError)        a labelled data file is malformed (names file, row, problem)
 
 Messages say what was wrong and what is accepted, in one line.
@@ -38,6 +40,7 @@ __all__ = [
     "PermissionDeniedError",
     "QueryError",
     "SchemaError",
+    "SemanticUnavailableError",
     "SnapshotMoved",
     "StoreError",
     "SynapseError",
@@ -142,6 +145,10 @@ class IndexError_(StoreError):  # noqa: N801 - trailing underscore avoids shadow
 
 class GitError(SynapseError):
     """A git feature cannot run here: not a repository, no commits, git missing, ..."""
+
+
+class SemanticUnavailableError(SynapseError, ImportError):
+    """Recall's optional semantic channel was turned on without its extra (``pip install 'synapse_nb[semantic]'``)."""
 
 
 class DatasetError(SynapseError, ValueError):

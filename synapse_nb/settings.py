@@ -14,7 +14,7 @@ from synapse_nb.errors import PermissionDeniedError, ValidationError
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["BAR_SETTINGS", "SETTINGS", "Settings"]
+__all__ = ["BAR_SETTINGS", "SEMANTIC", "SETTINGS", "Settings"]
 
 
 def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
@@ -58,7 +58,11 @@ SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
     "recall_margin": (0.4, _unit_interval, "recall: a hit's rank score is at least this times the best one"),
     "recall_top_k": (5, _int_range(0, 1000), "recall: most hits per kind"),
     "recall_budget_tokens": (1200, _int_range(0, 1_000_000), "recall: most tokens for the hits"),
+    "recall_semantic": (0.0, _unit_interval,
+                        "recall: weight of the optional semantic channel, 0 = off (needs synapse_nb[semantic])"),
 }
+#: The setting holding the weight of recall's optional semantic channel (0: off).
+SEMANTIC = "recall_semantic"
 #: Bars fields and the settings that hold their saved defaults.
 BAR_SETTINGS = {"floor": "recall_floor", "margin": "recall_margin", "top_k": "recall_top_k",
                 "budget_tokens": "recall_budget_tokens"}

@@ -18,6 +18,7 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -35,7 +36,7 @@ from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import Checkpoint, Decision, Memory, PruneReport, Status
-from synapse_nb.settings import BAR_SETTINGS, SETTINGS, Settings
+from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, SETTINGS, Settings
 from synapse_nb.store.records import Change, View
 from synapse_nb.store.sqlite import SqliteStore
 
@@ -434,11 +435,11 @@ class Vault:
         if self._recaller is None:
             from synapse_nb.recall.engine import Recaller  # loaded by the first recall (import synapse_nb stays light)
 
-            self._recaller = Recaller(self._ctx, lambda: self.index, defaults=self.default_bars)
+            self._recaller = Recaller(self._ctx, lambda: self.index, defaults=self._recall_settings)
         return self._recaller.recall(query, session=session, branch=branch, files=files,
                                      budget_tokens=budget_tokens, bars=bars, path=path)
 
-    def default_bars(self) -> Bars:
+    def default_bars(self, saved: dict[str, Any] | None = None) -> Bars:
         """The gate's bars a recall uses when given none: ``Bars()`` with the saved defaults applied.
 
         The user saves them with :meth:`save_default_bars` (the ``GateExplorer`` widget's "Save as my
@@ -450,8 +451,14 @@ class Vault:
         """
         from synapse_nb.recall import Bars  # recall loads on first use (import synapse_nb stays light)
 
-        saved = self.settings.get_many(BAR_SETTINGS.values())
+        saved = saved if saved is not None else self.settings.get_many(BAR_SETTINGS.values())
         return Bars(**{field: saved[name] for field, name in BAR_SETTINGS.items()})
+
+    def _recall_settings(self) -> tuple[Bars, float]:
+        """The saved default bars and the ``recall_semantic`` weight, in one settings read (recall reads them inside
+        its snapshot)."""
+        saved = self.settings.get_many([*BAR_SETTINGS.values(), SEMANTIC])
+        return self.default_bars(saved), float(saved[SEMANTIC])
 
     def save_default_bars(self, bars: Bars) -> Bars:
         """Save ``bars``' floor, margin, top-k and budget as this vault's recall defaults (user only).

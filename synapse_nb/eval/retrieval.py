@@ -268,6 +268,7 @@ def locomo_questions(
     caption: bool = True,
     context: int = 0,
     progress: bool | None = None,
+    semantic: float = 0.0,
 ) -> pl.DataFrame:
     """Per-question scores for each retriever at turn and session level, as a polars DataFrame.
 
@@ -296,6 +297,8 @@ def locomo_questions(
             for n, conv in enumerate(convs):
                 folder = Path(tmp) / str(n)
                 vaults.append(build_locomo_vault(conv, folder, date=date, caption=caption, context=context))
+                if semantic:  # the optional dense channel's weight (vault setting recall_semantic)
+                    vaults[-1][0].settings.set("recall_semantic", semantic)
             for n, conv in enumerate(convs):
                 vault, ids = vaults[n]
                 # the off-topic stand-in: the next conversation of the selection (none when it is alone)
@@ -402,6 +405,7 @@ def run_locomo_eval(
     date: bool = True,
     caption: bool = True,
     context: int = 0,
+    semantic: float = 0.0,
 ) -> dict[str, Any]:
     """LoCoMo retrieval through the vault's recall; what ``synapse-nb recall eval datasets/locomo`` prints.
 
@@ -419,6 +423,8 @@ def run_locomo_eval(
         One of :data:`RETRIEVERS` (default ``"recall"``: the gate).
     date, caption, context
         What each stored turn holds (see :func:`turn_document`).
+    semantic
+        Weight of recall's optional semantic channel (setting ``recall_semantic``; 0: off, the default).
 
     Returns
     -------
@@ -437,12 +443,12 @@ def run_locomo_eval(
     ['by_category', 'config', 'conversations', 'mrr']
     """
     frame = locomo_questions(path, conversations, retrievers=[retriever], k_values=k_values, date=date,
-                             caption=caption, context=context)
+                             caption=caption, context=context, semantic=semantic)
     turn = frame.filter(frame["level"] == "turn")
     out = _summary(turn)
     out["session"] = _summary(frame.filter(frame["level"] == "session"))
     out["retriever"] = retriever
     out["conversations"] = list(dict.fromkeys(turn["sample_id"].to_list()))
     out["config"] = {"path": str(path), "k_values": sorted(set(k_values)), "date": date, "caption": caption,
-                     "context": context, "depth": _DEPTH, "storage": "episodes"}
+                     "context": context, "depth": _DEPTH, "storage": "episodes", "semantic": semantic}
     return out

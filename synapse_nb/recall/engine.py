@@ -89,7 +89,7 @@ class Recaller:
     """
 
     def __init__(self, ctx: Context, index: Callable[[], VaultIndex], params: RankParams | None = None,
-                 defaults: Callable[[], Bars] | None = None) -> None:
+                 defaults: Callable[[], tuple[Bars, float]] | None = None) -> None:
         self._ctx = ctx
         self._defaults = defaults  # the saved default bars, read inside the snapshot (no round trip of their own)
         self._index = index
@@ -150,8 +150,12 @@ class Recaller:
         for lazy in (True, False):
             try:
                 with ctx.store.snapshot(lazy=lazy):
-                    if given is None and self._defaults is not None:
-                        bars = _check_args(self._defaults(), budget_tokens, session, path)
+                    if self._defaults is not None:  # the saved bars and semantic weight, one read inside the snapshot
+                        saved, semantic = self._defaults()
+                        if given is None:
+                            bars = _check_args(saved, budget_tokens, session, path)
+                        if semantic != self.params.semantic:
+                            self.params = replace(self.params, semantic=semantic)
                     version = ctx.store.data_version()  # once: every cache of this recall is keyed by it
                     now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
                     lessons = list(Lessons(ctx.at(now)).in_force(branch_name))
@@ -211,6 +215,11 @@ class Recaller:
             if hit_files:
                 bonus[pos_of[rid]] = bonus.get(pos_of[rid], 0.0) + bars.file_bonus
                 exact.setdefault(rid, []).extend(f"file:{f}" for f in hit_files)
+        if p.semantic:  # the optional dense channel, off by default: recall/semantic.py
+            from synapse_nb.recall.semantic import semantic_term
+
+            sc = semantic_term(query, [idx.ids[j] for j in pos.tolist()], sc, p.semantic,
+                               lambda ids: self._candidates.fetch([(idx.kinds[pos_of[i]], i) for i in ids], version))
         ranked = structure(idx, pos, sc, words, p, bonus)
         # the walk reads what clears the margin, plus a few rows below it for the explanation
         text = ranked.score - ranked.parts["bonus"] if len(ranked) else ranked.score

@@ -75,6 +75,7 @@ class RankParams:
     prev, question_mult : x the previous record's score (x ``question_mult`` more when it is a question).
     next : x the next record's score.  dist2 : factor for the records two steps away.
     thread : x the best score in the record's thread.  actor_mult : x when the query names the record's actor.
+    semantic : weight of the optional dense channel (0: off, the default; :mod:`synapse_nb.recall.semantic`).
     """
 
     w_body: float = 1.0
@@ -91,6 +92,7 @@ class RankParams:
     dist2: float = 0.5
     thread: float = 0.3
     actor_mult: float = 1.3
+    semantic: float = 0.0
 
 
 def rank_words(query: str) -> list[str]:
