@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 from synapse_nb._util import fmt_ts
 from synapse_nb.errors import OfflineError, ValidationError
 
-__all__ = ["OfflineVault", "StaleAnswer", "StaleHit", "has_copy"]
+__all__ = ["OfflineVault", "StaleAnswer", "StaleHit", "copy_age", "has_copy"]
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,9 @@ def has_copy(folder: Path) -> bool:
     return (folder / "index").is_dir()
 
 
-def _age(iso: str | None) -> str | None:
+def copy_age(iso: str | None) -> str | None:
+    """How long ago ``iso`` (a UTC ISO time, e.g. a copy's last sync) was, as text ("45s", "3m", "5h", "2d"); None if
+    unknown."""
     if not iso:
         return None
     try:
@@ -131,7 +133,7 @@ class OfflineVault:
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
             raise ValidationError(f"k must be a whole number from 1 to 1000, got {k!r}")
         copy = search_copy(self.path, query, mind=self.mind, now=fmt_ts(datetime.now(UTC)), k=k)
-        return StaleAnswer(query, tuple(StaleHit(*h) for h in copy.hits), copy.synced_at, _age(copy.synced_at), what)
+        return StaleAnswer(query, tuple(StaleHit(*h) for h in copy.hits), copy.synced_at, copy_age(copy.synced_at), what)
 
     def _refuse(self, what: str) -> NoReturn:
         raise OfflineError(f"cannot {what}: the team vault server {self.location} cannot be reached from this "

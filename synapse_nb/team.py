@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import Clock
 from synapse_nb.errors import StoreError, ValidationError
 from synapse_nb.gitscope.repo import find_repo
+from synapse_nb.offline import OfflineVault, copy_age
 
 if TYPE_CHECKING:
     from synapse_nb.vault import Vault
@@ -108,17 +108,6 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
         team.close()
 
 
-def _age(iso: str | None) -> str | None:
-    if not iso:
-        return None
-    try:
-        delta = datetime.now(UTC) - datetime.fromisoformat(iso)
-    except ValueError:
-        return None
-    s = int(delta.total_seconds())
-    return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h" if s < 172800 else f"{s // 86400}d"
-
-
 def _local_position(folder: Path) -> dict[str, Any]:
     try:
         data = json.loads((folder / "team-feed.json").read_text(encoding="utf-8"))
@@ -142,14 +131,14 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
     except StoreError as exc:
         pos = _local_position(folder)
         return out | {"online": False, "error": str(exc), "index_synced_at": pos.get("synced_at"),
-                      "index_age": _age(pos.get("synced_at")), "writes": "refused (offline)",
+                      "index_age": copy_age(pos.get("synced_at")), "writes": "refused (offline)",
                       "index_copy": (folder / "index").is_dir()}
     try:
         info = store.server_info()
         lag = store.outbox.lag()
         return out | {"online": True, "location": store.location, "schema_version": store.schema_version,
                       **info, "index_cursor": lag["cursor"], "index_synced_at": lag["synced_at"],
-                      "index_age": _age(lag["synced_at"]), "index_behind": lag["behind"],
+                      "index_age": copy_age(lag["synced_at"]), "index_behind": lag["behind"],
                       "index_copy": (folder / "index").is_dir()}
     finally:
         store.close()
@@ -161,8 +150,6 @@ def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str
     For a machine that cannot reach the server (writes are refused: no local fork). The text starts with a
     ``STALE`` line giving the age of the copy (when its feed last synced), then one line per hit.
     """
-    from synapse_nb.offline import OfflineVault
-
     folder = _project_dir(local) / LOCAL_DIRNAME
     copy = OfflineVault(folder, location="(not contacted)", mind=mind, actor="user", reason="not contacted")
     return copy.search(query, k=k).text
