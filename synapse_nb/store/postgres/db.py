@@ -142,6 +142,10 @@ BEGIN_SNAPSHOT = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
 SNAPSHOT_POINT = "SELECT version, fmt_ts(now()) AS now, n_docs FROM gate_stats WHERE id = 1"
 
 
+def _point(row: Any) -> tuple[int, str, int]:  # (data version, server now, n_docs): a snapshot's first statement
+    return (int(row[0]), str(row[1]), int(row[2])) if row else (0, "", 0)
+
+
 class RoundTrips:
     """How many statements a handle (and its siblings on the same pool) sent to the server: each one is a network
     round trip, which is what a team vault's latency is made of. Tests pin recall's count with it."""
@@ -420,23 +424,25 @@ class PgDatabase:
             return
         with self._connection(BEGIN_SNAPSHOT) as (conn, cur):
             cur.nextset()
-            row = cur.fetchone()
-            st.conn, st.snap, st.snap_point = conn, 1, ((int(row[0]), str(row[1]), int(row[2])) if row else (0, "", 0))
+            st.conn, st.snap, st.snap_point = conn, 1, _point(cur.fetchone())
             try:
                 yield
             finally:
                 st.conn, st.snap, st.snap_point = None, 0, None
-                if not conn.closed:
-                    self.round_trips.count += 1
-                    with contextlib.suppress(psycopg.Error):  # an agent's RESET ROLE in the same round trip
-                        conn.execute("ROLLBACK; RESET ROLE" if self._set_role else "ROLLBACK")
-                        st.role_reset = self._set_role is not None
+                self._end_snapshot(conn)
+
+    def _end_snapshot(self, conn: Any) -> None:
+        """Close a snapshot's read transaction: one round trip, with an agent's RESET ROLE in it."""
+        if not conn.closed:
+            self.round_trips.count += 1
+            with contextlib.suppress(psycopg.Error):
+                conn.execute("ROLLBACK; RESET ROLE" if self._set_role else "ROLLBACK")
+                self._state.role_reset = self._set_role is not None
 
     def _lazy_snapshot(self) -> Iterator[None]:
         st = self._state
         with self._connection(SNAPSHOT_POINT, last=True) as (_, cur):
-            row = cur.fetchone()
-        point = (int(row[0]), str(row[1]), int(row[2])) if row else (0, "", 0)
+            point = _point(cur.fetchone())
         stack = contextlib.ExitStack()
         opened: list[Any] = []
 
@@ -457,11 +463,8 @@ class PgDatabase:
         finally:
             st.conn, st.snap, st.snap_point, st.lazy_open = None, 0, None, None
             try:
-                if opened and not opened[0].closed:
-                    self.round_trips.count += 1
-                    with contextlib.suppress(psycopg.Error):  # an agent's RESET ROLE in the same round trip
-                        opened[0].execute("ROLLBACK; RESET ROLE" if self._set_role else "ROLLBACK")
-                        st.role_reset = self._set_role is not None
+                if opened:
+                    self._end_snapshot(opened[0])
             finally:
                 stack.close()
 
