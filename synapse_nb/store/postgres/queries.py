@@ -61,31 +61,19 @@ class RecallQueries(RankingQueries, lite.RecallQueries):
         return [_candidate(r) for r in rows if r["id"] in wanted.get(r["kind"], ())]
 
     def doc_freq(self, terms: Sequence[str]) -> dict[str, int]:
-        """Per term, kept for the snapshot's data version (a recall asks again for the words of the last one)."""
-        memo = self._db.snapshot_cache("doc_freq")
+        """Per term (recall keeps the answers per data version: recall/candidates.py)."""
         want = list(dict.fromkeys(terms))
-        missing = want if memo is None else [t for t in want if t not in memo]
-        got: dict[str, int] = {}
-        if missing:
-            rows = self._db.query("SELECT term, n FROM gate_df WHERE term = ANY(?) AND n > 0", (missing,))
-            got = {r["term"]: int(r["n"]) for r in rows}
-            if memo is not None:
-                memo.update((t, got.get(t, 0)) for t in missing)
-        if memo is None:
-            return got
-        return {t: memo[t] for t in want if memo.get(t, 0) > 0}
+        if not want:
+            return {}
+        rows = self._db.query("SELECT term, n FROM gate_df WHERE term = ANY(?) AND n > 0", (want,))
+        return {r["term"]: int(r["n"]) for r in rows}
 
     def key_matches(self, mind: str, keys: Sequence[str]) -> list[tuple[str, str]]:
-        """Memories then notes, each by id (as SQLite), in one statement per 400 keys; kept per data version."""
-        memo = self._db.snapshot_cache("key_matches")
-        mkey = (mind, tuple(keys))
-        if memo is not None and mkey in memo:
-            return list(memo[mkey])
+        """Memories then notes, each by id (as SQLite), in one statement per 400 keys (recall keeps the answers per
+        data version)."""
         out: list[tuple[str, str]] = []
         for chunk in lite._chunks(list(keys), 400):
             out += [(r["id"], r["name"]) for r in self._db.query(KEY_MATCHES, (mind, chunk, mind, chunk))]
-        if memo is not None:
-            memo[mkey] = tuple(out)
         return out
 
 
