@@ -20,7 +20,7 @@ from synapse_nb.recall.rank import RankParams, Ranked, fts_words, rank_words, st
 from synapse_nb.recall.render import assemble, empty_reason
 from synapse_nb.recall.scoring import gate, new_scorer, query_terms
 from synapse_nb.recall.stale import Staleness
-from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, Recall
+from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
 from synapse_nb.text import FTS_TOKEN_RE
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ class Recaller:
         # the session's marks are no part of the vault's state (they move no version): read after the snapshot
         seen = seen_digests(ctx, session, walk + [x.id for x in lessons])
         if ranking is None:
-            rows, kept, coverage = [], [], 0.0
+            rows, kept, coverage = ExplainRows((), tuple), [], 0.0
         else:
             self._records_for(ctx.mind)
             g = gate(query, ranking.ranked, ranking.cands, ranking.exact, ranking.stats, bars, self.scorer,
@@ -179,7 +179,7 @@ class Recaller:
         reason, note = empty_reason(query, kept, rows, bars)
         text = assemble(query, kept, lessons, shown_before, note)
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
-                      nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=tuple(rows),
+                      nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=rows,
                       coverage=coverage, version=".".join(map(str, version)))
 
     def _rank(self, query: str, files: tuple[str, ...], bars: Bars, now: str, version: object) -> _Ranking:
