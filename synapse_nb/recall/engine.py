@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 import threading
 from collections.abc import Callable
@@ -111,23 +110,51 @@ class Recaller:
                 self._scorer = new_scorer()
             return self._scorer
 
-    def _materialize(self, c: Candidate, now: str | None = None) -> Record | None:
-        view = self._ctx.view() if now is None else self._ctx.at(now).view()
-        # a record with no expiry reads the same at any "now" until the vault changes (lessons, whose status
-        # depends on "now", are never walked)
-        cacheable = c.expires_at is None and c.kind != "lesson"
-        if cacheable:
-            with self._lock:
-                rec = self._records.get((c.kind, c.id, c.updated_at))
-            if rec is not None:
-                return rec
-        rec = self._ctx.store.table(c.kind).get(view, c.id)
-        if cacheable and rec is not None and rec.updated_at == c.updated_at:
-            with self._lock:
-                if len(self._records) >= MAX_CACHED_RECORDS:
-                    self._records.clear()
-                self._records[(c.kind, c.id, c.updated_at)] = rec
-        return rec
+    def _walker(self, now: str) -> tuple[Callable[[Candidate], Record | None], Callable[[list[Candidate]], None]]:
+        """The walk's record reads at ``now``: ``(materialize, prefetch)``.
+
+        ``prefetch`` reads the records the walk will read in one statement per kind (what the cache lacks);
+        ``materialize`` answers from what it read, else from the cache, else reads the record alone.
+        A record with no expiry reads the same at any "now" until it is written (lessons, whose status depends
+        on "now", are never walked), so those are kept by (kind, id, updated_at).
+        """
+        view = self._ctx.at(now).view()  # once per recall (the same for every record)
+        store, lock, cache = self._ctx.store, self._lock, self._records
+        read: dict[tuple[str, str], Record | None] = {}  # this recall's batched reads, kept or not
+
+        def keep(c: Candidate, rec: Record | None) -> None:
+            if rec is not None and rec.updated_at == c.updated_at and c.expires_at is None and c.kind != "lesson":
+                with lock:
+                    if len(cache) >= MAX_CACHED_RECORDS:
+                        cache.clear()
+                    cache[(c.kind, c.id, c.updated_at)] = rec
+
+        def prefetch(cands: list[Candidate]) -> None:
+            by_kind: dict[str, list[Candidate]] = {}
+            with lock:
+                for c in cands:
+                    if (c.kind, c.id, c.updated_at) not in cache:
+                        by_kind.setdefault(c.kind, []).append(c)
+            for kind in sorted(by_kind):
+                got = store.table(kind).get_many(view, [c.id for c in by_kind[kind]])
+                for c in by_kind[kind]:
+                    read[(kind, c.id)] = rec = got.get(c.id)
+                    keep(c, rec)
+
+        def materialize(c: Candidate) -> Record | None:
+            if (c.kind, c.id) in read:
+                return read[(c.kind, c.id)]
+            cacheable = c.expires_at is None and c.kind != "lesson"
+            if cacheable:
+                with lock:
+                    rec = cache.get((c.kind, c.id, c.updated_at))
+                if rec is not None:
+                    return rec
+            rec = store.table(c.kind).get(view, c.id)
+            keep(c, rec)
+            return rec
+
+        return materialize, prefetch
 
     def _records_for(self, key: object) -> None:
         """Keep the walk's record cache only while the mind is unchanged."""
@@ -171,8 +198,9 @@ class Recaller:
             rows, kept, coverage = ExplainRows((), tuple), [], 0.0
         else:
             self._records_for(ctx.mind)
+            materialize, prefetch = self._walker(now)
             g = gate(query, ranking.ranked, ranking.cands, ranking.exact, ranking.stats, bars, self.scorer,
-                     functools.partial(self._materialize, now=now), seen)
+                     materialize, seen, prefetch)
             rows, kept, coverage = g.rows, g.kept, g.coverage
         shown_before = record_given(ctx, session, kept, lessons, seen, now)
         kept = self._staleness.annotate(kept, version)
