@@ -13,7 +13,7 @@ from synapse_nb.errors import QueryError, SnapshotMoved, ValidationError
 from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.models import Record
 from synapse_nb.recall.bm25 import Postings, bm25_top
-from synapse_nb.recall.candidates import Candidates, query_words
+from synapse_nb.recall.candidates import Candidates, ExactMatches, query_words
 from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.rank import RankParams, Ranked, fts_words, rank_words, structure
 from synapse_nb.recall.render import assemble, empty_reason
@@ -76,7 +76,7 @@ def _check_args(bars: Any, budget_tokens: Any, session: Any, path: Any) -> Bars:
 class _Ranking(NamedTuple):
     ranked: Ranked
     cands: list[Candidate | None]
-    exact: dict[str, list[str]]
+    exact: ExactMatches
     stats: tuple[dict[str, int], int]
 
 
@@ -225,24 +225,20 @@ class Recaller:
         send = fts_words(words, df, n_docs, p.max_df, p.max_postings)
         send += [w for w in dict.fromkeys(file_words) if w not in send]
         pos, sc = self._bm25(idx, send, version)
-        exact = self._candidates.exact(query_words(query), version, max_per_tag=MAX_TAG_RECORDS)
+        exact = self._candidates.matches(query_words(query), version, idx, max_per_tag=MAX_TAG_RECORDS)
         pos_of = idx.pos
-        rows: dict[str, Candidate] = {}
+        bonus: tuple[np.ndarray, np.ndarray] | dict[int, float] = exact.bonus(bars.tag_bonus, bars.key_bonus)
         if files:  # the file bonus reads the texts of every hit
             rows = self._candidates.fetch([(idx.kinds[pos_of[i]], i) for i in dict.fromkeys(
                 [idx.ids[j] for j in pos.tolist()] + [i for i in exact if i in pos_of])], version)
-        bonus: dict[int, float] = {}
-        tag_b, key_b = bars.tag_bonus, bars.key_bonus
-        for rid, labels in exact.items():
-            j = pos_of.get(rid)
-            if j is not None:  # most records match one label: sum([x]) is 0 + x, which is x
-                bonus[j] = ((tag_b if labels[0][0] == "#" else key_b) if len(labels) == 1 else
-                            sum(tag_b if lab.startswith("#") else key_b for lab in labels))
-        for rid, c in rows.items():
-            hit_files = [f for f in files if f in c.text]
-            if hit_files:
-                bonus[pos_of[rid]] = bonus.get(pos_of[rid], 0.0) + bars.file_bonus
-                exact.setdefault(rid, []).extend(f"file:{f}" for f in hit_files)
+            bonus = dict(zip(bonus[0].tolist(), bonus[1].tolist(), strict=True))
+            for rid, c in rows.items():
+                hit_files = [f for f in files if f in c.text]
+                if hit_files:
+                    bonus[pos_of[rid]] = bonus.get(pos_of[rid], 0.0) + bars.file_bonus
+                    exact.add_files(rid, hit_files)
+        else:
+            rows = {}
         if p.semantic:  # the optional dense channel, off by default: recall/semantic.py
             from synapse_nb.recall.semantic import semantic_term
 
