@@ -102,6 +102,7 @@ class Recaller:
         # and every write moves its updated_at, so they outlive a write elsewhere (on a team vault, a round trip each)
         self._records_key: object = None
         self._records: dict[tuple[str, str, str], Record] = {}
+        self._saved: tuple[object, tuple[Bars, float]] | None = None
 
     @property
     def scorer(self) -> CorpusScorer:
@@ -156,6 +157,18 @@ class Recaller:
 
         return materialize, prefetch
 
+    def _saved_defaults(self, version: object) -> tuple[Bars, float]:
+        """The saved default bars and semantic weight, kept per data version (writing a setting moves it)."""
+        with self._lock:
+            memo = self._saved
+        if memo is not None and memo[0] == version:
+            return memo[1]
+        assert self._defaults is not None
+        saved = self._defaults()
+        with self._lock:
+            self._saved = (version, saved)
+        return saved
+
     def _records_for(self, key: object) -> None:
         """Keep the walk's record cache only while the mind is unchanged."""
         with self._lock:
@@ -177,13 +190,13 @@ class Recaller:
         for lazy in (True, False):
             try:
                 with ctx.store.snapshot(lazy=lazy):
-                    if self._defaults is not None:  # the saved bars and semantic weight, one read inside the snapshot
-                        saved, semantic = self._defaults()
+                    version = ctx.store.data_version()  # once: every cache of this recall is keyed by it
+                    if self._defaults is not None:  # the saved bars and semantic weight, read inside the snapshot
+                        saved, semantic = self._saved_defaults(version)
                         if given is None:
                             bars = _check_args(saved, budget_tokens, session, path)
                         if semantic != self.params.semantic:
                             self.params = replace(self.params, semantic=semantic)
-                    version = ctx.store.data_version()  # once: every cache of this recall is keyed by it
                     now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
                     lessons = list(Lessons(ctx.at(now)).in_force(branch_name))
                     ranking = self._rank(query, file_refs, bars, now, version) if query.strip() else None
