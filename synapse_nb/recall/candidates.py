@@ -163,19 +163,21 @@ class Candidates:
         Rows already read are kept until the vault changes (keyed by the store's data version and the mind):
         consecutive recalls read mostly the same top-ranked rows.
         """
+        got = {c.id: c for c in self.rows(ids, version) if c is not None}
+        return {i: got[i] for i in sorted(got)}
+
+    def rows(self, ids: Sequence[tuple[str, str]], version: object) -> list[Candidate | None]:
+        """:meth:`fetch` as a list in the order of ``ids`` (None: gone), as the walk reads them."""
         store, mind = self._ctx.store, self._ctx.mind
         key = (version, mind)
         with self._lock:
             if self._rows_key != key:
                 self._rows_key, self._rows = key, {}
             rows = self._rows
-        out: dict[str, Candidate] = {}
+        out: list[Candidate | None] = [rows.get(rid) for _, rid in ids]
         by_kind: dict[str, list[str]] = {}
-        for kind, rid in ids:
-            c = rows.get(rid)
-            if c is not None and c.kind == kind:
-                out[rid] = c
-            else:
+        for (kind, rid), c in zip(ids, out, strict=True):
+            if c is None or c.kind != kind:
                 by_kind.setdefault(kind, []).append(rid)
         if by_kind:
             got = store.recall.fetch(mind, by_kind)
@@ -184,8 +186,10 @@ class Candidates:
                     if len(rows) + len(got) > MAX_CACHED_ROWS:
                         rows.clear()
                     rows.update((c.id, c) for c in got)
-            out.update((c.id, c) for c in got)
-        return {i: out[i] for i in sorted(out)}
+            read = {(c.kind, c.id): c for c in got}
+            out = [c if c is not None and c.kind == kind else read.get((kind, rid))
+                   for (kind, rid), c in zip(ids, out, strict=True)]
+        return out
 
     def exact(self, words: list[str], version: object, *, rids: list[str] | None = None,
               max_per_tag: int | None = None) -> dict[str, list[str]]:

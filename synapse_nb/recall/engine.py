@@ -16,7 +16,7 @@ from synapse_nb.recall.bm25 import Postings, bm25_top
 from synapse_nb.recall.candidates import Candidates, ExactMatches, query_words
 from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.rank import RankParams, Ranked, fts_words, rank_words, structure
-from synapse_nb.recall.render import assemble, empty_reason
+from synapse_nb.recall.render import assemble, empty_reason, record_line
 from synapse_nb.recall.scoring import gate, new_scorer, query_terms
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
@@ -102,6 +102,7 @@ class Recaller:
         # and every write moves its updated_at, so they outlive a write elsewhere (on a team vault, a round trip each)
         self._records_key: object = None
         self._records: dict[tuple[str, str, str], Record] = {}
+        self._lines: dict[tuple[str, str, str], tuple[Record, str]] = {}
         self._saved: tuple[object, tuple[Bars, float]] | None = None
 
     @property
@@ -111,16 +112,18 @@ class Recaller:
                 self._scorer = new_scorer()
             return self._scorer
 
-    def _walker(self, now: str) -> tuple[Callable[[Candidate], Record | None], Callable[[list[Candidate]], None]]:
-        """The walk's record reads at ``now``: ``(materialize, prefetch)``.
+    def _walker(self, now: str) -> tuple[Callable[[Candidate], Record | None], Callable[[list[Candidate]], None],
+                                         Callable[[Candidate, Record], str]]:
+        """The walk's record reads at ``now``: ``(materialize, prefetch, line)``.
 
         ``prefetch`` reads the records the walk will read in one statement per kind (what the cache lacks);
         ``materialize`` answers from what it read, else from the cache, else reads the record alone.
         A record with no expiry reads the same at any "now" until it is written (lessons, whose status depends
-        on "now", are never walked), so those are kept by (kind, id, updated_at).
+        on "now", are never walked), so those are kept by (kind, id, updated_at). ``line`` is
+        :func:`~synapse_nb.recall.render.record_line`, kept with the record object it was rendered from.
         """
         view = self._ctx.at(now).view()  # once per recall (the same for every record)
-        store, lock, cache = self._ctx.store, self._lock, self._records
+        store, lock, cache, lines = self._ctx.store, self._lock, self._records, self._lines
         read: dict[tuple[str, str], Record | None] = {}  # this recall's batched reads, kept or not
 
         def keep(c: Candidate, rec: Record | None) -> None:
@@ -155,7 +158,20 @@ class Recaller:
             keep(c, rec)
             return rec
 
-        return materialize, prefetch
+        def line(c: Candidate, rec: Record) -> str:
+            key = (c.kind, c.id, rec.updated_at)
+            with lock:
+                hit = lines.get(key)
+            if hit is not None and hit[0] is rec:  # the very record it was rendered from: the same line
+                return hit[1]
+            text = record_line(rec)
+            with lock:
+                if len(lines) >= MAX_CACHED_RECORDS:
+                    lines.clear()
+                lines[key] = (rec, text)
+            return text
+
+        return materialize, prefetch, line
 
     def _saved_defaults(self, version: object) -> tuple[Bars, float]:
         """The saved default bars and semantic weight, kept per data version (writing a setting moves it)."""
@@ -173,7 +189,7 @@ class Recaller:
         """Keep the walk's record cache only while the mind is unchanged."""
         with self._lock:
             if self._records_key != key:
-                self._records_key, self._records = key, {}
+                self._records_key, self._records, self._lines = key, {}, {}
 
     def recall(self, query: Any, *, session: str | None = None, branch: Any = None, files: Any = None,
                budget_tokens: int | None = None, bars: Bars | None = None, path: str = "auto") -> Recall:
@@ -211,9 +227,9 @@ class Recaller:
             rows, kept, coverage = ExplainRows((), tuple), [], 0.0
         else:
             self._records_for(ctx.mind)
-            materialize, prefetch = self._walker(now)
+            materialize, prefetch, line = self._walker(now)
             g = gate(query, ranking.ranked, ranking.cands, ranking.exact, ranking.stats, bars, self.scorer,
-                     materialize, seen, prefetch)
+                     materialize, seen, prefetch, line)
             rows, kept, coverage = g.rows, g.kept, g.coverage
         shown_before = record_given(ctx, session, kept, lessons, seen, now)
         kept = self._staleness.annotate(kept, version)
@@ -263,12 +279,13 @@ class Recaller:
         n = int(np.count_nonzero(ranked.score >= bars.margin * text.max())) if len(ranked) else 0
         n = min(MAX_WALK, max(n + 20, bars.gate_depth))
         ranked = Ranked(ranked.pos[:n], ranked.score[:n], {k: v[:n] for k, v in ranked.parts.items()})
-        ids = [idx.ids[j] for j in ranked.pos.tolist()]
-        missing = [(idx.kinds[pos_of[i]], i) for i in ids if i not in rows]
-        if missing:
-            rows.update(self._candidates.fetch(missing, version))
+        walk = [(idx.kinds[j], idx.ids[j]) for j in ranked.pos.tolist()]
+        got = self._candidates.rows([w for w in walk if w[1] not in rows] if rows else walk, version)
+        if rows:  # the file bonus read some of them already
+            more = iter(got)
+            got = [rows[rid] if rid in rows else next(more) for _, rid in walk]
         # memories expired at "now" are ranked (the store's ranking knows no time) but never given
-        cands = [c if c is not None and not _expired(c, now) else None for c in (rows.get(i) for i in ids)]
+        cands = [c if c is not None and not _expired(c, now) else None for c in got]
         return _Ranking(ranked, cands, exact, ({t: df.get(t, 0) for t in terms}, n_docs))
 
     def _bm25(self, idx: ThreadIndex, words: list[str], version: object) -> tuple[np.ndarray, np.ndarray]:

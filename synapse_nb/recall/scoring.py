@@ -141,13 +141,15 @@ def _explain_rows(decisions: Sequence[_Decision], cands: Sequence[Candidate | No
 
 def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: Mapping[str, list[str]],
          stats: WordStats, bars: Bars, scorer: CorpusScorer, materialize: Callable[[Candidate], Record | None],
-         seen: Mapping[str, str], prefetch: Callable[[list[Candidate]], object] | None = None) -> Gated:
+         seen: Mapping[str, str], prefetch: Callable[[list[Candidate]], object] | None = None,
+         line_of: Callable[[Candidate, Record], str] | None = None) -> Gated:
     """Gate one ranked query. ``cands[j]`` is the candidate at rank ``j`` (None: gone or masked, skipped);
     ``seen`` maps ids the session was given to the digest it got (empty without a session).
 
     ``prefetch``, if given, is called once with the candidates the walk reads whatever the records hold (the
     first ``Bars.top_k`` of each kind above the margin, once the floor is passed) before the first is read,
-    so that a store can read them in one statement per kind."""
+    so that a store can read them in one statement per kind. ``line_of(candidate, record)`` gives a record's
+    line (default: :func:`~synapse_nb.recall.render.record_line` of the record)."""
     order = [j for j, c in enumerate(cands) if c is not None]
     if not order:
         return Gated(ExplainRows((), tuple), [], 0.0, False)
@@ -159,8 +161,9 @@ def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: M
     # exact matches (tag, key, file) count towards coverage as they did in recall v1: a record about a file
     # being worked on is relevant on that alone
     bonus = ranked.parts.get("bonus")
-    cov = {j: min(1.0, round(float(s) + (float(bonus[j]) if bonus is not None else 0.0), SCORE_DECIMALS))
-           for j, s in zip(top, batch.scores, strict=True)}
+    bonus_at = bonus[top].tolist() if bonus is not None else [0.0] * len(top)  # the same floats float() gives
+    cov = {j: min(1.0, round(float(s) + b, SCORE_DECIMALS)) for j, s, b in zip(top, batch.scores, bonus_at,
+                                                                              strict=True)}
     top_at = {j: i for i, j in enumerate(top)}
 
     def matched(j: int) -> tuple[str, ...]:
@@ -182,7 +185,7 @@ def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: M
     # the margin is relative to the best match without exact-match bonuses: a tag, key or file match lifts a
     # record over the bar but never raises the bar for the others
     text_score = ranked.score - bonus if bonus is not None else ranked.score
-    best = round(float(max(text_score[j] for j in order)), SCORE_DECIMALS)
+    best = round(float(text_score[order].max()), SCORE_DECIMALS)  # a maximum is exact: max() over them, at once
     kept: list[RecallItem] = []
     per_kind: dict[str, int] = {}
     used = 0
@@ -201,6 +204,9 @@ def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: M
                 got.append(c)
         prefetch([c for kind in sorted(first) for c in first[kind]])
     top_k_rows = 0
+    top_k = bars.top_k
+    open_kinds = len(present) if top_k > 0 else 0  # kinds above the margin not yet full
+    full_reason: dict[str, str] = {}
     for n, j in enumerate(order):
         c = cands[j]
         assert c is not None
@@ -210,12 +216,14 @@ def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: M
             for k in order[n: n + max(0, min(20, MAX_EXPLAIN - len(decisions)))]:
                 decisions.append(_Decision(k, False, "margin", why))
             break
-        if per_kind.get(c.kind, 0) >= bars.top_k:
+        if per_kind.get(c.kind, 0) >= top_k:
             if top_k_rows < MAX_TOP_K_ROWS and len(decisions) < MAX_EXPLAIN:
                 top_k_rows += 1
-                decisions.append(_Decision(j, False, "top_k",
-                                           f"{plural(bars.top_k, c.kind, TABLES[c.kind])} already kept"))
-            elif all(per_kind.get(k, 0) >= bars.top_k for k in present):
+                why = full_reason.get(c.kind)
+                if why is None:
+                    why = full_reason[c.kind] = f"{plural(top_k, c.kind, TABLES[c.kind])} already kept"
+                decisions.append(_Decision(j, False, "top_k", why))
+            elif not open_kinds:
                 break  # every kind above the margin is full, and enough of the rest is explained
             continue
         rec = materialize(c)
@@ -225,13 +233,15 @@ def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: M
         if c.id in seen and seen[c.id] == rec.digest:
             decisions.append(_Decision(j, False, "delta", "already given to this session, unchanged"))
             continue
-        line = record_line(rec)
+        line = record_line(rec) if line_of is None else line_of(c, rec)
         cost = estimate_tokens(line)
         if used + cost > bars.budget_tokens:
             decisions.append(_Decision(j, False, "budget", f"would exceed the budget of {bars.budget_tokens} tokens"))
             continue
         used += cost
-        per_kind[c.kind] = per_kind.get(c.kind, 0) + 1
+        per_kind[c.kind] = k_kept = per_kind.get(c.kind, 0) + 1
+        if k_kept == top_k and c.kind in present:
+            open_kinds -= 1
         decisions.append(_Decision(j, True, "kept", "cleared every bar"))
         kept.append(RecallItem(kind=c.kind, id=c.id, score=score, matched=matched(j), bar="kept", line=line,
                                record=rec))
