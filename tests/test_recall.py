@@ -206,6 +206,35 @@ def test_explain_table_converts(seeded):
     assert "kept" in str(ex) and "<table" in ex._repr_html_()
 
 
+def test_explain_rows_built_later_are_those_of_the_recall(seeded):
+    """Explanation rows are built on first read (recall/types.py ExplainRows): read after later writes and recalls
+    they must be exactly the rows read at once, for every bar that decides a row."""
+    import pickle
+
+    v, ids = seeded
+    for thread, actor, text in CHAT:
+        v.episodes.log("chat", outcome=text, thread=thread, actor=actor)
+    v.recall("how do we run migrations?", session="lazy")
+    calls = [("how do we run migrations?", {}), ("how do we run migrations?", {"session": "lazy"}),
+             ("deploy the api and run migrations", {"bars": Bars(top_k=1, margin=0.0, floor=0.0)}),
+             ("what touched this file", {"files": ["src/auth.py"], "budget_tokens": 12}),
+             ("Where did Bob go camping?", {"bars": Bars(margin=0.0, floor=0.0)}),
+             ("Zorblat kayaking lake", {"bars": Bars(floor=1.0)}), ("", {})]
+    later = [v.recall(q, **kw) for q, kw in calls]
+    at_once = [v.recall(q, **kw) for q, kw in calls]
+    at_once_rows = [list(r.explain()) for r in at_once]
+    bars = {row.bar for rows in at_once_rows for row in rows}
+    assert bars == {"kept", "margin", "top_k", "delta", "budget", "floor"}
+    v.memories.delete(ids["migrations"])  # the vault moves on before the first recalls are explained
+    v.remember("procedure", "run_migrations_v2", "Run migrations with alembic from the api container")
+    v.recall("how do we run migrations?", session="lazy")
+    for r, rows, once in zip(later, at_once_rows, at_once, strict=True):
+        assert list(r.explain()) == rows and str(r.explain()) == str(once.explain())
+        assert r.explain().to_dicts() == once.explain().to_dicts() and r == once and hash(r) == hash(once)
+        assert pickle.loads(pickle.dumps(r)) == r
+        assert [i.matched for i in r.items] == [x.matched for x in rows if x.kept]
+
+
 @pytest.mark.parametrize("query", ["", "   \n\t ", "?!.,;:", "the of and a", "\x00\x01\x02 binary \xff junk",
                                    "x" * 1_000_000, "\ud800 lone surrogate", "日本語のクエリ 🚀"])
 def test_bad_queries_give_a_defined_answer(seeded, query):

@@ -58,6 +58,31 @@ def test_lessons_candidates_and_statistics_are_read_in_one_snapshot(vault: syn.V
     assert "FROM lessons" in inside and "gate_vocab_row" in inside and "FROM tags" in inside
 
 
+def test_the_walk_reads_its_records_in_one_statement_per_kind(vault: syn.Vault) -> None:
+    """The records the walk reads whatever they hold (the first top_k of each kind above the margin) are read in
+    one statement per kind; only records read because one before them was skipped are read alone; and a record
+    read once is not read again while unchanged."""
+    for i in range(8):
+        vault.remember("procedure", f"migrations_{i}", f"run the database migrations step {i} with alembic")
+        vault.decide(f"database migrations run in CI, rule {i}")
+    vault.recall("warm up")
+    q = "how do we run the database migrations"
+    with _statements(vault) as seen:
+        first = vault.recall(q)
+    reads = [s for s in seen if s.startswith(("SELECT * FROM memories", "SELECT * FROM decisions"))]
+    assert {i.kind for i in first.items} == {"memory", "decision"} and len(first.items) == 10
+    assert len(reads) == 2 and all(" IN (" in s for s in reads), reads
+    with _statements(vault) as seen:
+        again = vault.recall(q, session="s1")
+    assert again.text == first.text and not [s for s in seen if s.startswith("SELECT * FROM memories")]
+    # s1 was given the first five of each kind: the walk skips them and reads the next ones, each alone
+    with _statements(vault) as seen:
+        skipped = vault.recall(q, session="s1")
+    alone = [s for s in seen if s.startswith(("SELECT * FROM memories", "SELECT * FROM decisions"))]
+    assert len(skipped.items) == 6 and len(alone) == 6 and not [s for s in alone if " IN (" in s]
+    assert sum(row.bar == "delta" for row in skipped.explain()) == 10
+
+
 def test_recall_text_and_recall_render_a_memory_line_the_same_way(vault: syn.Vault) -> None:
     long = " ".join(f"word{i}" for i in range(200))  # about 1,400 characters
     m = vault.remember("knowledge", "long_fact", long, tags=["big"])

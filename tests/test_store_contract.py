@@ -209,6 +209,31 @@ def test_records_in_and_out_are_typed(store: Any) -> None:
     assert store.memories.mind_of(m.id) == "default" and store.memories.ids_from("default", "mem_", limit=5) == [m.id]
 
 
+def test_get_many_reads_what_get_reads_in_one_statement(store: Any) -> None:
+    """``get_many`` answers as :meth:`get` of each id would (same records, same view rules), keyed and ordered by
+    id, whatever the number of ids or their order and repeats; what ``get`` would not return is absent."""
+    view = View("default", T0)
+    mems = [_mem(i, tags=("deploy",) if i % 2 else (), expires_at=T1 if i % 3 == 0 else None) for i in range(1, 8)]
+    for m in mems:
+        store.memories.insert(m)
+    store.memories.insert(_mem(99, mind="other"))
+    les = Lesson(id="les_000000000001", mind="default", created_at=T0, updated_at=T0, status="pending", summary="p")
+    store.lessons.insert(les)
+    ids = [m.id for m in reversed(mems)] + [mems[0].id, _mem(99).id, "mem_gone", ""]
+    got = store.memories.get_many(view, ids)
+    assert list(got) == sorted(m.id for m in mems) and got == {i: store.memories.get(view, i) for i in sorted(got)}
+    assert store.memories.get_many(view, []) == {} and store.memories.get_many(View("other", T0), ids) == {
+        _mem(99).id: store.memories.get(View("other", T0), _mem(99).id)}
+    # the view's rules hold: the agent's view of lessons reads no pending lesson, the user's reads it
+    assert store.lessons.get_many(View("default", T0, in_force_only=True), [les.id]) == {}
+    assert store.table("lesson").get_many(view, [les.id]) == {les.id: store.lessons.get(view, les.id)}
+    many = [_mem(i) for i in range(100, 1300)]  # more ids than one statement binds on SQLite
+    with store.transaction():
+        for m in many:
+            store.memories.insert(m)
+    assert list(store.memories.get_many(view, [m.id for m in many])) == [m.id for m in many]
+
+
 def test_lessons_read_with_their_status_at_now_and_the_agents_view(store: Any) -> None:
     les = Lesson(id="les_000000000001", mind="default", created_at=T0, updated_at=T0, status="approved",
                  summary="s", approved_at=T0, expires_at=T1)

@@ -12,7 +12,7 @@ The ranking itself is BM25 (:mod:`synapse_nb.recall.bm25`, from the store's post
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from synapse_nb.recall.rank import ThreadIndex
@@ -20,9 +20,11 @@ from synapse_nb.store.records import Candidate
 from synapse_nb.text import query_words
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from synapse_nb.context import Context
 
-__all__ = ["Candidates", "query_words"]
+__all__ = ["Candidates", "ExactMatches", "query_words"]
 
 #: Most candidate rows kept between recalls (emptied when full, and whenever the vault changes).
 MAX_CACHED_ROWS = 50_000
@@ -30,6 +32,63 @@ MAX_CACHED_ROWS = 50_000
 MAX_CACHED_TAGS = 10_000
 #: Most words (document frequencies) and keys (their matches) kept between recalls, each.
 MAX_CACHED_TERMS = 50_000
+
+
+class ExactMatches(Mapping[str, list[str]]):
+    """id -> exact matches of one query: "#tag" (tags by name), "key:name" (names in order), then "file:path" (the
+    files :meth:`add_files` gave). A record's list is built when read: the walk reads a few dozen of the
+    hundreds of records a common tag may name; :meth:`bonus` weighs them all over arrays.
+    """
+
+    def __init__(self, tags: list[tuple[str, frozenset[str], np.ndarray]], keys: Sequence[tuple[str, str]],
+                 pos: Mapping[str, int]) -> None:
+        self._tags = tags  # (tag, its records, their positions ascending), by tag
+        self._keys: dict[str, list[str]] = {}
+        for rid, name in keys:  # by rid, then name
+            self._keys.setdefault(rid, []).append(name)
+        self._pos = pos
+        self._files: dict[str, list[str]] = {}
+
+    def add_files(self, rid: str, files: Sequence[str]) -> None:
+        self._files.setdefault(rid, []).extend(f"file:{f}" for f in files)
+
+    def __getitem__(self, rid: str) -> list[str]:
+        out = [f"#{t}" for t, rids, _ in self._tags if rid in rids]
+        out += [f"key:{name}" for name in self._keys.get(rid, ())]
+        out += self._files.get(rid, ())
+        if not out:
+            raise KeyError(rid)
+        return out
+
+    def _ids(self) -> set[str]:
+        return set().union(*(rids for _, rids, _ in self._tags), self._keys, self._files)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._ids()))
+
+    def __len__(self) -> int:
+        return len(self._ids())
+
+    def bonus(self, tag_bonus: float, key_bonus: float) -> tuple[np.ndarray, np.ndarray]:
+        """(positions ascending, bonus) of the records with a tag or key match: each label's bonus summed in
+        label order, as ``sum()`` over the labels adds them (files are not included: the caller adds them)."""
+        import numpy as np
+
+        keys = [self._pos[rid] for rid, names in self._keys.items() if rid in self._pos for _ in names]
+        at = [p for _, _, p in self._tags] + [np.array(keys, np.int64)]
+        weights = [np.full(len(p), float(tag_bonus)) for _, _, p in self._tags] + [np.full(len(keys),
+                                                                                         float(key_bonus))]
+        pos, val = np.concatenate(at), np.concatenate(weights)
+        if len(pos) == 0:
+            return pos, val
+        o = np.argsort(pos, kind="stable")  # a record's labels stay in label order: tags by name, then keys
+        pos, val = pos[o], val[o]
+        first = np.flatnonzero(np.concatenate(([True], pos[1:] != pos[:-1])))
+        out = val[first]
+        ends = np.append(first[1:], len(pos))
+        for i in np.flatnonzero(ends - first > 1).tolist():  # several labels: 0 + a + b ..., as sum() adds them
+            out[i] = sum(val[first[i]:ends[i]].tolist())
+        return pos[first], out
 
 
 class Candidates:
@@ -50,6 +109,8 @@ class Candidates:
         self._df: dict[str, int] = {}
         self._keys_key: object = None
         self._keys: dict[str, tuple[tuple[str, str], ...]] = {}
+        self._tagpos_key: object = None
+        self._tagpos: dict[str, tuple[tuple[str, ...], frozenset[str], np.ndarray]] = {}
 
     # The store is never called while self._lock is held: a recall holds the store's lock for its snapshot and
     # then takes this one, so the other order would deadlock two threads sharing a vault handle.
@@ -102,19 +163,21 @@ class Candidates:
         Rows already read are kept until the vault changes (keyed by the store's data version and the mind):
         consecutive recalls read mostly the same top-ranked rows.
         """
+        got = {c.id: c for c in self.rows(ids, version) if c is not None}
+        return {i: got[i] for i in sorted(got)}
+
+    def rows(self, ids: Sequence[tuple[str, str]], version: object) -> list[Candidate | None]:
+        """:meth:`fetch` as a list in the order of ``ids`` (None: gone), as the walk reads them."""
         store, mind = self._ctx.store, self._ctx.mind
         key = (version, mind)
         with self._lock:
             if self._rows_key != key:
                 self._rows_key, self._rows = key, {}
             rows = self._rows
-        out: dict[str, Candidate] = {}
+        out: list[Candidate | None] = [rows.get(rid) for _, rid in ids]
         by_kind: dict[str, list[str]] = {}
-        for kind, rid in ids:
-            c = rows.get(rid)
-            if c is not None and c.kind == kind:
-                out[rid] = c
-            else:
+        for (kind, rid), c in zip(ids, out, strict=True):
+            if c is None or c.kind != kind:
                 by_kind.setdefault(kind, []).append(rid)
         if by_kind:
             got = store.recall.fetch(mind, by_kind)
@@ -123,8 +186,10 @@ class Candidates:
                     if len(rows) + len(got) > MAX_CACHED_ROWS:
                         rows.clear()
                     rows.update((c.id, c) for c in got)
-            out.update((c.id, c) for c in got)
-        return {i: out[i] for i in sorted(out)}
+            read = {(c.kind, c.id): c for c in got}
+            out = [c if c is not None and c.kind == kind else read.get((kind, rid))
+                   for (kind, rid), c in zip(ids, out, strict=True)]
+        return out
 
     def exact(self, words: list[str], version: object, *, rids: list[str] | None = None,
               max_per_tag: int | None = None) -> dict[str, list[str]]:
@@ -175,7 +240,12 @@ class Candidates:
         return sorted(m for k in keys for m in (found[k] if k in found else cache.get(k, ())))
 
     def _tag_matches(self, words: list[str], max_per_tag: int, version: object) -> list[tuple[str, str]]:
-        """(rid, tag) of the tags among ``words`` carried by at most ``max_per_tag`` records, by rid then tag.
+        """(rid, tag) of the tags among ``words`` carried by at most ``max_per_tag`` records, by rid then tag."""
+        return sorted((rid, t) for t, rids in self._tag_rids(words, max_per_tag, version) for rid in rids)
+
+    def _tag_rids(self, words: list[str], max_per_tag: int,
+                  version: object) -> list[tuple[str, tuple[str, ...]]]:
+        """(tag, its records) of the tags among ``words`` carried by at most ``max_per_tag`` records, by tag.
 
         Per tag, its record count and records are kept until the vault changes (queries share their words).
         """
@@ -196,15 +266,41 @@ class Candidates:
         found: dict[str, list[str]] = {t: [] for t in need}
         for rid, tag in store.recall.tag_matches(mind, need) if need else []:
             found[tag].append(rid)
+        fresh = {t: tuple(rs) for t, rs in found.items()}
         with self._lock:
             if self._tags is tags:
                 if len(tags) > MAX_CACHED_TAGS:
                     tags.clear()
                 for t in missing:
                     tags[t] = (counts[t], None)
-                for t, rs in found.items():
-                    tags[t] = (counts[t], tuple(rs))
-        out = [(rid, t) for t in wanted if 0 < counts[t] <= max_per_tag
-               for rid in (found[t] if t in found else known[t][1] or ())]
-        out.sort()
-        return out
+                for t, rs in fresh.items():
+                    tags[t] = (counts[t], rs)
+        return [(t, fresh[t] if t in fresh else known[t][1] or ()) for t in wanted if 0 < counts[t] <= max_per_tag]
+
+    def matches(self, words: list[str], version: object, idx: ThreadIndex, *, max_per_tag: int) -> ExactMatches:
+        """:meth:`exact` (with ``max_per_tag``) as an :class:`ExactMatches`: each record's labels are built when
+        read, and the rank bonuses are computed over arrays (a tag carried by 200 records costs no Python loop
+        over them). Each tag's records and their positions in ``idx`` are kept until the vault changes."""
+        if not words:
+            return ExactMatches([], [], {})
+        import numpy as np
+
+        key = (version, self._ctx.mind)
+        tags = []
+        for t, rids in self._tag_rids(words, max_per_tag, version):
+            with self._lock:
+                if self._tagpos_key != key:
+                    self._tagpos_key, self._tagpos = key, {}
+                got = self._tagpos.get(t)
+            if got is None or got[0] is not rids:  # the same tuple while the tag's records are kept
+                at = idx.pos
+                got = (rids, frozenset(rids), np.array(sorted(at[r] for r in rids if r in at), np.int64))
+                with self._lock:
+                    if self._tagpos_key == key:
+                        if len(self._tagpos) > MAX_CACHED_TAGS:
+                            self._tagpos.clear()
+                        self._tagpos[t] = got
+            tags.append((t, got[1], got[2]))
+        runs = sorted({"_".join(words[i:j]) for i in range(len(words))
+                       for j in range(i + 1, min(len(words), i + 6) + 1)})
+        return ExactMatches(tags, self._key_matches(runs, version), idx.pos)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 import threading
 from collections.abc import Callable
@@ -14,13 +13,13 @@ from synapse_nb.errors import QueryError, SnapshotMoved, ValidationError
 from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.models import Record
 from synapse_nb.recall.bm25 import Postings, bm25_top
-from synapse_nb.recall.candidates import Candidates, query_words
+from synapse_nb.recall.candidates import Candidates, ExactMatches, query_words
 from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.rank import RankParams, Ranked, fts_words, rank_words, structure
-from synapse_nb.recall.render import assemble, empty_reason
+from synapse_nb.recall.render import assemble, empty_reason, record_line
 from synapse_nb.recall.scoring import gate, new_scorer, query_terms
 from synapse_nb.recall.stale import Staleness
-from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, Recall
+from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
 from synapse_nb.text import FTS_TOKEN_RE
 
 if TYPE_CHECKING:
@@ -77,7 +76,7 @@ def _check_args(bars: Any, budget_tokens: Any, session: Any, path: Any) -> Bars:
 class _Ranking(NamedTuple):
     ranked: Ranked
     cands: list[Candidate | None]
-    exact: dict[str, list[str]]
+    exact: ExactMatches
     stats: tuple[dict[str, int], int]
 
 
@@ -103,6 +102,8 @@ class Recaller:
         # and every write moves its updated_at, so they outlive a write elsewhere (on a team vault, a round trip each)
         self._records_key: object = None
         self._records: dict[tuple[str, str, str], Record] = {}
+        self._lines: dict[tuple[str, str, str], tuple[Record, str]] = {}
+        self._saved: tuple[object, tuple[Bars, float]] | None = None
 
     @property
     def scorer(self) -> CorpusScorer:
@@ -111,29 +112,84 @@ class Recaller:
                 self._scorer = new_scorer()
             return self._scorer
 
-    def _materialize(self, c: Candidate, now: str | None = None) -> Record | None:
-        view = self._ctx.view() if now is None else self._ctx.at(now).view()
-        # a record with no expiry reads the same at any "now" until the vault changes (lessons, whose status
-        # depends on "now", are never walked)
-        cacheable = c.expires_at is None and c.kind != "lesson"
-        if cacheable:
-            with self._lock:
-                rec = self._records.get((c.kind, c.id, c.updated_at))
-            if rec is not None:
-                return rec
-        rec = self._ctx.store.table(c.kind).get(view, c.id)
-        if cacheable and rec is not None and rec.updated_at == c.updated_at:
-            with self._lock:
-                if len(self._records) >= MAX_CACHED_RECORDS:
-                    self._records.clear()
-                self._records[(c.kind, c.id, c.updated_at)] = rec
-        return rec
+    def _walker(self, now: str) -> tuple[Callable[[Candidate], Record | None], Callable[[list[Candidate]], None],
+                                         Callable[[Candidate, Record], str]]:
+        """The walk's record reads at ``now``: ``(materialize, prefetch, line)``.
+
+        ``prefetch`` reads the records the walk will read in one statement per kind (what the cache lacks);
+        ``materialize`` answers from what it read, else from the cache, else reads the record alone.
+        A record with no expiry reads the same at any "now" until it is written (lessons, whose status depends
+        on "now", are never walked), so those are kept by (kind, id, updated_at). ``line`` is
+        :func:`~synapse_nb.recall.render.record_line`, kept with the record object it was rendered from.
+        """
+        view = self._ctx.at(now).view()  # once per recall (the same for every record)
+        store, lock, cache, lines = self._ctx.store, self._lock, self._records, self._lines
+        read: dict[tuple[str, str], Record | None] = {}  # this recall's batched reads, kept or not
+
+        def keep(c: Candidate, rec: Record | None) -> None:
+            if rec is not None and rec.updated_at == c.updated_at and c.expires_at is None and c.kind != "lesson":
+                with lock:
+                    if len(cache) >= MAX_CACHED_RECORDS:
+                        cache.clear()
+                    cache[(c.kind, c.id, c.updated_at)] = rec
+
+        def prefetch(cands: list[Candidate]) -> None:
+            by_kind: dict[str, list[Candidate]] = {}
+            with lock:
+                for c in cands:
+                    if (c.kind, c.id, c.updated_at) not in cache:
+                        by_kind.setdefault(c.kind, []).append(c)
+            for kind in sorted(by_kind):
+                got = store.table(kind).get_many(view, [c.id for c in by_kind[kind]])
+                for c in by_kind[kind]:
+                    read[(kind, c.id)] = rec = got.get(c.id)
+                    keep(c, rec)
+
+        def materialize(c: Candidate) -> Record | None:
+            if (c.kind, c.id) in read:
+                return read[(c.kind, c.id)]
+            cacheable = c.expires_at is None and c.kind != "lesson"
+            if cacheable:
+                with lock:
+                    rec = cache.get((c.kind, c.id, c.updated_at))
+                if rec is not None:
+                    return rec
+            rec = store.table(c.kind).get(view, c.id)
+            keep(c, rec)
+            return rec
+
+        def line(c: Candidate, rec: Record) -> str:
+            key = (c.kind, c.id, rec.updated_at)
+            with lock:
+                hit = lines.get(key)
+            if hit is not None and hit[0] is rec:  # the very record it was rendered from: the same line
+                return hit[1]
+            text = record_line(rec)
+            with lock:
+                if len(lines) >= MAX_CACHED_RECORDS:
+                    lines.clear()
+                lines[key] = (rec, text)
+            return text
+
+        return materialize, prefetch, line
+
+    def _saved_defaults(self, version: object) -> tuple[Bars, float]:
+        """The saved default bars and semantic weight, kept per data version (writing a setting moves it)."""
+        with self._lock:
+            memo = self._saved
+        if memo is not None and memo[0] == version:
+            return memo[1]
+        assert self._defaults is not None
+        saved = self._defaults()
+        with self._lock:
+            self._saved = (version, saved)
+        return saved
 
     def _records_for(self, key: object) -> None:
         """Keep the walk's record cache only while the mind is unchanged."""
         with self._lock:
             if self._records_key != key:
-                self._records_key, self._records = key, {}
+                self._records_key, self._records, self._lines = key, {}, {}
 
     def recall(self, query: Any, *, session: str | None = None, branch: Any = None, files: Any = None,
                budget_tokens: int | None = None, bars: Bars | None = None, path: str = "auto") -> Recall:
@@ -150,13 +206,13 @@ class Recaller:
         for lazy in (True, False):
             try:
                 with ctx.store.snapshot(lazy=lazy):
-                    if self._defaults is not None:  # the saved bars and semantic weight, one read inside the snapshot
-                        saved, semantic = self._defaults()
+                    version = ctx.store.data_version()  # once: every cache of this recall is keyed by it
+                    if self._defaults is not None:  # the saved bars and semantic weight, read inside the snapshot
+                        saved, semantic = self._saved_defaults(version)
                         if given is None:
                             bars = _check_args(saved, budget_tokens, session, path)
                         if semantic != self.params.semantic:
                             self.params = replace(self.params, semantic=semantic)
-                    version = ctx.store.data_version()  # once: every cache of this recall is keyed by it
                     now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
                     lessons = list(Lessons(ctx.at(now)).in_force(branch_name))
                     ranking = self._rank(query, file_refs, bars, now, version) if query.strip() else None
@@ -168,18 +224,19 @@ class Recaller:
         # the session's marks are no part of the vault's state (they move no version): read after the snapshot
         seen = seen_digests(ctx, session, walk + [x.id for x in lessons])
         if ranking is None:
-            rows, kept, coverage = [], [], 0.0
+            rows, kept, coverage = ExplainRows((), tuple), [], 0.0
         else:
             self._records_for(ctx.mind)
+            materialize, prefetch, line = self._walker(now)
             g = gate(query, ranking.ranked, ranking.cands, ranking.exact, ranking.stats, bars, self.scorer,
-                     functools.partial(self._materialize, now=now), seen)
+                     materialize, seen, prefetch, line)
             rows, kept, coverage = g.rows, g.kept, g.coverage
         shown_before = record_given(ctx, session, kept, lessons, seen, now)
         kept = self._staleness.annotate(kept, version)
         reason, note = empty_reason(query, kept, rows, bars)
         text = assemble(query, kept, lessons, shown_before, note)
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
-                      nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=tuple(rows),
+                      nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=rows,
                       coverage=coverage, version=".".join(map(str, version)))
 
     def _rank(self, query: str, files: tuple[str, ...], bars: Bars, now: str, version: object) -> _Ranking:
@@ -197,24 +254,20 @@ class Recaller:
         send = fts_words(words, df, n_docs, p.max_df, p.max_postings)
         send += [w for w in dict.fromkeys(file_words) if w not in send]
         pos, sc = self._bm25(idx, send, version)
-        exact = self._candidates.exact(query_words(query), version, max_per_tag=MAX_TAG_RECORDS)
+        exact = self._candidates.matches(query_words(query), version, idx, max_per_tag=MAX_TAG_RECORDS)
         pos_of = idx.pos
-        rows: dict[str, Candidate] = {}
+        bonus: tuple[np.ndarray, np.ndarray] | dict[int, float] = exact.bonus(bars.tag_bonus, bars.key_bonus)
         if files:  # the file bonus reads the texts of every hit
             rows = self._candidates.fetch([(idx.kinds[pos_of[i]], i) for i in dict.fromkeys(
                 [idx.ids[j] for j in pos.tolist()] + [i for i in exact if i in pos_of])], version)
-        bonus: dict[int, float] = {}
-        tag_b, key_b = bars.tag_bonus, bars.key_bonus
-        for rid, labels in exact.items():
-            j = pos_of.get(rid)
-            if j is not None:  # most records match one label: sum([x]) is 0 + x, which is x
-                bonus[j] = ((tag_b if labels[0][0] == "#" else key_b) if len(labels) == 1 else
-                            sum(tag_b if lab.startswith("#") else key_b for lab in labels))
-        for rid, c in rows.items():
-            hit_files = [f for f in files if f in c.text]
-            if hit_files:
-                bonus[pos_of[rid]] = bonus.get(pos_of[rid], 0.0) + bars.file_bonus
-                exact.setdefault(rid, []).extend(f"file:{f}" for f in hit_files)
+            bonus = dict(zip(bonus[0].tolist(), bonus[1].tolist(), strict=True))
+            for rid, c in rows.items():
+                hit_files = [f for f in files if f in c.text]
+                if hit_files:
+                    bonus[pos_of[rid]] = bonus.get(pos_of[rid], 0.0) + bars.file_bonus
+                    exact.add_files(rid, hit_files)
+        else:
+            rows = {}
         if p.semantic:  # the optional dense channel, off by default: recall/semantic.py
             from synapse_nb.recall.semantic import semantic_term
 
@@ -226,12 +279,13 @@ class Recaller:
         n = int(np.count_nonzero(ranked.score >= bars.margin * text.max())) if len(ranked) else 0
         n = min(MAX_WALK, max(n + 20, bars.gate_depth))
         ranked = Ranked(ranked.pos[:n], ranked.score[:n], {k: v[:n] for k, v in ranked.parts.items()})
-        ids = [idx.ids[j] for j in ranked.pos.tolist()]
-        missing = [(idx.kinds[pos_of[i]], i) for i in ids if i not in rows]
-        if missing:
-            rows.update(self._candidates.fetch(missing, version))
+        walk = [(idx.kinds[j], idx.ids[j]) for j in ranked.pos.tolist()]
+        got = self._candidates.rows([w for w in walk if w[1] not in rows] if rows else walk, version)
+        if rows:  # the file bonus read some of them already
+            more = iter(got)
+            got = [rows[rid] if rid in rows else next(more) for _, rid in walk]
         # memories expired at "now" are ranked (the store's ranking knows no time) but never given
-        cands = [c if c is not None and not _expired(c, now) else None for c in (rows.get(i) for i in ids)]
+        cands = [c if c is not None and not _expired(c, now) else None for c in got]
         return _Ranking(ranked, cands, exact, ({t: df.get(t, 0) for t in terms}, n_docs))
 
     def _bm25(self, idx: ThreadIndex, words: list[str], version: object) -> tuple[np.ndarray, np.ndarray]:

@@ -224,17 +224,45 @@ def _lookup(keys: np.ndarray, values: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.where((keys[i] == q) & (q >= 0), values[i], 0.0)
 
 
+def _group_max(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per element, max(0, the largest of ``values`` over the elements of its group): a maximum is exact, so this
+    equals ``np.maximum.at`` into zeros over ``np.unique(groups, return_inverse=True)``, in fewer numpy calls."""
+    import numpy as np
+
+    n = len(groups)
+    if n == 0:
+        return np.zeros(0)
+    o = np.argsort(groups, kind="stable")
+    g = groups[o]
+    starts = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
+    best = np.maximum(np.maximum.reduceat(values[o], starts), 0.0)
+    out = np.empty(n)
+    out[o] = np.repeat(best, np.diff(np.append(starts, n)))
+    return out
+
+
 def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequence[str],
-              params: RankParams = RankParams(), bonus: Mapping[int, float] | None = None) -> Ranked:  # noqa: B008
+              params: RankParams = RankParams(),  # noqa: B008
+              bonus: Mapping[int, float] | tuple[np.ndarray, np.ndarray] | None = None) -> Ranked:
     """The structure step over BM25 hits (positions ``pos``, scores ``bm25``) and their neighbours at distance
-    <= 2; ``bonus`` adds per-position exact-match bonuses (positions not among the hits join with BM25 0)."""
+    <= 2; ``bonus`` adds per-position exact-match bonuses (positions not among the hits join with BM25 0), as a
+    mapping or as (positions ascending, each once; their bonuses)."""
     import numpy as np
 
     p = params
-    bonus = dict(bonus or {})
-    bk = np.array(sorted(bonus), np.int64)  # bonus positions ascending, and their values
-    bv = np.array([bonus[k] for k in bk.tolist()], np.float64)
-    extra = bk[~np.isin(bk, pos)] if len(bk) else bk
+    if isinstance(bonus, tuple):
+        bk, bv = bonus
+    else:
+        bonus = bonus or {}
+        bk = np.array(sorted(bonus), np.int64)  # bonus positions ascending, and their values
+        bv = np.array([bonus[k] for k in bk.tolist()], np.float64)
+    o = np.argsort(pos, kind="stable")
+    keys = pos[o]  # the hits' positions ascending (each once)
+    if len(bk):  # bonus positions that are not hits
+        i = np.minimum(np.searchsorted(keys, bk), max(len(keys) - 1, 0))
+        extra = bk[keys[i] != bk] if len(keys) else bk
+    else:
+        extra = bk
     if len(pos) == 0 and len(extra) == 0:
         return Ranked(np.zeros(0, np.int64), np.zeros(0), {})
     top = float(bm25.max()) if len(bm25) else 0.0
@@ -243,34 +271,35 @@ def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequen
         s_c = s_c * np.sqrt(s_c)  # sqrt is correctly rounded (IEEE 754); pow() is not guaranteed to be
     elif p.power != 1.0:
         s_c = s_c ** p.power
-    o = np.argsort(pos, kind="stable")
-    keys, vals = pos[o], s_c[o]
+    vals = s_c[o]
     nb = np.concatenate([keys, idx.prev1[keys], idx.prev2[keys], idx.next1[keys], idx.next2[keys], extra])
     u = unique_sorted(nb[nb >= 0])
-    s = _lookup(keys, vals, u)
-    p1, p2, n1, n2 = idx.prev1[u], idx.prev2[u], idx.next1[u], idx.next2[u]
-    qm = np.where(idx.question, p.question_mult, 1.0)
-    q1 = np.where(p1 >= 0, qm[np.maximum(p1, 0)], 0.0)
-    q2 = np.where(p2 >= 0, qm[np.maximum(p2, 0)], 0.0)
-    neigh = (p.prev * q1 * _lookup(keys, vals, p1) + p.prev * p.dist2 * q2 * _lookup(keys, vals, p2)
-             + p.next * _lookup(keys, vals, n1) + p.next * p.dist2 * _lookup(keys, vals, n2))
+    m = len(u)
+    # the record, its two neighbours each side (-1: none): looked up among the hits at once
+    near = np.concatenate([u, idx.prev1[u], idx.prev2[u], idx.next1[u], idx.next2[u]])
+    got = _lookup(keys, vals, near)
+    s, s_p1, s_p2, s_n1, s_n2 = got[:m], got[m:2 * m], got[2 * m:3 * m], got[3 * m:4 * m], got[4 * m:]
+    p1, p2 = near[m:2 * m], near[2 * m:3 * m]
+    # x question_mult after a question, 1 after any other record, 0 with none (only the records needed: the
+    # index may hold a million)
+    q1 = np.where(p1 >= 0, np.where(idx.question[np.maximum(p1, 0)], p.question_mult, 1.0), 0.0)
+    q2 = np.where(p2 >= 0, np.where(idx.question[np.maximum(p2, 0)], p.question_mult, 1.0), 0.0)
+    neigh = (p.prev * q1 * s_p1 + p.prev * p.dist2 * q2 * s_p2 + p.next * s_n1 + p.next * p.dist2 * s_n2)
     t = idx.thread[u]
     t = np.where(t >= 0, t, -1 - u)  # no thread: its own thread of one
-    tu, inv = np.unique(t, return_inverse=True)
-    tmax = np.zeros(len(tu))
-    np.maximum.at(tmax, inv, s)
-    thread_part = p.thread * tmax[inv]
+    thread_part = p.thread * _group_max(t, s)
     f = s + neigh + thread_part
-    mult = np.ones(len(u))
+    mult = np.ones(m)
     named = idx.actors_named(words)
     if len(named) and p.actor_mult != 1.0:
-        mult = np.where(np.isin(idx.actor[u], named), p.actor_mult, 1.0)
+        is_named = np.zeros(len(idx.actor_names) + 1, bool)  # the last slot: no actor (code -1)
+        is_named[named] = True
+        mult = np.where(is_named[idx.actor[u]], p.actor_mult, 1.0)
         f = f * mult
-    b = _lookup(bk, bv, u) if bonus else np.zeros(len(u))
+    b = _lookup(bk, bv, u) if len(bk) else np.zeros(m)
     f = np.round(f + b, SCORE_DECIMALS)
-    keep = f > 0
-    u, f = u[keep], f[keep]
-    order = np.lexsort((u, -f))  # best first; ties by position = by id
-    parts = {"bm25": s[keep][order], "neighbours": neigh[keep][order], "thread": thread_part[keep][order],
-             "actor": mult[keep][order], "bonus": b[keep][order]}
+    keep = np.flatnonzero(f > 0)
+    order = keep[np.lexsort((u[keep], -f[keep]))]  # best first; ties by position = by id
+    parts = {"bm25": s[order], "neighbours": neigh[order], "thread": thread_part[order], "actor": mult[order],
+             "bonus": b[order]}
     return Ranked(u[order], f[order], parts)

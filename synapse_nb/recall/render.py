@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from synapse_nb._util import plural, shorten
 from synapse_nb.models import PRIORITIES, Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
-from synapse_nb.recall.types import KIND_ORDER, Bars, ExplainRow, RecallItem
+from synapse_nb.recall.types import KIND_ORDER, Bars, ExplainRow, ExplainRows, RecallItem
 
 __all__ = ["BANNER", "MEMORY_CONTENT_CHARS", "assemble", "banner_text", "empty_reason", "record_line"]
 
@@ -109,7 +109,7 @@ def assemble(query: str, kept: Sequence[RecallItem], lessons: Sequence[Lesson], 
     return "\n\n".join(parts)
 
 
-def empty_reason(query: str, kept: Sequence[RecallItem], rows: Sequence[ExplainRow],
+def empty_reason(query: str, kept: Sequence[RecallItem], rows: Sequence[ExplainRow] | ExplainRows,
                  bars: Bars) -> tuple[str | None, str]:
     """Why nothing is returned (one of :data:`~synapse_nb.recall.EMPTY_REASONS`, None when items are) and the
     note the text adds.
@@ -122,8 +122,9 @@ def empty_reason(query: str, kept: Sequence[RecallItem], rows: Sequence[ExplainR
         return None, ""
     if not query.strip():
         return "empty_query", ""
-    over = sum(1 for r in rows if r.bar == "budget")
-    given = sum(1 for r in rows if r.bar == "delta")
+    decided = rows.bars if isinstance(rows, ExplainRows) else [r.bar for r in rows]  # no row is built for this
+    over = decided.count("budget")
+    given = decided.count("delta")
     if over:
         also = f"; {given} already given to this session" if given else ""
         return "over_budget", (f" ({plural(over, 'relevant item')} did not fit the budget of "

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from synapse_nb._util import estimate_tokens, plural
 from synapse_nb.models import TABLES, Record
 from synapse_nb.recall.rank import SCORE_DECIMALS, Ranked
 from synapse_nb.recall.render import record_line
-from synapse_nb.recall.types import MAX_EXPLAIN, Bars, ExplainRow, RecallItem
+from synapse_nb.recall.types import MAX_EXPLAIN, Bars, ExplainRow, ExplainRows, RecallItem
 
 if TYPE_CHECKING:
     from synapse_nb.gate.scorer import CorpusScorer
@@ -102,27 +102,57 @@ def support(coverages: Sequence[float], unknown: float) -> float:
 
 @dataclass(frozen=True)
 class Gated:
-    """The gate's answer: explanation rows, kept items, the support the floor was compared with (:func:`support`)
-    and whether it reached the floor."""
+    """The gate's answer: explanation rows (built when first read), kept items, the support the floor was
+    compared with (:func:`support`) and whether it reached the floor."""
 
-    rows: list[ExplainRow]
+    rows: ExplainRows
     kept: list[RecallItem]
     coverage: float
     passed: bool
 
 
-def _parts(parts: Mapping[str, list[float]], j: int) -> tuple[tuple[str, float], ...]:
-    return tuple((k, round(v[j], 6)) for k, v in parts.items())
+class _Decision(NamedTuple):
+    """One explanation row as the walk decides it: rank position, kept, the bar, the reason."""
+
+    j: int
+    kept: bool
+    bar: str
+    reason: str
+
+
+def _explain_rows(decisions: Sequence[_Decision], cands: Sequence[Candidate | None], ranked: Ranked,
+                  matched: Callable[[int], tuple[str, ...]], cov: Mapping[int, float]) -> ExplainRows:
+    """The rows of ``decisions``, built on first read (:class:`~synapse_nb.recall.types.ExplainRows`)."""
+
+    def build() -> tuple[ExplainRow, ...]:
+        # as Python floats once (tolist() gives the same values float() would, one call instead of one per row)
+        parts = {k: ranked.parts[k].tolist() for k in _PARTS if k in ranked.parts}
+        scores = ranked.score.tolist()
+        rows = []
+        for j, kept, bar, reason in decisions:
+            c = cands[j]
+            assert c is not None
+            rows.append(ExplainRow(c.kind, c.id, scores[j], matched(j), kept, bar, reason, cov.get(j),
+                                   tuple((k, round(v[j], 6)) for k, v in parts.items())))
+        return tuple(rows)
+
+    return ExplainRows(tuple(d.bar for d in decisions), build)
 
 
 def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: Mapping[str, list[str]],
          stats: WordStats, bars: Bars, scorer: CorpusScorer, materialize: Callable[[Candidate], Record | None],
-         seen: Mapping[str, str]) -> Gated:
+         seen: Mapping[str, str], prefetch: Callable[[list[Candidate]], object] | None = None,
+         line_of: Callable[[Candidate, Record], str] | None = None) -> Gated:
     """Gate one ranked query. ``cands[j]`` is the candidate at rank ``j`` (None: gone or masked, skipped);
-    ``seen`` maps ids the session was given to the digest it got (empty without a session)."""
+    ``seen`` maps ids the session was given to the digest it got (empty without a session).
+
+    ``prefetch``, if given, is called once with the candidates the walk reads whatever the records hold (the
+    first ``Bars.top_k`` of each kind above the margin, once the floor is passed) before the first is read,
+    so that a store can read them in one statement per kind. ``line_of(candidate, record)`` gives a record's
+    line (default: :func:`~synapse_nb.recall.render.record_line` of the record)."""
     order = [j for j, c in enumerate(cands) if c is not None]
     if not order:
-        return Gated([], [], 0.0, False)
+        return Gated(ExplainRows((), tuple), [], 0.0, False)
     df, n_docs = stats
     top = order[: bars.gate_depth]
     top_c = [cands[j] for j in top]
@@ -131,69 +161,88 @@ def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: M
     # exact matches (tag, key, file) count towards coverage as they did in recall v1: a record about a file
     # being worked on is relevant on that alone
     bonus = ranked.parts.get("bonus")
-    cov = {j: min(1.0, round(float(s) + (float(bonus[j]) if bonus is not None else 0.0), SCORE_DECIMALS))
-           for j, s in zip(top, batch.scores, strict=True)}
-    matched_top = {j: batch.matched(i) for i, j in enumerate(top)}
+    bonus_at = bonus[top].tolist() if bonus is not None else [0.0] * len(top)  # the same floats float() gives
+    cov = {j: min(1.0, round(float(s) + b, SCORE_DECIMALS)) for j, s, b in zip(top, batch.scores, bonus_at,
+                                                                              strict=True)}
+    top_at = {j: i for i, j in enumerate(top)}
+
+    def matched(j: int) -> tuple[str, ...]:
+        i = top_at.get(j)
+        c = cands[j]
+        assert c is not None
+        return (batch.matched(i) if i is not None else ()) + tuple(exact.get(c.id, ()))
+
     best_cov = max(cov.values())
     unknown = unknown_share(stats)
     sup = support(list(cov.values()), unknown)
-    # as Python floats once (tolist() gives the same values float() would, one call instead of one per row)
-    parts = {k: ranked.parts[k].tolist() for k in _PARTS if k in ranked.parts}
-    scores = ranked.score.tolist()
-
-    def row(j: int, kept: bool, bar: str, reason: str) -> ExplainRow:
-        c = cands[j]
-        assert c is not None
-        matched = matched_top.get(j, ()) + tuple(exact.get(c.id, ()))
-        return ExplainRow(c.kind, c.id, scores[j], matched, kept, bar, reason, cov.get(j), _parts(parts, j))
-
+    decisions: list[_Decision] = []
     if sup < bars.floor:
         reason = (f"support {sup:.3f} < floor {bars.floor} (best coverage of the top {len(top)} {best_cov:.3f}, "
                   f"unknown share of the query {unknown:.3f})")
-        return Gated([row(j, False, "floor", reason) for j in top], [], sup, False)
+        decisions = [_Decision(j, False, "floor", reason) for j in top]
+        return Gated(_explain_rows(decisions, cands, ranked, matched, cov), [], sup, False)
+    scores = ranked.score.tolist()
     # the margin is relative to the best match without exact-match bonuses: a tag, key or file match lifts a
     # record over the bar but never raises the bar for the others
     text_score = ranked.score - bonus if bonus is not None else ranked.score
-    best = round(float(max(text_score[j] for j in order)), SCORE_DECIMALS)
-    rows: list[ExplainRow] = []
+    best = round(float(text_score[order].max()), SCORE_DECIMALS)  # a maximum is exact: max() over them, at once
     kept: list[RecallItem] = []
     per_kind: dict[str, int] = {}
     used = 0
     bar = bars.margin * best
-    present = {c.kind for j, c in enumerate(cands) if c is not None and scores[j] >= bar}
+    above = [j for j in order if scores[j] >= bar]  # order is by score: the walk's records above the margin
+    present = {cands[j].kind for j in above}  # type: ignore[union-attr]
+    if prefetch is not None and above:
+        # per kind, the walk reads the first top_k records above the margin whatever they hold: a kind is full
+        # only once top_k of its records were kept, and the walk ends early only when every kind is full
+        first: dict[str, list[Candidate]] = {}
+        for j in above:
+            c = cands[j]
+            assert c is not None
+            got = first.setdefault(c.kind, [])
+            if len(got) < bars.top_k:
+                got.append(c)
+        prefetch([c for kind in sorted(first) for c in first[kind]])
     top_k_rows = 0
+    top_k = bars.top_k
+    open_kinds = len(present) if top_k > 0 else 0  # kinds above the margin not yet full
+    full_reason: dict[str, str] = {}
     for n, j in enumerate(order):
         c = cands[j]
         assert c is not None
         score = scores[j]
-        if score < bars.margin * best:
-            for k in order[n: n + max(0, min(20, MAX_EXPLAIN - len(rows)))]:
-                rows.append(row(k, False, "margin", f"below {bars.margin} x best match ({best:.3f})"))
+        if score < bar:
+            why = f"below {bars.margin} x best match ({best:.3f})"
+            for k in order[n: n + max(0, min(20, MAX_EXPLAIN - len(decisions)))]:
+                decisions.append(_Decision(k, False, "margin", why))
             break
-        if per_kind.get(c.kind, 0) >= bars.top_k:
-            if top_k_rows < MAX_TOP_K_ROWS and len(rows) < MAX_EXPLAIN:
+        if per_kind.get(c.kind, 0) >= top_k:
+            if top_k_rows < MAX_TOP_K_ROWS and len(decisions) < MAX_EXPLAIN:
                 top_k_rows += 1
-                rows.append(row(j, False, "top_k", f"{plural(bars.top_k, c.kind, TABLES[c.kind])} already kept"))
-            elif all(per_kind.get(k, 0) >= bars.top_k for k in present):
+                why = full_reason.get(c.kind)
+                if why is None:
+                    why = full_reason[c.kind] = f"{plural(top_k, c.kind, TABLES[c.kind])} already kept"
+                decisions.append(_Decision(j, False, "top_k", why))
+            elif not open_kinds:
                 break  # every kind above the margin is full, and enough of the rest is explained
             continue
         rec = materialize(c)
         if rec is None:  # deleted by another process since it was ranked
-            rows.append(row(j, False, "gone", "deleted meanwhile"))
+            decisions.append(_Decision(j, False, "gone", "deleted meanwhile"))
             continue
         if c.id in seen and seen[c.id] == rec.digest:
-            rows.append(row(j, False, "delta", "already given to this session, unchanged"))
+            decisions.append(_Decision(j, False, "delta", "already given to this session, unchanged"))
             continue
-        line = record_line(rec)
+        line = record_line(rec) if line_of is None else line_of(c, rec)
         cost = estimate_tokens(line)
         if used + cost > bars.budget_tokens:
-            rows.append(row(j, False, "budget", f"would exceed the budget of {bars.budget_tokens} tokens"))
+            decisions.append(_Decision(j, False, "budget", f"would exceed the budget of {bars.budget_tokens} tokens"))
             continue
         used += cost
-        per_kind[c.kind] = per_kind.get(c.kind, 0) + 1
-        r = row(j, True, "kept", "cleared every bar")
-        rows.append(r)
-        kept.append(RecallItem(kind=c.kind, id=c.id, score=score, matched=r.matched, bar="kept", line=line,
+        per_kind[c.kind] = k_kept = per_kind.get(c.kind, 0) + 1
+        if k_kept == top_k and c.kind in present:
+            open_kinds -= 1
+        decisions.append(_Decision(j, True, "kept", "cleared every bar"))
+        kept.append(RecallItem(kind=c.kind, id=c.id, score=score, matched=matched(j), bar="kept", line=line,
                                record=rec))
-    return Gated(rows, kept, sup, True)
-
+    return Gated(_explain_rows(decisions, cands, ranked, matched, cov), kept, sup, True)

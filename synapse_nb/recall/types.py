@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from synapse_nb._util import plural, shorten
 from synapse_nb.errors import ValidationError
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 __all__ = ["EMPTY_REASONS", "EXPLAIN_COLUMNS", "KIND_ORDER", "MAX_EXPLAIN", "MAX_QUERY_CHARS", "RANK_PARTS", "Bars",
-           "ExplainRow", "Recall", "RecallExplanation", "RecallItem"]
+           "ExplainRow", "ExplainRows", "Recall", "RecallExplanation", "RecallItem"]
 
 #: Kinds that are recall candidates, in the order their groups appear.
 KIND_ORDER = ("memory", "decision", "checkpoint", "episode", "note")
@@ -119,6 +120,57 @@ class ExplainRow:
     parts: tuple[tuple[str, float], ...] = ()
 
 
+class ExplainRows(Sequence[ExplainRow]):
+    """A recall's explanation rows, built on first read: few recalls are ever explained, and building ~40 rows
+    (their rounded rank parts) cost a recall more than deciding them. ``bars`` (the bar that decided each row)
+    is known without building them. Equal to (and hashed as) the tuple of its rows; pickles as that tuple.
+    """
+
+    __slots__ = ("_build", "_rows", "bars")
+
+    def __init__(self, bars: tuple[str, ...], build: Callable[[], tuple[ExplainRow, ...]]) -> None:
+        self.bars = bars
+        self._build: Callable[[], tuple[ExplainRow, ...]] | None = build
+        self._rows: tuple[ExplainRow, ...] | None = None
+
+    def rows(self) -> tuple[ExplainRow, ...]:
+        if self._rows is None:
+            assert self._build is not None
+            rows = self._build()
+            assert len(rows) == len(self.bars)
+            self._rows, self._build = rows, None  # the builder's inputs are released once built
+        return self._rows
+
+    def __len__(self) -> int:
+        return len(self.bars)
+
+    @overload
+    def __getitem__(self, i: int) -> ExplainRow: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[ExplainRow, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> ExplainRow | tuple[ExplainRow, ...]:
+        return self.rows()[i]
+
+    def __iter__(self) -> Iterator[ExplainRow]:
+        return iter(self.rows())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ExplainRows):
+            other = other.rows()
+        return self.rows() == other if isinstance(other, tuple) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.rows())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return tuple, (self.rows(),)
+
+    def __repr__(self) -> str:
+        return repr(self.rows())
+
+
 class RecallExplanation(list[ExplainRow]):
     """Every candidate near the bars, with its score and why it was kept or dropped."""
 
@@ -200,7 +252,7 @@ class Recall:
     path: str
     bars: Bars
     empty_reason: str | None = None
-    _explain: tuple[ExplainRow, ...] = field(default=(), repr=False)
+    _explain: tuple[ExplainRow, ...] | ExplainRows = field(default=(), repr=False)
     #: the gate's support, compared with ``bars.floor``: best and second-best coverage among the top
     #: ``bars.gate_depth`` ranked records, less the query's unknown share (0.0 when nothing ranked)
     coverage: float = 0.0

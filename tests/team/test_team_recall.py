@@ -253,3 +253,31 @@ def test_a_lazy_snapshot_that_finds_the_vault_moved_reads_again_and_answers_as_a
     cold = machine("cold", team_url).recall("retries for deploys, and how we handle a failed deploy")
     assert (r.text, r.version) == (cold.text, cold.version)
     assert "retry a deploy twice" in r.text
+
+
+def test_the_walk_reads_a_cold_handles_records_in_one_round_trip_per_kind(team_url: str, machine: Any) -> None:
+    """The records the walk always reads (the first top-k of each kind above the margin) cost one round trip per
+    kind on a cold handle, not one per record; a warm handle reads none."""
+    a = machine("a", team_url)
+    _fill(a)
+    b = machine("b", team_url)
+    store, reads = b._store, []
+    for kind in ("memory", "decision"):
+        table = store.table(kind)
+        for name in ("get", "get_many"):
+            def counted(*args: Any, _read: Callable[..., Any] = getattr(table, name), _name: str = name,
+                        **kw: Any) -> Any:
+                before = store.round_trips.count
+                try:
+                    return _read(*args, **kw)
+                finally:
+                    reads.append((_name, store.round_trips.count - before))
+            setattr(table, name, counted)
+    q = "how do we handle deploys and retries?"
+    r = b.recall(q)
+    kinds = {i.kind for i in r.items}
+    assert len(r.items) > 2 and kinds == {"memory", "decision"}
+    assert reads == [("get_many", 1)] * len(kinds)
+    assert r.text == a.recall(q).text
+    reads.clear()
+    assert b.recall(q).text == r.text and reads == []

@@ -12,7 +12,7 @@ import builtins
 import json
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from synapse_nb.models import PRIORITIES, Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
@@ -30,6 +30,8 @@ R = TypeVar("R", bound=Record)
 #: Most words taken from a search query (the rest are ignored).
 MAX_QUERY_TERMS = MAX_FTS_QUERY_TERMS
 _PRIO_RANK = {p: i for i, p in enumerate(PRIORITIES)}
+#: Most ids bound in one statement of :meth:`_Table.get_many`.
+MAX_IDS = 500
 
 
 def fts_query(text: str) -> str | None:
@@ -114,6 +116,15 @@ class _Table(Generic[R]):
     def get(self, view: View, id: str) -> R | None:
         rows = self._select(view, "$id = ?", (id,))
         return rows[0] if rows else None
+
+    def get_many(self, view: View, ids: Iterable[str]) -> dict[str, R]:
+        want = sorted(set(ids))
+        out: dict[str, R] = {}
+        for start in range(0, len(want), MAX_IDS):
+            chunk = want[start:start + MAX_IDS]
+            out.update((r.id, r) for r in self._select(view, f"$id IN ({','.join('?' * len(chunk))})", tuple(chunk),
+                                                       order="$id"))
+        return out
 
     def mind_of(self, id: str) -> str | None:
         row = self._db.query_one(f"SELECT mind FROM {self.table} WHERE id = ?", (id,))
