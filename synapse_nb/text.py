@@ -62,6 +62,7 @@ __all__ = [
     "TokenJoiner",
     "build_analyzers",
     "char_vectorizer_kwargs",
+    "char_wb_gram_set",
     "char_wb_ngrams",
     "fts_query_terms",
     "fts_tokens",
@@ -345,6 +346,26 @@ def char_wb_ngrams(text: str, ngram_range: tuple[int, int]) -> list[str]:
             if offset == 0:  # a short word (w_len < n) counts once
                 break
     return grams
+
+
+def char_wb_gram_set(token: str, ngram_range: tuple[int, int]) -> frozenset[str]:
+    """The distinct :func:`char_wb_ngrams` of one token (a word without whitespace), built directly.
+
+    Equal to ``frozenset(char_wb_ngrams(token, ngram_range))`` (``tests/test_text.py`` pins it): every
+    substring of ``" " + token + " "`` of a length in the range, or the padded token alone when it is
+    not longer than the smallest size.
+
+    >>> sorted(char_wb_gram_set("api", (3, 3)))
+    [' ap', 'api', 'pi ']
+    >>> sorted(char_wb_gram_set("a", (3, 5)))
+    [' a ']
+    """
+    w = " " + token + " "
+    lo, hi = ngram_range
+    n_w = len(w)
+    if n_w <= lo:
+        return frozenset((w,))
+    return frozenset([w[i : i + n] for n in range(lo, min(hi, n_w) + 1) for i in range(n_w - n + 1)])
 
 
 def build_analyzers(

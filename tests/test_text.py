@@ -28,6 +28,7 @@ from synapse_nb.text import (
     STOP_LISTS,
     build_analyzers,
     char_vectorizer_kwargs,
+    char_wb_gram_set,
     char_wb_ngrams,
     fts_query_terms,
     fts_tokens,
@@ -257,3 +258,12 @@ def test_importing_text_and_the_gate_loads_no_scikit_learn() -> None:
             "print(sorted(m for m in ('sklearn', 'lancedb', 'pyarrow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_char_wb_gram_set_is_the_set_of_char_wb_ngrams_of_one_token() -> None:
+    """The recall scorer builds one token's n-gram set directly; it must be exactly char_wb_ngrams' set."""
+    tokens = ["a", "ab", "abc", "abcd", "abcdef", "aaaaaa", "abab", "migrations", "kafka1846", "strasse", "東京都",
+              "данные", "x" * 64, "ﬁle", "0"]
+    for tok in tokens:
+        for rng in ((1, 1), (1, 3), (2, 4), (3, 3), (3, 5), (4, 6), (5, 9), (6, 6), (10, 12)):
+            assert char_wb_gram_set(tok, rng) == frozenset(char_wb_ngrams(tok, rng)), (tok, rng)
