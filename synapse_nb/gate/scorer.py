@@ -209,16 +209,13 @@ class _Doc:
         # pure function of (term, words, config), so it is kept with the document
         self.cov: dict[str, float] = {}
 
-    def has(self, feature: str | tuple[str, ...]) -> bool:
-        """Whether the document has a word feature: a word, or a run of words (an n-gram, n >= 2)."""
-        if isinstance(feature, str):
-            return feature in self.words
-        if not self.words.issuperset(feature):
-            return False
-        toks, first, m = self.toks, feature[0], len(feature)
+    def has_run(self, run: tuple[str, ...]) -> bool:
+        """Whether the words of ``run`` follow each other somewhere in the document (a word n-gram, n >= 2);
+        the caller has checked that every one of them is in :attr:`words`."""
+        toks, first, m = self.toks, run[0], len(run)
         i = toks.index(first)
         while True:
-            if toks[i : i + m] == feature:
+            if toks[i : i + m] == run:
                 return True
             try:
                 i = toks.index(first, i + 1)
@@ -265,6 +262,9 @@ class CorpusScorer:
         self._tokenize = make_tokenizer(config.max_token_chars)
         self._stops = frozenset(stop_word_list(config.stop_words))
         self._docs: OrderedDict[Hashable, _Doc] = OrderedDict()
+        # the analyses of a recurring candidate list (doc_keys -> (texts, analyses)): a warm large batch skips
+        # the per-document cache walk
+        self._batches: OrderedDict[tuple[Hashable, ...], tuple[tuple[str, ...], list[_Doc]]] = OrderedDict()
         # word-level caches (bounded: dropped together when full; scores never depend on them)
         self._pool: dict[str, str] = {}  # one string object per distinct word and n-gram (memory, not speed)
         self._grams: dict[str, tuple[str, ...]] = {}  # word -> its distinct char n-grams
@@ -287,6 +287,7 @@ class CorpusScorer:
     def clear_cache(self) -> None:
         """Forget every analysed document (scores do not change, only speed)."""
         self._docs.clear()
+        self._batches.clear()
         self._drop_word_caches()
 
     def _drop_word_caches(self) -> None:
@@ -308,6 +309,21 @@ class CorpusScorer:
             self._docs.popitem(last=False)
         return d
 
+    def _analysed(self, docs: list[str], doc_keys: list[Hashable] | None) -> list[_Doc]:
+        batch_key = tuple(doc_keys) if doc_keys is not None and self.cache_size else None
+        if batch_key is not None:
+            hit = self._batches.get(batch_key)
+            if hit is not None and hit[0] == tuple(docs):
+                self._batches.move_to_end(batch_key)
+                return hit[1]
+        keys: Sequence[Hashable | None] = doc_keys if doc_keys is not None else [None] * len(docs)
+        analysed = [self._doc(k, t) for k, t in zip(keys, docs, strict=True)]
+        if batch_key is not None:
+            self._batches[batch_key] = (tuple(docs), analysed)
+            if len(self._batches) > 4:
+                self._batches.popitem(last=False)
+        return analysed
+
     def _cover(self, term: str, docs: list[_Doc]) -> None:
         """Set ``d.cov[term]`` for each of ``docs``: the best Dice similarity of ``term`` to a word of ``d``
         that clears ``min_char_sim`` (0.0 if none). A word's similarity to a term never changes: it is kept."""
@@ -323,14 +339,15 @@ class CorpusScorer:
             tg = char_wb_gram_set(term, cng)
             n_t = len(tg)
             grams, pool = self._grams, self._pool.setdefault
-            for w in new:  # a set: each word is computed alone, so the order does not matter
-                g = grams.get(w)
-                if g is None:
-                    gs = char_wb_gram_set(w, cng)
-                    g = grams[w] = tuple(map(pool, gs, gs))
-                # exact integer count of shared n-grams (g holds each once), then Dice (the same float
-                # operations as the numpy version: int * 2.0, then / int)
-                sim = 2.0 * len(tg.intersection(g)) / (n_t + len(g))
+            for w in new.difference(grams):
+                gs = char_wb_gram_set(w, cng)
+                grams[w] = tuple(map(pool, gs, gs))  # each n-gram once
+            shared = tg.intersection
+            # exact integer count of shared n-grams, then Dice with the float operations of the numpy version
+            # (int * 2.0, then / int); each word alone, so the set's order does not matter
+            for w in new:
+                g = grams[w]
+                sim = 2.0 * len(shared(g)) / (n_t + len(g))
                 sims[w] = sim if sim >= bar else 0.0
             self._n_sims += len(new)
         get = sims.__getitem__
@@ -410,37 +427,32 @@ class CorpusScorer:
         wnames = sorted(wfeats)
         wweights = np.array([wfeats[f] for f in wnames])
 
-        keys: Sequence[Hashable | None] = doc_keys if doc_keys is not None else [None] * len(docs)
-        analysed = [self._doc(k, t) for k, t in zip(keys, docs, strict=True)]
+        analysed = self._analysed(docs, doc_keys)
         n = len(docs)
-        # word channel: a feature's weight counts when the document has it; summed in the fixed order of wnames,
-        # so a row's sum never depends on other rows (the same float additions as a column-by-column numpy loop)
-        # "a b" <-> ("a", "b"): words never hold a space
-        fkeys = [(j, f, True) if " " not in f else (j, tuple(f.split(" ")), False) for j, f in enumerate(wnames)]
-        wlist = wweights.tolist()
-        hit_rows: list[list[int]] = []
-        word_l: list[float] = []
-        for d in analysed:
-            words = d.words
-            hits = [j for j, key, unigram in fkeys if (key in words if unigram else d.has(key))]
-            acc = 0.0
-            for j in hits:
-                acc += wlist[j]
-            hit_rows.append(hits)
-            word_l.append(acc)
-        word = np.array(word_l, dtype=np.float64)
+        # word channel: which documents have each query feature ("a b" is the run ("a", "b"): words never hold
+        # a space), then the weights summed column by column in the fixed order of wnames, so a row's sum never
+        # depends on other rows
+        word_hits = np.zeros((n, len(wnames)), dtype=bool)  # (n, k) presence
+        wsets = [d.words for d in analysed]
+        for j, f in enumerate(wnames):
+            if " " not in f:
+                word_hits[:, j] = [f in w for w in wsets]
+            else:
+                run = tuple(f.split(" "))
+                word_hits[:, j] = [w.issuperset(run) and d.has_run(run) for d, w in zip(analysed, wsets)]
+        word = np.zeros(n)
+        for j in range(len(wnames)):
+            word += word_hits[:, j] * wweights[j]
         word /= float(wweights.sum())
 
         # char channel: per query unigram, its best Dice similarity to a word of each document
         cov = np.zeros((n, len(terms)))
         for j, t in enumerate(terms):
-            todo = [d for d in analysed if t not in d.cov]
-            if todo:
-                self._cover(t, todo)
-            for i, d in enumerate(analysed):
-                c = d.cov[t]
-                if c:
-                    cov[i, j] = c
+            col = [d.cov.get(t) for d in analysed]
+            if None in col:
+                self._cover(t, [d for d, c in zip(analysed, col, strict=True) if c is None])
+                col = [d.cov[t] for d in analysed]
+            cov[:, j] = col
         tweights = np.array([term_idf[t] for t in terms])
         char = np.zeros(n)
         for j in range(len(terms)):
@@ -453,9 +465,6 @@ class CorpusScorer:
         order = sorted(range(len(wnames)), key=lambda j: (-wweights[j], wnames[j]))
         tpos = {t: j for j, t in enumerate(terms)}
         fuzzy = cov >= cfg.fuzzy_explain
-        word_hits = np.zeros((n, len(wnames)), dtype=bool)  # (n, k) presence
-        for i, hits in enumerate(hit_rows):
-            word_hits[i, hits] = True
         for t in terms:
             if t in wfeats:
                 fuzzy[:, tpos[t]] &= ~word_hits[:, wnames.index(t)]
