@@ -360,12 +360,12 @@ def char_wb_ngrams(text: str, ngram_range: tuple[int, int]) -> list[str]:
     return grams
 
 
-def char_wb_gram_set(token: str, ngram_range: tuple[int, int]) -> frozenset[str]:
-    """The distinct :func:`char_wb_ngrams` of one token (a word without whitespace), built directly.
+def char_wb_gram_set(token: str, ngram_range: tuple[int, int]) -> set[str]:
+    """The distinct :func:`char_wb_ngrams` of one token (a word without whitespace), built directly as a new set.
 
-    Equal to ``frozenset(char_wb_ngrams(token, ngram_range))`` (``tests/test_text.py`` pins it): every
-    substring of ``" " + token + " "`` of a length in the range, or the padded token alone when it is
-    not longer than the smallest size.
+    Equal to ``set(char_wb_ngrams(token, ngram_range))`` (``tests/test_text.py`` pins it): every substring
+    of ``" " + token + " "`` of a length in the range, or the padded token alone when it is not longer than
+    the smallest size.
 
     >>> sorted(char_wb_gram_set("api", (3, 3)))
     [' ap', 'api', 'pi ']
@@ -376,8 +376,8 @@ def char_wb_gram_set(token: str, ngram_range: tuple[int, int]) -> frozenset[str]
     lo, hi = ngram_range
     n_w = len(w)
     if n_w <= lo:
-        return frozenset((w,))
-    return frozenset([w[i : i + n] for n in range(lo, min(hi, n_w) + 1) for i in range(n_w - n + 1)])
+        return {w}
+    return {w[i : i + n] for n in range(lo, min(hi, n_w) + 1) for i in range(n_w - n + 1)}
 
 
 def build_analyzers(

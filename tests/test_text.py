@@ -266,7 +266,7 @@ def test_char_wb_gram_set_is_the_set_of_char_wb_ngrams_of_one_token() -> None:
               "данные", "x" * 64, "ﬁle", "0"]
     for tok in tokens:
         for rng in ((1, 1), (1, 3), (2, 4), (3, 3), (3, 5), (4, 6), (5, 9), (6, 6), (10, 12)):
-            assert char_wb_gram_set(tok, rng) == frozenset(char_wb_ngrams(tok, rng)), (tok, rng)
+            assert char_wb_gram_set(tok, rng) == set(char_wb_ngrams(tok, rng)), (tok, rng)
 
 
 def test_tokenizer_fast_ascii_path_splits_exactly_like_the_fts_pattern() -> None:

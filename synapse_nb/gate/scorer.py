@@ -266,12 +266,13 @@ class CorpusScorer:
         # the per-document cache walk
         self._batches: OrderedDict[tuple[Hashable, ...], tuple[tuple[str, ...], list[_Doc]]] = OrderedDict()
         # word-level caches (bounded: dropped together when full; scores never depend on them)
-        self._pool: dict[str, str] = {}  # one string object per distinct word and n-gram (memory, not speed)
-        self._grams: dict[str, tuple[str, ...]] = {}  # word -> its distinct char n-grams
-        # query term -> {word -> Dice similarity if it clears min_char_sim, else 0.0}
+        self._pool: dict[str, str] = {}  # one string object per distinct word of the cached documents (memory)
+        self._grams: dict[str, tuple[str, ...]] = {}  # word -> its distinct char n-grams (~2 KB)
+        # query term -> {word -> Dice similarity if it clears min_char_sim, else 0.0}, and the words > 0
         self._sims: dict[str, dict[str, float]] = {}
+        self._near: dict[str, set[str]] = {}
         self._n_sims = 0
-        self._max_grams = 200_000  # words whose n-grams are kept
+        self._max_grams = 100_000  # words whose n-grams are kept
         self._max_sims = 1_000_000  # (term, word) similarities kept
 
     # -- analysis ---------------------------------------------------------------------------
@@ -294,6 +295,7 @@ class CorpusScorer:
         self._pool.clear()
         self._grams.clear()
         self._sims.clear()
+        self._near.clear()
         self._n_sims = 0
 
     def _doc(self, key: Hashable | None, text: str) -> _Doc:
@@ -332,29 +334,34 @@ class CorpusScorer:
             if self._n_sims > self._max_sims or len(self._grams) > self._max_grams:
                 self._drop_word_caches()
             sims = self._sims[term] = {}
+            self._near[term] = set()
+        near = self._near[term]
         new = set().union(*(d.words for d in docs)).difference(sims)
         if new:
             bar = max(self.config.min_char_sim, 1e-12)
             cng = self.config.char_ngram_range
             tg = char_wb_gram_set(term, cng)
             n_t = len(tg)
-            grams, pool = self._grams, self._pool.setdefault
+            grams = self._grams
             for w in new.difference(grams):
-                gs = char_wb_gram_set(w, cng)
-                grams[w] = tuple(map(pool, gs, gs))  # each n-gram once
+                grams[w] = tuple(char_wb_gram_set(w, cng))  # each n-gram once
             shared = tg.intersection
             # exact integer count of shared n-grams, then Dice with the float operations of the numpy version
             # (int * 2.0, then / int); each word alone, so the set's order does not matter
             for w in new:
                 g = grams[w]
                 sim = 2.0 * len(shared(g)) / (n_t + len(g))
-                sims[w] = sim if sim >= bar else 0.0
+                if sim >= bar:
+                    sims[w] = sim
+                    near.add(w)
+                else:
+                    sims[w] = 0.0
             self._n_sims += len(new)
-        get = sims.__getitem__
-        for d in docs:
+        for d in docs:  # the best of its words that clear the bar (usually none, or the term itself)
             if len(d.cov) >= 256:  # a document asked about many terms keeps the latest ones
                 d.cov.clear()
-            d.cov[term] = max(map(get, d.words), default=0.0)
+            common = d.words & near
+            d.cov[term] = max(map(sims.__getitem__, common)) if common else 0.0
 
     # -- scoring ----------------------------------------------------------------------------
     def score_batch(
