@@ -130,6 +130,10 @@ def test_scores_and_matched_terms_equal_the_reference_bit_for_bit(cfg: GateConfi
         _same(keyed.score_batch(q, docs, doc_freq=df, n_docs=40, doc_keys=keys), docs, want)  # all cached
         _same(small.score_batch(q, docs, doc_freq=df, n_docs=40, doc_keys=keys), docs, want)
         _same(CorpusScorer(cfg).score_batch(q, docs, doc_freq=df, n_docs=40), docs, want)  # nothing cached
+        # one recurring list across every query and config: its columns are kept and reused
+        for _ in range(2):
+            _same(keyed.score_batch(q, texts[:25], doc_freq=df, n_docs=40, doc_keys=[f"k{i}" for i in range(25)]),
+                  texts[:25], reference(q, texts[:25], df, 40, cfg))
         rev = docs[::-1]
         rwant = reference(q, rev, df, 40, cfg)
         _same(keyed.score_batch(q, rev, doc_freq=df, n_docs=40, doc_keys=keys[::-1]), rev, rwant)

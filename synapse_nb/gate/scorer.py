@@ -223,6 +223,20 @@ class _Doc:
                 return False
 
 
+class _Batch:
+    """A candidate list: its texts, their analyses, and (once it recurs) its columns per query feature and term:
+    pure functions of the texts, kept so that a recurring list costs a lookup per column."""
+
+    __slots__ = ("cov", "docs", "hits", "recurring", "texts")
+
+    def __init__(self, texts: tuple[str, ...], docs: list[_Doc]) -> None:
+        self.texts = texts
+        self.docs = docs
+        self.recurring = False  # seen again: worth keeping its columns
+        self.hits: dict[str, np.ndarray] = {}  # word feature -> which documents have it
+        self.cov: dict[str, np.ndarray] = {}  # query term -> each document's char coverage of it
+
+
 class CorpusScorer:
     """Scores documents against a query with caller-supplied corpus statistics.
 
@@ -262,9 +276,8 @@ class CorpusScorer:
         self._tokenize = make_tokenizer(config.max_token_chars)
         self._stops = frozenset(stop_word_list(config.stop_words))
         self._docs: OrderedDict[Hashable, _Doc] = OrderedDict()
-        # the analyses of a recurring candidate list (doc_keys -> (texts, analyses)): a warm large batch skips
-        # the per-document cache walk
-        self._batches: OrderedDict[tuple[Hashable, ...], tuple[tuple[str, ...], list[_Doc]]] = OrderedDict()
+        # a recurring candidate list (doc_keys -> _Batch): a warm large batch skips the per-document work
+        self._batches: OrderedDict[tuple[Hashable, ...], _Batch] = OrderedDict()
         # word-level caches (bounded: dropped together when full; scores never depend on them)
         self._pool: dict[str, str] = {}  # one string object per distinct word of the cached documents (memory)
         self._grams: dict[str, tuple[str, ...]] = {}  # word -> its distinct char n-grams (~2 KB)
@@ -311,20 +324,24 @@ class CorpusScorer:
             self._docs.popitem(last=False)
         return d
 
-    def _analysed(self, docs: list[str], doc_keys: list[Hashable] | None) -> list[_Doc]:
+    def _batch(self, docs: list[str], doc_keys: list[Hashable] | None) -> _Batch:
         batch_key = tuple(doc_keys) if doc_keys is not None and self.cache_size else None
         if batch_key is not None:
             hit = self._batches.get(batch_key)
-            if hit is not None and hit[0] == tuple(docs):
+            if hit is not None and hit.texts == tuple(docs):
                 self._batches.move_to_end(batch_key)
-                return hit[1]
+                hit.recurring = True
+                if len(hit.hits) + len(hit.cov) > 1024:
+                    hit.hits.clear()
+                    hit.cov.clear()
+                return hit
         keys: Sequence[Hashable | None] = doc_keys if doc_keys is not None else [None] * len(docs)
-        analysed = [self._doc(k, t) for k, t in zip(keys, docs, strict=True)]
+        batch = _Batch(tuple(docs), [self._doc(k, t) for k, t in zip(keys, docs, strict=True)])
         if batch_key is not None:
-            self._batches[batch_key] = (tuple(docs), analysed)
+            self._batches[batch_key] = batch
             if len(self._batches) > 4:
                 self._batches.popitem(last=False)
-        return analysed
+        return batch
 
     def _cover(self, term: str, docs: list[_Doc]) -> None:
         """Set ``d.cov[term]`` for each of ``docs``: the best Dice similarity of ``term`` to a word of ``d``
@@ -434,7 +451,8 @@ class CorpusScorer:
         wnames = sorted(wfeats)
         wweights = np.array([wfeats[f] for f in wnames])
 
-        analysed = self._analysed(docs, doc_keys)
+        batch = self._batch(docs, doc_keys)
+        analysed = batch.docs
         n = len(docs)
         # word channel: which documents have each query feature ("a b" is the run ("a", "b"): words never hold
         # a space), then the weights summed column by column in the fixed order of wnames, so a row's sum never
@@ -442,11 +460,16 @@ class CorpusScorer:
         word_hits = np.zeros((n, len(wnames)), dtype=bool)  # (n, k) presence
         wsets = [d.words for d in analysed]
         for j, f in enumerate(wnames):
-            if " " not in f:
-                word_hits[:, j] = [f in w for w in wsets]
-            else:
-                run = tuple(f.split(" "))
-                word_hits[:, j] = [w.issuperset(run) and d.has_run(run) for d, w in zip(analysed, wsets)]
+            has = batch.hits.get(f)
+            if has is None:
+                if " " not in f:
+                    has = [f in w for w in wsets]
+                else:
+                    run = tuple(f.split(" "))
+                    has = [w.issuperset(run) and d.has_run(run) for d, w in zip(analysed, wsets)]
+                if batch.recurring:
+                    has = batch.hits[f] = np.array(has, dtype=bool)
+            word_hits[:, j] = has
         word = np.zeros(n)
         for j in range(len(wnames)):
             word += word_hits[:, j] * wweights[j]
@@ -455,10 +478,15 @@ class CorpusScorer:
         # char channel: per query unigram, its best Dice similarity to a word of each document
         cov = np.zeros((n, len(terms)))
         for j, t in enumerate(terms):
-            col = [d.cov.get(t) for d in analysed]
-            if None in col:
-                self._cover(t, [d for d, c in zip(analysed, col, strict=True) if c is None])
-                col = [d.cov[t] for d in analysed]
+            col = batch.cov.get(t)
+            if col is None:
+                got = [d.cov.get(t) for d in analysed]
+                if None in got:
+                    self._cover(t, [d for d, c in zip(analysed, got, strict=True) if c is None])
+                    got = [d.cov[t] for d in analysed]
+                col = got
+                if batch.recurring:
+                    col = batch.cov[t] = np.array(got, dtype=np.float64)
             cov[:, j] = col
         tweights = np.array([term_idf[t] for t in terms])
         char = np.zeros(n)
