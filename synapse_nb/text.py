@@ -107,7 +107,7 @@ def fts_tokens(text: str) -> list[str]:
     >>> fts_tokens("DB_migrations, run!")
     ['DB', 'migrations', 'run']
     """
-    return FTS_TOKEN_RE.findall(text)
+    return _fts_findall(text)
 
 
 def word_tokens(text: str) -> list[str]:
