@@ -115,6 +115,9 @@ def _same(batch, docs: list[str], want: tuple[np.ndarray, list[tuple[str, ...]]]
     assert [batch.matched(i) for i in range(len(docs))] == want[1]
 
 
+# word_ngram_range=(2, 2) and a one-word query: the query has no word feature and the word channel divides 0 by 0,
+# so both give NaN scores (long-standing behaviour, kept bit for bit here; the default range starts at 1)
+@pytest.mark.filterwarnings("ignore:invalid value encountered in divide:RuntimeWarning")
 @pytest.mark.parametrize("cfg", _CONFIGS, ids=range(len(_CONFIGS)))
 def test_scores_and_matched_terms_equal_the_reference_bit_for_bit(cfg: GateConfig) -> None:
     rng = random.Random(13)
