@@ -146,7 +146,7 @@ def test_scores_and_matched_terms_equal_the_reference_bit_for_bit(cfg: GateConfi
 
 def test_dropped_word_caches_change_nothing() -> None:
     s = CorpusScorer()
-    s._max_grams, s._max_sims = 5, 20  # the word-level caches are dropped over and over
+    s._max_grams, s._max_sims, s._max_pool = 5, 20, 10  # the word-level caches are dropped over and over
     rng = random.Random(7)
     texts = _texts(rng, 40)
     for q in _QUERIES:

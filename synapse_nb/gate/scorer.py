@@ -24,9 +24,9 @@ Speed without changing a bit (``tests/test_gate_scorer_reference.py`` pins every
 a straightforward reference): a document is analysed once into its non-stop words (one tokenisation: the word
 analyser's unigrams are these words and its n-grams runs of them, looked up only when a query asks for them);
 a word's n-grams and its similarity to a query term are kept per word (they never change), and a document keeps
-its coverage of each term it was asked about. Sums are accumulated in a fixed order (the sorted query features,
-then the sorted query terms) with the same float operations as a column-by-column numpy loop, and no BLAS
-reduction reaches a score, so a row never depends on the other rows, the cache or ``PYTHONHASHSEED``.
+its coverage of each term it was asked about. Sums are accumulated column by column in a fixed order (the sorted
+query features, then the sorted query terms), n-gram overlaps are counted in integers, and no BLAS reduction
+reaches a score, so a row never depends on the other rows, the cache or ``PYTHONHASHSEED``.
 """
 
 from __future__ import annotations
@@ -286,6 +286,7 @@ class CorpusScorer:
         self._near: dict[str, set[str]] = {}
         self._n_sims = 0
         self._max_grams = 100_000  # words whose n-grams are kept
+        self._max_pool = 500_000  # distinct words pooled
         self._max_sims = 1_000_000  # (term, word) similarities kept
 
     # -- analysis ---------------------------------------------------------------------------
@@ -296,6 +297,8 @@ class CorpusScorer:
         # one tokenisation feeds both channels: the word analyser's features are these non-stop words and runs
         # of them (word_ngrams drops stop words first), looked up when a query asks for them
         toks = [t for t in self._tokenize(normalise(text, self.config.max_doc_chars)) if t not in stops]
+        if len(self._pool) > self._max_pool:
+            self._pool.clear()
         return _Doc(text, tuple(map(self._pool.setdefault, toks, toks)))
 
     def clear_cache(self) -> None:
@@ -346,10 +349,10 @@ class CorpusScorer:
     def _cover(self, term: str, docs: list[_Doc]) -> None:
         """Set ``d.cov[term]`` for each of ``docs``: the best Dice similarity of ``term`` to a word of ``d``
         that clears ``min_char_sim`` (0.0 if none). A word's similarity to a term never changes: it is kept."""
+        if self._n_sims > self._max_sims or len(self._grams) > self._max_grams:
+            self._drop_word_caches()
         sims = self._sims.get(term)
         if sims is None:
-            if self._n_sims > self._max_sims or len(self._grams) > self._max_grams:
-                self._drop_word_caches()
             sims = self._sims[term] = {}
             self._near[term] = set()
         near = self._near[term]
