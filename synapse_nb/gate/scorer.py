@@ -508,12 +508,14 @@ class CorpusScorer:
                 fuzzy[:, tpos[t]] &= ~word_hits[:, wnames.index(t)]
         forder = sorted(range(len(terms)), key=lambda j: (-tweights[j], terms[j]))
 
+        # as Python lists once: indexing them is cheaper than numpy scalar access, row by row
+        hits_l, fuzzy_l = word_hits.tolist(), fuzzy.tolist()
+
         def matched(i: int) -> tuple[str, ...]:
             if scores[i] <= 0.0:
                 return ()
-            out = [wnames[j] for j in order if word_hits[i, j]]
-            out += [terms[j] + "~" for j in forder if fuzzy[i, j]]
-            return tuple(out)
+            row, frow = hits_l[i], fuzzy_l[i]
+            return tuple([wnames[j] for j in order if row[j]] + [terms[j] + "~" for j in forder if frow[j]])
 
         return ScoreBatch(scores, matched)
 
