@@ -356,6 +356,17 @@ class CorpusScorer:
             sims = self._sims[term] = {}
             self._near[term] = set()
         near = self._near[term]
+        # a document holding the term itself covers it fully (2n / (n + n) is exactly 1.0, and no Dice
+        # similarity exceeds 1): only the others' words need a similarity
+        rest = []
+        for d in docs:
+            if term in d.words:
+                if len(d.cov) >= 256:
+                    d.cov.clear()
+                d.cov[term] = 1.0
+            else:
+                rest.append(d)
+        docs = rest
         new = set().union(*(d.words for d in docs)).difference(sims)
         if new:
             bar = max(self.config.min_char_sim, 1e-12)
