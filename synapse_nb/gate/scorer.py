@@ -375,7 +375,7 @@ class CorpusScorer:
             n_t = len(tg)
             grams = self._grams
             for w in new.difference(grams):
-                grams[w] = tuple(char_wb_gram_set(w, cng))  # each n-gram once
+                grams[w] = tuple(char_wb_gram_set(w, cng))  # each n-gram once; only counted, so no order leaks
             shared = tg.intersection
             # exact integer count of shared n-grams, then Dice with the float operations of the numpy version
             # (int * 2.0, then / int); each word alone, so the set's order does not matter
