@@ -62,6 +62,7 @@ __all__ = [
     "TokenJoiner",
     "build_analyzers",
     "char_vectorizer_kwargs",
+    "char_wb_gram_set",
     "char_wb_ngrams",
     "fts_query_terms",
     "fts_tokens",
@@ -106,7 +107,7 @@ def fts_tokens(text: str) -> list[str]:
     >>> fts_tokens("DB_migrations, run!")
     ['DB', 'migrations', 'run']
     """
-    return FTS_TOKEN_RE.findall(text)
+    return _fts_findall(text)
 
 
 def word_tokens(text: str) -> list[str]:
@@ -175,9 +176,21 @@ def make_tokenizer(max_token_chars: int) -> Callable[[str], list[str]]:
     """
 
     def tokenize(text: str) -> list[str]:
-        return [t for t in FTS_TOKEN_RE.findall(text) if len(t) <= max_token_chars]
+        return [t for t in _fts_findall(text) if len(t) <= max_token_chars]
 
     return tokenize
+
+
+# ASCII text: every byte that is not a letter or a digit becomes a space, then split -- the same tokens as
+# FTS_TOKEN_RE (ASCII ``\w`` is ``[A-Za-z0-9_]``), about 4x faster than the regular expression
+_ASCII_SEPARATORS = bytes.maketrans(bytes(range(128)), bytes(
+    c if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122) else 32 for c in range(128)))
+
+
+def _fts_findall(text: str) -> list[str]:
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_SEPARATORS).decode("ascii").split()
+    return FTS_TOKEN_RE.findall(text)
 
 
 # ------------------------------------------------------------------------------------------- normalisation
@@ -345,6 +358,26 @@ def char_wb_ngrams(text: str, ngram_range: tuple[int, int]) -> list[str]:
             if offset == 0:  # a short word (w_len < n) counts once
                 break
     return grams
+
+
+def char_wb_gram_set(token: str, ngram_range: tuple[int, int]) -> set[str]:
+    """The distinct :func:`char_wb_ngrams` of one token (a word without whitespace), built directly as a new set.
+
+    Equal to ``set(char_wb_ngrams(token, ngram_range))`` (``tests/test_text.py`` pins it): every substring
+    of ``" " + token + " "`` of a length in the range, or the padded token alone when it is not longer than
+    the smallest size.
+
+    >>> sorted(char_wb_gram_set("api", (3, 3)))
+    [' ap', 'api', 'pi ']
+    >>> sorted(char_wb_gram_set("a", (3, 5)))
+    [' a ']
+    """
+    w = " " + token + " "
+    lo, hi = ngram_range
+    n_w = len(w)
+    if n_w <= lo:
+        return {w}
+    return {w[i : i + n] for n in range(lo, min(hi, n_w) + 1) for i in range(n_w - n + 1)}
 
 
 def build_analyzers(

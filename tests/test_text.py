@@ -28,6 +28,7 @@ from synapse_nb.text import (
     STOP_LISTS,
     build_analyzers,
     char_vectorizer_kwargs,
+    char_wb_gram_set,
     char_wb_ngrams,
     fts_query_terms,
     fts_tokens,
@@ -257,3 +258,27 @@ def test_importing_text_and_the_gate_loads_no_scikit_learn() -> None:
             "print(sorted(m for m in ('sklearn', 'lancedb', 'pyarrow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_char_wb_gram_set_is_the_set_of_char_wb_ngrams_of_one_token() -> None:
+    """The recall scorer builds one token's n-gram set directly; it must be exactly char_wb_ngrams' set."""
+    tokens = ["a", "ab", "abc", "abcd", "abcdef", "aaaaaa", "abab", "migrations", "kafka1846", "strasse", "東京都",
+              "данные", "x" * 64, "ﬁle", "0"]
+    for tok in tokens:
+        for rng in ((1, 1), (1, 3), (2, 4), (3, 3), (3, 5), (4, 6), (5, 9), (6, 6), (10, 12)):
+            assert char_wb_gram_set(tok, rng) == set(char_wb_ngrams(tok, rng)), (tok, rng)
+
+
+def test_tokenizer_fast_ascii_path_splits_exactly_like_the_fts_pattern() -> None:
+    """make_tokenizer and fts_tokens split ASCII text without the regular expression: the pattern's tokens."""
+    import random
+
+    rng = random.Random(5)
+    alphabet = [chr(c) for c in range(128)] + list("abcXYZ019_ -") * 8
+    texts = ["", " ", "_", "a_b", "project_status: v1.5", "\x1c\x1dx\x1e\x1fy\x7f", "tab\tnew\nline\r\x0b\x0c"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 80))) for _ in range(3000)]
+    texts += ["café and 東京_x", "naïve\u00a0space\u2003here"]  # not ASCII: the pattern itself
+    tok = make_tokenizer(10_000)
+    for t in texts:
+        assert tok(t) == text.FTS_TOKEN_RE.findall(t) == fts_tokens(t), repr(t)
+    assert make_tokenizer(3)("abcd ab_cde x") == ["ab", "cde", "x"]

@@ -27,9 +27,9 @@ import scipy.sparse as sp
 
 from synapse_nb.errors import ValidationError
 from synapse_nb.text import (
-    FTS_TOKEN_RE,
     build_analyzers,
     char_vectorizer_kwargs,
+    fts_tokens,
     normalise,
     stop_word_list,
     word_vectorizer_kwargs,
@@ -167,7 +167,7 @@ class Featurizer:
         lengths = np.empty(len(texts), dtype=np.int64)
         for i, text in enumerate(texts):
             start = len(cols)
-            toks = FTS_TOKEN_RE.findall(normalise(text, max_chars))
+            toks = fts_tokens(normalise(text, max_chars))
             for t in toks:
                 ids = cache.get(t)
                 extend(ids if ids is not None else token_ids(t))

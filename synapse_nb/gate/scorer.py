@@ -19,6 +19,14 @@ How a score is made (see ``docs/gate.md``):
   different words; the power keeps weak look-alikes small while "migrations"/"migration" or
   "deploy"/"deployment" keep most of their credit.
 * ``score = (1 - char_weight) * word + char_weight * char``, in ``[0, 1]``.
+
+Speed without changing a bit (``tests/test_gate_scorer_reference.py`` pins every score and matched term against
+a straightforward reference): a document is analysed once into its non-stop words (one tokenisation: the word
+analyser's unigrams are these words and its n-grams runs of them, looked up only when a query asks for them);
+a word's n-grams and its similarity to a query term are kept per word (they never change), and a document keeps
+its coverage of each term it was asked about. Sums are accumulated column by column in a fixed order (the sorted
+query features, then the sorted query terms), n-gram overlaps are counted in integers, and no BLAS reduction
+reaches a score, so a row never depends on the other rows, the cache or ``PYTHONHASHSEED``.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from synapse_nb.errors import ValidationError
-from synapse_nb.text import build_analyzers, make_tokenizer, normalise, stop_word_list
+from synapse_nb.text import build_analyzers, char_wb_gram_set, make_tokenizer, normalise, stop_word_list
 
 __all__ = ["CorpusScorer", "GateConfig", "Match", "ScoreBatch", "idf", "query_terms"]
 
@@ -188,11 +196,45 @@ def query_terms(text: str, config: GateConfig = GateConfig()) -> list[str]:  # n
     return sorted({t for t in tokens if t not in stops})
 
 
-@dataclass(frozen=True)
 class _Doc:
-    text: str
-    word_ids: np.ndarray  # sorted unique word-feature ids present in the document
-    tok_ids: np.ndarray  # sorted unique ids of its non-stop words (a subset of word_ids)
+    """One analysed document: its non-stop words in order and as a set (plain strings: no ids to assign)."""
+
+    __slots__ = ("cov", "text", "toks", "words")
+
+    def __init__(self, text: str, toks: tuple[str, ...]) -> None:
+        self.text = text
+        self.toks = toks  # the non-stop words in order: the word analyser's unigrams, its n-grams are runs of them
+        self.words = frozenset(toks)
+        # query term -> the document's char coverage of it (best similarity clearing the bar, else 0.0): a
+        # pure function of (term, words, config), so it is kept with the document
+        self.cov: dict[str, float] = {}
+
+    def has_run(self, run: tuple[str, ...]) -> bool:
+        """Whether the words of ``run`` follow each other somewhere in the document (a word n-gram, n >= 2);
+        the caller has checked that every one of them is in :attr:`words`."""
+        toks, first, m = self.toks, run[0], len(run)
+        i = toks.index(first)
+        while True:
+            if toks[i : i + m] == run:
+                return True
+            try:
+                i = toks.index(first, i + 1)
+            except ValueError:
+                return False
+
+
+class _Batch:
+    """A candidate list: its texts, their analyses, and (once it recurs) its columns per query feature and term:
+    pure functions of the texts, kept so that a recurring list costs a lookup per column."""
+
+    __slots__ = ("cov", "docs", "hits", "recurring", "texts")
+
+    def __init__(self, texts: tuple[str, ...], docs: list[_Doc]) -> None:
+        self.texts = texts
+        self.docs = docs
+        self.recurring = False  # seen again: worth keeping its columns
+        self.hits: dict[str, np.ndarray] = {}  # word feature -> which documents have it
+        self.cov: dict[str, np.ndarray] = {}  # query term -> each document's char coverage of it
 
 
 class CorpusScorer:
@@ -233,52 +275,44 @@ class CorpusScorer:
         self._word_an, self._char_an = build_analyzers(word_ngram_range=config.word_ngram_range, **kw)
         self._tokenize = make_tokenizer(config.max_token_chars)
         self._stops = frozenset(stop_word_list(config.stop_words))
-        # feature string -> id. Ids are only row/column labels: scores never depend on their values.
-        self._vocab: dict[str, int] = {}
-        self._names: list[str] = []  # word-feature id -> feature (the inverse of _vocab)
-        self._gvocab: dict[str, int] = {}  # char n-gram -> id
-        self._tok_grams: dict[int, np.ndarray] = {}  # word id -> its n-gram ids
         self._docs: OrderedDict[Hashable, _Doc] = OrderedDict()
-        self._stacks: OrderedDict[tuple[Hashable, ...], tuple[tuple[str, ...], _Stack]] = OrderedDict()
-        self._max_vocab = 4_000_000
+        # a recurring candidate list (doc_keys -> _Batch): a warm large batch skips the per-document work
+        self._batches: OrderedDict[tuple[Hashable, ...], _Batch] = OrderedDict()
+        # word-level caches (bounded: dropped together when full; scores never depend on them)
+        self._pool: dict[str, str] = {}  # one string object per distinct word of the cached documents (memory)
+        self._grams: dict[str, tuple[str, ...]] = {}  # word -> its distinct char n-grams (~2 KB)
+        # query term -> {word -> Dice similarity if it clears min_char_sim, else 0.0}, and the words > 0
+        self._sims: dict[str, dict[str, float]] = {}
+        self._near: dict[str, set[str]] = {}
+        self._n_sims = 0
+        self._max_grams = 100_000  # words whose n-grams are kept
+        self._max_pool = 500_000  # distinct words pooled
+        self._max_sims = 1_000_000  # (term, word) similarities kept
 
     # -- analysis ---------------------------------------------------------------------------
-    def _ids(self, feats: list[str], vocab: dict[str, int] | None = None) -> np.ndarray:
-        names = self._names if vocab is None else None
-        vocab = self._vocab if vocab is None else vocab
-        get = vocab.get
-        out = list(map(get, feats))  # known features at C speed
-        if None in out:  # new ones get the next ids in first-seen order, as one at a time would
-            new = [f for f in dict.fromkeys(feats) if f not in vocab]
-            vocab.update(zip(new, range(len(vocab), len(vocab) + len(new)), strict=True))
-            if names is not None:
-                names.extend(new)
-            out = list(map(vocab.__getitem__, feats))
-        a = np.sort(np.asarray(out, dtype=np.int64))  # np.unique, without numpy 2's slower hash path
-        return a[np.concatenate(([True], a[1:] != a[:-1]))] if len(a) else a
-
     def _analyse(self, text: str) -> _Doc:
         if not isinstance(text, str):
             raise ValidationError(f"every document must be str, got {type(text).__name__}")
-        norm = normalise(text, self.config.max_doc_chars)
-        words = self._word_an(norm)
-        toks = [t for t in self._tokenize(norm) if t not in self._stops]
-        return _Doc(text, self._ids(words), self._ids(toks))
-
-    def _grams_of(self, tok_id: int, tok: str) -> np.ndarray:
-        g = self._tok_grams.get(tok_id)
-        if g is None:
-            g = self._tok_grams[tok_id] = self._ids(self._char_an(tok), self._gvocab)
-        return g
+        stops = self._stops
+        # one tokenisation feeds both channels: the word analyser's features are these non-stop words and runs
+        # of them (word_ngrams drops stop words first), looked up when a query asks for them
+        toks = [t for t in self._tokenize(normalise(text, self.config.max_doc_chars)) if t not in stops]
+        if len(self._pool) > self._max_pool:
+            self._pool.clear()
+        return _Doc(text, tuple(map(self._pool.setdefault, toks, toks)))
 
     def clear_cache(self) -> None:
         """Forget every analysed document (scores do not change, only speed)."""
         self._docs.clear()
-        self._stacks.clear()
-        self._vocab.clear()
-        self._names.clear()
-        self._gvocab.clear()
-        self._tok_grams.clear()
+        self._batches.clear()
+        self._drop_word_caches()
+
+    def _drop_word_caches(self) -> None:
+        self._pool.clear()
+        self._grams.clear()
+        self._sims.clear()
+        self._near.clear()
+        self._n_sims = 0
 
     def _doc(self, key: Hashable | None, text: str) -> _Doc:
         if key is None or self.cache_size == 0:
@@ -293,33 +327,72 @@ class CorpusScorer:
             self._docs.popitem(last=False)
         return d
 
-    def _matrices(self, docs: Sequence[str], doc_keys: Sequence[Hashable] | None) -> _Stack:
-        if len(self._vocab) + len(self._gvocab) > self._max_vocab:
-            self.clear_cache()
-        stack_key = tuple(doc_keys) if doc_keys is not None and self.cache_size else None
-        if stack_key is not None:
-            hit = self._stacks.get(stack_key)
-            if hit is not None and hit[0] == tuple(docs):
-                self._stacks.move_to_end(stack_key)
-                return hit[1]
+    def _batch(self, docs: list[str], doc_keys: list[Hashable] | None) -> _Batch:
+        batch_key = tuple(doc_keys) if doc_keys is not None and self.cache_size else None
+        if batch_key is not None:
+            hit = self._batches.get(batch_key)
+            if hit is not None and hit.texts == tuple(docs):
+                self._batches.move_to_end(batch_key)
+                hit.recurring = True
+                if len(hit.hits) + len(hit.cov) > 1024:
+                    hit.hits.clear()
+                    hit.cov.clear()
+                return hit
         keys: Sequence[Hashable | None] = doc_keys if doc_keys is not None else [None] * len(docs)
-        analysed = [self._doc(k, t) for k, t in zip(keys, docs)]
-        # flat (document, feature) pairs: plain numpy, no sparse-matrix construction per query
-        word_doc, word_id = _pairs([d.word_ids for d in analysed])
-        # the distinct non-stop words of these documents, and their n-grams
-        tok_ids = np.unique(np.concatenate([d.tok_ids for d in analysed])) if analysed else np.zeros(0, np.int64)
-        names = [self._names[int(i)] for i in tok_ids]
-        tok_doc, tok_pos = _pairs([d.tok_ids for d in analysed])
-        tok_local = np.searchsorted(tok_ids, tok_pos)  # tok_ids is sorted and unique: the local index
-        tok_grams = [self._grams_of(int(t), names[j]) for j, t in enumerate(tok_ids)]
-        gram_tok, gram_id = _pairs(tok_grams)
-        n_grams = np.array([len(g) for g in tok_grams], dtype=np.int64)
-        stack = _Stack(word_doc, word_id, tok_doc, tok_local, gram_tok, gram_id, n_grams)
-        if stack_key is not None:
-            self._stacks[stack_key] = (tuple(docs), stack)
-            if len(self._stacks) > 4:
-                self._stacks.popitem(last=False)
-        return stack
+        batch = _Batch(tuple(docs), [self._doc(k, t) for k, t in zip(keys, docs, strict=True)])
+        if batch_key is not None:
+            self._batches[batch_key] = batch
+            if len(self._batches) > 4:
+                self._batches.popitem(last=False)
+        return batch
+
+    def _cover(self, term: str, docs: list[_Doc]) -> None:
+        """Set ``d.cov[term]`` for each of ``docs``: the best Dice similarity of ``term`` to a word of ``d``
+        that clears ``min_char_sim`` (0.0 if none). A word's similarity to a term never changes: it is kept."""
+        if self._n_sims > self._max_sims or len(self._grams) > self._max_grams:
+            self._drop_word_caches()
+        sims = self._sims.get(term)
+        if sims is None:
+            sims = self._sims[term] = {}
+            self._near[term] = set()
+        near = self._near[term]
+        # a document holding the term itself covers it fully (2n / (n + n) is exactly 1.0, and no Dice
+        # similarity exceeds 1): only the others' words need a similarity
+        rest = []
+        for d in docs:
+            if term in d.words:
+                if len(d.cov) >= 256:
+                    d.cov.clear()
+                d.cov[term] = 1.0
+            else:
+                rest.append(d)
+        docs = rest
+        new = set().union(*(d.words for d in docs)).difference(sims)
+        if new:
+            bar = max(self.config.min_char_sim, 1e-12)
+            cng = self.config.char_ngram_range
+            tg = char_wb_gram_set(term, cng)
+            n_t = len(tg)
+            grams = self._grams
+            for w in new.difference(grams):
+                grams[w] = tuple(char_wb_gram_set(w, cng))  # each n-gram once; only counted, so no order leaks
+            shared = tg.intersection
+            # exact integer count of shared n-grams, then Dice with the float operations of the numpy version
+            # (int * 2.0, then / int); each word alone, so the set's order does not matter
+            for w in new:
+                g = grams[w]
+                sim = 2.0 * len(shared(g)) / (n_t + len(g))
+                if sim >= bar:
+                    sims[w] = sim
+                    near.add(w)
+                else:
+                    sims[w] = 0.0
+            self._n_sims += len(new)
+        for d in docs:  # the best of its words that clear the bar (usually none, or the term itself)
+            if len(d.cov) >= 256:  # a document asked about many terms keeps the latest ones
+                d.cov.clear()
+            common = d.words & near
+            d.cov[term] = max(map(sims.__getitem__, common)) if common else 0.0
 
     # -- scoring ----------------------------------------------------------------------------
     def score_batch(
@@ -392,37 +465,42 @@ class CorpusScorer:
         wnames = sorted(wfeats)
         wweights = np.array([wfeats[f] for f in wnames])
 
-        st = self._matrices(docs, doc_keys)
+        batch = self._batch(docs, doc_keys)
+        analysed = batch.docs
         n = len(docs)
+        # word channel: which documents have each query feature ("a b" is the run ("a", "b"): words never hold
+        # a space), then the weights summed column by column in the fixed order of wnames, so a row's sum never
+        # depends on other rows
         word_hits = np.zeros((n, len(wnames)), dtype=bool)  # (n, k) presence
+        wsets = [d.words for d in analysed]
         for j, f in enumerate(wnames):
-            i = self._vocab.get(f)
-            if i is not None:
-                word_hits[st.word_doc[st.word_id == i], j] = True
+            has = batch.hits.get(f)
+            if has is None:
+                if " " not in f:
+                    has = [f in w for w in wsets]
+                else:
+                    run = tuple(f.split(" "))
+                    has = [w.issuperset(run) and d.has_run(run) for d, w in zip(analysed, wsets)]
+                if batch.recurring:
+                    has = batch.hits[f] = np.array(has, dtype=bool)
+            word_hits[:, j] = has
         word = np.zeros(n)
-        for j in range(len(wnames)):  # fixed order: a row's sum never depends on other rows
+        for j in range(len(wnames)):
             word += word_hits[:, j] * wweights[j]
         word /= float(wweights.sum())
 
         # char channel: per query unigram, its best Dice similarity to a word of each document
         cov = np.zeros((n, len(terms)))
-        n_tok = len(st.n_grams)
         for j, t in enumerate(terms):
-            grams = set(self._char_an(t))
-            # n-grams never seen occur in no document (and give no id)
-            gids = np.array(sorted({i for g in grams if (i := self._gvocab.get(g)) is not None}), np.int64)
-            n_t = len(grams)
-            if not len(gids) or n_t == 0 or n_tok == 0:
-                continue
-            # exact integer counts of shared n-grams per local word, then Dice
-            shared = np.bincount(st.gram_tok[np.isin(st.gram_id, gids)], minlength=n_tok)
-            sim = 2.0 * shared / (n_t + st.n_grams)
-            ok = sim >= max(cfg.min_char_sim, 1e-12)
-            if not ok.any():
-                continue
-            keep = ok[st.tok_local]
-            col = np.zeros(n)  # a document's best similarity (0 when none of its words clears the bar)
-            np.maximum.at(col, st.tok_doc[keep], sim[st.tok_local[keep]])
+            col = batch.cov.get(t)
+            if col is None:
+                got = [d.cov.get(t) for d in analysed]
+                if None in got:
+                    self._cover(t, [d for d, c in zip(analysed, got, strict=True) if c is None])
+                    got = [d.cov[t] for d in analysed]
+                col = got
+                if batch.recurring:
+                    col = batch.cov[t] = np.array(got, dtype=np.float64)
             cov[:, j] = col
         tweights = np.array([term_idf[t] for t in terms])
         char = np.zeros(n)
@@ -441,12 +519,14 @@ class CorpusScorer:
                 fuzzy[:, tpos[t]] &= ~word_hits[:, wnames.index(t)]
         forder = sorted(range(len(terms)), key=lambda j: (-tweights[j], terms[j]))
 
+        # as Python lists once: indexing them is cheaper than numpy scalar access, row by row
+        hits_l, fuzzy_l = word_hits.tolist(), fuzzy.tolist()
+
         def matched(i: int) -> tuple[str, ...]:
             if scores[i] <= 0.0:
                 return ()
-            out = [wnames[j] for j in order if word_hits[i, j]]
-            out += [terms[j] + "~" for j in forder if fuzzy[i, j]]
-            return tuple(out)
+            row, frow = hits_l[i], fuzzy_l[i]
+            return tuple([wnames[j] for j in order if row[j]] + [terms[j] + "~" for j in forder if frow[j]])
 
         return ScoreBatch(scores, matched)
 
@@ -474,29 +554,8 @@ class CorpusScorer:
                 for i, sc in enumerate(batch.scores)]
 
 
-@dataclass(frozen=True)
-class _Stack:
-    """A batch's documents as flat (row, feature) pairs, each array sorted by row."""
-
-    word_doc: np.ndarray  # document of each (document, word feature) pair
-    word_id: np.ndarray  # word-feature id of each pair
-    tok_doc: np.ndarray  # document of each (document, non-stop word) pair
-    tok_local: np.ndarray  # local index (into the batch's distinct words) of each pair
-    gram_tok: np.ndarray  # local word of each (word, char n-gram) pair
-    gram_id: np.ndarray  # n-gram id of each pair
-    n_grams: np.ndarray  # (n_local_words,) number of distinct n-grams of each local word
-
-
 def _df(doc_freq: Mapping[str, int], term: str) -> int:
     v = doc_freq.get(term, 0)
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise ValidationError(f"doc_freq[{term!r}] must be an int, got {v!r}")
     return int(v)
-
-
-def _pairs(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(row index, value) of every value of every row, concatenated in row order."""
-    if not rows:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-    return np.repeat(np.arange(len(rows), dtype=np.int64), lengths), np.concatenate(rows).astype(np.int64)
