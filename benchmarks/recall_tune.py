@@ -15,6 +15,7 @@ ten only for the values already chosen.
 Usage (from the repository root; about two minutes each)::
 
     nice python benchmarks/recall_tune.py search --log points.jsonl   # ranking, then the gate, on 0-6 only
+    nice python benchmarks/recall_tune.py gate                        # the gate only (support weights, floor)
     nice python benchmarks/recall_tune.py experiments                 # ideas measured and rejected, on 0-6
     nice python benchmarks/recall_tune.py report                      # the defaults on dev / held out / all ten
 
@@ -43,7 +44,8 @@ from synapse_nb.eval.locomo import load_locomo
 from synapse_nb.eval.metrics import recall_at_k
 from synapse_nb.eval.retrieval import build_locomo_vault
 from synapse_nb.recall.rank import RankParams, ThreadIndex, rank_words, structure
-from synapse_nb.recall.scoring import new_scorer, query_terms
+from synapse_nb.recall.bm25 import Term
+from synapse_nb.recall.coverage import cover_terms, coverage
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCOMO = ROOT / "datasets" / "locomo" / "locomo10.json"
@@ -165,36 +167,28 @@ def rank_metrics(cs: dict[int, Conv], which, rp: RankParams, bm: BM25 = BM25()) 
     return {"r5": r5 / n, "r10": r10 / n, "obj": (r5 + r10) / 2 / n, "n": n}
 
 
-_SCORER = None
-
-
-def scorer():
-    global _SCORER
-    if _SCORER is None:
-        _SCORER = new_scorer()
-    return _SCORER
+def terms_of(c: Conv, words: list[str]) -> dict[str, Term]:
+    """The package's :class:`Term` of each word, from the vault's postings (one mind: n = the postings' count)."""
+    out = {}
+    for w in words:
+        t = STEM(w)
+        p, cnt = c.post.get(t, (np.zeros(0, np.int64), np.zeros((0, 2))))
+        out[w] = Term(t, p.astype(np.int64), cnt[:, 0].astype(np.int64), cnt[:, 1].astype(np.int64), len(p), {})
+    return out
 
 
 def gate_features(c: Conv, question: str, rp: RankParams, bm: BM25, depth: int = 20) -> dict:
     """What the gate can see for ``question`` asked of ``c``: per top record its coverage and rank score, plus
     query-level statistics (the vault's word statistics, the raw BM25 top score, whether an actor is named)."""
-    from synapse_nb.gate.scorer import idf
-
     words = rank_words(question)
     pos, s = c.bm25(words, bm, rp.w_context, rp.depth)
     r = structure(c.idx, pos, s, words, rp)
-    terms = query_terms(question)
-    df = c.doc_freq(terms)
-    n_docs = c.n_rows
+    cover = cover_terms(words, terms_of(c, words), c.n_rows, c.idx)  # the package's coverage (recall/coverage.py)
     top = r.pos[:depth]
-    cov = scorer().score_batch(question, [c.text[p] for p in top.tolist()], doc_freq=df, n_docs=n_docs,
-                               doc_keys=[(c.index, p) for p in top.tolist()]).scores if len(top) else np.zeros(0)
-    w = np.array([idf(df.get(t, 0), n_docs) for t in terms])
-    unknown = np.array([df.get(t, 0) == 0 for t in terms])
-    return {"pos": r.pos[:TOP], "score": r.score[:TOP], "cov": np.round(cov, 9),
-            "raw_top": float(s.max()) if len(s) else 0.0,
-            "idf_sum": float(w.sum()), "unknown_share": float(w[unknown].sum() / w.sum()) if len(w) else 0.0,
-            "named": bool(len(c.idx.actors_named(words))), "n_terms": len(terms)}
+    cov = np.array(coverage(cover, top, c.idx.actor[top])[0])
+    return {"pos": r.pos[:TOP], "score": r.score[:TOP], "cov": cov, "raw_top": float(s.max()) if len(s) else 0.0,
+            "idf_sum": cover.total, "unknown_share": cover.unknown_share,
+            "named": bool(len(c.idx.actors_named(words))), "n_terms": len(cover.words)}
 
 
 def gate_table(cs: dict[int, Conv], which, rp: RankParams = RankParams(), bm: BM25 = BM25()) -> list[dict]:  # noqa: B008
@@ -257,7 +251,7 @@ def search_ranking(cs: dict[int, Conv], rounds: int = 3, log=None) -> dict:
 # -- the gate's search (dev only) ----------------------------------------------------------------------------
 #: The gate's search space: weight of the second-best coverage (the best gets 1 - it), penalty on the unknown
 #: share; the floor is then read off the dev curve.
-GATE_SPACE = {"second": (0.0, 0.2, 0.3, 0.4, 0.5), "unknown": (0.0, 0.1, 0.15, 0.2)}
+GATE_SPACE = {"second": (0.0, 0.2, 0.3, 0.4, 0.5), "unknown": (0.0, 0.1, 0.15, 0.2, 0.25, 0.3)}
 #: nothing_new caps the off-topic rate is averaged over (a point that is good at one cap only is noise).
 CAPS = (0.04, 0.045, 0.05)
 #: The floor is the largest two-decimal value (the GateExplorer's step) with dev nothing_new at most this
@@ -475,8 +469,9 @@ def report(cs: dict[int, Conv]) -> dict:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["search", "experiments", "report"],
-                    help="search: ranking and gate on 0-6; experiments: rejected ideas on 0-6; report: all splits")
+    ap.add_argument("what", choices=["search", "gate", "experiments", "report"],
+                    help="search: ranking and gate on 0-6; gate: the gate only, on 0-6; experiments: rejected ideas "
+                         "on 0-6; report: all splits")
     ap.add_argument("--log", help="write every ranking point tried (JSON lines) here")
     a = ap.parse_args()
     t0 = time.time()
@@ -489,6 +484,8 @@ if __name__ == "__main__":
         finally:
             if log:
                 log.close()
+    elif a.what == "gate":
+        print(json.dumps(search_gate(convs), indent=1))
     elif a.what == "experiments":
         print(json.dumps(experiments(convs), indent=1))
     else:

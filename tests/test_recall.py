@@ -165,8 +165,8 @@ def test_bars_floor_margin_topk_budget(vault):
 
 
 def test_support_weighs_the_second_match_and_what_the_vault_never_saw(vault):
-    """The floor is on the query's support: 0.7 best + 0.3 second-best coverage - 0.1 x the unknown share."""
-    from synapse_nb.recall.scoring import support, unknown_share
+    """The floor is on the query's support: 0.8 best + 0.2 second-best coverage - 0.25 x the unknown share."""
+    from synapse_nb.recall.scoring import support
 
     vault.remember("knowledge", "lake_trip", "Ann went kayaking on the lake in June")
     vault.remember("knowledge", "lake_again", "the lake was cold in August")
@@ -174,11 +174,10 @@ def test_support_weighs_the_second_match_and_what_the_vault_never_saw(vault):
     known = vault.recall("Ann kayaking lake", bars=Bars(floor=0))
     covs = sorted((row.coverage for row in known.explain() if row.coverage is not None), reverse=True)
     assert len(covs) >= 2 and covs[0] > covs[1] > 0
-    assert known.coverage == support(covs, 0.0) == round(0.7 * covs[0] + 0.3 * covs[1], 9)  # all words known
+    assert known.coverage == support(covs, 0.0) == round(0.8 * covs[0] + 0.2 * covs[1], 9)  # all words known
     # the same question about someone the vault never saw: the unknown word costs support beyond coverage
     stranger = vault.recall("Zorblat kayaking lake", bars=Bars(floor=0))
     assert 0 < stranger.coverage < known.coverage
-    assert unknown_share(({"lake": 2, "zorblat": 0}, 3)) > 0.5 and unknown_share(({"lake": 2}, 3)) == 0.0
     assert "unknown share" in vault.recall("Zorblat kayaking lake", bars=Bars(floor=1.0)).explain()[0].reason
     # support is in [0, 1]: a floor of 0 lets any ranked record through, even for a query of unknown words
     assert support([0.0, 0.0], 1.0) == 0.0
@@ -339,7 +338,7 @@ GOLDEN_SCRIPT = textwrap.dedent("""
 """)
 
 GOLDEN = {
-    "how do we run migrations?": [["run_migrations", 1.55, ["migrations", "run", "run migrations", "#migrations"]]],
+    "how do we run migrations?": [["run_migrations", 1.55, ["migrations", "run", "#migrations"]]],
 }
 #: A conversation in threads, so the golden answers pin the structure step (neighbours, thread, actor) too.
 CHAT = [("s1", "Ann", "Where did you go camping last month?"), ("s1", "Bob", "Up in the mountains near the lake."),

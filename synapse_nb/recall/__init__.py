@@ -8,7 +8,7 @@
    thread (an answer follows its question), the thread's best, the actor the query names, tag / key / file
    bonuses. Ties by id. Lessons, the ranking, word statistics and the session's history are read in one snapshot.
 2. **Gate** (:mod:`~synapse_nb.recall.scoring`) — "nothing new" unless the query's support (best
-   and second-best :class:`synapse_nb.gate.CorpusScorer` coverage among the top ranked records, less the share of
+   and second-best coverage among the top ranked records, :mod:`~synapse_nb.recall.coverage`, less the share of
    the query's words the vault never saw) reaches :attr:`Bars.floor`; then one walk
    in rank order: the margin to the best rank score, the session delta (what the session already received
    unchanged is skipped without using a slot, :mod:`~synapse_nb.recall.delta`), top-k per kind, token budget.

@@ -12,12 +12,13 @@ from synapse_nb._util import check_files
 from synapse_nb.errors import QueryError, SnapshotMoved, ValidationError
 from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.models import Record
-from synapse_nb.recall.bm25 import Postings, bm25_top
+from synapse_nb.recall.bm25 import Postings, Term, bm25_top
 from synapse_nb.recall.candidates import Candidates, ExactMatches, query_words
+from synapse_nb.recall.coverage import Cover, cover_terms
 from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.rank import RankParams, Ranked, fts_words, rank_words, structure
 from synapse_nb.recall.render import assemble, empty_reason, record_line
-from synapse_nb.recall.scoring import gate, new_scorer, query_terms
+from synapse_nb.recall.scoring import gate
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
 from synapse_nb.text import FTS_TOKEN_RE
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from synapse_nb.context import Context
-    from synapse_nb.gate.scorer import CorpusScorer
     from synapse_nb.recall.rank import ThreadIndex
     from synapse_nb.store.indexer import VaultIndex
     from synapse_nb.store.records import Candidate
@@ -77,7 +77,8 @@ class _Ranking(NamedTuple):
     ranked: Ranked
     cands: list[Candidate | None]
     exact: ExactMatches
-    stats: tuple[dict[str, int], int]
+    cover: Cover
+    actor: np.ndarray
 
 
 class Recaller:
@@ -93,7 +94,6 @@ class Recaller:
         self._defaults = defaults  # the saved default bars, read inside the snapshot (no round trip of their own)
         self._index = index
         self._lock = threading.RLock()
-        self._scorer: CorpusScorer | None = None
         self._candidates = Candidates(ctx)
         self._postings = Postings(ctx)
         self._staleness = Staleness(ctx)
@@ -104,13 +104,6 @@ class Recaller:
         self._records: dict[tuple[str, str, str], Record] = {}
         self._lines: dict[tuple[str, str, str], tuple[Record, str]] = {}
         self._saved: tuple[object, tuple[Bars, float]] | None = None
-
-    @property
-    def scorer(self) -> CorpusScorer:
-        with self._lock:
-            if self._scorer is None:
-                self._scorer = new_scorer()
-            return self._scorer
 
     def _walker(self, now: str) -> tuple[Callable[[Candidate], Record | None], Callable[[list[Candidate]], None],
                                          Callable[[Candidate, Record], str]]:
@@ -228,7 +221,7 @@ class Recaller:
         else:
             self._records_for(ctx.mind)
             materialize, prefetch, line = self._walker(now)
-            g = gate(query, ranking.ranked, ranking.cands, ranking.exact, ranking.stats, bars, self.scorer,
+            g = gate(ranking.ranked, ranking.cands, ranking.exact, ranking.cover, ranking.actor, bars,
                      materialize, seen, prefetch, line)
             rows, kept, coverage = g.rows, g.kept, g.coverage
         shown_before = record_given(ctx, session, kept, lessons, seen, now)
@@ -247,13 +240,15 @@ class Recaller:
         store = ctx.store
         idx = self._candidates.threads(version)
         words = rank_words(query)
-        terms = query_terms(query)
         file_words = [w.lower() for f in files for w in FTS_TOKEN_RE.findall(f)]
-        df = self._candidates.doc_freq(sorted(set(terms) | set(words) | set(file_words)), version)
+        df = self._candidates.doc_freq(sorted(set(words) | set(file_words)), version)
         n_docs = self._candidates.count(version)
         send = fts_words(words, df, n_docs, p.max_df, p.max_postings)
+        # the gate's coverage counts the query's words but the most common (recall/coverage.py)
+        cover = [w for w in words if df.get(w, 0) <= p.max_postings] or [w for w in send if w in words]
         send += [w for w in dict.fromkeys(file_words) if w not in send]
-        pos, sc = self._bm25(idx, send, version)
+        terms, totals = self._postings.get(list(dict.fromkeys(send + cover)), idx, version) if send else ({}, (0, 0))
+        pos, sc = self._bm25(idx, send, terms, totals)
         exact = self._candidates.matches(query_words(query), version, idx, max_per_tag=MAX_TAG_RECORDS)
         pos_of = idx.pos
         bonus: tuple[np.ndarray, np.ndarray] | dict[int, float] = exact.bonus(bars.tag_bonus, bars.key_bonus)
@@ -286,17 +281,18 @@ class Recaller:
             got = [rows[rid] if rid in rows else next(more) for _, rid in walk]
         # memories expired at "now" are ranked (the store's ranking knows no time) but never given
         cands = [c if c is not None and not _expired(c, now) else None for c in got]
-        return _Ranking(ranked, cands, exact, ({t: df.get(t, 0) for t in terms}, n_docs))
+        return _Ranking(ranked, cands, exact, cover_terms(cover, terms, totals[0], idx), idx.actor)
 
-    def _bm25(self, idx: ThreadIndex, words: list[str], version: object) -> tuple[np.ndarray, np.ndarray]:
+    def _bm25(self, idx: ThreadIndex, words: list[str], terms: dict[str, Term],
+              totals: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
         """The mind's best ``depth`` documents for ``words`` and their BM25 (positions into ``idx``), computed here
-        from cached postings exactly as the store's ``bm25`` computes it (recall/bm25.py)."""
+        from cached postings (``terms``, read at this recall's version) exactly as the store's ``bm25`` computes
+        it (recall/bm25.py)."""
         import numpy as np
 
         store, p = self._ctx.store, self.params
         if not words or p.depth <= 0:
             return np.zeros(0, np.int64), np.zeros(0)
-        terms, totals = self._postings.get(words, idx, version)
         if all(terms[w].stem is not None for w in words):
             return bm25_top([terms[w] for w in words], idx, totals, style=store.recall.bm25_style, depth=p.depth,
                             w_body=p.w_body, w_context=p.w_context, k1=p.k1, b=p.b)

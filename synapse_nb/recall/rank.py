@@ -151,6 +151,7 @@ class ThreadIndex:
         acode = {a: j for j, a in enumerate(self.actor_names)}
         self.actor_words = [frozenset(FTS_TOKEN_RE.findall(normalise(a, 200))) for a in self.actor_names]
         self.actor = np.array([acode[r.actor] if r.actor else -1 for r in rows], np.int64)
+        self._actor_counts: np.ndarray | None = None
         seq = np.array([r.seq if r.seq is not None else 0 for r in rows], np.int64)
         self.prev1, self.prev2, self.next1, self.next2 = (np.full(n, -1, np.int64) for _ in range(4))
         threaded = np.flatnonzero(self.thread >= 0)
@@ -173,6 +174,14 @@ class ThreadIndex:
             order = np.argsort(self.doc, kind="stable")
             self._doc_index = (order, self.doc[order])
         return self._doc_index
+
+    def actor_records(self, codes: np.ndarray) -> int:
+        """How many of the mind's records the actors ``codes`` (distinct) spoke."""
+        import numpy as np
+
+        if self._actor_counts is None:
+            self._actor_counts = np.bincount(self.actor[self.actor >= 0], minlength=len(self.actor_names))
+        return int(self._actor_counts[codes].sum()) if len(codes) else 0
 
     def actors_named(self, words: Sequence[str]) -> np.ndarray:
         """Codes of the actors whose name shares a word with the query words."""

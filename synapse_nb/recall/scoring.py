@@ -2,12 +2,14 @@
 
 - **"Nothing new"** is decided once per query, on the query's *support* (:func:`support`), which must reach
   ``Bars.floor``. Each of the top ``Bars.gate_depth`` ranked records gets a coverage score
-  (:class:`synapse_nb.gate.CorpusScorer`: idf-weighted word coverage plus character similarity, from the query,
-  the record's text and the vault's word statistics) plus its exact-match bonuses (tag, key, file), capped at 1;
-  support = :data:`BEST_WEIGHT` x the best coverage + :data:`SECOND_WEIGHT` x the second best (a second record
-  that also covers the query corroborates the first) - :data:`UNKNOWN_PENALTY` x the unknown share (the
-  idf-weighted share of the query's words that *no* record of the vault contains: a question about someone or
-  something the vault never saw). Coverage is never used per item and never orders anything: the rank does.
+  (:mod:`synapse_nb.recall.coverage`: the idf-weighted share of the query's words its own text holds, read off the
+  ranking's postings) plus its exact-match bonuses (tag, key, file), capped at 1; support =
+  :data:`BEST_WEIGHT` x the best coverage + :data:`SECOND_WEIGHT` x the second best (a second record that also
+  covers the query corroborates the first) - :data:`UNKNOWN_PENALTY` x the unknown share (the idf-weighted share
+  of the query's words that *no* record of the vault contains: a question about someone or something the vault
+  never saw). An exact match among them is enough on its own: support is at least its bonus (tag 0.25, key
+  0.35, file 0.3 by default, all above the default floor). Coverage is never used per item and never orders
+  anything: the rank does.
 - Otherwise one walk in rank order: a record below ``Bars.margin`` x the best rank score without exact-match
   bonuses (a bonus lifts a record over the bar, never raises the bar for the others) ends the walk; a
   record already given to the session, unchanged, is skipped *without* using a slot or budget (the delta comes
@@ -28,56 +30,23 @@ from synapse_nb.recall.render import record_line
 from synapse_nb.recall.types import MAX_EXPLAIN, Bars, ExplainRow, ExplainRows, RecallItem
 
 if TYPE_CHECKING:
-    from synapse_nb.gate.scorer import CorpusScorer
+    import numpy as np
+
+    from synapse_nb.recall.coverage import Cover
     from synapse_nb.store.records import Candidate
 
-__all__ = ["BEST_WEIGHT", "SECOND_WEIGHT", "UNKNOWN_PENALTY", "Gated", "WordStats", "gate", "new_scorer",
-           "query_terms", "support", "unknown_share"]
+__all__ = ["BEST_WEIGHT", "SECOND_WEIGHT", "UNKNOWN_PENALTY", "Gated", "gate", "support"]
 
-#: (document frequency per query term, number of documents): the vault's word statistics for one query.
-WordStats = tuple[dict[str, int], int]
 _PARTS = ("bm25", "neighbours", "thread", "actor", "bonus")
 #: Most "top_k" rows explained per recall (records past a full kind).
 MAX_TOP_K_ROWS = 20
 #: The gate's support: weights of the best and second-best coverage among the top ranked records, and the
-#: penalty on the query's unknown share. Chosen on LoCoMo conversations 0-6 only (benchmarks/recall_tune.py):
-#: at nothing_new <= 5% they answer "nothing new" to 89% of off-topic questions, against 85% for the best
-#: coverage alone.
-BEST_WEIGHT = 0.7
-SECOND_WEIGHT = 0.3
-UNKNOWN_PENALTY = 0.1
-
-
-def new_scorer() -> CorpusScorer:
-    # numpy and scipy load with the gate, on the first recall that has candidates (import synapse_nb stays light)
-    from synapse_nb.gate.scorer import CorpusScorer
-
-    return CorpusScorer(cache_size=50_000)
-
-
-def query_terms(query: str) -> list[str]:
-    """The words of ``query`` whose document frequencies the gate needs."""
-    from synapse_nb.gate.scorer import query_terms as terms  # the gate's analyser (numpy loads with it)
-
-    return list(terms(query))
-
-
-def unknown_share(stats: WordStats) -> float:
-    """The idf-weighted share of the query's words (``stats``: their document frequencies, the number of
-    documents) that no document of the vault contains.
-
-    >>> unknown_share(({"lake": 3, "zorblat": 0}, 100))
-    0.570413545
-    >>> unknown_share(({}, 100))
-    0.0
-    """
-    from synapse_nb.gate.scorer import idf
-
-    df, n_docs = stats
-    weights = [(idf(df[t], n_docs), df[t] <= 0) for t in sorted(df)]
-    total = sum(w for w, _ in weights)
-    unknown = sum(w for w, u in weights if u)
-    return round(unknown / total, SCORE_DECIMALS) if total > 0 else 0.0
+#: penalty on the query's unknown share. Chosen on LoCoMo conversations 0-6 only (benchmarks/recall_tune.py
+#: gate): at nothing_new <= 5% they answer "nothing new" to 92% of off-topic questions (88% for the best
+#: coverage alone).
+BEST_WEIGHT = 0.8
+SECOND_WEIGHT = 0.2
+UNKNOWN_PENALTY = 0.25
 
 
 def support(coverages: Sequence[float], unknown: float) -> float:
@@ -139,11 +108,12 @@ def _explain_rows(decisions: Sequence[_Decision], cands: Sequence[Candidate | No
     return ExplainRows(tuple(d.bar for d in decisions), build)
 
 
-def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: Mapping[str, list[str]],
-         stats: WordStats, bars: Bars, scorer: CorpusScorer, materialize: Callable[[Candidate], Record | None],
+def gate(ranked: Ranked, cands: Sequence[Candidate | None], exact: Mapping[str, list[str]], cover: Cover,
+         actor: np.ndarray, bars: Bars, materialize: Callable[[Candidate], Record | None],
          seen: Mapping[str, str], prefetch: Callable[[list[Candidate]], object] | None = None,
          line_of: Callable[[Candidate, Record], str] | None = None) -> Gated:
     """Gate one ranked query. ``cands[j]`` is the candidate at rank ``j`` (None: gone or masked, skipped);
+    ``actor`` the actor code of every position of the mind (:class:`~synapse_nb.recall.rank.ThreadIndex`);
     ``seen`` maps ids the session was given to the digest it got (empty without a session).
 
     ``prefetch``, if given, is called once with the candidates the walk reads whatever the records hold (the
@@ -153,28 +123,29 @@ def gate(query: str, ranked: Ranked, cands: Sequence[Candidate | None], exact: M
     order = [j for j, c in enumerate(cands) if c is not None]
     if not order:
         return Gated(ExplainRows((), tuple), [], 0.0, False)
-    df, n_docs = stats
+    from synapse_nb.recall.coverage import coverage
+
     top = order[: bars.gate_depth]
-    top_c = [cands[j] for j in top]
-    batch = scorer.score_batch(query, [c.text for c in top_c], doc_freq=df, n_docs=n_docs,  # type: ignore[union-attr]
-                               doc_keys=[f"{c.id}:{c.updated_at}" for c in top_c])  # type: ignore[union-attr]
+    positions = ranked.pos[top]
+    covs, words_of = coverage(cover, positions, actor[positions])
     # exact matches (tag, key, file) count towards coverage as they did in recall v1: a record about a file
     # being worked on is relevant on that alone
     bonus = ranked.parts.get("bonus")
     bonus_at = bonus[top].tolist() if bonus is not None else [0.0] * len(top)  # the same floats float() gives
-    cov = {j: min(1.0, round(float(s) + b, SCORE_DECIMALS)) for j, s, b in zip(top, batch.scores, bonus_at,
-                                                                              strict=True)}
+    cov = {j: min(1.0, round(float(s) + b, SCORE_DECIMALS)) for j, s, b in zip(top, covs, bonus_at, strict=True)}
     top_at = {j: i for i, j in enumerate(top)}
 
     def matched(j: int) -> tuple[str, ...]:
         i = top_at.get(j)
         c = cands[j]
         assert c is not None
-        return (batch.matched(i) if i is not None else ()) + tuple(exact.get(c.id, ()))
+        return (words_of[i] if i is not None else ()) + tuple(exact.get(c.id, ()))
 
     best_cov = max(cov.values())
-    unknown = unknown_share(stats)
+    unknown = cover.unknown_share
     sup = support(list(cov.values()), unknown)
+    if bonus is not None:  # an exact match is relevant on its own: unknown words do not outweigh it
+        sup = max(sup, min(1.0, round(max(bonus_at), SCORE_DECIMALS)))
     decisions: list[_Decision] = []
     if sup < bars.floor:
         reason = (f"support {sup:.3f} < floor {bars.floor} (best coverage of the top {len(top)} {best_cov:.3f}, "

@@ -35,12 +35,13 @@ class Bars:
     Attributes
     ----------
     floor : float
-        "Nothing new" unless the query's support reaches it: 0.7 x the best gate coverage (the share of the
-        query's information a record holds, in [0, 1]) among the top ``gate_depth`` ranked records + 0.3 x the
-        second best - 0.1 x the share of the query's information that no record of the vault holds
-        (:func:`synapse_nb.recall.scoring.support`). Default 0.18, chosen on LoCoMo conversations 0-6 as the
-        largest floor (two decimals, the GateExplorer's step) that answers "nothing new" to at most 4.5% of
-        their questions that have evidence (4.3%; 86% of their questions asked of another conversation).
+        "Nothing new" unless the query's support reaches it: 0.8 x the best gate coverage (the idf-weighted
+        share of the query's words a record's own text holds, in [0, 1]; :mod:`synapse_nb.recall.coverage`)
+        among the top ``gate_depth`` ranked records + 0.2 x the second best - 0.25 x the share of the query's
+        words that no record of the vault holds (:func:`synapse_nb.recall.scoring.support`). Default 0.23,
+        chosen on LoCoMo conversations 0-6 as the largest floor (two decimals, the GateExplorer's step) that
+        answers "nothing new" to at most 4.5% of their questions that have evidence (3.9%; 92% of their
+        questions asked of another conversation).
         It is never applied per item.
     margin : float
         A record is included only while its rank score is at least ``margin`` times the best rank score.
@@ -60,7 +61,7 @@ class Bars:
         How many ranked records the floor looks at. Default 20.
     """
 
-    floor: float = 0.18
+    floor: float = 0.23
     margin: float = 0.4
     top_k: int = 5
     budget_tokens: int = 1200
