@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 import synapse_nb as syn
-from synapse_nb.store.sqlite import SCHEMA_VERSION
+from synapse_nb.transfer import EXPORT_SCHEMA
 
 TOPICS = ["api", "deploy", "database", "migrations", "auth", "jwt", "cache", "redis", "kafka", "worker", "cron",
           "pytest", "ci", "docker", "kubernetes", "frontend", "react", "webpack", "logging", "metrics", "alerts",
@@ -48,7 +48,7 @@ def _sentence(rng: random.Random, n: int) -> str:
 
 def export_lines(n: int, seed: int = 0):
     rng = random.Random(seed)
-    yield json.dumps({"format": "synapse_nb-export", "schema": SCHEMA_VERSION})
+    yield json.dumps({"format": "synapse_nb-export", "schema": EXPORT_SCHEMA})
     ts = "2026-01-01T00:00:00.000000Z"
     cats = list(syn.CATEGORIES)
     episodes = 0
