@@ -2,7 +2,9 @@
 
 Prints recall p50/p95, the p50 of a bare SQLite FTS5 ``bm25()`` top-20 query over the same texts (the
 vault's ``gate_vocab`` index of the gate texts, the OR of the query's words) measured side by side in the same
-process, their ratio, the store's ranking query alone, and peak RSS. Vaults are generated deterministically
+process (each query alternates recall, the bare query and the store's ranking query), their ratio, the store's
+ranking query alone, and peak RSS; then, in another fresh process, recall alone (``recall_alone_*``: the same
+queries one after another with nothing in between, the issue's absolute goal). Vaults are generated deterministically
 (seeded), bulk-loaded through the public ``import_jsonl`` API, and measured in a fresh process. Records are
 mixed: 60% memories, 10% decisions, 10% checkpoints, 17% episodes in threads of 20 turns with 40 actors
 (the structure step runs on them), 3% notes.
@@ -126,16 +128,25 @@ def run(size: int, n_queries: int) -> dict:
                           str(n_queries)], capture_output=True, text=True, check=True).stdout
     res = {"size": size, "load_s": load_s}
     res.update(json.loads(out.strip().splitlines()[-1]))
+    out = subprocess.run([sys.executable, __file__, "--measure", str(tmp), "--size", str(size), "--queries",
+                          str(n_queries), "--alone"], capture_output=True, text=True, check=True).stdout
+    res.update(json.loads(out.strip().splitlines()[-1]))
     return res
 
 
-def measure(path: Path, size: int, n_queries: int) -> dict:
+def measure(path: Path, size: int, n_queries: int, alone: bool = False) -> dict:
     import sqlite3
 
     from synapse_nb.recall.rank import rank_words
 
     v = syn.open_vault(path)
     qs = queries(n_queries)
+    if alone:  # recall only, one query after another (warm: imports and structure arrays, with the first query)
+        v.recall(qs[0])
+        ts = timed(lambda x: v.recall(x), qs)
+        v.close()
+        return {"recall_alone_p50_ms": statistics.median(ts), "recall_alone_p95_ms": pct(ts, 95),
+                "recall_alone_peak_rss_mb": _peak_rss_mb()}
     # the reference: a bare FTS5 bm25() top-20 over the same gate texts, on its own read-only connection
     conn = sqlite3.connect(f"file:{v.path / 'synapse.db'}?mode=ro", uri=True)
     bare_sql = "SELECT rowid FROM gate_vocab WHERE gate_vocab MATCH ? ORDER BY bm25(gate_vocab) LIMIT 20"
@@ -185,9 +196,10 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--measure", help=argparse.SUPPRESS)  # internal: measure recall on a built vault
     ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--alone", action="store_true", help="with --measure: time recall alone (no reference queries)")
     args = ap.parse_args()
     if args.measure:
-        print(json.dumps(measure(Path(args.measure), args.size, args.queries)))
+        print(json.dumps(measure(Path(args.measure), args.size, args.queries, args.alone)))
         return
     for size in [int(s) for s in args.sizes.split(",")]:
         r = run(size, args.queries)
