@@ -91,16 +91,8 @@ class Conv:
         self.avgdl = float(length.sum()) / self.n_rows
         self.stem_db = db
         self.vault = vault
-        self.df_cache: dict[str, int] = {}
         self.questions = [(qi, q.question, list(q.evidence), q.category)
                           for qi, q in enumerate(conv.questions) if q.evidence]
-
-    def doc_freq(self, terms: list[str]) -> dict[str, int]:
-        miss = [t for t in terms if t not in self.df_cache]
-        if miss:
-            self.df_cache.update({t: 0 for t in miss})
-            self.df_cache.update(self.vault._ctx.store.recall.doc_freq(miss))
-        return {t: self.df_cache[t] for t in terms}
 
     def bm25(self, words: list[str], bm: BM25, w_context: float, depth: int) -> tuple[np.ndarray, np.ndarray]:
         """FTS5's bm25(rank_fts, 1, w_context) for the OR of ``words`` (one phrase per word, as FTS5 counts them)."""

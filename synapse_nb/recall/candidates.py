@@ -6,7 +6,7 @@ The ranking itself is BM25 (:mod:`synapse_nb.recall.bm25`, from the store's post
 - :meth:`Candidates.threads`: the mind's :class:`~synapse_nb.recall.rank.ThreadIndex`, read once and cached
   until the vault changes (keyed by the store's data version);
 - :meth:`Candidates.fetch`: candidate rows (gate text, stamps, expiry) of ranked ids;
-- :meth:`Candidates.exact`: records whose tag, key or note name the query names (rank bonuses).
+- :meth:`Candidates.matches`: records whose tag, key or note name the query names (rank bonuses).
 """
 
 from __future__ import annotations
@@ -191,34 +191,6 @@ class Candidates:
                    for (kind, rid), c in zip(ids, out, strict=True)]
         return out
 
-    def exact(self, words: list[str], version: object, *, rids: list[str] | None = None,
-              max_per_tag: int | None = None) -> dict[str, list[str]]:
-        """id -> exact matches ("#tag", "key:name") for records whose tag, key or note name the query names.
-
-        ``rids`` restricts the answer to those records; ``max_per_tag`` leaves out tags carried by more
-        records than that (a tag on thousands of records identifies nothing; its word is in the indexed
-        text anyway).
-        """
-        out: dict[str, list[str]] = {}
-        if not words:
-            return out
-        queries, mind = self._ctx.store.recall, self._ctx.mind
-        if rids is not None:
-            matches = queries.tag_matches(mind, words, rids)
-        elif max_per_tag is not None:
-            matches = self._tag_matches(words, max_per_tag, version)
-        else:
-            matches = queries.tag_matches(mind, words)
-        for rid, tag in matches:
-            out.setdefault(rid, []).append(f"#{tag}")
-        wanted = set(rids or ())
-        keys = sorted({"_".join(words[i:j]) for i in range(len(words))
-                       for j in range(i + 1, min(len(words), i + 6) + 1)})
-        for rid, name in self._key_matches(keys, version):
-            if rids is None or rid in wanted:
-                out.setdefault(rid, []).append(f"key:{name}")
-        return out
-
     def _key_matches(self, keys: list[str], version: object) -> list[tuple[str, str]]:
         """The store's ``key_matches`` for these keys, by id, each key's answer kept until the vault changes
         (queries share their word runs)."""
@@ -238,10 +210,6 @@ class Candidates:
                     cache.clear()
                 cache.update((k, tuple(v)) for k, v in found.items())
         return sorted(m for k in keys for m in (found[k] if k in found else cache.get(k, ())))
-
-    def _tag_matches(self, words: list[str], max_per_tag: int, version: object) -> list[tuple[str, str]]:
-        """(rid, tag) of the tags among ``words`` carried by at most ``max_per_tag`` records, by rid then tag."""
-        return sorted((rid, t) for t, rids in self._tag_rids(words, max_per_tag, version) for rid in rids)
 
     def _tag_rids(self, words: list[str], max_per_tag: int,
                   version: object) -> list[tuple[str, tuple[str, ...]]]:
@@ -278,8 +246,10 @@ class Candidates:
         return [(t, fresh[t] if t in fresh else known[t][1] or ()) for t in wanted if 0 < counts[t] <= max_per_tag]
 
     def matches(self, words: list[str], version: object, idx: ThreadIndex, *, max_per_tag: int) -> ExactMatches:
-        """:meth:`exact` (with ``max_per_tag``) as an :class:`ExactMatches`: each record's labels are built when
-        read, and the rank bonuses are computed over arrays (a tag carried by 200 records costs no Python loop
+        """Records whose tag, key or note name the query names, as an :class:`ExactMatches` ("#tag", "key:name";
+        tags carried by more than ``max_per_tag`` records are left out: a tag on thousands of records identifies
+        nothing, its word is in the indexed text anyway). Each record's labels are built when read, and the rank
+        bonuses are computed over arrays (a tag carried by 200 records costs no Python loop
         over them). Each tag's records and their positions in ``idx`` are kept until the vault changes."""
         if not words:
             return ExactMatches([], [], {})

@@ -28,6 +28,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from synapse_nb.gate.scorer import idf  # the gate's smoothed idf: one formula for the router and recall
 from synapse_nb.recall.rank import SCORE_DECIMALS
 
 if TYPE_CHECKING:
@@ -36,19 +37,7 @@ if TYPE_CHECKING:
     from synapse_nb.recall.bm25 import Term
     from synapse_nb.recall.rank import ThreadIndex
 
-__all__ = ["Cover", "cover_terms", "coverage", "idf"]
-
-
-def idf(n: int, n_rows: int) -> float:
-    """The gate's smoothed inverse document frequency, never below 1 (``n`` clamped to ``[0, n_rows]``).
-
-    >>> idf(0, 0)
-    1.0
-    >>> round(idf(1, 10), 4)
-    2.7047
-    """
-    total = max(int(n_rows), 0)
-    return math.log((1 + total) / (1 + min(max(int(n), 0), total))) + 1.0
+__all__ = ["Cover", "cover_terms", "coverage"]
 
 
 class Cover(NamedTuple):

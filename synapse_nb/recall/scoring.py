@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from synapse_nb._util import estimate_tokens, plural
 from synapse_nb.models import TABLES, Record
+from synapse_nb.recall.coverage import coverage
 from synapse_nb.recall.rank import SCORE_DECIMALS, Ranked
 from synapse_nb.recall.render import record_line
 from synapse_nb.recall.types import MAX_EXPLAIN, Bars, ExplainRow, ExplainRows, RecallItem
@@ -123,8 +124,6 @@ def gate(ranked: Ranked, cands: Sequence[Candidate | None], exact: Mapping[str, 
     order = [j for j, c in enumerate(cands) if c is not None]
     if not order:
         return Gated(ExplainRows((), tuple), [], 0.0, False)
-    from synapse_nb.recall.coverage import coverage
-
     top = order[: bars.gate_depth]
     positions = ranked.pos[top]
     covs, words_of = coverage(cover, positions, actor[positions])
