@@ -365,9 +365,8 @@ class RecallQueries(Protocol):
         """How many records of the mind carry each tag; absent: none."""
         ...
 
-    def tag_matches(self, mind: str, tags: Sequence[str],
-                    ids: Sequence[str] | None = None) -> builtins.list[tuple[str, str]]:
-        """(id, tag) for records of the mind carrying these tags (only ``ids`` when given), by id then tag."""
+    def tag_matches(self, mind: str, tags: Sequence[str]) -> builtins.list[tuple[str, str]]:
+        """(id, tag) for records of the mind carrying these tags, by id then tag."""
         ...
 
     def key_matches(self, mind: str, keys: Sequence[str]) -> builtins.list[tuple[str, str]]:

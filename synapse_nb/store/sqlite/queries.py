@@ -200,19 +200,12 @@ class RecallQueries(RankingQueries):
                               "GROUP BY tag ORDER BY tag", (*tags, mind))
         return {r["tag"]: int(r["n"]) for r in rows}
 
-    def tag_matches(self, mind: str, tags: Sequence[str], ids: Sequence[str] | None = None) -> list[tuple[str, str]]:
+    def tag_matches(self, mind: str, tags: Sequence[str]) -> list[tuple[str, str]]:
         if not tags:
             return []
-        ph = _marks(len(tags))
-        if ids is None:
-            return [(r["rid"], r["tag"]) for r in self._db.query(
-                f"SELECT rid, tag FROM tags WHERE mind = ? AND tag IN ({ph}) ORDER BY rid, tag", (mind, *tags))]
-        out: list[tuple[str, str]] = []
-        for chunk in _chunks(list(ids)):
-            out += [(r["rid"], r["tag"]) for r in self._db.query(
-                f"SELECT rid, tag FROM tags WHERE rid IN ({_marks(len(chunk))}) AND tag IN ({ph}) AND mind = ? "
-                "ORDER BY rid, tag", (*chunk, *tags, mind))]
-        return out
+        return [(r["rid"], r["tag"]) for r in self._db.query(
+            f"SELECT rid, tag FROM tags WHERE mind = ? AND tag IN ({_marks(len(tags))}) ORDER BY rid, tag",
+            (mind, *tags))]
 
     def key_matches(self, mind: str, keys: Sequence[str]) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
