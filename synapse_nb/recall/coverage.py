@@ -5,8 +5,8 @@ as the ranking indexes it (its porter stem, in the record's ``body`` column: the
 thread, the ``context`` column, do not count). Weights are the gate's smoothed idf,
 ``log((1 + N) / (1 + n)) + 1``, with ``N`` and ``n`` BM25's own: the rows of the whole ranking index and the rows
 holding the stem. A word that names one of the mind's actors (an episode's speaker) is held by that actor's
-records too (and ``n`` is at least their number). A word no row holds and no actor's name contains is *unknown* (a name the vault never saw); the
-unknown share feeds the support (:func:`synapse_nb.recall.scoring.support`).
+records too (and ``n`` is at least their number). A word no row holds and no actor's name contains is *unknown*
+(a name the vault never saw); the unknown share feeds the support (:func:`synapse_nb.recall.scoring.support`).
 
 Which words count: the query's ranking words (:func:`~synapse_nb.recall.rank.rank_words`), one per stem (the
 first), except words in more than ``RankParams.max_postings`` records (too common to identify anything; their

@@ -101,26 +101,33 @@ def _without_ranking(v: Any) -> Callable[..., int]:
     return cost
 
 
-def test_a_warm_recall_costs_one_round_trip_and_caches_follow_every_write(team_url: str, machine: Any) -> None:
-    """Round trips are a team vault's latency. Once a query's words were read at this version (a repeated query,
-    the common case), a recall is exactly one: a lazy snapshot reads its version and the server's clock in one
-    autocommitted statement, and every read is then served from what is kept for that version, so no transaction
-    is opened (a read the caches lack opens it: BEGIN with the version check, and ROLLBACK). The saved default bars and the kept items' file flags are kept per data
-    version (writing either moves it); a session adds its marks (read 1, write 1). Everything else is kept per
-    data version too: lessons, frequencies, counts, tag and key matches, candidate rows, records (a record the
-    gate reads for the first time at a version costs one round trip)."""
+def _warm_pair(machine: Any, team_url: str) -> tuple[Any, Any, str, Callable[..., int]]:
+    """Machines a (filled, one recall of the query made) and b, the query, and a's :func:`_without_ranking` cost
+    of it."""
     a, b = machine("a", team_url), machine("b", team_url)
     _fill(a)
     q = "how do we handle deploys and retries?"
     cost = functools.partial(_without_ranking(a), q)
-
     cost()
+    return a, b, q, cost
+
+
+def test_a_warm_recall_costs_one_round_trip_and_caches_follow_every_write(team_url: str, machine: Any) -> None:
+    """Round trips are a team vault's latency. Once a query's words were read at this version (a repeated query,
+    the common case), a recall is exactly one: a lazy snapshot reads its version and the server's clock in one
+    autocommitted statement, and every read is then served from what is kept for that version, so no transaction
+    is opened (a read the caches lack opens it: BEGIN with the version check, and ROLLBACK). The saved default
+    bars and the kept items' file flags are kept per data version (writing either moves it); a session adds its
+    marks (read 1, write 1). Everything else is kept per
+    data version too: lessons, frequencies, counts, tag and key matches, candidate rows, records (a record the
+    gate reads for the first time at a version costs one round trip)."""
+    a, b, q, cost = _warm_pair(machine, team_url)
     assert cost() == 1
     rt = a._store.round_trips.count
     a.recall(q)  # the ranking reads themselves are kept per data version: a repeated query makes none
     assert a._store.round_trips.count - rt == 1
     cost(session="s1")
-    cost(session="s1")  # the gate walks past what s1 was given: records first read here, one round trip each
+    cost(session="s1")  # the walk skips what s1 was given: the records it reads past a skip cost one round trip each
     assert cost(session="s1") == 2  # its marks read; nothing new was given, so none written
     cost(session="s2")
     assert cost(session="s2") == 3  # its marks read, and what it was newly given written
@@ -173,11 +180,7 @@ def test_settings_and_file_flags_written_elsewhere_are_never_served_stale(team_u
     handle does."""
     from synapse_nb.recall import Bars
 
-    a, b = machine("a", team_url), machine("b", team_url)
-    _fill(a)
-    q = "how do we handle deploys and retries?"
-    cost = functools.partial(_without_ranking(a), q)
-    cost()
+    a, b, q, cost = _warm_pair(machine, team_url)
     assert cost() == 1
     first = a.recall(q)
     assert len(first.items) > 1
