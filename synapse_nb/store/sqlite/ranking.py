@@ -38,8 +38,10 @@ RANK_ROWS = ("SELECT d.kind, d.rid, d.thread, d.seq, d.actor, instr(d.body, '?')
              "LEFT JOIN rank_fts_docsize z ON z.id = d.gid WHERE d.mind = ? ORDER BY d.rid")
 RANK_AVERAGES = "SELECT block FROM rank_fts_data WHERE id = 1"
 _VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.synapse_rank_vocab USING fts5vocab(main, rank_fts, instance)"
-# one row per instance, as doc * 2 + (1 in the body): grouping them in SQL costs more than reading them
-RANK_INSTANCES = "SELECT doc * 2 + (col = 'body') FROM temp.synapse_rank_vocab WHERE term = ?"
+# every instance as doc * 2 + (1 in the body), in one comma-separated text: at 10k records a word in 1,800 of them
+# (2,150 instances) reads in ~0.6 ms so, ~2.8 ms as one row per instance (a Python tuple each); grouping them per
+# document in SQL costs more than either
+RANK_INSTANCES = "SELECT group_concat(doc * 2 + (col = 'body')) FROM temp.synapse_rank_vocab WHERE term = ?"
 
 
 def varints(blob: bytes | None) -> list[int]:
@@ -137,8 +139,8 @@ class RankingQueries:
             if len(terms) != 1:
                 out[w] = TermPostings(None, (), empty, empty, 0, empty)
                 continue
-            rows = self._db.query(RANK_INSTANCES, (terms[0],))
-            a = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+            row = self._db.query_one(RANK_INSTANCES, (terms[0],))
+            a = np.fromstring(row[0], np.int64, sep=",") if row is not None and row[0] else empty.copy()
             a.sort()
             docs, start = np.unique(a >> 1, return_index=True)
             if len(docs) == 0:
