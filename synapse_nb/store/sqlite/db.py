@@ -115,8 +115,10 @@ class Database:
             raise StoreError(f"cannot open the vault database {self.path}: {exc}") from exc
 
     def _connect(self, readonly: bool) -> sqlite3.Connection:
+        # cached_statements: a recall prepares one statement per id-list length and kind (candidate rows, records,
+        # tags, keys); Python's default cache of 128 was thrashed by a few hundred recalls, re-preparing each time
         kw: dict[str, Any] = {"uri": True, "timeout": LOCK_TIMEOUT_S, "isolation_level": None,
-                              "check_same_thread": False}
+                              "check_same_thread": False, "cached_statements": 2048}
         if not readonly:
             return sqlite3.connect(f"file:{self.path}", **kw)
         if not self.path.is_file():
