@@ -83,6 +83,23 @@ def test_the_walk_reads_its_records_in_one_statement_per_kind(vault: syn.Vault) 
     assert sum(row.bar == "delta" for row in skipped.explain()) == 10
 
 
+def test_a_sessions_marks_leave_the_data_version_and_the_caches_alone(vault: syn.Vault) -> None:
+    """Recording what a session was given writes only the session's marks, which nothing recall caches depends
+    on: the data version stays put, so the next recall starts warm (the rank rows are not read again); a write
+    to a record moves it."""
+    vault.remember("procedure", "run_migrations", "run the migrations with alembic upgrade head")
+    vault.decide("migrations run in CI before every deploy")
+    vault.recall("warm up")
+    before = vault._store.data_version()
+    given = vault.recall("how do we run migrations", session="s1")
+    assert given.items and vault._store.data_version() == before
+    with _statements(vault) as seen:
+        again = vault.recall("how do we run migrations", session="s1")
+    assert not again.items and not [s for s in seen if "FROM gate_docs" in s]
+    vault.remember("procedure", "deploy", "deploy with the release script")
+    assert vault._store.data_version() != before
+
+
 def test_recall_text_and_recall_render_a_memory_line_the_same_way(vault: syn.Vault) -> None:
     long = " ".join(f"word{i}" for i in range(200))  # about 1,400 characters
     m = vault.remember("knowledge", "long_fact", long, tags=["big"])

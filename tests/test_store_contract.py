@@ -348,6 +348,22 @@ def test_ranking_documents_bm25_and_structure(store: Any) -> None:
     assert store.episodes.next_seq("default", "s1") == 5 and store.episodes.next_seq("default", "new") == 0
 
 
+def test_rank_rows_carry_each_memorys_expiry(store: Any) -> None:
+    """RankRow.expires_at: a memory's expiry (expired or not; recall masks at its own "now"), None for a memory
+    without one and for other kinds; only the mind's rows."""
+    store.memories.insert(_mem(1, expires_at="2000-01-01T00:00:00.000000Z"))
+    store.memories.insert(_mem(2, expires_at="2999-01-01T00:00:00.000000Z"))
+    store.memories.insert(_mem(3))
+    store.memories.insert(_mem(4, mind="other", expires_at="2999-01-01T00:00:00.000000Z"))
+    store.episodes.insert(_epi(5, "a turn"))
+    rows = {r.id: r for r in store.recall.rank_rows("default")}
+    assert {i: r.expires_at for i, r in rows.items()} == {
+        "mem_000000000001": "2000-01-01T00:00:00.000000Z", "mem_000000000002": "2999-01-01T00:00:00.000000Z",
+        "mem_000000000003": None, "epi_000000000005": None}
+    store.memories.update("mem_000000000002", updated_at=T1, expires_at=None)
+    assert {r.id: r.expires_at for r in store.recall.rank_rows("default")}["mem_000000000002"] is None
+
+
 def _mind_postings(p: Any, rows: list[Any]) -> tuple[list[str], list[int], list[int], int]:
     """(ids, tf_body, tf_context, n_vault) of the mind's documents, in id order, whether the backend names them by
     id or by RankRow.doc."""

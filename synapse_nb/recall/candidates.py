@@ -5,7 +5,8 @@ The ranking itself is BM25 (:mod:`synapse_nb.recall.bm25`, from the store's post
 
 - :meth:`Candidates.threads`: the mind's :class:`~synapse_nb.recall.rank.ThreadIndex`, read once and cached
   until the vault changes (keyed by the store's data version);
-- :meth:`Candidates.fetch`: candidate rows (gate text, stamps, expiry) of ranked ids;
+- :meth:`Candidates.fetch`: candidate rows (gate text, stamps, expiry) of ranked ids: the texts the file bonus and
+  the semantic channel read, and on a remote store the stamps the walk's record cache is checked with;
 - :meth:`Candidates.matches`: records whose tag, key or note name the query names (rank bonuses).
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from synapse_nb.recall.rank import ThreadIndex
 from synapse_nb.store.records import Candidate
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
     from synapse_nb.context import Context
 
-__all__ = ["Candidates", "ExactMatches", "query_words"]
+__all__ = ["Candidates", "ExactMatches", "WalkRow", "query_words"]
 
 #: Most candidate rows kept between recalls (emptied when full, and whenever the vault changes).
 MAX_CACHED_ROWS = 50_000
@@ -32,6 +33,14 @@ MAX_CACHED_ROWS = 50_000
 MAX_CACHED_TAGS = 10_000
 #: Most words (document frequencies) and keys (their matches) kept between recalls, each.
 MAX_CACHED_TERMS = 50_000
+
+
+class WalkRow(NamedTuple):
+    """A ranked record as the walk sees it before reading it: kind, id, and its expiry (memories only)."""
+
+    kind: str
+    id: str
+    expires_at: str | None = None
 
 
 class ExactMatches(Mapping[str, list[str]]):
@@ -160,36 +169,28 @@ class Candidates:
     def fetch(self, ids: Sequence[tuple[str, str]], version: object) -> dict[str, Candidate]:
         """Candidate rows of these (kind, id) pairs of the mind, by id (ids gone meanwhile are absent).
 
-        Rows already read are kept until the vault changes (keyed by the store's data version and the mind):
-        consecutive recalls read mostly the same top-ranked rows.
+        Rows already read are kept until the vault changes (keyed by the store's data version and the mind).
         """
-        got = {c.id: c for c in self.rows(ids, version) if c is not None}
-        return {i: got[i] for i in sorted(got)}
-
-    def rows(self, ids: Sequence[tuple[str, str]], version: object) -> list[Candidate | None]:
-        """:meth:`fetch` as a list in the order of ``ids`` (None: gone), as the walk reads them."""
         store, mind = self._ctx.store, self._ctx.mind
         key = (version, mind)
         with self._lock:
             if self._rows_key != key:
                 self._rows_key, self._rows = key, {}
             rows = self._rows
-        out: list[Candidate | None] = [rows.get(rid) for _, rid in ids]
+            got = {rid: rows[rid] for kind, rid in ids if rid in rows and rows[rid].kind == kind}
         by_kind: dict[str, list[str]] = {}
-        for (kind, rid), c in zip(ids, out, strict=True):
-            if c is None or c.kind != kind:
+        for kind, rid in ids:
+            if rid not in got:
                 by_kind.setdefault(kind, []).append(rid)
         if by_kind:
-            got = store.recall.fetch(mind, by_kind)
+            read = store.recall.fetch(mind, by_kind)
             with self._lock:
                 if self._rows is rows:
-                    if len(rows) + len(got) > MAX_CACHED_ROWS:
+                    if len(rows) + len(read) > MAX_CACHED_ROWS:
                         rows.clear()
-                    rows.update((c.id, c) for c in got)
-            read = {(c.kind, c.id): c for c in got}
-            out = [c if c is not None and c.kind == kind else read.get((kind, rid))
-                   for (kind, rid), c in zip(ids, out, strict=True)]
-        return out
+                    rows.update((c.id, c) for c in read)
+            got.update((c.id, c) for c in read)
+        return {i: got[i] for i in sorted(got)}
 
     def _key_matches(self, keys: list[str], version: object) -> list[tuple[str, str]]:
         """The store's ``key_matches`` for these keys, by id, each key's answer kept until the vault changes

@@ -13,7 +13,7 @@ from synapse_nb.errors import QueryError, SnapshotMoved, ValidationError
 from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.models import Record
 from synapse_nb.recall.bm25 import Postings, Term, bm25_top
-from synapse_nb.recall.candidates import Candidates, ExactMatches, query_words
+from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, query_words
 from synapse_nb.recall.coverage import Cover, cover_terms
 from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.rank import RankParams, Ranked, fts_words, rank_words, structure
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from synapse_nb.context import Context
     from synapse_nb.recall.rank import ThreadIndex
     from synapse_nb.store.indexer import VaultIndex
-    from synapse_nb.store.records import Candidate
 
 __all__ = ["Recaller", "clean_query"]
 
@@ -75,7 +74,7 @@ def _check_args(bars: Any, budget_tokens: Any, session: Any, path: Any) -> Bars:
 
 class _Ranking(NamedTuple):
     ranked: Ranked
-    cands: list[Candidate | None]
+    cands: list[WalkRow | None]
     exact: ExactMatches
     cover: Cover
     actor: np.ndarray
@@ -98,60 +97,91 @@ class Recaller:
         self._postings = Postings(ctx)
         self._staleness = Staleness(ctx)
         self.params = params or RankParams()
-        # records the walk read, per mind, by (kind, id, updated_at): a record reads the same until it is written,
-        # and every write moves its updated_at, so they outlive a write elsewhere (on a team vault, a round trip each)
+        # records the walk read, by (kind, id), kept while the data version and the mind are unchanged (the walk
+        # knows a ranked record by kind and id only: no candidate row is read per recall); on a remote store also
+        # by (kind, id, updated_at) across versions, found through the stamps it reads instead (_walker)
         self._records_key: object = None
-        self._records: dict[tuple[str, str, str], Record] = {}
+        self._records: dict[tuple[str, str], Record] = {}
+        self._stamped: dict[tuple[str, str, str], Record] = {}
         self._lines: dict[tuple[str, str, str], tuple[Record, str]] = {}
         self._saved: tuple[object, tuple[Bars, float]] | None = None
 
-    def _walker(self, now: str) -> tuple[Callable[[Candidate], Record | None], Callable[[list[Candidate]], None],
-                                         Callable[[Candidate, Record], str]]:
+    def _walker(self, now: str, version: object) -> tuple[Callable[[WalkRow], Record | None],
+                                                          Callable[[list[WalkRow]], None],
+                                                          Callable[[WalkRow, Record], str]]:
         """The walk's record reads at ``now``: ``(materialize, prefetch, line)``.
 
         ``prefetch`` reads the records the walk will read in one statement per kind (what the cache lacks);
         ``materialize`` answers from what it read, else from the cache, else reads the record alone.
         A record with no expiry reads the same at any "now" until it is written (lessons, whose status depends
-        on "now", are never walked), so those are kept by (kind, id, updated_at). ``line`` is
-        :func:`~synapse_nb.recall.render.record_line`, kept with the record object it was rendered from.
+        on "now", are never walked), so those are kept by (kind, id) for the data version (:meth:`_records_for`).
+        The walk runs after the snapshot: a record written meanwhile is read as it is now, and kept under the
+        version the recall read, which the next recall no longer sees (the write moved it).
+
+        On a remote store (``RecallQueries.remote``: a team vault, where each read is a round trip) a write
+        anywhere moves the version, so ``prefetch`` first reads the stamps of what it needs (one statement for all
+        kinds, :meth:`Candidates.fetch`) and reuses records kept by (kind, id, updated_at) from earlier versions:
+        every write moves a record's updated_at. ``line`` is :func:`~synapse_nb.recall.render.record_line`, kept
+        with the record object it was rendered from.
         """
         view = self._ctx.at(now).view()  # once per recall (the same for every record)
-        store, lock, cache, lines = self._ctx.store, self._lock, self._records, self._lines
+        store, lock, cache, stamped, lines = self._ctx.store, self._lock, self._records, self._stamped, self._lines
+        remote = store.recall.remote
         read: dict[tuple[str, str], Record | None] = {}  # this recall's batched reads, kept or not
+        stamps: dict[str, str] = {}  # id -> updated_at at this version (remote stores)
 
-        def keep(c: Candidate, rec: Record | None) -> None:
-            if rec is not None and rec.updated_at == c.updated_at and c.expires_at is None and c.kind != "lesson":
+        def keep(c: WalkRow, rec: Record | None) -> None:
+            if rec is not None and c.expires_at is None and c.kind != "lesson":
                 with lock:
                     if len(cache) >= MAX_CACHED_RECORDS:
                         cache.clear()
-                    cache[(c.kind, c.id, c.updated_at)] = rec
+                    cache[(c.kind, c.id)] = rec
+                    if remote:
+                        if len(stamped) >= MAX_CACHED_RECORDS:
+                            stamped.clear()
+                        stamped[(c.kind, c.id, rec.updated_at)] = rec
 
-        def prefetch(cands: list[Candidate]) -> None:
-            by_kind: dict[str, list[Candidate]] = {}
+        def kept(c: WalkRow) -> Record | None:
+            if c.expires_at is not None or c.kind == "lesson":
+                return None
             with lock:
-                for c in cands:
-                    if (c.kind, c.id, c.updated_at) not in cache:
-                        by_kind.setdefault(c.kind, []).append(c)
+                rec = cache.get((c.kind, c.id))
+                if rec is None and c.id in stamps:
+                    rec = stamped.get((c.kind, c.id, stamps[c.id]))
+                    if rec is not None:
+                        cache[(c.kind, c.id)] = rec
+            return rec
+
+        def prefetch(cands: list[WalkRow]) -> None:
+            with lock:
+                missing = [c for c in cands if (c.kind, c.id) not in cache]
+            if remote and missing:
+                stamps.update((i, c.updated_at) for i, c in self._candidates.fetch(
+                    [(c.kind, c.id) for c in missing], version).items())
+            by_kind: dict[str, list[WalkRow]] = {}
+            for c in missing:
+                rec = kept(c)
+                if rec is not None:
+                    read[(c.kind, c.id)] = rec
+                else:
+                    by_kind.setdefault(c.kind, []).append(c)
             for kind in sorted(by_kind):
                 got = store.table(kind).get_many(view, [c.id for c in by_kind[kind]])
                 for c in by_kind[kind]:
                     read[(kind, c.id)] = rec = got.get(c.id)
                     keep(c, rec)
 
-        def materialize(c: Candidate) -> Record | None:
+        def materialize(c: WalkRow) -> Record | None:
             if (c.kind, c.id) in read:
                 return read[(c.kind, c.id)]
-            cacheable = c.expires_at is None and c.kind != "lesson"
-            if cacheable:
-                with lock:
-                    rec = cache.get((c.kind, c.id, c.updated_at))
-                if rec is not None:
-                    return rec
+            rec = kept(c)
+            if rec is not None:
+                return rec
             rec = store.table(c.kind).get(view, c.id)
             keep(c, rec)
             return rec
 
-        def line(c: Candidate, rec: Record) -> str:
+        def line(c: WalkRow, rec: Record) -> str:
             key = (c.kind, c.id, rec.updated_at)
             with lock:
                 hit = lines.get(key)
@@ -178,11 +208,14 @@ class Recaller:
             self._saved = (version, saved)
         return saved
 
-    def _records_for(self, key: object) -> None:
-        """Keep the walk's record cache only while the mind is unchanged."""
+    def _records_for(self, version: object, mind: str) -> None:
+        """Keep the walk's records by (kind, id) only while the data version and the mind are unchanged, by
+        (kind, id, updated_at) while the mind is."""
         with self._lock:
-            if self._records_key != key:
-                self._records_key, self._records, self._lines = key, {}, {}
+            if self._records_key != (version, mind):
+                if not isinstance(self._records_key, tuple) or self._records_key[1] != mind:
+                    self._stamped, self._lines = {}, {}
+                self._records_key, self._records = (version, mind), {}
 
     def recall(self, query: Any, *, session: str | None = None, branch: Any = None, files: Any = None,
                budget_tokens: int | None = None, bars: Bars | None = None, path: str = "auto") -> Recall:
@@ -219,8 +252,8 @@ class Recaller:
         if ranking is None:
             rows, kept, coverage = ExplainRows((), tuple), [], 0.0
         else:
-            self._records_for(ctx.mind)
-            materialize, prefetch, line = self._walker(now)
+            self._records_for(version, ctx.mind)
+            materialize, prefetch, line = self._walker(now, version)
             g = gate(ranking.ranked, ranking.cands, ranking.exact, ranking.cover, ranking.actor, bars,
                      materialize, seen, prefetch, line)
             rows, kept, coverage = g.rows, g.kept, g.coverage
@@ -261,8 +294,6 @@ class Recaller:
                 if hit_files:
                     bonus[pos_of[rid]] = bonus.get(pos_of[rid], 0.0) + bars.file_bonus
                     exact.add_files(rid, hit_files)
-        else:
-            rows = {}
         if p.semantic:  # the optional dense channel, off by default: recall/semantic.py
             from synapse_nb.recall.semantic import semantic_term
 
@@ -274,13 +305,13 @@ class Recaller:
         n = int(np.count_nonzero(ranked.score >= bars.margin * text.max())) if len(ranked) else 0
         n = min(MAX_WALK, max(n + 20, bars.gate_depth))
         ranked = Ranked(ranked.pos[:n], ranked.score[:n], {k: v[:n] for k, v in ranked.parts.items()})
-        walk = [(idx.kinds[j], idx.ids[j]) for j in ranked.pos.tolist()]
-        got = self._candidates.rows([w for w in walk if w[1] not in rows] if rows else walk, version)
-        if rows:  # the file bonus read some of them already
-            more = iter(got)
-            got = [rows[rid] if rid in rows else next(more) for _, rid in walk]
         # memories expired at "now" are ranked (the store's ranking knows no time) but never given
-        cands = [c if c is not None and not _expired(c, now) else None for c in got]
+        expiry, kinds, ids = idx.expiry, idx.kinds, idx.ids
+        cands: list[WalkRow | None] = []
+        for j in ranked.pos.tolist():
+            rid = ids[j]
+            exp = expiry.get(rid)
+            cands.append(WalkRow(kinds[j], rid, exp) if exp is None or exp > now else None)
         return _Ranking(ranked, cands, exact, cover_terms(cover, terms, totals[0], idx), idx.actor)
 
     def _bm25(self, idx: ThreadIndex, words: list[str], terms: dict[str, Term],
@@ -302,5 +333,3 @@ class Recaller:
         return (np.array([idx.pos[h.id] for h in hits], np.int64), np.array([h.score for h in hits], np.float64))
 
 
-def _expired(c: Candidate, now: str) -> bool:
-    return c.expires_at is not None and c.expires_at <= now

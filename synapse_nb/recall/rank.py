@@ -129,7 +129,7 @@ class ThreadIndex:
 
     Positions index the rows in id order. ``prev1/prev2/next1/next2`` hold neighbour positions (-1: none),
     ``thread`` a thread code (-1: none), ``question`` whether the record holds a ``?``, ``actor`` an actor code,
-    ``length`` the document's token count.
+    ``length`` the document's token count, ``expiry`` id -> expires_at of the memories that carry one.
     """
 
     def __init__(self, rows: Sequence[RankRow]) -> None:
@@ -140,6 +140,7 @@ class ThreadIndex:
         self.ids: list[str] = [r.id for r in rows]
         self.kinds: list[str] = [r.kind for r in rows]
         self.pos: dict[str, int] = {rid: i for i, rid in enumerate(self.ids)}
+        self.expiry: dict[str, str] = {r.id: r.expires_at for r in rows if r.expires_at is not None}
         self.question = np.array([r.question for r in rows], dtype=bool)
         self.length = np.array([r.length for r in rows], np.float64)  # BM25's dl (tokens, both columns)
         self.doc = np.array([r.doc for r in rows], np.int64)  # the backend's document numbers (-1: by id)

@@ -33,8 +33,8 @@ from synapse_nb.recall.types import MAX_EXPLAIN, Bars, ExplainRow, ExplainRows, 
 if TYPE_CHECKING:
     import numpy as np
 
+    from synapse_nb.recall.candidates import WalkRow
     from synapse_nb.recall.coverage import Cover
-    from synapse_nb.store.records import Candidate
 
 __all__ = ["BEST_WEIGHT", "SECOND_WEIGHT", "UNKNOWN_PENALTY", "Gated", "gate", "support"]
 
@@ -90,7 +90,7 @@ class _Decision(NamedTuple):
     reason: str
 
 
-def _explain_rows(decisions: Sequence[_Decision], cands: Sequence[Candidate | None], ranked: Ranked,
+def _explain_rows(decisions: Sequence[_Decision], cands: Sequence[WalkRow | None], ranked: Ranked,
                   matched: Callable[[int], tuple[str, ...]], cov: Mapping[int, float]) -> ExplainRows:
     """The rows of ``decisions``, built on first read (:class:`~synapse_nb.recall.types.ExplainRows`)."""
 
@@ -109,10 +109,10 @@ def _explain_rows(decisions: Sequence[_Decision], cands: Sequence[Candidate | No
     return ExplainRows(tuple(d.bar for d in decisions), build)
 
 
-def gate(ranked: Ranked, cands: Sequence[Candidate | None], exact: Mapping[str, list[str]], cover: Cover,
-         actor: np.ndarray, bars: Bars, materialize: Callable[[Candidate], Record | None],
-         seen: Mapping[str, str], prefetch: Callable[[list[Candidate]], object] | None = None,
-         line_of: Callable[[Candidate, Record], str] | None = None) -> Gated:
+def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, list[str]], cover: Cover,
+         actor: np.ndarray, bars: Bars, materialize: Callable[[WalkRow], Record | None],
+         seen: Mapping[str, str], prefetch: Callable[[list[WalkRow]], object] | None = None,
+         line_of: Callable[[WalkRow, Record], str] | None = None) -> Gated:
     """Gate one ranked query. ``cands[j]`` is the candidate at rank ``j`` (None: gone or masked, skipped);
     ``actor`` the actor code of every position of the mind (:class:`~synapse_nb.recall.rank.ThreadIndex`);
     ``seen`` maps ids the session was given to the digest it got (empty without a session).
@@ -165,7 +165,7 @@ def gate(ranked: Ranked, cands: Sequence[Candidate | None], exact: Mapping[str, 
     if prefetch is not None and above:
         # per kind, the walk reads the first top_k records above the margin whatever they hold: a kind is full
         # only once top_k of its records were kept, and the walk ends early only when every kind is full
-        first: dict[str, list[Candidate]] = {}
+        first: dict[str, list[WalkRow]] = {}
         for j in above:
             c = cands[j]
             assert c is not None

@@ -390,6 +390,10 @@ class RecallQueries(Protocol):
 
     #: How ``bm25`` sums (``"fts5"`` or ``"sql"``; see the module docstring): recall replays it exactly.
     bm25_style: str
+    #: True when every read is a network round trip (a team vault): the walk then reads the stamps of the records
+    #: it needs in one statement and reuses records kept from earlier data versions, rather than reading each kind's
+    #: records again after every write. A local store reads the records themselves (as cheap as their stamps).
+    remote: bool
 
     def postings(self, mind: str, words: Sequence[str]) -> dict[str, TermPostings]:
         """Each word's stem and postings (:class:`TermPostings`: at least the mind's ranking documents holding it;

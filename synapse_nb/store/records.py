@@ -111,7 +111,8 @@ class RankRow(NamedTuple):
     ``thread`` is None for a record outside any thread (it is ranked by BM25 alone); ``seq`` its order in the
     thread; ``actor`` who said or did it (None: unknown); ``question`` whether its gate text holds a ``?``;
     ``length`` its token count over both columns (BM25's ``dl``); ``doc`` the backend's number for it when
-    :class:`TermPostings` name documents by number (-1: they name them by id).
+    :class:`TermPostings` name documents by number (-1: they name them by id); ``expires_at`` a memory's expiry
+    (None: none, or not a memory), read with the rows so recall masks expired memories without a read per query.
     """
 
     kind: str
@@ -122,6 +123,7 @@ class RankRow(NamedTuple):
     question: bool
     length: int = 0
     doc: int = -1
+    expires_at: str | None = None
 
 
 class TermPostings(NamedTuple):

@@ -115,8 +115,10 @@ class Database:
             raise StoreError(f"cannot open the vault database {self.path}: {exc}") from exc
 
     def _connect(self, readonly: bool) -> sqlite3.Connection:
+        # cached_statements: a recall prepares one statement per id-list length and kind (candidate rows, records,
+        # tags, keys); Python's default cache of 128 was thrashed by a few hundred recalls, re-preparing each time
         kw: dict[str, Any] = {"uri": True, "timeout": LOCK_TIMEOUT_S, "isolation_level": None,
-                              "check_same_thread": False}
+                              "check_same_thread": False, "cached_statements": 2048}
         if not readonly:
             return sqlite3.connect(f"file:{self.path}", **kw)
         if not self.path.is_file():
@@ -184,11 +186,13 @@ class Database:
                 delay = min(delay * 2, 0.2)
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self, *, moves_version: bool = True) -> Iterator[sqlite3.Connection]:
         """One write transaction (``BEGIN IMMEDIATE``); nested calls join the outer one.
 
         Commits on success, rolls back on any exception. Callbacks registered with :meth:`after_commit` run
-        after the outermost commit, then the change listeners.
+        after the outermost commit, then the change listeners. ``moves_version=False``: the transaction writes
+        nothing recall's per-version caches hold (a session's marks), so this connection's :meth:`data_version`
+        stays put (other connections still see PRAGMA data_version move, which only costs them a re-read).
         """
         with self._lock:
             if self._depth:
@@ -234,7 +238,7 @@ class Database:
             finally:
                 self._depth = 0
                 self._clock, self._clock_dirty = None, False
-            self.write_gen += 1
+            self.write_gen += moves_version
             self._on_rollback = []
             callbacks, self._after_commit = self._after_commit, []
             changes = sorted((k, r, d) for (k, r), d in self._changes.items())

@@ -89,11 +89,13 @@ class SessionsQueries:
         return out
 
     def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str) -> None:
-        with self._db.transaction() as c:
+        # a session's marks are no part of what recall ranks or caches: they do not move the data version (every
+        # recall with a session that gave something new would otherwise start its next one cold)
+        with self._db.transaction(moves_version=False) as c:
             c.executemany(MARK_SEEN, [(mind, session, r, d, now) for r, d in pairs])
 
     def prune(self, mind: str, before: str) -> int:
-        with self._db.transaction() as c:
+        with self._db.transaction(moves_version=False) as c:
             return max(0, c.execute(PRUNE_SESSIONS, (mind, before)).rowcount)
 
 

@@ -93,9 +93,13 @@ class _Table(Generic[R]):
         return "1", ()
 
     def _select(self, view: View, where: str = "1", params: tuple[Any, ...] = (), *, order: str | None = None,
-                limit: int | None = None) -> builtins.list[R]:
+                limit: int | None = None, by_id: bool = False) -> builtins.list[R]:
         vis, vparams = self._visible(view)
-        sql = (f"SELECT * FROM {self.table} WHERE mind = ? AND ({vis}) AND ({where}) "
+        # by_id: ``where`` names ids, so the primary key finds the rows and mind is checked per row (+mind). Left to
+        # choose, SQLite's planner weighs every index on mind against the id list: preparing "mind = ? AND id IN
+        # (...)" took 2-3 ms on memories (0.07 ms with +mind), paid whenever a new list length is prepared
+        mind = "+mind" if by_id else "mind"
+        sql = (f"SELECT * FROM {self.table} WHERE {mind} = ? AND ({vis}) AND ({where}) "
                f"ORDER BY {order or self.order_by}").replace("$", "")
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
@@ -114,7 +118,7 @@ class _Table(Generic[R]):
 
     # -- reads --------------------------------------------------------------------------------------------------
     def get(self, view: View, id: str) -> R | None:
-        rows = self._select(view, "$id = ?", (id,))
+        rows = self._select(view, "$id = ?", (id,), by_id=True)
         return rows[0] if rows else None
 
     def get_many(self, view: View, ids: Iterable[str]) -> dict[str, R]:
@@ -123,7 +127,7 @@ class _Table(Generic[R]):
         for start in range(0, len(want), MAX_IDS):
             chunk = want[start:start + MAX_IDS]
             out.update((r.id, r) for r in self._select(view, f"$id IN ({','.join('?' * len(chunk))})", tuple(chunk),
-                                                       order="$id"))
+                                                       order="$id", by_id=True))
         return out
 
     def mind_of(self, id: str) -> str | None:
