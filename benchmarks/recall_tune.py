@@ -296,17 +296,19 @@ def search_gate(cs: dict[int, Conv]) -> dict:
 
 
 # -- ideas measured and rejected (dev only) -------------------------------------------------------------------
-def _rank_with(c: Conv, words: list[str], extra: dict[int, float], rp: RankParams, bm: BM25, coord: float = 0.0):
-    """BM25 (plus ``extra`` per position, optionally x the matched idf share ** coord), then the structure."""
+def _rank_with(c: Conv, words: list[str], extra: dict[int, float], rp: RankParams, bm: BM25, coord: float = 0.0,
+               post=None):
+    """BM25 (plus ``extra`` per position, optionally x the matched idf share ** coord), then the structure.
+    ``post(c, word)``: the word's (positions, counts) or None (default: its porter stem's postings)."""
     n = len(c.idx)
     norm = bm.k1 * (1 - bm.b + bm.b * c.length / c.avgdl)
     score, hit, matched, total = np.zeros(n), np.zeros(n, bool), np.zeros(n), 0.0
     for w in words:
-        t = STEM(w)
-        if t not in c.post:
+        got = c.post.get(STEM(w)) if post is None else post(c, w)
+        if got is None:
             total += np.log((c.n_rows + 0.5) / 0.5)
             continue
-        p, cnt = c.post[t]
+        p, cnt = got
         idf = max(np.log((c.n_rows - len(p) + 0.5) / (len(p) + 0.5)), 1e-6)
         f = cnt[:, 0] + rp.w_context * cnt[:, 1]
         score[p] += idf * f * (bm.k1 + 1) / (f + norm[p])
@@ -410,6 +412,147 @@ def when_boost(c: Conv, question: str, r, tau: float):
     return Ranked(r.pos[o], f[o])
 
 
+def _stem_table(groups: list[list[str]]) -> dict[str, tuple[str, ...]]:
+    """Porter stem -> the stems of its group, the stem itself first."""
+    table = {}
+    for g in groups:
+        stems = list(dict.fromkeys(STEM(f) for f in g))
+        for s in stems:
+            table[s] = (s, *[t for t in stems if t != s])
+    return table
+
+
+_TABLES: dict[str, dict[str, tuple[str, ...]]] = {}
+
+
+def _irregular(drop: tuple[str, ...] = ()) -> dict[str, tuple[str, ...]]:
+    """Porter stem -> the stems of its irregular group (benchmarks/irregular.py), the stem itself first; the
+    groups whose base form is in ``drop`` left out."""
+    key = "irregular" + "|".join(drop)
+    if key not in _TABLES:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from irregular import groups
+
+        _TABLES[key] = _stem_table([g for g in groups() if g[0] not in drop])
+    return _TABLES[key]
+
+
+#: Number words and their digits, cardinals and ordinals (one group each: "two" / "2", "second" / "2nd"); not
+#: "one": porter stems it as "on".
+NUMBER_GROUPS = [[w, str(i)] for i, w in enumerate(
+    "zero - two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split()) if w != "-"] + [[w, f"{i}{sfx}"] for i, w, sfx in zip(
+    range(1, 13), "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split(),
+    "st nd rd th th th th th th th th th".split(), strict=True)] + [
+    ["thirty", "30"], ["forty", "40"], ["fifty", "50"], ["hundred", "100"], ["thousand", "1000"]]
+
+
+def irregular_extra(c: Conv, words: list[str], rp: RankParams, bm: BM25, alpha: float) -> dict[int, float]:
+    """The other forms of each query word's irregular group (stems the query does not hold already) as extra OR
+    terms: alpha x their BM25 summands."""
+    norm = bm.k1 * (1 - bm.b + bm.b * c.length / c.avgdl)
+    have = {STEM(w) for w in words}
+    out: dict[int, float] = {}
+    for t in dict.fromkeys(t for w in words for t in _irregular().get(STEM(w), ())[1:] if t not in have):
+        if t not in c.post:
+            continue
+        p, cnt = c.post[t]
+        idf = max(np.log((c.n_rows - len(p) + 0.5) / (len(p) + 0.5)), 1e-6)
+        f = cnt[:, 0] + rp.w_context * cnt[:, 1]
+        for pp, x in zip(p.tolist(), (alpha * idf * f * (bm.k1 + 1) / (f + norm[p])).tolist(), strict=True):
+            out[pp] = out.get(pp, 0.0) + x
+    return out
+
+
+def irregular_post(c: Conv, word: str, table=None):
+    """A lemmatiser's term: the word's irregular group (``table``: :func:`_irregular`'s by default) as one term
+    (per-record counts summed over the forms' stems, so its document frequency is the union of their records);
+    other words as they are."""
+    stems = (table if table is not None else _irregular()).get(STEM(word), (STEM(word),))
+    got = [c.post[t] for t in stems if t in c.post]
+    if len(got) <= 1:
+        return got[0] if got else None
+    acc: dict[int, np.ndarray] = {}
+    for p, cnt in got:
+        for pp, row in zip(p.tolist(), cnt, strict=True):
+            acc[pp] = acc.get(pp, 0.0) + row
+    keys = sorted(acc)
+    return np.array(keys), np.array([acc[k] for k in keys], np.float64)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``b`` is ``a`` with one letter changed, added, dropped, or two neighbours swapped."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    i = next((k for k in range(len(short)) if short[k] != long_[k]), len(short))
+    return short[i:] == long_[i + 1:]
+
+
+def typo_post(c: Conv, word: str, min_len: int = 5):
+    """Spelling correction: a word whose stem no record holds (and names no actor) searches the vault's stem
+    one edit away (:func:`_one_edit`) held by most records (ties: code-point order), if its stem has at least
+    ``min_len`` letters; other words as they are."""
+    t = STEM(word)
+    if t in c.post or len(t) < min_len or len(c.idx.actors_named([word])):
+        return c.post.get(t)
+    near = sorted((-len(p), s) for s, (p, _cnt) in c.post.items() if _one_edit(t, s))
+    return c.post[near[0][1]] if near else None
+
+
+def per_question(cs: dict[int, Conv], which, fn) -> np.ndarray:
+    """(R@5, R@10) of each question of ``which`` under ``fn(c, words)`` -> Ranked, in question order."""
+    out = []
+    for i in which:
+        c = cs[i]
+        for _qi, q, gold, _cat in c.questions:
+            got = [c.dia[p] for p in fn(c, rank_words(q)).pos[:TOP].tolist()]
+            out.append((recall_at_k(got, gold, 5), recall_at_k(got, gold, 10)))
+    return np.array(out)
+
+
+def paired_ci(a: np.ndarray, b: np.ndarray, n: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of b - a over questions and its 95% paired bootstrap interval (``n`` resamples of the questions)."""
+    d = b - a
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, len(d), (n, len(d)))].mean(axis=1)
+    return float(d.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def irregular_misses(cs: dict[int, Conv], which=DEV) -> dict[str, int]:
+    """Gold turns missing from today's top 10: how many, how many hold no query stem in their body (words naming
+    an actor aside: every turn's body starts with its speaker's name), and how many hold an irregular
+    counterpart (another form's stem) of a query word there."""
+    rp, bm = RankParams(), BM25()
+    missed = no_word = counterpart = 0
+    for i in which:
+        c = cs[i]
+        at = {d: p for p, d in enumerate(c.dia) if d is not None}
+        for _qi, q, gold, _cat in c.questions:
+            words = rank_words(q)
+            top = {c.dia[p] for p in _rank_with(c, words, {}, rp, bm).pos[:10].tolist()}
+            stems = {STEM(w) for w in words if not len(c.idx.actors_named([w]))}
+            others = {t for w in words for t in _irregular().get(STEM(w), ())[1:]} - stems
+            for g in gold:
+                if g in top or g not in at:
+                    continue
+                missed += 1
+                holds = {t for t in stems | others if t in c.post and _holds(c.post[t], at[g])}
+                no_word += not (holds & stems)
+                counterpart += bool(holds & others)
+    return {"missed_at_10": missed, "no_query_stem": no_word, "irregular_counterpart": counterpart}
+
+
+def _holds(post, pos: int) -> bool:
+    p, cnt = post
+    i = int(np.searchsorted(p, pos))
+    return i < len(p) and p[i] == pos and cnt[i, 0] > 0
+
+
 def experiments(cs: dict[int, Conv]) -> list[tuple[str, dict]]:
     """Ideas measured on dev against today's ranking (each a variant of the first BM25 step)."""
     rp, bm = RankParams(), BM25()
@@ -437,6 +580,35 @@ def experiments(cs: dict[int, Conv]) -> list[tuple[str, dict]]:
     for tau in (0.1, 0.3, 0.5):
         out.append((f"when-question time boost {tau}",
                     score(lambda c, w, q, tau=tau: when_boost(c, q, _rank_with(c, w, {}, rp, bm), tau), True)))
+    # irregular morphology (benchmarks/irregular.py): (a) the other forms as extra OR terms x alpha, (b) merged
+    for alpha in (0.5, 0.75, 1.0):
+        out.append((f"irregular forms OR x {alpha}",
+                    score(lambda c, w, a=alpha: _rank_with(c, w, irregular_extra(c, w, rp, bm, a), rp, bm))))
+    # ... merged as one term; then without "person people" (porter stems "personal" and "personality" as
+    # "person": dropped after the first measurement, so that figure is not blind)
+    no_person, numbers = _irregular(("person",)), _stem_table(NUMBER_GROUPS)
+    merged = {"irregular forms merged": lambda c, w: _rank_with(c, w, {}, rp, bm, post=irregular_post),
+              "irregular forms merged, without person/people":
+                  lambda c, w: _rank_with(c, w, {}, rp, bm, post=lambda c, x: irregular_post(c, x, no_person)),
+              # number words and digits as one term ("two" / "2", "second" / "2nd")
+              "number words merged with digits":
+                  lambda c, w: _rank_with(c, w, {}, rp, bm, post=lambda c, x: irregular_post(c, x, numbers))}
+    # spelling correction of words no record holds, stems of at least 4 / 5 / 6 letters
+    for k in (4, 5, 6):
+        merged[f"typo: unknown stem -> the vault's stem one edit away ({k}+ letters)"] = (
+            lambda c, w, k=k: _rank_with(c, w, {}, rp, bm, post=lambda c, x: typo_post(c, x, k)))
+    for name, fn in merged.items():
+        out.append((name, score(fn)))
+    out.append(("irregular: today's misses at 10", irregular_misses(cs)))
+    base = per_question(cs, DEV, lambda c, w: _rank_with(c, w, {}, rp, bm))
+    for name, fn in (("irregular forms OR x 1.0",
+                      lambda c, w: _rank_with(c, w, irregular_extra(c, w, rp, bm, 1.0), rp, bm)), *merged.items()):
+        new = per_question(cs, DEV, fn)
+        out.append((f"{name} vs today (paired bootstrap, 2,000, seed 0)", {
+            "changed": int((np.abs(new - base).sum(axis=1) > 0).sum()), "n": len(base),
+            "obj_diff": round(float(new.mean() - base.mean()), 5),
+            "r5": [round(x, 4) for x in paired_ci(base[:, 0], new[:, 0])],
+            "r10": [round(x, 4) for x in paired_ci(base[:, 1], new[:, 1])]}))
     for line in out:
         print(line, file=sys.stderr, flush=True)
     return out
