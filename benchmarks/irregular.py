@@ -1,7 +1,7 @@
 """English irregular verb forms and noun plurals (hand-written; common general-English list), for the "irregular
 morphology" experiment of benchmarks/recall_tune.py.
 
-Fixed from the first draft (/work/scratch/s7/irregular.py), before any measurement: the auxiliaries be / do /
+Fixed from the first draft, before any measurement: the auxiliaries be / do /
 have leave (their forms are rank stop words: was, did, had, ...); "lie lay lain" loses "lay" (also the verb "lay
 laid laid": one form in two groups); "leaf leaves" and "life lives" leave (porter stems
 "leaves" and "lives" as the verbs "leave" and "live").
