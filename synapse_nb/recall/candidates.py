@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb.recall.rank import ThreadIndex
 from synapse_nb.store.records import Candidate
@@ -61,13 +61,25 @@ class ExactMatches(Mapping[str, list[str]]):
     def add_files(self, rid: str, files: Sequence[str]) -> None:
         self._files.setdefault(rid, []).extend(f"file:{f}" for f in files)
 
-    def __getitem__(self, rid: str) -> list[str]:
+    def _labels(self, rid: str) -> list[str]:
         out = [f"#{t}" for t, rids, _ in self._tags if rid in rids]
-        out += [f"key:{name}" for name in self._keys.get(rid, ())]
-        out += self._files.get(rid, ())
+        if rid in self._keys:
+            out += [f"key:{name}" for name in self._keys[rid]]
+        if rid in self._files:
+            out += self._files[rid]
+        return out
+
+    def __getitem__(self, rid: str) -> list[str]:
+        out = self._labels(rid)
         if not out:
             raise KeyError(rid)
         return out
+
+    def get(self, rid: str, default: Any = None) -> Any:  # the walk asks for every record: no KeyError raised
+        return self._labels(rid) or default
+
+    def __contains__(self, rid: object) -> bool:
+        return isinstance(rid, str) and bool(self._labels(rid))
 
     def _ids(self) -> set[str]:
         return set().union(*(rids for _, rids, _ in self._tags), self._keys, self._files)

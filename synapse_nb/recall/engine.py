@@ -307,11 +307,15 @@ class Recaller:
         ranked = Ranked(ranked.pos[:n], ranked.score[:n], {k: v[:n] for k, v in ranked.parts.items()})
         # memories expired at "now" are ranked (the store's ranking knows no time) but never given
         expiry, kinds, ids = idx.expiry, idx.kinds, idx.ids
-        cands: list[WalkRow | None] = []
-        for j in ranked.pos.tolist():
-            rid = ids[j]
-            exp = expiry.get(rid)
-            cands.append(WalkRow(kinds[j], rid, exp) if exp is None or exp > now else None)
+        cands: list[WalkRow | None]
+        if expiry:
+            cands = []
+            for j in ranked.pos.tolist():
+                rid = ids[j]
+                exp = expiry.get(rid)
+                cands.append(WalkRow(kinds[j], rid, exp) if exp is None or exp > now else None)
+        else:  # no memory of the mind expires (the common case)
+            cands = [WalkRow(kinds[j], ids[j], None) for j in ranked.pos.tolist()]
         return _Ranking(ranked, cands, exact, cover_terms(cover, terms, totals[0], idx), idx.actor)
 
     def _bm25(self, idx: ThreadIndex, words: list[str], terms: dict[str, Term],

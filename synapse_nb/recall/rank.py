@@ -151,6 +151,10 @@ class ThreadIndex:
         self.actor_names = sorted({r.actor for r in rows if r.actor})
         acode = {a: j for j, a in enumerate(self.actor_names)}
         self.actor_words = [frozenset(FTS_TOKEN_RE.findall(normalise(a, 200))) for a in self.actor_names]
+        self._word_actors: dict[str, list[int]] = {}  # a word -> the codes of the actors whose name holds it
+        for j, toks in enumerate(self.actor_words):
+            for tok in toks:
+                self._word_actors.setdefault(tok, []).append(j)
         self.actor = np.array([acode[r.actor] if r.actor else -1 for r in rows], np.int64)
         self._actor_counts: np.ndarray | None = None
         seq = np.array([r.seq if r.seq is not None else 0 for r in rows], np.int64)
@@ -188,8 +192,8 @@ class ThreadIndex:
         """Codes of the actors whose name shares a word with the query words."""
         import numpy as np
 
-        ws = set(words)
-        return np.array([j for j, toks in enumerate(self.actor_words) if toks & ws], np.int64)
+        got = self._word_actors
+        return np.array(sorted({j for w in set(words) if w in got for j in got[w]}), np.int64)
 
 
 @dataclass(frozen=True)

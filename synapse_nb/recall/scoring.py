@@ -161,17 +161,19 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     used = 0
     bar = bars.margin * best
     above = [j for j in order if scores[j] >= bar]  # order is by score: the walk's records above the margin
-    present = {cands[j].kind for j in above}  # type: ignore[union-attr]
+    # per kind, the walk reads the first top_k records above the margin whatever they hold: a kind is full only
+    # once top_k of its records were kept, and the walk ends early only when every kind is full
+    first: dict[str, list[WalkRow]] = {}
+    for j in above:
+        c = cands[j]
+        assert c is not None
+        got = first.get(c.kind)
+        if got is None:
+            first[c.kind] = [c] if bars.top_k > 0 else []
+        elif len(got) < bars.top_k:
+            got.append(c)
+    present = set(first)  # the kinds above the margin
     if prefetch is not None and above:
-        # per kind, the walk reads the first top_k records above the margin whatever they hold: a kind is full
-        # only once top_k of its records were kept, and the walk ends early only when every kind is full
-        first: dict[str, list[WalkRow]] = {}
-        for j in above:
-            c = cands[j]
-            assert c is not None
-            got = first.setdefault(c.kind, [])
-            if len(got) < bars.top_k:
-                got.append(c)
         prefetch([c for kind in sorted(first) for c in first[kind]])
     top_k_rows = 0
     top_k = bars.top_k
