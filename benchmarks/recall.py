@@ -4,7 +4,8 @@ Prints recall p50/p95, the p50 of a bare SQLite FTS5 ``bm25()`` top-20 query ove
 vault's ``gate_vocab`` index of the gate texts, the OR of the query's words) measured side by side in the same
 process (each query alternates recall, the bare query and the store's ranking query), their ratio, the store's
 ranking query alone, and peak RSS; then, in another fresh process, recall alone (``recall_alone_*``: the same
-queries one after another with nothing in between, the issue's absolute goal). Vaults are generated deterministically
+queries one after another with nothing in between, the issue's absolute goal), and in a third recall with a session
+(``recall_session_*``: as ``%recall`` and agents call it, so each recall records what it gave). Vaults are generated deterministically
 (seeded), bulk-loaded through the public ``import_jsonl`` API, and measured in a fresh process. Records are
 mixed: 60% memories, 10% decisions, 10% checkpoints, 17% episodes in threads of 20 turns with 40 actors
 (the structure step runs on them), 3% notes.
@@ -131,16 +132,25 @@ def run(size: int, n_queries: int) -> dict:
     out = subprocess.run([sys.executable, __file__, "--measure", str(tmp), "--size", str(size), "--queries",
                           str(n_queries), "--alone"], capture_output=True, text=True, check=True).stdout
     res.update(json.loads(out.strip().splitlines()[-1]))
+    out = subprocess.run([sys.executable, __file__, "--measure", str(tmp), "--size", str(size), "--queries",
+                          str(n_queries), "--session"], capture_output=True, text=True, check=True).stdout
+    res.update(json.loads(out.strip().splitlines()[-1]))
     return res
 
 
-def measure(path: Path, size: int, n_queries: int, alone: bool = False) -> dict:
+def measure(path: Path, size: int, n_queries: int, alone: bool = False, session: bool = False) -> dict:
     import sqlite3
 
     from synapse_nb.recall.rank import rank_words
 
     v = syn.open_vault(path)
     qs = queries(n_queries)
+    if session:  # recall with a session of its own, as %recall calls it: each recall records what it gave
+        name = f"bench-{time.time_ns()}"
+        v.recall(qs[0])
+        ts = timed(lambda x: v.recall(x, session=name), qs)
+        v.close()
+        return {"recall_session_p50_ms": statistics.median(ts), "recall_session_p95_ms": pct(ts, 95)}
     if alone:  # recall only, one query after another (warm: imports and structure arrays, with the first query)
         v.recall(qs[0])
         ts = timed(lambda x: v.recall(x), qs)
@@ -197,9 +207,10 @@ def main() -> None:
     ap.add_argument("--measure", help=argparse.SUPPRESS)  # internal: measure recall on a built vault
     ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--alone", action="store_true", help="with --measure: time recall alone (no reference queries)")
+    ap.add_argument("--session", action="store_true", help="with --measure: time recall with a session (as %%recall)")
     args = ap.parse_args()
     if args.measure:
-        print(json.dumps(measure(Path(args.measure), args.size, args.queries, args.alone)))
+        print(json.dumps(measure(Path(args.measure), args.size, args.queries, args.alone, args.session)))
         return
     for size in [int(s) for s in args.sizes.split(",")]:
         r = run(size, args.queries)
