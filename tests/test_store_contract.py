@@ -364,6 +364,26 @@ def test_rank_rows_carry_each_memorys_expiry(store: Any) -> None:
     assert {r.id: r.expires_at for r in store.recall.rank_rows("default")}["mem_000000000002"] is None
 
 
+def test_rank_rows_of_some_ids_and_threads(store: Any) -> None:
+    """rank_rows(mind, ids=, threads=): the rows of those ids, of every record in their threads, and of those
+    threads, exactly as the full read gives them; another mind's are not. changes_between answers a list or
+    None (SQLite knows its own commits; a shared store defers to its change feed)."""
+    for i, (thread, text) in enumerate([("s1", "a"), ("s1", "b"), ("s2", "c"), ("s2", "d"), (None, "e"),
+                                        ("s3", "f")]):
+        store.episodes.insert(_epi(i, text, thread=thread, seq=i))
+    store.episodes.insert(_epi(9, "g", mind="other", thread="s1", seq=0))
+    store.memories.insert(_mem(20, expires_at="2999-01-01T00:00:00.000000Z"))
+    full = {r.id: r for r in store.recall.rank_rows("default")}
+    got = store.recall.rank_rows("default", ids=["epi_000000000000", "mem_000000000014", "epi_000000000004"],
+                                 threads=["s3"])
+    assert [r.id for r in got] == ["epi_000000000000", "epi_000000000001", "epi_000000000004", "epi_000000000005",
+                                   "mem_000000000014"]
+    assert all(r == full[r.id] for r in got)
+    assert store.recall.rank_rows("default", ids=[], threads=[]) == []
+    v = store.data_version()
+    assert store.changes_between(v, v) in ([], None)
+
+
 def _mind_postings(p: Any, rows: list[Any]) -> tuple[list[str], list[int], list[int], int]:
     """(ids, tf_body, tf_context, n_vault) of the mind's documents, in id order, whether the backend names them by
     id or by RankRow.doc."""

@@ -27,12 +27,17 @@ if TYPE_CHECKING:
 
 __all__ = ["Candidates", "ExactMatches", "WalkRow", "query_words"]
 
+#: The kinds with ranking documents (lessons head every recall; they are never ranked).
+_RANKED = frozenset({"memory", "decision", "checkpoint", "episode", "note"})
+
 #: Most candidate rows kept between recalls (emptied when full, and whenever the vault changes).
 MAX_CACHED_ROWS = 50_000
 #: Most tags whose records are kept between recalls.
 MAX_CACHED_TAGS = 10_000
 #: Most words (document frequencies) and keys (their matches) kept between recalls, each.
 MAX_CACHED_TERMS = 50_000
+#: Most records a data version may have changed for the structure arrays to be patched rather than read afresh.
+MAX_PATCH = 1_000
 
 
 class WalkRow(NamedTuple):
@@ -167,13 +172,34 @@ class Candidates:
         return {t: n for t, n in out.items() if n}  # as the store answers: absent means none
 
     def threads(self, version: object) -> ThreadIndex:
-        """The mind's ranking documents as structure arrays, cached per data version."""
+        """The mind's ranking documents as structure arrays, cached per data version.
+
+        When the store can name the records changed since the version kept (:meth:`VaultStore.changes_between`:
+        a local vault's own writes), only those records' rows and the rows of their threads (a record's context
+        is the two before it) are read again, and the arrays are rebuilt from the rows kept: the first recall
+        after a write then reads a few rows, not the whole mind's.
+        """
         store, mind = self._ctx.store, self._ctx.mind
         key = (version, mind)
         with self._lock:
             if self._threads_key == key:
                 return self._threads
-        idx = ThreadIndex(store.recall.rank_rows(mind))
+            old, old_key = self._threads, self._threads_key
+        changes = None
+        if isinstance(old_key, tuple) and old_key[1] == mind and isinstance(version, tuple):
+            changes = store.changes_between(old_key[0], version)
+        ids = sorted({rid for kind, rid, _ in changes if kind in _RANKED}) if changes is not None else None
+        if ids is None or len(ids) > MAX_PATCH:
+            idx = ThreadIndex(store.recall.rank_rows(mind))
+        elif not ids:
+            idx = old  # a commit that changed no ranked record (a setting, a flag, a lesson)
+        else:
+            at = old.pos
+            threads = sorted({r.thread for i in ids if i in at and (r := old.rows[at[i]]).thread is not None})
+            # the rows of these ids and every row of their threads, old and new: all that the change can move
+            fresh = store.recall.rank_rows(mind, ids=ids, threads=threads)
+            gone = set(ids) | {r.id for r in fresh}
+            idx = ThreadIndex([r for r in old.rows if r.id not in gone] + fresh)
         with self._lock:
             self._threads, self._threads_key = idx, key
         return idx

@@ -23,6 +23,8 @@ sqrt being correctly rounded where ``pow`` is not guaranteed to be); final score
 
 from __future__ import annotations
 
+import operator
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -124,6 +126,9 @@ def fts_words(words: Sequence[str], doc_freq: Mapping[str, int], n_docs: int, ma
     return kept or [min(words, key=lambda w: doc_freq.get(w, 0))]
 
 
+_ROW_ID = operator.attrgetter("id")
+
+
 class ThreadIndex:
     """Per-mind arrays for the structure step, built from the store's :class:`RankRow` s (cache per data version).
 
@@ -135,29 +140,35 @@ class ThreadIndex:
     def __init__(self, rows: Sequence[RankRow]) -> None:
         import numpy as np
 
-        rows = sorted(rows, key=lambda r: r.id)
+        # columns at C speed (a million rows: one transposition, no per-row attribute reads)
+        rows = sorted(rows, key=_ROW_ID)
+        self.rows: list[RankRow] = rows  # kept: a later version's index is this one patched (Candidates.threads)
         n = len(rows)
-        self.ids: list[str] = [r.id for r in rows]
-        self.kinds: list[str] = [r.kind for r in rows]
-        self.pos: dict[str, int] = {rid: i for i, rid in enumerate(self.ids)}
-        self.expiry: dict[str, str] = {r.id: r.expires_at for r in rows if r.expires_at is not None}
-        self.question = np.array([r.question for r in rows], dtype=bool)
-        self.length = np.array([r.length for r in rows], np.float64)  # BM25's dl (tokens, both columns)
-        self.doc = np.array([r.doc for r in rows], np.int64)  # the backend's document numbers (-1: by id)
+        kinds, ids, threads_, seqs, actors, questions, lengths, docs, expiries = (
+            zip(*rows, strict=True) if n else ((),) * 9)
+        self.ids: list[str] = list(ids)
+        self.kinds: list[str] = list(kinds)
+        self.pos: dict[str, int] = dict(zip(ids, range(n), strict=True))
+        self.expiry: dict[str, str] = {i: e for i, e in zip(ids, expiries, strict=True) if e is not None}
+        self.question = np.array(questions, dtype=bool)
+        self.length = np.array(lengths, np.float64)  # BM25's dl (tokens, both columns)
+        self.doc = np.array(docs, np.int64)  # the backend's document numbers (-1: by id)
         self._doc_index: tuple[np.ndarray, np.ndarray] | None = None
-        threads = sorted({r.thread for r in rows if r.thread is not None})
-        tcode = {t: j for j, t in enumerate(threads)}
-        self.thread = np.array([tcode[r.thread] if r.thread is not None else -1 for r in rows], np.int64)
-        self.actor_names = sorted({r.actor for r in rows if r.actor})
-        acode = {a: j for j, a in enumerate(self.actor_names)}
+        threads = sorted(set(threads_) - {None})
+        tcode: dict[str | None, int] = {t: j for j, t in enumerate(threads)}
+        tcode[None] = -1
+        self.thread = np.array(list(map(tcode.__getitem__, threads_)), np.int64)
+        self.actor_names = sorted(set(actors) - {None, ""})
+        acode: dict[str | None, int] = {a: j for j, a in enumerate(self.actor_names)}
+        acode[None] = acode[""] = -1
         self.actor_words = [frozenset(FTS_TOKEN_RE.findall(normalise(a, 200))) for a in self.actor_names]
         self._word_actors: dict[str, list[int]] = {}  # a word -> the codes of the actors whose name holds it
         for j, toks in enumerate(self.actor_words):
             for tok in toks:
                 self._word_actors.setdefault(tok, []).append(j)
-        self.actor = np.array([acode[r.actor] if r.actor else -1 for r in rows], np.int64)
+        self.actor = np.array(list(map(acode.__getitem__, actors)), np.int64)
         self._actor_counts: np.ndarray | None = None
-        seq = np.array([r.seq if r.seq is not None else 0 for r in rows], np.int64)
+        seq = np.array([0 if q is None else q for q in seqs], np.int64)
         self.prev1, self.prev2, self.next1, self.next2 = (np.full(n, -1, np.int64) for _ in range(4))
         threaded = np.flatnonzero(self.thread >= 0)
         if len(threaded):  # positions are in id order, so the last key breaks seq ties by id

@@ -373,8 +373,11 @@ class RecallQueries(Protocol):
         """(id, key) for memories whose key, and notes whose name, is one of ``keys``."""
         ...
 
-    def rank_rows(self, mind: str) -> builtins.list[RankRow]:
-        """Every ranking document of the mind with its structure (thread, seq, actor, question), in id order."""
+    def rank_rows(self, mind: str, ids: Sequence[str] | None = None,
+                  threads: Sequence[str] | None = None) -> builtins.list[RankRow]:
+        """Every ranking document of the mind with its structure (thread, seq, actor, question), in id order.
+        With ``ids`` or ``threads``: only the documents of these ids, of these threads, and of the threads these
+        ids are in now (what a change to them can have changed: a record's context is the two before it)."""
         ...
 
     def bm25(self, mind: str, words: Sequence[str], *, depth: int, w_body: float = 1.0,
@@ -547,6 +550,13 @@ class VaultStore(Protocol):
         """Changes whenever anyone commits a write to the vault (for caches of query results). A shared store's
         answer names the committed state itself (PostgreSQL: ``gate_stats.version``, the same on every machine);
         SQLite's is this connection's view of the file. Inside a snapshot it is the snapshot's."""
+        ...
+
+    def changes_between(self, old: tuple[int, ...], new: tuple[int, ...]) -> builtins.list[Change] | None:
+        """The records (kind, id, deleted) that commits between two :meth:`data_version` answers changed, when the
+        store knows them (SQLite: this connection's own recent commits); None when it cannot tell (another
+        connection or machine wrote, or the commits are too far back), and the caller reads afresh. A commit that
+        changed no record (a setting, a flag) adds nothing, yet moves the version."""
         ...
 
     def snapshot_now(self) -> str | None:

@@ -29,6 +29,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from synapse_nb.errors import ValidationError
 from synapse_nb.store.postgres.db import PgDatabase
+from synapse_nb.store.records import Change
 from synapse_nb.store.postgres.migrate import CODE_VERSION, check_project
 from synapse_nb.store.postgres.queries import (
     FeedOutbox,
@@ -123,6 +124,11 @@ class PgStore(PgDatabase):
     def table(self, kind: str) -> Any:
         """The table of a kind ("memory" -> :attr:`memories`)."""
         return self._tables[kind]
+
+    def changes_between(self, old: tuple[int, ...], new: tuple[int, ...]) -> list[Change] | None:  # noqa: ARG002
+        """None: which records another machine changed is the change feed's to tell (``follow``), so recall
+        reads its structure rows afresh after any write."""
+        return None
 
     def for_actor(self, actor: str) -> PgStore:
         """This store (same pool, same listeners) acting for ``actor``: "agent" runs as the project's agent role."""

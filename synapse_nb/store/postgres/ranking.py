@@ -30,10 +30,13 @@ __all__ = ["K1", "B", "RankingQueries"]
 
 K1, B = 1.2, 0.75
 
-RANK_ROWS = ("SELECT d.kind, d.id, d.thread, d.seq, d.actor, strpos(d.gate_text, chr(63)) > 0 AS q, "
-             "cardinality(d.rank_body) + cardinality(d.rank_ctx) AS dl, m.expires_at FROM rank_docs d "
-             "LEFT JOIN memories m ON d.kind = 'memory' AND m.id = d.id AND m.expires_at IS NOT NULL "
-             "WHERE d.mind = ? ORDER BY d.id")
+_RANK_COLS = ("SELECT d.kind, d.id, d.thread, d.seq, d.actor, strpos(d.gate_text, chr(63)) > 0 AS q, "
+              "cardinality(d.rank_body) + cardinality(d.rank_ctx) AS dl, m.expires_at FROM rank_docs d "
+              "LEFT JOIN memories m ON d.kind = 'memory' AND m.id = d.id AND m.expires_at IS NOT NULL "
+              "WHERE d.mind = ?")
+RANK_ROWS = _RANK_COLS + " ORDER BY d.id"
+RANK_ROWS_OF = (_RANK_COLS + " AND (d.id = ANY(?) OR d.thread = ANY(?) OR d.thread IN (SELECT e.thread FROM rank_docs e "
+                "WHERE e.id = ANY(?) AND e.thread IS NOT NULL)) ORDER BY d.id")
 RANK_TOTALS = "SELECT n_docs, total_dl FROM gate_stats WHERE id = 1"
 # per word: its stem (as RANK_BM25 stems it), the vault's documents holding it, then the mind's postings
 RANK_STEMS = """
@@ -83,9 +86,13 @@ class RankingQueries:
     bm25_style = "sql"
     remote = True
 
-    def rank_rows(self, mind: str) -> builtins.list[Any]:
-        return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), int(r[6]), expires_at=r[7])
-                for r in self._db.query(RANK_ROWS, (mind,))]
+    def rank_rows(self, mind: str, ids: Sequence[str] | None = None,
+                  threads: Sequence[str] | None = None) -> builtins.list[Any]:
+        if ids is None and threads is None:
+            rows = self._db.query(RANK_ROWS, (mind,))
+        else:
+            rows = self._db.query(RANK_ROWS_OF, (mind, list(ids or ()), list(threads or ()), list(ids or ())))
+        return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), int(r[6]), expires_at=r[7]) for r in rows]
 
     def rank_totals(self) -> tuple[int, int]:
         row = self._db.query_one(RANK_TOTALS)

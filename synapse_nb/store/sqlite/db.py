@@ -19,6 +19,7 @@ agent's MCP server, a git hook) share it.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import random
@@ -39,6 +40,8 @@ __all__ = ["LOCK_TIMEOUT_S", "Database"]
 
 #: How long a writer waits for another process's write lock before giving up, in seconds.
 LOCK_TIMEOUT_S = 60.0
+#: How many of a connection's latest commits it remembers the changed records of (changes_between)
+CHANGE_LOG = 256
 
 T = TypeVar("T")
 Change = tuple[str, str, bool]
@@ -84,6 +87,8 @@ class Database:
         self._clock_dirty = False
         #: incremented after every commit through this connection (PRAGMA data_version only sees others')
         self.write_gen = 0
+        #: (write_gen, the records it changed) of this connection's latest commits, for changes_between
+        self._change_log: collections.deque[tuple[int, list[Change]]] = collections.deque(maxlen=CHANGE_LOG)
         self._fts_queue = False  # the schema queues FTS5 writes (set once migrated to a version that does)
         try:
             if not readonly:
@@ -243,6 +248,8 @@ class Database:
             callbacks, self._after_commit = self._after_commit, []
             changes = sorted((k, r, d) for (k, r), d in self._changes.items())
             self._changes.clear()
+            if moves_version:
+                self._change_log.append((self.write_gen, changes))
         for cb in callbacks:
             cb()
         if changes:
@@ -386,6 +393,18 @@ class Database:
         """Changes whenever anyone commits: (``PRAGMA data_version``, this connection's commit counter)."""
         with self._lock:
             return int(self._conn.execute("PRAGMA data_version").fetchone()[0]), self.write_gen
+
+    def changes_between(self, old: tuple[int, ...], new: tuple[int, ...]) -> list[Change] | None:
+        """This connection's own commits between the two versions, from its log of the latest
+        :data:`CHANGE_LOG`; None when another connection committed in between (PRAGMA data_version moved) or the
+        log no longer reaches back."""
+        if len(old) != 2 or len(new) != 2 or old[0] != new[0] or old[1] > new[1]:
+            return None
+        with self._lock:
+            log = [(gen, ch) for gen, ch in self._change_log if old[1] < gen <= new[1]]
+        if [gen for gen, _ in log] != list(range(old[1] + 1, new[1] + 1)):
+            return None
+        return [c for _, ch in log for c in ch]
 
     def snapshot_now(self) -> str | None:
         """None: a local vault has no clock of its own; "now" is the caller's."""

@@ -34,8 +34,9 @@ _TOKENIZE = "porter unicode61 remove_diacritics 2"
 #: Most words whose stems are kept (the cache is emptied when full).
 MAX_STEMS = 50_000
 
-RANK_ROWS = ("SELECT d.kind, d.rid, d.thread, d.seq, d.actor, instr(d.body, '?') > 0, z.sz, d.gid FROM gate_docs d "
-             "LEFT JOIN rank_fts_docsize z ON z.id = d.gid WHERE d.mind = ? ORDER BY d.rid")
+_RANK_COLS = ("SELECT d.kind, d.rid, d.thread, d.seq, d.actor, instr(d.body, '?') > 0, z.sz, d.gid FROM gate_docs d "
+              "LEFT JOIN rank_fts_docsize z ON z.id = d.gid WHERE d.mind = ?")
+RANK_ROWS = _RANK_COLS + " ORDER BY d.rid"
 # memories with an expiry, through the partial index that holds only them (left to choose, SQLite scans the mind's
 # memories): a second statement costs less than joining every ranking document to its record
 RANK_EXPIRY = ("SELECT id, expires_at FROM memories INDEXED BY memories_expiry WHERE expires_at IS NOT NULL "
@@ -46,6 +47,10 @@ _VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.synapse_rank_vocab USING fts5v
 # (2,150 instances) reads in ~0.6 ms so, ~2.8 ms as one row per instance (a Python tuple each); grouping them per
 # document in SQL costs more than either
 RANK_INSTANCES = "SELECT group_concat(doc * 2 + (col = 'body')) FROM temp.synapse_rank_vocab WHERE term = ?"
+
+
+def _chunks(items: Sequence[str], size: int) -> list[Sequence[str]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 def varints(blob: bytes | None) -> list[int]:
@@ -120,10 +125,29 @@ class RankingQueries:
     bm25_style = "fts5"
     remote = False
 
-    def rank_rows(self, mind: str) -> list[RankRow]:
+    def rank_rows(self, mind: str, ids: Sequence[str] | None = None,
+                  threads: Sequence[str] | None = None) -> list[RankRow]:
         with self._db.snapshot():  # one state for both statements
-            rows = self._db.query(RANK_ROWS, (mind,))
-            expiry = dict(self._db.query(RANK_EXPIRY, (mind,)))  # type: ignore[arg-type]
+            if ids is None and threads is None:
+                rows = self._db.query(RANK_ROWS, (mind,))
+                expiry = dict(self._db.query(RANK_EXPIRY, (mind,)))  # type: ignore[arg-type]
+            else:
+                rows = []
+                for chunk in _chunks(sorted(set(ids or ())), 400):
+                    marks = ",".join("?" * len(chunk))
+                    rows += self._db.query(
+                        _RANK_COLS + f" AND (d.rid IN ({marks}) OR d.thread IN (SELECT thread FROM gate_docs WHERE "
+                        f"rid IN ({marks}) AND thread IS NOT NULL))", (mind, *chunk, *chunk))
+                for chunk in _chunks(sorted(set(threads or ())), 400):
+                    rows += self._db.query(_RANK_COLS + f" AND d.thread IN ({','.join('?' * len(chunk))})",
+                                           (mind, *chunk))
+                rows = sorted({r[1]: r for r in rows}.values(), key=lambda r: r[1])
+                mems = [r[1] for r in rows if r[0] == "memory"]
+                expiry = {}
+                for chunk in _chunks(mems, 400):
+                    expiry.update(self._db.query(  # type: ignore[arg-type]
+                        f"SELECT id, expires_at FROM memories WHERE id IN ({','.join('?' * len(chunk))}) "
+                        "AND expires_at IS NOT NULL", tuple(chunk)))
         return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), _length(r[6]), r[7],
                         expiry.get(r[1]) if r[0] == "memory" else None) for r in rows]
 
