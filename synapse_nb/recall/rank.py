@@ -23,6 +23,7 @@ sqrt being correctly rounded where ``pow`` is not guaranteed to be); final score
 
 from __future__ import annotations
 
+import itertools
 import operator
 
 from collections.abc import Mapping, Sequence
@@ -127,6 +128,7 @@ def fts_words(words: Sequence[str], doc_freq: Mapping[str, int], n_docs: int, ma
 
 
 _ROW_ID = operator.attrgetter("id")
+_NO_SEQ = {None: 0}
 
 
 class ThreadIndex:
@@ -145,11 +147,11 @@ class ThreadIndex:
         self.rows: list[RankRow] = rows  # kept: a later version's index is this one patched (Candidates.threads)
         n = len(rows)
         kinds, ids, threads_, seqs, actors, questions, lengths, docs, expiries = (
-            zip(*rows, strict=True) if n else ((),) * 9)
-        self.ids: list[str] = list(ids)
-        self.kinds: list[str] = list(kinds)
+            list(map(operator.itemgetter(k), rows)) for k in range(9))  # RankRow's fields, in order
+        self.ids: list[str] = ids
+        self.kinds: list[str] = kinds
         self.pos: dict[str, int] = dict(zip(ids, range(n), strict=True))
-        self.expiry: dict[str, str] = {i: e for i, e in zip(ids, expiries, strict=True) if e is not None}
+        self.expiry: dict[str, str] = dict(itertools.compress(zip(ids, expiries, strict=True), expiries))
         self.question = np.array(questions, dtype=bool)
         self.length = np.array(lengths, np.float64)  # BM25's dl (tokens, both columns)
         self.doc = np.array(docs, np.int64)  # the backend's document numbers (-1: by id)
@@ -168,7 +170,7 @@ class ThreadIndex:
                 self._word_actors.setdefault(tok, []).append(j)
         self.actor = np.array(list(map(acode.__getitem__, actors)), np.int64)
         self._actor_counts: np.ndarray | None = None
-        seq = np.array([0 if q is None else q for q in seqs], np.int64)
+        seq = np.array(list(map(_NO_SEQ.get, seqs, seqs)), np.int64)  # None -> 0
         self.prev1, self.prev2, self.next1, self.next2 = (np.full(n, -1, np.int64) for _ in range(4))
         threaded = np.flatnonzero(self.thread >= 0)
         if len(threaded):  # positions are in id order, so the last key breaks seq ties by id
