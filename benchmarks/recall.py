@@ -5,7 +5,9 @@ vault's ``gate_vocab`` index of the gate texts, the OR of the query's words) mea
 process (each query alternates recall, the bare query and the store's ranking query), their ratio, the store's
 ranking query alone, and peak RSS; then, in another fresh process, recall alone (``recall_alone_*``: the same
 queries one after another with nothing in between, the issue's absolute goal), and in a third recall with a session
-(``recall_session_*``: as ``%recall`` and agents call it, so each recall records what it gave). Vaults are generated deterministically
+(``recall_session_*``: as ``%recall`` and agents call it, so each recall records what it gave), and in a fourth,
+on a copy of the vault, the first recall after each of 20 writes (``recall_after_write_*``: an agent that
+remembers, then asks). Vaults are generated deterministically
 (seeded), bulk-loaded through the public ``import_jsonl`` API, and measured in a fresh process. Records are
 mixed: 60% memories, 10% decisions, 10% checkpoints, 17% episodes in threads of 20 turns with 40 actors
 (the structure step runs on them), 3% notes.
@@ -135,7 +137,30 @@ def run(size: int, n_queries: int) -> dict:
     out = subprocess.run([sys.executable, __file__, "--measure", str(tmp), "--size", str(size), "--queries",
                           str(n_queries), "--session"], capture_output=True, text=True, check=True).stdout
     res.update(json.loads(out.strip().splitlines()[-1]))
+    out = subprocess.run([sys.executable, __file__, "--measure", str(tmp), "--size", str(size), "--after-write",
+                          "20" if size <= 100_000 else "5"], capture_output=True, text=True, check=True).stdout
+    res.update(json.loads(out.strip().splitlines()[-1]))
     return res
+
+
+def after_write(path: Path, n_writes: int) -> dict:
+    """On a copy of the vault (the writes stay there): one memory written, then one recall, ``n_writes`` times."""
+    import shutil
+
+    tmp = Path(tempfile.mkdtemp(prefix="synbench-aw-"))
+    try:
+        shutil.copytree(path, tmp / "v")
+        v = syn.open_vault(tmp / "v")
+        qs = queries(max(n_writes, 1))
+        v.recall(qs[0])
+        ts = []
+        for i in range(n_writes):
+            v.remember("knowledge", f"after_write_{i}", f"deploy latency note {i} written just before a recall")
+            ts += timed(lambda x: v.recall(x), [qs[i]])
+        v.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {"recall_after_write_p50_ms": statistics.median(ts), "recall_after_write_max_ms": max(ts)}
 
 
 def measure(path: Path, size: int, n_queries: int, alone: bool = False, session: bool = False) -> dict:
@@ -208,8 +233,13 @@ def main() -> None:
     ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--alone", action="store_true", help="with --measure: time recall alone (no reference queries)")
     ap.add_argument("--session", action="store_true", help="with --measure: time recall with a session (as %%recall)")
+    ap.add_argument("--after-write", type=int, default=0, metavar="N",
+                    help="with --measure: on a copy of the vault, time the first recall after each of N writes")
     args = ap.parse_args()
     if args.measure:
+        if args.after_write:
+            print(json.dumps(after_write(Path(args.measure), args.after_write)))
+            return
         print(json.dumps(measure(Path(args.measure), args.size, args.queries, args.alone, args.session)))
         return
     for size in [int(s) for s in args.sizes.split(",")]:
