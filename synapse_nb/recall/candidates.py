@@ -194,12 +194,10 @@ class Candidates:
         elif not ids:
             idx = old  # a commit that changed no ranked record (a setting, a flag, a lesson)
         else:
-            at = old.pos
-            threads = sorted({r.thread for i in ids if i in at and (r := old.rows[at[i]]).thread is not None})
+            threads = sorted({t for i in ids if (t := old.thread_of(i)) is not None})
             # the rows of these ids and every row of their threads, old and new: all that the change can move
             fresh = store.recall.rank_rows(mind, ids=ids, threads=threads)
-            gone = set(ids) | {r.id for r in fresh}
-            idx = ThreadIndex([r for r in old.rows if r.id not in gone] + fresh)
+            idx = old.patch(set(ids) | {r.id for r in fresh}, fresh)
         with self._lock:
             self._threads, self._threads_key = idx, key
         return idx

@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import operator
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -142,44 +142,109 @@ class ThreadIndex:
     def __init__(self, rows: Sequence[RankRow]) -> None:
         import numpy as np
 
-        # columns at C speed (a million rows: one transposition, no per-row attribute reads)
+        # columns at C speed (a million rows: one map per field, no per-row attribute reads)
         rows = sorted(rows, key=_ROW_ID)
-        self.rows: list[RankRow] = rows  # kept: a later version's index is this one patched (Candidates.threads)
-        n = len(rows)
         kinds, ids, threads_, seqs, actors, questions, lengths, docs, expiries = (
             list(map(operator.itemgetter(k), rows)) for k in range(9))  # RankRow's fields, in order
-        self.ids: list[str] = ids
-        self.kinds: list[str] = kinds
-        self.pos: dict[str, int] = dict(zip(ids, range(n), strict=True))
-        self.expiry: dict[str, str] = dict(itertools.compress(zip(ids, expiries, strict=True), expiries))
-        self.question = np.array(questions, dtype=bool)
-        self.length = np.array(lengths, np.float64)  # BM25's dl (tokens, both columns)
-        self.doc = np.array(docs, np.int64)  # the backend's document numbers (-1: by id)
-        self._doc_index: tuple[np.ndarray, np.ndarray] | None = None
-        threads = sorted(set(threads_) - {None})
-        tcode: dict[str | None, int] = {t: j for j, t in enumerate(threads)}
+        self.thread_names = sorted(set(threads_) - {None})  # thread code -> its name
+        tcode: dict[str | None, int] = {t: j for j, t in enumerate(self.thread_names)}
         tcode[None] = -1
-        self.thread = np.array(list(map(tcode.__getitem__, threads_)), np.int64)
-        self.actor_names = sorted(set(actors) - {None, ""})
-        acode: dict[str | None, int] = {a: j for j, a in enumerate(self.actor_names)}
+        names = sorted(set(actors) - {None, ""})
+        acode: dict[str | None, int] = {a: j for j, a in enumerate(names)}
         acode[None] = acode[""] = -1
-        self.actor_words = [frozenset(FTS_TOKEN_RE.findall(normalise(a, 200))) for a in self.actor_names]
+        self._finish(np.array(ids, dtype=object), np.array(kinds, dtype=object),
+                     dict(itertools.compress(zip(ids, expiries, strict=True), expiries)),
+                     np.array(questions, dtype=bool), np.array(lengths, np.float64), np.array(docs, np.int64),
+                     np.array(list(map(tcode.__getitem__, threads_)), np.int64),
+                     np.array(list(map(_NO_SEQ.get, seqs, seqs)), np.int64),  # None -> 0
+                     names, np.array(list(map(acode.__getitem__, actors)), np.int64), ids, kinds)
+
+    def _finish(self, ids: np.ndarray, kinds: np.ndarray, expiry: dict[str, str], question: np.ndarray,
+                length: np.ndarray, doc: np.ndarray, thread: np.ndarray, seq: np.ndarray, actor_names: list[str],
+                actor: np.ndarray, id_list: list[str] | None = None, kind_list: list[str] | None = None) -> None:
+        """Set every array from the columns (positions in id order), and derive the neighbour links."""
+        import numpy as np
+
+        n = len(ids)
+        self._ids, self._kinds = ids, kinds  # object arrays of the same strings: patched at C speed
+        self.ids: list[str] = ids.tolist() if id_list is None else id_list
+        self.kinds: list[str] = kinds.tolist() if kind_list is None else kind_list
+        self.pos: dict[str, int] = dict(zip(self.ids, range(n), strict=True))
+        self.expiry: dict[str, str] = expiry
+        self.question, self.length, self.doc, self.thread, self.seq = question, length, doc, thread, seq
+        self._doc_index: tuple[np.ndarray, np.ndarray] | None = None
+        self.actor_names = actor_names
+        self.actor_words = [frozenset(FTS_TOKEN_RE.findall(normalise(a, 200))) for a in actor_names]
         self._word_actors: dict[str, list[int]] = {}  # a word -> the codes of the actors whose name holds it
         for j, toks in enumerate(self.actor_words):
             for tok in toks:
                 self._word_actors.setdefault(tok, []).append(j)
-        self.actor = np.array(list(map(acode.__getitem__, actors)), np.int64)
+        self.actor = actor
         self._actor_counts: np.ndarray | None = None
-        seq = np.array(list(map(_NO_SEQ.get, seqs, seqs)), np.int64)  # None -> 0
         self.prev1, self.prev2, self.next1, self.next2 = (np.full(n, -1, np.int64) for _ in range(4))
-        threaded = np.flatnonzero(self.thread >= 0)
+        threaded = np.flatnonzero(thread >= 0)
         if len(threaded):  # positions are in id order, so the last key breaks seq ties by id
-            o = threaded[np.lexsort((threaded, seq[threaded], self.thread[threaded]))]
-            t = self.thread[o]
+            o = threaded[np.lexsort((threaded, seq[threaded], thread[threaded]))]
+            t = thread[o]
             for d, back, fwd in ((1, self.prev1, self.next1), (2, self.prev2, self.next2)):
                 same = t[d:] == t[:-d]
                 back[o[d:][same]] = o[:-d][same]
                 fwd[o[:-d][same]] = o[d:][same]
+
+    def thread_of(self, rid: str) -> str | None:
+        """The thread a record of the index is in (None: none, or not in the index)."""
+        i = self.pos.get(rid)
+        if i is None:
+            return None
+        t = int(self.thread[i])
+        return self.thread_names[t] if t >= 0 else None
+
+    def patch(self, gone: Collection[str], fresh: Sequence[RankRow]) -> ThreadIndex:
+        """This index with the rows of ``gone`` removed and ``fresh`` added (every id of ``fresh`` among
+        ``gone``): equal to an index built from the resulting rows, without a Python pass over the rows kept.
+        Thread codes of new threads are appended (codes only group rows); actor codes follow the names' order,
+        as a fresh build gives them, because they are compared with the query's names."""
+        import numpy as np
+
+        out = ThreadIndex.__new__(ThreadIndex)
+        keep = np.ones(len(self.ids), bool)
+        keep[[self.pos[i] for i in gone if i in self.pos]] = False
+        fresh = sorted(fresh, key=_ROW_ID)
+        k = len(fresh)
+        fids = np.empty(k, dtype=object)
+        fids[:] = [r.id for r in fresh]
+        ids_kept = self._ids[keep]
+        at = np.searchsorted(ids_kept, fids) if k else np.zeros(0, np.int64)
+
+        def put(kept: np.ndarray, values: list[object], dtype: object) -> np.ndarray:
+            col = np.empty(k, dtype=dtype)
+            col[:] = values
+            return np.insert(kept, at, col)
+
+        names = list(self.thread_names)
+        tcode = {t: j for j, t in enumerate(names)}
+        for r in fresh:
+            if r.thread is not None and r.thread not in tcode:
+                tcode[r.thread] = len(names)
+                names.append(r.thread)
+        # actors: the names still spoken by a kept row or a fresh one, in name order (as a fresh build numbers them)
+        actor_kept = self.actor[keep]
+        spoken = {self.actor_names[j] for j in np.unique(actor_kept[actor_kept >= 0]).tolist()}
+        actor_names = sorted(spoken | {r.actor for r in fresh if r.actor})
+        acode: dict[str | None, int] = {a: j for j, a in enumerate(actor_names)}
+        acode[None] = acode[""] = -1
+        remap = np.array([acode.get(a, -1) for a in self.actor_names] + [-1], np.int64)  # old code -> new (-1: -1)
+        expiry = {i: e for i, e in self.expiry.items() if i not in gone}
+        expiry.update((r.id, r.expires_at) for r in fresh if r.expires_at is not None)
+        out.thread_names = names
+        out._finish(np.insert(ids_kept, at, fids), put(self._kinds[keep], [r.kind for r in fresh], object), expiry,
+                    put(self.question[keep], [r.question for r in fresh], bool),
+                    put(self.length[keep], [r.length for r in fresh], np.float64),
+                    put(self.doc[keep], [r.doc for r in fresh], np.int64),
+                    put(self.thread[keep], [tcode[r.thread] if r.thread is not None else -1 for r in fresh], np.int64),
+                    put(self.seq[keep], [r.seq if r.seq is not None else 0 for r in fresh], np.int64),
+                    actor_names, put(remap[actor_kept], [acode[r.actor] for r in fresh], np.int64))
+        return out
 
     def __len__(self) -> int:
         return len(self.ids)

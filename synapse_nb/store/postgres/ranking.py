@@ -35,8 +35,8 @@ _RANK_COLS = ("SELECT d.kind, d.id, d.thread, d.seq, d.actor, strpos(d.gate_text
               "LEFT JOIN memories m ON d.kind = 'memory' AND m.id = d.id AND m.expires_at IS NOT NULL "
               "WHERE d.mind = ?")
 RANK_ROWS = _RANK_COLS + " ORDER BY d.id"
-RANK_ROWS_OF = (_RANK_COLS + " AND (d.id = ANY(?) OR d.thread = ANY(?) OR d.thread IN (SELECT e.thread FROM rank_docs e "
-                "WHERE e.id = ANY(?) AND e.thread IS NOT NULL)) ORDER BY d.id")
+RANK_ROWS_OF = (_RANK_COLS + " AND (d.id = ANY(?) OR d.thread = ANY(?) OR d.thread IN (SELECT e.thread "
+                "FROM rank_docs e WHERE e.id = ANY(?) AND e.thread IS NOT NULL)) ORDER BY d.id")
 RANK_TOTALS = "SELECT n_docs, total_dl FROM gate_stats WHERE id = 1"
 # per word: its stem (as RANK_BM25 stems it), the vault's documents holding it, then the mind's postings
 RANK_STEMS = """
