@@ -80,7 +80,8 @@ class Record:
     @property
     def digest(self) -> str:
         """Hash of the content fields: changes whenever what a reader would see changes."""
-        return digest({k: self.to_dict()[k] for k in self.content_fields})
+        # the content fields as to_dict() gives them (tuples as lists), without building it once per field
+        return digest({k: list(v) if isinstance(v := getattr(self, k), tuple) else v for k in self.content_fields})
 
     @property
     def text(self) -> str:
