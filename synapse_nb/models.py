@@ -8,6 +8,8 @@ notebook displays; lists of them are :class:`RecordList` with ``to_pandas()`` /
 
 from __future__ import annotations
 
+import functools
+
 import json
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -77,9 +79,10 @@ class Record:
             out[f.name] = list(v) if isinstance(v, tuple) else v
         return out
 
-    @property
+    @functools.cached_property
     def digest(self) -> str:
-        """Hash of the content fields: changes whenever what a reader would see changes."""
+        """Hash of the content fields: changes whenever what a reader would see changes (computed once per
+        record object: a record is frozen, and recall keeps the records it read)."""
         # the content fields as to_dict() gives them (tuples as lists), without building it once per field
         return digest({k: list(v) if isinstance(v := getattr(self, k), tuple) else v for k in self.content_fields})
 
