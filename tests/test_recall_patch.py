@@ -50,6 +50,7 @@ def test_structure_arrays_patched_after_writes_equal_a_fresh_read(tmp_path: Path
     rng = random.Random(11)
     v = syn.open_vault(tmp_path)
     other = syn.open_vault(tmp_path)  # another connection: its writes cannot be patched in
+    elsewhere = v.with_mind("elsewhere")
     s = v._store
     words = ["camping", "lake", "trout", "canary", "deploy", "retry", "budget", "garage", "mountain", "pelican"]
     episodes: list[str] = []
@@ -79,8 +80,10 @@ def test_structure_arrays_patched_after_writes_equal_a_fresh_read(tmp_path: Path
             v.decide(f"decision {step}: {text}")
         elif op < 0.84:
             v.notes.add(f"note_{rng.randrange(5)}", text, f"body {step}")
-        elif op < 0.88:
+        elif op < 0.86:
             v.settings.set("recall_semantic", 0.0)  # moves the version, changes no record
+        elif op < 0.88:
+            elsewhere.remember("knowledge", f"fact_{step}", text)  # another mind, the same connection
         elif op < 0.94:
             v.recall(text, session="s")  # session marks: no version moves
         else:

@@ -176,8 +176,8 @@ class Candidates:
 
         When the store can name the records changed since the version kept (:meth:`VaultStore.changes_between`:
         a local vault's own writes), only those records' rows and the rows of their threads (a record's context
-        is the two before it) are read again, and the arrays are rebuilt from the rows kept: the first recall
-        after a write then reads a few rows, not the whole mind's.
+        is the two before it) are read again and patched into the arrays kept (:meth:`ThreadIndex.patch`): the
+        first recall after a write then reads a few rows, not the whole mind's.
         """
         store, mind = self._ctx.store, self._ctx.mind
         key = (version, mind)
@@ -197,7 +197,11 @@ class Candidates:
             threads = sorted({t for i in ids if (t := old.thread_of(i)) is not None})
             # the rows of these ids and every row of their threads, old and new: all that the change can move
             fresh = store.recall.rank_rows(mind, ids=ids, threads=threads)
-            idx = old.patch(set(ids) | {r.id for r in fresh}, fresh)
+            if fresh or any(i in old.pos for i in ids):
+                idx = old.patch(set(ids) | {r.id for r in fresh}, fresh)
+            else:
+                idx = old  # only another mind's records changed
+
         with self._lock:
             self._threads, self._threads_key = idx, key
         return idx
