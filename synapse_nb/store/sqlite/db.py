@@ -26,7 +26,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -42,6 +42,8 @@ __all__ = ["LOCK_TIMEOUT_S", "Database"]
 LOCK_TIMEOUT_S = 60.0
 #: How many of a connection's latest commits it remembers the changed records of (changes_between)
 CHANGE_LOG = 256
+#: Most ids bound in one statement.
+CHUNK = 500
 
 T = TypeVar("T")
 Change = tuple[str, str, bool]
@@ -56,6 +58,17 @@ def _is_locked(exc: sqlite3.OperationalError) -> bool:
     msg = str(exc).lower()
     return "locked" in msg or "busy" in msg
 
+
+
+def _marks(n: int) -> str:
+    """``n`` placeholders for an ``IN (...)`` list."""
+    return ",".join("?" * n)
+
+
+def _chunks(seq: Sequence[str], size: int = CHUNK) -> Iterator[Sequence[str]]:
+    """``seq`` in slices of at most ``size`` (ids bound in one statement each)."""
+    for start in range(0, len(seq), size):
+        yield seq[start:start + size]
 
 class Database:
     """A connection to one vault database, safe to share between threads of one process.

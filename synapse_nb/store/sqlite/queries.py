@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from synapse_nb.errors import ConflictError, ValidationError
 from synapse_nb.models import PRIORITIES, TABLES, Record
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, Candidate, RankHit, RefSource
+from synapse_nb.store.sqlite.db import CHUNK, _chunks, _marks
 from synapse_nb.store.sqlite.ranking import RankingQueries
 
 if TYPE_CHECKING:
@@ -24,19 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CHUNK", "FlagsQueries", "MetaQueries", "OutboxQueries", "RecallQueries", "RefsQueries",
            "SessionsQueries", "TransferQueries"]
-
-#: Most ids bound in one statement.
-CHUNK = 500
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
-
-
-def _chunks(seq: Sequence[str], size: int = CHUNK) -> Iterator[Sequence[str]]:
-    for start in range(0, len(seq), size):
-        yield seq[start:start + size]
-
 
 # -- meta: settings, scan tips ---------------------------------------------------------------------------------
 UPSERT_META = "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"

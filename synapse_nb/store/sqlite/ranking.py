@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from synapse_nb.store.records import RankRow, TermPostings
+from synapse_nb.store.sqlite.db import _chunks, _marks
 
 if TYPE_CHECKING:
     from synapse_nb.store.sqlite.db import Database
@@ -47,10 +48,6 @@ _VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.synapse_rank_vocab USING fts5v
 # (2,150 instances) reads in ~0.6 ms so, ~2.8 ms as one row per instance (a Python tuple each); grouping them per
 # document in SQL costs more than either
 RANK_INSTANCES = "SELECT group_concat(doc * 2 + (col = 'body')) FROM temp.synapse_rank_vocab WHERE term = ?"
-
-
-def _chunks(items: Sequence[str], size: int) -> list[Sequence[str]]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 def varints(blob: bytes | None) -> list[int]:
@@ -134,19 +131,19 @@ class RankingQueries:
             else:
                 rows = []
                 for chunk in _chunks(sorted(set(ids or ())), 400):
-                    marks = ",".join("?" * len(chunk))
+                    marks = _marks(len(chunk))
                     rows += self._db.query(
                         _RANK_COLS + f" AND (d.rid IN ({marks}) OR d.thread IN (SELECT thread FROM gate_docs WHERE "
                         f"rid IN ({marks}) AND thread IS NOT NULL))", (mind, *chunk, *chunk))
                 for chunk in _chunks(sorted(set(threads or ())), 400):
-                    rows += self._db.query(_RANK_COLS + f" AND d.thread IN ({','.join('?' * len(chunk))})",
+                    rows += self._db.query(_RANK_COLS + f" AND d.thread IN ({_marks(len(chunk))})",
                                            (mind, *chunk))
                 rows = sorted({r[1]: r for r in rows}.values(), key=lambda r: r[1])
                 mems = [r[1] for r in rows if r[0] == "memory"]
                 expiry = {}
                 for chunk in _chunks(mems, 400):
                     expiry.update(self._db.query(  # type: ignore[arg-type]
-                        f"SELECT id, expires_at FROM memories WHERE id IN ({','.join('?' * len(chunk))}) "
+                        f"SELECT id, expires_at FROM memories WHERE id IN ({_marks(len(chunk))}) "
                         "AND expires_at IS NOT NULL", tuple(chunk)))
         return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), _length(r[6]), r[7],
                         expiry.get(r[1]) if r[0] == "memory" else None) for r in rows]
