@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb.recall.rank import ThreadIndex
+from synapse_nb.recall.types import KIND_ORDER
 from synapse_nb.store.records import Candidate
 from synapse_nb.text import query_words
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["Candidates", "ExactMatches", "WalkRow", "query_words"]
 
 #: The kinds with ranking documents (lessons head every recall; they are never ranked).
-_RANKED = frozenset({"memory", "decision", "checkpoint", "episode", "note"})
+_RANKED = frozenset(KIND_ORDER)
 
 #: Most candidate rows kept between recalls (emptied when full, and whenever the vault changes).
 MAX_CACHED_ROWS = 50_000
