@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import operator
-
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -131,6 +130,33 @@ _ROW_ID = operator.attrgetter("id")
 _NO_SEQ = {None: 0}
 
 
+def _codes(names: Sequence[str], *none: object) -> dict[object, int]:
+    """name -> its position in ``names``; each of ``none`` -> -1 (no thread, no actor)."""
+    out: dict[object, int] = {n: j for j, n in enumerate(names)}
+    out.update((x, -1) for x in none)
+    return out
+
+
+def _fields(rows: Sequence[RankRow]) -> list[list]:
+    """The rows' fields as lists, in RankRow's order (kind, id, thread, seq, actor, question, length, doc,
+    expires_at): one map per field at C speed, no per-row attribute reads."""
+    return [list(map(operator.itemgetter(k), rows)) for k in range(9)]
+
+
+def _columns(fields: list[list], tcode: Mapping[object, int], acode: Mapping[object, int]) -> tuple[np.ndarray, ...]:
+    """:func:`_fields` as the index's columns: ids and kinds (object arrays), question, length, doc, thread code,
+    seq (None: 0), actor code."""
+    import numpy as np
+
+    kinds, ids, threads, seqs, actors, questions, lengths, docs, _ = fields
+    ids_a, kinds_a = np.empty(len(ids), dtype=object), np.empty(len(ids), dtype=object)
+    ids_a[:], kinds_a[:] = ids, kinds
+    return (ids_a, kinds_a, np.array(questions, dtype=bool), np.array(lengths, np.float64), np.array(docs, np.int64),
+            np.array(list(map(tcode.__getitem__, threads)), np.int64),
+            np.array(list(map(_NO_SEQ.get, seqs, seqs)), np.int64),
+            np.array(list(map(acode.__getitem__, actors)), np.int64))
+
+
 class ThreadIndex:
     """Per-mind arrays for the structure step, built from the store's :class:`RankRow` s (cache per data version).
 
@@ -140,34 +166,23 @@ class ThreadIndex:
     """
 
     def __init__(self, rows: Sequence[RankRow]) -> None:
-        import numpy as np
+        f = _fields(sorted(rows, key=_ROW_ID))
+        ids, threads, actors, expiries = f[1], f[2], f[4], f[8]
+        self.thread_names = sorted(set(threads) - {None})  # thread code -> its name
+        actor_names = sorted(set(actors) - {None, ""})
+        cols = _columns(f, _codes(self.thread_names, None), _codes(actor_names, None, ""))
+        self._finish(*cols[:-1], actor_names, cols[-1], dict(itertools.compress(zip(ids, expiries), expiries)),
+                     ids, f[0])
 
-        # columns at C speed (a million rows: one map per field, no per-row attribute reads)
-        rows = sorted(rows, key=_ROW_ID)
-        kinds, ids, threads_, seqs, actors, questions, lengths, docs, expiries = (
-            list(map(operator.itemgetter(k), rows)) for k in range(9))  # RankRow's fields, in order
-        self.thread_names = sorted(set(threads_) - {None})  # thread code -> its name
-        tcode: dict[str | None, int] = {t: j for j, t in enumerate(self.thread_names)}
-        tcode[None] = -1
-        names = sorted(set(actors) - {None, ""})
-        acode: dict[str | None, int] = {a: j for j, a in enumerate(names)}
-        acode[None] = acode[""] = -1
-        self._finish(np.array(ids, dtype=object), np.array(kinds, dtype=object),
-                     dict(itertools.compress(zip(ids, expiries, strict=True), expiries)),
-                     np.array(questions, dtype=bool), np.array(lengths, np.float64), np.array(docs, np.int64),
-                     np.array(list(map(tcode.__getitem__, threads_)), np.int64),
-                     np.array(list(map(_NO_SEQ.get, seqs, seqs)), np.int64),  # None -> 0
-                     names, np.array(list(map(acode.__getitem__, actors)), np.int64), ids, kinds)
-
-    def _finish(self, ids: np.ndarray, kinds: np.ndarray, expiry: dict[str, str], question: np.ndarray,
-                length: np.ndarray, doc: np.ndarray, thread: np.ndarray, seq: np.ndarray, actor_names: list[str],
-                actor: np.ndarray, id_list: list[str] | None = None, kind_list: list[str] | None = None) -> None:
+    def _finish(self, ids: np.ndarray, kinds: np.ndarray, question: np.ndarray, length: np.ndarray, doc: np.ndarray,
+                thread: np.ndarray, seq: np.ndarray, actor_names: list[str], actor: np.ndarray,
+                expiry: dict[str, str], id_list: list[str] | None = None, kind_list: list[str] | None = None) -> None:
         """Set every array from the columns (positions in id order), and derive the neighbour links."""
         import numpy as np
 
         n = len(ids)
         self._ids, self._kinds = ids, kinds  # object arrays of the same strings: patched at C speed
-        self.ids: list[str] = ids.tolist() if id_list is None else id_list
+        self.ids: list[str] = ids.tolist() if id_list is None else id_list  # the lists, when the caller has them
         self.kinds: list[str] = kinds.tolist() if kind_list is None else kind_list
         self.pos: dict[str, int] = dict(zip(self.ids, range(n), strict=True))
         self.expiry: dict[str, str] = expiry
@@ -210,40 +225,22 @@ class ThreadIndex:
         keep = np.ones(len(self.ids), bool)
         keep[[self.pos[i] for i in gone if i in self.pos]] = False
         fresh = sorted(fresh, key=_ROW_ID)
-        k = len(fresh)
-        fids = np.empty(k, dtype=object)
-        fids[:] = [r.id for r in fresh]
-        ids_kept = self._ids[keep]
-        at = np.searchsorted(ids_kept, fids) if k else np.zeros(0, np.int64)
-
-        def put(kept: np.ndarray, values: list[object], dtype: object) -> np.ndarray:
-            col = np.empty(k, dtype=dtype)
-            col[:] = values
-            return np.insert(kept, at, col)
-
-        names = list(self.thread_names)
-        tcode = {t: j for j, t in enumerate(names)}
-        for r in fresh:
-            if r.thread is not None and r.thread not in tcode:
-                tcode[r.thread] = len(names)
-                names.append(r.thread)
+        out.thread_names = names = self.thread_names + sorted({r.thread for r in fresh} - {None}
+                                                              - set(self.thread_names))
         # actors: the names still spoken by a kept row or a fresh one, in name order (as a fresh build numbers them)
         actor_kept = self.actor[keep]
         spoken = {self.actor_names[j] for j in np.unique(actor_kept[actor_kept >= 0]).tolist()}
-        actor_names = sorted(spoken | {r.actor for r in fresh if r.actor})
-        acode: dict[str | None, int] = {a: j for j, a in enumerate(actor_names)}
-        acode[None] = acode[""] = -1
+        actor_names = sorted(spoken | {r.actor for r in fresh} - {None, ""})
+        acode = _codes(actor_names, None, "")
         remap = np.array([acode.get(a, -1) for a in self.actor_names] + [-1], np.int64)  # old code -> new (-1: -1)
+        kept = (self._ids[keep], self._kinds[keep], self.question[keep], self.length[keep], self.doc[keep],
+                self.thread[keep], self.seq[keep], remap[actor_kept])
+        add = _columns(_fields(fresh), _codes(names, None), acode)
+        at = np.searchsorted(kept[0], add[0])  # where each fresh id goes among the ids kept (both in id order)
+        cols = [np.insert(k, at, a) for k, a in zip(kept, add, strict=True)]
         expiry = {i: e for i, e in self.expiry.items() if i not in gone}
         expiry.update((r.id, r.expires_at) for r in fresh if r.expires_at is not None)
-        out.thread_names = names
-        out._finish(np.insert(ids_kept, at, fids), put(self._kinds[keep], [r.kind for r in fresh], object), expiry,
-                    put(self.question[keep], [r.question for r in fresh], bool),
-                    put(self.length[keep], [r.length for r in fresh], np.float64),
-                    put(self.doc[keep], [r.doc for r in fresh], np.int64),
-                    put(self.thread[keep], [tcode[r.thread] if r.thread is not None else -1 for r in fresh], np.int64),
-                    put(self.seq[keep], [r.seq if r.seq is not None else 0 for r in fresh], np.int64),
-                    actor_names, put(remap[actor_kept], [acode[r.actor] for r in fresh], np.int64))
+        out._finish(*cols[:-1], actor_names, cols[-1], expiry)
         return out
 
     def __len__(self) -> int:
