@@ -130,8 +130,11 @@ class Recaller:
         read: dict[tuple[str, str], Record | None] = {}  # this recall's batched reads, kept or not
         stamps: dict[str, str] = {}  # id -> updated_at at this version (remote stores)
 
+        def cacheable(c: WalkRow) -> bool:
+            return c.expires_at is None and c.kind != "lesson"
+
         def keep(c: WalkRow, rec: Record | None) -> None:
-            if rec is not None and c.expires_at is None and c.kind != "lesson":
+            if rec is not None and cacheable(c):
                 with lock:
                     if len(cache) >= MAX_CACHED_RECORDS:
                         cache.clear()
@@ -142,7 +145,7 @@ class Recaller:
                         stamped[(c.kind, c.id, rec.updated_at)] = rec
 
         def kept(c: WalkRow) -> Record | None:
-            if c.expires_at is not None or c.kind == "lesson":
+            if not cacheable(c):
                 return None
             with lock:
                 rec = cache.get((c.kind, c.id))
@@ -307,15 +310,8 @@ class Recaller:
         ranked = Ranked(ranked.pos[:n], ranked.score[:n], {k: v[:n] for k, v in ranked.parts.items()})
         # memories expired at "now" are ranked (the store's ranking knows no time) but never given
         expiry, kinds, ids = idx.expiry, idx.kinds, idx.ids
-        cands: list[WalkRow | None]
-        if expiry:
-            cands = []
-            for j in ranked.pos.tolist():
-                rid = ids[j]
-                exp = expiry.get(rid)
-                cands.append(WalkRow(kinds[j], rid, exp) if exp is None or exp > now else None)
-        else:  # no memory of the mind expires (the common case)
-            cands = [WalkRow(kinds[j], ids[j], None) for j in ranked.pos.tolist()]
+        cands = [WalkRow(kinds[j], ids[j], exp) if (exp := expiry.get(ids[j])) is None or exp > now else None
+                 for j in ranked.pos.tolist()]
         return _Ranking(ranked, cands, exact, cover_terms(cover, terms, totals[0], idx), idx.actor)
 
     def _bm25(self, idx: ThreadIndex, words: list[str], terms: dict[str, Term],
@@ -335,5 +331,3 @@ class Recaller:
         hits = [h for h in store.recall.bm25(self._ctx.mind, words, depth=p.depth, w_body=p.w_body,
                                             w_context=p.w_context) if h.id in idx.pos]
         return (np.array([idx.pos[h.id] for h in hits], np.int64), np.array([h.score for h in hits], np.float64))
-
-

@@ -167,10 +167,8 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     for j in above:
         c = cands[j]
         assert c is not None
-        got = first.get(c.kind)
-        if got is None:
-            first[c.kind] = [c] if bars.top_k > 0 else []
-        elif len(got) < bars.top_k:
+        got = first.setdefault(c.kind, [])
+        if len(got) < bars.top_k:
             got.append(c)
     present = set(first)  # the kinds above the margin
     if prefetch is not None and above:
