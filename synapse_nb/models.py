@@ -9,7 +9,6 @@ notebook displays; lists of them are :class:`RecordList` with ``to_pandas()`` /
 from __future__ import annotations
 
 import functools
-
 import json
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar

@@ -29,7 +29,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from synapse_nb.errors import ValidationError
 from synapse_nb.store.postgres.db import PgDatabase
-from synapse_nb.store.records import Change
 from synapse_nb.store.postgres.migrate import CODE_VERSION, check_project
 from synapse_nb.store.postgres.queries import (
     FeedOutbox,
@@ -47,6 +46,7 @@ from synapse_nb.store.postgres.tables import (
     NotesTable,
     gate_terms,
 )
+from synapse_nb.store.records import Change
 from synapse_nb.store.sqlite.queries import FlagsQueries, RefsQueries
 
 __all__ = ["CODE_VERSION", "PgStore", "gate_terms", "is_team_url", "parse_team_url", "project_for"]
