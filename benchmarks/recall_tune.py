@@ -296,6 +296,15 @@ def search_gate(cs: dict[int, Conv]) -> dict:
 
 
 # -- ideas measured and rejected (dev only) -------------------------------------------------------------------
+def _summand(c: Conv, p: np.ndarray, cnt: np.ndarray, w_context: float, bm: BM25,
+             norm: np.ndarray) -> tuple[float, np.ndarray]:
+    """One term's idf and its BM25 summand for each of its records ``p`` (counts ``cnt``: body, context), as
+    :meth:`Conv.bm25` adds it; ``norm`` = k1 x (1 - b + b x dl / avgdl) of every record."""
+    idf = max(np.log((c.n_rows - len(p) + 0.5) / (len(p) + 0.5)), 1e-6)
+    f = cnt[:, 0] + w_context * cnt[:, 1]
+    return idf, idf * f * (bm.k1 + 1) / (f + norm[p])
+
+
 def _rank_with(c: Conv, words: list[str], extra: dict[int, float], rp: RankParams, bm: BM25, coord: float = 0.0,
                post=None):
     """BM25 (plus ``extra`` per position, optionally x the matched idf share ** coord), then the structure.
@@ -309,9 +318,8 @@ def _rank_with(c: Conv, words: list[str], extra: dict[int, float], rp: RankParam
             total += np.log((c.n_rows + 0.5) / 0.5)
             continue
         p, cnt = got
-        idf = max(np.log((c.n_rows - len(p) + 0.5) / (len(p) + 0.5)), 1e-6)
-        f = cnt[:, 0] + rp.w_context * cnt[:, 1]
-        score[p] += idf * f * (bm.k1 + 1) / (f + norm[p])
+        idf, add = _summand(c, p, cnt, rp.w_context, bm, norm)
+        score[p] += add
         hit[p] = True
         matched[p] += idf
         total += idf
@@ -357,9 +365,7 @@ def prf_extra(c: Conv, words: list[str], rp: RankParams, bm: BM25, m: int, e: in
     norm = bm.k1 * (1 - bm.b + bm.b * c.length / c.avgdl)
     for t, v in ex:
         p, cnt = c.post[t]
-        idf = max(np.log((c.n_rows - len(p) + 0.5) / (len(p) + 0.5)), 1e-6)
-        f = cnt[:, 0] + rp.w_context * cnt[:, 1]
-        for pp, x in zip(p.tolist(), (beta * v / ex[0][1] * idf * f * (bm.k1 + 1) / (f + norm[p])).tolist(),
+        for pp, x in zip(p.tolist(), (beta * v / ex[0][1] * _summand(c, p, cnt, rp.w_context, bm, norm)[1]).tolist(),
                          strict=True):
             out[pp] = out.get(pp, 0.0) + x
     return out
@@ -457,9 +463,7 @@ def irregular_extra(c: Conv, words: list[str], rp: RankParams, bm: BM25, alpha: 
         if t not in c.post:
             continue
         p, cnt = c.post[t]
-        idf = max(np.log((c.n_rows - len(p) + 0.5) / (len(p) + 0.5)), 1e-6)
-        f = cnt[:, 0] + rp.w_context * cnt[:, 1]
-        for pp, x in zip(p.tolist(), (alpha * idf * f * (bm.k1 + 1) / (f + norm[p])).tolist(), strict=True):
+        for pp, x in zip(p.tolist(), (alpha * _summand(c, p, cnt, rp.w_context, bm, norm)[1]).tolist(), strict=True):
             out[pp] = out.get(pp, 0.0) + x
     return out
 
