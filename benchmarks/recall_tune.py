@@ -47,6 +47,9 @@ from synapse_nb.recall.rank import RankParams, ThreadIndex, rank_words, structur
 from synapse_nb.recall.bm25 import Term
 from synapse_nb.recall.coverage import cover_terms, coverage
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmarks, also when imported
+from semantic_locomo import paired  # noqa: E402 - the paired bootstrap of the semantic channel's figures
+
 ROOT = Path(__file__).resolve().parents[1]
 LOCOMO = ROOT / "datasets" / "locomo" / "locomo10.json"
 DEV = tuple(range(7))
@@ -436,7 +439,6 @@ def _irregular(drop: tuple[str, ...] = ()) -> dict[str, tuple[str, ...]]:
     groups whose base form is in ``drop`` left out."""
     key = "irregular" + "|".join(drop)
     if key not in _TABLES:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
         from irregular import groups
 
         _TABLES[key] = _stem_table([g for g in groups() if g[0] not in drop])
@@ -517,14 +519,6 @@ def per_question(cs: dict[int, Conv], which, fn) -> np.ndarray:
             got = [c.dia[p] for p in fn(c, rank_words(q)).pos[:TOP].tolist()]
             out.append((recall_at_k(got, gold, 5), recall_at_k(got, gold, 10)))
     return np.array(out)
-
-
-def paired_ci(a: np.ndarray, b: np.ndarray, n: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """Mean of b - a over questions and its 95% paired bootstrap interval (``n`` resamples of the questions)."""
-    d = b - a
-    rng = np.random.default_rng(seed)
-    means = d[rng.integers(0, len(d), (n, len(d)))].mean(axis=1)
-    return float(d.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
 def irregular_misses(cs: dict[int, Conv], which=DEV) -> dict[str, int]:
@@ -611,8 +605,8 @@ def experiments(cs: dict[int, Conv]) -> list[tuple[str, dict]]:
         out.append((f"{name} vs today (paired bootstrap, 2,000, seed 0)", {
             "changed": int((np.abs(new - base).sum(axis=1) > 0).sum()), "n": len(base),
             "obj_diff": round(float(new.mean() - base.mean()), 5),
-            "r5": [round(x, 4) for x in paired_ci(base[:, 0], new[:, 0])],
-            "r10": [round(x, 4) for x in paired_ci(base[:, 1], new[:, 1])]}))
+            "r5": paired(base[:, 0].tolist(), new[:, 0].tolist()),
+            "r10": paired(base[:, 1].tolist(), new[:, 1].tolist())}))
     for line in out:
         print(line, file=sys.stderr, flush=True)
     return out
