@@ -127,19 +127,12 @@ def run(size: int, n_queries: int) -> dict:
     v.import_jsonl(export_lines(size))
     load_s = time.perf_counter() - t
     v.close()
-    out = subprocess.run([sys.executable, __file__, "--measure", str(tmp), "--size", str(size), "--queries",
-                          str(n_queries)], capture_output=True, text=True, check=True).stdout
-    res = {"size": size, "load_s": load_s}
-    res.update(json.loads(out.strip().splitlines()[-1]))
-    out = subprocess.run([sys.executable, __file__, "--measure", str(tmp), "--size", str(size), "--queries",
-                          str(n_queries), "--alone"], capture_output=True, text=True, check=True).stdout
-    res.update(json.loads(out.strip().splitlines()[-1]))
-    out = subprocess.run([sys.executable, __file__, "--measure", str(tmp), "--size", str(size), "--queries",
-                          str(n_queries), "--session"], capture_output=True, text=True, check=True).stdout
-    res.update(json.loads(out.strip().splitlines()[-1]))
-    out = subprocess.run([sys.executable, __file__, "--measure", str(tmp), "--size", str(size), "--after-write",
-                          "20" if size <= 100_000 else "5"], capture_output=True, text=True, check=True).stdout
-    res.update(json.loads(out.strip().splitlines()[-1]))
+    res: dict = {"size": size, "load_s": load_s}
+    # each measure in a fresh process of its own: side by side, alone, with a session, after writes
+    for flags in ([], ["--alone"], ["--session"], ["--after-write", "20" if size <= 100_000 else "5"]):
+        out = subprocess.run([sys.executable, __file__, "--measure", str(tmp), "--size", str(size), "--queries",
+                              str(n_queries), *flags], capture_output=True, text=True, check=True).stdout
+        res.update(json.loads(out.strip().splitlines()[-1]))
     return res
 
 
@@ -170,18 +163,15 @@ def measure(path: Path, size: int, n_queries: int, alone: bool = False, session:
 
     v = syn.open_vault(path)
     qs = queries(n_queries)
-    if session:  # recall with a session of its own, as %recall calls it: each recall records what it gave
-        name = f"bench-{time.time_ns()}"
+    if alone or session:  # recall only, one query after another (warm: imports and structure arrays, with the
+        # first query); with a session of its own, as %recall calls it, each recall records what it gave
+        name = f"bench-{time.time_ns()}" if session else None
         v.recall(qs[0])
         ts = timed(lambda x: v.recall(x, session=name), qs)
         v.close()
-        return {"recall_session_p50_ms": statistics.median(ts), "recall_session_p95_ms": pct(ts, 95)}
-    if alone:  # recall only, one query after another (warm: imports and structure arrays, with the first query)
-        v.recall(qs[0])
-        ts = timed(lambda x: v.recall(x), qs)
-        v.close()
-        return {"recall_alone_p50_ms": statistics.median(ts), "recall_alone_p95_ms": pct(ts, 95),
-                "recall_alone_peak_rss_mb": _peak_rss_mb()}
+        key = "recall_session" if session else "recall_alone"
+        out = {f"{key}_p50_ms": statistics.median(ts), f"{key}_p95_ms": pct(ts, 95)}
+        return out if session else {**out, "recall_alone_peak_rss_mb": _peak_rss_mb()}
     # the reference: a bare FTS5 bm25() top-20 over the same gate texts, on its own read-only connection
     conn = sqlite3.connect(f"file:{v.path / 'synapse.db'}?mode=ro", uri=True)
     bare_sql = "SELECT rowid FROM gate_vocab WHERE gate_vocab MATCH ? ORDER BY bm25(gate_vocab) LIMIT 20"
