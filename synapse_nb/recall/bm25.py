@@ -64,7 +64,7 @@ def _term(p: TermPostings, idx: ThreadIndex) -> Term:
         pos = order[i[ok]]
         tb, tc = np.asarray(p.tf_body, np.int64)[ok], np.asarray(p.tf_context, np.int64)[ok]
     else:  # by id
-        pos_of = idx.pos
+        pos_of = idx.pos.bulk()  # thousands of ids
         keep = [j for j, rid in enumerate(p.ids) if rid in pos_of]  # all, unless the store moved on mid-read
         pos = np.array([pos_of[p.ids[j]] for j in keep], np.int64)
         tb = np.array([p.tf_body[j] for j in keep], np.int64)

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Collection, Mapping, Sequence
+from bisect import bisect_left
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,8 +37,8 @@ if TYPE_CHECKING:
 
     from synapse_nb.store.records import RankRow
 
-__all__ = ["RANK_STOP_WORDS", "SCORE_DECIMALS", "RankParams", "Ranked", "ThreadIndex", "fts_words", "rank_words",
-           "structure", "unique_sorted"]
+__all__ = ["RANK_STOP_WORDS", "SCORE_DECIMALS", "Positions", "RankParams", "Ranked", "ThreadIndex", "fts_words",
+           "rank_words", "structure", "unique_sorted"]
 
 #: Lucene's classic English stop set, question words, what unicode61 leaves of contractions ("Ann's" -> ann, s),
 #: auxiliaries of questions and personal pronouns: 74 words. Content words scikit-learn's list deletes (about,
@@ -157,12 +158,62 @@ def _columns(fields: list[list], tcode: Mapping[object, int], acode: Mapping[obj
             np.array(list(map(acode.__getitem__, actors)), np.int64))
 
 
+class Positions(Mapping[str, int]):
+    """id -> its position in a sorted list of ids, found by binary search.
+
+    A dict of a million ids costs ~0.35 s to build, and the positions of a patched index shift, so a dict would be
+    built again after every write; a lookup here costs a few comparisons (recall looks up a few dozen ids).
+    :meth:`bulk` builds the dict once for callers that look up thousands (a team vault's postings come by id).
+
+    >>> p = Positions(["a", "c", "d"])
+    >>> p["c"], p.get("b"), "d" in p, len(p)
+    (1, None, True, 3)
+    """
+
+    __slots__ = ("_dict", "_ids")
+
+    def __init__(self, ids: list[str]) -> None:
+        self._ids = ids  # sorted, distinct
+        self._dict: dict[str, int] | None = None
+
+    def get(self, rid: object, default: int | None = None) -> int | None:  # type: ignore[override]
+        if self._dict is not None:
+            return self._dict.get(rid, default)  # type: ignore[arg-type]
+        if not isinstance(rid, str):
+            return default
+        ids = self._ids
+        i = bisect_left(ids, rid)
+        return i if i < len(ids) and ids[i] == rid else default
+
+    def __getitem__(self, rid: str) -> int:
+        i = self.get(rid)
+        if i is None:
+            raise KeyError(rid)
+        return i
+
+    def __contains__(self, rid: object) -> bool:
+        return self.get(rid) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def bulk(self) -> dict[str, int]:
+        """The same mapping as a dict (built on first call, then kept): for thousands of lookups at once."""
+        if self._dict is None:
+            self._dict = dict(zip(self._ids, range(len(self._ids)), strict=True))
+        return self._dict
+
+
 class ThreadIndex:
     """Per-mind arrays for the structure step, built from the store's :class:`RankRow` s (cache per data version).
 
-    Positions index the rows in id order. ``prev1/prev2/next1/next2`` hold neighbour positions (-1: none),
-    ``thread`` a thread code (-1: none), ``question`` whether the record holds a ``?``, ``actor`` an actor code,
-    ``length`` the document's token count, ``expiry`` id -> expires_at of the memories that carry one.
+    Positions index the rows in id order (``pos``: id -> position, :class:`Positions`). ``prev1/prev2/next1/next2``
+    hold neighbour positions (-1: none), ``thread`` a thread code (-1: none), ``question`` whether the record
+    holds a ``?``, ``actor`` an actor code, ``length`` the document's token count, ``expiry`` id -> expires_at of
+    the memories that carry one.
     """
 
     def __init__(self, rows: Sequence[RankRow]) -> None:
@@ -184,7 +235,7 @@ class ThreadIndex:
         self._ids, self._kinds = ids, kinds  # object arrays of the same strings: patched at C speed
         self.ids: list[str] = ids.tolist() if id_list is None else id_list  # the lists, when the caller has them
         self.kinds: list[str] = kinds.tolist() if kind_list is None else kind_list
-        self.pos: dict[str, int] = dict(zip(self.ids, range(n), strict=True))
+        self.pos = Positions(self.ids)
         self.expiry: dict[str, str] = expiry
         self.question, self.length, self.doc, self.thread, self.seq = question, length, doc, thread, seq
         self._doc_index: tuple[np.ndarray, np.ndarray] | None = None
