@@ -43,7 +43,7 @@ import numpy as np
 from synapse_nb.eval.locomo import load_locomo
 from synapse_nb.eval.metrics import recall_at_k
 from synapse_nb.eval.retrieval import build_locomo_vault
-from synapse_nb.recall.rank import RankParams, ThreadIndex, rank_words, structure
+from synapse_nb.recall.rank import RankParams, ThreadIndex, rank_words, structure, unique_sorted
 from synapse_nb.recall.bm25 import Term
 from synapse_nb.recall.coverage import cover_terms, coverage
 
@@ -510,6 +510,16 @@ def typo_post(c: Conv, word: str, min_len: int = 5):
     return c.post[near[0][1]] if near else None
 
 
+def column_lengths(c: Conv) -> tuple[np.ndarray, np.ndarray]:
+    """Each record's token count in ``body`` and in ``context`` (their sum is :attr:`Conv.length`), read once."""
+    if not hasattr(c, "body_len"):
+        rid = dict(c.stem_db.execute("SELECT gid, rid FROM gate_docs").fetchall())
+        c.body_len, c.ctx_len = np.zeros(len(c.idx)), np.zeros(len(c.idx))
+        for doc, col, k in c.stem_db.execute("SELECT doc, col, count(*) FROM temp.v GROUP BY doc, col"):
+            (c.body_len if col == "body" else c.ctx_len)[c.idx.pos[rid[doc]]] += k
+    return c.body_len, c.ctx_len
+
+
 def per_question(cs: dict[int, Conv], which, fn) -> np.ndarray:
     """(R@5, R@10) of each question of ``which`` under ``fn(c, words)`` -> Ranked, in question order."""
     out = []
@@ -609,6 +619,245 @@ def experiments(cs: dict[int, Conv]) -> list[tuple[str, dict]]:
             "r10": paired(base[:, 1].tolist(), new[:, 1].tolist())}))
     for line in out:
         print(line, file=sys.stderr, flush=True)
+    return out
+
+
+# -- eighth round: other first-stage scorers, idf and query-side weights, and where the flows come from (dev) --
+def _qterms(c: Conv, words: list[str], question: str, mode: str = "fts5") -> list[tuple[str, float]]:
+    """The query's (stem, weight), in query order. ``fts5``: one per distinct word (two words with one stem are
+    two phrases, as FTS5 counts them: today); ``stem_once``: one per distinct stem; ``query_tf``: a word repeated
+    in the question weighs its count."""
+    if mode == "stem_once":
+        return [(t, 1.0) for t in dict.fromkeys(STEM(w) for w in words)]
+    if mode == "query_tf":
+        from synapse_nb.text import FTS_TOKEN_RE, normalise
+
+        toks = FTS_TOKEN_RE.findall(normalise(question, 2000))
+        return [(STEM(w), float(max(1, toks.count(w)))) for w in words]
+    return [(STEM(w), 1.0) for w in words]
+
+
+def _idf(c: Conv, n: int, kind: str = "fts5", p: float = 1.0) -> float:
+    """``fts5``: log((N - n + .5) / (n + .5)), 1e-6 when not positive (today); ``lucene``: log(1 + (N - n + .5) /
+    (n + .5)); either raised to ``p``."""
+    x = (c.n_rows - n + 0.5) / (n + 0.5)
+    v = max(float(np.log(x)), 1e-6) if kind == "fts5" else float(np.log1p(x))
+    return v if p == 1.0 else v ** p
+
+
+def first_stage(c: Conv, words: list[str], question: str, rp: RankParams = RankParams(),  # noqa: B008
+                model: str = "bm25", *, k1: float = 1.2, b: float = 0.75, idf: str = "fts5", idf_p: float = 1.0,
+                delta: float = 0.0, mu: float = 0.0, qmode: str = "fts5", w_context: float | None = None,
+                lengths: str = "total") -> tuple[np.ndarray, np.ndarray]:
+    """Every record's first-stage score (0 where no query stem is held) and whether it holds one.
+
+    ``model``: ``bm25`` (today's arithmetic with ``idf``/``idf_p``), ``bm25l`` (Lv & Zhai: c = f / norm,
+    idf (k1 + 1)(c + delta) / (k1 + c + delta)), ``bm25+`` (+ idf x delta per held term), ``ql`` (Dirichlet query
+    likelihood as a log-likelihood ratio against the collection, sum over the query's terms of log((f + mu P) /
+    ((dl + mu) P)), clamped at 0 per record), ``ql_term`` (the same clamped at 0 per held term, as Lucene's
+    LMDirichletSimilarity). ``f`` = body count + ``w_context`` x context count; for ``ql`` the record's length is
+    body + ``w_context`` x context tokens and P the collection's share of the term, counted the same way.
+    ``lengths`` ``body``: BM25 normalises by the body's length only."""
+    n = len(c.idx)
+    wc = rp.w_context if w_context is None else w_context
+    bl, cl = column_lengths(c)
+    if lengths == "body":
+        dl, avg = bl, float(bl.sum()) / c.n_rows
+    else:
+        dl, avg = c.length, c.avgdl
+    norm = 1 - b + b * dl / avg
+    score, hit = np.zeros(n), np.zeros(n, bool)
+    if model.startswith("ql"):
+        dl_q = bl + wc * cl
+        total = float(dl_q.sum())
+        unmatched = np.zeros(n)
+    for t, qw in _qterms(c, words, question, qmode):
+        if t not in c.post:
+            continue
+        p, cnt = c.post[t]
+        f = cnt[:, 0] + wc * cnt[:, 1]
+        if model.startswith("ql"):
+            pc = float(f.sum()) / total
+            if pc <= 0:
+                continue
+            held = np.log((f + mu * pc) / ((dl_q[p] + mu) * pc))
+            if model == "ql_term":
+                score[p] += qw * np.maximum(held, 0.0)
+            else:
+                base = np.log(mu / (dl_q + mu))  # the term's log-ratio in a record without it: log(mu P / (dl + mu) P)
+                unmatched += qw * base
+                score[p] += qw * (held - base[p])
+            hit[p] |= f > 0
+            continue
+        w = qw * _idf(c, len(p), idf, idf_p)
+        if model == "bm25":
+            add = w * f * (k1 + 1) / (f + k1 * norm[p])
+        elif model == "bm25l":
+            ctd = f / norm[p]
+            add = np.where(f > 0, w * (k1 + 1) * (ctd + delta) / (k1 + ctd + delta), 0.0)
+        elif model == "bm25+":
+            add = w * (f * (k1 + 1) / (f + k1 * norm[p]) + np.where(f > 0, delta, 0.0))
+        else:
+            raise ValueError(model)
+        score[p] += add
+        hit[p] |= f > 0
+    if model == "ql":
+        score = np.maximum(score + unmatched, 0.0)
+        hit &= score > 0
+    return score, hit
+
+
+def _top(score: np.ndarray, hit: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    pos = np.flatnonzero(hit)
+    o = np.lexsort((pos, -score[pos]))[:depth]
+    return pos[o], score[pos][o]
+
+
+def structure_flow(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: list[str],
+                   p: RankParams = RankParams(), flow: np.ndarray | None = None,  # noqa: B008
+                   flow_power: bool = True, prev_flow: np.ndarray | None = None):
+    """:func:`structure` (without bonuses) where the neighbour flows may come from other scores: ``flow`` (aligned
+    with ``pos``, normalised by the same top as ``bm25``) feeds the next record's flow, ``prev_flow`` the previous
+    record's (default: the hits' own scores, as today); ``flow_power`` False: flows from the normalised scores
+    before the power (the record's own score and the thread's maximum keep it)."""
+    from synapse_nb.recall.rank import Ranked, _group_max, _lookup
+
+    o = np.argsort(pos, kind="stable")
+    keys = pos[o]
+    if len(pos) == 0:
+        return Ranked(np.zeros(0, np.int64), np.zeros(0), {})
+    top = float(bm25.max())
+    norm = (lambda x: x / top) if top > 0 else (lambda x: np.zeros(len(x)))
+    pw = (lambda x: x * np.sqrt(x)) if p.power == 1.5 else (lambda x: x ** p.power)
+    vals = pw(norm(bm25))[o]
+    fvals = [(pw(norm(x)) if flow_power else norm(x))[o] if x is not None else
+             (vals if flow_power else norm(bm25)[o]) for x in (prev_flow, flow)]
+    nb = np.concatenate([keys, idx.prev1[keys], idx.prev2[keys], idx.next1[keys], idx.next2[keys]])
+    u = unique_sorted(nb[nb >= 0])
+    m = len(u)
+    p1, p2, n1, n2 = idx.prev1[u], idx.prev2[u], idx.next1[u], idx.next2[u]
+    s = _lookup(keys, vals, u)
+    s_p1, s_p2 = _lookup(keys, fvals[0], p1), _lookup(keys, fvals[0], p2)
+    s_n1, s_n2 = _lookup(keys, fvals[1], n1), _lookup(keys, fvals[1], n2)
+    q1 = np.where(p1 >= 0, np.where(idx.question[np.maximum(p1, 0)], p.question_mult, 1.0), 0.0)
+    q2 = np.where(p2 >= 0, np.where(idx.question[np.maximum(p2, 0)], p.question_mult, 1.0), 0.0)
+    neigh = (p.prev * q1 * s_p1 + p.prev * p.dist2 * q2 * s_p2 + p.next * s_n1 + p.next * p.dist2 * s_n2)
+    t = idx.thread[u]
+    t = np.where(t >= 0, t, -1 - u)
+    f = s + neigh + p.thread * _group_max(t, s)
+    named = idx.actors_named(words)
+    if len(named) and p.actor_mult != 1.0:
+        is_named = np.zeros(len(idx.actor_names) + 1, bool)
+        is_named[named] = True
+        f = f * np.where(is_named[idx.actor[u]], p.actor_mult, 1.0)
+    f = np.round(f, 9)
+    keep = np.flatnonzero(f > 0)
+    order = keep[np.lexsort((u[keep], -f[keep]))]
+    return Ranked(u[order], f[order], {})
+
+
+def split_stage(c: Conv, words: list[str], question: str, w: float, lengths: str = "column",
+                rp: RankParams = RankParams()) -> tuple[np.ndarray, np.ndarray]:  # noqa: B008
+    """Body and context as two BM25 scores (FTS5's k1, b, idf), each normalised by its own best, mixed as body +
+    ``w`` x context. ``lengths`` ``column``: each normalised by its own column's length; ``total``: both by the
+    record's total length (as FTS5)."""
+    bl, cl = column_lengths(c)
+    n = len(c.idx)
+    parts = []
+    for col, dl in ((0, bl), (1, cl)):
+        if lengths == "total":
+            dl = c.length
+        norm = 1.2 * (1 - 0.75 + 0.75 * dl / (float(dl.sum()) / c.n_rows))
+        sc = np.zeros(n)
+        for x in words:
+            t = STEM(x)
+            if t not in c.post:
+                continue
+            p, cnt = c.post[t]
+            f = cnt[:, col]
+            sc[p] += _idf(c, len(p)) * f * 2.2 / (f + norm[p])
+        parts.append(sc / sc.max() if sc.max() > 0 else sc)
+    score = parts[0] + w * parts[1]
+    return score, score > 0
+
+
+def _ranker(kind: str, **kw):
+    """fn(c, words, question) -> Ranked for one eighth-round variant (see :func:`exp8_variants`)."""
+    rp = RankParams()
+
+    def run(c: Conv, words: list[str], q: str):
+        if kind == "split":
+            pos, s = _top(*split_stage(c, words, q, **kw), rp.depth)
+            return structure(c.idx, pos, s, words, rp)
+        if kind == "flow":
+            score, hit = first_stage(c, words, q, rp)
+            pos, s = _top(score, hit, rp.depth)
+            flow = prev = None
+            if kw.get("next_body") or kw.get("prev_body"):
+                body, _ = first_stage(c, words, q, rp, w_context=0.0)
+                flow = body[pos] if kw.get("next_body") else None
+                prev = body[pos] if kw.get("prev_body") else None
+            return structure_flow(c.idx, pos, s, words, rp, flow, kw.get("flow_power", True), prev)
+        pos, s = _top(*first_stage(c, words, q, rp, **kw), rp.depth)
+        return structure(c.idx, pos, s, words, rp)
+    return run
+
+
+def exp8_variants() -> list[tuple[str, str, dict]]:
+    """(name, kind, parameters) of every eighth-round variant, today's ranking first."""
+    v: list[tuple[str, str, dict]] = [("today (numpy replica)", "stage", {})]
+    v += [(f"dirichlet QL mu={mu}", "stage", {"model": "ql", "mu": mu}) for mu in (50, 100, 200, 500, 1000)]
+    v += [(f"dirichlet QL per-term clamp (Lucene) mu={mu}", "stage", {"model": "ql_term", "mu": mu})
+          for mu in (50, 100, 200, 500, 1000)]
+    v += [(f"BM25L delta={d}", "stage", {"model": "bm25l", "delta": d}) for d in (0.25, 0.5, 1.0)]
+    v += [(f"BM25+ delta={d}", "stage", {"model": "bm25+", "delta": d}) for d in (0.25, 0.5, 1.0)]
+    v += [("idf Lucene log(1+...)", "stage", {"idf": "lucene"})]
+    v += [(f"idf ** {p}", "stage", {"idf_p": p}) for p in (0.5, 0.75, 1.25, 1.5, 2.0)]
+    v += [("query: repeated word x its count", "stage", {"qmode": "query_tf"}),
+          ("query: each stem once", "stage", {"qmode": "stem_once"})]
+    v += [(f"body/context normalised apart, w={w} (column lengths)", "split", {"w": w}) for w in (0.1, 0.2, 0.3, 0.5)]
+    v += [(f"body/context normalised apart, w={w} (total length)", "split", {"w": w, "lengths": "total"})
+          for w in (0.2, 0.3)]
+    v += [("flow: next record's from its body-only BM25", "flow", {"next_body": True}),
+          ("flow: previous record's from its body-only BM25", "flow", {"prev_body": True}),
+          ("flow: both from body-only BM25", "flow", {"next_body": True, "prev_body": True}),
+          ("flow: from the scores before the power", "flow", {"flow_power": False}),
+          ("flow: next body-only, before the power", "flow", {"next_body": True, "flow_power": False}),
+          ("flow replica check (today)", "flow", {})]
+    return v
+
+
+def _per_question_q(cs: dict[int, Conv], which, fn) -> tuple[np.ndarray, list[int]]:
+    """(R@5, R@10) per question of ``which`` under ``fn(c, words, question)``, and each question's category."""
+    out, cats = [], []
+    for i in which:
+        c = cs[i]
+        for _qi, q, gold, cat in c.questions:
+            got = [c.dia[p] for p in fn(c, rank_words(q), q).pos[:TOP].tolist()]
+            out.append((recall_at_k(got, gold, 5), recall_at_k(got, gold, 10)))
+            cats.append(cat)
+    return np.array(out), cats
+
+
+def _row(name: str, params: dict, new: np.ndarray, base: np.ndarray) -> dict:
+    obj, obj0 = float(new.mean()), float(base.mean())
+    return {"name": name, "params": params, "r5": round(float(new[:, 0].mean()), 4),
+            "r10": round(float(new[:, 1].mean()), 4), "obj": round(obj, 4), "d_obj": round(obj - obj0, 4),
+            "changed": int((np.abs(new - base).sum(axis=1) > 0).sum()),
+            "r5_ci": paired(base[:, 0].tolist(), new[:, 0].tolist()),
+            "r10_ci": paired(base[:, 1].tolist(), new[:, 1].tolist())}
+
+
+def exp8(cs: dict[int, Conv], which=DEV, variants=None) -> list[dict]:
+    """Every eighth-round variant on ``which`` (dev 0-6: only there are they chosen) against today's ranking:
+    R@5, R@10, the objective, its change, and the paired bootstrap (2,000, seed 0) of R@5 and R@10."""
+    rp = RankParams()
+    base, _ = _per_question_q(cs, which, lambda c, w, q: _rank_with(c, w, {}, rp, BM25()))
+    out = []
+    for name, kind, params in variants or exp8_variants():
+        new, _ = _per_question_q(cs, which, _ranker(kind, **params))
+        out.append(_row(name, params, new, base))
+        print(json.dumps(out[-1]), file=sys.stderr, flush=True)
     return out
 
 
