@@ -20,6 +20,7 @@ Usage (from the repository root; about two minutes each)::
     nice python benchmarks/recall_tune.py report                      # the defaults on dev / held out / all ten
     nice python benchmarks/recall_tune.py exp8                        # eighth round: every variant, on 0-6
     nice python benchmarks/recall_tune.py exp8-final                  # its chosen variant, held out and all ten
+    nice python benchmarks/recall_tune.py exp8-gate                   # the gate's rates with it, every split
 
 Search space: :data:`SPACE` (BM25 ``k1``, ``b`` and every ``RankParams`` weight; coordinate descent from today's
 defaults, objective the mean (R@5 + R@10) / 2 over dev questions) and :data:`GATE_SPACE` (the support's weights,
@@ -946,6 +947,32 @@ def exp8_final(cs: dict[int, Conv]) -> dict:
     return {name: exp8(cs, which, [CHOSEN8])[0] for name, which in (("dev", DEV), ("heldout", HELD), ("all", ALL))}
 
 
+def exp8_gate(cs: dict[int, Conv]) -> dict:
+    """The gate's nothing_new / off-topic rates (today's weights and floor) with today's ranking and with
+    :data:`CHOSEN8`'s (the gate reads the ranking's top 20), on each split loaded."""
+    from synapse_nb.recall.scoring import SECOND_WEIGHT, UNKNOWN_PENALTY
+    from synapse_nb.recall.types import Bars
+
+    global structure
+    today, out = structure, {}
+
+    def chosen(idx, pos, s, words, rp):
+        return structure_flow(idx, pos, s, words, rp, **CHOSEN8[2])
+
+    for name, which in (("dev", DEV), ("heldout", HELD), ("all", ALL)):
+        if not all(i in cs for i in which):
+            continue
+        for variant in ("today", "chosen"):
+            if variant == "chosen":
+                structure = chosen
+            try:
+                nn, off = rates(gate_table(cs, which), SECOND_WEIGHT, UNKNOWN_PENALTY, Bars().floor)
+            finally:
+                structure = today
+            out[f"{name} {variant}"] = {"nothing_new": round(nn, 4), "offtopic": round(off, 4)}
+    return out
+
+
 # -- report -------------------------------------------------------------------------------------------------------
 def report(cs: dict[int, Conv]) -> dict:
     """Ranking and gate figures for dev, held out and all ten with the package's defaults (as ``recall eval``:
@@ -965,14 +992,15 @@ def report(cs: dict[int, Conv]) -> dict:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["search", "gate", "experiments", "report", "exp8", "exp8-final"],
+    ap.add_argument("what", choices=["search", "gate", "experiments", "report", "exp8", "exp8-final",
+                                        "exp8-gate"],
                     help="search: ranking and gate on 0-6; gate: the gate only, on 0-6; experiments: rejected ideas "
                          "on 0-6; report: all splits; exp8: the eighth round's variants on 0-6; exp8-final: its "
                          "chosen variant on held out and all ten")
     ap.add_argument("--log", help="write every ranking point tried (JSON lines) here")
     a = ap.parse_args()
     t0 = time.time()
-    convs = load(ALL if a.what in ("report", "exp8-final") else DEV)
+    convs = load(ALL if a.what in ("report", "exp8-final", "exp8-gate") else DEV)
     print(f"{len(convs)} vaults read in {time.time() - t0:.1f} s", file=sys.stderr)
     if a.what == "search":
         log = open(a.log, "w") if a.log else None  # noqa: SIM115 - closed below
@@ -985,6 +1013,8 @@ if __name__ == "__main__":
         print(json.dumps(search_gate(convs), indent=1))
     elif a.what == "exp8":
         print(json.dumps(exp8(convs), indent=1))
+    elif a.what == "exp8-gate":
+        print(json.dumps(exp8_gate(convs), indent=1))
     elif a.what == "exp8-final":
         print(json.dumps(exp8_final(convs), indent=1))
     elif a.what == "experiments":
