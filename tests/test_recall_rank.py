@@ -28,12 +28,18 @@ def test_the_answer_after_a_question_rises_with_it() -> None:
     idx, r, score = _ranked({"e1": 10.0, "e4": 6.0}, ["camping"])
     # e2 matched nothing, but it follows the question e1: 0.15 x 6 x 1.0 + thread 0.3
     assert score["e2"] == pytest.approx(0.15 * 6 + 0.3)
-    assert list(score)[:2] == ["e1", "e2"] and score["e2"] > score["e4"]
+    # the question itself (1 + thread 0.3) x question_self 0.75: its answer ranks first
+    assert score["e1"] == pytest.approx((1 + 0.3) * 0.75)
+    assert list(score)[:2] == ["e2", "e1"] and score["e1"] > score["e4"]
     assert "m1" not in score  # not a hit, no neighbour: not ranked
     parts = dict(zip([idx.ids[p] for p in r.pos.tolist()], r.parts["neighbours"].tolist(), strict=True))
     assert parts["e2"] == pytest.approx(0.9)
-    flat = RankParams(question_mult=1.0)
-    assert _ranked({"e1": 10.0, "e4": 6.0}, ["camping"], flat)[2]["e2"] == pytest.approx(0.15 + 0.3)
+    question = dict(zip([idx.ids[p] for p in r.pos.tolist()], r.parts["question"].tolist(), strict=True))
+    assert question == {"e1": 0.75, "e2": 1.0, "e3": 1.0, "e4": 1.0}
+    flat = RankParams(question_mult=1.0, question_self=1.0)
+    _, _, plain = _ranked({"e1": 10.0, "e4": 6.0}, ["camping"], flat)
+    assert plain["e2"] == pytest.approx(0.15 + 0.3) and plain["e1"] == pytest.approx(1.3)
+    assert list(plain)[0] == "e1"
 
 
 def test_actor_named_in_the_query_is_boosted_and_bonuses_add() -> None:

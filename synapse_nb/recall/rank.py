@@ -10,8 +10,9 @@
 3. **Structure** (:func:`structure`), vectorised over per-mind arrays (:class:`ThreadIndex`, cached per data
    version): ``s`` = score / best score, raised to ``power``; ``f = s + prev * q * s[prev1] + next * s[next1]``
    (``dist2`` x the same two steps away; ``q`` = ``question_mult`` when the previous record is a question: an
-   answer follows its question) ``+ thread * max(s in the thread)``; ``x actor_mult`` when the query names the
-   record's actor; ``+`` tag / key / file bonuses. Records without a thread keep plain BM25.
+   answer follows its question) ``+ thread * max(s in the thread)``; ``x question_self`` when the record is
+   itself a question (it repeats the words asked about; its answer holds what was asked); ``x actor_mult`` when
+   the query names the record's actor; ``+`` tag / key / file bonuses. Records without a thread keep plain BM25.
 
 Every parameter was chosen on LoCoMo conversations 0-6 only (docs/decisions/0008-recall-engine-v2.md).
 
@@ -78,6 +79,8 @@ class RankParams:
     prev, question_mult : x the previous record's score (x ``question_mult`` more when it is a question).
     next : x the next record's score.  dist2 : factor for the records two steps away.
     thread : x the best score in the record's thread.  actor_mult : x when the query names the record's actor.
+    question_self : x on a record that is itself a question (its answer, which the answer-follows-a-question
+        flow lifts, usually holds what the query asks for).
     semantic : weight of the optional dense channel (0: off, the default; :mod:`synapse_nb.recall.semantic`).
     """
 
@@ -95,6 +98,7 @@ class RankParams:
     dist2: float = 0.5
     thread: float = 0.3
     actor_mult: float = 1.3
+    question_self: float = 0.75
     semantic: float = 0.0
 
 
@@ -429,6 +433,8 @@ def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequen
     t = np.where(t >= 0, t, -1 - u)  # no thread: its own thread of one
     thread_part = p.thread * _group_max(t, s)
     f = s + neigh + thread_part
+    qmult = np.where(idx.question[u], p.question_self, 1.0) if p.question_self != 1.0 else np.ones(m)
+    f = f * qmult
     mult = np.ones(m)
     named = idx.actors_named(words)
     if len(named) and p.actor_mult != 1.0:
@@ -440,6 +446,6 @@ def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequen
     f = np.round(f + b, SCORE_DECIMALS)
     keep = np.flatnonzero(f > 0)
     order = keep[np.lexsort((u[keep], -f[keep]))]  # best first; ties by position = by id
-    parts = {"bm25": s[order], "neighbours": neigh[order], "thread": thread_part[order], "actor": mult[order],
-             "bonus": b[order]}
+    parts = {"bm25": s[order], "neighbours": neigh[order], "thread": thread_part[order], "question": qmult[order],
+             "actor": mult[order], "bonus": b[order]}
     return Ranked(u[order], f[order], parts)

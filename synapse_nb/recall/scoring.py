@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BEST_WEIGHT", "SECOND_WEIGHT", "UNKNOWN_PENALTY", "Gated", "gate", "support"]
 
-_PARTS = ("bm25", "neighbours", "thread", "actor", "bonus")
+_PARTS = ("bm25", "neighbours", "thread", "question", "actor", "bonus")
 #: Most "top_k" rows explained per recall (records past a full kind).
 MAX_TOP_K_ROWS = 20
 #: The gate's support: weights of the best and second-best coverage among the top ranked records, and the

@@ -218,7 +218,7 @@ class RecallExplanation(list[ExplainRow]):
 
 
 #: The parts of a rank score, as ``Recall.explain()`` shows them.
-RANK_PARTS = ("bm25", "neighbours", "thread", "actor", "bonus")
+RANK_PARTS = ("bm25", "neighbours", "thread", "question", "actor", "bonus")
 #: Columns of ``Recall.explain().to_pandas()``.
 EXPLAIN_COLUMNS = ("kind", "id", "score", "matched", "kept", "bar", "reason", "coverage", *RANK_PARTS)
 
