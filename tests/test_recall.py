@@ -198,7 +198,7 @@ def test_explain_table_converts(seeded):
     ex = v.recall("how do we run migrations?").explain()
     df = ex.to_pandas()
     assert list(df.columns) == ["kind", "id", "score", "matched", "kept", "bar", "reason", "coverage", "bm25",
-                                "neighbours", "thread", "actor", "bonus"]
+                                "neighbours", "thread", "question", "actor", "bonus"]
     assert df["coverage"].iloc[0] > Bars().floor and df["bm25"].iloc[0] == 1.0
     assert df["kept"].sum() == 1
     assert ex.to_polars().height == len(df)
