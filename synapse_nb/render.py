@@ -32,6 +32,7 @@ __all__ = [
     "FG",
     "HEAD_BG",
     "LINE_HEIGHT",
+    "MULTIPLIER_PARTS",
     "MUTED",
     "OK",
     "block",
@@ -45,6 +46,7 @@ __all__ = [
     "plural",
     "pre_html",
     "shorten",
+    "shown_parts",
     "status_html",
     "table_html",
     "tags_text",
@@ -158,6 +160,19 @@ def pre_html(text: str, *, max_height: str | None = None) -> str:
             f"color:{FG};background:transparent;{scroll}'>{esc(text)}</pre>")
 
 
+#: The rank parts (``Recall.explain()``) that multiply the score (1: no effect); the others add to it (0: no effect).
+MULTIPLIER_PARTS = ("question", "actor")
+
+
+def shown_parts(parts: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The rank parts worth printing: ``bm25`` always, a multiplier when it is not 1, an added part when not 0.
+
+    >>> shown_parts([("bm25", 0.0), ("neighbours", 0.2), ("thread", 0.0), ("question", 0.75), ("actor", 1.0)])
+    [('bm25', 0.0), ('neighbours', 0.2), ('question', 0.75)]
+    """
+    return [(k, v) for k, v in parts if k == "bm25" or (v != 1.0 if k in MULTIPLIER_PARTS else v != 0)]
+
+
 def explanation_html(rows: Iterable[Any]) -> str:
     """The gate's table for one recall: kept or dropped, rank score and its parts, gate coverage, kind, id, the
     deciding bar, reason, matched terms.
@@ -170,7 +185,7 @@ def explanation_html(rows: Iterable[Any]) -> str:
         style = f" style='color:{MUTED}'" if not r.kept else ""
         kept = "✔ yes" if r.kept else "✘ no"
         cov = "-" if r.coverage is None else f"{r.coverage:.3f}"
-        parts = " ".join(f"{k} {v:.3f}" for k, v in r.parts if v or k == "bm25")
+        parts = " ".join(f"{k} {v:.3f}" for k, v in shown_parts(r.parts))
         out.append([f"<span{style}>{kept}</span>", f"<span{style}>{r.score:.3f}</span>", esc(parts or "-"),
                     f"<span{style}>{cov}</span>", esc(r.kind), code(r.id), esc(r.bar), esc(r.reason),
                     esc(", ".join(r.matched) or "-")])

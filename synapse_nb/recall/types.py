@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, overload
 from synapse_nb._util import plural, shorten
 from synapse_nb.errors import ValidationError
 from synapse_nb.models import Lesson, Record
-from synapse_nb.render import block, code, explanation_html, pre_html
+from synapse_nb.render import block, code, explanation_html, pre_html, shown_parts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -106,8 +106,8 @@ class ExplainRow:
     coverage (None below the top ``Bars.gate_depth``), what matched, and the bar that decided.
 
     ``parts`` holds ``bm25`` (normalised), ``neighbours`` (flow from the records around it in its thread),
-    ``thread`` (the thread's best), ``actor`` (the multiplier when the query names who said it) and ``bonus``
-    (tag / key / file matches).
+    ``thread`` (the thread's best), ``question`` (the multiplier on a record that is itself a question), ``actor``
+    (the multiplier when the query names who said it) and ``bonus`` (tag / key / file matches).
     """
 
     kind: str
@@ -207,7 +207,7 @@ class RecallExplanation(list[ExplainRow]):
                  "reason / matched / rank parts"]
         for r in self:
             cov = "-" if r.coverage is None else f"{r.coverage:.3f}"
-            parts = " ".join(f"{k}={v:.3f}" for k, v in r.parts if v or k == "bm25")
+            parts = " ".join(f"{k}={v:.3f}" for k, v in shown_parts(r.parts))
             lines.append(f"{'yes' if r.kept else 'no':<5} {r.score:6.3f} {cov:>5}  {r.kind:<10} {r.id:<18} "
                          f"{r.bar:<7} {r.reason}; matched: {', '.join(r.matched) or '-'}"
                          + (f"; {parts}" if parts else ""))
