@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from synapse_nb.errors import ValidationError
+from synapse_nb.provenance import clean_text
 
 Clock = Callable[[], datetime]
 
@@ -131,17 +132,32 @@ def digest(obj: Any) -> str:
 
 
 def check_text(value: Any, field: str, *, max_len: int = MAX_TEXT, allow_empty: bool = False,
-               multiline: bool = True) -> str:
-    """Validate a user text field: a str, valid UTF-8, no control characters, within the length limit."""
+               multiline: bool = True, stored: bool = False) -> str:
+    """Validate a text field and return it as the vault stores it.
+
+    Always: a str, valid Unicode (no lone surrogates), within ``max_len`` characters, not blank unless
+    ``allow_empty``. On the write path (the default) the text is also cleaned by
+    :func:`synapse_nb.provenance.clean_text`: ``\\r\\n``/``\\r`` become ``\\n`` (and U+2028, U+2029, U+0085 in a
+    multi-line field), other control characters and every line break of a one-line field (``multiline=False``)
+    are refused, invisible format characters (zero-width, bidi controls, tag characters) are removed.
+    ``stored=True`` checks a record as an older version may have stored it (import, ``check_record``): control
+    characters but tab and newline are refused, the rest is kept byte for byte.
+
+    >>> check_text("a\\u200bb", "key"), check_text("a\\u200bb", "key", stored=True) == "a\\u200bb"
+    ('ab', True)
+    """
     if not isinstance(value, str):
         raise ValidationError(f"{field} must be text (str), got {type(value).__name__}")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise ValidationError(f"{field} contains characters that are not valid Unicode (lone surrogates)") from None
-    if _CONTROL.search(value) or (not multiline and ("\n" in value or "\r" in value)):
-        allowed = "tab and newline" if multiline else "no line breaks"
-        raise ValidationError(f"{field} contains control characters; printable text only ({allowed})")
+    if stored:
+        if _CONTROL.search(value) or (not multiline and ("\n" in value or "\r" in value)):
+            allowed = "tab and newline" if multiline else "no line breaks"
+            raise ValidationError(f"{field} contains control characters; printable text only ({allowed})")
+    else:
+        value = clean_text(value, field, multiline=multiline)
     if not allow_empty and not value.strip():
         raise ValidationError(f"{field} must not be empty")
     if len(value) > max_len:
@@ -218,7 +234,7 @@ def check_stored_tags(tags: Any, field: str = "tags") -> tuple[str, ...]:
     """
     tags = check_stored_strings(tags, field)
     for t in tags:
-        check_text(t, "tag", max_len=64, multiline=False)
+        check_text(t, "tag", max_len=64, multiline=False, stored=True)
     if list(tags) != sorted(set(tags)) or any(t != t.strip().lower() for t in tags):
         raise ValidationError(f"{field} must be lower-case, stripped, unique and sorted")
     return tags

@@ -18,10 +18,11 @@ import os
 import re
 from datetime import datetime
 from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from synapse_nb._util import Clock, fmt_ts, parse_ts, utcnow
-from synapse_nb.errors import ValidationError
+from synapse_nb.errors import PermissionDeniedError, ValidationError
 from synapse_nb.gitscope.repo import RepoInfo, default_branch, find_repo, head
 from synapse_nb.gitscope.vaultdir import in_prefix, repo_prefix
 from synapse_nb.store.records import View
@@ -29,13 +30,46 @@ from synapse_nb.store.records import View
 if TYPE_CHECKING:
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["ACTORS", "MIND_PATTERN", "Actor", "Context", "GitView", "check_identity", "check_mind"]
+__all__ = ["ACTORS", "AGENT_ENVIRONMENT", "MIND_PATTERN", "Actor", "Context", "GitView", "agent_environment",
+           "check_identity", "check_mind"]
 
 Actor = Literal["user", "agent"]
 #: Who acts through a vault handle: a human surface, or an agent's.
 ACTORS: tuple[str, ...] = ("user", "agent")
 #: What a mind name looks like.
 MIND_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+#: Environment variables by which coding agents mark the processes they start (name, agent), checked in this order;
+#: ``SYNAPSE_ACTOR=agent`` marks one for synapse-nb itself. A variable counts when set to anything but "" or "0".
+AGENT_ENVIRONMENT: tuple[tuple[str, str], ...] = (
+    ("SYNAPSE_ACTOR", "synapse-nb's own marker"),
+    ("CLAUDECODE", "Claude Code"),
+    ("CLAUDE_CODE_ENTRYPOINT", "Claude Code"),
+    ("GEMINI_CLI", "Gemini CLI"),
+    ("CODEX_SANDBOX", "Codex CLI"),
+    ("CODEX_THREAD_ID", "Codex CLI"),
+    ("CURSOR_AGENT", "Cursor's agent"),
+    ("GOOSE_TERMINAL", "Goose"),
+    ("AI_AGENT", "an AI agent"),
+    ("AGENT", "an AI agent"),
+)
+
+
+def agent_environment(environ: Mapping[str, str] | None = None) -> str | None:
+    """The marker of a coding agent in ``environ`` (default: this process's environment), as ``"NAME=value
+    (agent)"``; None when there is none. ``SYNAPSE_ACTOR`` counts only when it says ``agent``.
+
+    >>> agent_environment({"CLAUDECODE": "1"}), agent_environment({"SYNAPSE_ACTOR": "user", "AGENT": "0"})
+    ('CLAUDECODE=1 (Claude Code)', None)
+    """
+    env = os.environ if environ is None else environ
+    for name, who in AGENT_ENVIRONMENT:
+        value = env.get(name, "").strip()
+        if not value or value == "0" or (name == "SYNAPSE_ACTOR" and value.lower() != "agent"):
+            continue
+        return f"{name}={value[:40]} ({who})"
+    return None
 
 
 def check_mind(mind: object) -> str:
@@ -148,9 +182,22 @@ class Context(NamedTuple):
         moment = parse_ts(now)
         return self._replace(clock=lambda: moment)
 
-    @property
-    def is_agent(self) -> bool:
-        return self.actor == "agent"
+    def require_human(self, action: str) -> None:
+        """Refuse ``action`` unless a human does it: the user actor, in a process no coding agent started.
+
+        Raises :class:`~synapse_nb.errors.PermissionDeniedError` for the agent actor, and for the user actor when
+        :func:`agent_environment` finds an agent's marker in the environment (an agent with a shell runs
+        ``synapse-nb lessons approve`` or ``python -c ...`` as any user would: there it is still the agent).
+        """
+        if self.actor != "user":
+            raise PermissionDeniedError(f"an agent may not {action}; a human must do it "
+                                        "(from a notebook, the widgets or the CLI in their own terminal)")
+        env = agent_environment()
+        if env is not None:
+            raise PermissionDeniedError(
+                f"refusing to {action}: this process runs in an agent's environment ({env}), and only a human may "
+                f"{action}; do it in your own terminal or notebook, outside the agent (docs/agents.md, "
+                "'Agents with a shell')")
 
     def view(self, *, in_force_only: bool = False) -> View:
         """A read of this mind at this moment (``in_force_only``: lessons in force only, the agent's view)."""

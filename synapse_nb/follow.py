@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import parse_ts, plural
-from synapse_nb.errors import GitError, PermissionDeniedError
+from synapse_nb.errors import GitError
 from synapse_nb.gitscope._git import run_git
 from synapse_nb.gitscope.verify import check_paths
 
@@ -155,8 +155,8 @@ def verify(ctx: Context, *, fix: bool = False) -> VerifyReport:
     if repo is None:
         raise GitError(f"{ctx.git.project_dir} is not inside a git repository; verify checks file references "
                        "against git HEAD")
-    if fix and ctx.actor != "user":
-        raise PermissionDeniedError("an agent may not rewrite or mark records; a human runs verify --fix")
+    if fix:
+        ctx.require_human("rewrite or mark records (verify --fix)")
     refs = _refs(ctx)
     all_paths = sorted({p for _, _, _, ps in refs for p in ps})
     status = check_paths(repo, all_paths) if all_paths else {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb.errors import PermissionDeniedError, ValidationError
+from synapse_nb.errors import ValidationError
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context
@@ -60,6 +60,8 @@ SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
     "recall_budget_tokens": (1200, _int_range(0, 1_000_000), "recall: most tokens for the hits"),
     "recall_semantic": (0.0, _unit_interval,
                         "recall: weight of the optional semantic channel, 0 = off (needs synapse_nb[semantic])"),
+    "mcp_answer_tokens": (8000, _int_range(500, 1_000_000),
+                          "MCP: most tokens in one answer (text and structured content); the rest is counted, left out"),
 }
 #: The setting holding the weight of recall's optional semantic channel (0: off).
 SEMANTIC = "recall_semantic"
@@ -103,8 +105,7 @@ class Settings:
         return {name: saved.get(name, SETTINGS[name][0]) for name in names}
 
     def set(self, name: str, value: Any) -> Any:
-        if self._ctx.actor != "user":
-            raise PermissionDeniedError("an agent may not change settings; a human changes them")
+        self._ctx.require_human("change settings")
         value = check_setting(name, value)
         self._ctx.store.meta.set_settings({name: value})
         return value
@@ -115,8 +116,7 @@ class Settings:
         >>> v.settings.set_many({"recall_floor": 0.25, "recall_top_k": 3})  # doctest: +SKIP
         {'recall_floor': 0.25, 'recall_top_k': 3}
         """
-        if self._ctx.actor != "user":
-            raise PermissionDeniedError("an agent may not change settings; a human changes them")
+        self._ctx.require_human("change settings")
         if not isinstance(values, dict):
             raise ValidationError(f"settings must be given as a dict of name -> value, got {type(values).__name__}")
         checked = {name: check_setting(name, value) for name, value in values.items()}

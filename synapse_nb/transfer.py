@@ -165,7 +165,7 @@ def _check_document(store: VaultStore, kind: str, doc: dict[str, Any]) -> None:
         if f in json_fields:
             continue
         if isinstance(v, str):
-            check_text(v, f"{kind}.{f}", max_len=MAX_TEXT, allow_empty=True)
+            check_text(v, f"{kind}.{f}", max_len=MAX_TEXT, allow_empty=True, stored=True)
         elif v is not None and not isinstance(v, int | float) or isinstance(v, bool):
             raise ValidationError(f"{kind}.{f} has an unsupported value {v!r}")
     prefix = RECORD_TYPES[kind].prefix

@@ -535,8 +535,7 @@ class Vault:
 
     def prune(self, *, sessions_older_than: str | timedelta = "30d") -> PruneReport:
         """Delete expired memories, mark expired lessons, forget old per-session delta state (user only)."""
-        if self.actor != "user":
-            raise PermissionDeniedError("an agent may not prune the vault; a human does")
+        self._ctx.require_human("prune the vault")
         age = parse_duration(sessions_older_than, "sessions_older_than")
         store = self._store
         now = self._ctx.now()
@@ -582,8 +581,7 @@ class Vault:
         """
         from synapse_nb.transfer import import_lines  # loaded when asked for (cold start)
 
-        if self.actor != "user":
-            raise PermissionDeniedError("an agent may not import records; a human imports an export")
+        self._ctx.require_human("import records")
         if isinstance(source, str | Path):
             p = Path(source)
             if not p.is_file():

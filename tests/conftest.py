@@ -14,6 +14,12 @@ from pathlib import Path
 import pytest
 
 import synapse_nb as syn
+from synapse_nb.context import AGENT_ENVIRONMENT
+
+# the suite plays the human (and plays the agent where a test says so): a coding agent's marker in the environment
+# that runs it (CLAUDECODE=1, ...) would make every human-only action refuse, here and in the CLI subprocesses
+for _name, _ in AGENT_ENVIRONMENT:
+    os.environ.pop(_name, None)
 
 #: The instant every fake clock starts at.
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

@@ -1,11 +1,12 @@
-"""``synapse-nb``: the command line, a thin shell over the vault (the CLI acts as the human user).
+"""``synapse-nb``: the command line, a thin shell over the vault (the human user's, or in an agent's shell the agent's).
 
 Every command parses its arguments, calls the core (:mod:`synapse_nb.vault`), renders the result
 and turns library errors into CLI errors at this edge only:
 
 - exit code 0: done; 1: the operation was refused or failed (a :class:`~synapse_nb.errors.SynapseError`,
   printed as ONE line on stderr, never a traceback); 2: usage error (bad arguments).
-- ``--json`` on every reading command prints stable field names (records' ``to_dict()``; a list is a
+- ``--json`` on every reading command prints stable field names (records' ``to_dict()`` with ``provenance``
+  first and every text quoted on one line; a list is a
   JSON array of records, each with its full ``id``).
 
 One module per command group: :mod:`~synapse_nb.cli.checkpoint`, :mod:`~synapse_nb.cli.decision`,

@@ -27,9 +27,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.vault import Vault
 
 __all__ = [
-    "CREATING_COMMANDS", "PROG", "TAGS_HELP", "Group", "JsonOpt", "LimitOpt", "app", "echo_json", "fail",
-    "filters", "group_help", "limit_arg", "none_found", "open_vault_for", "print_mapping", "print_record",
-    "print_records", "record_line", "state",
+    "CREATING_COMMANDS", "PROG", "TAGS_HELP", "Group", "JsonOpt", "LimitOpt", "YesOpt", "app", "cli_actor",
+    "echo_json", "fail", "filters", "group_help", "limit_arg", "none_found", "open_vault_for", "print_mapping",
+    "print_record", "print_records", "record_json", "record_line", "require_human_here", "state",
 ]
 
 PROG = "synapse-nb"
@@ -132,6 +132,54 @@ def group_help(summary: str, *examples: str) -> str:
 class _State:
     vault: str | None = None
     mind: str = "default"
+    actor: str | None = None
+
+
+def _agent_marker() -> str | None:
+    from synapse_nb.context import agent_environment  # standard library only, like this module
+
+    return agent_environment()
+
+
+def cli_actor(given: str | None) -> str:
+    """Who the CLI acts as: ``--actor``, else ``SYNAPSE_ACTOR``, else the agent in an agent's environment (a shell a
+    coding agent started: :func:`synapse_nb.context.agent_environment`), else the user.
+
+    An agent's shell cannot make itself the user: ``--actor user`` (or ``SYNAPSE_ACTOR=user``) there is refused.
+    """
+    raw = given if given is not None else os.environ.get("SYNAPSE_ACTOR", "").strip() or None
+    marker = _agent_marker()
+    if raw is None:
+        return "agent" if marker else "user"
+    actor = raw.strip().lower()
+    if actor not in ("user", "agent"):
+        fail(f"actor {raw!r} is not accepted; use user or agent (--actor, SYNAPSE_ACTOR)", 2)
+    if actor == "user" and marker:
+        fail(f"this shell belongs to an agent ({marker}): the CLI acts as the agent here, and --actor user (or "
+             "SYNAPSE_ACTOR=user) is refused; a human runs human-only commands in their own terminal")
+    return actor
+
+
+def require_human_here(ctx: typer.Context, yes: bool, action: str) -> None:
+    """Before a human-only command (approve, reject, verify, import, prune): the CLI must act as the user, in no
+    agent's environment, and at a terminal, unless ``--yes`` says a human runs it from a script.
+
+    An agent runs commands without a terminal (its shell has none); a human at a terminal or with ``--yes`` passes.
+    The core refuses the agent actor and agents' environments again (``Context.require_human``).
+    """
+    st = state(ctx)
+    actor = cli_actor(st.actor)
+    if actor != "user":
+        marker = _agent_marker()
+        why = f"this shell belongs to an agent ({marker})" if marker else "the CLI acts as the agent (--actor agent)"
+        fail(f"{action} is for a human only and {why}; a human runs it in their own terminal")
+    if not yes and not sys.stdin.isatty():
+        fail(f"{action} is for a human only and there is no terminal here (an agent's shell has none); run it in "
+             "your terminal, or pass --yes when you, a human, run it from a script")
+
+
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Confirm that you, a human, run this human-only command "
+                                      "without a terminal (from a script or a pipe).")]
 
 
 def state(ctx: typer.Context) -> _State:
@@ -154,12 +202,20 @@ def _root(
         help="Project folder or vault folder, as SYNAPSE_HOME (default: SYNAPSE_HOME, else the git root of the "
              "current folder). It must exist: reads never create a vault.")] = None,
     mind: Annotated[str, typer.Option("--mind", help="Which mind's records to see and write.")] = "default",
+    actor: Annotated[str | None, typer.Option(
+        "--actor", metavar="user|agent",
+        help="Act as the user (a human: writes are verified) or as an agent (writes are proposals). Default: "
+             "SYNAPSE_ACTOR, else agent in a shell a coding agent started (CLAUDECODE=1, GEMINI_CLI=1, ...: see "
+             "docs/agents.md), else user. An agent's shell cannot choose user.")] = None,
     version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
                                           help="Print the version and exit.")] = False,
 ) -> None:
     """Memory for LLM agents and the people who steer them: checkpoints, decisions, lessons, memories, recall.
 
-    The CLI acts as the human user: what it writes is verified, and only a human approves lessons.
+    The CLI acts as the human user (what it writes is verified, and only a human approves lessons), except in a
+    shell a coding agent started, or with --actor agent / SYNAPSE_ACTOR=agent: there it acts as the agent, and
+    human-only commands (approve, reject, verify, import, prune) are refused. Without a terminal, human-only
+    commands also need --yes.
 
     Examples:
 
@@ -169,7 +225,7 @@ def _root(
 
         synapse-nb --vault ~/project recall "how do we run migrations?"
     """
-    ctx.obj = _State(vault=vault, mind=mind)
+    ctx.obj = _State(vault=vault, mind=mind, actor=actor)
 
 
 # ------------------------------------------------------------------------------------------------ the vault
@@ -195,8 +251,8 @@ def open_vault_for(ctx: typer.Context, path: str | None = None, *, offline: bool
 
     st = state(ctx)
     readonly = os.environ.get("SYNAPSE_READONLY", "").strip() not in ("", "0")
-    v = open_vault(path if path is not None else st.vault, mind=st.mind, actor="user", readonly=readonly,
-                   create=not readonly and _command_name(ctx) in CREATING_COMMANDS, offline=offline)
+    v = open_vault(path if path is not None else st.vault, mind=st.mind, actor=cli_actor(st.actor),
+                   readonly=readonly, create=not readonly and _command_name(ctx) in CREATING_COMMANDS, offline=offline)
     if v.created:
         typer.echo(f"{PROG}: created a new vault at {v.path}", err=True)
         _CREATED.append(v)
@@ -222,15 +278,24 @@ def echo_json(obj: Any) -> None:
 
 
 def record_line(r: Record) -> str:
-    """One record as a listing line: full id, time, summary."""
+    """One record as a listing line: full id, time, then its summary (provenance mark first)."""
     return f"{r.id}  {when(r.created_at, seconds=True)}  {r.summary_line()}"
+
+
+def record_json(r: Record) -> dict[str, Any]:
+    """A record as ``--json`` prints it: ``provenance`` first, then its fields with every text quoted (one line,
+    invisible characters escaped, banner look-alikes neutralised: :func:`synapse_nb.provenance.record_json`).
+    ``synapse-nb memory export`` is the exact, byte-for-byte form."""
+    from synapse_nb.provenance import record_json as quoted_record  # standard library only
+
+    return quoted_record(r)
 
 
 def print_records(records: Iterable[Record], as_json: bool, empty: str) -> None:
     """A listing: JSON records, or one line each, or ``empty`` when there are none."""
     records = list(records)
     if as_json:
-        echo_json([r.to_dict() for r in records])
+        echo_json([record_json(r) for r in records])
         return
     if not records:
         typer.echo(empty)
@@ -242,7 +307,7 @@ def print_records(records: Iterable[Record], as_json: bool, empty: str) -> None:
 def print_record(record: Record, as_json: bool, text: str) -> None:
     """One record: its JSON, or ``text``."""
     if as_json:
-        echo_json(record.to_dict())
+        echo_json(record_json(record))
     else:
         typer.echo(text)
 

@@ -8,7 +8,7 @@ import typer
 
 from synapse_nb.cli._common import (
     PROG, Group, JsonOpt, LimitOpt, echo_json, fail, group_help, limit_arg, open_vault_for, print_record,
-    print_records,
+    print_records, record_json,
 )
 from synapse_nb.errors import NoCheckpointError
 from synapse_nb.render import plural
@@ -88,6 +88,6 @@ def checkpoint_restore(
     except NoCheckpointError as exc:
         fail(exc.with_remedy(f'{PROG} checkpoint create --doing "what you are working on"'))
     if as_json:
-        echo_json({**c.to_dict(), "restore_text": c.restore_text()})
+        echo_json({**record_json(c), "restore_text": c.restore_text()})
     else:
         typer.echo(c.restore_text())

@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from synapse_nb.cli._common import (
-    PROG, Group, JsonOpt, LimitOpt, echo_json, group_help, limit_arg, none_found, open_vault_for, print_record,
-    print_records, record_line, state,
+    PROG, Group, JsonOpt, LimitOpt, YesOpt, echo_json, group_help, limit_arg, none_found, open_vault_for,
+    print_record, print_records, record_json, record_line, require_human_here, state,
 )
-from synapse_nb.errors import GitError, ValidationError
+from synapse_nb.errors import ConflictError, GitError, ValidationError
 from synapse_nb.gitscope import find_repo
+from synapse_nb.provenance import inline
 from synapse_nb.render import plural, when
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,15 +26,19 @@ lessons_app = typer.Typer(cls=Group, no_args_is_help=True, help=group_help(
     "synapse-nb lessons scan", "synapse-nb lessons review"))
 
 
-def _lesson_text(les: Lesson) -> str:
-    lines = [f"{les.id}  [{les.status}]  {when(les.created_at, seconds=True)}",
-             f"  summary:  {les.summary}"]
+def _lesson_text(les: Lesson, backing: str | None = None) -> str:
+    """A lesson for review: who created it and what backs it first, then each field as one quoted line."""
+    lines = [f"{les.id}  [{les.status}]  {when(les.created_at, seconds=True)}"]
+    if backing:
+        lines.append(f"  origin:   {backing}")
+    lines.append(f"  summary:  {inline(les.summary)}")
     if les.files_affected:
-        lines.append(f"  files:    {', '.join(les.files_affected)}")
+        lines.append(f"  files:    {inline(', '.join(les.files_affected))}")
     if les.analysis:
-        lines.append(f"  analysis ({les.analysis_by or '?'}): {les.analysis}")
+        who = "an agent" if les.analysis_by != "user" else "a human"
+        lines.append(f"  analysis (written by {who}): {inline(les.analysis)}")
     if les.lesson_text:
-        lines.append(f"  lesson:   {les.lesson_text}")
+        lines.append(f"  lesson ({les.wording_by or 'user'}'s wording): {inline(les.lesson_text)}")
     if les.expires_at:
         lines.append(f"  expires:  {when(les.expires_at, seconds=True)}")
     return "\n".join(lines)
@@ -61,7 +66,7 @@ def lessons_scan(
     v = open_vault_for(ctx)
     created = v.lessons.scan(max_commits=max_commits)
     if as_json:
-        echo_json([x.to_dict() for x in created])
+        echo_json([record_json(x) for x in created])
         return
     typer.echo(plural(len(created), "new pending lesson"))
     for les in created:
@@ -95,36 +100,46 @@ def lessons_list(
     print_records(recs, False, empty)
 
 
-_ANSWERS = {"a": "a", "approve": "a", "e": "e", "edit": "e", "r": "r", "reject": "r", "s": "s", "skip": "s",
-            "q": "q", "quit": "q"}
+_ANSWERS = {"a": "a", "approve": "a", "w": "w", "wording": "w", "e": "e", "edit": "e", "r": "r", "reject": "r",
+            "s": "s", "skip": "s", "q": "q", "quit": "q"}
 
 
-def _ask_choice() -> str:
-    """One review answer (a/e/r/s/q); the end of input means quit."""
+def _ask_choice(agent_wording: bool) -> str:
+    """One review answer (a/w/e/r/s/q); the end of input means quit."""
+    prompt = ("[w] approve the agent's wording as it is / [e]dit then approve / [r]eject / [s]kip / [q]uit"
+              if agent_wording else "[a]pprove / [e]dit / [r]eject / [s]kip / [q]uit")
     for _ in range(5):
         try:
-            raw = typer.prompt("[a]pprove / [e]dit / [r]eject / [s]kip / [q]uit", default="s")
+            raw = typer.prompt(prompt, default="s")
         except typer.Abort:
             return "q"
         answer = _ANSWERS.get(str(raw).strip().lower())
+        if answer == "a" and agent_wording:
+            typer.echo("the proposed wording is an agent's: answer w to approve it as it is, or e to word it yourself")
+            continue
         if answer:
             return answer
-        typer.echo("please answer a, e, r, s or q")
+        typer.echo("please answer " + ("w, e, r, s or q" if agent_wording else "a, e, r, s or q"))
     return "q"
 
 
 @lessons_app.command("review")
-def lessons_review(ctx: typer.Context) -> None:
+def lessons_review(ctx: typer.Context, yes: YesOpt = False) -> None:
     """Review pending lessons one at a time: approve, edit the text then approve, reject, or skip.
 
-    Answers are read from the terminal (or from stdin when piped): a / e / r / s, q to stop.
+    Each lesson shows who created it and whether git has the revert it names, and who wrote each text. When the
+    wording to approve is an agent's (its analysis, or the summary of a lesson an agent created), approving it
+    takes the answer w ("approve the agent's wording as it is"); a plain a is for wording a human or a revert
+    scan wrote. Answers are read from the terminal; from a pipe they need --yes (a human-only command):
+    a / w / e / r / s, q to stop.
 
     Examples:
 
         synapse-nb lessons review
 
-        printf 'a\\ns\\n' | synapse-nb lessons review
+        printf 'e\\nNever retry payments without an idempotency key\\ns\\n' | synapse-nb lessons review --yes
     """
+    require_human_here(ctx, yes, "reviewing lessons")
     v = open_vault_for(ctx)
     pending = v.lessons.pending()
     if not pending:
@@ -132,10 +147,13 @@ def lessons_review(ctx: typer.Context) -> None:
         return
     done = {"approved": 0, "rejected": 0, "skipped": 0}
     typer.echo(f"{plural(len(pending), 'pending lesson')}. For each: [a]pprove, [e]dit then approve, [r]eject, [s]kip, "
-               "[q]uit.")
+               "[q]uit ([w] approves an agent's wording as it is).")
     for i, les in enumerate(pending, 1):
-        typer.echo(f"\n({i}/{len(pending)}) " + _lesson_text(les))
-        answer = _ask_choice()
+        wording, by = v.lessons.proposed_wording(les)
+        typer.echo(f"\n({i}/{len(pending)}) " + _lesson_text(les, v.lessons.backing(les)))
+        typer.echo(f"  proposed wording ({'an agent' if by == 'agent' else 'a human' if by == 'user' else 'the revert scan'}"
+                   f"): {inline(wording)}")
+        answer = _ask_choice(by == "agent")
         if answer == "q":
             break
         if answer == "s":
@@ -148,14 +166,13 @@ def lessons_review(ctx: typer.Context) -> None:
             continue
         text = None
         if answer == "e":
-            current = les.lesson_text or les.analysis or les.summary
             try:
-                text = typer.prompt("lesson text", default=current)
+                text = typer.prompt("lesson text (one line)", default=inline(wording))
             except typer.Abort:
                 break
         try:
-            approved = v.lessons.approve(les.id, text=text)
-        except ValidationError as exc:  # a blank edit: say so and go on with the next lesson
+            approved = v.lessons.approve(les.id, text=text, accept_agent_text=answer == "w")
+        except (ValidationError, ConflictError) as exc:  # a blank edit: say so and go on with the next lesson
             typer.echo(f"not approved: {exc}; skipped {les.id}")
             done["skipped"] += 1
             continue
@@ -168,35 +185,46 @@ def lessons_review(ctx: typer.Context) -> None:
 def lessons_approve(
     ctx: typer.Context,
     lesson_id: Annotated[str, typer.Argument(metavar="ID", help="Lesson id or unique prefix.")],
-    text: Annotated[str | None, typer.Option("--text", help="The lesson text (default: the analysis, else the summary).")] = None,
+    text: Annotated[str | None, typer.Option("--text", help="Your wording of the lesson (default: the wording "
+                                             "approved before, else the analysis, else the summary).")] = None,
+    accept_agent_text: Annotated[bool, typer.Option(
+        "--accept-agent-text", help="Approve wording an agent wrote (its analysis, or the summary of a lesson it "
+                                    "created) as it is; without it such wording is refused.")] = False,
     days: Annotated[int | None, typer.Option("--days", min=1, max=3650, help="Days in force (default: the vault setting).")] = None,
+    yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Approve a pending lesson (or re-approve an expired one): it then heads every recall.
 
+    A human-only command: refused in an agent's shell, and without a terminal unless --yes. Wording an agent
+    wrote needs --accept-agent-text (read it first: synapse-nb lessons list, or lessons review).
+
     Examples:
 
-        synapse-nb lessons approve les_3f9a
-
         synapse-nb lessons approve les_3f9a --text "Never retry payments without an idempotency key" --days 30
+
+        synapse-nb lessons approve les_3f9a --accept-agent-text
     """
+    require_human_here(ctx, yes, "approving a lesson")
     v = open_vault_for(ctx)
-    les = v.lessons.approve(lesson_id, text=text, expiry_days=days)
-    print_record(les, as_json, f"approved {les.id} until {when(les.expires_at)}: {les.lesson_text}")
+    les = v.lessons.approve(lesson_id, text=text, expiry_days=days, accept_agent_text=accept_agent_text)
+    print_record(les, as_json, f"approved {les.id} until {when(les.expires_at)}: {inline(les.lesson_text)}")
 
 
 @lessons_app.command("reject")
 def lessons_reject(
     ctx: typer.Context,
     lesson_id: Annotated[str, typer.Argument(metavar="ID", help="Lesson id or unique prefix.")],
+    yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Reject a lesson: it is deleted.
+    """Reject a lesson: it is deleted. A human-only command (see lessons approve).
 
     Examples:
 
         synapse-nb lessons reject les_3f9a
     """
+    require_human_here(ctx, yes, "rejecting a lesson")
     v = open_vault_for(ctx)
     les = v.lessons.reject(lesson_id)
     print_record(les, as_json, f"rejected {les.id}")

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from synapse_nb.cli._common import (
-    PROG, TAGS_HELP, Group, JsonOpt, LimitOpt, echo_json, filters, group_help, limit_arg, open_vault_for,
-    print_record, print_records,
+    PROG, TAGS_HELP, Group, JsonOpt, LimitOpt, YesOpt, echo_json, filters, group_help, limit_arg, open_vault_for,
+    print_record, print_records, require_human_here,
 )
+from synapse_nb.provenance import mark
 from synapse_nb.render import plural, when
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,9 +82,10 @@ def _no_memories(v: Vault, query: str | None = None, tag: str | None = None, cat
 def memory_prune(
     ctx: typer.Context,
     sessions_older_than: Annotated[str, typer.Option("--sessions-older-than", help="Forget per-session recall state older than this.")] = "30d",
+    yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Delete expired memories, mark expired lessons, forget old session state.
+    """Delete expired memories, mark expired lessons, forget old session state (human-only: see --yes).
 
     Examples:
 
@@ -91,6 +93,7 @@ def memory_prune(
 
         synapse-nb memory prune --sessions-older-than 7d --json
     """
+    require_human_here(ctx, yes, "pruning the vault")
     rep = open_vault_for(ctx).prune(sessions_older_than=sessions_older_than)
     if as_json:
         echo_json(rep.to_dict())
@@ -106,6 +109,7 @@ def memory_verify(
     confidence: Annotated[float | None, typer.Option("--confidence", min=0.0, max=1.0, help="Set the confidence too.")] = None,
     fix: Annotated[bool, typer.Option("--fix", help="Follow renames in lessons and checkpoints and mark dangling "
                                                     "and possibly stale records.")] = False,
+    yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Verify: with ID, mark that memory (typically an agent's proposal) verified by you; without ID, check
@@ -122,6 +126,8 @@ def memory_verify(
 
         synapse-nb memory verify --fix      # follow renames, mark dangling and stale records
     """
+    if memory_id is not None or fix:
+        require_human_here(ctx, yes, "verifying a memory" if memory_id is not None else "verify --fix")
     v = open_vault_for(ctx)
     if memory_id is None:
         report = v.verify(fix=fix)
@@ -217,16 +223,20 @@ def memory_export(
 def memory_import(
     ctx: typer.Context,
     source: Annotated[str, typer.Argument(metavar="PATH", help="A JSON Lines export ('-' reads stdin).")],
+    yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Import an export in one all-or-nothing transaction (identical records are skipped).
+
+    A human-only command: refused in an agent's shell, and without a terminal (stdin from a pipe) unless --yes.
 
     Examples:
 
         synapse-nb memory import vault.jsonl
 
-        cat vault.jsonl | synapse-nb memory import -
+        cat vault.jsonl | synapse-nb memory import - --yes
     """
+    require_human_here(ctx, yes, "importing records")
     v = open_vault_for(ctx)
     counts = v.import_jsonl(sys.stdin if source == "-" else source)
     if as_json:
@@ -245,7 +255,10 @@ def remember(
     expires: Annotated[str | None, typer.Option("--expires", "-e", help="A duration (30d) or an ISO 8601 time.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Remember something (verified, since you are the human); the same category+key updates in place.
+    """Remember something; the same category+key updates in place.
+
+    From your terminal it is verified (you are the human); in a shell a coding agent started (or with --actor
+    agent) it is stored as the agent's unverified proposal, and a user's memory cannot be overwritten.
 
     Examples:
 
@@ -256,4 +269,4 @@ def remember(
     v = open_vault_for(ctx)
     m = v.remember(category, key, content, tags=tags, priority=priority, expires=expires)
     verb = "remembered" if m.created_at == m.updated_at else "updated"
-    print_record(m, as_json, f"{verb} {m.id} {m.category}/{m.key} [{m.priority}]")
+    print_record(m, as_json, f"{verb} {m.id} {mark(m)} {m.category}/{m.key} [{m.priority}]")

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from synapse_nb.cli._common import Group, JsonOpt, echo_json, group_help, open_vault_for, print_mapping
+from synapse_nb.provenance import inline
 
 __all__ = ["recall_app"]
 
@@ -52,7 +53,7 @@ def recall_query(
         return
     r = v.recall(query, session=session, budget_tokens=budget)
     if as_json:
-        out = r.to_dict()
+        out = {**r.to_dict(), "query": inline(r.query)}
         if explain:
             out["explain"] = r.explain().to_dicts()
         echo_json(out)

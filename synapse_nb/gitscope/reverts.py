@@ -40,7 +40,7 @@ from synapse_nb.gitscope._git import coerce_repo, run_git, validate_sha
 from synapse_nb.gitscope.repo import RepoInfo, head
 from synapse_nb.gitscope.vaultdir import in_prefix
 
-__all__ = ["CommitInfo", "RevertInfo", "ScanResult", "scan_reverts"]
+__all__ = ["CommitInfo", "RevertInfo", "ScanResult", "revert_backing", "scan_reverts"]
 
 _REVERTS_RE = re.compile(r"This reverts commit ([0-9a-fA-F]{7,64})\b")
 _REVERT_SUBJECT_RE = re.compile(r'^Revert "(.+)"(?: \(#\d+\))?$')
@@ -350,6 +350,26 @@ def _lookup_outside(repo: RepoInfo, names: list[str]) -> dict[str, tuple[CommitI
                 raw = _decode(body)
                 found[name] = (_parse_raw_commit(header[0], raw), bool(_REVERTS_RE.search(raw)))
     return found
+
+
+def revert_backing(repo: RepoInfo, sha: str) -> str:
+    """Whether a revert commit backs a lesson: ``"revert"`` (the commit is in the repository and is a revert:
+    git's ``This reverts commit`` line, or a ``Revert "..."`` subject), ``"not a revert"`` (it is in the
+    repository but reverts nothing) or ``"missing"`` (no such commit here). One ``git cat-file``.
+
+    A lesson anyone can create by hand (``lessons.create(revert_commit=...)``) names whatever sha it likes;
+    review asks git whether that revert really happened.
+    """
+    if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-fA-F]{4,64}", sha.strip()):
+        return "missing"
+    try:
+        found = _lookup_outside(repo, [sha.strip()])
+    except Exception:  # an unreadable repository or no git: nothing backs the lesson
+        return "missing"
+    if not found:
+        return "missing"
+    info, is_revert = found[sha.strip()]
+    return "revert" if is_revert or _REVERT_SUBJECT_RE.match(info.subject or "") else "not a revert"
 
 
 def _trunc(text: str, limit: int, *, left: bool = False) -> str:

@@ -40,6 +40,9 @@ class KindManager(Generic[R]):
     """Operations common to every kind: get by id or unique prefix, list, count, full-text search."""
 
     record_cls: type[Record] = Record
+    #: whether the agent actor may name records of this kind by a unique id prefix (lessons: no, so that probing
+    #: prefixes cannot find records it was never shown)
+    agent_prefixes: bool = True
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
@@ -56,7 +59,9 @@ class KindManager(Generic[R]):
         """The full id for an id or any unique prefix of one (within this kind and mind).
 
         The same rule for every actor: the id or prefix is looked up among all the records of this kind
-        in the mind, so a prefix that is unique for the user is unique for an agent too. What the actor
+        in the mind, so a prefix that is unique for the user is unique for an agent too. Where
+        :attr:`agent_prefixes` is False (lessons) an agent gives the full id: prefixes would let it find, by
+        probing, records it was never shown. What the actor
         may then do with the record is checked by the caller (:meth:`get` refuses to show an agent a
         pending lesson; an agent may still submit an analysis to one). Messages list only ids the actor
         may read.
@@ -70,6 +75,9 @@ class KindManager(Generic[R]):
         table, mind = self._table, self._ctx.mind
         if table.mind_of(ident) == mind:
             return ident
+        if not self.agent_prefixes and self._ctx.actor == "agent":
+            raise NotFoundError(f"no {kind} with id {ident!r} in mind {mind!r} (an agent names a {kind} by its "
+                                "full id, as given to it)")
         ids = table.ids_from(mind, ident, limit=6)
         if not ids:
             raise NotFoundError(f"no {kind} with id or id prefix {ident!r} in mind {mind!r}")
@@ -104,9 +112,7 @@ class KindManager(Generic[R]):
 
     # permission helpers
     def _require_user(self, action: str) -> None:
-        if self._ctx.actor != "user":
-            raise PermissionDeniedError(f"an agent may not {action}; a human must do it "
-                                        "(from a notebook, the widgets or the CLI)")
+        self._ctx.require_human(action)
 
     def _require_owner(self, record: Any, action: str) -> None:
         if self._ctx.actor == "agent" and getattr(record, "source", "agent") == "user":

@@ -49,7 +49,7 @@ class Checkpoints(KindManager[Checkpoint]):
     @staticmethod
     def check_record(c: Checkpoint) -> None:
         """What a stored checkpoint is: the write path builds only such records, and an import refuses others."""
-        check_text(c.doing, "doing", max_len=MAX_TEXT)
+        check_text(c.doing, "doing", max_len=MAX_TEXT, stored=True)
         check_stored_strings(c.changed_files, "changed_files")
         if c.origin not in ORIGINS:
             raise ValidationError(f"origin {c.origin!r} is not one of {', '.join(ORIGINS)}")

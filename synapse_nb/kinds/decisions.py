@@ -36,7 +36,7 @@ class Decisions(KindManager[Decision]):
     @staticmethod
     def check_record(d: Decision) -> None:
         """What a stored decision is: the write path builds only such records, and an import refuses others."""
-        check_text(d.decision, "decision", max_len=MAX_TEXT)
+        check_text(d.decision, "decision", max_len=MAX_TEXT, stored=True)
         check_stored_tags(d.tags)
 
     def create(self, decision: str, *, rationale: str | None = None, tags: Any = None) -> Decision:

@@ -18,13 +18,16 @@ from synapse_nb._util import (
 from synapse_nb.errors import ValidationError
 from synapse_nb.kinds._base import KindManager
 from synapse_nb.models import Episode, RecordList
+from synapse_nb.provenance import REPORTED_ACTOR
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import EpisodeTable
 
-__all__ = ["STATUSES", "Episodes"]
+__all__ = ["REPORTED", "STATUSES", "Episodes"]
 
 STATUSES = ("success", "failure", "unknown")
+#: Appended to the actor an agent names when it logs an episode as someone else (``"Maria (reported by agent)"``).
+REPORTED = REPORTED_ACTOR
 
 
 class Episodes(KindManager[Episode]):
@@ -48,14 +51,14 @@ class Episodes(KindManager[Episode]):
     @staticmethod
     def check_record(e: Episode) -> None:
         """What a stored episode is: the write path builds only such records, and an import refuses others."""
-        check_text(e.task_key, "task_key", multiline=False)
+        check_text(e.task_key, "task_key", multiline=False, stored=True)
         if e.status not in STATUSES:
             raise ValidationError(f"status {e.status!r} is not one of {', '.join(STATUSES)}")
         check_stored_strings(e.refs, "refs")
         if e.thread is not None:
-            check_text(e.thread, "thread", max_len=MAX_SHORT, multiline=False)
+            check_text(e.thread, "thread", max_len=MAX_SHORT, multiline=False, stored=True)
         if e.actor is not None:
-            check_text(e.actor, "actor", max_len=MAX_SHORT, multiline=False)
+            check_text(e.actor, "actor", max_len=MAX_SHORT, multiline=False, stored=True)
         if e.seq is not None and (isinstance(e.seq, bool) or not isinstance(e.seq, int) or not 0 <= e.seq < 2**62):
             raise ValidationError(f"seq must be a whole number >= 0, got {e.seq!r}")
         if e.seq is not None and e.thread is None:
@@ -67,7 +70,9 @@ class Episodes(KindManager[Episode]):
         """Record a run of ``task_key``. The returned episode's ``prior`` / ``warning`` name the previous run.
 
         ``thread`` names the conversation, session or run the episode is one step of, ``seq`` its order there
-        (default: after the thread's last episode) and ``actor`` who said or did it. Recall ranks an episode
+        (default: after the thread's last episode) and ``actor`` who said or did it. An agent logs as itself: an
+        ``actor`` other than ``"agent"`` from the agent actor is stored marked ``"Maria (reported by agent)"``,
+        and recall never boosts a reported actor as that person's own words. Recall ranks an episode
         with its thread's neighbours (the turn a question asks about sits next to the question) and boosts
         episodes whose actor the query names.
 
@@ -88,9 +93,16 @@ class Episodes(KindManager[Episode]):
             if duration_s == float("inf"):
                 raise ValidationError("duration_s must be finite")
         ctx = self._ctx
+        if isinstance(thread, str):
+            thread = check_text(thread, "thread", max_len=MAX_SHORT, multiline=False, allow_empty=True).strip()
+        if isinstance(actor, str):
+            actor = check_text(actor, "actor", max_len=MAX_SHORT, multiline=False, allow_empty=True).strip()
+            if ctx.actor == "agent" and actor and actor.lower() != "agent" and not actor.endswith(REPORTED):
+                # an agent speaks only as itself: whoever else it names, it is reporting them (and the mark is kept
+                # in the name, so recall never boosts it as that person's own words)
+                actor = f"{actor[:MAX_SHORT - len(REPORTED)]}{REPORTED}"
         probe = Episode(id="epi_0", mind=ctx.mind, created_at="", updated_at="", task_key=task_key,
-                        thread=thread.strip() if isinstance(thread, str) else thread, seq=seq,
-                        actor=actor.strip() if isinstance(actor, str) else actor)
+                        thread=thread, seq=seq, actor=actor)
         if probe.thread is not None and not isinstance(probe.thread, str) or probe.thread == "":
             raise ValidationError(f"thread must be a non-empty text, got {thread!r}")
         if probe.actor is not None and not isinstance(probe.actor, str) or probe.actor == "":

@@ -8,9 +8,10 @@ State machine::
 
 Status is computed at read time (an approved lesson past ``expires_at`` *is* expired); ``prune()``
 also persists it. Only the user actor approves or rejects; an agent reads approved, unexpired lessons
-only, and reaches a pending one only through :meth:`Lessons.submit_analysis`, by its id or a unique id
-prefix: ids and prefixes resolve the same way for every actor (among all the lessons of the mind), and
-messages never list an id the actor may not read.
+only, and reaches a pending one only through :meth:`Lessons.submit_analysis`, by its full id (a human
+names lessons by id or unique prefix; an agent by the exact id, so that probing prefixes finds nothing), and
+messages never list an id the actor may not read. Approving wording an agent wrote takes an explicit choice
+(:meth:`Lessons.approve`'s ``accept_agent_text``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import MAX_TEXT, check_files, check_limit, check_stored_strings, check_text, fmt_ts, new_id
+from synapse_nb.context import agent_environment
 from synapse_nb.errors import ConflictError, GitError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager
 from synapse_nb.models import Lesson, RecordList
@@ -48,6 +50,7 @@ class Lessons(KindManager[Lesson]):
     """
 
     record_cls = Lesson
+    agent_prefixes = False  # an agent reaches a pending lesson only by the full id a human gave it
 
     @property
     def _table(self) -> LessonTable:
@@ -61,7 +64,7 @@ class Lessons(KindManager[Lesson]):
         """What a stored lesson is: the write path builds only such records, and an import refuses others."""
         if les.status not in STATUSES:
             raise ValidationError(f"status {les.status!r} is not one of {', '.join(STATUSES)}")
-        check_text(les.summary, "summary", max_len=MAX_TEXT)
+        check_text(les.summary, "summary", max_len=MAX_TEXT, stored=True)
         check_stored_strings(les.files_affected, "files_affected")
         if les.status == "approved" and (les.approved_at is None or les.expires_at is None):
             raise ValidationError("an approved lesson needs approved_at and expires_at")
@@ -148,16 +151,27 @@ class Lessons(KindManager[Lesson]):
         return self.list(status="expired")
 
     # -- human decisions ------------------------------------------------------------------------------------
-    def approve(self, id: str, *, text: str | None = None, expiry_days: int | None = None) -> Lesson:
-        """Approve a pending lesson, or re-approve an expired one (user actor only; an in-force lesson is a
+    def approve(self, id: str, *, text: str | None = None, expiry_days: int | None = None,
+                accept_agent_text: bool = False) -> Lesson:
+        """Approve a pending lesson, or re-approve an expired one (a human only; an in-force lesson is a
         :class:`ConflictError`).
 
-        The lesson text becomes ``text`` if given, else the submitted analysis if any, else the draft
-        summary. It stays in force for ``expiry_days`` (default: the vault's ``lesson_expiry_days``).
-        An empty or blank ``text`` is refused (:class:`ValidationError`): leave it out (``None``) to approve
-        the analysis or the summary as they are.
+        The lesson text becomes ``text`` if given (your wording), else the wording already approved once (an
+        expired lesson), else the submitted analysis, else the draft summary. Approving is a human act on text a
+        human read: when that wording would be an agent's (an analysis an agent submitted, or the summary of a
+        lesson an agent created), it is refused unless ``accept_agent_text=True`` says you read it and approve it
+        as it is (CLI ``--accept-agent-text``; the LessonReview widget's "Approve the agent's wording"). It stays
+        in force for ``expiry_days`` (default: the vault's ``lesson_expiry_days``). An empty or blank ``text`` is
+        refused (:class:`ValidationError`).
+
+        Examples
+        --------
+        >>> v.lessons.approve("les_3f9a0c12be47", text="Never retry payments without an idempotency key")  # doctest: +SKIP
+        >>> v.lessons.approve("les_3f9a0c12be47", accept_agent_text=True, expiry_days=14)  # doctest: +SKIP
         """
         self._require_user("approve a lesson")
+        if not isinstance(accept_agent_text, bool):
+            raise ValidationError(f"accept_agent_text must be True or False, got {accept_agent_text!r}")
         if text is not None:
             text = check_text(text, "lesson text", max_len=MAX_TEXT, allow_empty=True)
             if not text.strip():
@@ -167,7 +181,15 @@ class Lessons(KindManager[Lesson]):
         if les.status == "approved":
             raise ConflictError(f"lesson {les.id} is already approved and in force until {les.expires_at}; "
                                 "only pending or expired lessons can be approved")
-        lesson_text = text or les.lesson_text or les.analysis or les.summary
+        if text is None:
+            text, by = self.proposed_wording(les)
+            if by == "agent" and not accept_agent_text:
+                what = "the analysis an agent submitted" if text == les.analysis else \
+                    "the summary of a lesson an agent created (no revert scan found it)"
+                raise ConflictError(
+                    f"lesson {les.id}'s wording would be {what}; read it, then give your own wording (text=...; CLI "
+                    "--text) or approve the agent's wording as it is (accept_agent_text=True; CLI "
+                    "--accept-agent-text)")
         days = self.expiry_days if expiry_days is None else expiry_days
         if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 3650:
             raise ValidationError(f"expiry_days must be a whole number of days from 1 to 3650, got {days!r}")
@@ -175,9 +197,26 @@ class Lessons(KindManager[Lesson]):
         now = ctx.now()
         with ctx.store.transaction():
             self._table.update(les.id, updated_at=ctx.store.stamp(ctx.now_ts()), status="approved",
-                               lesson_text=lesson_text, approved_at=fmt_ts(now),
+                               lesson_text=text, approved_at=fmt_ts(now),
                                expires_at=fmt_ts(now + timedelta(days=days)))
         return self.get(les.id)
+
+    @staticmethod
+    def proposed_wording(les: Lesson) -> tuple[str, str]:
+        """The wording an approval without ``text`` would give ``les``, and who wrote it: ``"user"`` (the wording a
+        human approved before, or an analysis a human wrote), ``"agent"`` (an agent's analysis, or the summary of a
+        lesson an agent created) or ``"git"`` (the summary a revert scan wrote from the commits).
+
+        >>> from synapse_nb.models import Lesson
+        >>> Lessons.proposed_wording(Lesson(id="les_1", mind="m", created_at="", updated_at="", status="pending",
+        ...                                 summary="Reverted 'x'", analysis="Because y", analysis_by="agent"))
+        ('Because y', 'agent')
+        """
+        if les.lesson_text:
+            return les.lesson_text, les.wording_by or "user"
+        if les.analysis:
+            return les.analysis, "user" if les.analysis_by == "user" else "agent"
+        return les.summary, "agent" if les.source == "agent" else "git"
 
     reapprove = approve
 
@@ -196,7 +235,7 @@ class Lessons(KindManager[Lesson]):
         the same way and the updated lesson is returned.
         """
         text = check_text(text, "analysis", max_len=MAX_TEXT)
-        full = self.resolve_id(id)  # by id or unique prefix, the same for every actor
+        full = self.resolve_id(id)  # a human: id or unique prefix; an agent: the full id only
         ctx = self._ctx
         named = full if ctx.actor == "user" else repr(id.strip())  # never spell out a hidden id to an agent
         with ctx.store.transaction():
@@ -209,8 +248,35 @@ class Lessons(KindManager[Lesson]):
             if ctx.actor == "agent" and analysis_by == "user":
                 raise PermissionDeniedError(f"lesson {named} already has an analysis written by the user; an agent "
                                             "may not replace it")
-            self._table.update(full, updated_at=ctx.store.stamp(ctx.now_ts()), analysis=text, analysis_by=ctx.actor)
+            # a user handle in an agent's environment writes what an agent wrote: it needs an explicit approval too
+            by = "agent" if ctx.actor == "agent" or agent_environment() is not None else "user"
+            self._table.update(full, updated_at=ctx.store.stamp(ctx.now_ts()), analysis=text, analysis_by=by)
         return None if ctx.actor == "agent" else self.get(full)
+
+    def backing(self, les: Lesson) -> str:
+        """What backs ``les``, in words a reviewer reads before approving: who created it and whether git knows
+        the revert it names.
+
+        ``"git revert a1b2c3d (checked in this repository)"``; ``"... names revert a1b2c3d, which this
+        repository does not have"``; ``"... no revert commit (made by hand)"``. Agent-created lessons say so first.
+        """
+        who = "created by an agent" if les.source == "agent" else ("found by a revert scan" if les.revert_commit
+                                                                   else "created by a human")
+        sha = (les.revert_commit or {}).get("sha")
+        if not sha:
+            return f"{who}; no revert commit (made by hand)"
+        short = str(sha)[:7]
+        repo = self._ctx.git.repo
+        if repo is None:
+            return f"{who}; names revert {short}, not checked (no git repository here)"
+        from synapse_nb.gitscope.reverts import revert_backing  # git loads when a review asks
+
+        found = revert_backing(repo, str(sha))
+        if found == "revert":
+            return f"{who}; git revert {short} (checked in this repository)"
+        if found == "not a revert":
+            return f"{who}; names commit {short}, which is in this repository but reverts nothing"
+        return f"{who}; names revert {short}, which this repository does not have"
 
     # -- git ------------------------------------------------------------------------------------------------
     def scan(self, *, max_commits: int | None = None) -> RecordList[Lesson]:

@@ -98,7 +98,7 @@ class Memories(KindManager[Memory]):
             raise ValidationError(f"category {m.category!r} is not one of {', '.join(CATEGORIES)}")
         if check_key(m.key) != m.key:
             raise ValidationError(f"key {m.key!r} is not snake_case")
-        check_text(m.content, "content", max_len=MAX_TEXT)
+        check_text(m.content, "content", max_len=MAX_TEXT, stored=True)
         check_stored_tags(m.tags)
         if m.priority not in PRIORITIES:
             raise ValidationError(f"priority {m.priority!r} is not one of {', '.join(PRIORITIES)}")

@@ -39,8 +39,8 @@ class Notes(KindManager[Note]):
         """What a stored note is: the write path builds only such records, and an import refuses others."""
         if check_key(n.name, "name") != n.name:
             raise ValidationError(f"name {n.name!r} is not snake_case")
-        check_text(n.trigger, "trigger", max_len=MAX_TRIGGER)
-        check_text(n.body, "body", max_len=MAX_TEXT)
+        check_text(n.trigger, "trigger", max_len=MAX_TRIGGER, stored=True)
+        check_text(n.body, "body", max_len=MAX_TEXT, stored=True)
 
     def add(self, name: str, trigger: str, body: str) -> Note:
         """Create or update (by name) a note. An agent may not overwrite a note the user wrote."""

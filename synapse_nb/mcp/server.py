@@ -22,6 +22,7 @@ From a shell: ``synapse-nb mcp [PATH]``.
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from collections.abc import Callable, Iterator
@@ -37,12 +38,15 @@ from mcp.types import CallToolResult, TextContent
 
 from synapse_nb._version import __version__
 from synapse_nb.errors import NoCheckpointError, OfflineError, SynapseError, ValidationError
-from synapse_nb.recall import banner_text
-from synapse_nb.render import estimate_tokens
+from synapse_nb.provenance import inline, label_text, record_json, salvage
+from synapse_nb.recall import banner_text, record_line
+from synapse_nb.render import estimate_tokens, plural
 from synapse_nb.vault import Vault, open_vault
 
-__all__ = ["INSTRUCTIONS", "LOW_CONTEXT_RATIO", "SEARCH_KINDS", "TOOL_NAMES", "build_server", "serve"]
+__all__ = ["DEFAULT_ANSWER_TOKENS", "INSTRUCTIONS", "LOW_CONTEXT_RATIO", "SEARCH_KINDS", "TOOL_NAMES", "build_server", "serve"]
 
+#: The default answer budget in tokens (the vault's ``mcp_answer_tokens`` setting overrides it).
+DEFAULT_ANSWER_TOKENS = 8000
 #: At or above this fraction of the context window, ``signal_low_context`` saves a checkpoint.
 LOW_CONTEXT_RATIO = 0.6
 #: What ``search(kind=...)`` accepts.
@@ -75,19 +79,85 @@ def _errors() -> Iterator[None]:
         raise ToolError(" ".join(str(exc).split()) or type(exc).__name__) from None
 
 
-def _result(text: str, data: dict[str, Any]) -> CallToolResult:
+def _result(text: str, data: dict[str, Any], budget_tokens: int = DEFAULT_ANSWER_TOKENS) -> CallToolResult:
+    """A tool answer within ``budget_tokens`` (text and structured content together; about 4 characters a token).
+
+    The text keeps whole lines from the top and says how many it left out; the structured content keeps whole
+    list items and cuts long strings, and says what it left out under ``"left_out"``.
+    """
+    limit = max(400, budget_tokens * 4)
+    text = _cut_text(text, limit // 2 if len(text) > limit // 2 else limit)
+    data = _cut_data(data, max(200, limit - len(text)))
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
+def _cut_text(text: str, max_chars: int) -> str:
+    """``text`` in at most about ``max_chars`` characters: whole lines from the top, then what was left out."""
+    if len(text) <= max_chars:
+        return text
+    lines = text.split("\n")
+    out: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > max_chars - 120:
+            break
+        out.append(line)
+        used += len(line) + 1
+    if not out:  # one huge line: its start
+        out, left = [lines[0][: max(0, max_chars - 120)] + "…"], len(lines) - 1
+    else:
+        left = len(lines) - len(out)
+    return "\n".join(out) + (f"\n(… {plural(left, 'more line')} left out to fit the answer budget; ask for less, "
+                             "e.g. a narrower query or a smaller limit)" if left else "\n(… the rest of the line "
+                             "was left out to fit the answer budget)")
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def _cut_data(data: dict[str, Any], max_chars: int) -> dict[str, Any]:
+    """``data`` in at most about ``max_chars`` characters of JSON: long strings cut, lists shortened from the end
+    (keys in sorted order, so the same answer is cut the same way); what was cut is counted in ``"left_out"``."""
+    if _size(data) <= max_chars:
+        return data
+    out = dict(data)
+    left: dict[str, Any] = {}
+    for key in sorted(out):
+        v = out[key]
+        if isinstance(v, str) and len(v) > 1000:
+            out[key] = v[:1000] + "…"
+            left[key] = f"{len(v) - 1000:,} characters"
+    for key in sorted(out):
+        v = out[key]
+        if _size(out) <= max_chars:
+            break
+        if isinstance(v, list) and v:
+            keep = list(v)
+            while keep and _size({**out, key: keep}) > max_chars:
+                keep = keep[: len(keep) // 2]
+            out[key] = keep
+            left[key] = f"{len(v) - len(keep):,} of {len(v):,} items"
+    for key in sorted(out):
+        if _size(out) <= max_chars:
+            break
+        if key != "left_out" and isinstance(out[key], dict | str) and _size(out[key]) > 200:
+            left[key] = "left out"
+            out[key] = None
+    out["left_out"] = left
+    return out
+
+
 def _fit(blocks: list[str], budget: int) -> tuple[str, int]:
-    """Join text blocks line by line while the estimate stays within ``budget`` tokens."""
+    """Join text blocks line by line while the estimate stays within ``budget`` tokens; a line is kept whole or
+    left out (every record is one line, its provenance mark first, so a cut never keeps text without its mark)."""
     out: list[str] = []
     omitted = 0
     used = 0
     for b, block in enumerate(blocks):
         if b and out:
             out.append("")
-        for line in block.splitlines():
+        for line in block.split("\n"):
             cost = estimate_tokens(line + "\n")
             if used + cost > budget:
                 omitted += 1
@@ -96,8 +166,14 @@ def _fit(blocks: list[str], budget: int) -> tuple[str, int]:
             used += cost
     text = "\n".join(out).strip("\n")
     if omitted:
-        text += f"\n(… {omitted} more lines left out to fit {budget} tokens)"
+        text += f"\n(… {plural(omitted, 'more line')} left out to fit {budget} tokens)"
     return text, omitted
+
+
+def _lesson_brief(les: Any) -> dict[str, Any]:
+    """What an agent is told of an approved lesson beside the banner that quotes it."""
+    return {"id": les.id, "branch": les.branch, "approved_at": les.approved_at, "expires_at": les.expires_at,
+            "wording_by": les.wording_by, "created_by": les.source}
 
 
 def _manager(v: Vault, kind: str) -> Any:
@@ -143,6 +219,16 @@ class _Handle:
             raise exc
         return v
 
+    def answer_tokens(self) -> int:
+        """The answer budget: the open vault's ``mcp_answer_tokens`` setting, else :data:`DEFAULT_ANSWER_TOKENS`."""
+        v = self._vault
+        if v is None or v.offline:
+            return DEFAULT_ANSWER_TOKENS
+        try:
+            return int(v.settings.get("mcp_answer_tokens"))
+        except SynapseError:
+            return DEFAULT_ANSWER_TOKENS
+
     @contextmanager
     def writing(self) -> Iterator[Vault]:
         """The vault for a write tool. A first write that is refused takes back the vault it has just created
@@ -180,6 +266,9 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
     handle = _Handle(path, mind, vault, clock)
     server = MCPServer("synapse-nb", instructions=INSTRUCTIONS, version=__version__)
 
+    def answer(text: str, data: dict[str, Any]) -> CallToolResult:
+        return _result(text, data, handle.answer_tokens())
+
     @server.tool()
     async def get_approved_memory() -> CallToolResult:
         """Call at the START of every session: the lessons a human approved (ADHERE to them) and the memory summary.
@@ -190,10 +279,29 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
             v = handle.get()
             lessons = v.lessons.in_force()
             banner = banner_text(lessons)
-            mem = v.memories.recall_text()
+            mems = list(v.memories.list())
+            mems.sort(key=lambda m: not m.verified)  # stable: human-verified first, each part by priority, recency
+            n_ver = sum(1 for m in mems if m.verified)
+            budget = handle.answer_tokens()
+            head = (f"MEMORY ({plural(len(mems), 'entry', 'entries')}: {n_ver} verified, {len(mems) - n_ver} "
+                    "unverified; verified first)")
+            lines, used = [], estimate_tokens(banner) + estimate_tokens(head) + 60
+            for m in mems:
+                line = record_line(m)
+                cost = estimate_tokens(line + "\n")
+                if used + cost > budget * 0.45:  # the text and the structured content share the budget
+                    break
+                lines.append(line)
+                used += cost
+            left = len(mems) - len(lines)
+            mem = "\n".join([head, *(lines if mems else ["(no memories)"])])
+            if left:
+                mem += (f"\n(… {plural(left, 'more memory', 'more memories')} left out to fit the answer budget of "
+                        f"{budget:,} tokens; recall(query) or search(query) finds them)")
             text = f"{banner}\n\n{mem}" if banner else mem
-            return _result(text, {"text": text, "banner": banner, "lessons": [x.to_dict() for x in lessons],
-                                  "memory_text": mem})
+            return answer(text, {"banner": banner, "lessons": [_lesson_brief(x) for x in lessons],
+                                 "memories": len(mems), "memories_shown": len(lines), "memories_left_out": left,
+                                 "verified": n_ver})
 
     @server.tool()
     async def restore_checkpoint(checkpoint_id: str | None = None) -> CallToolResult:
@@ -206,7 +314,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                 c = handle.get().checkpoints.restore(checkpoint_id or "latest")
             except NoCheckpointError as exc:
                 raise ToolError(exc.with_remedy("the create_checkpoint tool")) from None
-            return _result(c.restore_text(), {**c.to_dict(), "restore_text": c.restore_text()})
+            return answer(c.restore_text(), record_json(c))
 
     @server.tool()
     async def create_checkpoint(doing: str, changed_files: list[str] | None = None, next_step: str | None = None,
@@ -219,7 +327,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         with _errors(), handle.writing() as vault:
             c = vault.checkpoint(doing, files=changed_files, next_step=next_step, blockers=blockers,
                                  origin="agent")
-            return _result(f"checkpoint {c.id} saved on branch {c.branch or '-'}", c.to_dict())
+            return answer(f"checkpoint {c.id} saved on branch {label_text(c.branch) or '-'}", record_json(c))
 
     @server.tool()
     async def log_decision(decision: str, rationale: str | None = None,
@@ -230,7 +338,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         """
         with _errors(), handle.writing() as vault:
             d = vault.decide(decision, rationale=rationale, tags=tags)
-            return _result(f"decision {d.id} logged", d.to_dict())
+            return answer(f"decision {d.id} logged", record_json(d))
 
     @server.tool()
     async def submit_lesson_analysis(lesson_id: str, analysis: str) -> CallToolResult:
@@ -240,7 +348,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         """
         with _errors():
             handle.get().lessons.submit_analysis(lesson_id, analysis)
-            return _result(f"analysis submitted for lesson {lesson_id}; a human will review it",
+            return answer(f"analysis submitted for lesson {lesson_id}; a human will review it",
                            {"lesson_id": lesson_id, "submitted": True})
 
     @server.tool()
@@ -264,28 +372,28 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
             if ratio < LOW_CONTEXT_RATIO:
                 text = (f"context at {ratio:.0%} of capacity (below {LOW_CONTEXT_RATIO:.0%}): nothing needed, "
                         "carry on")
-                return _result(text, {"action": "none", "ratio": round(ratio, 4), "threshold": LOW_CONTEXT_RATIO,
+                return answer(text, {"action": "none", "ratio": round(ratio, 4), "threshold": LOW_CONTEXT_RATIO,
                                       "checkpoint_id": None, "restore_pack": None, "tokens": 0})
             v = handle.get(write=True)
             last = v.checkpoints.latest()
+            # the last checkpoint's fields are carried forward as the write path would store them today
+            # (an old vault may hold text written before it cleaned line breaks and controls)
             c = v.checkpoint(
-                doing or (last.doing if last else f"session context at {ratio:.0%} of capacity"),
-                files=list(last.changed_files) if last else None,
-                next_step=next_step if next_step is not None else (last.next_step if last else None),
-                blockers=last.blockers if last else None, origin="auto")
+                doing or (salvage(last.doing) if last else f"session context at {ratio:.0%} of capacity"),
+                files=[f for f in (salvage(f, multiline=False) for f in last.changed_files) if f] if last else None,
+                next_step=next_step if next_step is not None else (salvage(last.next_step) if last else None),
+                blockers=salvage(last.blockers) if last else None, origin="auto")
             lessons = v.lessons.in_force()
             blocks = [b for b in (banner_text(lessons), c.restore_text()) if b]
             decisions = v.decisions.list(limit=5)
             if decisions:
-                blocks.append("Recent decisions:\n" + "\n".join(
-                    f"- {d.decision}" + (f" — {d.rationale}" if d.rationale else "") for d in decisions))
+                blocks.append("Recent decisions:\n" + "\n".join(record_line(d) for d in decisions))
             key_mems = [m for m in v.memories.list(limit=50) if m.priority in ("critical", "high")]
+            key_mems.sort(key=lambda m: not m.verified)  # human-verified first: a cut drops proposals first
             if key_mems:
-                blocks.append("Key memories:\n" + "\n".join(
-                    f"- [{m.priority}] {m.category}/{m.key}: {m.content}" + ("" if m.verified else " [unverified]")
-                    for m in key_mems))
+                blocks.append("Key memories:\n" + "\n".join(record_line(m) for m in key_mems))
             pack, _ = _fit(blocks, budget_tokens)
-            return _result(pack, {"action": "checkpoint_saved", "ratio": round(ratio, 4),
+            return answer(pack, {"action": "checkpoint_saved", "ratio": round(ratio, 4),
                                   "threshold": LOW_CONTEXT_RATIO, "checkpoint_id": c.id, "restore_pack": pack,
                                   "tokens": estimate_tokens(pack)})
 
@@ -306,11 +414,11 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                 v, r = handle.stale_copy(exc), None
             if r is None:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
                 stale = v.recall(query)
-                return _result(stale.text, stale.to_dict())
+                return answer(stale.text, stale.to_dict())
             text = r.text
             if r.empty_reason == "over_budget":
                 text += f"\n(call recall again with a larger budget_tokens than {r.bars.budget_tokens} to get them)"
-            return _result(text, r.to_dict())
+            return answer(text, {**r.to_dict(), "query": inline(query, 1000)})
 
     @server.tool()
     async def remember(category: str, key: str, content: str, tags: list[str] | None = None,
@@ -324,7 +432,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         """
         with _errors(), handle.writing() as vault:
             m = vault.remember(category, key, content, tags=tags, priority=priority)
-            return _result(f"remembered {m.id} {m.category}/{m.key} (unverified proposal)", m.to_dict())
+            return answer(f"remembered {m.id} {m.category}/{m.key} (unverified proposal)", record_json(m))
 
     @server.tool()
     async def log_episode(task_key: str, status: str = "unknown", outcome: str | None = None,
@@ -336,8 +444,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         """
         with _errors(), handle.writing() as vault:
             e = vault.episodes.log(task_key, status=status, outcome=outcome, refs=refs)
-            data = {**e.to_dict(), "prior": e.prior.to_dict() if e.prior else None, "warning": e.warning}
-            return _result(f"episode {e.id} logged" + (f"; warning: {e.warning}" if e.warning else ""), data)
+            data = {**record_json(e), "prior": record_json(e.prior) if e.prior else None, "warning": e.warning}
+            return answer(f"episode {e.id} logged" + (f"; warning: {e.warning}" if e.warning else ""), data)
 
     @server.tool()
     async def search(query: str, kind: str = "all", limit: int = 10) -> CallToolResult:
@@ -357,17 +465,17 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
             if records is None:  # the stale copy: text only, filtered by kind (it cannot tell approved lessons)
                 stale = v.search(query, k=1000)
                 stale = replace(stale, hits=tuple(h for h in stale.hits if h.kind in kinds)[:limit])
-                return _result(stale.text, {**stale.to_dict(), "kind": kind})
-            lines = [f"{r.id}  {r.summary_line()}" for r in records] or [f"no match for {query!r}"]
-            return _result("\n".join(lines), {"query": query, "kind": kind,
-                                              "results": [r.to_dict() for r in records]})
+                return answer(stale.text, {**stale.to_dict(), "kind": kind})
+            lines = [f"{r.id}  {r.summary_line()}" for r in records] or [f"no match for {inline(query, 200)!r}"]
+            return answer("\n".join(lines), {"query": inline(query, 1000), "kind": kind,
+                                              "results": [record_json(r) for r in records]})
 
     @server.tool()
     async def get_status() -> CallToolResult:
         """Call to see the vault's counts (memories, checkpoints, decisions, approved lessons, ...)."""
         with _errors():
             st = handle.get().status()
-            return _result(str(st), st.to_dict())
+            return answer(str(st), st.to_dict())
 
     return server
 

@@ -31,6 +31,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from synapse_nb.provenance import REPORTED_ACTOR
 from synapse_nb.text import FTS_TOKEN_RE, normalise
 
 if TYPE_CHECKING:
@@ -244,7 +245,9 @@ class ThreadIndex:
         self.question, self.length, self.doc, self.thread, self.seq = question, length, doc, thread, seq
         self._doc_index: tuple[np.ndarray, np.ndarray] | None = None
         self.actor_names = actor_names
-        self.actor_words = [frozenset(FTS_TOKEN_RE.findall(normalise(a, 200))) for a in actor_names]
+        # an actor an agent only reported ("Maria (reported by agent)") is never named by a query: no boost
+        self.actor_words = [frozenset() if a.endswith(REPORTED_ACTOR)
+                            else frozenset(FTS_TOKEN_RE.findall(normalise(a, 200))) for a in actor_names]
         self._word_actors: dict[str, list[int]] = {}  # a word -> the codes of the actors whose name holds it
         for j, toks in enumerate(self.actor_words):
             for tok in toks:

@@ -9,6 +9,7 @@ import ipywidgets as widgets
 from synapse_nb.errors import SynapseError
 from synapse_nb.gitscope import show_commit
 from synapse_nb.models import Lesson
+from synapse_nb.provenance import inline
 from synapse_nb.render import BORDER, MUTED, code, fmt_time, note_html, plural
 from synapse_nb.widgets._common import Confirm, block, close_tree, esc, message_html, require_human, table_html
 
@@ -26,11 +27,16 @@ def _commit_line(c: dict[str, Any] | None) -> str:
     return f"{code(str(c.get('sha', ''))[:12])} {esc(c.get('subject', ''))}"
 
 
-def lesson_html(les: Lesson) -> str:
-    """What was reverted (commit, subject, files, diff stat) and any proposed analysis, as HTML."""
+def lesson_html(les: Lesson, backing: str | None = None) -> str:
+    """What was reverted (commit, subject, files, diff stat), who created the lesson and what backs it
+    (``backing``: :meth:`synapse_nb.kinds.lessons.Lessons.backing`), and who wrote each text, as HTML."""
     state = esc(les.status) + (f", branch {esc(les.branch)}" if les.branch else "")
-    parts = [f"<div><b>{esc(les.summary)}</b></div>",
+    parts = [f"<div><b>{esc(inline(les.summary))}</b></div>",
              f"<div style='color:{MUTED}'>{code(les.id)} · {state} · found {fmt_time(les.created_at)}</div>"]
+    if backing:
+        warn = les.source == "agent" or "does not have" in backing or "reverts nothing" in backing
+        weight = "font-weight:600" if warn else ""
+        parts.append(f"<div class='synapse-lesson-origin' style='{weight}'>origin: {esc(backing)}</div>")
     if les.revert_commit:
         parts.append(f"<div>revert: {_commit_line(les.revert_commit)}</div>")
     for c in les.reverted_commits:
@@ -45,13 +51,21 @@ def lesson_html(les: Lesson) -> str:
     elif les.files_affected:
         parts.append("<div>files: " + ", ".join(code(f) for f in les.files_affected) + "</div>")
     if les.analysis:
-        parts.append(f"<div><i>analysis proposed by {esc(les.analysis_by or 'someone')}:</i> {esc(les.analysis)}</div>")
+        who = "a human" if les.analysis_by == "user" else "an agent"
+        parts.append(f"<div class='synapse-analysis'><i>analysis written by {who}:</i> {esc(les.analysis)}</div>")
     if les.lesson_text and les.status != "pending":
-        parts.append(f"<div><i>lesson text:</i> {esc(les.lesson_text)}</div>")
+        parts.append(f"<div><i>lesson text ({esc(les.wording_by or 'user')}'s wording):</i> {esc(les.lesson_text)}</div>")
     if les.expires_at:
         word = "expired" if les.status == "expired" else "in force until"
         parts.append(f"<div style='color:{MUTED}'>{word} {fmt_time(les.expires_at)}</div>")
     return block("".join(parts))
+
+
+def _wording(les: Lesson) -> str:
+    """Who wrote an approved lesson's wording, for the approved table."""
+    by = {"user": "a human", "agent": "an agent (approved as it was)", "git": "the revert scan"}.get(
+        les.wording_by or "user", "a human")
+    return by + ("; created by an agent" if les.source == "agent" else "")
 
 
 _LINE_TINT = {"+": "rgba(46,160,67,0.18)", "-": "rgba(248,81,73,0.18)"}
@@ -104,9 +118,10 @@ def diff_html(vault: Any, les: Lesson) -> str:
 class LessonCard(widgets.VBox):
     """One lesson: what was reverted, the change itself (collapsed), the lesson text and its buttons.
 
-    A pending lesson is approved only with real text: the box is prefilled with the agent's analysis
-    when there is one; otherwise it is empty (the machine summary shows as a placeholder) and Approve
-    stays disabled until something is written. Reject asks for a confirmation first.
+    A pending lesson is approved only with text a human chose: the box starts empty (the proposed wording shows
+    as its placeholder) and Approve stays disabled until you write the lesson. When the proposed wording is an
+    agent's (its analysis, or the summary of a lesson an agent created), a separate button, "Approve the agent's
+    wording", approves it as it is: an explicit choice, never the default. Reject asks for a confirmation first.
 
     Attributes
     ----------
@@ -115,6 +130,7 @@ class LessonCard(widgets.VBox):
         read from git the first time it is opened; diff_html : the HTML inside it.
     text : Textarea with the lesson wording to approve.
     approve_button, reject_button : for a pending lesson (``None`` otherwise).
+    approve_agent_button : "Approve the agent's wording", when the proposed wording is an agent's (else ``None``).
     reapprove_button : for an expired lesson (``None`` otherwise).
     confirm : the confirm step of Reject.
     """
@@ -122,15 +138,22 @@ class LessonCard(widgets.VBox):
     def __init__(self, lesson: Lesson, review: LessonReview) -> None:
         self.lesson = lesson
         self._review = review
-        self.info = widgets.HTML(value=lesson_html(lesson))
+        wording, by = review.vault.lessons.proposed_wording(lesson)
+        try:
+            backing = review.vault.lessons.backing(lesson)
+        except SynapseError:
+            backing = None
+        self.info = widgets.HTML(value=lesson_html(lesson, backing))
         self.diff_html = widgets.HTML(value=note_html("loading the change from git…"))
         self.diff = widgets.Accordion(children=[self.diff_html], titles=(DIFF_TITLE,), selected_index=None)
         self._diff_loaded = False
         self.diff.observe(self._open_diff, names="selected_index")
-        prefill = lesson.lesson_text if lesson.status == "expired" else lesson.analysis
-        self.text = widgets.Textarea(value=prefill or "", placeholder=lesson.summary, description="Lesson",
+        # your wording: empty, except an expired lesson's own earlier wording when a human wrote it
+        prefill = lesson.lesson_text if lesson.status == "expired" and by != "agent" else ""
+        self.text = widgets.Textarea(value=prefill or "", placeholder=inline(wording, 300), description="Lesson",
                                      layout=widgets.Layout(width="95%", height="4.5em"))
         self.approve_button: widgets.Button | None = None
+        self.approve_agent_button: widgets.Button | None = None
         self.reject_button: widgets.Button | None = None
         self.reapprove_button: widgets.Button | None = None
         self.confirm = Confirm()
@@ -148,6 +171,13 @@ class LessonCard(widgets.VBox):
                                                    tooltip="Put the lesson back in force for another period")
             self.reapprove_button.on_click(lambda _b: review.approve(lesson.id, self.text.value))
             buttons = [self.reapprove_button]
+        if buttons and by == "agent":
+            self.approve_agent_button = widgets.Button(
+                description="Approve the agent's wording", button_style="warning", icon="user-secret",
+                layout=widgets.Layout(width="auto"),
+                tooltip="Approve the wording an agent wrote, exactly as shown above (read it first)")
+            self.approve_agent_button.on_click(lambda _b: review.approve_agent_wording(lesson.id))
+            buttons.append(self.approve_agent_button)
         self.text.observe(lambda _c: self._enable(), names="value")
         self._enable()
         children: list[widgets.Widget] = [self.info, self.diff]
@@ -242,6 +272,17 @@ class LessonReview(widgets.VBox):
         self._say(f"approved {les.id}: in force until {fmt_time(les.expires_at)}")
         return les
 
+    def approve_agent_wording(self, lesson_id: str) -> Lesson | None:
+        """Approve (or re-approve) a lesson with the wording an agent proposed, as it is: the explicit choice the
+        "Approve the agent's wording" button makes (``vault.lessons.approve(id, accept_agent_text=True)``)."""
+        try:
+            les = self.vault.lessons.approve(lesson_id, accept_agent_text=True)
+        except SynapseError as exc:
+            self._say(f"not approved: {exc}", error=True)
+            return None
+        self._say(f"approved {les.id} with the agent's wording: in force until {fmt_time(les.expires_at)}")
+        return les
+
     def reject(self, lesson_id: str) -> Lesson | None:
         """Reject (delete) a pending lesson now; shows the outcome and re-renders (the Reject button asks first)."""
         try:
@@ -274,10 +315,12 @@ class LessonReview(widgets.VBox):
             close_tree(card)
         self.header.value = block(f"<b>Lessons from reverts</b>: {len(pending):,} pending, {len(expired):,} expired, "
                                   f"{len(approved):,} approved and in force")
-        rows = [[code(a.id), esc(a.lesson_text or a.summary), esc(fmt_time(a.expires_at))] for a in approved]
+        rows = [[code(a.id), esc(a.lesson_text or a.summary), esc(_wording(a)), esc(fmt_time(a.expires_at))]
+                for a in approved]
         self.approved_html.value = block(
             "<div><b>Approved (head every recall)</b></div>"
-            + table_html(["id", "lesson", "in force until"], rows, wrap=[False, True, False], empty="none approved"))
+            + table_html(["id", "lesson", "wording by", "in force until"], rows, wrap=[False, True, False, False],
+                         empty="none approved"))
         children: list[widgets.Widget] = [self._top, self.message]
         if pending:
             children.append(self._pending_title)
