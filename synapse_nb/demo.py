@@ -100,8 +100,10 @@ def run_demo(*, keep: bool = False, file: IO[str] | None = None) -> dict[str, An
         v.as_agent().lessons.submit_analysis(
             les.id, "Retrying a non-idempotent payment call double-charges; retry only with an idempotency key.")
         say("   the agent submitted an analysis (a proposal: it cannot approve)")
-        approved = v.lessons.approve(les.id)
-        say(f"   you approved it; in force until {when(approved.expires_at)}")
+        # an agent's wording never becomes a rule by default: the human writes the lesson (or, explicitly, takes
+        # the agent's words with accept_agent_text=True / --accept-agent-text)
+        approved = v.lessons.approve(les.id, text="Retry payment calls only with an idempotency key.")
+        say(f"   you read it and approved the lesson in your own words; in force until {when(approved.expires_at)}")
         result["lesson"] = approved.id
 
         query = "add retries to the payment client and run migrations"

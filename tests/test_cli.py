@@ -91,14 +91,14 @@ def test_remember_and_memory_commands(run: Any) -> None:
     status = _json(run("memory", "status", "--json"))
     assert status["counts"]["memories"]["total"] == 2 and status["actor"] == "user"
     assert "memories" in run("memory", "status").stdout
-    assert _json(run("memory", "prune", "--json"))["memories_deleted"] == []
+    assert _json(run("memory", "prune", "--yes", "--json"))["memories_deleted"] == []
 
 
 def test_verify_agent_memory(run: Any, project: Path) -> None:
     agent = syn.open_vault(project, actor="agent")
     prop = agent.remember("knowledge", "api_port", "8080")
     assert prop.verified is False
-    out = _json(run("memory", "verify", prop.id[:9], "--json"))
+    out = _json(run("memory", "verify", "--yes", prop.id[:9], "--json"))
     assert out["id"] == prop.id and out["verified"] is True
 
 
@@ -111,7 +111,7 @@ def test_export_import_roundtrip(run: Any, project: Path, tmp_path: Path) -> Non
     assert stdout_export == dest.read_text(encoding="utf-8")
     fresh = tmp_path / "fresh"
     fresh.mkdir()
-    res = CliRunner().invoke(app, ["--vault", str(fresh), "memory", "import", str(dest), "--json"])
+    res = CliRunner().invoke(app, ["--vault", str(fresh), "memory", "import", "--yes", str(dest), "--json"])
     assert res.exit_code == 0, res.stderr
     counts = json.loads(res.stdout)
     assert counts.get("memory") == 1 and counts.get("decision") == 1
@@ -124,11 +124,11 @@ def test_lessons_list_approve_reject_by_prefix(run: Any, project: Path) -> None:
     b = v.lessons.create("Reverted cache warmup")
     pending = _json(run("lessons", "list", "--status", "pending", "--json"))
     assert sorted(x["id"] for x in pending) == sorted([a.id, b.id])
-    out = run("lessons", "approve", a.id[:10], "--text", "Retry only with an idempotency key").stdout
+    out = run("lessons", "approve", "--yes", a.id[:10], "--text", "Retry only with an idempotency key").stdout
     assert a.id in out  # printed in full
     assert v.lessons.get(a.id).status == "approved"
     assert v.lessons.get(a.id).lesson_text == "Retry only with an idempotency key"
-    assert b.id in run("lessons", "reject", b.id[:10]).stdout
+    assert b.id in run("lessons", "reject", "--yes", b.id[:10]).stdout
     assert [x.id for x in v.lessons.list()] == [a.id]
     assert [x["id"] for x in _json(run("lessons", "list", "--status", "approved", "--json"))] == [a.id]
     run("lessons", "list", "--status", "bogus", code=1)
@@ -139,7 +139,7 @@ def test_lessons_review_from_stdin(run: Any, project: Path) -> None:
     created = [v.lessons.create(f"Reverted change {i}") for i in range(4)]
     order = [x.id for x in v.lessons.pending()]  # review order: newest first
     # approve, edit then approve, reject, skip
-    res = run("lessons", "review", input="a\ne\nNever do change X again\nr\ns\n")
+    res = run("lessons", "review", "--yes", input="a\ne\nNever do change X again\nr\ns\n")
     assert "reviewed: 2 approved, 1 rejected, 1 skipped" in res.stdout
     assert v.lessons.get(order[0]).status == "approved"
     assert v.lessons.get(order[1]).lesson_text == "Never do change X again"
@@ -147,13 +147,13 @@ def test_lessons_review_from_stdin(run: Any, project: Path) -> None:
         v.lessons.get(order[2])
     assert v.lessons.get(order[3]).status == "pending"
     # end of input stops the review cleanly
-    res = run("lessons", "review", input="")
+    res = run("lessons", "review", "--yes", input="")
     assert "reviewed: 0 approved, 0 rejected, 0 skipped" in res.stdout
     assert len(created) == 4
 
 
 def test_review_with_nothing_pending(run: Any) -> None:
-    assert "nothing to review" in run("lessons", "review").stdout
+    assert "nothing to review" in run("lessons", "review", "--yes").stdout
 
 
 def test_lessons_scan_and_hooks_in_git(git_repo: Path, git: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -204,7 +204,7 @@ def test_index_check_and_rebuild(run: Any) -> None:
     (["checkpoint", "restore"], 1, "no checkpoint yet"),
     (["remember", "colour", "fav", "blue"], 1, "category"),
     (["remember", "project", "Bad Key", "x"], 1, "key"),
-    (["lessons", "approve", "les_nothere"], 1, "no lesson"),
+    (["lessons", "approve", "--yes", "les_nothere"], 1, "no lesson"),
     (["memory", "expiring", "--within", "soon"], 1, "within"),
     (["checkpoint", "create"], 2, "--doing"),
     (["no-such-command"], 2, "No such command"),

@@ -55,7 +55,7 @@ def test_synapse_home_means_what_vault_means(project: Path, tmp_path: Path) -> N
 
 def test_refused_operation_is_exit_1_one_line(project: Path) -> None:
     assert sh("init", cwd=project).returncode == 0
-    res = sh("lessons", "approve", "les_doesnotexist", cwd=project)
+    res = sh("lessons", "approve", "--yes", "les_doesnotexist", cwd=project)
     assert res.returncode == 1
     assert res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
     assert res.stderr.startswith("synapse-nb: error: no lesson") and "Traceback" not in res.stderr

@@ -304,7 +304,7 @@ def _rows_for(path: str, rows: list[str]) -> list[str]:
 
 def test_every_cli_command_and_option_is_in_cli_md() -> None:
     commands = _cli_commands()
-    assert len(commands) > 20 and ("synapse-nb memory verify", ["--confidence", "--fix", "--json"]) in commands
+    assert len(commands) > 20 and ("synapse-nb memory verify", ["--confidence", "--fix", "--yes", "--json"]) in commands
     rows = _cli_rows()
     missing = []
     for path, options in commands:

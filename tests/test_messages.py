@@ -219,13 +219,15 @@ def test_listings_mark_unverified_proposals(run: Any, project: Path) -> None:
     agent_mem = v.as_agent().remember("knowledge", "api_port", "8080")
     v.as_agent().decide("Use port 8080")
     lines = {line.split()[0]: line for line in run("memory", "list").stdout.splitlines()}
-    assert lines[agent_mem.id].endswith("[unverified]")
-    assert not any(line.endswith("[unverified]") for rid, line in lines.items() if rid != agent_mem.id)
-    assert run("memory", "search", "port").stdout.strip().endswith("knowledge/api_port: 8080 [unverified]")
-    assert "Use port 8080 [unverified]" in run("decision", "list").stdout
-    assert "[unverified]" in v.memories.search("port")._repr_markdown_()  # what %memory search displays
-    run("memory", "verify", agent_mem.id)
-    assert "[unverified]" not in run("memory", "list").stdout
+    # the mark comes first, before the content it vouches for
+    assert "UTC  [agent · unverified] knowledge/api_port: 8080" in lines[agent_mem.id]
+    assert all("[user · verified]" in line for rid, line in lines.items() if rid != agent_mem.id)
+    assert "[agent · unverified] knowledge/api_port: 8080" in run("memory", "search", "port").stdout
+    assert "[agent · unverified] Use port 8080" in run("decision", "list").stdout
+    assert "[agent · unverified]" in v.memories.search("port")._repr_markdown_()  # what %memory search displays
+    run("memory", "verify", "--yes", agent_mem.id)
+    assert "[agent · verified] knowledge/api_port" in run("memory", "list").stdout
+    assert "unverified" not in run("memory", "list").stdout
 
 
 # ------------------------------------------------------------------------------------------------ 5. grammar
@@ -262,7 +264,7 @@ def test_cli_counts_are_grammatical(git_repo: Path, git: Any, monkeypatch: pytes
     git(git_repo, "revert", "--no-edit", "HEAD")
     res = CliRunner().invoke(app, ["--vault", str(git_repo), "lessons", "scan"])
     assert res.exit_code == 0 and res.stdout.splitlines()[0] == "1 new pending lesson", res.stdout
-    res = CliRunner().invoke(app, ["--vault", str(git_repo), "lessons", "review"], input="s\n")
+    res = CliRunner().invoke(app, ["--vault", str(git_repo), "lessons", "review", "--yes"], input="s\n")
     assert res.stdout.startswith("1 pending lesson. For each"), res.stdout
 
 
@@ -343,7 +345,7 @@ def test_text_listings_say_utc_and_json_keeps_iso(run: Any, project: Path) -> No
     run("remember", "context", "sprint", "ship", "--expires", "2d")
     assert run("memory", "expiring").stdout.split("  ")[1].endswith(" UTC")
     les = syn.open_vault(project).lessons.create("reverted x")
-    out = run("lessons", "approve", les.id).stdout
+    out = run("lessons", "approve", "--yes", les.id).stdout
     assert " UTC: " in out and f"until {when(syn.open_vault(project).lessons.get(les.id).expires_at)}" in out
     assert " UTC" in run("lessons", "list").stdout
     md = syn.open_vault(project).checkpoints.list()._repr_markdown_()  # what %checkpoint list displays
@@ -376,11 +378,11 @@ def test_blank_lesson_text_is_refused_everywhere(vault: syn.Vault, blank: str) -
 def test_cli_refuses_an_empty_lesson_text(run: Any, project: Path) -> None:
     run("remember", "context", "seed", "makes the vault")
     les = syn.open_vault(project).lessons.create("Reverted retries")
-    res = run("lessons", "approve", les.id, "--text", "", code=1)
+    res = run("lessons", "approve", "--yes", les.id, "--text", "", code=1)
     assert "lesson text must not be empty" in res.stderr
     after = syn.open_vault(project).lessons.get(les.id)
     assert (after.status, after.lesson_text) == ("pending", None)
-    res = run("lessons", "review", input="e\n   \n")  # a blank edit during review: refused, the review goes on
+    res = run("lessons", "review", "--yes", input="e\n   \n")  # a blank edit during review: refused, the review goes on
     assert "not approved: lesson text must not be empty" in res.stdout and "0 approved" in res.stdout
     assert syn.open_vault(project).lessons.get(les.id).status == "pending"
 
@@ -408,21 +410,22 @@ def test_index_drift_is_still_reported(vault: syn.Vault) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ 12. id prefixes
-def test_agent_prefix_reaches_a_pending_lesson_for_analysis(vault: syn.Vault, agent_vault: syn.Vault) -> None:
+def test_an_agent_names_a_pending_lesson_by_its_full_id(vault: syn.Vault, agent_vault: syn.Vault) -> None:
     les = vault.lessons.create("Reverted retries: double charges")
     assert vault.lessons.get(les.id[:9]).id == les.id  # the user's prefix
-    assert agent_vault.lessons.submit_analysis(les.id[:9], "no idempotency key") is None  # the agent's: same rule
+    with pytest.raises(syn.NotFoundError, match="full id"):  # an agent's prefix is a miss: no probing oracle
+        agent_vault.lessons.submit_analysis(les.id[:9], "no idempotency key")
+    assert vault.lessons.get(les.id).analysis is None
+    assert agent_vault.lessons.submit_analysis(les.id, "no idempotency key") is None
     assert vault.lessons.get(les.id).analysis == "no idempotency key"
-    with pytest.raises(syn.PermissionDeniedError) as ei:  # still not readable by the agent, by prefix or in full
-        agent_vault.lessons.get(les.id[:9])
-    assert les.id not in str(ei.value)
-    with pytest.raises(syn.PermissionDeniedError):
+    with pytest.raises(syn.PermissionDeniedError) as ei:  # still not readable by the agent
         agent_vault.lessons.get(les.id)
+    assert "no idempotency key" not in str(ei.value)
     with pytest.raises(syn.PermissionDeniedError):
-        agent_vault.lessons.approve(les.id[:9])
+        agent_vault.lessons.approve(les.id)
 
 
-def test_prefix_ambiguity_is_the_same_for_every_actor_and_lists_only_readable_ids(
+def test_prefix_ambiguity_is_for_humans_and_agents_learn_nothing_from_a_prefix(
         vault: syn.Vault, agent_vault: syn.Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     import synapse_nb.kinds.lessons as lm
 
@@ -431,18 +434,23 @@ def test_prefix_ambiguity_is_the_same_for_every_actor_and_lists_only_readable_id
     shown = vault.lessons.create("approved one")
     vault.lessons.approve(shown.id)
     hidden = vault.lessons.create("pending one")
-    for v in (vault, agent_vault):
-        with pytest.raises(syn.AmbiguousIdError):
-            v.lessons.get("les_abc")
     with pytest.raises(syn.AmbiguousIdError) as ei:
+        vault.lessons.get("les_abc")
+    assert shown.id in str(ei.value) and hidden.id in str(ei.value)
+    with pytest.raises(syn.NotFoundError) as miss:  # the agent: the same answer as for an id that does not exist
         agent_vault.lessons.get("les_abc")
-    assert shown.id in str(ei.value) and hidden.id not in str(ei.value)
+    with pytest.raises(syn.NotFoundError) as none:
+        agent_vault.lessons.get("les_zzz")
+    assert str(miss.value).replace("les_abc", "X") == str(none.value).replace("les_zzz", "X")
+    assert hidden.id not in str(miss.value)
     assert agent_vault.lessons.get("les_abc000000001").id == shown.id
 
 
-def test_mcp_analysis_by_prefix(project: Path) -> None:
+def test_mcp_analysis_needs_the_full_id(project: Path) -> None:
     user = syn.open_vault(project)
     les = user.lessons.create("Reverted cache warmup")
-    [r] = _mcp(project, [("submit_lesson_analysis", {"lesson_id": les.id[:10], "analysis": "warmup raced deploy"})])
-    assert not r.is_error, r.content
+    short, full = _mcp(project, [("submit_lesson_analysis", {"lesson_id": les.id[:10], "analysis": "planted"}),
+                                 ("submit_lesson_analysis", {"lesson_id": les.id, "analysis": "warmup raced deploy"})])
+    assert short.is_error and "full id" in short.content[0].text
+    assert not full.is_error, full.content
     assert syn.open_vault(project).lessons.get(les.id).analysis == "warmup raced deploy"

@@ -133,7 +133,7 @@ def test_agent_submits_analysis_on_pending_lesson(vault: syn.Vault, agent_vault:
     assert (got.status, got.analysis, got.analysis_by, got.lesson_text) == (
         "pending", "the retry had no idempotency key", "agent", None)
     # but not on an approved lesson
-    vault.lessons.approve(les.id)
+    vault.lessons.approve(les.id, text="Retry only with an idempotency key")
     before = vault.export_jsonl()
     with pytest.raises(syn.ConflictError):
         agent_vault.lessons.submit_analysis(les.id, "rewrite history")

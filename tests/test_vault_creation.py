@@ -34,16 +34,16 @@ HOW_TO = "create one with `synapse-nb init` or by writing a memory"
 #: Every reading command, with arguments; each must fail cleanly on a folder without a vault and create nothing.
 READS = [
     ["memory", "status"], ["memory", "status", "--json"], ["memory", "list"], ["memory", "search", "deploy"],
-    ["memory", "expiring"], ["memory", "export"], ["memory", "verify"], ["memory", "verify", "mem_1234"],
-    ["memory", "prune"], ["recall", "how do we deploy?"], ["recall", "query", "deploy", "--json"],
+    ["memory", "expiring"], ["memory", "export"], ["memory", "verify", "--yes"], ["memory", "verify", "--yes", "mem_1234"],
+    ["memory", "prune", "--yes"], ["recall", "how do we deploy?"], ["recall", "query", "deploy", "--json"],
     ["checkpoint", "list"], ["checkpoint", "restore"], ["decision", "list"], ["lessons", "list"],
-    ["lessons", "review"], ["lessons", "approve", "les_1234"], ["lessons", "reject", "les_1234"],
+    ["lessons", "review", "--yes"], ["lessons", "approve", "--yes", "les_1234"], ["lessons", "reject", "--yes", "les_1234"],
     ["index", "check"], ["index", "rebuild"],
 ]
 #: Every command that writes, with arguments (``watch`` runs until stopped: covered by the table check below).
 WRITES = [
     ["remember", "project", "status_line", "v1 deployed"], ["checkpoint", "create", "--doing", "Refactoring"],
-    ["decision", "log", "Use WAL"], ["memory", "import", "-"], ["init"],
+    ["decision", "log", "Use WAL"], ["memory", "import", "--yes", "-"], ["init"],
 ]
 #: Commands that never open a vault of the project (their own data or a throwaway one).
 NO_VAULT_COMMANDS = {"demo", "gate eval", "recall eval", "hooks install", "hooks uninstall", "mcp"}
@@ -141,7 +141,7 @@ def test_cli_writes_create_only_in_an_existing_folder_and_say_so_once(empty: Pat
 
 @pytest.mark.parametrize("args", [["remember", "project", "", "v1"], ["remember", "badcat", "k", "v"],
                                   ["checkpoint", "create", "--doing", ""], ["decision", "log", ""],
-                                  ["memory", "import", "-"]], ids=lambda a: " ".join(a))
+                                  ["memory", "import", "--yes", "-"]], ids=lambda a: " ".join(a))
 def test_a_refused_first_write_takes_back_the_vault_it_created(empty: Path, args: list[str]) -> None:
     res = cli(*args, code=1, input='{"format": "synapse_nb-export", "schema": 99}\n')
     vault = (empty / ".synapse").resolve()

@@ -162,7 +162,10 @@ def test_lesson_analysis_becomes_text_on_approval(vault: syn.Vault, agent_vault:
     got = vault.lessons.get(les.id)
     assert (got.analysis, got.analysis_by, got.status, got.lesson_text) == ("X broke the cache key", "agent",
                                                                             "pending", None)
-    assert vault.lessons.approve(les.id).lesson_text == "X broke the cache key"
+    with pytest.raises(syn.ConflictError, match="accept_agent_text"):  # an agent's wording needs a human's choice
+        vault.lessons.approve(les.id)
+    approved = vault.lessons.approve(les.id, accept_agent_text=True)
+    assert (approved.lesson_text, approved.wording_by) == ("X broke the cache key", "agent")
     # the user's analysis returns the lesson
     les2 = vault.lessons.create("reverted Y")
     assert vault.lessons.submit_analysis(les2.id, "mine").analysis_by == "user"

@@ -123,7 +123,7 @@ def test_priority_then_recency_in_list_and_recall_text(vault: syn.Vault, clock: 
     assert [m.key for m in vault.memories.list()] == expected == ["m5", "m2", "m3", "m4", "m1", "m6", "m0"]
     lines = vault.memories.recall_text().splitlines()[1:]
     assert [ln.split(": ")[0].split("/")[1] for ln in lines] == expected
-    assert lines[0].startswith("- [critical] knowledge/m5")
+    assert lines[0].startswith("- [user · verified] [critical] knowledge/m5")
     # an update makes a memory the most recent in its priority
     clock.advance(minutes=1)
     vault.remember("knowledge", "m2", "touched")
@@ -238,8 +238,8 @@ def test_recall_text_format(vault: syn.Vault, agent_vault: syn.Vault, clock: Fak
     agent_vault.remember("knowledge", "guess", "the API might be rate limited")
     assert vault.memories.recall_text() == (
         "MEMORY (2 entries: 1 verified, 1 unverified)\n"
-        "- [high] project/project_status: v1.5 deployed #deploy #prod\n"
-        "- [normal] knowledge/guess: the API might be rate limited [unverified]"
+        "- [user · verified] [high] project/project_status: v1.5 deployed #deploy #prod\n"
+        "- [agent · unverified] [normal] knowledge/guess: the API might be rate limited"
     )
     assert agent_vault.memories.recall_text() == vault.memories.recall_text()
 

@@ -61,11 +61,14 @@ def test_lesson_review_shows_what_was_reverted(v: syn.Vault) -> None:
     card = w.cards[les.id]
     html = card.info.value
     for part in (les.id, "Reverted: switch cache to Redis (1)", "1" * 12, "2" * 12, 'Revert &quot;Use Redis for the cache&quot; 1',
-                 "cache.py", "+12", "&minus;3", "analysis proposed by agent", "in-process cache"):
+                 "cache.py", "+12", "&minus;3", "analysis written by an agent", "in-process cache"):
         assert part in html, part
-    # the editable text is prefilled with the agent's analysis, so Approve is ready
-    assert card.text.value == "Redis is not available offline; keep the in-process cache."
-    assert card.approve_button.disabled is False
+    # the agent's analysis is never prefilled: the box is empty (the analysis is its placeholder), Approve waits for
+    # a human's text, and taking the agent's words is a separate, explicit button
+    assert card.text.value == "" and "in-process cache" in card.text.placeholder
+    assert card.approve_button.disabled is True
+    assert card.approve_agent_button is not None and card.approve_agent_button.description == \
+        "Approve the agent's wording"
     assert "1 pending, 0 expired, 0 approved" in w.header.value
     assert w.pending_ids == [les.id] and card.reapprove_button is None
 
@@ -132,7 +135,7 @@ def test_stale_card_action_shows_the_refusal(v: syn.Vault) -> None:
     v.as_agent().lessons.submit_analysis(les.id, "Redis is not available offline.")
     w = LessonReview(v)
     v.lessons.reject(les.id)  # deleted elsewhere
-    w.cards[les.id].approve_button.click()
+    w.cards[les.id].approve_agent_button.click()
     assert "not approved" in w.message.value and les.id in w.message.value
     assert w.cards == {}  # re-rendered from the store
 

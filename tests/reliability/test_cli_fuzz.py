@@ -178,10 +178,10 @@ def test_cli_argument_fuzz_in_process(sandbox: Path) -> None:
     (["--nope"], 2),                                                # unknown option
     (["memory", "list", "--limit", "-5"], 2),                       # below min
     (["memory", "list", "--limit", "9" * 40], 1),                   # a huge int: refused by the core
-    (["lessons", "approve", "les_nope"], 1),                        # unknown id
-    (["lessons", "approve", "x\x1b[31m\ny"], 1),                    # control characters
+    (["lessons", "approve", "--yes", "les_nope"], 1),                        # unknown id
+    (["lessons", "approve", "--yes", "x\x1b[31m\ny"], 1),                    # control characters
     (["remember", "nosuchcategory", "k", "v"], 1),                  # refused by the core
-    (["memory", "import", "/dev/null"], 1),                         # not an export
+    (["memory", "import", "--yes", "/dev/null"], 1),                         # not an export
     (["checkpoint", "restore", "ckp_\ud800"], 1),                   # lone surrogate
     (["recall", "x" * 100_000, "--budget", "-3"], None),
     (["--json", "memory", "status"], 2),                            # --json before the command
@@ -198,7 +198,7 @@ def test_cli_crafted_arguments(sandbox: Path, argv: list[str], code: int | None)
 
 SUBPROCESS_CASES = [
     (["remember", "knowledge"], 2),
-    (["lessons", "approve", "les_doesnotexist"], 1),
+    (["lessons", "approve", "--yes", "les_doesnotexist"], 1),
     (["memory", "list", "--limit", "abc", "--json"], 2),
     (["recall", "🚀" * 500 + "\x1b[2J", "--session", "s1", "--json"], 0),
     (["recall", "numpy", "--session", "s\ud7ff"], 1),               # an unprintable session name
