@@ -114,7 +114,7 @@ def test_the_notebooks_show_what_they_promise() -> None:
     assert "approved | Keep the cache in process: offline runs have no Redis. | 0 left to review" in lessons
     tour = all_text("memory_model_tour")
     assert tour.count(": refused") == 5 and "allowed?!" not in tour
-    assert "[unverified]" in tour and "pruned: 1 expired memory deleted" in tour
+    assert "- [agent · unverified] [normal] knowledge/cache_ttl" in tour and "pruned: 1 expired memory deleted" in tour
 
 
 @pytest.mark.slow
