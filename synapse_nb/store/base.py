@@ -365,8 +365,9 @@ class RecallQueries(Protocol):
         """How many records of the mind carry each tag; absent: none."""
         ...
 
-    def tag_matches(self, mind: str, tags: Sequence[str]) -> builtins.list[tuple[str, str]]:
-        """(id, tag) for records of the mind carrying these tags, by id then tag."""
+    def tag_matches(self, mind: str, tags: Sequence[str]) -> builtins.list[tuple[str, str, int]]:
+        """(id, tag, how many tags the record carries) for records of the mind carrying these tags, by id then
+        tag."""
         ...
 
     def key_matches(self, mind: str, keys: Sequence[str]) -> builtins.list[tuple[str, str]]:

@@ -190,12 +190,13 @@ class RecallQueries(RankingQueries):
                               "GROUP BY tag ORDER BY tag", (*tags, mind))
         return {r["tag"]: int(r["n"]) for r in rows}
 
-    def tag_matches(self, mind: str, tags: Sequence[str]) -> list[tuple[str, str]]:
+    def tag_matches(self, mind: str, tags: Sequence[str]) -> list[tuple[str, str, int]]:
         if not tags:
             return []
-        return [(r["rid"], r["tag"]) for r in self._db.query(
-            f"SELECT rid, tag FROM tags WHERE mind = ? AND tag IN ({_marks(len(tags))}) ORDER BY rid, tag",
-            (mind, *tags))]
+        # each record's own number of tags (tags_rid): a tag names less of a record that carries many
+        return [(r["rid"], r["tag"], int(r["n"])) for r in self._db.query(
+            "SELECT t.rid AS rid, t.tag AS tag, (SELECT count(*) FROM tags u WHERE u.rid = t.rid) AS n FROM tags t "
+            f"WHERE t.mind = ? AND t.tag IN ({_marks(len(tags))}) ORDER BY t.rid, t.tag", (mind, *tags))]
 
     def key_matches(self, mind: str, keys: Sequence[str]) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
