@@ -300,6 +300,14 @@ class MetaTable(Protocol):
 
     def set_settings(self, values: Mapping[str, Any]) -> None: ...
 
+    def agent_writes(self, mind: str, since: str) -> int:
+        """How many of the mind's records (every kind) an agent wrote or last changed at ``since`` or later."""
+        ...
+
+    def agent_memories(self, mind: str) -> int:
+        """How many memories of the mind an agent wrote (source agent)."""
+        ...
+
     def scan_tips(self, mind: str) -> tuple[str, ...]:
         """Branch tips the last lesson scan of the mind reached (empty before the first scan)."""
         ...

@@ -32,9 +32,26 @@ ALL_SETTINGS = "SELECT key, value FROM meta WHERE key LIKE 'setting:%' ORDER BY 
 GET_META = "SELECT value FROM meta WHERE key = ?"
 
 
+# agent records written or changed since a stamp, per kind: memories through memories_order (mind, priority,
+# updated_at: one range per priority), the others by their own stamps
+AGENT_WRITES = ("SELECT (SELECT count(*) FROM memories WHERE mind = ? AND priority IN (0, 1, 2, 3) AND updated_at >= ? "
+                "AND source = 'agent') + " + " + ".join(
+                    f"(SELECT count(*) FROM {t} WHERE mind = ? AND updated_at >= ? AND source = 'agent')"
+                    for t in ("decisions", "checkpoints", "episodes", "notes", "lessons")))
+AGENT_MEMORIES = "SELECT count(*) FROM memories WHERE mind = ? AND source = 'agent'"
+
+
 class MetaQueries:
     def __init__(self, db: Database) -> None:
         self._db = db
+
+    def agent_writes(self, mind: str, since: str) -> int:
+        row = self._db.query_one(AGENT_WRITES, (mind, since) * 6)
+        return int(row[0] or 0) if row else 0
+
+    def agent_memories(self, mind: str) -> int:
+        row = self._db.query_one(AGENT_MEMORIES, (mind,))
+        return int(row[0] or 0) if row else 0
 
     def settings(self, names: Iterable[str] | None = None) -> dict[str, Any]:
         if names is None:
