@@ -123,6 +123,8 @@ def test_a_verified_procedure_survives_a_flood_of_agent_memories(pair: tuple[syn
     assert proc.id in ids and len([i for i in ids if i in flood]) == Bars().top_k - 1
     gave = [row for row in r.explain() if row.bar == "verified"]
     assert len(gave) == 1 and gave[0].id in flood and not gave[0].kept
+    # agent memories kept below the gate's depth (no coverage of their own yet) give way the same
+    assert proc.id in {i.id for i in user.recall("how do we deploy", bars=Bars(gate_depth=1)).items}
     # an agent memory that holds more of the query than the verified one keeps its place
     better = agent.remember("knowledge", "deploy_canary", "deploy canary")
     assert better.id in {i.id for i in user.recall("deploy canary").items}

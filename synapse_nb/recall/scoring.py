@@ -139,7 +139,7 @@ def _verified_first(yielding: list[tuple[int, int, int, int]], kept: list[Recall
     rest = [j for j, c in enumerate(cands) if c is not None and c.kind == "memory" and j not in decided]
     if not rest:
         return used
-    extra = [j for j in rest if j not in cov]
+    extra = sorted({j for j in rest if j not in cov} | {j for j, _, _, _ in yielding if j not in cov})
     if extra:
         pos = ranked.pos[np.array(extra, np.int64)]
         covs, _ = coverage(cover, pos, actor[pos])
