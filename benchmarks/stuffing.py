@@ -34,10 +34,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
 
-import synapse_nb as syn  # noqa: E402
-from synapse_nb.errors import QuotaExceededError  # noqa: E402
-from synapse_nb.recall.rank import RANK_STOP_WORDS, rank_words  # noqa: E402
-from synapse_nb.text import FTS_TOKEN_RE  # noqa: E402
+import synapse_nb as syn
+from synapse_nb.errors import QuotaExceededError
+from synapse_nb.recall.rank import RANK_STOP_WORDS, rank_words
+from synapse_nb.text import FTS_TOKEN_RE
 
 DATA = ROOT / "datasets" / "agent_vault"
 
@@ -176,7 +176,7 @@ def answer_budget_and_quota(sizes: list[int]) -> None:
             t = time.perf_counter()
             a.remember("knowledge", f"agent_fact_{i}", f"agent fact {i}")
             lat.append(time.perf_counter() - t)
-        store = a._ctx.store  # noqa: SLF001 - the quota's two counts alone
+        store = a._ctx.store
         since = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         counts = []
         for _ in range(200):

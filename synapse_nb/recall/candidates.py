@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
     from synapse_nb.context import Context
 
-__all__ = ["Candidates", "ExactMatches", "WalkRow", "FULL_TAGS", "match_words", "query_words", "stop_name", "tag_weights"]
+__all__ = ["FULL_TAGS", "Candidates", "ExactMatches", "WalkRow", "match_words", "query_words", "stop_name",
+           "tag_weights"]
 
 #: The kinds with ranking documents (lessons head every recall; they are never ranked).
 _RANKED = frozenset(KIND_ORDER)

@@ -164,7 +164,7 @@ def _verified_first(yielding: list[tuple[int, int, int, int]], kept: list[Recall
             continue
         line = record_line(rec) if line_of is None else line_of(c, rec)
         cost = estimate_tokens(line)
-        y_j, y_kept, y_dec, freed = yielding[at]
+        _, y_kept, y_dec, freed = yielding[at]
         if used - freed + cost > bars.budget_tokens:
             decisions.append(_Decision(j, False, "budget", f"would exceed the budget of {bars.budget_tokens} tokens"))
             continue
