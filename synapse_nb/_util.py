@@ -24,8 +24,9 @@ MAX_TEXT = 32_768
 MAX_SHORT = 200
 #: Longest note trigger, in characters (about 35 tokens is the intent; this is the hard limit).
 MAX_TRIGGER = 600
-#: Most tags on one record, and most file paths on one record.
-MAX_TAGS = 32
+#: Most tags a write may give one record (records stored with more by older versions stay readable), and most
+#: file paths on one record. Ten tags describe a record; thirty are keyword stuffing (issue 26).
+MAX_TAGS = 10
 MAX_FILES = 500
 
 _TS_FMT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -193,7 +194,7 @@ def check_tags(tags: Any, field: str = "tags") -> tuple[str, ...]:
     - empty tags are dropped, duplicates merged, the result sorted;
     - a tag is one word: whitespace inside a tag (``"a b"``), or a comma inside a list item, is refused with a
       :class:`~synapse_nb.errors.ValidationError` (give two tags as ``"a,b"`` or join the words, ``"a-b"``);
-    - at most 64 characters per tag and 32 tags.
+    - at most 64 characters per tag and :data:`MAX_TAGS` (10) tags.
 
     Tags stored by older versions are left as they were; a lookup (``by_tag``, ``search(tag=...)``)
     normalises the tag asked for by this rule.
@@ -222,7 +223,8 @@ def check_tags(tags: Any, field: str = "tags") -> tuple[str, ...]:
         if t:
             out.add(t)
     if len(out) > MAX_TAGS:
-        raise ValidationError(f"{field}: {len(out)} tags given; at most {MAX_TAGS} are accepted")
+        raise ValidationError(f"{field}: {len(out)} distinct tags given; at most {MAX_TAGS} are accepted per record "
+                              "(a tag names what the record is about: keep the few that do, the text holds the rest)")
     return tuple(sorted(out))
 
 

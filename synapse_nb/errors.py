@@ -12,7 +12,8 @@ they resemble, so ``except KeyError`` or ``except PermissionError`` keeps workin
     │   ├── NoCheckpointError                         no checkpoint to restore on the branch
     │   └── VaultNotFoundError                        no vault where one was looked for (reads never create one)
     ├── PermissionDeniedError(SynapseError, PermissionError)
-    │                                                 the actor may not do this (agent approving, ...)
+    │   │                                             the actor may not do this (agent approving, ...)
+    │   └── QuotaExceededError                        an agent's write past a quota a human set (which, how many)
     ├── ConflictError(SynapseError)                   the state does not allow it (approve an approved lesson, ...)
     ├── StoreError(SynapseError, OSError)             the vault cannot be opened, read or written
     │   ├── SchemaError                               a vault from a newer, unknown schema version
@@ -39,6 +40,7 @@ __all__ = [
     "OfflineError",
     "PermissionDeniedError",
     "QueryError",
+    "QuotaExceededError",
     "SchemaError",
     "SemanticUnavailableError",
     "SnapshotMoved",
@@ -115,6 +117,11 @@ class NoCheckpointError(NotFoundError):
 
 class PermissionDeniedError(SynapseError, PermissionError):
     """The actor may not do this: an agent approving, verifying, or acting as the user."""
+
+
+class QuotaExceededError(PermissionDeniedError):
+    """An agent's write past one of the quotas a human sets (``agent_writes_per_hour``,
+    ``agent_memories_per_mind``): the message names the quota, the current count and the setting to raise."""
 
 
 class ConflictError(SynapseError):

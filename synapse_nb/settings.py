@@ -60,6 +60,11 @@ SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
     "recall_budget_tokens": (1200, _int_range(0, 1_000_000), "recall: most tokens for the hits"),
     "recall_semantic": (0.0, _unit_interval,
                         "recall: weight of the optional semantic channel, 0 = off (needs synapse_nb[semantic])"),
+    # agent write quotas (synapse_nb.quota): human writes are never limited
+    "agent_writes_per_hour": (600, _int_range(1, 10_000_000),
+                              "agents: most records an agent may write or change in one hour (all kinds, per mind)"),
+    "agent_memories_per_mind": (5000, _int_range(1, 100_000_000),
+                                "agents: most memories agents may hold in one mind"),
     "mcp_answer_tokens": (8000, _int_range(500, 1_000_000),
                           "MCP: most tokens in one answer (text and structured content); the rest is counted, left out"),
 }

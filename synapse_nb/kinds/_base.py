@@ -119,3 +119,54 @@ class KindManager(Generic[R]):
             raise PermissionDeniedError(
                 f"an agent may not {action} {record.kind} {record.id}: it was written by the user; "
                 "propose a new record instead")
+
+    def _agent_quota(self, *, new_memory: bool = False) -> None:
+        """Refuse an agent's write past a quota a human set; call inside the write's transaction. A no-op for
+        the user actor (human writes are never limited)."""
+        check_agent_quota(self._ctx, new_memory=new_memory)
+
+
+#: The quota settings: records an agent may write or change per hour (every kind, per mind), memories agents
+#: may hold per mind.
+QUOTA_SETTINGS = ("agent_writes_per_hour", "agent_memories_per_mind")
+
+
+def check_agent_quota(ctx: Context, *, new_memory: bool = False) -> None:
+    """Raise :class:`~synapse_nb.errors.QuotaExceededError` when the agent actor's write would pass a quota.
+
+    ``agent_writes_per_hour`` counts the mind's records whose last write, by an agent, is less than an hour old
+    (the stores' own ``updated_at`` stamps, every kind: a record changed ten times counts once);
+    ``agent_memories_per_mind`` the mind's agent memories, checked when a write would add one (``new_memory``).
+    Both are settings a human may raise (``vault.settings.set("agent_writes_per_hour", 2000)``).
+
+    >>> import synapse_nb as syn, tempfile
+    >>> d = tempfile.mkdtemp(); syn.open_vault(d).settings.set("agent_writes_per_hour", 1)  # doctest: +SKIP
+    >>> a = syn.open_vault(d, actor="agent"); _ = a.checkpoint("one")  # doctest: +SKIP
+    >>> a.checkpoint("two")  # doctest: +SKIP
+    Traceback (most recent call last):
+    QuotaExceededError: agent write refused: the agents' quota of 1 record written per hour is reached ...
+    """
+    from datetime import timedelta
+
+    from synapse_nb._util import fmt_ts
+    from synapse_nb.errors import QuotaExceededError
+    from synapse_nb.settings import SETTINGS
+
+    if ctx.actor != "agent":
+        return
+    store = ctx.store
+    saved = store.meta.settings(QUOTA_SETTINGS)
+    per_hour, per_mind = (saved.get(n, SETTINGS[n][0]) for n in QUOTA_SETTINGS)
+    written = store.meta.agent_writes(ctx.mind, fmt_ts(ctx.now() - timedelta(hours=1)))
+    if written >= per_hour:
+        raise QuotaExceededError(
+            f"agent write refused: the agents' quota of {per_hour:,} records written per hour is reached in mind "
+            f"{ctx.mind!r} ({written:,} written or changed in the last hour); a human can raise the setting "
+            "agent_writes_per_hour (vault.settings.set('agent_writes_per_hour', N)), or wait")
+    if new_memory:
+        held = store.meta.agent_memories(ctx.mind)
+        if held >= per_mind:
+            raise QuotaExceededError(
+                f"agent write refused: the agents' quota of {per_mind:,} memories in mind {ctx.mind!r} is reached "
+                f"({held:,} agent memories); delete stale ones, or a human can raise the setting "
+                "agent_memories_per_mind (vault.settings.set('agent_memories_per_mind', N))")

@@ -78,6 +78,7 @@ class Checkpoints(KindManager[Checkpoint]):
             origin = "agent"
         branch, commit = ctx.git.head()
         with ctx.store.transaction():
+            self._agent_quota()
             ts = ctx.store.stamp(ctx.now_ts())
             ckp = Checkpoint(id=new_id("ckp"), mind=ctx.mind, created_at=ts, updated_at=ts, doing=doing,
                              changed_files=changed, next_step=nxt, blockers=blk, branch=branch, commit=commit,

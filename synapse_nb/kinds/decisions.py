@@ -51,6 +51,7 @@ class Decisions(KindManager[Decision]):
         ctx = self._ctx
         branch, commit = ctx.git.head()
         with ctx.store.transaction():
+            self._agent_quota()
             ts = ctx.store.stamp(ctx.now_ts())
             dec = Decision(id=new_id("dec"), mind=ctx.mind, created_at=ts, updated_at=ts, decision=decision,
                            rationale=rationale, tags=tag_t, branch=branch, commit=commit, source=ctx.actor)

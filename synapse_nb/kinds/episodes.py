@@ -109,6 +109,7 @@ class Episodes(KindManager[Episode]):
             raise ValidationError(f"actor must be a non-empty text, got {actor!r}")
         self.check_record(probe)
         with ctx.store.transaction():
+            self._agent_quota()
             ts = ctx.store.stamp(ctx.now_ts())
             prior = self._table.last(self._view(), task_key)
             if probe.thread is not None and seq is None:

@@ -96,6 +96,7 @@ class Lessons(KindManager[Lesson]):
         ctx = self._ctx
         revert_sha = revert_commit["sha"] if revert_commit else None
         with ctx.store.transaction():
+            self._agent_quota()
             ts = ctx.store.stamp(ctx.now_ts())
             if revert_sha and self._table.has_revert(ctx.mind, revert_sha):
                 raise ConflictError(f"a lesson for revert {revert_sha[:12]} already exists in mind {ctx.mind!r}")
@@ -239,6 +240,7 @@ class Lessons(KindManager[Lesson]):
         ctx = self._ctx
         named = full if ctx.actor == "user" else repr(id.strip())  # never spell out a hidden id to an agent
         with ctx.store.transaction():
+            self._agent_quota()
             state = self._table.analysis_state(full)
             if state is None:  # deleted since it resolved
                 raise NotFoundError(f"no lesson {named}: it was removed meanwhile; nothing was written")

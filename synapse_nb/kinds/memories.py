@@ -157,6 +157,7 @@ class Memories(KindManager[Memory]):
         with ctx.store.transaction():
             ts = ctx.store.stamp(ctx.now_ts())
             existing = table.by_key(ctx.mind, category, key)
+            self._agent_quota(new_memory=existing is None)
             if existing is None:
                 mem = Memory(id=new_id("mem"), mind=ctx.mind, created_at=ts, updated_at=ts, category=category,
                              key=key, content=content, tags=tag_t or (), priority=prio or "normal",
@@ -196,6 +197,7 @@ class Memories(KindManager[Memory]):
         now = ctx.now()
         new_exp = mem.expires_at if expires is _UNSET else resolve_expiry(expires, now, "expires")
         with ctx.store.transaction():
+            self._agent_quota()
             self._table.update(mem.id, updated_at=ctx.store.stamp(ctx.now_ts()), content=new_content, tags=new_tags,
                                priority=new_prio, confidence=new_conf, verified=new_verified, expires_at=new_exp)
         return self.get(mem.id)

@@ -49,6 +49,7 @@ class Notes(KindManager[Note]):
         body = check_text(body, "body", max_len=MAX_TEXT)
         ctx = self._ctx
         with ctx.store.transaction():
+            self._agent_quota()
             ts = ctx.store.stamp(ctx.now_ts())
             existing = self._table.by_name(self._view(), name)
             if existing is None:

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from synapse_nb.recall.rank import ThreadIndex
+from synapse_nb.recall.rank import RANK_STOP_WORDS, ThreadIndex
 from synapse_nb.recall.types import KIND_ORDER
 from synapse_nb.store.records import Candidate
 from synapse_nb.text import query_words
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
     from synapse_nb.context import Context
 
-__all__ = ["Candidates", "ExactMatches", "WalkRow", "query_words"]
+__all__ = ["FULL_TAGS", "Candidates", "ExactMatches", "WalkRow", "match_words", "query_words", "stop_name",
+           "tag_weights"]
 
 #: The kinds with ranking documents (lessons head every recall; they are never ranked).
 _RANKED = frozenset(KIND_ORDER)
@@ -37,8 +38,31 @@ MAX_CACHED_ROWS = 50_000
 MAX_CACHED_TAGS = 10_000
 #: Most words (document frequencies) and keys (their matches) kept between recalls, each.
 MAX_CACHED_TERMS = 50_000
+#: A record with at most this many tags earns the full tag bonus per matched tag; one with more earns this share
+#: of it (a record stuffed with tags names nothing in particular).
+FULL_TAGS = 3
 #: Most records a data version may have changed for the structure arrays to be patched rather than read afresh.
 MAX_PATCH = 1_000
+
+
+def stop_name(name: str) -> bool:
+    """Whether a tag, key or note name is made of ranking stop words only (:data:`RANK_STOP_WORDS`): such a name
+    identifies nothing, so it never earns an exact-match bonus (a tag ``the`` would make a record "relevant" to
+    every question that says "the").
+
+    >>> stop_name("the"), stop_name("how_do"), stop_name("deploy"), stop_name("the_deploy")
+    (True, True, False, False)
+    """
+    return all(part in RANK_STOP_WORDS for part in name.split("_") if part)
+
+
+def match_words(words: Sequence[str]) -> list[str]:
+    """The query words that may name a tag: :func:`query_words` less the names :func:`stop_name` rejects.
+
+    >>> match_words(["deploy", "how", "the", "we"])
+    ['deploy']
+    """
+    return [w for w in words if not stop_name(w)]
 
 
 class WalkRow(NamedTuple):
@@ -49,15 +73,27 @@ class WalkRow(NamedTuple):
     expires_at: str | None = None
 
 
+def tag_weights(tag_bonus: float, n_tags: np.ndarray) -> np.ndarray:
+    """The bonus one tag match earns on records carrying ``n_tags`` tags each (see :meth:`ExactMatches.bonus`).
+
+    >>> import numpy as np
+    >>> tag_weights(0.25, np.array([1, 3, 6, 10])).tolist()
+    [0.25, 0.25, 0.125, 0.075]
+    """
+    import numpy as np
+
+    return tag_bonus * np.minimum(1.0, FULL_TAGS / np.maximum(n_tags, 1))
+
+
 class ExactMatches(Mapping[str, list[str]]):
     """id -> exact matches of one query: "#tag" (tags by name), "key:name" (names in order), then "file:path" (the
     files :meth:`add_files` gave). A record's list is built when read: the walk reads a few dozen of the
     hundreds of records a common tag may name; :meth:`bonus` weighs them all over arrays.
     """
 
-    def __init__(self, tags: list[tuple[str, frozenset[str], np.ndarray]], keys: Sequence[tuple[str, str]],
-                 pos: Mapping[str, int]) -> None:
-        self._tags = tags  # (tag, its records, their positions ascending), by tag
+    def __init__(self, tags: list[tuple[str, frozenset[str], np.ndarray, np.ndarray]],
+                 keys: Sequence[tuple[str, str]], pos: Mapping[str, int]) -> None:
+        self._tags = tags  # (tag, its records, their positions ascending, their numbers of tags), by tag
         self._keys: dict[str, list[str]] = {}
         for rid, name in keys:  # by rid, then name
             self._keys.setdefault(rid, []).append(name)
@@ -68,7 +104,7 @@ class ExactMatches(Mapping[str, list[str]]):
         self._files.setdefault(rid, []).extend(f"file:{f}" for f in files)
 
     def _labels(self, rid: str) -> list[str]:
-        out = [f"#{t}" for t, rids, _ in self._tags if rid in rids]
+        out = [f"#{t}" for t, rids, _, _ in self._tags if rid in rids]
         if rid in self._keys:
             out += [f"key:{name}" for name in self._keys[rid]]
         if rid in self._files:
@@ -88,7 +124,7 @@ class ExactMatches(Mapping[str, list[str]]):
         return isinstance(rid, str) and bool(self._labels(rid))
 
     def _ids(self) -> set[str]:
-        return set().union(*(rids for _, rids, _ in self._tags), self._keys, self._files)
+        return set().union(*(rids for _, rids, _, _ in self._tags), self._keys, self._files)
 
     def __iter__(self) -> Iterator[str]:
         return iter(sorted(self._ids()))
@@ -96,15 +132,20 @@ class ExactMatches(Mapping[str, list[str]]):
     def __len__(self) -> int:
         return len(self._ids())
 
-    def bonus(self, tag_bonus: float, key_bonus: float) -> tuple[np.ndarray, np.ndarray]:
+    def bonus(self, tag_bonus: float, key_bonus: float,
+              max_bonus: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(positions ascending, bonus) of the records with a tag or key match: each label's bonus summed in
-        label order, as ``sum()`` over the labels adds them (files are not included: the caller adds them)."""
+        label order, as ``sum()`` over the labels adds them, then at most ``max_bonus`` (None: no cap; files are
+        not included: the caller adds them and caps again).
+
+        A tag match earns ``tag_bonus`` on a record with at most :data:`FULL_TAGS` tags, and
+        ``tag_bonus * FULL_TAGS / n`` on one with ``n`` tags: each of many tags says less about its record."""
         import numpy as np
 
         keys = [self._pos[rid] for rid, names in self._keys.items() if rid in self._pos for _ in names]
-        at = [p for _, _, p in self._tags] + [np.array(keys, np.int64)]
-        weights = [np.full(len(p), float(tag_bonus)) for _, _, p in self._tags] + [np.full(len(keys),
-                                                                                         float(key_bonus))]
+        at = [p for _, _, p, _ in self._tags] + [np.array(keys, np.int64)]
+        weights = [tag_weights(float(tag_bonus), n) for _, _, _, n in self._tags] + [np.full(len(keys),
+                                                                                           float(key_bonus))]
         pos, val = np.concatenate(at), np.concatenate(weights)
         if len(pos) == 0:
             return pos, val
@@ -115,6 +156,8 @@ class ExactMatches(Mapping[str, list[str]]):
         ends = np.append(first[1:], len(pos))
         for i in np.flatnonzero(ends - first > 1).tolist():  # several labels: 0 + a + b ..., as sum() adds them
             out[i] = sum(val[first[i]:ends[i]].tolist())
+        if max_bonus is not None:
+            out = np.minimum(out, float(max_bonus))  # a bag of matching tags earns what one match does
         return pos[first], out
 
 
@@ -131,13 +174,13 @@ class Candidates:
         self._rows_key: object = None
         self._rows: dict[str, Candidate] = {}
         self._tags_key: object = None
-        self._tags: dict[str, tuple[int, tuple[str, ...] | None]] = {}
+        self._tags: dict[str, tuple[int, tuple[tuple[str, ...], tuple[int, ...]] | None]] = {}
         self._df_key: object = None
         self._df: dict[str, int] = {}
         self._keys_key: object = None
         self._keys: dict[str, tuple[tuple[str, str], ...]] = {}
         self._tagpos_key: object = None
-        self._tagpos: dict[str, tuple[tuple[str, ...], frozenset[str], np.ndarray]] = {}
+        self._tagpos: dict[str, tuple[tuple[str, ...], frozenset[str], np.ndarray, np.ndarray]] = {}
 
     # The store is never called while self._lock is held: a recall holds the store's lock for its snapshot and
     # then takes this one, so the other order would deadlock two threads sharing a vault handle.
@@ -254,8 +297,9 @@ class Candidates:
         return sorted(m for k in keys for m in (found[k] if k in found else cache.get(k, ())))
 
     def _tag_rids(self, words: list[str], max_per_tag: int,
-                  version: object) -> list[tuple[str, tuple[str, ...]]]:
-        """(tag, its records) of the tags among ``words`` carried by at most ``max_per_tag`` records, by tag.
+                  version: object) -> list[tuple[str, tuple[str, ...], tuple[int, ...]]]:
+        """(tag, its records, how many tags each of them carries) of the tags among ``words`` carried by at most
+        ``max_per_tag`` records, by tag.
 
         Per tag, its record count and records are kept until the vault changes (queries share their words).
         """
@@ -273,10 +317,10 @@ class Candidates:
             got = store.recall.tag_counts(mind, missing)
             counts.update({t: got.get(t, 0) for t in missing})
         need = [t for t in wanted if 0 < counts[t] <= max_per_tag and (t not in known or known[t][1] is None)]
-        found: dict[str, list[str]] = {t: [] for t in need}
-        for rid, tag in store.recall.tag_matches(mind, need) if need else []:
-            found[tag].append(rid)
-        fresh = {t: tuple(rs) for t, rs in found.items()}
+        found: dict[str, list[tuple[str, int]]] = {t: [] for t in need}
+        for rid, tag, n in store.recall.tag_matches(mind, need) if need else []:
+            found[tag].append((rid, n))
+        fresh = {t: (tuple(r for r, _ in rs), tuple(n for _, n in rs)) for t, rs in found.items()}
         with self._lock:
             if self._tags is tags:
                 if len(tags) > MAX_CACHED_TAGS:
@@ -285,7 +329,12 @@ class Candidates:
                     tags[t] = (counts[t], None)
                 for t, rs in fresh.items():
                     tags[t] = (counts[t], rs)
-        return [(t, fresh[t] if t in fresh else known[t][1] or ()) for t in wanted if 0 < counts[t] <= max_per_tag]
+        out = []
+        for t in wanted:
+            if 0 < counts[t] <= max_per_tag:
+                rids, ns = fresh[t] if t in fresh else known[t][1] or ((), ())
+                out.append((t, rids, ns))
+        return out
 
     def matches(self, words: list[str], version: object, idx: ThreadIndex, *, max_per_tag: int) -> ExactMatches:
         """Records whose tag, key or note name the query names, as an :class:`ExactMatches` ("#tag", "key:name";
@@ -299,20 +348,22 @@ class Candidates:
 
         key = (version, self._ctx.mind)
         tags = []
-        for t, rids in self._tag_rids(words, max_per_tag, version):
+        for t, rids, ns in self._tag_rids(match_words(words), max_per_tag, version):
             with self._lock:
                 if self._tagpos_key != key:
                     self._tagpos_key, self._tagpos = key, {}
                 got = self._tagpos.get(t)
             if got is None or got[0] is not rids:  # the same tuple while the tag's records are kept
                 at = idx.pos
-                got = (rids, frozenset(rids), np.array(sorted(at[r] for r in rids if r in at), np.int64))
+                placed = sorted((at[r], n) for r, n in zip(rids, ns, strict=True) if r in at)
+                got = (rids, frozenset(rids), np.array([p for p, _ in placed], np.int64),
+                       np.array([n for _, n in placed], np.int64))
                 with self._lock:
                     if self._tagpos_key == key:
                         if len(self._tagpos) > MAX_CACHED_TAGS:
                             self._tagpos.clear()
                         self._tagpos[t] = got
-            tags.append((t, got[1], got[2]))
-        runs = sorted({"_".join(words[i:j]) for i in range(len(words))
-                       for j in range(i + 1, min(len(words), i + 6) + 1)})
+            tags.append((t, got[1], got[2], got[3]))
+        runs = sorted(r for r in {"_".join(words[i:j]) for i in range(len(words))
+                                  for j in range(i + 1, min(len(words), i + 6) + 1)} if not stop_name(r))
         return ExactMatches(tags, self._key_matches(runs, version), idx.pos)

@@ -287,7 +287,8 @@ class Recaller:
         pos, sc = self._bm25(idx, send, terms, totals)
         exact = self._candidates.matches(query_words(query), version, idx, max_per_tag=MAX_TAG_RECORDS)
         pos_of = idx.pos
-        bonus: tuple[np.ndarray, np.ndarray] | dict[int, float] = exact.bonus(bars.tag_bonus, bars.key_bonus)
+        bonus: tuple[np.ndarray, np.ndarray] | dict[int, float] = exact.bonus(bars.tag_bonus, bars.key_bonus,
+                                                                                    bars.max_bonus)
         if files:  # the file bonus reads the texts of every hit
             rows = self._candidates.fetch([(idx.kinds[pos_of[i]], i) for i in dict.fromkeys(
                 [idx.ids[j] for j in pos.tolist()] + [i for i in exact if i in pos_of])], version)
@@ -295,7 +296,7 @@ class Recaller:
             for rid, c in rows.items():
                 hit_files = [f for f in files if f in c.text]
                 if hit_files:
-                    bonus[pos_of[rid]] = bonus.get(pos_of[rid], 0.0) + bars.file_bonus
+                    bonus[pos_of[rid]] = min(bars.max_bonus, bonus.get(pos_of[rid], 0.0) + bars.file_bonus)
                     exact.add_files(rid, hit_files)
         if p.semantic:  # the optional dense channel, off by default: recall/semantic.py
             from synapse_nb.recall.semantic import semantic_term

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from synapse_nb._util import estimate_tokens, plural
-from synapse_nb.models import TABLES, Record
+from synapse_nb.models import TABLES, Memory, Record
 from synapse_nb.recall.coverage import coverage
 from synapse_nb.recall.rank import SCORE_DECIMALS, Ranked
 from synapse_nb.recall.render import record_line
@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from synapse_nb.recall.candidates import WalkRow
     from synapse_nb.recall.coverage import Cover
 
-__all__ = ["BEST_WEIGHT", "SECOND_WEIGHT", "UNKNOWN_PENALTY", "Gated", "gate", "support"]
+__all__ = ["BEST_WEIGHT", "SECOND_WEIGHT", "UNKNOWN_PENALTY", "Gated", "gate", "support", "verified_memory",
+           "yields_place"]
 
 _PARTS = ("bm25", "neighbours", "thread", "question", "actor", "bonus")
 #: Most "top_k" rows explained per recall (records past a full kind).
@@ -109,6 +110,82 @@ def _explain_rows(decisions: Sequence[_Decision], cands: Sequence[WalkRow | None
     return ExplainRows(tuple(d.bar for d in decisions), build)
 
 
+def verified_memory(rec: Record) -> bool:
+    """Whether a record is a memory a human verified (only a human can set ``verified``; an agent's edit clears it)."""
+    return isinstance(rec, Memory) and rec.verified
+
+
+def yields_place(rec: Record) -> bool:
+    """Whether a kept record gives its place in its kind's ``top_k`` to a verified memory ranked below it: an
+    unverified memory an agent wrote."""
+    return isinstance(rec, Memory) and not rec.verified and rec.source == "agent"
+
+
+def _verified_first(yielding: list[tuple[int, int, int, int]], kept: list[RecallItem | None],
+                    decisions: list[_Decision], ranked: Ranked, cands: Sequence[WalkRow | None], cover: Cover,
+                    actor: np.ndarray, bonus: np.ndarray | None, seen: Mapping[str, str], used: int, bars: Bars,
+                    materialize: Callable[[WalkRow], Record | None],
+                    prefetch: Callable[[list[WalkRow]], object] | None,
+                    line_of: Callable[[WalkRow, Record], str] | None, matched: Callable[[int], tuple[str, ...]],
+                    cov: dict[int, float]) -> int:
+    """Verified memories take the places of kept unverified agent memories that are no more relevant to the
+    query: a verified memory ranked anywhere in the walk (under the margin too: a flood of short agent records
+    raises the bar) whose coverage (+ bonus) is at least an agent memory's replaces the lowest ranked such one.
+    Coverage is the query's idf-weighted share a record holds, whatever its length: "as relevant" means it holds
+    the query's words the agent memory holds. Returns the tokens used."""
+    import numpy as np
+
+    decided = {d.j for d in decisions if d.kept or d.bar == "delta"}
+    rest = [j for j, c in enumerate(cands) if c is not None and c.kind == "memory" and j not in decided]
+    if not rest:
+        return used
+    extra = sorted({j for j in rest if j not in cov} | {j for j, _, _, _ in yielding if j not in cov})
+    if extra:
+        pos = ranked.pos[np.array(extra, np.int64)]
+        covs, _ = coverage(cover, pos, actor[pos])
+        add = bonus[extra].tolist() if bonus is not None else [0.0] * len(extra)
+        cov.update((j, min(1.0, round(float(s) + b, SCORE_DECIMALS))) for j, s, b in zip(extra, covs, add,
+                                                                                           strict=True))
+    lowest = min(cov[j] for j, _, _, _ in yielding)
+    rest = [j for j in rest if cov[j] >= lowest]
+    if prefetch is not None and rest:
+        prefetch([c for j in rest if (c := cands[j]) is not None])
+    for j in rest:
+        if not yielding:
+            break
+        c = cands[j]
+        assert c is not None
+        rec = materialize(c)
+        if rec is None or not verified_memory(rec) or (c.id in seen and seen[c.id] == rec.digest):
+            continue
+        # the lowest ranked agent memory this one is at least as relevant as gives way
+        at = next((i for i in range(len(yielding) - 1, -1, -1) if cov[yielding[i][0]] <= cov[j]), None)
+        if at is None:
+            continue
+        line = record_line(rec) if line_of is None else line_of(c, rec)
+        cost = estimate_tokens(line)
+        _, y_kept, y_dec, freed = yielding[at]
+        if used - freed + cost > bars.budget_tokens:
+            decisions.append(_Decision(j, False, "budget", f"would exceed the budget of {bars.budget_tokens} tokens"))
+            continue
+        del yielding[at]
+        used += cost - freed
+        kept[y_kept] = None
+        decisions[y_dec] = decisions[y_dec]._replace(
+            kept=False, bar="verified", reason="gave its place to a verified memory as relevant (an unverified "
+            "agent memory never pushes a verified one out)")
+        row = _Decision(j, True, "kept", "a verified memory as relevant as a kept unverified agent one takes its "
+                        "place")
+        at_row = next((i for i, d in enumerate(decisions) if d.j == j), None)  # its "margin" or "top_k" row
+        if at_row is None:
+            decisions.append(row)
+        else:
+            decisions[at_row] = row
+        kept.append(RecallItem(kind=c.kind, id=c.id, score=float(ranked.score[j]), matched=matched(j), bar="kept",
+                               line=line, record=rec))
+    return used
+
+
 def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, list[str]], cover: Cover,
          actor: np.ndarray, bars: Bars, materialize: Callable[[WalkRow], Record | None],
          seen: Mapping[str, str], prefetch: Callable[[list[WalkRow]], object] | None = None,
@@ -156,7 +233,7 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     # record over the bar but never raises the bar for the others
     text_score = ranked.score - bonus if bonus is not None else ranked.score
     best = round(float(text_score[order].max()), SCORE_DECIMALS)  # a maximum is exact: max() over them, at once
-    kept: list[RecallItem] = []
+    kept: list[RecallItem | None] = []  # None: a record that gave its place away
     per_kind: dict[str, int] = {}
     used = 0
     bar = bars.margin * best
@@ -177,6 +254,9 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     top_k = bars.top_k
     open_kinds = len(present) if top_k > 0 else 0  # kinds above the margin not yet full
     full_reason: dict[str, str] = {}
+    # the kept records that give way to a verified memory (unverified agent memories): (rank, position in kept,
+    # position in decisions, tokens), best ranked first
+    yielding: list[tuple[int, int, int, int]] = []
     for n, j in enumerate(order):
         c = cands[j]
         assert c is not None
@@ -212,7 +292,13 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
         per_kind[c.kind] = k_kept = per_kind.get(c.kind, 0) + 1
         if k_kept == top_k and c.kind in present:
             open_kinds -= 1
+        if yields_place(rec):
+            yielding.append((j, len(kept), len(decisions), cost))
         decisions.append(_Decision(j, True, "kept", "cleared every bar"))
         kept.append(RecallItem(kind=c.kind, id=c.id, score=score, matched=matched(j), bar="kept", line=line,
                                record=rec))
-    return Gated(_explain_rows(decisions, cands, ranked, matched, cov), kept, sup, True)
+    if yielding:
+        used = _verified_first(yielding, kept, decisions, ranked, cands, cover, actor, bonus, seen, used, bars,
+                               materialize, prefetch, line_of, matched, cov)
+    items = [k for k in kept if k is not None]
+    return Gated(_explain_rows(decisions, cands, ranked, matched, cov), items, sup, True)

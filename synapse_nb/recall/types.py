@@ -57,6 +57,9 @@ class Bars:
         Added when the query names the record's key or note name. Default 0.35.
     file_bonus : float
         Added when the record refers to one of the ``files`` passed to recall. Default 0.3.
+    max_bonus : float
+        Most that one record's tag, key and file bonuses add up to. Default 0.35 (one key match): several exact
+        matches name the same record, and a record stuffed with tags must not outrank one the query is about.
     gate_depth : int
         How many ranked records the floor looks at. Default 20.
     """
@@ -68,10 +71,11 @@ class Bars:
     tag_bonus: float = 0.25
     key_bonus: float = 0.35
     file_bonus: float = 0.3
+    max_bonus: float = 0.35
     gate_depth: int = 20
 
     def __post_init__(self) -> None:
-        for name in ("floor", "margin", "tag_bonus", "key_bonus", "file_bonus"):
+        for name in ("floor", "margin", "tag_bonus", "key_bonus", "file_bonus", "max_bonus"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 <= float(v) <= 1.0:
                 raise ValidationError(f"Bars.{name} must be a number in [0, 1], got {v!r}")

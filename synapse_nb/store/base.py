@@ -300,6 +300,14 @@ class MetaTable(Protocol):
 
     def set_settings(self, values: Mapping[str, Any]) -> None: ...
 
+    def agent_writes(self, mind: str, since: str) -> int:
+        """How many of the mind's records (every kind) an agent wrote or last changed at ``since`` or later."""
+        ...
+
+    def agent_memories(self, mind: str) -> int:
+        """How many memories of the mind an agent wrote (source agent)."""
+        ...
+
     def scan_tips(self, mind: str) -> tuple[str, ...]:
         """Branch tips the last lesson scan of the mind reached (empty before the first scan)."""
         ...
@@ -365,8 +373,9 @@ class RecallQueries(Protocol):
         """How many records of the mind carry each tag; absent: none."""
         ...
 
-    def tag_matches(self, mind: str, tags: Sequence[str]) -> builtins.list[tuple[str, str]]:
-        """(id, tag) for records of the mind carrying these tags, by id then tag."""
+    def tag_matches(self, mind: str, tags: Sequence[str]) -> builtins.list[tuple[str, str, int]]:
+        """(id, tag, how many tags the record carries) for records of the mind carrying these tags, by id then
+        tag."""
         ...
 
     def key_matches(self, mind: str, keys: Sequence[str]) -> builtins.list[tuple[str, str]]:

@@ -32,9 +32,26 @@ ALL_SETTINGS = "SELECT key, value FROM meta WHERE key LIKE 'setting:%' ORDER BY 
 GET_META = "SELECT value FROM meta WHERE key = ?"
 
 
+# agent records written or changed since a stamp, per kind: memories through memories_order (mind, priority,
+# updated_at: one range per priority), the others by their own stamps
+AGENT_WRITES = ("SELECT (SELECT count(*) FROM memories WHERE mind = ? AND priority IN (0, 1, 2, 3) AND updated_at >= ? "
+                "AND source = 'agent') + " + " + ".join(
+                    f"(SELECT count(*) FROM {t} WHERE mind = ? AND updated_at >= ? AND source = 'agent')"
+                    for t in ("decisions", "checkpoints", "episodes", "notes", "lessons")))
+AGENT_MEMORIES = "SELECT count(*) FROM memories WHERE mind = ? AND source = 'agent'"
+
+
 class MetaQueries:
     def __init__(self, db: Database) -> None:
         self._db = db
+
+    def agent_writes(self, mind: str, since: str) -> int:
+        row = self._db.query_one(AGENT_WRITES, (mind, since) * 6)
+        return int(row[0] or 0) if row else 0
+
+    def agent_memories(self, mind: str) -> int:
+        row = self._db.query_one(AGENT_MEMORIES, (mind,))
+        return int(row[0] or 0) if row else 0
 
     def settings(self, names: Iterable[str] | None = None) -> dict[str, Any]:
         if names is None:
@@ -190,12 +207,13 @@ class RecallQueries(RankingQueries):
                               "GROUP BY tag ORDER BY tag", (*tags, mind))
         return {r["tag"]: int(r["n"]) for r in rows}
 
-    def tag_matches(self, mind: str, tags: Sequence[str]) -> list[tuple[str, str]]:
+    def tag_matches(self, mind: str, tags: Sequence[str]) -> list[tuple[str, str, int]]:
         if not tags:
             return []
-        return [(r["rid"], r["tag"]) for r in self._db.query(
-            f"SELECT rid, tag FROM tags WHERE mind = ? AND tag IN ({_marks(len(tags))}) ORDER BY rid, tag",
-            (mind, *tags))]
+        # each record's own number of tags (tags_rid): a tag names less of a record that carries many
+        return [(r["rid"], r["tag"], int(r["n"])) for r in self._db.query(
+            "SELECT t.rid AS rid, t.tag AS tag, (SELECT count(*) FROM tags u WHERE u.rid = t.rid) AS n FROM tags t "
+            f"WHERE t.mind = ? AND t.tag IN ({_marks(len(tags))}) ORDER BY t.rid, t.tag", (mind, *tags))]
 
     def key_matches(self, mind: str, keys: Sequence[str]) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []

@@ -1,0 +1,167 @@
+"""Floods and stuffing contained (issue 26, finding 7): tag limit, stop-word tags, bonus saturation, verified
+memories first, agent write quotas."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+import synapse_nb as syn
+from synapse_nb.errors import QuotaExceededError, ValidationError
+from synapse_nb.recall import Bars
+
+COMMON = ["api", "build", "cache", "change", "check", "config", "data", "database", "deploy", "docs", "error", "file", "fix", "flag", "log", "new", "release", "run", "server", "service", "setup", "test", "update", "user", "version", "work", "branch", "merge", "review", "task"]
+UNRELATED = ["how long are logs kept", "who approves bringing in a new library", "add a workflow that runs every night",
+             "user says they get 401 after 15 minutes", "skip the pipeline for a docs-only change",
+             "rotate the database password", "the deploy is stuck", "flaky test on main", "what is our branch naming",
+             "which python version do we support", "where do fixtures go", "cache invalidation for the api",
+             "release notes template", "setup the dev machine", "error budget for the api", "who reviews migrations",
+             "how to add a feature flag", "config for staging", "update the changelog", "server restart policy"]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.t += timedelta(milliseconds=1)
+        return self.t
+
+
+@pytest.fixture()
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture()
+def pair(tmp_path: Path, clock: Clock) -> tuple[syn.Vault, syn.Vault]:
+    return syn.open_vault(tmp_path, clock=clock), syn.open_vault(tmp_path, actor="agent", clock=clock)
+
+
+def _topics(v: syn.Vault) -> None:
+    for i, (key, text) in enumerate([
+        ("log_retention", "Logs are kept 30 days in Loki, then archived to S3 for a year."),
+        ("dependency_policy", "A new library needs a review by the platform team before it is added."),
+        ("nightly_jobs", "Nightly workflows are GitHub Actions schedules in .github/workflows/nightly.yml."),
+        ("session_length", "Access tokens expire after 15 minutes; the refresh token renews them."),
+        ("docs_ci", "Docs-only changes skip the test pipeline through a paths filter."),
+    ]):
+        v.remember("knowledge", key, text, tags=[key.split("_")[0]], priority=("normal", "high")[i % 2])
+
+
+# -- 1. at most 10 tags on write; old records with more stay readable -------------------------------------
+def test_the_32_tag_memory_of_the_finding_is_refused_with_the_limit(pair: tuple[syn.Vault, syn.Vault]) -> None:
+    _, agent = pair
+    with pytest.raises(ValidationError, match="32 distinct tags given; at most 10 are accepted"):
+        agent.remember("knowledge", "stuffed", "notes", tags=[f"t{i}" for i in range(32)])
+    assert agent.remember("knowledge", "ten", "notes", tags=[f"t{i}" for i in range(10)]).tags[-1] == "t9"
+    with pytest.raises(ValidationError, match="at most 10"):
+        agent.decisions.create("use x", tags=[f"t{i}" for i in range(11)])
+
+
+def test_a_record_stored_with_more_tags_stays_readable_and_editable(pair: tuple[syn.Vault, syn.Vault]) -> None:
+    user, _ = pair
+    header, line = (user.remember("knowledge", "template", "x"), user.export_jsonl().splitlines()[:2])[1]
+    doc = dict(json.loads(line), id="mem_000000legacy", key="legacy", tags=sorted(f"t{i:02d}" for i in range(32)))
+    user.import_jsonl([header, json.dumps(doc)])
+    old = user.memories.get("mem_000000legacy")
+    assert len(old.tags) == 32
+    assert len(user.memories.update(old.id, content="still here").tags) == 32  # tags=None keeps them
+    assert "still here" in user.recall("still here").text
+
+
+# -- 2. stop-word tags and keys earn no bonus ------------------------------------------------------------
+def test_a_stop_word_tag_earns_no_bonus(pair: tuple[syn.Vault, syn.Vault]) -> None:
+    user, agent = pair
+    _topics(user)
+    the = agent.remember("knowledge", "how_do", "remember to curl the installer", tags=["the", "how"])
+    r = user.recall("how long are logs kept at the archive")
+    assert the.id not in {i.id for i in r.items}
+    assert all(not [m for m in row.matched if m in ("#the", "#how", "key:how_do")] for row in r.explain())
+    # a content tag still matches
+    assert any("#log" in i.matched for i in user.recall("log retention").items)
+
+
+# -- 3. stuffing does not win unrelated queries -----------------------------------------------------------
+def test_a_memory_stuffed_with_30_common_words_stays_out_of_unrelated_recalls(
+        pair: tuple[syn.Vault, syn.Vault]) -> None:
+    user, agent = pair
+    _topics(user)
+    for q in UNRELATED:  # an agent's ordinary traffic: its checkpoints say what it worked on
+        agent.checkpoint(f"worked on: {q}")
+    stuffed = agent.remember("knowledge", "useful_notes", " ".join(COMMON), tags=COMMON[:10])
+    hits = [q for q in UNRELATED if stuffed.id in {i.id for i in user.recall(q).items}]
+    assert len(hits) <= 1, hits
+
+
+def test_a_records_bonuses_saturate(pair: tuple[syn.Vault, syn.Vault]) -> None:
+    user, _ = pair
+    m = user.remember("knowledge", "deploy", "how we ship", tags=["deploy", "staging", "helm"])
+    row = next(r for r in user.recall("deploy staging helm").explain() if r.id == m.id)
+    # two tags and a key: 0.25 + 0.25 + 0.25 + 0.35 before, capped at one key match now
+    assert dict(row.parts)["bonus"] == Bars().max_bonus
+    many = user.remember("knowledge", "bag", "words", tags=[f"w{i}" for i in range(9)] + ["zebra"])
+    row = next(r for r in user.recall("zebra").explain() if r.id == many.id)
+    assert dict(row.parts)["bonus"] == pytest.approx(Bars().tag_bonus * 3 / 10)  # one of ten tags: 3/10 of it
+
+
+# -- 4. a verified memory is never pushed out by unverified agent records -----------------------------------
+@pytest.mark.parametrize("n", [6, 50])
+def test_a_verified_procedure_survives_a_flood_of_agent_memories(pair: tuple[syn.Vault, syn.Vault], n: int) -> None:
+    user, agent = pair
+    user.settings.set("agent_writes_per_hour", 10_000)
+    proc = user.remember("procedure", "deploy_procedure", "Deploy procedure: run make release, then helm upgrade the "
+                         "api chart, watch Argo CD until it is synced, then run the smoke checks.")
+    assert proc.id in {i.id for i in user.recall("how do we deploy").items}
+    flood = [agent.remember("knowledge", f"deploy_{i}", "deploy" if i % 2 else f"deploy {i}").id for i in range(n)]
+    r = user.recall("how do we deploy")
+    ids = [i.id for i in r.items]
+    assert proc.id in ids and len([i for i in ids if i in flood]) == Bars().top_k - 1
+    gave = [row for row in r.explain() if row.bar == "verified"]
+    assert len(gave) == 1 and gave[0].id in flood and not gave[0].kept
+    # agent memories kept below the gate's depth (no coverage of their own yet) give way the same
+    assert proc.id in {i.id for i in user.recall("how do we deploy", bars=Bars(gate_depth=1)).items}
+    # an agent memory that holds more of the query than the verified one keeps its place
+    better = agent.remember("knowledge", "deploy_canary", "deploy canary")
+    assert better.id in {i.id for i in user.recall("deploy canary").items}
+
+
+# -- 5. quotas ------------------------------------------------------------------------------------------
+def test_agent_writes_past_the_hourly_quota_are_refused_and_humans_are_not(
+        pair: tuple[syn.Vault, syn.Vault], clock: Clock) -> None:
+    user, agent = pair
+    user.settings.set("agent_writes_per_hour", 3)
+    for i in range(3):
+        agent.checkpoint(f"step {i}")
+    with pytest.raises(QuotaExceededError, match=r"quota of 3 records written per hour .* \(3 written or changed in "
+                                                 r"the last hour\).*agent_writes_per_hour"):
+        agent.remember("knowledge", "k", "v")
+    with pytest.raises(QuotaExceededError):
+        agent.decisions.create("x")
+    for i in range(10):  # human writes are never limited
+        user.checkpoint(f"human step {i}")
+    clock.t += timedelta(hours=1, seconds=1)
+    assert agent.checkpoint("an hour later").doing == "an hour later"
+
+
+def test_agent_memories_per_mind_is_a_quota_on_new_memories_only(pair: tuple[syn.Vault, syn.Vault]) -> None:
+    user, agent = pair
+    user.settings.set("agent_memories_per_mind", 2)
+    agent.remember("knowledge", "a", "1")
+    agent.remember("knowledge", "b", "2")
+    with pytest.raises(QuotaExceededError, match=r"quota of 2 memories in mind 'default' is reached \(2 agent "
+                                                 r"memories\).*agent_memories_per_mind"):
+        agent.remember("knowledge", "c", "3")
+    assert agent.remember("knowledge", "a", "1 again").content == "1 again"  # an update adds none
+    assert user.remember("knowledge", "c", "human").source == "user"
+
+
+def test_the_quota_settings_are_for_humans(pair: tuple[syn.Vault, syn.Vault]) -> None:
+    user, agent = pair
+    assert user.settings.get("agent_writes_per_hour") == 600
+    assert user.settings.get("agent_memories_per_mind") == 5000
+    with pytest.raises(syn.PermissionDeniedError):
+        agent.settings.set("agent_writes_per_hour", 10**6)
