@@ -104,7 +104,7 @@ def main() -> None:
     if vault is None:
         vault = Path(tempfile.mkdtemp(prefix="gate_scorer_vault_"))
         v = syn.open_vault(vault)
-        v.import_jsonl(recall_bench.export_lines(args.size))
+        v.import_jsonl(recall_bench.export_lines(args.size), trust=True)
         v.close()
     calls = record(vault, args.queries)
     ref = load_revision(args.against)

@@ -126,7 +126,7 @@ def bench_search(tmp: Path, sizes: list[int], n_queries: int) -> list[tuple[int,
         have = 0
         for size in sizes:
             t0 = time.perf_counter()
-            v.import_jsonl([header, *memory_lines(template, have, size - have, rng)])
+            v.import_jsonl([header, *memory_lines(template, have, size - have, rng)], trust=True)
             fill_rate = (size - have) / (time.perf_counter() - t0)
             have = size
             qrng = random.Random(3)

@@ -115,7 +115,7 @@ def load(url: str, project: str, local_dir: Path, n: int) -> None:
         c.execute("UPDATE memories SET rank_body = stem_all(rank_body)")  # the server's stems, as a write stores
     local = syn.open_vault(local_dir)
     header = local.export_jsonl().splitlines()[0]  # the export format's header line
-    local.import_jsonl([header, *(json.dumps(d) for d in docs)])
+    local.import_jsonl([header, *(json.dumps(d) for d in docs)], trust=True)
     local.close()
 
 

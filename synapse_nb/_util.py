@@ -30,7 +30,11 @@ MAX_TAGS = 10
 MAX_FILES = 500
 
 _TS_FMT = "%Y-%m-%dT%H:%M:%S.%fZ"
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: The sane window of a stored timestamp, as the vault's fixed-width UTC text: from 1970-01-01 (inclusive) to
+#: 2100-01-01 (exclusive). An import refuses times outside it, and the write clock ignores a stamp outside it.
+TS_MIN = "1970-01-01T00:00:00.000000Z"
+TS_MAX = "2100-01-01T00:00:00.000000Z"
+_TS_TEXT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 _KEY = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d|day|days|w|wk|weeks?)\s*$", re.I)
 _DUR_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400, "day": 86400,
@@ -47,6 +51,32 @@ def fmt_ts(dt: datetime) -> str:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return dt.astimezone(UTC).strftime(_TS_FMT)
+
+
+def sane_ts(ts: object) -> bool:
+    """Whether ``ts`` is a stored timestamp (fixed-width UTC text) inside :data:`TS_MIN` .. :data:`TS_MAX`.
+
+    >>> sane_ts("2026-12-01T12:00:00.000000Z"), sane_ts("9999-12-31T23:59:59.999999Z"), sane_ts("soon")
+    (True, False, False)
+    """
+    return isinstance(ts, str) and bool(_TS_TEXT.match(ts)) and TS_MIN <= ts < TS_MAX
+
+
+def next_stamp(last: object, now: str) -> str:
+    """The write stamp after ``last`` (the vault's clock) at ``now``: ``now``, or 1 µs after ``last``.
+
+    Strictly increasing while the clock is sane. A clock outside the sane window (:func:`sane_ts`: one an older
+    version let an import set to year 9999, or an unreadable value) is ignored, never stepped past, so no stamp
+    overflows: the next stamp is ``now`` and the clock is back in the window.
+
+    >>> next_stamp("2026-12-01T12:00:00.000000Z", "2026-12-01T11:00:00.000000Z")
+    '2026-12-01T12:00:00.000001Z'
+    >>> next_stamp("9999-12-31T23:59:59.999999Z", "2026-12-01T11:00:00.000000Z")
+    '2026-12-01T11:00:00.000000Z'
+    """
+    if not sane_ts(last) or last < now:  # type: ignore[operator]
+        return now
+    return fmt_ts(parse_ts(last) + timedelta(microseconds=1))  # type: ignore[arg-type]
 
 
 def parse_ts(value: str | datetime, field: str = "timestamp") -> datetime:
@@ -141,8 +171,10 @@ def check_text(value: Any, field: str, *, max_len: int = MAX_TEXT, allow_empty: 
     :func:`synapse_nb.provenance.clean_text`: ``\\r\\n``/``\\r`` become ``\\n`` (and U+2028, U+2029, U+0085 in a
     multi-line field), other control characters and every line break of a one-line field (``multiline=False``)
     are refused, invisible format characters (zero-width, bidi controls, tag characters) are removed.
-    ``stored=True`` checks a record as an older version may have stored it (import, ``check_record``): control
-    characters but tab and newline are refused, the rest is kept byte for byte.
+    ``stored=True`` checks a record as an older version (or a raw row) may have stored it (import,
+    ``check_record``): only NUL (which a team vault's PostgreSQL text cannot hold) and, in a one-line field,
+    ``\\n``/``\\r`` are refused; everything else is kept byte for byte, so a vault's own export always imports
+    again (every reader escapes such characters when it renders them: :func:`synapse_nb.provenance.inline`).
 
     >>> check_text("a\\u200bb", "key"), check_text("a\\u200bb", "key", stored=True) == "a\\u200bb"
     ('ab', True)
@@ -154,9 +186,11 @@ def check_text(value: Any, field: str, *, max_len: int = MAX_TEXT, allow_empty: 
     except UnicodeEncodeError:
         raise ValidationError(f"{field} contains characters that are not valid Unicode (lone surrogates)") from None
     if stored:
-        if _CONTROL.search(value) or (not multiline and ("\n" in value or "\r" in value)):
-            allowed = "tab and newline" if multiline else "no line breaks"
-            raise ValidationError(f"{field} contains control characters; printable text only ({allowed})")
+        if "\x00" in value:
+            raise ValidationError(f"{field} contains a NUL character (U+0000), which a team vault cannot store; "
+                                  "every other character is accepted")
+        if not multiline and ("\n" in value or "\r" in value):
+            raise ValidationError(f"{field} contains a line break; a one-line field holds no \\n or \\r")
     else:
         value = clean_text(value, field, multiline=multiline)
     if not allow_empty and not value.strip():

@@ -29,6 +29,7 @@ from synapse_nb.offline import OfflineVault, copy_age
 
 if TYPE_CHECKING:
     from synapse_nb.vault import Vault
+    from synapse_nb.transfer import ImportCounts
 
 __all__ = ["init", "join", "offline_search", "open_team_vault", "start_dev_server", "status", "stop_dev_server"]
 
@@ -87,10 +88,14 @@ def init(url: str, *, humans: tuple[str, ...] = (), agents: tuple[str, ...] = ()
             "humans": list(humans), "agents": list(agents)}
 
 
-def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | None = None) -> dict[str, int]:
+def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | None = None) -> ImportCounts:
     """Copy a local vault (``source``: its folder or project folder) into the team vault: its export imported in
     ONE transaction (all or nothing). Records already there with identical content are skipped, so joining
     again changes nothing; a record holding something else there refuses the whole join. Counts per kind.
+
+    The copy is trusted (``import_jsonl(trust=True)``): the local vault's user records, verified memories,
+    approved lessons and settings were made through that vault's own human gate, and the join is the human's
+    act; the claims it carried over are in the result's ``.claims``.
     """
     from synapse_nb.vault import open_vault
 
@@ -103,7 +108,7 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
         src.close()
     team = open_team_vault(url, local=local)
     try:
-        return team.import_jsonl(text.splitlines())
+        return team.import_jsonl(text.split("\n"), trust=True)
     finally:
         team.close()
 

@@ -5,21 +5,37 @@ Format: a header line ``{"format": "synapse_nb-export", "schema": N}``, then one
 :data:`synapse_nb.store.base.EXPORT_FIELDS`; JSON fields (tags, files, commits) are real JSON values. Settings
 travel as ``{"kind": "setting", "name": ..., "value": ...}``.
 
-An import is checked whole before anything is written: the format (header, fields, value types, timestamps)
-here, and each record by its kind's own definition of a valid record (``Memories.check_record``, ...), the
-same rules the write path follows. Then it is written in one transaction, all or nothing.
+An export escapes, inside its JSON strings, every character some reader treats as a line break or hides
+(U+2028, U+2029, U+0085 and the other C1 controls, DEL, zero-width and bidi controls: categories Cc, Cf, Zl, Zp),
+so a line is a line for every tool, a diff shows them, and the import reads records split on ``\n`` only: any
+stored text re-imports byte for byte.
+
+An import is checked whole before anything is written: the format (header, fields, value types, timestamps:
+1970-01-01 to 2100-01-01, and written no later than the vault's clock plus a day) here, and each record by its
+kind's own definition of a valid record (``Memories.check_record``, ...), the same rules the write path follows.
+Then it is written in one transaction, all or nothing.
+
+An import is explicit about trust. What only a human can make is a *trust claim*: a record with
+``source="user"``, a verified memory, a lesson decided (status approved or expired, ``approved_at``,
+``expires_at``) or analysed by the user (``analysis_by="user"``), a setting. Unless the human passes
+``trust=True`` (CLI ``--trust``) an import that would write one is refused whole, the claims listed per kind;
+with it, they are accepted and listed (:attr:`ImportCounts.claims`). Records skipped as identical and settings
+that already hold the imported value claim nothing.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb._util import MAX_TEXT, check_text, fmt_ts, parse_ts
+from synapse_nb._util import MAX_TEXT, TS_MAX, TS_MIN, check_text, fmt_ts, parse_ts
 from synapse_nb.context import check_mind
-from synapse_nb.errors import ConflictError, ValidationError
+from synapse_nb.errors import ConflictError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds.checkpoints import Checkpoints
 from synapse_nb.kinds.decisions import Decisions
 from synapse_nb.kinds.episodes import Episodes
@@ -34,7 +50,7 @@ if TYPE_CHECKING:
     from synapse_nb.context import Context
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["EXPORT_FORMAT", "KINDS", "export_lines", "import_lines"]
+__all__ = ["EXPORT_FORMAT", "KINDS", "ImportCounts", "dump_line", "export_lines", "import_lines", "trust_claims"]
 
 EXPORT_FORMAT = "synapse_nb-export"
 #: The version of what an export's records hold: the store schema that last changed it (v3: episodes' thread, seq,
@@ -49,28 +65,110 @@ RECORD_CHECKS: dict[str, Callable[[Any], None]] = {
 #: The kinds an export holds, in export order.
 KINDS: tuple[str, ...] = tuple(sorted(EXPORT_FIELDS))
 _TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
+#: How far past the vault's clock an imported record may have been written or approved (clocks differ a little).
+CLOCK_SLACK = timedelta(days=1)
+#: Timestamps that may lie in the future (up to 2100): when something stops being in force.
+FUTURE_FIELDS = frozenset({"expires_at"})
+_NON_ASCII = re.compile(r"[^\x00-\x7f]|\x7f")
+_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+class ImportCounts(dict[str, int]):
+    """What an import wrote: records per kind, ``setting`` and ``skipped`` (identical records), as a dict;
+    :attr:`claims` holds the trust claims it accepted (only with ``trust=True``), as ``"kind claim" -> count``.
+
+    >>> c = ImportCounts({"memory": 2, "skipped": 0}, claims={"memory source=user": 2})
+    >>> c["memory"], c.claims, c.claims_text()
+    (2, {'memory source=user': 2}, 'memory source=user 2')
+    """
+
+    def __init__(self, counts: dict[str, int], claims: dict[str, int] | None = None) -> None:
+        super().__init__(counts)
+        self.claims: dict[str, int] = dict(sorted((claims or {}).items()))
+
+    def claims_text(self) -> str:
+        """The claims as one line, ``"lesson status=approved 1, memory source=user 2"`` (``""`` for none)."""
+        return ", ".join(f"{k} {n:,}" for k, n in self.claims.items())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The counts, with the accepted claims under ``"trusted"`` (the CLI's ``--json``)."""
+        return {**dict(sorted(self.items())), "trusted": dict(self.claims)}
+
+
+def _escape(ch: str) -> str:
+    o = ord(ch)
+    if o > 0xFFFF:  # JSON escapes a character outside the BMP as its UTF-16 surrogate pair
+        o -= 0x10000
+        return f"\\u{0xD800 + (o >> 10):04x}\\u{0xDC00 + (o & 0x3FF):04x}"
+    return f"\\u{o:04x}"
+
+
+def dump_line(doc: dict[str, Any]) -> str:
+    """One export line: sorted keys, readable Unicode, and every line separator, control or invisible format
+    character escaped (``json.dumps`` escapes only C0 controls), so the line is one line for every reader.
+
+    >>> dump_line({"content": "a\u2028b\x85c\u202ed", "kind": "memory"})
+    '{"content": "a\\\\u2028b\\\\u0085c\\\\u202ed", "kind": "memory"}'
+    >>> json.loads(dump_line({"t": "é\u200b\U000e0041"}))["t"] == "é\u200b\U000e0041"
+    True
+    """
+    line = json.dumps(doc, sort_keys=True, ensure_ascii=False)
+    if line.isascii() and "\x7f" not in line:
+        return line
+    return _NON_ASCII.sub(lambda m: _escape(m[0]) if unicodedata.category(m[0]) in _ESCAPED_CATEGORIES
+                          else m[0], line)
 
 
 def export_lines(store: VaultStore) -> Iterator[str]:
     """Yield the export, one JSON document per line."""
     yield json.dumps({"format": EXPORT_FORMAT, "schema": min(store.schema_version, EXPORT_SCHEMA)}, sort_keys=True)
     for name, value in store.meta.settings().items():
-        yield json.dumps({"kind": "setting", "name": name, "value": value}, sort_keys=True, ensure_ascii=False)
+        yield dump_line({"kind": "setting", "name": name, "value": value})
     for kind in KINDS:
         optional = OPTIONAL_FIELDS.get(kind, ())
         for doc in store.transfer.rows(kind):
             if optional:  # written only when set: a vault that does not use them exports as before
                 doc = {k: v for k, v in doc.items() if v is not None or k not in optional}
-            yield json.dumps({"kind": kind, **doc}, sort_keys=True, ensure_ascii=False)
+            yield dump_line({"kind": kind, **doc})
 
 
 def _fail(lineno: int, msg: str) -> ValidationError:
     return ValidationError(f"import line {lineno}: {msg}; nothing was imported")
 
 
-def import_lines(ctx: Context, lines: Iterable[str]) -> dict[str, int]:
+def trust_claims(doc: dict[str, Any]) -> list[str]:
+    """The trust claims one export line makes: what only a human can make (see the module docstring).
+
+    >>> trust_claims({"kind": "memory", "source": "user", "verified": 1})
+    ['memory source=user', 'memory verified']
+    >>> trust_claims({"kind": "lesson", "source": "agent", "status": "approved", "approved_at": "...",
+    ...               "expires_at": "...", "analysis_by": "user"})
+    ['lesson status=approved', 'lesson approved_at', 'lesson expires_at', 'lesson analysis_by=user']
+    >>> trust_claims({"kind": "setting", "name": "recall_floor", "value": 0}), trust_claims({"kind": "note"})
+    (['setting recall_floor'], [])
+    """
+    kind = doc.get("kind")
+    if kind == "setting":
+        return [f"setting {doc.get('name')}"]
+    out = [f"{kind} source=user"] if doc.get("source") == "user" else []
+    if kind == "memory" and doc.get("verified"):
+        out.append("memory verified")
+    if kind == "lesson":
+        if doc.get("status") not in (None, "pending"):
+            out.append(f"lesson status={doc['status']}")
+        out += [f"lesson {f}" for f in ("approved_at", "expires_at") if doc.get(f) is not None]
+        if doc.get("analysis_by") == "user":
+            out.append("lesson analysis_by=user")
+    return out
+
+
+def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> ImportCounts:
     """Import an export through ``ctx``'s store in one transaction; see :meth:`Vault.import_jsonl`."""
     store = ctx.store
+    try:
+        horizon = fmt_ts(min(ctx.now() + CLOCK_SLACK, parse_ts(TS_MAX)))
+    except OverflowError:  # a clock near year 9999
+        horizon = TS_MAX
     schema = min(store.schema_version, EXPORT_SCHEMA)
     parsed: list[tuple[int, dict[str, Any]]] = []
     seen_ids: dict[str, int] = {}
@@ -114,7 +212,7 @@ def import_lines(ctx: Context, lines: Iterable[str]) -> dict[str, int]:
             raise _fail(lineno, f"duplicate id {rid} (first on line {seen_ids[rid]})")
         seen_ids[rid] = lineno
         try:
-            _check_document(store, kind, doc)
+            _check_document(store, kind, doc, horizon)
         except ValidationError as exc:
             raise _fail(lineno, f"{kind} {rid}: {exc}") from None
         parsed.append((lineno, doc))
@@ -123,11 +221,15 @@ def import_lines(ctx: Context, lines: Iterable[str]) -> dict[str, int]:
                               "nothing was imported")
 
     counts: dict[str, int] = {k: 0 for k in KINDS} | {"skipped": 0, "setting": 0}
+    claims: Counter[str] = Counter()
     latest = ""
     with store.transaction():
+        settings = store.meta.settings() if any(d["kind"] == "setting" for _, d in parsed) else {}
         for lineno, doc in parsed:
             kind = doc["kind"]
             if kind == "setting":
+                if settings.get(doc["name"], _UNSET) != doc["value"]:  # the value it holds already claims nothing
+                    claims.update(trust_claims(doc))
                 store.meta.set_settings({doc["name"]: doc["value"]})
                 counts["setting"] += 1
                 continue
@@ -138,15 +240,27 @@ def import_lines(ctx: Context, lines: Iterable[str]) -> dict[str, int]:
             if not written:
                 counts["skipped"] += 1
                 continue
+            claims.update(trust_claims(doc))
             counts[kind] += 1
             latest = max(latest, doc["updated_at"], doc["created_at"])
+        if claims and not trust:  # raised inside the transaction: everything above rolls back
+            listed = ", ".join(f"{k} {n:,}" for k, n in sorted(claims.items()))
+            raise PermissionDeniedError(
+                f"import: the file claims what only a human makes ({listed}); nothing was imported. If you made "
+                "these records and settings (your own export, a colleague's you have read), re-run with --trust "
+                "(API: trust=True) to accept them as they are")
         if latest:  # later writes must stamp after everything imported
             store.transfer.advance_clock(latest)
-    return counts
+    return ImportCounts(counts, dict(claims))
 
 
-def _check_document(store: VaultStore, kind: str, doc: dict[str, Any]) -> None:
+_UNSET = object()
+
+
+def _check_document(store: VaultStore, kind: str, doc: dict[str, Any], horizon: str) -> None:
     """Check an exported record the way the write path checks one (normalising its timestamps in place).
+
+    ``horizon``: the latest time a record can have been written or approved (the vault's clock plus a day).
 
     First the format: the kind's fields exactly, text and numbers where the format has them, ISO 8601 times,
     an id of the kind, a valid mind and source; then the record, by its kind's own check.
@@ -178,15 +292,20 @@ def _check_document(store: VaultStore, kind: str, doc: dict[str, Any]) -> None:
         raise ValidationError(f"mind {doc['mind']!r} is not a valid mind name") from None
     for f in fields:
         if f.endswith("_at"):
-            _ts(doc, f, required=f in ("created_at", "updated_at"))
+            _ts(doc, f, required=f in ("created_at", "updated_at"),
+                horizon=None if f in FUTURE_FIELDS else horizon)
     if doc["source"] not in ("user", "agent"):
         raise ValidationError(f"source {doc['source']!r} is not user or agent")
     record: Record = store.transfer.to_record(kind, doc)
     RECORD_CHECKS[kind](record)
 
 
-def _ts(doc: dict[str, Any], field: str, *, required: bool) -> None:
-    """Check an ISO 8601 timestamp and store it in the vault's fixed-width UTC form (which sorts as text)."""
+def _ts(doc: dict[str, Any], field: str, *, required: bool, horizon: str | None) -> None:
+    """Check an ISO 8601 timestamp and store it in the vault's fixed-width UTC form (which sorts as text).
+
+    It must lie in the sane window (1970-01-01 to 2100-01-01, :data:`synapse_nb._util.TS_MIN`/``TS_MAX``) and,
+    unless ``horizon`` is None, not after it.
+    """
     v = doc.get(field)
     if v is None and not required:
         return
@@ -194,6 +313,11 @@ def _ts(doc: dict[str, Any], field: str, *, required: bool) -> None:
         raise ValidationError(f"{field} {v!r} is not an ISO 8601 timestamp")
     if not _TS.match(v):
         try:
-            doc[field] = fmt_ts(parse_ts(v, field))
+            doc[field] = v = fmt_ts(parse_ts(v, field))
         except (ValueError, OverflowError):
             raise ValidationError(f"{field} {v!r} is not an ISO 8601 timestamp") from None
+    if not TS_MIN <= v < TS_MAX:
+        raise ValidationError(f"{field} {v} is outside the accepted window, 1970-01-01 to 2100-01-01")
+    if horizon is not None and v > horizon:
+        raise ValidationError(f"{field} {v} is after the vault's clock plus one day ({horizon}): a record cannot "
+                              "have been written in the future")

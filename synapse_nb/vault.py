@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from synapse_nb.recall import Bars, Recall
     from synapse_nb.recall.engine import Recaller
     from synapse_nb.store.indexer import VaultIndex
+    from synapse_nb.transfer import ImportCounts
 
 __all__ = ["ACTORS", "BAR_SETTINGS", "SETTINGS", "Settings", "Vault", "find_vault_dir", "open_team_vault",
            "open_vault"]
@@ -572,12 +573,21 @@ class Vault:
                     raise StoreError(f"cannot write the export to {str(dest)!r}: {exc.strerror or exc}") from exc
         return text
 
-    def import_jsonl(self, source: str | Path | IO[str] | Iterable[str]) -> dict[str, int]:
+    def import_jsonl(self, source: str | Path | IO[str] | Iterable[str], *, trust: bool = False) -> ImportCounts:
         """Import an export (a path, a text file, or lines) in one all-or-nothing transaction (user only).
 
         Records whose id already exists with identical content are skipped; any conflict (an id or a
         (mind, category, key) already holding something else, duplicate ids, unknown kinds, malformed
-        lines) refuses the whole import with a message naming the line. Returns counts per kind.
+        lines, a timestamp outside 1970-2100 or after the vault's clock plus a day) refuses the whole import
+        with a message naming the line. A file is split into records on ``\n`` only.
+
+        Trust claims (records with ``source="user"``, verified memories, approved or expired lessons,
+        ``analysis_by="user"``, settings) are refused, the whole import with them, unless ``trust=True``: say
+        so only for a file whose claims you stand behind (your own export). Returns the counts per kind, with
+        the claims accepted in ``.claims``.
+
+        >>> v.import_jsonl("backup.jsonl", trust=True).claims  # doctest: +SKIP
+        {'memory source=user': 12, 'memory verified': 12, 'setting recall_floor': 1}
         """
         from synapse_nb.transfer import import_lines  # loaded when asked for (cold start)
 
@@ -587,11 +597,11 @@ class Vault:
             if not p.is_file():
                 raise ValidationError(f"import file {str(p)!r} does not exist")
             try:
-                lines: Iterable[str] = p.read_text(encoding="utf-8").splitlines()
+                lines: Iterable[str] = p.read_text(encoding="utf-8").split("\n")
             except UnicodeDecodeError as exc:
                 raise ValidationError(f"import file {str(p)!r} is not UTF-8 text: {exc}") from None
         elif hasattr(source, "read"):
-            lines = source.read().splitlines()
+            lines = source.read().split("\n")  # never splitlines(): U+2028, \x85, ... are not record breaks
         else:
             lines = source
-        return import_lines(self._ctx, lines)
+        return import_lines(self._ctx, lines, trust=trust)

@@ -75,7 +75,7 @@ def test_each_unit_has_its_setting_and_falls_back_to_the_old_one(tmp_path: Path)
         v.settings.set("auto_checkpoint_cells", 0)
     (tmp_path / "copy").mkdir()
     copy = syn.open_vault(tmp_path / "copy")
-    copy.import_jsonl(v.export_jsonl().splitlines())  # the settings travel in an export
+    copy.import_jsonl(v.export_jsonl().splitlines(), trust=True)  # the settings travel in an export
     assert copy.settings.get("auto_checkpoint_files") is None and copy.settings.get("auto_checkpoint_every") == 4
 
 

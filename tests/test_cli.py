@@ -111,7 +111,7 @@ def test_export_import_roundtrip(run: Any, project: Path, tmp_path: Path) -> Non
     assert stdout_export == dest.read_text(encoding="utf-8")
     fresh = tmp_path / "fresh"
     fresh.mkdir()
-    res = CliRunner().invoke(app, ["--vault", str(fresh), "memory", "import", "--yes", str(dest), "--json"])
+    res = CliRunner().invoke(app, ["--vault", str(fresh), "memory", "import", str(dest), "--trust", "--yes", "--json"])
     assert res.exit_code == 0, res.stderr
     counts = json.loads(res.stdout)
     assert counts.get("memory") == 1 and counts.get("decision") == 1

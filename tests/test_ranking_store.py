@@ -160,6 +160,6 @@ def test_episode_structure_is_checked_and_exported(tmp_path: Path) -> None:
     assert not any(plain.id in ln and '"thread"' in ln for ln in lines)  # unset optional fields are left out
     (tmp_path / "copy").mkdir()
     w = syn.open_vault(tmp_path / "copy")
-    w.import_jsonl(lines)
+    w.import_jsonl(lines, trust=True)
     got = w.episodes.get(e.id)
     assert (got.thread, got.seq, got.actor) == ("t", 0, "Ann")

@@ -119,7 +119,7 @@ for i in range(120):
         "outcome": f"Ann {words[i % 14]} and {words[(i * 5) % 14]} note {i} at home", "refs": [], "duration_s": None,
         "source": "user", "created_at": ts, "updated_at": ts, "thread": f"s{i // 10}", "seq": i % 10,
         "actor": "Ann" if i % 2 else "Bob"}, sort_keys=True))
-v.import_jsonl(lines)
+v.import_jsonl(lines, trust=True)
 out = []
 for w, q in [(w, q) for w in (0.3, 0.0)
              for q in ["Ann animals home", "where did Ann travel", "instruments Ann plays", "Ann money home"]]:

@@ -69,7 +69,7 @@ def test_roundtrip_is_byte_identical(full: syn.Vault, tmp_path: Path, clock: Fak
     text = full.export_jsonl(tmp_path / "vault.jsonl")
     (tmp_path / "fresh").mkdir(parents=True, exist_ok=True)  # open_vault never creates missing folders
     with syn.open_vault(tmp_path / "fresh", clock=clock) as fresh:
-        counts = fresh.import_jsonl(tmp_path / "vault.jsonl")
+        counts = fresh.import_jsonl(tmp_path / "vault.jsonl", trust=True)
         assert counts == {"checkpoint": 1, "decision": 1, "episode": 1, "lesson": 3, "memory": 4, "note": 1,
                           "setting": 1, "skipped": 0}
         assert fresh.export_jsonl() == text
@@ -80,7 +80,7 @@ def test_roundtrip_is_byte_identical(full: syn.Vault, tmp_path: Path, clock: Fak
         assert [x.id for x in fresh.memories.search("deployed")] == [x.id for x in full.memories.search("deployed")]
         assert [x.id for x in fresh.memories.by_tag("prod")] == [x.id for x in full.memories.by_tag("prod")]
         # re-import: idempotent
-        again = fresh.import_jsonl(io.StringIO(text))
+        again = fresh.import_jsonl(io.StringIO(text), trust=True)
         assert again["skipped"] == 11 and sum(v for k, v in again.items() if k not in ("skipped", "setting")) == 0
         assert fresh.export_jsonl() == text
 
@@ -92,7 +92,7 @@ def test_roundtrip_keeps_order_of_same_instant_records(vault: syn.Vault, tmp_pat
         vault.remember("knowledge", f"fact_{i}", "same instant")
     (tmp_path / "fresh").mkdir(parents=True, exist_ok=True)  # open_vault never creates missing folders
     with syn.open_vault(tmp_path / "fresh", clock=clock) as fresh:
-        fresh.import_jsonl(vault.export_jsonl().splitlines())
+        fresh.import_jsonl(vault.export_jsonl().splitlines(), trust=True)
         assert [c.id for c in fresh.checkpoints.list()] == [c.id for c in vault.checkpoints.list()]
         assert fresh.checkpoints.latest().id == vault.checkpoints.latest().id
         assert fresh.memories.recall_text() == vault.memories.recall_text()
@@ -102,7 +102,7 @@ def test_import_accepts_lines_and_blank_lines(full: syn.Vault, tmp_path: Path) -
     text = full.export_jsonl()
     (tmp_path / "fresh").mkdir(parents=True, exist_ok=True)  # open_vault never creates missing folders
     with syn.open_vault(tmp_path / "fresh") as fresh:
-        fresh.import_jsonl(["", *text.splitlines(), "   "])
+        fresh.import_jsonl(["", *text.splitlines(), "   "], trust=True)
         assert fresh.export_jsonl() == text
     (tmp_path / "empty").mkdir(parents=True, exist_ok=True)  # open_vault never creates missing folders
     with syn.open_vault(tmp_path / "empty") as e:
@@ -114,7 +114,7 @@ def test_import_merges_into_a_non_empty_vault(full: syn.Vault, tmp_path: Path) -
     (tmp_path / "other").mkdir(parents=True, exist_ok=True)  # open_vault never creates missing folders
     with syn.open_vault(tmp_path / "other") as other:
         mine = other.remember("knowledge", "mine", "local")
-        other.import_jsonl(full.export_jsonl().splitlines())
+        other.import_jsonl(full.export_jsonl().splitlines(), trust=True)
         assert other.memories.get(mine.id).content == "local"
         assert other.memories.count() == 3 + 1  # default mind: 3 imported (one expired is still stored) + mine
 
@@ -161,7 +161,7 @@ def test_hostile_files_refused_whole(full: syn.Vault, tmp_path: Path, case: str)
         target.remember("knowledge", "pre_existing", "stays")
         before = target.export_jsonl()
         with pytest.raises(syn.SynapseError) as ei:
-            target.import_jsonl(lines)
+            target.import_jsonl(lines, trust=True)
         assert isinstance(ei.value, syn.ValidationError | syn.ConflictError)
         assert "\n" not in str(ei.value)
         assert target.export_jsonl() == before
@@ -173,11 +173,11 @@ def test_id_colliding_with_different_content_refused(full: syn.Vault) -> None:
     mem = next(d for d in docs if d["kind"] == "memory")
     new = {**mem, "id": "mem_brandnew0001", "key": "unique_new_key"}
     with pytest.raises(syn.ConflictError, match=mem["id"]):
-        full.import_jsonl([hdr, json.dumps(new), json.dumps(mem | {"content": "tampered"})])
+        full.import_jsonl([hdr, json.dumps(new), json.dumps(mem | {"content": "tampered"})], trust=True)
     assert full.export_jsonl() == before
     # same (mind, category, key) under another id: also a conflict
     with pytest.raises(syn.ConflictError):
-        full.import_jsonl([hdr, json.dumps(mem | {"id": "mem_other0000001"})])
+        full.import_jsonl([hdr, json.dumps(mem | {"id": "mem_other0000001"})], trust=True)
     assert full.export_jsonl() == before
 
 
@@ -210,7 +210,7 @@ def test_import_validates_memory_values(vault: syn.Vault, tmp_path: Path, field:
     bad = json.loads(doc) | {field: _BAD_VALUES[field]}
     before = vault.export_jsonl()
     with pytest.raises(syn.ValidationError):
-        vault.import_jsonl([hdr, json.dumps(bad)])
+        vault.import_jsonl([hdr, json.dumps(bad)], trust=True)
     assert vault.export_jsonl() == before
 
 
@@ -218,7 +218,7 @@ _READER = """
 import json, sys
 import synapse_nb as syn
 v = syn.open_vault(sys.argv[1])
-v.import_jsonl(sys.argv[2])
+v.import_jsonl(sys.argv[2], trust=True)
 out = {
     "export": v.export_jsonl(),
     "list": [m.id for m in v.memories.list(include_expired=True)],

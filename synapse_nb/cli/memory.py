@@ -223,26 +223,37 @@ def memory_export(
 def memory_import(
     ctx: typer.Context,
     source: Annotated[str, typer.Argument(metavar="PATH", help="A JSON Lines export ('-' reads stdin).")],
+    trust: Annotated[bool, typer.Option("--trust", help="Accept the file's trust claims (records by the user, "
+                                        "verified memories, approved lessons, user analyses, settings) as "
+                                        "yours; they are listed.")] = False,
     yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Import an export in one all-or-nothing transaction (identical records are skipped).
 
     A human-only command: refused in an agent's shell, and without a terminal (stdin from a pipe) unless --yes.
+    What only a human makes (records with source user, verified memories, approved or expired lessons,
+    analyses by the user, settings) is refused, the whole file with it, unless you pass --trust: the error
+    lists the claims; with --trust the output does. Timestamps must lie in 1970-2100, and no later than the
+    vault's clock plus a day.
 
     Examples:
 
-        synapse-nb memory import vault.jsonl
+        synapse-nb memory import agent-notes.jsonl
 
-        cat vault.jsonl | synapse-nb memory import - --yes
+        synapse-nb memory import my-backup.jsonl --trust
+
+        cat my-backup.jsonl | synapse-nb memory import - --trust --yes
     """
-    require_human_here(ctx, yes, "importing records")
+    require_human_here(ctx, yes, "importing records with --trust" if trust else "importing records")
     v = open_vault_for(ctx)
-    counts = v.import_jsonl(sys.stdin if source == "-" else source)
+    counts = v.import_jsonl(sys.stdin if source == "-" else source, trust=trust)
     if as_json:
-        echo_json(counts)
+        echo_json(counts.to_dict())
     else:
         typer.echo("imported: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
+        if counts.claims:
+            typer.echo(f"trusted (accepted with --trust): {counts.claims_text()}")
 
 
 def remember(

@@ -76,9 +76,11 @@ def team_join(
 
     counts = join(url, source)
     if as_json:
-        echo_json(counts)
+        echo_json(counts.to_dict())
     else:
         typer.echo("imported " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "nothing new"))
+        if counts.claims:
+            typer.echo(f"trusted (your local vault's): {counts.claims_text()}")
 
 
 @team_app.command("status")

@@ -234,7 +234,7 @@ def test_hostile_import_refused_whole(world: dict[str, Any], tmp_path: Path, cas
     before = target.export_jsonl()
     bad = HOSTILE_IMPORTS[case](lines)
     with pytest.raises(syn.SynapseError) as ei:
-        target.import_jsonl(bad)
+        target.import_jsonl(bad, trust=True)
     assert "nothing was imported" in str(ei.value) and "\n" not in str(ei.value)
     assert target.export_jsonl() == before
     with pytest.raises(syn.PermissionDeniedError):  # an agent never imports, however benign the file

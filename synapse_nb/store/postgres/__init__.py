@@ -12,6 +12,9 @@ Where the SQL is:
                           gate_df/gate_stats triggers, change_log, next_stamp)
 ``sql/security.sql``      migration 2: the human gate (roles, grants, guard triggers, row-level security,
                           SECURITY DEFINER functions)
+``sql/ranking.sql``       migration 3: the ranking documents of recall engine v2 (BM25: body, context; threads)
+``sql/inputs.sql``        migration 4: settings and file flags move the data version
+``sql/clock.sql``         migration 5: next_stamp ignores a clock outside 1970-2100 (never overflows)
 ``migrate.py``            migrations under ``pg_advisory_xact_lock``; a newer schema is refused
 ``db.py``                 the pool, transactions, snapshots, stamps, error mapping, change notification
 ``tables.py``             the kind tables (the SQLite repositories + tsvector search, terms, guarded approval)

@@ -46,6 +46,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "human gate: roles, grants, guards, row-level security", "security.sql"),
     Migration(3, "ranking documents of recall engine v2 (BM25: body, context; threads)", "ranking.sql"),
     Migration(4, "settings and file flags move the data version (recall keeps them per version)", "inputs.sql"),
+    Migration(5, "the write clock ignores a stamp outside 1970-2100 instead of overflowing", "clock.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

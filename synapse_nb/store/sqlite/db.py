@@ -27,11 +27,10 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from synapse_nb._util import fmt_ts, parse_ts
+from synapse_nb._util import next_stamp
 from synapse_nb.errors import SchemaError, StoreError, SynapseError
 from synapse_nb.store.sqlite.schema import (FTS_FLUSH, FTS_MARKERS, FTS_QUEUE_CLEAR, FTS_QUEUE_TARGETS, MIGRATIONS,
                                             SCHEMA_VERSION, split_sql)
@@ -50,8 +49,12 @@ Change = tuple[str, str, bool]
 
 GET_CLOCK = "SELECT value FROM meta WHERE key = 'clock'"
 SET_CLOCK = "INSERT INTO meta(key, value) VALUES ('clock', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+#: The clock moves to ``ts`` unless it is later already; a clock outside the sane window (``_util.sane_ts``) is
+#: replaced, never kept (stamp() would ignore it, and later stamps must come after what was imported).
 ADVANCE_CLOCK = ("INSERT INTO meta(key, value) VALUES ('clock', ?) ON CONFLICT(key) DO UPDATE SET value = "
-                 "max(value, excluded.value)")
+                 "CASE WHEN value >= '1970-01-01T00:00:00.000000Z' AND value < '2100-01-01T00:00:00.000000Z' "
+                 "AND value GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]"
+                 ".[0-9][0-9][0-9][0-9][0-9][0-9]Z' THEN max(value, excluded.value) ELSE excluded.value END")
 
 
 def _is_locked(exc: sqlite3.OperationalError) -> bool:
@@ -322,7 +325,9 @@ class Database:
         """The write timestamp: ``now``, or 1 µs after the vault's last stamp (strictly increasing per vault).
 
         Taken under the write lock, so the order holds across processes. The last stamp is read once per
-        transaction and written back before the commit.
+        transaction and written back before the commit. A last stamp outside the sane window (year 9999, set by
+        an import of an older version) is ignored rather than stepped past: never an OverflowError
+        (:func:`synapse_nb._util.next_stamp`).
         """
         with self._lock:
             if not self._depth:
@@ -332,8 +337,7 @@ class Database:
             if last is None:
                 row = self._conn.execute(GET_CLOCK).fetchone()
                 last = row[0] if row is not None else ""
-            if last >= now:
-                now = fmt_ts(parse_ts(last) + timedelta(microseconds=1))
+            now = next_stamp(last, now)
             self._clock, self._clock_dirty = now, True
             return now
 
