@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from synapse_nb._util import fmt_ts, parse_ts
-from synapse_nb.errors import SchemaError, StoreError, SynapseError
+from synapse_nb.errors import PermissionDeniedError, SchemaError, StoreError, SynapseError
 from synapse_nb.store.sqlite.schema import (FTS_FLUSH, FTS_MARKERS, FTS_QUEUE_CLEAR, FTS_QUEUE_TARGETS, MIGRATIONS,
                                             SCHEMA_VERSION, split_sql)
 
@@ -86,9 +86,12 @@ class Database:
     'world'
     """
 
-    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+    def __init__(self, path: str | Path, *, readonly: bool = False, refusal: str | None = None) -> None:
         self.path = Path(path)
-        self._readonly = readonly
+        #: ``refusal`` opens read-only and says why a write is refused (a PermissionDeniedError carrying it)
+        self._readonly = readonly or refusal is not None
+        self._refusal = refusal
+        readonly = self._readonly
         self._lock = threading.RLock()
         self._depth = 0  # write transaction nesting
         self._snap = 0  # snapshot nesting (outside a write transaction)
@@ -223,6 +226,8 @@ class Database:
             if self._snap:
                 raise StoreError("a write transaction cannot start inside a snapshot (a read-only view); "
                                  "write before or after it")
+            if self._refusal is not None:
+                raise PermissionDeniedError(self._refusal)
             if self.readonly:
                 raise StoreError(f"the vault {self.path} is opened read-only; writes are refused")
             try:
