@@ -144,6 +144,10 @@ class Database:
             return sqlite3.connect(f"file:{self.path}", **kw)
         if not self.path.is_file():
             raise StoreError(f"there is no vault database at {self.path} to open read-only")
+        if self._refusal is not None and not self.path.with_name(self.path.name + "-wal").exists():
+            # a folder we may not write to (a symlink out of the project): a WAL reader would create -wal/-shm
+            # there; with no -wal nobody holds it open for writing, so it reads as immutable and nothing is created
+            return sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", **kw)
         conn = sqlite3.connect(f"file:{self.path}?mode=ro", **kw)
         try:
             conn.execute("PRAGMA user_version").fetchone()
