@@ -15,20 +15,20 @@ read pending lessons, change settings or import.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from synapse_nb._util import Clock, fmt_ts, parse_duration, shift, utcnow
+from synapse_nb.borrowed import Borrowed, detect
 from synapse_nb.context import ACTORS, Context, GitView, check_identity
 from synapse_nb.errors import (ConflictError, OfflineError, PermissionDeniedError, StoreError, SynapseError,
                                ValidationError, VaultNotFoundError)
 from synapse_nb.gitscope.repo import RepoInfo, find_repo
-from synapse_nb.gitscope.vaultdir import GITIGNORE_TEXT, ensure_gitignore, tracked_files, untrack_command
+from synapse_nb.gitscope.vaultdir import (GITIGNORE_TEXT, ensure_gitignore, holds_only_vault_files, tracked_files,
+                                          untrack_command)
 from synapse_nb.kinds.checkpoints import Checkpoints
 from synapse_nb.kinds.decisions import Decisions
 from synapse_nb.kinds.episodes import Episodes
@@ -41,7 +41,6 @@ from synapse_nb.store.records import Change, View
 from synapse_nb.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
-    from synapse_nb.borrowed import Borrowed
     from synapse_nb.follow import VerifyReport
     from synapse_nb.recall import Bars, Recall
     from synapse_nb.recall.engine import Recaller
@@ -127,21 +126,6 @@ def _locate(path: str | Path | None) -> tuple[Path, Path, str, Path | None]:
     return base / VAULT_DIRNAME, base, f"{label}{base}", None
 
 
-_VAULT_ENTRY = re.compile(r"^(synapse\.db(-wal|-shm|-journal)?|index|[\w.-]+\.lock|hook\.log(\.1)?|\.gitignore)$")
-
-
-def _holds_only_vault_files(folder: Path, limit: int = 64) -> bool:
-    """True when every entry of ``folder`` is one synapse-nb writes (looks at ``limit`` entries at most)."""
-    try:
-        with os.scandir(folder) as it:
-            for n, entry in enumerate(it):
-                if n >= limit or not _VAULT_ENTRY.match(entry.name):
-                    return False
-    except OSError:
-        return False
-    return True
-
-
 def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
                clock: Clock | None = None, readonly: bool = False, create: bool = True,
                offline: bool = False) -> Vault:
@@ -152,10 +136,8 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     missing parent folders are never created, so a mistyped path is a :class:`VaultNotFoundError`
     naming it, never a new empty vault. A new vault folder gets a ``.gitignore`` holding ``*`` (and an
     existing one gets it when missing), so git never stages, reverts or stashes the vault.
-    ``vault.created`` says whether this call created it. A *borrowed* vault (git tracks its database, or a
-    symlink in the project leads to it from outside: :mod:`synapse_nb.borrowed`) is flagged in every recall
-    (``vault.borrowed``), its approved lessons are in force only once a human here re-approved them, and through an
-    outside symlink every write is refused (:class:`PermissionDeniedError`, naming the symlink and its target).
+    ``vault.created`` says whether this call created it. A *borrowed* vault (``vault.borrowed``,
+    :mod:`synapse_nb.borrowed`: git tracks it, or a symlink leads out of the project to it) is flagged in every recall.
 
     Parameters
     ----------
@@ -195,9 +177,7 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     if isinstance(team, str) and team.lower().startswith(("postgresql://", "postgres://")):
         return open_team_vault(team, mind=mind, actor=actor, clock=clock, readonly=readonly, offline=offline)
     vault_dir, project_dir, shown, named = _locate(path)
-    from synapse_nb.borrowed import detect  # one git ls-files per open, never per recall
-
-    borrowed = detect(vault_dir, project_dir, named=named, db_name=DB_NAME)
+    borrowed = detect(vault_dir, project_dir, named=named, db_name=DB_NAME)  # one git ls-files per open, not per recall
     refusal = borrowed.refusal if borrowed is not None else None
     created = False
     if not (vault_dir / DB_NAME).is_file():
@@ -213,7 +193,7 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
             raise StoreError(f"cannot create the vault folder {vault_dir}: {exc.strerror or exc}") from exc
         created = True
     if not readonly and refusal is None and (vault_dir.name == VAULT_DIRNAME or created
-                                             or _holds_only_vault_files(vault_dir)):
+                                             or holds_only_vault_files(vault_dir)):
         ensure_gitignore(vault_dir)  # never into a folder that also holds the user's own files
     store = SqliteStore(vault_dir / DB_NAME, readonly=readonly, refusal=refusal)
     v = Vault(vault_dir, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
@@ -322,11 +302,7 @@ class Vault:
 
     @property
     def borrowed(self) -> Borrowed | None:
-        """Why this vault is borrowed (:class:`synapse_nb.borrowed.Borrowed`: ``reason``, ``line``), or None.
-
-        Found once by :func:`open_vault`: git tracks the database (it came with a clone), or a symlink in the
-        project leads to it from outside. Its approved lessons are in force only after a local re-approval.
-        """
+        """Why this vault is borrowed (:class:`synapse_nb.borrowed.Borrowed`, found by :func:`open_vault`), or None."""
         return self._git.borrowed
 
     @property

@@ -30,13 +30,14 @@ False
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from pathlib import Path
 
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope.repo import RepoInfo, find_repo
 
-__all__ = ["GITIGNORE_NAME", "GITIGNORE_TEXT", "ensure_gitignore", "in_prefix", "repo_prefix", "symlink_exit",
+__all__ = ["GITIGNORE_NAME", "GITIGNORE_TEXT", "ensure_gitignore", "holds_only_vault_files", "in_prefix", "repo_prefix", "symlink_exit",
            "tracked_files", "tracked_path", "untrack_command"]
 
 GITIGNORE_NAME = ".gitignore"
@@ -65,6 +66,22 @@ def ensure_gitignore(folder: str | Path) -> bool:
         return True
     except OSError:
         return False
+
+
+_VAULT_ENTRY = re.compile(r"^(synapse\.db(-wal|-shm|-journal)?|index|[\w.-]+\.lock|hook\.log(\.1)?|\.gitignore)$")
+
+
+def holds_only_vault_files(folder: Path, limit: int = 64) -> bool:
+    """True when every entry of ``folder`` is one synapse-nb writes (looks at ``limit`` entries at most): a folder
+    that may be given the vault's ``.gitignore``."""
+    try:
+        with os.scandir(folder) as it:
+            for n, entry in enumerate(it):
+                if n >= limit or not _VAULT_ENTRY.match(entry.name):
+                    return False
+    except OSError:
+        return False
+    return True
 
 
 def repo_prefix(repo: RepoInfo | None, folder: str | Path) -> str | None:
