@@ -323,3 +323,16 @@ def test_untracking_the_vault_ends_the_borrowing(clone: tuple[Path, str], git: A
     git(project, "rm", "-q", "-r", "--cached", ".synapse")
     v = syn.open_vault(project, create=False)
     assert v.borrowed is None and [x.id for x in v.lessons.in_force()] == [les_id]  # the human's deliberate choice
+
+
+def test_the_lesson_review_widget_approves_here(clone: tuple[Path, str]) -> None:
+    from synapse_nb.widgets import LessonReview
+
+    project, les_id = clone
+    v = syn.open_vault(project, create=False)
+    w = LessonReview(v)
+    card = w.cards[les_id]
+    assert card.reapprove_button is not None and card.reapprove_button.description == "Approve here"
+    assert card.text.value == LESSON  # a human's wording, shown to be read
+    card.reapprove_button.click()
+    assert [x.id for x in v.lessons.in_force()] == [les_id] and les_id not in w.cards
