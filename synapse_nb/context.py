@@ -28,6 +28,7 @@ from synapse_nb.gitscope.vaultdir import in_prefix, repo_prefix
 from synapse_nb.store.records import View
 
 if TYPE_CHECKING:
+    from synapse_nb.borrowed import Borrowed
     from synapse_nb.store.base import VaultStore
 
 __all__ = ["ACTORS", "AGENT_ENVIRONMENT", "MIND_PATTERN", "Actor", "Context", "GitView", "agent_environment",
@@ -93,12 +94,15 @@ class GitView:
     """What the core needs of git for one vault: the repository, HEAD, the default branch, the vault's folder.
 
     Everything is read from files (no ``git`` process); the repository and the vault's repository-relative
-    folder are found once and cached. Outside git every answer is None.
+    folder are found once and cached. Outside git every answer is None. ``borrowed`` says whether the vault is
+    borrowed (:mod:`synapse_nb.borrowed`: git tracks it, or a symlink leads out of the project), as
+    :func:`synapse_nb.vault.open_vault` found once; None for a vault of one's own.
     """
 
-    def __init__(self, project_dir: Path, vault_dir: Path) -> None:
+    def __init__(self, project_dir: Path, vault_dir: Path, borrowed: Borrowed | None = None) -> None:
         self.project_dir = project_dir
         self.vault_dir = vault_dir
+        self.borrowed = borrowed
         self._repo: object = _UNSET
         self._prefix: object = _UNSET
 

@@ -402,6 +402,10 @@ class Status:
     tracked_by_git: tuple[str, ...] = ()
     #: the one command that untracks the vault (run at the repository root), when git tracks it
     untrack_command: str | None = None
+    #: why the vault is borrowed and what to do (:mod:`synapse_nb.borrowed`), None for a vault of one's own
+    borrowed: str | None = None
+    #: lessons approved in the borrowed vault that no human here re-approved yet (not in force)
+    awaiting_local_approval: tuple[str, ...] = ()
 
     @property
     def git_warning(self) -> str | None:
@@ -420,10 +424,16 @@ class Status:
             "expiring_lessons": list(self.expiring_lessons), "schema_version": self.schema_version,
             "dangling": list(self.dangling), "possibly_stale": list(self.possibly_stale),
             "tracked_by_git": list(self.tracked_by_git), "untrack_command": self.untrack_command,
+            "borrowed": self.borrowed, "awaiting_local_approval": list(self.awaiting_local_approval),
         }
 
     def __str__(self) -> str:
         lines = [f"vault {self.vault_path} (mind {self.mind}, actor {self.actor}, schema v{self.schema_version})"]
+        if self.borrowed:
+            lines.insert(0, self.borrowed)
+        if self.awaiting_local_approval:
+            lines.append(f"  approved elsewhere, awaiting local approval (not in force): "
+                         f"{', '.join(self.awaiting_local_approval)}")
         if self.git_warning:
             lines.append(f"  {self.git_warning}")
         for kind in sorted(self.counts):

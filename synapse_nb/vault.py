@@ -15,20 +15,20 @@ read pending lessons, change settings or import.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from synapse_nb._util import Clock, fmt_ts, parse_duration, shift, utcnow
+from synapse_nb.borrowed import Borrowed, detect
 from synapse_nb.context import ACTORS, Context, GitView, check_identity
 from synapse_nb.errors import (ConflictError, OfflineError, PermissionDeniedError, StoreError, SynapseError,
                                ValidationError, VaultNotFoundError)
 from synapse_nb.gitscope.repo import RepoInfo, find_repo
-from synapse_nb.gitscope.vaultdir import GITIGNORE_TEXT, ensure_gitignore, tracked_files, untrack_command
+from synapse_nb.gitscope.vaultdir import (GITIGNORE_TEXT, ensure_gitignore, holds_only_vault_files, tracked_files,
+                                          untrack_command)
 from synapse_nb.kinds.checkpoints import Checkpoints
 from synapse_nb.kinds.decisions import Decisions
 from synapse_nb.kinds.episodes import Episodes
@@ -84,16 +84,18 @@ def find_vault_dir(path: str | Path | None = None) -> tuple[Path, Path]:
     >>> find_vault_dir(proj) == (proj.resolve() / ".synapse", proj.resolve())
     True
     """
-    vault_dir, project_dir, _ = _locate(path)
+    vault_dir, project_dir, _, _ = _locate(path)
     return vault_dir, project_dir
 
 
-def _locate(path: str | Path | None) -> tuple[Path, Path, str]:
-    """:func:`find_vault_dir` plus how to name the location in a message (``SYNAPSE_HOME=/x`` or ``/x``)."""
+def _locate(path: str | Path | None) -> tuple[Path, Path, str, Path | None]:
+    """:func:`find_vault_dir` plus how to name the location in a message (``SYNAPSE_HOME=/x`` or ``/x``), and the
+    vault folder as named (absolute, not resolved) when the path named the vault folder itself (else None)."""
     label = ""
     if path is None and os.environ.get("SYNAPSE_HOME", "").strip():
         path, label = os.environ["SYNAPSE_HOME"].strip(), "SYNAPSE_HOME="
     try:
+        named = None if path is None else Path(path).expanduser().absolute()
         base = (Path.cwd() if path is None else Path(path).expanduser()).resolve()
     except (OSError, RuntimeError) as exc:
         raise VaultNotFoundError(f"cannot resolve the vault location {label}{path!s}: {exc}") from None
@@ -103,7 +105,7 @@ def _locate(path: str | Path | None) -> tuple[Path, Path, str]:
                                      "synapse-nb never creates missing folders")
         if base.exists() and not base.is_dir():
             raise VaultNotFoundError(f"no vault at {label}{base}: it is a file, not a vault folder")
-        return base, base.parent, f"{label}{base}"
+        return base, base.parent, f"{label}{base}", named
     if not base.exists():
         raise VaultNotFoundError(f"no vault at {label}{base}: the folder does not exist (a typo?); name an existing "
                                  "project folder or vault folder (synapse-nb never creates missing folders)")
@@ -118,26 +120,11 @@ def _locate(path: str | Path | None) -> tuple[Path, Path, str]:
                 "project folder (its vault is .synapse/) or a vault folder, never both. Keep the project's vault and "
                 f"move the stray one aside: mkdir {aside} && mv {base / DB_NAME}* {aside}/ (then merge it if wanted: "
                 f"synapse-nb --vault {aside} memory export | synapse-nb --vault {base} memory import -)")
-        return base, Path.cwd().resolve(), f"{label}{base}"  # a vault folder of another name serves the project you work in
+        return base, Path.cwd().resolve(), f"{label}{base}", named  # a vault folder of another name serves the project you work in
     repo = find_repo(base)
     if repo is not None:
-        return repo.main_work_tree / VAULT_DIRNAME, base, f"{label}{base}"
-    return base / VAULT_DIRNAME, base, f"{label}{base}"
-
-
-_VAULT_ENTRY = re.compile(r"^(synapse\.db(-wal|-shm|-journal)?|index|[\w.-]+\.lock|hook\.log(\.1)?|\.gitignore)$")
-
-
-def _holds_only_vault_files(folder: Path, limit: int = 64) -> bool:
-    """True when every entry of ``folder`` is one synapse-nb writes (looks at ``limit`` entries at most)."""
-    try:
-        with os.scandir(folder) as it:
-            for n, entry in enumerate(it):
-                if n >= limit or not _VAULT_ENTRY.match(entry.name):
-                    return False
-    except OSError:
-        return False
-    return True
+        return repo.main_work_tree / VAULT_DIRNAME, base, f"{label}{base}", None
+    return base / VAULT_DIRNAME, base, f"{label}{base}", None
 
 
 def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
@@ -150,7 +137,8 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     missing parent folders are never created, so a mistyped path is a :class:`VaultNotFoundError`
     naming it, never a new empty vault. A new vault folder gets a ``.gitignore`` holding ``*`` (and an
     existing one gets it when missing), so git never stages, reverts or stashes the vault.
-    ``vault.created`` says whether this call created it.
+    ``vault.created`` says whether this call created it. A *borrowed* vault (``vault.borrowed``,
+    :mod:`synapse_nb.borrowed`: git tracks it, or a symlink leads out of the project to it) is flagged in every recall.
 
     Parameters
     ----------
@@ -189,21 +177,28 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     team = path if path is not None else os.environ.get("SYNAPSE_HOME", "").strip() or None
     if isinstance(team, str) and team.lower().startswith(("postgresql://", "postgres://")):
         return open_team_vault(team, mind=mind, actor=actor, clock=clock, readonly=readonly, offline=offline)
-    vault_dir, project_dir, shown = _locate(path)
+    vault_dir, project_dir, shown, named = _locate(path)
+    borrowed = detect(vault_dir, project_dir, named=named, db_name=DB_NAME)  # one git ls-files per open, not per recall
+    refusal = borrowed.refusal if borrowed is not None else None
     created = False
     if not (vault_dir / DB_NAME).is_file():
         if readonly or not create:
             raise VaultNotFoundError(
                 f"no vault at {shown} (looked for .synapse/ at the git root, or in the folder outside git: "
                 f"{vault_dir}); create one with `synapse-nb init` or by writing a memory")
+        if refusal is not None:  # never create a vault (or its .gitignore) outside the project
+            raise PermissionDeniedError(refusal)
         try:
             vault_dir.mkdir(exist_ok=True)  # never parents: find_vault_dir checked that the folder around exists
         except OSError as exc:
             raise StoreError(f"cannot create the vault folder {vault_dir}: {exc.strerror or exc}") from exc
         created = True
-    if not readonly and (vault_dir.name == VAULT_DIRNAME or created or _holds_only_vault_files(vault_dir)):
+    if not readonly and refusal is None and (vault_dir.name == VAULT_DIRNAME or created
+                                             or holds_only_vault_files(vault_dir)):
         ensure_gitignore(vault_dir)  # never into a folder that also holds the user's own files
-    v = Vault(vault_dir, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly)
+    store = SqliteStore(vault_dir / DB_NAME, readonly=readonly, refusal=refusal)
+    v = Vault(vault_dir, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
+              _store=store, _git=GitView(project_dir, vault_dir, borrowed))
     v.created = created
     return v
 
@@ -305,6 +300,11 @@ class Vault:
         """The same vault (same connection) acting as the agent actor. There is no ``as_user``."""
         return Vault(self.path, project_dir=self.project_dir, mind=self.mind, actor="agent", clock=self._clock,
                      _store=self._store.for_actor("agent"), _git=self._git)  # a team vault: the agent's role
+
+    @property
+    def borrowed(self) -> Borrowed | None:
+        """Why this vault is borrowed (:class:`synapse_nb.borrowed.Borrowed`, found by :func:`open_vault`), or None."""
+        return self._git.borrowed
 
     @property
     def db_path(self) -> Path:
@@ -527,12 +527,15 @@ class Vault:
         les_soon = store.lessons.expiring(m, ts, fmt_ts(now + timedelta(days=2)))
         flags = self.flags()
         prefix, tracked = tracked_files(self.path)
+        borrowed = self._git.borrowed
+        awaiting = () if borrowed is None or self.actor == "agent" else tuple(x.id for x in self.lessons.awaiting_local())
         return Status(vault_path=str(self.path), mind=m, actor=self.actor, counts=counts, pending_lessons=pending,
                       expiring_memories=expiring, expiring_lessons=les_soon, schema_version=store.schema_version,
                       dangling=tuple(sorted(r for r, f in flags.items() if "dangling" in f)),
                       possibly_stale=tuple(sorted(r for r, f in flags.items() if "stale" in f)),
                       tracked_by_git=tracked,
-                      untrack_command=untrack_command(prefix) if tracked and prefix else None)
+                      untrack_command=untrack_command(prefix) if tracked and prefix else None,
+                      borrowed=borrowed.line if borrowed is not None else None, awaiting_local_approval=awaiting)
 
     def prune(self, *, sessions_older_than: str | timedelta = "30d") -> PruneReport:
         """Delete expired memories, mark expired lessons, forget old per-session delta state (user only)."""

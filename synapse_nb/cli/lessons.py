@@ -93,11 +93,22 @@ def lessons_list(
     """
     v = open_vault_for(ctx)
     recs = v.lessons.list(status=status, limit=limit_arg(limit))
+    borrowed = v.borrowed
+    awaiting = {x.id for x in v.lessons.awaiting_local()} if borrowed is not None and v.actor == "user" else set()
     if as_json:
-        print_records(recs, True, "")
+        if borrowed is None:
+            print_records(recs, True, "")
+        else:  # each lesson says whether it is in force here
+            echo_json([{**record_json(r), "awaiting_local_approval": r.id in awaiting} for r in recs])
         return
+    if borrowed is not None:
+        typer.echo(borrowed.line)
     empty = "" if recs else none_found(v.lessons.count(), "lesson", "lessons", f"no {status} lessons")
-    print_records(recs, False, empty)
+    if not recs:
+        typer.echo(empty)
+    for r in recs:
+        typer.echo(record_line(r) + ("  (approved elsewhere: awaiting local approval, not in force; "
+                                     f"{PROG} lessons approve {r.id})" if r.id in awaiting else ""))
 
 
 _ANSWERS = {"a": "a", "approve": "a", "w": "w", "wording": "w", "e": "e", "edit": "e", "r": "r", "reject": "r",
@@ -131,7 +142,8 @@ def lessons_review(ctx: typer.Context, yes: YesOpt = False) -> None:
     wording to approve is an agent's (its analysis, or the summary of a lesson an agent created), approving it
     takes the answer w ("approve the agent's wording as it is"); a plain a is for wording a human or a revert
     scan wrote. Answers are read from the terminal; from a pipe they need --yes (a human-only command):
-    a / w / e / r / s, q to stop.
+    a / w / e / r / s, q to stop. In a borrowed vault (git tracks it, or a symlink leads to it from outside) the
+    lessons approved elsewhere and awaiting local approval come after the pending ones.
 
     Examples:
 
@@ -141,13 +153,17 @@ def lessons_review(ctx: typer.Context, yes: YesOpt = False) -> None:
     """
     require_human_here(ctx, yes, "reviewing lessons")
     v = open_vault_for(ctx)
-    pending = v.lessons.pending()
+    awaiting = list(v.lessons.awaiting_local())  # a borrowed vault: lessons approved elsewhere, not here
+    pending = [*v.lessons.pending(), *awaiting]
+    if v.borrowed is not None:
+        typer.echo(v.borrowed.line)
     if not pending:
         typer.echo("no pending lessons: nothing to review")
         return
     done = {"approved": 0, "rejected": 0, "skipped": 0}
-    typer.echo(f"{plural(len(pending), 'pending lesson')}. For each: [a]pprove, [e]dit then approve, [r]eject, [s]kip, "
-               "[q]uit ([w] approves an agent's wording as it is).")
+    also = f" ({len(awaiting)} approved elsewhere, awaiting local approval)" if awaiting else ""
+    typer.echo(f"{plural(len(pending), 'pending lesson')}{also}. For each: [a]pprove, [e]dit then approve, [r]eject, "
+               "[s]kip, [q]uit ([w] approves an agent's wording as it is).")
     for i, les in enumerate(pending, 1):
         wording, by = v.lessons.proposed_wording(les)
         typer.echo(f"\n({i}/{len(pending)}) " + _lesson_text(les, v.lessons.backing(les)))
@@ -197,7 +213,9 @@ def lessons_approve(
     """Approve a pending lesson (or re-approve an expired one): it then heads every recall.
 
     A human-only command: refused in an agent's shell, and without a terminal unless --yes. Wording an agent
-    wrote needs --accept-agent-text (read it first: synapse-nb lessons list, or lessons review).
+    wrote needs --accept-agent-text (read it first: synapse-nb lessons list, or lessons review). In a borrowed
+    vault (git tracks it, or a symlink leads to it from outside), a lesson approved elsewhere is in force only once
+    approved here: this records that approval outside the vault (in the repository's git dir).
 
     Examples:
 

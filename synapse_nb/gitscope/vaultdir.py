@@ -11,6 +11,9 @@ the user's own ignore rules. Memory goes into git only on purpose, as an export 
   scans, verify and staleness can leave the vault's own files out.
 - :func:`tracked_files` asks git (one ``git ls-files``) which files of the folder are still tracked,
   e.g. committed by an older version; :func:`untrack_command` is the one command that fixes it.
+- :func:`tracked_path` says whether git tracks one file of the folder (the vault's database: a vault that came
+  with a clone), and :func:`symlink_exit` finds the symlink through which a folder leaves its project; both make
+  a vault *borrowed* (:mod:`synapse_nb.borrowed`).
 
 Examples
 --------
@@ -27,14 +30,15 @@ False
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from pathlib import Path
 
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope.repo import RepoInfo, find_repo
 
-__all__ = ["GITIGNORE_NAME", "GITIGNORE_TEXT", "ensure_gitignore", "in_prefix", "repo_prefix", "tracked_files",
-           "untrack_command"]
+__all__ = ["GITIGNORE_NAME", "GITIGNORE_TEXT", "ensure_gitignore", "holds_only_vault_files", "in_prefix", "repo_prefix", "symlink_exit",
+           "tracked_files", "tracked_path", "untrack_command"]
 
 GITIGNORE_NAME = ".gitignore"
 GITIGNORE_TEXT = (
@@ -62,6 +66,22 @@ def ensure_gitignore(folder: str | Path) -> bool:
         return True
     except OSError:
         return False
+
+
+_VAULT_ENTRY = re.compile(r"^(synapse\.db(-wal|-shm|-journal)?|index|[\w.-]+\.lock|hook\.log(\.1)?|\.gitignore)$")
+
+
+def holds_only_vault_files(folder: Path, limit: int = 64) -> bool:
+    """True when every entry of ``folder`` is one synapse-nb writes (looks at ``limit`` entries at most): a folder
+    that may be given the vault's ``.gitignore``."""
+    try:
+        with os.scandir(folder) as it:
+            for n, entry in enumerate(it):
+                if n >= limit or not _VAULT_ENTRY.match(entry.name):
+                    return False
+    except OSError:
+        return False
+    return True
 
 
 def repo_prefix(repo: RepoInfo | None, folder: str | Path) -> str | None:
@@ -123,3 +143,60 @@ def tracked_files(folder: str | Path, *, timeout: float = 10.0) -> tuple[str | N
 def untrack_command(prefix: str) -> str:
     """The command that stops git tracking the folder ``prefix`` (run at the repository root; files stay on disk)."""
     return f"git rm -r --cached {shlex.quote(prefix.rstrip('/'))}"
+
+
+def tracked_path(folder: str | Path, name: str, *, timeout: float = 5.0) -> str | None:
+    """The repository-relative path of ``folder/name`` when git tracks it (it is in the index), else None.
+
+    One ``git ls-files`` for that one path; None outside git, for a folder the repository does not contain, and
+    when git is missing or cannot answer in ``timeout`` seconds.
+    """
+    from synapse_nb.gitscope._git import run_git
+
+    repo = find_repo(folder)
+    prefix = repo_prefix(repo, folder)
+    if repo is None or prefix is None:
+        return None
+    try:
+        out = run_git(repo, "--literal-pathspecs", "ls-files", "-z", "--full-name", "--", prefix + name,
+                      timeout=timeout)
+    except GitError:
+        return None
+    paths = [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+    return paths[0] if paths else None
+
+
+def symlink_exit(folder: str | Path, root: str | Path) -> tuple[Path, Path] | None:
+    """(symlink, where it points) when ``folder`` is reached through a symlink that leads out of ``root``.
+
+    None when ``folder`` (resolved) lies inside ``root`` (resolved): a symlink that stays in the project, or none;
+    and when ``folder`` is not below ``root`` (a folder named outside the project is nobody's symlink into it).
+    The symlink reported is the first component below ``root`` that is one (``root/.synapse`` itself, most often).
+
+    >>> import tempfile, pathlib, os
+    >>> root, away = pathlib.Path(tempfile.mkdtemp()), pathlib.Path(tempfile.mkdtemp())
+    >>> os.symlink(away, root / ".synapse")
+    >>> symlink_exit(root / ".synapse", root) == (root / ".synapse", away.resolve())
+    True
+    >>> symlink_exit(root / "plain", root) is None
+    True
+    """
+    folder, root = Path(folder), Path(root)
+    real_root = Path(os.path.realpath(root))
+
+    def inside(p: Path) -> bool:
+        real = Path(os.path.realpath(p))
+        return real == real_root or real_root in real.parents
+
+    if inside(folder):
+        return None
+    try:
+        rel = folder.relative_to(root)
+    except ValueError:
+        return None
+    step = root
+    for part in rel.parts:  # the first step that leaves the root is the symlink (its parent was inside)
+        step = step / part
+        if not inside(step):
+            return step, Path(os.path.realpath(step))
+    return None  # pragma: no cover - folder itself left the root

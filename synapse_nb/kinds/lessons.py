@@ -12,10 +12,15 @@ only, and reaches a pending one only through :meth:`Lessons.submit_analysis`, by
 names lessons by id or unique prefix; an agent by the exact id, so that probing prefixes finds nothing), and
 messages never list an id the actor may not read. Approving wording an agent wrote takes an explicit choice
 (:meth:`Lessons.approve`'s ``accept_agent_text``).
+
+In a *borrowed* vault (:mod:`synapse_nb.borrowed`: git tracks it, or a symlink leads to it from outside) an
+approved lesson is in force only once a human here re-approved it (:meth:`Lessons.approve`, recorded outside the
+vault); until then it is "awaiting local approval" (:meth:`Lessons.awaiting_local`), and agents do not see it.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +63,33 @@ class Lessons(KindManager[Lesson]):
 
     def _view(self) -> View:
         return self._ctx.view(in_force_only=self._ctx.actor == "agent")  # agents see lessons in force only
+
+    def approved_here(self, les: Lesson) -> bool:
+        """Whether ``les`` counts as approved in this checkout: approved, and, in a borrowed vault, re-approved by a
+        human here (same text and branch, that approval still running)."""
+        if les.status != "approved":
+            return False
+        borrowed = self._ctx.git.borrowed
+        if borrowed is None:
+            return True
+        return borrowed.approvals is not None and borrowed.approvals.approved_here(les, self._ctx.now_ts())
+
+    def _hide_borrowed(self, recs: list[Lesson]) -> list[Lesson]:
+        """An agent reads a borrowed vault's approved lessons only once a human here re-approved them."""
+        if self._ctx.actor != "agent" or self._ctx.git.borrowed is None:
+            return recs
+        return [x for x in recs if self.approved_here(x)]
+
+    def get(self, id: str) -> Lesson:
+        """The lesson with this id (or unique id prefix; an agent: the full id, of a lesson in force)."""
+        les = super().get(id)
+        if not self._hide_borrowed([les]):
+            raise PermissionDeniedError(f"lesson {id.strip()!r} is not readable by the agent actor")
+        return les
+
+    def search(self, q: str, *, limit: int = 50) -> RecordList[Lesson]:
+        """Full-text search over lessons (an agent: approved lessons in force only)."""
+        return RecordList(self._hide_borrowed(list(super().search(q, limit=limit))))
 
     @staticmethod
     def check_record(les: Lesson) -> None:
@@ -115,13 +147,13 @@ class Lessons(KindManager[Lesson]):
         """
         limit = check_limit(limit)
         if status is None:
-            return RecordList(self._table.list(self._view(), limit=limit))
+            return RecordList(self._hide_borrowed(self._table.list(self._view(), limit=limit)))
         if status not in STATUSES:
             raise ValidationError(f"status {status!r} is not accepted; use one of: {', '.join(STATUSES)}")
         if self._ctx.actor == "agent" and status != "approved":
             raise PermissionDeniedError(f"an agent may not list {status} lessons; only approved lessons are shown "
                                         "to agents (a pending lesson is reached by id, to submit an analysis)")
-        return RecordList(self._table.list(self._view(), status=status, limit=limit))
+        return RecordList(self._hide_borrowed(self._table.list(self._view(), status=status, limit=limit)))
 
     def pending(self) -> RecordList[Lesson]:
         """Lessons waiting for a human decision (user actor only)."""
@@ -135,17 +167,30 @@ class Lessons(KindManager[Lesson]):
         """The approved lessons that head every recall on ``branch`` (default: the current git branch).
 
         Those of that branch, of the default branch (origin's HEAD, else main, else master) and those
-        with no branch; outside git, every approved lesson. Most recently approved first.
+        with no branch; outside git, every approved lesson. Most recently approved first. In a borrowed vault,
+        only those a human here re-approved (:meth:`approved_here`).
         """
         git = self._ctx.git
         if branch is _CURRENT:
             branch = git.head()[0]
         les = list(self.approved())
+        if git.borrowed is not None:
+            les = [x for x in les if self.approved_here(x)]
         if git.repo is not None or branch is not None:  # outside git there is no branch to scope by
             default = git.default_branch()
             les = [x for x in les if x.branch is None or x.branch in {branch, default}]
         les.sort(key=lambda x: (x.approved_at or "", x.id), reverse=True)
         return RecordList(les)
+
+    def awaiting_local(self) -> RecordList[Lesson]:
+        """A borrowed vault's approved lessons no human here re-approved yet (not in force; the user actor only).
+
+        Empty for a vault of one's own. ``synapse-nb lessons approve ID`` (or :meth:`approve`) re-approves one.
+        """
+        if self._ctx.git.borrowed is None:
+            return RecordList()
+        self._require_user("list lessons awaiting local approval")
+        return RecordList(x for x in self.approved() if not self.approved_here(x))
 
     def expired(self) -> RecordList[Lesson]:
         """Approved lessons whose time ran out; they can be re-approved."""
@@ -165,6 +210,11 @@ class Lessons(KindManager[Lesson]):
         in force for ``expiry_days`` (default: the vault's ``lesson_expiry_days``). An empty or blank ``text`` is
         refused (:class:`ValidationError`).
 
+        In a borrowed vault (:mod:`synapse_nb.borrowed`) every approval is also recorded here, outside the vault
+        (``<git-common-dir>/synapse-nb/approvals.json``), and only so recorded lessons are in force. A lesson approved
+        elsewhere (awaiting local approval) is re-approved as it reads by recording that alone: the borrowed
+        database is not rewritten. Through an outside symlink a change of wording is refused like every write.
+
         Examples
         --------
         >>> v.lessons.approve("les_3f9a0c12be47", text="Never retry payments without an idempotency key")  # doctest: +SKIP
@@ -179,9 +229,13 @@ class Lessons(KindManager[Lesson]):
                 raise ValidationError("lesson text must not be empty; give the lesson's wording, or leave the text "
                                       "out to approve the analysis (or else the summary) as it is")
         les = self.get(id)
-        if les.status == "approved":
+        borrowed = self._ctx.git.borrowed
+        if les.status == "approved" and (borrowed is None or self.approved_here(les)):
             raise ConflictError(f"lesson {les.id} is already approved and in force until {les.expires_at}; "
                                 "only pending or expired lessons can be approved")
+        if borrowed is not None and borrowed.approvals is None:
+            raise PermissionDeniedError(f"cannot approve lesson {les.id} here: {borrowed.why}, and outside git there "
+                                        f"is nowhere to record a local approval; {borrowed.remedy}")
         if text is None:
             text, by = self.proposed_wording(les)
             if by == "agent" and not accept_agent_text:
@@ -196,11 +250,20 @@ class Lessons(KindManager[Lesson]):
             raise ValidationError(f"expiry_days must be a whole number of days from 1 to 3650, got {days!r}")
         ctx = self._ctx
         now = ctx.now()
+        until = fmt_ts(now + timedelta(days=days))
+        if borrowed is not None and les.status == "approved" and text == les.text:
+            # a borrowed lesson approved elsewhere, approved here as it reads: recorded outside the vault only
+            # (the tracked database is not rewritten, nothing is written through a symlink)
+            assert borrowed.approvals is not None
+            borrowed.approvals.record(les, at=fmt_ts(now), expires_at=until, vault=borrowed.path)
+            return replace(les, expires_at=min(les.expires_at or until, until))  # in force here until then
         with ctx.store.transaction():
             self._table.update(les.id, updated_at=ctx.store.stamp(ctx.now_ts()), status="approved",
-                               lesson_text=text, approved_at=fmt_ts(now),
-                               expires_at=fmt_ts(now + timedelta(days=days)))
-        return self.get(les.id)
+                               lesson_text=text, approved_at=fmt_ts(now), expires_at=until)
+            approved = self.get(les.id)
+            if borrowed is not None and borrowed.approvals is not None:  # inside the transaction: both or neither
+                borrowed.approvals.record(approved, at=fmt_ts(now), expires_at=until, vault=borrowed.path)
+        return approved
 
     @staticmethod
     def proposed_wording(les: Lesson) -> tuple[str, str]:

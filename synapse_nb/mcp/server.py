@@ -79,15 +79,26 @@ def _errors() -> Iterator[None]:
         raise ToolError(" ".join(str(exc).split()) or type(exc).__name__) from None
 
 
-def _result(text: str, data: dict[str, Any], budget_tokens: int = DEFAULT_ANSWER_TOKENS) -> CallToolResult:
+def _result(text: str, data: dict[str, Any], budget_tokens: int = DEFAULT_ANSWER_TOKENS,
+            borrowed: dict[str, Any] | None = None) -> CallToolResult:
     """A tool answer within ``budget_tokens`` (text and structured content together; about 4 characters a token).
 
     The text keeps whole lines from the top and says how many it left out; the structured content keeps whole
-    list items and cuts long strings, and says what it left out under ``"left_out"``.
+    list items and cuts long strings, and says what it left out under ``"left_out"``. ``borrowed`` (a borrowed
+    vault: :meth:`synapse_nb.borrowed.Borrowed.to_dict`) makes its ``line`` the first line of the text and is the
+    ``"borrowed"`` field of the structured content; no cut ever drops either.
     """
     limit = max(400, budget_tokens * 4)
+    if borrowed is not None:
+        line = borrowed["line"]
+        if not text.startswith(line):  # a recall's text starts with it already
+            text = f"{line}\n\n{text}"
+        data = {k: v for k, v in data.items() if k != "borrowed"}
+        limit = max(400, limit - len(line) - _size(borrowed))
     text = _cut_text(text, limit // 2 if len(text) > limit // 2 else limit)
     data = _cut_data(data, max(200, limit - len(text)))
+    if borrowed is not None:
+        data = {**data, "borrowed": borrowed}
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
@@ -219,6 +230,12 @@ class _Handle:
             raise exc
         return v
 
+    def borrowed(self) -> dict[str, Any] | None:
+        """Why the open vault is borrowed (it heads every answer), or None."""
+        v = self._vault
+        b = None if v is None or v.offline else v.borrowed  # a team vault is never file-borrowed
+        return b.to_dict() if b is not None else None
+
     def answer_tokens(self) -> int:
         """The answer budget: the open vault's ``mcp_answer_tokens`` setting, else :data:`DEFAULT_ANSWER_TOKENS`."""
         v = self._vault
@@ -267,7 +284,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
     server = MCPServer("synapse-nb", instructions=INSTRUCTIONS, version=__version__)
 
     def answer(text: str, data: dict[str, Any]) -> CallToolResult:
-        return _result(text, data, handle.answer_tokens())
+        return _result(text, data, handle.answer_tokens(), handle.borrowed())
 
     @server.tool()
     async def get_approved_memory() -> CallToolResult:

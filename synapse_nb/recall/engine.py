@@ -264,9 +264,13 @@ class Recaller:
         kept = self._staleness.annotate(kept, version)
         reason, note = empty_reason(query, kept, rows, bars)
         text = assemble(query, kept, lessons, shown_before, note)
+        borrowed = ctx.git.borrowed  # found once when the vault was opened
+        if borrowed is not None:
+            text = f"{borrowed.line}\n\n{text}"
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
                       nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=rows,
-                      coverage=coverage, version=".".join(map(str, version)))
+                      coverage=coverage, version=".".join(map(str, version)),
+                      borrowed=borrowed.to_dict() if borrowed is not None else None)
 
     def _rank(self, query: str, files: tuple[str, ...], bars: Bars, now: str, version: object) -> _Ranking:
         """BM25 hits plus exact-match bonuses, through the structure step; the candidate rows of the walk."""

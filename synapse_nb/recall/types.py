@@ -263,6 +263,9 @@ class Recall:
     coverage: float = 0.0
     #: the vault state this recall read (see above); "" when built by hand
     version: str = ""
+    #: why the vault is borrowed (:meth:`synapse_nb.borrowed.Borrowed.to_dict`: reason, path, target, line), None for
+    #: a vault of one's own; its ``line`` is then the first line of ``text``
+    borrowed: dict[str, Any] | None = None
 
     def explain(self) -> RecallExplanation:
         """A table of every candidate near the bars and why it was kept or dropped."""
@@ -272,7 +275,7 @@ class Recall:
         return {"query": self.query, "session": self.session, "text": self.text, "nothing_new": self.nothing_new,
                 "empty_reason": self.empty_reason, "items": [i.to_dict() for i in self.items],
                 "lessons": [les.id for les in self.lessons], "path": self.path, "coverage": round(self.coverage, 6),
-                "version": self.version}
+                "version": self.version, "borrowed": self.borrowed}
 
     def __str__(self) -> str:
         return self.text

@@ -148,8 +148,8 @@ class LessonCard(widgets.VBox):
         self.diff = widgets.Accordion(children=[self.diff_html], titles=(DIFF_TITLE,), selected_index=None)
         self._diff_loaded = False
         self.diff.observe(self._open_diff, names="selected_index")
-        # your wording: empty, except an expired lesson's own earlier wording when a human wrote it
-        prefill = lesson.lesson_text if lesson.status == "expired" and by != "agent" else ""
+        # your wording: empty, except an expired (or borrowed, approved elsewhere) lesson's wording a human wrote
+        prefill = lesson.lesson_text if lesson.status in ("expired", "approved") and by != "agent" else ""
         self.text = widgets.Textarea(value=prefill or "", placeholder=inline(wording, 300), description="Lesson",
                                      layout=widgets.Layout(width="95%", height="4.5em"))
         self.approve_button: widgets.Button | None = None
@@ -169,6 +169,11 @@ class LessonCard(widgets.VBox):
         elif lesson.status == "expired":
             self.reapprove_button = widgets.Button(description="Re-approve", button_style="warning", icon="repeat",
                                                    tooltip="Put the lesson back in force for another period")
+            self.reapprove_button.on_click(lambda _b: review.approve(lesson.id, self.text.value))
+            buttons = [self.reapprove_button]
+        elif lesson.status == "approved":  # a borrowed vault's lesson, approved elsewhere: approve it here
+            self.reapprove_button = widgets.Button(description="Approve here", button_style="warning", icon="check",
+                                                   tooltip="Put the lesson in force here (recorded in this checkout)")
             self.reapprove_button.on_click(lambda _b: review.approve(lesson.id, self.text.value))
             buttons = [self.reapprove_button]
         if buttons and by == "agent":
@@ -305,12 +310,13 @@ class LessonReview(widgets.VBox):
         try:
             pending = list(self.vault.lessons.pending())
             expired = list(self.vault.lessons.expired())
-            approved = list(self.vault.lessons.approved())
+            awaiting = list(self.vault.lessons.awaiting_local())  # a borrowed vault's lessons approved elsewhere
+            approved = [x for x in self.vault.lessons.approved() if x.id not in {a.id for a in awaiting}]
         except SynapseError as exc:
             self.message.value = message_html(f"cannot read lessons: {exc}", error=True)
             return
         old = self.cards
-        self.cards = {les.id: LessonCard(les, self) for les in [*pending, *expired]}
+        self.cards = {les.id: LessonCard(les, self) for les in [*pending, *awaiting, *expired]}
         for card in old.values():
             close_tree(card)
         self.header.value = block(f"<b>Lessons from reverts</b>: {len(pending):,} pending, {len(expired):,} expired, "
@@ -327,6 +333,10 @@ class LessonReview(widgets.VBox):
             children += [self.cards[x.id] for x in pending]
         else:
             children.append(self._no_pending)
+        if awaiting:
+            children.append(widgets.HTML(block(f"<b>Approved elsewhere, awaiting your approval</b>: "
+                                               f"{esc(self.vault.borrowed.line)}")))
+            children += [self.cards[x.id] for x in awaiting]
         if expired:
             children.append(self._expired_title)
             children += [self.cards[x.id] for x in expired]

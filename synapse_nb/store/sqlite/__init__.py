@@ -59,8 +59,8 @@ class SqliteStore(Database):
     The low-level :meth:`query` / :meth:`transaction` it inherits are for the repositories and tests only.
     """
 
-    def __init__(self, path: Any, *, readonly: bool = False) -> None:
-        super().__init__(path, readonly=readonly)
+    def __init__(self, path: Any, *, readonly: bool = False, refusal: str | None = None) -> None:
+        super().__init__(path, readonly=readonly, refusal=refusal)
         self.memories = MemoriesTable(self)
         self.checkpoints = CheckpointsTable(self)
         self.decisions = DecisionsTable(self)

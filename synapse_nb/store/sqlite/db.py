@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from synapse_nb._util import next_stamp
-from synapse_nb.errors import SchemaError, StoreError, SynapseError
+from synapse_nb.errors import PermissionDeniedError, SchemaError, StoreError, SynapseError
 from synapse_nb.store.sqlite.schema import (FTS_FLUSH, FTS_MARKERS, FTS_QUEUE_CLEAR, FTS_QUEUE_TARGETS, MIGRATIONS,
                                             SCHEMA_VERSION, split_sql)
 
@@ -89,9 +89,12 @@ class Database:
     'world'
     """
 
-    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+    def __init__(self, path: str | Path, *, readonly: bool = False, refusal: str | None = None) -> None:
         self.path = Path(path)
-        self._readonly = readonly
+        #: ``refusal`` opens read-only and says why a write is refused (a PermissionDeniedError carrying it)
+        self._readonly = readonly or refusal is not None
+        self._refusal = refusal
+        readonly = self._readonly
         self._lock = threading.RLock()
         self._depth = 0  # write transaction nesting
         self._snap = 0  # snapshot nesting (outside a write transaction)
@@ -144,6 +147,10 @@ class Database:
             return sqlite3.connect(f"file:{self.path}", **kw)
         if not self.path.is_file():
             raise StoreError(f"there is no vault database at {self.path} to open read-only")
+        if self._refusal is not None and not self.path.with_name(self.path.name + "-wal").exists():
+            # a folder we may not write to (a symlink out of the project): a WAL reader would create -wal/-shm
+            # there; with no -wal nobody holds it open for writing, so it reads as immutable and nothing is created
+            return sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", **kw)
         conn = sqlite3.connect(f"file:{self.path}?mode=ro", **kw)
         try:
             conn.execute("PRAGMA user_version").fetchone()
@@ -226,6 +233,8 @@ class Database:
             if self._snap:
                 raise StoreError("a write transaction cannot start inside a snapshot (a read-only view); "
                                  "write before or after it")
+            if self._refusal is not None:
+                raise PermissionDeniedError(self._refusal)
             if self.readonly:
                 raise StoreError(f"the vault {self.path} is opened read-only; writes are refused")
             try:
