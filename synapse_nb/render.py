@@ -206,6 +206,8 @@ def status_html(status: Any) -> str:
     parts = [f"<div><b>vault</b> {code(status.vault_path)} · mind {code(status.mind)} · actor "
              f"{esc(status.actor)} · schema v{status.schema_version}</div>",
              table_html(["kind", "total", "by state"], rows, align="lrl", wrap=[False, False, True])]
+    if getattr(status, "borrowed", None):  # a borrowed vault: said first (synapse_nb.borrowed)
+        parts.insert(0, f"<div><b>{esc(status.borrowed)}</b></div>")
 
     def listing(title: str, ids: Sequence[str]) -> None:
         if ids:
@@ -213,6 +215,7 @@ def status_html(status: Any) -> str:
                          + (f" and {len(ids) - 20:,} more" if len(ids) > 20 else "") + "</div>")
 
     listing("pending lessons awaiting a human", status.pending_lessons)
+    listing("approved elsewhere, awaiting local approval (not in force)", getattr(status, "awaiting_local_approval", ()))
     listing("memories expiring within 7 days", status.expiring_memories)
     listing("approved lessons expiring within 2 days", status.expiring_lessons)
     listing("records naming files missing at HEAD", status.dangling)

@@ -336,3 +336,9 @@ def test_the_lesson_review_widget_approves_here(clone: tuple[Path, str]) -> None
     assert card.text.value == LESSON  # a human's wording, shown to be read
     card.reapprove_button.click()
     assert [x.id for x in v.lessons.in_force()] == [les_id] and les_id not in w.cards
+
+
+def test_the_notebook_status_says_it_first(clone: tuple[Path, str]) -> None:
+    project, les_id = clone
+    html = syn.open_vault(project, create=False).status()._repr_html_()
+    assert html.index("BORROWED VAULT") < html.index("vault</b>") and les_id in html
