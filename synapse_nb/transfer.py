@@ -31,7 +31,8 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from synapse_nb._util import MAX_TEXT, TS_MAX, TS_MIN, check_text, fmt_ts, parse_ts
 from synapse_nb.context import check_mind
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from synapse_nb.context import Context
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["EXPORT_FORMAT", "KINDS", "ImportCounts", "dump_line", "export_lines", "import_lines", "trust_claims"]
+__all__ = ["EXPORT_FORMAT", "KINDS", "ImportCounts", "dump_line", "export_lines", "import_lines", "source_lines", "trust_claims"]
 
 EXPORT_FORMAT = "synapse_nb-export"
 #: The version of what an export's records hold: the store schema that last changed it (v3: episodes' thread, seq,
@@ -161,6 +162,22 @@ def trust_claims(doc: dict[str, Any]) -> list[str]:
             out.append("lesson analysis_by=user")
     return out
 
+
+
+def source_lines(source: Any) -> Iterable[str]:
+    """The lines of an import source: a path, a text file, or lines as they are. A file is split on ``\\n``
+    only: U+2028, ``\\x85`` and the other separators ``str.splitlines()`` breaks on are text inside a record."""
+    if isinstance(source, str | Path):
+        p = Path(source)
+        if not p.is_file():
+            raise ValidationError(f"import file {str(p)!r} does not exist")
+        try:
+            return p.read_text(encoding="utf-8").split("\n")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(f"import file {str(p)!r} is not UTF-8 text: {exc}") from None
+    if hasattr(source, "read"):
+        return str(source.read()).split("\n")
+    return cast(Iterable[str], source)
 
 def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> ImportCounts:
     """Import an export through ``ctx``'s store in one transaction; see :meth:`Vault.import_jsonl`."""

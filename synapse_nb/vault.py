@@ -592,19 +592,7 @@ class Vault:
         >>> v.import_jsonl("backup.jsonl", trust=True).claims  # doctest: +SKIP
         {'memory source=user': 12, 'memory verified': 12, 'setting recall_floor': 1}
         """
-        from synapse_nb.transfer import import_lines  # loaded when asked for (cold start)
+        from synapse_nb.transfer import import_lines, source_lines  # loaded when asked for (cold start)
 
         self._ctx.require_human("import records")
-        if isinstance(source, str | Path):
-            p = Path(source)
-            if not p.is_file():
-                raise ValidationError(f"import file {str(p)!r} does not exist")
-            try:
-                lines: Iterable[str] = p.read_text(encoding="utf-8").split("\n")
-            except UnicodeDecodeError as exc:
-                raise ValidationError(f"import file {str(p)!r} is not UTF-8 text: {exc}") from None
-        elif hasattr(source, "read"):
-            lines = source.read().split("\n")  # never splitlines(): U+2028, \x85, ... are not record breaks
-        else:
-            lines = source
-        return import_lines(self._ctx, lines, trust=trust)
+        return import_lines(self._ctx, source_lines(source), trust=trust)

@@ -66,7 +66,7 @@ def test_a_record_stored_with_more_tags_stays_readable_and_editable(pair: tuple[
     user, _ = pair
     header, line = (user.remember("knowledge", "template", "x"), user.export_jsonl().splitlines()[:2])[1]
     doc = dict(json.loads(line), id="mem_000000legacy", key="legacy", tags=sorted(f"t{i:02d}" for i in range(32)))
-    user.import_jsonl([header, json.dumps(doc)])
+    user.import_jsonl([header, json.dumps(doc)], trust=True)
     old = user.memories.get("mem_000000legacy")
     assert len(old.tags) == 32
     assert len(user.memories.update(old.id, content="still here").tags) == 32  # tags=None keeps them
