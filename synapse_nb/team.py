@@ -28,8 +28,8 @@ from synapse_nb.gitscope.repo import find_repo
 from synapse_nb.offline import OfflineVault, copy_age
 
 if TYPE_CHECKING:
-    from synapse_nb.vault import Vault
     from synapse_nb.transfer import ImportCounts
+    from synapse_nb.vault import Vault
 
 __all__ = ["init", "join", "offline_search", "open_team_vault", "start_dev_server", "status", "stop_dev_server"]
 

@@ -577,20 +577,11 @@ class Vault:
         return text
 
     def import_jsonl(self, source: str | Path | IO[str] | Iterable[str], *, trust: bool = False) -> ImportCounts:
-        """Import an export (a path, a text file, or lines) in one all-or-nothing transaction (user only).
-
-        Records whose id already exists with identical content are skipped; any conflict (an id or a
-        (mind, category, key) already holding something else, duplicate ids, unknown kinds, malformed
-        lines, a timestamp outside 1970-2100 or after the vault's clock plus a day) refuses the whole import
-        with a message naming the line. A file is split into records on ``\n`` only.
-
-        Trust claims (records with ``source="user"``, verified memories, approved or expired lessons,
-        ``analysis_by="user"``, settings) are refused, the whole import with them, unless ``trust=True``: say
-        so only for a file whose claims you stand behind (your own export). Returns the counts per kind, with
-        the claims accepted in ``.claims``.
-
-        >>> v.import_jsonl("backup.jsonl", trust=True).claims  # doctest: +SKIP
-        {'memory source=user': 12, 'memory verified': 12, 'setting recall_floor': 1}
+        """Import an export (a path, a text file, or lines; a file splits on ``\n`` only) in one all-or-nothing
+        transaction (user only). Identical records are skipped; any conflict, malformed line or timestamp outside
+        1970-2100 (or after the vault's clock plus a day) refuses the whole import, naming the line. Trust claims
+        (``source="user"``, verified, decided lessons, ``analysis_by="user"``, settings) are refused unless
+        ``trust=True`` (only for a file you stand behind); returns counts per kind, accepted claims in ``.claims``.
         """
         from synapse_nb.transfer import import_lines, source_lines  # loaded when asked for (cold start)
 

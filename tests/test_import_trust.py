@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import T0, FakeClock
 from mcp import Client
 from typer.testing import CliRunner
 
@@ -36,8 +37,6 @@ from synapse_nb.models import Checkpoint, Decision, Episode, Lesson, Memory, Not
 from synapse_nb.provenance import LINE_BREAKS
 from synapse_nb.store.sqlite import SqliteStore
 from synapse_nb.transfer import EXPORT_SCHEMA
-
-from conftest import T0, FakeClock
 
 HDR = json.dumps({"format": "synapse_nb-export", "schema": EXPORT_SCHEMA})
 BIG = "9999-12-31T23:59:59.999999Z"  # datetime.max: one microsecond more overflows
@@ -203,8 +202,8 @@ def test_cli_import_refuses_claims_and_lists_them_with_trust(vault: syn.Vault, d
     res = _cli(dest, "memory", "import", str(src), "--yes", "--trust")
     assert res.exit_code == 0, res.stderr
     trusted = [x for x in res.stdout.splitlines() if x.startswith("trusted")]
-    assert trusted == ["trusted (accepted with --trust): lesson approved_at 1, lesson expires_at 1, "
-                       "lesson status=approved 1, memory source=user 1, memory verified 1, setting recall_floor 1"]
+    assert trusted == [("trusted (accepted with --trust): lesson approved_at 1, lesson expires_at 1, "
+                        "lesson status=approved 1, memory source=user 1, memory verified 1, setting recall_floor 1")]
     res = _cli(dest, "memory", "import", str(src), "--yes", "--trust", "--json")
     assert res.exit_code == 0, res.stderr
     out = json.loads(res.stdout)

@@ -213,7 +213,7 @@ def memory_export(
         sys.stdout.write(v.export_jsonl())
         return
     text = v.export_jsonl(dest)
-    kinds = [json.loads(line).get("kind") for line in text.splitlines()[1:]]  # line 1 is the format header
+    kinds = [json.loads(line).get("kind") for line in text.split("\n")[1:] if line]  # line 1: the header
     n_settings = kinds.count("setting")
     typer.echo(f"exported {plural(len(kinds) - n_settings, 'record')}"
                + (f" and {plural(n_settings, 'setting')}" if n_settings else "") + f" to {dest}", err=True)

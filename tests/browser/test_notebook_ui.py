@@ -282,11 +282,13 @@ def test_lesson_review_approve_edit_reject(ui: Notebook) -> None:
     assert les[ids["retry"]]["status"] == "approved"
     assert les[ids["retry"]]["lesson_text"] == "Uploads retry at most three times, with backoff."
 
-    # the agent's analysis is prefilled; edit it, then approve
+    # the agent's analysis is never prefilled (it is the placeholder); taking its words is a separate button
     text = card["redis"].locator("textarea")
-    assert text.input_value() == "Redis is not available in offline runs."
+    assert text.input_value() == ""
+    assert "Redis is not available in offline runs." in (text.get_attribute("placeholder") or "")
+    assert card["redis"].get_by_role("button", name="Approve the agent's wording").count() == 1
     text.fill("Keep the cache in process: offline runs have no Redis.")
-    card["redis"].locator("button:has-text('Approve')").click()
+    card["redis"].get_by_role("button", name="Approve", exact=True).click()
     _wait_text(message, f"approved {ids['redis']}")
     les = _lessons_by_id(ui.lessons)
     assert les[ids["redis"]]["lesson_text"] == "Keep the cache in process: offline runs have no Redis."
