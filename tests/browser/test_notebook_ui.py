@@ -286,9 +286,9 @@ def test_lesson_review_approve_edit_reject(ui: Notebook) -> None:
     text = card["redis"].locator("textarea")
     assert text.input_value() == ""
     assert "Redis is not available in offline runs." in (text.get_attribute("placeholder") or "")
-    assert card["redis"].get_by_role("button", name="Approve the agent's wording").count() == 1
+    assert card["redis"].locator("button:has-text('Approve the agent')").count() == 1
     text.fill("Keep the cache in process: offline runs have no Redis.")
-    card["redis"].get_by_role("button", name="Approve", exact=True).click()
+    card["redis"].locator("button:has-text('Approve')").first.click()  # "Approve" comes before the agent's button
     _wait_text(message, f"approved {ids['redis']}")
     les = _lessons_by_id(ui.lessons)
     assert les[ids["redis"]]["lesson_text"] == "Keep the cache in process: offline runs have no Redis."
