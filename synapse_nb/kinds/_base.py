@@ -8,10 +8,13 @@ it never writes SQL. What an actor may read is decided here and handed to the st
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from synapse_nb._util import check_limit
-from synapse_nb.errors import AmbiguousIdError, NotFoundError, PermissionDeniedError, ValidationError
+from synapse_nb._util import check_limit, fmt_ts
+from synapse_nb.errors import (AmbiguousIdError, NotFoundError, PermissionDeniedError, QuotaExceededError,
+                               ValidationError)
+from synapse_nb.settings import Settings
 from synapse_nb.models import TABLES, Record, RecordList
 
 if TYPE_CHECKING:
@@ -146,17 +149,11 @@ def check_agent_quota(ctx: Context, *, new_memory: bool = False) -> None:
     Traceback (most recent call last):
     QuotaExceededError: agent write refused: the agents' quota of 1 record written per hour is reached ...
     """
-    from datetime import timedelta
-
-    from synapse_nb._util import fmt_ts
-    from synapse_nb.errors import QuotaExceededError
-    from synapse_nb.settings import SETTINGS
-
     if ctx.actor != "agent":
         return
     store = ctx.store
-    saved = store.meta.settings(QUOTA_SETTINGS)
-    per_hour, per_mind = (saved.get(n, SETTINGS[n][0]) for n in QUOTA_SETTINGS)
+    limits = Settings(ctx).get_many(QUOTA_SETTINGS)
+    per_hour, per_mind = (limits[n] for n in QUOTA_SETTINGS)
     written = store.meta.agent_writes(ctx.mind, fmt_ts(ctx.now() - timedelta(hours=1)))
     if written >= per_hour:
         raise QuotaExceededError(
