@@ -57,7 +57,10 @@ def build(size: int, where: Path | None) -> Path:
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("SYNAPSE_HOME", "SYNAPSE_READONLY", "SYNAPSE_DEBUG")}
+    drop = ("SYNAPSE_HOME", "SYNAPSE_READONLY", "SYNAPSE_DEBUG", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    # as an installed package runs: from bytecode (kept outside the source tree), not compiled on every start
+    env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "synbench-pycache")
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["SYNAPSE_ACTOR"] = "agent"
     return env

@@ -86,6 +86,20 @@ class RankingQueries:
     bm25_style = "sql"
     remote = True
 
+    def rank_state(self) -> None:
+        """None: a team vault keeps no ``rank_log``; recall keys its structure arrays by the data version (the
+        server's, the same on every machine) and keeps them in memory only."""
+        return None
+
+    def rank_changes(self, since: int, state: Any) -> None:  # noqa: ARG002 - no log on a team vault
+        return None
+
+    def rank_logged(self, gen: int) -> None:  # noqa: ARG002
+        return None
+
+    def rank_cache_dir(self) -> None:
+        return None
+
     def rank_rows(self, mind: str, ids: Sequence[str] | None = None,
                   threads: Sequence[str] | None = None) -> builtins.list[Any]:
         if ids is None and threads is None:
