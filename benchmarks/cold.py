@@ -36,7 +36,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recall import export_lines, queries  # noqa: E402  (the same records and queries as benchmarks/recall.py)
+from recall import (  # the same records and queries as benchmarks/recall.py
+    export_lines,
+    queries,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,7 +70,8 @@ def _env() -> dict[str, str]:
 
 
 def _has_hook(env: dict[str, str]) -> bool:
-    r = subprocess.run([sys.executable, "-m", "synapse_nb", "hook", "--help"], capture_output=True, env=env)
+    r = subprocess.run([sys.executable, "-m", "synapse_nb", "hook", "--help"], capture_output=True, env=env,
+                       check=False)
     return r.returncode == 0
 
 
@@ -87,7 +91,7 @@ def commands(vault: Path, query: str, session: str, hook: bool) -> dict[str, lis
 
 def _time(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
     t = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, env=env, cwd=cwd)
+    r = subprocess.run(cmd, capture_output=True, env=env, cwd=cwd, check=False)
     dt = time.perf_counter() - t
     if r.returncode != 0:
         raise SystemExit(f"{cmd[:4]} failed ({r.returncode}): {r.stderr.decode()[-500:]}")
