@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from synapse_nb.context import Context
+    from synapse_nb.store.records import RankState
 
 __all__ = ["FULL_TAGS", "Candidates", "ExactMatches", "WalkRow", "match_words", "query_words", "stop_name",
            "tag_weights"]
@@ -43,6 +44,9 @@ MAX_CACHED_TERMS = 50_000
 FULL_TAGS = 3
 #: Most records a data version may have changed for the structure arrays to be patched rather than read afresh.
 MAX_PATCH = 1_000
+#: Arrays patched this many generations past the file they came from are written back (a process that patches a
+#: few records after each write does not rewrite the file every time; the next process patches the rest).
+SAVE_AFTER = 64
 
 
 def stop_name(name: str) -> bool:
@@ -171,6 +175,7 @@ class Candidates:
         self._count = 0
         self._threads_key: object = None
         self._threads = ThreadIndex([])
+        self._saved_gen: int | None = None  # the generation of the file these arrays were read from or written to
         self._rows_key: object = None
         self._rows: dict[str, Candidate] = {}
         self._tags_key: object = None
@@ -216,6 +221,83 @@ class Candidates:
         return {t: n for t, n in out.items() if n}  # as the store answers: absent means none
 
     def threads(self, version: object) -> ThreadIndex:
+        """The mind's ranking documents as structure arrays: per state of the ranking table on a local vault (its
+        durable :class:`~synapse_nb.store.records.RankState`, the file kept beside the database), else per data
+        version (:meth:`_threads_by_version`)."""
+        state = self._ctx.store.recall.rank_state()
+        if state is None:
+            return self._threads_by_version(version)
+        return self._threads_by_state(state)
+
+    def _threads_by_state(self, state: RankState) -> ThreadIndex:
+        """The arrays at ``state``: kept in memory, else from the file any process left
+        (:mod:`synapse_nb.recall.rankfile`), patched with the ids the log names since either was built
+        (another process's writes too); read afresh only when neither is usable or too much changed. A build
+        afresh, or arrays :data:`SAVE_AFTER` generations ahead of the file, are written back for the next process
+        (never on a read-only vault)."""
+        from synapse_nb.recall import rankfile
+
+        store, mind = self._ctx.store, self._ctx.mind
+        key = ("rank", state.uid, state.gen, state.last, mind)
+        with self._lock:
+            if self._threads_key == key:
+                return self._threads
+            old, old_key, saved = self._threads, self._threads_key, self._saved_gen
+        folder = store.recall.rank_cache_dir()
+        path = rankfile.cache_path(folder, mind) if folder is not None else None
+        bases: list[tuple[int, str, ThreadIndex] | None] = []
+        if isinstance(old_key, tuple) and old_key[0] == "rank" and old_key[1] == state.uid and old_key[4] == mind:
+            bases.append((old_key[2], old_key[3], old))
+        bases.append(None)  # the file, read only if the arrays in memory are not usable
+        idx: ThreadIndex | None = None
+        for base in bases:
+            if base is None:
+                stored = rankfile.load(path, state.uid, mind) if path is not None else None
+                if stored is None:
+                    continue
+                base = (stored.gen, stored.last, stored.index)
+                saved = stored.gen
+            idx = self._patched(state, *base)
+            if idx is not None:
+                break
+        if idx is None:
+            idx = ThreadIndex(store.recall.rank_rows(mind))
+            saved = None
+        if (path is not None and not store.readonly and len(idx) >= rankfile.MIN_ROWS
+                and (saved is None or state.gen - saved >= SAVE_AFTER)
+                and rankfile.save(path, state, mind, idx)):
+            saved = state.gen
+        with self._lock:
+            self._threads, self._threads_key, self._saved_gen = idx, key, saved
+        return idx
+
+    def _patched(self, state: RankState, gen: int, last: str, base: ThreadIndex) -> ThreadIndex | None:
+        """``base`` (the arrays at generation ``gen``, whose change logged ``last``) brought to ``state``; None when
+        it cannot be: another history (the log names another id at ``gen``), too old for the log, or more than
+        :data:`MAX_PATCH` records changed."""
+        recall = self._ctx.store.recall
+        if gen == state.gen:
+            return base if last == state.last else None
+        if gen > state.gen or (gen == 0 and last) or (gen >= state.first and recall.rank_logged(gen) != last):
+            return None
+        ids = recall.rank_changes(gen, state)
+        if ids is None or len(ids) > MAX_PATCH:
+            return None
+        return self._patch(base, ids)
+
+    def _patch(self, old: ThreadIndex, ids: list[str]) -> ThreadIndex:
+        """``old`` with the rows of these changed ids (and of their threads, old and new) read again."""
+        store, mind = self._ctx.store, self._ctx.mind
+        if not ids:
+            return old  # a commit that changed no ranked record (a setting, a flag, a lesson)
+        threads = sorted({t for i in ids if (t := old.thread_of(i)) is not None})
+        # the rows of these ids and every row of their threads, old and new: all that the change can move
+        fresh = store.recall.rank_rows(mind, ids=ids, threads=threads)
+        if fresh or any(i in old.pos for i in ids):
+            return old.patch(set(ids) | {r.id for r in fresh}, fresh)
+        return old  # only another mind's records changed
+
+    def _threads_by_version(self, version: object) -> ThreadIndex:
         """The mind's ranking documents as structure arrays, cached per data version.
 
         When the store can name the records changed since the version kept (:meth:`VaultStore.changes_between`:
@@ -235,17 +317,8 @@ class Candidates:
         ids = sorted({rid for kind, rid, _ in changes if kind in _RANKED}) if changes is not None else None
         if ids is None or len(ids) > MAX_PATCH:
             idx = ThreadIndex(store.recall.rank_rows(mind))
-        elif not ids:
-            idx = old  # a commit that changed no ranked record (a setting, a flag, a lesson)
         else:
-            threads = sorted({t for i in ids if (t := old.thread_of(i)) is not None})
-            # the rows of these ids and every row of their threads, old and new: all that the change can move
-            fresh = store.recall.rank_rows(mind, ids=ids, threads=threads)
-            if fresh or any(i in old.pos for i in ids):
-                idx = old.patch(set(ids) | {r.id for r in fresh}, fresh)
-            else:
-                idx = old  # only another mind's records changed
-
+            idx = self._patch(old, ids)
         with self._lock:
             self._threads, self._threads_key = idx, key
         return idx

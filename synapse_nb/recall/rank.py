@@ -230,20 +230,25 @@ class ThreadIndex:
         self._finish(*cols[:-1], actor_names, cols[-1], dict(itertools.compress(zip(ids, expiries), expiries)),
                      ids, f[0])
 
-    def _finish(self, ids: np.ndarray, kinds: np.ndarray, question: np.ndarray, length: np.ndarray, doc: np.ndarray,
-                thread: np.ndarray, seq: np.ndarray, actor_names: list[str], actor: np.ndarray,
-                expiry: dict[str, str], id_list: list[str] | None = None, kind_list: list[str] | None = None) -> None:
-        """Set every array from the columns (positions in id order), and derive the neighbour links."""
+    def _finish(self, ids: np.ndarray | None, kinds: np.ndarray | None, question: np.ndarray, length: np.ndarray,
+                doc: np.ndarray, thread: np.ndarray, seq: np.ndarray, actor_names: list[str], actor: np.ndarray,
+                expiry: dict[str, str], id_list: Sequence[str] | None = None, kind_list: Sequence[str] | None = None,
+                pos: Positions | None = None, links: tuple[np.ndarray, ...] | None = None,
+                doc_index: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """Set every array from the columns (positions in id order), and derive the neighbour links.
+
+        A stored index (:mod:`synapse_nb.recall.rankfile`) gives ``ids``/``kinds`` as None with sequences that
+        read its file (``id_list``, ``kind_list``, ``pos``), and the ``links`` and ``doc_index`` it kept."""
         import numpy as np
 
-        n = len(ids)
-        self._ids, self._kinds = ids, kinds  # object arrays of the same strings: patched at C speed
-        self.ids: list[str] = ids.tolist() if id_list is None else id_list  # the lists, when the caller has them
-        self.kinds: list[str] = kinds.tolist() if kind_list is None else kind_list
-        self.pos = Positions(self.ids)
+        n = len(question)
+        self._ids, self._kinds = ids, kinds  # object arrays of the same strings: patched at C speed (None: built
+        # from the lists when a patch needs them)
+        self.ids: Sequence[str] = ids.tolist() if id_list is None else id_list  # type: ignore[union-attr]
+        self.kinds: Sequence[str] = kinds.tolist() if kind_list is None else kind_list  # type: ignore[union-attr]
+        self.pos = Positions(self.ids) if pos is None else pos  # type: ignore[arg-type]
         self.expiry: dict[str, str] = expiry
         self.question, self.length, self.doc, self.thread, self.seq = question, length, doc, thread, seq
-        self._doc_index: tuple[np.ndarray, np.ndarray] | None = None
         self.actor_names = actor_names
         # an actor an agent only reported ("Maria (reported by agent)") is never named by a query: no boost
         self.actor_words = [frozenset() if a.endswith(REPORTED_ACTOR)
@@ -254,6 +259,10 @@ class ThreadIndex:
                 self._word_actors.setdefault(tok, []).append(j)
         self.actor = actor
         self._actor_counts: np.ndarray | None = None
+        self._doc_index = doc_index
+        if links is not None:
+            self.prev1, self.prev2, self.next1, self.next2 = links
+            return
         self.prev1, self.prev2, self.next1, self.next2 = (np.full(n, -1, np.int64) for _ in range(4))
         threaded = np.flatnonzero(thread >= 0)
         if len(threaded):  # positions are in id order, so the last key breaks seq ties by id
@@ -280,6 +289,9 @@ class ThreadIndex:
         import numpy as np
 
         out = ThreadIndex.__new__(ThreadIndex)
+        if self._ids is None or self._kinds is None:  # a stored index: its strings as object arrays, once
+            self._ids, self._kinds = np.empty(len(self.ids), dtype=object), np.empty(len(self.ids), dtype=object)
+            self._ids[:], self._kinds[:] = list(self.ids), list(self.kinds)
         keep = np.ones(len(self.ids), bool)
         keep[[self.pos[i] for i in gone if i in self.pos]] = False
         fresh = sorted(fresh, key=_ROW_ID)
@@ -295,7 +307,7 @@ class ThreadIndex:
                 self.thread[keep], self.seq[keep], remap[actor_kept])
         add = _columns(_fields(fresh), _codes(names, None), acode)
         at = np.searchsorted(kept[0], add[0])  # where each fresh id goes among the ids kept (both in id order)
-        cols = [np.insert(k, at, a) for k, a in zip(kept, add, strict=True)]
+        cols = [np.insert(k.astype(a.dtype, copy=False), at, a) for k, a in zip(kept, add, strict=True)]
         expiry = {i: e for i, e in self.expiry.items() if i not in gone}
         expiry.update((r.id, r.expires_at) for r in fresh if r.expires_at is not None)
         out._finish(*cols[:-1], actor_names, cols[-1], expiry)

@@ -114,12 +114,15 @@ from synapse_nb.store.records import (
     MemoryFilter,
     RankHit,
     RankRow,
+    RankState,
     RefSource,
     TermPostings,
     View,
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from synapse_nb.models import Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
 
 __all__ = [
@@ -387,6 +390,25 @@ class RecallQueries(Protocol):
         """Every ranking document of the mind with its structure (thread, seq, actor, question), in id order.
         With ``ids`` or ``threads``: only the documents of these ids, of these threads, and of the threads these
         ids are in now (what a change to them can have changed: a record's context is the two before it)."""
+        ...
+
+    def rank_state(self) -> RankState | None:
+        """Where the ranking table stands, durably (:class:`RankState`): recall keys its structure arrays on disk
+        by it. None: the store keeps no such log (a team vault), and recall keys them by :meth:`data_version`."""
+        ...
+
+    def rank_changes(self, since: int, state: RankState) -> builtins.list[str] | None:
+        """The ids whose ranking documents changed after generation ``since`` up to ``state`` (sorted, distinct),
+        or None when the log no longer reaches back to ``since`` (or ``since`` is not of this history)."""
+        ...
+
+    def rank_logged(self, gen: int) -> str | None:
+        """The id the change of generation ``gen`` logged (None: not in the log)."""
+        ...
+
+    def rank_cache_dir(self) -> Path | None:
+        """The folder beside the database where recall keeps its structure arrays (None: none, a team vault).
+        A read-only vault reads the files there and writes none."""
         ...
 
     def bm25(self, mind: str, words: Sequence[str], *, depth: int, w_body: float = 1.0,

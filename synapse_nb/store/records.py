@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 __all__ = ["EXPORT_FIELDS", "JSON_FIELDS", "OPTIONAL_FIELDS", "PAGE_SORTS", "Candidate", "Change", "MemoryCounts", "MemoryFilter",
-           "RankHit", "RankRow", "RefSource", "TermPostings", "View"]
+           "RankHit", "RankRow", "RankState", "RefSource", "TermPostings", "View"]
 
 #: One change a committed transaction made: (kind, id, deleted).
 Change = tuple[str, str, bool]
@@ -124,6 +124,18 @@ class RankRow(NamedTuple):
     length: int = 0
     doc: int = -1
     expires_at: str | None = None
+
+
+class RankState(NamedTuple):
+    """Where a local vault's ranking table stands, the same for every process that reads the file (schema v5's
+    ``rank_log``): ``uid`` the vault's own random id, ``gen`` the latest change's generation (0: none logged),
+    ``last`` the id that change logged (a second check that two states of one generation are the same state),
+    ``first`` the oldest generation the log still holds (changes since an older one are no longer known)."""
+
+    uid: str
+    gen: int
+    last: str
+    first: int
 
 
 class TermPostings(NamedTuple):

@@ -86,6 +86,19 @@ class RankingQueries:
     bm25_style = "sql"
     remote = True
 
+    def rank_state(self) -> None:
+        """None: a team vault keeps no ``rank_log``; recall keys its structure arrays by the data version (the
+        server's, the same on every machine) and keeps them in memory only."""
+
+    def rank_changes(self, since: int, state: Any) -> None:
+        """None: no log (see :meth:`rank_state`)."""
+
+    def rank_logged(self, gen: int) -> None:
+        """None: no log (see :meth:`rank_state`)."""
+
+    def rank_cache_dir(self) -> None:
+        """None: a team vault keeps its structure arrays in memory only."""
+
     def rank_rows(self, mind: str, ids: Sequence[str] | None = None,
                   threads: Sequence[str] | None = None) -> builtins.list[Any]:
         if ids is None and threads is None:

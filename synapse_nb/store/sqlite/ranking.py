@@ -14,6 +14,9 @@ three everyday words), so recall reads the inputs instead and caches them per da
   (``rank_fts_data`` row 1: varints N, then one total per column), which is what ``bm25()`` reads.
 - :meth:`RankingQueries.rank_rows`: ``length`` from ``rank_fts_docsize`` (one varint per column), what
   ``bm25()``'s ``xColumnSize(-1)`` reads.
+- :meth:`RankingQueries.rank_state` / :meth:`~RankingQueries.rank_changes`: schema v5's ``rank_log`` (every change
+  to a ``gate_docs`` row, logged by triggers in the writer's transaction), which every process reads alike: recall
+  keys its on-disk structure arrays by it (:mod:`synapse_nb.recall.rankfile`) and patches them with the ids it names.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from synapse_nb.store.records import RankRow, TermPostings
+from synapse_nb.store.records import RankRow, RankState, TermPostings
 from synapse_nb.store.sqlite.db import _chunks, _marks
 
 if TYPE_CHECKING:
@@ -47,6 +51,12 @@ _VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.synapse_rank_vocab USING fts5v
 # every instance as doc * 2 + (1 in the body), in one comma-separated text: at 10k records a word in 1,800 of them
 # (2,150 instances) reads in ~0.6 ms so, ~2.8 ms as one row per instance (a Python tuple each); grouping them per
 # document in SQL costs more than either
+RANK_STATE = ("SELECT (SELECT value FROM meta WHERE key = 'vault_uid'), (SELECT gen FROM rank_log ORDER BY gen DESC "
+              "LIMIT 1), (SELECT rid FROM rank_log ORDER BY gen DESC LIMIT 1), (SELECT min(gen) FROM rank_log)")
+RANK_CHANGES = "SELECT DISTINCT rid FROM rank_log WHERE gen > ? AND gen <= ? ORDER BY rid"
+RANK_LOGGED = "SELECT rid FROM rank_log WHERE gen = ?"
+#: The folder, beside the database, of recall's on-disk caches.
+CACHE_DIR = "cache"
 RANK_INSTANCES = "SELECT group_concat(doc * 2 + (col = 'body')) FROM temp.synapse_rank_vocab WHERE term = ?"
 
 
@@ -147,6 +157,26 @@ class RankingQueries:
                         "AND expires_at IS NOT NULL", tuple(chunk)))
         return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), _length(r[6]), r[7],
                         expiry.get(r[1]) if r[0] == "memory" else None) for r in rows]
+
+    def rank_state(self) -> RankState | None:
+        row = self._db.query_one(RANK_STATE)
+        if row is None or row[0] is None:
+            return None
+        return RankState(str(row[0]), int(row[1] or 0), str(row[2] or ""), int(row[3] or 0))
+
+    def rank_changes(self, since: int, state: RankState) -> list[str] | None:
+        if since > state.gen or (since < state.gen and since < state.first - 1):
+            return None  # from another history, or older than the log
+        if since == state.gen:
+            return []
+        return [r[0] for r in self._db.query(RANK_CHANGES, (since, state.gen))]
+
+    def rank_logged(self, gen: int) -> str | None:
+        row = self._db.query_one(RANK_LOGGED, (gen,))
+        return None if row is None else str(row[0])
+
+    def rank_cache_dir(self) -> Path | None:
+        return Path(self._db.path).parent / CACHE_DIR  # read-only too: its files are read, never written
 
     def rank_totals(self) -> tuple[int, int]:
         row = self._db.query_one(RANK_AVERAGES)

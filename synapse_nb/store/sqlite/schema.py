@@ -9,6 +9,9 @@
 - Tags live in a side table maintained by triggers from each row's JSON tags.
 - Every change to ``gate_docs`` queues the record id in ``index_outbox`` (same transaction) for the retrieval
   index.
+- Every change to a ``gate_docs`` row (insert, update, delete, a follower's context) appends its record id to
+  ``rank_log`` (schema v5, same transaction): a durable generation of the ranking table that every process reads
+  alike, and the ids changed since any recent generation (recall's structure-array cache, :data:`RANK_LOG_KEEP`).
 - The version is ``PRAGMA user_version``; :data:`MIGRATIONS` ``[v]`` upgrades a vault from ``v`` to ``v + 1``.
 """
 
@@ -17,9 +20,9 @@ from __future__ import annotations
 import sqlite3
 
 __all__ = ["CONTEXT_N", "FTS_FLUSH", "FTS_MARKERS", "FTS_QUEUE_CLEAR", "FTS_QUEUE_TARGETS", "FTS_TABLES", "GATE_TEXT",
-           "MIGRATIONS", "SCHEMA_VERSION", "split_sql"]
+           "MIGRATIONS", "RANK_LOG_KEEP", "SCHEMA_VERSION", "split_sql"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _FTS = {
     # table: (fts columns, expressions for them)
@@ -482,16 +485,43 @@ CREATE TABLE fts_queue(
 );
 """ + _v4_triggers()
 
+# -- v5: a durable change log of the ranking table ------------------------------------------------------------------
+#: ``rank_log`` keeps at least this many of its latest entries (older ones are pruned every 1,000 entries): a
+#: cache older than the log's first entry is rebuilt, not patched.
+RANK_LOG_KEEP = 20_000
+# AUTOINCREMENT: a generation is never reused, even once the log is pruned to nothing. An UPDATE logs the row
+# whether or not a value changed (a memory's update rewrites its gate_docs row: its expiry is read with it).
+_V5_RANK_LOG = f"""
+CREATE TABLE rank_log(
+    gen INTEGER PRIMARY KEY AUTOINCREMENT,
+    rid TEXT NOT NULL
+);
+CREATE TRIGGER gate_docs_log_ai AFTER INSERT ON gate_docs BEGIN INSERT INTO rank_log(rid) VALUES (new.rid); END;
+CREATE TRIGGER gate_docs_log_ad AFTER DELETE ON gate_docs BEGIN INSERT INTO rank_log(rid) VALUES (old.rid); END;
+CREATE TRIGGER gate_docs_log_au AFTER UPDATE ON gate_docs BEGIN
+    INSERT INTO rank_log(rid) VALUES (new.rid);
+    INSERT INTO rank_log(rid) SELECT old.rid WHERE old.rid <> new.rid;
+END;
+CREATE TRIGGER rank_log_prune AFTER INSERT ON rank_log WHEN new.gen % 1000 = 0 BEGIN
+    DELETE FROM rank_log WHERE gen <= new.gen - {RANK_LOG_KEEP};
+END;
+INSERT INTO meta(key, value) VALUES ('vault_uid', lower(hex(randomblob(16))))
+    ON CONFLICT(key) DO NOTHING;
+"""
+
 #: Forward migrations: MIGRATIONS[v] upgrades a vault from version v to v + 1.
 #: v1: every kind, FTS5, tags, gate vocabulary, index outbox. v2: ``flags`` (dangling / stale marks from verify).
 #: v3: ``thread``/``seq``/``actor`` on episodes; ``gate_docs`` becomes the ranking table (mind, kind, structure,
 #: ``context``) with its FTS5 index ``rank_fts`` (porter; columns body, context) kept exact by triggers.
 #: v4: the triggers queue their FTS5 writes in ``fts_queue``; the connection applies them (:data:`FTS_FLUSH`).
+#: v5: ``rank_log``, the durable change log of ``gate_docs`` (recall's on-disk cache is keyed by it), and the
+#: vault's ``vault_uid`` in ``meta`` (a cache never mistakes another vault's file, or a restored copy, for its own).
 MIGRATIONS: dict[int, str] = {
     0: _TABLES_V1 + _fts_ddl(),
     1: _V2_FLAGS,
     2: _V3_RANKING,
     3: _V4_FTS_QUEUE,
+    4: _V5_RANK_LOG,
 }
 
 

@@ -1,0 +1,282 @@
+"""The structure arrays on disk: one file per mind beside a local vault's database, reused by every process.
+
+A recall in a fresh process (a hook on every prompt, ``synapse-nb recall``, a new MCP server or notebook) would
+otherwise read every ranking row of the mind to build its :class:`~synapse_nb.recall.rank.ThreadIndex` (0.4 s at
+100,000 records). This file keeps those arrays for one state of the ranking table, named by the store's
+:class:`~synapse_nb.store.records.RankState` (schema v5's ``rank_log``: the same for every process): a process
+maps it (``mmap``, read-only) and reads only the pages a query touches, and when the table has moved on since the
+file was written it patches the arrays with the ids the log names (:meth:`ThreadIndex.patch`), as a process
+patches its own after its own writes.
+
+It is a cache, never the system of record, and it is safe to lose, corrupt or share:
+
+- layout: :data:`MAGIC`, :data:`FORMAT`, header length, payload length, the CRC-32 of header and payload, then a
+  JSON header (the vault's uid, the mind, the generation and the id it logged, the names, each array's dtype, length
+  and offset) and the arrays, each 64-byte aligned. Anything that does not check out (another magic, format,
+  vault or mind, a size or checksum that does not match, a header that does not parse, an array out of bounds) is
+  no file: the caller builds the arrays from the store again and writes a new one;
+- writes go to a temporary file in the same folder, flushed, then ``os.replace`` d over the old one: a reader sees
+  the old file or the new one, never half of one, and two writers cannot interleave their bytes;
+- a read-only vault (``SYNAPSE_READONLY=1``, a read-only disk) writes none; a team vault keeps none (its arrays
+  follow the server's version in memory);
+- identical answers: the arrays hold the very values a build from the rows gives (ids sorted as Python sorts
+  them: UTF-8 bytes sort in code-point order), and recall reads them through the same code.
+
+>>> from synapse_nb.recall.rank import ThreadIndex
+>>> from synapse_nb.store.records import RankRow, RankState
+>>> import tempfile, pathlib
+>>> rows = [RankRow("episode", "e1", "t", 0, "ann", True, 3, 1), RankRow("episode", "e2", "t", 1, "bob", False, 4, 2)]
+>>> f = pathlib.Path(tempfile.mkdtemp()) / "rank.bin"
+>>> state = RankState("uid", 7, "e2", 1)
+>>> save(f, state, "default", ThreadIndex(rows))
+True
+>>> got = load(f, "uid", "default")
+>>> got.gen, list(got.index.ids), got.index.thread_of("e2"), got.index.prev1.tolist()
+(7, ['e1', 'e2'], 't', [-1, 0])
+>>> _ = f.write_bytes(f.read_bytes()[:-1] + b"x")  # one byte changed: no file
+>>> load(f, "uid", "default") is None
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import mmap
+import os
+import struct
+import tempfile
+import zlib
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from synapse_nb.recall.rank import Positions, ThreadIndex
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from synapse_nb.store.records import RankState
+
+__all__ = ["FORMAT", "MAGIC", "MIN_ROWS", "Stored", "cache_path", "load", "save"]
+
+MAGIC = b"SYNRANK\x00"
+#: Bumped whenever the layout or the meaning of an array changes: a file of another format is rebuilt.
+FORMAT = 1
+#: Below this many rows a build from the store costs a few milliseconds: no file is written.
+MIN_ROWS = 500
+_HEAD = struct.Struct("<8sIIQI4x")  # magic, format, header length, payload length, crc32 of header + payload
+_ALIGN = 64
+#: The arrays of a file and their dtypes (the ids' width is the longest id's UTF-8 length).
+_DTYPES = {"kind": "i1", "question": "?", "length": "<f8", "doc": "<i8", "thread": "<i4", "seq": "<i8",
+           "actor": "<i4", "prev1": "<i4", "prev2": "<i4", "next1": "<i4", "next2": "<i4", "doc_order": "<i8",
+           "doc_sorted": "<i8"}
+
+
+class Stored(NamedTuple):
+    """A file that checked out: the state it was written at (generation, the id logged then) and its index."""
+
+    gen: int
+    last: str
+    index: ThreadIndex
+
+
+def cache_path(folder: Path, mind: str) -> Path:
+    """The file of ``mind`` in the vault's cache folder (the mind's name hashed: any name is a safe file name)."""
+    return folder / f"rank-{hashlib.sha256(mind.encode('utf-8', 'surrogatepass')).hexdigest()[:24]}.bin"
+
+
+class _Ids(Sequence[str]):
+    """The sorted ids of a file (fixed-width UTF-8 bytes), read one at a time."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self._a = a
+
+    def __len__(self) -> int:
+        return len(self._a)
+
+    def __getitem__(self, j: Any) -> Any:
+        if isinstance(j, slice):
+            return [x.decode() for x in self._a[j].tolist()]
+        return self._a[j].decode()
+
+    def __iter__(self) -> Iterator[str]:
+        return (x.decode() for x in self._a.tolist())
+
+
+class _Kinds(Sequence[str]):
+    """The kinds of a file: one code per row and the names."""
+
+    def __init__(self, codes: np.ndarray, names: list[str]) -> None:
+        self._codes, self._names = codes, names
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+    def __getitem__(self, j: Any) -> Any:
+        if isinstance(j, slice):
+            return [self._names[c] for c in self._codes[j].tolist()]
+        return self._names[self._codes[j]]
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._names[c] for c in self._codes.tolist())
+
+
+class _Positions(Positions):
+    """:class:`Positions` over a file's sorted id bytes (binary search in the mapped array)."""
+
+    __slots__ = ("_a",)
+
+    def __init__(self, ids: _Ids) -> None:
+        super().__init__(ids)  # type: ignore[arg-type]
+        self._a = ids._a
+
+    def get(self, rid: object, default: int | None = None) -> int | None:  # type: ignore[override]
+        if self._dict is not None:
+            return self._dict.get(rid, default)  # type: ignore[arg-type]
+        if not isinstance(rid, str):
+            return default
+        try:
+            b = rid.encode()
+        except UnicodeEncodeError:
+            return default
+        a = self._a
+        if len(b) > a.dtype.itemsize or b"\x00" in b:
+            return default
+        i = bisect_left(_Bytes(a), b)
+        return i if i < len(a) and a[i] == b else default
+
+    def bulk(self) -> dict[str, int]:
+        if self._dict is None:
+            self._dict = dict(zip(self._ids, range(len(self._ids)), strict=True))
+        return self._dict
+
+
+class _Bytes(Sequence[bytes]):
+    """The id bytes as ``bisect`` reads them (a few dozen items per lookup, no array of a million made)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self._a = a
+
+    def __len__(self) -> int:
+        return len(self._a)
+
+    def __getitem__(self, j: Any) -> Any:
+        return bytes(self._a[j])
+
+
+def _arrays(idx: ThreadIndex) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """The header fields and arrays of an index; None when an id cannot be stored (a NUL or a lone surrogate)."""
+    import numpy as np
+
+    try:
+        raw = [i.encode() for i in idx.ids]
+    except UnicodeEncodeError:
+        return None
+    if any(b"\x00" in b for b in raw):
+        return None
+    kind_names = sorted(set(idx.kinds))
+    kcode = {k: j for j, k in enumerate(kind_names)}
+    order, by_doc = idx.doc_index()
+    arrays: dict[str, np.ndarray] = {
+        "ids": np.array(raw, dtype=f"S{max(map(len, raw), default=1) or 1}"),
+        "kind": np.array([kcode[k] for k in idx.kinds], np.int8), "question": idx.question, "length": idx.length,
+        "doc": idx.doc, "thread": idx.thread, "seq": idx.seq, "actor": idx.actor, "prev1": idx.prev1,
+        "prev2": idx.prev2, "next1": idx.next1, "next2": idx.next2, "doc_order": order, "doc_sorted": by_doc}
+    out = {k: np.ascontiguousarray(v, dtype=_DTYPES.get(k, v.dtype)) for k, v in arrays.items()}
+    for k in ("thread", "actor", "prev1", "prev2", "next1", "next2"):  # int32 on disk: the values must fit
+        if not np.array_equal(out[k], arrays[k]):
+            return None
+    head = {"kinds": kind_names, "threads": idx.thread_names, "actors": idx.actor_names,
+            "expiry": sorted(idx.expiry.items())}
+    return head, out
+
+
+def save(path: Path, state: RankState, mind: str, idx: ThreadIndex) -> bool:
+    """Write ``idx`` as the arrays of ``mind`` at ``state`` (temp file + ``os.replace``); False when it could not
+    be written (a full or read-only disk, an id that cannot be stored): the caller just keeps it in memory."""
+    got = _arrays(idx)
+    if got is None:
+        return False
+    head, arrays = got
+    layout, offset = {}, 0
+    for name, a in arrays.items():
+        layout[name] = [a.dtype.str, len(a), offset]
+        offset += -(-a.nbytes // _ALIGN) * _ALIGN
+    header = json.dumps({"uid": state.uid, "mind": mind, "gen": state.gen, "last": state.last, "rows": len(idx),
+                         "arrays": layout, **head}, ensure_ascii=True, separators=(",", ":")).encode()
+    header += b" " * (-(_HEAD.size + len(header)) % _ALIGN)  # the payload starts aligned
+    payload = bytearray(offset)
+    for name, a in arrays.items():
+        at = layout[name][2]
+        payload[at:at + a.nbytes] = a.tobytes()
+    crc = zlib.crc32(payload, zlib.crc32(header))
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        os.chmod(tmp, 0o644)  # as readable as the database beside it (mkstemp makes it the owner's only)
+        with os.fdopen(fd, "wb") as f:
+            f.write(_HEAD.pack(MAGIC, FORMAT, len(header), len(payload), crc))
+            f.write(header)
+            f.write(payload)
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        return False
+
+
+def load(path: Path, uid: str, mind: str) -> Stored | None:
+    """The arrays of ``mind`` kept at ``path`` for the vault ``uid``; None when there is no such file or it does not
+    check out (never raises: the caller builds from the store)."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < _HEAD.size:
+                return None
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    try:
+        return _read(mm, size, uid, mind)
+    except (ValueError, TypeError, KeyError, IndexError, UnicodeDecodeError, OverflowError):
+        return None
+
+
+def _read(mm: mmap.mmap, size: int, uid: str, mind: str) -> Stored | None:
+    import numpy as np
+
+    magic, fmt, hlen, plen, crc = _HEAD.unpack_from(mm, 0)
+    if magic != MAGIC or fmt != FORMAT or _HEAD.size + hlen + plen != size:
+        return None
+    view = memoryview(mm)
+    start = _HEAD.size + hlen
+    if zlib.crc32(view[start:], zlib.crc32(view[_HEAD.size:start])) != crc:
+        return None
+    head = json.loads(bytes(view[_HEAD.size:start]))
+    if head["uid"] != uid or head["mind"] != mind:
+        return None
+    n = int(head["rows"])
+    if set(head["arrays"]) != {"ids", *_DTYPES}:
+        return None
+    a: dict[str, np.ndarray] = {}
+    for name, (dtype, count, offset) in head["arrays"].items():
+        dt = np.dtype(dtype)
+        if (dt.kind != "S" if name == "ids" else dt != np.dtype(_DTYPES[name])):
+            return None
+        if count != n or offset < 0 or offset % _ALIGN or offset + count * dt.itemsize > plen:
+            return None
+        a[name] = np.frombuffer(mm, dt, count, start + offset)
+    ids = _Ids(a["ids"])
+    kinds = _Kinds(a["kind"], list(head["kinds"]))
+    idx = ThreadIndex.__new__(ThreadIndex)
+    idx.thread_names = list(head["threads"])
+    idx._finish(None, None, a["question"], a["length"], a["doc"], a["thread"], a["seq"], list(head["actors"]),
+                a["actor"], dict(head["expiry"]), ids, kinds, _Positions(ids),
+                (a["prev1"], a["prev2"], a["next1"], a["next2"]), (a["doc_order"], a["doc_sorted"]))
+    return Stored(int(head["gen"]), str(head["last"]), idx)
