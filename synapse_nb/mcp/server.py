@@ -160,17 +160,34 @@ class _Server(MCPServer):
                 res.structured_content["ignored_arguments"] = [inline(k, 40) for k in extra[:20]]
         return res
 
+    #: set when Ctrl-C (SIGINT) stopped the stdio server
+    interrupted = False
+
     async def run_stdio_async(self) -> None:
-        """Serve over stdio with the reader of ``_stdio.py`` (Ctrl-C stops at once; unreadable lines get a reply)."""
+        """Serve over stdio with the reader of ``_stdio.py`` (unreadable lines get a reply) until the client closes
+        stdin or Ctrl-C: SIGINT cancels the server at once (:attr:`interrupted` is then True)."""
+        import signal
+
+        import anyio
         from mcp.server.stdio import stdio_server
 
         from synapse_nb.mcp._stdio import Lines, Out, claim_stdio
 
+        async def stop_on_sigint(scope: anyio.CancelScope) -> None:
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                async for _ in signals:
+                    self.interrupted = True
+                    scope.cancel()
+                    return
+
         with claim_stdio() as (rin, rout):
             out = Out(rout)
-            async with stdio_server(stdin=Lines(rin, out), stdout=out) as (read, write):  # type: ignore[arg-type]
-                low = self._lowlevel_server  # what MCPServer.run_stdio_async runs, with our streams
-                await low.run(read, write, low.create_initialization_options())
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(stop_on_sigint, tg.cancel_scope)
+                async with stdio_server(stdin=Lines(rin, out), stdout=out) as (read, write):  # type: ignore[arg-type]
+                    low = self._lowlevel_server  # what MCPServer.run_stdio_async runs, with our streams
+                    await low.run(read, write, low.create_initialization_options())
+                tg.cancel_scope.cancel()  # the client closed stdin: stop watching for Ctrl-C
 
 
 def _tool(fn: Callable[..., Any]) -> Tool:
@@ -422,7 +439,14 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
 def serve(path: str | Path | None = None, *, mind: str = "default") -> None:
     """Run the server over stdio until the client closes it or Ctrl-C (what ``synapse-nb mcp`` does)."""
     logging.getLogger("mcp").setLevel(logging.WARNING)
+    server = build_server(path, mind=mind)
     try:
-        build_server(path, mind=mind).run("stdio")
-    except KeyboardInterrupt:  # Ctrl-C in a terminal: stop at once, quietly
-        raise SystemExit(130) from None
+        server.run("stdio")
+    except BaseException:
+        # Ctrl-C: stop quietly with the usual status, whatever the SDK's tasks raised while being cancelled
+        # (a relay task can meet a closed stream: BrokenResourceError in an ExceptionGroup)
+        if isinstance(server, _Server) and server.interrupted:
+            raise SystemExit(130) from None
+        raise
+    if isinstance(server, _Server) and server.interrupted:
+        raise SystemExit(130)
