@@ -99,17 +99,20 @@ def in_prefix(prefix: str | None, path: str) -> bool:
     return (text.rstrip("/") + "/").startswith(prefix)
 
 
-def _index_stamp(repo: RepoInfo) -> tuple[int, int, int, int] | None:
-    """What changes whenever git rewrites the work tree's index (``git add``, ``rm``, commit, checkout)."""
+def _index_stamp(repo: RepoInfo) -> tuple[int, ...] | None:
+    """What changes whenever git rewrites the work tree's index (``git add``, ``rm``, commit, checkout): its
+    times, size and inode; ``()`` while there is no index yet (a new repository); None when it cannot be read."""
     try:
         st = (repo.git_dir / "index").stat()
+    except FileNotFoundError:
+        return ()
     except OSError:
         return None
     return st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino
 
 
 #: (repository git dir, prefix) -> (index stamp, paths): what ``git ls-files`` said while the index was unchanged
-_TRACKED: dict[tuple[str, str], tuple[tuple[int, int, int, int], tuple[str, ...]]] = {}
+_TRACKED: dict[tuple[str, str], tuple[tuple[int, ...], tuple[str, ...]]] = {}
 
 
 def tracked_files(folder: str | Path, *, timeout: float = 10.0) -> tuple[str | None, tuple[str, ...]]:
