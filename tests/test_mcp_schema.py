@@ -24,7 +24,6 @@ from synapse_nb.kinds.episodes import STATUSES
 from synapse_nb.mcp.server import INSTRUCTIONS, SEARCH_KINDS, TOOL_NAMES, build_server
 from synapse_nb.models import CATEGORIES, MAX_SHORT, MAX_TAGS, MAX_TEXT, PRIORITIES
 
-
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[1]
 READ_TOOLS = {"get_approved_memory", "restore_checkpoint", "recall", "search", "get_status"}
@@ -160,8 +159,8 @@ async def test_wrong_types_are_refused_in_one_line(project: Path, user: syn.Vaul
             ({"token_count": "70", "capacity": 100}, "token_count must be a whole number >= 0, got text ('70')"),
             ({"token_count": 150, "capacity": 100}, "token_count (150) is more than capacity (100)"),
             ({"capacity": 100}, "token_count is required (a whole number >= 0)"),
-            ({"token_count": 1, "capacity": 10, "budget_tokens": 5}, "budget_tokens must be a whole number from "
-                                                                     "100 to 20,000, got a whole number (5)"),
+            ({"token_count": 1, "capacity": 10, "budget_tokens": 5}, ("budget_tokens must be a whole number from "
+                                                                     "100 to 20,000, got a whole number (5)")),
         ]
         for args, message in cases:
             r = await c.call_tool("signal_low_context", args)
