@@ -28,6 +28,9 @@ MAX_TRIGGER = 600
 #: file paths on one record. Ten tags describe a record; thirty are keyword stuffing (issue 26).
 MAX_TAGS = 10
 MAX_FILES = 500
+#: Longest tag, and longest file path, in characters.
+MAX_TAG_CHARS = 64
+MAX_PATH_CHARS = 1024
 
 _TS_FMT = "%Y-%m-%dT%H:%M:%S.%fZ"
 #: The sane window of a stored timestamp, as the vault's fixed-width UTC text: from 1970-01-01 (inclusive) to
@@ -250,7 +253,7 @@ def check_tags(tags: Any, field: str = "tags") -> tuple[str, ...]:
                                       "(or all of them as one comma-separated string)")
     out: set[str] = set()
     for t in tags:
-        t = check_text(t, "tag", max_len=64, allow_empty=True, multiline=False).strip().lstrip("#").strip().lower()
+        t = check_text(t, "tag", max_len=MAX_TAG_CHARS, allow_empty=True, multiline=False).strip().lstrip("#").strip().lower()
         if any(ch.isspace() for ch in t):
             raise ValidationError(f"tag {t!r} contains a space; a tag is one word: separate tags with commas "
                                   "('a,b') or join the words ('a-b')")
@@ -270,7 +273,7 @@ def check_stored_tags(tags: Any, field: str = "tags") -> tuple[str, ...]:
     """
     tags = check_stored_strings(tags, field)
     for t in tags:
-        check_text(t, "tag", max_len=64, multiline=False, stored=True)
+        check_text(t, "tag", max_len=MAX_TAG_CHARS, multiline=False, stored=True)
     if list(tags) != sorted(set(tags)) or any(t != t.strip().lower() for t in tags):
         raise ValidationError(f"{field} must be lower-case, stripped, unique and sorted")
     return tags
@@ -293,7 +296,7 @@ def check_files(files: Any, field: str = "files") -> tuple[str, ...]:
         raise ValidationError(f"{field} must be a list of paths or a comma-separated string, got {type(files).__name__}")
     out: list[str] = []
     for f in files:
-        f = check_text(f, "file path", max_len=1024, allow_empty=True, multiline=False).strip()
+        f = check_text(f, "file path", max_len=MAX_PATH_CHARS, allow_empty=True, multiline=False).strip()
         if f and f not in out:
             out.append(f)
     if len(out) > MAX_FILES:

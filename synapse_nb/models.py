@@ -13,7 +13,16 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from synapse_nb._util import digest, plural
+from synapse_nb._util import (
+    MAX_FILES,
+    MAX_PATH_CHARS,
+    MAX_SHORT,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TEXT,
+    digest,
+    plural,
+)
 from synapse_nb.provenance import inline, label_text, mark
 
 if TYPE_CHECKING:
@@ -22,6 +31,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CATEGORIES",
+    "MAX_FILES",
+    "MAX_PATH_CHARS",
+    "MAX_SHORT",
+    "MAX_TAGS",
+    "MAX_TAG_CHARS",
+    "MAX_TEXT",
     "PRIORITIES",
     "RECORD_TYPES",
     "TABLES",
@@ -44,6 +59,8 @@ CATEGORIES: tuple[str, ...] = (
 )
 #: Priorities, most important first.
 PRIORITIES: tuple[str, ...] = ("critical", "high", "normal", "low")
+# The length limits the core checks (MAX_TEXT, MAX_SHORT, MAX_TAGS, MAX_TAG_CHARS, MAX_FILES, MAX_PATH_CHARS)
+# are re-exported here from ``_util`` for the surfaces that describe them (the MCP tool schemas).
 
 
 def _table_ts(ts: str) -> str:

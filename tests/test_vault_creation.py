@@ -375,8 +375,9 @@ def test_two_vaults_in_one_folder_are_refused_with_a_hint(tmp_path: Path, monkey
 
 # ------------------------------------------------------------------------------------------------ MCP
 MCP_READS = [("get_status", {}), ("recall", {"query": "deploy"}), ("search", {"query": "deploy"}),
-             ("get_approved_memory", {}), ("restore_checkpoint", {}),
              ("submit_lesson_analysis", {"lesson_id": "les_1234", "analysis": "why"})]
+#: The session-start tools: on a new project they answer "nothing yet" as a normal result (and create nothing).
+MCP_SESSION_START = [("get_approved_memory", {}), ("restore_checkpoint", {})]
 MCP_WRITES = [("remember", {"category": "knowledge", "key": "k", "content": "v"}),
               ("create_checkpoint", {"doing": "Refactoring"}), ("log_decision", {"decision": "Use WAL"}),
               ("log_episode", {"task_key": "run_tests"}),
@@ -400,6 +401,11 @@ def test_mcp_reads_never_create_a_vault(tmp_path: Path) -> None:
     for r in _mcp(tmp_path, MCP_READS):
         assert r.is_error and f": no vault at {tmp_path.resolve()} {NO_VAULT}" in r.content[0].text
         assert r.content[0].text.endswith(HOW_TO)
+    memory, checkpoint = _mcp(tmp_path, MCP_SESSION_START)
+    assert not memory.is_error and memory.content[0].text.startswith("no approved lessons and no memories yet")
+    assert memory.structured_content["vault"] is False and memory.structured_content["lessons"] == []
+    assert not checkpoint.is_error and checkpoint.content[0].text.startswith("no checkpoint yet")
+    assert checkpoint.structured_content == {"found": False}
     assert listing(tmp_path) == []
 
 
@@ -422,8 +428,13 @@ def test_mcp_a_refused_first_write_takes_back_the_vault_it_created(tmp_path: Pat
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     project = tmp_path / "project"
     project.mkdir()
+    # a category outside the enum is refused by the tool's schema, before the vault is opened: nothing is created
     [r] = _mcp(project, [("remember", {"category": "badcat", "key": "k", "content": "v"})])
-    assert r.is_error and "badcat" in r.content[0].text
+    assert r.is_error and "category text ('badcat') is not accepted; use one of: identity," in r.content[0].text
+    assert capsys.readouterr().err == "" and listing(project) == []
+    # a key the core refuses (not snake_case) is refused after the vault was created: it is taken back
+    [r] = _mcp(project, [("remember", {"category": "knowledge", "key": "Bad Key", "content": "v"})])
+    assert r.is_error and "not snake_case" in r.content[0].text
     vault = (project / ".synapse").resolve()
     assert capsys.readouterr().err.splitlines() == [
         f"synapse-nb: created a new vault at {vault}",
@@ -431,7 +442,7 @@ def test_mcp_a_refused_first_write_takes_back_the_vault_it_created(tmp_path: Pat
     assert listing(project) == []
     # the next good write creates it again; a refused write after that keeps it
     results = _mcp(project, [("remember", {"category": "project", "key": "k", "content": "v"}),
-                             ("remember", {"category": "badcat", "key": "k", "content": "v"})])
+                             ("remember", {"category": "project", "key": "Bad Key", "content": "v"})])
     assert [r.is_error for r in results] == [False, True]
     assert "removed" not in capsys.readouterr().err and (vault / "synapse.db").is_file()
 

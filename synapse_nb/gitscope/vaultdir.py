@@ -119,12 +119,30 @@ def in_prefix(prefix: str | None, path: str) -> bool:
     return (text.rstrip("/") + "/").startswith(prefix)
 
 
+def _index_stamp(repo: RepoInfo) -> tuple[int, ...] | None:
+    """What changes whenever git rewrites the work tree's index (``git add``, ``rm``, commit, checkout): its
+    times, size and inode; ``()`` while there is no index yet (a new repository); None when it cannot be read."""
+    try:
+        st = (repo.git_dir / "index").stat()
+    except FileNotFoundError:
+        return ()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino
+
+
+#: (repository git dir, prefix) -> (index stamp, paths): what ``git ls-files`` said while the index was unchanged
+_TRACKED: dict[tuple[str, str], tuple[tuple[int, ...], tuple[str, ...]]] = {}
+
+
 def tracked_files(folder: str | Path, *, timeout: float = 10.0) -> tuple[str | None, tuple[str, ...]]:
     """(prefix, paths): which files inside ``folder`` git tracks, repository-relative and sorted.
 
     One ``git ls-files`` against the repository that contains ``folder``; ``(None, ())`` outside git,
     when git is missing or cannot answer in ``timeout`` seconds (a status must never hang on git).
-    At most :data:`TRACKED_LIMIT` paths are returned.
+    At most :data:`TRACKED_LIMIT` paths are returned. The answer is kept per git index change (its
+    modification time, size and inode), so a process that asks often (the MCP server's ``get_status``)
+    runs git again only after the index changed.
     """
     from synapse_nb.gitscope._git import run_git
 
@@ -132,12 +150,18 @@ def tracked_files(folder: str | Path, *, timeout: float = 10.0) -> tuple[str | N
     prefix = repo_prefix(repo, folder)
     if repo is None or prefix is None:
         return None, ()
+    key, stamp = (str(repo.git_dir), prefix), _index_stamp(repo)
+    kept = _TRACKED.get(key)
+    if stamp is not None and kept is not None and kept[0] == stamp:
+        return prefix, kept[1]
     try:
         out = run_git(repo, "--literal-pathspecs", "ls-files", "-z", "--full-name", "--", prefix, timeout=timeout)
     except GitError:
         return prefix, ()
-    paths = sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
-    return prefix, tuple(paths[:TRACKED_LIMIT])
+    paths = tuple(sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p)[:TRACKED_LIMIT])
+    if stamp is not None and stamp == _index_stamp(repo):  # unchanged while git ran: safe to keep
+        _TRACKED[key] = (stamp, paths)
+    return prefix, paths
 
 
 def untrack_command(prefix: str) -> str:

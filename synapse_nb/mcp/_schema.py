@@ -1,0 +1,200 @@
+"""The MCP tools' schemas: every parameter typed, described and bounded; every answer's ``outputSchema``.
+
+The enums and the bounds are the core's own constants (``models.CATEGORIES``, ``PRIORITIES``, the length limits,
+``kinds.episodes.STATUSES``), never a copy, so a schema cannot promise what the core refuses. Whole numbers are
+strict: ``true`` or ``2.0`` for a count is refused, not read as ``1`` or ``2``.
+
+The output schemas of records are read from the record dataclasses (their fields and types), plus the two fields
+every answer may carry: ``left_out`` (what the answer budget cut), ``ignored_arguments`` (arguments the tool
+does not take) and ``borrowed`` (why the vault is borrowed).
+
+>>> RECORD_SCHEMAS["memory"]["properties"]["verified"]
+{'type': 'boolean'}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from synapse_nb.kinds.episodes import STATUSES
+from synapse_nb.models import (
+    CATEGORIES,
+    MAX_FILES,
+    MAX_PATH_CHARS,
+    MAX_SHORT,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TEXT,
+    PRIORITIES,
+    Checkpoint,
+    Decision,
+    Episode,
+    Memory,
+    Record,
+)
+
+__all__ = ["MAX_QUERY_CHARS", "OUTPUT_SCHEMAS", "RECORD_SCHEMAS", "SEARCH_KINDS"]
+
+#: What ``search(kind=...)`` accepts.
+SEARCH_KINDS = ("all", "memory", "decision", "checkpoint", "lesson", "episode", "note")
+#: Longest query ``recall`` and ``search`` take (the core's longest body text); a longer one is refused in one line.
+MAX_QUERY_CHARS = MAX_TEXT
+
+
+def _enum(values: tuple[str, ...]) -> Any:
+    """``Literal[values]`` built from a core constant (so the schema says ``enum`` with exactly those values)."""
+    return Literal.__getitem__(values)
+
+
+def _text(description: str, max_length: int = MAX_TEXT) -> Any:
+    return Annotated[str, Field(description=description, max_length=max_length)]
+
+
+def _maybe_text(description: str, max_length: int = MAX_TEXT) -> Any:
+    return Annotated[str | None, Field(description=description, max_length=max_length)]
+
+
+def _words(description: str, *, items: int, item_chars: int) -> Any:
+    return Annotated[list[Annotated[str, Field(max_length=item_chars)]] | None,
+                     Field(description=description, max_length=items)]
+
+
+def _count(description: str, *, minimum: int, maximum: int | None = None) -> Any:
+    return Annotated[int, Field(description=description, strict=True, ge=minimum, le=maximum)]
+
+
+# ------------------------------------------------------------------------------------------------ parameters
+Query = Annotated[str, Field(description="The task or question in your own words (a sentence is best; at most "
+                                         f"{MAX_QUERY_CHARS:,} characters).", max_length=MAX_QUERY_CHARS)]
+SessionId = _maybe_text("One stable id per conversation (any printable text): with it, recall returns only what "
+                        "this conversation has not seen yet.", MAX_SHORT)
+RecallBudget = Annotated[int | None, Field(description="Most tokens the hits may take (default 1200); the answer as "
+                                                       "a whole also fits the vault's answer budget.", strict=True,
+                                           ge=0)]
+SearchKind = Annotated[_enum(SEARCH_KINDS), Field(description="Which kind of record to search: all, or one kind "
+                                                              "(lesson finds approved lessons only).")]
+SearchLimit = _count("Most results per kind.", minimum=1, maximum=100)
+CheckpointId = _maybe_text("A checkpoint id or a unique prefix of one; leave it out for the latest checkpoint on "
+                           "the current git branch.", MAX_SHORT)
+Doing = _text("The task you are on, in one sentence.")
+ChangedFiles = _words("Paths you changed so far (relative to the project folder).", items=MAX_FILES,
+                      item_chars=MAX_PATH_CHARS)
+NextStep = _maybe_text("What comes next, in one sentence.")
+Blockers = _maybe_text("What is in the way, if anything.")
+DecisionText = _text("The decision, in one sentence.")
+Rationale = _maybe_text("Why: the reason a later session should keep to it.")
+Tags = _words("Tags, one word each (lower-cased; a leading # is dropped).", items=MAX_TAGS, item_chars=MAX_TAG_CHARS)
+LessonId = _text("The full id of the lesson you were asked about (les_...).", MAX_SHORT)
+Analysis = _text("Why the reverted change failed and what to do instead; a human reviews it.")
+TokenCount = _count("Tokens used in your context window now.", minimum=0)
+Capacity = _count("Size of your context window in tokens (at least token_count).", minimum=1)
+LowDoing = _maybe_text("The task you are on (default: the last checkpoint's).")
+LowNext = _maybe_text("What comes next (default: the last checkpoint's).")
+PackBudget = _count("Most tokens the restore pack may take.", minimum=100, maximum=20_000)
+Category = Annotated[_enum(CATEGORIES), Field(description="What kind of fact it is.")]
+Key = _text("A snake_case name for the fact (lower-case letters, digits, single underscores); the same key updates "
+            "your earlier proposal.", MAX_SHORT)
+Content = _text("The fact itself.")
+Priority = Annotated[_enum(PRIORITIES) | None, Field(description="How much it matters (default normal).")]
+TaskKey = _text("A stable name for the task (the same name each time it runs, e.g. run_tests).", MAX_SHORT)
+Status = Annotated[_enum(STATUSES), Field(description="How the run ended.")]
+Outcome = _maybe_text("What happened, in a sentence or two (e.g. 2 tests failed in test_auth.py).")
+Refs = _words("References: commit ids, CI run ids, file paths.", items=MAX_FILES, item_chars=MAX_PATH_CHARS)
+
+
+# ------------------------------------------------------------------------------------------------ output schemas
+def _json_type(tp: Any) -> dict[str, Any]:
+    """The JSON schema of a record field's Python type."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        alts = [_json_type(a) for a in args if a is not type(None)]
+        out = alts[0] if len(alts) == 1 else {"anyOf": alts}
+        if type(None) in args:
+            out = ({**out, "type": [out["type"], "null"]} if isinstance(out.get("type"), str) else
+                   {"anyOf": [out, {"type": "null"}]})
+        return out
+    if origin is tuple:
+        return {"type": "array", "items": _json_type(args[0])} if len(args) == 2 and args[1] is Ellipsis else \
+            {"type": "array"}
+    if origin is dict or tp is dict:
+        return {"type": "object"}
+    simple = {str: "string", bool: "boolean", int: "integer", float: "number"}
+    return {"type": simple[tp]} if tp in simple else {}
+
+
+def _record_schema(cls: type[Record]) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    props: dict[str, Any] = {"provenance": {"type": "string", "description": "Who wrote it, and whether a human "
+                                                                             "verified it (read it first)."},
+                             "kind": {"type": "string", "const": cls.kind}}
+    for f in dataclasses.fields(cls):
+        if f.init and not f.name.startswith("_") and not f.metadata.get("transient"):
+            props[f.name] = _json_type(hints[f.name])
+    return {"type": "object", "properties": props, "required": ["provenance", "kind", "id"]}
+
+
+#: The structured form of each record an answer carries (``provenance`` first, then the record's fields).
+RECORD_SCHEMAS: dict[str, dict[str, Any]] = {c.kind: _record_schema(c) for c in (Memory, Checkpoint, Decision,
+                                                                                    Episode)}
+
+_COMMON = {"left_out": {"type": "object", "additionalProperties": {"type": "string"},
+                        "description": "What the answer budget left out, per field."},
+           "ignored_arguments": {"type": "array", "items": {"type": "string"},
+                                 "description": "Arguments you gave that this tool does not take (ignored)."},
+           "borrowed": {"type": "object", "properties": {"reason": {"type": "string"}, "path": {"type": "string"},
+                                                         "target": {"type": ["string", "null"]},
+                                                         "line": {"type": "string"}},
+                        "description": "Present when the vault is borrowed from another project or checkout: why, "
+                                       "and the line that heads the text."}}
+_STR, _INT, _BOOL, _NUM = {"type": "string"}, {"type": "integer"}, {"type": "boolean"}, {"type": "number"}
+_MAYBE_STR, _STRS = {"type": ["string", "null"]}, {"type": "array", "items": {"type": "string"}}
+
+
+def _obj(props: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"type": "object", "properties": {**props, **_COMMON}, "required": list(required)}
+
+
+def _record_answer(kind: str, extra: dict[str, Any] | None = None, *, required: bool = True) -> dict[str, Any]:
+    base = RECORD_SCHEMAS[kind]
+    return _obj({**base["properties"], **(extra or {})}, tuple(base["required"]) if required else ())
+
+
+_LESSON_BRIEF = {"type": "object", "properties": {"id": _STR, "branch": _MAYBE_STR, "approved_at": _MAYBE_STR,
+                                                  "expires_at": _MAYBE_STR, "wording_by": _MAYBE_STR,
+                                                  "created_by": _STR}}
+_COUNTS = {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": _INT}}
+
+#: Each tool's ``outputSchema`` (the shape of its structured content).
+OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
+    "get_approved_memory": _obj({"banner": _STR, "lessons": {"type": "array", "items": _LESSON_BRIEF},
+                                 "memories": _INT, "memories_shown": _INT, "memories_left_out": _INT,
+                                 "verified": _INT, "vault": _BOOL},
+                                ("banner", "lessons", "memories", "vault")),
+    "restore_checkpoint": _record_answer("checkpoint", {"found": _BOOL}, required=False) | {"required": ["found"]},
+    "create_checkpoint": _record_answer("checkpoint"),
+    "log_decision": _record_answer("decision"),
+    "submit_lesson_analysis": _obj({"lesson_id": _STR, "submitted": _BOOL}, ("lesson_id", "submitted")),
+    "signal_low_context": _obj({"action": {"type": "string", "enum": ["none", "checkpoint_saved", "read_only"]},
+                                "ratio": _NUM, "threshold": _NUM, "checkpoint_id": _MAYBE_STR,
+                                "restore_pack": _MAYBE_STR, "tokens": _INT}, ("action", "ratio", "threshold")),
+    "recall": _obj({"query": _STR, "session": _MAYBE_STR, "text": _STR, "nothing_new": _BOOL,
+                    "empty_reason": _MAYBE_STR,
+                    "items": {"type": "array", "items": {"type": "object", "properties": {
+                        "kind": _STR, "id": _STR, "score": _NUM, "matched": _STRS, "bar": _STR, "line": _STR}}},
+                    "lessons": _STRS, "path": _STR, "coverage": _NUM, "version": {}, "stale": {}},
+                   ("text",)),
+    "remember": _record_answer("memory"),
+    "log_episode": _record_answer("episode", {"prior": {"anyOf": [RECORD_SCHEMAS["episode"], {"type": "null"}]},
+                                              "warning": _MAYBE_STR}),
+    "search": _obj({"query": _STR, "kind": _STR, "results": {"type": "array", "items": {"type": "object"}},
+                    "hits": {"type": "array", "items": {"type": "object"}}}, ("kind",)),
+    "get_status": _obj({"vault_path": _STR, "mind": _STR, "actor": _STR, "counts": _COUNTS,
+                        "pending_lessons": _STRS, "expiring_memories": _STRS, "expiring_lessons": _STRS,
+                        "schema_version": _INT, "dangling": _STRS, "possibly_stale": _STRS,
+                        "tracked_by_git": _STRS, "untrack_command": _MAYBE_STR}, ("vault_path", "actor", "counts")),
+}

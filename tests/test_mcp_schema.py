@@ -1,0 +1,305 @@
+"""The MCP server as an agent reads it: schemas, annotations, answer budgets, refusals, read-only, stdio limits.
+
+Every call goes through the SDK ``Client``, which checks each structured answer against the tool's
+``outputSchema`` (a mismatch raises), so every answer below is also a schema check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_git
+from mcp import Client
+
+import synapse_nb as syn
+from synapse_nb.kinds.episodes import STATUSES
+from synapse_nb.mcp.server import INSTRUCTIONS, SEARCH_KINDS, TOOL_NAMES, build_server
+from synapse_nb.models import CATEGORIES, MAX_SHORT, MAX_TAGS, MAX_TEXT, PRIORITIES
+
+pytestmark = pytest.mark.anyio
+ROOT = Path(__file__).resolve().parents[1]
+READ_TOOLS = {"get_approved_memory", "restore_checkpoint", "recall", "search", "get_status"}
+#: the enum each parameter must carry, from the core's own constants
+ENUMS = {("remember", "category"): CATEGORIES, ("remember", "priority"): PRIORITIES,
+         ("log_episode", "status"): STATUSES, ("search", "kind"): SEARCH_KINDS}
+
+
+@pytest.fixture()
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture()
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    monkeypatch.delenv("SYNAPSE_READONLY", raising=False)
+    p = tmp_path / "project"
+    p.mkdir()
+    return p
+
+
+@pytest.fixture()
+def user(project: Path) -> syn.Vault:
+    return syn.open_vault(project)
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("SYNAPSE_HOME", "SYNAPSE_READONLY")}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _alternatives(prop: dict[str, Any]) -> list[dict[str, Any]]:
+    return [a for a in prop.get("anyOf", [prop]) if a.get("type") != "null"]
+
+
+def text(r: Any) -> str:
+    return r.content[0].text
+
+
+# ------------------------------------------------------------------------------------------------ the schema
+async def test_every_parameter_is_described_typed_and_bounded(project: Path) -> None:
+    async with Client(build_server(project)) as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+    assert tuple(sorted(tools)) == TOOL_NAMES
+    for name, t in tools.items():
+        props = t.input_schema.get("properties", {})
+        for pname, prop in props.items():
+            assert prop.get("description", "").endswith("."), (name, pname)
+            alts = _alternatives(prop)
+            assert len(alts) == 1 and alts[0].get("type") in ("string", "integer", "array"), (name, pname, prop)
+            alt = alts[0]
+            if (name, pname) in ENUMS:
+                assert alt["enum"] == list(ENUMS[(name, pname)]), (name, pname)
+            elif alt["type"] == "string":
+                assert alt["maxLength"] in (MAX_TEXT, MAX_SHORT), (name, pname)
+            elif alt["type"] == "integer":
+                assert "minimum" in alt, (name, pname)
+            else:
+                assert "maxItems" in alt and "maxLength" in alt["items"], (name, pname)
+    assert tools["log_decision"].input_schema["properties"]["tags"]["anyOf"][0]["maxItems"] == MAX_TAGS
+    limit = tools["search"].input_schema["properties"]["limit"]
+    assert (limit["minimum"], limit["maximum"]) == (1, 100)
+    assert tools["signal_low_context"].input_schema["required"] == ["token_count", "capacity"]
+
+
+async def test_titles_annotations_output_schemas_and_plain_descriptions(project: Path) -> None:
+    async with Client(build_server(project)) as c:
+        tools = (await c.list_tools()).tools
+    for t in tools:
+        a = t.annotations
+        assert t.title and a is not None and a.title == t.title
+        assert a.read_only_hint is (t.name in READ_TOOLS), t.name
+        assert a.destructive_hint is False and a.open_world_hint is False
+        assert a.idempotent_hint is (t.name not in ("create_checkpoint", "log_decision", "signal_low_context",
+                                                    "recall", "log_episode")), t.name
+        assert t.output_schema and t.output_schema["type"] == "object", t.name
+        assert {"left_out", "ignored_arguments"} <= set(t.output_schema["properties"]), t.name
+        d = t.description or ""
+        assert d.startswith("Call ") and d.rstrip().endswith(".") and len(d) > 60, t.name
+        assert "``" not in d and ":class:" not in d and not re.search(r"\n[ \t]", d), (t.name, d)
+        assert all(" ".join(p.split()) == p for p in d.split("\n\n")), (t.name, d)  # wrapped lines joined
+    assert tools[0].output_schema is not None
+
+
+def test_instructions_are_the_standing_instructions_of_the_docs() -> None:
+    doc = (ROOT / "docs" / "agents.md").read_text(encoding="utf-8")
+    block = doc.split("## Standing instructions for the agent", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    assert block == INSTRUCTIONS
+    assert all(name in INSTRUCTIONS for name in TOOL_NAMES if name not in ("search", "get_status"))
+
+
+# ------------------------------------------------------------------------------------------------ answers and caps
+async def test_answers_fit_the_budget_and_say_what_they_left_out(project: Path, user: syn.Vault) -> None:
+    with user.transaction():
+        for i in range(600):
+            user.remember("knowledge", f"fact_{i}", f"deploy note {i}: " + "the release train leaves at noon " * 30)
+    async with Client(build_server(project)) as c:
+        r = await c.call_tool("get_approved_memory", {})
+        size = len(text(r)) + len(json.dumps(r.structured_content, ensure_ascii=False))
+        assert size <= 8000 * 4 and "more memories left out to fit the answer budget" in text(r)
+        assert r.structured_content["memories"] == 600 and r.structured_content["memories_left_out"] > 500
+        assert "no approved lessons" in text(r)
+        r = await c.call_tool("search", {"query": "release train", "kind": "memory", "limit": 100})
+        data = r.structured_content
+        assert len(text(r)) + len(json.dumps(data, ensure_ascii=False)) <= 8000 * 4 + 400
+        assert data["left_out"]["results"].startswith(tuple("0123456789"))  # counted, shape kept
+        assert all(isinstance(x, dict) and x["provenance"] for x in data["results"])
+        long_query = "where does the release train leave " * 300  # 10,500 characters: accepted
+        r = await c.call_tool("recall", {"query": long_query, "session_id": "s1"})
+        assert not r.is_error and len(r.structured_content["query"]) <= 201
+        assert long_query not in json.dumps(r.structured_content)
+
+
+async def test_huge_queries_are_refused_in_one_line(project: Path, user: syn.Vault) -> None:
+    user.remember("knowledge", "k", "v")
+    huge = "x" * 2_000_000
+    async with Client(build_server(project)) as c:
+        for tool in ("search", "recall"):
+            r = await c.call_tool(tool, {"query": huge})
+            assert r.is_error and "\n" not in text(r) and len(text(r)) < 300
+            assert text(r).endswith(f"query is 2,000,000 characters long; at most {MAX_TEXT:,} are accepted")
+
+
+# ------------------------------------------------------------------------------------------------ refusals
+async def test_wrong_types_are_refused_in_one_line(project: Path, user: syn.Vault) -> None:
+    async with Client(build_server(project)) as c:
+        cases = [
+            ({"token_count": True, "capacity": 1}, "token_count must be a whole number >= 0, got true/false (true)"),
+            ({"token_count": 70, "capacity": 100.0}, "capacity must be a whole number >= 1, got a number"),
+            ({"token_count": 70.5, "capacity": 100}, "token_count must be a whole number >= 0, got a number"),
+            ({"token_count": "70", "capacity": 100}, "token_count must be a whole number >= 0, got text ('70')"),
+            ({"token_count": 150, "capacity": 100}, "token_count (150) is more than capacity (100)"),
+            ({"capacity": 100}, "token_count is required (a whole number >= 0)"),
+            ({"token_count": 1, "capacity": 10, "budget_tokens": 5}, ("budget_tokens must be a whole number from "
+                                                                     "100 to 20,000, got a whole number (5)")),
+        ]
+        for args, message in cases:
+            r = await c.call_tool("signal_low_context", args)
+            assert r.is_error, args
+            assert message in text(r) and "\n" not in text(r) and "pydantic" not in text(r), (args, text(r))
+        r = await c.call_tool("search", {"query": "x", "limit": True})
+        assert r.is_error and "limit must be a whole number from 1 to 100, got true/false" in text(r)
+        r = await c.call_tool("log_episode", {"task_key": "t", "status": "exploded"})
+        assert text(r).endswith("status text ('exploded') is not accepted; use one of: success, failure, unknown")
+        r = await c.call_tool("log_decision", {"decision": "d", "tags": ["ok", 5]})
+        assert "tags item 2 must be text, got a whole number (5)" in text(r)
+    assert user.checkpoints.list() == [] and user.episodes.list() == [] and user.decisions.list() == []
+
+
+async def test_unknown_arguments_are_named_in_the_answer(project: Path, user: syn.Vault) -> None:
+    async with Client(build_server(project)) as c:
+        r = await c.call_tool("remember", {"category": "knowledge", "key": "port", "content": "8080",
+                                           "verified": True, "source": "user"})
+        assert not r.is_error and r.structured_content["ignored_arguments"] == ["source", "verified"]
+        assert "ignored 2 arguments this tool does not take: source, verified" in text(r)
+        assert r.structured_content["verified"] is False and r.structured_content["source"] == "agent"
+        r = await c.call_tool("get_status", {})
+        assert "ignored_arguments" not in r.structured_content
+        r = await c.call_tool("recall", {"query": 5, "sesion_id": "typo"})
+        assert r.is_error and "query must be text" in text(r) and "does not take: sesion_id" in text(r)
+
+
+async def test_readonly_environment_refuses_every_write(project: Path, user: syn.Vault,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    user.checkpoint("Migrating auth", next_step="Fix the refresh test")
+    user.remember("knowledge", "deploy_cmd", "make release", priority="high")
+    monkeypatch.setenv("SYNAPSE_READONLY", "1")
+    async with Client(build_server(project)) as c:
+        for tool, args in (("log_decision", {"decision": "Use WAL"}), ("create_checkpoint", {"doing": "x"}),
+                           ("remember", {"category": "knowledge", "key": "k", "content": "v"}),
+                           ("log_episode", {"task_key": "t"}),
+                           ("submit_lesson_analysis", {"lesson_id": "les_1", "analysis": "why"})):
+            r = await c.call_tool(tool, args)
+            assert r.is_error and "the server is read-only (SYNAPSE_READONLY=1 in its environment)" in text(r)
+            assert "\n" not in text(r)
+        r = await c.call_tool("signal_low_context", {"token_count": 90, "capacity": 100})
+        assert not r.is_error and r.structured_content["action"] == "read_only"
+        assert "no checkpoint was saved" in text(r) and "Migrating auth" in text(r)
+        assert "deploy_cmd" in text(await c.call_tool("recall", {"query": "how do we deploy a release?"}))
+    assert len(user.checkpoints.list()) == 1 and user.decisions.list() == [] and len(user.memories.list()) == 1
+    monkeypatch.setenv("SYNAPSE_READONLY", "0")  # "0" means writable, as in the CLI
+    async with Client(build_server(project)) as c:
+        assert not (await c.call_tool("log_decision", {"decision": "Use WAL"})).is_error
+
+
+async def test_readonly_over_stdio(project: Path, user: syn.Vault) -> None:
+    from mcp.client.stdio import StdioServerParameters
+
+    user.remember("knowledge", "k", "v")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "synapse_nb", "mcp", str(project)],
+                                   env={**_env(), "SYNAPSE_READONLY": "1"})
+    async with Client(params) as c:
+        r = await c.call_tool("log_decision", {"decision": "Use WAL"})
+        assert r.is_error and "read-only" in text(r)
+        assert not (await c.call_tool("get_status", {})).is_error
+    assert user.decisions.list() == []
+
+
+# ------------------------------------------------------------------------------------------------ get_status and git
+async def test_get_status_runs_git_ls_files_once_per_index_change(git_repo: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from synapse_nb.gitscope import _git
+
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    calls: list[tuple[str, ...]] = []
+    real = _git.run_git
+
+    def counting(repo: Any, *args: str, **kwargs: Any) -> Any:
+        if "ls-files" in args:
+            calls.append(args)
+        return real(repo, *args, **kwargs)
+
+    monkeypatch.setattr(_git, "run_git", counting)
+    syn.open_vault(git_repo).remember("knowledge", "k", "v")
+    async with Client(build_server(git_repo)) as c:
+        for _ in range(3):
+            st = (await c.call_tool("get_status", {})).structured_content
+        assert len(calls) == 1 and st["tracked_by_git"] == []
+        run_git(git_repo, "add", "-f", ".synapse/synapse.db")  # the index changes: git is asked again
+        st = (await c.call_tool("get_status", {})).structured_content
+        assert len(calls) == 2 and st["tracked_by_git"] == [".synapse/synapse.db"]
+        assert st["untrack_command"] == "git rm -r --cached .synapse"
+        await c.call_tool("get_status", {})
+        assert len(calls) == 2
+
+
+# ------------------------------------------------------------------------------------------------ stdio
+def _start(project: Path) -> subprocess.Popen[bytes]:
+    p = subprocess.Popen([sys.executable, "-m", "synapse_nb", "mcp", str(project)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    assert p.stdin is not None
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
+    p.stdin.write(json.dumps(hello).encode() + b"\n" + b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    p.stdin.flush()
+    return p
+
+
+def _reply(p: subprocess.Popen[bytes]) -> dict[str, Any]:
+    assert p.stdout is not None
+    return json.loads(p.stdout.readline())
+
+
+def test_unreadable_lines_get_an_answer_and_lone_surrogates_are_served(project: Path, user: syn.Vault) -> None:
+    user.remember("knowledge", "k", "the release train")
+    p = _start(project)
+    try:
+        assert _reply(p)["id"] == 1
+        assert p.stdin is not None
+        p.stdin.write(b"this is not json\n")
+        p.stdin.write(b'{"jsonrpc": "2.0", "id": 7, "method": 5}\n')
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "search", "arguments": {"query": "release \ud800train"}}}
+        p.stdin.write(json.dumps(call).encode() + b"\n")  # json.dumps escapes the lone surrogate as \ud800
+        p.stdin.flush()
+        parse, invalid, served = _reply(p), _reply(p), _reply(p)
+        assert parse == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": parse["error"]["message"]}}
+        assert invalid["id"] == 7 and invalid["error"]["code"] == -32600
+        assert served["id"] == 2 and not served["result"].get("isError")
+        assert "release \ufffdtrain" in served["result"]["structuredContent"]["query"]
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_ctrl_c_stops_the_server_at_once(project: Path) -> None:
+    p = _start(project)
+    try:
+        assert _reply(p)["id"] == 1  # serving, stdin open and idle
+        p.send_signal(signal.SIGINT)
+        code = p.wait(timeout=20)
+        assert p.stderr is not None
+        assert code == 130, p.stderr.read().decode()  # a guard against a hang, not a timing: it must not wait for Enter
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
