@@ -124,7 +124,8 @@ def _locate(path: str | Path | None) -> tuple[Path, Path, str]:
     return base / VAULT_DIRNAME, base, f"{label}{base}"
 
 
-_VAULT_ENTRY = re.compile(r"^(synapse\.db(-wal|-shm|-journal)?|index|[\w.-]+\.lock|hook\.log(\.1)?|\.gitignore)$")
+_VAULT_ENTRY = re.compile(r"^(synapse\.db(-wal|-shm|-journal)?|index|[\w.-]+\.lock|hook\.log(\.1)?|\.gitignore|"
+                          r"agent-sessions\.json)$")
 
 
 def _holds_only_vault_files(folder: Path, limit: int = 64) -> bool:
