@@ -365,7 +365,8 @@ def _post_tool(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     from synapse_nb.agents.sessions import session_state
     from synapse_nb.kinds.autocheckpoint import AutoCheckpoint
 
-    if not writable or not (event.files or (event.tool_name in EDIT_TOOLS)):
+    edit = event.tool_name in EDIT_TOOLS if event.tool_name else bool(event.files)  # the generic form: --file
+    if not writable or not edit:
         return HookAnswer()
     every = AutoCheckpoint.every_from(v.settings.get, "file")
     with session_state(v.path, _state_key(v, event)) as st:
