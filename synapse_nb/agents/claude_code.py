@@ -67,8 +67,10 @@ HOOK_EVENTS: dict[str, str | None] = {
 MCP_NAME = "synapse-nb"
 #: A changed file's previous content is kept beside it under this suffix.
 BACKUP_SUFFIX = ".synapse-nb.bak"
-#: A command is ours when it runs synapse-nb (the script or the module) with the ``hook`` command.
-_OURS = re.compile(r"(?:^|[\s/\\\"'])(?:synapse-nb|synapse_nb)(?:\.exe)?[\"']?(?:\s+\S+)*?\s+hook(?:\s|$)")
+#: A command is ours when it runs synapse-nb (the script or the module), maybe with ``--vault``/``--mind``, then
+#: ``hook``.
+_OURS = re.compile(r"(?:^|[\s/\\\"'])(?:synapse-nb|synapse_nb)(?:\.exe)?[\"']?"
+                   r"(?:\s+--(?:vault|mind)(?:=|\s+)(?:'[^']*'|\"[^\"]*\"|\S+))*\s+hook(?:\s|$)")
 
 
 def project_root(path: str | Path | None = None) -> Path:
