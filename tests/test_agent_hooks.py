@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import synapse_nb as syn
-from synapse_nb.agents.hooks import MAX_CONTEXT_CHARS, canonical_event, parse_event, render, HookAnswer
+from synapse_nb.agents.hooks import MAX_CONTEXT_CHARS, HookAnswer, canonical_event, parse_event, render
 from synapse_nb.agents.sessions import STATE_NAME, read_state, session_state
 from synapse_nb.errors import ValidationError
 
@@ -30,7 +30,7 @@ def hook(event: str, payload: Any = None, *, cwd: Path, args: tuple[str, ...] = 
     base.update(env or {})
     stdin = raw if raw is not None else ("" if payload is None else json.dumps(payload))
     return subprocess.run([sys.executable, "-m", "synapse_nb", "hook", event, *args], cwd=cwd, env=base,
-                          input=stdin, capture_output=True, text=True, timeout=60)
+                          input=stdin, check=False, capture_output=True, text=True, timeout=60)
 
 
 def claude(event: str, repo: Path, session: str = "sess-1", **fields: Any) -> dict[str, Any]:
@@ -302,3 +302,22 @@ def test_session_state_is_a_cache(tmp_path: Path) -> None:
         st.touch("a.py")
     got = read_state(tmp_path, "s")
     assert (got.edits, got.files, got.changed) == (2, ["a.py"], ["a.py"])
+
+
+def test_the_hook_path_loads_neither_the_cli_framework_nor_the_heavy_stack(repo: Path) -> None:
+    """``synapse-nb hook`` runs on every prompt and edit: it skips typer and the command modules (a fresh process)."""
+    code = (
+        "import sys\n"
+        "from synapse_nb.__main__ import main\n"
+        f"rc = main(['--vault', {str(repo)!r}, 'hook', 'post-tool', '--session', 's', '--file', 'a.py'])\n"
+        "heavy = sorted(m for m in ('typer', 'click', 'synapse_nb.cli', 'numpy', 'scipy', 'mcp', 'lancedb', 'pandas',"
+        " 'rich') if m in sys.modules)\n"
+        "print(rc, heavy)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=repo, env=env, timeout=60)
+    assert out.stdout.strip().splitlines()[-1] == "0 []", out.stdout + out.stderr
+    assert read_state(repo / ".synapse", "default:s").files == ["a.py"]  # and it did its work
+    helped = subprocess.run([sys.executable, "-m", "synapse_nb", "hook", "--help"], check=False, capture_output=True,
+                            text=True, cwd=repo, env=env, timeout=60)
+    assert helped.returncode == 0 and "Run one agent hook" in helped.stdout  # help goes through the CLI

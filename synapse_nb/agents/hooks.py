@@ -307,7 +307,7 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         ckp = (f"Latest checkpoint on this branch:\n{latest.restore_text()}" if latest
                else "No checkpoint on this branch yet.")
         banner = banner_text(lessons) or "No approved lessons yet."
-        context = "\n\n".join([head, banner, ckp])
+        context = f"{head}\n\n{banner}\n\n{ckp}"
         if estimate_tokens(context) > SESSION_START_TOKENS:
             context = _cut(context, SESSION_START_TOKENS * 4)
     if writable:
