@@ -2,7 +2,9 @@
 
 - :mod:`synapse_nb.agents.hooks`: ``synapse-nb hook EVENT``, the process an agent's hook runs (session start,
   every prompt, before compaction, after file edits, at the end of a session). It acts as the agent, never creates a
-  vault and never breaks the user's prompt: any failure is exit 0, empty stdout and one line on stderr.
+  vault and never breaks the user's prompt: any failure is exit 0, empty stdout and one line on stderr. The events
+  and their inputs are in :mod:`synapse_nb.agents.events`, what each does on the vault in
+  :mod:`synapse_nb.agents.handlers`.
 - :mod:`synapse_nb.agents.claude_code`: ``synapse-nb agent install claude-code``, the merge of those hooks into
   Claude Code's settings files (and the MCP server into the project's ``.mcp.json``), with backup, dry run,
   status and uninstall.
