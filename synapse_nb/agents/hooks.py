@@ -104,7 +104,7 @@ def render(event: HookEvent, answer: HookAnswer, fmt: str = "auto") -> HookOutpu
 
 
 # ------------------------------------------------------------------------------------------------ the process
-_GLOBAL = {"--vault", "--mind"}
+_GLOBAL = {"--vault", "--mind", "--actor"}  # --actor is accepted and ignored: a hook always acts as the agent
 _OPTS = {"--session", "--text", "--file", "--source", "--format"}
 
 
