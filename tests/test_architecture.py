@@ -26,7 +26,8 @@ MAX_LINES = 600
 #: modules allowed over MAX_LINES, and why (none: the CLI is a package of one module per command group)
 LONG_OK: dict[str, str] = {}
 SURFACES = ("synapse_nb.cli", "synapse_nb.magics", "synapse_nb.widgets", "synapse_nb.mcp", "synapse_nb.demo",
-            "synapse_nb.gitscope.githook", "synapse_nb.__main__")
+            "synapse_nb.gitscope.githook", "synapse_nb.agents.handlers", "synapse_nb.agents.hooks",
+            "synapse_nb.__main__")
 GATE_MAY_IMPORT = {"synapse_nb.errors", "synapse_nb.text"}
 #: I/O a pure module must not do (names called or imported)
 IO_NAMES = {"open", "sqlite3", "subprocess", "socket", "urllib", "requests", "lancedb", "pathlib", "os"}

@@ -13,7 +13,8 @@ One module per command group: :mod:`~synapse_nb.cli.checkpoint`, :mod:`~synapse_
 :mod:`~synapse_nb.cli.lessons`, :mod:`~synapse_nb.cli.memory` (and ``remember``),
 :mod:`~synapse_nb.cli.recall`, :mod:`~synapse_nb.cli.git` (``hooks`` and ``watch``),
 :mod:`~synapse_nb.cli.index`, :mod:`~synapse_nb.cli.gate`, :mod:`~synapse_nb.cli.team`, :mod:`~synapse_nb.cli.project` (``demo``,
-``init``, ``mcp``); the root app, error handling and printing are in ``cli/_common.py``. This module
+``init``, ``mcp``), :mod:`~synapse_nb.cli.agent` (``agent`` and ``hook``: ``python -m synapse_nb hook ...`` skips
+typer altogether, :func:`synapse_nb.agents.hooks.main`); the root app, error handling and printing are in ``cli/_common.py``. This module
 assembles the command tree, in the order ``--help`` lists it.
 
 Cold start matters: the command modules import only :mod:`typer` and the standard library at import
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import typer
 
-from synapse_nb.cli import checkpoint, decision, gate, git, index, lessons, memory, project, recall, team
+from synapse_nb.cli import agent, checkpoint, decision, gate, git, index, lessons, memory, project, recall, team
 from synapse_nb.cli._common import CREATING_COMMANDS, PROG, app
 
 __all__ = ["CREATING_COMMANDS", "app", "main"]
@@ -43,6 +44,7 @@ app.command()(project.init)
 app.command()(memory.remember)
 app.command()(git.watch)
 app.command("mcp")(project.mcp_serve)
+app.command("hook")(agent.hook)
 app.add_typer(checkpoint.checkpoint_app, name="checkpoint")
 app.add_typer(decision.decision_app, name="decision")
 app.add_typer(lessons.lessons_app, name="lessons")
@@ -52,6 +54,7 @@ app.add_typer(git.hooks_app, name="hooks")
 app.add_typer(index.index_app, name="index")
 app.add_typer(gate.gate_app, name="gate")
 app.add_typer(team.team_app, name="team")
+app.add_typer(agent.agent_app, name="agent")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -90,11 +90,7 @@ of the thread whose context names the changed one.
 - Episodes with a ``thread`` and no ``seq`` get ``EpisodeTable.next_seq`` (1 + the largest ``seq`` of the
   thread in the mind, 0 for a new thread), computed by the caller inside its write transaction.
 
-Data format
------------
-:data:`EXPORT_FIELDS` names the fields of one exported record per kind (``memory export``): they are the
-system of record's columns, and :data:`JSON_FIELDS` those holding JSON values. A second backend exports and
-imports exactly these documents, so a vault moves between backends through an export.
+**Data format**: :data:`EXPORT_FIELDS` and :data:`JSON_FIELDS` (:mod:`synapse_nb.store.records`).
 """
 
 from __future__ import annotations
@@ -393,13 +389,12 @@ class RecallQueries(Protocol):
         ...
 
     def rank_state(self) -> RankState | None:
-        """Where the ranking table stands, durably (:class:`RankState`): recall keys its structure arrays on disk
-        by it. None: the store keeps no such log (a team vault), and recall keys them by :meth:`data_version`."""
+        """Where the ranking table stands, durably: recall keys its structure arrays on disk by it (None: no such
+        log, a team vault; recall keys them by :meth:`data_version`)."""
         ...
 
     def rank_changes(self, since: int, state: RankState) -> builtins.list[str] | None:
-        """The ids whose ranking documents changed after generation ``since`` up to ``state`` (sorted, distinct),
-        or None when the log no longer reaches back to ``since`` (or ``since`` is not of this history)."""
+        """The ids (sorted, distinct) changed after generation ``since`` up to ``state``; None: not in the log."""
         ...
 
     def rank_logged(self, gen: int) -> str | None:
@@ -407,8 +402,7 @@ class RecallQueries(Protocol):
         ...
 
     def rank_cache_dir(self) -> Path | None:
-        """The folder beside the database where recall keeps its structure arrays (None: none, a team vault).
-        A read-only vault reads the files there and writes none."""
+        """The folder beside the database for recall's structure arrays (None: a team vault; read-only: read)."""
         ...
 
     def bm25(self, mind: str, words: Sequence[str], *, depth: int, w_body: float = 1.0,

@@ -6,6 +6,10 @@ define (``import synapse_nb`` defines them).
 :mod:`synapse_nb.store.base` states the seam itself (the :class:`~synapse_nb.store.base.VaultStore` protocol
 and its contract) and re-exports these; code that only needs the values imports them from here, so
 ``import synapse_nb`` does not build the protocol classes.
+
+Data format: :data:`EXPORT_FIELDS` names the fields of one exported record per kind (``memory export``): they
+are the system of record's columns, and :data:`JSON_FIELDS` those holding JSON values. A second backend exports
+and imports exactly these documents, so a vault moves between backends through an export.
 """
 
 from __future__ import annotations

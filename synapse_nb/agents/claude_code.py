@@ -1,0 +1,369 @@
+"""``synapse-nb agent install claude-code``: the synapse-nb hooks merged into Claude Code's settings.
+
+Claude Code reads hooks from three settings files, by scope:
+
+=========  ==========================================  ==============================================
+scope      file                                        for
+=========  ==========================================  ==============================================
+project    ``<project>/.claude/settings.json``         everyone on the project (committed)
+local      ``<project>/.claude/settings.local.json``   you, in this project (not committed)
+user       ``~/.claude/settings.json``                 you, in every project
+=========  ==========================================  ==============================================
+
+Each file is JSON: ``{"hooks": {"EVENT": [{"matcher": "...", "hooks": [{"type": "command", "command": "..."}]}]}}``.
+Installing adds one matcher group per event (:data:`HOOK_EVENTS`) whose one command is ``synapse-nb hook EVENT``;
+it keeps every other key, every other event and every group and command of the user's, in their order. It is
+idempotent (a second install changes nothing), keeps a backup of the file it changes (``<file>.synapse-nb.bak``),
+and a dry run only shows the diff. Uninstalling removes exactly the commands that run ``synapse-nb ... hook``
+(and the containers that held only them), so an install followed by an uninstall gives back the settings that were
+there. The project scope also registers the MCP server in the project's ``.mcp.json`` (``mcpServers.synapse-nb``);
+for the other scopes, :func:`mcp_add_command` is the ``claude mcp add`` line to run.
+
+A malformed settings file is never rewritten: the error names the file and what is wrong in it.
+
+Examples
+--------
+>>> merged = with_hooks({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}, "synapse-nb")
+>>> sorted(merged["hooks"])
+['PostToolUse', 'PreCompact', 'SessionEnd', 'SessionStart', 'Stop', 'UserPromptSubmit']
+>>> without_hooks(merged)
+{'hooks': {'Stop': [{'hooks': [{'type': 'command', 'command': 'say done'}]}]}}
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from synapse_nb.errors import StoreError, ValidationError
+
+__all__ = ["AGENTS", "BACKUP_SUFFIX", "HOOK_EVENTS", "MCP_NAME", "SCOPES", "FileChange", "ScopeStatus",
+           "apply_changes", "default_command", "hook_command", "install", "is_ours", "mcp_add_command",
+           "project_root", "settings_path", "status", "uninstall", "with_hooks", "without_hooks"]
+
+#: The agents ``synapse-nb agent install`` knows.
+AGENTS = ("claude-code",)
+#: Where Claude Code's settings live, by scope.
+SCOPES = ("project", "local", "user")
+#: The events installed, with the matcher of each (None: the event takes no matcher).
+HOOK_EVENTS: dict[str, str | None] = {
+    "SessionStart": "startup|resume|clear|compact",
+    "UserPromptSubmit": None,
+    "PreCompact": "manual|auto",
+    "PostToolUse": "Edit|Write|MultiEdit|NotebookEdit",
+    "SessionEnd": None,
+}
+#: The name of the MCP server in ``.mcp.json``.
+MCP_NAME = "synapse-nb"
+#: A changed file's previous content is kept beside it under this suffix.
+BACKUP_SUFFIX = ".synapse-nb.bak"
+#: A command is ours when it runs synapse-nb (the script or the module), maybe with ``--vault``/``--mind``, then
+#: ``hook``.
+_OURS = re.compile(r"(?:^|[\s/\\\"'])(?:synapse-nb|synapse_nb)(?:\.exe)?[\"']?"
+                   r"(?:\s+--(?:vault|mind)(?:=|\s+)(?:'[^']*'|\"[^\"]*\"|\S+))*\s+hook(?:\s|$)")
+
+
+def project_root(path: str | Path | None = None) -> Path:
+    """The project folder whose ``.claude/`` is meant: the git work tree containing ``path`` (default: the current
+    folder), else the folder itself. It must exist."""
+    from synapse_nb.gitscope.repo import find_repo
+
+    base = Path(path or Path.cwd()).expanduser()
+    if not base.is_dir():
+        raise ValidationError(f"project folder {str(base)!r} does not exist (a typo?); name an existing folder")
+    repo = find_repo(base)
+    return (repo.work_tree if repo is not None else base).resolve()
+
+
+def settings_path(scope: str, project: Path, home: Path | None = None) -> Path:
+    """The settings file of ``scope`` (project, local or user)."""
+    if scope not in SCOPES:
+        raise ValidationError(f"scope {scope!r} is not accepted; use one of: {', '.join(SCOPES)}")
+    if scope == "user":
+        return (home or Path.home()) / ".claude" / "settings.json"
+    return project / ".claude" / ("settings.json" if scope == "project" else "settings.local.json")
+
+
+def default_command() -> str:
+    """How the hooks run synapse-nb: ``synapse-nb`` when it is on PATH, else this Python with ``-m synapse_nb``."""
+    return "synapse-nb" if shutil.which("synapse-nb") else f"{shlex.quote(sys.executable)} -m synapse_nb"
+
+
+def hook_command(base: str, event: str, mind: str = "default") -> str:
+    """The command one hook runs, e.g. ``synapse-nb hook UserPromptSubmit``."""
+    return f"{base}{'' if mind == 'default' else ' --mind ' + shlex.quote(mind)} hook {event}"
+
+
+def is_ours(handler: Any) -> bool:
+    """True for a hook handler that runs ``synapse-nb ... hook`` (what install writes and uninstall removes)."""
+    return (isinstance(handler, dict) and handler.get("type", "command") == "command"
+            and isinstance(handler.get("command"), str) and bool(_OURS.search(handler["command"])))
+
+
+def _check_settings(obj: Any, where: str) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise ValidationError(f"{where} holds a JSON {type(obj).__name__}, not an object; Claude Code's settings are "
+                              "an object ({\"hooks\": {...}, ...}): fix it or move it aside (nothing was changed)")
+    hooks = obj.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ValidationError(f"{where}: \"hooks\" is a {type(hooks).__name__}, not an object of events; fix it or "
+                              "move it aside (nothing was changed)")
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            raise ValidationError(f"{where}: hooks.{event} is a {type(groups).__name__}, not a list of matcher "
+                                  "groups; fix it or move it aside (nothing was changed)")
+    return obj
+
+
+def without_hooks(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` without synapse-nb's hook commands; a group, an event or ``hooks`` that held only them goes
+    too (one that was empty before stays)."""
+    out = copy.deepcopy(_check_settings(settings, "the settings"))
+    hooks = out.get("hooks")
+    if not isinstance(hooks, dict):
+        return out
+    for event in list(hooks):
+        groups = hooks[event]
+        kept = []
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(handlers, list) or not any(is_ours(h) for h in handlers):
+                kept.append(group)
+                continue
+            rest = [h for h in handlers if not is_ours(h)]
+            if rest:
+                kept.append({**group, "hooks": rest})
+        if kept or not groups:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if not hooks and settings.get("hooks"):
+        del out["hooks"]
+    return out
+
+
+def _ours_by_event(settings: dict[str, Any]) -> dict[str, list[Any]]:
+    hooks = settings.get("hooks") or {}
+    return {e: [g for g in groups if isinstance(g, dict) and any(is_ours(h) for h in g.get("hooks") or [])]
+            for e, groups in hooks.items()}
+
+
+def with_hooks(settings: dict[str, Any], base: str, mind: str = "default") -> dict[str, Any]:
+    """``settings`` with synapse-nb's hooks, one matcher group per event of :data:`HOOK_EVENTS`; unchanged
+    (the same object) when exactly those are already there."""
+    out = without_hooks(settings)
+    hooks = out.setdefault("hooks", {})
+    for event, matcher in HOOK_EVENTS.items():
+        group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
+        group["hooks"] = [{"type": "command", "command": hook_command(base, event, mind)}]
+        hooks.setdefault(event, []).append(group)
+    if {k: v for k, v in _ours_by_event(settings).items() if v} == {k: v for k, v in _ours_by_event(out).items() if v}:
+        return settings
+    return out
+
+
+def _mcp_entry(base: str, mind: str) -> dict[str, Any]:
+    argv = shlex.split(base)
+    return {"type": "stdio", "command": argv[0],
+            "args": [*argv[1:], *([] if mind == "default" else ["--mind", mind]), "mcp"], "env": {}}
+
+
+def mcp_add_command(scope: str, base: str | None = None, mind: str = "default") -> str:
+    """The ``claude mcp add`` line that registers the server for ``scope`` (Claude Code keeps local and user
+    servers in its own ``~/.claude.json``, which synapse-nb does not edit)."""
+    entry = _mcp_entry(base or default_command(), mind)
+    return shlex.join(["claude", "mcp", "add", "--scope", scope, MCP_NAME, "--", entry["command"], *entry["args"]])
+
+
+def _is_our_server(entry: Any) -> bool:
+    if not isinstance(entry, dict):
+        return False
+    argv = [str(entry.get("command", "")), *(str(a) for a in entry.get("args") or [])]
+    return any(re.search(r"synapse[-_]nb", a) for a in argv) and "mcp" in argv
+
+
+# ------------------------------------------------------------------------------------------------ files
+@dataclass(frozen=True)
+class FileChange:
+    """One file install or uninstall would change: its text ``before`` (None: no file) and ``after`` (None: the file
+    is removed, because only synapse-nb's entries were in it)."""
+
+    path: Path
+    before: str | None
+    after: str | None
+    what: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        """A unified diff of the change ("" when there is none)."""
+        a = (self.before or "").splitlines(keepends=True)
+        b = (self.after or "").splitlines(keepends=True)
+        return "".join(difflib.unified_diff(a, b, fromfile=f"{self.path} (before)", tofile=f"{self.path} (after)"))
+
+
+def _read_json(path: Path) -> tuple[str | None, dict[str, Any]]:
+    if not path.exists():
+        return None, {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from None
+    if not text.strip():
+        return text, {}
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise ValidationError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); fix it "
+                              "or move it aside (nothing was changed)") from None
+    return text, _check_settings(obj, str(path))
+
+
+def _dump(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def _settings_change(path: Path, base: str, mind: str, remove: bool) -> FileChange:
+    before, obj = _read_json(path)
+    new = without_hooks(obj) if remove else with_hooks(obj, base, mind)
+    if new == obj:
+        return FileChange(path, before, before, "hooks")
+    after = None if remove and not new and obj else _dump(new)
+    return FileChange(path, before, after, "hooks")
+
+
+def _mcp_change(path: Path, base: str, mind: str, remove: bool) -> FileChange:
+    before, obj = _read_json(path)
+    servers = obj.get("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise ValidationError(f"{path}: \"mcpServers\" is a {type(servers).__name__}, not an object; fix it or move "
+                              "it aside (nothing was changed)")
+    new = copy.deepcopy(obj)
+    if remove:
+        if not _is_our_server(servers.get(MCP_NAME)):
+            return FileChange(path, before, before, "mcp")
+        del new["mcpServers"][MCP_NAME]
+        if not new["mcpServers"]:
+            del new["mcpServers"]
+        return FileChange(path, before, None if not new else _dump(new), "mcp")
+    entry = _mcp_entry(base, mind)
+    if servers.get(MCP_NAME) == entry:
+        return FileChange(path, before, before, "mcp")
+    if MCP_NAME in servers and not _is_our_server(servers[MCP_NAME]):
+        raise ValidationError(f"{path}: an MCP server named {MCP_NAME!r} that does not run synapse-nb is already "
+                              "registered; rename it or pass --no-mcp (nothing was changed)")
+    new.setdefault("mcpServers", {})[MCP_NAME] = entry
+    return FileChange(path, before, _dump(new), "mcp")
+
+
+def install(scope: str = "project", *, project: str | Path | None = None, home: Path | None = None,
+            command: str | None = None, mind: str = "default", mcp: bool = True) -> list[FileChange]:
+    """The changes that install the hooks for ``scope`` (and, for the project scope, the MCP server in
+    ``.mcp.json``); nothing is written: :func:`apply_changes` writes them."""
+    root = project_root(project)
+    base = command or default_command()
+    if not base.strip():
+        raise ValidationError("--command must not be empty; give how to run synapse-nb, e.g. 'synapse-nb'")
+    changes = [_settings_change(settings_path(scope, root, home), base, mind, remove=False)]
+    if mcp and scope == "project":
+        changes.append(_mcp_change(root / ".mcp.json", base, mind, remove=False))
+    return changes
+
+
+def uninstall(scope: str = "project", *, project: str | Path | None = None, home: Path | None = None,
+              mcp: bool = True) -> list[FileChange]:
+    """The changes that remove synapse-nb's hooks from ``scope`` (and its server from the project's
+    ``.mcp.json``); nothing is written."""
+    root = project_root(project)
+    changes = [_settings_change(settings_path(scope, root, home), "", "default", remove=True)]
+    if mcp and scope == "project":
+        changes.append(_mcp_change(root / ".mcp.json", "", "default", remove=True))
+    return changes
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else None
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def apply_changes(changes: list[FileChange]) -> list[Path]:
+    """Write the changes that change something, each after a backup of its file's previous content; returns the
+    backups written."""
+    backups: list[Path] = []
+    for ch in changes:
+        if not ch.changed:
+            continue
+        try:
+            if ch.before is not None:
+                backup = ch.path.with_name(ch.path.name + BACKUP_SUFFIX)
+                _write_atomic(backup, ch.before)
+                backups.append(backup)
+            if ch.after is None:
+                ch.path.unlink(missing_ok=True)
+            else:
+                _write_atomic(ch.path, ch.after)
+        except OSError as exc:
+            raise StoreError(f"cannot write {ch.path}: {exc.strerror or exc}") from None
+    return backups
+
+
+# ------------------------------------------------------------------------------------------------ status
+@dataclass(frozen=True)
+class ScopeStatus:
+    """What one scope's settings file holds of synapse-nb: the events hooked and their commands."""
+
+    scope: str
+    path: Path
+    exists: bool
+    events: tuple[str, ...]
+    commands: tuple[str, ...]
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"scope": self.scope, "path": str(self.path), "exists": self.exists, "events": list(self.events),
+                "commands": list(self.commands), "error": self.error}
+
+
+def status(*, project: str | Path | None = None, home: Path | None = None) -> tuple[list[ScopeStatus], bool]:
+    """Every scope's hooks, and whether the project's ``.mcp.json`` registers the server."""
+    root = project_root(project)
+    out = []
+    for scope in SCOPES:
+        path = settings_path(scope, root, home)
+        try:
+            _, obj = _read_json(path)
+        except (ValidationError, StoreError) as exc:
+            out.append(ScopeStatus(scope, path, True, (), (), str(exc)))
+            continue
+        ours = {e: g for e, g in _ours_by_event(obj).items() if g}
+        cmds = tuple(h["command"] for g in ours.values() for grp in g for h in grp["hooks"] if is_ours(h))
+        out.append(ScopeStatus(scope, path, path.exists(), tuple(ours), cmds))
+    try:
+        _, mcp = _read_json(root / ".mcp.json")
+        servers = mcp.get("mcpServers")
+        registered = isinstance(servers, dict) and _is_our_server(servers.get(MCP_NAME))
+    except (ValidationError, StoreError):
+        registered = False
+    return out, registered

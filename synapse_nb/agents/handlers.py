@@ -1,0 +1,236 @@
+"""What each agent hook event does on the vault (:mod:`synapse_nb.agents.hooks` runs the process and prints).
+
+Every handler gets the vault opened as the agent (``create=False``; read-only with ``SYNAPSE_READONLY=1``, when
+``writable`` is False and nothing is written) and returns a :class:`~synapse_nb.agents.hooks.HookAnswer`: the
+context for the agent (empty: print nothing) and a notice for the human. The per-session counts are in
+:mod:`synapse_nb.agents.sessions`.
+
+>>> from synapse_nb.agents.events import parse_event
+>>> handle(parse_event("prompt", "", session="s1", text="how do we deploy?"), vault="/tmp/project")  # doctest: +SKIP
+HookAnswer(context='', notice='', stderr='')
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from synapse_nb.agents.events import EDIT_TOOLS, MAX_PROMPT_CHARS, HookAnswer, HookEvent, cut_context
+from synapse_nb.errors import SynapseError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb.agents.sessions import SessionState
+    from synapse_nb.models import Checkpoint
+    from synapse_nb.vault import Vault
+
+__all__ = ["RESTORE_TOKENS", "SESSION_START_TOKENS", "handle", "restore_pack"]
+
+#: Token budgets: the session-start answer, and the restore pack.
+SESSION_START_TOKENS = 2000
+RESTORE_TOKENS = 1500
+_PROG = "synapse-nb hook"
+
+
+def _state_key(v: Vault, event: HookEvent) -> str:
+    return f"{v.mind}:{event.session or '-'}"
+
+
+def _relative(v: Vault, path: str) -> str:
+    """A tool's file path as the vault's records name files: relative to the work tree when inside it."""
+    p = Path(path)
+    roots = [r for r in ((v.repo.work_tree if v.repo is not None else None), v.project_dir) if r is not None]
+    if p.is_absolute():
+        for root in roots:
+            try:
+                return p.resolve().relative_to(Path(root).resolve()).as_posix()
+            except (ValueError, OSError):
+                continue
+    return path
+
+
+def restore_pack(v: Vault, checkpoint: Checkpoint | None, budget_tokens: int = RESTORE_TOKENS) -> str:
+    """What a compacted context needs back: the banner, the checkpoint, recent decisions and key memories (verified
+    first), whole lines within ``budget_tokens`` (the same pack ``signal_low_context`` returns)."""
+    from synapse_nb.recall import banner_text, record_line
+    from synapse_nb.render import estimate_tokens
+
+    blocks = [b for b in (banner_text(v.lessons.in_force()),
+                          checkpoint.restore_text() if checkpoint else "No checkpoint on this branch yet.") if b]
+    decisions = v.decisions.list(limit=5)
+    if decisions:
+        blocks.append("Recent decisions:\n" + "\n".join(record_line(d) for d in decisions))
+    key_mems = [m for m in v.memories.list(limit=50) if m.priority in ("critical", "high")]
+    key_mems.sort(key=lambda m: not m.verified)  # human-verified first: a cut drops proposals first
+    if key_mems:
+        blocks.append("Key memories:\n" + "\n".join(record_line(m) for m in key_mems))
+    out: list[str] = []
+    used = omitted = 0
+    for b, block in enumerate(blocks):
+        if b and out:
+            out.append("")
+        for line in block.split("\n"):
+            cost = estimate_tokens(line + "\n")
+            if used + cost > budget_tokens:
+                omitted += 1
+                continue
+            out.append(line)
+            used += cost
+    text = "\n".join(out).strip("\n")
+    return text + (f"\n(… {omitted} more line{'s' if omitted != 1 else ''} left out to fit {budget_tokens} tokens)"
+                   if omitted else "")
+
+
+def _pending_notice(v: Vault) -> str:
+    """For the human only: how many lessons wait for a decision (read as the user, read-only; never shown to the
+    agent's context)."""
+    from synapse_nb.vault import open_vault
+
+    try:
+        with open_vault(v.path, mind=v.mind, actor="user", readonly=True, create=False) as human:
+            n = len(human.lessons.pending())
+    except SynapseError:
+        return ""
+    if not n:
+        return ""
+    return (f"synapse-nb: {n} lesson{'s' if n != 1 else ''} from reverted changes wait{'' if n != 1 else 's'} for "
+            "your review (synapse-nb lessons review, in your own terminal)")
+
+
+def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
+    from synapse_nb.agents.sessions import session_state
+    from synapse_nb.recall import banner_text
+
+    lessons = list(v.lessons.in_force())
+    if event.session and writable:
+        v.recall("", session=event.session)  # marks the banner's lessons as given to this session
+    latest = v.checkpoints.latest()
+    if event.source == "compact":
+        context = "synapse-nb restore pack after compaction:\n\n" + restore_pack(v, latest)
+    else:
+        from synapse_nb.render import estimate_tokens
+
+        head = "synapse-nb project memory (relevant records are recalled on each prompt):"
+        ckp = (f"Latest checkpoint on this branch:\n{latest.restore_text()}" if latest
+               else "No checkpoint on this branch yet.")
+        banner = banner_text(lessons) or "No approved lessons yet."
+        context = f"{head}\n\n{banner}\n\n{ckp}"
+        if estimate_tokens(context) > SESSION_START_TOKENS:
+            context = cut_context(context, SESSION_START_TOKENS * 4)
+    if writable:
+        with session_state(v.path, _state_key(v, event)) as st:
+            st.lessons = [x.id for x in lessons]
+    return HookAnswer(context=context, notice=_pending_notice(v))
+
+
+def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
+    from synapse_nb.agents.sessions import read_state, session_state
+    from synapse_nb.recall import banner_text
+    from synapse_nb.render import shorten
+
+    prompt = (event.prompt or "").strip()
+    if not prompt:
+        return HookAnswer()
+    r = v.recall(prompt[:MAX_PROMPT_CHARS], session=event.session)
+    key = _state_key(v, event)
+    st = read_state(v.path, key)
+    new_lessons = [x for x in r.lessons if x.id not in st.lessons]
+    if writable and (st.task is None or new_lessons):
+        with session_state(v.path, key) as st:
+            st.task = st.task or shorten(prompt, 200)
+            st.lessons = list(dict.fromkeys([*st.lessons, *(x.id for x in new_lessons)]))
+    if r.items:
+        return HookAnswer(context=r.text)
+    if new_lessons:
+        return HookAnswer(context=banner_text(new_lessons))
+    return HookAnswer()  # nothing new: no noise in the agent's context
+
+
+def _pre_compact(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
+    from synapse_nb.agents.sessions import read_state, session_state
+    from synapse_nb.provenance import salvage
+
+    key = _state_key(v, event)
+    st = read_state(v.path, key)
+    last = v.checkpoints.latest()
+    if not writable:
+        return HookAnswer(context=restore_pack(v, last))
+    why = "saved before the context was compacted" + (f" ({event.source})" if event.source else "")
+    doing = f"{st.task} — {why}" if st.task else salvage(last.doing) if last else f"agent session {why}"
+    files = list(dict.fromkeys([*st.changed, *st.files])) or (
+        [f for f in (salvage(f, multiline=False) for f in last.changed_files) if f] if last else [])
+    c = v.checkpoint(doing, files=files[:200], next_step=salvage(last.next_step) if last else None,
+                     blockers=salvage(last.blockers) if last else None, origin="auto")
+    with session_state(v.path, key) as s:
+        s.edits, s.files, s.lessons = 0, [], []  # compaction drops the lessons from the context: shown again
+        s.checkpoints += 1
+    return HookAnswer(context=restore_pack(v, c),
+                      notice=f"synapse-nb: saved checkpoint {c.id} before compaction; the restore pack follows it")
+
+
+def _post_tool(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
+    from synapse_nb.agents.sessions import session_state
+    from synapse_nb.kinds.autocheckpoint import AutoCheckpoint
+
+    edit = event.tool_name in EDIT_TOOLS if event.tool_name else bool(event.files)  # the generic form: --file
+    if not writable or not edit:
+        return HookAnswer()
+    every = AutoCheckpoint.every_from(v.settings.get, "file")
+    with session_state(v.path, _state_key(v, event)) as st:
+        st.touch(_relative(v, event.files[0]) if event.files else "")
+        for extra in event.files[1:]:
+            st.touch(_relative(v, extra))
+            st.edits -= 1  # one tool call is one edit, whatever it lists
+        if st.edits >= every:
+            _auto_checkpoint(v, st)
+    return HookAnswer()
+
+
+def _auto_checkpoint(v: Vault, st: SessionState) -> None:
+    task = f"; working on: {st.task}" if st.task else ""
+    v.checkpoint(f"auto checkpoint after {st.edits} file edits by the agent{task}", files=st.files[:200],
+                 origin="auto")
+    st.edits, st.files = 0, []
+    st.checkpoints += 1
+
+
+def _episode(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
+    from synapse_nb.agents.sessions import read_state, session_state
+
+    key = _state_key(v, event)
+    if not writable or not read_state(v.path, key).changed:
+        return HookAnswer()
+    with session_state(v.path, key) as st:
+        if st.changed:
+            n = len(st.changed)
+            shown = ", ".join(st.changed[:20]) + (f" and {n - 20} more" if n > 20 else "")
+            task = f"task: {st.task}; " if st.task else ""
+            v.episodes.log(f"agent session {event.session or '-'}"[:200], status="unknown",
+                           outcome=f"{task}changed {n} file{'s' if n != 1 else ''}: {shown}", refs=st.changed[:200])
+            st.changed = []
+            st.episodes += 1
+    return HookAnswer()
+
+
+_HANDLERS = {"session-start": _session_start, "prompt": _prompt, "pre-compact": _pre_compact,
+             "post-tool": _post_tool, "stop": _episode, "session-end": _episode}
+
+
+def handle(event: HookEvent, *, vault: str | None = None, mind: str = "default",
+           env: Mapping[str, str] | None = None) -> HookAnswer:
+    """Run ``event`` on its vault, as the agent; raises what goes wrong (:func:`respond` turns it into stderr).
+
+    The vault: ``vault`` (``--vault``), else ``SYNAPSE_HOME``, else the event's ``cwd``, else the current folder.
+    """
+    from synapse_nb.vault import open_vault
+
+    env = os.environ if env is None else env
+    readonly = env.get("SYNAPSE_READONLY", "").strip() not in ("", "0")
+    path = vault if vault is not None else (None if env.get("SYNAPSE_HOME", "").strip() else event.cwd)
+    with open_vault(path, mind=mind, actor="agent", create=False, readonly=readonly) as v:
+        if v.offline:  # a team vault's stale copy: recall and search only
+            return HookAnswer(stderr=f"{_PROG}: {event.name}: the team vault's server cannot be reached; skipped")
+        return _HANDLERS[event.name](v, event, not readonly)
+
+

@@ -1,0 +1,244 @@
+"""``synapse-nb hook EVENT``: the memory loop run by an agent's lifecycle hooks, not by the agent's goodwill.
+
+An agent harness (Claude Code, Codex CLI, Gemini CLI, ...) runs ``synapse-nb hook EVENT`` at fixed moments and
+hands it the event as JSON on stdin. What each event does:
+
+========================  ===================================================================================
+event                     what the hook does
+========================  ===================================================================================
+``session-start``         the approved-lesson banner and the latest checkpoint of this branch for the agent,
+                          the pending-lesson count for the human; after a compaction (``source`` compact),
+                          the restore pack (banner, checkpoint, recent decisions, key memories)
+``prompt``                ``recall(prompt, session=session_id)``: only what is new for the session; prints
+                          NOTHING when nothing is new
+``pre-compact``           saves a checkpoint from what the session knows (its task, the files it edited) and
+                          returns the restore pack
+``post-tool``             after a file-editing tool: counts the edit; every ``auto_checkpoint_files`` edits
+                          (else ``auto_checkpoint_every``, default 10) writes an automatic checkpoint, silently
+``stop``, ``session-end`` logs the session as an episode (its task, the files it changed) when it changed files
+                          since its last episode, silently
+========================  ===================================================================================
+
+Claude Code's names (``SessionStart``, ``UserPromptSubmit``, ``PreCompact``, ``PostToolUse``, ``Stop``,
+``SessionEnd``) and Gemini CLI's (``BeforeAgent``, ``AfterTool``, ``PreCompress``, ``AfterAgent``) are accepted
+for the same events. The rules every run keeps:
+
+- **never break the user's prompt**: malformed or missing stdin, no vault, a locked or corrupt database, an
+  exception, a run past its time limit (``SYNAPSE_AGENT_HOOK_TIMEOUT`` seconds, default 10) all end with exit
+  status 0, empty stdout and one line on stderr;
+- **never create a vault**, and with ``SYNAPSE_READONLY=1`` write nothing at all;
+- **act as the agent**: everything it writes (checkpoints, episodes) is the agent's proposal. The one thing it
+  reads as the user is the *number* of pending lessons, which goes to the human only (Claude Code's
+  ``systemMessage``; stderr in text form), never into the agent's context;
+- **at most 10,000 characters** of context (whole lines; what was cut is said).
+
+Output: with JSON on stdin that names its event (``hook_event_name``), a JSON answer in Claude Code's form
+``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}, "systemMessage": ...}`` (Gemini CLI
+reads the same); otherwise plain text. ``--format text|json`` chooses.
+
+The generic form, for any agent: ``synapse-nb hook prompt --session ID --text "..."``.
+
+Examples
+--------
+>>> out = respond(["prompt", "--text", "how do we deploy?"], "", env={})  # doctest: +SKIP
+>>> out.stdout                                                           # doctest: +SKIP
+''
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from synapse_nb.agents.events import (
+    CLAUDE_EVENTS,
+    EDIT_TOOLS,
+    EVENTS,
+    MAX_CONTEXT_CHARS,
+    HookAnswer,
+    HookEvent,
+    canonical_event,
+    cut_context,
+    parse_event,
+)
+from synapse_nb.errors import SynapseError, ValidationError
+
+__all__ = ["CLAUDE_EVENTS", "DEFAULT_TIMEOUT_S", "EDIT_TOOLS", "EVENTS", "MAX_CONTEXT_CHARS", "HookAnswer",
+           "HookEvent", "HookOutput", "canonical_event", "is_hook_call", "main", "parse_event", "render", "respond"]
+
+#: Most characters read from stdin.
+MAX_STDIN_CHARS = 8_000_000
+#: Seconds a run may take before it gives up (exit 0, empty stdout): ``SYNAPSE_AGENT_HOOK_TIMEOUT``.
+DEFAULT_TIMEOUT_S = 10.0
+_PROG = "synapse-nb hook"
+
+
+@dataclass(frozen=True)
+class HookOutput:
+    """What the process prints: ``stdout`` (maybe empty) and ``stderr`` (one line or empty)."""
+
+    stdout: str = ""
+    stderr: str = ""
+
+
+def render(event: HookEvent, answer: HookAnswer, fmt: str = "auto") -> HookOutput:
+    """The printed form of ``answer``: JSON in Claude Code's shape (``fmt`` json, or auto with structured input),
+    else plain text (the human's notice then goes to stderr)."""
+    context = cut_context(answer.context.strip("\n")) if answer.context.strip() else ""
+    as_json = fmt == "json" or (fmt == "auto" and event.structured)
+    if not as_json:
+        err = answer.stderr or (answer.notice if answer.notice else "")
+        return HookOutput(stdout=context + "\n" if context else "", stderr=err)
+    obj: dict[str, Any] = {}
+    if context and event.name in ("session-start", "prompt"):
+        obj["hookSpecificOutput"] = {"hookEventName": event.harness_name or CLAUDE_EVENTS[event.name],
+                                     "additionalContext": context}
+    if answer.notice:
+        obj["systemMessage"] = answer.notice
+    return HookOutput(stdout=json.dumps(obj, ensure_ascii=False) + "\n" if obj else "", stderr=answer.stderr)
+
+
+# ------------------------------------------------------------------------------------------------ the process
+_GLOBAL = {"--vault", "--mind", "--actor"}  # --actor is accepted and ignored: a hook always acts as the agent
+_OPTS = {"--session", "--text", "--file", "--source", "--format"}
+
+
+def _split(argv: Sequence[str]) -> tuple[dict[str, str], list[str]] | None:
+    """(global options, the arguments after ``hook``), or None when ``argv`` is not a hook call."""
+    glob: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        name, eq, val = a.partition("=")
+        if name in _GLOBAL:
+            if not eq:
+                if i + 1 >= len(argv):
+                    return None
+                val, i = argv[i + 1], i + 1
+            glob[name] = val
+            i += 1
+            continue
+        if a == "hook":
+            return glob, list(argv[i + 1:])
+        return None
+    return None
+
+
+def is_hook_call(argv: Sequence[str]) -> bool:
+    """True when ``argv`` (the command line after the program) runs ``synapse-nb [--vault P] [--mind M] hook ...``
+    without asking for help: the light path that never loads the rest of the CLI."""
+    split = _split(argv)
+    return split is not None and not any(a in ("--help", "-h") for a in split[1])
+
+
+def _parse_hook_args(args: list[str]) -> tuple[str, dict[str, Any]]:
+    if not args or args[0].startswith("-"):
+        raise ValidationError(f"give the event: synapse-nb hook EVENT (one of {', '.join(EVENTS)})")
+    event, opts = args[0], {"--file": []}
+    i = 1
+    while i < len(args):
+        name, eq, val = args[i].partition("=")
+        if name not in _OPTS:
+            raise ValidationError(f"unknown argument {args[i]!r} for synapse-nb hook; accepted: {', '.join(sorted(_OPTS))}")
+        if not eq:
+            if i + 1 >= len(args):
+                raise ValidationError(f"{name} needs a value")
+            val, i = args[i + 1], i + 1
+        if name == "--file":
+            opts["--file"].append(val)
+        else:
+            opts[name] = val
+        i += 1
+    if opts.get("--format", "auto") not in ("auto", "text", "json"):
+        raise ValidationError(f"--format {opts['--format']!r} is not accepted; use auto, text or json")
+    return event, opts
+
+
+def respond(argv: Sequence[str], stdin: str, *, env: Mapping[str, str] | None = None, vault: str | None = None,
+            mind: str | None = None) -> HookOutput:
+    """The whole run for ``argv`` (the arguments after ``hook``) and ``stdin``, as what it prints; never raises.
+
+    ``vault`` and ``mind`` are the root options when the call came through the CLI.
+    """
+    name = argv[0] if argv else "?"
+    try:
+        event_name, opts = _parse_hook_args(list(argv))
+        name = event_name
+        event = parse_event(event_name, stdin, session=opts.get("--session"), text=opts.get("--text"),
+                            files=opts["--file"], source=opts.get("--source"))
+        name = event.name
+        from synapse_nb.agents.handlers import handle  # the vault and recall load only now
+
+        answer = handle(event, vault=vault, mind=mind or "default", env=env)
+        return render(event, answer, opts.get("--format", "auto"))
+    except SynapseError as exc:
+        return HookOutput(stderr=f"{_PROG}: {name}: {' '.join(str(exc).split()) or type(exc).__name__}")
+    except Exception as exc:  # noqa: BLE001 - a hook never breaks the user's prompt
+        return HookOutput(stderr=f"{_PROG}: {name}: unexpected {type(exc).__name__}: {' '.join(str(exc).split())}")
+
+
+def _read_stdin(args: Sequence[str]) -> str:
+    """The event JSON: stdin unless it is a terminal or the generic form gave the fields as options."""
+    if any(a.split("=", 1)[0] in ("--text", "--session", "--file") for a in args) or sys.stdin is None:
+        return ""
+    try:
+        if sys.stdin.isatty():
+            return ""
+        return sys.stdin.read(MAX_STDIN_CHARS)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return ""
+
+
+def run(args: Sequence[str], *, vault: str | None = None, mind: str | None = None) -> int:
+    """Run the hook for ``args`` (after ``hook``) in this process: read stdin, answer within the time limit, print,
+    and return 0 whatever happened (past the limit the process exits at once, printing nothing on stdout)."""
+    try:
+        timeout = float(os.environ.get("SYNAPSE_AGENT_HOOK_TIMEOUT", DEFAULT_TIMEOUT_S))
+    except ValueError:
+        timeout = DEFAULT_TIMEOUT_S
+    result: list[HookOutput] = []
+
+    def work() -> None:
+        result.append(respond(args, _read_stdin(args), vault=vault, mind=mind))
+
+    thread = threading.Thread(target=work, name="synapse-agent-hook", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not result:
+        name = args[0] if args else "?"
+        try:
+            sys.stderr.write(f"{_PROG}: {name}: gave up after {timeout:g} s (a locked or slow vault); nothing "
+                             "was added\n")
+            sys.stderr.flush()
+        finally:
+            os._exit(0)  # the stuck work is abandoned; SQLite's journal keeps the vault consistent
+    out = result[0]
+    try:
+        if out.stdout:
+            sys.stdout.write(out.stdout)
+            sys.stdout.flush()
+        if out.stderr:
+            sys.stderr.write(out.stderr.replace("\n", " ") + "\n")
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The light entry point: ``synapse-nb [--vault P] [--mind M] hook EVENT [...]`` without the CLI framework.
+
+    Always returns 0 (an unknown option is one line on stderr, never a usage error that would block a prompt).
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    split = _split(args)
+    if split is None:
+        sys.stderr.write(f"{_PROG}: not a hook call: {' '.join(args)!r}\n")
+        return 0
+    glob, rest = split
+    return run(rest, vault=glob.get("--vault"), mind=glob.get("--mind"))

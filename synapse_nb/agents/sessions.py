@@ -1,0 +1,140 @@
+"""What an agent hook remembers between its runs, per session: a small JSON file beside the database.
+
+Each ``synapse-nb hook`` run is a fresh process, so the hooks keep their per-session counters in
+``<vault>/agent-sessions.json`` (guarded by an exclusive ``flock`` on ``<vault>/agent-sessions.lock``, written to
+a temporary file and moved into place, so a reader never sees half a file):
+
+- ``edits``: file edits since the session's last automatic checkpoint, and ``files``, the files they touched;
+- ``changed``: the files changed since the session's last episode (``Stop`` / ``SessionEnd`` log one);
+- ``task``: the session's first prompt (shortened), what its checkpoints and episode say it worked on;
+- ``lessons``: the approved lessons the hooks have already put in the session's context.
+
+Why a file and not the vault's session tables: these are counters of the agent's harness, not memory. A write
+to ``synapse.db`` on every edit would move the vault's data version, so every recall after an edit would start
+cold, and it would take the database's write lock on every tool call. The file is a cache of the hooks' own: an
+unreadable one is started afresh (a count lost, never a record), and only the newest :data:`MAX_SESSIONS`
+sessions are kept.
+
+Examples
+--------
+>>> import tempfile
+>>> folder = tempfile.mkdtemp()
+>>> with session_state(folder, "s1") as st:
+...     st.edits += 1
+>>> with session_state(folder, "s1") as st:
+...     st.edits
+1
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LOCK_NAME", "MAX_SESSIONS", "STATE_NAME", "SessionState", "read_state", "session_state"]
+
+STATE_NAME = "agent-sessions.json"
+LOCK_NAME = "agent-sessions.lock"
+#: Sessions kept in the file (the ones touched last).
+MAX_SESSIONS = 64
+#: Files remembered per list (a checkpoint or an episode lists at most these).
+MAX_FILES_KEPT = 200
+_VERSION = 1
+
+
+@dataclass
+class SessionState:
+    """One session's counters (see the module docstring)."""
+
+    edits: int = 0
+    files: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    task: str | None = None
+    lessons: list[str] = field(default_factory=list)
+    checkpoints: int = 0
+    episodes: int = 0
+    updated: str = ""
+
+    @classmethod
+    def from_json(cls, raw: Any) -> SessionState:
+        """A state read from the file; anything malformed in it starts afresh (it is a cache)."""
+        if not isinstance(raw, dict):
+            return cls()
+
+        def strings(v: Any) -> list[str]:
+            return [s for s in v if isinstance(s, str)][:MAX_FILES_KEPT] if isinstance(v, list) else []
+
+        def count(v: Any) -> int:
+            return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
+
+        task = raw.get("task")
+        return cls(edits=count(raw.get("edits")), files=strings(raw.get("files")),
+                   changed=strings(raw.get("changed")), task=task if isinstance(task, str) else None,
+                   lessons=strings(raw.get("lessons")), checkpoints=count(raw.get("checkpoints")),
+                   episodes=count(raw.get("episodes")), updated=str(raw.get("updated") or ""))
+
+    def touch(self, path: str) -> None:
+        """One edit of ``path``: counted, and listed once in ``files`` and ``changed``."""
+        self.edits += 1
+        for lst in (self.files, self.changed):
+            if path and path not in lst and len(lst) < MAX_FILES_KEPT:
+                lst.append(path)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(raw, dict) or raw.get("version") != _VERSION or not isinstance(raw.get("sessions"), dict):
+        return {}
+    return raw["sessions"]
+
+
+def read_state(folder: str | Path, session: str) -> SessionState:
+    """The session's state as it is now (no lock, nothing written): a fresh one when there is none."""
+    return SessionState.from_json(_read(Path(folder) / STATE_NAME).get(session))
+
+
+@contextlib.contextmanager
+def session_state(folder: str | Path, session: str) -> Iterator[SessionState]:
+    """Read, change and write back one session's state under the file's lock.
+
+    The state is written when the block ends without an exception; concurrent hooks (parallel tool calls) take
+    turns on the lock, so no edit is counted twice or lost.
+    """
+    folder = Path(folder)
+    with open(folder / LOCK_NAME, "a+b") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            sessions = _read(folder / STATE_NAME)
+            state = SessionState.from_json(sessions.get(session))
+            yield state
+            state.updated = datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            sessions[session] = asdict(state)
+            if len(sessions) > MAX_SESSIONS:
+                newest = sorted(sessions, key=lambda s: str((sessions[s] or {}).get("updated", "")), reverse=True)
+                sessions = {s: sessions[s] for s in newest[:MAX_SESSIONS]}
+            _write(folder / STATE_NAME, {"version": _VERSION, "sessions": sessions})
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".agent-sessions.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, ensure_ascii=False, sort_keys=True)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,323 @@
+"""``synapse-nb hook EVENT`` driven as Claude Code drives it: a fresh process, the documented JSON on stdin, a real
+vault in a real git repository. A hook never breaks the prompt: every failure is exit 0, empty stdout, one stderr line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import synapse_nb as syn
+from synapse_nb.agents.hooks import MAX_CONTEXT_CHARS, HookAnswer, canonical_event, parse_event, render
+from synapse_nb.agents.sessions import STATE_NAME, read_state, session_state
+from synapse_nb.errors import ValidationError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def hook(event: str, payload: Any = None, *, cwd: Path, args: tuple[str, ...] = (), raw: str | None = None,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m synapse_nb hook EVENT`` as a harness does: JSON on stdin, in the project folder."""
+    base = {k: v for k, v in os.environ.items() if k not in ("SYNAPSE_HOME", "SYNAPSE_READONLY")}
+    base["PYTHONPATH"] = os.pathsep.join([str(ROOT), base.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    base.update(env or {})
+    stdin = raw if raw is not None else ("" if payload is None else json.dumps(payload))
+    return subprocess.run([sys.executable, "-m", "synapse_nb", "hook", event, *args], cwd=cwd, env=base,
+                          input=stdin, check=False, capture_output=True, text=True, timeout=60)
+
+
+def claude(event: str, repo: Path, session: str = "sess-1", **fields: Any) -> dict[str, Any]:
+    """The JSON Claude Code sends for ``event`` (the common fields and the event's own)."""
+    return {"session_id": session, "transcript_path": str(repo / "transcript.jsonl"), "cwd": str(repo),
+            "hook_event_name": event, **fields}
+
+
+def context_of(res: subprocess.CompletedProcess[str]) -> str:
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    return str(out["hookSpecificOutput"]["additionalContext"])
+
+
+def quiet_failure(res: subprocess.CompletedProcess[str]) -> str:
+    """A failure as a hook must fail: exit 0, nothing on stdout, exactly one line on stderr (returned)."""
+    assert res.returncode == 0
+    assert res.stdout == ""
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    return lines[0]
+
+
+@pytest.fixture()
+def repo(git_repo: Path) -> Path:
+    """The git repository with a vault holding a verified memory and a decision."""
+    with syn.open_vault(git_repo) as v:
+        v.remember("procedure", "run_migrations", "Run alembic upgrade head before deploying the billing api",
+                   tags=["db"])
+        v.decide("Keep the vault in SQLite with WAL", rationale="many readers, one writer")
+    return git_repo
+
+
+def _checkpoints(repo: Path) -> list[syn.Checkpoint]:
+    with syn.open_vault(repo, create=False) as v:
+        return list(v.checkpoints.list())
+
+
+# ------------------------------------------------------------------------------------------------ prompt
+def test_prompt_gives_only_what_is_new_and_nothing_otherwise(repo: Path) -> None:
+    ask = claude("UserPromptSubmit", repo, prompt="how do we run the migrations before deploying billing?")
+    first = hook("UserPromptSubmit", ask, cwd=repo)
+    text = context_of(first)
+    assert "procedure/run_migrations" in text and "[user · verified]" in text
+    assert first.stderr == ""
+    again = hook("UserPromptSubmit", ask, cwd=repo)
+    assert again.returncode == 0 and again.stdout == "" and again.stderr == ""  # already given: no noise
+    other = hook("UserPromptSubmit", claude("UserPromptSubmit", repo, prompt="paint the kitchen walls yellow"),
+                 cwd=repo)
+    assert other.returncode == 0 and other.stdout == "" and other.stderr == ""
+    fresh = hook("UserPromptSubmit", {**ask, "session_id": "sess-2"}, cwd=repo)  # another session: new again
+    assert "procedure/run_migrations" in context_of(fresh)
+
+
+def test_prompt_accepts_user_prompt_and_the_generic_form(repo: Path) -> None:
+    res = hook("UserPromptSubmit", claude("UserPromptSubmit", repo, user_prompt="alembic migrations deploy"),
+               cwd=repo)
+    assert "run_migrations" in context_of(res)
+    generic = hook("prompt", cwd=repo, args=("--session", "g1", "--text", "alembic migrations deploy"))
+    assert generic.returncode == 0 and generic.stdout.startswith("RELEVANT MEMORY for:")  # plain text
+    assert "run_migrations" in generic.stdout
+    again = hook("prompt", cwd=repo, args=("--session", "g1", "--text", "alembic migrations deploy"))
+    assert again.stdout == ""
+    as_json = hook("prompt", {"session_id": "g2", "prompt": "alembic migrations deploy"}, cwd=repo,
+                   args=("--format", "json"))
+    assert json.loads(as_json.stdout)["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+
+
+def test_a_lesson_approved_mid_session_is_given_once(repo: Path) -> None:
+    start = hook("SessionStart", claude("SessionStart", repo, source="startup"), cwd=repo)
+    assert "No approved lessons yet." in context_of(start)
+    with syn.open_vault(repo) as v:
+        les = v.lessons.create("Reverted the billing retry: it double-charged customers")
+        v.lessons.approve(les.id, text="Never retry billing charges without an idempotency key")
+    ask = claude("UserPromptSubmit", repo, prompt="paint the kitchen walls yellow")
+    text = context_of(hook("UserPromptSubmit", ask, cwd=repo))
+    assert "APPROVED SYSTEM MEMORY" in text and "idempotency key" in text
+    assert hook("UserPromptSubmit", ask, cwd=repo).stdout == ""
+
+
+# ------------------------------------------------------------------------------------------------ session start
+def test_session_start_gives_banner_checkpoint_and_tells_the_human_of_pending_lessons(repo: Path) -> None:
+    with syn.open_vault(repo) as v:
+        approved = v.lessons.create("Reverted the cache warmup: it took the site down")
+        v.lessons.approve(approved.id, text="Warm the cache in batches of 100")
+        v.lessons.create("Reverted the payments retry")  # stays pending
+        c = v.checkpoint("Refactoring JWT auth", files=["src/auth.py"], next_step="Run pytest")
+    res = hook("SessionStart", claude("SessionStart", repo, source="startup"), cwd=repo)
+    out = json.loads(res.stdout)
+    text = out["hookSpecificOutput"]["additionalContext"]
+    assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "Warm the cache in batches of 100" in text and c.id in text and "Next step: Run pytest" in text
+    assert "1 lesson" in out["systemMessage"] and "lessons review" in out["systemMessage"]
+    assert "payments retry" not in text and "pending" not in text  # the agent sees no pending lesson
+    # the banner was given to this session: a relevant prompt does not repeat it in full
+    ask = claude("UserPromptSubmit", repo, prompt="how do we run the migrations before deploying billing?")
+    recalled = context_of(hook("UserPromptSubmit", ask, cwd=repo))
+    assert "shown earlier in this session" in recalled and "Warm the cache" not in recalled
+
+
+def test_session_start_on_a_new_project_is_a_normal_answer(git_repo: Path) -> None:
+    syn.open_vault(git_repo).close()
+    text = context_of(hook("SessionStart", claude("SessionStart", git_repo, source="startup"), cwd=git_repo))
+    assert "No approved lessons yet." in text and "No checkpoint on this branch yet." in text
+
+
+# ------------------------------------------------------------------------------------------------ edits
+def _edit(repo: Path, path: str, session: str = "sess-1", tool: str = "Edit") -> subprocess.CompletedProcess[str]:
+    return hook("PostToolUse", claude("PostToolUse", repo, session, tool_name=tool,
+                                      tool_input={"file_path": str(repo / path), "old_string": "a",
+                                                  "new_string": "b"},
+                                      tool_response={"success": True}), cwd=repo)
+
+
+def test_ten_edits_make_one_auto_checkpoint_silently(repo: Path) -> None:
+    hook("UserPromptSubmit", claude("UserPromptSubmit", repo, prompt="refactor the billing retries"), cwd=repo)
+    for i in range(9):
+        res = _edit(repo, f"src/mod{i % 3}.py")
+        assert res.returncode == 0 and res.stdout == "" and res.stderr == ""
+    assert _checkpoints(repo) == []
+    read = hook("PostToolUse", claude("PostToolUse", repo, tool_name="Read",
+                                      tool_input={"file_path": str(repo / "README.md")}), cwd=repo)
+    assert read.stdout == "" and _checkpoints(repo) == []  # reading is no edit
+    assert _edit(repo, "src/mod9.py", tool="Write").stdout == ""
+    [c] = _checkpoints(repo)
+    assert c.origin == "auto" and c.source == "agent" and c.branch == "main"
+    assert c.changed_files == ("src/mod0.py", "src/mod1.py", "src/mod2.py", "src/mod9.py")
+    assert "10 file edits" in c.doing and "refactor the billing retries" in c.doing
+    for i in range(9):
+        _edit(repo, "src/again.py")
+    assert len(_checkpoints(repo)) == 1  # the count started again
+
+
+def test_the_count_follows_the_vault_setting_and_each_session(repo: Path) -> None:
+    with syn.open_vault(repo) as v:
+        v.settings.set("auto_checkpoint_files", 3)
+    for i in range(2):
+        _edit(repo, f"a{i}.py", session="one")
+        _edit(repo, f"b{i}.py", session="two")
+    assert _checkpoints(repo) == []
+    _edit(repo, "a2.py", session="one")
+    [c] = _checkpoints(repo)
+    assert c.changed_files == ("a0.py", "a1.py", "a2.py")
+
+
+# ------------------------------------------------------------------------------------------------ compaction
+def test_pre_compact_saves_a_checkpoint_and_session_start_compact_restores(repo: Path) -> None:
+    with syn.open_vault(repo) as v:
+        les = v.lessons.create("Reverted the cache warmup")
+        v.lessons.approve(les.id, text="Warm the cache in batches of 100")
+    hook("UserPromptSubmit", claude("UserPromptSubmit", repo, prompt="split the billing module"), cwd=repo)
+    _edit(repo, "src/billing.py")
+    res = hook("PreCompact", claude("PreCompact", repo, trigger="auto", custom_instructions=""), cwd=repo)
+    assert res.returncode == 0, res.stderr
+    [c] = _checkpoints(repo)
+    assert c.origin == "auto" and c.source == "agent" and c.changed_files == ("src/billing.py",)
+    assert "split the billing module" in c.doing
+    assert c.id in json.loads(res.stdout)["systemMessage"]  # Claude Code shows it to the human
+    text = context_of(hook("SessionStart", claude("SessionStart", repo, source="compact"), cwd=repo))
+    assert "restore pack" in text and c.id in text and "Warm the cache in batches of 100" in text
+    assert "Recent decisions:" in text and "Keep the vault in SQLite" in text
+    plain = hook("pre-compact", cwd=repo, args=("--session", "sess-1"))
+    assert plain.stdout.startswith("APPROVED SYSTEM MEMORY")  # the generic form prints the pack itself
+
+
+# ------------------------------------------------------------------------------------------------ episodes
+def test_session_end_logs_an_episode_when_files_changed(repo: Path) -> None:
+    end = claude("SessionEnd", repo, reason="exit")
+    assert hook("SessionEnd", end, cwd=repo).stdout == ""
+    with syn.open_vault(repo) as v:
+        assert list(v.episodes.history()) == []  # nothing changed: nothing logged
+    hook("UserPromptSubmit", claude("UserPromptSubmit", repo, prompt="fix the flaky login test"), cwd=repo)
+    _edit(repo, "tests/test_login.py")
+    _edit(repo, "src/login.py")
+    res = hook("SessionEnd", end, cwd=repo)
+    assert res.returncode == 0 and res.stdout == "" and res.stderr == ""
+    hook("Stop", claude("Stop", repo, stop_hook_active=False), cwd=repo)  # nothing new since: no second one
+    with syn.open_vault(repo) as v:
+        [e] = list(v.episodes.history())
+    assert e.source == "agent" and e.task_key == "agent session sess-1"
+    assert e.refs == ("tests/test_login.py", "src/login.py")
+    assert "fix the flaky login test" in (e.outcome or "") and "changed 2 files" in (e.outcome or "")
+
+
+# ------------------------------------------------------------------------------------------------ never break
+@pytest.mark.parametrize("raw", ["garbage", "{\"session_id\": ", "[1, 2]", "\"text\"", "\udcff"])
+def test_malformed_stdin_is_exit_0_and_empty_stdout(repo: Path, raw: str) -> None:
+    res = hook("UserPromptSubmit", cwd=repo, raw=raw.encode("utf-8", "surrogateescape").decode("latin-1"))
+    assert "stdin" in quiet_failure(res)
+
+
+def test_missing_stdin_and_unknown_arguments_are_quiet(repo: Path) -> None:
+    empty = hook("UserPromptSubmit", cwd=repo, raw="")
+    assert empty.returncode == 0 and empty.stdout == ""  # no prompt: nothing to recall
+    assert "unknown hook event" in quiet_failure(hook("NoSuchEvent", {}, cwd=repo))
+    assert "unknown argument" in quiet_failure(hook("prompt", cwd=repo, args=("--bogus", "x")))
+    assert "--format" in quiet_failure(hook("prompt", cwd=repo, args=("--text", "x", "--format", "xml")))
+
+
+@pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "PreCompact", "PostToolUse", "SessionEnd"])
+def test_no_vault_is_quiet_and_creates_nothing(git_repo: Path, event: str) -> None:
+    payload = claude(event, git_repo, prompt="how do we deploy?", source="startup", trigger="manual",
+                     tool_name="Edit", tool_input={"file_path": str(git_repo / "a.py")})
+    assert "no vault" in quiet_failure(hook(event, payload, cwd=git_repo))
+    assert not (git_repo / ".synapse").exists()
+
+
+def test_a_corrupt_database_is_quiet(repo: Path) -> None:
+    db = repo / ".synapse" / "synapse.db"
+    for extra in ("-wal", "-shm"):
+        Path(str(db) + extra).unlink(missing_ok=True)
+    db.write_bytes(b"this is not a database" * 100)
+    quiet_failure(hook("UserPromptSubmit", claude("UserPromptSubmit", repo, prompt="deploy"), cwd=repo))
+    assert db.read_bytes().startswith(b"this is not a database")
+
+
+def test_a_locked_database_gives_up_within_the_time_limit(repo: Path) -> None:
+    conn = sqlite3.connect(repo / ".synapse" / "synapse.db", isolation_level=None)
+    try:
+        conn.execute("BEGIN EXCLUSIVE")  # another process holds the write lock for longer than a prompt may wait
+        res = hook("UserPromptSubmit", claude("UserPromptSubmit", repo, prompt="alembic migrations deploy"),
+                   cwd=repo, env={"SYNAPSE_AGENT_HOOK_TIMEOUT": "1"})
+    finally:
+        conn.rollback()
+        conn.close()
+    assert "gave up" in quiet_failure(res)
+
+
+def test_readonly_writes_nothing(repo: Path) -> None:
+    ro = {"SYNAPSE_READONLY": "1"}
+    for i in range(10):
+        hook("PostToolUse", claude("PostToolUse", repo, tool_name="Edit", tool_input={"file_path": f"f{i}.py"}),
+             cwd=repo, env=ro)
+    hook("PreCompact", claude("PreCompact", repo, trigger="manual"), cwd=repo, env=ro)
+    assert _checkpoints(repo) == [] and not (repo / ".synapse" / STATE_NAME).exists()
+    res = hook("UserPromptSubmit", claude("UserPromptSubmit", repo, prompt="alembic migrations deploy"), cwd=repo,
+               env=ro)
+    assert "run_migrations" in context_of(res)  # reading still works
+
+
+# ------------------------------------------------------------------------------------------------ in process
+def test_event_names_and_fields() -> None:
+    assert [canonical_event(n) for n in ("SessionStart", "BeforeAgent", "PreCompress", "post_tool", "stop")] == [
+        "session-start", "prompt", "pre-compact", "post-tool", "stop"]
+    with pytest.raises(ValidationError, match="unknown hook event 'Nope'"):
+        canonical_event("Nope")
+    ev = parse_event("PostToolUse", json.dumps({"session_id": "s", "hook_event_name": "PostToolUse",
+                                                "tool_name": "NotebookEdit",
+                                                "tool_input": {"notebook_path": "/p/n.ipynb"}}))
+    assert (ev.session, ev.tool_name, ev.files, ev.structured) == ("s", "NotebookEdit", ("/p/n.ipynb",), True)
+    gen = parse_event("prompt", "", session="x", text="hello")
+    assert (gen.session, gen.prompt, gen.structured) == ("x", "hello", False)
+
+
+def test_context_is_cut_to_10000_characters_and_says_so() -> None:
+    ev = parse_event("prompt", "", text="q")
+    long = "\n".join(f"- line {i} " + "x" * 80 for i in range(400))
+    out = render(ev, HookAnswer(context=long), "json")
+    text = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert len(text) <= MAX_CONTEXT_CHARS and "more lines cut to fit 10,000 characters" in text
+    assert all(line.startswith("- line ") for line in text.splitlines()[:-1])  # whole lines only
+
+
+def test_session_state_is_a_cache(tmp_path: Path) -> None:
+    (tmp_path / STATE_NAME).write_text("{not json", encoding="utf-8")
+    assert read_state(tmp_path, "s").edits == 0  # unreadable: started afresh
+    with session_state(tmp_path, "s") as st:
+        st.touch("a.py")
+        st.touch("a.py")
+    got = read_state(tmp_path, "s")
+    assert (got.edits, got.files, got.changed) == (2, ["a.py"], ["a.py"])
+
+
+def test_the_hook_path_loads_neither_the_cli_framework_nor_the_heavy_stack(repo: Path) -> None:
+    """``synapse-nb hook`` runs on every prompt and edit: it skips typer and the command modules (a fresh process)."""
+    code = (
+        "import sys\n"
+        "from synapse_nb.__main__ import main\n"
+        f"rc = main(['--vault', {str(repo)!r}, 'hook', 'post-tool', '--session', 's', '--file', 'a.py'])\n"
+        "heavy = sorted(m for m in ('typer', 'click', 'synapse_nb.cli', 'numpy', 'scipy', 'mcp', 'lancedb', 'pandas',"
+        " 'rich') if m in sys.modules)\n"
+        "print(rc, heavy)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=repo, env=env, timeout=60)
+    assert out.stdout.strip().splitlines()[-1] == "0 []", out.stdout + out.stderr
+    assert read_state(repo / ".synapse", "default:s").files == ["a.py"]  # and it did its work
+    helped = subprocess.run([sys.executable, "-m", "synapse_nb", "hook", "--help"], check=False, capture_output=True,
+                            text=True, cwd=repo, env=env, timeout=60)
+    assert helped.returncode == 0 and "Run one agent hook" in helped.stdout  # help goes through the CLI

@@ -1,0 +1,161 @@
+"""``synapse-nb agent install/uninstall/status claude-code``: a merge into settings files that hold the user's own
+hooks and keys: nothing of theirs is dropped, a second install changes nothing, the changed file is backed up,
+``--dry-run`` only prints the diff, and uninstall gives back what was there."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from synapse_nb.agents.claude_code import BACKUP_SUFFIX, HOOK_EVENTS, is_ours, with_hooks, without_hooks
+from synapse_nb.cli import app
+
+CMD = "/opt/venv/bin/synapse-nb"
+
+USER_SETTINGS: dict[str, Any] = {
+    "permissions": {"allow": ["Bash(npm run test:*)"], "deny": ["Read(./.env)"]},
+    "env": {"FOO": "bar"},
+    "hooks": {
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "~/bin/log-prompt.sh"}]}],
+        "PostToolUse": [{"matcher": "Write|Edit", "hooks": [{"type": "command", "command": "npx prettier --write",
+                                                             "timeout": 30}]}],
+        "Notification": [{"hooks": [{"type": "command", "command": "notify-send claude"}]}],
+    },
+}
+
+
+def run(*args: str, project: Path) -> Any:
+    res = CliRunner().invoke(app, ["agent", *args, "--project", str(project)])
+    return res
+
+
+@pytest.fixture()
+def project(git_repo: Path) -> Path:
+    settings = git_repo / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(USER_SETTINGS, indent=4) + "\n", encoding="utf-8")
+    return git_repo
+
+
+def _settings(project: Path, name: str = "settings.json") -> Any:
+    return json.loads((project / ".claude" / name).read_text(encoding="utf-8"))
+
+
+def test_install_merges_with_the_users_hooks_and_keys(project: Path) -> None:
+    original = (project / ".claude" / "settings.json").read_text(encoding="utf-8")
+    res = run("install", "claude-code", "--command", CMD, project=project)
+    assert res.exit_code == 0, res.output
+    got = _settings(project)
+    assert got["permissions"] == USER_SETTINGS["permissions"] and got["env"] == {"FOO": "bar"}
+    hooks = got["hooks"]
+    assert set(hooks) == set(HOOK_EVENTS) | {"Notification"}
+    # the user's groups first, untouched; ours appended
+    assert hooks["UserPromptSubmit"][0] == USER_SETTINGS["hooks"]["UserPromptSubmit"][0]
+    assert hooks["UserPromptSubmit"][1] == {"hooks": [{"type": "command", "command": f"{CMD} hook UserPromptSubmit"}]}
+    assert hooks["PostToolUse"][0] == USER_SETTINGS["hooks"]["PostToolUse"][0]
+    assert hooks["PostToolUse"][1]["matcher"] == "Edit|Write|MultiEdit|NotebookEdit"
+    assert hooks["SessionStart"] == [{"matcher": "startup|resume|clear|compact",
+                                      "hooks": [{"type": "command", "command": f"{CMD} hook SessionStart"}]}]
+    assert hooks["Notification"] == USER_SETTINGS["hooks"]["Notification"]
+    backup = project / ".claude" / ("settings.json" + BACKUP_SUFFIX)
+    assert backup.read_text(encoding="utf-8") == original  # the backup is the file as it was
+    assert f"backup of the previous content: {backup}" in res.output
+    mcp = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))
+    assert mcp == {"mcpServers": {"synapse-nb": {"type": "stdio", "command": CMD, "args": ["mcp"], "env": {}}}}
+
+
+def test_install_is_idempotent(project: Path) -> None:
+    assert run("install", "claude-code", "--command", CMD, project=project).exit_code == 0
+    path = project / ".claude" / "settings.json"
+    backup = path.with_name(path.name + BACKUP_SUFFIX)
+    before, before_backup = path.read_bytes(), backup.read_bytes()
+    res = run("install", "claude-code", "--command", CMD, project=project)
+    assert res.exit_code == 0 and "already installed; nothing changed" in res.output
+    assert path.read_bytes() == before and backup.read_bytes() == before_backup  # no write, no new backup
+    assert "backup" not in res.output
+    other = run("install", "claude-code", "--command", "synapse-nb", project=project)  # another command: replaced
+    hooks = _settings(project)["hooks"]
+    assert other.exit_code == 0 and len(hooks["UserPromptSubmit"]) == 2
+    assert hooks["UserPromptSubmit"][1]["hooks"][0]["command"] == "synapse-nb hook UserPromptSubmit"
+
+
+def test_dry_run_prints_the_diff_and_changes_nothing(project: Path) -> None:
+    path = project / ".claude" / "settings.json"
+    before = path.read_bytes()
+    res = run("install", "claude-code", "--command", CMD, "--dry-run", project=project)
+    assert res.exit_code == 0
+    assert f"--- {path} (before)" in res.output and f"+++ {path} (after)" in res.output
+    assert f'+            "command": "{CMD} hook SessionStart"' in res.output
+    assert path.read_bytes() == before
+    assert not (project / ".mcp.json").exists() and not path.with_name(path.name + BACKUP_SUFFIX).exists()
+
+
+def test_uninstall_gives_back_what_was_there(project: Path) -> None:
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"db": {"command": "pg-mcp"}}}), encoding="utf-8")
+    assert run("install", "claude-code", "--command", CMD, project=project).exit_code == 0
+    assert set(json.loads((project / ".mcp.json").read_text())["mcpServers"]) == {"db", "synapse-nb"}
+    res = run("uninstall", "claude-code", project=project)
+    assert res.exit_code == 0, res.output
+    assert _settings(project) == USER_SETTINGS
+    assert json.loads((project / ".mcp.json").read_text()) == {"mcpServers": {"db": {"command": "pg-mcp"}}}
+    again = run("uninstall", "claude-code", project=project)
+    assert again.exit_code == 0 and "already absent; nothing changed" in again.output
+
+
+def test_files_that_held_only_ours_go_away_again(git_repo: Path) -> None:
+    res = run("install", "claude-code", "--scope", "local", "--command", CMD, project=git_repo)
+    assert res.exit_code == 0
+    assert "claude mcp add --scope local synapse-nb -- /opt/venv/bin/synapse-nb mcp" in res.output
+    assert set(_settings(git_repo, "settings.local.json")["hooks"]) == set(HOOK_EVENTS)
+    assert not (git_repo / ".mcp.json").exists()  # local and user servers live in Claude Code's own file
+    assert run("uninstall", "claude-code", "--scope", "local", project=git_repo).exit_code == 0
+    assert not (git_repo / ".claude" / "settings.local.json").exists()
+
+
+def test_user_scope_writes_the_home_settings(git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    res = CliRunner().invoke(app, ["--mind", "work", "agent", "install", "claude-code", "--scope", "user",
+                                   "--command", CMD, "--project", str(git_repo)])
+    assert res.exit_code == 0, res.output
+    hooks = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]
+    assert hooks["SessionEnd"] == [{"hooks": [{"type": "command", "command": f"{CMD} --mind work hook SessionEnd"}]}]
+
+
+def test_a_malformed_settings_file_is_never_rewritten(project: Path) -> None:
+    path = project / ".claude" / "settings.json"
+    path.write_text('{"hooks": {"Stop": [}', encoding="utf-8")
+    res = run("install", "claude-code", "--command", CMD, project=project)
+    assert res.exit_code == 1 and "is not valid JSON" in res.output and "nothing was changed" in res.output
+    assert path.read_text() == '{"hooks": {"Stop": [}'
+    path.write_text('{"hooks": []}', encoding="utf-8")
+    res = run("install", "claude-code", "--command", CMD, project=project)
+    assert res.exit_code == 1 and '"hooks" is a list' in res.output
+
+
+def test_status_and_unknown_agent(project: Path) -> None:
+    res = run("status", project=project)
+    assert res.exit_code == 0 and "no synapse-nb hooks" in res.output and "no synapse-nb server" in res.output
+    run("install", "claude-code", "--command", CMD, project=project)
+    out = json.loads(run("status", "--json", project=project).output)
+    by_scope = {s["scope"]: s for s in out["scopes"]}
+    assert set(by_scope["project"]["events"]) == set(HOOK_EVENTS) and out["mcp_json"] is True
+    assert by_scope["local"]["exists"] is False
+    bad = run("install", "cursor", project=project)
+    assert bad.exit_code == 2 and "agent 'cursor' is not known" in bad.output
+
+
+def test_what_counts_as_ours() -> None:
+    assert is_ours({"type": "command", "command": "synapse-nb hook UserPromptSubmit"})
+    assert is_ours({"type": "command", "command": "'/a b/bin/python' -m synapse_nb --mind x hook Stop"})
+    assert is_ours({"type": "command", "command": "synapse-nb --vault '/my project' hook SessionEnd"})
+    assert not is_ours({"type": "command", "command": "synapse-nb recall hook"})  # 'hook' is not the command
+    assert not is_ours({"type": "command", "command": "~/bin/my-hook.sh"})
+    assert not is_ours({"type": "command", "command": "echo synapse-nb"})
+    merged = with_hooks({}, "synapse-nb")
+    assert with_hooks(merged, "synapse-nb") is merged and without_hooks(merged) == {}
