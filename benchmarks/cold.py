@@ -54,7 +54,7 @@ def build(size: int, where: Path | None) -> Path:
     base.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "init", "-q", str(base)], check=True)
     v = syn.open_vault(base)
-    v.import_jsonl(export_lines(size))
+    v.import_jsonl(export_lines(size), trust=True)
     v.close()
     return base
 

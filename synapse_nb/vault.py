@@ -127,22 +127,6 @@ def _locate(path: str | Path | None) -> tuple[Path, Path, str, Path | None]:
     return base / VAULT_DIRNAME, base, f"{label}{base}", None
 
 
-_VAULT_ENTRY = re.compile(r"^(synapse\.db(-wal|-shm|-journal)?|index|cache|[\w.-]+\.lock|hook\.log(\.1)?|\.gitignore|"
-                          r"agent-sessions\.json)$")
-
-
-def _holds_only_vault_files(folder: Path, limit: int = 64) -> bool:
-    """True when every entry of ``folder`` is one synapse-nb writes (looks at ``limit`` entries at most)."""
-    try:
-        with os.scandir(folder) as it:
-            for n, entry in enumerate(it):
-                if n >= limit or not _VAULT_ENTRY.match(entry.name):
-                    return False
-    except OSError:
-        return False
-    return True
-
-
 def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
                clock: Clock | None = None, readonly: bool = False, create: bool = True,
                offline: bool = False) -> Vault:

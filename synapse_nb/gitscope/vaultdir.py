@@ -68,7 +68,8 @@ def ensure_gitignore(folder: str | Path) -> bool:
         return False
 
 
-_VAULT_ENTRY = re.compile(r"^(synapse\.db(-wal|-shm|-journal)?|index|[\w.-]+\.lock|hook\.log(\.1)?|\.gitignore)$")
+_VAULT_ENTRY = re.compile(r"^(synapse\.db(-wal|-shm|-journal)?|index|cache|[\w.-]+\.lock|hook\.log(\.1)?|\.gitignore|"
+                          r"agent-sessions\.json)$")
 
 
 def holds_only_vault_files(folder: Path, limit: int = 64) -> bool:

@@ -89,8 +89,6 @@ of the thread whose context names the changed one.
   (from the candidates' ``expires_at``) after ranking, so a backend never filters by time here.
 - Episodes with a ``thread`` and no ``seq`` get ``EpisodeTable.next_seq`` (1 + the largest ``seq`` of the
   thread in the mind, 0 for a new thread), computed by the caller inside its write transaction.
-
-**Data format**: :data:`EXPORT_FIELDS` and :data:`JSON_FIELDS` (:mod:`synapse_nb.store.records`).
 """
 
 from __future__ import annotations
