@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from synapse_nb.gate import CorpusScorer, Router, query_terms  # noqa: E402
+from synapse_nb.gate import CorpusScorer, Router, query_terms
 
 CLINC = Path(os.environ.get("CLINC150", Path(__file__).resolve().parents[1] / "datasets/clinc150/data_full.json"))
 
@@ -93,13 +93,13 @@ class PreviousRouter:
         return self
 
     @staticmethod
-    def _stack(w, c):  # noqa: ANN001, ANN205
+    def _stack(w, c):
         import scipy.sparse as sp
         from sklearn.preprocessing import normalize
 
         return normalize(sp.hstack([w, c], format="csr"))
 
-    def decision_scores(self, texts: list[str]):  # noqa: ANN201
+    def decision_scores(self, texts: list[str]):
         return self.model.decision_function(self._stack(self.word.transform(texts), self.char.transform(texts)))
 
 

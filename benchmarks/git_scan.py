@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from synapse_nb.gitscope import find_repo, install_hooks, scan_reverts, uninstall_hooks  # noqa: E402
-from synapse_nb.gitscope.testing import git_env  # noqa: E402
+from synapse_nb.gitscope import find_repo, install_hooks, scan_reverts, uninstall_hooks
+from synapse_nb.gitscope.testing import git_env
 
 FILES = 50
 

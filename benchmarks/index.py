@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from synapse_nb.store.index import IndexRow, RetrievalIndex  # noqa: E402
+from synapse_nb.store.index import IndexRow, RetrievalIndex
 
 KINDS = ("memory", "memory", "memory", "decision", "lesson", "checkpoint", "episode", "note")
 MINDS = ("default", "default", "research", "ops")

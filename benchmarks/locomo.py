@@ -13,9 +13,9 @@ import time
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 
-import polars as pl  # noqa: E402
+import polars as pl
 
-from synapse_nb.eval.retrieval import (  # noqa: E402
+from synapse_nb.eval.retrieval import (
     HELD_OUT_CONVERSATIONS,
     RETRIEVERS,
     TUNE_CONVERSATIONS,

@@ -32,8 +32,9 @@ HERE = Path(__file__).resolve().parent
 
 def _worker(vault: str, n_queries: int, session: str | None) -> None:
     sys.path.insert(0, str(HERE))
-    import synapse_nb as syn
     from recall import queries
+
+    import synapse_nb as syn
 
     v = syn.open_vault(vault)
     qs = queries(n_queries)

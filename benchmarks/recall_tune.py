@@ -46,12 +46,12 @@ import numpy as np
 from synapse_nb.eval.locomo import load_locomo
 from synapse_nb.eval.metrics import recall_at_k
 from synapse_nb.eval.retrieval import build_locomo_vault
-from synapse_nb.recall.rank import RankParams, ThreadIndex, rank_words, structure, unique_sorted
 from synapse_nb.recall.bm25 import Term
 from synapse_nb.recall.coverage import cover_terms, coverage
+from synapse_nb.recall.rank import RankParams, ThreadIndex, rank_words, structure, unique_sorted
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmarks, also when imported
-from semantic_locomo import paired  # noqa: E402 - the paired bootstrap of the semantic channel's figures
+from semantic_locomo import paired
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCOMO = ROOT / "datasets" / "locomo" / "locomo10.json"

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import synapse_nb as syn  # noqa: E402
+import synapse_nb as syn
 
 _WORDS = (
     "deploy release migration database schema index query cache latency throughput retry timeout backoff "

@@ -29,8 +29,8 @@ import psycopg
 
 import synapse_nb as syn
 from synapse_nb.store.postgres import gate_terms
-from synapse_nb.store.postgres.tables import rank_tokens
 from synapse_nb.store.postgres.server import PgServer
+from synapse_nb.store.postgres.tables import rank_tokens
 from synapse_nb.team import init, open_team_vault
 
 WORDS = ("deploy migrate backup retry cache index schema timeout queue worker token auth session billing invoice "
@@ -64,7 +64,7 @@ def writer(args: tuple[str, str, int, int]) -> dict[str, int]:
                 else:
                     v.checkpoint(f"p{proc} step {i}: {text(rnd, 6)}", files=[f"src/m{proc}.py"])
                     done["checkpoint"] += 1
-            except Exception as exc:  # noqa: BLE001 - counted: none may reach a caller
+            except Exception as exc:
                 print(f"error in process {proc}: {exc}", file=sys.stderr)
                 done["errors"] += 1
     finally:

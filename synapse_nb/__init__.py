@@ -5,7 +5,7 @@
 >>> _ = v.remember("project", "project_status", "v1.5 deployed", tags=["deploy"], priority="high")
 >>> print(v.memories.recall_text())
 MEMORY (1 entry: 1 verified, 0 unverified)
-- [high] project/project_status: v1.5 deployed #deploy
+- [user · verified] [high] project/project_status: v1.5 deployed #deploy
 
 In IPython or Jupyter: ``%load_ext synapse_nb``.
 """

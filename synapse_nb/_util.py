@@ -101,7 +101,7 @@ def parse_ts(value: str | datetime, field: str = "timestamp") -> datetime:
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
-def parse_duration(value: str | timedelta | int | float, field: str = "duration") -> timedelta:
+def parse_duration(value: str | timedelta | float, field: str = "duration") -> timedelta:
     """Parse '7d', '12h', '30m', '90s', '2w' (or a timedelta, or seconds) into a timedelta."""
     if isinstance(value, timedelta):
         return value

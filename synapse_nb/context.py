@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from synapse_nb._util import Clock, fmt_ts, parse_ts, utcnow

@@ -146,7 +146,7 @@ class SnapshotMoved(StoreError):
     its first read: its caller reads again from the start in an ordinary snapshot (recall does this itself)."""
 
 
-class IndexError_(StoreError):  # noqa: N801 - trailing underscore avoids shadowing the builtin
+class IndexError_(StoreError):
     """The retrieval index is missing, stale or corrupt (recall rebuilds or bypasses it)."""
 
 

@@ -237,7 +237,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
         raise ValidationError("import: the header line {\"format\": \"synapse_nb-export\", ...} is missing; "
                               "nothing was imported")
 
-    counts: dict[str, int] = {k: 0 for k in KINDS} | {"skipped": 0, "setting": 0}
+    counts: dict[str, int] = dict.fromkeys(KINDS, 0) | {"skipped": 0, "setting": 0}
     claims: Counter[str] = Counter()
     latest = ""
     with store.transaction():
@@ -297,7 +297,7 @@ def _check_document(store: VaultStore, kind: str, doc: dict[str, Any], horizon: 
             continue
         if isinstance(v, str):
             check_text(v, f"{kind}.{f}", max_len=MAX_TEXT, allow_empty=True, stored=True)
-        elif v is not None and not isinstance(v, int | float) or isinstance(v, bool):
+        elif (v is not None and not isinstance(v, int | float)) or isinstance(v, bool):
             raise ValidationError(f"{kind}.{f} has an unsupported value {v!r}")
     prefix = RECORD_TYPES[kind].prefix
     rid = doc["id"]

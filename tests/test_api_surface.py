@@ -30,7 +30,7 @@ def test_every_public_name_importable() -> None:
     for name in synapse_nb.__all__:
         mod = importlib.import_module("synapse_nb")
         assert getattr(mod, name) is not None, name
-        exec(f"from synapse_nb import {name}", {})  # noqa: S102
+        exec(f"from synapse_nb import {name}", {})
     assert isinstance(synapse_nb.__version__, str) and synapse_nb.__version__
 
 

@@ -67,7 +67,7 @@ class WordRouter:
         best = s.argmax(1)
         return [self.routes_[b] if s[i, b] >= self.threshold_ else None for i, b in enumerate(best)]
 
-    def calibrate(self, texts, labels, criterion="accuracy", per_route=False):  # noqa: ANN001
+    def calibrate(self, texts, labels, criterion="accuracy", per_route=False):
         self.calibrate_calls.append((len(texts), criterion, per_route))
         best_t, best_acc = 0.0, -1.0
         for t in np.linspace(0, 1, 21):
@@ -292,7 +292,7 @@ def test_bootstrap_ci_is_deterministic_and_brackets_the_estimate() -> None:
         y_true, y_pred, "accuracy", n_boot=300, seed=1
     )
     # a callable metric uses the same resamples as the vectorised name
-    def acc(t, p):  # noqa: ANN001, ANN202
+    def acc(t, p):
         return routing_metrics(t, p).accuracy
 
     assert bootstrap_ci(y_true, y_pred, acc, n_boot=50, seed=3) == pytest.approx(

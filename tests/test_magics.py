@@ -13,10 +13,10 @@ from IPython.utils.capture import capture_output
 from traitlets.config import Config
 
 import synapse_nb as syn
+from synapse_nb.errors import ValidationError
 from synapse_nb.kinds.autocheckpoint import AutoCheckpoint
 from synapse_nb.magics._parse import parse_switch, split_decision_cell, split_list
 from synapse_nb.magics.synapse import git_changed_files
-from synapse_nb.errors import ValidationError
 
 
 class TestingShell(InteractiveShell):

@@ -10,10 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from conftest import FakeClock
 
 import synapse_nb as syn
-
-from conftest import FakeClock
 
 
 @pytest.fixture()

@@ -9,7 +9,7 @@ import pytest
 
 import synapse_nb as syn
 from synapse_nb.recall import Bars
-from synapse_nb.recall.coverage import coverage, cover_terms, idf
+from synapse_nb.recall.coverage import cover_terms, coverage, idf
 from synapse_nb.recall.scoring import BEST_WEIGHT, SECOND_WEIGHT, UNKNOWN_PENALTY, support
 
 

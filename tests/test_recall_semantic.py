@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 import synapse_nb as syn
-from synapse_nb.recall import Bars
-from synapse_nb.recall import semantic
+from synapse_nb.recall import Bars, semantic
 
 ROOT = Path(__file__).resolve().parents[1]
 OPEN = Bars(floor=0, margin=0, top_k=10, budget_tokens=10**9)

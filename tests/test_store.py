@@ -21,12 +21,11 @@ def test_transaction_commit_rollback_and_nesting(tmp_path: Path) -> None:
             c2.execute("INSERT INTO meta(key, value) VALUES ('b', '2')")
     assert not s.in_transaction
     assert s.query_one("SELECT value FROM meta WHERE key = 'b'")["value"] == "2"
-    with pytest.raises(RuntimeError):
-        with s.transaction() as c:
-            c.execute("INSERT INTO meta(key, value) VALUES ('c', '3')")
-            with s.transaction() as c2:
-                c2.execute("INSERT INTO meta(key, value) VALUES ('d', '4')")
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), s.transaction() as c:
+        c.execute("INSERT INTO meta(key, value) VALUES ('c', '3')")
+        with s.transaction() as c2:
+            c2.execute("INSERT INTO meta(key, value) VALUES ('d', '4')")
+        raise RuntimeError("boom")
     assert s.query("SELECT key FROM meta WHERE key IN ('c', 'd')") == []
     assert not s.in_transaction
     s.close()
@@ -41,10 +40,9 @@ def test_after_commit_runs_once_after_commit_and_not_after_rollback(tmp_path: Pa
             s.after_commit(lambda: calls.append("y"))
         assert calls == []
     assert calls == ["x", "y"]
-    with pytest.raises(ValueError):
-        with s.transaction():
-            s.after_commit(lambda: calls.append("never"))
-            raise ValueError
+    with pytest.raises(ValueError), s.transaction():
+        s.after_commit(lambda: calls.append("never"))
+        raise ValueError
     assert calls == ["x", "y"]
     s.after_commit(lambda: calls.append("now"))  # outside a transaction: immediately
     assert calls == ["x", "y", "now"]
@@ -52,11 +50,10 @@ def test_after_commit_runs_once_after_commit_and_not_after_rollback(tmp_path: Pa
 
 def test_vault_batch_is_all_or_nothing(vault: syn.Vault) -> None:
     before = vault.export_jsonl()
-    with pytest.raises(syn.ValidationError):
-        with vault.transaction():
-            vault.remember("project", "a", "1")
-            vault.checkpoint("c")
-            vault.remember("project", "b", "")  # refused: the whole batch rolls back
+    with pytest.raises(syn.ValidationError), vault.transaction():
+        vault.remember("project", "a", "1")
+        vault.checkpoint("c")
+        vault.remember("project", "b", "")  # refused: the whole batch rolls back
     assert vault.export_jsonl() == before
     with vault.transaction():
         for i in range(50):
@@ -69,10 +66,9 @@ def test_on_change_listeners_hear_committed_writes_only(vault: syn.Vault) -> Non
     vault.on_change(heard.append)
     m = vault.remember("project", "a", "1")
     assert heard == [[("memory", m.id, False)]]
-    with pytest.raises(syn.ValidationError):
-        with vault.transaction():
-            vault.remember("project", "b", "2")
-            vault.remember("project", "c", "")
+    with pytest.raises(syn.ValidationError), vault.transaction():
+        vault.remember("project", "b", "2")
+        vault.remember("project", "c", "")
     assert len(heard) == 1
     with vault.transaction():
         c = vault.checkpoint("x")

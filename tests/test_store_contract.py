@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 import pytest
 
 import synapse_nb.store.base as base
@@ -112,12 +111,11 @@ def test_transactions_nest_commit_and_roll_back(store: Any) -> None:
             assert store.in_transaction
         assert calls == []
     assert calls == ["committed"] and not store.in_transaction
-    with pytest.raises(RuntimeError):
-        with store.transaction():
-            store.memories.insert(_mem(3))
-            store.on_rollback(lambda: calls.append("rolled back"))
-            store.after_commit(lambda: calls.append("never"))
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), store.transaction():
+        store.memories.insert(_mem(3))
+        store.on_rollback(lambda: calls.append("rolled back"))
+        store.after_commit(lambda: calls.append("never"))
+        raise RuntimeError("boom")
     assert calls == ["committed", "rolled back"]
     assert [m.id for m in store.memories.list(view)] == [_mem(2).id, _mem(1).id]
 
@@ -131,9 +129,8 @@ def test_snapshot_reads_one_committed_state_and_refuses_writes(opener: Callable[
         b.memories.insert(_mem(2))  # another connection commits meanwhile
         assert a.memories.count(view) == 1
         assert [c.id for c in a.recall.candidates("default")] == [_mem(1).id]
-        with pytest.raises(StoreError, match="snapshot"):
-            with a.transaction():
-                pass
+        with pytest.raises(StoreError, match="snapshot"), a.transaction():
+            pass
     assert a.memories.count(view) == 2
     with a.transaction(), a.snapshot():  # inside a write transaction a snapshot joins it
         a.memories.insert(_mem(3))
@@ -148,10 +145,9 @@ def test_stamps_strictly_increase_across_connections_and_after_an_import(opener:
     with b.transaction():
         later = b.stamp(T0)  # another connection, the clock behind: still after every earlier stamp
     assert later > stamps[-1]
-    with pytest.raises(RuntimeError):
-        with a.transaction():
-            a.stamp(T2)
-            raise RuntimeError
+    with pytest.raises(RuntimeError), a.transaction():
+        a.stamp(T2)
+        raise RuntimeError
     assert a.stamp(T1) == T1  # a rolled-back stamp is forgotten
     a.transfer.advance_clock(T2)
     assert a.stamp(T1) > T2
@@ -179,10 +175,9 @@ def test_listeners_hear_committed_changes_once_sorted(store: Any) -> None:
         store.memories.insert(_mem(1))
         store.memories.update(_mem(2).id, updated_at=T1, content="changed")
     assert heard == [[("memory", _mem(1).id, False), ("memory", _mem(2).id, False)]]
-    with pytest.raises(RuntimeError):
-        with store.transaction():
-            store.memories.delete(_mem(1).id)
-            raise RuntimeError
+    with pytest.raises(RuntimeError), store.transaction():
+        store.memories.delete(_mem(1).id)
+        raise RuntimeError
     assert len(heard) == 1
     store.memories.delete(_mem(1).id)
     assert heard[-1] == [("memory", _mem(1).id, True)]

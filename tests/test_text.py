@@ -79,7 +79,7 @@ def _sk(**kwargs: object):
 
 # ------------------------------------------------------------------------------------------ stop lists
 def test_stop_list_is_scikit_learns() -> None:
-    assert ENGLISH_STOP_WORDS == frozenset(SK_STOP_WORDS)
+    assert frozenset(SK_STOP_WORDS) == ENGLISH_STOP_WORDS
     assert stop_word_list("english") == tuple(sorted(SK_STOP_WORDS))
     assert STOP_LISTS["english"] is ENGLISH_STOP_WORDS
 

@@ -7,12 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import FakeClock
 
 import synapse_nb as syn
 from synapse_nb.store.sqlite import SCHEMA_VERSION
 from synapse_nb.transfer import EXPORT_SCHEMA
-
-from conftest import FakeClock
 
 
 @pytest.fixture()

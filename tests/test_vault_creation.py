@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_git
 from typer.testing import CliRunner
 
 import synapse_nb as syn
-from conftest import run_git
 from synapse_nb.cli import CREATING_COMMANDS, app
 from synapse_nb.gitscope.vaultdir import GITIGNORE_TEXT
 from synapse_nb.vault import find_vault_dir

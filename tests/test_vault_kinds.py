@@ -6,11 +6,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from conftest import T0, FakeClock
 
 import synapse_nb as syn
 from synapse_nb._util import fmt_ts
-
-from conftest import T0, FakeClock
 
 
 @pytest.fixture()

@@ -5,11 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from conftest import T0, FakeClock
 
 import synapse_nb as syn
 from synapse_nb._util import MAX_TEXT, fmt_ts
-
-from conftest import T0, FakeClock
 
 
 # -- categories and keys ----------------------------------------------------------------------------------------

@@ -97,7 +97,7 @@ def test_sqlite_setup(vault: syn.Vault) -> None:
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION >= 1
         names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert FTS_TABLES <= names
+        assert names >= FTS_TABLES
         sql = {r[0]: r[1] for r in con.execute("SELECT name, sql FROM sqlite_master WHERE name LIKE '%_fts'")}
         for t in FTS_TABLES:
             assert "fts5" in sql[t].lower()

@@ -7,8 +7,18 @@ from typing import Annotated
 import typer
 
 from synapse_nb.cli._common import (
-    PROG, Group, JsonOpt, LimitOpt, echo_json, fail, group_help, limit_arg, open_vault_for, print_record,
-    print_records, record_json,
+    PROG,
+    Group,
+    JsonOpt,
+    LimitOpt,
+    echo_json,
+    fail,
+    group_help,
+    limit_arg,
+    open_vault_for,
+    print_record,
+    print_records,
+    record_json,
 )
 from synapse_nb.errors import NoCheckpointError
 from synapse_nb.render import plural

@@ -7,7 +7,16 @@ from typing import Annotated
 import typer
 
 from synapse_nb.cli._common import (
-    TAGS_HELP, Group, JsonOpt, LimitOpt, filters, group_help, limit_arg, none_found, open_vault_for, print_record,
+    TAGS_HELP,
+    Group,
+    JsonOpt,
+    LimitOpt,
+    filters,
+    group_help,
+    limit_arg,
+    none_found,
+    open_vault_for,
+    print_record,
     print_records,
 )
 

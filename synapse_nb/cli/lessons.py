@@ -7,8 +7,22 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from synapse_nb.cli._common import (
-    PROG, Group, JsonOpt, LimitOpt, YesOpt, echo_json, group_help, limit_arg, none_found, open_vault_for,
-    print_record, print_records, record_json, record_line, require_human_here, state,
+    PROG,
+    Group,
+    JsonOpt,
+    LimitOpt,
+    YesOpt,
+    echo_json,
+    group_help,
+    limit_arg,
+    none_found,
+    open_vault_for,
+    print_record,
+    print_records,
+    record_json,
+    record_line,
+    require_human_here,
+    state,
 )
 from synapse_nb.errors import ConflictError, GitError, ValidationError
 from synapse_nb.gitscope import find_repo

@@ -9,8 +9,20 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from synapse_nb.cli._common import (
-    PROG, TAGS_HELP, Group, JsonOpt, LimitOpt, YesOpt, echo_json, filters, group_help, limit_arg, open_vault_for,
-    print_record, print_records, require_human_here,
+    PROG,
+    TAGS_HELP,
+    Group,
+    JsonOpt,
+    LimitOpt,
+    YesOpt,
+    echo_json,
+    filters,
+    group_help,
+    limit_arg,
+    open_vault_for,
+    print_record,
+    print_records,
+    require_human_here,
 )
 from synapse_nb.provenance import mark
 from synapse_nb.render import plural, when

@@ -13,7 +13,6 @@ Examples
 from __future__ import annotations
 
 import sys
-from types import TracebackType
 from typing import Any
 
 __all__ = ["progress_bar", "wants_progress"]
@@ -45,7 +44,7 @@ class _NoBar:
     def __enter__(self) -> _NoBar:
         return self
 
-    def __exit__(self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]) -> None:
+    def __exit__(self, *exc: object) -> None:
         return None
 
 

@@ -337,7 +337,7 @@ def locomo_questions(
                               "n_evidence": pl.Int64}
     schema |= {f"recall_at_{k}": pl.Float64 for k in ks} | {f"ndcg_at_{k}": pl.Float64 for k in ks}
     schema["mrr"] = pl.Float64
-    schema |= {c: pl.Float64 for c in _GATE_COLUMNS}
+    schema |= dict.fromkeys(_GATE_COLUMNS, pl.Float64)
     return pl.DataFrame(rows, schema=schema)
 
 

@@ -284,6 +284,6 @@ def gate_variants(
               "threshold"]
     schema: dict[str, Any] = {"dataset": pl.String, "variant": pl.String, "features": pl.String,
                               "method": pl.String, "criterion": pl.String}
-    schema |= {c: pl.Float64 for c in floats}
+    schema |= dict.fromkeys(floats, pl.Float64)
     schema |= {"n_train": pl.Int64, "n_val": pl.Int64, "n_test": pl.Int64, "queries_per_second": pl.Float64}
     return pl.DataFrame(rows, schema=schema)

@@ -8,8 +8,8 @@ order, never in set order.
 Examples
 --------
 >>> stratified_folds(["a", "a", "b", "b", None, None], 2, seed=0).tolist()
-[1, 0, 0, 1, 1, 0]
->>> stratified_holdout(["a"] * 5 + ["b"] * 5, 0.2, seed=0).sum()
+[0, 1, 0, 1, 0, 1]
+>>> int(stratified_holdout(["a"] * 5 + ["b"] * 5, 0.2, seed=0).sum())
 2
 """
 

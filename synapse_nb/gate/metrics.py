@@ -261,7 +261,7 @@ def routing_metrics(
     cm = np.array([[n]]) if len(classes) == 1 else confusion_matrix(ts.astype(str), ps.astype(str), labels=classes)
     confusion = pl.DataFrame(
         {"true": classes, **{c: [int(x) for x in cm[:, j]] for j, c in enumerate(classes)}},
-        schema={"true": pl.String, **{c: pl.Int64 for c in classes}},
+        schema={"true": pl.String, **dict.fromkeys(classes, pl.Int64)},
     )
     return RoutingMetrics(
         n=n, n_in_scope=n - n_oos, n_oos=n_oos, in_scope_accuracy=in_acc, oos_recall=oos[0],

@@ -188,7 +188,7 @@ class Router:
         *,
         method: str = "auto",
         threshold: float | None = None,
-        C: float = 2.0,  # noqa: N803 - scikit-learn's name
+        C: float = 2.0,
         linear_idf: float = 0.5,
         oos_negatives: bool = True,
         min_route_examples: int = 10,

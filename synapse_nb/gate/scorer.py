@@ -177,7 +177,7 @@ def idf(df: int, n_docs: int) -> float:
     return math.log((1 + n) / (1 + d)) + 1.0
 
 
-def query_terms(text: str, config: GateConfig = GateConfig()) -> list[str]:  # noqa: B008 - frozen, immutable
+def query_terms(text: str, config: GateConfig = GateConfig()) -> list[str]:
     """The query's word unigrams whose document frequencies the caller must look up.
 
     Lower-cased, accents stripped, split like SQLite FTS5's ``unicode61`` tokenizer (letters and
@@ -260,7 +260,7 @@ class CorpusScorer:
     ('migration~',)
     """
 
-    def __init__(self, config: GateConfig = GateConfig(), *, cache_size: int = 10_000) -> None:  # noqa: B008
+    def __init__(self, config: GateConfig = GateConfig(), *, cache_size: int = 10_000) -> None:
         if not isinstance(config, GateConfig):
             raise ValidationError(f"config must be a GateConfig, got {type(config).__name__}")
         if not isinstance(cache_size, int) or cache_size < 0:

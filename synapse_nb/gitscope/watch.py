@@ -245,7 +245,7 @@ class Watcher:
     def _timed_check(self) -> None:
         try:
             self.check()
-        except Exception:  # noqa: BLE001 - a watcher thread must survive a bad moment (repo mid-rewrite)
+        except Exception:
             logger.exception("check failed in %s", self.repo.work_tree)
 
     def check(self) -> None:
@@ -278,7 +278,7 @@ class Watcher:
     def _call(self, func: Callable[[Any], None], arg: Any) -> None:
         try:
             func(arg)
-        except Exception:  # noqa: BLE001 - the callback's problem, not the watcher's
+        except Exception:
             logger.exception("callback %s failed", getattr(func, "__name__", func))
 
 

@@ -12,10 +12,15 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from synapse_nb._util import check_limit, fmt_ts
-from synapse_nb.errors import (AmbiguousIdError, NotFoundError, PermissionDeniedError, QuotaExceededError,
-                               ValidationError)
-from synapse_nb.settings import Settings
+from synapse_nb.errors import (
+    AmbiguousIdError,
+    NotFoundError,
+    PermissionDeniedError,
+    QuotaExceededError,
+    ValidationError,
+)
 from synapse_nb.models import TABLES, Record, RecordList
+from synapse_nb.settings import Settings
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context

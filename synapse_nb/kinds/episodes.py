@@ -103,9 +103,9 @@ class Episodes(KindManager[Episode]):
                 actor = f"{actor[:MAX_SHORT - len(REPORTED)]}{REPORTED}"
         probe = Episode(id="epi_0", mind=ctx.mind, created_at="", updated_at="", task_key=task_key,
                         thread=thread, seq=seq, actor=actor)
-        if probe.thread is not None and not isinstance(probe.thread, str) or probe.thread == "":
+        if (probe.thread is not None and not isinstance(probe.thread, str)) or probe.thread == "":
             raise ValidationError(f"thread must be a non-empty text, got {thread!r}")
-        if probe.actor is not None and not isinstance(probe.actor, str) or probe.actor == "":
+        if (probe.actor is not None and not isinstance(probe.actor, str)) or probe.actor == "":
             raise ValidationError(f"actor must be a non-empty text, got {actor!r}")
         self.check_record(probe)
         with ctx.store.transaction():

@@ -81,7 +81,7 @@ _SHOWN_TYPES: dict[type, type] = {}
 def _display_unless_fresh(self: Any) -> None:
     if getattr(self, "_synapse_fresh", False):
         return
-    display(getattr(self, "_synapse_original"))
+    display(self._synapse_original)
 
 
 def shown_once(obj: T, tracker: list[Any], *, show: bool = True) -> T:

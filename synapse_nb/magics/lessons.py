@@ -36,6 +36,8 @@ class LessonsMagics(FamilyMagics):
         """
         if line.strip():
             raise UsageError(f"%lessons takes no arguments, got {line.strip()!r}")
-        from synapse_nb.widgets import LessonReview  # here: ipywidgets and anywidget load only when a widget is asked for
+        from synapse_nb.widgets import (
+            LessonReview,  # here: ipywidgets and anywidget load only when a widget is asked for
+        )
 
         return LessonReview(self.vault)

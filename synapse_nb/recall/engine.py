@@ -16,7 +16,7 @@ from synapse_nb.recall.bm25 import Postings, Term, bm25_top
 from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, query_words
 from synapse_nb.recall.coverage import Cover, cover_terms
 from synapse_nb.recall.delta import record_given, seen_digests
-from synapse_nb.recall.rank import RankParams, Ranked, fts_words, rank_words, structure
+from synapse_nb.recall.rank import Ranked, RankParams, fts_words, rank_words, structure
 from synapse_nb.recall.render import assemble, empty_reason, record_line
 from synapse_nb.recall.scoring import gate
 from synapse_nb.recall.stale import Staleness

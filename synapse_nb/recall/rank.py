@@ -401,7 +401,7 @@ def _group_max(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequence[str],
-              params: RankParams = RankParams(),  # noqa: B008
+              params: RankParams = RankParams(),
               bonus: Mapping[int, float] | tuple[np.ndarray, np.ndarray] | None = None) -> Ranked:
     """The structure step over BM25 hits (positions ``pos``, scores ``bm25``) and their neighbours at distance
     <= 2; ``bonus`` adds per-position exact-match bonuses (positions not among the hits join with BM25 0), as a

@@ -57,10 +57,10 @@ def support(coverages: Sequence[float], unknown: float) -> float:
     A single record counts as its own second (a vault with one match is not penalised for being small). In
     [0, 1], so ``Bars(floor=0)`` always passes.
 
-    >>> support([0.5, 0.2, 0.1], 0.0)
-    0.41
-    >>> support([0.5], 0.5)
-    0.45
+    >>> support([0.5, 0.2, 0.1], 0.0)  # 0.8 * 0.5 + 0.2 * 0.2
+    0.44
+    >>> support([0.5], 0.5)  # 0.8 * 0.5 + 0.2 * 0.5 - 0.25 * 0.5
+    0.375
     >>> support([0.0, 0.0], 1.0)
     0.0
     """

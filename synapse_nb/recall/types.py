@@ -199,7 +199,7 @@ class RecallExplanation(list[ExplainRow]):
 
         schema = {"kind": pl.String, "id": pl.String, "score": pl.Float64, "matched": pl.String, "kept": pl.Boolean,
                   "bar": pl.String, "reason": pl.String, "coverage": pl.Float64}
-        return pl.DataFrame(self.to_dicts(), schema=schema | {p: pl.Float64 for p in RANK_PARTS})
+        return pl.DataFrame(self.to_dicts(), schema=schema | dict.fromkeys(RANK_PARTS, pl.Float64))
 
     def __repr__(self) -> str:
         return str(self)

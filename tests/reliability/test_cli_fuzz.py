@@ -22,9 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import synapse_nb as syn
-from synapse_nb.cli import app, main
-
 from reliability.conftest import FUZZ_CASES
+from synapse_nb.cli import app, main
 
 settings.load_profile("reliability")
 pytestmark = pytest.mark.reliability

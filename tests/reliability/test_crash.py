@@ -6,7 +6,6 @@ sync, and one deterministic kill in the middle of a LanceDB update. ``benchmarks
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
@@ -14,9 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-import synapse_nb as syn
-
 import harness as h
+
+import synapse_nb as syn
 
 KILLS = 10
 

@@ -180,7 +180,7 @@ def _run_on_read_only_folder(vault_dir: Path, script: str) -> tuple[subprocess.C
     before = (vault_dir / "synapse.db").read_bytes()
     if os.geteuid() == 0:
         cmd = ["unshare", "-m", "sh", "-c",
-               f'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && exec "$2" -c "$3" "$1"', "sh",
+               'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && exec "$2" -c "$3" "$1"', "sh",
                str(vault_dir), sys.executable, script]
     else:
         os.chmod(vault_dir, 0o555)

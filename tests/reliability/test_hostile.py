@@ -18,7 +18,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import synapse_nb as syn
-
 from reliability.conftest import FUZZ_CASES
 
 settings.load_profile("reliability")

@@ -12,10 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 import synapse_nb as syn
-
 
 _B = """
 import sys, synapse_nb as syn

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import synapse_nb as syn
-
 import harness as h
+
+import synapse_nb as syn
 
 WORKERS, OPS = 4, 100
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
@@ -35,24 +34,22 @@ def test_the_server_going_away_mid_write_loses_nothing_half_written(own_server: 
     v = open_team_vault(url, local=tmp_path)
     try:
         kept = v.remember("knowledge", "kept", "committed before the fault")
-        with pytest.raises(StoreError, match="went away|unreachable"):
-            with v.transaction():
-                v.remember("knowledge", "lost_1", "written inside the transaction")
-                own_server.stop()  # pg_ctl -m immediate: the server dies with the transaction open
-                v.remember("knowledge", "lost_2", "never reaches the server")
+        with pytest.raises(StoreError, match="went away|unreachable"), v.transaction():
+            v.remember("knowledge", "lost_1", "written inside the transaction")
+            own_server.stop()  # pg_ctl -m immediate: the server dies with the transaction open
+            v.remember("knowledge", "lost_2", "never reaches the server")
         own_server.start(port=own_server.port)
         v.remember("knowledge", "after", "the next call reconnects")  # no error: the pool replaced the connection
         assert sorted(m.key for m in v.memories.list()) == ["after", "kept"]
         assert v.memories.get(kept.id).content == "committed before the fault"
         assert v._store.integrity_check() == "ok"
         # a backend terminated by the server mid-transaction: the same
-        with pytest.raises(StoreError):
-            with v.transaction():
-                v.remember("knowledge", "lost_3", "x")
-                with psycopg.connect(own_server.url, autocommit=True) as admin:
-                    admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'postgres' "
-                                  "AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
-                v.remember("knowledge", "lost_4", "y")
+        with pytest.raises(StoreError), v.transaction():
+            v.remember("knowledge", "lost_3", "x")
+            with psycopg.connect(own_server.url, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'postgres' "
+                              "AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
+            v.remember("knowledge", "lost_4", "y")
         assert sorted(m.key for m in v.memories.list()) == ["after", "kept"]
     finally:
         v.close()

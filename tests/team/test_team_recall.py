@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 import synapse_nb.context
-import synapse_nb.vault
+import synapse_nb.vault.facade
 from synapse_nb._util import fmt_ts
 from synapse_nb.cli import app
 
@@ -65,7 +65,7 @@ def test_recall_now_is_the_servers_clock_unless_a_clock_is_given(team_url: str, 
                                     expires=fmt_ts(real + timedelta(hours=1)))
     # a machine whose own clock runs a day ahead: by its clock the memory expired, by the server's it has not
     ahead = lambda: datetime.now(UTC) + timedelta(days=1)  # noqa: E731
-    monkeypatch.setattr(synapse_nb.vault, "utcnow", ahead)
+    monkeypatch.setattr(synapse_nb.vault.facade, "utcnow", ahead)
     monkeypatch.setattr(synapse_nb.context, "utcnow", ahead)
     skewed = machine("skewed", team_url)
     assert [i.id for i in skewed.recall("how do deploys go through the canary?").items] == [m.id]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.errors import IndexError_, QueryError, SynapseError, ValidationError
+from synapse_nb.store.index.maintenance import build_indices, chunks, digests, wants_optimize
 from synapse_nb.store.index.rows import (
     EMBED_BATCH,
     FORMAT,
@@ -31,7 +32,6 @@ from synapse_nb.store.index.rows import (
     to_arrow,
     validate_rows,
 )
-from synapse_nb.store.index.maintenance import build_indices, chunks, digests, wants_optimize
 from synapse_nb.store.index.search import ExactVectors, fuse, hits, sql_str, where_clause
 from synapse_nb.text import has_content_words
 

@@ -128,7 +128,7 @@ class PgStore(PgDatabase):
         """The table of a kind ("memory" -> :attr:`memories`)."""
         return self._tables[kind]
 
-    def changes_between(self, old: tuple[int, ...], new: tuple[int, ...]) -> list[Change] | None:  # noqa: ARG002
+    def changes_between(self, old: tuple[int, ...], new: tuple[int, ...]) -> list[Change] | None:
         """None: which records another machine changed is the change feed's to tell (``follow``), so recall
         reads its structure rows afresh after any write."""
         return None

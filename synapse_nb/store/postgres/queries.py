@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.errors import ConflictError
+from synapse_nb.store.postgres.db import map_error
 from synapse_nb.store.postgres.ranking import RankingQueries
 from synapse_nb.store.postgres.tables import GATE_KINDS, gate_terms, gate_text, rank_tokens
 from synapse_nb.store.records import EXPORT_FIELDS, Candidate
 from synapse_nb.store.sqlite import queries as lite
-
-from synapse_nb.store.postgres.db import map_error
 
 if TYPE_CHECKING:
     from synapse_nb.store.postgres.db import PgDatabase

@@ -110,7 +110,7 @@ class _Pg:
         return gate_terms(text), rank_tokens(text)
 
     def _select(self, view: View, where: str = "1", params: tuple[Any, ...] = (), *, order: str | None = None,
-                limit: int | None = None, by_id: bool = False) -> builtins.list[Any]:  # noqa: ARG002
+                limit: int | None = None, by_id: bool = False) -> builtins.list[Any]:
         # by_id is SQLite's planning hint (+mind); PostgreSQL plans an id list on the primary key by itself
         vis, vparams = self._visible(view)
         sql = (f"SELECT {self.cols} FROM {self.table} WHERE mind = ? AND ({vis}) AND ({where}) "

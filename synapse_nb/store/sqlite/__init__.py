@@ -17,8 +17,8 @@ Examples
 >>> import tempfile, pathlib
 >>> from synapse_nb.store.records import View
 >>> s = SqliteStore(pathlib.Path(tempfile.mkdtemp()) / "synapse.db")
->>> s.schema_version
-2
+>>> s.schema_version == SCHEMA_VERSION
+True
 >>> s.memories.list(View("default", "2026-01-01T00:00:00.000000Z"))
 []
 """

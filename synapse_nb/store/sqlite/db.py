@@ -32,8 +32,15 @@ from typing import Any, TypeVar
 
 from synapse_nb._util import next_stamp
 from synapse_nb.errors import PermissionDeniedError, SchemaError, StoreError, SynapseError
-from synapse_nb.store.sqlite.schema import (FTS_FLUSH, FTS_MARKERS, FTS_QUEUE_CLEAR, FTS_QUEUE_TARGETS, MIGRATIONS,
-                                            SCHEMA_VERSION, split_sql)
+from synapse_nb.store.sqlite.schema import (
+    FTS_FLUSH,
+    FTS_MARKERS,
+    FTS_QUEUE_CLEAR,
+    FTS_QUEUE_TARGETS,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    split_sql,
+)
 
 __all__ = ["LOCK_TIMEOUT_S", "Database"]
 
@@ -282,7 +289,7 @@ class Database:
                 listener(changes)
 
     @contextlib.contextmanager
-    def snapshot(self, *, lazy: bool = False) -> Iterator[None]:  # noqa: ARG002 - a local file has no round trips
+    def snapshot(self, *, lazy: bool = False) -> Iterator[None]:
         """Several reads that see one committed state (a deferred read transaction); joins a write transaction.
         ``lazy`` changes nothing here (see the store contract).
 

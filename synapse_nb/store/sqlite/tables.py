@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import builtins
 import json
-import re
 import sqlite3
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar

@@ -1,34 +1,28 @@
-"""The vault: the front door to every memory kind.
-
-A vault is a folder (by default ``.synapse/`` at the root of the git work tree; worktrees of one
-repository share it; outside git, the current folder) holding ``synapse.db`` (SQLite, the system of
-record) and ``index/`` (the LanceDB retrieval cache, rebuildable).
-
-Every vault handle has a ``mind`` (records never cross minds unless asked) and an ``actor``:
-``"user"`` for human surfaces (notebook, widgets, CLI) and ``"agent"`` for agent surfaces (MCP).
-The permission model lives here, in the core, so that no surface can forget it: an agent proposes
-(unverified memories, checkpoints, decisions, episodes, lesson analyses) and can never approve or
-reject a lesson, verify a memory, overwrite or delete a user's record, claim ``source="user"``,
-read pending lessons, change settings or import.
-"""
+"""The vault handle, :class:`Vault`: one mind, one actor, every memory kind behind one front door."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from datetime import timedelta
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Self
 
 from synapse_nb._util import Clock, fmt_ts, parse_duration, shift, utcnow
-from synapse_nb.borrowed import Borrowed, detect
-from synapse_nb.context import ACTORS, Context, GitView, check_identity
-from synapse_nb.errors import (ConflictError, OfflineError, PermissionDeniedError, StoreError, SynapseError,
-                               ValidationError, VaultNotFoundError)
-from synapse_nb.gitscope.repo import RepoInfo, find_repo
-from synapse_nb.gitscope.vaultdir import (GITIGNORE_TEXT, ensure_gitignore, holds_only_vault_files, tracked_files,
-                                          untrack_command)
+from synapse_nb.borrowed import Borrowed
+from synapse_nb.context import Context, GitView, check_identity
+from synapse_nb.errors import (
+    PermissionDeniedError,
+    StoreError,
+    SynapseError,
+    ValidationError,
+)
+from synapse_nb.gitscope.repo import RepoInfo
+from synapse_nb.gitscope.vaultdir import (
+    GITIGNORE_TEXT,
+    tracked_files,
+    untrack_command,
+)
 from synapse_nb.kinds.checkpoints import Checkpoints
 from synapse_nb.kinds.decisions import Decisions
 from synapse_nb.kinds.episodes import Episodes
@@ -36,7 +30,7 @@ from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import Checkpoint, Decision, Memory, PruneReport, Status
-from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, SETTINGS, Settings
+from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, Settings
 from synapse_nb.store.records import Change, View
 from synapse_nb.store.sqlite import SqliteStore
 
@@ -47,209 +41,9 @@ if TYPE_CHECKING:
     from synapse_nb.store.indexer import VaultIndex
     from synapse_nb.transfer import ImportCounts
 
-__all__ = ["ACTORS", "BAR_SETTINGS", "SETTINGS", "Settings", "Vault", "find_vault_dir", "open_team_vault",
-           "open_vault"]
+from synapse_nb.vault.locate import DB_NAME
 
-VAULT_DIRNAME = ".synapse"
-DB_NAME = "synapse.db"
-
-
-def find_vault_dir(path: str | Path | None = None) -> tuple[Path, Path]:
-    """Where the vault for ``path`` lives, and the project folder it belongs to. Creates nothing.
-
-    ``path`` (and ``SYNAPSE_HOME``, which is used when ``path`` is None: the two mean the same thing)
-    names either
-
-    - a **vault folder**: a folder named ``.synapse`` (it need not exist yet, its parent must), or an
-      existing folder holding ``synapse.db``. Its project is the folder around a ``.synapse``, and the
-      current folder for a vault folder of another name; or
-    - a **project folder** (anything else; it must exist): its vault is ``.synapse/`` at the main work
-      tree of the git repository containing it (so worktrees share one vault), or ``.synapse/`` in the
-      folder itself outside git.
-
-    Without ``path`` and ``SYNAPSE_HOME`` the project folder is the current folder.
-
-    Raises
-    ------
-    VaultNotFoundError
-        The folder named does not exist (a typo must never look like an empty vault), or is a file.
-    ConflictError
-        The folder holds a ``synapse.db`` *and* a ``.synapse/`` vault: two vaults, and no way to tell
-        which one is meant (an older version wrote ``SYNAPSE_HOME/synapse.db`` beside the project's vault).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> proj = pathlib.Path(tempfile.mkdtemp())
-    >>> find_vault_dir(proj) == (proj.resolve() / ".synapse", proj.resolve())
-    True
-    """
-    vault_dir, project_dir, _, _ = _locate(path)
-    return vault_dir, project_dir
-
-
-def _locate(path: str | Path | None) -> tuple[Path, Path, str, Path | None]:
-    """:func:`find_vault_dir` plus how to name the location in a message (``SYNAPSE_HOME=/x`` or ``/x``), and the
-    vault folder as named (absolute, not resolved) when the path named the vault folder itself (else None)."""
-    label = ""
-    if path is None and os.environ.get("SYNAPSE_HOME", "").strip():
-        path, label = os.environ["SYNAPSE_HOME"].strip(), "SYNAPSE_HOME="
-    try:
-        named = None if path is None else Path(path).expanduser().absolute()
-        base = (Path.cwd() if path is None else Path(path).expanduser()).resolve()
-    except (OSError, RuntimeError) as exc:
-        raise VaultNotFoundError(f"cannot resolve the vault location {label}{path!s}: {exc}") from None
-    if base.name == VAULT_DIRNAME:
-        if not base.parent.is_dir():
-            raise VaultNotFoundError(f"no vault at {label}{base}: the folder {base.parent} does not exist (a typo?); "
-                                     "synapse-nb never creates missing folders")
-        if base.exists() and not base.is_dir():
-            raise VaultNotFoundError(f"no vault at {label}{base}: it is a file, not a vault folder")
-        return base, base.parent, f"{label}{base}", named
-    if not base.exists():
-        raise VaultNotFoundError(f"no vault at {label}{base}: the folder does not exist (a typo?); name an existing "
-                                 "project folder or vault folder (synapse-nb never creates missing folders)")
-    if not base.is_dir():
-        hint = f"; name the folder that holds it: {base.parent}" if base.name == DB_NAME else ""
-        raise VaultNotFoundError(f"no vault at {label}{base}: it is a file, not a project or vault folder{hint}")
-    if (base / DB_NAME).is_file():
-        if (base / VAULT_DIRNAME / DB_NAME).is_file():
-            aside = base / "old-vault"
-            raise ConflictError(
-                f"{label}{base} holds two vaults: {base / DB_NAME} and {base / VAULT_DIRNAME}/; a path names a "
-                "project folder (its vault is .synapse/) or a vault folder, never both. Keep the project's vault and "
-                f"move the stray one aside: mkdir {aside} && mv {base / DB_NAME}* {aside}/ (then merge it if wanted: "
-                f"synapse-nb --vault {aside} memory export | synapse-nb --vault {base} memory import -)")
-        return base, Path.cwd().resolve(), f"{label}{base}", named  # a vault folder of another name serves the project you work in
-    repo = find_repo(base)
-    if repo is not None:
-        return repo.main_work_tree / VAULT_DIRNAME, base, f"{label}{base}", None
-    return base / VAULT_DIRNAME, base, f"{label}{base}", None
-
-
-def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
-               clock: Clock | None = None, readonly: bool = False, create: bool = True,
-               offline: bool = False) -> Vault:
-    """Open the vault for a project; with ``create`` (the default), create it if it does not exist yet.
-
-    Where the vault is: see :func:`find_vault_dir` (``path`` and ``SYNAPSE_HOME`` name a project
-    folder or a vault folder, the same way). A vault is created only inside an existing folder:
-    missing parent folders are never created, so a mistyped path is a :class:`VaultNotFoundError`
-    naming it, never a new empty vault. A new vault folder gets a ``.gitignore`` holding ``*`` (and an
-    existing one gets it when missing), so git never stages, reverts or stashes the vault.
-    ``vault.created`` says whether this call created it. A *borrowed* vault (``vault.borrowed``,
-    :mod:`synapse_nb.borrowed`: git tracks it, or a symlink leads out of the project to it) is flagged in every recall.
-
-    Parameters
-    ----------
-    path : a project folder (the vault is ``.synapse/`` at its git root, or in it outside git), or a
-        vault folder itself, or a team vault URL (``postgresql://user@host:port/db?project=NAME``, see
-        ``docs/team.md``). Default: ``SYNAPSE_HOME`` if set, else the current folder.
-    mind : which mind's records to see and write (default "default").
-    actor : "user" (human surfaces: writes are verified) or "agent" (writes are proposals).
-    clock : a callable returning an aware ``datetime`` (tests); default the real UTC clock.
-    readonly : open without write access (every write raises ``StoreError``); never creates.
-    create : create the vault when there is none (default True, for code that is about to write);
-        ``create=False`` is for reading: a missing vault is a :class:`VaultNotFoundError`. The CLI,
-        the magics and the MCP server open with ``create=False`` for every read.
-    offline : for a team vault URL only: when its server cannot be reached, return this machine's stale,
-        read-only copy (a :class:`synapse_nb.offline.OfflineVault`: ``search``/``recall`` answer marked
-        ``STALE`` with the copy's age, everything else raises :class:`OfflineError`) instead of raising
-        :class:`OfflineError`. The CLI's read commands pass it.
-
-    Raises
-    ------
-    VaultNotFoundError
-        The folder does not exist, or there is no vault and ``create`` is False (or ``readonly``).
-
-    Examples
-    --------
-    >>> import synapse_nb as syn, tempfile
-    >>> v = syn.open_vault(tempfile.mkdtemp())
-    >>> v.mind, v.actor, v.created
-    ('default', 'user', True)
-    >>> syn.open_vault(tempfile.mkdtemp(), create=False)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    synapse_nb.errors.VaultNotFoundError: no vault at ...
-    """
-    check_identity(mind, actor)  # before anything is created
-    team = path if path is not None else os.environ.get("SYNAPSE_HOME", "").strip() or None
-    if isinstance(team, str) and team.lower().startswith(("postgresql://", "postgres://")):
-        return open_team_vault(team, mind=mind, actor=actor, clock=clock, readonly=readonly, offline=offline)
-    vault_dir, project_dir, shown, named = _locate(path)
-    borrowed = detect(vault_dir, project_dir, named=named, db_name=DB_NAME)  # one git ls-files per open, not per recall
-    refusal = borrowed.refusal if borrowed is not None else None
-    created = False
-    if not (vault_dir / DB_NAME).is_file():
-        if readonly or not create:
-            raise VaultNotFoundError(
-                f"no vault at {shown} (looked for .synapse/ at the git root, or in the folder outside git: "
-                f"{vault_dir}); create one with `synapse-nb init` or by writing a memory")
-        if refusal is not None:  # never create a vault (or its .gitignore) outside the project
-            raise PermissionDeniedError(refusal)
-        try:
-            vault_dir.mkdir(exist_ok=True)  # never parents: find_vault_dir checked that the folder around exists
-        except OSError as exc:
-            raise StoreError(f"cannot create the vault folder {vault_dir}: {exc.strerror or exc}") from exc
-        created = True
-    if not readonly and refusal is None and (vault_dir.name == VAULT_DIRNAME or created
-                                             or holds_only_vault_files(vault_dir)):
-        ensure_gitignore(vault_dir)  # never into a folder that also holds the user's own files
-    store = SqliteStore(vault_dir / DB_NAME, readonly=readonly, refusal=refusal)
-    v = Vault(vault_dir, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
-              _store=store, _git=GitView(project_dir, vault_dir, borrowed))
-    v.created = created
-    return v
-
-
-def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
-                    readonly: bool = False, local: str | Path | None = None, offline: bool = False) -> Vault:
-    """Open a team vault (``postgresql://user@host:port/db?project=NAME``; see ``docs/team.md``).
-
-    ``project`` defaults to the repository's folder name. This machine's caches (the retrieval index and its
-    position in the change feed) live in ``.synapse/`` at the root of ``local`` 's repository (default: the current
-    folder's); two handles with different ``local`` folders are two machines. An agent handle runs as the
-    project's agent database role, so the server itself refuses what the human gate forbids. An unreachable
-    server is an :class:`OfflineError` saying so: nothing is ever written to a local fork; with ``offline``,
-    this machine's stale copy is returned instead when it has one (see :func:`open_vault`).
-    """
-    try:
-        from synapse_nb.store.postgres import PgStore, parse_team_url, project_for  # psycopg: team vaults only
-    except ImportError as exc:
-        raise StoreError(f"a team vault needs psycopg ({exc}); install it with: pip install 'synapse_nb[team]'") from exc
-
-    check_identity(mind, actor)
-    start = Path(local or Path.cwd()).resolve()
-    repo = find_repo(start)
-    project_dir = repo.main_work_tree if repo is not None else start
-    conninfo, project = parse_team_url(url, project_for(project_dir))
-    folder = project_dir / VAULT_DIRNAME
-    try:
-        folder.mkdir(exist_ok=True)  # never its parents
-    except OSError as exc:
-        raise StoreError(f"cannot create this machine's cache folder {folder}: {exc.strerror or exc}") from exc
-    ensure_gitignore(folder)
-    try:
-        store = PgStore(conninfo, project, folder=folder, readonly=readonly,
-                        role="agent" if actor == "agent" else None)
-    except OfflineError as exc:
-        if not offline:
-            raise
-        from synapse_nb.offline import OfflineVault, has_copy
-
-        if not has_copy(folder):
-            raise OfflineError(f"{exc}; and this machine has no copy of it to read ({folder}/index is made by "
-                               "`synapse-nb index rebuild` or an index search while the server is reachable)") from exc
-        location = f"{conninfo.split('?')[0].rsplit('@', 1)[-1]}?project={project}"
-        return OfflineVault(folder, location=location, mind=mind, actor=actor,  # type: ignore[return-value]
-                            reason=str(exc).split(": this machine")[0])
-    try:
-        return Vault(folder, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
-                     _store=store)  # type: ignore[arg-type]
-    except BaseException:
-        store.close()
-        raise
+__all__ = ["Vault"]
 
 
 class Vault:
@@ -366,7 +160,7 @@ class Vault:
             return False
         return True
 
-    def __enter__(self) -> Vault:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -520,7 +314,7 @@ class Vault:
         for name, table in (("checkpoints", store.checkpoints), ("decisions", store.decisions),
                             ("episodes", store.episodes), ("notes", store.notes)):
             counts[name] = {"total": table.count(view)}
-        les = {s: 0 for s in ("pending", "approved", "expired")} | store.lessons.status_counts(m, ts)
+        les = dict.fromkeys(("pending", "approved", "expired"), 0) | store.lessons.status_counts(m, ts)
         counts["lessons"] = {"approved": les["approved"]} if self.actor == "agent" else les
         pending = () if self.actor == "agent" else tuple(x.id for x in self.lessons.pending())
         expiring = tuple(x.id for x in store.memories.expiring(m, ts, fmt_ts(now + timedelta(days=7))))
@@ -528,7 +322,8 @@ class Vault:
         flags = self.flags()
         prefix, tracked = tracked_files(self.path)
         borrowed = self._git.borrowed
-        awaiting = () if borrowed is None or self.actor == "agent" else tuple(x.id for x in self.lessons.awaiting_local())
+        awaiting = (() if borrowed is None or self.actor == "agent"
+                    else tuple(x.id for x in self.lessons.awaiting_local()))
         return Status(vault_path=str(self.path), mind=m, actor=self.actor, counts=counts, pending_lessons=pending,
                       expiring_memories=expiring, expiring_lessons=les_soon, schema_version=store.schema_version,
                       dangling=tuple(sorted(r for r, f in flags.items() if "dangling" in f)),

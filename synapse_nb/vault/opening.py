@@ -1,0 +1,160 @@
+"""Opening a vault: on this machine (:func:`open_vault`) or a team vault on PostgreSQL (:func:`open_team_vault`).
+
+Creating a vault, migrating its schema, the offline copy of a team vault whose server cannot be reached.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from synapse_nb._util import Clock
+from synapse_nb.borrowed import detect
+from synapse_nb.context import GitView, check_identity
+from synapse_nb.errors import (
+    OfflineError,
+    PermissionDeniedError,
+    StoreError,
+    VaultNotFoundError,
+)
+from synapse_nb.gitscope.repo import find_repo
+from synapse_nb.gitscope.vaultdir import (
+    ensure_gitignore,
+    holds_only_vault_files,
+)
+from synapse_nb.store.sqlite import SqliteStore
+
+if TYPE_CHECKING:
+    pass
+
+from synapse_nb.vault.facade import Vault
+from synapse_nb.vault.locate import DB_NAME, VAULT_DIRNAME, locate
+
+__all__ = ["open_team_vault", "open_vault"]
+
+
+def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
+               clock: Clock | None = None, readonly: bool = False, create: bool = True,
+               offline: bool = False) -> Vault:
+    """Open the vault for a project; with ``create`` (the default), create it if it does not exist yet.
+
+    Where the vault is: see :func:`find_vault_dir` (``path`` and ``SYNAPSE_HOME`` name a project
+    folder or a vault folder, the same way). A vault is created only inside an existing folder:
+    missing parent folders are never created, so a mistyped path is a :class:`VaultNotFoundError`
+    naming it, never a new empty vault. A new vault folder gets a ``.gitignore`` holding ``*`` (and an
+    existing one gets it when missing), so git never stages, reverts or stashes the vault.
+    ``vault.created`` says whether this call created it. A *borrowed* vault (``vault.borrowed``,
+    :mod:`synapse_nb.borrowed`: git tracks it, or a symlink leads out of the project to it) is flagged in every recall.
+
+    Parameters
+    ----------
+    path : a project folder (the vault is ``.synapse/`` at its git root, or in it outside git), or a
+        vault folder itself, or a team vault URL (``postgresql://user@host:port/db?project=NAME``, see
+        ``docs/team.md``). Default: ``SYNAPSE_HOME`` if set, else the current folder.
+    mind : which mind's records to see and write (default "default").
+    actor : "user" (human surfaces: writes are verified) or "agent" (writes are proposals).
+    clock : a callable returning an aware ``datetime`` (tests); default the real UTC clock.
+    readonly : open without write access (every write raises ``StoreError``); never creates.
+    create : create the vault when there is none (default True, for code that is about to write);
+        ``create=False`` is for reading: a missing vault is a :class:`VaultNotFoundError`. The CLI,
+        the magics and the MCP server open with ``create=False`` for every read.
+    offline : for a team vault URL only: when its server cannot be reached, return this machine's stale,
+        read-only copy (a :class:`synapse_nb.offline.OfflineVault`: ``search``/``recall`` answer marked
+        ``STALE`` with the copy's age, everything else raises :class:`OfflineError`) instead of raising
+        :class:`OfflineError`. The CLI's read commands pass it.
+
+    Raises
+    ------
+    VaultNotFoundError
+        The folder does not exist, or there is no vault and ``create`` is False (or ``readonly``).
+
+    Examples
+    --------
+    >>> import synapse_nb as syn, tempfile
+    >>> v = syn.open_vault(tempfile.mkdtemp())
+    >>> v.mind, v.actor, v.created
+    ('default', 'user', True)
+    >>> syn.open_vault(tempfile.mkdtemp(), create=False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    synapse_nb.errors.VaultNotFoundError: no vault at ...
+    """
+    check_identity(mind, actor)  # before anything is created
+    team = path if path is not None else os.environ.get("SYNAPSE_HOME", "").strip() or None
+    if isinstance(team, str) and team.lower().startswith(("postgresql://", "postgres://")):
+        return open_team_vault(team, mind=mind, actor=actor, clock=clock, readonly=readonly, offline=offline)
+    vault_dir, project_dir, shown, named = locate(path)
+    borrowed = detect(vault_dir, project_dir, named=named, db_name=DB_NAME)  # one git ls-files per open, not per recall
+    refusal = borrowed.refusal if borrowed is not None else None
+    created = False
+    if not (vault_dir / DB_NAME).is_file():
+        if readonly or not create:
+            raise VaultNotFoundError(
+                f"no vault at {shown} (looked for .synapse/ at the git root, or in the folder outside git: "
+                f"{vault_dir}); create one with `synapse-nb init` or by writing a memory")
+        if refusal is not None:  # never create a vault (or its .gitignore) outside the project
+            raise PermissionDeniedError(refusal)
+        try:
+            vault_dir.mkdir(exist_ok=True)  # never parents: find_vault_dir checked that the folder around exists
+        except OSError as exc:
+            raise StoreError(f"cannot create the vault folder {vault_dir}: {exc.strerror or exc}") from exc
+        created = True
+    if not readonly and refusal is None and (vault_dir.name == VAULT_DIRNAME or created
+                                             or holds_only_vault_files(vault_dir)):
+        ensure_gitignore(vault_dir)  # never into a folder that also holds the user's own files
+    store = SqliteStore(vault_dir / DB_NAME, readonly=readonly, refusal=refusal)
+    v = Vault(vault_dir, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
+              _store=store, _git=GitView(project_dir, vault_dir, borrowed))
+    v.created = created
+    return v
+
+
+def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
+                    readonly: bool = False, local: str | Path | None = None, offline: bool = False) -> Vault:
+    """Open a team vault (``postgresql://user@host:port/db?project=NAME``; see ``docs/team.md``).
+
+    ``project`` defaults to the repository's folder name. This machine's caches (the retrieval index and its
+    position in the change feed) live in ``.synapse/`` at the root of ``local`` 's repository (default: the current
+    folder's); two handles with different ``local`` folders are two machines. An agent handle runs as the
+    project's agent database role, so the server itself refuses what the human gate forbids. An unreachable
+    server is an :class:`OfflineError` saying so: nothing is ever written to a local fork; with ``offline``,
+    this machine's stale copy is returned instead when it has one (see :func:`open_vault`).
+    """
+    try:
+        from synapse_nb.store.postgres import PgStore, parse_team_url, project_for  # psycopg: team vaults only
+    except ImportError as exc:
+        raise StoreError(f"a team vault needs psycopg ({exc}); install it with: "
+                         "pip install 'synapse_nb[team]'") from exc
+
+    check_identity(mind, actor)
+    start = Path(local or Path.cwd()).resolve()
+    repo = find_repo(start)
+    project_dir = repo.main_work_tree if repo is not None else start
+    conninfo, project = parse_team_url(url, project_for(project_dir))
+    folder = project_dir / VAULT_DIRNAME
+    try:
+        folder.mkdir(exist_ok=True)  # never its parents
+    except OSError as exc:
+        raise StoreError(f"cannot create this machine's cache folder {folder}: {exc.strerror or exc}") from exc
+    ensure_gitignore(folder)
+    try:
+        store = PgStore(conninfo, project, folder=folder, readonly=readonly,
+                        role="agent" if actor == "agent" else None)
+    except OfflineError as exc:
+        if not offline:
+            raise
+        from synapse_nb.offline import OfflineVault, has_copy
+
+        if not has_copy(folder):
+            raise OfflineError(f"{exc}; and this machine has no copy of it to read ({folder}/index is made by "
+                               "`synapse-nb index rebuild` or an index search while the server is reachable)") from exc
+        location = f"{conninfo.split('?')[0].rsplit('@', 1)[-1]}?project={project}"
+        return OfflineVault(folder, location=location, mind=mind, actor=actor,  # type: ignore[return-value]
+                            reason=str(exc).split(": this machine")[0])
+    try:
+        return Vault(folder, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
+                     _store=store)  # type: ignore[arg-type]
+    except BaseException:
+        store.close()
+        raise
