@@ -22,10 +22,9 @@ from synapse_nb.errors import SynapseError
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.agents.sessions import SessionState
-    from synapse_nb.models import Checkpoint
     from synapse_nb.vault import Vault
 
-__all__ = ["RESTORE_TOKENS", "SESSION_START_TOKENS", "handle", "restore_pack"]
+__all__ = ["RESTORE_TOKENS", "SESSION_START_TOKENS", "handle"]
 
 #: Token budgets: the session-start answer, and the restore pack.
 SESSION_START_TOKENS = 2000
@@ -48,38 +47,6 @@ def _relative(v: Vault, path: str) -> str:
             except (ValueError, OSError):
                 continue
     return path
-
-
-def restore_pack(v: Vault, checkpoint: Checkpoint | None, budget_tokens: int = RESTORE_TOKENS) -> str:
-    """What a compacted context needs back: the banner, the checkpoint, recent decisions and key memories (verified
-    first), whole lines within ``budget_tokens`` (the same pack ``signal_low_context`` returns)."""
-    from synapse_nb.recall import banner_text, record_line
-    from synapse_nb.render import estimate_tokens
-
-    blocks = [b for b in (banner_text(v.lessons.in_force()),
-                          checkpoint.restore_text() if checkpoint else "No checkpoint on this branch yet.") if b]
-    decisions = v.decisions.list(limit=5)
-    if decisions:
-        blocks.append("Recent decisions:\n" + "\n".join(record_line(d) for d in decisions))
-    key_mems = [m for m in v.memories.list(limit=50) if m.priority in ("critical", "high")]
-    key_mems.sort(key=lambda m: not m.verified)  # human-verified first: a cut drops proposals first
-    if key_mems:
-        blocks.append("Key memories:\n" + "\n".join(record_line(m) for m in key_mems))
-    out: list[str] = []
-    used = omitted = 0
-    for b, block in enumerate(blocks):
-        if b and out:
-            out.append("")
-        for line in block.split("\n"):
-            cost = estimate_tokens(line + "\n")
-            if used + cost > budget_tokens:
-                omitted += 1
-                continue
-            out.append(line)
-            used += cost
-    text = "\n".join(out).strip("\n")
-    return text + (f"\n(… {omitted} more line{'s' if omitted != 1 else ''} left out to fit {budget_tokens} tokens)"
-                   if omitted else "")
 
 
 def _pending_notice(v: Vault) -> str:
@@ -107,7 +74,7 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         v.recall("", session=event.session)  # marks the banner's lessons as given to this session
     latest = v.checkpoints.latest()
     if event.source == "compact":
-        context = "synapse-nb restore pack after compaction:\n\n" + restore_pack(v, latest)
+        context = "synapse-nb restore pack after compaction:\n\n" + v.restore_pack(latest, budget_tokens=RESTORE_TOKENS)
     else:
         from synapse_nb.render import estimate_tokens
 
@@ -155,7 +122,7 @@ def _pre_compact(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     st = read_state(v.path, key)
     last = v.checkpoints.latest()
     if not writable:
-        return HookAnswer(context=restore_pack(v, last))
+        return HookAnswer(context=v.restore_pack(last, budget_tokens=RESTORE_TOKENS))
     why = "saved before the context was compacted" + (f" ({event.source})" if event.source else "")
     doing = f"{st.task} — {why}" if st.task else salvage(last.doing) if last else f"agent session {why}"
     files = list(dict.fromkeys([*st.changed, *st.files])) or (
@@ -165,7 +132,7 @@ def _pre_compact(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     with session_state(v.path, key) as s:
         s.edits, s.files, s.lessons = 0, [], []  # compaction drops the lessons from the context: shown again
         s.checkpoints += 1
-    return HookAnswer(context=restore_pack(v, c),
+    return HookAnswer(context=v.restore_pack(c, budget_tokens=RESTORE_TOKENS),
                       notice=f"synapse-nb: saved checkpoint {c.id} before compaction; the restore pack follows it")
 
 

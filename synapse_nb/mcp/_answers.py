@@ -4,7 +4,6 @@
   it left out: the text keeps whole lines from the top, the structured content keeps its shape (strings are
   shortened and lists lose items from the end, never a field turned into another type), so it still matches the
   tool's ``outputSchema``.
-- :func:`fit` joins text blocks line by line within a token budget (a restore pack).
 - :func:`argument_error` turns the SDK's validation error (a multi-line pydantic dump with a URL) into one line
   that says which argument was wrong and what is accepted, without echoing a huge value.
 
@@ -20,9 +19,9 @@ from typing import Any
 from mcp.types import CallToolResult, TextContent
 
 from synapse_nb.provenance import inline
-from synapse_nb.render import estimate_tokens, plural
+from synapse_nb.render import plural
 
-__all__ = ["argument_error", "cut_data", "cut_text", "fit", "result"]
+__all__ = ["argument_error", "cut_data", "cut_text", "result"]
 
 #: The shrink steps tried in turn: (longest string kept, most items kept per list; None = all).
 _STEPS: tuple[tuple[int, int | None], ...] = ((1000, None), (1000, 50), (300, 20), (120, 5), (40, 1), (10, 0))
@@ -127,28 +126,6 @@ def cut_data(data: dict[str, Any], max_chars: int) -> dict[str, Any]:
             break
     out["left_out"] = left
     return out
-
-
-def fit(blocks: list[str], budget: int) -> tuple[str, int]:
-    """Join text blocks line by line while the estimate stays within ``budget`` tokens; a line is kept whole or
-    left out (every record is one line, its provenance mark first, so a cut never keeps text without its mark)."""
-    out: list[str] = []
-    omitted = 0
-    used = 0
-    for b, block in enumerate(blocks):
-        if b and out:
-            out.append("")
-        for line in block.split("\n"):
-            cost = estimate_tokens(line + "\n")
-            if used + cost > budget:
-                omitted += 1
-                continue
-            out.append(line)
-            used += cost
-    text = "\n".join(out).strip("\n")
-    if omitted:
-        text += f"\n(… {plural(omitted, 'more line')} left out to fit {budget} tokens)"
-    return text, omitted
 
 
 # ------------------------------------------------------------------------------------------------ refused arguments

@@ -49,7 +49,7 @@ from synapse_nb.errors import (
     VaultNotFoundError,
 )
 from synapse_nb.mcp import _schema as S
-from synapse_nb.mcp._answers import argument_error, fit, result
+from synapse_nb.mcp._answers import argument_error, result
 from synapse_nb.mcp._handle import DEFAULT_ANSWER_TOKENS, Handle, readonly_from_env
 from synapse_nb.provenance import inline, label_text, record_json, salvage
 from synapse_nb.recall import banner_text, record_line
@@ -346,18 +346,9 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                     files=[f for f in (salvage(f, multiline=False) for f in last.changed_files) if f] if last else None,
                     next_step=next_step if next_step is not None else (salvage(last.next_step) if last else None),
                     blockers=salvage(last.blockers) if last else None, origin="auto")
-            lessons = v.lessons.in_force()
-            blocks = [b for b in (banner_text(lessons), c.restore_text() if c else "") if b]
-            if handle.readonly:
-                blocks.insert(0, "(read-only server: no checkpoint was saved; this is the last one)")
-            decisions = v.decisions.list(limit=5)
-            if decisions:
-                blocks.append("Recent decisions:\n" + "\n".join(record_line(d) for d in decisions))
-            key_mems = [m for m in v.memories.list(limit=50) if m.priority in ("critical", "high")]
-            key_mems.sort(key=lambda m: not m.verified)  # human-verified first: a cut drops proposals first
-            if key_mems:
-                blocks.append("Key memories:\n" + "\n".join(record_line(m) for m in key_mems))
-            pack, _ = fit(blocks, budget_tokens)
+            pack = v.restore_pack(c, budget_tokens=budget_tokens,
+                                  note="(read-only server: no checkpoint was saved; this is the last one)"
+                                  if handle.readonly else None)
             return answer(pack, {"action": "read_only" if handle.readonly else "checkpoint_saved",
                                  "ratio": round(ratio, 4), "threshold": LOW_CONTEXT_RATIO,
                                  "checkpoint_id": c.id if c else None, "restore_pack": pack,

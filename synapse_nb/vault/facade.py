@@ -234,6 +234,27 @@ class Vault:
         return self._recaller.recall(query, session=session, branch=branch, files=files,
                                      budget_tokens=budget_tokens, bars=bars, path=path)
 
+    def restore_pack(self, checkpoint: Checkpoint | None = None, *, budget_tokens: int = 1500,
+                     note: str | None = None) -> str:
+        """What a compacted context needs back, within ``budget_tokens``: the approved-lesson banner, ``checkpoint``
+        (default: the latest on this branch), the five latest decisions and the key memories, whole lines, each
+        starting with its provenance mark (:mod:`synapse_nb.recall.pack`). The MCP tool ``signal_low_context`` and
+        the agent hooks return this pack.
+
+        >>> import synapse_nb as syn, tempfile
+        >>> v = syn.open_vault(tempfile.mkdtemp())
+        >>> print(v.restore_pack())
+        No checkpoint on this branch yet.
+        >>> _ = v.decide("Use SQLite as the system of record", rationale="one file")
+        >>> print(v.restore_pack(budget_tokens=400).splitlines()[-1])  # doctest: +ELLIPSIS
+        - [user] Use SQLite as the system of record — one file (...)
+        """
+        from synapse_nb.recall.pack import key_memories, restore_pack
+
+        ckp = checkpoint if checkpoint is not None else self.checkpoints.latest()
+        return restore_pack(self.lessons.in_force(), ckp, self.decisions.list(limit=5),
+                            key_memories(self.memories.list(limit=50)), budget_tokens=budget_tokens, note=note)
+
     def default_bars(self, saved: dict[str, Any] | None = None) -> Bars:
         """The gate's bars a recall uses when given none: ``Bars()`` with the saved defaults applied.
 

@@ -1,0 +1,77 @@
+"""The restore pack: what a context needs back after it is compacted, within a token budget.
+
+One pack for every surface that hands it to an agent: the MCP tool ``signal_low_context`` and the agent hooks
+(``PreCompact``, ``SessionStart`` after a compaction) both call :meth:`synapse_nb.vault.Vault.restore_pack`,
+which reads the records and calls :func:`restore_pack` here.
+
+The pack is, in order: the approved-lesson banner, the checkpoint (or a line saying there is none), the five
+latest decisions and the key memories (priority critical or high, human-verified first, so a cut drops agents'
+proposals first). Every record is one line starting with its provenance mark; :func:`fit_lines` keeps whole lines
+while the estimate stays within the budget and says how many it left out, so a cut never keeps text without its
+mark.
+
+>>> fit_lines(["a\\nb", "c"], 100)
+('a\\nb\\n\\nc', 0)
+>>> fit_lines(["one two three four five six seven eight", "nine"], 3)
+('nine\\n(… 1 more line left out to fit 3 tokens)', 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from synapse_nb.recall.render import banner_text, record_line
+from synapse_nb.render import estimate_tokens, plural
+
+if TYPE_CHECKING:
+    from synapse_nb.models import Checkpoint, Decision, Lesson, Memory
+
+__all__ = ["NO_CHECKPOINT", "RESTORE_TOKENS", "fit_lines", "key_memories", "restore_pack"]
+
+#: The default budget of a restore pack, in tokens (about 4 characters a token).
+RESTORE_TOKENS = 1500
+#: What the pack says where the checkpoint would be when there is none yet.
+NO_CHECKPOINT = "No checkpoint on this branch yet."
+#: The priorities whose memories a pack carries.
+KEY_PRIORITIES = ("critical", "high")
+
+
+def fit_lines(blocks: Sequence[str], budget: int) -> tuple[str, int]:
+    """Join text blocks (a blank line between them) line by line while the estimate stays within ``budget``
+    tokens; a line is kept whole or left out. Returns the text and how many lines were left out."""
+    out: list[str] = []
+    omitted = used = 0
+    for b, block in enumerate(blocks):
+        if b and out:
+            out.append("")
+        for line in block.split("\n"):
+            cost = estimate_tokens(line + "\n")
+            if used + cost > budget:
+                omitted += 1
+                continue
+            out.append(line)
+            used += cost
+    text = "\n".join(out).strip("\n")
+    if omitted:
+        text += f"\n(… {plural(omitted, 'more line')} left out to fit {budget} tokens)"
+    return text, omitted
+
+
+def key_memories(memories: Iterable[Memory]) -> list[Memory]:
+    """The memories a pack carries: priority critical or high, human-verified first (stable otherwise)."""
+    return sorted((m for m in memories if m.priority in KEY_PRIORITIES), key=lambda m: not m.verified)
+
+
+def restore_pack(lessons: Sequence[Lesson], checkpoint: Checkpoint | None, decisions: Sequence[Decision],
+                 memories: Sequence[Memory], *, budget_tokens: int = RESTORE_TOKENS,
+                 note: str | None = None) -> str:
+    """The pack from the records given (lessons in force, the checkpoint to restore, the latest decisions, the
+    key memories); ``note`` (e.g. "read-only: nothing was saved") heads it."""
+    blocks = [b for b in (note, banner_text(lessons),
+                          checkpoint.restore_text() if checkpoint is not None else NO_CHECKPOINT) if b]
+    if decisions:
+        blocks.append("Recent decisions:\n" + "\n".join(record_line(d) for d in decisions))
+    if memories:
+        blocks.append("Key memories:\n" + "\n".join(record_line(m) for m in memories))
+    return fit_lines(blocks, budget_tokens)[0]
