@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from synapse_nb._util import parse_ts, plural
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope._git import run_git
-from synapse_nb.gitscope.verify import check_paths
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context
@@ -159,6 +158,8 @@ def verify(ctx: Context, *, fix: bool = False) -> VerifyReport:
         ctx.require_human("rewrite or mark records (verify --fix)")
     refs = _refs(ctx)
     all_paths = sorted({p for _, _, _, ps in refs for p in ps})
+    from synapse_nb.gitscope.verify import check_paths  # loads only when there are paths to check
+
     status = check_paths(repo, all_paths) if all_paths else {}
     dangling: list[FileRef] = []
     renamed: list[FileRef] = []

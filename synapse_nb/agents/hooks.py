@@ -201,15 +201,13 @@ def run(args: Sequence[str], *, vault: str | None = None, mind: str | None = Non
         timeout = float(os.environ.get("SYNAPSE_AGENT_HOOK_TIMEOUT", DEFAULT_TIMEOUT_S))
     except ValueError:
         timeout = DEFAULT_TIMEOUT_S
-    result: list[HookOutput] = []
+    done = threading.Event()
 
-    def work() -> None:
-        result.append(respond(args, _read_stdin(args), vault=vault, mind=mind))
-
-    thread = threading.Thread(target=work, name="synapse-agent-hook", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if not result:
+    def give_up() -> None:
+        # A watchdog, not a worker: the work runs in the main thread (importing numpy and the recall engine in
+        # a second thread costs ~25 ms more at every prompt), and this thread ends the process at the limit.
+        if done.wait(timeout):
+            return
         name = args[0] if args else "?"
         try:
             sys.stderr.write(f"{_PROG}: {name}: gave up after {timeout:g} s (a locked or slow vault); nothing "
@@ -217,7 +215,10 @@ def run(args: Sequence[str], *, vault: str | None = None, mind: str | None = Non
             sys.stderr.flush()
         finally:
             os._exit(0)  # the stuck work is abandoned; SQLite's journal keeps the vault consistent
-    out = result[0]
+
+    threading.Thread(target=give_up, name="synapse-agent-hook-limit", daemon=True).start()
+    out = respond(args, _read_stdin(args), vault=vault, mind=mind)
+    done.set()
     try:
         if out.stdout:
             sys.stdout.write(out.stdout)

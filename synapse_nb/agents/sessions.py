@@ -32,7 +32,6 @@ import contextlib
 import fcntl
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -129,6 +128,8 @@ def session_state(folder: str | Path, session: str) -> Iterator[SessionState]:
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
+    import tempfile  # only when state is written (a silent prompt hook writes none)
+
     fd, tmp = tempfile.mkstemp(prefix=".agent-sessions.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -25,11 +25,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from synapse_nb.errors import ValidationError
 from synapse_nb.gitscope._git import coerce_repo, run_git, validate_sha
 from synapse_nb.gitscope.repo import RepoInfo, head
-from synapse_nb.gitscope.reverts import CommitInfo
+
+if TYPE_CHECKING:
+    from synapse_nb.gitscope.reverts import CommitInfo
 
 __all__ = ["PATH_STATES", "PathStatus", "check_paths", "commits_touching"]
 
@@ -251,6 +254,8 @@ def commits_touching(repo: RepoInfo | str | Path, paths: Iterable[str], since_is
     rel = sorted({r for r in (_relative(info, p) for p in paths) if r is not None})
     if not rel or head(info).commit is None:
         return []
+    from synapse_nb.gitscope.reverts import CommitInfo  # the revert scanner loads only when commits are read
+
     found: dict[str, tuple[int, CommitInfo]] = {}
     for i in range(0, len(rel), _CHUNK):
         out = run_git(

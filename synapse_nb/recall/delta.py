@@ -9,7 +9,6 @@ read-only vault, a locked disk) never fails the recall.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -22,7 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = ["record_given", "seen_digests"]
 
-log = logging.getLogger("synapse_nb.recall")
 
 
 def seen_digests(ctx: Context, session: str | None, ids: Sequence[str]) -> dict[str, str]:
@@ -44,5 +42,8 @@ def record_given(ctx: Context, session: str | None, kept: list[RecallItem], less
         try:
             store.sessions.mark(ctx.mind, session, given, now)
         except StoreError as exc:  # delta state is a convenience: never fail a recall for it
-            log.warning("could not record what session %s has seen: %s", session, exc)
+            import logging  # only on this rare path: logging costs a cold hook ~3 ms to import
+
+            logging.getLogger("synapse_nb.recall").warning("could not record what session %s has seen: %s", session,
+                                                           exc)
     return shown_before

@@ -46,7 +46,6 @@ import json
 import mmap
 import os
 import struct
-import tempfile
 import zlib
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
@@ -216,6 +215,8 @@ def save(path: Path, state: RankState, mind: str, idx: ThreadIndex) -> bool:
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # only when a file is written (a cold recall that reuses one never is)
+
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
         os.chmod(tmp, 0o644)  # as readable as the database beside it (mkstemp makes it the owner's only)
         with os.fdopen(fd, "wb") as f:

@@ -11,7 +11,6 @@ import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from synapse_nb.follow import paths_in_text, stale_commits
 from synapse_nb.models import Memory
 from synapse_nb.recall.types import RecallItem
 
@@ -94,8 +93,12 @@ class Staleness:
                     text = rec.content
                 else:
                     text = f"{rec.decision} {rec.rationale or ''}"  # type: ignore[attr-defined]
+                from synapse_nb.follow import paths_in_text  # git's modules load only when a record is checked
+
                 todo.append((key, paths_in_text(text)))
             if todo:
+                from synapse_nb.follow import stale_commits
+
                 found = stale_commits(self._ctx, [(key[1], key[2], paths) for key, paths in todo])
                 for key, _ in todo:
                     self._cache[key] = found.get(key[1], ())
