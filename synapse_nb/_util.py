@@ -184,23 +184,24 @@ def check_text(value: Any, field: str, *, max_len: int = MAX_TEXT, allow_empty: 
     """
     if not isinstance(value, str):
         raise ValidationError(f"{field} must be text (str), got {type(value).__name__}")
+    text: str = value
     try:
-        value.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:
         raise ValidationError(f"{field} contains characters that are not valid Unicode (lone surrogates)") from None
     if stored:
-        if "\x00" in value:
+        if "\x00" in text:
             raise ValidationError(f"{field} contains a NUL character (U+0000), which a team vault cannot store; "
                                   "every other character is accepted")
-        if not multiline and ("\n" in value or "\r" in value):
+        if not multiline and ("\n" in text or "\r" in text):
             raise ValidationError(f"{field} contains a line break; a one-line field holds no \\n or \\r")
     else:
-        value = clean_text(value, field, multiline=multiline)
-    if not allow_empty and not value.strip():
+        text = clean_text(text, field, multiline=multiline)
+    if not allow_empty and not text.strip():
         raise ValidationError(f"{field} must not be empty")
-    if len(value) > max_len:
-        raise ValidationError(f"{field} is {len(value):,} characters; the limit is {max_len:,}")
-    return value
+    if len(text) > max_len:
+        raise ValidationError(f"{field} is {len(text):,} characters; the limit is {max_len:,}")
+    return text
 
 
 def check_optional_text(value: Any, field: str, *, max_len: int = MAX_TEXT) -> str | None:
@@ -212,13 +213,13 @@ def check_optional_text(value: Any, field: str, *, max_len: int = MAX_TEXT) -> s
 
 def check_key(value: Any, field: str = "key") -> str:
     """A snake_case key: lower-case letters and digits separated by single underscores, starting with a letter."""
-    value = check_text(value, field, max_len=MAX_SHORT, multiline=False).strip()
-    if not _KEY.match(value):
+    key = check_text(value, field, max_len=MAX_SHORT, multiline=False).strip()
+    if not _KEY.match(key):
         raise ValidationError(
-            f"{field} {value!r} is not snake_case; use lower-case letters, digits and single underscores, "
+            f"{field} {key!r} is not snake_case; use lower-case letters, digits and single underscores, "
             "starting with a letter (e.g. 'project_status')"
         )
-    return value
+    return key
 
 
 def check_tags(tags: Any, field: str = "tags") -> tuple[str, ...]:
@@ -271,12 +272,12 @@ def check_stored_tags(tags: Any, field: str = "tags") -> tuple[str, ...]:
     Looser than :func:`check_tags` on purpose: tags written by older versions (``"#c"``, ``"a b"``) stay
     importable, exactly as they were exported.
     """
-    tags = check_stored_strings(tags, field)
-    for t in tags:
+    stored: tuple[str, ...] = check_stored_strings(tags, field)
+    for t in stored:
         check_text(t, "tag", max_len=MAX_TAG_CHARS, multiline=False, stored=True)
-    if list(tags) != sorted(set(tags)) or any(t != t.strip().lower() for t in tags):
+    if list(stored) != sorted(set(stored)) or any(t != t.strip().lower() for t in stored):
         raise ValidationError(f"{field} must be lower-case, stripped, unique and sorted")
-    return tags
+    return stored
 
 
 def check_stored_strings(values: Any, field: str) -> tuple[str, ...]:

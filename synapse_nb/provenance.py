@@ -329,7 +329,7 @@ def neutralise(text: str) -> str:
     return "".join(out)
 
 
-def inline(text: Any, width: int | None = None) -> str:
+def inline(text: object, width: int | None = None) -> str:
     """Stored text as one quoted line: what every surface an agent reads shows of a record's text.
 
     Line breaks and control characters become spaces, banner and label look-alikes are neutralised

@@ -342,3 +342,27 @@ def test_the_notebook_status_says_it_first(clone: tuple[Path, str]) -> None:
     project, les_id = clone
     html = syn.open_vault(project, create=False).status()._repr_html_()
     assert html.index("BORROWED VAULT") < html.index("vault</b>") and les_id in html
+
+
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_the_index_glance_never_hides_a_tracked_vault(git_repo: Path, version: int) -> None:
+    """The shortcut that skips ``git ls-files`` answers "not tracked" only when it is sure: for every index version,
+    a force-added database is still found, and an untracked one is not."""
+    import subprocess
+
+    from synapse_nb.gitscope.repo import find_repo
+    from synapse_nb.gitscope.testing import git_env
+    from synapse_nb.gitscope.vaultdir import _index_lacks, tracked_path
+
+    syn.open_vault(git_repo).close()
+    env = git_env()
+    subprocess.run(["git", "update-index", f"--index-version={version}"], cwd=git_repo, env=env, check=True)
+    repo = find_repo(git_repo)
+    assert repo is not None
+    assert tracked_path(git_repo / ".synapse", "synapse.db") is None
+    if version != 4:
+        assert _index_lacks(repo, ".synapse/")  # git was not needed to say so
+    subprocess.run(["git", "add", "-f", ".synapse/synapse.db"], cwd=git_repo, env=env, check=True)
+    subprocess.run(["git", "update-index", f"--index-version={version}"], cwd=git_repo, env=env, check=True)
+    assert not _index_lacks(repo, ".synapse/")
+    assert tracked_path(git_repo / ".synapse", "synapse.db") == ".synapse/synapse.db"

@@ -225,7 +225,7 @@ def _read_json(path: Path) -> tuple[str | None, dict[str, Any]]:
         return text, {}
     try:
         obj = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise ValidationError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); fix it "
                               "or move it aside (nothing was changed)") from None
     return text, _check_settings(obj, str(path))

@@ -101,7 +101,7 @@ def parse_event(name: str, stdin: str = "", *, session: str | None = None, text:
     if stdin.strip():
         try:
             data = json.loads(stdin)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise ValidationError(f"stdin is not JSON ({exc.msg} at character {exc.pos}); a hook reads the "
                                   "event as a JSON object, e.g. {\"session_id\": \"...\", \"prompt\": \"...\"}") from None
         if not isinstance(data, dict):

@@ -139,12 +139,14 @@ def is_hook_call(argv: Sequence[str]) -> bool:
 def _parse_hook_args(args: list[str]) -> tuple[str, dict[str, Any]]:
     if not args or args[0].startswith("-"):
         raise ValidationError(f"give the event: synapse-nb hook EVENT (one of {', '.join(EVENTS)})")
-    event, opts = args[0], {"--file": []}
+    event = args[0]
+    opts: dict[str, Any] = {"--file": []}
     i = 1
     while i < len(args):
         name, eq, val = args[i].partition("=")
         if name not in _OPTS:
-            raise ValidationError(f"unknown argument {args[i]!r} for synapse-nb hook; accepted: {', '.join(sorted(_OPTS))}")
+            raise ValidationError(f"unknown argument {args[i]!r} for synapse-nb hook; "
+                                  f"accepted: {', '.join(sorted(_OPTS))}")
         if not eq:
             if i + 1 >= len(args):
                 raise ValidationError(f"{name} needs a value")

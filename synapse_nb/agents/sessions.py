@@ -95,7 +95,8 @@ def _read(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(raw, dict) or raw.get("version") != _VERSION or not isinstance(raw.get("sessions"), dict):
         return {}
-    return raw["sessions"]
+    sessions: dict[str, Any] = raw["sessions"]
+    return sessions
 
 
 def read_state(folder: str | Path, session: str) -> SessionState:

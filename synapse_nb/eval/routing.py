@@ -126,26 +126,27 @@ class RouterEvaluation:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe summary: headline figures, intervals, thresholds, sizes, speed and config."""
         m = self.metrics
-        return _json_safe(
-            {
-                "in_scope_accuracy": m.in_scope_accuracy,
-                "oos_recall": m.oos_recall,
-                "oos_precision": m.oos_precision,
-                "oos_f1": m.oos_f1,
-                "accuracy": m.accuracy,
-                "ci": {k: list(v) for k, v in self.ci.items()},
-                "criterion": self.criterion,
-                "calibrated": self.calibrated,
-                "thresholds": dict(self.thresholds),
-                "n_train": self.n_train,
-                "n_val": self.n_val,
-                "n_test": self.n_test,
-                "n_oos_test": m.n_oos,
-                "queries_per_second": self.queries_per_second,
-                "notes": list(self.config.get("notes", ())),
-                "config": dict(self.config),
-            }
-        )
+        out: dict[str, Any] = _json_safe(
+                           {
+                               "in_scope_accuracy": m.in_scope_accuracy,
+                               "oos_recall": m.oos_recall,
+                               "oos_precision": m.oos_precision,
+                               "oos_f1": m.oos_f1,
+                               "accuracy": m.accuracy,
+                               "ci": {k: list(v) for k, v in self.ci.items()},
+                               "criterion": self.criterion,
+                               "calibrated": self.calibrated,
+                               "thresholds": dict(self.thresholds),
+                               "n_train": self.n_train,
+                               "n_val": self.n_val,
+                               "n_test": self.n_test,
+                               "n_oos_test": m.n_oos,
+                               "queries_per_second": self.queries_per_second,
+                               "notes": list(self.config.get("notes", ())),
+                               "config": dict(self.config),
+                           }
+                       )
+        return out
 
     def _rows(self) -> list[tuple[str, str]]:
         rows = []
@@ -191,7 +192,8 @@ def _router_params(router: Any) -> dict[str, Any]:
     get_params = getattr(router, "get_params", None)
     if callable(get_params):
         try:
-            return _json_safe(dict(get_params()))
+            out: dict[str, Any] = _json_safe(dict(get_params()))
+            return out
         except Exception:  # noqa: BLE001 - a router without sklearn params still evaluates
             return {}
     params = {}
@@ -201,7 +203,8 @@ def _router_params(router: Any) -> dict[str, Any]:
             continue
         if value is None or isinstance(value, (bool, int, float, str)):
             params[key] = value
-    return _json_safe(params)
+    safe: dict[str, Any] = _json_safe(params)
+    return safe
 
 
 def _fit_accepts_descriptions(router: Any) -> bool:

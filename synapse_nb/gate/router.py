@@ -113,7 +113,8 @@ def _number(value: object, name: str, lo: float, hi: float, *, open_lo: bool = F
 def _unit_rows(M: np.ndarray) -> np.ndarray:
     norms = np.sqrt((M * M).sum(axis=1, keepdims=True))
     norms[norms == 0] = 1.0
-    return M / norms
+    out: np.ndarray = M / norms
+    return out
 
 
 def _search(top: np.ndarray, correct: np.ndarray, is_oos: np.ndarray, w_in: int, w_oos: int,
@@ -354,7 +355,8 @@ class Router:
 
     def _linear(self, T: sp.csr_matrix) -> np.ndarray:
         X = self._feat.weigh(T, idf_power=self.linear_idf)
-        return np.asarray(X @ self._lin_W, dtype=np.float64) + self._lin_b
+        out: np.ndarray = np.asarray(X @ self._lin_W, dtype=np.float64) + self._lin_b
+        return out
 
     def _centroid(self, T: sp.csr_matrix) -> np.ndarray:
         return np.asarray(self._feat.weigh(T) @ self._cen_W, dtype=np.float64)

@@ -174,14 +174,17 @@ def tracked_path(folder: str | Path, name: str, *, timeout: float = 5.0) -> str 
     """The repository-relative path of ``folder/name`` when git tracks it (it is in the index), else None.
 
     One ``git ls-files`` for that one path; None outside git, for a folder the repository does not contain, and
-    when git is missing or cannot answer in ``timeout`` seconds.
+    when git is missing or cannot answer in ``timeout`` seconds. When the index shows at a glance that git tracks
+    nothing under ``folder`` (:func:`_index_lacks`), git is not asked: every vault open pays this check.
     """
-    from synapse_nb.gitscope._git import run_git
-
     repo = find_repo(folder)
     prefix = repo_prefix(repo, folder)
     if repo is None or prefix is None:
         return None
+    if _index_lacks(repo, prefix):
+        return None
+    from synapse_nb.gitscope._git import run_git
+
     try:
         out = run_git(repo, "--literal-pathspecs", "ls-files", "-z", "--full-name", "--", prefix + name,
                       timeout=timeout)
@@ -189,6 +192,26 @@ def tracked_path(folder: str | Path, name: str, *, timeout: float = 5.0) -> str 
         return None
     paths = [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
     return paths[0] if paths else None
+
+
+def _index_lacks(repo: RepoInfo, prefix: str, limit: int = 64 << 20) -> bool:
+    """True when the work tree's index certainly holds no path under ``prefix`` (a repository-relative folder
+    ending in ``/``): no index yet, or an index of version 2 or 3 (whole paths, no prefix compression) that is
+    not split (no ``sharedindex.*`` beside it) and whose bytes do not contain ``prefix`` anywhere (a sparse
+    index's directory entry ``prefix`` would). False whenever in doubt (version 4, split, larger than
+    ``limit``, unreadable): then git is asked."""
+    index = repo.git_dir / "index"
+    try:
+        if not index.exists():
+            return True
+        if index.stat().st_size > limit or any(repo.git_dir.glob("sharedindex.*")):
+            return False
+        data = index.read_bytes()
+    except OSError:
+        return False
+    if data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
+        return False
+    return prefix.encode("utf-8", "surrogateescape") not in data
 
 
 def symlink_exit(folder: str | Path, root: str | Path) -> tuple[Path, Path] | None:

@@ -227,8 +227,8 @@ class Watcher:
             while not self._stop_event.wait(0.5):
                 pass
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
             self.stop()
 
     # -- checking ---------------------------------------------------------------------------------------

@@ -68,7 +68,8 @@ def _check_confidence(value: Any) -> float:
         raise ValidationError("confidence must be between 0 and 1, got a number too large to represent") from None
     if not 0.0 <= value <= 1.0 or value != value:
         raise ValidationError(f"confidence must be between 0 and 1, got {value!r}")
-    return value
+    out: float = value
+    return out
 
 
 class Memories(KindManager[Memory]):

@@ -163,7 +163,8 @@ class SynapseMagics(Magics):
         value = proposal["value"]
         if value is not None and not 1 <= value <= MAX_EVERY:
             raise TraitError(f"{proposal['trait'].name} must be from 1 to {MAX_EVERY} cells, got {value}")
-        return value
+        out: int | None = value
+        return out
 
     @observe("auto_checkpoint_every")
     def _old_name(self, change: Bunch) -> None:

@@ -167,7 +167,8 @@ def _contribution(t: Term, totals: tuple[int, int], style: str, w_body: float, w
         f = w_body * t.tf_body + w_context * t.tf_context
         got = idf * f * (k1 + 1.0) / (f + k1 * (1 - b + b * d / avgdl))
     t.memo[key] = got
-    return got
+    out: np.ndarray = got
+    return out
 
 
 def bm25_top(terms: Sequence[Term], idx: ThreadIndex, totals: tuple[int, int], *, style: str, depth: int,

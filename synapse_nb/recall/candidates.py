@@ -86,7 +86,8 @@ def tag_weights(tag_bonus: float, n_tags: np.ndarray) -> np.ndarray:
     """
     import numpy as np
 
-    return tag_bonus * np.minimum(1.0, FULL_TAGS / np.maximum(n_tags, 1))
+    out: np.ndarray = tag_bonus * np.minimum(1.0, FULL_TAGS / np.maximum(n_tags, 1))
+    return out
 
 
 class ExactMatches(Mapping[str, list[str]]):

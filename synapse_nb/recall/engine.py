@@ -69,7 +69,8 @@ def _check_args(bars: Any, budget_tokens: Any, session: Any, path: Any) -> Bars:
     if path not in PATHS:
         raise ValidationError(f"path {path!r} is not accepted; use auto or rank (exhaustive and index are "
                               "accepted as their old names)")
-    return bars
+    out: Bars = bars
+    return out
 
 
 class _Ranking(NamedTuple):

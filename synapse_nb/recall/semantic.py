@@ -117,7 +117,8 @@ class SemanticModel:
         norm = math.sqrt(math.fsum((v * v).tolist()))
         if not norm > 0.0:
             return np.zeros(DIM, np.int64)
-        return np.rint(v / norm * QUANT).astype(np.int64)
+        out: np.ndarray = np.rint(v / norm * QUANT).astype(np.int64)
+        return out
 
 
 _model: SemanticModel | None = None
@@ -180,7 +181,8 @@ def cosines(query: str, texts: Sequence[tuple[str, str]]) -> np.ndarray:
         return np.zeros(0)
     q = cache.model.vector(query)
     m = np.stack([cache.get(rid, text) for rid, text in texts])
-    return (m @ q).astype(np.float64) / float(QUANT * QUANT)  # integer products: exact in any order
+    out: np.ndarray = (m @ q).astype(np.float64) / float(QUANT * QUANT)  # integer products: exact in any order
+    return out
 
 
 def semantic_term(query: str, ids: Sequence[str], bm25: np.ndarray, weight: float,

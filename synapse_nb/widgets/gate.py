@@ -109,8 +109,9 @@ class GateExplorer(widgets.VBox):
     @property
     def bars(self) -> Bars:
         """The :class:`synapse_nb.recall.Bars` the sliders show."""
-        return replace(self._base, floor=round(float(self.floor.value), 4), margin=round(float(self.margin.value), 4),
-                       top_k=int(self.top_k.value), budget_tokens=int(self.budget.value))
+        out: Bars = replace(self._base, floor=round(float(self.floor.value), 4), margin=round(float(self.margin.value), 4),
+                            top_k=int(self.top_k.value), budget_tokens=int(self.budget.value))
+        return out
 
     def _moved(self, _change: Any) -> None:
         if not self._quiet and self.query.value.strip():
@@ -139,7 +140,8 @@ class GateExplorer(widgets.VBox):
             f"in the banner · candidate path {esc(r.path)}")
         self.table.value = explanation_html(rows)
         self.text.value = block("<div><b>recall text</b></div>" + pre_html(r.text))
-        return r
+        out: Recall | None = r
+        return out
 
     def save_defaults(self) -> Bars | None:
         """Save the sliders' bars as the vault's recall defaults (user only); returns the saved Bars."""
@@ -152,7 +154,8 @@ class GateExplorer(widgets.VBox):
         self.message.value = message_html(
             f"saved as the vault's recall defaults: floor {saved.floor:.2f}, margin {saved.margin:.2f}, "
             f"top-k {saved.top_k}, budget {saved.budget_tokens:,} tokens")
-        return saved
+        out: Bars | None = saved
+        return out
 
     def reset(self) -> Recall | None:
         """Put the sliders back on the vault's saved defaults and re-run; returns the Recall (or ``None``)."""

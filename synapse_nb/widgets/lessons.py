@@ -275,7 +275,8 @@ class LessonReview(widgets.VBox):
             self._say(f"not approved: {exc}", error=True)
             return None
         self._say(f"approved {les.id}: in force until {fmt_time(les.expires_at)}")
-        return les
+        out: Lesson | None = les
+        return out
 
     def approve_agent_wording(self, lesson_id: str) -> Lesson | None:
         """Approve (or re-approve) a lesson with the wording an agent proposed, as it is: the explicit choice the
@@ -286,7 +287,8 @@ class LessonReview(widgets.VBox):
             self._say(f"not approved: {exc}", error=True)
             return None
         self._say(f"approved {les.id} with the agent's wording: in force until {fmt_time(les.expires_at)}")
-        return les
+        out: Lesson | None = les
+        return out
 
     def reject(self, lesson_id: str) -> Lesson | None:
         """Reject (delete) a pending lesson now; shows the outcome and re-renders (the Reject button asks first)."""
@@ -296,7 +298,8 @@ class LessonReview(widgets.VBox):
             self._say(f"not rejected: {exc}", error=True)
             return None
         self._say(f"rejected {les.id}: deleted")
-        return les
+        out: Lesson | None = les
+        return out
 
     def _say(self, text: str, *, error: bool = False) -> None:
         self.refresh()

@@ -241,7 +241,8 @@ class MemoryBrowser(widgets.VBox):
             return None
         self.refresh()
         self.message.value = message_html(f"verified {mem.id} ({mem.category}/{mem.key})")
-        return mem
+        out: Memory | None = mem
+        return out
 
     def ask_delete(self) -> None:
         """First step of Delete: ask to confirm deleting the selected memory."""
@@ -270,4 +271,5 @@ class MemoryBrowser(widgets.VBox):
             return None
         self.refresh()
         self.message.value = message_html(f"deleted {mem.id} ({mem.category}/{mem.key})")
-        return mem
+        out: Memory | None = mem
+        return out
