@@ -17,7 +17,7 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     """Run ``synapse-nb`` with ``argv`` (default: the process's arguments) and return the exit code."""
     args = sys.argv[1:] if argv is None else argv
-    from synapse_nb.agents.hooks import is_hook_call  # the standard library and synapse_nb.errors only
+    from synapse_nb.agents.hooks import is_hook_call  # never the CLI framework (typer, click, rich)
 
     if is_hook_call(args):
         from synapse_nb.agents.hooks import main as hook_main

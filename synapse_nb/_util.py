@@ -11,10 +11,13 @@ import re
 import secrets
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from synapse_nb.errors import ValidationError
 from synapse_nb.provenance import clean_text
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 Clock = Callable[[], datetime]
 
@@ -360,3 +363,58 @@ def estimate_tokens(text: str) -> int:
 def shorten(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: max(0, width - 1)].rstrip() + "…"
+
+
+def write_atomic(path: Path, data: str | bytes | bytearray | Iterable[bytes | bytearray], *,
+                 mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` so a reader sees the old file or the new one, never a part: a temporary file in
+    the same folder (``mkstemp``: the owner's only, unless ``mode`` is given), written, then ``os.replace`` d over
+    ``path``; on any failure the temporary file is removed and the error raised. ``data`` is text (UTF-8), bytes, or
+    byte chunks written in turn (no copy of a large payload is joined first).
+
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "a.json"
+    >>> write_atomic(f, '{"a": 1}'); write_atomic(f, [b'{"a": ', b'2}'], mode=0o644)
+    >>> f.read_text(), oct(f.stat().st_mode & 0o777), [p.name for p in f.parent.iterdir()]
+    ('{"a": 2}', '0o644', ['a.json'])
+    """
+    import os
+    import tempfile  # loaded only when something is written (the hook path reads far more often)
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for chunk in [data] if isinstance(data, str | bytes | bytearray) else data:
+                fh.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def head_lines(text: str, max_chars: int) -> tuple[list[str], int, bool]:
+    """The whole lines of ``text`` from the top that fit in ``max_chars`` characters (each with its line break),
+    how many lines are not shown at all, and whether the first line had to be cut (it alone was too long: its
+    first ``max_chars`` characters are kept, then "…"). Every surface that cuts text to a size keeps whole lines this way and then says
+    what it left out in its own words.
+
+    >>> head_lines("one\\ntwo\\nthree", 8), head_lines("abcdefgh\\nx", 5)
+    ((['one', 'two'], 1, False), (['abcde…'], 1, True))
+    """
+    lines = text.split("\n")
+    out: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > max_chars:
+            break
+        out.append(line)
+        used += len(line) + 1
+    if not out:
+        return [lines[0][: max(0, max_chars)] + "…"], len(lines) - 1, True
+    return out, len(lines) - len(out), False
+

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from synapse_nb.store.base import VaultStore
 
 __all__ = ["ACTORS", "AGENT_ENVIRONMENT", "MIND_PATTERN", "Actor", "Context", "GitView", "agent_environment",
-           "check_identity", "check_mind"]
+           "check_identity", "check_mind", "readonly_requested"]
 
 Actor = Literal["user", "agent"]
 #: Who acts through a vault handle: a human surface, or an agent's.
@@ -55,6 +55,17 @@ AGENT_ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("AI_AGENT", "an AI agent"),
     ("AGENT", "an AI agent"),
 )
+
+
+def readonly_requested(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``SYNAPSE_READONLY`` in ``environ`` (default: this process's environment) asks every surface (CLI,
+    MCP server, agent hooks) to open the vault read-only: set, and neither empty nor ``0``.
+
+    >>> [readonly_requested(env) for env in ({"SYNAPSE_READONLY": "1"}, {"SYNAPSE_READONLY": "0"}, {})]
+    [True, False, False]
+    """
+    env = os.environ if environ is None else environ
+    return env.get("SYNAPSE_READONLY", "").strip() not in ("", "0")
 
 
 def agent_environment(environ: Mapping[str, str] | None = None) -> str | None:

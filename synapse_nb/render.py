@@ -24,7 +24,7 @@ import html
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from synapse_nb._util import check_tags, estimate_tokens, plural, shorten, when
+from synapse_nb._util import check_tags, estimate_tokens, head_lines, plural, shorten, when
 
 __all__ = [
     "BORDER",
@@ -41,6 +41,7 @@ __all__ = [
     "estimate_tokens",
     "explanation_html",
     "fmt_time",
+    "head_lines",
     "message_html",
     "note_html",
     "plural",

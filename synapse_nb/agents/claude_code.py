@@ -35,16 +35,15 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-import os
 import re
 import shlex
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from synapse_nb._util import write_atomic
 from synapse_nb.errors import StoreError, ValidationError
 
 __all__ = ["AGENTS", "BACKUP_SUFFIX", "HOOK_EVENTS", "MCP_NAME", "SCOPES", "FileChange", "ScopeStatus",
@@ -294,18 +293,9 @@ def uninstall(scope: str = "project", *, project: str | Path | None = None, home
 
 
 def _write_atomic(path: Path, text: str) -> None:
+    """``path`` replaced by ``text`` at once, keeping the file's permissions when it exists."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else None
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, text, mode=path.stat().st_mode & 0o777 if path.exists() else None)
 
 
 def apply_changes(changes: list[FileChange]) -> list[Path]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from synapse_nb.errors import ValidationError
+from synapse_nb.render import head_lines
 
 __all__ = ["CLAUDE_EVENTS", "EDIT_TOOLS", "EVENTS", "MAX_CONTEXT_CHARS", "MAX_PROMPT_CHARS", "HookAnswer", "HookEvent",
            "canonical_event", "cut_context", "parse_event"]
@@ -131,14 +132,7 @@ def cut_context(text: str, limit: int = MAX_CONTEXT_CHARS) -> str:
     """``text`` in at most ``limit`` characters: whole lines from the top, then how many lines were cut."""
     if len(text) <= limit:
         return text
-    lines, out, used = text.split("\n"), [], 0
-    for line in lines:
-        if used + len(line) + 1 > limit - 160:
-            break
-        out.append(line)
-        used += len(line) + 1
-    left = len(lines) - len(out)
-    if not out:  # one huge line: its start
-        out, left = [lines[0][: limit - 160] + "…"], len(lines)
+    out, left, cut = head_lines(text, limit - 160)
+    left += cut  # a cut first line counts as left out
     return "\n".join(out) + (f"\n(… {left} more line{'s' if left != 1 else ''} cut to fit {limit:,} characters; "
                              "synapse-nb recall or the MCP tools give the rest)")

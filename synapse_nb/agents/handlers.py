@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING
 
 from synapse_nb.agents.events import EDIT_TOOLS, MAX_PROMPT_CHARS, HookAnswer, HookEvent, cut_context
 from synapse_nb.errors import SynapseError
+from synapse_nb.render import plural
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.agents.sessions import SessionState
     from synapse_nb.vault import Vault
 
-__all__ = ["RESTORE_TOKENS", "SESSION_START_TOKENS", "handle"]
+__all__ = ["SESSION_START_TOKENS", "handle"]
 
-#: Token budgets: the session-start answer, and the restore pack.
+#: The session-start answer's token budget (the restore pack has its own: ``recall.pack.RESTORE_TOKENS``).
 SESSION_START_TOKENS = 2000
-RESTORE_TOKENS = 1500
 _PROG = "synapse-nb hook"
 
 
@@ -61,7 +61,7 @@ def _pending_notice(v: Vault) -> str:
         return ""
     if not n:
         return ""
-    return (f"synapse-nb: {n} lesson{'s' if n != 1 else ''} from reverted changes wait{'' if n != 1 else 's'} for "
+    return (f"synapse-nb: {plural(n, 'lesson')} from reverted changes wait{'' if n != 1 else 's'} for "
             "your review (synapse-nb lessons review, in your own terminal)")
 
 
@@ -74,7 +74,7 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         v.recall("", session=event.session)  # marks the banner's lessons as given to this session
     latest = v.checkpoints.latest()
     if event.source == "compact":
-        context = "synapse-nb restore pack after compaction:\n\n" + v.restore_pack(latest, budget_tokens=RESTORE_TOKENS)
+        context = "synapse-nb restore pack after compaction:\n\n" + v.restore_pack(latest)
     else:
         from synapse_nb.render import estimate_tokens
 
@@ -116,23 +116,19 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
 
 def _pre_compact(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     from synapse_nb.agents.sessions import read_state, session_state
-    from synapse_nb.provenance import salvage
 
+    if not writable:
+        return HookAnswer(context=v.restore_pack())
     key = _state_key(v, event)
     st = read_state(v.path, key)
-    last = v.checkpoints.latest()
-    if not writable:
-        return HookAnswer(context=v.restore_pack(last, budget_tokens=RESTORE_TOKENS))
     why = "saved before the context was compacted" + (f" ({event.source})" if event.source else "")
-    doing = f"{st.task} — {why}" if st.task else salvage(last.doing) if last else f"agent session {why}"
-    files = list(dict.fromkeys([*st.changed, *st.files])) or (
-        [f for f in (salvage(f, multiline=False) for f in last.changed_files) if f] if last else [])
-    c = v.checkpoint(doing, files=files[:200], next_step=salvage(last.next_step) if last else None,
-                     blockers=salvage(last.blockers) if last else None, origin="auto")
+    c = v.checkpoints.carry_forward(f"{st.task} — {why}" if st.task else None,
+                                    files=list(dict.fromkeys([*st.changed, *st.files]))[:200],
+                                    fallback=f"agent session {why}")
     with session_state(v.path, key) as s:
         s.edits, s.files, s.lessons = 0, [], []  # compaction drops the lessons from the context: shown again
         s.checkpoints += 1
-    return HookAnswer(context=v.restore_pack(c, budget_tokens=RESTORE_TOKENS),
+    return HookAnswer(context=v.restore_pack(c),
                       notice=f"synapse-nb: saved checkpoint {c.id} before compaction; the restore pack follows it")
 
 
@@ -174,7 +170,7 @@ def _episode(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
             shown = ", ".join(st.changed[:20]) + (f" and {n - 20} more" if n > 20 else "")
             task = f"task: {st.task}; " if st.task else ""
             v.episodes.log(f"agent session {event.session or '-'}"[:200], status="unknown",
-                           outcome=f"{task}changed {n} file{'s' if n != 1 else ''}: {shown}", refs=st.changed[:200])
+                           outcome=f"{task}changed {plural(n, 'file')}: {shown}", refs=st.changed[:200])
             st.changed = []
             st.episodes += 1
     return HookAnswer()
@@ -190,10 +186,11 @@ def handle(event: HookEvent, *, vault: str | None = None, mind: str = "default",
 
     The vault: ``vault`` (``--vault``), else ``SYNAPSE_HOME``, else the event's ``cwd``, else the current folder.
     """
+    from synapse_nb.context import readonly_requested
     from synapse_nb.vault import open_vault
 
     env = os.environ if env is None else env
-    readonly = env.get("SYNAPSE_READONLY", "").strip() not in ("", "0")
+    readonly = readonly_requested(env)
     path = vault if vault is not None else (None if env.get("SYNAPSE_HOME", "").strip() else event.cwd)
     with open_vault(path, mind=mind, actor="agent", create=False, readonly=readonly) as v:
         if v.offline:  # a team vault's stale copy: recall and search only

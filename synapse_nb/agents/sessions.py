@@ -31,12 +31,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from synapse_nb._util import fmt_ts, utcnow, write_atomic
 
 __all__ = ["LOCK_NAME", "MAX_SESSIONS", "STATE_NAME", "SessionState", "read_state", "session_state"]
 
@@ -118,7 +118,7 @@ def session_state(folder: str | Path, session: str) -> Iterator[SessionState]:
             sessions = _read(folder / STATE_NAME)
             state = SessionState.from_json(sessions.get(session))
             yield state
-            state.updated = datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            state.updated = fmt_ts(utcnow())
             sessions[session] = asdict(state)
             if len(sessions) > MAX_SESSIONS:
                 newest = sorted(sessions, key=lambda s: str((sessions[s] or {}).get("updated", "")), reverse=True)
@@ -129,14 +129,4 @@ def session_state(folder: str | Path, session: str) -> Iterator[SessionState]:
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
-    import tempfile  # only when state is written (a silent prompt hook writes none)
-
-    fd, tmp = tempfile.mkstemp(prefix=".agent-sessions.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, ensure_ascii=False, sort_keys=True)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, json.dumps(data, ensure_ascii=False, sort_keys=True))

@@ -19,6 +19,7 @@ import typer
 from typer.core import TyperGroup
 
 from synapse_nb import __version__
+from synapse_nb.context import readonly_requested
 from synapse_nb.errors import SynapseError
 from synapse_nb.render import plural, tags_text, when
 
@@ -250,7 +251,7 @@ def open_vault_for(ctx: typer.Context, path: str | None = None, *, offline: bool
     from synapse_nb.vault import open_vault  # here: the store and the kinds load only when a command runs
 
     st = state(ctx)
-    readonly = os.environ.get("SYNAPSE_READONLY", "").strip() not in ("", "0")
+    readonly = readonly_requested()
     v = open_vault(path if path is not None else st.vault, mind=st.mind, actor=cli_actor(st.actor),
                    readonly=readonly, create=not readonly and _command_name(ctx) in CREATING_COMMANDS, offline=offline)
     if v.created:

@@ -25,10 +25,10 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 
 import synapse_nb
+from synapse_nb._util import write_atomic
 from synapse_nb.errors import ConflictError, StoreError, ValidationError
 from synapse_nb.gitscope._git import coerce_repo, run_git
 from synapse_nb.gitscope.repo import RepoInfo
@@ -91,19 +91,6 @@ def _script(name: str, python: str, pythonpath: str | None, background: bool) ->
     )
 
 
-def _write_atomic(path: Path, text: str, mode: int) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def install_hooks(
     repo: RepoInfo | str | Path, *, python: str = sys.executable, background: bool = True
 ) -> list[Path]:
@@ -158,7 +145,7 @@ def install_hooks(
             elif is_managed(hook) and hook.read_text(encoding="utf-8") == text:
                 written.append(hook)
                 continue
-            _write_atomic(hook, text, 0o755)
+            write_atomic(hook, text, mode=0o755)
             written.append(hook)
     except OSError as exc:
         raise StoreError(f"cannot write git hooks in {directory}: {exc.strerror or exc}") from exc

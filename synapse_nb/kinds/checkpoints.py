@@ -86,6 +86,34 @@ class Checkpoints(KindManager[Checkpoint]):
             self._table.insert(ckp)
         return ckp
 
+    def carry_forward(self, doing: str | None = None, *, files: Any = None, next_step: str | None = None,
+                      fallback: str, origin: str = "auto") -> Checkpoint:
+        """Save a checkpoint that keeps what the latest one on this branch says wherever the caller gives nothing:
+        its doing (else ``fallback``), changed files, next step and blockers. What is carried is old stored text,
+        so it goes through :func:`synapse_nb.provenance.salvage` (a vault may hold text written before the write
+        path cleaned line breaks and controls). Used when a context is about to be compacted: the MCP tool
+        ``signal_low_context`` and the agent hooks' ``PreCompact``.
+
+        >>> import synapse_nb as syn, tempfile
+        >>> v = syn.open_vault(tempfile.mkdtemp())
+        >>> _ = v.checkpoint("Refactor auth", files=["src/auth.py"], next_step="run tests")
+        >>> c = v.checkpoints.carry_forward(fallback="context at 70%")
+        >>> c.doing, c.changed_files, c.next_step, c.origin
+        ('Refactor auth', ('src/auth.py',), 'run tests', 'auto')
+        """
+        from synapse_nb.provenance import salvage
+
+        last = self.latest()
+        blockers = None
+        if last is not None:
+            doing = doing or salvage(last.doing)
+            if not files:
+                files = [f for f in (salvage(f, multiline=False) for f in last.changed_files) if f]
+            next_step = next_step if next_step is not None else salvage(last.next_step)
+            blockers = salvage(last.blockers)
+        return self.create(doing or fallback, files=files or None, next_step=next_step, blockers=blockers,
+                           origin=origin)
+
     def latest(self, branch: Any = _CURRENT) -> Checkpoint | None:
         """The newest checkpoint of the current git branch (or of ``branch``); ``None`` when there is none.
 

@@ -19,7 +19,7 @@ from typing import Any
 from mcp.types import CallToolResult, TextContent
 
 from synapse_nb.provenance import inline
-from synapse_nb.render import plural
+from synapse_nb.render import head_lines, plural
 
 __all__ = ["argument_error", "cut_data", "cut_text", "result"]
 
@@ -54,18 +54,7 @@ def cut_text(text: str, max_chars: int) -> str:
     """``text`` in at most about ``max_chars`` characters: whole lines from the top, then what was left out."""
     if len(text) <= max_chars:
         return text
-    lines = text.split("\n")
-    out: list[str] = []
-    used = 0
-    for line in lines:
-        if used + len(line) + 1 > max_chars - 120:
-            break
-        out.append(line)
-        used += len(line) + 1
-    if not out:  # one huge line: its start
-        out, left = [lines[0][: max(0, max_chars - 120)] + "…"], len(lines) - 1
-    else:
-        left = len(lines) - len(out)
+    out, left, _ = head_lines(text, max_chars - 120)
     return "\n".join(out) + (f"\n(… {plural(left, 'more line')} left out to fit the answer budget; ask for less, "
                              "e.g. a narrower query or a smaller limit)" if left else "\n(… the rest of the line "
                              "was left out to fit the answer budget)")

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,15 +17,10 @@ from typing import Any
 from synapse_nb.errors import OfflineError, StoreError, SynapseError
 from synapse_nb.vault import Vault, open_vault
 
-__all__ = ["DEFAULT_ANSWER_TOKENS", "Handle", "readonly_from_env"]
+__all__ = ["DEFAULT_ANSWER_TOKENS", "Handle"]
 
 #: The default answer budget in tokens (the vault's ``mcp_answer_tokens`` setting overrides it).
 DEFAULT_ANSWER_TOKENS = 8000
-
-
-def readonly_from_env() -> bool:
-    """Whether ``SYNAPSE_READONLY`` asks for a read-only vault (set, and neither empty nor ``0``), as the CLI reads it."""
-    return os.environ.get("SYNAPSE_READONLY", "").strip() not in ("", "0")
 
 
 class Handle:

@@ -146,9 +146,9 @@ _COMMON = {"left_out": {"type": "object", "additionalProperties": {"type": "stri
                         "description": "What the answer budget left out, per field."},
            "ignored_arguments": {"type": "array", "items": {"type": "string"},
                                  "description": "Arguments you gave that this tool does not take (ignored)."},
-           "borrowed": {"type": ["object", "null"], "properties": {"reason": {"type": "string"}, "path": {"type": "string"},
-                                                         "target": {"type": ["string", "null"]},
-                                                         "line": {"type": "string"}},
+           "borrowed": {"type": ["object", "null"],
+                        "properties": {"reason": {"type": "string"}, "path": {"type": "string"},
+                                       "target": {"type": ["string", "null"]}, "line": {"type": "string"}},
                         "description": "Present when the vault is borrowed from another project or checkout: why, "
                                        "and the line that heads the text."}}
 _STR, _INT, _BOOL, _NUM = {"type": "string"}, {"type": "integer"}, {"type": "boolean"}, {"type": "number"}

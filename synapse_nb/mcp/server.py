@@ -41,6 +41,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import ValidationError as PydanticValidationError
 
 from synapse_nb._version import __version__
+from synapse_nb.context import readonly_requested
 from synapse_nb.errors import (
     NoCheckpointError,
     OfflineError,
@@ -50,8 +51,8 @@ from synapse_nb.errors import (
 )
 from synapse_nb.mcp import _schema as S
 from synapse_nb.mcp._answers import argument_error, result
-from synapse_nb.mcp._handle import DEFAULT_ANSWER_TOKENS, Handle, readonly_from_env
-from synapse_nb.provenance import inline, label_text, record_json, salvage
+from synapse_nb.mcp._handle import DEFAULT_ANSWER_TOKENS, Handle
+from synapse_nb.provenance import inline, label_text, record_json
 from synapse_nb.recall import banner_text, record_line
 from synapse_nb.render import estimate_tokens, plural
 from synapse_nb.vault import Vault
@@ -222,7 +223,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
     >>> async with Client(build_server(tmp)) as c:           # doctest: +SKIP
     ...     r = await c.call_tool("get_status", {})
     """
-    handle = Handle(path, mind, vault, clock, readonly=readonly_from_env() if readonly is None else readonly)
+    handle = Handle(path, mind, vault, clock, readonly=readonly_requested() if readonly is None else readonly)
 
     def answer(text: str, data: dict[str, Any]) -> CallToolResult:
         return result(text, data, handle.answer_tokens(), handle.borrowed())
@@ -336,16 +337,9 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                 return answer(text, {"action": "none", "ratio": round(ratio, 4), "threshold": LOW_CONTEXT_RATIO,
                                      "checkpoint_id": None, "restore_pack": None, "tokens": 0})
             v = handle.get(write=not handle.readonly)
-            last = v.checkpoints.latest()
-            c = last
-            if not handle.readonly:
-                # the last checkpoint's fields are carried forward as the write path would store them today
-                # (an old vault may hold text written before it cleaned line breaks and controls)
-                c = v.checkpoint(
-                    doing or (salvage(last.doing) if last else f"session context at {ratio:.0%} of capacity"),
-                    files=[f for f in (salvage(f, multiline=False) for f in last.changed_files) if f] if last else None,
-                    next_step=next_step if next_step is not None else (salvage(last.next_step) if last else None),
-                    blockers=salvage(last.blockers) if last else None, origin="auto")
+            c = (v.checkpoints.latest() if handle.readonly else
+                 v.checkpoints.carry_forward(doing, next_step=next_step,
+                                             fallback=f"session context at {ratio:.0%} of capacity"))
             pack = v.restore_pack(c, budget_tokens=budget_tokens,
                                   note="(read-only server: no checkpoint was saved; this is the last one)"
                                   if handle.readonly else None)

@@ -40,7 +40,6 @@ True
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import mmap
@@ -52,6 +51,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from synapse_nb._util import write_atomic
 from synapse_nb.recall.rank import Positions, ThreadIndex
 
 if TYPE_CHECKING:
@@ -212,23 +212,13 @@ def save(path: Path, state: RankState, mind: str, idx: ThreadIndex) -> bool:
         at = layout[name][2]
         payload[at:at + a.nbytes] = a.tobytes()
     crc = zlib.crc32(payload, zlib.crc32(header))
-    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        import tempfile  # only when a file is written (a cold recall that reuses one never is)
-
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        os.chmod(tmp, 0o644)  # as readable as the database beside it (mkstemp makes it the owner's only)
-        with os.fdopen(fd, "wb") as f:
-            f.write(_HEAD.pack(MAGIC, FORMAT, len(header), len(payload), crc))
-            f.write(header)
-            f.write(payload)
-        os.replace(tmp, path)
+        # as readable as the database beside it (a temporary file is the owner's only)
+        write_atomic(path, [_HEAD.pack(MAGIC, FORMAT, len(header), len(payload), crc), header, payload],
+                     mode=0o644)
         return True
     except OSError:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
         return False
 
 

@@ -234,9 +234,10 @@ class Vault:
         return self._recaller.recall(query, session=session, branch=branch, files=files,
                                      budget_tokens=budget_tokens, bars=bars, path=path)
 
-    def restore_pack(self, checkpoint: Checkpoint | None = None, *, budget_tokens: int = 1500,
+    def restore_pack(self, checkpoint: Checkpoint | None = None, *, budget_tokens: int | None = None,
                      note: str | None = None) -> str:
-        """What a compacted context needs back, within ``budget_tokens``: the approved-lesson banner, ``checkpoint``
+        """What a compacted context needs back, within ``budget_tokens`` (default
+        :data:`synapse_nb.recall.pack.RESTORE_TOKENS`, 1,500): the approved-lesson banner, ``checkpoint``
         (default: the latest on this branch), the five latest decisions and the key memories, whole lines, each
         starting with its provenance mark (:mod:`synapse_nb.recall.pack`). The MCP tool ``signal_low_context`` and
         the agent hooks return this pack.
@@ -249,11 +250,12 @@ class Vault:
         >>> print(v.restore_pack(budget_tokens=400).splitlines()[-1])  # doctest: +ELLIPSIS
         - [user] Use SQLite as the system of record — one file (...)
         """
-        from synapse_nb.recall.pack import key_memories, restore_pack
+        from synapse_nb.recall.pack import RESTORE_TOKENS, key_memories, restore_pack
 
         ckp = checkpoint if checkpoint is not None else self.checkpoints.latest()
         return restore_pack(self.lessons.in_force(), ckp, self.decisions.list(limit=5),
-                            key_memories(self.memories.list(limit=50)), budget_tokens=budget_tokens, note=note)
+                            key_memories(self.memories.list(limit=50)),
+                            budget_tokens=RESTORE_TOKENS if budget_tokens is None else budget_tokens, note=note)
 
     def default_bars(self, saved: dict[str, Any] | None = None) -> Bars:
         """The gate's bars a recall uses when given none: ``Bars()`` with the saved defaults applied.
