@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from synapse_nb._util import parse_ts, plural
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope._git import run_git
+from synapse_nb.models import KIND_BY_NAME
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context
@@ -170,7 +171,8 @@ def verify(ctx: Context, *, fix: bool = False) -> VerifyReport:
                 continue
             ref = FileRef(kind, rid, p, st.state, st.renamed_to)
             (renamed if st.state == "renamed" else dangling).append(ref)
-    stale = stale_commits(ctx, [(rid, ts, ps) for kind, rid, ts, ps in refs if kind in ("memory", "decision")])
+    stale = stale_commits(ctx, [(rid, ts, ps) for kind, rid, ts, ps in refs
+                                 if KIND_BY_NAME[kind].follows_files])
     report = VerifyReport(checked=sum(len(ps) for *_, ps in refs), dangling=tuple(dangling),
                           renamed=tuple(renamed), stale=stale, fixed=fix)
     if fix:

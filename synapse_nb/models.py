@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CATEGORIES",
+    "KINDS",
+    "KIND_BY_NAME",
+    "KIND_NAMES",
     "MAX_FILES",
     "MAX_PATH_CHARS",
     "MAX_SHORT",
@@ -38,11 +41,13 @@ __all__ = [
     "MAX_TAG_CHARS",
     "MAX_TEXT",
     "PRIORITIES",
+    "RANKED_KINDS",
     "RECORD_TYPES",
     "TABLES",
     "Checkpoint",
     "Decision",
     "Episode",
+    "Kind",
     "Lesson",
     "Memory",
     "Note",
@@ -340,16 +345,82 @@ class Note(Record):
         return f"{mark(self)} {self.name}: {inline(self.trigger, 80)}"
 
 
-#: Every record type by kind, with the table that stores it: the one place kinds, tables and id prefixes meet.
-RECORD_TYPES: dict[str, type[Record]] = {c.kind: c for c in (Memory, Checkpoint, Decision, Lesson, Episode, Note)}
-TABLES: dict[str, str] = {"memory": "memories", "checkpoint": "checkpoints", "decision": "decisions",
-                          "lesson": "lessons", "episode": "episodes", "note": "notes"}
+@dataclass(frozen=True)
+class Kind:
+    """One kind of record, as the whole package knows it: the registry line a new kind adds to :data:`KINDS`.
+
+    Attributes
+    ----------
+    name : the kind's name (``"memory"``), also its ``Record.kind``.
+    record : the frozen dataclass of its records (:class:`Memory`, ...); ``record.prefix`` is the id prefix.
+    table : the table that stores it (``"memories"``), also its plural in messages.
+    title : its heading in a recall's text (``"Memories"``).
+    fields : the system of record's columns, which are also the fields of one exported record, in order.
+    json_fields : the fields holding JSON values (lists, objects).
+    optional_fields : fields added to the export format after its first version (an old export lacks them).
+    ranked : recall ranks and gates records of this kind (lessons are not ranked: the approved ones are the banner).
+    follows_files : its records name files, so recall marks them "possibly stale" when those files change.
+    """
+
+    name: str
+    record: type[Record]
+    table: str
+    title: str
+    fields: tuple[str, ...]
+    json_fields: tuple[str, ...] = ()
+    optional_fields: tuple[str, ...] = ()
+    ranked: bool = True
+    follows_files: bool = False
+
+    @property
+    def prefix(self) -> str:
+        """The id prefix of its records (``"mem"``)."""
+        return self.record.prefix
+
+
+#: The registry of record kinds: the one place kinds, tables, id prefixes, columns and recall's order meet. Every
+#: other list of kinds in the package is derived from it (``tests/test_architecture.py`` checks that no module
+#: spells one out). The order is recall's and the listings' (memories first); lessons are not ranked.
+KINDS: tuple[Kind, ...] = (
+    Kind("memory", Memory, "memories", "Memories",
+         ("id", "mind", "category", "key", "content", "tags", "priority", "source", "verified", "confidence",
+          "expires_at", "created_at", "updated_at"),
+         json_fields=("tags",), follows_files=True),
+    Kind("decision", Decision, "decisions", "Decisions",
+         ("id", "mind", "decision", "rationale", "tags", "branch", "commit_sha", "source", "created_at", "updated_at"),
+         json_fields=("tags",), follows_files=True),
+    Kind("checkpoint", Checkpoint, "checkpoints", "Checkpoints",
+         ("id", "mind", "branch", "commit_sha", "doing", "changed_files", "next_step", "blockers", "origin", "source",
+          "created_at", "updated_at"),
+         json_fields=("changed_files",)),
+    Kind("lesson", Lesson, "lessons", "Lessons",
+         ("id", "mind", "status", "summary", "branch", "revert_sha", "revert_commit", "reverted_commits",
+          "files_affected", "diffstat", "analysis", "analysis_by", "lesson_text", "approved_at", "expires_at",
+          "source", "created_at", "updated_at"),
+         json_fields=("revert_commit", "reverted_commits", "files_affected", "diffstat"), ranked=False),
+    Kind("episode", Episode, "episodes", "Episodes",
+         ("id", "mind", "task_key", "status", "outcome", "refs", "duration_s", "source", "created_at", "updated_at",
+          "thread", "seq", "actor"),
+         json_fields=("refs",), optional_fields=("thread", "seq", "actor")),
+    Kind("note", Note, "notes", "Notes", ("id", "mind", "name", "trigger", "body", "source", "created_at",
+                                          "updated_at")),
+)
+#: Each kind by name.
+KIND_BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
+#: The kinds' names in registry order.
+KIND_NAMES: tuple[str, ...] = tuple(k.name for k in KINDS)
+#: The kinds recall ranks, in the order a recall's text groups them.
+RANKED_KINDS: tuple[str, ...] = tuple(k.name for k in KINDS if k.ranked)
+#: Every record type by kind (derived from :data:`KINDS`).
+RECORD_TYPES: dict[str, type[Record]] = {k.name: k.record for k in KINDS}
+#: The table that stores each kind (derived from :data:`KINDS`).
+TABLES: dict[str, str] = {k.name: k.table for k in KINDS}
 
 
 def kind_of_id(rid: str) -> str | None:
     """The kind an id belongs to, from its prefix (``"mem_3f9a0c12be47"`` -> ``"memory"``), or None."""
     prefix = rid.split("_", 1)[0]
-    return next((k for k, c in RECORD_TYPES.items() if c.prefix == prefix), None)
+    return next((k.name for k in KINDS if k.prefix == prefix), None)
 
 
 R = TypeVar("R", bound=Record)

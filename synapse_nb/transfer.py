@@ -37,13 +37,8 @@ from typing import TYPE_CHECKING, Any, cast
 from synapse_nb._util import MAX_TEXT, TS_MAX, TS_MIN, check_text, fmt_ts, parse_ts
 from synapse_nb.context import check_mind
 from synapse_nb.errors import ConflictError, PermissionDeniedError, ValidationError
-from synapse_nb.kinds.checkpoints import Checkpoints
-from synapse_nb.kinds.decisions import Decisions
-from synapse_nb.kinds.episodes import Episodes
-from synapse_nb.kinds.lessons import Lessons
-from synapse_nb.kinds.memories import Memories
-from synapse_nb.kinds.notes import Notes
-from synapse_nb.models import RECORD_TYPES, Record
+from synapse_nb.kinds.registry import MANAGERS
+from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
 from synapse_nb.settings import SETTINGS, check_setting
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS
 
@@ -59,12 +54,9 @@ EXPORT_FORMAT = "synapse_nb-export"
 #: vault (PostgreSQL, schema 3) imports a local vault's export.
 EXPORT_SCHEMA = 3
 #: Each kind's own check of a stored record: one definition of what a valid memory, lesson, ... is.
-RECORD_CHECKS: dict[str, Callable[[Any], None]] = {
-    "memory": Memories.check_record, "checkpoint": Checkpoints.check_record, "decision": Decisions.check_record,
-    "lesson": Lessons.check_record, "episode": Episodes.check_record, "note": Notes.check_record,
-}
+RECORD_CHECKS: dict[str, Callable[[Any], None]] = {kind: m.check_record for kind, m in MANAGERS.items()}
 #: The kinds an export holds, in export order.
-KINDS: tuple[str, ...] = tuple(sorted(EXPORT_FIELDS))
+KINDS: tuple[str, ...] = tuple(sorted(KIND_NAMES))
 _TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 #: How far past the vault's clock an imported record may have been written or approved (clocks differ a little).
 CLOCK_SLACK = timedelta(days=1)

@@ -302,3 +302,58 @@ def test_rule_checker_sees_a_cycle(tmp_path: Path) -> None:
         assert _cycles() == [["a", "b"]]
     finally:
         GRAPH = saved
+
+
+# -- 7. one registry of kinds ---------------------------------------------------------------------------------------
+KIND_WORDS = frozenset({"memory", "checkpoint", "decision", "lesson", "episode", "note"})
+#: where the kinds are listed: the registry itself
+KINDS_LISTED_IN = {"synapse_nb.models"}
+
+
+def kind_lists(tree: ast.AST) -> Iterator[tuple[int, list[str]]]:
+    """Literal collections (tuple, list, set, dict keys) naming three or more record kinds."""
+    for node in ast.walk(tree):
+        elts: list[ast.expr | None] = []
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            elts = list(node.elts)
+        elif isinstance(node, ast.Dict):
+            elts = list(node.keys)
+        names = sorted({e.value for e in elts if isinstance(e, ast.Constant) and e.value in KIND_WORDS})
+        if len(names) >= 3:
+            yield node.lineno, names
+
+
+def test_rule_7_the_kinds_are_listed_once() -> None:
+    """Every list of kinds (tables, export order, recall's groups, MCP and CLI choices) derives from
+    ``models.KINDS``: no other module spells three or more kinds out in a literal."""
+    found = [f"{mod}:{line} {names}" for mod, path in MODULES.items() if mod not in KINDS_LISTED_IN
+             for line, names in kind_lists(ast.parse(path.read_text(encoding="utf-8")))]
+    assert not found, "kinds listed outside the registry (derive them from synapse_nb.models.KINDS):\n" + "\n".join(found)
+
+
+def test_rule_7_checker_sees_a_list() -> None:
+    assert [n for _, n in kind_lists(ast.parse('X = ("memory", "note", "lesson")\nY = {"episode": 1}'))] == [
+        ["lesson", "memory", "note"]]
+
+
+def test_a_new_kind_is_one_registry_line_a_manager_and_its_sql() -> None:
+    """The registry's derived lists follow it: every kind has a manager, a record type with its prefix, columns
+    that the stores export, and a table in each backend; recall ranks the registry's ranked kinds, in its order."""
+    from synapse_nb.kinds.registry import MANAGERS
+    from synapse_nb.mcp._schema import SEARCH_KINDS
+    from synapse_nb.models import KIND_NAMES, KINDS, RANKED_KINDS, kind_of_id
+    from synapse_nb.recall.types import KIND_ORDER
+    from synapse_nb.store.records import EXPORT_FIELDS
+    from synapse_nb.store.sqlite import SqliteStore
+    from synapse_nb.transfer import KINDS as EXPORT_ORDER
+
+    assert tuple(MANAGERS) == KIND_NAMES and len(set(KIND_NAMES)) == len(KINDS)
+    assert all(MANAGERS[k.name].record_cls is k.record and k.record.kind == k.name for k in KINDS)
+    assert all(kind_of_id(f"{k.prefix}_3f9a0c12be47") == k.name for k in KINDS)
+    assert KIND_ORDER == RANKED_KINDS == tuple(k.name for k in KINDS if k.ranked)
+    assert set(EXPORT_FIELDS) == set(EXPORT_ORDER) == set(KIND_NAMES) and SEARCH_KINDS[1:] == KIND_NAMES
+    store = SqliteStore(":memory:")
+    try:
+        assert all(store.table(k.name).kind == k.name for k in KINDS)
+    finally:
+        store.close()

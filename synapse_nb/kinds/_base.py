@@ -55,6 +55,12 @@ class KindManager(Generic[R]):
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
 
+    @staticmethod
+    def check_record(record: Any) -> None:
+        """What a valid stored record of this kind is (the write path builds only such records; an import refuses
+        others). Every kind's manager defines its own; this base accepts nothing."""
+        raise NotImplementedError("each kind's manager defines check_record")
+
     @property
     def _table(self) -> KindTable[R]:
         return self._ctx.store.table(self.record_cls.kind)

@@ -24,6 +24,7 @@ from pydantic import Field
 from synapse_nb.kinds.episodes import STATUSES
 from synapse_nb.models import (
     CATEGORIES,
+    KIND_NAMES,
     MAX_FILES,
     MAX_PATH_CHARS,
     MAX_SHORT,
@@ -41,7 +42,7 @@ from synapse_nb.models import (
 __all__ = ["MAX_QUERY_CHARS", "OUTPUT_SCHEMAS", "RECORD_SCHEMAS", "SEARCH_KINDS"]
 
 #: What ``search(kind=...)`` accepts.
-SEARCH_KINDS = ("all", "memory", "decision", "checkpoint", "lesson", "episode", "note")
+SEARCH_KINDS = ("all", *KIND_NAMES)
 #: Longest query ``recall`` and ``search`` take (the core's longest body text); a longer one is refused in one line.
 MAX_QUERY_CHARS = MAX_TEXT
 

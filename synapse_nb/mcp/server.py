@@ -127,8 +127,7 @@ def _lesson_brief(les: Any) -> dict[str, Any]:
 
 def _manager(v: Vault, kind: str) -> Any:
     """The manager ``search(kind=...)`` reads for ``kind``."""
-    return {"memory": v.memories, "decision": v.decisions, "checkpoint": v.checkpoints, "lesson": v.lessons,
-            "episode": v.episodes, "note": v.notes}[kind]
+    return v.manager(kind)
 
 
 class _Server(MCPServer):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from synapse_nb._util import plural
-from synapse_nb.models import PRIORITIES, Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
+from synapse_nb.models import KINDS, PRIORITIES, Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
 from synapse_nb.provenance import BANNER, inline, label_text, mark
 from synapse_nb.recall.types import KIND_ORDER, Bars, ExplainRow, ExplainRows, RecallItem
 
@@ -17,8 +17,9 @@ __all__ = ["BANNER", "MEMORY_CONTENT_CHARS", "assemble", "banner_text", "empty_r
 
 #: Most characters of a memory's content on its line (longer content is cut, ending in "…").
 MEMORY_CONTENT_CHARS = 600
-_GROUP_TITLES = {"memory": "Memories", "decision": "Decisions", "checkpoint": "Checkpoints",
-                 "episode": "Past runs", "note": "Notes (fetch the body with vault.notes.expand(name))"}
+#: A group's heading in the recall text: the registry's title, said the way an agent reads it best where it helps.
+_GROUP_TITLES = {k.name: k.title for k in KINDS} | {
+    "episode": "Past runs", "note": "Notes (fetch the body with vault.notes.expand(name))"}
 
 
 def _tags(tags: Sequence[str]) -> str:

@@ -11,7 +11,7 @@ import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from synapse_nb.models import Memory
+from synapse_nb.models import KIND_BY_NAME, Memory
 from synapse_nb.recall.types import RecallItem
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class Staleness:
                 self._cache.clear()  # a new HEAD invalidates every entry: keeps a long-lived process bounded
             todo = []
             for k in kept:
-                if k.kind not in ("memory", "decision"):
+                if not KIND_BY_NAME[k.kind].follows_files:
                     continue
                 key = (head, k.id, k.record.updated_at)
                 if key in self._cache:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from synapse_nb._util import plural, shorten
 from synapse_nb.errors import ValidationError
-from synapse_nb.models import Lesson, Record
+from synapse_nb.models import RANKED_KINDS, Lesson, Record
 from synapse_nb.render import block, code, explanation_html, pre_html, shown_parts
 
 if TYPE_CHECKING:
@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 __all__ = ["EMPTY_REASONS", "EXPLAIN_COLUMNS", "KIND_ORDER", "MAX_EXPLAIN", "MAX_QUERY_CHARS", "RANK_PARTS", "Bars",
            "ExplainRow", "ExplainRows", "Recall", "RecallExplanation", "RecallItem"]
 
-#: Kinds that are recall candidates, in the order their groups appear.
-KIND_ORDER = ("memory", "decision", "checkpoint", "episode", "note")
+#: Kinds that are recall candidates, in the order their groups appear (the registry's ranked kinds).
+KIND_ORDER = RANKED_KINDS
 #: Most rows in ``Recall.explain()``.
 MAX_EXPLAIN = 200
 #: Longest query accepted, in characters (the gate analyses only the first 2,000).

@@ -17,34 +17,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from synapse_nb.models import KINDS
+
 __all__ = ["EXPORT_FIELDS", "JSON_FIELDS", "OPTIONAL_FIELDS", "PAGE_SORTS", "Candidate", "Change", "MemoryCounts", "MemoryFilter",
            "RankHit", "RankRow", "RankState", "RefSource", "TermPostings", "View"]
 
 #: One change a committed transaction made: (kind, id, deleted).
 Change = tuple[str, str, bool]
 
-#: Fields of an exported record, per kind (the export format; see the module docstring).
-EXPORT_FIELDS: dict[str, tuple[str, ...]] = {
-    "memory": ("id", "mind", "category", "key", "content", "tags", "priority", "source", "verified", "confidence",
-               "expires_at", "created_at", "updated_at"),
-    "checkpoint": ("id", "mind", "branch", "commit_sha", "doing", "changed_files", "next_step", "blockers", "origin",
-                   "source", "created_at", "updated_at"),
-    "decision": ("id", "mind", "decision", "rationale", "tags", "branch", "commit_sha", "source", "created_at",
-                 "updated_at"),
-    "lesson": ("id", "mind", "status", "summary", "branch", "revert_sha", "revert_commit", "reverted_commits",
-               "files_affected", "diffstat", "analysis", "analysis_by", "lesson_text", "approved_at", "expires_at",
-               "source", "created_at", "updated_at"),
-    "episode": ("id", "mind", "task_key", "status", "outcome", "refs", "duration_s", "source", "created_at",
-                "updated_at", "thread", "seq", "actor"),
-    "note": ("id", "mind", "name", "trigger", "body", "source", "created_at", "updated_at"),
-}
+#: Fields of an exported record, per kind (the export format; see the module docstring): the registry's columns.
+EXPORT_FIELDS: dict[str, tuple[str, ...]] = {k.name: k.fields for k in KINDS}
 #: Fields added to the format after its first version: an export that lacks them imports them as null.
-OPTIONAL_FIELDS: dict[str, tuple[str, ...]] = {"episode": ("thread", "seq", "actor")}
+OPTIONAL_FIELDS: dict[str, tuple[str, ...]] = {k.name: k.optional_fields for k in KINDS if k.optional_fields}
 #: Fields holding JSON values (lists, objects) in an exported record, per kind.
-JSON_FIELDS: dict[str, tuple[str, ...]] = {
-    "memory": ("tags",), "checkpoint": ("changed_files",), "decision": ("tags",),
-    "lesson": ("revert_commit", "reverted_commits", "files_affected", "diffstat"), "episode": ("refs",), "note": (),
-}
+JSON_FIELDS: dict[str, tuple[str, ...]] = {k.name: k.json_fields for k in KINDS}
 #: Orders :meth:`MemoryTable.page` accepts (the id always breaks ties, so a page is stable).
 PAGE_SORTS: tuple[str, ...] = ("priority", "updated", "created", "category", "key", "content", "verified", "source",
                                "expires", "id")

@@ -23,13 +23,14 @@ from synapse_nb.gitscope.vaultdir import (
     tracked_files,
     untrack_command,
 )
+from synapse_nb.kinds._base import KindManager
 from synapse_nb.kinds.checkpoints import Checkpoints
 from synapse_nb.kinds.decisions import Decisions
 from synapse_nb.kinds.episodes import Episodes
 from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
-from synapse_nb.models import Checkpoint, Decision, Memory, PruneReport, Status
+from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Memory, PruneReport, Status
 from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, Settings
 from synapse_nb.store.records import Change, View
 from synapse_nb.store.sqlite import SqliteStore
@@ -80,6 +81,20 @@ class Vault:
         self.settings = Settings(self._ctx)
         self._recaller: Recaller | None = None
         self._index: VaultIndex | None = None
+
+    def manager(self, kind: str) -> KindManager[Any]:
+        """The manager of a record kind by name (``"memory"`` -> :attr:`memories`): the attribute named after the
+        kind's table in the registry (:data:`synapse_nb.models.KINDS`).
+
+        >>> import synapse_nb as syn, tempfile
+        >>> v = syn.open_vault(tempfile.mkdtemp())
+        >>> v.manager("decision") is v.decisions
+        True
+        """
+        if kind not in KIND_BY_NAME:
+            raise ValidationError(f"unknown kind {kind!r}; kinds are {', '.join(KIND_BY_NAME)}")
+        manager: KindManager[Any] = getattr(self, KIND_BY_NAME[kind].table)
+        return manager
 
     # -- identity -----------------------------------------------------------------------------------------
     def __repr__(self) -> str:

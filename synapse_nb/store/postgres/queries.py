@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.errors import ConflictError
+from synapse_nb.models import RANKED_KINDS
 from synapse_nb.store.postgres.db import map_error
 from synapse_nb.store.postgres.ranking import RankingQueries
 from synapse_nb.store.postgres.tables import GATE_KINDS, gate_terms, gate_text, rank_tokens
@@ -51,7 +52,7 @@ class RecallQueries(RankingQueries, lite.RecallQueries):
         return int(row[0]) if row else 0
 
     def fetch(self, mind: str, ids_by_kind: Mapping[str, Iterable[str]]) -> list[Candidate]:
-        ids = sorted({i for kind in lite.KIND_ORDER for i in ids_by_kind.get(kind, ())})
+        ids = sorted({i for kind in RANKED_KINDS for i in ids_by_kind.get(kind, ())})
         if not ids:
             return []
         rows = self._db.query(f"SELECT {CANDIDATE_COLS} FROM gate_candidates WHERE mind = ? AND id = ANY(?) "

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from synapse_nb.errors import ConflictError, NotFoundError
-from synapse_nb.models import Checkpoint, Lesson, Memory
+from synapse_nb.models import RANKED_KINDS, Checkpoint, Lesson, Memory
 from synapse_nb.store.records import EXPORT_FIELDS, MemoryCounts, MemoryFilter, View
 from synapse_nb.store.sqlite import tables as lite
 from synapse_nb.text import FTS_TOKEN_RE, MAX_QUERY_WORD_CHARS, fts_query_terms, normalise
@@ -27,7 +27,8 @@ from synapse_nb.text import FTS_TOKEN_RE, MAX_QUERY_WORD_CHARS, fts_query_terms,
 __all__ = ["GATE_KINDS", "CheckpointsTable", "DecisionsTable", "EpisodesTable", "LessonsTable", "MemoriesTable",
            "NotesTable", "gate_terms", "gate_text"]
 
-GATE_KINDS = ("memory", "decision", "checkpoint", "episode", "note")
+#: The kinds that carry gate terms and a ranking document (the registry's ranked kinds).
+GATE_KINDS = RANKED_KINDS
 #: Lessons stored as approved, most recently approved first (in force unless their time ran out).
 APPROVED_LESSONS = "SELECT * FROM lessons WHERE mind = ? AND status = 'approved' ORDER BY approved_at DESC, id DESC"
 

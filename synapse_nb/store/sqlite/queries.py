@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.errors import ConflictError, ValidationError
-from synapse_nb.models import PRIORITIES, TABLES, Record
+from synapse_nb.models import PRIORITIES, RANKED_KINDS, TABLES, Record
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, Candidate, RankHit, RefSource
 from synapse_nb.store.sqlite.db import CHUNK, _chunks, _marks
 from synapse_nb.store.sqlite.ranking import RankingQueries
@@ -164,7 +164,6 @@ class RefsQueries:
 COUNT_GATE_DOCS = "SELECT count(*) FROM gate_docs"
 MIND_CANDIDATES = ("SELECT id, kind, mind, text, updated_at, expires_at FROM gate_candidates WHERE mind = ? "
                    "ORDER BY id")
-KIND_ORDER = ("memory", "decision", "checkpoint", "episode", "note")
 
 
 class RecallQueries(RankingQueries):
@@ -181,7 +180,7 @@ class RecallQueries(RankingQueries):
 
     def fetch(self, mind: str, ids_by_kind: Mapping[str, Iterable[str]]) -> list[Candidate]:
         out: list[Candidate] = []
-        for kind in KIND_ORDER:
+        for kind in RANKED_KINDS:
             ids = sorted(set(ids_by_kind.get(kind, ())))
             exp = "t.expires_at" if kind == "memory" else "NULL"
             for chunk in _chunks(ids):
