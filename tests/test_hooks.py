@@ -1,4 +1,4 @@
-"""Git hooks: install/uninstall (synapse_nb.gitscope.hooks) and the hook process (synapse_nb.gitscope.githook)."""
+"""Git hooks: install/uninstall (synapse_nb.gitscope.githook_install) and the hook process (synapse_nb.gitscope.githook)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from synapse_nb.errors import ConflictError, GitError
 from synapse_nb.gitscope import find_repo, install_hooks, uninstall_hooks
 from synapse_nb.gitscope.githook import LEGACY_NOTE
 from synapse_nb.gitscope.githook import main as hook_main
-from synapse_nb.gitscope.hooks import CHAIN_SUFFIX, HOOK_NAMES, hooks_dir, is_managed
+from synapse_nb.gitscope.githook_install import CHAIN_SUFFIX, HOOK_NAMES, hooks_dir, is_managed
 from synapse_nb.gitscope.testing import ScratchRepo
 
 FAKE = '''
@@ -283,3 +283,15 @@ def test_background_hook_returns_before_the_scan_finishes(
     while time.monotonic() < end and not log.exists():
         time.sleep(0.05)
     assert "timeout: gave up after 1 s" in log.read_text()
+
+
+def test_the_old_installer_module_name_still_imports_and_warns() -> None:
+    import importlib
+    import sys
+
+    import synapse_nb.gitscope.githook_install as installer
+
+    sys.modules.pop("synapse_nb.gitscope.hooks", None)
+    with pytest.warns(DeprecationWarning, match="githook_install"):
+        old = importlib.import_module("synapse_nb.gitscope.hooks")
+    assert old.install_hooks is installer.install_hooks and old.__all__ == installer.__all__

@@ -12,7 +12,7 @@ import pytest
 
 import synapse_nb as syn
 from synapse_nb.recall import record_line
-from synapse_nb.recall.render import MEMORY_CONTENT_CHARS
+from synapse_nb.recall.assembly import MEMORY_CONTENT_CHARS
 
 
 @contextlib.contextmanager
@@ -163,3 +163,15 @@ def test_threads_sharing_a_vault_handle_recall_and_write_without_deadlock(tmp_pa
     assert not any(t.is_alive() for t in [*threads, w]), "a thread is stuck (deadlock)"
     vault.close()
     assert not errors, errors
+
+
+def test_the_old_assembly_module_name_still_imports_and_warns() -> None:
+    import importlib
+    import sys
+
+    import synapse_nb.recall.assembly as assembly
+
+    sys.modules.pop("synapse_nb.recall.render", None)
+    with pytest.warns(DeprecationWarning, match="synapse_nb.recall.assembly"):
+        old = importlib.import_module("synapse_nb.recall.render")
+    assert old.record_line is assembly.record_line and old.__all__ == assembly.__all__

@@ -29,8 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "CREATING_COMMANDS", "PROG", "TAGS_HELP", "Group", "JsonOpt", "LimitOpt", "YesOpt", "app", "cli_actor",
-    "echo_json", "fail", "filters", "group_help", "limit_arg", "none_found", "open_vault_for", "print_mapping",
-    "print_record", "print_records", "record_json", "record_line", "require_human_here", "state",
+    "echo_json", "fail", "filters", "group_help", "limit_arg", "listing_line", "none_found", "open_vault_for",
+    "print_mapping", "print_record", "print_records", "record_json", "require_human_here", "state",
 ]
 
 PROG = "synapse-nb"
@@ -278,7 +278,7 @@ def echo_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, ensure_ascii=False, indent=2))
 
 
-def record_line(r: Record) -> str:
+def listing_line(r: Record) -> str:
     """One record as a listing line: full id, time, then its summary (provenance mark first)."""
     return f"{r.id}  {when(r.created_at, seconds=True)}  {r.summary_line()}"
 
@@ -302,7 +302,7 @@ def print_records(records: Iterable[Record], as_json: bool, empty: str) -> None:
         typer.echo(empty)
         return
     for r in records:
-        typer.echo(record_line(r))
+        typer.echo(listing_line(r))
 
 
 def print_record(record: Record, as_json: bool, text: str) -> None:

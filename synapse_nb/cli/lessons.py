@@ -20,7 +20,7 @@ from synapse_nb.cli._common import (
     print_record,
     print_records,
     record_json,
-    record_line,
+    listing_line,
     require_human_here,
     state,
 )
@@ -84,7 +84,7 @@ def lessons_scan(
         return
     typer.echo(plural(len(created), "new pending lesson"))
     for les in created:
-        typer.echo(record_line(les))
+        typer.echo(listing_line(les))
     if created:
         typer.echo(f"review them with: {PROG} lessons review")
 
@@ -121,7 +121,7 @@ def lessons_list(
     if not recs:
         typer.echo(empty)
     for r in recs:
-        typer.echo(record_line(r) + ("  (approved elsewhere: awaiting local approval, not in force; "
+        typer.echo(listing_line(r) + ("  (approved elsewhere: awaiting local approval, not in force; "
                                      f"{PROG} lessons approve {r.id})" if r.id in awaiting else ""))
 
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from synapse_nb.gitscope.repo import HeadState, RepoInfo, find_repo, head
 
 if TYPE_CHECKING:  # pragma: no cover
-    from synapse_nb.gitscope.hooks import install_hooks, uninstall_hooks
+    from synapse_nb.gitscope.githook_install import install_hooks, uninstall_hooks
     from synapse_nb.gitscope.reverts import CommitInfo, RevertInfo, ScanResult, scan_reverts
     from synapse_nb.gitscope.show import CommitDiff, show_commit
     from synapse_nb.gitscope.status import changed_paths
@@ -63,8 +63,8 @@ _LAZY = {
     "RevertInfo": "reverts",
     "ScanResult": "reverts",
     "scan_reverts": "reverts",
-    "install_hooks": "hooks",
-    "uninstall_hooks": "hooks",
+    "install_hooks": "githook_install",
+    "uninstall_hooks": "githook_install",
     "PathStatus": "verify",
     "check_paths": "verify",
     "commits_touching": "verify",

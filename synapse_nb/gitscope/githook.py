@@ -18,7 +18,7 @@ The vault is the one ``$SYNAPSE_HOME`` names when set (a project folder or a vau
 ``SYNAPSE_HOOK_CALL=module:function`` replaces the scan by ``function(work_tree, hook_name)``
 (a test seam, also usable to run a custom action of yours).
 
-:mod:`synapse_nb.gitscope.hooks` (with an s) installs the hooks that run this module. Hooks installed
+:mod:`synapse_nb.gitscope.githook_install` installs the hooks that run this module. Hooks installed
 before this module was renamed run ``python -m synapse_nb.gitscope.hook``, which still works (a
 small alias module) and notes in ``hook.log`` that ``synapse-nb hooks install`` refreshes them.
 

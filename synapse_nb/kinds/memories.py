@@ -320,7 +320,7 @@ class Memories(KindManager[Memory]):
 
         Expired memories are left out (they stay stored until ``prune()``); unverified ones are marked.
         """
-        from synapse_nb.recall.render import record_line  # recall loads on first use (import synapse_nb stays light)
+        from synapse_nb.recall.assembly import record_line  # recall loads on first use (import synapse_nb stays light)
 
         mems = self.list(limit=limit)
         n_ver = sum(1 for m in mems if m.verified)

@@ -14,7 +14,7 @@
    unchanged is skipped without using a slot, :mod:`~synapse_nb.recall.delta`), top-k per kind, token budget.
 3. **Marks** (:mod:`~synapse_nb.recall.stale`) — kept records whose files changed since, or were missing at the
    last ``verify --fix``, say so.
-4. **Assembly** (:mod:`~synapse_nb.recall.render`) — the approved-lesson banner first (always), then hits
+4. **Assembly** (:mod:`~synapse_nb.recall.assembly`) — the approved-lesson banner first (always), then hits
    grouped by kind, priority then recency, ``[unverified]`` marked, notes as their trigger only
    (``vault.notes.expand(name)``).
 
@@ -24,7 +24,7 @@ the public types are in :mod:`~synapse_nb.recall.types` and re-exported here.
 
 from __future__ import annotations
 
-from synapse_nb.recall.render import BANNER, banner_text, record_line
+from synapse_nb.recall.assembly import BANNER, banner_text, record_line
 from synapse_nb.recall.types import (
     EMPTY_REASONS,
     KIND_ORDER,

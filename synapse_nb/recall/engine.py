@@ -17,7 +17,7 @@ from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, quer
 from synapse_nb.recall.coverage import Cover, cover_terms
 from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.rank import Ranked, RankParams, fts_words, rank_words, structure
-from synapse_nb.recall.render import assemble, empty_reason, record_line
+from synapse_nb.recall.assembly import assemble, empty_reason, record_line
 from synapse_nb.recall.scoring import gate
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
@@ -122,7 +122,7 @@ class Recaller:
         On a remote store (``RecallQueries.remote``: a team vault, where each read is a round trip) a write
         anywhere moves the version, so ``prefetch`` first reads the stamps of what it needs (one statement for all
         kinds, :meth:`Candidates.fetch`) and reuses records kept by (kind, id, updated_at) from earlier versions:
-        every write moves a record's updated_at. ``line`` is :func:`~synapse_nb.recall.render.record_line`, kept
+        every write moves a record's updated_at. ``line`` is :func:`~synapse_nb.recall.assembly.record_line`, kept
         with the record object it was rendered from.
         """
         view = self._ctx.at(now).view()  # once per recall (the same for every record)

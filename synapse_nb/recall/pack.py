@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from synapse_nb.recall.render import banner_text, record_line
+from synapse_nb.recall.assembly import banner_text, record_line
 from synapse_nb.render import estimate_tokens, plural
 
 if TYPE_CHECKING:

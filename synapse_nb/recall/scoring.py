@@ -27,7 +27,7 @@ from synapse_nb._util import estimate_tokens, plural
 from synapse_nb.models import TABLES, Memory, Record
 from synapse_nb.recall.coverage import coverage
 from synapse_nb.recall.rank import SCORE_DECIMALS, Ranked
-from synapse_nb.recall.render import record_line
+from synapse_nb.recall.assembly import record_line
 from synapse_nb.recall.types import MAX_EXPLAIN, Bars, ExplainRow, ExplainRows, RecallItem
 
 if TYPE_CHECKING:
@@ -197,7 +197,7 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     ``prefetch``, if given, is called once with the candidates the walk reads whatever the records hold (the
     first ``Bars.top_k`` of each kind above the margin, once the floor is passed) before the first is read,
     so that a store can read them in one statement per kind. ``line_of(candidate, record)`` gives a record's
-    line (default: :func:`~synapse_nb.recall.render.record_line` of the record)."""
+    line (default: :func:`~synapse_nb.recall.assembly.record_line` of the record)."""
     order = [j for j, c in enumerate(cands) if c is not None]
     if not order:
         return Gated(ExplainRows((), tuple), [], 0.0, False)

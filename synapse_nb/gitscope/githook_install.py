@@ -1,0 +1,185 @@
+"""Install and remove the ``post-commit`` / ``post-rewrite`` hooks that keep lessons current.
+
+The hooks run ``python -m synapse_nb.gitscope.githook <name>`` (:data:`ENTRY`), which scans for new
+reverts and never fails or blocks the commit (see :mod:`synapse_nb.gitscope.githook`).
+
+- The hooks directory is the one git uses: ``core.hooksPath`` when set, else
+  ``<common git dir>/hooks`` (shared by all worktrees).
+- An existing hook is kept: it is moved to ``<name>.synapse-chained`` and called
+  first, with the same arguments and stdin; its exit status is the hook's status.
+- Installing twice changes nothing; :func:`uninstall_hooks` puts back exactly what was there.
+- Installing again rewrites a managed hook whose text differs, e.g. one written before the entry
+  module was renamed (it runs ``synapse_nb.gitscope.hook``, which still works but says so in ``hook.log``).
+
+Examples
+--------
+>>> from synapse_nb.gitscope import find_repo, install_hooks, uninstall_hooks
+>>> paths = install_hooks(find_repo())  # doctest: +SKIP
+>>> [p.name for p in paths]  # doctest: +SKIP
+['post-commit', 'post-rewrite']
+>>> uninstall_hooks(find_repo())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import synapse_nb
+from synapse_nb._util import write_atomic
+from synapse_nb.errors import ConflictError, StoreError, ValidationError
+from synapse_nb.gitscope._git import coerce_repo, run_git
+from synapse_nb.gitscope.repo import RepoInfo
+
+__all__ = ["CHAIN_SUFFIX", "ENTRY", "HOOK_NAMES", "MARKER", "hooks_dir", "install_hooks", "is_managed",
+           "uninstall_hooks"]
+
+HOOK_NAMES: tuple[str, ...] = ("post-commit", "post-rewrite")
+MARKER = "# synapse-nb managed hook"
+CHAIN_SUFFIX = ".synapse-chained"
+#: The module the hooks run (``python -m``).
+ENTRY = "synapse_nb.gitscope.githook"
+
+
+def hooks_dir(repo: RepoInfo | str | Path) -> Path:
+    """The directory git runs hooks from (``core.hooksPath`` aware), as an absolute path."""
+    info = coerce_repo(repo)
+    out = run_git(info, "rev-parse", "--git-path", "hooks").decode("utf-8", "surrogateescape").strip()
+    path = Path(out)
+    return path if path.is_absolute() else (info.work_tree / path).resolve()
+
+
+def is_managed(path: Path) -> bool:
+    """True when ``path`` is a hook written by :func:`install_hooks`."""
+    try:
+        with open(path, "rb") as fh:
+            return MARKER.encode() in fh.read(4096)
+    except OSError:
+        return False
+
+
+def _package_path() -> str | None:
+    """The folder to put on PYTHONPATH so the hook finds this copy of synapse_nb (None if installed)."""
+    parent = Path(synapse_nb.__file__).resolve().parent.parent
+    if parent.name in ("site-packages", "dist-packages"):
+        return None
+    return str(parent)
+
+
+def _script(name: str, python: str, pythonpath: str | None, background: bool) -> str:
+    env = ""
+    if pythonpath:
+        env = f'PYTHONPATH={shlex.quote(pythonpath)}"${{PYTHONPATH:+:$PYTHONPATH}}" '
+    run = f"{env}{shlex.quote(python)} -m {ENTRY} {name} </dev/null >/dev/null 2>&1"
+    if background:  # detached: git returns at once; the scan finishes on its own (serialised by a lock)
+        run = f"( {run} & )"
+    return (
+        "#!/bin/sh\n"
+        f"{MARKER}: after each {name.split('-')[1]}, record new git reverts as pending lessons.\n"
+        "# Written by synapse_nb.gitscope.install_hooks; uninstall_hooks restores the previous hook.\n"
+        "# It never fails the git command: the scan's own errors go to .synapse/hook.log.\n"
+        "status=0\n"
+        f'chained="$(dirname "$0")/{name}{CHAIN_SUFFIX}"\n'
+        'if [ -x "$chained" ]; then\n'
+        '    "$chained" "$@"\n'
+        "    status=$?\n"
+        "fi\n"
+        f"{run}\n"
+        "exit $status\n"
+    )
+
+
+def install_hooks(
+    repo: RepoInfo | str | Path, *, python: str = sys.executable, background: bool = True
+) -> list[Path]:
+    """Write the ``post-commit`` and ``post-rewrite`` hooks, chaining any hook already there.
+
+    Parameters
+    ----------
+    repo : RepoInfo or path
+        The repository (any of its worktrees: hooks are shared).
+    python : str
+        The interpreter the hooks run (default: this one).
+    background : bool
+        True (default): the hook starts the scan detached and returns at once, so a
+        commit waits only for a fork (a few ms); the scan's outcome lands in
+        ``hook.log``. False: the commit waits for the scan (at most its time limit).
+
+    Returns
+    -------
+    list of Path
+        The two hook files, in ``HOOK_NAMES`` order. A second call with the same
+        arguments rewrites nothing.
+
+    Raises
+    ------
+    ConflictError
+        A foreign hook is in place *and* a ``.synapse-chained`` file already exists
+        (installing would lose one of them); move one away and retry.
+    StoreError
+        The hooks directory cannot be written.
+
+    Examples
+    --------
+    >>> install_hooks("/path/to/repo")  # doctest: +SKIP
+    [PosixPath('/path/to/repo/.git/hooks/post-commit'), PosixPath('/path/to/repo/.git/hooks/post-rewrite')]
+    """
+    if not isinstance(python, str) or not python.strip():
+        raise ValidationError(f"python must be the path of a Python interpreter, got {python!r}")
+    directory = hooks_dir(repo)
+    written: list[Path] = []
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name in HOOK_NAMES:
+            hook = directory / name
+            chained = directory / f"{name}{CHAIN_SUFFIX}"
+            text = _script(name, python, _package_path(), background)
+            if os.path.lexists(hook) and not is_managed(hook):
+                if os.path.lexists(chained):
+                    raise ConflictError(
+                        f"{hook} is a foreign hook and {chained.name} already exists; move one of them away and retry"
+                    )
+                os.rename(hook, chained)
+            elif is_managed(hook) and hook.read_text(encoding="utf-8") == text:
+                written.append(hook)
+                continue
+            write_atomic(hook, text, mode=0o755)
+            written.append(hook)
+    except OSError as exc:
+        raise StoreError(f"cannot write git hooks in {directory}: {exc.strerror or exc}") from exc
+    return written
+
+
+def uninstall_hooks(repo: RepoInfo | str | Path) -> list[Path]:
+    """Remove the managed hooks and put any chained original back under its own name.
+
+    Foreign hooks (not written by :func:`install_hooks`) are left untouched.
+
+    Returns
+    -------
+    list of Path
+        The hook paths that were removed or restored, in ``HOOK_NAMES`` order.
+
+    Examples
+    --------
+    >>> uninstall_hooks("/path/to/repo")  # doctest: +SKIP
+    [PosixPath('/path/to/repo/.git/hooks/post-commit'), PosixPath('/path/to/repo/.git/hooks/post-rewrite')]
+    """
+    directory = hooks_dir(repo)
+    changed: list[Path] = []
+    try:
+        for name in HOOK_NAMES:
+            hook = directory / name
+            chained = directory / f"{name}{CHAIN_SUFFIX}"
+            if not is_managed(hook):
+                continue
+            if os.path.lexists(chained):
+                os.replace(chained, hook)
+            else:
+                hook.unlink()
+            changed.append(hook)
+    except OSError as exc:
+        raise StoreError(f"cannot remove git hooks in {directory}: {exc.strerror or exc}") from exc
+    return changed
