@@ -15,6 +15,7 @@ What counts as a reference to this repository (everything else is prose or an ex
 from __future__ import annotations
 
 import importlib
+import warnings
 import re
 import shutil
 import subprocess
@@ -191,7 +192,9 @@ def check_name(name: str, loggers: set[str]) -> str | None:
     parts = name.split(".")
     for i in range(len(parts), 0, -1):
         try:
-            obj = importlib.import_module(".".join(parts[:i]))
+            with warnings.catch_warnings():  # a deprecated alias module the docs name as such still resolves
+                warnings.simplefilter("ignore", DeprecationWarning)
+                obj = importlib.import_module(".".join(parts[:i]))
         except ImportError:
             continue
         for attr in parts[i:]:
