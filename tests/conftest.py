@@ -149,3 +149,15 @@ def new_team_project(pg_admin_url: str) -> Callable[[str], str]:
         return name
 
     return make
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that needs the PostgreSQL server ``team`` (the inner loop deselects them:
+    ``pytest -m "not browser and not team"``): tests under tests/team/, tests that ask for the server, and the
+    PostgreSQL cases of suites parametrised over the backends."""
+    team_dir = Path(__file__).resolve().parent / "team"
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if (team_dir in Path(str(item.fspath)).resolve().parents or "pg_admin_url" in getattr(item, "fixturenames", ())
+                or (callspec is not None and "postgres" in callspec.params.values())):
+            item.add_marker(pytest.mark.team)
