@@ -24,6 +24,9 @@ from synapse_nb.errors import SynapseError
 from synapse_nb.render import plural, tags_text, when
 
 if TYPE_CHECKING:  # pragma: no cover
+    # typer 0.29 vendors click: a group's parse_args receives this Context (typer.Context is a subclass)
+    from typer._click.core import Context as ClickContext
+
     from synapse_nb.models import Record
     from synapse_nb.vault import Vault
 
@@ -69,7 +72,7 @@ def _flags_take_no_value(cmd: Any) -> None:
 class Group(TyperGroup):
     """A command group: called without a command, it prints its help and exits with 2."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
         if not args and self.no_args_is_help and not ctx.resilient_parsing:
             typer.echo(ctx.get_help())
             raise typer.Exit(2)
@@ -232,7 +235,7 @@ def _root(
 # ------------------------------------------------------------------------------------------------ the vault
 def _command_name(ctx: typer.Context) -> str:
     names: list[str] = []
-    c: typer.Context | None = ctx
+    c: ClickContext | None = ctx
     while c is not None and c.parent is not None:
         names.append(c.info_name or "")
         c = c.parent

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from synapse_nb.cli._common import Group, JsonOpt, echo_json, group_help, open_vault_for, print_mapping
 from synapse_nb.provenance import inline
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typer._click.core import Context as ClickContext  # what a group's parse_args receives (typer vendors click)
 
 __all__ = ["recall_app"]
 
@@ -15,7 +18,7 @@ __all__ = ["recall_app"]
 class _RecallGroup(Group):
     """``recall QUERY ...`` runs ``recall query QUERY ...``; ``recall eval PATH`` is the LoCoMo eval."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["query", *args]
         return super().parse_args(ctx, args)

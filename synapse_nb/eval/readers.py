@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from synapse_nb.errors import DatasetError
 
@@ -160,8 +160,16 @@ def _records_parquet(path: Path) -> tuple[list[str], list[dict[str, Any]], int]:
     return list(table.column_names), table.to_pylist(), 1
 
 
+@overload
 def pick_column(path: Path, columns: list[str], given: str | None, names: tuple[str, ...], what: str, flag: str,
-                 *, required: bool = True) -> str | None:
+                *, required: Literal[True] = ...) -> str: ...
+@overload
+def pick_column(path: Path, columns: list[str], given: str | None, names: tuple[str, ...], what: str, flag: str,
+                *, required: bool) -> str | None: ...
+def pick_column(path: Path, columns: list[str], given: str | None, names: tuple[str, ...], what: str, flag: str,
+                *, required: bool = True) -> str | None:
+    """The column holding ``what``: ``given`` when named (it must exist), else the first of ``names`` found in
+    any case; None only when not ``required``."""
     if given:
         if given in columns:
             return given

@@ -380,18 +380,24 @@ def locomo_table(frame: pl.DataFrame, *, by_category: bool = True) -> pl.DataFra
     return out.sort("_r", "_l", "_cat").drop("_r", "_l", "_cat")
 
 
+def _mean(column: pl.Series) -> float:
+    """The mean of a numeric column (0.0 when it has no value): polars types ``mean()`` as any scalar."""
+    value = column.mean()
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
 def _summary(frame: pl.DataFrame) -> dict[str, Any]:
     metrics = _metric_names(frame)
-    out: dict[str, Any] = {m: float(frame[m].mean()) if frame.height else 0.0 for m in metrics}
+    out: dict[str, Any] = {m: _mean(frame[m]) if frame.height else 0.0 for m in metrics}
     for col, key in zip(_GATE_COLUMNS, ("delivered_recall_at_5", "nothing_new_rate", "offtopic_nothing_new_rate"),
                         strict=True):
         if col in frame.columns and frame[col].drop_nulls().len():
-            out[key] = float(frame[col].drop_nulls().mean())  # type: ignore[arg-type]
+            out[key] = _mean(frame[col].drop_nulls())
     out["n_questions"] = int(frame.height)
     by: dict[str, Any] = {}
     for cat in sorted(frame["category"].unique().to_list()):
         sub = frame.filter(frame["category"] == cat)
-        by[CATEGORIES[cat]] = {m: float(sub[m].mean()) for m in metrics} | {"n_questions": int(sub.height)}
+        by[CATEGORIES[cat]] = {m: _mean(sub[m]) for m in metrics} | {"n_questions": int(sub.height)}
     out["by_category"] = by
     return out
 

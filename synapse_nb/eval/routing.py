@@ -52,10 +52,17 @@ class RouterLike(Protocol):
     set by ``calibrate``, which records its criterion in ``criterion_``.
     """
 
-    routes_: Sequence[str]
-    threshold_: float
-    route_thresholds_: Mapping[str, float] | None
-    criterion_: str | None
+    @property
+    def routes_(self) -> Sequence[str]: ...
+
+    @property
+    def threshold_(self) -> float: ...
+
+    @property
+    def route_thresholds_(self) -> Mapping[str, float] | None: ...
+
+    @property
+    def criterion_(self) -> str | None: ...
 
     def fit(self, texts: Sequence[str], labels: Sequence[str | None]) -> Any: ...  # may take descriptions=
 
@@ -63,9 +70,8 @@ class RouterLike(Protocol):
 
     def predict(self, texts: Sequence[str]) -> list[str | None]: ...
 
-    def calibrate(
-        self, texts: Sequence[str], labels: Sequence[str | None], criterion: str = "accuracy", per_route: bool = False
-    ) -> Any: ...
+    def calibrate(self, texts: Sequence[str], labels: Sequence[Any], *, criterion: str = ...,
+                  per_route: bool = ...) -> Any: ...
 
 
 def _json_safe(value: Any) -> Any:

@@ -84,7 +84,7 @@ class Featurizer:
         self.char_vocab: dict[str, int] = {}
         if "word" in self.blocks:
             word = TfidfVectorizer(
-                **word_vectorizer_kwargs(  # type: ignore[arg-type]
+                **word_vectorizer_kwargs(
                     ngram_range=cfg.word_ngram_range, stop_words=cfg.stop_words,
                     max_chars=cfg.max_query_chars, max_token_chars=cfg.max_token_chars),
                 sublinear_tf=cfg.sublinear_tf, dtype=np.float64)
@@ -97,7 +97,7 @@ class Featurizer:
             idf.append(word.idf_)
         if "char" in self.blocks:
             char = TfidfVectorizer(
-                **char_vectorizer_kwargs(  # type: ignore[arg-type]
+                **char_vectorizer_kwargs(
                     ngram_range=cfg.char_ngram_range, max_chars=cfg.max_query_chars,
                     max_token_chars=cfg.max_token_chars),
                 sublinear_tf=cfg.sublinear_tf, dtype=np.float64)
@@ -119,7 +119,7 @@ class Featurizer:
         _, self._char_grams = build_analyzers(
             word_ngram_range=cfg.word_ngram_range, char_ngram_range=cfg.char_ngram_range,
             stop_words=cfg.stop_words, max_token_chars=cfg.max_token_chars)
-        self._cache: dict[str, array] = {}
+        self._cache: dict[str, array[int]] = {}
         self._unigrams = "word" in self.blocks and cfg.word_ngram_range[0] == 1
         self._idf_powers: dict[float, np.ndarray] = {}
 
@@ -138,7 +138,7 @@ class Featurizer:
             self._setup()
 
     # -- transforming ---------------------------------------------------------------------------
-    def _token_ids(self, token: str) -> array:
+    def _token_ids(self, token: str) -> array[int]:
         """Columns of one token: its word unigram (unless a stop word) and its char_wb n-grams."""
         ids = array("q")
         if len(token) > self.config.max_token_chars:  # junk: no feature, never cached

@@ -365,7 +365,7 @@ class Router:
         """Route scores of term-frequency rows: one sparse x dense product per part used."""
         if self.method != "knn":
             beta = self.blend_ if blend is None else blend
-            if beta == 0.0:
+            if beta is None or beta == 0.0:  # a linear or centroid router has its blend set when fitted
                 return self._linear(T)
             if beta == 1.0:
                 return self._centroid(T)

@@ -267,12 +267,9 @@ class CorpusScorer:
             raise ValidationError(f"cache_size must be an int >= 0, got {cache_size!r}")
         self.config = config
         self.cache_size = cache_size
-        kw = {
-            "char_ngram_range": config.char_ngram_range,
-            "stop_words": config.stop_words,
-            "max_token_chars": config.max_token_chars,
-        }
-        self._word_an, self._char_an = build_analyzers(word_ngram_range=config.word_ngram_range, **kw)
+        self._word_an, self._char_an = build_analyzers(
+            word_ngram_range=config.word_ngram_range, char_ngram_range=config.char_ngram_range,
+            stop_words=config.stop_words, max_token_chars=config.max_token_chars)
         self._tokenize = make_tokenizer(config.max_token_chars)
         self._stops = frozenset(stop_word_list(config.stop_words))
         self._docs: OrderedDict[Hashable, _Doc] = OrderedDict()
@@ -474,13 +471,13 @@ class CorpusScorer:
         word_hits = np.zeros((n, len(wnames)), dtype=bool)  # (n, k) presence
         wsets = [d.words for d in analysed]
         for j, f in enumerate(wnames):
-            has = batch.hits.get(f)
+            has: np.ndarray | list[bool] | None = batch.hits.get(f)
             if has is None:
                 if " " not in f:
                     has = [f in w for w in wsets]
                 else:
                     run = tuple(f.split(" "))
-                    has = [w.issuperset(run) and d.has_run(run) for d, w in zip(analysed, wsets)]
+                    has = [w.issuperset(run) and d.has_run(run) for d, w in zip(analysed, wsets, strict=True)]
                 if batch.recurring:
                     has = batch.hits[f] = np.array(has, dtype=bool)
             word_hits[:, j] = has
@@ -492,9 +489,9 @@ class CorpusScorer:
         # char channel: per query unigram, its best Dice similarity to a word of each document
         cov = np.zeros((n, len(terms)))
         for j, t in enumerate(terms):
-            col = batch.cov.get(t)
+            col: np.ndarray | list[float | None] | None = batch.cov.get(t)
             if col is None:
-                got = [d.cov.get(t) for d in analysed]
+                got: list[float | None] = [d.cov.get(t) for d in analysed]
                 if None in got:
                     self._cover(t, [d for d, c in zip(analysed, got, strict=True) if c is None])
                     got = [d.cov[t] for d in analysed]

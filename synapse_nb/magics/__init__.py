@@ -38,6 +38,8 @@ In IPython or Jupyter::
 
 from __future__ import annotations
 
+from typing import Any
+
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics
 
@@ -118,8 +120,9 @@ def unload_ipython_extension(ip: InteractiveShell) -> None:
                     previous = shadowed.get(kind, {}).get(name)
                     if previous is not None:
                         registry[kind][name] = _loaded(ip, kind, name, previous)
-        if m in getattr(ip, "configurables", []):
-            ip.configurables.remove(m)
+        configurables: list[Any] = getattr(ip, "configurables", [])
+        if m in configurables:
+            configurables.remove(m)
     synapse.close()
 
 

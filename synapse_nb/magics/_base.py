@@ -20,6 +20,7 @@ from IPython.display import display
 from synapse_nb.errors import OfflineError, SynapseError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb.kinds.autocheckpoint import AutoCheckpoint
     from synapse_nb.vault import Vault
 
 __all__ = ["FamilyMagics", "end_of_cell", "shown_once", "usage_errors"]
@@ -48,6 +49,16 @@ class VaultHost(Protocol):
 
     #: records shown this cell (see :func:`shown_once`)
     fresh: list[Any]
+    #: the settings the families read (traitlets on ``SynapseMagics``; ``%config SynapseMagics.x = ...``)
+    auto_checkpoint_cells: int | None
+    default_budget: int | None
+    #: the automatic checkpoint every few cells
+    auto: AutoCheckpoint
+
+    @property
+    def session_id(self) -> str: ...
+
+    def cells_per_checkpoint(self) -> int: ...
 
     @property
     def vault(self) -> Vault: ...

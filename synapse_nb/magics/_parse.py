@@ -26,7 +26,7 @@ import sys
 import uuid
 from argparse import ArgumentParser, Namespace
 
-from IPython.utils.process import arg_split
+from IPython.utils._process_common import arg_split  # what IPython.utils.process re-exports (its %magic parsing)
 
 from synapse_nb.errors import ValidationError
 

@@ -76,8 +76,9 @@ class EpisodeMagics(FamilyMagics):
         src = shell.transform_cell(cell) if shell is not None else cell
         tree = ast.parse(src, filename="<episode cell>", mode="exec")
         last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
+        if tree.body and isinstance(tail := tree.body[-1], ast.Expr):
+            tree.body.pop()
+            last = ast.Expression(tail.value)
         ns = shell.user_ns if shell is not None else {}
         exec(compile(tree, "<episode cell>", "exec"), ns)
         if last is not None:

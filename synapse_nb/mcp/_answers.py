@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcp.types import CallToolResult, TextContent
@@ -155,7 +156,7 @@ def _expected(prop: dict[str, Any]) -> str:
     return "a value of the documented type"
 
 
-def argument_error(errors: list[dict[str, Any]], schema: dict[str, Any]) -> str:
+def argument_error(errors: Sequence[Mapping[str, Any]], schema: dict[str, Any]) -> str:
     """One line for the SDK's argument validation ``errors`` (pydantic's ``exc.errors()``), read with the tool's
     input ``schema``: which argument, what was wrong, what is accepted. The first two problems are named.
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -70,6 +70,20 @@ def _count(description: str, *, minimum: int, maximum: int | None = None) -> Any
 
 
 # ------------------------------------------------------------------------------------------------ parameters
+# Enumerations built from the core's constants: pydantic reads the runtime aliases (an ``enum`` in the schema);
+# mypy cannot read a Literal built at run time, so it sees the plain type the tools receive.
+if TYPE_CHECKING:
+    SearchKind = str
+    Category = str
+    Priority = str | None
+    Status = str
+else:
+    SearchKind = Annotated[_enum(SEARCH_KINDS), Field(description="Which kind of record to search: all, or one kind "
+                                                                  "(lesson finds approved lessons only).")]
+    Category = Annotated[_enum(CATEGORIES), Field(description="What kind of fact it is.")]
+    Priority = Annotated[_enum(PRIORITIES) | None, Field(description="How much it matters (default normal).")]
+    Status = Annotated[_enum(STATUSES), Field(description="How the run ended.")]
+
 Query = Annotated[str, Field(description="The task or question in your own words (a sentence is best; at most "
                                          f"{MAX_QUERY_CHARS:,} characters).", max_length=MAX_QUERY_CHARS)]
 SessionId = _maybe_text("One stable id per conversation (any printable text): with it, recall returns only what "
@@ -77,8 +91,6 @@ SessionId = _maybe_text("One stable id per conversation (any printable text): wi
 RecallBudget = Annotated[int | None, Field(description="Most tokens the hits may take (default 1200); the answer as "
                                                        "a whole also fits the vault's answer budget.", strict=True,
                                            ge=0)]
-SearchKind = Annotated[_enum(SEARCH_KINDS), Field(description="Which kind of record to search: all, or one kind "
-                                                              "(lesson finds approved lessons only).")]
 SearchLimit = _count("Most results per kind.", minimum=1, maximum=100)
 CheckpointId = _maybe_text("A checkpoint id or a unique prefix of one; leave it out for the latest checkpoint on "
                            "the current git branch.", MAX_SHORT)
@@ -97,13 +109,10 @@ Capacity = _count("Size of your context window in tokens (at least token_count).
 LowDoing = _maybe_text("The task you are on (default: the last checkpoint's).")
 LowNext = _maybe_text("What comes next (default: the last checkpoint's).")
 PackBudget = _count("Most tokens the restore pack may take.", minimum=100, maximum=20_000)
-Category = Annotated[_enum(CATEGORIES), Field(description="What kind of fact it is.")]
 Key = _text("A snake_case name for the fact (lower-case letters, digits, single underscores); the same key updates "
             "your earlier proposal.", MAX_SHORT)
 Content = _text("The fact itself.")
-Priority = Annotated[_enum(PRIORITIES) | None, Field(description="How much it matters (default normal).")]
 TaskKey = _text("A stable name for the task (the same name each time it runs, e.g. run_tests).", MAX_SHORT)
-Status = Annotated[_enum(STATUSES), Field(description="How the run ended.")]
 Outcome = _maybe_text("What happened, in a sentence or two (e.g. 2 tests failed in test_auth.py).")
 Refs = _words("References: commit ids, CI run ids, file paths.", items=MAX_FILES, item_chars=MAX_PATH_CHARS)
 

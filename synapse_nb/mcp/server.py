@@ -37,7 +37,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
-from mcp.types import CallToolResult, ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError as PydanticValidationError
 
 from synapse_nb._version import __version__
@@ -154,7 +154,7 @@ class _Server(MCPServer):
             raise
         if note and isinstance(res, CallToolResult) and not res.is_error:
             first = res.content[0] if res.content else None
-            if first is not None and getattr(first, "type", "") == "text":
+            if isinstance(first, TextContent):
                 first.text += f"\n{note.strip(' ()')}"
             if isinstance(res.structured_content, dict):
                 res.structured_content["ignored_arguments"] = [inline(k, 40) for k in extra[:20]]
@@ -355,10 +355,9 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         (otherwise "nothing new", with empty_reason nothing_relevant, already_given or over_budget). Approved
         lessons always come first."""
         with _errors():
-            kwargs = {} if budget_tokens is None else {"budget_tokens": budget_tokens}
             v = handle.get()
             try:
-                r = None if v.offline else v.recall(query, session=session_id, **kwargs)
+                r = None if v.offline else v.recall(query, session=session_id, budget_tokens=budget_tokens)
             except OfflineError as exc:  # the server went away since the handle was opened
                 v, r = handle.stale_copy(exc), None
             if r is None:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
