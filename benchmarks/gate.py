@@ -53,15 +53,17 @@ def bench_scorer(texts: list[str]) -> None:
         keys = [f"mem_{i}" for i in range(n)]
         df = {t: 10 for q in queries for t in query_terms(q)}
         s = CorpusScorer()
-        nokeys = _timeit(lambda: s.score(queries[0], sub, doc_freq=df, n_docs=n))
+        nokeys = _timeit(lambda s=s, sub=sub, df=df, n=n: s.score(queries[0], sub, doc_freq=df, n_docs=n))
 
-        def cold() -> None:
+        def cold(s: CorpusScorer = s, sub: list[str] = sub, df: dict[str, int] = df, n: int = n,
+                 keys: list[str] = keys) -> None:
             s.clear_cache()
             s.score(queries[0], sub, doc_freq=df, n_docs=n, doc_keys=keys)
 
         cold_t = _timeit(cold)
         s.score(queries[0], sub, doc_freq=df, n_docs=n, doc_keys=keys)
-        warm_t = _timeit(lambda: s.score(queries[1], sub, doc_freq=df, n_docs=n, doc_keys=keys))
+        warm_t = _timeit(lambda s=s, sub=sub, df=df, n=n, keys=keys:
+                         s.score(queries[1], sub, doc_freq=df, n_docs=n, doc_keys=keys))
         print(f"{n:>10} {1e3 * nokeys:>9.2f} {1e3 * cold_t:>9.2f} {1e3 * warm_t:>9.2f}")
 
 
