@@ -80,15 +80,16 @@ def test_raw_sql_as_the_agent_login_is_refused(seeded: dict[str, Any], logins: d
     attempts = {
         "approve": f"UPDATE lessons SET status = 'approved' WHERE id = '{pid}'",
         "reject": f"DELETE FROM lessons WHERE id = '{pid}'",
-        "insert approved": "INSERT INTO lessons(id, mind, status, summary, source, created_at, updated_at, approved_at, "
-                           "expires_at) VALUES ('les_x', 'default', 'approved', 's', 'agent', '2026-01-01T00:00:00.000000Z',"
-                           " '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z', '2099-01-01T00:00:00.000000Z')",
+        "insert approved": "INSERT INTO lessons(id, mind, status, summary, source, created_at, updated_at, "
+                           "approved_at, expires_at) VALUES ('les_x', 'default', 'approved', 's', 'agent', "
+                           "'2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z', "
+                           "'2026-01-01T00:00:00.000000Z', '2099-01-01T00:00:00.000000Z')",
         "verify": f"UPDATE memories SET verified = 1 WHERE id = '{mid}'",
         "overwrite": f"UPDATE memories SET content = 'tabs' WHERE id = '{mid}'",
         "delete": f"DELETE FROM memories WHERE id = '{mid}'",
-        "pass as user": "INSERT INTO memories(id, mind, category, key, content, priority, source, verified, confidence, "
-                        "created_at, updated_at, terms) VALUES ('mem_x', 'default', 'k', 'k', 'c', 2, 'user', 0, 0.5, "
-                        "'2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z', '{c}')",
+        "pass as user": "INSERT INTO memories(id, mind, category, key, content, priority, source, verified, "
+                        "confidence, created_at, updated_at, terms) VALUES ('mem_x', 'default', 'k', 'k', 'c', 2, "
+                        "'user', 0, 0.5, '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z', '{c}')",
         "settings": "INSERT INTO meta(key, value) VALUES ('setting:lesson_expiry_days', '999')",
         "frequencies": "UPDATE gate_df SET n = n + 100",
         "disable guard": "ALTER TABLE memories DISABLE TRIGGER memories_guard",
@@ -133,7 +134,7 @@ def test_two_machines_approving_the_same_lesson_at_once_one_wins(team_url: str, 
         barrier = threading.Barrier(2)
         outcome: list[str] = []
 
-        def approve(v: Any, text: str) -> None:
+        def approve(v: Any, text: str, les: Any, barrier: threading.Barrier, outcome: list[str]) -> None:
             barrier.wait()
             try:
                 v.lessons.approve(les.id, text=text)
@@ -142,7 +143,8 @@ def test_two_machines_approving_the_same_lesson_at_once_one_wins(team_url: str, 
                 assert "approved meanwhile" in str(exc) or "already approved" in str(exc)
                 outcome.append("conflict")
 
-        threads = [threading.Thread(target=approve, args=(v, t)) for v, t in ((a, "from a"), (b, "from b"))]
+        threads = [threading.Thread(target=approve, args=(v, t, les, barrier, outcome))
+                   for v, t in ((a, "from a"), (b, "from b"))]
         for t in threads:
             t.start()
         for t in threads:
