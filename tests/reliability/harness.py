@@ -177,7 +177,7 @@ def run_worker(mode: str, vault_dir: str, journal_path: str, seed: int, n_ops: i
                 doc = _cli(vault_dir, "remember", "procedure", f"c{wid}_n{n}", f"{tok} via the command line")
                 j.write(op="ack", kind="memory", id=doc["id"], token=tok, cli=True)
                 _cli(vault_dir, "recall", f"{tok} command line")
-        except Exception as exc:  # every error that reaches a caller is a finding
+        except Exception as exc:  # noqa: BLE001 - fuzz worker: every error that reaches a caller is a finding
             j.write(op="error", what=op, type=type(exc).__name__, msg=str(exc)[:500],
                     tb=traceback.format_exc()[-2000:])
         else:
@@ -203,7 +203,7 @@ def _token_of(text: str | None) -> str | None:
     if not text:
         return None
     first = text.split()[0] if text.split() else ""
-    if first.startswith("task_") or first.startswith("note_"):
+    if first.startswith(("task_", "note_")):
         first = first[5:]
     return first if first.startswith("zq") else None
 

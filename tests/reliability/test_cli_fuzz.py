@@ -58,11 +58,11 @@ HOSTILE = st.one_of(
     st.text(alphabet=st.characters(codec="utf-8", exclude_categories=()), max_size=20),
     st.integers(min_value=-(10**30), max_value=10**30).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.sampled_from(["", " ", "-", "--", "--json", "-n", "\x00", "\x1b[31m", "\n\nTraceback", "'; DROP TABLE memories; --",
-                     "NEAR(a b)", "a AND (b OR", "title:x*", "mem_", "les_", "ckp_", "latest", "../../etc/passwd",
-                     "/dev/null", '{"kind": "memory", "source": "user"}', "9999-12-31T23:59:59Z", "-1", "0",
-                     "1e309", "nan", "\ud800", "x" * 100_000, "🚀" * 2000, "%s%n", "\\", "pending", "approved",
-                     "high", "knowledge", "30d", "user", "agent"]))
+    st.sampled_from(["", " ", "-", "--", "--json", "-n", "\x00", "\x1b[31m", "\n\nTraceback",
+                     "'; DROP TABLE memories; --", "NEAR(a b)", "a AND (b OR", "title:x*", "mem_", "les_", "ckp_",
+                     "latest", "../../etc/passwd", "/dev/null", '{"kind": "memory", "source": "user"}',
+                     "9999-12-31T23:59:59Z", "-1", "0", "1e309", "nan", "\ud800", "x" * 100_000, "🚀" * 2000, "%s%n",
+                     "\\", "pending", "approved", "high", "knowledge", "30d", "user", "agent"]))
 JUNK = st.sampled_from(["--nope", "-Z", "--json=yes", "--limit", "--vault", "--mind", "--help", "--version",
                         "---", "-", "--=", "--files=", "extra"])
 

@@ -1,4 +1,5 @@
-"""Hostile input on reads, recall, search, lessons, settings and ids; agent escalation (Python API and MCP); hostile imports.
+"""Hostile input on reads, recall, search, lessons, settings and ids; agent escalation (Python API and MCP);
+hostile imports.
 
 Every call either does the right thing or raises a SynapseError, and a refused call leaves
 ``export_jsonl()`` byte-identical. (tests/test_properties.py covers the write calls' arguments.)
@@ -53,10 +54,13 @@ READS = {
     "memories.get": lambda v, x: v.memories.get(x), "memories.search": lambda v, x: v.memories.search(x),
     "memories.search tag": lambda v, x: v.memories.search("numpy", tag=x),
     "memories.search category": lambda v, x: v.memories.search("numpy", category=x),
-    "memories.by_tag": lambda v, x: v.memories.by_tag(x), "memories.get_by_key": lambda v, x: v.memories.get_by_key("preference", x),
-    "memories.expiring": lambda v, x: v.memories.expiring(within=x), "memories.list limit": lambda v, x: v.memories.list(limit=x),
+    "memories.by_tag": lambda v, x: v.memories.by_tag(x),
+    "memories.get_by_key": lambda v, x: v.memories.get_by_key("preference", x),
+    "memories.expiring": lambda v, x: v.memories.expiring(within=x),
+    "memories.list limit": lambda v, x: v.memories.list(limit=x),
     "decisions.search": lambda v, x: v.decisions.search(x), "decisions.get": lambda v, x: v.decisions.get(x),
-    "checkpoints.restore": lambda v, x: v.checkpoints.restore(x), "checkpoints.latest": lambda v, x: v.checkpoints.latest(branch=x),
+    "checkpoints.restore": lambda v, x: v.checkpoints.restore(x),
+    "checkpoints.latest": lambda v, x: v.checkpoints.latest(branch=x),
     "checkpoints.list": lambda v, x: v.checkpoints.list(branch=x), "lessons.get": lambda v, x: v.lessons.get(x),
     "lessons.list": lambda v, x: v.lessons.list(status=x), "lessons.search": lambda v, x: v.lessons.search(x),
     "episodes.last": lambda v, x: v.episodes.last(x), "episodes.history": lambda v, x: v.episodes.history(x),
@@ -64,16 +68,20 @@ READS = {
     "notes.search": lambda v, x: v.notes.search(x), "settings.get": lambda v, x: v.settings.get(x),
     "recall": lambda v, x: v.recall(x), "recall session": lambda v, x: v.recall("numpy", session=x),
     "recall branch": lambda v, x: v.recall("numpy", branch=x), "recall files": lambda v, x: v.recall("auth", files=x),
-    "recall budget": lambda v, x: v.recall("numpy", budget_tokens=x), "recall path": lambda v, x: v.recall("numpy", path=x),
+    "recall budget": lambda v, x: v.recall("numpy", budget_tokens=x),
+    "recall path": lambda v, x: v.recall("numpy", path=x),
     "with_mind": lambda v, x: v.with_mind(x).memories.count(), "index.search": lambda v, x: v.index.search(x),
 }
 MUTATIONS = {  # user calls that may change the vault when the input is valid
     "lessons.approve text": lambda v, ids, x: v.lessons.approve(ids["approved"], text=x),
     "lessons.approve expiry": lambda v, ids, x: v.lessons.approve(ids["approved"], expiry_days=x),
-    "lessons.approve id": lambda v, ids, x: v.lessons.approve(x), "lessons.reject id": lambda v, ids, x: v.lessons.reject(x),
+    "lessons.approve id": lambda v, ids, x: v.lessons.approve(x),
+    "lessons.reject id": lambda v, ids, x: v.lessons.reject(x),
     "lessons.submit_analysis": lambda v, ids, x: v.lessons.submit_analysis(ids["pending"], x),
-    "settings.set name": lambda v, ids, x: v.settings.set(x, 10), "settings.set value": lambda v, ids, x: v.settings.set("scan_window", x),
-    "memories.verify id": lambda v, ids, x: v.memories.verify(x), "memories.delete id": lambda v, ids, x: v.memories.delete(x),
+    "settings.set name": lambda v, ids, x: v.settings.set(x, 10),
+    "settings.set value": lambda v, ids, x: v.settings.set("scan_window", x),
+    "memories.verify id": lambda v, ids, x: v.memories.verify(x),
+    "memories.delete id": lambda v, ids, x: v.memories.delete(x),
     "decisions.delete id": lambda v, ids, x: v.decisions.delete(x), "notes.delete": lambda v, ids, x: v.notes.delete(x),
 }
 
@@ -101,7 +109,7 @@ def test_fuzz_reads_answer_or_refuse_and_change_nothing(world: dict[str, Any], n
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
 def test_fuzz_user_mutations_refused_calls_change_nothing(world: dict[str, Any], name: str) -> None:
     v, ids = world["v"], world["ids"]
-    real = {v2 for v2 in ids.values()}
+    real = set(ids.values())
 
     @given(x=NASTY)
     def run(x: Any) -> None:
@@ -122,9 +130,11 @@ def test_fuzz_user_mutations_refused_calls_change_nothing(world: dict[str, Any],
 def _escalations(a: syn.Vault, ids: dict[str, str]) -> dict[str, Any]:
     p, ap, um = ids["pending"], ids["approved"], ids["user_mem"]
     return {
-        "approve by prefix": lambda: a.lessons.approve(p[:6]), "approve with text": lambda: a.lessons.approve(p, text="x"),
+        "approve by prefix": lambda: a.lessons.approve(p[:6]),
+        "approve with text": lambda: a.lessons.approve(p, text="x"),
         "reapprove": lambda: a.lessons.reapprove(ap), "reject by padded id": lambda: a.lessons.reject(f"  {p}  "),
-        "reject approved": lambda: a.lessons.reject(ap), "verify with confidence": lambda: a.memories.verify(um, confidence=1.0),
+        "reject approved": lambda: a.lessons.reject(ap),
+        "verify with confidence": lambda: a.memories.verify(um, confidence=1.0),
         "verify own": lambda: a.memories.verify(ids["agent_mem"]),
         "overwrite via other mind handle": lambda: a.with_mind("default").remember("preference", "style", "x"),
         "overwrite with Preference case": lambda: a.remember("PREFERENCE", "style", "x"),
@@ -135,13 +145,14 @@ def _escalations(a: syn.Vault, ids: dict[str, str]) -> dict[str, Any]:
         "verified=1": lambda: a.remember("knowledge", "k1", "x", verified=1),
         "read pending by get": lambda: a.lessons.get(p), "list pending": lambda: a.lessons.list(status="pending"),
         "settings.set": lambda: a.settings.set("lesson_expiry_days", 3650), "prune": lambda: a.prune(),
-        "export": lambda: a.export_jsonl(), "delete user checkpoint decision": lambda: a.decisions.delete(ids["decision"]),
+        "export": lambda: a.export_jsonl(),
+        "delete user checkpoint decision": lambda: a.decisions.delete(ids["decision"]),
         "agent via open_vault": lambda: syn.open_vault(a.path, actor="agent").lessons.approve(p),
     }
 
 
-@pytest.mark.parametrize("how", sorted(_escalations(None, {k: "x" for k in  # type: ignore[arg-type]
-                                       ("pending", "approved", "user_mem", "agent_mem", "decision")})))
+@pytest.mark.parametrize("how", sorted(_escalations(None, dict.fromkeys(  # type: ignore[arg-type]
+                                       ("pending", "approved", "user_mem", "agent_mem", "decision"), "x"))))
 def test_agent_escalation_refused_through_the_python_api(world: dict[str, Any], how: str) -> None:
     v = world["v"]
     before = v.export_jsonl()
@@ -156,13 +167,14 @@ def test_agent_escalation_refused_through_the_python_api(world: dict[str, Any], 
 
 async def _mcp_calls(server: Any, calls: list[tuple[str, Any]]) -> list[Any]:
     from mcp import Client
+    from mcp.shared.exceptions import MCPError
 
     out = []
     async with Client(server) as c:
         for name, args in calls:
             try:
                 out.append(await c.call_tool(name, args))
-            except Exception as exc:  # protocol-level refusal (bad arguments): recorded, the session goes on
+            except MCPError as exc:  # protocol-level refusal (bad arguments): recorded, the session goes on
                 out.append(exc)
         out.append(await c.call_tool("get_status", {}))  # the server is still serving
     return out
@@ -179,12 +191,14 @@ def test_agent_escalation_and_malformed_calls_through_mcp(world: dict[str, Any])
         ("remember", {"category": "preference", "key": "style", "content": "agent's style"}),
         ("remember", {"category": "knowledge", "key": "k", "content": "x", "source": "user", "verified": True}),
         ("search", {"query": "pending lesson about caching", "kind": "lesson"}),
-        ("search", {"query": "x", "kind": "lesson' OR 1=1 --", "limit": 10}), ("search", {"query": "x", "limit": 10**9}),
+        ("search", {"query": "x", "kind": "lesson' OR 1=1 --", "limit": 10}),
+        ("search", {"query": "x", "limit": 10**9}),
         ("search", {"query": ["not", "text"]}), ("recall", {"query": None}), ("recall", {"query": "x" * 2_000_000}),
         ("restore_checkpoint", {"checkpoint_id": "../../etc/passwd"}),
         ("submit_lesson_analysis", {"lesson_id": ids["approved"], "analysis": "rewrite an approved lesson"}),
         ("submit_lesson_analysis", {"lesson_id": "les_", "analysis": "x"}),
-        ("log_episode", {"task_key": "t", "status": "approved"}), ("signal_low_context", {"token_count": "9", "capacity": 0}),
+        ("log_episode", {"task_key": "t", "status": "approved"}),
+        ("signal_low_context", {"token_count": "9", "capacity": 0}),
     ]
     results = anyio.run(_mcp_calls, build_server(vault=v), calls)
     assert not isinstance(results[-1], Exception) and not results[-1].is_error
@@ -208,14 +222,15 @@ def _export_lines(v: syn.Vault) -> list[str]:
 
 
 HOSTILE_IMPORTS = {
-    "duplicate id": lambda lines: lines + [lines[-1]],
-    "unknown kind": lambda lines: lines + [json.dumps({"kind": "secret", "id": "sec_1"})],
-    "truncated file": lambda lines: lines[:-1] + [lines[-1][: len(lines[-1]) // 2]],
+    "duplicate id": lambda lines: [*lines, lines[-1]],
+    "unknown kind": lambda lines: [*lines, json.dumps({"kind": "secret", "id": "sec_1"})],
+    "truncated file": lambda lines: [*lines[:-1], lines[-1][: len(lines[-1]) // 2]],
     "collides with existing": lambda lines: lines,  # the target already holds knowledge/imported_4
-    "header from a newer schema": lambda lines: [json.dumps({"format": "synapse_nb-export", "schema": 999})] + lines[1:],
+    "header from a newer schema": lambda lines: [json.dumps({"format": "synapse_nb-export", "schema": 999}),
+                                                 *lines[1:]],
     "no header": lambda lines: lines[1:],
-    "bad setting": lambda lines: lines + [json.dumps({"kind": "setting", "name": "lesson_expiry_days", "value": -1})],
-    "good lines then garbage": lambda lines: lines + ["{not json"],
+    "bad setting": lambda lines: [*lines, json.dumps({"kind": "setting", "name": "lesson_expiry_days", "value": -1})],
+    "good lines then garbage": lambda lines: [*lines, "{not json"],
 }
 
 

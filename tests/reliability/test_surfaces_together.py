@@ -74,7 +74,7 @@ def _kernel_actor(repo: Path, out: dict[str, Any]) -> None:
                 mid, cid, _n = json.loads(text.strip().splitlines()[-1])
                 out["acks"] += [("memory", mid, tok), ("checkpoint", cid, tok)]
         out["window"].append(time.monotonic())
-    except Exception as exc:  # every failure of the actor itself is a finding
+    except Exception as exc:  # noqa: BLE001 - thread actor: every failure of the actor itself is a finding
         out["errors"].append(f"kernel actor: {type(exc).__name__}: {exc}")
         out["ready"].set()
     finally:
@@ -132,7 +132,7 @@ def _git_actor(repo: ScratchRepo, out: dict[str, Any]) -> None:
                 repo.git("revert", "--no-edit", reverted)
                 out["commits"] += 1
         out["window"].append(time.monotonic())
-    except Exception as exc:  # a failed commit (git's stderr is in the message)
+    except Exception as exc:  # noqa: BLE001 - thread actor: any failure is a finding (a failed commit: git's stderr)
         out["errors"].append(f"git: {type(exc).__name__}: {exc}")
     finally:
         out["git_done"].set()
@@ -185,7 +185,8 @@ def test_kernel_mcp_and_git_hook_on_one_vault(tmp_path: Path, monkeypatch: pytes
     # they really overlapped: every actor started before any of them finished
     starts, ends = [a["window"][0] for a in (kernel, mcp, git)], [a["window"][-1] for a in (kernel, mcp, git)]
     print(f"ops: kernel {len(kernel['acks']) // 2}, mcp {len(mcp['acks']) // 2}, commits {git['commits']}; "
-          f"windows (s): kernel {ends[0] - starts[0]:.2f}, mcp {ends[1] - starts[1]:.2f}, git {ends[2] - starts[2]:.2f}")
+          f"windows (s): kernel {ends[0] - starts[0]:.2f}, mcp {ends[1] - starts[1]:.2f}, "
+          f"git {ends[2] - starts[2]:.2f}")
     assert max(starts) < min(ends), (starts, ends)
 
     v = syn.open_vault(repo.root)
