@@ -20,26 +20,44 @@ def gate_eval(
     path: Annotated[str, typer.Argument(help=(
         "A labelled file (CSV/TSV/JSONL/JSON records/Parquet), a folder of split files (train.*, val.*|valid*|"
         "dev.*, test.*), a dataset folder or a bundled name (agent_vault, clinc150)."))],
-    text_col: Annotated[str | None, typer.Option("--text-col", help="Text column (default: text/utterance/query/sentence/...).")] = None,
-    label_col: Annotated[str | None, typer.Option("--label-col", help="Label column (default: label/intent/category/...).")] = None,
-    split_col: Annotated[str | None, typer.Option("--split-col", help="Split column (default: split/partition/...; '' for none).")] = None,
-    delimiter: Annotated[str | None, typer.Option("--delimiter", help="CSV delimiter, e.g. ';' or '\\t' (default: sniffed).")] = None,
+    text_col: Annotated[str | None, typer.Option(
+        "--text-col", help="Text column (default: text/utterance/query/sentence/...).")] = None,
+    label_col: Annotated[str | None, typer.Option(
+        "--label-col", help="Label column (default: label/intent/category/...).")] = None,
+    split_col: Annotated[str | None, typer.Option(
+        "--split-col", help="Split column (default: split/partition/...; '' for none).")] = None,
+    delimiter: Annotated[str | None, typer.Option(
+        "--delimiter", help="CSV delimiter, e.g. ';' or '\\t' (default: sniffed).")] = None,
     encoding: Annotated[str, typer.Option("--encoding", help="File encoding, e.g. latin-1, cp1252.")] = "utf-8",
-    errors: Annotated[str, typer.Option("--errors", metavar="strict|replace", help="Undecodable bytes: stop, or read them as U+FFFD.")] = "strict",
+    errors: Annotated[str, typer.Option(
+        "--errors", metavar="strict|replace", help="Undecodable bytes: stop, or read them as U+FFFD.")] = "strict",
     train_split: Annotated[str, typer.Option("--train-split", help="Split the router is fitted on.")] = "train",
-    val_split: Annotated[str, typer.Option("--val-split", help="Split thresholds are calibrated on; 'auto' finds val/valid/dev or carves one from train; '' for none.")] = "auto",
+    val_split: Annotated[str, typer.Option(
+        "--val-split", help="Split thresholds are calibrated on; 'auto' finds val/valid/dev or carves one from train; "
+                            "'' for none.")] = "auto",
     test_split: Annotated[str, typer.Option("--test-split", help="Split that is scored.")] = "test",
-    holdout: Annotated[float | None, typer.Option("--holdout", help="Data without splits: hold out this share of each label as test (also the share carved from train for a missing val split).")] = None,
+    holdout: Annotated[float | None, typer.Option(
+        "--holdout", help="Data without splits: hold out this share of each label as test (also the share carved "
+                          "from train for a missing val split).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of hold-outs, folds and bootstrap intervals.")] = 0,
-    method: Annotated[str, typer.Option("--method", metavar="auto|linear|centroid|knn", help="How the router scores routes.")] = "auto",
-    criterion: Annotated[str, typer.Option("--criterion", metavar="accuracy|balanced", help="Calibration criterion.")] = "accuracy",
+    method: Annotated[str, typer.Option(
+        "--method", metavar="auto|linear|centroid|knn", help="How the router scores routes.")] = "auto",
+    criterion: Annotated[str, typer.Option(
+        "--criterion", metavar="accuracy|balanced", help="Calibration criterion.")] = "accuracy",
     per_route: Annotated[bool, typer.Option("--per-route", help="Calibrate one threshold per route.")] = False,
-    cross_fit: Annotated[int | None, typer.Option("--cross-fit", help="Fit on train+val; choose thresholds on out-of-fold scores of this many folds.")] = None,
+    cross_fit: Annotated[int | None, typer.Option(
+        "--cross-fit", help="Fit on train+val; choose thresholds on out-of-fold scores of this many folds.")] = None,
     c: Annotated[float | None, typer.Option("--C", help="Linear model regularisation (default 2.0).")] = None,
-    linear_idf: Annotated[float | None, typer.Option("--linear-idf", help="idf exponent of the linear model's features, 0..1 (default 0.5).")] = None,
-    description_weight: Annotated[float | None, typer.Option("--description-weight", help="Share of a route's centroid taken by its description, 0..1 (default 0.5).")] = None,
-    blend: Annotated[float | None, typer.Option("--blend", help="method auto: fix the linear/centroid blend, 0..1 (default: chosen on val).")] = None,
-    descriptions: Annotated[bool | None, typer.Option("--descriptions/--no-descriptions", help="Fit on route descriptions and examples (default: when the dataset has them).")] = None,
+    linear_idf: Annotated[float | None, typer.Option(
+        "--linear-idf", help="idf exponent of the linear model's features, 0..1 (default 0.5).")] = None,
+    description_weight: Annotated[float | None, typer.Option(
+        "--description-weight",
+        help="Share of a route's centroid taken by its description, 0..1 (default 0.5).")] = None,
+    blend: Annotated[float | None, typer.Option(
+        "--blend", help="method auto: fix the linear/centroid blend, 0..1 (default: chosen on val).")] = None,
+    descriptions: Annotated[bool | None, typer.Option(
+        "--descriptions/--no-descriptions",
+        help="Fit on route descriptions and examples (default: when the dataset has them).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Fit the gate's router on one split, calibrate on another, score the test split (95% bootstrap CIs).
