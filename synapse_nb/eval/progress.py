@@ -13,7 +13,7 @@ Examples
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Self
 
 __all__ = ["progress_bar", "wants_progress"]
 
@@ -41,7 +41,7 @@ class _NoBar:
     def close(self) -> None:
         """Nothing to close."""
 
-    def __enter__(self) -> _NoBar:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

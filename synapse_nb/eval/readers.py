@@ -38,7 +38,9 @@ def _decode(path: Path, raw: bytes, encoding: str, errors: str) -> str:
     try:
         text = raw.decode(encoding, errors)
     except LookupError:
-        raise DatasetError(f"encoding {encoding!r} is not known to Python; accepted: utf-8, latin-1, cp1252, ...") from None
+        raise DatasetError(
+            f"encoding {encoding!r} is not known to Python; accepted: utf-8, latin-1, cp1252, ..."
+        ) from None
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
@@ -84,7 +86,8 @@ def sniff_delimiter(text: str, default: str = ",") -> str:
         return best if counts[best] else default
 
 
-def _records_csv(path: Path, sep: str | None, encoding: str, errors: str) -> tuple[list[str], list[dict[str, Any]], int]:
+def _records_csv(path: Path, sep: str | None, encoding: str,
+                 errors: str) -> tuple[list[str], list[dict[str, Any]], int]:
     import pandas as pd  # pandas: only to parse CSV/TSV files
 
     text = _read_text(path, encoding, errors)
@@ -104,7 +107,8 @@ def _records_csv(path: Path, sep: str | None, encoding: str, errors: str) -> tup
     return columns, frame.to_dict(orient="records"), 2  # the header is row 1
 
 
-def _records_jsonl(path: Path, encoding: str = "utf-8", errors: str = "strict") -> tuple[list[str], list[dict[str, Any]], list[int]]:
+def _records_jsonl(path: Path, encoding: str = "utf-8",
+                   errors: str = "strict") -> tuple[list[str], list[dict[str, Any]], list[int]]:
     text = _read_text(path, encoding, errors)
     records: list[dict[str, Any]] = []
     lines: list[int] = []
@@ -149,13 +153,14 @@ def _records_json(path: Path, encoding: str, errors: str) -> tuple[list[str], li
 
 
 def _records_parquet(path: Path) -> tuple[list[str], list[dict[str, Any]], int]:
-    import pyarrow.parquet as pq  # pyarrow: only to read Parquet files
+    import pyarrow as pa  # pyarrow: only to read Parquet files
+    import pyarrow.parquet as pq
 
     if not path.exists():
         raise DatasetError(f"{path}: no such file; accepted: {_ACCEPTED_FILES}")
     try:
         table = pq.read_table(path)
-    except Exception as exc:  # pyarrow raises ArrowInvalid / OSError subclasses
+    except (pa.ArrowException, OSError) as exc:  # ArrowInvalid on a file that is not Parquet
         raise DatasetError(f"{path}: not a readable Parquet file ({exc})") from None
     return list(table.column_names), table.to_pylist(), 1
 

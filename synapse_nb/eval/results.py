@@ -131,5 +131,5 @@ def load_results(path: str | os.PathLike[str]) -> pl.DataFrame:
         raise NotFoundError(f"{path}: no results file; save_results(result, path) creates it")
     try:
         return pl.read_parquet(path)
-    except Exception as exc:  # polars raises ComputeError / OSError variants
+    except (pl.exceptions.PolarsError, OSError) as exc:  # ComputeError on a file that is not Parquet
         raise DatasetError(f"{path}: not a readable results Parquet file ({exc})") from None
