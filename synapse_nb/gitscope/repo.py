@@ -313,6 +313,6 @@ def default_branch(repo: RepoInfo) -> str | None:
         try:
             if _resolve_ref(repo, f"refs/heads/{name}"):
                 return name
-        except Exception:  # an unreadable ref is not a default branch
+        except (GitError, ValueError):  # an unreadable ref (ValueError: it names a path with a NUL byte)
             continue
     return None

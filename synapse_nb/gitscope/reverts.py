@@ -364,7 +364,8 @@ def revert_backing(repo: RepoInfo, sha: str) -> str:
         return "missing"
     try:
         found = _lookup_outside(repo, [sha.strip()])
-    except Exception:  # an unreadable repository or no git: nothing backs the lesson
+    except Exception:  # noqa: BLE001 - review text: no git, an unreadable repository or a malformed object
+        # (a commit date out of range raises ValueError/OSError/OverflowError): nothing backs the lesson
         return "missing"
     if not found:
         return "missing"

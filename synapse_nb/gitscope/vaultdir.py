@@ -37,8 +37,8 @@ from pathlib import Path
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope.repo import RepoInfo, find_repo
 
-__all__ = ["GITIGNORE_NAME", "GITIGNORE_TEXT", "ensure_gitignore", "holds_only_vault_files", "in_prefix", "repo_prefix", "symlink_exit",
-           "tracked_files", "tracked_path", "untrack_command"]
+__all__ = ["GITIGNORE_NAME", "GITIGNORE_TEXT", "ensure_gitignore", "holds_only_vault_files", "in_prefix", "repo_prefix",
+           "symlink_exit", "tracked_files", "tracked_path", "untrack_command"]
 
 GITIGNORE_NAME = ".gitignore"
 GITIGNORE_TEXT = (
@@ -109,7 +109,8 @@ def repo_prefix(repo: RepoInfo | None, folder: str | Path) -> str | None:
 def in_prefix(prefix: str | None, path: str) -> bool:
     """Whether the repository-relative ``path`` lies inside the folder ``prefix`` (from :func:`repo_prefix`).
 
-    >>> in_prefix(".synapse/", "./.synapse/synapse.db"), in_prefix(".synapse/", ".synapse"), in_prefix(".synapse/", "src/a.py")
+    >>> (in_prefix(".synapse/", "./.synapse/synapse.db"), in_prefix(".synapse/", ".synapse"),
+    ...  in_prefix(".synapse/", "src/a.py"))
     (True, True, False)
     """
     if not prefix or not isinstance(path, str):

@@ -244,7 +244,8 @@ def commits_touching(repo: RepoInfo | str | Path, paths: Iterable[str], since_is
 
     Examples
     --------
-    >>> [c.subject for c in commits_touching("/path/to/repo", ["src/auth.py"], "2024-03-01T00:00:00Z")]  # doctest: +SKIP
+    >>> [c.subject for c in commits_touching("/path/to/repo", ["src/auth.py"],
+    ...                                      "2024-03-01T00:00:00Z")]  # doctest: +SKIP
     ['Rotate JWT keys']
     """
     if isinstance(paths, str):

@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Self
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 
@@ -149,7 +149,7 @@ class Watcher:
                 os.close(self._lock_fd)
                 self._lock_fd = None
 
-    def start(self) -> Watcher:
+    def start(self) -> Self:
         """Take the lock, record the current HEAD and change set, and start observing.
 
         Raises
@@ -201,7 +201,7 @@ class Watcher:
         self._release_lock()
         self._stop_event.set()
 
-    def __enter__(self) -> Watcher:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
