@@ -145,7 +145,9 @@ def shift(now: datetime, delta: timedelta, field: str = "duration") -> datetime:
     try:
         return now + delta
     except OverflowError:
-        raise ValidationError(f"{field} reaches past the year 9999 (or before year 1); use a smaller duration") from None
+        raise ValidationError(
+            f"{field} reaches past the year 9999 (or before year 1); use a smaller duration"
+        ) from None
 
 
 def check_limit(limit: Any) -> int | None:
@@ -246,9 +248,10 @@ def check_tags(tags: Any, field: str = "tags") -> tuple[str, ...]:
     if tags is None:
         return ()
     if isinstance(tags, str):
-        tags = [t for t in tags.split(",")]
+        tags = tags.split(",")
     elif not isinstance(tags, Sequence | set | frozenset) or isinstance(tags, bytes):
-        raise ValidationError(f"{field} must be a list of strings or a comma-separated string, got {type(tags).__name__}")
+        raise ValidationError(f"{field} must be a list of strings or a comma-separated string, "
+                              f"got {type(tags).__name__}")
     else:
         tags = list(tags)
         for t in tags:
@@ -257,7 +260,8 @@ def check_tags(tags: Any, field: str = "tags") -> tuple[str, ...]:
                                       "(or all of them as one comma-separated string)")
     out: set[str] = set()
     for t in tags:
-        t = check_text(t, "tag", max_len=MAX_TAG_CHARS, allow_empty=True, multiline=False).strip().lstrip("#").strip().lower()
+        t = check_text(t, "tag", max_len=MAX_TAG_CHARS, allow_empty=True, multiline=False)
+        t = t.strip().lstrip("#").strip().lower()
         if any(ch.isspace() for ch in t):
             raise ValidationError(f"tag {t!r} contains a space; a tag is one word: separate tags with commas "
                                   "('a,b') or join the words ('a-b')")
@@ -295,9 +299,10 @@ def check_files(files: Any, field: str = "files") -> tuple[str, ...]:
     if files is None:
         return ()
     if isinstance(files, str):
-        files = [f for f in files.split(",")]
+        files = files.split(",")
     if not isinstance(files, Sequence) or isinstance(files, bytes):
-        raise ValidationError(f"{field} must be a list of paths or a comma-separated string, got {type(files).__name__}")
+        raise ValidationError(f"{field} must be a list of paths or a comma-separated string, "
+                              f"got {type(files).__name__}")
     out: list[str] = []
     for f in files:
         f = check_text(f, "file path", max_len=MAX_PATH_CHARS, allow_empty=True, multiline=False).strip()
@@ -400,8 +405,8 @@ def write_atomic(path: Path, data: str | bytes | bytearray | Iterable[bytes | by
 def head_lines(text: str, max_chars: int) -> tuple[list[str], int, bool]:
     """The whole lines of ``text`` from the top that fit in ``max_chars`` characters (each with its line break),
     how many lines are not shown at all, and whether the first line had to be cut (it alone was too long: its
-    first ``max_chars`` characters are kept, then "…"). Every surface that cuts text to a size keeps whole lines this way and then says
-    what it left out in its own words.
+    first ``max_chars`` characters are kept, then "…"). Every surface that cuts text to a size keeps whole lines
+    this way and then says what it left out in its own words.
 
     >>> head_lines("one\\ntwo\\nthree", 8), head_lines("abcdefgh\\nx", 5)
     ((['one', 'two'], 1, False), (['abcde…'], 1, True))

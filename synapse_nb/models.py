@@ -121,7 +121,8 @@ class Record:
         return f"<{type(self).__name__} {self.id} {self.summary_line()!r}>"
 
     def _repr_markdown_(self) -> str:
-        rows = "\n".join(f"| {k} | {_md_escape(str(v))} |" for k, v in self.to_dict().items() if v not in (None, [], ""))
+        rows = "\n".join(f"| {k} | {_md_escape(str(v))} |" for k, v in self.to_dict().items()
+                         if v not in (None, [], ""))
         return f"**{type(self).__name__}** `{self.id}`\n\n| field | value |\n|---|---|\n{rows}\n"
 
     def _repr_html_(self) -> str:
@@ -201,8 +202,8 @@ class Checkpoint(Record):
         Checkpoint ckp_1 [agent · unverified] (2026-12-01T10:00:00.000000Z, branch -, commit -)
           Doing: fix auth [quoted banner text]
         """
-        lines = [f"Checkpoint {self.id} {mark(self)} ({self.created_at}, branch {label_text(self.branch) or '-'}, "
-                 f"commit {label_text((self.commit or '-')[:12])})", f"  Doing: {inline(self.doing)}"]
+        lines = [(f"Checkpoint {self.id} {mark(self)} ({self.created_at}, branch {label_text(self.branch) or '-'}, "
+                  f"commit {label_text((self.commit or '-')[:12])})"), f"  Doing: {inline(self.doing)}"]
         if self.changed_files:
             lines.append("  Changed files: " + inline(", ".join(self.changed_files)))
         if self.next_step:

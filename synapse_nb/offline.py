@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Self
 
 from synapse_nb._util import fmt_ts
 from synapse_nb.errors import OfflineError, ValidationError
@@ -57,8 +57,8 @@ class StaleAnswer:
     @property
     def text(self) -> str:
         old = f"{self.age} old" if self.age else "unknown age"
-        lines = [f"STALE (offline): this machine's copy of the team vault, last synced {self.synced_at or 'never'} "
-                 f"({old}); the server cannot be reached, so writes are refused. {self.what}"]
+        lines = [(f"STALE (offline): this machine's copy of the team vault, last synced {self.synced_at or 'never'} "
+                  f"({old}); the server cannot be reached, so writes are refused. {self.what}")]
         lines += [f"- [{h.kind}] {h.id}: {h.text}" for h in self.hits] or ["(no match in the local copy)"]
         return "\n".join(lines)
 
@@ -133,7 +133,8 @@ class OfflineVault:
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
             raise ValidationError(f"k must be a whole number from 1 to 1000, got {k!r}")
         copy = search_copy(self.path, query, mind=self.mind, now=fmt_ts(datetime.now(UTC)), k=k)
-        return StaleAnswer(query, tuple(StaleHit(*h) for h in copy.hits), copy.synced_at, copy_age(copy.synced_at), what)
+        return StaleAnswer(query, tuple(StaleHit(*h) for h in copy.hits), copy.synced_at, copy_age(copy.synced_at),
+                           what)
 
     def _refuse(self, what: str) -> NoReturn:
         raise OfflineError(f"cannot {what}: the team vault server {self.location} cannot be reached from this "
@@ -148,7 +149,7 @@ class OfflineVault:
     def close(self) -> None:
         """Nothing to close (the copy is opened per read)."""
 
-    def __enter__(self) -> OfflineVault:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

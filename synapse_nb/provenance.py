@@ -129,8 +129,8 @@ def invisible_at(text: str) -> list[tuple[int, int]]:
     bidi embeddings, overrides, isolates and marks, tag characters, interlinear annotation marks, ...),
     variation selectors 17-256, a variation selector 1-16 that does not follow a visible non-ASCII character, the
     combining grapheme joiner and the Hangul fillers. Kept (not listed): ZWJ and ZWNJ between two visible non-ASCII
-    characters (emoji sequences such as man + ZWJ + woman, Persian and Indic spelling), one emoji variation selector after
-    its character, and the tag characters of an emoji flag (🏴 + tags + cancel tag).
+    characters (emoji sequences such as man + ZWJ + woman, Persian and Indic spelling), one emoji variation selector
+    after its character, and the tag characters of an emoji flag (🏴 + tags + cancel tag).
 
     >>> invisible_at("a\\u200bb"), invisible_at("👨\\u200d👩"), invisible_at("❤\\ufe0f")
     ([(1, 2)], [], [])
@@ -405,7 +405,8 @@ def record_json(record: Any) -> dict[str, Any]:
     """A record as agent-facing JSON: ``provenance`` (its :func:`mark`) first, then ``to_dict()`` quoted.
 
     >>> from synapse_nb.models import Decision
-    >>> record_json(Decision(id="dec_1", mind="m", created_at="", updated_at="", decision="a\\nb", source="agent"))["provenance"]
+    >>> record_json(Decision(id="dec_1", mind="m", created_at="", updated_at="", decision="a\\nb",
+    ...                      source="agent"))["provenance"]
     '[agent · unverified]'
     """
     return {"provenance": mark(record), **quoted(record.to_dict())}

@@ -204,8 +204,8 @@ def status_html(status: Any) -> str:
         total = c["total"] if "total" in c else sum(c.values())
         detail = ", ".join(f"{v:,} {k}" for k, v in sorted(c.items()) if k != "total")
         rows.append([esc(kind), f"{total:,}", esc(detail or "-")])
-    parts = [f"<div><b>vault</b> {code(status.vault_path)} · mind {code(status.mind)} · actor "
-             f"{esc(status.actor)} · schema v{status.schema_version}</div>",
+    parts = [(f"<div><b>vault</b> {code(status.vault_path)} · mind {code(status.mind)} · actor "
+              f"{esc(status.actor)} · schema v{status.schema_version}</div>"),
              table_html(["kind", "total", "by state"], rows, align="lrl", wrap=[False, False, True])]
     if getattr(status, "borrowed", None):  # a borrowed vault: said first (synapse_nb.borrowed)
         parts.insert(0, f"<div><b>{esc(status.borrowed)}</b></div>")
@@ -216,7 +216,8 @@ def status_html(status: Any) -> str:
                          + (f" and {len(ids) - 20:,} more" if len(ids) > 20 else "") + "</div>")
 
     listing("pending lessons awaiting a human", status.pending_lessons)
-    listing("approved elsewhere, awaiting local approval (not in force)", getattr(status, "awaiting_local_approval", ()))
+    listing("approved elsewhere, awaiting local approval (not in force)",
+            getattr(status, "awaiting_local_approval", ()))
     listing("memories expiring within 7 days", status.expiring_memories)
     listing("approved lessons expiring within 2 days", status.expiring_lessons)
     listing("records naming files missing at HEAD", status.dangling)

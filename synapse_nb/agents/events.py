@@ -3,8 +3,10 @@
 Standard library (and :mod:`synapse_nb.errors`) only: ``synapse-nb hook`` parses the event before it loads the
 vault. :mod:`synapse_nb.agents.handlers` does each event's work; :mod:`synapse_nb.agents.hooks` runs the process.
 
->>> parse_event("UserPromptSubmit", '{"session_id": "s1", "prompt": "deploy?", "hook_event_name": "UserPromptSubmit"}')
-HookEvent(name='prompt', session='s1', prompt='deploy?', source=None, cwd=None, tool_name=None, files=(), harness_name='UserPromptSubmit', structured=True)
+>>> parse_event("UserPromptSubmit",  # doctest: +NORMALIZE_WHITESPACE
+...             '{"session_id": "s1", "prompt": "deploy?", "hook_event_name": "UserPromptSubmit"}')
+HookEvent(name='prompt', session='s1', prompt='deploy?', source=None, cwd=None, tool_name=None, files=(),
+          harness_name='UserPromptSubmit', structured=True)
 """
 
 from __future__ import annotations
@@ -103,8 +105,10 @@ def parse_event(name: str, stdin: str = "", *, session: str | None = None, text:
         try:
             data = json.loads(stdin)
         except json.JSONDecodeError as exc:
-            raise ValidationError(f"stdin is not JSON ({exc.msg} at character {exc.pos}); a hook reads the "
-                                  "event as a JSON object, e.g. {\"session_id\": \"...\", \"prompt\": \"...\"}") from None
+            raise ValidationError(
+                f"stdin is not JSON ({exc.msg} at character {exc.pos}); a hook reads the "
+                "event as a JSON object, e.g. {\"session_id\": \"...\", \"prompt\": \"...\"}"
+            ) from None
         if not isinstance(data, dict):
             raise ValidationError(f"stdin is JSON but not an object (a {type(data).__name__}); a hook reads the "
                                   "event as a JSON object")
