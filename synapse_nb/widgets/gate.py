@@ -109,8 +109,9 @@ class GateExplorer(widgets.VBox):
     @property
     def bars(self) -> Bars:
         """The :class:`synapse_nb.recall.Bars` the sliders show."""
-        out: Bars = replace(self._base, floor=round(float(self.floor.value), 4), margin=round(float(self.margin.value), 4),
-                            top_k=int(self.top_k.value), budget_tokens=int(self.budget.value))
+        out: Bars = replace(self._base, floor=round(float(self.floor.value), 4),
+                            margin=round(float(self.margin.value), 4), top_k=int(self.top_k.value),
+                            budget_tokens=int(self.budget.value))
         return out
 
     def _moved(self, _change: Any) -> None:
@@ -118,7 +119,8 @@ class GateExplorer(widgets.VBox):
             self.run()
 
     def run(self, query: str | None = None) -> Recall | None:
-        """Recall ``query`` (default: the text box) with the sliders' bars; show the table and text; return the Recall."""
+        """Recall ``query`` (default: the text box) with the sliders' bars; show the table and text; return the
+        Recall."""
         if query is not None and query != self.query.value:
             self.query.value = query  # the observer runs the recall
             return self.recall

@@ -54,7 +54,8 @@ def lesson_html(les: Lesson, backing: str | None = None) -> str:
         who = "a human" if les.analysis_by == "user" else "an agent"
         parts.append(f"<div class='synapse-analysis'><i>analysis written by {who}:</i> {esc(les.analysis)}</div>")
     if les.lesson_text and les.status != "pending":
-        parts.append(f"<div><i>lesson text ({esc(les.wording_by or 'user')}'s wording):</i> {esc(les.lesson_text)}</div>")
+        parts.append(f"<div><i>lesson text ({esc(les.wording_by or 'user')}'s wording):</i> "
+                     f"{esc(les.lesson_text)}</div>")
     if les.expires_at:
         word = "expired" if les.status == "expired" else "in force until"
         parts.append(f"<div style='color:{MUTED}'>{word} {fmt_time(les.expires_at)}</div>")

@@ -66,7 +66,9 @@ function render({ model, el }) {
           model.save_changes();
         };
         th.addEventListener("click", sort);
-        th.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); sort(); } });
+        th.addEventListener("keydown", (e) => {
+          if (e.key === "Enter" || e.key === " ") { e.preventDefault(); sort(); }
+        });
       }
       head.appendChild(th);
     }
@@ -75,7 +77,8 @@ function render({ model, el }) {
       const tr = body.insertRow();
       tr.dataset.id = row.id;
       tr.tabIndex = 0;
-      tr.className = "synapse-row" + (row.id === selected ? " synapse-selected" : "") + (row.muted ? " synapse-muted" : "");
+      tr.className = "synapse-row" + (row.id === selected ? " synapse-selected" : "") +
+        (row.muted ? " synapse-muted" : "");
       tr.setAttribute("aria-selected", row.id === selected ? "true" : "false");
       for (const col of columns) {
         const td = tr.insertCell();
@@ -86,7 +89,9 @@ function render({ model, el }) {
       }
       const pick = () => { model.set("selected", row.id); model.save_changes(); };
       tr.addEventListener("click", pick);
-      tr.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); pick(); } });
+      tr.addEventListener("keydown", (e) => {
+        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); pick(); }
+      });
     }
     el.appendChild(table);
   };
