@@ -254,3 +254,18 @@ def test_corrupt_repository_is_git_error(repo: ScratchRepo) -> None:
     (info.common_dir / "objects").mkdir()
     with pytest.raises(GitError, match="failed"):
         scan_reverts(info)
+
+
+def test_a_crafted_commit_date_never_stops_a_scan(repo: ScratchRepo) -> None:
+    """A commit dated far beyond any clock (git stores what it is given) is read with its date clamped to 2100:
+    the scan, and the lesson it creates, go on (it raised ValueError: year out of range)."""
+    import synapse_nb as syn
+
+    far = {**repo.env(), "GIT_COMMITTER_DATE": "@99999999999999 +0000", "GIT_AUTHOR_DATE": "@99999999999999 +0000"}
+    repo.write("src/pay.py", "retry = 3\n")
+    for args in (["commit", "-qam", "Add retry"], ["revert", "--no-edit", "HEAD"]):
+        subprocess.run(["git", *args], cwd=repo.root, env=far, check=True, capture_output=True)
+    (rev,) = scan_reverts(repo.root).reverts
+    assert rev.revert.date == rev.reverted[0].date == "2100-01-01T00:00:00Z"
+    with syn.open_vault(repo.root) as v:
+        assert [les.status for les in v.lessons.scan()] == ["pending"]

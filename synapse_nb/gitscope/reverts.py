@@ -165,8 +165,18 @@ class _Raw:
         return CommitInfo(self.sha, self.subject, self.author, _iso(self.ctime))
 
 
+#: The commit times a revert scan reads as they are: 1970 .. 2100 (a crafted commit's date outside them, or one no
+#: clock can hold, is clamped to the nearer end, so one odd commit never stops a scan).
+_T_MIN, _T_MAX = 0, 4_102_444_800
+
+
 def _iso(ts: int) -> str:
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """A commit time as ISO 8601 UTC, clamped to 1970..2100.
+
+    >>> _iso(0), _iso(-5), _iso(10**30)
+    ('1970-01-01T00:00:00Z', '1970-01-01T00:00:00Z', '2100-01-01T00:00:00Z')
+    """
+    return datetime.fromtimestamp(min(max(ts, _T_MIN), _T_MAX), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _decode(data: bytes) -> str:
