@@ -350,9 +350,11 @@ class PgDatabase:
 
     # -- transactions -----------------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[_Cx]:
+    def transaction(self, *, moves_version: bool = True) -> Iterator[_Cx]:
         """One write transaction on a pinned connection; nested calls join it. Commits on success, rolls back on
-        any exception; :meth:`after_commit` callbacks and the change listeners run after the outermost commit."""
+        any exception; :meth:`after_commit` callbacks and the change listeners run after the outermost commit.
+        ``moves_version`` is SQLite's (a session's marks); here the data version moves by the fold at commit,
+        which session marks never touch."""
         st = self._state
         if st.depth:
             st.depth += 1
