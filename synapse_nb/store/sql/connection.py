@@ -18,7 +18,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from synapse_nb.store.records import Change
 from synapse_nb.store.sql.dialect import Dialect
 
-__all__ = ["Fields", "Repository", "Row", "SqlDatabase", "Written"]
+__all__ = ["D", "Fields", "Repository", "Row", "SqlDatabase", "Written"]
 
 
 class Fields(Protocol):
@@ -28,15 +28,11 @@ class Fields(Protocol):
 
 
 class Row(Protocol):
-    """A result row: by column name or position, iterable, with its column names."""
+    """A result row: by column name or position, and its values in order."""
 
     def __getitem__(self, key: int | str, /) -> Any: ...
 
     def __iter__(self) -> Iterator[Any]: ...
-
-    def __len__(self) -> int: ...
-
-    def keys(self) -> list[str]: ...
 
 
 class Written(Protocol):
@@ -56,9 +52,6 @@ class SqlDatabase(Protocol):
 
     @property
     def dialect(self) -> Dialect: ...
-
-    @property
-    def readonly(self) -> bool: ...
 
     def query(self, sql: str, params: Sequence[Any] = ...) -> Sequence[Row]: ...
 
@@ -89,6 +82,7 @@ class SqlDatabase(Protocol):
         ...
 
 
+#: A repository's connection type: the backend's own (its extras keep their types in its own repositories).
 D = TypeVar("D", bound=SqlDatabase)
 
 

@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from synapse_nb.errors import ConflictError, ValidationError
 from synapse_nb.models import KINDS, PRIORITIES, TABLES, Record
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, Candidate, RefSource
-from synapse_nb.store.sql.connection import Fields, Repository, Row, SqlDatabase
+from synapse_nb.store.sql.connection import D, Fields, Repository, Row
 from synapse_nb.store.sql.tables import Table
 
 __all__ = ["CANDIDATES", "CandidateDocs", "FlagsQueries", "MetaQueries", "RecallQueries", "RefsQueries",
            "SessionsQueries", "TransferQueries", "candidate"]
-
-D = TypeVar("D", bound=SqlDatabase)
 
 # -- meta: settings, scan tips ---------------------------------------------------------------------------------
 UPSERT_META = "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"

@@ -19,14 +19,13 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from synapse_nb.models import KIND_BY_NAME, PRIORITIES, Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
 from synapse_nb.store.records import MemoryCounts, MemoryFilter, View
-from synapse_nb.store.sql.connection import Fields, Repository, SqlDatabase
+from synapse_nb.store.sql.connection import D, Fields, Repository
 from synapse_nb.store.sql.dialect import ALWAYS
 
 __all__ = ["MAX_IDS", "PAGE_ORDER", "PRIORITY_RANK", "CheckpointsTable", "DecisionsTable", "EpisodesTable",
            "LessonsTable", "MemoriesTable", "NotesTable", "Table", "dumps", "loads"]
 
 R = TypeVar("R", bound=Record)
-D = TypeVar("D", bound=SqlDatabase)
 #: A record field's value as its column stores it.
 Encoder = Callable[[Any], Any]
 #: Record field -> (column, encoder): the fields :meth:`Table.update` sets.
