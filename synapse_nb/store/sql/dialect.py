@@ -11,8 +11,8 @@ Every statement in ``synapse_nb/store/`` is written once, in one dialect-neutral
 
 What each backend says its own way is a method of its dialect (``store/sqlite/dialect.py``,
 ``store/postgres/dialect.py``): the placeholder, a list of values (``IN (?, ?, ...)`` per chunk, or one
-``= ANY(?)``), the planner's hints, NULL-safe equality, full-text search (FTS5 or ``tsvector``), and the columns a
-backend derives from a record when it writes one (PostgreSQL's gate terms).
+``= ANY(?)``), how a record's columns are read, the planner's hints, NULL-safe equality, full-text search (FTS5 or
+``tsvector``), and the columns a backend derives from a record when it writes one (PostgreSQL's gate terms).
 """
 
 from __future__ import annotations
@@ -87,6 +87,12 @@ class Dialect(abc.ABC):
     def is_in(self, expr: str, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
         """(condition, its bound values): ``expr`` is one of ``values`` (one of :meth:`batches`)."""
         return f"{expr} IN ({marks(len(values))})", tuple(values)
+
+    # -- reading a record ---------------------------------------------------------------------------------------
+    def columns(self, fields: Sequence[str], alias: str = "") -> str:
+        """The select list reading a kind's record ``fields`` (of the table named ``alias``, if given): the fields
+        themselves, as the backend's tables may hold more columns than a record (derived ones)."""
+        return ", ".join(f"{alias}.{f}" if alias else f for f in fields)
 
     # -- the planner and NULLs --------------------------------------------------------------------------------
     def unindexed(self, column: str) -> str:

@@ -73,8 +73,8 @@ class Table(Repository[D], Generic[R, D]):
 
     def __init__(self, db: D) -> None:
         super().__init__(db)
-        self._cols = ", ".join(self.fields)
-        self._tcols = ", ".join(f"t.{c}" for c in self.fields)
+        self._cols = db.dialect.columns(self.fields)  # a record's columns, read
+        self._tcols = db.dialect.columns(self.fields, "t")
         self._derived = db.dialect.derived_columns(self.kind)
         cols = [*self.fields, *(x.column for x in self._derived)]
         values = ["?"] * len(self.fields) + [x.value for x in self._derived]
@@ -390,8 +390,8 @@ LESSONS_RUN_OUT = "SELECT id FROM lessons WHERE mind = ? AND status = 'approved'
 EXPIRE_LESSONS = ("UPDATE lessons SET status = 'expired', updated_at = ? WHERE mind = ? AND status = 'approved' "
                   "AND expires_at <= ?")
 #: Lessons stored as approved, most recently approved first (in force unless their time ran out).
-APPROVED_LESSONS = (f"SELECT {', '.join(KIND_BY_NAME['lesson'].fields)} FROM lessons WHERE mind = ? "
-                    "AND status = 'approved' ORDER BY approved_at DESC, id DESC")
+APPROVED_LESSONS = ("SELECT {cols} FROM lessons WHERE mind = ? AND status = 'approved' "
+                    "ORDER BY approved_at DESC, id DESC")
 
 
 def _commit_json(v: dict[str, Any] | None) -> str | None:
@@ -441,7 +441,8 @@ class LessonsTable(Table[Lesson, D]):
             # connection that keeps answers; which of them are in force at view.now is decided here as below
             rows = memo.get(view.mind)
             if rows is None:
-                rows = memo[view.mind] = tuple(self._db.query(APPROVED_LESSONS, (view.mind,)))
+                rows = memo[view.mind] = tuple(self._db.query(APPROVED_LESSONS.format(cols=self._cols),
+                                                              (view.mind,)))
             return [self.from_row(r, view.now) for r in rows
                     if r["expires_at"] is None or r["expires_at"] > view.now]
         return self._select(view, f"{_EFFECTIVE} = ?", (view.now, status),

@@ -4,6 +4,7 @@ The shared statements (:mod:`synapse_nb.store.sql`) run as written; what SQLite 
 
 - a list of values binds one ``?`` per value, in chunks of :data:`~synapse_nb.store.sql.dialect.CHUNK` (below
   SQLite's limit on parameters);
+- a kind table holds exactly its record's columns, in the registry's order, so a record reads as ``*``;
 - ``+mind`` keeps the planner off the indexes on ``mind`` where an id list is the selective condition;
 - NULL-safe equality is ``IS``;
 - full-text search joins the kind table's contentless FTS5 index (``<table>_fts``, porter stemming), best match
@@ -11,6 +12,8 @@ The shared statements (:mod:`synapse_nb.store.sql`) run as written; what SQLite 
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from synapse_nb.store.sql.dialect import Dialect, TextSearch
 from synapse_nb.text import MAX_FTS_QUERY_TERMS, fts_query_terms
@@ -35,6 +38,9 @@ def fts_query(text: str) -> str | None:
 
 class SqliteDialect(Dialect):
     name = "sqlite"
+
+    def columns(self, fields: Sequence[str], alias: str = "") -> str:
+        return f"{alias}.*" if alias else "*"
 
     def unindexed(self, column: str) -> str:
         return f"+{column}"
