@@ -22,8 +22,8 @@ from synapse_nb.store.records import MemoryCounts, MemoryFilter, View
 from synapse_nb.store.sql.connection import D, Fields, Repository
 from synapse_nb.store.sql.dialect import ALWAYS
 
-__all__ = ["MAX_IDS", "PAGE_ORDER", "PRIORITY_RANK", "CheckpointsTable", "DecisionsTable", "EpisodesTable",
-           "LessonsTable", "MemoriesTable", "NotesTable", "Table", "dumps", "loads"]
+__all__ = ["CheckpointsTable", "DecisionsTable", "EpisodesTable", "LessonsTable", "MAX_IDS", "MemoriesTable",
+           "NotesTable", "PAGE_ORDER", "PRIORITY_RANK", "Table", "dumps", "loads"]
 
 R = TypeVar("R", bound=Record)
 #: A record field's value as its column stores it.
