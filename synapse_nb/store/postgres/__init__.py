@@ -16,8 +16,8 @@ Where the SQL is:
 ``sql/inputs.sql``        migration 4: settings and file flags move the data version
 ``sql/clock.sql``         migration 5: next_stamp ignores a clock outside 1970-2100 (never overflows)
 ``migrate.py``            migrations under ``pg_advisory_xact_lock``; a newer schema is refused
-``../sql/``               the statements both backends share: the kind tables, settings, sessions, flags,
-                          references, recall's candidates, tags and keys, export and import
+``store/sql/`` (package)  the statements both backends share (:mod:`synapse_nb.store.sql`): the kind tables,
+                          settings, sessions, flags, references, recall's candidates, tags and keys, export, import
 ``dialect.py``            what PostgreSQL says its own way: ``%s`` rendering, ``= ANY(?)`` lists, tsvector
                           search, the gate terms and ranking stems every ranked record stores
 ``db.py``                 the pool, transactions, snapshots, stamps, change notification

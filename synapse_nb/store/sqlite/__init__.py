@@ -3,8 +3,8 @@
 Where the SQL is:
 
 ========================  =====================================================================================
-``../sql/``               the statements both backends share: the kind tables, settings, sessions, flags,
-                          references, recall's candidates, tags and keys, export and import
+``store/sql/`` (package)  the statements both backends share (:mod:`synapse_nb.store.sql`): the kind tables,
+                          settings, sessions, flags, references, recall's candidates, tags and keys, export, import
 ``dialect.py``            what SQLite says its own way: FTS5 search, ``+column`` planner hints, ``IS``
 ``schema.py``             tables, FTS5 indexes, triggers, the ``gate_candidates`` view, migrations
 ``db.py``                 the connection: pragmas, transactions (``BEGIN IMMEDIATE`` + retry), snapshots,
