@@ -29,8 +29,8 @@ import psycopg
 
 import synapse_nb as syn
 from synapse_nb.store.postgres import gate_terms
+from synapse_nb.store.postgres.dialect import rank_tokens
 from synapse_nb.store.postgres.server import PgServer
-from synapse_nb.store.postgres.tables import rank_tokens
 from synapse_nb.team import init, open_team_vault
 
 WORDS = ("deploy migrate backup retry cache index schema timeout queue worker token auth session billing invoice "

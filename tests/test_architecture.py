@@ -8,6 +8,9 @@
 5. Surfaces (cli, magics, widgets, mcp, demo, the git hook entry) import neither ``store`` nor private names
    (``_x``) of other modules.
 6. No module over 600 lines (the CLI too: ``synapse_nb/cli/`` holds one module per command group).
+7. The kinds are listed once (``models.KINDS``).
+8. One SQL layer under both backends: ``store/postgres`` imports nothing from ``store/sqlite`` and vice versa (not
+   even for type checking), and neither imports or reads a private name (``_x``) of ``store/sql``.
 """
 
 from __future__ import annotations
@@ -197,7 +200,7 @@ def test_no_hidden_imports() -> None:
     """A dynamic import of a computed name hides an arrow from rule 1; only package ``__init__`` lazy
     exports of their own submodules may compute the name."""
     bad = []
-    for m, path in sorted(MODULES.items()):
+    for _, path in sorted(MODULES.items()):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and _dynamic_import(node):
                 arg = node.args[0] if node.args else None
@@ -263,7 +266,8 @@ def test_rule_3_gate_is_pure() -> None:
 
 def test_rule_4_store_does_not_import_gate_or_recall() -> None:
     bad = [f"{m}:{imp.line} imports {imp.target}" for m in sorted(MODULES) if _in(m, "synapse_nb.store")
-           for imp in imports_of(m) if not imp.type_checking and _in(imp.target, "synapse_nb.gate", "synapse_nb.recall")]
+           for imp in imports_of(m)
+           if not imp.type_checking and _in(imp.target, "synapse_nb.gate", "synapse_nb.recall")]
     assert not bad, "\n".join(bad)
 
 
@@ -328,7 +332,8 @@ def test_rule_7_the_kinds_are_listed_once() -> None:
     ``models.KINDS``: no other module spells three or more kinds out in a literal."""
     found = [f"{mod}:{line} {names}" for mod, path in MODULES.items() if mod not in KINDS_LISTED_IN
              for line, names in kind_lists(ast.parse(path.read_text(encoding="utf-8")))]
-    assert not found, "kinds listed outside the registry (derive them from synapse_nb.models.KINDS):\n" + "\n".join(found)
+    assert not found, ("kinds listed outside the registry (derive them from synapse_nb.models.KINDS):\n"
+                       + "\n".join(found))
 
 
 def test_rule_7_checker_sees_a_list() -> None:
@@ -357,3 +362,68 @@ def test_a_new_kind_is_one_registry_line_a_manager_and_its_sql() -> None:
         assert all(store.table(k.name).kind == k.name for k in KINDS)
     finally:
         store.close()
+
+
+# -- 8. one SQL layer under both backends ----------------------------------------------------------------------------
+BACKENDS = ("synapse_nb.store.sqlite", "synapse_nb.store.postgres")
+SHARED_SQL = "synapse_nb.store.sql"
+
+
+def backend_crossings(mod: str, tree: ast.Module, *, is_pkg: bool = False) -> list[str]:
+    """What a backend module takes that it may not: anything of the other backend, any private name or private
+    module of the shared SQL layer (imported, or read through an imported module: ``shared._x``)."""
+    own = next((b for b in BACKENDS if _in(mod, b)), None)
+    if own is None:
+        return []
+    other = next(b for b in BACKENDS if b != own)
+    bad: list[str] = []
+    aliases: set[str] = set()  # names bound to a module of the shared layer
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            pairs = [(a.name, None, a.asname) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(mod, is_pkg, node)
+            pairs = [(base, a.name, a.asname) for a in node.names]
+        else:
+            continue
+        for base, name, asname in pairs:
+            full = f"{base}.{name}" if name else base
+            if _in(base, other) or _in(full, other):
+                bad.append(f"{mod}:{node.lineno} imports {full} (the other backend)")
+            if _in(full, SHARED_SQL) or _in(base, SHARED_SQL):
+                parts = full[len(SHARED_SQL):].split(".")
+                if any(p.startswith("_") and p != "__init__" for p in parts):
+                    bad.append(f"{mod}:{node.lineno} imports {full} (a private name of store/sql)")
+                elif name is None or full in MODULES:
+                    aliases.add(asname or (name if name else base.split(".")[0]))
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            bad.append(f"{mod}:{node.lineno} reads {node.value.id}.{node.attr} (a private name of store/sql)")
+    return bad
+
+
+def test_rule_8_one_sql_layer_under_both_backends() -> None:
+    """Both backends share their SQL through ``store/sql`` and its public names only: neither reaches into the
+    other (SQLite is no base class of PostgreSQL's code), so each can change without breaking the other."""
+    bad = [line for mod, path in sorted(MODULES.items())
+           for line in backend_crossings(mod, ast.parse(path.read_text(encoding="utf-8")),
+                                         is_pkg=path.name == "__init__.py")]
+    assert not bad, "the backends meet only in synapse_nb/store/sql (public names):\n" + "\n".join(bad)
+
+
+def test_rule_8_checker_sees_a_crossing() -> None:
+    planted = ast.parse("from synapse_nb.store.sqlite import tables as lite\n"
+                        "from synapse_nb.store.sql.tables import _memory_where, MemoriesTable\n"
+                        "from synapse_nb.store.sql import tables as shared\n"
+                        "from ..sqlite.db import Database\n"
+                        "from synapse_nb.store import sql\n"
+                        "x = shared._as_is, shared.MemoriesTable, lite.MemoriesTable, sql.marks, sql._y\n")
+    got = backend_crossings("synapse_nb.store.postgres.tables", planted)
+    assert [g.split(" ", 1)[0] for g in got] == ["synapse_nb.store.postgres.tables:1",
+                                                  "synapse_nb.store.postgres.tables:2",
+                                                  "synapse_nb.store.postgres.tables:4",
+                                                  "synapse_nb.store.postgres.tables:6",
+                                                  "synapse_nb.store.postgres.tables:6"], got
+    assert "shared._as_is" in " ".join(got[3:]) and "sql._y" in " ".join(got[3:]) and "(the other backend)" in got[2]
+    assert backend_crossings("synapse_nb.store.sqlite.db", ast.parse("from synapse_nb.store.sql import marks")) == []

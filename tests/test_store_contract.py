@@ -7,6 +7,7 @@ notification, typed records, the agent's view of lessons, and the export format.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import threading
 from collections.abc import Callable, Iterator
@@ -426,4 +427,254 @@ def test_ranking_postings_replay_the_stores_bm25_exactly(store: Any) -> None:
             want = store.recall.bm25("default", words, depth=50, w_body=wb, w_context=wc)
             pos, score = bm25_top(terms, idx, (n, total), style=store.recall.bm25_style, depth=50, w_body=wb,
                                   w_context=wc, k1=1.2, b=0.75)
-            assert [(idx.ids[j], s) for j, s in zip(pos.tolist(), score.tolist())] == [tuple(h) for h in want]
+            got = [(idx.ids[j], s) for j, s in zip(pos.tolist(), score.tolist(), strict=True)]
+            assert got == [tuple(h) for h in want]
+
+
+# -- every table and query group, read and written alike by every backend ---------------------------------------
+def _dec(i: int, text: str, *, tags: tuple[str, ...] = (), ts: str = T0) -> Any:
+    from synapse_nb.models import Decision
+
+    return Decision(id=f"dec_{i:012x}", mind="default", created_at=ts, updated_at=ts, decision=text, tags=tags,
+                    rationale=f"because {i}")
+
+
+def _les(i: int, status: str, *, ts: str = T0, **kw: Any) -> Lesson:
+    return Lesson(id=f"les_{i:012x}", mind="default", created_at=ts, updated_at=ts, status=status,
+                  summary=kw.pop("summary", f"lesson {i}"), **kw)
+
+
+def test_memory_filters_counts_pages_stats_and_expiry(store: Any) -> None:
+    view = View("default", T1)
+    mems = [_mem(1, content="deploy the api", tags=("deploy", "api"), priority="critical", ts=T0),
+            _mem(2, content="deploy the web", tags=("deploy",), priority="low", verified=False, ts=T1,
+                 source="agent"),
+            _mem(3, content="the cache expired", expires_at=T0, ts=T0),  # expired at T1
+            _mem(4, content="the cache lives", expires_at=T2, priority="high", ts=T1),
+            _mem(5, mind="other", content="deploy elsewhere", tags=("deploy",))]
+    for m in mems:
+        store.memories.insert(m)
+    ids = lambda ms: [m.id for m in ms]  # noqa: E731 - a local shorthand
+    assert ids(store.memories.list(view)) == [_mem(i).id for i in (1, 4, 3, 2)]  # priority, newest, id desc
+    assert ids(store.memories.list(view, where=MemoryFilter(unexpired=True))) == [_mem(i).id for i in (1, 4, 2)]
+    assert ids(store.memories.list(view, where=MemoryFilter(tag="deploy"))) == [_mem(1).id, _mem(2).id]
+    assert ids(store.memories.list(view, where=MemoryFilter(priority="high", verified=True))) == [_mem(4).id]
+    assert ids(store.memories.list(view, where=MemoryFilter(source="agent", category="knowledge"))) == [_mem(2).id]
+    assert ids(store.memories.list(view, limit=1)) == [_mem(1).id]
+    assert store.memories.count(view, where=MemoryFilter(unexpired=True, tag="deploy")) == 2
+    assert store.memories.count(view) == 4 and store.memories.count(View("other", T1)) == 1
+    assert ids(store.memories.search(view, "deploy", where=MemoryFilter(verified=False), limit=5)) == [_mem(2).id]
+    assert ids(store.memories.search(view, "cache", limit=5)) == [_mem(4).id, _mem(3).id]  # equal rank: newest
+    assert ids(store.memories.search(view, "?!", limit=2)) == [_mem(1).id, _mem(4).id]  # no word: the listing
+    assert store.memories.by_key("default", "knowledge", "fact_2") == mems[1]
+    assert store.memories.by_key("default", "knowledge", "fact_5") is None
+    # pages: every sort, both directions, ids break ties, offsets slice one order; the total ignores the slice
+    for sort in (None, "priority", "updated", "created", "category", "key", "content", "verified", "source",
+                 "expires", "id"):
+        for desc in (False, True):
+            full, total = store.memories.page(view, "", where=MemoryFilter(), sort=sort, descending=desc,
+                                              offset=0, limit=10)
+            assert total == 4 and sorted(ids(full)) == sorted(_mem(i).id for i in (1, 2, 3, 4))
+            pages = [store.memories.page(view, "", where=MemoryFilter(), sort=sort, descending=desc, offset=o,
+                                         limit=3)[0] for o in (0, 3)]
+            assert ids(pages[0] + pages[1]) == ids(full), (sort, desc)
+    by = lambda sort, desc=False, text="": ids(store.memories.page(  # noqa: E731
+        view, text, where=MemoryFilter(), sort=sort, descending=desc, offset=0, limit=10)[0])
+    assert by("key") == [_mem(i).id for i in (1, 2, 3, 4)] and by("key", True) == [_mem(i).id for i in (4, 3, 2, 1)]
+    assert by("expires") == [_mem(i).id for i in (3, 4, 1, 2)]  # never-expiring last
+    assert by("expires", True) == [_mem(i).id for i in (1, 2, 4, 3)]
+    assert by("priority") == [_mem(i).id for i in (1, 4, 3, 2)] and by("verified")[0] == _mem(2).id
+    assert sorted(by(None, text="deploy")) == [_mem(1).id, _mem(2).id]  # best match first: each backend's ranking
+    assert by("id", True, "deploy") == [_mem(2).id, _mem(1).id] and by("key", False, "api") == [_mem(1).id]
+    got, total = store.memories.page(view, "deploy", where=MemoryFilter(priority="low"), sort=None, descending=False,
+                                     offset=0, limit=10)
+    assert (ids(got), total) == ([_mem(2).id], 1)
+    assert store.memories.stats("default", T1) == (4, 3, 1) and store.memories.stats("nobody", T1) == (0, 0, 0)
+    assert ids(store.memories.expiring("default", T0, T2)) == [_mem(4).id]
+    store.memories.update(_mem(2).id, updated_at=T2, tags=["api"], priority="high", verified=True)
+    assert store.memories.get(view, _mem(2).id) == dataclasses.replace(mems[1], tags=("api",), priority="high",
+                                                                       verified=True, updated_at=T2)
+    assert ids(store.memories.list(view, where=MemoryFilter(tag="api"))) == [_mem(1).id, _mem(2).id]
+    with pytest.raises(TypeError, match="no updatable field"):
+        store.memories.update(_mem(1).id, updated_at=T2, key="renamed")
+    assert store.memories.delete_expired("default", T1) == (_mem(3).id,)
+    assert store.memories.delete_expired("default", T1) == () and store.memories.count(view) == 3
+
+
+def test_checkpoints_decisions_episodes_and_notes_read_alike(store: Any) -> None:
+    from synapse_nb.models import Episode
+
+    view = View("default", T2)
+    cks = [Checkpoint(id=f"ckp_{i:012x}", mind="default", created_at=ts, updated_at=ts, doing=f"step {i}",
+                      branch=b, changed_files=(f"f{i}.py",)) for i, (b, ts) in
+           enumerate([("main", T0), (None, T1), ("main", T1), ("dev", T2)], 1)]
+    for c in cks:
+        store.checkpoints.insert(c)
+    assert [c.id for c in store.checkpoints.list(view)] == [cks[i].id for i in (3, 2, 1, 0)]
+    assert [c.id for c in store.checkpoints.list(view, branch="main")] == [cks[2].id, cks[0].id]
+    assert store.checkpoints.latest(view, None) == cks[1] and store.checkpoints.latest(view, "dev") == cks[3]
+    assert store.checkpoints.latest(view, "gone") is None
+    store.checkpoints.update(cks[0].id, updated_at=T2, changed_files=["g.py", "h.py"])
+    assert store.checkpoints.get(view, cks[0].id).changed_files == ("g.py", "h.py")
+    decs = [_dec(1, "use postgres for teams", tags=("db",)), _dec(2, "use sqlite locally", tags=("db", "local")),
+            _dec(3, "name things plainly", ts=T1)]
+    for d in decs:
+        store.decisions.insert(d)
+    assert [d.id for d in store.decisions.search(view, "use", limit=5)] == [decs[0].id, decs[1].id]
+    assert [d.id for d in store.decisions.search(view, "use", tag="local", limit=5)] == [decs[1].id]
+    assert [d.id for d in store.decisions.search(view, "", tag="db", limit=5)] == [decs[1].id, decs[0].id]
+    assert [d.id for d in store.decisions.list(view)] == [decs[2].id, decs[1].id, decs[0].id]
+    epis = [Episode(id=f"epi_{i:012x}", mind="default", created_at=ts, updated_at=ts, task_key=k, status="success",
+                    outcome=f"did {i}", refs=(f"r{i}",), duration_s=1.5) for i, (k, ts) in
+            enumerate([("build", T0), ("test", T0), ("build", T1)], 1)]
+    for e in epis:
+        store.episodes.insert(e)
+    assert store.episodes.last(view, "build") == epis[2] and store.episodes.last(view, "nothing") is None
+    assert [e.id for e in store.episodes.history(view, "build", limit=None)] == [epis[2].id, epis[0].id]
+    assert [e.id for e in store.episodes.history(view, None, limit=2)] == [epis[2].id, epis[1].id]
+    notes = [Note(id=f"note_{i:012x}", mind="default", created_at=T0, updated_at=T0, name=n, trigger="when x",
+                  body="do y") for i, n in enumerate(["zeta", "alpha", "mid"], 1)]
+    for n in notes:
+        store.notes.insert(n)
+    assert [n.name for n in store.notes.list(view)] == ["alpha", "mid", "zeta"]
+    store.notes.update(notes[0].id, updated_at=T1, trigger="when z", body="do w")
+    assert (store.notes.by_name(view, "zeta").trigger, store.notes.by_name(view, "zeta").body) == ("when z", "do w")
+    assert [n.name for n in store.notes.search(view, "when z", limit=5)] == ["zeta"]
+    assert store.notes.by_name(View("other", T0), "zeta") is None
+    for table, rec in (("checkpoint", cks[3]), ("decision", decs[2]), ("episode", epis[1]), ("note", notes[2])):
+        store.table(table).delete(rec.id)
+        assert store.table(table).get(view, rec.id) is None and store.table(table).mind_of(rec.id) is None
+
+
+def test_lesson_reviews_expiry_and_reverts(store: Any) -> None:
+    view = View("default", T1)
+    rc = {"sha": "a" * 40, "subject": "Revert x"}
+    lessons = [_les(1, "approved", approved_at=T0, expires_at=T2, revert_commit=rc, files_affected=("a.py",),
+                    diffstat=(("a.py", 1, 2),), reverted_commits=({"sha": "b" * 40},)),
+               _les(2, "approved", approved_at="2026-01-01T13:00:00.000000Z", expires_at=T1),  # runs out at T1
+               _les(3, "pending", analysis="why", analysis_by="agent")]
+    for x in lessons:
+        store.lessons.insert(x)
+    assert store.lessons.get(View("default", T0), lessons[0].id) == lessons[0]
+    assert [x.id for x in store.lessons.list(View("default", T0), status="approved")] == [lessons[1].id,
+                                                                                           lessons[0].id]
+    assert [x.id for x in store.lessons.list(view, status="approved")] == [lessons[0].id]
+    assert [x.id for x in store.lessons.list(view, status="expired")] == [lessons[1].id]
+    assert store.lessons.has_revert("default", "a" * 40) and not store.lessons.has_revert("other", "a" * 40)
+    assert store.lessons.analysis_state(lessons[2].id) == ("pending", "agent")
+    assert store.lessons.analysis_state("les_nothing") is None
+    assert store.lessons.expiring("default", T0, T1) == (lessons[1].id,)
+    assert store.lessons.expiring("default", T0, T2) == (lessons[1].id, lessons[0].id)
+    assert store.lessons.status_counts("default", T1) == {"approved": 1, "expired": 1, "pending": 1}
+    assert store.lessons.expire("default", T1, T1) == (lessons[1].id,)
+    assert store.lessons.analysis_state(lessons[1].id) == ("expired", None)
+    store.lessons.update(lessons[2].id, updated_at=T1, status="approved", approved_at=T1, expires_at=T2,
+                         lesson_text="do not")
+    got = store.lessons.get(view, lessons[2].id)
+    assert (got.status, got.lesson_text, got.updated_at) == ("approved", "do not", T1)
+    assert store.lessons.ids_from("default", "les_", limit=2) == [lessons[0].id, lessons[1].id]
+    assert store.lessons.mind_of(lessons[0].id) == "default"
+
+
+def test_settings_scan_tips_and_agent_counts(store: Any) -> None:
+    assert store.meta.settings() == {} and store.meta.scan_tips("default") == ()
+    store.meta.set_settings({"depth": 5, "words": ["a", "b"], "50%_off": {"x": None}})
+    assert store.meta.settings() == {"50%_off": {"x": None}, "depth": 5, "words": ["a", "b"]}
+    assert store.meta.settings(["depth", "nothing"]) == {"depth": 5}
+    store.meta.set_settings({"depth": 6})
+    assert store.meta.settings(["depth"]) == {"depth": 6}
+    store.meta.set_scan_tips("default", ["tip2", "tip1"])
+    assert store.meta.scan_tips("default") == ("tip1", "tip2") and store.meta.scan_tips("other") == ()
+    store.memories.insert(_mem(1, source="agent", ts=T0))
+    store.memories.insert(_mem(2, source="agent", ts=T1))
+    store.memories.insert(_mem(3, ts=T1))
+    store.notes.insert(Note(id="note_000000000001", mind="default", created_at=T1, updated_at=T1, name="n",
+                            trigger="t", body="b", source="agent"))
+    store.lessons.insert(_les(1, "pending", ts=T1, source="agent"))
+    assert store.meta.agent_writes("default", T1) == 3 and store.meta.agent_writes("default", T0) == 4
+    assert store.meta.agent_writes("other", T0) == 0 and store.meta.agent_memories("default") == 2
+
+
+def test_session_marks_flags_and_file_references(store: Any) -> None:
+    store.sessions.mark("default", "s1", [("a", "d1"), ("b", "d2"), ("a", "d3")], T0)
+    store.sessions.mark("default", "s2", [("a", "x")], T1)
+    assert store.sessions.seen("default", "s1", ["a", "b", "c"]) == {"a": "d3", "b": "d2"}
+    assert store.sessions.seen("default", "s1", []) == {} and store.sessions.seen("other", "s1", ["a"]) == {}
+    assert store.sessions.seen("default", "s1", [f"id{i}" for i in range(1200)] + ["b"]) == {"b": "d2"}
+    assert store.sessions.prune("default", T1) == 2
+    assert store.sessions.seen("default", "s1", ["a", "b"]) == {} and store.sessions.seen("default", "s2", ["a"])
+    store.flags.replace("default", {"r2": ["b.py", "a.py"]}, {"r1": ["c" * 40]}, T0)
+    assert store.flags.of_mind("default") == {"r1": {"stale": ["c" * 40]}, "r2": {"dangling": ["a.py", "b.py"]}}
+    assert store.flags.dangling(["r1", "r2", "r3"]) == {"r2": ["a.py", "b.py"]}
+    store.flags.replace("default", {}, {}, T1)
+    assert store.flags.of_mind("default") == {} and store.flags.dangling(["r2"]) == {}
+    store.memories.insert(_mem(1, content="see src/a.py"))
+    store.decisions.insert(_dec(1, "keep b.py"))
+    store.lessons.insert(_les(1, "pending", files_affected=("c.py",)))
+    store.checkpoints.insert(Checkpoint(id="ckp_000000000001", mind="default", created_at=T0, updated_at=T0,
+                                        doing="x", changed_files=("d.py",)))
+    assert [(r.kind, r.id, r.files, r.text) for r in store.refs.sources("default")] == [
+        ("lesson", "les_000000000001", ("c.py",), ""), ("checkpoint", "ckp_000000000001", ("d.py",), ""),
+        ("decision", "dec_000000000001", (), "keep b.py because 1"), ("memory", _mem(1).id, (), "see src/a.py")]
+
+
+def test_recall_candidates_statistics_and_matches(store: Any) -> None:
+    store.memories.insert(_mem(1, content="alpha beta", tags=("deploy", "api")))
+    store.memories.insert(_mem(2, content="beta gamma", tags=("deploy",), expires_at=T2))
+    store.memories.insert(_mem(3, mind="other", content="alpha", tags=("deploy",)))
+    store.notes.insert(Note(id="note_000000000001", mind="default", created_at=T0, updated_at=T0, name="fact_1",
+                            trigger="alpha", body="b"))
+    store.decisions.insert(_dec(1, "gamma", tags=("api",)))
+    store.lessons.insert(_les(1, "pending", summary="alpha"))  # lessons are not candidates
+    assert store.recall.count() == 5
+    got = store.recall.fetch("default", {"memory": [_mem(2).id, _mem(1).id, _mem(3).id, "mem_gone"],
+                                         "decision": ["dec_000000000001"], "lesson": ["les_000000000001"]})
+    assert [(c.kind, c.id, c.expires_at) for c in got] == [("decision", "dec_000000000001", None),
+                                                           ("memory", _mem(1).id, None), ("memory", _mem(2).id, T2)]
+    assert got[1].text == store.recall.candidates("default")[1].text and "alpha beta" in got[1].text
+    assert store.recall.fetch("default", {}) == []
+    assert store.recall.doc_freq(["alpha", "beta", "gamma", "deploy", "nothing"]) == {
+        "alpha": 3, "beta": 2, "gamma": 2, "deploy": 3}
+    assert store.recall.doc_freq([]) == {}
+    assert store.recall.tag_counts("default", ["deploy", "api", "none"]) == {"api": 2, "deploy": 2}
+    assert store.recall.tag_matches("default", ["api"]) == [("dec_000000000001", "api", 1), (_mem(1).id, "api", 2)]
+    assert store.recall.tag_counts("default", []) == {} and store.recall.tag_matches("default", []) == []
+    assert store.recall.key_matches("default", ["fact_1", "fact_3", "none"]) == [(_mem(1).id, "fact_1"),
+                                                                                ("note_000000000001", "fact_1")]
+    assert store.recall.key_matches("default", []) == []
+    docs = store.outbox.docs(["dec_000000000001", _mem(3).id, "mem_gone"])
+    assert sorted((d.kind, d.id, d.mind) for d in docs) == [("decision", "dec_000000000001", "default"),
+                                                           ("memory", _mem(3).id, "other")]
+    assert [d.id for d in store.outbox.all_docs()] == sorted(
+        [_mem(1).id, _mem(2).id, _mem(3).id, "note_000000000001", "dec_000000000001"])
+
+
+def test_every_kind_exports_and_imports_as_it_was(store: Any) -> None:
+    from synapse_nb.models import Episode
+
+    view = View("default", T0)
+    recs = [_mem(1, tags=("a", "b"), expires_at=T2, confidence=0.25),
+            _dec(1, "d", tags=("x",)),
+            Checkpoint(id="ckp_000000000001", mind="default", created_at=T0, updated_at=T0, doing="d",
+                       changed_files=("a.py",), next_step="n", blockers="b", branch="main", commit="c" * 40),
+            _les(1, "approved", approved_at=T0, expires_at=T2, revert_commit={"sha": "a" * 40, "n": 1},
+                 reverted_commits=({"sha": "b" * 40},), files_affected=("a.py",), diffstat=(("a.py", 3, 4),),
+                 analysis="an", analysis_by="user", lesson_text="lt", branch="main"),
+            Episode(id="epi_000000000001", mind="default", created_at=T0, updated_at=T0, task_key="k",
+                    status="failure", outcome="o", refs=("r",), duration_s=2.5, thread="t", seq=3, actor="ann"),
+            Note(id="note_000000000001", mind="default", created_at=T0, updated_at=T0, name="n", trigger="t",
+                 body="b")]
+    for r in recs:
+        store.table(r.kind).insert(r)
+    freq = store.recall.doc_freq(["a", "d", "k", "n"])
+    docs = {r.kind: list(store.transfer.rows(r.kind)) for r in recs}
+    for r in recs:
+        (doc,) = docs[r.kind]
+        assert sorted(doc) == sorted(EXPORT_FIELDS[r.kind]) and store.transfer.to_record(r.kind, doc) == r
+        store.table(r.kind).delete(r.id)
+    assert store.recall.count() == 0
+    for r in recs:
+        assert store.transfer.insert(r.kind, docs[r.kind][0]) is True
+        assert store.transfer.insert(r.kind, docs[r.kind][0]) is False
+        assert store.table(r.kind).get(view, r.id) == r and list(store.transfer.rows(r.kind)) == docs[r.kind]
+    assert store.recall.doc_freq(["a", "d", "k", "n"]) == freq and store.recall.count() == 5

@@ -78,8 +78,8 @@ of the thread whose context names the changed one.
   must still be deterministic.)
 - Recall computes that BM25 itself (numpy, per-term postings cached per data version; docs/recall.md), bit for
   bit: :meth:`RecallQueries.postings` gives each word's stem, its postings (tf per column; at least the mind's
-  documents, by id or by ``RankRow.doc``) and ``n``; :meth:`RecallQueries.rank_totals` gives ``N`` and the total token count;
-  ``RankRow.length`` is ``dl``. :attr:`RecallQueries.bm25_style` names the summation the backend's ``bm25``
+  documents, by id or by ``RankRow.doc``) and ``n``; :meth:`RecallQueries.rank_totals` gives ``N`` and the total
+  token count; ``RankRow.length`` is ``dl``. :attr:`RecallQueries.bm25_style` names the summation the backend's ``bm25``
   uses, which recall replays: ``"fts5"`` (each query word is a phrase, in query order, repeats counted; ``tf``
   adds the column weight once per occurrence, body first; ``idf * (tf * (k1 + 1) / (tf + k1 * (...)))``) or
   ``"sql"`` (each distinct stem once, in code-point order; ``tf = w_body * tf_body + w_context * tf_context``;

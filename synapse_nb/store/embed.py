@@ -24,6 +24,7 @@ Examples
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -154,7 +155,8 @@ class HashingEmbedder:
             indptr.append(len(indices))
         words = list(vocab)  # insertion order: deterministic for the same batch
         counts = sp.csr_matrix(
-            (np.ones(len(indices), dtype=np.float32), np.array(indices, dtype=np.int64), np.array(indptr, dtype=np.int64)),
+            (np.ones(len(indices), dtype=np.float32), np.array(indices, dtype=np.int64),
+             np.array(indptr, dtype=np.int64)),
             shape=(len(texts), len(words)),
         )
         counts.sum_duplicates()
@@ -203,10 +205,11 @@ class SentenceTransformerEmbedder:
         p = Path(path).expanduser()
         if not p.is_dir():
             raise NotFoundError(
-                f"sentence-transformers model folder {str(p)!r} does not exist; give a local folder (nothing is downloaded)"
+                f"sentence-transformers model folder {str(p)!r} does not exist; give a local folder "
+                "(nothing is downloaded)"
             )
-        try:
-            from sentence_transformers import SentenceTransformer  # optional dependency, and heavy (torch)
+        try:  # an optional dependency, and heavy (torch): loaded by name, so the type checker need not have it
+            model_class: Any = importlib.import_module("sentence_transformers").SentenceTransformer
         except ImportError:
             raise ValidationError(
                 "embedder 'sentence-transformers:...' needs the sentence-transformers package, which is not installed; "
@@ -214,7 +217,7 @@ class SentenceTransformerEmbedder:
             ) from None
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        self._model = SentenceTransformer(str(p), device="cpu", local_files_only=True)
+        self._model = model_class(str(p), device="cpu", local_files_only=True)
         self.dim = int(self._model.get_sentence_embedding_dimension())
         self.name = f"sentence-transformers:{p.name}-d{self.dim}"
 

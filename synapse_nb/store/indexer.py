@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from synapse_nb._util import digest
 from synapse_nb.errors import SynapseError, ValidationError
@@ -241,7 +241,7 @@ class Follower:
         self._stop.set()
         self._thread.join(timeout=5)
 
-    def __enter__(self) -> Follower:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

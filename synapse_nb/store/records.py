@@ -15,12 +15,21 @@ and imports exactly these documents, so a vault moves between backends through a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from synapse_nb.models import KINDS
 
-__all__ = ["EXPORT_FIELDS", "JSON_FIELDS", "OPTIONAL_FIELDS", "PAGE_SORTS", "Candidate", "Change", "MemoryCounts", "MemoryFilter",
-           "RankHit", "RankRow", "RankState", "RefSource", "TermPostings", "View"]
+if TYPE_CHECKING:  # numpy loads with recall, never with ``import synapse_nb``
+    from typing import TypeAlias
+
+    import numpy as np
+    from numpy.typing import NDArray
+
+    #: Numbers of a posting list: Python ints, or a numpy array of them (a backend computing them with numpy).
+    Ints: TypeAlias = Sequence[int] | NDArray[np.int64]
+
+__all__ = ["EXPORT_FIELDS", "JSON_FIELDS", "OPTIONAL_FIELDS", "PAGE_SORTS", "Candidate", "Change", "MemoryCounts",
+           "MemoryFilter", "RankHit", "RankRow", "RankState", "RefSource", "TermPostings", "View"]
 
 #: One change a committed transaction made: (kind, id, deleted).
 Change = tuple[str, str, bool]
@@ -140,10 +149,10 @@ class TermPostings(NamedTuple):
 
     stem: str | None
     ids: Sequence[str]
-    tf_body: Sequence[int]
-    tf_context: Sequence[int]
+    tf_body: Ints
+    tf_context: Ints
     n_vault: int
-    docs: Sequence[int] | None = None
+    docs: Ints | None = None
 
 
 class RankHit(NamedTuple):

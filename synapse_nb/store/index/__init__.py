@@ -2,9 +2,9 @@
 
 SQLite is the system of record. The vault keeps this index in ``<vault>/index/`` (by default
 ``.synapse/index/`` at the project's git root); it holds, for every searchable record, its id,
-kind, mind, text, content digest, timestamps and an embedding. Deleting the folder loses nothing: :meth:`RetrievalIndex.rebuild`
-recreates it from SQLite rows, and :meth:`RetrievalIndex.check` / :meth:`RetrievalIndex.repair`
-find and fix drift against SQLite's ``id -> digest`` map.
+kind, mind, text, content digest, timestamps and an embedding. Deleting the folder loses nothing:
+:meth:`RetrievalIndex.rebuild` recreates it from SQLite rows, and :meth:`RetrievalIndex.check` /
+:meth:`RetrievalIndex.repair` find and fix drift against SQLite's ``id -> digest`` map.
 
 Search is prefiltered by mind, kinds and expiry, and comes in three modes: ``"vector"``
 (cosine similarity over the embedder's vectors), ``"fts"`` (LanceDB's native BM25 full-text

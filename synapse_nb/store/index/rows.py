@@ -111,7 +111,8 @@ def validate_rows(rows: Iterable[IndexRow]) -> list[IndexRow]:
             raise ValidationError(f"index rows must be IndexRow instances, got {type(r).__name__}")
         for name in ("id", "kind", "mind", "text", "digest", "updated_at"):
             if not isinstance(getattr(r, name), str):
-                raise ValidationError(f"IndexRow.{name} must be a str, got {type(getattr(r, name)).__name__} for id {r.id!r}")
+                raise ValidationError(
+                    f"IndexRow.{name} must be a str, got {type(getattr(r, name)).__name__} for id {r.id!r}")
         if not r.id:
             raise ValidationError("IndexRow.id must be a non-empty string")
         if r.expires_at is not None and not isinstance(r.expires_at, str):

@@ -53,7 +53,8 @@ def hits(res: Any, score_column: str, *, distance: bool = False) -> list[Hit]:
 def fuse(ranked_lists: Sequence[Sequence[Hit]]) -> list[Hit]:
     """Reciprocal rank fusion of ranked hit lists (K=60), sorted by fused score then id.
 
-    >>> [(h.id, round(h.score, 4)) for h in fuse([[Hit("a", "memory", 0.9)], [Hit("b", "note", 3.0), Hit("a", "memory", 1.0)]])]
+    >>> lists = [[Hit("a", "memory", 0.9)], [Hit("b", "note", 3.0), Hit("a", "memory", 1.0)]]
+    >>> [(h.id, round(h.score, 4)) for h in fuse(lists)]
     [('a', 0.0325), ('b', 0.0164)]
     """
     score: dict[str, float] = {}
@@ -115,7 +116,8 @@ class ExactVectors:
         if kinds is not None:
             names = sorted(set(kinds))
             wanted = [int(np.searchsorted(self.kind_names, x)) for x in names]
-            wanted = [c for c, x in zip(wanted, names, strict=True) if c < len(self.kind_names) and self.kind_names[c] == x]
+            wanted = [c for c, x in zip(wanted, names, strict=True)
+                      if c < len(self.kind_names) and self.kind_names[c] == x]
             mask &= np.isin(self.kind_codes, np.array(wanted, dtype=self.kind_codes.dtype))
         sel = np.flatnonzero(mask)
         if sel.size == 0:

@@ -145,7 +145,8 @@ class RetrievalIndex:
             meta = tbl.schema.metadata or {}
         except Exception as exc:
             raise IndexError_(
-                f"retrieval index at {str(self.path)!r} is corrupt or unreadable ({_one_line(exc)}); rebuild it from SQLite"
+                f"retrieval index at {str(self.path)!r} is corrupt or unreadable ({_one_line(exc)}); "
+                "rebuild it from SQLite"
             ) from exc
         emb = self.embedder
         got_name = meta.get(META_EMBEDDER, b"?").decode()
@@ -207,14 +208,12 @@ class RetrievalIndex:
         tbl = self._open()
         for start in range(0, len(batch), 4 * _BATCH):
             data = to_arrow(batch[start : start + 4 * _BATCH], self.embedder)
-            self._run(
-                "upsert rows",
-                lambda data=data: self._tbl.merge_insert("id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute(data),
-                write=True,
-            )
+
+            def merge(data: Any = data) -> Any:  # self._tbl as it is at each attempt (a retry may reopen it)
+                return self._tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(
+                    data)
+
+            self._run("upsert rows", merge, write=True)
         if wants_optimize(tbl):
             self.optimize()
 
@@ -234,7 +233,11 @@ class RetrievalIndex:
         for start in range(0, len(wanted), 1000):
             chunk = wanted[start : start + 1000]
             pred = "id IN (" + ", ".join(sql_str(i) for i in chunk) + ")"
-            self._run("delete rows", lambda pred=pred: self._tbl.delete(pred), write=True)
+
+            def delete(pred: str = pred) -> Any:
+                return self._tbl.delete(pred)
+
+            self._run("delete rows", delete, write=True)
 
     # ------------------------------------------------------------------ search
     def search(
@@ -418,7 +421,11 @@ class RetrievalIndex:
         try:
             for chunk in chunks(it, 8 * _BATCH):
                 data = to_arrow(chunk, self.embedder)
-                self._run("write rows", lambda data=data: tbl.add(data), write=True)
+
+                def add(data: Any = data) -> Any:
+                    return tbl.add(data)
+
+                self._run("write rows", add, write=True)
                 written += len(chunk)
                 if bar is not None:
                     bar.update(len(chunk))
@@ -513,7 +520,8 @@ class RetrievalIndex:
         after = self.check(expected)
         if not after.ok:
             raise IndexError_(
-                f"repair left drift (missing {len(after.missing)}, stale {len(after.stale)}, extra {len(after.extra)}): "
+                f"repair left drift (missing {len(after.missing)}, stale {len(after.stale)}, "
+                f"extra {len(after.extra)}): "
                 "rows_for_ids must return the current rows of every id it is given"
             )
         return report

@@ -16,9 +16,17 @@ Where the SQL is:
 ``sql/inputs.sql``        migration 4: settings and file flags move the data version
 ``sql/clock.sql``         migration 5: next_stamp ignores a clock outside 1970-2100 (never overflows)
 ``migrate.py``            migrations under ``pg_advisory_xact_lock``; a newer schema is refused
-``db.py``                 the pool, transactions, snapshots, stamps, error mapping, change notification
-``tables.py``             the kind tables (the SQLite repositories + tsvector search, terms, guarded approval)
-``queries.py``            recall statistics, the change feed (the index outbox), export/import
+``store/sql/`` (package)  the statements both backends share (:mod:`synapse_nb.store.sql`): the kind tables,
+                          settings, sessions, flags, references, recall's candidates, tags and keys, export, import
+``dialect.py``            what PostgreSQL says its own way: ``%s`` rendering, ``= ANY(?)`` lists, tsvector
+                          search, the gate terms and ranking stems every ranked record stores
+``db.py``                 the pool, transactions, snapshots, stamps, change notification
+``errors.py``             psycopg's errors as the package's error tree
+``tables.py``             lessons through the human gate's functions and guarded approval; episodes refresh
+                          their thread's ranking contexts
+``queries.py``            recall's word statistics (gate_df/gate_stats), the change feed (the index outbox),
+                          one-statement session marks
+``ranking.py``            recall engine v2's BM25 and its inputs (``rank_docs``)
 ``server.py``             a throwaway local server (tests, ``synapse-nb team dev-server``)
 ========================  =====================================================================================
 """
@@ -32,25 +40,22 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from synapse_nb.errors import ValidationError
 from synapse_nb.store.postgres.db import PgDatabase
+from synapse_nb.store.postgres.dialect import gate_terms
 from synapse_nb.store.postgres.migrate import CODE_VERSION, check_project
-from synapse_nb.store.postgres.queries import (
-    FeedOutbox,
-    MetaQueries,
-    RecallQueries,
-    SessionsQueries,
-    TransferQueries,
-)
-from synapse_nb.store.postgres.tables import (
+from synapse_nb.store.postgres.queries import FeedOutbox, RecallQueries, SessionsQueries
+from synapse_nb.store.postgres.tables import EpisodesTable, LessonsTable
+from synapse_nb.store.records import Change
+from synapse_nb.store.sql import (
     CheckpointsTable,
     DecisionsTable,
-    EpisodesTable,
-    LessonsTable,
+    FlagsQueries,
     MemoriesTable,
+    MetaQueries,
     NotesTable,
-    gate_terms,
+    RefsQueries,
+    Table,
+    TransferQueries,
 )
-from synapse_nb.store.records import Change
-from synapse_nb.store.sqlite.queries import FlagsQueries, RefsQueries
 
 __all__ = ["CODE_VERSION", "PgStore", "gate_terms", "is_team_url", "parse_team_url", "project_for"]
 
@@ -107,24 +112,25 @@ class PgStore(PgDatabase):
         super().__init__(url, project, readonly=readonly, role=role, **kw)
         self.folder = None if folder is None else Path(folder)
         self.path = (self.folder or Path(".")) / "team-feed.json"
-        self.memories = MemoriesTable(self)  # type: ignore[arg-type]
-        self.checkpoints = CheckpointsTable(self)  # type: ignore[arg-type]
-        self.decisions = DecisionsTable(self)  # type: ignore[arg-type]
-        self.lessons = LessonsTable(self)  # type: ignore[arg-type]
-        self.episodes = EpisodesTable(self)  # type: ignore[arg-type]
-        self.notes = NotesTable(self)  # type: ignore[arg-type]
-        self._tables: dict[str, Any] = {
+        # typed on the connection (not this subclass), as the lessons and episodes of a team vault are
+        self.memories: MemoriesTable[PgDatabase] = MemoriesTable(self)
+        self.checkpoints: CheckpointsTable[PgDatabase] = CheckpointsTable(self)
+        self.decisions: DecisionsTable[PgDatabase] = DecisionsTable(self)
+        self.lessons = LessonsTable(self)
+        self.episodes = EpisodesTable(self)
+        self.notes: NotesTable[PgDatabase] = NotesTable(self)
+        self._tables: dict[str, Table[Any, PgDatabase]] = {
             t.kind: t for t in (self.memories, self.checkpoints, self.decisions, self.lessons, self.episodes,
                                 self.notes)}
-        self.meta = MetaQueries(self)  # type: ignore[arg-type]
-        self.sessions = SessionsQueries(self)  # type: ignore[arg-type]
-        self.flags = FlagsQueries(self)  # type: ignore[arg-type]
-        self.refs = RefsQueries(self)  # type: ignore[arg-type]
-        self.recall = RecallQueries(self)  # type: ignore[arg-type]
+        self.meta = MetaQueries(self)
+        self.sessions = SessionsQueries(self)
+        self.flags = FlagsQueries(self)
+        self.refs = RefsQueries(self)
+        self.recall = RecallQueries(self)
         self.outbox = FeedOutbox(self, self.folder)
-        self.transfer = TransferQueries(self, self._tables)  # type: ignore[arg-type]
+        self.transfer = TransferQueries(self, self._tables)
 
-    def table(self, kind: str) -> Any:
+    def table(self, kind: str) -> Table[Any, PgDatabase]:
         """The table of a kind ("memory" -> :attr:`memories`)."""
         return self._tables[kind]
 

@@ -1,7 +1,8 @@
 """The PostgreSQL connection of a team vault: pool, transactions, snapshots, stamps, errors, change notification.
 
-Statements are written as for SQLite (``?`` placeholders) and translated once (:func:`pg_sql`), so the SQLite
-repositories' statements that are standard SQL run unchanged here; what is SQLite-only is overridden in
+Statements are dialect-neutral (``?`` placeholders: :mod:`synapse_nb.store.sql`); this connection renders them
+for psycopg (:meth:`~synapse_nb.store.postgres.dialect.PgDialect.render`) when it sends them, so the shared
+repositories run here as written; what PostgreSQL does its own way is :mod:`synapse_nb.store.postgres.dialect`,
 :mod:`synapse_nb.store.postgres.tables` and :mod:`synapse_nb.store.postgres.queries`.
 
 - A ``psycopg_pool`` pool of autocommit connections whose ``search_path`` is the project schema, each checked
@@ -11,42 +12,33 @@ repositories' statements that are standard SQL run unchanged here; what is SQLit
 - A snapshot is ``REPEATABLE READ READ ONLY`` on a pinned connection: recall's reads see one committed state.
 - An agent handle runs every statement as ``<project>_agent`` (``SET ROLE``): the database refuses what the
   human gate forbids whatever the Python code does.
-- psycopg errors become the package's :class:`~synapse_nb.errors.SynapseError` tree (:func:`map_error`).
+- psycopg errors become the package's :class:`~synapse_nb.errors.SynapseError` tree
+  (:func:`~synapse_nb.store.postgres.errors.map_error`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
-from psycopg import errors as pgerr
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from synapse_nb.errors import (
-    ConflictError,
-    NotFoundError,
-    OfflineError,
-    PermissionDeniedError,
-    SnapshotMoved,
-    StoreError,
-    SynapseError,
-    ValidationError,
-)
+from synapse_nb.errors import OfflineError, SnapshotMoved, StoreError
+from synapse_nb.models import RANKED_KINDS, TABLES
 from synapse_nb.store.postgres import migrate
+from synapse_nb.store.postgres.dialect import POSTGRES
+from synapse_nb.store.postgres.errors import OFFLINE_HINT, map_error
+from synapse_nb.store.records import Change
+from synapse_nb.store.sql.dialect import Dialect
 
-__all__ = ["PgDatabase", "Row", "map_error", "pg_sql"]
-
-Change = tuple[str, str, bool]
+__all__ = ["PgDatabase", "Row"]
 
 #: Recount every frequency from the records' terms and compare with gate_df / gate_stats (no row: equal).
 RECOUNT_MISMATCHES = """
-WITH docs AS (
-    SELECT terms FROM memories UNION ALL SELECT terms FROM checkpoints UNION ALL SELECT terms FROM decisions
-    UNION ALL SELECT terms FROM episodes UNION ALL SELECT terms FROM notes),
+WITH docs AS (""" + " UNION ALL ".join(f"SELECT terms FROM {TABLES[k]}" for k in RANKED_KINDS) + """),
 recount AS (SELECT t AS term, count(*) AS n FROM docs, unnest(terms) t GROUP BY t),
 stored AS (SELECT term, n FROM gate_df WHERE n > 0)
 SELECT coalesce(r.term, s.term) AS term, r.n AS recount, s.n AS stored
@@ -56,19 +48,6 @@ UNION ALL
 SELECT '(n_docs)', (SELECT count(*) FROM docs), (SELECT n_docs FROM gate_stats)
  WHERE (SELECT count(*) FROM docs) <> (SELECT n_docs FROM gate_stats)
 """
-
-
-@functools.lru_cache(maxsize=2048)
-def pg_sql(sql: str) -> str:
-    """A statement written with ``?`` placeholders as psycopg wants it (``%s``; literal ``%`` doubled).
-
-    SQLite's always-true fragment ``(1)`` becomes ``(TRUE)`` (PostgreSQL wants a boolean there). A literal ``?``
-    cannot appear in a statement (write ``chr(63)``).
-
-    >>> pg_sql("SELECT * FROM meta WHERE key LIKE 'setting:%' AND (1) AND value = ?")
-    "SELECT * FROM meta WHERE key LIKE 'setting:%%' AND (TRUE) AND value = %s"
-    """
-    return sql.replace("%", "%%").replace("?", "%s").replace("(1)", "(TRUE)")
 
 
 class Row:
@@ -100,36 +79,6 @@ def _row_factory(cursor: Any) -> Callable[[Sequence[Any]], Row]:
     index = {c.name: i for i, c in enumerate(cursor.description or ())}
     return lambda values: Row(index, values)
 
-
-def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
-    """A psycopg error as the package's error tree, with a message saying what happened."""
-    diag = getattr(exc, "diag", None)
-    msg = (diag.message_primary if diag is not None and diag.message_primary else str(exc)).strip()
-    msg = " ".join(msg.split("\n")[0].split())  # libpq's connection errors span several lines
-    hint = f" ({diag.message_hint})" if diag is not None and diag.message_hint else ""
-    if isinstance(exc, pgerr.InsufficientPrivilege):
-        return PermissionDeniedError(f"the team vault refused: {msg}{hint}")
-    if isinstance(exc, pgerr.ObjectNotInPrerequisiteState | pgerr.UniqueViolation | pgerr.ExclusionViolation):
-        return ConflictError(f"{msg}{hint}")
-    if isinstance(exc, pgerr.NoDataFound):
-        return NotFoundError(msg)
-    if isinstance(exc, pgerr.CheckViolation | pgerr.NotNullViolation | pgerr.InvalidParameterValue
-                  | pgerr.InvalidTextRepresentation | pgerr.StringDataRightTruncation | pgerr.UntranslatableCharacter
-                  | pgerr.CharacterNotInRepertoire):
-        return ValidationError(f"the team vault refused a value: {msg}{hint}")
-    if isinstance(exc, psycopg.OperationalError | PoolTimeout):
-        if committing:
-            return StoreError(f"the team vault server went away while committing ({msg}); the write may or may "
-                              "not have been applied: writes are idempotent by id, so retry it")
-        return OfflineError(f"the team vault server is unreachable or went away ({msg}); nothing was written; "
-                          "the next call reconnects")
-    return StoreError(f"the team vault failed: {msg}{hint}")
-
-
-#: What an unreachable server means for this machine, in every message that says so.
-OFFLINE_HINT = ("this machine is offline from the team vault, so it cannot write (no local fork is ever made); "
-                "reads (`synapse-nb recall`, `synapse-nb memory search`, open_vault(url, offline=True)) answer from "
-                "this machine's stale copy; check the URL, the network and the server")
 
 #: Most answers kept per kind of read in :meth:`PgDatabase.snapshot_cache` (emptied when full).
 MAX_MEMO = 50_000
@@ -182,13 +131,13 @@ class _Cx:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self._db._run(self._conn, sql, params)
 
-    def executemany(self, sql: str, seq: Any) -> Any:
+    def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> Any:
         rows = list(seq)
         cur = self._conn.cursor()
         if rows:
             self._db.round_trips.count += 1  # psycopg pipelines the rows: one round trip
             try:
-                cur.executemany(pg_sql(sql), rows)
+                cur.executemany(self._db.dialect.render(sql, bound=True), rows)
             except psycopg.Error as exc:
                 raise map_error(exc) from exc
         return cur
@@ -200,6 +149,9 @@ class PgDatabase:
     ``role`` = ``"agent"`` runs every statement as ``<project>_agent``. :meth:`sibling` gives another handle on
     the same pool (and the same change listeners) with another role.
     """
+
+    #: PostgreSQL's way of saying what the shared statements leave to the backend
+    dialect: Dialect = POSTGRES
 
     def __init__(self, url: str, project: str, *, readonly: bool = False, role: str | None = None,
                  pool_timeout: float = 5.0, _pool: ConnectionPool | None = None,
@@ -258,7 +210,8 @@ class PgDatabase:
         info = psycopg.conninfo.conninfo_to_dict(self.url)
         user = f"{info['user']}@" if info.get("user") else ""
         port = f":{info['port']}" if info.get("port") else ""
-        return f"postgresql://{user}{info.get('host', 'localhost')}{port}/{info.get('dbname', '')}?project={self.project}"
+        host, db = info.get("host", "localhost"), info.get("dbname", "")
+        return f"postgresql://{user}{host}{port}/{db}?project={self.project}"
 
     @property
     def schema_version(self) -> int:
@@ -322,12 +275,12 @@ class PgDatabase:
             return None
         try:
             if not params and not last:  # one simple query (it may hold several statements, as a snapshot's start)
-                cur = conn.execute(f"{self._set_role}; {pg_sql(first).replace('%%', '%')}")
+                cur = conn.execute(f"{self._set_role}; {first}")
                 cur.nextset()  # past SET ROLE: the cursor stands where the caller's statement put it
                 return cur
             with conn.pipeline():
                 conn.execute(self._set_role)
-                cur = conn.execute(pg_sql(first), params if params else None)
+                cur = conn.execute(self.dialect.render(first, bound=bool(params)), params if params else None)
                 if last:
                     conn.execute("RESET ROLE")
             self._state.role_reset = last
@@ -342,7 +295,7 @@ class PgDatabase:
         retries a dead connection)."""
         self.round_trips.count += 1
         try:
-            return conn.execute(pg_sql(sql), params if params else None)
+            return conn.execute(self.dialect.render(sql, bound=bool(params)), params if params else None)
         except psycopg.Error as exc:
             if raw and isinstance(exc, psycopg.OperationalError):
                 raise
@@ -350,9 +303,11 @@ class PgDatabase:
 
     # -- transactions -----------------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[_Cx]:
+    def transaction(self, *, moves_version: bool = True) -> Iterator[_Cx]:
         """One write transaction on a pinned connection; nested calls join it. Commits on success, rolls back on
-        any exception; :meth:`after_commit` callbacks and the change listeners run after the outermost commit."""
+        any exception; :meth:`after_commit` callbacks and the change listeners run after the outermost commit.
+        ``moves_version`` is SQLite's (a session's marks); here the data version moves by the fold at commit,
+        which session marks never touch."""
         st = self._state
         if st.depth:
             st.depth += 1
@@ -495,20 +450,32 @@ class PgDatabase:
             with self.transaction():
                 return self.stamp(now)
         row = self.query_one("SELECT next_stamp(?::ts)", (now,))
-        return str(row[0])  # type: ignore[index]
+        if row is None:  # a function call answers one row
+            raise StoreError(f"the team vault {self.location} gave no stamp")
+        return str(row[0])
 
     def advance_clock(self, ts: str) -> None:
         self.stamp(ts)
 
     # -- statements ---------------------------------------------------------------------------------------------
-    def write(self, sql: str, params: Sequence[Any] = (), change: Change | None = None) -> Any:
+    def write(self, sql: str, params: Sequence[Any] = (), change: Change | None = None) -> psycopg.Cursor[Row]:
+        """Run one write statement in the current transaction (or in one of its own), noting ``change``."""
         if self._state.depth:
-            cur = self._run(self._state.conn, sql, params)
+            cur: psycopg.Cursor[Row] = self._run(self._state.conn, sql, params)
             if change is not None:
                 self._state.changes[change[:2]] = change[2]
             return cur
         with self.transaction():
             return self.write(sql, params, change)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run one write statement once per row (pipelined: one round trip), in the current transaction (or in one
+        of its own)."""
+        if self._state.depth:
+            _Cx(self, self._state.conn).executemany(sql, rows)
+            return
+        with self.transaction():
+            self.executemany(sql, rows)
 
     def write_once(self, sql: str, params: Sequence[Any] = ()) -> None:
         """One statement that is atomic by itself (an idempotent upsert): inside a write transaction it joins it;

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from synapse_nb.store.postgres.db import PgDatabase
-
+from synapse_nb.store.postgres.db import PgDatabase
 from synapse_nb.store.records import RankHit, RankRow, TermPostings
+from synapse_nb.store.sql.connection import Repository
 
 __all__ = ["K1", "B", "RankingQueries"]
 
@@ -66,7 +65,8 @@ hit AS (
 SELECT h.id, s.score
   FROM hit h CROSS JOIN st
   CROSS JOIN LATERAL (
-      SELECT sum(x.w * x.f * (%(k1)s + 1) / (x.f + %(k1)s * (1 - %(b)s + %(b)s * h.dl / st.avgdl)) ORDER BY x.t COLLATE "C") AS score
+      SELECT sum(x.w * x.f * (%(k1)s + 1) / (x.f + %(k1)s * (1 - %(b)s + %(b)s * h.dl / st.avgdl))
+                 ORDER BY x.t COLLATE "C") AS score
         FROM (SELECT idf.t, CASE WHEN idf.w > 0 THEN idf.w ELSE 1e-6 END AS w,
                      ? * cardinality(array_positions(h.rank_body, idf.t))
                      + ? * cardinality(array_positions(h.rank_ctx, idf.t)) AS f
@@ -77,12 +77,11 @@ SELECT h.id, s.score
 """.replace("%(k1)s", repr(K1)).replace("%(b)s", repr(B))
 
 
-class RankingQueries:
+class RankingQueries(Repository[PgDatabase]):
     """``rank_rows``, ``bm25``, ``rank_count``, ``postings`` and ``rank_totals`` of
     :class:`~synapse_nb.store.base.RecallQueries` (mixed in). Recall replays ``bm25`` from the last two
     (``bm25_style = "sql"``: distinct stems in code-point order, ``tf = w_body * tf_body + w_context * tf_ctx``)."""
 
-    _db: PgDatabase
     bm25_style = "sql"
     remote = True
 

@@ -25,6 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 from synapse_nb.errors import StoreError
 
@@ -165,7 +166,7 @@ class PgServer:
         if self._owned:
             shutil.rmtree(self.base, ignore_errors=True)
 
-    def __enter__(self) -> PgServer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -3,13 +3,14 @@
 Where the SQL is:
 
 ========================  =====================================================================================
+``store/sql/`` (package)  the statements both backends share (:mod:`synapse_nb.store.sql`): the kind tables,
+                          settings, sessions, flags, references, recall's candidates, tags and keys, export, import
+``dialect.py``            what SQLite says its own way: FTS5 search, ``+column`` planner hints, ``IS``
 ``schema.py``             tables, FTS5 indexes, triggers, the ``gate_candidates`` view, migrations
 ``db.py``                 the connection: pragmas, transactions (``BEGIN IMMEDIATE`` + retry), snapshots,
                           write stamps (``meta`` row ``clock``), change notification
-``tables.py``             one repository per kind table (``memories`` ... ``notes``): get, prefixes, listings,
-                          full-text search, counts, writes, and the row <-> record mapping
-``queries.py``            settings and scan tips (``meta``), ``session_seen``, ``flags``, file references,
-                          recall candidates and word statistics, the index outbox, export and import
+``queries.py``            recall's word statistics (FTS5 vocabulary) and BM25, the index outbox
+``ranking.py``            recall engine v2's ranking inputs (FTS5 postings, document lengths, ``rank_log``)
 ========================  =====================================================================================
 
 Examples
@@ -27,27 +28,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from synapse_nb.store.sqlite.db import LOCK_TIMEOUT_S, Database
-from synapse_nb.store.sqlite.queries import (
-    FlagsQueries,
-    MetaQueries,
-    OutboxQueries,
-    RecallQueries,
-    RefsQueries,
-    SessionsQueries,
-    TransferQueries,
-)
-from synapse_nb.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, split_sql
-from synapse_nb.store.sqlite.tables import (
+from synapse_nb.store.sql import (
     CheckpointsTable,
     DecisionsTable,
     EpisodesTable,
+    FlagsQueries,
     LessonsTable,
     MemoriesTable,
+    MetaQueries,
     NotesTable,
-    _Table,
-    fts_query,
+    RefsQueries,
+    SessionsQueries,
+    Table,
+    TransferQueries,
 )
+from synapse_nb.store.sqlite.db import LOCK_TIMEOUT_S, Database
+from synapse_nb.store.sqlite.dialect import fts_query
+from synapse_nb.store.sqlite.queries import OutboxQueries, RecallQueries
+from synapse_nb.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, split_sql
 
 __all__ = ["LOCK_TIMEOUT_S", "MIGRATIONS", "SCHEMA_VERSION", "SqliteStore", "Store", "fts_query", "split_sql"]
 
@@ -67,7 +65,7 @@ class SqliteStore(Database):
         self.lessons = LessonsTable(self)
         self.episodes = EpisodesTable(self)
         self.notes = NotesTable(self)
-        self._tables: dict[str, _Table[Any]] = {
+        self._tables: dict[str, Table[Any, SqliteStore]] = {
             t.kind: t for t in (self.memories, self.checkpoints, self.decisions, self.lessons, self.episodes,
                                 self.notes)}
         self.meta = MetaQueries(self)
@@ -78,7 +76,7 @@ class SqliteStore(Database):
         self.outbox = OutboxQueries(self)
         self.transfer = TransferQueries(self, self._tables)
 
-    def table(self, kind: str) -> _Table[Any]:
+    def table(self, kind: str) -> Table[Any, SqliteStore]:
         """The table of a kind ("memory" -> :attr:`memories`)."""
         return self._tables[kind]
 

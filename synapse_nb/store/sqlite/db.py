@@ -26,12 +26,21 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from synapse_nb._util import next_stamp
-from synapse_nb.errors import PermissionDeniedError, SchemaError, StoreError, SynapseError
+from synapse_nb.errors import (
+    ConflictError,
+    PermissionDeniedError,
+    SchemaError,
+    StoreError,
+    SynapseError,
+    ValidationError,
+)
+from synapse_nb.store.sql.dialect import Dialect
+from synapse_nb.store.sqlite.dialect import SQLITE
 from synapse_nb.store.sqlite.schema import (
     FTS_FLUSH,
     FTS_MARKERS,
@@ -48,9 +57,6 @@ __all__ = ["LOCK_TIMEOUT_S", "Database"]
 LOCK_TIMEOUT_S = 60.0
 #: How many of a connection's latest commits it remembers the changed records of (changes_between)
 CHANGE_LOG = 256
-#: Most ids bound in one statement.
-CHUNK = 500
-
 T = TypeVar("T")
 Change = tuple[str, str, bool]
 
@@ -69,22 +75,23 @@ def _is_locked(exc: sqlite3.OperationalError) -> bool:
     return "locked" in msg or "busy" in msg
 
 
+def _refused(exc: sqlite3.IntegrityError, path: Path) -> SynapseError:
+    """A constraint the statement broke, as the package's error tree (as a team vault reports it)."""
+    msg = str(exc)
+    if "UNIQUE" in msg or "PRIMARY KEY" in msg:
+        return ConflictError(msg)
+    if "CHECK" in msg or "NOT NULL" in msg:
+        return ValidationError(f"the vault refused a value: {msg}")
+    return StoreError(f"the vault {path} refused a write: {msg}")
 
-def _marks(n: int) -> str:
-    """``n`` placeholders for an ``IN (...)`` list."""
-    return ",".join("?" * n)
-
-
-def _chunks(seq: Sequence[str], size: int = CHUNK) -> Iterator[Sequence[str]]:
-    """``seq`` in slices of at most ``size`` (ids bound in one statement each)."""
-    for start in range(0, len(seq), size):
-        yield seq[start:start + size]
 
 class Database:
     """A connection to one vault database, safe to share between threads of one process.
 
-    The repositories (:mod:`synapse_nb.store.sqlite.tables`, :mod:`synapse_nb.store.sqlite.queries`) run their
-    statements through it; :class:`synapse_nb.store.sqlite.SqliteStore` puts them together.
+    The repositories (:mod:`synapse_nb.store.sql`, :mod:`synapse_nb.store.sqlite.queries`) run their statements
+    through it (a :class:`~synapse_nb.store.sql.connection.SqlDatabase`); :class:`synapse_nb.store.sqlite.SqliteStore`
+    puts them together. A write that breaks a constraint raises :class:`ConflictError` (a uniqueness rule) or
+    :class:`ValidationError` (a CHECK), never ``sqlite3``'s exceptions.
 
     Examples
     --------
@@ -95,6 +102,9 @@ class Database:
     >>> s.query_one("SELECT value FROM meta WHERE key = 'hello'")["value"]
     'world'
     """
+
+    #: SQLite's way of saying what the shared statements leave to the backend
+    dialect: Dialect = SQLITE
 
     def __init__(self, path: str | Path, *, readonly: bool = False, refusal: str | None = None) -> None:
         self.path = Path(path)
@@ -148,17 +158,19 @@ class Database:
     def _connect(self, readonly: bool) -> sqlite3.Connection:
         # cached_statements: a recall prepares one statement per id-list length and kind (candidate rows, records,
         # tags, keys); Python's default cache of 128 was thrashed by a few hundred recalls, re-preparing each time
-        kw: dict[str, Any] = {"uri": True, "timeout": LOCK_TIMEOUT_S, "isolation_level": None,
-                              "check_same_thread": False, "cached_statements": 2048}
+        def connect(uri: str) -> sqlite3.Connection:
+            return sqlite3.connect(uri, uri=True, timeout=LOCK_TIMEOUT_S, isolation_level=None,
+                                   check_same_thread=False, cached_statements=2048)
+
         if not readonly:
-            return sqlite3.connect(f"file:{self.path}", **kw)
+            return connect(f"file:{self.path}")
         if not self.path.is_file():
             raise StoreError(f"there is no vault database at {self.path} to open read-only")
         if self._refusal is not None and not self.path.with_name(self.path.name + "-wal").exists():
             # a folder we may not write to (a symlink out of the project): a WAL reader would create -wal/-shm
             # there; with no -wal nobody holds it open for writing, so it reads as immutable and nothing is created
-            return sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", **kw)
-        conn = sqlite3.connect(f"file:{self.path}?mode=ro", **kw)
+            return connect(f"file:{self.path}?mode=ro&immutable=1")
+        conn = connect(f"file:{self.path}?mode=ro")
         try:
             conn.execute("PRAGMA user_version").fetchone()
             return conn
@@ -166,7 +178,7 @@ class Database:
             # a WAL database in a folder nobody can write: SQLite cannot create the -shm file. Nobody can
             # change it either, so reading it as immutable is safe.
             conn.close()
-            return sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", **kw)
+            return connect(f"file:{self.path}?mode=ro&immutable=1")
 
     @property
     def readonly(self) -> bool:
@@ -269,7 +281,9 @@ class Database:
                                                                  or "readonly" in str(exc).lower()
                                                                  or "read-only" in str(exc).lower()):
                     raise StoreError(f"the vault {self.path} cannot be written: {exc}; nothing was changed") from exc
-                if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.IntegrityError):
+                if isinstance(exc, sqlite3.IntegrityError):
+                    raise _refused(exc, self.path) from exc
+                if isinstance(exc, sqlite3.DatabaseError):
                     raise StoreError(f"the vault {self.path} failed a write: {exc}; nothing was changed") from exc
                 raise
             finally:
@@ -382,19 +396,35 @@ class Database:
             self._apply_fts_queue()
 
     # -- statements -------------------------------------------------------------------------------------------
-    def write(self, sql: str, params: Any = (), change: Change | None = None) -> sqlite3.Cursor:
+    def write(self, sql: str, params: Sequence[Any] = (), change: Change | None = None) -> sqlite3.Cursor:
         """Run one write statement in the current transaction (or in one of its own), noting ``change``."""
         with self._lock:
             if self._depth:  # the common case, a write inside a caller's transaction: no extra context manager
                 self._before(sql)
-                cur = self._conn.execute(sql, params)
+                try:
+                    cur = self._conn.execute(sql, params)
+                except sqlite3.IntegrityError as exc:
+                    raise _refused(exc, self.path) from exc
                 if change is not None:
                     self._changes[change[:2]] = change[2]
                 return cur
         with self.transaction():
             return self.write(sql, params, change)
 
-    def query(self, sql: str, params: Any = ()) -> list[sqlite3.Row]:
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run one write statement once per row, in the current transaction (or in one of its own)."""
+        with self._lock:
+            if self._depth:
+                self._before(sql)
+                try:
+                    self._conn.executemany(sql, rows)
+                except sqlite3.IntegrityError as exc:
+                    raise _refused(exc, self.path) from exc
+                return
+        with self.transaction():
+            self.executemany(sql, rows)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
             self._before(sql)
             try:
@@ -404,11 +434,11 @@ class Database:
                     raise
                 raise StoreError(f"reading the vault {self.path} failed: {exc}") from exc
 
-    def query_one(self, sql: str, params: Any = ()) -> sqlite3.Row | None:
+    def query_one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
         rows = self.query(sql, params)
         return rows[0] if rows else None
 
-    def iter_query(self, sql: str, params: Any = (), *, size: int = 5000) -> Iterator[sqlite3.Row]:
+    def iter_query(self, sql: str, params: Sequence[Any] = (), *, size: int = 5000) -> Iterator[sqlite3.Row]:
         """Rows of a query, fetched ``size`` at a time (for scans too large to hold at once).
 
         The connection is held by this thread until the iterator is exhausted or closed.
@@ -441,6 +471,10 @@ class Database:
 
     def snapshot_now(self) -> str | None:
         """None: a local vault has no clock of its own; "now" is the caller's."""
+        return None
+
+    def snapshot_cache(self, name: str) -> dict[Any, Any] | None:
+        """None: reads are local, so nothing is kept between snapshots."""
         return None
 
     def integrity_check(self) -> str:

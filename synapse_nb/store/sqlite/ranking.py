@@ -25,13 +25,11 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from synapse_nb.store.records import RankRow, RankState, TermPostings
-from synapse_nb.store.sqlite.db import _chunks, _marks
-
-if TYPE_CHECKING:
-    from synapse_nb.store.sqlite.db import Database
+from synapse_nb.store.sql.connection import Repository
+from synapse_nb.store.sql.dialect import chunks, marks
+from synapse_nb.store.sqlite.db import Database
 
 __all__ = ["RankingQueries", "fts5_stems", "varints"]
 
@@ -125,35 +123,34 @@ def fts5_stems(words: Sequence[str]) -> dict[str, tuple[str, ...]]:
         return {w: _stems[w] for w in words}
 
 
-class RankingQueries:
+class RankingQueries(Repository[Database]):
     """``rank_rows``, ``postings`` and ``rank_totals`` of :class:`~synapse_nb.store.base.RecallQueries` (mixed in)."""
 
-    _db: Database
     bm25_style = "fts5"
     remote = False
 
     def rank_rows(self, mind: str, ids: Sequence[str] | None = None,
                   threads: Sequence[str] | None = None) -> list[RankRow]:
         with self._db.snapshot():  # one state for both statements
+            expiry: dict[str, str] = {}
             if ids is None and threads is None:
                 rows = self._db.query(RANK_ROWS, (mind,))
-                expiry = dict(self._db.query(RANK_EXPIRY, (mind,)))  # type: ignore[arg-type]
+                expiry.update((r[0], r[1]) for r in self._db.query(RANK_EXPIRY, (mind,)))
             else:
                 rows = []
-                for chunk in _chunks(sorted(set(ids or ())), 400):
-                    marks = _marks(len(chunk))
+                for chunk in chunks(sorted(set(ids or ())), 400):
+                    ids_in = marks(len(chunk))
                     rows += self._db.query(
-                        _RANK_COLS + f" AND (d.rid IN ({marks}) OR d.thread IN (SELECT thread FROM gate_docs WHERE "
-                        f"rid IN ({marks}) AND thread IS NOT NULL))", (mind, *chunk, *chunk))
-                for chunk in _chunks(sorted(set(threads or ())), 400):
-                    rows += self._db.query(_RANK_COLS + f" AND d.thread IN ({_marks(len(chunk))})",
+                        _RANK_COLS + f" AND (d.rid IN ({ids_in}) OR d.thread IN (SELECT thread FROM gate_docs WHERE "
+                        f"rid IN ({ids_in}) AND thread IS NOT NULL))", (mind, *chunk, *chunk))
+                for chunk in chunks(sorted(set(threads or ())), 400):
+                    rows += self._db.query(_RANK_COLS + f" AND d.thread IN ({marks(len(chunk))})",
                                            (mind, *chunk))
                 rows = sorted({r[1]: r for r in rows}.values(), key=lambda r: r[1])
                 mems = [r[1] for r in rows if r[0] == "memory"]
-                expiry = {}
-                for chunk in _chunks(mems, 400):
-                    expiry.update(self._db.query(  # type: ignore[arg-type]
-                        f"SELECT id, expires_at FROM memories WHERE id IN ({_marks(len(chunk))}) "
+                for chunk in chunks(mems, 400):
+                    expiry.update((r[0], r[1]) for r in self._db.query(
+                        f"SELECT id, expires_at FROM memories WHERE id IN ({marks(len(chunk))}) "
                         "AND expires_at IS NOT NULL", tuple(chunk)))
         return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), _length(r[6]), r[7],
                         expiry.get(r[1]) if r[0] == "memory" else None) for r in rows]

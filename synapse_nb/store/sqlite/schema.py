@@ -450,10 +450,10 @@ def _v4_triggers() -> str:
             gate_del = "DELETE FROM gate_docs WHERE rid = old.id;"
         parts += [f"DROP TRIGGER {table}_ai;", f"DROP TRIGGER {table}_au;", f"DROP TRIGGER {table}_ad;",
                   f"CREATE TRIGGER {table}_ai AFTER INSERT ON {table} BEGIN {fts_ins} {gate_ins} {tag_ins} END;",
-                  f"CREATE TRIGGER {table}_au AFTER UPDATE ON {table} BEGIN {fts_del} {fts_ins} {gate_upd} "
-                  f"{tag_del} {tag_ins} END;",
-                  f"CREATE TRIGGER {table}_ad AFTER DELETE ON {table} BEGIN {fts_del} {gate_del} {tag_del} "
-                  f"DELETE FROM session_seen WHERE rid = old.id; END;"]
+                  (f"CREATE TRIGGER {table}_au AFTER UPDATE ON {table} BEGIN {fts_del} {fts_ins} {gate_upd} "
+                   f"{tag_del} {tag_ins} END;"),
+                  (f"CREATE TRIGGER {table}_ad AFTER DELETE ON {table} BEGIN {fts_del} {gate_del} {tag_del} "
+                   f"DELETE FROM session_seen WHERE rid = old.id; END;")]
     outbox = """UPDATE outbox_counter SET n = n + 1;
     INSERT INTO index_outbox(rid, seq) VALUES ({r}.rid, (SELECT n FROM outbox_counter))
         ON CONFLICT(rid) DO UPDATE SET seq = excluded.seq;"""
@@ -461,16 +461,16 @@ def _v4_triggers() -> str:
     rank_new, rank_old = ["new.body", "new.context"], ["old.body", "old.context"]
     parts += [f"DROP TRIGGER gate_docs_{t};" for t in ("ai", "ad", "au", "rank_au", "ctx_ai", "ctx_au", "ctx_ad")]
     parts += [
-        f"CREATE TRIGGER gate_docs_ai AFTER INSERT ON gate_docs BEGIN {_queue('gate_vocab', 'new.gid', vocab_new)} "
-        f"{_queue('rank_fts', 'new.gid', rank_new)} {outbox.format(r='new')} END;",
-        f"CREATE TRIGGER gate_docs_ad AFTER DELETE ON gate_docs BEGIN "
-        f"{_queue('gate_vocab', 'old.gid', vocab_old, delete=True)} "
-        f"{_queue('rank_fts', 'old.gid', rank_old, delete=True)} {outbox.format(r='old')} END;",
-        f"CREATE TRIGGER gate_docs_au AFTER UPDATE OF body ON gate_docs BEGIN "
-        f"{_queue('gate_vocab', 'old.gid', vocab_old, delete=True)} {_queue('gate_vocab', 'new.gid', vocab_new)} "
-        f"{outbox.format(r='new')} END;",
-        f"CREATE TRIGGER gate_docs_rank_au AFTER UPDATE OF body, context ON gate_docs BEGIN "
-        f"{_queue('rank_fts', 'old.gid', rank_old, delete=True)} {_queue('rank_fts', 'new.gid', rank_new)} END;",
+        (f"CREATE TRIGGER gate_docs_ai AFTER INSERT ON gate_docs BEGIN {_queue('gate_vocab', 'new.gid', vocab_new)} "
+         f"{_queue('rank_fts', 'new.gid', rank_new)} {outbox.format(r='new')} END;"),
+        (f"CREATE TRIGGER gate_docs_ad AFTER DELETE ON gate_docs BEGIN "
+         f"{_queue('gate_vocab', 'old.gid', vocab_old, delete=True)} "
+         f"{_queue('rank_fts', 'old.gid', rank_old, delete=True)} {outbox.format(r='old')} END;"),
+        (f"CREATE TRIGGER gate_docs_au AFTER UPDATE OF body ON gate_docs BEGIN "
+         f"{_queue('gate_vocab', 'old.gid', vocab_old, delete=True)} {_queue('gate_vocab', 'new.gid', vocab_new)} "
+         f"{outbox.format(r='new')} END;"),
+        (f"CREATE TRIGGER gate_docs_rank_au AFTER UPDATE OF body, context ON gate_docs BEGIN "
+         f"{_queue('rank_fts', 'old.gid', rank_old, delete=True)} {_queue('rank_fts', 'new.gid', rank_new)} END;"),
         _CTX_TRIGGERS]
     return "\n".join(parts)
 

@@ -1,0 +1,129 @@
+"""PostgreSQL's dialect: ``%s`` placeholders, one bound array per list of values, ``tsvector`` search, and the gate
+terms every ranked record stores.
+
+The shared statements (:mod:`synapse_nb.store.sql`) are written with ``?``; :meth:`PgDialect.render` turns them
+into psycopg's form when values are bound (``?`` -> ``%s``, a literal ``%`` -> ``%%``) and leaves a statement sent
+without values as written (psycopg reads no placeholder in it, so a ``%`` stays one ``%``). What else PostgreSQL
+says its own way:
+
+- a list of values is one bound array: ``expr = ANY(?)`` (one statement, whatever the number of values);
+- full-text search reads each kind table's stored ``tsvector`` (english, like FTS5's porter) through its GIN
+  index, best match first by ``ts_rank``; search text becomes ``plainto_tsquery``'s words (:func:`search_query`);
+- every write of a ranked kind stores ``terms text[]`` (:func:`gate_terms`: what ``gate_df``/``gate_stats``
+  count) and ``rank_body`` (the ranking document's stems, ``stem_all`` of :func:`rank_tokens`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from synapse_nb.models import RANKED_KINDS
+from synapse_nb.store.sql.dialect import CHUNK, Derived, Dialect, TextSearch
+from synapse_nb.text import FTS_TOKEN_RE, MAX_FTS_QUERY_TERMS, MAX_QUERY_WORD_CHARS, fts_query_terms, normalise
+
+__all__ = ["GATE_KINDS", "POSTGRES", "PgDialect", "gate_terms", "gate_text", "rank_tokens", "search_query"]
+
+T = TypeVar("T")
+
+#: The kinds that carry gate terms and a ranking document (the registry's ranked kinds).
+GATE_KINDS = RANKED_KINDS
+#: The columns a ranked record stores beside its fields: its gate terms and its ranking document's stems.
+GATE_COLUMNS = (Derived("terms", "?"), Derived("rank_body", "stem_all(?::text[])"))
+
+
+def gate_terms(text: str) -> list[str]:
+    """The gate terms of a record's gate text: every word as the recall gate analyses a query (lower-cased,
+    accents stripped, split like FTS5's ``unicode61``), words over 64 characters left out, sorted, unique.
+
+    These are what ``gate_df`` counts, so a query's word statistics equal SQLite's FTS5 vocabulary's.
+
+    >>> gate_terms("Déploy the v1.2.3 e-mail hook_name, Déploy!")
+    ['2', '3', 'deploy', 'e', 'hook', 'mail', 'name', 'the', 'v1']
+    """
+    return sorted({t for t in FTS_TOKEN_RE.findall(normalise(text, len(text) + 1)) if len(t) <= MAX_QUERY_WORD_CHARS})
+
+
+def rank_tokens(text: str) -> list[str]:
+    """The tokens of a ranking document's text, repeats kept, in order (stemmed by the server: ``stem_all``).
+
+    >>> rank_tokens("Deploys, deploys: Café")
+    ['deploys', 'deploys', 'cafe']
+    """
+    return FTS_TOKEN_RE.findall(normalise(text, len(text) + 1))
+
+
+def _words(value: Any) -> str:
+    if isinstance(value, str):
+        value = json.loads(value)
+    return " ".join(str(x) for x in value or ())
+
+
+def gate_text(kind: str, r: Mapping[str, Any]) -> str:
+    """The text the gate scores for a record given as columns (the generated ``gate_text`` column, in Python)."""
+    if kind == "memory":
+        return f"{r['key'].replace('_', ' ')} {r['content']} {_words(r['tags'])}"
+    if kind == "checkpoint":
+        return f"{r['doing']} {r['next_step'] or ''} {r['blockers'] or ''} {_words(r['changed_files'])}"
+    if kind == "decision":
+        return f"{r['decision']} {r['rationale'] or ''} {_words(r['tags'])}"
+    if kind == "episode":
+        return f"{r['task_key'].replace('_', ' ')} {r['outcome'] or ''} {_words(r['refs'])}"
+    if kind == "note":
+        return f"{r['name'].replace('_', ' ')} {r['trigger']}"
+    raise KeyError(kind)
+
+
+def search_query(text: str) -> str | None:
+    """The words of a search box's text for ``plainto_tsquery`` (None: no word, list instead)."""
+    words = fts_query_terms(text, MAX_FTS_QUERY_TERMS)
+    return " ".join(words) if words else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _with_values(sql: str) -> str:
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class PgDialect(Dialect):
+    name = "postgresql"
+
+    def render(self, sql: str, *, bound: bool) -> str:
+        """``?`` as ``%s`` and a literal ``%`` as ``%%`` when values are bound; else the statement as written.
+
+        >>> POSTGRES.render("SELECT key FROM meta WHERE key LIKE 'setting:%' AND value = ?", bound=True)
+        "SELECT key FROM meta WHERE key LIKE 'setting:%%' AND value = %s"
+        >>> POSTGRES.render("SELECT key FROM meta WHERE key LIKE 'setting:%'", bound=False)
+        "SELECT key FROM meta WHERE key LIKE 'setting:%'"
+        """
+        return _with_values(sql) if bound else sql
+
+    def batches(self, values: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
+        """One batch, whatever the number of values (bound as one array); nothing when empty."""
+        if values:
+            yield values
+
+    def is_in(self, expr: str, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
+        return f"{expr} = ANY(?)", (list(values),)
+
+    def search_query(self, text: str) -> str | None:
+        return search_query(text)
+
+    def search(self, table: str, *, text_first: bool = False) -> TextSearch:
+        return TextSearch(f"{table} t, plainto_tsquery('english', ?) q", "(numnode(q) = 0 OR t.search_tsv @@ q)",
+                          "ts_rank(t.search_tsv, q) DESC")
+
+    def derived_columns(self, kind: str) -> tuple[Derived, ...]:
+        return GATE_COLUMNS if kind in GATE_KINDS else ()
+
+    def derived_values(self, kind: str, fields: Mapping[str, Any]) -> tuple[Any, ...]:
+        if kind not in GATE_KINDS:
+            return ()
+        text = gate_text(kind, fields)
+        return gate_terms(text), rank_tokens(text)
+
+
+#: The dialect of every team vault.
+POSTGRES = PgDialect()

@@ -1,0 +1,296 @@
+"""Every shared statement that is not one kind table's: settings and bookkeeping (``meta``), recall sessions,
+verify's flags, file references, the recall gate's candidates, tags and keys, the candidates the retrieval index
+reads, export and import.
+
+Each class is a small repository over its tables, written once for both backends; statements are named constants,
+and a list of values is bound the backend's way (:meth:`~synapse_nb.store.sql.dialect.Dialect.batches`,
+:meth:`~synapse_nb.store.sql.dialect.Dialect.is_in`). What a backend does its own way subclasses these (the
+word statistics, ranking and change feed of each backend; PostgreSQL's one-statement session marks).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from synapse_nb.errors import ConflictError, ValidationError
+from synapse_nb.models import KINDS, PRIORITIES, TABLES, Record
+from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, Candidate, RefSource
+from synapse_nb.store.sql.connection import D, Fields, Repository, Row
+from synapse_nb.store.sql.tables import Table
+
+__all__ = ["CANDIDATES", "CandidateDocs", "FlagsQueries", "MetaQueries", "RecallQueries", "RefsQueries",
+           "SessionsQueries", "TransferQueries", "candidate"]
+
+# -- meta: settings, scan tips ---------------------------------------------------------------------------------
+UPSERT_META = "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+ALL_SETTINGS = "SELECT key, value FROM meta WHERE key LIKE 'setting:%' ORDER BY key"
+GET_META = "SELECT value FROM meta WHERE key = ?"
+
+
+def _agent_writes() -> str:
+    """Agent records written or changed since a stamp, every kind: memories through memories_order (mind, priority,
+    updated_at: one range per priority), the others by their own stamps."""
+    priorities = ", ".join(str(i) for i in range(len(PRIORITIES)))
+    return "SELECT " + " + ".join(
+        f"(SELECT count(*) FROM {k.table} WHERE mind = ? AND "
+        + (f"priority IN ({priorities}) AND " if k.name == "memory" else "")
+        + "updated_at >= ? AND source = 'agent')" for k in KINDS)
+
+
+AGENT_WRITES = _agent_writes()
+AGENT_MEMORIES = "SELECT count(*) FROM memories WHERE mind = ? AND source = 'agent'"
+
+
+class MetaQueries(Repository[D]):
+    """Settings are kept per data version inside a snapshot of a connection that keeps answers (a team vault's:
+    writing a setting moves the version), so a warm recall's saved default bars cost no round trip."""
+
+    def agent_writes(self, mind: str, since: str) -> int:
+        row = self._db.query_one(AGENT_WRITES, (mind, since) * len(KINDS))
+        return int(row[0] or 0) if row else 0
+
+    def agent_memories(self, mind: str) -> int:
+        row = self._db.query_one(AGENT_MEMORIES, (mind,))
+        return int(row[0] or 0) if row else 0
+
+    def settings(self, names: Iterable[str] | None = None) -> dict[str, Any]:
+        memo = self._db.snapshot_cache("settings")
+        if memo is None:
+            return self._settings(names)
+        key = None if names is None else tuple(names)
+        if key not in memo:
+            memo[key] = self._settings(key)
+        return dict(memo[key])
+
+    def _settings(self, names: Iterable[str] | None) -> dict[str, Any]:
+        if names is None:
+            rows = list(self._db.query(ALL_SETTINGS))
+        else:
+            dialect, rows = self._db.dialect, []
+            for batch in dialect.batches(sorted({f"setting:{n}" for n in names})):
+                cond, params = dialect.is_in("key", batch)
+                rows += self._db.query(f"SELECT key, value FROM meta WHERE {cond} ORDER BY key", params)
+        return {r["key"][len("setting:"):]: json.loads(r["value"]) for r in rows}
+
+    def set_settings(self, values: Mapping[str, Any]) -> None:
+        self._db.executemany(UPSERT_META, [(f"setting:{k}", json.dumps(v)) for k, v in values.items()])
+
+    def scan_tips(self, mind: str) -> tuple[str, ...]:
+        row = self._db.query_one(GET_META, (f"scan_tips:{mind}",))
+        return tuple(json.loads(row["value"])) if row else ()
+
+    def set_scan_tips(self, mind: str, tips: Sequence[str]) -> None:
+        self._db.write(UPSERT_META, (f"scan_tips:{mind}", json.dumps(sorted(tips))))
+
+
+# -- sessions ---------------------------------------------------------------------------------------------------
+MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) VALUES (?,?,?,?,?) "
+             "ON CONFLICT(mind, session, rid) DO UPDATE SET digest = excluded.digest, seen_at = excluded.seen_at")
+PRUNE_SESSIONS = "DELETE FROM session_seen WHERE mind = ? AND seen_at < ?"
+
+
+class SessionsQueries(Repository[D]):
+    def seen(self, mind: str, session: str, ids: Sequence[str]) -> dict[str, str]:
+        dialect = self._db.dialect
+        out: dict[str, str] = {}
+        for batch in dialect.batches(list(ids)):
+            cond, params = dialect.is_in("rid", batch)
+            out.update((r["rid"], r["digest"]) for r in self._db.query(
+                f"SELECT rid, digest FROM session_seen WHERE mind = ? AND session = ? AND {cond}",
+                (mind, session, *params)))
+        return out
+
+    def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str) -> None:
+        # a session's marks are no part of what recall ranks or caches: they do not move the data version (every
+        # recall with a session that gave something new would otherwise start its next one cold)
+        with self._db.transaction(moves_version=False):
+            self._db.executemany(MARK_SEEN, [(mind, session, r, d, now) for r, d in pairs])
+
+    def prune(self, mind: str, before: str) -> int:
+        with self._db.transaction(moves_version=False):
+            return max(0, self._db.write(PRUNE_SESSIONS, (mind, before)).rowcount)
+
+
+# -- flags ------------------------------------------------------------------------------------------------------
+FLAGS_OF_MIND = "SELECT rid, flag, detail FROM flags WHERE mind = ? ORDER BY rid, flag"
+DELETE_FLAGS = "DELETE FROM flags WHERE mind = ?"
+INSERT_FLAG = "INSERT INTO flags(rid, mind, flag, detail, updated_at) VALUES (?,?,?,?,?)"
+
+
+class FlagsQueries(Repository[D]):
+    def of_mind(self, mind: str) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for r in self._db.query(FLAGS_OF_MIND, (mind,)):
+            out.setdefault(r["rid"], {})[r["flag"]] = json.loads(r["detail"])
+        return out
+
+    def dangling(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        dialect = self._db.dialect
+        out: dict[str, list[str]] = {}
+        for batch in dialect.batches(list(ids)):
+            cond, params = dialect.is_in("rid", batch)
+            out.update((r["rid"], json.loads(r["detail"])) for r in self._db.query(
+                f"SELECT rid, detail FROM flags WHERE flag = 'dangling' AND {cond}", params))
+        return out
+
+    def replace(self, mind: str, dangling: Mapping[str, Sequence[str]], stale: Mapping[str, Sequence[str]],
+                updated_at: str) -> None:
+        rows = [(rid, mind, "dangling", json.dumps(sorted(ps)), updated_at) for rid, ps in sorted(dangling.items())]
+        rows += [(rid, mind, "stale", json.dumps(list(shas)), updated_at) for rid, shas in sorted(stale.items())]
+        with self._db.transaction():
+            self._db.write(DELETE_FLAGS, (mind,))
+            self._db.executemany(INSERT_FLAG, rows)
+
+
+# -- file references (verify) ---------------------------------------------------------------------------------
+REF_LESSONS = "SELECT id, updated_at, files_affected FROM lessons WHERE mind = ? ORDER BY id"
+REF_CHECKPOINTS = "SELECT id, updated_at, changed_files FROM checkpoints WHERE mind = ? ORDER BY id"
+REF_DECISIONS = ("SELECT id, updated_at, decision || ' ' || coalesce(rationale, '') AS t FROM decisions "
+                 "WHERE mind = ? ORDER BY id")
+REF_MEMORIES = "SELECT id, updated_at, content FROM memories WHERE mind = ? ORDER BY id"
+
+
+class RefsQueries(Repository[D]):
+    def sources(self, mind: str) -> list[RefSource]:
+        q = self._db.query
+        out = [RefSource("lesson", r["id"], r["updated_at"], files=tuple(json.loads(r["files_affected"])))
+               for r in q(REF_LESSONS, (mind,))]
+        out += [RefSource("checkpoint", r["id"], r["updated_at"], files=tuple(json.loads(r["changed_files"])))
+                for r in q(REF_CHECKPOINTS, (mind,))]
+        out += [RefSource("decision", r["id"], r["updated_at"], text=r["t"]) for r in q(REF_DECISIONS, (mind,))]
+        out += [RefSource("memory", r["id"], r["updated_at"], text=r["content"]) for r in q(REF_MEMORIES, (mind,))]
+        return out
+
+
+# -- recall: candidates, tags, keys ------------------------------------------------------------------------------
+#: The recall gate's candidates (a view in both schemas): one row per ranked record, with its gate text.
+CANDIDATES = "SELECT id, kind, mind, text, updated_at, expires_at FROM gate_candidates"
+MIND_CANDIDATES = f"{CANDIDATES} WHERE mind = ? ORDER BY id"
+#: Most keys matched by one statement of :meth:`RecallQueries.key_matches`.
+KEY_BATCH = 400
+
+
+def candidate(r: Fields) -> Candidate:
+    """A ``gate_candidates`` row as the value recall and the index read."""
+    return Candidate(r["kind"], r["id"], r["mind"], r["text"], r["updated_at"], r["expires_at"])
+
+
+class RecallQueries(Repository[D]):
+    """What recall reads alike on both backends; each backend adds its word statistics and ranking reads
+    (``count``, ``fetch``, ``doc_freq``, ``bm25`` and the rest of :class:`~synapse_nb.store.base.RecallQueries`)."""
+
+    def candidates(self, mind: str) -> list[Candidate]:
+        return [candidate(r) for r in self._db.query(MIND_CANDIDATES, (mind,))]
+
+    def tag_counts(self, mind: str, tags: Sequence[str]) -> dict[str, int]:
+        dialect = self._db.dialect
+        out: dict[str, int] = {}
+        for batch in dialect.batches(list(tags)):
+            cond, params = dialect.is_in("tag", batch)
+            out.update((r["tag"], int(r["n"])) for r in self._db.query(
+                f"SELECT tag, count(*) AS n FROM tags WHERE {cond} AND mind = ? GROUP BY tag ORDER BY tag",
+                (*params, mind)))
+        return out
+
+    def tag_matches(self, mind: str, tags: Sequence[str]) -> list[tuple[str, str, int]]:
+        dialect = self._db.dialect
+        out: list[tuple[str, str, int]] = []
+        batches = list(dialect.batches(list(tags)))
+        for batch in batches:
+            cond, params = dialect.is_in("t.tag", batch)
+            # each record's own number of tags (tags_rid): a tag names less of a record that carries many
+            out += [(r["rid"], r["tag"], int(r["n"])) for r in self._db.query(
+                "SELECT t.rid AS rid, t.tag AS tag, (SELECT count(*) FROM tags u WHERE u.rid = t.rid) AS n FROM tags t "
+                f"WHERE t.mind = ? AND {cond} ORDER BY t.rid, t.tag", (mind, *params))]
+        return sorted(out) if len(batches) > 1 else out
+
+    def key_matches(self, mind: str, keys: Sequence[str]) -> list[tuple[str, str]]:
+        """Memories then notes, each by id, per batch of keys."""
+        dialect = self._db.dialect
+        out: list[tuple[str, str]] = []
+        for batch in dialect.batches(list(keys), KEY_BATCH):
+            keyed, kparams = dialect.is_in("key", batch)
+            named, nparams = dialect.is_in("name", batch)
+            out += [(r["id"], r["name"]) for r in self._db.query(
+                f"SELECT id, name FROM (SELECT 0 AS src, id, key AS name FROM memories WHERE mind = ? AND {keyed} "
+                f"UNION ALL SELECT 1, id, name FROM notes WHERE mind = ? AND {named}) m ORDER BY src, id",
+                (mind, *kparams, mind, *nparams))]
+        return out
+
+
+class CandidateDocs(Repository[D]):
+    """The candidates the retrieval index reads (``docs``, ``all_docs`` of :class:`~synapse_nb.store.base.Outbox`)."""
+
+    def docs(self, ids: Sequence[str]) -> list[Candidate]:
+        dialect = self._db.dialect
+        rows: list[Row] = []
+        for batch in dialect.batches(list(ids)):
+            cond, params = dialect.is_in("id", batch)
+            rows += self._db.query(f"{CANDIDATES} WHERE {cond} ORDER BY id", params)
+        return [candidate(r) for r in rows]
+
+    def all_docs(self) -> Iterator[Candidate]:
+        return (candidate(r) for r in self._db.iter_query(f"{CANDIDATES} ORDER BY id"))
+
+
+# -- export / import -------------------------------------------------------------------------------------------
+def _columns_json(kind: str, doc: Mapping[str, Any]) -> list[Any]:
+    """An export document's values in :data:`EXPORT_FIELDS` order, JSON fields as stored JSON text."""
+    json_fields = JSON_FIELDS[kind]
+    return [None if doc[f] is None else json.dumps(doc[f], sort_keys=True, ensure_ascii=False)
+            if f in json_fields else doc[f] for f in EXPORT_FIELDS[kind]]
+
+
+class TransferQueries(Repository[D]):
+    def __init__(self, db: D, tables: Mapping[str, Table[Any, D]]) -> None:
+        super().__init__(db)
+        self._tables = tables
+
+    def rows(self, kind: str) -> Iterator[dict[str, Any]]:
+        json_fields = JSON_FIELDS[kind]
+        cols = EXPORT_FIELDS[kind]
+        for row in self._db.query(f"SELECT {', '.join(cols)} FROM {TABLES[kind]} ORDER BY id"):
+            yield {k: json.loads(row[k]) if k in json_fields and row[k] is not None else row[k] for k in cols}
+
+    def to_record(self, kind: str, doc: Mapping[str, Any]) -> Record:
+        values = dict(zip(EXPORT_FIELDS[kind], _columns_json(kind, doc), strict=True))
+        if kind == "memory":
+            prio, ver = values["priority"], values["verified"]
+            if isinstance(prio, bool) or prio not in range(len(PRIORITIES)):
+                raise ValidationError(f"priority {prio!r} must be 0 (critical) to 3 (low)")
+            if ver not in (0, 1) or isinstance(ver, float):
+                raise ValidationError(f"verified {ver!r} must be 0 or 1")
+        for f in JSON_FIELDS[kind]:
+            v = doc[f]
+            if f == "revert_commit":
+                if v is not None and not isinstance(v, dict):
+                    raise ValidationError(f"{f} must be an object or null, got {v!r}")
+            elif not isinstance(v, list):
+                raise ValidationError(f"{f} must be a list, got {v!r}")
+        try:
+            # export documents are rows: the table's own mapping reads them (no view: the stored status is kept)
+            record: Record = self._tables[kind].from_row(values, "")
+        except (TypeError, ValueError, KeyError, IndexError) as exc:
+            raise ValidationError(f"malformed {kind} fields: {exc}") from None
+        return record
+
+    def insert(self, kind: str, doc: Mapping[str, Any]) -> bool:
+        table = self._tables[kind]
+        values = _columns_json(kind, doc)
+        with self._db.transaction():
+            existing = self._db.query_one(f"SELECT {', '.join(table.fields)} FROM {table.table} WHERE id = ?",
+                                          (doc["id"],))
+            if existing is not None:
+                if list(existing) == values:
+                    return False
+                raise ConflictError(f"{kind} {doc['id']} already exists with different content")
+            try:
+                table.insert_row(doc["id"], tuple(values))
+            except ConflictError as exc:
+                raise ConflictError(f"{kind} {doc['id']} conflicts with the vault ({exc})") from None
+        return True
+
+    def advance_clock(self, ts: str) -> None:
+        self._db.advance_clock(ts)
