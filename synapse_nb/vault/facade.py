@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from datetime import timedelta
@@ -190,7 +191,7 @@ class Vault:
 
     # -- recall -------------------------------------------------------------------------------------------
     def recall(self, query: str, *, session: str | None = None, branch: str | None = None, files: Any = None,
-               budget_tokens: int | None = None, bars: Bars | None = None, path: str = "auto") -> Recall:
+               budget_tokens: int | None = None, bars: Bars | None = None, path: str | None = None) -> Recall:
         """What this turn needs to know: only the new and relevant across all memories, or "nothing new".
 
         The approved-lesson banner comes first on every call. With ``session``, what that session already
@@ -205,8 +206,9 @@ class Vault:
         budget_tokens : most tokens for the hits (default: the bars' ``budget_tokens``).
         bars : a :class:`synapse_nb.recall.Bars` to override the gate's thresholds (default:
             :meth:`default_bars`, the bars saved in the vault's settings, else ``Bars()``).
-        path : "auto" (default) or "rank": BM25 over the ranking table, then the structure step ("exhaustive"
-            and "index", recall v1's candidate paths, are accepted and run the same ranking).
+        path : deprecated, and ignored: recall has one path since recall v2 (BM25 over the ranking table, then the
+            structure step). "auto", "rank", "exhaustive" and "index" are still accepted, with a
+            ``DeprecationWarning``; any other value is a ``ValidationError``.
 
         Examples
         --------
@@ -217,8 +219,12 @@ class Vault:
             from synapse_nb.recall.engine import Recaller  # loaded by the first recall (import synapse_nb stays light)
 
             self._recaller = Recaller(self._ctx, lambda: self.index, defaults=self._recall_settings)
+        if path is not None:
+            warnings.warn("Vault.recall(path=...) is deprecated and ignored: recall has one path since recall v2 "
+                          "(docs/decisions/0008-recall-engine-v2.md); drop the argument", DeprecationWarning,
+                          stacklevel=2)
         return self._recaller.recall(query, session=session, branch=branch, files=files,
-                                     budget_tokens=budget_tokens, bars=bars, path=path)
+                                     budget_tokens=budget_tokens, bars=bars, path="auto" if path is None else path)
 
     def restore_pack(self, checkpoint: Checkpoint | None = None, *, budget_tokens: int | None = None,
                      note: str | None = None) -> str:
