@@ -134,7 +134,7 @@ class VaultSession:
         self._created: Vault | None = None  # the vault this session created, until it is taken back or closed
         self._notices: list[Notice] = []
         if vault is not None:
-            self._opened(vault)
+            self._opened(vault, ours=False)
 
     # -- the handle ---------------------------------------------------------------------------------------------
     @property
@@ -232,8 +232,9 @@ class VaultSession:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._vault is None else repr(self._vault)
-        return f"<VaultSession {self._path or '(SYNAPSE_HOME or the current folder)'} {state}>"
+        if self._vault is not None:
+            return f"<VaultSession {self._vault!r}>"
+        return f"<VaultSession not open: {self._path or 'SYNAPSE_HOME or the current folder'}>"
 
     # -- inside -------------------------------------------------------------------------------------------------
     def _drop(self) -> None:
@@ -257,17 +258,17 @@ class VaultSession:
         v = open_vault(self._path, mind=self._mind, actor=self._actor, clock=self._clock, readonly=self.readonly,
                        create=write and self._create and not self.readonly, offline=self._offline)
         self._vault = v
-        self._opened(v)
+        self._opened(v, ours=True)
         return v
 
-    def _opened(self, v: ReadableVault) -> None:
-        """The notices about a handle just opened (or given)."""
+    def _opened(self, v: ReadableVault, *, ours: bool) -> None:
+        """The notices about a handle just opened (``ours``) or given (whoever opened it said what it created)."""
         if v.offline:
             self._say(Notice("offline", f"the team vault server {v.location} cannot be reached ({v.reason}): "
                              f"reading this machine's stale copy in {v.path}; writes are refused", v.path,
                              {"location": v.location, "reason": v.reason}))
         else:
-            if v.created:
+            if v.created and ours:
                 self._created = v
                 self._say(Notice("created", f"created a new vault at {v.path}", v.path))
             if v.borrowed is not None:
