@@ -69,12 +69,12 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     clock : a callable returning an aware ``datetime`` (tests); default the real UTC clock.
     readonly : open without write access (every write raises ``StoreError``); never creates.
     create : create the vault when there is none (default True, for code that is about to write);
-        ``create=False`` is for reading: a missing vault is a :class:`VaultNotFoundError`. The CLI,
-        the magics and the MCP server open with ``create=False`` for every read.
+        ``create=False`` is for reading: a missing vault is a :class:`VaultNotFoundError`. The surfaces
+        open through a :class:`~synapse_nb.vault.VaultSession`, which never creates a vault for a read.
     offline : for a team vault URL only: when its server cannot be reached, return this machine's stale,
         read-only copy (a :class:`synapse_nb.offline.OfflineVault`: ``search``/``recall`` answer marked
         ``STALE`` with the copy's age, everything else raises :class:`OfflineError`) instead of raising
-        :class:`OfflineError`. The CLI's read commands pass it.
+        :class:`OfflineError`. Typed :data:`ReadableVault` then: narrow on ``v.offline`` before using the vault.
 
     Raises
     ------
