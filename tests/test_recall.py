@@ -101,7 +101,7 @@ def test_banner_comes_first_on_every_recall_even_when_nothing_new(seeded):
 
 
 def test_expired_lessons_and_memories_are_never_shown(seeded, clock):
-    v, ids = seeded
+    v, _ids = seeded
     les = v.lessons.create("Reverted X", branch=None)
     v.lessons.approve(les.id, text="Do not do X")
     v.remember("context", "sprint_goal", "The sprint goal is shipping the migrations dashboard", expires="2d")

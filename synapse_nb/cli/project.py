@@ -12,7 +12,8 @@ __all__ = ["demo", "init", "mcp_serve"]
 
 
 def demo(
-    keep: Annotated[bool, typer.Option("--keep", help="Keep the throwaway vault folder and print where it is.")] = False,
+    keep: Annotated[bool, typer.Option("--keep",
+                                       help="Keep the throwaway vault folder and print where it is.")] = False,
 ) -> None:
     """A one-minute tour in a throwaway vault: checkpoint, decision, memory, lesson, recall.
 
@@ -62,7 +63,8 @@ def init(
 
 def mcp_serve(
     ctx: typer.Context,
-    path: Annotated[str | None, typer.Argument(help="Project folder (default: --vault, else the current folder).")] = None,
+    path: Annotated[str | None, typer.Argument(
+        help="Project folder (default: --vault, else the current folder).")] = None,
 ) -> None:
     """Serve the vault to an agent over MCP (stdio). The agent can only propose; you approve.
 
