@@ -54,9 +54,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Self
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Self
 
 from synapse_nb.context import check_identity, readonly_requested
 from synapse_nb.errors import OfflineError, SynapseError
@@ -73,8 +73,7 @@ __all__ = ["Notice", "NoticeKind", "VaultSession"]
 NoticeKind = Literal["created", "removed", "borrowed", "offline", "readonly"]
 
 
-@dataclass(frozen=True)
-class Notice:
+class Notice(NamedTuple):  # a NamedTuple, not a dataclass: the agent hooks' cold path imports this module
     """Something to tell the human about the vault a session opened (see the table in :mod:`synapse_nb.vault.session`).
 
     ``text`` is one line without a surface's prefix; :meth:`line` adds one. ``data`` holds the details a surface
@@ -88,7 +87,7 @@ class Notice:
     kind: NoticeKind
     text: str
     path: Path
-    data: Mapping[str, Any] = field(default_factory=dict)
+    data: Mapping[str, Any] = MappingProxyType({})
 
     def line(self, prog: str) -> str:
         """The notice as one line from ``prog`` (``"synapse-nb: created a new vault at ..."``)."""
