@@ -1,4 +1,5 @@
-"""Git hooks: install/uninstall (synapse_nb.gitscope.githook_install) and the hook process (synapse_nb.gitscope.githook)."""
+"""Git hooks: install/uninstall (synapse_nb.gitscope.githook_install) and the hook process
+(synapse_nb.gitscope.githook)."""
 
 from __future__ import annotations
 
