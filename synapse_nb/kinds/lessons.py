@@ -217,7 +217,8 @@ class Lessons(KindManager[Lesson]):
 
         Examples
         --------
-        >>> v.lessons.approve("les_3f9a0c12be47", text="Never retry payments without an idempotency key")  # doctest: +SKIP
+        >>> v.lessons.approve("les_3f9a0c12be47",
+        ...                   text="Never retry payments without an idempotency key")  # doctest: +SKIP
         >>> v.lessons.approve("les_3f9a0c12be47", accept_agent_text=True, expiry_days=14)  # doctest: +SKIP
         """
         self._require_user("approve a lesson")
