@@ -136,6 +136,14 @@ def test_evidence_maps_to_the_content_messages_sharing_words_with_the_question()
     assert "D1:1.1" not in out.questions[2].evidence and "D1:1.r" not in out.questions[2].evidence
 
 
+def test_a_speakers_name_alone_does_not_make_a_message_evidence() -> None:
+    q = Question("Why did Ann move to Lisbon?", "for work", ("D1:1",), 4)
+    conv = _conv("Thanks Ann. I moved to Lisbon for a new job.", questions=(q,))
+    out = chat_style(conv, replace(OFF, split=1.0))
+    assert [t.text for t in out.turns] == ["Thanks Ann.", "I moved to Lisbon for a new job."]
+    assert out.questions[0].evidence == ("D1:1.2",)
+
+
 def test_locomo_questions_keep_their_evidence() -> None:
     convs = load_locomo(LOCOMO)[:3]
     for conv in convs:

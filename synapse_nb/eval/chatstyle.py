@@ -33,10 +33,11 @@ app shows the photo, not a description of it.
 
 **Evidence mapping.** A question's evidence turn becomes the messages of that turn that carry content: a message
 holding at least one word that is neither a stop word (:data:`~synapse_nb.text.ENGLISH_STOP_WORDS`) nor a
-back-channel word (:data:`BACKCHANNEL_WORDS`); a turn whose messages all lack such a word maps to all of them.
-Interjection openers and back-channel turns are never evidence. So a split turn asks for every message that holds
-part of the answer, as a person labelling a real chat would point at them, and a filler piece ("omg") is not
-asked for.
+back-channel word (:data:`BACKCHANNEL_WORDS`) *and* sharing such a word (its first five letters, in the turn as
+written; the speakers' names do not count) with the question or its answer; when none shares one, all the turn's
+content messages; a turn without content messages maps to all of them. Interjection openers and back-channel
+turns are never evidence. So a split turn asks for the message(s) that hold what was asked, as a person labelling
+a real chat would point at them, and a filler piece ("omg") is not asked for.
 
 **Determinism.** Every random choice comes from a :class:`random.Random` seeded per turn with an integer read
 from SHA-256 of ``"<seed>/<sample_id>/<dia_id>"``; tables are tuples and dicts in insertion order; nothing
@@ -330,7 +331,8 @@ def chat_style(conv: Conversation, style: ChatStyle = ChatStyle()) -> Conversati
             clock[turn.session] = _advance(clock[turn.session], rng, style.gap_message)
             turns.append(Turn(f"{turn.dia_id}.r", other or "other", rng.choice(BACKCHANNEL_TURNS), turn.session,
                               _when(clock[turn.session], turn)))
-    questions = tuple(_map_question(q, evidence) for q in conv.questions)
+    names = _keys(f"{conv.speaker_a} {conv.speaker_b}")
+    questions = tuple(_map_question(q, evidence, names) for q in conv.questions)
     return replace(conv, turns=tuple(turns), questions=questions)
 
 
@@ -349,10 +351,12 @@ def _keys(text: str) -> frozenset[str]:
                      if len(w) >= 3 and w not in ENGLISH_STOP_WORDS and w not in BACKCHANNEL_WORDS)
 
 
-def _map_question(q: Question, evidence: dict[str, list[tuple[str, frozenset[str]]]]) -> Question:
+def _map_question(q: Question, evidence: dict[str, list[tuple[str, frozenset[str]]]],
+                  names: frozenset[str] = frozenset()) -> Question:
     """Each evidence turn's content messages that share a content word with the question or its answer (as the
-    turn was written), or all its content messages when none does."""
-    asked = _keys(f"{q.question} {q.answer or ''}")
+    turn was written; the speakers' names do not count: "thanks maria" answers no question about Maria), or all
+    its content messages when none does."""
+    asked = _keys(f"{q.question} {q.answer or ''}") - names
     mapped: list[str] = []
     for e in q.evidence:
         messages = evidence.get(e, [])
