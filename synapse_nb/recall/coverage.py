@@ -116,16 +116,18 @@ def coverage(cover: Cover, positions: np.ndarray, actor: np.ndarray | None = Non
         return [0.0] * n, [()] * n
     num = np.zeros(n)
     hits = []
-    if cover.units is not None:  # a record holds what any record of its unit holds
-        members, owner = cover.units.unit_members(cover.units.head[positions])
+    units = cover.units
+    many = np.flatnonzero(units.head[positions] != units.tail[positions]) if units is not None else positions[:0]
+    if len(many):  # a record holds what any record of its unit holds (units of one record: as before)
+        members, owner = units.unit_members(units.head[positions[many]])  # type: ignore[union-attr]
+        owner = many[owner]
     for weight, body, named in zip(cover.weights, cover.body, cover.actors, strict=True):
-        if len(body) and cover.units is not None:
-            i = np.minimum(np.searchsorted(body, members), len(body) - 1)
-            hit = np.zeros(n, bool)
-            np.logical_or.at(hit, owner, body[i] == members)
-        elif len(body):
+        if len(body):
             i = np.minimum(np.searchsorted(body, positions), len(body) - 1)
             hit = body[i] == positions
+            if len(many):
+                j = np.minimum(np.searchsorted(body, members), len(body) - 1)
+                hit = hit | (np.bincount(owner[body[j] == members], minlength=n) > 0)
         else:
             hit = np.zeros(n, bool)
         if len(named) and actor is not None:

@@ -71,56 +71,65 @@ class Variants:
         self._found: dict[str, tuple[str, ...]] = {}
         self._merged: dict[str, Term] = {}
 
-    def _accepted(self, word: str, version: object) -> tuple[str, ...]:
-        """The variants of ``word`` the vault holds and that read as ``word``: its chat forms, and spelling
-        variants that pass :func:`~synapse_nb.recall.chatwords.accept_typo`."""
+    def _accepted(self, words: Sequence[str], version: object) -> dict[str, tuple[str, ...]]:
+        """Each word's variants the vault holds and that read as the word: its chat forms (when the vault writes
+        the form at least 1/:data:`FORM_SHARE` as often as the word) and spelling variants that pass
+        :func:`~synapse_nb.recall.chatwords.accept_typo`; one ``doc_freq`` statement for the words not kept yet."""
         with self._lock:
             if self._key != version:
                 self._key, self._found, self._merged = version, {}, {}
-            if word in self._found:
-                return self._found[word]
-        forms = chat_forms(word)
-        slips = [v for v in spelling_variants(word) if v not in forms]
-        df = self._ctx.store.recall.doc_freq([word, *forms, *slips])
-        own = df.get(word, 0)
-        got = tuple([f for f in forms if df.get(f, 0) and FORM_SHARE * df.get(f, 0) >= own]
-                    + [v for v in slips if accept_typo(df.get(v, 0), own)])
+            out = {w: self._found[w] for w in words if w in self._found}
+        todo = [w for w in dict.fromkeys(words) if w not in out]
+        if not todo:
+            return out
+        cands = {w: (chat_forms(w), [v for v in spelling_variants(w) if v not in chat_forms(w)]) for w in todo}
+        df = self._ctx.store.recall.doc_freq(list(dict.fromkeys(
+            x for w in todo for x in (w, *cands[w][0], *cands[w][1]))))
+        for w in todo:
+            forms, slips = cands[w]
+            own = df.get(w, 0)
+            out[w] = tuple([f for f in forms if df.get(f, 0) and FORM_SHARE * df.get(f, 0) >= own]
+                           + [v for v in slips if accept_typo(df.get(v, 0), own)])
         with self._lock:
             if self._key == version:
-                if len(self._found) >= MAX_CACHED_WORDS:
+                if len(self._found) + len(todo) > MAX_CACHED_WORDS:
                     self._found, self._merged = {}, {}
-                self._found[word] = got
-        return got
+                self._found.update((w, out[w]) for w in todo)
+        return out
 
     def merge(self, words: Sequence[str], terms: Mapping[str, Term], idx: ThreadIndex, version: object,
               n_rows: int) -> dict[str, Term]:
         """``terms`` (each word's postings) with each of ``words`` that has accepted variants replaced by its merged
         term; the others as they are."""
+        want = [w for w in dict.fromkeys(words) if w in terms and terms[w].stem is not None]
+        with self._lock:  # words known to have no variant at this version need nothing
+            if self._key == version:
+                want = [w for w in want if w in self._merged or self._found.get(w, True)]
+            kept = {w: self._merged[w] for w in want if w in self._merged} if self._key == version else {}
         out = dict(terms)
-        for w in words:
-            t = terms.get(w)
-            if t is None or t.stem is None:
-                continue
-            with self._lock:
-                hit = self._merged.get(w) if self._key == version else None
-            if hit is not None:
-                out[w] = hit
-                continue
-            found = self._accepted(w, version)
-            if not found:
-                continue
-            got, _ = self._postings.get(list(found), idx, version)
+        out.update(kept)
+        want = [w for w in want if w not in kept]
+        if not want:
+            return out
+        found = self._accepted(want, version)
+        variants = list(dict.fromkeys(v for w in want for v in found[w]))
+        if not variants:
+            return out
+        got, _ = self._postings.get(variants, idx, version)
+        fresh: dict[str, Term] = {}
+        for w in want:
+            t = terms[w]
             stems = {t.stem}
             extra = []
-            for v in found:  # table order, then edit order: the first form of a stem counts
+            for v in found[w]:  # table order, then edit order: the first form of a stem counts
                 vt = got[v]
                 if vt.stem is None or vt.stem in stems or not len(vt.pos):
                     continue
                 stems.add(vt.stem)
                 extra.append(vt)
-            merged = merge_terms(t, extra, n_rows) if extra else t
-            with self._lock:
-                if self._key == version:
-                    self._merged[w] = merged
-            out[w] = merged
+            if extra:
+                fresh[w] = out[w] = merge_terms(t, extra, n_rows)
+        with self._lock:
+            if self._key == version:
+                self._merged.update(fresh)
         return out
