@@ -97,7 +97,7 @@ class Recaller:
         self._lock = threading.RLock()
         self._candidates = Candidates(ctx)
         self._postings = Postings(ctx)
-        self._variants = Variants(ctx, self._postings)
+        self._variants = Variants(self._postings)
         self._staleness = Staleness(ctx)
         self.params = params or RankParams()
         # records the walk read, by (kind, id), kept while the data version and the mind are unchanged (the walk
@@ -283,7 +283,8 @@ class Recaller:
         idx = self._candidates.threads(version)
         words = rank_words(query)
         file_words = [w.lower() for f in files for w in FTS_TOKEN_RE.findall(f)]
-        df = self._candidates.doc_freq(sorted(set(words) | set(file_words)), version)
+        forms = self._variants.candidates(words, version) if p.chat_words else []  # recall/expand.py
+        df = self._candidates.doc_freq(sorted(set(words) | set(file_words) | set(forms)), version)
         n_docs = self._candidates.count(version)
         send = fts_words(words, df, n_docs, p.max_df, p.max_postings)
         # the gate's coverage counts the query's words but the most common (recall/coverage.py)
@@ -292,7 +293,7 @@ class Recaller:
         terms, totals = self._postings.get(list(dict.fromkeys(send + cover)), idx, version) if send else ({}, (0, 0))
         if p.chat_words and send:  # each query word with the forms chat gives it (recall/expand.py)
             terms = self._variants.merge([w for w in dict.fromkeys(send + cover) if w in words], terms, idx, version,
-                                         totals[0])
+                                         totals[0], df)
         pos, sc = self._bm25(idx, send, terms, totals)
         exact = self._candidates.matches(query_words(query), version, idx, max_per_tag=MAX_TAG_RECORDS)
         pos_of = idx.pos

@@ -9,9 +9,10 @@ gate's coverage then see "birthday" in a message that says "bday" or "birthdya",
 A variant whose porter stem is the word's own (or another accepted variant's) adds nothing: the stem already
 matched it. Words the backend splits into several terms (a phrase) are never expanded.
 
-Cost: a word's first recall after a write looks up its candidates (about 55 per letter for a long word) in one
-``doc_freq`` statement and reads the postings of the few accepted; later recalls reuse both (cached per data
-version, at most :data:`MAX_CACHED_WORDS` words).
+Cost: a word's first recall after a write looks up its candidates (about three per letter) in the ``doc_freq``
+statement recall reads its words' frequencies with (no statement of its own) and reads the postings of the few
+accepted with the words' own when it can; later recalls reuse both (kept per data version, at most
+:data:`MAX_CACHED_WORDS` words).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from synapse_nb.recall.bm25 import Term
 from synapse_nb.recall.chatwords import accept_typo, chat_forms, spelling_variants
 
 if TYPE_CHECKING:
-    from synapse_nb.context import Context
     from synapse_nb.recall.bm25 import Postings
     from synapse_nb.recall.rank import ThreadIndex
 
@@ -63,44 +63,52 @@ def merge_terms(word: Term, others: Sequence[Term], n_rows: int | None = None) -
 class Variants:
     """Each query word's accepted variants and merged term, for one context, kept per data version."""
 
-    def __init__(self, ctx: Context, postings: Postings) -> None:
-        self._ctx = ctx
+    def __init__(self, postings: Postings) -> None:
         self._postings = postings
         self._lock = threading.Lock()
         self._key: object = None
         self._found: dict[str, tuple[str, ...]] = {}
         self._merged: dict[str, Term] = {}
 
-    def _accepted(self, words: Sequence[str], version: object) -> dict[str, tuple[str, ...]]:
-        """Each word's variants the vault holds and that read as the word: its chat forms (when the vault writes
-        the form at least 1/:data:`FORM_SHARE` as often as the word) and spelling variants that pass
-        :func:`~synapse_nb.recall.chatwords.accept_typo`; one ``doc_freq`` statement for the words not kept yet."""
+    def _reset(self, version: object) -> None:
+        if self._key != version:  # under self._lock
+            self._key, self._found, self._merged = version, {}, {}
+
+    def candidates(self, words: Sequence[str], version: object) -> list[str]:
+        """The forms whose document frequencies :meth:`merge` needs for ``words`` (none for words already judged
+        at this version): the caller reads them with its own ``doc_freq`` statement, so a team vault pays no
+        round trip of its own for them."""
         with self._lock:
-            if self._key != version:
-                self._key, self._found, self._merged = version, {}, {}
+            self._reset(version)
+            todo = [w for w in dict.fromkeys(words) if w not in self._found]
+        return list(dict.fromkeys(x for w in todo for x in (*chat_forms(w), *spelling_variants(w))))
+
+    def _accepted(self, words: Sequence[str], version: object, df: Mapping[str, int]) -> dict[str, tuple[str, ...]]:
+        """Each word's variants the vault holds (``df``: the document frequencies of the words and of their
+        :meth:`candidates`; absent: none) and that read as the word: its chat forms (when the vault writes the
+        form at least 1/:data:`FORM_SHARE` as often as the word) and the spelling variants that pass
+        :func:`~synapse_nb.recall.chatwords.accept_typo`."""
+        with self._lock:
+            self._reset(version)
             out = {w: self._found[w] for w in words if w in self._found}
         todo = [w for w in dict.fromkeys(words) if w not in out]
-        if not todo:
-            return out
-        cands = {w: (chat_forms(w), [v for v in spelling_variants(w) if v not in chat_forms(w)]) for w in todo}
-        df = self._ctx.store.recall.doc_freq(list(dict.fromkeys(
-            x for w in todo for x in (w, *cands[w][0], *cands[w][1]))))
         for w in todo:
-            forms, slips = cands[w]
+            forms = chat_forms(w)
+            slips = [v for v in spelling_variants(w) if v not in forms]
             own = df.get(w, 0)
             out[w] = tuple([f for f in forms if df.get(f, 0) and FORM_SHARE * df.get(f, 0) >= own]
                            + [v for v in slips if accept_typo(df.get(v, 0), own)])
         with self._lock:
-            if self._key == version:
+            if self._key == version and todo:
                 if len(self._found) + len(todo) > MAX_CACHED_WORDS:
                     self._found, self._merged = {}, {}
                 self._found.update((w, out[w]) for w in todo)
         return out
 
     def merge(self, words: Sequence[str], terms: Mapping[str, Term], idx: ThreadIndex, version: object,
-              n_rows: int) -> dict[str, Term]:
+              n_rows: int, df: Mapping[str, int]) -> dict[str, Term]:
         """``terms`` (each word's postings) with each of ``words`` that has accepted variants replaced by its merged
-        term; the others as they are."""
+        term; the others as they are. ``df``: document frequencies of the words and their :meth:`candidates`."""
         want = [w for w in dict.fromkeys(words) if w in terms and terms[w].stem is not None]
         with self._lock:  # words known to have no variant at this version need nothing
             if self._key == version:
@@ -111,7 +119,7 @@ class Variants:
         want = [w for w in want if w not in kept]
         if not want:
             return out
-        found = self._accepted(want, version)
+        found = self._accepted(want, version, df)
         variants = list(dict.fromkeys(v for w in want for v in found[w]))
         if not variants:
             return out
