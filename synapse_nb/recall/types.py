@@ -208,8 +208,8 @@ class RecallExplanation(list[ExplainRow]):
     def __str__(self) -> str:
         if not self:
             return "(no candidate scored above zero)"
-        lines = [f"{'kept':<5} {'score':>6} {'cover':>5}  {'kind':<10} {'id':<18} {'bar':<7} "
-                 "reason / matched / rank parts"]
+        lines = [(f"{'kept':<5} {'score':>6} {'cover':>5}  {'kind':<10} {'id':<18} {'bar':<7} "
+                  "reason / matched / rank parts")]
         for r in self:
             cov = "-" if r.coverage is None else f"{r.coverage:.3f}"
             parts = " ".join(f"{k}={v:.3f}" for k, v in shown_parts(r.parts))
