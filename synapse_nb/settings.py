@@ -54,7 +54,7 @@ SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
                               "synapse-nb watch: newly changed files per auto checkpoint"),
     "auto_checkpoint_every": (10, _int_range(1, 100_000), "auto checkpoints: what the two above are when not set"),
     # the recall gate's bars used when a recall is given none (same defaults as synapse_nb.recall.Bars)
-    "recall_floor": (0.23, _unit_interval, "recall: 'nothing new' unless the support of the top ranked reaches it"),
+    "recall_floor": (0.22, _unit_interval, "recall: 'nothing new' unless the support of the top ranked reaches it"),
     "recall_margin": (0.4, _unit_interval, "recall: a hit's rank score is at least this times the best one"),
     "recall_top_k": (5, _int_range(0, 1000), "recall: most hits per kind"),
     "recall_budget_tokens": (1200, _int_range(0, 1_000_000), "recall: most tokens for the hits"),

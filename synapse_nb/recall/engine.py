@@ -16,6 +16,7 @@ from synapse_nb.recall.bm25 import Postings, Term, bm25_top
 from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, query_words
 from synapse_nb.recall.coverage import Cover, cover_terms
 from synapse_nb.recall.delta import record_given, seen_digests
+from synapse_nb.recall.expand import Variants
 from synapse_nb.recall.rank import Ranked, RankParams, fts_words, rank_words, structure
 from synapse_nb.recall.assembly import assemble, empty_reason, record_line
 from synapse_nb.recall.scoring import gate
@@ -62,10 +63,10 @@ def _check_args(bars: Any, budget_tokens: Any, session: Any, path: Any) -> Bars:
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 0:
             raise ValidationError(f"budget_tokens must be a whole number >= 0, got {budget_tokens!r}")
         bars = replace(bars, budget_tokens=budget_tokens)
-    if session is not None:
-        # isprintable() is False for control characters and lone surrogates alike
-        if not isinstance(session, str) or not session.strip() or len(session) > 200 or not session.isprintable():
-            raise ValidationError("session must be a non-empty printable string of at most 200 characters")
+    # isprintable() is False for control characters and lone surrogates alike
+    if session is not None and (not isinstance(session, str) or not session.strip() or len(session) > 200
+                                or not session.isprintable()):
+        raise ValidationError("session must be a non-empty printable string of at most 200 characters")
     if path not in PATHS:
         raise ValidationError(f"path {path!r} is not accepted; use auto or rank (exhaustive and index are "
                               "accepted as their old names)")
@@ -96,6 +97,7 @@ class Recaller:
         self._lock = threading.RLock()
         self._candidates = Candidates(ctx)
         self._postings = Postings(ctx)
+        self._variants = Variants(self._postings)
         self._staleness = Staleness(ctx)
         self.params = params or RankParams()
         # records the walk read, by (kind, id), kept while the data version and the mind are unchanged (the walk
@@ -277,18 +279,21 @@ class Recaller:
         """BM25 hits plus exact-match bonuses, through the structure step; the candidate rows of the walk."""
         import numpy as np  # loaded with the gate
 
-        ctx, p = self._ctx, self.params
-        store = ctx.store
+        p = self.params
         idx = self._candidates.threads(version)
         words = rank_words(query)
         file_words = [w.lower() for f in files for w in FTS_TOKEN_RE.findall(f)]
-        df = self._candidates.doc_freq(sorted(set(words) | set(file_words)), version)
+        forms = self._variants.candidates(words, version) if p.chat_words else []  # recall/expand.py
+        df = self._candidates.doc_freq(sorted(set(words) | set(file_words) | set(forms)), version)
         n_docs = self._candidates.count(version)
         send = fts_words(words, df, n_docs, p.max_df, p.max_postings)
         # the gate's coverage counts the query's words but the most common (recall/coverage.py)
         cover = [w for w in words if df.get(w, 0) <= p.max_postings] or [w for w in send if w in words]
         send += [w for w in dict.fromkeys(file_words) if w not in send]
         terms, totals = self._postings.get(list(dict.fromkeys(send + cover)), idx, version) if send else ({}, (0, 0))
+        if p.chat_words and send:  # each query word with the forms chat gives it (recall/expand.py)
+            terms = self._variants.merge([w for w in dict.fromkeys(send + cover) if w in words], terms, idx, version,
+                                         totals[0], df)
         pos, sc = self._bm25(idx, send, terms, totals)
         exact = self._candidates.matches(query_words(query), version, idx, max_per_tag=MAX_TAG_RECORDS)
         pos_of = idx.pos

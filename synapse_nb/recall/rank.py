@@ -61,6 +61,10 @@ _MAX_QUERY_CHARS = 2000
 #: ``max_df`` applies from this many records on: below it an OR over every word costs well under a millisecond,
 #: and in a small vault a word in 20% of the records can be the one that matters.
 MAX_DF_MIN_DOCS = 2000
+#: Most records of one unit (consecutive records of one actor in a thread: one thought sent as several short
+#: messages); a longer run is cut in units of this many, so an agent that logs a whole thread alone does not make
+#: it one unit.
+UNIT_MAX = 6
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,8 @@ class RankParams:
     question_self : x on a record that is itself a question (its answer, which the answer-follows-a-question
         flow lifts, usually holds what the query asks for).
     semantic : weight of the optional dense channel (0: off, the default; :mod:`synapse_nb.recall.semantic`).
+    chat_words : each query word also matches the forms chat gives it (abbreviations, one-edit slips, lengthened
+        letters) that the vault holds (:mod:`synapse_nb.recall.expand`).
     """
 
     w_body: float = 1.0
@@ -101,6 +107,7 @@ class RankParams:
     actor_mult: float = 1.3
     question_self: float = 0.75
     semantic: float = 0.0
+    chat_words: bool = True
 
 
 def rank_words(query: str) -> list[str]:
@@ -218,7 +225,9 @@ class ThreadIndex:
     Positions index the rows in id order (``pos``: id -> position, :class:`Positions`). ``prev1/prev2/next1/next2``
     hold neighbour positions (-1: none), ``thread`` a thread code (-1: none), ``question`` whether the record
     holds a ``?``, ``actor`` an actor code, ``length`` the document's token count, ``expiry`` id -> expires_at of
-    the memories that carry one.
+    the memories that carry one, ``head``/``tail`` the first and last position of the record's *unit* (the run of
+    consecutive records of one actor in its thread it belongs to, at most :data:`UNIT_MAX`; a record alone, or
+    outside a thread, is its own unit): the gate's coverage reads a unit as one message.
     """
 
     def __init__(self, rows: Sequence[RankRow]) -> None:
@@ -227,18 +236,20 @@ class ThreadIndex:
         self.thread_names = sorted(set(threads) - {None})  # thread code -> its name
         actor_names = sorted(set(actors) - {None, ""})
         cols = _columns(f, _codes(self.thread_names, None), _codes(actor_names, None, ""))
-        self._finish(*cols[:-1], actor_names, cols[-1], dict(itertools.compress(zip(ids, expiries), expiries)),
-                     ids, f[0])
+        expiry = dict(itertools.compress(zip(ids, expiries, strict=True), expiries))
+        self._finish(*cols[:-1], actor_names, cols[-1], expiry, ids, f[0])
 
     def _finish(self, ids: np.ndarray | None, kinds: np.ndarray | None, question: np.ndarray, length: np.ndarray,
                 doc: np.ndarray, thread: np.ndarray, seq: np.ndarray, actor_names: list[str], actor: np.ndarray,
                 expiry: dict[str, str], id_list: Sequence[str] | None = None, kind_list: Sequence[str] | None = None,
                 pos: Positions | None = None, links: tuple[np.ndarray, ...] | None = None,
-                doc_index: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+                doc_index: tuple[np.ndarray, np.ndarray] | None = None,
+                units: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """Set every array from the columns (positions in id order), and derive the neighbour links.
 
         A stored index (:mod:`synapse_nb.recall.rankfile`) gives ``ids``/``kinds`` as None with sequences that
-        read its file (``id_list``, ``kind_list``, ``pos``), and the ``links`` and ``doc_index`` it kept."""
+        read its file (``id_list``, ``kind_list``, ``pos``), and the ``links``, ``doc_index`` and ``units`` it
+        kept."""
         import numpy as np
 
         n = len(question)
@@ -260,10 +271,12 @@ class ThreadIndex:
         self.actor = actor
         self._actor_counts: np.ndarray | None = None
         self._doc_index = doc_index
-        if links is not None:
+        if links is not None and units is not None:
             self.prev1, self.prev2, self.next1, self.next2 = links
+            self.head, self.tail = units
             return
         self.prev1, self.prev2, self.next1, self.next2 = (np.full(n, -1, np.int64) for _ in range(4))
+        self.head, self.tail = np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64)
         threaded = np.flatnonzero(thread >= 0)
         if len(threaded):  # positions are in id order, so the last key breaks seq ties by id
             o = threaded[np.lexsort((threaded, seq[threaded], thread[threaded]))]
@@ -272,6 +285,40 @@ class ThreadIndex:
                 same = t[d:] == t[:-d]
                 back[o[d:][same]] = o[:-d][same]
                 fwd[o[:-d][same]] = o[d:][same]
+            self._units(o, t, actor)
+
+    def _units(self, o: np.ndarray, t: np.ndarray, actor: np.ndarray) -> None:
+        """``head``/``tail``: the first and last position of each record's unit (consecutive records of one known
+        actor in a thread, cut every :data:`UNIT_MAX`), from the threaded positions in thread order ``o``."""
+        import numpy as np
+
+        a = actor[o]
+        cont = np.zeros(len(o), bool)
+        cont[1:] = (t[1:] == t[:-1]) & (a[1:] == a[:-1]) & (a[1:] >= 0)
+        starts = np.flatnonzero(~cont)
+        run = np.cumsum(~cont) - 1
+        new = ~cont | ((np.arange(len(o)) - starts[run]) % UNIT_MAX == 0)
+        first = np.flatnonzero(new)
+        unit = np.cumsum(new) - 1
+        last = np.append(first[1:], len(o)) - 1
+        self.head[o] = o[first[unit]]
+        self.tail[o] = o[last[unit]]
+
+    def unit_members(self, heads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(member positions, the index in ``heads`` of each one's unit) for units given by their heads: the
+        head first, then along ``next1`` to the tail."""
+        import numpy as np
+
+        cur, owner = heads, np.arange(len(heads))
+        out_m, out_o = [cur], [owner]
+        for _ in range(UNIT_MAX - 1):
+            go = (cur != self.tail[cur]) & (self.next1[cur] >= 0)
+            if not go.any():
+                break
+            cur, owner = self.next1[cur[go]], owner[go]
+            out_m.append(cur)
+            out_o.append(owner)
+        return np.concatenate(out_m), np.concatenate(out_o)
 
     def thread_of(self, rid: str) -> str | None:
         """The thread a record of the index is in (None: none, or not in the index)."""

@@ -63,7 +63,7 @@ __all__ = ["FORMAT", "MAGIC", "MIN_ROWS", "Stored", "cache_path", "load", "save"
 
 MAGIC = b"SYNRANK\x00"
 #: Bumped whenever the layout or the meaning of an array changes: a file of another format is rebuilt.
-FORMAT = 1
+FORMAT = 2  # 2: the units' head and tail (issue 33)
 #: Below this many rows a build from the store costs a few milliseconds: no file is written.
 MIN_ROWS = 500
 _HEAD = struct.Struct("<8sIIQI4x")  # magic, format, header length, payload length, crc32 of header + payload
@@ -71,7 +71,7 @@ _ALIGN = 64
 #: The arrays of a file and their dtypes (the ids' width is the longest id's UTF-8 length).
 _DTYPES = {"kind": "i1", "question": "?", "length": "<f8", "doc": "<i8", "thread": "<i4", "seq": "<i8",
            "actor": "<i4", "prev1": "<i4", "prev2": "<i4", "next1": "<i4", "next2": "<i4", "doc_order": "<i8",
-           "doc_sorted": "<i8"}
+           "doc_sorted": "<i8", "head": "<i4", "tail": "<i4"}
 
 
 class Stored(NamedTuple):
@@ -183,9 +183,10 @@ def _arrays(idx: ThreadIndex) -> tuple[dict[str, Any], dict[str, np.ndarray]] | 
         "ids": np.array(raw, dtype=f"S{max(map(len, raw), default=1) or 1}"),
         "kind": np.array([kcode[k] for k in idx.kinds], np.int8), "question": idx.question, "length": idx.length,
         "doc": idx.doc, "thread": idx.thread, "seq": idx.seq, "actor": idx.actor, "prev1": idx.prev1,
-        "prev2": idx.prev2, "next1": idx.next1, "next2": idx.next2, "doc_order": order, "doc_sorted": by_doc}
+        "prev2": idx.prev2, "next1": idx.next1, "next2": idx.next2, "doc_order": order, "doc_sorted": by_doc,
+        "head": idx.head, "tail": idx.tail}
     out = {k: np.ascontiguousarray(v, dtype=_DTYPES.get(k, v.dtype)) for k, v in arrays.items()}
-    for k in ("thread", "actor", "prev1", "prev2", "next1", "next2"):  # int32 on disk: the values must fit
+    for k in ("thread", "actor", "prev1", "prev2", "next1", "next2", "head", "tail"):  # int32 on disk: must fit
         if not np.array_equal(out[k], arrays[k]):
             return None
     head = {"kinds": kind_names, "threads": idx.thread_names, "actors": idx.actor_names,
@@ -269,5 +270,6 @@ def _read(mm: mmap.mmap, size: int, uid: str, mind: str) -> Stored | None:
     idx.thread_names = list(head["threads"])
     idx._finish(None, None, a["question"], a["length"], a["doc"], a["thread"], a["seq"], list(head["actors"]),
                 a["actor"], dict(head["expiry"]), ids, kinds, _Positions(ids),
-                (a["prev1"], a["prev2"], a["next1"], a["next2"]), (a["doc_order"], a["doc_sorted"]))
+                (a["prev1"], a["prev2"], a["next1"], a["next2"]), (a["doc_order"], a["doc_sorted"]),
+                (a["head"], a["tail"]))
     return Stored(int(head["gen"]), str(head["last"]), idx)
