@@ -126,7 +126,7 @@ def test_units_survive_patch_and_the_file(tmp_path: Path) -> None:
     assert rankfile.save(path, RankState("uid", 3, "e04", 1), "default", idx)
     got = rankfile.load(path, "uid", "default")
     assert got is not None
-    assert got.index.head.tolist() == idx.head.tolist() and got.index.tail.tolist() == idx.tail.tolist()
+    assert got.threads.head.tolist() == idx.head.tolist() and got.threads.tail.tolist() == idx.tail.tolist()
 
 
 def test_the_gate_reads_a_unit_as_one_message(tmp_path: Path) -> None:

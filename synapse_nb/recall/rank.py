@@ -29,7 +29,7 @@ import operator
 from bisect import bisect_left
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from synapse_nb.provenance import REPORTED_ACTOR
 from synapse_nb.text import FTS_TOKEN_RE, normalise
@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     import numpy as np
 
     from synapse_nb.store.records import RankRow
+
+    #: The index's columns as :func:`_columns` builds them: ids, kinds, question, length, doc, thread, seq, actor.
+    _Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 __all__ = ["RANK_STOP_WORDS", "SCORE_DECIMALS", "Positions", "RankParams", "Ranked", "ThreadIndex", "fts_words",
            "rank_words", "structure", "unique_sorted"]
@@ -139,6 +142,7 @@ def fts_words(words: Sequence[str], doc_freq: Mapping[str, int], n_docs: int, ma
     return kept or [min(words, key=lambda w: doc_freq.get(w, 0))]
 
 
+_T = TypeVar("_T")
 _ROW_ID = operator.attrgetter("id")
 _NO_SEQ = {None: 0}
 
@@ -150,13 +154,13 @@ def _codes(names: Sequence[str], *none: object) -> dict[object, int]:
     return out
 
 
-def _fields(rows: Sequence[RankRow]) -> list[list]:
+def _fields(rows: Sequence[RankRow]) -> list[list[Any]]:
     """The rows' fields as lists, in RankRow's order (kind, id, thread, seq, actor, question, length, doc,
     expires_at): one map per field at C speed, no per-row attribute reads."""
     return [list(map(operator.itemgetter(k), rows)) for k in range(9)]
 
 
-def _columns(fields: list[list], tcode: Mapping[object, int], acode: Mapping[object, int]) -> tuple[np.ndarray, ...]:
+def _columns(fields: list[list[Any]], tcode: Mapping[object, int], acode: Mapping[object, int]) -> _Columns:
     """:func:`_fields` as the index's columns: ids and kinds (object arrays), question, length, doc, thread code,
     seq (None: 0), actor code."""
     import numpy as np
@@ -184,18 +188,28 @@ class Positions(Mapping[str, int]):
 
     __slots__ = ("_dict", "_ids")
 
-    def __init__(self, ids: list[str]) -> None:
+    def __init__(self, ids: Sequence[str]) -> None:
         self._ids = ids  # sorted, distinct
         self._dict: dict[str, int] | None = None
 
-    def get(self, rid: object, default: int | None = None) -> int | None:  # type: ignore[override]
-        if self._dict is not None:
-            return self._dict.get(rid, default)  # type: ignore[arg-type]
+    @overload
+    def get(self, rid: str, /) -> int | None: ...
+    @overload
+    def get(self, rid: str, default: int, /) -> int: ...
+    @overload
+    def get(self, rid: str, default: _T, /) -> int | _T: ...
+    def get(self, rid: object, default: object = None, /) -> object:
+        """The position of ``rid`` (any key is accepted, as by ``dict.get``), else ``default``."""
         if not isinstance(rid, str):
             return default
+        i = self._dict.get(rid) if self._dict is not None else self._find(rid)
+        return default if i is None else i
+
+    def _find(self, rid: str) -> int | None:
+        """Binary search of the sorted ids."""
         ids = self._ids
         i = bisect_left(ids, rid)
-        return i if i < len(ids) and ids[i] == rid else default
+        return i if i < len(ids) and ids[i] == rid else None
 
     def __getitem__(self, rid: str) -> int:
         i = self.get(rid)
@@ -204,7 +218,7 @@ class Positions(Mapping[str, int]):
         return i
 
     def __contains__(self, rid: object) -> bool:
-        return self.get(rid) is not None
+        return isinstance(rid, str) and self.get(rid) is not None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._ids)
@@ -235,9 +249,10 @@ class ThreadIndex:
         ids, threads, actors, expiries = f[1], f[2], f[4], f[8]
         self.thread_names = sorted(set(threads) - {None})  # thread code -> its name
         actor_names = sorted(set(actors) - {None, ""})
-        cols = _columns(f, _codes(self.thread_names, None), _codes(actor_names, None, ""))
+        ids_a, kinds_a, question, length, doc, thread, seq, actor = _columns(
+            f, _codes(self.thread_names, None), _codes(actor_names, None, ""))
         expiry = dict(itertools.compress(zip(ids, expiries, strict=True), expiries))
-        self._finish(*cols[:-1], actor_names, cols[-1], expiry, ids, f[0])
+        self._finish(ids_a, kinds_a, question, length, doc, thread, seq, actor_names, actor, expiry, ids, f[0])
 
     def _finish(self, ids: np.ndarray | None, kinds: np.ndarray | None, question: np.ndarray, length: np.ndarray,
                 doc: np.ndarray, thread: np.ndarray, seq: np.ndarray, actor_names: list[str], actor: np.ndarray,
@@ -255,9 +270,9 @@ class ThreadIndex:
         n = len(question)
         self._ids, self._kinds = ids, kinds  # object arrays of the same strings: patched at C speed (None: built
         # from the lists when a patch needs them)
-        self.ids: Sequence[str] = ids.tolist() if id_list is None else id_list  # type: ignore[union-attr]
-        self.kinds: Sequence[str] = kinds.tolist() if kind_list is None else kind_list  # type: ignore[union-attr]
-        self.pos = Positions(self.ids) if pos is None else pos  # type: ignore[arg-type]
+        self.ids: Sequence[str] = cast("np.ndarray", ids).tolist() if id_list is None else id_list
+        self.kinds: Sequence[str] = cast("np.ndarray", kinds).tolist() if kind_list is None else kind_list
+        self.pos = Positions(self.ids) if pos is None else pos
         self.expiry: dict[str, str] = expiry
         self.question, self.length, self.doc, self.thread, self.seq = question, length, doc, thread, seq
         self.actor_names = actor_names
@@ -342,22 +357,23 @@ class ThreadIndex:
         keep = np.ones(len(self.ids), bool)
         keep[[self.pos[i] for i in gone if i in self.pos]] = False
         fresh = sorted(fresh, key=_ROW_ID)
-        out.thread_names = names = self.thread_names + sorted({r.thread for r in fresh} - {None}
+        out.thread_names = names = self.thread_names + sorted({r.thread for r in fresh if r.thread is not None}
                                                               - set(self.thread_names))
         # actors: the names still spoken by a kept row or a fresh one, in name order (as a fresh build numbers them)
         actor_kept = self.actor[keep]
         spoken = {self.actor_names[j] for j in np.unique(actor_kept[actor_kept >= 0]).tolist()}
-        actor_names = sorted(spoken | {r.actor for r in fresh} - {None, ""})
+        actor_names = sorted(spoken | {r.actor for r in fresh if r.actor})
         acode = _codes(actor_names, None, "")
         remap = np.array([acode.get(a, -1) for a in self.actor_names] + [-1], np.int64)  # old code -> new (-1: -1)
         kept = (self._ids[keep], self._kinds[keep], self.question[keep], self.length[keep], self.doc[keep],
                 self.thread[keep], self.seq[keep], remap[actor_kept])
         add = _columns(_fields(fresh), _codes(names, None), acode)
         at = np.searchsorted(kept[0], add[0])  # where each fresh id goes among the ids kept (both in id order)
-        cols = [np.insert(k.astype(a.dtype, copy=False), at, a) for k, a in zip(kept, add, strict=True)]
+        ids, kinds, question, length, doc, thread, seq, actor = (
+            np.insert(k.astype(a.dtype, copy=False), at, a) for k, a in zip(kept, add, strict=True))
         expiry = {i: e for i, e in self.expiry.items() if i not in gone}
         expiry.update((r.id, r.expires_at) for r in fresh if r.expires_at is not None)
-        out._finish(*cols[:-1], actor_names, cols[-1], expiry)
+        out._finish(ids, kinds, question, length, doc, thread, seq, actor_names, actor, expiry)
         return out
 
     def __len__(self) -> int:

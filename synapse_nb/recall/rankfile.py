@@ -31,7 +31,7 @@ It is a cache, never the system of record, and it is safe to lose, corrupt or sh
 >>> save(f, state, "default", ThreadIndex(rows))
 True
 >>> got = load(f, "uid", "default")
->>> got.gen, list(got.index.ids), got.index.thread_of("e2"), got.index.prev1.tolist()
+>>> got.gen, list(got.threads.ids), got.threads.thread_of("e2"), got.threads.prev1.tolist()
 (7, ['e1', 'e2'], 't', [-1, 0])
 >>> _ = f.write_bytes(f.read_bytes()[:-1] + b"x")  # one byte changed: no file
 >>> load(f, "uid", "default") is None
@@ -79,7 +79,7 @@ class Stored(NamedTuple):
 
     gen: int
     last: str
-    index: ThreadIndex
+    threads: ThreadIndex
 
 
 def cache_path(folder: Path, mind: str) -> Path:
@@ -129,23 +129,19 @@ class _Positions(Positions):
     __slots__ = ("_a",)
 
     def __init__(self, ids: _Ids) -> None:
-        super().__init__(ids)  # type: ignore[arg-type]
+        super().__init__(ids)
         self._a = ids._a
 
-    def get(self, rid: object, default: int | None = None) -> int | None:  # type: ignore[override]
-        if self._dict is not None:
-            return self._dict.get(rid, default)  # type: ignore[arg-type]
-        if not isinstance(rid, str):
-            return default
+    def _find(self, rid: str) -> int | None:
         try:
             b = rid.encode()
         except UnicodeEncodeError:
-            return default
+            return None
         a = self._a
         if len(b) > a.dtype.itemsize or b"\x00" in b:
-            return default
+            return None
         i = bisect_left(_Bytes(a), b)
-        return i if i < len(a) and a[i] == b else default
+        return i if i < len(a) and a[i] == b else None
 
     def bulk(self) -> dict[str, int]:
         if self._dict is None:
@@ -201,7 +197,8 @@ def save(path: Path, state: RankState, mind: str, idx: ThreadIndex) -> bool:
     if got is None:
         return False
     head, arrays = got
-    layout, offset = {}, 0
+    layout: dict[str, list[Any]] = {}  # name -> [dtype, length, offset], as the header's JSON holds it
+    offset = 0
     for name, a in arrays.items():
         layout[name] = [a.dtype.str, len(a), offset]
         offset += -(-a.nbytes // _ALIGN) * _ALIGN
