@@ -118,8 +118,8 @@ def coverage(cover: Cover, positions: np.ndarray, actor: np.ndarray | None = Non
     hits = []
     units = cover.units
     many = np.flatnonzero(units.head[positions] != units.tail[positions]) if units is not None else positions[:0]
-    if len(many):  # a record holds what any record of its unit holds (units of one record: as before)
-        members, owner = units.unit_members(units.head[positions[many]])  # type: ignore[union-attr]
+    if units is not None and len(many):  # a record holds what any record of its unit holds (units of one: as before)
+        members, owner = units.unit_members(units.head[positions[many]])
         owner = many[owner]
     for weight, body, named in zip(cover.weights, cover.body, cover.actors, strict=True):
         if len(body):

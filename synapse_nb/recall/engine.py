@@ -12,13 +12,13 @@ from synapse_nb._util import check_files
 from synapse_nb.errors import QueryError, SnapshotMoved, ValidationError
 from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.models import Record
+from synapse_nb.recall.assembly import assemble, empty_reason, record_line
 from synapse_nb.recall.bm25 import Postings, Term, bm25_top
 from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, query_words
 from synapse_nb.recall.coverage import Cover, cover_terms
 from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.expand import Variants
 from synapse_nb.recall.rank import Ranked, RankParams, fts_words, rank_words, structure
-from synapse_nb.recall.assembly import assemble, empty_reason, record_line
 from synapse_nb.recall.scoring import gate
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
