@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Self
 
@@ -157,6 +157,10 @@ class Vault:
         """Call ``listener([(kind, id, deleted), ...])`` after each committed write to this vault's connection
         (through this handle, or another handle of it such as ``with_mind`` or ``as_agent``)."""
         self._store.on_change(listener)
+
+    def now(self) -> datetime:
+        """The vault's clock (UTC): what it stamps writes and measures expiry with (a test's fake clock, if given)."""
+        return self._clock()
 
     def version(self) -> str:
         """The vault's state as an opaque token that changes after every committed write, through this handle or

@@ -33,7 +33,8 @@ True
 from __future__ import annotations
 
 from synapse_nb.widgets.gate import GateExplorer
-from synapse_nb.widgets.lessons import LessonCard, LessonReview
+from synapse_nb.widgets.lesson_card import LessonCard
+from synapse_nb.widgets.lessons import LessonReview
 from synapse_nb.widgets.memory import ANY, MemoryBrowser
 from synapse_nb.widgets.table import RecordTable
 
