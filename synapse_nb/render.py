@@ -185,8 +185,8 @@ def shown_parts(parts: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
 
 #: The explain table's columns: (title, alignment, share of the width in %). The width is fixed (the table
 #: fills the output), so it does not change from one query to the next.
-EXPLAIN_TABLE = (("kept", "l", 6), ("rank", "r", 6), ("rank parts", "l", 13), ("coverage", "r", 8),
-                   ("record", "l", 27), ("bar", "l", 7), ("reason", "l", 18), ("matched", "l", 15))
+EXPLAIN_TABLE = (("kept", "l", 8), ("rank", "r", 7), ("rank parts", "l", 12), ("coverage", "r", 11),
+                 ("record", "l", 26), ("bar", "l", 7), ("reason", "l", 16), ("matched", "l", 13))
 
 
 def explanation_html(rows: Iterable[Any], titles: Mapping[str, str] | None = None) -> str:

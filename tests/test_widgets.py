@@ -61,7 +61,7 @@ def test_lesson_review_shows_what_was_reverted(v: syn.Vault) -> None:
     w = LessonReview(v)
     card = w.cards[les.id]
     html = card.info.value
-    for part in (les.id, "Reverted: switch cache to Redis (1)", "1" * 12, "2" * 12,
+    for part in (les.id, "Reverted “Use Redis for the cache” on main", "1" * 12, "2" * 12,
                  'Revert &quot;Use Redis for the cache&quot; 1',
                  "cache.py", "analysis written by an agent", "in-process cache"):
         assert part in html, part
@@ -91,8 +91,8 @@ def test_approve_without_analysis_needs_real_text(v: syn.Vault) -> None:
     les = _lesson(v)
     w = LessonReview(v)
     card = w.cards[les.id]
-    # no analysis: the machine summary is shown above (what git says), never the value approved by one click
-    assert card.text.value == "" and les.summary in card.info.value
+    # no analysis: what was reverted is shown above, never a value approved by one click
+    assert card.text.value == "" and "Reverted “Use Redis for the cache” on main" in card.info.value
     assert card.approve_button.disabled is True
     card.text.value = "   \n "
     assert card.approve_button.disabled is True
@@ -173,7 +173,7 @@ def test_reject_asks_first_naming_the_lesson_then_deletes(v: syn.Vault, tmp_path
     card.reject_button.click()
     # one click only asks, naming what was reverted (not the id)
     assert v.lessons.get(les.id).status == "pending" and _visible(card.confirm)
-    assert "Reject the lesson “Reverted: switch cache to Redis (1)”?" in card.confirm.question.value
+    assert "Reject the lesson Reverted “Use Redis for the cache” on main?" in card.confirm.question.value
     assert "cannot be undone" in card.confirm.question.value
     card.confirm.cancel_button.click()
     assert not _visible(card.confirm) and v.lessons.get(les.id).status == "pending"
@@ -539,7 +539,7 @@ def test_gate_explorer_shows_scores_bars_and_text(v: syn.Vault) -> None:
     assert g.table.cell(m["mig"].id, "id") == f"memory · {m['mig'].id}" and g.table.cell(m["mig"].id, "kept") == \
         "✔ kept"
     assert "<b>procedure/run_migrations</b>" in g.table_html.value
-    assert "1 kept" in g.summary.value and "path" not in g.summary.value  # no jargon
+    assert "1 kept" in g.header.value and "path" not in g.header.value + g.summary.value  # no jargon
     assert "alembic upgrade head" in g.text.value
     # the first candidate is selected: its record in full and why it was kept
     assert g.table.selected == m["mig"].id and "cleared every bar" in g.detail_html.value
@@ -567,7 +567,7 @@ def test_sliders_rerun_the_recall(v: syn.Vault) -> None:
     assert g.table.cell(m["mig"].id, "coverage") != "-" and "bm25" in g.detail_html.value
     g.floor.value = min(1.0, round(best + 0.01, 2))
     if best < 1.0:
-        assert g.recall.items == () and "0 kept" in g.summary.value and "floor" in g.table_html.value
+        assert g.recall.items == () and "0 kept" in g.header.value and "floor" in g.table_html.value
         assert "alembic upgrade head" not in g.text.value
     g.floor.value = 0.3
     g.top_k.value = 0
@@ -630,7 +630,7 @@ def test_gate_explorer_empty_query_and_banner(v: syn.Vault) -> None:
     assert g.recall is None
     g.run("something unrelated entirely")
     assert "APPROVED SYSTEM MEMORY" in g.text.value and "Keep the cache in process." in g.text.value
-    assert "1 approved lesson in the banner" in g.summary.value
+    assert "1 approved lesson in the banner" in g.header.value
 
 
 def test_gate_explorer_reruns_when_the_vault_changes(v: syn.Vault, tmp_path: Path, clock: FakeClock) -> None:

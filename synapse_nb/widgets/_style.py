@@ -43,6 +43,7 @@ TABLE_CSS = f"""
 .synapse-table tr.synapse-muted td {{ color: var(--jp-ui-font-color2, #59636e); }}
 .synapse-table tr.synapse-row:focus {{ outline: 2px solid {_BRAND}; outline-offset: -2px; }}
 .synapse-table-empty {{ color: var(--jp-ui-font-color2, #59636e); font-style: italic; padding: 10px 8px; }}
+.synapse-table .synapse-badge {{ white-space: normal; text-overflow: clip; }}
 .synapse-badge {{ display: inline-block; padding: 0 5px; border: 1px solid var(--jp-border-color1, #d0d7de);
   border-radius: 3px; font-size: 0.92em; white-space: nowrap; max-width: 100%; overflow: hidden;
   text-overflow: ellipsis; vertical-align: top; }}
@@ -64,6 +65,7 @@ FAMILY_CSS = f"""
   gap: 4px 12px; align-items: center; margin-bottom: 6px; }}
 .synapse-filters > .jupyter-widgets {{ width: auto !important; margin: 0 !important; min-width: 0; }}
 .synapse-filters .synapse-wide {{ grid-column: span 2; }}
+.synapse-filters > .widget-button {{ justify-self: start; width: auto !important; }}
 .synapse-filters .widget-label {{ min-width: 0; }}
 .synapse-body {{ display: flex !important; flex-wrap: wrap; gap: 8px 12px; align-items: flex-start; }}
 .synapse-main {{ flex: 3 1 640px; min-width: 0; }}
@@ -82,5 +84,7 @@ FAMILY_CSS = f"""
   gap: 0 16px; }}
 .synapse-bars > .jupyter-widgets {{ width: auto !important; margin: 0 !important; min-width: 0; }}
 .synapse-bars .widget-slider {{ width: 100% !important; }}
-.synapse-help {{ color: var(--jp-ui-font-color2, #59636e); font-size: 0.92em; margin: -2px 0 4px 0; }}
+.synapse-help {{ color: var(--jp-ui-font-color2, #59636e); font-size: 0.92em; line-height: 1.3; margin: 0 0 6px 0;
+  padding-left: 4px; }}
+.synapse-help .widget-html-content, .synapse-widget .widget-html-content {{ line-height: 1.4; }}
 """

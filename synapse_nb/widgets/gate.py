@@ -9,6 +9,7 @@ import ipywidgets as widgets
 
 from synapse_nb.displays import is_agent, record_html, record_title
 from synapse_nb.errors import SynapseError
+from synapse_nb.provenance import mark
 from synapse_nb.render import MUTED, code, explanation_html, plural, pre_html, shown_parts
 from synapse_nb.widgets._common import Confirm, FamilyWidget, block, button, esc, live_vault, note_html
 from synapse_nb.widgets.table import RecordTable
@@ -30,15 +31,19 @@ BAR_HELP = {
 
 #: The candidates table: every record near the bars, in rank order, kept or dropped.
 COLUMNS = [
-    {"key": "kept", "label": "kept", "width": 9, "nowrap": True},
-    {"key": "rank", "label": "rank", "align": "r", "width": 7, "help": "rank score: how well it matches"},
-    {"key": "coverage", "label": "coverage", "align": "r", "width": 9,
+    {"key": "kept", "label": "kept", "width": 11, "narrow": 12, "nowrap": True},
+    {"key": "rank", "label": "rank", "align": "r", "width": 7, "narrow": 8, "help": "rank score: how well it matches"},
+    {"key": "coverage", "label": "coverage", "align": "r", "width": 10, "narrow": 11,
      "help": "share of the question's words it covers (the top ones only)"},
-    {"key": "record", "label": "record", "width": 33, "clip": True, "sub": "id"},
-    {"key": "bar", "label": "bar", "width": 8, "help": "the bar that decided"},
-    {"key": "reason", "label": "reason", "width": 20, "clip": True},
-    {"key": "matched", "label": "matched", "width": 14, "clip": True, "help": "the question's words it matched"},
+    {"key": "record", "label": "record", "width": 32, "narrow": 37, "clip": True, "lines": 3, "sub": "id",
+     "subline": True, "mark": True, "breaks": True, "help": "the record's title, kind and id (an agent's marked)"},
+    {"key": "bar", "label": "bar", "width": 8, "narrow": 9, "help": "the bar that decided"},
+    {"key": "reason", "label": "reason", "width": 18, "narrow": 23, "clip": True},
+    {"key": "matched", "label": "matched", "width": 14, "narrow": 0, "clip": True,
+     "help": "the question's words it matched"},
 ]
+#: Below this width (pixels) the table leaves "matched" out (the detail pane says it).
+WIDE = 1000
 
 _HINT = ("Type a question in the Query box and press Enter: every record near the bars appears here, kept or "
          "dropped, with the bar that decided. Then move the sliders.")
@@ -121,7 +126,7 @@ class GateExplorer(FamilyWidget):
         self.save_confirm = Confirm()
         self.bars_note = widgets.HTML()
         self.summary = widgets.HTML()
-        self.table = RecordTable(columns=COLUMNS, empty=_HINT, label="recall candidates")
+        self.table = RecordTable(columns=COLUMNS, empty=_HINT, label="recall candidates", wide=WIDE)
         self.table_html = widgets.HTML()
         self.detail_html = widgets.HTML()
         self.text = widgets.HTML()
@@ -147,8 +152,9 @@ class GateExplorer(FamilyWidget):
 
     @staticmethod
     def _slider(slider: widgets.Widget, key: str) -> widgets.VBox:
-        box = widgets.VBox([slider, widgets.HTML(f"<div class='synapse-help'>{esc(BAR_HELP[key])}</div>")])
-        return box
+        help_line = widgets.HTML(esc(BAR_HELP[key]))
+        help_line.add_class("synapse-help")
+        return widgets.VBox([slider, help_line])
 
     @property
     def bars(self) -> Bars:
@@ -191,7 +197,8 @@ class GateExplorer(FamilyWidget):
         out = []
         for r in rows:
             rec = self.records.get(r.id)
-            out.append({"id": r.id, "muted": not r.kept, "agent": rec is not None and is_agent(rec), "cells": {
+            out.append({"id": r.id, "muted": not r.kept, "agent": rec is not None and is_agent(rec),
+                        "mark": mark(rec).strip("[]") if rec is not None else "", "cells": {
                 "kept": "✔ kept" if r.kept else "✘ dropped", "rank": f"{r.score:.3f}",
                 "coverage": "-" if r.coverage is None else f"{r.coverage:.3f}",
                 "record": record_title(rec, 120) if rec is not None else r.id,
@@ -226,8 +233,8 @@ class GateExplorer(FamilyWidget):
         counts = (f"{kept:,} kept, {len(rows) - kept:,} dropped · "
                   f"{plural(len(r.lessons), 'approved lesson')} in the banner")
         self.set_header(counts)
-        self.summary.value = block(f"<b>{esc(counts)}</b> <span style='color:{MUTED}'>for "
-                                   f"{code(q[:80])}; click a row to see the record and why</span>")
+        self.summary.value = block(f"<span style='color:{MUTED}'>candidates for {code(q[:80])}, best first: click "
+                                   "one to see its record and why it was kept or dropped</span>")
         self.table.empty = "no record matches any word of the question"
         self.table.rows = self._rows(rows)
         self.table_html.value = explanation_html(rows, {i: record_title(x, 60) for i, x in self.records.items()})

@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.vault import Vault
     from synapse_nb.widgets.lessons import LessonReview
 
-__all__ = ["DIFF_TITLE", "DURATIONS", "MAX_DIFF_COMMITS", "LessonCard", "diff_html", "lesson_html", "wording_by"]
+__all__ = ["DIFF_TITLE", "DURATIONS", "MAX_DIFF_COMMITS", "LessonCard", "diff_html", "lesson_html", "lesson_title",
+           "wording_by"]
 
 #: Label of the button that shows the reverted change.
 DIFF_TITLE = "Show the reverted change (git show --stat and patch)"
@@ -34,6 +35,17 @@ def _commit_line(c: dict[str, Any] | None) -> str:
     if not c:
         return ""
     return f"{code(str(c.get('sha', ''))[:12])} {esc(inline(c.get('subject', '')))}"
+
+
+def lesson_title(les: Lesson) -> str:
+    """What a lesson is about in a line: ``Reverted “Use Redis for the cache” on main`` (the reverted commits'
+    subjects and the branch; the summary of a lesson made by hand)."""
+    subjects = [inline(c.get("subject") or str(c.get("sha", ""))[:7], 80) for c in les.reverted_commits[:2]]
+    if not subjects:
+        return inline(les.summary, 160)
+    more = f" and {len(les.reverted_commits) - 2} more" if len(les.reverted_commits) > 2 else ""
+    return ("Reverted " + " and ".join(f"“{x}”" for x in subjects) + more
+            + (f" on {inline(les.branch)}" if les.branch else ""))
 
 
 def wording_by(les: Lesson) -> str:
@@ -51,7 +63,7 @@ def lesson_html(les: Lesson, backing: str | None = None) -> str:
     backs it (``backing``: :meth:`synapse_nb.kinds.lessons.Lessons.backing`), and who wrote each text, as HTML. An
     agent's text is quoted and marked as such."""
     state = esc(les.status) + (f", branch {esc(les.branch)}" if les.branch else "")
-    parts = [f"<div><b>{esc(inline(les.summary))}</b> {mark_html(les)}</div>",
+    parts = [f"<div><b>{esc(lesson_title(les))}</b> {mark_html(les)}</div>",
              f"<div style='color:{MUTED}'>{code(les.id)} · {state} · found {fmt_time(les.created_at)}</div>"]
     if backing:
         warn = les.source == "agent" or "does not have" in backing or "reverts nothing" in backing
@@ -271,8 +283,8 @@ class LessonCard(widgets.VBox):
 
     def ask_reject(self) -> None:
         """First step of Reject: ask to confirm, naming the lesson by what was reverted."""
-        self.confirm.ask(f"Reject the lesson “{inline(self.lesson.summary, 90)}”? It is deleted; this cannot be "
-                         "undone.", "Reject", lambda: self._review.reject(self.lesson.id))
+        self.confirm.ask(f"Reject the lesson {lesson_title(self.lesson)}? It is deleted; this cannot be undone.",
+                         "Reject", lambda: self._review.reject(self.lesson.id))
 
     def ask_withdraw(self) -> None:
         """First step of Withdraw: ask to confirm."""

@@ -11,7 +11,14 @@ from synapse_nb.models import Lesson
 from synapse_nb.provenance import inline
 from synapse_nb.render import MUTED, fmt_time, plural
 from synapse_nb.widgets._common import FamilyWidget, block, button, close_tree, esc, live_vault, require_human
-from synapse_nb.widgets.lesson_card import DIFF_TITLE, LessonCard, diff_html, lesson_html, wording_by
+from synapse_nb.widgets.lesson_card import (
+    DIFF_TITLE,
+    LessonCard,
+    diff_html,
+    lesson_html,
+    lesson_title,
+    wording_by,
+)
 from synapse_nb.widgets.table import RecordTable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,14 +37,16 @@ _ORDER = {"pending": 0, "awaiting": 1, "expired": 2, "approved": 3}
 
 #: The lessons table: what state, the lesson's wording (or what was reverted), who wrote that wording, dates.
 COLUMNS = [
-    {"key": "status", "label": "status", "width": 12},
-    {"key": "lesson", "label": "lesson", "width": 46, "clip": True,
+    {"key": "status", "label": "status", "width": 12, "narrow": 13},
+    {"key": "lesson", "label": "lesson", "width": 46, "narrow": 50, "clip": True,
      "help": "the approved wording, else what was reverted"},
-    {"key": "by", "label": "wording by", "width": 16, "badge": True,
+    {"key": "by", "label": "wording by", "width": 16, "narrow": 19, "badge": True,
      "help": "who wrote the wording it heads recalls with (or would be approved with)"},
-    {"key": "found", "label": "found", "width": 13, "time": True},
-    {"key": "until", "label": "in force until", "width": 13, "time": True},
+    {"key": "found", "label": "found", "width": 13, "narrow": 0, "time": True},
+    {"key": "until", "label": "in force until", "width": 13, "narrow": 18, "time": True},
 ]
+#: Below this width (pixels) the table leaves "found" out (the detail pane says it).
+WIDE = 1000
 
 
 class LessonReview(FamilyWidget):
@@ -96,7 +105,7 @@ class LessonReview(FamilyWidget):
         self.show = widgets.Dropdown(options=_SHOW, value=ANY_STATUS, description="Show",
                                      style={"description_width": "4.6em"})
         self.show.observe(lambda _c: self._draw(), names="value")
-        self.table = RecordTable(columns=COLUMNS, label="lessons", empty="no lessons yet")
+        self.table = RecordTable(columns=COLUMNS, label="lessons", empty="no lessons yet", wide=WIDE)
         self.table.observe(lambda _c: self._show_selected(), names="selected")
         self.frame(buttons=[self.scan_note, self.scan_button], filters=[self.show], main=[self.table])
         self.add_class("synapse-lesson-review")
@@ -144,7 +153,7 @@ class LessonReview(FamilyWidget):
         except SynapseError as exc:
             self._after(lesson_id, f"not rejected: {exc}", error=True)
             return None
-        self._after(nxt, f"rejected {les.id} (“{inline(les.summary, 60)}”): deleted")
+        self._after(nxt, f"rejected {les.id} ({lesson_title(les)}): deleted")
         out: Lesson | None = les
         return out
 
@@ -175,7 +184,7 @@ class LessonReview(FamilyWidget):
         self.scan_note.value = block(f"<b>{plural(len(found), 'new revert')} found</b>")
         if self.show.value not in (ANY_STATUS, "pending"):
             self.show.value = ANY_STATUS
-        names = ", ".join(f"“{inline(x.summary, 60)}”" for x in found[:3])
+        names = ", ".join(lesson_title(x) for x in found[:3])
         self._after(found[0].id, f"scanned git: {plural(len(found), 'new pending lesson')}: {names}")
         return found
 
@@ -242,7 +251,7 @@ class LessonReview(FamilyWidget):
     def _row(self, les: Lesson) -> dict[str, Any]:
         state = self._state(les)
         by = wording_by(les)
-        text = les.lesson_text if les.lesson_text and state != "pending" else les.summary
+        text = les.lesson_text if les.lesson_text and state != "pending" else lesson_title(les)
         return {"id": les.id, "agent": by.startswith("an agent"), "muted": state == "expired",
                 "title": f"{les.id} · {inline(text, 300)}", "cells": {
                     "status": {"awaiting": "awaiting you"}.get(state, state), "lesson": inline(text, 240), "by": by,

@@ -17,7 +17,7 @@ from synapse_nb.widgets.table import RecordTable
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.vault import ReadableVault
 
-__all__ = ["ANY", "COLUMNS", "MemoryBrowser", "memory_detail_html"]
+__all__ = ["ANY", "COLUMNS", "WIDE", "MemoryBrowser", "memory_detail_html"]
 
 #: The value of every filter dropdown's "(any)" choice. A real value, not ``None``: ipywidgets 8 shows a
 #: dropdown whose value is ``None`` as blank ("nothing selected"), whatever the option's label.
@@ -26,15 +26,19 @@ ANY = "(any)"
 #: The table's columns: widths are shares of the output's width; content gets the most (tags follow it, muted).
 #: Priority and the dates sort descending on the first click (most important, newest first).
 COLUMNS = [
-    {"key": "what", "label": "category/key", "sort": "category", "width": 19, "clip": True},
-    {"key": "content", "label": "content", "sort": "content", "width": 41, "clip": True, "sub": "tags",
+    {"key": "what", "label": "category/key", "sort": "category", "width": 18, "narrow": 20, "clip": True,
+     "breaks": True},
+    {"key": "content", "label": "content", "sort": "content", "width": 40, "narrow": 40, "clip": True, "sub": "tags",
      "help": "the memory's text (whole in the detail pane); its tags follow it"},
-    {"key": "by", "label": "by", "sort": "source", "width": 13, "badge": True,
+    {"key": "by", "label": "by", "sort": "source", "width": 12, "narrow": 15, "badge": True,
      "help": "who wrote it and whether a human verified it"},
-    {"key": "priority", "label": "priority", "sort": "priority", "width": 9, "first": "desc"},
-    {"key": "updated", "label": "updated", "sort": "updated", "width": 9, "time": True, "first": "desc"},
-    {"key": "expires", "label": "expires", "sort": "expires", "width": 9, "time": True},
+    {"key": "priority", "label": "priority", "sort": "priority", "width": 8, "narrow": 10, "first": "desc"},
+    {"key": "updated", "label": "updated", "sort": "updated", "width": 11, "narrow": 0, "time": True,
+     "first": "desc"},
+    {"key": "expires", "label": "expires", "sort": "expires", "width": 11, "narrow": 15, "time": True},
 ]
+#: Below this width (pixels) the table leaves "updated" out (the detail pane says it) to keep the rest readable.
+WIDE = 1000
 #: Priority in the table sorts by importance: descending (▼) puts critical first. The store's ascending order is
 #: already critical first, so the widget asks it for the opposite of the arrow.
 _INVERTED = {"priority"}
@@ -125,7 +129,7 @@ class MemoryBrowser(FamilyWidget):
                                          description="Verified", style=label)
         self.source = widgets.Dropdown(options=[ANY, "user", "agent"], value=ANY, description="Source", style=label)
         self.table = RecordTable(columns=COLUMNS, empty="no memories match the search and filters",
-                                 label="memories")
+                                 label="memories", wide=WIDE)
         self.summary = widgets.HTML()
         self.prev_button = button("Previous", "chevron-left", "Previous page")
         self.next_button = button("Next", "chevron-right", "Next page")

@@ -111,38 +111,58 @@ function render({ model, el }) {
     if (j !== null) { e.preventDefault(); pick(rows[j].dataset.id, true); return; }
     if (e.key === "Enter" || e.key === " ") { e.preventDefault(); pick(tr.dataset.id, true); }
   };
+  const text = (box, value, breaks) => {
+    // "procedure/run_migrations": a line may break after "/" or "_" rather than in the middle of a word
+    if (!breaks) { box.append(value); return; }
+    for (const part of value.split(/(?<=\/)/)) { box.append(part); box.appendChild(document.createElement("wbr")); }
+  };
   const cell = (td, col, row) => {
-    const text = row.cells[col.key] ?? "";
+    const value = row.cells[col.key] ?? "";
     if (col.badge) {
       const b = document.createElement("span");
       b.className = "synapse-badge" + (row.agent ? " synapse-agent" : "");
-      b.textContent = text;
+      b.textContent = value;
       td.appendChild(b);
       return;
     }
-    if (col.time && / /.test(text)) {  // "2026-12-02 07:32 UTC": the date, then the time kept on one line
-      const k = text.indexOf(" ");
+    if (col.time && / /.test(value)) {  // "2026-12-02 07:32 UTC": the date, then the time kept on one line
+      const k = value.indexOf(" ");
       const time = document.createElement("span");
       time.style.whiteSpace = "nowrap";
-      time.textContent = text.slice(k + 1);
-      td.append(text.slice(0, k) + " ", time);
+      time.textContent = value.slice(k + 1);
+      td.append(value.slice(0, k) + " ", time);
       return;
     }
     const box = col.clip ? document.createElement("div") : td;
-    if (col.clip) { box.className = "synapse-clip"; td.appendChild(box); }
-    box.append(text);
+    if (col.clip) {
+      box.className = "synapse-clip";
+      if (col.lines) box.style.webkitLineClamp = String(col.lines);
+      td.appendChild(box);
+    }
+    if (col.mark && row.agent && row.mark) {  // who wrote it, said before what it says
+      const b = document.createElement("span");
+      b.className = "synapse-badge synapse-agent";
+      b.textContent = row.mark;
+      box.append(b, " ");
+    }
+    text(box, value, col.breaks);
     const sub = col.sub ? row.cells[col.sub] : "";
     if (sub) {
       const s = document.createElement("span");
       s.className = "synapse-sub";
       s.textContent = " " + sub;
+      if (col.subline) box.appendChild(document.createElement("br"));
       box.appendChild(s);
     }
   };
+  const compact = () => el.clientWidth > 0 && el.clientWidth < (model.get("wide") || 0);
+  let wasCompact = null;
   const draw = () => {
     hadFocus = el.contains(document.activeElement);
     const focused = hadFocus && document.activeElement.dataset ? document.activeElement.dataset.id : null;
-    const columns = model.get("columns");
+    wasCompact = compact();
+    // on a narrow output the columns marked "narrow" take those shares (0: the column is left out)
+    const columns = model.get("columns").filter((c) => !(wasCompact && c.narrow === 0));
     const rows = model.get("rows");
     const sortBy = model.get("sort_by");
     const desc = model.get("sort_desc");
@@ -163,7 +183,8 @@ function render({ model, el }) {
     const group = document.createElement("colgroup");
     for (const col of columns) {
       const c = document.createElement("col");
-      if (col.width) c.style.width = col.width + "%";
+      const share = wasCompact && col.narrow ? col.narrow : col.width;
+      if (share) c.style.width = share + "%";
       group.appendChild(c);
     }
     table.appendChild(group);
@@ -223,12 +244,14 @@ function render({ model, el }) {
     if (hadFocus) focusRow(focused || model.get("selected"));  // a redraw never drops the focus to the notebook
   };
   model.on("change:selected", mark);
-  for (const name of ["columns", "rows", "sort_by", "sort_desc", "empty", "label"]) {
+  for (const name of ["columns", "rows", "sort_by", "sort_desc", "empty", "label", "wide"]) {
     model.on("change:" + name, draw);
   }
   model.on("change:focus_token", () => { focusRow(model.get("selected")); watchDetail(); });
   draw();
-  return () => { if (observer) observer.disconnect(); };
+  const resize = new ResizeObserver(() => { if (wasCompact !== null && compact() !== wasCompact) draw(); });
+  resize.observe(el);
+  return () => { if (observer) observer.disconnect(); resize.disconnect(); };
 }
 export default { render };
 """
@@ -239,16 +262,22 @@ class RecordTable(anywidget.AnyWidget):
 
     Attributes (all synced with the front end)
     ----------
-    columns : list of ``{"key", "label", "sort", "align", "width", ...}``; ``sort`` is the name the owner sorts
-        by ("" for a column that does not sort), ``first`` "desc" when its first click sorts descending, ``align``
-        "l" or "r", ``width`` its share of the table in percent, ``clip`` cut to two lines, ``nowrap`` one line,
-        ``badge`` drawn as a provenance badge, ``time`` a timestamp (date, then time on one line), ``sub`` the key
-        of another cell shown muted after it, ``help`` the header's tooltip.
-    rows : list of ``{"id": str, "cells": {key: text}, "muted": bool, "agent": bool, "title": str}`` (plain text:
-        never HTML); ``agent`` marks a row an agent wrote, ``title`` is its tooltip.
+    columns : list of ``{"key", "label", "sort", "align", "width", ...}``: ``sort`` the name the owner sorts by
+        ("" for a column that does not sort); ``first`` "desc" when its first click sorts descending; ``align`` "l"
+        or "r"; ``width`` its share of the table in percent and ``narrow`` its share on a narrow output (0 leaves it
+        out; see ``wide``); ``clip`` cut to ``lines`` lines (2); ``nowrap`` one line; ``badge`` drawn as a
+        provenance badge; ``time`` a timestamp (the date, then the time on one line); ``sub`` the key of another
+        cell shown muted after it (``subline``: on a line of its own); ``mark`` an agent row's provenance mark
+        (``row["mark"]``) drawn before the text; ``breaks`` a line may break after a ``/``; ``help`` the header's
+        tooltip.
+    rows : list of ``{"id": str, "cells": {key: text}, "muted": bool, "agent": bool, "mark": str, "title": str}``
+        (plain text: never HTML); ``agent`` marks a row an agent wrote, ``mark`` its provenance mark, ``title`` is
+        its tooltip.
     selected : the id of the selected row ("" for none); set by a click, the arrow keys, Enter or Space.
     sort_by, sort_desc : the sort a header click asked for ("" for the owner's default order).
     empty : the note shown when there are no rows; label : what the table is, for screen readers.
+    wide : below this width in pixels the table is narrow: each column with a ``narrow`` share takes it (``0``
+        leaves the column out), so a narrow output keeps its columns readable instead of cutting them.
     focus_token : bumped by :meth:`focus` to move the keyboard focus to the selected row.
 
     Examples
@@ -269,6 +298,7 @@ class RecordTable(anywidget.AnyWidget):
     sort_desc = traitlets.Bool(False).tag(sync=True)
     empty = traitlets.Unicode("nothing to show").tag(sync=True)
     label = traitlets.Unicode("records").tag(sync=True)
+    wide = traitlets.Int(0).tag(sync=True)
     focus_token = traitlets.Int(0).tag(sync=True)
 
     @property
