@@ -83,7 +83,7 @@ FAMILY_CSS = f"""
 .synapse-bars {{ display: grid !important; grid-template-columns: repeat(auto-fill, minmax(22em, 1fr));
   gap: 0 16px; }}
 .synapse-bars > .jupyter-widgets {{ width: auto !important; margin: 0 !important; min-width: 0; }}
-.synapse-bars .widget-slider {{ width: 100% !important; }}
+.synapse-bars .widget-slider {{ width: 100% !important; margin-left: 0 !important; margin-right: 0 !important; }}
 .synapse-help {{ color: var(--jp-ui-font-color2, #59636e); font-size: 0.92em; line-height: 1.3; margin: 0 0 6px 0;
   padding-left: 4px; }}
 .synapse-help .widget-html-content, .synapse-widget .widget-html-content {{ line-height: 1.4; }}
