@@ -185,8 +185,8 @@ def shown_parts(parts: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
 
 #: The explain table's columns: (title, alignment, share of the width in %). The width is fixed (the table
 #: fills the output), so it does not change from one query to the next.
-EXPLAIN_TABLE = (("kept", "l", 8), ("rank", "r", 7), ("rank parts", "l", 12), ("coverage", "r", 11),
-                 ("record", "l", 26), ("bar", "l", 7), ("reason", "l", 16), ("matched", "l", 13))
+EXPLAIN_TABLE = (("kept", "l", 8), ("rank", "r", 7), ("rank parts", "l", 14), ("coverage", "r", 11),
+                 ("record", "l", 25), ("bar", "l", 8), ("reason", "l", 15), ("matched", "l", 12))
 
 
 def explanation_html(rows: Iterable[Any], titles: Mapping[str, str] | None = None) -> str:
@@ -205,14 +205,15 @@ def explanation_html(rows: Iterable[Any], titles: Mapping[str, str] | None = Non
         cov = "-" if r.coverage is None else f"{r.coverage:.3f}"
         parts = "<br>".join(f"{esc(k)}&nbsp;{v:.3f}" for k, v in shown_parts(r.parts))
         title = titles.get(r.id)
-        what = (f"<b>{esc(title)}</b><br>" if title else "") + f"<span style='color:{MUTED}'>{esc(r.kind)}</span> " \
-            + code(r.id)
+        # a category/key breaks after its "/" rather than inside a word
+        what = (f"<b>{esc(title).replace('/', '/<wbr>')}</b><br>" if title else "") \
+            + f"<span style='color:{MUTED}'>{esc(r.kind)}</span> " + code(r.id)
         out.append([f"<span{style}>{kept}</span>", f"<span{style}>{r.score:.3f}</span>",
                     f"<span style='color:{MUTED}'>{parts or '-'}</span>", f"<span{style}>{cov}</span>", what,
                     esc(r.bar), esc(r.reason), esc(", ".join(r.matched) or "-")])
     header = [c[0] for c in EXPLAIN_TABLE]
     align = "".join(c[1] for c in EXPLAIN_TABLE)
-    return block(table_html(header, out, align=align, wrap=[False, False, False, False, True, False, True, True],
+    return block(table_html(header, out, align=align, wrap=[False, False, True, False, True, False, True, True],
                             empty="no candidate ranked", widths=[c[2] for c in EXPLAIN_TABLE]))
 
 

@@ -51,7 +51,7 @@ def test_explain_table_names_each_record_beside_its_id(vault: syn.Vault) -> None
     ttl = vault.memories.get_by_key("knowledge", "cache_ttl")
     assert titles[ttl.id] == "knowledge/cache_ttl"
     html = explanation_html(rows, titles)
-    assert re.search(r"<b>knowledge/cache_ttl</b><br><span[^>]*>memory</span> <code[^>]*>" + ttl.id, html)
+    assert re.search(r"<b>knowledge/<wbr>cache_ttl</b><br><span[^>]*>memory</span> <code[^>]*>" + ttl.id, html)
     # the rank parts one per line: they never wrap in the middle of a part
     assert re.search(r"bm25&nbsp;\d\.\d{3}(<br>|</span>)", html)
 

@@ -58,9 +58,9 @@ def test_explain_names_records_and_fills_the_output(ui: Notebook) -> None:
     widths = out.evaluate("e => { const t = e.querySelector('table'); return [t.parentElement.clientWidth, "
                           "t.getBoundingClientRect().width, e.scrollWidth, e.clientWidth]; }")
     assert abs(widths[0] - widths[1]) <= 2 and widths[2] <= widths[3] + 1, widths
-    clipped = table.evaluate("t => [...t.querySelectorAll('th')].filter(h => h.scrollWidth > h.clientWidth + 1)"
+    clipped = table.evaluate("t => [...t.querySelectorAll('th, td')].filter(h => h.scrollWidth > h.clientWidth + 1)"
                              ".map(h => h.textContent)")
-    assert clipped == [], clipped
+    assert clipped == [], clipped  # no header, score or bar cut to "mar…"
     # the rank parts one per line: each part on one line, never broken inside
     parts = first.locator("td").nth(2)
     assert all(re.fullmatch(r"[a-z0-9]+\s\d\.\d{3}", p.strip()) for p in parts.inner_text().splitlines()), \
