@@ -538,7 +538,7 @@ def test_gate_explorer_shows_scores_bars_and_text(v: syn.Vault) -> None:
     assert g.table.cell(m["mig"].id, "record") == "procedure/run_migrations"
     assert g.table.cell(m["mig"].id, "id") == f"memory · {m['mig'].id}" and g.table.cell(m["mig"].id, "kept") == \
         "✔ kept"
-    assert "<b>procedure/run_migrations</b>" in g.table_html.value
+    assert "<b>procedure/<wbr>run_migrations</b>" in g.table_html.value
     assert "1 kept" in g.header.value and "path" not in g.header.value + g.summary.value  # no jargon
     assert "alembic upgrade head" in g.text.value
     # the first candidate is selected: its record in full and why it was kept

@@ -9,6 +9,7 @@ looking: under the buttons that acted.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -152,10 +153,17 @@ class _Watch:
 
     def after_cell(self, *_args: Any) -> None:
         w = self._widget()
-        if w is not None:
+        if w is None:
+            return
+        try:
             w.vault_changed()
+        except Exception as exc:  # noqa: BLE001 - a hook must never break the user's cell: stop watching instead
+            self.stop()
+            print(f"synapse_nb: {type(w).__name__} stopped following the vault: {exc}")
 
     def after_write(self, _changes: Any) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # a background writer: the check after the next cell sees it (widgets are drawn from one thread)
         w = self._widget()
         if w is not None and not w.acting:  # the widget's own actions refresh it themselves
             w.vault_changed()

@@ -16,9 +16,9 @@ What a person gets:
 - **Selection is not hover**: a tinted row with a bar on its left; the detail pane is scrolled into view.
 - **Keyboard**: Tab reaches the selected row (one tab stop for the whole table); ArrowUp/ArrowDown, Home/End,
   PageUp/PageDown move the selection; Enter or Space selects; Enter or Space on a header sorts. The family's
-  root carries ``data-lm-suppress-shortcuts`` and stops key events there, so no key typed in a widget reaches
-  JupyterLab's notebook shortcuts (``b`` no longer inserts a cell, ArrowDown no longer moves to the next cell),
-  and focus stays on the row after a redraw instead of falling to the notebook.
+  root stops key events there, so no key typed in a widget reaches JupyterLab's notebook shortcuts (``b`` no
+  longer inserts a cell, ArrowDown no longer moves to the next cell); Ctrl/Cmd/Alt combinations (save, the command
+  palette) still do. Focus stays on the row after a redraw instead of falling to the notebook.
 - **Agent rows are marked**: ``row["agent"]`` outlines a ``badge`` column's text in the warning colour.
 
 Headless (tests, scripts) it is a plain traitlets object: set ``table.selected = "mem_..."`` or
@@ -41,8 +41,10 @@ function guard(el) {
   if (!root) return false;
   if (!root.dataset.synapseGuard) {
     root.dataset.synapseGuard = "1";
-    root.setAttribute("data-lm-suppress-shortcuts", "true");
-    root.addEventListener("keydown", (e) => e.stopPropagation());
+    // a key typed in the widget (a letter, an arrow, Enter, Space, Shift with them) is the widget's: the notebook's
+    // command-mode shortcuts never see it; Ctrl/Cmd/Alt combinations (save, the command palette) still reach
+    // JupyterLab
+    root.addEventListener("keydown", (e) => { if (!(e.ctrlKey || e.metaKey || e.altKey)) e.stopPropagation(); });
   }
   return true;
 }

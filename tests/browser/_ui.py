@@ -129,6 +129,13 @@ def wait_text(locator: Any, pattern: str) -> None:
     expect(locator).to_contain_text(re.compile(pattern), timeout=STEP_MS)
 
 
+def wait_count(locator: Any, n: int) -> None:
+    """Wait until ``locator`` matches exactly ``n`` elements (a table's rows arrive apart from its summary line)."""
+    from playwright.sync_api import expect
+
+    expect(locator).to_have_count(n, timeout=STEP_MS)
+
+
 def wait_no_text(locator: Any, text: str) -> None:
     from playwright.sync_api import expect
 

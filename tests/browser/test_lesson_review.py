@@ -10,7 +10,18 @@ from typing import Any
 
 import pytest
 from _notebook import REFUSED, Notebook
-from _ui import cli, in_view, notebook_state, set_theme, shot, wait_enabled, wait_in_view, wait_text
+from _ui import (
+    STEP_MS,
+    cli,
+    in_view,
+    notebook_state,
+    set_theme,
+    shot,
+    wait_count,
+    wait_enabled,
+    wait_in_view,
+    wait_text,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -34,8 +45,8 @@ def test_approve_with_a_chosen_duration_then_withdraw(ui: Notebook) -> None:
     wait_text(analysis, "analysis written by an agent .*Redis is not available in offline runs")
     text = detail.locator("textarea")
     assert text.input_value() == ""
-    assert detail.locator("button:has-text('Approve the agent')").count() == 1
-    assert table.locator(f"tr[data-id='{ids['redis']}'] .synapse-badge.synapse-agent").count() == 1  # wording by
+    wait_count(detail.locator("button:has-text('Approve the agent')"), 1)
+    wait_count(table.locator(f"tr[data-id='{ids['redis']}'] .synapse-badge.synapse-agent"), 1)  # wording by
     # the reverted change behind a button a keyboard reaches; the line counts above it are the change's own
     toggle = detail.locator("button:has-text('reverted change')")
     toggle.focus()
@@ -66,8 +77,9 @@ def test_approve_with_a_chosen_duration_then_withdraw(ui: Notebook) -> None:
     wait_text(message, f"approved {ids['redis']}: in force until 20")
     # feedback where the reviewer is looking: in view, under the lesson; the focus back on its row, not <body>
     wait_in_view(message)
-    page.wait_for_function("() => document.activeElement && document.activeElement.closest('.synapse-widget')")
-    assert notebook_state(page)["focusId"] == ids["redis"]
+    page.wait_for_function("(id) => document.activeElement && document.activeElement.dataset.id === id",
+                           arg=ids["redis"], timeout=STEP_MS)
+    assert notebook_state(page)["focusInWidget"]
     les = _lessons_by_id(ui.lessons)[ids["redis"]]
     assert les["status"] == "approved"
     assert les["lesson_text"] == "Keep the cache in process: offline runs have no Redis."
@@ -107,7 +119,9 @@ def test_reject_names_the_lesson_and_asks_first(ui: Notebook) -> None:
     confirm.locator("button:has-text('Reject')").click()
     wait_text(detail.locator(".synapse-message"), f"rejected {ids['pandas']}")
     assert ids["pandas"] not in _lessons_by_id(ui.lessons)
-    page.wait_for_function("() => document.activeElement && document.activeElement.closest('.synapse-widget')")
+    # the focus on the next lesson's row, not fallen to the page
+    page.wait_for_function("() => document.activeElement && document.activeElement.matches('.synapse-lesson-review "
+                           "tr.synapse-row')", timeout=STEP_MS)
 
 
 def test_scan_finds_a_new_revert(ui: Notebook) -> None:

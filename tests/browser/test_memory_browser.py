@@ -7,7 +7,17 @@ import time
 
 import pytest
 from _notebook import Notebook
-from _ui import in_view, probe, run_new_cell, set_theme, shot, wait_enabled, wait_in_view, wait_text
+from _ui import (
+    in_view,
+    probe,
+    run_new_cell,
+    set_theme,
+    shot,
+    wait_count,
+    wait_enabled,
+    wait_in_view,
+    wait_text,
+)
 
 import synapse_nb as syn
 
@@ -30,7 +40,8 @@ def test_filter_dropdowns_show_any(ui: Notebook) -> None:
     category.select_option(label="preference")
     summary = box.locator(".synapse-pager .widget-html")
     wait_text(summary, r"^1 memory")
-    assert table.locator("tbody tr").count() == 1 and _shown_option(category) == "preference"
+    wait_count(table.locator("tbody tr"), 1)  # the rows arrive apart from the summary line
+    assert _shown_option(category) == "preference"
     category.select_option(label="(any)")
     wait_text(summary, r"of 10,00\d memories")
     assert _shown_option(category) == "(any)"
@@ -43,7 +54,7 @@ def test_agent_rows_are_marked_and_the_detail_is_in_view(ui: Notebook) -> None:
     table = box.locator(".synapse-table")
     summary = box.locator(".synapse-pager .widget-html")
     wait_text(summary, r"1–25 of 10,00\d memories · page 1 of 40\d")
-    assert table.locator("tbody tr").count() == 25  # one page in the DOM
+    wait_count(table.locator("tbody tr"), 25)  # one page in the DOM
     ttl = table.locator(f"tr[data-id='{ui.memory_ids['ttl']}']")
     badge = ttl.locator("td[data-key='by'] .synapse-badge")
     assert "synapse-agent" in (badge.get_attribute("class") or "") and badge.inner_text().startswith("agent")
@@ -145,7 +156,7 @@ def test_memory_browser_search_select_verify_delete_sort_page(ui: Notebook) -> N
     box.locator("button:has-text('Next')").click()
     wait_text(summary, f"26–50 of {total:,} memories · page 2 of 401")
     print(f"\nnext page of a {total:,}-memory vault shown in {1000 * (time.monotonic() - t0):.0f} ms")
-    assert table.locator("tbody tr").count() == 25
+    wait_count(table.locator("tbody tr"), 25)
     priority = table.locator("th[data-key='priority']")
     priority.click()  # ▼ first: the most important first, and back to page 1
     wait_text(summary, r"page 1 of 401")
