@@ -22,25 +22,16 @@ from synapse_nb.render import block, esc, message_html, note_html, table_html
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.vault import ReadableVault, Vault
 
-__all__ = ["Confirm", "FamilyWidget", "WidgetRefused", "block", "close_tree", "esc", "live_vault", "message_html",
-           "note_html", "require_human", "table_html"]
+__all__ = ["Confirm", "FamilyWidget", "block", "close_tree", "esc", "live_vault", "message_html",
+           "note_html", "one_line", "require_human", "table_html"]
 
 
-class _OneLine:
-    """An error IPython prints as one line (its ``_render_traceback_``), not as a traceback: a widget refusing its
-    vault is an answer, not a crash."""
-
-    def _render_traceback_(self) -> list[str]:
-        base = next(c for c in type(self).__mro__[1:] if issubclass(c, Exception))
-        return [f"{base.__name__}: {self}"]
-
-
-class WidgetRefused(_OneLine, PermissionDeniedError):
-    """A widget refuses its vault (an agent's handle may not drive a human-review widget): shown as one line."""
-
-
-class _OfflineRefused(_OneLine, OfflineError):
-    """A team vault's stale copy cannot drive a widget: shown as one line."""
+def one_line(exc: SynapseError) -> SynapseError:
+    """``exc``, printed by IPython as one line (its ``_render_traceback_``) instead of a traceback: a widget refusing
+    its vault is an answer, not a crash. The error keeps its type (no new class: errors.py lists them all)."""
+    line = f"{type(exc).__name__}: {exc}"
+    exc.__dict__["_render_traceback_"] = lambda: [line]
+    return exc
 
 
 def live_vault(vault: ReadableVault, widget: str) -> Vault:
@@ -50,16 +41,16 @@ def live_vault(vault: ReadableVault, widget: str) -> Vault:
         try:
             vault.refuse(f"show the {widget} widget")
         except OfflineError as exc:
-            raise _OfflineRefused(str(exc)) from None
+            raise one_line(exc) from None
     return vault
 
 
 def require_human(vault: Vault, widget: str) -> None:
     """Refuse to build a human-review widget on an agent vault (one line in a notebook, no traceback)."""
     if vault.actor != "user":
-        raise WidgetRefused(
+        raise one_line(PermissionDeniedError(
             f"{widget} acts as the human reviewer; a vault opened with actor={vault.actor!r} may not drive it "
-            "(open the vault with actor='user' in your own notebook)")
+            "(open the vault with actor='user' in your own notebook)"))
 
 
 def close_tree(widget: Any) -> None:

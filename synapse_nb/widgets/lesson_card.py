@@ -211,8 +211,11 @@ class LessonCard(widgets.VBox):
         buttons: list[widgets.Widget] = []
         children: list[widgets.Widget] = [self.info, self.diff, self.diff_html]
         if in_force:
-            self.withdraw_button = button("Withdraw approval…", "undo", "It stops heading recalls now and is pending "
-                                          "again (asks first)", style="warning")
+            borrowed = vault.borrowed is not None
+            self.withdraw_button = button(
+                "Withdraw approval…", "undo", "a borrowed vault's approval is withdrawn in its own checkout" if borrowed
+                else "It stops heading recalls now and is pending again (asks first)", style="warning",
+                disabled=borrowed)
             self.withdraw_button.on_click(lambda _b: self.ask_withdraw())
             children += [widgets.HBox([self.withdraw_button]), self.confirm]
         else:

@@ -97,7 +97,7 @@ def _gate_vault(root: Path) -> Path:
     return root
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def nb(lab: Any, browser: Any) -> Iterator[Notebook]:
     """The demo notebook, opened in JupyterLab at 1280 px with every cell run."""
     tmp = Path(tempfile.mkdtemp(prefix="synapse-demo-"))  # a neutral path: the status screenshot shows it

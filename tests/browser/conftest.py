@@ -93,7 +93,7 @@ class Lab:
         return name
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def lab() -> Iterator[Lab]:
     """A JupyterLab server on 127.0.0.1 with temporary JUPYTER_* folders, stopped by its PID."""
     chromium_path()
@@ -150,7 +150,7 @@ def lab() -> Iterator[Lab]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(lab: Lab) -> Iterator[Any]:
     """Headless Debian Chromium through Playwright's sync API."""
     from playwright.sync_api import sync_playwright
