@@ -6,10 +6,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
-from synapse_nb._util import plural, shorten
+from synapse_nb._util import plural
 from synapse_nb.errors import ValidationError
-from synapse_nb.models import RANKED_KINDS, Lesson, Record
-from synapse_nb.render import block, code, explanation_html, pre_html, shown_parts
+from synapse_nb.models import KINDS, RANKED_KINDS, Lesson, Record
+from synapse_nb.render import explanation_html, shown_parts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -289,6 +289,9 @@ class Recall:
         return "```text\n" + self.text + "\n```"
 
     def _repr_html_(self) -> str:
-        state = "nothing new" if self.nothing_new else plural(len(self.items), "item")
-        return block(f"<div><b>recall</b> {code(shorten(self.query, 80))} ({state})</div>{pre_html(self.text)}")
+        """What was found, for people (approved lessons, then the items with who wrote each); the exact text an
+        agent receives is one click away (:func:`synapse_nb.displays.recall_html`)."""
+        from synapse_nb.displays import recall_html  # loaded on first notebook display
+
+        return recall_html(self, {k.name: k.title for k in KINDS})
 
