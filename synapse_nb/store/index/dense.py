@@ -1,0 +1,375 @@
+"""The semantic channel's vectors in the LanceDB index: one table per embedder fingerprint, searched exactly.
+
+Beside the ``records`` table (:mod:`~synapse_nb.store.index.table`), the index folder holds one table
+``semantic_<key>`` whose key hashes the embedder's :attr:`~synapse_nb.store.embedders.Embedder.fingerprint`, the
+document recipe (:data:`DOC_FORMAT`) and the quantisation: a changed model is another table, built from SQLite
+(the vault's outbox drain does it, :class:`~synapse_nb.store.indexer.VaultIndex`), and the old one is removed;
+vectors of two models are never mixed. Each row holds a record's id, kind, mind, expiry, the digest of its
+document and its integer-valued vector (:func:`~synapse_nb.store.embedders.quantize`).
+
+Search (:meth:`DenseIndex.search`) returns the best ``k`` rows of a mind by cosine, best first, ties by id:
+
+- below :data:`ANN_THRESHOLD` rows, exactly, over an in-memory copy reloaded when the table version moves: a dot
+  product of integer vectors whose sums stay under 2**24 is exact in float32 in any order (BLAS or not), and the
+  cosine ``dot / sqrt(|a|^2 |b|^2)`` is computed in float64 from exact integers: the same bytes on every machine
+  and thread count, before and after a rebuild;
+- from there, LanceDB's IVF_HNSW_SQ index finds ``2k`` candidates (rows written since it was built are scanned
+  flat and merged by LanceDB) whose cosines are then computed exactly as above. The candidate set is
+  approximate (a rebuild retrains the index, so it may differ); the scores are exact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from synapse_nb.errors import IndexError_, SynapseError
+from synapse_nb.store.index.rows import DriftReport, drift
+from synapse_nb.store.index.search import sql_str, where_clause
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from synapse_nb.store.embedders import Embedder
+
+__all__ = ["ANN_THRESHOLD", "DOC_FORMAT", "DenseHit", "DenseIndex", "DenseRow", "table_name"]
+
+#: The recipe of a record's document (its text, then " | replying to: " and the previous record of its thread) and
+#: of the quantisation: part of the table name, so changing either builds a new table.
+DOC_FORMAT = "doc1-prev1-q127"
+#: From this many rows the table gets an IVF_HNSW_SQ index and search uses it (exact search over an in-memory
+#: copy costs about 1 ms per 10,000 rows of 384 dims on 2 busy cores: docs/benchmarks.md).
+ANN_THRESHOLD = 50_000
+_PREFIX = "semantic_"
+_BATCH = 4096
+_CONFLICT_RETRIES = 8
+_META_FORMAT, _META_FP, _META_DIM = b"synapse.semantic_format", b"synapse.fingerprint", b"synapse.dim"
+
+
+def table_name(embedder: Embedder) -> str:
+    """``semantic_`` + 16 hex digits of SHA-256 over the fingerprint, the dimension and :data:`DOC_FORMAT`."""
+    key = f"{embedder.fingerprint}\n{embedder.dimension}\n{DOC_FORMAT}".encode()
+    return _PREFIX + hashlib.sha256(key).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class DenseRow:
+    """A record's semantic document, as the vault hands it to the index (``digest``: of ``doc`` and expiry)."""
+
+    id: str
+    kind: str
+    mind: str
+    doc: str
+    digest: str
+    expires_at: str | None = None
+
+
+class DenseHit(NamedTuple):
+    """A search result: record id, kind and its exact cosine with the query."""
+
+    id: str
+    kind: str
+    cosine: float
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300] if text else ''}"
+
+
+def _ranked(ids: Sequence[str], kinds: Sequence[str], cos: np.ndarray, k: int,
+            live: np.ndarray | None = None) -> list[DenseHit]:
+    """The best ``k`` of these rows (only ``live`` ones, when given) by (cosine desc, id asc)."""
+    import numpy as np
+
+    sel = np.arange(len(cos)) if live is None else np.flatnonzero(live)
+    if len(sel) == 0:
+        return []
+    c = cos[sel]
+    if len(sel) > k:  # keep everything tied with the k-th best, then order
+        kth = np.partition(c, len(c) - k)[len(c) - k]
+        keep = c >= kth
+        sel, c = sel[keep], c[keep]
+    order = sorted(zip((-c).tolist(), sel.tolist(), strict=True), key=lambda t: (t[0], ids[t[1]]))[:k]
+    return [DenseHit(ids[j], kinds[j], -neg) for neg, j in order]
+
+
+def cosines(vecs: np.ndarray, norm2: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Exact cosines of integer-valued float32 rows ``vecs`` (squared norms ``norm2``, float64) with ``q``: the
+    dot products are exact integers (each under 2**24), the division float64; a zero vector has cosine 0."""
+    import numpy as np
+
+    qn = float(np.dot(q.astype(np.int64), q.astype(np.int64)))
+    dots = (vecs @ q).astype(np.float64)
+    den = np.sqrt(norm2 * qn)
+    out: np.ndarray = np.divide(dots, den, out=np.zeros(len(dots)), where=den > 0)
+    return out
+
+
+@dataclass(frozen=True)
+class _Copy:
+    """A table's rows in memory, sorted by id: the exact path's matrix and its prefilter columns."""
+
+    ids: list[str]
+    kinds: list[str]
+    mind_codes: np.ndarray
+    mind_names: np.ndarray
+    exp: list[str | None]
+    vecs: np.ndarray
+    norm2: np.ndarray
+
+    @classmethod
+    def from_arrow(cls, res: Any, dim: int) -> _Copy:
+        import numpy as np
+
+        res = res.sort_by("id")
+        flat = res["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        vecs = np.ascontiguousarray(flat.reshape(-1, dim), dtype=np.float32)
+        iv = vecs.astype(np.int64) if len(vecs) else np.zeros((0, dim), np.int64)
+        norm2 = np.einsum("ij,ij->i", iv, iv).astype(np.float64)  # exact integers
+        mind_names, mind_codes = np.unique(np.array(res["mind"].to_pylist(), dtype=str), return_inverse=True)
+        return cls(res["id"].to_pylist(), res["kind"].to_pylist(), mind_codes.astype(np.int32), mind_names,
+                   res["expires_at"].to_pylist(), vecs, norm2)
+
+    def search(self, q: np.ndarray, k: int, mind: str, now: str) -> list[DenseHit]:
+        import numpy as np
+
+        m = int(np.searchsorted(self.mind_names, mind))
+        if m >= len(self.mind_names) or self.mind_names[m] != mind:
+            return []
+        cos = cosines(self.vecs, self.norm2, q)
+        live = self.mind_codes == m
+        if any(e is not None for e in self.exp):
+            live &= np.array([e is None or e > now for e in self.exp], bool)
+        return _ranked(self.ids, self.kinds, cos, k, live)
+
+
+class DenseIndex:
+    """The semantic table of one embedder in the index folder ``path`` (see the module docstring)."""
+
+    def __init__(self, path: str | Path, embedder: Embedder, *, ann_threshold: int = ANN_THRESHOLD) -> None:
+        self.path = Path(path)
+        self.embedder = embedder
+        self.name = table_name(embedder)
+        self.ann_threshold = int(ann_threshold)
+        self._db: Any = None
+        self._tbl: Any = None
+        self._copy: tuple[tuple[int, int, int], _Copy | None] | None = None
+
+    def __repr__(self) -> str:
+        return f"DenseIndex(path={str(self.path)!r}, table={self.name!r}, embedder={self.embedder.name!r})"
+
+    def _dir(self) -> Path:
+        return self.path / f"{self.name}.lance"
+
+    def exists(self) -> bool:
+        return self._dir().is_dir()
+
+    def _connect(self) -> Any:
+        if self._db is None:
+            os.environ.setdefault("LANCEDB_LOG", "error")
+            import lancedb  # seconds to import: only once the index is used
+
+            try:
+                self.path.mkdir(exist_ok=True)
+                self._db = lancedb.connect(str(self.path), read_consistency_interval=timedelta(0))
+            except Exception as exc:
+                raise IndexError_(f"cannot open retrieval index folder {str(self.path)!r} ({_one_line(exc)})") from exc
+        return self._db
+
+    def _run(self, what: str, fn: Callable[[], Any], *, write: bool = False) -> Any:
+        """Run a lancedb call, retrying commit conflicts and translating failures to IndexError_."""
+        attempt = 0
+        while True:
+            try:
+                return fn()
+            except SynapseError:
+                raise
+            except Exception as exc:
+                msg = str(exc).lower()
+                if write and attempt < _CONFLICT_RETRIES and ("conflict" in msg or "retryable" in msg):
+                    attempt += 1
+                    time.sleep(min(0.5, 0.01 * 2**attempt))
+                    try:
+                        self._tbl.checkout_latest()
+                    except Exception:  # noqa: BLE001 - best effort, the retry reports the real error
+                        self._tbl = None
+                        self._open()
+                    continue
+                self._tbl = None
+                raise IndexError_(f"semantic index {self.name} at {str(self.path)!r} failed to {what} "
+                                  f"({_one_line(exc)}); rebuild it from SQLite") from exc
+
+    def _open(self) -> Any:
+        if self._tbl is not None and self.exists():
+            return self._tbl
+        self._tbl, self._copy = None, None
+        if not self.exists():
+            raise IndexError_(f"no semantic index {self.name} at {str(self.path)!r}; rebuild it from SQLite")
+        db = self._connect()
+        tbl = self._run("open the table", lambda: db.open_table(self.name))
+        meta = tbl.schema.metadata or {}
+        want = (DOC_FORMAT, self.embedder.fingerprint, str(self.embedder.dimension))
+        got = tuple(meta.get(k, b"?").decode() for k in (_META_FORMAT, _META_FP, _META_DIM))
+        if got != want:
+            raise IndexError_(f"semantic index {self.name} at {str(self.path)!r} was built for {got}, this needs "
+                              f"{want}: rebuild it from SQLite")
+        self._tbl = tbl
+        return tbl
+
+    def _schema(self) -> Any:
+        import pyarrow as pa
+
+        e = self.embedder
+        return pa.schema([
+            pa.field("id", pa.string(), nullable=False), pa.field("kind", pa.string(), nullable=False),
+            pa.field("mind", pa.string(), nullable=False), pa.field("expires_at", pa.string(), nullable=True),
+            pa.field("digest", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), e.dimension), nullable=False),
+        ], metadata={_META_FORMAT: DOC_FORMAT.encode(), _META_FP: e.fingerprint.encode(),
+                     _META_DIM: str(e.dimension).encode()})
+
+    def _arrow(self, rows: Sequence[DenseRow]) -> Any:
+        import pyarrow as pa
+
+        from synapse_nb.store.embedders import embed_quantized
+
+        vecs = embed_quantized(self.embedder, [r.doc for r in rows])
+        flat = pa.array(vecs.reshape(-1), type=pa.float32())
+        cols = [pa.array([r.id for r in rows], pa.string()), pa.array([r.kind for r in rows], pa.string()),
+                pa.array([r.mind for r in rows], pa.string()), pa.array([r.expires_at for r in rows], pa.string()),
+                pa.array([r.digest for r in rows], pa.string()),
+                pa.FixedSizeListArray.from_arrays(flat, self.embedder.dimension)]
+        return pa.Table.from_arrays(cols, schema=self._schema())
+
+    # ------------------------------------------------------------------ writes
+    def rebuild(self, rows: Iterable[DenseRow]) -> int:
+        """Drop every semantic table of the folder (other fingerprints too) and build this one from ``rows``."""
+        self.close()
+        for old in self.path.glob(f"{_PREFIX}*.lance") if self.path.is_dir() else ():
+            shutil.rmtree(old, ignore_errors=True)
+        db = self._connect()
+        tbl = self._run("create the table", lambda: db.create_table(self.name, schema=self._schema(),
+                                                                    mode="overwrite"))
+        written, batch = 0, []
+        for r in rows:
+            batch.append(r)
+            if len(batch) >= 2 * _BATCH:
+                self._run("write rows", lambda b=batch: tbl.add(self._arrow(b)), write=True)
+                written, batch = written + len(batch), []
+        if batch:
+            self._run("write rows", lambda: tbl.add(self._arrow(batch)), write=True)
+            written += len(batch)
+        self._tbl = tbl
+        self.optimize()
+        return written
+
+    def upsert(self, rows: Sequence[DenseRow]) -> None:
+        """Insert or replace rows by id (later duplicates win)."""
+        by_id = {r.id: r for r in rows}
+        if not by_id:
+            return
+        self._open()
+        batch = [by_id[i] for i in sorted(by_id)]
+        for start in range(0, len(batch), _BATCH):
+            data = self._arrow(batch[start:start + _BATCH])
+            self._run("upsert rows", lambda data=data: self._tbl.merge_insert("id").when_matched_update_all()
+                      .when_not_matched_insert_all().execute(data), write=True)
+        try:
+            small = int(self._tbl.stats()["fragment_stats"]["num_small_fragments"])
+        except Exception:  # noqa: BLE001 - maintenance is best effort
+            small = 0
+        if small >= 64:
+            self.optimize()
+
+    def delete(self, ids: Sequence[str]) -> None:
+        wanted = sorted(set(ids))
+        if not wanted:
+            return
+        self._open()
+        for start in range(0, len(wanted), 1000):
+            pred = "id IN (" + ", ".join(sql_str(i) for i in wanted[start:start + 1000]) + ")"
+            self._run("delete rows", lambda pred=pred: self._tbl.delete(pred), write=True)
+
+    def optimize(self) -> None:
+        """Compact, and from :attr:`ann_threshold` rows build the IVF_HNSW_SQ index (once; LanceDB scans rows
+        written after it and merges them, and compaction folds them in)."""
+        tbl = self._open()
+        self._run("optimize", lambda: tbl.optimize(cleanup_older_than=timedelta(minutes=5)), write=True)
+        n = int(self._run("count rows", tbl.count_rows))
+        if n >= self.ann_threshold and not self._has_ann(tbl):
+            from lancedb.index import IvfHnswSq
+
+            cfg = IvfHnswSq(distance_type="cosine", num_partitions=max(1, n // 100_000))
+            self._run("build the vector index", lambda: tbl.create_index("vector", config=cfg, replace=True),
+                      write=True)
+        self._copy = None
+
+    # ------------------------------------------------------------------ reads
+    def _has_ann(self, tbl: Any) -> bool:
+        return any(getattr(ix, "columns", None) == ["vector"] for ix in self._run("list indices", tbl.list_indices))
+
+    def _key(self, tbl: Any) -> tuple[int, int, int]:
+        version = int(self._run("read the table version", lambda: tbl.version))
+        try:
+            st = os.stat(self._dir())
+        except OSError as exc:
+            raise IndexError_(f"no semantic index {self.name} at {str(self.path)!r}; rebuild it from SQLite") from exc
+        return (version, st.st_ino, st.st_ctime_ns)
+
+    def search(self, query: np.ndarray, *, mind: str, now: str, k: int = 50) -> list[DenseHit]:
+        """The ``k`` rows of ``mind`` not expired at ``now`` with the best exact cosine to the quantised query
+        vector ``query``; best first, ties by id. A zero query vector finds nothing."""
+        import numpy as np
+
+        q = np.ascontiguousarray(query, dtype=np.float32)
+        if not q.any() or k < 1:
+            return []
+        tbl = self._open()
+        key = self._key(tbl)
+        if self._copy is None or self._copy[0] != key:
+            ann = self._has_ann(tbl)
+            copy = None if ann else _Copy.from_arrow(self._run("load vectors", lambda: tbl.search().select(
+                ["id", "kind", "mind", "expires_at", "vector"]).limit(None).to_arrow()), self.embedder.dimension)
+            self._copy = (key, copy)
+        copy = self._copy[1]
+        if copy is not None:
+            return copy.search(q, k, mind, now)
+        res = self._run("run a vector search", lambda: tbl.search(q, vector_column_name="vector")
+                        .distance_type("cosine").where(where_clause(mind, None, now), prefilter=True)
+                        .select(["id", "kind", "vector", "_distance"]).limit(2 * k).nprobes(4).ef(4 * k).to_arrow())
+        if res.num_rows == 0:
+            return []
+        flat = res["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        vecs = np.ascontiguousarray(flat.reshape(-1, self.embedder.dimension), dtype=np.float32)
+        iv = vecs.astype(np.int64)
+        norm2 = np.einsum("ij,ij->i", iv, iv).astype(np.float64)
+        return _ranked(res["id"].to_pylist(), res["kind"].to_pylist(), cosines(vecs, norm2, q), k)
+
+    def digests(self) -> dict[str, str]:
+        """id -> digest of every row."""
+        tbl = self._open()
+        res = self._run("read ids", lambda: tbl.search().select(["id", "digest"]).limit(None).to_arrow())
+        return dict(zip(res["id"].to_pylist(), res["digest"].to_pylist(), strict=True))
+
+    def check(self, expected: Mapping[str, str]) -> DriftReport:
+        """Drift between the table and SQLite's ``id -> document digest`` (a missing table: every id missing)."""
+        if not self.exists():
+            return DriftReport(missing=tuple(sorted(expected)))
+        return drift(expected, self.digests())
+
+    def count(self) -> int:
+        return int(self._run("count rows", self._open().count_rows)) if self.exists() else 0
+
+    def has_ann(self) -> bool:
+        return self._has_ann(self._open())
+
+    def close(self) -> None:
+        self._tbl, self._db, self._copy = None, None, None
