@@ -19,7 +19,7 @@ from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.rank import Ranked, RankParams, fts_words, rank_words, structure
 from synapse_nb.recall.render import assemble, empty_reason, record_line
 from synapse_nb.recall.scoring import gate
-from synapse_nb.recall.semantic import DenseChannel, Unsynced, fuse
+from synapse_nb.recall.semantic import DenseChannel, Unsynced
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
 from synapse_nb.text import FTS_TOKEN_RE
@@ -245,7 +245,7 @@ class Recaller:
         branch_name = ctx.git.head()[0] if branch is None else str(branch)
         used = "rank" if query.strip() else "none"
         if self.params.semantic:  # the semantic channel's index applies queued writes outside the snapshot
-            self._dense.prepare(self._embedder[1] if self._embedder else None)
+            self._dense.sync()
         try:
             version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session, path,
                                                               file_refs, branch_name)
@@ -294,10 +294,8 @@ class Recaller:
                             bars = _check_args(saved, budget_tokens, session, path)
                         if semantic != self.params.semantic:
                             self.params = replace(self.params, semantic=semantic)
-                    if self.params.semantic:
-                        self._embedder_spec(version)
-                        if not synced:
-                            self._dense.check_synced()
+                    if self.params.semantic and not synced:
+                        self._dense.check_synced(self._embedder_spec(version))
                     now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
                     lessons = list(Lessons(ctx.at(now)).in_force(branch_name))
                     ranking = self._rank(query, file_refs, bars, now, version) if query.strip() else None
@@ -337,8 +335,8 @@ class Recaller:
                     bonus[pos_of[rid]] = min(bars.max_bonus, bonus.get(pos_of[rid], 0.0) + bars.file_bonus)
                     exact.add_files(rid, hit_files)
         if p.semantic:  # the optional dense channel, off by default: recall/semantic.py
-            self._dense.embedder(self._embedder[1] if self._embedder else None)
-            pos, sc = fuse(idx, pos, sc, self._dense.search(query, ctx.mind, now), p.semantic)
+            self._dense.embedder(self._embedder_spec(version))
+            pos, sc = self._dense.fused(idx, pos, sc, query, ctx.mind, now, p.semantic)
         ranked = structure(idx, pos, sc, words, p, bonus)
         # the walk reads what clears the margin, plus a few rows below it for the explanation
         text = ranked.score - ranked.parts["bonus"] if len(ranked) else ranked.score

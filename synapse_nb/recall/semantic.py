@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -45,6 +45,8 @@ __all__ = ["DENSE_DEPTH", "RRF_K", "DenseChannel", "Unsynced", "describe", "fuse
 DENSE_DEPTH = 50
 #: The fusion's rank constant (chosen on conversations 0-6 with the weight).
 RRF_K = 5
+#: How the two lists are fused: "rrf" (:func:`fuse`) or "sum" (:func:`fuse_sum`).
+FUSION = "rrf"
 #: Query vectors kept per process (a hook asks the same turn of several vaults; an evaluation asks each twice).
 MAX_CACHED_QUERIES = 1000
 
@@ -83,6 +85,29 @@ def fuse(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[DenseHi
     return both, score
 
 
+def fuse_sum(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[DenseHit],
+             cos_of: dict[str, float], weight: float) -> tuple[np.ndarray, np.ndarray]:
+    """BM25's hits fused with the dense ``hits`` by a weighted sum over their union: ``(1 - weight) x bm25 / best
+    + weight x max(0, (cos - mean) / (best cos - mean))``, the mean and best over the union (``cos_of`` gives the
+    cosines of BM25's hits). Positions ascending, and the fused scores."""
+    import numpy as np
+
+    at = idx.pos
+    dense = {at[h.id]: h.cosine for h in hits if h.id in at}
+    both = np.unique(np.concatenate([pos, np.array(sorted(dense), np.int64)]))
+    lex = np.zeros(len(both))
+    top = float(bm25.max()) if len(bm25) else 0.0
+    if top > 0:
+        lex[np.searchsorted(both, pos)] = bm25 / top
+    ids = idx.ids
+    cos = np.array([dense[j] if j in dense else cos_of.get(ids[j], 0.0) for j in both.tolist()])
+    if len(cos) == 0:
+        return both, lex
+    mean, best = float(np.mean(cos)), float(cos.max())
+    sem = np.maximum(0.0, (cos - mean) / (best - mean)) if best > mean else np.zeros(len(cos))
+    return both, (1.0 - weight) * lex + weight * sem
+
+
 class DenseChannel:
     """The semantic channel of one vault handle: its embedder, the index table it reads and the query cache."""
 
@@ -113,10 +138,21 @@ class DenseChannel:
         self.embedder(spec)
         self._index().sync()
 
-    def check_synced(self) -> None:
-        """Inside the recall's snapshot: :class:`Unsynced` when writes are queued or the table is missing."""
+    def sync(self) -> None:
+        """:meth:`prepare` with the embedder already loaded (nothing when none is: the snapshot will say)."""
+        if self._embedder is not None:
+            self._index().sync()
+
+    def check_synced(self, spec: str | None) -> None:
+        """Inside the recall's snapshot: :class:`Unsynced` when another embedder is named, writes are queued or the
+        table is missing (nothing is loaded or written here)."""
+        from synapse_nb.store.index.dense import table_name
+
+        emb = self._embedder
+        if emb is None or spec != self._spec:
+            raise Unsynced
         dense = self._index().dense
-        if dense is None or not dense.exists() or self._store.outbox.has_pending():
+        if dense is None or dense.name != table_name(emb) or not dense.exists() or self._store.outbox.has_pending():
             raise Unsynced
 
     def query_vector(self, query: str) -> np.ndarray:
@@ -136,12 +172,24 @@ class DenseChannel:
                     self._queries.popitem(last=False)
         return got
 
-    def search(self, query: str, mind: str, now: str, k: int = DENSE_DEPTH) -> list[DenseHit]:
-        """The mind's best ``k`` records for ``query`` by exact cosine (best first, ties by id)."""
+    def search(self, query: str, mind: str, now: str, k: int = DENSE_DEPTH,
+               also: Sequence[str] = ()) -> tuple[list[DenseHit], dict[str, float]]:
+        """The mind's best ``k`` records for ``query`` by exact cosine (best first, ties by id), and the cosines of
+        the records ``also`` names."""
         dense = self._index().dense
         if dense is None:
             raise Unsynced
-        return dense.search(self.query_vector(query), mind=mind, now=now, k=k)
+        return dense.search(self.query_vector(query), mind=mind, now=now, k=k, also=also)
+
+
+    def fused(self, idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, query: str, mind: str, now: str,
+              weight: float) -> tuple[np.ndarray, np.ndarray]:
+        """BM25's hits (positions into ``idx``, scores) joined by the dense ones: positions and fused scores."""
+        if FUSION == "sum":
+            hits, cos_of = self.search(query, mind, now, also=[idx.ids[j] for j in pos.tolist()])
+            return fuse_sum(idx, pos, bm25, hits, cos_of, weight)
+        hits, _ = self.search(query, mind, now)
+        return fuse(idx, pos, bm25, hits, weight, RRF_K)
 
 
 def describe(channel: DenseChannel) -> dict[str, Any]:

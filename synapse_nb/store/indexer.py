@@ -108,14 +108,16 @@ class VaultIndex:
         """The semantic table kept up to date (None until :meth:`use_semantic`)."""
         return self._dense
 
-    def _previous(self, cands: Sequence[Candidate], whole: dict[str, dict[str, str]] | None) -> dict[str, str]:
-        """id -> the id before it in its thread (by seq, then id), for the candidates that have one. ``whole``
-        keeps each mind's map across calls (a rebuild reads every mind's structure once)."""
+    def _neighbours(self, cands: Sequence[Candidate],
+                    whole: dict[str, dict[str, str]] | None) -> tuple[dict[str, str], set[str]]:
+        """(id -> the id before it in its thread, by seq then id; the ids right after the candidates in their
+        threads). ``whole`` keeps each mind's map across calls (a rebuild reads every mind's structure once)."""
         recall = self._store.recall
         by_mind: dict[str, list[str]] = {}
         for c in cands:
             by_mind.setdefault(c.mind, []).append(c.id)
         out: dict[str, str] = {}
+        after: set[str] = set()
         for mind, ids in sorted(by_mind.items()):
             if whole is not None and mind in whole:
                 prev = whole[mind]
@@ -132,23 +134,40 @@ class VaultIndex:
                 if whole is not None:
                     whole[mind] = prev
             out.update((i, prev[i]) for i in ids if i in prev)
-        return out
+            if whole is None:
+                wanted = set(ids)
+                after.update(i for i, p in prev.items() if p in wanted)
+        return out, after
 
     def _dense_rows(self, cands: Sequence[Candidate],
                     whole: dict[str, dict[str, str]] | None = None) -> list[DenseRow]:
         """The semantic documents of these candidates: text, then :data:`REPLY` and the previous record's text."""
         from synapse_nb.store.index.dense import DenseRow
 
-        prev = self._previous(cands, whole)
+        prev, _ = self._neighbours(cands, whole)
         texts = {c.id: c.text for c in cands}
         need = sorted(set(prev.values()) - set(texts))
         if need:
             texts.update((c.id, c.text) for c in self._store.outbox.docs(need))
         out = []
         for c in cands:
-            doc = c.text if c.id not in prev or prev[c.id] not in texts else c.text + REPLY + texts[prev[c.id]]
-            out.append(DenseRow(c.id, c.kind, c.mind, doc, digest([doc, c.expires_at]), c.expires_at))
+            p = prev.get(c.id)
+            doc = c.text if p is None or p not in texts else c.text + REPLY + texts[p]
+            out.append(DenseRow(c.id, c.kind, c.mind, doc, digest([doc, c.expires_at]), c.expires_at,
+                                p if p in texts else None))
         return out
+
+    def _dense_apply(self, dense: DenseIndex, cands: list[Candidate], ids: Sequence[str], gone: Sequence[str]) -> None:
+        """Apply changed records to the semantic table, with the records whose document holds one of them: the
+        rows whose previous record changed or went, and the records now right after a changed one."""
+        _, after = self._neighbours(cands, None)
+        held = dense.followers(ids)
+        more = sorted((after | held) - set(ids))
+        cands = cands + (self._store.outbox.docs(more) if more else [])
+        if cands:
+            dense.upsert(self._dense_rows(cands))
+        if gone:
+            dense.delete(gone)
 
     def _all_dense_rows(self) -> Iterator[DenseRow]:
         whole: dict[str, dict[str, str]] = {}
@@ -221,10 +240,7 @@ class VaultIndex:
             if gone:
                 self.raw.delete(gone)
             if dense is not None:
-                if cands:
-                    dense.upsert(self._dense_rows(cands))
-                if gone:
-                    dense.delete(gone)
+                self._dense_apply(dense, cands, ids, gone)
             if store.readonly:
                 return applied + len(ids)
             store.outbox.ack(pending)

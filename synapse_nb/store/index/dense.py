@@ -24,6 +24,7 @@ import hashlib
 import os
 import shutil
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -69,6 +70,7 @@ class DenseRow:
     doc: str
     digest: str
     expires_at: str | None = None
+    prev: str | None = None  # the record whose text the document ends with
 
 
 class DenseHit(NamedTuple):
@@ -138,17 +140,20 @@ class _Copy:
         return cls(res["id"].to_pylist(), res["kind"].to_pylist(), mind_codes.astype(np.int32), mind_names,
                    res["expires_at"].to_pylist(), vecs, norm2)
 
-    def search(self, q: np.ndarray, k: int, mind: str, now: str) -> list[DenseHit]:
+    def search(self, q: np.ndarray, k: int, mind: str, now: str,
+               also: Sequence[str] = ()) -> tuple[list[DenseHit], dict[str, float]]:
         import numpy as np
 
         m = int(np.searchsorted(self.mind_names, mind))
         if m >= len(self.mind_names) or self.mind_names[m] != mind:
-            return []
+            return [], {}
         cos = cosines(self.vecs, self.norm2, q)
+        at = [bisect_left(self.ids, i) for i in also]
+        extra = {i: float(cos[j]) for i, j in zip(also, at, strict=True) if j < len(self.ids) and self.ids[j] == i}
         live = self.mind_codes == m
         if any(e is not None for e in self.exp):
             live &= np.array([e is None or e > now for e in self.exp], bool)
-        return _ranked(self.ids, self.kinds, cos, k, live)
+        return _ranked(self.ids, self.kinds, cos, k, live), extra
 
 
 class DenseIndex:
@@ -231,7 +236,7 @@ class DenseIndex:
         return pa.schema([
             pa.field("id", pa.string(), nullable=False), pa.field("kind", pa.string(), nullable=False),
             pa.field("mind", pa.string(), nullable=False), pa.field("expires_at", pa.string(), nullable=True),
-            pa.field("digest", pa.string(), nullable=False),
+            pa.field("digest", pa.string(), nullable=False), pa.field("prev", pa.string(), nullable=True),
             pa.field("vector", pa.list_(pa.float32(), e.dimension), nullable=False),
         ], metadata={_META_FORMAT: DOC_FORMAT.encode(), _META_FP: e.fingerprint.encode(),
                      _META_DIM: str(e.dimension).encode()})
@@ -245,7 +250,7 @@ class DenseIndex:
         flat = pa.array(vecs.reshape(-1), type=pa.float32())
         cols = [pa.array([r.id for r in rows], pa.string()), pa.array([r.kind for r in rows], pa.string()),
                 pa.array([r.mind for r in rows], pa.string()), pa.array([r.expires_at for r in rows], pa.string()),
-                pa.array([r.digest for r in rows], pa.string()),
+                pa.array([r.digest for r in rows], pa.string()), pa.array([r.prev for r in rows], pa.string()),
                 pa.FixedSizeListArray.from_arrays(flat, self.embedder.dimension)]
         return pa.Table.from_arrays(cols, schema=self._schema())
 
@@ -324,14 +329,16 @@ class DenseIndex:
             raise IndexError_(f"no semantic index {self.name} at {str(self.path)!r}; rebuild it from SQLite") from exc
         return (version, st.st_ino, st.st_ctime_ns)
 
-    def search(self, query: np.ndarray, *, mind: str, now: str, k: int = 50) -> list[DenseHit]:
+    def search(self, query: np.ndarray, *, mind: str, now: str, k: int = 50,
+               also: Sequence[str] = ()) -> tuple[list[DenseHit], dict[str, float]]:
         """The ``k`` rows of ``mind`` not expired at ``now`` with the best exact cosine to the quantised query
-        vector ``query``; best first, ties by id. A zero query vector finds nothing."""
+        vector ``query`` (best first, ties by id), and the exact cosines of the rows ``also`` names (ids the table
+        lacks are left out). A zero query vector finds nothing."""
         import numpy as np
 
         q = np.ascontiguousarray(query, dtype=np.float32)
         if not q.any() or k < 1:
-            return []
+            return [], {}
         tbl = self._open()
         key = self._key(tbl)
         if self._copy is None or self._copy[0] != key:
@@ -341,17 +348,43 @@ class DenseIndex:
             self._copy = (key, copy)
         copy = self._copy[1]
         if copy is not None:
-            return copy.search(q, k, mind, now)
+            return copy.search(q, k, mind, now, also)
         res = self._run("run a vector search", lambda: tbl.search(q, vector_column_name="vector")
                         .distance_type("cosine").where(where_clause(mind, None, now), prefilter=True)
                         .select(["id", "kind", "vector", "_distance"]).limit(2 * k).nprobes(4).ef(4 * k).to_arrow())
-        if res.num_rows == 0:
-            return []
+        hits = _ranked(res["id"].to_pylist(), res["kind"].to_pylist(), self._exact(res, q), k) if res.num_rows else []
+        extra: dict[str, float] = {}
+        wanted = sorted(set(also))
+        for start in range(0, len(wanted), 1000):
+            pred = "id IN (" + ", ".join(sql_str(i) for i in wanted[start:start + 1000]) + ")"
+            got = self._run("read vectors", lambda pred=pred: tbl.search().where(pred).select(["id", "vector"])
+                            .limit(None).to_arrow())
+            if got.num_rows:
+                extra.update(zip(got["id"].to_pylist(), self._exact(got, q).tolist(), strict=True))
+        return hits, extra
+
+    def _exact(self, res: Any, q: np.ndarray) -> np.ndarray:
+        """Exact cosines of an Arrow result's ``vector`` column with ``q``."""
+        import numpy as np
+
         flat = res["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
         vecs = np.ascontiguousarray(flat.reshape(-1, self.embedder.dimension), dtype=np.float32)
         iv = vecs.astype(np.int64)
-        norm2 = np.einsum("ij,ij->i", iv, iv).astype(np.float64)
-        return _ranked(res["id"].to_pylist(), res["kind"].to_pylist(), cosines(vecs, norm2, q), k)
+        return cosines(vecs, np.einsum("ij,ij->i", iv, iv).astype(np.float64), q)
+
+    def followers(self, ids: Sequence[str]) -> set[str]:
+        """Ids of the rows whose document ends with the text of one of ``ids``."""
+        wanted = sorted(set(ids))
+        if not wanted or not self.exists():
+            return set()
+        tbl = self._open()
+        out: set[str] = set()
+        for start in range(0, len(wanted), 1000):
+            pred = "prev IN (" + ", ".join(sql_str(i) for i in wanted[start:start + 1000]) + ")"
+            got = self._run("read followers", lambda pred=pred: tbl.search().where(pred).select(["id"]).limit(None)
+                            .to_arrow())
+            out.update(got["id"].to_pylist())
+        return out
 
     def digests(self) -> dict[str, str]:
         """id -> digest of every row."""
