@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import statistics
 import tempfile
 import time
@@ -26,6 +27,7 @@ from synapse_nb.eval.locomo import load_locomo
 from synapse_nb.eval.metrics import recall_at_k
 from synapse_nb.eval.retrieval import HELD_OUT_CONVERSATIONS, TUNE_CONVERSATIONS, _rank, build_locomo_vault
 from synapse_nb.recall import semantic
+from synapse_nb.store import embedders
 
 GRID = "5:0.3,5:0.5,5:0.7,5:1.0,10:0.5,10:0.7,10:1.0,20:0.7,20:1.0,60:1.0"
 
@@ -34,6 +36,30 @@ def _set_k(k: int) -> None:
     """K > 0: weighted RRF with that constant; K = 0: the weighted sum of normalised scores."""
     semantic.FUSION = "rrf" if k else "sum"
     semantic.RRF_K = k or semantic.RRF_K
+
+
+class Cached:
+    """An embedder's vectors kept in a file between runs (the same bytes: only the time is saved)."""
+
+    def __init__(self, inner: Any, path: Path) -> None:
+        self.inner, self.path = inner, path
+        self.name, self.version, self.dimension = inner.name, inner.version, inner.dimension
+        self.fingerprint = inner.fingerprint
+        self.vecs: dict[tuple[bool, str], bytes] = pickle.loads(path.read_bytes()) if path.is_file() else {}
+        self.dtype = None
+
+    def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        rows = []
+        for t in texts:
+            key = (query, t)
+            if key not in self.vecs:
+                v = np.asarray(self.inner.embed([t], query=query))[0]
+                self.vecs[key] = v.astype(np.float64).tobytes()
+            rows.append(np.frombuffer(self.vecs[key], np.float64))
+        return np.stack(rows) if rows else np.zeros((0, self.dimension))
+
+    def save(self) -> None:
+        self.path.write_bytes(pickle.dumps(self.vecs))
 
 
 def per_question(vaults: list[tuple[Any, Any, dict[str, str]]], weight: float) -> list[dict[str, Any]]:
@@ -75,7 +101,12 @@ def main() -> None:
     ap.add_argument("--grid", default=GRID, help="K:W points searched on dev (0-6) only")
     ap.add_argument("--pick", default=None, help="skip the choice: measure this K:W")
     ap.add_argument("--timing", action="store_true")
+    ap.add_argument("--cache", default=None, help="keep the embedder's vectors in this file between runs")
     args = ap.parse_args()
+    cache = None
+    if args.cache:
+        cache = Cached(embedders.load_embedder(args.embedder), Path(args.cache))
+        embedders._loaded[args.embedder] = cache
     convs = load_locomo("datasets/locomo/locomo10.json")
     with tempfile.TemporaryDirectory() as tmp:
         vaults = []
@@ -89,6 +120,8 @@ def main() -> None:
             turns += len(conv.turns)
         build = time.perf_counter() - t0
         emit(embedder=args.embedder, build_s=round(build, 1), turns=turns, turns_per_s=round(turns / build, 1))
+        if cache is not None:
+            cache.save()
         try:
             if args.timing:
                 timing(vaults[0])

@@ -72,6 +72,7 @@ def recall_eval(
     conversations: Annotated[int | None, typer.Option("--conversations", min=1, help="Only the first N conversations.")] = None,
     subset: Annotated[str | None, typer.Option("--subset", help="dev (conversations 0-6, tuned on), heldout (7-9), all, or 0-based indices such as 7,8,9.")] = None,
     semantic: Annotated[float, typer.Option("--semantic", min=0.0, max=1.0, help="Weight of the optional semantic channel (0: off; needs synapse_nb[semantic]).")] = 0.0,
+    embedder: Annotated[str | None, typer.Option("--embedder", help="The semantic channel's model: wordllama (default), e5-small, sentence-transformers:<folder>, import:<module>:<factory>.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate recall on LoCoMo questions: ranking (R@5, R@10, nDCG@10, MRR), what a user receives with the
@@ -86,7 +87,7 @@ def recall_eval(
 
         synapse-nb recall eval datasets/locomo --conversations 2
 
-        synapse-nb recall eval datasets/locomo --subset 7,8,9 --semantic 0.3 --json
+        synapse-nb recall eval datasets/locomo --subset heldout --semantic 0.2 --embedder e5-small --json
     """
     from synapse_nb.errors import ValidationError
     from synapse_nb.eval import run_locomo_eval  # here: the eval code loads polars
@@ -100,6 +101,8 @@ def recall_eval(
         kwargs["conversations"] = subset
     if semantic:
         kwargs["semantic"] = semantic
+    if embedder is not None:
+        kwargs["embedder"] = embedder
     out = run_locomo_eval(path, **kwargs)
     out = out.to_dict() if hasattr(out, "to_dict") else out
     if as_json:

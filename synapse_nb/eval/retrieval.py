@@ -269,6 +269,7 @@ def locomo_questions(
     context: int = 0,
     progress: bool | None = None,
     semantic: float = 0.0,
+    embedder: str | None = None,
 ) -> pl.DataFrame:
     """Per-question scores for each retriever at turn and session level, as a polars DataFrame.
 
@@ -297,6 +298,8 @@ def locomo_questions(
             for n, conv in enumerate(convs):
                 folder = Path(tmp) / str(n)
                 vaults.append(build_locomo_vault(conv, folder, date=date, caption=caption, context=context))
+                if embedder is not None:  # the semantic channel's model (vault setting recall_embedder)
+                    vaults[-1][0].settings.set("recall_embedder", embedder)
                 if semantic:  # the optional dense channel's weight (vault setting recall_semantic)
                     vaults[-1][0].settings.set("recall_semantic", semantic)
             for n, conv in enumerate(convs):
@@ -406,6 +409,7 @@ def run_locomo_eval(
     caption: bool = True,
     context: int = 0,
     semantic: float = 0.0,
+    embedder: str | None = None,
 ) -> dict[str, Any]:
     """LoCoMo retrieval through the vault's recall; what ``synapse-nb recall eval datasets/locomo`` prints.
 
@@ -425,6 +429,8 @@ def run_locomo_eval(
         What each stored turn holds (see :func:`turn_document`).
     semantic
         Weight of recall's optional semantic channel (setting ``recall_semantic``; 0: off, the default).
+    embedder
+        The channel's model (setting ``recall_embedder``; None: the default, ``wordllama``).
 
     Returns
     -------
@@ -443,12 +449,13 @@ def run_locomo_eval(
     ['by_category', 'config', 'conversations', 'mrr']
     """
     frame = locomo_questions(path, conversations, retrievers=[retriever], k_values=k_values, date=date,
-                             caption=caption, context=context, semantic=semantic)
+                             caption=caption, context=context, semantic=semantic, embedder=embedder)
     turn = frame.filter(frame["level"] == "turn")
     out = _summary(turn)
     out["session"] = _summary(frame.filter(frame["level"] == "session"))
     out["retriever"] = retriever
     out["conversations"] = list(dict.fromkeys(turn["sample_id"].to_list()))
     out["config"] = {"path": str(path), "k_values": sorted(set(k_values)), "date": date, "caption": caption,
-                     "context": context, "depth": _DEPTH, "storage": "episodes", "semantic": semantic}
+                     "context": context, "depth": _DEPTH, "storage": "episodes", "semantic": semantic,
+                     "embedder": embedder}
     return out

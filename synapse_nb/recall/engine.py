@@ -277,7 +277,7 @@ class Recaller:
                       borrowed=borrowed.to_dict() if borrowed is not None else None)
 
     def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
-              path: str, file_refs: tuple[str, ...], branch_name: str, *, synced: bool = False,
+              path: str, file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False,
               ) -> tuple[Any, Bars, str, list[Any], _Ranking | None]:
         """One consistent read of everything the ranking weighs: (version, bars, now, lessons, ranking).
         ``synced``: the semantic table was just synced (writes queued since are not waited for again)."""

@@ -20,6 +20,7 @@ Search (:meth:`DenseIndex.search`) returns the best ``k`` rows of a mind by cosi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -81,6 +82,11 @@ class DenseHit(NamedTuple):
     cosine: float
 
 
+def _where(tbl: Any, pred: str, columns: list[str]) -> Any:
+    """The rows of ``tbl`` matching ``pred``, these columns, as Arrow."""
+    return tbl.search().where(pred).select(columns).limit(None).to_arrow()
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0][:300] if text else ''}"
@@ -109,7 +115,9 @@ def cosines(vecs: np.ndarray, norm2: np.ndarray, q: np.ndarray) -> np.ndarray:
     import numpy as np
 
     qn = float(np.dot(q.astype(np.int64), q.astype(np.int64)))
-    dots = (vecs @ q).astype(np.float64)
+    # einsum stays on this thread (BLAS gemv's threads fight LanceDB's runtime on 2 cores: decision 0004); the
+    # sums are exact integers either way
+    dots = np.einsum("ij,j->i", vecs, q).astype(np.float64)
     den = np.sqrt(norm2 * qn)
     out: np.ndarray = np.divide(dots, den, out=np.zeros(len(dots)), where=den > 0)
     return out
@@ -123,7 +131,8 @@ class _Copy:
     kinds: list[str]
     mind_codes: np.ndarray
     mind_names: np.ndarray
-    exp: list[str | None]
+    exp_codes: np.ndarray  # a row's expiry as its rank among the distinct expiries (none: above them all)
+    exp_values: np.ndarray
     vecs: np.ndarray
     norm2: np.ndarray
 
@@ -137,8 +146,12 @@ class _Copy:
         iv = vecs.astype(np.int64) if len(vecs) else np.zeros((0, dim), np.int64)
         norm2 = np.einsum("ij,ij->i", iv, iv).astype(np.float64)  # exact integers
         mind_names, mind_codes = np.unique(np.array(res["mind"].to_pylist(), dtype=str), return_inverse=True)
+        expires = res["expires_at"].to_pylist()
+        exp_values = np.array(sorted({e for e in expires if e is not None}), dtype=str)
+        rank = {e: i for i, e in enumerate(exp_values.tolist())}
+        exp_codes = np.array([len(exp_values) if e is None else rank[e] for e in expires], dtype=np.int64)
         return cls(res["id"].to_pylist(), res["kind"].to_pylist(), mind_codes.astype(np.int32), mind_names,
-                   res["expires_at"].to_pylist(), vecs, norm2)
+                   exp_codes, exp_values, vecs, norm2)
 
     def search(self, q: np.ndarray, k: int, mind: str, now: str,
                also: Sequence[str] = ()) -> tuple[list[DenseHit], dict[str, float]]:
@@ -150,9 +163,8 @@ class _Copy:
         cos = cosines(self.vecs, self.norm2, q)
         at = [bisect_left(self.ids, i) for i in also]
         extra = {i: float(cos[j]) for i, j in zip(also, at, strict=True) if j < len(self.ids) and self.ids[j] == i}
-        live = self.mind_codes == m
-        if any(e is not None for e in self.exp):
-            live &= np.array([e is None or e > now for e in self.exp], bool)
+        # "expires_at > now" is "code >= the number of distinct expiries <= now"
+        live = (self.mind_codes == m) & (self.exp_codes >= int(np.searchsorted(self.exp_values, now, side="right")))
         return _ranked(self.ids, self.kinds, cos, k, live), extra
 
 
@@ -255,6 +267,15 @@ class DenseIndex:
         return pa.Table.from_arrays(cols, schema=self._schema())
 
     # ------------------------------------------------------------------ writes
+    def _add(self, tbl: Any, rows: Sequence[DenseRow]) -> None:
+        tbl.add(self._arrow(rows))
+
+    def _merge(self, data: Any) -> None:
+        self._tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+
+    def _delete(self, pred: str) -> None:
+        self._tbl.delete(pred)
+
     def rebuild(self, rows: Iterable[DenseRow]) -> int:
         """Drop every semantic table of the folder (other fingerprints too) and build this one from ``rows``."""
         self.close()
@@ -267,7 +288,7 @@ class DenseIndex:
         for r in rows:
             batch.append(r)
             if len(batch) >= 2 * _BATCH:
-                self._run("write rows", lambda b=batch: tbl.add(self._arrow(b)), write=True)
+                self._run("write rows", functools.partial(self._add, tbl, batch), write=True)
                 written, batch = written + len(batch), []
         if batch:
             self._run("write rows", lambda: tbl.add(self._arrow(batch)), write=True)
@@ -285,8 +306,7 @@ class DenseIndex:
         batch = [by_id[i] for i in sorted(by_id)]
         for start in range(0, len(batch), _BATCH):
             data = self._arrow(batch[start:start + _BATCH])
-            self._run("upsert rows", lambda data=data: self._tbl.merge_insert("id").when_matched_update_all()
-                      .when_not_matched_insert_all().execute(data), write=True)
+            self._run("upsert rows", functools.partial(self._merge, data), write=True)
         try:
             small = int(self._tbl.stats()["fragment_stats"]["num_small_fragments"])
         except Exception:  # noqa: BLE001 - maintenance is best effort
@@ -301,7 +321,7 @@ class DenseIndex:
         self._open()
         for start in range(0, len(wanted), 1000):
             pred = "id IN (" + ", ".join(sql_str(i) for i in wanted[start:start + 1000]) + ")"
-            self._run("delete rows", lambda pred=pred: self._tbl.delete(pred), write=True)
+            self._run("delete rows", functools.partial(self._delete, pred), write=True)
 
     def optimize(self) -> None:
         """Compact, and from :attr:`ann_threshold` rows build the IVF_HNSW_SQ index (once; LanceDB scans rows
@@ -322,12 +342,20 @@ class DenseIndex:
         return any(getattr(ix, "columns", None) == ["vector"] for ix in self._run("list indices", tbl.list_indices))
 
     def _key(self, tbl: Any) -> tuple[int, int, int]:
-        version = int(self._run("read the table version", lambda: tbl.version))
+        """(the manifests folder's mtime, the table folder's inode and ctime): every commit (this process's or
+        another's) adds a manifest file; a rebuild makes a new folder. Asking LanceDB for the version costs a
+        round trip through its runtime (~1-8 ms); a stat costs microseconds."""
         try:
             st = os.stat(self._dir())
-        except OSError as exc:
-            raise IndexError_(f"no semantic index {self.name} at {str(self.path)!r}; rebuild it from SQLite") from exc
-        return (version, st.st_ino, st.st_ctime_ns)
+            versions = os.stat(self._dir() / "_versions").st_mtime_ns
+        except FileNotFoundError:
+            versions = int(self._run("read the table version", lambda: tbl.version))
+            try:
+                st = os.stat(self._dir())
+            except OSError as exc:
+                raise IndexError_(f"no semantic index {self.name} at {str(self.path)!r}; rebuild it from "
+                                  "SQLite") from exc
+        return (versions, st.st_ino, st.st_ctime_ns)
 
     def search(self, query: np.ndarray, *, mind: str, now: str, k: int = 50,
                also: Sequence[str] = ()) -> tuple[list[DenseHit], dict[str, float]]:
@@ -357,8 +385,7 @@ class DenseIndex:
         wanted = sorted(set(also))
         for start in range(0, len(wanted), 1000):
             pred = "id IN (" + ", ".join(sql_str(i) for i in wanted[start:start + 1000]) + ")"
-            got = self._run("read vectors", lambda pred=pred: tbl.search().where(pred).select(["id", "vector"])
-                            .limit(None).to_arrow())
+            got = self._run("read vectors", functools.partial(_where, tbl, pred, ["id", "vector"]))
             if got.num_rows:
                 extra.update(zip(got["id"].to_pylist(), self._exact(got, q).tolist(), strict=True))
         return hits, extra
@@ -381,8 +408,7 @@ class DenseIndex:
         out: set[str] = set()
         for start in range(0, len(wanted), 1000):
             pred = "prev IN (" + ", ".join(sql_str(i) for i in wanted[start:start + 1000]) + ")"
-            got = self._run("read followers", lambda pred=pred: tbl.search().where(pred).select(["id"]).limit(None)
-                            .to_arrow())
+            got = self._run("read followers", functools.partial(_where, tbl, pred, ["id"]))
             out.update(got["id"].to_pylist())
         return out
 
