@@ -242,7 +242,8 @@ def test_quantised_cosines_are_exact_and_blank_text_has_none() -> None:
 def test_approximate_search_scores_exactly(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     words = [w for g in GROUPS for w in g] + [f"w{i}" for i in range(40)]
-    rows = [DenseRow(f"r{i:04d}", "note", "m", " ".join(rng.choice(words, 6)), str(i)) for i in range(400)]
+    rows = [DenseRow(f"r{i:04d}", "note", "m" if i % 20 else "rare", " ".join(rng.choice(words, 6)), str(i),
+                     "2029-01-01T00:00:00Z" if i % 7 == 0 else None) for i in range(400)]
     exact = DenseIndex(tmp_path / "a", Fake(), ann_threshold=10**9)
     ann = DenseIndex(tmp_path / "b", Fake(), ann_threshold=100)
     exact.rebuild(rows)
@@ -255,6 +256,13 @@ def test_approximate_search_scores_exactly(tmp_path: Path) -> None:
     e = {h.id: h.cosine for h in e_hits}
     assert all(e.get(h.id, h.cosine) == h.cosine for h in a_hits)  # the same exact scores where both found it
     assert len(set(e) & {h.id for h in a_hits}) >= 7
+    for mind, now in (("rare", "2030"), ("m", "2028")):  # another mind's rows (too few among the unfiltered
+        # candidates: LanceDB's prefilter is asked), and expiring ones live again before their expiry
+        e_hits, _ = exact.search(q, mind=mind, now=now, k=10)
+        a_hits, _ = ann.search(q, mind=mind, now=now, k=10)
+        want = {r.id for r in rows if r.mind == mind and (r.expires_at is None or r.expires_at > now)}
+        assert len(a_hits) == 10 and {h.id for h in a_hits} <= want and {h.id for h in e_hits} <= want
+        assert len({h.id for h in e_hits} & {h.id for h in a_hits}) >= 7
     assert exact.search(q, mind="other", now="2030")[0] == [] and exact.search(q * 0, mind="m", now="2030")[0] == []
 
 

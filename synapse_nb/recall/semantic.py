@@ -45,7 +45,7 @@ __all__ = ["DENSE_DEPTH", "RRF_K", "DenseChannel", "Unsynced", "describe", "fuse
 DENSE_DEPTH = 50
 #: The fusion's rank constant (chosen on conversations 0-6 with the weight).
 RRF_K = 5
-#: How the two lists are fused: "rrf" (:func:`fuse`) or "sum" (:func:`fuse_sum`).
+#: How the two lists are fused: "rrf" (:func:`fuse`), "sum" (:func:`fuse_sum`) or "top" (:func:`fuse_top`).
 FUSION = "rrf"
 #: Query vectors kept per process (a hook asks the same turn of several vaults; an evaluation asks each twice).
 MAX_CACHED_QUERIES = 1000
@@ -106,6 +106,29 @@ def fuse_sum(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[Den
     mean, best = float(np.mean(cos)), float(cos.max())
     sem = np.maximum(0.0, (cos - mean) / (best - mean)) if best > mean else np.zeros(len(cos))
     return both, (1.0 - weight) * lex + weight * sem
+
+
+def fuse_top(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[DenseHit],
+             weight: float) -> tuple[np.ndarray, np.ndarray]:
+    """BM25's hits fused with the dense ``hits`` by a weighted sum: ``(1 - weight) x bm25 / best + weight x
+    (cos - last) / (first - last)``, ``first`` and ``last`` the best and the last cosine of the dense list (a
+    record outside it scores 0 there). Positions ascending, and the fused scores."""
+    import numpy as np
+
+    at = idx.pos
+    dense = [(at[h.id], h.cosine) for h in hits if h.id in at]
+    both = np.unique(np.concatenate([pos, np.array([p for p, _ in dense], np.int64)]))
+    score = np.zeros(len(both))
+    top = float(bm25.max()) if len(bm25) else 0.0
+    if top > 0:
+        score[np.searchsorted(both, pos)] = (1.0 - weight) * (bm25 / top)
+    if dense:
+        first, last = dense[0][1], dense[-1][1]
+        if first > last:
+            cos = np.array([c for _, c in dense])
+            score[np.searchsorted(both, np.array([p for p, _ in dense], np.int64))] += weight * (
+                (cos - last) / (first - last))
+    return both, score
 
 
 class DenseChannel:
@@ -185,6 +208,8 @@ class DenseChannel:
     def fused(self, idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, query: str, mind: str, now: str,
               weight: float) -> tuple[np.ndarray, np.ndarray]:
         """BM25's hits (positions into ``idx``, scores) joined by the dense ones: positions and fused scores."""
+        if FUSION == "top":
+            return fuse_top(idx, pos, bm25, self.search(query, mind, now)[0], weight)
         if FUSION == "sum":
             hits, cos_of = self.search(query, mind, now, also=[idx.ids[j] for j in pos.tolist()])
             return fuse_sum(idx, pos, bm25, hits, cos_of, weight)

@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import importlib
 import logging
 import math
 import os
+import pkgutil
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -338,9 +338,11 @@ def _build(spec: str) -> Embedder:
         return check_embedder(SentenceTransformersEmbedder(arg))
     if kind == "import" and arg.count(":") == 1:
         module, _, attr = arg.partition(":")
+        if module.split(".")[0] == "synapse_nb":  # the package's own modules are imported by name, never by a spec
+            raise ValidationError(f"embedder spec {spec!r}: give a module of your own, not one of synapse_nb's")
         try:
-            factory = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as e:
+            factory = pkgutil.resolve_name(arg)
+        except (ImportError, AttributeError, ValueError) as e:
             raise ValidationError(f"embedder spec {spec!r}: cannot import {module}.{attr} ({e})") from None
         return check_embedder(factory())
     with _lock:

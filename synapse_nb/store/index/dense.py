@@ -52,6 +52,7 @@ ANN_THRESHOLD = 50_000
 _PREFIX = "semantic_"
 _BATCH = 4096
 _CONFLICT_RETRIES = 8
+_NPROBES = 4  # IVF partitions probed (a table has rows // 100,000 partitions; HNSW searches within each)
 _META_FORMAT, _META_FP, _META_DIM = b"synapse.semantic_format", b"synapse.fingerprint", b"synapse.dim"
 
 
@@ -330,11 +331,14 @@ class DenseIndex:
         self._run("optimize", lambda: tbl.optimize(cleanup_older_than=timedelta(minutes=5)), write=True)
         n = int(self._run("count rows", tbl.count_rows))
         if n >= self.ann_threshold and not self._has_ann(tbl):
-            from lancedb.index import IvfHnswSq
+            from lancedb.index import BTree, IvfHnswSq
 
             cfg = IvfHnswSq(distance_type="cosine", num_partitions=max(1, n // 100_000))
             self._run("build the vector index", lambda: tbl.create_index("vector", config=cfg, replace=True),
                       write=True)
+            for col in ("id", "mind", "expires_at", "prev"):  # the prefilter, upserts' joins, followers
+                self._run(f"index {col}", functools.partial(tbl.create_index, col, config=BTree(), replace=True),
+                          write=True)
         self._copy = None
 
     # ------------------------------------------------------------------ reads
@@ -377,9 +381,7 @@ class DenseIndex:
         copy = self._copy[1]
         if copy is not None:
             return copy.search(q, k, mind, now, also)
-        res = self._run("run a vector search", lambda: tbl.search(q, vector_column_name="vector")
-                        .distance_type("cosine").where(where_clause(mind, None, now), prefilter=True)
-                        .select(["id", "kind", "vector", "_distance"]).limit(2 * k).nprobes(4).ef(4 * k).to_arrow())
+        res = self._ann(tbl, q, k, mind, now)
         hits = _ranked(res["id"].to_pylist(), res["kind"].to_pylist(), self._exact(res, q), k) if res.num_rows else []
         extra: dict[str, float] = {}
         wanted = sorted(set(also))
@@ -389,6 +391,28 @@ class DenseIndex:
             if got.num_rows:
                 extra.update(zip(got["id"].to_pylist(), self._exact(got, q).tolist(), strict=True))
         return hits, extra
+
+    def _ann(self, tbl: Any, q: np.ndarray, k: int, mind: str, now: str) -> Any:
+        """The approximate candidates of mind ``mind`` live at ``now``: first 2k without a filter (HNSW's search
+        breadth ``ef`` as many), filtered here (most vaults hold one mind and few expiring records; LanceDB's
+        prefilter doubled the query's time at 100k rows), then, if fewer than k are left, 2k with the prefilter."""
+        import pyarrow.compute as pc
+
+        def run(n: int, where: str | None) -> Any:
+            query = tbl.search(q, vector_column_name="vector").distance_type("cosine")
+            if where is not None:
+                query = query.where(where, prefilter=True)
+            return (query.select(["id", "kind", "mind", "expires_at", "vector", "_distance"]).limit(n)
+                    .nprobes(_NPROBES).ef(n).to_arrow())
+
+        res = self._run("run a vector search", functools.partial(run, 2 * k, None))
+        if res.num_rows:
+            exp = res["expires_at"]
+            keep = pc.and_(pc.equal(res["mind"], mind), pc.or_kleene(pc.is_null(exp), pc.greater(exp, now)))
+            res = res.filter(keep)
+        if res.num_rows >= k:
+            return res
+        return self._run("run a vector search", functools.partial(run, 2 * k, where_clause(mind, None, now)))
 
     def _exact(self, res: Any, q: np.ndarray) -> np.ndarray:
         """Exact cosines of an Arrow result's ``vector`` column with ``q``."""
