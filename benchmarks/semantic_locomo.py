@@ -33,9 +33,10 @@ GRID = "5:0.3,5:0.5,5:0.7,5:1.0,10:0.5,10:0.7,10:1.0,20:0.7,20:1.0,60:1.0"
 
 
 def _set_k(k: int) -> None:
-    """K > 0: weighted RRF with that constant; K = 0: the weighted sum of normalised scores."""
-    semantic.FUSION = "rrf" if k else "sum"
-    semantic.RRF_K = k or semantic.RRF_K
+    """K > 0: weighted RRF with that constant; K = 0: the weighted sum over the union (``fuse_sum``); K = -1: the
+    weighted sum with the dense list's own range (``fuse_top``)."""
+    semantic.FUSION = "rrf" if k > 0 else "sum" if k == 0 else "top"
+    semantic.RRF_K = k if k > 0 else semantic.RRF_K
 
 
 class Cached:
@@ -98,8 +99,9 @@ def emit(**kw: Any) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--embedder", default="wordllama")
-    ap.add_argument("--grid", default=GRID, help="K:W points searched on dev (0-6) only")
-    ap.add_argument("--pick", default=None, help="skip the choice: measure this K:W")
+    ap.add_argument("--grid", default=GRID, help="K:W[:D] points searched on dev (0-6) only (K 0: weighted sum over "
+                    "the union, K -1: weighted sum over the dense list's range, K > 0: RRF; D: dense depth, 50)")
+    ap.add_argument("--pick", default=None, help="skip the choice: measure this K:W[:D]")
     ap.add_argument("--timing", action="store_true")
     ap.add_argument("--cache", default=None, help="keep the embedder's vectors in this file between runs")
     args = ap.parse_args()
@@ -130,19 +132,22 @@ def main() -> None:
             held = [x for x in vaults if x[0].sample_id in HELD_OUT_CONVERSATIONS]
             off_dev = per_question(dev, 0.0)
             emit(split="dev", point="off", **summary(off_dev))
-            points = [(int(p.split(":")[0]), float(p.split(":")[1])) for p in (args.pick or args.grid).split(",")]
+            points = [(int(p.split(":")[0]), float(p.split(":")[1]), int([*p.split(":"), "50"][2]))
+                      for p in (args.pick or args.grid).split(",")]
             scored = {}
-            for k, w in points:
+            for k, w, depth in points:
                 _set_k(k)
+                semantic.DENSE_DEPTH = depth
                 rows = per_question(dev, w)
                 s = summary(rows)
-                scored[(k, w)] = (s["R@5"] + s["R@10"]) / 2
-                emit(split="dev", point=f"{k}:{w}", **s)
-            k, w = max(scored, key=lambda p: (scored[p], -p[1]))
+                scored[(k, w, depth)] = (s["R@5"] + s["R@10"]) / 2
+                emit(split="dev", point=f"{k}:{w}:{depth}", **s)
+            k, w, depth = max(scored, key=lambda p: (scored[p], -p[1], p[2]))
             _set_k(k)
+            semantic.DENSE_DEPTH = depth
             for name, sel in (("dev", dev), ("heldout", held), ("all", vaults)):
                 off, on = per_question(sel, 0.0), per_question(sel, w)
-                emit(split=name, point=f"{k}:{w}", embedder=args.embedder, off=summary(off), on=summary(on),
+                emit(split=name, point=f"{k}:{w}:{depth}", embedder=args.embedder, off=summary(off), on=summary(on),
                      ci_r10=paired(off, on, "r10"), ci_r5=paired(off, on, "r5"))
         finally:
             for _, v, _ in vaults:

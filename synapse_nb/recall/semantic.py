@@ -13,14 +13,19 @@ Per recall (:class:`DenseChannel`):
    still queued (:class:`Unsynced`), so a record is found the moment it is written.
 2. The query is embedded (``query=True``) and quantised; the index returns the mind's best :data:`DENSE_DEPTH`
    records by exact cosine (ties by id).
-3. :func:`fuse`: reciprocal rank fusion of BM25's hits (``depth`` of them) and the dense ones,
-   ``1 / (K + lexical rank) + weight / (K + dense rank)`` (ranks from 1; a list that misses a record adds 0),
-   with K = :data:`RRF_K`. Records BM25 did not find join with their dense part only. The structure step then
-   runs on the fused scores as it runs on BM25's (normalised by the best, ``power``, neighbours, ...).
+3. :func:`fuse_top`: a weighted sum over the union of BM25's hits (``depth`` of them) and the dense ones,
+   ``(1 - weight) x bm25 / best bm25 + weight x (cos - last) / (first - last)``, ``first`` and ``last`` the best
+   and the last cosine of the dense list (a record outside a list scores 0 in it). Records BM25 did not find join
+   with their dense part only. The structure step then runs on the fused scores as it runs on BM25's (normalised
+   by the best, ``power``, neighbours, ...).
 
-Determinism: the dense ranks come from exact integer cosines ordered by (cosine desc, id asc), the lexical ranks
-from BM25's float64 scores ordered by (score desc, id asc); the fused scores are float64 element-wise sums. The
-weight and K were chosen on LoCoMo conversations 0-6 only (docs/recall.md, "Semantic channel").
+The weight is the setting ``recall_semantic``: 0.4 for ``e5-small``, 0.1 for ``wordllama``, each chosen on LoCoMo
+conversations 0-6 only, as was the fusion itself against weighted reciprocal rank fusion (:func:`fuse`) and a
+weighted sum normalised by the union's mean cosine (:func:`fuse_sum`), kept for ``benchmarks/semantic_locomo.py``
+(:data:`FUSION`).
+
+Determinism: the dense list comes from exact integer cosines ordered by (cosine desc, id asc); the fused scores are
+float64 element-wise arithmetic on BM25's float64 scores and those cosines (docs/recall.md, "Semantic channel").
 """
 
 from __future__ import annotations
@@ -39,14 +44,15 @@ if TYPE_CHECKING:
     from synapse_nb.store.index.dense import DenseHit
     from synapse_nb.store.indexer import VaultIndex
 
-__all__ = ["DENSE_DEPTH", "RRF_K", "DenseChannel", "Unsynced", "describe", "fuse"]
+__all__ = ["DENSE_DEPTH", "FUSION", "RRF_K", "DenseChannel", "Unsynced", "describe", "fuse", "fuse_sum", "fuse_top"]
 
 #: Dense candidates per query (the lexical side keeps ``RankParams.depth``).
 DENSE_DEPTH = 50
-#: The fusion's rank constant (chosen on conversations 0-6 with the weight).
+#: How the two lists are fused: "top" (:func:`fuse_top`, chosen on conversations 0-6), or, as measured against
+#: it, "rrf" (:func:`fuse`) and "sum" (:func:`fuse_sum`).
+FUSION = "top"
+#: The rank constant of "rrf".
 RRF_K = 5
-#: How the two lists are fused: "rrf" (:func:`fuse`), "sum" (:func:`fuse_sum`) or "top" (:func:`fuse_top`).
-FUSION = "rrf"
 #: Query vectors kept per process (a hook asks the same turn of several vaults; an evaluation asks each twice).
 MAX_CACHED_QUERIES = 1000
 
@@ -112,7 +118,18 @@ def fuse_top(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[Den
              weight: float) -> tuple[np.ndarray, np.ndarray]:
     """BM25's hits fused with the dense ``hits`` by a weighted sum: ``(1 - weight) x bm25 / best + weight x
     (cos - last) / (first - last)``, ``first`` and ``last`` the best and the last cosine of the dense list (a
-    record outside it scores 0 there). Positions ascending, and the fused scores."""
+    record outside it scores 0 there). Positions ascending, and the fused scores.
+
+    >>> import numpy as np
+    >>> from synapse_nb.recall.rank import ThreadIndex
+    >>> from synapse_nb.store.index.dense import DenseHit
+    >>> from synapse_nb.store.records import RankRow
+    >>> ix = ThreadIndex([RankRow("note", i, None, None, None, False) for i in "abc"])
+    >>> hits = [DenseHit("c", "note", .9), DenseHit("a", "note", .7), DenseHit("b", "note", .5)]
+    >>> p, s = fuse_top(ix, np.array([0, 1]), np.array([2.0, 4.0]), hits, 0.4)
+    >>> p.tolist(), [round(x, 4) for x in s.tolist()]
+    ([0, 1, 2], [0.5, 0.6, 0.4])
+    """
     import numpy as np
 
     at = idx.pos
@@ -175,7 +192,10 @@ class DenseChannel:
         if emb is None or spec != self._spec:
             raise Unsynced
         dense = self._index().dense
-        if dense is None or dense.name != table_name(emb) or not dense.exists() or self._store.outbox.has_pending():
+        if dense is None or dense.name != table_name(emb) or not dense.exists():
+            raise Unsynced
+        # a read-only vault's drain applies the queue without emptying it: waiting for it would embed every time
+        if not self._store.readonly and self._store.outbox.has_pending():
             raise Unsynced
 
     def query_vector(self, query: str) -> np.ndarray:
@@ -195,14 +215,14 @@ class DenseChannel:
                     self._queries.popitem(last=False)
         return got
 
-    def search(self, query: str, mind: str, now: str, k: int = DENSE_DEPTH,
+    def search(self, query: str, mind: str, now: str, k: int | None = None,
                also: Sequence[str] = ()) -> tuple[list[DenseHit], dict[str, float]]:
-        """The mind's best ``k`` records for ``query`` by exact cosine (best first, ties by id), and the cosines of
-        the records ``also`` names."""
+        """The mind's best ``k`` (default :data:`DENSE_DEPTH`) records for ``query`` by exact cosine (best first,
+        ties by id), and the cosines of the records ``also`` names."""
         dense = self._index().dense
         if dense is None:
             raise Unsynced
-        return dense.search(self.query_vector(query), mind=mind, now=now, k=k, also=also)
+        return dense.search(self.query_vector(query), mind=mind, now=now, k=k or DENSE_DEPTH, also=also)
 
 
     def fused(self, idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, query: str, mind: str, now: str,
