@@ -23,10 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).parent))
 
-import synapse_nb as syn
 from recall import _peak_rss_mb, export_lines, pct, queries, timed  # benchmarks/recall.py
+
+import synapse_nb as syn
 from synapse_nb.recall.engine import Recaller
 from synapse_nb.recall.rank import RankParams, rank_words
 
@@ -74,6 +77,41 @@ def measure(path: Path, n_queries: int, embedder: str, weight: float) -> dict:
     return {k: round(x, 3) if isinstance(x, float) else x for k, x in res.items()}
 
 
+class Synthetic:
+    """Random vectors (a batch's rows from one seeded generator): the index's own cost, without a model's."""
+
+    name, version, dimension, fingerprint = "synthetic", "1", 256, "synthetic-256"
+
+    def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        rng = np.random.default_rng(int(texts[0]) if texts and texts[0].isdigit() else 0)
+        return rng.normal(size=(len(texts), self.dimension))
+
+
+def dense_only(size: int, n_queries: int) -> dict:
+    """The semantic table alone at ``size`` rows of synthetic vectors: build, then search p50/p95 (exact below the
+    ANN threshold, HNSW above), one mind, 10% of the rows expiring."""
+    from synapse_nb.store.embedders import quantize
+    from synapse_nb.store.index.dense import DenseIndex, DenseRow
+
+    tmp = Path(tempfile.mkdtemp(prefix=f"synsemdense{size}_"))
+    try:
+        d = DenseIndex(tmp, Synthetic())
+        t = time.perf_counter()
+        d.rebuild(DenseRow(f"r{i:08d}", "memory", "default", str(i), "d",
+                           "2027-01-01T00:00:00Z" if i % 10 == 0 else None) for i in range(size))
+        build = time.perf_counter() - t
+        rng = np.random.default_rng(7)
+        qs = quantize(rng.normal(size=(n_queries, 256)))
+        now = "2026-06-01T00:00:00Z"
+        d.search(qs[0], mind="default", now=now)
+        ts = timed(lambda q: d.search(q, mind="default", now=now), list(qs))
+        return {"size": size, "dense_only": True, "build_s": round(build, 1), "ann": d.has_ann(),
+                "search_p50_ms": round(statistics.median(ts), 3), "search_p95_ms": round(pct(ts, 95), 3),
+                "peak_rss_mb": round(_peak_rss_mb(), 1)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000")
@@ -81,7 +119,12 @@ def main() -> None:
     ap.add_argument("--embedder", default="wordllama")
     ap.add_argument("--weight", type=float, default=0.2)
     ap.add_argument("--measure", help=argparse.SUPPRESS)
+    ap.add_argument("--dense-only", action="store_true", help="the semantic table alone, synthetic vectors")
     args = ap.parse_args()
+    if args.dense_only:
+        for size in [int(s) for s in args.sizes.split(",")]:
+            print(json.dumps(dense_only(size, args.queries)), flush=True)
+        return
     if args.measure:
         print(json.dumps(measure(Path(args.measure), args.queries, args.embedder, args.weight)))
         return
