@@ -351,3 +351,26 @@ def test_describe_names_the_loaded_model(vault: syn.Vault, fake: Fake) -> None:
     vault.recall("automobile")
     info = semantic.describe(vault._recaller._dense)  # type: ignore[union-attr]
     assert info["name"] == "fake" and info["fingerprint"] == "fake-1" and info["cached_queries"] >= 1
+
+
+def test_this_process_writes_patch_the_copy_as_a_fresh_read_gives_it(tmp_path: Path) -> None:
+    d = DenseIndex(tmp_path, Fake())
+    d.rebuild([DenseRow(f"r{i:03d}", "note", "m", f"dog {i} w{i % 7}", str(i),
+                        "2029-01-01T00:00:00Z" if i % 5 == 0 else None) for i in range(60)])
+    q = embedders.embed_quantized(Fake(), ["dog car"], query=True)[0]
+    d.search(q, mind="m", now="2028")  # reads the copy
+    d.upsert([DenseRow("r005", "note", "m", "automobile", "x"),  # replaced, its expiry gone
+              DenseRow("r100", "memory", "other", "sedan", "y", "2028-06-01T00:00:00Z"),  # a new mind, expiry
+              DenseRow("a000", "note", "m", "vehicle", "z", "2027-01-01T00:00:00Z")])
+    d.delete(["r010", "r011", "nope"])
+    key, patched = d._copy  # type: ignore[misc]
+    assert patched is not None and key == d._key(d._open())  # patched in place: no reload at the next search
+    fresh = DenseIndex(tmp_path, Fake())
+    fresh.search(q, mind="m", now="2028")
+    read = fresh._copy[1]  # type: ignore[index]
+    assert read is not None
+    for f in ("ids", "kinds", "mind_codes", "mind_names", "exp_codes", "exp_values", "vecs", "norm2"):
+        a, b = getattr(patched, f), getattr(read, f)
+        assert (a == b if isinstance(a, list) else np.asarray(a).tobytes() == np.asarray(b).tobytes()), f
+    for mind, now in (("m", "2028"), ("m", "2030"), ("other", "2028"), ("other", "2029")):
+        assert d.search(q, mind=mind, now=now) == fresh.search(q, mind=mind, now=now)

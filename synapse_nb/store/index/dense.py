@@ -155,6 +155,44 @@ class _Copy:
         return cls(res["id"].to_pylist(), res["kind"].to_pylist(), mind_codes.astype(np.int32), mind_names,
                    exp_codes, exp_values, vecs, norm2)
 
+    def expiries(self, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(each row's expiry as text, "" for none; whether it has none), of the ``rows`` mask (default: all)."""
+        import numpy as np
+
+        codes = self.exp_codes if rows is None else self.exp_codes[rows]
+        none = codes == len(self.exp_values)
+        if not len(self.exp_values):
+            return np.full(len(codes), "", dtype=object), none
+        return np.where(none, "", self.exp_values[np.minimum(codes, len(self.exp_values) - 1)]).astype(object), none
+
+    def patched(self, gone: Sequence[str], table: Any | None) -> _Copy:
+        """This copy with the rows of ``gone`` removed and the rows of the Arrow ``table`` (of :meth:`_schema`, ids
+        sorted) put in: equal to a copy read afresh from the table after the same writes (tested)."""
+        import numpy as np
+
+        n = len(self.ids)
+        drop = sorted({j for i in gone if (j := bisect_left(self.ids, i)) < n and self.ids[j] == i})
+        keep = np.ones(n, bool)
+        keep[drop] = False
+        add = _Copy.from_arrow(table, self.vecs.shape[1]) if table is not None and table.num_rows else None
+        minds = self.mind_names[self.mind_codes[keep]].astype(object)
+        exps, exp_none = self.expiries(keep)
+        ids, kinds = np.array(self.ids, dtype=object)[keep], np.array(self.kinds, dtype=object)[keep]
+        vecs, norm2 = self.vecs[keep], self.norm2[keep]
+        if add is not None:
+            at = np.searchsorted(ids, np.array(add.ids, dtype=object))
+            ids, kinds = np.insert(ids, at, add.ids), np.insert(kinds, at, add.kinds)
+            minds = np.insert(minds, at, add.mind_names[add.mind_codes].astype(object))
+            add_exp, add_none = add.expiries()
+            exps, exp_none = np.insert(exps, at, add_exp), np.insert(exp_none, at, add_none)
+            vecs, norm2 = np.insert(vecs, at, add.vecs, axis=0), np.insert(norm2, at, add.norm2)
+        mind_names, mind_codes = np.unique(np.asarray(minds, dtype=str), return_inverse=True)
+        exps = np.asarray(exps, dtype=str)
+        exp_values = np.unique(exps[~exp_none]) if (~exp_none).any() else np.array([], str)
+        exp_codes = np.where(exp_none, len(exp_values), np.searchsorted(exp_values, exps))
+        return _Copy(ids.tolist(), kinds.tolist(), mind_codes.astype(np.int32), mind_names,
+                     exp_codes.astype(np.int64), exp_values, np.ascontiguousarray(vecs), norm2)
+
     def search(self, q: np.ndarray, k: int, mind: str, now: str,
                also: Sequence[str] = ()) -> tuple[list[DenseHit], dict[str, float]]:
         import numpy as np
@@ -304,11 +342,15 @@ class DenseIndex:
         by_id = {r.id: r for r in rows}
         if not by_id:
             return
-        self._open()
+        tbl = self._open()
         batch = [by_id[i] for i in sorted(by_id)]
+        mine = self._mine(tbl)
         for start in range(0, len(batch), _BATCH):
             data = self._arrow(batch[start:start + _BATCH])
             self._run("upsert rows", functools.partial(self._merge, data), write=True)
+            if mine is not None:
+                mine = (mine[0].patched([r.id for r in batch[start:start + _BATCH]], data), mine[1] + 1)
+        self._kept(tbl, mine)
         try:
             small = int(self._tbl.stats()["fragment_stats"]["num_small_fragments"])
         except Exception:  # noqa: BLE001 - maintenance is best effort
@@ -320,10 +362,28 @@ class DenseIndex:
         wanted = sorted(set(ids))
         if not wanted:
             return
-        self._open()
+        tbl = self._open()
+        mine = self._mine(tbl)
         for start in range(0, len(wanted), 1000):
             pred = "id IN (" + ", ".join(sql_str(i) for i in wanted[start:start + 1000]) + ")"
             self._run("delete rows", functools.partial(self._delete, pred), write=True)
+            if mine is not None:
+                mine = (mine[0].patched(wanted[start:start + 1000], None), mine[1] + 1)
+        self._kept(tbl, mine)
+
+    def _mine(self, tbl: Any) -> tuple[_Copy, int] | None:
+        """The in-memory copy and the table version, when the copy is the table's current state (a write of this
+        process then patches it, rather than a reload of every row at the next search)."""
+        if self._copy is None or self._copy[1] is None or self._copy[0] != self._key(tbl):
+            return None
+        return self._copy[1], int(self._run("read the table version", lambda: tbl.version))
+
+    def _kept(self, tbl: Any, mine: tuple[_Copy, int] | None) -> None:
+        """Keep the patched copy if the table moved by exactly this process's commits (else: read it afresh)."""
+        if mine is None:
+            return
+        moved = int(self._run("read the table version", lambda: tbl.version)) == mine[1]
+        self._copy = (self._key(tbl), mine[0]) if moved else None
 
     def optimize(self) -> None:
         """Compact, and from :attr:`ann_threshold` rows build the IVF_HNSW_SQ index (once; LanceDB scans rows
