@@ -47,9 +47,9 @@ __all__ = ["ANN_THRESHOLD", "DOC_FORMAT", "DenseHit", "DenseIndex", "DenseRow", 
 #: of the quantisation: part of the table name, so changing either builds a new table.
 DOC_FORMAT = "doc1-prev1-q127"
 #: From this many rows the table gets an IVF_HNSW_SQ index and search uses it. Below, exact search over the
-#: in-memory copy is faster on 2 busy cores (49k rows: 2.7 ms; HNSW at 100k: 7.8 ms; docs/benchmarks.md) and stable
-#: across rebuilds; the copy costs 4 bytes per dimension and row (230 MB at 150k rows of 384 dims).
-ANN_THRESHOLD = 150_000
+#: in-memory copy (4 bytes a dimension a row) is as fast and stable across rebuilds: on 2 busy cores 2.7 ms at 49k
+#: rows, against 22-27 ms exact and 7.8 ms HNSW at 100k (docs/benchmarks.md).
+ANN_THRESHOLD = 50_000
 _PREFIX = "semantic_"
 _BATCH = 4096
 _CONFLICT_RETRIES = 8
