@@ -30,8 +30,10 @@ recall_app = typer.Typer(cls=_RecallGroup, no_args_is_help=True, help=group_help
 def recall_query(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What you (or the agent) are about to do or ask.")],
-    session: Annotated[str | None, typer.Option("--session", help="Session id: what it already received is not repeated.")] = None,
-    explain: Annotated[bool, typer.Option("--explain", help="Also show every candidate's score, matched terms and bar.")] = False,
+    session: Annotated[str | None, typer.Option(
+        "--session", help="Session id: what it already received is not repeated.")] = None,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="Also show every candidate's score, matched terms and bar.")] = False,
     budget: Annotated[int | None, typer.Option("--budget", min=1, help="Token budget for the text.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -69,10 +71,17 @@ def recall_query(
 @recall_app.command("eval")
 def recall_eval(
     path: Annotated[str, typer.Argument(help="The LoCoMo dataset folder or JSON file.")] = "datasets/locomo",
-    conversations: Annotated[int | None, typer.Option("--conversations", min=1, help="Only the first N conversations.")] = None,
-    subset: Annotated[str | None, typer.Option("--subset", help="dev (conversations 0-6, tuned on), heldout (7-9), all, or 0-based indices such as 7,8,9.")] = None,
-    semantic: Annotated[float, typer.Option("--semantic", min=0.0, max=1.0, help="Weight of the optional semantic channel (0: off; needs synapse_nb[semantic]).")] = 0.0,
-    embedder: Annotated[str | None, typer.Option("--embedder", help="The semantic channel's model: wordllama (default), e5-small, sentence-transformers:<folder>, import:<module>:<factory>.")] = None,
+    conversations: Annotated[int | None, typer.Option(
+        "--conversations", min=1, help="Only the first N conversations.")] = None,
+    subset: Annotated[str | None, typer.Option(
+        "--subset",
+        help="dev (conversations 0-6, tuned on), heldout (7-9), all, or 0-based indices such as 7,8,9.")] = None,
+    semantic: Annotated[float, typer.Option(
+        "--semantic", min=0.0, max=1.0,
+        help="Weight of the optional semantic channel (0: off; 0.4 with --embedder e5-small).")] = 0.0,
+    embedder: Annotated[str | None, typer.Option(
+        "--embedder", help="The semantic channel's model: wordllama (default; synapse_nb[semantic]), e5-small "
+        "(synapse_nb[semantic-e5]), sentence-transformers:<folder>, import:<module>:<factory>.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate recall on LoCoMo questions: ranking (R@5, R@10, nDCG@10, MRR), what a user receives with the
