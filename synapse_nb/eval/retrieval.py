@@ -286,6 +286,7 @@ def locomo_questions(
     context: int = 0,
     progress: bool | None = None,
     semantic: float = 0.0,
+    embedder: str | None = None,
     style: str = "original",
     chat: ChatStyle | None = None,
 ) -> pl.DataFrame:
@@ -322,6 +323,8 @@ def locomo_questions(
             for n, conv in enumerate(convs):
                 folder = Path(tmp) / str(n)
                 vaults.append(build_locomo_vault(conv, folder, date=date, caption=caption, context=context))
+                if embedder is not None:  # the semantic channel's model (vault setting recall_embedder)
+                    vaults[-1][0].settings.set("recall_embedder", embedder)
                 if semantic:  # the optional dense channel's weight (vault setting recall_semantic)
                     vaults[-1][0].settings.set("recall_semantic", semantic)
             for n, conv in enumerate(convs):
@@ -437,6 +440,7 @@ def run_locomo_eval(
     caption: bool = True,
     context: int = 0,
     semantic: float = 0.0,
+    embedder: str | None = None,
     style: str = "original",
     chat: ChatStyle | None = None,
 ) -> dict[str, Any]:
@@ -458,6 +462,8 @@ def run_locomo_eval(
         What each stored turn holds (see :func:`turn_document`).
     semantic
         Weight of recall's optional semantic channel (setting ``recall_semantic``; 0: off, the default).
+    embedder
+        The channel's model (setting ``recall_embedder``; None: the default, ``wordllama``).
     style, chat
         ``"original"`` (LoCoMo's text) or ``"chat"`` (rewritten as real chat by
         :func:`~synapse_nb.eval.chatstyle.chat_style` with ``chat``, default :class:`ChatStyle`).
@@ -479,7 +485,8 @@ def run_locomo_eval(
     ['by_category', 'config', 'conversations', 'mrr']
     """
     frame = locomo_questions(path, conversations, retrievers=[retriever], k_values=k_values, date=date,
-                             caption=caption, context=context, semantic=semantic, style=style, chat=chat)
+                             caption=caption, context=context, semantic=semantic, embedder=embedder, style=style,
+                             chat=chat)
     turn = frame.filter(frame["level"] == "turn")
     out = _summary(turn)
     out["session"] = _summary(frame.filter(frame["level"] == "session"))
@@ -487,7 +494,7 @@ def run_locomo_eval(
     out["conversations"] = list(dict.fromkeys(turn["sample_id"].to_list()))
     out["config"] = {"path": str(path), "k_values": sorted(set(k_values)), "date": date, "caption": caption,
                      "context": context, "depth": _DEPTH, "storage": "episodes", "semantic": semantic,
-                     "style": style}
+                     "embedder": embedder, "style": style}
     if style == "chat":
         out["config"]["chat"] = asdict(chat or ChatStyle())
     return out

@@ -20,6 +20,7 @@ from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.expand import Variants
 from synapse_nb.recall.rank import Ranked, RankParams, fts_words, rank_words, structure
 from synapse_nb.recall.scoring import gate
+from synapse_nb.recall.semantic import DenseChannel, Unsynced
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
 from synapse_nb.text import FTS_TOKEN_RE
@@ -99,6 +100,8 @@ class Recaller:
         self._postings = Postings(ctx)
         self._variants = Variants(self._postings)
         self._staleness = Staleness(ctx)
+        self._dense = DenseChannel(ctx.store, index)
+        self._embedder: tuple[object, str | None] | None = None  # (data version, the setting recall_embedder)
         self.params = params or RankParams()
         # records the walk read, by (kind, id), kept while the data version and the mind are unchanged (the walk
         # knows a ranked record by kind and id only: no candidate row is read per recall); on a remote store also
@@ -214,6 +217,17 @@ class Recaller:
             self._saved = (version, saved)
         return saved
 
+    def _embedder_spec(self, version: object) -> str | None:
+        """The setting ``recall_embedder`` (None: the default embedder), read once per data version."""
+        memo = self._embedder
+        if memo is not None and memo[0] == version:
+            return memo[1]
+        from synapse_nb.settings import EMBEDDER
+
+        spec = self._ctx.store.meta.settings((EMBEDDER,)).get(EMBEDDER)
+        self._embedder = (version, spec)
+        return spec
+
     def _records_for(self, version: object, mind: str) -> None:
         """Keep the walk's records by (kind, id) only while the data version and the mind are unchanged, by
         (kind, id, updated_at) while the mind is."""
@@ -232,26 +246,15 @@ class Recaller:
         file_refs = check_files(files, "files")
         branch_name = ctx.git.head()[0] if branch is None else str(branch)
         used = "rank" if query.strip() else "none"
-        # one consistent read of everything the ranking weighs: lessons, documents, matches, word statistics.
-        # Lazy: a team vault reads the version first and opens its transaction only for what the caches keyed by
-        # that version lack; if the vault moved in between, the read starts again in an ordinary snapshot.
-        for lazy in (True, False):
-            try:
-                with ctx.store.snapshot(lazy=lazy):
-                    version = ctx.store.data_version()  # once: every cache of this recall is keyed by it
-                    if self._defaults is not None:  # the saved bars and semantic weight, read inside the snapshot
-                        saved, semantic = self._saved_defaults(version)
-                        if given is None:
-                            bars = _check_args(saved, budget_tokens, session, path)
-                        if semantic != self.params.semantic:
-                            self.params = replace(self.params, semantic=semantic)
-                    now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
-                    lessons = list(Lessons(ctx.at(now)).in_force(branch_name))
-                    ranking = self._rank(query, file_refs, bars, now, version) if query.strip() else None
-                break
-            except SnapshotMoved:
-                if not lazy:
-                    raise
+        if self.params.semantic:  # the semantic channel's index applies queued writes outside the snapshot
+            self._dense.sync()
+        try:
+            version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session, path,
+                                                              file_refs, branch_name)
+        except Unsynced:  # the channel was just turned on, or a write came between: sync, then read again
+            self._dense.prepare(self._embedder[1] if self._embedder else None)
+            version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session, path,
+                                                              file_refs, branch_name, synced=True)
         walk = [c.id for c in ranking.cands if c is not None] if ranking else []
         # the session's marks are no part of the vault's state (they move no version): read after the snapshot
         seen = seen_digests(ctx, session, walk + [x.id for x in lessons])
@@ -275,11 +278,40 @@ class Recaller:
                       coverage=coverage, version=".".join(map(str, version)),
                       borrowed=borrowed.to_dict() if borrowed is not None else None)
 
+    def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
+              path: str, file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False,
+              ) -> tuple[Any, Bars, str, list[Any], _Ranking | None]:
+        """One consistent read of everything the ranking weighs: (version, bars, now, lessons, ranking).
+        ``synced``: the semantic table was just synced (writes queued since are not waited for again)."""
+        ctx = self._ctx
+        # Lazy: a team vault reads the version first and opens its transaction only for what the caches keyed by
+        # that version lack; if the vault moved in between, the read starts again in an ordinary snapshot.
+        for lazy in (True, False):
+            try:
+                with ctx.store.snapshot(lazy=lazy):
+                    version = ctx.store.data_version()  # once: every cache of this recall is keyed by it
+                    if self._defaults is not None:  # the saved bars and semantic weight, read inside the snapshot
+                        saved, semantic = self._saved_defaults(version)
+                        if given is None:
+                            bars = _check_args(saved, budget_tokens, session, path)
+                        if semantic != self.params.semantic:
+                            self.params = replace(self.params, semantic=semantic)
+                    if self.params.semantic and not synced:
+                        self._dense.check_synced(self._embedder_spec(version))
+                    now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
+                    lessons = list(Lessons(ctx.at(now)).in_force(branch_name))
+                    ranking = self._rank(query, file_refs, bars, now, version) if query.strip() else None
+                break
+            except SnapshotMoved:
+                if not lazy:
+                    raise
+        return version, bars, now, lessons, ranking
+
     def _rank(self, query: str, files: tuple[str, ...], bars: Bars, now: str, version: object) -> _Ranking:
         """BM25 hits plus exact-match bonuses, through the structure step; the candidate rows of the walk."""
         import numpy as np  # loaded with the gate
 
-        p = self.params
+        ctx, p = self._ctx, self.params
         idx = self._candidates.threads(version)
         words = rank_words(query)
         file_words = [w.lower() for f in files for w in FTS_TOKEN_RE.findall(f)]
@@ -309,10 +341,8 @@ class Recaller:
                     bonus[pos_of[rid]] = min(bars.max_bonus, bonus.get(pos_of[rid], 0.0) + bars.file_bonus)
                     exact.add_files(rid, hit_files)
         if p.semantic:  # the optional dense channel, off by default: recall/semantic.py
-            from synapse_nb.recall.semantic import semantic_term
-
-            sc = semantic_term(query, [idx.ids[j] for j in pos.tolist()], sc, p.semantic,
-                               lambda ids: self._candidates.fetch([(idx.kinds[pos_of[i]], i) for i in ids], version))
+            self._dense.embedder(self._embedder_spec(version))
+            pos, sc = self._dense.fused(idx, pos, sc, query, ctx.mind, now, p.semantic)
         ranked = structure(idx, pos, sc, words, p, bonus)
         # the walk reads what clears the margin, plus a few rows below it for the explanation
         text = ranked.score - ranked.parts["bonus"] if len(ranked) else ranked.score
