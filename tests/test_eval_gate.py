@@ -12,7 +12,7 @@ import pytest
 from synapse_nb.errors import DatasetError
 from synapse_nb.eval import evaluate_router, load_dataset, load_locomo, normalize_evidence, run_gate_eval
 from synapse_nb.eval.locomo import CATEGORIES
-from synapse_nb.gate import Router
+from synapse_nb.gate import DEFAULTS, Router
 
 REPO = Path(__file__).resolve().parents[1]
 LOCOMO = REPO / "datasets" / "locomo" / "locomo10.json"
@@ -42,7 +42,8 @@ def test_real_router_evaluation_is_deterministic_and_matches_its_own_metrics() -
     da.pop("queries_per_second"), db.pop("queries_per_second")
     assert da == db
     router = Router(method="knn").fit(*data.split("train"))
-    router.calibrate(*data.split("val"), criterion="accuracy")
+    router.calibrate(*data.split("val"))  # the same default criterion as evaluate_router's
+    assert a.criterion == router.criterion_ == DEFAULTS.criterion
     assert a.y_pred == tuple(router.predict(data.split("test")[0]))
     own = router.evaluate(*data.split("test"))
     assert own.accuracy == pytest.approx(a.metrics.accuracy)

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from synapse_nb.cli._common import Group, JsonOpt, echo_json, group_help, print_mapping
+from synapse_nb.gate.defaults import DEFAULTS
 
 __all__ = ["gate_app"]
 
@@ -41,18 +42,34 @@ def gate_eval(
                           "from train for a missing val split).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of hold-outs, folds and bootstrap intervals.")] = 0,
     method: Annotated[str, typer.Option(
-        "--method", metavar="auto|linear|centroid|knn", help="How the router scores routes.")] = "auto",
+        "--method", metavar="auto|linear|centroid|knn", help="How the router scores routes.")] = DEFAULTS.method,
     criterion: Annotated[str, typer.Option(
-        "--criterion", metavar="accuracy|balanced", help="Calibration criterion.")] = "accuracy",
-    per_route: Annotated[bool, typer.Option("--per-route", help="Calibrate one threshold per route.")] = False,
+        "--criterion", metavar="balanced|accuracy",
+        help="Calibration criterion: balanced (mean of in-scope accuracy and oos recall, whatever the share of oos "
+             "rows) or accuracy (oos as a class, at val's share of oos rows).")] = DEFAULTS.criterion,
+    per_route: Annotated[bool, typer.Option(
+        "--per-route", help="Calibrate one threshold per route.")] = DEFAULTS.per_route,
     cross_fit: Annotated[int | None, typer.Option(
         "--cross-fit", help="Fit on train+val; choose thresholds on out-of-fold scores of this many folds.")] = None,
-    c: Annotated[float | None, typer.Option("--C", help="Linear model regularisation (default 2.0).")] = None,
+    c: Annotated[float | None, typer.Option(
+        "--C", help=f"Linear model regularisation (default {DEFAULTS.C:g}).")] = None,
     linear_idf: Annotated[float | None, typer.Option(
-        "--linear-idf", help="idf exponent of the linear model's features, 0..1 (default 0.5).")] = None,
+        "--linear-idf", help=f"idf exponent of the linear model's features, 0..1 (default {DEFAULTS.linear_idf:g}).")
+    ] = None,
     description_weight: Annotated[float | None, typer.Option(
         "--description-weight",
-        help="Share of a route's centroid taken by its description, 0..1 (default 0.5).")] = None,
+        help=f"Share of a route's centroid taken by its description, 0..1 (default {DEFAULTS.description_weight:g}).")
+    ] = None,
+    embedder: Annotated[str | None, typer.Option(
+        "--embedder", metavar="wordllama|e5-small|import:MOD:FACTORY|...",
+        help="Semantic features: append this embedder's vectors to the TF-IDF rows (wordllama: extra semantic; "
+             "e5-small: extra semantic-e5). Default: none.")] = DEFAULTS.embedder,
+    semantic_weight: Annotated[float | None, typer.Option(
+        "--semantic-weight", help=f"Length of the semantic block beside the TF-IDF block, (0, 8] "
+                                  f"(default {DEFAULTS.semantic_weight:g}).")] = None,
+    embed_cache: Annotated[bool, typer.Option(
+        "--embed-cache", help="Keep the embedder's vectors on disk between runs ($SYNAPSE_EMBED_CACHE or "
+                              "~/.cache/synapse_nb/embeddings); never changes a figure.")] = False,
     blend: Annotated[float | None, typer.Option(
         "--blend", help="method auto: fix the linear/centroid blend, 0..1 (default: chosen on val).")] = None,
     descriptions: Annotated[bool | None, typer.Option(
@@ -68,7 +85,9 @@ def gate_eval(
 
         synapse-nb gate eval datasets/agent_vault
 
-        synapse-nb gate eval datasets/clinc150 --criterion balanced --json
+        synapse-nb gate eval datasets/clinc150 --criterion accuracy --json
+
+        synapse-nb gate eval datasets/clinc150 --embedder wordllama
 
         synapse-nb gate eval banking/ --label-col category
 
@@ -79,13 +98,15 @@ def gate_eval(
     if delimiter in ("\\t", "tab", "TAB"):
         delimiter = "\t"
     options: dict[str, Any] = {k: v for k, v in (("C", c), ("linear_idf", linear_idf),
-                                                  ("description_weight", description_weight), ("blend", blend))
+                                                  ("description_weight", description_weight), ("blend", blend),
+                                                  ("semantic_weight", semantic_weight))
                                if v is not None}
     out = run_gate_eval(path, train_split=train_split, val_split=val_split or None, test_split=test_split,
                         criterion=criterion, method=method, per_route=per_route, with_descriptions=descriptions,
                         text_col=text_col, label_col=label_col, split_col=split_col, delimiter=delimiter,
                         encoding=encoding, errors=errors, holdout=holdout, seed=seed, cross_fit=cross_fit,
-                        router_options=options, progress=False if as_json else None)
+                        router_options=options, embedder=embedder or None, embed_cache=embed_cache or None,
+                        progress=False if as_json else None)
     if as_json:
         echo_json(out)
     else:

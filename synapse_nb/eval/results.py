@@ -1,4 +1,4 @@
-"""Evaluation results kept on disk: one Parquet row per :class:`~synapse_nb.eval.routing.RouterEvaluation`."""
+"""Evaluation results kept on disk: one Parquet row per :class:`~synapse_nb.eval.router_eval.RouterEvaluation`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.errors import DatasetError, NotFoundError
-from synapse_nb.eval.routing import RouterEvaluation, _json_safe
+from synapse_nb.eval.router_eval import RouterEvaluation, _json_safe
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl

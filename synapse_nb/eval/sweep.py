@@ -14,7 +14,7 @@ from synapse_nb.gate.metrics import normalize_label, threshold_counts
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from synapse_nb.eval.routing import RouterLike
+    from synapse_nb.eval.router_eval import RouterLike
 
 __all__ = ["threshold_sweep"]
 

@@ -1,7 +1,7 @@
 """Gate variants compared in one table, with the same harness and the same splits.
 
 Every variant is a :class:`synapse_nb.gate.Router` (or a subclass of it), so each goes through
-:func:`~synapse_nb.eval.routing.evaluate_router`: fit on ``train``, thresholds calibrated on ``val`` only,
+:func:`~synapse_nb.eval.router_eval.evaluate_router`: fit on ``train``, thresholds calibrated on ``val`` only,
 scored on ``test`` with bootstrap intervals.
 
 * features ``word`` (word 1-2-gram TF-IDF), ``char`` (``char_wb`` 2-5-gram TF-IDF) or ``both`` (the router's
@@ -20,6 +20,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -30,7 +31,8 @@ import numpy as np
 
 from synapse_nb.errors import ValidationError
 from synapse_nb.eval.data import LabelledData, load_dataset
-from synapse_nb.eval.routing import evaluate_router
+from synapse_nb.eval.router_eval import evaluate_router
+from synapse_nb.gate.defaults import DEFAULTS
 from synapse_nb.gate.features import Featurizer
 from synapse_nb.gate.metrics import normalize_label
 from synapse_nb.gate.router import Router
@@ -154,10 +156,8 @@ class IndexRouter(Router):
             self._dir = None
 
     def __del__(self) -> None:  # pragma: no cover - best effort cleanup
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:  # noqa: BLE001
-            pass
 
 
 def make_variant(name: str) -> Router:
@@ -216,7 +216,7 @@ def gate_variants(
     dataset: LabelledData | str | os.PathLike[str],
     *,
     variants: Sequence[str] | None = None,
-    criterion: str = "balanced",
+    criterion: str = DEFAULTS.criterion,
     with_descriptions: bool = False,
     n_boot: int = 1000,
     seed: int = 0,
@@ -231,7 +231,7 @@ def gate_variants(
     variants
         Names from :data:`VARIANTS` (default: all twelve), in the order given.
     criterion
-        Threshold criterion on ``val``: ``"balanced"`` (default) or ``"accuracy"``.
+        Threshold criterion on ``val``: default ``DEFAULTS.criterion`` (:mod:`synapse_nb.gate.defaults`).
     with_descriptions
         Also fit on route descriptions/examples (agent_vault hubs).
     n_boot, seed

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb.gate.defaults import CRITERIA, DEFAULT_CRITERION, DEFAULTS, METHODS, RouterDefaults
 from synapse_nb.gate.metrics import OOS, RoutingMetrics, normalize_label, routing_metrics
 from synapse_nb.gate.scorer import CorpusScorer, GateConfig, Match, ScoreBatch, idf, query_terms
 
 if TYPE_CHECKING:
-    from synapse_nb.gate.router import CRITERIA, METHODS, ROUTER_CONFIG, Router
+    from synapse_nb.gate.router import ROUTER_CONFIG, Router
 
 # Lazy exports (the package's one idiom: names for type checkers under TYPE_CHECKING, a plain
 # ``from ... import`` inside ``__getattr__`` so the import-graph test sees the edge, the value cached).
-_ROUTER_NAMES = ("CRITERIA", "METHODS", "ROUTER_CONFIG", "Router")
+_ROUTER_NAMES = ("ROUTER_CONFIG", "Router")
 
 
 def __getattr__(name: str) -> Any:
@@ -39,6 +40,8 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "CRITERIA",
+    "DEFAULTS",
+    "DEFAULT_CRITERION",
     "METHODS",
     "OOS",
     "ROUTER_CONFIG",
@@ -46,6 +49,7 @@ __all__ = [
     "GateConfig",
     "Match",
     "Router",
+    "RouterDefaults",
     "RoutingMetrics",
     "ScoreBatch",
     "idf",

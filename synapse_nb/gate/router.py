@@ -31,25 +31,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from synapse_nb.errors import ConflictError, ValidationError
+from synapse_nb.gate.calibration import criterion_weights, search_threshold
+from synapse_nb.gate.defaults import BLEND_GRID, CRITERIA, DEFAULTS, LINEAR_MIN_EXAMPLES, METHODS
 from synapse_nb.gate.features import Featurizer
 from synapse_nb.gate.folds import stratified_folds
-from synapse_nb.gate.metrics import RoutingMetrics, normalize_label, routing_metrics, threshold_counts
+from synapse_nb.gate.metrics import RoutingMetrics, normalize_label, routing_metrics
 from synapse_nb.gate.scorer import GateConfig
+from synapse_nb.gate.semantic import TextEmbedder, check_text_embedder, describe_embedder, semantic_rows
 
 __all__ = ["BLEND_GRID", "CRITERIA", "LINEAR_MIN_EXAMPLES", "METHODS", "ROUTER_CONFIG", "Router"]
 
-#: Scoring methods a :class:`Router` accepts.
-METHODS: tuple[str, ...] = ("auto", "centroid", "knn", "linear")
-#: Calibration criteria: ``accuracy`` (out of scope as its own class) or ``balanced`` (mean of in-scope
-#: accuracy and out-of-scope recall).
-CRITERIA: tuple[str, ...] = ("accuracy", "balanced")
 #: The router's default analysis: no stop words (intents live in "what", "how", "my"), char 2-5-grams.
 ROUTER_CONFIG = GateConfig(stop_words=None, char_ngram_range=(2, 5))
-#: The blends ``method="auto"`` tries when calibrating (0 = linear only, 1 = centroid only).
-BLEND_GRID: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
-#: ``method="auto"`` before calibration: linear only when the median route has at least this many
-#: examples, else centroid only (a linear model needs examples; a described centroid does not).
-LINEAR_MIN_EXAMPLES = 20
 
 _OOS = "\x00oos"  # internal class name of out-of-scope rows; cannot collide with a real label
 _KNN_CHUNK = 512
@@ -110,31 +103,16 @@ def _number(value: object, name: str, lo: float, hi: float, *, open_lo: bool = F
     return float(value)
 
 
+def _join(X: sp.csr_matrix, S: sp.csr_matrix | None) -> sp.csr_matrix:
+    """``X`` with the semantic block ``S`` appended (``X`` itself without one)."""
+    return X if S is None else sp.hstack([X, S], format="csr")
+
+
 def _unit_rows(M: np.ndarray) -> np.ndarray:
     norms = np.sqrt((M * M).sum(axis=1, keepdims=True))
     norms[norms == 0] = 1.0
     out: np.ndarray = M / norms
     return out
-
-
-def _search(top: np.ndarray, correct: np.ndarray, is_oos: np.ndarray, w_in: int, w_oos: int,
-            max_candidates: int | None, rng: np.random.Generator) -> tuple[float, int]:
-    """``(threshold, gain)`` maximising ``w_in * routed_correct + w_oos * rejected_oos``, exactly.
-
-    Candidates: +inf (reject all), the midpoints between consecutive distinct scores, -inf (route all).
-    Of equally good thresholds the middle one (in that order) is taken.
-    """
-    if len(top) == 0:
-        return -math.inf, 0
-    s = np.unique(top)[::-1]  # distinct scores, descending
-    cand = np.concatenate([[math.inf], (s[:-1] + s[1:]) / 2.0, [-math.inf]])
-    keep = np.arange(len(cand))
-    if max_candidates is not None and len(cand) > max_candidates:
-        keep = np.sort(rng.choice(keep, size=max_candidates, replace=False))
-    counts = threshold_counts(top, correct, is_oos, cand[keep])
-    gain = w_in * counts["routed_correct"].astype(np.int64) + w_oos * counts["rejected_oos"].astype(np.int64)
-    ties = np.flatnonzero(gain == gain.max())
-    return float(cand[keep][ties[len(ties) // 2]]), int(gain.max())
 
 
 class Router:
@@ -150,11 +128,11 @@ class Router:
         Global threshold on the best route's score. ``None`` (default) routes everything until
         :meth:`calibrate` sets one.
     C : float
-        Regularisation of the linear model (``LinearSVC(C=...)``). Default ``2.0``.
+        Regularisation of the linear model (``LinearSVC(C=...)``). Default ``DEFAULTS.C`` (2.0).
     linear_idf : float
         Exponent on idf in the linear model's rows, in [0, 1]: 1 is TF-IDF, 0 sublinear tf only. Default
-        ``0.5``: the model learns its own feature weights, and full idf made rare char n-grams cheap to
-        overfit. Centroids and kNN always use full TF-IDF.
+        ``DEFAULTS.linear_idf`` (0.5): the model learns its own feature weights, and full idf made rare char
+        n-grams cheap to overfit. Centroids and kNN always use full TF-IDF.
     oos_negatives : bool
         Fit out-of-scope examples as a class of the linear model, and score routes by their margin over
         it. Default ``True``.
@@ -168,6 +146,16 @@ class Router:
         ``method="auto"`` only: fix the blend instead of letting calibration choose it.
     cache_size : int
         Distinct tokens whose analysis is cached (never changes a score). Default ``50_000``.
+    embedder : optional
+        Semantic features: an object with ``name``, ``dimension``, ``fingerprint`` and ``embed(texts, query=...)``
+        (:class:`~synapse_nb.gate.semantic.TextEmbedder`; recall's ``load_embedder("wordllama")`` is one). Its
+        unit vectors, times ``semantic_weight``, are appended to every row the linear model, the centroids and
+        kNN read. ``None`` (default, ``DEFAULTS.embedder``): TF-IDF only.
+    semantic_weight : float
+        Length of the semantic block beside the unit-length TF-IDF block, in (0, 8]. Default
+        ``DEFAULTS.semantic_weight``.
+
+    Every default is :data:`synapse_nb.gate.defaults.DEFAULTS`'s (shared with the evaluation and the CLI).
 
     Examples
     --------
@@ -187,15 +175,17 @@ class Router:
         self,
         config: GateConfig | None = None,
         *,
-        method: str = "auto",
+        method: str = DEFAULTS.method,
         threshold: float | None = None,
-        C: float = 2.0,
-        linear_idf: float = 0.5,
-        oos_negatives: bool = True,
-        min_route_examples: int = 10,
-        description_weight: float = 0.5,
+        C: float = DEFAULTS.C,
+        linear_idf: float = DEFAULTS.linear_idf,
+        oos_negatives: bool = DEFAULTS.oos_negatives,
+        min_route_examples: int = DEFAULTS.min_route_examples,
+        description_weight: float = DEFAULTS.description_weight,
         blend: float | None = None,
         cache_size: int = 50_000,
+        embedder: TextEmbedder | None = None,
+        semantic_weight: float = DEFAULTS.semantic_weight,
     ) -> None:
         if config is not None and not isinstance(config, GateConfig):
             raise ValidationError(f"config must be a GateConfig or None, got {type(config).__name__}")
@@ -214,6 +204,8 @@ class Router:
         self.description_weight = _number(description_weight, "description_weight", 0.0, 1.0)
         self.blend = None if blend is None else _number(blend, "blend", 0.0, 1.0)
         self.cache_size = cache_size
+        self.embedder = None if embedder is None else check_text_embedder(embedder)
+        self.semantic_weight = _number(semantic_weight, "semantic_weight", 0.0, 8.0, open_lo=True)
         self.threshold_: float = -math.inf
         self.set_threshold(threshold)
         self.route_thresholds_: dict[str, float] = {}
@@ -227,12 +219,17 @@ class Router:
         return {"method": self.method, "C": self.C, "linear_idf": self.linear_idf,
                 "oos_negatives": self.oos_negatives, "min_route_examples": self.min_route_examples,
                 "description_weight": self.description_weight, "blend": self.blend, "cache_size": self.cache_size,
-                "config": repr(self.config)}
+                "embedder": self.embedder, "semantic_weight": self.semantic_weight, "config": repr(self.config)}
+
+    def describe_embedder(self) -> str | None:
+        """``"name (fingerprint)"`` of the semantic features' embedder, or ``None`` (TF-IDF only)."""
+        return describe_embedder(self.embedder)
 
     def _clone(self) -> Router:
         return type(self)(self.config, method=self.method, C=self.C, linear_idf=self.linear_idf,
                           oos_negatives=self.oos_negatives, min_route_examples=self.min_route_examples,
-                          description_weight=self.description_weight, blend=self.blend, cache_size=self.cache_size)
+                          description_weight=self.description_weight, blend=self.blend, cache_size=self.cache_size,
+                          embedder=self.embedder, semantic_weight=self.semantic_weight)
 
     def set_threshold(self, threshold: float | None) -> Router:
         """Set the global threshold (``None``: route everything); returns ``self``."""
@@ -289,13 +286,13 @@ class Router:
                 f"method 'linear' needs at least two classes, got only {classes[0]!r}; "
                 "add another route or out-of-scope examples, or use method='knn' or 'auto'")
         self._feat = self._featurizer().fit(xs)
-        T = self._feat.counts(xs)
-        X = self._feat.weigh(T)  # TF-IDF rows: centroids and kNN
+        T, S = self._rows(xs)
+        X = _join(self._feat.weigh(T), S)  # TF-IDF (+ semantic) rows: centroids and kNN
         y = np.array(ys, dtype=object)
         self.routes_ = routes
         self._has_linear = self.method in ("auto", "linear") and len(classes) >= 2
         if self._has_linear:
-            self._fit_linear(T, X, y, routes)
+            self._fit_linear(T, S, X, y, routes)
         if self.method in ("auto", "centroid"):
             self._fit_centroids(X, y, routes, desc)
         if self.method == "knn":
@@ -319,11 +316,12 @@ class Router:
         self._fitted = True
         return self
 
-    def _fit_linear(self, T: sp.csr_matrix, X: sp.csr_matrix, y: np.ndarray, routes: list[str]) -> None:
+    def _fit_linear(self, T: sp.csr_matrix, S: sp.csr_matrix | None, X: sp.csr_matrix, y: np.ndarray,
+                    routes: list[str]) -> None:
         from sklearn.svm import LinearSVC  # scikit-learn: only when a linear model is fitted
 
         keep = np.ones(len(y), dtype=bool) if self.oos_negatives else (y != _OOS)
-        XL = X if self.linear_idf == 1.0 else self._feat.weigh(T, idf_power=self.linear_idf)
+        XL = X if self.linear_idf == 1.0 else _join(self._feat.weigh(T, idf_power=self.linear_idf), S)
         model = LinearSVC(C=self.C, random_state=0).fit(XL[keep], y[keep])
         cls = list(model.classes_)
         if len(cls) == 2:  # binary: liblinear gives one column, positive = classes_[1]
@@ -343,7 +341,7 @@ class Router:
         cen = _unit_rows(np.vstack([np.asarray(X[y == r].mean(axis=0)) for r in routes]))
         if desc and self.description_weight > 0:
             w = self.description_weight
-            D = self._feat.transform(list(desc.values())).toarray()
+            D = X[X.shape[0] - len(desc):].toarray()  # the descriptions are the last rows fitted
             rows = [routes.index(r) for r in desc]
             cen[rows] = _unit_rows((1.0 - w) * cen[rows] + w * D)
         self._cen_W = np.ascontiguousarray(cen.T)
@@ -353,24 +351,30 @@ class Router:
         if not self._fitted:
             raise ConflictError("this Router is not fitted; call fit(texts, labels) first")
 
-    def _linear(self, T: sp.csr_matrix) -> np.ndarray:
-        X = self._feat.weigh(T, idf_power=self.linear_idf)
+    def _rows(self, texts: list[str]) -> tuple[sp.csr_matrix, sp.csr_matrix | None]:
+        """Term frequencies of ``texts`` and, with an embedder, their semantic block."""
+        T = self._feat.counts(texts)
+        S = None if self.embedder is None else semantic_rows(self.embedder, texts, self.semantic_weight)
+        return T, S
+
+    def _linear(self, T: sp.csr_matrix, S: sp.csr_matrix | None) -> np.ndarray:
+        X = _join(self._feat.weigh(T, idf_power=self.linear_idf), S)
         out: np.ndarray = np.asarray(X @ self._lin_W, dtype=np.float64) + self._lin_b
         return out
 
-    def _centroid(self, T: sp.csr_matrix) -> np.ndarray:
-        return np.asarray(self._feat.weigh(T) @ self._cen_W, dtype=np.float64)
+    def _centroid(self, T: sp.csr_matrix, S: sp.csr_matrix | None) -> np.ndarray:
+        return np.asarray(_join(self._feat.weigh(T), S) @ self._cen_W, dtype=np.float64)
 
-    def _scores(self, T: sp.csr_matrix, blend: float | None = None) -> np.ndarray:
-        """Route scores of term-frequency rows: one sparse x dense product per part used."""
+    def _scores(self, T: sp.csr_matrix, S: sp.csr_matrix | None, blend: float | None = None) -> np.ndarray:
+        """Route scores of term-frequency (+ semantic) rows: one sparse x dense product per part used."""
         if self.method != "knn":
             beta = self.blend_ if blend is None else blend
             if beta is None or beta == 0.0:  # a linear or centroid router has its blend set when fitted
-                return self._linear(T)
+                return self._linear(T, S)
             if beta == 1.0:
-                return self._centroid(T)
-            return (1.0 - beta) * self._linear(T) + beta * self._centroid(T)
-        X = self._feat.weigh(T)
+                return self._centroid(T, S)
+            return (1.0 - beta) * self._linear(T, S) + beta * self._centroid(T, S)
+        X = _join(self._feat.weigh(T), S)
         out = np.empty((X.shape[0], len(self.routes_)))
         for lo in range(0, X.shape[0], _KNN_CHUNK):
             sims = (X[lo : lo + _KNN_CHUNK] @ self._examples).toarray()
@@ -389,7 +393,7 @@ class Router:
         xs = _check_texts(texts)
         if not xs:
             return np.zeros((0, len(self.routes_)))
-        return self._scores(self._feat.counts(xs))
+        return self._scores(*self._rows(xs))
 
     def _thresholds(self) -> np.ndarray:
         return np.array([self.route_thresholds_.get(r, self.threshold_) for r in self.routes_], dtype=np.float64)
@@ -422,38 +426,29 @@ class Router:
         """Scores of ``texts`` for each candidate blend (a subclass that overrides ``decision_scores``: those)."""
         if type(self).decision_scores is not Router.decision_scores:
             return {self.blend_ if self.blend_ is not None else 0.0: np.asarray(self.decision_scores(texts))}
-        return self._parts(self._feat.counts(texts))
+        return self._parts(*self._rows(texts))
 
-    def _parts(self, T: sp.csr_matrix) -> dict[float, np.ndarray]:
+    def _parts(self, T: sp.csr_matrix, S: sp.csr_matrix | None) -> dict[float, np.ndarray]:
         """The scores calibration compares: one matrix per candidate blend (the fixed one otherwise)."""
         if self.method == "auto" and self.blend is None and self._has_linear:
-            lin, cen = self._linear(T), self._centroid(T)
+            lin, cen = self._linear(T, S), self._centroid(T, S)
             return {b: lin if b == 0.0 else cen if b == 1.0 else (1.0 - b) * lin + b * cen for b in BLEND_GRID}
-        return {self.blend_ if self.blend_ is not None else 0.0: self._scores(T)}
+        return {self.blend_ if self.blend_ is not None else 0.0: self._scores(T, S)}
 
     def _choose(self, parts: dict[float, np.ndarray], ys: list[str], criterion: str, per_route: bool,
                 seed: int, max_candidates: int | None) -> None:
-        if criterion not in CRITERIA:
-            raise ValidationError(f"criterion must be one of {', '.join(CRITERIA)}, got {criterion!r}")
         if max_candidates is not None and (not isinstance(max_candidates, int) or max_candidates < 1):
             raise ValidationError(f"max_candidates must be an int >= 1 or None, got {max_candidates!r}")
         col = {r: j for j, r in enumerate(self.routes_)}
         y = np.array([col.get(v, -1 if v == _OOS else -2) for v in ys])
         is_oos = y == -1
-        n_in, n_oos = int((~is_oos).sum()), int(is_oos.sum())
-        if criterion == "balanced":
-            if n_in == 0 or n_oos == 0:
-                raise ValidationError(
-                    "criterion 'balanced' needs both in-scope and out-of-scope rows in the calibration data")
-            w_in, w_oos = n_oos, n_in  # (C/n_in + R/n_oos)/2 scaled by 2*n_in*n_oos: exact integers
-        else:
-            w_in, w_oos = 1, 1
+        w_in, w_oos = criterion_weights(criterion, n_in=int((~is_oos).sum()), n_oos=int(is_oos.sum()))
         best: tuple[int, float, float, np.ndarray, np.ndarray, np.ndarray] | None = None
         for blend, scores in parts.items():  # ties: the first blend (the more linear)
             arg = scores.argmax(axis=1)
             top = scores[np.arange(len(arg)), arg]
             correct = (arg == y) & (y >= 0)
-            th, gain = _search(top, correct, is_oos, w_in, w_oos, max_candidates, np.random.default_rng(seed))
+            th, gain = search_threshold(top, correct, is_oos, w_in, w_oos, max_candidates, np.random.default_rng(seed))
             if best is None or gain > best[0]:
                 best = (gain, blend, th, arg, top, correct)
         assert best is not None
@@ -467,7 +462,7 @@ class Router:
                 if int((y == j).sum()) < self.min_route_examples:
                     continue
                 rows = arg == j
-                self.route_thresholds_[r], _ = _search(
+                self.route_thresholds_[r], _ = search_threshold(
                     top[rows], correct[rows], is_oos[rows], w_in, w_oos, max_candidates, rng)
         self.criterion_ = criterion
 
@@ -476,8 +471,8 @@ class Router:
         texts: Sequence[str],
         labels: Sequence[Any],
         *,
-        criterion: str = "accuracy",
-        per_route: bool = False,
+        criterion: str = DEFAULTS.criterion,
+        per_route: bool = DEFAULTS.per_route,
         seed: int = 0,
         max_candidates: int | None = None,
     ) -> Router:
@@ -488,9 +483,11 @@ class Router:
         ----------
         texts, labels : sequences
             Calibration data. Pass a validation split, never the split you will report on.
-        criterion : {"accuracy", "balanced"}
-            ``"accuracy"``: out of scope as its own class (Larson et al. 2019). ``"balanced"``: mean
-            of in-scope accuracy and out-of-scope recall (needs both kinds of rows).
+        criterion : {"balanced", "accuracy"}
+            ``"balanced"`` (default, ``DEFAULTS.criterion``): mean of in-scope accuracy and out-of-scope
+            recall (needs both kinds of rows; does not depend on the share of out-of-scope rows in the
+            calibration data). ``"accuracy"``: out of scope as its own class (Larson et al. 2019), at the
+            calibration data's share of out-of-scope rows.
         per_route : bool
             Also give each route with at least ``min_route_examples`` calibration rows its own
             threshold (others fall back to the global one).
@@ -522,9 +519,9 @@ class Router:
         labels: Sequence[Any],
         *,
         descriptions: Mapping[str, str] | None = None,
-        criterion: str = "balanced",
-        folds: int = 5,
-        per_route: bool = False,
+        criterion: str = DEFAULTS.criterion,
+        folds: int = DEFAULTS.folds,
+        per_route: bool = DEFAULTS.per_route,
         seed: int = 0,
         max_candidates: int | None = None,
         progress: Any = None,
@@ -543,7 +540,7 @@ class Router:
         texts, labels, descriptions
             As for :meth:`fit`: pass the training *and* validation rows, never the rows you report on.
         criterion, per_route, seed, max_candidates
-            As for :meth:`calibrate`; ``criterion`` defaults to ``"balanced"`` (prior-free).
+            As for :meth:`calibrate` (the same defaults).
         folds : int
             Number of folds (>= 2).
         progress : callable, optional
