@@ -6,11 +6,15 @@ Run from the repository root::
     .venv/bin/python benchmarks/gate.py --skip-clinc    # scorer speed only
     .venv/bin/python benchmarks/gate.py --throughput-only --runs 11
     .venv/bin/python benchmarks/gate.py --methods auto,linear,knn --per-route
+    .venv/bin/python benchmarks/gate.py --throughput-only --semantic wordllama,e5-small   # + the semantic options
 
 Throughput is ``decision_scores`` on the 5,500 CLINC150 test queries, the default router calibrated on val,
 interleaved with the previous router's scoring path (scikit-learn ``TfidfVectorizer.transform`` of the word and
 ``char_wb`` blocks, ``hstack``, ``normalize``, ``LinearSVC.decision_function``: what ``Router.decision_scores``
-did before issue 16) in the same process; medians, and the ratio of the medians.
+did before issue 16: the scikit-learn reference pipeline) in the same process; medians, and the ratio of the
+medians. ``--semantic SPECS`` adds the router with each embedder's features (``Router(embedder=...)``) to the
+interleaved runs, its fit time, and for ``e5-small`` (20-50 texts/s: too slow to interleave over 5,500 queries)
+a one-off timing on the first 200 test queries, embedding included.
 
 CLINC150 ("Full") is read from ``$CLINC150`` or the project's ``datasets/clinc150/data_full.json``.
 Thresholds are calibrated on ``val + oos_val`` only; figures are on ``test + oos_test``.
@@ -105,8 +109,8 @@ class PreviousRouter:
         return self.model.decision_function(self._stack(self.word.transform(texts), self.char.transform(texts)))
 
 
-def bench_throughput(runs: int) -> None:
-    """Default router vs the previous router's scoring path, interleaved, same process."""
+def bench_throughput(runs: int, semantic: list[str] | None = None) -> None:
+    """Default router vs the previous router's scoring path (the scikit-learn pipeline), interleaved, same process."""
     data = json.loads(CLINC.read_text())
     xtr, ytr = _split(data, "train")
     xva, yva = _split(data, "val")
@@ -117,24 +121,46 @@ def bench_throughput(runs: int) -> None:
     t0 = time.perf_counter()
     new = Router().fit(xtr, ytr)
     t_new = time.perf_counter() - t0
-    new.calibrate(xva, yva, criterion="balanced")
+    new.calibrate(xva, yva)
+    sem: dict[str, Router] = {}
+    slow: dict[str, Router] = {}
+    for spec in semantic or []:
+        from synapse_nb.store.embedders import load_embedder
+
+        t0 = time.perf_counter()
+        r = Router(embedder=load_embedder(spec)).fit(xtr, ytr)
+        print(f"fit with --embedder {spec}: {time.perf_counter() - t0:.1f}s (embedding {len(xtr):,} texts included)")
+        r.calibrate(xva, yva)
+        (slow if spec == "e5-small" else sem)[spec] = r
     print(f"\n## router throughput: decision_scores on {len(xte):,} CLINC150 test queries x {len(new.routes_)} routes "
           f"(medians of {runs} interleaved runs)")
     print(f"fit on {len(xtr):,} rows: previous {t_old:.1f}s, default Router {t_new:.1f}s ({t_new / t_old:.2f}x)")
     times: dict[str, list[float]] = {"previous": [], "warm": [], "cold": [], "single_prev": [], "single_new": []}
+    times |= {f"sem {spec}": [] for spec in sem}
     singles = xte[:300]
     for _ in range(runs):
         t = time.perf_counter(); old.decision_scores(xte); times["previous"].append(time.perf_counter() - t)  # noqa: E702
         t = time.perf_counter(); new.decision_scores(xte); times["warm"].append(time.perf_counter() - t)  # noqa: E702
         new._feat._cache.clear()
         t = time.perf_counter(); new.decision_scores(xte); times["cold"].append(time.perf_counter() - t)  # noqa: E702
+        for spec, r in sem.items():
+            t = time.perf_counter(); r.decision_scores(xte); times[f"sem {spec}"].append(time.perf_counter() - t)  # noqa: E702
     for q in singles:
         t = time.perf_counter(); old.decision_scores([q]); times["single_prev"].append(time.perf_counter() - t)  # noqa: E702
         t = time.perf_counter(); new.decision_scores([q]); times["single_new"].append(time.perf_counter() - t)  # noqa: E702
     med = {k: statistics.median(v) for k, v in times.items()}
-    for key, label in (("previous", "previous router"), ("warm", "default Router, warm token cache"),
-                       ("cold", "default Router, token cache emptied")):
-        print(f"{label:<38} {len(xte) / med[key]:>9,.0f} queries/s  ({med['previous'] / med[key]:.2f}x previous)")
+    rows = [("previous", "scikit-learn pipeline (previous router)"), ("warm", "default Router, warm token cache"),
+            ("cold", "default Router, token cache emptied")]
+    rows += [(f"sem {spec}", f"Router(embedder={spec!r}), warm cache") for spec in sem]
+    for key, label in rows:
+        print(f"{label:<42} {len(xte) / med[key]:>9,.0f} queries/s  ({med['previous'] / med[key]:.2f}x the "
+              "scikit-learn pipeline)")
+    for spec, r in slow.items():
+        few = xte[:200]
+        t = time.perf_counter(); old.decision_scores(few); ref = time.perf_counter() - t  # noqa: E702
+        t = time.perf_counter(); r.decision_scores(few); took = time.perf_counter() - t  # noqa: E702
+        print(f"Router(embedder={spec!r}), {len(few)} queries once, embedding included: {len(few) / took:,.0f} "
+              f"queries/s ({ref / took:.3f}x the scikit-learn pipeline on the same 200)")
     print(f"one query per call (median of {len(singles)}): previous {1e3 * med['single_prev']:.2f} ms, "
           f"default Router {1e3 * med['single_new']:.2f} ms ({med['single_prev'] / med['single_new']:.1f}x)")
 
@@ -177,17 +203,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--throughput-only", action="store_true", help="only the router throughput comparison")
     ap.add_argument("--runs", type=int, default=7, help="interleaved throughput runs (median)")
     ap.add_argument("--per-route", action="store_true", help="also calibrate per-route thresholds")
+    ap.add_argument("--semantic", default="", help="comma-separated embedder specs to time beside the default")
     args = ap.parse_args(argv)
     if not CLINC.exists():
         print(f"CLINC150 not found at {CLINC}; set $CLINC150", file=sys.stderr)
         return 2
     data = json.loads(CLINC.read_text())
+    semantic = [s for s in args.semantic.split(",") if s]
     if args.throughput_only:
-        bench_throughput(args.runs)
+        bench_throughput(args.runs, semantic)
         return 0
     bench_scorer([t for t, _ in data["train"]])
     if not args.skip_clinc:
-        bench_throughput(args.runs)
+        bench_throughput(args.runs, semantic)
         bench_clinc([m for m in args.methods.split(",") if m], args.per_route)
     return 0
 

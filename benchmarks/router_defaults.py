@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/router_defaults.py                     # every candidate (about 10 minutes)
     .venv/bin/python benchmarks/router_defaults.py --only clinc150 --candidates lexical,wordllama-1
+    .venv/bin/python benchmarks/router_defaults.py --embedders wordllama,e5-small   # e5: vectors cached on disk
 
 Each candidate router is fitted on ``train`` (agent_vault: with the hubs' triggers as descriptions and their
 examples as rows, as ``synapse-nb gate eval`` does) and scored on ``val`` once. The **val, cross-calibrated**
@@ -54,11 +55,14 @@ def cross_calibrated(router: Router, xs: list[str], ys: list[str | None], criter
 
 
 def candidates(embedders: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The candidates compared: today's lexical default and its neighbours, then each embedder at four weights."""
     out: dict[str, dict[str, Any]] = {"lexical": {}}
     for C in (1.0, 4.0):
         out[f"lexical C={C:g}"] = {"C": C}
+    for p in (0.0, 1.0):
+        out[f"lexical linear_idf={p:g}"] = {"linear_idf": p}
     for name, emb in embedders.items():
-        for w in (0.5, 1.0, 1.5, 2.0):
+        for w in (0.25, 0.5, 1.0, 1.5, 2.0, 3.0):
             out[f"{name}-{w:g}"] = {"embedder": emb, "semantic_weight": w}
     return out
 
@@ -69,9 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--candidates", default="", help="comma-separated candidate names (default: all)")
     ap.add_argument("--embedders", default="wordllama", help="comma-separated embedder specs to try")
     args = ap.parse_args(argv)
+    from synapse_nb.eval.embedding_cache import CachedEmbedder
     from synapse_nb.store.embedders import load_embedder
 
-    embedders = {spec: load_embedder(spec) for spec in args.embedders.split(",") if spec}
+    embedders = {spec: CachedEmbedder(load_embedder(spec)) for spec in args.embedders.split(",") if spec}
     cands = candidates(embedders)
     if args.candidates:
         cands = {k: cands[k] for k in args.candidates.split(",")}

@@ -65,8 +65,9 @@ def gate_eval(
         help="Semantic features: append this embedder's vectors to the TF-IDF rows (wordllama: extra semantic; "
              "e5-small: extra semantic-e5). Default: none.")] = DEFAULTS.embedder,
     semantic_weight: Annotated[float | None, typer.Option(
-        "--semantic-weight", help=f"Length of the semantic block beside the TF-IDF block, (0, 8] "
-                                  f"(default {DEFAULTS.semantic_weight:g}).")] = None,
+        "--semantic-weight", help="Length of the semantic block beside the TF-IDF block, (0, 8] (default: chosen on "
+                                  "val per embedder: " + ", ".join(f"{n} {w:g}" for n, w in DEFAULTS.semantic_weights)
+                                  + f", others {DEFAULTS.semantic_weight:g}).")] = None,
     embed_cache: Annotated[bool, typer.Option(
         "--embed-cache", help="Keep the embedder's vectors on disk between runs ($SYNAPSE_EMBED_CACHE or "
                               "~/.cache/synapse_nb/embeddings); never changes a figure.")] = False,

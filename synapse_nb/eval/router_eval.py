@@ -111,6 +111,8 @@ class RouterEvaluation:
         Rows used for fitting, calibration (0 when not calibrated) and scoring.
     queries_per_second
         Test rows divided by the wall time of one batch ``predict`` call.
+    fit_seconds
+        Wall time of fitting and calibrating (all the fits of a cross-fitted run); a timing, not a figure.
     config
         How the run was set up: dataset, splits, requested criterion, per_route, router class and params,
         and ``notes``: what was decided for the user (a split carved, calibration skipped and why).
@@ -128,6 +130,7 @@ class RouterEvaluation:
     n_test: int
     queries_per_second: float
     config: Mapping[str, Any]
+    fit_seconds: float = 0.0
     y_true: tuple[str | None, ...] = field(repr=False, default=())
     y_pred: tuple[str | None, ...] = field(repr=False, default=())
 
@@ -150,6 +153,7 @@ class RouterEvaluation:
                                "n_test": self.n_test,
                                "n_oos_test": m.n_oos,
                                "queries_per_second": self.queries_per_second,
+                               "fit_seconds": self.fit_seconds,
                                "notes": list(self.config.get("notes", ())),
                                "config": dict(self.config),
                            }
@@ -170,6 +174,7 @@ class RouterEvaluation:
             ("threshold", format_value(g) + (f" (+{len(per)} per-route)" if per else "")),
             ("n_train / n_val / n_test", f"{self.n_train} / {self.n_val} / {self.n_test}"),
             ("queries_per_second", f"{self.queries_per_second:,.0f}"),
+            ("fit_seconds", f"{self.fit_seconds:.1f}"),
         ]
         rows += [("note", note) for note in self.config.get("notes", ())]
         return rows
@@ -365,6 +370,7 @@ def evaluate_router(
         val_name = None
     steps = (cross_fit + 1 if cross_fit else 1) + (1 if val_name and not cross_fit else 0) + 2
     with progress_bar(steps, f"gate eval {data.name}", enabled=progress) as bar:
+        fit_start = time.perf_counter()
         if cross_fit:
             fit_calibrated = getattr(router, "fit_calibrated", None)
             if not callable(fit_calibrated):
@@ -390,6 +396,7 @@ def evaluate_router(
                 router.calibrate(x_val, y_val, criterion=criterion, per_route=per_route)
                 did_calibrate, n_val, reason = True, len(x_val), ""
                 bar.update(1)
+        fit_seconds = time.perf_counter() - fit_start
         bar.set_postfix_str("predict")
         start = time.perf_counter()
         y_pred = [normalize_label(p) for p in router.predict(x_test)]
@@ -434,6 +441,7 @@ def evaluate_router(
         n_val=n_val,
         n_test=len(x_test),
         queries_per_second=float(qps),
+        fit_seconds=float(fit_seconds),
         config=config,
         y_true=tuple(y_test),
         y_pred=tuple(y_pred),

@@ -13,6 +13,8 @@ Examples
 ('balanced', 'balanced')
 >>> DEFAULTS.embedder is None      # semantic features are an option, off by default
 True
+>>> DEFAULTS.weight_for("e5-small"), DEFAULTS.weight_for("my-own-model")
+(2.0, 1.0)
 """
 
 from __future__ import annotations
@@ -53,7 +55,11 @@ class RouterDefaults:
     embedder
         The embedder spec of the semantic features, or ``None``: off (the lexical router).
     semantic_weight
-        Length of a row's semantic block beside its unit-length TF-IDF block, when an embedder is given.
+        Length of a row's semantic block beside its unit-length TF-IDF block, for an embedder not in
+        ``semantic_weights``.
+    semantic_weights
+        ``(embedder name, weight)`` pairs: the weight chosen on val for each built-in embedder (a better
+        embedder earns a longer block). :meth:`weight_for` reads them.
     """
 
     criterion: str = "balanced"
@@ -67,6 +73,11 @@ class RouterDefaults:
     folds: int = 5
     embedder: str | None = None
     semantic_weight: float = 1.0
+    semantic_weights: tuple[tuple[str, float], ...] = (("e5-small", 2.0), ("wordllama", 1.0))
+
+    def weight_for(self, embedder_name: str | None) -> float:
+        """The semantic block's default length for an embedder called ``embedder_name``."""
+        return dict(self.semantic_weights).get(embedder_name or "", self.semantic_weight)
 
     def as_dict(self) -> dict[str, Any]:
         """The defaults as a plain dict (records of an evaluation, the CLI's help)."""
@@ -76,7 +87,7 @@ class RouterDefaults:
         """The :class:`~synapse_nb.gate.Router` constructor arguments these defaults give."""
         return {"method": self.method, "C": self.C, "linear_idf": self.linear_idf,
                 "oos_negatives": self.oos_negatives, "min_route_examples": self.min_route_examples,
-                "description_weight": self.description_weight, "semantic_weight": self.semantic_weight}
+                "description_weight": self.description_weight}
 
 
 #: The defaults in force.

@@ -151,9 +151,10 @@ class Router:
         (:class:`~synapse_nb.gate.semantic.TextEmbedder`; recall's ``load_embedder("wordllama")`` is one). Its
         unit vectors, times ``semantic_weight``, are appended to every row the linear model, the centroids and
         kNN read. ``None`` (default, ``DEFAULTS.embedder``): TF-IDF only.
-    semantic_weight : float
-        Length of the semantic block beside the unit-length TF-IDF block, in (0, 8]. Default
-        ``DEFAULTS.semantic_weight``.
+    semantic_weight : float, optional
+        Length of the semantic block beside the unit-length TF-IDF block, in (0, 8]. ``None`` (default):
+        ``DEFAULTS.weight_for(embedder.name)``, the weight chosen on val for a built-in embedder
+        (``e5-small`` 2, ``wordllama`` 1), else ``DEFAULTS.semantic_weight`` (1).
 
     Every default is :data:`synapse_nb.gate.defaults.DEFAULTS`'s (shared with the evaluation and the CLI).
 
@@ -185,7 +186,7 @@ class Router:
         blend: float | None = None,
         cache_size: int = 50_000,
         embedder: TextEmbedder | None = None,
-        semantic_weight: float = DEFAULTS.semantic_weight,
+        semantic_weight: float | None = None,
     ) -> None:
         if config is not None and not isinstance(config, GateConfig):
             raise ValidationError(f"config must be a GateConfig or None, got {type(config).__name__}")
@@ -205,6 +206,8 @@ class Router:
         self.blend = None if blend is None else _number(blend, "blend", 0.0, 1.0)
         self.cache_size = cache_size
         self.embedder = None if embedder is None else check_text_embedder(embedder)
+        if semantic_weight is None:
+            semantic_weight = DEFAULTS.weight_for(None if self.embedder is None else self.embedder.name)
         self.semantic_weight = _number(semantic_weight, "semantic_weight", 0.0, 8.0, open_lo=True)
         self.threshold_: float = -math.inf
         self.set_threshold(threshold)
