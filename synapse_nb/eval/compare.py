@@ -25,23 +25,35 @@ from synapse_nb.eval.router_eval import RouterEvaluation, evaluate_router
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-__all__ = ["COLUMNS", "compare_routers", "evaluation_row", "recorded_rows"]
+__all__ = ["COLUMNS", "compare_routers", "evaluation_row", "no_rejection_accuracy", "recorded_rows"]
 
 _FIGURES = ("accuracy", "in_scope_accuracy", "oos_recall")
 #: The columns of a comparison table, in order.
 COLUMNS: tuple[str, ...] = ("dataset", "variant", "criterion", "embedder", "source",
-                            *(f"{k}{s}" for k in _FIGURES for s in ("", "_lo", "_hi")),
+                            *(f"{k}{s}" for k in _FIGURES for s in ("", "_lo", "_hi")), "nr_in_scope",
                             "n_train", "n_val", "n_test", "fit_seconds", "queries_per_second")
 
 
-def evaluation_row(name: str, result: RouterEvaluation) -> dict[str, Any]:
+def no_rejection_accuracy(router: Any, texts: list[str], labels: list[str | None]) -> float | None:
+    """In-scope accuracy with no rejection: the best route of every in-scope text (what a set without out-of-scope
+    rows measures), or ``None`` without in-scope rows."""
+    rows = [i for i, y in enumerate(labels) if y is not None]
+    if not rows:
+        return None
+    scores = router.decision_scores([texts[i] for i in rows])
+    routes = list(router.routes_)
+    return sum(routes[int(j)] == labels[i] for i, j in zip(rows, scores.argmax(axis=1), strict=True)) / len(rows)
+
+
+def evaluation_row(name: str, result: RouterEvaluation, nr_in_scope: float | None = None) -> dict[str, Any]:
     """One table row of an evaluation (fractions in [0, 1]; ``fit_seconds`` and ``queries_per_second`` are timings)."""
+    params = result.config.get("router_params") or {}
     row: dict[str, Any] = {"dataset": result.config.get("dataset"), "variant": name, "criterion": result.criterion,
-                           "embedder": (result.config.get("router_params") or {}).get("embedder"), "source": "live"}
+                           "embedder": params.get("embedder"), "source": "live"}
     for key in _FIGURES:
         lo, hi = result.ci.get(key, (None, None))
         row |= {key: getattr(result.metrics, key), f"{key}_lo": lo, f"{key}_hi": hi}
-    row |= {"n_train": result.n_train, "n_val": result.n_val, "n_test": result.n_test,
+    row |= {"nr_in_scope": nr_in_scope, "n_train": result.n_train, "n_val": result.n_val, "n_test": result.n_test,
             "fit_seconds": result.fit_seconds, "queries_per_second": result.queries_per_second}
     return row
 
@@ -51,8 +63,8 @@ def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
 
     schema: dict[str, Any] = dict.fromkeys(("dataset", "variant", "criterion", "embedder", "source"), pl.String)
     schema |= {f"{k}{s}": pl.Float64 for k in _FIGURES for s in ("", "_lo", "_hi")}
-    schema |= {"n_train": pl.Int64, "n_val": pl.Int64, "n_test": pl.Int64, "fit_seconds": pl.Float64,
-               "queries_per_second": pl.Float64}
+    schema |= {"nr_in_scope": pl.Float64, "n_train": pl.Int64, "n_val": pl.Int64, "n_test": pl.Int64,
+               "fit_seconds": pl.Float64, "queries_per_second": pl.Float64}
     return pl.DataFrame([{k: r.get(k) for k in COLUMNS} for r in rows], schema=schema)
 
 
@@ -81,8 +93,9 @@ def compare_routers(
     Returns
     -------
     polars.DataFrame
-        :data:`COLUMNS`: figures with ``_lo``/``_hi`` bounds, sizes, ``fit_seconds`` (fit and calibration) and
-        ``queries_per_second`` (one batch ``predict`` of the test split).
+        :data:`COLUMNS`: figures with ``_lo``/``_hi`` bounds, ``nr_in_scope`` (:func:`no_rejection_accuracy` on
+        test), sizes, ``fit_seconds`` (fit and calibration) and ``queries_per_second`` (one batch ``predict`` of
+        the test split).
     """
     data = dataset if isinstance(dataset, LabelledData) else load_dataset(dataset)
     out: list[dict[str, Any]] = []
@@ -96,7 +109,8 @@ def compare_routers(
         res = evaluate_router(router, data, n_boot=n_boot, seed=seed, **opts)
         if results is not None:
             results[name] = res
-        out.append(evaluation_row(name, res))
+        nr = no_rejection_accuracy(router, *data.split(res.config["test"]))
+        out.append(evaluation_row(name, res, nr))
     return _frame(out)
 
 
