@@ -25,7 +25,7 @@ from synapse_nb.eval.router_eval import RouterEvaluation, evaluate_router
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-__all__ = ["COLUMNS", "compare_routers", "evaluation_row", "no_rejection_accuracy", "recorded_rows"]
+__all__ = ["COLUMNS", "compare_routers", "evaluation_row", "no_rejection_accuracy", "recorded_rows", "rows_frame"]
 
 _FIGURES = ("accuracy", "in_scope_accuracy", "oos_recall")
 #: The columns of a comparison table, in order.
@@ -42,7 +42,8 @@ def no_rejection_accuracy(router: Any, texts: list[str], labels: list[str | None
         return None
     scores = router.decision_scores([texts[i] for i in rows])
     routes = list(router.routes_)
-    return sum(routes[int(j)] == labels[i] for i, j in zip(rows, scores.argmax(axis=1), strict=True)) / len(rows)
+    hits = sum(routes[int(j)] == labels[i] for i, j in zip(rows, scores.argmax(axis=1), strict=True))
+    return float(hits) / len(rows)
 
 
 def evaluation_row(name: str, result: RouterEvaluation, nr_in_scope: float | None = None) -> dict[str, Any]:
@@ -58,7 +59,8 @@ def evaluation_row(name: str, result: RouterEvaluation, nr_in_scope: float | Non
     return row
 
 
-def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+def rows_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """A comparison table (:data:`COLUMNS`) of :func:`evaluation_row` dicts, e.g. of evaluations run elsewhere."""
     import polars as pl  # polars (about 1 s to import): only where a table is built
 
     schema: dict[str, Any] = dict.fromkeys(("dataset", "variant", "criterion", "embedder", "source"), pl.String)
@@ -111,7 +113,7 @@ def compare_routers(
             results[name] = res
         nr = no_rejection_accuracy(router, *data.split(res.config["test"]))
         out.append(evaluation_row(name, res, nr))
-    return _frame(out)
+    return rows_frame(out)
 
 
 def recorded_rows(path: str | os.PathLike[str], *, dataset: str | None = None,
@@ -124,4 +126,4 @@ def recorded_rows(path: str | os.PathLike[str], *, dataset: str | None = None,
         rows = json.load(fh)
     picked = [r | {"source": "recorded"} for r in rows
               if (dataset is None or r.get("dataset") == dataset) and (keep is None or keep(r))]
-    return _frame(picked)
+    return rows_frame(picked)

@@ -25,7 +25,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
@@ -59,8 +59,7 @@ def check_text_embedder(obj: object) -> TextEmbedder:
         raise ValidationError(
             f"embedder must have name (str), fingerprint (str), dimension (int >= 1) and embed(texts, query=...), "
             f"like synapse_nb.store.embedders.load_embedder('wordllama'); got {type(obj).__name__}")
-    out: TextEmbedder = obj  # type: ignore[assignment]
-    return out
+    return cast("TextEmbedder", obj)
 
 
 def describe_embedder(embedder: TextEmbedder | None) -> str | None:
