@@ -156,7 +156,7 @@ class IndexRouter(Router):
     def __del__(self) -> None:  # pragma: no cover - best effort cleanup
         try:
             self.close()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001, S110 - cleanup at collection: nothing can be reported, nothing must escape
             pass
 
 

@@ -329,12 +329,12 @@ class Recaller:
         pos, sc = self._bm25(idx, send, terms, totals)
         exact = self._candidates.matches(query_words(query), version, idx, max_per_tag=MAX_TAG_RECORDS)
         pos_of = idx.pos
-        bonus: tuple[np.ndarray, np.ndarray] | dict[int, float] = exact.bonus(bars.tag_bonus, bars.key_bonus,
-                                                                                    bars.max_bonus)
+        pairs = exact.bonus(bars.tag_bonus, bars.key_bonus, bars.max_bonus)  # (positions, bonuses)
+        bonus: tuple[np.ndarray, np.ndarray] | dict[int, float] = pairs
         if files:  # the file bonus reads the texts of every hit
             rows = self._candidates.fetch([(idx.kinds[pos_of[i]], i) for i in dict.fromkeys(
                 [idx.ids[j] for j in pos.tolist()] + [i for i in exact if i in pos_of])], version)
-            bonus = dict(zip(bonus[0].tolist(), bonus[1].tolist(), strict=True))
+            bonus = dict(zip(pairs[0].tolist(), pairs[1].tolist(), strict=True))
             for rid, c in rows.items():
                 hit_files = [f for f in files if f in c.text]
                 if hit_files:
