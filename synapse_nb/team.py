@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from synapse_nb.transfer import ImportCounts
     from synapse_nb.vault import Vault
 
-__all__ = ["init", "join", "offline_search", "open_team_vault", "start_dev_server", "status", "stop_dev_server"]
+__all__ = ["grant", "init", "join", "offline_search", "open_team_vault", "start_dev_server", "status",
+           "stop_dev_server"]
 
 LOCAL_DIRNAME = ".synapse"
 
@@ -56,12 +57,13 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
     return open_it(url, mind=mind, actor=actor, clock=clock, readonly=readonly, local=local, offline=offline)
 
 
-def init(url: str, *, humans: tuple[str, ...] = (), agents: tuple[str, ...] = (),
+def init(url: str, *, humans: tuple[str, ...] = (), agents: tuple[str, ...] = (), minds: tuple[str, ...] = ("*",),
          local: str | Path | None = None) -> dict[str, Any]:
     """Create the project (schema, tables, roles) or bring it to this version; idempotent.
 
     Runs every missing migration in one transaction under ``pg_advisory_xact_lock`` (concurrent runs queue).
-    ``humans``/``agents`` are existing login roles to make members of the project's human / agent role.
+    ``humans``/``agents`` are existing login roles to make members of the project's human / agent role (each gets
+    the package's lock and idle timeouts); the agents see ``minds`` ("*": every mind; :func:`grant` changes it).
     Needs a role that may create roles and schemas. Returns the project, versions before/after, and roles.
     """
     import psycopg
@@ -81,11 +83,27 @@ def init(url: str, *, humans: tuple[str, ...] = (), agents: tuple[str, ...] = ()
             for login in humans:
                 store.add_login(login, "human")
             for login in agents:
-                store.add_login(login, "agent")
+                store.add_login(login, "agent", minds=minds)
         finally:
             store.close()
     return {"project": project, "version_before": before, "version": after, "roles": roles(project),
-            "humans": list(humans), "agents": list(agents)}
+            "humans": list(humans), "agents": list(agents), "agent_minds": list(minds) if agents else []}
+
+
+def grant(url: str, login: str, mind: str, *, revoke: bool = False, local: str | Path | None = None) -> dict[str, Any]:
+    """Let the role ``login`` see and write the mind ``mind`` (``"*"``: every mind) of the team vault, or no
+    longer (``revoke``); the database enforces it (row-level security, migration 8). A login sees the minds granted
+    to it or to a role it is a member of: people (``<project>_human``) are granted every mind by ``team init``,
+    agents none. Needs the administrator's URL (the project's owner). Returns the login's minds afterwards."""
+    from synapse_nb.store.postgres import PgStore
+
+    conninfo, project = _split(url, _project_dir(local))
+    store = PgStore(conninfo, project)
+    try:
+        minds = store.grant_mind(login, mind, revoke=revoke)
+    finally:
+        store.close()
+    return {"project": project, "login": login, "minds": minds}
 
 
 def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | None = None) -> ImportCounts:

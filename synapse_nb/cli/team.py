@@ -35,7 +35,11 @@ def team_init(
     human: Annotated[list[str] | None, typer.Option(
         "--human", metavar="LOGIN", help="An existing login role to make a human of the project (repeatable).")] = None,
     agent: Annotated[list[str] | None, typer.Option(
-        "--agent", metavar="LOGIN", help="An existing login role to make an agent of the project (repeatable).")] = None,
+        "--agent", metavar="LOGIN",
+        help="An existing login role to make an agent of the project (repeatable).")] = None,
+    mind: Annotated[list[str] | None, typer.Option(
+        "--mind", metavar="NAME", help=("The minds the --agent logins may see (repeatable; default: every mind, "
+                                        "'*'). Change it later with `team grant`."))] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create the project's schema and database roles, or upgrade them; safe to run again (idempotent).
@@ -49,7 +53,7 @@ def team_init(
     """
     from synapse_nb.team import init
 
-    out = init(url, humans=tuple(human or ()), agents=tuple(agent or ()))
+    out = init(url, humans=tuple(human or ()), agents=tuple(agent or ()), minds=tuple(mind or ("*",)))
     if as_json:
         echo_json(out)
         return
@@ -57,6 +61,36 @@ def team_init(
               f"schema {out['version_before']} ->")
     typer.echo(f"project {out['project']}: {change} version {out['version']}; roles "
                f"{out['roles']['human']} (people), {out['roles']['agent']} (agents), {out['roles']['owner']} (owner)")
+
+
+@team_app.command("grant")
+def team_grant(
+    url: UrlArg,
+    login: Annotated[str, typer.Argument(metavar="ROLE", help=(
+        "A login role (or a project's group role, such as acme_human) whose minds to change."))],
+    mind: Annotated[str, typer.Option("--mind", metavar="NAME", help="The mind ('*': every mind).")],
+    revoke: Annotated[bool, typer.Option("--revoke", help="Take the mind away instead of granting it.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Let a role see and write one mind of the team vault (or no longer: --revoke); the database enforces it.
+
+    A login sees the minds granted to it or to a role it belongs to. `team init` grants people (the project's
+    _human role) every mind and agents none (its --agent logins get every mind unless --mind is given). Needs the
+    administrator's URL (the one `team init` ran with).
+
+    Examples:
+
+        synapse-nb team grant postgresql://admin@db:5432/team?project=acme agent_a --mind planner
+
+        synapse-nb team grant postgresql://admin@db:5432/team?project=acme agent_a --mind '*' --revoke
+    """
+    from synapse_nb.team import grant
+
+    out = grant(url, login, mind, revoke=revoke)
+    if as_json:
+        echo_json(out)
+        return
+    typer.echo(f"{out['login']} sees in project {out['project']}: " + (", ".join(out["minds"]) or "no mind"))
 
 
 @team_app.command("join")
@@ -86,7 +120,8 @@ def team_join(
 @team_app.command("status")
 def team_status(
     ctx: typer.Context,
-    url: Annotated[str | None, typer.Argument(metavar="[URL]", help="The team vault (default: --vault / SYNAPSE_HOME).")] = None,
+    url: Annotated[str | None, typer.Argument(
+        metavar="[URL]", help="The team vault (default: --vault / SYNAPSE_HOME).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show the server, the schema version, and this machine's index position and lag (or, offline, its age).

@@ -41,7 +41,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from synapse_nb.errors import ValidationError
 from synapse_nb.store.postgres.db import PgDatabase
 from synapse_nb.store.postgres.dialect import gate_terms
-from synapse_nb.store.postgres.migrate import CODE_VERSION, check_project
+from synapse_nb.store.postgres.migrate import CODE_VERSION, check_project, role_settings
 from synapse_nb.store.postgres.queries import FeedOutbox, RecallQueries, SessionsQueries
 from synapse_nb.store.postgres.tables import EpisodesTable, LessonsTable
 from synapse_nb.store.records import Change
@@ -93,6 +93,24 @@ def parse_team_url(url: str, default_project: str | None = None) -> tuple[str, s
     if project is None:
         raise ValidationError(f"the team vault URL {url!r} names no project; add ?project=NAME (one per repository)")
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), parts.fragment)), check_project(project)
+
+
+def check_login(login: object, *, groups: str | None = None) -> str:
+    """A login role's name as ``team init --human/--agent`` and ``team grant`` accept it (``groups``: the project
+    whose group roles are accepted too)."""
+    if not isinstance(login, str) or not re.match(r"^[a-z_][a-z0-9_]{0,62}$", login):
+        raise ValidationError(f"login {login!r} is not accepted: lower-case letters, digits and '_'")
+    if groups is None and login.endswith(("_owner", "_human", "_agent")):
+        raise ValidationError(f"{login!r} looks like a project's group role; name a login role")
+    return login
+
+
+def check_grant_mind(mind: object) -> str:
+    """A mind name for ``team grant`` (``*``: every mind)."""
+    if not isinstance(mind, str) or not (mind == "*" or re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", mind)):
+        raise ValidationError(f"mind {mind!r} is not accepted: '*' (every mind), or 1-64 letters, digits, '.', '_', "
+                              "'-' starting with a letter or digit")
+    return mind
 
 
 class PgStore(PgDatabase):
@@ -160,12 +178,39 @@ class PgStore(PgDatabase):
                 "machines": [{"name": r["name"], "cursor": r["cursor"], "synced_at": r["synced_at"]}
                              for r in followers]}
 
-    def add_login(self, login: str, kind: str) -> None:
-        """Make the existing login role ``login`` a member of the project's ``human`` or ``agent`` role."""
-        if kind not in ("human", "agent") or not re.match(r"^[a-z_][a-z0-9_]{0,62}$", login):
-            raise ValidationError(f"login {login!r} is not accepted: lower-case letters, digits and '_'")
+    def add_login(self, login: str, kind: str, *, minds: tuple[str, ...] = ("*",)) -> None:
+        """Make the existing login role ``login`` a member of the project's ``human`` or ``agent`` role, give it the
+        package's lock and idle timeouts (``ALTER ROLE ... SET``) and, for an agent, the ``minds`` it may see."""
+        check_login(login)
+        if kind not in ("human", "agent"):
+            raise ValidationError(f"a login is added as 'human' or 'agent', not {kind!r}")
         with self.transaction() as c:
             c.execute(f"GRANT {self.project}_{kind} TO {login}")
+            for stmt in role_settings(login):
+                c.execute(stmt)
+            if kind == "agent":
+                for mind in minds:
+                    self._grant_mind(c, login, mind)
+
+    def grant_mind(self, login: str, mind: str, *, revoke: bool = False) -> list[str]:
+        """Let the role ``login`` see the mind ``mind`` ("*": every mind), or stop it (``revoke``); returns the minds
+        granted to it afterwards. Needs the project's owner (the ``team init`` administrator)."""
+        check_login(login, groups=self.project)
+        with self.transaction() as c:
+            if revoke:
+                c.execute("DELETE FROM mind_grants WHERE grantee = ? AND mind = ?", (login, check_grant_mind(mind)))
+            else:
+                self._grant_mind(c, login, mind)
+                if not login.startswith(f"{self.project}_"):
+                    for stmt in role_settings(login):
+                        c.execute(stmt)
+            rows = c.execute("SELECT mind FROM mind_grants WHERE grantee = ? ORDER BY mind", (login,)).fetchall()
+        return [str(r[0]) for r in rows]
+
+    @staticmethod
+    def _grant_mind(c: Any, login: str, mind: str) -> None:
+        c.execute("INSERT INTO mind_grants(grantee, mind) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                  (login, check_grant_mind(mind)))
 
     def close(self) -> None:
         self.outbox.close()

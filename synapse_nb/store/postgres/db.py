@@ -19,14 +19,17 @@ repositories run here as written; what PostgreSQL does its own way is :mod:`syna
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool.base import AttemptWithBackoff
 
-from synapse_nb.errors import OfflineError, SnapshotMoved, StoreError
+from synapse_nb.errors import CommitUnknownError, OfflineError, SnapshotMoved, StoreError
 from synapse_nb.models import RANKED_KINDS, TABLES
 from synapse_nb.store.postgres import migrate
 from synapse_nb.store.postgres.dialect import POSTGRES
@@ -48,6 +51,52 @@ UNION ALL
 SELECT '(n_docs)', (SELECT count(*) FROM docs), (SELECT n_docs FROM gate_stats)
  WHERE (SELECT count(*) FROM docs) <> (SELECT n_docs FROM gate_stats)
 """
+
+
+log = logging.getLogger("synapse_nb.team")
+log.addHandler(logging.NullHandler())  # the pool's lines reach a user only through their own logging setup
+
+
+class _ToPackageLog(logging.Handler):
+    """psycopg_pool's own lines ("error connecting in 'synapse-acme': ...") re-logged on ``synapse_nb.team.pool``:
+    a CLI user sees the package's one-line errors, never the pool's raw lines on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        logging.getLogger("synapse_nb.team.pool").log(record.levelno, "%s", record.getMessage())
+
+
+def _route_pool_log() -> None:
+    pool_log = logging.getLogger("psycopg.pool")
+    if not any(isinstance(h, _ToPackageLog) for h in pool_log.handlers):
+        pool_log.addHandler(_ToPackageLog())
+        pool_log.propagate = False
+
+
+#: Reconnecting after the server went away: the first attempt after RECONNECT_FIRST seconds, then each one 1.5
+#: times later, never more than RECONNECT_MAX apart (psycopg_pool's own backoff doubles from 1 s, so after a long
+#: outage its next attempt could be 16 s after the server was back). A refused connection costs the server nothing.
+RECONNECT_FIRST = 0.05
+RECONNECT_MAX = 0.5
+#: How long a commit whose connection died is looked into (the server asked whether it committed) before the
+#: caller gets :class:`~synapse_nb.errors.CommitUnknownError`.
+COMMIT_RESOLVE_SECONDS = 10.0
+
+
+class _Backoff(AttemptWithBackoff):
+    INITIAL_DELAY = RECONNECT_FIRST
+    DELAY_JITTER = 0.1
+    DELAY_BACKOFF = 1.5
+
+    def update_delay(self, now: float) -> None:
+        super().update_delay(now)
+        self.delay = min(self.delay, RECONNECT_MAX)
+
+
+class _Pool(ConnectionPool):
+    """A pool whose reconnection backoff is bounded (:data:`RECONNECT_MAX`)."""
+
+    def _add_connection(self, attempt: AttemptWithBackoff | None, growing: bool = False) -> None:
+        super()._add_connection(attempt or _Backoff(timeout=self.reconnect_timeout), growing)
 
 
 class Row:
@@ -87,6 +136,9 @@ MAX_MEMO = 50_000
 #: the server's clock, which is "now" for every read of the snapshot (``now()`` is the transaction's start).
 BEGIN_SNAPSHOT = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
                   "SELECT version, fmt_ts(now()) AS now, n_docs FROM gate_stats WHERE id = 1")
+#: A write transaction's first round trip: open it and learn its transaction id (and the backend's process id), so
+#: a commit whose connection dies can be looked up afterwards (``pg_xact_status``) instead of being guessed.
+BEGIN_WRITE = "BEGIN; SELECT pg_current_xact_id()::text AS xid, pg_backend_pid() AS pid"
 #: A lazy snapshot's first round trip: the same state, read by one autocommitted statement (itself a snapshot).
 SNAPSHOT_POINT = "SELECT version, fmt_ts(now()) AS now, n_docs FROM gate_stats WHERE id = 1"
 
@@ -118,6 +170,7 @@ class _State(threading.local):
         self.role_reset = False  # the checkout's role was already reset (with its last statement)
         self.lazy_open: Callable[[], None] | None = None  # opens a lazy snapshot's transaction on its first read
         self.changes: dict[tuple[str, str], bool] = {}
+        self.op_key: Any = None  # the operation :meth:`PgDatabase.once` runs
         self.after_commit: list[Callable[[], None]] = []
         self.on_rollback: list[Callable[[], None]] = []
 
@@ -167,6 +220,8 @@ class PgDatabase:
         #: statements sent to the server by this handle and its siblings (:meth:`sibling`, ``for_actor``)
         self.round_trips = RoundTrips() if _round_trips is None else _round_trips
         self._txn_gen = 0
+        #: operations whose commit could not be looked up: key -> (xid, records written), see :meth:`once`
+        self._in_doubt: dict[Any, tuple[str, list[tuple[str, str]]]] = {}
         self._memo_version: int | None = None
         self._memo: dict[str, dict[Any, Any]] = {}
         self._memo_lock = threading.Lock()
@@ -177,10 +232,11 @@ class PgDatabase:
             except psycopg.OperationalError as exc:
                 raise OfflineError(f"cannot reach the team vault server {self.location} "
                                    f"({' '.join(str(exc).split())[:300]}): {OFFLINE_HINT}") from exc
-            _pool = ConnectionPool(
+            _route_pool_log()
+            _pool = _Pool(
                 url, min_size=1, max_size=8, open=False, timeout=pool_timeout, name=f"synapse-{project}",
                 kwargs={"autocommit": True, "connect_timeout": 5, "row_factory": _row_factory},
-                configure=self._configure, reconnect_timeout=30)
+                configure=self._configure, reconnect_timeout=3600)
             try:
                 _pool.open(wait=True, timeout=pool_timeout)
             except PoolTimeout as exc:
@@ -197,7 +253,12 @@ class PgDatabase:
                 raise
 
     def _configure(self, conn: Any) -> None:
-        conn.execute(f"SET search_path = {self.project}, pg_catalog")
+        # every transaction on this connection waits for a lock at most LOCK_TIMEOUT, and the server ends it if
+        # this client stalls inside it longer than IDLE_IN_TRANSACTION_TIMEOUT (a stopped process holding the
+        # project's write lock blocks the others that long at most)
+        conn.execute(f"SET search_path = {self.project}, pg_catalog; "
+                     f"SET lock_timeout = '{migrate.LOCK_TIMEOUT}'; "
+                     f"SET idle_in_transaction_session_timeout = '{migrate.IDLE_IN_TRANSACTION_TIMEOUT}'")
 
     # -- identity ---------------------------------------------------------------------------------------------
     @property
@@ -321,7 +382,10 @@ class PgDatabase:
                              "write before or after it")
         if self.readonly:
             raise StoreError(f"the team vault {self.location} is opened read-only; writes are refused")
-        with self._connection("BEGIN") as (conn, _):
+        with self._connection(BEGIN_WRITE) as (conn, cur):
+            cur.nextset()
+            ident = cur.fetchone()
+            xid, pid = (str(ident[0]), int(ident[1])) if ident else ("", 0)
             committing = False
             st.conn, st.depth = conn, 1
             try:
@@ -330,18 +394,23 @@ class PgDatabase:
                 self.round_trips.count += 1
                 conn.execute("COMMIT")
             except BaseException as exc:
-                if not conn.closed:
-                    self.round_trips.count += 1
-                    with contextlib.suppress(psycopg.Error):
-                        conn.execute("ROLLBACK")
-                st.after_commit.clear()
-                st.changes.clear()
-                rollbacks, st.on_rollback = st.on_rollback, []
-                for cb in rollbacks:
-                    cb()
-                if isinstance(exc, psycopg.Error):
-                    raise map_error(exc, committing=committing) from exc
-                raise
+                outcome, written = None, sorted(st.changes)
+                if committing and isinstance(exc, psycopg.OperationalError) and xid:
+                    # the connection died during COMMIT: ask the server what became of the transaction instead of
+                    # leaving the caller to guess (a retry would write a second record under new ids)
+                    outcome = self._resolve_commit(xid, pid)
+                if outcome != "committed":
+                    self._rolled_back(conn)
+                    if outcome == "aborted":
+                        raise OfflineError(
+                            "the team vault server went away while committing and says the commit did not happen: "
+                            "nothing was written; the next call reconnects") from exc
+                    if isinstance(exc, psycopg.Error):
+                        err = map_error(exc, committing=committing)
+                        if isinstance(err, CommitUnknownError) and st.op_key is not None:
+                            self._in_doubt[st.op_key] = (xid, written)
+                        raise err from exc
+                    raise
             finally:
                 st.conn, st.depth = None, 0
         st.on_rollback = []
@@ -385,6 +454,77 @@ class PgDatabase:
             finally:
                 st.conn, st.snap, st.snap_point = None, 0, None
                 self._end_snapshot(conn)
+
+    def _rolled_back(self, conn: Any) -> None:
+        """What a transaction that did not commit leaves behind: a rollback (if the connection lives), no callbacks."""
+        st = self._state
+        if not conn.closed:
+            self.round_trips.count += 1
+            with contextlib.suppress(psycopg.Error):
+                conn.execute("ROLLBACK")
+        st.after_commit.clear()
+        st.changes.clear()
+        rollbacks, st.on_rollback = st.on_rollback, []
+        for cb in rollbacks:
+            cb()
+
+    def _resolve_commit(self, xid: str, pid: int) -> str | None:
+        """"committed" or "aborted": what the server says became of transaction ``xid`` whose connection died
+        during its COMMIT; None when it could not be asked within :data:`COMMIT_RESOLVE_SECONDS`.
+
+        Asked on a connection of its own (the pool may still be reconnecting). While the server has not yet noticed
+        the dead connection the transaction is "in progress"; after a second its backend (``pid``, still running
+        ``xid``) is ended, which settles it: a commit record already written stays committed, anything else aborts.
+        """
+        deadline = time.monotonic() + COMMIT_RESOLVE_SECONDS
+        started, delay = time.monotonic(), RECONNECT_FIRST
+        while True:
+            with contextlib.suppress(psycopg.Error), \
+                    psycopg.connect(self.url, autocommit=True, connect_timeout=2) as c:
+                while time.monotonic() < deadline:
+                    row = c.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()
+                    status = row[0] if row else None
+                    if status in ("committed", "aborted"):
+                        log.info("a commit cut off by a dead connection was looked up: %s (xid %s)", status, xid)
+                        return str(status)
+                    if status is None:  # too old for the server to remember: cannot be known
+                        return None
+                    if time.monotonic() - started > 1.0 and pid:
+                        c.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = %s AND "
+                                  "backend_xid::text = (%s::xid8::text::numeric %% 4294967296)::text", (pid, xid))
+                    time.sleep(RECONNECT_FIRST)
+            if time.monotonic() >= deadline:
+                log.warning("a commit cut off by a dead connection could not be looked up (xid %s)", xid)
+                return None
+            time.sleep(delay)
+            delay = min(delay * 1.5, RECONNECT_MAX)
+
+    def once(self, key: Any, call: Callable[[], Any]) -> tuple[bool, Any]:
+        """Run one write operation exactly once across the retries its caller makes: ``(True, result of call())``,
+        or ``(False, changes)`` when an earlier attempt of the same operation (same ``key``) on this handle ended in
+        :class:`~synapse_nb.errors.CommitUnknownError` and the server now says it committed: ``changes`` are the
+        records it wrote (the caller reads them back instead of writing them again)."""
+        st = self._state
+        if st.depth or st.op_key is not None:
+            return True, call()
+        prior = self._in_doubt.get(key)
+        if prior is not None:
+            try:
+                with self._connection("SELECT pg_xact_status(?::xid8)", (prior[0],), last=True) as (_, cur):
+                    row = cur.fetchone()
+            except OfflineError as exc:
+                raise CommitUnknownError(f"{exc}; the earlier attempt of this write is still unknown") from exc
+            status = row[0] if row else None
+            if status == "committed":
+                del self._in_doubt[key]
+                return False, prior[1]
+            if status == "aborted" or status is None:
+                del self._in_doubt[key]
+        st.op_key = key
+        try:
+            return True, call()
+        finally:
+            st.op_key = None
 
     def _end_snapshot(self, conn: Any) -> None:
         """Close a snapshot's read transaction: one round trip, with an agent's RESET ROLE in it."""
@@ -445,17 +585,20 @@ class PgDatabase:
         self._listeners.append(listener)
 
     def stamp(self, now: str) -> str:
-        """``now``, or 1 µs after the project's last stamp; takes the project's write lock until the commit."""
+        """The server's clock, or 1 µs after the project's last stamp (migration 6); takes the project's write lock
+        until the commit. ``now`` (the caller's clock) is not sent: no client moves a team vault's stamps."""
         if not self._state.depth:
             with self.transaction():
                 return self.stamp(now)
-        row = self.query_one("SELECT next_stamp(?::ts)", (now,))
+        row = self.query_one("SELECT next_stamp()")
         if row is None:  # a function call answers one row
             raise StoreError(f"the team vault {self.location} gave no stamp")
         return str(row[0])
 
     def advance_clock(self, ts: str) -> None:
-        self.stamp(ts)
+        """Nothing: an import's latest stamp does not move the server's clock (a stamp from another machine's
+        clock, or a hand-made export, could otherwise push every later stamp into the future). New stamps follow
+        the server's clock; imported records keep their own."""
 
     # -- statements ---------------------------------------------------------------------------------------------
     def write(self, sql: str, params: Sequence[Any] = (), change: Change | None = None) -> psycopg.Cursor[Row]:
