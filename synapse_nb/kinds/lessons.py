@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from synapse_nb._util import MAX_TEXT, check_files, check_limit, check_stored_strings, check_text, fmt_ts, new_id
 from synapse_nb.context import agent_environment
 from synapse_nb.errors import ConflictError, GitError, NotFoundError, PermissionDeniedError, ValidationError
-from synapse_nb.kinds._base import KindManager
+from synapse_nb.kinds._base import KindManager, exactly_once
 from synapse_nb.models import Lesson, RecordList
 from synapse_nb.settings import Settings
 
@@ -107,6 +107,7 @@ class Lessons(KindManager[Lesson]):
         return int(Settings(self._ctx).get("lesson_expiry_days"))
 
     # -- create -------------------------------------------------------------------------------------------
+    @exactly_once
     def create(self, summary: str, *, files: Any = None, branch: str | None = None,
                revert_commit: dict[str, Any] | None = None, reverted_commits: Any = (),
                diffstat: Any = ()) -> Lesson:
@@ -217,7 +218,8 @@ class Lessons(KindManager[Lesson]):
 
         Examples
         --------
-        >>> v.lessons.approve("les_3f9a0c12be47", text="Never retry payments without an idempotency key")  # doctest: +SKIP
+        >>> v.lessons.approve("les_3f9a0c12be47",
+        ...                   text="Never retry payments without an idempotency key")  # doctest: +SKIP
         >>> v.lessons.approve("les_3f9a0c12be47", accept_agent_text=True, expiry_days=14)  # doctest: +SKIP
         """
         self._require_user("approve a lesson")
