@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-import synapse_nb.store.postgres.db as pgdb
+import synapse_nb.store.postgres.pool as pgpool
 from synapse_nb.errors import CommitUnknownError, OfflineError
 from tests.team.proxy import CutProxy
 
@@ -89,7 +89,7 @@ def test_an_unknown_outcome_retried_as_the_message_says_returns_the_first_record
     write, texts = KINDS[kind]
     v = machine("unknown", proxy.url(team_url))
     write(v, 0)  # the pool is connected
-    monkeypatch.setattr(pgdb, "COMMIT_RESOLVE_SECONDS", 0.3)
+    monkeypatch.setattr(pgpool, "COMMIT_RESOLVE_SECONDS", 0.3)
     proxy.cut("after")
     proxy.refuse()  # every new connection (the look-up's too) is closed at once
     with pytest.raises(CommitUnknownError, match="make the same call again on the same vault handle"):

@@ -5,35 +5,33 @@ for psycopg (:meth:`~synapse_nb.store.postgres.dialect.PgDialect.render`) when i
 repositories run here as written; what PostgreSQL does its own way is :mod:`synapse_nb.store.postgres.dialect`,
 :mod:`synapse_nb.store.postgres.tables` and :mod:`synapse_nb.store.postgres.queries`.
 
-- A ``psycopg_pool`` pool of autocommit connections whose ``search_path`` is the project schema, each checked
-  (``check_connection``) when handed out, so a server restart costs no caller an error.
-- A write transaction pins one connection to the thread (nested calls join it) and is READ COMMITTED; its
-  first stamp (``next_stamp``) takes the project's write lock, as ``BEGIN IMMEDIATE`` does in SQLite.
+- A pool of autocommit connections (:mod:`synapse_nb.store.postgres.pool`) whose ``search_path`` is the project
+  schema, with ``lock_timeout`` and ``idle_in_transaction_session_timeout`` set; a checkout's first statement is
+  its check, so a server restart costs no caller an error.
+- A write transaction pins one connection to the thread (nested calls join it), is READ COMMITTED and knows its
+  transaction id: a COMMIT whose connection dies is looked up, never guessed (:meth:`PgDatabase.once`). Its
+  first stamp (``next_stamp()``, the server's clock) takes the project's write lock, as ``BEGIN IMMEDIATE``.
 - A snapshot is ``REPEATABLE READ READ ONLY`` on a pinned connection: recall's reads see one committed state.
-- An agent handle runs every statement as ``<project>_agent`` (``SET ROLE``): the database refuses what the
-  human gate forbids whatever the Python code does.
-- psycopg errors become the package's :class:`~synapse_nb.errors.SynapseError` tree
-  (:func:`~synapse_nb.store.postgres.errors.map_error`).
+- An agent handle runs every statement as ``<project>_agent`` (``SET ROLE``); psycopg errors become the package's
+  :class:`~synapse_nb.errors.SynapseError` tree (:func:`~synapse_nb.store.postgres.errors.map_error`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
-from psycopg_pool.base import AttemptWithBackoff
 
 from synapse_nb.errors import CommitUnknownError, OfflineError, SnapshotMoved, StoreError
 from synapse_nb.models import RANKED_KINDS, TABLES
 from synapse_nb.store.postgres import migrate
 from synapse_nb.store.postgres.dialect import POSTGRES
 from synapse_nb.store.postgres.errors import OFFLINE_HINT, map_error
+from synapse_nb.store.postgres.pool import BoundedBackoffPool, Row, resolve_commit, route_pool_log, row_factory
 from synapse_nb.store.records import Change
 from synapse_nb.store.sql.dialect import Dialect
 
@@ -51,82 +49,6 @@ UNION ALL
 SELECT '(n_docs)', (SELECT count(*) FROM docs), (SELECT n_docs FROM gate_stats)
  WHERE (SELECT count(*) FROM docs) <> (SELECT n_docs FROM gate_stats)
 """
-
-
-log = logging.getLogger("synapse_nb.team")
-log.addHandler(logging.NullHandler())  # the pool's lines reach a user only through their own logging setup
-
-
-class _ToPackageLog(logging.Handler):
-    """psycopg_pool's own lines ("error connecting in 'synapse-acme': ...") re-logged on ``synapse_nb.team.pool``:
-    a CLI user sees the package's one-line errors, never the pool's raw lines on stderr."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        logging.getLogger("synapse_nb.team.pool").log(record.levelno, "%s", record.getMessage())
-
-
-def _route_pool_log() -> None:
-    pool_log = logging.getLogger("psycopg.pool")
-    if not any(isinstance(h, _ToPackageLog) for h in pool_log.handlers):
-        pool_log.addHandler(_ToPackageLog())
-        pool_log.propagate = False
-
-
-#: Reconnecting after the server went away: the first attempt after RECONNECT_FIRST seconds, then each one 1.5
-#: times later, never more than RECONNECT_MAX apart (psycopg_pool's own backoff doubles from 1 s, so after a long
-#: outage its next attempt could be 16 s after the server was back). A refused connection costs the server nothing.
-RECONNECT_FIRST = 0.05
-RECONNECT_MAX = 0.5
-#: How long a commit whose connection died is looked into (the server asked whether it committed) before the
-#: caller gets :class:`~synapse_nb.errors.CommitUnknownError`.
-COMMIT_RESOLVE_SECONDS = 10.0
-
-
-class _Backoff(AttemptWithBackoff):
-    INITIAL_DELAY = RECONNECT_FIRST
-    DELAY_JITTER = 0.1
-    DELAY_BACKOFF = 1.5
-
-    def update_delay(self, now: float) -> None:
-        super().update_delay(now)
-        self.delay = min(self.delay, RECONNECT_MAX)
-
-
-class _Pool(ConnectionPool):
-    """A pool whose reconnection backoff is bounded (:data:`RECONNECT_MAX`)."""
-
-    def _add_connection(self, attempt: AttemptWithBackoff | None, growing: bool = False) -> None:
-        super()._add_connection(attempt or _Backoff(timeout=self.reconnect_timeout), growing)
-
-
-class Row:
-    """A result row readable by column name or position (as ``sqlite3.Row``)."""
-
-    __slots__ = ("_index", "_values")
-
-    def __init__(self, index: dict[str, int], values: Sequence[Any]) -> None:
-        self._index = index
-        self._values = values
-
-    def __getitem__(self, key: int | str) -> Any:
-        return self._values[self._index[key]] if isinstance(key, str) else self._values[key]
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def keys(self) -> list[str]:
-        return list(self._index)
-
-    def __repr__(self) -> str:
-        return f"Row({dict(zip(self._index, self._values, strict=True))!r})"
-
-
-def _row_factory(cursor: Any) -> Callable[[Sequence[Any]], Row]:
-    index = {c.name: i for i, c in enumerate(cursor.description or ())}
-    return lambda values: Row(index, values)
 
 
 #: Most answers kept per kind of read in :meth:`PgDatabase.snapshot_cache` (emptied when full).
@@ -232,10 +154,10 @@ class PgDatabase:
             except psycopg.OperationalError as exc:
                 raise OfflineError(f"cannot reach the team vault server {self.location} "
                                    f"({' '.join(str(exc).split())[:300]}): {OFFLINE_HINT}") from exc
-            _route_pool_log()
-            _pool = _Pool(
+            route_pool_log()
+            _pool = BoundedBackoffPool(
                 url, min_size=1, max_size=8, open=False, timeout=pool_timeout, name=f"synapse-{project}",
-                kwargs={"autocommit": True, "connect_timeout": 5, "row_factory": _row_factory},
+                kwargs={"autocommit": True, "connect_timeout": 5, "row_factory": row_factory},
                 configure=self._configure, reconnect_timeout=3600)
             try:
                 _pool.open(wait=True, timeout=pool_timeout)
@@ -398,7 +320,7 @@ class PgDatabase:
                 if committing and isinstance(exc, psycopg.OperationalError) and xid:
                     # the connection died during COMMIT: ask the server what became of the transaction instead of
                     # leaving the caller to guess (a retry would write a second record under new ids)
-                    outcome = self._resolve_commit(xid, pid)
+                    outcome = resolve_commit(self.url, xid, pid)
                 if outcome != "committed":
                     self._rolled_back(conn)
                     if outcome == "aborted":
@@ -468,42 +390,10 @@ class PgDatabase:
         for cb in rollbacks:
             cb()
 
-    def _resolve_commit(self, xid: str, pid: int) -> str | None:
-        """"committed" or "aborted": what the server says became of transaction ``xid`` whose connection died
-        during its COMMIT; None when it could not be asked within :data:`COMMIT_RESOLVE_SECONDS`.
-
-        Asked on a connection of its own (the pool may still be reconnecting). While the server has not yet noticed
-        the dead connection the transaction is "in progress"; after a second its backend (``pid``, still running
-        ``xid``) is ended, which settles it: a commit record already written stays committed, anything else aborts.
-        """
-        deadline = time.monotonic() + COMMIT_RESOLVE_SECONDS
-        started, delay = time.monotonic(), RECONNECT_FIRST
-        while True:
-            with contextlib.suppress(psycopg.Error), \
-                    psycopg.connect(self.url, autocommit=True, connect_timeout=2) as c:
-                while time.monotonic() < deadline:
-                    row = c.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()
-                    status = row[0] if row else None
-                    if status in ("committed", "aborted"):
-                        log.info("a commit cut off by a dead connection was looked up: %s (xid %s)", status, xid)
-                        return str(status)
-                    if status is None:  # too old for the server to remember: cannot be known
-                        return None
-                    if time.monotonic() - started > 1.0 and pid:
-                        c.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = %s AND "
-                                  "backend_xid::text = (%s::xid8::text::numeric %% 4294967296)::text", (pid, xid))
-                    time.sleep(RECONNECT_FIRST)
-            if time.monotonic() >= deadline:
-                log.warning("a commit cut off by a dead connection could not be looked up (xid %s)", xid)
-                return None
-            time.sleep(delay)
-            delay = min(delay * 1.5, RECONNECT_MAX)
-
     def once(self, key: Any, call: Callable[[], Any]) -> tuple[bool, Any]:
-        """Run one write operation exactly once across the retries its caller makes: ``(True, result of call())``,
-        or ``(False, changes)`` when an earlier attempt of the same operation (same ``key``) on this handle ended in
-        :class:`~synapse_nb.errors.CommitUnknownError` and the server now says it committed: ``changes`` are the
-        records it wrote (the caller reads them back instead of writing them again)."""
+        """One write operation exactly once across its caller's retries: ``(True, call())``, or ``(False, records)``
+        when an earlier attempt of it (same ``key``) on this handle ended in :class:`CommitUnknownError` and the
+        server now says it committed: the (kind, id) it wrote, which the caller reads back instead of rewriting."""
         st = self._state
         if st.depth or st.op_key is not None:
             return True, call()
