@@ -140,7 +140,7 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
     ensure_gitignore(folder)
     try:
         store = PgStore(conninfo, project, folder=folder, readonly=readonly,
-                        role="agent" if actor == "agent" else None)
+                        role="agent" if actor == "agent" else None, keep_copy=True)
     except OfflineError as exc:
         if not offline:
             raise

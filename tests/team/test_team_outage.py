@@ -96,3 +96,52 @@ def test_the_pools_lines_never_reach_stderr(own_server: PgServer, tmp_path: Path
     out, err = proc.communicate("\n", timeout=60)
     assert out.strip() == "OfflineError"
     assert "error connecting" not in err and "discarding" not in err and err.strip() == "", err
+
+
+# -- D6: the offline copy stays current in normal use ---------------------------------------------------------
+def test_a_machine_that_only_recalled_reads_a_current_copy_when_the_server_dies(own_server: PgServer,
+                                                                               tmp_path: Path) -> None:
+    url = f"{own_server.url}?project=onlyrecall"
+    init(url, local=tmp_path)
+    (tmp_path / "writer").mkdir()
+    (tmp_path / "reader").mkdir()
+    writer = open_team_vault(url, local=tmp_path / "writer")
+    reader = open_team_vault(url, local=tmp_path / "reader")  # never searches its index, never rebuilds it
+    writer.remember("knowledge", "deploy_day", "deploys run on fridays after the freeze")
+    assert reader.recall("when do deploys run?").items
+    last = writer.remember("knowledge", "rollback_rule", "rollbacks need two approvals")
+    assert reader.recall("who approves a rollback?").items  # the last operation before the server dies
+    reader.close()  # as a CLI command ends: the copy's pending sync is finished
+    writer.close()
+    own_server.stop()
+    off = open_team_vault(url, local=tmp_path / "reader", offline=True)
+    r = off.recall("who approves a rollback?")
+    assert r.text.startswith("STALE (offline)") and [h.id for h in r.hits][:1] == [last.id]
+    own_server.start(port=own_server.port)
+
+
+CLI_RECALL = "from synapse_nb.cli import main; main()"
+
+
+def test_the_cli_leaves_a_current_copy_after_a_recall(own_server: PgServer, tmp_path: Path) -> None:
+    url = f"{own_server.url}?project=clicopy"
+    init(url, local=tmp_path)
+    (tmp_path / "writer").mkdir()
+    (tmp_path / "laptop").mkdir()
+    writer = open_team_vault(url, local=tmp_path / "writer")
+    m = writer.remember("knowledge", "deploy_day", "deploys run on fridays after the freeze")
+    writer.close()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env.pop("SYNAPSE_HOME", None)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "synapse_nb", "--vault", url, *args], cwd=tmp_path / "laptop",
+                              env=env, capture_output=True, text=True, timeout=120)
+
+    live = cli("recall", "when do deploys run?")  # the only command this machine ever ran
+    assert live.returncode == 0 and "fridays" in live.stdout and not live.stdout.startswith("STALE"), live.stderr
+    assert live.stderr.strip() == ""
+    own_server.stop()
+    stale = cli("recall", "when do deploys run?")
+    assert stale.returncode == 0 and stale.stdout.startswith("STALE (offline)") and m.id in stale.stdout, stale
+    own_server.start(port=own_server.port)

@@ -33,13 +33,16 @@ Where the SQL is:
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from synapse_nb.errors import ValidationError
-from synapse_nb.store.postgres.db import PgDatabase
+from synapse_nb.store.postgres.copy import CopyKeeper
+from synapse_nb.store.postgres.db import PgDatabase, RoundTrips
 from synapse_nb.store.postgres.dialect import gate_terms
 from synapse_nb.store.postgres.migrate import CODE_VERSION, check_project, role_settings
 from synapse_nb.store.postgres.queries import FeedOutbox, RecallQueries, SessionsQueries
@@ -58,6 +61,10 @@ from synapse_nb.store.sql import (
 )
 
 __all__ = ["CODE_VERSION", "PgStore", "gate_terms", "is_team_url", "parse_team_url", "project_for"]
+
+#: Statements that start an operation that writes nothing (a read, a snapshot): the others tell the offline copy's
+#: keeper that something may have been written.
+READS = ("SELECT", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 
 _URL_RE = re.compile(r"^postgres(ql)?://", re.IGNORECASE)
 
@@ -126,9 +133,13 @@ class PgStore(PgDatabase):
     """
 
     def __init__(self, url: str, project: str, *, folder: str | Path | None = None, readonly: bool = False,
-                 role: str | None = None, **kw: Any) -> None:
+                 role: str | None = None, keep_copy: bool = False, _keeper: CopyKeeper | None = None,
+                 **kw: Any) -> None:
         super().__init__(url, project, readonly=readonly, role=role, **kw)
         self.folder = None if folder is None else Path(folder)
+        #: keeps this machine's offline copy current after every operation (``keep_copy``: a vault handle's store)
+        self.keeper = _keeper if _keeper is not None else (
+            CopyKeeper(self) if keep_copy and self.folder is not None else None)
         self.path = (self.folder or Path(".")) / "team-feed.json"
         # typed on the connection (not this subclass), as the lessons and episodes of a team vault are
         self.memories: MemoriesTable[PgDatabase] = MemoriesTable(self)
@@ -163,7 +174,33 @@ class PgStore(PgDatabase):
         if role == self.role:
             return self
         return PgStore(self.url, self.project, folder=self.folder, readonly=self.readonly, role=role,
-                       _pool=self.pool, _listeners=self._listeners, _round_trips=self.round_trips)
+                       _pool=self.pool, _listeners=self._listeners, _round_trips=self.round_trips,
+                       _keeper=self.keeper)
+
+    def sibling_for_copy(self) -> PgStore:
+        """A handle on the same pool for :class:`CopyKeeper`'s syncs: its own round-trip count, no keeper."""
+        return PgStore(self.url, self.project, folder=self.folder, readonly=self.readonly, role=self.role,
+                       _pool=self.pool, _listeners=[], _round_trips=RoundTrips())
+
+    # -- this machine's offline copy --------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _connection(self, first: str | None = None, params: Sequence[Any] = (),
+                    last: bool = False) -> Iterator[tuple[Any, Any]]:
+        """The connection's checkout; once an operation is over (no connection pinned any more), the offline copy
+        is poked: its keeper brings it up to date in the background."""
+        with super()._connection(first, params, last) as got:
+            yield got
+        keeper = getattr(self, "keeper", None)  # None while the handle is being opened
+        if keeper is not None and self._state.conn is None and self._state.lazy_open is None:
+            if first is None or not first.lstrip().upper().startswith(READS):
+                keeper.written()
+            keeper.poke()
+
+    def data_version(self) -> tuple[int, ...]:
+        version = super().data_version()
+        if self.keeper is not None and version[0] >= 0:
+            self.keeper.saw(version[0])
+        return version
 
     # -- team administration (``synapse-nb team status``) -----------------------------------------------------
     def server_info(self) -> dict[str, Any]:
@@ -213,5 +250,7 @@ class PgStore(PgDatabase):
                   (login, check_grant_mind(mind)))
 
     def close(self) -> None:
+        if self.keeper is not None and self._owner:
+            self.keeper.close()
         self.outbox.close()
         super().close()
