@@ -36,10 +36,10 @@ from pathlib import Path
 import psycopg
 
 import synapse_nb as syn
+from synapse_nb.errors import BusyError, CommitUnknownError, OfflineError
 from synapse_nb.store.postgres import gate_terms
 from synapse_nb.store.postgres.dialect import rank_tokens
 from synapse_nb.store.postgres.server import PgServer
-from synapse_nb.errors import BusyError, CommitUnknownError, OfflineError
 from synapse_nb.team import init, open_team_vault
 
 WORDS = ("deploy migrate backup retry cache index schema timeout queue worker token auth session billing invoice "
@@ -325,7 +325,7 @@ def bench_kills(procs: int, writes: int) -> None:
             try:
                 srv.start(port=srv.port)
                 break
-            except Exception:  # noqa: BLE001 - the old backends still hold the port or shared memory
+            except Exception:
                 time.sleep(0.5)
         time.sleep(2)
         os.kill(workers[0].pid or 0, signal.SIGKILL)  # a client, mid-write
