@@ -111,6 +111,9 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
     ONE transaction (all or nothing). Records already there with identical content are skipped, so joining
     again changes nothing; a record holding something else there refuses the whole join. Counts per kind.
 
+    A repository with no local vault yet (a fresh clone) has nothing to copy: the join then only checks that the
+    team vault can be opened, and counts nothing.
+
     The copy is trusted (``import_jsonl(trust=True)``): the local vault's user records, verified memories,
     approved lessons and settings were made through that vault's own human gate, and the join is the human's
     act; the claims it carried over are in the result's ``.claims``.
@@ -119,14 +122,22 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
 
     if str(source).lower().startswith(("postgresql://", "postgres://")):
         raise ValidationError("--from names the local vault to copy (a folder), not a team vault URL")
-    src = open_vault(source, create=False, readonly=True)
+    from synapse_nb.errors import VaultNotFoundError
+    from synapse_nb.transfer import ImportCounts
+
     try:
-        text = src.export_jsonl()
-    finally:
-        src.close()
+        src = open_vault(source, create=False, readonly=True)
+    except VaultNotFoundError:
+        src = None  # a fresh repository: nothing local to bring in; joining is only checking the team vault
+    text = ""
+    if src is not None:
+        try:
+            text = src.export_jsonl()
+        finally:
+            src.close()
     team = open_team_vault(url, local=local)
     try:
-        return team.import_jsonl(text.split("\n"), trust=True)
+        return team.import_jsonl(text.split("\n"), trust=True) if text else ImportCounts({})
     finally:
         team.close()
 

@@ -89,11 +89,14 @@ def parse_team_url(url: str, default_project: str | None = None) -> tuple[str, s
 
     >>> parse_team_url("postgresql://bob@db:5432/team?project=acme&sslmode=require")
     ('postgresql://bob@db:5432/team?sslmode=require', 'acme')
+    >>> parse_team_url("postgresql://bob@db/team?passfile=/home/bob/.pgpass?project=acme")  # "$URL?project=..."
+    ('postgresql://bob@db/team?passfile=%2Fhome%2Fbob%2F.pgpass', 'acme')
     """
     if not is_team_url(url):
         raise ValidationError(f"{url!r} is not a team vault URL; use postgresql://user@host:port/database?project=NAME")
     parts = urlsplit(url.strip())
-    query = parse_qsl(parts.query, keep_blank_values=True)
+    # "$ADMIN_URL?project=acme" where ADMIN_URL already had "?sslmode=require": a second "?" is a "&"
+    query = parse_qsl(parts.query.replace("?", "&"), keep_blank_values=True)
     projects = [v for k, v in query if k == "project"]
     rest = [(k, v) for k, v in query if k != "project"]
     project = projects[-1] if projects else default_project
