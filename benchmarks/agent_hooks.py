@@ -62,7 +62,8 @@ def main() -> None:
     def row(name: str, xs: list[float]) -> None:
         rows.append((name, statistics.median(xs)))
 
-    row("hook post-tool (light path)", timed([*hook, "post-tool", "--session", "b", "--file", "a.py"], env, a.runs, tmp))
+    row("hook post-tool (light path)", timed([*hook, "post-tool", "--session", "b", "--file", "a.py"], env,
+                                             a.runs, tmp))
     row("hook post-tool through typer", timed([*typer_path, "post-tool", "--session", "b", "--file", "a.py"], env,
                                               a.runs, tmp))
     prompt = "how do we run the migrations before deploying billing?"

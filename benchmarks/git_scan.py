@@ -129,7 +129,8 @@ def main() -> None:
         t0 = time.perf_counter()
         inc = scan_reverts(info, since=full.scanned_tips)
         t_inc = time.perf_counter() - t0
-        print(f"incremental scan: {t_inc * 1000:.0f} ms for {inc.commits_scanned} new commits, {len(inc.reverts)} revert(s)")
+        print(f"incremental scan: {t_inc * 1000:.0f} ms for {inc.commits_scanned} new commits, "
+              f"{len(inc.reverts)} revert(s)")
 
         # hook cost: a real vault, first scan done, then commits with and without the hooks
         from synapse_nb.vault import open_vault

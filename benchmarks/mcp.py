@@ -23,10 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import anyio
+
 # this file is named mcp.py: keep its folder off the import path so ``import mcp`` finds the SDK
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
-import anyio
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -53,7 +53,8 @@ async def bench(project: Path, big: Path, repo: Path, calls: int, records: int) 
             starts.append(time.perf_counter() - t)
     show("server start to first answer", starts, 300)
 
-    async with Client(StdioServerParameters(command=sys.executable, args=["-m", "synapse_nb", "mcp", str(project)])) as c:
+    async with Client(StdioServerParameters(command=sys.executable,
+                                            args=["-m", "synapse_nb", "mcp", str(project)])) as c:
         for tool, args in (("create_checkpoint", {"doing": "bench step", "changed_files": ["a.py"]}),
                            ("log_decision", {"decision": "bench decision", "rationale": "because"})):
             xs = []

@@ -59,7 +59,7 @@ def sentence(rng: random.Random, lo: int = 8, hi: int = 24) -> str:
 
 def pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
 
 
 def rows(n: int, rng: random.Random, start: int = 0) -> list[tuple[str, str, str, list[str], str]]:

@@ -31,13 +31,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# this checkout's synapse_nb, and this folder off the import path so ``import mcp`` finds the SDK (not mcp.py here)
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
 
-import synapse_nb as syn
-from synapse_nb.errors import QuotaExceededError
-from synapse_nb.recall.rank import RANK_STOP_WORDS, rank_words
-from synapse_nb.text import FTS_TOKEN_RE
+import synapse_nb as syn  # noqa: E402 - must follow the sys.path set-up above
+from synapse_nb.errors import QuotaExceededError  # noqa: E402 - must follow the sys.path set-up above
+from synapse_nb.recall.rank import RANK_STOP_WORDS, rank_words  # noqa: E402 - must follow the sys.path set-up above
+from synapse_nb.text import FTS_TOKEN_RE  # noqa: E402 - must follow the sys.path set-up above
 
 DATA = ROOT / "datasets" / "agent_vault"
 

@@ -243,9 +243,7 @@ def bench_feed_and_bytes(url: str, a_dir: Path, b_dir: Path, samples: int) -> No
     rnd = random.Random(7)
     queries = [f"{rnd.choice(WORDS)} {rnd.choice(WORDS)} {rnd.choice(WORDS)}" for _ in range(100)]
     same = sum(a.recall(q).text == b.recall(q).text for q in queries)
-    same_idx = sum(a.recall(q, path="index").text == b.recall(q, path="index").text for q in queries)
-    print(f"determinism: {same}/100 recall texts byte-identical on both machines (exhaustive path), "
-          f"{same_idx}/100 (index path)")
+    print(f"determinism: {same}/100 recall texts byte-identical on both machines (recall has one path since v2)")
     a.close()
     b.close()
 

@@ -8,8 +8,9 @@ human working here, so such a vault is *borrowed* (:func:`detect`, once per :fun
 - ``"symlink"``: the vault folder is reached through a symlink that resolves outside the project's root.
 
 Naming the vault folder itself (``SYNAPSE_HOME=/that/folder``, ``--vault /that/folder``) is a human's explicit
-choice of that folder: it is then no symlink borrowing (unless the name is itself the project's symlink). A vault git tracks stays borrowed however it is named:
-its lessons were approved by whoever committed them. Team vaults (PostgreSQL) are never file-borrowed.
+choice of that folder: it is then no symlink borrowing (unless the name is itself the project's symlink). A vault
+git tracks stays borrowed however it is named: its lessons were approved by whoever committed them. Team vaults
+(PostgreSQL) are never file-borrowed.
 
 What it changes (the surfaces read :attr:`Borrowed.line` and :meth:`Borrowed.to_dict`):
 

@@ -18,6 +18,7 @@ import os
 import re
 from collections.abc import Mapping
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from synapse_nb.store.base import VaultStore
 
 __all__ = ["ACTORS", "AGENT_ENVIRONMENT", "MIND_PATTERN", "Actor", "Context", "GitView", "agent_environment",
-           "check_identity", "check_mind", "readonly_requested"]
+           "check_actor", "check_identity", "check_mind", "readonly_requested"]
 
 Actor = Literal["user", "agent"]
 #: Who acts through a vault handle: a human surface, or an agent's.
@@ -92,13 +93,20 @@ def check_mind(mind: object) -> str:
     return mind
 
 
-def check_identity(mind: object, actor: object) -> None:
-    if actor not in ACTORS:
-        raise ValidationError(f"actor {actor!r} is not accepted; use one of: {', '.join(ACTORS)}")
+def check_actor(actor: object) -> Actor:
+    """An actor: "user" or "agent"."""
+    if actor == "user":
+        return "user"
+    if actor == "agent":
+        return "agent"
+    raise ValidationError(f"actor {actor!r} is not accepted; use one of: {', '.join(ACTORS)}")
+
+
+def check_identity(mind: object, actor: object) -> Actor:
+    """Check a handle's mind and actor (the actor first); returns the actor."""
+    checked = check_actor(actor)
     check_mind(mind)
-
-
-_UNSET: object = object()
+    return checked
 
 
 class GitView:
@@ -114,22 +122,16 @@ class GitView:
         self.project_dir = project_dir
         self.vault_dir = vault_dir
         self.borrowed = borrowed
-        self._repo: object = _UNSET
-        self._prefix: object = _UNSET
 
-    @property
+    @cached_property
     def repo(self) -> RepoInfo | None:
-        """The git repository of the project folder, or None outside git."""
-        if self._repo is _UNSET:
-            self._repo = find_repo(self.project_dir)
-        return self._repo  # type: ignore[return-value]
+        """The git repository of the project folder, or None outside git (found once)."""
+        return find_repo(self.project_dir)
 
-    @property
+    @cached_property
     def prefix(self) -> str | None:
-        """The vault folder relative to the repository root (``".synapse/"``), or None."""
-        if self._prefix is _UNSET:
-            self._prefix = repo_prefix(self.repo, self.vault_dir)
-        return self._prefix  # type: ignore[return-value]
+        """The vault folder relative to the repository root (``".synapse/"``), or None (found once)."""
+        return repo_prefix(self.repo, self.vault_dir)
 
     def head(self) -> tuple[str | None, str | None]:
         """(branch, commit) checked out; (None, None) outside git or when HEAD cannot be read."""
@@ -138,7 +140,7 @@ class GitView:
             return None, None
         try:
             h = head(repo)
-        except Exception:  # a broken repository must never block a write
+        except Exception:  # noqa: BLE001 - a broken repository must never block a write
             return None, None
         return h.branch, h.commit
 

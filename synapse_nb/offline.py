@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn, Self
 
 from synapse_nb._util import fmt_ts
 from synapse_nb.errors import OfflineError, ValidationError
@@ -109,10 +109,10 @@ class OfflineVault:
     or attribute of a :class:`~synapse_nb.vault.Vault` raises :class:`~synapse_nb.errors.OfflineError`.
     """
 
-    #: this handle reads a stale copy (``Vault.offline`` is False)
-    offline = True
-    readonly = True
-    created = False
+    #: this handle reads a stale copy (``Vault.offline`` is False): ``if v.offline:`` tells the two apart, for mypy too
+    offline: ClassVar[Literal[True]] = True
+    readonly: ClassVar[Literal[True]] = True
+    created: ClassVar[Literal[False]] = False
 
     def __init__(self, folder: Path, *, location: str, mind: str, actor: str, reason: str) -> None:
         self.path = folder
@@ -144,15 +144,17 @@ class OfflineVault:
         return StaleAnswer(query, tuple(StaleHit(*h) for h in copy.hits), copy.synced_at, copy_age(copy.synced_at),
                            what, contacted=self.reason != "not contacted")
 
-    def _refuse(self, what: str) -> NoReturn:
+    def refuse(self, what: str) -> NoReturn:
+        """Raise the :class:`~synapse_nb.errors.OfflineError` that says why ``what`` cannot be done offline."""
         raise OfflineError(f"cannot {what}: the team vault server {self.location} cannot be reached from this "
                            f"machine ({self.reason}); writes are refused until it is back (no local fork is ever "
                            "made), and only search() and recall() read this machine's stale copy")
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        self._refuse(f"use {name}")  # every write, and every read the copy cannot answer
+    if not TYPE_CHECKING:  # at run time any other name is an OfflineError; to mypy it does not exist (narrow first)
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("__"):
+                raise AttributeError(name)
+            self.refuse(f"use {name}")  # every write, and every read the copy cannot answer
 
     def close(self) -> None:
         """Nothing to close (the copy is opened per read)."""

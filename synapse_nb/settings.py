@@ -66,7 +66,8 @@ SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
     "agent_memories_per_mind": (5000, _int_range(1, 100_000_000),
                                 "agents: most memories agents may hold in one mind"),
     "mcp_answer_tokens": (8000, _int_range(500, 1_000_000),
-                          "MCP: most tokens in one answer (text and structured content); the rest is counted, left out"),
+                          ("MCP: most tokens in one answer (text and structured content); the rest is counted, "
+                           "left out")),
 }
 #: The setting holding the weight of recall's optional semantic channel (0: off).
 SEMANTIC = "recall_semantic"

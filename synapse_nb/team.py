@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from synapse_nb._util import Clock
 from synapse_nb.errors import StoreError, ValidationError
@@ -29,7 +29,7 @@ from synapse_nb.offline import OfflineVault, copy_age
 
 if TYPE_CHECKING:
     from synapse_nb.transfer import ImportCounts
-    from synapse_nb.vault import Vault
+    from synapse_nb.vault import ReadableVault, Vault
 
 __all__ = ["grant", "init", "join", "offline_search", "open_team_vault", "start_dev_server", "status",
            "stop_dev_server"]
@@ -49,8 +49,15 @@ def _split(url: str, project_dir: Path) -> tuple[str, str]:
     return parse_team_url(url, project_for(project_dir))
 
 
+@overload
 def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
-                    readonly: bool = False, local: str | Path | None = None, offline: bool = False) -> Vault:
+                    readonly: bool = False, local: str | Path | None = None,
+                    offline: Literal[False] = False) -> Vault: ...
+@overload
+def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
+                    readonly: bool = False, local: str | Path | None = None, offline: bool) -> ReadableVault: ...
+def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
+                    readonly: bool = False, local: str | Path | None = None, offline: bool = False) -> ReadableVault:
     """Open a team vault: :func:`synapse_nb.vault.open_team_vault` (``open_vault`` does it for a URL)."""
     from synapse_nb.vault import open_team_vault as open_it
 

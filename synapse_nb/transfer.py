@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from synapse_nb.context import Context
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["EXPORT_FORMAT", "KINDS", "ImportCounts", "dump_line", "export_lines", "import_lines", "source_lines", "trust_claims"]
+__all__ = ["EXPORT_FORMAT", "KINDS", "ImportCounts", "dump_line", "export_lines", "import_lines", "source_lines",
+           "trust_claims"]
 
 EXPORT_FORMAT = "synapse_nb-export"
 #: The version of what an export's records hold: the store schema that last changed it (v3: episodes' thread, seq,

@@ -13,7 +13,8 @@ import synapse_nb.errors as errors
 
 
 def _isort_style(name: str) -> tuple[int, str, str]:
-    """ruff RUF022's "isort-style" order: CONSTANTS, then Classes, then everything else, each alphabetical ignoring case."""
+    """ruff RUF022's "isort-style" order: CONSTANTS, then Classes, then everything else, each alphabetical
+    ignoring case."""
     return (0 if name.isupper() else 1 if name[0].isupper() else 2, name.casefold(), name)
 
 

@@ -157,7 +157,8 @@ def test_agents_do_not_see_lessons_awaiting_local_approval(clone: tuple[Path, st
     assert [x.id for x in agent.lessons.search("idempotency")] == [les_id]
 
 
-def test_detection_runs_once_per_open_never_per_recall(clone: tuple[Path, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_detection_runs_once_per_open_never_per_recall(clone: tuple[Path, str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     project, _ = clone
     import subprocess
 
@@ -216,7 +217,8 @@ async def test_mcp_creates_nothing_outside_the_project(tmp_path: Path, git: Any)
                            ("create_checkpoint", {"doing": "x"}),
                            ("signal_low_context", {"token_count": 90, "capacity": 100})):
             r = await c.call_tool(name, args)
-            assert r.is_error and "symlink .synapse" in r.content[0].text and str(outside.resolve()) in r.content[0].text
+            text = r.content[0].text
+            assert r.is_error and "symlink .synapse" in text and str(outside.resolve()) in text
     assert list(outside.iterdir()) == []  # no synapse.db, no .gitignore
     with pytest.raises(PermissionDeniedError):
         syn.open_vault(project)
@@ -261,7 +263,8 @@ def test_the_cli_lists_awaiting_lessons_and_re_approves_them(clone: tuple[Path, 
     rec = json.loads(_cli(project, "recall", "payments retry", "--json").output)
     assert rec["borrowed"]["reason"] == "tracked" and rec["lessons"] == []
     status = _cli(project, "memory", "status")
-    assert status.output.startswith("BORROWED VAULT") and f"awaiting local approval (not in force): {les_id}" in status.output
+    assert status.output.startswith("BORROWED VAULT")
+    assert f"awaiting local approval (not in force): {les_id}" in status.output
     ok = _cli(project, "lessons", "approve", les_id, "--yes")
     assert ok.exit_code == 0, ok.output
     assert json.loads(_cli(project, "recall", "payments retry", "--json").output)["lessons"] == [les_id]

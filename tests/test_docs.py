@@ -15,11 +15,11 @@ What counts as a reference to this repository (everything else is prose or an ex
 from __future__ import annotations
 
 import importlib
-import warnings
 import re
 import shutil
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 

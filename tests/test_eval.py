@@ -165,7 +165,8 @@ def test_to_pandas_and_polars(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "content", "pattern"),
     [
-        ("d.csv", "text,lbl\na,x\n", r"d\.csv: no label column found; looked for label, intent, category.*found: text, lbl; pass --label-col"),
+        ("d.csv", "text,lbl\na,x\n",
+         r"d\.csv: no label column found; looked for label, intent, category.*found: text, lbl; pass --label-col"),
         ("d.csv", "text,label\na,x\n ,y\n", r"d\.csv: row 3: empty 'text'"),
         ("d.csv", "text,label,split\na,x,train\nb,y,\n", r"row 3: empty 'split'"),
         ("d.csv", "text,label\na,x\nb,x\n", r"one class \('x'\)"),
@@ -215,7 +216,7 @@ def test_agent_vault_shape_and_split_is_reproducible() -> None:
     assert sorted(d.route_descriptions) == list(d.routes)
     assert len(set(d.texts)) == len(d.texts)  # no duplicate queries
     for split in d.splits:
-        texts, labels = d.split(split)
+        _, labels = d.split(split)
         assert None in labels and set(d.routes) <= set(labels)  # every stratum in every split
     assert len(d.split("train")[0]) == 220 and len(d.split("val")[0]) == 83 and len(d.split("test")[0]) == 135
     import runpy

@@ -68,8 +68,8 @@ def test_run_gate_eval_on_a_plain_file_without_oos(tmp_path: Path) -> None:
     assert out["oos_recall"] is None and out["oos_f1"] is None and out["oos_precision"] is None
     assert not out["calibrated"] and out["criterion"] is None
     assert out["config"]["calibration_skipped"] == out["notes"][0]
-    assert out["notes"] == ["no validation split, and no out-of-scope rows in train to carve one from: "
-                            "thresholds not calibrated"]
+    assert out["notes"] == [("no validation split, and no out-of-scope rows in train to carve one from: "
+                             "thresholds not calibrated")]
     assert out["in_scope_accuracy"] == 1.0 and out["n_test"] == 4
 
 

@@ -13,7 +13,9 @@ import synapse_nb as syn
 from synapse_nb.errors import QuotaExceededError, ValidationError
 from synapse_nb.recall import Bars
 
-COMMON = ["api", "build", "cache", "change", "check", "config", "data", "database", "deploy", "docs", "error", "file", "fix", "flag", "log", "new", "release", "run", "server", "service", "setup", "test", "update", "user", "version", "work", "branch", "merge", "review", "task"]
+COMMON = ["api", "build", "cache", "change", "check", "config", "data", "database", "deploy", "docs", "error", "file",
+          "fix", "flag", "log", "new", "release", "run", "server", "service", "setup", "test", "update", "user",
+          "version", "work", "branch", "merge", "review", "task"]
 UNRELATED = ["how long are logs kept", "who approves bringing in a new library", "add a workflow that runs every night",
              "user says they get 401 after 15 minutes", "skip the pipeline for a docs-only change",
              "rotate the database password", "the deploy is stuck", "flaky test on main", "what is our branch naming",

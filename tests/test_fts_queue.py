@@ -45,31 +45,32 @@ def _workload(seed: int, n_tx: int = 12) -> list[list[tuple[str, tuple]]]:
                 ids.append(rid)
                 mind = rng.choice(["default", "default", "other"])
                 if table == "memories":
-                    tx.append(("INSERT INTO memories(id, mind, category, key, content, tags, priority, source, "
-                               "verified, confidence, created_at, updated_at) VALUES (?,?,?,?,?,?,2,'user',1,1.0,?,?)",
+                    tx.append((("INSERT INTO memories(id, mind, category, key, content, tags, priority, source, "
+                                "verified, confidence, created_at, updated_at) "
+                                "VALUES (?,?,?,?,?,?,2,'user',1,1.0,?,?)"),
                                (rid, mind, "project", f"key_{n}", _text(rng, 8),
                                 f'["{rng.choice(WORDS)}", "t{n % 3}"]', TS, TS)))
                 elif table == "episodes":
                     thread = rng.choice(["t1", "t2", None])
-                    tx.append(("INSERT INTO episodes(id, mind, task_key, status, outcome, refs, source, created_at, "
-                               "updated_at, thread, seq, actor) VALUES (?,?,?,'success',?,'[]','user',?,?,?,?,?)",
+                    tx.append((("INSERT INTO episodes(id, mind, task_key, status, outcome, refs, source, created_at, "
+                                "updated_at, thread, seq, actor) VALUES (?,?,?,'success',?,'[]','user',?,?,?,?,?)"),
                                (rid, "default", f"task_{n % 4}", _text(rng, 6), TS, TS, thread,
                                 rng.randrange(20) if thread else None, rng.choice(["ann", "bob", None]))))
                 elif table == "notes":
-                    tx.append(("INSERT INTO notes(id, mind, name, trigger, body, source, created_at, updated_at) "
-                               "VALUES (?,?,?,?,?,'user',?,?)", (rid, mind, f"note_{n}", _text(rng, 3),
-                                                                 _text(rng, 5), TS, TS)))
+                    tx.append((("INSERT INTO notes(id, mind, name, trigger, body, source, created_at, updated_at) "
+                                "VALUES (?,?,?,?,?,'user',?,?)"), (rid, mind, f"note_{n}", _text(rng, 3),
+                                                                    _text(rng, 5), TS, TS)))
                 elif table == "decisions":
-                    tx.append(("INSERT INTO decisions(id, mind, decision, rationale, tags, source, created_at, "
-                               "updated_at) VALUES (?,?,?,?,'[\"db\"]','user',?,?)",
+                    tx.append((("INSERT INTO decisions(id, mind, decision, rationale, tags, source, created_at, "
+                                "updated_at) VALUES (?,?,?,?,'[\"db\"]','user',?,?)"),
                                (rid, mind, _text(rng, 4), _text(rng, 6), TS, TS)))
                 elif table == "lessons":
-                    tx.append(("INSERT INTO lessons(id, mind, status, summary, analysis, source, created_at, "
-                               "updated_at) VALUES (?,?,'pending',?,?,'user',?,?)",
+                    tx.append((("INSERT INTO lessons(id, mind, status, summary, analysis, source, created_at, "
+                                "updated_at) VALUES (?,?,'pending',?,?,'user',?,?)"),
                                (rid, mind, _text(rng, 4), _text(rng, 6), TS, TS)))
                 else:
-                    tx.append(("INSERT INTO checkpoints(id, mind, doing, changed_files, origin, source, created_at, "
-                               "updated_at) VALUES (?,?,?,'[\"src/a.py\"]','api','user',?,?)",
+                    tx.append((("INSERT INTO checkpoints(id, mind, doing, changed_files, origin, source, created_at, "
+                                "updated_at) VALUES (?,?,?,'[\"src/a.py\"]','api','user',?,?)"),
                                (rid, mind, _text(rng, 5), TS, TS)))
             elif op < 0.85:
                 rid = rng.choice(ids)

@@ -38,8 +38,8 @@ def test_a_folder_of_split_files_is_a_dataset() -> None:
     out = gate_json(BANKING)
     assert (out["n_train"], out["n_test"]) == (60, 30)
     assert out["config"]["train"] == "train" and out["config"]["test"] == "test"
-    assert out["notes"] == ["no validation split, and no out-of-scope rows in train to carve one from: "
-                            "thresholds not calibrated"]
+    assert out["notes"] == [("no validation split, and no out-of-scope rows in train to carve one from: "
+                             "thresholds not calibrated")]
     assert out["in_scope_accuracy"] >= 0.8
 
 
@@ -129,7 +129,8 @@ def test_non_utf8_file_names_line_and_byte_and_reads_with_an_encoding() -> None:
     replaced = load_labelled(SHEET, errors="replace")
     cp = load_labelled(SHEET, encoding="cp1252")
     assert "\ufffd" in replaced.texts[83] and "\u2019" in cp.texts[83] and len(replaced) == len(cp) == 120
-    assert "errors='nope'" in str(pytest.raises(DatasetError, load_labelled, SHEET, errors="nope").value)
+    with pytest.raises(DatasetError, match="errors='nope'"):
+        load_labelled(SHEET, errors="nope")
 
 
 # ------------------------------------------------------------------------------------- 5: method and options
@@ -173,7 +174,7 @@ def test_holdout_is_stratified_deterministic_and_carves_val_when_needed() -> Non
     text = gate(*args, "--seed", "3").stdout
     assert "note: no split column: held out 0.25" in text  # said in the plain output too
     data = load_labelled(SHEET, encoding="cp1252").carve(0.25, into="test", seed=3)
-    per_label = {y: sum(1 for t, s in zip(data.labels, data.row_splits) if t == y and s == "test")
+    per_label = {y: sum(1 for t, s in zip(data.labels, data.row_splits, strict=True) if t == y and s == "test")
                  for y in set(data.labels)}
     assert set(per_label.values()) == {4, 8} and per_label[None] == 8  # 18 rows -> 4, 30 oos rows -> 8
     other = gate_json(*args, "--seed", "4")

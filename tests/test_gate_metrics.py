@@ -21,7 +21,8 @@ from synapse_nb.gate.metrics import (
 
 def _random_pair(rng: np.random.Generator, n: int) -> tuple[list, list]:
     choices = ["a", "b", "c", "d", None, "oos", "", "NULL"]
-    return [choices[i] for i in rng.integers(0, len(choices), n)], [choices[i] for i in rng.integers(0, len(choices), n)]
+    return ([choices[i] for i in rng.integers(0, len(choices), n)],
+            [choices[i] for i in rng.integers(0, len(choices), n)])
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -63,7 +64,7 @@ def test_threshold_counts_equal_routing_metrics_at_every_threshold(seed: int) ->
     c = threshold_counts(top, correct, is_oos, ths)
     truth = [None if o else "r" for o in is_oos]
     for k, th in enumerate(ths):
-        pred = [None if s < th else ("r" if ok else "other") for s, ok in zip(top, correct)]
+        pred = [None if s < th else ("r" if ok else "other") for s, ok in zip(top, correct, strict=True)]
         m = routing_metrics(truth, pred)
         for key in ("accuracy", "in_scope_accuracy", "oos_recall", "oos_precision", "oos_f1"):
             want = getattr(m, key)

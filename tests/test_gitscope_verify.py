@@ -52,7 +52,8 @@ def test_exists_missing_renamed_outside(repo: ScratchRepo, tmp_path: Path) -> No
     got = check_paths(find_repo(repo.root), paths)  # type: ignore[arg-type]
     assert list(got) == sorted(paths)
     assert got["src/auth.py"] == PathStatus("src/auth.py", "renamed", "src/security/jwt.py")
-    for p in ["src/my file ü.py", "docs/a*b.md", "docs", "docs/", "./src//my file ü.py", str(repo.root / "docs/a*b.md")]:
+    for p in ["src/my file ü.py", "docs/a*b.md", "docs", "docs/", "./src//my file ü.py",
+              str(repo.root / "docs/a*b.md")]:
         assert got[p].state == "exists", p
     assert got["gone.txt"].state == "missing" and got["never-existed.py"].state == "missing"
     for p in ["../secret.txt", "src/../../secret.txt", str(secret), ".git/config", ""]:

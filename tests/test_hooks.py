@@ -1,4 +1,5 @@
-"""Git hooks: install/uninstall (synapse_nb.gitscope.githook_install) and the hook process (synapse_nb.gitscope.githook)."""
+"""Git hooks: install/uninstall (synapse_nb.gitscope.githook_install) and the hook process
+(synapse_nb.gitscope.githook)."""
 
 from __future__ import annotations
 
@@ -18,20 +19,26 @@ from synapse_nb.gitscope.githook_install import CHAIN_SUFFIX, HOOK_NAMES, hooks_
 from synapse_nb.gitscope.testing import ScratchRepo
 
 FAKE = '''
+"""The hook processes of these tests: the vault's revert scan replaced by a recording fake."""
 import json, os, sys, time
-from pathlib import Path
 
-def record(work_tree, hook_name):
-    mode = os.environ.get("FAKE_MODE", "ok")
-    with open(os.environ["FAKE_OUT"], "a") as fh:
-        fh.write(json.dumps([str(work_tree), hook_name, sorted(k for k in os.environ if k.startswith("GIT_"))]) + "\\n")
-    if mode == "raise":
-        raise RuntimeError("scan exploded")
-    if mode == "sleep":
-        time.sleep(30)
-    if mode == "exit":
-        sys.exit(3)
-    return "recorded"
+if os.environ.get("FAKE_OUT"):
+    from synapse_nb.kinds.lessons import Lessons
+
+    def record(self, *args, **kwargs):
+        mode = os.environ.get("FAKE_MODE", "ok")
+        with open(os.environ["FAKE_OUT"], "a") as fh:
+            fh.write(json.dumps([os.getcwd(), sys.argv[1:], sorted(k for k in os.environ if k.startswith("GIT_"))])
+                     + "\\n")
+        if mode == "raise":
+            raise RuntimeError("scan exploded")
+        if mode == "sleep":
+            time.sleep(30)
+        if mode == "exit":
+            sys.exit(3)
+        return []
+
+    Lessons.scan = record
 '''
 
 
@@ -44,16 +51,26 @@ def repo(tmp_path: Path) -> ScratchRepo:
 
 @pytest.fixture()
 def fake_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Route the hook's scan to a recording fake (the hook runs in a child process started by git)."""
+    """Record the hook's scan instead of running it: the hook runs in a child process started by git, so a
+    ``sitecustomize`` module on its PYTHONPATH replaces ``Lessons.scan`` there (the hook itself is the real one:
+    it finds the vault, takes its lock, opens it through a VaultSession and logs)."""
     mod_dir = tmp_path / "fakemod"
     mod_dir.mkdir()
-    (mod_dir / "fake_scan_mod.py").write_text(FAKE)
+    (mod_dir / "sitecustomize.py").write_text(FAKE)
     out = tmp_path / "calls.jsonl"
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(mod_dir), os.environ.get("PYTHONPATH", "")]).rstrip(":"))
-    monkeypatch.setenv("SYNAPSE_HOOK_CALL", "fake_scan_mod:record")
     monkeypatch.setenv("FAKE_OUT", str(out))
     monkeypatch.delenv("SYNAPSE_HOME", raising=False)
     return out
+
+
+def _vault(root: Path) -> Path:
+    """A real (empty) vault in ``root``, as the hook expects to find one."""
+    from synapse_nb.vault import open_vault
+
+    v = open_vault(root)
+    v.close()
+    return v.path
 
 
 def _snapshot(directory: Path) -> dict[str, tuple[bytes, int, int]]:
@@ -129,7 +146,7 @@ def test_not_a_repo(tmp_path: Path) -> None:
 
 
 def test_real_commit_runs_the_hook_with_a_clean_git_env(repo: ScratchRepo, fake_scan: Path) -> None:
-    (repo.root / ".synapse").mkdir()
+    _vault(repo.root)
     install_hooks(repo.root, background=False)
     repo.write("x.txt", "x\n")
     repo.git("add", "x.txt")
@@ -138,7 +155,7 @@ def test_real_commit_runs_the_hook_with_a_clean_git_env(repo: ScratchRepo, fake_
     assert len(calls) == 1
     assert '"post-commit"' in calls[0] and str(repo.root.resolve()) in calls[0]
     log = (repo.root / ".synapse" / "hook.log").read_text().splitlines()
-    assert len(log) == 1 and " post-commit " in log[0] and "ok: custom call" in log[0]
+    assert len(log) == 1 and " post-commit " in log[0] and "ok: 0 new pending lessons" in log[0]
     repo.git("commit", "-q", "--amend", "-m", "Add x (amended)")
     log = (repo.root / ".synapse" / "hook.log").read_text().splitlines()
     assert [line.split()[1] for line in log] == ["post-commit", "post-commit", "post-rewrite"]
@@ -147,14 +164,14 @@ def test_real_commit_runs_the_hook_with_a_clean_git_env(repo: ScratchRepo, fake_
 def test_hooks_installed_before_the_rename_still_run_and_are_refreshed(repo: ScratchRepo, fake_scan: Path) -> None:
     """A hook script written before the entry became ``githook`` runs ``-m synapse_nb.gitscope.hook``: it still
     scans, the log says how to refresh it, and installing again rewrites it."""
-    (repo.root / ".synapse").mkdir()
+    _vault(repo.root)
     paths = install_hooks(repo.root, background=False)
     for p in paths:  # what the earlier version wrote
         p.write_text(p.read_text().replace("synapse_nb.gitscope.githook", "synapse_nb.gitscope.hook"))
     repo.commit_file("old.txt", "x\n", "Add old")
     assert len(fake_scan.read_text().splitlines()) == 1
     log = (repo.root / ".synapse" / "hook.log").read_text().splitlines()
-    assert "ok: custom call" in log[-1] and log[-1].endswith(LEGACY_NOTE)
+    assert "ok: 0 new pending lessons" in log[-1] and log[-1].endswith(LEGACY_NOTE)
     assert install_hooks(repo.root, background=False) == paths
     assert all("-m synapse_nb.gitscope.githook " in p.read_text() for p in paths)
     repo.commit_file("new.txt", "x\n", "Add new")
@@ -165,7 +182,7 @@ def test_hooks_installed_before_the_rename_still_run_and_are_refreshed(repo: Scr
 def test_failing_scan_never_fails_the_commit(
     repo: ScratchRepo, fake_scan: Path, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
-    (repo.root / ".synapse").mkdir()
+    _vault(repo.root)
     install_hooks(repo.root, background=False)
     monkeypatch.setenv("FAKE_MODE", mode)
     sha = repo.commit_file("y.txt", "y\n", "Add y")  # raises if git commit failed
@@ -178,7 +195,7 @@ def test_failing_scan_never_fails_the_commit(
 def test_stuck_scan_is_abandoned_after_the_time_limit(
     repo: ScratchRepo, fake_scan: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (repo.root / ".synapse").mkdir()
+    _vault(repo.root)
     install_hooks(repo.root, background=False)
     monkeypatch.setenv("FAKE_MODE", "sleep")
     monkeypatch.setenv("SYNAPSE_HOOK_TIMEOUT", "0.3")
@@ -197,15 +214,14 @@ def test_synapse_home_chooses_the_vault(
     repo: ScratchRepo, fake_scan: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SYNAPSE_HOME names a project folder (or a vault folder), as --vault does: the hook uses that vault."""
-    from synapse_nb.vault import open_vault
-
     home = tmp_path / "elsewhere"
     home.mkdir()
-    open_vault(home).close()
+    _vault(home)
     monkeypatch.setenv("SYNAPSE_HOME", str(home))
     install_hooks(repo.root, background=False)
     repo.commit_file("b.txt", "b\n", "Add b")
-    assert "ok: custom call" in (home / ".synapse" / "hook.log").read_text()
+    assert "ok: 0 new pending lessons" in (home / ".synapse" / "hook.log").read_text()
+    assert len(fake_scan.read_text().splitlines()) == 1
     assert not (home / "hook.log").exists() and not (repo.root / ".synapse").exists()
 
 
@@ -216,11 +232,11 @@ def test_main_in_process_returns_zero_everywhere(
     monkeypatch.delenv("SYNAPSE_HOME", raising=False)
     assert hook_main(["post-commit"]) == 0
     monkeypatch.chdir(repo.root)
-    (repo.root / ".synapse").mkdir()
-    monkeypatch.setenv("SYNAPSE_HOOK_CALL", "no_such_module_xyz:run")
+    (repo.root / ".synapse").mkdir()  # a vault folder without a vault: the scan fails, the hook does not
     monkeypatch.setenv("SYNAPSE_HOOK_TIMEOUT", "not-a-number")
     assert hook_main([]) == 0
-    assert "ModuleNotFoundError" in (repo.root / ".synapse" / "hook.log").read_text()
+    assert "error: VaultNotFoundError: no vault at" in (repo.root / ".synapse" / "hook.log").read_text()
+    assert not (repo.root / ".synapse" / "synapse.db").exists()  # a hook never creates a vault
 
 
 def test_hook_log_is_rotated(repo: ScratchRepo, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -229,8 +245,7 @@ def test_hook_log_is_rotated(repo: ScratchRepo, monkeypatch: pytest.MonkeyPatch)
     (vault / "hook.log").write_text("x" * (600 * 1024))
     monkeypatch.chdir(repo.root)
     monkeypatch.delenv("SYNAPSE_HOME", raising=False)
-    monkeypatch.setenv("SYNAPSE_HOOK_CALL", "no_such_module_xyz:run")
-    hook_main(["post-commit"])
+    hook_main(["post-commit"])  # no vault in the folder: one error line
     assert (vault / "hook.log.1").stat().st_size == 600 * 1024
     assert (vault / "hook.log").read_text().count("\n") == 1
 
@@ -249,7 +264,6 @@ def test_hook_module_imports_stay_light() -> None:
 def test_real_vault_gets_a_pending_lesson_from_a_revert(repo: ScratchRepo, monkeypatch: pytest.MonkeyPatch) -> None:
     from synapse_nb.vault import open_vault
 
-    monkeypatch.delenv("SYNAPSE_HOOK_CALL", raising=False)
     monkeypatch.delenv("SYNAPSE_HOME", raising=False)
     monkeypatch.setenv("SYNAPSE_HOOK_TIMEOUT", "30")  # a cold import on a busy CI box must not time out here
     open_vault(repo.root).close()  # the vault exists: the hook has somewhere to write
@@ -271,7 +285,7 @@ def test_background_hook_returns_before_the_scan_finishes(
 ) -> None:
     import time
 
-    (repo.root / ".synapse").mkdir()
+    _vault(repo.root)
     paths = install_hooks(repo.root)  # background by default
     assert "& )" in paths[0].read_text()
     monkeypatch.setenv("FAKE_MODE", "sleep")

@@ -101,7 +101,7 @@ def test_banner_comes_first_on_every_recall_even_when_nothing_new(seeded):
 
 
 def test_expired_lessons_and_memories_are_never_shown(seeded, clock):
-    v, ids = seeded
+    v, _ids = seeded
     les = v.lessons.create("Reverted X", branch=None)
     v.lessons.approve(les.id, text="Do not do X")
     v.remember("context", "sprint_goal", "The sprint goal is shipping the migrations dashboard", expires="2d")
@@ -252,7 +252,7 @@ def test_bad_arguments_raise_synapse_errors(seeded):
         v.recall("q", budget_tokens=-1)
     with pytest.raises(syn.ValidationError):
         v.recall("q", session="")
-    with pytest.raises(syn.ValidationError):
+    with pytest.raises(syn.ValidationError), pytest.warns(DeprecationWarning, match="path"):
         v.recall("q", path="sideways")
     with pytest.raises(syn.ValidationError):
         Bars(floor=2)
@@ -274,9 +274,11 @@ def test_every_path_name_runs_the_one_ranking(seeded):
                                               f"uses {['redis', 'postgres', 'kafka', 's3'][i % 4]} for storage")
     for q in [*QUERIES, "which service uses kafka", "redis storage for the worker"]:
         want = _answer(v.recall(q))
-        for path in ("rank", "exhaustive", "index"):  # recall v1's path names are still accepted
-            assert _answer(v.recall(q, path=path)) == want, (q, path)
-    r = v.recall("which service uses kafka", path="index")
+        for path in ("rank", "exhaustive", "index"):  # recall v1's path names are still accepted, and deprecated
+            with pytest.warns(DeprecationWarning, match=r"path=\.\.\.\) is deprecated and ignored"):
+                assert _answer(v.recall(q, path=path)) == want, (q, path)
+    with pytest.warns(DeprecationWarning):
+        r = v.recall("which service uses kafka", path="index")
     assert r.path == "rank" and all("kafka" in i.line for i in r.items) and len(r.items) == 5
 
 
@@ -312,7 +314,7 @@ def test_corrupt_index_never_fails_a_recall(seeded):
     v2 = syn.open_vault(v.path, clock=v._clock)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # recall ranks from the store: a broken index is not even noticed
-        r = v2.recall("how do we run migrations?", path="index")
+        r = v2.recall("how do we run migrations?")
     assert [i.id for i in r.items] == [ids["migrations"]]
     v2.index.rebuild()
     assert v2.index.check().ok

@@ -50,7 +50,8 @@ SETTINGS = settings(max_examples=300, derandomize=True, deadline=None, database=
 # what real and hostile text holds: accents (composed and combining), underscores, punctuation, several
 # kinds of whitespace, control characters, zero-width and bidi marks, CJK, ligatures, dotted/dotless i,
 # letters whose lower case changes length, lone surrogates (from surrogateescape-decoded bytes)
-ALPHABET = list("abcdeiz ABCZ 0129 _-.,;:!?'\"()[]*#/\\@") + [
+ALPHABET = [
+    *"abcdeiz ABCZ 0129 _-.,;:!?'\"()[]*#/\\@",
     "\t", "\n", "\r", "\x0b", "\x0c", "\xa0", "\u2003", "\u3000", "\x00", "\x07", "\x1f", "\x7f", "\x85",
     "\u200b", "\u200e", "\u2028", "\u202e", "\ufeff", "\uffff", "é", "e\u0301", "ñ", "Ü", "ß", "ﬁ", "İ", "ı",
     "Σ", "ς", "日", "本", "語", "한", "ا", "\u0663", "²", "Ⅻ", "\ud800", "\udcff", "🙂",
@@ -102,7 +103,8 @@ def test_strip_accents_equals_scikit_learn(s: str) -> None:
 
 def _check_gate_analyzers(s: str) -> None:
     for wr, cr, stops, max_chars, max_tok in GATE_SETTINGS:
-        word, char = build_analyzers(word_ngram_range=wr, char_ngram_range=cr, stop_words=stops, max_token_chars=max_tok)
+        word, char = build_analyzers(word_ngram_range=wr, char_ngram_range=cr, stop_words=stops,
+                                     max_token_chars=max_tok)
         sk_word = _sk(**word_vectorizer_kwargs(ngram_range=wr, stop_words=stops, max_chars=max_chars,
                                                max_token_chars=max_tok))
         sk_char = _sk(**char_vectorizer_kwargs(ngram_range=cr, max_chars=max_chars, max_token_chars=max_tok))

@@ -34,10 +34,12 @@ HOW_TO = "create one with `synapse-nb init` or by writing a memory"
 #: Every reading command, with arguments; each must fail cleanly on a folder without a vault and create nothing.
 READS = [
     ["memory", "status"], ["memory", "status", "--json"], ["memory", "list"], ["memory", "search", "deploy"],
-    ["memory", "expiring"], ["memory", "export"], ["memory", "verify", "--yes"], ["memory", "verify", "--yes", "mem_1234"],
+    ["memory", "expiring"], ["memory", "export"], ["memory", "verify", "--yes"],
+    ["memory", "verify", "--yes", "mem_1234"],
     ["memory", "prune", "--yes"], ["recall", "how do we deploy?"], ["recall", "query", "deploy", "--json"],
     ["checkpoint", "list"], ["checkpoint", "restore"], ["decision", "list"], ["lessons", "list"],
-    ["lessons", "review", "--yes"], ["lessons", "approve", "--yes", "les_1234"], ["lessons", "reject", "--yes", "les_1234"],
+    ["lessons", "review", "--yes"], ["lessons", "approve", "--yes", "les_1234"],
+    ["lessons", "reject", "--yes", "les_1234"],
     ["index", "check"], ["index", "rebuild"],
 ]
 #: Every command that writes, with arguments (``watch`` runs until stopped: covered by the table check below).
@@ -110,7 +112,7 @@ def test_cli_reads_never_create_a_vault(empty: Path, args: list[str]) -> None:
     assert listing(empty) == []
 
 
-@pytest.mark.parametrize("args", READS[:3] + [["recall", "deploy"]], ids=lambda a: " ".join(a))
+@pytest.mark.parametrize("args", [*READS[:3], ["recall", "deploy"]], ids=lambda a: " ".join(a))
 def test_cli_reads_on_a_mistyped_vault_create_no_folder(tmp_path: Path, args: list[str]) -> None:
     typo = tmp_path / "nonexistent" / "dir"
     res = cli("--vault", str(typo), *args, code=1)
@@ -296,7 +298,8 @@ def test_a_gitignore_that_cannot_be_written_never_fails_the_open(tmp_path: Path,
 
 
 def test_a_vault_folder_holding_user_files_gets_no_gitignore(tmp_path: Path) -> None:
-    """A folder of another name holding synapse.db (an older SYNAPSE_HOME) may be the user's project: never ignore it."""
+    """A folder of another name holding synapse.db (an older SYNAPSE_HOME) may be the user's project: never ignore
+    it."""
     legacy = tmp_path / "proj"
     legacy.mkdir()
     with syn.open_vault(legacy / ".synapse") as v:

@@ -202,6 +202,7 @@ def test_verify_and_staleness_ignore_vault_paths(repo: Path) -> None:
         assert report.checked == 2  # auth.py in the checkpoint and in the control memory; never the vault's paths
         assert set(report.stale) == {control.id}  # auth.py changed after it was written; the vault paths did not count
         text = v.recall("where memory lives", session=None).text
-        assert "where_memory_lives" in text and "possibly stale" not in text.split("where_memory_lives")[1].split("\n")[0]
+        assert ("where_memory_lives" in text
+                and "possibly stale" not in text.split("where_memory_lives")[1].split("\n")[0])
         v.verify(fix=True)
         assert set(v.flags()) == {control.id} and c.id not in v.flags() and m.id not in v.flags()

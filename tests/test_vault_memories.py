@@ -180,7 +180,8 @@ def test_expires_duration(vault: syn.Vault, given: object, delta: timedelta) -> 
 
 
 def test_expires_iso(vault: syn.Vault) -> None:
-    assert vault.remember("context", "a", "v", expires="2026-03-01T00:00:00Z").expires_at == "2026-03-01T00:00:00.000000Z"
+    assert vault.remember("context", "a", "v", expires="2026-03-01T00:00:00Z").expires_at == \
+        "2026-03-01T00:00:00.000000Z"
     assert vault.remember("context", "b", "v", expires="2026-03-01T02:00:00+02:00").expires_at == \
         "2026-03-01T00:00:00.000000Z"
     assert vault.remember("context", "c", "v", expires="2026-03-01").expires_at == "2026-03-01T00:00:00.000000Z"
@@ -247,8 +248,8 @@ def test_recall_text_format(vault: syn.Vault, agent_vault: syn.Vault, clock: Fak
 HOSTILE = ['"', "'", '""', '"unbalanced', "AND", "OR", "NOT", "NEAR", "NEAR(deploy prod, 2)", "deploy AND prod",
            "deploy OR nothing", "NOT deploy", "*", "dep*", "^deploy", "content:deploy", "key:deploy", "tags:x",
            "(deploy", "deploy)", "((()))", "{deploy prod}", "-deploy", "+deploy", "deploy:", ":", "日本語", "🚀",
-           "🚀 deploy", "", "   ", "\t\n", "\x00", "a\ud800b", "x" * 10_000, " ".join(["w"] * 500), "'; DROP TABLE memories; --",
-           "café", "%", "_%", "\\", "NULL", "deploy\x00prod"]
+           "🚀 deploy", "", "   ", "\t\n", "\x00", "a\ud800b", "x" * 10_000, " ".join(["w"] * 500),
+           "'; DROP TABLE memories; --", "café", "%", "_%", "\\", "NULL", "deploy\x00prod"]
 
 
 @pytest.fixture()

@@ -1,8 +1,9 @@
 """What each agent hook event does on the vault (:mod:`synapse_nb.agents.hooks` runs the process and prints).
 
-Every handler gets the vault opened as the agent (``create=False``; read-only with ``SYNAPSE_READONLY=1``, when
-``writable`` is False and nothing is written) and returns a :class:`~synapse_nb.agents.hooks.HookAnswer`: the
-context for the agent (empty: print nothing) and a notice for the human. The per-session counts are in
+Every handler gets the vault opened as the agent through a :class:`~synapse_nb.vault.VaultSession` that never
+creates one (read-only with ``SYNAPSE_READONLY=1``, when ``writable`` is False and nothing is written) and returns a
+:class:`~synapse_nb.agents.hooks.HookAnswer`: the context for the agent (empty: print nothing) and a notice for the
+human. The per-session counts are in
 :mod:`synapse_nb.agents.sessions`.
 
 >>> from synapse_nb.agents.events import parse_event
@@ -29,7 +30,6 @@ __all__ = ["SESSION_START_TOKENS", "handle"]
 
 #: The session-start answer's token budget (the restore pack has its own: ``recall.pack.RESTORE_TOKENS``).
 SESSION_START_TOKENS = 2000
-_PROG = "synapse-nb hook"
 
 
 def _state_key(v: Vault, event: HookEvent) -> str:
@@ -52,11 +52,11 @@ def _relative(v: Vault, path: str) -> str:
 def _pending_notice(v: Vault) -> str:
     """For the human only: how many lessons wait for a decision (read as the user, read-only; never shown to the
     agent's context)."""
-    from synapse_nb.vault import open_vault
+    from synapse_nb.vault import VaultSession
 
     try:
-        with open_vault(v.path, mind=v.mind, actor="user", readonly=True, create=False) as human:
-            n = len(human.lessons.pending())
+        with VaultSession(v.path, mind=v.mind, actor="user", readonly=True, create=False) as human:
+            n = len(human.read().lessons.pending())
     except SynapseError:
         return ""
     if not n:
@@ -186,15 +186,13 @@ def handle(event: HookEvent, *, vault: str | None = None, mind: str = "default",
 
     The vault: ``vault`` (``--vault``), else ``SYNAPSE_HOME``, else the event's ``cwd``, else the current folder.
     """
-    from synapse_nb.context import readonly_requested
-    from synapse_nb.vault import open_vault
+    from synapse_nb.vault import VaultSession
 
     env = os.environ if env is None else env
-    readonly = readonly_requested(env)
     path = vault if vault is not None else (None if env.get("SYNAPSE_HOME", "").strip() else event.cwd)
-    with open_vault(path, mind=mind, actor="agent", create=False, readonly=readonly) as v:
-        if v.offline:  # a team vault's stale copy: recall and search only
-            return HookAnswer(stderr=f"{_PROG}: {event.name}: the team vault's server cannot be reached; skipped")
-        return _HANDLERS[event.name](v, event, not readonly)
+    # never creates a vault; read-only with SYNAPSE_READONLY; a team vault out of reach is an OfflineError (one line)
+    with VaultSession(path, mind=mind, actor="agent", create=False, environ=env) as session:
+        writable = not session.readonly
+        return _HANDLERS[event.name](session.write() if writable else session.read(), event, writable)
 
 

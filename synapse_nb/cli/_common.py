@@ -13,13 +13,12 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, overload
 
 import typer
 from typer.core import TyperGroup
 
 from synapse_nb import __version__
-from synapse_nb.context import readonly_requested
 from synapse_nb.errors import SynapseError
 from synapse_nb.render import plural, tags_text, when
 
@@ -28,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from typer._click.core import Context as ClickContext
 
     from synapse_nb.models import Record
-    from synapse_nb.vault import Vault
+    from synapse_nb.vault import Notice, ReadableVault, Vault, VaultSession
 
 __all__ = [
     "CREATING_COMMANDS", "PROG", "TAGS_HELP", "Group", "JsonOpt", "LimitOpt", "YesOpt", "app", "cli_actor",
@@ -116,7 +115,7 @@ class _RootGroup(Group):
             code = 1
         if code and not aborted:  # refused or failed; not a watcher stopped with Ctrl-C
             _undo_empty_creation()
-        _CREATED.clear()
+        _SESSIONS.clear()
         if standalone_mode:
             sys.exit(code)
         return code
@@ -242,37 +241,46 @@ def _command_name(ctx: typer.Context) -> str:
     return " ".join(reversed(names))
 
 
-def open_vault_for(ctx: typer.Context, path: str | None = None, *, offline: bool = False) -> Vault:
+@overload
+def open_vault_for(ctx: typer.Context, path: str | None = None, *, offline: Literal[False] = False) -> Vault: ...
+@overload
+def open_vault_for(ctx: typer.Context, path: str | None = None, *, offline: Literal[True]) -> ReadableVault: ...
+def open_vault_for(ctx: typer.Context, path: str | None = None, *, offline: bool = False) -> ReadableVault:
     """The vault for this command: ``path`` (a command's PATH argument), else ``--vault``, else SYNAPSE_HOME/cwd.
 
-    Reading commands never create a vault; writing ones (:data:`CREATING_COMMANDS`) create it inside an
-    existing folder and say where on stderr, once. With ``SYNAPSE_READONLY=1`` the vault is opened read-only
-    (a vault on a read-only disk or share): reads work, every write fails with a clear error. ``offline``
-    (read commands that can answer from a stale copy): a team vault whose server cannot be reached gives this
-    machine's copy (``v.offline`` is True) instead of an error.
+    Opened through a :class:`~synapse_nb.vault.VaultSession`: reading commands never create a vault; writing ones
+    (:data:`CREATING_COMMANDS`) create it inside an existing folder and say where on stderr, once, and a command
+    that then fails takes it back when nothing was written. With ``SYNAPSE_READONLY=1`` the vault is opened read-only
+    (a vault on a read-only disk or share): reads work, every write fails with a clear error. ``offline`` (read
+    commands that can answer from a stale copy): a team vault whose server cannot be reached gives this machine's
+    copy (``v.offline`` is True: narrow on it) instead of an error.
     """
-    from synapse_nb.vault import open_vault  # here: the store and the kinds load only when a command runs
+    from synapse_nb.vault import VaultSession  # here: the store and the kinds load only when a command runs
 
     st = state(ctx)
-    readonly = readonly_requested()
-    v = open_vault(path if path is not None else st.vault, mind=st.mind, actor=cli_actor(st.actor),
-                   readonly=readonly, create=not readonly and _command_name(ctx) in CREATING_COMMANDS, offline=offline)
-    if v.created:
-        typer.echo(f"{PROG}: created a new vault at {v.path}", err=True)
-        _CREATED.append(v)
-    return v
+    session = VaultSession(path if path is not None else st.vault, mind=st.mind, actor=cli_actor(st.actor),
+                           offline=offline, on_notice=_say)
+    _SESSIONS.append(session)
+    if _command_name(ctx) in CREATING_COMMANDS:
+        return session.write()
+    return session.read_or_stale() if offline else session.read()
 
 
-#: vaults this invocation created: a command that then fails before writing anything takes its vault back
-_CREATED: list[Vault] = []
+def _say(notice: Notice) -> None:
+    """A vault notice, as the CLI says it: created and taken back on stderr (the recall text carries the borrowed
+    line, the stale copy's answer its STALE line, the store's error the read-only refusal)."""
+    if notice.kind in ("created", "removed"):
+        typer.echo(notice.line(PROG), err=True)
+
+
+#: the vault sessions of this invocation: a command that fails before writing anything takes back the vault it created
+_SESSIONS: list[VaultSession] = []
 
 
 def _undo_empty_creation() -> None:
     """After a failed command: a vault this invocation created and nothing was written to is taken back."""
-    while _CREATED:
-        v = _CREATED.pop()
-        if v.discard_if_unused():
-            typer.echo(f"{PROG}: removed the vault it had just created at {v.path} (nothing was written)", err=True)
+    while _SESSIONS:
+        _SESSIONS.pop().take_back()
 
 
 # ------------------------------------------------------------------------------------------------ printing

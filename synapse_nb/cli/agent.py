@@ -162,7 +162,8 @@ def hook(
     source: Annotated[str | None, typer.Option("--source", help="session-start: startup, resume, clear or "
                                                "compact; pre-compact: manual or auto.")] = None,
     fmt: Annotated[str, typer.Option("--format", metavar="auto|text|json", help="json: Claude Code's "
-                                     "hookSpecificOutput; text: plain; auto: json when stdin named its event.")] = "auto",
+                                     "hookSpecificOutput; text: plain; auto: json when stdin named its "
+                                     "event.")] = "auto",
 ) -> None:
     """Run one agent hook: reads the event JSON on stdin, prints what the agent should be given (or nothing).
 

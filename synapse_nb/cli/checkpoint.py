@@ -34,7 +34,8 @@ checkpoint_app = typer.Typer(cls=Group, no_args_is_help=True, help=group_help(
 @checkpoint_app.command("create")
 def checkpoint_create(
     ctx: typer.Context,
-    path: Annotated[str | None, typer.Argument(help="Project folder (default: --vault, else the current folder).")] = None,
+    path: Annotated[str | None, typer.Argument(
+        help="Project folder (default: --vault, else the current folder).")] = None,
     doing: Annotated[str, typer.Option("--doing", "-d", help="What you are working on (required).")] = ...,  # type: ignore[assignment]
     files: Annotated[str | None, typer.Option("--files", "-f", help="Changed files, comma-separated.")] = None,
     next_step: Annotated[str | None, typer.Option("--next-step", help="What to do next.")] = None,
@@ -45,7 +46,8 @@ def checkpoint_create(
 
     Examples:
 
-        synapse-nb checkpoint create --doing "Refactoring JWT auth" --files src/auth.py,tests/test_auth.py --next-step "Run pytest"
+        synapse-nb checkpoint create --doing "Refactoring JWT auth" --files src/auth.py,tests/test_auth.py \
+            --next-step "Run pytest"
 
         synapse-nb checkpoint create ~/project --doing "Migrating to WAL" --blockers "CI is red"
     """
@@ -57,7 +59,8 @@ def checkpoint_create(
 @checkpoint_app.command("list")
 def checkpoint_list(
     ctx: typer.Context,
-    branch: Annotated[str | None, typer.Option("--branch", "-b", help="Only this branch (default: every branch).")] = None,
+    branch: Annotated[str | None, typer.Option(
+        "--branch", "-b", help="Only this branch (default: every branch).")] = None,
     limit: LimitOpt = 20,
     as_json: JsonOpt = False,
 ) -> None:
@@ -81,7 +84,8 @@ def checkpoint_list(
 @checkpoint_app.command("restore")
 def checkpoint_restore(
     ctx: typer.Context,
-    which: Annotated[str, typer.Argument(metavar="latest|ID", help="'latest' (current branch) or an id / unique prefix.")] = "latest",
+    which: Annotated[str, typer.Argument(
+        metavar="latest|ID", help="'latest' (current branch) or an id / unique prefix.")] = "latest",
     as_json: JsonOpt = False,
 ) -> None:
     """Print the restore pack of a checkpoint: what you were doing, files, next step, blockers.

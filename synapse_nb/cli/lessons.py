@@ -15,12 +15,12 @@ from synapse_nb.cli._common import (
     echo_json,
     group_help,
     limit_arg,
+    listing_line,
     none_found,
     open_vault_for,
     print_record,
     print_records,
     record_json,
-    listing_line,
     require_human_here,
     state,
 )
@@ -61,7 +61,8 @@ def _lesson_text(les: Lesson, backing: str | None = None) -> str:
 @lessons_app.command("scan")
 def lessons_scan(
     ctx: typer.Context,
-    max_commits: Annotated[int | None, typer.Option("--max-commits", min=1, help="How far back the first scan looks.")] = None,
+    max_commits: Annotated[int | None, typer.Option(
+        "--max-commits", min=1, help="How far back the first scan looks.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Find git reverts not seen before and create one pending lesson for each.
@@ -181,8 +182,8 @@ def lessons_review(ctx: typer.Context, yes: YesOpt = False) -> None:
     for i, les in enumerate(pending, 1):
         wording, by = v.lessons.proposed_wording(les)
         typer.echo(f"\n({i}/{len(pending)}) " + _lesson_text(les, v.lessons.backing(les)))
-        typer.echo(f"  proposed wording ({'an agent' if by == 'agent' else 'a human' if by == 'user' else 'the revert scan'}"
-                   f"): {inline(wording)}")
+        who = "an agent" if by == "agent" else "a human" if by == "user" else "the revert scan"
+        typer.echo(f"  proposed wording ({who}): {inline(wording)}")
         answer = _ask_choice(by == "agent")
         if answer == "q":
             break
@@ -220,7 +221,8 @@ def lessons_approve(
     accept_agent_text: Annotated[bool, typer.Option(
         "--accept-agent-text", help="Approve wording an agent wrote (its analysis, or the summary of a lesson it "
                                     "created) as it is; without it such wording is refused.")] = False,
-    days: Annotated[int | None, typer.Option("--days", min=1, max=3650, help="Days in force (default: the vault setting).")] = None,
+    days: Annotated[int | None, typer.Option(
+        "--days", min=1, max=3650, help="Days in force (default: the vault setting).")] = None,
     yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:

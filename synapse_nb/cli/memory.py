@@ -24,6 +24,7 @@ from synapse_nb.cli._common import (
     print_records,
     require_human_here,
 )
+from synapse_nb.models import CATEGORIES, PRIORITIES
 from synapse_nb.provenance import mark
 from synapse_nb.render import plural, when
 
@@ -85,15 +86,16 @@ def _no_memories(v: Vault, query: str | None = None, tag: str | None = None, cat
     expired = total - live
     left_out = f"; {plural(expired, 'expired memory', 'expired memories')} left out" if expired else ""
     if live == 0:
-        return f"no memories in force ({plural(expired, 'expired memory', 'expired memories')}; " \
-               f"'{PROG} memory prune' deletes them)"
+        return (f"no memories in force ({plural(expired, 'expired memory', 'expired memories')}; "
+                f"'{PROG} memory prune' deletes them)")
     return f"no memories{filters(query, tag, category)} ({plural(live, 'memory', 'memories')} in all{left_out})"
 
 
 @memory_app.command("prune")
 def memory_prune(
     ctx: typer.Context,
-    sessions_older_than: Annotated[str, typer.Option("--sessions-older-than", help="Forget per-session recall state older than this.")] = "30d",
+    sessions_older_than: Annotated[str, typer.Option(
+        "--sessions-older-than", help="Forget per-session recall state older than this.")] = "30d",
     yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -118,7 +120,8 @@ def memory_verify(
     ctx: typer.Context,
     memory_id: Annotated[str | None, typer.Argument(metavar="[ID]", help="Memory id or unique prefix to mark "
                                                     "verified; without it, check every file reference.")] = None,
-    confidence: Annotated[float | None, typer.Option("--confidence", min=0.0, max=1.0, help="Set the confidence too.")] = None,
+    confidence: Annotated[float | None, typer.Option(
+        "--confidence", min=0.0, max=1.0, help="Set the confidence too.")] = None,
     fix: Annotated[bool, typer.Option("--fix", help="Follow renames in lessons and checkpoints and mark dangling "
                                                     "and possibly stale records.")] = False,
     yes: YesOpt = False,
@@ -270,12 +273,14 @@ def memory_import(
 
 def remember(
     ctx: typer.Context,
-    category: Annotated[str, typer.Argument(help="identity, preference, project, context, knowledge, mistake, procedure or relationship.")],
+    category: Annotated[str, typer.Argument(help=f"{', '.join(CATEGORIES[:-1])} or {CATEGORIES[-1]}.")],
     key: Annotated[str, typer.Argument(help="snake_case key; the same key again updates that memory.")],
     content: Annotated[str, typer.Argument(help="The text to remember.")],
     tags: Annotated[str | None, typer.Option("--tags", "-t", help=TAGS_HELP)] = None,
-    priority: Annotated[str | None, typer.Option("--priority", "-p", metavar="critical|high|normal|low", help="Priority.")] = None,
-    expires: Annotated[str | None, typer.Option("--expires", "-e", help="A duration (30d) or an ISO 8601 time.")] = None,
+    priority: Annotated[str | None, typer.Option(
+        "--priority", "-p", metavar="|".join(PRIORITIES), help="Priority.")] = None,
+    expires: Annotated[str | None, typer.Option(
+        "--expires", "-e", help="A duration (30d) or an ISO 8601 time.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Remember something; the same category+key updates in place.

@@ -12,7 +12,8 @@ __all__ = ["demo", "init", "mcp_serve"]
 
 
 def demo(
-    keep: Annotated[bool, typer.Option("--keep", help="Keep the throwaway vault folder and print where it is.")] = False,
+    keep: Annotated[bool, typer.Option("--keep",
+                                       help="Keep the throwaway vault folder and print where it is.")] = False,
 ) -> None:
     """A one-minute tour in a throwaway vault: checkpoint, decision, memory, lesson, recall.
 
@@ -48,11 +49,13 @@ def init(
 
         synapse-nb --vault ~/project init
     """
-    from synapse_nb.vault import open_vault  # here: the store and the kinds load only when a command runs
+    from synapse_nb.vault import VaultSession  # here: the store and the kinds load only when a command runs
 
     st = state(ctx)
-    with open_vault(path if path is not None else st.vault, mind=st.mind, actor="user", create=True) as v:
-        typer.echo(f"created a new vault at {v.path}" if v.created else f"the vault already exists at {v.path}")
+    with VaultSession(path if path is not None else st.vault, mind=st.mind, actor="user", readonly=False) as session:
+        v = session.write()
+        created = session.notice("created")  # init's answer, on stdout
+        typer.echo(created.text if created is not None else f"the vault already exists at {v.path}")
         st_git = v.status().git_warning
     if st_git:
         typer.echo(f"{PROG}: {st_git}", err=True)
@@ -60,7 +63,8 @@ def init(
 
 def mcp_serve(
     ctx: typer.Context,
-    path: Annotated[str | None, typer.Argument(help="Project folder (default: --vault, else the current folder).")] = None,
+    path: Annotated[str | None, typer.Argument(
+        help="Project folder (default: --vault, else the current folder).")] = None,
 ) -> None:
     """Serve the vault to an agent over MCP (stdio). The agent can only propose; you approve.
 

@@ -346,7 +346,8 @@ def load_labelled(
 def split_of_file(path: Path) -> str | None:
     """The split a file of a split folder holds, from its name: ``train*``, ``val*``/``valid*``/``dev*``, ``test*``.
 
-    >>> split_of_file(Path("train-00000-of-00001.parquet")), split_of_file(Path("dev.tsv")), split_of_file(Path("x.csv"))
+    >>> (split_of_file(Path("train-00000-of-00001.parquet")), split_of_file(Path("dev.tsv")),
+    ...  split_of_file(Path("x.csv")))
     ('train', 'val', None)
     """
     if path.suffix.lower() not in EXTENSIONS:

@@ -131,7 +131,8 @@ class Conversation:
         raise DatasetError(f"{self.sample_id}: no turn {dia_id!r}")
 
 
-def normalize_evidence(raw: list[Any] | tuple[Any, ...], known: set[str] | frozenset[str] | None = None) -> tuple[str, ...]:
+def normalize_evidence(raw: list[Any] | tuple[Any, ...],
+                       known: set[str] | frozenset[str] | None = None) -> tuple[str, ...]:
     """Parse evidence strings into ``D<s>:<t>`` ids: every match of the id pattern, leading zeros dropped,
     duplicates removed (first kept); ids not in ``known`` (when given) are dropped.
 

@@ -361,7 +361,8 @@ def evaluate_router(
         if cross_fit:
             fit_calibrated = getattr(router, "fit_calibrated", None)
             if not callable(fit_calibrated):
-                raise ValidationError(f"cross_fit needs a router with fit_calibrated(); {type(router).__name__} has none")
+                raise ValidationError(f"cross_fit needs a router with fit_calibrated(); "
+                                      f"{type(router).__name__} has none")
             x_cv, y_cv = list(x_train), list(y_train)
             if val_name is not None:
                 x_val, y_val = data.split(val_name)

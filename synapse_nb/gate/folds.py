@@ -75,6 +75,6 @@ def stratified_holdout(labels: Sequence[str | None], fraction: float, *, seed: i
         perm = rows[rng.permutation(len(rows))]
         if len(rows) < 2:
             continue
-        take = min(max(1, int(round(fraction * len(rows)))), len(rows) - 1)
+        take = min(max(1, round(fraction * len(rows))), len(rows) - 1)
         mask[perm[:take]] = True
     return mask

@@ -481,7 +481,8 @@ class Router:
         seed: int = 0,
         max_candidates: int | None = None,
     ) -> Router:
-        """Choose threshold(s) -- and, for ``method="auto"``, the blend -- that maximise ``criterion`` on the data given.
+        """Choose threshold(s) -- and, for ``method="auto"``, the blend -- that maximise ``criterion``
+        on the data given.
 
         Parameters
         ----------

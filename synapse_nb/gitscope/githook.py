@@ -14,9 +14,8 @@ pending lessons through ``open_vault(...).lessons.scan()``. Rules:
   when the vault folder exists; with no vault it does nothing at all.
 
 The vault is the one ``$SYNAPSE_HOME`` names when set (a project folder or a vault folder, as for
-``--vault``), else ``<main work tree>/.synapse``. The hook never creates a vault.
-``SYNAPSE_HOOK_CALL=module:function`` replaces the scan by ``function(work_tree, hook_name)``
-(a test seam, also usable to run a custom action of yours).
+``--vault``), else ``<main work tree>/.synapse``, opened through a :class:`~synapse_nb.vault.VaultSession` that
+never creates one.
 
 :mod:`synapse_nb.gitscope.githook_install` installs the hooks that run this module. Hooks installed
 before this module was renamed run ``python -m synapse_nb.gitscope.hook``, which still works (a
@@ -34,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import pkgutil
 import sys
 import threading
 import time
@@ -72,18 +70,14 @@ def vault_dir(work_tree: Path) -> Path | None:
     return None if info is None else info.main_work_tree / ".synapse"
 
 
-def _scan(work_tree: Path, hook_name: str) -> str:
+def _scan(work_tree: Path) -> str:
     """The one call the hook makes: scan for reverts into the vault."""
-    target = os.environ.get("SYNAPSE_HOOK_CALL")
-    if target:
-        # a function of the user's ("module:function"), resolved the way entry points are: not a synapse_nb module
-        result = pkgutil.resolve_name(target)(work_tree, hook_name)
-        return f"custom call {target} returned {result!r}"
-    from synapse_nb.vault import open_vault  # here: the heavy part, only when there is a vault to scan
+    from synapse_nb.vault import VaultSession  # here: the heavy part, only when there is a vault to scan
 
-    # open_vault() (no path) honours SYNAPSE_HOME exactly as vault_dir() did; a hook never creates a vault.
-    with open_vault(None if os.environ.get("SYNAPSE_HOME", "").strip() else work_tree, create=False) as vault:
-        created = vault.lessons.scan()
+    # no path: SYNAPSE_HOME, exactly as vault_dir() read it; a hook never creates a vault
+    with VaultSession(None if os.environ.get("SYNAPSE_HOME", "").strip() else work_tree, create=False,
+                      readonly=False) as session:
+        created = session.write().lessons.scan()
     return plural(len(created), "new pending lesson")
 
 
@@ -139,7 +133,7 @@ def main(argv: list[str] | None = None, *, legacy: bool = False) -> int:
     def work() -> None:
         try:
             with _exclusive(directory / LOCK_NAME):  # one scan at a time per vault (background hooks overlap)
-                outcome["ok"] = _scan(work_tree, hook_name)
+                outcome["ok"] = _scan(work_tree)
         except BaseException as exc:  # noqa: BLE001 - logged, never raised
             outcome["error"] = f"{type(exc).__name__}: {exc}"
 

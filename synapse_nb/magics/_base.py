@@ -21,7 +21,8 @@ from synapse_nb.errors import OfflineError, SynapseError
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.kinds.autocheckpoint import AutoCheckpoint
-    from synapse_nb.vault import Vault
+    from synapse_nb.offline import OfflineVault
+    from synapse_nb.vault import ReadableVault, Vault
 
 __all__ = ["FamilyMagics", "end_of_cell", "shown_once", "usage_errors"]
 
@@ -65,7 +66,9 @@ class VaultHost(Protocol):
 
     def writable_vault(self) -> Vault: ...
 
-    def stale_copy(self, exc: OfflineError) -> Any: ...
+    def readable_vault(self) -> ReadableVault: ...
+
+    def stale_copy(self, exc: OfflineError) -> OfflineVault: ...
 
 
 class FamilyMagics(Magics):

@@ -15,6 +15,7 @@ from synapse_nb.models import Memory, RecordList, Status
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.follow import VerifyReport
+    from synapse_nb.offline import StaleAnswer
 
 __all__ = ["MemoryMagics"]
 
@@ -69,7 +70,7 @@ class MemoryMagics(FamilyMagics):
     @argument("--fix", action="store_true", help="verify without ID: follow renames, mark dangling/stale records")
     @line_magic
     @usage_errors
-    def memory(self, line: str = "") -> Status | RecordList[Memory] | VerifyReport | Memory | None:
+    def memory(self, line: str = "") -> Status | RecordList[Memory] | StaleAnswer | VerifyReport | Memory | None:
         """Look after the vault: counts, search, what expires soon, pruning, verifying.
 
         Examples
@@ -85,20 +86,20 @@ class MemoryMagics(FamilyMagics):
             %memory verify --fix              # follow renames, mark dangling and possibly stale records
         """
         args = parse_line(self.memory.parser, line)
-        v = self.vault
         rest = " ".join(args.rest).strip()
-        if args.action == "status":
-            return v.status()
         if args.action == "search":
-            try:
-                found = None if v.offline else v.memories.search(rest, tag=args.tag, category=args.category)
-            except OfflineError as exc:  # the server went away since the vault was opened
-                v, found = self.synapse.stale_copy(exc), None
-            if found is not None:
-                return found
+            found = self.synapse.readable_vault()
+            if not found.offline:
+                try:
+                    return found.memories.search(rest, tag=args.tag, category=args.category)
+                except OfflineError as exc:  # the server went away since the vault was opened
+                    found = self.synapse.stale_copy(exc)
             if args.tag is not None or args.category is not None:  # the stale copy of an unreachable team vault
                 raise UsageError("--tag and --category need the server (the offline copy holds text only)")
-            return v.search(rest)
+            return found.search(rest)
+        v = self.vault
+        if args.action == "status":
+            return v.status()
         if args.action == "expiring":
             return v.memories.expiring(within=args.within)
         if args.action == "prune":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
@@ -14,6 +14,7 @@ from synapse_nb.magics._base import FamilyMagics, shown_once, usage_errors
 from synapse_nb.magics._parse import parse_line
 
 if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb.offline import StaleAnswer
     from synapse_nb.recall import Recall
 
 __all__ = ["RecallMagics"]
@@ -33,7 +34,7 @@ class RecallMagics(FamilyMagics):
               help="show each candidate's score, matched terms and the bar that kept or dropped it")
     @line_magic
     @usage_errors
-    def recall(self, line: str = "") -> Recall:
+    def recall(self, line: str = "") -> Recall | StaleAnswer:
         """Recall what the vault knows about QUERY: approved lessons first, then what clears the gate.
 
         Displays the recall and returns it, so ``r = %recall ...`` keeps it (``r.text`` is the plain text
@@ -63,16 +64,14 @@ class RecallMagics(FamilyMagics):
         syn = self.synapse
         session = None if args.no_session else (args.session or syn.session_id)
         budget = args.budget if args.budget is not None else syn.default_budget
-        kwargs: dict[str, Any] = {"session": session}
-        if budget is not None:
-            kwargs["budget_tokens"] = budget
-        v = self.vault
-        try:
-            r = None if v.offline else v.recall(query, **kwargs)
-        except OfflineError as exc:  # the server went away since the vault was opened
-            v, r = syn.stale_copy(exc), None
-        if r is None:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
-            return shown_once(v.recall(query), syn.fresh)  # type: ignore[no-any-return]
+        v = syn.readable_vault()
+        if not v.offline:
+            try:
+                r = v.recall(query, session=session, budget_tokens=budget)
+            except OfflineError as exc:  # the server went away since the vault was opened
+                v = syn.stale_copy(exc)
+        if v.offline:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
+            return shown_once(v.recall(query), syn.fresh)
         if args.explain:
             table = r.explain()
             display({"text/plain": str(table), "text/html": table._repr_html_()}, raw=True)

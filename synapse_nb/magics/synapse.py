@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
@@ -22,7 +22,10 @@ from synapse_nb.gitscope import RepoInfo, changed_paths, find_repo
 from synapse_nb.kinds.autocheckpoint import MAX_EVERY, AutoCheckpoint
 from synapse_nb.magics._base import end_of_cell, usage_errors
 from synapse_nb.magics._parse import default_session_id
-from synapse_nb.vault import SETTINGS, Vault, find_vault_dir, open_vault
+from synapse_nb.vault import SETTINGS, Notice, ReadableVault, Vault, VaultSession, find_vault_dir
+
+if TYPE_CHECKING:
+    from synapse_nb.offline import OfflineVault
 
 __all__ = ["MAGIC_SETTINGS", "SynapseMagics", "git_changed_files"]
 
@@ -30,6 +33,13 @@ __all__ = ["MAGIC_SETTINGS", "SynapseMagics", "git_changed_files"]
 MAGIC_SETTINGS = ("vault_path", "mind", "session", "lesson_expiry_days", "auto_checkpoint_cells", "default_budget")
 #: Seconds ``git status`` may take after a cell (a hook must not hold up the notebook).
 GIT_STATUS_TIMEOUT = 5.0
+
+
+def _say(notice: Notice) -> None:
+    """A vault notice in the notebook: a new vault, once, on stderr (the recall text carries the borrowed line, the
+    stale copy's answer its STALE line)."""
+    if notice.kind == "created":
+        print(notice.line("synapse_nb"), file=sys.stderr)
 
 
 def git_changed_files(work_tree: RepoInfo | str | Path, *, exclude: str | Path | None = None,
@@ -83,7 +93,8 @@ class SynapseMagics(Magics):
     )).tag(config=True)
 
     def __init__(self, shell: InteractiveShell | None = None, **kwargs: Any) -> None:
-        self._vault: Vault | None = None
+        self._vaults: VaultSession | None = None
+        self._configured: ReadableVault | None = None  # the handle the notebook's vault settings were written to
         self._session_auto: str | None = None
         #: the notebook's automatic checkpoints (``%checkpoint auto on|off``), counted in cells
         self.auto = AutoCheckpoint(unit="cell")
@@ -97,36 +108,46 @@ class SynapseMagics(Magics):
         """The vault the magics read (opened on first use, as the user actor).
 
         Reading never creates a vault: with none yet this raises ``VaultNotFoundError`` (a magic shows
-        it as one line). Writing magics use :meth:`writable_vault`, which creates it.
+        it as one line). Writing magics use :meth:`writable_vault`, which creates it; ``%recall`` and
+        ``%memory search`` use :meth:`readable_vault`, which may be a team vault's stale copy.
         """
-        return self._open_vault(create=False)
+        v = self._session().read()
+        self._configure(v)
+        return v
 
     def writable_vault(self) -> Vault:
         """The vault for a write: created inside an existing folder when there is none (said once on stderr)."""
-        return self._open_vault(create=True)
+        v = self._session().write()
+        self._configure(v)
+        return v
 
-    def _open_vault(self, *, create: bool) -> Vault:
-        # a team vault whose server cannot be reached is this machine's stale copy (``offline``: %recall and
-        # %memory search answer marked STALE, a write is a one-line OfflineError); the next magic tries the server
-        if self._vault is not None and self._vault.offline:
-            self._vault = None
-        if self._vault is None:
-            v = open_vault(self.vault_path or None, mind=self.mind, actor="user", create=create, offline=True)
-            if v.created:
-                print(f"synapse_nb: created a new vault at {v.path}", file=sys.stderr)
-            self._vault = v
-            if self.lesson_expiry_days is not None and not v.offline:
-                v.settings.set("lesson_expiry_days", self.lesson_expiry_days)
-        return self._vault
+    def readable_vault(self) -> ReadableVault:
+        """The vault for a read this machine's stale copy of a team vault can answer (``%recall``, ``%memory
+        search``): a team vault whose server cannot be reached is the copy (``v.offline``: answers marked STALE, a
+        write is a one-line OfflineError); the next magic tries the server again."""
+        v = self._session().read_or_stale()
+        self._configure(v)
+        return v
 
-    def stale_copy(self, exc: OfflineError) -> Any:
+    def stale_copy(self, exc: OfflineError) -> OfflineVault:
         """This machine's stale copy once the server of the open team vault went away (``exc``, raised by a read
         the copy can answer); ``exc`` again when the server answers or there is no copy (the next magic retries)."""
-        self.close()
-        v = self._open_vault(create=False)
-        if not v.offline:
-            raise exc
-        return v
+        return self._session().stale_copy(exc)
+
+    def _session(self) -> VaultSession:
+        """The notebook's vault session: ``vault_path`` and ``mind`` as set now (a change closes it)."""
+        if self._vaults is None:
+            self._vaults = VaultSession(self.vault_path or None, mind=self.mind, actor="user", readonly=False,
+                                        offline=True, on_notice=_say)
+        return self._vaults
+
+    def _configure(self, v: ReadableVault) -> None:
+        """Write the notebook's vault settings (``lesson_expiry_days``) to a handle the first time it is seen."""
+        if v is self._configured:
+            return
+        self._configured = v
+        if self.lesson_expiry_days is not None and not v.offline:
+            v.settings.set("lesson_expiry_days", self.lesson_expiry_days)
 
     @property
     def session_id(self) -> str:
@@ -139,9 +160,10 @@ class SynapseMagics(Magics):
 
     def close(self) -> None:
         """Close the vault handle (the next magic opens it again)."""
-        if self._vault is not None:
-            self._vault.close()
-            self._vault = None
+        if self._vaults is not None:
+            self._vaults.close()
+            self._vaults = None
+        self._configured = None
 
     # -- settings -----------------------------------------------------------------------------------------------
     @observe("vault_path", "mind")
@@ -186,7 +208,7 @@ class SynapseMagics(Magics):
             self.auto.set_every(self.cells_per_checkpoint())
             if self.auto.observe(success=bool(getattr(result, "success", True)), changed=self.changed_files()):
                 self.auto.save(self.writable_vault().checkpoints, origin="auto")
-        except Exception as exc:  # a hook must never break the user's cell
+        except Exception as exc:  # noqa: BLE001 - a hook must never break the user's cell
             print(f"synapse_nb: auto checkpoint skipped: {exc}")
 
     def changed_files(self) -> list[str] | None:

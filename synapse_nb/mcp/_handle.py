@@ -1,7 +1,13 @@
-"""The MCP server's vault handle: opened on first use, as the agent, read-only when the environment says so.
+"""The MCP server's vault: a :class:`~synapse_nb.vault.VaultSession` acting as the agent, and what only the MCP adds.
+
+The session opens the vault on first use (so a bad path is a tool error, not a crash), never creates it for a read,
+creates it for the first write (and takes it back when that write is refused), falls back to this machine's stale
+copy of an unreachable team vault for recall and search, and reads ``SYNAPSE_READONLY``. The MCP renders its
+notices: a new or taken-back vault as one stderr line (stdout carries the protocol), a borrowed vault in every
+answer; a read-only server refuses every writing tool in one line before it touches the vault.
 
 >>> h = Handle("/tmp/project", "default", None, None, readonly=True)   # doctest: +SKIP
->>> h.get().actor                                                       # doctest: +SKIP
+>>> h.read().actor                                                      # doctest: +SKIP
 'agent'
 """
 
@@ -12,10 +18,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from synapse_nb.errors import OfflineError, StoreError, SynapseError
-from synapse_nb.vault import Vault, open_vault
+from synapse_nb.vault import Notice, ReadableVault, Vault, VaultSession
+
+if TYPE_CHECKING:
+    from synapse_nb.offline import OfflineVault
 
 __all__ = ["DEFAULT_ANSWER_TOKENS", "Handle"]
 
@@ -23,37 +32,50 @@ __all__ = ["DEFAULT_ANSWER_TOKENS", "Handle"]
 DEFAULT_ANSWER_TOKENS = 8000
 
 
-class Handle:
-    """The agent's vault handle, opened on first use (so a bad path is a tool error, not a crash).
+def _say(notice: Notice) -> None:
+    if notice.kind in ("created", "removed"):  # stdout carries the protocol: say it on stderr, once
+        print(notice.line("synapse-nb"), file=sys.stderr, flush=True)
 
-    With ``readonly`` the vault is opened read-only and never created; every writing tool is refused with one line
-    before it touches the vault.
+
+class Handle:
+    """The agent's vault for the tools: a :class:`~synapse_nb.vault.VaultSession` (``session``) and the MCP's
+    read-only refusal, answer budget and borrowed field.
+
+    ``vault`` (an open vault to serve) is used through ``as_agent()``. With ``readonly`` the vault is opened
+    read-only and never created; every writing tool is refused with one line before it touches the vault.
     """
 
     def __init__(self, path: str | Path | None, mind: str, vault: Vault | None,
                  clock: Callable[[], datetime] | None, *, readonly: bool = False) -> None:
-        self._path = path
-        self._mind = mind
-        self._clock = clock
-        self._vault = vault.as_agent() if vault is not None else None
-        self._given = vault is not None
         self.readonly = readonly
+        self.session = VaultSession(path, mind=mind, actor="agent", clock=clock, readonly=readonly, offline=True,
+                                    vault=vault.as_agent() if vault is not None else None, on_notice=_say)
 
-    def get(self, *, write: bool = False) -> Vault:
-        """The vault; read tools never create one, write tools create it inside an existing folder only.
+    def read(self) -> Vault:
+        """The vault for a read tool (never created; a stale copy is an OfflineError)."""
+        return self.session.read()
 
-        A team vault whose server cannot be reached is this machine's stale copy (``offline``: recall and search
-        answer marked STALE, everything else is an OfflineError); the server is tried again on the next call."""
-        if write:
-            self.refuse_if_readonly()
-        if self._vault is not None and self._vault.offline:
-            self._vault = None  # never stay offline once the server is back
-        if self._vault is None:
-            self._vault = open_vault(self._path, mind=self._mind, actor="agent", clock=self._clock,
-                                     create=write and not self.readonly, readonly=self.readonly, offline=True)
-            if self._vault.created:  # stdout carries the protocol: say it on stderr, once
-                print(f"synapse-nb: created a new vault at {self._vault.path}", file=sys.stderr, flush=True)
-        return self._vault
+    def read_or_stale(self) -> ReadableVault:
+        """The vault for recall and search: a team vault whose server cannot be reached is this machine's stale copy
+        (``offline``: answers marked STALE); the server is tried again on the next call."""
+        return self.session.read_or_stale()
+
+    def write(self) -> Vault:
+        """The vault for a write tool, created inside an existing folder only (refused first when read-only)."""
+        self.refuse_if_readonly()
+        return self.session.write()
+
+    @contextmanager
+    def writing(self) -> Iterator[Vault]:
+        """The vault for a write tool; a first write that is refused takes back the vault it has just created (as
+        the CLI does), so a bad argument leaves no empty vault behind."""
+        self.refuse_if_readonly()
+        with self.session.writing() as v:
+            yield v
+
+    def stale_copy(self, exc: OfflineError) -> OfflineVault:
+        """This machine's stale copy once the server of the open team vault went away (``exc`` otherwise)."""
+        return self.session.stale_copy(exc)
 
     def refuse_if_readonly(self, what: str = "this tool writes to the vault") -> None:
         """A one-line :class:`StoreError` when the server was started read-only."""
@@ -61,46 +83,17 @@ class Handle:
             raise StoreError(f"the server is read-only (SYNAPSE_READONLY=1 in its environment): {what}, so it was "
                              "refused and nothing was written; the read tools still answer")
 
-    def stale_copy(self, exc: OfflineError) -> Any:
-        """This machine's stale copy once the server of the open team vault went away (``exc``, raised by a read
-        the copy can answer); ``exc`` again when the server answers or there is no copy. The live handle is
-        closed, so the next call tries the server again."""
-        if self._given or self._vault is None:
-            raise exc
-        self._vault.close()
-        self._vault = None
-        v = self.get()
-        if not v.offline:
-            raise exc
-        return v
-
     def borrowed(self) -> dict[str, Any] | None:
         """Why the open vault is borrowed (it heads every answer), or None."""
-        v = self._vault
-        b = None if v is None or v.offline else v.borrowed  # a team vault is never file-borrowed
-        return b.to_dict() if b is not None else None
+        notice = self.session.notice("borrowed")
+        return dict(notice.data) if notice is not None else None
 
     def answer_tokens(self) -> int:
         """The answer budget: the open vault's ``mcp_answer_tokens`` setting, else :data:`DEFAULT_ANSWER_TOKENS`."""
-        v = self._vault
+        v = self.session.current
         if v is None or v.offline:
             return DEFAULT_ANSWER_TOKENS
         try:
             return int(v.settings.get("mcp_answer_tokens"))
         except SynapseError:
             return DEFAULT_ANSWER_TOKENS
-
-    @contextmanager
-    def writing(self) -> Iterator[Vault]:
-        """The vault for a write tool. A first write that is refused takes back the vault it has just created
-        (as the CLI does), so a bad argument leaves no empty vault behind."""
-        fresh = self._vault is None
-        v = self.get(write=True)
-        try:
-            yield v
-        except SynapseError:
-            if fresh and not v.offline and v.discard_if_unused():
-                self._vault = None
-                print(f"synapse-nb: removed the vault it had just created at {v.path} (nothing was written)",
-                      file=sys.stderr, flush=True)
-            raise

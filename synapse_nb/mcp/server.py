@@ -230,7 +230,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
     def no_vault() -> bool:
         """Whether there is no vault yet (a new project): the session-start tools then answer normally."""
         try:
-            handle.get()
+            handle.read_or_stale()
         except VaultNotFoundError:
             return True
         return False
@@ -245,7 +245,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                 return answer("no approved lessons and no memories yet (this project has no vault until the first "
                               "write)", {"banner": "", "lessons": [], "memories": 0, "memories_shown": 0,
                                          "memories_left_out": 0, "verified": 0, "vault": False})
-            v = handle.get()
+            v = handle.read()
             lessons = v.lessons.in_force()
             banner = banner_text(lessons)
             mems = list(v.memories.list())
@@ -283,7 +283,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                 return answer("no checkpoint yet (this project has no vault until the first write); "
                               "create_checkpoint saves one", none_yet)
             try:
-                c = handle.get().checkpoints.restore(checkpoint_id or "latest")
+                c = handle.read().checkpoints.restore(checkpoint_id or "latest")
             except NoCheckpointError as exc:
                 if checkpoint_id:
                     raise ToolError(exc.with_remedy("the create_checkpoint tool")) from None
@@ -314,7 +314,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         The analysis is a proposal: a human reads it and decides whether it becomes an approved lesson."""
         with _errors():
             handle.refuse_if_readonly("submit_lesson_analysis writes an analysis")
-            handle.get().lessons.submit_analysis(lesson_id, analysis)
+            handle.read().lessons.submit_analysis(lesson_id, analysis)
             return answer(f"analysis submitted for lesson {inline(lesson_id, 60)}; a human will review it",
                           {"lesson_id": inline(lesson_id, 60), "submitted": True})
 
@@ -335,7 +335,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                         "carry on")
                 return answer(text, {"action": "none", "ratio": round(ratio, 4), "threshold": LOW_CONTEXT_RATIO,
                                      "checkpoint_id": None, "restore_pack": None, "tokens": 0})
-            v = handle.get(write=not handle.readonly)
+            v = handle.read() if handle.readonly else handle.write()
             c = (v.checkpoints.latest() if handle.readonly else
                  v.checkpoints.carry_forward(doing, next_step=next_step,
                                              fallback=f"session context at {ratio:.0%} of capacity"))
@@ -355,18 +355,20 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         (otherwise "nothing new", with empty_reason nothing_relevant, already_given or over_budget). Approved
         lessons always come first."""
         with _errors():
-            v = handle.get()
-            try:
-                r = None if v.offline else v.recall(query, session=session_id, budget_tokens=budget_tokens)
-            except OfflineError as exc:  # the server went away since the handle was opened
-                v, r = handle.stale_copy(exc), None
-            if r is None:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
-                stale = v.recall(query)
-                return answer(stale.text, {**stale.to_dict(), "query": inline(query, 200)})
-            text = r.text
-            if r.empty_reason == "over_budget":
-                text += f"\n(call recall again with a larger budget_tokens than {r.bars.budget_tokens} to get them)"
-            return answer(text, {**r.to_dict(), "query": inline(query, 200)})
+            v = handle.read_or_stale()
+            if not v.offline:
+                try:
+                    r = v.recall(query, session=session_id, budget_tokens=budget_tokens)
+                except OfflineError as exc:  # the server went away since the handle was opened
+                    v = handle.stale_copy(exc)
+                else:
+                    text = r.text
+                    if r.empty_reason == "over_budget":
+                        text += (f"\n(call recall again with a larger budget_tokens than {r.bars.budget_tokens} to "
+                                 "get them)")
+                    return answer(text, {**r.to_dict(), "query": inline(query, 200)})
+            stale = v.recall(query)  # a team vault whose server cannot be reached: this machine's stale copy, marked so
+            return answer(stale.text, {**stale.to_dict(), "query": inline(query, 200)})
 
     async def remember(category: S.Category, key: S.Key, content: S.Content, tags: S.Tags = None,
                        priority: S.Priority = None) -> CallToolResult:
@@ -393,24 +395,26 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
 
         Lessons are the approved ones only."""
         with _errors():
-            v = handle.get()
+            v = handle.read_or_stale()
             kinds = SEARCH_KINDS[1:] if kind == "all" else (kind,)
-            try:
-                records = None if v.offline else [r for k in kinds for r in _manager(v, k).search(query, limit=limit)]
-            except OfflineError as exc:  # the server went away since the handle was opened
-                v, records = handle.stale_copy(exc), None
-            if records is None:  # the stale copy: text only, filtered by kind (it cannot tell approved lessons)
-                stale = v.search(query, k=1000)
-                stale = replace(stale, hits=tuple(h for h in stale.hits if h.kind in kinds)[:limit])
-                return answer(stale.text, {**stale.to_dict(), "query": inline(query, 200), "kind": kind})
-            lines = [f"{r.id}  {r.summary_line()}" for r in records] or [f"no match for {inline(query, 200)!r}"]
-            return answer("\n".join(lines), {"query": inline(query, 200), "kind": kind,
-                                             "results": [record_json(r) for r in records]})
+            if not v.offline:
+                try:
+                    records = [r for k in kinds for r in _manager(v, k).search(query, limit=limit)]
+                except OfflineError as exc:  # the server went away since the handle was opened
+                    v = handle.stale_copy(exc)
+                else:
+                    lines = [f"{r.id}  {r.summary_line()}" for r in records] or [f"no match for {inline(query, 200)!r}"]
+                    return answer("\n".join(lines), {"query": inline(query, 200), "kind": kind,
+                                                     "results": [record_json(r) for r in records]})
+            # the stale copy: text only, filtered by kind (it cannot tell approved lessons)
+            stale = v.search(query, k=1000)
+            stale = replace(stale, hits=tuple(h for h in stale.hits if h.kind in kinds)[:limit])
+            return answer(stale.text, {**stale.to_dict(), "query": inline(query, 200), "kind": kind})
 
     async def get_status() -> CallToolResult:
         """Call to see the vault's counts: memories, checkpoints, decisions, approved lessons, episodes, notes."""
         with _errors():
-            st = handle.get().status()
+            st = handle.read().status()
             return answer(str(st), st.to_dict())
 
     tools = [_tool(fn) for fn in (get_approved_memory, restore_checkpoint, create_checkpoint, log_decision,

@@ -11,10 +11,11 @@ The permission model lives here, in the core, so that no surface can forget it: 
 reject a lesson, verify a memory, overwrite or delete a user's record, claim ``source="user"``,
 read pending lessons, change settings or import.
 
-The package has three modules, one job each: :mod:`~synapse_nb.vault.locate` (where a vault lives: the path
+The package has four modules, one job each: :mod:`~synapse_nb.vault.locate` (where a vault lives: the path
 rules), :mod:`~synapse_nb.vault.opening` (:func:`open_vault`, :func:`open_team_vault`: creating, migrating, the
-offline copy) and :mod:`~synapse_nb.vault.facade` (:class:`Vault`, the handle). Import from ``synapse_nb.vault``
-(or ``synapse_nb``); the submodules are the layout, not the API.
+offline copy), :mod:`~synapse_nb.vault.facade` (:class:`Vault`, the handle) and :mod:`~synapse_nb.vault.session`
+(:class:`VaultSession`: how every surface opens a vault to read or to write, its notices, taking back an unused new
+vault). Import from ``synapse_nb.vault`` (or ``synapse_nb``); the submodules are the layout, not the API.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from synapse_nb.context import ACTORS
 from synapse_nb.settings import BAR_SETTINGS, SETTINGS, Settings
 from synapse_nb.vault.facade import Vault
 from synapse_nb.vault.locate import find_vault_dir
-from synapse_nb.vault.opening import open_team_vault, open_vault
+from synapse_nb.vault.opening import ReadableVault, open_team_vault, open_vault
+from synapse_nb.vault.session import Notice, NoticeKind, VaultSession
 
-__all__ = ["ACTORS", "BAR_SETTINGS", "SETTINGS", "Settings", "Vault", "find_vault_dir", "open_team_vault",
-           "open_vault"]
+__all__ = ["ACTORS", "BAR_SETTINGS", "SETTINGS", "Notice", "NoticeKind", "ReadableVault", "Settings", "Vault",
+           "VaultSession", "find_vault_dir", "open_team_vault", "open_vault"]

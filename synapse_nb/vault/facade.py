@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from datetime import timedelta
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Self
+from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from synapse_nb._util import Clock, fmt_ts, parse_duration, shift, utcnow
 from synapse_nb.borrowed import Borrowed
-from synapse_nb.context import Context, GitView, check_identity
+from synapse_nb.context import Actor, Context, GitView, check_identity
 from synapse_nb.errors import (
     PermissionDeniedError,
     StoreError,
-    SynapseError,
     ValidationError,
 )
 from synapse_nb.gitscope.repo import RepoInfo
-from synapse_nb.gitscope.vaultdir import (
-    GITIGNORE_TEXT,
-    tracked_files,
-    untrack_command,
-)
+from synapse_nb.gitscope.vaultdir import tracked_files, untrack_command
 from synapse_nb.kinds._base import KindManager
 from synapse_nb.kinds.checkpoints import Checkpoints
 from synapse_nb.kinds.decisions import Decisions
@@ -33,12 +29,12 @@ from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Memory, PruneReport, Status
 from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, Settings
 from synapse_nb.store.records import Change, View
-from synapse_nb.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
     from synapse_nb.follow import VerifyReport
     from synapse_nb.recall import Bars, Recall
     from synapse_nb.recall.engine import Recaller
+    from synapse_nb.store.base import VaultStore
     from synapse_nb.store.indexer import VaultIndex
     from synapse_nb.transfer import ImportCounts
 
@@ -54,24 +50,28 @@ class Vault:
     managers, recall, follow, transfer and settings work in, and exposes them.
     """
 
-    #: False: this handle reads and writes the system of record (an offline team vault's stale copy is True)
-    offline = False
+    #: False: this handle reads and writes the system of record (an offline team vault's stale copy,
+    #: :class:`synapse_nb.offline.OfflineVault`, is True): ``if v.offline:`` tells the two apart, for mypy too
+    offline: ClassVar[Literal[False]] = False
 
     def __init__(self, vault_dir: str | Path, *, project_dir: str | Path | None = None, mind: str = "default",
                  actor: str = "user", clock: Clock | None = None, readonly: bool = False,
-                 _store: SqliteStore | None = None, _git: GitView | None = None) -> None:
-        check_identity(mind, actor)
+                 _store: VaultStore | None = None, _git: GitView | None = None) -> None:
+        checked = check_identity(mind, actor)
         self.path = Path(vault_dir)
-        #: True when :func:`open_vault` created this vault (surfaces say where, once)
+        #: True when :func:`open_vault` created this vault (a session's ``created`` notice says where, once)
         self.created = False
         self.project_dir = Path(project_dir) if project_dir is not None else self.path.parent
         self.mind = mind
-        self.actor = actor
+        self.actor: Actor = checked
         self._clock = clock or utcnow
-        self._store = _store or SqliteStore(self.path / DB_NAME, readonly=readonly)
+        if _store is None:
+            from synapse_nb.store.sqlite import SqliteStore  # loaded already by opening.py; here for Vault(path)
+
+            _store = SqliteStore(self.path / DB_NAME, readonly=readonly)
+        self._store: VaultStore = _store
         self._git = _git or GitView(self.project_dir, self.path)
-        self._ctx = Context(store=self._store, mind=mind, actor=actor, git=self._git,  # type: ignore[arg-type]
-                            clock=self._clock)
+        self._ctx = Context(store=self._store, mind=mind, actor=checked, git=self._git, clock=self._clock)
         self.memories = Memories(self._ctx)
         self.checkpoints = Checkpoints(self._ctx)
         self.decisions = Decisions(self._ctx)
@@ -117,7 +117,9 @@ class Vault:
 
     @property
     def db_path(self) -> Path:
-        return self._store.path
+        """The SQLite database file of a vault on this machine (``<vault>/synapse.db``); a team vault keeps its
+        records on its server."""
+        return self.path / DB_NAME
 
     @property
     def repo(self) -> RepoInfo | None:
@@ -144,36 +146,6 @@ class Vault:
 
     def close(self) -> None:
         self._store.close()
-
-    def discard_if_unused(self) -> bool:
-        """Close this vault and remove it if this handle created it and nothing has been written to it.
-
-        Surfaces call it after a refused first write (an empty key, an unknown category), so a typo leaves no
-        vault behind. Only the files a new vault holds are removed (a ``.gitignore`` the user wrote stays, and a
-        folder that holds anything else stays); returns True when the vault folder is gone.
-        """
-        from itertools import islice
-
-        from synapse_nb.transfer import export_lines  # the same records an export would hold
-
-        if not self.created:
-            return False
-        try:
-            if next(islice(export_lines(self._store), 1, None), None) is not None:  # more than the header line
-                return False
-        except SynapseError:
-            return False
-        self.close()
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            (self.path / (DB_NAME + suffix)).unlink(missing_ok=True)
-        ignore = self.path / ".gitignore"
-        if ignore.is_file() and ignore.read_text(encoding="utf-8", errors="replace") == GITIGNORE_TEXT:
-            ignore.unlink()  # ours; a .gitignore the user wrote stays
-        try:
-            self.path.rmdir()
-        except OSError:
-            return False
-        return True
 
     def __enter__(self) -> Self:
         return self
@@ -219,7 +191,7 @@ class Vault:
 
     # -- recall -------------------------------------------------------------------------------------------
     def recall(self, query: str, *, session: str | None = None, branch: str | None = None, files: Any = None,
-               budget_tokens: int | None = None, bars: Bars | None = None, path: str = "auto") -> Recall:
+               budget_tokens: int | None = None, bars: Bars | None = None, path: str | None = None) -> Recall:
         """What this turn needs to know: only the new and relevant across all memories, or "nothing new".
 
         The approved-lesson banner comes first on every call. With ``session``, what that session already
@@ -234,8 +206,9 @@ class Vault:
         budget_tokens : most tokens for the hits (default: the bars' ``budget_tokens``).
         bars : a :class:`synapse_nb.recall.Bars` to override the gate's thresholds (default:
             :meth:`default_bars`, the bars saved in the vault's settings, else ``Bars()``).
-        path : "auto" (default) or "rank": BM25 over the ranking table, then the structure step ("exhaustive"
-            and "index", recall v1's candidate paths, are accepted and run the same ranking).
+        path : deprecated, and ignored: recall has one path since recall v2 (BM25 over the ranking table, then the
+            structure step). "auto", "rank", "exhaustive" and "index" are still accepted, with a
+            ``DeprecationWarning``; any other value is a ``ValidationError``.
 
         Examples
         --------
@@ -246,8 +219,12 @@ class Vault:
             from synapse_nb.recall.engine import Recaller  # loaded by the first recall (import synapse_nb stays light)
 
             self._recaller = Recaller(self._ctx, lambda: self.index, defaults=self._recall_settings)
+        if path is not None:
+            warnings.warn("Vault.recall(path=...) is deprecated and ignored: recall has one path since recall v2 "
+                          "(docs/decisions/0008-recall-engine-v2.md); drop the argument", DeprecationWarning,
+                          stacklevel=2)
         return self._recaller.recall(query, session=session, branch=branch, files=files,
-                                     budget_tokens=budget_tokens, bars=bars, path=path)
+                                     budget_tokens=budget_tokens, bars=bars, path="auto" if path is None else path)
 
     def restore_pack(self, checkpoint: Checkpoint | None = None, *, budget_tokens: int | None = None,
                      note: str | None = None) -> str:

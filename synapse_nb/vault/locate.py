@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from synapse_nb.errors import (
     ConflictError,
     VaultNotFoundError,
 )
 from synapse_nb.gitscope.repo import find_repo
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["DB_NAME", "VAULT_DIRNAME", "find_vault_dir", "locate"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, TypeAlias, overload
 
 from synapse_nb._util import Clock
 from synapse_nb.borrowed import detect
@@ -24,19 +24,31 @@ from synapse_nb.gitscope.vaultdir import (
     holds_only_vault_files,
 )
 from synapse_nb.store.sqlite import SqliteStore
-
-if TYPE_CHECKING:
-    pass
-
 from synapse_nb.vault.facade import Vault
 from synapse_nb.vault.locate import DB_NAME, VAULT_DIRNAME, locate
 
-__all__ = ["open_team_vault", "open_vault"]
+if TYPE_CHECKING:
+    from synapse_nb.offline import OfflineVault
+
+__all__ = ["ReadableVault", "open_team_vault", "open_vault"]
+
+#: What a read that accepts a team vault's stale copy gets (``offline=True``): the vault, or this machine's stale,
+#: read-only copy of it. ``if v.offline:`` tells them apart (mypy narrows on it: ``Vault.offline`` is
+#: ``Literal[False]``, ``OfflineVault.offline`` ``Literal[True]``).
+ReadableVault: TypeAlias = "Vault | OfflineVault"
 
 
+@overload
 def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
                clock: Clock | None = None, readonly: bool = False, create: bool = True,
-               offline: bool = False) -> Vault:
+               offline: Literal[False] = False) -> Vault: ...
+@overload
+def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
+               clock: Clock | None = None, readonly: bool = False, create: bool = True,
+               offline: bool) -> ReadableVault: ...
+def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
+               clock: Clock | None = None, readonly: bool = False, create: bool = True,
+               offline: bool = False) -> ReadableVault:
     """Open the vault for a project; with ``create`` (the default), create it if it does not exist yet.
 
     Where the vault is: see :func:`find_vault_dir` (``path`` and ``SYNAPSE_HOME`` name a project
@@ -57,12 +69,12 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     clock : a callable returning an aware ``datetime`` (tests); default the real UTC clock.
     readonly : open without write access (every write raises ``StoreError``); never creates.
     create : create the vault when there is none (default True, for code that is about to write);
-        ``create=False`` is for reading: a missing vault is a :class:`VaultNotFoundError`. The CLI,
-        the magics and the MCP server open with ``create=False`` for every read.
+        ``create=False`` is for reading: a missing vault is a :class:`VaultNotFoundError`. The surfaces
+        open through a :class:`~synapse_nb.vault.VaultSession`, which never creates a vault for a read.
     offline : for a team vault URL only: when its server cannot be reached, return this machine's stale,
         read-only copy (a :class:`synapse_nb.offline.OfflineVault`: ``search``/``recall`` answer marked
         ``STALE`` with the copy's age, everything else raises :class:`OfflineError`) instead of raising
-        :class:`OfflineError`. The CLI's read commands pass it.
+        :class:`OfflineError`. Typed :data:`ReadableVault` then: narrow on ``v.offline`` before using the vault.
 
     Raises
     ------
@@ -110,8 +122,15 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     return v
 
 
+@overload
 def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
-                    readonly: bool = False, local: str | Path | None = None, offline: bool = False) -> Vault:
+                    readonly: bool = False, local: str | Path | None = None,
+                    offline: Literal[False] = False) -> Vault: ...
+@overload
+def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
+                    readonly: bool = False, local: str | Path | None = None, offline: bool) -> ReadableVault: ...
+def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
+                    readonly: bool = False, local: str | Path | None = None, offline: bool = False) -> ReadableVault:
     """Open a team vault (``postgresql://user@host:port/db?project=NAME``; see ``docs/team.md``).
 
     ``project`` defaults to the repository's folder name. This machine's caches (the retrieval index and its
@@ -150,11 +169,11 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
             raise OfflineError(f"{exc}; and this machine has no copy of it to read ({folder}/index is made by "
                                "`synapse-nb index rebuild` or an index search while the server is reachable)") from exc
         location = f"{conninfo.split('?')[0].rsplit('@', 1)[-1]}?project={project}"
-        return OfflineVault(folder, location=location, mind=mind, actor=actor,  # type: ignore[return-value]
+        return OfflineVault(folder, location=location, mind=mind, actor=actor,
                             reason=str(exc).split(": this machine")[0])
     try:
         return Vault(folder, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
-                     _store=store)  # type: ignore[arg-type]
+                     _store=store)
     except BaseException:
         store.close()
         raise

@@ -1,21 +1,33 @@
-"""Small helpers shared by the widgets: the human-only check, a confirm step, closing views."""
+"""Small helpers shared by the widgets: the vault a widget drives, the human-only check, a confirm step, closing
+views."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
 from synapse_nb.errors import PermissionDeniedError
 from synapse_nb.render import block, esc, message_html, table_html
 
-__all__ = ["Confirm", "block", "close_tree", "esc", "message_html", "require_human", "table_html"]
+if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb.vault import ReadableVault, Vault
+
+__all__ = ["Confirm", "block", "close_tree", "esc", "live_vault", "message_html", "require_human", "table_html"]
 
 
-def require_human(vault: Any, widget: str) -> None:
+def live_vault(vault: ReadableVault, widget: str) -> Vault:
+    """The vault a widget drives: the handle it is given (a widget opens none). A team vault's stale copy cannot
+    drive one: its :class:`~synapse_nb.errors.OfflineError` says why, before anything is drawn."""
+    if vault.offline:
+        vault.refuse(f"show the {widget} widget")
+    return vault
+
+
+def require_human(vault: Vault, widget: str) -> None:
     """Refuse to build a human-review widget on an agent vault."""
-    if getattr(vault, "actor", None) != "user":
+    if vault.actor != "user":
         raise PermissionDeniedError(
             f"{widget} acts as the human reviewer; a vault opened with actor={vault.actor!r} may not drive it "
             "(open the vault with actor='user' in your own notebook)")

@@ -9,10 +9,11 @@ import ipywidgets as widgets
 
 from synapse_nb.errors import SynapseError
 from synapse_nb.render import explanation_html, plural, pre_html
-from synapse_nb.widgets._common import block, esc, message_html
+from synapse_nb.widgets._common import block, esc, live_vault, message_html
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.recall import Bars, Recall
+    from synapse_nb.vault import ReadableVault
 
 __all__ = ["GateExplorer", "explanation_html"]
 
@@ -56,11 +57,11 @@ class GateExplorer(widgets.VBox):
     ()
     """
 
-    def __init__(self, vault: Any, *, budget_tokens: int | None = None) -> None:
-        self.vault = vault
+    def __init__(self, vault: ReadableVault, *, budget_tokens: int | None = None) -> None:
+        self.vault = live_vault(vault, "GateExplorer")
         self.recall: Recall | None = None
         self._quiet = False
-        start = vault.default_bars()
+        start = self.vault.default_bars()
         if budget_tokens is not None:
             start = replace(start, budget_tokens=budget_tokens)
         self._base = start  # fields the sliders do not move (bonuses, index sizes) come from here
@@ -81,7 +82,7 @@ class GateExplorer(widgets.VBox):
         self.budget = widgets.IntSlider(value=start.budget_tokens, min=0, max=max(4000, start.budget_tokens), step=50,
                                         description="budget", continuous_update=False, style=style, layout=wide,
                                         tooltip="most tokens for the hits")
-        human = getattr(vault, "actor", None) == "user"
+        human = self.vault.actor == "user"
         self.save_button = widgets.Button(description="Save as my defaults", icon="save", disabled=not human,
                                           layout=widgets.Layout(width="auto"),
                                           tooltip=("every recall without bars (notebook, CLI, MCP) will use these"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
@@ -11,7 +11,19 @@ from synapse_nb.gitscope import show_commit
 from synapse_nb.models import Lesson
 from synapse_nb.provenance import inline
 from synapse_nb.render import BORDER, MUTED, code, fmt_time, note_html, plural
-from synapse_nb.widgets._common import Confirm, block, close_tree, esc, message_html, require_human, table_html
+from synapse_nb.widgets._common import (
+    Confirm,
+    block,
+    close_tree,
+    esc,
+    live_vault,
+    message_html,
+    require_human,
+    table_html,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb.vault import ReadableVault, Vault
 
 __all__ = ["DIFF_TITLE", "LessonCard", "LessonReview", "diff_html", "lesson_html"]
 
@@ -84,7 +96,7 @@ def _patch_lines_html(text: str) -> str:
     return "".join(out)
 
 
-def diff_html(vault: Any, les: Lesson) -> str:
+def diff_html(vault: Vault, les: Lesson) -> str:
     """The reverted change of a lesson as HTML: per reverted commit, its ``--stat`` and patch (capped).
 
     Reads git through :func:`synapse_nb.gitscope.show_commit`; outside git, or for a commit that is
@@ -245,9 +257,9 @@ class LessonReview(widgets.VBox):
     (False, 0)
     """
 
-    def __init__(self, vault: Any) -> None:
-        require_human(vault, "LessonReview")
-        self.vault = vault
+    def __init__(self, vault: ReadableVault) -> None:
+        self.vault = live_vault(vault, "LessonReview")
+        require_human(self.vault, "LessonReview")
         self.cards: dict[str, LessonCard] = {}
         self.header = widgets.HTML()
         self.message = widgets.HTML()
@@ -337,9 +349,10 @@ class LessonReview(widgets.VBox):
             children += [self.cards[x.id] for x in pending]
         else:
             children.append(self._no_pending)
-        if awaiting:
+        borrowed = self.vault.borrowed
+        if awaiting and borrowed is not None:  # awaiting_local() is empty unless the vault is borrowed
             children.append(widgets.HTML(block(f"<b>Approved elsewhere, awaiting your approval</b>: "
-                                               f"{esc(self.vault.borrowed.line)}")))
+                                               f"{esc(borrowed.line)}")))
             children += [self.cards[x.id] for x in awaiting]
         if expired:
             children.append(self._expired_title)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
 from synapse_nb.errors import SynapseError, ValidationError
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory
 from synapse_nb.render import code, fmt_time, plural, pre_html, shorten
-from synapse_nb.widgets._common import Confirm, block, esc, message_html
+from synapse_nb.widgets._common import Confirm, block, esc, live_vault, message_html
 from synapse_nb.widgets.table import RecordTable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb.vault import ReadableVault
 
 __all__ = ["ANY", "MemoryBrowser"]
 
@@ -88,10 +91,10 @@ class MemoryBrowser(widgets.VBox):
     True
     """
 
-    def __init__(self, vault: Any, *, page_size: int = 25) -> None:
+    def __init__(self, vault: ReadableVault, *, page_size: int = 25) -> None:
         if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= 1000:
             raise ValidationError(f"page_size must be a whole number from 1 to 1000, got {page_size!r}")
-        self.vault = vault
+        self.vault = live_vault(vault, "MemoryBrowser")
         self.page_size = page_size
         self.results: list[Memory] = []
         self.total = 0
@@ -117,7 +120,7 @@ class MemoryBrowser(widgets.VBox):
                                                style={"description_width": "initial"},
                                                layout=widgets.Layout(width="10em"))
         self.detail = widgets.HTML()
-        human = getattr(vault, "actor", None) == "user"
+        human = self.vault.actor == "user"
         self._human = human
         self.verify_button = widgets.Button(description="Verify", icon="check", button_style="success",
                                             disabled=True, tooltip="A human confirms the selected memory")

@@ -35,7 +35,7 @@ def _seed(v: syn.Vault, n: int = 20) -> None:
 def test_damaged_index_recall_still_answers_warns_and_rebuild_fixes(rvault: syn.Vault, damage: str) -> None:
     _seed(rvault)
     rvault.index.rebuild()
-    want = [i.id for i in rvault.recall("run migrations step 3", path="exhaustive").items]
+    want = [i.id for i in rvault.recall("run migrations step 3").items]
     idx = rvault.index.path
     if damage == "delete":
         shutil.rmtree(idx)
@@ -47,7 +47,7 @@ def test_damaged_index_recall_still_answers_warns_and_rebuild_fixes(rvault: syn.
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            r = fresh.recall("run migrations step 3", path="index")
+            r = fresh.recall("run migrations step 3")
         assert [i.id for i in r.items] == want
         assert not caught  # recall ranks from the store: a damaged index is not even read
         if damage == "garbage":  # the index's own check names a corrupt index
@@ -55,7 +55,7 @@ def test_damaged_index_recall_still_answers_warns_and_rebuild_fixes(rvault: syn.
                 fresh.index.check()
         fresh.index.rebuild()
         assert fresh.index.check().ok
-        assert [i.id for i in fresh.recall("run migrations step 3", path="index").items] == want
+        assert [i.id for i in fresh.recall("run migrations step 3").items] == want
     finally:
         fresh.close()
 

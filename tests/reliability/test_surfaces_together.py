@@ -152,7 +152,6 @@ def _count_tokens(export: str) -> dict[str, int]:
 
 def test_kernel_mcp_and_git_hook_on_one_vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SYNAPSE_HOME", raising=False)
-    monkeypatch.delenv("SYNAPSE_HOOK_CALL", raising=False)
     monkeypatch.setenv("SYNAPSE_HOOK_TIMEOUT", "60")  # three busy actors on 2 cores: the scan must not give up
     repo = ScratchRepo.init(tmp_path / "repo")
     repo.commit_file("README.md", "scratch\n", "Initial commit")
