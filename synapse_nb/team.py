@@ -26,12 +26,13 @@ from synapse_nb._util import Clock
 from synapse_nb.errors import StoreError, ValidationError
 from synapse_nb.gitscope.repo import find_repo
 from synapse_nb.offline import OfflineVault, copy_age
+from synapse_nb.vault.locate import TEAM_DIRNAME, record_team_url, set_local_aside, team_cache_dir, team_url_of
 
 if TYPE_CHECKING:
     from synapse_nb.transfer import ImportCounts
     from synapse_nb.vault import ReadableVault, Vault
 
-__all__ = ["grant", "init", "join", "offline_search", "open_team_vault", "start_dev_server", "status",
+__all__ = ["grant", "init", "join", "offline_search", "open_team_vault", "recorded_url", "start_dev_server", "status",
            "stop_dev_server"]
 
 LOCAL_DIRNAME = ".synapse"
@@ -47,6 +48,17 @@ def _split(url: str, project_dir: Path) -> tuple[str, str]:
     from synapse_nb.store.postgres import parse_team_url, project_for
 
     return parse_team_url(url, project_for(project_dir))
+
+
+def _cache(url: str, project_dir: Path) -> tuple[str, str, Path]:
+    """(libpq URL, project, this machine's cache folder of that team vault)."""
+    conninfo, project = _split(url, project_dir)
+    return conninfo, project, team_cache_dir(project_dir / LOCAL_DIRNAME, conninfo, project)
+
+
+def recorded_url(local: str | Path | None = None) -> str | None:
+    """The team vault URL this repository's ``.synapse/team.toml`` names (``team join`` writes it), or None."""
+    return team_url_of(_project_dir(local) / LOCAL_DIRNAME)
 
 
 @overload
@@ -121,6 +133,11 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
     A repository with no local vault yet (a fresh clone) has nothing to copy: the join then only checks that the
     team vault can be opened, and counts nothing.
 
+    Then the repository's ``.synapse/team.toml`` records the URL (without a password): from now on every surface
+    (CLI, magics, MCP, widgets) opens the team vault in this folder without ``SYNAPSE_HOME``, and this folder's old
+    local vault database is renamed aside (kept: ``synapse.db.before-team-<time>``). The result's ``team_file`` and
+    ``set_aside`` name both (``set_aside`` None: there was no local database).
+
     The copy is trusted (``import_jsonl(trust=True)``): the local vault's user records, verified memories,
     approved lessons and settings were made through that vault's own human gate, and the join is the human's
     act; the claims it carried over are in the result's ``.claims``.
@@ -144,9 +161,13 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
             src.close()
     team = open_team_vault(url, local=local)
     try:
-        return team.import_jsonl(text.split("\n"), trust=True) if text else ImportCounts({})
+        counts = team.import_jsonl(text.split("\n"), trust=True) if text else ImportCounts({})
     finally:
         team.close()
+    vault_dir = _project_dir(local) / LOCAL_DIRNAME
+    counts.team_file = record_team_url(vault_dir, url)
+    counts.set_aside = set_local_aside(vault_dir)
+    return counts
 
 
 def _local_position(folder: Path) -> dict[str, Any]:
@@ -164,9 +185,19 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
     from synapse_nb.store.postgres import CODE_VERSION, PgStore
 
     project_dir = _project_dir(local)
-    conninfo, project = _split(url, project_dir)
-    folder = project_dir / LOCAL_DIRNAME
-    out: dict[str, Any] = {"project": project, "code_version": CODE_VERSION, "local_folder": str(folder)}
+    conninfo, project, folder = _cache(url, project_dir)
+    vault_dir = project_dir / LOCAL_DIRNAME
+    recorded = team_url_of(vault_dir) if vault_dir.is_dir() else None
+    out: dict[str, Any] = {
+        "project": project, "code_version": CODE_VERSION, "local_folder": str(folder),
+        # what this folder's vault is for every surface: the team vault team.toml names, else a local vault
+        "folder_vault": recorded or "local (.synapse/synapse.db; no team.toml: run `synapse-nb team join URL`)",
+        "local_vault_set_aside": sorted(p.name for p in vault_dir.glob("synapse.db.before-team-*")
+                                        if not p.name.endswith(("-wal", "-shm"))),
+    }
+    if recorded is not None and (vault_dir / "synapse.db").is_file():
+        out["local_vault_shadowed"] = (f"{vault_dir / 'synapse.db'}: not used here (team.toml names the team vault); "
+                                       "it is renamed aside at the next open")
     try:
         store = PgStore(conninfo, project, folder=folder if folder.is_dir() else None, readonly=True)
     except StoreError as exc:
@@ -185,13 +216,25 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
         store.close()
 
 
-def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str | Path | None = None) -> str:
+def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str | Path | None = None,
+                   url: str | None = None) -> str:
     """Search this machine's index copy of the team vault without the server: a stale, read-only answer.
 
     For a machine that cannot reach the server (writes are refused: no local fork). The text starts with a
     ``STALE`` line giving the age of the copy (when its feed last synced), then one line per hit.
     """
-    folder = _project_dir(local) / LOCAL_DIRNAME
+    project_dir = _project_dir(local)
+    url = url or recorded_url(project_dir)
+    if url is not None:
+        folder = _cache(url, project_dir)[2]
+    else:  # no URL known: the one team vault this machine keeps a copy of
+        copies = sorted(p for p in (project_dir / LOCAL_DIRNAME / TEAM_DIRNAME).glob("*") if (p / "index").is_dir())
+        if len(copies) != 1:
+            raise ValidationError(
+                f"this machine keeps {'no copy' if not copies else f'copies of {len(copies)} team vaults'} under "
+                f"{project_dir / LOCAL_DIRNAME / TEAM_DIRNAME}; name the team vault (--vault URL or SYNAPSE_HOME), or "
+                "run `synapse-nb team join URL` so this folder records it")
+        folder = copies[0]
     copy = OfflineVault(folder, location="(not contacted)", mind=mind, actor="user", reason="not contacted")
     return copy.search(query, k=k).text
 

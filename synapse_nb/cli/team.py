@@ -22,10 +22,16 @@ UrlArg = Annotated[str, typer.Argument(metavar="URL", help=(
     "folder name)."))]
 
 
-def _url(ctx: typer.Context, url: str | None) -> str:
-    url = url or state(ctx).vault or os.environ.get("SYNAPSE_HOME", "").strip() or None
+def _url(ctx: typer.Context, url: str | None, *, required: bool = True) -> str | None:
+    """The team vault: URL, else --vault / SYNAPSE_HOME, else the one this folder's .synapse/team.toml records."""
+    from synapse_nb.team import recorded_url
+
+    url = url or state(ctx).vault or os.environ.get("SYNAPSE_HOME", "").strip() or recorded_url()
     if not url or not url.lower().startswith(("postgresql://", "postgres://")):
-        fail("name the team vault: give URL, or --vault / SYNAPSE_HOME set to postgresql://...", 2)
+        if not required:
+            return None
+        fail("name the team vault: give URL, or --vault / SYNAPSE_HOME set to postgresql://..., or run `synapse-nb "
+             "team join URL` here once (it records the URL in .synapse/team.toml)", 2)
     return url
 
 
@@ -110,11 +116,17 @@ def team_join(
 
     counts = join(url, source)
     if as_json:
-        echo_json(counts.to_dict())
+        echo_json(counts.to_dict() | {"team_file": str(counts.team_file),
+                                      "set_aside": None if counts.set_aside is None else str(counts.set_aside)})
     else:
         typer.echo("imported " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "nothing new"))
         if counts.claims:
             typer.echo(f"trusted (your local vault's): {counts.claims_text()}")
+        typer.echo(f"this folder's vault is now the team vault ({counts.team_file}): every synapse-nb command, magic, "
+                   "widget and MCP server here uses it without SYNAPSE_HOME")
+        if counts.set_aside is not None:
+            typer.echo(f"the local vault database was renamed aside to {counts.set_aside} (kept; delete "
+                       f"{counts.team_file} and rename it back to use the local vault again)")
 
 
 @team_app.command("status")
@@ -134,7 +146,7 @@ def team_status(
     """
     from synapse_nb.team import status
 
-    out = status(_url(ctx, url))
+    out = status(str(_url(ctx, url)))
     if as_json:
         echo_json(out)
     else:
@@ -157,7 +169,7 @@ def team_search_local(
     """
     from synapse_nb.team import offline_search
 
-    typer.echo(offline_search(query, mind=state(ctx).mind, k=limit))
+    typer.echo(offline_search(query, mind=state(ctx).mind, k=limit, url=_url(ctx, None, required=False)))
 
 
 @team_app.command("dev-server")

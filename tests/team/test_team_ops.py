@@ -70,7 +70,9 @@ def test_team_join_on_a_fresh_repository_succeeds(team_url: str, tmp_path: Path,
     monkeypatch.chdir(fresh)
     out = CliRunner().invoke(app, ["team", "join", team_url, "--from", ".synapse", "--json"])
     assert out.exit_code == 0, out.output
-    assert json.loads(out.output) == {"trusted": {}}  # nothing to copy, nothing claimed
+    got = json.loads(out.output)
+    assert {k: got[k] for k in ("trusted", "set_aside")} == {"trusted": {}, "set_aside": None}  # nothing to copy
+    assert Path(got["team_file"]) == fresh / ".synapse" / "team.toml"
 
 
 def test_search_local_says_it_did_not_ask_the_server(team_url: str, machine: Any, tmp_path: Path,
