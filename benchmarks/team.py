@@ -295,7 +295,8 @@ def kill_writer(args: tuple[str, str, int, int, str]) -> None:
                 try:
                     v.decide(text_i)
                     break
-                except (OfflineError, CommitUnknownError, BusyError):  # each says: call again
+                except (OfflineError, CommitUnknownError, BusyError) as exc:  # each says: call again
+                    print(f"writer {proc}, {text_i}: {type(exc).__name__}: {exc}"[:300], file=sys.stderr, flush=True)
                     if time.monotonic() > deadline:
                         raise
                     time.sleep(0.2)
@@ -315,7 +316,15 @@ def bench_kills(procs: int, writes: int) -> None:
                    for p in range(procs)]
         for w in workers:
             w.start()
-        time.sleep(4)
+
+        def n_acked() -> int:
+            return sum(len(a.read_text().splitlines()) for a in acks if a.exists())
+
+        def wait_for(n: int) -> None:
+            while n_acked() < n and any(w.is_alive() for w in workers):
+                time.sleep(0.05)
+
+        wait_for(procs * writes // 3)  # a third written: kill the server mid-load
         pid = int((srv.data / "postmaster.pid").read_text().split()[0])
         os.kill(pid, signal.SIGKILL)  # the postmaster, as kill -9; its backends exit when they notice
         time.sleep(1.0)
@@ -323,10 +332,10 @@ def bench_kills(procs: int, writes: int) -> None:
             try:
                 srv.start(port=srv.port)
                 break
-            except Exception:
+            except Exception:  # the old backends still hold the port or shared memory
                 time.sleep(0.5)
-        time.sleep(2)
-        os.kill(workers[0].pid or 0, signal.SIGKILL)  # a client, mid-write
+        wait_for(procs * writes * 2 // 3)  # two thirds: kill a client mid-write
+        os.kill(workers[0].pid or 0, signal.SIGKILL)
         for w in workers:
             w.join()
         acked = [line for a in acks if a.exists() for line in a.read_text().splitlines()]
@@ -336,7 +345,8 @@ def bench_kills(procs: int, writes: int) -> None:
         dup = len(stored) - len(set(stored))
         print(f"kills: {procs} writers x {writes} decisions, postmaster SIGKILLed and restarted, writer 0 SIGKILLed: "
               f"{len(acked)} acknowledged, {len(stored)} stored; lost {lost}, duplicated {dup}; "
-              f"frequencies vs recount: {v._store.integrity_check()}")
+              f"frequencies vs recount: {v._store.integrity_check()}"
+              + (f"; lost: {sorted(set(acked) - set(stored))[:5]}" if lost else ""))
         v.close()
     finally:
         srv.destroy()

@@ -101,3 +101,24 @@ def test_an_unknown_outcome_retried_as_the_message_says_returns_the_first_record
     assert [t for t in texts(v) if t == first[0]] == first and again.id.startswith(again.prefix)
     # the look-up is spent: a later identical call is a new write (a memory's key, a note's name: the same record)
     assert (write(v, 1).id == again.id) == (kind in ("memory", "note"))
+
+
+def test_a_committed_answer_is_read_back_before_it_is_believed(team_url: str, machine: Any) -> None:
+    """After a server crash a transaction id that never reached the log is handed out again, so the server may report
+    another transaction's commit for it: the look-up reads back what the transaction wrote, and only believes a
+    commit whose records are there."""
+    from synapse_nb.models import TABLES
+
+    v = machine("m", team_url)
+    mem = v.remember("knowledge", "there", "a committed record")
+    store = v._store
+    with store.transaction() as c:  # some committed transaction, as another client's reusing the id
+        xid = str(c.execute("SELECT pg_current_xact_id()::text").fetchone()[0])
+        store.stamp("")
+    url, project = store.url, store.project
+    ours = pgpool.written_check(project, TABLES, {("memory", mem.id): False}, mem.updated_at)
+    assert pgpool.resolve_commit(url, xid, 0, ours) == "committed"  # its records are there
+    never = pgpool.written_check(project, TABLES, {("decision", "dec_000000000000"): False}, mem.updated_at)
+    assert pgpool.resolve_commit(url, xid, 0, never) == "aborted"  # committed says the id; the record is not there
+    future = str(int(xid) + 10**6)
+    assert pgpool.resolve_commit(url, future, 0, never) == "aborted"  # an id the server never handed out

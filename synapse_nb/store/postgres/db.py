@@ -29,13 +29,14 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from synapse_nb.errors import CommitUnknownError, OfflineError, SnapshotMoved, StoreError
 from synapse_nb.models import RANKED_KINDS, TABLES
 from synapse_nb.store.postgres import migrate
+from synapse_nb.store.postgres import pool as pgpool
 from synapse_nb.store.postgres.dialect import POSTGRES
 from synapse_nb.store.postgres.errors import OFFLINE_HINT, map_error
-from synapse_nb.store.postgres.pool import BoundedBackoffPool, Row, resolve_commit, route_pool_log, row_factory
+from synapse_nb.store.postgres.pool import RoundTrips, Row
 from synapse_nb.store.records import Change
 from synapse_nb.store.sql.dialect import Dialect
 
-__all__ = ["PgDatabase", "Row"]
+__all__ = ["PgDatabase", "RoundTrips", "Row"]
 
 #: Recount every frequency from the records' terms and compare with gate_df / gate_stats (no row: equal).
 RECOUNT_MISMATCHES = """
@@ -69,17 +70,6 @@ def _point(row: Any) -> tuple[int, str, int]:  # (data version, server now, n_do
     return (int(row[0]), str(row[1]), int(row[2])) if row else (0, "", 0)
 
 
-class RoundTrips:
-    """How many statements a handle (and its siblings on the same pool) sent to the server: each one is a network
-    round trip, which is what a team vault's latency is made of. Tests pin recall's count with it."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def __repr__(self) -> str:
-        return f"RoundTrips({self.count})"
-
-
 class _State(threading.local):
     """Per thread: the pinned connection, transaction and snapshot depth, and what the transaction touched."""
 
@@ -88,11 +78,11 @@ class _State(threading.local):
         self.depth = 0
         self.snap = 0
         self.snap_point: tuple[int, str, int] | None = None  # (data version, server now, n_docs) of the snapshot
-        self.committing = False
         self.role_reset = False  # the checkout's role was already reset (with its last statement)
         self.lazy_open: Callable[[], None] | None = None  # opens a lazy snapshot's transaction on its first read
         self.changes: dict[tuple[str, str], bool] = {}
         self.op_key: Any = None  # the operation :meth:`PgDatabase.once` runs
+        self.first_stamp: str | None = None  # the write transaction's first stamp (a commit's read-back)
         self.after_commit: list[Callable[[], None]] = []
         self.on_rollback: list[Callable[[], None]] = []
 
@@ -154,10 +144,10 @@ class PgDatabase:
             except psycopg.OperationalError as exc:
                 raise OfflineError(f"cannot reach the team vault server {self.location} "
                                    f"({' '.join(str(exc).split())[:300]}): {OFFLINE_HINT}") from exc
-            route_pool_log()
-            _pool = BoundedBackoffPool(
+            pgpool.route_pool_log()
+            _pool = pgpool.BoundedBackoffPool(
                 url, min_size=1, max_size=8, open=False, timeout=pool_timeout, name=f"synapse-{project}",
-                kwargs={"autocommit": True, "connect_timeout": 5, "row_factory": row_factory},
+                kwargs={"autocommit": True, "connect_timeout": 5, "row_factory": pgpool.row_factory},
                 configure=self._configure, reconnect_timeout=3600)
             try:
                 _pool.open(wait=True, timeout=pool_timeout)
@@ -318,9 +308,10 @@ class PgDatabase:
             except BaseException as exc:
                 outcome, written = None, sorted(st.changes)
                 if committing and isinstance(exc, psycopg.OperationalError) and xid:
-                    # the connection died during COMMIT: ask the server what became of the transaction instead of
-                    # leaving the caller to guess (a retry would write a second record under new ids)
-                    outcome = resolve_commit(self.url, xid, pid)
+                    # the connection died during COMMIT: ask the server what became of the transaction (and read
+                    # back what it wrote) instead of leaving the caller to guess
+                    outcome = pgpool.resolve_commit(self.url, xid, pid, pgpool.written_check(
+                        self.project, TABLES, dict(st.changes), st.first_stamp))
                 if outcome != "committed":
                     self._rolled_back(conn)
                     if outcome == "aborted":
@@ -334,7 +325,7 @@ class PgDatabase:
                         raise err from exc
                     raise
             finally:
-                st.conn, st.depth = None, 0
+                st.conn, st.depth, st.first_stamp = None, 0, None
         st.on_rollback = []
         callbacks, st.after_commit = st.after_commit, []
         changes = sorted((k, r, d) for (k, r), d in st.changes.items())
@@ -377,8 +368,7 @@ class PgDatabase:
                 st.conn, st.snap, st.snap_point = None, 0, None
                 self._end_snapshot(conn)
 
-    def _rolled_back(self, conn: Any) -> None:
-        """What a transaction that did not commit leaves behind: a rollback (if the connection lives), no callbacks."""
+    def _rolled_back(self, conn: Any) -> None:  # a transaction that did not commit: no callbacks, no changes
         st = self._state
         if not conn.closed:
             self.round_trips.count += 1
@@ -483,6 +473,7 @@ class PgDatabase:
         row = self.query_one("SELECT next_stamp()")
         if row is None:  # a function call answers one row
             raise StoreError(f"the team vault {self.location} gave no stamp")
+        self._state.first_stamp = self._state.first_stamp or str(row[0])
         return str(row[0])
 
     def advance_clock(self, ts: str) -> None:

@@ -21,8 +21,8 @@ import psycopg
 from psycopg_pool import ConnectionPool
 from psycopg_pool.base import AttemptWithBackoff
 
-__all__ = ["COMMIT_RESOLVE_SECONDS", "RECONNECT_FIRST", "RECONNECT_MAX", "BoundedBackoffPool", "Row", "log",
-           "resolve_commit", "route_pool_log", "row_factory"]
+__all__ = ["COMMIT_RESOLVE_SECONDS", "RECONNECT_FIRST", "RECONNECT_MAX", "BoundedBackoffPool", "RoundTrips", "Row",
+           "log", "resolve_commit", "route_pool_log", "row_factory", "written_check"]
 
 log = logging.getLogger("synapse_nb.team")
 log.addHandler(logging.NullHandler())  # the pool's lines reach a user only through their own logging setup
@@ -101,22 +101,44 @@ def row_factory(cursor: Any) -> Callable[[Sequence[Any]], Row]:
 
 
 
-def resolve_commit(url: str, xid: str, pid: int) -> str | None:
-    """"committed" or "aborted": what the server says became of transaction ``xid`` whose connection died
-    during its COMMIT; None when it could not be asked within :data:`COMMIT_RESOLVE_SECONDS`.
+class RoundTrips:
+    """How many statements a handle (and its siblings on the same pool) sent to the server: each one is a network
+    round trip, which is what a team vault's latency is made of. Tests pin recall's count with it."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __repr__(self) -> str:
+        return f"RoundTrips({self.count})"
+
+
+def resolve_commit(url: str, xid: str, pid: int,
+                   confirm: Callable[[psycopg.Connection[Any]], bool] | None = None) -> str | None:
+    """"committed" or "aborted": what became of transaction ``xid`` whose connection died during its COMMIT; None
+    when the server could not be asked within :data:`COMMIT_RESOLVE_SECONDS`.
 
     Asked on a connection of its own (the pool may still be reconnecting). While the server has not yet noticed
     the dead connection the transaction is "in progress"; after a second its backend (``pid``, still running
     ``xid``) is ended, which settles it: a commit record already written stays committed, anything else aborts.
+
+    A transaction id is only a hint after a server crash: one that never reached the write-ahead log is handed out
+    again after the restart (the server then says "in the future", or reports another transaction's outcome). So a
+    "committed" answer is read back: ``confirm(connection)`` checks that the records the transaction wrote are there
+    as it wrote them; when they are not, the transaction did not commit.
     """
     deadline = time.monotonic() + COMMIT_RESOLVE_SECONDS
     started, delay = time.monotonic(), RECONNECT_FIRST
     while True:
-        with contextlib.suppress(psycopg.Error), \
+        with contextlib.suppress(psycopg.OperationalError), \
                 psycopg.connect(url, autocommit=True, connect_timeout=2) as c:
             while time.monotonic() < deadline:
-                row = c.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()
+                try:
+                    row = c.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()
+                except psycopg.errors.InvalidParameterValue:  # "in the future": lost in a crash, never committed
+                    return "aborted"
                 status = row[0] if row else None
+                if status == "committed" and confirm is not None and not confirm(c):
+                    status = "aborted"  # the id was reused after a crash: what we wrote is not there
                 if status in ("committed", "aborted"):
                     log.info("a commit cut off by a dead connection was looked up: %s (xid %s)", status, xid)
                     return str(status)
@@ -132,3 +154,17 @@ def resolve_commit(url: str, xid: str, pid: int) -> str | None:
         time.sleep(delay)
         delay = min(delay * 1.5, RECONNECT_MAX)
 
+
+def written_check(project: str, tables: dict[str, str], written: dict[tuple[str, str], bool],
+                  first_stamp: str | None) -> Callable[[psycopg.Connection[Any]], bool]:
+    """The read-back of :func:`resolve_commit`: every record the transaction wrote (``(kind, id) -> deleted``) is
+    there with a stamp at least its first one (``first_stamp``: stamps increase strictly per project, so a row
+    stamped since then was written by it or after it), and every record it deleted is gone."""
+    def check(c: psycopg.Connection[Any]) -> bool:
+        for (kind, rid), deleted in sorted(written.items()):
+            row = c.execute(f"SELECT updated_at FROM {project}.{tables[kind]} WHERE id = %s", (rid,)).fetchone()
+            if (row is not None) if deleted else (row is None or (first_stamp is not None
+                                                                   and str(row[0]) < first_stamp)):
+                return False
+        return True
+    return check
