@@ -15,12 +15,18 @@ Where the SQL is:
 ``sql/ranking.sql``       migration 3: the ranking documents of recall engine v2 (BM25: body, context; threads)
 ``sql/inputs.sql``        migration 4: settings and file flags move the data version
 ``sql/clock.sql``         migration 5: next_stamp ignores a clock outside 1970-2100 (never overflows)
+``sql/server_clock.sql``  migration 6: stamps from the server's clock; no function takes a client's time
+``sql/locks.sql``         migration 7: no table-level UPDATE/DELETE for people and agents (no LOCK TABLE);
+                          deletes through checked functions (routed by ``PgDialect.render``)
+``sql/minds.sql``         migration 8: minds isolated by row-level security (``mind_grants``, ``team grant``)
 ``migrate.py``            migrations under ``pg_advisory_xact_lock``; a newer schema is refused
 ``store/sql/`` (package)  the statements both backends share (:mod:`synapse_nb.store.sql`): the kind tables,
                           settings, sessions, flags, references, recall's candidates, tags and keys, export, import
 ``dialect.py``            what PostgreSQL says its own way: ``%s`` rendering, ``= ANY(?)`` lists, tsvector
-                          search, the gate terms and ranking stems every ranked record stores
-``db.py``                 the pool, transactions, snapshots, stamps, change notification
+                          search, the gate terms and ranking stems every ranked record stores, deletes by function
+``db.py``                 transactions (a cut commit looked up), snapshots, stamps, change notification
+``pool.py``               the pool (bounded reconnect backoff, its log lines routed), the commit look-up
+``copy.py``               this machine's offline copy kept current after every operation
 ``errors.py``             psycopg's errors as the package's error tree
 ``tables.py``             lessons through the human gate's functions and guarded approval; episodes refresh
                           their thread's ranking contexts
