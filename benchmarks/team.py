@@ -166,6 +166,8 @@ def bench_recall(url: str, base: Path, sizes: list[int], runs: int, memo: bool =
         for v in (team, local):  # warm: index built, candidates cached, scorer loaded
             for q in queries[:3]:
                 v.recall(q)
+        if team._store.keeper is not None:  # steady state: this machine's offline copy built (once per machine)
+            team._store.keeper.flush(300)
         lt: list[float] = []
         tt: list[float] = []
         rt0 = team._store.round_trips.count

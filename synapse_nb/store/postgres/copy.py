@@ -6,7 +6,8 @@ Before, only an index search, ``index rebuild`` or a follower advanced it, so a 
 had no copy when the server died.
 
 A :class:`CopyKeeper` belongs to a store handle (and its siblings). Every operation that reached the server pokes
-it (:meth:`CopyKeeper.poke`: setting an event, nothing else); a daemon thread then, once the operation is over:
+it (:meth:`CopyKeeper.poke`: setting an event, nothing else); a daemon thread (at a lower CPU priority) then, once
+the operation is over (and at most once a second while operations keep coming: :data:`MIN_INTERVAL_SECONDS`):
 
 - does nothing when the data version the operation read (a recall's snapshot reads it anyway) is the one the copy
   was synced at and nothing was written since: the common case of repeated reads costs no round trip;
@@ -22,6 +23,8 @@ are logged and the next poke tries again: the copy is a cache.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import os
 import threading
 import time
 import weakref
@@ -33,10 +36,13 @@ from synapse_nb.store.postgres.pool import log
 if TYPE_CHECKING:
     from synapse_nb.store.postgres import PgStore
 
-__all__ = ["FLUSH_SECONDS", "SETTLE_SECONDS", "CopyKeeper"]
+__all__ = ["FLUSH_SECONDS", "MIN_INTERVAL_SECONDS", "SETTLE_SECONDS", "CopyKeeper"]
 
 #: How long a poke waits for the rest of its operation (more pokes) before the keeper looks at the version.
 SETTLE_SECONDS = 0.02
+#: Syncs of one keeper are at least this far apart while operations keep coming (a burst of writes costs one sync a
+#: second, not one per write: each applies a LanceDB write); closing the handle or exiting syncs at once.
+MIN_INTERVAL_SECONDS = 1.0
 #: How long closing a handle (or the interpreter exiting) waits for the copy's pending sync.
 FLUSH_SECONDS = 10.0
 
@@ -55,6 +61,8 @@ class CopyKeeper:
         self._poked = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
+        self._hurry = threading.Event()  # a flush: sync now, not after the interval
+        self._last = 0.0
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stopped = False
@@ -83,8 +91,14 @@ class CopyKeeper:
         self.wrote = True
 
     def flush(self, timeout: float = FLUSH_SECONDS) -> bool:
-        """Wait until no sync is pending (True), or ``timeout`` seconds (False)."""
-        return self._thread is None or self._idle.wait(timeout)
+        """Sync what is pending now and wait for it (True), or ``timeout`` seconds (False)."""
+        if self._thread is None:
+            return True
+        self._hurry.set()
+        try:
+            return self._idle.wait(timeout)
+        finally:
+            self._hurry.clear()
 
     def close(self) -> None:
         self.flush()
@@ -96,17 +110,20 @@ class CopyKeeper:
 
     # -- the thread --------------------------------------------------------------------------------------------
     def _run(self) -> None:
+        with contextlib.suppress(OSError, AttributeError):  # Linux: this thread alone yields the CPU to the caller's
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
         while True:
             self._poked.wait()
             if self._stopped:
                 self._idle.set()
                 return
-            time.sleep(SETTLE_SECONDS)
+            self._hurry.wait(max(SETTLE_SECONDS, self._last + MIN_INTERVAL_SECONDS - time.monotonic()))
             self._poked.clear()
             try:
                 self._sync()
             except Exception as exc:  # noqa: BLE001 - a cache: the next poke tries again
                 log.info("this machine's offline copy of the team vault was not brought up to date: %s", exc)
+            self._last = time.monotonic()
             if not self._poked.is_set():
                 self._idle.set()
 
