@@ -86,8 +86,8 @@ class StaleAnswer:
 
 
 def has_copy(folder: Path) -> bool:
-    """Whether a machine's folder (``.synapse/``) holds an index copy of a team vault."""
-    return (folder / "index").is_dir()
+    """Whether a machine's cache folder of a team vault holds a copy of it (``copy.db``, or the index)."""
+    return (folder / "copy.db").is_file() or (folder / "index").is_dir()
 
 
 def copy_age(iso: str | None) -> str | None:

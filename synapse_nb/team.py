@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from synapse_nb._util import Clock
 from synapse_nb.errors import StoreError, ValidationError
 from synapse_nb.gitscope.repo import find_repo
-from synapse_nb.offline import OfflineVault, copy_age
+from synapse_nb.offline import OfflineVault, copy_age, has_copy
 from synapse_nb.vault.locate import TEAM_DIRNAME, record_team_url, set_local_aside, team_cache_dir, team_url_of
 
 if TYPE_CHECKING:
@@ -204,14 +204,14 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
         pos = _local_position(folder)
         return out | {"online": False, "error": str(exc), "index_synced_at": pos.get("synced_at"),
                       "index_age": copy_age(pos.get("synced_at")), "writes": "refused (offline)",
-                      "index_copy": (folder / "index").is_dir()}
+                      "index_copy": has_copy(folder)}
     try:
         info = store.server_info()
         lag = store.outbox.lag()
         return out | {"online": True, "location": store.location, "schema_version": store.schema_version,
                       **info, "index_cursor": lag["cursor"], "index_synced_at": lag["synced_at"],
                       "index_age": copy_age(lag["synced_at"]), "index_behind": lag["behind"],
-                      "index_copy": (folder / "index").is_dir()}
+                      "index_copy": has_copy(folder)}
     finally:
         store.close()
 
@@ -228,7 +228,7 @@ def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str
     if url is not None:
         folder = _cache(url, project_dir)[2]
     else:  # no URL known: the one team vault this machine keeps a copy of
-        copies = sorted(p for p in (project_dir / LOCAL_DIRNAME / TEAM_DIRNAME).glob("*") if (p / "index").is_dir())
+        copies = sorted(p for p in (project_dir / LOCAL_DIRNAME / TEAM_DIRNAME).glob("*") if has_copy(p))
         if len(copies) != 1:
             raise ValidationError(
                 f"this machine keeps {'no copy' if not copies else f'copies of {len(copies)} team vaults'} under "

@@ -180,8 +180,9 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
         from synapse_nb.offline import OfflineVault, has_copy
 
         if not has_copy(folder):
-            raise OfflineError(f"{exc}; and this machine has no copy of it to read ({folder}/index is made by "
-                               "`synapse-nb index rebuild` or an index search while the server is reachable)") from exc
+            raise OfflineError(f"{exc}; and this machine has no copy of it to read ({folder}: every call that reaches "
+                               "the server makes and keeps one, as do `synapse-nb index rebuild` and index "
+                               "searches)") from exc
         location = f"{conninfo.split('?')[0].rsplit('@', 1)[-1]}?project={project}"
         return OfflineVault(folder, location=location, mind=mind, actor=actor,
                             reason=str(exc).split(": this machine")[0])
