@@ -152,8 +152,8 @@ class BusyError(StoreError):
 
 class CommitUnknownError(StoreError):
     """A team vault's connection died during a commit and the server could not be asked in time whether the commit
-    happened. The same call made again on the same handle first asks the server, and returns what was written
-    instead of writing it twice."""
+    happened. The same call made again on this machine (the same command, or method and arguments) first asks the
+    server, and returns what was written instead of writing it twice."""
 
 
 class SnapshotMoved(StoreError):

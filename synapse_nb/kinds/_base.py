@@ -50,7 +50,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def exactly_once(method: F) -> F:
-    """A write of one new record, made once however often its caller retries it on the same handle.
+    """A write of one new record, made once however often its caller retries it (on this machine).
 
     A team vault's commit can be cut off with its outcome unknown (the connection died during COMMIT and the
     server could not be asked in time): the store raises :class:`~synapse_nb.errors.CommitUnknownError`, which says

@@ -92,7 +92,7 @@ def test_an_unknown_outcome_retried_as_the_message_says_returns_the_first_record
     monkeypatch.setattr(pgpool, "COMMIT_RESOLVE_SECONDS", 0.3)
     proxy.cut("after")
     proxy.refuse()  # every new connection (the look-up's too) is closed at once
-    with pytest.raises(CommitUnknownError, match="make the same call again on the same vault handle"):
+    with pytest.raises(CommitUnknownError, match="make the same call again on this machine"):
         write(v, 1)
     proxy.accept()
     again = write(v, 1)
@@ -101,6 +101,24 @@ def test_an_unknown_outcome_retried_as_the_message_says_returns_the_first_record
     assert [t for t in texts(v) if t == first[0]] == first and again.id.startswith(again.prefix)
     # the look-up is spent: a later identical call is a new write (a memory's key, a note's name: the same record)
     assert (write(v, 1).id == again.id) == (kind in ("memory", "note"))
+
+
+def test_the_retry_may_come_from_another_process_on_the_machine(team_url: str, proxy: CutProxy, machine: Any,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The attempt in doubt is kept in the machine's cache folder: the same CLI command run again (a new handle, as a
+    new process opens) asks the server about it and returns the first attempt's record."""
+    first = machine("cli", proxy.url(team_url))
+    first.decisions.create("warm up")
+    monkeypatch.setattr(pgpool, "COMMIT_RESOLVE_SECONDS", 0.3)
+    proxy.cut("after")
+    proxy.refuse()
+    with pytest.raises(CommitUnknownError):
+        first.decisions.create("decided once, retried by a new process")
+    proxy.accept()
+    first.close()
+    again = machine("cli", proxy.url(team_url))  # the same machine folder, a new handle
+    dec = again.decisions.create("decided once, retried by a new process")
+    assert [d.id for d in again.decisions.list() if d.decision.startswith("decided once")] == [dec.id]
 
 
 def test_a_committed_answer_is_read_back_before_it_is_believed(team_url: str, machine: Any) -> None:

@@ -40,13 +40,17 @@ Where the SQL is:
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from synapse_nb.errors import ValidationError
+from synapse_nb.errors import CommitUnknownError, ValidationError
+from synapse_nb.models import TABLES
+from synapse_nb.store.postgres import pool as pgpool
 from synapse_nb.store.postgres.copy import CopyKeeper
 from synapse_nb.store.postgres.db import PgDatabase, RoundTrips
 from synapse_nb.store.postgres.dialect import gate_terms
@@ -68,6 +72,8 @@ from synapse_nb.store.sql import (
 
 __all__ = ["CODE_VERSION", "PgStore", "gate_terms", "is_team_url", "parse_team_url", "project_for"]
 
+#: The write operations whose commit could not be looked up, kept for their retry (:meth:`PgStore.once`).
+IN_DOUBT = "in-doubt.json"
 #: Statements that start an operation that writes nothing (a read, a snapshot): the others tell the offline copy's
 #: keeper that something may have been written.
 READS = ("SELECT", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -204,6 +210,62 @@ class PgStore(PgDatabase):
             if first is None or not first.lstrip().upper().startswith(READS):
                 keeper.written()
             keeper.poke()
+
+    # -- exactly once across retries ----------------------------------------------------------------------------
+    def once(self, key: Any, call: Callable[[], Any]) -> tuple[bool, Any]:
+        """One write operation exactly once across its caller's retries: ``(True, call())``, or ``(False, records)``
+        when an earlier attempt of it (same ``key``: method, mind, actor, arguments) ended in
+        :class:`~synapse_nb.errors.CommitUnknownError` and the server now says it committed, with its records there:
+        the (kind, id) it wrote, which the caller reads back instead of writing again. The attempts in doubt are
+        kept in this machine's cache folder (``in-doubt.json``), so the retry may come from another process (the
+        same CLI command run again)."""
+        if self._state.depth or self._state.op_key is not None:
+            return True, call()
+        name = hashlib.sha256(repr(key).encode("utf-8")).hexdigest()
+        prior = self._doubts().get(name)
+        if prior is not None:
+            written = {(k, r): bool(d) for k, r, d in prior["written"]}
+            status = pgpool.resolve_commit(self.url, prior["xid"], 0, pgpool.written_check(
+                self.project, TABLES, written, prior.get("first_stamp")))
+            if status is None:
+                raise CommitUnknownError(f"the team vault server {self.location} still cannot be asked whether the "
+                                         "earlier attempt of this write committed; make the same call again later")
+            self._drop_doubt(name)
+            if status == "committed":
+                return False, sorted(written)
+        self._state.op_key = key
+        try:
+            return True, call()
+        finally:
+            self._state.op_key = None
+
+    def note_in_doubt(self, key: Any, entry: dict[str, Any]) -> None:
+        doubts = self._doubts()
+        doubts[hashlib.sha256(repr(key).encode("utf-8")).hexdigest()] = entry
+        self._save_doubts(doubts)
+
+    def _doubts(self) -> dict[str, Any]:
+        if self.folder is None:
+            return self._in_doubt
+        try:
+            data = json.loads((self.folder / IN_DOUBT).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _drop_doubt(self, name: str) -> None:
+        doubts = self._doubts()
+        doubts.pop(name, None)
+        self._save_doubts(doubts)
+
+    def _save_doubts(self, doubts: dict[str, Any]) -> None:
+        if self.folder is None:
+            self._in_doubt = doubts
+            return
+        with contextlib.suppress(OSError):
+            tmp = self.folder / f".{IN_DOUBT}.tmp"
+            tmp.write_text(json.dumps(doubts, sort_keys=True), encoding="utf-8")
+            tmp.replace(self.folder / IN_DOUBT)
 
     def data_version(self) -> tuple[int, ...]:
         version = super().data_version()

@@ -132,8 +132,8 @@ class PgDatabase:
         #: statements sent to the server by this handle and its siblings (:meth:`sibling`, ``for_actor``)
         self.round_trips = RoundTrips() if _round_trips is None else _round_trips
         self._txn_gen = 0
-        #: operations whose commit could not be looked up: key -> (xid, records written), see :meth:`once`
-        self._in_doubt: dict[Any, tuple[str, list[tuple[str, str]]]] = {}
+        #: operations whose commit could not be looked up (``repr(key)`` -> xid, records written): ``PgStore.once``
+        self._in_doubt: dict[str, dict[str, Any]] = {}
         self._memo_version: int | None = None
         self._memo: dict[str, dict[Any, Any]] = {}
         self._memo_lock = threading.Lock()
@@ -306,12 +306,12 @@ class PgDatabase:
                 self.round_trips.count += 1
                 conn.execute("COMMIT")
             except BaseException as exc:
-                outcome, written = None, sorted(st.changes)
+                outcome, written = None, dict(st.changes)
                 if committing and isinstance(exc, psycopg.OperationalError) and xid:
                     # the connection died during COMMIT: ask the server what became of the transaction (and read
                     # back what it wrote) instead of leaving the caller to guess
                     outcome = pgpool.resolve_commit(self.url, xid, pid, pgpool.written_check(
-                        self.project, TABLES, dict(st.changes), st.first_stamp))
+                        self.project, TABLES, written, st.first_stamp))
                 if outcome != "committed":
                     self._rolled_back(conn)
                     if outcome == "aborted":
@@ -321,7 +321,8 @@ class PgDatabase:
                     if isinstance(exc, psycopg.Error):
                         err = map_error(exc, committing=committing)
                         if isinstance(err, CommitUnknownError) and st.op_key is not None:
-                            self._in_doubt[st.op_key] = (xid, written)
+                            self.note_in_doubt(st.op_key, {"xid": xid, "first_stamp": st.first_stamp, "written": [
+                                [k, r, d] for (k, r), d in sorted(written.items())]})
                         raise err from exc
                     raise
             finally:
@@ -380,31 +381,9 @@ class PgDatabase:
         for cb in rollbacks:
             cb()
 
-    def once(self, key: Any, call: Callable[[], Any]) -> tuple[bool, Any]:
-        """One write operation exactly once across its caller's retries: ``(True, call())``, or ``(False, records)``
-        when an earlier attempt of it (same ``key``) on this handle ended in :class:`CommitUnknownError` and the
-        server now says it committed: the (kind, id) it wrote, which the caller reads back instead of rewriting."""
-        st = self._state
-        if st.depth or st.op_key is not None:
-            return True, call()
-        prior = self._in_doubt.get(key)
-        if prior is not None:
-            try:
-                with self._connection("SELECT pg_xact_status(?::xid8)", (prior[0],), last=True) as (_, cur):
-                    row = cur.fetchone()
-            except OfflineError as exc:
-                raise CommitUnknownError(f"{exc}; the earlier attempt of this write is still unknown") from exc
-            status = row[0] if row else None
-            if status == "committed":
-                del self._in_doubt[key]
-                return False, prior[1]
-            if status == "aborted" or status is None:
-                del self._in_doubt[key]
-        st.op_key = key
-        try:
-            return True, call()
-        finally:
-            st.op_key = None
+    def note_in_doubt(self, key: Any, entry: dict[str, Any]) -> None:
+        """A write operation (``key``: :meth:`PgStore.once`) whose commit could not be looked up: kept for its retry."""
+        self._in_doubt[repr(key)] = entry
 
     def _end_snapshot(self, conn: Any) -> None:
         """Close a snapshot's read transaction: one round trip, with an agent's RESET ROLE in it."""

@@ -48,8 +48,9 @@ def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
         if committing:
             return CommitUnknownError(
                 f"the team vault server went away while committing ({msg}) and could not be asked whether the commit "
-                "happened; make the same call again on the same vault handle once the server is back: it asks the "
-                "server first and returns what was written instead of writing it twice")
+                "happened; once the server is back, make the same call again on this machine (the same command, or "
+                "the same method with the same arguments): it asks the server first and returns what was written "
+                "instead of writing it twice")
         return OfflineError(f"the team vault server is unreachable or went away ({msg}); nothing was written; "
                           "the next call reconnects")
     return StoreError(f"the team vault failed: {msg}{hint}")
