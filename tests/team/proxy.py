@@ -9,6 +9,7 @@ close every new connection at once (the server "unreachable" for the client) unt
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from typing import Self
@@ -31,6 +32,7 @@ class CutProxy:
         self._closed = False
         self._socks: set[socket.socket] = set()
         self.cut_done = 0
+        self._prepared: set[bytes] = set()  # names of statements prepared from "COMMIT"
         threading.Thread(target=self._serve, name="cut-proxy", daemon=True).start()
 
     def url(self, server_url: str) -> str:
@@ -86,15 +88,23 @@ class CutProxy:
             threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
             threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
 
+    def _commits(self, tail: bytes, data: bytes) -> bool:
+        """Whether the client's bytes hold a COMMIT: as a query (its text may straddle two reads: ``tail`` is the
+        end of the previous one, too short to hold it whole), or as the execution of a statement psycopg prepared
+        from "COMMIT" (after a few runs it sends Parse "_pg3_N" once, then only Bind/Execute by that name)."""
+        for name in re.findall(rb"P....([^\x00]+)\x00COMMIT\x00", data, re.DOTALL):
+            self._prepared.add(bytes(name))
+        return COMMIT in tail + data or any(b"\x00" + n + b"\x00" in data for n in self._prepared)
+
     def _pump(self, src: socket.socket, dst: socket.socket, from_client: bool) -> None:
-        when = None
+        when, tail = None, b""
         try:
             while True:
                 data = src.recv(65536)
                 if not data:
                     break
                 when = None
-                if from_client and COMMIT in data:
+                if from_client and self._commits(tail, data):
                     with self._lock:
                         when = self._cuts.pop(0) if self._cuts else None
                 if when == "before":
@@ -102,6 +112,7 @@ class CutProxy:
                 dst.sendall(data)
                 if when == "after":
                     break
+                tail = data[-(len(COMMIT) - 1):]
         except OSError:
             pass
         finally:
