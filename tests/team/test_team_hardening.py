@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -201,8 +202,13 @@ def test_an_agent_login_sees_and_writes_only_its_granted_minds(pg_admin_url: str
     assert [m.key for m in a_alpha.memories.list()] == ["alpha_secret"]
     a_alpha.remember("knowledge", "alpha_note", "an agent writes in its own mind")
 
-    # revoked: nothing left; granted every mind: both
+    # revoked: nothing left; granted every mind (by the CLI): both
     grant(team_url, f"{project}_agent_a", "alpha", revoke=True)
     assert a_alpha.memories.list() == []
-    grant(team_url, f"{project}_agent_a", "*")
+    from typer.testing import CliRunner
+
+    from synapse_nb.cli import app
+
+    out = CliRunner().invoke(app, ["team", "grant", team_url, f"{project}_agent_a", "--mind", "*", "--json"])
+    assert out.exit_code == 0 and json.loads(out.output)["minds"] == ["*"], out.output
     assert len(a_beta.memories.list()) == 1
