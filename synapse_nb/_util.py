@@ -11,7 +11,7 @@ import re
 import secrets
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from synapse_nb.errors import ValidationError
 from synapse_nb.provenance import clean_text
@@ -59,7 +59,7 @@ def fmt_ts(dt: datetime) -> str:
     return dt.astimezone(UTC).strftime(_TS_FMT)
 
 
-def sane_ts(ts: object) -> bool:
+def sane_ts(ts: object) -> TypeGuard[str]:
     """Whether ``ts`` is a stored timestamp (fixed-width UTC text) inside :data:`TS_MIN` .. :data:`TS_MAX`.
 
     >>> sane_ts("2026-12-01T12:00:00.000000Z"), sane_ts("9999-12-31T23:59:59.999999Z"), sane_ts("soon")
@@ -80,9 +80,9 @@ def next_stamp(last: object, now: str) -> str:
     >>> next_stamp("9999-12-31T23:59:59.999999Z", "2026-12-01T11:00:00.000000Z")
     '2026-12-01T11:00:00.000000Z'
     """
-    if not sane_ts(last) or last < now:  # type: ignore[operator]
+    if not sane_ts(last) or last < now:
         return now
-    return fmt_ts(parse_ts(last) + timedelta(microseconds=1))  # type: ignore[arg-type]
+    return fmt_ts(parse_ts(last) + timedelta(microseconds=1))
 
 
 def parse_ts(value: str | datetime, field: str = "timestamp") -> datetime:

@@ -11,8 +11,9 @@
 Paths inside the vault folder (``.synapse/synapse.db``, written into lessons by older versions that let
 git track the vault) are left out of both: the vault's own files are never a code reference.
 
-Memories and decisions name files in their text; a word counts as a path when it has a ``/`` or a
-known source-file extension (``src/auth.py``, ``README.md``, ``pyproject.toml``).
+Memories and decisions name files in their text; a word counts as a path when it has a known source-file extension
+(``src/auth.py``, ``README.md``, ``pyproject.toml``) or a ``/`` between parts that read as a path (``src/app/db``,
+``docs/api_v2``), not between two plain words or units (``m/s``, ``I/O``, ``and/or``, ``TCP/IP``).
 """
 
 from __future__ import annotations
@@ -34,18 +35,25 @@ __all__ = ["FileRef", "VerifyReport", "paths_in_text", "stale_commits", "verify"
 _EXT = ("py|pyi|ipynb|js|jsx|ts|tsx|md|rst|txt|toml|json|ya?ml|cfg|ini|sql|sh|rs|go|java|kt|c|h|cc|cpp|hpp|rb|php|"
         "css|scss|html|csv|lock|proto|tf")
 _PATH = re.compile(rf"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+|[\w-][\w.-]*\.(?:{_EXT}))(?![\w/-])")
+#: two plain words around one slash (``m/s``, ``I/O``, ``and/or``, ``client/server``): prose, not a path
+_PROSE_SLASH = re.compile(r"[^\W_]+/[^\W_]+")
 
 
 def paths_in_text(text: str) -> tuple[str, ...]:
-    """File paths a text mentions (sorted, unique): words with a ``/`` or a known source extension.
+    """File paths a text mentions (sorted, unique): words with a known source extension, or with a ``/`` that
+    is not just two plain words or units (``m/s``, ``I/O``, ``and/or``).
 
     >>> paths_in_text("Refactor src/auth.py and README.md, see https://x.org/a (v1.5)")
     ('README.md', 'src/auth.py')
+    >>> paths_in_text("throughput in m/s, I/O bound, and/or slow; see src/app/db and docs/api_v2")
+    ('docs/api_v2', 'src/app/db')
     """
     out = set()
     for m in _PATH.finditer(text):
         p = m.group(1).rstrip(".")
         if "://" in text[max(0, m.start() - 8):m.start() + 3] or p.startswith(("http", "www.")):
+            continue
+        if _PROSE_SLASH.fullmatch(p):
             continue
         if p and not p.startswith("/") and ".." not in p.split("/"):
             out.add(p)

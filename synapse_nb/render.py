@@ -21,7 +21,7 @@ True
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from synapse_nb._util import check_tags, estimate_tokens, head_lines, plural, shorten, when
@@ -29,6 +29,7 @@ from synapse_nb._util import check_tags, estimate_tokens, head_lines, plural, sh
 __all__ = [
     "BORDER",
     "ERR",
+    "EXPLAIN_TABLE",
     "FG",
     "HEAD_BG",
     "LINE_HEIGHT",
@@ -117,7 +118,8 @@ def message_html(text: str, *, error: bool = False) -> str:
 
 
 def table_html(header: Sequence[str], rows: Iterable[Sequence[str]], *, align: str | None = None,
-               empty: str = "nothing to show", wrap: Sequence[bool] | None = None) -> str:
+               empty: str = "nothing to show", wrap: Sequence[bool] | None = None,
+               widths: Sequence[int] | None = None) -> str:
     """A compact themed HTML table; cells are already-escaped HTML.
 
     Parameters
@@ -128,6 +130,8 @@ def table_html(header: Sequence[str], rows: Iterable[Sequence[str]], *, align: s
     empty : the note shown instead of an empty table.
     wrap : per column, whether long text may wrap (default: every column may); non-wrapping columns
         suit ids, numbers and timestamps.
+    widths : per column, its share of the width in percent: the table then fills the width with a fixed
+        layout (its width does not follow its content); a long word breaks rather than overflow.
     """
     rows = list(rows)
     if not rows:
@@ -136,16 +140,21 @@ def table_html(header: Sequence[str], rows: Iterable[Sequence[str]], *, align: s
     aligns = ["right" if a == "r" else "left" for a in (align or "l" * n).ljust(n, "l")]
     wraps = list(wrap) if wrap is not None else [True] * n
     cell = "padding:2px 8px;vertical-align:top;border-bottom:1px solid " + BORDER
-    head = "".join(f"<th style='text-align:{a};{cell};background:{HEAD_BG};font-weight:600;white-space:nowrap'>"
+    clip = ";overflow:hidden;text-overflow:ellipsis" if widths is not None else ""  # a fixed column never spills
+    head = "".join(f"<th style='text-align:{a};{cell};background:{HEAD_BG};font-weight:600;white-space:nowrap{clip}'>"
                    f"{esc(h)}</th>" for h, a in zip(header, aligns, strict=True))
     body = "".join(
         "<tr>" + "".join(
             f"<td style='text-align:{a};{cell};"
-            + ("overflow-wrap:break-word;word-break:normal" if w else "white-space:nowrap") + f"'>{c}</td>"
+            + ("overflow-wrap:break-word;word-break:normal" if w else "white-space:nowrap" + clip) + f"'>{c}</td>"
             for c, a, w in zip(row, aligns, wraps, strict=True)) + "</tr>"
         for row in rows)
+    fixed, cols = "", ""
+    if widths is not None:
+        fixed = "table-layout:fixed;width:100%;overflow-wrap:anywhere;"
+        cols = "<colgroup>" + "".join(f"<col style='width:{w}%'>" for w in widths) + "</colgroup>"
     return (f"<table style='border-collapse:collapse;margin:4px 0;line-height:{LINE_HEIGHT};color:{FG};"
-            f"font-size:{_FONT}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+            f"font-size:{_FONT};{fixed}'>{cols}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
 def code(text: Any) -> str:
@@ -174,25 +183,38 @@ def shown_parts(parts: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
     return [(k, v) for k, v in parts if k == "bm25" or (v != 1.0 if k in MULTIPLIER_PARTS else v != 0)]
 
 
-def explanation_html(rows: Iterable[Any]) -> str:
-    """The gate's table for one recall: kept or dropped, rank score and its parts, gate coverage, kind, id, the
-    deciding bar, reason, matched terms.
+#: The explain table's columns: (title, alignment, share of the width in %). The width is fixed (the table
+#: fills the output), so it does not change from one query to the next.
+EXPLAIN_TABLE = (("kept", "l", 8), ("rank", "r", 7), ("rank parts", "l", 14), ("coverage", "r", 11),
+                 ("record", "l", 25), ("bar", "l", 8), ("reason", "l", 15), ("matched", "l", 12))
 
-    ``rows`` are the rows of :meth:`synapse_nb.recall.Recall.explain`. Text columns are left-aligned,
-    the numbers right-aligned; dropped rows are muted.
+
+def explanation_html(rows: Iterable[Any], titles: Mapping[str, str] | None = None) -> str:
+    """The gate's table for one recall: kept or dropped, rank score and its parts (one per line), gate coverage,
+    the record (its title over its kind and id), the deciding bar, reason, matched terms.
+
+    ``rows`` are the rows of :meth:`synapse_nb.recall.Recall.explain`; ``titles`` maps ids to the record's
+    title (``category/key`` of a memory, a decision's text: :func:`synapse_nb.displays.explain_titles`). Text
+    columns are left-aligned, the numbers right-aligned; dropped rows are muted. The table fills the width.
     """
+    titles = titles or {}
     out = []
     for r in rows:
         style = f" style='color:{MUTED}'" if not r.kept else ""
         kept = "✔ yes" if r.kept else "✘ no"
         cov = "-" if r.coverage is None else f"{r.coverage:.3f}"
-        parts = " ".join(f"{k} {v:.3f}" for k, v in shown_parts(r.parts))
-        out.append([f"<span{style}>{kept}</span>", f"<span{style}>{r.score:.3f}</span>", esc(parts or "-"),
-                    f"<span{style}>{cov}</span>", esc(r.kind), code(r.id), esc(r.bar), esc(r.reason),
-                    esc(", ".join(r.matched) or "-")])
-    return block(table_html(["kept", "rank", "rank parts", "coverage", "kind", "id", "bar", "reason", "matched"],
-                            out, align="lrlrlllll", wrap=[False, False, True, False, False, False, False, True, True],
-                            empty="no candidate ranked"))
+        parts = "<br>".join(f"{esc(k)}&nbsp;{v:.3f}" for k, v in shown_parts(r.parts))
+        title = titles.get(r.id)
+        # a category/key breaks after its "/" rather than inside a word
+        what = (f"<b>{esc(title).replace('/', '/<wbr>')}</b><br>" if title else "") \
+            + f"<span style='color:{MUTED}'>{esc(r.kind)}</span> " + code(r.id)
+        out.append([f"<span{style}>{kept}</span>", f"<span{style}>{r.score:.3f}</span>",
+                    f"<span style='color:{MUTED}'>{parts or '-'}</span>", f"<span{style}>{cov}</span>", what,
+                    esc(r.bar), esc(r.reason), esc(", ".join(r.matched) or "-")])
+    header = [c[0] for c in EXPLAIN_TABLE]
+    align = "".join(c[1] for c in EXPLAIN_TABLE)
+    return block(table_html(header, out, align=align, wrap=[False, False, True, False, True, False, True, True],
+                            empty="no candidate ranked", widths=[c[2] for c in EXPLAIN_TABLE]))
 
 
 def status_html(status: Any) -> str:

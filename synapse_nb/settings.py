@@ -14,7 +14,7 @@ from synapse_nb.errors import ValidationError
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["BAR_SETTINGS", "SEMANTIC", "SETTINGS", "Settings"]
+__all__ = ["BAR_SETTINGS", "EMBEDDER", "SEMANTIC", "SETTINGS", "Settings"]
 
 
 def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
@@ -43,6 +43,12 @@ def _unit_interval(v: Any) -> float:
     return x
 
 
+def _embedder_spec(v: Any) -> str:
+    if not isinstance(v, str) or not v.strip() or len(v) > 1000 or not v.isprintable():
+        raise ValidationError(f"expected an embedder spec (e.g. 'wordllama' or 'e5-small'), got {v!r}")
+    return v.strip()
+
+
 #: Known settings: name -> (default, validator, description).
 SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
     "lesson_expiry_days": (7, _int_range(1, 3650), "days an approved lesson stays in force"),
@@ -54,12 +60,15 @@ SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
                               "synapse-nb watch: newly changed files per auto checkpoint"),
     "auto_checkpoint_every": (10, _int_range(1, 100_000), "auto checkpoints: what the two above are when not set"),
     # the recall gate's bars used when a recall is given none (same defaults as synapse_nb.recall.Bars)
-    "recall_floor": (0.23, _unit_interval, "recall: 'nothing new' unless the support of the top ranked reaches it"),
+    "recall_floor": (0.22, _unit_interval, "recall: 'nothing new' unless the support of the top ranked reaches it"),
     "recall_margin": (0.4, _unit_interval, "recall: a hit's rank score is at least this times the best one"),
     "recall_top_k": (5, _int_range(0, 1000), "recall: most hits per kind"),
     "recall_budget_tokens": (1200, _int_range(0, 1_000_000), "recall: most tokens for the hits"),
     "recall_semantic": (0.0, _unit_interval,
                         "recall: weight of the optional semantic channel, 0 = off (needs synapse_nb[semantic])"),
+    "recall_embedder": (None, lambda v: None if v is None else _embedder_spec(v),
+                        ("recall: the semantic channel's model: wordllama (default), e5-small, "
+                         "sentence-transformers:<folder>, import:<module>:<factory> or a registered name")),
     # agent write quotas (synapse_nb.quota): human writes are never limited
     "agent_writes_per_hour": (600, _int_range(1, 10_000_000),
                               "agents: most records an agent may write or change in one hour (all kinds, per mind)"),
@@ -71,6 +80,8 @@ SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
 }
 #: The setting holding the weight of recall's optional semantic channel (0: off).
 SEMANTIC = "recall_semantic"
+#: The setting naming the semantic channel's embedder (synapse_nb.store.embedders; None: the default).
+EMBEDDER = "recall_embedder"
 #: Bars fields and the settings that hold their saved defaults.
 BAR_SETTINGS = {"floor": "recall_floor", "margin": "recall_margin", "top_k": "recall_top_k",
                 "budget_tokens": "recall_budget_tokens"}

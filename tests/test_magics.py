@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -140,7 +141,10 @@ def test_load_registers_magics_and_synapse_shows_the_vault(ip: TestingShell, tmp
         ip.run_cell("%synapse")
     text = out.stdout
     assert str(tmp_path / "proj") in text and "actor    user" in text and "mind     default" in text
-    assert "lesson_expiry_days=7" in text
+    # one setting a line (a long line of them used to wrap mid-word in the notebook)
+    assert re.search(r"^  lesson_expiry_days +7$", text, re.M) and re.search(r"^  mind +'default'$", text, re.M)
+    starts = [line.split()[0] for line in text.splitlines() if line.startswith("  ")]
+    assert {"recall_floor", "scan_window", "vault_path", "default_budget"} <= set(starts) and "=" not in text
     _usage(ip, "%synapse extra")
 
 
@@ -257,6 +261,48 @@ def test_memory_status_search_expiring_prune_verify(ip: TestingShell) -> None:
     _usage(ip, "%memory expiring --within soon")
 
 
+def test_write_magics_confirm_in_one_line_with_the_record_one_click_away(ip: TestingShell) -> None:
+    cells = {
+        "m = %remember procedure run_migrations alembic upgrade head --tags db,deploy": "remembered",
+        "m = %remember procedure run_migrations make migrate": "updated",
+        "%%decision --tags storage\nUse SQLite WAL mode\nReaders never block writers.\n": "logged decision",
+        '%checkpoint create --doing "Refactoring auth" --files src/auth.py': "saved checkpoint",
+    }
+    for cell, verb in cells.items():
+        with capture_output() as out:
+            ip.run_cell(cell)
+        assert len(out.outputs) == 1, cell  # one display: the confirmation, not the record again as Out
+        data = out.outputs[0].data
+        line = data["text/plain"]
+        assert line.startswith(f"✔ {verb} ") and "\n" not in line, line
+        assert re.search(r"(mem|dec|ckp)_[0-9a-f]{12}", line) and re.search(r"\[user( · verified)?\]$", line)
+        html = data["text/html"]
+        assert "<details" in html and "<summary" in html  # the record in full, one click away
+        assert "['" not in html and "True" not in html  # no Python reprs in the record's display
+    m = ip.user_ns["m"]
+    assert isinstance(m, syn.Memory) and m.content == "make migrate"
+    agent = _vault(ip).as_agent().remember("knowledge", "cache_ttl", "cache entries live 5 minutes")
+    with capture_output() as out:
+        ip.run_cell(f"%memory verify {agent.id}")
+    assert out.outputs[0].data["text/plain"] == f"✔ verified {agent.id} knowledge/cache_ttl [agent · verified]"
+    assert "agent · verified" in out.outputs[0].data["text/html"]
+
+
+def test_listings_show_who_and_the_expiry_and_times_read_the_same(ip: TestingShell) -> None:
+    ip.run_cell("%remember context release_freeze no deploys friday --expires 3d")
+    ip.run_cell('%checkpoint create --doing "Refactoring auth"')
+    ip.run_cell("soon = %memory expiring --within 7d")
+    html = ip.user_ns["soon"]._repr_html_()  # what the notebook shows as the cell's output
+    assert ">expires</th>" in html and re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC</td></tr>", html)
+    ip.run_cell("cs = %checkpoint list")
+    html = ip.user_ns["cs"]._repr_html_()
+    assert ">by</th>" in html and "user" in html and ">where</th>" in html
+    with capture_output() as out:
+        ip.run_cell("%checkpoint restore")
+    assert re.search(r"\(\d{4}-\d\d-\d\d \d\d:\d\d UTC, branch", out.stdout), out.stdout
+    assert not re.search(r"\d\d:\d\d:\d\d\.\d{6}Z", out.stdout)
+
+
 # -- %%episode ------------------------------------------------------------------------------------------------------
 def test_episode_logs_success_and_warns_on_rerun(ip: TestingShell) -> None:
     v = _vault(ip)
@@ -267,6 +313,7 @@ def test_episode_logs_success_and_warns_on_rerun(ip: TestingShell) -> None:
     with capture_output() as out:
         ip.run_cell("%%episode train_baseline\nx = 3\n")
     assert out.stdout.startswith("warning: task 'train_baseline' already ran at")
+    assert re.search(r"already ran at \d{4}-\d\d-\d\d \d\d:\d\d UTC \(success", out.stdout), out.stdout
     assert len(v.episodes.history("train_baseline")) == 2
 
 

@@ -7,7 +7,8 @@ import re
 from IPython.core.formatters import DisplayFormatter
 
 import synapse_nb as syn
-from synapse_nb.render import fmt_time, message_html, plural, table_html
+from synapse_nb.displays import explain_titles
+from synapse_nb.render import explanation_html, fmt_time, message_html, plural, table_html
 
 
 def _seed(v: syn.Vault) -> None:
@@ -32,19 +33,35 @@ def test_explain_table_aligns_text_left_and_scores_right(vault: syn.Vault) -> No
     _seed(vault)
     html = vault.recall("how do we run migrations").explain()._repr_html_()
     head = re.findall(r"<th style='text-align:(\w+)", html)
-    # kept, rank, rank parts, coverage, kind, id, bar, reason, matched: the two numbers right-aligned
-    assert head == ["left", "right", "left", "right", "left", "left", "left", "left", "left"]
+    # kept, rank, rank parts, coverage, record, bar, reason, matched: the two numbers right-aligned
+    assert head == ["left", "right", "left", "right", "left", "left", "left", "left"]
     first = re.search(r"<tbody><tr>(.*?)</tr>", html).group(1)
     cells = re.findall(r"<td style='text-align:(\w+)[^']*'>(.*?)</td>", first)
     assert [a for a, _ in cells] == head and "yes" in cells[0][1] and re.fullmatch(r".*\d\.\d{3}.*", cells[1][1])
     assert "bm25" in cells[2][1] and re.fullmatch(r".*\d\.\d{3}.*", cells[3][1])
+    # a fixed layout filling the output: the table keeps its width from one query to the next
+    assert "table-layout:fixed;width:100%" in html and html.count("<col style='width:") == 8
+
+
+def test_explain_table_names_each_record_beside_its_id(vault: syn.Vault) -> None:
+    _seed(vault)
+    r = vault.recall("how do we run migrations cache entries", session=None)
+    rows = r.explain()
+    titles = explain_titles(vault, rows)
+    ttl = vault.memories.get_by_key("knowledge", "cache_ttl")
+    assert titles[ttl.id] == "knowledge/cache_ttl"
+    html = explanation_html(rows, titles)
+    assert re.search(r"<b>knowledge/<wbr>cache_ttl</b><br><span[^>]*>memory</span> <code[^>]*>" + ttl.id, html)
+    # the rank parts one per line: they never wrap in the middle of a part
+    assert re.search(r"bm25&nbsp;\d\.\d{3}(<br>|</span>)", html)
 
 
 def test_recall_text_wraps_between_words_and_counts_read_right(vault: syn.Vault) -> None:
     _seed(vault)
     r = vault.recall("how do we run migrations")
     html = r._repr_html_()
-    assert "(1 item)" in html and "1 items" not in repr(r) and "0 lessons" in repr(r)
+    assert "· 1 item<" in html and "1 items" not in repr(r) and "0 lessons" in repr(r)
+    assert "the text an agent receives" in html and "<details>" in html  # the LLM's text is one click away
     assert "white-space:pre-wrap" in html and "word-break:normal" in html and "overflow-wrap:break-word" in html
 
 

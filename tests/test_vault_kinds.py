@@ -182,6 +182,33 @@ def test_reject_deletes(vault: syn.Vault) -> None:
     assert vault.lessons.count() == 0 and les.id not in vault.export_jsonl()
 
 
+def test_withdraw_puts_an_approved_lesson_back_to_pending(vault: syn.Vault, agent_vault: syn.Vault,
+                                                          clock: FakeClock) -> None:
+    les = vault.lessons.create("reverted W")
+    with pytest.raises(syn.ConflictError, match="only an approved lesson"):
+        vault.lessons.withdraw(les.id)  # pending: nothing to withdraw
+    vault.lessons.approve(les.id, text="Never do W again", expiry_days=30)
+    assert [x.id for x in vault.lessons.in_force()] == [les.id]
+    with pytest.raises(syn.PermissionDeniedError):
+        agent_vault.lessons.withdraw(les.id)  # a human act, like approving
+    back = vault.lessons.withdraw(les.id)
+    assert (back.status, back.expires_at, back.approved_at) == ("pending", None, None)
+    assert vault.lessons.in_force() == [] and agent_vault.lessons.approved() == []  # out of every recall now
+    assert vault.lessons.proposed_wording(back) == ("Never do W again", "user")  # the wording is kept as a draft
+    again = vault.lessons.approve(les.id, expiry_days=3)  # one step to put it back, for another duration
+    assert again.lesson_text == "Never do W again" and again.expires_at == fmt_ts(T0 + timedelta(days=3))
+    # an agent's wording withdrawn still needs the explicit choice to be approved again
+    les2 = vault.lessons.create("reverted V")
+    agent_vault.lessons.submit_analysis(les2.id, "V broke the build")
+    vault.lessons.approve(les2.id, accept_agent_text=True)
+    vault.lessons.withdraw(les2.id)
+    with pytest.raises(syn.ConflictError, match="accept_agent_text"):
+        vault.lessons.approve(les2.id)
+    clock.now += timedelta(days=40)
+    with pytest.raises(syn.ConflictError, match="expired"):
+        vault.lessons.withdraw(les.id)  # out of force already
+
+
 def test_expiry_setting(vault: syn.Vault, clock: FakeClock) -> None:
     assert vault.settings.get("lesson_expiry_days") == 7
     assert vault.settings.set("lesson_expiry_days", "3") == 3

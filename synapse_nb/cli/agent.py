@@ -3,11 +3,14 @@ those hooks run). The work is in :mod:`synapse_nb.agents`; this module parses an
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from synapse_nb.cli._common import Group, JsonOpt, echo_json, fail, group_help, state
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb.agents.claude_code import FileChange
 
 __all__ = ["agent_app", "hook"]
 
@@ -35,7 +38,7 @@ def _agent(name: str) -> None:
              "'Other agents', for the hook lines to add by hand)", 2)
 
 
-def _report(changes: list, dry_run: bool, verb: str) -> None:  # type: ignore[type-arg]
+def _report(changes: list[FileChange], dry_run: bool, verb: str) -> None:
     from synapse_nb.agents.claude_code import apply_changes
 
     if dry_run:

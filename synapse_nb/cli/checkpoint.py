@@ -34,9 +34,9 @@ checkpoint_app = typer.Typer(cls=Group, no_args_is_help=True, help=group_help(
 @checkpoint_app.command("create")
 def checkpoint_create(
     ctx: typer.Context,
+    doing: Annotated[str, typer.Option("--doing", "-d", help="What you are working on (required).")],
     path: Annotated[str | None, typer.Argument(
         help="Project folder (default: --vault, else the current folder).")] = None,
-    doing: Annotated[str, typer.Option("--doing", "-d", help="What you are working on (required).")] = ...,  # type: ignore[assignment]
     files: Annotated[str | None, typer.Option("--files", "-f", help="Changed files, comma-separated.")] = None,
     next_step: Annotated[str | None, typer.Option("--next-step", help="What to do next.")] = None,
     blockers: Annotated[str | None, typer.Option("--blockers", help="What is in the way.")] = None,

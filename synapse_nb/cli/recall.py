@@ -33,8 +33,10 @@ recall_app = typer.Typer(cls=_RecallGroup, no_args_is_help=True, help=group_help
 def recall_query(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What you (or the agent) are about to do or ask.")],
-    session: Annotated[str | None, typer.Option("--session", help="Session id: what it already received is not repeated.")] = None,
-    explain: Annotated[bool, typer.Option("--explain", help="Also show every candidate's score, matched terms and bar.")] = False,
+    session: Annotated[str | None, typer.Option(
+        "--session", help="Session id: what it already received is not repeated.")] = None,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="Also show every candidate's score, matched terms and bar.")] = False,
     budget: Annotated[int | None, typer.Option("--budget", min=1, help="Token budget for the text.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -72,9 +74,31 @@ def recall_query(
 @recall_app.command("eval")
 def recall_eval(
     path: Annotated[str, typer.Argument(help="The LoCoMo dataset folder or JSON file.")] = "datasets/locomo",
-    conversations: Annotated[int | None, typer.Option("--conversations", min=1, help="Only the first N conversations.")] = None,
-    subset: Annotated[str | None, typer.Option("--subset", help="dev (conversations 0-6, tuned on), heldout (7-9), all, or 0-based indices such as 7,8,9.")] = None,
-    semantic: Annotated[float, typer.Option("--semantic", min=0.0, max=1.0, help="Weight of the optional semantic channel (0: off; needs synapse_nb[semantic]).")] = 0.0,
+    conversations: Annotated[int | None, typer.Option(
+        "--conversations", min=1, help="Only the first N conversations.")] = None,
+    subset: Annotated[str | None, typer.Option(
+        "--subset",
+        help="dev (conversations 0-6, tuned on), heldout (7-9), all, or 0-based indices such as 7,8,9.")] = None,
+    semantic: Annotated[float, typer.Option(
+        "--semantic", min=0.0, max=1.0,
+        help="Weight of the optional semantic channel (0: off; 0.4 with --embedder e5-small).")] = 0.0,
+    embedder: Annotated[str | None, typer.Option(
+        "--embedder", help="The semantic channel's model: wordllama (default; synapse_nb[semantic]), e5-small "
+        "(synapse_nb[semantic-e5]), sentence-transformers:<folder>, import:<module>:<factory>.")] = None,
+    style: Annotated[str, typer.Option(
+        "--style", help=(
+            "original (LoCoMo's text) or chat (rewritten as real chat: split messages, lower case, typos, "
+            "abbreviations, back-channel turns).")
+    )] = "original",
+    chat_seed: Annotated[int, typer.Option(
+        "--chat-seed", help=(
+            "Seed of the chat-style rewrite (with --style chat).")
+    )] = 0,
+    retriever: Annotated[str, typer.Option(
+        "--retriever", help=(
+            "recall (default), fts5 (a bare FTS5 BM25 baseline), bm25, vector or hybrid (the retrieval "
+            "index).")
+    )] = "recall",
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate recall on LoCoMo questions: ranking (R@5, R@10, nDCG@10, MRR), what a user receives with the
@@ -89,7 +113,11 @@ def recall_eval(
 
         synapse-nb recall eval datasets/locomo --conversations 2
 
-        synapse-nb recall eval datasets/locomo --subset 7,8,9 --semantic 0.3 --json
+        synapse-nb recall eval datasets/locomo --style chat --subset dev --json
+
+        synapse-nb recall eval datasets/locomo --style chat --subset heldout --retriever fts5 --json
+
+        synapse-nb recall eval datasets/locomo --subset heldout --semantic 0.4 --embedder e5-small --json
     """
     from synapse_nb.errors import ValidationError
     from synapse_nb.eval import run_locomo_eval  # here: the eval code loads polars
@@ -103,7 +131,13 @@ def recall_eval(
         kwargs["conversations"] = subset
     if semantic:
         kwargs["semantic"] = semantic
-    out = run_locomo_eval(path, **kwargs)
+    if embedder is not None:
+        kwargs["embedder"] = embedder
+    if style != "original" or chat_seed:
+        from synapse_nb.eval.chatstyle import ChatStyle
+
+        kwargs["style"], kwargs["chat"] = style, ChatStyle(seed=chat_seed)
+    out = run_locomo_eval(path, retriever=retriever, **kwargs)
     out = out.to_dict() if hasattr(out, "to_dict") else out
     if as_json:
         echo_json(out)

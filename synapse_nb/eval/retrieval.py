@@ -19,7 +19,14 @@ Each question is the query. Retrievers (:data:`RETRIEVERS`):
   (``delivered_recall_at_5``, ``nothing_new``) and the answer to the question asked of another
   conversation's vault (``offtopic_nothing_new``: the next conversation of the selection, cyclically);
 * ``"bm25"``, ``"vector"``, ``"hybrid"`` — ``v.index.search(question, k=50, mode="fts"|"vector"|"hybrid")``
-  (LanceDB full text, the hashing embedder, and both fused by RRF).
+  (LanceDB full text, the hashing embedder, and both fused by RRF);
+* ``"fts5"`` — a bare SQLite FTS5 ``bm25()`` over the records' own text (the ranking table's ``body`` column,
+  recall's query words OR-ed, no context, no structure, no gate): the baseline recall's ranking is measured
+  against.
+
+``style="chat"`` evaluates the chat-style rewrite of the same conversations (:mod:`synapse_nb.eval.chatstyle`:
+split messages, lower case, typos, abbreviations, back-channel turns; questions as written, evidence mapped to
+the new message ids).
 
 Turn level ranks the ``dia_id`` s; session level ranks sessions by their first turn in that ranking.
 Metrics are :func:`~synapse_nb.eval.metrics.recall_at_k`, :func:`~synapse_nb.eval.metrics.ndcg_at_k` and
@@ -42,11 +49,13 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb import Vault, open_vault
 from synapse_nb.errors import DatasetError, ValidationError
+from synapse_nb.eval.chatstyle import ChatStyle, chat_style_all
 from synapse_nb.eval.data import bundled_datasets_dir
 from synapse_nb.eval.locomo import CATEGORIES, Conversation, load_locomo
 from synapse_nb.eval.metrics import mrr, ndcg_at_k, recall_at_k
@@ -59,6 +68,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "HELD_OUT_CONVERSATIONS",
     "RETRIEVERS",
+    "STYLES",
     "SUBSETS",
     "TUNE_CONVERSATIONS",
     "build_locomo_vault",
@@ -69,7 +79,9 @@ __all__ = [
 ]
 
 #: Retrievers compared: the product's recall (the gate) and the retrieval index's three search modes.
-RETRIEVERS: tuple[str, ...] = ("recall", "bm25", "vector", "hybrid")
+RETRIEVERS: tuple[str, ...] = ("recall", "bm25", "vector", "hybrid", "fts5")
+#: How the conversations' text is given: as LoCoMo wrote it, or rewritten as real chat (eval/chatstyle.py).
+STYLES: tuple[str, ...] = ("original", "chat")
 #: Conversations every ranking and gate parameter was chosen on: 0-6 of ``locomo10.json`` (0-based).
 TUNE_CONVERSATIONS: tuple[str, ...] = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43", "conv-44", "conv-47")
 #: The other three (7-9), never looked at while choosing anything: report these as held out.
@@ -227,6 +239,11 @@ _OPEN = Bars(floor=0, margin=0, top_k=_DEPTH, budget_tokens=10**9)
 def _rank(vault: Vault, question: str, retriever: str, ids: dict[str, str]) -> list[str]:
     if retriever == "recall":
         found = [item.id for item in vault.recall(question, bars=_OPEN).items]
+    elif retriever == "fts5":  # the store's own FTS5 bm25() over the records' text alone
+        from synapse_nb.recall.rank import rank_words
+
+        found = [h.id for h in vault._ctx.store.recall.bm25(vault.mind, rank_words(question), depth=_DEPTH,
+                                                             w_body=1.0, w_context=0.0)]
     else:
         found = [h.id for h in vault.index.search(question, k=_DEPTH, kinds=["episode"], mode=_MODES[retriever])]
     return [ids[i] for i in found if i in ids]
@@ -269,6 +286,9 @@ def locomo_questions(
     context: int = 0,
     progress: bool | None = None,
     semantic: float = 0.0,
+    embedder: str | None = None,
+    style: str = "original",
+    chat: ChatStyle | None = None,
 ) -> pl.DataFrame:
     """Per-question scores for each retriever at turn and session level, as a polars DataFrame.
 
@@ -278,6 +298,8 @@ def locomo_questions(
     ``category_name``, ``retriever``, ``level`` (``"turn"``/``"session"``), ``n_evidence``, then
     ``recall_at_<k>`` and ``ndcg_at_<k>`` for each ``k`` in ``k_values``, and ``mrr``. Questions without
     evidence are left out. Rows are ordered by conversation (file order), question, retriever, level.
+    ``style="chat"`` rewrites the selected conversations with :func:`~synapse_nb.eval.chatstyle.chat_style`
+    (``chat``: its seed and strengths, default :class:`~synapse_nb.eval.chatstyle.ChatStyle`).
 
     Examples
     --------
@@ -287,8 +309,12 @@ def locomo_questions(
     import polars as pl  # polars (about 1 s to import): only where a table is built
 
     retrievers, ks = _check_args(retrievers, k_values)
+    if style not in STYLES:
+        raise ValidationError(f"unknown style {style!r}; accepted: {', '.join(STYLES)}")
     source = _resolve(path)
     convs = _select(load_locomo(source), conversations, source)
+    if style == "chat":
+        convs = chat_style_all(convs, chat or ChatStyle())
     rows: list[dict[str, Any]] = []
     bar = progress_bar(len(convs), "recall eval", enabled=progress, unit="conversation")
     with tempfile.TemporaryDirectory(prefix="synapse-locomo-") as tmp:
@@ -297,6 +323,8 @@ def locomo_questions(
             for n, conv in enumerate(convs):
                 folder = Path(tmp) / str(n)
                 vaults.append(build_locomo_vault(conv, folder, date=date, caption=caption, context=context))
+                if embedder is not None:  # the semantic channel's model (vault setting recall_embedder)
+                    vaults[-1][0].settings.set("recall_embedder", embedder)
                 if semantic:  # the optional dense channel's weight (vault setting recall_semantic)
                     vaults[-1][0].settings.set("recall_semantic", semantic)
             for n, conv in enumerate(convs):
@@ -412,6 +440,9 @@ def run_locomo_eval(
     caption: bool = True,
     context: int = 0,
     semantic: float = 0.0,
+    embedder: str | None = None,
+    style: str = "original",
+    chat: ChatStyle | None = None,
 ) -> dict[str, Any]:
     """LoCoMo retrieval through the vault's recall; what ``synapse-nb recall eval datasets/locomo`` prints.
 
@@ -431,6 +462,11 @@ def run_locomo_eval(
         What each stored turn holds (see :func:`turn_document`).
     semantic
         Weight of recall's optional semantic channel (setting ``recall_semantic``; 0: off, the default).
+    embedder
+        The channel's model (setting ``recall_embedder``; None: the default, ``wordllama``).
+    style, chat
+        ``"original"`` (LoCoMo's text) or ``"chat"`` (rewritten as real chat by
+        :func:`~synapse_nb.eval.chatstyle.chat_style` with ``chat``, default :class:`ChatStyle`).
 
     Returns
     -------
@@ -449,12 +485,16 @@ def run_locomo_eval(
     ['by_category', 'config', 'conversations', 'mrr']
     """
     frame = locomo_questions(path, conversations, retrievers=[retriever], k_values=k_values, date=date,
-                             caption=caption, context=context, semantic=semantic)
+                             caption=caption, context=context, semantic=semantic, embedder=embedder, style=style,
+                             chat=chat)
     turn = frame.filter(frame["level"] == "turn")
     out = _summary(turn)
     out["session"] = _summary(frame.filter(frame["level"] == "session"))
     out["retriever"] = retriever
     out["conversations"] = list(dict.fromkeys(turn["sample_id"].to_list()))
     out["config"] = {"path": str(path), "k_values": sorted(set(k_values)), "date": date, "caption": caption,
-                     "context": context, "depth": _DEPTH, "storage": "episodes", "semantic": semantic}
+                     "context": context, "depth": _DEPTH, "storage": "episodes", "semantic": semantic,
+                     "embedder": embedder, "style": style}
+    if style == "chat":
+        out["config"]["chat"] = asdict(chat or ChatStyle())
     return out

@@ -103,11 +103,11 @@ def _check_descriptions(descriptions: Mapping[str, str] | None) -> dict[str, str
 
 
 def _number(value: object, name: str, lo: float, hi: float, *, open_lo: bool = False) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
-    if not ok or not (lo < value if open_lo else lo <= value) or value > hi:  # type: ignore[operator]
+    if (isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value)
+            or not (lo < value if open_lo else lo <= value) or value > hi):
         bound = f"({lo:g}, {hi:g}]" if open_lo else f"[{lo:g}, {hi:g}]"
         raise ValidationError(f"{name} must be a number in {bound}, got {value!r}")
-    return float(value)  # type: ignore[arg-type]
+    return float(value)
 
 
 def _unit_rows(M: np.ndarray) -> np.ndarray:

@@ -3,8 +3,9 @@
 State machine::
 
     (revert found / create) --> pending --approve--> approved --(lesson_expiry_days pass)--> expired
-                                   |                    ^                                     |
-                                   +--reject--> deleted +---------------re-approve------------+
+                                 |   ^                  |  ^                                  |
+                                 |   +----withdraw------+  +-------------re-approve-----------+
+                                 +--reject--> deleted
 
 Status is computed at read time (an approved lesson past ``expires_at`` *is* expired); ``prune()``
 also persists it. Only the user actor approves or rejects; an agent reads approved, unexpired lessons
@@ -285,6 +286,29 @@ class Lessons(KindManager[Lesson]):
         return les.summary, "agent" if les.source == "agent" else "git"
 
     reapprove = approve
+
+    def withdraw(self, id: str) -> Lesson:
+        """Withdraw an approval (a human only): the lesson stops heading recalls now and is pending again.
+
+        Its wording is kept as the proposed wording (who wrote it still counts: an agent's wording needs
+        ``accept_agent_text`` again), so re-approving takes one step; :meth:`reject` deletes it instead. Only an
+        approved lesson in force can be withdrawn (an expired one is already out of force: a
+        :class:`ConflictError`). A borrowed vault's approvals are refused: withdraw in the vault's own checkout.
+
+        >>> v.lessons.withdraw("les_3f9a0c12be47").status  # doctest: +SKIP
+        'pending'
+        """
+        self._require_user("withdraw a lesson's approval")
+        les = self.get(id)
+        if les.status != "approved":
+            raise ConflictError(f"lesson {les.id} is {les.status}; only an approved lesson in force can be withdrawn")
+        borrowed = self._ctx.git.borrowed
+        if borrowed is not None:
+            raise PermissionDeniedError(f"cannot withdraw lesson {les.id} here: {borrowed.why}; {borrowed.remedy}")
+        ctx = self._ctx
+        self._table.update(les.id, updated_at=ctx.store.stamp(ctx.now_ts()), status="pending", approved_at=None,
+                           expires_at=None)
+        return self.get(les.id)
 
     def reject(self, id: str) -> Lesson:
         """Reject a lesson: it is deleted (user actor only). Returns what it was."""

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.offline import OfflineVault
     from synapse_nb.vault import ReadableVault, Vault
 
-__all__ = ["FamilyMagics", "end_of_cell", "shown_once", "usage_errors"]
+__all__ = ["Confirmation", "FamilyMagics", "confirmed", "end_of_cell", "shown_once", "usage_errors"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -134,3 +134,30 @@ def end_of_cell(tracker: list[Any]) -> None:
         except (TypeError, AttributeError):
             pass
     tracker.clear()
+
+
+# ------------------------------------------------------------------------------------------------ confirmations
+class Confirmation:
+    """The one-line confirmation of a write magic: ``✔ remembered mem_… procedure/run_migrations [user ·
+    verified]``; in a notebook the record's full display is one click away (a collapsed ``<details>``)."""
+
+    def __init__(self, verb: str, record: Any) -> None:
+        self.verb = verb
+        self.record = record
+
+    def __repr__(self) -> str:
+        from synapse_nb.displays import confirmation_text
+
+        return confirmation_text(self.verb, self.record)
+
+    def _repr_html_(self) -> str:
+        from synapse_nb.displays import confirmation_html
+
+        return confirmation_html(self.verb, self.record)
+
+
+def confirmed(verb: str, record: T, tracker: list[Any]) -> T:
+    """Show the one-line :class:`Confirmation` of a write and return the record, not displayed again as the
+    cell's output (``m = %remember ...`` keeps it; ``m`` in a later cell shows it in full)."""
+    display(Confirmation(verb, record))
+    return shown_once(record, tracker, show=False)

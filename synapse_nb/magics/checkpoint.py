@@ -7,7 +7,7 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from synapse_nb.errors import NoCheckpointError
-from synapse_nb.magics._base import FamilyMagics, shown_once, usage_errors
+from synapse_nb.magics._base import FamilyMagics, confirmed, shown_once, usage_errors
 from synapse_nb.magics._parse import parse_line, parse_switch, split_list
 from synapse_nb.models import Checkpoint, RecordList
 
@@ -48,11 +48,12 @@ class CheckpointMagics(FamilyMagics):
             %checkpoint auto off
             %checkpoint auto               # is it on, and how many cells are counted so far
 
-        Checkpoints made here have origin "notebook"; automatic ones have origin "auto". Inside git an
-        automatic checkpoint counts only cells that ran without error while git reports changed files
-        (the vault folder excepted); outside git it counts cells that ran without error. Without
-        ``--every`` the count is ``%config SynapseMagics.auto_checkpoint_cells``, else the vault setting
-        ``auto_checkpoint_cells`` (not set: ``auto_checkpoint_every``, 10).
+        ``create`` prints one line (in a notebook the checkpoint in full is one click away) and returns the
+        Checkpoint; ``list`` shows when, who, where and what. Checkpoints made here have origin "notebook";
+        automatic ones have origin "auto". Inside git an automatic checkpoint counts only cells that ran without
+        error while git reports changed files (the vault folder excepted); outside git it counts cells that ran
+        without error. Without ``--every`` the count is ``%config SynapseMagics.auto_checkpoint_cells``, else the
+        vault setting ``auto_checkpoint_cells`` (not set: ``auto_checkpoint_every``, 10).
         """
         args = parse_line(self.checkpoint.parser, line)
         if args.action == "create":
@@ -60,9 +61,9 @@ class CheckpointMagics(FamilyMagics):
                 raise UsageError(f"unexpected {args.target!r}: use %checkpoint create --doing \"...\"")
             if not args.doing:
                 raise UsageError('%checkpoint create needs --doing "what you are working on"')
-            return self.writable_vault().checkpoint(args.doing, files=split_list(args.files),
-                                                    next_step=args.next_step, blockers=args.blockers,
-                                                    origin="notebook")
+            ckp = self.writable_vault().checkpoint(args.doing, files=split_list(args.files),
+                                                   next_step=args.next_step, blockers=args.blockers, origin="notebook")
+            return confirmed("saved checkpoint", ckp, self.synapse.fresh)
         if args.action == "list":
             return self.vault.checkpoints.list(branch=args.branch, limit=args.limit)
         if args.action == "restore":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from IPython.core.magic import cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from synapse_nb.magics._base import FamilyMagics, usage_errors
+from synapse_nb.magics._base import FamilyMagics, confirmed, usage_errors
 from synapse_nb.magics._parse import parse_line, split_decision_cell, split_list
 from synapse_nb.models import Decision
 
@@ -23,7 +23,8 @@ class DecisionMagics(FamilyMagics):
     def decision(self, line: str = "", cell: str = "") -> Decision:
         """Log a design decision: the first line of the cell is the decision, the rest its rationale.
 
-        Returns the stored Decision (shown as the cell's output).
+        Prints one line (``✔ logged decision dec_… Use SQLite WAL mode [user]``; in a notebook the decision in
+        full is one click away) and returns the stored Decision.
 
         Examples
         --------
@@ -35,4 +36,5 @@ class DecisionMagics(FamilyMagics):
         """
         args = parse_line(self.decision.parser, line)
         text, rationale = split_decision_cell(cell)
-        return self.writable_vault().decide(text, rationale=rationale, tags=split_list(args.tags))
+        d = self.writable_vault().decide(text, rationale=rationale, tags=split_list(args.tags))
+        return confirmed("logged decision", d, self.synapse.fresh)

@@ -22,10 +22,12 @@ class LessonsMagics(FamilyMagics):
     @line_magic
     @usage_errors
     def lessons(self, line: str = "") -> LessonReview:
-        """Review lessons from reverted changes: approve (with your wording), reject, re-approve expired ones.
+        """Review lessons from reverted changes: approve (with your wording, for a duration you choose first),
+        reject, re-approve expired ones, withdraw an approval; its Scan button looks for new reverts in git.
 
         Returns the LessonReview widget (shown as the cell's output). Approving here is the same call as
-        ``vault.lessons.approve(id, text=...)``.
+        ``vault.lessons.approve(id, text=..., expiry_days=...)``; Scan is ``vault.lessons.scan()`` (showing the
+        widget alone never reads git).
 
         Examples
         --------

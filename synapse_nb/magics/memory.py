@@ -9,7 +9,7 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from synapse_nb.errors import OfflineError
-from synapse_nb.magics._base import FamilyMagics, usage_errors
+from synapse_nb.magics._base import FamilyMagics, confirmed, usage_errors
 from synapse_nb.magics._parse import parse_line, split_line, split_list, split_options
 from synapse_nb.models import Memory, RecordList, Status
 
@@ -39,7 +39,9 @@ class MemoryMagics(FamilyMagics):
     def remember(self, line: str = "") -> Memory:
         """Remember something under CATEGORY/KEY (stored again under the same key, it is updated in place).
 
-        Memories written here are the user's: verified, confidence 1.0. Returns the Memory.
+        Memories written here are the user's: verified, confidence 1.0. Prints one line (``✔ remembered mem_…
+        procedure/run_migrations [user · verified]``; in a notebook the memory in full is one click away) and
+        returns the Memory (``m = %remember ...``).
 
         Words of the content may look like options (``python clean.py --wave 2025``): only
         ``--tags``, ``--priority`` and ``--expires`` are read as options, and after ``--`` nothing is.
@@ -58,8 +60,9 @@ class MemoryMagics(FamilyMagics):
             raise UsageError("usage: %remember CATEGORY KEY CONTENT [--tags a,b] [--priority high] [--expires 30d]")
         category, key, content = words[0], words[1], " ".join(words[2:])
         tags = split_list(opts["--tags"]) if "--tags" in opts else None
-        return self.writable_vault().remember(category, key, content, tags=tags, priority=opts.get("--priority"),
-                                              expires=opts.get("--expires"))
+        m = self.writable_vault().remember(category, key, content, tags=tags, priority=opts.get("--priority"),
+                                           expires=opts.get("--expires"))
+        return confirmed("updated" if m.created_at != m.updated_at else "remembered", m, self.synapse.fresh)
 
     @magic_arguments()
     @argument("action", choices=["status", "search", "expiring", "prune", "verify"], help="what to do")
@@ -81,7 +84,7 @@ class MemoryMagics(FamilyMagics):
             %memory search migrations --tag db
             %memory expiring --within 14d
             %memory prune                     # delete expired memories, mark expired lessons
-            %memory verify mem_3f9a           # a human confirms an agent's memory
+            %memory verify mem_3f9a           # a human confirms an agent's memory (one line; returns it)
             %memory verify                    # check every file reference against git HEAD
             %memory verify --fix              # follow renames, mark dangling and possibly stale records
         """
@@ -110,4 +113,4 @@ class MemoryMagics(FamilyMagics):
         if len(args.rest) != 1:
             raise UsageError("%memory verify takes one memory id (or unique prefix), e.g. %memory verify mem_3f9a, "
                              "or nothing to check file references")
-        return v.memories.verify(rest)
+        return confirmed("verified", v.memories.verify(rest), self.synapse.fresh)

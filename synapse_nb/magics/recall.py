@@ -9,9 +9,11 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
+from synapse_nb.displays import explain_titles
 from synapse_nb.errors import OfflineError
 from synapse_nb.magics._base import FamilyMagics, shown_once, usage_errors
 from synapse_nb.magics._parse import parse_line
+from synapse_nb.render import explanation_html
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.offline import StaleAnswer
@@ -72,9 +74,10 @@ class RecallMagics(FamilyMagics):
                 v = syn.stale_copy(exc)
         if v.offline:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
             return shown_once(v.recall(query), syn.fresh)
-        if args.explain:
+        if args.explain:  # each candidate named by its title beside its id (knowledge/ingest_bottleneck)
             table = r.explain()
-            display({"text/plain": str(table), "text/html": table._repr_html_()}, raw=True)
+            html = explanation_html(table, explain_titles(v, table))
+            display({"text/plain": str(table), "text/html": html}, raw=True)
         shown = shown_once(r, syn.fresh)
         if r.empty_reason == "over_budget":
             print(f"hint: raise the budget (it was {r.bars.budget_tokens}): %recall {query} --budget N, "

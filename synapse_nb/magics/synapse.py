@@ -246,14 +246,17 @@ class SynapseMagics(Magics):
             repo = find_repo(project)
             settings = {k: SETTINGS[k][0] for k in sorted(SETTINGS)}
             mind, actor, note = self.mind, "user", " (none yet: the first write creates it)"
+        width = max(len(k) for k in (*settings, *MAGIC_SETTINGS))  # one setting a line: nothing wraps mid-word
         lines = [
             f"vault    {path}{note}",
             f"project  {project}" + (f" (git work tree {repo.work_tree})" if repo is not None else " (no git)"),
             f"mind     {mind}",
             f"actor    {actor}",
             f"session  {self.session_id}",
-            "vault settings: " + ", ".join(f"{k}={settings[k]}" for k in sorted(settings)),
-            "magic settings: " + ", ".join(f"{k}={getattr(self, k)!r}" for k in MAGIC_SETTINGS),
+            "vault settings (vault.settings; the vault's, for everyone using it):",
+            *(f"  {k:<{width}} {settings[k]}" for k in sorted(settings)),
+            "magic settings (%config SynapseMagics.<name>; this kernel's):",
+            *(f"  {k:<{width}} {getattr(self, k)!r}" for k in MAGIC_SETTINGS),
             self.auto.describe(),
         ]
         return "\n".join(lines)

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -184,7 +184,9 @@ class _Server(MCPServer):
             out = Out(rout)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(stop_on_sigint, tg.cancel_scope)
-                async with stdio_server(stdin=Lines(rin, out), stdout=out) as (read, write):  # type: ignore[arg-type]
+                # the SDK reads its stdin with `async for line` and writes + flushes its stdout: ours do only that
+                stdin, stdout = cast("anyio.AsyncFile[str]", Lines(rin, out)), cast("anyio.AsyncFile[str]", out)
+                async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
                     low = self._lowlevel_server  # what MCPServer.run_stdio_async runs, with our streams
                     await low.run(read, write, low.create_initialization_options())
                 tg.cancel_scope.cancel()  # the client closed stdin: stop watching for Ctrl-C

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb.recall.rank import unique_sorted
 
@@ -49,7 +49,7 @@ class Term(NamedTuple):
     tf_body: np.ndarray  # int64
     tf_context: np.ndarray  # int64
     n_vault: int
-    memo: dict[tuple, np.ndarray]  # f and summands per weights (filled on first use; dropped with the term)
+    memo: dict[tuple[Any, ...], np.ndarray]  # f and summands per weights (filled on first use; dropped with the term)
 
 
 def _term(p: TermPostings, idx: ThreadIndex) -> Term:
@@ -186,7 +186,7 @@ def bm25_top(terms: Sequence[Term], idx: ThreadIndex, totals: tuple[int, int], *
         return np.zeros(0, np.int64), np.zeros(0)
     if style == "sql":
         by_stem = {t.stem: t for t in terms}
-        terms = [by_stem[s] for s in sorted(by_stem)]
+        terms = [by_stem[s] for s in sorted(by_stem, key=lambda s: "" if s is None else s)]
     elif style != "fts5":
         raise ValueError(f"unknown bm25 style {style!r}; fts5 or sql")
     parts = [_contribution(t, totals, style, w_body, w_context, k1, b, idx.length) for t in terms]

@@ -256,7 +256,7 @@ class Candidates:
                 stored = rankfile.load(path, state.uid, mind) if path is not None else None
                 if stored is None:
                     continue
-                base = (stored.gen, stored.last, stored.index)
+                base = (stored.gen, stored.last, stored.threads)
                 saved = stored.gen
             idx = self._patched(state, *base)
             if idx is not None:

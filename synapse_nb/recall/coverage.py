@@ -2,11 +2,17 @@
 
 A ranked record's *coverage* is the idf-weighted share of the query's words that its own text holds, each word
 as the ranking indexes it (its porter stem, in the record's ``body`` column: the two records before it in its
-thread, the ``context`` column, do not count). Weights are the gate's smoothed idf,
-``log((1 + N) / (1 + n)) + 1``, with ``N`` and ``n`` BM25's own: the rows of the whole ranking index and the rows
-holding the stem. A word that names one of the mind's actors (an episode's speaker) is held by that actor's
-records too (and ``n`` is at least their number). A word no row holds and no actor's name contains is *unknown*
-(a name the vault never saw); the unknown share feeds the support (:func:`synapse_nb.recall.scoring.support`).
+thread, the ``context`` column, do not count). Its own text is its *unit's* (issue 33): the run of consecutive
+records of one actor in its thread it belongs to (``ThreadIndex.head``/``tail``, at most
+:data:`~synapse_nb.recall.rank.UNIT_MAX` records), since a person on a messaging app sends one thought as several
+short messages ("guess what", "i got the job", "at the bakery!!"). A record alone in its unit (each turn of a
+conversation whose speakers alternate, each record outside a thread) is read exactly as before.
+
+Weights are the gate's smoothed idf, ``log((1 + N) / (1 + n)) + 1``, with ``N`` and ``n`` BM25's own: the rows of
+the whole ranking index and the rows holding the stem. A word that names one of the mind's actors (an episode's
+speaker) is held by that actor's records too (and ``n`` is at least their number). A word no row holds and no
+actor's name contains is *unknown* (a name the vault never saw); the unknown share feeds the support
+(:func:`synapse_nb.recall.scoring.support`).
 
 Which words count: the query's ranking words (:func:`~synapse_nb.recall.rank.rank_words`), one per stem (the
 first), except words in more than ``RankParams.max_postings`` records (too common to identify anything; their
@@ -43,13 +49,15 @@ __all__ = ["Cover", "cover_terms", "coverage"]
 class Cover(NamedTuple):
     """What coverage reads for one query, per stem (code-point order): the query word shown for it, its weight,
     the positions whose own text holds it (ascending), the codes of the actors the word names (a record whose
-    actor it names holds it too), and whether it is unknown (no record holds it and it names no actor)."""
+    actor it names holds it too), and whether it is unknown (no record holds it and it names no actor); ``units``
+    the index whose units a record's coverage is read over (None: each record alone)."""
 
     words: tuple[str, ...]
     weights: tuple[float, ...]
     body: tuple[np.ndarray, ...]
     actors: tuple[np.ndarray, ...]
     unknown: tuple[bool, ...]
+    units: ThreadIndex | None = None
 
     @property
     def total(self) -> float:
@@ -92,7 +100,8 @@ def cover_terms(words: Sequence[str], terms: Mapping[str, Term], n_rows: int,
             for s, a in zip(stems, named, strict=True)]
     return Cover(tuple(first[s] for s in stems), tuple(idf(n, n_rows) for n in held),
                  tuple(_body(terms[first[s]]) for s in stems), tuple(named),
-                 tuple(terms[first[s]].n_vault <= 0 and not len(a) for s, a in zip(stems, named, strict=True)))
+                 tuple(terms[first[s]].n_vault <= 0 and not len(a) for s, a in zip(stems, named, strict=True)),
+                 idx)
 
 
 def coverage(cover: Cover, positions: np.ndarray, actor: np.ndarray | None = None) -> tuple[list[float],
@@ -107,10 +116,18 @@ def coverage(cover: Cover, positions: np.ndarray, actor: np.ndarray | None = Non
         return [0.0] * n, [()] * n
     num = np.zeros(n)
     hits = []
+    units = cover.units
+    many = np.flatnonzero(units.head[positions] != units.tail[positions]) if units is not None else positions[:0]
+    if units is not None and len(many):  # a record holds what any record of its unit holds (units of one: as before)
+        members, owner = units.unit_members(units.head[positions[many]])
+        owner = many[owner]
     for weight, body, named in zip(cover.weights, cover.body, cover.actors, strict=True):
         if len(body):
             i = np.minimum(np.searchsorted(body, positions), len(body) - 1)
             hit = body[i] == positions
+            if len(many):
+                j = np.minimum(np.searchsorted(body, members), len(body) - 1)
+                hit = hit | (np.bincount(owner[body[j] == members], minlength=n) > 0)
         else:
             hit = np.zeros(n, bool)
         if len(named) and actor is not None:

@@ -12,13 +12,15 @@ from synapse_nb._util import check_files
 from synapse_nb.errors import QueryError, SnapshotMoved, ValidationError
 from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.models import Record
+from synapse_nb.recall.assembly import assemble, empty_reason, record_line
 from synapse_nb.recall.bm25 import Postings, Term, bm25_top
 from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, query_words
 from synapse_nb.recall.coverage import Cover, cover_terms
 from synapse_nb.recall.delta import record_given, seen_digests
+from synapse_nb.recall.expand import Variants
 from synapse_nb.recall.rank import Ranked, RankParams, fts_words, rank_words, structure
-from synapse_nb.recall.assembly import assemble, empty_reason, record_line
 from synapse_nb.recall.scoring import gate
+from synapse_nb.recall.semantic import DenseChannel, Unsynced
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
 from synapse_nb.text import FTS_TOKEN_RE
@@ -62,10 +64,10 @@ def _check_args(bars: Any, budget_tokens: Any, session: Any, path: Any) -> Bars:
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 0:
             raise ValidationError(f"budget_tokens must be a whole number >= 0, got {budget_tokens!r}")
         bars = replace(bars, budget_tokens=budget_tokens)
-    if session is not None:
-        # isprintable() is False for control characters and lone surrogates alike
-        if not isinstance(session, str) or not session.strip() or len(session) > 200 or not session.isprintable():
-            raise ValidationError("session must be a non-empty printable string of at most 200 characters")
+    # isprintable() is False for control characters and lone surrogates alike
+    if session is not None and (not isinstance(session, str) or not session.strip() or len(session) > 200
+                                or not session.isprintable()):
+        raise ValidationError("session must be a non-empty printable string of at most 200 characters")
     if path not in PATHS:
         raise ValidationError(f"path {path!r} is not accepted; use auto or rank (exhaustive and index are "
                               "accepted as their old names)")
@@ -96,7 +98,10 @@ class Recaller:
         self._lock = threading.RLock()
         self._candidates = Candidates(ctx)
         self._postings = Postings(ctx)
+        self._variants = Variants(self._postings)
         self._staleness = Staleness(ctx)
+        self._dense = DenseChannel(ctx.store, index)
+        self._embedder: tuple[object, str | None] | None = None  # (data version, the setting recall_embedder)
         self.params = params or RankParams()
         # records the walk read, by (kind, id), kept while the data version and the mind are unchanged (the walk
         # knows a ranked record by kind and id only: no candidate row is read per recall); on a remote store also
@@ -212,6 +217,17 @@ class Recaller:
             self._saved = (version, saved)
         return saved
 
+    def _embedder_spec(self, version: object) -> str | None:
+        """The setting ``recall_embedder`` (None: the default embedder), read once per data version."""
+        memo = self._embedder
+        if memo is not None and memo[0] == version:
+            return memo[1]
+        from synapse_nb.settings import EMBEDDER
+
+        spec = self._ctx.store.meta.settings((EMBEDDER,)).get(EMBEDDER)
+        self._embedder = (version, spec)
+        return spec
+
     def _records_for(self, version: object, mind: str) -> None:
         """Keep the walk's records by (kind, id) only while the data version and the mind are unchanged, by
         (kind, id, updated_at) while the mind is."""
@@ -230,26 +246,15 @@ class Recaller:
         file_refs = check_files(files, "files")
         branch_name = ctx.git.head()[0] if branch is None else str(branch)
         used = "rank" if query.strip() else "none"
-        # one consistent read of everything the ranking weighs: lessons, documents, matches, word statistics.
-        # Lazy: a team vault reads the version first and opens its transaction only for what the caches keyed by
-        # that version lack; if the vault moved in between, the read starts again in an ordinary snapshot.
-        for lazy in (True, False):
-            try:
-                with ctx.store.snapshot(lazy=lazy):
-                    version = ctx.store.data_version()  # once: every cache of this recall is keyed by it
-                    if self._defaults is not None:  # the saved bars and semantic weight, read inside the snapshot
-                        saved, semantic = self._saved_defaults(version)
-                        if given is None:
-                            bars = _check_args(saved, budget_tokens, session, path)
-                        if semantic != self.params.semantic:
-                            self.params = replace(self.params, semantic=semantic)
-                    now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
-                    lessons = list(Lessons(ctx.at(now)).in_force(branch_name))
-                    ranking = self._rank(query, file_refs, bars, now, version) if query.strip() else None
-                break
-            except SnapshotMoved:
-                if not lazy:
-                    raise
+        if self.params.semantic:  # the semantic channel's index applies queued writes outside the snapshot
+            self._dense.sync()
+        try:
+            version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session, path,
+                                                              file_refs, branch_name)
+        except Unsynced:  # the channel was just turned on, or a write came between: sync, then read again
+            self._dense.prepare(self._embedder[1] if self._embedder else None)
+            version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session, path,
+                                                              file_refs, branch_name, synced=True)
         walk = [c.id for c in ranking.cands if c is not None] if ranking else []
         # the session's marks are no part of the vault's state (they move no version): read after the snapshot
         seen = seen_digests(ctx, session, walk + [x.id for x in lessons])
@@ -273,22 +278,54 @@ class Recaller:
                       coverage=coverage, version=".".join(map(str, version)),
                       borrowed=borrowed.to_dict() if borrowed is not None else None)
 
+    def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
+              path: str, file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False,
+              ) -> tuple[Any, Bars, str, list[Any], _Ranking | None]:
+        """One consistent read of everything the ranking weighs: (version, bars, now, lessons, ranking).
+        ``synced``: the semantic table was just synced (writes queued since are not waited for again)."""
+        ctx = self._ctx
+        # Lazy: a team vault reads the version first and opens its transaction only for what the caches keyed by
+        # that version lack; if the vault moved in between, the read starts again in an ordinary snapshot.
+        for lazy in (True, False):
+            try:
+                with ctx.store.snapshot(lazy=lazy):
+                    version = ctx.store.data_version()  # once: every cache of this recall is keyed by it
+                    if self._defaults is not None:  # the saved bars and semantic weight, read inside the snapshot
+                        saved, semantic = self._saved_defaults(version)
+                        if given is None:
+                            bars = _check_args(saved, budget_tokens, session, path)
+                        if semantic != self.params.semantic:
+                            self.params = replace(self.params, semantic=semantic)
+                    if self.params.semantic and not synced:
+                        self._dense.check_synced(self._embedder_spec(version))
+                    now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
+                    lessons = list(Lessons(ctx.at(now)).in_force(branch_name))
+                    ranking = self._rank(query, file_refs, bars, now, version) if query.strip() else None
+                break
+            except SnapshotMoved:
+                if not lazy:
+                    raise
+        return version, bars, now, lessons, ranking
+
     def _rank(self, query: str, files: tuple[str, ...], bars: Bars, now: str, version: object) -> _Ranking:
         """BM25 hits plus exact-match bonuses, through the structure step; the candidate rows of the walk."""
         import numpy as np  # loaded with the gate
 
         ctx, p = self._ctx, self.params
-        store = ctx.store
         idx = self._candidates.threads(version)
         words = rank_words(query)
         file_words = [w.lower() for f in files for w in FTS_TOKEN_RE.findall(f)]
-        df = self._candidates.doc_freq(sorted(set(words) | set(file_words)), version)
+        forms = self._variants.candidates(words, version) if p.chat_words else []  # recall/expand.py
+        df = self._candidates.doc_freq(sorted(set(words) | set(file_words) | set(forms)), version)
         n_docs = self._candidates.count(version)
         send = fts_words(words, df, n_docs, p.max_df, p.max_postings)
         # the gate's coverage counts the query's words but the most common (recall/coverage.py)
         cover = [w for w in words if df.get(w, 0) <= p.max_postings] or [w for w in send if w in words]
         send += [w for w in dict.fromkeys(file_words) if w not in send]
         terms, totals = self._postings.get(list(dict.fromkeys(send + cover)), idx, version) if send else ({}, (0, 0))
+        if p.chat_words and send:  # each query word with the forms chat gives it (recall/expand.py)
+            terms = self._variants.merge([w for w in dict.fromkeys(send + cover) if w in words], terms, idx, version,
+                                         totals[0], df)
         pos, sc = self._bm25(idx, send, terms, totals)
         exact = self._candidates.matches(query_words(query), version, idx, max_per_tag=MAX_TAG_RECORDS)
         pos_of = idx.pos
@@ -304,10 +341,8 @@ class Recaller:
                     bonus[pos_of[rid]] = min(bars.max_bonus, bonus.get(pos_of[rid], 0.0) + bars.file_bonus)
                     exact.add_files(rid, hit_files)
         if p.semantic:  # the optional dense channel, off by default: recall/semantic.py
-            from synapse_nb.recall.semantic import semantic_term
-
-            sc = semantic_term(query, [idx.ids[j] for j in pos.tolist()], sc, p.semantic,
-                               lambda ids: self._candidates.fetch([(idx.kinds[pos_of[i]], i) for i in ids], version))
+            self._dense.embedder(self._embedder_spec(version))
+            pos, sc = self._dense.fused(idx, pos, sc, query, ctx.mind, now, p.semantic)
         ranked = structure(idx, pos, sc, words, p, bonus)
         # the walk reads what clears the margin, plus a few rows below it for the explanation
         text = ranked.score - ranked.parts["bonus"] if len(ranked) else ranked.score

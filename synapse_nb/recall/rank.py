@@ -29,7 +29,7 @@ import operator
 from bisect import bisect_left
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from synapse_nb.provenance import REPORTED_ACTOR
 from synapse_nb.text import FTS_TOKEN_RE, normalise
@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     import numpy as np
 
     from synapse_nb.store.records import RankRow
+
+    #: The index's columns as :func:`_columns` builds them: ids, kinds, question, length, doc, thread, seq, actor.
+    _Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 __all__ = ["RANK_STOP_WORDS", "SCORE_DECIMALS", "Positions", "RankParams", "Ranked", "ThreadIndex", "fts_words",
            "rank_words", "structure", "unique_sorted"]
@@ -61,6 +64,10 @@ _MAX_QUERY_CHARS = 2000
 #: ``max_df`` applies from this many records on: below it an OR over every word costs well under a millisecond,
 #: and in a small vault a word in 20% of the records can be the one that matters.
 MAX_DF_MIN_DOCS = 2000
+#: Most records of one unit (consecutive records of one actor in a thread: one thought sent as several short
+#: messages); a longer run is cut in units of this many, so an agent that logs a whole thread alone does not make
+#: it one unit.
+UNIT_MAX = 6
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,8 @@ class RankParams:
     question_self : x on a record that is itself a question (its answer, which the answer-follows-a-question
         flow lifts, usually holds what the query asks for).
     semantic : weight of the optional dense channel (0: off, the default; :mod:`synapse_nb.recall.semantic`).
+    chat_words : each query word also matches the forms chat gives it (abbreviations, one-edit slips, lengthened
+        letters) that the vault holds (:mod:`synapse_nb.recall.expand`).
     """
 
     w_body: float = 1.0
@@ -101,6 +110,7 @@ class RankParams:
     actor_mult: float = 1.3
     question_self: float = 0.75
     semantic: float = 0.0
+    chat_words: bool = True
 
 
 def rank_words(query: str) -> list[str]:
@@ -132,6 +142,7 @@ def fts_words(words: Sequence[str], doc_freq: Mapping[str, int], n_docs: int, ma
     return kept or [min(words, key=lambda w: doc_freq.get(w, 0))]
 
 
+_T = TypeVar("_T")
 _ROW_ID = operator.attrgetter("id")
 _NO_SEQ = {None: 0}
 
@@ -143,13 +154,13 @@ def _codes(names: Sequence[str], *none: object) -> dict[object, int]:
     return out
 
 
-def _fields(rows: Sequence[RankRow]) -> list[list]:
+def _fields(rows: Sequence[RankRow]) -> list[list[Any]]:
     """The rows' fields as lists, in RankRow's order (kind, id, thread, seq, actor, question, length, doc,
     expires_at): one map per field at C speed, no per-row attribute reads."""
     return [list(map(operator.itemgetter(k), rows)) for k in range(9)]
 
 
-def _columns(fields: list[list], tcode: Mapping[object, int], acode: Mapping[object, int]) -> tuple[np.ndarray, ...]:
+def _columns(fields: list[list[Any]], tcode: Mapping[object, int], acode: Mapping[object, int]) -> _Columns:
     """:func:`_fields` as the index's columns: ids and kinds (object arrays), question, length, doc, thread code,
     seq (None: 0), actor code."""
     import numpy as np
@@ -177,18 +188,28 @@ class Positions(Mapping[str, int]):
 
     __slots__ = ("_dict", "_ids")
 
-    def __init__(self, ids: list[str]) -> None:
+    def __init__(self, ids: Sequence[str]) -> None:
         self._ids = ids  # sorted, distinct
         self._dict: dict[str, int] | None = None
 
-    def get(self, rid: object, default: int | None = None) -> int | None:  # type: ignore[override]
-        if self._dict is not None:
-            return self._dict.get(rid, default)  # type: ignore[arg-type]
+    @overload
+    def get(self, rid: str, /) -> int | None: ...
+    @overload
+    def get(self, rid: str, default: int, /) -> int: ...
+    @overload
+    def get(self, rid: str, default: _T, /) -> int | _T: ...
+    def get(self, rid: object, default: object = None, /) -> object:
+        """The position of ``rid`` (any key is accepted, as by ``dict.get``), else ``default``."""
         if not isinstance(rid, str):
             return default
+        i = self._dict.get(rid) if self._dict is not None else self._find(rid)
+        return default if i is None else i
+
+    def _find(self, rid: str) -> int | None:
+        """Binary search of the sorted ids."""
         ids = self._ids
         i = bisect_left(ids, rid)
-        return i if i < len(ids) and ids[i] == rid else default
+        return i if i < len(ids) and ids[i] == rid else None
 
     def __getitem__(self, rid: str) -> int:
         i = self.get(rid)
@@ -197,7 +218,7 @@ class Positions(Mapping[str, int]):
         return i
 
     def __contains__(self, rid: object) -> bool:
-        return self.get(rid) is not None
+        return isinstance(rid, str) and self.get(rid) is not None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._ids)
@@ -218,7 +239,9 @@ class ThreadIndex:
     Positions index the rows in id order (``pos``: id -> position, :class:`Positions`). ``prev1/prev2/next1/next2``
     hold neighbour positions (-1: none), ``thread`` a thread code (-1: none), ``question`` whether the record
     holds a ``?``, ``actor`` an actor code, ``length`` the document's token count, ``expiry`` id -> expires_at of
-    the memories that carry one.
+    the memories that carry one, ``head``/``tail`` the first and last position of the record's *unit* (the run of
+    consecutive records of one actor in its thread it belongs to, at most :data:`UNIT_MAX`; a record alone, or
+    outside a thread, is its own unit): the gate's coverage reads a unit as one message.
     """
 
     def __init__(self, rows: Sequence[RankRow]) -> None:
@@ -226,27 +249,30 @@ class ThreadIndex:
         ids, threads, actors, expiries = f[1], f[2], f[4], f[8]
         self.thread_names = sorted(set(threads) - {None})  # thread code -> its name
         actor_names = sorted(set(actors) - {None, ""})
-        cols = _columns(f, _codes(self.thread_names, None), _codes(actor_names, None, ""))
-        self._finish(*cols[:-1], actor_names, cols[-1], dict(itertools.compress(zip(ids, expiries), expiries)),
-                     ids, f[0])
+        ids_a, kinds_a, question, length, doc, thread, seq, actor = _columns(
+            f, _codes(self.thread_names, None), _codes(actor_names, None, ""))
+        expiry = dict(itertools.compress(zip(ids, expiries, strict=True), expiries))
+        self._finish(ids_a, kinds_a, question, length, doc, thread, seq, actor_names, actor, expiry, ids, f[0])
 
     def _finish(self, ids: np.ndarray | None, kinds: np.ndarray | None, question: np.ndarray, length: np.ndarray,
                 doc: np.ndarray, thread: np.ndarray, seq: np.ndarray, actor_names: list[str], actor: np.ndarray,
                 expiry: dict[str, str], id_list: Sequence[str] | None = None, kind_list: Sequence[str] | None = None,
                 pos: Positions | None = None, links: tuple[np.ndarray, ...] | None = None,
-                doc_index: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+                doc_index: tuple[np.ndarray, np.ndarray] | None = None,
+                units: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """Set every array from the columns (positions in id order), and derive the neighbour links.
 
         A stored index (:mod:`synapse_nb.recall.rankfile`) gives ``ids``/``kinds`` as None with sequences that
-        read its file (``id_list``, ``kind_list``, ``pos``), and the ``links`` and ``doc_index`` it kept."""
+        read its file (``id_list``, ``kind_list``, ``pos``), and the ``links``, ``doc_index`` and ``units`` it
+        kept."""
         import numpy as np
 
         n = len(question)
         self._ids, self._kinds = ids, kinds  # object arrays of the same strings: patched at C speed (None: built
         # from the lists when a patch needs them)
-        self.ids: Sequence[str] = ids.tolist() if id_list is None else id_list  # type: ignore[union-attr]
-        self.kinds: Sequence[str] = kinds.tolist() if kind_list is None else kind_list  # type: ignore[union-attr]
-        self.pos = Positions(self.ids) if pos is None else pos  # type: ignore[arg-type]
+        self.ids: Sequence[str] = cast("np.ndarray", ids).tolist() if id_list is None else id_list
+        self.kinds: Sequence[str] = cast("np.ndarray", kinds).tolist() if kind_list is None else kind_list
+        self.pos = Positions(self.ids) if pos is None else pos
         self.expiry: dict[str, str] = expiry
         self.question, self.length, self.doc, self.thread, self.seq = question, length, doc, thread, seq
         self.actor_names = actor_names
@@ -260,10 +286,12 @@ class ThreadIndex:
         self.actor = actor
         self._actor_counts: np.ndarray | None = None
         self._doc_index = doc_index
-        if links is not None:
+        if links is not None and units is not None:
             self.prev1, self.prev2, self.next1, self.next2 = links
+            self.head, self.tail = units
             return
         self.prev1, self.prev2, self.next1, self.next2 = (np.full(n, -1, np.int64) for _ in range(4))
+        self.head, self.tail = np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64)
         threaded = np.flatnonzero(thread >= 0)
         if len(threaded):  # positions are in id order, so the last key breaks seq ties by id
             o = threaded[np.lexsort((threaded, seq[threaded], thread[threaded]))]
@@ -272,6 +300,40 @@ class ThreadIndex:
                 same = t[d:] == t[:-d]
                 back[o[d:][same]] = o[:-d][same]
                 fwd[o[:-d][same]] = o[d:][same]
+            self._units(o, t, actor)
+
+    def _units(self, o: np.ndarray, t: np.ndarray, actor: np.ndarray) -> None:
+        """``head``/``tail``: the first and last position of each record's unit (consecutive records of one known
+        actor in a thread, cut every :data:`UNIT_MAX`), from the threaded positions in thread order ``o``."""
+        import numpy as np
+
+        a = actor[o]
+        cont = np.zeros(len(o), bool)
+        cont[1:] = (t[1:] == t[:-1]) & (a[1:] == a[:-1]) & (a[1:] >= 0)
+        starts = np.flatnonzero(~cont)
+        run = np.cumsum(~cont) - 1
+        new = ~cont | ((np.arange(len(o)) - starts[run]) % UNIT_MAX == 0)
+        first = np.flatnonzero(new)
+        unit = np.cumsum(new) - 1
+        last = np.append(first[1:], len(o)) - 1
+        self.head[o] = o[first[unit]]
+        self.tail[o] = o[last[unit]]
+
+    def unit_members(self, heads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(member positions, the index in ``heads`` of each one's unit) for units given by their heads: the
+        head first, then along ``next1`` to the tail."""
+        import numpy as np
+
+        cur, owner = heads, np.arange(len(heads))
+        out_m, out_o = [cur], [owner]
+        for _ in range(UNIT_MAX - 1):
+            go = (cur != self.tail[cur]) & (self.next1[cur] >= 0)
+            if not go.any():
+                break
+            cur, owner = self.next1[cur[go]], owner[go]
+            out_m.append(cur)
+            out_o.append(owner)
+        return np.concatenate(out_m), np.concatenate(out_o)
 
     def thread_of(self, rid: str) -> str | None:
         """The thread a record of the index is in (None: none, or not in the index)."""
@@ -295,22 +357,23 @@ class ThreadIndex:
         keep = np.ones(len(self.ids), bool)
         keep[[self.pos[i] for i in gone if i in self.pos]] = False
         fresh = sorted(fresh, key=_ROW_ID)
-        out.thread_names = names = self.thread_names + sorted({r.thread for r in fresh} - {None}
+        out.thread_names = names = self.thread_names + sorted({r.thread for r in fresh if r.thread is not None}
                                                               - set(self.thread_names))
         # actors: the names still spoken by a kept row or a fresh one, in name order (as a fresh build numbers them)
         actor_kept = self.actor[keep]
         spoken = {self.actor_names[j] for j in np.unique(actor_kept[actor_kept >= 0]).tolist()}
-        actor_names = sorted(spoken | {r.actor for r in fresh} - {None, ""})
+        actor_names = sorted(spoken | {r.actor for r in fresh if r.actor})
         acode = _codes(actor_names, None, "")
         remap = np.array([acode.get(a, -1) for a in self.actor_names] + [-1], np.int64)  # old code -> new (-1: -1)
         kept = (self._ids[keep], self._kinds[keep], self.question[keep], self.length[keep], self.doc[keep],
                 self.thread[keep], self.seq[keep], remap[actor_kept])
         add = _columns(_fields(fresh), _codes(names, None), acode)
         at = np.searchsorted(kept[0], add[0])  # where each fresh id goes among the ids kept (both in id order)
-        cols = [np.insert(k.astype(a.dtype, copy=False), at, a) for k, a in zip(kept, add, strict=True)]
+        ids, kinds, question, length, doc, thread, seq, actor = (
+            np.insert(k.astype(a.dtype, copy=False), at, a) for k, a in zip(kept, add, strict=True))
         expiry = {i: e for i, e in self.expiry.items() if i not in gone}
         expiry.update((r.id, r.expires_at) for r in fresh if r.expires_at is not None)
-        out._finish(*cols[:-1], actor_names, cols[-1], expiry)
+        out._finish(ids, kinds, question, length, doc, thread, seq, actor_names, actor, expiry)
         return out
 
     def __len__(self) -> int:

@@ -31,7 +31,7 @@ It is a cache, never the system of record, and it is safe to lose, corrupt or sh
 >>> save(f, state, "default", ThreadIndex(rows))
 True
 >>> got = load(f, "uid", "default")
->>> got.gen, list(got.index.ids), got.index.thread_of("e2"), got.index.prev1.tolist()
+>>> got.gen, list(got.threads.ids), got.threads.thread_of("e2"), got.threads.prev1.tolist()
 (7, ['e1', 'e2'], 't', [-1, 0])
 >>> _ = f.write_bytes(f.read_bytes()[:-1] + b"x")  # one byte changed: no file
 >>> load(f, "uid", "default") is None
@@ -63,7 +63,7 @@ __all__ = ["FORMAT", "MAGIC", "MIN_ROWS", "Stored", "cache_path", "load", "save"
 
 MAGIC = b"SYNRANK\x00"
 #: Bumped whenever the layout or the meaning of an array changes: a file of another format is rebuilt.
-FORMAT = 1
+FORMAT = 2  # 2: the units' head and tail (issue 33)
 #: Below this many rows a build from the store costs a few milliseconds: no file is written.
 MIN_ROWS = 500
 _HEAD = struct.Struct("<8sIIQI4x")  # magic, format, header length, payload length, crc32 of header + payload
@@ -71,7 +71,7 @@ _ALIGN = 64
 #: The arrays of a file and their dtypes (the ids' width is the longest id's UTF-8 length).
 _DTYPES = {"kind": "i1", "question": "?", "length": "<f8", "doc": "<i8", "thread": "<i4", "seq": "<i8",
            "actor": "<i4", "prev1": "<i4", "prev2": "<i4", "next1": "<i4", "next2": "<i4", "doc_order": "<i8",
-           "doc_sorted": "<i8"}
+           "doc_sorted": "<i8", "head": "<i4", "tail": "<i4"}
 
 
 class Stored(NamedTuple):
@@ -79,7 +79,7 @@ class Stored(NamedTuple):
 
     gen: int
     last: str
-    index: ThreadIndex
+    threads: ThreadIndex
 
 
 def cache_path(folder: Path, mind: str) -> Path:
@@ -129,23 +129,19 @@ class _Positions(Positions):
     __slots__ = ("_a",)
 
     def __init__(self, ids: _Ids) -> None:
-        super().__init__(ids)  # type: ignore[arg-type]
+        super().__init__(ids)
         self._a = ids._a
 
-    def get(self, rid: object, default: int | None = None) -> int | None:  # type: ignore[override]
-        if self._dict is not None:
-            return self._dict.get(rid, default)  # type: ignore[arg-type]
-        if not isinstance(rid, str):
-            return default
+    def _find(self, rid: str) -> int | None:
         try:
             b = rid.encode()
         except UnicodeEncodeError:
-            return default
+            return None
         a = self._a
         if len(b) > a.dtype.itemsize or b"\x00" in b:
-            return default
+            return None
         i = bisect_left(_Bytes(a), b)
-        return i if i < len(a) and a[i] == b else default
+        return i if i < len(a) and a[i] == b else None
 
     def bulk(self) -> dict[str, int]:
         if self._dict is None:
@@ -183,9 +179,10 @@ def _arrays(idx: ThreadIndex) -> tuple[dict[str, Any], dict[str, np.ndarray]] | 
         "ids": np.array(raw, dtype=f"S{max(map(len, raw), default=1) or 1}"),
         "kind": np.array([kcode[k] for k in idx.kinds], np.int8), "question": idx.question, "length": idx.length,
         "doc": idx.doc, "thread": idx.thread, "seq": idx.seq, "actor": idx.actor, "prev1": idx.prev1,
-        "prev2": idx.prev2, "next1": idx.next1, "next2": idx.next2, "doc_order": order, "doc_sorted": by_doc}
+        "prev2": idx.prev2, "next1": idx.next1, "next2": idx.next2, "doc_order": order, "doc_sorted": by_doc,
+        "head": idx.head, "tail": idx.tail}
     out = {k: np.ascontiguousarray(v, dtype=_DTYPES.get(k, v.dtype)) for k, v in arrays.items()}
-    for k in ("thread", "actor", "prev1", "prev2", "next1", "next2"):  # int32 on disk: the values must fit
+    for k in ("thread", "actor", "prev1", "prev2", "next1", "next2", "head", "tail"):  # int32 on disk: must fit
         if not np.array_equal(out[k], arrays[k]):
             return None
     head = {"kinds": kind_names, "threads": idx.thread_names, "actors": idx.actor_names,
@@ -200,7 +197,8 @@ def save(path: Path, state: RankState, mind: str, idx: ThreadIndex) -> bool:
     if got is None:
         return False
     head, arrays = got
-    layout, offset = {}, 0
+    layout: dict[str, list[Any]] = {}  # name -> [dtype, length, offset], as the header's JSON holds it
+    offset = 0
     for name, a in arrays.items():
         layout[name] = [a.dtype.str, len(a), offset]
         offset += -(-a.nbytes // _ALIGN) * _ALIGN
@@ -269,5 +267,6 @@ def _read(mm: mmap.mmap, size: int, uid: str, mind: str) -> Stored | None:
     idx.thread_names = list(head["threads"])
     idx._finish(None, None, a["question"], a["length"], a["doc"], a["thread"], a["seq"], list(head["actors"]),
                 a["actor"], dict(head["expiry"]), ids, kinds, _Positions(ids),
-                (a["prev1"], a["prev2"], a["next1"], a["next2"]), (a["doc_order"], a["doc_sorted"]))
+                (a["prev1"], a["prev2"], a["next1"], a["next2"]), (a["doc_order"], a["doc_sorted"]),
+                (a["head"], a["tail"]))
     return Stored(int(head["gen"]), str(head["last"]), idx)

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from synapse_nb._util import estimate_tokens, plural
 from synapse_nb.models import TABLES, Memory, Record
+from synapse_nb.recall.assembly import record_line
 from synapse_nb.recall.coverage import coverage
 from synapse_nb.recall.rank import SCORE_DECIMALS, Ranked
-from synapse_nb.recall.assembly import record_line
 from synapse_nb.recall.types import MAX_EXPLAIN, Bars, ExplainRow, ExplainRows, RecallItem
 
 if TYPE_CHECKING:
@@ -269,9 +269,9 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
         if per_kind.get(c.kind, 0) >= top_k:
             if top_k_rows < MAX_TOP_K_ROWS and len(decisions) < MAX_EXPLAIN:
                 top_k_rows += 1
-                why = full_reason.get(c.kind)
-                if why is None:
-                    why = full_reason[c.kind] = f"{plural(top_k, c.kind, TABLES[c.kind])} already kept"
+                if c.kind not in full_reason:
+                    full_reason[c.kind] = f"{plural(top_k, c.kind, TABLES[c.kind])} already kept"
+                why = full_reason[c.kind]
                 decisions.append(_Decision(j, False, "top_k", why))
             elif not open_kinds:
                 break  # every kind above the margin is full, and enough of the rest is explained

@@ -1,211 +1,246 @@
-"""The optional dense channel of recall: a static word-embedding model, added to BM25 as a weighted term.
+"""Recall's optional semantic channel: dense candidates from the LanceDB index, fused with BM25's before the
+structure step.
 
-Off by default (``RankParams.semantic == 0``; the vault setting ``recall_semantic``). Install it with
-``pip install synapse_nb[semantic]``: `wordllama <https://github.com/dleemiller/WordLlama>`_ (MIT), whose wheel
-carries its 16 MB of 256-dimensional token embeddings, so nothing is downloaded, ever.
+Off by default (``RankParams.semantic == 0``; the vault setting ``recall_semantic``, CLI ``--semantic``). The model
+is the setting ``recall_embedder`` (:mod:`synapse_nb.store.embedders`: ``wordllama``, ``e5-small`` or your own);
+nothing is downloaded, ever.
 
-How it ranks (:func:`semantic_term`): lexical first, always. The BM25 hits of the query (at most
-``RankParams.depth``) are normalised by the best one, and each gains ``semantic`` x (its cosine with the
-query / the best cosine among the hits), before the structure step. The channel re-weighs what BM25 found; it
-does not add records BM25 did not find. That keeps a recall's cost bounded by ``depth`` whatever the vault's
-size (a 1M-record vault embeds at most ``depth`` texts per query, most of them cached): a full dense scan
-would read and embed every record of the mind.
+Per recall (:class:`DenseChannel`):
 
-Determinism (the same bytes whatever the thread count, CPU kernel or PYTHONHASHSEED): wordllama's own
-``embed`` is not used. The text is tokenised by its tokenizer, the token rows are summed in float64 in token
-order (an axis-0 reduction: no pairwise or BLAS reordering), normalised with an exactly rounded
-:func:`math.fsum`, and quantised to integers (x 2**15). Cosines are integer dot products (exact; numpy's
-integer matmul never goes through BLAS), divided by 2**30 (exact). Empty text (no tokens) has the zero
-vector: cosine 0, never NaN. Each text is embedded alone: no batch padding, so a long record costs only
-itself and a text's vector never depends on its batch.
+1. The vault's retrieval index keeps one vector per record (:mod:`synapse_nb.store.index.dense`), its document
+   being its text and the record before it in its thread, maintained by the index's outbox drain; recall applies
+   the drain before its snapshot (:meth:`DenseChannel.prepare`) and, inside it, restarts once when writes are
+   still queued (:class:`Unsynced`), so a record is found the moment it is written.
+2. The query is embedded (``query=True``) and quantised; the index returns the mind's best :data:`DENSE_DEPTH`
+   records by exact cosine (ties by id).
+3. :func:`fuse_top`: a weighted sum over the union of BM25's hits (``depth`` of them) and the dense ones,
+   ``(1 - weight) x bm25 / best bm25 + weight x (cos - last) / (first - last)``, ``first`` and ``last`` the best
+   and the last cosine of the dense list (a record outside a list scores 0 in it). Records BM25 did not find join
+   with their dense part only. The structure step then runs on the fused scores as it runs on BM25's (normalised
+   by the best, ``power``, neighbours, ...).
 
-Loading: strictly offline, ``WordLlama.load(cache_dir=<wordllama's own folder>, disable_download=True)``
-(plain ``load()`` looks in ``~/.cache`` and then tries the network). wordllama calls
-``logging.basicConfig`` when imported; the root logger's handlers and level are put back as they were.
+The weight is the setting ``recall_semantic``: 0.4 for ``e5-small``, 0.1 for ``wordllama``, each chosen on LoCoMo
+conversations 0-6 only, as was the fusion itself against weighted reciprocal rank fusion (:func:`fuse`) and a
+weighted sum normalised by the union's mean cosine (:func:`fuse_sum`), kept for ``benchmarks/semantic_locomo.py``
+(:data:`FUSION`).
 
-Vectors live in a per-process cache (:class:`VectorCache`) keyed by record id and a digest of the text,
-tagged with the model's :class:`Fingerprint` (name, version, SHA-256 of the weights file); it holds at most
-:data:`MAX_CACHED_VECTORS` vectors (about 20 MB).
+Determinism: the dense list comes from exact integer cosines ordered by (cosine desc, id asc); the fused scores are
+float64 element-wise arithmetic on BM25's float64 scores and those cosines (docs/recall.md, "Semantic channel").
 """
 
 from __future__ import annotations
 
-import hashlib
-import logging
-import math
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
-
-from synapse_nb.errors import SemanticUnavailableError
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from synapse_nb.store.records import Candidate
+    from synapse_nb.recall.rank import ThreadIndex
+    from synapse_nb.store.base import VaultStore
+    from synapse_nb.store.embedders import Embedder
+    from synapse_nb.store.index.dense import DenseHit
+    from synapse_nb.store.indexer import VaultIndex
 
-__all__ = ["MAX_CACHED_VECTORS", "QUANT", "Fingerprint", "SemanticModel", "VectorCache", "load_model",
-           "semantic_term"]
+__all__ = ["DENSE_DEPTH", "FUSION", "RRF_K", "DenseChannel", "Unsynced", "describe", "fuse", "fuse_sum", "fuse_top"]
 
-#: The wheel's model: configuration and dimension (the weights file ``weights/l2_supercat_256.safetensors``).
-CONFIG, DIM = "l2_supercat", 256
-#: Unit vectors are stored as round(x * QUANT) (int64); a cosine is dot / QUANT**2, exactly.
-QUANT = 1 << 15
-#: Most vectors the per-process cache holds (256 int64 each, 2 KB: ~20 MB); it is emptied when full.
-MAX_CACHED_VECTORS = 10_000
-#: Most characters of a text that are embedded (a longer record is embedded on its beginning).
-MAX_CHARS = 20_000
-INSTALL = "pip install 'synapse_nb[semantic]'"
-
-
-@dataclass(frozen=True)
-class Fingerprint:
-    """What produced a vector: the embedder's name, its package version, the SHA-256 of its weights file."""
-
-    name: str
-    version: str
-    weights_sha256: str
+#: Dense candidates per query (the lexical side keeps ``RankParams.depth``).
+DENSE_DEPTH = 50
+#: How the two lists are fused: "top" (:func:`fuse_top`, chosen on conversations 0-6), or, as measured against
+#: it, "rrf" (:func:`fuse`) and "sum" (:func:`fuse_sum`).
+FUSION = "top"
+#: The rank constant of "rrf".
+RRF_K = 5
+#: Query vectors kept per process (a hook asks the same turn of several vaults; an evaluation asks each twice).
+MAX_CACHED_QUERIES = 1000
 
 
-class SemanticModel:
-    """wordllama's tokenizer and token embeddings, loaded offline; :meth:`vector` embeds one text."""
-
-    def __init__(self) -> None:
-        root = logging.getLogger()
-        handlers, level = list(root.handlers), root.level
-        try:
-            try:
-                import wordllama
-                from wordllama import WordLlama
-            except ImportError as e:
-                raise SemanticUnavailableError(
-                    f"the semantic recall channel needs the optional extra: {INSTALL} (then restart Python); "
-                    f"or turn it off (setting recall_semantic = 0). Import failed: {e}") from None
-        finally:  # wordllama calls logging.basicConfig(level=INFO) on import: undo it
-            for h in list(root.handlers):
-                if h not in handlers:
-                    root.removeHandler(h)
-            root.setLevel(level)
-        folder = Path(wordllama.__file__).parent
-        weights = folder / "weights" / f"{CONFIG}_{DIM}.safetensors"
-        try:
-            model = WordLlama.load(config=CONFIG, dim=DIM, cache_dir=folder, disable_download=True)
-        except (FileNotFoundError, ValueError) as e:
-            raise SemanticUnavailableError(
-                f"wordllama is installed but its bundled model could not be loaded offline ({e}); reinstall it "
-                f"with {INSTALL}") from None
-        import numpy as np
-
-        self.tokenizer = model.tokenizer
-        self.embedding = np.ascontiguousarray(model.embedding, dtype=np.float32)
-        digest = hashlib.sha256(weights.read_bytes()).hexdigest() if weights.is_file() else "unknown"
-        version = str(getattr(wordllama, "__version__", "unknown"))
-        self.fingerprint = Fingerprint(f"wordllama {CONFIG} {DIM}", version, digest)
-
-    def vector(self, text: str) -> np.ndarray:
-        """``text``'s unit mean-pooled embedding quantised to int64 (x :data:`QUANT`); zeros for blank text."""
-        import numpy as np
-
-        text = text[:MAX_CHARS]
-        ids = self.tokenizer.encode(text, add_special_tokens=False).ids if text.strip() else []
-        if not ids:
-            return np.zeros(DIM, np.int64)
-        rows = self.embedding[np.clip(np.asarray(ids, np.int64), 0, len(self.embedding) - 1)]
-        v = np.add.reduce(rows.astype(np.float64), axis=0)  # axis 0: row after row, in token order
-        norm = math.sqrt(math.fsum((v * v).tolist()))
-        if not norm > 0.0:
-            return np.zeros(DIM, np.int64)
-        out: np.ndarray = np.rint(v / norm * QUANT).astype(np.int64)
-        return out
+class Unsynced(Exception):
+    """Writes are queued that the semantic table has not applied: sync outside the snapshot, then read again."""
 
 
-_model: SemanticModel | None = None
-_model_lock = threading.Lock()
+def fuse(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[DenseHit], weight: float,
+         k: int = RRF_K) -> tuple[np.ndarray, np.ndarray]:
+    """BM25's hits (positions ``pos`` into ``idx``, scores ``bm25``) fused with the dense ``hits`` by weighted
+    reciprocal rank: positions (ascending) and fused scores. Dense hits outside ``idx`` are dropped.
+
+    >>> import numpy as np
+    >>> from synapse_nb.recall.rank import ThreadIndex
+    >>> from synapse_nb.store.index.dense import DenseHit
+    >>> from synapse_nb.store.records import RankRow
+    >>> ix = ThreadIndex([RankRow("note", i, None, None, None, False) for i in "abc"])
+    >>> p, s = fuse(ix, np.array([0, 1]), np.array([2.0, 3.0]), [DenseHit("c", "note", .9), DenseHit("a", "note", .5)],
+    ...             0.5, k=5)
+    >>> p.tolist(), [round(x, 4) for x in s.tolist()]
+    ([0, 1, 2], [0.2143, 0.1667, 0.0833])
+    """
+    import numpy as np
+
+    at = idx.pos
+    order = np.lexsort((pos, -bm25))  # best first, ties by position (= by id)
+    lex = pos[order]
+    dense = [at[h.id] for h in hits if h.id in at]  # already by (cosine desc, id asc)
+    both = np.unique(np.concatenate([lex, np.array(dense, np.int64)]))
+    score = np.zeros(len(both))
+    score[np.searchsorted(both, lex)] += 1.0 / (k + np.arange(1, len(lex) + 1, dtype=np.float64))
+    if dense:
+        score[np.searchsorted(both, np.array(dense, np.int64))] += weight / (
+            k + np.arange(1, len(dense) + 1, dtype=np.float64))
+    return both, score
 
 
-def load_model() -> SemanticModel:
-    """The process's model (loaded once); :class:`SemanticUnavailableError` when the extra is missing."""
-    global _model
-    with _model_lock:
-        if _model is None:
-            _model = SemanticModel()
-        return _model
+def fuse_sum(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[DenseHit],
+             cos_of: dict[str, float], weight: float) -> tuple[np.ndarray, np.ndarray]:
+    """BM25's hits fused with the dense ``hits`` by a weighted sum over their union: ``(1 - weight) x bm25 / best
+    + weight x max(0, (cos - mean) / (best cos - mean))``, the mean and best over the union (``cos_of`` gives the
+    cosines of BM25's hits). Positions ascending, and the fused scores."""
+    import numpy as np
+
+    at = idx.pos
+    dense = {at[h.id]: h.cosine for h in hits if h.id in at}
+    both = np.unique(np.concatenate([pos, np.array(sorted(dense), np.int64)]))
+    lex = np.zeros(len(both))
+    top = float(bm25.max()) if len(bm25) else 0.0
+    if top > 0:
+        lex[np.searchsorted(both, pos)] = bm25 / top
+    ids = idx.ids
+    cos = np.array([dense[j] if j in dense else cos_of.get(ids[j], 0.0) for j in both.tolist()])
+    if len(cos) == 0:
+        return both, lex
+    mean, best = float(np.mean(cos)), float(cos.max())
+    sem = np.maximum(0.0, (cos - mean) / (best - mean)) if best > mean else np.zeros(len(cos))
+    return both, (1.0 - weight) * lex + weight * sem
 
 
-class VectorCache:
-    """Quantised vectors by (record id, text digest), for one model (its :attr:`fingerprint`)."""
+def fuse_top(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[DenseHit],
+             weight: float) -> tuple[np.ndarray, np.ndarray]:
+    """BM25's hits fused with the dense ``hits`` by a weighted sum: ``(1 - weight) x bm25 / best + weight x
+    (cos - last) / (first - last)``, ``first`` and ``last`` the best and the last cosine of the dense list (a
+    record outside it scores 0 there). Positions ascending, and the fused scores.
 
-    def __init__(self, model: SemanticModel, limit: int = MAX_CACHED_VECTORS) -> None:
-        self.model = model
-        self.fingerprint = model.fingerprint
-        self.limit = limit
+    >>> import numpy as np
+    >>> from synapse_nb.recall.rank import ThreadIndex
+    >>> from synapse_nb.store.index.dense import DenseHit
+    >>> from synapse_nb.store.records import RankRow
+    >>> ix = ThreadIndex([RankRow("note", i, None, None, None, False) for i in "abc"])
+    >>> hits = [DenseHit("c", "note", .9), DenseHit("a", "note", .7), DenseHit("b", "note", .5)]
+    >>> p, s = fuse_top(ix, np.array([0, 1]), np.array([2.0, 4.0]), hits, 0.4)
+    >>> p.tolist(), [round(x, 4) for x in s.tolist()]
+    ([0, 1, 2], [0.5, 0.6, 0.4])
+    """
+    import numpy as np
+
+    at = idx.pos
+    dense = [(at[h.id], h.cosine) for h in hits if h.id in at]
+    both = np.unique(np.concatenate([pos, np.array([p for p, _ in dense], np.int64)]))
+    score = np.zeros(len(both))
+    top = float(bm25.max()) if len(bm25) else 0.0
+    if top > 0:
+        score[np.searchsorted(both, pos)] = (1.0 - weight) * (bm25 / top)
+    if dense:
+        first, last = dense[0][1], dense[-1][1]
+        if first > last:
+            cos = np.array([c for _, c in dense])
+            score[np.searchsorted(both, np.array([p for p, _ in dense], np.int64))] += weight * (
+                (cos - last) / (first - last))
+    return both, score
+
+
+class DenseChannel:
+    """The semantic channel of one vault handle: its embedder, the index table it reads and the query cache."""
+
+    def __init__(self, store: VaultStore, index: Callable[[], VaultIndex]) -> None:
+        self._store = store
+        self._index = index
         self._lock = threading.Lock()
-        self._vecs: dict[tuple[str, bytes], np.ndarray] = {}
+        self._spec: str | None = None
+        self._embedder: Embedder | None = None
+        self._queries: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 
-    def get(self, rid: str, text: str) -> np.ndarray:
-        key = (rid, hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).digest())
+    def embedder(self, spec: str | None) -> Embedder:
+        """The embedder of ``spec`` (the setting ``recall_embedder``), loaded once per process; the index keeps
+        its vectors from now on."""
+        from synapse_nb.store.embedders import load_embedder
+
         with self._lock:
-            v = self._vecs.get(key)
-        if v is None:
-            v = self.model.vector(text)
+            if self._embedder is not None and spec == self._spec:
+                return self._embedder
+        emb = load_embedder(spec)
+        self._index().use_semantic(emb)
+        with self._lock:
+            self._spec, self._embedder = spec, emb
+        return emb
+
+    def prepare(self, spec: str | None) -> None:
+        """Apply the outbox to the index (outside any snapshot): the semantic table is built when missing."""
+        self.embedder(spec)
+        self._index().sync()
+
+    def sync(self) -> None:
+        """:meth:`prepare` with the embedder already loaded (nothing when none is: the snapshot will say)."""
+        if self._embedder is not None:
+            self._index().sync()
+
+    def check_synced(self, spec: str | None) -> None:
+        """Inside the recall's snapshot: :class:`Unsynced` when another embedder is named, writes are queued or the
+        table is missing (nothing is loaded or written here)."""
+        from synapse_nb.store.index.dense import table_name
+
+        emb = self._embedder
+        if emb is None or spec != self._spec:
+            raise Unsynced
+        dense = self._index().dense
+        if dense is None or dense.name != table_name(emb) or not dense.exists():
+            raise Unsynced
+        # a read-only vault's drain applies the queue without emptying it: waiting for it would embed every time
+        if not self._store.readonly and self._store.outbox.has_pending():
+            raise Unsynced
+
+    def query_vector(self, query: str) -> np.ndarray:
+        """The quantised vector of ``query`` (kept for the last :data:`MAX_CACHED_QUERIES` queries)."""
+        from synapse_nb.store.embedders import embed_quantized
+
+        emb = self._embedder
+        assert emb is not None, "call embedder() first"
+        key = (emb.fingerprint, query)
+        with self._lock:
+            got = self._queries.get(key)
+        if got is None:
+            got = embed_quantized(emb, [query], query=True)[0]
             with self._lock:
-                if len(self._vecs) >= self.limit:
-                    self._vecs.clear()
-                self._vecs[key] = v
-        return v
+                self._queries[key] = got
+                while len(self._queries) > MAX_CACHED_QUERIES:
+                    self._queries.popitem(last=False)
+        return got
 
-    def __len__(self) -> int:
-        return len(self._vecs)
-
-
-_cache: VectorCache | None = None
-
-
-def _vectors() -> VectorCache:
-    global _cache
-    model = load_model()
-    with _model_lock:
-        if _cache is None or _cache.fingerprint != model.fingerprint:
-            _cache = VectorCache(model)
-        return _cache
+    def search(self, query: str, mind: str, now: str, k: int | None = None,
+               also: Sequence[str] = ()) -> tuple[list[DenseHit], dict[str, float]]:
+        """The mind's best ``k`` (default :data:`DENSE_DEPTH`) records for ``query`` by exact cosine (best first,
+        ties by id), and the cosines of the records ``also`` names."""
+        dense = self._index().dense
+        if dense is None:
+            raise Unsynced
+        return dense.search(self.query_vector(query), mind=mind, now=now, k=k or DENSE_DEPTH, also=also)
 
 
-def cosines(query: str, texts: Sequence[tuple[str, str]]) -> np.ndarray:
-    """Cosine (exact, from the quantised vectors) of ``query`` with each ``(record id, text)``."""
-    import numpy as np
-
-    cache = _vectors()
-    if not texts:
-        return np.zeros(0)
-    q = cache.model.vector(query)
-    m = np.stack([cache.get(rid, text) for rid, text in texts])
-    out: np.ndarray = (m @ q).astype(np.float64) / float(QUANT * QUANT)  # integer products: exact in any order
-    return out
-
-
-def semantic_term(query: str, ids: Sequence[str], bm25: np.ndarray, weight: float,
-                  fetch: Callable[[Sequence[str]], Mapping[str, Candidate]]) -> np.ndarray:
-    """BM25 scores ``bm25`` of the hits ``ids`` with the dense term added: ``bm25 / max(bm25) + weight x
-    cos / max(cos)`` (negative cosines count 0). ``fetch`` gives the hits' candidate rows (their text);
-    ``weight`` 0 returns ``bm25`` unchanged without loading anything."""
-    import numpy as np
-
-    if not weight or len(bm25) == 0:
-        return bm25
-    rows = fetch(ids)
-    cos = cosines(query, [(i, rows[i].text if i in rows else "") for i in ids])
-    cos = np.maximum(cos, 0.0)
-    top, ctop = float(bm25.max()), float(cos.max())
-    s = bm25 / top if top > 0 else np.zeros(len(bm25))
-    if ctop > 0:
-        s = s + weight * (cos / ctop)
-    return s
+    def fused(self, idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, query: str, mind: str, now: str,
+              weight: float) -> tuple[np.ndarray, np.ndarray]:
+        """BM25's hits (positions into ``idx``, scores) joined by the dense ones: positions and fused scores."""
+        if FUSION == "top":
+            return fuse_top(idx, pos, bm25, self.search(query, mind, now)[0], weight)
+        if FUSION == "sum":
+            hits, cos_of = self.search(query, mind, now, also=[idx.ids[j] for j in pos.tolist()])
+            return fuse_sum(idx, pos, bm25, hits, cos_of, weight)
+        hits, _ = self.search(query, mind, now)
+        return fuse(idx, pos, bm25, hits, weight, RRF_K)
 
 
-def describe() -> dict[str, Any]:
-    """The loaded model's fingerprint and cache size (loads the model)."""
-    cache = _vectors()
-    f = cache.fingerprint
-    return {"name": f.name, "version": f.version, "weights_sha256": f.weights_sha256, "cached": len(cache)}
+def describe(channel: DenseChannel) -> dict[str, Any]:
+    """The loaded embedder's name, version, dimension and fingerprint, and how many query vectors are kept."""
+    emb = channel._embedder
+    if emb is None:
+        return {"loaded": False}
+    return {"loaded": True, "name": emb.name, "version": emb.version, "dimension": emb.dimension,
+            "fingerprint": emb.fingerprint, "cached_queries": len(channel._queries)}

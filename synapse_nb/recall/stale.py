@@ -11,7 +11,7 @@ import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from synapse_nb.models import KIND_BY_NAME, Memory
+from synapse_nb.models import KIND_BY_NAME, Decision, Memory
 from synapse_nb.recall.types import RecallItem
 
 if TYPE_CHECKING:
@@ -91,8 +91,10 @@ class Staleness:
                 rec = k.record
                 if isinstance(rec, Memory):
                     text = rec.content
-                else:
-                    text = f"{rec.decision} {rec.rationale or ''}"  # type: ignore[attr-defined]
+                elif isinstance(rec, Decision):
+                    text = f"{rec.decision} {rec.rationale or ''}"
+                else:  # another kind that names files: its searchable text
+                    text = rec.text
                 from synapse_nb.follow import paths_in_text  # git's modules load only when a record is checked
 
                 todo.append((key, paths_in_text(text)))

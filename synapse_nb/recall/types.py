@@ -6,10 +6,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
-from synapse_nb._util import plural, shorten
+from synapse_nb._util import plural
 from synapse_nb.errors import ValidationError
-from synapse_nb.models import RANKED_KINDS, Lesson, Record
-from synapse_nb.render import block, code, explanation_html, pre_html, shown_parts
+from synapse_nb.models import KINDS, RANKED_KINDS, Lesson, Record
+from synapse_nb.render import explanation_html, shown_parts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,10 +38,11 @@ class Bars:
         "Nothing new" unless the query's support reaches it: 0.8 x the best gate coverage (the idf-weighted
         share of the query's words a record's own text holds, in [0, 1]; :mod:`synapse_nb.recall.coverage`)
         among the top ``gate_depth`` ranked records + 0.2 x the second best - 0.25 x the share of the query's
-        words that no record of the vault holds (:func:`synapse_nb.recall.scoring.support`). Default 0.23,
-        chosen on LoCoMo conversations 0-6 as the largest floor (two decimals, the GateExplorer's step) that
-        answers "nothing new" to at most 4.5% of their questions that have evidence (3.9%; 92% of their
-        questions asked of another conversation).
+        words that no record of the vault holds (:func:`synapse_nb.recall.scoring.support`). Default 0.22,
+        chosen as the largest floor (two decimals, the GateExplorer's step) that answers "nothing new" to at
+        most 4.5% of the questions that have evidence of LoCoMo conversations 0-6 rewritten as real chat
+        (4.4%, :mod:`synapse_nb.eval.chatstyle`; issue 33); on those conversations as written, 3.6% (off-topic
+        rejection 91%). It was 0.23 by the same rule on LoCoMo's own text.
         It is never applied per item.
     margin : float
         A record is included only while its rank score is at least ``margin`` times the best rank score.
@@ -64,7 +65,7 @@ class Bars:
         How many ranked records the floor looks at. Default 20.
     """
 
-    floor: float = 0.23
+    floor: float = 0.22
     margin: float = 0.4
     top_k: int = 5
     budget_tokens: int = 1200
@@ -207,8 +208,8 @@ class RecallExplanation(list[ExplainRow]):
     def __str__(self) -> str:
         if not self:
             return "(no candidate scored above zero)"
-        lines = [f"{'kept':<5} {'score':>6} {'cover':>5}  {'kind':<10} {'id':<18} {'bar':<7} "
-                 "reason / matched / rank parts"]
+        lines = [(f"{'kept':<5} {'score':>6} {'cover':>5}  {'kind':<10} {'id':<18} {'bar':<7} "
+                  "reason / matched / rank parts")]
         for r in self:
             cov = "-" if r.coverage is None else f"{r.coverage:.3f}"
             parts = " ".join(f"{k}={v:.3f}" for k, v in shown_parts(r.parts))
@@ -288,6 +289,9 @@ class Recall:
         return "```text\n" + self.text + "\n```"
 
     def _repr_html_(self) -> str:
-        state = "nothing new" if self.nothing_new else plural(len(self.items), "item")
-        return block(f"<div><b>recall</b> {code(shorten(self.query, 80))} ({state})</div>{pre_html(self.text)}")
+        """What was found, for people (approved lessons, then the items with who wrote each); the exact text an
+        agent receives is one click away (:func:`synapse_nb.displays.recall_html`)."""
+        from synapse_nb.displays import recall_html  # loaded on first notebook display
+
+        return recall_html(self, {k.name: k.title for k in KINDS})
 

@@ -5,12 +5,19 @@ Every write that changes a recall candidate queues its id in the store's outbox,
 before every search, under a vault-wide file lock, so a crash between the commit and the index update is
 repaired on the next use. ``rebuild`` and ``check(repair=True)`` work under the same lock. The index is a
 cache: deleting it changes no answer.
+
+With recall's semantic channel on, the same drain keeps the channel's vectors (:meth:`VaultIndex.use_semantic`):
+one table per embedder fingerprint beside ``records`` (:mod:`synapse_nb.store.index.dense`), each record's
+document being its text then `` | replying to: `` and the text of the record before it in its thread (a changed
+record queues its followers too: their context moved). A missing table, or one of another fingerprint, is built
+from the store on the next sync.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -23,11 +30,15 @@ from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import Candidate, VaultStore
+    from synapse_nb.store.embedders import Embedder
+    from synapse_nb.store.index.dense import DenseIndex, DenseRow
 
-__all__ = ["Follower", "VaultIndex"]
+__all__ = ["REPLY", "Follower", "VaultIndex"]
 
 #: Outbox entries applied per round.
 BATCH = 5000
+#: Joins a record's text and the previous record's in its semantic document.
+REPLY = " | replying to: "
 log = logging.getLogger("synapse_nb.index")
 
 
@@ -58,6 +69,7 @@ class VaultIndex:
         self._mind = mind
         self._now = now
         self._idx: RetrievalIndex | None = None
+        self._dense: DenseIndex | None = None
         self._thread_lock = threading.RLock()
 
     @property
@@ -72,10 +84,101 @@ class VaultIndex:
         return self._idx
 
     def close(self) -> None:
-        """Release the open LanceDB table (it is opened again on next use)."""
+        """Release the open LanceDB tables (they are opened again on next use)."""
         if self._idx is not None:
             self._idx.close()
             self._idx = None
+        if self._dense is not None:
+            self._dense.close()
+
+    def use_semantic(self, embedder: Embedder) -> DenseIndex:
+        """Keep the semantic channel's vectors of ``embedder`` in this index from now on (built on the next
+        :meth:`sync` when missing); returns its table."""
+        from synapse_nb.store.index.dense import DenseIndex, table_name
+
+        with self._thread_lock:
+            if self._dense is None or self._dense.name != table_name(embedder):
+                if self._dense is not None:
+                    self._dense.close()
+                self._dense = DenseIndex(self.path, embedder)
+            return self._dense
+
+    @property
+    def dense(self) -> DenseIndex | None:
+        """The semantic table kept up to date (None until :meth:`use_semantic`)."""
+        return self._dense
+
+    def _neighbours(self, cands: Sequence[Candidate],
+                    whole: dict[str, dict[str, str]] | None) -> tuple[dict[str, str], set[str]]:
+        """(id -> the id before it in its thread, by seq then id; the ids right after the candidates in their
+        threads). ``whole`` keeps each mind's map across calls (a rebuild reads every mind's structure once)."""
+        recall = self._store.recall
+        by_mind: dict[str, list[str]] = {}
+        for c in cands:
+            by_mind.setdefault(c.mind, []).append(c.id)
+        out: dict[str, str] = {}
+        after: set[str] = set()
+        for mind, ids in sorted(by_mind.items()):
+            if whole is not None and mind in whole:
+                prev = whole[mind]
+            else:
+                rows = recall.rank_rows(mind) if whole is not None else recall.rank_rows(mind, ids=ids)
+                threads: dict[str, list[tuple[int, str]]] = {}
+                for r in rows:
+                    if r.thread is not None:
+                        threads.setdefault(r.thread, []).append((r.seq or 0, r.id))
+                prev = {}
+                for members in threads.values():
+                    members.sort()
+                    prev.update((b[1], a[1]) for a, b in itertools.pairwise(members))
+                if whole is not None:
+                    whole[mind] = prev
+            out.update((i, prev[i]) for i in ids if i in prev)
+            if whole is None:
+                wanted = set(ids)
+                after.update(i for i, p in prev.items() if p in wanted)
+        return out, after
+
+    def _dense_rows(self, cands: Sequence[Candidate],
+                    whole: dict[str, dict[str, str]] | None = None) -> list[DenseRow]:
+        """The semantic documents of these candidates: text, then :data:`REPLY` and the previous record's text."""
+        from synapse_nb.store.index.dense import DenseRow
+
+        prev, _ = self._neighbours(cands, whole)
+        texts = {c.id: c.text for c in cands}
+        need = sorted(set(prev.values()) - set(texts))
+        if need:
+            texts.update((c.id, c.text) for c in self._store.outbox.docs(need))
+        out = []
+        for c in cands:
+            p = prev.get(c.id)
+            doc = c.text if p is None or p not in texts else c.text + REPLY + texts[p]
+            out.append(DenseRow(c.id, c.kind, c.mind, doc, digest([doc, c.expires_at]), c.expires_at,
+                                p if p in texts else None))
+        return out
+
+    def _dense_apply(self, dense: DenseIndex, cands: list[Candidate], ids: Sequence[str], gone: Sequence[str]) -> None:
+        """Apply changed records to the semantic table, with the records whose document holds one of them: the
+        rows whose previous record changed or went, and the records now right after a changed one."""
+        _, after = self._neighbours(cands, None)
+        held = dense.followers(ids)
+        more = sorted((after | held) - set(ids))
+        cands = cands + (self._store.outbox.docs(more) if more else [])
+        if cands:
+            dense.upsert(self._dense_rows(cands))
+        if gone:
+            dense.delete(gone)
+
+    def _all_dense_rows(self) -> Iterator[DenseRow]:
+        whole: dict[str, dict[str, str]] = {}
+        chunk: list[Candidate] = []
+        for c in self._store.outbox.all_docs():
+            chunk.append(c)
+            if len(chunk) >= BATCH:
+                yield from self._dense_rows(chunk, whole)
+                chunk = []
+        if chunk:
+            yield from self._dense_rows(chunk, whole)
 
     def _rows_for(self, ids: Iterable[str]) -> list[IndexRow]:
         return [index_row(c) for c in self._store.outbox.docs(list(ids))]
@@ -108,7 +211,8 @@ class VaultIndex:
 
     def sync(self) -> int:
         """Apply pending changes from the outbox to the index; returns how many records were applied."""
-        if not self._store.outbox.has_pending() and self.raw.exists():
+        dense = self._dense
+        if not self._store.outbox.has_pending() and self.raw.exists() and (dense is None or dense.exists()):
             return 0  # nothing pending: no lock needed
         with self._mutating():
             return self._sync_locked()
@@ -118,19 +222,25 @@ class VaultIndex:
         if not self.raw.exists():
             self._rebuild_locked()
             return 0
+        dense = self._dense
+        if dense is not None and not dense.exists():
+            dense.rebuild(self._all_dense_rows())  # the loop below applies what is queued: upserts are idempotent
         applied = 0
         while True:
             pending = store.outbox.pending(BATCH)
             if not pending:
                 return applied
             ids = [rid for rid, _ in pending]
-            rows = self._rows_for(ids)
+            cands = store.outbox.docs(ids)
+            rows = [index_row(c) for c in cands]
             present = {r.id for r in rows}
             gone = sorted(set(ids) - present)
             if rows:
                 self.raw.upsert(rows)
             if gone:
                 self.raw.delete(gone)
+            if dense is not None:
+                self._dense_apply(dense, cands, ids, gone)
             if store.readonly:
                 return applied + len(ids)
             store.outbox.ack(pending)
@@ -145,6 +255,8 @@ class VaultIndex:
         store = self._store
         mark = store.outbox.high_water()
         n = self.raw.rebuild(self._all_rows(), total=store.recall.count(), progress=progress)
+        if self._dense is not None:
+            self._dense.rebuild(self._all_dense_rows())
         if not store.readonly:
             store.outbox.ack_through(mark)
         return n

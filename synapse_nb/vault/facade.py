@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Self
 
@@ -157,6 +157,22 @@ class Vault:
         """Call ``listener([(kind, id, deleted), ...])`` after each committed write to this vault's connection
         (through this handle, or another handle of it such as ``with_mind`` or ``as_agent``)."""
         self._store.on_change(listener)
+
+    def now(self) -> datetime:
+        """The vault's clock (UTC): what it stamps writes and measures expiry with (a test's fake clock, if given)."""
+        return self._clock()
+
+    def version(self) -> str:
+        """The vault's state as an opaque token that changes after every committed write, through this handle or
+        by anyone else (another handle, process or machine). Compare two answers of one handle to know whether
+        to re-read: the notebook widgets refresh when it moves.
+
+        >>> import synapse_nb as syn, tempfile
+        >>> v = syn.open_vault(tempfile.mkdtemp())
+        >>> before = v.version(); _ = v.remember("knowledge", "k", "text"); v.version() != before
+        True
+        """
+        return ".".join(str(n) for n in self._store.data_version())
 
     def transaction(self) -> AbstractContextManager[object]:
         """Group several writes into one transaction (faster in bulk, all-or-nothing).

@@ -7,240 +7,70 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from synapse_nb.errors import SynapseError
-from synapse_nb.gitscope import show_commit
 from synapse_nb.models import Lesson
 from synapse_nb.provenance import inline
-from synapse_nb.render import BORDER, MUTED, code, fmt_time, note_html, plural
-from synapse_nb.widgets._common import (
-    Confirm,
-    block,
-    close_tree,
-    esc,
-    live_vault,
-    message_html,
-    require_human,
-    table_html,
+from synapse_nb.render import MUTED, fmt_time, plural
+from synapse_nb.widgets._common import FamilyWidget, block, button, close_tree, esc, live_vault, require_human
+from synapse_nb.widgets.lesson_card import (
+    DIFF_TITLE,
+    LessonCard,
+    diff_html,
+    lesson_html,
+    lesson_title,
+    wording_by,
 )
+from synapse_nb.widgets.table import RecordTable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from synapse_nb.vault import ReadableVault, Vault
+    from synapse_nb.vault import ReadableVault
 
-__all__ = ["DIFF_TITLE", "LessonCard", "LessonReview", "diff_html", "lesson_html"]
+__all__ = ["ANY_STATUS", "COLUMNS", "DIFF_TITLE", "LessonCard", "LessonReview", "diff_html", "lesson_html"]
 
-#: Title of the collapsed section holding the reverted change.
-DIFF_TITLE = "Reverted change (git show --stat and patch)"
-#: Reverted commits shown in a card's diff section at most (a revert of many commits lists the rest).
-MAX_DIFF_COMMITS = 3
+#: The Show filter's "every lesson" choice.
+ANY_STATUS = "(any)"
+#: The Show filter: what each choice keeps.
+_SHOW = [(ANY_STATUS, ANY_STATUS), ("pending", "pending"), ("awaiting approval here", "awaiting"),
+         ("approved, in force", "approved"), ("expired", "expired")]
+_SHOW_LABEL = [(value, label) for label, value in _SHOW]
+#: Pending first (they wait for a human), then lessons approved elsewhere, expired ones, those in force.
+_ORDER = {"pending": 0, "awaiting": 1, "expired": 2, "approved": 3}
 
-
-def _commit_line(c: dict[str, Any] | None) -> str:
-    if not c:
-        return ""
-    return f"{code(str(c.get('sha', ''))[:12])} {esc(c.get('subject', ''))}"
-
-
-def lesson_html(les: Lesson, backing: str | None = None) -> str:
-    """What was reverted (commit, subject, files, diff stat), who created the lesson and what backs it
-    (``backing``: :meth:`synapse_nb.kinds.lessons.Lessons.backing`), and who wrote each text, as HTML."""
-    state = esc(les.status) + (f", branch {esc(les.branch)}" if les.branch else "")
-    parts = [f"<div><b>{esc(inline(les.summary))}</b></div>",
-             f"<div style='color:{MUTED}'>{code(les.id)} · {state} · found {fmt_time(les.created_at)}</div>"]
-    if backing:
-        warn = les.source == "agent" or "does not have" in backing or "reverts nothing" in backing
-        weight = "font-weight:600" if warn else ""
-        parts.append(f"<div class='synapse-lesson-origin' style='{weight}'>origin: {esc(backing)}</div>")
-    if les.revert_commit:
-        parts.append(f"<div>revert: {_commit_line(les.revert_commit)}</div>")
-    for c in les.reverted_commits:
-        parts.append(f"<div>reverted: {_commit_line(c)}</div>")
-    if les.diffstat:
-        rows = [[code(p), "-" if a is None else f"+{a}", "-" if d is None else f"&minus;{d}"]
-                for p, a, d in les.diffstat]
-        # these counts are the revert commit's (it deletes what the reverted change added); the collapsed diff
-        # below shows the reverted change itself, so say whose numbers these are
-        parts.append(f"<div style='color:{MUTED}'>lines the revert commit changed:</div>")
-        parts.append(table_html(["file", "added", "deleted"], rows, align="lrr", wrap=[True, False, False]))
-    elif les.files_affected:
-        parts.append("<div>files: " + ", ".join(code(f) for f in les.files_affected) + "</div>")
-    if les.analysis:
-        who = "a human" if les.analysis_by == "user" else "an agent"
-        parts.append(f"<div class='synapse-analysis'><i>analysis written by {who}:</i> {esc(les.analysis)}</div>")
-    if les.lesson_text and les.status != "pending":
-        parts.append(f"<div><i>lesson text ({esc(les.wording_by or 'user')}'s wording):</i> "
-                     f"{esc(les.lesson_text)}</div>")
-    if les.expires_at:
-        word = "expired" if les.status == "expired" else "in force until"
-        parts.append(f"<div style='color:{MUTED}'>{word} {fmt_time(les.expires_at)}</div>")
-    return block("".join(parts))
+#: The lessons table: what state, the lesson's wording (or what was reverted), who wrote that wording, dates.
+COLUMNS = [
+    {"key": "status", "label": "status", "width": 12, "narrow": 13},
+    {"key": "lesson", "label": "lesson", "width": 46, "narrow": 50, "clip": True,
+     "help": "the approved wording, else what was reverted"},
+    {"key": "by", "label": "wording by", "width": 16, "narrow": 19, "badge": True,
+     "help": "who wrote the wording it heads recalls with (or would be approved with)"},
+    {"key": "found", "label": "found", "width": 13, "narrow": 0, "time": True},
+    {"key": "until", "label": "in force until", "width": 13, "narrow": 18, "time": True},
+]
+#: Below this width (pixels) the table leaves "found" out (the detail pane says it).
+WIDE = 1000
 
 
-def _wording(les: Lesson) -> str:
-    """Who wrote an approved lesson's wording, for the approved table."""
-    by = {"user": "a human", "agent": "an agent (approved as it was)", "git": "the revert scan"}.get(
-        les.wording_by or "user", "a human")
-    return by + ("; created by an agent" if les.source == "agent" else "")
+class LessonReview(FamilyWidget):
+    """Review lessons from reverts: one table of every lesson (pending first), the selected one in full beside it:
+    Approve (with your wording, for a duration you choose first) or Reject pending ones, Re-approve expired ones,
+    Withdraw an approval; Scan looks for new reverts in git.
 
-
-_LINE_TINT = {"+": "rgba(46,160,67,0.18)", "-": "rgba(248,81,73,0.18)"}
-
-
-def _patch_lines_html(text: str) -> str:
-    out = []
-    for line in text.splitlines():
-        head = line[:1]
-        if line.startswith(("+++", "---")) or head not in _LINE_TINT:
-            style = f"color:{MUTED}" if line.startswith(("@@", "diff --git", "index ", "+++", "---")) else ""
-        else:
-            style = f"background:{_LINE_TINT[head]}"
-        out.append(f"<div style='{style};white-space:pre-wrap;overflow-wrap:anywhere'>{esc(line) or '&nbsp;'}</div>")
-    return "".join(out)
-
-
-def diff_html(vault: Vault, les: Lesson) -> str:
-    """The reverted change of a lesson as HTML: per reverted commit, its ``--stat`` and patch (capped).
-
-    Reads git through :func:`synapse_nb.gitscope.show_commit`; outside git, or for a commit that is
-    not in the repository, says so instead.
-    """
-    shas = [c["sha"] for c in les.reverted_commits if c.get("sha")] or (
-        [les.revert_commit["sha"]] if les.revert_commit and les.revert_commit.get("sha") else [])
-    if not shas:
-        return note_html("this lesson names no commit, so there is no change to show")
-    repo = vault.repo
-    if repo is None:
-        return note_html(f"{vault.project_dir} is not a git repository, so the change cannot be shown")
-    parts = []
-    for sha in shas[:MAX_DIFF_COMMITS]:
-        try:
-            d = show_commit(repo, sha)
-        except SynapseError as exc:
-            parts.append(note_html(f"commit {sha[:12]} cannot be shown: {exc}"))
-            continue
-        box = (f"padding:4px 8px;border:1px solid {BORDER};font-family:var(--jp-code-font-family, monospace);"
-               "font-size:var(--jp-code-font-size, 12px);max-height:28em;overflow:auto")
-        tail = (f"<div style='color:{MUTED};font-style:italic'>… {plural(d.omitted_lines, 'more line')} not shown "
-                f"(run <code>git show {esc(d.sha[:12])}</code> to see the whole change)</div>" if d.truncated else "")
-        parts.append(f"<div><b>{code(d.sha[:12])} {esc(d.subject)}</b></div>"
-                     f"<div class='synapse-diff' style='{box}'>{_patch_lines_html(d.stat)}"
-                     f"<div>&nbsp;</div>{_patch_lines_html(d.patch)}{tail}</div>")
-    if len(shas) > MAX_DIFF_COMMITS:
-        parts.append(note_html(f"and {plural(len(shas) - MAX_DIFF_COMMITS, 'more reverted commit')}"))
-    return block("".join(parts))
-
-
-class LessonCard(widgets.VBox):
-    """One lesson: what was reverted, the change itself (collapsed), the lesson text and its buttons.
-
-    A pending lesson is approved only with text a human chose: the box starts empty (the proposed wording shows
-    as its placeholder) and Approve stays disabled until you write the lesson. When the proposed wording is an
-    agent's (its analysis, or the summary of a lesson an agent created), a separate button, "Approve the agent's
-    wording", approves it as it is: an explicit choice, never the default. Reject asks for a confirmation first.
-
-    Attributes
-    ----------
-    lesson : the Lesson as read when the card was drawn.
-    info : HTML of what was reverted; diff : Accordion (collapsed) whose section shows the reverted change,
-        read from git the first time it is opened; diff_html : the HTML inside it.
-    text : Textarea with the lesson wording to approve.
-    approve_button, reject_button : for a pending lesson (``None`` otherwise).
-    approve_agent_button : "Approve the agent's wording", when the proposed wording is an agent's (else ``None``).
-    reapprove_button : for an expired lesson (``None`` otherwise).
-    confirm : the confirm step of Reject.
-    """
-
-    def __init__(self, lesson: Lesson, review: LessonReview) -> None:
-        self.lesson = lesson
-        self._review = review
-        wording, by = review.vault.lessons.proposed_wording(lesson)
-        try:
-            backing = review.vault.lessons.backing(lesson)
-        except SynapseError:
-            backing = None
-        self.info = widgets.HTML(value=lesson_html(lesson, backing))
-        self.diff_html = widgets.HTML(value=note_html("loading the change from git…"))
-        self.diff = widgets.Accordion(children=[self.diff_html], titles=(DIFF_TITLE,), selected_index=None)
-        self._diff_loaded = False
-        self.diff.observe(self._open_diff, names="selected_index")
-        # your wording: empty, except an expired (or borrowed, approved elsewhere) lesson's wording a human wrote
-        prefill = lesson.lesson_text if lesson.status in ("expired", "approved") and by != "agent" else ""
-        self.text = widgets.Textarea(value=prefill or "", placeholder=inline(wording, 300), description="Lesson",
-                                     layout=widgets.Layout(width="95%", height="4.5em"))
-        self.approve_button: widgets.Button | None = None
-        self.approve_agent_button: widgets.Button | None = None
-        self.reject_button: widgets.Button | None = None
-        self.reapprove_button: widgets.Button | None = None
-        self.confirm = Confirm()
-        buttons: list[widgets.Widget] = []
-        if lesson.status == "pending":
-            self.approve_button = widgets.Button(description="Approve", button_style="success", icon="check",
-                                                 tooltip="Approve with the text above: it heads every recall")
-            self.reject_button = widgets.Button(description="Reject", button_style="danger", icon="times",
-                                                tooltip="Reject: the lesson is deleted (asks first)")
-            self.approve_button.on_click(lambda _b: review.approve(lesson.id, self.text.value))
-            self.reject_button.on_click(lambda _b: self.ask_reject())
-            buttons = [self.approve_button, self.reject_button]
-        elif lesson.status == "expired":
-            self.reapprove_button = widgets.Button(description="Re-approve", button_style="warning", icon="repeat",
-                                                   tooltip="Put the lesson back in force for another period")
-            self.reapprove_button.on_click(lambda _b: review.approve(lesson.id, self.text.value))
-            buttons = [self.reapprove_button]
-        elif lesson.status == "approved":  # a borrowed vault's lesson, approved elsewhere: approve it here
-            self.reapprove_button = widgets.Button(description="Approve here", button_style="warning", icon="check",
-                                                   tooltip="Put the lesson in force here (recorded in this checkout)")
-            self.reapprove_button.on_click(lambda _b: review.approve(lesson.id, self.text.value))
-            buttons = [self.reapprove_button]
-        if buttons and by == "agent":
-            self.approve_agent_button = widgets.Button(
-                description="Approve the agent's wording", button_style="warning", icon="user-secret",
-                layout=widgets.Layout(width="auto"),
-                tooltip="Approve the wording an agent wrote, exactly as shown above (read it first)")
-            self.approve_agent_button.on_click(lambda _b: review.approve_agent_wording(lesson.id))
-            buttons.append(self.approve_agent_button)
-        self.text.observe(lambda _c: self._enable(), names="value")
-        self._enable()
-        children: list[widgets.Widget] = [self.info, self.diff]
-        if buttons:
-            children += [self.text, widgets.HBox(buttons), self.confirm]
-        super().__init__(children=children, layout=widgets.Layout(
-            border=f"1px solid {BORDER}", padding="6px 8px", margin="6px 0"))
-        self.add_class("synapse-lesson-card")
-
-    def _enable(self) -> None:
-        empty = not self.text.value.strip()
-        for b, tip in ((self.approve_button, "Approve with the text above: it heads every recall"),
-                       (self.reapprove_button, "Put the lesson back in force for another period")):
-            if b is not None:
-                b.disabled = empty
-                b.tooltip = "write the lesson first: what should be done differently next time" if empty else tip
-
-    def _open_diff(self, change: dict[str, Any]) -> None:
-        if change["new"] is not None and not self._diff_loaded:
-            self._diff_loaded = True
-            self.diff_html.value = diff_html(self._review.vault, self.lesson)
-
-    def ask_reject(self) -> None:
-        """First step of Reject: ask to confirm."""
-        self.confirm.ask(f"Reject {self.lesson.id}? The lesson is deleted; this cannot be undone.", "Reject",
-                         lambda: self._review.reject(self.lesson.id))
-
-
-class LessonReview(widgets.VBox):
-    """Review lessons from reverts: Approve / Reject pending ones, Re-approve expired ones.
-
-    The store is the source of truth: every action goes through ``vault.lessons`` (approval is
-    exactly ``vault.lessons.approve(id, text=...)``) and the list is re-read afterwards; Refresh
-    re-reads it too, so a second widget on the same vault sees changes made elsewhere.
+    The store is the source of truth: every action goes through ``vault.lessons`` (approval is exactly
+    ``vault.lessons.approve(id, text=..., expiry_days=...)``; Scan is ``vault.lessons.scan()``) and the list is
+    re-read afterwards. The review refreshes itself when the vault changes (after every notebook cell); Refresh
+    does it by hand. The outcome of an action shows under the buttons that acted, and the lesson stays selected.
 
     Parameters
     ----------
     vault : a vault opened as the user (``actor="user"``); an agent vault is refused with
-        :class:`~synapse_nb.errors.PermissionDeniedError`: widgets act as the human.
+        :class:`~synapse_nb.errors.PermissionDeniedError` (one line in a notebook): widgets act as the human.
 
     Attributes
     ----------
-    cards : dict lesson id -> :class:`LessonCard` for the pending and expired lessons on screen.
-    message : HTML widget with the result of the last action (green mark) or why it was refused (red).
-    refresh_button : re-reads the store.
+    cards : dict lesson id -> :class:`LessonCard` for every lesson in the table.
+    table : the lessons (:class:`~synapse_nb.widgets.table.RecordTable`); ``table.selected`` is the selected id.
+    show : the Show filter (``"(any)"``, pending, awaiting, approved, expired).
+    message : HTML of the outcome of the last action (green mark) or why it was refused (red), under the buttons.
+    scan_button, scan_note : Scan and what it found; refresh_button : re-reads the store.
 
     Examples
     --------
@@ -249,7 +79,7 @@ class LessonReview(widgets.VBox):
     >>> les = v.lessons.create("Reverted: retry loop in the uploader", files=["upload.py"])
     >>> w = LessonReview(v)
     >>> card = w.cards[les.id]
-    >>> card.approve_button.disabled            # no analysis: nothing to approve until you write it
+    >>> card.approve_button.disabled            # nothing to approve until you write the lesson
     True
     >>> card.reject_button.click()              # asks first ...
     >>> card.confirm.yes_button.click()         # ... and deletes on confirmation
@@ -258,114 +88,207 @@ class LessonReview(widgets.VBox):
     """
 
     def __init__(self, vault: ReadableVault) -> None:
-        self.vault = live_vault(vault, "LessonReview")
-        require_human(self.vault, "LessonReview")
+        live = live_vault(vault, "LessonReview")
+        require_human(live, "LessonReview")
+        super().__init__(live, "Lessons from reverts")
         self.cards: dict[str, LessonCard] = {}
-        self.header = widgets.HTML()
-        self.message = widgets.HTML()
-        self.refresh_button = widgets.Button(description="Refresh", icon="refresh",
-                                             tooltip="Re-read the lessons from the vault")
-        self.refresh_button.on_click(lambda _b: self.refresh(clear_message=True))
-        self.approved_html = widgets.HTML()
-        self._top = widgets.HBox([self.header, self.refresh_button], layout=widgets.Layout(align_items="center"))
-        self._pending_title = widgets.HTML(block("<b>Pending: approve with your wording, or reject</b>"))
-        self._no_pending = widgets.HTML(note_html("no pending lessons"))
-        self._expired_title = widgets.HTML(block("<b>Expired: re-approve to put back in force</b>"))
-        super().__init__()
+        self.lessons: dict[str, Lesson] = {}
+        self.awaiting_ids: set[str] = set()
+        self._keys: dict[str, tuple[str, str]] = {}
+        git = self.vault.repo is not None
+        self.scan_button = button("Scan git for reverts", "search",
+                                  "Look for reverts made since the last scan: each new one becomes a pending lesson"
+                                  if git else f"{self.vault.project_dir} is not a git repository: nothing to scan",
+                                  disabled=not git)
+        self.scan_note = widgets.HTML()
+        self.scan_button.on_click(lambda _b: self.scan())
+        self.show = widgets.Dropdown(options=_SHOW, value=ANY_STATUS, description="Show",
+                                     style={"description_width": "4.6em"})
+        self.show.observe(lambda _c: self._draw(), names="value")
+        self.table = RecordTable(columns=COLUMNS, label="lessons", empty="no lessons yet", wide=WIDE)
+        self.table.observe(lambda _c: self._show_selected(), names="selected")
+        self.frame(buttons=[self.scan_note, self.scan_button], filters=[self.show], main=[self.table])
         self.add_class("synapse-lesson-review")
         self.refresh()
 
     # -- actions (the buttons call these) -----------------------------------------------------------------
-    def approve(self, lesson_id: str, text: str | None = None) -> Lesson | None:
-        """Approve (or re-approve) a lesson with ``text`` (required); shows the outcome and re-renders."""
+    def approve(self, lesson_id: str, text: str | None = None, expiry_days: int | None = None) -> Lesson | None:
+        """Approve (or re-approve) a lesson with ``text`` (required) for ``expiry_days`` (default: the vault's);
+        shows the outcome under the lesson's buttons; the lesson stays selected."""
         if not (text or "").strip():
-            self.message.value = message_html(
-                "not approved: write the lesson first (what should be done differently next time)", error=True)
+            self.say("not approved: write the lesson first (what should be done differently next time)", error=True)
             return None
         try:
-            les = self.vault.lessons.approve(lesson_id, text=text)  # a blank text is refused, never replaced
+            les = self.act(lambda: self.vault.lessons.approve(lesson_id, text=text, expiry_days=expiry_days))
         except SynapseError as exc:
-            self._say(f"not approved: {exc}", error=True)
+            self._after(lesson_id, f"not approved: {exc}", error=True)
             return None
-        self._say(f"approved {les.id}: in force until {fmt_time(les.expires_at)}")
+        self._after(les.id, f"approved {les.id}: in force until {fmt_time(les.expires_at)}; it heads every recall "
+                            "from now (Withdraw takes it back)")
         out: Lesson | None = les
         return out
 
-    def approve_agent_wording(self, lesson_id: str) -> Lesson | None:
+    def approve_agent_wording(self, lesson_id: str, expiry_days: int | None = None) -> Lesson | None:
         """Approve (or re-approve) a lesson with the wording an agent proposed, as it is: the explicit choice the
         "Approve the agent's wording" button makes (``vault.lessons.approve(id, accept_agent_text=True)``)."""
         try:
-            les = self.vault.lessons.approve(lesson_id, accept_agent_text=True)
+            les = self.act(lambda: self.vault.lessons.approve(lesson_id, accept_agent_text=True,
+                                                              expiry_days=expiry_days))
         except SynapseError as exc:
-            self._say(f"not approved: {exc}", error=True)
+            self._after(lesson_id, f"not approved: {exc}", error=True)
             return None
-        self._say(f"approved {les.id} with the agent's wording: in force until {fmt_time(les.expires_at)}")
+        self._after(les.id, f"approved {les.id} with the agent's wording: in force until {fmt_time(les.expires_at)}")
         out: Lesson | None = les
         return out
 
     def reject(self, lesson_id: str) -> Lesson | None:
-        """Reject (delete) a pending lesson now; shows the outcome and re-renders (the Reject button asks first)."""
+        """Reject (delete) a pending lesson now; the next lesson is selected and the outcome shown under it (the
+        Reject button asks first)."""
+        ids = self.table.row_ids
+        i = ids.index(lesson_id) if lesson_id in ids else len(ids)
+        after = [*ids[i + 1:], *reversed(ids[:i])]  # the next row, else the one before
+        nxt = after[0] if after else ""
         try:
-            les = self.vault.lessons.reject(lesson_id)
+            les = self.act(lambda: self.vault.lessons.reject(lesson_id))
         except SynapseError as exc:
-            self._say(f"not rejected: {exc}", error=True)
+            self._after(lesson_id, f"not rejected: {exc}", error=True)
             return None
-        self._say(f"rejected {les.id}: deleted")
+        self._after(nxt, f"rejected {les.id} ({lesson_title(les)}): deleted")
         out: Lesson | None = les
         return out
 
-    def _say(self, text: str, *, error: bool = False) -> None:
+    def withdraw(self, lesson_id: str) -> Lesson | None:
+        """Withdraw the approval of a lesson in force: it is pending again (the Withdraw button asks first)."""
+        try:
+            les = self.act(lambda: self.vault.lessons.withdraw(lesson_id))
+        except SynapseError as exc:
+            self._after(lesson_id, f"not withdrawn: {exc}", error=True)
+            return None
+        self._after(les.id, f"withdrawn {les.id}: it no longer heads recalls and is pending again")
+        out: Lesson | None = les
+        return out
+
+    def scan(self) -> list[Lesson]:
+        """Look for new reverts in git (``vault.lessons.scan()``): each becomes a pending lesson, the first one is
+        selected; the header says what was found."""
+        try:
+            found = list(self.act(self.vault.lessons.scan))
+        except SynapseError as exc:
+            self.scan_note.value = block(f"<span style='color:{MUTED}'>scan failed</span>")
+            self.say(f"scan refused: {exc}", error=True)
+            return []
+        if not found:
+            self.scan_note.value = block(f"<span style='color:{MUTED}'>no new reverts since the last scan</span>")
+            self.refresh()
+            return []
+        self.scan_note.value = block(f"<b>{plural(len(found), 'new revert')} found</b>")
+        if self.show.value not in (ANY_STATUS, "pending"):
+            self.show.value = ANY_STATUS
+        names = ", ".join(lesson_title(x) for x in found[:3])
+        self._after(found[0].id, f"scanned git: {plural(len(found), 'new pending lesson')}: {names}")
+        return found
+
+    def _after(self, select: str, text: str, *, error: bool = False) -> None:
+        """Re-read the store, select ``select`` (the lesson acted on, or the next one), move the keyboard focus to
+        its row (the button that had it may be gone) and say ``text`` under its buttons."""
         self.refresh()
-        self.message.value = message_html(text, error=error)
+        if select in self.table.row_ids:
+            self.table.selected = select
+        self._show_selected()
+        self.say(text, error=error)
+        self.table.focus()
 
     # -- rendering ------------------------------------------------------------------------------------------
-    def refresh(self, *, clear_message: bool = False) -> None:
-        """Re-read pending, expired and approved lessons from the vault and redraw."""
-        if clear_message:
-            self.message.value = ""
+    def refresh(self) -> None:
+        """Re-read every lesson from the vault and redraw (a card whose lesson did not change is kept as it is,
+        with any wording typed into it)."""
         try:
             pending = list(self.vault.lessons.pending())
             expired = list(self.vault.lessons.expired())
             awaiting = list(self.vault.lessons.awaiting_local())  # a borrowed vault's lessons approved elsewhere
             approved = [x for x in self.vault.lessons.approved() if x.id not in {a.id for a in awaiting}]
         except SynapseError as exc:
-            self.message.value = message_html(f"cannot read lessons: {exc}", error=True)
+            self.say(f"cannot read lessons: {exc}", error=True)
             return
-        old = self.cards
-        self.cards = {les.id: LessonCard(les, self) for les in [*pending, *awaiting, *expired]}
+        self.awaiting_ids = {x.id for x in awaiting}
+        lessons = [*pending, *awaiting, *expired, *approved]
+        old, self.cards = self.cards, {}
+        keys: dict[str, tuple[str, str]] = {}
+        for les in lessons:
+            key = (les.updated_at, self._state(les))
+            card = old.pop(les.id, None)
+            if card is None or self._keys.get(les.id) != key:
+                if card is not None:
+                    close_tree(card)
+                card = LessonCard(les, self)
+            self.cards[les.id] = card
+            keys[les.id] = key
         for card in old.values():
             close_tree(card)
-        self.header.value = block(f"<b>Lessons from reverts</b>: {len(pending):,} pending, {len(expired):,} expired, "
-                                  f"{len(approved):,} approved and in force")
-        rows = [[code(a.id), esc(a.lesson_text or a.summary), esc(_wording(a)), esc(fmt_time(a.expires_at))]
-                for a in approved]
-        self.approved_html.value = block(
-            "<div><b>Approved (head every recall)</b></div>"
-            + table_html(["id", "lesson", "wording by", "in force until"], rows, wrap=[False, True, False, False],
-                         empty="none approved"))
-        children: list[widgets.Widget] = [self._top, self.message]
-        if pending:
-            children.append(self._pending_title)
-            children += [self.cards[x.id] for x in pending]
+        self._keys = keys
+        self.lessons = {x.id: x for x in lessons}
+        counts = [f"{len(pending):,} pending", f"{len(expired):,} expired", f"{len(approved):,} approved in force"]
+        if awaiting:
+            counts.insert(1, f"{len(awaiting):,} awaiting your approval here")
+        self.set_header(" · ".join(counts))
+        self._draw()
+
+    def _state(self, les: Lesson) -> str:
+        return "awaiting" if les.id in self.awaiting_ids else les.status
+
+    def _draw(self) -> None:
+        show = self.show.value
+        shown = sorted((x for x in self.lessons.values() if show == ANY_STATUS or self._state(x) == show),
+                       key=lambda x: (_ORDER.get(self._state(x), 9), x.created_at, x.id))
+        self.table.empty = ("no lessons yet: Scan looks for reverted commits in git" if show == ANY_STATUS
+                            else f"no {dict(_SHOW_LABEL)[show]} lessons")
+        self.table.rows = [self._row(x) for x in shown]
+        if self.table.selected not in self.table.row_ids:
+            first_pending = next((x.id for x in shown if self._state(x) == "pending"), None)
+            self.table.selected = first_pending or (shown[0].id if shown else "")
+        self._show_selected()
+
+    def _row(self, les: Lesson) -> dict[str, Any]:
+        state = self._state(les)
+        by = wording_by(les)
+        text = les.lesson_text if les.lesson_text and state != "pending" else lesson_title(les)
+        return {"id": les.id, "agent": by.startswith("an agent"), "muted": state == "expired",
+                "title": f"{les.id} · {inline(text, 300)}", "cells": {
+                    "status": {"awaiting": "awaiting you"}.get(state, state), "lesson": inline(text, 240), "by": by,
+                    "found": fmt_time(les.created_at),
+                    "until": fmt_time(les.expires_at) if state in ("approved", "expired", "awaiting") else "-"}}
+
+    def _show_selected(self) -> None:
+        card = self.cards.get(self.table.selected)
+        for other in self.cards.values():  # a question about another lesson never lingers
+            if other is not card and other.confirm.pending:
+                other.confirm.cancel()
+        if self.detail.children[:1] != ((card,) if card is not None else ()):
+            self.message.value = ""
+        if card is None:
+            hint = widgets.HTML(block(f"<div style='color:{MUTED};font-style:italic'>"
+                                      + esc("no lesson selected: click a row of the table"
+                                            if self.lessons else "no lessons: Scan looks for reverts in git")
+                                      + "</div>"))
+            self.detail.children = (hint, self.message)
         else:
-            children.append(self._no_pending)
-        borrowed = self.vault.borrowed
-        if awaiting and borrowed is not None:  # awaiting_local() is empty unless the vault is borrowed
-            children.append(widgets.HTML(block(f"<b>Approved elsewhere, awaiting your approval</b>: "
-                                               f"{esc(borrowed.line)}")))
-            children += [self.cards[x.id] for x in awaiting]
-        if expired:
-            children.append(self._expired_title)
-            children += [self.cards[x.id] for x in expired]
-        children.append(self.approved_html)
-        self.children = tuple(children)
+            self.detail.children = (card, self.message)
+
+    def select(self, lesson_id: str) -> None:
+        """Select a lesson, as a click on its row does."""
+        self.table.selected = lesson_id
 
     @property
     def pending_ids(self) -> list[str]:
-        """Ids of the pending lessons on screen, in display order."""
-        return [i for i, c in self.cards.items() if c.lesson.status == "pending"]
+        """Ids of the pending lessons, in table order."""
+        return [i for i in self.table.row_ids if self._state(self.lessons[i]) == "pending"]
 
     @property
     def expired_ids(self) -> list[str]:
-        """Ids of the expired lessons on screen, in display order."""
-        return [i for i, c in self.cards.items() if c.lesson.status == "expired"]
+        """Ids of the expired lessons, in table order."""
+        return [i for i in self.table.row_ids if self._state(self.lessons[i]) == "expired"]
+
+    @property
+    def approved_ids(self) -> list[str]:
+        """Ids of the approved lessons in force, in table order."""
+        return [i for i in self.table.row_ids if self._state(self.lessons[i]) == "approved"]

@@ -6,60 +6,77 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from synapse_nb.displays import is_agent, mark_html
 from synapse_nb.errors import SynapseError, ValidationError
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory
-from synapse_nb.render import code, fmt_time, plural, pre_html, shorten
-from synapse_nb.widgets._common import Confirm, block, esc, live_vault, message_html
+from synapse_nb.provenance import inline, mark
+from synapse_nb.render import MUTED, code, fmt_time, plural, pre_html
+from synapse_nb.widgets._common import Confirm, FamilyWidget, block, button, esc, live_vault
 from synapse_nb.widgets.table import RecordTable
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.vault import ReadableVault
 
-__all__ = ["ANY", "MemoryBrowser"]
+__all__ = ["ANY", "COLUMNS", "WIDE", "MemoryBrowser", "memory_detail_html"]
 
 #: The value of every filter dropdown's "(any)" choice. A real value, not ``None``: ipywidgets 8 shows a
 #: dropdown whose value is ``None`` as blank ("nothing selected"), whatever the option's label.
 ANY = "(any)"
 
-_COLUMNS = [
-    {"key": "id", "label": "id", "sort": "id", "nowrap": True},
-    {"key": "what", "label": "category/key", "sort": "category"},
-    {"key": "content", "label": "content", "sort": "content"},
-    {"key": "tags", "label": "tags", "sort": ""},
-    {"key": "priority", "label": "priority", "sort": "priority"},
-    {"key": "verified", "label": "verified", "sort": "verified"},
-    {"key": "source", "label": "source", "sort": "source"},
-    {"key": "updated", "label": "updated", "sort": "updated", "nowrap": True},
-    {"key": "expires", "label": "expires", "sort": "expires", "nowrap": True},
+#: The table's columns: widths are shares of the output's width; content gets the most (tags follow it, muted).
+#: Priority and the dates sort descending on the first click (most important, newest first).
+COLUMNS = [
+    {"key": "what", "label": "category/key", "sort": "category", "width": 18, "narrow": 20, "clip": True,
+     "breaks": True},
+    {"key": "content", "label": "content", "sort": "content", "width": 40, "narrow": 40, "clip": True, "sub": "tags",
+     "help": "the memory's text (whole in the detail pane); its tags follow it"},
+    {"key": "by", "label": "by", "sort": "source", "width": 12, "narrow": 15, "badge": True,
+     "help": "who wrote it and whether a human verified it"},
+    {"key": "priority", "label": "priority", "sort": "priority", "width": 8, "narrow": 10, "first": "desc"},
+    {"key": "updated", "label": "updated", "sort": "updated", "width": 11, "narrow": 0, "time": True,
+     "first": "desc"},
+    {"key": "expires", "label": "expires", "sort": "expires", "width": 11, "narrow": 15, "time": True},
 ]
+#: Below this width (pixels) the table leaves "updated" out (the detail pane says it) to keep the rest readable.
+WIDE = 1000
+#: Priority in the table sorts by importance: descending (▼) puts critical first. The store's ascending order is
+#: already critical first, so the widget asks it for the opposite of the arrow.
+_INVERTED = {"priority"}
 
 
 def _row(m: Memory) -> dict[str, Any]:
-    return {"id": m.id, "muted": False, "cells": {
-        "id": m.id, "what": f"{m.category}/{m.key}", "content": shorten(m.content, 160), "tags": ", ".join(m.tags),
-        "priority": m.priority, "verified": "yes" if m.verified else "no", "source": m.source,
+    return {"id": m.id, "agent": is_agent(m), "title": f"{m.id} · {mark(m)} · {inline(m.content, 300)}", "cells": {
+        "what": f"{m.category}/{m.key}", "content": inline(m.content, 240),
+        "tags": " ".join(f"#{t}" for t in m.tags), "by": mark(m).strip("[]"), "priority": m.priority,
         "updated": fmt_time(m.updated_at), "expires": fmt_time(m.expires_at) or "-"}}
 
 
 def memory_detail_html(m: Memory) -> str:
-    """One memory in full: what, provenance, dates, then the whole content."""
-    state = "verified" if m.verified else "unverified"
-    facts = [f"<b>{esc(m.category)}/{esc(m.key)}</b> {code(m.id)}",
-             f"{esc(m.priority)} priority · {state} · source {esc(m.source)} · confidence {m.confidence:.2f}",
-             f"tags: {esc(', '.join(m.tags) or '-')} · created {fmt_time(m.created_at)} · updated "
-             f"{fmt_time(m.updated_at)}" + (f" · expires {fmt_time(m.expires_at)}" if m.expires_at else "")]
-    return block("".join(f"<div>{f}</div>" for f in facts) + pre_html(m.content, max_height="16em"))
+    """One memory in full: what, who wrote it (marked), dates, then the whole content (an agent's text marked)."""
+    state = "verified by a human" if m.verified else "not verified by a human"
+    who = "an agent wrote this memory" if is_agent(m) else "you wrote this memory"
+    quote = "synapse-quote synapse-agent" if is_agent(m) else "synapse-quote"
+    facts = [f"<b>{esc(m.category)}/{esc(m.key)}</b> {mark_html(m)}",
+             (f"<span style='color:{MUTED}'>{code(m.id)} · {esc(who)}, {state} · confidence {m.confidence:.2f}"
+              "</span>"),
+             f"{esc(m.priority)} priority · tags {esc(', '.join(m.tags) or '-')}",
+             f"<span style='color:{MUTED}'>created {fmt_time(m.created_at)} · updated {fmt_time(m.updated_at)}"
+             + (f" · expires {fmt_time(m.expires_at)}" if m.expires_at else " · never expires") + "</span>"]
+    return block("".join(f"<div>{f}</div>" for f in facts)
+                 + f"<div class='{quote}'>{pre_html(m.content, max_height='14em')}</div>")
 
 
-class MemoryBrowser(widgets.VBox):
-    """Search box, filters, a sortable table one page at a time, the selected memory in full, Verify / Delete.
+class MemoryBrowser(FamilyWidget):
+    """Search box and filters in one bar, a sortable table one page at a time, the selected memory in full beside
+    it (or right under it), Verify / Delete under the memory, and a status line under them.
 
     Every search, filter, sort and page change asks the vault for one page
     (``vault.memories.page``: filtering, counting, sorting and slicing happen in SQLite), so a vault of
-    10,000 memories or many more stays as quick as a small one. Click a row to select it; click a
-    column header to sort by it (again to reverse). Verify and Delete act on the selected memory and are
-    for a human: on an agent vault they are disabled (the core would refuse anyway). Delete asks for a
-    confirmation first.
+    10,000 memories or many more stays as quick as a small one. Click a row (or move with the arrow keys) to
+    select it; click a column header to sort by it (again to reverse; sorting starts again at page 1). Verify
+    and Delete act on the selected memory and are for a human: on an agent vault they are disabled (the core
+    would refuse anyway). Delete asks for a confirmation first. The browser refreshes itself when the vault
+    changes (after every cell, e.g. a ``%remember``); Refresh does it by hand.
 
     Parameters
     ----------
@@ -74,8 +91,8 @@ class MemoryBrowser(widgets.VBox):
     table : :class:`~synapse_nb.widgets.table.RecordTable`; ``table.selected`` is the selected id.
     results : the memories on this page; total : how many match; page : the current page (from 1).
     prev_button, next_button, page_box : paging; summary : "26–50 of 1,234 memories".
-    detail : HTML of the selected memory; verify_button, delete_button; confirm : the confirm step;
-    message : last outcome.
+    detail_html : HTML of the selected memory; verify_button, delete_button; confirm : the confirm step;
+    message : last outcome (under the buttons).
 
     Examples
     --------
@@ -94,62 +111,55 @@ class MemoryBrowser(widgets.VBox):
     def __init__(self, vault: ReadableVault, *, page_size: int = 25) -> None:
         if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= 1000:
             raise ValidationError(f"page_size must be a whole number from 1 to 1000, got {page_size!r}")
-        self.vault = live_vault(vault, "MemoryBrowser")
+        super().__init__(live_vault(vault, "MemoryBrowser"), "Memories")
         self.page_size = page_size
         self.results: list[Memory] = []
         self.total = 0
         self.page = 1
         self._refreshing = False
-        narrow = widgets.Layout(width="auto")
-        self.query = widgets.Text(placeholder="search text, Enter to search (empty: everything)", description="Search",
-                                  continuous_update=False, layout=widgets.Layout(width="60%"))
-        self.search_button = widgets.Button(description="Search", icon="search", layout=narrow)
-        self.category = widgets.Dropdown(options=[ANY, *CATEGORIES], value=ANY, description="Category")
-        self.tag = widgets.Text(placeholder="tag, Enter to apply", description="Tag", continuous_update=False)
-        self.priority = widgets.Dropdown(options=[ANY, *PRIORITIES], value=ANY, description="Priority")
+        label = {"description_width": "4.6em"}
+        self.query = widgets.Text(placeholder="words to find, then Enter (empty: every memory)", description="Search",
+                                  continuous_update=False, style=label)
+        self.query.add_class("synapse-wide")
+        self.category = widgets.Dropdown(options=[ANY, *CATEGORIES], value=ANY, description="Category", style=label)
+        self.tag = widgets.Text(placeholder="a tag, then Enter", description="Tag", continuous_update=False,
+                                style=label)
+        self.priority = widgets.Dropdown(options=[ANY, *PRIORITIES], value=ANY, description="Priority", style=label)
         self.verified = widgets.Dropdown(options=[(ANY, ANY), ("verified", True), ("unverified", False)], value=ANY,
-                                         description="Verified")
-        self.source = widgets.Dropdown(options=[ANY, "user", "agent"], value=ANY, description="Source")
-        self.table = RecordTable(columns=_COLUMNS, empty="no memories match")
+                                         description="Verified", style=label)
+        self.source = widgets.Dropdown(options=[ANY, "user", "agent"], value=ANY, description="Source", style=label)
+        self.table = RecordTable(columns=COLUMNS, empty="no memories match the search and filters",
+                                 label="memories", wide=WIDE)
         self.summary = widgets.HTML()
-        self.prev_button = widgets.Button(description="Previous", icon="chevron-left", layout=narrow,
-                                          tooltip="Previous page")
-        self.next_button = widgets.Button(description="Next", icon="chevron-right", layout=narrow,
-                                          tooltip="Next page")
+        self.prev_button = button("Previous", "chevron-left", "Previous page")
+        self.next_button = button("Next", "chevron-right", "Next page")
         self.page_box = widgets.BoundedIntText(value=1, min=1, max=1, description="page",
                                                style={"description_width": "initial"},
-                                               layout=widgets.Layout(width="10em"))
-        self.detail = widgets.HTML()
+                                               layout=widgets.Layout(width="9em"))
+        self.detail_html = widgets.HTML()
         human = self.vault.actor == "user"
         self._human = human
-        self.verify_button = widgets.Button(description="Verify", icon="check", button_style="success",
-                                            disabled=True, tooltip="A human confirms the selected memory")
-        self.delete_button = widgets.Button(description="Delete", icon="trash", button_style="danger",
-                                            disabled=True, tooltip="Delete the selected memory (asks first)")
+        self.verify_button = button("Verify", "check", "A human confirms the selected memory", style="success",
+                                    disabled=True)
+        self.delete_button = button("Delete", "trash", "Delete the selected memory (asks first)", style="danger",
+                                    disabled=True)
         self.confirm = Confirm()
-        self.message = widgets.HTML()
-        self.search_button.on_click(lambda _b: self.refresh())
+        for w in (self.query, self.category, self.tag, self.priority, self.verified, self.source):
+            w.observe(lambda _c: self._new_search(), names="value")
         self.verify_button.on_click(lambda _b: self.verify_selected())
         self.delete_button.on_click(lambda _b: self.ask_delete())
         self.prev_button.on_click(lambda _b: self.go_to(self.page - 1))
         self.next_button.on_click(lambda _b: self.go_to(self.page + 1))
         self.page_box.observe(lambda c: self.go_to(c["new"]), names="value")
-        for w in (self.query, self.category, self.tag, self.priority, self.verified, self.source):
-            w.observe(lambda _c: self.refresh(page=1), names="value")
-        self.table.observe(lambda _c: self.refresh(), names=["sort_by", "sort_desc"])
+        self.table.observe(lambda _c: self._sorted(), names=["sort_by", "sort_desc"])
         self.table.observe(lambda _c: self._show_selected(), names="selected")
-        super().__init__(children=[
-            widgets.HBox([self.query, self.search_button]),
-            widgets.HBox([self.category, self.tag]),
-            widgets.HBox([self.priority, self.verified, self.source]),
-            widgets.HBox([self.summary, self.prev_button, self.page_box, self.next_button],
-                         layout=widgets.Layout(align_items="center")),
-            self.table,
-            self.detail,
-            widgets.HBox([self.verify_button, self.delete_button]),
-            self.confirm,
-            self.message,
-        ])
+        actions = widgets.HBox([self.verify_button, self.delete_button])
+        actions.add_class("synapse-actions")
+        self.detail.children = (self.detail_html, actions, self.confirm, self.message)
+        pager = widgets.HBox([self.summary, self.prev_button, self.page_box, self.next_button])
+        pager.add_class("synapse-pager")
+        self.frame(filters=[self.query, self.category, self.tag, self.priority, self.verified, self.source],
+                   main=[self.table, pager])
         self.add_class("synapse-memory-browser")
         self.refresh()
 
@@ -161,22 +171,31 @@ class MemoryBrowser(widgets.VBox):
         return {"tag": self.tag.value.strip() or None, "category": val(self.category), "priority": val(self.priority),
                 "verified": val(self.verified), "source": val(self.source)}
 
+    def _new_search(self) -> None:
+        self.message.value = ""  # an outcome about the last search never lingers beside the new one
+        self.refresh(page=1)
+
+    def _sorted(self) -> None:
+        self.refresh(page=1)  # a new order starts at its first page
+
+    def _page(self, want: int) -> Any:
+        sort = self.table.sort_by or None
+        desc = self.table.sort_desc != (sort in _INVERTED)
+        return self.vault.memories.page(self.query.value or "", **self._filters(), sort=sort, descending=desc,
+                                        offset=(max(want, 1) - 1) * self.page_size, limit=self.page_size)
+
     def refresh(self, page: int | None = None) -> list[Memory]:
         """Re-read the current page (or ``page``) with the current search, filters and sort; returns its memories."""
         if self._refreshing:
             return self.results
         want = self.page if page is None else page
         try:
-            found = self.vault.memories.page(
-                self.query.value or "", **self._filters(), sort=self.table.sort_by or None,
-                descending=self.table.sort_desc, offset=(max(want, 1) - 1) * self.page_size, limit=self.page_size)
+            found = self._page(want)
             if not found.items and found.total and want > found.pages:  # the last page emptied: show the new last
                 want = found.pages
-                found = self.vault.memories.page(
-                    self.query.value or "", **self._filters(), sort=self.table.sort_by or None,
-                    descending=self.table.sort_desc, offset=(want - 1) * self.page_size, limit=self.page_size)
+                found = self._page(want)
         except SynapseError as exc:
-            self.message.value = message_html(f"search refused: {exc}", error=True)
+            self.say(f"search refused: {exc}", error=True)
             return self.results
         self.results = list(found.items)
         self.total = found.total
@@ -192,8 +211,9 @@ class MemoryBrowser(widgets.VBox):
         first = found.offset + 1
         shown = (f"{first:,}–{found.offset + len(self.results):,} of {plural(found.total, 'memory')}"
                  if found.pages > 1 else plural(found.total, "memory"))
-        self.summary.value = block(f"<span style='margin-right:12px'>{shown} · page {self.page:,} of "
+        self.summary.value = block(f"<span style='margin-right:8px'>{shown} · page {self.page:,} of "
                                    f"{found.pages:,}</span>")
+        self.set_header(plural(found.total, "memory") + (" matches" if found.total == 1 else " match"))
         self.table.rows = [_row(m) for m in self.results]
         if self.table.selected not in self.table.row_ids:
             self.table.selected = ""  # the observer clears the detail
@@ -215,7 +235,7 @@ class MemoryBrowser(widgets.VBox):
     def select(self, memory_id: str) -> None:
         """Select a memory on the current page, as a click on its row does."""
         if memory_id not in self.table.row_ids:
-            self.message.value = message_html(f"{memory_id} is not on this page", error=True)
+            self.say(f"{memory_id} is not on this page", error=True)
             return
         self.table.selected = memory_id
 
@@ -223,8 +243,9 @@ class MemoryBrowser(widgets.VBox):
         m = self.selected
         if self.confirm.pending:
             self.confirm.cancel()  # a new selection never inherits a question about another memory
-        self.detail.value = memory_detail_html(m) if m else block(
-            "<div style='font-style:italic'>click a row to see the memory in full, verify or delete it</div>")
+        self.detail_html.value = memory_detail_html(m) if m else block(
+            f"<div style='color:{MUTED};font-style:italic'>click a row (or Tab to the table and use the arrow keys) "
+            "to see the memory in full, verify or delete it</div>")
         self.verify_button.disabled = not self._human or m is None or m.verified
         self.delete_button.disabled = not self._human or m is None
         if not self._human:
@@ -232,18 +253,19 @@ class MemoryBrowser(widgets.VBox):
 
     # -- acting -----------------------------------------------------------------------------------------------
     def verify_selected(self) -> Memory | None:
-        """Verify the selected memory (human only); shows the outcome and re-reads the store."""
+        """Verify the selected memory (human only); shows the outcome under the buttons and re-reads the store."""
         m = self.selected
         if m is None:
-            self.message.value = message_html("select a memory first (click its row)", error=True)
+            self.say("select a memory first (click its row)", error=True)
             return None
         try:
-            mem = self.vault.memories.verify(m.id)
+            mem = self.act(lambda: self.vault.memories.verify(m.id))
         except SynapseError as exc:
-            self.message.value = message_html(f"not verified: {exc}", error=True)
+            self.say(f"not verified: {exc}", error=True)
             return None
         self.refresh()
-        self.message.value = message_html(f"verified {mem.id} ({mem.category}/{mem.key})")
+        self.table.focus()
+        self.say(f"verified {mem.id} ({mem.category}/{mem.key}): a human confirmed it")
         out: Memory | None = mem
         return out
 
@@ -251,28 +273,30 @@ class MemoryBrowser(widgets.VBox):
         """First step of Delete: ask to confirm deleting the selected memory."""
         m = self.selected
         if m is None:
-            self.message.value = message_html("select a memory first (click its row)", error=True)
+            self.say("select a memory first (click its row)", error=True)
             return
         self.message.value = ""
-        self.confirm.ask(f"Delete {m.id} ({m.category}/{m.key})? This cannot be undone.", "Delete",
+        self.confirm.ask(f"Delete {m.category}/{m.key} ({m.id})? This cannot be undone.", "Delete",
                          lambda: self.delete(m.id))
 
     def delete_selected(self) -> Memory | None:
         """Delete the selected memory without asking (the confirm step calls :meth:`delete`)."""
         m = self.selected
         if m is None:
-            self.message.value = message_html("select a memory first (click its row)", error=True)
+            self.say("select a memory first (click its row)", error=True)
             return None
         return self.delete(m.id)
 
     def delete(self, memory_id: str) -> Memory | None:
         """Delete one memory; shows the outcome and re-reads the store."""
         try:
-            mem = self.vault.memories.delete(memory_id)
+            mem = self.act(lambda: self.vault.memories.delete(memory_id))
         except SynapseError as exc:
-            self.message.value = message_html(f"not deleted: {exc}", error=True)
+            self.say(f"not deleted: {exc}", error=True)
             return None
         self.refresh()
-        self.message.value = message_html(f"deleted {mem.id} ({mem.category}/{mem.key})")
+        self.table.focus()
+        self.say(f"deleted {mem.id} ({mem.category}/{mem.key})")
         out: Memory | None = mem
         return out
+

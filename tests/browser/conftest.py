@@ -38,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+from _notebook import nb, ui  # noqa: E402,F401  (the one notebook every test drives, opened once per session)
 from _ui import ARTIFACTS  # noqa: E402
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
@@ -85,14 +86,14 @@ class Lab:
         """Write a notebook of code cells into the served folder; returns its path for ``/lab/tree/``."""
         import nbformat
 
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-        nbformat.write(nb, self.root / name)
+        book = nbformat.v4.new_notebook()
+        book.cells = [nbformat.v4.new_code_cell(src) for src in cells]
+        book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+        nbformat.write(book, self.root / name)
         return name
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def lab() -> Iterator[Lab]:
     """A JupyterLab server on 127.0.0.1 with temporary JUPYTER_* folders, stopped by its PID."""
     chromium_path()
@@ -149,7 +150,7 @@ def lab() -> Iterator[Lab]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def browser(lab: Lab) -> Iterator[Any]:
     """Headless Debian Chromium through Playwright's sync API."""
     from playwright.sync_api import sync_playwright

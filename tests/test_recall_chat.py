@@ -1,0 +1,177 @@
+"""Recall on chat (issue 33): chat forms and slips of query words, units of one speaker's messages in the gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from synapse_nb import open_vault
+from synapse_nb.recall import Bars
+from synapse_nb.recall.bm25 import Term
+from synapse_nb.recall.chatwords import CHAT_FORMS, accept_typo, chat_forms, spelling_variants
+from synapse_nb.recall.expand import merge_terms
+from synapse_nb.recall.rank import UNIT_MAX, RankParams, ThreadIndex
+from synapse_nb.store.records import RankRow
+
+OPEN = Bars(floor=0, margin=0, top_k=50, budget_tokens=10**9)
+
+
+def test_chat_forms_both_ways_one_token_each() -> None:
+    assert "tmrw" in chat_forms("tomorrow") and "bday" in chat_forms("birthday")
+    assert chat_forms("bday") == ("birthday",) and "tomorrow" in chat_forms("tmrw")
+    assert chat_forms("lake") == ()
+    for word, forms in CHAT_FORMS.items():
+        assert word == word.lower() and all(f == f.lower() for f in forms)
+        assert all(f.isalnum() for f in chat_forms(word))
+
+
+def test_spelling_variants_are_slips_that_seldom_spell_another_word() -> None:
+    v = spelling_variants("birthday")
+    assert {"birtdhay", "ibrthday", "birthdday", "birthdayyy"} <= set(v)
+    assert len(v) == len(set(v)) and "birthday" not in v
+    assert "tomorow" in spelling_variants("tomorrow")
+    # dropped and replaced letters are not slips here: in clean text they spell other words
+    assert "move" not in spelling_variants("movie") and "paying" not in spelling_variants("playing")
+    assert "dream" not in spelling_variants("cream")
+    # short words: only lengthened forms; non-letters: none
+    assert set(spelling_variants("love")) >= {"loveee", "looove"} and "lvoe" not in spelling_variants("love")
+    assert spelling_variants("no") == [] and spelling_variants("v1.5") == [] and spelling_variants("café") == []
+    assert spelling_variants("birthday") == spelling_variants("birthday")  # a fixed order
+
+
+def test_accept_typo() -> None:
+    assert accept_typo(1, 3) and accept_typo(2, 0) and accept_typo(3, 9)
+    assert not accept_typo(0, 5)  # not in the vault
+    assert not accept_typo(4, 100)  # too common to be a slip
+    assert not accept_typo(2, 5)  # the word is not common enough beside it
+
+
+def test_merge_terms_adds_counts_and_documents() -> None:
+    a = Term("birthdai", np.array([1, 5]), np.array([1, 1]), np.array([0, 2]), 2, {})
+    b = Term("bdai", np.array([5, 9]), np.array([2, 1]), np.array([0, 0]), 2, {})
+    m = merge_terms(a, [b], n_rows=3)
+    assert m.stem == "birthdai" and m.pos.tolist() == [1, 5, 9]
+    assert m.tf_body.tolist() == [1, 3, 1] and m.tf_context.tolist() == [0, 2, 0] and m.n_vault == 3
+
+
+def _chat_vault(tmp_path: Path, lines: list[tuple[str, str]], name: str = "v"):
+    (tmp_path / name).mkdir()
+    v = open_vault(tmp_path / name / ".synapse")
+    for i, (actor, text) in enumerate(lines):
+        v.episodes.log(f"msg {i}", outcome=text, thread="chat", actor=actor)
+    return v
+
+
+def test_a_chat_form_and_a_slip_find_the_message(tmp_path: Path) -> None:
+    filler = [("Ann", f"talked about the weather and the bus number {i}") for i in range(12)]
+    v = _chat_vault(tmp_path, [*filler, ("Bob", "omg its my bday tmrw"), ("Ann", "the birthday cake recipe"),
+                               ("Bob", "we went to the aquariumm with the kids")])
+    try:
+        got = v.recall("When is Bob's birthday?", bars=OPEN)
+        top = [i.line for i in got.items[:2]]
+        assert any("bday" in t for t in top)
+        hit = v.recall("Where did Bob take the kids, the aquarium?", bars=OPEN)
+        assert "aquariumm" in hit.items[0].line
+    finally:
+        v.close()
+
+
+def test_chat_words_can_be_turned_off_and_change_nothing_without_variants(tmp_path: Path) -> None:
+    from synapse_nb.recall.engine import Recaller
+
+    v = _chat_vault(tmp_path, [("Ann", "the lake was cold"), ("Bob", "my bday is tmrw"), ("Ann", "nice")])
+    try:
+        ctx = v._ctx
+        on = Recaller(ctx, lambda: v.index, RankParams())
+        off = Recaller(ctx, lambda: v.index, RankParams(chat_words=False))
+        plain = [(i.id, i.line, i.score) for i in on.recall("cold lake", bars=OPEN).items]
+        assert plain == [(i.id, i.line, i.score) for i in off.recall("cold lake", bars=OPEN).items]
+        assert any("bday" in i.line for i in on.recall("birthday", bars=OPEN).items)
+        assert not any("bday" in i.line for i in off.recall("birthday", bars=OPEN).items)
+    finally:
+        v.close()
+
+
+def _rows(actors: list[str | None], thread: str | None = "t") -> list[RankRow]:
+    return [RankRow("episode", f"e{i:02d}", thread, i, a, False, 5, i + 1) for i, a in enumerate(actors)]
+
+
+def test_units_are_runs_of_one_actor_cut_at_unit_max() -> None:
+    idx = ThreadIndex(_rows(["ann", "ann", "bob", "ann", "ann", "ann", None, None]))
+    assert idx.head.tolist() == [0, 0, 2, 3, 3, 3, 6, 7]
+    assert idx.tail.tolist() == [1, 1, 2, 5, 5, 5, 6, 7]
+    members, owner = idx.unit_members(np.array([3, 0, 7]))
+    assert sorted(zip(owner.tolist(), members.tolist(), strict=True)) == [(0, 3), (0, 4), (0, 5), (1, 0), (1, 1),
+                                                                           (2, 7)]
+    long = ThreadIndex(_rows(["ann"] * (UNIT_MAX * 2 + 1)))
+    assert long.head.tolist() == [0] * UNIT_MAX + [UNIT_MAX] * UNIT_MAX + [2 * UNIT_MAX]
+    alone = ThreadIndex(_rows(["ann", "ann"], thread=None))  # outside a thread: each its own unit
+    assert alone.head.tolist() == [0, 1] and alone.tail.tolist() == [0, 1]
+
+
+def test_units_survive_patch_and_the_file(tmp_path: Path) -> None:
+    from synapse_nb.recall import rankfile
+    from synapse_nb.store.records import RankState
+
+    rows = _rows(["ann", "ann", "bob", "bob", "ann"])
+    idx = ThreadIndex(rows)
+    new = RankRow("episode", "e02", "t", 2, "ann", False, 5, 3)  # bob's first message now ann's
+    patched = idx.patch({"e02"}, [new])
+    fresh = ThreadIndex([*rows[:2], new, *rows[3:]])
+    assert patched.head.tolist() == fresh.head.tolist() == [0, 0, 0, 3, 4]
+    assert patched.tail.tolist() == fresh.tail.tolist()
+    path = tmp_path / "rank.bin"
+    assert rankfile.save(path, RankState("uid", 3, "e04", 1), "default", idx)
+    got = rankfile.load(path, "uid", "default")
+    assert got is not None
+    assert got.threads.head.tolist() == idx.head.tolist() and got.threads.tail.tolist() == idx.tail.tolist()
+
+
+def test_the_gate_reads_a_unit_as_one_message(tmp_path: Path) -> None:
+    """A question whose words are spread over one person's consecutive messages passes the gate; the same words
+    spread over two people's messages do not count as one record's."""
+    base = [("Ann", f"the weather report for day {i} was rainy") for i in range(10)]
+    split = [*base, ("Bob", "guess what"), ("Bob", "i got the job"), ("Bob", "at the bakery downtown")]
+    mixed = [*base, ("Bob", "guess what"), ("Ann", "i got the job"), ("Bob", "at the bakery downtown")]
+    v1, v2 = _chat_vault(tmp_path, split, "a"), _chat_vault(tmp_path, mixed, "b")
+    try:
+        q = "which job at the bakery"
+        c1, c2 = v1.recall(q).coverage, v2.recall(q).coverage
+        assert c1 > c2
+        assert not v1.recall(q).nothing_new
+    finally:
+        v1.close()
+        v2.close()
+
+
+@pytest.mark.parametrize("seed", ["0", "7"])
+def test_recall_with_chat_words_is_the_same_bytes_whatever_the_hash_seed(tmp_path: Path, seed: str) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from synapse_nb import open_vault\n"
+        "from synapse_nb.recall import Bars\n"
+        "Path(sys.argv[1]).mkdir()\n"
+        "v = open_vault(Path(sys.argv[1]) / '.synapse')\n"
+        "for i, (a, t) in enumerate([('Ann', 'my bday is tmrw'), ('Bob', 'the birthdya party'), ('Ann', 'sooo fun'),"
+        " ('Bob', 'the birthday cake'), ('Ann', 'see u tomorow')]):\n"
+        "    v.episodes.log(f'm{i}', outcome=t, thread='c', actor=a)\n"
+        "r = v.recall('birthday party tomorrow so fun', bars=Bars(floor=0, margin=0, top_k=50, budget_tokens=10**9))\n"
+        "print(json.dumps([[i.line for i in r.items], [[x.score, x.coverage] for x in r.explain()], r.coverage]))\n"
+        "v.close()\n")
+    import os
+
+    outs = set()
+    for hs in (seed, "123"):
+        folder = tmp_path / f"h{hs}"
+        env = dict(os.environ, PYTHONHASHSEED=hs)
+        got = subprocess.run([sys.executable, "-c", script, str(folder)], env=env, capture_output=True, text=True,
+                             check=True)
+        outs.add(got.stdout)
+        assert "bday" in got.stdout and "birthdya" in got.stdout
+    assert len(outs) == 1
