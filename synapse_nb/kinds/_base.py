@@ -11,7 +11,7 @@ import functools
 import re
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from synapse_nb._util import check_limit, fmt_ts
 from synapse_nb.errors import (
@@ -70,7 +70,7 @@ def exactly_once(method: F) -> F:
             return out
         written = [rid for kind, rid in out if kind == self.record_cls.kind]
         return self.get(written[0]) if written else method(self, *args, **kw)
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)  # functools.wraps keeps the signature: the wrapper takes and returns what method does
 
 
 class KindManager(Generic[R]):
