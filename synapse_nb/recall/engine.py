@@ -56,7 +56,14 @@ def clean_query(query: Any) -> str:
     return _CTRL.sub(" ", query)
 
 
-def _check_args(bars: Any, budget_tokens: Any, session: Any, path: Any) -> Bars:
+def check_path(path: Any) -> None:
+    """Recall v1's ``path`` argument: only its old names are accepted (each runs the one ranking)."""
+    if path not in PATHS:
+        raise ValidationError(f"path {path!r} is not accepted; use auto or rank (exhaustive and index are "
+                              "accepted as their old names)")
+
+
+def _check_args(bars: Any, budget_tokens: Any, session: Any) -> Bars:
     bars = bars or Bars()
     if not isinstance(bars, Bars):
         raise ValidationError(f"bars must be a synapse_nb.recall.Bars, got {type(bars).__name__}")
@@ -68,9 +75,6 @@ def _check_args(bars: Any, budget_tokens: Any, session: Any, path: Any) -> Bars:
     if session is not None and (not isinstance(session, str) or not session.strip() or len(session) > 200
                                 or not session.isprintable()):
         raise ValidationError("session must be a non-empty printable string of at most 200 characters")
-    if path not in PATHS:
-        raise ValidationError(f"path {path!r} is not accepted; use auto or rank (exhaustive and index are "
-                              "accepted as their old names)")
     out: Bars = bars
     return out
 
@@ -94,7 +98,6 @@ class Recaller:
                  defaults: Callable[[], tuple[Bars, float]] | None = None) -> None:
         self._ctx = ctx
         self._defaults = defaults  # the saved default bars, read inside the snapshot (no round trip of their own)
-        self._index = index
         self._lock = threading.RLock()
         self._candidates = Candidates(ctx)
         self._postings = Postings(ctx)
@@ -238,22 +241,22 @@ class Recaller:
                 self._records_key, self._records = (version, mind), {}
 
     def recall(self, query: Any, *, session: str | None = None, branch: Any = None, files: Any = None,
-               budget_tokens: int | None = None, bars: Bars | None = None, path: str = "auto") -> Recall:
+               budget_tokens: int | None = None, bars: Bars | None = None) -> Recall:
         """See :meth:`synapse_nb.vault.Vault.recall`."""
         ctx = self._ctx
         query = clean_query(query)
-        given, bars = bars, _check_args(bars, budget_tokens, session, path)
+        given, bars = bars, _check_args(bars, budget_tokens, session)
         file_refs = check_files(files, "files")
         branch_name = ctx.git.head()[0] if branch is None else str(branch)
         used = "rank" if query.strip() else "none"
         if self.params.semantic:  # the semantic channel's index applies queued writes outside the snapshot
             self._dense.sync()
         try:
-            version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session, path,
+            version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session,
                                                               file_refs, branch_name)
         except Unsynced:  # the channel was just turned on, or a write came between: sync, then read again
             self._dense.prepare(self._embedder[1] if self._embedder else None)
-            version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session, path,
+            version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session,
                                                               file_refs, branch_name, synced=True)
         walk = [c.id for c in ranking.cands if c is not None] if ranking else []
         # the session's marks are no part of the vault's state (they move no version): read after the snapshot
@@ -279,7 +282,7 @@ class Recaller:
                       borrowed=borrowed.to_dict() if borrowed is not None else None)
 
     def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
-              path: str, file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False,
+              file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False,
               ) -> tuple[Any, Bars, str, list[Any], _Ranking | None]:
         """One consistent read of everything the ranking weighs: (version, bars, now, lessons, ranking).
         ``synced``: the semantic table was just synced (writes queued since are not waited for again)."""
@@ -293,7 +296,7 @@ class Recaller:
                     if self._defaults is not None:  # the saved bars and semantic weight, read inside the snapshot
                         saved, semantic = self._saved_defaults(version)
                         if given is None:
-                            bars = _check_args(saved, budget_tokens, session, path)
+                            bars = _check_args(saved, budget_tokens, session)
                         if semantic != self.params.semantic:
                             self.params = replace(self.params, semantic=semantic)
                     if self.params.semantic and not synced:
