@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb._util import check_files
 from synapse_nb.errors import QueryError, SnapshotMoved, ValidationError
-from synapse_nb.kinds.lessons import Lessons
-from synapse_nb.models import Record
+from synapse_nb.models import Lesson, Record
 from synapse_nb.recall.assembly import assemble, empty_reason, record_line
 from synapse_nb.recall.bm25 import Postings, Term, bm25_top
 from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, query_words
@@ -90,13 +89,16 @@ class _Ranking(NamedTuple):
 class Recaller:
     """Recall bound to one context (one vault handle); its caches live here, per process.
 
-    ``index`` gives the vault's retrieval index (kept for the surfaces that search it; recall ranks with the
-    store's BM25 and the structure step).
+    ``index`` gives the vault's retrieval index (the semantic channel's vectors live there; recall ranks with the
+    store's BM25 and the structure step). ``lessons`` reads the approved lessons in force (the banner): the kinds
+    own that rule (:meth:`synapse_nb.kinds.lessons.Lessons.in_force`), recall only asks.
     """
 
     def __init__(self, ctx: Context, index: Callable[[], VaultIndex], params: RankParams | None = None,
-                 defaults: Callable[[], tuple[Bars, float]] | None = None) -> None:
+                 defaults: Callable[[], tuple[Bars, float]] | None = None, *,
+                 lessons: Callable[[Context, str | None], Iterable[Lesson]]) -> None:
         self._ctx = ctx
+        self._lessons = lessons  # the banner's lessons in force at a context's "now" on a branch (the kinds' rule)
         self._defaults = defaults  # the saved default bars, read inside the snapshot (no round trip of their own)
         self._lock = threading.RLock()
         self._candidates = Candidates(ctx)
@@ -302,7 +304,7 @@ class Recaller:
                     if self.params.semantic and not synced:
                         self._dense.check_synced(self._embedder_spec(version))
                     now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
-                    lessons = list(Lessons(ctx.at(now)).in_force(branch_name))
+                    lessons = list(self._lessons(ctx.at(now), branch_name))
                     ranking = self._rank(query, file_refs, bars, now, version) if query.strip() else None
                 break
             except SnapshotMoved:

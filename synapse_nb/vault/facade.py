@@ -234,7 +234,8 @@ class Vault:
         if self._recaller is None:
             from synapse_nb.recall.engine import Recaller  # loaded by the first recall (import synapse_nb stays light)
 
-            self._recaller = Recaller(self._ctx, lambda: self.index, defaults=self._recall_settings)
+            self._recaller = Recaller(self._ctx, lambda: self.index, defaults=self._recall_settings,
+                                      lessons=lambda ctx, branch: Lessons(ctx).in_force(branch))
         if path is not None:
             from synapse_nb.recall.engine import check_path
 
