@@ -71,7 +71,7 @@ def make_rows(n: int, seed: int = 7, first_id: int = 0) -> Iterator[IndexRow]:
     import numpy as np
 
     rng = np.random.Generator(np.random.PCG64(seed))
-    vocab = np.array(_vocab() + ["the", "a", "of", "to", "and", "in", "we", "it", "for", "on"])
+    vocab = np.array([*_vocab(), "the", "a", "of", "to", "and", "in", "we", "it", "for", "on"])
     weights = 1.0 / np.arange(1, len(vocab) + 1) ** 0.9
     weights /= weights.sum()
     perm = rng.permutation(len(vocab))
@@ -117,7 +117,7 @@ def peak_rss_mb() -> float:
 
 def pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
 
 
 def bench(n: int, n_queries: int, recall: bool, ann_threshold: int = 150_000) -> dict[str, float]:
@@ -173,12 +173,12 @@ def main(argv: list[str] | None = None) -> None:
             "vector_p95_ms", "fts_p50_ms", "fts_p95_ms", "peak_rss_mb"]
     if args.recall:
         cols.append("ann_recall@10")
-    print(f"# python {sys.version.split()[0]}, {os.cpu_count()} cpus, {args.queries} queries/mode, k=50, mind prefilter")
+    print(f"# python {sys.version.split()[0]}, {os.cpu_count()} cpus, {args.queries} queries/mode, k=50, "
+          "mind prefilter")
     print(" | ".join(cols))
     for n in sizes:
         r = bench(n, args.queries, args.recall, args.ann_threshold)
-        print(" | ".join(f"{r.get(c, float('nan')):.0f}" if c == "rows" else f"{r.get(c, float('nan')):.2f}" for c in cols),
-              flush=True)
+        print(" | ".join(f"{r.get(c, float('nan')):.{0 if c == 'rows' else 2}f}" for c in cols), flush=True)
 
 
 if __name__ == "__main__":

@@ -227,7 +227,8 @@ def _point(values: dict) -> tuple[RankParams, BM25]:
 def search_ranking(cs: dict[int, Conv], rounds: int = 3, log=None) -> dict:
     """Coordinate descent on dev (0-6) from today's defaults: each parameter in turn takes the value of
     :data:`SPACE` with the best objective (ties: keep the current value); stop when a round changes nothing."""
-    cur = {f.name: getattr(RankParams(), f.name) for f in fields(RankParams) if f.name in SPACE} | {"k1": 1.2, "b": 0.75}
+    cur = ({f.name: getattr(RankParams(), f.name) for f in fields(RankParams) if f.name in SPACE}
+           | {"k1": 1.2, "b": 0.75})
     best = rank_metrics(cs, DEV, *_point(cur))["obj"]
     for rnd in range(rounds):
         changed = False
@@ -895,13 +896,14 @@ def exp8_variants() -> list[tuple[str, str, dict]]:
           ("flow: next body-only, before the power", "flow", {"next_body": True, "flow_power": False}),
           ("flow replica check (today)", "flow", {})]
     v += [("thread part: best of the thread's other records", "flow", {"thread_others": True})]
-    v += [(f"next flow x {a} when the record is a question", "flow", {"answer_mult": a}) for a in (0.0, 0.25, 0.5, 0.75, 2.0,
-                                                                                                    3.0)]
+    v += [(f"next flow x {a} when the record is a question", "flow", {"answer_mult": a})
+          for a in (0.0, 0.25, 0.5, 0.75, 2.0, 3.0)]
     v += [(f"a question record x {x}", "flow", {"question_self": x}) for x in (0.6, 0.7, 0.75, 0.8, 0.85, 0.9,
                                                                                              1.1)]
     v += [(f"a question record x {x}, its answer's flow x {a}", "flow", {"question_self": x, "answer_mult": a})
           for x in (0.8, 0.9) for a in (0.0, 0.5)]
-    v += [(f"dirichlet QL mu=200, power {pw}", "stage", {"model": "ql", "mu": 200, "power": pw}) for pw in (1.0, 2.0, 3.0)]
+    v += [(f"dirichlet QL mu=200, power {pw}", "stage", {"model": "ql", "mu": 200, "power": pw})
+          for pw in (1.0, 2.0, 3.0)]
     v += [(f"query-word diversity re-rank, penalty lam={lam}", "diversity", {"lam": lam}) for lam in (0.1, 0.2, 0.4)]
     v += [(f"query-word diversity re-rank, bonus lam={lam}", "diversity", {"lam": lam, "form": "bonus"})
           for lam in (0.05, 0.1, 0.2)]

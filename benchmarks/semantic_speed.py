@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from recall import _peak_rss_mb, export_lines, pct, queries, timed  # benchmarks/recall.py
 
 import synapse_nb as syn
+from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.recall.engine import Recaller
 from synapse_nb.recall.rank import RankParams, rank_words
 
@@ -39,7 +40,8 @@ def measure(path: Path, n_queries: int, embedder: str, weight: float) -> dict:
     v.settings.set("recall_embedder", embedder)
     qs = queries(n_queries)
     off = v.recall
-    on = Recaller(v._ctx, lambda: v.index, params=RankParams(semantic=weight))
+    on = Recaller(v._ctx, lambda: v.index, params=RankParams(semantic=weight),
+                  lessons=lambda c, b: Lessons(c).in_force(b))
     t = time.perf_counter()
     on.recall(qs[0])  # builds the index and the channel's table
     build = time.perf_counter() - t

@@ -10,7 +10,13 @@ Prints (asserts nothing; figures go to docs/benchmarks.md):
 2. recall p50 at each size: the team path vs the local SQLite path on the same records (ratio; median of runs);
 3. change-feed lag: a write on machine A until machine B's index search finds it (pull), until B's index holds it
    while B follows the feed (LISTEN wake-up, no search), and until B's recall gives it (p50, p95);
-4. determinism: 100 queries recalled on both machines, byte-identical texts.
+4. determinism: 100 queries recalled on both machines, byte-identical texts;
+5. outage (``--parts outage``): on a server of its own, stopped for each of ``--outages`` seconds (default 10,60)
+   while a client keeps calling: whether the first call after the server accepts connections again succeeds, and
+   how long from "ready" to that call's answer (goal: < 1 s);
+6. kills (``--parts kills``): ``--procs`` writer processes of decisions (the kind a cut commit used to duplicate),
+   each retrying a failed call as its message says; meanwhile the server's postmaster is killed with SIGKILL and
+   restarted, and one writer process is killed with SIGKILL: acknowledged writes lost and duplicated (bar: 0 / 0).
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import random
+import signal
 import statistics
 import sys
 import tempfile
@@ -28,6 +36,7 @@ from pathlib import Path
 import psycopg
 
 import synapse_nb as syn
+from synapse_nb.errors import BusyError, CommitUnknownError, OfflineError
 from synapse_nb.store.postgres import gate_terms
 from synapse_nb.store.postgres.dialect import rank_tokens
 from synapse_nb.store.postgres.server import PgServer
@@ -157,6 +166,8 @@ def bench_recall(url: str, base: Path, sizes: list[int], runs: int, memo: bool =
         for v in (team, local):  # warm: index built, candidates cached, scorer loaded
             for q in queries[:3]:
                 v.recall(q)
+        if team._store.keeper is not None:  # steady state: this machine's offline copy built (once per machine)
+            team._store.keeper.flush(300)
         lt: list[float] = []
         tt: list[float] = []
         rt0 = team._store.round_trips.count
@@ -239,6 +250,110 @@ def bench_feed_and_bytes(url: str, a_dir: Path, b_dir: Path, samples: int) -> No
     b.close()
 
 
+def bench_outage(outages: list[float]) -> None:
+    srv = PgServer.launch()
+    base = Path(tempfile.mkdtemp(prefix="synapse-team-outage-"))
+    try:
+        url = f"{srv.url}?project=outage"
+        init(url, local=base)
+        v = open_team_vault(url, local=base)
+        v.remember("knowledge", "deploys", "deploys go through the canary first")
+        for outage in outages:
+            v.recall("how do deploys go?")
+            srv.stop()
+            end, failed = time.monotonic() + outage, 0
+            while time.monotonic() < end:  # a client that keeps calling during the outage
+                try:
+                    v.recall("how do deploys go?")
+                except OfflineError:
+                    failed += 1
+                time.sleep(min(1.0, max(0.0, end - time.monotonic())))
+            srv.start(port=srv.port)  # pg_ctl -w: returns once the server accepts connections
+            ready = time.monotonic()
+            tries = 0
+            while True:
+                tries += 1
+                try:
+                    v.recall("how do deploys go?")
+                    break
+                except OfflineError:
+                    time.sleep(0.05)
+            print(f"outage {outage:.0f} s: {failed} calls refused during it (OfflineError); first call after the "
+                  f"server was ready {'succeeded' if tries == 1 else f'failed, call {tries} succeeded'}, "
+                  f"{time.monotonic() - ready:.2f} s after ready")
+        v.close()
+    finally:
+        srv.destroy()
+
+
+def kill_writer(args: tuple[str, str, int, int, str]) -> None:
+    url, folder, proc, n, ack = args
+    v = open_team_vault(url, local=folder)
+    with open(ack, "a", encoding="utf-8") as out:
+        for i in range(n):
+            text_i = f"p{proc} decision {i}"
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    v.decide(text_i)
+                    break
+                except (OfflineError, CommitUnknownError, BusyError) as exc:  # each says: call again
+                    print(f"writer {proc}, {text_i}: {type(exc).__name__}: {exc}"[:300], file=sys.stderr, flush=True)
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+            out.write(text_i + "\n")
+            out.flush()
+
+
+def bench_kills(procs: int, writes: int) -> None:
+    srv = PgServer.launch()
+    base = Path(tempfile.mkdtemp(prefix="synapse-team-kills-"))
+    try:
+        url = f"{srv.url}?project=kills"
+        init(url, local=base)
+        ctx = mp.get_context("spawn")
+        acks = [base / f"ack{p}.txt" for p in range(procs)]
+        workers = [ctx.Process(target=kill_writer, args=((url, str(base), p, writes, str(acks[p])),))
+                   for p in range(procs)]
+        for w in workers:
+            w.start()
+
+        def n_acked() -> int:
+            return sum(len(a.read_text().splitlines()) for a in acks if a.exists())
+
+        def wait_for(n: int) -> None:
+            while n_acked() < n and any(w.is_alive() for w in workers):
+                time.sleep(0.05)
+
+        wait_for(procs * writes // 3)  # a third written: kill the server mid-load
+        pid = int((srv.data / "postmaster.pid").read_text().split()[0])
+        os.kill(pid, signal.SIGKILL)  # the postmaster, as kill -9; its backends exit when they notice
+        time.sleep(1.0)
+        for _ in range(20):
+            try:
+                srv.start(port=srv.port)
+                break
+            except Exception:  # the old backends still hold the port or shared memory
+                time.sleep(0.5)
+        wait_for(procs * writes * 2 // 3)  # two thirds: kill a client mid-write
+        os.kill(workers[0].pid or 0, signal.SIGKILL)
+        for w in workers:
+            w.join()
+        acked = [line for a in acks if a.exists() for line in a.read_text().splitlines()]
+        v = open_team_vault(url, local=base)
+        stored = [d.decision for d in v.decisions.list(limit=None)]
+        lost = len(set(acked) - set(stored))
+        dup = len(stored) - len(set(stored))
+        print(f"kills: {procs} writers x {writes} decisions, postmaster SIGKILLed and restarted, writer 0 SIGKILLed: "
+              f"{len(acked)} acknowledged, {len(stored)} stored; lost {lost}, duplicated {dup}; "
+              f"frequencies vs recount: {v._store.integrity_check()}"
+              + (f"; lost: {sorted(set(acked) - set(stored))[:5]}" if lost else ""))
+        v.close()
+    finally:
+        srv.destroy()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--procs", type=int, default=8)
@@ -246,7 +361,9 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--feed-samples", type=int, default=50)
-    ap.add_argument("--parts", default="writes,feed,recall", help="which parts to run (comma-separated)")
+    ap.add_argument("--parts", default="writes,feed,recall,outage,kills",
+                    help="which parts to run (comma-separated)")
+    ap.add_argument("--outages", default="10,60", help="outage part: seconds the server is away, each in turn")
     ap.add_argument("--memo-ranking", action="store_true",
                     help="recall part: keep the team's BM25 answers per data version (the rest of the path alone)")
     a = ap.parse_args()
@@ -266,6 +383,10 @@ def main() -> None:
             bench_feed_and_bytes(url, ma, mb, a.feed_samples)
         if "recall" in parts:
             bench_recall(url, base, [int(x) for x in a.sizes.split(",") if x], a.runs, a.memo_ranking)
+        if "outage" in parts:
+            bench_outage([float(x) for x in a.outages.split(",") if x])
+        if "kills" in parts:
+            bench_kills(a.procs, a.writes // 2)
     finally:
         srv.destroy()
 

@@ -17,6 +17,8 @@ from typing import Any
 from synapse_nb._version import __version__
 from synapse_nb.errors import (
     AmbiguousIdError,
+    BusyError,
+    CommitUnknownError,
     ConflictError,
     DatasetError,
     GitError,
@@ -53,7 +55,9 @@ __all__ = [
     "CATEGORIES",
     "PRIORITIES",
     "AmbiguousIdError",
+    "BusyError",
     "Checkpoint",
+    "CommitUnknownError",
     "ConflictError",
     "DatasetError",
     "Decision",

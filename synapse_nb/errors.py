@@ -18,6 +18,8 @@ they resemble, so ``except KeyError`` or ``except PermissionError`` keeps workin
     ├── StoreError(SynapseError, OSError)             the vault cannot be opened, read or written
     │   ├── SchemaError                               a vault from a newer, unknown schema version
     │   ├── OfflineError                              a team vault's server cannot be reached (no write, no fork)
+    │   ├── BusyError                                 another client held a team vault's write lock too long
+    │   ├── CommitUnknownError                        a commit cut off and the server unreachable to ask (retry it)
     │   └── IndexError_                               the retrieval index is unusable (recall falls back)
     ├── GitError(SynapseError)                        a git feature cannot run here (no repo, no commits, ...)
     ├── SemanticUnavailableError(SynapseError, ImportError)
@@ -31,6 +33,8 @@ from __future__ import annotations
 
 __all__ = [
     "AmbiguousIdError",
+    "BusyError",
+    "CommitUnknownError",
     "ConflictError",
     "DatasetError",
     "GitError",
@@ -139,6 +143,17 @@ class SchemaError(StoreError):
 class OfflineError(StoreError):
     """A team vault's server cannot be reached from this machine: nothing can be written (there is never a local
     fork); ``open_vault(url, offline=True)`` reads this machine's stale copy instead."""
+
+
+class BusyError(StoreError):
+    """Another client held a team vault's write lock longer than this client waits (``lock_timeout``): nothing was
+    written; the call can be made again (a stalled client's transaction is ended by the server)."""
+
+
+class CommitUnknownError(StoreError):
+    """A team vault's connection died during a commit and the server could not be asked in time whether the commit
+    happened. The same call made again on this machine (the same command, or method and arguments) first asks the
+    server, and returns what was written instead of writing it twice."""
 
 
 class SnapshotMoved(StoreError):

@@ -53,10 +53,18 @@ class StaleAnswer:
     age: str | None
     what: str
     stale: bool = True
+    #: False: the server was not asked (``team search-local``), so nothing is known about whether it is reachable
+    contacted: bool = True
 
     @property
     def text(self) -> str:
         old = f"{self.age} old" if self.age else "unknown age"
+        if not self.contacted:
+            head = (f"STALE (local copy): this machine's copy of the team vault, last synced "
+                    f"{self.synced_at or 'never'} ({old}); the server was not asked (team search-local reads only "
+                    f"this copy). {self.what}")
+            hits = [f"- [{h.kind}] {h.id}: {h.text}" for h in self.hits] or ["(no match in the local copy)"]
+            return "\n".join([head, *hits])
         lines = [(f"STALE (offline): this machine's copy of the team vault, last synced {self.synced_at or 'never'} "
                   f"({old}); the server cannot be reached, so writes are refused. {self.what}")]
         lines += [f"- [{h.kind}] {h.id}: {h.text}" for h in self.hits] or ["(no match in the local copy)"]
@@ -78,8 +86,8 @@ class StaleAnswer:
 
 
 def has_copy(folder: Path) -> bool:
-    """Whether a machine's folder (``.synapse/``) holds an index copy of a team vault."""
-    return (folder / "index").is_dir()
+    """Whether a machine's cache folder of a team vault holds a copy of it (``copy.db``, or the index)."""
+    return (folder / "copy.db").is_file() or (folder / "index").is_dir()
 
 
 def copy_age(iso: str | None) -> str | None:
@@ -134,7 +142,7 @@ class OfflineVault:
             raise ValidationError(f"k must be a whole number from 1 to 1000, got {k!r}")
         copy = search_copy(self.path, query, mind=self.mind, now=fmt_ts(datetime.now(UTC)), k=k)
         return StaleAnswer(query, tuple(StaleHit(*h) for h in copy.hits), copy.synced_at, copy_age(copy.synced_at),
-                           what)
+                           what, contacted=self.reason != "not contacted")
 
     def refuse(self, what: str) -> NoReturn:
         """Raise the :class:`~synapse_nb.errors.OfflineError` that says why ``what`` cannot be done offline."""

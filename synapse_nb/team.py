@@ -25,13 +25,15 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from synapse_nb._util import Clock
 from synapse_nb.errors import StoreError, ValidationError
 from synapse_nb.gitscope.repo import find_repo
-from synapse_nb.offline import OfflineVault, copy_age
+from synapse_nb.offline import OfflineVault, copy_age, has_copy
+from synapse_nb.vault.locate import TEAM_DIRNAME, record_team_url, set_local_aside, team_cache_dir, team_url_of
 
 if TYPE_CHECKING:
     from synapse_nb.transfer import ImportCounts
     from synapse_nb.vault import ReadableVault, Vault
 
-__all__ = ["init", "join", "offline_search", "open_team_vault", "start_dev_server", "status", "stop_dev_server"]
+__all__ = ["grant", "init", "join", "offline_search", "open_team_vault", "recorded_url", "start_dev_server", "status",
+           "stop_dev_server"]
 
 LOCAL_DIRNAME = ".synapse"
 
@@ -46,6 +48,17 @@ def _split(url: str, project_dir: Path) -> tuple[str, str]:
     from synapse_nb.store.postgres import parse_team_url, project_for
 
     return parse_team_url(url, project_for(project_dir))
+
+
+def _cache(url: str, project_dir: Path) -> tuple[str, str, Path]:
+    """(libpq URL, project, this machine's cache folder of that team vault)."""
+    conninfo, project = _split(url, project_dir)
+    return conninfo, project, team_cache_dir(project_dir / LOCAL_DIRNAME, conninfo, project)
+
+
+def recorded_url(local: str | Path | None = None) -> str | None:
+    """The team vault URL this repository's ``.synapse/team.toml`` names (``team join`` writes it), or None."""
+    return team_url_of(_project_dir(local) / LOCAL_DIRNAME)
 
 
 @overload
@@ -63,12 +76,13 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
     return open_it(url, mind=mind, actor=actor, clock=clock, readonly=readonly, local=local, offline=offline)
 
 
-def init(url: str, *, humans: tuple[str, ...] = (), agents: tuple[str, ...] = (),
+def init(url: str, *, humans: tuple[str, ...] = (), agents: tuple[str, ...] = (), minds: tuple[str, ...] = ("*",),
          local: str | Path | None = None) -> dict[str, Any]:
     """Create the project (schema, tables, roles) or bring it to this version; idempotent.
 
     Runs every missing migration in one transaction under ``pg_advisory_xact_lock`` (concurrent runs queue).
-    ``humans``/``agents`` are existing login roles to make members of the project's human / agent role.
+    ``humans``/``agents`` are existing login roles to make members of the project's human / agent role (each gets
+    the package's lock and idle timeouts); the agents see ``minds`` ("*": every mind; :func:`grant` changes it).
     Needs a role that may create roles and schemas. Returns the project, versions before/after, and roles.
     """
     import psycopg
@@ -88,17 +102,41 @@ def init(url: str, *, humans: tuple[str, ...] = (), agents: tuple[str, ...] = ()
             for login in humans:
                 store.add_login(login, "human")
             for login in agents:
-                store.add_login(login, "agent")
+                store.add_login(login, "agent", minds=minds)
         finally:
             store.close()
     return {"project": project, "version_before": before, "version": after, "roles": roles(project),
-            "humans": list(humans), "agents": list(agents)}
+            "humans": list(humans), "agents": list(agents), "agent_minds": list(minds) if agents else []}
+
+
+def grant(url: str, login: str, mind: str, *, revoke: bool = False, local: str | Path | None = None) -> dict[str, Any]:
+    """Let the role ``login`` see and write the mind ``mind`` (``"*"``: every mind) of the team vault, or no
+    longer (``revoke``); the database enforces it (row-level security, migration 8). A login sees the minds granted
+    to it or to a role it is a member of: people (``<project>_human``) are granted every mind by ``team init``,
+    agents none. Needs the administrator's URL (the project's owner). Returns the login's minds afterwards."""
+    from synapse_nb.store.postgres import PgStore
+
+    conninfo, project = _split(url, _project_dir(local))
+    store = PgStore(conninfo, project)
+    try:
+        minds = store.grant_mind(login, mind, revoke=revoke)
+    finally:
+        store.close()
+    return {"project": project, "login": login, "minds": minds}
 
 
 def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | None = None) -> ImportCounts:
     """Copy a local vault (``source``: its folder or project folder) into the team vault: its export imported in
     ONE transaction (all or nothing). Records already there with identical content are skipped, so joining
     again changes nothing; a record holding something else there refuses the whole join. Counts per kind.
+
+    A repository with no local vault yet (a fresh clone) has nothing to copy: the join then only checks that the
+    team vault can be opened, and counts nothing.
+
+    Then the repository's ``.synapse/team.toml`` records the URL (without a password): from now on every surface
+    (CLI, magics, MCP, widgets) opens the team vault in this folder without ``SYNAPSE_HOME``, and this folder's old
+    local vault database is renamed aside (kept: ``synapse.db.before-team-<time>``). The result's ``team_file`` and
+    ``set_aside`` name both (``set_aside`` None: there was no local database).
 
     The copy is trusted (``import_jsonl(trust=True)``): the local vault's user records, verified memories,
     approved lessons and settings were made through that vault's own human gate, and the join is the human's
@@ -108,16 +146,28 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
 
     if str(source).lower().startswith(("postgresql://", "postgres://")):
         raise ValidationError("--from names the local vault to copy (a folder), not a team vault URL")
-    src = open_vault(source, create=False, readonly=True)
+    from synapse_nb.errors import VaultNotFoundError
+    from synapse_nb.transfer import ImportCounts
+
     try:
-        text = src.export_jsonl()
-    finally:
-        src.close()
+        src = open_vault(source, create=False, readonly=True)
+    except VaultNotFoundError:
+        src = None  # a fresh repository: nothing local to bring in; joining is only checking the team vault
+    text = ""
+    if src is not None:
+        try:
+            text = src.export_jsonl()
+        finally:
+            src.close()
     team = open_team_vault(url, local=local)
     try:
-        return team.import_jsonl(text.split("\n"), trust=True)
+        counts = team.import_jsonl(text.split("\n"), trust=True) if text else ImportCounts({})
     finally:
         team.close()
+    vault_dir = _project_dir(local) / LOCAL_DIRNAME
+    counts.team_file = record_team_url(vault_dir, url)
+    counts.set_aside = set_local_aside(vault_dir)
+    return counts
 
 
 def _local_position(folder: Path) -> dict[str, Any]:
@@ -135,34 +185,56 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
     from synapse_nb.store.postgres import CODE_VERSION, PgStore
 
     project_dir = _project_dir(local)
-    conninfo, project = _split(url, project_dir)
-    folder = project_dir / LOCAL_DIRNAME
-    out: dict[str, Any] = {"project": project, "code_version": CODE_VERSION, "local_folder": str(folder)}
+    conninfo, project, folder = _cache(url, project_dir)
+    vault_dir = project_dir / LOCAL_DIRNAME
+    recorded = team_url_of(vault_dir) if vault_dir.is_dir() else None
+    out: dict[str, Any] = {
+        "project": project, "code_version": CODE_VERSION, "local_folder": str(folder),
+        # what this folder's vault is for every surface: the team vault team.toml names, else a local vault
+        "folder_vault": recorded or "local (.synapse/synapse.db; no team.toml: run `synapse-nb team join URL`)",
+        "local_vault_set_aside": sorted(p.name for p in vault_dir.glob("synapse.db.before-team-*")
+                                        if not p.name.endswith(("-wal", "-shm"))),
+    }
+    if recorded is not None and (vault_dir / "synapse.db").is_file():
+        out["local_vault_shadowed"] = (f"{vault_dir / 'synapse.db'}: not used here (team.toml names the team vault); "
+                                       "it is renamed aside at the next open")
     try:
         store = PgStore(conninfo, project, folder=folder if folder.is_dir() else None, readonly=True)
     except StoreError as exc:
         pos = _local_position(folder)
         return out | {"online": False, "error": str(exc), "index_synced_at": pos.get("synced_at"),
                       "index_age": copy_age(pos.get("synced_at")), "writes": "refused (offline)",
-                      "index_copy": (folder / "index").is_dir()}
+                      "index_copy": has_copy(folder)}
     try:
         info = store.server_info()
         lag = store.outbox.lag()
         return out | {"online": True, "location": store.location, "schema_version": store.schema_version,
                       **info, "index_cursor": lag["cursor"], "index_synced_at": lag["synced_at"],
                       "index_age": copy_age(lag["synced_at"]), "index_behind": lag["behind"],
-                      "index_copy": (folder / "index").is_dir()}
+                      "index_copy": has_copy(folder)}
     finally:
         store.close()
 
 
-def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str | Path | None = None) -> str:
+def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str | Path | None = None,
+                   url: str | None = None) -> str:
     """Search this machine's index copy of the team vault without the server: a stale, read-only answer.
 
     For a machine that cannot reach the server (writes are refused: no local fork). The text starts with a
     ``STALE`` line giving the age of the copy (when its feed last synced), then one line per hit.
     """
-    folder = _project_dir(local) / LOCAL_DIRNAME
+    project_dir = _project_dir(local)
+    url = url or recorded_url(project_dir)
+    if url is not None:
+        folder = _cache(url, project_dir)[2]
+    else:  # no URL known: the one team vault this machine keeps a copy of
+        copies = sorted(p for p in (project_dir / LOCAL_DIRNAME / TEAM_DIRNAME).glob("*") if has_copy(p))
+        if len(copies) != 1:
+            raise ValidationError(
+                f"this machine keeps {'no copy' if not copies else f'copies of {len(copies)} team vaults'} under "
+                f"{project_dir / LOCAL_DIRNAME / TEAM_DIRNAME}; name the team vault (--vault URL or SYNAPSE_HOME), or "
+                "run `synapse-nb team join URL` so this folder records it")
+        folder = copies[0]
     copy = OfflineVault(folder, location="(not contacted)", mind=mind, actor="user", reason="not contacted")
     return copy.search(query, k=k).text
 

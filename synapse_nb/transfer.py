@@ -79,6 +79,9 @@ class ImportCounts(dict[str, int]):
     def __init__(self, counts: dict[str, int], claims: dict[str, int] | None = None) -> None:
         super().__init__(counts)
         self.claims: dict[str, int] = dict(sorted((claims or {}).items()))
+        #: set by ``synapse_nb.team.join``: the ``.synapse/team.toml`` it wrote, and where the local database went
+        self.team_file: Path | None = None
+        self.set_aside: Path | None = None
 
     def claims_text(self) -> str:
         """The claims as one line, ``"lesson status=approved 1, memory source=user 2"`` (``""`` for none)."""

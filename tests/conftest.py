@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -161,3 +162,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if (team_dir in Path(str(item.fspath)).resolve().parents or "pg_admin_url" in getattr(item, "fixturenames", ())
                 or (callspec is not None and "postgres" in callspec.params.values())):
             item.add_marker(pytest.mark.team)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """After the run, the code-health checkers' own summary lines (tests/test_code_health.py), so a CI log shows
+    "mypy: Success: no issues found ..." and "ruff: All checks passed!" beside the test counts."""
+    lines = [f"{name}: {value}" for reports in terminalreporter.stats.values() for r in reports
+             for name, value in getattr(r, "user_properties", ()) if name in ("mypy", "ruff")
+             and getattr(r, "when", "call") == "call"]
+    if lines:
+        terminalreporter.section("code health")
+        for line in sorted(set(lines)):
+            terminalreporter.write_line(line)

@@ -159,7 +159,7 @@ def test_ten_edits_make_one_auto_checkpoint_silently(repo: Path) -> None:
     assert c.origin == "auto" and c.source == "agent" and c.branch == "main"
     assert c.changed_files == ("src/mod0.py", "src/mod1.py", "src/mod2.py", "src/mod9.py")
     assert "10 file edits" in c.doing and "refactor the billing retries" in c.doing
-    for i in range(9):
+    for _ in range(9):
         _edit(repo, "src/again.py")
     assert len(_checkpoints(repo)) == 1  # the count started again
 
@@ -315,7 +315,8 @@ def test_the_hook_path_loads_neither_the_cli_framework_nor_the_heavy_stack(repo:
         "print(rc, heavy)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=repo, env=env, timeout=60)
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=repo, env=env,
+                         timeout=60)
     assert out.stdout.strip().splitlines()[-1] == "0 []", out.stdout + out.stderr
     assert read_state(repo / ".synapse", "default:s").files == ["a.py"]  # and it did its work
     helped = subprocess.run([sys.executable, "-m", "synapse_nb", "hook", "--help"], check=False, capture_output=True,

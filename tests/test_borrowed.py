@@ -335,10 +335,12 @@ def test_the_lesson_review_widget_approves_here(clone: tuple[Path, str]) -> None
     v = syn.open_vault(project, create=False)
     w = LessonReview(v)
     card = w.cards[les_id]
-    assert card.reapprove_button is not None and card.reapprove_button.description == "Approve here"
+    assert card.reapprove_button is not None and card.reapprove_button.description == "Approve here for 7 days"
     assert card.text.value == LESSON  # a human's wording, shown to be read
+    assert les_id in w.table.row_ids and w.table.cell(les_id, "status") == "awaiting you"
     card.reapprove_button.click()
-    assert [x.id for x in v.lessons.in_force()] == [les_id] and les_id not in w.cards
+    assert [x.id for x in v.lessons.in_force()] == [les_id] and w.approved_ids == [les_id]
+    assert w.cards[les_id].withdraw_button.disabled  # a borrowed vault's approval is withdrawn in its own checkout
 
 
 def test_the_notebook_status_says_it_first(clone: tuple[Path, str]) -> None:

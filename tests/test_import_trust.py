@@ -311,6 +311,18 @@ def raw_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
                                          "not a time"])
 def test_stamp_ignores_a_clock_outside_the_window_and_never_overflows(raw_store: Any, clock_value: str) -> None:
     _raw_clock(raw_store, clock_value)
+    if not isinstance(raw_store, SqliteStore):  # a team vault stamps the server's clock (migration 6, issue 29)
+        from datetime import UTC, datetime
+
+        before = fmt_ts(datetime.now(UTC))
+        with raw_store.transaction():
+            first, second = raw_store.stamp(T0S), raw_store.stamp(T0S)
+        assert before <= first < second < "2100"  # back in the window, strictly increasing, the caller's T0S unused
+        _raw_clock(raw_store, clock_value)
+        raw_store.transfer.advance_clock("2026-06-01T00:00:00.000000Z")  # moves no server clock
+        with raw_store.transaction():
+            assert before <= raw_store.stamp(T0S) < "2100"
+        return
     with raw_store.transaction():
         first = raw_store.stamp(T0S)
         second = raw_store.stamp(T0S)

@@ -35,7 +35,8 @@ def digest(text: str) -> str:
 
 
 def make_rows(mind: str = "default", texts: dict[str, tuple[str, str]] = TEXTS) -> list[IndexRow]:
-    return [IndexRow(i, kind, mind, t, digest(t), "2026-01-01T00:00:00Z", None) for i, (kind, t) in sorted(texts.items())]
+    return [IndexRow(i, kind, mind, t, digest(t), "2026-01-01T00:00:00Z", None)
+            for i, (kind, t) in sorted(texts.items())]
 
 
 @pytest.fixture()
@@ -64,7 +65,8 @@ def test_hashing_embedder_identical_across_hash_seeds() -> None:
     outs = set()
     for seed in ("1", "12345"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout)
+        outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                check=True).stdout)
     here = hashlib.sha256(HashingEmbedder().embed(["deploy the api", "tabs over spaces"]).tobytes()).hexdigest()
     assert outs == {here + "\n"}
 
@@ -88,7 +90,8 @@ def test_load_embedder_specs(tmp_path: Path) -> None:
 
 
 def test_import_is_light() -> None:
-    code = "import sys, synapse_nb.store.index; print(sorted(m for m in ('lancedb', 'sklearn', 'pyarrow') if m in sys.modules))"
+    code = ("import sys, synapse_nb.store.index; "
+            "print(sorted(m for m in ('lancedb', 'sklearn', 'pyarrow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -126,7 +129,8 @@ def test_prefilter_by_mind_kind_and_expiry(tmp_path: Path, monkeypatch: pytest.M
     if indexed:  # the scalar BTree indices and the IVF index big tables get must filter the same way
         monkeypatch.setattr("synapse_nb.store.index.maintenance._SCALAR_MIN", 1)
     index = RetrievalIndex(tmp_path / "ix", ann_threshold=1 if indexed else 150_000)
-    rows = make_rows("default") + [
+    rows = [
+        *make_rows("default"),
         IndexRow("mem_x", "memory", "other", "alembic migrations for the other mind", "x", "2026-01-01T00:00:00Z"),
         IndexRow("mem_old", "memory", "default", "alembic migrations expired advice", "o", "2026-01-01T00:00:00Z",
                  "2026-03-01T00:00:00Z"),
@@ -141,7 +145,8 @@ def test_prefilter_by_mind_kind_and_expiry(tmp_path: Path, monkeypatch: pytest.M
         assert "mem_x" not in ids and "mem_old" not in ids and "mem_soon" in ids
         assert {h.id for h in index.search("alembic", mind="other", now=NOW, mode=mode)} == {"mem_x"}
         # expiry is strict: a row expiring exactly now is gone
-        assert "mem_soon" not in {h.id for h in index.search("alembic", mind="default", now="2026-06-30T00:00:00Z", mode=mode)}
+        found = index.search("alembic", mind="default", now="2026-06-30T00:00:00Z", mode=mode)
+        assert "mem_soon" not in {h.id for h in found}
         only = index.search("alembic wal token", mind="default", kinds=["decision", "lesson"], now=NOW, mode=mode)
         assert only and {h.kind for h in only} <= {"decision", "lesson"}
         assert index.search("alembic", mind="default", kinds=[], now=NOW, mode=mode) == []
@@ -208,7 +213,8 @@ def test_delete(idx: RetrievalIndex) -> None:
 def test_upsert_many_rows_in_one_call(tmp_path: Path) -> None:
     index = RetrievalIndex(tmp_path / "ix")
     index.rebuild([])
-    rows = [IndexRow(f"mem_{i:05d}", "memory", "default", f"item {i} about topic{i % 50}", str(i), "2026-01-01T00:00:00Z")
+    rows = [IndexRow(f"mem_{i:05d}", "memory", "default", f"item {i} about topic{i % 50}", str(i),
+                     "2026-01-01T00:00:00Z")
             for i in range(3000)]
     index.upsert(rows)
     index.upsert(rows[:10])
@@ -220,7 +226,8 @@ def test_many_single_upserts_trigger_optimize_and_stay_searchable(tmp_path: Path
     index = RetrievalIndex(tmp_path / "ix")
     index.rebuild([])
     for i in range(70):
-        index.upsert([IndexRow(f"mem_{i:03d}", "memory", "default", f"fact number {i} zebra{i}", str(i), "2026-01-01T00:00:00Z")])
+        index.upsert([IndexRow(f"mem_{i:03d}", "memory", "default", f"fact number {i} zebra{i}", str(i),
+                               "2026-01-01T00:00:00Z")])
     tbl = index._open()
     assert tbl.stats()["fragment_stats"]["num_fragments"] < 70  # compacted along the way
     assert index.search("zebra69", mind="default", now=NOW, mode="fts")[0].id == "mem_069"
@@ -261,7 +268,8 @@ def test_rebuild_with_ann_index_still_finds_rows(tmp_path: Path) -> None:
     index = RetrievalIndex(tmp_path / "ix", ann_threshold=300)
     rows = [IndexRow(f"mem_{i:04d}", "memory", "default", f"note {i} about subject{i % 40} and thing{i % 7}", str(i),
                      "2026-01-01T00:00:00Z") for i in range(400)]
-    rows.append(IndexRow("mem_zzz", "memory", "default", "alembic migrations run before every deploy", "z", "2026-01-01T00:00:00Z"))
+    rows.append(IndexRow("mem_zzz", "memory", "default", "alembic migrations run before every deploy", "z",
+                         "2026-01-01T00:00:00Z"))
     index.rebuild(rows)
     assert index._has_ann(index._open())
     for mode in ("vector", "hybrid", "fts"):
@@ -279,8 +287,10 @@ def test_check_and_repair(idx: RetrievalIndex) -> None:
     assert report == DriftReport(missing=("mem_new",), stale=("mem_a",), extra=("note_f",))
     assert not report.ok
     source = {**{r.id: r for r in make_rows()},
-              "mem_new": IndexRow("mem_new", "memory", "default", "brand new", expected["mem_new"], "2026-01-01T00:00:00Z"),
-              "mem_a": IndexRow("mem_a", "memory", "default", "changed text", expected["mem_a"], "2026-01-01T00:00:00Z")}
+              "mem_new": IndexRow("mem_new", "memory", "default", "brand new", expected["mem_new"],
+                                  "2026-01-01T00:00:00Z"),
+              "mem_a": IndexRow("mem_a", "memory", "default", "changed text", expected["mem_a"],
+                                "2026-01-01T00:00:00Z")}
     asked: list[list[str]] = []
 
     def rows_for_ids(ids: list[str]) -> list[IndexRow]:
@@ -358,7 +368,8 @@ def test_other_embedder_forces_rebuild(idx: RetrievalIndex) -> None:
 def _writer(path: str, start: int) -> None:
     index = RetrievalIndex(path)
     for i in range(start, start + 15):
-        index.upsert([IndexRow(f"mem_{i:04d}", "memory", "default", f"parallel fact {i}", str(i), "2026-01-01T00:00:00Z")])
+        index.upsert([IndexRow(f"mem_{i:04d}", "memory", "default", f"parallel fact {i}", str(i),
+                               "2026-01-01T00:00:00Z")])
     index.close()
 
 

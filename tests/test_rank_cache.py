@@ -44,7 +44,8 @@ def _lines(n: int, seed: int = 3) -> list[str]:
     for i in range(n):
         common = {"mind": "default", "created_at": ts, "updated_at": ts, "source": "user"}
         if i % 3 == 0:
-            doc = {**common, "kind": "episode", "id": f"epi_{i:012x}", "task_key": f"task_{i % 40}", "status": "success",
+            doc = {**common, "kind": "episode", "id": f"epi_{i:012x}", "task_key": f"task_{i % 40}",
+                   "status": "success",
                    "outcome": text(12) + ("?" if rng.random() < 0.3 else ""), "refs": [], "duration_s": None,
                    "thread": f"session_{i // 30}", "seq": (i // 3) % 10, "actor": f"speaker{rng.randrange(6)}"}
         else:

@@ -84,7 +84,7 @@ def test_bm25_orders_by_score_then_id_within_the_mind(tmp_path: Path) -> None:
     other.memories.remember("project", "gear", "camping camping camping")
     s = v._store
     hits = s.recall.bm25(v.mind, ["camping"], depth=10)
-    assert [h.id for h in hits][0] == a.id and len(hits) == 3  # b matches through its context only
+    assert hits[0].id == a.id and len(hits) == 3  # b matches through its context only
     assert b.id in {h.id for h in hits}
     assert all(h.score > 0 for h in hits)
     assert [(-h.score, h.id) for h in hits] == sorted((-h.score, h.id) for h in hits)

@@ -252,8 +252,8 @@ def test_bad_arguments_raise_synapse_errors(seeded):
         v.recall("q", budget_tokens=-1)
     with pytest.raises(syn.ValidationError):
         v.recall("q", session="")
-    with pytest.raises(syn.ValidationError), pytest.warns(DeprecationWarning, match="path"):
-        v.recall("q", path="sideways")
+    with pytest.raises(syn.ValidationError, match="path 'sideways' is not accepted"):
+        v.recall("q", path="sideways")  # refused before the deprecation is said
     with pytest.raises(syn.ValidationError):
         Bars(floor=2)
 

@@ -62,8 +62,8 @@ def test_numpy_bm25_equals_fts5_bm25_on_random_vaults_and_queries(tmp_path: Path
             pos, score = bm25_top([terms[w] for w in words], idx, totals, style="fts5", depth=depth, w_body=wb,
                                   w_context=wc, k1=1.2, b=0.75)
             want = store.recall.bm25(v.mind, words, depth=depth, w_body=wb, w_context=wc)
-            assert [(idx.ids[j], s) for j, s in zip(pos.tolist(), score.tolist())] == [tuple(h) for h in want], \
-                (seed, words, wb, wc)
+            got = [(idx.ids[j], s) for j, s in zip(pos.tolist(), score.tolist(), strict=True)]
+            assert got == [tuple(h) for h in want], (seed, words, wb, wc)
 
 
 def test_stems_are_fts5_porter_and_lengths_its_docsize(tmp_path: Path) -> None:

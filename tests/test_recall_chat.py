@@ -79,13 +79,15 @@ def test_a_chat_form_and_a_slip_find_the_message(tmp_path: Path) -> None:
 
 
 def test_chat_words_can_be_turned_off_and_change_nothing_without_variants(tmp_path: Path) -> None:
+    from synapse_nb.kinds.lessons import Lessons
     from synapse_nb.recall.engine import Recaller
 
     v = _chat_vault(tmp_path, [("Ann", "the lake was cold"), ("Bob", "my bday is tmrw"), ("Ann", "nice")])
     try:
         ctx = v._ctx
-        on = Recaller(ctx, lambda: v.index, RankParams())
-        off = Recaller(ctx, lambda: v.index, RankParams(chat_words=False))
+        on = Recaller(ctx, lambda: v.index, RankParams(), lessons=lambda c, b: Lessons(c).in_force(b))
+        off = Recaller(ctx, lambda: v.index, RankParams(chat_words=False),
+                       lessons=lambda c, b: Lessons(c).in_force(b))
         plain = [(i.id, i.line, i.score) for i in on.recall("cold lake", bars=OPEN).items]
         assert plain == [(i.id, i.line, i.score) for i in off.recall("cold lake", bars=OPEN).items]
         assert any("bday" in i.line for i in on.recall("birthday", bars=OPEN).items)

@@ -17,10 +17,10 @@ ROWS = [RankRow("episode", "e1", "s1", 0, "Ann", True),    # Ann: where did you 
         RankRow("memory", "m1", None, None, None, False)]
 
 
-def _ranked(hits: dict[str, float], words: list[str], params: RankParams = RankParams(), bonus=None):
+def _ranked(hits: dict[str, float], words: list[str], params: RankParams | None = None, bonus=None):
     idx = ThreadIndex(ROWS)
     pos = np.array([idx.pos[i] for i in hits], np.int64)
-    r = structure(idx, pos, np.array(list(hits.values()), np.float64), words, params, bonus)
+    r = structure(idx, pos, np.array(list(hits.values()), np.float64), words, params or RankParams(), bonus)
     return idx, r, {idx.ids[p]: float(s) for p, s in zip(r.pos.tolist(), r.score.tolist(), strict=True)}
 
 
@@ -39,19 +39,19 @@ def test_the_answer_after_a_question_rises_with_it() -> None:
     flat = RankParams(question_mult=1.0, question_self=1.0)
     _, _, plain = _ranked({"e1": 10.0, "e4": 6.0}, ["camping"], flat)
     assert plain["e2"] == pytest.approx(0.15 + 0.3) and plain["e1"] == pytest.approx(1.3)
-    assert list(plain)[0] == "e1"
+    assert next(iter(plain)) == "e1"
 
 
 def test_actor_named_in_the_query_is_boosted_and_bonuses_add() -> None:
     _, _, plain = _ranked({"e2": 5.0, "e3": 5.0}, ["mountains"])
     _, _, named = _ranked({"e2": 5.0, "e3": 5.0}, ["bob", "mountains"])
     assert named["e2"] == pytest.approx(plain["e2"] * 1.3) and named["e3"] == plain["e3"]
-    idx, r, with_bonus = _ranked({"e2": 5.0}, ["mountains"], bonus={ThreadIndex(ROWS).pos["m1"]: 0.35})
+    _, _, with_bonus = _ranked({"e2": 5.0}, ["mountains"], bonus={ThreadIndex(ROWS).pos["m1"]: 0.35})
     assert with_bonus["m1"] == pytest.approx(0.35)  # an exact match alone joins the ranking with BM25 0
 
 
 def test_ties_fall_by_id_and_scores_are_rounded() -> None:
-    _, r, score = _ranked({"e4": 3.0, "m1": 3.0}, ["x"])
+    _, _, score = _ranked({"e4": 3.0, "m1": 3.0}, ["x"])
     assert list(score) == ["e4", "m1"]
     assert all(round(s, 9) == s for s in score.values())
     assert len(structure(ThreadIndex([]), np.zeros(0, np.int64), np.zeros(0), [])) == 0

@@ -139,17 +139,29 @@ def test_snapshot_reads_one_committed_state_and_refuses_writes(opener: Callable[
 
 
 def test_stamps_strictly_increase_across_connections_and_after_an_import(opener: Callable[[], Any]) -> None:
+    """SQLite stamps the caller's clock; a team vault the server's (no client moves it: issue 29, D3). Both step
+    1 µs past the last stamp when their clock is not later."""
+    from datetime import UTC, datetime
+
+    from synapse_nb._util import fmt_ts
+
     a, b = opener(), opener()
+    server = getattr(a, "dialect", None) is not None and a.dialect.name == "postgresql"
+    before = fmt_ts(datetime.now(UTC))
     with a.transaction():
         stamps = [a.stamp(T0) for _ in range(3)]
-    assert stamps[0] == T0 and stamps == sorted(set(stamps))
+    assert stamps == sorted(set(stamps))
+    assert stamps[0] == T0 if not server else stamps[0] >= before  # the server's clock, not the caller's T0
     with b.transaction():
         later = b.stamp(T0)  # another connection, the clock behind: still after every earlier stamp
     assert later > stamps[-1]
     with pytest.raises(RuntimeError), a.transaction():
-        a.stamp(T2)
+        rolled_back = a.stamp(T2)
         raise RuntimeError
-    assert a.stamp(T1) == T1  # a rolled-back stamp is forgotten
+    if not server:
+        assert a.stamp(T1) == T1  # a rolled-back stamp is forgotten
+    else:
+        assert later < rolled_back < a.stamp(T1)  # the server's clock went on; the caller's T1 is not used
     a.transfer.advance_clock(T2)
     assert a.stamp(T1) > T2
 

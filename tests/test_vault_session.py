@@ -214,11 +214,15 @@ URL = "postgresql://nobody@127.0.0.1:1/synapse?project=acme"  # port 1: refused 
 
 @pytest.fixture()
 def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """This machine's folder for the team vault, holding an index copy (its contents are never read here)."""
+    """This machine's cache folder for the team vault (``.synapse/team/<server>-<project>/``), holding an index copy
+    (its contents are never read here)."""
     pytest.importorskip("psycopg", reason="team vaults need synapse_nb[team]")
+    from synapse_nb.vault.locate import team_cache_dir
+
     monkeypatch.chdir(tmp_path)
-    (tmp_path / ".synapse" / "index").mkdir(parents=True)
-    return tmp_path / ".synapse"
+    folder = team_cache_dir(tmp_path / ".synapse", URL.split("?")[0], "acme")
+    (folder / "index").mkdir(parents=True)
+    return folder
 
 
 def test_an_unreachable_team_vault_is_its_stale_copy_only_where_a_read_takes_it(machine: Path) -> None:

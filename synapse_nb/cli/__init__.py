@@ -12,10 +12,11 @@ and turns library errors into CLI errors at this edge only:
 One module per command group: :mod:`~synapse_nb.cli.checkpoint`, :mod:`~synapse_nb.cli.decision`,
 :mod:`~synapse_nb.cli.lessons`, :mod:`~synapse_nb.cli.memory` (and ``remember``),
 :mod:`~synapse_nb.cli.recall`, :mod:`~synapse_nb.cli.git` (``hooks`` and ``watch``),
-:mod:`~synapse_nb.cli.index`, :mod:`~synapse_nb.cli.gate`, :mod:`~synapse_nb.cli.team`, :mod:`~synapse_nb.cli.project` (``demo``,
-``init``, ``mcp``), :mod:`~synapse_nb.cli.agent` (``agent`` and ``hook``: ``python -m synapse_nb hook ...`` skips
-typer altogether, :func:`synapse_nb.agents.hooks.main`); the root app, error handling and printing are in ``cli/_common.py``. This module
-assembles the command tree, in the order ``--help`` lists it.
+:mod:`~synapse_nb.cli.index`, :mod:`~synapse_nb.cli.gate`, :mod:`~synapse_nb.cli.team`,
+:mod:`~synapse_nb.cli.project` (``demo``, ``init``, ``mcp``), :mod:`~synapse_nb.cli.agent` (``agent`` and ``hook``:
+``python -m synapse_nb hook ...`` skips typer altogether, :func:`synapse_nb.agents.hooks.main`); the root app, error
+handling and printing are in ``cli/_common.py``. This module assembles the command tree, in the order ``--help``
+lists it.
 
 Cold start matters: the command modules import only :mod:`typer` and the standard library at import
 time (with :mod:`synapse_nb.errors` and :mod:`synapse_nb.render`, standard library only); the vault,

@@ -1,4 +1,4 @@
-"""``synapse-nb index``: check and rebuild the retrieval index (a cache of the SQLite store)."""
+"""``synapse-nb index``: check and rebuild the retrieval index (a cache of the vault's system of record)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,16 @@ __all__ = ["index_app"]
 
 
 index_app = typer.Typer(cls=Group, no_args_is_help=True, help=group_help(
-    "Maintain the retrieval index (a cache rebuilt from the SQLite store).",
+    "Maintain the retrieval index (a cache rebuilt from the vault: its SQLite file, or a team vault's server).",
     "synapse-nb index check --repair", "synapse-nb index rebuild"))
 
 
 @index_app.command("rebuild")
 def index_rebuild(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Rebuild the retrieval index from the SQLite store (nothing is lost: the index is a cache).
+    """Rebuild the retrieval index from the vault (nothing is lost: the index is a cache).
+
+    A local vault's index is rebuilt from its SQLite file; a team vault's (this machine's offline copy) from the
+    team server, through this login, so it holds what this login may read.
 
     Examples:
 

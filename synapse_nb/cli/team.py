@@ -22,10 +22,16 @@ UrlArg = Annotated[str, typer.Argument(metavar="URL", help=(
     "folder name)."))]
 
 
-def _url(ctx: typer.Context, url: str | None) -> str:
-    url = url or state(ctx).vault or os.environ.get("SYNAPSE_HOME", "").strip() or None
+def _url(ctx: typer.Context, url: str | None, *, required: bool = True) -> str | None:
+    """The team vault: URL, else --vault / SYNAPSE_HOME, else the one this folder's .synapse/team.toml records."""
+    from synapse_nb.team import recorded_url
+
+    url = url or state(ctx).vault or os.environ.get("SYNAPSE_HOME", "").strip() or recorded_url()
     if not url or not url.lower().startswith(("postgresql://", "postgres://")):
-        fail("name the team vault: give URL, or --vault / SYNAPSE_HOME set to postgresql://...", 2)
+        if not required:
+            return None
+        fail("name the team vault: give URL, or --vault / SYNAPSE_HOME set to postgresql://..., or run `synapse-nb "
+             "team join URL` here once (it records the URL in .synapse/team.toml)", 2)
     return url
 
 
@@ -35,7 +41,11 @@ def team_init(
     human: Annotated[list[str] | None, typer.Option(
         "--human", metavar="LOGIN", help="An existing login role to make a human of the project (repeatable).")] = None,
     agent: Annotated[list[str] | None, typer.Option(
-        "--agent", metavar="LOGIN", help="An existing login role to make an agent of the project (repeatable).")] = None,
+        "--agent", metavar="LOGIN",
+        help="An existing login role to make an agent of the project (repeatable).")] = None,
+    mind: Annotated[list[str] | None, typer.Option(
+        "--mind", metavar="NAME", help=("The minds the --agent logins may see (repeatable; default: every mind, "
+                                        "'*'). Change it later with `team grant`."))] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create the project's schema and database roles, or upgrade them; safe to run again (idempotent).
@@ -49,7 +59,7 @@ def team_init(
     """
     from synapse_nb.team import init
 
-    out = init(url, humans=tuple(human or ()), agents=tuple(agent or ()))
+    out = init(url, humans=tuple(human or ()), agents=tuple(agent or ()), minds=tuple(mind or ("*",)))
     if as_json:
         echo_json(out)
         return
@@ -57,6 +67,36 @@ def team_init(
               f"schema {out['version_before']} ->")
     typer.echo(f"project {out['project']}: {change} version {out['version']}; roles "
                f"{out['roles']['human']} (people), {out['roles']['agent']} (agents), {out['roles']['owner']} (owner)")
+
+
+@team_app.command("grant")
+def team_grant(
+    url: UrlArg,
+    login: Annotated[str, typer.Argument(metavar="ROLE", help=(
+        "A login role (or a project's group role, such as acme_human) whose minds to change."))],
+    mind: Annotated[str, typer.Option("--mind", metavar="NAME", help="The mind ('*': every mind).")],
+    revoke: Annotated[bool, typer.Option("--revoke", help="Take the mind away instead of granting it.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Let a role see and write one mind of the team vault (or no longer: --revoke); the database enforces it.
+
+    A login sees the minds granted to it or to a role it belongs to. `team init` grants people (the project's
+    _human role) every mind and agents none (its --agent logins get every mind unless --mind is given). Needs the
+    administrator's URL (the one `team init` ran with).
+
+    Examples:
+
+        synapse-nb team grant postgresql://admin@db:5432/team?project=acme agent_a --mind planner
+
+        synapse-nb team grant postgresql://admin@db:5432/team?project=acme agent_a --mind '*' --revoke
+    """
+    from synapse_nb.team import grant
+
+    out = grant(url, login, mind, revoke=revoke)
+    if as_json:
+        echo_json(out)
+        return
+    typer.echo(f"{out['login']} sees in project {out['project']}: " + (", ".join(out["minds"]) or "no mind"))
 
 
 @team_app.command("join")
@@ -76,17 +116,24 @@ def team_join(
 
     counts = join(url, source)
     if as_json:
-        echo_json(counts.to_dict())
+        echo_json(counts.to_dict() | {"team_file": str(counts.team_file),
+                                      "set_aside": None if counts.set_aside is None else str(counts.set_aside)})
     else:
         typer.echo("imported " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "nothing new"))
         if counts.claims:
             typer.echo(f"trusted (your local vault's): {counts.claims_text()}")
+        typer.echo(f"this folder's vault is now the team vault ({counts.team_file}): every synapse-nb command, magic, "
+                   "widget and MCP server here uses it without SYNAPSE_HOME")
+        if counts.set_aside is not None:
+            typer.echo(f"the local vault database was renamed aside to {counts.set_aside} (kept; delete "
+                       f"{counts.team_file} and rename it back to use the local vault again)")
 
 
 @team_app.command("status")
 def team_status(
     ctx: typer.Context,
-    url: Annotated[str | None, typer.Argument(metavar="[URL]", help="The team vault (default: --vault / SYNAPSE_HOME).")] = None,
+    url: Annotated[str | None, typer.Argument(
+        metavar="[URL]", help="The team vault (default: --vault / SYNAPSE_HOME).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show the server, the schema version, and this machine's index position and lag (or, offline, its age).
@@ -99,7 +146,7 @@ def team_status(
     """
     from synapse_nb.team import status
 
-    out = status(_url(ctx, url))
+    out = status(str(_url(ctx, url)))
     if as_json:
         echo_json(out)
     else:
@@ -122,7 +169,7 @@ def team_search_local(
     """
     from synapse_nb.team import offline_search
 
-    typer.echo(offline_search(query, mind=state(ctx).mind, k=limit))
+    typer.echo(offline_search(query, mind=state(ctx).mind, k=limit, url=_url(ctx, None, required=False)))
 
 
 @team_app.command("dev-server")

@@ -27,7 +27,6 @@ import shlex
 import sys
 from pathlib import Path
 
-import synapse_nb
 from synapse_nb._util import write_atomic
 from synapse_nb.errors import ConflictError, StoreError, ValidationError
 from synapse_nb.gitscope._git import coerce_repo, run_git
@@ -62,7 +61,7 @@ def is_managed(path: Path) -> bool:
 
 def _package_path() -> str | None:
     """The folder to put on PYTHONPATH so the hook finds this copy of synapse_nb (None if installed)."""
-    parent = Path(synapse_nb.__file__).resolve().parent.parent
+    parent = Path(__file__).resolve().parents[2]  # synapse_nb/gitscope/githook_install.py -> the package's folder
     if parent.name in ("site-packages", "dist-packages"):
         return None
     return str(parent)

@@ -32,12 +32,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from synapse_nb.errors import GitError, ValidationError
-from synapse_nb.gitscope._git import coerce_repo, run_git, validate_sha
-from synapse_nb.gitscope.repo import RepoInfo, head
+from synapse_nb.gitscope import history
+from synapse_nb.gitscope._git import coerce_repo, validate_sha
+from synapse_nb.gitscope.history import CommitInfo
+from synapse_nb.gitscope.repo import RepoInfo
 from synapse_nb.gitscope.vaultdir import in_prefix
 
 __all__ = ["CommitInfo", "RevertInfo", "ScanResult", "revert_backing", "scan_reverts"]
@@ -45,48 +46,10 @@ __all__ = ["CommitInfo", "RevertInfo", "ScanResult", "revert_backing", "scan_rev
 _REVERTS_RE = re.compile(r"This reverts commit ([0-9a-fA-F]{7,64})\b")
 _REVERT_SUBJECT_RE = re.compile(r'^Revert "(.+)"(?: \(#\d+\))?$')
 _REAPPLY_SUBJECT_RE = re.compile(r'^Reapply "(.+)"(?: \(#\d+\))?$')
-_LOG_FORMAT = "%H%x1f%P%x1f%an <%ae>%x1f%ct%x1f%s%x1f%B"
 _SUBJECT_MAX = 60
 _PATH_MAX = 60
 _FILES_IN_SUMMARY = 3
 _TARGETS_IN_SUMMARY = 2
-
-
-@dataclass(frozen=True)
-class CommitInfo:
-    """One commit, as much as is known about it.
-
-    Attributes
-    ----------
-    sha : str
-        Full sha when the commit exists in the repository, else the id as written in the revert message.
-    subject : str or None
-        First paragraph of the message on one line; None when the commit is not in the repository.
-    author : str or None
-        ``"Name <email>"``.
-    date : str or None
-        Committer date, ISO 8601 in UTC (``2024-03-01T12:00:00Z``).
-
-    Examples
-    --------
-    >>> CommitInfo("a1b2c3d4e5", "Fix").short
-    'a1b2c3d'
-    """
-
-    sha: str
-    subject: str | None = None
-    author: str | None = None
-    date: str | None = None
-
-    @property
-    def short(self) -> str:
-        """The first 7 characters of the sha."""
-        return self.sha[:7]
-
-    @property
-    def exists(self) -> bool:
-        """True when the commit was found in the repository (its subject is known)."""
-        return self.subject is not None
 
 
 @dataclass(frozen=True)
@@ -152,216 +115,6 @@ class ScanResult:
     note: str | None = None
 
 
-@dataclass
-class _Raw:
-    sha: str
-    parents: tuple[str, ...]
-    author: str
-    ctime: int
-    subject: str
-    body: str
-
-    def info(self) -> CommitInfo:
-        return CommitInfo(self.sha, self.subject, self.author, _iso(self.ctime))
-
-
-#: The commit times a revert scan reads as they are: 1970 .. 2100 (a crafted commit's date outside them, or one no
-#: clock can hold, is clamped to the nearer end, so one odd commit never stops a scan).
-_T_MIN, _T_MAX = 0, 4_102_444_800
-
-
-def _iso(ts: int) -> str:
-    """A commit time as ISO 8601 UTC, clamped to 1970..2100.
-
-    >>> _iso(0), _iso(-5), _iso(10**30)
-    ('1970-01-01T00:00:00Z', '1970-01-01T00:00:00Z', '2100-01-01T00:00:00Z')
-    """
-    return datetime.fromtimestamp(min(max(ts, _T_MIN), _T_MAX), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", "replace")
-
-
-def _tips(repo: RepoInfo) -> tuple[list[str], dict[str, list[str]], dict[str, list[str]]]:
-    """Commit shas to walk from, and which local / remote branch names sit at each."""
-    out = run_git(
-        repo,
-        "for-each-ref",
-        "--format=%(objectname)%00%(objecttype)%00%(*objectname)%00%(*objecttype)%00%(refname)",
-        "refs/heads",
-        "refs/remotes",
-        "refs/tags",
-    )
-    tips: set[str] = set()
-    local: dict[str, list[str]] = {}
-    remote: dict[str, list[str]] = {}
-    for line in _decode(out).splitlines():
-        parts = line.split("\0")
-        if len(parts) != 5:
-            continue
-        sha, otype, peeled, ptype, ref = parts
-        if otype == "tag":
-            if ptype != "commit":
-                continue
-            sha = peeled
-        elif otype != "commit":
-            continue
-        tips.add(sha)
-        if ref.startswith("refs/heads/"):
-            local.setdefault(sha, []).append(ref[len("refs/heads/") :])
-        elif ref.startswith("refs/remotes/") and not ref.endswith("/HEAD"):
-            remote.setdefault(sha, []).append(ref[len("refs/remotes/") :])
-    state = head(repo)
-    if state.commit is not None:
-        tips.add(state.commit)
-    return sorted(tips), local, remote
-
-
-def _existing_commits(repo: RepoInfo, names: list[str]) -> list[str]:
-    """The subset of ``names`` that are commits in the repository (``git log ^missing`` is fatal)."""
-    if not names:
-        return []
-    out = run_git(
-        repo,
-        "cat-file",
-        "--batch-check=%(objectname) %(objecttype)",
-        input="".join(f"{n}\n" for n in names).encode(),
-    )
-    kept = []
-    for name, line in zip(names, _decode(out).splitlines(), strict=False):
-        parts = line.split()
-        if len(parts) == 2 and parts[1] == "commit":
-            kept.append(name)
-    return kept
-
-
-def _walk(repo: RepoInfo, tips: list[str], since: list[str], max_commits: int) -> list[_Raw]:
-    stdin = "".join(f"{t}\n" for t in tips) + "".join(f"^{s}\n" for s in since)
-    out = run_git(
-        repo,
-        "log",
-        "--stdin",
-        "--ignore-missing",
-        "--date-order",
-        "-z",
-        f"--max-count={max_commits}",
-        f"--format={_LOG_FORMAT}",
-        input=stdin.encode(),
-    )
-    commits: list[_Raw] = []
-    for record in out.split(b"\0"):
-        if not record.strip():
-            continue
-        parts = _decode(record).split("\x1f", 5)
-        if len(parts) != 6:
-            raise GitError(f"unexpected git log output in {repo.work_tree}: {parts[0][:60]!r}")
-        sha, parents, author, ctime, subject, body = parts
-        commits.append(_Raw(sha.strip(), tuple(parents.split()), author, int(ctime), subject, body))
-    return commits
-
-
-def _branch_masks(
-    commits: list[_Raw], local: dict[str, list[str]], remote: dict[str, list[str]]
-) -> tuple[dict[str, int], list[str], int]:
-    """Reachability of every walked commit from each branch tip, as bitsets.
-
-    ``--date-order`` prints no parent before all its children, so one pass in
-    output order propagates each commit's branch bits to its parents.
-    """
-    names = sorted({n for v in local.values() for n in v}) + sorted(
-        {f"\0{n}" for v in remote.values() for n in v}
-    )
-    bit = {name: 1 << i for i, name in enumerate(names)}
-    local_mask = sum(bit[n] for n in names if not n.startswith("\0"))
-    masks: dict[str, int] = {}
-    for c in commits:
-        m = masks.get(c.sha, 0)
-        for n in local.get(c.sha, ()):
-            m |= bit[n]
-        for n in remote.get(c.sha, ()):
-            m |= bit[f"\0{n}"]
-        masks[c.sha] = m
-        for p in c.parents:
-            masks[p] = masks.get(p, 0) | m
-    return masks, names, local_mask
-
-
-def _branches_of(mask: int, names: list[str], local_mask: int) -> tuple[str, ...]:
-    chosen = mask & local_mask if mask & local_mask else mask
-    return tuple(sorted(n.lstrip("\0") for i, n in enumerate(names) if chosen >> i & 1))
-
-
-def _diffstats(repo: RepoInfo, shas: list[str]) -> dict[str, list[tuple[str, int | None, int | None]]]:
-    if not shas:
-        return {}
-    out = run_git(
-        repo,
-        "log",
-        "--no-walk=unsorted",
-        "--stdin",
-        "-z",
-        "--numstat",
-        "--no-renames",
-        "--format=%x1e%H",
-        input="".join(f"{s}\n" for s in shas).encode(),
-    )
-    stats: dict[str, list[tuple[str, int | None, int | None]]] = {}
-    for chunk in out.split(b"\x1e"):
-        if not chunk.strip():
-            continue
-        fields = chunk.split(b"\0")
-        sha = _decode(fields[0]).strip()
-        rows: list[tuple[str, int | None, int | None]] = []
-        for field in fields[1:]:
-            text = _decode(field).lstrip("\n")
-            if not text:
-                continue
-            added, _, rest = text.partition("\t")
-            deleted, _, path = rest.partition("\t")
-            rows.append((path, int(added) if added.isdigit() else None, int(deleted) if deleted.isdigit() else None))
-        stats[sha] = sorted(rows, key=lambda r: r[0])
-    return stats
-
-
-def _parse_raw_commit(sha: str, raw: str) -> CommitInfo:
-    header, _, message = raw.partition("\n\n")
-    author = date = None
-    for line in header.splitlines():
-        if line.startswith("author "):
-            m = re.match(r"author (.*) (\d+) [+-]\d{4}$", line)
-            if m:
-                author = m.group(1)
-        elif line.startswith("committer "):
-            m = re.match(r"committer .* (\d+) [+-]\d{4}$", line)
-            if m:
-                date = _iso(int(m.group(1)))
-    first_paragraph = message.strip().split("\n\n", 1)[0] if message.strip() else ""
-    subject = " ".join(line.strip() for line in first_paragraph.splitlines())
-    return CommitInfo(sha, subject, author, date)
-
-
-def _lookup_outside(repo: RepoInfo, names: list[str]) -> dict[str, tuple[CommitInfo, bool]]:
-    """Commit info (and whether it is itself a revert) for ids not in the walked window."""
-    if not names:
-        return {}
-    out = run_git(repo, "cat-file", "--batch", input="".join(f"{n}\n" for n in names).encode())
-    found: dict[str, tuple[CommitInfo, bool]] = {}
-    pos = 0
-    for name in names:
-        end = out.index(b"\n", pos)
-        header = _decode(out[pos:end]).split()
-        pos = end + 1
-        if len(header) == 3 and header[2].isdigit():  # "<sha> <type> <size>", else "<name> missing"
-            size = int(header[2])
-            body = out[pos : pos + size]
-            pos += size + 1
-            if header[1] == "commit":
-                raw = _decode(body)
-                found[name] = (_parse_raw_commit(header[0], raw), bool(_REVERTS_RE.search(raw)))
-    return found
-
-
 def revert_backing(repo: RepoInfo, sha: str) -> str:
     """Whether a revert commit backs a lesson: ``"revert"`` (the commit is in the repository and is a revert:
     git's ``This reverts commit`` line, or a ``Revert "..."`` subject), ``"not a revert"`` (it is in the
@@ -373,14 +126,15 @@ def revert_backing(repo: RepoInfo, sha: str) -> str:
     if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-fA-F]{4,64}", sha.strip()):
         return "missing"
     try:
-        found = _lookup_outside(repo, [sha.strip()])
+        found = history.read_commits(repo, [sha.strip()])
     except Exception:  # noqa: BLE001 - review text: no git, an unreadable repository or a malformed object
         # (a commit date out of range raises ValueError/OSError/OverflowError): nothing backs the lesson
         return "missing"
     if not found:
         return "missing"
-    info, is_revert = found[sha.strip()]
-    return "revert" if is_revert or _REVERT_SUBJECT_RE.match(info.subject or "") else "not a revert"
+    info, raw = found[sha.strip()]
+    is_revert = _REVERTS_RE.search(raw) or _REVERT_SUBJECT_RE.match(info.subject or "")
+    return "revert" if is_revert else "not a revert"
 
 
 def _trunc(text: str, limit: int, *, left: bool = False) -> str:
@@ -480,10 +234,10 @@ def scan_reverts(
         exclude = [exclude]
     skip = sorted({p.rstrip("/") + "/" for p in exclude if isinstance(p, str) and p.strip("/")})
     info = coerce_repo(repo)
-    tips, local, remote = _tips(info)
+    tips, local, remote = history.tips(info)
     if not tips:
         raise GitError(f"{info.work_tree} has no commits yet; make a first commit before scanning for reverts")
-    commits = _walk(info, tips, _existing_commits(info, since_list), max_commits)
+    commits = history.walk(info, tips, history.existing_commits(info, since_list), max_commits)
     truncated, note = False, None
     if len(commits) >= max_commits:
         truncated, note = True, f"stopped after max_commits={max_commits}; older history was not scanned"
@@ -492,10 +246,10 @@ def scan_reverts(
         note = "shallow clone: history before the shallow boundary is missing" + (f"; {note}" if note else "")
 
     by_sha = {c.sha: c for c in commits}
-    masks, names, local_mask = _branch_masks(commits, local, remote)
+    masks, names, local_mask = history.branch_masks(commits, local, remote)
 
     # Which commits are reverts, and which ids do they name?
-    found: list[tuple[_Raw, list[str], str]] = []
+    found: list[tuple[history.RawCommit, list[str], str]] = []
     for index, c in enumerate(commits):
         named = list(dict.fromkeys(m.lower() for m in _REVERTS_RE.findall(c.body)))
         if named:
@@ -508,7 +262,7 @@ def scan_reverts(
                 found.append((c, [target], "subject"))
 
     # Resolve named ids: in the window (full or abbreviated), else ask git.
-    def in_window(name: str) -> _Raw | None:
+    def in_window(name: str) -> history.RawCommit | None:
         if name in by_sha:
             return by_sha[name]
         if len(name) < 40:
@@ -518,8 +272,8 @@ def scan_reverts(
         return None
 
     outside = sorted({n for _, named, _ in found for n in named if in_window(n) is None})
-    looked_up = _lookup_outside(info, outside)
-    stats = _diffstats(info, [c.sha for c, _, _ in found])
+    looked_up = history.read_commits(info, outside)
+    stats = history.diffstats(info, [c.sha for c, _, _ in found])
 
     reverts: list[RevertInfo] = []
     for c, named, evidence in sorted(found, key=lambda f: (f[0].ctime, f[0].sha)):
@@ -531,13 +285,13 @@ def scan_reverts(
                 reverted.append(raw.info())
                 reapply = reapply or bool(_REVERTS_RE.search(raw.body))
             elif name in looked_up:
-                ci, is_revert = looked_up[name]
+                ci, raw_text = looked_up[name]
                 reverted.append(ci)
-                reapply = reapply or is_revert
+                reapply = reapply or bool(_REVERTS_RE.search(raw_text))
             else:
                 reverted.append(CommitInfo(name))
         diffstat = tuple(row for row in stats.get(c.sha, ()) if not any(in_prefix(p, row[0]) for p in skip))
-        branches = _branches_of(masks.get(c.sha, 0), names, local_mask)
+        branches = history.branches_of(masks.get(c.sha, 0), names, local_mask)
         commit = c.info()
         reverts.append(
             RevertInfo(

@@ -7,9 +7,11 @@ it never writes SQL. What an actor may read is decided here and handed to the st
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from synapse_nb._util import check_limit, fmt_ts
 from synapse_nb.errors import (
@@ -42,6 +44,33 @@ def check_query(q: Any) -> str:
     if not isinstance(q, str):
         raise ValidationError(f"a search query must be text, got {type(q).__name__}")
     return q
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def exactly_once(method: F) -> F:
+    """A write of one new record, made once however often its caller retries it (on this machine).
+
+    A team vault's commit can be cut off with its outcome unknown (the connection died during COMMIT and the
+    server could not be asked in time): the store raises :class:`~synapse_nb.errors.CommitUnknownError`, which says
+    to make the same call again. That retry (same method, mind, actor and arguments) asks the server about the
+    earlier attempt first (``store.once``): if it committed, the record it wrote is read back and returned, never
+    written a second time under a new id. A store without ``once`` (SQLite: a local commit is never in doubt)
+    just runs the call.
+    """
+    @functools.wraps(method)
+    def wrapper(self: KindManager[Any], *args: Any, **kw: Any) -> Any:
+        once = getattr(self._ctx.store, "once", None)
+        if once is None:
+            return method(self, *args, **kw)
+        key = (method.__qualname__, self._ctx.mind, self._ctx.actor, repr(args), repr(sorted(kw.items())))
+        fresh, out = once(key, lambda: method(self, *args, **kw))
+        if fresh:
+            return out
+        written = [rid for kind, rid in out if kind == self.record_cls.kind]
+        return self.get(written[0]) if written else method(self, *args, **kw)
+    return cast(F, wrapper)  # functools.wraps keeps the signature: the wrapper takes and returns what method does
 
 
 class KindManager(Generic[R]):

@@ -15,7 +15,7 @@ from synapse_nb._util import (
     new_id,
 )
 from synapse_nb.errors import NoCheckpointError, ValidationError
-from synapse_nb.kinds._base import KindManager
+from synapse_nb.kinds._base import KindManager, exactly_once
 from synapse_nb.models import Checkpoint, RecordList
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ class Checkpoints(KindManager[Checkpoint]):
         if c.origin not in ORIGINS:
             raise ValidationError(f"origin {c.origin!r} is not one of {', '.join(ORIGINS)}")
 
+    @exactly_once
     def create(self, doing: str, *, files: Any = None, next_step: str | None = None, blockers: Any = None,
                origin: str = "api") -> Checkpoint:
         """Save the current work state; branch and commit are read from git (outside git: none).

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import MAX_TEXT, check_optional_text, check_stored_tags, check_tags, check_text, new_id
 from synapse_nb.errors import ValidationError
-from synapse_nb.kinds._base import KindManager, check_query, check_search_limit
+from synapse_nb.kinds._base import KindManager, check_query, check_search_limit, exactly_once
 from synapse_nb.models import Decision, RecordList
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ class Decisions(KindManager[Decision]):
         check_text(d.decision, "decision", max_len=MAX_TEXT, stored=True)
         check_stored_tags(d.tags)
 
+    @exactly_once
     def create(self, decision: str, *, rationale: str | None = None, tags: Any = None) -> Decision:
         """Log a decision (with the current git branch and commit). Agents may log decisions too (source agent).
 

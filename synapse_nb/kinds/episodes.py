@@ -16,7 +16,7 @@ from synapse_nb._util import (
     new_id,
 )
 from synapse_nb.errors import ValidationError
-from synapse_nb.kinds._base import KindManager
+from synapse_nb.kinds._base import KindManager, exactly_once
 from synapse_nb.models import Episode, RecordList
 from synapse_nb.provenance import REPORTED_ACTOR
 
@@ -64,6 +64,7 @@ class Episodes(KindManager[Episode]):
         if e.seq is not None and e.thread is None:
             raise ValidationError("seq orders an episode in its thread: give thread too")
 
+    @exactly_once
     def log(self, task_key: str, *, status: str = "unknown", outcome: str | None = None, refs: Any = None,
             duration_s: float | None = None, thread: str | None = None, seq: int | None = None,
             actor: str | None = None) -> Episode:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from synapse_nb._util import MAX_TEXT, check_files, check_limit, check_stored_strings, check_text, fmt_ts, new_id
 from synapse_nb.context import agent_environment
 from synapse_nb.errors import ConflictError, GitError, NotFoundError, PermissionDeniedError, ValidationError
-from synapse_nb.kinds._base import KindManager
+from synapse_nb.kinds._base import KindManager, exactly_once
 from synapse_nb.models import Lesson, RecordList
 from synapse_nb.settings import Settings
 
@@ -108,6 +108,7 @@ class Lessons(KindManager[Lesson]):
         return int(Settings(self._ctx).get("lesson_expiry_days"))
 
     # -- create -------------------------------------------------------------------------------------------
+    @exactly_once
     def create(self, summary: str, *, files: Any = None, branch: str | None = None,
                revert_commit: dict[str, Any] | None = None, reverted_commits: Any = (),
                diffstat: Any = ()) -> Lesson:

@@ -22,7 +22,7 @@ from synapse_nb._util import (
     shift,
 )
 from synapse_nb.errors import NotFoundError, PermissionDeniedError, ValidationError
-from synapse_nb.kinds._base import KindManager, check_query, check_search_limit
+from synapse_nb.kinds._base import KindManager, check_query, check_search_limit, exactly_once
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, RecordList
 from synapse_nb.store.records import PAGE_SORTS, MemoryFilter
 
@@ -106,6 +106,7 @@ class Memories(KindManager[Memory]):
         _check_confidence(m.confidence)
 
     # -- writes ---------------------------------------------------------------------------------------------
+    @exactly_once
     def remember(self, category: str, key: str, content: str, *, tags: Any = None, priority: str | None = None,
                  source: str | None = None, verified: bool | None = None, confidence: float | None = None,
                  expires: str | datetime | timedelta | None = None) -> Memory:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from synapse_nb._util import MAX_TEXT, MAX_TRIGGER, check_key, check_text, new_id
 from synapse_nb.errors import NotFoundError, ValidationError
-from synapse_nb.kinds._base import KindManager
+from synapse_nb.kinds._base import KindManager, exactly_once
 from synapse_nb.models import Note
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ class Notes(KindManager[Note]):
         check_text(n.trigger, "trigger", max_len=MAX_TRIGGER, stored=True)
         check_text(n.body, "body", max_len=MAX_TEXT, stored=True)
 
+    @exactly_once
     def add(self, name: str, trigger: str, body: str) -> Note:
         """Create or update (by name) a note. An agent may not overwrite a note the user wrote."""
         name = check_key(name, "name")

@@ -148,7 +148,7 @@ def default_session_id() -> str:
 
             path = get_connection_file()
             return "nb-" + hashlib.sha1(str(path).encode("utf-8")).hexdigest()[:12]
-        except Exception:  # no kernel app running (plain IPython with ipykernel imported)
+        except Exception:  # noqa: BLE001, S110 - no kernel app running (plain IPython with ipykernel imported): a random id
             pass
     return f"nb-{uuid.uuid4().hex[:12]}"
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb._util import check_files
 from synapse_nb.errors import QueryError, SnapshotMoved, ValidationError
-from synapse_nb.kinds.lessons import Lessons
-from synapse_nb.models import Record
+from synapse_nb.models import Lesson, Record
 from synapse_nb.recall.assembly import assemble, empty_reason, record_line
 from synapse_nb.recall.bm25 import Postings, Term, bm25_top
 from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, query_words
@@ -56,7 +55,14 @@ def clean_query(query: Any) -> str:
     return _CTRL.sub(" ", query)
 
 
-def _check_args(bars: Any, budget_tokens: Any, session: Any, path: Any) -> Bars:
+def check_path(path: Any) -> None:
+    """Recall v1's ``path`` argument: only its old names are accepted (each runs the one ranking)."""
+    if path not in PATHS:
+        raise ValidationError(f"path {path!r} is not accepted; use auto or rank (exhaustive and index are "
+                              "accepted as their old names)")
+
+
+def _check_args(bars: Any, budget_tokens: Any, session: Any) -> Bars:
     bars = bars or Bars()
     if not isinstance(bars, Bars):
         raise ValidationError(f"bars must be a synapse_nb.recall.Bars, got {type(bars).__name__}")
@@ -68,9 +74,6 @@ def _check_args(bars: Any, budget_tokens: Any, session: Any, path: Any) -> Bars:
     if session is not None and (not isinstance(session, str) or not session.strip() or len(session) > 200
                                 or not session.isprintable()):
         raise ValidationError("session must be a non-empty printable string of at most 200 characters")
-    if path not in PATHS:
-        raise ValidationError(f"path {path!r} is not accepted; use auto or rank (exhaustive and index are "
-                              "accepted as their old names)")
     out: Bars = bars
     return out
 
@@ -86,15 +89,17 @@ class _Ranking(NamedTuple):
 class Recaller:
     """Recall bound to one context (one vault handle); its caches live here, per process.
 
-    ``index`` gives the vault's retrieval index (kept for the surfaces that search it; recall ranks with the
-    store's BM25 and the structure step).
+    ``index`` gives the vault's retrieval index (the semantic channel's vectors live there; recall ranks with the
+    store's BM25 and the structure step). ``lessons`` reads the approved lessons in force (the banner): the kinds
+    own that rule (:meth:`synapse_nb.kinds.lessons.Lessons.in_force`), recall only asks.
     """
 
     def __init__(self, ctx: Context, index: Callable[[], VaultIndex], params: RankParams | None = None,
-                 defaults: Callable[[], tuple[Bars, float]] | None = None) -> None:
+                 defaults: Callable[[], tuple[Bars, float]] | None = None, *,
+                 lessons: Callable[[Context, str | None], Iterable[Lesson]]) -> None:
         self._ctx = ctx
+        self._lessons = lessons  # the banner's lessons in force at a context's "now" on a branch (the kinds' rule)
         self._defaults = defaults  # the saved default bars, read inside the snapshot (no round trip of their own)
-        self._index = index
         self._lock = threading.RLock()
         self._candidates = Candidates(ctx)
         self._postings = Postings(ctx)
@@ -238,22 +243,22 @@ class Recaller:
                 self._records_key, self._records = (version, mind), {}
 
     def recall(self, query: Any, *, session: str | None = None, branch: Any = None, files: Any = None,
-               budget_tokens: int | None = None, bars: Bars | None = None, path: str = "auto") -> Recall:
+               budget_tokens: int | None = None, bars: Bars | None = None) -> Recall:
         """See :meth:`synapse_nb.vault.Vault.recall`."""
         ctx = self._ctx
         query = clean_query(query)
-        given, bars = bars, _check_args(bars, budget_tokens, session, path)
+        given, bars = bars, _check_args(bars, budget_tokens, session)
         file_refs = check_files(files, "files")
         branch_name = ctx.git.head()[0] if branch is None else str(branch)
         used = "rank" if query.strip() else "none"
         if self.params.semantic:  # the semantic channel's index applies queued writes outside the snapshot
             self._dense.sync()
         try:
-            version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session, path,
+            version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session,
                                                               file_refs, branch_name)
         except Unsynced:  # the channel was just turned on, or a write came between: sync, then read again
             self._dense.prepare(self._embedder[1] if self._embedder else None)
-            version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session, path,
+            version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session,
                                                               file_refs, branch_name, synced=True)
         walk = [c.id for c in ranking.cands if c is not None] if ranking else []
         # the session's marks are no part of the vault's state (they move no version): read after the snapshot
@@ -279,7 +284,7 @@ class Recaller:
                       borrowed=borrowed.to_dict() if borrowed is not None else None)
 
     def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
-              path: str, file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False,
+              file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False,
               ) -> tuple[Any, Bars, str, list[Any], _Ranking | None]:
         """One consistent read of everything the ranking weighs: (version, bars, now, lessons, ranking).
         ``synced``: the semantic table was just synced (writes queued since are not waited for again)."""
@@ -293,13 +298,13 @@ class Recaller:
                     if self._defaults is not None:  # the saved bars and semantic weight, read inside the snapshot
                         saved, semantic = self._saved_defaults(version)
                         if given is None:
-                            bars = _check_args(saved, budget_tokens, session, path)
+                            bars = _check_args(saved, budget_tokens, session)
                         if semantic != self.params.semantic:
                             self.params = replace(self.params, semantic=semantic)
                     if self.params.semantic and not synced:
                         self._dense.check_synced(self._embedder_spec(version))
                     now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
-                    lessons = list(Lessons(ctx.at(now)).in_force(branch_name))
+                    lessons = list(self._lessons(ctx.at(now), branch_name))
                     ranking = self._rank(query, file_refs, bars, now, version) if query.strip() else None
                 break
             except SnapshotMoved:
@@ -329,12 +334,12 @@ class Recaller:
         pos, sc = self._bm25(idx, send, terms, totals)
         exact = self._candidates.matches(query_words(query), version, idx, max_per_tag=MAX_TAG_RECORDS)
         pos_of = idx.pos
-        bonus: tuple[np.ndarray, np.ndarray] | dict[int, float] = exact.bonus(bars.tag_bonus, bars.key_bonus,
-                                                                                    bars.max_bonus)
+        pairs = exact.bonus(bars.tag_bonus, bars.key_bonus, bars.max_bonus)  # (positions, bonuses)
+        bonus: tuple[np.ndarray, np.ndarray] | dict[int, float] = pairs
         if files:  # the file bonus reads the texts of every hit
             rows = self._candidates.fetch([(idx.kinds[pos_of[i]], i) for i in dict.fromkeys(
                 [idx.ids[j] for j in pos.tolist()] + [i for i in exact if i in pos_of])], version)
-            bonus = dict(zip(bonus[0].tolist(), bonus[1].tolist(), strict=True))
+            bonus = dict(zip(pairs[0].tolist(), pairs[1].tolist(), strict=True))
             for rid, c in rows.items():
                 hit_files = [f for f in files if f in c.text]
                 if hit_files:

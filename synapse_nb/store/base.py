@@ -26,10 +26,10 @@ machine reading one state agrees on the time) and pass it as fixed-width UTC tex
 reads that depend on it (memory expiry, the effective lesson status, what an agent may read), and as an argument
 to writes that do (prune, stamps).
 
-**Write stamps.** ``store.stamp(now)``, called inside a write transaction, returns the timestamp to write:
-``now``, or one microsecond after the vault's last stamp when that is not earlier. Stamps are strictly
-increasing per vault across processes (they are taken under the write lock), so records never tie on
-``created_at``/``updated_at``, and an import moves the last stamp past every imported time.
+**Write stamps.** ``store.stamp(now)``, in a write transaction, returns the timestamp to write: the store's clock
+(SQLite: ``now``; a team vault: the server's, ``now`` unused: no client moves it), or 1 µs after the vault's last
+stamp when that is not earlier. Strictly increasing per vault across processes (taken under the write lock), so
+records never tie on ``created_at``/``updated_at``; a SQLite import moves the last stamp past every imported time.
 
 **Ordering.** Every listing has a total order that ends in the record id, so the same vault lists the same
 way whatever the backend's plan or the hash seed. Timestamps are the fixed-width text above.

@@ -234,13 +234,17 @@ class Vault:
         if self._recaller is None:
             from synapse_nb.recall.engine import Recaller  # loaded by the first recall (import synapse_nb stays light)
 
-            self._recaller = Recaller(self._ctx, lambda: self.index, defaults=self._recall_settings)
+            self._recaller = Recaller(self._ctx, lambda: self.index, defaults=self._recall_settings,
+                                      lessons=lambda ctx, branch: Lessons(ctx).in_force(branch))
         if path is not None:
+            from synapse_nb.recall.engine import check_path
+
+            check_path(path)
             warnings.warn("Vault.recall(path=...) is deprecated and ignored: recall has one path since recall v2 "
                           "(docs/decisions/0008-recall-engine-v2.md); drop the argument", DeprecationWarning,
                           stacklevel=2)
         return self._recaller.recall(query, session=session, branch=branch, files=files,
-                                     budget_tokens=budget_tokens, bars=bars, path="auto" if path is None else path)
+                                     budget_tokens=budget_tokens, bars=bars)
 
     def restore_pack(self, checkpoint: Checkpoint | None = None, *, budget_tokens: int | None = None,
                      note: str | None = None) -> str:

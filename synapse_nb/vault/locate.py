@@ -5,8 +5,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import tomllib
+from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from synapse_nb.errors import (
     ConflictError,
@@ -14,10 +19,87 @@ from synapse_nb.errors import (
 )
 from synapse_nb.gitscope.repo import find_repo
 
-__all__ = ["DB_NAME", "VAULT_DIRNAME", "find_vault_dir", "locate"]
+__all__ = ["DB_NAME", "TEAM_DIRNAME", "TEAM_FILE", "VAULT_DIRNAME", "find_vault_dir", "locate", "record_team_url",
+           "set_local_aside", "team_cache_dir", "team_url_of"]
 
 VAULT_DIRNAME = ".synapse"
 DB_NAME = "synapse.db"
+#: ``.synapse/team.toml``: this folder's vault is a team vault (written by ``synapse-nb team join``).
+TEAM_FILE = "team.toml"
+#: ``.synapse/team/<server>-<project>/``: this machine's caches of one team vault (its offline copy and feed position).
+TEAM_DIRNAME = "team"
+
+
+def team_url_of(vault_dir: Path) -> str | None:
+    """The team vault URL recorded for this vault folder (``team.toml``'s ``url``), or None.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> team_url_of(d) is None
+    True
+    >>> _ = record_team_url(d, "postgresql://alice:secret@db:5432/team?project=acme")
+    >>> team_url_of(d)
+    'postgresql://alice@db:5432/team?project=acme'
+    """
+    try:
+        data = tomllib.loads((vault_dir / TEAM_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConflictError(f"{vault_dir / TEAM_FILE} cannot be read ({exc}); it should hold one line, "
+                            'url = "postgresql://user@host:port/database?project=NAME" (written by `synapse-nb team '
+                            "join`): fix or delete it") from None
+    url = data.get("url")
+    if not isinstance(url, str) or not url.lower().startswith(("postgresql://", "postgres://")):
+        raise ConflictError(f"{vault_dir / TEAM_FILE} names no team vault URL (url = \"postgresql://...\"): fix or "
+                            "delete it")
+    return url
+
+
+def record_team_url(vault_dir: Path, url: str) -> Path:
+    """Write ``team.toml`` into the vault folder: from now on the folder's vault is that team vault, for every surface
+    (without ``SYNAPSE_HOME``). A password in the URL is left out (libpq reads ``~/.pgpass`` or ``passfile=``)."""
+    parts = urlsplit(url.strip())
+    netloc = parts.netloc
+    if "@" in netloc and ":" in netloc.split("@", 1)[0]:
+        netloc = netloc.split("@", 1)[0].split(":", 1)[0] + "@" + netloc.split("@", 1)[1]
+    clean = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    path = vault_dir / TEAM_FILE
+    path.write_text("# This folder's vault is the team vault below (written by `synapse-nb team join`; docs/team.md).\n"
+                    "# Delete this file to use a local vault here again.\n"
+                    f"url = {json.dumps(clean)}\n", encoding="utf-8")
+    return path
+
+
+def set_local_aside(vault_dir: Path) -> Path | None:
+    """Rename a local vault database in a folder that now names a team vault aside (kept, never deleted):
+    ``synapse.db`` -> ``synapse.db.before-team-YYYYmmddTHHMMSS`` (with its ``-wal``/``-shm`` files). Returns the new
+    name, or None when there was none."""
+    db = vault_dir / DB_NAME
+    if not db.is_file():
+        return None
+    aside = vault_dir / f"{DB_NAME}.before-team-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
+    for suffix in ("-wal", "-shm", ""):
+        part = vault_dir / f"{DB_NAME}{suffix}"
+        if part.exists():
+            part.rename(aside.with_name(aside.name + suffix))
+    return aside
+
+
+def team_cache_dir(vault_dir: Path, conninfo: str, project: str) -> Path:
+    """This machine's cache folder of one team vault: ``.synapse/team/<host>-<port>-<database>-<project>``, apart
+    from a local vault's index, so no rebuild can mix a local vault's records into a team vault's copy.
+
+    >>> team_cache_dir(Path(".synapse"), "postgresql://bob@db.example.com:5433/team?sslmode=require", "acme")
+    PosixPath('.synapse/team/db.example.com-5433-team-acme')
+    """
+    parts = urlsplit(conninfo)
+    query = dict(parse_qsl(parts.query))
+    host = parts.hostname or query.get("host") or "local"
+    port = str(parts.port or query.get("port") or 5432)
+    db = parts.path.lstrip("/") or query.get("dbname") or "postgres"
+    key = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{host}-{port}-{db}-{project}")[:120]
+    return vault_dir / TEAM_DIRNAME / key
 
 
 def find_vault_dir(path: str | Path | None = None) -> tuple[Path, Path]:

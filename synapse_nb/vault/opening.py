@@ -5,6 +5,7 @@ Creating a vault, migrating its schema, the offline copy of a team vault whose s
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeAlias, overload
@@ -25,7 +26,7 @@ from synapse_nb.gitscope.vaultdir import (
 )
 from synapse_nb.store.sqlite import SqliteStore
 from synapse_nb.vault.facade import Vault
-from synapse_nb.vault.locate import DB_NAME, VAULT_DIRNAME, locate
+from synapse_nb.vault.locate import DB_NAME, VAULT_DIRNAME, locate, set_local_aside, team_cache_dir, team_url_of
 
 if TYPE_CHECKING:
     from synapse_nb.offline import OfflineVault
@@ -97,6 +98,15 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     if isinstance(team, str) and team.lower().startswith(("postgresql://", "postgres://")):
         return open_team_vault(team, mind=mind, actor=actor, clock=clock, readonly=readonly, offline=offline)
     vault_dir, project_dir, shown, named = locate(path)
+    team_url = team_url_of(vault_dir)
+    if team_url is not None:  # `team join` made this folder's vault the team vault: one clear vault per folder
+        aside = None if readonly else set_local_aside(vault_dir)
+        if aside is not None:
+            logging.getLogger("synapse_nb.team").warning(
+                "%s names the team vault %s; the local vault database found there was renamed aside to %s (kept)",
+                vault_dir / "team.toml", team_url, aside)
+        return open_team_vault(team_url, mind=mind, actor=actor, clock=clock, readonly=readonly,
+                               local=project_dir, offline=offline)
     borrowed = detect(vault_dir, project_dir, named=named, db_name=DB_NAME)  # one git ls-files per open, not per recall
     refusal = borrowed.refusal if borrowed is not None else None
     created = False
@@ -133,9 +143,11 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
                     readonly: bool = False, local: str | Path | None = None, offline: bool = False) -> ReadableVault:
     """Open a team vault (``postgresql://user@host:port/db?project=NAME``; see ``docs/team.md``).
 
-    ``project`` defaults to the repository's folder name. This machine's caches (the retrieval index and its
-    position in the change feed) live in ``.synapse/`` at the root of ``local`` 's repository (default: the current
-    folder's); two handles with different ``local`` folders are two machines. An agent handle runs as the
+    ``project`` defaults to the repository's folder name. This machine's caches (the offline copy: the retrieval
+    index and its position in the change feed) live in ``.synapse/team/<server>-<project>/`` at the root of
+    ``local`` 's repository (default: the current folder's), apart from a local vault's; two handles with different
+    ``local`` folders are two machines. A folder whose ``.synapse/team.toml`` names a team vault (``team join``
+    writes it) opens it by :func:`open_vault` too, whatever surface asks. An agent handle runs as the
     project's agent database role, so the server itself refuses what the human gate forbids. An unreachable
     server is an :class:`OfflineError` saying so: nothing is ever written to a local fork; with ``offline``,
     this machine's stale copy is returned instead when it has one (see :func:`open_vault`).
@@ -151,29 +163,32 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
     repo = find_repo(start)
     project_dir = repo.main_work_tree if repo is not None else start
     conninfo, project = parse_team_url(url, project_for(project_dir))
-    folder = project_dir / VAULT_DIRNAME
+    vault_dir = project_dir / VAULT_DIRNAME
+    folder = team_cache_dir(vault_dir, conninfo, project)  # apart from a local vault's index: never mixed
     try:
-        folder.mkdir(exist_ok=True)  # never its parents
+        vault_dir.mkdir(exist_ok=True)  # never its parents
+        ensure_gitignore(vault_dir)
+        folder.mkdir(parents=True, exist_ok=True)  # inside .synapse/ only
     except OSError as exc:
         raise StoreError(f"cannot create this machine's cache folder {folder}: {exc.strerror or exc}") from exc
-    ensure_gitignore(folder)
     try:
         store = PgStore(conninfo, project, folder=folder, readonly=readonly,
-                        role="agent" if actor == "agent" else None)
+                        role="agent" if actor == "agent" else None, keep_copy=True)
     except OfflineError as exc:
         if not offline:
             raise
         from synapse_nb.offline import OfflineVault, has_copy
 
         if not has_copy(folder):
-            raise OfflineError(f"{exc}; and this machine has no copy of it to read ({folder}/index is made by "
-                               "`synapse-nb index rebuild` or an index search while the server is reachable)") from exc
+            raise OfflineError(f"{exc}; and this machine has no copy of it to read ({folder}: every call that reaches "
+                               "the server makes and keeps one, as do `synapse-nb index rebuild` and index "
+                               "searches)") from exc
         location = f"{conninfo.split('?')[0].rsplit('@', 1)[-1]}?project={project}"
         return OfflineVault(folder, location=location, mind=mind, actor=actor,
                             reason=str(exc).split(": this machine")[0])
     try:
         return Vault(folder, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
-                     _store=store)
+                     _store=store, _git=GitView(project_dir, vault_dir))
     except BaseException:
         store.close()
         raise

@@ -4,7 +4,7 @@ to approve, how long it stays in force, and its buttons."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import ipywidgets as widgets
 
@@ -18,10 +18,25 @@ from synapse_nb.widgets._common import Confirm, block, button, esc, table_html
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.vault import Vault
-    from synapse_nb.widgets.lessons import LessonReview
 
-__all__ = ["DIFF_TITLE", "DURATIONS", "MAX_DIFF_COMMITS", "LessonCard", "diff_html", "lesson_html", "lesson_title",
-           "wording_by"]
+__all__ = ["DIFF_TITLE", "DURATIONS", "MAX_DIFF_COMMITS", "LessonCard", "Review", "diff_html", "lesson_html",
+           "lesson_title", "wording_by"]
+
+class Review(Protocol):
+    """What a card asks of the review that holds it (:class:`~synapse_nb.widgets.lessons.LessonReview`): the vault,
+    which approved lessons await a local approval, and the actions its buttons take."""
+
+    vault: Vault
+    awaiting_ids: set[str]
+
+    def approve(self, lesson_id: str, text: str | None = None, expiry_days: int | None = None) -> Lesson | None: ...
+
+    def approve_agent_wording(self, lesson_id: str, expiry_days: int | None = None) -> Lesson | None: ...
+
+    def reject(self, lesson_id: str) -> Lesson | None: ...
+
+    def withdraw(self, lesson_id: str) -> Lesson | None: ...
+
 
 #: Label of the button that shows the reverted change.
 DIFF_TITLE = "Show the reverted change (git show --stat and patch)"
@@ -176,7 +191,7 @@ class LessonCard(widgets.VBox):
     confirm : the confirm step of Reject and Withdraw.
     """
 
-    def __init__(self, lesson: Lesson, review: LessonReview) -> None:
+    def __init__(self, lesson: Lesson, review: Review) -> None:
         self.lesson = lesson
         self._review = review
         vault = review.vault

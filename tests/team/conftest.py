@@ -33,13 +33,15 @@ def team_url(pg_admin_url: str, project: str) -> str:
 
 @pytest.fixture()
 def logins(pg_admin_url: str, project: str) -> dict[str, str]:
-    """Login roles: ``human`` (member of <project>_human) and ``agent`` (member of <project>_agent): their URLs."""
+    """Login roles: ``human`` (member of <project>_human) and ``agent`` (member of <project>_agent, granted every
+    mind as ``team init --agent`` does): their URLs."""
     out = {}
     with psycopg.connect(pg_admin_url, autocommit=True) as c:
         for who in ("human", "agent"):
             login = f"{project}_{who}_login"
             c.execute(f"CREATE ROLE {login} LOGIN IN ROLE {project}_{who}")
             out[who] = url_as(pg_admin_url, login) + f"?project={project}"
+        c.execute(f"INSERT INTO {project}.mind_grants(grantee, mind) VALUES (%s, '*')", (f"{project}_agent_login",))
     return out
 
 

@@ -268,8 +268,9 @@ def test_the_walk_reads_a_cold_handles_records_in_one_round_trip_per_kind(team_u
     for kind in ("memory", "decision"):
         table = store.table(kind)
         for name in ("get", "get_many"):
-            def counted(*args: Any, _read: Callable[..., Any] = getattr(table, name), _name: str = name,
-                        **kw: Any) -> Any:
+            read = getattr(table, name)
+
+            def counted(*args: Any, _read: Callable[..., Any] = read, _name: str = name, **kw: Any) -> Any:
                 before = store.round_trips.count
                 try:
                     return _read(*args, **kw)

@@ -15,12 +15,18 @@ Where the SQL is:
 ``sql/ranking.sql``       migration 3: the ranking documents of recall engine v2 (BM25: body, context; threads)
 ``sql/inputs.sql``        migration 4: settings and file flags move the data version
 ``sql/clock.sql``         migration 5: next_stamp ignores a clock outside 1970-2100 (never overflows)
+``sql/server_clock.sql``  migration 6: stamps from the server's clock; no function takes a client's time
+``sql/locks.sql``         migration 7: no table-level UPDATE/DELETE for people and agents (no LOCK TABLE);
+                          deletes through checked functions (routed by ``PgDialect.render``)
+``sql/minds.sql``         migration 8: minds isolated by row-level security (``mind_grants``, ``team grant``)
 ``migrate.py``            migrations under ``pg_advisory_xact_lock``; a newer schema is refused
 ``store/sql/`` (package)  the statements both backends share (:mod:`synapse_nb.store.sql`): the kind tables,
                           settings, sessions, flags, references, recall's candidates, tags and keys, export, import
 ``dialect.py``            what PostgreSQL says its own way: ``%s`` rendering, ``= ANY(?)`` lists, tsvector
-                          search, the gate terms and ranking stems every ranked record stores
-``db.py``                 the pool, transactions, snapshots, stamps, change notification
+                          search, the gate terms and ranking stems every ranked record stores, deletes by function
+``db.py``                 transactions (a cut commit looked up), snapshots, stamps, change notification
+``pool.py``               the pool (bounded reconnect backoff, its log lines routed), the commit look-up
+``copy.py``               this machine's offline copy kept current after every operation
 ``errors.py``             psycopg's errors as the package's error tree
 ``tables.py``             lessons through the human gate's functions and guarded approval; episodes refresh
                           their thread's ranking contexts
@@ -33,15 +39,22 @@ Where the SQL is:
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import re
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from synapse_nb.errors import ValidationError
-from synapse_nb.store.postgres.db import PgDatabase
+from synapse_nb.errors import CommitUnknownError, ValidationError
+from synapse_nb.models import TABLES
+from synapse_nb.store.postgres import pool as pgpool
+from synapse_nb.store.postgres.copy import CopyKeeper
+from synapse_nb.store.postgres.db import PgDatabase, RoundTrips
 from synapse_nb.store.postgres.dialect import gate_terms
-from synapse_nb.store.postgres.migrate import CODE_VERSION, check_project
+from synapse_nb.store.postgres.migrate import CODE_VERSION, check_project, role_settings
 from synapse_nb.store.postgres.queries import FeedOutbox, RecallQueries, SessionsQueries
 from synapse_nb.store.postgres.tables import EpisodesTable, LessonsTable
 from synapse_nb.store.records import Change
@@ -58,6 +71,12 @@ from synapse_nb.store.sql import (
 )
 
 __all__ = ["CODE_VERSION", "PgStore", "gate_terms", "is_team_url", "parse_team_url", "project_for"]
+
+#: The write operations whose commit could not be looked up, kept for their retry (:meth:`PgStore.once`).
+IN_DOUBT = "in-doubt.json"
+#: Statements that start an operation that writes nothing (a read, a snapshot): the others tell the offline copy's
+#: keeper that something may have been written.
+READS = ("SELECT", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 
 _URL_RE = re.compile(r"^postgres(ql)?://", re.IGNORECASE)
 
@@ -82,17 +101,38 @@ def parse_team_url(url: str, default_project: str | None = None) -> tuple[str, s
 
     >>> parse_team_url("postgresql://bob@db:5432/team?project=acme&sslmode=require")
     ('postgresql://bob@db:5432/team?sslmode=require', 'acme')
+    >>> parse_team_url("postgresql://bob@db/team?passfile=/home/bob/.pgpass?project=acme")  # "$URL?project=..."
+    ('postgresql://bob@db/team?passfile=%2Fhome%2Fbob%2F.pgpass', 'acme')
     """
     if not is_team_url(url):
         raise ValidationError(f"{url!r} is not a team vault URL; use postgresql://user@host:port/database?project=NAME")
     parts = urlsplit(url.strip())
-    query = parse_qsl(parts.query, keep_blank_values=True)
+    # "$ADMIN_URL?project=acme" where ADMIN_URL already had "?sslmode=require": a second "?" is a "&"
+    query = parse_qsl(parts.query.replace("?", "&"), keep_blank_values=True)
     projects = [v for k, v in query if k == "project"]
     rest = [(k, v) for k, v in query if k != "project"]
     project = projects[-1] if projects else default_project
     if project is None:
         raise ValidationError(f"the team vault URL {url!r} names no project; add ?project=NAME (one per repository)")
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), parts.fragment)), check_project(project)
+
+
+def check_login(login: object, *, groups: str | None = None) -> str:
+    """A login role's name as ``team init --human/--agent`` and ``team grant`` accept it (``groups``: the project
+    whose group roles are accepted too)."""
+    if not isinstance(login, str) or not re.match(r"^[a-z_][a-z0-9_]{0,62}$", login):
+        raise ValidationError(f"login {login!r} is not accepted: lower-case letters, digits and '_'")
+    if groups is None and login.endswith(("_owner", "_human", "_agent")):
+        raise ValidationError(f"{login!r} looks like a project's group role; name a login role")
+    return login
+
+
+def check_grant_mind(mind: object) -> str:
+    """A mind name for ``team grant`` (``*``: every mind)."""
+    if not isinstance(mind, str) or not (mind == "*" or re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", mind)):
+        raise ValidationError(f"mind {mind!r} is not accepted: '*' (every mind), or 1-64 letters, digits, '.', '_', "
+                              "'-' starting with a letter or digit")
+    return mind
 
 
 class PgStore(PgDatabase):
@@ -108,9 +148,13 @@ class PgStore(PgDatabase):
     """
 
     def __init__(self, url: str, project: str, *, folder: str | Path | None = None, readonly: bool = False,
-                 role: str | None = None, **kw: Any) -> None:
+                 role: str | None = None, keep_copy: bool = False, _keeper: CopyKeeper | None = None,
+                 **kw: Any) -> None:
         super().__init__(url, project, readonly=readonly, role=role, **kw)
         self.folder = None if folder is None else Path(folder)
+        #: keeps this machine's offline copy current after every operation (``keep_copy``: a vault handle's store)
+        self.keeper = _keeper if _keeper is not None else (
+            CopyKeeper(self) if keep_copy and self.folder is not None else None)
         self.path = (self.folder or Path(".")) / "team-feed.json"
         # typed on the connection (not this subclass), as the lessons and episodes of a team vault are
         self.memories: MemoriesTable[PgDatabase] = MemoriesTable(self)
@@ -145,7 +189,89 @@ class PgStore(PgDatabase):
         if role == self.role:
             return self
         return PgStore(self.url, self.project, folder=self.folder, readonly=self.readonly, role=role,
-                       _pool=self.pool, _listeners=self._listeners, _round_trips=self.round_trips)
+                       _pool=self.pool, _listeners=self._listeners, _round_trips=self.round_trips,
+                       _keeper=self.keeper)
+
+    def sibling_for_copy(self) -> PgStore:
+        """A handle on the same pool for :class:`CopyKeeper`'s syncs: its own round-trip count, no keeper."""
+        return PgStore(self.url, self.project, folder=self.folder, readonly=self.readonly, role=self.role,
+                       _pool=self.pool, _listeners=[], _round_trips=RoundTrips())
+
+    # -- this machine's offline copy --------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _connection(self, first: str | None = None, params: Sequence[Any] = (),
+                    last: bool = False) -> Iterator[tuple[Any, Any]]:
+        """The connection's checkout; once an operation is over (no connection pinned any more), the offline copy
+        is poked: its keeper brings it up to date in the background."""
+        with super()._connection(first, params, last) as got:
+            yield got
+        keeper = getattr(self, "keeper", None)  # None while the handle is being opened
+        if keeper is not None and self._state.conn is None and self._state.lazy_open is None:
+            if first is None or not first.lstrip().upper().startswith(READS):
+                keeper.written()
+            keeper.poke()
+
+    # -- exactly once across retries ----------------------------------------------------------------------------
+    def once(self, key: Any, call: Callable[[], Any]) -> tuple[bool, Any]:
+        """One write operation exactly once across its caller's retries: ``(True, call())``, or ``(False, records)``
+        when an earlier attempt of it (same ``key``: method, mind, actor, arguments) ended in
+        :class:`~synapse_nb.errors.CommitUnknownError` and the server now says it committed, with its records there:
+        the (kind, id) it wrote, which the caller reads back instead of writing again. The attempts in doubt are
+        kept in this machine's cache folder (``in-doubt.json``), so the retry may come from another process (the
+        same CLI command run again)."""
+        if self._state.depth or self._state.op_key is not None:
+            return True, call()
+        name = hashlib.sha256(repr(key).encode("utf-8")).hexdigest()
+        prior = self._doubts().get(name)
+        if prior is not None:
+            written = {(k, r): bool(d) for k, r, d in prior["written"]}
+            status = pgpool.resolve_commit(self.url, prior["xid"], 0, pgpool.written_check(
+                self.project, TABLES, written, prior.get("first_stamp")))
+            if status is None:
+                raise CommitUnknownError(f"the team vault server {self.location} still cannot be asked whether the "
+                                         "earlier attempt of this write committed; make the same call again later")
+            self._drop_doubt(name)
+            if status == "committed":
+                return False, sorted(written)
+        self._state.op_key = key
+        try:
+            return True, call()
+        finally:
+            self._state.op_key = None
+
+    def note_in_doubt(self, key: Any, entry: dict[str, Any]) -> None:
+        doubts = self._doubts()
+        doubts[hashlib.sha256(repr(key).encode("utf-8")).hexdigest()] = entry
+        self._save_doubts(doubts)
+
+    def _doubts(self) -> dict[str, Any]:
+        if self.folder is None:
+            return self._in_doubt
+        try:
+            data = json.loads((self.folder / IN_DOUBT).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _drop_doubt(self, name: str) -> None:
+        doubts = self._doubts()
+        doubts.pop(name, None)
+        self._save_doubts(doubts)
+
+    def _save_doubts(self, doubts: dict[str, Any]) -> None:
+        if self.folder is None:
+            self._in_doubt = doubts
+            return
+        with contextlib.suppress(OSError):
+            tmp = self.folder / f".{IN_DOUBT}.tmp"
+            tmp.write_text(json.dumps(doubts, sort_keys=True), encoding="utf-8")
+            tmp.replace(self.folder / IN_DOUBT)
+
+    def data_version(self) -> tuple[int, ...]:
+        version = super().data_version()
+        if self.keeper is not None and version[0] >= 0:
+            self.keeper.saw(version[0])
+        return version
 
     # -- team administration (``synapse-nb team status``) -----------------------------------------------------
     def server_info(self) -> dict[str, Any]:
@@ -160,13 +286,42 @@ class PgStore(PgDatabase):
                 "machines": [{"name": r["name"], "cursor": r["cursor"], "synced_at": r["synced_at"]}
                              for r in followers]}
 
-    def add_login(self, login: str, kind: str) -> None:
-        """Make the existing login role ``login`` a member of the project's ``human`` or ``agent`` role."""
-        if kind not in ("human", "agent") or not re.match(r"^[a-z_][a-z0-9_]{0,62}$", login):
-            raise ValidationError(f"login {login!r} is not accepted: lower-case letters, digits and '_'")
+    def add_login(self, login: str, kind: str, *, minds: tuple[str, ...] = ("*",)) -> None:
+        """Make the existing login role ``login`` a member of the project's ``human`` or ``agent`` role, give it the
+        package's lock and idle timeouts (``ALTER ROLE ... SET``) and, for an agent, the ``minds`` it may see."""
+        check_login(login)
+        if kind not in ("human", "agent"):
+            raise ValidationError(f"a login is added as 'human' or 'agent', not {kind!r}")
         with self.transaction() as c:
             c.execute(f"GRANT {self.project}_{kind} TO {login}")
+            for stmt in role_settings(login):
+                c.execute(stmt)
+            if kind == "agent":
+                for mind in minds:
+                    self._grant_mind(c, login, mind)
+
+    def grant_mind(self, login: str, mind: str, *, revoke: bool = False) -> list[str]:
+        """Let the role ``login`` see the mind ``mind`` ("*": every mind), or stop it (``revoke``); returns the minds
+        granted to it afterwards. Needs the project's owner (the ``team init`` administrator)."""
+        check_login(login, groups=self.project)
+        with self.transaction() as c:
+            if revoke:
+                c.execute("DELETE FROM mind_grants WHERE grantee = ? AND mind = ?", (login, check_grant_mind(mind)))
+            else:
+                self._grant_mind(c, login, mind)
+                if not login.startswith(f"{self.project}_"):
+                    for stmt in role_settings(login):
+                        c.execute(stmt)
+            rows = c.execute("SELECT mind FROM mind_grants WHERE grantee = ? ORDER BY mind", (login,)).fetchall()
+        return [str(r[0]) for r in rows]
+
+    @staticmethod
+    def _grant_mind(c: Any, login: str, mind: str) -> None:
+        c.execute("INSERT INTO mind_grants(grantee, mind) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                  (login, check_grant_mind(mind)))
 
     def close(self) -> None:
+        if self.keeper is not None and self._owner:
+            self.keeper.close()
         self.outbox.close()
         super().close()

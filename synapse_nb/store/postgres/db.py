@@ -5,15 +5,15 @@ for psycopg (:meth:`~synapse_nb.store.postgres.dialect.PgDialect.render`) when i
 repositories run here as written; what PostgreSQL does its own way is :mod:`synapse_nb.store.postgres.dialect`,
 :mod:`synapse_nb.store.postgres.tables` and :mod:`synapse_nb.store.postgres.queries`.
 
-- A ``psycopg_pool`` pool of autocommit connections whose ``search_path`` is the project schema, each checked
-  (``check_connection``) when handed out, so a server restart costs no caller an error.
-- A write transaction pins one connection to the thread (nested calls join it) and is READ COMMITTED; its
-  first stamp (``next_stamp``) takes the project's write lock, as ``BEGIN IMMEDIATE`` does in SQLite.
+- A pool of autocommit connections (:mod:`synapse_nb.store.postgres.pool`) whose ``search_path`` is the project
+  schema, with ``lock_timeout`` and ``idle_in_transaction_session_timeout`` set; a checkout's first statement is
+  its check, so a server restart costs no caller an error.
+- A write transaction pins one connection to the thread (nested calls join it), is READ COMMITTED and knows its
+  transaction id: a COMMIT whose connection dies is looked up, never guessed (:meth:`PgDatabase.once`). Its
+  first stamp (``next_stamp()``, the server's clock) takes the project's write lock, as ``BEGIN IMMEDIATE``.
 - A snapshot is ``REPEATABLE READ READ ONLY`` on a pinned connection: recall's reads see one committed state.
-- An agent handle runs every statement as ``<project>_agent`` (``SET ROLE``): the database refuses what the
-  human gate forbids whatever the Python code does.
-- psycopg errors become the package's :class:`~synapse_nb.errors.SynapseError` tree
-  (:func:`~synapse_nb.store.postgres.errors.map_error`).
+- An agent handle runs every statement as ``<project>_agent`` (``SET ROLE``); psycopg errors become the package's
+  :class:`~synapse_nb.errors.SynapseError` tree (:func:`~synapse_nb.store.postgres.errors.map_error`).
 """
 
 from __future__ import annotations
@@ -26,15 +26,17 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from synapse_nb.errors import OfflineError, SnapshotMoved, StoreError
+from synapse_nb.errors import CommitUnknownError, OfflineError, SnapshotMoved, StoreError
 from synapse_nb.models import RANKED_KINDS, TABLES
 from synapse_nb.store.postgres import migrate
+from synapse_nb.store.postgres import pool as pgpool
 from synapse_nb.store.postgres.dialect import POSTGRES
 from synapse_nb.store.postgres.errors import OFFLINE_HINT, map_error
+from synapse_nb.store.postgres.pool import RoundTrips, Row
 from synapse_nb.store.records import Change
 from synapse_nb.store.sql.dialect import Dialect
 
-__all__ = ["PgDatabase", "Row"]
+__all__ = ["PgDatabase", "RoundTrips", "Row"]
 
 #: Recount every frequency from the records' terms and compare with gate_df / gate_stats (no row: equal).
 RECOUNT_MISMATCHES = """
@@ -50,36 +52,6 @@ SELECT '(n_docs)', (SELECT count(*) FROM docs), (SELECT n_docs FROM gate_stats)
 """
 
 
-class Row:
-    """A result row readable by column name or position (as ``sqlite3.Row``)."""
-
-    __slots__ = ("_index", "_values")
-
-    def __init__(self, index: dict[str, int], values: Sequence[Any]) -> None:
-        self._index = index
-        self._values = values
-
-    def __getitem__(self, key: int | str) -> Any:
-        return self._values[self._index[key]] if isinstance(key, str) else self._values[key]
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def keys(self) -> list[str]:
-        return list(self._index)
-
-    def __repr__(self) -> str:
-        return f"Row({dict(zip(self._index, self._values, strict=True))!r})"
-
-
-def _row_factory(cursor: Any) -> Callable[[Sequence[Any]], Row]:
-    index = {c.name: i for i, c in enumerate(cursor.description or ())}
-    return lambda values: Row(index, values)
-
-
 #: Most answers kept per kind of read in :meth:`PgDatabase.snapshot_cache` (emptied when full).
 MAX_MEMO = 50_000
 
@@ -87,23 +59,15 @@ MAX_MEMO = 50_000
 #: the server's clock, which is "now" for every read of the snapshot (``now()`` is the transaction's start).
 BEGIN_SNAPSHOT = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
                   "SELECT version, fmt_ts(now()) AS now, n_docs FROM gate_stats WHERE id = 1")
+#: A write transaction's first round trip: open it and learn its transaction id (and the backend's process id), so
+#: a commit whose connection dies can be looked up afterwards (``pg_xact_status``) instead of being guessed.
+BEGIN_WRITE = "BEGIN; SELECT pg_current_xact_id()::text AS xid, pg_backend_pid() AS pid"
 #: A lazy snapshot's first round trip: the same state, read by one autocommitted statement (itself a snapshot).
 SNAPSHOT_POINT = "SELECT version, fmt_ts(now()) AS now, n_docs FROM gate_stats WHERE id = 1"
 
 
 def _point(row: Any) -> tuple[int, str, int]:  # (data version, server now, n_docs): a snapshot's first statement
     return (int(row[0]), str(row[1]), int(row[2])) if row else (0, "", 0)
-
-
-class RoundTrips:
-    """How many statements a handle (and its siblings on the same pool) sent to the server: each one is a network
-    round trip, which is what a team vault's latency is made of. Tests pin recall's count with it."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def __repr__(self) -> str:
-        return f"RoundTrips({self.count})"
 
 
 class _State(threading.local):
@@ -114,10 +78,11 @@ class _State(threading.local):
         self.depth = 0
         self.snap = 0
         self.snap_point: tuple[int, str, int] | None = None  # (data version, server now, n_docs) of the snapshot
-        self.committing = False
         self.role_reset = False  # the checkout's role was already reset (with its last statement)
         self.lazy_open: Callable[[], None] | None = None  # opens a lazy snapshot's transaction on its first read
         self.changes: dict[tuple[str, str], bool] = {}
+        self.op_key: Any = None  # the operation :meth:`PgDatabase.once` runs
+        self.first_stamp: str | None = None  # the write transaction's first stamp (a commit's read-back)
         self.after_commit: list[Callable[[], None]] = []
         self.on_rollback: list[Callable[[], None]] = []
 
@@ -167,6 +132,8 @@ class PgDatabase:
         #: statements sent to the server by this handle and its siblings (:meth:`sibling`, ``for_actor``)
         self.round_trips = RoundTrips() if _round_trips is None else _round_trips
         self._txn_gen = 0
+        #: operations whose commit could not be looked up (``repr(key)`` -> xid, records written): ``PgStore.once``
+        self._in_doubt: dict[str, dict[str, Any]] = {}
         self._memo_version: int | None = None
         self._memo: dict[str, dict[Any, Any]] = {}
         self._memo_lock = threading.Lock()
@@ -177,10 +144,11 @@ class PgDatabase:
             except psycopg.OperationalError as exc:
                 raise OfflineError(f"cannot reach the team vault server {self.location} "
                                    f"({' '.join(str(exc).split())[:300]}): {OFFLINE_HINT}") from exc
-            _pool = ConnectionPool(
+            pgpool.route_pool_log()
+            _pool = pgpool.BoundedBackoffPool(
                 url, min_size=1, max_size=8, open=False, timeout=pool_timeout, name=f"synapse-{project}",
-                kwargs={"autocommit": True, "connect_timeout": 5, "row_factory": _row_factory},
-                configure=self._configure, reconnect_timeout=30)
+                kwargs={"autocommit": True, "connect_timeout": 5, "row_factory": pgpool.row_factory},
+                configure=self._configure, reconnect_timeout=3600)
             try:
                 _pool.open(wait=True, timeout=pool_timeout)
             except PoolTimeout as exc:
@@ -197,7 +165,12 @@ class PgDatabase:
                 raise
 
     def _configure(self, conn: Any) -> None:
-        conn.execute(f"SET search_path = {self.project}, pg_catalog")
+        # every transaction on this connection waits for a lock at most LOCK_TIMEOUT, and the server ends it if
+        # this client stalls inside it longer than IDLE_IN_TRANSACTION_TIMEOUT (a stopped process holding the
+        # project's write lock blocks the others that long at most)
+        conn.execute(f"SET search_path = {self.project}, pg_catalog; "
+                     f"SET lock_timeout = '{migrate.LOCK_TIMEOUT}'; "
+                     f"SET idle_in_transaction_session_timeout = '{migrate.IDLE_IN_TRANSACTION_TIMEOUT}'")
 
     # -- identity ---------------------------------------------------------------------------------------------
     @property
@@ -321,7 +294,10 @@ class PgDatabase:
                              "write before or after it")
         if self.readonly:
             raise StoreError(f"the team vault {self.location} is opened read-only; writes are refused")
-        with self._connection("BEGIN") as (conn, _):
+        with self._connection(BEGIN_WRITE) as (conn, cur):
+            cur.nextset()
+            ident = cur.fetchone()
+            xid, pid = (str(ident[0]), int(ident[1])) if ident else ("", 0)
             committing = False
             st.conn, st.depth = conn, 1
             try:
@@ -330,20 +306,27 @@ class PgDatabase:
                 self.round_trips.count += 1
                 conn.execute("COMMIT")
             except BaseException as exc:
-                if not conn.closed:
-                    self.round_trips.count += 1
-                    with contextlib.suppress(psycopg.Error):
-                        conn.execute("ROLLBACK")
-                st.after_commit.clear()
-                st.changes.clear()
-                rollbacks, st.on_rollback = st.on_rollback, []
-                for cb in rollbacks:
-                    cb()
-                if isinstance(exc, psycopg.Error):
-                    raise map_error(exc, committing=committing) from exc
-                raise
+                outcome, written = None, dict(st.changes)
+                if committing and isinstance(exc, psycopg.OperationalError) and xid:
+                    # the connection died during COMMIT: ask the server what became of the transaction (and read
+                    # back what it wrote) instead of leaving the caller to guess
+                    outcome = pgpool.resolve_commit(self.url, xid, pid, pgpool.written_check(
+                        self.project, TABLES, written, st.first_stamp))
+                if outcome != "committed":
+                    self._rolled_back(conn)
+                    if outcome == "aborted":
+                        raise OfflineError(
+                            "the team vault server went away while committing and says the commit did not happen: "
+                            "nothing was written; the next call reconnects") from exc
+                    if isinstance(exc, psycopg.Error):
+                        err = map_error(exc, committing=committing)
+                        if isinstance(err, CommitUnknownError) and st.op_key is not None:
+                            self.note_in_doubt(st.op_key, {"xid": xid, "first_stamp": st.first_stamp, "written": [
+                                [k, r, d] for (k, r), d in sorted(written.items())]})
+                        raise err from exc
+                    raise
             finally:
-                st.conn, st.depth = None, 0
+                st.conn, st.depth, st.first_stamp = None, 0, None
         st.on_rollback = []
         callbacks, st.after_commit = st.after_commit, []
         changes = sorted((k, r, d) for (k, r), d in st.changes.items())
@@ -385,6 +368,22 @@ class PgDatabase:
             finally:
                 st.conn, st.snap, st.snap_point = None, 0, None
                 self._end_snapshot(conn)
+
+    def _rolled_back(self, conn: Any) -> None:  # a transaction that did not commit: no callbacks, no changes
+        st = self._state
+        if not conn.closed:
+            self.round_trips.count += 1
+            with contextlib.suppress(psycopg.Error):
+                conn.execute("ROLLBACK")
+        st.after_commit.clear()
+        st.changes.clear()
+        rollbacks, st.on_rollback = st.on_rollback, []
+        for cb in rollbacks:
+            cb()
+
+    def note_in_doubt(self, key: Any, entry: dict[str, Any]) -> None:
+        """A write operation (``key``: :meth:`PgStore.once`) whose commit could not be looked up: kept for its retry."""
+        self._in_doubt[repr(key)] = entry
 
     def _end_snapshot(self, conn: Any) -> None:
         """Close a snapshot's read transaction: one round trip, with an agent's RESET ROLE in it."""
@@ -445,17 +444,21 @@ class PgDatabase:
         self._listeners.append(listener)
 
     def stamp(self, now: str) -> str:
-        """``now``, or 1 µs after the project's last stamp; takes the project's write lock until the commit."""
+        """The server's clock, or 1 µs after the project's last stamp (migration 6); takes the project's write lock
+        until the commit. ``now`` (the caller's clock) is not sent: no client moves a team vault's stamps."""
         if not self._state.depth:
             with self.transaction():
                 return self.stamp(now)
-        row = self.query_one("SELECT next_stamp(?::ts)", (now,))
+        row = self.query_one("SELECT next_stamp()")
         if row is None:  # a function call answers one row
             raise StoreError(f"the team vault {self.location} gave no stamp")
+        self._state.first_stamp = self._state.first_stamp or str(row[0])
         return str(row[0])
 
     def advance_clock(self, ts: str) -> None:
-        self.stamp(ts)
+        """Nothing: an import's latest stamp does not move the server's clock (a stamp from another machine's
+        clock, or a hand-made export, could otherwise push every later stamp into the future). New stamps follow
+        the server's clock; imported records keep their own."""
 
     # -- statements ---------------------------------------------------------------------------------------------
     def write(self, sql: str, params: Sequence[Any] = (), change: Change | None = None) -> psycopg.Cursor[Row]:

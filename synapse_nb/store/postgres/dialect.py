@@ -22,6 +22,8 @@ from typing import Any, TypeVar
 
 from synapse_nb.models import RANKED_KINDS
 from synapse_nb.store.sql.dialect import CHUNK, Derived, Dialect, TextSearch
+from synapse_nb.store.sql.queries import DELETE_FLAGS, PRUNE_SESSIONS
+from synapse_nb.store.sql.tables import DELETE_EXPIRED_MEMORIES
 from synapse_nb.text import FTS_TOKEN_RE, MAX_FTS_QUERY_TERMS, MAX_QUERY_WORD_CHARS, fts_query_terms, normalise
 
 __all__ = ["GATE_KINDS", "POSTGRES", "PgDialect", "gate_terms", "gate_text", "rank_tokens", "search_query"]
@@ -32,6 +34,19 @@ T = TypeVar("T")
 GATE_KINDS = RANKED_KINDS
 #: The columns a ranked record stores beside its fields: its gate terms and its ranking document's stems.
 GATE_COLUMNS = (Derived("terms", "?"), Derived("rank_body", "stem_all(?::text[])"))
+
+
+#: The shared DELETE statements as PostgreSQL runs them: through functions (migration 7, ``sql/locks.sql``). No
+#: person's or agent's role holds DELETE on a table, because table-level DELETE also allows ``LOCK TABLE`` in any
+#: mode (readers would wait); each function checks the caller as the row guard does and returns one row per
+#: deleted row, so the statement's row count is the number deleted.
+DELETES = {
+    **{f"DELETE FROM {t} WHERE id = ?": f"SELECT * FROM delete_record('{t}', ?)"
+       for t in ("memories", "checkpoints", "decisions", "lessons", "episodes", "notes")},
+    DELETE_EXPIRED_MEMORIES: "SELECT * FROM delete_expired_memories(?, ?)",
+    PRUNE_SESSIONS: "SELECT * FROM delete_sessions_before(?, ?)",
+    DELETE_FLAGS: "SELECT * FROM delete_flags(?)",
+}
 
 
 def gate_terms(text: str) -> list[str]:
@@ -98,6 +113,7 @@ class PgDialect(Dialect):
         >>> POSTGRES.render("SELECT key FROM meta WHERE key LIKE 'setting:%'", bound=False)
         "SELECT key FROM meta WHERE key LIKE 'setting:%'"
         """
+        sql = DELETES.get(sql, sql)
         return _with_values(sql) if bound else sql
 
     def batches(self, values: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:

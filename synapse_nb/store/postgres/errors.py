@@ -8,6 +8,8 @@ from psycopg import errors as pgerr
 from psycopg_pool import PoolTimeout
 
 from synapse_nb.errors import (
+    BusyError,
+    CommitUnknownError,
     ConflictError,
     NotFoundError,
     OfflineError,
@@ -26,6 +28,12 @@ def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
     msg = (diag.message_primary if diag is not None and diag.message_primary else str(exc)).strip()
     msg = " ".join(msg.split("\n")[0].split())  # libpq's connection errors span several lines
     hint = f" ({diag.message_hint})" if diag is not None and diag.message_hint else ""
+    if isinstance(exc, pgerr.LockNotAvailable):
+        from synapse_nb.store.postgres.migrate import IDLE_IN_TRANSACTION_TIMEOUT, LOCK_TIMEOUT
+
+        return BusyError(f"another client held the team vault's write lock for {LOCK_TIMEOUT} (lock_timeout), so "
+                         "nothing was written; try again (the server ends a client's transaction left idle for "
+                         f"{IDLE_IN_TRANSACTION_TIMEOUT}; `synapse-nb team status` shows who is connected)")
     if isinstance(exc, pgerr.InsufficientPrivilege):
         return PermissionDeniedError(f"the team vault refused: {msg}{hint}")
     if isinstance(exc, pgerr.ObjectNotInPrerequisiteState | pgerr.UniqueViolation | pgerr.ExclusionViolation):
@@ -38,8 +46,11 @@ def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
         return ValidationError(f"the team vault refused a value: {msg}{hint}")
     if isinstance(exc, psycopg.OperationalError | PoolTimeout):
         if committing:
-            return StoreError(f"the team vault server went away while committing ({msg}); the write may or may "
-                              "not have been applied: writes are idempotent by id, so retry it")
+            return CommitUnknownError(
+                f"the team vault server went away while committing ({msg}) and could not be asked whether the commit "
+                "happened; once the server is back, make the same call again on this machine (the same command, or "
+                "the same method with the same arguments): it asks the server first and returns what was written "
+                "instead of writing it twice")
         return OfflineError(f"the team vault server is unreachable or went away ({msg}); nothing was written; "
                           "the next call reconnects")
     return StoreError(f"the team vault failed: {msg}{hint}")

@@ -22,8 +22,8 @@ from typing import Any
 
 from synapse_nb.errors import SchemaError, StoreError, ValidationError
 
-__all__ = ["CODE_VERSION", "LOCK_CLASS", "MIGRATIONS", "Migration", "check", "check_project", "current_version",
-           "migrate", "roles"]
+__all__ = ["CODE_VERSION", "IDLE_IN_TRANSACTION_TIMEOUT", "LOCK_CLASS", "LOCK_TIMEOUT", "MIGRATIONS", "Migration",
+           "bootstrap", "check", "check_project", "current_version", "migrate", "role_settings", "roles"]
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 LOCK_CLASS = 0x53594E  # "SYN": the advisory-lock namespace of synapse_nb
@@ -47,6 +47,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "ranking documents of recall engine v2 (BM25: body, context; threads)", "ranking.sql"),
     Migration(4, "settings and file flags move the data version (recall keeps them per version)", "inputs.sql"),
     Migration(5, "the write clock ignores a stamp outside 1970-2100 instead of overflowing", "clock.sql"),
+    Migration(6, "write stamps from the server's clock; no function takes a client's time", "server_clock.sql"),
+    Migration(7, "no table-level UPDATE/DELETE for people and agents (no LOCK TABLE); deletes by function",
+              "locks.sql"),
+    Migration(8, "minds isolated by row-level security (mind_grants)", "minds.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version
@@ -84,6 +88,10 @@ BEGIN
     IF NOT pg_has_role('@S@_human', '@S@_agent', 'MEMBER') THEN
         GRANT @S@_agent TO @S@_human;
     END IF;
+    FOREACH r IN ARRAY ARRAY['@S@_owner', '@S@_human', '@S@_agent'] LOOP
+        EXECUTE format('ALTER ROLE %I SET lock_timeout = %L', r, '@LOCK_TIMEOUT@');
+        EXECUTE format('ALTER ROLE %I SET idle_in_transaction_session_timeout = %L', r, '@IDLE_TIMEOUT@');
+    END LOOP;
 END $$;
 CREATE SCHEMA IF NOT EXISTS @S@ AUTHORIZATION @S@_owner;
 CREATE TABLE IF NOT EXISTS @S@.schema_version(
@@ -96,6 +104,26 @@ ALTER TABLE @S@.schema_version OWNER TO @S@_owner;
 GRANT USAGE ON SCHEMA @S@ TO @S@_human, @S@_agent;
 GRANT SELECT ON @S@.schema_version TO @S@_human, @S@_agent;
 """
+
+
+#: How long a statement of the package waits for a lock (the project's write lock held by another client) before
+#: it fails with a clear error, and how long a session may sit idle inside a transaction before the server ends
+#: it (a stalled or stopped client, a psql session left open). Set on every connection the package opens and, by
+#: ``team init`` and ``team grant``, on the project's roles and the logins added to them (ALTER ROLE ... SET).
+LOCK_TIMEOUT = "5s"
+IDLE_IN_TRANSACTION_TIMEOUT = "30s"
+
+
+def bootstrap(project: str) -> str:
+    """The bootstrap statements of ``project`` (roles, schema, version table, the roles' timeouts)."""
+    return (BOOTSTRAP.replace("@S@", check_project(project)).replace("@LOCK_TIMEOUT@", LOCK_TIMEOUT)
+            .replace("@IDLE_TIMEOUT@", IDLE_IN_TRANSACTION_TIMEOUT))
+
+
+def role_settings(login: str) -> list[str]:
+    """The statements giving a login the package's timeouts (``team init --human/--agent``, ``team grant``)."""
+    return [f'ALTER ROLE "{login}" SET lock_timeout = \'{LOCK_TIMEOUT}\'',
+            f'ALTER ROLE "{login}" SET idle_in_transaction_session_timeout = \'{IDLE_IN_TRANSACTION_TIMEOUT}\'']
 
 
 def current_version(conn: Any, project: str) -> int:
@@ -138,7 +166,7 @@ def migrate(conn: Any, project: str, migrations: tuple[Migration, ...] = MIGRATI
     try:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_CLASS, project))
-            conn.execute(BOOTSTRAP.replace("@S@", project))
+            conn.execute(bootstrap(project))
             before = current_version(conn, project)
             _refuse_newer(before, project, versions[-1] if versions else 0)
             for m in migrations:

@@ -1,7 +1,8 @@
-"""Reading this machine's index copy of a team vault while the server cannot be reached (stale, read only).
+"""Reading this machine's copy of a team vault while the server cannot be reached (stale, read only).
 
-The retrieval index under ``.synapse/index/`` holds every candidate's text as of the last feed sync
-(``team-feed.json`` says when). Offline, a machine may search that copy -- every answer marked stale with its
+The copy (``copy.db``, kept by every operation: :mod:`synapse_nb.store.postgres.copy`; or the retrieval index under
+``index/``) holds every candidate's text as of the last feed sync (``copy-feed.json`` / ``team-feed.json``).
+Offline, a machine may search that copy -- every answer marked stale with its
 age -- but never write: a write would fork the team's memory.
 """
 
@@ -14,6 +15,8 @@ from pathlib import Path
 
 from synapse_nb.errors import IndexError_
 from synapse_nb.store.index import RetrievalIndex
+from synapse_nb.store.postgres.copy import COPY_DB, search_copy_db
+from synapse_nb.store.postgres.copy import synced_at as copy_synced_at
 
 __all__ = ["OfflineCopy", "search_copy"]
 
@@ -29,7 +32,12 @@ class OfflineCopy:
 
 
 def search_copy(folder: Path, query: str, *, mind: str, now: str, k: int = 10) -> OfflineCopy:
-    """Search the index copy in ``folder`` (a machine's ``.synapse/``) for ``query`` in ``mind``."""
+    """Search this machine's copy in ``folder`` (its cache folder of the team vault) for ``query`` in ``mind``: the
+    copy every operation keeps (``copy.db``, :mod:`synapse_nb.store.postgres.copy`), else the LanceDB index."""
+    if (folder / COPY_DB).is_file():
+        at = copy_synced_at(folder)
+        age = None if at is None else (datetime.now(UTC) - datetime.fromisoformat(at)).total_seconds()
+        return OfflineCopy(tuple(search_copy_db(folder, query, mind=mind, now=now, k=k)), at, age)
     synced_at: str | None = None
     try:
         synced_at = json.loads((folder / "team-feed.json").read_text(encoding="utf-8")).get("synced_at")

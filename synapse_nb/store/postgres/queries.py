@@ -95,8 +95,8 @@ class FeedPosition:
     the index applied it; ``synced_at`` is when (UTC, ISO) -- the age of an offline copy.
     """
 
-    def __init__(self, folder: Path | None, location: str) -> None:
-        self.path = None if folder is None else Path(folder) / "team-feed.json"
+    def __init__(self, folder: Path | None, location: str, file: str = "team-feed.json") -> None:
+        self.path = None if folder is None else Path(folder) / file
         self.location = location
         self._mem: dict[str, str] = {}
 
@@ -133,15 +133,17 @@ class FeedOutbox(CandidateDocs[PgDatabase]):
     digest), so a lost or rewound position only costs time.
     """
 
-    def __init__(self, db: PgDatabase, folder: Path | None) -> None:
+    def __init__(self, db: PgDatabase, folder: Path | None, *, position: str = "team-feed.json",
+                 name: str = "") -> None:
         super().__init__(db)
-        self._pos = FeedPosition(folder, db.location)
+        self._pos = FeedPosition(folder, db.location, position)
         self._lock = threading.Lock()
         self._read: tuple[str, str] | None = None  # the snapshot pending() read, saved by ack()
         self._marks: dict[int, tuple[str, str]] = {}
         self._listener: psycopg.Connection[Any] | None = None  # the LISTEN connection of wait()
         self._listen_lock = threading.Lock()
-        self.name = f"{socket.gethostname()}:{folder}" if folder is not None else f"{socket.gethostname()}:memory"
+        where = str(folder) if folder is not None else "memory"
+        self.name = f"{socket.gethostname()}:{where}{name}"
 
     @property
     def position(self) -> dict[str, str]:

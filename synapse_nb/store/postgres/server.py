@@ -88,9 +88,6 @@ class PgServer:
     def url(self) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
-    def url_for(self, user: str, db: str = "postgres") -> str:
-        return f"postgresql://{user}@127.0.0.1:{self.port}/{db}"
-
     # -- running commands as the right user -----------------------------------------------------------------
     def _run(self, args: list[str], *, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         cmd = [str(self.bindir / args[0]), *args[1:]]
@@ -157,9 +154,6 @@ class PgServer:
 
     def stop(self, mode: str = "immediate") -> None:
         self._run(["pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop"], check=False)
-
-    def is_running(self) -> bool:
-        return self._run(["pg_ctl", "-D", str(self.data), "status"], check=False).returncode == 0
 
     def destroy(self) -> None:
         self.stop()

@@ -73,7 +73,7 @@ class LessonsTable(shared.LessonsTable[PgDatabase]):
     def update(self, id: str, *, updated_at: str, **changes: Any) -> None:
         if self._db.role == "agent" and set(changes) == {"analysis", "analysis_by"}:
             # the agent role may not UPDATE lessons at all: its one write goes through a checked function
-            self._db.write("SELECT submit_analysis(?, ?, ?)", (id, changes["analysis"], updated_at),
+            self._db.write("SELECT submit_analysis(?, ?)", (id, changes["analysis"]),
                            ("lesson", id, False))
             return
         if changes.get("status") != "approved":

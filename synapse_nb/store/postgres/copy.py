@@ -1,0 +1,238 @@
+"""This machine's offline copy of a team vault, kept current in normal use (issue 29, D6).
+
+The copy is ``copy.db`` in the machine's cache folder (``.synapse/team/<server>-<project>/``): every candidate's
+kind, id, mind, text and expiry in a SQLite table with an FTS5 index, and its feed position (``copy-feed.json``).
+``open_vault(url, offline=True)``, ``synapse-nb recall`` and ``team search-local`` read it when the server is away
+(:func:`search_copy`; the LanceDB index in ``index/``, which ``index rebuild`` and index searches keep, is read when
+there is no ``copy.db``). Before, only an index search, ``index rebuild`` or a follower advanced a copy, so a
+machine that only ever recalled had none when the server died. SQLite, not the LanceDB index: keeping LanceDB
+current cost every CLI command 2 s at exit (importing lancedb alone takes 1.4 s) and a burst of writes 2.5x.
+
+A :class:`CopyKeeper` belongs to a store handle (and its siblings). Every operation that reached the server pokes
+it (:meth:`CopyKeeper.poke`: setting an event, nothing else); a daemon thread (at a lower CPU priority) then, once
+the operations pause (:data:`QUIET_SECONDS`, at most :data:`MAX_LAG_SECONDS` after the first it has not applied):
+
+- does nothing when the data version the operation read (a recall's snapshot reads it anyway) is the one the copy
+  was synced at and nothing was written since: the common case of repeated reads costs no round trip;
+- else reads the data version (one statement) and, when it moved, applies the change feed since the copy's
+  position (only what changed; the first time, every candidate) to ``copy.db``.
+
+It works on a sibling handle of its own (same pool, its own round-trip count), so the answers and the round
+trips of the caller's operations are unchanged. At exit (and on ``close``) pending work is finished, up to
+:data:`FLUSH_SECONDS`, so a CLI command leaves the copy current too. Errors (the server went away meanwhile)
+are logged and the next poke tries again: the copy is a cache.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from synapse_nb.store.postgres.pool import log
+from synapse_nb.text import fts_query_terms
+
+if TYPE_CHECKING:
+    from synapse_nb.store.postgres import PgStore
+    from synapse_nb.store.records import Candidate
+
+__all__ = ["COPY_DB", "COPY_FEED", "FLUSH_SECONDS", "MAX_LAG_SECONDS", "QUIET_SECONDS", "SETTLE_SECONDS", "CopyKeeper",
+           "apply", "search_copy_db", "synced_at"]
+
+#: The copy's files in the machine's cache folder: the candidates, and where they stand in the change feed.
+COPY_DB = "copy.db"
+COPY_FEED = "copy-feed.json"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS docs(id TEXT PRIMARY KEY, kind TEXT NOT NULL, mind TEXT NOT NULL, text TEXT NOT NULL,
+                                updated_at TEXT NOT NULL, expires_at TEXT);
+CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(text, content='docs', content_rowid='rowid',
+                                                     tokenize='porter unicode61 remove_diacritics 2');
+"""
+
+#: How long a poke waits for the rest of its operation (more pokes) before the keeper looks at the version.
+SETTLE_SECONDS = 0.02
+#: A sync waits until operations have paused this long (a burst of writes costs one sync, not one per write: each
+#: sync is a LanceDB write, which made a burst of writes 2-3x slower)...
+QUIET_SECONDS = 0.5
+#: ... but never longer than this after the first operation it has not applied (a sync in a burst of writes in each of
+#: 8 processes cost about a quarter of the throughput at 5 s); closing the handle or exiting syncs at once.
+MAX_LAG_SECONDS = 30.0
+#: How long closing a handle (or the interpreter exiting) waits for the copy's pending sync.
+FLUSH_SECONDS = 10.0
+
+_LIVE: weakref.WeakSet[CopyKeeper] = weakref.WeakSet()
+
+
+class CopyKeeper:
+    def __init__(self, store: PgStore) -> None:
+        self._owner = weakref.ref(store)
+        self._store: PgStore | None = None  # the keeper's own sibling handle, made on first use
+        self._index: Any = None
+        self._poked = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._hurry = threading.Event()  # a flush: sync now, not after a pause
+        self._last_poke = 0.0
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+        #: the data version the copy was last synced at; the last version an operation read; written since?
+        self.copy_version: int | None = None
+        self.seen_version: int | None = None
+        self.wrote = True
+        self.syncs = 0
+        _LIVE.add(self)
+
+    def poke(self) -> None:
+        """An operation reached the server: bring the copy up to it in the background."""
+        if self._stopped:
+            return
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="synapse-offline-copy", daemon=True)
+                self._thread.start()
+        self._last_poke = time.monotonic()
+        self._idle.clear()
+        self._poked.set()
+
+    def saw(self, version: int) -> None:
+        self.seen_version = version
+
+    def written(self) -> None:
+        self.wrote = True
+
+    def flush(self, timeout: float = FLUSH_SECONDS) -> bool:
+        """Sync what is pending now and wait for it (True), or ``timeout`` seconds (False)."""
+        if self._thread is None:
+            return True
+        self._hurry.set()
+        try:
+            return self._idle.wait(timeout)
+        finally:
+            self._hurry.clear()
+
+    def close(self) -> None:
+        self.flush()
+        self._stopped = True
+        self._poked.set()
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    # -- the thread --------------------------------------------------------------------------------------------
+    def _run(self) -> None:
+        with contextlib.suppress(OSError, AttributeError):  # Linux: this thread alone yields the CPU to the caller's
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        while True:
+            self._poked.wait()
+            if self._stopped:
+                self._idle.set()
+                return
+            first = time.monotonic()
+            time.sleep(SETTLE_SECONDS)
+            while not self._hurry.is_set():  # wait for a pause in the operations, at most MAX_LAG_SECONDS
+                quiet_for = time.monotonic() - self._last_poke
+                if quiet_for >= QUIET_SECONDS or time.monotonic() - first >= MAX_LAG_SECONDS:
+                    break
+                self._hurry.wait(min(QUIET_SECONDS - quiet_for, MAX_LAG_SECONDS - (time.monotonic() - first)))
+            self._poked.clear()
+            try:
+                self._sync()
+            except Exception as exc:  # noqa: BLE001 - a cache: the next poke tries again
+                log.info("this machine's offline copy of the team vault was not brought up to date: %s", exc)
+            if not self._poked.is_set():
+                self._idle.set()
+
+    def _sync(self) -> None:
+        if not self.wrote and self.seen_version is not None and self.seen_version == self.copy_version:
+            return  # the operation read the version the copy is at, and nothing was written since
+        owner = self._owner()
+        if owner is None or owner.folder is None:
+            return
+        if self._store is None:
+            from synapse_nb.store.postgres.queries import FeedOutbox
+
+            self._store = owner.sibling_for_copy()
+            self._index = FeedOutbox(self._store, owner.folder, position=COPY_FEED, name="#copy")
+        self.wrote = False
+        version = self._store.data_version()[0]
+        if version == self.copy_version and (owner.folder / COPY_DB).is_file():
+            return
+        while pending := self._index.pending(5000):
+            ids = [rid for rid, _ in pending]
+            apply(owner.folder, self._index.docs(ids), ids)
+            self._index.ack(pending)
+        self.copy_version = version
+        self.syncs += 1
+
+
+def _connect(folder: Path) -> sqlite3.Connection:
+    con = sqlite3.connect(folder / COPY_DB, timeout=30, isolation_level=None)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.executescript(_SCHEMA)
+    return con
+
+
+def apply(folder: Path, docs: Sequence[Candidate], ids: Sequence[str]) -> None:
+    """Write the current rows of ``ids`` into the copy (``docs``: those that still exist), in one transaction."""
+    present = {d.id for d in docs}
+    con = _connect(folder)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        for rid in ids:
+            row = con.execute("SELECT rowid, text FROM docs WHERE id = ?", (rid,)).fetchone()
+            if row is not None:
+                con.execute("INSERT INTO docs_fts(docs_fts, rowid, text) VALUES ('delete', ?, ?)", row)
+                con.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
+        for d in docs:
+            if d.id in present:
+                cur = con.execute("INSERT INTO docs(id, kind, mind, text, updated_at, expires_at) VALUES (?,?,?,?,?,?)",
+                                  (d.id, d.kind, d.mind, d.text, d.updated_at, d.expires_at))
+                con.execute("INSERT INTO docs_fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, d.text))
+        con.execute("COMMIT")
+    finally:
+        con.close()
+
+
+def synced_at(folder: Path) -> str | None:
+    """When the copy last synced (UTC ISO), or None."""
+    try:
+        value = json.loads((folder / COPY_FEED).read_text(encoding="utf-8")).get("synced_at")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def search_copy_db(folder: Path, query: str, *, mind: str, now: str, k: int) -> list[tuple[str, str, str]]:
+    """(kind, id, text) of the copy's best matches for ``query`` in ``mind`` (unexpired at ``now``), best first:
+    any of the query's words (FTS5, BM25 order, ties by id); no word: the newest."""
+    words = fts_query_terms(query)
+    con = sqlite3.connect(f"file:{folder / COPY_DB}?mode=ro", uri=True, timeout=30)
+    try:
+        alive = "d.mind = ? AND (d.expires_at IS NULL OR d.expires_at > ?)"
+        if words:
+            rows = con.execute(
+                f"SELECT d.kind, d.id, d.text FROM docs_fts f JOIN docs d ON d.rowid = f.rowid "
+                f"WHERE docs_fts MATCH ? AND {alive} ORDER BY bm25(docs_fts), d.id LIMIT ?",
+                (" OR ".join(f'"{w}"' for w in dict.fromkeys(words)), mind, now, k)).fetchall()
+        else:
+            rows = con.execute(f"SELECT d.kind, d.id, d.text FROM docs d WHERE {alive} "
+                               "ORDER BY d.updated_at DESC, d.id LIMIT ?", (mind, now, k)).fetchall()
+    finally:
+        con.close()
+    return [(str(a), str(b), str(c)) for a, b, c in rows]
+
+
+@atexit.register
+def _flush_all() -> None:
+    """At exit: finish what the live keepers were doing (a CLI command leaves its copy current)."""
+    for keeper in list(_LIVE):
+        keeper.flush()

@@ -1,0 +1,170 @@
+"""The connections of a team vault: psycopg_pool with a bounded reconnection backoff, the pool's log lines routed to
+the package's logger, result rows, and the look-up of a commit whose connection died.
+
+- :class:`BoundedBackoffPool`: after the server went away, the pool tries again after :data:`RECONNECT_FIRST`
+  seconds, then 1.5 times later each time, never more than :data:`RECONNECT_MAX` apart, so the first call once
+  the server is back finds a connection (psycopg_pool's own backoff doubles from 1 s: 11-13 s after a 30 s outage).
+- :func:`route_pool_log`: psycopg_pool's warnings ("error connecting in ...") go to ``synapse_nb.team.pool``; with no
+  logging set up they are not printed (a CLI user sees the package's one-line error instead).
+- :func:`resolve_commit`: what the server says became of a transaction whose connection died during COMMIT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool
+from psycopg_pool.base import AttemptWithBackoff
+
+__all__ = ["COMMIT_RESOLVE_SECONDS", "RECONNECT_FIRST", "RECONNECT_MAX", "BoundedBackoffPool", "RoundTrips", "Row",
+           "log", "resolve_commit", "route_pool_log", "row_factory", "written_check"]
+
+log = logging.getLogger("synapse_nb.team")
+log.addHandler(logging.NullHandler())  # the pool's lines reach a user only through their own logging setup
+
+
+class _ToPackageLog(logging.Handler):
+    """psycopg_pool's own lines ("error connecting in 'synapse-acme': ...") re-logged on ``synapse_nb.team.pool``:
+    a CLI user sees the package's one-line errors, never the pool's raw lines on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        logging.getLogger("synapse_nb.team.pool").log(record.levelno, "%s", record.getMessage())
+
+
+def route_pool_log() -> None:
+    pool_log = logging.getLogger("psycopg.pool")
+    if not any(isinstance(h, _ToPackageLog) for h in pool_log.handlers):
+        pool_log.addHandler(_ToPackageLog())
+        pool_log.propagate = False
+
+
+#: Reconnecting after the server went away: the first attempt after RECONNECT_FIRST seconds, then each one 1.5
+#: times later, never more than RECONNECT_MAX apart (psycopg_pool's own backoff doubles from 1 s, so after a long
+#: outage its next attempt could be 16 s after the server was back). A refused connection costs the server nothing.
+RECONNECT_FIRST = 0.05
+RECONNECT_MAX = 0.5
+#: How long a commit whose connection died is looked into (the server asked whether it committed) before the
+#: caller gets :class:`~synapse_nb.errors.CommitUnknownError`.
+COMMIT_RESOLVE_SECONDS = 10.0
+
+
+class _Backoff(AttemptWithBackoff):
+    INITIAL_DELAY = RECONNECT_FIRST
+    DELAY_JITTER = 0.1
+    DELAY_BACKOFF = 1.5
+
+    def update_delay(self, now: float) -> None:
+        super().update_delay(now)
+        self.delay = min(self.delay, RECONNECT_MAX)
+
+
+class BoundedBackoffPool(ConnectionPool):
+    """A pool whose reconnection backoff is bounded (:data:`RECONNECT_MAX`)."""
+
+    def _add_connection(self, attempt: AttemptWithBackoff | None, growing: bool = False) -> None:
+        super()._add_connection(attempt or _Backoff(timeout=self.reconnect_timeout), growing)
+
+
+class Row:
+    """A result row readable by column name or position (as ``sqlite3.Row``)."""
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self, index: dict[str, int], values: Sequence[Any]) -> None:
+        self._index = index
+        self._values = values
+
+    def __getitem__(self, key: int | str) -> Any:
+        return self._values[self._index[key]] if isinstance(key, str) else self._values[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+    def __repr__(self) -> str:
+        return f"Row({dict(zip(self._index, self._values, strict=True))!r})"
+
+
+def row_factory(cursor: Any) -> Callable[[Sequence[Any]], Row]:
+    index = {c.name: i for i, c in enumerate(cursor.description or ())}
+    return lambda values: Row(index, values)
+
+
+
+class RoundTrips:
+    """How many statements a handle (and its siblings on the same pool) sent to the server: each one is a network
+    round trip, which is what a team vault's latency is made of. Tests pin recall's count with it."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __repr__(self) -> str:
+        return f"RoundTrips({self.count})"
+
+
+def resolve_commit(url: str, xid: str, pid: int,
+                   confirm: Callable[[psycopg.Connection[Any]], bool] | None = None) -> str | None:
+    """"committed" or "aborted": what became of transaction ``xid`` whose connection died during its COMMIT; None
+    when the server could not be asked within :data:`COMMIT_RESOLVE_SECONDS`.
+
+    Asked on a connection of its own (the pool may still be reconnecting). While the server has not yet noticed
+    the dead connection the transaction is "in progress"; after a second its backend (``pid``, still running
+    ``xid``) is ended, which settles it: a commit record already written stays committed, anything else aborts.
+
+    A transaction id is only a hint after a server crash: one that never reached the write-ahead log is handed out
+    again after the restart (the server then says "in the future", or reports another transaction's outcome). So a
+    "committed" answer is read back: ``confirm(connection)`` checks that the records the transaction wrote are there
+    as it wrote them; when they are not, the transaction did not commit.
+    """
+    deadline = time.monotonic() + COMMIT_RESOLVE_SECONDS
+    started, delay = time.monotonic(), RECONNECT_FIRST
+    while True:
+        with contextlib.suppress(psycopg.OperationalError), \
+                psycopg.connect(url, autocommit=True, connect_timeout=2) as c:
+            while time.monotonic() < deadline:
+                try:
+                    row = c.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()
+                except psycopg.errors.InvalidParameterValue:  # "in the future": lost in a crash, never committed
+                    return "aborted"
+                status = row[0] if row else None
+                if status == "committed" and confirm is not None and not confirm(c):
+                    status = "aborted"  # the id was reused after a crash: what we wrote is not there
+                if status in ("committed", "aborted"):
+                    log.info("a commit cut off by a dead connection was looked up: %s (xid %s)", status, xid)
+                    return str(status)
+                if status is None:  # too old for the server to remember: cannot be known
+                    return None
+                if time.monotonic() - started > 1.0 and pid:
+                    c.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = %s AND "
+                              "backend_xid::text = (%s::xid8::text::numeric %% 4294967296)::text", (pid, xid))
+                time.sleep(RECONNECT_FIRST)
+        if time.monotonic() >= deadline:
+            log.warning("a commit cut off by a dead connection could not be looked up (xid %s)", xid)
+            return None
+        time.sleep(delay)
+        delay = min(delay * 1.5, RECONNECT_MAX)
+
+
+def written_check(project: str, tables: dict[str, str], written: dict[tuple[str, str], bool],
+                  first_stamp: str | None) -> Callable[[psycopg.Connection[Any]], bool]:
+    """The read-back of :func:`resolve_commit`: every record the transaction wrote (``(kind, id) -> deleted``) is
+    there with a stamp at least its first one (``first_stamp``: stamps increase strictly per project, so a row
+    stamped since then was written by it or after it), and every record it deleted is gone."""
+    def check(c: psycopg.Connection[Any]) -> bool:
+        for (kind, rid), deleted in sorted(written.items()):
+            row = c.execute(f"SELECT updated_at FROM {project}.{tables[kind]} WHERE id = %s", (rid,)).fetchone()
+            if (row is not None) if deleted else (row is None or (first_stamp is not None
+                                                                   and str(row[0]) < first_stamp)):
+                return False
+        return True
+    return check
