@@ -144,3 +144,15 @@ def test_no_dataset_is_inside_the_package_and_discovery_excludes_datasets() -> N
                                       check=True).stdout)
     assert found and all(name == "synapse_nb" or name.startswith("synapse_nb.") for name in found)
     assert not any("dataset" in name for name in found)
+
+
+def test_eval_routing_keeps_its_public_names_after_the_split() -> None:
+    """Issue 27: the evaluation moved to eval/router_eval.py; every public name still imports from eval/routing.py."""
+    from synapse_nb.eval import router_eval, routing
+
+    for name in ("CRITERIA", "RouterEvaluation", "RouterLike", "evaluate_router"):
+        assert getattr(routing, name) is getattr(router_eval, name), name
+    assert set(router_eval.__all__) < set(routing.__all__) and "run_gate_eval" in routing.__all__
+    from synapse_nb.eval.routing import RouterEvaluation, evaluate_router, run_gate_eval  # the old import path
+
+    assert callable(evaluate_router) and callable(run_gate_eval) and RouterEvaluation.__name__ == "RouterEvaluation"
