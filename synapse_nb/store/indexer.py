@@ -20,6 +20,8 @@ import fcntl
 import itertools
 import logging
 import threading
+import warnings
+from datetime import timedelta
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -245,6 +247,32 @@ class VaultIndex:
                 return applied + len(ids)
             store.outbox.ack(pending)
             applied += len(ids)
+
+    def forget(self, ids: Sequence[str]) -> int:
+        """Leave no trace of deleted records in the index folder: apply the outbox (the records table and the kept
+        semantic table drop them), delete them from every other table (the semantic tables of other embedders), then
+        drop every older version of every table (LanceDB keeps a table's earlier versions, deleted rows included, in
+        its data files until they are cleaned up). Returns how many tables were cleaned. Only where an index exists."""
+        if not self.path.is_dir() or self._store.readonly:
+            return 0
+        self.sync()
+        import lancedb  # the index exists: its table is opened anyway
+
+        cleaned = 0
+        with self._mutating():
+            self.close()  # handles opened on old versions would keep their files
+            db = lancedb.connect(str(self.path))
+            names = list(db.list_tables().tables)
+            for name in sorted(names):
+                tbl = db.open_table(name)
+                quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in sorted(set(ids)))
+                if quoted:
+                    tbl.delete(f"id IN ({quoted})")
+                with warnings.catch_warnings():  # "every version but the latest goes": asked for, under the lock
+                    warnings.simplefilter("ignore", UserWarning)
+                    tbl.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+                cleaned += 1
+        return cleaned
 
     def rebuild(self, *, progress: bool = False) -> int:
         """Drop the index and rebuild it from the store; returns the number of rows written."""

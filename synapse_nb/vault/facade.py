@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+import weakref
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Self
 
-from synapse_nb._util import Clock, fmt_ts, parse_duration, shift, utcnow
+from synapse_nb._util import Clock, fmt_ts, new_id, parse_duration, shift, utcnow
 from synapse_nb.borrowed import Borrowed
-from synapse_nb.context import Actor, Context, GitView, check_identity
+from synapse_nb.changes import ExportMark
+from synapse_nb.context import Actor, Context, GitView, check_identity, check_surface
 from synapse_nb.errors import (
     PermissionDeniedError,
     StoreError,
@@ -27,11 +30,13 @@ from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Memory, PruneReport, Status
+from synapse_nb.purge import PurgeReport
 from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, Settings
 from synapse_nb.store.records import Change, View
 
 if TYPE_CHECKING:
     from synapse_nb.follow import VerifyReport
+    from synapse_nb.history import Versions
     from synapse_nb.recall import Bars, Recall
     from synapse_nb.recall.engine import Recaller
     from synapse_nb.store.base import VaultStore
@@ -41,6 +46,11 @@ if TYPE_CHECKING:
 from synapse_nb.vault.locate import DB_NAME
 
 __all__ = ["Vault"]
+
+#: Stores whose deletions a handle scrubs from the index and caches (one listener per store).
+_SCRUBBED: weakref.WeakSet[Any] = weakref.WeakSet()
+#: The folder, beside the database, of recall's on-disk caches (``rank-*.bin``).
+RANK_CACHE = "cache"
 
 
 class Vault:
@@ -56,7 +66,7 @@ class Vault:
 
     def __init__(self, vault_dir: str | Path, *, project_dir: str | Path | None = None, mind: str = "default",
                  actor: str = "user", clock: Clock | None = None, readonly: bool = False,
-                 _store: VaultStore | None = None, _git: GitView | None = None) -> None:
+                 _store: VaultStore | None = None, _git: GitView | None = None, surface: str = "api") -> None:
         checked = check_identity(mind, actor)
         self.path = Path(vault_dir)
         #: True when :func:`open_vault` created this vault (a session's ``created`` notice says where, once)
@@ -71,7 +81,10 @@ class Vault:
             _store = SqliteStore(self.path / DB_NAME, readonly=readonly)
         self._store: VaultStore = _store
         self._git = _git or GitView(self.project_dir, self.path)
-        self._ctx = Context(store=self._store, mind=mind, actor=checked, git=self._git, clock=self._clock)
+        #: where this handle's changes come from, for their history ("cli", "mcp", "notebook", ...; "api")
+        self.surface = check_surface(surface)
+        self._ctx = Context(store=self._store, mind=mind, actor=checked, git=self._git, clock=self._clock,
+                            surface=self.surface)
         self.memories = Memories(self._ctx)
         self.checkpoints = Checkpoints(self._ctx)
         self.decisions = Decisions(self._ctx)
@@ -81,6 +94,9 @@ class Vault:
         self.settings = Settings(self._ctx)
         self._recaller: Recaller | None = None
         self._index: VaultIndex | None = None
+        if self._store not in _SCRUBBED:  # once per store: every handle of it shares its listeners
+            _SCRUBBED.add(self._store)
+            self._store.on_change(self._after_delete)
 
     def manager(self, kind: str) -> KindManager[Any]:
         """The manager of a record kind by name (``"memory"`` -> :attr:`memories`): the attribute named after the
@@ -103,12 +119,13 @@ class Vault:
     def with_mind(self, mind: str) -> Vault:
         """The same vault (same connection) seen as another mind."""
         return Vault(self.path, project_dir=self.project_dir, mind=mind, actor=self.actor, clock=self._clock,
-                     _store=self._store, _git=self._git)
+                     _store=self._store, _git=self._git, surface=self.surface)
 
     def as_agent(self) -> Vault:
         """The same vault (same connection) acting as the agent actor. There is no ``as_user``."""
         return Vault(self.path, project_dir=self.project_dir, mind=self.mind, actor="agent", clock=self._clock,
-                     _store=self._store.for_actor("agent"), _git=self._git)  # a team vault: the agent's role
+                     _store=self._store.for_actor("agent"), _git=self._git,  # a team vault: the agent's role
+                     surface=self.surface)
 
     @property
     def borrowed(self) -> Borrowed | None:
@@ -310,6 +327,53 @@ class Vault:
             self._index = VaultIndex(self._store, self.path, mind=self.mind, now=self._ctx.now_ts)
         return self._index
 
+    # -- history, purge, deletion that deletes ---------------------------------------------------------------
+    def history(self, record_id: str) -> Versions:
+        """Every change of one record (any kind; a deleted one too), oldest first: version, when, action (create,
+        update, verify, approve, reject, expire, delete, import, revert, accept), actor, surface, the digests before
+        and after, and (``.record(n)``) the record as version ``n`` left it. See :mod:`synapse_nb.history`."""
+        from synapse_nb import history
+
+        rid = str(record_id).strip()
+        if self.actor == "agent" and rid.startswith(KIND_BY_NAME["lesson"].prefix + "_"):
+            self.lessons.get(rid)  # an agent reads the history of a lesson in force only
+        return history.entries(self._ctx, rid)
+
+    def prune_history(self, *, older_than: str | timedelta = "365d") -> int:
+        """Remove this mind's history entries older than ``older_than`` (a retention window such as "180d"), keeping
+        each record's newest entry (human only); how many were removed."""
+        from synapse_nb import history
+
+        return history.prune(self._ctx, older_than)
+
+    def purge(self, record_id: str) -> PurgeReport:
+        """Remove a record and every trace of it (human only): the record (if it still exists), its history,
+        revisions and links, then the index, FTS and ranking tables and every cache, in this call. The report names
+        the exports taken earlier that still hold it (exports are recorded when taken)."""
+        from synapse_nb.purge import purge
+
+        report = purge(self._ctx)(str(record_id).strip())
+        if not report.record_deleted:  # a deletion was scrubbed at its commit already
+            self._scrub([report.id])
+        return report
+
+    def _after_delete(self, changes: list[Change]) -> None:
+        """After a commit that deleted records: scrub them from the index and the caches in the same call."""
+        gone = [rid for _, rid, deleted in changes if deleted]
+        if gone:
+            self._scrub(gone)
+
+    def _scrub(self, ids: list[str]) -> None:
+        store = self._store
+        if store.readonly:
+            return
+        store.scrub()
+        for f in sorted((self.path / RANK_CACHE).glob("rank-*")):
+            with contextlib.suppress(OSError):
+                f.unlink()
+        if (self.path / "index").is_dir():
+            self.index.forget(ids)
+
     # -- memory follows the code -------------------------------------------------------------------------
     def verify(self, *, fix: bool = False) -> VerifyReport:
         """Check every file a lesson, checkpoint, decision or memory refers to against git HEAD.
@@ -377,17 +441,24 @@ class Vault:
         return PruneReport(memories_deleted=mem_ids, lessons_expired=les_ids, sessions_cleared=sessions)
 
     # -- export / import ----------------------------------------------------------------------------------
-    def export_jsonl(self, dest: str | Path | IO[str] | None = None) -> str:
-        """Export the whole vault (every mind, every kind) as JSON Lines, sorted and stable.
+    def export_jsonl(self, dest: str | Path | IO[str] | None = None, *, history: bool = False) -> str:
+        """Export the whole vault (every mind, every kind) as JSON Lines, sorted and stable; ``history``: every
+        history entry too (after the records).
 
         Returns the text; also writes it to ``dest`` (a path or a text file) when given. Importing the
-        export into an empty vault gives an identical vault (same ids, same timestamps).
+        export into an empty vault gives an identical vault (same ids, same timestamps). The export is recorded
+        (when, where to): a later purge names the exports that still hold what it removed.
         """
         from synapse_nb.transfer import export_lines  # loads the kind checks import needs (cold start)
 
         if self.actor != "user":
             raise PermissionDeniedError("an agent may not export the vault (it would read pending lessons)")
-        text = "".join(line + "\n" for line in export_lines(self._store))
+        lines = list(export_lines(self._store, history=history))
+        text = "".join(line + "\n" for line in lines)
+        n_hist = sum(1 for line in lines if '"kind": "history"' in line)  # a key: quotes in text are escaped
+        mark = ExportMark(id=new_id("exp"), taken_at=self._ctx.now_ts(), records=len(lines) - 1 - n_hist,
+                          history=n_hist, dest=None if dest is None or hasattr(dest, "write")
+                          else str(Path(dest).expanduser().resolve()))
         if dest is not None:
             if hasattr(dest, "write"):
                 dest.write(text)
@@ -400,6 +471,9 @@ class Vault:
                     target.write_text(text, encoding="utf-8")
                 except OSError as exc:
                     raise StoreError(f"cannot write the export to {str(dest)!r}: {exc.strerror or exc}") from exc
+        if not self._store.readonly:
+            with self._store.transaction():
+                self._store.exports.record(mark)
         return text
 
     def import_jsonl(self, source: str | Path | IO[str] | Iterable[str], *, trust: bool = False) -> ImportCounts:
