@@ -34,10 +34,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from synapse_nb import history
 from synapse_nb._util import MAX_TEXT, TS_MAX, TS_MIN, check_text, fmt_ts, parse_ts
 from synapse_nb.context import check_mind
 from synapse_nb.errors import ConflictError, PermissionDeniedError, ValidationError
-from synapse_nb import history
 from synapse_nb.kinds.registry import MANAGERS
 from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
 from synapse_nb.settings import SETTINGS, check_setting

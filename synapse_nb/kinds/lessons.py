@@ -356,7 +356,8 @@ class Lessons(KindManager[Lesson]):
             ts = ctx.store.stamp(ctx.now_ts())
             self._table.update(full, updated_at=ts, analysis=text, analysis_by=by)
             if before is None:  # an agent may not read the lesson: its entry names the change, not the text
-                history.record(ctx, "analyse", None, None, at=ts, rid=full, kind="lesson")
+                # (stamped after the update: a team vault's submit_analysis() takes a stamp of its own)
+                history.record(ctx, "analyse", None, None, at=ctx.store.stamp(ctx.now_ts()), rid=full, kind="lesson")
             else:
                 self._changed("update", before, replace(before, analysis=text, analysis_by=by, updated_at=ts), ts)
         return None if ctx.actor == "agent" else self.get(full)

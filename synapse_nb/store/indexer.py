@@ -21,8 +21,8 @@ import itertools
 import logging
 import threading
 import warnings
-from datetime import timedelta
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 

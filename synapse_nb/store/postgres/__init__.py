@@ -19,6 +19,7 @@ Where the SQL is:
 ``sql/locks.sql``         migration 7: no table-level UPDATE/DELETE for people and agents (no LOCK TABLE);
                           deletes through checked functions (routed by ``PgDialect.render``)
 ``sql/minds.sql``         migration 8: minds isolated by row-level security (``mind_grants``, ``team grant``)
+``sql/history.sql``       migration 9: history, revisions, links, exports (issue 30) and their human gate
 ``migrate.py``            migrations under ``pg_advisory_xact_lock``; a newer schema is refused
 ``store/sql/`` (package)  the statements both backends share (:mod:`synapse_nb.store.sql`): the kind tables,
                           settings, sessions, flags, references, recall's candidates, tags and keys, export, import
