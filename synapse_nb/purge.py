@@ -43,9 +43,9 @@ class PurgeReport:
         return out
 
     def __str__(self) -> str:
-        lines = [f"purged {self.kind} {self.id}: record {'deleted' if self.record_deleted else 'already gone'}, "
-                 f"{self.history_removed} history entries, {self.revisions_removed} revisions, "
-                 f"{self.links_removed} links removed; index, FTS and caches scrubbed"]
+        lines = [(f"purged {self.kind} {self.id}: record {'deleted' if self.record_deleted else 'already gone'}, "
+                  f"{self.history_removed} history entries, {self.revisions_removed} revisions, "
+                  f"{self.links_removed} links removed; index, FTS and caches scrubbed")]
         if self.exports_holding:
             lines.append("exports taken earlier still hold it (delete or re-take them):")
             lines += [f"  {m.taken_at[:19].replace('T', ' ')} UTC  {m.dest or '(returned as text)'}"

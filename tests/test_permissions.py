@@ -67,7 +67,8 @@ def _refusals(a: syn.Vault, ids: dict[str, Any], tmp_export: str) -> dict[str, C
 
 
 REFUSALS = ["approve pending lesson", "reject pending lesson", "reject approved lesson", "reapprove expired lesson",
-            "verify agent memory", "verify user memory", "delete user memory", "overwrite user note", "delete user note",
+            "verify agent memory", "verify user memory", "delete user memory", "overwrite user note",
+            "delete user note",
             "claim source user", "claim source user uppercase", "claim verified", "confidence above 0.7",
             "confidence 1.0", "raise own confidence", "list pending", "list expired", "pending()", "expired()",
             "get pending lesson", "get expired lesson", "settings.set", "prune", "export", "import",

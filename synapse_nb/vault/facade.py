@@ -7,11 +7,12 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Self
 
-from synapse_nb._util import Clock, fmt_ts, new_id, parse_duration, shift, utcnow
+from synapse_nb._util import Clock, fmt_ts, new_id, parse_duration, parse_ts, shift, utcnow
 from synapse_nb.borrowed import Borrowed
 from synapse_nb.changes import ExportMark
 from synapse_nb.context import Actor, Context, GitView, check_identity, check_surface
@@ -224,7 +225,8 @@ class Vault:
 
     # -- recall -------------------------------------------------------------------------------------------
     def recall(self, query: str, *, session: str | None = None, branch: str | None = None, files: Any = None,
-               budget_tokens: int | None = None, bars: Bars | None = None, path: str | None = None) -> Recall:
+               budget_tokens: int | None = None, bars: Bars | None = None, path: str | None = None,
+               as_of: datetime | str | None = None) -> Recall:
         """What this turn needs to know: only the new and relevant across all memories, or "nothing new".
 
         The approved-lesson banner comes first on every call. With ``session``, what that session already
@@ -242,12 +244,16 @@ class Vault:
         path : deprecated, and ignored: recall has one path since recall v2 (BM25 over the ranking table, then the
             structure step). "auto", "rank", "exhaustive" and "index" are still accepted, with a
             ``DeprecationWarning``; any other value is a ``ValidationError``.
+        as_of : answer from the mind as it was at this time (a datetime or ISO 8601 text), rebuilt from its history
+            in a throwaway vault: "what did the agent know when it made that decision?" (no session delta).
 
         Examples
         --------
         >>> r = v.recall("how do we run migrations?", session="s1")  # doctest: +SKIP
         >>> print(r.text)  # doctest: +SKIP
         """
+        if as_of is not None:
+            return self._recall_as_of(query, as_of, branch=branch, files=files, budget_tokens=budget_tokens, bars=bars)
         if self._recaller is None:
             from synapse_nb.recall.engine import Recaller  # loaded by the first recall (import synapse_nb stays light)
 
@@ -258,6 +264,34 @@ class Vault:
                           stacklevel=2)
         return self._recaller.recall(query, session=session, branch=branch, files=files,
                                      budget_tokens=budget_tokens, bars=bars, path="auto" if path is None else path)
+
+    def _recall_as_of(self, query: str, as_of: datetime | str, **kw: Any) -> Recall:
+        """:meth:`recall` over the mind as it was at ``as_of``: its records (and the duplicate links open then) are
+        rebuilt from history into a temporary vault whose clock stands at ``as_of``; the saved bars are today's."""
+        import tempfile
+
+        from synapse_nb import history
+        from synapse_nb.store.sqlite import SqliteStore
+
+        at = history.as_of_ts(as_of)
+        records = history.mind_as_of(self._ctx, at)
+        links = [replace(x, status="open") for x in self._store.links.of_mind(self.mind)
+                 if x.created_at <= at and (x.decided_at is None or x.decided_at > at)]
+        settings = self._store.meta.settings()
+        moment = parse_ts(at)
+        with tempfile.TemporaryDirectory(prefix="synapse-as-of-") as tmp:
+            store = SqliteStore(Path(tmp) / DB_NAME)
+            past = Vault(Path(tmp), project_dir=self.project_dir, mind=self.mind, actor=self.actor,
+                         clock=lambda: moment, _store=store, _git=self._git, surface=self.surface)
+            try:
+                with store.transaction():
+                    for rec in records:
+                        store.table(rec.kind).insert(rec)
+                    store.links.insert(links)
+                    store.meta.set_settings(settings)
+                return past.recall(query, **kw)
+            finally:
+                past.close()
 
     def restore_pack(self, checkpoint: Checkpoint | None = None, *, budget_tokens: int | None = None,
                      note: str | None = None) -> str:

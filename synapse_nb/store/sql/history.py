@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from synapse_nb.changes import ExportMark, HistoryEntry, Link, Revision
 from synapse_nb.store.sql.connection import D, Repository, Row
 
-__all__ = ["DELETE_HISTORY_OF", "DELETE_LINKS_OF", "DELETE_REVISIONS_OF", "HISTORY_COLUMNS", "NEXT_VERSION", "PRUNE_HISTORY",
-           "ExportsQueries", "HistoryQueries", "LinksQueries", "RevisionsQueries"]
+__all__ = ["DELETE_HISTORY_OF", "DELETE_LINKS_OF", "DELETE_REVISIONS_OF", "HISTORY_COLUMNS", "NEXT_VERSION",
+           "PRUNE_HISTORY", "ExportsQueries", "HistoryQueries", "LinksQueries", "RevisionsQueries"]
 
 HISTORY_COLUMNS = ("id", "rid", "kind", "mind", "version", "action", "actor", "surface", "at", "digest_before",
                    "digest_after", "before")
