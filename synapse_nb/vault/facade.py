@@ -490,9 +490,7 @@ class Vault:
         lines = list(export_lines(self._store, history=history))
         text = "".join(line + "\n" for line in lines)
         n_hist = sum(1 for line in lines if '"kind": "history"' in line)  # a key: quotes in text are escaped
-        mark = ExportMark(id=new_id("exp"), taken_at=self._ctx.now_ts(), records=len(lines) - 1 - n_hist,
-                          history=n_hist, dest=None if dest is None or hasattr(dest, "write")
-                          else str(Path(dest).expanduser().resolve()))
+        where = None if dest is None or hasattr(dest, "write") else str(Path(dest).expanduser().resolve())
         if dest is not None:
             if hasattr(dest, "write"):
                 dest.write(text)
@@ -506,8 +504,10 @@ class Vault:
                 except OSError as exc:
                     raise StoreError(f"cannot write the export to {str(dest)!r}: {exc.strerror or exc}") from exc
         if not self._store.readonly:
-            with self._store.transaction():
-                self._store.exports.record(mark)
+            with self._store.transaction():  # stamped: after every write the export holds
+                self._store.exports.record(ExportMark(
+                    id=new_id("exp"), taken_at=self._store.stamp(self._ctx.now_ts()), dest=where,
+                    records=len(lines) - 1 - n_hist, history=n_hist))
         return text
 
     def import_jsonl(self, source: str | Path | IO[str] | Iterable[str], *, trust: bool = False) -> ImportCounts:
