@@ -153,13 +153,14 @@ def classify(a: str, b: str, doc_freq: Mapping[str, int], n_docs: int) -> Verdic
     inter = sum(weight[w] for w in sorted(sa & sb))
     union = sum(weight[w] for w in sorted(sa | sb))
     score = round(inter / union, 6) if union > 0 else 0.0
+    differ = bool(pa.values and pb.values and pa.values != pb.values)
     if score >= SUBJECT_AT:
-        if pa.values and pb.values and pa.values != pb.values:
+        if differ:
             diff = sorted(pa.values ^ pb.values)[:4]
             return Verdict("contradiction", score, f"same subject, differing numbers or dates ({', '.join(diff)})")
         if pa.negated != pb.negated:
             return Verdict("contradiction", score, "same subject, negated on one side")
-    if score >= DUPLICATE_AT:
+    if score >= DUPLICATE_AT and not differ and pa.negated == pb.negated:  # other numbers: another fact
         return Verdict("duplicate", score, "same words, weighted by rarity")
     return Verdict(None, score, "different")
 
