@@ -186,9 +186,13 @@ def check_after_commit(ctx: Context, rec: Record) -> None:
     pending = _pending.get(store)
     if pending is None:
         pending = _pending[store] = []
-        store.on_rollback(lambda: _pending.pop(store, None))
+        store.on_rollback(lambda: _forget(store))
         store.after_commit(lambda: _run(store))
     pending.append((ctx, rec))
+
+
+def _forget(store: VaultStore) -> None:
+    _pending.pop(store, None)
 
 
 def _run(store: VaultStore) -> None:

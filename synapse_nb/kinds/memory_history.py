@@ -121,7 +121,7 @@ class MemoryHistory:
         old = versions.record(to)
         if not isinstance(old, Memory):
             raise ConflictError(f"version {to} of {rid} deleted it; revert to a version that holds the memory")
-        current = versions.current
+        current = versions.current if isinstance(versions.current, Memory) else None
         with ctx.store.transaction():
             ts = ctx.store.stamp(ctx.now_ts())
             if current is None:
@@ -173,11 +173,12 @@ class MemoryHistory:
         ctx = self._ctx
         ctx.require_human("accept a revision")
         rev = self._revision(revision_id)
-        mem = super().get(rev.rid)  # type: ignore[misc]
-        values = {k: tuple(v) if isinstance(v, list) else v for k, v in rev.proposed.items() if k in REVISED_FIELDS}
+        mem: Memory = super().get(rev.rid)  # type: ignore[misc]
+        values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in rev.proposed.items()
+                                  if k in REVISED_FIELDS}
         with ctx.store.transaction():
             ts = ctx.store.stamp(ctx.now_ts())
-            after = replace(mem, updated_at=ts, verified=True, **values)
+            after: Memory = replace(mem, updated_at=ts, verified=True, **values)
             self._table.update(mem.id, updated_at=ts, verified=True, **values)
             ctx.store.revisions.decide(rev.id, "accepted", ts)
             self._changed("accept", mem, after, ts)
