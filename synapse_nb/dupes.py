@@ -23,6 +23,7 @@ agent's; otherwise the older one stands); a contradiction hides nothing. A human
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import weakref
@@ -51,7 +52,7 @@ DUPLICATE_AT = 0.22
 #: ... and from which they speak of the same subject (a contradiction when numbers, dates or negation differ).
 SUBJECT_AT = 0.5
 #: Most words of a record the check sends to BM25 (the rarest).
-MAX_WORDS = 16
+MAX_WORDS = 6
 
 _NEGATIONS = frozenset(("not", "no", "never", "none", "nobody", "nothing", "cannot", "nor", "without", "t", "neither",
                         "isn", "aren", "wasn", "weren", "don", "doesn", "didn", "won", "shouldn", "couldn"))
@@ -89,6 +90,11 @@ class _Parts(NamedTuple):
     negated: bool
 
 
+@functools.lru_cache(maxsize=65_536)
+def _fold_cached(w: str) -> str:
+    return _fold(w)
+
+
 def words(text: str) -> list[str]:
     """The words the check reads of a text: recall's query analysis (:func:`~synapse_nb.recall.rank.rank_words`).
 
@@ -100,6 +106,7 @@ def words(text: str) -> list[str]:
     return rank_words(text)
 
 
+@functools.lru_cache(maxsize=16_384)
 def _parts(text: str) -> _Parts:
     subject: dict[str, str] = {}
     values: set[str] = set()
@@ -107,7 +114,7 @@ def _parts(text: str) -> _Parts:
         if _DIGIT.search(w) or w in _MONTHS or w in _NUMBER_WORDS:
             values.add(w)
         elif w not in _NEGATIONS:
-            subject.setdefault(_fold(w), w)
+            subject.setdefault(_fold_cached(w), w)
     raw = _NEG_TOKENS.findall(text.lower())
     negated = any(t in _NEGATIONS for t in raw)
     return _Parts(subject, frozenset(values), negated)
@@ -122,8 +129,10 @@ class Verdict(NamedTuple):
     reason: str
 
 
-def _idf(df: int, n_docs: int) -> float:
-    return math.log((n_docs + 1) / (df + 0.5)) if n_docs > 0 else 1.0
+@functools.lru_cache(maxsize=262_144)
+def _weight(df: int, n_docs: int) -> float:
+    """A word's weight: its idf among ``n_docs`` documents, ``df`` of which hold it (at least 0.05)."""
+    return max(0.05, math.log((n_docs + 1) / (max(0, df) + 0.5)) if n_docs > 0 else 1.0)
 
 
 def classify(a: str, b: str, doc_freq: Mapping[str, int], n_docs: int) -> Verdict:
@@ -141,17 +150,17 @@ def classify(a: str, b: str, doc_freq: Mapping[str, int], n_docs: int) -> Verdic
     'contradiction'
     """
     pa, pb = _parts(a), _parts(b)
-    sa, sb = set(pa.subject), set(pb.subject)
+    sa, sb = pa.subject.keys(), pb.subject.keys()
     if not sa or not sb:
         return Verdict(None, 0.0, "no content words")
-    weight: dict[str, float] = {}
+    shared = sa & sb
+    if not shared:
+        return Verdict(None, 0.0, "different")
     rest = max(0, n_docs - 2)
-    for folded in sorted(sa | sb):
-        raw = pa.subject.get(folded) or pb.subject[folded]
-        own = (folded in sa) + (folded in sb)
-        weight[folded] = max(0.05, _idf(max(0, int(doc_freq.get(raw, 0)) - own), rest))
-    inter = sum(weight[w] for w in sorted(sa & sb))
-    union = sum(weight[w] for w in sorted(sa | sb))
+    get = doc_freq.get
+    inter = sum(_weight(int(get(pa.subject[w], 0)) - 2, rest) for w in sorted(shared))
+    union = inter + sum(_weight(int(get(pa.subject[w], 0)) - 1, rest) for w in sorted(sa - shared)) \
+        + sum(_weight(int(get(pb.subject[w], 0)) - 1, rest) for w in sorted(sb - shared))
     score = round(inter / union, 6) if union > 0 else 0.0
     differ = bool(pa.values and pb.values and pa.values != pb.values)
     if score >= SUBJECT_AT:
@@ -175,11 +184,21 @@ def hidden_side(new: Record, old: Record) -> str:
 
 
 # -- on write ------------------------------------------------------------------------------------------------------
-_pending: weakref.WeakKeyDictionary[Any, list[tuple[Context, Record]]] = weakref.WeakKeyDictionary()
+#: A write transaction that wrote at most this many checked records has them checked right after its commit; a larger
+#: one (a bulk load: the check costs about a millisecond a record, the write a tenth of that) leaves them to
+#: :func:`check_pending` (``Memories.conflicts``, ``synapse-nb memory conflicts``), which reads them from history.
+SYNC_MAX = 32
+#: The history actions whose record gets the check (a write of its content).
+CHECKED_ACTIONS: tuple[str, ...] = ("create", "update", "revert", "accept")
+#: A view reading any record of a mind (lessons, whose visibility depends on "now", are never checked).
+_ALL_TIME = "9999-12-31T23:59:59.999999Z"
+_pending: weakref.WeakKeyDictionary[Any, list[Record]] = weakref.WeakKeyDictionary()
 
 
 def check_after_commit(ctx: Context, rec: Record) -> None:
-    """Compare ``rec`` with its mind's records once the current write transaction commits (at once outside one)."""
+    """Check ``rec`` once the current write transaction commits, unless the transaction wrote more than
+    :data:`SYNC_MAX` checked records (then :func:`check_pending` does, from its history entry: nothing is lost if the
+    process stops before)."""
     if rec.kind not in CHECKED_KINDS:
         return
     store = ctx.store
@@ -188,7 +207,7 @@ def check_after_commit(ctx: Context, rec: Record) -> None:
         pending = _pending[store] = []
         store.on_rollback(lambda: _forget(store))
         store.after_commit(lambda: _run(store))
-    pending.append((ctx, rec))
+    pending.append(rec)
 
 
 def _forget(store: VaultStore) -> None:
@@ -199,52 +218,90 @@ def _run(store: VaultStore) -> None:
     pending = _pending.pop(store, None)
     if not pending or store.readonly:
         return
-    latest: dict[str, tuple[Context, Record]] = {}
-    for ctx, rec in pending:
-        latest[rec.id] = (ctx, rec)  # the last write of a record in the transaction
-    found = find_links([rec for _, rec in latest.values()], store)
-    if found:
+    latest = {rec.id: rec for rec in pending}  # the last write of each record in the transaction
+    if len(latest) > SYNC_MAX:
+        return  # a bulk load: checked later, from history
+    first, last = min(r.updated_at for r in pending), max(r.updated_at for r in pending)
+    checked = store.links.checked_at()
+    found = find_links(sorted(latest.values(), key=lambda r: r.id), store)
+    with store.transaction():
+        store.links.insert(found)
+        # every write before this transaction was checked already: the mark moves past it (else check_pending will)
+        if not store.links.unchecked(checked, first, CHECKED_KINDS, CHECKED_ACTIONS, 1):
+            store.links.advance(last)
+
+
+def check_pending(store: VaultStore) -> int:
+    """Check every record written since the last check (what large write transactions left), oldest first, in
+    batches of 500; returns how many history entries were read."""
+    done = 0
+    while True:
+        after = store.links.checked_at()
+        batch = store.links.unchecked(after, None, CHECKED_KINDS, CHECKED_ACTIONS, 500)
+        if not batch:
+            return done
+        by_kind: dict[tuple[str, str], list[str]] = {}
+        for _, rid, kind, mind in batch:
+            by_kind.setdefault((mind, kind), []).append(rid)
+        records: list[Record] = []
+        for (mind, kind), rids in sorted(by_kind.items()):
+            records += store.table(kind).get_many(View(mind, _ALL_TIME), rids).values()
+        found = find_links(sorted(records, key=lambda r: r.id), store)
         with store.transaction():
             store.links.insert(found)
+            store.links.advance(batch[-1][0])
+        done += len(batch)
 
 
 def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None = None) -> list[Link]:
-    """The links the check finds for ``records`` (already stored) against their minds' records."""
+    """The links the check finds for ``records`` (already stored) against their minds' records: one BM25 read per
+    record, then one read of every candidate's text, then :func:`classify` per pair (each text analysed once)."""
     texts = {r.id: r.text for r in records}
     vocab = sorted({w for t in texts.values() for w in words(t)})
     out: list[Link] = []
     with store.snapshot():
         n_docs = store.recall.count()
         df = store.recall.doc_freq(vocab) if vocab else {}
+        hits: dict[str, list[str]] = {}
+        wanted: dict[str, dict[str, set[str]]] = {}  # mind -> kind -> ids
         for rec in records:
             ws = words(texts[rec.id])
             if not ws:
                 continue
             query = sorted(ws, key=lambda w: (df.get(w, 0), w))[:MAX_WORDS]
-            hits = [h for h in store.recall.bm25(rec.mind, query, depth=DEPTH + 1) if h.id != rec.id]
-            by_kind: dict[str, list[str]] = {}
-            for h in hits:
-                k = kind_of_id(h.id)
-                if k in CHECKED_KINDS:
-                    by_kind.setdefault(k, []).append(h.id)
-            if not by_kind:
+            ids = [h.id for h in store.recall.bm25(rec.mind, query, depth=DEPTH + 1)
+                   if h.id != rec.id and kind_of_id(h.id) in CHECKED_KINDS]
+            hits[rec.id] = ids
+            for i in ids:
+                wanted.setdefault(rec.mind, {}).setdefault(str(kind_of_id(i)), set()).add(i)
+        cand = {c.id: c for mind, by_kind in sorted(wanted.items())
+                for c in store.recall.fetch(mind, {k: sorted(v) for k, v in sorted(by_kind.items())})}
+        missing = sorted({w for c in cand.values() for w in words(c.text)} - set(df))
+        if missing:
+            df.update(store.recall.doc_freq(missing))
+        linked: set[frozenset[str]] = set()  # pairs found in this call (two records of one batch find each other)
+        for rec in records:
+            found = []
+            for cid in hits.get(rec.id, ()):
+                c = cand.get(cid)
+                if c is None or c.mind != rec.mind:
+                    continue
+                verdict = classify(texts[rec.id], c.text, df, n_docs)
+                if verdict.relation is not None:
+                    found.append((c, verdict, verdict.relation))
+            if not found:
                 continue
             known = {x.a if x.b == rec.id else x.b for x in store.links.of_record(rec.id)}
-            cands = [c for c in store.recall.fetch(rec.mind, by_kind) if c.id not in known]
-            for c in cands:
-                missing = [w for w in words(c.text) if w not in df]
-                if missing:
-                    df.update(store.recall.doc_freq(missing))
-                verdict = classify(texts[rec.id], c.text, df, n_docs)
-                if verdict.relation is None:
+            for c, verdict, relation in found:
+                if c.id in known or frozenset((rec.id, c.id)) in linked:
                     continue
+                linked.add(frozenset((rec.id, c.id)))
                 old = store.table(c.kind).get_many(View(rec.mind, rec.updated_at), [c.id]).get(c.id)
                 if old is None:
                     continue
-                hidden = hidden_side(rec, old) if verdict.relation == "duplicate" else None
+                hidden = hidden_side(rec, old) if relation == "duplicate" else None
                 out.append(Link(id=new_id("lnk"), mind=rec.mind, a=rec.id, a_kind=rec.kind, b=c.id, b_kind=c.kind,
-                                relation=verdict.relation, score=verdict.score, hidden=hidden, status="open",
+                                relation=relation, score=verdict.score, hidden=hidden, status="open",
                                 reason=verdict.reason, created_at=at or rec.updated_at))
                 known.add(c.id)
     return out
-

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from synapse_nb._util import check_limit, fmt_ts, new_id, parse_duration, parse_ts, shift
+from synapse_nb._util import check_limit, fmt_ts, parse_duration, parse_ts, shift
 from synapse_nb.changes import HistoryEntry, state_json
 from synapse_nb.errors import NotFoundError, ValidationError
 from synapse_nb.models import KIND_BY_NAME, Record, kind_of_id
@@ -40,9 +40,10 @@ def record(ctx: Context, action: str, before: Record | None, after: Record | Non
     if before is None and after is None:
         if rid is None or kind is None:
             raise ValueError("a history entry names a record")
-        e = HistoryEntry(id=new_id("hst"), rid=rid, kind=kind, mind=ctx.mind,
-                         version=ctx.store.history.next_version(rid), action=action, actor=ctx.actor,
-                         surface=ctx.surface, at=at, digest_before=None, digest_after=None)
+        version = ctx.store.history.next_version(rid)
+        e = HistoryEntry(id=entry_id(rid, version), rid=rid, kind=kind, mind=ctx.mind, version=version,
+                         action=action, actor=ctx.actor, surface=ctx.surface, at=at, digest_before=None,
+                         digest_after=None)
         ctx.store.history.append([e])
         return e
     return record_many(ctx, action, [(before, after)], at=at)[0]
@@ -62,12 +63,21 @@ def record_many(ctx: Context, action: str, changes: Sequence[tuple[Record | None
         else:
             version = history.next_version(rec.id)
         out.append(HistoryEntry(
-            id=new_id("hst"), rid=rec.id, kind=rec.kind, mind=rec.mind, version=version, action=action,
+            id=entry_id(rec.id, version), rid=rec.id, kind=rec.kind, mind=rec.mind, version=version, action=action,
             actor=ctx.actor, surface="import" if action == "import" else ctx.surface, at=at,
             digest_before=None if before is None else before.digest,
             digest_after=None if after is None else after.digest, before=state_json(before)))
     history.append(out)
     return out
+
+
+def entry_id(rid: str, version: int) -> str:
+    """A history entry's id: its record and version (unique per vault; the same wherever the entry travels).
+
+    >>> entry_id("mem_3f9a0c12be47", 2)
+    'hst_mem_3f9a0c12be47_v2'
+    """
+    return f"hst_{rid}_v{version}"
 
 
 def _knows(e: HistoryEntry) -> bool:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from synapse_nb import history
 from synapse_nb._util import check_choice, check_key, new_id
 from synapse_nb.changes import LINK_STATUSES, REVISION_STATUSES, Link, Revision
+from synapse_nb.dupes import check_pending
 from synapse_nb.errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.models import CATEGORIES, Memory, Record, kind_of_id
 
@@ -199,6 +200,8 @@ class MemoryHistory:
         """Pairs the duplicate check found in this mind (any kinds; ``status``: open, kept, merged, superseded;
         None: all), oldest first."""
         st = None if status is None else check_choice(status, "status", LINK_STATUSES)
+        if not self._ctx.store.readonly:  # records a bulk write left unchecked are checked first
+            check_pending(self._ctx.store)
         return self._ctx.store.links.of_mind(self._ctx.mind, st)
 
     def resolve(self, link_id: str, action: str) -> Link:

@@ -39,8 +39,6 @@ class HistoryTable(Protocol):
         """The mind's entries stamped after ``at``, by (rid, at, id)."""
         ...
 
-    def get(self, id: str) -> HistoryEntry | None: ...
-
     def all(self) -> Iterator[HistoryEntry]:
         """Every entry, all minds, by (at, id)."""
         ...
@@ -94,6 +92,20 @@ class LinkTable(Protocol):
     def decide(self, id: str, status: str, at: str) -> bool: ...
 
     def purge(self, rid: str) -> int: ...
+
+    def checked_at(self) -> str:
+        """The stamp up to which every write has been checked for duplicates ('' before the first check)."""
+        ...
+
+    def advance(self, at: str) -> None:
+        """Move :meth:`checked_at` forward to ``at`` (never back)."""
+        ...
+
+    def unchecked(self, after: str, before: str | None, kinds: Sequence[str], actions: Sequence[str],
+                  limit: int) -> list[tuple[str, str, str, str]]:
+        """(at, rid, kind, mind) of the history entries of these kinds and actions stamped after ``after`` (and
+        before ``before``), by (at, id), at most ``limit``."""
+        ...
 
 
 class ExportTable(Protocol):

@@ -32,7 +32,7 @@ HISTORY_OF = f"SELECT {_H} FROM history WHERE rid = ? ORDER BY at, id"
 HISTORY_OF_MIND = f"SELECT {_H} FROM history WHERE mind = ? ORDER BY at DESC, id DESC LIMIT ?"
 HISTORY_AFTER = f"SELECT {_H} FROM history WHERE mind = ? AND at > ? ORDER BY rid, at, id"
 HISTORY_ALL = f"SELECT {_H} FROM history ORDER BY at, id"
-HISTORY_BY_ID = f"SELECT {_H} FROM history WHERE id = ?"
+HAS_VERSION = "SELECT 1 FROM history WHERE rid = ? AND version = ?"
 DELETE_HISTORY_OF = "DELETE FROM history WHERE rid = ?"
 #: Entries of a mind older than a time, but never a record's newest one (its last known state stays).
 PRUNE_HISTORY = ("DELETE FROM history WHERE mind = ? AND at < ? AND id NOT IN "
@@ -57,6 +57,9 @@ LINKS_OF_RECORD = f"SELECT {_L} FROM links WHERE a = ? OR b = ? ORDER BY created
 HIDDEN = "SELECT hidden FROM links WHERE mind = ? AND status = 'open' AND hidden IS NOT NULL ORDER BY hidden"
 DECIDE_LINK = "UPDATE links SET status = ?, decided_at = ? WHERE id = ? AND status = 'open'"
 DELETE_LINKS_OF = "DELETE FROM links WHERE a = ? OR b = ?"
+
+CHECKED_AT = "SELECT at FROM dup_checked WHERE id = 1"
+ADVANCE_CHECKED = "UPDATE dup_checked SET at = ? WHERE id = 1 AND at < ?"
 
 _E = ", ".join(EXPORT_COLUMNS)
 INSERT_EXPORT = f"INSERT INTO exports({_E}) VALUES (?, ?, ?, ?, ?)"
@@ -101,18 +104,14 @@ class HistoryQueries(Repository[D]):
         """The mind's entries stamped after ``at``, by record then time (what an ``as_of`` read rewinds)."""
         return [_entry(r) for r in self._db.query(HISTORY_AFTER, (mind, at))]
 
-    def get(self, id: str) -> HistoryEntry | None:
-        row = self._db.query_one(HISTORY_BY_ID, (id,))
-        return None if row is None else _entry(row)
-
     def all(self) -> Iterator[HistoryEntry]:
         """Every entry of the vault (all minds), by time then id (export)."""
         return (_entry(r) for r in self._db.iter_query(HISTORY_ALL))
 
     def insert_entry(self, e: HistoryEntry) -> bool:
-        """Import one entry as it is; False when the id is there already (identical or not: history is append-only,
-        the first copy stands)."""
-        if self._db.query_one("SELECT 1 FROM history WHERE id = ?", (e.id,)) is not None:
+        """Import one entry as it is; False when the record's version is there already (identical or not: history is
+        append-only, the first copy stands)."""
+        if self._db.query_one(HAS_VERSION, (e.rid, e.version)) is not None:
             return False
         self.append([e])
         return True
@@ -179,6 +178,23 @@ class LinksQueries(Repository[D]):
     def purge(self, rid: str) -> int:
         with self._db.transaction():
             return max(0, self._db.write(DELETE_LINKS_OF, (rid, rid)).rowcount)
+
+    def checked_at(self) -> str:
+        row = self._db.query_one(CHECKED_AT)
+        return "" if row is None else str(row[0])
+
+    def advance(self, at: str) -> None:
+        self._db.write(ADVANCE_CHECKED, (at, at))
+
+    def unchecked(self, after: str, before: str | None, kinds: Sequence[str], actions: Sequence[str],
+                  limit: int) -> list[tuple[str, str, str, str]]:
+        dialect = self._db.dialect
+        in_kinds, kparams = dialect.is_in("kind", list(kinds))
+        in_actions, aparams = dialect.is_in("action", list(actions))
+        upper, uparams = ("", ()) if before is None else (" AND at < ?", (before,))
+        rows = self._db.query(f"SELECT at, rid, kind, mind FROM history WHERE at > ?{upper} AND {in_kinds} AND "
+                              f"{in_actions} ORDER BY at, id LIMIT ?", (after, *uparams, *kparams, *aparams, limit))
+        return [(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows]
 
 
 class ExportsQueries(Repository[D]):

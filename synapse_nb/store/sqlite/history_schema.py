@@ -3,7 +3,9 @@
 - ``history``: one row per mutation of a record (append-only: an UPDATE is refused by a trigger), with the actor,
   the surface, the digests before and after and the record before the change (canonical JSON).
 - ``revisions``: an agent's proposed change to a memory a human verified, pending until a human decides.
-- ``links``: likely duplicates and contradictions found on write, open until a human decides.
+- ``links``: likely duplicates and contradictions found on write, open until a human decides; ``dup_checked``: the
+  stamp up to which every write has been checked (a large write transaction's records are checked later, from
+  history: no extra row per write).
 - ``exports``: the exports taken (a purge names those that still hold a record).
 - A record's deletion drops its open links and its pending revisions (its history stays until a purge).
 - FTS5 keeps a deleted row's words in its segments until they are merged (SQLite 3.40 has no ``secure-delete``
@@ -20,7 +22,7 @@ _KIND_TABLES = tuple(TABLES.values())
 
 V6_HISTORY = """
 CREATE TABLE history(
-    id TEXT PRIMARY KEY,
+    id TEXT NOT NULL,
     rid TEXT NOT NULL,
     kind TEXT NOT NULL,
     mind TEXT NOT NULL,
@@ -35,7 +37,7 @@ CREATE TABLE history(
     UNIQUE (rid, version)
 );
 CREATE INDEX history_mind ON history(mind, at, id);
-CREATE INDEX history_rid ON history(rid, at, id);
+CREATE INDEX history_at ON history(at, id);
 CREATE TRIGGER history_append_only BEFORE UPDATE ON history BEGIN
     SELECT RAISE(ABORT, 'history rows are append-only');
 END;
@@ -72,6 +74,11 @@ CREATE TABLE links(
 );
 CREATE INDEX links_mind ON links(mind, status, created_at, id);
 CREATE INDEX links_b ON links(b);
+CREATE TABLE dup_checked(
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    at TEXT NOT NULL
+);
+INSERT INTO dup_checked(id, at) VALUES (1, '');
 CREATE TABLE exports(
     id TEXT PRIMARY KEY,
     taken_at TEXT NOT NULL,

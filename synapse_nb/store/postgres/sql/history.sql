@@ -21,7 +21,7 @@
 --     version what it read, as migration 4 does for settings and flags).
 
 CREATE TABLE history(
-    id text COLLATE "C" PRIMARY KEY,
+    id text COLLATE "C" NOT NULL,
     rid text COLLATE "C" NOT NULL,
     kind text COLLATE "C" NOT NULL,
     mind text COLLATE "C" NOT NULL,
@@ -36,7 +36,7 @@ CREATE TABLE history(
     UNIQUE (rid, version)
 );
 CREATE INDEX history_mind ON history(mind, at, id);
-CREATE INDEX history_rid ON history(rid, at, id);
+CREATE INDEX history_at ON history(at, id);
 
 CREATE TABLE revisions(
     id text COLLATE "C" PRIMARY KEY,
@@ -72,6 +72,13 @@ CREATE TABLE links(
 );
 CREATE INDEX links_mind ON links(mind, status, created_at, id);
 CREATE INDEX links_b ON links(b);
+
+-- the stamp up to which every write has been checked for duplicates (synapse_nb/dupes.py)
+CREATE TABLE dup_checked(
+    id integer PRIMARY KEY CHECK (id = 1),
+    at text COLLATE "C" NOT NULL
+);
+INSERT INTO dup_checked(id, at) VALUES (1, '');
 
 CREATE TABLE exports(
     id text COLLATE "C" PRIMARY KEY,
@@ -229,6 +236,8 @@ REVOKE ALL ON history, revisions, links, exports FROM PUBLIC;
 GRANT SELECT, INSERT ON history, revisions, links TO @S@_human, @S@_agent;
 GRANT UPDATE (status, decided_at) ON revisions, links TO @S@_human;
 GRANT SELECT, INSERT ON exports TO @S@_human;
+REVOKE ALL ON dup_checked FROM PUBLIC;
+GRANT SELECT, UPDATE (at) ON dup_checked TO @S@_human, @S@_agent;
 
 DO $$
 DECLARE t text;
