@@ -159,3 +159,40 @@ def test_each_surface_is_named_in_history(tmp_path: Path) -> None:
         assert s.write().history(m.id)[0].surface == "notebook"
     with pytest.raises(syn.ValidationError):
         VaultSession(tmp_path, surface="telepathy")
+
+
+def test_the_memory_browser_shows_history_and_reverts(vault: syn.Vault, clock: FakeClock) -> None:
+    from synapse_nb.widgets import MemoryBrowser
+
+    m = vault.remember("knowledge", "cache_ttl", "cache entries live 5 minutes")
+    clock.advance(seconds=5)
+    vault.as_agent().remember("knowledge", "other", "agent fact")
+    vault.remember("knowledge", "cache_ttl", "cache entries live 15 minutes")
+    b = MemoryBrowser(vault)
+    b.select(m.id)
+    assert "History" in b.history_html.value and "5 minutes" in b.history_html.value
+    assert b.revert_version.value == 1 and not b.revert_button.disabled
+    b.revert_button.click()
+    assert vault.memories.get(m.id).content == "cache entries live 5 minutes"
+    assert [e.action for e in vault.memories.history(m.id)] == ["create", "update", "revert"]
+    agent = MemoryBrowser(vault.as_agent())
+    agent.select(m.id)
+    assert agent.revert_button.disabled
+
+
+def test_the_change_review_widget_decides_revisions_and_conflicts(vault: syn.Vault) -> None:
+    from synapse_nb.widgets import ChangeReview
+
+    m = vault.remember("procedure", "deploy_procedure", "deploy: run make deploy then tag the release on main")
+    vault.remember("knowledge", "unrelated", "the office coffee machine is on the third floor")
+    agent = vault.as_agent()
+    agent.memories.update(m.id, content="deploy: run make deploy-prod then tag the release")
+    agent.remember("knowledge", "deploy_steps", "to deploy run make deploy then tag the release on main")
+    w = ChangeReview(vault)
+    assert len(w.items_revisions) == 1 and len(w.items_conflicts) == 1
+    w.reject_button.click()
+    assert vault.memories.get(m.id).content.startswith("deploy: run make deploy then")
+    w.merge_button.click()
+    assert vault.memories.conflicts() == [] and "merged" in w.message.value
+    with pytest.raises(syn.PermissionDeniedError):
+        ChangeReview(vault.as_agent())
