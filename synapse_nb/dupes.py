@@ -1,8 +1,9 @@
 """Likely duplicates and contradictions, found on write by a deterministic lexical check (no model call), decided by
 a human (issue 30, docs/decisions/0013-memory-history.md).
 
-After every write transaction commits, each record it created or changed (every kind recall ranks, but
-checkpoints: work state repeats itself on purpose) is compared with the mind's records that share its words:
+After a write transaction commits, each record it created or changed (every kind recall ranks, but checkpoints:
+work state repeats itself on purpose) is compared with the mind's records that share its words; a transaction that
+wrote more than :data:`SYNC_MAX` of them (a bulk load) is checked later, from history, by :func:`check_pending`:
 
 1. **words**: the record's text as recall analyses a query (:func:`synapse_nb.recall.rank.rank_words`: FTS5's
    ``unicode61`` folding, recall's 74 stop words out), then a light suffix fold (``deploying`` ~ ``deploy``);
