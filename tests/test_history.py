@@ -196,3 +196,27 @@ def test_the_change_review_widget_decides_revisions_and_conflicts(vault: syn.Vau
     assert vault.memories.conflicts() == [] and "merged" in w.message.value
     with pytest.raises(syn.PermissionDeniedError):
         ChangeReview(vault.as_agent())
+
+
+def test_prune_records_the_deletions_and_expiries_it_makes(vault: syn.Vault, clock: FakeClock) -> None:
+    m = vault.remember("context", "sprint", "ship v2", expires="1d")
+    les = vault.lessons.create("Reverted the retry change")
+    vault.lessons.approve(les.id, text="do not retry blindly", expiry_days=1)
+    clock.advance(days=2)
+    report = vault.prune()
+    assert report.memories_deleted == (m.id,) and report.lessons_expired == (les.id,)
+    assert vault.history(m.id)[-1].action == "delete" and vault.history(m.id).record(1).content == "ship v2"
+    last = vault.history(les.id)[-1]
+    assert last.action == "expire" and last.previous is not None and last.previous.status == "approved"
+
+
+def test_as_of_finds_the_memory_that_held_a_key_then(vault: syn.Vault, clock: FakeClock) -> None:
+    old = vault.remember("project", "db_engine", "mysql")
+    clock.advance(days=1)
+    then = vault.now()
+    clock.advance(days=1)
+    vault.memories.delete(old.id)
+    new = vault.remember("project", "db_engine", "postgres")
+    assert new.id != old.id
+    assert vault.memories.get("db_engine", as_of=then).content == "mysql"
+    assert vault.memories.get("db_engine").content == "postgres"

@@ -68,12 +68,20 @@ class MemoryHistory:
             return ids[0]
         if cat is None and len(ids) > 1:
             raise ValidationError(f"several memories have the key {key!r}; give category=")
-        gone = {e.rid for e in history.recent(ctx, None) if e.kind == "memory" and e.before is not None
-                and json.loads(e.before).get("key") == key
-                and (cat is None or json.loads(e.before).get("category") == cat)}
+        gone = self._ids_by_key(key, cat)
         if len(gone) == 1:
-            return gone.pop()
+            return gone[0]
         raise NotFoundError(f"no memory {cat + '/' if cat else ''}{key} in mind {ctx.mind!r}")
+
+    def _ids_by_key(self, key: str, category: str | None) -> list[str]:
+        """Ids of memories whose history shows them under this key (and category), by id."""
+        out = set()
+        for e in history.recent(self._ctx, None):
+            if e.kind == "memory" and e.before is not None:
+                was = json.loads(e.before)
+                if was.get("key") == key.strip() and (category is None or was.get("category") == category):
+                    out.add(e.rid)
+        return sorted(out)
 
     # -- versions and reads in time -------------------------------------------------------------------------
     def history(self, key_or_id: str, *, category: str | None = None) -> Versions:
@@ -106,6 +114,11 @@ class MemoryHistory:
             return super().get(rid)  # type: ignore[misc,no-any-return]
         at = history.as_of_ts(as_of)
         rec = history.state_at(self._ctx, rid, at)
+        if rec is None and not id.strip().startswith("mem_"):  # a key another memory held then (deleted since)
+            for other in self._ids_by_key(id, category):
+                rec = history.state_at(self._ctx, other, at) if other != rid else None
+                if rec is not None:
+                    break
         if rec is None or not isinstance(rec, Memory):
             raise NotFoundError(f"memory {id!r} did not exist at {at}")
         return rec

@@ -33,7 +33,7 @@ from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Memory, PruneReport, Status
 from synapse_nb.purge import PurgeReport
 from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, Settings
-from synapse_nb.store.records import Change, View
+from synapse_nb.store.records import Change, MemoryFilter, View
 
 if TYPE_CHECKING:
     from synapse_nb.follow import VerifyReport
@@ -468,9 +468,20 @@ class Vault:
         store = self._store
         now = self._ctx.now()
         ts = fmt_ts(now)
+        from synapse_nb import history  # every deletion and expiry is a history entry (issue 30)
+
+        stored = View(self.mind, "")  # lessons as stored (no effective status at a time)
         with store.transaction():
+            stamp = store.stamp(self._ctx.now_ts())
+            expired = {m.id: m for m in store.memories.list(View(self.mind, ts), where=MemoryFilter(unexpired=False))
+                       if m.expires_at is not None and m.expires_at <= ts}
+            running_out = store.lessons.get_many(stored, [x.id for x in store.lessons.list(View(self.mind, ts),
+                                                                                            status="expired")])
             mem_ids = store.memories.delete_expired(self.mind, ts)
-            les_ids = store.lessons.expire(self.mind, ts, store.stamp(self._ctx.now_ts()))
+            les_ids = store.lessons.expire(self.mind, ts, stamp)
+            after = store.lessons.get_many(stored, les_ids)
+            history.record_many(self._ctx, "delete", [(expired[i], None) for i in mem_ids if i in expired], at=stamp)
+            history.record_many(self._ctx, "expire", [(running_out.get(i), after.get(i)) for i in les_ids], at=stamp)
             sessions = store.sessions.prune(self.mind, fmt_ts(shift(now, -age, "sessions_older_than")))
         return PruneReport(memories_deleted=mem_ids, lessons_expired=les_ids, sessions_cleared=sessions)
 
