@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from synapse_nb.store.base import VaultStore
 
 __all__ = ["ACTORS", "AGENT_ENVIRONMENT", "MIND_PATTERN", "Actor", "Context", "GitView", "agent_environment",
-           "check_actor", "check_identity", "check_mind", "readonly_requested"]
+           "check_actor", "check_identity", "check_mind", "check_surface", "readonly_requested"]
 
 Actor = Literal["user", "agent"]
 #: Who acts through a vault handle: a human surface, or an agent's.
@@ -100,6 +100,15 @@ def check_actor(actor: object) -> Actor:
     if actor == "agent":
         return "agent"
     raise ValidationError(f"actor {actor!r} is not accepted; use one of: {', '.join(ACTORS)}")
+
+
+def check_surface(surface: object) -> str:
+    """A surface name for history entries (:data:`synapse_nb.changes.SURFACES`)."""
+    from synapse_nb.changes import SURFACES  # light: models and provenance, loaded already
+
+    if surface not in SURFACES:
+        raise ValidationError(f"surface {surface!r} is not accepted; use one of: {', '.join(SURFACES)}")
+    return str(surface)
 
 
 def check_identity(mind: object, actor: object) -> Actor:
@@ -172,6 +181,9 @@ class Context(NamedTuple):
     actor : "user" (a human surface) or "agent"; the kind managers check permissions on it.
     clock : returns an aware ``datetime``; the only source of "now" for the core (tests pin it).
     git : the project's repository, HEAD and default branch.
+    surface : where the handle's changes come from, for their history (``synapse_nb.changes.SURFACES``: "cli",
+        "mcp", "notebook", "hook", ...; "api" for code that opens a vault itself). Each surface sets it when it
+        opens its vault through :class:`~synapse_nb.vault.VaultSession`.
     """
 
     store: VaultStore
@@ -179,6 +191,7 @@ class Context(NamedTuple):
     actor: Actor
     git: GitView
     clock: Clock = utcnow
+    surface: str = "api"
 
     def now(self) -> datetime:
         return self.clock()

@@ -22,10 +22,12 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb import history
 from synapse_nb._util import parse_ts, plural
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope._git import run_git
 from synapse_nb.models import KIND_BY_NAME
+from synapse_nb.store.records import View
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context
@@ -206,8 +208,12 @@ def _apply_fix(ctx: Context, refs: list[Ref], dangling: list[FileRef], renamed: 
                     q = moved[rid].get(p, p)
                     if q not in new:
                         new.append(q)
+                before = store.table(kind).get(View(ctx.mind, ""), rid)  # as stored: its history entry's before
                 if kind == "lesson":
                     store.lessons.update(rid, updated_at=ts, files_affected=new)
                 else:
                     store.checkpoints.update(rid, updated_at=ts, changed_files=new)
+                after = store.table(kind).get(View(ctx.mind, ""), rid)
+                if before is not None or after is not None:
+                    history.record(ctx, "update", before, after, at=ts)
         store.flags.replace(ctx.mind, missing, stale, ts)

@@ -34,6 +34,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from synapse_nb import history
 from synapse_nb._util import MAX_TEXT, TS_MAX, TS_MIN, check_text, fmt_ts, parse_ts
 from synapse_nb.context import check_mind
 from synapse_nb.errors import ConflictError, PermissionDeniedError, ValidationError
@@ -41,6 +42,7 @@ from synapse_nb.kinds.registry import MANAGERS
 from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
 from synapse_nb.settings import SETTINGS, check_setting
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS
+from synapse_nb.transfer_history import HISTORY_KIND, history_docs, history_entry
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context
@@ -116,8 +118,8 @@ def dump_line(doc: dict[str, Any]) -> str:
                           else m[0], line)
 
 
-def export_lines(store: VaultStore) -> Iterator[str]:
-    """Yield the export, one JSON document per line."""
+def export_lines(store: VaultStore, *, history: bool = False) -> Iterator[str]:
+    """Yield the export, one JSON document per line (``history``: every history entry too, after the records)."""
     yield json.dumps({"format": EXPORT_FORMAT, "schema": min(store.schema_version, EXPORT_SCHEMA)}, sort_keys=True)
     for name, value in store.meta.settings().items():
         yield dump_line({"kind": "setting", "name": name, "value": value})
@@ -127,6 +129,9 @@ def export_lines(store: VaultStore) -> Iterator[str]:
             if optional:  # written only when set: a vault that does not use them exports as before
                 doc = {k: v for k, v in doc.items() if v is not None or k not in optional}
             yield dump_line({"kind": kind, **doc})
+    if history:
+        for entry in history_docs(store):
+            yield dump_line(entry)
 
 
 def _fail(lineno: int, msg: str) -> ValidationError:
@@ -206,6 +211,13 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
             header_seen = True
             continue
         kind = doc.get("kind")
+        if kind == HISTORY_KIND:
+            try:
+                history_entry(doc)
+            except ValidationError as exc:
+                raise _fail(lineno, str(exc)) from None
+            parsed.append((lineno, doc))
+            continue
         if kind == "setting":
             name = doc.get("name")
             if not isinstance(name, str) or name not in SETTINGS:
@@ -236,10 +248,17 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
     counts: dict[str, int] = dict.fromkeys(KINDS, 0) | {"skipped": 0, "setting": 0}
     claims: Counter[str] = Counter()
     latest = ""
+    imported: list[tuple[None, Record]] = []
     with store.transaction():
         settings = store.meta.settings() if any(d["kind"] == "setting" for _, d in parsed) else {}
         for lineno, doc in parsed:
             kind = doc["kind"]
+            if kind == HISTORY_KIND:
+                if store.history.insert_entry(history_entry(doc)):
+                    counts[HISTORY_KIND] = counts.get(HISTORY_KIND, 0) + 1
+                else:
+                    counts["skipped"] += 1
+                continue
             if kind == "setting":
                 if settings.get(doc["name"], _UNSET) != doc["value"]:  # the value it holds already claims nothing
                     claims.update(trust_claims(doc))
@@ -256,6 +275,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
             claims.update(trust_claims(doc))
             counts[kind] += 1
             latest = max(latest, doc["updated_at"], doc["created_at"])
+            imported.append((None, store.transfer.to_record(kind, doc)))
         if claims and not trust:  # raised inside the transaction: everything above rolls back
             listed = ", ".join(f"{k} {n:,}" for k, n in sorted(claims.items()))
             raise PermissionDeniedError(
@@ -264,6 +284,8 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
                 "(API: trust=True) to accept them as they are")
         if latest:  # later writes must stamp after everything imported
             store.transfer.advance_clock(latest)
+        if imported:  # each record imported gets its history entry, after any history the file brought
+            history.record_many(ctx, "import", imported, at=store.stamp(ctx.now_ts()))
     return ImportCounts(counts, dict(claims))
 
 

@@ -132,8 +132,8 @@ async def test_hostile_client_cannot_reach_human_only_writes(project: Path, user
         r = await call(c, "remember", {"category": "knowledge", "key": "x_fact", "content": "y", "source": "user",
                                        "verified": True, "confidence": 1.0})
         assert r.structured_content["source"] == "agent" and r.structured_content["verified"] is False
-        r = await call(c, "remember", {"category": "preference", "key": "code_style", "content": "tabs"}, error=True)
-        assert "user" in text(r)
+        r = await call(c, "remember", {"category": "preference", "key": "code_style", "content": "tabs"})
+        assert "pending revision" in text(r) and user.memories.get(mine.id).content == "black, 120 columns"
         # pending lessons stay out of reach
         hits = (await call(c, "search", {"query": "reverted", "kind": "lesson"})).structured_content["results"]
         assert [h["id"] for h in hits] == [approved.id]

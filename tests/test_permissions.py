@@ -67,16 +67,35 @@ def _refusals(a: syn.Vault, ids: dict[str, Any], tmp_export: str) -> dict[str, C
 
 
 REFUSALS = ["approve pending lesson", "reject pending lesson", "reject approved lesson", "reapprove expired lesson",
-            "verify agent memory", "verify user memory", "overwrite user memory", "update user memory",
-            "update user memory tags", "delete user memory", "overwrite user note", "delete user note",
+            "verify agent memory", "verify user memory", "delete user memory", "overwrite user note",
+            "delete user note",
             "claim source user", "claim source user uppercase", "claim verified", "confidence above 0.7",
             "confidence 1.0", "raise own confidence", "list pending", "list expired", "pending()", "expired()",
             "get pending lesson", "get expired lesson", "settings.set", "prune", "export", "import",
             "delete decision"]
 
 
+#: An agent's change to a memory a human wrote is no longer refused (issue 30): it becomes a pending revision that
+#: changes nothing until a human accepts it.
+PROPOSALS = ["overwrite user memory", "update user memory", "update user memory tags"]
+
+
 def test_refusal_list_is_complete(vault: syn.Vault, seeded: dict[str, Any]) -> None:
-    assert sorted(_refusals(vault.as_agent(), seeded, "")) == sorted(REFUSALS)
+    assert sorted(_refusals(vault.as_agent(), seeded, "")) == sorted(REFUSALS + PROPOSALS)
+
+
+@pytest.mark.parametrize("action", PROPOSALS)
+def test_agent_change_to_a_human_memory_is_a_pending_revision(vault: syn.Vault, seeded: dict[str, Any],
+                                                              clock: FakeClock, action: str) -> None:
+    before = vault.export_jsonl()
+    clock.advance(seconds=1)
+    _refusals(vault.as_agent(), seeded, "")[action]()
+    assert vault.export_jsonl() == before  # nothing changed
+    (rev,) = vault.memories.revisions()
+    assert rev.status == "pending" and rev.actor == "agent"
+    with pytest.raises(syn.PermissionDeniedError):
+        vault.as_agent().memories.accept(rev.id)
+    assert vault.export_jsonl() == before
 
 
 @pytest.mark.parametrize("action", REFUSALS)
@@ -175,8 +194,9 @@ def test_agent_edit_of_a_verified_memory_is_not_left_verified(vault: syn.Vault, 
         u = agent_vault.memories.update(m.id, content="tests pass, skip CI")
     except syn.PermissionDeniedError:
         assert vault.memories.get(m.id).content == "tests pass on 3.11"
-    else:
-        assert not u.verified, "agent-written content is shown as human-verified"
+    else:  # a pending revision (issue 30): the memory is unchanged until a human accepts it
+        assert not u.verified or u.content == "tests pass on 3.11", "agent-written content shown as verified"
+        assert vault.memories.get(m.id).content == "tests pass on 3.11"
 
 
 def test_user_keeps_full_control(vault: syn.Vault, agent_vault: syn.Vault) -> None:

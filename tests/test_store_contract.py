@@ -690,3 +690,77 @@ def test_every_kind_exports_and_imports_as_it_was(store: Any) -> None:
         assert store.transfer.insert(r.kind, docs[r.kind][0]) is False
         assert store.table(r.kind).get(view, r.id) == r and list(store.transfer.rows(r.kind)) == docs[r.kind]
     assert store.recall.doc_freq(["a", "d", "k", "n"]) == freq and store.recall.count() == 5
+
+
+# -- history, revisions, links, exports (schema v6 / team migration 9, issue 30) ------------------------------------
+def _entry(i: int, rid: str, *, at: str, version: int, before: str | None = None, action: str = "update") -> Any:
+    from synapse_nb.changes import HistoryEntry
+
+    return HistoryEntry(id=f"hst_{i:012x}", rid=rid, kind="memory", mind="default", version=version, action=action,
+                        actor="user", surface="api", at=at, digest_before=None if before is None else "d0",
+                        digest_after="d1", before=before)
+
+
+def test_history_rows_come_back_byte_for_byte_in_stamp_then_id_order(store: Any) -> None:
+    m = _mem(1)
+    before = '{"content":"é \\u2028 line","kind":"memory"}'
+    with store.transaction():
+        store.memories.insert(m)
+        store.history.append([_entry(3, m.id, at=T1, version=2, before=before),
+                              _entry(2, m.id, at=T0, version=1, action="create"),
+                              _entry(1, m.id, at=T1, version=3, before=before)])
+    got = store.history.of_record(m.id)
+    assert [e.id for e in got] == ["hst_000000000002", "hst_000000000001", "hst_000000000003"]  # (at, id)
+    assert got[2].before == before and got[0].before is None
+    assert [e.id for e in store.history.of_mind("default", limit=2)] == ["hst_000000000003", "hst_000000000001"]
+    assert [e.id for e in store.history.after("default", T0)] == ["hst_000000000001", "hst_000000000003"]
+    assert store.history.next_version(m.id) == 4 and store.history.next_version("mem_none") == 1
+    assert list(store.history.all()) == got
+    assert store.history.insert_entry(got[0]) is False  # append-only: the first copy stands
+
+
+def test_history_prune_keeps_each_records_newest_and_purge_removes_all(store: Any) -> None:
+    with store.transaction():
+        store.history.append([_entry(1, "mem_a", at=T0, version=1, action="create"),
+                              _entry(2, "mem_a", at=T1, version=2, before="{}"),
+                              _entry(3, "mem_b", at=T0, version=1, action="create")])
+    with store.transaction():
+        assert store.history.prune("default", T2) == 1  # mem_a's first; each record's newest stays
+    assert [e.id for e in store.history.all()] == ["hst_000000000003", "hst_000000000002"]
+    with store.transaction():
+        assert store.history.purge("mem_a") == 1
+    assert [e.rid for e in store.history.all()] == ["mem_b"]
+
+
+def test_revisions_and_links_are_decided_once_and_a_deletion_drops_the_open_ones(store: Any) -> None:
+    from synapse_nb.changes import ExportMark, Link, Revision
+
+    a, b, c = _mem(1), _mem(2), _mem(3)
+    rev = Revision(id="rev_000000000001", rid=a.id, kind="memory", mind="default", status="pending",
+                   fields='{"content": "x"}', base_digest="d", actor="agent", surface="mcp", created_at=T0)
+
+    def link(i: int, x: str, y: str, hidden: str | None) -> Link:
+        return Link(id=f"lnk_{i:012x}", mind="default", a=x, a_kind="memory", b=y, b_kind="memory",
+                    relation="duplicate", score=0.75, hidden=hidden, status="open", reason="r", created_at=T0)
+
+    with store.transaction():
+        for m in (a, b, c):
+            store.memories.insert(m)
+        store.revisions.insert(rev)
+        store.links.insert([link(1, a.id, b.id, a.id), link(2, c.id, b.id, c.id)])
+        store.links.insert([link(3, a.id, b.id, b.id)])  # the pair is linked already: left as it is
+    assert store.revisions.of_mind("default", "pending") == [rev]
+    with store.transaction():
+        assert store.revisions.decide(rev.id, "rejected", T1) is True
+        assert store.revisions.decide(rev.id, "accepted", T1) is False
+        assert store.links.decide("lnk_000000000002", "kept", T1) is True
+    assert store.revisions.get(rev.id).status == "rejected"
+    assert store.links.hidden("default") == frozenset({a.id})
+    assert [x.id for x in store.links.of_record(b.id)] == ["lnk_000000000001", "lnk_000000000002"]
+    with store.transaction():
+        store.memories.delete(b.id)
+    assert [x.id for x in store.links.of_mind("default")] == ["lnk_000000000002"]  # the decided one stays
+    mark = ExportMark(id="exp_000000000001", taken_at=T1, dest="/tmp/x.jsonl", records=3, history=0)
+    with store.transaction():
+        store.exports.record(mark)
+    assert store.exports.all() == [mark]

@@ -191,7 +191,7 @@ def handle(event: HookEvent, *, vault: str | None = None, mind: str = "default",
     env = os.environ if env is None else env
     path = vault if vault is not None else (None if env.get("SYNAPSE_HOME", "").strip() else event.cwd)
     # never creates a vault; read-only with SYNAPSE_READONLY; a team vault out of reach is an OfflineError (one line)
-    with VaultSession(path, mind=mind, actor="agent", create=False, environ=env) as session:
+    with VaultSession(path, mind=mind, actor="agent", create=False, environ=env, surface="hook") as session:
         writable = not session.readonly
         return _HANDLERS[event.name](session.write() if writable else session.read(), event, writable)
 

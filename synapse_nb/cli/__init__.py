@@ -35,6 +35,7 @@ from __future__ import annotations
 import typer
 
 from synapse_nb.cli import agent, checkpoint, decision, gate, git, index, lessons, memory, project, recall, team
+from synapse_nb.cli import history as _history  # noqa: F401 - registers memory history, revert, purge, ...
 from synapse_nb.cli._common import CREATING_COMMANDS, PROG, app
 
 __all__ = ["CREATING_COMMANDS", "app", "main"]

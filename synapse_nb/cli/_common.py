@@ -259,7 +259,7 @@ def open_vault_for(ctx: typer.Context, path: str | None = None, *, offline: bool
 
     st = state(ctx)
     session = VaultSession(path if path is not None else st.vault, mind=st.mind, actor=cli_actor(st.actor),
-                           offline=offline, on_notice=_say)
+                           offline=offline, on_notice=_say, surface="cli")
     _SESSIONS.append(session)
     if _command_name(ctx) in CREATING_COMMANDS:
         return session.write()

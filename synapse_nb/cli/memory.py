@@ -214,6 +214,7 @@ def memory_expiring(
 def memory_export(
     ctx: typer.Context,
     dest: Annotated[str | None, typer.Argument(help="File to write (default: stdout).")] = None,
+    history: Annotated[bool, typer.Option("--history", help="Every history entry too, after the records.")] = False,
 ) -> None:
     """Export the whole vault as JSON Lines, sorted and stable (diffable, reviewable, shareable).
 
@@ -222,16 +223,20 @@ def memory_export(
         synapse-nb memory export vault.jsonl
 
         synapse-nb memory export > vault.jsonl
+
+        synapse-nb memory export vault.jsonl --history
     """
     v = open_vault_for(ctx)
     if dest is None or dest == "-":
-        sys.stdout.write(v.export_jsonl())
+        sys.stdout.write(v.export_jsonl(history=history))
         return
-    text = v.export_jsonl(dest)
+    text = v.export_jsonl(dest, history=history)
     kinds = [json.loads(line).get("kind") for line in text.split("\n")[1:] if line]  # line 1: the header
-    n_settings = kinds.count("setting")
-    typer.echo(f"exported {plural(len(kinds) - n_settings, 'record')}"
-               + (f" and {plural(n_settings, 'setting')}" if n_settings else "") + f" to {dest}", err=True)
+    n_settings, n_history = kinds.count("setting"), kinds.count("history")
+    typer.echo(f"exported {plural(len(kinds) - n_settings - n_history, 'record')}"
+               + (f" and {plural(n_settings, 'setting')}" if n_settings else "")
+               + (f" and {plural(n_history, 'history entry', 'history entries')}" if n_history else "")
+               + f" to {dest}", err=True)
 
 
 @memory_app.command("import")
@@ -296,5 +301,9 @@ def remember(
     """
     v = open_vault_for(ctx)
     m = v.remember(category, key, content, tags=tags, priority=priority, expires=expires)
+    if v.actor == "agent" and (m.source == "user" or m.verified):
+        print_record(m, as_json, f"{m.category}/{m.key} is a human's memory: the change is a pending revision for a "
+                     f"human to accept (synapse-nb memory revisions); {m.id} is unchanged")
+        return
     verb = "remembered" if m.created_at == m.updated_at else "updated"
     print_record(m, as_json, f"{verb} {m.id} {mark(m)} {m.category}/{m.key} [{m.priority}]")

@@ -52,7 +52,8 @@ def init(
     from synapse_nb.vault import VaultSession  # here: the store and the kinds load only when a command runs
 
     st = state(ctx)
-    with VaultSession(path if path is not None else st.vault, mind=st.mind, actor="user", readonly=False) as session:
+    with VaultSession(path if path is not None else st.vault, mind=st.mind, actor="user", readonly=False,
+                      surface="cli") as session:
         v = session.write()
         created = session.notice("created")  # init's answer, on stdout
         typer.echo(created.text if created is not None else f"the vault already exists at {v.path}")

@@ -76,7 +76,7 @@ def _scan(work_tree: Path) -> str:
 
     # no path: SYNAPSE_HOME, exactly as vault_dir() read it; a hook never creates a vault
     with VaultSession(None if os.environ.get("SYNAPSE_HOME", "").strip() else work_tree, create=False,
-                      readonly=False) as session:
+                      readonly=False, surface="git-hook") as session:
         created = session.write().lessons.scan()
     return plural(len(created), "new pending lesson")
 

@@ -13,7 +13,9 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
+from synapse_nb import history
 from synapse_nb._util import check_limit, fmt_ts
+from synapse_nb.dupes import check_after_commit
 from synapse_nb.errors import (
     AmbiguousIdError,
     NotFoundError,
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 R = TypeVar("R", bound=Record)
 
 _ID_CHARS = re.compile(r"^[A-Za-z0-9_]+$")
+#: The history actions after which a written record gets the duplicate check.
+WRITES = ("create", "update", "revert", "accept")
 
 
 def check_search_limit(limit: Any) -> int:
@@ -152,6 +156,22 @@ class KindManager(Generic[R]):
         """Full-text search (SQLite FTS5, stemmed); any text is safe. An empty query lists everything."""
         limit = check_search_limit(limit)
         return RecordList(self._table.search(self._view(), check_query(q), limit=limit))
+
+    # history and the duplicate check
+    def _changed(self, action: str, before: Any, after: Any, at: str) -> None:
+        """Append the change's history entry (call inside the change's transaction) and, for a record written, ask
+        for the duplicate check once the transaction commits."""
+        history.record(self._ctx, action, before, after, at=at)
+        if after is not None and action in WRITES:
+            check_after_commit(self._ctx, after)
+
+    def _delete(self, rec: Any) -> None:
+        """Delete a record with its history entry, in one transaction."""
+        ctx = self._ctx
+        with ctx.store.transaction():
+            at = ctx.store.stamp(ctx.now_ts())
+            self._table.delete(rec.id)
+            self._changed("delete", rec, None, at)
 
     # permission helpers
     def _require_user(self, action: str) -> None:

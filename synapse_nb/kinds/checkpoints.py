@@ -85,6 +85,7 @@ class Checkpoints(KindManager[Checkpoint]):
                              changed_files=changed, next_step=nxt, blockers=blk, branch=branch, commit=commit,
                              origin=origin, source=ctx.actor)
             self._table.insert(ckp)
+            self._changed("create", None, ckp, ts)
         return ckp
 
     def carry_forward(self, doing: str | None = None, *, files: Any = None, next_step: str | None = None,

@@ -57,6 +57,7 @@ class Decisions(KindManager[Decision]):
             dec = Decision(id=new_id("dec"), mind=ctx.mind, created_at=ts, updated_at=ts, decision=decision,
                            rationale=rationale, tags=tag_t, branch=branch, commit=commit, source=ctx.actor)
             self._table.insert(dec)
+            self._changed("create", None, dec, ts)
         return dec
 
     def search(self, q: str, *, tag: str | None = None, limit: int = 50) -> RecordList[Decision]:
@@ -79,5 +80,5 @@ class Decisions(KindManager[Decision]):
         """Remove a decision logged by mistake (user only: the log is otherwise permanent)."""
         self._require_user("delete a decision")
         dec = self.get(id)
-        self._table.delete(dec.id)
+        self._delete(dec)
         return dec

@@ -119,6 +119,7 @@ class Episodes(KindManager[Episode]):
                           status=status, outcome=outcome, refs=refs_t, duration_s=duration_s, source=ctx.actor,
                           thread=probe.thread, seq=seq, actor=probe.actor)
             self._table.insert(epi)
+            self._changed("create", None, epi, ts)
         return replace(epi, prior=prior)
 
     def last(self, task_key: str) -> Episode | None:

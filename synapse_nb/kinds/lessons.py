@@ -25,6 +25,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb import history
 from synapse_nb._util import MAX_TEXT, check_files, check_limit, check_stored_strings, check_text, fmt_ts, new_id
 from synapse_nb.context import agent_environment
 from synapse_nb.errors import ConflictError, GitError, NotFoundError, PermissionDeniedError, ValidationError
@@ -139,6 +140,7 @@ class Lessons(KindManager[Lesson]):
                          reverted_commits=tuple(reverted_commits), files_affected=files_t,
                          diffstat=tuple(tuple(s) for s in stats), source=ctx.actor)
             self._table.insert(les)
+            self._changed("create", None, les, ts)
         return les
 
     # -- reads --------------------------------------------------------------------------------------------
@@ -261,9 +263,11 @@ class Lessons(KindManager[Lesson]):
             borrowed.approvals.record(les, at=fmt_ts(now), expires_at=until, vault=borrowed.path)
             return replace(les, expires_at=min(les.expires_at or until, until))  # in force here until then
         with ctx.store.transaction():
-            self._table.update(les.id, updated_at=ctx.store.stamp(ctx.now_ts()), status="approved",
-                               lesson_text=text, approved_at=fmt_ts(now), expires_at=until)
+            ts = ctx.store.stamp(ctx.now_ts())
+            self._table.update(les.id, updated_at=ts, status="approved", lesson_text=text, approved_at=fmt_ts(now),
+                               expires_at=until)
             approved = self.get(les.id)
+            self._changed("approve", les, approved, ts)
             if borrowed is not None and borrowed.approvals is not None:  # inside the transaction: both or neither
                 borrowed.approvals.record(approved, at=fmt_ts(now), expires_at=until, vault=borrowed.path)
         return approved
@@ -306,15 +310,22 @@ class Lessons(KindManager[Lesson]):
         if borrowed is not None:
             raise PermissionDeniedError(f"cannot withdraw lesson {les.id} here: {borrowed.why}; {borrowed.remedy}")
         ctx = self._ctx
-        self._table.update(les.id, updated_at=ctx.store.stamp(ctx.now_ts()), status="pending", approved_at=None,
-                           expires_at=None)
-        return self.get(les.id)
+        with ctx.store.transaction():
+            ts = ctx.store.stamp(ctx.now_ts())
+            self._table.update(les.id, updated_at=ts, status="pending", approved_at=None, expires_at=None)
+            after = self.get(les.id)
+            self._changed("update", les, after, ts)
+        return after
 
     def reject(self, id: str) -> Lesson:
         """Reject a lesson: it is deleted (user actor only). Returns what it was."""
         self._require_user("reject a lesson")
         les = self.get(id)
-        self._table.delete(les.id)
+        ctx = self._ctx
+        with ctx.store.transaction():
+            ts = ctx.store.stamp(ctx.now_ts())
+            self._table.delete(les.id)
+            self._changed("reject", les, None, ts)
         return les
 
     def submit_analysis(self, id: str, text: str) -> Lesson | None:
@@ -341,7 +352,14 @@ class Lessons(KindManager[Lesson]):
                                             "may not replace it")
             # a user handle in an agent's environment writes what an agent wrote: it needs an explicit approval too
             by = "agent" if ctx.actor == "agent" or agent_environment() is not None else "user"
-            self._table.update(full, updated_at=ctx.store.stamp(ctx.now_ts()), analysis=text, analysis_by=by)
+            before = None if ctx.actor == "agent" else self._table.get(self._view(), full)
+            ts = ctx.store.stamp(ctx.now_ts())
+            self._table.update(full, updated_at=ts, analysis=text, analysis_by=by)
+            if before is None:  # an agent may not read the lesson: its entry names the change, not the text
+                # (stamped after the update: a team vault's submit_analysis() takes a stamp of its own)
+                history.record(ctx, "analyse", None, None, at=ctx.store.stamp(ctx.now_ts()), rid=full, kind="lesson")
+            else:
+                self._changed("update", before, replace(before, analysis=text, analysis_by=by, updated_at=ts), ts)
         return None if ctx.actor == "agent" else self.get(full)
 
     def backing(self, les: Lesson) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from synapse_nb._util import (
 )
 from synapse_nb.errors import NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager, check_query, check_search_limit, exactly_once
+from synapse_nb.kinds.memory_history import MemoryHistory
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, RecordList
 from synapse_nb.store.records import PAGE_SORTS, MemoryFilter
 
@@ -72,7 +73,7 @@ def _check_confidence(value: Any) -> float:
     return out
 
 
-class Memories(KindManager[Memory]):
+class Memories(MemoryHistory, KindManager[Memory]):
     """``vault.memories``: the semantic memory store.
 
     Examples
@@ -165,26 +166,33 @@ class Memories(KindManager[Memory]):
                              key=key, content=content, tags=tag_t or (), priority=prio or "normal",
                              source=src, verified=ver, confidence=conf, expires_at=None if exp is _UNSET else exp)
                 table.insert(mem)
+                self._changed("create", None, mem, ts)
             else:
-                self._require_owner(existing, "overwrite")
                 mem = Memory(id=existing.id, mind=existing.mind, created_at=existing.created_at, updated_at=ts,
                              category=category, key=key, content=content,
                              tags=existing.tags if tag_t is None else tag_t, priority=prio or existing.priority,
                              source=src, verified=ver, confidence=conf,
                              expires_at=existing.expires_at if exp is _UNSET else exp)
+                if self._needs_revision(existing):  # an agent's change to a human's memory waits for a human
+                    self._propose(existing, mem, ts)
+                    return existing
+                self._require_owner(existing, "overwrite")
                 table.update(mem.id, updated_at=ts, content=content, tags=mem.tags, priority=mem.priority,
                              source=src, verified=ver, confidence=conf, expires_at=mem.expires_at)
+                self._changed("update", existing, mem, ts)
         return mem
 
     def update(self, id: str, *, content: str | None = None, tags: Any = None, priority: str | None = None,
                confidence: float | None = None, expires: Any = _UNSET) -> Memory:
         """Change fields of a memory by id; fields left as ``None`` are kept. ``expires=None`` clears expiry.
 
-        An agent may only update its own (source agent) memories, and its edit makes the memory
-        unverified again (confidence at most 0.7) even if a human had verified it.
+        An agent's edit of its own unverified memory keeps it unverified (confidence at most 0.7); its edit of a
+        memory a human wrote or verified is stored as a pending revision (:meth:`revisions`) that changes nothing
+        until a human accepts it, and the memory is returned unchanged.
         """
         mem = self.get(id)
-        self._require_owner(mem, "update")
+        if not self._needs_revision(mem):
+            self._require_owner(mem, "update")
         new_content = mem.content if content is None else check_text(content, "content")
         new_tags = mem.tags if tags is None else check_tags(tags)
         new_prio = mem.priority if priority is None else check_choice(priority, "priority", PRIORITIES)
@@ -200,8 +208,15 @@ class Memories(KindManager[Memory]):
         new_exp = mem.expires_at if expires is _UNSET else resolve_expiry(expires, now, "expires")
         with ctx.store.transaction():
             self._agent_quota()
-            self._table.update(mem.id, updated_at=ctx.store.stamp(ctx.now_ts()), content=new_content, tags=new_tags,
-                               priority=new_prio, confidence=new_conf, verified=new_verified, expires_at=new_exp)
+            ts = ctx.store.stamp(ctx.now_ts())
+            after = replace(mem, updated_at=ts, content=new_content, tags=new_tags, priority=new_prio,
+                            confidence=new_conf, verified=new_verified, expires_at=new_exp)
+            if self._needs_revision(mem):
+                self._propose(mem, after, ts)
+                return mem
+            self._table.update(mem.id, updated_at=ts, content=new_content, tags=new_tags, priority=new_prio,
+                               confidence=new_conf, verified=new_verified, expires_at=new_exp)
+            self._changed("update", mem, after, ts)
         return self.get(mem.id)
 
     def verify(self, id: str, *, confidence: float | None = None) -> Memory:
@@ -210,15 +225,16 @@ class Memories(KindManager[Memory]):
         mem = self.get(id)
         conf = mem.confidence if confidence is None else _check_confidence(confidence)
         with self._ctx.store.transaction():
-            self._table.update(mem.id, updated_at=self._ctx.store.stamp(self._ctx.now_ts()), verified=True,
-                               confidence=conf)
+            ts = self._ctx.store.stamp(self._ctx.now_ts())
+            self._table.update(mem.id, updated_at=ts, verified=True, confidence=conf)
+            self._changed("verify", mem, replace(mem, updated_at=ts, verified=True, confidence=conf), ts)
         return self.get(mem.id)
 
     def delete(self, id: str) -> Memory:
         """Delete a memory and return what it was. An agent may only delete its own memories."""
         mem = self.get(id)
         self._require_owner(mem, "delete")
-        self._table.delete(mem.id)
+        self._delete(mem)
         return mem
 
     # -- reads ----------------------------------------------------------------------------------------------

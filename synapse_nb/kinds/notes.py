@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from synapse_nb._util import MAX_TEXT, MAX_TRIGGER, check_key, check_text, new_id
@@ -55,12 +56,16 @@ class Notes(KindManager[Note]):
             existing = self._table.by_name(self._view(), name)
             if existing is None:
                 nid = new_id("note")
-                self._table.insert(Note(id=nid, mind=ctx.mind, created_at=ts, updated_at=ts, name=name,
-                                        trigger=trigger, body=body, source=ctx.actor))
+                note = Note(id=nid, mind=ctx.mind, created_at=ts, updated_at=ts, name=name, trigger=trigger,
+                            body=body, source=ctx.actor)
+                self._table.insert(note)
+                self._changed("create", None, note, ts)
             else:
                 self._require_owner(existing, "overwrite")
                 nid = existing.id
                 self._table.update(nid, updated_at=ts, trigger=trigger, body=body, source=ctx.actor)
+                self._changed("update", existing, replace(existing, updated_at=ts, trigger=trigger, body=body,
+                                                          source=ctx.actor), ts)
         return self.get(nid)
 
     def get_by_name(self, name: str) -> Note:
@@ -79,5 +84,5 @@ class Notes(KindManager[Note]):
         """Delete a note by name. An agent may only delete its own notes."""
         note = self.get_by_name(name)
         self._require_owner(note, "delete")
-        self._table.delete(note.id)
+        self._delete(note)
         return note

@@ -138,7 +138,7 @@ class SynapseMagics(Magics):
         """The notebook's vault session: ``vault_path`` and ``mind`` as set now (a change closes it)."""
         if self._vaults is None:
             self._vaults = VaultSession(self.vault_path or None, mind=self.mind, actor="user", readonly=False,
-                                        offline=True, on_notice=_say)
+                                        offline=True, on_notice=_say, surface="notebook")
         return self._vaults
 
     def _configure(self, v: ReadableVault) -> None:

@@ -49,7 +49,8 @@ class Handle:
                  clock: Callable[[], datetime] | None, *, readonly: bool = False) -> None:
         self.readonly = readonly
         self.session = VaultSession(path, mind=mind, actor="agent", clock=clock, readonly=readonly, offline=True,
-                                    vault=vault.as_agent() if vault is not None else None, on_notice=_say)
+                                    vault=vault.as_agent() if vault is not None else None, on_notice=_say,
+                                    surface="mcp")
 
     def read(self) -> Vault:
         """The vault for a read tool (never created; a stale copy is an OfflineError)."""

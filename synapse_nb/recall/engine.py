@@ -116,6 +116,7 @@ class Recaller:
         self._stamped: dict[tuple[str, str, str], Record] = {}
         self._lines: dict[tuple[str, str, str], tuple[Record, str]] = {}
         self._saved: tuple[object, tuple[Bars, float]] | None = None
+        self._hidden_memo: tuple[object, frozenset[str]] | None = None
 
     def _walker(self, now: str, version: object) -> tuple[Callable[[WalkRow], Record | None],
                                                           Callable[[list[WalkRow]], None],
@@ -185,7 +186,11 @@ class Recaller:
                     read[(kind, c.id)] = rec = got.get(c.id)
                     keep(c, rec)
 
+        hidden = self._hidden(version)  # the hidden side of open duplicate links (issue 30): given once
+
         def materialize(c: WalkRow) -> Record | None:
+            if c.id in hidden:
+                return None
             if (c.kind, c.id) in read:
                 return read[(c.kind, c.id)]
             rec = kept(c)
@@ -209,6 +214,15 @@ class Recaller:
             return text
 
         return materialize, prefetch, line
+
+    def _hidden(self, version: object) -> frozenset[str]:
+        """The ids open duplicate links hide in this mind (:mod:`synapse_nb.dupes`), read once per data version."""
+        memo = self._hidden_memo
+        if memo is not None and memo[0] == (version, self._ctx.mind):
+            return memo[1]
+        ids = self._ctx.store.links.hidden(self._ctx.mind)
+        self._hidden_memo = ((version, self._ctx.mind), ids)
+        return ids
 
     def _saved_defaults(self, version: object) -> tuple[Bars, float]:
         """The saved default bars and semantic weight, kept per data version (writing a setting moves it)."""

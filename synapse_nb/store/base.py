@@ -98,6 +98,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from synapse_nb.store.history_base import ExportTable, HistoryTable, LinkTable, RevisionTable
 from synapse_nb.store.records import (
     EXPORT_FIELDS,
     JSON_FIELDS,
@@ -119,35 +120,11 @@ if TYPE_CHECKING:
 
     from synapse_nb.models import Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
 
-__all__ = [
-    "EXPORT_FIELDS",
-    "JSON_FIELDS",
-    "PAGE_SORTS",
-    "Candidate",
-    "Change",
-    "CheckpointTable",
-    "DecisionTable",
-    "EpisodeTable",
-    "FlagTable",
-    "KindTable",
-    "LessonTable",
-    "MemoryCounts",
-    "MemoryFilter",
-    "MemoryTable",
-    "MetaTable",
-    "NoteTable",
-    "Outbox",
-    "RecallQueries",
-    "RankHit",
-    "RankRow",
-    "TermPostings",
-    "RefSource",
-    "RefTable",
-    "SessionTable",
-    "TransferTable",
-    "VaultStore",
-    "View",
-]
+__all__ = ["EXPORT_FIELDS", "JSON_FIELDS", "PAGE_SORTS", "Candidate", "Change", "CheckpointTable", "DecisionTable",
+           "EpisodeTable", "ExportTable", "FlagTable", "HistoryTable", "KindTable", "LessonTable", "LinkTable",
+           "MemoryCounts", "MemoryFilter", "MemoryTable", "MetaTable", "NoteTable", "Outbox", "RankHit", "RankRow",
+           "RecallQueries", "RefSource", "RefTable", "RevisionTable", "SessionTable", "TermPostings", "TransferTable",
+           "VaultStore", "View"]
 
 R = TypeVar("R", bound="Record")
 
@@ -532,6 +509,23 @@ class VaultStore(Protocol):
 
     @property
     def transfer(self) -> TransferTable: ...
+
+    @property
+    def history(self) -> HistoryTable: ...
+
+    @property
+    def revisions(self) -> RevisionTable: ...
+
+    @property
+    def links(self) -> LinkTable: ...
+
+    @property
+    def exports(self) -> ExportTable: ...
+
+    def scrub(self) -> None:
+        """After a deletion, in the same call: leave none of the deleted text in the store's files (SQLite: merge the
+        FTS5 indexes, checkpoint and truncate the WAL; ``secure_delete`` zeroes freed pages). Best effort."""
+        ...
 
     @property
     def schema_version(self) -> int: ...

@@ -20,7 +20,9 @@ import fcntl
 import itertools
 import logging
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -245,6 +247,41 @@ class VaultIndex:
                 return applied + len(ids)
             store.outbox.ack(pending)
             applied += len(ids)
+
+    def forget(self, ids: Sequence[str]) -> int:
+        """Leave no trace of deleted records in the index folder, in the deleting call (issue 30).
+
+        LanceDB only marks a deleted row deleted: its text stays in the fragment's data file, and every earlier
+        version of a table keeps its own files, until they are rewritten and cleaned up (rewriting fragments with
+        deletions needs the ``pylance`` package, which the index does not depend on). So: the records table is
+        rebuilt from the store, every other table (the semantic tables, per embedder) is rewritten with the rows it
+        keeps, and every older version of every table is dropped. A whole-index rewrite: deletions in a vault with
+        a large index cost seconds. Returns how many tables were rewritten; nothing without an index."""
+        if not self.path.is_dir() or self._store.readonly:
+            return 0
+        import lancedb  # the index exists: its table is opened anyway
+
+        gone = sorted(set(ids))
+        rewritten = 0
+        with self._mutating():
+            self.close()  # handles opened on old versions would keep their files
+            db = lancedb.connect(str(self.path))
+            for name in sorted(db.list_tables().tables):
+                if name == self.raw._table_dir().stem:
+                    continue
+                tbl = db.open_table(name)
+                quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in gone)
+                if quoted:
+                    tbl.delete(f"id IN ({quoted})")
+                db.create_table(name, data=tbl.to_arrow(), mode="overwrite")
+                rewritten += 1
+            self._rebuild_locked()
+            rewritten += 1
+            for name in sorted(db.list_tables().tables):
+                with warnings.catch_warnings():  # "every version but the latest goes": asked for, under the lock
+                    warnings.simplefilter("ignore", UserWarning)
+                    db.open_table(name).optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+        return rewritten
 
     def rebuild(self, *, progress: bool = False) -> int:
         """Drop the index and rebuild it from the store; returns the number of rows written."""

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+import weakref
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Self
 
-from synapse_nb._util import Clock, fmt_ts, parse_duration, shift, utcnow
+from synapse_nb._util import Clock, fmt_ts, new_id, parse_duration, parse_ts, shift, utcnow
 from synapse_nb.borrowed import Borrowed
-from synapse_nb.context import Actor, Context, GitView, check_identity
+from synapse_nb.changes import ExportMark
+from synapse_nb.context import Actor, Context, GitView, check_identity, check_surface
 from synapse_nb.errors import (
     PermissionDeniedError,
     StoreError,
@@ -27,11 +31,13 @@ from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Memory, PruneReport, Status
+from synapse_nb.purge import PurgeReport
 from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, Settings
-from synapse_nb.store.records import Change, View
+from synapse_nb.store.records import Change, MemoryFilter, View
 
 if TYPE_CHECKING:
     from synapse_nb.follow import VerifyReport
+    from synapse_nb.history import Versions
     from synapse_nb.recall import Bars, Recall
     from synapse_nb.recall.engine import Recaller
     from synapse_nb.store.base import VaultStore
@@ -41,6 +47,11 @@ if TYPE_CHECKING:
 from synapse_nb.vault.locate import DB_NAME
 
 __all__ = ["Vault"]
+
+#: Stores whose deletions a handle scrubs from the index and caches (one listener per store).
+_SCRUBBED: weakref.WeakSet[Any] = weakref.WeakSet()
+#: The folder, beside the database, of recall's on-disk caches (``rank-*.bin``).
+RANK_CACHE = "cache"
 
 
 class Vault:
@@ -56,7 +67,7 @@ class Vault:
 
     def __init__(self, vault_dir: str | Path, *, project_dir: str | Path | None = None, mind: str = "default",
                  actor: str = "user", clock: Clock | None = None, readonly: bool = False,
-                 _store: VaultStore | None = None, _git: GitView | None = None) -> None:
+                 _store: VaultStore | None = None, _git: GitView | None = None, surface: str = "api") -> None:
         checked = check_identity(mind, actor)
         self.path = Path(vault_dir)
         #: True when :func:`open_vault` created this vault (a session's ``created`` notice says where, once)
@@ -71,7 +82,10 @@ class Vault:
             _store = SqliteStore(self.path / DB_NAME, readonly=readonly)
         self._store: VaultStore = _store
         self._git = _git or GitView(self.project_dir, self.path)
-        self._ctx = Context(store=self._store, mind=mind, actor=checked, git=self._git, clock=self._clock)
+        #: where this handle's changes come from, for their history ("cli", "mcp", "notebook", ...; "api")
+        self.surface = check_surface(surface)
+        self._ctx = Context(store=self._store, mind=mind, actor=checked, git=self._git, clock=self._clock,
+                            surface=self.surface)
         self.memories = Memories(self._ctx)
         self.checkpoints = Checkpoints(self._ctx)
         self.decisions = Decisions(self._ctx)
@@ -81,6 +95,9 @@ class Vault:
         self.settings = Settings(self._ctx)
         self._recaller: Recaller | None = None
         self._index: VaultIndex | None = None
+        if self._store not in _SCRUBBED:  # once per store: every handle of it shares its listeners
+            _SCRUBBED.add(self._store)
+            self._store.on_change(self._after_delete)
 
     def manager(self, kind: str) -> KindManager[Any]:
         """The manager of a record kind by name (``"memory"`` -> :attr:`memories`): the attribute named after the
@@ -103,12 +120,13 @@ class Vault:
     def with_mind(self, mind: str) -> Vault:
         """The same vault (same connection) seen as another mind."""
         return Vault(self.path, project_dir=self.project_dir, mind=mind, actor=self.actor, clock=self._clock,
-                     _store=self._store, _git=self._git)
+                     _store=self._store, _git=self._git, surface=self.surface)
 
     def as_agent(self) -> Vault:
         """The same vault (same connection) acting as the agent actor. There is no ``as_user``."""
         return Vault(self.path, project_dir=self.project_dir, mind=self.mind, actor="agent", clock=self._clock,
-                     _store=self._store.for_actor("agent"), _git=self._git)  # a team vault: the agent's role
+                     _store=self._store.for_actor("agent"), _git=self._git,  # a team vault: the agent's role
+                     surface=self.surface)
 
     @property
     def borrowed(self) -> Borrowed | None:
@@ -207,7 +225,8 @@ class Vault:
 
     # -- recall -------------------------------------------------------------------------------------------
     def recall(self, query: str, *, session: str | None = None, branch: str | None = None, files: Any = None,
-               budget_tokens: int | None = None, bars: Bars | None = None, path: str | None = None) -> Recall:
+               budget_tokens: int | None = None, bars: Bars | None = None, path: str | None = None,
+               as_of: datetime | str | None = None) -> Recall:
         """What this turn needs to know: only the new and relevant across all memories, or "nothing new".
 
         The approved-lesson banner comes first on every call. With ``session``, what that session already
@@ -225,12 +244,16 @@ class Vault:
         path : deprecated, and ignored: recall has one path since recall v2 (BM25 over the ranking table, then the
             structure step). "auto", "rank", "exhaustive" and "index" are still accepted, with a
             ``DeprecationWarning``; any other value is a ``ValidationError``.
+        as_of : answer from the mind as it was at this time (a datetime or ISO 8601 text), rebuilt from its history
+            in a throwaway vault: "what did the agent know when it made that decision?" (no session delta).
 
         Examples
         --------
         >>> r = v.recall("how do we run migrations?", session="s1")  # doctest: +SKIP
         >>> print(r.text)  # doctest: +SKIP
         """
+        if as_of is not None:
+            return self._recall_as_of(query, as_of, branch=branch, files=files, budget_tokens=budget_tokens, bars=bars)
         if self._recaller is None:
             from synapse_nb.recall.engine import Recaller  # loaded by the first recall (import synapse_nb stays light)
 
@@ -245,6 +268,34 @@ class Vault:
                           stacklevel=2)
         return self._recaller.recall(query, session=session, branch=branch, files=files,
                                      budget_tokens=budget_tokens, bars=bars)
+
+    def _recall_as_of(self, query: str, as_of: datetime | str, **kw: Any) -> Recall:
+        """:meth:`recall` over the mind as it was at ``as_of``: its records (and the duplicate links open then) are
+        rebuilt from history into a temporary vault whose clock stands at ``as_of``; the saved bars are today's."""
+        import tempfile
+
+        from synapse_nb import history
+        from synapse_nb.store.sqlite import SqliteStore
+
+        at = history.as_of_ts(as_of)
+        records = history.mind_as_of(self._ctx, at)
+        links = [replace(x, status="open") for x in self._store.links.of_mind(self.mind)
+                 if x.created_at <= at and (x.decided_at is None or x.decided_at > at)]
+        settings = self._store.meta.settings()
+        moment = parse_ts(at)
+        with tempfile.TemporaryDirectory(prefix="synapse-as-of-") as tmp:
+            store = SqliteStore(Path(tmp) / DB_NAME)
+            past = Vault(Path(tmp), project_dir=self.project_dir, mind=self.mind, actor=self.actor,
+                         clock=lambda: moment, _store=store, _git=self._git, surface=self.surface)
+            try:
+                with store.transaction():
+                    for rec in records:
+                        store.table(rec.kind).insert(rec)
+                    store.links.insert(links)
+                    store.meta.set_settings(settings)
+                return past.recall(query, **kw)
+            finally:
+                past.close()
 
     def restore_pack(self, checkpoint: Checkpoint | None = None, *, budget_tokens: int | None = None,
                      note: str | None = None) -> str:
@@ -314,6 +365,53 @@ class Vault:
             self._index = VaultIndex(self._store, self.path, mind=self.mind, now=self._ctx.now_ts)
         return self._index
 
+    # -- history, purge, deletion that deletes ---------------------------------------------------------------
+    def history(self, record_id: str) -> Versions:
+        """Every change of one record (any kind; a deleted one too), oldest first: version, when, action (create,
+        update, verify, approve, reject, expire, delete, import, revert, accept), actor, surface, the digests before
+        and after, and (``.record(n)``) the record as version ``n`` left it. See :mod:`synapse_nb.history`."""
+        from synapse_nb import history
+
+        rid = str(record_id).strip()
+        if self.actor == "agent" and rid.startswith(KIND_BY_NAME["lesson"].prefix + "_"):
+            self.lessons.get(rid)  # an agent reads the history of a lesson in force only
+        return history.entries(self._ctx, rid)
+
+    def prune_history(self, *, older_than: str | timedelta = "365d") -> int:
+        """Remove this mind's history entries older than ``older_than`` (a retention window such as "180d"), keeping
+        each record's newest entry (human only); how many were removed."""
+        from synapse_nb import history
+
+        return history.prune(self._ctx, older_than)
+
+    def purge(self, record_id: str) -> PurgeReport:
+        """Remove a record and every trace of it (human only): the record (if it still exists), its history,
+        revisions and links, then the index, FTS and ranking tables and every cache, in this call. The report names
+        the exports taken earlier that still hold it (exports are recorded when taken)."""
+        from synapse_nb.purge import purge
+
+        report = purge(self._ctx)(str(record_id).strip())
+        if not report.record_deleted:  # a deletion was scrubbed at its commit already
+            self._scrub([report.id])
+        return report
+
+    def _after_delete(self, changes: list[Change]) -> None:
+        """After a commit that deleted records: scrub them from the index and the caches in the same call."""
+        gone = [rid for _, rid, deleted in changes if deleted]
+        if gone:
+            self._scrub(gone)
+
+    def _scrub(self, ids: list[str]) -> None:
+        store = self._store
+        if store.readonly:
+            return
+        store.scrub()
+        for f in sorted((self.path / RANK_CACHE).glob("rank-*")):
+            with contextlib.suppress(OSError):
+                f.unlink()
+        if (self.path / "index").is_dir():
+            self.index.forget(ids)
+
     # -- memory follows the code -------------------------------------------------------------------------
     def verify(self, *, fix: bool = False) -> VerifyReport:
         """Check every file a lesson, checkpoint, decision or memory refers to against git HEAD.
@@ -374,24 +472,40 @@ class Vault:
         store = self._store
         now = self._ctx.now()
         ts = fmt_ts(now)
+        from synapse_nb import history  # every deletion and expiry is a history entry (issue 30)
+
+        stored = View(self.mind, "")  # lessons as stored (no effective status at a time)
         with store.transaction():
+            stamp = store.stamp(self._ctx.now_ts())
+            expired = {m.id: m for m in store.memories.list(View(self.mind, ts), where=MemoryFilter(unexpired=False))
+                       if m.expires_at is not None and m.expires_at <= ts}
+            running_out = store.lessons.get_many(stored, [x.id for x in store.lessons.list(View(self.mind, ts),
+                                                                                            status="expired")])
             mem_ids = store.memories.delete_expired(self.mind, ts)
-            les_ids = store.lessons.expire(self.mind, ts, store.stamp(self._ctx.now_ts()))
+            les_ids = store.lessons.expire(self.mind, ts, stamp)
+            after = store.lessons.get_many(stored, les_ids)
+            history.record_many(self._ctx, "delete", [(expired[i], None) for i in mem_ids if i in expired], at=stamp)
+            history.record_many(self._ctx, "expire", [(running_out.get(i), after.get(i)) for i in les_ids], at=stamp)
             sessions = store.sessions.prune(self.mind, fmt_ts(shift(now, -age, "sessions_older_than")))
         return PruneReport(memories_deleted=mem_ids, lessons_expired=les_ids, sessions_cleared=sessions)
 
     # -- export / import ----------------------------------------------------------------------------------
-    def export_jsonl(self, dest: str | Path | IO[str] | None = None) -> str:
-        """Export the whole vault (every mind, every kind) as JSON Lines, sorted and stable.
+    def export_jsonl(self, dest: str | Path | IO[str] | None = None, *, history: bool = False) -> str:
+        """Export the whole vault (every mind, every kind) as JSON Lines, sorted and stable; ``history``: every
+        history entry too (after the records).
 
         Returns the text; also writes it to ``dest`` (a path or a text file) when given. Importing the
-        export into an empty vault gives an identical vault (same ids, same timestamps).
+        export into an empty vault gives an identical vault (same ids, same timestamps). The export is recorded
+        (when, where to): a later purge names the exports that still hold what it removed.
         """
         from synapse_nb.transfer import export_lines  # loads the kind checks import needs (cold start)
 
         if self.actor != "user":
             raise PermissionDeniedError("an agent may not export the vault (it would read pending lessons)")
-        text = "".join(line + "\n" for line in export_lines(self._store))
+        lines = list(export_lines(self._store, history=history))
+        text = "".join(line + "\n" for line in lines)
+        n_hist = sum(1 for line in lines if '"kind": "history"' in line)  # a key: quotes in text are escaped
+        where = None if dest is None or hasattr(dest, "write") else str(Path(dest).expanduser().resolve())
         if dest is not None:
             if hasattr(dest, "write"):
                 dest.write(text)
@@ -404,6 +518,11 @@ class Vault:
                     target.write_text(text, encoding="utf-8")
                 except OSError as exc:
                     raise StoreError(f"cannot write the export to {str(dest)!r}: {exc.strerror or exc}") from exc
+        if not self._store.readonly:
+            with self._store.transaction():  # stamped: after every write the export holds
+                self._store.exports.record(ExportMark(
+                    id=new_id("exp"), taken_at=self._store.stamp(self._ctx.now_ts()), dest=where,
+                    records=len(lines) - 1 - n_hist, history=n_hist))
         return text
 
     def import_jsonl(self, source: str | Path | IO[str] | Iterable[str], *, trust: bool = False) -> ImportCounts:

@@ -42,14 +42,14 @@ ReadableVault: TypeAlias = "Vault | OfflineVault"
 @overload
 def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
                clock: Clock | None = None, readonly: bool = False, create: bool = True,
-               offline: Literal[False] = False) -> Vault: ...
+               offline: Literal[False] = False, surface: str = "api") -> Vault: ...
 @overload
 def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
                clock: Clock | None = None, readonly: bool = False, create: bool = True,
-               offline: bool) -> ReadableVault: ...
+               offline: bool, surface: str = "api") -> ReadableVault: ...
 def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
                clock: Clock | None = None, readonly: bool = False, create: bool = True,
-               offline: bool = False) -> ReadableVault:
+               offline: bool = False, surface: str = "api") -> ReadableVault:
     """Open the vault for a project; with ``create`` (the default), create it if it does not exist yet.
 
     Where the vault is: see :func:`find_vault_dir` (``path`` and ``SYNAPSE_HOME`` name a project
@@ -76,6 +76,8 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
         read-only copy (a :class:`synapse_nb.offline.OfflineVault`: ``search``/``recall`` answer marked
         ``STALE`` with the copy's age, everything else raises :class:`OfflineError`) instead of raising
         :class:`OfflineError`. Typed :data:`ReadableVault` then: narrow on ``v.offline`` before using the vault.
+    surface : where this handle's changes come from, for their history ("cli", "mcp", "notebook", "hook", ...;
+        default "api"); the surfaces set it through :class:`~synapse_nb.vault.VaultSession`.
 
     Raises
     ------
@@ -96,7 +98,8 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     check_identity(mind, actor)  # before anything is created
     team = path if path is not None else os.environ.get("SYNAPSE_HOME", "").strip() or None
     if isinstance(team, str) and team.lower().startswith(("postgresql://", "postgres://")):
-        return open_team_vault(team, mind=mind, actor=actor, clock=clock, readonly=readonly, offline=offline)
+        return open_team_vault(team, mind=mind, actor=actor, clock=clock, readonly=readonly, offline=offline,
+                               surface=surface)
     vault_dir, project_dir, shown, named = locate(path)
     team_url = team_url_of(vault_dir)
     if team_url is not None:  # `team join` made this folder's vault the team vault: one clear vault per folder
@@ -106,7 +109,7 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
                 "%s names the team vault %s; the local vault database found there was renamed aside to %s (kept)",
                 vault_dir / "team.toml", team_url, aside)
         return open_team_vault(team_url, mind=mind, actor=actor, clock=clock, readonly=readonly,
-                               local=project_dir, offline=offline)
+                               local=project_dir, offline=offline, surface=surface)
     borrowed = detect(vault_dir, project_dir, named=named, db_name=DB_NAME)  # one git ls-files per open, not per recall
     refusal = borrowed.refusal if borrowed is not None else None
     created = False
@@ -127,7 +130,7 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
         ensure_gitignore(vault_dir)  # never into a folder that also holds the user's own files
     store = SqliteStore(vault_dir / DB_NAME, readonly=readonly, refusal=refusal)
     v = Vault(vault_dir, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
-              _store=store, _git=GitView(project_dir, vault_dir, borrowed))
+              _store=store, _git=GitView(project_dir, vault_dir, borrowed), surface=surface)
     v.created = created
     return v
 
@@ -135,12 +138,14 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
 @overload
 def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
                     readonly: bool = False, local: str | Path | None = None,
-                    offline: Literal[False] = False) -> Vault: ...
+                    offline: Literal[False] = False, surface: str = "api") -> Vault: ...
 @overload
 def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
-                    readonly: bool = False, local: str | Path | None = None, offline: bool) -> ReadableVault: ...
+                    readonly: bool = False, local: str | Path | None = None, offline: bool,
+                    surface: str = "api") -> ReadableVault: ...
 def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clock: Clock | None = None,
-                    readonly: bool = False, local: str | Path | None = None, offline: bool = False) -> ReadableVault:
+                    readonly: bool = False, local: str | Path | None = None, offline: bool = False,
+                    surface: str = "api") -> ReadableVault:
     """Open a team vault (``postgresql://user@host:port/db?project=NAME``; see ``docs/team.md``).
 
     ``project`` defaults to the repository's folder name. This machine's caches (the offline copy: the retrieval
@@ -188,7 +193,7 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
                             reason=str(exc).split(": this machine")[0])
     try:
         return Vault(folder, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
-                     _store=store, _git=GitView(project_dir, vault_dir))
+                     _store=store, _git=GitView(project_dir, vault_dir), surface=surface)
     except BaseException:
         store.close()
         raise

@@ -58,7 +58,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Self
 
-from synapse_nb.context import check_identity, readonly_requested
+from synapse_nb.context import check_identity, check_surface, readonly_requested
 from synapse_nb.errors import OfflineError, SynapseError
 from synapse_nb.vault.facade import Vault
 from synapse_nb.vault.locate import DB_NAME
@@ -110,13 +110,16 @@ class VaultSession:
     vault : an open vault to serve instead of opening one (used as is; never reopened, never closed here).
     environ : the environment ``SYNAPSE_READONLY`` is read from (default: this process's).
     on_notice : called with each :class:`Notice` as it happens.
+    surface : the surface asking ("cli", "mcp", "notebook", "hook", "git-hook"; default "api"): every change made
+        through the handle is recorded in the vault's history as coming from it.
     """
 
     def __init__(self, path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
                  clock: Clock | None = None, readonly: bool | None = None, create: bool = True,
                  offline: bool = False, vault: Vault | None = None, environ: Mapping[str, str] | None = None,
-                 on_notice: Callable[[Notice], None] | None = None) -> None:
+                 on_notice: Callable[[Notice], None] | None = None, surface: str = "api") -> None:
         check_identity(mind, actor)
+        self._surface = check_surface(surface)
         from_env = readonly is None
         #: whether the vault is opened read-only (every write refused, never created)
         self.readonly: bool = readonly_requested(environ) if readonly is None else readonly
@@ -255,7 +258,8 @@ class VaultSession:
         if v is not None:
             return v
         v = open_vault(self._path, mind=self._mind, actor=self._actor, clock=self._clock, readonly=self.readonly,
-                       create=write and self._create and not self.readonly, offline=self._offline)
+                       create=write and self._create and not self.readonly, offline=self._offline,
+                       surface=self._surface)
         self._vault = v
         self._opened(v, ours=True)
         return v

@@ -13,7 +13,10 @@ notebook's shortcuts.
   for a duration chosen first), reject (after a confirmation), re-approve, withdraw an approval, the reverted
   change (``git show --stat`` and patch) behind a button; Scan looks for new reverts (``v.lessons.scan()``).
 - :class:`MemoryBrowser` — search, filter, sort and page through memories; click a row to see it in full,
-  verify it or delete it (after a confirmation).
+  verify it or delete it (after a confirmation), read its History (every version: who, through which surface,
+  when) and revert it to an earlier version.
+- :class:`ChangeReview` — agents' pending revisions of your memories (accept, reject) and the duplicate or
+  contradicting pairs found on write (merge, keep both, supersede).
 - :class:`GateExplorer` — move the gate's bars with sliders (each explained on the page) and watch every
   candidate kept or dropped, named by its record, and the recall text change; save the bars as the vault's
   defaults (after a confirmation that says agents' recalls use them too).
@@ -44,6 +47,7 @@ from synapse_nb.widgets.gate import GateExplorer
 from synapse_nb.widgets.lesson_card import LessonCard
 from synapse_nb.widgets.lessons import LessonReview
 from synapse_nb.widgets.memory import ANY, MemoryBrowser
+from synapse_nb.widgets.review import ChangeReview
 from synapse_nb.widgets.table import RecordTable
 
-__all__ = ["ANY", "GateExplorer", "LessonCard", "LessonReview", "MemoryBrowser", "RecordTable"]
+__all__ = ["ANY", "ChangeReview", "GateExplorer", "LessonCard", "LessonReview", "MemoryBrowser", "RecordTable"]

@@ -1,4 +1,5 @@
-"""MemoryBrowser: search, filter, sort and page through memories; a human verifies or deletes the selected one."""
+"""MemoryBrowser: search, filter, sort and page through memories; a human verifies or deletes the selected one,
+reads its history (every version: who, through which surface, when) and reverts it to an earlier version."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from synapse_nb.widgets.table import RecordTable
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.vault import ReadableVault
 
-__all__ = ["ANY", "COLUMNS", "WIDE", "MemoryBrowser", "memory_detail_html"]
+__all__ = ["ANY", "COLUMNS", "WIDE", "MemoryBrowser", "history_html", "memory_detail_html"]
 
 #: The value of every filter dropdown's "(any)" choice. A real value, not ``None``: ipywidgets 8 shows a
 #: dropdown whose value is ``None`` as blank ("nothing selected"), whatever the option's label.
@@ -66,6 +67,22 @@ def memory_detail_html(m: Memory) -> str:
                  + f"<div class='{quote}'>{pre_html(m.content, max_height='14em')}</div>")
 
 
+def history_html(versions: Any) -> str:
+    """The History panel: one row per version, oldest first (version, when, action, who via which surface, the
+    content that version left, shortened and quoted)."""
+    rows = []
+    for e in versions:
+        rec = versions.record(e.version)
+        text = inline(getattr(rec, "content", ""), 90) if rec is not None else "(deleted)"
+        who = f"{e.actor} via {e.surface}"
+        style = " class='synapse-agent'" if e.actor == "agent" else ""
+        rows.append(f"<tr{style}><td>v{e.version}</td><td>{fmt_time(e.at)}</td><td>{esc(e.action)}</td>"
+                    f"<td>{esc(who)}</td><td title='{esc(e.digest_after or '-')}'>{esc(text)}</td></tr>")
+    head = "<tr><th>v</th><th>when</th><th>what</th><th>who</th><th>content</th></tr>"
+    return block(f"<div><b>History</b> <span style='color:{MUTED}'>({plural(len(rows), 'version')})</span></div>"
+                 f"<table class='synapse-history'>{head}{''.join(rows)}</table>")
+
+
 class MemoryBrowser(FamilyWidget):
     """Search box and filters in one bar, a sortable table one page at a time, the selected memory in full beside
     it (or right under it), Verify / Delete under the memory, and a status line under them.
@@ -92,7 +109,8 @@ class MemoryBrowser(FamilyWidget):
     results : the memories on this page; total : how many match; page : the current page (from 1).
     prev_button, next_button, page_box : paging; summary : "26–50 of 1,234 memories".
     detail_html : HTML of the selected memory; verify_button, delete_button; confirm : the confirm step;
-    message : last outcome (under the buttons).
+    history_html : the selected memory's History panel (every version); revert_version : the version to go back
+    to; revert_button : Revert (human only: restores that version as a new change); message : last outcome.
 
     Examples
     --------
@@ -143,6 +161,12 @@ class MemoryBrowser(FamilyWidget):
                                     disabled=True)
         self.delete_button = button("Delete", "trash", "Delete the selected memory (asks first)", style="danger",
                                     disabled=True)
+        self.history_html = widgets.HTML()
+        self.revert_version = widgets.Dropdown(options=[], description="version", style={"description_width": "4em"},
+                                               layout=widgets.Layout(width="10em"))
+        self.revert_button = button("Revert", "undo", "Restore the chosen version of the selected memory as a new "
+                                    "change (a human only)", disabled=True)
+        self.revert_button.on_click(lambda _b: self.revert_selected())
         self.confirm = Confirm()
         for w in (self.query, self.category, self.tag, self.priority, self.verified, self.source):
             w.observe(lambda _c: self._new_search(), names="value")
@@ -155,7 +179,9 @@ class MemoryBrowser(FamilyWidget):
         self.table.observe(lambda _c: self._show_selected(), names="selected")
         actions = widgets.HBox([self.verify_button, self.delete_button])
         actions.add_class("synapse-actions")
-        self.detail.children = (self.detail_html, actions, self.confirm, self.message)
+        undo = widgets.HBox([self.revert_version, self.revert_button])
+        undo.add_class("synapse-actions")
+        self.detail.children = (self.detail_html, actions, self.confirm, self.history_html, undo, self.message)
         pager = widgets.HBox([self.summary, self.prev_button, self.page_box, self.next_button])
         pager.add_class("synapse-pager")
         self.frame(filters=[self.query, self.category, self.tag, self.priority, self.verified, self.source],
@@ -248,8 +274,40 @@ class MemoryBrowser(FamilyWidget):
             "to see the memory in full, verify or delete it</div>")
         self.verify_button.disabled = not self._human or m is None or m.verified
         self.delete_button.disabled = not self._human or m is None
+        self._show_history(m)
         if not self._human:
             self.verify_button.tooltip = self.delete_button.tooltip = "an agent vault may not verify or delete here"
+            self.revert_button.tooltip = "an agent vault may not revert"
+
+    def _show_history(self, m: Memory | None) -> None:
+        versions: Any = None
+        if m is not None:
+            try:
+                versions = self.vault.memories.history(m.id)
+            except SynapseError:
+                versions = None
+        self.history_html.value = history_html(versions) if versions else ""
+        older = [e.version for e in versions or () if versions.record(e.version) is not None][:-1]
+        self.revert_version.options = [(f"v{v}", v) for v in reversed(older)]
+        self.revert_version.value = older[-1] if older else None  # the version before the current one
+        self.revert_button.disabled = not self._human or not older
+
+    def revert_selected(self) -> Memory | None:
+        """Restore the chosen version of the selected memory as a new change (human only)."""
+        m = self.selected
+        if m is None or self.revert_version.value is None:
+            self.say("select a memory and a version first", error=True)
+            return None
+        to = int(self.revert_version.value)
+        try:
+            mem = self.act(lambda: self.vault.memories.revert(m.id, to=to))
+        except SynapseError as exc:
+            self.say(f"not reverted: {exc}", error=True)
+            return None
+        self.refresh()
+        self.say(f"reverted {mem.id} ({mem.category}/{mem.key}) to version {to}")
+        out: Memory | None = mem
+        return out
 
     # -- acting -----------------------------------------------------------------------------------------------
     def verify_selected(self) -> Memory | None:
@@ -276,7 +334,8 @@ class MemoryBrowser(FamilyWidget):
             self.say("select a memory first (click its row)", error=True)
             return
         self.message.value = ""
-        self.confirm.ask(f"Delete {m.category}/{m.key} ({m.id})? This cannot be undone.", "Delete",
+        self.confirm.ask(f"Delete {m.category}/{m.key} ({m.id})? Its history keeps it (`memory purge` removes every "
+                         "trace).", "Delete",
                          lambda: self.delete(m.id))
 
     def delete_selected(self) -> Memory | None:

@@ -125,7 +125,7 @@ def test_memory_browser_search_select_verify_delete_sort_page(ui: Notebook) -> N
     wait_enabled(delete)
     delete.click()
     confirm = detail.locator(".synapse-confirm")
-    wait_text(confirm, "context/release_freeze .* cannot be undone")
+    wait_text(confirm, "context/release_freeze .* history keeps it")
     shot(box, "memory_browser_confirm_delete", docs="memory_browser_confirm_delete")
     assert probe(ui.memories, ui.memory_ids["freeze"])["memories"][ui.memory_ids["freeze"]] is not None
     confirm.locator("button:has-text('Cancel')").click()

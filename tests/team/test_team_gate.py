@@ -10,6 +10,7 @@ import psycopg
 import pytest
 from mcp import Client
 
+from synapse_nb.changes import HistoryEntry
 from synapse_nb.errors import ConflictError, PermissionDeniedError
 from synapse_nb.mcp.server import build_server
 from synapse_nb.models import Memory
@@ -39,8 +40,11 @@ def test_an_agent_handle_is_refused_by_the_api(seeded: dict[str, Any], machine: 
         agent.lessons.approve(seeded["pending"].id)
     with pytest.raises(PermissionDeniedError):
         agent.memories.verify(seeded["mine"].id)
+    assert agent.remember("preference", "code_style", "tabs").content == "black, 120 columns"  # a revision now
+    (rev,) = seeded["user"].memories.revisions()
     with pytest.raises(PermissionDeniedError):
-        agent.remember("preference", "code_style", "tabs")
+        agent.memories.accept(rev.id)
+    assert seeded["user"].memories.get(seeded["mine"].id).content == "black, 120 columns"
     assert agent.lessons.list() and all(x.status == "approved" for x in agent.lessons.list())
     agent.lessons.submit_analysis(seeded["pending"].id, "the retry hid timeouts")  # through submit_analysis()
     assert seeded["user"].lessons.get(seeded["pending"].id).analysis == "the retry hid timeouts"
@@ -63,6 +67,17 @@ def test_the_database_refuses_an_agent_that_bypasses_the_api(seeded: dict[str, A
                                              category="knowledge", key="k2", content="c", source="agent",
                                              verified=True, confidence=0.5)),
         lambda: store.meta.set_settings({"lesson_expiry_days": 999}),
+        # issue 30: history is the humans' to remove; an agent writes entries only as itself, for its own records
+        lambda: store.history.purge(seeded["mine"].id),
+        lambda: store.history.prune("default", "2100-01-01T00:00:00.000000Z"),
+        lambda: store.history.append([HistoryEntry(
+            id="hst_aaaaaaaaaaaa", rid=seeded["mine"].id, kind="memory", mind="default", version=9, action="update",
+            actor="user", surface="api", at=now, digest_before=None, digest_after=None)]),
+        lambda: store.history.append([HistoryEntry(
+            id="hst_bbbbbbbbbbbb", rid=seeded["mine"].id, kind="memory", mind="default", version=9, action="update",
+            actor="agent", surface="api", at=now, digest_before=None, digest_after=None)]),
+        lambda: store.revisions.purge(seeded["mine"].id),
+        lambda: store.links.purge(seeded["mine"].id),
     ]
     for attempt in refused:
         with pytest.raises(PermissionDeniedError):
@@ -116,7 +131,8 @@ async def test_the_mcp_server_on_a_team_vault_acts_as_the_agent_role(seeded: dic
         r = await c.call_tool("approve_lesson", {"lesson_id": seeded["pending"].id})
         assert r.is_error and "unknown tool" in r.content[0].text.lower()
         r = await c.call_tool("remember", {"category": "preference", "key": "code_style", "content": "tabs"})
-        assert r.is_error
+        assert not r.is_error and "pending revision" in r.content[0].text  # the human's memory is unchanged
+        assert user.memories.get(seeded["mine"].id).content == "black, 120 columns"
         r = await c.call_tool("remember", {"category": "knowledge", "key": "x_fact", "content": "y", "source": "user",
                                            "verified": True, "confidence": 1.0})
         assert not r.is_error and r.structured_content["verified"] is False

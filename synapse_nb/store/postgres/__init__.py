@@ -19,6 +19,7 @@ Where the SQL is:
 ``sql/locks.sql``         migration 7: no table-level UPDATE/DELETE for people and agents (no LOCK TABLE);
                           deletes through checked functions (routed by ``PgDialect.render``)
 ``sql/minds.sql``         migration 8: minds isolated by row-level security (``mind_grants``, ``team grant``)
+``sql/history.sql``       migration 9: history, revisions, links, exports (issue 30) and their human gate
 ``migrate.py``            migrations under ``pg_advisory_xact_lock``; a newer schema is refused
 ``store/sql/`` (package)  the statements both backends share (:mod:`synapse_nb.store.sql`): the kind tables,
                           settings, sessions, flags, references, recall's candidates, tags and keys, export, import
@@ -52,6 +53,7 @@ from synapse_nb.errors import CommitUnknownError, ValidationError
 from synapse_nb.models import TABLES
 from synapse_nb.store.postgres import pool as pgpool
 from synapse_nb.store.postgres.copy import CopyKeeper
+from synapse_nb.store.postgres.copy import scrub as scrub_copy
 from synapse_nb.store.postgres.db import PgDatabase, RoundTrips
 from synapse_nb.store.postgres.dialect import gate_terms
 from synapse_nb.store.postgres.migrate import CODE_VERSION, check_project, role_settings
@@ -61,11 +63,15 @@ from synapse_nb.store.records import Change
 from synapse_nb.store.sql import (
     CheckpointsTable,
     DecisionsTable,
+    ExportsQueries,
     FlagsQueries,
+    HistoryQueries,
+    LinksQueries,
     MemoriesTable,
     MetaQueries,
     NotesTable,
     RefsQueries,
+    RevisionsQueries,
     Table,
     TransferQueries,
 )
@@ -173,6 +179,10 @@ class PgStore(PgDatabase):
         self.recall = RecallQueries(self)
         self.outbox = FeedOutbox(self, self.folder)
         self.transfer = TransferQueries(self, self._tables)
+        self.history = HistoryQueries(self)
+        self.revisions = RevisionsQueries(self)
+        self.links = LinksQueries(self)
+        self.exports = ExportsQueries(self)
 
     def table(self, kind: str) -> Table[Any, PgDatabase]:
         """The table of a kind ("memory" -> :attr:`memories`)."""
@@ -182,6 +192,18 @@ class PgStore(PgDatabase):
         """None: which records another machine changed is the change feed's to tell (``follow``), so recall
         reads its structure rows afresh after any write."""
         return None
+
+    def scrub(self) -> None:
+        """After a deletion: this machine's offline copy applies it now, then is rewritten without the deleted text
+        (:func:`~synapse_nb.store.postgres.copy.scrub`). The server keeps dead row versions until its autovacuum
+        runs (an administrator's ``VACUUM`` removes them at once)."""
+        keeper = self.keeper
+        if keeper is None or self.folder is None:
+            return
+        keeper.written()
+        keeper.poke()
+        keeper.flush()
+        scrub_copy(self.folder)
 
     def for_actor(self, actor: str) -> PgStore:
         """This store (same pool, same listeners) acting for ``actor``: "agent" runs as the project's agent role."""

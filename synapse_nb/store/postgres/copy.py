@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from synapse_nb.store.records import Candidate
 
 __all__ = ["COPY_DB", "COPY_FEED", "FLUSH_SECONDS", "MAX_LAG_SECONDS", "QUIET_SECONDS", "SETTLE_SECONDS", "CopyKeeper",
-           "apply", "search_copy_db", "synced_at"]
+           "apply", "scrub", "search_copy_db", "synced_at"]
 
 #: The copy's files in the machine's cache folder: the candidates, and where they stand in the change feed.
 COPY_DB = "copy.db"
@@ -198,6 +198,20 @@ def apply(folder: Path, docs: Sequence[Candidate], ids: Sequence[str]) -> None:
                                   (d.id, d.kind, d.mind, d.text, d.updated_at, d.expires_at))
                 con.execute("INSERT INTO docs_fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, d.text))
         con.execute("COMMIT")
+    finally:
+        con.close()
+
+
+def scrub(folder: Path) -> None:
+    """Leave no deleted text in ``copy.db``: merge its FTS5 index, rewrite the file (VACUUM drops freed pages) and
+    truncate its WAL. Called after a deletion, once the copy has applied it."""
+    if not (folder / COPY_DB).is_file():
+        return
+    con = _connect(folder)
+    try:
+        con.execute("INSERT INTO docs_fts(docs_fts) VALUES ('optimize')")
+        con.execute("VACUUM")
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     finally:
         con.close()
 

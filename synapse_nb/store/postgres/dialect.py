@@ -22,6 +22,13 @@ from typing import Any, TypeVar
 
 from synapse_nb.models import RANKED_KINDS
 from synapse_nb.store.sql.dialect import CHUNK, Derived, Dialect, TextSearch
+from synapse_nb.store.sql.history import (
+    DELETE_HISTORY_OF,
+    DELETE_LINKS_OF,
+    DELETE_REVISIONS_OF,
+    NEXT_VERSION,
+    PRUNE_HISTORY,
+)
 from synapse_nb.store.sql.queries import DELETE_FLAGS, PRUNE_SESSIONS
 from synapse_nb.store.sql.tables import DELETE_EXPIRED_MEMORIES
 from synapse_nb.text import FTS_TOKEN_RE, MAX_FTS_QUERY_TERMS, MAX_QUERY_WORD_CHARS, fts_query_terms, normalise
@@ -46,6 +53,13 @@ DELETES = {
     DELETE_EXPIRED_MEMORIES: "SELECT * FROM delete_expired_memories(?, ?)",
     PRUNE_SESSIONS: "SELECT * FROM delete_sessions_before(?, ?)",
     DELETE_FLAGS: "SELECT * FROM delete_flags(?)",
+    DELETE_HISTORY_OF: "SELECT * FROM purge_history(?)",
+    PRUNE_HISTORY: "SELECT * FROM prune_history(?, ?, ?)",
+    DELETE_REVISIONS_OF: "SELECT * FROM delete_revisions_of(?)",
+    DELETE_LINKS_OF: "SELECT * FROM delete_links_of(?, ?)",
+    # a record's next version counts every entry, those the caller may not read too (an agent's analysis of a
+    # pending lesson): the owner's rights, as migration 9's history_next_version()
+    NEXT_VERSION: "SELECT history_next_version(?)",
 }
 
 

@@ -51,6 +51,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "no table-level UPDATE/DELETE for people and agents (no LOCK TABLE); deletes by function",
               "locks.sql"),
     Migration(8, "minds isolated by row-level security (mind_grants)", "minds.sql"),
+    Migration(9, "memory that keeps its history: history, revisions, links, exports", "history.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

@@ -15,6 +15,7 @@ what it says its own way.
                           counts, writes, and the row <-> record mapping
 ``queries.py``            settings and scan tips (``meta``), ``session_seen``, ``flags``, file references,
                           recall's candidates, tags and keys, the index's candidate reads, export and import
+``history.py``            the vault's own changes: ``history``, ``revisions``, ``links``, ``exports``
 ========================  =====================================================================================
 
 Names here are public to both backends; neither backend imports the other (``tests/test_architecture.py``).
@@ -25,6 +26,12 @@ from __future__ import annotations
 
 from synapse_nb.store.sql.connection import Fields, Repository, Row, SqlDatabase, Written
 from synapse_nb.store.sql.dialect import ALWAYS, CHUNK, Derived, Dialect, TextSearch, chunks, marks
+from synapse_nb.store.sql.history import (
+    ExportsQueries,
+    HistoryQueries,
+    LinksQueries,
+    RevisionsQueries,
+)
 from synapse_nb.store.sql.queries import (
     CANDIDATES,
     CandidateDocs,
@@ -46,7 +53,8 @@ from synapse_nb.store.sql.tables import (
     Table,
 )
 
-__all__ = ["ALWAYS", "CANDIDATES", "CHUNK", "CandidateDocs", "CheckpointsTable", "DecisionsTable", "Derived", "Dialect",
-           "EpisodesTable", "Fields", "FlagsQueries", "LessonsTable", "MemoriesTable", "MetaQueries", "NotesTable",
-           "RecallQueries", "RefsQueries", "Repository", "Row", "SessionsQueries", "SqlDatabase", "Table",
-           "TextSearch", "TransferQueries", "Written", "candidate", "chunks", "marks"]
+__all__ = ["ALWAYS", "CANDIDATES", "CHUNK", "CandidateDocs", "CheckpointsTable", "DecisionsTable", "Derived",
+           "Dialect", "EpisodesTable", "ExportsQueries", "Fields", "FlagsQueries", "HistoryQueries", "LessonsTable",
+           "LinksQueries", "MemoriesTable", "MetaQueries", "NotesTable", "RecallQueries", "RefsQueries", "Repository",
+           "RevisionsQueries", "Row", "SessionsQueries", "SqlDatabase", "Table", "TextSearch", "TransferQueries",
+           "Written", "candidate", "chunks", "marks"]

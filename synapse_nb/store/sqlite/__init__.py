@@ -32,12 +32,16 @@ from synapse_nb.store.sql import (
     CheckpointsTable,
     DecisionsTable,
     EpisodesTable,
+    ExportsQueries,
     FlagsQueries,
+    HistoryQueries,
     LessonsTable,
+    LinksQueries,
     MemoriesTable,
     MetaQueries,
     NotesTable,
     RefsQueries,
+    RevisionsQueries,
     SessionsQueries,
     Table,
     TransferQueries,
@@ -45,7 +49,7 @@ from synapse_nb.store.sql import (
 from synapse_nb.store.sqlite.db import LOCK_TIMEOUT_S, Database
 from synapse_nb.store.sqlite.dialect import fts_query
 from synapse_nb.store.sqlite.queries import OutboxQueries, RecallQueries
-from synapse_nb.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, split_sql
+from synapse_nb.store.sqlite.schema import FTS_TABLES, MIGRATIONS, SCHEMA_VERSION, split_sql
 
 __all__ = ["LOCK_TIMEOUT_S", "MIGRATIONS", "SCHEMA_VERSION", "SqliteStore", "Store", "fts_query", "split_sql"]
 
@@ -75,10 +79,25 @@ class SqliteStore(Database):
         self.recall = RecallQueries(self)
         self.outbox = OutboxQueries(self)
         self.transfer = TransferQueries(self, self._tables)
+        self.history = HistoryQueries(self)
+        self.revisions = RevisionsQueries(self)
+        self.links = LinksQueries(self)
+        self.exports = ExportsQueries(self)
 
     def table(self, kind: str) -> Table[Any, SqliteStore]:
         """The table of a kind ("memory" -> :attr:`memories`)."""
         return self._tables[kind]
+
+    def scrub(self) -> None:
+        """After a deletion: merge every FTS5 index (FTS5 keeps a deleted row's words in its segments until a merge;
+        SQLite 3.40 has no ``secure-delete`` option), then checkpoint and truncate the WAL (its frames hold the pages
+        as they were). ``PRAGMA secure_delete`` (set on every connection) zeroes the pages the deletion freed."""
+        if self.readonly:
+            return
+        with self.transaction():
+            for table in FTS_TABLES:
+                self.write(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        self.checkpoint()
 
     def for_actor(self, actor: str) -> SqliteStore:
         """This store: a local vault has no database roles (the kind managers enforce the human gate)."""

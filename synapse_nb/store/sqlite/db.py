@@ -138,6 +138,7 @@ class Database:
             self._conn.row_factory = sqlite3.Row
             self._conn.execute("PRAGMA busy_timeout = 10000")
             self._conn.execute("PRAGMA foreign_keys = ON")
+            self._conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed: a deletion deletes (schema v6)
             if not readonly:
                 self._retry(lambda: self._conn.execute("PRAGMA journal_mode = WAL"))
                 self._conn.execute("PRAGMA synchronous = NORMAL")
@@ -480,6 +481,13 @@ class Database:
     def integrity_check(self) -> str:
         row = self.query_one("PRAGMA integrity_check")
         return str(row[0]) if row is not None else "no answer"
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into the database and truncate it (best effort: a reader holding it open keeps it)."""
+        if self.readonly or self._depth:
+            return
+        with self._lock, contextlib.suppress(sqlite3.Error):
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     def close(self) -> None:
         with self._lock:

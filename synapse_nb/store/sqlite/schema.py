@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import sqlite3
 
+from synapse_nb.store.sqlite.history_schema import V6_HISTORY
+
 __all__ = ["CONTEXT_N", "FTS_FLUSH", "FTS_MARKERS", "FTS_QUEUE_CLEAR", "FTS_QUEUE_TARGETS", "FTS_TABLES", "GATE_TEXT",
            "MIGRATIONS", "RANK_LOG_KEEP", "SCHEMA_VERSION", "split_sql"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _FTS = {
     # table: (fts columns, expressions for them)
@@ -516,14 +518,15 @@ INSERT INTO meta(key, value) VALUES ('vault_uid', lower(hex(randomblob(16))))
 #: v4: the triggers queue their FTS5 writes in ``fts_queue``; the connection applies them (:data:`FTS_FLUSH`).
 #: v5: ``rank_log``, the durable change log of ``gate_docs`` (recall's on-disk cache is keyed by it), and the
 #: vault's ``vault_uid`` in ``meta`` (a cache never mistakes another vault's file, or a restored copy, for its own).
+#: v6: ``history``, ``revisions``, ``links``, ``exports`` (the vault's own changes: history_schema.py).
 MIGRATIONS: dict[int, str] = {
     0: _TABLES_V1 + _fts_ddl(),
     1: _V2_FLAGS,
     2: _V3_RANKING,
     3: _V4_FTS_QUEUE,
     4: _V5_RANK_LOG,
+    5: V6_HISTORY,
 }
-
 
 
 def split_sql(script: str) -> list[str]:

@@ -1,0 +1,215 @@
+"""``synapse-nb memory history / revert / revisions / accept / reject / conflicts / resolve / purge / prune-history``:
+memory that keeps its history (issue 30). Every decision here is a human's: the core refuses the agent actor, and
+these commands refuse an agent's shell and, without a terminal, need ``--yes``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from synapse_nb.cli._common import JsonOpt, YesOpt, echo_json, fail, open_vault_for, require_human_here
+from synapse_nb.cli.memory import memory_app
+from synapse_nb.provenance import inline
+
+__all__ = ["memory_accept", "memory_conflicts", "memory_history", "memory_prune_history", "memory_purge",
+           "memory_reject", "memory_resolve", "memory_revert", "memory_revisions"]
+
+CategoryOpt = Annotated[str | None, typer.Option("--category", "-c", help="The category, when several memories "
+                                                 "share the key.")]
+
+
+@memory_app.command("history")
+def memory_history(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(metavar="KEY|ID", help="A memory's key, id or id prefix (a deleted one too).")],
+    category: CategoryOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Every version of a memory: when, what, who (user / agent) through which surface, the digests before and after.
+
+    Examples:
+
+        synapse-nb memory history deploy_procedure
+
+        synapse-nb memory history mem_3f9a --json
+    """
+    v = open_vault_for(ctx)
+    h = v.memories.history(key, category=category)
+    if as_json:
+        echo_json([{**e.to_dict(), "content": getattr(h.record(e.version), "content", None)} for e in h])
+        return
+    for e in h:
+        rec = h.record(e.version)
+        what = inline(getattr(rec, "content", ""), 70) if rec is not None else "(deleted)"
+        typer.echo(f"{e.line()}  {what}")
+
+
+@memory_app.command("revert")
+def memory_revert(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(metavar="ID|KEY", help="The memory (id, id prefix or key).")],
+    to: Annotated[int, typer.Option("--to", help="The version to restore (see `memory history`).")],
+    yes: YesOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Restore an earlier version of a memory as a new change (human only; it is verified).
+
+    Examples:
+
+        synapse-nb memory revert deploy_procedure --to 1
+    """
+    require_human_here(ctx, yes, "reverting a memory")
+    m = open_vault_for(ctx).memories.revert(key, to=to)
+    if as_json:
+        echo_json(m.to_dict())
+    else:
+        typer.echo(f"reverted {m.id} to version {to}: {m.summary_line()}")
+
+
+@memory_app.command("revisions")
+def memory_revisions(
+    ctx: typer.Context,
+    status: Annotated[str, typer.Option("--status", help="pending, accepted, rejected or all.")] = "pending",
+    as_json: JsonOpt = False,
+) -> None:
+    """Agents' proposed changes to memories a human wrote or verified, waiting for a human (accept / reject).
+
+    Examples:
+
+        synapse-nb memory revisions
+
+        synapse-nb memory revisions --status all --json
+    """
+    revs = open_vault_for(ctx).memories.revisions(status=None if status == "all" else status)
+    if as_json:
+        echo_json([r.to_dict() for r in revs])
+        return
+    if not revs:
+        typer.echo(f"no {'' if status == 'all' else status + ' '}revisions")
+    for r in revs:
+        typer.echo(r.line())
+
+
+@memory_app.command("accept")
+def memory_accept(
+    ctx: typer.Context,
+    revision: Annotated[str, typer.Argument(metavar="REVISION", help="A revision id (rev_...).")],
+    yes: YesOpt = False,
+) -> None:
+    """Accept an agent's pending revision (human only): the memory takes its values and stays verified.
+
+    Examples:
+
+        synapse-nb memory accept rev_3f9a0c12be47
+    """
+    require_human_here(ctx, yes, "accepting a revision")
+    m = open_vault_for(ctx).memories.accept(revision)
+    typer.echo(f"accepted {revision}: {m.summary_line()}")
+
+
+@memory_app.command("reject")
+def memory_reject(
+    ctx: typer.Context,
+    revision: Annotated[str, typer.Argument(metavar="REVISION", help="A revision id (rev_...).")],
+    yes: YesOpt = False,
+) -> None:
+    """Reject an agent's pending revision (human only): the memory stays as it is.
+
+    Examples:
+
+        synapse-nb memory reject rev_3f9a0c12be47
+    """
+    require_human_here(ctx, yes, "rejecting a revision")
+    r = open_vault_for(ctx).memories.reject(revision)
+    typer.echo(f"rejected {r.id}; {r.rid} is unchanged")
+
+
+@memory_app.command("conflicts")
+def memory_conflicts(
+    ctx: typer.Context,
+    status: Annotated[str, typer.Option("--status", help="open, kept, merged, superseded or all.")] = "open",
+    as_json: JsonOpt = False,
+) -> None:
+    """Pairs of records that look like duplicates or contradictions (same subject, differing numbers, dates or
+    negation), found on write; a human decides each with `memory resolve`.
+
+    Examples:
+
+        synapse-nb memory conflicts
+
+        synapse-nb memory conflicts --status all --json
+    """
+    links = open_vault_for(ctx).memories.conflicts(status=None if status == "all" else status)
+    if as_json:
+        echo_json([x.to_dict() for x in links])
+        return
+    if not links:
+        typer.echo(f"no {'' if status == 'all' else status + ' '}conflicts")
+    for x in links:
+        typer.echo(x.line())
+
+
+@memory_app.command("resolve")
+def memory_resolve(
+    ctx: typer.Context,
+    link: Annotated[str, typer.Argument(metavar="CONFLICT", help="A conflict id (lnk_...).")],
+    action: Annotated[str, typer.Argument(metavar="merge|keep|supersede", help="merge: the duplicate goes (its tags "
+                                          "join the other); keep: both stand; supersede: the newer stands.")],
+    yes: YesOpt = False,
+) -> None:
+    """Decide a duplicate or contradiction (human only); deletions are kept in history (revert brings them back).
+
+    Examples:
+
+        synapse-nb memory resolve lnk_3f9a0c12be47 merge
+
+        synapse-nb memory resolve lnk_3f9a0c12be47 keep
+    """
+    require_human_here(ctx, yes, "resolving a conflict")
+    x = open_vault_for(ctx).memories.resolve(link, action)
+    typer.echo(f"{x.id}: {x.status}")
+
+
+@memory_app.command("purge")
+def memory_purge(
+    ctx: typer.Context,
+    record: Annotated[str, typer.Argument(metavar="ID", help="The record's full id (any kind; a deleted one too).")],
+    yes: YesOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove a record and every trace of it (human only): the record, its history, revisions and links, the
+    index, FTS and ranking tables and the caches; says which exports taken earlier still hold it.
+
+    Examples:
+
+        synapse-nb memory purge mem_3f9a0c12be47
+
+        synapse-nb memory purge mem_3f9a0c12be47 --yes
+    """
+    require_human_here(ctx, yes, "purging a record")
+    report = open_vault_for(ctx).purge(record)
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        typer.echo(str(report))
+
+
+@memory_app.command("prune-history")
+def memory_prune_history(
+    ctx: typer.Context,
+    older_than: Annotated[str, typer.Option("--older-than", help="The retention window: entries older than this "
+                                            "(a duration such as 180d) go; each record keeps its newest.")],
+    yes: YesOpt = False,
+) -> None:
+    """Remove history entries older than a retention window (human only; nothing else ever removes history).
+
+    Examples:
+
+        synapse-nb memory prune-history --older-than 365d
+    """
+    require_human_here(ctx, yes, "pruning history")
+    if not older_than.strip():
+        fail("--older-than needs a duration such as 180d")
+    n = open_vault_for(ctx).prune_history(older_than=older_than)
+    typer.echo(f"removed {n} history entries older than {older_than}")

@@ -1,0 +1,308 @@
+"""Likely duplicates and contradictions, found on write by a deterministic lexical check (no model call), decided by
+a human (issue 30, docs/decisions/0013-memory-history.md).
+
+After a write transaction commits, each record it created or changed (every kind recall ranks, but checkpoints:
+work state repeats itself on purpose) is compared with the mind's records that share its words; a transaction that
+wrote more than :data:`SYNC_MAX` of them (a bulk load) is checked later, from history, by :func:`check_pending`:
+
+1. **words**: the record's text as recall analyses a query (:func:`synapse_nb.recall.rank.rank_words`: FTS5's
+   ``unicode61`` folding, recall's 74 stop words out), then a light suffix fold (``deploying`` ~ ``deploy``);
+2. **candidates**: the mind's best :data:`DEPTH` ranking documents for those words by the store's BM25 (the
+   ranking table recall reads), other kinds included;
+3. **similarity**: the idf-weighted Jaccard of the two word sets, idf from the vault's word statistics
+   (``doc_freq``: the documents holding each word, as recall's coverage weighs them), numbers, dates and
+   negations left out of it;
+4. **verdict** (:func:`classify`): the same subject (similarity at least :data:`SUBJECT_AT`) with differing
+   numbers or dates, or a negation on one side only, is a ``contradiction``; otherwise a similarity at least
+   :data:`DUPLICATE_AT` is a ``duplicate``.
+
+A duplicate link hides one side from recall while it is open (:func:`hidden_side`: a human's record stands over an
+agent's; otherwise the older one stands); a contradiction hides nothing. A human decides every link
+(``Memories.resolve``): merge, keep both, or supersede. Precision and recall on a labelled set:
+``notebooks/memory_conflicts.ipynb``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from synapse_nb._util import new_id
+from synapse_nb.changes import Link
+from synapse_nb.models import RANKED_KINDS, Record, kind_of_id
+from synapse_nb.store.records import View
+
+if TYPE_CHECKING:
+    from synapse_nb.context import Context
+    from synapse_nb.store.base import VaultStore
+
+__all__ = ["CHECKED_KINDS", "DEPTH", "DUPLICATE_AT", "SUBJECT_AT", "Verdict", "check_after_commit", "classify",
+           "hidden_side", "words"]
+
+#: The kinds the check compares (recall's ranked kinds but checkpoints).
+CHECKED_KINDS: tuple[str, ...] = tuple(k for k in RANKED_KINDS if k != "checkpoint")
+#: Candidates read per record (BM25 over the mind's ranking documents).
+DEPTH = 8
+#: Idf-weighted Jaccard from which two records are the same fact (chosen on the labelled set: hand pairs and LoCoMo
+#: conversations 0-3; conversations 4-6 held out).
+DUPLICATE_AT = 0.22
+#: ... and from which they speak of the same subject (a contradiction when numbers, dates or negation differ).
+SUBJECT_AT = 0.5
+#: Most words of a record the check sends to BM25 (the rarest).
+MAX_WORDS = 6
+
+_NEGATIONS = frozenset(("not", "no", "never", "none", "nobody", "nothing", "cannot", "nor", "without", "t", "neither",
+                        "isn", "aren", "wasn", "weren", "don", "doesn", "didn", "won", "shouldn", "couldn"))
+_MONTHS = frozenset(("january", "february", "march", "april", "may", "june", "july", "august", "september",
+                     "october", "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept",
+                     "oct", "nov", "dec", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+                     "yesterday", "today", "tomorrow"))
+_NUMBER_WORDS = frozenset(("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                           "twelve", "twenty", "thirty", "forty", "fifty", "hundred", "thousand", "million", "first",
+                           "second", "third", "fourth", "fifth", "once", "twice", "half", "dozen"))
+_DIGIT = re.compile(r"\d")
+_NEG_TOKENS = re.compile(r"[^\W_]+")
+
+
+def _fold(w: str) -> str:
+    """A light suffix fold so that inflections meet (``deploys``, ``deployed``, ``deploying`` -> ``deploy``)."""
+    if len(w) > 5 and w.endswith("ing"):
+        return w[:-3]
+    if len(w) > 4 and w.endswith("ied"):
+        return w[:-3] + "y"
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 4 and w.endswith("ed"):
+        return w[:-2]
+    if len(w) > 4 and w.endswith("es") and w[-3] in "sxz":
+        return w[:-2]
+    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+        return w[:-1]
+    return w
+
+
+class _Parts(NamedTuple):
+    subject: dict[str, str]  # folded word -> a raw word (for its document frequency)
+    values: frozenset[str]  # numbers and dates
+    negated: bool
+
+
+@functools.lru_cache(maxsize=65_536)
+def _fold_cached(w: str) -> str:
+    return _fold(w)
+
+
+def words(text: str) -> list[str]:
+    """The words the check reads of a text: recall's query analysis (:func:`~synapse_nb.recall.rank.rank_words`).
+
+    >>> words("Deploy steps: run `make deploy`, then tag the release")
+    ['deploy', 'steps', 'run', 'make', 'tag', 'release']
+    """
+    from synapse_nb.recall.rank import rank_words  # light (no numpy); recall's own analysis
+
+    return rank_words(text)
+
+
+@functools.lru_cache(maxsize=16_384)
+def _parts(text: str) -> _Parts:
+    subject: dict[str, str] = {}
+    values: set[str] = set()
+    for w in words(text):
+        if _DIGIT.search(w) or w in _MONTHS or w in _NUMBER_WORDS:
+            values.add(w)
+        elif w not in _NEGATIONS:
+            subject.setdefault(_fold_cached(w), w)
+    raw = _NEG_TOKENS.findall(text.lower())
+    negated = any(t in _NEGATIONS for t in raw)
+    return _Parts(subject, frozenset(values), negated)
+
+
+class Verdict(NamedTuple):
+    """What :func:`classify` says of a pair: ``relation`` (``duplicate``, ``contradiction`` or None), the subject
+    similarity and the reason in words."""
+
+    relation: str | None
+    score: float
+    reason: str
+
+
+@functools.lru_cache(maxsize=262_144)
+def _weight(df: int, n_docs: int) -> float:
+    """A word's weight: its idf among ``n_docs`` documents, ``df`` of which hold it (at least 0.05)."""
+    return max(0.05, math.log((n_docs + 1) / (max(0, df) + 0.5)) if n_docs > 0 else 1.0)
+
+
+def classify(a: str, b: str, doc_freq: Mapping[str, int], n_docs: int) -> Verdict:
+    """Whether two texts look like the same fact, a contradiction, or neither (pure; deterministic).
+
+    ``doc_freq``: in how many of the vault's ``n_docs`` records each word occurs (absent: none), both texts
+    counted among them: a word's weight is its rarity in the rest of the vault (the pair's own documents are
+    taken out, so two copies of a fact do not make their words look common).
+
+    >>> classify("deploy with make deploy then tag the release", "to deploy: make deploy, then tag release",
+    ...          {"deploy": 3, "make": 5, "tag": 4, "release": 4}, 100).relation
+    'duplicate'
+    >>> classify("the API rate limit is 100 requests per minute", "the API rate limit is 500 requests per minute",
+    ...          {}, 100).relation
+    'contradiction'
+    """
+    pa, pb = _parts(a), _parts(b)
+    sa, sb = pa.subject.keys(), pb.subject.keys()
+    if not sa or not sb:
+        return Verdict(None, 0.0, "no content words")
+    shared = sa & sb
+    if not shared:
+        return Verdict(None, 0.0, "different")
+    rest = max(0, n_docs - 2)
+    get = doc_freq.get
+    inter = sum(_weight(int(get(pa.subject[w], 0)) - 2, rest) for w in sorted(shared))
+    union = inter + sum(_weight(int(get(pa.subject[w], 0)) - 1, rest) for w in sorted(sa - shared)) \
+        + sum(_weight(int(get(pb.subject[w], 0)) - 1, rest) for w in sorted(sb - shared))
+    score = round(inter / union, 6) if union > 0 else 0.0
+    differ = bool(pa.values and pb.values and pa.values != pb.values)
+    if score >= SUBJECT_AT:
+        if differ:
+            diff = sorted(pa.values ^ pb.values)[:4]
+            return Verdict("contradiction", score, f"same subject, differing numbers or dates ({', '.join(diff)})")
+        if pa.negated != pb.negated:
+            return Verdict("contradiction", score, "same subject, negated on one side")
+    if score >= DUPLICATE_AT and not differ and pa.negated == pb.negated:  # other numbers: another fact
+        return Verdict("duplicate", score, "same words, weighted by rarity")
+    return Verdict(None, score, "different")
+
+
+def hidden_side(new: Record, old: Record) -> str:
+    """Which of a duplicate pair recall leaves out: a human's record (a user's, or a verified memory) stands over an
+    agent's; between equals the older one (``old``) stands."""
+    def human(r: Record) -> bool:
+        return getattr(r, "source", "user") == "user" or bool(getattr(r, "verified", False))
+
+    return old.id if human(new) and not human(old) else new.id
+
+
+# -- on write ------------------------------------------------------------------------------------------------------
+#: A write transaction that wrote at most this many checked records has them checked right after its commit; a larger
+#: one (a bulk load: the check costs about a millisecond a record, the write a tenth of that) leaves them to
+#: :func:`check_pending` (``Memories.conflicts``, ``synapse-nb memory conflicts``), which reads them from history.
+SYNC_MAX = 32
+#: The history actions whose record gets the check (a write of its content).
+CHECKED_ACTIONS: tuple[str, ...] = ("create", "update", "revert", "accept")
+#: A view reading any record of a mind (lessons, whose visibility depends on "now", are never checked).
+_ALL_TIME = "9999-12-31T23:59:59.999999Z"
+_pending: weakref.WeakKeyDictionary[Any, list[Record]] = weakref.WeakKeyDictionary()
+
+
+def check_after_commit(ctx: Context, rec: Record) -> None:
+    """Check ``rec`` once the current write transaction commits, unless the transaction wrote more than
+    :data:`SYNC_MAX` checked records (then :func:`check_pending` does, from its history entry: nothing is lost if the
+    process stops before)."""
+    if rec.kind not in CHECKED_KINDS:
+        return
+    store = ctx.store
+    pending = _pending.get(store)
+    if pending is None:
+        pending = _pending[store] = []
+        store.on_rollback(lambda: _forget(store))
+        store.after_commit(lambda: _run(store))
+    pending.append(rec)
+
+
+def _forget(store: VaultStore) -> None:
+    _pending.pop(store, None)
+
+
+def _run(store: VaultStore) -> None:
+    pending = _pending.pop(store, None)
+    if not pending or store.readonly:
+        return
+    latest = {rec.id: rec for rec in pending}  # the last write of each record in the transaction
+    if len(latest) > SYNC_MAX:
+        return  # a bulk load: checked later, from history
+    first, last = min(r.updated_at for r in pending), max(r.updated_at for r in pending)
+    checked = store.links.checked_at()
+    found = find_links(sorted(latest.values(), key=lambda r: r.id), store)
+    with store.transaction():
+        store.links.insert(found)
+        # every write before this transaction was checked already: the mark moves past it (else check_pending will)
+        if not store.links.unchecked(checked, first, CHECKED_KINDS, CHECKED_ACTIONS, 1):
+            store.links.advance(last)
+
+
+def check_pending(store: VaultStore) -> int:
+    """Check every record written since the last check (what large write transactions left), oldest first, in
+    batches of 500; returns how many history entries were read."""
+    done = 0
+    while True:
+        after = store.links.checked_at()
+        batch = store.links.unchecked(after, None, CHECKED_KINDS, CHECKED_ACTIONS, 500)
+        if not batch:
+            return done
+        by_kind: dict[tuple[str, str], list[str]] = {}
+        for _, rid, kind, mind in batch:
+            by_kind.setdefault((mind, kind), []).append(rid)
+        records: list[Record] = []
+        for (mind, kind), rids in sorted(by_kind.items()):
+            records += store.table(kind).get_many(View(mind, _ALL_TIME), rids).values()
+        found = find_links(sorted(records, key=lambda r: r.id), store)
+        with store.transaction():
+            store.links.insert(found)
+            store.links.advance(batch[-1][0])
+        done += len(batch)
+
+
+def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None = None) -> list[Link]:
+    """The links the check finds for ``records`` (already stored) against their minds' records: one BM25 read per
+    record, then one read of every candidate's text, then :func:`classify` per pair (each text analysed once)."""
+    texts = {r.id: r.text for r in records}
+    vocab = sorted({w for t in texts.values() for w in words(t)})
+    out: list[Link] = []
+    with store.snapshot():
+        n_docs = store.recall.count()
+        df = store.recall.doc_freq(vocab) if vocab else {}
+        hits: dict[str, list[str]] = {}
+        wanted: dict[str, dict[str, set[str]]] = {}  # mind -> kind -> ids
+        for rec in records:
+            ws = words(texts[rec.id])
+            if not ws:
+                continue
+            query = sorted(ws, key=lambda w: (df.get(w, 0), w))[:MAX_WORDS]
+            ids = [h.id for h in store.recall.bm25(rec.mind, query, depth=DEPTH + 1)
+                   if h.id != rec.id and kind_of_id(h.id) in CHECKED_KINDS]
+            hits[rec.id] = ids
+            for i in ids:
+                wanted.setdefault(rec.mind, {}).setdefault(str(kind_of_id(i)), set()).add(i)
+        cand = {c.id: c for mind, by_kind in sorted(wanted.items())
+                for c in store.recall.fetch(mind, {k: sorted(v) for k, v in sorted(by_kind.items())})}
+        missing = sorted({w for c in cand.values() for w in words(c.text)} - set(df))
+        if missing:
+            df.update(store.recall.doc_freq(missing))
+        linked: set[frozenset[str]] = set()  # pairs found in this call (two records of one batch find each other)
+        for rec in records:
+            found = []
+            for cid in hits.get(rec.id, ()):
+                c = cand.get(cid)
+                if c is None or c.mind != rec.mind:
+                    continue
+                verdict = classify(texts[rec.id], c.text, df, n_docs)
+                if verdict.relation is not None:
+                    found.append((c, verdict, verdict.relation))
+            if not found:
+                continue
+            known = {x.a if x.b == rec.id else x.b for x in store.links.of_record(rec.id)}
+            for c, verdict, relation in found:
+                if c.id in known or frozenset((rec.id, c.id)) in linked:
+                    continue
+                linked.add(frozenset((rec.id, c.id)))
+                old = store.table(c.kind).get_many(View(rec.mind, rec.updated_at), [c.id]).get(c.id)
+                if old is None:
+                    continue
+                hidden = hidden_side(rec, old) if relation == "duplicate" else None
+                out.append(Link(id=new_id("lnk"), mind=rec.mind, a=rec.id, a_kind=rec.kind, b=c.id, b_kind=c.kind,
+                                relation=relation, score=verdict.score, hidden=hidden, status="open",
+                                reason=verdict.reason, created_at=at or rec.updated_at))
+                known.add(c.id)
+    return out

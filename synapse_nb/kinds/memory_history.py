@@ -1,0 +1,256 @@
+"""The history side of ``vault.memories``: versions, reads as of a time, revert, pending revisions, conflicts.
+
+A mixin of :class:`~synapse_nb.kinds.memories.Memories` (kept apart so that each module stays readable). Every
+decision here is a human's: accepting or rejecting an agent's revision, reverting, resolving a duplicate or a
+contradiction (``Context.require_human``; on a team vault the database roles refuse the agent too).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from synapse_nb import history
+from synapse_nb._util import check_choice, check_key, new_id
+from synapse_nb.changes import LINK_STATUSES, REVISION_STATUSES, Link, Revision
+from synapse_nb.dupes import check_pending
+from synapse_nb.errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
+from synapse_nb.models import CATEGORIES, Memory, Record, kind_of_id
+
+if TYPE_CHECKING:
+    from synapse_nb.context import Context
+    from synapse_nb.history import Versions
+    from synapse_nb.store.base import MemoryTable
+
+__all__ = ["RESOLUTIONS", "REVISED_FIELDS", "MemoryHistory"]
+
+#: The fields an agent's revision may change.
+REVISED_FIELDS = ("content", "tags", "priority", "expires_at")
+#: What a human may do with a link: merge (the hidden side goes), keep both, supersede (the older side goes).
+RESOLUTIONS = {"merge": "merged", "keep": "kept", "supersede": "superseded"}
+
+
+class MemoryHistory:
+    """History, revisions and conflicts of a mind's memories (mixed into ``Memories``)."""
+
+    _ctx: Context
+
+    if TYPE_CHECKING:
+        @property
+        def _table(self) -> MemoryTable: ...
+
+        def resolve_id(self, id_or_prefix: str) -> str: ...
+
+        def _changed(self, action: str, before: Any, after: Any, at: str) -> None: ...
+
+    # -- which memory ---------------------------------------------------------------------------------------
+    def _find(self, key_or_id: str, category: str | None) -> str:
+        """The id of a memory named by id (or unique prefix), or by key (``category`` when several share it); a
+        memory deleted since is found by its history."""
+        if not isinstance(key_or_id, str) or not key_or_id.strip():
+            raise ValidationError(f"name a memory by id or key, got {key_or_id!r}")
+        name = key_or_id.strip()
+        ctx = self._ctx
+        if category is None:
+            try:
+                return self.resolve_id(name)
+            except (NotFoundError, ValidationError):
+                pass
+        cat = None if category is None else check_choice(category, "category", CATEGORIES)
+        key = check_key(name)
+        if cat is not None:
+            mem = self._table.by_key(ctx.mind, cat, key)
+            if mem is not None:
+                return mem.id
+        ids = [i for i, _ in ctx.store.recall.key_matches(ctx.mind, [key]) if kind_of_id(i) == "memory"]
+        if cat is None and len(ids) == 1:
+            return ids[0]
+        if cat is None and len(ids) > 1:
+            raise ValidationError(f"several memories have the key {key!r}; give category=")
+        gone = self._ids_by_key(key, cat)
+        if len(gone) == 1:
+            return gone[0]
+        raise NotFoundError(f"no memory {cat + '/' if cat else ''}{key} in mind {ctx.mind!r}")
+
+    def _ids_by_key(self, key: str, category: str | None) -> list[str]:
+        """Ids of memories whose history shows them under this key (and category), by id."""
+        out = set()
+        for e in history.recent(self._ctx, None):
+            if e.kind == "memory" and e.before is not None:
+                was = json.loads(e.before)
+                if was.get("key") == key.strip() and (category is None or was.get("category") == category):
+                    out.add(e.rid)
+        return sorted(out)
+
+    # -- versions and reads in time -------------------------------------------------------------------------
+    def history(self, key_or_id: str, *, category: str | None = None) -> Versions:
+        """Every version of a memory, oldest first: when, what (create, update, verify, delete, revert, accept),
+        who (user / agent) and through which surface, the content digest before and after, and (``.record(n)``)
+        the memory as version ``n`` left it.
+
+        >>> import synapse_nb as syn, tempfile
+        >>> v = syn.open_vault(tempfile.mkdtemp())
+        >>> _ = v.remember("project", "status", "v1"); _ = v.remember("project", "status", "v2")
+        >>> h = v.memories.history("status"); [e.action for e in h], h.record(1).content
+        (['create', 'update'], 'v1')
+        """
+        return history.entries(self._ctx, self._find(key_or_id, category))
+
+    def get(self, id: str, *, category: str | None = None, as_of: Any = None) -> Memory:
+        """The memory with this id (or unique prefix), or this key (with ``category`` when several share it);
+        ``as_of`` (a datetime or ISO 8601 text): as it was then, from its history."""
+        if category is None and as_of is None:
+            try:
+                return super().get(id)  # type: ignore[misc,no-any-return]
+            except NotFoundError as exc:
+                try:
+                    rid = self._find(id, None)
+                except (NotFoundError, ValidationError):
+                    raise exc from None
+        else:
+            rid = self._find(id, category)
+        if as_of is None:
+            return super().get(rid)  # type: ignore[misc,no-any-return]
+        at = history.as_of_ts(as_of)
+        rec = history.state_at(self._ctx, rid, at)
+        if rec is None and not id.strip().startswith("mem_"):  # a key another memory held then (deleted since)
+            for other in self._ids_by_key(id, category):
+                rec = history.state_at(self._ctx, other, at) if other != rid else None
+                if rec is not None:
+                    break
+        if rec is None or not isinstance(rec, Memory):
+            raise NotFoundError(f"memory {id!r} did not exist at {at}")
+        return rec
+
+    def revert(self, id: str, *, to: int) -> Memory:
+        """Restore version ``to`` of a memory as a new change (human only): its content, tags, priority,
+        confidence and expiry come back, verified; a memory deleted since is stored again under its id."""
+        ctx = self._ctx
+        ctx.require_human("revert a memory")
+        if isinstance(to, bool) or not isinstance(to, int) or to < 1:
+            raise ValidationError(f"to must be a version number from 1, got {to!r}")
+        rid = self._find(id, None)
+        versions = history.entries(ctx, rid)
+        old = versions.record(to)
+        if not isinstance(old, Memory):
+            raise ConflictError(f"version {to} of {rid} deleted it; revert to a version that holds the memory")
+        current = versions.current if isinstance(versions.current, Memory) else None
+        with ctx.store.transaction():
+            ts = ctx.store.stamp(ctx.now_ts())
+            if current is None:
+                if self._table.by_key(ctx.mind, old.category, old.key) is not None:
+                    raise ConflictError(f"another memory holds {old.category}/{old.key} now; delete it first")
+                restored = replace(old, updated_at=ts, verified=True)
+                self._table.insert(restored)
+            else:
+                restored = replace(current, updated_at=ts, content=old.content, tags=old.tags, priority=old.priority,
+                                   confidence=old.confidence, expires_at=old.expires_at, verified=True)
+                self._table.update(rid, updated_at=ts, content=old.content, tags=old.tags, priority=old.priority,
+                                   confidence=old.confidence, expires_at=old.expires_at, verified=True)
+            self._changed("revert", current, restored, ts)
+        return restored
+
+    # -- revisions: an agent's change to a human's memory waits for a human -----------------------------------
+    def _needs_revision(self, mem: Memory) -> bool:
+        return self._ctx.actor == "agent" and (mem.source == "user" or mem.verified)
+
+    def _propose(self, mem: Memory, after: Memory, ts: str) -> Revision | None:
+        changed = {f: list(v) if isinstance(v := getattr(after, f), tuple) else v
+                   for f in REVISED_FIELDS if getattr(after, f) != getattr(mem, f)}
+        if not changed:
+            return None
+        ctx = self._ctx
+        rev = Revision(id=new_id("rev"), rid=mem.id, kind="memory", mind=mem.mind, status="pending",
+                       fields=json.dumps(changed, sort_keys=True, ensure_ascii=False), base_digest=mem.digest,
+                       actor=ctx.actor, surface=ctx.surface, created_at=ts)
+        ctx.store.revisions.insert(rev)
+        return rev
+
+    def revisions(self, *, status: str | None = "pending") -> list[Revision]:
+        """Revisions agents proposed to memories a human wrote or verified (``status``: pending, accepted,
+        rejected; None: all), oldest first."""
+        st = None if status is None else check_choice(status, "status", REVISION_STATUSES)
+        return self._ctx.store.revisions.of_mind(self._ctx.mind, st)
+
+    def _revision(self, rev_id: str) -> Revision:
+        rev = self._ctx.store.revisions.get(str(rev_id).strip())
+        if rev is None or rev.mind != self._ctx.mind:
+            raise NotFoundError(f"no revision {rev_id!r} in mind {self._ctx.mind!r}")
+        if rev.status != "pending":
+            raise ConflictError(f"revision {rev.id} is {rev.status} already")
+        return rev
+
+    def accept(self, revision_id: str) -> Memory:
+        """Apply an agent's pending revision (human only): the memory takes the proposed values and stays verified;
+        its history records the acceptance."""
+        ctx = self._ctx
+        ctx.require_human("accept a revision")
+        rev = self._revision(revision_id)
+        mem: Memory = super().get(rev.rid)  # type: ignore[misc]
+        values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in rev.proposed.items()
+                                  if k in REVISED_FIELDS}
+        with ctx.store.transaction():
+            ts = ctx.store.stamp(ctx.now_ts())
+            after: Memory = replace(mem, updated_at=ts, verified=True, **values)
+            self._table.update(mem.id, updated_at=ts, verified=True, **values)
+            ctx.store.revisions.decide(rev.id, "accepted", ts)
+            self._changed("accept", mem, after, ts)
+        return after
+
+    def reject(self, revision_id: str) -> Revision:
+        """Reject an agent's pending revision (human only): the memory stays as it is."""
+        ctx = self._ctx
+        ctx.require_human("reject a revision")
+        rev = self._revision(revision_id)
+        with ctx.store.transaction():
+            ts = ctx.store.stamp(ctx.now_ts())
+            ctx.store.revisions.decide(rev.id, "rejected", ts)
+        return replace(rev, status="rejected", decided_at=ts)
+
+    # -- duplicates and contradictions ------------------------------------------------------------------------
+    def conflicts(self, *, status: str | None = "open") -> list[Link]:
+        """Pairs the duplicate check found in this mind (any kinds; ``status``: open, kept, merged, superseded;
+        None: all), oldest first."""
+        st = None if status is None else check_choice(status, "status", LINK_STATUSES)
+        if not self._ctx.store.readonly:  # records a bulk write left unchecked are checked first
+            check_pending(self._ctx.store)
+        return self._ctx.store.links.of_mind(self._ctx.mind, st)
+
+    def resolve(self, link_id: str, action: str) -> Link:
+        """Decide a pair (human only): ``merge`` (the hidden side, else the newer one, is deleted; a memory keeps
+        the union of both memories' tags), ``keep`` (both stand and both are recalled) or ``supersede`` (the newer
+        stands, the older is deleted). Deletions are recorded in history (a revert brings a memory back)."""
+        ctx = self._ctx
+        ctx.require_human("resolve a conflict")
+        act = check_choice(action, "action", tuple(RESOLUTIONS))
+        link = ctx.store.links.get(str(link_id).strip())
+        if link is None or link.mind != ctx.mind:
+            raise NotFoundError(f"no conflict {link_id!r} in mind {ctx.mind!r}")
+        if link.status != "open":
+            raise ConflictError(f"conflict {link.id} is {link.status} already")
+        view = ctx.view()
+        a = ctx.store.table(link.a_kind).get(view, link.a)
+        b = ctx.store.table(link.b_kind).get(view, link.b)
+        with ctx.store.transaction():
+            ts = ctx.store.stamp(ctx.now_ts())
+            ctx.store.links.decide(link.id, RESOLUTIONS[act], ts)  # first: a deletion drops open links only
+            if act == "merge":
+                gone, stays = (a, b) if link.hidden in (None, link.a) else (b, a)
+                if isinstance(gone, Memory) and isinstance(stays, Memory) and set(gone.tags) - set(stays.tags):
+                    tags = tuple(sorted(set(stays.tags) | set(gone.tags)))
+                    ctx.store.memories.update(stays.id, updated_at=ts, tags=tags)
+                    history.record(ctx, "merge", stays, replace(stays, updated_at=ts, tags=tags), at=ts)
+                self._drop(gone, "merge", ts)
+            elif act == "supersede":
+                self._drop(b, "supersede", ts)
+        return replace(link, status=RESOLUTIONS[act], decided_at=ts)
+
+    def _drop(self, rec: Record | None, action: str, ts: str) -> None:
+        if rec is None:
+            return
+        ctx = self._ctx
+        if ctx.actor != "user":
+            raise PermissionDeniedError("an agent may not resolve a conflict")
+        ctx.store.table(rec.kind).delete(rec.id)
+        history.record(ctx, action, rec, None, at=ts)

@@ -1,0 +1,207 @@
+"""The statements of a vault's own changes, written once for both backends (schema v6 / team migration 9):
+``history`` (append-only, one row per mutation of a record), ``revisions`` (an agent's pending change to a verified
+memory), ``links`` (likely duplicates and contradictions for a human to decide) and ``exports`` (exports taken).
+
+Every listing ends its order in the row id; history is ordered by ``at`` (the write stamp) then id. Deletes go
+through named statements, which PostgreSQL runs through checked functions (its dialect's ``DELETES``): only a
+human purges or prunes history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+from synapse_nb.changes import ExportMark, HistoryEntry, Link, Revision
+from synapse_nb.store.sql.connection import D, Repository, Row
+
+__all__ = ["DELETE_HISTORY_OF", "DELETE_LINKS_OF", "DELETE_REVISIONS_OF", "HISTORY_COLUMNS", "NEXT_VERSION",
+           "PRUNE_HISTORY", "ExportsQueries", "HistoryQueries", "LinksQueries", "RevisionsQueries"]
+
+HISTORY_COLUMNS = ("id", "rid", "kind", "mind", "version", "action", "actor", "surface", "at", "digest_before",
+                   "digest_after", "before")
+REVISION_COLUMNS = ("id", "rid", "kind", "mind", "status", "fields", "base_digest", "actor", "surface", "created_at",
+                    "decided_at")
+LINK_COLUMNS = ("id", "mind", "a", "a_kind", "b", "b_kind", "relation", "score", "hidden", "status", "reason",
+                "created_at", "decided_at")
+EXPORT_COLUMNS = ("id", "taken_at", "dest", "records", "history")
+
+_H = ", ".join(HISTORY_COLUMNS)
+INSERT_HISTORY = f"INSERT INTO history({_H}) VALUES ({', '.join('?' * len(HISTORY_COLUMNS))})"
+NEXT_VERSION = "SELECT coalesce(max(version), 0) + 1 FROM history WHERE rid = ?"
+HISTORY_OF = f"SELECT {_H} FROM history WHERE rid = ? ORDER BY at, id"
+HISTORY_OF_MIND = f"SELECT {_H} FROM history WHERE mind = ? ORDER BY at DESC, id DESC LIMIT ?"
+HISTORY_AFTER = f"SELECT {_H} FROM history WHERE mind = ? AND at > ? ORDER BY rid, at, id"
+HISTORY_ALL = f"SELECT {_H} FROM history ORDER BY at, id"
+HAS_VERSION = "SELECT 1 FROM history WHERE rid = ? AND version = ?"
+DELETE_HISTORY_OF = "DELETE FROM history WHERE rid = ?"
+#: Entries of a mind older than a time, but never a record's newest one (its last known state stays).
+PRUNE_HISTORY = ("DELETE FROM history WHERE mind = ? AND at < ? AND id NOT IN "
+                 "(SELECT h.id FROM history h WHERE h.mind = ? AND h.at = (SELECT max(g.at) FROM history g "
+                 "WHERE g.rid = h.rid))")
+
+_R = ", ".join(REVISION_COLUMNS)
+INSERT_REVISION = f"INSERT INTO revisions({_R}) VALUES ({', '.join('?' * len(REVISION_COLUMNS))})"
+REVISIONS_OF_MIND = f"SELECT {_R} FROM revisions WHERE mind = ? ORDER BY created_at, id"
+REVISIONS_BY_STATUS = f"SELECT {_R} FROM revisions WHERE mind = ? AND status = ? ORDER BY created_at, id"
+REVISION_BY_ID = f"SELECT {_R} FROM revisions WHERE id = ?"
+DECIDE_REVISION = "UPDATE revisions SET status = ?, decided_at = ? WHERE id = ? AND status = 'pending'"
+DELETE_REVISIONS_OF = "DELETE FROM revisions WHERE rid = ?"
+
+_L = ", ".join(LINK_COLUMNS)
+INSERT_LINK = (f"INSERT INTO links({_L}) VALUES ({', '.join('?' * len(LINK_COLUMNS))}) "
+               "ON CONFLICT (a, b) DO NOTHING")
+LINKS_OF_MIND = f"SELECT {_L} FROM links WHERE mind = ? ORDER BY created_at, id"
+LINKS_BY_STATUS = f"SELECT {_L} FROM links WHERE mind = ? AND status = ? ORDER BY created_at, id"
+LINK_BY_ID = f"SELECT {_L} FROM links WHERE id = ?"
+LINKS_OF_RECORD = f"SELECT {_L} FROM links WHERE a = ? OR b = ? ORDER BY created_at, id"
+HIDDEN = "SELECT hidden FROM links WHERE mind = ? AND status = 'open' AND hidden IS NOT NULL ORDER BY hidden"
+DECIDE_LINK = "UPDATE links SET status = ?, decided_at = ? WHERE id = ? AND status = 'open'"
+DELETE_LINKS_OF = "DELETE FROM links WHERE a = ? OR b = ?"
+
+CHECKED_AT = "SELECT at FROM dup_checked WHERE id = 1"
+ADVANCE_CHECKED = "UPDATE dup_checked SET at = ? WHERE id = 1 AND at < ?"
+
+_E = ", ".join(EXPORT_COLUMNS)
+INSERT_EXPORT = f"INSERT INTO exports({_E}) VALUES (?, ?, ?, ?, ?)"
+EXPORTS = f"SELECT {_E} FROM exports ORDER BY taken_at, id"
+
+
+def _entry(r: Row) -> HistoryEntry:
+    return HistoryEntry(*(r[c] for c in HISTORY_COLUMNS))
+
+
+def _revision(r: Row) -> Revision:
+    return Revision(*(r[c] for c in REVISION_COLUMNS))
+
+
+def _link(r: Row) -> Link:
+    values = [r[c] for c in LINK_COLUMNS]
+    values[7] = float(values[7])
+    return Link(*values)
+
+
+class HistoryQueries(Repository[D]):
+    """``store.history``: append, read by record or mind, purge one record's, prune a mind's older entries."""
+
+    def next_version(self, rid: str) -> int:
+        row = self._db.query_one(NEXT_VERSION, (rid,))
+        return int(row[0]) if row else 1
+
+    def append(self, entries: Sequence[HistoryEntry]) -> None:
+        rows = [tuple(getattr(e, c) for c in HISTORY_COLUMNS) for e in entries]
+        if len(rows) == 1:
+            self._db.write(INSERT_HISTORY, rows[0])
+        elif rows:
+            self._db.executemany(INSERT_HISTORY, rows)
+
+    def of_record(self, rid: str) -> list[HistoryEntry]:
+        return [_entry(r) for r in self._db.query(HISTORY_OF, (rid,))]
+
+    def of_mind(self, mind: str, *, limit: int) -> list[HistoryEntry]:
+        return [_entry(r) for r in self._db.query(HISTORY_OF_MIND, (mind, int(limit)))]
+
+    def after(self, mind: str, at: str) -> list[HistoryEntry]:
+        """The mind's entries stamped after ``at``, by record then time (what an ``as_of`` read rewinds)."""
+        return [_entry(r) for r in self._db.query(HISTORY_AFTER, (mind, at))]
+
+    def all(self) -> Iterator[HistoryEntry]:
+        """Every entry of the vault (all minds), by time then id (export)."""
+        return (_entry(r) for r in self._db.iter_query(HISTORY_ALL))
+
+    def insert_entry(self, e: HistoryEntry) -> bool:
+        """Import one entry as it is; False when the record's version is there already (identical or not: history is
+        append-only, the first copy stands)."""
+        if self._db.query_one(HAS_VERSION, (e.rid, e.version)) is not None:
+            return False
+        self.append([e])
+        return True
+
+    def purge(self, rid: str) -> int:
+        with self._db.transaction():
+            return max(0, self._db.write(DELETE_HISTORY_OF, (rid,)).rowcount)
+
+    def prune(self, mind: str, before: str) -> int:
+        with self._db.transaction():
+            return max(0, self._db.write(PRUNE_HISTORY, (mind, before, mind)).rowcount)
+
+
+class RevisionsQueries(Repository[D]):
+    """``store.revisions``: agents' pending changes to verified memories."""
+
+    def insert(self, rev: Revision) -> None:
+        self._db.write(INSERT_REVISION, tuple(getattr(rev, c) for c in REVISION_COLUMNS))
+
+    def get(self, id: str) -> Revision | None:
+        row = self._db.query_one(REVISION_BY_ID, (id,))
+        return None if row is None else _revision(row)
+
+    def of_mind(self, mind: str, status: str | None = None) -> list[Revision]:
+        if status is None:
+            return [_revision(r) for r in self._db.query(REVISIONS_OF_MIND, (mind,))]
+        return [_revision(r) for r in self._db.query(REVISIONS_BY_STATUS, (mind, status))]
+
+    def decide(self, id: str, status: str, at: str) -> bool:
+        return self._db.write(DECIDE_REVISION, (status, at, id)).rowcount > 0
+
+    def purge(self, rid: str) -> int:
+        with self._db.transaction():
+            return max(0, self._db.write(DELETE_REVISIONS_OF, (rid,)).rowcount)
+
+
+class LinksQueries(Repository[D]):
+    """``store.links``: pairs the duplicate check found, and what a human decided about them."""
+
+    def insert(self, links: Iterable[Link]) -> None:
+        rows = [tuple(getattr(x, c) for c in LINK_COLUMNS) for x in links]
+        if rows:
+            self._db.executemany(INSERT_LINK, rows)
+
+    def get(self, id: str) -> Link | None:
+        row = self._db.query_one(LINK_BY_ID, (id,))
+        return None if row is None else _link(row)
+
+    def of_mind(self, mind: str, status: str | None = None) -> list[Link]:
+        if status is None:
+            return [_link(r) for r in self._db.query(LINKS_OF_MIND, (mind,))]
+        return [_link(r) for r in self._db.query(LINKS_BY_STATUS, (mind, status))]
+
+    def of_record(self, rid: str) -> list[Link]:
+        return [_link(r) for r in self._db.query(LINKS_OF_RECORD, (rid, rid))]
+
+    def hidden(self, mind: str) -> frozenset[str]:
+        """Ids recall leaves out: the hidden side of each open link of the mind."""
+        return frozenset(str(r[0]) for r in self._db.query(HIDDEN, (mind,)))
+
+    def decide(self, id: str, status: str, at: str) -> bool:
+        return self._db.write(DECIDE_LINK, (status, at, id)).rowcount > 0
+
+    def purge(self, rid: str) -> int:
+        with self._db.transaction():
+            return max(0, self._db.write(DELETE_LINKS_OF, (rid, rid)).rowcount)
+
+    def checked_at(self) -> str:
+        row = self._db.query_one(CHECKED_AT)
+        return "" if row is None else str(row[0])
+
+    def advance(self, at: str) -> None:
+        self._db.write(ADVANCE_CHECKED, (at, at))
+
+    def unchecked(self, after: str, before: str | None, kinds: Sequence[str], actions: Sequence[str],
+                  limit: int) -> list[tuple[str, str, str, str]]:
+        dialect = self._db.dialect
+        in_kinds, kparams = dialect.is_in("kind", list(kinds))
+        in_actions, aparams = dialect.is_in("action", list(actions))
+        upper, uparams = ("", ()) if before is None else (" AND at < ?", (before,))
+        rows = self._db.query(f"SELECT at, rid, kind, mind FROM history WHERE at > ?{upper} AND {in_kinds} AND "
+                              f"{in_actions} ORDER BY at, id LIMIT ?", (after, *uparams, *kparams, *aparams, limit))
+        return [(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows]
+
+
+class ExportsQueries(Repository[D]):
+    """``store.exports``: the exports taken, so a purge can name those that still hold a record."""
+
+    def record(self, mark: ExportMark) -> None:
+        self._db.write(INSERT_EXPORT, tuple(getattr(mark, c) for c in EXPORT_COLUMNS))
+
+    def all(self) -> list[ExportMark]:
+        return [ExportMark(*(r[c] for c in EXPORT_COLUMNS)) for r in self._db.query(EXPORTS)]

@@ -1,0 +1,55 @@
+"""History in an export (``export_jsonl(history=True)``, CLI ``--history``): one ``{"kind": "history", ...}`` line per
+entry after the records, by time then id; an import stores them as they are (an entry whose id is there is skipped:
+history is append-only, the first copy stands). ``before`` travels as the canonical JSON text the vault stores, so
+an entry re-imports byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from synapse_nb.changes import ACTIONS, HistoryEntry
+from synapse_nb.errors import ValidationError
+from synapse_nb.models import KIND_NAMES
+
+if TYPE_CHECKING:
+    from synapse_nb.store.base import VaultStore
+
+__all__ = ["HISTORY_KIND", "history_docs", "history_entry"]
+
+#: The ``kind`` of a history line in an export.
+HISTORY_KIND = "history"
+_TEXT = ("id", "rid", "kind_of", "mind", "action", "actor", "surface", "at")
+
+
+def history_docs(store: VaultStore) -> Iterator[dict[str, Any]]:
+    """Every history entry of the vault as an export document (``kind_of``: the record's kind)."""
+    for e in store.history.all():
+        doc = e.to_dict()
+        doc["kind_of"] = doc.pop("kind")
+        doc["before"] = e.before
+        yield {"kind": HISTORY_KIND, **doc}
+
+
+def history_entry(doc: dict[str, Any]) -> HistoryEntry:
+    """The entry an export document describes (raises ValidationError naming what is wrong)."""
+    for f in _TEXT:
+        if not isinstance(doc.get(f), str) or not doc[f]:
+            raise ValidationError(f"history entry: {f} must be a non-empty text")
+    if doc["kind_of"] not in KIND_NAMES:
+        raise ValidationError(f"history entry: unknown record kind {doc['kind_of']!r}")
+    if doc["action"] not in ACTIONS:
+        raise ValidationError(f"history entry: unknown action {doc['action']!r}")
+    if doc["actor"] not in ("user", "agent"):
+        raise ValidationError(f"history entry: actor {doc['actor']!r} is not user or agent")
+    version = doc.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValidationError(f"history entry: version {version!r} must be a whole number from 1")
+    for f in ("digest_before", "digest_after", "before"):
+        if doc.get(f) is not None and not isinstance(doc[f], str):
+            raise ValidationError(f"history entry: {f} must be text or null")
+    return HistoryEntry(id=doc["id"], rid=doc["rid"], kind=doc["kind_of"], mind=doc["mind"], version=version,
+                        action=doc["action"], actor=doc["actor"], surface=doc["surface"], at=doc["at"],
+                        digest_before=doc.get("digest_before"), digest_after=doc.get("digest_after"),
+                        before=doc.get("before"))

@@ -1,0 +1,160 @@
+"""ChangeReview: the human's side of issue 30: agents' pending revisions (accept or reject) and the duplicate or
+contradicting pairs the vault found on write (merge, keep both, supersede)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as widgets
+
+from synapse_nb.errors import SynapseError
+from synapse_nb.models import kind_of_id
+from synapse_nb.provenance import inline
+from synapse_nb.render import MUTED, plural
+from synapse_nb.widgets._common import FamilyWidget, block, button, esc, live_vault, require_human
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb.changes import Link, Revision
+    from synapse_nb.vault import ReadableVault
+
+__all__ = ["ChangeReview"]
+
+
+class ChangeReview(FamilyWidget):
+    """Pending revisions and open conflicts, one list each; the selected one in full with its buttons.
+
+    Every button is a human's decision (the core refuses an agent anyway): Accept applies an agent's revision to
+    the memory (verified), Reject leaves the memory as it is; Merge deletes the duplicate (its tags join the other
+    memory), Keep both ends the link (both are recalled again), Supersede deletes the older record. Deletions stay in
+    history (``memory revert`` brings a memory back).
+
+    Attributes
+    ----------
+    revisions, conflicts : the ``Select`` lists (values: ids); revision_html, conflict_html : the selected one;
+    accept_button, reject_button, merge_button, keep_button, supersede_button; message : the last outcome.
+
+    Examples
+    --------
+    >>> import synapse_nb as syn, tempfile
+    >>> v = syn.open_vault(tempfile.mkdtemp())
+    >>> m = v.remember("procedure", "deploy", "make deploy, then tag")
+    >>> _ = v.as_agent().memories.update(m.id, content="make deploy-prod, then tag")
+    >>> w = ChangeReview(v)
+    >>> w.accept_button.click()
+    >>> v.memories.get(m.id).content
+    'make deploy-prod, then tag'
+    """
+
+    def __init__(self, vault: ReadableVault) -> None:
+        v = live_vault(vault, "ChangeReview")
+        require_human(v, "ChangeReview")
+        super().__init__(v, "Changes to review")
+        self.items_revisions: list[Revision] = []
+        self.items_conflicts: list[Link] = []
+        self.revisions = widgets.Select(options=[], rows=6, description="revisions",
+                                        layout=widgets.Layout(width="auto"))
+        self.conflicts = widgets.Select(options=[], rows=6, description="conflicts",
+                                        layout=widgets.Layout(width="auto"))
+        self.revision_html = widgets.HTML()
+        self.conflict_html = widgets.HTML()
+        self.accept_button = button("Accept", "check", "Apply the agent's revision (the memory stays verified)",
+                                    style="success")
+        self.reject_button = button("Reject", "times", "Leave the memory as it is", style="danger")
+        self.merge_button = button("Merge", "compress", "Delete the duplicate; its tags join the other memory")
+        self.keep_button = button("Keep both", "clone", "Both stand, and both are recalled")
+        self.supersede_button = button("Supersede", "arrow-up", "The newer stands; the older is deleted")
+        self.accept_button.on_click(lambda _b: self.decide_revision(True))
+        self.reject_button.on_click(lambda _b: self.decide_revision(False))
+        self.merge_button.on_click(lambda _b: self.resolve("merge"))
+        self.keep_button.on_click(lambda _b: self.resolve("keep"))
+        self.supersede_button.on_click(lambda _b: self.resolve("supersede"))
+        self.revisions.observe(lambda _c: self._show(), names="value")
+        self.conflicts.observe(lambda _c: self._show(), names="value")
+        self.detail.children = (self.revision_html, widgets.HBox([self.accept_button, self.reject_button]),
+                                self.conflict_html,
+                                widgets.HBox([self.merge_button, self.keep_button, self.supersede_button]),
+                                self.message)
+        self.frame(main=[self.revisions, self.conflicts])
+        self.add_class("synapse-change-review")
+        self.refresh()
+
+    def refresh(self) -> None:
+        mem = self.vault.memories
+        self.items_revisions = mem.revisions()
+        self.items_conflicts = mem.conflicts()
+        self.revisions.options = [(f"{r.rid} · {inline(r.proposed.get('content', str(r.proposed)), 60)}", r.id)
+                                  for r in self.items_revisions]
+        self.conflicts.options = [(f"{x.relation} · {x.a} ~ {x.b} ({x.score:.2f})", x.id)
+                                  for x in self.items_conflicts]
+        if self.items_revisions and self.revisions.value is None:
+            self.revisions.value = self.items_revisions[0].id
+        if self.items_conflicts and self.conflicts.value is None:
+            self.conflicts.value = self.items_conflicts[0].id
+        self.set_header(f"{plural(len(self.items_revisions), 'pending revision')}, "
+                        f"{plural(len(self.items_conflicts), 'open conflict')}")
+        self._show()
+
+    def _record_text(self, rid: str) -> str:
+        kind = kind_of_id(rid)
+        if kind is None:
+            return rid
+        try:
+            return str(self.vault.manager(kind).get(rid).summary_line())
+        except SynapseError:
+            return "(gone)"
+
+    def _show(self) -> None:
+        rev = next((r for r in self.items_revisions if r.id == self.revisions.value), None)
+        link = next((x for x in self.items_conflicts if x.id == self.conflicts.value), None)
+        if rev is None:
+            self.revision_html.value = block(f"<i style='color:{MUTED}'>no pending revision</i>")
+        else:
+            now = self._record_text(rev.rid)
+            wants = "".join(f"<div><b>{esc(k)}</b>: {esc(inline(str(v), 300))}</div>"
+                            for k, v in sorted(rev.proposed.items()))
+            self.revision_html.value = block(
+                f"<div><b>{esc(rev.id)}</b> · proposed by {esc(rev.actor)} via {esc(rev.surface)}</div>"
+                f"<div style='color:{MUTED}'>now: {esc(now)}</div><div class='synapse-agent'>{wants}</div>")
+        self.accept_button.disabled = self.reject_button.disabled = rev is None
+        if link is None:
+            self.conflict_html.value = block(f"<i style='color:{MUTED}'>no open conflict</i>")
+        else:
+            hid = f" · recall hides {esc(link.hidden)}" if link.hidden else ""
+            self.conflict_html.value = block(
+                f"<div><b>{esc(link.relation)}</b> ({link.score:.2f}): {esc(link.reason)}{hid}</div>"
+                f"<div>newer: {esc(self._record_text(link.a))}</div><div>older: {esc(self._record_text(link.b))}</div>")
+        for b in (self.merge_button, self.keep_button, self.supersede_button):
+            b.disabled = link is None
+
+    def decide_revision(self, accept: bool) -> Any:
+        """Accept or reject the selected revision."""
+        rid = self.revisions.value
+        if rid is None:
+            self.say("no revision selected", error=True)
+            return None
+        mem = self.vault.memories
+        try:
+            out = self.act(lambda: mem.accept(rid) if accept else mem.reject(rid))
+        except SynapseError as exc:
+            self.say(f"not done: {exc}", error=True)
+            return None
+        self.revisions.value = None
+        self.refresh()
+        self.say(f"{'accepted' if accept else 'rejected'} {rid}")
+        return out
+
+    def resolve(self, action: str) -> Any:
+        """Decide the selected conflict: merge, keep or supersede."""
+        lid = self.conflicts.value
+        if lid is None:
+            self.say("no conflict selected", error=True)
+            return None
+        try:
+            out = self.act(lambda: self.vault.memories.resolve(lid, action))
+        except SynapseError as exc:
+            self.say(f"not done: {exc}", error=True)
+            return None
+        self.conflicts.value = None
+        self.refresh()
+        self.say(f"{lid}: {out.status}")
+        return out

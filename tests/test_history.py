@@ -1,0 +1,222 @@
+"""Memory that keeps its history (issue 30): versions with actors and digests, reads as of a time, revert, pending
+revisions, duplicates and contradictions decided by a human, and deletion that deletes (every store scanned)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import synapse_nb as syn
+from synapse_nb.dupes import classify
+from synapse_nb.vault import VaultSession
+from tests.conftest import FakeClock
+
+
+def test_three_upserts_by_user_and_agent_list_three_versions_with_actors_and_digests(
+        vault: syn.Vault, agent_vault: syn.Vault, clock: FakeClock) -> None:
+    m = agent_vault.remember("knowledge", "ci_runtime", "CI takes 12 minutes")
+    clock.advance(seconds=60)
+    agent_vault.remember("knowledge", "ci_runtime", "CI takes 9 minutes")
+    clock.advance(seconds=60)
+    vault.memories.verify(m.id)
+    h = vault.memories.history("ci_runtime")
+    assert [(e.version, e.action, e.actor) for e in h] == [(1, "create", "agent"), (2, "update", "agent"),
+                                                          (3, "verify", "user")]
+    assert h[0].digest_before is None and h[0].digest_after == h[1].digest_before
+    assert h[2].digest_after == vault.memories.get(m.id).digest
+    assert [e.at for e in h] == sorted(e.at for e in h)
+    assert vault.history(m.id) == h
+    # as_of returns each old version
+    for e in h:
+        assert vault.memories.get("ci_runtime", as_of=e.at).digest == e.digest_after
+    with pytest.raises(syn.NotFoundError):
+        vault.memories.get("ci_runtime", as_of="2020-01-01T00:00:00Z")
+    # revert restores one, as a new change by a human
+    r = vault.memories.revert(m.id, to=1)
+    assert r.content == "CI takes 12 minutes" and r.verified
+    assert vault.memories.history(m.id)[-1].action == "revert"
+    with pytest.raises(syn.PermissionDeniedError):
+        agent_vault.memories.revert(m.id, to=2)
+
+
+def test_every_kind_and_every_mutation_is_recorded(vault: syn.Vault) -> None:
+    d = vault.decide("Use SQLite locally")
+    n = vault.notes.add("deploy_note", "before a deploy", "run the checks")
+    vault.notes.add("deploy_note", "before a deploy", "run the checks twice")
+    les = vault.lessons.create("Reverted the retry change")
+    vault.lessons.approve(les.id, text="do not retry blindly")
+    vault.decisions.delete(d.id)
+    assert [e.action for e in vault.history(d.id)] == ["create", "delete"]
+    assert [e.action for e in vault.history(n.id)] == ["create", "update"]
+    assert [e.action for e in vault.history(les.id)] == ["create", "approve"]
+    assert vault.history(d.id).record(1).decision == "Use SQLite locally"  # a deleted record's versions stay
+
+
+def test_an_agents_change_to_a_verified_memory_is_a_pending_revision(vault: syn.Vault,
+                                                                     agent_vault: syn.Vault) -> None:
+    m = vault.remember("procedure", "deploy", "make deploy, then tag")
+    before = vault.export_jsonl()
+    assert agent_vault.memories.update(m.id, content="make deploy-prod, then tag").content == "make deploy, then tag"
+    assert vault.export_jsonl() == before  # nothing changed until a human accepts
+    (rev,) = vault.memories.revisions()
+    assert rev.proposed == {"content": "make deploy-prod, then tag"} and rev.actor == "agent"
+    for refused in (lambda: agent_vault.memories.accept(rev.id), lambda: agent_vault.memories.reject(rev.id)):
+        with pytest.raises(syn.PermissionDeniedError):
+            refused()
+    got = vault.memories.accept(rev.id)
+    assert got.content == "make deploy-prod, then tag" and got.verified
+    assert vault.memories.revisions() == [] and vault.memories.history(m.id)[-1].action == "accept"
+
+
+def test_a_near_duplicate_is_linked_hidden_from_recall_and_decided_by_a_human(vault: syn.Vault,
+                                                                            agent_vault: syn.Vault) -> None:
+    orig = vault.remember("procedure", "deploy_procedure", "deploy: run make deploy then tag the release on main")
+    vault.remember("knowledge", "unrelated", "the office coffee machine is on the third floor")
+    copy = agent_vault.remember("knowledge", "deploy_steps", "to deploy run make deploy then tag the release on main")
+    (link,) = vault.memories.conflicts()
+    assert (link.a, link.b, link.relation, link.hidden) == (copy.id, orig.id, "duplicate", copy.id)
+    text = vault.recall("how do we deploy and tag the release").text
+    assert "deploy_procedure" in text and "deploy_steps" not in text  # given once
+    with pytest.raises(syn.PermissionDeniedError):
+        agent_vault.memories.resolve(link.id, "merge")
+    assert vault.memories.resolve(link.id, "merge").status == "merged"
+    assert sorted(m.key for m in vault.memories.list()) == ["deploy_procedure", "unrelated"]
+
+
+def test_the_same_fact_as_a_memory_and_a_decision_is_given_once(vault: syn.Vault) -> None:
+    vault.remember("project", "db_engine", "the orders service stores its data in postgres")
+    vault.decide("the orders service stores its data in postgres")
+    vault.remember("knowledge", "other", "lunch is at noon on fridays")
+    text = vault.recall("where does the orders service store its data").text
+    assert text.count("orders service stores its data in postgres") == 1
+
+
+def test_contradictions_differ_in_numbers_or_negation() -> None:
+    assert classify("the API rate limit is 100 requests per minute", "the API rate limit is 500 requests per minute",
+                    {}, 50).relation == "contradiction"
+    assert classify("we deploy on fridays", "we never deploy on fridays", {}, 50).relation == "contradiction"
+    assert classify("we deploy on fridays", "the cache lives in redis", {}, 50).relation is None
+
+
+def _scan(folder: Path, needle: bytes) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and needle in p.read_bytes())
+
+
+def test_delete_then_purge_leave_no_trace_in_any_store(vault: syn.Vault, tmp_path: Path) -> None:
+    secret = "zebrafish7731 nests in the quarry pond behind building nine"
+    for i in range(30):
+        vault.remember("knowledge", f"filler_{i}", f"filler fact {i} about deploys and caches")
+    m = vault.remember("knowledge", "secret_fact", secret)
+    vault.recall("zebrafish7731 quarry pond")  # the rank cache file
+    vault.index.rebuild()  # the LanceDB index holds it
+    assert m.id in {h.id for h in vault.index.search("zebrafish7731")}
+    export = tmp_path / "before.jsonl"
+    vault.export_jsonl(export)
+    vault.memories.delete(m.id)
+    needle = b"zebrafish7731"
+    # delete: gone from the index files, FTS, WAL and caches; only its history keeps it (for a human to revert)
+    assert _scan(vault.path / "index", needle) == []
+    assert m.id not in {h.id for h in vault.index.search("zebrafish7731")}
+    assert not vault.memories.search("zebrafish7731")
+    assert vault.history(m.id)[-1].action == "delete"
+    report = vault.purge(m.id)
+    assert report.history_removed == 2 and [x.dest for x in report.exports_holding] == [str(export.resolve())]
+    assert _scan(vault.path, needle) == []
+    assert _scan(vault.path, secret.encode()) == []
+    with pytest.raises(syn.NotFoundError):
+        vault.history(m.id)
+    with pytest.raises(syn.PermissionDeniedError):
+        vault.as_agent().purge(vault.remember("knowledge", "k", "v").id)
+
+
+def test_history_travels_in_an_export_when_asked(vault: syn.Vault, tmp_path: Path) -> None:
+    m = vault.remember("knowledge", "k", "one")
+    vault.remember("knowledge", "k", "two")
+    text = vault.export_jsonl(history=True)
+    assert text.count('"kind": "history"') == 2 and '"kind": "history"' not in vault.export_jsonl()
+    other = syn.open_vault(tmp_path / "other") if (tmp_path / "other").mkdir() is None else None
+    assert other is not None
+    counts = other.import_jsonl(text.splitlines(), trust=True)
+    assert counts["history"] == 2
+    assert [e.action for e in other.history(m.id)] == ["create", "update", "import"]
+    assert [e.id for e in other.history(m.id)][:2] == [e.id for e in vault.history(m.id)]
+
+
+def test_history_is_pruned_only_by_a_human_with_a_retention_window(vault: syn.Vault, clock: FakeClock) -> None:
+    m = vault.remember("knowledge", "k", "one")
+    clock.advance(days=400)
+    vault.remember("knowledge", "k", "two")
+    with pytest.raises(syn.PermissionDeniedError):
+        vault.as_agent().prune_history(older_than="365d")
+    assert vault.prune_history(older_than="365d") == 1
+    assert [e.action for e in vault.history(m.id)] == ["update"]
+
+
+def test_each_surface_is_named_in_history(tmp_path: Path) -> None:
+    with VaultSession(tmp_path, surface="notebook") as s:
+        m = s.write().remember("knowledge", "k", "v")
+        assert s.write().history(m.id)[0].surface == "notebook"
+    with pytest.raises(syn.ValidationError):
+        VaultSession(tmp_path, surface="telepathy")
+
+
+def test_the_memory_browser_shows_history_and_reverts(vault: syn.Vault, clock: FakeClock) -> None:
+    from synapse_nb.widgets import MemoryBrowser
+
+    m = vault.remember("knowledge", "cache_ttl", "cache entries live 5 minutes")
+    clock.advance(seconds=5)
+    vault.as_agent().remember("knowledge", "other", "agent fact")
+    vault.remember("knowledge", "cache_ttl", "cache entries live 15 minutes")
+    b = MemoryBrowser(vault)
+    b.select(m.id)
+    assert "History" in b.history_html.value and "5 minutes" in b.history_html.value
+    assert b.revert_version.value == 1 and not b.revert_button.disabled
+    b.revert_button.click()
+    assert vault.memories.get(m.id).content == "cache entries live 5 minutes"
+    assert [e.action for e in vault.memories.history(m.id)] == ["create", "update", "revert"]
+    agent = MemoryBrowser(vault.as_agent())
+    agent.select(m.id)
+    assert agent.revert_button.disabled
+
+
+def test_the_change_review_widget_decides_revisions_and_conflicts(vault: syn.Vault) -> None:
+    from synapse_nb.widgets import ChangeReview
+
+    m = vault.remember("procedure", "deploy_procedure", "deploy: run make deploy then tag the release on main")
+    vault.remember("knowledge", "unrelated", "the office coffee machine is on the third floor")
+    agent = vault.as_agent()
+    agent.memories.update(m.id, content="deploy: run make deploy-prod then tag the release")
+    agent.remember("knowledge", "deploy_steps", "to deploy run make deploy then tag the release on main")
+    w = ChangeReview(vault)
+    assert len(w.items_revisions) == 1 and len(w.items_conflicts) == 1
+    w.reject_button.click()
+    assert vault.memories.get(m.id).content.startswith("deploy: run make deploy then")
+    w.merge_button.click()
+    assert vault.memories.conflicts() == [] and "merged" in w.message.value
+    with pytest.raises(syn.PermissionDeniedError):
+        ChangeReview(vault.as_agent())
+
+
+def test_prune_records_the_deletions_and_expiries_it_makes(vault: syn.Vault, clock: FakeClock) -> None:
+    m = vault.remember("context", "sprint", "ship v2", expires="1d")
+    les = vault.lessons.create("Reverted the retry change")
+    vault.lessons.approve(les.id, text="do not retry blindly", expiry_days=1)
+    clock.advance(days=2)
+    report = vault.prune()
+    assert report.memories_deleted == (m.id,) and report.lessons_expired == (les.id,)
+    assert vault.history(m.id)[-1].action == "delete" and vault.history(m.id).record(1).content == "ship v2"
+    last = vault.history(les.id)[-1]
+    assert last.action == "expire" and last.previous is not None and last.previous.status == "approved"
+
+
+def test_as_of_finds_the_memory_that_held_a_key_then(vault: syn.Vault, clock: FakeClock) -> None:
+    old = vault.remember("project", "db_engine", "mysql")
+    clock.advance(days=1)
+    then = vault.now()
+    clock.advance(days=1)
+    vault.memories.delete(old.id)
+    new = vault.remember("project", "db_engine", "postgres")
+    assert new.id != old.id
+    assert vault.memories.get("db_engine", as_of=then).content == "mysql"
+    assert vault.memories.get("db_engine").content == "postgres"
