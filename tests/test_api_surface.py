@@ -84,6 +84,6 @@ def test_public_callables_documented() -> None:
         if inspect.isclass(obj) or inspect.isfunction(obj):
             assert inspect.getdoc(obj), f"{name} has no docstring"
     sig = inspect.signature(synapse_nb.open_vault)
-    assert list(sig.parameters) == ["path", "mind", "actor", "clock", "readonly", "create", "offline"]
+    assert list(sig.parameters) == ["path", "mind", "actor", "clock", "readonly", "create", "offline", "surface"]
     assert sig.parameters["mind"].default == "default" and sig.parameters["actor"].default == "user"
     assert sig.parameters["create"].default is True and sig.parameters["create"].kind is inspect.Parameter.KEYWORD_ONLY

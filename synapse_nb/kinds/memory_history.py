@@ -16,6 +16,7 @@ from synapse_nb._util import check_choice, check_key, new_id
 from synapse_nb.changes import LINK_STATUSES, REVISION_STATUSES, Link, Revision
 from synapse_nb.dupes import check_pending
 from synapse_nb.errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
+from synapse_nb.kinds._base import KindManager
 from synapse_nb.models import CATEGORIES, Memory, Record, kind_of_id
 
 if TYPE_CHECKING:
@@ -43,6 +44,11 @@ class MemoryHistory:
         def resolve_id(self, id_or_prefix: str) -> str: ...
 
         def _changed(self, action: str, before: Any, after: Any, at: str) -> None: ...
+
+    def _stored(self, id: str) -> Memory:
+        """The memory as stored now (``KindManager.get``: id or unique prefix, the actor's view)."""
+        got: Memory = KindManager.get(self, id)  # type: ignore[arg-type]  # mixed into Memories, a KindManager
+        return got
 
     # -- which memory ---------------------------------------------------------------------------------------
     def _find(self, key_or_id: str, category: str | None) -> str:
@@ -102,7 +108,7 @@ class MemoryHistory:
         ``as_of`` (a datetime or ISO 8601 text): as it was then, from its history."""
         if category is None and as_of is None:
             try:
-                return super().get(id)  # type: ignore[misc,no-any-return]
+                return self._stored(id)
             except NotFoundError as exc:
                 try:
                     rid = self._find(id, None)
@@ -111,7 +117,7 @@ class MemoryHistory:
         else:
             rid = self._find(id, category)
         if as_of is None:
-            return super().get(rid)  # type: ignore[misc,no-any-return]
+            return self._stored(rid)
         at = history.as_of_ts(as_of)
         rec = history.state_at(self._ctx, rid, at)
         if rec is None and not id.strip().startswith("mem_"):  # a key another memory held then (deleted since)
@@ -187,7 +193,7 @@ class MemoryHistory:
         ctx = self._ctx
         ctx.require_human("accept a revision")
         rev = self._revision(revision_id)
-        mem: Memory = super().get(rev.rid)  # type: ignore[misc]
+        mem: Memory = self._stored(rev.rid)
         values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in rev.proposed.items()
                                   if k in REVISED_FIELDS}
         with ctx.store.transaction():
