@@ -176,8 +176,8 @@ class _Copy:
         res = res.sort_by("id")
         flat = res["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
         vecs = np.ascontiguousarray(flat.reshape(-1, dim), dtype=np.float32)
-        iv = vecs.astype(np.int64) if len(vecs) else np.zeros((0, dim), np.int64)
-        norm2 = np.einsum("ij,ij->i", iv, iv).astype(np.float64)  # exact integers
+        # exact integers (each square under 2**14, a row's sum under 2**53) without an int64 copy of the matrix
+        norm2 = np.einsum("ij,ij->i", vecs, vecs, dtype=np.float64)
         mind_names, mind_codes = np.unique(np.array(res["mind"].to_pylist(), dtype=str), return_inverse=True)
         expires = res["expires_at"].to_pylist()
         exp_values = np.array(sorted({e for e in expires if e is not None}), dtype=str)
