@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from synapse_nb.eval.chatstyle import ChatStyle, chat_style_all
 from synapse_nb.eval.locomo import load_locomo
 from synapse_nb.eval.metrics import recall_at_k
 from synapse_nb.eval.retrieval import HELD_OUT_CONVERSATIONS, TUNE_CONVERSATIONS, _rank, build_locomo_vault
@@ -104,12 +105,16 @@ def main() -> None:
     ap.add_argument("--pick", default=None, help="skip the choice: measure this K:W[:D]")
     ap.add_argument("--timing", action="store_true")
     ap.add_argument("--cache", default=None, help="keep the embedder's vectors in this file between runs")
+    ap.add_argument("--style", default="original", choices=["original", "chat"],
+                    help="chat: the chat-style rewrite of the conversations (synapse_nb.eval.chatstyle)")
     args = ap.parse_args()
     cache = None
     if args.cache:
         cache = Cached(embedders.load_embedder(args.embedder), Path(args.cache))
         embedders._loaded[args.embedder] = cache
     convs = load_locomo("datasets/locomo/locomo10.json")
+    if args.style == "chat":
+        convs = chat_style_all(convs, ChatStyle())
     with tempfile.TemporaryDirectory() as tmp:
         vaults = []
         t0, turns = time.perf_counter(), 0
@@ -121,7 +126,8 @@ def main() -> None:
             vaults.append((conv, v, ids))
             turns += len(conv.turns)
         build = time.perf_counter() - t0
-        emit(embedder=args.embedder, build_s=round(build, 1), turns=turns, turns_per_s=round(turns / build, 1))
+        emit(embedder=args.embedder, style=args.style, build_s=round(build, 1), turns=turns,
+             turns_per_s=round(turns / build, 1))
         if cache is not None:
             cache.save()
         try:
@@ -150,6 +156,8 @@ def main() -> None:
                 emit(split=name, point=f"{k}:{w}:{depth}", embedder=args.embedder, off=summary(off), on=summary(on),
                      ci_r10=paired(off, on, "r10"), ci_r5=paired(off, on, "r5"))
         finally:
+            if cache is not None:  # the query vectors too
+                cache.save()
             for _, v, _ in vaults:
                 v.index.close()
                 v.close()

@@ -122,6 +122,8 @@ def main() -> None:
     ap.add_argument("--weight", type=float, default=0.2)
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     ap.add_argument("--dense-only", action="store_true", help="the semantic table alone, synthetic vectors")
+    ap.add_argument("--keep", help="build each size's vault in DIR/<size> once and measure it there again on later "
+                    "runs (the channel's table is kept too: only the first run embeds)")
     args = ap.parse_args()
     if args.dense_only:
         for size in [int(s) for s in args.sizes.split(",")]:
@@ -131,18 +133,21 @@ def main() -> None:
         print(json.dumps(measure(Path(args.measure), args.queries, args.embedder, args.weight)))
         return
     for size in [int(s) for s in args.sizes.split(",")]:
-        tmp = Path(tempfile.mkdtemp(prefix=f"synsem{size}_"))
+        tmp = Path(args.keep) / str(size) if args.keep else Path(tempfile.mkdtemp(prefix=f"synsem{size}_"))
+        tmp.mkdir(parents=True, exist_ok=True)
         try:
-            v = syn.open_vault(tmp)
-            v.import_jsonl(export_lines(size), trust=True)  # its own synthetic user records
-            v.close()
+            if not (tmp / "synapse.db").is_file():
+                v = syn.open_vault(tmp)
+                v.import_jsonl(export_lines(size), trust=True)  # its own synthetic user records
+                v.close()
             out = subprocess.run([sys.executable, __file__, "--measure", str(tmp), "--queries", str(args.queries),
                                   "--embedder", args.embedder, "--weight", str(args.weight)],
                                  capture_output=True, text=True, check=True).stdout
             print(json.dumps({"size": size, "embedder": args.embedder, **json.loads(out.strip().splitlines()[-1])}),
                   flush=True)
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            if not args.keep:
+                shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

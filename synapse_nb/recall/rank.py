@@ -39,8 +39,10 @@ if TYPE_CHECKING:
 
     from synapse_nb.store.records import RankRow
 
-    #: The index's columns as :func:`_columns` builds them: ids, kinds, question, length, doc, thread, seq, actor.
-    _Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    #: The index's columns as :func:`_columns` builds them: ids, kinds, question, length, doc, thread, seq, actor,
+    #: back-channel.
+    _Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                     np.ndarray]
 
 __all__ = ["RANK_STOP_WORDS", "SCORE_DECIMALS", "Positions", "RankParams", "Ranked", "ThreadIndex", "fts_words",
            "rank_words", "structure", "unique_sorted"]
@@ -156,22 +158,29 @@ def _codes(names: Sequence[str], *none: object) -> dict[object, int]:
 
 def _fields(rows: Sequence[RankRow]) -> list[list[Any]]:
     """The rows' fields as lists, in RankRow's order (kind, id, thread, seq, actor, question, length, doc,
-    expires_at): one map per field at C speed, no per-row attribute reads."""
-    return [list(map(operator.itemgetter(k), rows)) for k in range(9)]
+    expires_at, head): one map per field at C speed, no per-row attribute reads."""
+    return [list(map(operator.itemgetter(k), rows)) for k in range(10)]
 
 
 def _columns(fields: list[list[Any]], tcode: Mapping[object, int], acode: Mapping[object, int]) -> _Columns:
-    """:func:`_fields` as the index's columns: ids and kinds (object arrays), question, length, doc, thread code,
-    seq (None: 0), actor code."""
+    """:func:`_fields` as the index's columns: ids and kinds (object arrays), question (a ``?``, or a message that
+    opens as a question: :func:`~synapse_nb.recall.asks.asks`), length, doc, thread code, seq (None: 0), actor code,
+    back-channel (:func:`~synapse_nb.recall.asks.back_channel`)."""
     import numpy as np
 
-    kinds, ids, threads, seqs, actors, questions, lengths, docs, _ = fields
+    from synapse_nb.recall.asks import asks, back_channel
+
+    kinds, ids, threads, seqs, actors, questions, lengths, docs, _, heads = fields
     ids_a, kinds_a = np.empty(len(ids), dtype=object), np.empty(len(ids), dtype=object)
     ids_a[:], kinds_a[:] = ids, kinds
-    return (ids_a, kinds_a, np.array(questions, dtype=bool), np.array(lengths, np.float64), np.array(docs, np.int64),
+    question = np.array(questions, dtype=bool)
+    brief = np.zeros(len(ids), bool)
+    for j in itertools.compress(range(len(heads)), heads):  # threaded records without a "?"
+        question[j], brief[j] = asks(heads[j]), back_channel(heads[j])
+    return (ids_a, kinds_a, question, np.array(lengths, np.float64), np.array(docs, np.int64),
             np.array(list(map(tcode.__getitem__, threads)), np.int64),
             np.array(list(map(_NO_SEQ.get, seqs, seqs)), np.int64),
-            np.array(list(map(acode.__getitem__, actors)), np.int64))
+            np.array(list(map(acode.__getitem__, actors)), np.int64), brief)
 
 
 class Positions(Mapping[str, int]):
@@ -249,14 +258,15 @@ class ThreadIndex:
         ids, threads, actors, expiries = f[1], f[2], f[4], f[8]
         self.thread_names = sorted(set(threads) - {None})  # thread code -> its name
         actor_names = sorted(set(actors) - {None, ""})
-        ids_a, kinds_a, question, length, doc, thread, seq, actor = _columns(
+        ids_a, kinds_a, question, length, doc, thread, seq, actor, brief = _columns(
             f, _codes(self.thread_names, None), _codes(actor_names, None, ""))
         expiry = dict(itertools.compress(zip(ids, expiries, strict=True), expiries))
-        self._finish(ids_a, kinds_a, question, length, doc, thread, seq, actor_names, actor, expiry, ids, f[0])
+        self._finish(ids_a, kinds_a, question, length, doc, thread, seq, actor_names, actor, expiry, brief, ids, f[0])
 
     def _finish(self, ids: np.ndarray | None, kinds: np.ndarray | None, question: np.ndarray, length: np.ndarray,
                 doc: np.ndarray, thread: np.ndarray, seq: np.ndarray, actor_names: list[str], actor: np.ndarray,
-                expiry: dict[str, str], id_list: Sequence[str] | None = None, kind_list: Sequence[str] | None = None,
+                expiry: dict[str, str], brief: np.ndarray, id_list: Sequence[str] | None = None,
+                kind_list: Sequence[str] | None = None,
                 pos: Positions | None = None, links: tuple[np.ndarray, ...] | None = None,
                 doc_index: tuple[np.ndarray, np.ndarray] | None = None,
                 units: tuple[np.ndarray, np.ndarray] | None = None) -> None:
@@ -275,6 +285,7 @@ class ThreadIndex:
         self.pos = Positions(self.ids) if pos is None else pos
         self.expiry: dict[str, str] = expiry
         self.question, self.length, self.doc, self.thread, self.seq = question, length, doc, thread, seq
+        self.brief = brief
         self.actor_names = actor_names
         # an actor an agent only reported ("Maria (reported by agent)") is never named by a query: no boost
         self.actor_words = [frozenset() if a.endswith(REPORTED_ACTOR)
@@ -296,10 +307,12 @@ class ThreadIndex:
         if len(threaded):  # positions are in id order, so the last key breaks seq ties by id
             o = threaded[np.lexsort((threaded, seq[threaded], thread[threaded]))]
             t = thread[o]
+            said = ~brief[o]  # back-channel turns are no link: the records around one are each other's neighbours
+            lo, lt = o[said], t[said]
             for d, back, fwd in ((1, self.prev1, self.next1), (2, self.prev2, self.next2)):
-                same = t[d:] == t[:-d]
-                back[o[d:][same]] = o[:-d][same]
-                fwd[o[:-d][same]] = o[d:][same]
+                same = lt[d:] == lt[:-d]
+                back[lo[d:][same]] = lo[:-d][same]
+                fwd[lo[:-d][same]] = lo[d:][same]
             self._units(o, t, actor)
 
     def _units(self, o: np.ndarray, t: np.ndarray, actor: np.ndarray) -> None:
@@ -366,14 +379,14 @@ class ThreadIndex:
         acode = _codes(actor_names, None, "")
         remap = np.array([acode.get(a, -1) for a in self.actor_names] + [-1], np.int64)  # old code -> new (-1: -1)
         kept = (self._ids[keep], self._kinds[keep], self.question[keep], self.length[keep], self.doc[keep],
-                self.thread[keep], self.seq[keep], remap[actor_kept])
+                self.thread[keep], self.seq[keep], remap[actor_kept], self.brief[keep])
         add = _columns(_fields(fresh), _codes(names, None), acode)
         at = np.searchsorted(kept[0], add[0])  # where each fresh id goes among the ids kept (both in id order)
-        ids, kinds, question, length, doc, thread, seq, actor = (
+        ids, kinds, question, length, doc, thread, seq, actor, brief = (
             np.insert(k.astype(a.dtype, copy=False), at, a) for k, a in zip(kept, add, strict=True))
         expiry = {i: e for i, e in self.expiry.items() if i not in gone}
         expiry.update((r.id, r.expires_at) for r in fresh if r.expires_at is not None)
-        out._finish(ids, kinds, question, length, doc, thread, seq, actor_names, actor, expiry)
+        out._finish(ids, kinds, question, length, doc, thread, seq, actor_names, actor, expiry, brief)
         return out
 
     def __len__(self) -> int:

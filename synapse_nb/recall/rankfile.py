@@ -46,7 +46,6 @@ import mmap
 import os
 import struct
 import zlib
-from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -63,7 +62,7 @@ __all__ = ["FORMAT", "MAGIC", "MIN_ROWS", "Stored", "cache_path", "load", "save"
 
 MAGIC = b"SYNRANK\x00"
 #: Bumped whenever the layout or the meaning of an array changes: a file of another format is rebuilt.
-FORMAT = 2  # 2: the units' head and tail (issue 33)
+FORMAT = 3  # 2: the units' head and tail (issue 33); 3: back-channel turns, questions without "?" (issue 33)
 #: Below this many rows a build from the store costs a few milliseconds: no file is written.
 MIN_ROWS = 500
 _HEAD = struct.Struct("<8sIIQI4x")  # magic, format, header length, payload length, crc32 of header + payload
@@ -71,7 +70,7 @@ _ALIGN = 64
 #: The arrays of a file and their dtypes (the ids' width is the longest id's UTF-8 length).
 _DTYPES = {"kind": "i1", "question": "?", "length": "<f8", "doc": "<i8", "thread": "<i4", "seq": "<i8",
            "actor": "<i4", "prev1": "<i4", "prev2": "<i4", "next1": "<i4", "next2": "<i4", "doc_order": "<i8",
-           "doc_sorted": "<i8", "head": "<i4", "tail": "<i4"}
+           "doc_sorted": "<i8", "head": "<i4", "tail": "<i4", "brief": "?"}
 
 
 class Stored(NamedTuple):
@@ -133,6 +132,8 @@ class _Positions(Positions):
         self._a = ids._a
 
     def _find(self, rid: str) -> int | None:
+        import numpy as np
+
         try:
             b = rid.encode()
         except UnicodeEncodeError:
@@ -140,26 +141,14 @@ class _Positions(Positions):
         a = self._a
         if len(b) > a.dtype.itemsize or b"\x00" in b:
             return None
-        i = bisect_left(_Bytes(a), b)
+        # numpy compares fixed-width bytes as Python compares them (no id holds a NUL): a binary search in C
+        i = int(np.searchsorted(a, np.bytes_(b)))
         return i if i < len(a) and a[i] == b else None
 
     def bulk(self) -> dict[str, int]:
         if self._dict is None:
             self._dict = dict(zip(self._ids, range(len(self._ids)), strict=True))
         return self._dict
-
-
-class _Bytes(Sequence[bytes]):
-    """The id bytes as ``bisect`` reads them (a few dozen items per lookup, no array of a million made)."""
-
-    def __init__(self, a: np.ndarray) -> None:
-        self._a = a
-
-    def __len__(self) -> int:
-        return len(self._a)
-
-    def __getitem__(self, j: Any) -> Any:
-        return bytes(self._a[j])
 
 
 def _arrays(idx: ThreadIndex) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
@@ -180,7 +169,7 @@ def _arrays(idx: ThreadIndex) -> tuple[dict[str, Any], dict[str, np.ndarray]] | 
         "kind": np.array([kcode[k] for k in idx.kinds], np.int8), "question": idx.question, "length": idx.length,
         "doc": idx.doc, "thread": idx.thread, "seq": idx.seq, "actor": idx.actor, "prev1": idx.prev1,
         "prev2": idx.prev2, "next1": idx.next1, "next2": idx.next2, "doc_order": order, "doc_sorted": by_doc,
-        "head": idx.head, "tail": idx.tail}
+        "head": idx.head, "tail": idx.tail, "brief": idx.brief}
     out = {k: np.ascontiguousarray(v, dtype=_DTYPES.get(k, v.dtype)) for k, v in arrays.items()}
     for k in ("thread", "actor", "prev1", "prev2", "next1", "next2", "head", "tail"):  # int32 on disk: must fit
         if not np.array_equal(out[k], arrays[k]):
@@ -266,7 +255,7 @@ def _read(mm: mmap.mmap, size: int, uid: str, mind: str) -> Stored | None:
     idx = ThreadIndex.__new__(ThreadIndex)
     idx.thread_names = list(head["threads"])
     idx._finish(None, None, a["question"], a["length"], a["doc"], a["thread"], a["seq"], list(head["actors"]),
-                a["actor"], dict(head["expiry"]), ids, kinds, _Positions(ids),
+                a["actor"], dict(head["expiry"]), a["brief"], ids, kinds, _Positions(ids),
                 (a["prev1"], a["prev2"], a["next1"], a["next2"]), (a["doc_order"], a["doc_sorted"]),
                 (a["head"], a["tail"]))
     return Stored(int(head["gen"]), str(head["last"]), idx)

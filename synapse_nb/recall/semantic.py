@@ -133,7 +133,7 @@ def fuse_top(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[Den
     import numpy as np
 
     at = idx.pos
-    dense = [(at[h.id], h.cosine) for h in hits if h.id in at]
+    dense = [(j, h.cosine) for h in hits if (j := at.get(h.id)) is not None]
     both = np.unique(np.concatenate([pos, np.array([p for p, _ in dense], np.int64)]))
     score = np.zeros(len(both))
     top = float(bm25.max()) if len(bm25) else 0.0

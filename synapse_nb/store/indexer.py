@@ -103,6 +103,7 @@ class VaultIndex:
                 if self._dense is not None:
                     self._dense.close()
                 self._dense = DenseIndex(self.path, embedder)
+                self._dense.readonly = self._store.readonly
             return self._dense
 
     @property

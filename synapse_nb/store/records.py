@@ -104,6 +104,10 @@ class RefSource(NamedTuple):
     text: str = ""
 
 
+#: How much of a threaded record's gate text the ranking rows carry (:attr:`RankRow.head`).
+HEAD_CHARS = 200
+
+
 class RankRow(NamedTuple):
     """One ranking document's place in its mind's structure (recall's structure step reads these).
 
@@ -111,7 +115,10 @@ class RankRow(NamedTuple):
     thread; ``actor`` who said or did it (None: unknown); ``question`` whether its gate text holds a ``?``;
     ``length`` its token count over both columns (BM25's ``dl``); ``doc`` the backend's number for it when
     :class:`TermPostings` name documents by number (-1: they name them by id); ``expires_at`` a memory's expiry
-    (None: none, or not a memory), read with the rows so recall masks expired memories without a read per query.
+    (None: none, or not a memory), read with the rows so recall masks expired memories without a read per query;
+    ``head`` the first :data:`HEAD_CHARS` characters of the gate text of a record in a thread that holds no ``?``
+    (else None): recall reads from it whether the message asks without a question mark or is a back-channel turn
+    (``recall/asks.py``).
     """
 
     kind: str
@@ -123,6 +130,7 @@ class RankRow(NamedTuple):
     length: int = 0
     doc: int = -1
     expires_at: str | None = None
+    head: str | None = None
 
 
 class RankState(NamedTuple):

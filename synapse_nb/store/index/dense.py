@@ -7,15 +7,17 @@ document recipe (:data:`DOC_FORMAT`) and the quantisation: a changed model is an
 vectors of two models are never mixed. Each row holds a record's id, kind, mind, expiry, the digest of its
 document and its integer-valued vector (:func:`~synapse_nb.store.embedders.quantize`).
 
-Search (:meth:`DenseIndex.search`) returns the best ``k`` rows of a mind by cosine, best first, ties by id:
+Search (:meth:`DenseIndex.search`) returns the best ``k`` rows of a mind by cosine, best first, ties by id, over an
+in-memory copy of the table (reloaded when the table's version moves, patched by this process's own writes); no
+LanceDB query runs per search:
 
-- below :data:`ANN_THRESHOLD` rows, exactly, over an in-memory copy reloaded when the table version moves: a dot
-  product of integer vectors whose sums stay under 2**24 is exact in float32 in any order (BLAS or not), and the
-  cosine ``dot / sqrt(|a|^2 |b|^2)`` is computed in float64 from exact integers: the same bytes on every machine
-  and thread count, before and after a rebuild;
-- from there, LanceDB's IVF_HNSW_SQ index finds ``2k`` candidates (rows written since it was built are scanned
-  flat and merged by LanceDB) whose cosines are then computed exactly as above. The candidate set is
-  approximate (a rebuild retrains the index, so it may differ); the scores are exact.
+- below :data:`ANN_THRESHOLD` rows, exactly: a dot product of integer vectors whose sums stay under 2**24 is exact
+  in float32 in any order (BLAS or not), and the cosine ``dot / sqrt(|a|^2 |b|^2)`` is computed in float64 from
+  exact integers: the same bytes on every machine and thread count, before and after a rebuild;
+- from there, the copy keeps its vectors as int8 and a sketch of each (:mod:`~synapse_nb.store.index.sketch`: a
+  projection on the table's main directions, kept beside the table), whose best 2,000 live rows by an exact
+  integer stage-one score are the candidates; their cosines are computed exactly as above. The candidate set is
+  approximate (it depends on the projection, made once per table: a rebuild makes it again); the scores are exact.
 """
 
 from __future__ import annotations
@@ -27,14 +29,14 @@ import shutil
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb.errors import IndexError_, SynapseError
 from synapse_nb.store.index.rows import DriftReport, drift
-from synapse_nb.store.index.search import sql_str, where_clause
+from synapse_nb.store.index.search import sql_str
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -46,14 +48,14 @@ __all__ = ["ANN_THRESHOLD", "DOC_FORMAT", "DenseHit", "DenseIndex", "DenseRow", 
 #: The recipe of a record's document (its text, then " | replying to: " and the previous record of its thread) and
 #: of the quantisation: part of the table name, so changing either builds a new table.
 DOC_FORMAT = "doc1-prev1-q127"
-#: From this many rows the table gets an IVF_HNSW_SQ index and search uses it. Below, exact search over the
-#: in-memory copy (4 bytes a dimension a row) is as fast and stable across rebuilds: on 2 busy cores 2.7 ms at 49k
-#: rows, against 22-27 ms exact and 7.8 ms HNSW at 100k (docs/benchmarks.md).
+#: From this many rows search goes through the sketch (candidates, then exact cosines) and the table gets scalar
+#: indices on id, mind, expiry and prev (upserts' joins, followers). Below, exact search over the in-memory copy
+#: (4 bytes a dimension a row): on 2 busy cores 2.7 ms at 49k rows, against 22-27 ms exact at 100k
+#: (docs/benchmarks.md).
 ANN_THRESHOLD = 50_000
 _PREFIX = "semantic_"
 _BATCH = 4096
 _CONFLICT_RETRIES = 8
-_NPROBES = 4  # IVF partitions probed (a table has rows // 100,000 partitions; HNSW searches within each)
 _META_FORMAT, _META_FP, _META_DIM = b"synapse.semantic_format", b"synapse.fingerprint", b"synapse.dim"
 
 
@@ -125,9 +127,24 @@ def cosines(vecs: np.ndarray, norm2: np.ndarray, q: np.ndarray) -> np.ndarray:
     return out
 
 
+class _Rows(Sequence[str]):
+    """``base[rows[j]]`` for each ``j``: the candidates' ids or kinds, read only for the few that are kept."""
+
+    def __init__(self, base: Sequence[str], rows: np.ndarray) -> None:
+        self._base, self._rows = base, rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, j: Any) -> Any:
+        return self._base[int(self._rows[j])]
+
+
 @dataclass(frozen=True)
 class _Copy:
-    """A table's rows in memory, sorted by id: the exact path's matrix and its prefilter columns."""
+    """A table's rows in memory, sorted by id: the vectors (float32 integers; int8 in a sketched copy), their
+    squared norms, the prefilter columns, and from :data:`ANN_THRESHOLD` rows the sketch (``proj``, ``sk``,
+    ``sk_norm``: :mod:`~synapse_nb.store.index.sketch`)."""
 
     ids: list[str]
     kinds: list[str]
@@ -137,6 +154,20 @@ class _Copy:
     exp_values: np.ndarray
     vecs: np.ndarray
     norm2: np.ndarray
+    proj: np.ndarray | None = None
+    sk: np.ndarray | None = None
+    sk_norm: np.ndarray | None = None
+    live: dict[tuple[int, int], np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+
+    def sketched(self, proj: np.ndarray) -> _Copy:
+        """This copy searched through a sketch of projection ``proj``, its vectors kept as int8."""
+        import numpy as np
+
+        from synapse_nb.store.index.sketch import sketch
+
+        sk, sk_norm = sketch(self.vecs, proj)
+        return _Copy(self.ids, self.kinds, self.mind_codes, self.mind_names, self.exp_codes, self.exp_values,
+                     self.vecs.astype(np.int8), self.norm2, proj, sk, sk_norm)
 
     @classmethod
     def from_arrow(cls, res: Any, dim: int) -> _Copy:
@@ -145,8 +176,8 @@ class _Copy:
         res = res.sort_by("id")
         flat = res["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
         vecs = np.ascontiguousarray(flat.reshape(-1, dim), dtype=np.float32)
-        iv = vecs.astype(np.int64) if len(vecs) else np.zeros((0, dim), np.int64)
-        norm2 = np.einsum("ij,ij->i", iv, iv).astype(np.float64)  # exact integers
+        # exact integers (each square under 2**14, a row's sum under 2**53) without an int64 copy of the matrix
+        norm2 = np.einsum("ij,ij->i", vecs, vecs, dtype=np.float64)
         mind_names, mind_codes = np.unique(np.array(res["mind"].to_pylist(), dtype=str), return_inverse=True)
         expires = res["expires_at"].to_pylist()
         exp_values = np.array(sorted({e for e in expires if e is not None}), dtype=str)
@@ -186,12 +217,21 @@ class _Copy:
             add_exp, add_none = add.expiries()
             exps, exp_none = np.insert(exps, at, add_exp), np.insert(exp_none, at, add_none)
             vecs, norm2 = np.insert(vecs, at, add.vecs, axis=0), np.insert(norm2, at, add.norm2)
+        sk, sk_norm = self.sk, self.sk_norm
+        if sk is not None and sk_norm is not None and self.proj is not None:  # the same projection: a sketch a row
+            from synapse_nb.store.index.sketch import sketch
+
+            sk, sk_norm = sk[:, keep], sk_norm[keep]
+            if add is not None:
+                add_sk, add_norm = sketch(add.vecs, self.proj)
+                sk, sk_norm = np.insert(sk, at, add_sk, axis=1), np.insert(sk_norm, at, add_norm)
         mind_names, mind_codes = np.unique(np.asarray(minds, dtype=str), return_inverse=True)
         exps = np.asarray(exps, dtype=str)
         exp_values = np.unique(exps[~exp_none]) if (~exp_none).any() else np.array([], str)
         exp_codes = np.where(exp_none, len(exp_values), np.searchsorted(exp_values, exps))
         return _Copy(ids.tolist(), kinds.tolist(), mind_codes.astype(np.int32), mind_names,
-                     exp_codes.astype(np.int64), exp_values, np.ascontiguousarray(vecs), norm2)
+                     exp_codes.astype(np.int64), exp_values, np.ascontiguousarray(vecs), norm2, self.proj,
+                     None if sk is None else np.ascontiguousarray(sk), sk_norm)
 
     def search(self, q: np.ndarray, k: int, mind: str, now: str,
                also: Sequence[str] = ()) -> tuple[list[DenseHit], dict[str, float]]:
@@ -200,12 +240,24 @@ class _Copy:
         m = int(np.searchsorted(self.mind_names, mind))
         if m >= len(self.mind_names) or self.mind_names[m] != mind:
             return [], {}
-        cos = cosines(self.vecs, self.norm2, q)
-        at = [bisect_left(self.ids, i) for i in also]
-        extra = {i: float(cos[j]) for i, j in zip(also, at, strict=True) if j < len(self.ids) and self.ids[j] == i}
-        # "expires_at > now" is "code >= the number of distinct expiries <= now"
-        live = (self.mind_codes == m) & (self.exp_codes >= int(np.searchsorted(self.exp_values, now, side="right")))
-        return _ranked(self.ids, self.kinds, cos, k, live), extra
+        # "expires_at > now" is "code >= the number of distinct expiries <= now": kept per (mind, that number)
+        key = (m, int(np.searchsorted(self.exp_values, now, side="right")))
+        live = self.live.get(key)
+        if live is None:
+            live = (self.mind_codes == m) & (self.exp_codes >= key[1])
+            self.live.clear()
+            self.live[key] = live
+        at = [j for i in also if (j := bisect_left(self.ids, i)) < len(self.ids) and self.ids[j] == i]
+        if self.sk is None or self.sk_norm is None or self.proj is None:
+            cos = cosines(self.vecs, self.norm2, q)
+            return _ranked(self.ids, self.kinds, cos, k, live), {self.ids[j]: float(cos[j]) for j in at}
+        from synapse_nb.store.index.sketch import candidates, sketch
+
+        cand = candidates(self.sk, self.sk_norm, sketch(q, self.proj)[0][:, 0], live)
+        rows = np.concatenate([cand, np.array(at, np.int64)])
+        cos = cosines(self.vecs[rows].astype(np.float32), self.norm2[rows], q)
+        extra = {self.ids[j]: float(c) for j, c in zip(at, cos[len(cand):].tolist(), strict=True)}
+        return _ranked(_Rows(self.ids, cand), _Rows(self.kinds, cand), cos[:len(cand)], k), extra
 
 
 class DenseIndex:
@@ -216,6 +268,7 @@ class DenseIndex:
         self.embedder = embedder
         self.name = table_name(embedder)
         self.ann_threshold = int(ann_threshold)
+        self.readonly = False  # a read-only vault writes no projection file (it makes one in memory)
         self._db: Any = None
         self._tbl: Any = None
         self._copy: tuple[tuple[int, int, int], _Copy | None] | None = None
@@ -321,6 +374,8 @@ class DenseIndex:
         self.close()
         for old in self.path.glob(f"{_PREFIX}*.lance") if self.path.is_dir() else ():
             shutil.rmtree(old, ignore_errors=True)
+        for old in self.path.glob(f"{_PREFIX}*.proj") if self.path.is_dir() else ():
+            old.unlink(missing_ok=True)
         db = self._connect()
         tbl = self._run("create the table", lambda: db.create_table(self.name, schema=self._schema(),
                                                                     mode="overwrite"))
@@ -386,26 +441,20 @@ class DenseIndex:
         self._copy = (self._key(tbl), mine[0]) if moved else None
 
     def optimize(self) -> None:
-        """Compact, and from :attr:`ann_threshold` rows build the IVF_HNSW_SQ index (once; LanceDB scans rows
-        written after it and merges them, and compaction folds them in)."""
+        """Compact, and from :attr:`ann_threshold` rows index the scalar columns (once: upserts join on id,
+        followers are found by prev). No vector index: search reads the in-memory copy (module docstring)."""
         tbl = self._open()
         self._run("optimize", lambda: tbl.optimize(cleanup_older_than=timedelta(minutes=5)), write=True)
         n = int(self._run("count rows", tbl.count_rows))
-        if n >= self.ann_threshold and not self._has_ann(tbl):
-            from lancedb.index import BTree, IvfHnswSq
+        if n >= self.ann_threshold and not self._run("list indices", tbl.list_indices):
+            from lancedb.index import BTree
 
-            cfg = IvfHnswSq(distance_type="cosine", num_partitions=max(1, n // 100_000))
-            self._run("build the vector index", lambda: tbl.create_index("vector", config=cfg, replace=True),
-                      write=True)
-            for col in ("id", "mind", "expires_at", "prev"):  # the prefilter, upserts' joins, followers
+            for col in ("id", "mind", "expires_at", "prev"):
                 self._run(f"index {col}", functools.partial(tbl.create_index, col, config=BTree(), replace=True),
                           write=True)
         self._copy = None
 
     # ------------------------------------------------------------------ reads
-    def _has_ann(self, tbl: Any) -> bool:
-        return any(getattr(ix, "columns", None) == ["vector"] for ix in self._run("list indices", tbl.list_indices))
-
     def _key(self, tbl: Any) -> tuple[int, int, int]:
         """(the manifests folder's mtime, the table folder's inode and ctime): every commit (this process's or
         another's) adds a manifest file; a rebuild makes a new folder. Asking LanceDB for the version costs a
@@ -434,55 +483,25 @@ class DenseIndex:
             return [], {}
         tbl = self._open()
         key = self._key(tbl)
-        if self._copy is None or self._copy[0] != key:
-            ann = self._has_ann(tbl)
-            copy = None if ann else _Copy.from_arrow(self._run("load vectors", lambda: tbl.search().select(
-                ["id", "kind", "mind", "expires_at", "vector"]).limit(None).to_arrow()), self.embedder.dimension)
-            self._copy = (key, copy)
+        if self._copy is None or self._copy[0] != key or self._copy[1] is None:
+            self._copy = (key, self._load(tbl))
         copy = self._copy[1]
-        if copy is not None:
-            return copy.search(q, k, mind, now, also)
-        res = self._ann(tbl, q, k, mind, now)
-        hits = _ranked(res["id"].to_pylist(), res["kind"].to_pylist(), self._exact(res, q), k) if res.num_rows else []
-        extra: dict[str, float] = {}
-        wanted = sorted(set(also))
-        for start in range(0, len(wanted), 1000):
-            pred = "id IN (" + ", ".join(sql_str(i) for i in wanted[start:start + 1000]) + ")"
-            got = self._run("read vectors", functools.partial(_where, tbl, pred, ["id", "vector"]))
-            if got.num_rows:
-                extra.update(zip(got["id"].to_pylist(), self._exact(got, q).tolist(), strict=True))
-        return hits, extra
+        assert copy is not None
+        return copy.search(q, k, mind, now, also)
 
-    def _ann(self, tbl: Any, q: np.ndarray, k: int, mind: str, now: str) -> Any:
-        """The approximate candidates of mind ``mind`` live at ``now``: first 2k without a filter (HNSW's search
-        breadth ``ef`` as many), filtered here (most vaults hold one mind and few expiring records; LanceDB's
-        prefilter doubled the query's time at 100k rows), then, if fewer than k are left, 2k with the prefilter."""
-        import pyarrow.compute as pc
+    def _load(self, tbl: Any) -> _Copy:
+        """Every row of the table in memory; from :attr:`ann_threshold` rows with its sketch."""
+        from synapse_nb.store.index.sketch import projection
 
-        def run(n: int, where: str | None) -> Any:
-            query = tbl.search(q, vector_column_name="vector").distance_type("cosine")
-            if where is not None:
-                query = query.where(where, prefilter=True)
-            return (query.select(["id", "kind", "mind", "expires_at", "vector", "_distance"]).limit(n)
-                    .nprobes(_NPROBES).ef(n).to_arrow())
+        copy = _Copy.from_arrow(self._run("load vectors", lambda: tbl.search().select(
+            ["id", "kind", "mind", "expires_at", "vector"]).limit(None).to_arrow()), self.embedder.dimension)
+        if len(copy.ids) < self.ann_threshold:
+            return copy
+        return copy.sketched(projection(self._proj_path(), copy.vecs, write=not self.readonly))
 
-        res = self._run("run a vector search", functools.partial(run, 2 * k, None))
-        if res.num_rows:
-            exp = res["expires_at"]
-            keep = pc.and_(pc.equal(res["mind"], mind), pc.or_kleene(pc.is_null(exp), pc.greater(exp, now)))
-            res = res.filter(keep)
-        if res.num_rows >= k:
-            return res
-        return self._run("run a vector search", functools.partial(run, 2 * k, where_clause(mind, None, now)))
-
-    def _exact(self, res: Any, q: np.ndarray) -> np.ndarray:
-        """Exact cosines of an Arrow result's ``vector`` column with ``q``."""
-        import numpy as np
-
-        flat = res["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        vecs = np.ascontiguousarray(flat.reshape(-1, self.embedder.dimension), dtype=np.float32)
-        iv = vecs.astype(np.int64)
-        return cosines(vecs, np.einsum("ij,ij->i", iv, iv).astype(np.float64), q)
+    def _proj_path(self) -> Path:
+        """The sketch's projection of this table, beside it (removed with it on a rebuild)."""
+        return self.path / f"{self.name}.proj"
 
     def followers(self, ids: Sequence[str]) -> set[str]:
         """Ids of the rows whose document ends with the text of one of ``ids``."""
@@ -513,7 +532,8 @@ class DenseIndex:
         return int(self._run("count rows", self._open().count_rows)) if self.exists() else 0
 
     def has_ann(self) -> bool:
-        return self._has_ann(self._open())
+        """Whether search is approximate (through the sketch): the table holds :attr:`ann_threshold` rows or more."""
+        return self.count() >= self.ann_threshold
 
     def close(self) -> None:
         self._tbl, self._db, self._copy = None, None, None

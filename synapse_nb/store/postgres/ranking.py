@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from synapse_nb.store.postgres.db import PgDatabase
-from synapse_nb.store.records import RankHit, RankRow, TermPostings
+from synapse_nb.store.records import HEAD_CHARS, RankHit, RankRow, TermPostings
 from synapse_nb.store.sql.connection import Repository
 
 __all__ = ["K1", "B", "RankingQueries"]
@@ -30,7 +30,9 @@ __all__ = ["K1", "B", "RankingQueries"]
 K1, B = 1.2, 0.75
 
 _RANK_COLS = ("SELECT d.kind, d.id, d.thread, d.seq, d.actor, strpos(d.gate_text, chr(63)) > 0 AS q, "
-              "cardinality(d.rank_body) + cardinality(d.rank_ctx) AS dl, m.expires_at FROM rank_docs d "
+              "cardinality(d.rank_body) + cardinality(d.rank_ctx) AS dl, m.expires_at, CASE WHEN d.thread IS NULL OR "
+              f"strpos(d.gate_text, chr(63)) > 0 THEN NULL ELSE substr(d.gate_text, 1, {HEAD_CHARS}) END AS head "
+              "FROM rank_docs d "
               "LEFT JOIN memories m ON d.kind = 'memory' AND m.id = d.id AND m.expires_at IS NOT NULL "
               "WHERE d.mind = ?")
 RANK_ROWS = _RANK_COLS + " ORDER BY d.id"
@@ -104,7 +106,8 @@ class RankingQueries(Repository[PgDatabase]):
             rows = self._db.query(RANK_ROWS, (mind,))
         else:
             rows = self._db.query(RANK_ROWS_OF, (mind, list(ids or ()), list(threads or ()), list(ids or ())))
-        return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), int(r[6]), expires_at=r[7]) for r in rows]
+        return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), int(r[6]), expires_at=r[7], head=r[8])
+                for r in rows]
 
     def rank_totals(self) -> tuple[int, int]:
         row = self._db.query_one(RANK_TOTALS)

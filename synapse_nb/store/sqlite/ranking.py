@@ -26,7 +26,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from synapse_nb.store.records import RankRow, RankState, TermPostings
+from synapse_nb.store.records import HEAD_CHARS, RankRow, RankState, TermPostings
 from synapse_nb.store.sql.connection import Repository
 from synapse_nb.store.sql.dialect import chunks, marks
 from synapse_nb.store.sqlite.db import Database
@@ -37,8 +37,9 @@ _TOKENIZE = "porter unicode61 remove_diacritics 2"
 #: Most words whose stems are kept (the cache is emptied when full).
 MAX_STEMS = 50_000
 
-_RANK_COLS = ("SELECT d.kind, d.rid, d.thread, d.seq, d.actor, instr(d.body, '?') > 0, z.sz, d.gid FROM gate_docs d "
-              "LEFT JOIN rank_fts_docsize z ON z.id = d.gid WHERE d.mind = ?")
+_RANK_COLS = ("SELECT d.kind, d.rid, d.thread, d.seq, d.actor, instr(d.body, '?') > 0, z.sz, d.gid, CASE WHEN "
+              f"d.thread IS NULL OR instr(d.body, '?') > 0 THEN NULL ELSE substr(d.body, 1, {HEAD_CHARS}) END "
+              "FROM gate_docs d LEFT JOIN rank_fts_docsize z ON z.id = d.gid WHERE d.mind = ?")
 RANK_ROWS = _RANK_COLS + " ORDER BY d.rid"
 # memories with an expiry, through the partial index that holds only them (left to choose, SQLite scans the mind's
 # memories): a second statement costs less than joining every ranking document to its record
@@ -153,7 +154,7 @@ class RankingQueries(Repository[Database]):
                         f"SELECT id, expires_at FROM memories WHERE id IN ({marks(len(chunk))}) "
                         "AND expires_at IS NOT NULL", tuple(chunk)))
         return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), _length(r[6]), r[7],
-                        expiry.get(r[1]) if r[0] == "memory" else None) for r in rows]
+                        expiry.get(r[1]) if r[0] == "memory" else None, r[8]) for r in rows]
 
     def rank_state(self) -> RankState | None:
         row = self._db.query_one(RANK_STATE)
