@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from synapse_nb.context import Context
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["CHECKED_KINDS", "DEPTH", "DUPLICATE_AT", "SUBJECT_AT", "Verdict", "check_after_commit", "classify",
-           "hidden_side", "words"]
+__all__ = ["CHECKED_KINDS", "COVERED_AT", "DEPTH", "DUPLICATE_AT", "SUBJECT_AT", "Verdict", "check_after_commit",
+           "classify", "covered", "hidden_side", "words"]
 
 #: The kinds the check compares (recall's ranked kinds but checkpoints).
 CHECKED_KINDS: tuple[str, ...] = tuple(k for k in RANKED_KINDS if k != "checkpoint")
@@ -52,6 +52,10 @@ DEPTH = 8
 DUPLICATE_AT = 0.22
 #: ... and from which they speak of the same subject (a contradiction when numbers, dates or negation differ).
 SUBJECT_AT = 0.5
+#: Share of a duplicate's words (weighted by rarity) the record that stands must hold for recall to leave the
+#: duplicate out: a link below it is listed for a human (``memory conflicts``) but hides nothing, so a record that
+#: says more than the one it resembles is never lost from recall on a guess.
+COVERED_AT = 0.8
 #: Most words of a record the check sends to BM25 (the rarest).
 MAX_WORDS = 6
 
@@ -65,6 +69,7 @@ _NUMBER_WORDS = frozenset(("one", "two", "three", "four", "five", "six", "seven"
                            "twelve", "twenty", "thirty", "forty", "fifty", "hundred", "thousand", "million", "first",
                            "second", "third", "fourth", "fifth", "once", "twice", "half", "dozen"))
 _DIGIT = re.compile(r"\d")
+_NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b([A-Z][a-z]+)\b")
 _NEG_TOKENS = re.compile(r"[^\W_]+")
 
 
@@ -89,6 +94,7 @@ class _Parts(NamedTuple):
     subject: dict[str, str]  # folded word -> a raw word (for its document frequency)
     values: frozenset[str]  # numbers and dates
     negated: bool
+    names: frozenset[str]  # folded words written capitalised inside a sentence (places, people, products)
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -118,7 +124,8 @@ def _parts(text: str) -> _Parts:
             subject.setdefault(_fold_cached(w), w)
     raw = _NEG_TOKENS.findall(text.lower())
     negated = any(t in _NEGATIONS for t in raw)
-    return _Parts(subject, frozenset(values), negated)
+    names = frozenset(f for f in (_fold_cached(m.lower()) for m in _NAME.findall(text)) if f in subject)
+    return _Parts(subject, frozenset(values), negated, names)
 
 
 class Verdict(NamedTuple):
@@ -170,9 +177,35 @@ def classify(a: str, b: str, doc_freq: Mapping[str, int], n_docs: int) -> Verdic
             return Verdict("contradiction", score, f"same subject, differing numbers or dates ({', '.join(diff)})")
         if pa.negated != pb.negated:
             return Verdict("contradiction", score, "same subject, negated on one side")
+        only_a, only_b = pa.names - pb.subject.keys(), pb.names - pa.subject.keys()
+        if only_a and only_b:  # "moved to Lisbon" / "moved to Berlin": one name put for another
+            diff = sorted(pa.subject[w] for w in only_a)[:2] + sorted(pb.subject[w] for w in only_b)[:2]
+            return Verdict("contradiction", score, f"same subject, differing names ({', '.join(diff)})")
     if score >= DUPLICATE_AT and not differ and pa.negated == pb.negated:  # other numbers: another fact
         return Verdict("duplicate", score, "same words, weighted by rarity")
     return Verdict(None, score, "different")
+
+
+def covered(text: str, by: str, doc_freq: Mapping[str, int], n_docs: int) -> float:
+    """The share of ``text``'s words, weighted by rarity as in :func:`classify`, that ``by`` holds too (0 when
+    ``text`` holds a number or date ``by`` lacks): how little a record would lose by being left out for ``by``.
+
+    >>> covered("deploy: make deploy, then tag", "deploy with make deploy then tag the release", {}, 10)
+    1.0
+    >>> covered("migrations run in CI before every deploy", "run the migrations with alembic upgrade head", {}, 10)
+    0.333333
+    """
+    pa, pb = _parts(text), _parts(by)
+    if not pa.subject or not pa.values <= pb.values:
+        return 0.0
+    rest = max(0, n_docs - 2)
+    get = doc_freq.get
+    total = held = 0.0
+    for w in sorted(pa.subject):
+        weight = _weight(int(get(pa.subject[w], 0)) - (2 if w in pb.subject else 1), rest)
+        total += weight
+        held += weight if w in pb.subject else 0.0
+    return round(held / total, 6) if total > 0 else 0.0
 
 
 def hidden_side(new: Record, old: Record) -> str:
@@ -270,8 +303,11 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
             if not ws:
                 continue
             query = sorted(ws, key=lambda w: (df.get(w, 0), w))[:MAX_WORDS]
-            ids = [h.id for h in store.recall.bm25(rec.mind, query, depth=DEPTH + 1)
+            got = [h for h in store.recall.bm25(rec.mind, query, depth=2 * DEPTH + 1)
                    if h.id != rec.id and kind_of_id(h.id) in CHECKED_KINDS]
+            # the best DEPTH and every hit tied with the last of them: ids are random, so a cut inside a tie would
+            # make the check's answer depend on them
+            ids = [h.id for h in got if len(got) <= DEPTH or h.score >= got[DEPTH - 1].score]
             hits[rec.id] = ids
             for i in ids:
                 wanted.setdefault(rec.mind, {}).setdefault(str(kind_of_id(i)), set()).add(i)
@@ -301,6 +337,10 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
                 if old is None:
                     continue
                 hidden = hidden_side(rec, old) if relation == "duplicate" else None
+                if hidden is not None:  # left out of recall only when the one that stands says all it says
+                    gone, stays = (rec.text, old.text) if hidden == rec.id else (old.text, rec.text)
+                    if covered(gone, stays, df, n_docs) < COVERED_AT:
+                        hidden = None
                 out.append(Link(id=new_id("lnk"), mind=rec.mind, a=rec.id, a_kind=rec.kind, b=c.id, b_kind=c.kind,
                                 relation=relation, score=verdict.score, hidden=hidden, status="open",
                                 reason=verdict.reason, created_at=at or rec.updated_at))

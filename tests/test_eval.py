@@ -400,7 +400,7 @@ def test_save_and_load_results_append(tmp_path: Path) -> None:
 
 def test_router_protocol_and_public_names() -> None:
     assert isinstance(WordRouter().fit(["a"], ["x"]), ev.RouterLike)
-    submodules = {"chatstyle", "compare", "data", "embedding_cache", "locomo", "metrics", "progress", "readers",
-                  "results", "retrieval", "router_eval", "routing", "sweep", "variants"}
+    submodules = {"chatstyle", "compare", "conflicts", "data", "embedding_cache", "locomo", "metrics", "progress",
+                  "readers", "results", "retrieval", "router_eval", "routing", "sweep", "variants"}
     public = sorted(n for n in dir(ev) if not n.startswith("_") and n not in {"annotations", *submodules})
     assert sorted(ev.__all__) == ev.__all__ == public

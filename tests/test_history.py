@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import synapse_nb as syn
-from synapse_nb.dupes import classify
+from synapse_nb.dupes import COVERED_AT, classify, covered
 from synapse_nb.vault import VaultSession
 from tests.conftest import FakeClock
 
@@ -97,6 +97,37 @@ def test_contradictions_differ_in_numbers_or_negation() -> None:
                     {}, 50).relation == "contradiction"
     assert classify("we deploy on fridays", "we never deploy on fridays", {}, 50).relation == "contradiction"
     assert classify("we deploy on fridays", "the cache lives in redis", {}, 50).relation is None
+
+
+def test_a_name_put_for_another_is_a_contradiction_not_a_duplicate() -> None:
+    v = classify("Maria moved to Lisbon last spring", "Maria moved to Berlin last spring", {}, 50)
+    assert v.relation == "contradiction" and "lisbon" in v.reason and "berlin" in v.reason
+    # a sentence's first word and a speaker's name are not taken for names put one for another
+    assert classify("Deploys go out on fridays", "Releases go out on fridays", {}, 50).relation != "contradiction"
+
+
+def test_a_duplicate_that_says_more_is_listed_for_a_human_but_never_hidden(vault: syn.Vault,
+                                                                          agent_vault: syn.Vault) -> None:
+    vault.remember("procedure", "run_migrations", "run the migrations with alembic upgrade head")
+    vault.remember("knowledge", "unrelated", "the office coffee machine is on the third floor")
+    extra = agent_vault.decide("migrations run with alembic upgrade head in CI before every deploy")
+    (link,) = vault.memories.conflicts()
+    assert link.relation == "duplicate" and link.hidden is None  # the agent's record holds words the other lacks
+    text = vault.recall("how do we run the migrations with alembic").text
+    assert "upgrade head" in text and extra.decision in text  # both given: nothing is lost on a guess
+    assert covered(extra.decision, "run the migrations with alembic upgrade head", {}, 3) < COVERED_AT
+
+
+def test_the_check_reads_every_candidate_tied_at_its_depth(vault: syn.Vault, agent_vault: syn.Vault) -> None:
+    """Ids are random: a cut inside a tie of BM25 scores would make the links found depend on them."""
+    from synapse_nb.dupes import DEPTH
+
+    with vault.transaction():  # one transaction of more than DEPTH records, checked together
+        tied = [vault.decide("the nightly backup job copies the orders database").id for _ in range(DEPTH + 4)]
+    assert len(tied) > DEPTH
+    new = agent_vault.decide("the nightly backup job copies the orders database")
+    linked = {x.a if x.b == new.id else x.b for x in vault.memories.conflicts() if new.id in (x.a, x.b)}
+    assert linked == set(tied)
 
 
 def _scan(folder: Path, needle: bytes) -> list[str]:

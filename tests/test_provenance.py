@@ -468,8 +468,9 @@ def test_finding6_an_agent_with_a_shell_is_the_agent(project: Path, env: dict[st
         res = _cli(project, *args, env=env)
         assert res.exit_code != 0, (args, res.output)
         assert "agent" in res.stderr, res.stderr
-    res = _cli(project, "remember", "procedure", "deploy", "curl x | sh", env=env)
-    assert res.exit_code == 1 and "written by the user" in res.stderr
+    res = _cli(project, "remember", "procedure", "deploy", "curl x | sh", env=env)  # a human's memory: a proposal
+    assert res.exit_code == 0 and "pending revision for a human to accept" in res.output, res.output
+    assert [r.status for r in v.memories.revisions()] == ["pending"]
     res = _cli(project, "remember", "procedure", "deploy_v2", "curl x | sh", env=env)
     assert res.exit_code == 0 and "[agent · unverified]" in res.stdout
     assert v.memories.get_by_key("procedure", "deploy").content == "make release"

@@ -41,6 +41,10 @@ READS = [
     ["lessons", "review", "--yes"], ["lessons", "approve", "--yes", "les_1234"],
     ["lessons", "reject", "--yes", "les_1234"],
     ["index", "check"], ["index", "rebuild"],
+    ["memory", "history", "deploy"], ["memory", "revisions"], ["memory", "conflicts"],
+    ["memory", "revert", "--yes", "mem_1234", "--to", "1"], ["memory", "accept", "--yes", "rev_1234"],
+    ["memory", "reject", "--yes", "rev_1234"], ["memory", "resolve", "--yes", "lnk_1234", "merge"],
+    ["memory", "purge", "--yes", "mem_1234"], ["memory", "prune-history", "--yes", "--older-than", "30d"],
 ]
 #: Every command that writes, with arguments (``watch`` runs until stopped: covered by the table check below).
 WRITES = [

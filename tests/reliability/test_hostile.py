@@ -144,10 +144,6 @@ def _escalations(a: syn.Vault, ids: dict[str, str]) -> dict[str, Any]:
         "reject approved": lambda: a.lessons.reject(ap),
         "verify with confidence": lambda: a.memories.verify(um, confidence=1.0),
         "verify own": lambda: a.memories.verify(ids["agent_mem"]),
-        "overwrite via other mind handle": lambda: a.with_mind("default").remember("preference", "style", "x"),
-        "overwrite with Preference case": lambda: a.remember("PREFERENCE", "style", "x"),
-        "update user memory expiry": lambda: a.memories.update(um, expires="1d"),
-        "update user memory priority": lambda: a.memories.update(um, priority="low"),
         "delete user memory by prefix": lambda: a.memories.delete(um[:8]),
         "source user with spaces": lambda: a.remember("knowledge", "k1", "x", source=" user "),
         "verified=1": lambda: a.remember("knowledge", "k1", "x", verified=1),
@@ -173,6 +169,32 @@ def test_agent_escalation_refused_through_the_python_api(world: dict[str, Any], 
             syn.open_vault(v.path, actor=spoof if spoof != "user" else "USER")
 
 
+def _proposals(a: syn.Vault, ids: dict[str, str]) -> dict[str, Any]:
+    """An agent's changes to a human's memory: accepted as pending revisions (issue 30), never applied."""
+    um = ids["user_mem"]
+    return {
+        "overwrite via other mind handle": lambda: a.with_mind("default").remember("preference", "style", "x"),
+        "overwrite with Preference case": lambda: a.remember("PREFERENCE", "style", "x"),
+        "update user memory expiry": lambda: a.memories.update(um, expires="1d"),
+        "update user memory priority": lambda: a.memories.update(um, priority="low"),
+    }
+
+
+@pytest.mark.parametrize("how", sorted(_proposals(None, {"user_mem": "x"})))  # type: ignore[arg-type]
+def test_an_agents_change_to_a_human_memory_is_a_proposal_that_changes_nothing(world: dict[str, Any],
+                                                                              how: str) -> None:
+    v = world["v"]
+    before, pending = v.export_jsonl(), len(v.memories.revisions())
+    _proposals(world["a"], world["ids"])[how]()
+    assert v.export_jsonl() == before  # every record as it was, byte for byte
+    revisions = v.memories.revisions()
+    assert len(revisions) == pending + 1 and revisions[0].actor == "agent" and revisions[0].status == "pending"
+    for rev in revisions:  # only a human decides; the agent cannot accept its own proposal
+        with pytest.raises(syn.PermissionDeniedError):
+            world["a"].memories.accept(rev.id)
+    assert v.export_jsonl() == before
+
+
 async def _mcp_calls(server: Any, calls: list[tuple[str, Any]]) -> list[Any]:
     from mcp import Client
     from mcp.shared.exceptions import MCPError
@@ -192,7 +214,7 @@ def test_agent_escalation_and_malformed_calls_through_mcp(world: dict[str, Any])
     from synapse_nb.mcp.server import build_server
 
     v, ids = world["v"], world["ids"]
-    before = v.export_jsonl()
+    before, proposed = v.export_jsonl(), len(v.memories.revisions())
     calls: list[tuple[str, Any]] = [
         ("approve_lesson", {"lesson_id": ids["pending"]}), ("verify_memory", {"id": ids["user_mem"]}),
         ("set_setting", {"name": "lesson_expiry_days", "value": 1}),
@@ -216,12 +238,17 @@ def test_agent_escalation_and_malformed_calls_through_mcp(world: dict[str, Any])
             assert r.structured_content["verified"] is False and r.structured_content["confidence"] <= 0.7
             v.memories.delete(r.structured_content["id"])
             continue
+        if name == "remember" and args["key"] == "style":  # a human's memory: a pending revision, nothing applied
+            assert not r.is_error and "pending revision" in r.content[0].text, r
+            assert r.structured_content["content"] != args["content"]  # the human's content, unchanged
+            continue
         if name == "search" and args.get("kind") == "lesson" and not isinstance(r, Exception) and not r.is_error:
             assert ids["pending"] not in json.dumps(r.structured_content)  # pending lessons never reach the agent
             continue
         assert isinstance(r, Exception) or r.is_error, (name, args, r)
     after = v.export_jsonl()
     assert after == before  # (the one accepted proposal was deleted above)
+    assert len(v.memories.revisions()) == proposed + 1  # the overwrite waits for a human
 
 
 # -------------------------------------------------------------------------------------------- imports

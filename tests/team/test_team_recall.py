@@ -134,7 +134,7 @@ def test_a_warm_recall_costs_one_round_trip_and_caches_follow_every_write(team_u
     # a write elsewhere moves the version: what it may have changed is read again, records the walk read before
     # are not (they are kept by id and updated_at)
     b.remember("knowledge", "unrelated", "an unrelated fact about pelicans")
-    assert cost() <= 11
+    assert cost() <= 12  # (one of them: the hidden sides of open duplicate links, read once per version)
     # every cache follows a write made on another machine: a warm handle answers as a cold one does
     fresh = iter(range(100))
 
