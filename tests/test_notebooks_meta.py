@@ -113,7 +113,8 @@ def test_the_notebooks_show_what_they_promise() -> None:
     assert "APPROVED SYSTEM MEMORY — CRITICAL: ADHERE" in lessons
     assert "approved | Keep the cache in process: offline runs have no Redis. | 0 left to review" in lessons
     tour = all_text("memory_model_tour")
-    assert tour.count(": refused") == 5 and "allowed?!" not in tour
+    assert tour.count(": refused") == 4 and "allowed?!" not in tour
+    assert "overwrite the user's memory: still 'v1.5 deployed' | pending revisions: [('agent', 'pending'" in tour
     assert "- [agent · unverified] [normal] knowledge/cache_ttl" in tour and "pruned: 1 expired memory deleted" in tour
 
 
