@@ -224,3 +224,16 @@ def test_an_answer_split_over_messages_is_found_after_the_question(tmp_path: Pat
         assert at < 3, lines[:6]
     finally:
         v.close()
+
+
+def test_a_back_channel_message_is_not_ranked(tmp_path: Path) -> None:
+    """"haha" after the message that holds the words has them in its context column: it is still not ranked."""
+    said = [("Ann", "we adopted a puppy from the shelter"), ("Bob", "hahaha"), ("Bob", "omg nice"),
+            ("Bob", "what breed is the puppy"), ("Ann", "a beagle")]
+    v = _chat_vault(tmp_path, [(a, f"{a}: {t}") for a, t in said])  # as a chat is logged: "Name: message"
+    try:
+        lines = [i.line for i in v.recall("Which puppy did Ann adopt from the shelter?", bars=OPEN).items]
+        assert any("adopted a puppy" in line for line in lines) and any("beagle" in line for line in lines)
+        assert not any(line.rstrip().endswith(("hahaha", "omg nice")) for line in lines), lines
+    finally:
+        v.close()

@@ -15,7 +15,8 @@
    the query names the record's actor; ``+`` tag / key / file bonuses. Records without a thread keep plain BM25.
    A *unit* (one speaker's consecutive messages in a thread, back-channel turns left out) follows the unit before
    it as a whole: its later records get the ``prev`` (x ``question_mult``) flow its head gets, from that unit's best
-   hit (``unit_flow``; units of one record, as in LoCoMo as written, are unchanged).
+   hit (``unit_flow``; units of one record, as in LoCoMo as written, are unchanged). A back-channel message
+   (:func:`~synapse_nb.recall.asks.back_channel`) is not ranked (score 0; an exact-match bonus still counts).
 
 Every parameter was chosen on LoCoMo conversations 0-6 only (docs/decisions/0008-recall-engine-v2.md).
 
@@ -573,6 +574,7 @@ def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequen
         is_named[named] = True
         mult = np.where(is_named[idx.actor[u]], p.actor_mult, 1.0)
         f = f * mult
+    f = np.where(idx.brief[u], 0.0, f)  # a back-channel message ("haha", "oh nice") says nothing to find
     b = _lookup(bk, bv, u) if len(bk) else np.zeros(m)
     f = np.round(f + b, SCORE_DECIMALS)
     keep = np.flatnonzero(f > 0)
