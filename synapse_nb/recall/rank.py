@@ -13,10 +13,11 @@
    answer follows its question) ``+ thread * max(s in the thread)``; ``x question_self`` when the record is
    itself a question (it repeats the words asked about; its answer holds what was asked); ``x actor_mult`` when
    the query names the record's actor; ``+`` tag / key / file bonuses. Records without a thread keep plain BM25.
-   A *unit* (one speaker's consecutive messages in a thread, back-channel turns left out) follows the unit before
-   it as a whole: its later records get the ``prev`` (x ``question_mult``) flow its head gets, from that unit's best
-   hit (``unit_flow``; units of one record, as in LoCoMo as written, are unchanged). A back-channel message
-   (:func:`~synapse_nb.recall.asks.back_channel`) is not ranked (score 0; an exact-match bonus still counts).
+   With ``unit_flow`` (off by default), a *unit* (one speaker's consecutive messages in a thread, back-channel
+   turns left out) follows the unit before it as a whole: its later records get the ``prev`` (x ``question_mult``)
+   flow its head gets, from that unit's best hit (units of one record, as in LoCoMo as written, are unchanged). A
+   back-channel message (:func:`~synapse_nb.recall.asks.back_channel`) is not ranked (score 0; an exact-match
+   bonus still counts).
 
 Every parameter was chosen on LoCoMo conversations 0-6 only (docs/decisions/0008-recall-engine-v2.md).
 
@@ -100,7 +101,8 @@ class RankParams:
         letters) that the vault holds (:mod:`synapse_nb.recall.expand`).
     unit_flow : each later record of a unit (one speaker's consecutive messages) also gets the flow from the unit
         before it that its head gets (``prev``, ``question_mult``), from that unit's best hit: an answer sent as
-        several messages follows the question as a whole.
+        several messages follows the question as a whole. Off: on chat-style LoCoMo it was chosen on 0-6 (R@10
+        +.013) and lost on 7-9 (-.017); docs/recall.md, "Real chat".
     """
 
     w_body: float = 1.0
@@ -120,7 +122,7 @@ class RankParams:
     question_self: float = 0.75
     semantic: float = 0.0
     chat_words: bool = True
-    unit_flow: bool = True
+    unit_flow: bool = False
 
 
 def rank_words(query: str) -> list[str]:
@@ -257,8 +259,9 @@ class ThreadIndex:
     hold neighbour positions (-1: none), ``thread`` a thread code (-1: none), ``question`` whether the record
     holds a ``?``, ``actor`` an actor code, ``length`` the document's token count, ``expiry`` id -> expires_at of
     the memories that carry one, ``head``/``tail`` the first and last position of the record's *unit* (the run of
-    consecutive records of one actor in its thread it belongs to, at most :data:`UNIT_MAX`; a record alone, or
-    outside a thread, is its own unit): the gate's coverage reads a unit as one message.
+    consecutive records of one actor in its thread it belongs to, at most :data:`UNIT_MAX`, back-channel records
+    left out; a record alone, a back-channel record, or one outside a thread, is its own unit): the gate's coverage
+    reads a unit as one message, and the structure step lets a unit follow the unit before it as a whole.
     """
 
     def __init__(self, rows: Sequence[RankRow]) -> None:
