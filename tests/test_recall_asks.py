@@ -60,8 +60,11 @@ def test_back_channel_turns_are_no_link_and_questions_need_no_mark() -> None:
     assert idx.prev1.tolist() == [-1, -1, 0, -1, -1, 2]
     assert idx.next1.tolist() == [2, -1, 5, -1, -1, -1]
     assert idx.prev2.tolist() == [-1, -1, -1, -1, -1, 0]
-    # the units still count every message (the gate reads one speaker's run as one message)
-    assert idx.head.tolist() == [0, 1, 1, 3, 3, 3]
+    # a back-channel message is a unit of its own and joins none (it holds no word the gate could count)
+    assert idx.head.tolist() == [0, 1, 2, 3, 4, 5] and idx.tail.tolist() == [0, 1, 2, 3, 4, 5]
+    # ... nor cuts one: Ann's two messages around Bob's "haha" are one unit
+    run = ThreadIndex(_rows(["Ann: i went to the lake", "Bob: haha", "Ann: with my sister"], ["Ann", "Bob", "Ann"]))
+    assert run.head.tolist() == [0, 1, 0] and run.tail.tolist() == [2, 1, 2]
 
 
 def test_flags_survive_patch_and_the_file(tmp_path: Path) -> None:

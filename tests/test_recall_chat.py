@@ -177,3 +177,71 @@ def test_recall_with_chat_words_is_the_same_bytes_whatever_the_hash_seed(tmp_pat
         outs.add(got.stdout)
         assert "bday" in got.stdout and "birthdya" in got.stdout
     assert len(outs) == 1
+
+
+def test_the_later_messages_of_an_answer_follow_the_question_as_its_first_does() -> None:
+    """Ann asks; Bob answers in three messages. Each of them gets the flow a one-message answer gets from the question
+    (prev x question_mult x its score); with ``unit_flow`` off only the first does (the third nothing)."""
+    from synapse_nb.recall.rank import structure
+
+    rows = _rows(["ann", "bob", "bob", "bob", "ann"])
+    rows[0] = RankRow("episode", "e00", "t", 0, "ann", True, 5, 1)  # a question
+    idx = ThreadIndex(rows)
+    pos, bm25 = np.array([0], np.int64), np.array([2.0])
+    p = RankParams(unit_flow=True)
+    assert not RankParams().unit_flow  # off by default (docs/recall.md: chosen on chat-style 0-6, lost on 7-9)
+    r_on, r_off = structure(idx, pos, bm25, [], p), structure(idx, pos, bm25, [], RankParams(unit_flow=False))
+    got_on = dict(zip(r_on.pos.tolist(), r_on.score.tolist(), strict=True))
+    got_off = dict(zip(r_off.pos.tolist(), r_off.score.tolist(), strict=True))
+    flow = p.prev * p.question_mult * 1.0  # the question's normalised score is 1
+    assert got_on[1] == got_off[1] == pytest.approx(flow + p.thread)  # the head: as before
+    assert got_on[2] == pytest.approx(got_off[2] + flow)
+    assert 3 not in got_off and got_on[3] == pytest.approx(flow + p.thread)
+    assert 4 not in got_on and 4 not in got_off  # three steps from the question, in a unit of its own
+    i3 = r_on.pos.tolist().index(3)
+    assert r_on.parts["neighbours"][i3] == pytest.approx(flow)
+
+
+def test_unit_flow_changes_nothing_when_every_unit_is_one_message() -> None:
+    from synapse_nb.recall.rank import structure
+
+    rows = _rows(["ann", "bob", "ann", "bob", "ann", "bob"])
+    rows[2] = RankRow("episode", "e02", "t", 2, "ann", True, 5, 3)
+    idx = ThreadIndex(rows)
+    pos, bm25 = np.array([2, 5, 0], np.int64), np.array([3.0, 1.0, 0.5])
+    a = structure(idx, pos, bm25, [], RankParams(unit_flow=True))
+    b = structure(idx, pos, bm25, [], RankParams(unit_flow=False))
+    assert a.pos.tolist() == b.pos.tolist() and a.score.tolist() == b.score.tolist()
+
+
+def test_an_answer_split_over_messages_is_found_after_the_question(tmp_path: Path) -> None:
+    filler = [x for i in range(6) for x in (("Ann", f"the weather report for day {i} was rainy"),
+                                            ("Bob", f"bus number {i} was late"))]
+    v = _chat_vault(tmp_path, [*filler, ("Ann", "where did u go on saturday"), ("Bob", "omg we drove out early"),
+                               ("Bob", "all the way to the old lighthouse"), ("Ann", "wow"),
+                               *[("Ann", f"the saturday market {i} sold bread") for i in range(4)]])
+    try:
+        from synapse_nb.kinds.lessons import Lessons
+        from synapse_nb.recall.engine import Recaller
+
+        def rank(params: RankParams) -> int:
+            r = Recaller(v._ctx, lambda: v.index, params, lessons=lambda c, b: Lessons(c).in_force(b))
+            lines = [i.line for i in r.recall("Where did Bob go on Saturday?", bars=OPEN).items]
+            return next(k for k, line in enumerate(lines) if "lighthouse" in line)
+
+        assert rank(RankParams(unit_flow=True)) < 3 <= rank(RankParams(unit_flow=False))
+    finally:
+        v.close()
+
+
+def test_a_back_channel_message_is_not_ranked(tmp_path: Path) -> None:
+    """"haha" after the message that holds the words has them in its context column: it is still not ranked."""
+    said = [("Ann", "we adopted a puppy from the shelter"), ("Bob", "hahaha"), ("Bob", "omg nice"),
+            ("Bob", "what breed is the puppy"), ("Ann", "a beagle")]
+    v = _chat_vault(tmp_path, [(a, f"{a}: {t}") for a, t in said])  # as a chat is logged: "Name: message"
+    try:
+        lines = [i.line for i in v.recall("Which puppy did Ann adopt from the shelter?", bars=OPEN).items]
+        assert any("adopted a puppy" in line for line in lines) and any("beagle" in line for line in lines)
+        assert not any(line.rstrip().endswith(("hahaha", "omg nice")) for line in lines), lines
+    finally:
+        v.close()

@@ -13,6 +13,11 @@
    answer follows its question) ``+ thread * max(s in the thread)``; ``x question_self`` when the record is
    itself a question (it repeats the words asked about; its answer holds what was asked); ``x actor_mult`` when
    the query names the record's actor; ``+`` tag / key / file bonuses. Records without a thread keep plain BM25.
+   With ``unit_flow`` (off by default), a *unit* (one speaker's consecutive messages in a thread, back-channel
+   turns left out) follows the unit before it as a whole: its later records get the ``prev`` (x ``question_mult``)
+   flow its head gets, from that unit's best hit (units of one record, as in LoCoMo as written, are unchanged). A
+   back-channel message (:func:`~synapse_nb.recall.asks.back_channel`) is not ranked (score 0; an exact-match
+   bonus still counts).
 
 Every parameter was chosen on LoCoMo conversations 0-6 only (docs/decisions/0008-recall-engine-v2.md).
 
@@ -94,6 +99,10 @@ class RankParams:
     semantic : weight of the optional dense channel (0: off, the default; :mod:`synapse_nb.recall.semantic`).
     chat_words : each query word also matches the forms chat gives it (abbreviations, one-edit slips, lengthened
         letters) that the vault holds (:mod:`synapse_nb.recall.expand`).
+    unit_flow : each later record of a unit (one speaker's consecutive messages) also gets the flow from the unit
+        before it that its head gets (``prev``, ``question_mult``), from that unit's best hit: an answer sent as
+        several messages follows the question as a whole. Off: on chat-style LoCoMo it was chosen on 0-6 (R@10
+        +.013) and lost on 7-9 (-.017); docs/recall.md, "Real chat".
     """
 
     w_body: float = 1.0
@@ -113,6 +122,7 @@ class RankParams:
     question_self: float = 0.75
     semantic: float = 0.0
     chat_words: bool = True
+    unit_flow: bool = False
 
 
 def rank_words(query: str) -> list[str]:
@@ -249,8 +259,9 @@ class ThreadIndex:
     hold neighbour positions (-1: none), ``thread`` a thread code (-1: none), ``question`` whether the record
     holds a ``?``, ``actor`` an actor code, ``length`` the document's token count, ``expiry`` id -> expires_at of
     the memories that carry one, ``head``/``tail`` the first and last position of the record's *unit* (the run of
-    consecutive records of one actor in its thread it belongs to, at most :data:`UNIT_MAX`; a record alone, or
-    outside a thread, is its own unit): the gate's coverage reads a unit as one message.
+    consecutive records of one actor in its thread it belongs to, at most :data:`UNIT_MAX`, back-channel records
+    left out; a record alone, a back-channel record, or one outside a thread, is its own unit): the gate's coverage
+    reads a unit as one message, and the structure step lets a unit follow the unit before it as a whole.
     """
 
     def __init__(self, rows: Sequence[RankRow]) -> None:
@@ -313,11 +324,12 @@ class ThreadIndex:
                 same = lt[d:] == lt[:-d]
                 back[lo[d:][same]] = lo[:-d][same]
                 fwd[lo[:-d][same]] = lo[d:][same]
-            self._units(o, t, actor)
+            self._units(lo, lt, actor)  # a back-channel turn neither joins nor cuts a unit: its own
 
     def _units(self, o: np.ndarray, t: np.ndarray, actor: np.ndarray) -> None:
         """``head``/``tail``: the first and last position of each record's unit (consecutive records of one known
-        actor in a thread, cut every :data:`UNIT_MAX`), from the threaded positions in thread order ``o``."""
+        actor in a thread, cut every :data:`UNIT_MAX`), from the threaded positions in thread order ``o`` (back-channel
+        turns left out: "haha" between two messages of Ann neither joins her unit nor cuts it)."""
         import numpy as np
 
         a = actor[o]
@@ -476,6 +488,31 @@ def _group_max(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
     return out
 
 
+def _unit_flow(idx: ThreadIndex, u: np.ndarray, keys: np.ndarray, vals: np.ndarray, p: RankParams) -> np.ndarray:
+    """Per record of ``u``: ``prev`` x the best score among the hits of the unit before its own (x
+    ``question_mult`` when that unit's last record asks), for the records of a unit but its head (the head has
+    that unit's last record as ``prev1`` already); 0 for the others. ``keys``/``vals``: the hits' positions
+    (ascending) and scores."""
+    import numpy as np
+
+    out = np.zeros(len(u))
+    later = np.flatnonzero(idx.head[u] != u)
+    if len(later) == 0 or len(keys) == 0:
+        return out
+    before = idx.prev1[idx.head[u[later]]]  # the last record of the unit before (-1: none)
+    later, before = later[before >= 0], before[before >= 0]
+    if len(later) == 0:
+        return out
+    heads = idx.head[keys]  # each hit's unit, by its head: the best hit of each unit
+    o = np.lexsort((-vals, heads))
+    h, v = heads[o], vals[o]
+    first = np.concatenate(([True], h[1:] != h[:-1]))
+    best = _lookup(h[first], v[first], idx.head[before])
+    q = np.where(idx.question[before], p.question_mult, 1.0)
+    out[later] = p.prev * q * best
+    return out
+
+
 def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequence[str],
               params: RankParams = RankParams(),
               bonus: Mapping[int, float] | tuple[np.ndarray, np.ndarray] | None = None) -> Ranked:
@@ -508,6 +545,11 @@ def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequen
         s_c = s_c ** p.power
     vals = s_c[o]
     nb = np.concatenate([keys, idx.prev1[keys], idx.prev2[keys], idx.next1[keys], idx.next2[keys], extra])
+    if p.unit_flow:  # the members of the unit after each hit's unit
+        after = idx.next1[idx.tail[keys]]
+        after = unique_sorted(after[after >= 0])
+        if len(after) and bool((idx.tail[after] != after).any()):
+            nb = np.concatenate([nb, idx.unit_members(after[idx.tail[after] != after])[0]])
     u = unique_sorted(nb[nb >= 0])
     m = len(u)
     # the record, its two neighbours each side (-1: none): looked up among the hits at once
@@ -520,6 +562,8 @@ def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequen
     q1 = np.where(p1 >= 0, np.where(idx.question[np.maximum(p1, 0)], p.question_mult, 1.0), 0.0)
     q2 = np.where(p2 >= 0, np.where(idx.question[np.maximum(p2, 0)], p.question_mult, 1.0), 0.0)
     neigh = (p.prev * q1 * s_p1 + p.prev * p.dist2 * q2 * s_p2 + p.next * s_n1 + p.next * p.dist2 * s_n2)
+    if p.unit_flow:  # the later members of a unit follow the previous unit as its head does (one turn, many messages)
+        neigh = neigh + _unit_flow(idx, u, keys, vals, p)
     t = idx.thread[u]
     t = np.where(t >= 0, t, -1 - u)  # no thread: its own thread of one
     thread_part = p.thread * _group_max(t, s)
@@ -533,6 +577,7 @@ def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequen
         is_named[named] = True
         mult = np.where(is_named[idx.actor[u]], p.actor_mult, 1.0)
         f = f * mult
+    f = np.where(idx.brief[u], 0.0, f)  # a back-channel message ("haha", "oh nice") says nothing to find
     b = _lookup(bk, bv, u) if len(bk) else np.zeros(m)
     f = np.round(f + b, SCORE_DECIMALS)
     keep = np.flatnonzero(f > 0)

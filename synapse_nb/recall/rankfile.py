@@ -62,7 +62,9 @@ __all__ = ["FORMAT", "MAGIC", "MIN_ROWS", "Stored", "cache_path", "load", "save"
 
 MAGIC = b"SYNRANK\x00"
 #: Bumped whenever the layout or the meaning of an array changes: a file of another format is rebuilt.
-FORMAT = 3  # 2: the units' head and tail (issue 33); 3: back-channel turns, questions without "?" (issue 33)
+#: 2: the units' head and tail (issue 33); 3: back-channel turns, questions without "?"; 4: units skip back-channel
+#: turns (issue 33, third round).
+FORMAT = 4
 #: Below this many rows a build from the store costs a few milliseconds: no file is written.
 MIN_ROWS = 500
 _HEAD = struct.Struct("<8sIIQI4x")  # magic, format, header length, payload length, crc32 of header + payload
