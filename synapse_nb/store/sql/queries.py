@@ -31,12 +31,14 @@ GET_META = "SELECT value FROM meta WHERE key = ?"
 
 def _agent_writes() -> str:
     """Agent records written or changed since a stamp, every kind: memories through memories_order (mind, priority,
-    updated_at: one range per priority), the others by their own stamps."""
+    updated_at: one range per priority), the others by their own stamps; plus the revisions agents proposed to
+    humans' memories since then (each a write that waits for a human: a flood of them is capped alike)."""
     priorities = ", ".join(str(i) for i in range(len(PRIORITIES)))
-    return "SELECT " + " + ".join(
-        f"(SELECT count(*) FROM {k.table} WHERE mind = ? AND "
-        + (f"priority IN ({priorities}) AND " if k.name == "memory" else "")
-        + "updated_at >= ? AND source = 'agent')" for k in KINDS)
+    return "SELECT " + " + ".join([
+        *(f"(SELECT count(*) FROM {k.table} WHERE mind = ? AND "
+          + (f"priority IN ({priorities}) AND " if k.name == "memory" else "")
+          + "updated_at >= ? AND source = 'agent')" for k in KINDS),
+        "(SELECT count(*) FROM revisions WHERE mind = ? AND created_at >= ? AND actor = 'agent')"])
 
 
 AGENT_WRITES = _agent_writes()
@@ -48,7 +50,7 @@ class MetaQueries(Repository[D]):
     writing a setting moves the version), so a warm recall's saved default bars cost no round trip."""
 
     def agent_writes(self, mind: str, since: str) -> int:
-        row = self._db.query_one(AGENT_WRITES, (mind, since) * len(KINDS))
+        row = self._db.query_one(AGENT_WRITES, (mind, since) * (len(KINDS) + 1))
         return int(row[0] or 0) if row else 0
 
     def agent_memories(self, mind: str) -> int:
