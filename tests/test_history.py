@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import synapse_nb as syn
-from synapse_nb.dupes import classify
+from synapse_nb.dupes import DUPLICATE_AT, classify
 from synapse_nb.vault import VaultSession
 from tests.conftest import FakeClock
 
@@ -97,6 +97,44 @@ def test_contradictions_differ_in_numbers_or_negation() -> None:
                     {}, 50).relation == "contradiction"
     assert classify("we deploy on fridays", "we never deploy on fridays", {}, 50).relation == "contradiction"
     assert classify("we deploy on fridays", "the cache lives in redis", {}, 50).relation is None
+
+
+SHORT_FACT = "Priya adopted a rescue greyhound named Biscuit"
+LONG_MESSAGE = ("Priya: Big news, we adopted a rescue greyhound last weekend! His name is Biscuit and he already "
+                "rules the couch, can't complain. The neighbours keep stopping by to meet him.")
+
+
+def test_a_short_fact_inside_a_longer_message_is_a_duplicate() -> None:
+    got = classify(SHORT_FACT, LONG_MESSAGE, {}, 100)
+    # the Jaccard is low (the message says much more), the shorter side's words are nearly all in the longer one;
+    # the message's "can't" (a negation elsewhere in a long text) does not count against it
+    assert got.relation == "duplicate" and got.score < 0.3 and got.overlap >= 0.8
+    assert classify(LONG_MESSAGE, SHORT_FACT, {}, 100) == got  # symmetric
+
+
+def test_an_overlap_of_two_words_or_a_negated_short_side_is_not_a_duplicate() -> None:
+    # hard negative: two shared words make a short text's overlap high, but it is another fact
+    got = classify("The billing team meets on Thursdays", "The payments service is owned by the billing team",
+                   {}, 100)
+    assert got.relation is None and got.overlap >= DUPLICATE_AT  # without MIN_SHARED it would be one
+    # the shorter side negates what the longer one says: not the same fact
+    plain = LONG_MESSAGE.replace(", can't complain", "")
+    assert classify(SHORT_FACT, plain, {}, 100).relation == "duplicate"
+    assert classify("Priya did not adopt the rescue greyhound named Biscuit", plain, {}, 100).relation is None
+    # other numbers in the shorter side: another fact
+    assert classify("Priya adopted 2 rescue greyhounds named Biscuit and Pip", LONG_MESSAGE + " He is 3.", {},
+                    100).relation is None
+
+
+def test_a_fact_and_the_message_that_states_it_are_linked_on_write(vault: syn.Vault,
+                                                                   agent_vault: syn.Vault) -> None:
+    fact = vault.decide(SHORT_FACT)
+    vault.decide("The billing team meets on Thursdays")
+    msg = agent_vault.decide(LONG_MESSAGE)
+    other = agent_vault.decide("The payments service is owned by the billing team")
+    links = {frozenset((x.a, x.b)): x.relation for x in vault.memories.conflicts()}
+    assert links.get(frozenset((fact.id, msg.id))) == "duplicate"
+    assert all(other.id not in pair for pair in links)
 
 
 def _scan(folder: Path, needle: bytes) -> list[str]:
