@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from synapse_nb.context import Context
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["CHECKED_KINDS", "DEPTH", "DUPLICATE_AT", "MIN_SHARED", "SUBJECT_AT", "Verdict", "check_after_commit", "classify",
-           "hidden_side", "words"]
+__all__ = ["CHECKED_KINDS", "DEPTH", "DUPLICATE_AT", "MIN_SHARED", "SUBJECT_AT", "Verdict", "check_after_commit",
+           "classify", "hidden_side", "words"]
 
 #: The kinds the check compares (recall's ranked kinds but checkpoints).
 CHECKED_KINDS: tuple[str, ...] = tuple(k for k in RANKED_KINDS if k != "checkpoint")
