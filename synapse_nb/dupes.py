@@ -15,11 +15,12 @@ wrote more than :data:`SYNC_MAX` of them (a bulk load) is checked later, from hi
    negations left out of both: the **Jaccard** (shared weight / weight of either side: how far the two say the
    same thing and nothing else) and the **overlap** (shared weight / the lighter side's weight: how much of the
    shorter text the longer one holds, so a one-line fact is found in the longer note or message that states it);
-4. **verdict** (:func:`classify`): the same subject (Jaccard at least :data:`SUBJECT_AT`) with differing
-   numbers or dates, or a negation on one side only, is a ``contradiction``; otherwise an overlap at least
-   :data:`DUPLICATE_AT` over at least :data:`MIN_SHARED` shared words is a ``duplicate``, unless the numbers or
-   dates differ or the shorter side alone is negated (``"we do not deploy on Fridays"`` inside a longer text that
-   does not negate: not the same fact; a negation elsewhere in a long message does not count against it).
+4. **verdict** (:func:`classify`): the same subject (Jaccard at least :data:`SUBJECT_AT`) with differing numbers or
+   dates, or a negation on one side only, is a ``contradiction``; otherwise an overlap at least :data:`DUPLICATE_AT`
+   over at least :data:`MIN_SHARED` shared words, and at least :data:`MIN_SHARE` of the shorter side's words, is a
+   ``duplicate``, unless the numbers or dates differ or the shorter side alone is negated (``"we do not deploy on
+   Fridays"`` inside a longer text that does not negate: not the same fact; a negation elsewhere in a long message does
+   not count against it).
 
 A duplicate link hides one side from recall while it is open (:func:`hidden_side`: a human's record stands over an
 agent's; otherwise the older one stands); a contradiction hides nothing. A human decides every link
@@ -45,8 +46,8 @@ if TYPE_CHECKING:
     from synapse_nb.context import Context
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["CHECKED_KINDS", "DEPTH", "DUPLICATE_AT", "MIN_SHARED", "SUBJECT_AT", "Verdict", "check_after_commit",
-           "classify", "hidden_side", "words"]
+__all__ = ["CHECKED_KINDS", "DEPTH", "DUPLICATE_AT", "MIN_SHARE", "MIN_SHARED", "SUBJECT_AT", "Verdict",
+           "check_after_commit", "classify", "hidden_side", "words"]
 
 #: The kinds the check compares (recall's ranked kinds but checkpoints).
 CHECKED_KINDS: tuple[str, ...] = tuple(k for k in RANKED_KINDS if k != "checkpoint")
@@ -59,6 +60,9 @@ DUPLICATE_AT = 0.45
 #: Fewest distinct shared words (after folding) for a duplicate: the overlap of a two-word text with anything that
 #: names both words is 1.0 (``"the billing team meets on Thursdays"`` / ``"... owned by the billing team"``).
 MIN_SHARED = 3
+#: ... and at least this share of the shorter side's distinct words, counted (not weighted): in a small vault idf
+#: weighs every word alike-ish, and a few shared topic words (tags such as ``survey``, ``data``) would pass the overlap.
+MIN_SHARE = 0.5
 #: Idf-weighted Jaccard from which two records speak of the same subject (a contradiction when numbers, dates or
 #: negation differ).
 SUBJECT_AT = 0.5
@@ -186,7 +190,8 @@ def classify(a: str, b: str, doc_freq: Mapping[str, int], n_docs: int) -> Verdic
                            overlap)
         if pa.negated != pb.negated:
             return Verdict("contradiction", score, "same subject, negated on one side", overlap)
-    if overlap >= DUPLICATE_AT and len(shared) >= MIN_SHARED and not differ:  # other numbers: another fact
+    if overlap >= DUPLICATE_AT and len(shared) >= max(MIN_SHARED, MIN_SHARE * min(len(sa), len(sb))) \
+            and not differ:  # other numbers: another fact
         shorter_negated = pa.negated if inter + only_a <= inter + only_b else pb.negated
         if pa.negated == pb.negated or not shorter_negated:
             return Verdict("duplicate", score, "the shorter one's words are in the other, weighted by rarity", overlap)

@@ -121,6 +121,13 @@ def test_an_overlap_of_two_words_or_a_negated_short_side_is_not_a_duplicate() ->
     plain = LONG_MESSAGE.replace(", can't complain", "")
     assert classify(SHORT_FACT, plain, {}, 100).relation == "duplicate"
     assert classify("Priya did not adopt the rescue greyhound named Biscuit", plain, {}, 100).relation is None
+    # three shared topic words (tags) weigh most of a command's words, but are fewer than half of them
+    command = "clean survey python clean.py --wave 2025 --drop-incomplete data survey"
+    decision = ("Use complete cases for income; no imputation. Imputation flipped the sign of the effect in the "
+                "pilot; report complete-case results and the drop-out rate. missing-data survey")
+    common = dict.fromkeys(("clean", "python", "py", "wave", "incomplete"), 50)
+    got = classify(command, decision, {**common, "survey": 3, "drop": 3, "data": 3}, 100)
+    assert got.relation is None and got.overlap >= DUPLICATE_AT
     # other numbers in the shorter side: another fact
     assert classify("Priya adopted 2 rescue greyhounds named Biscuit and Pip", LONG_MESSAGE + " He is 3.", {},
                     100).relation is None
