@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import synapse_nb as syn
-from synapse_nb.dupes import COVERED_AT, classify, covered
+from synapse_nb.dupes import COVERED_AT, DUPLICATE_AT, classify, covered
 from synapse_nb.vault import VaultSession
 from tests.conftest import FakeClock
 
@@ -128,6 +128,51 @@ def test_the_check_reads_every_candidate_tied_at_its_depth(vault: syn.Vault, age
     new = agent_vault.decide("the nightly backup job copies the orders database")
     linked = {x.a if x.b == new.id else x.b for x in vault.memories.conflicts() if new.id in (x.a, x.b)}
     assert linked == set(tied)
+
+
+SHORT_FACT = "Priya adopted a rescue greyhound named Biscuit"
+LONG_MESSAGE = ("Priya: Big news, we adopted a rescue greyhound last weekend! His name is Biscuit and he already "
+                "rules the couch, can't complain. The neighbours keep stopping by to meet him.")
+
+
+def test_a_short_fact_inside_a_longer_message_is_a_duplicate() -> None:
+    got = classify(SHORT_FACT, LONG_MESSAGE, {}, 100)
+    # the Jaccard is low (the message says much more), the shorter side's words are nearly all in the longer one;
+    # the message's "can't" (a negation elsewhere in a long text) does not count against it
+    assert got.relation == "duplicate" and got.score < 0.3 and got.overlap >= 0.8
+    assert classify(LONG_MESSAGE, SHORT_FACT, {}, 100) == got  # symmetric
+
+
+def test_an_overlap_of_two_words_or_a_negated_short_side_is_not_a_duplicate() -> None:
+    # hard negative: two shared words make a short text's overlap high, but it is another fact
+    got = classify("The billing team meets on Thursdays", "The payments service is owned by the billing team",
+                   {}, 100)
+    assert got.relation is None and got.overlap >= DUPLICATE_AT  # without MIN_SHARED it would be one
+    # the shorter side negates what the longer one says: not the same fact
+    plain = LONG_MESSAGE.replace(", can't complain", "")
+    assert classify(SHORT_FACT, plain, {}, 100).relation == "duplicate"
+    assert classify("Priya did not adopt the rescue greyhound named Biscuit", plain, {}, 100).relation is None
+    # three shared topic words (tags) weigh most of a command's words, but are fewer than half of them
+    command = "clean survey python clean.py --wave 2025 --drop-incomplete data survey"
+    decision = ("Use complete cases for income; no imputation. Imputation flipped the sign of the effect in the "
+                "pilot; report complete-case results and the drop-out rate. missing-data survey")
+    common = dict.fromkeys(("clean", "python", "py", "wave", "incomplete"), 50)
+    got = classify(command, decision, {**common, "survey": 3, "drop": 3, "data": 3}, 100)
+    assert got.relation is None and got.overlap >= DUPLICATE_AT
+    # other numbers in the shorter side: another fact
+    assert classify("Priya adopted 2 rescue greyhounds named Biscuit and Pip", LONG_MESSAGE + " He is 3.", {},
+                    100).relation is None
+
+
+def test_a_fact_and_the_message_that_states_it_are_linked_on_write(vault: syn.Vault,
+                                                                   agent_vault: syn.Vault) -> None:
+    fact = vault.decide(SHORT_FACT)
+    vault.decide("The billing team meets on Thursdays")
+    msg = agent_vault.decide(LONG_MESSAGE)
+    other = agent_vault.decide("The payments service is owned by the billing team")
+    links = {frozenset((x.a, x.b)): x.relation for x in vault.memories.conflicts()}
+    assert links.get(frozenset((fact.id, msg.id))) == "duplicate"
+    assert all(other.id not in pair for pair in links)
 
 
 def _scan(folder: Path, needle: bytes) -> list[str]:

@@ -12,8 +12,9 @@ conversations 0-6 (``datasets/locomo/locomo10.json``, CC BY-NC: read at run time
 
 Evaluation is end to end: every text of the set is written into one vault (the a side by the user, then the b side
 by the agent, as decisions: no key words added), the check runs on write as it does in use (candidates from the
-ranking's BM25, then :func:`synapse_nb.dupes.classify`), and a pair is predicted as the relation of the link found
-between its two records (none: no link). Precision and recall per relation come with Wilson 95% intervals.
+ranking's BM25, then :func:`synapse_nb.dupes.classify`), and a pair is predicted as the relation of a link found
+between records holding its two texts (none: no link; a contradiction link wins over a duplicate one). Precision
+and recall per relation come with Wilson 95% intervals.
 """
 
 from __future__ import annotations
@@ -138,9 +139,19 @@ def predict(pairs: Sequence[Pair]) -> list[str]:
         b_ids = []
         for p in pairs:  # one write each, as in use: each is checked against everything written before it
             b_ids.append(agent.decide(p.b).id)
-        found = {frozenset((x.a, x.b)): x.relation for x in v.memories.conflicts(status=None)}
+        # by text, not by record: a text of the set can recur (an observation in a duplicate pair and in a negative
+        # pair), and which of its identical records BM25 ranks first is decided by random ids (a tie)
+        text = {i: p.a for i, p in zip(a_ids, pairs, strict=True)} | {i: p.b for i, p in zip(b_ids, pairs, strict=True)}
+        found: dict[frozenset[str], set[str]] = {}
+        for x in v.memories.conflicts(status=None):
+            if x.a in text and x.b in text:
+                found.setdefault(frozenset((text[x.a], text[x.b])), set()).add(x.relation)
         v.close()
-    return [found.get(frozenset((a, b)), "none") for a, b in zip(a_ids, b_ids, strict=True)]
+    out = []
+    for p in pairs:
+        rels = found.get(frozenset((p.a, p.b)), set())
+        out.append("contradiction" if "contradiction" in rels else "duplicate" if rels else "none")
+    return out
 
 
 def evaluate(pairs: Sequence[Pair], predicted: Sequence[str] | None = None) -> list[Scores]:
