@@ -4,13 +4,17 @@ these commands refuse an agent's shell and, without a terminal, need ``--yes``."
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from synapse_nb.cli._common import JsonOpt, YesOpt, echo_json, fail, open_vault_for, require_human_here
 from synapse_nb.cli.memory import memory_app
 from synapse_nb.provenance import inline
+
+if TYPE_CHECKING:
+    from synapse_nb.changes import Link, Revision
 
 __all__ = ["memory_accept", "memory_conflicts", "memory_history", "memory_prune_history", "memory_purge",
            "memory_reject", "memory_resolve", "memory_revert", "memory_revisions"]
@@ -81,14 +85,8 @@ def memory_revisions(
 
         synapse-nb memory revisions --status all --json
     """
-    revs = open_vault_for(ctx).memories.revisions(status=None if status == "all" else status)
-    if as_json:
-        echo_json([r.to_dict() for r in revs])
-        return
-    if not revs:
-        typer.echo(f"no {'' if status == 'all' else status + ' '}revisions")
-    for r in revs:
-        typer.echo(r.line())
+    _listing(open_vault_for(ctx).memories.revisions(status=None if status == "all" else status), status,
+             "revisions", as_json)
 
 
 @memory_app.command("accept")
@@ -131,7 +129,7 @@ def memory_conflicts(
     status: Annotated[str, typer.Option("--status", help="open, kept, merged, superseded or all.")] = "open",
     as_json: JsonOpt = False,
 ) -> None:
-    """Pairs of records that look like duplicates or contradictions (same subject, differing numbers, dates or
+    """Pairs of records that look like duplicates or contradictions (same subject, differing numbers, dates, names or
     negation), found on write; a human decides each with `memory resolve`.
 
     Examples:
@@ -140,14 +138,8 @@ def memory_conflicts(
 
         synapse-nb memory conflicts --status all --json
     """
-    links = open_vault_for(ctx).memories.conflicts(status=None if status == "all" else status)
-    if as_json:
-        echo_json([x.to_dict() for x in links])
-        return
-    if not links:
-        typer.echo(f"no {'' if status == 'all' else status + ' '}conflicts")
-    for x in links:
-        typer.echo(x.line())
+    _listing(open_vault_for(ctx).memories.conflicts(status=None if status == "all" else status), status,
+             "conflicts", as_json)
 
 
 @memory_app.command("resolve")
@@ -213,3 +205,14 @@ def memory_prune_history(
         fail("--older-than needs a duration such as 180d")
     n = open_vault_for(ctx).prune_history(older_than=older_than)
     typer.echo(f"removed {n} history entries older than {older_than}")
+
+
+def _listing(rows: Sequence[Revision] | Sequence[Link], status: str, noun: str, as_json: bool) -> None:
+    """Print revisions or conflicts: a line each, ``no <status> <noun>`` when there are none, or JSON."""
+    if as_json:
+        echo_json([r.to_dict() for r in rows])
+        return
+    if not rows:
+        typer.echo(f"no {'' if status == 'all' else status + ' '}{noun}")
+    for r in rows:
+        typer.echo(r.line())
