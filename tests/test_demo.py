@@ -24,6 +24,7 @@ def test_demo_tour_goes_through_every_step(monkeypatch: pytest.MonkeyPatch, tmp_
     assert "APPROVED SYSTEM MEMORY" in summary["recall"] and "idempotency key" in summary["recall"]
     assert "run_migrations" in summary["recall"]
     assert "in place, same id" in text
+    assert "its history keeps every version (2:" in text and "v1 said 'alembic upgrade head'" in text
     assert not Path(summary["vault"]).exists()  # the throwaway folder is gone
     assert not (tmp_path / "must-not-be-used").exists()
     assert "\033[" not in text  # no colour codes when not a terminal
