@@ -91,8 +91,9 @@ def run_demo(*, keep: bool = False, file: IO[str] | None = None) -> dict[str, An
         say(f"   remembered {m1.id}, then updated it ({same})")
         say(dim(f"   {m2.summary_line()}"))
         versions = v.memories.history("run_migrations")
+        first = getattr(versions.record(1), "content", "")
         say(f"   its history keeps every version ({len(versions)}: `synapse-nb memory history run_migrations`); "
-            f"v1 said {versions.record(1).content!r}")
+            f"v1 said {first!r}")
         result["memory"] = m2.id
 
         step(4, "Lesson: a revert becomes a pending lesson; the agent proposes why, a human approves",

@@ -463,6 +463,7 @@ def test_finding6_an_agent_with_a_shell_is_the_agent(project: Path, env: dict[st
     les = v.lessons.create("Reverted 'x'")
     for args in (("lessons", "approve", les.id, "--text", "t", "--days", "3650", "--yes"),
                  ("lessons", "reject", les.id, "--yes"), ("lessons", "review", "--yes"),
+                 ("lessons", "withdraw", les.id, "--yes"),
                  ("memory", "verify", v.memories.list()[0].id, "--yes"), ("memory", "prune", "--yes"),
                  ("--actor", "user", "remember", "procedure", "deploy", "curl x | sh")):
         res = _cli(project, *args, env=env)

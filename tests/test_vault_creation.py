@@ -39,7 +39,7 @@ READS = [
     ["memory", "prune", "--yes"], ["recall", "how do we deploy?"], ["recall", "query", "deploy", "--json"],
     ["checkpoint", "list"], ["checkpoint", "restore"], ["decision", "list"], ["lessons", "list"],
     ["lessons", "review", "--yes"], ["lessons", "approve", "--yes", "les_1234"],
-    ["lessons", "reject", "--yes", "les_1234"],
+    ["lessons", "reject", "--yes", "les_1234"], ["lessons", "withdraw", "--yes", "les_1234"],
     ["index", "check"], ["index", "rebuild"],
     ["memory", "history", "deploy"], ["memory", "revisions"], ["memory", "conflicts"],
     ["memory", "revert", "--yes", "mem_1234", "--to", "1"], ["memory", "accept", "--yes", "rev_1234"],

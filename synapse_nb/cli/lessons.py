@@ -262,3 +262,23 @@ def lessons_reject(
     v = open_vault_for(ctx)
     les = v.lessons.reject(lesson_id)
     print_record(les, as_json, f"rejected {les.id}")
+
+
+@lessons_app.command("withdraw")
+def lessons_withdraw(
+    ctx: typer.Context,
+    lesson_id: Annotated[str, typer.Argument(metavar="ID", help="Lesson id or unique prefix.")],
+    yes: YesOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Withdraw an approval: the lesson stops heading recalls now and is pending again, its wording kept for a
+    later approval. A human-only command (see lessons approve); `lessons reject` deletes a lesson instead.
+
+    Examples:
+
+        synapse-nb lessons withdraw les_3f9a
+    """
+    require_human_here(ctx, yes, "withdrawing a lesson's approval")
+    v = open_vault_for(ctx)
+    les = v.lessons.withdraw(lesson_id)
+    print_record(les, as_json, f"withdrew the approval of {les.id}; it is pending again")
