@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb.errors import IndexError_, SynapseError
+from synapse_nb.store.index.maintenance import connect, one_line
 from synapse_nb.store.index.rows import DriftReport, drift
 from synapse_nb.store.index.search import sql_str
 
@@ -89,11 +90,6 @@ class DenseHit(NamedTuple):
 def _where(tbl: Any, pred: str, columns: list[str]) -> Any:
     """The rows of ``tbl`` matching ``pred``, these columns, as Arrow."""
     return tbl.search().where(pred).select(columns).limit(None).to_arrow()
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:300] if text else ''}"
 
 
 def _ranked(ids: Sequence[str], kinds: Sequence[str], cos: np.ndarray, k: int,
@@ -284,14 +280,7 @@ class DenseIndex:
 
     def _connect(self) -> Any:
         if self._db is None:
-            os.environ.setdefault("LANCEDB_LOG", "error")
-            import lancedb  # seconds to import: only once the index is used
-
-            try:
-                self.path.mkdir(exist_ok=True)
-                self._db = lancedb.connect(str(self.path), read_consistency_interval=timedelta(0))
-            except Exception as exc:
-                raise IndexError_(f"cannot open retrieval index folder {str(self.path)!r} ({_one_line(exc)})") from exc
+            self._db = connect(self.path)
         return self._db
 
     def _run(self, what: str, fn: Callable[[], Any], *, write: bool = False) -> Any:
@@ -315,7 +304,7 @@ class DenseIndex:
                     continue
                 self._tbl = None
                 raise IndexError_(f"semantic index {self.name} at {str(self.path)!r} failed to {what} "
-                                  f"({_one_line(exc)}); rebuild it from SQLite") from exc
+                                  f"({one_line(exc)}); rebuild it from SQLite") from exc
 
     def _open(self) -> Any:
         if self._tbl is not None and self.exists():

@@ -6,12 +6,36 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+from synapse_nb.errors import IndexError_
 from synapse_nb.store.index.rows import IndexRow, validate_rows
 
-__all__ = ["build_indices", "chunks", "digests", "wants_optimize"]
+__all__ = ["build_indices", "chunks", "connect", "digests", "one_line", "wants_optimize"]
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one short line (its type and first line), for the index's error messages."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300] if text else ''}"
+
+
+def connect(path: Path) -> Any:
+    """A LanceDB connection to the index folder ``path`` (created inside the vault folder, never its parents), whose
+    reads see the latest commit of other processes (consistency interval 0); :class:`IndexError_` if it cannot be
+    opened. Imports lancedb (seconds): call it only once the index is used."""
+    os.environ.setdefault("LANCEDB_LOG", "error")
+    import lancedb
+
+    try:
+        path.mkdir(exist_ok=True)
+        return lancedb.connect(str(path), read_consistency_interval=timedelta(0))
+    except Exception as exc:
+        raise IndexError_(f"cannot open retrieval index folder {str(path)!r} ({one_line(exc)})") from exc
 
 #: Upserts leave small fragments; from this many, ``upsert`` runs ``optimize`` (compaction).
 _SMALL_FRAGMENTS_BEFORE_OPTIMIZE = 64

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.errors import IndexError_, QueryError, SynapseError, ValidationError
-from synapse_nb.store.index.maintenance import build_indices, chunks, digests, wants_optimize
+from synapse_nb.store.index.maintenance import build_indices, chunks, connect, digests, one_line, wants_optimize
 from synapse_nb.store.index.rows import (
     EMBED_BATCH,
     FORMAT,
@@ -50,11 +50,6 @@ _BATCH = EMBED_BATCH  # rows per merge_insert (times 4) and per rebuild write (t
 def _is_conflict(exc: BaseException) -> bool:
     msg = str(exc).lower()
     return "conflict" in msg or "retryable" in msg or "concurrent" in msg
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:300] if text else ''}"
 
 
 class RetrievalIndex:
@@ -120,15 +115,7 @@ class RetrievalIndex:
 
     def _connect(self) -> Any:
         if self._db is None:
-            os.environ.setdefault("LANCEDB_LOG", "error")
-            import lancedb  # seconds to import: only once the index is used
-
-            try:
-                self.path.mkdir(exist_ok=True)  # inside the vault folder; never its parents
-                # interval 0: every read sees the latest commit of other processes
-                self._db = lancedb.connect(str(self.path), read_consistency_interval=timedelta(0))
-            except Exception as exc:
-                raise IndexError_(f"cannot open retrieval index folder {str(self.path)!r} ({_one_line(exc)})") from exc
+            self._db = connect(self.path)
         return self._db
 
     def _open(self) -> Any:
@@ -145,7 +132,7 @@ class RetrievalIndex:
             meta = tbl.schema.metadata or {}
         except Exception as exc:
             raise IndexError_(
-                f"retrieval index at {str(self.path)!r} is corrupt or unreadable ({_one_line(exc)}); "
+                f"retrieval index at {str(self.path)!r} is corrupt or unreadable ({one_line(exc)}); "
                 "rebuild it from SQLite"
             ) from exc
         emb = self.embedder
@@ -181,7 +168,7 @@ class RetrievalIndex:
                 if isinstance(exc, (FileNotFoundError,)) or "not found" in str(exc).lower():
                     self._tbl = None
                 raise IndexError_(
-                    f"retrieval index at {str(self.path)!r} failed to {what} ({_one_line(exc)}); rebuild it from SQLite"
+                    f"retrieval index at {str(self.path)!r} failed to {what} ({one_line(exc)}); rebuild it from SQLite"
                 ) from exc
 
     # ------------------------------------------------------------------ writes
