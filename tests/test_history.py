@@ -69,6 +69,18 @@ def test_an_agents_change_to_a_verified_memory_is_a_pending_revision(vault: syn.
     assert vault.memories.revisions() == [] and vault.memories.history(m.id)[-1].action == "accept"
 
 
+def test_a_revision_made_before_a_later_change_is_not_accepted_blindly(vault: syn.Vault,
+                                                                       agent_vault: syn.Vault) -> None:
+    m = vault.remember("procedure", "deploy", "make deploy, then tag")
+    agent_vault.memories.update(m.id, content="make deploy-prod, then tag")
+    (rev,) = vault.memories.revisions()
+    vault.memories.update(m.id, content="make deploy, then tag, then announce")  # the human changes it meanwhile
+    with pytest.raises(syn.ConflictError, match=r"changed after revision .* force=True"):
+        vault.memories.accept(rev.id)
+    assert vault.memories.get(m.id).content == "make deploy, then tag, then announce"  # the later change stands
+    assert vault.memories.accept(rev.id, force=True).content == "make deploy-prod, then tag"
+
+
 def test_a_near_duplicate_is_linked_hidden_from_recall_and_decided_by_a_human(vault: syn.Vault,
                                                                             agent_vault: syn.Vault) -> None:
     orig = vault.remember("procedure", "deploy_procedure", "deploy: run make deploy then tag the release on main")

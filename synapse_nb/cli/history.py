@@ -93,16 +93,19 @@ def memory_revisions(
 def memory_accept(
     ctx: typer.Context,
     revision: Annotated[str, typer.Argument(metavar="REVISION", help="A revision id (rev_...).")],
+    force: Annotated[bool, typer.Option("--force", help="Accept a revision made against an older version of the "
+                                        "memory (read `memory history` first).")] = False,
     yes: YesOpt = False,
 ) -> None:
-    """Accept an agent's pending revision (human only): the memory takes its values and stays verified.
+    """Accept an agent's pending revision (human only): the memory takes its values and stays verified. A revision
+    proposed before the memory last changed is refused unless --force.
 
     Examples:
 
         synapse-nb memory accept rev_3f9a0c12be47
     """
     require_human_here(ctx, yes, "accepting a revision")
-    m = open_vault_for(ctx).memories.accept(revision)
+    m = open_vault_for(ctx).memories.accept(revision, force=force)
     typer.echo(f"accepted {revision}: {m.summary_line()}")
 
 

@@ -187,13 +187,21 @@ class MemoryHistory:
             raise ConflictError(f"revision {rev.id} is {rev.status} already")
         return rev
 
-    def accept(self, revision_id: str) -> Memory:
+    def accept(self, revision_id: str, *, force: bool = False) -> Memory:
         """Apply an agent's pending revision (human only): the memory takes the proposed values and stays verified;
-        its history records the acceptance."""
+        its history records the acceptance.
+
+        A revision proposed against a version the memory has left since (someone changed it after the agent read
+        it) is refused with a :class:`ConflictError`, so accepting never silently undoes a later change; look at the
+        memory's history, then ``force=True`` applies it anyway, or :meth:`reject` it."""
         ctx = self._ctx
         ctx.require_human("accept a revision")
         rev = self._revision(revision_id)
         mem: Memory = self._stored(rev.rid)
+        if mem.digest != rev.base_digest and not force:
+            raise ConflictError(f"memory {mem.id} changed after revision {rev.id} was proposed ({rev.created_at}); "
+                                "the proposal was made against an older version: read the memory's history, then "
+                                "accept with force=True (CLI: --force) or reject it")
         values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in rev.proposed.items()
                                   if k in REVISED_FIELDS}
         with ctx.store.transaction():
