@@ -301,7 +301,7 @@ def remember(
     """
     v = open_vault_for(ctx)
     m = v.remember(category, key, content, tags=tags, priority=priority, expires=expires)
-    if v.actor == "agent" and (m.source == "user" or m.verified):
+    if v.memories.needs_revision(m):
         print_record(m, as_json, f"{m.category}/{m.key} is a human's memory: the change is a pending revision for a "
                      f"human to accept (synapse-nb memory revisions); {m.id} is unchanged")
         return

@@ -173,7 +173,7 @@ class Memories(MemoryHistory, KindManager[Memory]):
                              tags=existing.tags if tag_t is None else tag_t, priority=prio or existing.priority,
                              source=src, verified=ver, confidence=conf,
                              expires_at=existing.expires_at if exp is _UNSET else exp)
-                if self._needs_revision(existing):  # an agent's change to a human's memory waits for a human
+                if self.needs_revision(existing):  # an agent's change to a human's memory waits for a human
                     self._propose(existing, mem, ts)
                     return existing
                 self._require_owner(existing, "overwrite")
@@ -191,7 +191,7 @@ class Memories(MemoryHistory, KindManager[Memory]):
         until a human accepts it, and the memory is returned unchanged.
         """
         mem = self.get(id)
-        if not self._needs_revision(mem):
+        if not self.needs_revision(mem):
             self._require_owner(mem, "update")
         new_content = mem.content if content is None else check_text(content, "content")
         new_tags = mem.tags if tags is None else check_tags(tags)
@@ -211,7 +211,7 @@ class Memories(MemoryHistory, KindManager[Memory]):
             ts = ctx.store.stamp(ctx.now_ts())
             after = replace(mem, updated_at=ts, content=new_content, tags=new_tags, priority=new_prio,
                             confidence=new_conf, verified=new_verified, expires_at=new_exp)
-            if self._needs_revision(mem):
+            if self.needs_revision(mem):
                 self._propose(mem, after, ts)
                 return mem
             self._table.update(mem.id, updated_at=ts, content=new_content, tags=new_tags, priority=new_prio,

@@ -158,7 +158,10 @@ class MemoryHistory:
         return restored
 
     # -- revisions: an agent's change to a human's memory waits for a human -----------------------------------
-    def _needs_revision(self, mem: Memory) -> bool:
+    def needs_revision(self, mem: Memory) -> bool:
+        """Whether this handle's change to ``mem`` waits for a human as a pending revision instead of being written:
+        an agent changing a memory a human wrote or verified. ``remember`` and ``update`` then return ``mem``
+        unchanged; a surface tells its caller so (the CLI, the MCP server)."""
         return self._ctx.actor == "agent" and (mem.source == "user" or mem.verified)
 
     def _propose(self, mem: Memory, after: Memory, ts: str) -> Revision | None:

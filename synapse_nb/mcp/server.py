@@ -380,7 +380,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         earlier proposal."""
         with _errors(), handle.writing() as v:
             m = v.remember(category, key, content, tags=tags, priority=priority)
-            if m.source == "user" or m.verified:  # a human's memory: the change waits for a human (unchanged now)
+            if v.memories.needs_revision(m):  # a human's memory: the change waits for a human (unchanged now)
                 return answer(f"{m.category}/{m.key} is a human's memory: your change is stored as a pending revision "
                               f"for a human to accept; {m.id} is unchanged until then", record_json(m))
             return answer(f"remembered {m.id} {m.category}/{m.key} (unverified proposal)", record_json(m))
