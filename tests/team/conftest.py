@@ -3,6 +3,7 @@ login roles for a person and an agent, and "machines" (separate local cache fold
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import psycopg
 import pytest
 
 import synapse_nb as syn
+from synapse_nb.store.postgres.server import PgServer, ServerUnavailable
 from synapse_nb.team import open_team_vault
 
 
@@ -60,3 +62,16 @@ def machine(tmp_path: Path) -> Iterator[Callable[..., syn.Vault]]:
     yield open_one
     for v in opened:
         v.close()
+
+
+@pytest.fixture()
+def own_server(pg_admin_url: str) -> Iterator[PgServer]:
+    """A server of the test's own, which it may stop or kill (the session's server keeps serving the others)."""
+    try:
+        srv = PgServer.launch()
+    except ServerUnavailable as exc:  # pragma: no cover - the session server started, so this one does too
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(exc))
+    yield srv
+    srv.destroy()

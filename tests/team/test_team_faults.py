@@ -3,29 +3,14 @@ the next call reconnects); a machine offline cannot write but can search its ind
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from synapse_nb.errors import StoreError
-from synapse_nb.store.postgres.server import PgServer, ServerUnavailable
+from synapse_nb.store.postgres.server import PgServer
 from synapse_nb.team import init, offline_search, open_team_vault, status
-
-
-@pytest.fixture()
-def own_server(pg_admin_url: str) -> Iterator[PgServer]:
-    """A server this test may kill (the session's server keeps serving the others)."""
-    try:
-        srv = PgServer.launch()
-    except ServerUnavailable as exc:  # pragma: no cover - the session server started, so this one does too
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(exc))
-    yield srv
-    srv.destroy()
 
 
 def test_the_server_going_away_mid_write_loses_nothing_half_written(own_server: PgServer, tmp_path: Path) -> None:

@@ -14,27 +14,13 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from synapse_nb.errors import OfflineError
-from synapse_nb.store.postgres.server import PgServer, ServerUnavailable
+from synapse_nb.store.postgres.server import PgServer
 from synapse_nb.team import init, open_team_vault
-
-
-@pytest.fixture()
-def own_server(pg_admin_url: str) -> Iterator[PgServer]:
-    """A server this test may stop (the session's server keeps serving the others)."""
-    try:
-        srv = PgServer.launch()
-    except ServerUnavailable as exc:  # pragma: no cover - the session server started, so this one does too
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(exc))
-    yield srv
-    srv.destroy()
 
 
 def _outage_then_first_call(srv: PgServer, tmp_path: Path, outage: float) -> float:
