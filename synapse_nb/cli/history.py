@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from synapse_nb.cli._common import JsonOpt, YesOpt, echo_json, fail, open_vault_for, require_human_here
+from synapse_nb.cli._common import JsonOpt, YesOpt, echo_json, open_vault_for, require_human_here
 from synapse_nb.cli.memory import memory_app
 from synapse_nb.provenance import inline
 
@@ -204,8 +204,6 @@ def memory_prune_history(
         synapse-nb memory prune-history --older-than 365d
     """
     require_human_here(ctx, yes, "pruning history")
-    if not older_than.strip():
-        fail("--older-than needs a duration such as 180d")
     n = open_vault_for(ctx).prune_history(older_than=older_than)
     typer.echo(f"removed {n} history entries older than {older_than}")
 
