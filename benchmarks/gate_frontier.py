@@ -32,9 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from synapse_nb.eval.chatstyle import ChatStyle, chat_style_all
 from synapse_nb.eval.locomo import load_locomo
 from synapse_nb.eval.retrieval import build_locomo_vault
+from synapse_nb.recall.rank import SCORE_DECIMALS
+from synapse_nb.recall.scoring import BEST_WEIGHT, UNKNOWN_PENALTY
 from synapse_nb.recall.types import Bars
 from synapse_nb.vault import Vault
 
+FLOOR = Bars().floor  # today's floor
 SPLITS = {"dev": list(range(7)), "held": [7, 8, 9], "all": list(range(10))}
 _UNKNOWN = re.compile(r"unknown share of the query ([0-9.]+)")
 
@@ -69,10 +72,11 @@ def features(style: str) -> dict[tuple[str, bool], np.ndarray]:
     return {k: np.array(v) for k, v in out.items()}
 
 
-def below(f: np.ndarray, floor: float, best: float = 0.8, unknown: float = 0.25) -> float:
-    """Share of rows whose support (recomputed with these weights, or read when they are today's) is under floor."""
-    sup = f[:, 3] if (best, unknown) == (0.8, 0.25) else np.maximum(
-        0.0, np.round(best * f[:, 0] + (1 - best) * f[:, 1] - unknown * f[:, 2], 6))
+def below(f: np.ndarray, floor: float, best: float = BEST_WEIGHT, unknown: float = UNKNOWN_PENALTY) -> float:
+    """Share of rows whose support is under floor: as recall computed it for today's weights (exact-match bonuses
+    included), else recomputed with these weights (``synapse_nb.recall.scoring.support``'s formula)."""
+    sup = f[:, 3] if (best, unknown) == (BEST_WEIGHT, UNKNOWN_PENALTY) else np.maximum(
+        0.0, np.round(best * f[:, 0] + (1 - best) * f[:, 1] - unknown * f[:, 2], SCORE_DECIMALS))
     return float((sup < floor - 1e-12).mean())
 
 
@@ -82,7 +86,7 @@ def main() -> int:
     for floor in (0.18, 0.19, 0.20, 0.21, 0.22, 0.23, 0.24):
         print(f"{floor:.2f}   " + "  ".join(f"{below(feats[s][(sp, False)], floor):>18.4f} / "
                                            f"{below(feats[s][(sp, True)], floor):.3f}" for s in feats for sp in SPLITS))
-    today = {s: below(feats[s][("dev", True)], 0.22) for s in feats}
+    today = {s: below(feats[s][("dev", True)], FLOOR) for s in feats}
     found = []
     for best, unknown in itertools.product((0.6, 0.7, 0.8, 0.9, 1.0), (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)):
         for floor in np.round(np.arange(0.10, 0.40, 0.005), 3):
@@ -90,8 +94,9 @@ def main() -> int:
             if all(off[s] >= today[s] for s in feats):
                 found.append((below(feats["chat"][("dev", False)], floor, best, unknown), best, unknown, float(floor),
                               off["original"], off["chat"]))
-    print("\nsupport formula on dev, off-topic kept on both styles (today: best 0.8, unknown 0.25, floor 0.22; "
-          f"chat-style nothing new {below(feats['chat'][('dev', False)], 0.22):.4f}):")
+    chat_today = below(feats["chat"][("dev", False)], FLOOR)
+    print(f"\nsupport formula on dev, off-topic kept on both styles (today: best {BEST_WEIGHT}, unknown "
+          f"{UNKNOWN_PENALTY}, floor {FLOOR}; chat-style nothing new {chat_today:.4f}):")
     print("chat nothing-new  best  unknown  floor  off-topic LoCoMo / chat")
     for row in sorted(found)[:8]:
         print(f"{row[0]:>16.4f}  {row[1]:>4}  {row[2]:>7}  {row[3]:.3f}  {row[4]:.3f} / {row[5]:.3f}")
