@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from fresh import outputs
 
 from synapse_nb.errors import ValidationError
 from synapse_nb.eval.chatstyle import (
@@ -176,12 +176,7 @@ print(hashlib.sha256(blob.encode()).hexdigest())
 
 
 def test_byte_identical_for_a_seed_whatever_the_hash_seed() -> None:
-    digests = set()
-    for hash_seed in ("0", "1", "12345"):
-        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
-        got = subprocess.run([sys.executable, "-c", _DIGEST, str(LOCOMO), "0"], env=env, capture_output=True,
-                             text=True, check=True)
-        digests.add(got.stdout.strip())
+    digests = {out.strip() for out in outputs(["-c", _DIGEST, str(LOCOMO), "0"], ["0", "1", "12345"])}
     assert len(digests) == 1
     other = subprocess.run([sys.executable, "-c", _DIGEST, str(LOCOMO), "1"], capture_output=True, text=True,
                            check=True)

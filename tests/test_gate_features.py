@@ -7,6 +7,7 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from fresh import outputs
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import normalize
 
@@ -60,16 +61,13 @@ def test_cache_never_changes_a_value_and_pickles() -> None:
 
 
 def test_scores_are_the_same_whatever_the_hash_seed() -> None:
-    import subprocess
-    import sys
 
     code = ("from synapse_nb.eval import load_dataset; from synapse_nb.gate import Router; import hashlib;"
             "d = load_dataset('agent_vault'); r = Router().fit(*d.split('train'), descriptions=d.route_descriptions);"
             "r.calibrate(*d.split('val'), criterion='balanced');"
             "print(hashlib.sha256(r.decision_scores(d.split('test')[0]).tobytes()).hexdigest(),"
             " r.blend_, r.threshold_)")
-    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={**__import__("os").environ, "PYTHONHASHSEED": seed}).stdout for seed in ("0", "12345")}
+    outs = set(outputs(["-c", code], ["0", "12345"]))
     assert len(outs) == 1 and len(next(iter(outs)).split()[0]) == 64  # identical scores, blend, threshold
 
 

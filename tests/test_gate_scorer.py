@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fresh import outputs
 
 from synapse_nb.errors import ValidationError
 from synapse_nb.gate import CorpusScorer, GateConfig, Match, idf, query_terms
@@ -140,12 +138,6 @@ print(json.dumps([[x.score, list(x.matched)] for x in m]))
 
 
 def test_same_scores_under_different_hash_seeds():
-    outs = []
-    for seed in ("1", "4242"):
-        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(ROOT))
-        res = subprocess.run(
-            [sys.executable, "-c", _SCRIPT, json.dumps(DOCS)], capture_output=True, text=True, env=env, check=True
-        )
-        outs.append(res.stdout)
+    outs = outputs(["-c", _SCRIPT, json.dumps(DOCS)], ["1", "4242"], env={"PYTHONPATH": str(ROOT)})
     assert outs[0] == outs[1]
     assert json.loads(outs[0])[0][0] > 0.0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing as mp
-import os
 import shutil
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fresh import outputs
 
 from synapse_nb.errors import IndexError_, NotFoundError, QueryError, SynapseError, ValidationError
 from synapse_nb.store.embed import HashingEmbedder, load_embedder
@@ -62,11 +62,7 @@ def test_hashing_embedder_identical_across_hash_seeds() -> None:
         "import hashlib; from synapse_nb.store.embed import HashingEmbedder as H; "
         "print(hashlib.sha256(H().embed(['deploy the api', 'tabs over spaces']).tobytes()).hexdigest())"
     )
-    outs = set()
-    for seed in ("1", "12345"):
-        env = dict(os.environ, PYTHONHASHSEED=seed)
-        outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                                check=True).stdout)
+    outs = set(outputs(["-c", code], ["1", "12345"]))
     here = hashlib.sha256(HashingEmbedder().embed(["deploy the api", "tabs over spaces"]).tobytes()).hexdigest()
     assert outs == {here + "\n"}
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import textwrap
 import warnings
 from pathlib import Path
 
 import pytest
+from fresh import outputs
 
 import synapse_nb as syn
 from synapse_nb.recall import BANNER, Bars
@@ -363,13 +362,8 @@ def test_golden_recall_is_identical_across_hash_seeds_and_thread_counts(tmp_path
         v.episodes.log("chat", outcome=text, thread=thread, actor=actor)
     v.close()
     queries = QUERIES + CHAT_QUERIES
-    outs = []
-    for hashseed, threads in (("0", "1"), ("4242", "2"), ("random", "4")):
-        env = {**os.environ, "PYTHONHASHSEED": hashseed, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
-               "OPENBLAS_NUM_THREADS": threads}
-        res = subprocess.run([sys.executable, "-c", GOLDEN_SCRIPT, str(project), json.dumps(queries)],
-                             capture_output=True, text=True, env=env, check=True)
-        outs.append(res.stdout)
+    outs = outputs(["-c", GOLDEN_SCRIPT, str(project), json.dumps(queries)],
+                   [("0", "1"), ("4242", "2"), ("random", "4")])
     assert outs[0] == outs[1] == outs[2]
     answers = dict(zip(queries, json.loads(outs[0]), strict=True))
     if os.environ.get("SYNAPSE_REGENERATE_GOLDEN") == "1":  # on purpose only: the ranking changed

@@ -4,13 +4,11 @@ FTS5's porter stems are read exactly, and recall's output does not depend on PYT
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fresh import outputs
 
 import synapse_nb as syn
 from synapse_nb.recall import bm25
@@ -103,12 +101,7 @@ print(json.dumps(out))
 
 def test_recall_is_the_same_whatever_the_hash_seed(tmp_path: Path) -> None:
     _vault(tmp_path / "v", 11).close()
-    outs = set()
-    for seed in ("0", "1", "12345"):
-        env = {**os.environ, "PYTHONHASHSEED": seed}
-        r = subprocess.run([sys.executable, "-c", _SCRIPT, str(tmp_path / "v")], capture_output=True, text=True,
-                           env=env, check=True, cwd=Path(__file__).resolve().parents[1])
-        outs.add(r.stdout)
+    outs = set(outputs(["-c", _SCRIPT, str(tmp_path / "v")], ["0", "1", "12345"]))
     assert len(outs) == 1 and json.loads(outs.pop())
 
 

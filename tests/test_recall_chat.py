@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fresh import outputs
 
 from synapse_nb import open_vault
 from synapse_nb.recall import Bars
@@ -150,9 +151,6 @@ def test_the_gate_reads_a_unit_as_one_message(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("seed", ["0", "7"])
 def test_recall_with_chat_words_is_the_same_bytes_whatever_the_hash_seed(tmp_path: Path, seed: str) -> None:
-    import subprocess
-    import sys
-
     script = (
         "import json, sys\n"
         "from pathlib import Path\n"
@@ -166,17 +164,9 @@ def test_recall_with_chat_words_is_the_same_bytes_whatever_the_hash_seed(tmp_pat
         "r = v.recall('birthday party tomorrow so fun', bars=Bars(floor=0, margin=0, top_k=50, budget_tokens=10**9))\n"
         "print(json.dumps([[i.line for i in r.items], [[x.score, x.coverage] for x in r.explain()], r.coverage]))\n"
         "v.close()\n")
-    import os
-
-    outs = set()
-    for hs in (seed, "123"):
-        folder = tmp_path / f"h{hs}"
-        env = dict(os.environ, PYTHONHASHSEED=hs)
-        got = subprocess.run([sys.executable, "-c", script, str(folder)], env=env, capture_output=True, text=True,
-                             check=True)
-        outs.add(got.stdout)
-        assert "bday" in got.stdout and "birthdya" in got.stdout
-    assert len(outs) == 1
+    outs = outputs(lambda hs: ["-c", script, str(tmp_path / f"h{hs}")], [seed, "123"])
+    assert all("bday" in out and "birthdya" in out for out in outs)
+    assert len(set(outs)) == 1
 
 
 def test_the_later_messages_of_an_answer_follow_the_question_as_its_first_does() -> None:

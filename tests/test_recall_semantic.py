@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fresh import outputs
 
 import synapse_nb as syn
 from synapse_nb.recall import Bars, semantic
@@ -300,12 +301,8 @@ sys.stdout.write(json.dumps(out, sort_keys=True))
 
 @pytest.mark.parametrize("spec", ["wordllama", "e5-small"])
 def test_channel_on_is_bit_identical_across_thread_counts_and_hash_seeds(spec: str) -> None:
-    outs = []
-    for threads, seed in (("1", "0"), ("2", "123"), ("4", "random")):
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads,
-               "MKL_NUM_THREADS": threads, "PYTHONHASHSEED": seed}
-        out = subprocess.run([sys.executable, "-c", _RUN, spec], capture_output=True, check=True, cwd=ROOT, env=env)
-        outs.append(out.stdout)
+    outs = outputs(["-c", _RUN, spec], [("0", "1"), ("123", "2"), ("random", "4")], env={"PYTHONPATH": str(ROOT)},
+                   cwd=ROOT)
     first = json.loads(outs[0])
     assert all(len(rows) >= 10 for _, rows in first[:-1])  # every query ranked records
     on, off = first[:4], first[4:8]

@@ -4,7 +4,6 @@ the expressions its callers used before it existed (so no golden output moves)."
 from __future__ import annotations
 
 import doctest
-import os
 import random
 import re
 import subprocess
@@ -12,6 +11,7 @@ import sys
 
 import numpy as np
 import pytest
+from fresh import outputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS as SK_STOP_WORDS
@@ -242,11 +242,7 @@ def test_same_bytes_whatever_the_hash_seed() -> None:
         " t.stop_word_list(('b', 'a', 'c', 'B'))]\n"
         "print(hashlib.sha256(repr(out).encode()).hexdigest())\n"
     )
-    outs = set()
-    for seed in ("0", "1", "4242"):
-        env = dict(os.environ, PYTHONHASHSEED=seed)
-        outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                                check=True).stdout)
+    outs = set(outputs(["-c", code], ["0", "1", "4242"]))
     assert len(outs) == 1
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FakeClock
+from fresh import outputs
 
 import synapse_nb as syn
 from synapse_nb.store.sqlite import SCHEMA_VERSION
@@ -232,9 +233,6 @@ print(json.dumps(out, sort_keys=True))
 
 def test_same_vault_same_answers_whatever_the_hash_seed(full: syn.Vault, tmp_path: Path) -> None:
     """Determinism: the same export, imported under different PYTHONHASHSEEDs, answers byte for byte the same."""
-    import os
-    import subprocess
-    import sys
 
     with full.transaction():
         for i in range(30):
@@ -245,14 +243,9 @@ def test_same_vault_same_answers_whatever_the_hash_seed(full: syn.Vault, tmp_pat
     full.export_jsonl(src)
     script = tmp_path / "reader.py"
     script.write_text(_READER, encoding="utf-8")
-    outs = []
     for seed in ("0", "1", "4242"):
         (tmp_path / f"v{seed}").mkdir()
-        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(Path(syn.__file__).parent.parent)}
-        env.pop("SYNAPSE_HOME", None)
-        r = subprocess.run([sys.executable, str(script), str(tmp_path / f"v{seed}"), str(src)], env=env,
-                           capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
-        outs.append(r.stdout)
+    outs = outputs(lambda seed: [str(script), str(tmp_path / f"v{seed}"), str(src)], ["0", "1", "4242"],
+                   env={"PYTHONPATH": str(Path(syn.__file__).parent.parent)}, drop_env=["SYNAPSE_HOME"], timeout=120)
     assert outs[0] == outs[1] == outs[2]
     assert json.loads(outs[0])["export"] == src.read_text(encoding="utf-8")
