@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Self
 from synapse_nb._util import Clock, fmt_ts, new_id, parse_duration, parse_ts, shift, utcnow
 from synapse_nb.borrowed import Borrowed
 from synapse_nb.changes import ExportMark
-from synapse_nb.context import Actor, Context, GitView, check_identity, check_surface
+from synapse_nb.context import Actor, Context, GitView, acting_actor, check_identity, check_surface
 from synapse_nb.errors import (
     PermissionDeniedError,
     StoreError,
@@ -68,7 +68,9 @@ class Vault:
     def __init__(self, vault_dir: str | Path, *, project_dir: str | Path | None = None, mind: str = "default",
                  actor: str = "user", clock: Clock | None = None, readonly: bool = False,
                  _store: VaultStore | None = None, _git: GitView | None = None, surface: str = "api") -> None:
-        checked = check_identity(mind, actor)
+        checked = acting_actor(check_identity(mind, actor), readonly=readonly)  # an agent's python is the agent
+        if checked != actor and _store is not None:
+            _store = _store.for_actor(checked)  # a team vault: the agent's database role
         self.path = Path(vault_dir)
         #: True when :func:`open_vault` created this vault (a session's ``created`` notice says where, once)
         self.created = False
