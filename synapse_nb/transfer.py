@@ -17,7 +17,8 @@ Then it is written in one transaction, all or nothing.
 
 An import is explicit about trust. What only a human can make is a *trust claim*: a record with
 ``source="user"``, a verified memory, a lesson decided (status approved or expired, ``approved_at``,
-``expires_at``) or analysed by the user (``analysis_by="user"``), a setting. Unless the human passes
+``expires_at``), worded (``lesson_text``: the wording a human approves) or analysed by the user
+(``analysis_by="user"``), a setting. Unless the human passes
 ``trust=True`` (CLI ``--trust``) an import that would write one is refused whole, the claims listed per kind;
 with it, they are accepted and listed (:attr:`ImportCounts.claims`). Records skipped as identical and settings
 that already hold the imported value claim nothing.
@@ -158,7 +159,9 @@ def trust_claims(doc: dict[str, Any]) -> list[str]:
     if kind == "lesson":
         if doc.get("status") not in (None, "pending"):
             out.append(f"lesson status={doc['status']}")
-        out += [f"lesson {f}" for f in ("approved_at", "expires_at") if doc.get(f) is not None]
+        # lesson_text: the wording a human approved; on a pending lesson, what an approval without text would
+        # take as the user's wording (no agent-wording check)
+        out += [f"lesson {f}" for f in ("approved_at", "expires_at", "lesson_text") if doc.get(f) is not None]
         if doc.get("analysis_by") == "user":
             out.append("lesson analysis_by=user")
     return out
