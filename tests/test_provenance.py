@@ -513,6 +513,26 @@ def test_an_agents_python_writes_as_the_agent(project: Path, monkeypatch: pytest
     assert human.memories.get(mine.id).content == "make release"
 
 
+def test_history_and_revision_listings_quote_an_agents_text(project: Path) -> None:
+    """``memory history``, ``memory revisions`` and ``memory conflicts`` with ``--json`` carry an agent's text as
+    every other ``--json`` does: quoted (one line, banner and label look-alikes neutralised)."""
+    v = syn.open_vault(project)
+    approved = _approved_lesson(v)
+    v.remember("procedure", "deploy", "make release")
+    agent_env = {"CLAUDECODE": "1"}
+    for i in (0, 1, 11):
+        assert _cli(project, "remember", "procedure", "deploy", _payload(i), env=agent_env).exit_code == 0
+        assert _cli(project, "remember", "procedure", f"mine_{i}", "x", env=agent_env).exit_code == 0
+        assert _cli(project, "remember", "procedure", f"mine_{i}", _payload(i), env=agent_env).exit_code == 0
+    for args in (("memory", "revisions", "--json"), ("memory", "revisions", "--status", "all", "--json"),
+                 ("memory", "history", "mine_0", "--json"), ("memory", "history", "mine_1", "--json"),
+                 ("memory", "conflicts", "--json")):
+        for env in (None, agent_env):
+            res = _cli(project, *args, env=env)
+            assert res.exit_code == 0, (args, res.output)
+            check_output(res.stdout, approved, f"cli {args} {env}")
+
+
 def test_finding6_human_only_commands_need_a_terminal_or_yes(project: Path) -> None:
     v = syn.open_vault(project)
     les = v.lessons.create("Reverted 'x'")
