@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from synapse_nb.borrowed import Borrowed
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["ACTORS", "AGENT_ENVIRONMENT", "MIND_PATTERN", "Actor", "Context", "GitView", "agent_environment",
-           "check_actor", "check_identity", "check_mind", "check_surface", "readonly_requested"]
+__all__ = ["ACTORS", "AGENT_ENVIRONMENT", "MIND_PATTERN", "Actor", "Context", "GitView", "acting_actor",
+           "agent_environment", "check_actor", "check_identity", "check_mind", "check_surface", "readonly_requested"]
 
 Actor = Literal["user", "agent"]
 #: Who acts through a vault handle: a human surface, or an agent's.
@@ -83,6 +83,23 @@ def agent_environment(environ: Mapping[str, str] | None = None) -> str | None:
             continue
         return f"{name}={value[:40]} ({who})"
     return None
+
+
+def acting_actor(actor: Actor, *, readonly: bool = False, environ: Mapping[str, str] | None = None) -> Actor:
+    """Who a vault handle asked for as ``actor`` acts as: ``actor``, except that a writable "user" handle in an
+    agent's environment (:func:`agent_environment`: ``python -c ...`` or a notebook kernel a coding agent started)
+    acts as the agent, as the CLI does there. What such a process writes is a proposal (``source="agent"``,
+    unverified), never a record a human seems to have written. A read-only handle keeps "user": it writes nothing.
+
+    >>> acting_actor("user", environ={"CLAUDECODE": "1"}), acting_actor("user", readonly=True,
+    ...                                                                 environ={"CLAUDECODE": "1"})
+    ('agent', 'user')
+    >>> acting_actor("user", environ={})
+    'user'
+    """
+    if actor == "user" and not readonly and agent_environment(environ) is not None:
+        return "agent"
+    return actor
 
 
 def check_mind(mind: object) -> str:

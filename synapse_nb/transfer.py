@@ -17,7 +17,9 @@ Then it is written in one transaction, all or nothing.
 
 An import is explicit about trust. What only a human can make is a *trust claim*: a record with
 ``source="user"``, a verified memory, a lesson decided (status approved or expired, ``approved_at``,
-``expires_at``) or analysed by the user (``analysis_by="user"``), a setting. Unless the human passes
+``expires_at``), worded (``lesson_text``: the wording a human approves) or analysed by the user
+(``analysis_by="user"``), a setting, and a history entry by the user or whose earlier record makes one of these
+claims (``history actor=user``, ``history before source=user``, ...). Unless the human passes
 ``trust=True`` (CLI ``--trust``) an import that would write one is refused whole, the claims listed per kind;
 with it, they are accepted and listed (:attr:`ImportCounts.claims`). Records skipped as identical and settings
 that already hold the imported value claim nothing.
@@ -148,17 +150,32 @@ def trust_claims(doc: dict[str, Any]) -> list[str]:
     ['lesson status=approved', 'lesson approved_at', 'lesson expires_at', 'lesson analysis_by=user']
     >>> trust_claims({"kind": "setting", "name": "recall_floor", "value": 0}), trust_claims({"kind": "note"})
     (['setting recall_floor'], [])
+    >>> trust_claims({"kind": "history", "kind_of": "memory", "actor": "agent",
+    ...               "before": '{"source": "user", "verified": true}'})
+    ['history before source=user', 'history before verified']
     """
     kind = doc.get("kind")
     if kind == "setting":
         return [f"setting {doc.get('name')}"]
+    if kind == HISTORY_KIND:  # who changed a record, and what it was: what `memory revert` and as_of reads bring back
+        out = ["history actor=user"] if doc.get("actor") == "user" else []
+        try:
+            before = json.loads(doc["before"]) if isinstance(doc.get("before"), str) else None
+        except ValueError:
+            before = None
+        if isinstance(before, dict):
+            was = trust_claims({**before, "kind": doc.get("kind_of")})
+            out += [f"history before {c.split(' ', 1)[1]}" for c in was]
+        return out
     out = [f"{kind} source=user"] if doc.get("source") == "user" else []
     if kind == "memory" and doc.get("verified"):
         out.append("memory verified")
     if kind == "lesson":
         if doc.get("status") not in (None, "pending"):
             out.append(f"lesson status={doc['status']}")
-        out += [f"lesson {f}" for f in ("approved_at", "expires_at") if doc.get(f) is not None]
+        # lesson_text: the wording a human approved; on a pending lesson, what an approval without text would
+        # take as the user's wording (no agent-wording check)
+        out += [f"lesson {f}" for f in ("approved_at", "expires_at", "lesson_text") if doc.get(f) is not None]
         if doc.get("analysis_by") == "user":
             out.append("lesson analysis_by=user")
     return out
@@ -256,6 +273,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
             if kind == HISTORY_KIND:
                 if store.history.insert_entry(history_entry(doc)):
                     counts[HISTORY_KIND] = counts.get(HISTORY_KIND, 0) + 1
+                    claims.update(trust_claims(doc))
                 else:
                     counts["skipped"] += 1
                 continue

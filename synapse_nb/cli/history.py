@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from synapse_nb.cli._common import JsonOpt, YesOpt, echo_json, open_vault_for, require_human_here
+from synapse_nb.cli._common import JsonOpt, YesOpt, echo_json, open_vault_for, print_record, require_human_here
 from synapse_nb.cli.memory import memory_app
-from synapse_nb.provenance import inline
+from synapse_nb.provenance import inline, quoted
 
 if TYPE_CHECKING:
     from synapse_nb.changes import Link, Revision
@@ -41,7 +41,7 @@ def memory_history(
     v = open_vault_for(ctx)
     h = v.memories.history(key, category=category)
     if as_json:
-        echo_json([{**e.to_dict(), "content": getattr(h.record(e.version), "content", None)} for e in h])
+        echo_json(quoted([{**e.to_dict(), "content": getattr(h.record(e.version), "content", None)} for e in h]))
         return
     for e in h:
         rec = h.record(e.version)
@@ -65,10 +65,7 @@ def memory_revert(
     """
     require_human_here(ctx, yes, "reverting a memory")
     m = open_vault_for(ctx).memories.revert(key, to=to)
-    if as_json:
-        echo_json(m.to_dict())
-    else:
-        typer.echo(f"reverted {m.id} to version {to}: {m.summary_line()}")
+    print_record(m, as_json, f"reverted {m.id} to version {to}: {m.summary_line()}")
 
 
 @memory_app.command("revisions")
@@ -210,8 +207,8 @@ def memory_prune_history(
 
 def _listing(rows: Sequence[Revision] | Sequence[Link], status: str, noun: str, as_json: bool) -> None:
     """Print revisions or conflicts: a line each, ``no <status> <noun>`` when there are none, or JSON."""
-    if as_json:
-        echo_json([r.to_dict() for r in rows])
+    if as_json:  # an agent's proposed text, quoted as every --json quotes stored text
+        echo_json(quoted([r.to_dict() for r in rows]))
         return
     if not rows:
         typer.echo(f"no {'' if status == 'all' else status + ' '}{noun}")

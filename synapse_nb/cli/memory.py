@@ -244,8 +244,8 @@ def memory_import(
     ctx: typer.Context,
     source: Annotated[str, typer.Argument(metavar="PATH", help="A JSON Lines export ('-' reads stdin).")],
     trust: Annotated[bool, typer.Option("--trust", help="Accept the file's trust claims (records by the user, "
-                                        "verified memories, approved lessons, user analyses, settings) as "
-                                        "yours; they are listed.")] = False,
+                                        "verified memories, approved lessons and their wording, user analyses, "
+                                        "settings) as yours; they are listed.")] = False,
     yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:

@@ -21,9 +21,9 @@ through it, so ``%config SynapseMagics.mind = "research"`` switches all of them.
 Reading magics (``%recall``, ``%memory``, ``%checkpoint list|restore``, ``%lessons``) never create a
 vault; writing ones create it inside an existing folder and say where on stderr, once.
 
-The magics act as the human user (``actor="user"``). Every mistake in a magic line and every
-:class:`~synapse_nb.errors.SynapseError` becomes a one-line ``UsageError``; an error raised by the
-code of a ``%%episode`` cell is logged and re-raised unchanged.
+The magics act as the human user (``actor="user"``; in a kernel a coding agent started, as the agent). Every
+mistake in a magic line and every :class:`~synapse_nb.errors.SynapseError` becomes a one-line ``UsageError``; an
+error raised by the code of a ``%%episode`` cell is logged and re-raised unchanged.
 
 Examples
 --------

@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Self
 from synapse_nb._util import Clock, fmt_ts, new_id, parse_duration, parse_ts, shift, utcnow
 from synapse_nb.borrowed import Borrowed
 from synapse_nb.changes import ExportMark
-from synapse_nb.context import Actor, Context, GitView, check_identity, check_surface
+from synapse_nb.context import Actor, Context, GitView, acting_actor, check_identity, check_surface
 from synapse_nb.errors import (
     PermissionDeniedError,
     StoreError,
@@ -68,7 +68,9 @@ class Vault:
     def __init__(self, vault_dir: str | Path, *, project_dir: str | Path | None = None, mind: str = "default",
                  actor: str = "user", clock: Clock | None = None, readonly: bool = False,
                  _store: VaultStore | None = None, _git: GitView | None = None, surface: str = "api") -> None:
-        checked = check_identity(mind, actor)
+        checked = acting_actor(check_identity(mind, actor), readonly=readonly)  # an agent's python is the agent
+        if checked != actor and _store is not None:
+            _store = _store.for_actor(checked)  # a team vault: the agent's database role
         self.path = Path(vault_dir)
         #: True when :func:`open_vault` created this vault (a session's ``created`` notice says where, once)
         self.created = False
@@ -529,8 +531,9 @@ class Vault:
         """Import an export (a path, a text file, or lines; a file splits on ``\n`` only) in one all-or-nothing
         transaction (user only). Identical records are skipped; any conflict, malformed line or timestamp outside
         1970-2100 (or after the vault's clock plus a day) refuses the whole import, naming the line. Trust claims
-        (``source="user"``, verified, decided lessons, ``analysis_by="user"``, settings) are refused unless
-        ``trust=True`` (only for a file you stand behind); returns counts per kind, accepted claims in ``.claims``.
+        (``source="user"``, verified, decided lessons, a lesson's wording, ``analysis_by="user"``, settings) are
+        refused unless ``trust=True`` (only for a file you stand behind); returns counts per kind, accepted claims in
+        ``.claims``.
         """
         from synapse_nb.transfer import import_lines, source_lines  # loaded when asked for (cold start)
 

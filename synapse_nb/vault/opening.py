@@ -66,7 +66,9 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
         vault folder itself, or a team vault URL (``postgresql://user@host:port/db?project=NAME``, see
         ``docs/team.md``). Default: ``SYNAPSE_HOME`` if set, else the current folder.
     mind : which mind's records to see and write (default "default").
-    actor : "user" (human surfaces: writes are verified) or "agent" (writes are proposals).
+    actor : "user" (human surfaces: writes are verified) or "agent" (writes are proposals). In an agent's
+        environment (``CLAUDECODE=1``, ...: :func:`synapse_nb.context.agent_environment`) a writable handle acts as
+        the agent whatever is asked (:func:`synapse_nb.context.acting_actor`), as the CLI does there.
     clock : a callable returning an aware ``datetime`` (tests); default the real UTC clock.
     readonly : open without write access (every write raises ``StoreError``); never creates.
     create : create the vault when there is none (default True, for code that is about to write);
