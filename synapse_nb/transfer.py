@@ -163,7 +163,7 @@ def trust_claims(doc: dict[str, Any]) -> list[str]:
             before = json.loads(doc["before"]) if isinstance(doc.get("before"), str) else None
         except ValueError:
             before = None
-        if isinstance(before, dict):
+        if isinstance(before, dict) and doc.get("kind_of") != HISTORY_KIND:  # a record, never another entry
             was = trust_claims({**before, "kind": doc.get("kind_of")})
             out += [f"history before {c.split(' ', 1)[1]}" for c in was]
         return out
