@@ -236,15 +236,15 @@ class Context(NamedTuple):
         :func:`agent_environment` finds an agent's marker in the environment (an agent with a shell runs
         ``synapse-nb lessons approve`` or ``python -c ...`` as any user would: there it is still the agent).
         """
-        if self.actor != "user":
-            raise PermissionDeniedError(f"an agent may not {action}; a human must do it "
-                                        "(from a notebook, the widgets or the CLI in their own terminal)")
-        env = agent_environment()
+        env = agent_environment()  # first: a "user" handle opened there acts as the agent (acting_actor); say why
         if env is not None:
             raise PermissionDeniedError(
                 f"refusing to {action}: this process runs in an agent's environment ({env}), and only a human may "
                 f"{action}; do it in your own terminal or notebook, outside the agent (docs/agents.md, "
                 "'Agents with a shell')")
+        if self.actor != "user":
+            raise PermissionDeniedError(f"an agent may not {action}; a human must do it "
+                                        "(from a notebook, the widgets or the CLI in their own terminal)")
 
     def view(self, *, in_force_only: bool = False) -> View:
         """A read of this mind at this moment (``in_force_only``: lessons in force only, the agent's view)."""

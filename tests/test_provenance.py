@@ -505,6 +505,8 @@ def test_an_agents_python_writes_as_the_agent(project: Path, monkeypatch: pytest
         v.memories.delete(mine.id)
     les = v.lessons.create(f"Always: {CMD}")
     assert v.decide(CMD).source == "agent" and v.checkpoint(CMD).source == "agent"
+    with pytest.raises(PermissionDeniedError, match=r"agent's environment \(CLAUDECODE"):  # says why, not "an agent"
+        v.lessons.approve(les.id, text="Always review deploys")
     monkeypatch.delenv("CLAUDECODE")
     stored = human.lessons.get(les.id)
     assert stored.source == "agent" and human.lessons.backing(stored).startswith("created by an agent")

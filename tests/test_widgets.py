@@ -254,6 +254,19 @@ def test_agent_vault_may_not_drive_the_review(v: syn.Vault) -> None:
         LessonReview(v.as_agent())
     # one line in a notebook, not a traceback
     assert info.value._render_traceback_() == [f"PermissionDeniedError: {info.value}"]
+    assert "actor='agent'" in str(info.value)
+
+
+def test_a_kernel_an_agent_started_may_not_drive_the_review_and_is_told_why(
+        v: syn.Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In an agent's environment a vault asked for as the user acts as the agent: the refusal names the
+    environment rather than an actor the user did not ask for."""
+    monkeypatch.setenv("CLAUDECODE", "1")
+    agents = syn.open_vault(v.path)
+    assert agents.actor == "agent"
+    with pytest.raises(PermissionDeniedError, match=r"agent's environment \(CLAUDECODE=1 "):
+        LessonReview(agents)
+    agents.close()
 
 
 def test_empty_review_reads_as_sentences(v: syn.Vault) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from synapse_nb.context import agent_environment
 from synapse_nb.errors import OfflineError, PermissionDeniedError, SynapseError
 from synapse_nb.render import block, esc, message_html, note_html, table_html
 
@@ -48,9 +49,12 @@ def live_vault(vault: ReadableVault, widget: str) -> Vault:
 def require_human(vault: Vault, widget: str) -> None:
     """Refuse to build a human-review widget on an agent vault (one line in a notebook, no traceback)."""
     if vault.actor != "user":
+        env = agent_environment()
+        why = (f"this kernel runs in an agent's environment ({env}), where a vault acts as the agent" if env else
+               f"a vault opened with actor={vault.actor!r} may not drive it")
         raise one_line(PermissionDeniedError(
-            f"{widget} acts as the human reviewer; a vault opened with actor={vault.actor!r} may not drive it "
-            "(open the vault with actor='user' in your own notebook)"))
+            f"{widget} acts as the human reviewer; {why} (open the vault with actor='user' in your own notebook, "
+            "in a kernel no coding agent started)"))
 
 
 def close_tree(widget: Any) -> None:
