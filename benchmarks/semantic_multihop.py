@@ -1,19 +1,22 @@
 """LoCoMo multi-hop with the semantic channel on: variants aimed at questions whose evidence is several turns.
 
-Run: ``nice .venv/bin/python benchmarks/semantic_multihop.py --embedder e5-small --cache FILE [--variants ...]``.
-Builds the ten conversations' vaults once (the channel at its shipped point: ``top`` fusion, weight 0.4, dense
-depth 50), then ranks every question with evidence under each variant and prints, per split (dev 0-6, held out
-7-9, all ten), R@5 / R@10 / multi-hop R@10 as JSON lines. A variant is chosen on the dev lines only; the held-out
-lines are reported as they come.
+Run: ``nice .venv/bin/python benchmarks/semantic_multihop.py --embedder e5-small --cache FILE [--style chat]
+[--dev-only] [--weight W] [--variants ...]``. Builds the ten conversations' vaults once (the channel at its shipped
+point: ``top`` fusion, weight 0.4, dense depth 50; ``--weight 0``: the channel off), then ranks every question
+with evidence under each variant and prints, per split (dev 0-6, held out 7-9, all ten; ``--dev-only``: dev
+alone, for a grid to choose on), R@5 / R@10 / multi-hop R@10 as JSON lines. A variant is chosen on the dev lines
+only; held-out lines are reported as they come.
 
-Variants (comma-separated):
+A variant is components joined by ``+`` (e.g. ``notail+actor:2``), each changing the shipped ranking:
 
 * ``base``: recall as shipped.
+* ``notail``: without the speaker in the tail (``RankParams.tail_actor`` 1: the ranking before it).
+* ``tail:K:M``: ``RankParams.tail_keep`` = K, ``tail_actor`` = M (shipped 7, 1.15).
 * ``actor:M``: ``RankParams.actor_mult`` = M (shipped 1.3, chosen with the channel off): the turns of a speaker
   the question names, x M after the structure step. On LoCoMo 96-97% of the evidence of a question naming one
-  speaker is that speaker's turns, against about 70% of recall's top 10.
+  speaker is that speaker's turns, against about 70% of recall's top 10 before the tail.
 * ``pre:M``: the same multiplier on the named speaker's fused scores *before* the structure step (their neighbours
-  get the flow of the boosted score), ``actor_mult`` 1.3 kept after it.
+  get the flow of the boosted score), ``actor_mult`` kept after it.
 * ``prf:N:A``: dense pseudo-relevance feedback (Rocchio): the query vector plus A x the mean unit vector of the
   fused list's best N records, quantised like a query, searched again; its list replaces the first one's.
 """
@@ -32,13 +35,15 @@ import numpy as np
 from semantic_locomo import Cached, _set_k, summary
 
 import synapse_nb.recall.engine as engine
+from synapse_nb.eval.chatstyle import ChatStyle, chat_style_all
 from synapse_nb.eval.locomo import load_locomo
 from synapse_nb.eval.metrics import recall_at_k
 from synapse_nb.eval.retrieval import HELD_OUT_CONVERSATIONS, TUNE_CONVERSATIONS, _rank, build_locomo_vault
 from synapse_nb.recall import rank, semantic
 from synapse_nb.store import embedders
 
-VARIANTS = "base,actor:1.6,actor:2,actor:3,pre:1.5,pre:2,prf:3:0.5,prf:3:1,prf:5:0.5"
+VARIANTS = ("base,notail,notail+actor:1.6,notail+actor:2,notail+actor:3,notail+pre:1.5,notail+pre:2,notail+prf:3:0.5,"
+            "notail+prf:3:1,notail+prf:5:0.5")
 _NOW: dict[str, Any] = {"pre": 1.0, "prf": None}
 _fused = semantic.DenseChannel.fused
 
@@ -77,6 +82,9 @@ def main() -> None:
     ap.add_argument("--weight", type=float, default=0.4)
     ap.add_argument("--variants", default=VARIANTS)
     ap.add_argument("--cache", default=None, help="keep the embedder's vectors in this file between runs")
+    ap.add_argument("--dev-only", action="store_true", help="print the dev lines only (a grid to choose on)")
+    ap.add_argument("--style", default="original", choices=["original", "chat"],
+                    help="chat: the chat-style rewrite of the conversations (synapse_nb.eval.chatstyle)")
     args = ap.parse_args()
     cache = None
     if args.cache:
@@ -89,18 +97,31 @@ def main() -> None:
     variants = args.variants.split(",")
     rows: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     with tempfile.TemporaryDirectory() as tmp:
-        for n, conv in enumerate(load_locomo("datasets/locomo/locomo10.json")):
+        convs = load_locomo("datasets/locomo/locomo10.json")
+        for n, conv in enumerate(chat_style_all(convs, ChatStyle()) if args.style == "chat" else convs):
             v, ids = build_locomo_vault(conv, Path(tmp) / str(n))
             v.settings.set("recall_embedder", args.embedder)
             v.settings.set("recall_semantic", args.weight)
             v.recall("warm up")
             shipped = v._recaller.params
             for name in variants:
-                kind, *nums = name.split(":")
-                _NOW["pre"] = float(nums[0]) if kind == "pre" else 1.0
-                _NOW["prf"] = (int(nums[0]), float(nums[1])) if kind == "prf" else None
-                v._recaller.params = dataclasses.replace(
-                    shipped, actor_mult=float(nums[0]) if kind == "actor" else shipped.actor_mult)
+                over: dict[str, Any] = {}
+                _NOW["pre"], _NOW["prf"] = 1.0, None
+                for part in name.split("+"):  # components: base, notail, tail:K:M, actor:M, pre:M, prf:N:A
+                    kind, *nums = part.split(":")
+                    if kind == "notail":
+                        over["tail_actor"] = 1.0
+                    elif kind == "tail":
+                        over.update(tail_keep=int(nums[0]), tail_actor=float(nums[1]))
+                    elif kind == "actor":
+                        over["actor_mult"] = float(nums[0])
+                    elif kind == "pre":
+                        _NOW["pre"] = float(nums[0])
+                    elif kind == "prf":
+                        _NOW["prf"] = (int(nums[0]), float(nums[1]))
+                    elif kind != "base":
+                        raise SystemExit(f"unknown variant {part!r}")
+                v._recaller.params = dataclasses.replace(shipped, **over)
                 for q in conv.questions:
                     if q.evidence:
                         ranked = _rank(v, q.question, "recall", ids)
@@ -112,7 +133,8 @@ def main() -> None:
             v.close()
     if cache is not None:
         cache.save()
-    for split, convs in (("dev", TUNE_CONVERSATIONS), ("heldout", HELD_OUT_CONVERSATIONS), ("all", None)):
+    splits = (("dev", TUNE_CONVERSATIONS), ("heldout", HELD_OUT_CONVERSATIONS), ("all", None))
+    for split, convs in splits[:1] if args.dev_only else splits:
         for name in variants:
             sel = [r for r in rows[name] if convs is None or r["conv"] in convs]
             print(json.dumps({"split": split, "variant": name, **summary(sel)}), flush=True)

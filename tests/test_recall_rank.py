@@ -50,6 +50,33 @@ def test_actor_named_in_the_query_is_boosted_and_bonuses_add() -> None:
     assert with_bonus["m1"] == pytest.approx(0.35)  # an exact match alone joins the ranking with BM25 0
 
 
+def test_with_the_semantic_channel_a_named_speakers_records_lead_the_tail_but_never_the_head() -> None:
+    """RankParams.tail_keep / tail_actor: below the first ``tail_keep`` records, the turns of the speaker the
+    question names are x ``tail_actor`` (capped at the last kept score); the head keeps its order and scores, the
+    scores stay non-increasing, and with the channel off (or no speaker named) nothing moves."""
+    rows = [RankRow("episode", f"r{i:02d}", None, None, "Bob" if i % 2 else "Ann", False) for i in range(12)]
+    idx = ThreadIndex(rows)
+    pos = np.arange(12, dtype=np.int64)
+    bm25 = np.arange(12, 0, -1, dtype=np.float64)  # r00 best ... r11 worst
+
+    def run(words: list[str], **kw: float) -> tuple[list[str], list[float], list[float]]:
+        r = structure(idx, pos, bm25, words, RankParams(**{"actor_mult": 1.0, "tail_keep": 3, "tail_actor": 2.0, **kw}))
+        return [idx.ids[j] for j in r.pos.tolist()], r.score.tolist(), r.parts["actor"].tolist()
+
+    plain_ids, plain_scores, _ = run(["bob", "x"], semantic=0.0)
+    assert plain_ids == [f"r{i:02d}" for i in range(12)]  # channel off: BM25's order
+    ids, scores, actor = run(["bob", "x"], semantic=0.4)
+    assert ids[:3] == plain_ids[:3] and scores[:3] == plain_scores[:3]  # the head is untouched
+    bob = {i for i in plain_ids if int(i[1:]) % 2}
+    boosted = {i: plain_scores[plain_ids.index(i)] * (2.0 if i in bob else 1.0) for i in plain_ids[3:]}
+    assert ids[3:] == sorted(boosted, key=lambda i: (-boosted[i], i))  # r03, r05 (Bob) before r04 (Ann), ...
+    assert ids[3:6] == ["r03", "r05", "r04"]
+    assert scores == sorted(scores, reverse=True) and max(scores[3:]) <= scores[2]  # never above the head
+    assert [a for i, a in zip(ids, actor, strict=True) if i in bob] == [1.0, 2.0, 2.0, 2.0, 2.0, 2.0]  # r01 in the head
+    assert run(["x"], semantic=0.4)[0] == plain_ids  # nobody named: nothing moves
+    assert run(["bob", "x"], semantic=0.4, tail_actor=1.0)[0] == plain_ids
+
+
 def test_ties_fall_by_id_and_scores_are_rounded() -> None:
     _, _, score = _ranked({"e4": 3.0, "m1": 3.0}, ["x"])
     assert list(score) == ["e4", "m1"]
