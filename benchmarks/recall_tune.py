@@ -48,7 +48,8 @@ from synapse_nb.eval.metrics import recall_at_k
 from synapse_nb.eval.retrieval import build_locomo_vault
 from synapse_nb.recall.bm25 import Term
 from synapse_nb.recall.coverage import cover_terms, coverage
-from synapse_nb.recall.rank import RankParams, ThreadIndex, rank_words, structure, unique_sorted
+from synapse_nb.recall.rank import RankParams, rank_words, structure, unique_sorted
+from synapse_nb.recall.threads import ThreadIndex
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmarks, also when imported
 from semantic_locomo import paired

@@ -11,7 +11,7 @@ from fresh import outputs
 from synapse_nb import open_vault
 from synapse_nb.recall import Bars, rankfile
 from synapse_nb.recall.asks import asks, back_channel
-from synapse_nb.recall.rank import ThreadIndex
+from synapse_nb.recall.threads import ThreadIndex
 from synapse_nb.store.records import RankRow, RankState
 
 OPEN = Bars(floor=0, margin=0, top_k=50, budget_tokens=10**9)

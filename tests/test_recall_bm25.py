@@ -13,7 +13,7 @@ from fresh import outputs
 import synapse_nb as syn
 from synapse_nb.recall import bm25
 from synapse_nb.recall.bm25 import Postings, bm25_top
-from synapse_nb.recall.rank import ThreadIndex
+from synapse_nb.recall.threads import ThreadIndex
 from synapse_nb.store.sqlite.ranking import fts5_stems, varints
 
 # stems that porter merges (run/running/runs, lake/lakes), words it leaves alone, an FTS5 keyword, a diacritic

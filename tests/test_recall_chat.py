@@ -13,7 +13,8 @@ from synapse_nb.recall import Bars
 from synapse_nb.recall.bm25 import Term
 from synapse_nb.recall.chatwords import CHAT_FORMS, accept_typo, chat_forms, spelling_variants
 from synapse_nb.recall.expand import merge_terms
-from synapse_nb.recall.rank import UNIT_MAX, RankParams, ThreadIndex
+from synapse_nb.recall.rank import RankParams
+from synapse_nb.recall.threads import UNIT_MAX, ThreadIndex
 from synapse_nb.store.records import RankRow
 
 OPEN = Bars(floor=0, margin=0, top_k=50, budget_tokens=10**9)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 import synapse_nb as syn
-from synapse_nb.recall.rank import ThreadIndex
+from synapse_nb.recall.threads import ThreadIndex
 from synapse_nb.store.records import RankRow
 
 

@@ -7,7 +7,8 @@ import pytest
 
 import synapse_nb as syn
 from synapse_nb.recall import Bars
-from synapse_nb.recall.rank import RANK_STOP_WORDS, RankParams, ThreadIndex, fts_words, rank_words, structure
+from synapse_nb.recall.rank import RANK_STOP_WORDS, RankParams, fts_words, rank_words, structure
+from synapse_nb.recall.threads import ThreadIndex
 from synapse_nb.store.records import RankRow
 
 ROWS = [RankRow("episode", "e1", "s1", 0, "Ann", True),    # Ann: where did you go camping?

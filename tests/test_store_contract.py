@@ -408,7 +408,7 @@ def test_ranking_postings_replay_the_stores_bm25_exactly(store: Any) -> None:
     """postings + rank_totals + RankRow.length: recall's numpy BM25 gives the store's bm25 bit for bit (same
     scores, same order), whatever the column weights; a word two query words share counts as the backend does."""
     from synapse_nb.recall.bm25 import Term, bm25_top
-    from synapse_nb.recall.rank import ThreadIndex
+    from synapse_nb.recall.threads import ThreadIndex
 
     talk = ["where is the lake", "the lake is north of the trout farm", "any trout there", "two trout today",
             "nothing about fish", "lake trout lake trout lake", "farm farm farm trout"]

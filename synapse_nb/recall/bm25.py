@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from synapse_nb.context import Context
-    from synapse_nb.recall.rank import ThreadIndex
+    from synapse_nb.recall.threads import ThreadIndex
     from synapse_nb.store.records import TermPostings
 
 __all__ = ["MAX_CACHED_POSTINGS", "Postings", "Term", "bm25_top"]
@@ -42,7 +42,7 @@ DENSE_FACTOR = 8
 
 
 class Term(NamedTuple):
-    """One word's postings as positions into the mind's :class:`~synapse_nb.recall.rank.ThreadIndex`."""
+    """One word's postings as positions into the mind's :class:`~synapse_nb.recall.threads.ThreadIndex`."""
 
     stem: str | None
     pos: np.ndarray  # int64, ascending

@@ -3,7 +3,7 @@
 The ranking itself is BM25 (:mod:`synapse_nb.recall.bm25`, from the store's postings) plus the structure step
 (:mod:`synapse_nb.recall.rank`); this module holds what that step reads:
 
-- :meth:`Candidates.threads`: the mind's :class:`~synapse_nb.recall.rank.ThreadIndex`, read once and cached
+- :meth:`Candidates.threads`: the mind's :class:`~synapse_nb.recall.threads.ThreadIndex`, read once and cached
   until the vault changes (keyed by the store's data version);
 - :meth:`Candidates.fetch`: candidate rows (gate text, stamps, expiry) of ranked ids: the texts the file bonus and
   the semantic channel read, and on a remote store the stamps the walk's record cache is checked with;
@@ -16,7 +16,8 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from synapse_nb.recall.rank import RANK_STOP_WORDS, ThreadIndex
+from synapse_nb.recall.rank import RANK_STOP_WORDS
+from synapse_nb.recall.threads import ThreadIndex
 from synapse_nb.recall.types import KIND_ORDER
 from synapse_nb.store.records import Candidate
 from synapse_nb.text import query_words

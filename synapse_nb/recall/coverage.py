@@ -4,7 +4,7 @@ A ranked record's *coverage* is the idf-weighted share of the query's words that
 as the ranking indexes it (its porter stem, in the record's ``body`` column: the two records before it in its
 thread, the ``context`` column, do not count). Its own text is its *unit's* (issue 33): the run of consecutive
 records of one actor in its thread it belongs to (``ThreadIndex.head``/``tail``, at most
-:data:`~synapse_nb.recall.rank.UNIT_MAX` records), since a person on a messaging app sends one thought as several
+:data:`~synapse_nb.recall.threads.UNIT_MAX` records), since a person on a messaging app sends one thought as several
 short messages ("guess what", "i got the job", "at the bakery!!"). A record alone in its unit (each turn of a
 conversation whose speakers alternate, each record outside a thread) is read exactly as before.
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from synapse_nb.recall.bm25 import Term
-    from synapse_nb.recall.rank import ThreadIndex
+    from synapse_nb.recall.threads import ThreadIndex
 
 __all__ = ["Cover", "cover_terms", "coverage"]
 

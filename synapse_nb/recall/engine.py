@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from synapse_nb.context import Context
-    from synapse_nb.recall.rank import ThreadIndex
+    from synapse_nb.recall.threads import ThreadIndex
     from synapse_nb.store.indexer import VaultIndex
 
 __all__ = ["Recaller", "clean_query"]

@@ -26,7 +26,7 @@ from synapse_nb.recall.chatwords import accept_typo, chat_forms, spelling_varian
 
 if TYPE_CHECKING:
     from synapse_nb.recall.bm25 import Postings
-    from synapse_nb.recall.rank import ThreadIndex
+    from synapse_nb.recall.threads import ThreadIndex
 
 __all__ = ["MAX_CACHED_WORDS", "Variants", "merge_terms"]
 

@@ -1,7 +1,7 @@
 """The structure arrays on disk: one file per mind beside a local vault's database, reused by every process.
 
 A recall in a fresh process (a hook on every prompt, ``synapse-nb recall``, a new MCP server or notebook) would
-otherwise read every ranking row of the mind to build its :class:`~synapse_nb.recall.rank.ThreadIndex` (0.4 s at
+otherwise read every ranking row of the mind to build its :class:`~synapse_nb.recall.threads.ThreadIndex` (0.4 s at
 100,000 records). This file keeps those arrays for one state of the ranking table, named by the store's
 :class:`~synapse_nb.store.records.RankState` (schema v5's ``rank_log``: the same for every process): a process
 maps it (``mmap``, read-only) and reads only the pages a query touches, and when the table has moved on since the
@@ -22,7 +22,7 @@ It is a cache, never the system of record, and it is safe to lose, corrupt or sh
 - identical answers: the arrays hold the very values a build from the rows gives (ids sorted as Python sorts
   them: UTF-8 bytes sort in code-point order), and recall reads them through the same code.
 
->>> from synapse_nb.recall.rank import ThreadIndex
+>>> from synapse_nb.recall.threads import ThreadIndex
 >>> from synapse_nb.store.records import RankRow, RankState
 >>> import tempfile, pathlib
 >>> rows = [RankRow("episode", "e1", "t", 0, "ann", True, 3, 1), RankRow("episode", "e2", "t", 1, "bob", False, 4, 2)]
@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb._util import write_atomic
-from synapse_nb.recall.rank import Positions, ThreadIndex
+from synapse_nb.recall.threads import Positions, ThreadIndex
 
 if TYPE_CHECKING:
     import numpy as np

@@ -191,7 +191,7 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
          seen: Mapping[str, str], prefetch: Callable[[list[WalkRow]], object] | None = None,
          line_of: Callable[[WalkRow, Record], str] | None = None) -> Gated:
     """Gate one ranked query. ``cands[j]`` is the candidate at rank ``j`` (None: gone or masked, skipped);
-    ``actor`` the actor code of every position of the mind (:class:`~synapse_nb.recall.rank.ThreadIndex`);
+    ``actor`` the actor code of every position of the mind (:class:`~synapse_nb.recall.threads.ThreadIndex`);
     ``seen`` maps ids the session was given to the digest it got (empty without a session).
 
     ``prefetch``, if given, is called once with the candidates the walk reads whatever the records hold (the

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-    from synapse_nb.recall.rank import ThreadIndex
+    from synapse_nb.recall.threads import ThreadIndex
     from synapse_nb.store.base import VaultStore
     from synapse_nb.store.embedders import Embedder
     from synapse_nb.store.index.dense import DenseHit
@@ -67,7 +67,7 @@ def fuse(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[DenseHi
     reciprocal rank: positions (ascending) and fused scores. Dense hits outside ``idx`` are dropped.
 
     >>> import numpy as np
-    >>> from synapse_nb.recall.rank import ThreadIndex
+    >>> from synapse_nb.recall.threads import ThreadIndex
     >>> from synapse_nb.store.index.dense import DenseHit
     >>> from synapse_nb.store.records import RankRow
     >>> ix = ThreadIndex([RankRow("note", i, None, None, None, False) for i in "abc"])
@@ -121,7 +121,7 @@ def fuse_top(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[Den
     record outside it scores 0 there). Positions ascending, and the fused scores.
 
     >>> import numpy as np
-    >>> from synapse_nb.recall.rank import ThreadIndex
+    >>> from synapse_nb.recall.threads import ThreadIndex
     >>> from synapse_nb.store.index.dense import DenseHit
     >>> from synapse_nb.store.records import RankRow
     >>> ix = ThreadIndex([RankRow("note", i, None, None, None, False) for i in "abc"])
