@@ -64,6 +64,15 @@ class Cached:
         self.path.write_bytes(pickle.dumps(self.vecs))
 
 
+def use_cache(spec: str, path: str | None) -> Cached | None:
+    """With a file, ``spec``'s embedder loaded once and kept behind :class:`Cached` for every vault of this run."""
+    if not path:
+        return None
+    cache = Cached(embedders.load_embedder(spec), Path(path))
+    embedders._loaded[spec] = cache
+    return cache
+
+
 def per_question(vaults: list[tuple[Any, Any, dict[str, str]]], weight: float) -> list[dict[str, Any]]:
     out = []
     for conv, v, ids in vaults:
@@ -108,10 +117,7 @@ def main() -> None:
     ap.add_argument("--style", default="original", choices=["original", "chat"],
                     help="chat: the chat-style rewrite of the conversations (synapse_nb.eval.chatstyle)")
     args = ap.parse_args()
-    cache = None
-    if args.cache:
-        cache = Cached(embedders.load_embedder(args.embedder), Path(args.cache))
-        embedders._loaded[args.embedder] = cache
+    cache = use_cache(args.embedder, args.cache)
     convs = load_locomo("datasets/locomo/locomo10.json")
     if args.style == "chat":
         convs = chat_style_all(convs, ChatStyle())

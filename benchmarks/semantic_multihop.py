@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from semantic_locomo import Cached, _set_k, summary
+from semantic_locomo import _set_k, summary, use_cache
 
 import synapse_nb.recall.engine as engine
 from synapse_nb.eval.chatstyle import ChatStyle, chat_style_all
@@ -40,7 +40,6 @@ from synapse_nb.eval.locomo import load_locomo
 from synapse_nb.eval.metrics import recall_at_k
 from synapse_nb.eval.retrieval import HELD_OUT_CONVERSATIONS, TUNE_CONVERSATIONS, _rank, build_locomo_vault
 from synapse_nb.recall import rank, semantic
-from synapse_nb.store import embedders
 
 VARIANTS = ("base,notail,notail+actor:1.6,notail+actor:2,notail+actor:3,notail+pre:1.5,notail+pre:2,notail+prf:3:0.5,"
             "notail+prf:3:1,notail+prf:5:0.5")
@@ -86,10 +85,7 @@ def main() -> None:
     ap.add_argument("--style", default="original", choices=["original", "chat"],
                     help="chat: the chat-style rewrite of the conversations (synapse_nb.eval.chatstyle)")
     args = ap.parse_args()
-    cache = None
-    if args.cache:
-        cache = Cached(embedders.load_embedder(args.embedder), Path(args.cache))
-        embedders._loaded[args.embedder] = cache
+    cache = use_cache(args.embedder, args.cache)
     engine.structure = _structure  # type: ignore[assignment]
     semantic.DenseChannel.fused = _prf_fused  # type: ignore[method-assign]
     _set_k(-1)
