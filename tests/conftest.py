@@ -13,6 +13,7 @@ import subprocess
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -232,3 +233,53 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         for line in sorted(set(lines)):
             terminalreporter.write_line(line)
 
+
+# -- the default run on two xdist workers (pyproject's addopts: -n 2 --dist loadfile) ----------------------------
+#: tests/browser/ is one unit of work: its package-scoped JupyterLab, Chromium and demo notebook are started once,
+#: and its modules run in order on one page (test_reload.py reloads that page, after the others).
+BROWSER_SUITE = Path(__file__).resolve().parent / "browser"
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile``, except that tests/browser/ goes to one worker as a whole, in collection order.
+
+    loadfile keeps every file on one worker (so each notebook's cells run in order in one kernel, and module
+    fixtures start once), but would deal the browser suite's files out to both workers: two JupyterLabs, two
+    Chromiums, two copies of the notebook, and test_reload.py reloading a page that other modules still use."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    browser = BROWSER_SUITE.relative_to(config.rootpath).as_posix() + "/"
+
+    class LoadFileBrowserTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return browser if nodeid.startswith(browser) else super()._split_scope(nodeid)
+
+    return LoadFileBrowserTogether(config, log)
+
+
+_DESELECTED: list[str] = []
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    _DESELECTED.extend(item.nodeid for item in items)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A worker hands the tests it deselected (``-m "not slow"``) to the controller, see below."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["deselected"] = list(_DESELECTED)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """Under xdist only the workers collect, so the controller's summary line would not say "N deselected": it
+    says it again, from the first worker that finishes (every worker deselects the same tests)."""
+    deselected = getattr(node, "workeroutput", {}).get("deselected")
+    reporter = node.config.pluginmanager.get_plugin("terminalreporter")
+    if deselected and reporter is not None and "deselected" not in reporter.stats:
+        # objects, as the items are in a run without xdist: other plugins' summaries read every entry's attributes
+        reporter.stats["deselected"] = [SimpleNamespace(nodeid=nodeid) for nodeid in deselected]
