@@ -6,10 +6,14 @@ Kept small on purpose; fixtures that only one feature needs live in that feature
 from __future__ import annotations
 
 import os
+import random
+import shutil
+import socket
 import subprocess
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -116,13 +120,13 @@ def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     CI (env ``CI`` set) that is a failure instead: CI must run the team tests.
     """
     try:
-        from synapse_nb.store.postgres.server import PgServer, ServerUnavailable
+        from synapse_nb.store.postgres.server import ServerUnavailable
     except ImportError as exc:  # psycopg missing: the test extra was not installed
         if os.environ.get("CI"):
             raise
         pytest.skip(f"the team vault needs psycopg (pip install -e '.[test]'): {exc}")
     try:
-        srv = PgServer.launch()
+        srv = launch_test_server()
     except ServerUnavailable as exc:
         if os.environ.get("CI"):
             pytest.fail(f"CI must run the team vault tests, but no PostgreSQL server could be started: {exc}")
@@ -131,6 +135,60 @@ def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield srv.url
     finally:
         srv.destroy()
+
+
+#: The ports the test servers listen on: below the kernel's ephemeral range (32768-60999 on Linux), which is where
+#: every ``bind(port 0)`` and every outgoing connection on the machine gets its port, and a block of its own for each
+#: xdist worker (``-n 2`` in pyproject's addopts). The fault and outage tests stop their server and start it again
+#: on the same port; with ports from the ephemeral range, the other worker's notebook kernels, JupyterLab or
+#: PostgreSQL could be handed that port in between, and the restart would fail.
+TEST_PORTS_FROM, TEST_PORTS_PER_WORKER = 20_000, 1_500
+
+
+def _worker_number() -> int:
+    """0 for ``gw0`` (and for a run without xdist), 1 for ``gw1``, ..."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(name[2:]) if name.startswith("gw") and name[2:].isdigit() else 0
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def launch_test_server(attempts: int = 8) -> Any:
+    """A new throwaway :class:`PgServer`, started on a free port of this worker's block (``TEST_PORTS_*``)."""
+    from synapse_nb.store.postgres.server import PgServer, ServerUnavailable
+
+    first = TEST_PORTS_FROM + (_worker_number() % 8) * TEST_PORTS_PER_WORKER
+    ports = random.Random().sample(range(first, first + TEST_PORTS_PER_WORKER), TEST_PORTS_PER_WORKER)
+    srv = PgServer.create()
+    last: Exception | None = None
+    try:
+        for port in (p for p in ports if _bindable(p)):
+            try:
+                return srv.start(port=port)  # one attempt on that port; another process may take it meanwhile
+            except ServerUnavailable as exc:
+                last = exc
+                attempts -= 1
+                if attempts == 0:
+                    break
+        raise ServerUnavailable(f"could not start PostgreSQL on a port in {first}-{first + TEST_PORTS_PER_WORKER - 1}:"
+                                f" {last}")
+    except BaseException:
+        shutil.rmtree(srv.base, ignore_errors=True)
+        raise
+
+
+@pytest.fixture(scope="session")
+def launch_pg_server() -> Callable[[], Any]:
+    """``launch_pg_server()``: one more throwaway server (a test's own, which it may stop, kill and restart), on
+    a port of this worker's block like the session's server; the test destroys it."""
+    return launch_test_server
 
 
 @pytest.fixture(scope="session")
@@ -174,3 +232,54 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("code health")
         for line in sorted(set(lines)):
             terminalreporter.write_line(line)
+
+
+# -- the default run on two xdist workers (pyproject's addopts: -n 2 --dist loadfile) ----------------------------
+#: tests/browser/ is one unit of work: its package-scoped JupyterLab, Chromium and demo notebook are started once,
+#: and its modules run in order on one page (test_reload.py reloads that page, after the others).
+BROWSER_SUITE = Path(__file__).resolve().parent / "browser"
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile``, except that tests/browser/ goes to one worker as a whole, in collection order.
+
+    loadfile keeps every file on one worker (so each notebook's cells run in order in one kernel, and module
+    fixtures start once), but would deal the browser suite's files out to both workers: two JupyterLabs, two
+    Chromiums, two copies of the notebook, and test_reload.py reloading a page that other modules still use."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    browser = BROWSER_SUITE.relative_to(config.rootpath).as_posix() + "/"
+
+    class LoadFileBrowserTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return browser if nodeid.startswith(browser) else super()._split_scope(nodeid)
+
+    return LoadFileBrowserTogether(config, log)
+
+
+_DESELECTED: list[str] = []
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    _DESELECTED.extend(item.nodeid for item in items)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A worker hands the tests it deselected (``-m "not slow"``) to the controller, see below."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["deselected"] = list(_DESELECTED)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """Under xdist only the workers collect, so the controller's summary line would not say "N deselected": it
+    says it again, from the first worker that finishes (every worker deselects the same tests)."""
+    deselected = getattr(node, "workeroutput", {}).get("deselected")
+    reporter = node.config.pluginmanager.get_plugin("terminalreporter")
+    if deselected and reporter is not None and "deselected" not in reporter.stats:
+        # objects, as the items are in a run without xdist: other plugins' summaries read every entry's attributes
+        reporter.stats["deselected"] = [SimpleNamespace(nodeid=nodeid) for nodeid in deselected]

@@ -65,10 +65,10 @@ def machine(tmp_path: Path) -> Iterator[Callable[..., syn.Vault]]:
 
 
 @pytest.fixture()
-def own_server(pg_admin_url: str) -> Iterator[PgServer]:
+def own_server(pg_admin_url: str, launch_pg_server: Callable[[], PgServer]) -> Iterator[PgServer]:
     """A server of the test's own, which it may stop or kill (the session's server keeps serving the others)."""
     try:
-        srv = PgServer.launch()
+        srv = launch_pg_server()
     except ServerUnavailable as exc:  # pragma: no cover - the session server started, so this one does too
         if os.environ.get("CI"):
             raise

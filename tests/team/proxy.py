@@ -85,8 +85,11 @@ class CutProxy:
                 continue
             with self._lock:
                 self._socks.update((client, server))
-            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
+            # set by the client's side when it cuts "after" a COMMIT, before the COMMIT leaves: the server's side
+            # then forwards nothing more, so the answer never reaches the client, however the threads are scheduled
+            cut = threading.Event()
+            threading.Thread(target=self._pump, args=(client, server, True, cut), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, False, cut), daemon=True).start()
 
     def _commits(self, tail: bytes, data: bytes) -> bool:
         """Whether the client's bytes hold a COMMIT: as a query (its text may straddle two reads: ``tail`` is the
@@ -96,12 +99,12 @@ class CutProxy:
             self._prepared.add(bytes(name))
         return COMMIT in tail + data or any(b"\x00" + n + b"\x00" in data for n in self._prepared)
 
-    def _pump(self, src: socket.socket, dst: socket.socket, from_client: bool) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, from_client: bool, cut: threading.Event) -> None:
         when, tail = None, b""
         try:
             while True:
                 data = src.recv(65536)
-                if not data:
+                if not data or (not from_client and cut.is_set()):
                     break
                 when = None
                 if from_client and self._commits(tail, data):
@@ -109,6 +112,8 @@ class CutProxy:
                         when = self._cuts.pop(0) if self._cuts else None
                 if when == "before":
                     break
+                if when == "after":
+                    cut.set()
                 dst.sendall(data)
                 if when == "after":
                     break
