@@ -64,6 +64,7 @@ def _prf_fused(self: Any, idx: Any, pos: Any, bm25: Any, query: str, mind: str, 
     dense = self._index().dense
     q = self.query_vector(query).astype(np.float64)
     hits, _ = dense.search(q.astype(np.float32), mind=mind, now=now, k=semantic.DENSE_DEPTH)
+    best = next((h.cosine for h in hits if idx.pos.get(h.id) is not None), None)
     both, score = semantic.fuse_top(idx, pos, bm25, hits, weight)
     top = [idx.ids[j] for j in both[np.lexsort((both, -score))[:n]].tolist()]
     copy = dense._copy[1]
@@ -72,7 +73,7 @@ def _prf_fused(self: Any, idx: Any, pos: Any, bm25: Any, query: str, mind: str, 
     q2 = q / np.linalg.norm(q) + alpha * v.mean(axis=0)
     q2 = np.round(q2 / np.abs(q2).max() * 127)
     hits2, _ = dense.search(q2.astype(np.float32), mind=mind, now=now, k=semantic.DENSE_DEPTH)
-    return semantic.fuse_top(idx, pos, bm25, hits2, weight)
+    return (*semantic.fuse_top(idx, pos, bm25, hits2, weight), best)
 
 
 def main() -> None:

@@ -99,6 +99,30 @@ def test_dense_only_hits_are_found(vault: syn.Vault, fake: Fake) -> None:
     assert vault.recall("automobile purchase", bars=OPEN).items == ()  # off again
 
 
+def test_the_floor_on_meaning(vault: syn.Vault, fake: Fake) -> None:
+    """With the channel on, a question that shares no word with the records passes the gate's floor when the model's
+    best cosine reaches its match_cosine (e5-small: 0.84), and the kept rows say why; without the attribute, or
+    below it, the words alone decide, as with the channel off."""
+    names = _seed(vault)
+    _on(vault)
+    off = vault.recall("automobile purchase")  # the default bars: no word in common, support 0 < floor
+    assert off.nothing_new and "floor" in {r.bar for r in off.explain()}
+    fake.match_cosine = 0.5  # type: ignore[attr-defined]
+    got = vault.recall("automobile purchase")
+    assert not got.nothing_new and names[got.items[0].id] == "car"
+    kept = [r for r in got.explain() if r.kept]
+    assert kept and all("the floor on meaning" in r.reason and "0.5" in r.reason for r in kept)
+    fake.match_cosine = 0.99  # type: ignore[attr-defined]
+    assert vault.recall("automobile purchase").nothing_new  # the best cosine (about .85) is under it
+    vault.settings.set("recall_semantic", 0)
+    fake.match_cosine = 0.01  # type: ignore[attr-defined]
+    assert vault.recall("automobile purchase").nothing_new  # channel off: never read
+    for bad in (0, 1.5, "high", True, float("nan")):
+        fake.match_cosine = bad  # type: ignore[attr-defined]
+        with pytest.raises(syn.ValidationError, match="match_cosine"):
+            check_embedder(fake)
+
+
 def test_a_write_is_found_by_the_channel_at_once(vault: syn.Vault, fake: Fake) -> None:
     _seed(vault)
     _on(vault)

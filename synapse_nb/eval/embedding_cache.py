@@ -53,8 +53,8 @@ def _key(text: str, query: bool) -> str:
 class CachedEmbedder:
     """``embedder`` with its vectors kept in ``folder`` (default :func:`default_cache_dir`).
 
-    It has the embedder's ``name``, ``version``, ``dimension`` and ``fingerprint``, so anything that takes an
-    embedder takes it. ``progress(done, total)`` is called after each chunk computed.
+    It has the embedder's ``name``, ``version``, ``dimension``, ``fingerprint`` and ``match_cosine``, so anything
+    that takes an embedder takes it. ``progress(done, total)`` is called after each chunk computed.
     """
 
     def __init__(self, embedder: Any, folder: str | os.PathLike[str] | None = None, *, chunk: int = 512,
@@ -64,6 +64,7 @@ class CachedEmbedder:
         self.version: str = getattr(embedder, "version", "unknown")
         self.dimension: int = embedder.dimension
         self.fingerprint: str = embedder.fingerprint
+        self.match_cosine: float | None = getattr(embedder, "match_cosine", None)
         self.chunk = max(1, int(chunk))
         self.progress = progress
         digest = hashlib.sha256(self.fingerprint.encode()).hexdigest()[:16]

@@ -84,6 +84,7 @@ class _Ranking(NamedTuple):
     exact: ExactMatches
     cover: Cover
     actor: np.ndarray
+    match: tuple[float, float] | None = None  # the semantic channel's best cosine and its model's match_cosine
 
 
 class Recaller:
@@ -283,7 +284,7 @@ class Recaller:
             self._records_for(version, ctx.mind)
             materialize, prefetch, line = self._walker(now, version)
             g = gate(ranking.ranked, ranking.cands, ranking.exact, ranking.cover, ranking.actor, bars,
-                     materialize, seen, prefetch, line)
+                     materialize, seen, prefetch, line, match=ranking.match)
             rows, kept, coverage = g.rows, g.kept, g.coverage
         shown_before = record_given(ctx, session, kept, lessons, seen, now)
         kept = self._staleness.annotate(kept, version)
@@ -359,9 +360,14 @@ class Recaller:
                 if hit_files:
                     bonus[pos_of[rid]] = min(bars.max_bonus, bonus.get(pos_of[rid], 0.0) + bars.file_bonus)
                     exact.add_files(rid, hit_files)
+        match = None
         if p.semantic:  # the optional dense channel, off by default: recall/semantic.py
-            self._dense.embedder(self._embedder_spec(version))
-            pos, sc = self._dense.fused(idx, pos, sc, query, ctx.mind, now, p.semantic)
+            from synapse_nb.store.embedders import match_cosine  # loaded with the channel's model
+
+            model = self._dense.embedder(self._embedder_spec(version))
+            pos, sc, best_cos = self._dense.fused(idx, pos, sc, query, ctx.mind, now, p.semantic)
+            at = match_cosine(model)
+            match = (best_cos, at) if best_cos is not None and at is not None else None
         ranked = structure(idx, pos, sc, words, p, bonus)
         # the walk reads what clears the margin, plus a few rows below it for the explanation
         text = ranked.score - ranked.parts["bonus"] if len(ranked) else ranked.score
@@ -372,7 +378,7 @@ class Recaller:
         expiry, kinds, ids = idx.expiry, idx.kinds, idx.ids
         cands = [WalkRow(kinds[j], ids[j], exp) if (exp := expiry.get(ids[j])) is None or exp > now else None
                  for j in ranked.pos.tolist()]
-        return _Ranking(ranked, cands, exact, cover_terms(cover, terms, totals[0], idx), idx.actor)
+        return _Ranking(ranked, cands, exact, cover_terms(cover, terms, totals[0], idx), idx.actor, match)
 
     def _bm25(self, idx: ThreadIndex, words: list[str], terms: dict[str, Term],
               totals: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:

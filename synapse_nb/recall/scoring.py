@@ -8,8 +8,10 @@
   covers the query corroborates the first) - :data:`UNKNOWN_PENALTY` x the unknown share (the idf-weighted share
   of the query's words that *no* record of the vault contains: a question about someone or something the vault
   never saw). An exact match among them is enough on its own: support is at least its bonus (tag 0.25, key
-  0.35, file 0.3 by default, all above the default floor). Coverage is never used per item and never orders
-  anything: the rank does.
+  0.35, file 0.3 by default, all above the default floor). With the semantic channel on and a model that has a
+  ``match_cosine`` (:class:`~synapse_nb.store.embedders.Embedder`), a support under the floor also passes when
+  the dense list's best cosine reaches it (*the floor on meaning*). Coverage is never used per item and never
+  orders anything: the rank does.
 - Otherwise one walk in rank order: a record below ``Bars.margin`` x the best rank score without exact-match
   bonuses (a bonus lifts a record over the bar, never raises the bar for the others) ends the walk; a
   record already given to the session, unchanged, is skipped *without* using a slot or budget (the delta comes
@@ -189,7 +191,8 @@ def _verified_first(yielding: list[tuple[int, int, int, int]], kept: list[Recall
 def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, list[str]], cover: Cover,
          actor: np.ndarray, bars: Bars, materialize: Callable[[WalkRow], Record | None],
          seen: Mapping[str, str], prefetch: Callable[[list[WalkRow]], object] | None = None,
-         line_of: Callable[[WalkRow, Record], str] | None = None) -> Gated:
+         line_of: Callable[[WalkRow, Record], str] | None = None, *,
+         match: tuple[float, float] | None = None) -> Gated:
     """Gate one ranked query. ``cands[j]`` is the candidate at rank ``j`` (None: gone or masked, skipped);
     ``actor`` the actor code of every position of the mind (:class:`~synapse_nb.recall.threads.ThreadIndex`);
     ``seen`` maps ids the session was given to the digest it got (empty without a session).
@@ -197,7 +200,11 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     ``prefetch``, if given, is called once with the candidates the walk reads whatever the records hold (the
     first ``Bars.top_k`` of each kind above the margin, once the floor is passed) before the first is read,
     so that a store can read them in one statement per kind. ``line_of(candidate, record)`` gives a record's
-    line (default: :func:`~synapse_nb.recall.assembly.record_line` of the record)."""
+    line (default: :func:`~synapse_nb.recall.assembly.record_line` of the record).
+
+    ``match`` (the semantic channel on, its model with a ``match_cosine``): the dense list's best cosine and the
+    model's ``match_cosine``. A support under the floor passes when the cosine reaches it: the model found a
+    record close in meaning to a question whose words the records do not hold (the kept rows say so)."""
     order = [j for j, c in enumerate(cands) if c is not None]
     if not order:
         return Gated(ExplainRows((), tuple), [], 0.0, False)
@@ -223,7 +230,11 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     if bonus is not None:  # an exact match is relevant on its own: unknown words do not outweigh it
         sup = max(sup, min(1.0, round(max(bonus_at), SCORE_DECIMALS)))
     decisions: list[_Decision] = []
-    if sup < bars.floor:
+    kept_reason = "cleared every bar"
+    if sup < bars.floor and match is not None and match[0] >= match[1]:
+        kept_reason += (f" (the floor on meaning: support {sup:.3f} < floor {bars.floor}, the semantic channel's "
+                        f"best cosine {match[0]:.3f} >= the model's {match[1]})")
+    elif sup < bars.floor:
         reason = (f"support {sup:.3f} < floor {bars.floor} (best coverage of the top {len(top)} {best_cov:.3f}, "
                   f"unknown share of the query {unknown:.3f})")
         decisions = [_Decision(j, False, "floor", reason) for j in top]
@@ -294,7 +305,7 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
             open_kinds -= 1
         if yields_place(rec):
             yielding.append((j, len(kept), len(decisions), cost))
-        decisions.append(_Decision(j, True, "kept", "cleared every bar"))
+        decisions.append(_Decision(j, True, "kept", kept_reason))
         kept.append(RecallItem(kind=c.kind, id=c.id, score=score, matched=matched(j), bar="kept", line=line,
                                record=rec))
     if yielding:

@@ -48,8 +48,8 @@ from synapse_nb.errors import SemanticUnavailableError, ValidationError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["BUILTIN", "DEFAULT", "Embedder", "check_embedder", "embed_quantized", "load_embedder", "qmax",
-           "quantize", "register_embedder", "registered"]
+__all__ = ["BUILTIN", "DEFAULT", "Embedder", "check_embedder", "embed_quantized", "load_embedder", "match_cosine",
+           "qmax", "quantize", "register_embedder", "registered"]
 
 #: The built-in embedders: spec -> (what to install, description).
 BUILTIN = {"wordllama": ("pip install 'synapse_nb[semantic]'", "wordllama l2_supercat 256 (static, 16 MB)"),
@@ -79,6 +79,12 @@ class Embedder(Protocol):
     search query (models such as e5 prefix queries and passages differently). It must be deterministic: the same
     text gives the same bits alone or in any batch, whatever the thread count or ``PYTHONHASHSEED``. A zero row
     means "no meaning" (blank text): its cosine is 0.
+
+    Optional: ``match_cosine``, a cosine (between the quantised query and record vectors) from which the model's
+    best match alone shows that the vault holds something on the question: with the channel on, recall's gate
+    then passes its floor even when the question's words are not in the records (:func:`match_cosine`; e5-small:
+    0.84, chosen on LoCoMo conversations 0-6). Every model's cosines have their own scale: without the attribute
+    (None) only the words decide, as with the channel off.
     """
 
     name: str
@@ -198,6 +204,10 @@ class E5Embedder:
     split output elements, never a sum, so the bits do not depend on the thread count; checked in tests)."""
 
     name, dimension = "e5-small", 384
+    #: its best match's cosine from which the gate passes its floor on meaning alone (see :class:`Embedder`): the
+    #: best dev objective, the mean over LoCoMo 0-6 and its chat-style rewrite of (1 - "nothing new" on questions
+    #: with evidence + off-topic rejection) / 2, on a grid of 0.005 (docs/recall.md, "The gate on meaning")
+    match_cosine = 0.84
 
     def __init__(self) -> None:
         try:
@@ -299,6 +309,23 @@ def registered() -> list[str]:
         return [*BUILTIN, *sorted(_registry)]
 
 
+def match_cosine(emb: Any) -> float | None:
+    """``emb``'s optional ``match_cosine`` (see :class:`Embedder`): None, or a number in (0, 1].
+
+    >>> class Toy:
+    ...     match_cosine = 0.8
+    >>> match_cosine(Toy()), match_cosine(object())
+    (0.8, None)
+    """
+    got = getattr(emb, "match_cosine", None)
+    if got is None:
+        return None
+    if isinstance(got, bool) or not isinstance(got, (int, float)) or not 0.0 < float(got) <= 1.0:
+        raise ValidationError(f"embedder {getattr(emb, 'name', emb)!r}: match_cosine must be None or a number in "
+                              f"(0, 1], got {got!r}")
+    return float(got)
+
+
 _PROBES = ("", "Caroline went to the LGBTQ support group yesterday.", "deploy", "ünïcode and emoji 🙂 text " * 20)
 
 
@@ -312,6 +339,7 @@ def check_embedder(emb: Any) -> Embedder:
             raise ValidationError(f"an embedder needs a {kind.__name__} attribute {attr!r}; got {emb!r}")
     if not 1 <= emb.dimension <= 8192 or not emb.fingerprint.strip() or not callable(getattr(emb, "embed", None)):
         raise ValidationError(f"embedder {emb.name!r}: dimension 1-8192, a non-empty fingerprint and embed() needed")
+    match_cosine(emb)
     batch = np.asarray(emb.embed(list(_PROBES), query=False))
     if batch.shape != (len(_PROBES), emb.dimension) or not np.isfinite(batch).all():
         raise ValidationError(f"embedder {emb.name!r} returned shape {batch.shape} or non-finite values; expected "
