@@ -30,6 +30,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import html
 import re
 import unicodedata
 from typing import Any, overload
@@ -47,6 +48,9 @@ __all__ = [
     "invisible_at",
     "label_text",
     "mark",
+    "md_escape",
+    "md_fenced",
+    "md_inline",
     "neutralise",
     "quoted",
     "record_json",
@@ -356,6 +360,40 @@ def inline(text: object, width: int | None = None) -> str:
     if width is not None and len(text) > width:
         text = text[: max(0, width - 1)].rstrip() + "…"
     return text
+
+
+#: Markdown punctuation escaped in record text (brackets stay: with the parentheses escaped, no link can form, and a
+#: provenance mark such as ``[agent · unverified]`` reads as itself)
+_MD_SPECIAL = re.compile(r"([\\`*_{}()#+\-.!|~])")
+
+
+def md_inline(text: object, width: int | None = None) -> str:
+    """Stored text as one quoted line inside Markdown (a table cell, a listing): :func:`inline`, then HTML-escaped
+    and every Markdown punctuation mark backslash-escaped, so no renderer turns it into HTML (``<img onerror>``),
+    a heading, emphasis, a link or a table column.
+
+    >>> print(md_inline("<img src=x onerror=alert(1)> **bold** [a](b) | x"))
+    &lt;img src=x onerror=alert\\(1\\)&gt; \\*\\*bold\\*\\* [a]\\(b\\) \\| x
+    """
+    return md_escape(inline(text, width))
+
+
+def md_escape(line: str) -> str:
+    """One line already rendered for reading (:func:`inline`, or a listing line that starts with its :func:`mark`)
+    made inert in Markdown: HTML-escaped, Markdown punctuation backslash-escaped (:func:`md_inline` does both)."""
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(line, quote=False))
+
+
+def md_fenced(text: str, info: str = "") -> str:
+    """``text`` as a fenced Markdown code block whose fence is longer than any run of backticks in it (CommonMark),
+    so no line of the text can close the block early and render what follows as Markdown.
+
+    >>> md_fenced("a\\n```\\n# b", "text")
+    '````text\\na\\n```\\n# b\\n````'
+    """
+    longest = max((len(m) for m in re.findall("`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
 
 
 _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
