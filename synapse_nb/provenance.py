@@ -15,7 +15,8 @@ one module (standard library only, so :mod:`synapse_nb.models` and every surface
 - **The banner is unforgeable.** Only real approved lessons are rendered under :data:`BANNER` with numbered
   ``[branch, approved]`` labels. :func:`neutralise` rewrites any record text that reproduces the banner's words,
   an approval label or a provenance mark (in any case, with invisible characters, look-alike letters or odd
-  separators in between) into a visible placeholder such as :data:`QUOTED_BANNER`.
+  separators in between) into a visible placeholder such as :data:`QUOTED_BANNER`; and a chat or harness framing
+  tag (``</system-reminder>``, ``<|im_start|>``: what an agent harness wraps hook output in) into :data:`QUOTED_TAG`.
 
 Examples
 --------
@@ -42,6 +43,7 @@ __all__ = [
     "QUOTED_BANNER",
     "QUOTED_LABEL",
     "QUOTED_MARK",
+    "QUOTED_TAG",
     "REPORTED_ACTOR",
     "clean_text",
     "inline",
@@ -67,6 +69,13 @@ QUOTED_LABEL = "[quoted approval label]"
 REPORTED_ACTOR = " (reported by agent)"
 #: What record text that reproduces a provenance mark (``[user · verified]``) is rendered as.
 QUOTED_MARK = "[quoted mark]"
+#: What record text that reproduces a chat or harness framing tag (``</system-reminder>``, ``<|im_start|>``) is
+#: rendered as.
+QUOTED_TAG = "[quoted tag]"
+#: Names of the tags by which chat templates and agent harnesses frame who speaks (a prefix: ``system-reminder``,
+#: ``user_prompt`` and ``function_results`` are matched too).
+FRAMING_TAGS = ("system", "user", "human", "assistant", "developer", "instructions", "function_calls",
+                "function_results", "tool_call", "tool_result", "im_start", "im_end")
 
 #: Characters that some reader treats as a line break (``str.splitlines`` splits on every one of them).
 LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
@@ -279,6 +288,11 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # a provenance mark: "[user]", "[user · verified]", "[agent · unverified]", "[agent, reported]"
     (re.compile(rf"{_OPEN}{_GAP}(?:{_w('user')}|{_w('agent')}|{_w('human')})(?:{_GAP}(?:un)?{_w('verified')}"
                 rf"|{_GAP}auto|{_GAP}reported(?:{_GAP}by{_GAP}(?:an{_GAP})?agent)?)*{_GAP}{_CLOSE}"), QUOTED_MARK),
+    # a framing tag that would close or open the harness's wrapper around this text (``</system-reminder>``), not
+    # after a letter (``List<User>`` is code); and a chat template's special token (``<|im_start|>``)
+    (re.compile(r"<(?:(?:\s*/\s*|(?<![a-z0-9_]<)\s*)(?:" + "|".join(FRAMING_TAGS) + r")[\w:.-]*"
+                r"""(?:\s+[\w:-]+\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s<>"']+)){0,8}\s*/?>|\|[^|<>\s]{1,40}\|>)"""),
+     QUOTED_TAG),
 )
 
 
