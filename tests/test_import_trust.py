@@ -131,8 +131,8 @@ CLAIMS: dict[str, tuple[Callable[[dict[str, dict[str, Any]]], None], list[dict[s
     # a human asked to --trust a file must see that it names code every process of the vault will import and run
     "embedder from a module": (lambda d: None, [{"kind": "setting", "name": "recall_embedder",
                                                  "value": "import:evil_mod:factory"}],
-                               ["setting recall_embedder=import:evil_mod:factory (runs that module's code in every "
-                                "process of the vault)"]),
+                               [("setting recall_embedder=import:evil_mod:factory (runs that module's code in "
+                                 "every process of the vault)")]),
 }
 
 
