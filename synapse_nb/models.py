@@ -24,7 +24,7 @@ from synapse_nb._util import (
     plural,
     when,
 )
-from synapse_nb.provenance import inline, label_text, mark
+from synapse_nb.provenance import inline, label_text, mark, md_escape, md_fenced, md_inline
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,10 +74,6 @@ def _table_ts(ts: str) -> str:
     return ts[:19].replace("T", " ")
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 @dataclass(frozen=True)
 class Record:
     """Fields every record has."""
@@ -122,9 +118,12 @@ class Record:
         return f"<{type(self).__name__} {self.id} {self.summary_line()!r}>"
 
     def _repr_markdown_(self) -> str:
-        rows = "\n".join(f"| {k} | {_md_escape(str(v))} |" for k, v in self.to_dict().items()
-                         if v not in (None, [], ""))
-        return f"**{type(self).__name__}** `{self.id}`\n\n| field | value |\n|---|---|\n{rows}\n"
+        """The record as a Markdown table: its provenance mark first, every value as one quoted, escaped line
+        (a front end that renders Markdown renders the HTML in it: :func:`synapse_nb.provenance.md_inline`)."""
+        rows = "\n".join(f"| {k} | {md_inline(', '.join(map(str, v)) if isinstance(v, list) else v)} |"
+                         for k, v in self.to_dict().items() if v not in (None, [], ""))
+        return (f"**{type(self).__name__}** `{self.id}` {md_escape(mark(self))}\n\n| field | value |\n|---|---|\n"
+                f"{rows}\n")
 
     def _repr_html_(self) -> str:
         from synapse_nb.displays import record_html  # loaded on first notebook display
@@ -458,7 +457,7 @@ class RecordList(list[R], Generic[R]):
         if not self:
             return "_no records_"
         lines = ["| id | kind | updated (UTC) | summary |", "|---|---|---|---|"]
-        lines += [f"| `{r.id}` | {r.kind} | {_table_ts(r.updated_at)} | {_md_escape(r.summary_line())} |" for r in self]
+        lines += [f"| `{r.id}` | {r.kind} | {_table_ts(r.updated_at)} | {md_escape(r.summary_line())} |" for r in self]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -539,7 +538,7 @@ class Status:
     __repr__ = __str__
 
     def _repr_markdown_(self) -> str:
-        return "```\n" + str(self) + "\n```"
+        return md_fenced(str(self))
 
     def _repr_html_(self) -> str:
         from synapse_nb.render import status_html  # loaded on first notebook display

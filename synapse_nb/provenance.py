@@ -15,7 +15,8 @@ one module (standard library only, so :mod:`synapse_nb.models` and every surface
 - **The banner is unforgeable.** Only real approved lessons are rendered under :data:`BANNER` with numbered
   ``[branch, approved]`` labels. :func:`neutralise` rewrites any record text that reproduces the banner's words,
   an approval label or a provenance mark (in any case, with invisible characters, look-alike letters or odd
-  separators in between) into a visible placeholder such as :data:`QUOTED_BANNER`.
+  separators in between) into a visible placeholder such as :data:`QUOTED_BANNER`; and a chat or harness framing
+  tag (``</system-reminder>``, ``<|im_start|>``: what an agent harness wraps hook output in) into :data:`QUOTED_TAG`.
 
 Examples
 --------
@@ -30,6 +31,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import html
 import re
 import unicodedata
 from typing import Any, overload
@@ -41,12 +43,16 @@ __all__ = [
     "QUOTED_BANNER",
     "QUOTED_LABEL",
     "QUOTED_MARK",
+    "QUOTED_TAG",
     "REPORTED_ACTOR",
     "clean_text",
     "inline",
     "invisible_at",
     "label_text",
     "mark",
+    "md_escape",
+    "md_fenced",
+    "md_inline",
     "neutralise",
     "quoted",
     "record_json",
@@ -63,6 +69,13 @@ QUOTED_LABEL = "[quoted approval label]"
 REPORTED_ACTOR = " (reported by agent)"
 #: What record text that reproduces a provenance mark (``[user · verified]``) is rendered as.
 QUOTED_MARK = "[quoted mark]"
+#: What record text that reproduces a chat or harness framing tag (``</system-reminder>``, ``<|im_start|>``) is
+#: rendered as.
+QUOTED_TAG = "[quoted tag]"
+#: Names of the tags by which chat templates and agent harnesses frame who speaks (a prefix: ``system-reminder``,
+#: ``user_prompt`` and ``function_results`` are matched too).
+FRAMING_TAGS = ("system", "user", "human", "assistant", "developer", "instructions", "function_calls",
+                "function_results", "tool_call", "tool_result", "im_start", "im_end")
 
 #: Characters that some reader treats as a line break (``str.splitlines`` splits on every one of them).
 LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
@@ -275,6 +288,11 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # a provenance mark: "[user]", "[user · verified]", "[agent · unverified]", "[agent, reported]"
     (re.compile(rf"{_OPEN}{_GAP}(?:{_w('user')}|{_w('agent')}|{_w('human')})(?:{_GAP}(?:un)?{_w('verified')}"
                 rf"|{_GAP}auto|{_GAP}reported(?:{_GAP}by{_GAP}(?:an{_GAP})?agent)?)*{_GAP}{_CLOSE}"), QUOTED_MARK),
+    # a framing tag that would close or open the harness's wrapper around this text (``</system-reminder>``), not
+    # after a letter (``List<User>`` is code); and a chat template's special token (``<|im_start|>``)
+    (re.compile(r"<(?:(?:\s*/\s*|(?<![a-z0-9_]<)\s*)(?:" + "|".join(FRAMING_TAGS) + r")[\w:.-]*"
+                r"""(?:\s+[\w:-]+\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s<>"']+)){0,8}\s*/?>|\|[^|<>\s]{1,40}\|>)"""),
+     QUOTED_TAG),
 )
 
 
@@ -356,6 +374,40 @@ def inline(text: object, width: int | None = None) -> str:
     if width is not None and len(text) > width:
         text = text[: max(0, width - 1)].rstrip() + "…"
     return text
+
+
+#: Markdown punctuation escaped in record text (brackets stay: with the parentheses escaped, no link can form, and a
+#: provenance mark such as ``[agent · unverified]`` reads as itself)
+_MD_SPECIAL = re.compile(r"([\\`*_{}()#+\-.!|~])")
+
+
+def md_inline(text: object, width: int | None = None) -> str:
+    """Stored text as one quoted line inside Markdown (a table cell, a listing): :func:`inline`, then HTML-escaped
+    and every Markdown punctuation mark backslash-escaped, so no renderer turns it into HTML (``<img onerror>``),
+    a heading, emphasis, a link or a table column.
+
+    >>> print(md_inline("<img src=x onerror=alert(1)> **bold** [a](b) | x"))
+    &lt;img src=x onerror=alert\\(1\\)&gt; \\*\\*bold\\*\\* [a]\\(b\\) \\| x
+    """
+    return md_escape(inline(text, width))
+
+
+def md_escape(line: str) -> str:
+    """One line already rendered for reading (:func:`inline`, or a listing line that starts with its :func:`mark`)
+    made inert in Markdown: HTML-escaped, Markdown punctuation backslash-escaped (:func:`md_inline` does both)."""
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(line, quote=False))
+
+
+def md_fenced(text: str, info: str = "") -> str:
+    """``text`` as a fenced Markdown code block whose fence is longer than any run of backticks in it (CommonMark),
+    so no line of the text can close the block early and render what follows as Markdown.
+
+    >>> md_fenced("a\\n```\\n# b", "text")
+    '````text\\na\\n```\\n# b\\n````'
+    """
+    longest = max((len(m) for m in re.findall("`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
 
 
 _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")

@@ -71,8 +71,8 @@ SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
                          "sentence-transformers:<folder>, import:<module>:<factory> or a registered name")),
     # agent write quotas (synapse_nb.quota): human writes are never limited
     "agent_writes_per_hour": (600, _int_range(1, 10_000_000),
-                              ("agents: most records an agent may write or change in one hour (all kinds, per mind; a "
-                               "proposed change to a human's memory counts as one)")),
+                              ("agents: most writes agents may make in one hour (every create, change or delete of "
+                               "any kind counts, per mind; a proposed change to a human's memory counts as one)")),
     "agent_memories_per_mind": (5000, _int_range(1, 100_000_000),
                                 "agents: most memories agents may hold in one mind"),
     "mcp_answer_tokens": (8000, _int_range(500, 1_000_000),

@@ -42,7 +42,8 @@ from synapse_nb.context import check_mind
 from synapse_nb.errors import ConflictError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds.registry import MANAGERS
 from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
-from synapse_nb.settings import SETTINGS, check_setting
+from synapse_nb.provenance import inline
+from synapse_nb.settings import EMBEDDER, SETTINGS, check_setting
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS
 from synapse_nb.transfer_history import HISTORY_KIND, history_docs, history_entry
 
@@ -150,12 +151,18 @@ def trust_claims(doc: dict[str, Any]) -> list[str]:
     ['lesson status=approved', 'lesson approved_at', 'lesson expires_at', 'lesson analysis_by=user']
     >>> trust_claims({"kind": "setting", "name": "recall_floor", "value": 0}), trust_claims({"kind": "note"})
     (['setting recall_floor'], [])
+    >>> trust_claims({"kind": "setting", "name": "recall_embedder", "value": "import:evil:make"})
+    ["setting recall_embedder=import:evil:make (runs that module's code in every process of the vault)"]
     >>> trust_claims({"kind": "history", "kind_of": "memory", "actor": "agent",
     ...               "before": '{"source": "user", "verified": true}'})
     ['history before source=user', 'history before verified']
     """
     kind = doc.get("kind")
     if kind == "setting":
+        value = doc.get("value")
+        if doc.get("name") == EMBEDDER and isinstance(value, str) and value.strip().startswith("import:"):
+            # every process that recalls with the semantic channel imports that module and calls its factory
+            return [f"setting {EMBEDDER}={inline(value, 120)} (runs that module's code in every process of the vault)"]
         return [f"setting {doc.get('name')}"]
     if kind == HISTORY_KIND:  # who changed a record, and what it was: what `memory revert` and as_of reads bring back
         out = ["history actor=user"] if doc.get("actor") == "user" else []

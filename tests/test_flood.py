@@ -184,3 +184,34 @@ def test_the_quota_settings_are_for_humans(pair: tuple[syn.Vault, syn.Vault]) ->
     assert user.settings.get("agent_memories_per_mind") == 5000
     with pytest.raises(syn.PermissionDeniedError):
         agent.settings.set("agent_writes_per_hour", 10**6)
+
+
+def test_every_agent_write_counts_against_the_hourly_quota_not_each_record_once(
+        pair: tuple[syn.Vault, syn.Vault], clock: Clock) -> None:
+    """Counting records written in the hour let an agent rewrite one memory (or create and delete one) without end:
+    each write keeps a history entry holding the record as it was, so the vault grew without bound."""
+    user, agent = pair
+    user.settings.set("agent_writes_per_hour", 5)
+    for i in range(5):
+        agent.remember("knowledge", "status", f"step {i} " + "x" * 1000)
+    with pytest.raises(QuotaExceededError, match=r"quota of 5 records written per hour"):
+        agent.remember("knowledge", "status", "step 5")
+    clock.t += timedelta(hours=1, seconds=1)
+    m = agent.remember("knowledge", "scratch", "y")
+    agent.memories.delete(m.id)  # a delete is a write too (it keeps the record in history)
+    for i in range(3):
+        agent.notes.add("scratch", "a trigger", f"body {i}")
+    with pytest.raises(QuotaExceededError, match=r"quota of 5 records written per hour"):
+        agent.remember("knowledge", "scratch", "y again")
+    assert user.remember("knowledge", "status", "human write").source == "user"  # humans are never limited
+
+
+def test_create_and_delete_cycles_cannot_dodge_the_hourly_quota(pair: tuple[syn.Vault, syn.Vault]) -> None:
+    user, agent = pair
+    user.settings.set("agent_writes_per_hour", 6)
+    ids = []
+    with pytest.raises(QuotaExceededError):
+        for i in range(10):
+            ids.append(agent.remember("knowledge", f"k{i}", "z" * 1000).id)
+            agent.memories.delete(ids[-1])
+    assert sum(len(user.history(i)) for i in ids) == 6  # three created and deleted; then refused

@@ -128,6 +128,11 @@ CLAIMS: dict[str, tuple[Callable[[dict[str, dict[str, Any]]], None], list[dict[s
                        ["setting recall_floor"]),
     "top_k 1000": (lambda d: None, [{"kind": "setting", "name": "recall_top_k", "value": 1000}],
                    ["setting recall_top_k"]),
+    # a human asked to --trust a file must see that it names code every process of the vault will import and run
+    "embedder from a module": (lambda d: None, [{"kind": "setting", "name": "recall_embedder",
+                                                 "value": "import:evil_mod:factory"}],
+                               [("setting recall_embedder=import:evil_mod:factory (runs that module's code in "
+                                 "every process of the vault)")]),
 }
 
 

@@ -603,7 +603,15 @@ def test_settings_scan_tips_and_agent_counts(store: Any) -> None:
     store.notes.insert(Note(id="note_000000000001", mind="default", created_at=T1, updated_at=T1, name="n",
                             trigger="t", body="b", source="agent"))
     store.lessons.insert(_les(1, "pending", ts=T1, source="agent"))
-    assert store.meta.agent_writes("default", T1) == 3 and store.meta.agent_writes("default", T0) == 4
+    # a write is counted by the history entry it leaves (each one: a record rewritten, or created and deleted, counts
+    # every time), not by the records standing now
+    assert store.meta.agent_writes("default", T0) == 0
+    def by_agent(i: int, version: int, at: str, action: str = "update") -> Any:
+        return dataclasses.replace(_entry(i, "mem_000000000009", at=at, version=version, action=action), actor="agent")
+
+    store.history.append([by_agent(1, 1, T0, "create"), by_agent(2, 2, T1), by_agent(3, 3, T1, "delete"),
+                          _entry(4, "mem_000000000003", at=T1, version=1, action="create")])  # the user's
+    assert store.meta.agent_writes("default", T1) == 2 and store.meta.agent_writes("default", T0) == 3
     assert store.meta.agent_writes("other", T0) == 0 and store.meta.agent_memories("default") == 2
 
 

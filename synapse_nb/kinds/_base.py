@@ -197,8 +197,9 @@ QUOTA_SETTINGS = ("agent_writes_per_hour", "agent_memories_per_mind")
 def check_agent_quota(ctx: Context, *, new_memory: bool = False) -> None:
     """Raise :class:`~synapse_nb.errors.QuotaExceededError` when the agent actor's write would pass a quota.
 
-    ``agent_writes_per_hour`` counts the mind's records whose last write, by an agent, is less than an hour old
-    (the stores' own ``updated_at`` stamps, every kind: a record changed ten times counts once);
+    ``agent_writes_per_hour`` counts the agents' writes to the mind in the past hour, from the history entries
+    they left (every kind; each create, update, delete and analysis counts, so rewriting one record, or creating and
+    deleting one, cannot dodge it), plus the revisions agents proposed to humans' memories;
     ``agent_memories_per_mind`` the mind's agent memories, checked when a write would add one (``new_memory``).
     Both are settings a human may raise (``vault.settings.set("agent_writes_per_hour", 2000)``).
 

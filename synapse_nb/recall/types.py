@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, overload
 from synapse_nb._util import plural
 from synapse_nb.errors import ValidationError
 from synapse_nb.models import KINDS, RANKED_KINDS, Lesson, Record
+from synapse_nb.provenance import md_fenced
 from synapse_nb.render import explanation_html, shown_parts
 
 if TYPE_CHECKING:
@@ -286,7 +287,7 @@ class Recall:
         return f"<Recall {self.query!r}: {state}, {plural(len(self.lessons), 'lesson')}>"
 
     def _repr_markdown_(self) -> str:
-        return "```text\n" + self.text + "\n```"
+        return md_fenced(self.text, "text")
 
     def _repr_html_(self) -> str:
         """What was found, for people (approved lessons, then the items with who wrote each); the exact text an

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from synapse_nb.errors import ConflictError, ValidationError
-from synapse_nb.models import KINDS, PRIORITIES, TABLES, Record
+from synapse_nb.models import PRIORITIES, TABLES, Record
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, Candidate, RefSource
 from synapse_nb.store.sql.connection import D, Fields, Repository, Row
 from synapse_nb.store.sql.tables import Table
@@ -30,15 +30,12 @@ GET_META = "SELECT value FROM meta WHERE key = ?"
 
 
 def _agent_writes() -> str:
-    """Agent records written or changed since a stamp, every kind: memories through memories_order (mind, priority,
-    updated_at: one range per priority), the others by their own stamps; plus the revisions agents proposed to
-    humans' memories since then (each a write that waits for a human: a flood of them is capped alike)."""
-    priorities = ", ".join(str(i) for i in range(len(PRIORITIES)))
-    return "SELECT " + " + ".join([
-        *(f"(SELECT count(*) FROM {k.table} WHERE mind = ? AND "
-          + (f"priority IN ({priorities}) AND " if k.name == "memory" else "")
-          + "updated_at >= ? AND source = 'agent')" for k in KINDS),
-        "(SELECT count(*) FROM revisions WHERE mind = ? AND created_at >= ? AND actor = 'agent')"])
+    """Agent writes since a stamp: the history entries agents made in the mind (one per create, update, delete or
+    analysis: a record rewritten ten times, or created and deleted, counts every time, since each entry keeps the
+    record as it was), through history_mind (mind, at); plus the revisions agents proposed to humans' memories
+    since then (each a write that waits for a human, with no history entry of its own)."""
+    return ("SELECT (SELECT count(*) FROM history WHERE mind = ? AND at >= ? AND actor = 'agent')"
+            " + (SELECT count(*) FROM revisions WHERE mind = ? AND created_at >= ? AND actor = 'agent')")
 
 
 AGENT_WRITES = _agent_writes()
@@ -50,7 +47,7 @@ class MetaQueries(Repository[D]):
     writing a setting moves the version), so a warm recall's saved default bars cost no round trip."""
 
     def agent_writes(self, mind: str, since: str) -> int:
-        row = self._db.query_one(AGENT_WRITES, (mind, since) * (len(KINDS) + 1))
+        row = self._db.query_one(AGENT_WRITES, (mind, since) * 2)
         return int(row[0] or 0) if row else 0
 
     def agent_memories(self, mind: str) -> int:
