@@ -250,6 +250,22 @@ def test_every_command_has_help_with_an_example_and_is_documented() -> None:
             assert f"`{full}" in docs or f"{full} " in docs, f"{full} is not in docs/cli.md"
 
 
+def test_help_shows_bracketed_words_as_written() -> None:
+    """typer renders help as rich markup, where ``[word]`` is a style tag and vanishes: ``synapse_nb[semantic]``
+    printed as ``synapse_nb``. Every bracketed word a command or option help holds must reach ``--help``."""
+    import typer
+
+    lost = []
+    for path, cmd in _walk(typer.main.get_command(app)):
+        texts = [cmd.help or "", *(getattr(p, "help", None) or "" for p in cmd.params)]
+        words = {m.group(0) for t in texts for m in re.finditer(r"\[[^\]\s]+\]", t)}
+        if not words:
+            continue
+        out = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "400", "TERMINAL_WIDTH": "400"}).stdout
+        lost += [f"synapse-nb {' '.join(path)}: {w}" for w in sorted(words) if w not in out]
+    assert lost == []
+
+
 def test_cold_import_stays_light() -> None:
     """A checkpoint from the CLI must not import the heavy stack (run in a fresh interpreter)."""
     import subprocess

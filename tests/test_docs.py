@@ -333,6 +333,18 @@ def test_global_options_are_in_cli_md() -> None:
         assert f"`{long}" in bullet, long
 
 
+def test_the_commands_without_json_are_the_ones_cli_md_names() -> None:
+    """docs/cli.md: "`--json` on every command that prints records or a report (all but ...)": the list is exact."""
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    bullet = next(b for b in text.split("\n- ") if b.startswith("`--json` on every command"))
+    named: set[str] = set()
+    for name in re.findall(r"`([^`]+)`", bullet.split("(all but", 1)[1].split(")", 1)[0]):
+        head, _, tail = name.rpartition(" ")
+        named.update(f"synapse-nb {head} {w}".replace("  ", " ").strip() for w in tail.split("/"))
+    without = {path for path, options in _cli_commands() if "--json" not in options}
+    assert named == without
+
+
 def test_cli_doc_check_fails_for_an_undocumented_command() -> None:
     rows = _cli_rows()
     assert _rows_for("synapse-nb memory verify", rows)

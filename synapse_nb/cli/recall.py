@@ -81,10 +81,11 @@ def recall_eval(
         help="dev (conversations 0-6, tuned on), heldout (7-9), all, or 0-based indices such as 7,8,9.")] = None,
     semantic: Annotated[float, typer.Option(
         "--semantic", min=0.0, max=1.0,
-        help="Weight of the optional semantic channel (0: off; 0.4 with --embedder e5-small).")] = 0.0,
+        help="Weight of the optional semantic channel (0: off; 0.4 with --embedder e5-small, 0.1 with wordllama)."
+    )] = 0.0,
     embedder: Annotated[str | None, typer.Option(
-        "--embedder", help="The semantic channel's model: wordllama (default; synapse_nb[semantic]), e5-small "
-        "(synapse_nb[semantic-e5]), sentence-transformers:<folder>, import:<module>:<factory>.")] = None,
+        "--embedder", help="The semantic channel's model: wordllama (default; extra semantic), e5-small (extra "
+        "semantic-e5), sentence-transformers:<folder>, import:<module>:<factory>.")] = None,
     style: Annotated[str, typer.Option(
         "--style", help=(
             "original (LoCoMo's text) or chat (rewritten as real chat: split messages, lower case, typos, "
