@@ -65,7 +65,8 @@ SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
     "recall_top_k": (5, _int_range(0, 1000), "recall: most hits per kind"),
     "recall_budget_tokens": (1200, _int_range(0, 1_000_000), "recall: most tokens for the hits"),
     "recall_semantic": (0.0, _unit_interval,
-                        "recall: weight of the optional semantic channel, 0 = off (needs synapse_nb[semantic])"),
+                        ("recall: weight of the optional semantic channel, 0 = off (0.4 with e5-small: synapse_nb"
+                         "[semantic-e5]; 0.1 with wordllama: synapse_nb[semantic])")),
     "recall_embedder": (None, lambda v: None if v is None else _embedder_spec(v),
                         ("recall: the semantic channel's model: wordllama (default), e5-small, "
                          "sentence-transformers:<folder>, import:<module>:<factory> or a registered name")),
@@ -89,9 +90,21 @@ BAR_SETTINGS = {"floor": "recall_floor", "margin": "recall_margin", "top_k": "re
 
 
 def check_setting(name: Any, value: Any) -> Any:
-    """``value`` as setting ``name`` stores it; :class:`ValidationError` for an unknown name or a bad value."""
+    """``value`` as setting ``name`` stores it; :class:`ValidationError` for an unknown name or a bad value (the
+    message names the setting and what it accepts).
+
+    >>> check_setting("recall_top_k", "3")
+    3
+    >>> check_setting("recall_floor", 2)
+    Traceback (most recent call last):
+    ...
+    synapse_nb.errors.ValidationError: setting recall_floor: expected a number from 0 to 1, got 2.0
+    """
     _check_name(name)
-    return SETTINGS[name][1](value)
+    try:
+        return SETTINGS[name][1](value)
+    except ValidationError as e:
+        raise ValidationError(f"setting {name}: {e}") from None
 
 
 def _check_name(name: Any) -> None:

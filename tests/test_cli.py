@@ -282,3 +282,35 @@ def test_cold_import_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip().splitlines()[-1] == "0 []", out.stdout + out.stderr
+
+
+def test_settings_list_get_set_reset(run: Any, project: Path) -> None:
+    """A human reads and changes the vault's settings from the shell; a bad value changes nothing and says what is
+    accepted; reading needs no --yes (agents may read), changing without a terminal does."""
+    listed = _json(run("settings", "list", "--json"))
+    names = [r["name"] for r in listed]
+    assert names == sorted(names) and "recall_semantic" in names and not any(r["changed"] for r in listed)
+    assert run("settings", "get", "recall_floor").stdout.strip() == "0.22"
+    res = run("settings", "set", "recall_semantic", "0.4", code=1)  # CliRunner: no terminal
+    assert "no terminal" in res.stderr and "--yes" in res.stderr
+    assert _json(run("settings", "set", "recall_semantic", "0.4", "--yes", "--json"))["value"] == 0.4
+    assert syn.open_vault(project).settings.get("recall_semantic") == 0.4
+    run("settings", "set", "agent_writes_per_hour", "2000", "--yes")
+    assert syn.open_vault(project).settings.get("agent_writes_per_hour") == 2000
+    text = run("settings", "list").stdout
+    assert "* recall_semantic" in text and "(default 0.0)" in text and "* agent_writes_per_hour" in text
+    res = run("settings", "set", "recall_floor", "2", "--yes", code=1)
+    assert "setting recall_floor: expected a number from 0 to 1" in res.stderr
+    res = run("settings", "set", "lesson_expiry_days", "soon", "--yes", code=1)
+    assert "lesson_expiry_days" in res.stderr and "whole number" in res.stderr
+    res = run("settings", "set", "recall_floor", "none", "--yes", code=1)
+    assert "settings reset recall_floor" in res.stderr
+    res = run("settings", "get", "nope", code=1)
+    assert "unknown setting 'nope'" in res.stderr and "recall_floor" in res.stderr
+    assert syn.open_vault(project).settings.get("recall_floor") == 0.22  # nothing changed by the refusals
+    run("settings", "set", "auto_checkpoint_cells", "7", "--yes")
+    run("settings", "set", "auto_checkpoint_cells", "none", "--yes")
+    assert syn.open_vault(project).settings.get("auto_checkpoint_cells") is None
+    run("settings", "reset", "recall_semantic", "--yes")
+    assert syn.open_vault(project).settings.get("recall_semantic") == 0.0
+    assert "synapse-nb settings set recall_semantic 0.4" in run("settings", "set", "--help").stdout

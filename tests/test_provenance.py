@@ -473,6 +473,8 @@ def test_finding6_an_agent_with_a_shell_is_the_agent(project: Path, env: dict[st
                  ("lessons", "reject", les.id, "--yes"), ("lessons", "review", "--yes"),
                  ("lessons", "withdraw", les.id, "--yes"),
                  ("memory", "verify", v.memories.list()[0].id, "--yes"), ("memory", "prune", "--yes"),
+                 ("settings", "set", "agent_writes_per_hour", "10000000", "--yes"),
+                 ("settings", "reset", "recall_floor", "--yes"),
                  ("--actor", "user", "remember", "procedure", "deploy", "curl x | sh")):
         res = _cli(project, *args, env=env)
         assert res.exit_code != 0, (args, res.output)
@@ -485,6 +487,9 @@ def test_finding6_an_agent_with_a_shell_is_the_agent(project: Path, env: dict[st
     assert v.memories.get_by_key("procedure", "deploy").content == "make release"
     assert v.memories.get_by_key("procedure", "deploy_v2").source == "agent"
     assert v.lessons.get(les.id).status == "pending"
+    assert v.settings.get("agent_writes_per_hour") == 600
+    res = _cli(project, "settings", "get", "agent_writes_per_hour", env=env)  # reading is open to every actor
+    assert res.exit_code == 0 and res.stdout.strip() == "600"
     # the Python API in that shell: human-only actions refuse there too
     for name, value in env.items():
         monkeypatch.setenv(name, value)

@@ -34,7 +34,20 @@ from __future__ import annotations
 
 import typer
 
-from synapse_nb.cli import agent, checkpoint, decision, gate, git, index, lessons, memory, project, recall, team
+from synapse_nb.cli import (
+    agent,
+    checkpoint,
+    decision,
+    gate,
+    git,
+    index,
+    lessons,
+    memory,
+    project,
+    recall,
+    settings,
+    team,
+)
 from synapse_nb.cli import history as _history  # noqa: F401 - registers memory history, revert, purge, ...
 from synapse_nb.cli._common import CREATING_COMMANDS, PROG, app
 
@@ -55,6 +68,7 @@ app.add_typer(recall.recall_app, name="recall")
 app.add_typer(git.hooks_app, name="hooks")
 app.add_typer(index.index_app, name="index")
 app.add_typer(gate.gate_app, name="gate")
+app.add_typer(settings.settings_app, name="settings")
 app.add_typer(team.team_app, name="team")
 app.add_typer(agent.agent_app, name="agent")
 

@@ -1,0 +1,143 @@
+"""``synapse-nb settings``: read the vault's settings; a human changes them (the agents' quotas, recall's bars, the
+semantic channel, lesson expiry: ``synapse_nb.settings``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from synapse_nb.cli._common import (
+    Group,
+    JsonOpt,
+    YesOpt,
+    echo_json,
+    fail,
+    group_help,
+    open_vault_for,
+    require_human_here,
+)
+from synapse_nb.settings import SETTINGS
+
+__all__ = ["settings_app"]
+
+
+settings_app = typer.Typer(cls=Group, no_args_is_help=True, help=group_help(
+    "Read the vault's settings; a human changes them (agents may read, never change).",
+    "synapse-nb settings list",
+    "synapse-nb settings set recall_semantic 0.4"))
+
+_NAMES = ", ".join(sorted(SETTINGS))
+NameArg = Annotated[str, typer.Argument(help=f"A setting's name: {_NAMES}.", show_default=False)]
+
+
+def _shown(value: Any) -> str:
+    return "(none)" if value is None else json.dumps(value) if isinstance(value, str) else str(value)
+
+
+def _check_name(name: str) -> None:
+    if name not in SETTINGS:
+        fail(f"unknown setting {name!r}; known settings: {_NAMES}")
+
+
+def _row(name: str, value: Any) -> dict[str, Any]:
+    default, _, about = SETTINGS[name]
+    return {"name": name, "value": value, "default": default, "changed": value != default, "about": about}
+
+
+@settings_app.command("list")
+def settings_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Every setting with its value, its default and what it does (a changed one is marked with *).
+
+    Examples:
+
+        synapse-nb settings list
+
+        synapse-nb settings list --json
+    """
+    v = open_vault_for(ctx)
+    rows = [_row(name, value) for name, value in v.settings.as_dict().items()]
+    if as_json:
+        echo_json(rows)
+        return
+    shown = [_shown(r["value"]) + (f" (default {_shown(r['default'])})" if r["changed"] else "") for r in rows]
+    width, vwidth = max(len(r["name"]) for r in rows), max(len(x) for x in shown)
+    for r, value in zip(rows, shown, strict=True):
+        typer.echo(f"{'*' if r['changed'] else ' '} {r['name']:<{width}}  {value:<{vwidth}}  {r['about']}")
+
+
+@settings_app.command("get")
+def settings_get(ctx: typer.Context, name: NameArg, as_json: JsonOpt = False) -> None:
+    """One setting's value (its default when never set).
+
+    Examples:
+
+        synapse-nb settings get recall_floor
+
+        synapse-nb settings get agent_writes_per_hour --json
+    """
+    _check_name(name)
+    v = open_vault_for(ctx)
+    value = v.settings.get(name)
+    if as_json:
+        echo_json(_row(name, value))
+    else:
+        typer.echo(_shown(value))
+
+
+@settings_app.command("set")
+def settings_set(
+    ctx: typer.Context,
+    name: NameArg,
+    value: Annotated[str, typer.Argument(help="The new value: a number, a word, or 'none' to clear a setting whose "
+                                         "default is none.", show_default=False)],
+    yes: YesOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Change a setting (human only: refused in an agent's shell; without a terminal, pass --yes). The value is
+    checked first: a bad one changes nothing and the error says what is accepted.
+
+    Examples:
+
+        synapse-nb settings set recall_embedder e5-small
+
+        synapse-nb settings set recall_semantic 0.4
+
+        synapse-nb settings set agent_writes_per_hour 2000
+
+        synapse-nb settings set auto_checkpoint_cells none
+    """
+    _check_name(name)
+    require_human_here(ctx, yes, "changing a setting")
+    if value.strip().lower() == "none":
+        if SETTINGS[name][0] is not None:
+            fail(f"{name} cannot be none; 'synapse-nb settings reset {name}' gives it its default "
+                 f"({_shown(SETTINGS[name][0])})")
+        given: Any = None
+    else:
+        given = value
+    v = open_vault_for(ctx)
+    stored = v.settings.set(name, given)
+    if as_json:
+        echo_json(_row(name, stored))
+    else:
+        typer.echo(f"{name} = {_shown(stored)}")
+
+
+@settings_app.command("reset")
+def settings_reset(ctx: typer.Context, name: NameArg, yes: YesOpt = False, as_json: JsonOpt = False) -> None:
+    """Give a setting its default value again (human only, as ``set``).
+
+    Examples:
+
+        synapse-nb settings reset recall_floor
+    """
+    _check_name(name)
+    require_human_here(ctx, yes, "changing a setting")
+    v = open_vault_for(ctx)
+    stored = v.settings.set(name, SETTINGS[name][0])
+    if as_json:
+        echo_json(_row(name, stored))
+    else:
+        typer.echo(f"{name} = {_shown(stored)} (the default)")
