@@ -65,3 +65,16 @@ def test_usage_error_is_exit_2_one_line(project: Path) -> None:
     res = sh("checkpoint", "create", "--doing", cwd=project)
     assert res.returncode == 2
     assert len(res.stderr.strip().splitlines()) == 1 and res.stderr.startswith("synapse-nb: usage error:")
+
+
+def test_rebuild_and_purge_write_nothing_to_stderr(project: Path) -> None:
+    """The index's rewrites create their tables afresh: lance's own logger (the process's stderr, below Python's)
+    warned "No existing dataset ... it will be created" on every purge after a rebuild."""
+    assert sh("remember", "project", "k1", "hello world", cwd=project).returncode == 0
+    mem = json.loads(sh("memory", "list", "--json", cwd=project).stdout)[0]["id"]
+    res = sh("index", "rebuild", cwd=project)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    res = sh("memory", "purge", mem, "--yes", cwd=project)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    res = sh("index", "rebuild", cwd=project)
+    assert res.returncode == 0 and res.stderr == "", res.stderr

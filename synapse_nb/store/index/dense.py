@@ -367,7 +367,7 @@ class DenseIndex:
             old.unlink(missing_ok=True)
         db = self._connect()
         tbl = self._run("create the table", lambda: db.create_table(self.name, schema=self._schema(),
-                                                                    mode="overwrite"))
+                                                                    mode="create"))  # removed above
         written, batch = 0, []
         for r in rows:
             batch.append(r)

@@ -374,7 +374,8 @@ class RetrievalIndex:
             raise IndexError_(f"cannot remove the old retrieval index at {str(self._table_dir())!r}; delete it by hand")
         db = self._connect()
         schema = arrow_schema(self.embedder)
-        self._tbl = self._run("create the index table", lambda: db.create_table(TABLE, schema=schema, mode="overwrite"))
+        self._tbl = self._run("create the index table", lambda: db.create_table(TABLE, schema=schema, mode="create"))
+        # "create", not "overwrite": the folder is gone, and lance warns on stderr when it overwrites nothing
         return self._tbl
 
     def rebuild(self, rows: Iterable[IndexRow], *, total: int | None = None, progress: bool = False) -> int:
