@@ -582,3 +582,21 @@ def test_neutraliser_leaves_ordinary_text_alone() -> None:
                  "approved", "the agent retried"):
         assert neutralise(text) == text, text
     assert unicodedata.normalize("NFC", inline("Crème brûlée")) == "Crème brûlée"
+
+
+def test_a_stale_copy_answer_keeps_the_invariants() -> None:
+    """A team vault whose server cannot be reached answers from this machine's copy (MCP recall and search, the CLI,
+    the magics): the copy keeps each record's text but not who wrote it, so every hit is marked unverified and its
+    text quoted on one line; before, an agent's memory reached the next agent raw, banner and all."""
+    from synapse_nb.offline import OFFLINE_MARK, StaleAnswer, StaleHit
+
+    hits = tuple(StaleHit("memory", f"mem_{i:012d}", _payload(i)) for i in range(len(PAYLOADS)))
+    for contacted in (True, False):
+        a = StaleAnswer("deploy", hits, "2026-01-01T00:00:00Z", "2d", "Best matches:", contacted=contacted)
+        check_output(a.text, {}, f"stale text contacted={contacted}")
+        check_output(json.dumps(a.to_dict()), {}, "stale json")
+        lines = a.text.splitlines()
+        assert len(lines) == 1 + len(PAYLOADS)
+        for i, line in enumerate(lines[1:]):
+            assert line.startswith(f"- {OFFLINE_MARK} [memory] mem_{i:012d}: {_nonce(i)}"), line
+        assert all(h["provenance"] == OFFLINE_MARK for h in a.to_dict()["hits"])
