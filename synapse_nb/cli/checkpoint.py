@@ -21,6 +21,7 @@ from synapse_nb.cli._common import (
     record_json,
 )
 from synapse_nb.errors import NoCheckpointError
+from synapse_nb.provenance import inline, label_text
 from synapse_nb.render import plural
 
 __all__ = ["checkpoint_app"]
@@ -53,7 +54,7 @@ def checkpoint_create(
     """
     v = open_vault_for(ctx, path)
     c = v.checkpoint(doing, files=files, next_step=next_step, blockers=blockers, origin="cli")
-    print_record(c, as_json, f"saved {c.id} [{c.branch or 'no branch'}] {c.doing}")
+    print_record(c, as_json, f"saved {c.id} [{label_text(c.branch or 'no branch')}] {inline(c.doing)}")
 
 
 @checkpoint_app.command("list")

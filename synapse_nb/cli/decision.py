@@ -19,6 +19,7 @@ from synapse_nb.cli._common import (
     print_record,
     print_records,
 )
+from synapse_nb.provenance import inline
 
 __all__ = ["decision_app"]
 
@@ -45,7 +46,7 @@ def decision_log(
     """
     v = open_vault_for(ctx)
     d = v.decide(decision, rationale=rationale, tags=tags)
-    print_record(d, as_json, f"logged {d.id} {d.decision}")
+    print_record(d, as_json, f"logged {d.id} {inline(d.decision)}")
 
 
 @decision_app.command("list")
