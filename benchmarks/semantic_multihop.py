@@ -19,6 +19,13 @@ A variant is components joined by ``+`` (e.g. ``notail+actor:2``), each changing
   get the flow of the boosted score), ``actor_mult`` kept after it.
 * ``prf:N:A``: dense pseudo-relevance feedback (Rocchio): the query vector plus A x the mean unit vector of the
   fused list's best N records, quantised like a query, searched again; its list replaces the first one's.
+* ``div:K:D``: session diversity below the first K ranked: a record is x D for each record of its session
+  (thread) ranked above it, then the rest of the first 60 is ordered again (the first K kept).
+* ``spk:N:W[:sum]``: a second dense list of the named speaker's records only (their best N among the dense 500),
+  scored ``W x (cos - last) / (first - last)`` over its own range, taken as the max with the fused score (``sum``:
+  added to it).
+* ``nsd:K:M``: below the first K ranked, the named speaker's records from sessions none of the first K comes from
+  are x M (capped at the K-th score), the rest of the first 60 ordered again.
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ from synapse_nb.recall import rank, semantic
 
 VARIANTS = ("base,notail,notail+actor:1.6,notail+actor:2,notail+actor:3,notail+pre:1.5,notail+pre:2,notail+prf:3:0.5,"
             "notail+prf:3:1,notail+prf:5:0.5")
-_NOW: dict[str, Any] = {"pre": 1.0, "prf": None}
+_NOW: dict[str, Any] = {"pre": 1.0, "prf": None, "div": None, "spk": None, "nsd": None}
 _fused = semantic.DenseChannel.fused
 
 
@@ -54,10 +61,54 @@ def _structure(idx: Any, pos: Any, sc: Any, words: Any, p: Any, bonus: Any = Non
             is_named = np.zeros(len(idx.actor_names) + 1, bool)
             is_named[named] = True
             sc = sc * np.where(is_named[idx.actor[pos]], _NOW["pre"], 1.0)
-    return rank.structure(idx, pos, sc, words, p, bonus)
+    r = rank.structure(idx, pos, sc, words, p, bonus)
+    if _NOW["nsd"] is not None and len(r.pos) > _NOW["nsd"][0] and len(named := idx.actors_named(words)):
+        k, m = _NOW["nsd"]
+        is_named = np.zeros(len(idx.actor_names) + 1, bool)
+        is_named[named] = True
+        n = min(len(r.pos), 60)
+        t = idx.thread[r.pos[:n]]
+        fresh = is_named[idx.actor[r.pos[:n]]] & ~np.isin(t, t[:k])
+        adj = np.where(fresh, r.score[:n] * m, r.score[:n])
+        r = _reorder(r, k, n, np.minimum(adj, r.score[k - 1]))
+    if _NOW["div"] is not None and len(r.pos) > _NOW["div"][0]:
+        k, d = _NOW["div"]
+        n = min(len(r.pos), 60)
+        seen: dict[int, int] = {}
+        before = np.zeros(n)
+        for i, th in enumerate(idx.thread[r.pos[:n]].tolist()):
+            before[i] = seen.get(th, 0)
+            seen[th] = seen.get(th, 0) + 1
+        r = _reorder(r, k, n, r.score[:n] * d ** before)
+    return r
+
+
+def _reorder(r: Any, k: int, n: int, adj: np.ndarray) -> Any:
+    """``r`` with its records ``k..n`` ordered by ``adj`` (best first, ties by position), the first ``k`` kept."""
+    o = np.lexsort((r.pos[k:n], -adj[k:n])) + k
+    order = np.concatenate([np.arange(k), o, np.arange(n, len(r.pos))])
+    return rank.Ranked(r.pos[order], r.score[order], {a: b[order] for a, b in r.parts.items()})
 
 
 def _prf_fused(self: Any, idx: Any, pos: Any, bm25: Any, query: str, mind: str, now: str, weight: float) -> Any:
+    if _NOW["spk"] is not None:
+        both, score, best = _fused(self, idx, pos, bm25, query, mind, now, weight)
+        n, w2, mode = _NOW["spk"]
+        named = idx.actors_named(rank.rank_words(query))
+        is_named = np.zeros(len(idx.actor_names) + 1, bool)
+        is_named[named] = True
+        hits, _ = self._index().dense.search(self.query_vector(query), mind=mind, now=now, k=500)
+        mine = [(j, h.cosine) for h in hits if (j := idx.pos.get(h.id)) is not None and is_named[idx.actor[j]]][:n]
+        if len(mine) < 2 or mine[0][1] <= mine[-1][1]:
+            return both, score, best
+        p2 = np.array([j for j, _ in mine], np.int64)
+        s2 = w2 * (np.array([c for _, c in mine]) - mine[-1][1]) / (mine[0][1] - mine[-1][1])
+        union = np.unique(np.concatenate([both, p2]))
+        out = np.zeros(len(union))
+        out[np.searchsorted(union, both)] = score
+        at = np.searchsorted(union, p2)
+        out[at] = out[at] + s2 if mode == "sum" else np.maximum(out[at], s2)
+        return union, out, best
     if _NOW["prf"] is None:
         return _fused(self, idx, pos, bm25, query, mind, now, weight)
     n, alpha = _NOW["prf"]
@@ -103,8 +154,8 @@ def main() -> None:
             shipped = v._recaller.params
             for name in variants:
                 over: dict[str, Any] = {}
-                _NOW["pre"], _NOW["prf"] = 1.0, None
-                for part in name.split("+"):  # components: base, notail, tail:K:M, actor:M, pre:M, prf:N:A
+                _NOW.update(pre=1.0, prf=None, div=None, spk=None, nsd=None)
+                for part in name.split("+"):  # components: see the module docstring
                     kind, *nums = part.split(":")
                     if kind == "notail":
                         over["tail_actor"] = 1.0
@@ -114,6 +165,12 @@ def main() -> None:
                         over["actor_mult"] = float(nums[0])
                     elif kind == "pre":
                         _NOW["pre"] = float(nums[0])
+                    elif kind == "div":
+                        _NOW["div"] = (int(nums[0]), float(nums[1]))
+                    elif kind == "spk":
+                        _NOW["spk"] = (int(nums[0]), float(nums[1]), nums[2] if len(nums) > 2 else "max")
+                    elif kind == "nsd":
+                        _NOW["nsd"] = (int(nums[0]), float(nums[1]))
                     elif kind == "prf":
                         _NOW["prf"] = (int(nums[0]), float(nums[1]))
                     elif kind != "base":
