@@ -4,6 +4,7 @@ Run from the repository root (about 15 s a variant on 2 cores)::
 
     nice .venv/bin/python benchmarks/router_lexical_variants.py
     nice .venv/bin/python benchmarks/router_lexical_variants.py base base+w=1-3 base+aug=mix:300
+    nice .venv/bin/python benchmarks/router_lexical_variants.py --ensemble base base+w=1-3 base+c=2-6 base+c=1-5
 
 Each variant is ``method="linear"`` fitted on train and scored on val exactly as ``benchmarks/router_defaults.py``
 scores a candidate (val cut into 5 label-stratified folds, each predicted at the threshold the ``balanced``
@@ -17,6 +18,9 @@ criterion chooses on the other four; ``NR``: val in-scope accuracy with no rejec
 - ``ws=1.5``: the word block's length beside the unit-length char block;
 - ``aug=mix:300``: that many pseudo out-of-scope rows, each the first half of an utterance of one intent and the
   second half of another's; ``aug=rand:300``: random word sequences drawn from the training utterances.
+
+``--ensemble``: the named variants, then every combination of two or more of them scored by the mean of their
+route scores (a small ensemble of routers over different n-gram views), each with the same key.
 
 No test row is read. The figures and what was kept: docs/gate.md, "Defaults".
 """
@@ -138,10 +142,45 @@ def augment(xs: list[str], ys: list[Any], spec: str) -> tuple[list[str], list[An
     return xs + out, ys + [None] * len(out)
 
 
+class _Fixed(Router):
+    """A fitted router whose route scores on ``texts`` are given (an ensemble's mean), for the shared key."""
+
+    def __init__(self, like: Router, texts: list[str], scores: np.ndarray) -> None:
+        super().__init__(method="linear")
+        self.routes_, self._given = like.routes_, (texts, scores)
+
+    def _calibration_parts(self, texts: list[str]) -> dict[float, np.ndarray]:
+        assert texts == self._given[0]
+        return {0.0: self._given[1]}
+
+
+def ensembles(names: list[str], xtr: list[str], ytr: list[Any], xva: list[str], yva: list[Any]) -> None:
+    """Each variant, then the mean route scores of every combination of them, on the shared val-cc key."""
+    import itertools
+
+    fitted = {}
+    for name in names:
+        router, _ = make(name)
+        fitted[name] = router.fit(xtr, ytr)
+    scores = {name: r._calibration_parts(xva)[0.0] for name, r in fitted.items()}
+    print("ensemble                                      val-cc bal  val-cc 151  NR in-scope")
+    for k in range(1, len(names) + 1):
+        for combo in itertools.combinations(names, k):
+            router = _Fixed(fitted[combo[0]], xva, sum(scores[c] for c in combo) / k)
+            pred, nr = cross_calibrated(router, xva, yva, "balanced")
+            m = routing_metrics(yva, pred)
+            ins, oos = float(m.in_scope_accuracy or 0.0), float(m.oos_recall or 0.0)
+            print(f"{' + '.join(combo):<45} {100 * (ins + oos) / 2:>10.1f} {100 * m.accuracy:>11.1f} "
+                  f"{100 * nr:>12.2f}", flush=True)
+
+
 def main(argv: list[str]) -> int:
     data = load_dataset("clinc150")
     xtr, ytr = data.split("train")
     xva, yva = data.split("val")
+    if argv[:1] == ["--ensemble"]:
+        ensembles(argv[1:] or ["base", "base+w=1-3", "base+c=2-6", "base+c=1-5"], xtr, ytr, xva, yva)
+        return 0
     print("variant                      val-cc bal  val-cc 151  in-scope  oos rec  NR in-scope  fit s")
     for name in argv or DEFAULT_VARIANTS:
         router, aug = make(name)
