@@ -45,11 +45,13 @@ READS = [
     ["memory", "revert", "--yes", "mem_1234", "--to", "1"], ["memory", "accept", "--yes", "rev_1234"],
     ["memory", "reject", "--yes", "rev_1234"], ["memory", "resolve", "--yes", "lnk_1234", "merge"],
     ["memory", "purge", "--yes", "mem_1234"], ["memory", "prune-history", "--yes", "--older-than", "30d"],
+    ["settings", "list"], ["settings", "get", "recall_floor"],
 ]
 #: Every command that writes, with arguments (``watch`` runs until stopped: covered by the table check below).
 WRITES = [
     ["remember", "project", "status_line", "v1 deployed"], ["checkpoint", "create", "--doing", "Refactoring"],
     ["decision", "log", "Use WAL"], ["memory", "import", "--yes", "-"], ["init"],
+    ["settings", "set", "recall_top_k", "3", "--yes"], ["settings", "reset", "recall_top_k", "--yes"],
 ]
 #: Commands that never open a vault of the project (their own data or a throwaway one).
 NO_VAULT_COMMANDS = {"demo", "gate eval", "recall eval", "hooks install", "hooks uninstall", "mcp"}
@@ -98,7 +100,8 @@ def test_every_cli_command_is_classified() -> None:
     def name(args: list[str]) -> str:
         if args[0] == "recall":
             return "recall query"
-        return " ".join(args[:2]) if args[0] in ("memory", "checkpoint", "decision", "lessons", "index") else args[0]
+        return (" ".join(args[:2]) if args[0] in ("memory", "checkpoint", "decision", "lessons", "index", "settings")
+                else args[0])
 
     commands = set(walk(typer.main.get_command(app)))
     reads = {name(a) for a in READS}
