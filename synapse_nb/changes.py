@@ -147,9 +147,11 @@ class Link:
         return asdict(self)
 
     def line(self) -> str:
+        from synapse_nb.provenance import inline  # the reason quotes words of the two records' text
+
         hid = f", hides {self.hidden}" if self.hidden else ""
         return (f"{self.id} {self.relation:<13} {self.status:<10} {self.score:.2f}  {self.a} ~ {self.b}"
-                f"  ({self.reason}{hid})")
+                f"  ({inline(self.reason)}{hid})")
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from synapse_nb.errors import SynapseError
-from synapse_nb.provenance import inline, mark
+from synapse_nb.provenance import inline, mark, salvage
 from synapse_nb.render import (
     BORDER,
     MUTED,
@@ -108,9 +108,11 @@ def _value(name: str, v: Any) -> str:
     if isinstance(v, list | tuple):
         if v and isinstance(v[0], Mapping):
             return "<br>".join(_value(name, x) for x in v)
-        return esc(", ".join(str(x) for x in v))
+        return esc(", ".join(inline(x) for x in v))
     if isinstance(v, float):
         return f"{v:.2f}"
+    if isinstance(v, str):  # stored text: each line quoted (banner, labels, marks, tags, invisibles), lines kept
+        return esc(salvage(v))
     return esc(v)
 
 

@@ -27,6 +27,7 @@ from synapse_nb._util import parse_ts, plural
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope._git import run_git
 from synapse_nb.models import KIND_BY_NAME
+from synapse_nb.provenance import inline, mark
 from synapse_nb.store.records import View
 
 if TYPE_CHECKING:
@@ -71,10 +72,18 @@ class FileRef:
     path: str
     state: str  # exists | renamed | missing | outside
     renamed_to: str | None = None
+    #: the provenance mark of the record (``[agent · unverified]``): an agent wrote the path, and it reads so
+    provenance: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "id": self.id, "path": self.path, "state": self.state,
-                "renamed_to": self.renamed_to}
+        """The reference as JSON: the path as one quoted line (an agent's record may name any "path")."""
+        return {"kind": self.kind, "id": self.id, "provenance": self.provenance, "path": inline(self.path),
+                "state": self.state, "renamed_to": None if self.renamed_to is None else inline(self.renamed_to)}
+
+    def line(self) -> str:
+        """``checkpoint ckp_… [agent · unverified]: <the path, one quoted line>``."""
+        who = f" {self.provenance}" if self.provenance else ""
+        return f"{self.kind} {self.id}{who}: {inline(self.path)}"
 
 
 @dataclass(frozen=True)
@@ -100,9 +109,9 @@ class VerifyReport:
         lines = [f"verified {plural(self.checked, 'file reference')}: {len(self.dangling)} dangling, "
                  f"{len(self.renamed)} renamed, {plural(len(self.stale), 'record')} possibly stale"
                  + (" (fixed: renames followed, dangling marked)" if self.fixed else "")]
-        lines += [f"  missing   {r.kind} {r.id}: {r.path}" + (" (outside the repository)" if r.state == "outside"
-                                                                else "") for r in self.dangling]
-        lines += [f"  renamed   {r.kind} {r.id}: {r.path} -> {r.renamed_to}" for r in self.renamed]
+        lines += [f"  missing   {r.line()}" + (" (outside the repository)" if r.state == "outside" else "")
+                  for r in self.dangling]
+        lines += [f"  renamed   {r.line()} -> {inline(r.renamed_to)}" for r in self.renamed]
         lines += [f"  stale?    {rid}: changed since by {', '.join(c[:7] for c in shas)}"
                   for rid, shas in sorted(self.stale.items())]
         return "\n".join(lines)
@@ -174,12 +183,16 @@ def verify(ctx: Context, *, fix: bool = False) -> VerifyReport:
     status = check_paths(repo, all_paths) if all_paths else {}
     dangling: list[FileRef] = []
     renamed: list[FileRef] = []
+    marks: dict[str, str] = {}
     for kind, rid, _, paths in refs:
         for p in paths:
             st = status.get(p)
             if st is None or st.state == "exists":
                 continue
-            ref = FileRef(kind, rid, p, st.state, st.renamed_to)
+            if rid not in marks:  # who wrote the record that names the path: said before the path, as everywhere
+                rec = ctx.store.table(kind).get(View(ctx.mind, ""), rid)
+                marks[rid] = mark(rec) if rec is not None else ""
+            ref = FileRef(kind, rid, p, st.state, st.renamed_to, marks[rid])
             (renamed if st.state == "renamed" else dangling).append(ref)
     stale = stale_commits(ctx, [(rid, ts, ps) for kind, rid, ts, ps in refs
                                  if KIND_BY_NAME[kind].follows_files])

@@ -43,6 +43,9 @@ class StaleHit:
     id: str
     text: str
 
+    def __repr__(self) -> str:  # the text as one quoted line, as every reader shows stored text
+        return f"StaleHit({self.kind!r}, {self.id!r}, {inline(self.text)!r})"
+
 
 @dataclass(frozen=True)
 class StaleAnswer:
@@ -94,6 +97,9 @@ class StaleAnswer:
                          for h in self.hits]}
 
     def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:  # a notebook shows the repr: the marked, quoted text, never the hits' raw text
         return self.text
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython shows the text, STALE line first

@@ -26,7 +26,7 @@ from synapse_nb.cli._common import (
 )
 from synapse_nb.errors import ConflictError, GitError, ValidationError
 from synapse_nb.gitscope import find_repo
-from synapse_nb.provenance import inline
+from synapse_nb.provenance import inline, mark
 from synapse_nb.render import plural, when
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,7 +42,7 @@ lessons_app = typer.Typer(cls=Group, no_args_is_help=True, help=group_help(
 
 def _lesson_text(les: Lesson, backing: str | None = None) -> str:
     """A lesson for review: who created it and what backs it first, then each field as one quoted line."""
-    lines = [f"{les.id}  [{les.status}]  {when(les.created_at, seconds=True)}"]
+    lines = [f"{les.id}  {mark(les)}  [{les.status}]  {when(les.created_at, seconds=True)}"]
     if backing:
         lines.append(f"  origin:   {backing}")
     lines.append(f"  summary:  {inline(les.summary)}")
@@ -242,7 +242,8 @@ def lessons_approve(
     require_human_here(ctx, yes, "approving a lesson")
     v = open_vault_for(ctx)
     les = v.lessons.approve(lesson_id, text=text, expiry_days=days, accept_agent_text=accept_agent_text)
-    print_record(les, as_json, f"approved {les.id} until {when(les.expires_at)}: {inline(les.lesson_text)}")
+    print_record(les, as_json, f"approved {les.id} {mark(les)} until {when(les.expires_at)}: "
+                 f"{inline(les.lesson_text)}")
 
 
 @lessons_app.command("reject")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, overload
 from synapse_nb._util import plural
 from synapse_nb.errors import ValidationError
 from synapse_nb.models import KINDS, RANKED_KINDS, Lesson, Record
-from synapse_nb.provenance import md_fenced
+from synapse_nb.provenance import inline, md_fenced
 from synapse_nb.render import explanation_html, shown_parts
 
 if TYPE_CHECKING:
@@ -284,7 +284,7 @@ class Recall:
 
     def __repr__(self) -> str:
         state = f"nothing new ({self.empty_reason})" if self.nothing_new else plural(len(self.items), "item")
-        return f"<Recall {self.query!r}: {state}, {plural(len(self.lessons), 'lesson')}>"
+        return f"<Recall {inline(self.query, 80)!r}: {state}, {plural(len(self.lessons), 'lesson')}>"
 
     def _repr_markdown_(self) -> str:
         return md_fenced(self.text, "text")
