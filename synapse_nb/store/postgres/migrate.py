@@ -52,7 +52,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "locks.sql"),
     Migration(8, "minds isolated by row-level security (mind_grants)", "minds.sql"),
     Migration(9, "memory that keeps its history: history, revisions, links, exports", "history.sql"),
-    Migration(10, "indices for the agent quotas: the agents' history entries and memories per mind", "agent_writes.sql"),
+    Migration(10, "indices for the agent quotas: the agents' history entries and memories per mind",
+              "agent_writes.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version
