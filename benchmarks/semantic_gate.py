@@ -1,7 +1,7 @@
 """The gate with the semantic channel on: "nothing new" and off-topic rejection with and without the floor on meaning.
 
 Run: ``nice .venv/bin/python benchmarks/semantic_gate.py --embedder e5-small --cache FILE [--style chat]
-[--dev-only] [--grid 0.83,0.84,none]``. Builds LoCoMo's ten vaults (or their chat-style rewrite) with the channel
+[--dev-only] [--grid 0.83,0.84,none] [--floor F]``. Builds LoCoMo's ten vaults (or their chat-style rewrite) with the channel
 at its shipped point (``--weight``, default 0.4), then, for every ``match_cosine`` of the grid (``none``: the gate
 on words alone, as before), asks each question with evidence of its own vault and of the next vault of its
 selection (cyclically: dev 0-6, held out 7-9, all ten, as ``synapse-nb recall eval --subset`` does) and prints per
@@ -40,6 +40,7 @@ def main() -> None:
     ap.add_argument("--cache", default=None, help="keep the embedder's vectors in this file between runs")
     ap.add_argument("--dev-only", action="store_true", help="print the dev lines only (a grid to choose on)")
     ap.add_argument("--style", default="original", choices=["original", "chat"])
+    ap.add_argument("--floor", type=float, default=None, help="the gate's floor (setting recall_floor; default 0.22)")
     args = ap.parse_args()
     cache = use_cache(args.embedder, args.cache)
     _set_k(-1)
@@ -58,6 +59,8 @@ def main() -> None:
             v, ids = build_locomo_vault(conv, Path(tmp) / str(n))
             v.settings.set("recall_embedder", args.embedder)
             v.settings.set("recall_semantic", args.weight)
+            if args.floor is not None:
+                v.settings.set("recall_floor", args.floor)
             v.recall("warm up")
             vaults.append((v, ids))
         model = embedders.load_embedder(args.embedder)
@@ -81,6 +84,7 @@ def main() -> None:
                     dr5 += [x[1] for x in own[n]]
                     off += [other.recall(q.question).nothing_new for q in convs[n].questions if q.evidence]
                 out: dict[str, Any] = {"split": split, "style": args.style, "match_cosine": value,
+                                       "floor": args.floor if args.floor is not None else 0.22,
                                        "nothing_new": round(float(np.mean(nn)), 4),
                                        "offtopic": round(float(np.mean(off)), 4),
                                        "delivered_R@5": round(float(np.mean(dr5)), 4), "n": len(nn)}
