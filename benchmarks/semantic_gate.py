@@ -3,14 +3,14 @@
 Run: ``nice .venv/bin/python benchmarks/semantic_gate.py --embedder e5-small --cache FILE [--style chat]
 [--dev-only] [--grid 0.83,0.84,none] [--floor F]``. Builds LoCoMo's ten vaults (or their chat-style rewrite) with
 the channel at its shipped point (``--weight``, default 0.4; ``--floor``: the gate's floor, default 0.22), then, for
-every ``match_cosine`` of the grid (``none``: the gate on words alone, as before), asks each question with
-evidence of its own vault and of the next vault of its selection (cyclically: dev 0-6, held out 7-9, all ten, as
-``synapse-nb recall eval --subset`` does) and prints per split, as JSON lines, what ``run_locomo_eval`` reports for the gate: ``nothing_new`` (questions with evidence
-answered "nothing new"), ``offtopic`` (questions of the next conversation answered "nothing new": the rejection
-rate), ``delivered_R@5`` (the evidence among what a user receives, top 5), and the dev objective
-``(1 - nothing_new + offtopic) / 2``. A value is chosen on the dev lines only (``--dev-only``); held-out lines are
-reported as they come. The model's ``match_cosine`` is what recall reads (``synapse_nb.store.embedders``); the
-benchmark sets it on the loaded model between runs.
+every ``match_cosine`` of the grid (``none``: the gate on words alone, as before), asks each question with evidence
+of its own vault and of the next vault of its selection (cyclically: dev 0-6, held out 7-9, all ten, as ``synapse-nb
+recall eval --subset`` does) and prints per split, as JSON lines, what ``run_locomo_eval`` reports for the gate:
+``nothing_new`` (questions with evidence answered "nothing new"), ``offtopic`` (questions of the next conversation
+answered "nothing new": the rejection rate), ``delivered_R@5`` (the evidence among what a user receives, top 5), and
+the dev objective ``(1 - nothing_new + offtopic) / 2``. A value is chosen on the dev lines only (``--dev-only``);
+held-out lines are reported as they come. The model's ``match_cosine`` is what recall reads
+(``synapse_nb.store.embedders``); the benchmark sets it on the loaded model between runs.
 """
 
 from __future__ import annotations
