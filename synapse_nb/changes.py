@@ -17,6 +17,7 @@ These are values, not records of a kind: they never enter recall. Each is a froz
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -146,11 +147,16 @@ class Link:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def line(self) -> str:
+    def line(self, marks: Mapping[str, str] | None = None) -> str:
+        """One line; ``marks`` (record id -> its provenance mark) says who wrote each side, after its id."""
         from synapse_nb.provenance import inline  # the reason quotes words of the two records' text
 
+        def side(rid: str) -> str:
+            got = (marks or {}).get(rid)
+            return f"{rid} {got}" if got else rid
+
         hid = f", hides {self.hidden}" if self.hidden else ""
-        return (f"{self.id} {self.relation:<13} {self.status:<10} {self.score:.2f}  {self.a} ~ {self.b}"
+        return (f"{self.id} {self.relation:<13} {self.status:<10} {self.score:.2f}  {side(self.a)} ~ {side(self.b)}"
                 f"  ({inline(self.reason)}{hid})")
 
 

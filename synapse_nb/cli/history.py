@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from synapse_nb.changes import Link
 from synapse_nb.cli._common import JsonOpt, YesOpt, echo_json, open_vault_for, print_record, require_human_here
 from synapse_nb.cli.memory import memory_app
-from synapse_nb.provenance import inline, quoted
+from synapse_nb.errors import SynapseError
+from synapse_nb.provenance import inline, mark, quoted
 
 if TYPE_CHECKING:
-    from synapse_nb.changes import Link, Revision
+    from synapse_nb.changes import Revision
 
 __all__ = ["memory_accept", "memory_conflicts", "memory_history", "memory_prune_history", "memory_purge",
            "memory_reject", "memory_resolve", "memory_revert", "memory_revisions"]
@@ -138,8 +140,17 @@ def memory_conflicts(
 
         synapse-nb memory conflicts --status all --json
     """
-    _listing(open_vault_for(ctx).memories.conflicts(status=None if status == "all" else status), status,
-             "conflicts", as_json)
+    v = open_vault_for(ctx)
+    rows = v.memories.conflicts(status=None if status == "all" else status)
+    marks: dict[str, str] = {}
+    for link in [] if as_json else rows:  # who wrote each side, said after its id (a side deleted since: none)
+        for kind, rid in ((link.a_kind, link.a), (link.b_kind, link.b)):
+            if rid not in marks:
+                try:
+                    marks[rid] = mark(v.manager(kind).get(rid))
+                except SynapseError:
+                    marks[rid] = ""
+    _listing(rows, status, "conflicts", as_json, marks)
 
 
 @memory_app.command("resolve")
@@ -205,12 +216,14 @@ def memory_prune_history(
     typer.echo(f"removed {n} history entries older than {older_than}")
 
 
-def _listing(rows: Sequence[Revision] | Sequence[Link], status: str, noun: str, as_json: bool) -> None:
-    """Print revisions or conflicts: a line each, ``no <status> <noun>`` when there are none, or JSON."""
+def _listing(rows: Sequence[Revision] | Sequence[Link], status: str, noun: str, as_json: bool,
+             marks: dict[str, str] | None = None) -> None:
+    """Print revisions or conflicts: a line each (a conflict's sides with their ``marks``), ``no <status> <noun>``
+    when there are none, or JSON."""
     if as_json:  # an agent's proposed text, quoted as every --json quotes stored text
         echo_json(quoted([r.to_dict() for r in rows]))
         return
     if not rows:
         typer.echo(f"no {'' if status == 'all' else status + ' '}{noun}")
     for r in rows:
-        typer.echo(r.line())
+        typer.echo(r.line(marks) if isinstance(r, Link) else r.line())
