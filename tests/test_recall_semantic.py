@@ -123,6 +123,26 @@ def test_the_floor_on_meaning(vault: syn.Vault, fake: Fake) -> None:
             check_embedder(fake)
 
 
+def test_the_floor_on_meaning_delivers_only_what_is_close_in_meaning(vault: syn.Vault, fake: Fake) -> None:
+    """When the floor passes on meaning, the walk reads only the records whose own cosine reaches match_cosine (a
+    lexical near-miss that failed the floor is not delivered with them), and a verified memory that is neither close
+    in meaning nor shares a word never takes an agent memory's place (it did: every coverage was 0)."""
+    vault.remember("project", "k_pets", "Bob walks his puppy every morning")
+    vault.remember("project", "k_tax", "Zed filed salary papers")
+    vault.remember("project", "k_lib", "Ann met Carol at the library and Ann read")
+    agent = vault.as_agent().remember("project", "k_car", "Zed sold his vehicle")
+    fake.match_cosine = 0.5  # type: ignore[attr-defined]
+    _on(vault)
+    got = vault.recall("Ann automobile purchase")
+    assert got.on_meaning and got.to_dict()["floor_on_meaning"] is True
+    assert [i.id for i in got.items] == [agent.id]  # not the unrelated verified memories, not the "Ann" near-miss
+    rows = {r.id: r for r in got.explain()}
+    lib = vault.memories.get_by_key("project", "k_lib")
+    assert rows[lib.id].bar == "floor" and "passed on meaning only" in rows[lib.id].reason
+    plain = vault.recall("who filed salary papers")  # words enough: the ordinary gate, not on meaning
+    assert not plain.on_meaning and plain.to_dict()["floor_on_meaning"] is False
+
+
 def test_a_write_is_found_by_the_channel_at_once(vault: syn.Vault, fake: Fake) -> None:
     _seed(vault)
     _on(vault)

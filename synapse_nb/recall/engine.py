@@ -18,7 +18,7 @@ from synapse_nb.recall.coverage import Cover, cover_terms
 from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.expand import Variants
 from synapse_nb.recall.rank import Ranked, RankParams, fts_words, rank_words, structure
-from synapse_nb.recall.scoring import gate
+from synapse_nb.recall.scoring import Meaning, gate
 from synapse_nb.recall.semantic import DenseChannel, Unsynced
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
@@ -84,7 +84,7 @@ class _Ranking(NamedTuple):
     exact: ExactMatches
     cover: Cover
     actor: np.ndarray
-    match: tuple[float, float] | None = None  # the semantic channel's best cosine and its model's match_cosine
+    match: Meaning | None = None  # the records the semantic channel found close in meaning (the gate reads them)
 
 
 class Recaller:
@@ -278,6 +278,7 @@ class Recaller:
         walk = [c.id for c in ranking.cands if c is not None] if ranking else []
         # the session's marks are no part of the vault's state (they move no version): read after the snapshot
         seen = seen_digests(ctx, session, walk + [x.id for x in lessons])
+        on_meaning = False
         if ranking is None:
             rows, kept, coverage = ExplainRows((), tuple), [], 0.0
         else:
@@ -285,7 +286,7 @@ class Recaller:
             materialize, prefetch, line = self._walker(now, version)
             g = gate(ranking.ranked, ranking.cands, ranking.exact, ranking.cover, ranking.actor, bars,
                      materialize, seen, prefetch, line, match=ranking.match)
-            rows, kept, coverage = g.rows, g.kept, g.coverage
+            rows, kept, coverage, on_meaning = g.rows, g.kept, g.coverage, g.on_meaning
         shown_before = record_given(ctx, session, kept, lessons, seen, now)
         kept = self._staleness.annotate(kept, version)
         reason, note = empty_reason(query, kept, rows, bars)
@@ -295,7 +296,7 @@ class Recaller:
             text = f"{borrowed.line}\n\n{text}"
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
                       nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=rows,
-                      coverage=coverage, version=".".join(map(str, version)),
+                      coverage=coverage, on_meaning=on_meaning, version=".".join(map(str, version)),
                       borrowed=borrowed.to_dict() if borrowed is not None else None)
 
     def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
@@ -365,9 +366,10 @@ class Recaller:
             from synapse_nb.store.embedders import match_cosine  # loaded with the channel's model
 
             model = self._dense.embedder(self._embedder_spec(version))
-            pos, sc, best_cos = self._dense.fused(idx, pos, sc, query, ctx.mind, now, p.semantic)
+            pos, sc, dense = self._dense.fused(idx, pos, sc, query, ctx.mind, now, p.semantic)
             at = match_cosine(model)
-            match = (best_cos, at) if best_cos is not None and at is not None else None
+            close = tuple(j for j, c in dense if at is not None and c >= at)
+            match = Meaning(at, close, dense[0][1]) if at is not None and close else None
         ranked = structure(idx, pos, sc, words, p, bonus)
         # the walk reads what clears the margin, plus a few rows below it for the explanation
         text = ranked.score - ranked.parts["bonus"] if len(ranked) else ranked.score

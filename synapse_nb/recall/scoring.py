@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from synapse_nb.recall.candidates import WalkRow
     from synapse_nb.recall.coverage import Cover
 
-__all__ = ["BEST_WEIGHT", "SECOND_WEIGHT", "UNKNOWN_PENALTY", "Gated", "gate", "support", "verified_memory",
+__all__ = ["BEST_WEIGHT", "SECOND_WEIGHT", "UNKNOWN_PENALTY", "Gated", "Meaning", "gate", "support", "verified_memory",
            "yields_place"]
 
 _PARTS = ("bm25", "neighbours", "thread", "question", "actor", "bonus")
@@ -73,15 +73,25 @@ def support(coverages: Sequence[float], unknown: float) -> float:
     return max(0.0, round(BEST_WEIGHT * top[0] + SECOND_WEIGHT * second - UNKNOWN_PENALTY * unknown, SCORE_DECIMALS))
 
 
+class Meaning(NamedTuple):
+    """What the semantic channel found for one query, for the gate: the model's ``match_cosine`` (``at``) and the
+    ranking positions of the records whose own cosine reaches it (best first), with the best cosine."""
+
+    at: float
+    positions: tuple[int, ...]
+    best: float
+
+
 @dataclass(frozen=True)
 class Gated:
     """The gate's answer: explanation rows (built when first read), kept items, the support the floor was
-    compared with (:func:`support`) and whether it reached the floor."""
+    compared with (:func:`support`), whether it reached the floor, and whether it passed on meaning instead."""
 
     rows: ExplainRows
     kept: list[RecallItem]
     coverage: float
     passed: bool
+    on_meaning: bool = False
 
 
 class _Decision(NamedTuple):
@@ -129,12 +139,14 @@ def _verified_first(yielding: list[tuple[int, int, int, int]], kept: list[Recall
                     materialize: Callable[[WalkRow], Record | None],
                     prefetch: Callable[[list[WalkRow]], object] | None,
                     line_of: Callable[[WalkRow, Record], str] | None, matched: Callable[[int], tuple[str, ...]],
-                    cov: dict[int, float]) -> int:
+                    cov: dict[int, float], meaning: frozenset[int] | None = None) -> int:
     """Verified memories take the places of kept unverified agent memories that are no more relevant to the
     query: a verified memory ranked anywhere in the walk (under the margin too: a flood of short agent records
     raises the bar) whose coverage (+ bonus) is at least an agent memory's replaces the lowest ranked such one.
     Coverage is the query's idf-weighted share a record holds, whatever its length: "as relevant" means it holds
-    the query's words the agent memory holds. Returns the tokens used."""
+    the query's words the agent memory holds, so a verified memory that holds none of them never qualifies. When
+    the floor passed on meaning (``meaning``: the positions close enough in meaning), only those qualify. Returns
+    the tokens used."""
     import numpy as np
 
     decided = {d.j for d in decisions if d.kept or d.bar == "delta"}
@@ -149,7 +161,10 @@ def _verified_first(yielding: list[tuple[int, int, int, int]], kept: list[Recall
         cov.update((j, min(1.0, round(float(s) + b, SCORE_DECIMALS))) for j, s, b in zip(extra, covs, add,
                                                                                            strict=True))
     lowest = min(cov[j] for j, _, _, _ in yielding)
-    rest = [j for j in rest if cov[j] >= lowest]
+    if meaning is None:
+        rest = [j for j in rest if cov[j] >= lowest and cov[j] > 0]
+    else:
+        rest = [j for j in rest if cov[j] >= lowest and int(ranked.pos[j]) in meaning]
     if prefetch is not None and rest:
         prefetch([c for j in rest if (c := cands[j]) is not None])
     for j in rest:
@@ -192,7 +207,7 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
          actor: np.ndarray, bars: Bars, materialize: Callable[[WalkRow], Record | None],
          seen: Mapping[str, str], prefetch: Callable[[list[WalkRow]], object] | None = None,
          line_of: Callable[[WalkRow, Record], str] | None = None, *,
-         match: tuple[float, float] | None = None) -> Gated:
+         match: Meaning | None = None) -> Gated:
     """Gate one ranked query. ``cands[j]`` is the candidate at rank ``j`` (None: gone or masked, skipped);
     ``actor`` the actor code of every position of the mind (:class:`~synapse_nb.recall.threads.ThreadIndex`);
     ``seen`` maps ids the session was given to the digest it got (empty without a session).
@@ -202,9 +217,10 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     so that a store can read them in one statement per kind. ``line_of(candidate, record)`` gives a record's
     line (default: :func:`~synapse_nb.recall.assembly.record_line` of the record).
 
-    ``match`` (the semantic channel on, its model with a ``match_cosine``): the dense list's best cosine and the
-    model's ``match_cosine``. A support under the floor passes when the cosine reaches it: the model found a
-    record close in meaning to a question whose words the records do not hold (the kept rows say so)."""
+    ``match`` (the semantic channel on, its model with a ``match_cosine``): the records whose own cosine reaches
+    it. A support under the floor passes when there is one (the model found a record close in meaning to a
+    question whose words the records do not hold); the walk then reads only those records, its margin relative to
+    the best of them, and the kept rows say so."""
     order = [j for j, c in enumerate(cands) if c is not None]
     if not order:
         return Gated(ExplainRows((), tuple), [], 0.0, False)
@@ -231,9 +247,11 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
         sup = max(sup, min(1.0, round(max(bonus_at), SCORE_DECIMALS)))
     decisions: list[_Decision] = []
     kept_reason = "cleared every bar"
-    if sup < bars.floor and match is not None and match[0] >= match[1]:
-        kept_reason += (f" (the floor on meaning: support {sup:.3f} < floor {bars.floor}, the semantic channel's "
-                        f"best cosine {match[0]:.3f} >= the model's {match[1]})")
+    meaning: frozenset[int] | None = None
+    if sup < bars.floor and match is not None and match.positions:
+        meaning = frozenset(match.positions)
+        kept_reason += (f" (the floor on meaning: support {sup:.3f} < floor {bars.floor}, and its cosine reaches "
+                        f"the model's {match.at})")
     elif sup < bars.floor:
         reason = (f"support {sup:.3f} < floor {bars.floor} (best coverage of the top {len(top)} {best_cov:.3f}, "
                   f"unknown share of the query {unknown:.3f})")
@@ -243,6 +261,13 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     # the margin is relative to the best match without exact-match bonuses: a tag, key or file match lifts a
     # record over the bar but never raises the bar for the others
     text_score = ranked.score - bonus if bonus is not None else ranked.score
+    if meaning is not None and match is not None:  # only the records close in meaning justified passing
+        off = [j for j in order if int(ranked.pos[j]) not in meaning]
+        why = f"the floor passed on meaning only, and this record's cosine is under the model's {match.at}"
+        decisions += [_Decision(j, False, "floor", why) for j in off[:20]]
+        order = [j for j in order if int(ranked.pos[j]) in meaning]
+        if not order:
+            return Gated(_explain_rows(decisions, cands, ranked, matched, cov), [], sup, False)
     best = round(float(text_score[order].max()), SCORE_DECIMALS)  # a maximum is exact: max() over them, at once
     kept: list[RecallItem | None] = []  # None: a record that gave its place away
     per_kind: dict[str, int] = {}
@@ -310,6 +335,6 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
                                record=rec))
     if yielding:
         used = _verified_first(yielding, kept, decisions, ranked, cands, cover, actor, bonus, seen, used, bars,
-                               materialize, prefetch, line_of, matched, cov)
+                               materialize, prefetch, line_of, matched, cov, meaning)
     items = [k for k in kept if k is not None]
-    return Gated(_explain_rows(decisions, cands, ranked, matched, cov), items, sup, True)
+    return Gated(_explain_rows(decisions, cands, ranked, matched, cov), items, sup, True, meaning is not None)

@@ -226,19 +226,19 @@ class DenseChannel:
 
 
     def fused(self, idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, query: str, mind: str, now: str,
-              weight: float) -> tuple[np.ndarray, np.ndarray, float | None]:
+              weight: float) -> tuple[np.ndarray, np.ndarray, list[tuple[int, float]]]:
         """BM25's hits (positions into ``idx``, scores) joined by the dense ones: positions, fused scores, and the
-        best cosine of a record of ``idx`` (None: the dense list holds none), which the gate reads against the
-        model's ``match_cosine``."""
+        dense list as (position, cosine) of the records of ``idx``, best first (the gate reads it against the
+        model's ``match_cosine``)."""
         also = [idx.ids[j] for j in pos.tolist()] if FUSION == "sum" else ()
         hits, cos_of = self.search(query, mind, now, also=also)
         at = idx.pos
-        best = next((h.cosine for h in hits if at.get(h.id) is not None), None)
+        dense = [(j, h.cosine) for h in hits if (j := at.get(h.id)) is not None]
         if FUSION == "top":
-            return (*fuse_top(idx, pos, bm25, hits, weight), best)
+            return (*fuse_top(idx, pos, bm25, hits, weight), dense)
         if FUSION == "sum":
-            return (*fuse_sum(idx, pos, bm25, hits, cos_of, weight), best)
-        return (*fuse(idx, pos, bm25, hits, weight, RRF_K), best)
+            return (*fuse_sum(idx, pos, bm25, hits, cos_of, weight), dense)
+        return (*fuse(idx, pos, bm25, hits, weight, RRF_K), dense)
 
 
 def describe(channel: DenseChannel) -> dict[str, Any]:

@@ -263,6 +263,9 @@ class Recall:
     #: the gate's support, compared with ``bars.floor``: best and second-best coverage among the top
     #: ``bars.gate_depth`` ranked records, less the query's unknown share (0.0 when nothing ranked)
     coverage: float = 0.0
+    #: True when the support was under the floor and the gate passed on meaning instead (the semantic channel on:
+    #: docs/recall.md, "The gate on meaning"); what was kept is then only what the model found close enough
+    on_meaning: bool = False
     #: the vault state this recall read (see above); "" when built by hand
     version: str = ""
     #: why the vault is borrowed (:meth:`synapse_nb.borrowed.Borrowed.to_dict`: reason, path, target, line), None for
@@ -277,7 +280,7 @@ class Recall:
         return {"query": self.query, "session": self.session, "text": self.text, "nothing_new": self.nothing_new,
                 "empty_reason": self.empty_reason, "items": [i.to_dict() for i in self.items],
                 "lessons": [les.id for les in self.lessons], "path": self.path, "coverage": round(self.coverage, 6),
-                "version": self.version, "borrowed": self.borrowed}
+                "floor_on_meaning": self.on_meaning, "version": self.version, "borrowed": self.borrowed}
 
     def __str__(self) -> str:
         return self.text
