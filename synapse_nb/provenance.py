@@ -43,6 +43,8 @@ __all__ = [
     "QUOTED_BANNER",
     "QUOTED_LABEL",
     "QUOTED_MARK",
+    "FRAMING_ROLES",
+    "FRAMING_TAGS",
     "QUOTED_TAG",
     "REPORTED_ACTOR",
     "clean_text",
@@ -72,10 +74,16 @@ QUOTED_MARK = "[quoted mark]"
 #: What record text that reproduces a chat or harness framing tag (``</system-reminder>``, ``<|im_start|>``) is
 #: rendered as.
 QUOTED_TAG = "[quoted tag]"
-#: Names of the tags by which chat templates and agent harnesses frame who speaks (a prefix: ``system-reminder``,
-#: ``user_prompt`` and ``function_results`` are matched too).
-FRAMING_TAGS = ("system", "user", "human", "assistant", "developer", "instructions", "function_calls",
-                "function_results", "tool_call", "tool_result", "im_start", "im_end")
+#: The roles chat templates frame turns with (``<user>``): an opening one followed by ``@`` or ``>`` is taken for a
+#: placeholder or code (``ssh <user>@host``, ``Map<String, <User>>``), not a frame.
+FRAMING_ROLES = ("system", "user", "human", "assistant", "developer")
+#: Whole names of the tags by which agent harnesses and chat templates frame what the model reads (exact names, so
+#: ``<username>``, ``<userId>`` or ``#include <system_error>`` stay as written).
+FRAMING_TAGS = (*FRAMING_ROLES, "system-reminder", "system_prompt", "system-prompt", "system_message", "user_prompt",
+                "user-prompt", "user-prompt-submit-hook", "user_message", "user_query", "user_input",
+                "assistant_message", "assistant_turn", "instructions", "function_calls", "function_results",
+                "tool_call", "tool_calls", "tool_result", "tool_results", "tool_use", "tool_response", "im_start",
+                "im_end")
 
 #: Characters that some reader treats as a line break (``str.splitlines`` splits on every one of them).
 LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
@@ -279,6 +287,8 @@ def _w(word: str) -> str:
 
 
 _OPEN, _CLOSE = r"[\[【〖〚⟦]", r"[\]】〗〛⟧]"
+#: A tag's attributes and its end, as the framing patterns read them.
+_ATTRS = r"""(?:\s+[\w:-]+\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s<>"']+)){0,8}\s*/?>"""
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # the banner's two halves, each in any case and spacing; "APPROVEDSYSTEMMEMORY" too
     (re.compile(rf"{_w('approved')}{_GAP}{_w('system')}{_GAP}{_w('memor')}(?:y|ies)"), QUOTED_BANNER),
@@ -288,11 +298,14 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # a provenance mark: "[user]", "[user · verified]", "[agent · unverified]", "[agent, reported]"
     (re.compile(rf"{_OPEN}{_GAP}(?:{_w('user')}|{_w('agent')}|{_w('human')})(?:{_GAP}(?:un)?{_w('verified')}"
                 rf"|{_GAP}auto|{_GAP}reported(?:{_GAP}by{_GAP}(?:an{_GAP})?agent)?)*{_GAP}{_CLOSE}"), QUOTED_MARK),
-    # a framing tag that would close or open the harness's wrapper around this text (``</system-reminder>``), not
-    # after a letter (``List<User>`` is code); and a chat template's special token (``<|im_start|>``)
-    (re.compile(r"<(?:(?:\s*/\s*|(?<![a-z0-9_]<)\s*)(?:" + "|".join(FRAMING_TAGS) + r")[\w:.-]*"
-                r"""(?:\s+[\w:-]+\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s<>"']+)){0,8}\s*/?>|\|[^|<>\s]{1,40}\|>)"""),
-     QUOTED_TAG),
+    # a framing tag that would close or open the harness's wrapper around this text (``</system-reminder>``): a
+    # closing tag of any framing name; an opening one not after a letter (``List<User>`` is code), a bare role not
+    # before "@" or ">" (``<user>@host``); and a chat template's special token (``<|im_start|>``)
+    (re.compile(r"<\s*/\s*(?:" + "|".join(FRAMING_TAGS) + r")(?![\w.-])\s*>"
+                r"|<(?<![a-z0-9_]<)\s*(?:" + "|".join(t for t in FRAMING_TAGS if t not in FRAMING_ROLES)
+                + r")(?![\w.-])" + _ATTRS
+                + r"|<(?<![a-z0-9_]<)\s*(?:" + "|".join(FRAMING_ROLES) + r")(?![\w.-])" + _ATTRS + r"(?![@>])"
+                + r"|<\|[^|<>\s]{1,40}\|>"), QUOTED_TAG),
 )
 
 
