@@ -182,3 +182,33 @@ def test_sqlite_has_fts5_and_json() -> None:
     con.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
     assert con.execute("SELECT json_array(1, 2)").fetchone()[0] == "[1,2]"
     con.close()
+
+
+def test_the_agent_quota_indices_need_no_schema_version(tmp_path: Path) -> None:
+    """The agent quotas' partial indices are made on a writable open when missing, without moving the schema
+    version (a vault stays openable by every synapse_nb of its version, and read-only); both quota counts use
+    them."""
+    from synapse_nb.store.sql.queries import AGENT_MEMORIES, AGENT_WRITES
+    from synapse_nb.store.sqlite.schema import INDICES
+
+    syn.open_vault(tmp_path).close()
+    db = tmp_path / ".synapse" / "synapse.db"
+    con = sqlite3.connect(db)
+    names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert set(INDICES) <= names and con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    plans = [" ".join(str(r[-1]) for r in con.execute("EXPLAIN QUERY PLAN " + q, args))
+             for q, args in ((AGENT_WRITES, ("m", "2026") * 2), (AGENT_MEMORIES, ("m",)))]
+    assert "history_agent" in plans[0] and "memories_agent" in plans[1], plans
+    for name in INDICES:  # a vault made before them (or by an older synapse_nb of the same version)
+        con.execute(f"DROP INDEX {name}")
+    con.commit()
+    con.close()
+    ro = syn.open_vault(tmp_path, readonly=True)  # read-only: opens as it is, creates nothing
+    ro.close()
+    con = sqlite3.connect(db)
+    assert not set(INDICES) & {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    con.close()
+    syn.open_vault(tmp_path).close()
+    con = sqlite3.connect(db)
+    assert set(INDICES) <= {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    con.close()

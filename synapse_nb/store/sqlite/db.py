@@ -46,6 +46,7 @@ from synapse_nb.store.sqlite.schema import (
     FTS_MARKERS,
     FTS_QUEUE_CLEAR,
     FTS_QUEUE_TARGETS,
+    INDICES,
     MIGRATIONS,
     SCHEMA_VERSION,
     split_sql,
@@ -204,6 +205,7 @@ class Database:
             )
         if version == SCHEMA_VERSION:
             self._fts_queue = True
+            self._ensure_indices()
             return
         if self.readonly:
             raise SchemaError(f"the vault {self.path} needs a schema migration ({version} -> {SCHEMA_VERSION}) "
@@ -219,6 +221,19 @@ class Database:
                     c.execute(f"PRAGMA user_version = {version + 1}")
             version = self.schema_version
         self._fts_queue = version >= 4  # v4 brought fts_queue; the older migrations above ran without it
+        self._ensure_indices()
+
+    def _ensure_indices(self) -> None:
+        """Create the :data:`INDICES` a writable vault lacks (one read when none is missing; no version moves)."""
+        if self.readonly:
+            return
+        with self._lock:
+            have = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        missing = [sql for name, sql in INDICES.items() if name not in have]
+        if missing:
+            with self.transaction() as c:
+                for sql in missing:
+                    c.execute(sql)
 
     # -- transactions ---------------------------------------------------------------------------------------
     def _retry(self, fn: Callable[[], T]) -> T:

@@ -22,9 +22,9 @@ import sqlite3
 from synapse_nb.store.sqlite.history_schema import V6_HISTORY
 
 __all__ = ["CONTEXT_N", "FTS_FLUSH", "FTS_MARKERS", "FTS_QUEUE_CLEAR", "FTS_QUEUE_TARGETS", "FTS_TABLES", "GATE_TEXT",
-           "MIGRATIONS", "RANK_LOG_KEEP", "SCHEMA_VERSION", "split_sql"]
+           "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "SCHEMA_VERSION", "split_sql"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 6
 
 _FTS = {
     # table: (fts columns, expressions for them)
@@ -519,10 +519,6 @@ INSERT INTO meta(key, value) VALUES ('vault_uid', lower(hex(randomblob(16))))
 #: v5: ``rank_log``, the durable change log of ``gate_docs`` (recall's on-disk cache is keyed by it), and the
 #: vault's ``vault_uid`` in ``meta`` (a cache never mistakes another vault's file, or a restored copy, for its own).
 #: v6: ``history``, ``revisions``, ``links``, ``exports`` (the vault's own changes: history_schema.py).
-#: v7: the agent quotas' indices, read on every agent write: ``history_agent`` (the agents' history entries by
-#: (mind, at), for the hourly quota: without it every entry of the hour was read, a human's bulk import included) and
-#: ``memories_agent`` (the agents' memories per mind: without it every memory of the mind was counted, 34 ms a write
-#: at 200,000).
 MIGRATIONS: dict[int, str] = {
     0: _TABLES_V1 + _fts_ddl(),
     1: _V2_FLAGS,
@@ -530,8 +526,16 @@ MIGRATIONS: dict[int, str] = {
     3: _V4_FTS_QUEUE,
     4: _V5_RANK_LOG,
     5: V6_HISTORY,
-    6: ("CREATE INDEX IF NOT EXISTS history_agent ON history(mind, at) WHERE actor = 'agent';\n"
-        "CREATE INDEX IF NOT EXISTS memories_agent ON memories(mind) WHERE source = 'agent';"),
+}
+
+#: Indices no schema version depends on: a writable open creates the missing ones, so a vault stays readable by
+#: every synapse_nb of its schema version (an index is invisible to a reader that does not use it). The agent
+#: quotas' counts, read on every agent write: ``history_agent`` (the agents' history entries by (mind, at), for the
+#: hourly quota: without it every entry of the hour was read, a human's bulk import included) and ``memories_agent``
+#: (the agents' memories per mind: without it every memory of the mind was counted, 66 ms a write at 200,000).
+INDICES: dict[str, str] = {
+    "history_agent": "CREATE INDEX IF NOT EXISTS history_agent ON history(mind, at) WHERE actor = 'agent'",
+    "memories_agent": "CREATE INDEX IF NOT EXISTS memories_agent ON memories(mind) WHERE source = 'agent'",
 }
 
 
