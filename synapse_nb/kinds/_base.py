@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from synapse_nb import history
-from synapse_nb._util import check_limit, fmt_ts
+from synapse_nb._util import check_limit, fmt_ts, plural
 from synapse_nb.dupes import check_after_commit
 from synapse_nb.errors import (
     AmbiguousIdError,
@@ -208,7 +208,7 @@ def check_agent_quota(ctx: Context, *, new_memory: bool = False) -> None:
     >>> a = syn.open_vault(d, actor="agent"); _ = a.checkpoint("one")  # doctest: +SKIP
     >>> a.checkpoint("two")  # doctest: +SKIP
     Traceback (most recent call last):
-    QuotaExceededError: agent write refused: the agents' quota of 1 record written per hour is reached ...
+    QuotaExceededError: agent write refused: the agents' quota of 1 write per hour is reached ...
     """
     if ctx.actor != "agent":
         return
@@ -218,13 +218,15 @@ def check_agent_quota(ctx: Context, *, new_memory: bool = False) -> None:
     written = store.meta.agent_writes(ctx.mind, fmt_ts(ctx.now() - timedelta(hours=1)))
     if written >= per_hour:
         raise QuotaExceededError(
-            f"agent write refused: the agents' quota of {per_hour:,} records written per hour is reached in mind "
-            f"{ctx.mind!r} ({written:,} written or changed in the last hour); a human can raise the setting "
-            "agent_writes_per_hour (vault.settings.set('agent_writes_per_hour', N)), or wait")
+            f"agent write refused: the agents' quota of {plural(per_hour, 'write')} per hour is reached in mind "
+            f"{ctx.mind!r} ({written:,} creates, changes, deletes and proposals in the last hour); a human can raise "
+            "the setting agent_writes_per_hour (synapse-nb settings set agent_writes_per_hour N, or "
+            "vault.settings.set('agent_writes_per_hour', N)), or wait")
     if new_memory:
         held = store.meta.agent_memories(ctx.mind)
         if held >= per_mind:
             raise QuotaExceededError(
                 f"agent write refused: the agents' quota of {per_mind:,} memories in mind {ctx.mind!r} is reached "
                 f"({held:,} agent memories); delete stale ones, or a human can raise the setting "
-                "agent_memories_per_mind (vault.settings.set('agent_memories_per_mind', N))")
+                "agent_memories_per_mind (synapse-nb settings set agent_memories_per_mind N, or "
+                "vault.settings.set('agent_memories_per_mind', N))")

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from synapse_nb.changes import HistoryEntry
-from synapse_nb.errors import ConflictError, PermissionDeniedError
+from synapse_nb.errors import ConflictError, PermissionDeniedError, QuotaExceededError
 from synapse_nb.mcp.server import build_server
 from synapse_nb.models import Memory
 from synapse_nb.store.records import View
@@ -167,3 +167,17 @@ def test_two_machines_approving_the_same_lesson_at_once_one_wins(team_url: str, 
             t.join()
         assert sorted(outcome) == ["conflict", "ok"], outcome
         assert a.lessons.get(les.id).status == "approved"
+
+
+def test_an_agents_analyses_of_pending_lessons_count_against_its_hourly_quota(
+        seeded: dict[str, Any], machine: Any, logins: dict[str, str]) -> None:
+    """Row-level security keeps the history of pending lessons from the agent role, so a count run as the agent
+    missed its analyses of them: an agent could append history rows without end. The count is a function of the
+    schema now (agent_writes_since), the same as a local vault's."""
+    seeded["user"].settings.set("agent_writes_per_hour", 3)
+    agent = machine("bot", logins["agent"], actor="agent")
+    for i in range(3):
+        agent.lessons.submit_analysis(seeded["pending"].id, f"analysis {i}")
+    with pytest.raises(QuotaExceededError, match="quota"):
+        agent.lessons.submit_analysis(seeded["pending"].id, "one more")
+    assert seeded["user"].lessons.get(seeded["pending"].id).analysis == "analysis 2"

@@ -57,7 +57,7 @@ from synapse_nb.store.postgres.copy import scrub as scrub_copy
 from synapse_nb.store.postgres.db import PgDatabase, RoundTrips
 from synapse_nb.store.postgres.dialect import gate_terms
 from synapse_nb.store.postgres.migrate import CODE_VERSION, check_project, role_settings
-from synapse_nb.store.postgres.queries import FeedOutbox, RecallQueries, SessionsQueries
+from synapse_nb.store.postgres.queries import FeedOutbox, MetaQueries, RecallQueries, SessionsQueries
 from synapse_nb.store.postgres.tables import EpisodesTable, LessonsTable
 from synapse_nb.store.records import Change
 from synapse_nb.store.sql import (
@@ -68,7 +68,6 @@ from synapse_nb.store.sql import (
     HistoryQueries,
     LinksQueries,
     MemoriesTable,
-    MetaQueries,
     NotesTable,
     RefsQueries,
     RevisionsQueries,

@@ -28,6 +28,7 @@ from synapse_nb.store.postgres.errors import map_error
 from synapse_nb.store.postgres.ranking import RankingQueries
 from synapse_nb.store.records import Candidate
 from synapse_nb.store.sql import CANDIDATES, CandidateDocs, candidate
+from synapse_nb.store.sql import MetaQueries as SharedMetaQueries
 from synapse_nb.store.sql import RecallQueries as SharedRecallQueries
 from synapse_nb.store.sql import SessionsQueries as SharedSessionsQueries
 
@@ -76,6 +77,16 @@ class SessionsQueries(SharedSessionsQueries[PgDatabase]):
         rids = sorted(given)
         if rids:
             self._db.write_once(MARK_SEEN, (mind, session, now, rids, [given[r] for r in rids]))
+
+
+class MetaQueries(SharedMetaQueries[PgDatabase]):
+    """Settings and quotas as shared, but the agents' writes are counted by a function of the schema
+    (``agent_writes_since``, migration 10): row-level security hides from the agent role the history of pending
+    lessons, so the shared count, run as the agent, missed its analyses of them."""
+
+    def agent_writes(self, mind: str, since: str) -> int:
+        row = self._db.query_one("SELECT agent_writes_since(?, ?)", (mind, since))
+        return int(row[0] or 0) if row else 0
 
 
 # -- the change feed ------------------------------------------------------------------------------------------
