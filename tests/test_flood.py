@@ -138,8 +138,9 @@ def test_agent_writes_past_the_hourly_quota_are_refused_and_humans_are_not(
     user.settings.set("agent_writes_per_hour", 3)
     for i in range(3):
         agent.checkpoint(f"step {i}")
-    with pytest.raises(QuotaExceededError, match=r"quota of 3 writes per hour .* \(3 creates, changes, deletes and proposals in "
-                                                 r"the last hour\).*agent_writes_per_hour"):
+    with pytest.raises(QuotaExceededError,
+                       match=r"quota of 3 writes per hour .* \(3 creates, changes, deletes and proposals in "
+                             r"the last hour\).*agent_writes_per_hour"):
         agent.remember("knowledge", "k", "v")
     with pytest.raises(QuotaExceededError):
         agent.decisions.create("x")
