@@ -391,7 +391,7 @@ def inline(text: object, width: int | None = None) -> str:
 
 #: Markdown punctuation escaped in record text (brackets stay: with the parentheses escaped, no link can form, and a
 #: provenance mark such as ``[agent · unverified]`` reads as itself)
-_MD_SPECIAL = re.compile(r"([\\`*_{}()#+\-.!|~])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}()#+\-.!|~$])")  # "$": Jupyter's Markdown reads "$5 and $10" as math
 
 
 def md_inline(text: object, width: int | None = None) -> str:

@@ -298,7 +298,7 @@ def test_settings_list_get_set_reset(run: Any, project: Path) -> None:
     run("settings", "set", "agent_writes_per_hour", "2000", "--yes")
     assert syn.open_vault(project).settings.get("agent_writes_per_hour") == 2000
     text = run("settings", "list").stdout
-    assert "* recall_semantic" in text and "(default 0.0)" in text and "* agent_writes_per_hour" in text
+    assert "* recall_semantic" in text and "(default: 0.0)" in text and "* agent_writes_per_hour" in text
     res = run("settings", "set", "recall_floor", "2", "--yes", code=1)
     assert "setting recall_floor: expected a number from 0 to 1" in res.stderr
     res = run("settings", "set", "lesson_expiry_days", "soon", "--yes", code=1)

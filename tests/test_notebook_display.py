@@ -130,3 +130,10 @@ def test_agent_text_never_renders_as_html_or_markdown_in_any_rich_display(vault:
                 assert not re.search(r"^\s{0,3}(#|```)", text, re.M), where
     md = _rich(m)["text/markdown"]
     assert "[agent · unverified]" in md.replace("\\", "")  # who wrote it, as the HTML badge says
+
+
+def test_a_dollar_sign_in_record_text_is_not_math_in_markdown() -> None:
+    """Jupyter's Markdown renderer reads "$5 and $10" as a formula: the Markdown display escapes "$" too."""
+    from synapse_nb.provenance import md_inline
+
+    assert md_inline("costs $5 and $10") == "costs \\$5 and \\$10"

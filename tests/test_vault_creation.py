@@ -45,13 +45,13 @@ READS = [
     ["memory", "revert", "--yes", "mem_1234", "--to", "1"], ["memory", "accept", "--yes", "rev_1234"],
     ["memory", "reject", "--yes", "rev_1234"], ["memory", "resolve", "--yes", "lnk_1234", "merge"],
     ["memory", "purge", "--yes", "mem_1234"], ["memory", "prune-history", "--yes", "--older-than", "30d"],
-    ["settings", "list"], ["settings", "get", "recall_floor"],
+    ["settings", "list"], ["settings", "get", "recall_floor"], ["settings", "reset", "recall_top_k", "--yes"],
 ]
 #: Every command that writes, with arguments (``watch`` runs until stopped: covered by the table check below).
 WRITES = [
     ["remember", "project", "status_line", "v1 deployed"], ["checkpoint", "create", "--doing", "Refactoring"],
     ["decision", "log", "Use WAL"], ["memory", "import", "--yes", "-"], ["init"],
-    ["settings", "set", "recall_top_k", "3", "--yes"], ["settings", "reset", "recall_top_k", "--yes"],
+    ["settings", "set", "recall_top_k", "3", "--yes"],
 ]
 #: Commands that never open a vault of the project (their own data or a throwaway one).
 NO_VAULT_COMMANDS = {"demo", "gate eval", "recall eval", "hooks install", "hooks uninstall", "mcp"}

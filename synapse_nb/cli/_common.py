@@ -40,8 +40,8 @@ PROG = "synapse-nb"
 #: The commands that write and so may create a vault (inside an existing folder only, saying so on stderr).
 #: Every other command reads: it never creates a vault and fails with "no vault at PATH ..." instead.
 CREATING_COMMANDS = frozenset({
-    "checkpoint create", "decision log", "init", "lessons scan", "memory import", "remember", "settings reset",
-    "settings set", "watch",
+    "checkpoint create", "decision log", "init", "lessons scan", "memory import", "remember", "settings set",
+    "watch",
 })
 
 

@@ -3,7 +3,6 @@ semantic channel, lesson expiry: ``synapse_nb.settings``)."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
@@ -33,7 +32,7 @@ NameArg = Annotated[str, typer.Argument(help=f"A setting's name: {_NAMES}.", sho
 
 
 def _shown(value: Any) -> str:
-    return "(none)" if value is None else json.dumps(value) if isinstance(value, str) else str(value)
+    return "none" if value is None else str(value)
 
 
 def _check_name(name: str) -> None:
@@ -61,7 +60,7 @@ def settings_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     if as_json:
         echo_json(rows)
         return
-    shown = [_shown(r["value"]) + (f" (default {_shown(r['default'])})" if r["changed"] else "") for r in rows]
+    shown = [_shown(r["value"]) + (f" (default: {_shown(r['default'])})" if r["changed"] else "") for r in rows]
     width, vwidth = max(len(r["name"]) for r in rows), max(len(x) for x in shown)
     for r, value in zip(rows, shown, strict=True):
         typer.echo(f"{'*' if r['changed'] else ' '} {r['name']:<{width}}  {value:<{vwidth}}  {r['about']}")
@@ -127,7 +126,7 @@ def settings_set(
 
 @settings_app.command("reset")
 def settings_reset(ctx: typer.Context, name: NameArg, yes: YesOpt = False, as_json: JsonOpt = False) -> None:
-    """Give a setting its default value again (human only, as ``set``).
+    """Give a setting its default value again (human only, as ``set``; it needs a vault, and creates none).
 
     Examples:
 
