@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from typer.testing import CliRunner
 
 from synapse_nb.cli import app
@@ -85,3 +86,26 @@ def test_search_local_says_it_did_not_ask_the_server(team_url: str, machine: Any
     assert out.exit_code == 0, out.output
     assert out.output.startswith("STALE (local copy)") and "cannot be reached" not in out.output
     assert "deploys run on fridays" in out.output
+
+
+def test_a_dev_server_folder_the_postgres_user_cannot_reach_is_refused_with_the_reason(tmp_path: Path) -> None:
+    """As root the cluster belongs to the 'postgres' user, which must pass through every folder above it: a folder
+    under `mktemp -d` (mode 700) failed inside initdb with "Permission denied"; now it is refused first, naming the
+    closed folder and what to do. As any other user initdb runs as that user, and the folder works."""
+    import os
+    import shutil
+
+    from synapse_nb.errors import StoreError
+    from synapse_nb.store.postgres.server import PgServer
+
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    target = closed / "pg"
+    if os.geteuid() == 0:
+        with pytest.raises(StoreError, match=r"cannot reach .* closed to other users .*chmod o\+x"):
+            PgServer.create(target)
+        assert not target.exists()
+    else:
+        srv = PgServer.create(target)
+        assert srv.data.is_dir()
+        shutil.rmtree(target)

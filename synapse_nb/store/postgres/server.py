@@ -63,6 +63,18 @@ def _is_root() -> bool:
     return os.geteuid() == 0
 
 
+def _closed_to(base: Path, uid: int) -> Path | None:
+    """The first folder above ``base`` that user ``uid`` may not pass through (no search permission), or None."""
+    for parent in base.resolve().parents:
+        if not parent.exists():
+            continue  # made below, by root, with the default mode
+        st = parent.stat()
+        mode = st.st_mode & (0o100 if st.st_uid == uid else 0o001)
+        if not mode:
+            return parent
+    return None
+
+
 @dataclass
 class PgServer:
     """One throwaway cluster: ``base`` holds ``data/`` (the cluster), the Unix socket and ``server.log``."""
@@ -111,14 +123,21 @@ class PgServer:
             # as root the postgres user must reach the folder: $TMPDIR may be under /root (mode 700)
             base = Path(tempfile.mkdtemp(prefix="synapse-pg-", dir="/tmp" if _is_root() else None))
         base = Path(base)
-        base.mkdir(parents=True, exist_ok=True)
         if _is_root():
             try:
                 pw = pwd.getpwnam("postgres")
             except KeyError:
                 raise ServerUnavailable("running as root needs a 'postgres' system user to own the cluster "
                                         "(initdb refuses root); Debian's postgresql package creates it") from None
+            closed = _closed_to(base, pw.pw_uid)  # initdb runs as that user: every folder above must let it pass
+            if closed is not None:
+                raise ServerUnavailable(
+                    f"the 'postgres' user cannot reach {base}: {closed} is closed to other users (mode "
+                    f"{closed.stat().st_mode & 0o777:o}); choose a folder under an open one (e.g. --dir "
+                    f"/tmp/synapse-dev) or open it (chmod o+x {closed})")
+            base.mkdir(parents=True, exist_ok=True)
             os.chown(base, pw.pw_uid, pw.pw_gid)
+        base.mkdir(parents=True, exist_ok=True)
         os.chmod(base, 0o700)
         srv = cls(base=base, port=0, bindir=bindir, durable=durable)
         t0 = time.perf_counter()
