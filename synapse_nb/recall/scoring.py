@@ -192,7 +192,7 @@ def _verified_first(yielding: list[tuple[int, int, int, int]], kept: list[Recall
             kept=False, bar="verified", reason="gave its place to a verified memory as relevant (an unverified "
             "agent memory never pushes a verified one out)")
         row = _Decision(j, True, "kept", "a verified memory as relevant as a kept unverified agent one takes its "
-                        "place")
+                        "place" + ("" if meaning is None else " (the floor on meaning: both are close in meaning)"))
         at_row = next((i for i, d in enumerate(decisions) if d.j == j), None)  # its "margin" or "top_k" row
         if at_row is None:
             decisions.append(row)
