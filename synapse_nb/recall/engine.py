@@ -368,8 +368,8 @@ class Recaller:
             model = self._dense.embedder(self._embedder_spec(version))
             pos, sc, dense = self._dense.fused(idx, pos, sc, query, ctx.mind, now, p.semantic)
             at = match_cosine(model)
-            close = tuple(j for j, c in dense if at is not None and c >= at)
-            match = Meaning(at, close, dense[0][1]) if at is not None and close else None
+            close = frozenset(j for j, c in dense if c >= at) if at is not None else frozenset()
+            match = Meaning(at, close) if at is not None and close else None
         ranked = structure(idx, pos, sc, words, p, bonus)
         # the walk reads what clears the margin, plus a few rows below it for the explanation
         text = ranked.score - ranked.parts["bonus"] if len(ranked) else ranked.score

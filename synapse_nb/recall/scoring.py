@@ -10,8 +10,8 @@
   never saw). An exact match among them is enough on its own: support is at least its bonus (tag 0.25, key
   0.35, file 0.3 by default, all above the default floor). With the semantic channel on and a model that has a
   ``match_cosine`` (:class:`~synapse_nb.store.embedders.Embedder`), a support under the floor also passes when
-  the dense list's best cosine reaches it (*the floor on meaning*). Coverage is never used per item and never
-  orders anything: the rank does.
+  a record's own cosine reaches it (*the floor on meaning*; the walk then reads only such records). Coverage is
+  never used per item and never orders anything: the rank does.
 - Otherwise one walk in rank order: a record below ``Bars.margin`` x the best rank score without exact-match
   bonuses (a bonus lifts a record over the bar, never raises the bar for the others) ends the walk; a
   record already given to the session, unchanged, is skipped *without* using a slot or budget (the delta comes
@@ -75,11 +75,10 @@ def support(coverages: Sequence[float], unknown: float) -> float:
 
 class Meaning(NamedTuple):
     """What the semantic channel found for one query, for the gate: the model's ``match_cosine`` (``at``) and the
-    ranking positions of the records whose own cosine reaches it (best first), with the best cosine."""
+    ranking positions of the records whose own cosine reaches it (never empty)."""
 
     at: float
-    positions: tuple[int, ...]
-    best: float
+    positions: frozenset[int]
 
 
 @dataclass(frozen=True)
@@ -247,11 +246,10 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
         sup = max(sup, min(1.0, round(max(bonus_at), SCORE_DECIMALS)))
     decisions: list[_Decision] = []
     kept_reason = "cleared every bar"
-    meaning: frozenset[int] | None = None
-    if sup < bars.floor and match is not None and match.positions:
-        meaning = frozenset(match.positions)
+    on_meaning = match if sup < bars.floor else None  # the floor passes on meaning instead of words
+    if on_meaning is not None:
         kept_reason += (f" (the floor on meaning: support {sup:.3f} < floor {bars.floor}, and its cosine reaches "
-                        f"the model's {match.at})")
+                        f"the model's {on_meaning.at})")
     elif sup < bars.floor:
         reason = (f"support {sup:.3f} < floor {bars.floor} (best coverage of the top {len(top)} {best_cov:.3f}, "
                   f"unknown share of the query {unknown:.3f})")
@@ -261,11 +259,12 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     # the margin is relative to the best match without exact-match bonuses: a tag, key or file match lifts a
     # record over the bar but never raises the bar for the others
     text_score = ranked.score - bonus if bonus is not None else ranked.score
-    if meaning is not None and match is not None:  # only the records close in meaning justified passing
-        off = [j for j in order if int(ranked.pos[j]) not in meaning]
-        why = f"the floor passed on meaning only, and this record's cosine is under the model's {match.at}"
+    if on_meaning is not None:  # only the records close in meaning justified passing: the walk reads those alone
+        close = on_meaning.positions
+        off = [j for j in order if int(ranked.pos[j]) not in close]
+        why = f"the floor passed on meaning only, and this record's cosine is under the model's {on_meaning.at}"
         decisions += [_Decision(j, False, "floor", why) for j in off[:20]]
-        order = [j for j in order if int(ranked.pos[j]) in meaning]
+        order = [j for j in order if int(ranked.pos[j]) in close]
         if not order:
             return Gated(_explain_rows(decisions, cands, ranked, matched, cov), [], sup, False)
     best = round(float(text_score[order].max()), SCORE_DECIMALS)  # a maximum is exact: max() over them, at once
@@ -335,6 +334,7 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
                                record=rec))
     if yielding:
         used = _verified_first(yielding, kept, decisions, ranked, cands, cover, actor, bonus, seen, used, bars,
-                               materialize, prefetch, line_of, matched, cov, meaning)
+                               materialize, prefetch, line_of, matched, cov,
+                               on_meaning.positions if on_meaning is not None else None)
     items = [k for k in kept if k is not None]
-    return Gated(_explain_rows(decisions, cands, ranked, matched, cov), items, sup, True, meaning is not None)
+    return Gated(_explain_rows(decisions, cands, ranked, matched, cov), items, sup, True, on_meaning is not None)
