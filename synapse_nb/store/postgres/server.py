@@ -123,21 +123,22 @@ class PgServer:
             # as root the postgres user must reach the folder: $TMPDIR may be under /root (mode 700)
             base = Path(tempfile.mkdtemp(prefix="synapse-pg-", dir="/tmp" if _is_root() else None))
         base = Path(base)
+        owner = None  # as root, the postgres user owns the cluster (initdb refuses root)
         if _is_root():
             try:
-                pw = pwd.getpwnam("postgres")
+                owner = pwd.getpwnam("postgres")
             except KeyError:
                 raise ServerUnavailable("running as root needs a 'postgres' system user to own the cluster "
                                         "(initdb refuses root); Debian's postgresql package creates it") from None
-            closed = _closed_to(base, pw.pw_uid)  # initdb runs as that user: every folder above must let it pass
+            closed = _closed_to(base, owner.pw_uid)  # initdb runs as that user: every folder above must let it pass
             if closed is not None:
                 raise ServerUnavailable(
                     f"the 'postgres' user cannot reach {base}: {closed} is closed to other users (mode "
                     f"{closed.stat().st_mode & 0o777:o}); choose a folder under an open one (e.g. --dir "
                     f"/tmp/synapse-dev) or open it (chmod o+x {closed})")
-            base.mkdir(parents=True, exist_ok=True)
-            os.chown(base, pw.pw_uid, pw.pw_gid)
         base.mkdir(parents=True, exist_ok=True)
+        if owner is not None:
+            os.chown(base, owner.pw_uid, owner.pw_gid)
         os.chmod(base, 0o700)
         srv = cls(base=base, port=0, bindir=bindir, durable=durable)
         t0 = time.perf_counter()

@@ -29,16 +29,13 @@ ALL_SETTINGS = "SELECT key, value FROM meta WHERE key LIKE 'setting:%' ORDER BY 
 GET_META = "SELECT value FROM meta WHERE key = ?"
 
 
-def _agent_writes() -> str:
-    """Agent writes since a stamp: the history entries agents made in the mind (one per create, update, delete or
-    analysis: a record rewritten ten times, or created and deleted, counts every time, since each entry keeps the
-    record as it was), through history_mind (mind, at); plus the revisions agents proposed to humans' memories
-    since then (each a write that waits for a human, with no history entry of its own)."""
-    return ("SELECT (SELECT count(*) FROM history WHERE mind = ? AND at >= ? AND actor = 'agent')"
-            " + (SELECT count(*) FROM revisions WHERE mind = ? AND created_at >= ? AND actor = 'agent')")
-
-
-AGENT_WRITES = _agent_writes()
+#: Agent writes since a stamp: the history entries agents made in the mind (one per create, update, delete or
+#: analysis: a record rewritten ten times, or created and deleted, counts every time, since each entry keeps the
+#: record as it was), through the partial index history_agent; plus the revisions agents proposed to humans'
+#: memories since then (each a write that waits for a human, with no history entry of its own). PostgreSQL runs the
+#: same count in a function of its schema (agent_writes_since), past row-level security.
+AGENT_WRITES = ("SELECT (SELECT count(*) FROM history WHERE mind = ? AND at >= ? AND actor = 'agent')"
+                " + (SELECT count(*) FROM revisions WHERE mind = ? AND created_at >= ? AND actor = 'agent')")
 AGENT_MEMORIES = "SELECT count(*) FROM memories WHERE mind = ? AND source = 'agent'"
 
 
