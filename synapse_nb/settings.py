@@ -14,7 +14,7 @@ from synapse_nb.errors import ValidationError
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["BAR_SETTINGS", "EMBEDDER", "SEMANTIC", "SETTINGS", "Settings"]
+__all__ = ["BAR_SETTINGS", "EMBEDDER", "SEMANTIC", "SETTINGS", "Settings", "check_name", "check_setting"]
 
 
 def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
@@ -100,14 +100,15 @@ def check_setting(name: Any, value: Any) -> Any:
     ...
     synapse_nb.errors.ValidationError: setting recall_floor: expected a number from 0 to 1, got 2.0
     """
-    _check_name(name)
+    check_name(name)
     try:
         return SETTINGS[name][1](value)
     except ValidationError as e:
         raise ValidationError(f"setting {name}: {e}") from None
 
 
-def _check_name(name: Any) -> None:
+def check_name(name: Any) -> None:
+    """:class:`ValidationError` naming every known setting unless ``name`` is one."""
     if not isinstance(name, str) or name not in SETTINGS:
         raise ValidationError(f"unknown setting {name!r}; known settings: {', '.join(sorted(SETTINGS))}")
 
@@ -124,14 +125,14 @@ class Settings:
         self._ctx = ctx
 
     def get(self, name: str) -> Any:
-        _check_name(name)
+        check_name(name)
         return self._ctx.store.meta.settings((name,)).get(name, SETTINGS[name][0])
 
     def get_many(self, names: Iterable[str]) -> dict[str, Any]:
         """Several settings in one read: name -> value (the default when never set)."""
         names = list(names)
         for name in names:
-            _check_name(name)
+            check_name(name)
         saved = self._ctx.store.meta.settings(names)
         return {name: saved.get(name, SETTINGS[name][0]) for name in names}
 

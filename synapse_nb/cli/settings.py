@@ -17,7 +17,7 @@ from synapse_nb.cli._common import (
     open_vault_for,
     require_human_here,
 )
-from synapse_nb.settings import SETTINGS
+from synapse_nb.settings import SETTINGS, check_name
 
 __all__ = ["settings_app"]
 
@@ -33,11 +33,6 @@ NameArg = Annotated[str, typer.Argument(help=f"A setting's name: {_NAMES}.", sho
 
 def _shown(value: Any) -> str:
     return "none" if value is None else str(value)
-
-
-def _check_name(name: str) -> None:
-    if name not in SETTINGS:
-        fail(f"unknown setting {name!r}; known settings: {_NAMES}")
 
 
 def _row(name: str, value: Any) -> dict[str, Any]:
@@ -76,7 +71,7 @@ def settings_get(ctx: typer.Context, name: NameArg, as_json: JsonOpt = False) ->
 
         synapse-nb settings get agent_writes_per_hour --json
     """
-    _check_name(name)
+    check_name(name)  # before the human check: a typo is said first
     v = open_vault_for(ctx)
     value = v.settings.get(name)
     if as_json:
@@ -107,7 +102,7 @@ def settings_set(
 
         synapse-nb settings set auto_checkpoint_cells none
     """
-    _check_name(name)
+    check_name(name)  # before the human check: a typo is said first
     require_human_here(ctx, yes, "changing a setting")
     if value.strip().lower() == "none":
         if SETTINGS[name][0] is not None:
@@ -132,7 +127,7 @@ def settings_reset(ctx: typer.Context, name: NameArg, yes: YesOpt = False, as_js
 
         synapse-nb settings reset recall_floor
     """
-    _check_name(name)
+    check_name(name)  # before the human check: a typo is said first
     require_human_here(ctx, yes, "changing a setting")
     v = open_vault_for(ctx)
     stored = v.settings.set(name, SETTINGS[name][0])
