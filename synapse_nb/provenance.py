@@ -281,9 +281,17 @@ def skeleton(text: str) -> tuple[str, list[int]]:
 
 
 _GAP = r"[\W_]{0,12}"
-def _w(word: str) -> str:
-    """A pattern for ``word`` that also takes ASCII look-alikes (``appr0ved``) and doubled letters (``apprrooved``)."""
-    return "".join(f"[{re.escape(c + _ASCII_LOOKALIKE.get(c, ''))}]+" for c in word)
+def _w(word: str, *, anchored: bool = False) -> str:
+    """A pattern for ``word`` that also takes ASCII look-alikes (``appr0ved``) and doubled letters (``apprrooved``).
+
+    ``anchored``: the word may only start where a run of its first letter starts. Search
+    tries every start; without the anchor, a long run of that letter ("aaaa…", 32,768 of them in one memory) is
+    read again from each of its positions, and every reader of the record took seconds (quadratic). A match that
+    starts inside a run also matches from the run's start (the run is all that letter), and a leftmost search
+    starts there anyway: the anchor changes no match, only the work.
+    """
+    classes = [f"[{re.escape(c + _ASCII_LOOKALIKE.get(c, ''))}]" for c in word]
+    return (f"(?<!{classes[0]})" if anchored else "") + "".join(f"{c}+" for c in classes)
 
 
 _OPEN, _CLOSE = r"[\[【〖〚⟦]", r"[\]】〗〛⟧]"
@@ -291,10 +299,11 @@ _OPEN, _CLOSE = r"[\[【〖〚⟦]", r"[\]】〗〛⟧]"
 _ATTRS = r"""(?:\s+[\w:-]+\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s<>"']+)){0,8}\s*/?>"""
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # the banner's two halves, each in any case and spacing; "APPROVEDSYSTEMMEMORY" too
-    (re.compile(rf"{_w('approved')}{_GAP}{_w('system')}{_GAP}{_w('memor')}(?:y|ies)"), QUOTED_BANNER),
-    (re.compile(rf"{_w('critical')}{_GAP}{_w('adhere')}(?!nce|nt|d)"), QUOTED_BANNER),
+    (re.compile(rf"{_w('approved', anchored=True)}{_GAP}{_w('system')}{_GAP}{_w('memor')}(?:y|ies)"), QUOTED_BANNER),
+    (re.compile(rf"{_w('critical', anchored=True)}{_GAP}{_w('adhere')}(?!nce|nt|d)"), QUOTED_BANNER),
     # an approval label: "[main, approved]", "[all branches, approved]", "[approved]", full-width brackets too
-    (re.compile(rf"{_OPEN}[^\]】〗〛⟧]{{0,160}}?{_w('approved')}{_GAP}{_CLOSE}"), QUOTED_LABEL),
+    # (a label does not run over another opening bracket: each "[" of "[[[[…" is then one step, not 160)
+    (re.compile(rf"{_OPEN}[^\[\]【】〖〗〚〛⟦⟧]{{0,160}}?{_w('approved', anchored=True)}{_GAP}{_CLOSE}"), QUOTED_LABEL),
     # a provenance mark: "[user]", "[user · verified]", "[agent · unverified]", "[agent, reported]"
     (re.compile(rf"{_OPEN}{_GAP}(?:{_w('user')}|{_w('agent')}|{_w('human')})(?:{_GAP}(?:un)?{_w('verified')}"
                 rf"|{_GAP}auto|{_GAP}reported(?:{_GAP}by{_GAP}(?:an{_GAP})?agent)?)*{_GAP}{_CLOSE}"), QUOTED_MARK),

@@ -609,3 +609,62 @@ def test_ordinary_angle_brackets_are_left_as_written(text: str) -> None:
     """Only whole framing names are quoted: a placeholder, a C++ header or a generic type in a human's note reads
     as written (the first version matched names by prefix and a bare <user> anywhere)."""
     assert inline(text) == text
+
+
+# ------------------------------------------------------------------------------------------------ work per read
+# Every reader neutralises every record it shows, so the patterns' work is paid on each recall, hook, listing and
+# display. A run of one letter that opens a pattern ("aaaa…", "cccc…") used to be read again from each of its
+# positions: one agent memory of 32,000 "a" made each recall that showed it take 7 s (quadratic).
+LONG_RUNS = ["a", "c", "4", "@", "[", "【", "<", "[a", "[u", "a\u200b", "<|", "< /", "[user verified "]
+
+
+def _best_of(fn: Any, text: str, n: int = 5) -> float:
+    import time
+
+    best = float("inf")
+    for _ in range(n):  # CPU time of this process: another job on the machine does not count
+        t0 = time.process_time()
+        fn(text)
+        best = min(best, time.process_time() - t0)
+    return best
+
+
+@pytest.mark.parametrize("unit", LONG_RUNS, ids=[repr(u) for u in LONG_RUNS])
+def test_reading_a_long_run_costs_work_in_proportion_to_its_length(unit: str) -> None:
+    """Eight times the text takes about eight times the work, not sixty-four: the ratio of two lengths read in
+    the same process (each the best of five, in CPU time), so the test does not depend on the machine's speed.
+    Linear reads give ~8, the quadratic patterns gave ~64 for the letter runs."""
+    from synapse_nb.provenance import label_text, md_inline, salvage
+
+    def read(text: str) -> None:
+        inline(text), md_inline(text), label_text(text), salvage(text)
+
+    read(unit)  # the lazily built tables
+    short, long = unit * (4_096 // len(unit)), unit * (32_768 // len(unit))
+    ratio = _best_of(read, long) / max(_best_of(read, short), 1e-5)
+    assert ratio < 24, f"{unit!r}: {ratio:.1f}x the work for 8x the text"
+
+
+def test_the_anchored_patterns_find_what_the_unanchored_ones_find() -> None:
+    """The anchors that keep the work linear (a pattern opening with a letter starts only where a run of that
+    letter starts) change no match: on a seeded corpus of texts made of the patterns' own letters, separators and
+    look-alikes, every pattern finds the same spans as its copy without the anchors."""
+    import random
+
+    from synapse_nb import provenance
+
+    anchor = re.compile(r"\(\?<!\[[^\]]*\]\)")
+    pairs = [(p, re.compile(anchor.sub("", p.pattern))) for p, _ in provenance._PATTERNS]
+    assert sum(p.pattern != q.pattern for p, q in pairs) == 3  # the two banners and the approval label
+    rng = random.Random(0)
+    pieces = ["a", "aa", "4", "@", "c", "cc", "approved", "appr0ved", "aapproved", "system", "memory", "memories",
+              "critical", "adhere", "ccritical", " ", "  ", "_", "-", ":", "[", "]", "【", "】", "main,", "user",
+              "·", "verified", "x", "d", "e", "p", "r", "o", "v"]
+    found = 0
+    for _ in range(4_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 24)))
+        for p, q in pairs:
+            spans = [m.span() for m in p.finditer(text)]
+            assert spans == [m.span() for m in q.finditer(text)], (text, p.pattern)
+            found += len(spans)
+    assert found > 200  # the corpus does make the patterns match
