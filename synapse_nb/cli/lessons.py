@@ -13,6 +13,7 @@ from synapse_nb.cli._common import (
     LimitOpt,
     YesOpt,
     echo_json,
+    fail,
     group_help,
     limit_arg,
     listing_line,
@@ -202,7 +203,7 @@ def lessons_review(ctx: typer.Context, yes: YesOpt = False) -> None:
             except typer.Abort:
                 break
         try:
-            approved = v.lessons.approve(les.id, text=text, accept_agent_text=answer == "w")
+            approved = v.lessons.approve(les.id, text=text, accept_agent_text=answer == "w", seen=wording)
         except (ValidationError, ConflictError) as exc:  # a blank edit: say so and go on with the next lesson
             typer.echo(f"not approved: {exc}; skipped {les.id}")
             done["skipped"] += 1
@@ -229,7 +230,9 @@ def lessons_approve(
     """Approve a pending lesson (or re-approve an expired one): it then heads every recall.
 
     A human-only command: refused in an agent's shell, and without a terminal unless --yes. Wording an agent
-    wrote needs --accept-agent-text (read it first: synapse-nb lessons list, or lessons review). In a borrowed
+    wrote needs --accept-agent-text; at a terminal the command then shows that wording and asks before approving
+    exactly what it showed (an agent may replace its analysis at any time; with --yes nothing is asked and the
+    wording stored at that moment is approved). In a borrowed
     vault (git tracks it, or a symlink leads to it from outside), a lesson approved elsewhere is in force only once
     approved here: this records that approval outside the vault (in the repository's git dir).
 
@@ -241,7 +244,15 @@ def lessons_approve(
     """
     require_human_here(ctx, yes, "approving a lesson")
     v = open_vault_for(ctx)
-    les = v.lessons.approve(lesson_id, text=text, expiry_days=days, accept_agent_text=accept_agent_text)
+    seen = None
+    if text is None and accept_agent_text and not yes:  # at a terminal: approve what the human reads here
+        shown = v.lessons.get(lesson_id)
+        seen, by = v.lessons.proposed_wording(shown)
+        if by == "agent":
+            typer.echo(f"wording of lesson {shown.id}, written by an agent: {inline(seen)}", err=True)
+            if not typer.confirm("approve this wording as it is?", default=False, err=True):
+                fail(f"not approved: {shown.id} stays {shown.status}")
+    les = v.lessons.approve(lesson_id, text=text, expiry_days=days, accept_agent_text=accept_agent_text, seen=seen)
     print_record(les, as_json, f"approved {les.id} {mark(les)} until {when(les.expires_at)}: "
                  f"{inline(les.lesson_text)}")
 

@@ -16,6 +16,7 @@ from synapse_nb.cli._common import (
     LimitOpt,
     YesOpt,
     echo_json,
+    fail,
     filters,
     group_help,
     limit_arg,
@@ -25,7 +26,7 @@ from synapse_nb.cli._common import (
     require_human_here,
 )
 from synapse_nb.models import CATEGORIES, PRIORITIES
-from synapse_nb.provenance import mark
+from synapse_nb.provenance import inline, mark
 from synapse_nb.render import plural, when
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -131,6 +132,9 @@ def memory_verify(
     every file a lesson, checkpoint, decision or memory refers to against git HEAD (dangling references,
     renames, records whose files changed since they were written). Exit code 1 when something is off.
 
+    At a terminal, an agent's memory is shown first and verified only as shown, once you confirm (an agent may
+    edit its memory at any time; with --yes nothing is asked and the memory as stored at that moment is verified).
+
     Examples:
 
         synapse-nb memory verify mem_3f9a
@@ -153,7 +157,14 @@ def memory_verify(
         if not report.ok and not fix:
             raise typer.Exit(1)
         return
-    m = v.memories.verify(memory_id, confidence=confidence)
+    seen = None
+    if not yes:  # at a terminal: verify what the human reads here (an agent may edit its memory at any time)
+        seen = v.memories.get(memory_id)
+        if seen.source == "agent":
+            typer.echo(f"{mark(seen)} {seen.category}/{seen.key}: {inline(seen.content)}", err=True)
+            if not typer.confirm("verify this memory as it reads?", default=False, err=True):
+                fail(f"not verified: {seen.id} stays {mark(seen)}")
+    m = v.memories.verify(memory_id, confidence=confidence, seen=seen)
     print_record(m, as_json, f"verified {m.id} {m.category}/{m.key}")
 
 

@@ -31,6 +31,7 @@ from synapse_nb.context import agent_environment
 from synapse_nb.errors import ConflictError, GitError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager, exactly_once
 from synapse_nb.models import Lesson, RecordList
+from synapse_nb.provenance import inline
 from synapse_nb.settings import Settings
 
 if TYPE_CHECKING:
@@ -202,7 +203,7 @@ class Lessons(KindManager[Lesson]):
 
     # -- human decisions ------------------------------------------------------------------------------------
     def approve(self, id: str, *, text: str | None = None, expiry_days: int | None = None,
-                accept_agent_text: bool = False) -> Lesson:
+                accept_agent_text: bool = False, seen: str | None = None) -> Lesson:
         """Approve a pending lesson, or re-approve an expired one (a human only; an in-force lesson is a
         :class:`ConflictError`).
 
@@ -214,6 +215,12 @@ class Lessons(KindManager[Lesson]):
         in force for ``expiry_days`` (default: the vault's ``lesson_expiry_days``). An empty or blank ``text`` is
         refused (:class:`ValidationError`).
 
+        ``seen`` binds the approval to the wording you read (:meth:`proposed_wording` when it was shown): without
+        ``text``, the approval is refused (:class:`ConflictError`, nothing changes) when the wording is no longer
+        that one. An agent may replace its own analysis of a pending lesson at any time, so between reading and
+        approving the wording can change; every surface that shows a wording and then approves it (``lessons
+        review``, ``lessons approve`` at a terminal, the LessonReview widget) passes what it showed.
+
         In a borrowed vault (:mod:`synapse_nb.borrowed`) every approval is also recorded here, outside the vault
         (``<git-common-dir>/synapse-nb/approvals.json``), and only so recorded lessons are in force. A lesson approved
         elsewhere (awaiting local approval) is re-approved as it reads by recording that alone: the borrowed
@@ -223,11 +230,15 @@ class Lessons(KindManager[Lesson]):
         --------
         >>> v.lessons.approve("les_3f9a0c12be47",
         ...                   text="Never retry payments without an idempotency key")  # doctest: +SKIP
-        >>> v.lessons.approve("les_3f9a0c12be47", accept_agent_text=True, expiry_days=14)  # doctest: +SKIP
+        >>> les = v.lessons.get("les_3f9a0c12be47")  # doctest: +SKIP
+        >>> wording, by = v.lessons.proposed_wording(les)  # read it  # doctest: +SKIP
+        >>> v.lessons.approve(les.id, accept_agent_text=True, seen=wording, expiry_days=14)  # doctest: +SKIP
         """
         self._require_user("approve a lesson")
         if not isinstance(accept_agent_text, bool):
             raise ValidationError(f"accept_agent_text must be True or False, got {accept_agent_text!r}")
+        if seen is not None and not isinstance(seen, str):
+            raise ValidationError(f"seen must be the wording you read (a str), got {type(seen).__name__}")
         if text is not None:
             text = check_text(text, "lesson text", max_len=MAX_TEXT, allow_empty=True)
             if not text.strip():
@@ -243,6 +254,11 @@ class Lessons(KindManager[Lesson]):
                                         f"is nowhere to record a local approval; {borrowed.remedy}")
         if text is None:
             text, by = self.proposed_wording(les)
+            if seen is not None and text != seen:
+                raise ConflictError(
+                    f"lesson {les.id}'s wording changed after you read it ({'an agent' if by == 'agent' else 'someone'}"
+                    f" wrote it since); nothing was approved. It now reads: {inline(text, 300)}. Read it again, "
+                    "then approve it, or give your own wording (text=...; CLI --text)")
             if by == "agent" and not accept_agent_text:
                 what = "the analysis an agent submitted" if text == les.analysis else \
                     "the summary of a lesson an agent created (no revert scan found it)"

@@ -21,10 +21,11 @@ from synapse_nb._util import (
     resolve_expiry,
     shift,
 )
-from synapse_nb.errors import NotFoundError, PermissionDeniedError, ValidationError
+from synapse_nb.errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager, check_query, check_search_limit, exactly_once
 from synapse_nb.kinds.memory_history import MemoryHistory
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, RecordList
+from synapse_nb.provenance import inline, mark
 from synapse_nb.store.records import PAGE_SORTS, MemoryFilter
 
 if TYPE_CHECKING:
@@ -219,10 +220,25 @@ class Memories(MemoryHistory, KindManager[Memory]):
             self._changed("update", mem, after, ts)
         return self.get(mem.id)
 
-    def verify(self, id: str, *, confidence: float | None = None) -> Memory:
-        """Mark a memory verified by a human (user actor only). Optionally set its confidence."""
+    def verify(self, id: str, *, confidence: float | None = None, seen: Memory | None = None) -> Memory:
+        """Mark a memory verified by a human (user actor only). Optionally set its confidence.
+
+        ``seen`` binds the verification to the memory as you read it: when its content, tags, priority, confidence
+        or expiry changed since (an agent may edit its own unverified memory at any time), nothing is verified
+        (:class:`ConflictError`). The surfaces that show a memory and then verify it (the MemoryBrowser's button,
+        ``synapse-nb memory verify ID`` at a terminal) pass what they showed.
+
+        >>> m = v.memories.get("mem_3f9a0c12be47")  # read it  # doctest: +SKIP
+        >>> v.memories.verify(m.id, seen=m)  # doctest: +SKIP
+        """
         self._require_user("verify a memory")
+        if seen is not None and not isinstance(seen, Memory):
+            raise ValidationError(f"seen must be the Memory you read, got {type(seen).__name__}")
         mem = self.get(id)
+        if seen is not None and (seen.id != mem.id or seen.digest != mem.digest):
+            what = "is another memory" if seen.id != mem.id else "changed after you read it"
+            raise ConflictError(f"memory {mem.id} {what}; nothing was verified. It now reads: {mark(mem)} "
+                                f"{mem.category}/{mem.key}: {inline(mem.content, 300)}. Read it again, then verify it")
         conf = mem.confidence if confidence is None else _check_confidence(confidence)
         with self._ctx.store.transaction():
             ts = self._ctx.store.stamp(self._ctx.now_ts())

@@ -31,7 +31,8 @@ class Review(Protocol):
 
     def approve(self, lesson_id: str, text: str | None = None, expiry_days: int | None = None) -> Lesson | None: ...
 
-    def approve_agent_wording(self, lesson_id: str, expiry_days: int | None = None) -> Lesson | None: ...
+    def approve_agent_wording(self, lesson_id: str, expiry_days: int | None = None,
+                              seen: str | None = None) -> Lesson | None: ...
 
     def reject(self, lesson_id: str) -> Lesson | None: ...
 
@@ -257,7 +258,7 @@ class LessonCard(widgets.VBox):
                     f"Approve the wording an agent wrote, exactly as shown above: “{inline(wording, 200)}”",
                     style="warning")
                 self.approve_agent_button.on_click(
-                    lambda _b: review.approve_agent_wording(lesson.id, self.duration.value))
+                    lambda _b: review.approve_agent_wording(lesson.id, self.duration.value, seen=wording))
                 buttons.insert(1, self.approve_agent_button)
             self.text.observe(lambda _c: self._enable(), names="value")
             row = widgets.HBox(buttons)

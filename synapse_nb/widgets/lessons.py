@@ -128,12 +128,15 @@ class LessonReview(FamilyWidget):
         out: Lesson | None = les
         return out
 
-    def approve_agent_wording(self, lesson_id: str, expiry_days: int | None = None) -> Lesson | None:
+    def approve_agent_wording(self, lesson_id: str, expiry_days: int | None = None,
+                              seen: str | None = None) -> Lesson | None:
         """Approve (or re-approve) a lesson with the wording an agent proposed, as it is: the explicit choice the
-        "Approve the agent's wording" button makes (``vault.lessons.approve(id, accept_agent_text=True)``)."""
+        "Approve the agent's wording" button makes (``vault.lessons.approve(id, accept_agent_text=True)``). The
+        button passes the wording its card shows as ``seen``: if an agent replaced it since, nothing is approved
+        and the card says so (refresh to read the new wording)."""
         try:
             les = self.act(lambda: self.vault.lessons.approve(lesson_id, accept_agent_text=True,
-                                                              expiry_days=expiry_days))
+                                                              expiry_days=expiry_days, seen=seen))
         except SynapseError as exc:
             self._after(lesson_id, f"not approved: {exc}", error=True)
             return None

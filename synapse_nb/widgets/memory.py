@@ -317,7 +317,7 @@ class MemoryBrowser(FamilyWidget):
             self.say("select a memory first (click its row)", error=True)
             return None
         try:
-            mem = self.act(lambda: self.vault.memories.verify(m.id))
+            mem = self.act(lambda: self.vault.memories.verify(m.id, seen=m))  # what the row shows, not a later edit
         except SynapseError as exc:
             self.say(f"not verified: {exc}", error=True)
             return None
