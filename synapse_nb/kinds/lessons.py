@@ -252,13 +252,11 @@ class Lessons(KindManager[Lesson]):
         if borrowed is not None and borrowed.approvals is None:
             raise PermissionDeniedError(f"cannot approve lesson {les.id} here: {borrowed.why}, and outside git there "
                                         f"is nowhere to record a local approval; {borrowed.remedy}")
+        proposed = text is None
         if text is None:
             text, by = self.proposed_wording(les)
             if seen is not None and text != seen:
-                raise ConflictError(
-                    f"lesson {les.id}'s wording changed after you read it ({'an agent' if by == 'agent' else 'someone'}"
-                    f" wrote it since); nothing was approved. It now reads: {inline(text, 300)}. Read it again, "
-                    "then approve it, or give your own wording (text=...; CLI --text)")
+                raise self._changed_since(les.id, text, by)
             if by == "agent" and not accept_agent_text:
                 what = "the analysis an agent submitted" if text == les.analysis else \
                     "the summary of a lesson an agent created (no revert scan found it)"
@@ -279,6 +277,10 @@ class Lessons(KindManager[Lesson]):
             borrowed.approvals.record(les, at=fmt_ts(now), expires_at=until, vault=borrowed.path)
             return replace(les, expires_at=min(les.expires_at or until, until))  # in force here until then
         with ctx.store.transaction():
+            if proposed:  # read again under the write lock: the wording approved is the one read above
+                now_reads, by = self.proposed_wording(self.get(les.id))
+                if now_reads != text:
+                    raise self._changed_since(les.id, now_reads, by)
             ts = ctx.store.stamp(ctx.now_ts())
             self._table.update(les.id, updated_at=ts, status="approved", lesson_text=text, approved_at=fmt_ts(now),
                                expires_at=until)
@@ -287,6 +289,13 @@ class Lessons(KindManager[Lesson]):
             if borrowed is not None and borrowed.approvals is not None:  # inside the transaction: both or neither
                 borrowed.approvals.record(approved, at=fmt_ts(now), expires_at=until, vault=borrowed.path)
         return approved
+
+    @staticmethod
+    def _changed_since(lesson_id: str, text: str, by: str) -> ConflictError:
+        return ConflictError(
+            f"lesson {lesson_id}'s wording changed after you read it ({'an agent' if by == 'agent' else 'someone'} "
+            f"wrote it since); nothing was approved. It now reads: {inline(text, 300)}. Read it again, then approve "
+            "it, or give your own wording (text=...; CLI --text)")
 
     @staticmethod
     def proposed_wording(les: Lesson) -> tuple[str, str]:

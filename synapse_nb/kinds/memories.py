@@ -235,16 +235,26 @@ class Memories(MemoryHistory, KindManager[Memory]):
         if seen is not None and not isinstance(seen, Memory):
             raise ValidationError(f"seen must be the Memory you read, got {type(seen).__name__}")
         mem = self.get(id)
+        self._check_seen(mem, seen)
+        conf = mem.confidence if confidence is None else _check_confidence(confidence)
+        with self._ctx.store.transaction():
+            fields: dict[str, Any] = {}
+            if seen is not None:  # again under the write lock; and what is verified is what was seen, whatever
+                mem = self.get(mem.id)  # a server's other sessions write between this read and the update
+                self._check_seen(mem, seen)
+                fields = {"content": seen.content, "tags": seen.tags, "priority": seen.priority,
+                          "expires_at": seen.expires_at}
+            ts = self._ctx.store.stamp(self._ctx.now_ts())
+            self._table.update(mem.id, updated_at=ts, verified=True, confidence=conf, **fields)
+            self._changed("verify", mem, replace(mem, updated_at=ts, verified=True, confidence=conf, **fields), ts)
+        return self.get(mem.id)
+
+    @staticmethod
+    def _check_seen(mem: Memory, seen: Memory | None) -> None:
         if seen is not None and (seen.id != mem.id or seen.digest != mem.digest):
             what = "is another memory" if seen.id != mem.id else "changed after you read it"
             raise ConflictError(f"memory {mem.id} {what}; nothing was verified. It now reads: {mark(mem)} "
                                 f"{mem.category}/{mem.key}: {inline(mem.content, 300)}. Read it again, then verify it")
-        conf = mem.confidence if confidence is None else _check_confidence(confidence)
-        with self._ctx.store.transaction():
-            ts = self._ctx.store.stamp(self._ctx.now_ts())
-            self._table.update(mem.id, updated_at=ts, verified=True, confidence=conf)
-            self._changed("verify", mem, replace(mem, updated_at=ts, verified=True, confidence=conf), ts)
-        return self.get(mem.id)
 
     def delete(self, id: str) -> Memory:
         """Delete a memory and return what it was. An agent may only delete its own memories."""
