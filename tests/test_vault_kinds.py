@@ -204,6 +204,17 @@ def test_withdraw_puts_an_approved_lesson_back_to_pending(vault: syn.Vault, agen
     vault.lessons.withdraw(les2.id)
     with pytest.raises(syn.ConflictError, match="accept_agent_text"):
         vault.lessons.approve(les2.id)
+    # ... also once the agent submitted another analysis: its first wording, kept beside a changed analysis, read
+    # as a human's (wording_by compared the kept text with the analysis) and was approved without the choice
+    agent_vault.lessons.submit_analysis(les2.id, "V broke the build; retry it")
+    assert vault.lessons.proposed_wording(vault.lessons.get(les2.id)) == ("V broke the build; retry it", "agent")
+    with pytest.raises(syn.ConflictError, match="accept_agent_text"):
+        vault.lessons.approve(les2.id)
+    # a human's wording withdrawn stays the human's, whatever an agent submits next
+    vault.lessons.withdraw(les.id)  # approved again above, in the human's words
+    agent_vault.lessons.submit_analysis(les.id, "W was fine, do it")
+    assert vault.lessons.proposed_wording(vault.lessons.get(les.id)) == ("Never do W again", "user")
+    assert vault.lessons.approve(les.id, expiry_days=3).lesson_text == "Never do W again"
     clock.now += timedelta(days=40)
     with pytest.raises(syn.ConflictError, match="expired"):
         vault.lessons.withdraw(les.id)  # out of force already

@@ -202,6 +202,8 @@ def lessons_review(ctx: typer.Context, yes: YesOpt = False) -> None:
                 text = typer.prompt("lesson text (one line)", default=inline(wording))
             except typer.Abort:
                 break
+            if by == "agent" and text == inline(wording):  # the agent's wording left as it was: approving it as
+                text, answer = None, "w"  # the agent's, not as words the human wrote
         try:
             approved = v.lessons.approve(les.id, text=text, accept_agent_text=answer == "w", seen=wording)
         except (ValidationError, ConflictError) as exc:  # a blank edit: say so and go on with the next lesson
@@ -248,7 +250,8 @@ def lessons_approve(
     if text is None and accept_agent_text and not yes:  # at a terminal: approve what the human reads here
         shown = v.lessons.get(lesson_id)
         seen, by = v.lessons.proposed_wording(shown)
-        if by == "agent":
+        in_force = shown.status == "approved" and v.lessons.approved_here(shown)  # the core says so, unasked
+        if by == "agent" and not in_force:
             typer.echo(f"wording of lesson {shown.id}, written by an agent: {inline(seen)}", err=True)
             if not typer.confirm("approve this wording as it is?", default=False, err=True):
                 fail(f"not approved: {shown.id} stays {shown.status}")

@@ -160,7 +160,9 @@ def memory_verify(
     seen = None
     if not yes:  # at a terminal: verify what the human reads here (an agent may edit its memory at any time)
         seen = v.memories.get(memory_id)
-        if seen.source == "agent":
+        if seen.verified:  # verified already: an agent's edit of it is a revision, not a change under the eyes
+            seen = None
+        elif seen.source == "agent":
             typer.echo(f"{mark(seen)} {seen.category}/{seen.key}: {inline(seen.content)}", err=True)
             if not typer.confirm("verify this memory as it reads?", default=False, err=True):
                 fail(f"not verified: {seen.id} stays {mark(seen)}")

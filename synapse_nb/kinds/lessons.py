@@ -277,14 +277,15 @@ class Lessons(KindManager[Lesson]):
             borrowed.approvals.record(les, at=fmt_ts(now), expires_at=until, vault=borrowed.path)
             return replace(les, expires_at=min(les.expires_at or until, until))  # in force here until then
         with ctx.store.transaction():
-            if proposed:  # read again under the write lock: the wording approved is the one read above
-                now_reads, by = self.proposed_wording(self.get(les.id))
-                if now_reads != text:
-                    raise self._changed_since(les.id, now_reads, by)
             ts = ctx.store.stamp(ctx.now_ts())
             self._table.update(les.id, updated_at=ts, status="approved", lesson_text=text, approved_at=fmt_ts(now),
                                expires_at=until)
             approved = self.get(les.id)
+            if proposed:  # checked after the write, which holds the row until commit (a team server's plain BEGIN
+                # locks nothing at a read): an analysis that landed since the read above rolls the approval back
+                now_reads, by = self.proposed_wording(replace(approved, lesson_text=les.lesson_text))
+                if now_reads != text:
+                    raise self._changed_since(les.id, now_reads, by)
             self._changed("approve", les, approved, ts)
             if borrowed is not None and borrowed.approvals is not None:  # inside the transaction: both or neither
                 borrowed.approvals.record(approved, at=fmt_ts(now), expires_at=until, vault=borrowed.path)
@@ -319,8 +320,11 @@ class Lessons(KindManager[Lesson]):
     def withdraw(self, id: str) -> Lesson:
         """Withdraw an approval (a human only): the lesson stops heading recalls now and is pending again.
 
-        Its wording is kept as the proposed wording (who wrote it still counts: an agent's wording needs
-        ``accept_agent_text`` again), so re-approving takes one step; :meth:`reject` deletes it instead. Only an
+        A wording a human wrote is kept as the proposed wording, so re-approving takes one step; an agent's wording
+        (its analysis, or the summary of a lesson it created, approved as it was) is not kept apart from the record
+        it came from: the proposed wording is again that analysis or summary, the agent's, needing
+        ``accept_agent_text``, and an analysis the agent submits later replaces it (a kept copy would pass for a
+        human's wording once the analysis beside it changed). :meth:`reject` deletes the lesson instead. Only an
         approved lesson in force can be withdrawn (an expired one is already out of force: a
         :class:`ConflictError`). A borrowed vault's approvals are refused: withdraw in the vault's own checkout.
 
@@ -337,7 +341,8 @@ class Lessons(KindManager[Lesson]):
         ctx = self._ctx
         with ctx.store.transaction():
             ts = ctx.store.stamp(ctx.now_ts())
-            self._table.update(les.id, updated_at=ts, status="pending", approved_at=None, expires_at=None)
+            kept = {} if les.wording_by == "user" else {"lesson_text": None}  # see the docstring
+            self._table.update(les.id, updated_at=ts, status="pending", approved_at=None, expires_at=None, **kept)
             after = self.get(les.id)
             self._changed("update", les, after, ts)
         return after

@@ -238,16 +238,14 @@ class Memories(MemoryHistory, KindManager[Memory]):
         self._check_seen(mem, seen)
         conf = mem.confidence if confidence is None else _check_confidence(confidence)
         with self._ctx.store.transaction():
-            fields: dict[str, Any] = {}
-            if seen is not None:  # again under the write lock; and what is verified is what was seen, whatever
-                mem = self.get(mem.id)  # a server's other sessions write between this read and the update
-                self._check_seen(mem, seen)
-                fields = {"content": seen.content, "tags": seen.tags, "priority": seen.priority,
-                          "expires_at": seen.expires_at}
             ts = self._ctx.store.stamp(self._ctx.now_ts())
-            self._table.update(mem.id, updated_at=ts, verified=True, confidence=conf, **fields)
-            self._changed("verify", mem, replace(mem, updated_at=ts, verified=True, confidence=conf, **fields), ts)
-        return self.get(mem.id)
+            self._table.update(mem.id, updated_at=ts, verified=True, confidence=conf)
+            after = self.get(mem.id)
+            if seen is not None:  # checked after the write, which holds the row until commit (a team server's plain
+                # BEGIN locks nothing at a read): an edit that landed since the read above rolls it back
+                self._check_seen(replace(after, verified=mem.verified, confidence=mem.confidence), seen)
+            self._changed("verify", mem, after, ts)
+        return after
 
     @staticmethod
     def _check_seen(mem: Memory, seen: Memory | None) -> None:

@@ -31,8 +31,8 @@ class Review(Protocol):
 
     def approve(self, lesson_id: str, text: str | None = None, expiry_days: int | None = None) -> Lesson | None: ...
 
-    def approve_agent_wording(self, lesson_id: str, expiry_days: int | None = None,
-                              seen: str | None = None) -> Lesson | None: ...
+    def approve_agent_wording(self, lesson_id: str, expiry_days: int | None = None, *,
+                              seen: str) -> Lesson | None: ...
 
     def reject(self, lesson_id: str) -> Lesson | None: ...
 
@@ -104,6 +104,9 @@ def lesson_html(les: Lesson, backing: str | None = None) -> str:
         who = "an agent (no human has checked it)" if agent else "a human"
         cls = "synapse-quote synapse-agent synapse-analysis" if agent else "synapse-quote synapse-analysis"
         parts.append(f"<div class='{cls}'><i>analysis written by {who}:</i> {esc(inline(les.analysis))}</div>")
+    if les.source == "agent" and not les.analysis and not les.lesson_text:  # the wording to approve: in full
+        parts.append("<div class='synapse-quote synapse-agent synapse-summary'><i>summary written by an agent (no "
+                     f"human has checked it):</i> {esc(inline(les.summary))}</div>")
     if les.lesson_text:
         agent = les.wording_by == "agent"
         cls = "synapse-quote synapse-agent" if agent else "synapse-quote"

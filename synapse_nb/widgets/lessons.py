@@ -128,8 +128,8 @@ class LessonReview(FamilyWidget):
         out: Lesson | None = les
         return out
 
-    def approve_agent_wording(self, lesson_id: str, expiry_days: int | None = None,
-                              seen: str | None = None) -> Lesson | None:
+    def approve_agent_wording(self, lesson_id: str, expiry_days: int | None = None, *,
+                              seen: str) -> Lesson | None:
         """Approve (or re-approve) a lesson with the wording an agent proposed, as it is: the explicit choice the
         "Approve the agent's wording" button makes (``vault.lessons.approve(id, accept_agent_text=True)``). The
         button passes the wording its card shows as ``seen``: if an agent replaced it since, nothing is approved
