@@ -34,6 +34,7 @@ import functools
 import html
 import re
 import unicodedata
+from itertools import pairwise
 from typing import Any, overload
 
 from synapse_nb.errors import ValidationError
@@ -281,17 +282,54 @@ def skeleton(text: str) -> tuple[str, list[int]]:
 
 
 _GAP = r"[\W_]{0,12}"
+def _runs(word: str) -> list[tuple[str, int]]:
+    """``word`` as (character class, least count) runs: a letter and its ASCII look-alikes, a doubled letter once
+    with a count of two ("approved": a, pp, r, o, v, e, d)."""
+    out: list[tuple[str, int]] = []
+    for c in word:
+        cls = f"[{re.escape(c + _ASCII_LOOKALIKE.get(c, ''))}]"
+        if out and out[-1][0] == cls:
+            out[-1] = (cls, out[-1][1] + 1)
+        else:
+            out.append((cls, 1))
+    return out
+
+
 def _w(word: str, *, anchored: bool = False) -> str:
     """A pattern for ``word`` that also takes ASCII look-alikes (``appr0ved``) and doubled letters (``apprrooved``).
 
-    ``anchored``: the word may only start where a run of its first letter starts. Search
-    tries every start; without the anchor, a long run of that letter ("aaaa…", 32,768 of them in one memory) is
-    read again from each of its positions, and every reader of the record took seconds (quadratic). A match that
-    starts inside a run also matches from the run's start (the run is all that letter), and a leftmost search
-    starts there anyway: the anchor changes no match, only the work.
+    Reading stays linear in the text (a reader runs these over every record it shows, up to 32,768 characters):
+
+    - a doubled letter is one run of at least two (``[p]{2,}``), not two runs side by side (``[p]+[p]+``), which
+      split a long run of that letter every way before failing (quadratic: "a" + "p" * 32,768 took 3 s);
+    - ``anchored``: the word may only start where a run of its first letter starts. Search tries every start;
+      without the anchor a long run of that letter ("aaaa…") is read again from each of its positions. A match
+      that starts inside a run also matches from the run's start, and a leftmost search starts there anyway: the
+      anchor changes no match, only the work.
     """
-    classes = [f"[{re.escape(c + _ASCII_LOOKALIKE.get(c, ''))}]" for c in word]
-    return (f"(?<!{classes[0]})" if anchored else "") + "".join(f"{c}+" for c in classes)
+    runs = _runs(word)
+    return (f"(?<!{runs[0][0]})" if anchored else "") + "".join(_count(c, n) for c, n in runs)
+
+
+def _count(cls: str, n: int) -> str:
+    return f"{cls}+" if n == 1 else f"{cls}{{{n},}}"
+
+
+def _words(*words: str, anchored: bool = False) -> str:
+    """The words in a row, anything of :data:`_GAP` between them ("APPROVED_SYSTEM memory", "approvedsystem").
+    Where one word ends with the letter the next starts with ("system" "memory"), the junction is either one run
+    of both counts, or the two runs with a separator between them: a possibly empty gap between two runs of one
+    letter split a long run every way (quadratic, as a doubled letter did)."""
+    out = _w(words[0], anchored=anchored)
+    for before, word in pairwise(words):
+        (last, m), (first, n) = _runs(before)[-1], _runs(word)[0]
+        if last != first:
+            out += _GAP + _w(word)
+            continue
+        rest = "".join(_count(c, k) for c, k in _runs(word)[1:])
+        out = out[: len(out) - len(_count(last, m))]  # the last run, rewritten with the junction
+        out += f"(?:{_count(last, m)}[\\W_]{{1,12}}{_count(first, n)}|{first}{{{m + n},}}){rest}"
+    return out
 
 
 _OPEN, _CLOSE = r"[\[【〖〚⟦]", r"[\]】〗〛⟧]"
@@ -299,10 +337,11 @@ _OPEN, _CLOSE = r"[\[【〖〚⟦]", r"[\]】〗〛⟧]"
 _ATTRS = r"""(?:\s+[\w:-]+\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s<>"']+)){0,8}\s*/?>"""
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # the banner's two halves, each in any case and spacing; "APPROVEDSYSTEMMEMORY" too
-    (re.compile(rf"{_w('approved', anchored=True)}{_GAP}{_w('system')}{_GAP}{_w('memor')}(?:y|ies)"), QUOTED_BANNER),
-    (re.compile(rf"{_w('critical', anchored=True)}{_GAP}{_w('adhere')}(?!nce|nt|d)"), QUOTED_BANNER),
+    (re.compile(rf"{_words('approved', 'system', 'memor', anchored=True)}(?:y|ies)"), QUOTED_BANNER),
+    (re.compile(rf"{_words('critical', 'adhere', anchored=True)}(?!nce|nt|d)"), QUOTED_BANNER),
     # an approval label: "[main, approved]", "[all branches, approved]", "[approved]", full-width brackets too
-    # (a label does not run over another opening bracket: each "[" of "[[[[…" is then one step, not 160)
+    # (a label does not run over another opening bracket: each "[" of "[[[[…" is then one step, not 160; so in
+    # "[x [main, approved]" the label is "[main, approved]", where it was the whole text before)
     (re.compile(rf"{_OPEN}[^\[\]【】〖〗〚〛⟦⟧]{{0,160}}?{_w('approved', anchored=True)}{_GAP}{_CLOSE}"), QUOTED_LABEL),
     # a provenance mark: "[user]", "[user · verified]", "[agent · unverified]", "[agent, reported]"
     (re.compile(rf"{_OPEN}{_GAP}(?:{_w('user')}|{_w('agent')}|{_w('human')})(?:{_GAP}(?:un)?{_w('verified')}"

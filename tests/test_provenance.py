@@ -616,6 +616,9 @@ def test_ordinary_angle_brackets_are_left_as_written(text: str) -> None:
 # display. A run of one letter that opens a pattern ("aaaa…", "cccc…") used to be read again from each of its
 # positions: one agent memory of 32,000 "a" made each recall that showed it take 7 s (quadratic).
 LONG_RUNS = ["a", "c", "4", "@", "[", "【", "<", "[a", "[u", "a\u200b", "<|", "< /", "[user verified "]
+#: a word's beginning, then a long run of the letter that comes next (a doubled letter, a junction of two words)
+PREFIXED_RUNS = [("a", "p"), ("[a", "p"), ("ａ", "ｐ"), ("approved system", "m"), ("approved system ", "m"),
+                 ("critical", "l"), ("crit", "i"), ("[us", "e"), ("[agen", "t")]
 
 
 def _best_of(fn: Any, text: str, n: int = 5) -> float:
@@ -645,26 +648,64 @@ def test_reading_a_long_run_costs_work_in_proportion_to_its_length(unit: str) ->
     assert ratio < 24, f"{unit!r}: {ratio:.1f}x the work for 8x the text"
 
 
-def test_the_anchored_patterns_find_what_the_unanchored_ones_find() -> None:
-    """The anchors that keep the work linear (a pattern opening with a letter starts only where a run of that
-    letter starts) change no match: on a seeded corpus of texts made of the patterns' own letters, separators and
-    look-alikes, every pattern finds the same spans as its copy without the anchors."""
+@pytest.mark.parametrize(("prefix", "run"), PREFIXED_RUNS, ids=[f"{p!r}+{r!r}" for p, r in PREFIXED_RUNS])
+def test_reading_a_word_then_a_long_run_costs_work_in_proportion_to_its_length(prefix: str, run: str) -> None:
+    """The same for a word's beginning followed by a run of its next letter: "a" + "p" * 32,768 took 3 s and
+    "approved system" + "m" * 32,768 4 s (two runs of one letter side by side split the run every way)."""
+    from synapse_nb.provenance import label_text, md_inline, salvage
+
+    def read(text: str) -> None:
+        inline(text), md_inline(text), label_text(text), salvage(text)
+
+    read(prefix + run)
+    short, long = prefix + run * 4_096, prefix + run * 32_768
+    ratio = _best_of(read, long) / max(_best_of(read, short), 1e-5)
+    assert ratio < 24, f"{prefix!r} + {run!r}: {ratio:.1f}x the work for 8x the text"
+
+
+def _patterns_before_the_linear_rewrite() -> list[re.Pattern[str]]:
+    """The banner and label patterns as they were (each letter ``[x]+``, a possibly empty gap between words, no
+    anchor), with today's label class (a label does not run over another opening bracket: a change of which
+    bracket starts a label, tested on its own below)."""
+    from synapse_nb import provenance as P
+
+    def w(word: str) -> str:
+        return "".join(f"[{re.escape(c + P._ASCII_LOOKALIKE.get(c, ''))}]+" for c in word)
+
+    gap, close = P._GAP, P._CLOSE
+    return [re.compile(rf"{w('approved')}{gap}{w('system')}{gap}{w('memor')}(?:y|ies)"),
+            re.compile(rf"{w('critical')}{gap}{w('adhere')}(?!nce|nt|d)"),
+            re.compile(rf"{P._OPEN}[^\[\]【】〖〗〚〛⟦⟧]{{0,160}}?{w('approved')}{gap}{close}")]
+
+
+def test_the_linear_patterns_find_what_the_patterns_before_them_found() -> None:
+    """The rewrite that keeps the work linear (anchors at the start of a run, a doubled letter as one run of two or
+    more, one run or a separator where a word ends with the letter the next starts with) changes no match: on a
+    seeded corpus of texts made of the patterns' own letters, runs, separators and look-alikes, each pattern finds
+    the same spans as before."""
     import random
 
     from synapse_nb import provenance
 
-    anchor = re.compile(r"\(\?<!\[[^\]]*\]\)")
-    pairs = [(p, re.compile(anchor.sub("", p.pattern))) for p, _ in provenance._PATTERNS]
-    assert sum(p.pattern != q.pattern for p, q in pairs) == 3  # the two banners and the approval label
+    pairs = list(zip([p for p, _ in provenance._PATTERNS[:3]], _patterns_before_the_linear_rewrite(), strict=True))
     rng = random.Random(0)
-    pieces = ["a", "aa", "4", "@", "c", "cc", "approved", "appr0ved", "aapproved", "system", "memory", "memories",
-              "critical", "adhere", "ccritical", " ", "  ", "_", "-", ":", "[", "]", "【", "】", "main,", "user",
-              "·", "verified", "x", "d", "e", "p", "r", "o", "v"]
+    pieces = ["a", "aa", "4", "@", "c", "cc", "p", "pp", "ppp", "m", "mm", "mmm", "approved", "appr0ved",
+              "aapproved", "apprroved", "aproved", "system", "systemm", "memory", "mmemory", "memories", "critical",
+              "adhere", "ccritical", " ", "  ", "_", "-", ":", "[", "]", "【", "】", "main,", "x", "d", "e", "r", "o",
+              "v", "y", "s", "5", "$", "nce", "d", "approved system memory", "approvedsystemmemory", "[approved]",
+              "critical: adhere", "APPROVED", "syst3m", "mem0ry"]
     found = 0
-    for _ in range(4_000):
-        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 24)))
-        for p, q in pairs:
-            spans = [m.span() for m in p.finditer(text)]
-            assert spans == [m.span() for m in q.finditer(text)], (text, p.pattern)
+    for _ in range(6_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 24))).lower()
+        for new, old in pairs:
+            spans = [m.span() for m in new.finditer(text)]
+            assert spans == [m.span() for m in old.finditer(text)], (text, new.pattern)
             found += len(spans)
-    assert found > 200  # the corpus does make the patterns match
+    assert found > 150  # the corpus does make the patterns match
+
+
+def test_a_label_starts_at_the_last_opening_bracket_before_it() -> None:
+    """An approval label no longer runs over another opening bracket (so "[[[[…" costs one step a bracket): the
+    text before the label's own bracket stays, and the label is still quoted."""
+    assert neutralise("[x [main, approved]") == "[x [quoted approval label]"
+    assert neutralise("[main, approved]") == "[quoted approval label]"
