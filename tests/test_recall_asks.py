@@ -130,3 +130,52 @@ def test_chat_flags_give_the_same_bytes_whatever_the_hash_seed(tmp_path: Path, s
     outs = outputs(lambda hs: ["-c", script, str(tmp_path / f"h{hs}")], [seed, "123"])
     assert all(any("lemon meringue" in t for t in json.loads(out)[0]) for out in outs)
     assert len(set(outs)) == 1
+
+
+# ------------------------------------------------------------------------------------------------ work per read
+def _cpu(fn, text: str, n: int = 5) -> float:
+    import time
+
+    best = float("inf")
+    for _ in range(n):  # CPU time of this process: another job on the machine does not count
+        t0 = time.process_time()
+        fn(text)
+        best = min(best, time.process_time() - t0)
+    return best
+
+
+@pytest.mark.parametrize("unit", ["h", "ha", "hah", "eh", "ja", "xd", "a"])
+def test_reading_a_laugh_that_does_not_end_as_one_costs_work_in_proportion_to_its_length(unit: str) -> None:
+    """A back-channel check reads every threaded record's head: "hhh...h" then a letter that is no laughter used
+    to be tried in exponentially many ways (20 letters took 25 s, and one agent episode held every recall of its
+    mind). Twice the letters now cost about twice the work, not hundreds of times (the first pattern: ~500x)."""
+
+    def read(text: str) -> None:
+        for _ in range(50):
+            back_channel(text)
+
+    short, long = "ok " + (unit * 6)[:6] + "z", "ok " + (unit * 12)[:12] + "z"
+    read(short)
+    ratio = _cpu(read, long, 3) / max(_cpu(read, short, 3), 1e-5)
+    assert ratio < 12, f"{unit!r}: {ratio:.1f}x the work for 2x the text"
+
+
+def test_the_laugh_pattern_matches_what_the_first_one_matched() -> None:
+    """The linear pattern reads the same words as laughter as the first one: every word of up to 7 letters over
+    the pattern's own letters (and two that are not), and a seeded corpus of longer ones."""
+    import itertools
+    import random
+    import re
+
+    from synapse_nb.recall.asks import _LAUGH
+
+    first = re.compile(r"^(?:[ha]h?|[he]h?|ja|ah|xd)+$")
+    letters = "haejxdz"
+    for n in range(8):
+        for word in map("".join, itertools.product(letters, repeat=n)):
+            assert bool(_LAUGH.match(word)) is bool(first.match(word)), word
+    rng = random.Random(0)
+    pieces = ["h", "a", "e", "ha", "he", "ah", "eh", "ja", "xd", "x", "d", "j", "o", "hh"]
+    for _ in range(5_000):
+        word = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 8)))
+        assert bool(_LAUGH.match(word)) is bool(first.match(word)), word

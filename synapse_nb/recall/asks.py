@@ -75,7 +75,11 @@ BACK_CHANNEL: frozenset[str] = frozenset((
     "gn", "xd", "xo", "xoxo", "so", "wait", "what", "really", "totally", "exactly", "indeed", "perfect", "agreed",
     "love", "it", "that", "this", "is", "too", "me", "i", "good", "sounds", "fun", "amazing", "cute", "gosh", "god",
 ))
-_LAUGH = re.compile(r"^(?:[ha]h?|[he]h?|ja|ah|xd)+$")
+#: Laughter: "haha", "hehe", "ahah", "jaja", "xd" and their runs. The words of the first version ("h", "hh", "a",
+#: "ah", "e", "eh", "ja", "xd") are these pieces put together, and each position here has one way to go on: its
+#: alternatives ("[ha]h?|[he]h?|ah") read "hhhh" in exponentially many ways, and one agent message of "hhh...hz"
+#: (20 letters: 25 s) held every recall of its mind.
+_LAUGH = re.compile(r"^(?:[hae]|ja|xd)+$")
 _TOKEN = re.compile(r"\w+")
 _STAMP = re.compile(r"\[[^\]]*\]")
 
