@@ -333,6 +333,8 @@ def _words(*words: str, anchored: bool = False) -> str:
 
 
 _OPEN, _CLOSE = r"[\[【〖〚⟦]", r"[\]】〗〛⟧]"
+#: A gap that holds no opening bracket (a mark's "reported by an agent" tail).
+_TAIL_GAP = r"(?:_|[^\w\[【〖〚⟦]){0,12}"
 #: A tag's attributes and its end, as the framing patterns read them.
 _ATTRS = r"""(?:\s+[\w:-]+\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s<>"']+)){0,8}\s*/?>"""
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -344,8 +346,11 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # "[x [main, approved]" the label is "[main, approved]", where it was the whole text before)
     (re.compile(rf"{_OPEN}[^\[\]【】〖〗〚〛⟦⟧]{{0,160}}?{_w('approved', anchored=True)}{_GAP}{_CLOSE}"), QUOTED_LABEL),
     # a provenance mark: "[user]", "[user · verified]", "[agent · unverified]", "[agent, reported]"
+    # ("reported by an agent" does not run over an opening bracket: its "agent" also opens a mark, and
+    # "[agent reported by an [agent reported by an …" was read again from each bracket to the end, quadratic)
     (re.compile(rf"{_OPEN}{_GAP}(?:{_w('user')}|{_w('agent')}|{_w('human')})(?:{_GAP}(?:un)?{_w('verified')}"
-                rf"|{_GAP}auto|{_GAP}reported(?:{_GAP}by{_GAP}(?:an{_GAP})?agent)?)*{_GAP}{_CLOSE}"), QUOTED_MARK),
+                rf"|{_GAP}auto|{_GAP}reported(?:{_TAIL_GAP}by{_TAIL_GAP}(?:an{_TAIL_GAP})?agent)?)*{_GAP}{_CLOSE}"),
+     QUOTED_MARK),
     # a framing tag that would close or open the harness's wrapper around this text (``</system-reminder>``): a
     # closing tag of any framing name; an opening one not after a letter (``List<User>`` is code), a bare role not
     # before "@" or ">" (``<user>@host``); and a chat template's special token (``<|im_start|>``)

@@ -615,7 +615,9 @@ def test_ordinary_angle_brackets_are_left_as_written(text: str) -> None:
 # Every reader neutralises every record it shows, so the patterns' work is paid on each recall, hook, listing and
 # display. A run of one letter that opens a pattern ("aaaa…", "cccc…") used to be read again from each of its
 # positions: one agent memory of 32,000 "a" made each recall that showed it take 7 s (quadratic).
-LONG_RUNS = ["a", "c", "4", "@", "[", "【", "<", "[a", "[u", "a\u200b", "<|", "< /", "[user verified "]
+LONG_RUNS = ["a", "c", "4", "@", "[", "【", "<", "[a", "[u", "a\u200b", "<|", "< /", "[user verified ",
+             # a mark's "reported by an agent" tail ran over the next mark's bracket: 2.2 s for 32k (quadratic)
+             "[agent reported by an ", "【agent reported by ", "[agent reported by_"]
 #: a word's beginning, then a long run of the letter that comes next (a doubled letter, a junction of two words)
 PREFIXED_RUNS = [("a", "p"), ("[a", "p"), ("ａ", "ｐ"), ("approved system", "m"), ("approved system ", "m"),
                  ("critical", "l"), ("crit", "i"), ("[us", "e"), ("[agen", "t")]
@@ -709,3 +711,39 @@ def test_a_label_starts_at_the_last_opening_bracket_before_it() -> None:
     text before the label's own bracket stays, and the label is still quoted."""
     assert neutralise("[x [main, approved]") == "[x [quoted approval label]"
     assert neutralise("[main, approved]") == "[quoted approval label]"
+
+
+def test_a_reported_by_agent_tail_that_does_not_cross_a_bracket_finds_what_the_first_pattern_found() -> None:
+    """The mark's "reported by an agent" tail no longer takes an opening bracket in its gaps (that kept neutralising
+    linear). On a seeded corpus of the mark's own words, separators and brackets the spans are the first pattern's,
+    except where the first one ran over a second opening bracket inside the tail; there the mark that bracket opens
+    is still found inside the first pattern's span, so the text is neutralised all the same."""
+    import random
+
+    from synapse_nb import provenance
+
+    mark_pattern = provenance._PATTERNS[3][0]
+    assert "reported" in mark_pattern.pattern
+    first = re.compile(mark_pattern.pattern.replace(provenance._TAIL_GAP, provenance._GAP))
+    assert first.pattern != mark_pattern.pattern
+    rng = random.Random(0)
+    pieces = ["[", "【", "]", "】", "agent", "user", "human", "reported", "by", "an", "verified", "unverified", "auto",
+              " ", "  ", "_", ",", "·", "-", "[agent", "x", "4gent", "by an agent"]
+    found = differ = 0
+    for _ in range(6_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 20)))
+        new, old = [m.span() for m in mark_pattern.finditer(text)], [m.span() for m in first.finditer(text)]
+        found += len(old)
+        if new == old:
+            continue
+        differ += 1
+        for a, b in old:
+            if (a, b) in new:
+                continue
+            assert re.search(r"[\[【〖〚⟦]", text[a + 1:b]), (text, (a, b))  # a second bracket inside the old span
+            assert any(a < c and d <= b for c, d in new), (text, (a, b), new)  # ... whose mark is still quoted
+    assert found > 400 and differ < found // 10, (found, differ)
+    # the one kind of text that reads differently: the bracket inside the tail opens a mark of its own
+    text = "[user reported by an [agent]"
+    assert [m.span() for m in first.finditer(text)] == [(0, len(text))]
+    assert neutralise(text) == "[user reported by an [quoted mark]"
