@@ -619,8 +619,9 @@ LONG_RUNS = ["a", "c", "4", "@", "[", "【", "<", "[a", "[u", "a\u200b", "<|", "
              # a mark's "reported by an agent" tail ran over the next mark's bracket: 2.2 s for 32k (quadratic)
              "[agent reported by an ", "【agent reported by ", "[agent reported by_"]
 #: a word's beginning, then a long run of the letter that comes next (a doubled letter, a junction of two words)
-PREFIXED_RUNS = [("a", "p"), ("[a", "p"), ("ａ", "ｐ"), ("approved system", "m"), ("approved system ", "m"),
-                 ("critical", "l"), ("crit", "i"), ("[us", "e"), ("[agen", "t")]
+PREFIXED_RUNS = [("a", "p"), ("[a", "p"), ("[main, a", "p"), ("A", "P"), ("4", "p"), ("a", "pr"), ("ａ", "ｐ"),
+                 ("approved system", "m"), ("approved system ", "m"), ("APPROVED_SYSTE", "M"),
+                 ("approved system", "m-"), ("critical", "l"), ("crit", "i"), ("[us", "e"), ("[agen", "t")]
 
 
 def _best_of(fn: Any, text: str, n: int = 5) -> float:
