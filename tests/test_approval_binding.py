@@ -312,3 +312,34 @@ def test_a_lesson_in_force_is_refused_without_a_question(project: Path, monkeypa
     res = CliRunner().invoke(app, ["--vault", str(project), "memory", "verify", mem.id, "--confidence", "0.9"])
     assert res.exit_code == 0, res.output
     assert human.memories.get(mem.id).confidence == 0.9
+
+
+def test_an_analysis_is_for_a_pending_lesson_only(project: Path) -> None:
+    """Who wrote a lesson's wording is read from the analysis beside it, so a new analysis of a lesson whose wording
+    is set (approved or expired) made an agent's approved wording read as a human's: re-approved without the
+    explicit choice. A human's analysis of such a lesson is refused now, as an agent's was."""
+    from datetime import timedelta
+
+    human, _agent, lid = _pending_with_agent_analysis(project)
+    human.lessons.approve(lid, accept_agent_text=True, seen=READ, expiry_days=1)
+    with pytest.raises(ConflictError, match="approved: an analysis proposes the wording of a pending lesson"):
+        human.lessons.submit_analysis(lid, "A human's later note")
+    assert human.lessons.get(lid).wording_by == "agent"
+    later = syn.open_vault(project, clock=lambda: human.now() + timedelta(days=2))
+    assert later.lessons.get(lid).status == "expired"
+    with pytest.raises(ConflictError, match="an analysis proposes the wording of a pending lesson"):
+        later.lessons.submit_analysis(lid, "A human's later note")
+    with pytest.raises(ConflictError, match="accept_agent_text"):
+        later.lessons.approve(lid)  # still the agent's wording: the explicit choice again
+
+
+def test_withdrawing_keeps_a_revert_scans_wording(project: Path) -> None:
+    """Only an agent's wording is dropped when an approval is withdrawn; a summary a human approved as it was
+    (a lesson made by hand, or a revert scan's) stays the one-step proposal."""
+    human = syn.open_vault(project)
+    les = human.lessons.create("Reverted 'cache everything': stale reads")
+    human.lessons.approve(les.id)  # the summary, as it is
+    human.lessons.withdraw(les.id)
+    syn.open_vault(project, actor="agent").lessons.submit_analysis(les.id, "Caching is fine.")
+    assert human.lessons.proposed_wording(human.lessons.get(les.id)) == ("Reverted 'cache everything': stale reads",
+                                                                         "git")

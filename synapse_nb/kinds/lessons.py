@@ -320,11 +320,11 @@ class Lessons(KindManager[Lesson]):
     def withdraw(self, id: str) -> Lesson:
         """Withdraw an approval (a human only): the lesson stops heading recalls now and is pending again.
 
-        A wording a human wrote is kept as the proposed wording, so re-approving takes one step; an agent's wording
-        (its analysis, or the summary of a lesson it created, approved as it was) is not kept apart from the record
-        it came from: the proposed wording is again that analysis or summary, the agent's, needing
-        ``accept_agent_text``, and an analysis the agent submits later replaces it (a kept copy would pass for a
-        human's wording once the analysis beside it changed). :meth:`reject` deletes the lesson instead. Only an
+        A wording a human or a revert scan wrote is kept as the proposed wording, so re-approving takes one step.
+        An agent's wording (its analysis, or the summary of a lesson it created, approved as it was) is not kept
+        apart from the record it came from: the proposed wording is again that analysis or summary, the agent's,
+        needing ``accept_agent_text``, and an analysis the agent submits later replaces it (a kept copy would pass
+        for a human's wording once the analysis beside it changed). :meth:`reject` deletes the lesson instead. Only an
         approved lesson in force can be withdrawn (an expired one is already out of force: a
         :class:`ConflictError`). A borrowed vault's approvals are refused: withdraw in the vault's own checkout.
 
@@ -341,7 +341,7 @@ class Lessons(KindManager[Lesson]):
         ctx = self._ctx
         with ctx.store.transaction():
             ts = ctx.store.stamp(ctx.now_ts())
-            kept = {} if les.wording_by == "user" else {"lesson_text": None}  # see the docstring
+            kept = {"lesson_text": None} if les.wording_by == "agent" else {}  # see the docstring
             self._table.update(les.id, updated_at=ts, status="pending", approved_at=None, expires_at=None, **kept)
             after = self.get(les.id)
             self._changed("update", les, after, ts)
@@ -363,7 +363,9 @@ class Lessons(KindManager[Lesson]):
 
         From an agent it is a proposal stored beside the draft (the agent gets ``None`` back: it may not
         read pending lessons); only a human approval makes it the lesson text. From a user it is stored
-        the same way and the updated lesson is returned.
+        the same way and the updated lesson is returned. Only a pending lesson takes an analysis (a
+        :class:`ConflictError` otherwise): an approved or expired lesson's wording is set, and who wrote it is
+        read from the analysis beside it.
         """
         text = check_text(text, "analysis", max_len=MAX_TEXT)
         full = self.resolve_id(id)  # a human: id or unique prefix; an agent: the full id only
@@ -377,6 +379,10 @@ class Lessons(KindManager[Lesson]):
             status, analysis_by = state
             if status != "pending" and ctx.actor == "agent":
                 raise ConflictError(f"lesson {named} is {status}; an agent may only analyse pending lessons")
+            if status != "pending":  # its wording is set: who wrote it is read from the analysis beside it
+                raise ConflictError(f"lesson {named} is {status}: an analysis proposes the wording of a pending "
+                                    "lesson; to word this one anew, approve it again with your text (text=...; CLI "
+                                    "lessons approve ID --text ...) or withdraw it first")
             if ctx.actor == "agent" and analysis_by == "user":
                 raise PermissionDeniedError(f"lesson {named} already has an analysis written by the user; an agent "
                                             "may not replace it")
