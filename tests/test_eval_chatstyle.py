@@ -212,3 +212,34 @@ def test_eval_runs_the_chat_style(tmp_path: Path) -> None:
     assert base["n_questions"] == out["n_questions"]
     with pytest.raises(ValidationError, match="style"):
         run_locomo_eval(path, style="shouting")
+
+
+def test_reading_whitespace_runs_in_a_dataset_is_linear() -> None:
+    """The clause splitter and LoCoMo's evidence parser read a long whitespace run once, not again from each of its
+    positions (0.9 s and > 5 s at 32,768 characters before); same matches as the first patterns on a seeded corpus."""
+    import random
+    import re
+    import time
+
+    from synapse_nb.eval import chatstyle, locomo
+
+    old_clause = re.compile(r"(?:[,;]\s+|\s+-\s+)(?=(?:and|but|so|because|cause|then|plus)\b)", re.IGNORECASE)
+    old_evidence = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
+    rng = random.Random(0)
+    for _ in range(20_000):
+        t = "".join(rng.choice([" ", "  ", "-", ",", ";", "and", "but", "x", "\t", "then"]) for _ in range(12))
+        assert [m.span() for m in old_clause.finditer(t)] == [m.span() for m in chatstyle._CLAUSE.finditer(t)], t
+        t = "".join(rng.choice(["D", " ", ":", "1", "23", "x", "\n", "D1:2", "D 3 : 4"]) for _ in range(12))
+        assert old_evidence.findall(t) == locomo._EVIDENCE.findall(t), t
+
+    def cpu(pattern: re.Pattern[str], text: str) -> float:
+        best = float("inf")
+        for _ in range(5):
+            t0 = time.process_time()
+            list(pattern.finditer(text))
+            best = min(best, time.process_time() - t0)
+        return best
+
+    for pattern, head in ((chatstyle._CLAUSE, ""), (locomo._EVIDENCE, "D")):
+        ratio = cpu(pattern, head + " " * 32_768 + "x") / max(cpu(pattern, head + " " * 4_096 + "x"), 1e-5)
+        assert ratio < 24, f"{pattern.pattern}: {ratio:.1f}x the work for 8x the text"

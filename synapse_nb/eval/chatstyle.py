@@ -169,7 +169,7 @@ for _r, _row in enumerate(_KEYBOARD_ROWS):
 _VOWELS = "aeiou"
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_CLAUSE = re.compile(r"(?:[,;]\s+|\s+-\s+)(?=(?:and|but|so|because|cause|then|plus)\b)", re.IGNORECASE)
+_CLAUSE = re.compile(r"(?:[,;]\s+|(?<!\s)\s+-\s+)(?=(?:and|but|so|because|cause|then|plus)\b)", re.IGNORECASE)
 _WORDS = re.compile(r"[A-Za-z][A-Za-z']*")
 _PUNCT = re.compile(r"[.,!?;:\"()\-]")
 _INNER_APOSTROPHE = re.compile(r"(?<=[A-Za-z])['’](?=[A-Za-z])")

@@ -32,7 +32,7 @@ __all__ = ["CATEGORIES", "Conversation", "Question", "Turn", "load_locomo", "nor
 #: category id -> name, as scored by LoCoMo's task_eval/evaluation.py
 CATEGORIES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
-_EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
+_EVIDENCE = re.compile(r"D\s*(?::\s*)?(\d+)\s*:\s*(\d+)")
 _SESSION = re.compile(r"session_(\d+)")
 
 
