@@ -127,8 +127,16 @@ def words(text: str) -> list[str]:
     return rank_words(text)
 
 
-@functools.lru_cache(maxsize=16_384)
+#: Texts up to this many characters are parsed into the large cache, longer ones into a small one: a long-lived
+#: process (an MCP server) that reads many 32 KB texts held up to 16,384 of them (0.5-2 GB); now at most ~40 MB.
+SHORT_TEXT = 2_048
+
+
 def _parts(text: str) -> _Parts:
+    return _parts_short(text) if len(text) <= SHORT_TEXT else _parts_long(text)
+
+
+def _parse(text: str) -> _Parts:
     subject: dict[str, str] = {}
     values: set[str] = set()
     for w in words(text):
@@ -140,6 +148,10 @@ def _parts(text: str) -> _Parts:
     negated = any(t in _NEGATIONS for t in raw)
     names = frozenset(f for f in (_fold_cached(m.lower()) for m in _NAME.findall(text)) if f in subject)
     return _Parts(subject, frozenset(values), negated, names)
+
+
+_parts_short = functools.lru_cache(maxsize=16_384)(_parse)
+_parts_long = functools.lru_cache(maxsize=256)(_parse)
 
 
 class Verdict(NamedTuple):

@@ -308,3 +308,18 @@ def test_as_of_finds_the_memory_that_held_a_key_then(vault: syn.Vault, clock: Fa
     assert new.id != old.id
     assert vault.memories.get("db_engine", as_of=then).content == "mysql"
     assert vault.memories.get("db_engine").content == "postgres"
+
+
+def test_long_texts_are_parsed_into_a_small_cache() -> None:
+    """A long-lived process (an MCP server) parses every text the duplicate check compares: parsed texts were kept in
+    one cache of 16,384 keyed by the text, up to 0.5-2 GB of 32 KB texts. Long texts now go to a cache of 256."""
+    from synapse_nb import dupes
+
+    dupes._parts_short.cache_clear()
+    dupes._parts_long.cache_clear()
+    for i in range(300):
+        long = f"deploy {i} " + "the release notes say this " * 200
+        assert dupes._parts(long) == dupes._parse(long)  # the same parse
+    assert dupes._parts_long.cache_info().currsize == 256 and dupes._parts_short.cache_info().currsize == 0
+    assert dupes._parts("deploy with make deploy") is dupes._parts("deploy with make deploy")  # cached
+    assert dupes._parts_short.cache_info().currsize == 1
