@@ -333,7 +333,8 @@ def _words(*words: str, anchored: bool = False) -> str:
 
 
 _OPEN, _CLOSE = r"[\[【〖〚⟦]", r"[\]】〗〛⟧]"
-#: A gap that holds no opening bracket (a mark's "reported by an agent" tail).
+#: A gap that holds no opening bracket (after a mark's own bracket, and in its "reported by an agent" tail): each "["
+#: of a run then costs one step, not the thirteen a gap of any separator took (a 32,768 "[" record read 5x slower).
 _TAIL_GAP = r"(?:_|[^\w\[【〖〚⟦]){0,12}"
 #: A tag's attributes and its end, as the framing patterns read them.
 _ATTRS = r"""(?:\s+[\w:-]+\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s<>"']+)){0,8}\s*/?>"""
@@ -348,7 +349,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # a provenance mark: "[user]", "[user · verified]", "[agent · unverified]", "[agent, reported]"
     # ("reported by an agent" does not run over an opening bracket: its "agent" also opens a mark, and
     # "[agent reported by an [agent reported by an …" was read again from each bracket to the end, quadratic)
-    (re.compile(rf"{_OPEN}{_GAP}(?:{_w('user')}|{_w('agent')}|{_w('human')})(?:{_GAP}(?:un)?{_w('verified')}"
+    (re.compile(rf"{_OPEN}{_TAIL_GAP}(?:{_w('user')}|{_w('agent')}|{_w('human')})(?:{_GAP}(?:un)?{_w('verified')}"
                 rf"|{_GAP}auto|{_GAP}reported(?:{_TAIL_GAP}by{_TAIL_GAP}(?:an{_TAIL_GAP})?agent)?)*{_GAP}{_CLOSE}"),
      QUOTED_MARK),
     # a framing tag that would close or open the harness's wrapper around this text (``</system-reminder>``): a

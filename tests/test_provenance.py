@@ -715,10 +715,11 @@ def test_a_label_starts_at_the_last_opening_bracket_before_it() -> None:
 
 
 def test_a_reported_by_agent_tail_that_does_not_cross_a_bracket_finds_what_the_first_pattern_found() -> None:
-    """The mark's "reported by an agent" tail no longer takes an opening bracket in its gaps (that kept neutralising
-    linear). On a seeded corpus of the mark's own words, separators and brackets the spans are the first pattern's,
-    except where the first one ran over a second opening bracket inside the tail; there the mark that bracket opens
-    is still found inside the first pattern's span, so the text is neutralised all the same."""
+    """The mark's "reported by an agent" tail, and the gap after its own bracket, no longer take an opening bracket
+    (that kept neutralising linear, and a run of "[" cheap). On a seeded corpus of the mark's own words, separators
+    and brackets the spans are the first pattern's, except where the first one ran over a second opening bracket
+    ("[[agent]", "[user reported by an [agent]"); there the mark that bracket opens is still found inside the first
+    pattern's span, so the text is neutralised all the same."""
     import random
 
     from synapse_nb import provenance
@@ -743,7 +744,8 @@ def test_a_reported_by_agent_tail_that_does_not_cross_a_bracket_finds_what_the_f
                 continue
             assert re.search(r"[\[【〖〚⟦]", text[a + 1:b]), (text, (a, b))  # a second bracket inside the old span
             assert any(a < c and d <= b for c, d in new), (text, (a, b), new)  # ... whose mark is still quoted
-    assert found > 400 and differ < found // 10, (found, differ)
+    assert found > 400 and differ < found // 5, (found, differ)
+    assert neutralise("[[agent]") == "[[quoted mark]"  # the gap after a mark's bracket holds no other bracket
     # the one kind of text that reads differently: the bracket inside the tail opens a mark of its own
     text = "[user reported by an [agent]"
     assert [m.span() for m in first.finditer(text)] == [(0, len(text))]

@@ -1,0 +1,85 @@
+"""What one hostile record costs every reader: recall and the record's displays over a record an agent wrote at the
+field cap (32,768 characters) in a shape that made a pattern of the read path super-linear before, against the same
+reads of an ordinary text of the same length.
+
+Run: ``nice .venv/bin/python benchmarks/adversarial_reads.py [--runs 5]``. For each shape, a fresh vault in a temp
+folder gets one agent memory (or, for the laughter shape, an episode in a thread, where the back-channel check reads
+it) of that text, and a recall that delivers it is timed with its text, HTML and Markdown renderings. Prints, per
+shape, the median ms and the ratio to the ordinary text's median measured in the same run (one JSON line each; the
+machine's load moves both alike). Every shape should sit near 1x: reading is linear in the text. Figures:
+docs/benchmarks.md ("Hostile records").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import synapse_nb as syn
+
+CAP = 32_768
+HEAD = "deploy the service "  # the query's words first, so that recall delivers the record and renders it
+SHAPES: dict[str, str] = {name: (HEAD + body)[:CAP] for name, body in {
+    "ordinary text (reference)": "with make deploy then tag the release " * 900,
+    "run of 'a' (banner start)": "a" * CAP,
+    "run of 'c' (banner start)": "c" * CAP,
+    "'a' + run of 'p' (doubled letter)": "a" + "p" * CAP,
+    "'approved system' + run of 'm' (junction)": "approved system" + "m" * CAP,
+    "'[agent reported by an ' repeated (mark tail)": "[agent reported by an " * 1500,
+    "run of '[' (labels, marks)": "[" * CAP,
+    "'1' run then '!' and a word (cut word)": "1" * (CAP - 40) + "! deployment",
+}.items()}
+LAUGH = "ok " + "h" * 22 + "z"  # the back-channel check reads a threaded record's first 200 characters
+
+
+def timed(v: syn.Vault, query: str, runs: int) -> float:
+    if not v.recall(query).items:
+        raise SystemExit(f"recall {query!r} delivered nothing: the shape would not be read")
+    took = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        r = v.recall(query)
+        str(r), r._repr_html_(), r._repr_markdown_()
+        for item in r.items:
+            item.record._repr_html_(), item.record._repr_markdown_()
+        took.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(took)
+
+
+def one(text: str, runs: int, folder: Path, *, laugh: bool = False) -> float:
+    folder.mkdir()
+    v = syn.open_vault(folder)
+    agent = v.as_agent()
+    if laugh:
+        agent.episodes.log("chat", status="unknown", outcome="deploy the service today", thread="t1")
+        agent.episodes.log("chat", status="unknown", outcome=text, thread="t1")
+    else:
+        agent.remember("context", "hostile", text)
+    v.recall("warm up")
+    ms = timed(v, "deploy the service", runs)
+    v.close()
+    return ms
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = one(SHAPES["ordinary text (reference)"], args.runs, Path(tmp) / "ref")
+        rows = [(name, len(text), one(text, args.runs, Path(tmp) / str(n)), ref)
+                for n, (name, text) in enumerate(SHAPES.items())]
+        laugh_ref = one("ok haha " + "z" * 18, args.runs, Path(tmp) / "laugh_ref", laugh=True)
+        rows.append(("episode in a thread: 'ok hhh…hz' (laughter check; reference: 'ok haha zzz…')", len(LAUGH),
+                     one(LAUGH, args.runs, Path(tmp) / "laugh", laugh=True), laugh_ref))
+    for name, chars, ms, base in rows:
+        line = {"shape": name, "chars": chars, "median_ms": round(ms, 2), "x_reference": round(ms / base, 2)}
+        print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    main()
