@@ -3,8 +3,8 @@ field cap (32,768 characters) in a shape that made a pattern of the read path su
 reads of an ordinary text of the same length.
 
 Run: ``nice .venv/bin/python benchmarks/adversarial_reads.py [--runs 5]``. For each shape, a fresh vault in a temp
-folder gets one agent memory (or, for the laughter shape, an episode in a thread, where the back-channel check reads
-it) of that text, and a recall that delivers it is timed with its text, HTML and Markdown renderings. Prints, per
+folder gets one agent memory of that text, and a recall that delivers it is timed with its text, HTML and Markdown
+renderings and the record's own displays. Prints, per
 shape, the median ms and the ratio to the ordinary text's median measured in the same run (one JSON line each; the
 machine's load moves both alike). Every shape should sit near 1x: reading is linear in the text. Figures:
 docs/benchmarks.md ("Hostile records").
@@ -33,12 +33,11 @@ SHAPES: dict[str, str] = {name: (HEAD + body)[:CAP] for name, body in {
     "run of '[' (labels, marks)": "[" * CAP,
     "'1' run then '!' and a word (cut word)": "1" * (CAP - 40) + "! deployment",
 }.items()}
-LAUGH = "ok " + "h" * 22 + "z"  # the back-channel check reads a threaded record's first 200 characters
 
 
-def timed(v: syn.Vault, query: str, runs: int) -> float:
-    if not v.recall(query).items:
-        raise SystemExit(f"recall {query!r} delivered nothing: the shape would not be read")
+def timed(v: syn.Vault, query: str, runs: int, rid: str) -> float:
+    if rid not in {item.id for item in v.recall(query).items}:
+        raise SystemExit(f"recall {query!r} did not deliver {rid}: the shape would not be read")
     took = []
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -50,17 +49,13 @@ def timed(v: syn.Vault, query: str, runs: int) -> float:
     return statistics.median(took)
 
 
-def one(text: str, runs: int, folder: Path, *, laugh: bool = False) -> float:
+def one(text: str, runs: int, folder: Path) -> float:
     folder.mkdir()
     v = syn.open_vault(folder)
     agent = v.as_agent()
-    if laugh:
-        agent.episodes.log("chat", status="unknown", outcome="deploy the service today", thread="t1")
-        agent.episodes.log("chat", status="unknown", outcome=text, thread="t1")
-    else:
-        agent.remember("context", "hostile", text)
+    rid = agent.remember("context", "hostile", text).id
     v.recall("warm up")
-    ms = timed(v, "deploy the service", runs)
+    ms = timed(v, "deploy the service", runs, rid)
     v.close()
     return ms
 
@@ -73,9 +68,6 @@ def main() -> None:
         ref = one(SHAPES["ordinary text (reference)"], args.runs, Path(tmp) / "ref")
         rows = [(name, len(text), one(text, args.runs, Path(tmp) / str(n)), ref)
                 for n, (name, text) in enumerate(SHAPES.items())]
-        laugh_ref = one("ok haha " + "z" * 18, args.runs, Path(tmp) / "laugh_ref", laugh=True)
-        rows.append(("episode in a thread: 'ok hhh…hz' (laughter check; reference: 'ok haha zzz…')", len(LAUGH),
-                     one(LAUGH, args.runs, Path(tmp) / "laugh", laugh=True), laugh_ref))
     for name, chars, ms, base in rows:
         line = {"shape": name, "chars": chars, "median_ms": round(ms, 2), "x_reference": round(ms / base, 2)}
         print(json.dumps(line), flush=True)

@@ -128,7 +128,8 @@ def words(text: str) -> list[str]:
 
 
 #: Texts up to this many characters are parsed into the large cache, longer ones into a small one: a long-lived
-#: process (an MCP server) that reads many 32 KB texts held up to 16,384 of them (0.5-2 GB); now at most ~40 MB.
+#: process (an MCP server) that reads many 32 KB texts held up to 16,384 of them (0.5-2 GB); now at worst ~0.2 GB
+#: of short texts (about 13 KB parsed, for 2,048 characters of random words) and ~10 MB of long ones.
 SHORT_TEXT = 2_048
 
 

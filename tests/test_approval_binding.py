@@ -322,7 +322,7 @@ def test_an_analysis_is_for_a_pending_lesson_only(project: Path) -> None:
 
     human, _agent, lid = _pending_with_agent_analysis(project)
     human.lessons.approve(lid, accept_agent_text=True, seen=READ, expiry_days=1)
-    with pytest.raises(ConflictError, match="approved: an analysis proposes the wording of a pending lesson"):
+    with pytest.raises(ConflictError, match=r"not pending \(approved\): an analysis proposes the wording"):
         human.lessons.submit_analysis(lid, "A human's later note")
     assert human.lessons.get(lid).wording_by == "agent"
     later = syn.open_vault(project, clock=lambda: human.now() + timedelta(days=2))
@@ -343,3 +343,18 @@ def test_withdrawing_keeps_a_revert_scans_wording(project: Path) -> None:
     syn.open_vault(project, actor="agent").lessons.submit_analysis(les.id, "Caching is fine.")
     assert human.lessons.proposed_wording(human.lessons.get(les.id)) == ("Reverted 'cache everything': stale reads",
                                                                          "git")
+
+
+def test_an_approval_landing_before_a_humans_analysis_rolls_it_back(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pending check of ``submit_analysis`` runs again after the write: an approval another session commits
+    between the check and the write (a team server's plain BEGIN locks nothing at a read) leaves no analysis beside
+    the approved wording, where it would make that wording's author read otherwise."""
+    human, _agent, lid = _pending_with_agent_analysis(project)
+    _write_lands_before_the_update(monkeypatch, human.lessons._table, lid, status="approved", lesson_text=READ,
+                                   approved_at="2026-01-01T00:00:00.000000Z", expires_at="2999-01-01T00:00:00.000000Z")
+    with pytest.raises(ConflictError, match="not pending"):
+        human.lessons.submit_analysis(lid, "A human's analysis")
+    monkeypatch.undo()
+    les = human.lessons.get(lid)
+    assert les.status == "pending" and les.analysis == READ  # the whole transaction rolled back

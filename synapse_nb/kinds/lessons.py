@@ -380,9 +380,7 @@ class Lessons(KindManager[Lesson]):
             if status != "pending" and ctx.actor == "agent":
                 raise ConflictError(f"lesson {named} is {status}; an agent may only analyse pending lessons")
             if status != "pending":  # its wording is set: who wrote it is read from the analysis beside it
-                raise ConflictError(f"lesson {named} is {status}: an analysis proposes the wording of a pending "
-                                    "lesson; to word this one anew, approve it again with your text (text=...; CLI "
-                                    "lessons approve ID --text ...) or withdraw it first")
+                raise self._not_pending(named, status)
             if ctx.actor == "agent" and analysis_by == "user":
                 raise PermissionDeniedError(f"lesson {named} already has an analysis written by the user; an agent "
                                             "may not replace it")
@@ -391,12 +389,23 @@ class Lessons(KindManager[Lesson]):
             before = None if ctx.actor == "agent" else self._table.get(self._view(), full)
             ts = ctx.store.stamp(ctx.now_ts())
             self._table.update(full, updated_at=ts, analysis=text, analysis_by=by)
+            state = self._table.analysis_state(full)  # again after the write, which holds the row until commit (a
+            if state is not None and state[0] != "pending":  # team server's plain BEGIN locks nothing at a read):
+                raise self._not_pending(named, state[0])  # an approval that landed since rolls the analysis back
             if before is None:  # an agent may not read the lesson: its entry names the change, not the text
                 # (stamped after the update: a team vault's submit_analysis() takes a stamp of its own)
                 history.record(ctx, "analyse", None, None, at=ctx.store.stamp(ctx.now_ts()), rid=full, kind="lesson")
             else:
                 self._changed("update", before, replace(before, analysis=text, analysis_by=by, updated_at=ts), ts)
         return None if ctx.actor == "agent" else self.get(full)
+
+    @staticmethod
+    def _not_pending(named: str, status: str) -> ConflictError:
+        # the stored status: "approved" is also a lesson whose approval ran out (expiry is read, not written)
+        return ConflictError(f"lesson {named} is not pending ({status}): an analysis proposes the wording of a pending "
+                             "lesson; to word it anew, withdraw it first if it is in force (lessons withdraw ID), or "
+                             "approve it again with your text if it has expired (text=...; CLI lessons approve ID "
+                             "--text ...)")
 
     def backing(self, les: Lesson) -> str:
         """What backs ``les``, in words a reviewer reads before approving: who created it and whether git knows
