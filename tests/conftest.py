@@ -48,6 +48,19 @@ class FakeClock:
         return self.now
 
 
+def cpu_seconds(fn: Callable[[Any], object], arg: Any, n: int = 5) -> float:
+    """The least CPU time of this process over ``n`` calls of ``fn(arg)``: what the complexity tests compare at two
+    input sizes (another job on the machine does not count, and the ratio does not depend on the machine's speed)."""
+    import time
+
+    best = float("inf")
+    for _ in range(n):
+        t0 = time.process_time()
+        fn(arg)
+        best = min(best, time.process_time() - t0)
+    return best
+
+
 def git_env() -> dict[str, str]:
     """An environment for the git CLI: no user/system config, a fixed identity."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}

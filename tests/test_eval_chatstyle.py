@@ -28,6 +28,7 @@ from synapse_nb.eval.chatstyle import (
 )
 from synapse_nb.eval.locomo import Conversation, Question, Turn, load_locomo
 from synapse_nb.eval.retrieval import run_locomo_eval
+from tests.conftest import cpu_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCOMO = ROOT / "datasets" / "locomo" / "locomo10.json"
@@ -219,7 +220,6 @@ def test_reading_whitespace_runs_in_a_dataset_is_linear() -> None:
     positions (0.9 s and > 5 s at 32,768 characters before); same matches as the first patterns on a seeded corpus."""
     import random
     import re
-    import time
 
     from synapse_nb.eval import chatstyle, locomo
 
@@ -232,14 +232,9 @@ def test_reading_whitespace_runs_in_a_dataset_is_linear() -> None:
         t = "".join(rng.choice(["D", " ", ":", "1", "23", "x", "\n", "D1:2", "D 3 : 4"]) for _ in range(12))
         assert old_evidence.findall(t) == locomo._EVIDENCE.findall(t), t
 
-    def cpu(pattern: re.Pattern[str], text: str) -> float:
-        best = float("inf")
-        for _ in range(5):
-            t0 = time.process_time()
-            list(pattern.finditer(text))
-            best = min(best, time.process_time() - t0)
-        return best
-
     for pattern, head in ((chatstyle._CLAUSE, ""), (locomo._EVIDENCE, "D")):
-        ratio = cpu(pattern, head + " " * 32_768 + "x") / max(cpu(pattern, head + " " * 4_096 + "x"), 1e-5)
+        def read(text: str, pattern: re.Pattern[str] = pattern) -> None:
+            list(pattern.finditer(text))
+
+        ratio = cpu_seconds(read, head + " " * 32_768 + "x") / max(cpu_seconds(read, head + " " * 4_096 + "x"), 1e-5)
         assert ratio < 24, f"{pattern.pattern}: {ratio:.1f}x the work for 8x the text"

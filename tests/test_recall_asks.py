@@ -13,6 +13,7 @@ from synapse_nb.recall import Bars, rankfile
 from synapse_nb.recall.asks import asks, back_channel
 from synapse_nb.recall.threads import ThreadIndex
 from synapse_nb.store.records import RankRow, RankState
+from tests.conftest import cpu_seconds
 
 OPEN = Bars(floor=0, margin=0, top_k=50, budget_tokens=10**9)
 
@@ -133,17 +134,6 @@ def test_chat_flags_give_the_same_bytes_whatever_the_hash_seed(tmp_path: Path, s
 
 
 # ------------------------------------------------------------------------------------------------ work per read
-def _cpu(fn, text: str, n: int = 5) -> float:
-    import time
-
-    best = float("inf")
-    for _ in range(n):  # CPU time of this process: another job on the machine does not count
-        t0 = time.process_time()
-        fn(text)
-        best = min(best, time.process_time() - t0)
-    return best
-
-
 @pytest.mark.parametrize("unit", ["h", "ha", "hah", "eh", "ja", "xd", "a"])
 def test_reading_a_laugh_that_does_not_end_as_one_costs_work_in_proportion_to_its_length(unit: str) -> None:
     """A back-channel check reads every threaded record's head: "hhh...h" then a letter that is no laughter used
@@ -156,7 +146,7 @@ def test_reading_a_laugh_that_does_not_end_as_one_costs_work_in_proportion_to_it
 
     short, long = "ok " + (unit * 6)[:6] + "z", "ok " + (unit * 12)[:12] + "z"
     read(short)
-    ratio = _cpu(read, long, 3) / max(_cpu(read, short, 3), 1e-5)
+    ratio = cpu_seconds(read, long, 3) / max(cpu_seconds(read, short, 3), 1e-5)
     assert ratio < 12, f"{unit!r}: {ratio:.1f}x the work for 2x the text"
 
 

@@ -43,6 +43,7 @@ from synapse_nb.text import (
     word_tokens,
     word_vectorizer_kwargs,
 )
+from tests.conftest import cpu_seconds
 
 SETTINGS = settings(max_examples=300, derandomize=True, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -283,17 +284,6 @@ def test_tokenizer_fast_ascii_path_splits_exactly_like_the_fts_pattern() -> None
 
 
 # ------------------------------------------------------------------------------------------------ work per read
-def _cpu(fn, arg, n: int = 5) -> float:
-    import time
-
-    best = float("inf")
-    for _ in range(n):  # CPU time of this process: another job on the machine does not count
-        t0 = time.process_time()
-        fn(arg)
-        best = min(best, time.process_time() - t0)
-    return best
-
-
 @pytest.mark.parametrize("unit", ["1", "a", "é", "字", "a1"])
 def test_cutting_a_long_run_costs_work_in_proportion_to_its_length(unit: str) -> None:
     """normalise drops the word its cap cut through; the search for it read a run that does not end the text
@@ -304,7 +294,7 @@ def test_cutting_a_long_run_costs_work_in_proportion_to_its_length(unit: str) ->
         normalise((unit * n)[: n - 2] + "!" + "b" * 10, n)
 
     cut(100)
-    ratio = _cpu(cut, 16_384) / max(_cpu(cut, 2_048), 1e-5)
+    ratio = cpu_seconds(cut, 16_384) / max(cpu_seconds(cut, 2_048), 1e-5)
     assert ratio < 24, f"{unit!r}: {ratio:.1f}x the work for 8x the text"
 
 
