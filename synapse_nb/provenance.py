@@ -295,41 +295,40 @@ def _runs(word: str) -> list[tuple[str, int]]:
     return out
 
 
-def _w(word: str, *, anchored: bool = False) -> str:
-    """A pattern for ``word`` that also takes ASCII look-alikes (``appr0ved``) and doubled letters (``apprrooved``).
-
-    Reading stays linear in the text (a reader runs these over every record it shows, up to 32,768 characters):
-
-    - a doubled letter is one run of at least two (``[p]{2,}``), not two runs side by side (``[p]+[p]+``), which
-      split a long run of that letter every way before failing (quadratic: "a" + "p" * 32,768 took 3 s);
-    - ``anchored``: the word may only start where a run of its first letter starts. Search tries every start;
-      without the anchor a long run of that letter ("aaaa…") is read again from each of its positions. A match
-      that starts inside a run also matches from the run's start, and a leftmost search starts there anyway: the
-      anchor changes no match, only the work.
-    """
-    runs = _runs(word)
-    return (f"(?<!{runs[0][0]})" if anchored else "") + "".join(_count(c, n) for c, n in runs)
-
-
 def _count(cls: str, n: int) -> str:
     return f"{cls}+" if n == 1 else f"{cls}{{{n},}}"
 
 
 def _words(*words: str, anchored: bool = False) -> str:
-    """The words in a row, anything of :data:`_GAP` between them ("APPROVED_SYSTEM memory", "approvedsystem").
-    Where one word ends with the letter the next starts with ("system" "memory"), the junction is either one run
-    of both counts, or the two runs with a separator between them: a possibly empty gap between two runs of one
-    letter split a long run every way (quadratic, as a doubled letter did)."""
-    out = _w(words[0], anchored=anchored)
-    for before, word in pairwise(words):
-        (last, m), (first, n) = _runs(before)[-1], _runs(word)[0]
-        if last != first:
-            out += _GAP + _w(word)
-            continue
-        rest = "".join(_count(c, k) for c, k in _runs(word)[1:])
-        out = out[: len(out) - len(_count(last, m))]  # the last run, rewritten with the junction
-        out += f"(?:{_count(last, m)}[\\W_]{{1,12}}{_count(first, n)}|{first}{{{m + n},}}){rest}"
-    return out
+    """A pattern for the words in a row, each also in ASCII look-alikes (``appr0ved``) and with doubled letters
+    (``apprrooved``), anything of :data:`_GAP` between them ("APPROVED_SYSTEM memory", "approvedsystem").
+
+    Reading stays linear in the text (a reader runs these over every record it shows, up to 32,768 characters):
+
+    - a doubled letter is one run of at least two (``[p]{2,}``), not two runs side by side (``[p]+[p]+``), which
+      split a long run of that letter every way before failing (quadratic: "a" + "p" * 32,768 took 3 s);
+    - where one word ends with the letter the next starts with ("system" "memory"), the junction is one run of both
+      counts, or the two runs with a separator between them: a possibly empty gap between two runs of one letter
+      split a run the same way;
+    - ``anchored``: a match may only start where a run of the first letter starts. Search tries every start;
+      without the anchor a long run of that letter ("aaaa…") is read again from each of its positions. A match
+      that starts inside a run also matches from the run's start, and a leftmost search starts there anyway: the
+      anchor changes no match, only the work.
+    """
+    runs = [_runs(w) for w in words]
+    pieces = [_count(c, n) for c, n in runs[0]]
+    for before, after in pairwise(runs):
+        (last, m), (first, n) = before[-1], after[0]
+        if last == first:  # the previous word's last run becomes the junction
+            pieces[-1] = f"(?:{_count(last, m)}[\\W_]{{1,12}}{_count(first, n)}|{first}{{{m + n},}})"
+            after = after[1:]
+        else:
+            pieces.append(_GAP)
+        pieces += [_count(c, k) for c, k in after]
+    return (f"(?<!{runs[0][0][0]})" if anchored else "") + "".join(pieces)
+
+
+_w = _words  # one word: the name the patterns below read best with
 
 
 _OPEN, _CLOSE = r"[\[【〖〚⟦]", r"[\]】〗〛⟧]"
