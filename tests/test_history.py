@@ -34,10 +34,14 @@ def test_three_upserts_by_user_and_agent_list_three_versions_with_actors_and_dig
         vault.memories.get("ci_runtime", as_of="2020-01-01T00:00:00Z")
     # revert restores one, as a new change by a human
     r = vault.memories.revert(m.id, to=1)
-    assert r.content == "CI takes 12 minutes" and r.verified
+    assert r.content == "CI takes 12 minutes" and not r.verified  # version 1 was the agent's, never verified
+    assert vault.memories.get(m.id) == r
     assert vault.memories.history(m.id)[-1].action == "revert"
     with pytest.raises(syn.PermissionDeniedError):
         agent_vault.memories.revert(m.id, to=2)
+    clock.advance(seconds=60)
+    back = vault.memories.revert(m.id, to=3)  # the version a human verified comes back verified
+    assert back.content == "CI takes 9 minutes" and back.verified and vault.memories.get(m.id).verified
 
 
 def test_every_kind_and_every_mutation_is_recorded(vault: syn.Vault) -> None:

@@ -59,7 +59,8 @@ def memory_revert(
     yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Restore an earlier version of a memory as a new change (human only; it is verified).
+    """Restore an earlier version of a memory as a new change (human only). It comes back as that version was,
+    verified only if that version was (verify it after reading it: `memory verify ID`).
 
     Examples:
 

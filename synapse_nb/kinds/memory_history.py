@@ -131,7 +131,12 @@ class MemoryHistory:
 
     def revert(self, id: str, *, to: int) -> Memory:
         """Restore version ``to`` of a memory as a new change (human only): its content, tags, priority,
-        confidence and expiry come back, verified; a memory deleted since is stored again under its id."""
+        confidence, expiry and verification come back as they were; a memory deleted since is stored again under
+        its id.
+
+        A version nobody verified comes back unverified: naming a version number is not reading its text, so an
+        agent's wording never turns into a verified memory by a revert (verify it after reading it:
+        :meth:`verify`, which binds to what was shown)."""
         ctx = self._ctx
         ctx.require_human("revert a memory")
         if isinstance(to, bool) or not isinstance(to, int) or to < 1:
@@ -147,13 +152,13 @@ class MemoryHistory:
             if current is None:
                 if self._table.by_key(ctx.mind, old.category, old.key) is not None:
                     raise ConflictError(f"another memory holds {old.category}/{old.key} now; delete it first")
-                restored = replace(old, updated_at=ts, verified=True)
+                restored = replace(old, updated_at=ts)
                 self._table.insert(restored)
             else:
                 restored = replace(current, updated_at=ts, content=old.content, tags=old.tags, priority=old.priority,
-                                   confidence=old.confidence, expires_at=old.expires_at, verified=True)
+                                   confidence=old.confidence, expires_at=old.expires_at, verified=old.verified)
                 self._table.update(rid, updated_at=ts, content=old.content, tags=old.tags, priority=old.priority,
-                                   confidence=old.confidence, expires_at=old.expires_at, verified=True)
+                                   confidence=old.confidence, expires_at=old.expires_at, verified=old.verified)
             self._changed("revert", current, restored, ts)
         return restored
 
