@@ -182,7 +182,7 @@ def answer_budget_and_quota(sizes: list[int]) -> None:
         counts = []
         for _ in range(200):
             t = time.perf_counter()
-            store.meta.agent_writes("default", since)
+            store.meta.agent_writes(since)
             store.meta.agent_memories("default")
             counts.append(time.perf_counter() - t)
         print(f"  agent remember p50 {statistics.median(lat) * 1000:.2f} ms, of which the quota's counts p50 "

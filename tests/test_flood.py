@@ -139,8 +139,8 @@ def test_agent_writes_past_the_hourly_quota_are_refused_and_humans_are_not(
     for i in range(3):
         agent.checkpoint(f"step {i}")
     with pytest.raises(QuotaExceededError,
-                       match=r"quota of 3 writes per hour .* \(3 creates, changes, deletes and proposals in "
-                             r"the last hour\).*agent_writes_per_hour"):
+                       match=r"quota of 3 writes per hour is reached \(3 creates, changes, deletes and proposals "
+                             r"in the last hour, every mind\).*agent_writes_per_hour"):
         agent.remember("knowledge", "k", "v")
     with pytest.raises(QuotaExceededError):
         agent.decisions.create("x")
@@ -148,6 +148,23 @@ def test_agent_writes_past_the_hourly_quota_are_refused_and_humans_are_not(
         user.checkpoint(f"human step {i}")
     clock.t += timedelta(hours=1, seconds=1)
     assert agent.checkpoint("an hour later").doing == "an hour later"
+
+
+def test_the_hourly_quota_counts_every_mind_an_agent_writes_to(pair: tuple[syn.Vault, syn.Vault]) -> None:
+    """An agent picks its mind (``with_mind``, ``open_vault(mind=)``, the CLI's ``--mind``): counted per mind, the
+    quota let it write its full quota once in each of as many minds as it liked."""
+    user, agent = pair
+    user.settings.set("agent_writes_per_hour", 4)
+    agent.checkpoint("step 0")
+    agent.with_mind("other").decisions.create("one")
+    agent.with_mind("third").checkpoint("two")
+    agent.with_mind("fourth").notes.add("n", "on deploy", "three")
+    for mind in ("default", "fresh_mind", "other"):
+        with pytest.raises(QuotaExceededError, match=r"quota of 4 writes per hour is reached \(4 .* every mind"):
+            agent.with_mind(mind).checkpoint("one too many")
+    user.with_mind("fresh_mind").checkpoint("a human is never limited")
+    assert {m: len(user.with_mind(m).checkpoints.list()) for m in ("default", "third", "fresh_mind")} == {
+        "default": 1, "third": 1, "fresh_mind": 1}
 
 
 def test_an_agents_proposals_to_a_humans_memory_count_against_the_hourly_quota(

@@ -605,14 +605,16 @@ def test_settings_scan_tips_and_agent_counts(store: Any) -> None:
     store.lessons.insert(_les(1, "pending", ts=T1, source="agent"))
     # a write is counted by the history entry it leaves (each one: a record rewritten, or created and deleted, counts
     # every time), not by the records standing now
-    assert store.meta.agent_writes("default", T0) == 0
+    assert store.meta.agent_writes(T0) == 0
     def by_agent(i: int, version: int, at: str, action: str = "update") -> Any:
         return dataclasses.replace(_entry(i, "mem_000000000009", at=at, version=version, action=action), actor="agent")
 
     store.history.append([by_agent(1, 1, T0, "create"), by_agent(2, 2, T1), by_agent(3, 3, T1, "delete"),
                           _entry(4, "mem_000000000003", at=T1, version=1, action="create")])  # the user's
-    assert store.meta.agent_writes("default", T1) == 2 and store.meta.agent_writes("default", T0) == 3
-    assert store.meta.agent_writes("other", T0) == 0 and store.meta.agent_memories("default") == 2
+    assert store.meta.agent_writes(T1) == 2 and store.meta.agent_writes(T0) == 3
+    # every mind counts: an agent chooses its mind, and the quota is the vault's
+    store.history.append([dataclasses.replace(by_agent(5, 1, T1, "create"), rid="mem_000000000010", mind="other")])
+    assert store.meta.agent_writes(T1) == 3 and store.meta.agent_memories("default") == 2
 
 
 def test_session_marks_flags_and_file_references(store: Any) -> None:

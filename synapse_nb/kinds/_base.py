@@ -189,7 +189,7 @@ class KindManager(Generic[R]):
         check_agent_quota(self._ctx, new_memory=new_memory)
 
 
-#: The quota settings: records an agent may write or change per hour (every kind, per mind), memories agents
+#: The quota settings: records agents may write or change per hour (every kind, every mind), memories agents
 #: may hold per mind.
 QUOTA_SETTINGS = ("agent_writes_per_hour", "agent_memories_per_mind")
 
@@ -197,9 +197,11 @@ QUOTA_SETTINGS = ("agent_writes_per_hour", "agent_memories_per_mind")
 def check_agent_quota(ctx: Context, *, new_memory: bool = False) -> None:
     """Raise :class:`~synapse_nb.errors.QuotaExceededError` when the agent actor's write would pass a quota.
 
-    ``agent_writes_per_hour`` counts the agents' writes to the mind in the past hour, from the history entries
-    they left (every kind; each create, update, delete and analysis counts, so rewriting one record, or creating and
-    deleting one, cannot dodge it), plus the revisions agents proposed to humans' memories;
+    ``agent_writes_per_hour`` counts the agents' writes in the past hour, from the history entries they left (every
+    kind; each create, update, delete and analysis counts, so rewriting one record, or creating and deleting one,
+    cannot dodge it), plus the revisions agents proposed to humans' memories, in every mind (an agent chooses its
+    mind: counted per mind, the quota was as many times larger as the minds it wrote to; on a team vault, every
+    mind the agent's login may write);
     ``agent_memories_per_mind`` the mind's agent memories, checked when a write would add one (``new_memory``).
     Both are settings a human may raise (``vault.settings.set("agent_writes_per_hour", 2000)``).
 
@@ -215,11 +217,11 @@ def check_agent_quota(ctx: Context, *, new_memory: bool = False) -> None:
     store = ctx.store
     limits = Settings(ctx).get_many(QUOTA_SETTINGS)
     per_hour, per_mind = (limits[n] for n in QUOTA_SETTINGS)
-    written = store.meta.agent_writes(ctx.mind, fmt_ts(ctx.now() - timedelta(hours=1)))
+    written = store.meta.agent_writes(fmt_ts(ctx.now() - timedelta(hours=1)))
     if written >= per_hour:
         raise QuotaExceededError(
-            f"agent write refused: the agents' quota of {plural(per_hour, 'write')} per hour is reached in mind "
-            f"{ctx.mind!r} ({written:,} creates, changes, deletes and proposals in the last hour); a human can raise "
+            f"agent write refused: the agents' quota of {plural(per_hour, 'write')} per hour is reached "
+            f"({written:,} creates, changes, deletes and proposals in the last hour, every mind); a human can raise "
             "the setting agent_writes_per_hour (synapse-nb settings set agent_writes_per_hour N, or "
             "vault.settings.set('agent_writes_per_hour', N)), or wait")
     if new_memory:

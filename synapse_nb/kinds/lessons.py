@@ -132,8 +132,8 @@ class Lessons(KindManager[Lesson]):
         ctx = self._ctx
         revert_sha = revert_commit["sha"] if revert_commit else None
         with ctx.store.transaction():
-            self._agent_quota()
-            ts = ctx.store.stamp(ctx.now_ts())
+            ts = ctx.store.stamp(ctx.now_ts())  # the write lock first (a team server's BEGIN takes none):
+            self._agent_quota()  # concurrent agents' counts then see each other's writes
             if revert_sha and self._table.has_revert(ctx.mind, revert_sha):
                 raise ConflictError(f"a lesson for revert {revert_sha[:12]} already exists in mind {ctx.mind!r}")
             les = Lesson(id=new_id("les"), mind=ctx.mind, created_at=ts, updated_at=ts, status="pending",
@@ -372,6 +372,7 @@ class Lessons(KindManager[Lesson]):
         ctx = self._ctx
         named = full if ctx.actor == "user" else repr(id.strip())  # never spell out a hidden id to an agent
         with ctx.store.transaction():
+            ts = ctx.store.stamp(ctx.now_ts())  # the write lock first: concurrent agents' quota counts see each other
             self._agent_quota()
             state = self._table.analysis_state(full)
             if state is None:  # deleted since it resolved
@@ -387,7 +388,6 @@ class Lessons(KindManager[Lesson]):
             # a user handle in an agent's environment writes what an agent wrote: it needs an explicit approval too
             by = "agent" if ctx.actor == "agent" or agent_environment() is not None else "user"
             before = None if ctx.actor == "agent" else self._table.get(self._view(), full)
-            ts = ctx.store.stamp(ctx.now_ts())
             self._table.update(full, updated_at=ts, analysis=text, analysis_by=by)
             state = self._table.analysis_state(full)  # again after the write, which holds the row until commit (a
             if state is not None and state[0] != "pending":  # team server's plain BEGIN locks nothing at a read):

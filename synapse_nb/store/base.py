@@ -274,8 +274,9 @@ class MetaTable(Protocol):
 
     def set_settings(self, values: Mapping[str, Any]) -> None: ...
 
-    def agent_writes(self, mind: str, since: str) -> int:
-        """How many of the mind's records (every kind) an agent wrote or last changed at ``since`` or later."""
+    def agent_writes(self, since: str) -> int:
+        """How many writes agents made at ``since`` or later, in every mind the caller may write: history entries
+        (every kind: each create, update, delete and analysis) and proposed revisions."""
         ...
 
     def agent_memories(self, mind: str) -> int:

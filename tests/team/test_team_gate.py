@@ -205,3 +205,47 @@ def test_an_approval_and_a_verification_bind_to_what_the_human_read(
     assert not user.memories.get(mem.id).verified
     seen = user.memories.get(mem.id)
     assert user.memories.verify(mem.id, seen=seen).verified
+
+
+def test_the_agents_hourly_quota_holds_across_minds_and_concurrent_agents(
+        seeded: dict[str, Any], machine: Any, logins: dict[str, str]) -> None:
+    """Counted per mind, an agent login granted every mind wrote the quota once in each mind it chose; and agents
+    that counted before taking the write lock all passed the same count (30 concurrent writes at a quota of 5
+    went through). Migration 11 counts every mind the login may write, and each write takes the lock first."""
+    seeded["user"].settings.set("agent_writes_per_hour", 8)
+    agent = machine("bot", logins["agent"], actor="agent")
+    for mind in ("default", "m2", "m3"):
+        agent.with_mind(mind).checkpoint(f"step in {mind}")
+    outcome: list[str] = []
+    lock = threading.Lock()
+
+    def write(i: int) -> None:
+        bot = machine(f"bot{i}", logins["agent"], actor="agent")
+        try:
+            bot.with_mind(f"mind{i % 4}").checkpoint(f"concurrent {i}")
+            res = "ok"
+        except QuotaExceededError:
+            res = "quota"
+        with lock:
+            outcome.append(res)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcome) == ["ok"] * 5 + ["quota"] * 7, outcome
+    with pytest.raises(QuotaExceededError, match=r"every mind"):
+        agent.with_mind("never_used").decisions.create("one more")
+
+
+def test_an_agents_write_that_finds_a_near_duplicate_is_stored_once_without_an_error(
+        seeded: dict[str, Any], machine: Any, logins: dict[str, str]) -> None:
+    """The proposal guard of revisions and links read NEW.actor for both; a link has no such column, so the agent's
+    write committed and then failed in its duplicate check (an agent that retried stored a second copy)."""
+    agent = machine("bot", logins["agent"], actor="agent")
+    first = agent.decide("the deploy pipeline uses helm charts and an argo rollout canary")
+    second = agent.decide("the deploy pipeline uses helm charts and an argo rollout canary")
+    user = seeded["user"]
+    assert {d.id for d in user.decisions.list()} >= {first.id, second.id}
+    assert any({lk.a, lk.b} == {first.id, second.id} for lk in user.memories.conflicts()), user.memories.conflicts()

@@ -82,10 +82,11 @@ class SessionsQueries(SharedSessionsQueries[PgDatabase]):
 class MetaQueries(SharedMetaQueries[PgDatabase]):
     """Settings and quotas as shared, but the agents' writes are counted by a function of the schema
     (``agent_writes_since``, migration 10): row-level security hides from the agent role the history of pending
-    lessons, so the shared count, run as the agent, missed its analyses of them."""
+    lessons, so the shared count, run as the agent, missed its analyses of them. Since migration 11 it counts every
+    mind the caller may write, not one."""
 
-    def agent_writes(self, mind: str, since: str) -> int:
-        row = self._db.query_one("SELECT agent_writes_since(?, ?)", (mind, since))
+    def agent_writes(self, since: str) -> int:
+        row = self._db.query_one("SELECT agent_writes_since(?)", (since,))
         return int(row[0] or 0) if row else 0
 
 

@@ -29,13 +29,15 @@ ALL_SETTINGS = "SELECT key, value FROM meta WHERE key LIKE 'setting:%' ORDER BY 
 GET_META = "SELECT value FROM meta WHERE key = ?"
 
 
-#: Agent writes since a stamp: the history entries agents made in the mind (one per create, update, delete or
-#: analysis: a record rewritten ten times, or created and deleted, counts every time, since each entry keeps the
-#: record as it was), through the partial index history_agent; plus the revisions agents proposed to humans'
-#: memories since then (each a write that waits for a human, with no history entry of its own). PostgreSQL runs the
-#: same count in a function of its schema (agent_writes_since), past row-level security.
-AGENT_WRITES = ("SELECT (SELECT count(*) FROM history WHERE mind = ? AND at >= ? AND actor = 'agent')"
-                " + (SELECT count(*) FROM revisions WHERE mind = ? AND created_at >= ? AND actor = 'agent')")
+#: Agent writes since a stamp, in every mind of the vault (an agent picks its mind: a count per mind let it write
+#: the quota once in each of as many minds as it liked): the history entries agents made (one per create, update,
+#: delete or analysis: a record rewritten ten times, or created and deleted, counts every time, since each entry
+#: keeps the record as it was), through the partial index history_agent_at; plus the revisions agents proposed to
+#: humans' memories since then (each a write that waits for a human, with no history entry of its own), through
+#: revisions_agent. PostgreSQL runs the same count in a function of its schema (agent_writes_since), past row-level
+#: security, over the minds the caller may write.
+AGENT_WRITES = ("SELECT (SELECT count(*) FROM history WHERE at >= ? AND actor = 'agent')"
+                " + (SELECT count(*) FROM revisions WHERE created_at >= ? AND actor = 'agent')")
 AGENT_MEMORIES = "SELECT count(*) FROM memories WHERE mind = ? AND source = 'agent'"
 
 
@@ -43,8 +45,8 @@ class MetaQueries(Repository[D]):
     """Settings are kept per data version inside a snapshot of a connection that keeps answers (a team vault's:
     writing a setting moves the version), so a warm recall's saved default bars cost no round trip."""
 
-    def agent_writes(self, mind: str, since: str) -> int:
-        row = self._db.query_one(AGENT_WRITES, (mind, since) * 2)
+    def agent_writes(self, since: str) -> int:
+        row = self._db.query_one(AGENT_WRITES, (since, since))
         return int(row[0] or 0) if row else 0
 
     def agent_memories(self, mind: str) -> int:
