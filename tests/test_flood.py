@@ -233,3 +233,28 @@ def test_create_and_delete_cycles_cannot_dodge_the_hourly_quota(pair: tuple[syn.
             ids.append(agent.remember("knowledge", f"k{i}", "z" * 1000).id)
             agent.memories.delete(ids[-1])
     assert sum(len(user.history(i)) for i in ids) == 6  # three created and deleted; then refused
+
+
+def test_a_lessons_lists_are_bounded_and_refused_before_they_cost(pair: tuple[syn.Vault, syn.Vault]) -> None:
+    """One agent ``lessons.create`` with 200,000 reverted commits and diffstat rows was accepted (170 MB, one unit of
+    quota) and made every listing of pending lessons slow; 200,000 file paths took seconds to check."""
+    import time
+
+    from synapse_nb._util import MAX_FILES
+    from synapse_nb.kinds.lessons import MAX_REVERTED
+
+    _, agent = pair
+    commit = {"sha": "a" * 40, "subject": "s", "author": "a", "date": None}
+    for kw in ({"diffstat": [("f.py", 1, 1)] * (MAX_FILES + 1)},
+               {"reverted_commits": [commit] * (MAX_REVERTED + 1)},
+               {"files": [f"f{i}.py" for i in range(MAX_FILES + 1)]}):
+        with pytest.raises(ValidationError, match="at most"):
+            agent.lessons.create("a reverted change", **kw)
+    t = time.process_time()
+    with pytest.raises(ValidationError, match="at most 500"):
+        agent.lessons.create("a reverted change", files=[f"f{i}.py" for i in range(200_000)])
+    assert time.process_time() - t < 1.0  # refused before checking every path (it took seconds)
+    ok = agent.lessons.create("a reverted change", files=[f"f{i}.py" for i in range(MAX_FILES)],
+                              diffstat=[(f"f{i}.py", 1, 0) for i in range(MAX_FILES)],
+                              reverted_commits=[commit] * MAX_REVERTED)
+    assert len(ok.files_affected) == MAX_FILES

@@ -269,3 +269,22 @@ def test_a_crafted_commit_date_never_stops_a_scan(repo: ScratchRepo) -> None:
     assert rev.revert.date == rev.reverted[0].date == "2100-01-01T00:00:00Z"
     with syn.open_vault(repo.root) as v:
         assert [les.status for les in v.lessons.scan()] == ["pending"]
+
+
+def test_a_revert_of_more_files_than_a_lesson_keeps_is_a_lesson_of_the_first_ones(repo: ScratchRepo) -> None:
+    """A lesson keeps at most MAX_FILES files (so an agent's hand-made lesson cannot carry 200,000 rows); a real
+    revert of more files is still a lesson, of the first ones, and its summary counts them all."""
+    import synapse_nb as syn
+    from synapse_nb._util import MAX_FILES
+
+    n = MAX_FILES + 20
+    for i in range(n):
+        repo.write(f"gen/f{i:04d}.txt", f"{i}\n")
+    repo.git("add", "-A")
+    repo.git("commit", "-qm", "Generate the fixtures")
+    repo.git("revert", "--no-edit", "HEAD")
+    with syn.open_vault(repo.root) as v:
+        (les,) = v.lessons.scan()
+        assert len(les.files_affected) == len(les.diffstat) == MAX_FILES
+        assert les.files_affected[0] == "gen/f0000.txt"
+        assert les.summary.endswith(f"and {n - 3} more files"), les.summary

@@ -26,7 +26,16 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb import history
-from synapse_nb._util import MAX_TEXT, check_files, check_limit, check_stored_strings, check_text, fmt_ts, new_id
+from synapse_nb._util import (
+    MAX_FILES,
+    MAX_TEXT,
+    check_files,
+    check_limit,
+    check_stored_strings,
+    check_text,
+    fmt_ts,
+    new_id,
+)
 from synapse_nb.context import agent_environment
 from synapse_nb.errors import ConflictError, GitError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager, exactly_once
@@ -40,6 +49,8 @@ if TYPE_CHECKING:
 __all__ = ["STATUSES", "Lessons"]
 
 STATUSES = ("pending", "approved", "expired")
+#: The reverted commits a lesson keeps (a revert of a merge or a squash names many; the summary counts them all).
+MAX_REVERTED = 100
 _CURRENT: Any = object()
 
 
@@ -101,6 +112,11 @@ class Lessons(KindManager[Lesson]):
             raise ValidationError(f"status {les.status!r} is not one of {', '.join(STATUSES)}")
         check_text(les.summary, "summary", max_len=MAX_TEXT, stored=True)
         check_stored_strings(les.files_affected, "files_affected")
+        for name, rows, most in (("files_affected", les.files_affected, MAX_FILES),
+                                 ("diffstat", les.diffstat, MAX_FILES),
+                                 ("reverted_commits", les.reverted_commits, MAX_REVERTED)):
+            if len(rows) > most:
+                raise ValidationError(f"{name}: {len(rows):,} rows; at most {most} are accepted")
         if les.status == "approved" and (les.approved_at is None or les.expires_at is None):
             raise ValidationError("an approved lesson needs approved_at and expires_at")
 
@@ -127,6 +143,9 @@ class Lessons(KindManager[Lesson]):
             revert_commit = _check_commit(revert_commit, "revert_commit")
         if not isinstance(reverted_commits, list | tuple):
             raise ValidationError("reverted_commits must be a list of dicts (sha, subject, author, date)")
+        if len(reverted_commits) > MAX_REVERTED:
+            raise ValidationError(f"reverted_commits: {len(reverted_commits):,} given; at most {MAX_REVERTED} are "
+                                  "accepted")
         reverted_commits = [_check_commit(x, "reverted_commits item") for x in reverted_commits]
         stats = _check_diffstat(diffstat)
         ctx = self._ctx
@@ -455,10 +474,12 @@ class Lessons(KindManager[Lesson]):
             for rv in result.reverts:
                 if self._table.has_revert(ctx.mind, rv.revert.sha):
                     continue
+                # a revert of more files than a lesson keeps: the first ones (its summary counts them all)
                 les = self.create(
-                    rv.summary, files=list(rv.files_affected), branch=(rv.branches[0] if rv.branches else None),
-                    revert_commit=_commit_dict(rv.revert), reverted_commits=[_commit_dict(x) for x in rv.reverted],
-                    diffstat=[tuple(x) for x in rv.diffstat],
+                    rv.summary, files=list(rv.files_affected[:MAX_FILES]),
+                    branch=(rv.branches[0] if rv.branches else None), revert_commit=_commit_dict(rv.revert),
+                    reverted_commits=[_commit_dict(x) for x in rv.reverted[:MAX_REVERTED]],
+                    diffstat=[tuple(x) for x in rv.diffstat[:MAX_FILES]],
                 )
                 created.append(les.id)
             ctx.store.meta.set_scan_tips(ctx.mind, result.scanned_tips)
@@ -499,6 +520,8 @@ def _check_diffstat(diffstat: Any) -> list[list[Any]]:
         return []
     if isinstance(diffstat, str | bytes) or not isinstance(diffstat, list | tuple):
         raise ValidationError("diffstat must be a list of (path, added, deleted) rows")
+    if len(diffstat) > MAX_FILES:
+        raise ValidationError(f"diffstat: {len(diffstat):,} rows given; at most {MAX_FILES} are accepted")
     stats = []
     for row in diffstat:
         if not isinstance(row, list | tuple) or len(row) != 3:
