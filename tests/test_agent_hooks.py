@@ -337,3 +337,29 @@ def test_the_hook_path_loads_neither_the_cli_framework_nor_the_heavy_stack(repo:
     helped = subprocess.run([sys.executable, "-m", "synapse_nb", "hook", "--help"], check=False, capture_output=True,
                             text=True, cwd=repo, env=env, timeout=60)
     assert helped.returncode == 0 and "Run one agent hook" in helped.stdout  # help goes through the CLI
+
+
+def test_the_session_file_stays_small_whatever_a_harness_sends(repo: Path) -> None:
+    """One PostToolUse listing paths of 100,000 characters, in 64 sessions with ids of 100,000 characters, made a
+    519 MB state file that every later hook read for seconds; and an agent with a shell can write the file itself."""
+    from synapse_nb.agents.sessions import MAX_LIST_CHARS, MAX_STATE_BYTES
+
+    long_paths = [str(repo / ("d" * 100_000) / f"f{i}.py") for i in range(20)] + [str(repo / "src/ok.py")]
+    for s in range(3):
+        payload = claude("PostToolUse", repo, session="s" * 100_000 + str(s), tool_name="MultiEdit",
+                         tool_input={"edits": [{"file_path": p} for p in long_paths], "file_path": long_paths[0]})
+        assert hook("PostToolUse", payload, cwd=repo).returncode == 0
+    state = repo / ".synapse" / STATE_NAME
+    assert state.stat().st_size < 20_000, state.stat().st_size
+    for s in range(3):  # each session still counted, under its hashed key
+        st = read_state(repo / ".synapse", f"default:{'s' * 100_000}{s}")
+        assert st.edits >= 1 and all(len(p) < 1024 for p in st.files)
+    with session_state(repo / ".synapse", "k") as st:
+        for i in range(5_000):
+            st.touch(f"src/{'x' * 200}/{i}.py")
+    assert sum(map(len, read_state(repo / ".synapse", "k").files)) <= MAX_LIST_CHARS
+    state.write_text(json.dumps({"version": 1, "sessions": {"k": {"edits": 3, "files": ["a" * 1000] * 10}}})
+                     + " " * MAX_STATE_BYTES, encoding="utf-8")  # a file written past the bound by hand
+    assert read_state(repo / ".synapse", "k").edits == 0  # not read: started afresh
+    res = hook("UserPromptSubmit", claude("UserPromptSubmit", repo, prompt="deploy?"), cwd=repo)
+    assert res.returncode == 0 and state.stat().st_size < 20_000

@@ -13,7 +13,11 @@ Why a file and not the vault's session tables: these are counters of the agent's
 to ``synapse.db`` on every edit would move the vault's data version, so every recall after an edit would start
 cold, and it would take the database's write lock on every tool call. The file is a cache of the hooks' own: an
 unreadable one is started afresh (a count lost, never a record), and only the newest :data:`MAX_SESSIONS`
-sessions are kept.
+sessions are kept. Its size is bounded whatever a harness sends (or an agent with a shell writes into it): a path
+over :data:`~synapse_nb._util.MAX_PATH_CHARS` is not listed, each list holds at most :data:`MAX_FILES_KEPT` entries
+and :data:`MAX_LIST_CHARS` characters, a session id over :data:`MAX_KEY_CHARS` is kept by its SHA-256, and a file
+over :data:`MAX_STATE_BYTES` is not read (started afresh): one tool call listing 500 paths of 100,000 characters
+once made a 519 MB file that every later hook read for seconds.
 
 Examples
 --------
@@ -30,13 +34,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synapse_nb._util import fmt_ts, utcnow, write_atomic
+from synapse_nb._util import MAX_PATH_CHARS, fmt_ts, utcnow, write_atomic
 
 __all__ = ["LOCK_NAME", "MAX_SESSIONS", "STATE_NAME", "SessionState", "read_state", "session_state"]
 
@@ -44,8 +49,14 @@ STATE_NAME = "agent-sessions.json"
 LOCK_NAME = "agent-sessions.lock"
 #: Sessions kept in the file (the ones touched last).
 MAX_SESSIONS = 64
-#: Files remembered per list (a checkpoint or an episode lists at most these).
+#: Files remembered per list (a checkpoint or an episode lists at most these), and their characters in all.
 MAX_FILES_KEPT = 200
+MAX_LIST_CHARS = 16_384
+#: A session key (mind and session id) longer than this is kept by its SHA-256; a task by its first characters.
+MAX_KEY_CHARS = 256
+MAX_TASK_CHARS = 1_000
+#: A state file larger than this is not read (the lists above keep a written one under ~2.5 MB).
+MAX_STATE_BYTES = 4 * 1024 * 1024
 _VERSION = 1
 
 
@@ -69,14 +80,18 @@ class SessionState:
             return cls()
 
         def strings(v: Any) -> list[str]:
-            return [s for s in v if isinstance(s, str)][:MAX_FILES_KEPT] if isinstance(v, list) else []
+            out: list[str] = []
+            for s in v if isinstance(v, list) else ():
+                if isinstance(s, str):
+                    _add(out, s)
+            return out
 
         def count(v: Any) -> int:
             return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
 
         task = raw.get("task")
         return cls(edits=count(raw.get("edits")), files=strings(raw.get("files")),
-                   changed=strings(raw.get("changed")), task=task if isinstance(task, str) else None,
+                   changed=strings(raw.get("changed")), task=task[:MAX_TASK_CHARS] if isinstance(task, str) else None,
                    lessons=strings(raw.get("lessons")), checkpoints=count(raw.get("checkpoints")),
                    episodes=count(raw.get("episodes")), updated=str(raw.get("updated") or ""))
 
@@ -84,12 +99,26 @@ class SessionState:
         """One edit of ``path``: counted, and listed once in ``files`` and ``changed``."""
         self.edits += 1
         for lst in (self.files, self.changed):
-            if path and path not in lst and len(lst) < MAX_FILES_KEPT:
-                lst.append(path)
+            _add(lst, path)
+
+
+def _add(lst: list[str], item: str) -> None:
+    """Append ``item`` once, within the list's bounds (a path too long to name a file is not listed)."""
+    if (item and len(item) <= MAX_PATH_CHARS and item not in lst and len(lst) < MAX_FILES_KEPT
+            and sum(map(len, lst)) + len(item) <= MAX_LIST_CHARS):
+        lst.append(item)
+
+
+def _key(session: str) -> str:
+    if len(session) <= MAX_KEY_CHARS:
+        return session
+    return "sha256:" + hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _read(path: Path) -> dict[str, Any]:
     try:
+        if path.stat().st_size > MAX_STATE_BYTES:
+            return {}
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
@@ -101,7 +130,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 def read_state(folder: str | Path, session: str) -> SessionState:
     """The session's state as it is now (no lock, nothing written): a fresh one when there is none."""
-    return SessionState.from_json(_read(Path(folder) / STATE_NAME).get(session))
+    return SessionState.from_json(_read(Path(folder) / STATE_NAME).get(_key(session)))
 
 
 @contextlib.contextmanager
@@ -111,7 +140,7 @@ def session_state(folder: str | Path, session: str) -> Iterator[SessionState]:
     The state is written when the block ends without an exception; concurrent hooks (parallel tool calls) take
     turns on the lock, so no edit is counted twice or lost.
     """
-    folder = Path(folder)
+    folder, session = Path(folder), _key(session)
     with open(folder / LOCK_NAME, "a+b") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         try:
