@@ -22,6 +22,10 @@ wrote more than :data:`SYNC_MAX` of them (a bulk load) is checked later, from hi
    Fridays"`` inside a longer text that does not negate: not the same fact; a negation elsewhere in a long message does
    not count against it).
 
+A record already waiting for a human as the hidden side of an open duplicate link is no candidate (a copy is
+paired with the record that stands), and one contradiction with a group of records open against each other stands
+for the whole group: copies or values written over and over add one pair each to the human's queue.
+
 A duplicate link hides one side from recall while it is open (:func:`hidden_side`: a human's record stands over an
 agent's; otherwise the older one stands); a contradiction hides nothing. A human decides every link
 (``Memories.resolve``): merge, keep both, or supersede. Precision and recall on a labelled set:
@@ -355,11 +359,14 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
         if missing:
             df.update(store.recall.doc_freq(missing))
         linked: set[frozenset[str]] = set()  # pairs found in this call (two records of one batch find each other)
+        waiting = {mind: store.links.hidden(mind) for mind in sorted({r.mind for r in records})}
         for rec in records:
             found = []
             for cid in hits.get(rec.id, ()):
                 c = cand.get(cid)
-                if c is None or c.mind != rec.mind:
+                # a record an open duplicate link hides already waits for a human beside the one that stands: it
+                # is no new pair (forty copies of one text made 513 pairs to review, about thirteen a write)
+                if c is None or c.mind != rec.mind or c.id in waiting[rec.mind]:
                     continue
                 verdict = classify(texts[rec.id], c.text, df, n_docs)
                 if verdict.relation is not None:
@@ -367,8 +374,9 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
             if not found:
                 continue
             known = {x.a if x.b == rec.id else x.b for x in store.links.of_record(rec.id)}
+            settled: set[str] = set()  # records an earlier contradiction of this record already puts before a human
             for c, verdict, relation in found:
-                if c.id in known or frozenset((rec.id, c.id)) in linked:
+                if c.id in known or c.id in settled or frozenset((rec.id, c.id)) in linked:
                     continue
                 linked.add(frozenset((rec.id, c.id)))
                 old = store.table(c.kind).get_many(View(rec.mind, rec.updated_at), [c.id]).get(c.id)
@@ -383,4 +391,27 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
                                 relation=relation, score=verdict.score, hidden=hidden, status="open",
                                 reason=verdict.reason, created_at=at or rec.updated_at))
                 known.add(c.id)
+                if relation == "contradiction":  # the records c is open against, directly or through others,
+                    # state the same subject: one pair with c puts the new value before the human beside all of
+                    # them (forty values of one number made 528 pairs, thirteen a write); a record outside that
+                    # group is still paired on its own
+                    settled |= _contradiction_group(store, c.id, out)
     return out
+
+
+#: The most records :func:`_contradiction_group` walks (each one read of its links).
+GROUP_WALK = 64
+
+
+def _contradiction_group(store: VaultStore, rid: str, new: Sequence[Link]) -> set[str]:
+    """The records joined to ``rid`` by open contradiction links (stored, or ``new`` in this check), walked
+    breadth first up to :data:`GROUP_WALK` records."""
+    seen, todo = {rid}, [rid]
+    while todo and len(seen) < GROUP_WALK:
+        at = todo.pop(0)
+        for x in [*store.links.of_record(at), *(x for x in new if at in (x.a, x.b))]:
+            other = x.a if x.b == at else x.b
+            if x.status == "open" and x.relation == "contradiction" and other not in seen:
+                seen.add(other)
+                todo.append(other)
+    return seen

@@ -135,15 +135,19 @@ def test_a_duplicate_that_says_more_is_listed_for_a_human_but_never_hidden(vault
 
 
 def test_the_check_reads_every_candidate_tied_at_its_depth(vault: syn.Vault, agent_vault: syn.Vault) -> None:
-    """Ids are random: a cut inside a tie of BM25 scores would make the links found depend on them."""
+    """Ids are random: a cut inside a tie of BM25 scores would make the links found depend on them. The copies
+    checked together hide each other behind one of them, so a new copy is paired with that one (it must be among
+    the candidates read, wherever its id falls in the tie)."""
     from synapse_nb.dupes import DEPTH
 
     with vault.transaction():  # one transaction of more than DEPTH records, checked together
         tied = [vault.decide("the nightly backup job copies the orders database").id for _ in range(DEPTH + 4)]
     assert len(tied) > DEPTH
     new = agent_vault.decide("the nightly backup job copies the orders database")
-    linked = {x.a if x.b == new.id else x.b for x in vault.memories.conflicts() if new.id in (x.a, x.b)}
-    assert linked == set(tied)
+    links = vault.memories.conflicts()
+    linked = {x.a if x.b == new.id else x.b for x in links if new.id in (x.a, x.b)}
+    standing = set(tied) - {x.hidden for x in links}
+    assert len(standing) == 1 and linked == standing, (tied, links)
 
 
 SHORT_FACT = "Priya adopted a rescue greyhound named Biscuit"
@@ -327,3 +331,36 @@ def test_long_texts_are_parsed_into_a_small_cache() -> None:
     assert dupes._parts_long.cache_info().currsize == 256 and dupes._parts_short.cache_info().currsize == 0
     assert dupes._parts("deploy with make deploy") is dupes._parts("deploy with make deploy")  # cached
     assert dupes._parts_short.cache_info().currsize == 1
+
+
+def test_copies_of_one_text_make_one_pair_each_for_the_human_to_review(vault: syn.Vault,
+                                                                       agent_vault: syn.Vault) -> None:
+    """Each write is compared with its best candidates, and a copy that an open duplicate link already hides is no
+    new pair: forty copies of one text made 513 pairs to review (about thirteen a write), now one each."""
+    text = "the deploy pipeline uses helm charts and an argo rollout canary"
+    first = vault.decide(text)
+    for _ in range(20):
+        agent_vault.decide(text)
+    links = vault.memories.conflicts()
+    assert len(links) == 20 and {lk.b for lk in links} == {first.id}, [(lk.a, lk.b) for lk in links]
+    assert all(lk.hidden == lk.a and lk.relation == "duplicate" for lk in links)
+
+
+def test_many_values_of_one_number_make_one_pair_each_and_other_subjects_keep_theirs(
+        vault: syn.Vault, agent_vault: syn.Vault) -> None:
+    """A new value is paired with one record of the group already open against each other (forty values of one
+    number made 528 pairs to review); a record contradicting two unrelated facts is paired with both."""
+    vault.decide("the nightly deploy takes 5 minutes on the staging cluster")
+    for i in range(6, 26):
+        agent_vault.decide(f"the nightly deploy takes {i} minutes on the staging cluster")
+    links = vault.memories.conflicts()
+    assert len(links) == 20 and {lk.relation for lk in links} == {"contradiction"}
+    ids = {lk.a for lk in links} | {lk.b for lk in links}
+    assert len(ids) == 21  # every value is in the group the human sees
+    other = syn.open_vault(vault.path, mind="other")
+    a = other.decide("the backup job keeps 14 daily snapshots of the billing database")
+    b = other.decide("the api gateway allows 300 requests per minute for each client")
+    c = other.decide("the backup job keeps 30 daily snapshots of the billing database; "
+                     "the api gateway allows 500 requests per minute for each client")
+    pairs = {frozenset((lk.a, lk.b)) for lk in other.memories.conflicts()}
+    assert {frozenset((c.id, a.id)), frozenset((c.id, b.id))} <= pairs, pairs
