@@ -759,12 +759,12 @@ def test_revisions_and_links_are_decided_once_and_a_deletion_drops_the_open_ones
         store.revisions.insert(rev)
         store.links.insert([link(1, a.id, b.id, a.id), link(2, c.id, b.id, c.id)])
         store.links.insert([link(3, a.id, b.id, b.id)])  # the pair is linked already: left as it is
-    assert store.revisions.of_mind("default", "pending") == [rev]
+    assert store.revisions.of_mind("default", "pending") == [rev] == store.revisions.pending_of(rev.rid)
     with store.transaction():
         assert store.revisions.decide(rev.id, "rejected", T1) is True
         assert store.revisions.decide(rev.id, "accepted", T1) is False
         assert store.links.decide("lnk_000000000002", "kept", T1) is True
-    assert store.revisions.get(rev.id).status == "rejected"
+    assert store.revisions.get(rev.id).status == "rejected" and store.revisions.pending_of(rev.rid) == []
     assert store.links.hidden("default") == frozenset({a.id})
     assert [x.id for x in store.links.of_record(b.id)] == ["lnk_000000000001", "lnk_000000000002"]
     with store.transaction():

@@ -175,6 +175,12 @@ class MemoryHistory:
         if not changed:
             return None
         ctx = self._ctx
+        waiting = ctx.store.revisions.pending_of(mem.id)
+        if waiting:  # one proposal per memory waits for a human: the queue holds at most the memories, not the writes
+            raise ConflictError(
+                f"memory {mem.id} already has a proposed change waiting for a human ({waiting[0].id}, proposed "
+                f"{waiting[0].created_at}); nothing was written. A human accepts or rejects it first (synapse-nb "
+                "memory revisions); propose again after that")
         rev = Revision(id=new_id("rev"), rid=mem.id, kind="memory", mind=mem.mind, status="pending",
                        fields=json.dumps(changed, sort_keys=True, ensure_ascii=False), base_digest=mem.digest,
                        actor=ctx.actor, surface=ctx.surface, created_at=ts)

@@ -65,6 +65,10 @@ class RevisionTable(Protocol):
         """By (created_at, id)."""
         ...
 
+    def pending_of(self, rid: str) -> list[Revision]:
+        """The record's pending revisions, by (created_at, id)."""
+        ...
+
     def decide(self, id: str, status: str, at: str) -> bool:
         """Set a pending revision's status; False when it was not pending."""
         ...

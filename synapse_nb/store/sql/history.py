@@ -44,6 +44,7 @@ INSERT_REVISION = f"INSERT INTO revisions({_R}) VALUES ({', '.join('?' * len(REV
 REVISIONS_OF_MIND = f"SELECT {_R} FROM revisions WHERE mind = ? ORDER BY created_at, id"
 REVISIONS_BY_STATUS = f"SELECT {_R} FROM revisions WHERE mind = ? AND status = ? ORDER BY created_at, id"
 REVISION_BY_ID = f"SELECT {_R} FROM revisions WHERE id = ?"
+PENDING_REVISIONS_OF = f"SELECT {_R} FROM revisions WHERE rid = ? AND status = 'pending' ORDER BY created_at, id"
 DECIDE_REVISION = "UPDATE revisions SET status = ?, decided_at = ? WHERE id = ? AND status = 'pending'"
 DELETE_REVISIONS_OF = "DELETE FROM revisions WHERE rid = ?"
 
@@ -139,6 +140,9 @@ class RevisionsQueries(Repository[D]):
         if status is None:
             return [_revision(r) for r in self._db.query(REVISIONS_OF_MIND, (mind,))]
         return [_revision(r) for r in self._db.query(REVISIONS_BY_STATUS, (mind, status))]
+
+    def pending_of(self, rid: str) -> list[Revision]:
+        return [_revision(r) for r in self._db.query(PENDING_REVISIONS_OF, (rid,))]
 
     def decide(self, id: str, status: str, at: str) -> bool:
         return self._db.write(DECIDE_REVISION, (status, at, id)).rowcount > 0
