@@ -331,6 +331,7 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
     """The links the check finds for ``records`` (already stored) against their minds' records: one BM25 read per
     record, then one read of every candidate's text, then :func:`classify` per pair (each text analysed once)."""
     texts = {r.id: r.text for r in records}
+    extra = min(len(records) - 1, SYNC_MAX)
     vocab = sorted({w for t in texts.values() for w in words(t)})
     out: list[Link] = []
     with store.snapshot():
@@ -345,7 +346,9 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
             # the rarest words another record holds too (the record's own count is 1): a long record's words of
             # its own would fill the query and find nothing but itself
             query = sorted(ws, key=lambda w: (df.get(w, 0) <= 1, df.get(w, 0), w))[:MAX_WORDS]
-            got = [h for h in store.recall.bm25(rec.mind, query, depth=2 * DEPTH + 1)
+            # (deeper by the records checked with it, up to SYNC_MAX: copies written together tie with each other
+            # and would otherwise fill the depth, keeping the record they all repeat out of it)
+            got = [h for h in store.recall.bm25(rec.mind, query, depth=2 * DEPTH + 1 + extra)
                    if h.id != rec.id and kind_of_id(h.id) in CHECKED_KINDS]
             # the best DEPTH and every hit tied with the last of them: ids are random, so a cut inside a tie would
             # make the check's answer depend on them
@@ -359,14 +362,33 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
         if missing:
             df.update(store.recall.doc_freq(missing))
         linked: set[frozenset[str]] = set()  # pairs found in this call (two records of one batch find each other)
-        waiting = {mind: store.links.hidden(mind) for mind in sorted({r.mind for r in records})}
+        # A record an open duplicate link hides waits for a human behind the one that stands: a candidate that is
+        # such a record stands for that one (forty copies of one text made 513 pairs to review, about thirteen a
+        # write, and hidden copies could fill the candidates and keep the one that stands out of them).
+        waiting = {mind: set(store.links.hidden(mind)) for mind in sorted({r.mind for r in records})}
+        behind: dict[str, str] = {}  # a hidden record -> the record it waits behind (stored links, or this call's)
+
+        def standing(cid: str, mind: str) -> str:
+            path: set[str] = set()
+            while cid in waiting[mind] and cid not in path:
+                path.add(cid)
+                nxt = behind.get(cid)
+                if nxt is None:
+                    nxt = next((x.a if x.b == cid else x.b for x in store.links.of_record(cid)
+                                if x.status == "open" and x.relation == "duplicate" and x.hidden == cid), None)
+                    if nxt is None:
+                        break
+                    behind[cid] = nxt
+                cid = nxt
+            return cid
+
         for rec in records:
+            ids = [i for i in dict.fromkeys(standing(i, rec.mind) for i in hits.get(rec.id, ())) if i != rec.id]
+            _fetch(store, rec.mind, [i for i in ids if i not in cand], cand, df)
             found = []
-            for cid in hits.get(rec.id, ()):
+            for cid in ids:
                 c = cand.get(cid)
-                # a record an open duplicate link hides already waits for a human beside the one that stands: it
-                # is no new pair (forty copies of one text made 513 pairs to review, about thirteen a write)
-                if c is None or c.mind != rec.mind or c.id in waiting[rec.mind]:
+                if c is None or c.mind != rec.mind:
                     continue
                 verdict = classify(texts[rec.id], c.text, df, n_docs)
                 if verdict.relation is not None:
@@ -376,12 +398,14 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
             known = {x.a if x.b == rec.id else x.b for x in store.links.of_record(rec.id)}
             settled: set[str] = set()  # records an earlier contradiction of this record already puts before a human
             for c, verdict, relation in found:
-                if c.id in known or c.id in settled or frozenset((rec.id, c.id)) in linked:
+                if (c.id in known or frozenset((rec.id, c.id)) in linked
+                        or (relation == "contradiction" and c.id in settled)
+                        or (relation == "duplicate" and rec.id in waiting[rec.mind])):  # it waits behind one already
+                    continue
+                old = store.table(c.kind).get_many(View(rec.mind, rec.updated_at), [c.id]).get(c.id)
+                if old is None:  # written after rec (in one batch): the pair is made from c's side
                     continue
                 linked.add(frozenset((rec.id, c.id)))
-                old = store.table(c.kind).get_many(View(rec.mind, rec.updated_at), [c.id]).get(c.id)
-                if old is None:
-                    continue
                 hidden = hidden_side(rec, old) if relation == "duplicate" else None
                 if hidden is not None:  # left out of recall only when the one that stands says all it says
                     gone, stays = (rec.text, old.text) if hidden == rec.id else (old.text, rec.text)
@@ -391,6 +415,9 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
                                 relation=relation, score=verdict.score, hidden=hidden, status="open",
                                 reason=verdict.reason, created_at=at or rec.updated_at))
                 known.add(c.id)
+                if hidden is not None:  # later records of this call see it waiting
+                    waiting[rec.mind].add(hidden)
+                    behind[hidden] = c.id if hidden == rec.id else rec.id
                 if relation == "contradiction":  # the records c is open against, directly or through others,
                     # state the same subject: one pair with c puts the new value before the human beside all of
                     # them (forty values of one number made 528 pairs, thirteen a write); a record outside that
@@ -400,7 +427,7 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
 
 
 #: The most records :func:`_contradiction_group` walks (each one read of its links).
-GROUP_WALK = 64
+GROUP_WALK = 32
 
 
 def _contradiction_group(store: VaultStore, rid: str, new: Sequence[Link]) -> set[str]:
@@ -411,7 +438,21 @@ def _contradiction_group(store: VaultStore, rid: str, new: Sequence[Link]) -> se
         at = todo.pop(0)
         for x in [*store.links.of_record(at), *(x for x in new if at in (x.a, x.b))]:
             other = x.a if x.b == at else x.b
-            if x.status == "open" and x.relation == "contradiction" and other not in seen:
+            if x.status == "open" and x.relation == "contradiction" and other not in seen and len(seen) < GROUP_WALK:
                 seen.add(other)
                 todo.append(other)
     return seen
+
+
+def _fetch(store: VaultStore, mind: str, ids: Sequence[str], cand: dict[str, Any], df: dict[str, int]) -> None:
+    """Add these records of ``mind`` to the candidates read (with their words' document frequencies)."""
+    if not ids:
+        return
+    by_kind: dict[str, list[str]] = {}
+    for i in sorted(ids):
+        by_kind.setdefault(str(kind_of_id(i)), []).append(i)
+    got = store.recall.fetch(mind, by_kind)
+    cand.update((c.id, c) for c in got)
+    missing = sorted({w for c in got for w in words(c.text)} - set(df))
+    if missing:
+        df.update(store.recall.doc_freq(missing))

@@ -363,3 +363,17 @@ def test_the_session_file_stays_small_whatever_a_harness_sends(repo: Path) -> No
     assert read_state(repo / ".synapse", "k").edits == 0  # not read: started afresh
     res = hook("UserPromptSubmit", claude("UserPromptSubmit", repo, prompt="deploy?"), cwd=repo)
     assert res.returncode == 0 and state.stat().st_size < 20_000
+
+
+def test_a_session_file_near_its_bound_keeps_the_newest_sessions(tmp_path: Path) -> None:
+    """Paths of control characters are written escaped (six bytes a character): a file of many such sessions
+    crossed the read bound and every session's state was thrown away; a write now leaves the oldest out."""
+    from synapse_nb.agents.sessions import MAX_STATE_BYTES
+
+    for s in range(40):
+        with session_state(tmp_path, f"s{s:02d}") as st:
+            for i in range(200):
+                st.touch(f"{i}" + "\x01" * 150)
+    assert (tmp_path / STATE_NAME).stat().st_size <= MAX_STATE_BYTES
+    assert read_state(tmp_path, "s39").edits == 200 and read_state(tmp_path, "s38").edits == 200
+    assert read_state(tmp_path, "s00").edits == 0  # the oldest were left out, not every one

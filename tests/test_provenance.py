@@ -534,10 +534,10 @@ def test_history_and_revision_listings_quote_an_agents_text(project: Path) -> No
     every other ``--json`` does: quoted (one line, banner and label look-alikes neutralised)."""
     v = syn.open_vault(project)
     approved = _approved_lesson(v)
-    v.remember("procedure", "deploy", "make release")
     agent_env = {"CLAUDECODE": "1"}
-    for i in (0, 1, 11):
-        assert _cli(project, "remember", "procedure", "deploy", _payload(i), env=agent_env).exit_code == 0
+    for i in (0, 1, 11):  # one proposal waits per memory: a human memory each
+        v.remember("procedure", f"deploy_{i}", "make release")
+        assert _cli(project, "remember", "procedure", f"deploy_{i}", _payload(i), env=agent_env).exit_code == 0
         assert _cli(project, "remember", "procedure", f"mine_{i}", "x", env=agent_env).exit_code == 0
         assert _cli(project, "remember", "procedure", f"mine_{i}", _payload(i), env=agent_env).exit_code == 0
     for args in (("memory", "revisions", "--json"), ("memory", "revisions", "--status", "all", "--json"),

@@ -189,7 +189,7 @@ def test_the_agent_quota_indices_need_no_schema_version(tmp_path: Path) -> None:
     version (a vault stays openable by every synapse_nb of its version, and read-only); both quota counts use
     them."""
     from synapse_nb.store.sql.queries import AGENT_MEMORIES, AGENT_WRITES
-    from synapse_nb.store.sqlite.schema import INDICES, RETIRED_INDICES
+    from synapse_nb.store.sqlite.schema import INDICES
 
     syn.open_vault(tmp_path).close()
     db = tmp_path / ".synapse" / "synapse.db"
@@ -208,12 +208,7 @@ def test_the_agent_quota_indices_need_no_schema_version(tmp_path: Path) -> None:
     con = sqlite3.connect(db)
     assert not set(INDICES) & {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     con.close()
-    con = sqlite3.connect(db)  # an index an older synapse_nb of this version made, which no query uses now
-    con.execute("CREATE INDEX history_agent ON history(mind, at) WHERE actor = 'agent'")
-    con.commit()
-    con.close()
     syn.open_vault(tmp_path).close()
     con = sqlite3.connect(db)
-    names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-    assert set(INDICES) <= names and not set(RETIRED_INDICES) & names
+    assert set(INDICES) <= {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     con.close()

@@ -15,9 +15,10 @@ cold, and it would take the database's write lock on every tool call. The file i
 unreadable one is started afresh (a count lost, never a record), and only the newest :data:`MAX_SESSIONS`
 sessions are kept. Its size is bounded whatever a harness sends (or an agent with a shell writes into it): a path
 over :data:`~synapse_nb._util.MAX_PATH_CHARS` is not listed, each list holds at most :data:`MAX_FILES_KEPT` entries
-and :data:`MAX_LIST_CHARS` characters, a session id over :data:`MAX_KEY_CHARS` is kept by its SHA-256, and a file
-over :data:`MAX_STATE_BYTES` is not read (started afresh): one tool call listing 500 paths of 100,000 characters
-once made a 519 MB file that every later hook read for seconds.
+and :data:`MAX_LIST_CHARS` characters, a session id over :data:`MAX_KEY_CHARS` is kept by its SHA-256, the oldest
+sessions are left out of a write that would pass :data:`MAX_STATE_BYTES`, and a larger file (written by hand) is not
+read (started afresh): one tool call listing 500 paths of 100,000 characters once made a 519 MB file that every
+later hook read for seconds.
 
 Examples
 --------
@@ -51,11 +52,11 @@ LOCK_NAME = "agent-sessions.lock"
 MAX_SESSIONS = 64
 #: Files remembered per list (a checkpoint or an episode lists at most these), and their characters in all.
 MAX_FILES_KEPT = 200
-MAX_LIST_CHARS = 16_384
+MAX_LIST_CHARS = 32_768
 #: A session key (mind and session id) longer than this is kept by its SHA-256; a task by its first characters.
 MAX_KEY_CHARS = 256
 MAX_TASK_CHARS = 1_000
-#: A state file larger than this is not read (the lists above keep a written one under ~2.5 MB).
+#: A state file is written under this size (the oldest sessions left out) and a larger one is not read.
 MAX_STATE_BYTES = 4 * 1024 * 1024
 _VERSION = 1
 
@@ -148,13 +149,25 @@ def session_state(folder: str | Path, session: str) -> Iterator[SessionState]:
             state = SessionState.from_json(sessions.get(session))
             yield state
             state.updated = fmt_ts(utcnow())
-            sessions[session] = asdict(state)
-            if len(sessions) > MAX_SESSIONS:
-                newest = sorted(sessions, key=lambda s: str((sessions[s] or {}).get("updated", "")), reverse=True)
-                sessions = {s: sessions[s] for s in newest[:MAX_SESSIONS]}
-            _write(folder / STATE_NAME, {"version": _VERSION, "sessions": sessions})
+            sessions[session] = asdict(SessionState.from_json(asdict(state)))  # within the lists' bounds
+            _write(folder / STATE_NAME, {"version": _VERSION, "sessions": _newest(sessions, session)})
         finally:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def _newest(sessions: dict[str, Any], current: str) -> dict[str, Any]:
+    """The newest :data:`MAX_SESSIONS` sessions (``current`` always) whose JSON fits :data:`MAX_STATE_BYTES`."""
+    older = sorted((s for s in sessions if s != current),
+                   key=lambda s: str((sessions[s] or {}).get("updated", "")), reverse=True)
+    order = [current, *older]
+    kept: dict[str, Any] = {}
+    size = 64
+    for s in order[:MAX_SESSIONS]:
+        size += len(json.dumps({s: sessions[s]}, ensure_ascii=False).encode("utf-8"))
+        if size > MAX_STATE_BYTES and kept:
+            break
+        kept[s] = sessions[s]
+    return kept
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:

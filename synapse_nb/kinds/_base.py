@@ -200,8 +200,8 @@ def check_agent_quota(ctx: Context, *, new_memory: bool = False) -> None:
     ``agent_writes_per_hour`` counts the agents' writes in the past hour, from the history entries they left (every
     kind; each create, update, delete and analysis counts, so rewriting one record, or creating and deleting one,
     cannot dodge it), plus the revisions agents proposed to humans' memories, in every mind (an agent chooses its
-    mind: counted per mind, the quota was as many times larger as the minds it wrote to; on a team vault, every
-    mind the agent's login may write);
+    mind: counted per mind, the quota was as many times larger as the minds it wrote to; on a team vault, each
+    agent database login's own writes, so one confined bot cannot use up the others');
     ``agent_memories_per_mind`` the mind's agent memories, checked when a write would add one (``new_memory``).
     Both are settings a human may raise (``vault.settings.set("agent_writes_per_hour", 2000)``).
 

@@ -131,8 +131,8 @@ class MemoryHistory:
 
     def revert(self, id: str, *, to: int) -> Memory:
         """Restore version ``to`` of a memory as a new change (human only): its content, tags, priority,
-        confidence, expiry and verification come back as they were; a memory deleted since is stored again under
-        its id.
+        confidence, expiry, author (``source``) and verification come back as they were; a memory deleted since is
+        stored again under its id.
 
         A version nobody verified comes back unverified: naming a version number is not reading its text, so an
         agent's wording never turns into a verified memory by a revert (verify it after reading it:
@@ -156,9 +156,11 @@ class MemoryHistory:
                 self._table.insert(restored)
             else:
                 restored = replace(current, updated_at=ts, content=old.content, tags=old.tags, priority=old.priority,
-                                   confidence=old.confidence, expires_at=old.expires_at, verified=old.verified)
+                                   confidence=old.confidence, expires_at=old.expires_at, source=old.source,
+                                   verified=old.verified)
                 self._table.update(rid, updated_at=ts, content=old.content, tags=old.tags, priority=old.priority,
-                                   confidence=old.confidence, expires_at=old.expires_at, verified=old.verified)
+                                   confidence=old.confidence, expires_at=old.expires_at, source=old.source,
+                                   verified=old.verified)
             self._changed("revert", current, restored, ts)
         return restored
 
@@ -175,14 +177,17 @@ class MemoryHistory:
         if not changed:
             return None
         ctx = self._ctx
+        fields = json.dumps(changed, sort_keys=True, ensure_ascii=False)
         waiting = ctx.store.revisions.pending_of(mem.id)
+        if waiting and waiting[0].fields == fields and waiting[0].base_digest == mem.digest:
+            return waiting[0]  # the same proposal again (a retry after an unknown commit): it is waiting already
         if waiting:  # one proposal per memory waits for a human: the queue holds at most the memories, not the writes
             raise ConflictError(
                 f"memory {mem.id} already has a proposed change waiting for a human ({waiting[0].id}, proposed "
                 f"{waiting[0].created_at}); nothing was written. A human accepts or rejects it first (synapse-nb "
                 "memory revisions); propose again after that")
         rev = Revision(id=new_id("rev"), rid=mem.id, kind="memory", mind=mem.mind, status="pending",
-                       fields=json.dumps(changed, sort_keys=True, ensure_ascii=False), base_digest=mem.digest,
+                       fields=fields, base_digest=mem.digest,
                        actor=ctx.actor, surface=ctx.surface, created_at=ts)
         ctx.store.revisions.insert(rev)
         return rev

@@ -239,6 +239,35 @@ def test_the_agents_hourly_quota_holds_across_minds_and_concurrent_agents(
         agent.with_mind("never_used").decisions.create("one more")
 
 
+def test_each_agent_login_has_its_own_quota(seeded: dict[str, Any], machine: Any, logins: dict[str, str],
+                                            pg_admin_url: str, project: str) -> None:
+    """Counted over every mind for all agents, one bot confined to a sandbox mind used up the hour of every other
+    agent of the team (and of a person's own agent handle). Each login counts its own writes; a raw insert cannot
+    name another login (a trigger sets it)."""
+    seeded["user"].settings.set("agent_writes_per_hour", 3)
+    login = f"{project}_sandbox_login"
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {login} LOGIN IN ROLE {project}_agent")
+        c.execute(f"INSERT INTO {project}.mind_grants(grantee, mind) VALUES (%s, 'sandbox')", (login,))
+    sandbox_url = logins["agent"].replace(f"{project}_agent_login", login)
+    sandbox = machine("sandbox", sandbox_url, actor="agent", mind="sandbox")
+    for i in range(3):
+        sandbox.checkpoint(f"sandbox step {i}")
+    with pytest.raises(QuotaExceededError):
+        sandbox.checkpoint("one too many")
+    bot = machine("bot", logins["agent"], actor="agent")
+    for mind in ("default", "sandbox", "alice"):
+        bot.with_mind(mind).checkpoint(f"bot step in {mind}")
+    with pytest.raises(QuotaExceededError):
+        bot.checkpoint("one too many")
+    with psycopg.connect(sandbox_url.split("?")[0]) as c:  # a raw history row naming the other login
+        c.execute(f"SET search_path = {project}")
+        c.execute("INSERT INTO history(id, rid, kind, mind, version, action, actor, surface, at, login) "
+                  "VALUES ('hst_raw', 'chk_raw', 'checkpoint', 'sandbox', 1, 'create', 'agent', 'sql', "
+                  "next_stamp(), %s)", (f"{project}_agent_login",))
+        assert c.execute("SELECT login FROM history WHERE id = 'hst_raw'").fetchone()[0] == login
+
+
 def test_an_agents_write_that_finds_a_near_duplicate_is_stored_once_without_an_error(
         seeded: dict[str, Any], machine: Any, logins: dict[str, str]) -> None:
     """The proposal guard of revisions and links read NEW.actor for both; a link has no such column, so the agent's

@@ -54,7 +54,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(9, "memory that keeps its history: history, revisions, links, exports", "history.sql"),
     Migration(10, "indices for the agent quotas: the agents' history entries and memories per mind",
               "agent_writes.sql"),
-    Migration(11, "the agents' hourly quota counts every mind the caller may write; conflict links pass the "
+    Migration(11, "the agents' hourly quota counts each login's writes in every mind; conflict links pass the "
               "proposal guard", "agent_quota_minds.sql"),
 )
 #: The schema version this synapse_nb reads and writes.

@@ -82,8 +82,8 @@ class SessionsQueries(SharedSessionsQueries[PgDatabase]):
 class MetaQueries(SharedMetaQueries[PgDatabase]):
     """Settings and quotas as shared, but the agents' writes are counted by a function of the schema
     (``agent_writes_since``, migration 10): row-level security hides from the agent role the history of pending
-    lessons, so the shared count, run as the agent, missed its analyses of them. Since migration 11 it counts every
-    mind the caller may write, not one."""
+    lessons, so the shared count, run as the agent, missed its analyses of them. Since migration 11 it counts the
+    calling login's own writes in every mind (each history entry and revision records its login)."""
 
     def agent_writes(self, since: str) -> int:
         row = self._db.query_one("SELECT agent_writes_since(?)", (since,))

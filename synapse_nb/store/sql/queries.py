@@ -34,8 +34,8 @@ GET_META = "SELECT value FROM meta WHERE key = ?"
 #: delete or analysis: a record rewritten ten times, or created and deleted, counts every time, since each entry
 #: keeps the record as it was), through the partial index history_agent_at; plus the revisions agents proposed to
 #: humans' memories since then (each a write that waits for a human, with no history entry of its own), through
-#: revisions_agent. PostgreSQL runs the same count in a function of its schema (agent_writes_since), past row-level
-#: security, over the minds the caller may write.
+#: revisions_agent. PostgreSQL runs the count in a function of its schema (agent_writes_since), past row-level
+#: security, for the calling database login's own writes (one agent login cannot use up another's quota).
 AGENT_WRITES = ("SELECT (SELECT count(*) FROM history WHERE at >= ? AND actor = 'agent')"
                 " + (SELECT count(*) FROM revisions WHERE created_at >= ? AND actor = 'agent')")
 AGENT_MEMORIES = "SELECT count(*) FROM memories WHERE mind = ? AND source = 'agent'"

@@ -48,7 +48,6 @@ from synapse_nb.store.sqlite.schema import (
     FTS_QUEUE_TARGETS,
     INDICES,
     MIGRATIONS,
-    RETIRED_INDICES,
     SCHEMA_VERSION,
     split_sql,
 )
@@ -225,17 +224,15 @@ class Database:
         self._ensure_indices()
 
     def _ensure_indices(self) -> None:
-        """Create the :data:`INDICES` a writable vault lacks and drop the :data:`RETIRED_INDICES` it has (one read
-        when there is nothing to do; no version moves)."""
+        """Create the :data:`INDICES` a writable vault lacks (one read when none is missing; no version moves)."""
         if self.readonly:
             return
         with self._lock:
             have = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-        todo = [sql for name, sql in INDICES.items() if name not in have]
-        todo += [f"DROP INDEX IF EXISTS {name}" for name in RETIRED_INDICES if name in have]
-        if todo:
+        missing = [sql for name, sql in INDICES.items() if name not in have]
+        if missing:
             with self.transaction() as c:
-                for sql in todo:
+                for sql in missing:
                     c.execute(sql)
 
     # -- transactions ---------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import sqlite3
 from synapse_nb.store.sqlite.history_schema import V6_HISTORY
 
 __all__ = ["CONTEXT_N", "FTS_FLUSH", "FTS_MARKERS", "FTS_QUEUE_CLEAR", "FTS_QUEUE_TARGETS", "FTS_TABLES", "GATE_TEXT",
-           "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "RETIRED_INDICES", "SCHEMA_VERSION", "split_sql"]
+           "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "SCHEMA_VERSION", "split_sql"]
 
 SCHEMA_VERSION = 6
 
@@ -532,16 +532,15 @@ MIGRATIONS: dict[int, str] = {
 #: every synapse_nb of its schema version (an index is invisible to a reader that does not use it). The agent
 #: quotas' counts, read on every agent write: ``history_agent_at`` and ``revisions_agent`` (the agents' history
 #: entries and proposed revisions by time, for the hourly quota over every mind: without them every entry of the
-#: hour was read, a human's bulk import included; ``history_agent``, by (mind, at), served the count per mind before
-#: it counted every mind, and a writable open drops it) and ``memories_agent``
+#: hour was read, a human's bulk import included; ``history_at`` orders every entry, these only the agents'. The
+#: count per mind used ``history_agent`` by (mind, at): a vault that has it keeps it, since an older synapse_nb of
+#: this version would build it again on each open) and ``memories_agent``
 #: (the agents' memories per mind: without it every memory of the mind was counted, 66 ms a write at 200,000).
 INDICES: dict[str, str] = {
     "history_agent_at": "CREATE INDEX IF NOT EXISTS history_agent_at ON history(at) WHERE actor = 'agent'",
     "revisions_agent": "CREATE INDEX IF NOT EXISTS revisions_agent ON revisions(created_at) WHERE actor = 'agent'",
     "memories_agent": "CREATE INDEX IF NOT EXISTS memories_agent ON memories(mind) WHERE source = 'agent'",
 }
-#: Indices no query uses any more: a writable open drops them (each costs every write its upkeep).
-RETIRED_INDICES: tuple[str, ...] = ("history_agent",)
 
 
 def split_sql(script: str) -> list[str]:
