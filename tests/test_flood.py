@@ -285,3 +285,15 @@ def test_the_same_proposal_again_is_the_one_waiting(pair: tuple[syn.Vault, syn.V
     agent.memories.update(m.id, content="make release && make tag")
     agent.memories.update(m.id, content="make release && make tag")
     assert len(user.memories.revisions()) == 1
+
+
+def test_a_proposal_a_human_has_overtaken_no_longer_holds_the_place(pair: tuple[syn.Vault, syn.Vault]) -> None:
+    user, agent = pair
+    m = user.remember("procedure", "deploy", "make release")
+    agent.memories.update(m.id, content="make release && make tag")
+    user.memories.update(m.id, content="make release-2")  # the human changed the memory meanwhile
+    agent.memories.update(m.id, content="make release-2 && make tag")
+    assert [r.proposed["content"] for r in user.memories.revisions()] == ["make release && make tag",
+                                                                         "make release-2 && make tag"]
+    with pytest.raises(ConflictError, match="waiting for a human"):
+        agent.memories.update(m.id, content="something else")

@@ -178,10 +178,12 @@ class MemoryHistory:
             return None
         ctx = self._ctx
         fields = json.dumps(changed, sort_keys=True, ensure_ascii=False)
-        waiting = ctx.store.revisions.pending_of(mem.id)
-        if waiting and waiting[0].fields == fields and waiting[0].base_digest == mem.digest:
+        # one proposal per version of a memory waits for a human: the queue holds at most the memories, not the
+        # writes (one made against a version a human has since changed no longer holds the place)
+        waiting = [r for r in ctx.store.revisions.pending_of(mem.id) if r.base_digest == mem.digest]
+        if waiting and waiting[0].fields == fields:
             return waiting[0]  # the same proposal again (a retry after an unknown commit): it is waiting already
-        if waiting:  # one proposal per memory waits for a human: the queue holds at most the memories, not the writes
+        if waiting:
             raise ConflictError(
                 f"memory {mem.id} already has a proposed change waiting for a human ({waiting[0].id}, proposed "
                 f"{waiting[0].created_at}); nothing was written. A human accepts or rejects it first (synapse-nb "
