@@ -179,3 +179,28 @@ def test_cli_recall_eval_takes_a_subset(subset: Path) -> None:
             "offtopic_nothing_new_rate", "by_category"} <= set(out)
     both = CliRunner().invoke(app, ["recall", "eval", str(subset), "--subset", "dev", "--conversations", "1"])
     assert both.exit_code != 0 and "not both" in both.output
+
+
+def test_a_file_with_each_messages_time_and_iso_times_keeps_them(tmp_path: Path) -> None:
+    """A messaging app's export gives every message its time, often in ISO 8601 or Unix seconds: each turn keeps
+    its own (written as LoCoMo writes times, so documents and questions read alike), and the vault's episodes are
+    stamped with it; LoCoMo's own session times are kept as written."""
+    path = _toy(tmp_path)
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    conv = raw[0]["conversation"]
+    conv["session_2_date_time"] = "2023-06-09T10:00:00Z"
+    conv["session_1"][1]["timestamp"] = "2023-05-08T14:03:00+00:00"
+    conv["session_1"][2]["date_time"] = 1683555000  # Unix seconds: 2023-05-08 14:10 UTC
+    conv["session_2"][1]["time"] = "not a time"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    turns = {t.dia_id: t.session_date for t in load_locomo(path)[0].turns}
+    assert turns == {"D1:1": "1:56 pm on 8 May, 2023", "D1:2": "2:03 pm on 8 May, 2023",
+                     "D1:3": "2:10 pm on 8 May, 2023", "D2:1": "10:00 am on 9 June, 2023", "D2:2": "not a time"}
+    (tmp_path / "v").mkdir()
+    v, _ = build_locomo_vault(load_locomo(path)[0], tmp_path / "v")
+    try:
+        eps = {e.refs[0]: e.created_at for e in v.episodes.history(limit=None)}
+        assert eps["D1:2"].startswith("2023-05-08T14:03") and eps["D1:3"].startswith("2023-05-08T14:10")
+        assert eps["D2:1"].startswith("2023-06-09T10:00")
+    finally:
+        v.close()

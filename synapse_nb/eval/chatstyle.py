@@ -46,7 +46,7 @@ in subprocesses). Changing one turn changes no other turn's text (only the times
 
 Examples
 --------
->>> from synapse_nb.eval.locomo import Conversation, Question, Turn
+>>> from synapse_nb.eval.locomo import Conversation, Question, Turn, format_time, parse_time
 >>> conv = Conversation("c", "Ann", "Bob", (
 ...     Turn("D1:1", "Ann", "Guess what? I got the job at the bakery, and I start tomorrow!", 1,
 ...          "1:56 pm on 8 May, 2023"),), (Question("Where does Ann work?", "bakery", ("D1:1",), 4),))
@@ -66,7 +66,7 @@ import re
 from dataclasses import dataclass, fields, replace
 
 from synapse_nb.errors import ValidationError
-from synapse_nb.eval.locomo import Conversation, Question, Turn
+from synapse_nb.eval.locomo import Conversation, Question, Turn, format_time, parse_time
 from synapse_nb.text import ENGLISH_STOP_WORDS, FTS_TOKEN_RE
 
 __all__ = ["ABBREVIATIONS", "BACKCHANNEL_TURNS", "BACKCHANNEL_WORDS", "ChatStyle", "EMOJI", "OPENERS",
@@ -176,8 +176,6 @@ _INNER_APOSTROPHE = re.compile(r"(?<=[A-Za-z])['’](?=[A-Za-z])")
 _PHRASES = sorted(ABBREVIATIONS, key=lambda p: (-len(p.split()), p))  # longer phrases first
 _ABBREV_RE = re.compile(r"(?<![A-Za-z'])(" + "|".join(re.escape(p) for p in _PHRASES) + r")(?![A-Za-z'])",
                         re.IGNORECASE)
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December")
 
 
 def _rng(seed: int, sample_id: str, dia_id: str) -> random.Random:
@@ -282,22 +280,6 @@ def content_message(text: str) -> bool:
     return any(w not in ENGLISH_STOP_WORDS and w not in BACKCHANNEL_WORDS for w in FTS_TOKEN_RE.findall(text.lower()))
 
 
-def _parse_time(session_date: str) -> _dt.datetime | None:
-    text = " ".join(session_date.replace(",", " ").split())
-    for fmt in ("%I:%M %p on %d %B %Y", "%I:%M %p on %d %b %Y"):
-        try:
-            return _dt.datetime.strptime(text, fmt)
-        except ValueError:
-            continue
-    return None
-
-
-def _format_time(t: _dt.datetime) -> str:
-    """LoCoMo's own format: ``"1:56 pm on 8 May, 2023"`` (no locale, no platform-specific directive)."""
-    hour = t.hour % 12 or 12
-    return f"{hour}:{t.minute:02d} {'am' if t.hour < 12 else 'pm'} on {t.day} {_MONTHS[t.month - 1]}, {t.year}"
-
-
 def chat_style(conv: Conversation, style: ChatStyle = ChatStyle()) -> Conversation:
     """``conv`` rewritten as real chat (see the module docstring): new turns with ids ``D<s>:<t>.<k>`` (the
     ``k``-th message of turn ``D<s>:<t>``) and ``D<s>:<t>.r`` (a back-channel answer to it), and the questions with
@@ -308,7 +290,7 @@ def chat_style(conv: Conversation, style: ChatStyle = ChatStyle()) -> Conversati
     for turn in conv.turns:
         rng = _rng(style.seed, conv.sample_id, turn.dia_id)
         if turn.session not in clock:
-            clock[turn.session] = _parse_time(turn.session_date)
+            clock[turn.session] = parse_time(turn.session_date)
         else:
             clock[turn.session] = _advance(clock[turn.session], rng, style.gap_turn)
         pieces = split_turn(turn.text, rng, style)
@@ -342,7 +324,7 @@ def _advance(t: _dt.datetime | None, rng: random.Random, gap: tuple[int, int]) -
 
 
 def _when(t: _dt.datetime | None, turn: Turn) -> str:
-    return turn.session_date if t is None else _format_time(t)
+    return turn.session_date if t is None else format_time(t)
 
 
 def _keys(text: str) -> frozenset[str]:

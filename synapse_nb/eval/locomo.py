@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import os
 import re
@@ -27,10 +28,70 @@ from typing import Any
 
 from synapse_nb.errors import DatasetError
 
-__all__ = ["CATEGORIES", "Conversation", "Question", "Turn", "load_locomo", "normalize_evidence"]
+__all__ = ["CATEGORIES", "TURN_TIME_KEYS", "Conversation", "Question", "Turn", "format_time", "load_locomo",
+           "normalize_evidence", "parse_time"]
 
 #: category id -> name, as scored by LoCoMo's task_eval/evaluation.py
 CATEGORIES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+
+#: A turn's own time, when a file gives one (a messaging app's export gives each message its time); LoCoMo gives
+#: a time per session only.
+TURN_TIME_KEYS = ("date_time", "timestamp", "time", "datetime")
+_LOCOMO_TIME = ("%I:%M %p on %d %B %Y", "%I:%M %p on %d %b %Y")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+
+
+def parse_time(value: object) -> _dt.datetime | None:
+    """A time as LoCoMo writes it (``"1:56 pm on 8 May, 2023"``), in ISO 8601 (``"2023-05-08T13:56:00Z"``,
+    ``"2023-05-08 13:56"``) or as Unix seconds; naive, in the time it was written in (UTC for seconds and zones).
+
+    >>> parse_time("1:56 pm on 8 May, 2023") == parse_time("2023-05-08T15:56:00+02:00") == parse_time(1683554160)
+    True
+    >>> parse_time("2023-05-08 13:56")
+    datetime.datetime(2023, 5, 8, 13, 56)
+    >>> parse_time("last Tuesday") is None
+    True
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            return _dt.datetime.fromtimestamp(value, _dt.UTC).replace(tzinfo=None)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if not isinstance(value, str):
+        return None
+    text = " ".join(value.replace(",", " ").split())
+    for fmt in _LOCOMO_TIME:
+        try:
+            return _dt.datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    try:
+        t = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t.astimezone(_dt.UTC).replace(tzinfo=None) if t.tzinfo is not None else t
+
+
+def format_time(t: _dt.datetime) -> str:
+    """LoCoMo's own format: ``"1:56 pm on 8 May, 2023"`` (no locale, no platform-specific directive).
+
+    >>> format_time(_dt.datetime(2023, 5, 8, 13, 56))
+    '1:56 pm on 8 May, 2023'
+    """
+    hour = t.hour % 12 or 12
+    return f"{hour}:{t.minute:02d} {'am' if t.hour < 12 else 'pm'} on {t.day} {_MONTHS[t.month - 1]}, {t.year}"
+
+
+def _when(value: object, default: str) -> str:
+    """A time of the file as LoCoMo writes it (another format it knows is rewritten; anything else kept as text)."""
+    if value is None or value == "":
+        return default
+    if isinstance(value, str) and (" on " in value or parse_time(value) is None):
+        return value
+    t = parse_time(value)
+    return default if t is None else format_time(t)
+
 
 _EVIDENCE = re.compile(r"D\s*(?::\s*)?(\d+)\s*:\s*(\d+)")
 _SESSION = re.compile(r"session_(\d+)")
@@ -49,7 +110,8 @@ class Turn:
     session
         Session number (1-based, chronological).
     session_date
-        The session's free-text timestamp, e.g. ``"1:56 pm on 8 May, 2023"``.
+        The turn's time as free text, e.g. ``"1:56 pm on 8 May, 2023"``: its own when the file gives one
+        (:data:`TURN_TIME_KEYS`), else its session's.
     caption
         BLIP caption of a shared image, or ``None``.
     """
@@ -189,15 +251,16 @@ def load_locomo(path: str | os.PathLike[str]) -> list[Conversation]:
         )
         turns: list[Turn] = []
         for number, key in sessions:
-            date = str(conv.get(f"{key}_date_time", ""))
+            date = _when(conv.get(f"{key}_date_time"), "")
             for turn in conv[key]:
+                own = next((turn[k] for k in TURN_TIME_KEYS if turn.get(k) not in (None, "")), None)
                 turns.append(
                     Turn(
                         dia_id=str(turn["dia_id"]),
                         speaker=str(turn["speaker"]),
                         text=str(turn.get("text", "")),
                         session=number,
-                        session_date=date,
+                        session_date=_when(own, date),
                         caption=_text(turn.get("blip_caption")),
                     )
                 )

@@ -43,7 +43,6 @@ Examples
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import json
 import os
@@ -57,7 +56,7 @@ from synapse_nb import Vault, open_vault
 from synapse_nb.errors import DatasetError, ValidationError
 from synapse_nb.eval.chatstyle import ChatStyle, chat_style_all
 from synapse_nb.eval.data import bundled_datasets_dir
-from synapse_nb.eval.locomo import CATEGORIES, Conversation, load_locomo
+from synapse_nb.eval.locomo import CATEGORIES, Conversation, load_locomo, parse_time
 from synapse_nb.eval.metrics import mrr, ndcg_at_k, recall_at_k
 from synapse_nb.eval.progress import progress_bar
 from synapse_nb.recall import Bars
@@ -170,13 +169,8 @@ def turn_document(conv: Conversation, i: int, *, date: bool = True, caption: boo
 
 def _iso(session_date: str) -> str:
     """``"1:56 pm on 8 May, 2023"`` -> ``"2023-05-08T13:56:00Z"`` (a fixed epoch when unparsable)."""
-    text = " ".join(session_date.replace(",", " ").split())
-    for fmt in ("%I:%M %p on %d %B %Y", "%I:%M %p on %d %b %Y"):
-        try:
-            return _dt.datetime.strptime(text, fmt).strftime("%Y-%m-%dT%H:%M:%SZ")
-        except ValueError:
-            continue
-    return _EPOCH
+    t = parse_time(session_date)
+    return _EPOCH if t is None else t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _episode_id(sample_id: str, dia_id: str) -> str:
