@@ -183,6 +183,14 @@ class KindManager(Generic[R]):
                 f"an agent may not {action} {record.kind} {record.id}: it was written by the user; "
                 "propose a new record instead")
 
+    def _begin_write(self) -> str:
+        """The write's stamp, then the agent quota (call inside the write's transaction): the stamp takes the vault's
+        write lock (a team server's plain ``BEGIN`` takes none), so concurrent agents' counts see each other's
+        writes; counted first, 30 agents writing at once at a quota of 5 all got through."""
+        ts = self._ctx.store.stamp(self._ctx.now_ts())
+        self._agent_quota()
+        return ts
+
     def _agent_quota(self, *, new_memory: bool = False) -> None:
         """Refuse an agent's write past a quota a human set; call inside the write's transaction. A no-op for
         the user actor (human writes are never limited)."""

@@ -79,8 +79,7 @@ class Checkpoints(KindManager[Checkpoint]):
             origin = "agent"
         branch, commit = ctx.git.head()
         with ctx.store.transaction():
-            ts = ctx.store.stamp(ctx.now_ts())  # the write lock first (a team server's BEGIN takes none):
-            self._agent_quota()  # concurrent agents' counts then see each other's writes
+            ts = self._begin_write()
             ckp = Checkpoint(id=new_id("ckp"), mind=ctx.mind, created_at=ts, updated_at=ts, doing=doing,
                              changed_files=changed, next_step=nxt, blockers=blk, branch=branch, commit=commit,
                              origin=origin, source=ctx.actor)

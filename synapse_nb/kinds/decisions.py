@@ -52,8 +52,7 @@ class Decisions(KindManager[Decision]):
         ctx = self._ctx
         branch, commit = ctx.git.head()
         with ctx.store.transaction():
-            ts = ctx.store.stamp(ctx.now_ts())  # the write lock first (a team server's BEGIN takes none):
-            self._agent_quota()  # concurrent agents' counts then see each other's writes
+            ts = self._begin_write()
             dec = Decision(id=new_id("dec"), mind=ctx.mind, created_at=ts, updated_at=ts, decision=decision,
                            rationale=rationale, tags=tag_t, branch=branch, commit=commit, source=ctx.actor)
             self._table.insert(dec)

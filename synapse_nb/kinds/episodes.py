@@ -110,8 +110,7 @@ class Episodes(KindManager[Episode]):
             raise ValidationError(f"actor must be a non-empty text, got {actor!r}")
         self.check_record(probe)
         with ctx.store.transaction():
-            ts = ctx.store.stamp(ctx.now_ts())  # the write lock first (a team server's BEGIN takes none):
-            self._agent_quota()  # concurrent agents' counts then see each other's writes
+            ts = self._begin_write()
             prior = self._table.last(self._view(), task_key)
             if probe.thread is not None and seq is None:
                 seq = self._table.next_seq(ctx.mind, probe.thread)

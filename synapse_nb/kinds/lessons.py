@@ -151,8 +151,7 @@ class Lessons(KindManager[Lesson]):
         ctx = self._ctx
         revert_sha = revert_commit["sha"] if revert_commit else None
         with ctx.store.transaction():
-            ts = ctx.store.stamp(ctx.now_ts())  # the write lock first (a team server's BEGIN takes none):
-            self._agent_quota()  # concurrent agents' counts then see each other's writes
+            ts = self._begin_write()
             if revert_sha and self._table.has_revert(ctx.mind, revert_sha):
                 raise ConflictError(f"a lesson for revert {revert_sha[:12]} already exists in mind {ctx.mind!r}")
             les = Lesson(id=new_id("les"), mind=ctx.mind, created_at=ts, updated_at=ts, status="pending",
@@ -391,8 +390,7 @@ class Lessons(KindManager[Lesson]):
         ctx = self._ctx
         named = full if ctx.actor == "user" else repr(id.strip())  # never spell out a hidden id to an agent
         with ctx.store.transaction():
-            ts = ctx.store.stamp(ctx.now_ts())  # the write lock first: concurrent agents' quota counts see each other
-            self._agent_quota()
+            ts = self._begin_write()
             state = self._table.analysis_state(full)
             if state is None:  # deleted since it resolved
                 raise NotFoundError(f"no lesson {named}: it was removed meanwhile; nothing was written")

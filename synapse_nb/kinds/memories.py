@@ -208,8 +208,7 @@ class Memories(MemoryHistory, KindManager[Memory]):
         now = ctx.now()
         new_exp = mem.expires_at if expires is _UNSET else resolve_expiry(expires, now, "expires")
         with ctx.store.transaction():
-            ts = ctx.store.stamp(ctx.now_ts())  # the write lock first (a team server's BEGIN takes none):
-            self._agent_quota()  # concurrent agents' counts then see each other's writes
+            ts = self._begin_write()
             after = replace(mem, updated_at=ts, content=new_content, tags=new_tags, priority=new_prio,
                             confidence=new_conf, verified=new_verified, expires_at=new_exp)
             if self.needs_revision(mem):

@@ -51,8 +51,7 @@ class Notes(KindManager[Note]):
         body = check_text(body, "body", max_len=MAX_TEXT)
         ctx = self._ctx
         with ctx.store.transaction():
-            ts = ctx.store.stamp(ctx.now_ts())  # the write lock first (a team server's BEGIN takes none):
-            self._agent_quota()  # concurrent agents' counts then see each other's writes
+            ts = self._begin_write()
             existing = self._table.by_name(self._view(), name)
             if existing is None:
                 nid = new_id("note")
