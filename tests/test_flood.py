@@ -297,3 +297,28 @@ def test_a_proposal_a_human_has_overtaken_no_longer_holds_the_place(pair: tuple[
                                                                          "make release-2 && make tag"]
     with pytest.raises(ConflictError, match="waiting for a human"):
         agent.memories.update(m.id, content="something else")
+
+
+def test_new_sessions_past_the_hours_bound_are_not_recorded(pair: tuple[syn.Vault, syn.Vault], clock: Clock,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A caller names its session (an MCP client, a hook, --session): one naming a new session on every call added
+    rows without end (2,000 recalls, 10,000 rows). A new session is recorded only while the mind had fewer than
+    SESSIONS_PER_HOUR in the past hour; known sessions go on; one past the bound gets every recall in full."""
+    from synapse_nb.recall import delta
+
+    monkeypatch.setattr(delta, "SESSIONS_PER_HOUR", 3)
+    user, agent = pair
+    _topics(user)
+
+    def sessions() -> set[str]:
+        return {r[0] for r in user._ctx.store.query("SELECT DISTINCT session FROM session_seen")}
+
+    for i in range(6):
+        assert agent.recall("how long are logs kept?", session=f"s{i}").items
+    assert sessions() == {"s0", "s1", "s2"}
+    assert not agent.recall("how long are logs kept?", session="s0").items  # known: its delta holds
+    assert agent.recall("how long are logs kept?", session="s5").items  # not recorded: in full again
+    assert agent.recall("which token expires after 15 minutes?", session="s1").items
+    clock.t += timedelta(hours=1, seconds=1)
+    agent.recall("how long are logs kept?", session="s9")
+    assert "s9" in sessions()

@@ -5,13 +5,20 @@ its walk may reach and its lessons together; the gate skips records given before
 top-k and budget (they never use a slot); lessons shown before are named by id only; what is given is recorded
 in one write. Recording is a convenience: a failed write (a
 read-only vault, a locked disk) never fails the recall.
+
+A session's id comes from its caller (an MCP client, a hook's harness, ``--session``), so a caller naming a new
+session on every call would add rows without end: a session the mind has not seen is recorded only while the mind
+has had fewer than :data:`SESSIONS_PER_HOUR` sessions given something in the past hour (sessions already known go
+on being recorded; a session over the bound gets every recall in full, as a recall without a session does).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from synapse_nb._util import fmt_ts
 from synapse_nb.errors import StoreError
 from synapse_nb.models import Lesson
 from synapse_nb.recall.types import RecallItem
@@ -19,7 +26,10 @@ from synapse_nb.recall.types import RecallItem
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["record_given", "seen_digests"]
+__all__ = ["SESSIONS_PER_HOUR", "record_given", "seen_digests"]
+
+#: New sessions a mind records in an hour (what each was given); a session past it is not recorded.
+SESSIONS_PER_HOUR = 256
 
 
 
@@ -40,7 +50,9 @@ def record_given(ctx: Context, session: str | None, kept: list[RecallItem], less
     given = [(k.id, k.record.digest) for k in kept] + [(x.id, x.digest) for x in lessons if x.id not in shown_before]
     if given and not store.readonly:
         try:
-            store.sessions.mark(ctx.mind, session, given, now)
+            # a session that was given before is known; another is recorded only within the hour's bound
+            since = None if seen else fmt_ts(ctx.now() - timedelta(hours=1))
+            store.sessions.mark(ctx.mind, session, given, now, new_since=since, new_limit=SESSIONS_PER_HOUR)
         except StoreError as exc:  # delta state is a convenience: never fail a recall for it
             import logging  # only on this rare path: logging costs a cold hook ~3 ms to import
 

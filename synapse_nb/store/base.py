@@ -295,7 +295,12 @@ class SessionTable(Protocol):
 
     def seen(self, mind: str, session: str, ids: Sequence[str]) -> dict[str, str]: ...
 
-    def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str) -> None: ...
+    def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str, *,
+             new_since: str | None = None, new_limit: int = 0) -> None:
+        """Record what ``session`` was given. With ``new_since``, a session the mind has no entry for is recorded
+        only while fewer than ``new_limit`` sessions of the mind were given something at ``new_since`` or later
+        (decided in the same statement on a team vault: no round trip of its own)."""
+        ...
 
     def prune(self, mind: str, before: str) -> int:
         """Forget entries recorded before ``before``; how many."""

@@ -285,3 +285,20 @@ def test_the_walk_reads_a_cold_handles_records_in_one_round_trip_per_kind(team_u
     assert r.text == a.recall(q).text
     reads.clear()
     assert b.recall(q).text == r.text and reads == []
+
+
+def test_new_sessions_past_the_hours_bound_are_not_recorded(team_url: str, machine: Any, logins: dict[str, str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound on new sessions is decided inside the write's one statement on a team vault (as the agent role,
+    past row-level security's view of its minds)."""
+    from synapse_nb.recall import delta
+
+    monkeypatch.setattr(delta, "SESSIONS_PER_HOUR", 2)
+    user = machine("h", team_url)
+    _fill(user)
+    agent = machine("bot", logins["agent"], actor="agent")
+    for i in range(4):
+        assert agent.recall("deploy", session=f"s{i}").items
+    rows = user._ctx.store.query("SELECT DISTINCT session FROM session_seen ORDER BY session")
+    assert [r["session"] for r in rows] == ["s0", "s1"]
+    assert not agent.recall("deploy", session="s0").items  # a known session's delta holds

@@ -65,18 +65,23 @@ class RecallQueries(RankingQueries, SharedRecallQueries[PgDatabase]):
 
 
 MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELECT ?, ?, u.rid, u.digest, ? "
-             "FROM unnest(?::text[], ?::text[]) AS u(rid, digest) ORDER BY u.rid "
+             "FROM unnest(?::text[], ?::text[]) AS u(rid, digest) "
+             "WHERE ?::text IS NULL OR EXISTS (SELECT 1 FROM session_seen s WHERE s.mind = ? AND s.session = ?) "
+             "OR (SELECT count(DISTINCT s.session) FROM session_seen s WHERE s.mind = ? AND s.seen_at >= ?) < ? "
+             "ORDER BY u.rid "
              "ON CONFLICT (mind, session, rid) DO UPDATE SET digest = excluded.digest, seen_at = excluded.seen_at")
 
 
 class SessionsQueries(SharedSessionsQueries[PgDatabase]):
     """Session marks as shared, but recording what a recall gave is one statement (one round trip)."""
 
-    def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str) -> None:
+    def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str, *,
+             new_since: str | None = None, new_limit: int = 0) -> None:
         given = dict(pairs)  # the last digest of a repeated id wins, as the row-by-row upsert does
         rids = sorted(given)
         if rids:
-            self._db.write_once(MARK_SEEN, (mind, session, now, rids, [given[r] for r in rids]))
+            self._db.write_once(MARK_SEEN, (mind, session, now, rids, [given[r] for r in rids], new_since, mind,
+                                            session, mind, new_since, new_limit))
 
 
 class MetaQueries(SharedMetaQueries[PgDatabase]):

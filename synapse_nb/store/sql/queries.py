@@ -87,6 +87,9 @@ class MetaQueries(Repository[D]):
 MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) VALUES (?,?,?,?,?) "
              "ON CONFLICT(mind, session, rid) DO UPDATE SET digest = excluded.digest, seen_at = excluded.seen_at")
 PRUNE_SESSIONS = "DELETE FROM session_seen WHERE mind = ? AND seen_at < ?"
+#: Whether a session may be recorded: the mind knows it, or had fewer than N sessions since a time.
+SESSION_ROOM = ("SELECT EXISTS (SELECT 1 FROM session_seen WHERE mind = ? AND session = ?) "
+                "OR (SELECT count(DISTINCT session) FROM session_seen WHERE mind = ? AND seen_at >= ?) < ?")
 
 
 class SessionsQueries(Repository[D]):
@@ -100,10 +103,15 @@ class SessionsQueries(Repository[D]):
                 (mind, session, *params)))
         return out
 
-    def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str) -> None:
+    def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str, *,
+             new_since: str | None = None, new_limit: int = 0) -> None:
         # a session's marks are no part of what recall ranks or caches: they do not move the data version (every
         # recall with a session that gave something new would otherwise start its next one cold)
         with self._db.transaction(moves_version=False):
+            if new_since is not None:
+                room = self._db.query_one(SESSION_ROOM, (mind, session, mind, new_since, new_limit))
+                if not (room and room[0]):
+                    return
             self._db.executemany(MARK_SEEN, [(mind, session, r, d, now) for r, d in pairs])
 
     def prune(self, mind: str, before: str) -> int:

@@ -534,12 +534,14 @@ MIGRATIONS: dict[int, str] = {
 #: entries and proposed revisions by time, for the hourly quota over every mind: without them every entry of the
 #: hour was read, a human's bulk import included; ``history_at`` orders every entry, these only the agents'. The
 #: count per mind used ``history_agent`` by (mind, at): a vault that has it keeps it, since an older synapse_nb of
-#: this version would build it again on each open) and ``memories_agent``
-#: (the agents' memories per mind: without it every memory of the mind was counted, 66 ms a write at 200,000).
+#: this version would build it again on each open), ``memories_agent``
+#: (the agents' memories per mind: without it every memory of the mind was counted, 66 ms a write at 200,000) and
+#: ``session_seen_at`` (the sessions given something in the last hour, counted when a new session would be recorded).
 INDICES: dict[str, str] = {
     "history_agent_at": "CREATE INDEX IF NOT EXISTS history_agent_at ON history(at) WHERE actor = 'agent'",
     "revisions_agent": "CREATE INDEX IF NOT EXISTS revisions_agent ON revisions(created_at) WHERE actor = 'agent'",
     "memories_agent": "CREATE INDEX IF NOT EXISTS memories_agent ON memories(mind) WHERE source = 'agent'",
+    "session_seen_at": "CREATE INDEX IF NOT EXISTS session_seen_at ON session_seen(mind, seen_at)",
 }
 
 

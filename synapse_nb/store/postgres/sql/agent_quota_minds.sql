@@ -1,4 +1,7 @@
--- Migration 11: the agents' hourly quota per login over every mind, and the proposal guard of conflict links.
+-- Migration 11: the agents' hourly quota per login over every mind, the proposal guard of conflict links, and the
+-- index that counts a mind's sessions of the last hour (recall records a new session's delta state only while the
+-- mind has fewer than recall.delta.SESSIONS_PER_HOUR of them).
+CREATE INDEX IF NOT EXISTS session_seen_at ON session_seen(mind, seen_at);
 
 -- An agent chooses the mind it writes to, so a count per mind let it write the quota once in each of as many minds
 -- as its login may write. A count over every mind would let one login (a low-trust bot confined to a sandbox mind)
