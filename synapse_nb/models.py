@@ -24,7 +24,7 @@ from synapse_nb._util import (
     plural,
     when,
 )
-from synapse_nb.provenance import inline, label_text, mark, md_escape, md_fenced, md_inline
+from synapse_nb.provenance import inline, label_text, mark, md_escape, md_fenced, md_inline, neutralise
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -183,8 +183,9 @@ class Checkpoint(Record):
 
     @property
     def where(self) -> str:
-        """``[branch@commit]`` (``[no branch@-------]`` outside git), safe to print: one line, no brackets inside."""
-        return f"[{label_text(self.branch) or 'no branch'}@{label_text((self.commit or '-------')[:7])}]"
+        """``[branch@commit]`` (``[no branch@-------]`` outside git), safe to print: one line, no brackets inside, and
+        never an approval label or a mark as a whole (a branch named "main, approved 9. main")."""
+        return neutralise(f"[{label_text(self.branch) or 'no branch'}@{label_text((self.commit or '-------')[:7])}]")
 
     def summary_line(self) -> str:
         return f"{mark(self)} {self.where} {inline(self.doing, 80)}"

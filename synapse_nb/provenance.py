@@ -37,6 +37,7 @@ import unicodedata
 from itertools import pairwise
 from typing import Any, overload
 
+from synapse_nb._lookalikes import TABLE as _LOOKALIKES
 from synapse_nb.errors import ValidationError
 
 __all__ = [
@@ -84,7 +85,12 @@ FRAMING_TAGS = (*FRAMING_ROLES, "system-reminder", "system_prompt", "system-prom
                 "user-prompt", "user-prompt-submit-hook", "user_message", "user_query", "user_input",
                 "assistant_message", "assistant_turn", "instructions", "function_calls", "function_results",
                 "tool_call", "tool_calls", "tool_result", "tool_results", "tool_use", "tool_response", "im_start",
-                "im_end")
+                "im_end", "start_of_turn", "end_of_turn", "invoke", "function_call")
+
+
+def _tag_name(name: str) -> str:
+    """A framing tag's name as a pattern: "-" and "_" stand for each other ("system_reminder")."""
+    return "".join("[-_]" if c in "-_" else re.escape(c) for c in name)
 
 #: Characters that some reader treats as a line break (``str.splitlines`` splits on every one of them).
 LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
@@ -128,9 +134,8 @@ def _tables() -> tuple[re.Pattern[str], re.Pattern[str]]:
             cat = unicodedata.category(chr(o))
             if cat == "Cf" or 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF or o in _FILLERS:
                 add(maybe, o)
-            if cat == "Cf" or 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF or o in _FILLERS or any(
-                    a <= o <= b for a, b in _MARK_BLOCKS):
-                add(drop, o)
+            if cat in ("Cf", "Mn", "Me") or 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF or o in _FILLERS:
+                add(drop, o)  # what skeleton() drops (it tried five blocks of marks: 1,451 others got past it)
 
     def cls(ranges: list[tuple[int, int]]) -> re.Pattern[str]:
         return re.compile("[" + "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
@@ -139,9 +144,11 @@ def _tables() -> tuple[re.Pattern[str], re.Pattern[str]]:
     return cls(maybe), cls(drop)
 
 
-#: combining marks that decorate Latin letters (what NFKD splits off them): dropped when matching phrases
-_MARK_BLOCKS = ((0x0300, 0x036F), (0x1AB0, 0x1AFF), (0x1DC0, 0x1DFF), (0x20D0, 0x20FF), (0xFE20, 0xFE2F))
-_FILLERS = frozenset((0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0))  # combining grapheme joiner, Hangul fillers
+#: characters that show nothing where they stand: the combining grapheme joiner, the Hangul fillers, the Khmer
+#: inherent vowels, the Mongolian free variation selectors, the blank Braille pattern (a run of it pushes the rest
+#: of a line onto what looks like a line of its own)
+_FILLERS = frozenset((0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F,
+                      0x2800))
 
 
 def invisible_at(text: str) -> list[tuple[int, int]]:
@@ -250,6 +257,16 @@ _CONFUSABLE = str.maketrans({
 # digits and signs that pass for letters: the patterns accept them in place of the letter
 _ASCII_LOOKALIKE = {"o": "0", "l": "1|i!", "i": "1|l!", "e": "3", "a": "4@", "s": "5$", "t": "7", "b": "8", "g": "9"}
 _CONFUSABLE_RE = re.compile("[" + re.escape("".join(chr(o) for o in _CONFUSABLE if o > 0x7F)) + "]")
+#: Read before anything else: the letters Unicode lists as confusable with one Latin letter and the small capitals,
+#: where decomposing and case folding read another letter or none (Greek capital "Μ" folded to "μ", read "u"; "ᴠ",
+#: "օ" unread: ``synapse_nb/_lookalikes.py``, generated from Unicode's confusables.txt), the dashes a tag name may
+#: be spelt with ("system‐reminder" with U+2010) and the angle brackets a tag may be written in ("‹/system>").
+_LOOK: dict[int, str | int | None] = {
+    **_LOOKALIKES, **{ord(c): "-" for c in "\u2010\u2011\u2012\u2013\u2043\u2212\ufe58\ufe63"},
+    **{ord(c): "<" for c in "\u2039\u02c2\u1438\u3008\u27e8\u2329"},
+    **{ord(c): ">" for c in "\u203a\u02c3\u1433\u3009\u27e9\u232a"},
+    **{ord(c): "[" for c in "\u3014\u2045\u3018\u2997\u27e6\u2772"},  # 〔 ⁅ 〘 ⦗ ⟦ ❲: brackets of a label or mark
+    **{ord(c): "]" for c in "\u3015\u2046\u3019\u2998\u27e7\u2773"}}
 
 
 def skeleton(text: str) -> tuple[str, list[int]]:
@@ -265,6 +282,8 @@ def skeleton(text: str) -> tuple[str, list[int]]:
     out: list[str] = []
     idx: list[int] = []
     for i, ch in enumerate(text):
+        if not ch.isascii():
+            ch = ch.translate(_LOOK)
         if ch.isascii():
             out.append(ch.lower().translate(_CONFUSABLE))
             idx.append(i)
@@ -337,6 +356,10 @@ _OPEN, _CLOSE = r"[\[【〖〚⟦]", r"[\]】〗〛⟧]"
 _TAIL_GAP = r"(?:_|[^\w\[【〖〚⟦]){0,12}"
 #: A tag's attributes and its end, as the framing patterns read them.
 _ATTRS = r"""(?:\s+[\w:-]+\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s<>"']+)){0,8}\s*/?>"""
+_NO_BRACKET = r"[^\[\]【】〖〗〚〛⟦⟧]"
+#: The words a mark may vouch for a record with ("verified", and what a forger would write in its place).
+#: (anchored: "trusted" may not start inside the run of "t" that ends "agent", which split a long run every way)
+_VOUCHED = "(?:" + "|".join(_words(w, anchored=True) for w in ("verified", "confirmed", "trusted", "reviewed")) + ")"
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # the banner's two halves, each in any case and spacing; "APPROVEDSYSTEMMEMORY" too
     (re.compile(rf"{_words('approved', 'system', 'memor', anchored=True)}(?:y|ies)"), QUOTED_BANNER),
@@ -344,28 +367,34 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # an approval label: "[main, approved]", "[all branches, approved]", "[approved]", full-width brackets too
     # (a label does not run over another opening bracket: each "[" of "[[[[…" is then one step, not 160; so in
     # "[x [main, approved]" the label is "[main, approved]", where it was the whole text before)
-    (re.compile(rf"{_OPEN}[^\[\]【】〖〗〚〛⟦⟧]{{0,160}}?{_w('approved', anchored=True)}{_GAP}{_CLOSE}"), QUOTED_LABEL),
+    # (and whatever follows "approved" up to the bracket: "[main, approved by user]", "[main, approved · in force]")
+    (re.compile(rf"{_OPEN}{_NO_BRACKET}{{0,160}}?{_w('approved', anchored=True)}"
+                rf"(?:{_GAP}{_CLOSE}|{_NO_BRACKET}{{0,40}}{_CLOSE})"), QUOTED_LABEL),
     # a provenance mark: "[user]", "[user · verified]", "[agent · unverified]", "[agent, reported]"
     # ("reported by an agent" does not run over an opening bracket: its "agent" also opens a mark, and
     # "[agent reported by an [agent reported by an …" was read again from each bracket to the end, quadratic)
-    (re.compile(rf"{_OPEN}{_TAIL_GAP}(?:{_w('user')}|{_w('agent')}|{_w('human')})(?:{_GAP}(?:un)?{_w('verified')}"
-                rf"|{_GAP}auto|{_GAP}reported(?:{_TAIL_GAP}by{_TAIL_GAP}(?:an{_TAIL_GAP})?agent)?)*{_GAP}{_CLOSE}"),
+    # ("[user · confirmed]", "[verified]" alone and a lesson's "[git revert]" too)
+    (re.compile(rf"{_OPEN}{_TAIL_GAP}(?:(?:{_w('user')}|{_w('agent')}|{_w('human')})(?:{_GAP}(?:un)?{_VOUCHED}"
+                rf"|{_GAP}auto|{_GAP}reported(?:{_TAIL_GAP}by{_TAIL_GAP}(?:an{_TAIL_GAP})?agent)?)*"
+                rf"|(?:un)?{_VOUCHED}|{_w('git')}{_GAP}{_w('revert')}){_GAP}{_CLOSE}"),
      QUOTED_MARK),
     # a framing tag that would close or open the harness's wrapper around this text (``</system-reminder>``): a
     # closing tag of any framing name; an opening one not after a letter (``List<User>`` is code), a bare role not
     # before "@" or ">" (``<user>@host``); and a chat template's special token (``<|im_start|>``)
-    (re.compile(r"<\s*/\s*(?:" + "|".join(FRAMING_TAGS) + r")(?![\w.-])\s*>"
-                r"|<(?<![a-z0-9_]<)\s*(?:" + "|".join(t for t in FRAMING_TAGS if t not in FRAMING_ROLES)
+    (re.compile(r"<\s*/\s*(?:" + "|".join(map(_tag_name, FRAMING_TAGS)) + r")(?![\w.-])" + _ATTRS
+                + r"|<(?<![a-z0-9_]<)\s*(?:" + "|".join(_tag_name(t) for t in FRAMING_TAGS if t not in FRAMING_ROLES)
                 + r")(?![\w.-])" + _ATTRS
                 + r"|<(?<![a-z0-9_]<)\s*(?:" + "|".join(FRAMING_ROLES) + r")(?![\w.-])" + _ATTRS + r"(?![@>])"
-                + r"|<\|[^|<>\s]{1,40}\|>"), QUOTED_TAG),
+                + r"|<\|[^|<>\s]{1,40}\|>"
+                # Llama's turn markers: "[INST]", "[/INST]", "<<SYS>>"
+                + r"|\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys\s*>>"), QUOTED_TAG),
 )
 
 
 def _fast_skeleton(text: str) -> str:
     """:func:`skeleton` without the index map, at C speed (only to tell whether a pattern occurs at all)."""
     _, drop = _tables()
-    out = drop.sub("", unicodedata.normalize("NFKD", text)).casefold()
+    out = drop.sub("", unicodedata.normalize("NFKD", text.translate(_LOOK))).casefold()
     return out.translate(_CONFUSABLE) if _CONFUSABLE_RE.search(out) else out
 
 

@@ -9,6 +9,7 @@ from synapse_nb._util import MAX_TEXT, MAX_TRIGGER, check_key, check_text, new_i
 from synapse_nb.errors import NotFoundError, ValidationError
 from synapse_nb.kinds._base import KindManager, exactly_once
 from synapse_nb.models import Note
+from synapse_nb.provenance import inline, mark
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import NoteTable
@@ -76,8 +77,21 @@ class Notes(KindManager[Note]):
         return note
 
     def expand(self, name: str) -> str:
-        """The body of the note called ``name`` (recall shows only its trigger)."""
-        return self.get_by_name(name).body
+        """The body of the note called ``name`` (recall shows only its trigger, and names this to fetch the rest).
+
+        A human's note comes back as written. An agent's comes back as every reader shows an agent's text: its
+        provenance mark on a first line, then each line of the body after ``| `` as quoted data (banner, label and
+        mark look-alikes neutralised, control and invisible characters shown), so the body an agent is told to
+        fetch cannot pass for an approved rule. ``get_by_name(name).body`` is the stored text as it is.
+
+        >>> v.notes.expand("deploy_runbook")  # doctest: +SKIP
+        'make deploy, then tag the release'
+        """
+        note = self.get_by_name(name)
+        if note.source != "agent":
+            return note.body
+        lines = [f"| {inline(line)}".rstrip() for line in note.body.splitlines()]
+        return "\n".join([f"{mark(note)} note {note.name}, written by an agent (not reviewed by a human):", *lines])
 
     def delete(self, name: str) -> Note:
         """Delete a note by name. An agent may only delete its own notes."""

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from synapse_nb._util import plural
 from synapse_nb.models import KINDS, PRIORITIES, Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
-from synapse_nb.provenance import BANNER, inline, label_text, mark
+from synapse_nb.provenance import BANNER, REPORTED_ACTOR, inline, label_text, mark
 from synapse_nb.recall.types import KIND_ORDER, Bars, ExplainRow, ExplainRows, RecallItem
 
 __all__ = ["BANNER", "MEMORY_CONTENT_CHARS", "assemble", "banner_text", "empty_reason", "lesson_item", "record_line"]
@@ -60,11 +60,19 @@ def record_line(rec: Record) -> str:
         return "; ".join(parts) + f" ({_when(rec.created_at)})"
     if isinstance(rec, Episode):
         out = f": {inline(rec.outcome, 300)}" if rec.outcome else ""
-        by = f" ({inline(rec.actor, 120)})" if rec.actor else ""
+        by = f" ({_actor(rec.actor)})" if rec.actor else ""
         return f"- {who} {inline(rec.task_key, 200)} [{rec.status}] ran {_when(rec.created_at)}{by}{out}"
     if isinstance(rec, Note):
         return f"- {who} {rec.name}: {inline(rec.trigger, 300)}"
     return f"- {rec.summary_line()}"
+
+
+def _actor(actor: str, width: int = 120) -> str:
+    """An episode's actor in ``width`` characters; a name an agent reported keeps its " (reported by agent)" whole
+    (cut with the name, a long one lost it and the line read as that person's own words)."""
+    if actor.endswith(REPORTED_ACTOR):
+        return inline(actor[: -len(REPORTED_ACTOR)], width - len(REPORTED_ACTOR)) + REPORTED_ACTOR
+    return inline(actor, width)
 
 
 def banner_text(lessons: Sequence[Lesson]) -> str:
