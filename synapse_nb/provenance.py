@@ -373,10 +373,10 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # a provenance mark: "[user]", "[user · verified]", "[agent · unverified]", "[agent, reported]"
     # ("reported by an agent" does not run over an opening bracket: its "agent" also opens a mark, and
     # "[agent reported by an [agent reported by an …" was read again from each bracket to the end, quadratic)
-    # ("[user · confirmed]", "[verified]" alone and a lesson's "[git revert]" too)
+    # ("[user · confirmed]", "[verified]" alone and a lesson's "[git revert]" too; "[reviewed]" alone stays)
     (re.compile(rf"{_OPEN}{_TAIL_GAP}(?:(?:{_w('user')}|{_w('agent')}|{_w('human')})(?:{_GAP}(?:un)?{_VOUCHED}"
                 rf"|{_GAP}auto|{_GAP}reported(?:{_TAIL_GAP}by{_TAIL_GAP}(?:an{_TAIL_GAP})?agent)?)*"
-                rf"|(?:un)?{_VOUCHED}|{_w('git')}{_GAP}{_w('revert')}){_GAP}{_CLOSE}"),
+                rf"|(?:un)?{_w('verified', anchored=True)}|{_w('git')}{_GAP}{_w('revert')}){_GAP}{_CLOSE}"),
      QUOTED_MARK),
     # a framing tag that would close or open the harness's wrapper around this text (``</system-reminder>``): a
     # closing tag of any framing name; an opening one not after a letter (``List<User>`` is code), a bare role not
