@@ -1,6 +1,6 @@
-"""Generate ``synapse_nb/_lookalikes.py``: the letters Unicode lists as confusable with one Latin letter, and the
-Latin small capitals, that the provenance skeleton (NFKD, case folding, its own short table) does not already read
-as that letter.
+"""Generate ``synapse_nb/_lookalikes.py``: the letters Unicode lists as confusable with one Latin letter, the Latin
+small capitals and the Latin letters with a hook, stroke or tail, that the provenance skeleton (NFKD, case folding,
+its own short table) does not already read as that letter.
 
 Source: Unicode's confusables.txt (UTS #39, Unicode Security Mechanisms), as packaged in the
 ``confusable_homoglyphs`` wheel (``confusables.json``). Run it from a development environment that has that
@@ -44,13 +44,21 @@ def table() -> dict[str, str]:
         if plain.isascii() and plain:  # a compatibility form of that letter ("ſ" is an s): Unicode's own reading wins
             continue
         out[ch] = target
-    # small capitals ("ᴀᴘᴘʀᴏᴠᴇᴅ"): read as the word by a person and a model, listed by confusables.txt only for a few
+    # small capitals ("ᴀᴘᴘʀᴏᴠᴇᴅ") and Latin letters with a hook, stroke or tail that NFKD keeps whole ("ƒ", "ɗ"):
+    # read as the letter by a person and a model, listed by confusables.txt only for a few
+    small_caps = ("LATIN LETTER SMALL CAPITAL ", "MODIFIER LETTER SMALL CAPITAL ", "LATIN SMALL CAPITAL LETTER ")
     for o in range(0x80, 0x20000):
         name = unicodedata.name(chr(o), "")
-        for prefix in ("LATIN LETTER SMALL CAPITAL ", "MODIFIER LETTER SMALL CAPITAL ", "LATIN SMALL CAPITAL LETTER "):
-            rest = name.removeprefix(prefix)
-            if rest != name and len(rest) == 1 and rest.isalpha() and skeleton(chr(o))[0] != rest.lower():
-                out.setdefault(chr(o), rest.lower())
+        letter = ""
+        for prefix in small_caps:
+            if name.startswith(prefix) and len(name) == len(prefix) + 1:
+                letter = name[-1]
+        for prefix in ("LATIN SMALL LETTER ", "LATIN CAPITAL LETTER "):
+            base, sep, _ = name.removeprefix(prefix).partition(" WITH ")
+            if name.startswith(prefix) and sep and len(base) == 1:
+                letter = base
+        if letter.isalpha() and skeleton(chr(o))[0] != letter.lower():
+            out.setdefault(chr(o), letter.lower())
     return dict(sorted(out.items()))
 
 
@@ -62,7 +70,8 @@ def main() -> None:
     print("do not edit by hand).")
     print()
     print("Derived from Unicode's confusables.txt (UTS #39). Copyright © 1991-2024 Unicode, Inc. Unicode License v3:")
-    print("https://www.unicode.org/license.txt. Only the characters the skeleton did not already read as the same")
+    print("https://www.unicode.org/license.txt. With them, the Latin small capitals and the Latin letters with a hook,")
+    print("stroke or tail (by their Unicode names). Only the characters the skeleton did not already read as the same")
     print('letter are listed."""')
     print()
     print()
