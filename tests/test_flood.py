@@ -322,3 +322,21 @@ def test_new_sessions_past_the_hours_bound_are_not_recorded(pair: tuple[syn.Vaul
     clock.t += timedelta(hours=1, seconds=1)
     agent.recall("how long are logs kept?", session="s9")
     assert "s9" in sessions()
+
+
+def test_a_mind_holds_a_bounded_number_of_pending_lessons_agents_created(
+        pair: tuple[syn.Vault, syn.Vault], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each lesson an agent creates waits for a human's decision: at the hourly quota, 600 an hour. A mind holds at
+    most AGENT_PENDING_LESSONS of them; a human's review makes room."""
+    from synapse_nb.kinds import lessons
+
+    monkeypatch.setattr(lessons, "AGENT_PENDING_LESSONS", 3)
+    user, agent = pair
+    made = [agent.lessons.create(f"Reverted 'change {i}'") for i in range(3)]
+    with pytest.raises(QuotaExceededError, match=r"3 lessons agents created wait for a human in mind 'default'"):
+        agent.lessons.create("Reverted 'one more'")
+    user.lessons.create("Reverted 'a human's own'")  # a human is never bounded
+    agent.with_mind("other").lessons.create("Reverted 'elsewhere'")  # another mind has its own room
+    user.lessons.reject(made[0].id)
+    agent.lessons.create("Reverted 'after a review'")
+    assert len(user.lessons.list(status="pending")) == 4

@@ -37,7 +37,14 @@ from synapse_nb._util import (
     new_id,
 )
 from synapse_nb.context import agent_environment
-from synapse_nb.errors import ConflictError, GitError, NotFoundError, PermissionDeniedError, ValidationError
+from synapse_nb.errors import (
+    ConflictError,
+    GitError,
+    NotFoundError,
+    PermissionDeniedError,
+    QuotaExceededError,
+    ValidationError,
+)
 from synapse_nb.kinds._base import KindManager, exactly_once
 from synapse_nb.models import Lesson, RecordList
 from synapse_nb.provenance import inline
@@ -51,6 +58,9 @@ __all__ = ["STATUSES", "Lessons"]
 STATUSES = ("pending", "approved", "expired")
 #: The reverted commits a lesson keeps (a revert of a merge or a squash names many; the summary counts them all).
 MAX_REVERTED = 100
+#: Pending lessons agents created that a mind holds: each waits for a human's decision, so an agent's next one
+#: (by hand, or by scanning reverts it committed) is refused until a human has reviewed some.
+AGENT_PENDING_LESSONS = 50
 _CURRENT: Any = object()
 
 
@@ -152,6 +162,10 @@ class Lessons(KindManager[Lesson]):
         revert_sha = revert_commit["sha"] if revert_commit else None
         with ctx.store.transaction():
             ts = self._begin_write()
+            if ctx.actor == "agent" and self._table.agent_pending(ctx.mind) >= AGENT_PENDING_LESSONS:
+                raise QuotaExceededError(
+                    f"agent write refused: {AGENT_PENDING_LESSONS} lessons agents created wait for a human in mind "
+                    f"{ctx.mind!r}; a human reviews them first (synapse-nb lessons review), then new ones are taken")
             if revert_sha and self._table.has_revert(ctx.mind, revert_sha):
                 raise ConflictError(f"a lesson for revert {revert_sha[:12]} already exists in mind {ctx.mind!r}")
             les = Lesson(id=new_id("les"), mind=ctx.mind, created_at=ts, updated_at=ts, status="pending",

@@ -233,6 +233,10 @@ class LessonTable(KindTable["Lesson"], Protocol):
         """(stored status, who wrote the analysis) of a lesson, whatever the view; None when it does not exist."""
         ...
 
+    def agent_pending(self, mind: str) -> int:
+        """How many pending lessons of the mind an agent created (counted past what the caller may read)."""
+        ...
+
     def status_counts(self, mind: str, now: str) -> dict[str, int]:
         """How many lessons per effective status at ``now`` (statuses with none are left out)."""
         ...

@@ -278,3 +278,17 @@ def test_an_agents_write_that_finds_a_near_duplicate_is_stored_once_without_an_e
     user = seeded["user"]
     assert {d.id for d in user.decisions.list()} >= {first.id, second.id}
     assert any({lk.a, lk.b} == {first.id, second.id} for lk in user.memories.conflicts()), user.memories.conflicts()
+
+
+def test_the_pending_lessons_an_agent_created_are_counted_past_row_level_security(
+        seeded: dict[str, Any], machine: Any, logins: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent role reads no pending lesson, so the bound on the ones agents created is a function of the schema
+    (agent_pending_lessons, migration 11)."""
+    from synapse_nb.kinds import lessons
+
+    monkeypatch.setattr(lessons, "AGENT_PENDING_LESSONS", 2)
+    agent = machine("bot", logins["agent"], actor="agent")
+    for i in range(2):
+        agent.lessons.create(f"Reverted 'change {i}'")
+    with pytest.raises(QuotaExceededError, match="wait for a human"):
+        agent.lessons.create("Reverted 'one more'")

@@ -70,6 +70,10 @@ class LessonsTable(shared.LessonsTable[PgDatabase]):
         row = self._db.query_one("SELECT status, analysis_by FROM lesson_state(?)", (id,))
         return None if row is None else (row["status"], row["analysis_by"])
 
+    def agent_pending(self, mind: str) -> int:
+        row = self._db.query_one("SELECT agent_pending_lessons(?)", (mind,))  # the agent role reads no pending one
+        return int(row[0] or 0) if row else 0
+
     def update(self, id: str, *, updated_at: str, **changes: Any) -> None:
         if self._db.role == "agent" and set(changes) == {"analysis", "analysis_by"}:
             # the agent role may not UPDATE lessons at all: its one write goes through a checked function

@@ -381,6 +381,7 @@ class DecisionsTable(Table[Decision, D]):
 # -- lessons --------------------------------------------------------------------------------------------------
 _EFFECTIVE = "(CASE WHEN $status = 'approved' AND $expires_at <= ? THEN 'expired' ELSE $status END)"
 LESSON_FOR_REVERT = "SELECT 1 FROM lessons WHERE mind = ? AND revert_sha = ?"
+LESSONS_AGENT_PENDING = "SELECT count(*) FROM lessons WHERE mind = ? AND status = 'pending' AND source = 'agent'"
 LESSON_ANALYSIS_STATE = "SELECT status, analysis_by FROM lessons WHERE id = ?"
 LESSON_STATUS_COUNTS = ("SELECT CASE WHEN status = 'approved' AND expires_at <= ? THEN 'expired' ELSE status END AS s, "
                         "count(*) AS n FROM lessons WHERE mind = ? GROUP BY s ORDER BY s")
@@ -454,6 +455,10 @@ class LessonsTable(Table[Lesson, D]):
     def analysis_state(self, id: str) -> tuple[str, str | None] | None:
         row = self._db.query_one(LESSON_ANALYSIS_STATE, (id,))
         return None if row is None else (row["status"], row["analysis_by"])
+
+    def agent_pending(self, mind: str) -> int:
+        row = self._db.query_one(LESSONS_AGENT_PENDING, (mind,))
+        return int(row[0] or 0) if row else 0
 
     def status_counts(self, mind: str, now: str) -> dict[str, int]:
         return {r["s"]: int(r["n"]) for r in self._db.query(LESSON_STATUS_COUNTS, (now, mind))}

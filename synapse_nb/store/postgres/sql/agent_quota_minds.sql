@@ -54,3 +54,13 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
+
+-- The pending lessons agents created in a mind, counted for the agent role (which row-level security keeps from
+-- reading pending lessons): an agent's new lesson waits for a human, and a mind holds at most so many of them
+-- (kinds/lessons.py, AGENT_PENDING_LESSONS).
+CREATE FUNCTION agent_pending_lessons(p_mind text) RETURNS bigint
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = @S@, pg_catalog, pg_temp
+    RETURN CASE WHEN NOT _mind_visible(p_mind) THEN 0 ELSE
+        (SELECT count(*) FROM lessons WHERE mind = p_mind AND status = 'pending' AND source = 'agent') END;
+REVOKE EXECUTE ON FUNCTION agent_pending_lessons(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION agent_pending_lessons(text) TO @S@_human, @S@_agent;
