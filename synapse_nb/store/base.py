@@ -235,7 +235,6 @@ class LessonTable(KindTable["Lesson"], Protocol):
 
     def agent_pending(self, mind: str) -> int:
         """How many pending lessons of the mind an agent created (counted past what the caller may read)."""
-        ...
 
     def status_counts(self, mind: str, now: str) -> dict[str, int]:
         """How many lessons per effective status at ``now`` (statuses with none are left out)."""
@@ -279,8 +278,7 @@ class MetaTable(Protocol):
     def set_settings(self, values: Mapping[str, Any]) -> None: ...
 
     def agent_writes(self, since: str) -> int:
-        """How many writes agents made at ``since`` or later, in every mind the caller may write: history entries
-        (every kind: each create, update, delete and analysis) and proposed revisions."""
+        """Agents' writes (history entries, proposed revisions) at ``since`` or later, every mind (PG: the login's)."""
         ...
 
     def agent_memories(self, mind: str) -> int:
@@ -301,10 +299,8 @@ class SessionTable(Protocol):
 
     def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str, *,
              new_since: str | None = None, new_limit: int = 0) -> None:
-        """Record what ``session`` was given. With ``new_since``, a session the mind has no entry for is recorded
-        only while fewer than ``new_limit`` sessions of the mind were given something at ``new_since`` or later
-        (decided in the same statement on a team vault: no round trip of its own)."""
-        ...
+        """Record what ``session`` was given; with ``new_since``, a session new to the mind only while fewer than
+        ``new_limit`` sessions of the mind were given something since then (one statement on a team vault)."""
 
     def prune(self, mind: str, before: str) -> int:
         """Forget entries recorded before ``before``; how many."""
