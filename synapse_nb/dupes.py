@@ -22,9 +22,12 @@ wrote more than :data:`SYNC_MAX` of them (a bulk load) is checked later, from hi
    Fridays"`` inside a longer text that does not negate: not the same fact; a negation elsewhere in a long message does
    not count against it).
 
-A record already waiting for a human as the hidden side of an open duplicate link is no candidate (a copy is
-paired with the record that stands), and one contradiction with a group of records open against each other stands
-for the whole group: copies or values written over and over add one pair each to the human's queue.
+A record is paired with what was written before it (records checked together are read oldest first). One already
+waiting for a human as the hidden side of a duplicate link takes no second duplicate pair within that group, a
+candidate that waits behind another brings that other in too (hidden copies cannot fill the candidates and keep
+it out), a contradiction with a waiting record is one with the record it waits behind, and one contradiction with
+a group of records open against each other stands for the whole group: copies or values written over and over
+add about one pair each to the human's queue.
 
 A duplicate link hides one side from recall while it is open (:func:`hidden_side`: a human's record stands over an
 agent's; otherwise the older one stands); a contradiction hides nothing. A human decides every link
@@ -382,8 +385,13 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
                 cid = nxt
             return cid
 
-        for rec in records:
-            ids = [i for i in dict.fromkeys(standing(i, rec.mind) for i in hits.get(rec.id, ())) if i != rec.id]
+        # oldest first: a record is paired with what was written before it (stored, or earlier in this call), as
+        # hidden_side reads a pair, and this call's later records pair with it when their turn comes
+        unread = {r.id for r in records}
+        for rec in sorted(records, key=lambda r: (r.updated_at, r.id)):
+            unread.discard(rec.id)
+            got = hits.get(rec.id, ())
+            ids = [i for i in dict.fromkeys([*got, *(standing(i, rec.mind) for i in got)]) if i != rec.id]
             _fetch(store, rec.mind, [i for i in ids if i not in cand], cand, df)
             found = []
             for cid in ids:
@@ -398,9 +406,13 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
             known = {x.a if x.b == rec.id else x.b for x in store.links.of_record(rec.id)}
             settled: set[str] = set()  # records an earlier contradiction of this record already puts before a human
             for c, verdict, relation in found:
-                if (c.id in known or frozenset((rec.id, c.id)) in linked
-                        or (relation == "contradiction" and c.id in settled)
-                        or (relation == "duplicate" and rec.id in waiting[rec.mind])):  # it waits behind one already
+                if (c.id in known or c.id in unread or frozenset((rec.id, c.id)) in linked
+                        # a contradiction with a record that waits behind another is one with that other (a
+                        # candidate too), and one with a group already open against each other stands for the group
+                        or (relation == "contradiction" and (c.id in settled or c.id in waiting[rec.mind]))
+                        # rec waits behind a record already: no second pair in that record's group
+                        or (relation == "duplicate" and rec.id in waiting[rec.mind]
+                            and standing(rec.id, rec.mind) == standing(c.id, rec.mind))):
                     continue
                 old = store.table(c.kind).get_many(View(rec.mind, rec.updated_at), [c.id]).get(c.id)
                 if old is None:  # written after rec (in one batch): the pair is made from c's side
