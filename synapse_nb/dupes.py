@@ -390,8 +390,8 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
         unread = {r.id for r in records}
         for rec in sorted(records, key=lambda r: (r.updated_at, r.id)):
             unread.discard(rec.id)
-            got = hits.get(rec.id, ())
-            ids = [i for i in dict.fromkeys([*got, *(standing(i, rec.mind) for i in got)]) if i != rec.id]
+            near = hits.get(rec.id, [])
+            ids = [i for i in dict.fromkeys([*near, *(standing(i, rec.mind) for i in near)]) if i != rec.id]
             _fetch(store, rec.mind, [i for i in ids if i not in cand], cand, df)
             found = []
             for cid in ids:
