@@ -415,7 +415,7 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
                             and standing(rec.id, rec.mind) == standing(c.id, rec.mind))):
                     continue
                 old = store.table(c.kind).get_many(View(rec.mind, rec.updated_at), [c.id]).get(c.id)
-                if old is None:  # written after rec (in one batch): the pair is made from c's side
+                if old is None:  # not there at rec's time (written after it, or deleted): its own check pairs it
                     continue
                 linked.add(frozenset((rec.id, c.id)))
                 hidden = hidden_side(rec, old) if relation == "duplicate" else None

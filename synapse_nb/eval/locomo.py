@@ -87,9 +87,9 @@ def _when(value: object, default: str) -> str:
     """A time of the file as LoCoMo writes it (another format it knows is rewritten; anything else kept as text)."""
     if value is None or value == "":
         return default
-    if isinstance(value, str) and (" on " in value or parse_time(value) is None):
-        return value
     t = parse_time(value)
+    if isinstance(value, str) and (t is None or " on " in value):  # LoCoMo's own format, or free text: as written
+        return value
     return default if t is None else format_time(t)
 
 
