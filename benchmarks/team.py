@@ -16,7 +16,10 @@ Prints (asserts nothing; figures go to docs/benchmarks.md):
    how long from "ready" to that call's answer (goal: < 1 s);
 6. kills (``--parts kills``): ``--procs`` writer processes of decisions (the kind a cut commit used to duplicate),
    each retrying a failed call as its message says; meanwhile the server's postmaster is killed with SIGKILL and
-   restarted, and one writer process is killed with SIGKILL: acknowledged writes lost and duplicated (bar: 0 / 0).
+   restarted, and one writer process is killed with SIGKILL: acknowledged writes lost and duplicated (bar: 0 / 0);
+7. agent quota (``--parts agentquota``): an agent login's checkpoint write (the API) p50 / p90 with the server's
+   quota triggers (migration 12) and with them disabled for the measurement, alternated in rounds (A B A B), with
+   the per-round ratio; and a raw ``INSERT`` of 10,000 rows by the agent login: refused, and how long it took.
 """
 
 from __future__ import annotations
@@ -354,6 +357,76 @@ def bench_kills(procs: int, writes: int) -> None:
         srv.destroy()
 
 
+def bench_agent_quota(srv: PgServer, base: Path, rounds: int = 6, writes: int = 100) -> None:
+    """The server-side agent quota's cost on an agent's write, and a raw flood's refusal (part 7)."""
+    url = f"{srv.url}?project=aq"
+    folder = base / "machine_aq"
+    folder.mkdir()
+    init(url, local=folder)
+    human = open_team_vault(url, local=folder)
+    human.settings.set("agent_writes_per_hour", 10_000_000)
+    with psycopg.connect(srv.url, autocommit=True) as c:
+        c.execute("CREATE ROLE aq_bot LOGIN IN ROLE aq_agent")
+        c.execute("INSERT INTO aq.mind_grants(grantee, mind) VALUES ('aq_bot', '*')")
+    scheme, rest = srv.url.split("://", 1)
+    bot_url = f"{scheme}://aq_bot@{rest.split('@', 1)[-1]}"
+    agent = open_team_vault(f"{bot_url}?project=aq", local=folder, actor="agent")
+    tables = ("memories", "checkpoints", "decisions", "episodes", "notes", "lessons")
+
+    def triggers(on: bool) -> None:
+        verb = "ENABLE" if on else "DISABLE"
+        with psycopg.connect(srv.url, autocommit=True) as c:
+            for t in tables:
+                for suffix in ("ai", "au", "ad"):
+                    c.execute(f"ALTER TABLE aq.{t} {verb} TRIGGER {t}_agent_rate_{suffix}")
+            for t in ("history", "revisions"):
+                c.execute(f"ALTER TABLE aq.{t} {verb} TRIGGER {t}_agent_rate_ai")
+
+    def timed(n: int) -> list[float]:
+        out = []
+        for i in range(n):
+            t0 = time.perf_counter()
+            agent.checkpoint(f"agent step {i} of the quota benchmark", next_step="the next one")
+            out.append((time.perf_counter() - t0) * 1000)
+        return sorted(out)
+
+    timed(20)  # warm the pool and the caches
+    on_all, off_all, ratios = [], [], []
+    for _ in range(rounds):
+        on = timed(writes)
+        triggers(False)
+        off = timed(writes)
+        triggers(True)
+        on_all += on
+        off_all += off
+        ratios.append(statistics.median(on) / statistics.median(off))
+    on_all.sort()
+    off_all.sort()
+    med = statistics.median
+    print(f"agent quota: agent checkpoint write p50 / p90 {med(on_all):.2f} / {on_all[len(on_all) * 9 // 10]:.2f} ms "
+          f"with the server's quota triggers, {med(off_all):.2f} / {off_all[len(off_all) * 9 // 10]:.2f} ms without "
+          f"({rounds} rounds x {writes} writes); per-round ratio of medians "
+          f"{', '.join(f'{r:.2f}' for r in ratios)}, median {statistics.median(ratios):.2f}x")
+    human.settings.set("agent_writes_per_hour", 600)
+    with psycopg.connect(bot_url, autocommit=True) as c:
+        c.execute("SET search_path = aq")
+        t0 = time.perf_counter()
+        try:
+            c.execute("INSERT INTO checkpoints(id, mind, doing, origin, source, created_at, updated_at, terms) "
+                      "SELECT 'ckp_flood' || i, 'default', 'flood ' || i, 'agent', 'agent', "
+                      "'2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z', '{flood}' "
+                      "FROM generate_series(1, 10000) i")
+            verdict = "ACCEPTED"
+        except psycopg.errors.ConfigurationLimitExceeded as e:
+            verdict = f"refused ({e.diag.message_primary})"
+        took = (time.perf_counter() - t0) * 1000
+        kept = c.execute("SELECT count(*) FROM checkpoints WHERE id LIKE 'ckp_flood%'").fetchone()
+    print(f"agent quota: a raw INSERT of 10,000 checkpoints by the agent login: {verdict} in {took:.0f} ms; "
+          f"rows kept: {kept[0] if kept else '?'}")
+    agent.close()
+    human.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--procs", type=int, default=8)
@@ -361,7 +434,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--feed-samples", type=int, default=50)
-    ap.add_argument("--parts", default="writes,feed,recall,outage,kills",
+    ap.add_argument("--parts", default="writes,feed,recall,outage,kills,agentquota",
                     help="which parts to run (comma-separated)")
     ap.add_argument("--outages", default="10,60", help="outage part: seconds the server is away, each in turn")
     ap.add_argument("--memo-ranking", action="store_true",
@@ -387,6 +460,8 @@ def main() -> None:
             bench_outage([float(x) for x in a.outages.split(",") if x])
         if "kills" in parts:
             bench_kills(a.procs, a.writes // 2)
+        if "agentquota" in parts:
+            bench_agent_quota(srv, base)
     finally:
         srv.destroy()
 

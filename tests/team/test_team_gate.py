@@ -260,6 +260,7 @@ def test_each_agent_login_has_its_own_quota(seeded: dict[str, Any], machine: Any
         bot.with_mind(mind).checkpoint(f"bot step in {mind}")
     with pytest.raises(QuotaExceededError):
         bot.checkpoint("one too many")
+    seeded["user"].settings.set("agent_writes_per_hour", 100)  # past 3, the server refuses a raw row (migration 12)
     with psycopg.connect(sandbox_url.split("?")[0]) as c:  # a raw history row naming the other login
         c.execute(f"SET search_path = {project}")
         c.execute("INSERT INTO history(id, rid, kind, mind, version, action, actor, surface, at, login) "

@@ -14,6 +14,7 @@ from synapse_nb.errors import (
     NotFoundError,
     OfflineError,
     PermissionDeniedError,
+    QuotaExceededError,
     StoreError,
     SynapseError,
     ValidationError,
@@ -34,6 +35,8 @@ def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
         return BusyError(f"another client held the team vault's write lock for {LOCK_TIMEOUT} (lock_timeout), so "
                          "nothing was written; try again (the server ends a client's transaction left idle for "
                          f"{IDLE_IN_TRANSACTION_TIMEOUT}; `synapse-nb team status` shows who is connected)")
+    if isinstance(exc, pgerr.ConfigurationLimitExceeded):  # migration 12: a quota a human set, held by the server
+        return QuotaExceededError(f"agent write refused by the team vault: {msg.removeprefix('synapse: ')}{hint}")
     if isinstance(exc, pgerr.InsufficientPrivilege):
         return PermissionDeniedError(f"the team vault refused: {msg}{hint}")
     if isinstance(exc, pgerr.ObjectNotInPrerequisiteState | pgerr.UniqueViolation | pgerr.ExclusionViolation):

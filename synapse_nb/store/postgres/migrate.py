@@ -56,6 +56,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "agent_writes.sql"),
     Migration(11, "the agents' hourly quota counts each login's writes in every mind; conflict links pass the "
               "proposal guard", "agent_quota_minds.sql"),
+    Migration(12, "the agent quotas held by the server: raw SQL with an agent login cannot write past them",
+              "agent_quota_server.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version
