@@ -116,12 +116,14 @@ def test_the_answer_after_a_question_without_its_mark_rises(tmp_path: Path) -> N
 @pytest.mark.parametrize("seed", ["0", "11"])
 def test_chat_flags_give_the_same_bytes_whatever_the_hash_seed(tmp_path: Path, seed: str) -> None:
     script = (
-        "import json, sys\n"
+        "import datetime, json, sys\n"
         "from pathlib import Path\n"
         "from synapse_nb import open_vault\n"
         "from synapse_nb.recall import Bars\n"
         "Path(sys.argv[1]).mkdir()\n"
-        "v = open_vault(Path(sys.argv[1]) / '.synapse')\n"
+        # a fixed clock: the lines show each episode's time (two processes either side of a minute differed)
+        "when = datetime.datetime(2026, 5, 1, 12, 0, tzinfo=datetime.timezone.utc)\n"
+        "v = open_vault(Path(sys.argv[1]) / '.synapse', clock=lambda: when)\n"
         f"for i, (a, t) in enumerate({CHAT!r}):\n"
         "    v.episodes.log(f'm{i}', outcome=f'{a}: {t}', thread='c', actor=a)\n"
         "r = v.recall('what pie did Bob bake for the fair', bars=Bars(floor=0, margin=0, top_k=50, "

@@ -153,12 +153,14 @@ def test_the_gate_reads_a_unit_as_one_message(tmp_path: Path) -> None:
 @pytest.mark.parametrize("seed", ["0", "7"])
 def test_recall_with_chat_words_is_the_same_bytes_whatever_the_hash_seed(tmp_path: Path, seed: str) -> None:
     script = (
-        "import json, sys\n"
+        "import datetime, json, sys\n"
         "from pathlib import Path\n"
         "from synapse_nb import open_vault\n"
         "from synapse_nb.recall import Bars\n"
         "Path(sys.argv[1]).mkdir()\n"
-        "v = open_vault(Path(sys.argv[1]) / '.synapse')\n"
+        # a fixed clock: the lines show each episode's time (two processes either side of a minute differed)
+        "when = datetime.datetime(2026, 5, 1, 12, 0, tzinfo=datetime.timezone.utc)\n"
+        "v = open_vault(Path(sys.argv[1]) / '.synapse', clock=lambda: when)\n"
         "for i, (a, t) in enumerate([('Ann', 'my bday is tmrw'), ('Bob', 'the birthdya party'), ('Ann', 'sooo fun'),"
         " ('Bob', 'the birthday cake'), ('Ann', 'see u tomorow')]):\n"
         "    v.episodes.log(f'm{i}', outcome=t, thread='c', actor=a)\n"
