@@ -315,13 +315,29 @@ def test_new_sessions_past_the_hours_bound_are_not_recorded(pair: tuple[syn.Vaul
 
     for i in range(6):
         assert agent.recall("how long are logs kept?", session=f"s{i}").items
-    assert sessions() == {"s0", "s1", "s2"}
+    assert sessions() == {"agent:s0", "agent:s1", "agent:s2"}  # an agent's sessions, kept apart from people's
     assert not agent.recall("how long are logs kept?", session="s0").items  # known: its delta holds
     assert agent.recall("how long are logs kept?", session="s5").items  # not recorded: in full again
     assert agent.recall("which token expires after 15 minutes?", session="s1").items
     clock.t += timedelta(hours=1, seconds=1)
     agent.recall("how long are logs kept?", session="s9")
-    assert "s9" in sessions()
+    assert "agent:s9" in sessions()
+
+
+def test_agents_naming_new_sessions_fill_only_their_own_room(pair: tuple[syn.Vault, syn.Vault],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hour's bound on new sessions counted every session of the mind: an agent naming new sessions (or a team
+    vault's agent login writing rows dated ahead) used it up, and a person's new notebook session was no longer
+    recorded (every recall in full). Agents' sessions and people's are counted apart."""
+    from synapse_nb.recall import delta
+
+    monkeypatch.setattr(delta, "SESSIONS_PER_HOUR", 2)
+    user, agent = pair
+    _topics(user)
+    for i in range(4):
+        agent.recall("how long are logs kept?", session=f"s{i}")
+    assert user.recall("how long are logs kept?", session="nb-0123456789ab").items
+    assert user.recall("how long are logs kept?", session="nb-0123456789ab").nothing_new  # recorded: delta holds
 
 
 def test_a_mind_holds_a_bounded_number_of_pending_lessons_agents_created(

@@ -257,6 +257,19 @@ def test_bad_arguments_raise_synapse_errors(seeded):
         Bars(floor=2)
 
 
+def test_an_agent_cannot_use_up_a_persons_session(seeded):
+    """A person's session id is no secret (a notebook's is stored in the vault). An agent that recalled under it
+    marked what it was given as seen there, and the person's next recall left those records out as not new."""
+    v, ids = seeded
+    agent = v.as_agent()
+    assert [i.id for i in agent.recall("how do we run migrations?", session="nb-0123456789ab").items] == [
+        ids["migrations"]]
+    mine = v.recall("how do we run migrations?", session="nb-0123456789ab")
+    assert [i.id for i in mine.items] == [ids["migrations"]]
+    assert agent.recall("how do we run migrations?", session="nb-0123456789ab").nothing_new  # its own delta holds
+    assert v.recall("how do we run migrations?", session="nb-0123456789ab").nothing_new  # and the person's
+
+
 def test_unknown_session_is_a_new_session(seeded):
     v, ids = seeded
     assert [i.id for i in v.recall("how do we run migrations?", session="never-seen").items] == [ids["migrations"]]

@@ -477,7 +477,10 @@ class Lessons(KindManager[Lesson]):
         repo = ctx.git.repo
         if repo is None:
             raise GitError(f"{ctx.git.project_dir} is not inside a git repository; lesson scanning needs git")
-        since = ctx.store.meta.scan_tips(ctx.mind)
+        # where the last scan stopped, kept apart for agents: positions an agent wrote (past a revert it did not scan,
+        # say) never make a human's scan skip a revert; each scan is idempotent (one lesson per revert)
+        scope = f"agent:{ctx.mind}" if ctx.actor == "agent" else ctx.mind
+        since = ctx.store.meta.scan_tips(scope)
         window = int(Settings(ctx).get("scan_window")) if max_commits is None else int(max_commits)
         prefix = ctx.git.prefix  # the vault's own files never show up in a lesson
         result = scan_reverts(repo, since=since, max_commits=window, exclude=(prefix,) if prefix else ())
@@ -494,7 +497,7 @@ class Lessons(KindManager[Lesson]):
                     diffstat=[tuple(x) for x in rv.diffstat[:MAX_FILES]],
                 )
                 created.append(les.id)
-            ctx.store.meta.set_scan_tips(ctx.mind, result.scanned_tips)
+            ctx.store.meta.set_scan_tips(scope, result.scanned_tips)
         if ctx.actor == "agent":
             return RecordList()
         return RecordList(self.get(i) for i in created)

@@ -254,9 +254,13 @@ class Memories(MemoryHistory, KindManager[Memory]):
                                 f"{mem.category}/{mem.key}: {inline(mem.content, 300)}. Read it again, then verify it")
 
     def delete(self, id: str) -> Memory:
-        """Delete a memory and return what it was. An agent may only delete its own memories."""
+        """Delete a memory and return what it was. An agent may only delete its own memories, and not one a human
+        verified (that one is the human's now: an agent proposes changes to it)."""
         mem = self.get(id)
         self._require_owner(mem, "delete")
+        if self._ctx.actor == "agent" and mem.verified:
+            raise PermissionDeniedError(f"an agent may not delete memory {mem.id}: a human verified it; propose a "
+                                        "change instead (remember or update it: a human accepts or rejects)")
         self._delete(mem)
         return mem
 

@@ -10,6 +10,11 @@ A session's id comes from its caller (an MCP client, a hook's harness, ``--sessi
 session on every call would add rows without end: a session the mind has not seen is recorded only while the mind
 has had fewer than :data:`SESSIONS_PER_HOUR` sessions given something in the past hour (sessions already known go
 on being recorded; a session over the bound gets every recall in full, as a recall without a session does).
+
+An agent's sessions are kept apart from people's (:func:`stored_session`: stored as ``agent:<id>``): a person's
+session id is no secret (a notebook's is in ``session_seen`` for anyone who reads the vault), and an agent that
+recalled under it marked what it was given as seen there, so the person's next recall left it out as not new. On a
+team vault the server refuses an agent's row for a session not named so (migration 12).
 """
 
 from __future__ import annotations
@@ -26,10 +31,23 @@ from synapse_nb.recall.types import RecallItem
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["SESSIONS_PER_HOUR", "record_given", "seen_digests"]
+__all__ = ["AGENT_SESSION_PREFIX", "SESSIONS_PER_HOUR", "record_given", "seen_digests", "stored_session"]
 
 #: New sessions a mind records in an hour (what each was given); a session past it is not recorded.
 SESSIONS_PER_HOUR = 256
+#: How an agent's session ids are stored: never the same as a person's.
+AGENT_SESSION_PREFIX = "agent:"
+
+
+def stored_session(ctx: Context, session: str) -> str:
+    """The key ``session`` is kept under for this actor: an agent's ids are prefixed, so no agent can mark what a
+    person's session was given.
+
+    >>> from types import SimpleNamespace as NS
+    >>> stored_session(NS(actor="agent"), "nb-1a2b3c4d5e6f"), stored_session(NS(actor="user"), "nb-1a2b3c4d5e6f")
+    ('agent:nb-1a2b3c4d5e6f', 'nb-1a2b3c4d5e6f')
+    """
+    return AGENT_SESSION_PREFIX + session if ctx.actor == "agent" else session
 
 
 
@@ -37,7 +55,7 @@ def seen_digests(ctx: Context, session: str | None, ids: Sequence[str]) -> dict[
     """id -> digest of what ``session`` was given, for these ids (one read; empty without a session)."""
     if session is None or not ids:
         return {}
-    return ctx.store.sessions.seen(ctx.mind, session, list(dict.fromkeys(ids)))
+    return ctx.store.sessions.seen(ctx.mind, stored_session(ctx, session), list(dict.fromkeys(ids)))
 
 
 def record_given(ctx: Context, session: str | None, kept: list[RecallItem], lessons: list[Lesson],
@@ -52,7 +70,8 @@ def record_given(ctx: Context, session: str | None, kept: list[RecallItem], less
         try:
             # a session that was given before is known; another is recorded only within the hour's bound
             since = None if seen else fmt_ts(ctx.now() - timedelta(hours=1))
-            store.sessions.mark(ctx.mind, session, given, now, new_since=since, new_limit=SESSIONS_PER_HOUR)
+            store.sessions.mark(ctx.mind, stored_session(ctx, session), given, now, new_since=since,
+                                new_limit=SESSIONS_PER_HOUR)
         except StoreError as exc:  # delta state is a convenience: never fail a recall for it
             import logging  # only on this rare path: logging costs a cold hook ~3 ms to import
 

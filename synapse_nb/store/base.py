@@ -285,11 +285,11 @@ class MetaTable(Protocol):
         """How many memories of the mind an agent wrote (source agent)."""
         ...
 
-    def scan_tips(self, mind: str) -> tuple[str, ...]:
-        """Branch tips the last lesson scan of the mind reached (empty before the first scan)."""
+    def scan_tips(self, scope: str) -> tuple[str, ...]:
+        """Branch tips the last lesson scan reached (empty before the first): ``scope`` a mind, or ``agent:<mind>``."""
         ...
 
-    def set_scan_tips(self, mind: str, tips: Sequence[str]) -> None: ...
+    def set_scan_tips(self, scope: str, tips: Sequence[str]) -> None: ...
 
 
 class SessionTable(Protocol):

@@ -1,6 +1,7 @@
-"""The agent quotas held by the team vault's server (migration 12): an agent login running its own SQL cannot write
-past the hourly quota, a mind's agent memories or its pending agent lessons; the package's writes count the same rows,
-so a write the package allows never meets the server's refusal, and the package's own words come first."""
+"""What the team vault's server holds against an agent login running its own SQL (migration 12): the hourly quota,
+a mind's agent memories and pending agent lessons (the package's writes count the same rows, so a write the package
+allows never meets the server's refusal, and the package's own words come first); conflict pairs that would hide a
+human's record; rows of a person's session state."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from synapse_nb.errors import QuotaExceededError
+from synapse_nb.errors import PermissionDeniedError, QuotaExceededError
 from synapse_nb.kinds.lessons import AGENT_PENDING_LESSONS
 from synapse_nb.settings import SETTINGS
 
@@ -75,7 +76,7 @@ def test_raw_inserts_past_the_hourly_quota_are_refused(human: Any, agent_sql: ps
         checkpoint_rows(agent_sql, 1000, 1_000)
     assert count(agent_sql, "SELECT count(*) FROM checkpoints WHERE id LIKE 'chk_raw%'") == 5
     with psycopg.connect(team_url.split("?")[0]) as admin:
-        logged = count(admin, f"SELECT sum(n) FROM {project}.agent_write_log")
+        logged = count(admin, f"SELECT sum(n) FROM {project}.agent_write_log WHERE isfinite(minute)")
     assert logged == 5  # the rows that went through; a refused statement's count is rolled back with it
 
 
@@ -155,7 +156,7 @@ def test_the_package_refuses_first_in_its_own_words(human: Any, machine: Any, lo
     assert "team vault" not in str(refused.value)  # the package's words, not the server's
     with psycopg.connect(team_url.split("?")[0]) as admin:
         buckets = dict(admin.execute(f"SELECT bucket, sum(n) FROM {project}.agent_write_log WHERE login = %s "
-                                     "GROUP BY bucket", (f"{project}_agent_login",)).fetchall())
+                                     "AND isfinite(minute) GROUP BY bucket", (f"{project}_agent_login",)).fetchall())
     assert buckets["records"] == len(writes) and buckets["history"] <= len(writes), buckets  # one row per write
     assert human.memories.get(mine.id).content == "black, 120 columns"
     # beneath the kind managers (a patched client), the server's refusal is the package's error too
@@ -170,3 +171,165 @@ def _raw_checkpoint(store: Any) -> Any:
     now = store.stamp(TS)
     return Checkpoint(id="ckp_beneath", mind="default", created_at=now, updated_at=now, doing="beneath the API",
                       origin="agent", source="agent")
+
+
+LINK = ("INSERT INTO links(id, mind, a, a_kind, b, b_kind, relation, score, hidden, status, reason, created_at) "
+        "VALUES (%s, 'default', %s, 'memory', %s, 'memory', 'duplicate', 1.0, %s, 'open', 'same words', %s)")
+
+
+def test_an_agents_link_cannot_hide_a_humans_record(human: Any, machine: Any, logins: dict[str, str],
+                                                    agent_sql: psycopg.Connection[Any]) -> None:
+    """An open duplicate link hides its `hidden` side from recall. Migration 11's guard checked only that an agent's
+    link was open, so the agent login's own INSERT hid a human's verified memory from every recall."""
+    rule = human.remember("procedure", "deploy", "deploys go through the blue green script, never by hand")
+    mine = machine("bot", logins["agent"], actor="agent").remember("knowledge", "deploy_note", "deploys by hand are ok")
+    assert any(r.id == rule.id for r in human.recall("how do deploys go").items)
+    for i, hidden in enumerate((rule.id, "mem_elsewhere")):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="hide"):
+            agent_sql.execute(LINK, (f"lnk_raw{i}", rule.id, mine.id, hidden, TS))
+    agent_sql.execute(LINK, ("lnk_own", rule.id, mine.id, mine.id, TS))  # its own copy: what the package writes
+    items = human.recall("how do deploys go").items
+    assert any(r.id == rule.id for r in items) and not any(r.id == mine.id for r in items)
+
+
+def test_raw_conflict_pairs_past_the_hourly_quota_are_refused_and_the_packages_pairs_wait(
+        human: Any, machine: Any, logins: dict[str, str], agent_sql: psycopg.Connection[Any]) -> None:
+    """Raw pairs filled the human's conflict queue without bound; now they count like records. A pair the package
+    finds after an agent's write past that count is not lost: the write is stored without an error, and the human's
+    next `conflicts()` finds the pair."""
+    human.settings.set("agent_writes_per_hour", 4)
+    agent = machine("bot", logins["agent"], actor="agent")
+    first = agent.decide("the nightly backup job runs at two in the morning from the cron host")
+    agent_sql.execute("INSERT INTO links(id, mind, a, a_kind, b, b_kind, relation, score, hidden, status, reason, "
+                      "created_at) SELECT 'lnk_raw' || i, 'default', %s, 'decision', 'dec_x' || i, 'decision', "
+                      "'contradiction', 1.0, NULL, 'open', 'raw', %s FROM generate_series(1, 4) i", (first.id, TS))
+    with pytest.raises(TOO_MANY, match="conflict pairs"):
+        agent_sql.execute(LINK, ("lnk_raw9", first.id, "mem_y", None, TS))
+    second = agent.decide("the nightly backup job runs at two in the morning from the cron host")  # no error
+    assert {d.id for d in human.decisions.list()} >= {first.id, second.id}
+    pairs = human.memories.conflicts()
+    assert any({p.a, p.b} == {first.id, second.id} for p in pairs), pairs
+
+
+def test_an_agent_cannot_write_a_persons_session_state(human: Any, machine: Any, logins: dict[str, str],
+                                                       agent_sql: psycopg.Connection[Any]) -> None:
+    """What a session was given is not given again: an agent's row for a person's session made the person's next
+    recall leave that record out. The package keeps an agent's sessions as `agent:<id>`; the server refuses an agent
+    any other session's row."""
+    rule = human.remember("procedure", "deploy", "deploys go through the blue green script, never by hand")
+    mark = "INSERT INTO session_seen(mind, session, rid, digest, seen_at) VALUES ('default', %s, %s, %s, %s)"
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="session"):
+        agent_sql.execute(mark, ("nb-0123456789ab", rule.id, rule.digest, TS))
+    agent_sql.execute(mark, ("agent:nb-0123456789ab", rule.id, rule.digest, TS))
+    assert [i.id for i in human.recall("how do deploys go", session="nb-0123456789ab").items] == [rule.id]
+    agent = machine("bot", logins["agent"], actor="agent")
+    assert agent.recall("how do deploys go", session="nb-0123456789ab").nothing_new  # the agent's own row holds
+
+
+def test_an_agent_cannot_move_a_humans_lesson_scan_past_a_revert(team_url: str, logins: dict[str, str],
+                                                                  project: str, tmp_path: Any) -> None:
+    """A scan walks git history from where the last one stopped (meta `scan_tips:<mind>`), which the agent role could
+    write: set to HEAD, the next scan skipped the revert before it, and no lesson was ever proposed. An agent's
+    positions are its own key now (`scan_tips:agent:<mind>`); the human's scan never starts from them."""
+    from synapse_nb.gitscope.testing import ScratchRepo
+    from synapse_nb.team import open_team_vault
+
+    repo = ScratchRepo.init(tmp_path / "repo")
+    repo.commit_file("retry.py", "retry = 3\n", "Add retries")
+    repo.git("revert", "--no-edit", "HEAD")
+    head = repo.git("rev-parse", "HEAD").strip()
+    with psycopg.connect(logins["agent"].split("?")[0], autocommit=True) as c:
+        c.execute(f"SET search_path = {project}")
+        mark = "INSERT INTO meta(key, value) VALUES (%s, %s)"
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="scan_tips:default"):
+            c.execute(mark, ("scan_tips:default", f'["{head}"]'))
+        c.execute(mark, ("scan_tips:agent:default", f'["{head}"]'))  # its own: skips the revert for its scans
+    agent = open_team_vault(logins["agent"], local=repo.root, actor="agent")
+    human = open_team_vault(team_url, local=repo.root)
+    try:
+        assert agent.lessons.scan() == [] and human.lessons.pending() == []
+        (les,) = human.lessons.scan()
+        assert les.status == "pending" and les.revert_commit is not None and les.revert_commit["sha"] == head
+    finally:
+        agent.close()
+        human.close()
+
+
+def test_a_pair_must_name_two_real_records_to_hide_one(human: Any, machine: Any, logins: dict[str, str],
+                                                       agent_sql: psycopg.Connection[Any]) -> None:
+    """Found by review: the hidden side's owner was read through the kind the agent gave, so a made-up kind (or a
+    pair of one record with itself) read as no human's and hid a verified memory."""
+    rule = human.remember("procedure", "deploy", "deploys go through the blue green script, never by hand")
+    human.memories.verify(rule.id)
+    spoofs = [(rule.id, "nonsense", rule.id, "nonsense"), (rule.id, "note", "mem_other", "memory"),
+              (rule.id, "memory", rule.id, "memory")]
+    for i, (a, a_kind, b, b_kind) in enumerate(spoofs):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            agent_sql.execute("INSERT INTO links(id, mind, a, a_kind, b, b_kind, relation, score, hidden, status, "
+                              "reason, created_at) VALUES (%s, 'default', %s, %s, %s, %s, 'duplicate', 1.0, %s, "
+                              "'open', 'x', %s)", (f"lnk_spoof{i}", a, a_kind, b, b_kind, rule.id, TS))
+    assert [i.id for i in human.recall("how do deploys go").items] == [rule.id]
+
+
+def test_a_memory_a_human_verified_is_theirs_even_from_raw_sql(human: Any, machine: Any, logins: dict[str, str],
+                                                               agent_sql: psycopg.Connection[Any]) -> None:
+    """Found by review: the row guard checked only a memory's source, so the agent login's own UPDATE rewrote an
+    agent memory a human had verified (and unverified it), and delete_record deleted one; the package made the first
+    a revision and allowed the second."""
+    agent = machine("bot", logins["agent"], actor="agent")
+    mem = agent.remember("procedure", "deploy", "deploys go through the blue green script")
+    human.memories.verify(mem.id)
+    for sql in ("UPDATE memories SET content = 'deploy by hand', verified = 0 WHERE id = %s",
+                "UPDATE memories SET priority = 3 WHERE id = %s",
+                "SELECT delete_record('memories', %s)"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="verified"):
+            agent_sql.execute(sql, (mem.id,))
+    with pytest.raises(PermissionDeniedError, match="verified"):
+        agent.memories.delete(mem.id)
+    back = human.memories.get(mem.id)
+    assert back.verified and back.content == "deploys go through the blue green script"
+
+
+def test_a_snapshot_transaction_cannot_count_past_another_sessions_writes(
+        human: Any, logins: dict[str, str], project: str, team_url: str,
+        agent_sql: psycopg.Connection[Any]) -> None:
+    """Found by review: the count was read with the transaction's snapshot, so a REPEATABLE READ transaction opened
+    before another session of the login wrote its quota (in an earlier minute: the same minute's row clashed) wrote
+    a second quota (revisions and history take no other lock that conflicts). Every count also updates one row of
+    the login's, so the two cannot both pass."""
+    human.settings.set("agent_writes_per_hour", 3)
+    revision = ("INSERT INTO revisions(id, rid, kind, mind, status, fields, base_digest, actor, surface, created_at) "
+                "SELECT 'rev_' || %s || i, 'mem_x', 'memory', 'default', 'pending', '{}', 'x', 'agent', 'sql', %s "
+                "FROM generate_series(1, %s) i")
+    with psycopg.connect(logins["agent"].split("?")[0]) as early:
+        early.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        early.execute(f"SET LOCAL search_path = {project}")
+        early.execute("SELECT count(*) FROM revisions").fetchone()  # the snapshot is taken here
+        agent_sql.execute(revision, ("a", TS, 3))
+        with psycopg.connect(team_url.split("?")[0], autocommit=True) as admin:  # as if written a minute before
+            admin.execute(f"UPDATE {project}.agent_write_log SET minute = minute - interval '1 minute' "
+                          "WHERE isfinite(minute)")
+        with pytest.raises((TOO_MANY, psycopg.errors.SerializationFailure)):
+            early.execute(revision, ("b", TS, 1))
+    assert count(agent_sql, "SELECT count(*) FROM revisions") == 3
+
+
+def test_a_threaded_episode_counts_once(human: Any, machine: Any, logins: dict[str, str]) -> None:
+    """Found by review: an episode in a thread rewrites its thread's ranking contexts (rank_refresh_thread, the
+    owner's function), which the server counted as the agent's changes: the fourth of four writes at a quota of six
+    was refused by the server while the package counted three."""
+    human.settings.set("agent_writes_per_hour", 5)
+    agent = machine("bot", logins["agent"], actor="agent")
+    for i in range(5):
+        agent.episodes.log(f"step {i} of the conversation", status="success", thread="conv1")
+    with pytest.raises(QuotaExceededError) as refused:
+        agent.episodes.log("one more", status="success", thread="conv1")
+    assert "team vault" not in str(refused.value)
+
+
+def test_an_agent_session_dated_in_the_future_is_refused(human: Any, agent_sql: psycopg.Connection[Any]) -> None:
+    """Found by review: rows dated in 2099 held the hour's room of new sessions for ever."""
+    mark = "INSERT INTO session_seen(mind, session, rid, digest, seen_at) VALUES ('default', %s, 'r', 'd', %s)"
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="date"):
+        agent_sql.execute(mark, ("agent:x1", "2099-01-01T00:00:00.000000Z"))
+    agent_sql.execute(mark, ("agent:x1", TS))

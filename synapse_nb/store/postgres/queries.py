@@ -67,7 +67,8 @@ class RecallQueries(RankingQueries, SharedRecallQueries[PgDatabase]):
 MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELECT ?, ?, u.rid, u.digest, ? "
              "FROM unnest(?::text[], ?::text[]) AS u(rid, digest) "
              "WHERE ?::text IS NULL OR EXISTS (SELECT 1 FROM session_seen s WHERE s.mind = ? AND s.session = ?) "
-             "OR (SELECT count(DISTINCT s.session) FROM session_seen s WHERE s.mind = ? AND s.seen_at >= ?) < ? "
+             "OR (SELECT count(DISTINCT s.session) FROM session_seen s WHERE s.mind = ? AND s.seen_at >= ? "
+             "AND (substr(s.session, 1, 6) = 'agent:') = (substr(?::text, 1, 6) = 'agent:')) < ? "
              "ORDER BY u.rid "
              "ON CONFLICT (mind, session, rid) DO UPDATE SET digest = excluded.digest, seen_at = excluded.seen_at")
 
@@ -81,7 +82,7 @@ class SessionsQueries(SharedSessionsQueries[PgDatabase]):
         rids = sorted(given)
         if rids:
             self._db.write_once(MARK_SEEN, (mind, session, now, rids, [given[r] for r in rids], new_since, mind,
-                                            session, mind, new_since, new_limit))
+                                            session, mind, new_since, session, new_limit))
 
 
 class MetaQueries(SharedMetaQueries[PgDatabase]):

@@ -75,21 +75,24 @@ class MetaQueries(Repository[D]):
     def set_settings(self, values: Mapping[str, Any]) -> None:
         self._db.executemany(UPSERT_META, [(f"setting:{k}", json.dumps(v)) for k, v in values.items()])
 
-    def scan_tips(self, mind: str) -> tuple[str, ...]:
-        row = self._db.query_one(GET_META, (f"scan_tips:{mind}",))
+    def scan_tips(self, scope: str) -> tuple[str, ...]:
+        row = self._db.query_one(GET_META, (f"scan_tips:{scope}",))
         return tuple(json.loads(row["value"])) if row else ()
 
-    def set_scan_tips(self, mind: str, tips: Sequence[str]) -> None:
-        self._db.write(UPSERT_META, (f"scan_tips:{mind}", json.dumps(sorted(tips))))
+    def set_scan_tips(self, scope: str, tips: Sequence[str]) -> None:
+        self._db.write(UPSERT_META, (f"scan_tips:{scope}", json.dumps(sorted(tips))))
 
 
 # -- sessions ---------------------------------------------------------------------------------------------------
 MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) VALUES (?,?,?,?,?) "
              "ON CONFLICT(mind, session, rid) DO UPDATE SET digest = excluded.digest, seen_at = excluded.seen_at")
 PRUNE_SESSIONS = "DELETE FROM session_seen WHERE mind = ? AND seen_at < ?"
-#: Whether a session may be recorded: the mind knows it, or had fewer than N sessions since a time.
+#: Whether a session may be recorded: the mind knows it, or had fewer than N sessions since a time, counting
+#: agents' sessions (``agent:...``, recall.delta) and people's apart: agents naming new sessions fill only their own.
+_SAME_CLASS = "(substr(session, 1, 6) = 'agent:') = (substr(?, 1, 6) = 'agent:')"
 SESSION_ROOM = ("SELECT EXISTS (SELECT 1 FROM session_seen WHERE mind = ? AND session = ?) "
-                "OR (SELECT count(DISTINCT session) FROM session_seen WHERE mind = ? AND seen_at >= ?) < ?")
+                "OR (SELECT count(DISTINCT session) FROM session_seen "
+                f"WHERE mind = ? AND seen_at >= ? AND {_SAME_CLASS}) < ?")
 
 
 class SessionsQueries(Repository[D]):
@@ -109,7 +112,7 @@ class SessionsQueries(Repository[D]):
         # recall with a session that gave something new would otherwise start its next one cold)
         with self._db.transaction(moves_version=False):
             if new_since is not None:
-                room = self._db.query_one(SESSION_ROOM, (mind, session, mind, new_since, new_limit))
+                room = self._db.query_one(SESSION_ROOM, (mind, session, mind, new_since, session, new_limit))
                 if not (room and room[0]):
                     return
             self._db.executemany(MARK_SEEN, [(mind, session, r, d, now) for r, d in pairs])

@@ -12,6 +12,8 @@
 --                            package's count of history entries and revisions, one each per write. Its history
 --                            entries are a second bucket with the same bound (an agent writes them only for its
 --                            own writes, so raw rows there cannot go past it either).
+--                            The conflict pairs it inserted are a third (the package writes them after its commit
+--                            and leaves the pairs a refusal kept out to the next human's `memory conflicts`).
 --   agent_memories_per_mind  agent memories a mind holds, checked after an agent's insert into memories.
 --   50 pending agent lessons a mind holds (kinds.lessons.AGENT_PENDING_LESSONS), after an agent's insert.
 --
@@ -26,7 +28,7 @@
 
 CREATE TABLE IF NOT EXISTS agent_write_log(
     login text COLLATE "C" NOT NULL,
-    bucket text COLLATE "C" NOT NULL CHECK (bucket IN ('records', 'history')),
+    bucket text COLLATE "C" NOT NULL CHECK (bucket IN ('records', 'history', 'links')),
     minute timestamptz NOT NULL,
     n bigint NOT NULL CHECK (n > 0),
     PRIMARY KEY (login, bucket, minute)
@@ -64,12 +66,18 @@ BEGIN
         RETURN;
     END IF;
     PERFORM 1 FROM gate_stats WHERE id = 1 FOR NO KEY UPDATE;
+    -- every write of the login and bucket also updates one row of all time ('-infinity', never summed): two
+    -- transactions of one login cannot both count without seeing each other. Under READ COMMITTED the second waits
+    -- for the first and reads its rows; under REPEATABLE READ or SERIALIZABLE (a snapshot taken before the other
+    -- committed would not see its rows) the second fails to serialize instead of writing past the quota.
+    INSERT INTO agent_write_log AS l (login, bucket, minute, n) VALUES (session_user, p_bucket, '-infinity', p_n)
+        ON CONFLICT (login, bucket, minute) DO UPDATE SET n = l.n + excluded.n;
     INSERT INTO agent_write_log AS l (login, bucket, minute, n) VALUES (session_user, p_bucket, v_minute, p_n)
         ON CONFLICT (login, bucket, minute) DO UPDATE SET n = l.n + excluded.n
         RETURNING xmax = 0 INTO v_new_minute;
     IF v_new_minute THEN  -- the login's first write of this minute: its minutes older than an hour go
         DELETE FROM agent_write_log WHERE login = session_user AND bucket = p_bucket
-                                      AND minute <= v_minute - interval '1 hour';
+                                      AND minute <= v_minute - interval '1 hour' AND minute > '-infinity';
     END IF;
     SELECT sum(n) INTO v_total FROM agent_write_log WHERE login = session_user AND bucket = p_bucket
                                                        AND minute > v_minute - interval '1 hour';
@@ -77,7 +85,8 @@ BEGIN
     IF v_total > v_limit THEN
         RAISE EXCEPTION 'synapse: the agents'' quota of % writes per hour is reached (login %: % % in the last hour)',
                         v_limit, session_user, v_total,
-                        CASE p_bucket WHEN 'records' THEN 'records written and proposals' ELSE 'history entries' END
+                        CASE p_bucket WHEN 'records' THEN 'records written and proposals'
+                                      WHEN 'history' THEN 'history entries' ELSE 'conflict pairs' END
             USING ERRCODE = 'configuration_limit_exceeded',
                   HINT = 'a human can raise the setting agent_writes_per_hour, or wait';
     END IF;
@@ -122,7 +131,8 @@ BEGIN
         RETURN NULL;
     END IF;
     SELECT count(*) INTO v_n FROM nt;
-    PERFORM _agent_wrote(CASE TG_TABLE_NAME WHEN 'history' THEN 'history' ELSE 'records' END, v_n);
+    PERFORM _agent_wrote(CASE TG_TABLE_NAME WHEN 'history' THEN 'history' WHEN 'links' THEN 'links'
+                                            ELSE 'records' END, v_n);
     IF TG_TABLE_NAME IN ('memories', 'lessons') THEN
         PERFORM _agent_holds(TG_TABLE_NAME, ARRAY(SELECT DISTINCT mind::text FROM nt ORDER BY 1));
     END IF;
@@ -157,13 +167,20 @@ BEGIN
     FOREACH t IN ARRAY ARRAY['memories', 'checkpoints', 'decisions', 'episodes', 'notes', 'lessons'] LOOP
         EXECUTE format('CREATE TRIGGER %1$s_agent_rate_ai AFTER INSERT ON %1$I REFERENCING NEW TABLE AS nt '
                        'FOR EACH STATEMENT EXECUTE FUNCTION _agent_rate_ins()', t);
+    END LOOP;
+    -- changes: what an agent may change (its memories and notes; a lesson's analysis, by submit_analysis). Not the
+    -- tables the owner's functions change for it as upkeep (rank_refresh_thread rewrites a thread's episodes'
+    -- contexts after an agent's episode: counted, one write made several)
+    FOREACH t IN ARRAY ARRAY['memories', 'notes', 'lessons'] LOOP
         EXECUTE format('CREATE TRIGGER %1$s_agent_rate_au AFTER UPDATE ON %1$I REFERENCING NEW TABLE AS nt '
                        'FOR EACH STATEMENT EXECUTE FUNCTION _agent_rate_upd()', t);
+    END LOOP;
+    FOREACH t IN ARRAY ARRAY['memories', 'notes'] LOOP  -- the only records an agent deletes (delete_record)
         EXECUTE format('CREATE TRIGGER %1$s_agent_rate_ad AFTER DELETE ON %1$I REFERENCING OLD TABLE AS ot '
                        'FOR EACH STATEMENT EXECUTE FUNCTION _agent_rate_del()', t);
     END LOOP;
-    -- proposals count with the records; an agent writes no update or delete of either table
-    FOREACH t IN ARRAY ARRAY['revisions', 'history'] LOOP
+    -- proposals count with the records; an agent writes no update or delete of these tables
+    FOREACH t IN ARRAY ARRAY['revisions', 'history', 'links'] LOOP
         EXECUTE format('CREATE TRIGGER %1$s_agent_rate_ai AFTER INSERT ON %1$I REFERENCING NEW TABLE AS nt '
                        'FOR EACH STATEMENT EXECUTE FUNCTION _agent_rate_ins()', t);
     END LOOP;
@@ -173,3 +190,117 @@ REVOKE EXECUTE ON FUNCTION _setting_number(text, bigint), agent_quota_limits(), 
     _agent_holds(text, text[]), _agent_rate_ins(), _agent_rate_upd(), _agent_rate_del() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION agent_quota_limits(), _agent_wrote(text, bigint), _agent_holds(text, text[])
     TO @S@_human, @S@_agent;
+
+-- A duplicate link hides one side from recall while it is open, and the guard of migration 11 checked only that an
+-- agent's link was open: with its own SQL an agent inserted a link hiding a human's verified memory, which recall
+-- then left out until a human decided the pair. The package hides a human's record only in favour of another human's
+-- (dupes.hidden_side) and checks human writes only for a human now, so an agent's link names two records of real
+-- kinds and may hide only one of them that is its own: an agent's record, and if a memory an unverified one.
+-- Whether a record of this kind exists and is an agent's own: its source is the agent, and a memory is unverified
+-- (a record that does not exist, a kind that is not one, a user's record or a verified memory: false).
+CREATE FUNCTION _record_is_agents(p_kind text, p_id text) RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = @S@, pg_temp AS $$
+DECLARE v_agents boolean;
+BEGIN
+    IF p_kind = 'memory' THEN
+        SELECT source = 'agent' AND verified = 0 INTO v_agents FROM memories WHERE id = p_id;
+    ELSE
+        v_agents := _record_source(p_kind, p_id) = 'agent';
+    END IF;
+    RETURN coalesce(v_agents, false);
+END $$;
+REVOKE EXECUTE ON FUNCTION _record_is_agents(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION _record_is_agents(text, text) TO @S@_human, @S@_agent;
+
+CREATE OR REPLACE FUNCTION _proposal_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
+BEGIN
+    IF _caller_is_human() THEN
+        RETURN NEW;
+    END IF;
+    IF TG_TABLE_NAME = 'revisions' THEN
+        IF NEW.status <> 'pending' OR NEW.decided_at IS NOT NULL OR NEW.actor <> 'agent' THEN
+            PERFORM _deny('decide a revision', 'an agent proposes; a human accepts or rejects');
+        END IF;
+    ELSIF TG_TABLE_NAME = 'links' THEN
+        IF NEW.status <> 'open' OR NEW.decided_at IS NOT NULL THEN
+            PERFORM _deny('resolve a conflict', 'an agent''s writes are checked; a human decides each pair');
+        END IF;
+        -- recall hides the id whatever its kind, so the kinds are checked too (a made-up kind read as no human's)
+        IF NEW.a = NEW.b OR NEW.a_kind NOT IN ('memory', 'checkpoint', 'decision', 'lesson', 'episode', 'note')
+           OR NEW.b_kind NOT IN ('memory', 'checkpoint', 'decision', 'lesson', 'episode', 'note') THEN
+            PERFORM _deny('record a pair that is not two records', 'a pair names two records and their kinds');
+        END IF;
+        IF NEW.hidden IS NOT NULL AND (NEW.hidden NOT IN (NEW.a, NEW.b) OR NOT _record_is_agents(
+                CASE NEW.hidden WHEN NEW.a THEN NEW.a_kind ELSE NEW.b_kind END, NEW.hidden)) THEN
+            PERFORM _deny(format('hide %s from recall', NEW.hidden),
+                          'a duplicate pair an agent records hides only its own unverified copy; a human''s stands');
+        END IF;
+    END IF;
+    RETURN NEW;
+END $$;
+
+-- Per-session delta state: what a session was given is not given again. An agent that wrote rows for a person's
+-- session (its id is in session_seen, which every role reads) made the person's next recall leave those records out
+-- as not new. The package stores an agent's sessions as 'agent:<id>' (recall/delta.py, stored_session); the server
+-- refuses an agent any other session's row.
+CREATE FUNCTION _session_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
+BEGIN
+    -- an agent's own session, dated no later than tomorrow: anyone's statement may write it (the cheap case first)
+    IF starts_with(NEW.session, 'agent:') AND NEW.seen_at::timestamptz <= clock_timestamp() + interval '1 day' THEN
+        RETURN NEW;
+    END IF;
+    IF NOT is_human() THEN
+        IF NOT starts_with(NEW.session, 'agent:') THEN
+            PERFORM _deny(format('record what session %L was given', NEW.session),
+                          'an agent''s sessions are stored as agent:<id>; another session''s state is its own');
+        END IF;
+        -- dated in the future, a session would count among the hour's new sessions for ever (recall.delta)
+        PERFORM _deny(format('date a session''s state %s', NEW.seen_at), 'an agent''s session state is dated now');
+    END IF;
+    RETURN NEW;
+END $$;
+REVOKE EXECUTE ON FUNCTION _session_guard() FROM PUBLIC;
+CREATE TRIGGER session_seen_agent BEFORE INSERT OR UPDATE ON session_seen
+    FOR EACH ROW EXECUTE FUNCTION _session_guard();
+
+-- Lesson scan positions: a scan walks git history from where the last one stopped (meta 'scan_tips:<mind>'), and the
+-- agent role could write that key: set past a revert, it made every later scan skip the revert, so no lesson was
+-- ever proposed for it. The package keeps an agent's positions under 'scan_tips:agent:<mind>' (a human's scan never
+-- starts from them); the server lets an agent write no other meta key.
+CREATE FUNCTION _meta_agent_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
+BEGIN
+    -- is_human(), as _guard: a statement of the owner's functions passes (next_stamp writes the clock row)
+    IF NOT starts_with(NEW.key, 'scan_tips:agent:') THEN
+        IF NOT is_human() THEN
+            PERFORM _deny(format('write the meta key %L', NEW.key),
+                          'an agent records its own lesson scan positions (scan_tips:agent:<mind>) only');
+        END IF;
+    END IF;
+    RETURN NEW;
+END $$;
+REVOKE EXECUTE ON FUNCTION _meta_agent_guard() FROM PUBLIC;
+CREATE TRIGGER meta_agent_guard BEFORE INSERT OR UPDATE ON meta FOR EACH ROW EXECUTE FUNCTION _meta_agent_guard();
+
+-- A memory a human verified is the human's to change: an agent's change to it is a revision a human accepts
+-- (kinds/memories.py), and an agent may not delete it. The guard of migration 2 checked only the memory's source, so
+-- the agent login's own UPDATE rewrote a verified agent memory (and unverified it), and delete_record deleted one.
+-- _caller_is_human(): the role the statement ran as, inside delete_record too.
+CREATE FUNCTION _verified_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
+BEGIN
+    IF OLD.verified = 1 AND (TG_OP = 'DELETE'
+            OR ROW(NEW.content, NEW.tags, NEW.priority, NEW.confidence, NEW.expires_at, NEW.verified, NEW.source)
+               IS DISTINCT FROM ROW(OLD.content, OLD.tags, OLD.priority, OLD.confidence, OLD.expires_at, OLD.verified,
+                                    OLD.source))
+       AND NOT _caller_is_human() THEN
+        PERFORM _deny(format('%s memory %s, which a human verified', lower(TG_OP), OLD.id),
+                      'propose the change (an agent''s remember or update of it is a revision a human accepts)');
+    END IF;
+    RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+END $$;
+REVOKE EXECUTE ON FUNCTION _verified_guard() FROM PUBLIC;
+CREATE TRIGGER memories_verified_guard BEFORE UPDATE OR DELETE ON memories
+    FOR EACH ROW EXECUTE FUNCTION _verified_guard();
