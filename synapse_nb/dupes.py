@@ -374,7 +374,10 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
         # A record an open duplicate link hides waits for a human behind the one that stands: a candidate that is
         # such a record stands for that one (forty copies of one text made 513 pairs to review, about thirteen a
         # write, and hidden copies could fill the candidates and keep the one that stands out of them).
-        waiting = {mind: set(store.links.hidden(mind)) for mind in sorted({r.mind for r in records})}
+        # (read only for a mind where some record has candidates: most writes have none, and pay no read for it)
+        near_minds = {r.mind for r in records if hits.get(r.id)}
+        waiting = {mind: set(store.links.hidden(mind)) if mind in near_minds else set()
+                   for mind in sorted({r.mind for r in records})}
         behind: dict[str, str] = {}  # a hidden record -> the record it waits behind (stored links, or this call's)
 
         def standing(cid: str, mind: str) -> str:

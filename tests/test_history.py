@@ -400,6 +400,25 @@ def test_a_humans_bulk_write_is_checked_by_a_human_not_by_an_agents_read(vault: 
     assert [(lk.hidden, {lk.a, lk.b}) for lk in pairs if copy.id in (lk.a, lk.b)] == [(copy.id, {first.id, copy.id})]
 
 
+def test_a_write_without_candidates_reads_no_hidden_links(vault: syn.Vault, agent_vault: syn.Vault,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check read the mind's open hidden links on every checked write; it needs them only for candidates."""
+    links = type(vault._store.links)
+    reads: list[str] = []
+    real = links.hidden
+
+    def counted(self: Any, mind: str) -> frozenset[str]:
+        reads.append(mind)
+        return real(self, mind)
+
+    monkeypatch.setattr(links, "hidden", counted)
+    vault.decide("the staging cluster runs postgres fifteen with streaming replicas")
+    agent_vault.decide("zebra quokka narwhal axolotl")  # shares no word with anything stored
+    assert reads == []
+    agent_vault.decide("the staging cluster runs postgres fifteen with streaming replicas")
+    assert reads and len(vault.memories.conflicts()) == 1  # with candidates, read once
+
+
 def test_hidden_copies_never_keep_the_record_that_stands_from_a_new_writes_candidates(
         vault: syn.Vault, agent_vault: syn.Vault) -> None:
     """Eight hidden near-copies could fill a write's candidates and push out the record they wait behind: a new
