@@ -371,16 +371,14 @@ def bench_agent_quota(srv: PgServer, base: Path, rounds: int = 6, writes: int = 
     scheme, rest = srv.url.split("://", 1)
     bot_url = f"{scheme}://aq_bot@{rest.split('@', 1)[-1]}"
     agent = open_team_vault(f"{bot_url}?project=aq", local=folder, actor="agent")
-    tables = ("memories", "checkpoints", "decisions", "episodes", "notes", "lessons")
 
     def triggers(on: bool) -> None:
         verb = "ENABLE" if on else "DISABLE"
         with psycopg.connect(srv.url, autocommit=True) as c:
-            for t in tables:
-                for suffix in ("ai", "au", "ad"):
-                    c.execute(f"ALTER TABLE aq.{t} {verb} TRIGGER {t}_agent_rate_{suffix}")
-            for t in ("history", "revisions"):
-                c.execute(f"ALTER TABLE aq.{t} {verb} TRIGGER {t}_agent_rate_ai")
+            names = c.execute("SELECT tgrelid::regclass::text, tgname FROM pg_trigger WHERE tgname LIKE '%agent_rate%' "
+                              "AND tgrelid::regclass::text LIKE 'aq.%' ORDER BY 1, 2").fetchall()
+            for table, name in names:
+                c.execute(f"ALTER TABLE {table} {verb} TRIGGER {name}")
 
     def timed(n: int) -> list[float]:
         out = []

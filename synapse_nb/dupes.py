@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb._util import new_id
 from synapse_nb.changes import Link
-from synapse_nb.errors import QuotaExceededError
+from synapse_nb.errors import PermissionDeniedError
 from synapse_nb.models import RANKED_KINDS, Record, kind_of_id
 from synapse_nb.store.records import View
 
@@ -308,9 +308,10 @@ def _run(store: VaultStore) -> None:
             # every write before this transaction was checked already: the mark moves past it (else check_pending will)
             if not store.links.unchecked(checked, first, CHECKED_KINDS, CHECKED_ACTIONS, 1):
                 store.links.advance(last)
-    except QuotaExceededError:
-        # a team vault's server holds an agent login to so many pairs an hour (migration 12): the write itself is
-        # stored, and the mark stays, so a human's next `memory conflicts` (check_pending) finds these pairs
+    except PermissionDeniedError:
+        # a team vault's server holds an agent login to so many pairs an hour, and to pairs of two stored records
+        # (one deleted meanwhile) (migration 12): the write itself is stored, and the mark stays, so a human's next
+        # `memory conflicts` (check_pending) finds these pairs
         return
 
 

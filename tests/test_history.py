@@ -419,6 +419,21 @@ def test_a_write_without_candidates_reads_no_hidden_links(vault: syn.Vault, agen
     assert reads and len(vault.memories.conflicts()) == 1  # with candidates, read once
 
 
+def test_a_memory_a_human_verifies_is_no_longer_hidden_behind_an_agents_copy(vault: syn.Vault,
+                                                                              agent_vault: syn.Vault) -> None:
+    """A human's record stands over an agent's: verifying an agent's copy that an open pair hid behind another agent
+    record decides the pair "kept" (both recalled). Found by review: an agent could pair a memory with a record of
+    its own, hidden, and it stayed out of recall after the human verified it."""
+    first = agent_vault.remember("procedure", "deploy_a", "deploys go through the blue green script on the cluster")
+    copy = agent_vault.remember("procedure", "deploy_b", "deploys go through the blue green script on the cluster")
+    (pair,) = vault.memories.conflicts()
+    assert pair.hidden == copy.id and {pair.a, pair.b} == {first.id, copy.id}
+    assert copy.id not in {i.id for i in vault.recall("how do deploys go through the cluster").items}
+    vault.memories.verify(copy.id)
+    assert vault.memories.conflicts() == [] and vault.memories.conflicts(status="kept")[0].id == pair.id
+    assert copy.id in {i.id for i in vault.recall("how do deploys go through the cluster").items}
+
+
 def test_hidden_copies_never_keep_the_record_that_stands_from_a_new_writes_candidates(
         vault: syn.Vault, agent_vault: syn.Vault) -> None:
     """Eight hidden near-copies could fill a write's candidates and push out the record they wait behind: a new

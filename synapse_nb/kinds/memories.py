@@ -244,7 +244,21 @@ class Memories(MemoryHistory, KindManager[Memory]):
                 # BEGIN locks nothing at a read): an edit that landed since the read above rolls it back
                 self._check_seen(replace(after, verified=mem.verified, confidence=mem.confidence), seen)
             self._changed("verify", mem, after, ts)
+            self._stand(after, ts)
         return after
+
+    def _stand(self, mem: Memory, ts: str) -> None:
+        """A memory a human just verified stands over an agent's record: an open duplicate pair that hid it behind
+        one is decided "kept" (both recalled; an agent could pair its memory with a record of its own, hidden, and
+        have it stay out of recall after the human verified it)."""
+        store = self._ctx.store
+        for link in store.links.of_record(mem.id):
+            if link.status != "open" or link.hidden != mem.id:
+                continue
+            other_id, other_kind = (link.b, link.b_kind) if link.a == mem.id else (link.a, link.a_kind)
+            other = store.table(other_kind).get_many(self._ctx.view(), [other_id]).get(other_id)
+            if other is None or (getattr(other, "source", "user") != "user" and not getattr(other, "verified", False)):
+                store.links.decide(link.id, "kept", ts)
 
     @staticmethod
     def _check_seen(mem: Memory, seen: Memory | None) -> None:

@@ -24,7 +24,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from synapse_nb._util import fmt_ts
-from synapse_nb.errors import StoreError
+from synapse_nb.errors import PermissionDeniedError, StoreError
 from synapse_nb.models import Lesson
 from synapse_nb.recall.types import RecallItem
 
@@ -72,7 +72,8 @@ def record_given(ctx: Context, session: str | None, kept: list[RecallItem], less
             since = None if seen else fmt_ts(ctx.now() - timedelta(hours=1))
             store.sessions.mark(ctx.mind, stored_session(ctx, session), given, now, new_since=since,
                                 new_limit=SESSIONS_PER_HOUR)
-        except StoreError as exc:  # delta state is a convenience: never fail a recall for it
+        except (StoreError, PermissionDeniedError) as exc:  # delta state is a convenience: never fail a recall for it
+            # (a team vault's server bounds an agent's session state rows an hour, migration 12)
             import logging  # only on this rare path: logging costs a cold hook ~3 ms to import
 
             logging.getLogger("synapse_nb.recall").warning("could not record what session %s has seen: %s", session,

@@ -35,7 +35,7 @@ def agent_sql(logins: dict[str, str], project: str) -> Iterator[psycopg.Connecti
 def checkpoint_rows(c: psycopg.Connection[Any], first: int, n: int, mind: str = "default") -> None:
     """One statement inserting ``n`` agent checkpoints."""
     c.execute("INSERT INTO checkpoints(id, mind, doing, origin, source, created_at, updated_at, terms) "
-              "SELECT 'chk_raw' || i, %s, 'raw step ' || i, 'agent', 'agent', %s, %s, '{raw}' "
+              "SELECT 'ckp_raw' || i, %s, 'raw step ' || i, 'agent', 'agent', %s, %s, '{raw}' "
               "FROM generate_series(%s::int, %s::int) i", (mind, TS, TS, first, first + n - 1))
 
 
@@ -68,13 +68,13 @@ def test_raw_inserts_past_the_hourly_quota_are_refused(human: Any, agent_sql: ps
                                               "%s, %s, '{d}')", (TS, TS))):
         with pytest.raises(TOO_MANY):
             attempt()
-    assert count(agent_sql, "SELECT count(*) FROM checkpoints WHERE id LIKE 'chk_raw%'") == 5
+    assert count(agent_sql, "SELECT count(*) FROM checkpoints WHERE id LIKE 'ckp_raw%'") == 5
     assert human.checkpoints.latest() is not None  # a person's writes are not counted
     human.checkpoint("the human goes on")
     # a million rows in one statement: refused whole, nothing kept
     with pytest.raises(TOO_MANY):
         checkpoint_rows(agent_sql, 1000, 1_000)
-    assert count(agent_sql, "SELECT count(*) FROM checkpoints WHERE id LIKE 'chk_raw%'") == 5
+    assert count(agent_sql, "SELECT count(*) FROM checkpoints WHERE id LIKE 'ckp_raw%'") == 5
     with psycopg.connect(team_url.split("?")[0]) as admin:
         logged = count(admin, f"SELECT sum(n) FROM {project}.agent_write_log WHERE isfinite(minute)")
     assert logged == 5  # the rows that went through; a refused statement's count is rolled back with it
@@ -200,11 +200,15 @@ def test_raw_conflict_pairs_past_the_hourly_quota_are_refused_and_the_packages_p
     human.settings.set("agent_writes_per_hour", 4)
     agent = machine("bot", logins["agent"], actor="agent")
     first = agent.decide("the nightly backup job runs at two in the morning from the cron host")
+    others = [human.decide(f"release train {i} leaves on a thursday") for i in range(5)]
     agent_sql.execute("INSERT INTO links(id, mind, a, a_kind, b, b_kind, relation, score, hidden, status, reason, "
-                      "created_at) SELECT 'lnk_raw' || i, 'default', %s, 'decision', 'dec_x' || i, 'decision', "
-                      "'contradiction', 1.0, NULL, 'open', 'raw', %s FROM generate_series(1, 4) i", (first.id, TS))
+                      "created_at) SELECT 'lnk_raw' || i, 'default', %s, 'decision', (%s::text[])[i], 'decision', "
+                      "'contradiction', 1.0, NULL, 'open', 'raw', %s FROM generate_series(1, 4) i",
+                      (first.id, [d.id for d in others[:4]], TS))
     with pytest.raises(TOO_MANY, match="conflict pairs"):
-        agent_sql.execute(LINK, ("lnk_raw9", first.id, "mem_y", None, TS))
+        agent_sql.execute("INSERT INTO links(id, mind, a, a_kind, b, b_kind, relation, score, hidden, status, "
+                          "reason, created_at) VALUES ('lnk_raw9', 'default', %s, 'decision', %s, 'decision', "
+                          "'contradiction', 1.0, NULL, 'open', 'raw', %s)", (first.id, others[4].id, TS))
     second = agent.decide("the nightly backup job runs at two in the morning from the cron host")  # no error
     assert {d.id for d in human.decisions.list()} >= {first.id, second.id}
     pairs = human.memories.conflicts()
@@ -333,3 +337,43 @@ def test_an_agent_session_dated_in_the_future_is_refused(human: Any, agent_sql: 
     with pytest.raises(psycopg.errors.InsufficientPrivilege, match="date"):
         agent_sql.execute(mark, ("agent:x1", "2099-01-01T00:00:00.000000Z"))
     agent_sql.execute(mark, ("agent:x1", TS))
+
+
+def test_an_agents_record_cannot_take_another_kinds_id(human: Any, agent_sql: psycopg.Connection[Any]) -> None:
+    """Found by a second review: ids are unique per table, so the agent login stored a note under a human's memory's
+    id, then a pair with a_kind 'note' hid the memory (recall hides an id whatever its kind), and deleting the note
+    dropped the memory's open pairs. An agent's record carries its kind's prefix, and a pair names stored records."""
+    rule = human.remember("procedure", "deploy", "deploys go through the blue green script, never by hand")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="another kind"):
+        agent_sql.execute("INSERT INTO notes(id, mind, name, trigger, body, source, created_at, updated_at, terms) "
+                          "VALUES (%s, 'default', 'n', 't', 'b', 'agent', %s, %s, '{t}')", (rule.id, TS, TS))
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="two records"):  # a side that is not there
+        agent_sql.execute(LINK, ("lnk_ghost", "mem_nowhere0001", "mem_nowhere0002", "mem_nowhere0002", TS))
+    assert [i.id for i in human.recall("how do deploys go").items] == [rule.id]
+
+
+def test_an_agents_session_rows_and_scan_positions_are_bounded(human: Any, machine: Any, logins: dict[str, str],
+                                                               agent_sql: psycopg.Connection[Any]) -> None:
+    """Found by a second review: one statement of the agent login stored a million `agent:` session rows (a person's
+    recall with a new session then read them all: 10x slower) and 50,000 scan position keys of 1 KB. Session rows
+    count at fifty a write, new meta keys one a write; a key names a mind and holds at most 1 MB; a recall whose
+    marks the server refuses still answers."""
+    human.settings.set("agent_writes_per_hour", 4)
+    rows = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELECT 'default', 'agent:flood', "
+            "'mem_' || i, 'd', %s FROM generate_series(1, %s) i")
+    now = human._ctx.now_ts()
+    agent_sql.execute(rows, (now, 200))
+    with pytest.raises(TOO_MANY, match="session state rows"):
+        agent_sql.execute(rows.replace("'agent:flood'", "'agent:flood2'"), (now, 1))
+    key = "INSERT INTO meta(key, value) VALUES (%s, %s)"
+    for bad in (("scan_tips:agent:" + "x" * 65, "[]"), ("scan_tips:agent:a b", "[]"),
+                ("scan_tips:agent:m", "[" + "0" * 1_100_000 + "]")):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="meta key"):
+            agent_sql.execute(key, bad)
+    for i in range(4):
+        agent_sql.execute(key, (f"scan_tips:agent:m{i}", "[]"))
+    with pytest.raises(TOO_MANY, match="lesson scan positions"):
+        agent_sql.execute(key, ("scan_tips:agent:m9", "[]"))
+    human.remember("procedure", "deploy", "deploys go through the blue green script, never by hand")
+    agent = machine("bot", logins["agent"], actor="agent")
+    assert agent.recall("how do deploys go", session="conv-1").items  # its marks refused: it answers all the same

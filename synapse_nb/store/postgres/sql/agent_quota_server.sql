@@ -7,28 +7,34 @@
 -- statement an agent role runs (_caller_is_human() false: an agent login, or a person's login after SET ROLE
 -- to the agent role, as an agent handle does), with the same settings and the same counts:
 --
---   agent_writes_per_hour    records an agent login inserted, changed or deleted in the past hour (the six record
---                            tables; an analysis is a change of a lesson) plus the revisions it proposed: the
---                            package's count of history entries and revisions, one each per write. Its history
---                            entries are a second bucket with the same bound (an agent writes them only for its
---                            own writes, so raw rows there cannot go past it either).
---                            The conflict pairs it inserted are a third (the package writes them after its commit
---                            and leaves the pairs a refusal kept out to the next human's `memory conflicts`).
+--   agent_writes_per_hour    records an agent login inserted (the six record tables), changed (memories, notes; an
+--                            analysis is a change of a lesson) or deleted in the past hour plus the revisions it
+--                            proposed: the package's count of history entries and revisions, one each per write.
+--                            Its history entries are a second bucket with the same bound (an agent writes them only
+--                            for its own writes, so raw rows there cannot go past it either). The conflict pairs it
+--                            inserted are a third (the package writes them after its commit and leaves the pairs a
+--                            refusal kept out to the next human's `memory conflicts`).
 --   agent_memories_per_mind  agent memories a mind holds, checked after an agent's insert into memories.
 --   50 pending agent lessons a mind holds (kinds.lessons.AGENT_PENDING_LESSONS), after an agent's insert.
 --
 -- The package checks first and says so in its own words; the server's check is the bound for what the package
 -- does not run. Both count the same rows, so a write the package lets through never meets the server's refusal:
 -- the package refuses the write that would make the count N + 1 before it is made, the server the statement that
--- made it N + 1. The count is kept per login, bucket and minute (agent_write_log: at most 60 rows a login and bucket;
--- each check drops the login's minutes older than an hour), so a check costs the same at any quota. Counting whole
--- minutes, the server's hour is between 59 and 60 minutes long: it never counts more than the package does.
--- A refusal is SQLSTATE 53400 (configuration_limit_exceeded: a limit a human configured), which the package reads
--- as QuotaExceededError; the statement, and so the transaction, is rolled back.
+-- made it N + 1. The count is kept per login, bucket and minute (agent_write_log: at most 61 rows a login and bucket,
+-- with the row of all time each count also updates; each check drops the login's minutes older than an hour), so a
+-- check costs the same at any quota. Counting whole minutes, the server's hour is between 59 and 60 minutes long: it
+-- never counts more than the package does. A refusal is SQLSTATE 53400 (configuration_limit_exceeded: a limit a
+-- human configured), which the package reads as QuotaExceededError; the statement, and so the transaction, is
+-- rolled back.
+--
+-- Also held here against an agent role's own SQL (each section below says what it closed): a conflict pair may hide
+-- only the agent's own record (_proposal_guard), an agent writes only its own sessions' delta state
+-- (_session_guard) and its own lesson scan positions (_meta_agent_guard), and a memory a human verified is changed
+-- or deleted only by a human (_verified_guard).
 
 CREATE TABLE IF NOT EXISTS agent_write_log(
     login text COLLATE "C" NOT NULL,
-    bucket text COLLATE "C" NOT NULL CHECK (bucket IN ('records', 'history', 'links')),
+    bucket text COLLATE "C" NOT NULL CHECK (bucket IN ('records', 'history', 'links', 'sessions', 'meta')),
     minute timestamptz NOT NULL,
     n bigint NOT NULL CHECK (n > 0),
     PRIMARY KEY (login, bucket, minute)
@@ -52,8 +58,9 @@ BEGIN ATOMIC
 END;
 
 -- Record p_n rows an agent statement wrote in a bucket, and refuse the statement when the login's rows of the last
--- 60 minutes (this one and the 59 before) pass the hourly quota. Takes the project's write lock first (every write
--- path takes it first: see next_stamp), so two sessions of one login count one after the other.
+-- 60 minutes (this one and the 59 before) pass the hourly quota (fifty times it for session state rows). Takes the
+-- project's write lock first, as every write path does (see next_stamp), except for a recall's session marks, which
+-- lock their rows before this runs; the login's row of all time serializes its counts in any case.
 CREATE FUNCTION _agent_wrote(p_bucket text, p_n bigint) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = @S@, pg_catalog, pg_temp AS $$
 DECLARE
@@ -65,7 +72,9 @@ BEGIN
     IF p_n <= 0 THEN
         RETURN;
     END IF;
-    PERFORM 1 FROM gate_stats WHERE id = 1 FOR NO KEY UPDATE;
+    IF p_bucket <> 'sessions' THEN  -- a recall's session marks take no write lock (and lock their rows first)
+        PERFORM 1 FROM gate_stats WHERE id = 1 FOR NO KEY UPDATE;
+    END IF;
     -- every write of the login and bucket also updates one row of all time ('-infinity', never summed): two
     -- transactions of one login cannot both count without seeing each other. Under READ COMMITTED the second waits
     -- for the first and reads its rows; under REPEATABLE READ or SERIALIZABLE (a snapshot taken before the other
@@ -81,12 +90,16 @@ BEGIN
     END IF;
     SELECT sum(n) INTO v_total FROM agent_write_log WHERE login = session_user AND bucket = p_bucket
                                                        AND minute > v_minute - interval '1 hour';
-    v_limit := _setting_number('agent_writes_per_hour', 600);
+    -- session state rows: what records given to sessions need (a recall gives a few; agents recall far more often
+    -- than they write), fifty times the writes
+    v_limit := _setting_number('agent_writes_per_hour', 600) * CASE p_bucket WHEN 'sessions' THEN 50 ELSE 1 END;
     IF v_total > v_limit THEN
         RAISE EXCEPTION 'synapse: the agents'' quota of % writes per hour is reached (login %: % % in the last hour)',
                         v_limit, session_user, v_total,
                         CASE p_bucket WHEN 'records' THEN 'records written and proposals'
-                                      WHEN 'history' THEN 'history entries' ELSE 'conflict pairs' END
+                                      WHEN 'history' THEN 'history entries' WHEN 'links' THEN 'conflict pairs'
+                                      WHEN 'sessions' THEN 'session state rows (50 per write)'
+                                      ELSE 'lesson scan positions' END
             USING ERRCODE = 'configuration_limit_exceeded',
                   HINT = 'a human can raise the setting agent_writes_per_hour, or wait';
     END IF;
@@ -131,8 +144,8 @@ BEGIN
         RETURN NULL;
     END IF;
     SELECT count(*) INTO v_n FROM nt;
-    PERFORM _agent_wrote(CASE TG_TABLE_NAME WHEN 'history' THEN 'history' WHEN 'links' THEN 'links'
-                                            ELSE 'records' END, v_n);
+    PERFORM _agent_wrote(CASE WHEN TG_TABLE_NAME IN ('history', 'links', 'meta') THEN TG_TABLE_NAME
+                              WHEN TG_TABLE_NAME = 'session_seen' THEN 'sessions' ELSE 'records' END, v_n);
     IF TG_TABLE_NAME IN ('memories', 'lessons') THEN
         PERFORM _agent_holds(TG_TABLE_NAME, ARRAY(SELECT DISTINCT mind::text FROM nt ORDER BY 1));
     END IF;
@@ -180,7 +193,8 @@ BEGIN
                        'FOR EACH STATEMENT EXECUTE FUNCTION _agent_rate_del()', t);
     END LOOP;
     -- proposals count with the records; an agent writes no update or delete of these tables
-    FOREACH t IN ARRAY ARRAY['revisions', 'history', 'links'] LOOP
+    -- and what an agent adds beside its records: session state rows, lesson scan positions (new keys)
+    FOREACH t IN ARRAY ARRAY['revisions', 'history', 'links', 'session_seen', 'meta'] LOOP
         EXECUTE format('CREATE TRIGGER %1$s_agent_rate_ai AFTER INSERT ON %1$I REFERENCING NEW TABLE AS nt '
                        'FOR EACH STATEMENT EXECUTE FUNCTION _agent_rate_ins()', t);
     END LOOP;
@@ -196,6 +210,38 @@ GRANT EXECUTE ON FUNCTION agent_quota_limits(), _agent_wrote(text, bigint), _age
 -- then left out until a human decided the pair. The package hides a human's record only in favour of another human's
 -- (dupes.hidden_side) and checks human writes only for a human now, so an agent's link names two records of real
 -- kinds and may hide only one of them that is its own: an agent's record, and if a memory an unverified one.
+-- Whether an id is one of a kind (the package's ids: the kind's prefix, "_", the rest; models.kind_of_id).
+CREATE FUNCTION _id_of_kind(p_id text, p_kind text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp
+    RETURN starts_with(p_id, CASE p_kind WHEN 'memory' THEN 'mem_' WHEN 'checkpoint' THEN 'ckp_'
+                                         WHEN 'decision' THEN 'dec_' WHEN 'lesson' THEN 'les_'
+                                         WHEN 'episode' THEN 'epi_' WHEN 'note' THEN 'note_' END) IS TRUE;
+REVOKE EXECUTE ON FUNCTION _id_of_kind(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION _id_of_kind(text, text) TO @S@_human, @S@_agent;
+
+-- An agent's record carries its kind's prefix: a record of one kind with another kind's id (a note named like a
+-- human's memory) made a pair that hid the memory, or deleting the note dropped the memory's open pairs.
+CREATE FUNCTION _agent_id_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT _id_of_kind(NEW.id, TG_ARGV[0]) AND NOT _caller_is_human() THEN
+        PERFORM _deny(format('store %s %s under another kind''s id', TG_ARGV[0], NEW.id),
+                      'an agent''s records have their kind''s ids (mem_, ckp_, dec_, les_, epi_, note_)');
+    END IF;
+    RETURN NEW;
+END $$;
+REVOKE EXECUTE ON FUNCTION _agent_id_guard() FROM PUBLIC;
+DO $$
+DECLARE r record;
+BEGIN
+    FOR r IN SELECT * FROM (VALUES ('memories', 'memory'), ('checkpoints', 'checkpoint'), ('decisions', 'decision'),
+                                   ('lessons', 'lesson'), ('episodes', 'episode'), ('notes', 'note')) v(tbl, kind)
+    LOOP
+        EXECUTE format('CREATE TRIGGER %1$s_agent_id BEFORE INSERT ON %1$I FOR EACH ROW '
+                       'EXECUTE FUNCTION _agent_id_guard(%2$L)', r.tbl, r.kind);
+    END LOOP;
+END $$;
+
 -- Whether a record of this kind exists and is an agent's own: its source is the agent, and a memory is unverified
 -- (a record that does not exist, a kind that is not one, a user's record or a verified memory: false).
 CREATE FUNCTION _record_is_agents(p_kind text, p_id text) RETURNS boolean
@@ -227,9 +273,11 @@ BEGIN
             PERFORM _deny('resolve a conflict', 'an agent''s writes are checked; a human decides each pair');
         END IF;
         -- recall hides the id whatever its kind, so the kinds are checked too (a made-up kind read as no human's)
-        IF NEW.a = NEW.b OR NEW.a_kind NOT IN ('memory', 'checkpoint', 'decision', 'lesson', 'episode', 'note')
-           OR NEW.b_kind NOT IN ('memory', 'checkpoint', 'decision', 'lesson', 'episode', 'note') THEN
-            PERFORM _deny('record a pair that is not two records', 'a pair names two records and their kinds');
+        -- and both records must be there, each of the kind its id says (an agent's own record could reuse a human
+        -- record's id in another table, since ids are unique per table)
+        IF NEW.a = NEW.b OR NOT _id_of_kind(NEW.a, NEW.a_kind) OR NOT _id_of_kind(NEW.b, NEW.b_kind)
+           OR _record_source(NEW.a_kind, NEW.a) IS NULL OR _record_source(NEW.b_kind, NEW.b) IS NULL THEN
+            PERFORM _deny('record a pair that is not two records', 'a pair names two stored records and their kinds');
         END IF;
         IF NEW.hidden IS NOT NULL AND (NEW.hidden NOT IN (NEW.a, NEW.b) OR NOT _record_is_agents(
                 CASE NEW.hidden WHEN NEW.a THEN NEW.a_kind ELSE NEW.b_kind END, NEW.hidden)) THEN
@@ -247,8 +295,9 @@ END $$;
 CREATE FUNCTION _session_guard() RETURNS trigger
     LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
 BEGIN
-    -- an agent's own session, dated no later than tomorrow: anyone's statement may write it (the cheap case first)
-    IF starts_with(NEW.session, 'agent:') AND NEW.seen_at::timestamptz <= clock_timestamp() + interval '1 day' THEN
+    -- an agent's own session, dated no later than an hour from now: anyone's statement may write it (the cheap case
+    -- first)
+    IF starts_with(NEW.session, 'agent:') AND NEW.seen_at::timestamptz <= clock_timestamp() + interval '1 hour' THEN
         RETURN NEW;
     END IF;
     IF NOT is_human() THEN
@@ -273,10 +322,11 @@ CREATE FUNCTION _meta_agent_guard() RETURNS trigger
     LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
 BEGIN
     -- is_human(), as _guard: a statement of the owner's functions passes (next_stamp writes the clock row)
-    IF NOT starts_with(NEW.key, 'scan_tips:agent:') THEN
+    IF NOT starts_with(NEW.key, 'scan_tips:agent:') OR octet_length(NEW.value) > 1048576
+       OR NOT substr(NEW.key, 17) ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$' THEN
         IF NOT is_human() THEN
-            PERFORM _deny(format('write the meta key %L', NEW.key),
-                          'an agent records its own lesson scan positions (scan_tips:agent:<mind>) only');
+            PERFORM _deny(format('write the meta key %L (%s bytes)', left(NEW.key, 80), octet_length(NEW.value)),
+                          'an agent records its own lesson scan positions (scan_tips:agent:<mind>, at most 1 MB)');
         END IF;
     END IF;
     RETURN NEW;
