@@ -14,7 +14,8 @@ on being recorded; a session over the bound gets every recall in full, as a reca
 An agent's sessions are kept apart from people's (:func:`stored_session`: stored as ``agent:<id>``): a person's
 session id is no secret (a notebook's is in ``session_seen`` for anyone who reads the vault), and an agent that
 recalled under it marked what it was given as seen there, so the person's next recall left it out as not new. On a
-team vault the server refuses an agent's row for a session not named so (migration 12).
+team vault each agent login's sessions are apart too (``agent:<login>:<id>``, the schema's ``session_key``), and the
+server refuses an agent's row for any other session (migration 12).
 """
 
 from __future__ import annotations

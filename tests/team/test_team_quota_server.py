@@ -215,19 +215,30 @@ def test_raw_conflict_pairs_past_the_hourly_quota_are_refused_and_the_packages_p
     assert any({p.a, p.b} == {first.id, second.id} for p in pairs), pairs
 
 
-def test_an_agent_cannot_write_a_persons_session_state(human: Any, machine: Any, logins: dict[str, str],
-                                                       agent_sql: psycopg.Connection[Any]) -> None:
+def test_an_agent_cannot_write_a_persons_or_another_agents_session_state(
+        human: Any, machine: Any, logins: dict[str, str], project: str, pg_admin_url: str,
+        agent_sql: psycopg.Connection[Any]) -> None:
     """What a session was given is not given again: an agent's row for a person's session made the person's next
-    recall leave that record out. The package keeps an agent's sessions as `agent:<id>`; the server refuses an agent
-    any other session's row."""
+    recall leave that record out, and (found by a third review) one agent login's row did the same to another agent
+    login's session. The package keeps an agent's sessions as `agent:<id>`, per login on a team vault
+    (`agent:<login>:<id>`); the server refuses an agent any other session's row."""
     rule = human.remember("procedure", "deploy", "deploys go through the blue green script, never by hand")
     mark = "INSERT INTO session_seen(mind, session, rid, digest, seen_at) VALUES ('default', %s, %s, %s, %s)"
-    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="session"):
-        agent_sql.execute(mark, ("nb-0123456789ab", rule.id, rule.digest, TS))
-    agent_sql.execute(mark, ("agent:nb-0123456789ab", rule.id, rule.digest, TS))
+    other = f"{project}_other_bot"
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {other} LOGIN IN ROLE {project}_agent")
+        c.execute(f"INSERT INTO {project}.mind_grants(grantee, mind) VALUES (%s, '*')", (other,))
+    for session in ("nb-0123456789ab", "agent:nb-0123456789ab", f"agent:{other}:nb-0123456789ab"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="session"):
+            agent_sql.execute(mark, (session, rule.id, rule.digest, TS))
+    agent_sql.execute(mark, (f"agent:{project}_agent_login:nb-0123456789ab", rule.id, rule.digest, TS))
     assert [i.id for i in human.recall("how do deploys go", session="nb-0123456789ab").items] == [rule.id]
+    bot = machine("other", logins["agent"].replace(f"{project}_agent_login", other), actor="agent")
+    assert [i.id for i in bot.recall("how do deploys go", session="nb-0123456789ab").items] == [rule.id]
     agent = machine("bot", logins["agent"], actor="agent")
     assert agent.recall("how do deploys go", session="nb-0123456789ab").nothing_new  # the agent's own row holds
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="session"):  # longer than the package's
+        agent_sql.execute(mark, (f"agent:{project}_agent_login:big", "mem_" + "x" * 100, "d" * 1000, TS))
 
 
 def test_an_agent_cannot_move_a_humans_lesson_scan_past_a_revert(team_url: str, logins: dict[str, str],
@@ -331,12 +342,13 @@ def test_a_threaded_episode_counts_once(human: Any, machine: Any, logins: dict[s
     assert "team vault" not in str(refused.value)
 
 
-def test_an_agent_session_dated_in_the_future_is_refused(human: Any, agent_sql: psycopg.Connection[Any]) -> None:
+def test_an_agent_session_dated_in_the_future_is_refused(human: Any, agent_sql: psycopg.Connection[Any],
+                                                         project: str) -> None:
     """Found by review: rows dated in 2099 held the hour's room of new sessions for ever."""
     mark = "INSERT INTO session_seen(mind, session, rid, digest, seen_at) VALUES ('default', %s, 'r', 'd', %s)"
-    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="date"):
-        agent_sql.execute(mark, ("agent:x1", "2099-01-01T00:00:00.000000Z"))
-    agent_sql.execute(mark, ("agent:x1", TS))
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="2099"):
+        agent_sql.execute(mark, (f"agent:{project}_agent_login:x1", "2099-01-01T00:00:00.000000Z"))
+    agent_sql.execute(mark, (f"agent:{project}_agent_login:x1", TS))
 
 
 def test_an_agents_record_cannot_take_another_kinds_id(human: Any, agent_sql: psycopg.Connection[Any]) -> None:
@@ -353,18 +365,19 @@ def test_an_agents_record_cannot_take_another_kinds_id(human: Any, agent_sql: ps
 
 
 def test_an_agents_session_rows_and_scan_positions_are_bounded(human: Any, machine: Any, logins: dict[str, str],
+                                                               project: str,
                                                                agent_sql: psycopg.Connection[Any]) -> None:
     """Found by a second review: one statement of the agent login stored a million `agent:` session rows (a person's
     recall with a new session then read them all: 10x slower) and 50,000 scan position keys of 1 KB. Session rows
     count at fifty a write, new meta keys one a write; a key names a mind and holds at most 1 MB; a recall whose
     marks the server refuses still answers."""
     human.settings.set("agent_writes_per_hour", 4)
-    rows = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELECT 'default', 'agent:flood', "
+    rows = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELECT 'default', %s, "
             "'mem_' || i, 'd', %s FROM generate_series(1, %s) i")
     now = human._ctx.now_ts()
-    agent_sql.execute(rows, (now, 200))
+    agent_sql.execute(rows, (f"agent:{project}_agent_login:flood", now, 200))
     with pytest.raises(TOO_MANY, match="session state rows"):
-        agent_sql.execute(rows.replace("'agent:flood'", "'agent:flood2'"), (now, 1))
+        agent_sql.execute(rows, (f"agent:{project}_agent_login:flood2", now, 1))
     key = "INSERT INTO meta(key, value) VALUES (%s, %s)"
     for bad in (("scan_tips:agent:" + "x" * 65, "[]"), ("scan_tips:agent:a b", "[]"),
                 ("scan_tips:agent:m", "[" + "0" * 1_100_000 + "]")):

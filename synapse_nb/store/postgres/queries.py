@@ -64,25 +64,34 @@ class RecallQueries(RankingQueries, SharedRecallQueries[PgDatabase]):
         return {r["term"]: int(r["n"]) for r in rows}
 
 
-MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELECT ?, ?, u.rid, u.digest, ? "
-             "FROM unnest(?::text[], ?::text[]) AS u(rid, digest) "
-             "WHERE ?::text IS NULL OR EXISTS (SELECT 1 FROM session_seen s WHERE s.mind = ? AND s.session = ?) "
+MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELECT ?, k.s, u.rid, u.digest, ? "
+             "FROM (SELECT session_key(?) AS s) k, unnest(?::text[], ?::text[]) AS u(rid, digest) "
+             "WHERE ?::text IS NULL OR EXISTS (SELECT 1 FROM session_seen s WHERE s.mind = ? AND s.session = k.s) "
              "OR (SELECT count(DISTINCT s.session) FROM session_seen s WHERE s.mind = ? AND s.seen_at >= ? "
-             "AND (substr(s.session, 1, 6) = 'agent:') = (substr(?::text, 1, 6) = 'agent:')) < ? "
+             "AND starts_with(s.session, 'agent:') = starts_with(k.s, 'agent:')) < ? "
              "ORDER BY u.rid "
              "ON CONFLICT (mind, session, rid) DO UPDATE SET digest = excluded.digest, seen_at = excluded.seen_at")
+SEEN = "SELECT rid, digest FROM session_seen WHERE mind = ? AND session = session_key(?) AND rid = ANY(?)"
 
 
 class SessionsQueries(SharedSessionsQueries[PgDatabase]):
-    """Session marks as shared, but recording what a recall gave is one statement (one round trip)."""
+    """Session marks as shared, but recording what a recall gave is one statement (one round trip), and an agent's
+    session (``agent:<id>``, recall/delta.py) is kept per database login (``session_key``, migration 12: one agent
+    login's rows could otherwise leave records out of another agent's recall)."""
+
+    def seen(self, mind: str, session: str, ids: Sequence[str]) -> dict[str, str]:
+        want = list(dict.fromkeys(ids))
+        if not want:
+            return {}
+        return {r["rid"]: r["digest"] for r in self._db.query(SEEN, (mind, session, want))}
 
     def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str, *,
              new_since: str | None = None, new_limit: int = 0) -> None:
         given = dict(pairs)  # the last digest of a repeated id wins, as the row-by-row upsert does
         rids = sorted(given)
         if rids:
-            self._db.write_once(MARK_SEEN, (mind, session, now, rids, [given[r] for r in rids], new_since, mind,
-                                            session, mind, new_since, session, new_limit))
+            self._db.write_once(MARK_SEEN, (mind, now, session, rids, [given[r] for r in rids], new_since, mind,
+                                            mind, new_since, new_limit))
 
 
 class MetaQueries(SharedMetaQueries[PgDatabase]):

@@ -290,23 +290,32 @@ END $$;
 
 -- Per-session delta state: what a session was given is not given again. An agent that wrote rows for a person's
 -- session (its id is in session_seen, which every role reads) made the person's next recall leave those records out
--- as not new. The package stores an agent's sessions as 'agent:<id>' (recall/delta.py, stored_session); the server
--- refuses an agent any other session's row.
+-- as not new. The package stores an agent's sessions as 'agent:<id>' (recall/delta.py, stored_session), and a team
+-- vault keeps them per login (session_key: 'agent:<login>:<id>', the login quoted as an identifier, so no login's
+-- prefix is another's): one agent login cannot mark another's sessions either. The server refuses an agent any other
+-- session's row, one dated more than an hour ahead (it would hold the hour's room of new sessions), and ids or
+-- digests longer than the package's (the row count is bounded below; an update of a row is not counted).
+CREATE FUNCTION session_key(p_session text) RETURNS text
+    LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp
+    RETURN CASE WHEN starts_with(p_session, 'agent:')
+                THEN 'agent:' || quote_ident(session_user) || ':' || substr(p_session, 7) ELSE p_session END;
+REVOKE EXECUTE ON FUNCTION session_key(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION session_key(text) TO @S@_human, @S@_agent;
+
 CREATE FUNCTION _session_guard() RETURNS trigger
     LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
 BEGIN
-    -- an agent's own session, dated no later than an hour from now: anyone's statement may write it (the cheap case
-    -- first)
-    IF starts_with(NEW.session, 'agent:') AND NEW.seen_at::timestamptz <= clock_timestamp() + interval '1 hour' THEN
+    -- this login's own agent session, dated no later than an hour from now, of the package's sizes: anyone's
+    -- statement may write it (the cheap case first)
+    IF starts_with(NEW.session, 'agent:' || quote_ident(session_user) || ':') AND octet_length(NEW.session) <= 512
+       AND octet_length(NEW.rid) <= 64 AND octet_length(NEW.digest) <= 64
+       AND NEW.seen_at::timestamptz <= clock_timestamp() + interval '1 hour' THEN
         RETURN NEW;
     END IF;
     IF NOT is_human() THEN
-        IF NOT starts_with(NEW.session, 'agent:') THEN
-            PERFORM _deny(format('record what session %L was given', NEW.session),
-                          'an agent''s sessions are stored as agent:<id>; another session''s state is its own');
-        END IF;
-        -- dated in the future, a session would count among the hour's new sessions for ever (recall.delta)
-        PERFORM _deny(format('date a session''s state %s', NEW.seen_at), 'an agent''s session state is dated now');
+        PERFORM _deny(format('record what session %L was given (%s)', left(NEW.session, 80), NEW.seen_at),
+                      'an agent records only its own sessions (agent:<login>:<id>), dated now, with ids of at most '
+                      '64 bytes');
     END IF;
     RETURN NEW;
 END $$;
