@@ -136,41 +136,24 @@ END $$;
 
 -- The triggers: SECURITY INVOKER, so _caller_is_human() reads the role the statement ran as (inside a deletion
 -- function too: the role setting is the caller's there).
-CREATE FUNCTION _agent_rate_ins() RETURNS trigger
+CREATE FUNCTION _agent_rate() RETURNS trigger
     LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
 DECLARE v_n bigint;
 BEGIN
     IF _caller_is_human() THEN
         RETURN NULL;
     END IF;
-    SELECT count(*) INTO v_n FROM nt;
-    PERFORM _agent_wrote(CASE WHEN TG_TABLE_NAME IN ('history', 'links', 'meta') THEN TG_TABLE_NAME
+    IF TG_OP = 'DELETE' THEN  -- each branch reads only the transition table its trigger declares
+        SELECT count(*) INTO v_n FROM ot;
+    ELSE
+        SELECT count(*) INTO v_n FROM nt;
+    END IF;
+    PERFORM _agent_wrote(CASE WHEN TG_OP <> 'INSERT' THEN 'records'
+                              WHEN TG_TABLE_NAME IN ('history', 'links', 'meta') THEN TG_TABLE_NAME
                               WHEN TG_TABLE_NAME = 'session_seen' THEN 'sessions' ELSE 'records' END, v_n);
-    IF TG_TABLE_NAME IN ('memories', 'lessons') THEN
+    IF TG_OP = 'INSERT' AND TG_TABLE_NAME IN ('memories', 'lessons') THEN
         PERFORM _agent_holds(TG_TABLE_NAME, ARRAY(SELECT DISTINCT mind::text FROM nt ORDER BY 1));
     END IF;
-    RETURN NULL;
-END $$;
-CREATE FUNCTION _agent_rate_upd() RETURNS trigger
-    LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
-DECLARE v_n bigint;
-BEGIN
-    IF _caller_is_human() THEN
-        RETURN NULL;
-    END IF;
-    SELECT count(*) INTO v_n FROM nt;
-    PERFORM _agent_wrote('records', v_n);
-    RETURN NULL;
-END $$;
-CREATE FUNCTION _agent_rate_del() RETURNS trigger
-    LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
-DECLARE v_n bigint;
-BEGIN
-    IF _caller_is_human() THEN
-        RETURN NULL;
-    END IF;
-    SELECT count(*) INTO v_n FROM ot;
-    PERFORM _agent_wrote('records', v_n);
     RETURN NULL;
 END $$;
 
@@ -179,29 +162,29 @@ DECLARE t text;
 BEGIN
     FOREACH t IN ARRAY ARRAY['memories', 'checkpoints', 'decisions', 'episodes', 'notes', 'lessons'] LOOP
         EXECUTE format('CREATE TRIGGER %1$s_agent_rate_ai AFTER INSERT ON %1$I REFERENCING NEW TABLE AS nt '
-                       'FOR EACH STATEMENT EXECUTE FUNCTION _agent_rate_ins()', t);
+                       'FOR EACH STATEMENT EXECUTE FUNCTION _agent_rate()', t);
     END LOOP;
     -- changes: what an agent may change (its memories and notes; a lesson's analysis, by submit_analysis). Not the
     -- tables the owner's functions change for it as upkeep (rank_refresh_thread rewrites a thread's episodes'
     -- contexts after an agent's episode: counted, one write made several)
     FOREACH t IN ARRAY ARRAY['memories', 'notes', 'lessons'] LOOP
         EXECUTE format('CREATE TRIGGER %1$s_agent_rate_au AFTER UPDATE ON %1$I REFERENCING NEW TABLE AS nt '
-                       'FOR EACH STATEMENT EXECUTE FUNCTION _agent_rate_upd()', t);
+                       'FOR EACH STATEMENT EXECUTE FUNCTION _agent_rate()', t);
     END LOOP;
     FOREACH t IN ARRAY ARRAY['memories', 'notes'] LOOP  -- the only records an agent deletes (delete_record)
         EXECUTE format('CREATE TRIGGER %1$s_agent_rate_ad AFTER DELETE ON %1$I REFERENCING OLD TABLE AS ot '
-                       'FOR EACH STATEMENT EXECUTE FUNCTION _agent_rate_del()', t);
+                       'FOR EACH STATEMENT EXECUTE FUNCTION _agent_rate()', t);
     END LOOP;
     -- proposals count with the records; an agent writes no update or delete of these tables
     -- and what an agent adds beside its records: session state rows, lesson scan positions (new keys)
     FOREACH t IN ARRAY ARRAY['revisions', 'history', 'links', 'session_seen', 'meta'] LOOP
         EXECUTE format('CREATE TRIGGER %1$s_agent_rate_ai AFTER INSERT ON %1$I REFERENCING NEW TABLE AS nt '
-                       'FOR EACH STATEMENT EXECUTE FUNCTION _agent_rate_ins()', t);
+                       'FOR EACH STATEMENT EXECUTE FUNCTION _agent_rate()', t);
     END LOOP;
 END $$;
 
 REVOKE EXECUTE ON FUNCTION _setting_number(text, bigint), agent_quota_limits(), _agent_wrote(text, bigint),
-    _agent_holds(text, text[]), _agent_rate_ins(), _agent_rate_upd(), _agent_rate_del() FROM PUBLIC;
+    _agent_holds(text, text[]), _agent_rate() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION agent_quota_limits(), _agent_wrote(text, bigint), _agent_holds(text, text[])
     TO @S@_human, @S@_agent;
 
