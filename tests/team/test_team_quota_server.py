@@ -14,6 +14,7 @@ import pytest
 from synapse_nb.errors import PermissionDeniedError, QuotaExceededError
 from synapse_nb.kinds.lessons import AGENT_PENDING_LESSONS
 from synapse_nb.settings import SETTINGS
+from tests.team.conftest import url_as
 
 TS = "2026-01-01T00:00:00.000000Z"
 TOO_MANY = psycopg.errors.ConfigurationLimitExceeded
@@ -390,3 +391,33 @@ def test_an_agents_session_rows_and_scan_positions_are_bounded(human: Any, machi
     human.remember("procedure", "deploy", "deploys go through the blue green script, never by hand")
     agent = machine("bot", logins["agent"], actor="agent")
     assert agent.recall("how do deploys go", session="conv-1").items  # its marks refused: it answers all the same
+
+
+def test_a_vault_at_migration_11_with_data_upgrades_to_12(pg_admin_url: str, machine: Any) -> None:
+    """Migration 12 adds triggers, functions and a table, and checks no stored row: a project that holds records,
+    an agent's session rows of the old key and scan positions upgrades, keeps them, and holds agents to the new
+    rules afterwards."""
+    import uuid
+
+    from synapse_nb.store.postgres.migrate import MIGRATIONS, migrate
+
+    project = f"up{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        assert migrate(c, project, MIGRATIONS[:11]) == (0, 11)
+        c.execute(f"SET search_path = {project}")
+        c.execute("INSERT INTO memories(id, mind, category, key, content, priority, source, verified, confidence, "
+                  "created_at, updated_at, terms) VALUES ('mem_old0000000', 'default', 'procedure', 'deploy', "
+                  "'deploys go through the blue green script', 1, 'agent', 1, 0.7, %s, %s, '{blue,deploy,green}')",
+                  (TS, TS))
+        c.execute("INSERT INTO session_seen(mind, session, rid, digest, seen_at) VALUES "
+                  "('default', 'conv-1', 'mem_old0000000', 'd', %s)", (TS,))
+        c.execute("INSERT INTO meta(key, value) VALUES ('scan_tips:default', '[]')")
+        assert migrate(c, project) == (11, 12)
+        c.execute(f"CREATE ROLE {project}_bot LOGIN IN ROLE {project}_agent")
+        c.execute(f"INSERT INTO {project}.mind_grants(grantee, mind) VALUES (%s, '*')", (f"{project}_bot",))
+    human = machine("h", f"{pg_admin_url}?project={project}")
+    assert human.memories.get("mem_old0000000").verified
+    agent = machine("bot", url_as(pg_admin_url, f"{project}_bot") + f"?project={project}", actor="agent")
+    assert agent.checkpoint("after the upgrade").source == "agent"
+    with pytest.raises(PermissionDeniedError, match="verified"):
+        agent.memories.delete("mem_old0000000")
