@@ -294,7 +294,8 @@ def test_background_hook_returns_before_the_scan_finishes(
     log = repo.root / ".synapse" / "hook.log"
     assert not log.exists()  # the commit returned while the (sleeping) scan still runs
     end = time.monotonic() + 20
-    while time.monotonic() < end and not log.exists():
+    # until the line is written (the file appears before its line does: reading at its creation saw it empty)
+    while time.monotonic() < end and "gave up" not in (log.read_text() if log.exists() else ""):
         time.sleep(0.05)
     assert "timeout: gave up after 1 s" in log.read_text()
 
