@@ -356,3 +356,31 @@ def test_a_mind_holds_a_bounded_number_of_pending_lessons_agents_created(
     user.lessons.reject(made[0].id)
     agent.lessons.create("Reverted 'after a review'")
     assert len(user.lessons.list(status="pending")) == 4
+
+
+def test_an_agents_writes_cannot_push_a_persons_out_of_the_restore_pack(pair: tuple[syn.Vault, syn.Vault],
+                                                                        clock: Clock) -> None:
+    """What a compacted context gets back read the five latest decisions and the fifty first memories by priority:
+    five agent decisions and fifty agent memories marked critical, well within the hour's quota, pushed every
+    person's decision and verified memory out of the pack. Each author's are read apart now."""
+    user, agent = pair
+    rule = user.remember("procedure", "deploy", "Deploys go through the blue/green script, never by hand.",
+                         priority="high")
+    user.memories.verify(rule.id)
+    mine = user.decide("Postgres 15 is the team vault's server", rationale="what the image ships")
+    for i in range(60):
+        clock.t += timedelta(seconds=1)
+        agent.remember("knowledge", f"note_{i}", f"agent note {i}: the cache is warmed at boot", priority="critical")
+    for i in range(6):
+        clock.t += timedelta(seconds=1)
+        agent.decide(f"agent decision {i}: retry twice")
+    for v in (user, agent):
+        pack = v.restore_pack(budget_tokens=100_000)
+        assert "blue/green script" in pack and "Postgres 15 is the team vault's server" in pack
+        lines = pack.splitlines()
+        human_decision = next(i for i, x in enumerate(lines) if "Postgres 15" in x)
+        assert human_decision < next(i for i, x in enumerate(lines) if "agent decision 5" in x)
+        assert "agent decision 0" not in pack  # the five latest of agents, after the person's
+        assert next(i for i, x in enumerate(lines) if "blue/green" in x) < next(
+            i for i, x in enumerate(lines) if "agent note" in x)
+    assert mine.source == "user"

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb._util import MAX_TEXT, check_optional_text, check_stored_tags, check_tags, check_text, new_id
+from synapse_nb._util import (
+    MAX_TEXT,
+    check_choice,
+    check_limit,
+    check_optional_text,
+    check_stored_tags,
+    check_tags,
+    check_text,
+    new_id,
+)
 from synapse_nb.errors import ValidationError
 from synapse_nb.kinds._base import KindManager, check_query, check_search_limit, exactly_once
 from synapse_nb.models import Decision, RecordList
@@ -58,6 +67,19 @@ class Decisions(KindManager[Decision]):
             self._table.insert(dec)
             self._changed("create", None, dec, ts)
         return dec
+
+    def list(self, *, limit: int | None = None, source: str | None = None) -> RecordList[Decision]:
+        """Decisions of the mind, newest first; ``source``: only a person's (``"user"``) or only agents'
+        (``"agent"``).
+
+        >>> import synapse_nb as syn, tempfile
+        >>> v = syn.open_vault(tempfile.mkdtemp())
+        >>> _ = v.decide("Use SQLite WAL mode"); _ = v.as_agent().decide("Retry a failed upload twice")
+        >>> [d.decision for d in v.decisions.list(source="user")], len(v.decisions.list())
+        (['Use SQLite WAL mode'], 2)
+        """
+        src = None if source is None else check_choice(source, "source", ("user", "agent"))
+        return RecordList(self._table.list(self._view(), limit=check_limit(limit), source=src))
 
     def search(self, q: str, *, tag: str | None = None, limit: int = 50) -> RecordList[Decision]:
         """Full-text search over decision, rationale and tags; any text is safe."""

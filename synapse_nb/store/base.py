@@ -1,9 +1,8 @@
 """The store seam: what the core asks of a system of record, written for a second backend.
 
-:class:`VaultStore` is a :class:`typing.Protocol`: SQLite implements it today
-(:class:`synapse_nb.store.sqlite.SqliteStore`), a PostgreSQL team vault will implement it next. The kind
-managers, recall, follow, transfer and settings talk to a store only through it; every SQL statement lives
-behind it, in ``synapse_nb/store/``.
+:class:`VaultStore` is a :class:`typing.Protocol`, implemented by SQLite (:class:`synapse_nb.store.sqlite.SqliteStore`)
+and a PostgreSQL team vault (:mod:`synapse_nb.store.postgres`). The kind managers, recall, follow, transfer and
+settings talk to a store only through it; every SQL statement lives behind it, in ``synapse_nb/store/``.
 
 Contract (every backend)
 ------------------------
@@ -214,8 +213,9 @@ class CheckpointTable(KindTable["Checkpoint"], Protocol):
 
 
 class DecisionTable(KindTable["Decision"], Protocol):
-    """Decisions. Default order: newest first, then id descending."""
+    """Decisions. Default order: newest first, then id descending; ``list(source=)``: one author's only."""
 
+    def list(self, view: View, *, limit: int | None = None, source: str | None = None) -> builtins.list[Decision]: ...
     def search(self, view: View, text: str, *, tag: str | None = None, limit: int) -> builtins.list[Decision]: ...
 
 

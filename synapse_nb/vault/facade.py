@@ -303,9 +303,11 @@ class Vault:
                      note: str | None = None) -> str:
         """What a compacted context needs back, within ``budget_tokens`` (default
         :data:`synapse_nb.recall.pack.RESTORE_TOKENS`, 1,500): the approved-lesson banner, ``checkpoint``
-        (default: the latest on this branch), the five latest decisions and the key memories, whole lines, each
-        starting with its provenance mark (:mod:`synapse_nb.recall.pack`). The MCP tool ``signal_low_context`` and
-        the agent hooks return this pack.
+        (default: the latest on this branch), the five latest decisions of people and then the five latest of agents,
+        and the key memories (priority critical or high: verified ones, then people's, then agents'), whole lines,
+        each starting with its provenance mark (:mod:`synapse_nb.recall.pack`). An agent's writes cannot push a
+        person's out of the pack: each author's are read apart. The MCP tool ``signal_low_context`` and the agent
+        hooks return this pack.
 
         >>> import synapse_nb as syn, tempfile
         >>> v = syn.open_vault(tempfile.mkdtemp())
@@ -315,11 +317,17 @@ class Vault:
         >>> print(v.restore_pack(budget_tokens=400).splitlines()[-1])  # doctest: +ELLIPSIS
         - [user] Use SQLite as the system of record — one file (...)
         """
-        from synapse_nb.recall.pack import RESTORE_TOKENS, key_memories, restore_pack
+        from synapse_nb.recall.pack import KEY_PRIORITIES, RESTORE_TOKENS, key_memories, restore_pack
 
         ckp = checkpoint if checkpoint is not None else self.checkpoints.latest()
-        return restore_pack(self.lessons.in_force(), ckp, self.decisions.list(limit=5),
-                            key_memories(self.memories.list(limit=50)),
+        decisions = [*self.decisions.list(limit=5, source="user"), *self.decisions.list(limit=5, source="agent")]
+        # each author's key memories read apart (50 agent memories marked critical filled the one list of 50, and no
+        # verified memory reached the pack); key_memories puts the verified ones first
+        memories = [m for who in ({"verified": True}, {"verified": False, "source": "user"},
+                                  {"verified": False, "source": "agent"})
+                    for p in KEY_PRIORITIES
+                    for m in self.memories.page(priority=p, sort="updated", descending=True, limit=25, **who).items]
+        return restore_pack(self.lessons.in_force(), ckp, decisions, key_memories(memories),
                             budget_tokens=RESTORE_TOKENS if budget_tokens is None else budget_tokens, note=note)
 
     def default_bars(self, saved: dict[str, Any] | None = None) -> Bars:

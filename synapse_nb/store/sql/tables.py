@@ -371,6 +371,11 @@ class DecisionsTable(Table[Decision, D]):
         return (d.id, d.mind, d.decision, d.rationale, dumps(list(d.tags)), d.branch, d.commit, d.source,
                 d.created_at, d.updated_at)
 
+    def list(self, view: View, *, limit: int | None = None, source: str | None = None) -> builtins.list[Decision]:
+        if source is None:
+            return self._select(view, limit=limit)
+        return self._select(view, "$source = ?", (source,), limit=limit)
+
     def search(self, view: View, text: str, *, tag: str | None = None, limit: int) -> builtins.list[Decision]:
         if tag is None:
             return self._match(view, text, ALWAYS, (), limit)
