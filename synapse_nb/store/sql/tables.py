@@ -374,7 +374,10 @@ class DecisionsTable(Table[Decision, D]):
     def list(self, view: View, *, limit: int | None = None, source: str | None = None) -> builtins.list[Decision]:
         if source is None:
             return self._select(view, limit=limit)
-        return self._select(view, "$source = ?", (source,), limit=limit)
+        if source not in ("user", "agent"):
+            raise ValueError(f"source {source!r}")
+        # the value in the statement, not a parameter: the partial index decisions_user is used only so
+        return self._select(view, f"$source = '{source}'", limit=limit)
 
     def search(self, view: View, text: str, *, tag: str | None = None, limit: int) -> builtins.list[Decision]:
         if tag is None:

@@ -536,12 +536,16 @@ MIGRATIONS: dict[int, str] = {
 #: count per mind used ``history_agent`` by (mind, at): a vault that has it keeps it, since an older synapse_nb of
 #: this version would build it again on each open), ``memories_agent``
 #: (the agents' memories per mind: without it every memory of the mind was counted, 66 ms a write at 200,000) and
-#: ``session_seen_at`` (the sessions given something in the last hour, counted when a new session would be recorded).
+#: ``session_seen_at`` (the sessions given something in the last hour, counted when a new session would be recorded)
+#: and ``decisions_user`` (a person's latest decisions for the restore pack, past any number of agents' newer ones:
+#: 127 ms at 100,000 agent decisions without it).
 INDICES: dict[str, str] = {
     "history_agent_at": "CREATE INDEX IF NOT EXISTS history_agent_at ON history(at) WHERE actor = 'agent'",
     "revisions_agent": "CREATE INDEX IF NOT EXISTS revisions_agent ON revisions(created_at) WHERE actor = 'agent'",
     "memories_agent": "CREATE INDEX IF NOT EXISTS memories_agent ON memories(mind) WHERE source = 'agent'",
     "session_seen_at": "CREATE INDEX IF NOT EXISTS session_seen_at ON session_seen(mind, seen_at)",
+    "decisions_user": "CREATE INDEX IF NOT EXISTS decisions_user ON decisions(mind, created_at DESC) "
+                      "WHERE source = 'user'",
 }
 
 

@@ -346,3 +346,7 @@ END $$;
 REVOKE EXECUTE ON FUNCTION _verified_guard() FROM PUBLIC;
 CREATE TRIGGER memories_verified_guard BEFORE UPDATE OR DELETE ON memories
     FOR EACH ROW EXECUTE FUNCTION _verified_guard();
+
+-- A person's latest decisions for the restore pack (Vault.restore_pack reads each author's apart), found past any
+-- number of agents' newer ones (the SQLite vault's index of the same name).
+CREATE INDEX IF NOT EXISTS decisions_user ON decisions(mind, created_at DESC) WHERE source = 'user';
