@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from synapse_nb.store.base import VaultStore
 
 __all__ = ["CHECKED_KINDS", "COVERED_AT", "DEPTH", "DUPLICATE_AT", "MIN_SHARE", "MIN_SHARED", "SUBJECT_AT", "Verdict",
-           "check_after_commit", "classify", "covered", "hidden_side", "words"]
+           "check_after_commit", "classify", "covered", "hidden_side", "human_record", "words"]
 
 #: The kinds the check compares (recall's ranked kinds but checkpoints).
 CHECKED_KINDS: tuple[str, ...] = tuple(k for k in RANKED_KINDS if k != "checkpoint")
@@ -252,13 +252,15 @@ def covered(text: str, by: str, doc_freq: Mapping[str, int], n_docs: int) -> flo
     return round(held / total, 6) if total > 0 else 0.0
 
 
-def hidden_side(new: Record, old: Record) -> str:
-    """Which of a duplicate pair recall leaves out: a human's record (a user's, or a verified memory) stands over an
-    agent's; between equals the older one (``old``) stands."""
-    def human(r: Record) -> bool:
-        return getattr(r, "source", "user") == "user" or bool(getattr(r, "verified", False))
+def human_record(rec: Record) -> bool:
+    """Whether a record stands as a human's in a duplicate pair: a user's, or a memory a human verified."""
+    return getattr(rec, "source", "user") == "user" or bool(getattr(rec, "verified", False))
 
-    return old.id if human(new) and not human(old) else new.id
+
+def hidden_side(new: Record, old: Record) -> str:
+    """Which of a duplicate pair recall leaves out: a human's record (:func:`human_record`) stands over an agent's;
+    between equals the older one (``old``) stands."""
+    return old.id if human_record(new) and not human_record(old) else new.id
 
 
 # -- on write ------------------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from synapse_nb._util import (
     resolve_expiry,
     shift,
 )
+from synapse_nb.dupes import human_record
 from synapse_nb.errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager, check_query, check_search_limit, exactly_once
 from synapse_nb.kinds.memory_history import MemoryHistory
@@ -256,8 +257,8 @@ class Memories(MemoryHistory, KindManager[Memory]):
             if link.status != "open" or link.hidden != mem.id:
                 continue
             other_id, other_kind = (link.b, link.b_kind) if link.a == mem.id else (link.a, link.a_kind)
-            other = store.table(other_kind).get_many(self._ctx.view(), [other_id]).get(other_id)
-            if other is None or (getattr(other, "source", "user") != "user" and not getattr(other, "verified", False)):
+            other = store.table(other_kind).get(self._ctx.view(), other_id)
+            if other is None or not human_record(other):
                 store.links.decide(link.id, "kept", ts)
 
     @staticmethod

@@ -28,7 +28,7 @@
 -- rolled back.
 --
 -- Also held here against an agent role's own SQL (each section below says what it closed): a conflict pair may hide
--- only the agent's own record (_proposal_guard), an agent writes only its own sessions' delta state
+-- only the agent's own record (_agent_link_guard), an agent writes only its own sessions' delta state
 -- (_session_guard) and its own lesson scan positions (_meta_agent_guard), and a memory a human verified is changed
 -- or deleted only by a human (_verified_guard).
 
@@ -188,11 +188,6 @@ REVOKE EXECUTE ON FUNCTION _setting_number(text, bigint), agent_quota_limits(), 
 GRANT EXECUTE ON FUNCTION agent_quota_limits(), _agent_wrote(text, bigint), _agent_holds(text, text[])
     TO @S@_human, @S@_agent;
 
--- A duplicate link hides one side from recall while it is open, and the guard of migration 11 checked only that an
--- agent's link was open: with its own SQL an agent inserted a link hiding a human's verified memory, which recall
--- then left out until a human decided the pair. The package hides a human's record only in favour of another human's
--- (dupes.hidden_side) and checks human writes only for a human now, so an agent's link names two records of real
--- kinds and may hide only one of them that is its own: an agent's record, and if a memory an unverified one.
 -- Whether an id is one of a kind (the package's ids: the kind's prefix, "_", the rest; models.kind_of_id).
 CREATE FUNCTION _id_of_kind(p_id text, p_kind text) RETURNS boolean
     LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp
@@ -241,35 +236,33 @@ END $$;
 REVOKE EXECUTE ON FUNCTION _record_is_agents(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION _record_is_agents(text, text) TO @S@_human, @S@_agent;
 
-CREATE OR REPLACE FUNCTION _proposal_guard() RETURNS trigger
+-- A duplicate link hides one side from recall while it is open, and the guard of migration 11 checked only that an
+-- agent's link was open: with its own SQL an agent inserted a link hiding a human's verified memory, which recall
+-- then left out until a human decided the pair. The package hides a human's record only in favour of another human's
+-- (dupes.hidden_side) and checks human writes only for a human now, so an agent's link names two records of real
+-- kinds and may hide only one of them that is its own: an agent's record, and if a memory an unverified one. A
+-- trigger of its own beside migration 11's _proposal_guard (open pairs only), which stays as it is.
+CREATE FUNCTION _agent_link_guard() RETURNS trigger
     LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
 BEGIN
     IF _caller_is_human() THEN
         RETURN NEW;
     END IF;
-    IF TG_TABLE_NAME = 'revisions' THEN
-        IF NEW.status <> 'pending' OR NEW.decided_at IS NOT NULL OR NEW.actor <> 'agent' THEN
-            PERFORM _deny('decide a revision', 'an agent proposes; a human accepts or rejects');
-        END IF;
-    ELSIF TG_TABLE_NAME = 'links' THEN
-        IF NEW.status <> 'open' OR NEW.decided_at IS NOT NULL THEN
-            PERFORM _deny('resolve a conflict', 'an agent''s writes are checked; a human decides each pair');
-        END IF;
-        -- recall hides the id whatever its kind, so the kinds are checked too (a made-up kind read as no human's)
-        -- and both records must be there, each of the kind its id says (an agent's own record could reuse a human
-        -- record's id in another table, since ids are unique per table)
-        IF NEW.a = NEW.b OR NOT _id_of_kind(NEW.a, NEW.a_kind) OR NOT _id_of_kind(NEW.b, NEW.b_kind)
-           OR _record_source(NEW.a_kind, NEW.a) IS NULL OR _record_source(NEW.b_kind, NEW.b) IS NULL THEN
-            PERFORM _deny('record a pair that is not two records', 'a pair names two stored records and their kinds');
-        END IF;
-        IF NEW.hidden IS NOT NULL AND (NEW.hidden NOT IN (NEW.a, NEW.b) OR NOT _record_is_agents(
-                CASE NEW.hidden WHEN NEW.a THEN NEW.a_kind ELSE NEW.b_kind END, NEW.hidden)) THEN
-            PERFORM _deny(format('hide %s from recall', NEW.hidden),
-                          'a duplicate pair an agent records hides only its own unverified copy; a human''s stands');
-        END IF;
+    -- recall hides the id whatever its kind, so the kinds are checked too (a made-up kind read as no human's), and
+    -- both records must be there, each of the kind its id says (ids are unique per table only)
+    IF NEW.a = NEW.b OR NOT _id_of_kind(NEW.a, NEW.a_kind) OR NOT _id_of_kind(NEW.b, NEW.b_kind)
+       OR _record_source(NEW.a_kind, NEW.a) IS NULL OR _record_source(NEW.b_kind, NEW.b) IS NULL THEN
+        PERFORM _deny('record a pair that is not two records', 'a pair names two stored records and their kinds');
+    END IF;
+    IF NEW.hidden IS NOT NULL AND (NEW.hidden NOT IN (NEW.a, NEW.b) OR NOT _record_is_agents(
+            CASE NEW.hidden WHEN NEW.a THEN NEW.a_kind ELSE NEW.b_kind END, NEW.hidden)) THEN
+        PERFORM _deny(format('hide %s from recall', NEW.hidden),
+                      'a duplicate pair an agent records hides only its own unverified copy; a human''s stands');
     END IF;
     RETURN NEW;
 END $$;
+REVOKE EXECUTE ON FUNCTION _agent_link_guard() FROM PUBLIC;
+CREATE TRIGGER links_agent_guard BEFORE INSERT ON links FOR EACH ROW EXECUTE FUNCTION _agent_link_guard();
 
 -- Per-session delta state: what a session was given is not given again. An agent that wrote rows for a person's
 -- session (its id is in session_seen, which every role reads) made the person's next recall leave those records out
@@ -277,7 +270,7 @@ END $$;
 -- vault keeps them per login (session_key: 'agent:<login>:<id>', the login quoted as an identifier, so no login's
 -- prefix is another's): one agent login cannot mark another's sessions either. The server refuses an agent any other
 -- session's row, one dated more than an hour ahead (it would hold the hour's room of new sessions), and ids or
--- digests longer than the package's (the row count is bounded below; an update of a row is not counted).
+-- digests longer than the package's (_agent_rate counts the rows an agent inserts; an update of one is not counted).
 CREATE FUNCTION session_key(p_session text) RETURNS text
     LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp
     RETURN CASE WHEN starts_with(p_session, 'agent:')
