@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from synapse_nb._util import new_id
 from synapse_nb.changes import Link
 from synapse_nb.errors import PermissionDeniedError
-from synapse_nb.models import RANKED_KINDS, Record, kind_of_id
+from synapse_nb.models import RANKED_KINDS, Record, human_record, kind_of_id
 from synapse_nb.store.records import View
 
 if TYPE_CHECKING:
@@ -250,11 +250,6 @@ def covered(text: str, by: str, doc_freq: Mapping[str, int], n_docs: int) -> flo
         total += weight
         held += weight if w in pb.subject else 0.0
     return round(held / total, 6) if total > 0 else 0.0
-
-
-def human_record(rec: Record) -> bool:
-    """Whether a record stands as a human's in a duplicate pair: a user's, or a memory a human verified."""
-    return getattr(rec, "source", "user") == "user" or bool(getattr(rec, "verified", False))
 
 
 def hidden_side(new: Record, old: Record) -> str:

@@ -131,6 +131,26 @@ def test_a_verified_procedure_survives_a_flood_of_agent_memories(pair: tuple[syn
     assert better.id in {i.id for i in user.recall("deploy canary").items}
 
 
+@pytest.mark.parametrize("n", [6, 50])
+def test_a_persons_decision_survives_a_flood_of_agent_decisions(pair: tuple[syn.Vault, syn.Vault], n: int) -> None:
+    user, agent = pair
+    user.settings.set("agent_writes_per_hour", 10_000)
+    mine = user.decisions.create("We deploy with helm upgrade from CI only, never kubectl apply by hand",
+                                 rationale="hand-applied manifests drifted from the chart twice")
+    assert mine.id in {i.id for i in user.recall("how do we deploy").items}
+    # short agent decisions outrank the person's longer one for the query's one word, and fill the kind's top 5
+    flood = [agent.decisions.create("deploy" if i % 2 else f"deploy {i}").id for i in range(n)]
+    for who in (user, agent):  # what the next agent reads too
+        r = who.recall("how do we deploy")
+        ids = [i.id for i in r.items if i.kind == "decision"]
+        assert mine.id in ids and len([i for i in ids if i in flood]) == Bars().top_k - 1
+        gave = [row for row in r.explain() if row.bar == "person"]
+        assert len(gave) == 1 and gave[0].id in flood and not gave[0].kept
+    # an agent decision that holds more of the query than the person's keeps its place
+    better = agent.decisions.create("deploy canary first")
+    assert better.id in {i.id for i in user.recall("deploy canary").items}
+
+
 # -- 5. quotas ------------------------------------------------------------------------------------------
 def test_agent_writes_past_the_hourly_quota_are_refused_and_humans_are_not(
         pair: tuple[syn.Vault, syn.Vault], clock: Clock) -> None:

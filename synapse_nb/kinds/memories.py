@@ -21,11 +21,10 @@ from synapse_nb._util import (
     resolve_expiry,
     shift,
 )
-from synapse_nb.dupes import human_record
 from synapse_nb.errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager, check_query, check_search_limit, exactly_once
 from synapse_nb.kinds.memory_history import MemoryHistory
-from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, RecordList
+from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, RecordList, human_record
 from synapse_nb.provenance import inline, mark
 from synapse_nb.store.records import PAGE_SORTS, MemoryFilter
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from synapse_nb._util import estimate_tokens, plural
-from synapse_nb.models import TABLES, Memory, Record
+from synapse_nb.models import TABLES, Memory, Record, human_record
 from synapse_nb.recall.assembly import record_line
 from synapse_nb.recall.coverage import coverage
 from synapse_nb.recall.rank import SCORE_DECIMALS, Ranked
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from synapse_nb.recall.candidates import WalkRow
     from synapse_nb.recall.coverage import Cover
 
-__all__ = ["BEST_WEIGHT", "SECOND_WEIGHT", "UNKNOWN_PENALTY", "Gated", "Meaning", "gate", "support", "verified_memory",
+__all__ = ["BEST_WEIGHT", "SECOND_WEIGHT", "UNKNOWN_PENALTY", "Gated", "Meaning", "gate", "support",
            "yields_place"]
 
 _PARTS = ("bm25", "neighbours", "thread", "question", "actor", "bonus")
@@ -121,35 +121,37 @@ def _explain_rows(decisions: Sequence[_Decision], cands: Sequence[WalkRow | None
     return ExplainRows(tuple(d.bar for d in decisions), build)
 
 
-def verified_memory(rec: Record) -> bool:
-    """Whether a record is a memory a human verified (only a human can set ``verified``; an agent's edit clears it)."""
-    return isinstance(rec, Memory) and rec.verified
-
-
 def yields_place(rec: Record) -> bool:
-    """Whether a kept record gives its place in its kind's ``top_k`` to a verified memory ranked below it: an
-    unverified memory an agent wrote."""
-    return isinstance(rec, Memory) and not rec.verified and rec.source == "agent"
+    """Whether a kept record gives its place in its kind's ``top_k`` to a person's record of its kind ranked below
+    it (:func:`human_record`): one an agent wrote that no person verified."""
+    return getattr(rec, "source", "user") == "agent" and not (isinstance(rec, Memory) and rec.verified)
 
 
-def _verified_first(yielding: list[tuple[int, int, int, int]], kept: list[RecallItem | None],
-                    decisions: list[_Decision], ranked: Ranked, cands: Sequence[WalkRow | None], cover: Cover,
-                    actor: np.ndarray, bonus: np.ndarray | None, seen: Mapping[str, str], used: int, bars: Bars,
-                    materialize: Callable[[WalkRow], Record | None],
-                    prefetch: Callable[[list[WalkRow]], object] | None,
-                    line_of: Callable[[WalkRow, Record], str] | None, matched: Callable[[int], tuple[str, ...]],
-                    cov: dict[int, float], meaning: frozenset[int] | None = None) -> int:
-    """Verified memories take the places of kept unverified agent memories that are no more relevant to the
-    query: a verified memory ranked anywhere in the walk (under the margin too: a flood of short agent records
-    raises the bar) whose coverage (+ bonus) is at least an agent memory's replaces the lowest ranked such one.
-    Coverage is the query's idf-weighted share a record holds, whatever its length: "as relevant" means it holds
-    the query's words the agent memory holds, so a verified memory that holds none of them never qualifies. When
+def _people_first(yielding: list[tuple[int, int, int, int]], kept: list[RecallItem | None],
+                  decisions: list[_Decision], ranked: Ranked, cands: Sequence[WalkRow | None], cover: Cover,
+                  actor: np.ndarray, bonus: np.ndarray | None, seen: Mapping[str, str], used: int, bars: Bars,
+                  materialize: Callable[[WalkRow], Record | None],
+                  prefetch: Callable[[list[WalkRow]], object] | None,
+                  line_of: Callable[[WalkRow, Record], str] | None, matched: Callable[[int], tuple[str, ...]],
+                  cov: dict[int, float], meaning: frozenset[int] | None = None) -> int:
+    """People's records take the places of kept agent records of their kind that are no more relevant to the
+    query: a person's record (:func:`human_record`: a memory a person verified, a decision, note, checkpoint or
+    episode a person wrote) ranked anywhere in the walk (under the margin too: a flood of short agent records
+    raises the bar) whose coverage (+ bonus) is at least an agent record's of its kind replaces the lowest ranked
+    such one. Coverage is the query's idf-weighted share a record holds, whatever its length: "as relevant" means
+    it holds the query's words the agent record holds, so a record that holds none of them never qualifies. When
     the floor passed on meaning (``meaning``: the positions close enough in meaning), only those qualify. Returns
     the tokens used."""
     import numpy as np
 
+    def kind(j: int) -> str:
+        c = cands[j]
+        assert c is not None
+        return c.kind
+
+    kinds = {kind(j) for j, _, _, _ in yielding}
     decided = {d.j for d in decisions if d.kept or d.bar == "delta"}
-    rest = [j for j, c in enumerate(cands) if c is not None and c.kind == "memory" and j not in decided]
+    rest = [j for j, c in enumerate(cands) if c is not None and c.kind in kinds and j not in decided]
     if not rest:
         return used
     extra = sorted({j for j in rest if j not in cov} | {j for j, _, _, _ in yielding if j not in cov})
@@ -172,10 +174,11 @@ def _verified_first(yielding: list[tuple[int, int, int, int]], kept: list[Recall
         c = cands[j]
         assert c is not None
         rec = materialize(c)
-        if rec is None or not verified_memory(rec) or (c.id in seen and seen[c.id] == rec.digest):
+        if rec is None or not human_record(rec) or (c.id in seen and seen[c.id] == rec.digest):
             continue
-        # the lowest ranked agent memory this one is at least as relevant as gives way
-        at = next((i for i in range(len(yielding) - 1, -1, -1) if cov[yielding[i][0]] <= cov[j]), None)
+        # the lowest ranked agent record of its kind this one is at least as relevant as gives way
+        at = next((i for i in range(len(yielding) - 1, -1, -1)
+                   if kind(yielding[i][0]) == c.kind and cov[yielding[i][0]] <= cov[j]), None)
         if at is None:
             continue
         line = record_line(rec) if line_of is None else line_of(c, rec)
@@ -188,10 +191,11 @@ def _verified_first(yielding: list[tuple[int, int, int, int]], kept: list[Recall
         used += cost - freed
         kept[y_kept] = None
         decisions[y_dec] = decisions[y_dec]._replace(
-            kept=False, bar="verified", reason="gave its place to a verified memory as relevant (an unverified "
-            "agent memory never pushes a verified one out)")
-        row = _Decision(j, True, "kept", "a verified memory as relevant as a kept unverified agent one takes its "
-                        "place" + ("" if meaning is None else " (the floor on meaning: both are close in meaning)"))
+            kept=False, bar="verified" if isinstance(rec, Memory) and rec.verified else "person",
+            reason=f"gave its place to a person's {c.kind} as relevant (an agent's "
+            "record never pushes a person's out)")
+        row = _Decision(j, True, "kept", f"a person's {c.kind} as relevant as a kept agent one takes its place"
+                        + ("" if meaning is None else " (the floor on meaning: both are close in meaning)"))
         at_row = next((i for i, d in enumerate(decisions) if d.j == j), None)  # its "margin" or "top_k" row
         if at_row is None:
             decisions.append(row)
@@ -289,8 +293,8 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     top_k = bars.top_k
     open_kinds = len(present) if top_k > 0 else 0  # kinds above the margin not yet full
     full_reason: dict[str, str] = {}
-    # the kept records that give way to a verified memory (unverified agent memories): (rank, position in kept,
-    # position in decisions, tokens), best ranked first
+    # the kept records that give way to a person's record of their kind (agents' records no person verified):
+    # (rank, position in kept, position in decisions, tokens), best ranked first
     yielding: list[tuple[int, int, int, int]] = []
     for n, j in enumerate(order):
         c = cands[j]
@@ -333,7 +337,7 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
         kept.append(RecallItem(kind=c.kind, id=c.id, score=score, matched=matched(j), bar="kept", line=line,
                                record=rec))
     if yielding:
-        used = _verified_first(yielding, kept, decisions, ranked, cands, cover, actor, bonus, seen, used, bars,
+        used = _people_first(yielding, kept, decisions, ranked, cands, cover, actor, bonus, seen, used, bars,
                                materialize, prefetch, line_of, matched, cov,
                                on_meaning.positions if on_meaning is not None else None)
     items = [k for k in kept if k is not None]
