@@ -434,6 +434,22 @@ def test_a_memory_a_human_verifies_is_no_longer_hidden_behind_an_agents_copy(vau
     assert copy.id in {i.id for i in vault.recall("how do deploys go through the cluster").items}
 
 
+def test_a_memory_a_human_verifies_is_no_longer_hidden_behind_a_persons_record(vault: syn.Vault,
+                                                                                agent_vault: syn.Vault) -> None:
+    """An agent's copy of a person's memory is hidden behind it; once a human verifies the copy, it is theirs and
+    never stays hidden (on a team vault an agent's own SQL can pair its memory with any stored record of a
+    person's, which the package cannot tell from a real copy after the fact)."""
+    mine = vault.remember("procedure", "deploy", "deploys go through the blue green script on the cluster")
+    copy = agent_vault.remember("procedure", "deploy_b", "deploys go through the blue green script on the cluster")
+    (pair,) = vault.memories.conflicts()
+    assert pair.hidden == copy.id
+    assert copy.id not in {i.id for i in vault.recall("how do deploys go through the cluster").items}
+    vault.memories.verify(copy.id)
+    assert vault.memories.conflicts() == [] and vault.memories.conflicts(status="kept")[0].id == pair.id
+    got = {i.id for i in vault.recall("how do deploys go through the cluster").items}
+    assert {mine.id, copy.id} <= got
+
+
 def test_hidden_copies_never_keep_the_record_that_stands_from_a_new_writes_candidates(
         vault: syn.Vault, agent_vault: syn.Vault) -> None:
     """Eight hidden near-copies could fill a write's candidates and push out the record they wait behind: a new

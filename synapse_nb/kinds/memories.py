@@ -24,7 +24,7 @@ from synapse_nb._util import (
 from synapse_nb.errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager, check_query, check_search_limit, exactly_once
 from synapse_nb.kinds.memory_history import MemoryHistory
-from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, RecordList, human_record
+from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, RecordList
 from synapse_nb.provenance import inline, mark
 from synapse_nb.store.records import PAGE_SORTS, MemoryFilter
 
@@ -248,16 +248,14 @@ class Memories(MemoryHistory, KindManager[Memory]):
         return after
 
     def _stand(self, mem: Memory, ts: str) -> None:
-        """A memory a human just verified stands over an agent's record: an open duplicate pair that hid it behind
-        one is decided "kept" (both recalled; an agent could pair its memory with a record of its own, hidden, and
-        have it stay out of recall after the human verified it)."""
+        """A memory a human just verified is never left hidden: every open duplicate pair that hid it is decided
+        "kept" (both recalled). Behind an agent's record it stands by the rule of pairs (:func:`~synapse_nb.models.human_record`);
+        behind a person's record, the human just said it stands, and the pair's other side may be anything: an
+        agent could pair its memory with a record of its own or, with its own SQL on a team vault, with any
+        stored record of a person's, and have it stay out of recall after the human verified it."""
         store = self._ctx.store
         for link in store.links.of_record(mem.id):
-            if link.status != "open" or link.hidden != mem.id:
-                continue
-            other_id, other_kind = (link.b, link.b_kind) if link.a == mem.id else (link.a, link.a_kind)
-            other = store.table(other_kind).get(self._ctx.view(), other_id)
-            if other is None or not human_record(other):
+            if link.status == "open" and link.hidden == mem.id:
                 store.links.decide(link.id, "kept", ts)
 
     @staticmethod
