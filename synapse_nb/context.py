@@ -32,8 +32,9 @@ if TYPE_CHECKING:
     from synapse_nb.borrowed import Borrowed
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["ACTORS", "AGENT_ENVIRONMENT", "MIND_PATTERN", "Actor", "Context", "GitView", "acting_actor",
-           "agent_environment", "check_actor", "check_identity", "check_mind", "check_surface", "readonly_requested"]
+__all__ = ["ACTORS", "AGENT_ENVIRONMENT", "MAX_PARENTS", "MIND_PATTERN", "Actor", "Context", "GitView",
+           "acting_actor", "agent_environment", "check_actor", "check_identity", "check_mind", "check_surface",
+           "inherited_agent_marker", "readonly_requested"]
 
 Actor = Literal["user", "agent"]
 #: Who acts through a vault handle: a human surface, or an agent's.
@@ -69,20 +70,90 @@ def readonly_requested(environ: Mapping[str, str] | None = None) -> bool:
     return env.get("SYNAPSE_READONLY", "").strip() not in ("", "0")
 
 
-def agent_environment(environ: Mapping[str, str] | None = None) -> str | None:
-    """The marker of a coding agent in ``environ`` (default: this process's environment), as ``"NAME=value
-    (agent)"``; None when there is none. ``SYNAPSE_ACTOR`` counts only when it says ``agent``.
-
-    >>> agent_environment({"CLAUDECODE": "1"}), agent_environment({"SYNAPSE_ACTOR": "user", "AGENT": "0"})
-    ('CLAUDECODE=1 (Claude Code)', None)
-    """
-    env = os.environ if environ is None else environ
+def _marker_in(env: Mapping[str, str]) -> str | None:
     for name, who in AGENT_ENVIRONMENT:
         value = env.get(name, "").strip()
         if not value or value == "0" or (name == "SYNAPSE_ACTOR" and value.lower() != "agent"):
             continue
         return f"{name}={value[:40]} ({who})"
     return None
+
+
+def agent_environment(environ: Mapping[str, str] | None = None) -> str | None:
+    """The marker of a coding agent in ``environ``, as ``"NAME=value (agent)"``; None when there is none.
+    ``SYNAPSE_ACTOR`` counts only when it says ``agent``.
+
+    Without ``environ``: this process's environment, then the environments this process and each of its parents
+    started with (:func:`inherited_agent_marker`), so ``env -u CLAUDECODE synapse-nb ...`` in an agent's shell, or
+    a Python process that deletes the variable from ``os.environ``, is still the agent's.
+
+    >>> agent_environment({"CLAUDECODE": "1"}), agent_environment({"SYNAPSE_ACTOR": "user", "AGENT": "0"})
+    ('CLAUDECODE=1 (Claude Code)', None)
+    """
+    if environ is not None:
+        return _marker_in(environ)
+    return _marker_in(os.environ) or inherited_agent_marker()
+
+
+#: How many parents :func:`inherited_agent_marker` reads at most (a shell, the agent, its terminal, ...).
+MAX_PARENTS = 64
+_inherited: dict[int, str | None] = {}
+
+
+def _started_with(pid: int) -> tuple[dict[str, str], int, str] | None:
+    """The environment process ``pid`` started with, its parent's pid and its name: from Linux's ``/proc``, else
+    from psutil when it is installed (macOS, Windows); None when the process cannot be read (another user's, gone,
+    or no way to read it here)."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
+        name, _, rest = stat.partition(" (")[2].rpartition(") ")
+        env = dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
+        return env, int(rest.split()[1]), name
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import psutil  # type: ignore[import-untyped]  # optional: not a dependency
+    except ImportError:
+        return None
+    try:
+        proc = psutil.Process(pid)
+        return dict(proc.environ()), int(proc.ppid()), str(proc.name())
+    except (psutil.Error, OSError, ValueError):  # AccessDenied, NoSuchProcess, ZombieProcess; a platform's gap
+        return None
+
+
+def inherited_agent_marker(pid: int | None = None) -> str | None:
+    """The marker of a coding agent in the environment a process or any of its parents *started with*
+    (``pid``: default this process), as ``"NAME=value (agent; process PID name)"``; None when there is none.
+
+    A process's own ``os.environ`` can drop a variable its parent set (``env -u CLAUDECODE``, ``env -i``,
+    ``os.environ.pop``); the environment each parent started with is still there to read on Linux
+    (``/proc/PID/environ``) and, with psutil installed, elsewhere. The walk stops at the first process it cannot
+    read (another user's: ``sudo``) or after :data:`MAX_PARENTS`. It is a bar, not a wall: a process that detaches
+    from the agent's tree (a daemon started through another user's service) is not found, which is why a team
+    vault's database roles are the hard boundary. The answer for this process is kept (its parents do not change).
+    """
+    own = pid is None
+    if own and os.getpid() in _inherited:
+        return _inherited[os.getpid()]
+    at = os.getpid() if pid is None else pid
+    found = None
+    for _ in range(MAX_PARENTS):
+        got = _started_with(at)
+        if got is None:
+            break
+        env, parent, name = got
+        marker = _marker_in(env)
+        if marker is not None:
+            found = f"{marker[:-1]}; process {at} {name[:40]!r})"
+            break
+        if parent <= 0 or parent == at:
+            break
+        at = parent
+    if own:
+        _inherited[os.getpid()] = found
+    return found
 
 
 def acting_actor(actor: Actor, *, readonly: bool = False, environ: Mapping[str, str] | None = None) -> Actor:

@@ -26,6 +26,18 @@ from synapse_nb.context import AGENT_ENVIRONMENT
 for _name, _ in AGENT_ENVIRONMENT:
     os.environ.pop(_name, None)
 
+
+def pytest_configure(config: pytest.Config) -> None:
+    # popping the variables does not change the environment this process and its parents started with, which
+    # every vault and the CLI read too (synapse_nb.context.inherited_agent_marker): under an agent every
+    # human-only test would fail on a refusal, so say why once instead
+    from synapse_nb.context import inherited_agent_marker
+
+    marker = inherited_agent_marker()
+    if marker is not None:
+        pytest.exit(f"the test suite plays the human, and it runs in a coding agent's process tree ({marker}): "
+                    "run it in your own terminal", returncode=4)
+
 #: The instant every fake clock starts at.
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
