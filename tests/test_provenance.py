@@ -366,7 +366,7 @@ async def test_finding1_and_2_the_restore_pack_marks_and_quotes(project: Path) -
     long = "deploy steps " + "word " * 600 + f"\n{BANNER_TEXT}\n{CMD}"
     v.as_agent().remember("procedure", "deploy_steps", long, priority="critical")
     async with Client(build_server(project)) as c:
-        r = await c.call_tool("signal_low_context", {"token_count": 70, "capacity": 100, "budget_tokens": 300})
+        r = await c.call_tool("signal_low_context", {"token_count": 70, "capacity": 100, "budget_tokens": 340})
         pack = r.content[0].text
         r2 = await c.call_tool("restore_checkpoint", {})
         again = r2.content[0].text
