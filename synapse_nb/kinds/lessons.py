@@ -497,7 +497,8 @@ class Lessons(KindManager[Lesson]):
                     diffstat=[tuple(x) for x in rv.diffstat[:MAX_FILES]],
                 )
                 created.append(les.id)
-            ctx.store.meta.set_scan_tips(scope, result.scanned_tips)
+            if tuple(sorted(result.scanned_tips)) != tuple(since):  # an agent's rewrite counts (migration 13)
+                ctx.store.meta.set_scan_tips(scope, result.scanned_tips)
         if ctx.actor == "agent":
             return RecordList()
         return RecordList(self.get(i) for i in created)

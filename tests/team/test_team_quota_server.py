@@ -412,7 +412,8 @@ def test_a_vault_at_migration_11_with_data_upgrades_to_12(pg_admin_url: str, mac
         c.execute("INSERT INTO session_seen(mind, session, rid, digest, seen_at) VALUES "
                   "('default', 'conv-1', 'mem_old0000000', 'd', %s)", (TS,))
         c.execute("INSERT INTO meta(key, value) VALUES ('scan_tips:default', '[]')")
-        assert migrate(c, project) == (11, 12)
+        assert migrate(c, project, MIGRATIONS[:12]) == (11, 12)
+        assert migrate(c, project) == (12, MIGRATIONS[-1].version)  # then to this code's (13: its own test)
         c.execute(f"CREATE ROLE {project}_bot LOGIN IN ROLE {project}_agent")
         c.execute(f"INSERT INTO {project}.mind_grants(grantee, mind) VALUES (%s, '*')", (f"{project}_bot",))
     human = machine("h", f"{pg_admin_url}?project={project}")

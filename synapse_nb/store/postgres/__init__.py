@@ -300,12 +300,16 @@ class PgStore(PgDatabase):
         with self.snapshot():
             ver = self.query_one("SELECT current_setting('server_version') AS v, fmt_ts(now()) AS now")
             stats = self.query_one("SELECT n_docs, version FROM gate_stats WHERE id = 1")
+            # a row per machine and login (migration 13); a row from before it (login '') stops showing once its
+            # machine reported again
             followers = self.query(
-                "SELECT name, cursor_xid::text AS cursor, fmt_ts(synced_at) AS synced_at FROM followers ORDER BY name")
+                "SELECT name, login, cursor_xid::text AS cursor, fmt_ts(synced_at) AS synced_at FROM followers f "
+                "WHERE login <> '' OR NOT EXISTS (SELECT 1 FROM followers g WHERE g.name = f.name AND g.login <> '') "
+                "ORDER BY name, login")
         return {"server_version": ver["v"] if ver else None, "server_now": ver["now"] if ver else None,
                 "n_docs": int(stats["n_docs"]) if stats else 0, "data_version": int(stats["version"]) if stats else 0,
-                "machines": [{"name": r["name"], "cursor": r["cursor"], "synced_at": r["synced_at"]}
-                             for r in followers]}
+                "machines": [{"name": r["name"], "login": r["login"], "cursor": r["cursor"],
+                              "synced_at": r["synced_at"]} for r in followers]}
 
     def add_login(self, login: str, kind: str, *, minds: tuple[str, ...] = ("*",)) -> None:
         """Make the existing login role ``login`` a member of the project's ``human`` or ``agent`` role, give it the

@@ -58,6 +58,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "proposal guard", "agent_quota_minds.sql"),
     Migration(12, "the agent quotas held by the server: raw SQL with an agent login cannot write past them",
               "agent_quota_server.sql"),
+    Migration(13, "a machine's feed position is its login's; an agent's feed and scan positions count against the "
+              "hourly quota", "agent_quota_positions.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

@@ -10,6 +10,7 @@ statement, its ranking reads from :mod:`synapse_nb.store.postgres.ranking`; the 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import tempfile
@@ -21,7 +22,7 @@ from typing import Any
 
 import psycopg
 
-from synapse_nb.errors import StoreError
+from synapse_nb.errors import QuotaExceededError, StoreError
 from synapse_nb.models import RANKED_KINDS
 from synapse_nb.store.postgres.db import PgDatabase
 from synapse_nb.store.postgres.errors import map_error
@@ -110,8 +111,9 @@ FEED_SNAPSHOT = "SELECT pg_current_snapshot()::text AS snap, pg_snapshot_xmin(pg
 FEED_CHANGES = ("SELECT DISTINCT rid FROM change_log WHERE xid >= ?::xid8 "
                 "AND pg_visible_in_snapshot(xid, ?::pg_snapshot) "
                 "AND NOT pg_visible_in_snapshot(xid, ?::pg_snapshot) AND kind <> 'lesson' ORDER BY rid")
+# a row per machine and login (migration 13: the server sets the login, and lets an agent role update only its own)
 REPORT_FOLLOWER = ("INSERT INTO followers(name, cursor_xid, snapshot, synced_at) VALUES (?, ?::xid8, ?::pg_snapshot, "
-                   "now()) ON CONFLICT (name) DO UPDATE SET cursor_xid = excluded.cursor_xid, "
+                   "now()) ON CONFLICT (name, login) DO UPDATE SET cursor_xid = excluded.cursor_xid, "
                    "snapshot = excluded.snapshot, synced_at = excluded.synced_at")
 
 
@@ -262,7 +264,11 @@ class FeedOutbox(CandidateDocs[PgDatabase]):
     def _save(self, cursor: str, snap: str) -> None:
         self._pos.save(cursor, snap)
         if not self._db.readonly:
-            self._db.write(REPORT_FOLLOWER, (self.name, cursor, snap))
+            try:
+                self._db.write(REPORT_FOLLOWER, (self.name, cursor, snap))
+            except QuotaExceededError as exc:  # what `team status` shows, counted for an agent (migration 13):
+                # never fail a sync for it; the next sync reports again
+                logging.getLogger("synapse_nb.team").info("this machine's feed position was not reported: %s", exc)
 
     def lag(self) -> dict[str, Any]:
         """How far this machine's index copy is behind: changes not yet applied, last sync time."""
