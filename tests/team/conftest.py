@@ -75,3 +75,18 @@ def own_server(pg_admin_url: str, launch_pg_server: Callable[[], PgServer]) -> I
         pytest.skip(str(exc))
     yield srv
     srv.destroy()
+
+
+@pytest.fixture()
+def human(team_url: str, machine: Callable[..., syn.Vault]) -> syn.Vault:
+    """A person's handle on the team vault."""
+    return machine("h", team_url)
+
+
+@pytest.fixture()
+def agent_sql(logins: dict[str, str], project: str) -> Iterator[psycopg.Connection[Any]]:
+    """A raw connection as the agent login, autocommit (each statement its own transaction): what an agent's own
+    SQL can do, past the package."""
+    with psycopg.connect(logins["agent"].split("?")[0], autocommit=True) as c:
+        c.execute(f"SET search_path = {project}")
+        yield c

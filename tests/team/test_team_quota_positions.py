@@ -7,7 +7,6 @@ being counted."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -22,19 +21,6 @@ DENIED = psycopg.errors.InsufficientPrivilege
 #: a feed position as the package reports it: the cursor is the snapshot's xmin, the snapshot the server's current one
 POSITIONS = ("INSERT INTO followers(name, cursor_xid, snapshot) SELECT %s || i, "
              "pg_snapshot_xmin(pg_current_snapshot()), pg_current_snapshot() FROM generate_series(1, %s) i")
-
-
-@pytest.fixture()
-def human(team_url: str, machine: Any) -> Any:
-    return machine("h", team_url)
-
-
-@pytest.fixture()
-def agent_sql(logins: dict[str, str], project: str) -> Iterator[psycopg.Connection[Any]]:
-    """A raw connection as the agent login, autocommit (each statement its own transaction)."""
-    with psycopg.connect(logins["agent"].split("?")[0], autocommit=True) as c:
-        c.execute(f"SET search_path = {project}")
-        yield c
 
 
 def admin_rows(team_url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

@@ -5,7 +5,6 @@ human's record; rows of a person's session state."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -18,19 +17,6 @@ from tests.team.conftest import url_as
 
 TS = "2026-01-01T00:00:00.000000Z"
 TOO_MANY = psycopg.errors.ConfigurationLimitExceeded
-
-
-@pytest.fixture()
-def human(team_url: str, machine: Any) -> Any:
-    return machine("h", team_url)
-
-
-@pytest.fixture()
-def agent_sql(logins: dict[str, str], project: str) -> Iterator[psycopg.Connection[Any]]:
-    """A raw connection as the agent login, autocommit (each statement its own transaction)."""
-    with psycopg.connect(logins["agent"].split("?")[0], autocommit=True) as c:
-        c.execute(f"SET search_path = {project}")
-        yield c
 
 
 def checkpoint_rows(c: psycopg.Connection[Any], first: int, n: int, mind: str = "default") -> None:
