@@ -87,8 +87,10 @@ async def test_every_tool_writes_and_reads_the_vault(project: Path, user: syn.Va
         r = await call(c, "recall", {"query": "how do we run migrations?", "session_id": "s1"})
         assert r.structured_content["nothing_new"] is True
 
-        found = (await call(c, "search", {"query": "WAL", "kind": "decision"})).structured_content["results"]
+        r = await call(c, "search", {"query": "WAL", "kind": "decision"})
+        found = r.structured_content["results"]
         assert [x["id"] for x in found] == [dec["id"]]
+        assert text(r).startswith("([agent · unverified] lines")  # the agent's decision: what such a line is
         st = (await call(c, "get_status")).structured_content
         assert st["actor"] == "agent" and st["counts"]["lessons"] == {"approved": 1}
     # the vault afterwards, seen by the human

@@ -409,6 +409,10 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                     v = handle.stale_copy(exc)
                 else:
                     lines = [f"{r.id}  {r.summary_line()}" for r in records] or [f"no match for {inline(query, 200)!r}"]
+                    from synapse_nb.recall.assembly import AGENT_WORDS, agents_words  # recall's, on first use
+
+                    if agents_words(records):  # what an [agent · unverified] line is, as recall says it
+                        lines.insert(0, AGENT_WORDS)
                     return answer("\n".join(lines), {"query": inline(query, 200), "kind": kind,
                                                      "results": [record_json(r) for r in records]})
             # the stale copy: text only, filtered by kind (it cannot tell approved lessons)
