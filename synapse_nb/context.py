@@ -97,6 +97,10 @@ def agent_environment(environ: Mapping[str, str] | None = None) -> str | None:
 
 #: How many parents :func:`inherited_agent_marker` reads at most (a shell, the agent, its terminal, ...).
 MAX_PARENTS = 64
+#: A process at which :func:`inherited_agent_marker`'s walk stops, unread: a test suite that plays the human under a
+#: harness an agent runs sets it to its own first process, for itself and the processes it starts (tests/conftest.py).
+#: Code that sets it patches the package, which no check of a local vault stands against (docs/architecture.md).
+WALK_STOPS_AT: int | None = None
 _inherited: dict[int, str | None] = {}
 
 
@@ -140,6 +144,8 @@ def inherited_agent_marker(pid: int | None = None) -> str | None:
     at = os.getpid() if pid is None else pid
     found = None
     for _ in range(MAX_PARENTS):
+        if at == WALK_STOPS_AT:
+            break
         got = _started_with(at)
         if got is None:
             break

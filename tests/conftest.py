@@ -10,6 +10,7 @@ import random
 import shutil
 import socket
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,16 +28,28 @@ for _name, _ in AGENT_ENVIRONMENT:
     os.environ.pop(_name, None)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    # popping the variables does not change the environment this process and its parents started with, which
-    # every vault and the CLI read too (synapse_nb.context.inherited_agent_marker): under an agent every
-    # human-only test would fail on a refusal, so say why once instead
-    from synapse_nb.context import inherited_agent_marker
+def _play_the_human_under_an_agent() -> None:
+    """Popping the variables does not change the environment this process and its parents started with, which
+    every vault and the CLI read too (synapse_nb.context.inherited_agent_marker). When a coding agent runs the suite,
+    the parents' walk stops at the suite's first process, here and (through a sitecustomize on PYTHONPATH) in every
+    process the suite starts: a marker of the agent that started the suite is not read, one a test sets is."""
+    from synapse_nb import context
 
-    marker = inherited_agent_marker()
-    if marker is not None:
-        pytest.exit(f"the test suite plays the human, and it runs in a coding agent's process tree ({marker}): "
-                    "run it in your own terminal", returncode=4)
+    if context.inherited_agent_marker() is None:
+        return
+    root = int(os.environ.setdefault("SYNAPSE_TEST_SUITE_PID", str(os.getpid())))
+    context.WALK_STOPS_AT = root
+    context._inherited.clear()
+    site = Path(tempfile.mkdtemp(prefix="synapse-suite-site-"))
+    (site / "sitecustomize.py").write_text(
+        "import os\n"
+        "if os.environ.get('SYNAPSE_TEST_SUITE_PID'):\n"
+        "    import synapse_nb.context as _c\n"
+        "    _c.WALK_STOPS_AT = int(os.environ['SYNAPSE_TEST_SUITE_PID'])\n", encoding="utf-8")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+
+
+_play_the_human_under_an_agent()
 
 #: The instant every fake clock starts at.
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
