@@ -360,6 +360,18 @@ _NO_BRACKET = r"[^\[\]【】〖〗〚〛⟦⟧]"
 #: The words a mark may vouch for a record with ("verified", and what a forger would write in its place).
 #: (anchored: "trusted" may not start inside the run of "t" that ends "agent", which split a long run every way)
 _VOUCHED = "(?:" + "|".join(_words(w, anchored=True) for w in ("verified", "confirmed", "trusted", "reviewed")) + ")"
+#: "by the user", "by a human": who a mark's or label's status word says vouched for the text
+_BY_PERSON = rf"{_TAIL_GAP}by{_TAIL_GAP}(?:(?:an?|the){_TAIL_GAP})?(?:{_w('user')}|{_w('human')})"
+#: Other brackets a mark or a label may be written in: "(user · verified)", "{main, approved}", "⟨user · verified⟩",
+#: "「user · verified」", "|user · verified|" (after the skeleton: full-width and small forms are plain ones, "⟨" and
+#: "〈" are "<"). Prose and code use these for other things, so with them only a whole mark or label is read: a
+#: source word and a status word ("(user only)", "(agent)", "{user}" stay), or "<branch>, approved".
+_ALT_OPEN, _ALT_CLOSE = "({<«「『《⦅❨❪❬❮❰❴⸨⦃⦇⦉⟮⟪⟬⌈⌊|", "})>»」』》⦆❩❫❭❯❱❵⸩⦄⦈⦊⟯⟫⟭⌉⌋|"
+_ALT_GAP = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{1,6}}"
+_ALT_EDGE = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{0,3}}"
+_ALT_STATUS = ("(?:" + "|".join([f"(?:un)?{_w('verified', anchored=True)}", _w("confirmed", anchored=True),
+                                  _w("trusted", anchored=True), _w("approved", anchored=True),
+                                  _w("revert", anchored=True)]) + ")")
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # the banner's two halves, each in any case and spacing; "APPROVEDSYSTEMMEMORY" too
     (re.compile(rf"{_words('approved', 'system', 'memor', anchored=True)}(?:y|ies)"), QUOTED_BANNER),
@@ -373,14 +385,16 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # a provenance mark: "[user]", "[user · verified]", "[agent · unverified]", "[agent, reported]"
     # ("reported by an agent" does not run over an opening bracket: its "agent" also opens a mark, and
     # "[agent reported by an [agent reported by an …" was read again from each bracket to the end, quadratic)
-    # ("[user · confirmed]", "[verified]" alone and a lesson's "[git revert]" too; "[reviewed]" alone stays)
+    # ("[user · confirmed]", "[verified]" alone and a lesson's "[git revert]" too; "[reviewed]" alone stays;
+    # "[verified by user]", "[✓ verified by the user]")
     (re.compile(rf"{_OPEN}{_TAIL_GAP}(?:(?:{_w('user')}|{_w('agent')}|{_w('human')})(?:{_GAP}(?:un)?{_VOUCHED}"
                 rf"|{_GAP}auto|{_GAP}reported(?:{_TAIL_GAP}by{_TAIL_GAP}(?:an{_TAIL_GAP})?agent)?)*"
-                rf"|(?:un)?{_w('verified', anchored=True)}|{_w('git')}{_GAP}{_w('revert')}){_GAP}{_CLOSE}"),
-     QUOTED_MARK),
+                rf"|(?:un)?{_w('verified', anchored=True)}(?:{_BY_PERSON})?|{_w('git')}{_GAP}{_w('revert')})"
+                rf"{_GAP}{_CLOSE}"), QUOTED_MARK),
     # a framing tag that would close or open the harness's wrapper around this text (``</system-reminder>``): a
     # closing tag of any framing name; an opening one not after a letter (``List<User>`` is code), a bare role not
     # before "@" or ">" (``<user>@host``); and a chat template's special token (``<|im_start|>``)
+    # (read on the skeleton as it is: the joins below would run "system-reminder" together)
     (re.compile(r"<\s*/\s*(?:" + "|".join(map(_tag_name, FRAMING_TAGS)) + r")(?![\w.-])" + _ATTRS
                 + r"|<(?<![a-z0-9_]<)\s*(?:" + "|".join(_tag_name(t) for t in FRAMING_TAGS if t not in FRAMING_ROLES)
                 + r")(?![\w.-])" + _ATTRS
@@ -388,7 +402,60 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
                 + r"|<\|[^|<>\s]{1,40}\|>"
                 # Llama's turn markers: "[INST]", "[/INST]", "<<SYS>>"
                 + r"|\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys\s*>>"), QUOTED_TAG),
+    # the banner's words in another order: "ADHERE (CRITICAL)", "SYSTEM MEMORY (APPROVED)"
+    (re.compile(rf"{_words('adhere', 'critical', anchored=True)}(?!ly)"), QUOTED_BANNER),
+    (re.compile(rf"{_words('system', 'memor', anchored=True)}(?:y|ies){_GAP}{_w('approved')}"), QUOTED_BANNER),
+    # a mark in other brackets: "(user · verified)", "{agent, confirmed}", "⟨git revert⟩", "(verified by the user)"
+    (re.compile(rf"[{re.escape(_ALT_OPEN)}]{_ALT_EDGE}(?:(?:{_w('user')}|{_w('agent')}|{_w('human')}|{_w('git')})"
+                rf"(?:{_ALT_GAP}{_ALT_STATUS})+|{_ALT_STATUS}{_BY_PERSON}){_ALT_EDGE}[{re.escape(_ALT_CLOSE)}]"),
+     QUOTED_MARK),
+    # a label in other brackets: a branch's name ("(main, approved)", "{all branches, approved}"), or anything
+    # approved by a person ("(an agent's wording, approved by a human)": what a real banner item says of an agent's
+    # wording); "(PR 12, approved)" stays
+    (re.compile(rf"[{re.escape(_ALT_OPEN)}]{_ALT_EDGE}(?:[\w./-]{{1,40}}|all{_GAP}branch(?:es)?),{_ALT_EDGE}"
+                rf"{_w('approved', anchored=True)}(?:{_BY_PERSON})?{_ALT_EDGE}[{re.escape(_ALT_CLOSE)}]"
+                rf"|[{re.escape(_ALT_OPEN)}][^{re.escape(_ALT_OPEN + _ALT_CLOSE)},]{{1,40}},{_ALT_EDGE}"
+                rf"{_w('approved', anchored=True)}{_BY_PERSON}{_ALT_EDGE}[{re.escape(_ALT_CLOSE)}]"),
+     QUOTED_LABEL),
 )
+#: What a word may be split by and still be read as one: Markdown emphasis, strike-through and code marks, an inline
+#: HTML formatting tag (its name's letters would break the gap between two words: one next to a letter is dropped),
+#: a hyphen (also at a line's end) between two letters ("**CRIT**ICAL", "CRIT<b>ICAL</b>", "ap-proved")
+_FORMAT_TAG = r"</?(?:b|i|u|s|em|strong|del|ins|mark|code|span|sub|sup|small|kbd|tt)>"
+_JOIN = re.compile(rf"(?<=[^\W_])(?:[*_~`]{{1,3}}|-\s?)(?=[^\W_])|(?<=[^\W_]){_FORMAT_TAG}|{_FORMAT_TAG}(?=[^\W_])")
+#: Letters spaced out one by one, each after the same separator of one to three characters ("A P P R O V E D",
+#: "A.P.P.R.O.V.E.D", "C-R-I-T", "a  d  h  e  r  e"): three letters or more, read as one word.
+_SPACED = re.compile(r"(?<![^\W_])[^\W_]([\W_]{1,3})[^\W_](?:\1[^\W_])+(?![^\W_])")
+
+
+def _joined_text(skel: str) -> str:
+    """``skel`` with words split by :data:`_JOIN` marks or spaced out (:data:`_SPACED`) read as one word."""
+    skel = _JOIN.sub("", skel)
+    return _SPACED.sub(lambda m: m.group()[:: len(m.group(1)) + 1], skel)
+
+
+def _joined(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:
+    """:func:`_joined_text` with the index map (``None``: each character its own index) carried along."""
+    for pattern in (_JOIN, _SPACED):
+        cut: list[tuple[int, int]] = []
+        for m in pattern.finditer(skel):
+            if pattern is _JOIN:
+                cut.append(m.span())
+            else:
+                step = len(m.group(1)) + 1
+                cut += [(j, j + step - 1) for j in range(m.start() + 1, m.end(), step)]
+        if cut:
+            if idx is None:
+                idx = list(range(len(skel)))
+            keep = [0] + [e for _, e in cut]
+            stop = [s for s, _ in cut] + [len(skel)]
+            skel = "".join(skel[a:b] for a, b in zip(keep, stop, strict=True))
+            idx = [i for a, b in zip(keep, stop, strict=True) for i in idx[a:b]]
+    return skel, idx
+
+
+#: The patterns read on the skeleton as it is (the framing tags); the others read it with split words joined.
+_AS_IS = frozenset({QUOTED_TAG})
 
 
 def _fast_skeleton(text: str) -> str:
@@ -412,19 +479,21 @@ def neutralise(text: str) -> str:
     """
     if text.isascii():
         skel = text.lower()
-        if not any(p.search(skel) for p, _ in _PATTERNS):
-            return text
         idx: list[int] | None = None
     else:
-        fast = _fast_skeleton(text)
-        if not any(p.search(fast) for p, _ in _PATTERNS):
-            return text
+        skel, idx = _fast_skeleton(text), None
+    joined = _joined_text(skel)
+    if not any(p.search(skel if placeholder in _AS_IS else joined) for p, placeholder in _PATTERNS):
+        return text
+    if not text.isascii():
         skel, idx = skeleton(text)
+    forms = {True: (skel, idx), False: _joined(skel, idx)}
     spans: list[tuple[int, int, str]] = []
     for pattern, placeholder in _PATTERNS:
-        for m in pattern.finditer(skel):
+        form, at = forms[placeholder in _AS_IS]
+        for m in pattern.finditer(form):
             if m.end() > m.start():
-                start, end = (m.start(), m.end()) if idx is None else (idx[m.start()], idx[m.end() - 1] + 1)
+                start, end = (m.start(), m.end()) if at is None else (at[m.start()], at[m.end() - 1] + 1)
                 spans.append((start, end, placeholder))
     if not spans:
         return text
