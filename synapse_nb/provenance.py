@@ -363,10 +363,13 @@ _VOUCHED = "(?:" + "|".join(_words(w, anchored=True) for w in ("verified", "conf
 #: "by the user", "by a human": who a mark's or label's status word says vouched for the text
 _BY_PERSON = rf"{_TAIL_GAP}by{_TAIL_GAP}(?:(?:an?|the){_TAIL_GAP})?(?:{_w('user')}|{_w('human')})"
 #: Other brackets a mark or a label may be written in: "(user · verified)", "{main, approved}", "⟨user · verified⟩",
-#: "「user · verified」", "|user · verified|" (after the skeleton: full-width and small forms are plain ones, "⟨" and
+#: "「user · verified」" (after the skeleton: full-width and small forms are plain ones, "⟨" and
 #: "〈" are "<"). Prose and code use these for other things, so with them only a whole mark or label is read: a
 #: source word and a status word ("(user only)", "(agent)", "{user}" stay), or "<branch>, approved".
-_ALT_OPEN, _ALT_CLOSE = "({<«「『《⦅❨❪❬❮❰❴⸨⦃⦇⦉⟮⟪⟬⌈⌊|", "})>»」』》⦆❩❫❭❯❱❵⸩⦄⦈⦊⟯⟫⟭⌉⌋|"
+_ALT_OPEN, _ALT_CLOSE = "({<«「『《⦅❨❪❬❮❰❴⸨⦃⦇⦉⟮⟪⟬⌈⌊", "})>»」』》⦆❩❫❭❯❱❵⸩⦄⦈⦊⟯⟫⟭⌉⌋"
+#: One of them opening a mark or a label: not straight after a word character, where it is code (a call
+#: ``check(user, verified)``, ``run(project, approved)``, a generic ``Map<User, Verified>``)
+_ALT = rf"(?<!\w)[{re.escape(_ALT_OPEN)}]"
 _ALT_GAP = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{1,6}}"
 _ALT_EDGE = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{0,3}}"
 _ALT_STATUS = ("(?:" + "|".join([f"(?:un)?{_w('verified', anchored=True)}", _w("confirmed", anchored=True),
@@ -406,40 +409,47 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"{_words('adhere', 'critical', anchored=True)}(?!ly)"), QUOTED_BANNER),
     (re.compile(rf"{_words('system', 'memor', anchored=True)}(?:y|ies){_GAP}{_w('approved')}"), QUOTED_BANNER),
     # a mark in other brackets: "(user · verified)", "{agent, confirmed}", "⟨git revert⟩", "(verified by the user)"
-    (re.compile(rf"[{re.escape(_ALT_OPEN)}]{_ALT_EDGE}(?:(?:{_w('user')}|{_w('agent')}|{_w('human')}|{_w('git')})"
+    (re.compile(rf"{_ALT}{_ALT_EDGE}(?:(?:{_w('user')}|{_w('agent')}|{_w('human')}|{_w('git')})"
                 rf"(?:{_ALT_GAP}{_ALT_STATUS})+|{_ALT_STATUS}{_BY_PERSON}){_ALT_EDGE}[{re.escape(_ALT_CLOSE)}]"),
      QUOTED_MARK),
     # a label in other brackets: a branch's name ("(main, approved)", "{all branches, approved}"), or anything
     # approved by a person ("(an agent's wording, approved by a human)": what a real banner item says of an agent's
     # wording); "(PR 12, approved)" stays
-    (re.compile(rf"[{re.escape(_ALT_OPEN)}]{_ALT_EDGE}(?:[\w./-]{{1,40}}|all{_GAP}branch(?:es)?),{_ALT_EDGE}"
+    (re.compile(rf"{_ALT}{_ALT_EDGE}(?:[\w./-]{{1,40}}|all{_GAP}branch(?:es)?),{_ALT_EDGE}"
                 rf"{_w('approved', anchored=True)}(?:{_BY_PERSON})?{_ALT_EDGE}[{re.escape(_ALT_CLOSE)}]"
-                rf"|[{re.escape(_ALT_OPEN)}][^{re.escape(_ALT_OPEN + _ALT_CLOSE)},]{{1,40}},{_ALT_EDGE}"
+                rf"|{_ALT}[^{re.escape(_ALT_OPEN + _ALT_CLOSE)},]{{1,40}},{_ALT_EDGE}"
                 rf"{_w('approved', anchored=True)}{_BY_PERSON}{_ALT_EDGE}[{re.escape(_ALT_CLOSE)}]"),
      QUOTED_LABEL),
 )
-#: What a word may be split by and still be read as one: Markdown emphasis, strike-through and code marks, an inline
+#: What a word may be split by and still be read as one: Markdown emphasis, strike-through and code marks (not "_":
+#: CommonMark makes no emphasis of it inside a word, and code is full of ``get_approved_memory``), an inline
 #: HTML formatting tag (its name's letters would break the gap between two words: one next to a letter is dropped),
 #: a hyphen (also at a line's end) between two letters ("**CRIT**ICAL", "CRIT<b>ICAL</b>", "ap-proved")
 _FORMAT_TAG = r"</?(?:b|i|u|s|em|strong|del|ins|mark|code|span|sub|sup|small|kbd|tt)>"
-_JOIN = re.compile(rf"(?<=[^\W_])(?:[*_~`]{{1,3}}|-\s?)(?=[^\W_])|(?<=[^\W_]){_FORMAT_TAG}|{_FORMAT_TAG}(?=[^\W_])")
+_JOIN = re.compile(rf"(?<=[^\W_])(?:[*~`]{{1,3}}|-\s?)(?=[^\W_])|(?<=[^\W_]){_FORMAT_TAG}|{_FORMAT_TAG}(?=[^\W_])")
 #: Letters spaced out one by one, each after the same separator of one to three characters ("A P P R O V E D",
 #: "A.P.P.R.O.V.E.D", "C-R-I-T", "a  d  h  e  r  e"): three letters or more, read as one word.
 _SPACED = re.compile(r"(?<![^\W_])[^\W_]([\W_]{1,3})[^\W_](?:\1[^\W_])+(?![^\W_])")
 
 
+#: A run of whitespace past its first character: every reader shows a record on one line with whitespace runs
+#: collapsed, so "A     P     P" reaches the next agent as "A P P"
+_SQUEEZE = re.compile(r"(?<=\s)\s+")
+
+
 def _joined_text(skel: str) -> str:
-    """``skel`` with words split by :data:`_JOIN` marks or spaced out (:data:`_SPACED`) read as one word."""
-    skel = _JOIN.sub("", skel)
+    """``skel`` with whitespace runs as one, and words split by :data:`_JOIN` marks or spaced out (:data:`_SPACED`)
+    read as one word."""
+    skel = _JOIN.sub("", _SQUEEZE.sub("", skel))
     return _SPACED.sub(lambda m: m.group()[:: len(m.group(1)) + 1], skel)
 
 
 def _joined(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:
     """:func:`_joined_text` with the index map (``None``: each character its own index) carried along."""
-    for pattern in (_JOIN, _SPACED):
+    for pattern in (_SQUEEZE, _JOIN, _SPACED):
         cut: list[tuple[int, int]] = []
         for m in pattern.finditer(skel):
-            if pattern is _JOIN:
+            if pattern is not _SPACED:
                 cut.append(m.span())
             else:
                 step = len(m.group(1)) + 1
