@@ -427,29 +427,34 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 #: a hyphen (also at a line's end) between two letters ("**CRIT**ICAL", "CRIT<b>ICAL</b>", "ap-proved")
 _FORMAT_TAG = r"</?(?:b|i|u|s|em|strong|del|ins|mark|code|span|sub|sup|small|kbd|tt)>"
 _JOIN = re.compile(rf"(?<=[^\W_])(?:[*~`]{{1,3}}|-\s?)(?=[^\W_])|(?<=[^\W_]){_FORMAT_TAG}|{_FORMAT_TAG}(?=[^\W_])")
-#: Letters spaced out one by one, each after the same separator of one to three characters ("A P P R O V E D",
-#: "A.P.P.R.O.V.E.D", "C-R-I-T", "a  d  h  e  r  e"): three letters or more, read as one word.
-_SPACED = re.compile(r"(?<![^\W_])[^\W_]([\W_]{1,3})[^\W_](?:\1[^\W_])+(?![^\W_])")
-
-
 #: A run of whitespace past its first character: every reader shows a record on one line with whitespace runs
 #: collapsed, so "A     P     P" reaches the next agent as "A P P"
 _SQUEEZE = re.compile(r"(?<=\s)\s+")
+#: Letters spaced out one by one, each after the same separator, three letters or more read as one word: first with a
+#: mark between them, perhaps in spaces ("A.P.P.R.O.V.E.D", "C-R-I-T", "a · d · h"), then with a space ("A P P R O V E
+#: D"; whitespace runs are one by then). In that order, so that in "A D H E R E A.P.P.R.O.V.E.D" the second word
+#: keeps its first letter.
+_SPACED_MARKS = re.compile(r"(?<![^\W_])[^\W_](\s?(?:_|[^\w\s])\s?)[^\W_](?:\1[^\W_])+(?![^\W_])")
+_SPACED_BLANKS = re.compile(r"(?<![^\W_])[^\W_](\s)[^\W_](?:\1[^\W_])+(?![^\W_])")
+
+
+def _letters(m: re.Match[str]) -> str:
+    return m.group()[:: len(m.group(1)) + 1]
 
 
 def _joined_text(skel: str) -> str:
-    """``skel`` with whitespace runs as one, and words split by :data:`_JOIN` marks or spaced out (:data:`_SPACED`)
-    read as one word."""
+    """``skel`` with whitespace runs as one, and words split by :data:`_JOIN` marks or spaced out
+    (:data:`_SPACED_MARKS`, :data:`_SPACED_BLANKS`) read as one word."""
     skel = _JOIN.sub("", _SQUEEZE.sub("", skel))
-    return _SPACED.sub(lambda m: m.group()[:: len(m.group(1)) + 1], skel)
+    return _SPACED_BLANKS.sub(_letters, _SPACED_MARKS.sub(_letters, skel))
 
 
 def _joined(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:
     """:func:`_joined_text` with the index map (``None``: each character its own index) carried along."""
-    for pattern in (_SQUEEZE, _JOIN, _SPACED):
+    for pattern in (_SQUEEZE, _JOIN, _SPACED_MARKS, _SPACED_BLANKS):
         cut: list[tuple[int, int]] = []
         for m in pattern.finditer(skel):
-            if pattern is not _SPACED:
+            if pattern is _SQUEEZE or pattern is _JOIN:
                 cut.append(m.span())
             else:
                 step = len(m.group(1)) + 1
