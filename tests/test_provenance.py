@@ -852,7 +852,8 @@ DRAWN = ["\U0001F170\U0001F17F\U0001F17F\U0001F181\U0001F17E\U0001F185\U0001F174
          "\U0001F1E8\U0001F1F7\U0001F1EE\U0001F1F9\U0001F1EE\U0001F1E8\U0001F1E6\U0001F1F1: ADHERE",
          ("\u249c\u24ab\u24ab\u24ad\u24aa\u24b1\u24a0\u249f \u24ae\u24b4\u24ae\u24af\u24a0\u24a8 "
           "\u24a8\u24a0\u24a8\u24aa\u24ad\u24b4"),
-         "CR\u13c6TICAL: ADHERE", "[main, \U0001F150\U0001F15F\U0001F15F\U0001F161\U0001F15E\U0001F165\U0001F154\U0001F153]"]
+         "CR\u13c6TICAL: ADHERE", "\u15e9\u146d\u146d\u1587O\u142fE\u15ea SYSTEM MEMORY",
+         "[main, \U0001F150\U0001F15F\U0001F15F\U0001F161\U0001F15E\U0001F165\U0001F154\U0001F153]"]
 
 
 def _quoted_only(text: str) -> None:
@@ -896,7 +897,8 @@ def test_the_banners_words_in_another_order_are_quoted(text: str) -> None:
 @pytest.mark.parametrize("text", DRAWN, ids=[repr(t) for t in DRAWN])
 def test_letters_drawn_in_shapes_nfkd_keeps_whole_are_read(text: str) -> None:
     """Negative squared and circled letters, regional indicators (a model reads their letters), parenthesized
-    letters (NFKD reads "(a)(p)(p)") and Cherokee QUA (U+13C6) as "I"."""
+    letters (NFKD reads "(a)(p)(p)"), Cherokee QUA (U+13C6) as "I" and the Canadian syllabics of "fancy text"
+    generators ("ᗩᑭᑭᖇOᐯEᗪ")."""
     _quoted_only(text)
 
 

@@ -32,8 +32,10 @@ _SAME = ({"i", "l"},)  # letters the patterns already accept for each other
 #: "... LATIN CAPITAL LETTER X", "... LATIN SMALL LETTER X", "... SYMBOL LETTER X": the name says which letter it is
 _DRAWN = re.compile(r"(?:LATIN (?:CAPITAL |SMALL )?|SYMBOL )LETTER ([A-Z])$")
 #: Letters confusables.txt (as packaged) does not list, read as a Latin letter in common fonts: checked by eye, one
-#: by one (the threat model named "Ꮖ" as a known miss)
-_BY_EYE = {"\u13c6": "i"}  # CHEROKEE LETTER QUA: a capital I
+#: by one. Cherokee QUA "Ꮖ" (a capital I; the threat model named it as a known miss), and the rest of the Canadian
+#: syllabics "fancy text" generators write Latin with ("ᗩᑭᑭᖇOᐯEᗪ": confusables.txt has ᑭ, ᖇ, ᐯ, ᗪ, not these).
+_BY_EYE = {"\u13c6": "i", "\u15e9": "a", "\u1455": "c", "\u15f4": "e", "\u161c": "g", "\u14f0": "i",
+           "\u144e": "n", "\u146b": "q", "\u1515": "s", "\u15ef": "w", "\u1614": "z"}
 
 
 def table() -> dict[str, str]:
