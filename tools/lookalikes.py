@@ -23,10 +23,10 @@ from importlib import resources
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import synapse_nb.provenance as provenance
-from synapse_nb.provenance import _CONFUSABLE, skeleton
+import synapse_nb._skeleton as _skeleton
+from synapse_nb._skeleton import _CONFUSABLE, skeleton
 
-provenance._LOOK = {}  # what the skeleton reads without the table it makes
+_skeleton._LOOK = {}  # what the skeleton reads without the table it makes
 
 _SAME = ({"i", "l"},)  # letters the patterns already accept for each other
 #: "... LATIN CAPITAL LETTER X", "... LATIN SMALL LETTER X", "... SYMBOL LETTER X": the name says which letter it is
