@@ -32,6 +32,12 @@ SHAPES: dict[str, str] = {name: (HEAD + body)[:CAP] for name, body in {
     "'[agent reported by an ' repeated (mark tail)": "[agent reported by an " * 1500,
     "run of '[' (labels, marks)": "[" * CAP,
     "'1' run then '!' and a word (cut word)": "1" * (CAP - 40) + "! deployment",
+    "'a ' repeated (spaced-out letters)": "a " * (CAP // 2),
+    "run of ' ' (whitespace squeezed)": " " * CAP,
+    "'a*' repeated (markup inside a word)": "a*" * (CAP // 2),
+    "run of '(' (other brackets)": "(" * CAP,
+    "'( user · ' repeated (mark in other brackets)": "( user · " * (CAP // 9),
+    "'(main, ' repeated (label in other brackets)": "(main, " * (CAP // 7),
 }.items()}
 
 

@@ -2,44 +2,53 @@
 do not edit by hand).
 
 Derived from Unicode's confusables.txt (UTS #39). Copyright © 1991-2024 Unicode, Inc. Unicode License v3:
-https://www.unicode.org/license.txt. With them, the Latin small capitals and the Latin letters with a hook,
-stroke or tail (by their Unicode names). Only the characters the skeleton did not already read as the same
-letter are listed."""
+https://www.unicode.org/license.txt. With them, the Latin small capitals, the Latin letters with a hook,
+stroke or tail, and the Latin letters drawn negative circled, negative squared, parenthesized or as
+regional indicators (by their Unicode names), and a few letters checked by eye (tools/lookalikes.py:
+_BY_EYE). Only the characters the skeleton did not already read as the same letter are listed."""
 
 
-#: 596 characters, each read as the letter at the same place of TARGET
+#: 740 characters, each read as the letter at the same place of TARGET
 SOURCE = (
     '×ØøĐđĦħĿŀŁłŦŧƀƁƂƃƄƇƈƊƋƌƍƑƒƓƖƗƘƙƚƝƞƟƤƥƦƫƬ'
     'ƭƮƲƳƴƵƶƽǀǅǈǋǤǥǲǾǿȠȡȤȥȴȵȶȺȻȼȽȾȿɀɃɆɇɈɉɋɌɍɎ'
     'ɏɓɕɖɗɠɢɣɦɨɩɪɫɬɭɯɱɲɳɴɼɽɾʀʂʈʋʏʐʑʙʜʝʟʠͿΖΗΜΝ'
     'ΥσϒϜϲϳϹϺЬгѡҮүҽԌՏՕագզհռցքօ۱۵۷०০੦૦ଠ୦௦ం౦ಂ೦ം'
-    'ഠ൦ං๐໐ဝ၀ყჿሀዐᎠᎡᎢᎥᎩᎪᎫᎬᎳᎷᎻᎽᏀᏂᏃᏏᏒᏔᏕᏙᏚᏞᏟᏢᏦᏧᏳᏴᐯ'
-    'ᑌᑭᑯᑲᒍᒪᕁᕼᕽᖇᖯᖴᗅᗞᗪᗰᗷ᙭᙮ᚷᛁᛕᛖᴀᴄᴅᴇᴊᴋᴍᴏᴑᴘᴛᴜᴠᴡᴢᴦᵬ'
-    'ᵭᵮᵯᵰᵱᵲᵳᵴᵵᵶᵽᶀᶁᶂᶃᶄᶅᶆᶇᶈᶉᶊᶌᶍᶎᶏᶑᶒᶖᶙᶦᶫᶰᶸẚẝỾỿ℮∣'
-    '∪⊤⋁⋃⋿⍳⍴⍺⏽╳⟙⤫⤬⨯ⱠⱡⱢⱣⱤⱥⱦⱧⱨⱩⱪⱫⱬⱮⱱⱲⱳⱴⱸⱺⱾⱿⲅⲎⲒⲔ'
-    'ⲘⲚⲞⲟⲢⲣⲤⲥⲦⲨⲬⳐⴸⴹⵏⵔⵕⵝ〇ꓐꓑꓒꓓꓔꓖꓗꓙꓚꓜꓝꓟꓠꓡꓢꓣꓦꓧꓪꓫꓬ'
-    'ꓮꓰꓲꓳꓴꙇꛟꜰꜱꝀꝁꝂꝃꝄꝅꝈꝉꝊꝋꝌꝍꝐꝑꝒꝓꝔꝕꝖꝗꝘꝙꝞꝟꞎꞐꞑꞒꞓꞔꞕ'
-    'ꞖꞗꞘꞙꞟꞠꞡꞢꞣꞤꞥꞦꞧꞨꞩꞪꞭꞯꞲꞳꞴꞸꞹꟄꟅꟆꟇꟈꟉꟊꬲꬴꬵꬷꬸꬹꬺꬻꬽꭇ'
-    'ꭈꭉꭎꭒꭖꭗꭘꭙꭚꭵꮁꮃꮓꮩꮪꮯ￨𐊂𐊆𐊇𐊊𐊐𐊒𐊕𐊖𐊗𐊠𐊡𐊢𐊥𐊫𐊰𐊱𐊲𐊴𐋏𐋵𐌁𐌂𐌉'
-    '𐌑𐌕𐌗𐌠𐌢𐐄𐐕𐐛𐐠𐐬𐐽𐑈𐒴𐓂𐓎𐓪𐓶𐔓𐔖𐔘𐔜𐔝𐔥𐔦𐔧𐞄𐞒𐞖𐞪𐞲𑓐𑜆𑜊𑜎𑜏𑢠𑢢𑢣𑢤𑢦'
-    '𑢩𑢮𑢲𑢵𑢸𑢼𑣀𑣁𑣂𑣃𑣄𑣈𑣗𑣘𑣜𑣠𑣥𑣦𑣩𑣬𑣯𑣲𖼈𖼊𖼖𖼨𖼵𖼺𖽀𖽂𖽃𝈍𝈓𝈖𝈪𝚭𝚮𝚳𝚴𝚼'
-    '𝛔𝛧𝛨𝛭𝛮𝛶𝜎𝜡𝜢𝜧𝜨𝜰𝝈𝝛𝝜𝝡𝝢𝝪𝞂𝞕𝞖𝞛𝞜𝞤𝞼𝟊𝼉𝼑𝼓𝼖𝼚𝼛𝼝𝼞🝌🝨'
+    'ഠ൦ං๐໐ဝ၀ყჿሀዐᎠᎡᎢᎥᎩᎪᎫᎬᎳᎷᎻᎽᏀᏂᏃᏆᏏᏒᏔᏕᏙᏚᏞᏟᏢᏦᏧᏳᏴ'
+    'ᐯᑌᑎᑕᑫᑭᑯᑲᒍᒪᓰᔕᕁᕼᕽᖇᖯᖴᗅᗞᗩᗪᗯᗰᗴᗷᘔᘜ᙭᙮ᚷᛁᛕᛖᴀᴄᴅᴇᴊᴋ'
+    'ᴍᴏᴑᴘᴛᴜᴠᴡᴢᴦᵬᵭᵮᵯᵰᵱᵲᵳᵴᵵᵶᵽᶀᶁᶂᶃᶄᶅᶆᶇᶈᶉᶊᶌᶍᶎᶏᶑᶒᶖ'
+    'ᶙᶦᶫᶰᶸẚẝỾỿ℮∣∪⊤⋁⋃⋿⍳⍴⍺⏽⒜⒝⒞⒟⒠⒡⒢⒣⒤⒥⒦⒧⒨⒩⒪⒫⒬⒭⒮⒯'
+    '⒰⒱⒲⒳⒴⒵╳⟙⤫⤬⨯ⱠⱡⱢⱣⱤⱥⱦⱧⱨⱩⱪⱫⱬⱮⱱⱲⱳⱴⱸⱺⱾⱿⲅⲎⲒⲔⲘⲚⲞ'
+    'ⲟⲢⲣⲤⲥⲦⲨⲬⳐⴸⴹⵏⵔⵕⵝ〇ꓐꓑꓒꓓꓔꓖꓗꓙꓚꓜꓝꓟꓠꓡꓢꓣꓦꓧꓪꓫꓬꓮꓰꓲ'
+    'ꓳꓴꙇꛟꜰꜱꝀꝁꝂꝃꝄꝅꝈꝉꝊꝋꝌꝍꝐꝑꝒꝓꝔꝕꝖꝗꝘꝙꝞꝟꞎꞐꞑꞒꞓꞔꞕꞖꞗꞘ'
+    'ꞙꞟꞠꞡꞢꞣꞤꞥꞦꞧꞨꞩꞪꞭꞯꞲꞳꞴꞸꞹꟄꟅꟆꟇꟈꟉꟊꬲꬴꬵꬷꬸꬹꬺꬻꬽꭇꭈꭉꭎ'
+    'ꭒꭖꭗꭘꭙꭚꭵꮁꮃꮓꮩꮪꮯ￨𐊂𐊆𐊇𐊊𐊐𐊒𐊕𐊖𐊗𐊠𐊡𐊢𐊥𐊫𐊰𐊱𐊲𐊴𐋏𐋵𐌁𐌂𐌉𐌑𐌕𐌗'
+    '𐌠𐌢𐐄𐐕𐐛𐐠𐐬𐐽𐑈𐒴𐓂𐓎𐓪𐓶𐔓𐔖𐔘𐔜𐔝𐔥𐔦𐔧𐞄𐞒𐞖𐞪𐞲𑓐𑜆𑜊𑜎𑜏𑢠𑢢𑢣𑢤𑢦𑢩𑢮𑢲'
+    '𑢵𑢸𑢼𑣀𑣁𑣂𑣃𑣄𑣈𑣗𑣘𑣜𑣠𑣥𑣦𑣩𑣬𑣯𑣲𖼈𖼊𖼖𖼨𖼵𖼺𖽀𖽂𖽃𝈍𝈓𝈖𝈪𝚭𝚮𝚳𝚴𝚼𝛔𝛧𝛨'
+    '𝛭𝛮𝛶𝜎𝜡𝜢𝜧𝜨𝜰𝝈𝝛𝝜𝝡𝝢𝝪𝞂𝞕𝞖𝞛𝞜𝞤𝞼𝟊𝼉𝼑𝼓𝼖𝼚𝼛𝼝𝼞🄐🄑🄒🄓🄔🄕🄖🄗🄘'
+    '🄙🄚🄛🄜🄝🄞🄟🄠🄡🄢🄣🄤🄥🄦🄧🄨🄩🄪🅐🅑🅒🅓🅔🅕🅖🅗🅘🅙🅚🅛🅜🅝🅞🅟🅠🅡🅢🅣🅤🅥'
+    '🅦🅧🅨🅩🅰🅱🅲🅳🅴🅵🅶🅷🅸🅹🅺🅻🅼🅽🅾🅿🆀🆁🆂🆃🆄🆅🆆🆇🆈🆉🆊🆥🇦🇧🇨🇩🇪🇫🇬🇭'
+    '🇮🇯🇰🇱🇲🇳🇴🇵🇶🇷🇸🇹🇺🇻🇼🇽🇾🇿🝌🝨'
 )
 TARGET = (
     'xooddhhllllttbbbbbccdddgffglikklnnopprtt'
     'ttvyyzzsldlnggdoondzzlntaccltszbeejjqrry'
     'ybcddggyhiiilllwmnnnrrrrstuyzzbhjlqjzhmn'
     'yoyfcjcmbrwyyegsowqqhngfolovoooooooooooo'
-    'oooooooyouodrtiyajewmhyghzbrwsvslcpkdgbv'
-    'updbjlxhxrbfaddmbxxxlkmacdejkmooptuvwzrb'
-    'dfmnprrstzpbdfgklmnprsyxzadeiuilnuafyyel'
-    'utvueipalxtxxxlllprathhkkzzmvwwveoszrhlk'
-    'mnooppcctyxlveloqxobpddtgkjczfmnlsrvhwxy'
-    'aelouivfskkkkkkllooooppppppqqqqvvlnnccch'
-    'bbffuggkknnrrsshlqjxbuucszddsseeflllmnor'
-    'rruuxxxxyirwzvsclbeflxopstabcfomtyxhzbcl'
-    'mtxlxoclsocsrouounokcvflxbghryovwwwvflye'
-    'zeloutvsfizoouyozwcxwcvtllrsauyvfrlzhmny'
-    'ozhmnyozhmnyozhmnyozhmnyoftllriocsct'
+    'oooooooyouodrtiyajewmhyghzibrwsvslcpkdgb'
+    'vuncqpdbjlisxhxrbfadadwmebzgxxxlkmacdejk'
+    'mooptuvwzrbdfmnprrstzpbdfgklmnprsyxzadei'
+    'uilnuafyyelutvueipalabcdefghijklmnopqrst'
+    'uvwxyzxtxxxlllprathhkkzzmvwwveoszrhlkmno'
+    'oppcctyxlveloqxobpddtgkjczfmnlsrvhwxyael'
+    'ouivfskkkkkkllooooppppppqqqqvvlnnccchbbf'
+    'fuggkknnrrsshlqjxbuucszddsseeflllmnorrru'
+    'uxxxxyirwzvsclbeflxopstabcfomtyxhzbclmtx'
+    'lxoclsocsrouounokcvflxbghryovwwwvflyezel'
+    'outvsfizoouyozwcxwcvtllrsauyvfrlzhmnyozh'
+    'mnyozhmnyozhmnyozhmnyoftllriocsabcdefghi'
+    'jklmnopqrstuvwxyzsabcdefghijklmnopqrstuv'
+    'wxyzabcdefghijklmnopqrstuvwxyzpdabcdefgh'
+    'ijklmnopqrstuvwxyzct'
 )
 TABLE = str.maketrans(SOURCE, TARGET)

@@ -157,7 +157,8 @@ class Memory(Record):
 
     def summary_line(self) -> str:
         """``[source · verified?] category/key: content``: who wrote it and whether a human verified it, first."""
-        return f"{mark(self)} {self.category}/{inline(self.key)}: {inline(self.content, 80)}"
+        # read again as a whole: a key "critical" and a content starting "ADHERE" spell "critical: ADHERE"
+        return f"{mark(self)} {neutralise(f'{self.category}/{inline(self.key)}: {inline(self.content, 80)}')}"
 
 
 @dataclass(frozen=True, repr=False)
@@ -322,7 +323,8 @@ class Episode(Record):
                 f"{': ' + inline(p.outcome, 80) if p.outcome else ''}) [{p.id}] {mark(p)}")
 
     def summary_line(self) -> str:
-        return f"{mark(self)} {inline(self.task_key)} [{self.status}] {inline(self.outcome, 70)}".rstrip()
+        text = neutralise(f"{inline(self.task_key)} [{self.status}] {inline(self.outcome, 70)}")  # read as a whole
+        return f"{mark(self)} {text}".rstrip()
 
 
 @dataclass(frozen=True, repr=False)

@@ -34,10 +34,21 @@ import functools
 import html
 import re
 import unicodedata
-from itertools import pairwise
 from typing import Any, overload
 
-from synapse_nb._lookalikes import TABLE as _LOOKALIKES
+from synapse_nb._skeleton import (
+    _ASCII_LOOKALIKE,  # noqa: F401  (read by the tests' equivalence checks)
+    _CONFUSABLE,
+    _CONFUSABLE_RE,
+    _GAP,
+    _LOOK,
+    _is_vs,
+    _joined,
+    _joined_text,
+    _w,
+    _words,
+    skeleton,
+)
 from synapse_nb.errors import ValidationError
 
 __all__ = [
@@ -97,11 +108,6 @@ LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 _JOINERS = frozenset("\u200c\u200d")  # ZWNJ, ZWJ: part of emoji sequences and of several scripts' spelling
 _BLACK_FLAG = "\U0001F3F4"
 _TAG_END = "\U000E007F"
-
-
-def _is_vs(ch: str) -> bool:
-    o = ord(ch)
-    return 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF
 
 
 def _visible_non_ascii(ch: str) -> bool:
@@ -246,108 +252,8 @@ def clean_text(value: str, field: str, *, multiline: bool = True) -> str:
     return value
 
 
-# ------------------------------------------------------------------------------------------------ skeletons
-# letters that look like Latin ones (Cyrillic, Greek, Armenian, ...) -> the Latin letter, lower case
-_CONFUSABLE = str.maketrans({
-    "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s", "ԁ": "d",
-    "һ": "h", "ԛ": "q", "ԝ": "w", "ӏ": "l", "к": "k", "м": "m", "н": "h", "т": "t", "в": "b", "ո": "n", "ս": "u",
-    "α": "a", "β": "b", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u", "χ": "x",
-    "γ": "y", "η": "n", "μ": "u", "ѵ": "v", "ɑ": "a", "ɡ": "g", "ı": "i", "ȷ": "j", "ℓ": "l", "∨": "v",
-})
-# digits and signs that pass for letters: the patterns accept them in place of the letter
-_ASCII_LOOKALIKE = {"o": "0", "l": "1|i!", "i": "1|l!", "e": "3", "a": "4@", "s": "5$", "t": "7", "b": "8", "g": "9"}
-_CONFUSABLE_RE = re.compile("[" + re.escape("".join(chr(o) for o in _CONFUSABLE if o > 0x7F)) + "]")
-#: Read before anything else: the letters Unicode lists as confusable with one Latin letter and the small capitals,
-#: where decomposing and case folding read another letter or none (Greek capital "Μ" folded to "μ", read "u"; "ᴠ",
-#: "օ" unread: ``synapse_nb/_lookalikes.py``, generated from Unicode's confusables.txt), the dashes a tag name may
-#: be spelt with ("system‐reminder" with U+2010) and the angle brackets a tag may be written in ("‹/system>").
-_LOOK: dict[int, str | int | None] = {
-    **_LOOKALIKES, **{ord(c): "-" for c in "\u2010\u2011\u2012\u2013\u2043\u2212\ufe58\ufe63"},
-    **{ord(c): "<" for c in "\u2039\u02c2\u1438\u3008\u27e8\u2329"},
-    **{ord(c): ">" for c in "\u203a\u02c3\u1433\u3009\u27e9\u232a"},
-    **{ord(c): "[" for c in "\u3014\u2045\u3018\u2997\u27e6\u2772"},  # 〔 ⁅ 〘 ⦗ ⟦ ❲: brackets of a label or mark
-    **{ord(c): "]" for c in "\u3015\u2046\u3019\u2998\u27e7\u2773"}}
-
-
-def skeleton(text: str) -> tuple[str, list[int]]:
-    """A matching form of ``text`` and, per character of it, the index of the character of ``text`` it came from.
-
-    Compatibility-decomposed (NFKD: full-width and styled letters become plain ones), combining marks and
-    invisible characters dropped, case-folded, look-alike letters and digits mapped to the Latin letter they
-    imitate. Only for finding phrases: it never reaches output.
-
-    >>> skeleton("АPPR\\u200bOVЕD")[0]
-    'approved'
-    """
-    out: list[str] = []
-    idx: list[int] = []
-    for i, ch in enumerate(text):
-        if not ch.isascii():
-            ch = ch.translate(_LOOK)
-        if ch.isascii():
-            out.append(ch.lower().translate(_CONFUSABLE))
-            idx.append(i)
-            continue
-        cat = unicodedata.category(ch)
-        if cat in ("Cf", "Mn", "Me") or _is_vs(ch):
-            continue
-        for d in unicodedata.normalize("NFKD", ch):
-            if unicodedata.category(d) in ("Mn", "Me"):
-                continue
-            for c in d.casefold().translate(_CONFUSABLE):
-                out.append(c)
-                idx.append(i)
-    return "".join(out), idx
-
-
-_GAP = r"[\W_]{0,12}"
-def _runs(word: str) -> list[tuple[str, int]]:
-    """``word`` as (character class, least count) runs: a letter and its ASCII look-alikes, a doubled letter once
-    with a count of two ("approved": a, pp, r, o, v, e, d)."""
-    out: list[tuple[str, int]] = []
-    for c in word:
-        cls = f"[{re.escape(c + _ASCII_LOOKALIKE.get(c, ''))}]"
-        if out and out[-1][0] == cls:
-            out[-1] = (cls, out[-1][1] + 1)
-        else:
-            out.append((cls, 1))
-    return out
-
-
-def _count(cls: str, n: int) -> str:
-    return f"{cls}+" if n == 1 else f"{cls}{{{n},}}"
-
-
-def _words(*words: str, anchored: bool = False) -> str:
-    """A pattern for the words in a row, each also in ASCII look-alikes (``appr0ved``) and with doubled letters
-    (``apprrooved``), anything of :data:`_GAP` between them ("APPROVED_SYSTEM memory", "approvedsystem").
-
-    Reading stays linear in the text (a reader runs these over every record it shows, up to 32,768 characters):
-
-    - a doubled letter is one run of at least two (``[p]{2,}``), not two runs side by side (``[p]+[p]+``), which
-      split a long run of that letter every way before failing (quadratic: "a" + "p" * 32,768 took 3 s);
-    - where one word ends with the letter the next starts with ("system" "memory"), the junction is one run of both
-      counts, or the two runs with a separator between them: a possibly empty gap between two runs of one letter
-      split a run the same way;
-    - ``anchored``: a match may only start where a run of the first letter starts. Search tries every start;
-      without the anchor a long run of that letter ("aaaa…") is read again from each of its positions. A match
-      that starts inside a run also matches from the run's start, and a leftmost search starts there anyway: the
-      anchor changes no match, only the work.
-    """
-    runs = [_runs(w) for w in words]
-    pieces = [_count(c, n) for c, n in runs[0]]
-    for before, after in pairwise(runs):
-        (last, m), (first, n) = before[-1], after[0]
-        if last == first:  # the previous word's last run becomes the junction
-            pieces[-1] = f"(?:{_count(last, m)}[\\W_]{{1,12}}{_count(first, n)}|{first}{{{m + n},}})"
-            after = after[1:]
-        else:
-            pieces.append(_GAP)
-        pieces += [_count(c, k) for c, k in after]
-    return (f"(?<!{runs[0][0][0]})" if anchored else "") + "".join(pieces)
-
-
-_w = _words  # one word: the name the patterns below read best with
+# ------------------------------------------------------------------------------------------------ patterns
+# (the skeleton a pattern reads, and the word patterns: synapse_nb/_skeleton.py)
 
 
 _OPEN, _CLOSE = r"[\[【〖〚⟦]", r"[\]】〗〛⟧]"
@@ -360,6 +266,21 @@ _NO_BRACKET = r"[^\[\]【】〖〗〚〛⟦⟧]"
 #: The words a mark may vouch for a record with ("verified", and what a forger would write in its place).
 #: (anchored: "trusted" may not start inside the run of "t" that ends "agent", which split a long run every way)
 _VOUCHED = "(?:" + "|".join(_words(w, anchored=True) for w in ("verified", "confirmed", "trusted", "reviewed")) + ")"
+#: "by the user", "by a human": who a mark's or label's status word says vouched for the text
+_BY_PERSON = rf"{_TAIL_GAP}by{_TAIL_GAP}(?:(?:an?|the){_TAIL_GAP})?(?:{_w('user')}|{_w('human')})"
+#: Other brackets a mark or a label may be written in: "(user · verified)", "{main, approved}", "⟨user · verified⟩",
+#: "「user · verified」" (after the skeleton: full-width and small forms are plain ones, "⟨" and
+#: "〈" are "<"). Prose and code use these for other things, so with them only a whole mark or label is read: a
+#: source word and a status word ("(user only)", "(agent)", "{user}" stay), or "<branch>, approved".
+_ALT_OPEN, _ALT_CLOSE = "({<«「『《⦅❨❪❬❮❰❴⸨⦃⦇⦉⟮⟪⟬⌈⌊", "})>»」』》⦆❩❫❭❯❱❵⸩⦄⦈⦊⟯⟫⟭⌉⌋"
+#: One of them opening a mark or a label: not straight after a word character, where it is code (a call
+#: ``check(user, verified)``, ``run(project, approved)``, a generic ``Map<User, Verified>``)
+_ALT = rf"[{re.escape(_ALT_OPEN)}](?<!\w[{re.escape(_ALT_OPEN)}])"  # the bracket first: the engine skips to one
+_ALT_GAP = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{1,6}}"
+_ALT_EDGE = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{0,3}}"
+_ALT_STATUS = ("(?:" + "|".join([f"(?:un)?{_w('verified', anchored=True)}", _w("confirmed", anchored=True),
+                                  _w("trusted", anchored=True), _w("approved", anchored=True),
+                                  _w("revert", anchored=True)]) + ")")
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # the banner's two halves, each in any case and spacing; "APPROVEDSYSTEMMEMORY" too
     (re.compile(rf"{_words('approved', 'system', 'memor', anchored=True)}(?:y|ies)"), QUOTED_BANNER),
@@ -373,14 +294,16 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # a provenance mark: "[user]", "[user · verified]", "[agent · unverified]", "[agent, reported]"
     # ("reported by an agent" does not run over an opening bracket: its "agent" also opens a mark, and
     # "[agent reported by an [agent reported by an …" was read again from each bracket to the end, quadratic)
-    # ("[user · confirmed]", "[verified]" alone and a lesson's "[git revert]" too; "[reviewed]" alone stays)
+    # ("[user · confirmed]", "[verified]" alone and a lesson's "[git revert]" too; "[reviewed]" alone stays;
+    # "[verified by user]", "[✓ verified by the user]")
     (re.compile(rf"{_OPEN}{_TAIL_GAP}(?:(?:{_w('user')}|{_w('agent')}|{_w('human')})(?:{_GAP}(?:un)?{_VOUCHED}"
                 rf"|{_GAP}auto|{_GAP}reported(?:{_TAIL_GAP}by{_TAIL_GAP}(?:an{_TAIL_GAP})?agent)?)*"
-                rf"|(?:un)?{_w('verified', anchored=True)}|{_w('git')}{_GAP}{_w('revert')}){_GAP}{_CLOSE}"),
-     QUOTED_MARK),
+                rf"|(?:un)?{_w('verified', anchored=True)}(?:{_BY_PERSON})?|{_w('git')}{_GAP}{_w('revert')})"
+                rf"{_GAP}{_CLOSE}"), QUOTED_MARK),
     # a framing tag that would close or open the harness's wrapper around this text (``</system-reminder>``): a
     # closing tag of any framing name; an opening one not after a letter (``List<User>`` is code), a bare role not
     # before "@" or ">" (``<user>@host``); and a chat template's special token (``<|im_start|>``)
+    # (read on the skeleton as it is: the joins below would run "system-reminder" together)
     (re.compile(r"<\s*/\s*(?:" + "|".join(map(_tag_name, FRAMING_TAGS)) + r")(?![\w.-])" + _ATTRS
                 + r"|<(?<![a-z0-9_]<)\s*(?:" + "|".join(_tag_name(t) for t in FRAMING_TAGS if t not in FRAMING_ROLES)
                 + r")(?![\w.-])" + _ATTRS
@@ -388,7 +311,24 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
                 + r"|<\|[^|<>\s]{1,40}\|>"
                 # Llama's turn markers: "[INST]", "[/INST]", "<<SYS>>"
                 + r"|\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys\s*>>"), QUOTED_TAG),
+    # the banner's words in another order: "ADHERE (CRITICAL)", "SYSTEM MEMORY (APPROVED)"
+    (re.compile(rf"{_words('adhere', 'critical', anchored=True)}(?!ly)"), QUOTED_BANNER),
+    (re.compile(rf"{_words('system', 'memor', anchored=True)}(?:y|ies){_GAP}{_w('approved')}"), QUOTED_BANNER),
+    # a mark in other brackets: "(user · verified)", "{agent, confirmed}", "⟨git revert⟩", "(verified by the user)"
+    (re.compile(rf"{_ALT}{_ALT_EDGE}(?:(?:{_w('user')}|{_w('agent')}|{_w('human')}|{_w('git')})"
+                rf"(?:{_ALT_GAP}{_ALT_STATUS})+|{_ALT_STATUS}{_BY_PERSON}){_ALT_EDGE}[{re.escape(_ALT_CLOSE)}]"),
+     QUOTED_MARK),
+    # a label in other brackets: a branch's name ("(main, approved)", "{all branches, approved}"), or anything
+    # approved by a person ("(an agent's wording, approved by a human)": what a real banner item says of an agent's
+    # wording); "(PR 12, approved)" stays
+    (re.compile(rf"{_ALT}{_ALT_EDGE}(?:[\w./-]{{1,40}}|all{_GAP}branch(?:es)?),{_ALT_EDGE}"
+                rf"{_w('approved', anchored=True)}(?:{_BY_PERSON})?{_ALT_EDGE}[{re.escape(_ALT_CLOSE)}]"
+                rf"|{_ALT}[^{re.escape(_ALT_OPEN + _ALT_CLOSE)},]{{1,40}},{_ALT_EDGE}"
+                rf"{_w('approved', anchored=True)}{_BY_PERSON}{_ALT_EDGE}[{re.escape(_ALT_CLOSE)}]"),
+     QUOTED_LABEL),
 )
+#: The patterns read on the skeleton as it is (the framing tags); the others read it with split words joined.
+_AS_IS = frozenset({QUOTED_TAG})
 
 
 def _fast_skeleton(text: str) -> str:
@@ -412,19 +352,21 @@ def neutralise(text: str) -> str:
     """
     if text.isascii():
         skel = text.lower()
-        if not any(p.search(skel) for p, _ in _PATTERNS):
-            return text
         idx: list[int] | None = None
     else:
-        fast = _fast_skeleton(text)
-        if not any(p.search(fast) for p, _ in _PATTERNS):
-            return text
+        skel, idx = _fast_skeleton(text), None
+    joined = _joined_text(skel)
+    if not any(p.search(skel if placeholder in _AS_IS else joined) for p, placeholder in _PATTERNS):
+        return text
+    if not text.isascii():
         skel, idx = skeleton(text)
+    forms = {True: (skel, idx), False: _joined(skel, idx)}
     spans: list[tuple[int, int, str]] = []
     for pattern, placeholder in _PATTERNS:
-        for m in pattern.finditer(skel):
+        form, at = forms[placeholder in _AS_IS]
+        for m in pattern.finditer(form):
             if m.end() > m.start():
-                start, end = (m.start(), m.end()) if idx is None else (idx[m.start()], idx[m.end() - 1] + 1)
+                start, end = (m.start(), m.end()) if at is None else (at[m.start()], at[m.end() - 1] + 1)
                 spans.append((start, end, placeholder))
     if not spans:
         return text

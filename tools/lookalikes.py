@@ -2,6 +2,9 @@
 small capitals and the Latin letters with a hook, stroke or tail, that the provenance skeleton (NFKD, case folding,
 its own short table) does not already read as that letter.
 
+With them, by their Unicode names, the Latin letters drawn negative circled, negative squared, parenthesized or as
+regional indicators, and the few letters listed in ``_BY_EYE``.
+
 Source: Unicode's confusables.txt (UTS #39, Unicode Security Mechanisms), as packaged in the
 ``confusable_homoglyphs`` wheel (``confusables.json``). Run it from a development environment that has that
 package (``pip install confusable_homoglyphs``); the generated table is committed, so nothing reads the network or
@@ -13,18 +16,26 @@ needs the package at run time:
 from __future__ import annotations
 
 import json
+import re
 import sys
 import unicodedata
 from importlib import resources
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import synapse_nb.provenance as provenance
-from synapse_nb.provenance import _CONFUSABLE, skeleton
+import synapse_nb._skeleton as _skeleton
+from synapse_nb._skeleton import _CONFUSABLE, skeleton
 
-provenance._LOOK = {}  # what the skeleton reads without the table it makes
+_skeleton._LOOK = {}  # what the skeleton reads without the table it makes
 
 _SAME = ({"i", "l"},)  # letters the patterns already accept for each other
+#: "... LATIN CAPITAL LETTER X", "... LATIN SMALL LETTER X", "... SYMBOL LETTER X": the name says which letter it is
+_DRAWN = re.compile(r"(?:LATIN (?:CAPITAL |SMALL )?|SYMBOL )LETTER ([A-Z])$")
+#: Letters confusables.txt (as packaged) does not list, read as a Latin letter in common fonts: checked by eye, one
+#: by one. Cherokee QUA "Ꮖ" (a capital I; the threat model named it as a known miss), and the rest of the Canadian
+#: syllabics "fancy text" generators write Latin with ("ᗩᑭᑭᖇOᐯEᗪ": confusables.txt has ᑭ, ᖇ, ᐯ, ᗪ, not these).
+_BY_EYE = {"\u13c6": "i", "\u15e9": "a", "\u1455": "c", "\u15f4": "e", "\u161c": "g", "\u14f0": "i",
+           "\u144e": "n", "\u146b": "q", "\u1515": "s", "\u15ef": "w", "\u1614": "z"}
 
 
 def table() -> dict[str, str]:
@@ -57,8 +68,16 @@ def table() -> dict[str, str]:
             base, sep, _ = name.removeprefix(prefix).partition(" WITH ")
             if name.startswith(prefix) and sep and len(base) == 1:
                 letter = base
+        # a Latin letter drawn in a shape Unicode keeps whole (NFKD reads no letter, or reads the parentheses
+        # around it): "🅰" negative squared, "🅐" negative circled, "🇦" a regional indicator (a model reads the
+        # letter), "⒜" parenthesized (read "(a)", each letter then stood apart)
+        drawn = _DRAWN.search(name)
+        if drawn and unicodedata.category(chr(o)) not in ("Mn", "Me", "Mc", "Cf"):
+            letter = drawn.group(1)
         if letter.isalpha() and skeleton(chr(o))[0] != letter.lower():
             out.setdefault(chr(o), letter.lower())
+    for ch, letter in _BY_EYE.items():
+        out.setdefault(ch, letter)
     return dict(sorted(out.items()))
 
 
@@ -70,9 +89,10 @@ def main() -> None:
     print("do not edit by hand).")
     print()
     print("Derived from Unicode's confusables.txt (UTS #39). Copyright © 1991-2024 Unicode, Inc. Unicode License v3:")
-    print("https://www.unicode.org/license.txt. With them, the Latin small capitals and the Latin letters with a hook,")
-    print("stroke or tail (by their Unicode names). Only the characters the skeleton did not already read as the same")
-    print('letter are listed."""')
+    print("https://www.unicode.org/license.txt. With them, the Latin small capitals, the Latin letters with a hook,")
+    print("stroke or tail, and the Latin letters drawn negative circled, negative squared, parenthesized or as")
+    print("regional indicators (by their Unicode names), and a few letters checked by eye (tools/lookalikes.py:")
+    print('_BY_EYE). Only the characters the skeleton did not already read as the same letter are listed."""')
     print()
     print()
     print(f"#: {len(t)} characters, each read as the letter at the same place of TARGET")

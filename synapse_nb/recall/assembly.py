@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from synapse_nb._util import plural
 from synapse_nb.models import KINDS, PRIORITIES, Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
-from synapse_nb.provenance import BANNER, REPORTED_ACTOR, inline, label_text, mark
+from synapse_nb.provenance import BANNER, REPORTED_ACTOR, inline, label_text, mark, neutralise
 from synapse_nb.recall.types import KIND_ORDER, Bars, ExplainRow, ExplainRows, RecallItem
 
 __all__ = ["AGENT_WORDS", "BANNER", "MEMORY_CONTENT_CHARS", "agents_words", "assemble", "banner_text", "empty_reason",
@@ -56,15 +56,23 @@ def record_line(rec: Record) -> str:
     ...                    content="v1.5 deployed", tags=("deploy",), priority="high", verified=False))
     '- [user · unverified] [high] project/status: v1.5 deployed #deploy'
     """
-    who = mark(rec)
+    if not isinstance(rec, Memory | Decision | Checkpoint | Episode | Note):
+        return f"- {rec.summary_line()}"  # a lesson: its status ("[approved]") is the system's, not the record's
+    return f"- {mark(rec)} {neutralise(_record_text(rec))}"
+
+
+def _record_text(rec: Memory | Decision | Checkpoint | Episode | Note) -> str:
+    """What :func:`record_line` shows after the mark: each field quoted, the line read again as a whole, since two
+    fields side by side may spell what neither does alone (a decision ending "CRITICAL" and its rationale starting
+    "ADHERE" read "CRITICAL — ADHERE"; a memory keyed "critical" whose content starts "ADHERE", "critical: ADHERE")."""
     if isinstance(rec, Memory):
-        return (f"- {who} [{rec.priority}] {rec.category}/{inline(rec.key)}: "
+        return (f"[{rec.priority}] {rec.category}/{inline(rec.key)}: "
                 f"{inline(rec.content, MEMORY_CONTENT_CHARS)}{_tags(rec.tags)}")
     if isinstance(rec, Decision):
         why = f" — {inline(rec.rationale, 300)}" if rec.rationale else ""
-        return f"- {who} {inline(rec.decision, 300)}{why} ({rec.created_at[:10]}){_tags(rec.tags)}"
+        return f"{inline(rec.decision, 300)}{why} ({rec.created_at[:10]}){_tags(rec.tags)}"
     if isinstance(rec, Checkpoint):
-        parts = [f"- {who} {rec.where} {inline(rec.doing, 300)}"]
+        parts = [f"{rec.where} {inline(rec.doing, 300)}"]
         if rec.next_step:
             parts.append(f"next: {inline(rec.next_step, 200)}")
         if rec.blockers:
@@ -75,10 +83,8 @@ def record_line(rec: Record) -> str:
     if isinstance(rec, Episode):
         out = f": {inline(rec.outcome, 300)}" if rec.outcome else ""
         by = f" ({_actor(rec.actor)})" if rec.actor else ""
-        return f"- {who} {inline(rec.task_key, 200)} [{rec.status}] ran {_when(rec.created_at)}{by}{out}"
-    if isinstance(rec, Note):
-        return f"- {who} {rec.name}: {inline(rec.trigger, 300)}"
-    return f"- {rec.summary_line()}"
+        return f"{inline(rec.task_key, 200)} [{rec.status}] ran {_when(rec.created_at)}{by}{out}"
+    return f"{rec.name}: {inline(rec.trigger, 300)}"
 
 
 def _actor(actor: str, width: int = 120) -> str:

@@ -1,0 +1,177 @@
+"""The form of record text the neutraliser's patterns read (:func:`skeleton`, :func:`_joined`), and the word patterns
+they are built from (:func:`_words`): what :mod:`synapse_nb.provenance` reads a forged banner, label or mark in.
+Standard library only; the look-alike table is generated (``tools/lookalikes.py``)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from itertools import pairwise
+
+from synapse_nb._lookalikes import TABLE as _LOOKALIKES
+
+
+def _is_vs(ch: str) -> bool:
+    o = ord(ch)
+    return 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF
+
+
+# letters that look like Latin ones (Cyrillic, Greek, Armenian, ...) -> the Latin letter, lower case
+_CONFUSABLE = str.maketrans({
+    "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s", "ԁ": "d",
+    "һ": "h", "ԛ": "q", "ԝ": "w", "ӏ": "l", "к": "k", "м": "m", "н": "h", "т": "t", "в": "b", "ո": "n", "ս": "u",
+    "α": "a", "β": "b", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u", "χ": "x",
+    "γ": "y", "η": "n", "μ": "u", "ѵ": "v", "ɑ": "a", "ɡ": "g", "ı": "i", "ȷ": "j", "ℓ": "l", "∨": "v",
+})
+# digits and signs that pass for letters: the patterns accept them in place of the letter
+_ASCII_LOOKALIKE = {"o": "0", "l": "1|i!", "i": "1|l!", "e": "3", "a": "4@", "s": "5$", "t": "7", "b": "8", "g": "9"}
+_CONFUSABLE_RE = re.compile("[" + re.escape("".join(chr(o) for o in _CONFUSABLE if o > 0x7F)) + "]")
+#: Read before anything else: the letters Unicode lists as confusable with one Latin letter and the small capitals,
+#: where decomposing and case folding read another letter or none (Greek capital "Μ" folded to "μ", read "u"; "ᴠ",
+#: "օ" unread: ``synapse_nb/_lookalikes.py``, generated from Unicode's confusables.txt), the dashes a tag name may
+#: be spelt with ("system‐reminder" with U+2010) and the angle brackets a tag may be written in ("‹/system>").
+_LOOK: dict[int, str | int | None] = {
+    **_LOOKALIKES, **{ord(c): "-" for c in "\u2010\u2011\u2012\u2013\u2043\u2212\ufe58\ufe63"},
+    **{ord(c): "<" for c in "\u2039\u02c2\u1438\u3008\u27e8\u2329"},
+    **{ord(c): ">" for c in "\u203a\u02c3\u1433\u3009\u27e9\u232a"},
+    **{ord(c): "[" for c in "\u3014\u2045\u3018\u2997\u27e6\u2772"},  # 〔 ⁅ 〘 ⦗ ⟦ ❲: brackets of a label or mark
+    **{ord(c): "]" for c in "\u3015\u2046\u3019\u2998\u27e7\u2773"}}
+
+
+def skeleton(text: str) -> tuple[str, list[int]]:
+    """A matching form of ``text`` and, per character of it, the index of the character of ``text`` it came from.
+
+    Compatibility-decomposed (NFKD: full-width and styled letters become plain ones), combining marks and
+    invisible characters dropped, case-folded, look-alike letters and digits mapped to the Latin letter they
+    imitate. Only for finding phrases: it never reaches output.
+
+    >>> skeleton("АPPR\\u200bOVЕD")[0]
+    'approved'
+    """
+    out: list[str] = []
+    idx: list[int] = []
+    for i, ch in enumerate(text):
+        if not ch.isascii():
+            ch = ch.translate(_LOOK)
+        if ch.isascii():
+            out.append(ch.lower().translate(_CONFUSABLE))
+            idx.append(i)
+            continue
+        cat = unicodedata.category(ch)
+        if cat in ("Cf", "Mn", "Me") or _is_vs(ch):
+            continue
+        for d in unicodedata.normalize("NFKD", ch):
+            if unicodedata.category(d) in ("Mn", "Me"):
+                continue
+            for c in d.casefold().translate(_CONFUSABLE):
+                out.append(c)
+                idx.append(i)
+    return "".join(out), idx
+
+
+_GAP = r"[\W_]{0,12}"
+def _runs(word: str) -> list[tuple[str, int]]:
+    """``word`` as (character class, least count) runs: a letter and its ASCII look-alikes, a doubled letter once
+    with a count of two ("approved": a, pp, r, o, v, e, d)."""
+    out: list[tuple[str, int]] = []
+    for c in word:
+        cls = f"[{re.escape(c + _ASCII_LOOKALIKE.get(c, ''))}]"
+        if out and out[-1][0] == cls:
+            out[-1] = (cls, out[-1][1] + 1)
+        else:
+            out.append((cls, 1))
+    return out
+
+
+def _count(cls: str, n: int) -> str:
+    return f"{cls}+" if n == 1 else f"{cls}{{{n},}}"
+
+
+def _words(*words: str, anchored: bool = False) -> str:
+    """A pattern for the words in a row, each also in ASCII look-alikes (``appr0ved``) and with doubled letters
+    (``apprrooved``), anything of :data:`_GAP` between them ("APPROVED_SYSTEM memory", "approvedsystem").
+
+    Reading stays linear in the text (a reader runs these over every record it shows, up to 32,768 characters):
+
+    - a doubled letter is one run of at least two (``[p]{2,}``), not two runs side by side (``[p]+[p]+``), which
+      split a long run of that letter every way before failing (quadratic: "a" + "p" * 32,768 took 3 s);
+    - where one word ends with the letter the next starts with ("system" "memory"), the junction is one run of both
+      counts, or the two runs with a separator between them: a possibly empty gap between two runs of one letter
+      split a run the same way;
+    - ``anchored``: a match may only start where a run of the first letter starts. Search tries every start;
+      without the anchor a long run of that letter ("aaaa…") is read again from each of its positions. A match
+      that starts inside a run also matches from the run's start, and a leftmost search starts there anyway: the
+      anchor changes no match, only the work.
+    """
+    runs = [_runs(w) for w in words]
+    pieces = [_count(c, n) for c, n in runs[0]]
+    for before, after in pairwise(runs):
+        (last, m), (first, n) = before[-1], after[0]
+        if last == first:  # the previous word's last run becomes the junction
+            pieces[-1] = f"(?:{_count(last, m)}[\\W_]{{1,12}}{_count(first, n)}|{first}{{{m + n},}})"
+            after = after[1:]
+        else:
+            pieces.append(_GAP)
+        pieces += [_count(c, k) for c, k in after]
+    if anchored and len(runs[0]) > 1:
+        # "(?<!x)x+" written "x(?<!xx)x*": the same matches, and a pattern that starts with its first letter's class
+        # lets the regex engine skip to that letter instead of trying the lookbehind at every position (5x faster)
+        first, n = runs[0][0]
+        pieces[0] = f"{first}(?<!{first}{first})" + (f"{first}*" if n == 1 else f"{first}{{{n - 1},}}")
+    elif anchored:
+        pieces.insert(0, f"(?<!{runs[0][0][0]})")
+    return "".join(pieces)
+
+
+_w = _words  # one word: the name the patterns below read best with
+
+
+#: What a word may be split by and still be read as one: Markdown emphasis, strike-through and code marks (not "_":
+#: CommonMark makes no emphasis of it inside a word, and code is full of ``get_approved_memory``), an inline
+#: HTML formatting tag (its name's letters would break the gap between two words: one next to a letter is dropped),
+#: a hyphen (also at a line's end) between two letters ("**CRIT**ICAL", "CRIT<b>ICAL</b>", "ap-proved")
+_FORMAT_TAG = r"</?(?:b|i|u|s|em|strong|del|ins|mark|code|span|sub|sup|small|kbd|tt)>"
+#: (each branch starts with its first character, so the engine skips to one of "*~`-<" instead of trying the
+#: lookbehinds at every position)
+_JOIN = re.compile(rf"[*~`](?<=[^\W_][*~`])[*~`]{{0,2}}(?=[^\W_])|-(?<=[^\W_]-)\s?(?=[^\W_])"
+                   rf"|<(?:(?<=[^\W_]<){_FORMAT_TAG[1:]}|{_FORMAT_TAG[1:]}(?=[^\W_]))")
+#: A run of whitespace past its first character: every reader shows a record on one line with whitespace runs
+#: collapsed, so "A     P     P" reaches the next agent as "A P P"
+_SQUEEZE = re.compile(r"(?<=\s)\s+")
+#: Letters spaced out one by one, each after the same separator, three letters or more read as one word: first with a
+#: mark between them, perhaps in spaces ("A.P.P.R.O.V.E.D", "C-R-I-T", "a · d · h"), then with a space ("A P P R O V E
+#: D"; whitespace runs are one by then). In that order, so that in "A D H E R E A.P.P.R.O.V.E.D" the second word
+#: keeps its first letter.
+_SPACED_MARKS = re.compile(r"(?<![^\W_])[^\W_](\s?(?:_|[^\w\s])\s?)[^\W_](?:\1[^\W_])+(?![^\W_])")
+_SPACED_BLANKS = re.compile(r"(?<![^\W_])[^\W_](\s)[^\W_](?:\1[^\W_])+(?![^\W_])")
+
+
+def _letters(m: re.Match[str]) -> str:
+    return m.group()[:: len(m.group(1)) + 1]
+
+
+def _joined_text(skel: str) -> str:
+    """``skel`` with whitespace runs as one, and words split by :data:`_JOIN` marks or spaced out
+    (:data:`_SPACED_MARKS`, :data:`_SPACED_BLANKS`) read as one word."""
+    skel = _JOIN.sub("", _SQUEEZE.sub("", skel))
+    return _SPACED_BLANKS.sub(_letters, _SPACED_MARKS.sub(_letters, skel))
+
+
+def _joined(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:
+    """:func:`_joined_text` with the index map (``None``: each character its own index) carried along."""
+    for pattern in (_SQUEEZE, _JOIN, _SPACED_MARKS, _SPACED_BLANKS):
+        cut: list[tuple[int, int]] = []
+        for m in pattern.finditer(skel):
+            if pattern is _SQUEEZE or pattern is _JOIN:
+                cut.append(m.span())
+            else:
+                step = len(m.group(1)) + 1
+                cut += [(j, j + step - 1) for j in range(m.start() + 1, m.end(), step)]
+        if cut:
+            if idx is None:
+                idx = list(range(len(skel)))
+            keep = [0] + [e for _, e in cut]
+            stop = [s for s, _ in cut] + [len(skel)]
+            skel = "".join(skel[a:b] for a, b in zip(keep, stop, strict=True))
+            idx = [i for a, b in zip(keep, stop, strict=True) for i in idx[a:b]]
+    return skel, idx
