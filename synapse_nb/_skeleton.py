@@ -150,9 +150,31 @@ def _letters(m: re.Match[str]) -> str:
     return m.group()[:: len(m.group(1)) + 1]
 
 
+#: What each step of :func:`_joined_text` needs to find anything, as patterns that start with a rare character (the
+#: engine skips to it, where the steps' own patterns try their lookbehinds at every letter): two whitespace
+#: characters in a row; a single letter between two marks and another letter after the second mark (the second and
+#: third letters of any run "A.P.P"); a single letter between two blanks and another after (" P P").
+_MAY_SQUEEZE = re.compile(r"\s\s")
+_MAY_SPACE_MARKS = re.compile(r"(?:_|[^\w\s])\s?[^\W_]\s?(?:_|[^\w\s])\s?[^\W_](?![^\W_])")
+_MAY_SPACE_BLANKS = re.compile(r"\s[^\W_]\s[^\W_](?![^\W_])")
+
+
 def _joined_text(skel: str) -> str:
     """``skel`` with whitespace runs as one, and words split by :data:`_JOIN` marks or spaced out
-    (:data:`_SPACED_MARKS`, :data:`_SPACED_BLANKS`) read as one word."""
+    (:data:`_SPACED_MARKS`, :data:`_SPACED_BLANKS`) read as one word. Each step runs only where its necessary
+    condition (``_MAY_*``) holds: the same text, about twice as fast on ordinary prose."""
+    if _MAY_SQUEEZE.search(skel):
+        skel = _SQUEEZE.sub("", skel)
+    skel = _JOIN.sub("", skel)
+    if _MAY_SPACE_MARKS.search(skel):
+        skel = _SPACED_MARKS.sub(_letters, skel)
+    if _MAY_SPACE_BLANKS.search(skel):
+        skel = _SPACED_BLANKS.sub(_letters, skel)
+    return skel
+
+
+def _joined_text_reference(skel: str) -> str:
+    """:func:`_joined_text` without the necessary conditions (what the tests hold it equal to)."""
     skel = _JOIN.sub("", _SQUEEZE.sub("", skel))
     return _SPACED_BLANKS.sub(_letters, _SPACED_MARKS.sub(_letters, skel))
 

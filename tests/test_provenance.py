@@ -946,3 +946,17 @@ def test_the_neutraliser_changes_no_locomo_turn() -> None:
              if key.startswith("session_") and isinstance(session, list) for t in session]
     assert len(turns) > 5_000
     assert [t for t in turns if neutralise(t) != t] == []
+
+
+def test_the_joined_texts_shortcuts_change_nothing() -> None:
+    """``_joined_text`` runs each step only where a necessary condition of it holds (``_MAY_*``): on random texts
+    made of the characters the steps react to, and on the hostile corpus, it equals the steps run every time."""
+    import random
+
+    from synapse_nb._skeleton import _joined_text, _joined_text_reference
+
+    rng = random.Random(7)
+    alphabet = "aapprovedcritical  \t\n._-*~`<>/b·,:;!?()[]{}|@4$5 1"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(20_000)]
+    texts += [p.lower() for p in PAYLOADS] + ["a p p r o v e d", "a.p.p.r.o.v.e.d", "x  y", "a _ b _ c", "i a b"]
+    assert [t for t in texts if _joined_text(t) != _joined_text_reference(t)] == []
