@@ -104,16 +104,30 @@ WALK_STOPS_AT: int | None = None
 _inherited: dict[int, str | None] = {}
 
 
-def _started_with(pid: int) -> tuple[dict[str, str], int, str] | None:
-    """The environment process ``pid`` started with, its parent's pid and its name: from Linux's ``/proc``, else
-    from psutil when it is installed (macOS, Windows); None when the process cannot be read (another user's, gone,
-    or no way to read it here)."""
+class _Process(NamedTuple):
+    env: dict[str, str] | None  # None: not readable (another user's, or a process made non-dumpable)
+    parent: int
+    group: int  # its process group's leader
+    session: int  # its session's leader
+    name: str
+
+
+def _started_with(pid: int) -> _Process | None:
+    """What process ``pid`` started with, its parent, process group, session and name: from Linux's ``/proc``,
+    else from psutil when it is installed (macOS, Windows; no group or session there: 0); None when the process
+    cannot be found. Its environment is None when it cannot be read while the rest can: ``/proc/PID/stat`` stays
+    readable where ``/proc/PID/environ`` does not (a process that made itself non-dumpable)."""
     try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
         stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
         name, _, rest = stat.partition(" (")[2].rpartition(") ")
-        env = dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
-        return env, int(rest.split()[1]), name
+        fields = rest.split()
+        env: dict[str, str] | None
+        try:
+            raw = Path(f"/proc/{pid}/environ").read_bytes()
+            env = dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
+        except OSError:
+            env = None
+        return _Process(env, int(fields[1]), int(fields[2]), int(fields[3]), name)
     except (OSError, ValueError, IndexError):
         pass
     try:
@@ -122,41 +136,59 @@ def _started_with(pid: int) -> tuple[dict[str, str], int, str] | None:
         return None
     try:
         proc = psutil.Process(pid)
-        return dict(proc.environ()), int(proc.ppid()), str(proc.name())
-    except (psutil.Error, OSError, ValueError):  # AccessDenied, NoSuchProcess, ZombieProcess; a platform's gap
+        try:
+            penv: dict[str, str] | None = dict(proc.environ())
+        except psutil.AccessDenied:
+            penv = None
+        return _Process(penv, int(proc.ppid()), 0, 0, str(proc.name()))
+    except (psutil.Error, OSError, ValueError):  # NoSuchProcess, ZombieProcess; a platform's gap
         return None
 
 
 def inherited_agent_marker(pid: int | None = None) -> str | None:
-    """The marker of a coding agent in the environment a process or any of its parents *started with*
-    (``pid``: default this process), as ``"NAME=value (agent; process PID name)"``; None when there is none.
+    """The marker of a coding agent in the environment a process or any of its parents *started with*, or the
+    leader of its process group or session (``pid``: default this process), as ``"NAME=value (agent; process PID
+    name)"``; None when there is none.
 
     A process's own ``os.environ`` can drop a variable its parent set (``env -u CLAUDECODE``, ``env -i``,
     ``os.environ.pop``); the environment each parent started with is still there to read on Linux
-    (``/proc/PID/environ``) and, with psutil installed, elsewhere. The walk stops at the first process it cannot
-    read (another user's: ``sudo``) or after :data:`MAX_PARENTS`. It is a bar, not a wall: a process that detaches
-    from the agent's tree (a daemon started through another user's service) is not found, which is why a team
-    vault's database roles are the hard boundary. The answer for this process is kept (its parents do not change).
+    (``/proc/PID/environ``) and, with psutil installed, elsewhere. A parent whose environment cannot be read (another
+    user's: ``sudo``; one that made itself non-dumpable) is passed over, not taken for the end of the tree. A process
+    left without its parents (``( cmd & )``, ``nohup``: the shell exits, the process is handed to init) keeps its
+    process group and session, whose leaders are read too. The walk stops at the first process it cannot find or
+    after :data:`MAX_PARENTS`. It is a bar, not a wall: a process that leaves the agent's tree *and* session
+    (``setsid``, a job handed to a daemon) is not found, which is why a team vault's database roles are the hard
+    boundary. The answer for this process is kept (its parents do not change).
     """
     own = pid is None
     if own and os.getpid() in _inherited:
         return _inherited[os.getpid()]
     at = os.getpid() if pid is None else pid
     found = None
+    leaders: list[int] | None = None  # the first process's group and session leaders
     for _ in range(MAX_PARENTS):
-        if at == WALK_STOPS_AT:
+        if at == WALK_STOPS_AT:  # inside the tree of the process that set it: its group and session are its own
+            leaders = []
             break
         got = _started_with(at)
         if got is None:
             break
-        env, parent, name = got
-        marker = _marker_in(env)
+        if leaders is None:
+            leaders = [p for p in dict.fromkeys((got.group, got.session)) if p > 1 and p != at]
+        marker = _marker_in(got.env) if got.env is not None else None
         if marker is not None:
-            found = f"{marker[:-1]}; process {at} {name[:40]!r})"
+            found = f"{marker[:-1]}; process {at} {got.name[:40]!r})"
             break
-        if parent <= 0 or parent == at:
+        if got.parent <= 0 or got.parent == at:
             break
-        at = parent
+        at = got.parent
+    for leader in leaders or () if found is None else ():
+        got = _started_with(leader)
+        marker = _marker_in(got.env) if got is not None and got.env is not None else None
+        if got is not None and marker is not None:
+            found = (f"{marker[:-1]}; process {leader} {got.name[:40]!r}, the leader of this process's group or "
+                     "session)")
+            break
     if own:
         _inherited[os.getpid()] = found
     return found

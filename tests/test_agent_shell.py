@@ -87,3 +87,30 @@ def test_the_cli_in_an_agents_shell_cannot_approve_by_dropping_the_marker(tmp_pa
                          env={k: v for k, v in os.environ.items() if k != "CLAUDECODE"}, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0 and lesson.id not in {x.id for x in human.lessons.list()}, (out.stdout, out.stderr)
+
+
+def test_a_parent_whose_environment_cannot_be_read_is_passed_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that makes itself non-dumpable hides its environment from its own user, but not its parent's pid:
+    the walk goes on past it (it took it for the end of the tree, and the agent's shell above went unread)."""
+    from synapse_nb import context
+
+    tree = {10: context._Process({}, 11, 10, 10, "python"),
+            11: context._Process(None, 12, 11, 11, "nodump"),  # unreadable environment
+            12: context._Process({"CLAUDECODE": "1"}, 1, 12, 12, "bash")}
+    monkeypatch.setattr(context, "_started_with", tree.get)
+    assert context.inherited_agent_marker(10) == "CLAUDECODE=1 (Claude Code; process 12 'bash')"
+    tree[12] = context._Process({}, 1, 12, 12, "bash")
+    assert context.inherited_agent_marker(10) is None
+
+
+def test_a_process_left_without_its_parents_is_read_by_its_session(tmp_path: Path) -> None:
+    """``( cmd & )`` hands cmd to init when the shell exits, out of the agent's tree; it keeps the agent shell's
+    session, whose leader is read too (a shell that leads its own session, as an agent's persistent shell does)."""
+    out = tmp_path / "out.txt"
+    code = "from synapse_nb.context import agent_environment as a; print(a())"
+    inner = f"{shlex.quote(sys.executable)} -c {shlex.quote(code)} > {shlex.quote(str(out))}"
+    env = dict(os.environ, CLAUDECODE="1")
+    subprocess.run(["setsid", "bash", "-c", f"( env -u CLAUDECODE sh -c {shlex.quote(inner)} & ); "
+                    f"for i in $(seq 100); do [ -s {shlex.quote(str(out))} ] && break; sleep 0.1; done; true"],
+                   env=env, timeout=60, check=True)
+    assert "leader of this process's group or session" in out.read_text(), out.read_text()
