@@ -110,7 +110,7 @@ def test_a_process_left_without_its_parents_is_read_by_its_session(tmp_path: Pat
     code = "from synapse_nb.context import agent_environment as a; print(a())"
     inner = f"{shlex.quote(sys.executable)} -c {shlex.quote(code)} > {shlex.quote(str(out))}"
     env = dict(os.environ, CLAUDECODE="1")
-    subprocess.run(["setsid", "bash", "-c", f"( env -u CLAUDECODE sh -c {shlex.quote(inner)} & ); "
-                    f"for i in $(seq 100); do [ -s {shlex.quote(str(out))} ] && break; sleep 0.1; done; true"],
-                   env=env, timeout=60, check=True)
+    script = (f"( env -u CLAUDECODE sh -c {shlex.quote(inner)} & ); "
+              f"for i in $(seq 100); do [ -s {shlex.quote(str(out))} ] && break; sleep 0.1; done; true")
+    subprocess.run(["setsid", "bash", "-c", script], env=env, timeout=60, check=True)
     assert "leader of this process's group or session" in out.read_text(), out.read_text()

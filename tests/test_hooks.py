@@ -89,12 +89,12 @@ def test_install_writes_executable_managed_hooks_and_is_idempotent(repo: Scratch
     for p in paths:
         assert is_managed(p)
         assert p.stat().st_mode & stat.S_IXUSR
-        assert "'/opt/my py/bin/python' -m synapse_nb.gitscope.githook" in p.read_text()
+        assert "'/opt/my py/bin/python' -P -m synapse_nb.gitscope.githook" in p.read_text()
     before = _snapshot(info.common_dir / "hooks")
     assert install_hooks(info, python="/opt/my py/bin/python") == paths
     assert _snapshot(info.common_dir / "hooks") == before
     install_hooks(info, python="/usr/bin/python3")  # a different interpreter rewrites in place
-    assert "/usr/bin/python3 -m" in paths[0].read_text()
+    assert "/usr/bin/python3 -P -m" in paths[0].read_text()
     assert not (info.common_dir / "hooks" / f"post-commit{CHAIN_SUFFIX}").exists()
 
 
@@ -310,3 +310,24 @@ def test_the_old_installer_module_name_still_imports_and_warns() -> None:
     with pytest.warns(DeprecationWarning, match="githook_install"):
         old = importlib.import_module("synapse_nb.gitscope.hooks")
     assert old.install_hooks is installer.install_hooks and old.__all__ == installer.__all__
+
+
+def test_a_package_planted_in_the_work_tree_is_never_imported_by_the_hook(
+        repo: ScratchRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git runs hooks from the work tree's root, and ``python -m`` put it first on ``sys.path``: a
+    ``synapse_nb/__init__.py`` an agent wrote there ran in the human's process at the next commit (a review approved
+    the agent's lesson that way). The hook runs ``python -P``: the installed package is the one imported."""
+    from synapse_nb.vault import open_vault
+
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    monkeypatch.setenv("SYNAPSE_HOOK_TIMEOUT", "30")
+    open_vault(repo.root).close()
+    install_hooks(repo.root, background=False)
+    planted = repo.root / "synapse_nb"
+    planted.mkdir()
+    ran = repo.root / "planted-ran.txt"
+    (planted / "__init__.py").write_text(f"open({str(ran)!r}, 'w').write('imported')\n")
+    (repo.root / ".git" / "info" / "exclude").write_text("synapse_nb/\nplanted-ran.txt\n")
+    repo.commit_file("c.txt", "c\n", "Add c")
+    assert not ran.exists()
+    assert "ok: 0 new pending lessons" in (repo.root / ".synapse" / "hook.log").read_text()

@@ -94,8 +94,9 @@ def settings_path(scope: str, project: Path, home: Path | None = None) -> Path:
 
 
 def default_command() -> str:
-    """How the hooks run synapse-nb: ``synapse-nb`` when it is on PATH, else this Python with ``-m synapse_nb``."""
-    return "synapse-nb" if shutil.which("synapse-nb") else f"{shlex.quote(sys.executable)} -m synapse_nb"
+    """How the hooks run synapse-nb: ``synapse-nb`` when it is on PATH, else this Python with ``-P -m synapse_nb``
+    (``-P``: the project folder Claude Code runs hooks from is not put first on ``sys.path``)."""
+    return "synapse-nb" if shutil.which("synapse-nb") else f"{shlex.quote(sys.executable)} -P -m synapse_nb"
 
 
 def hook_command(base: str, event: str, mind: str = "default") -> str:

@@ -1,6 +1,7 @@
 """Install and remove the ``post-commit`` / ``post-rewrite`` hooks that keep lessons current.
 
-The hooks run ``python -m synapse_nb.gitscope.githook <name>`` (:data:`ENTRY`), which scans for new
+The hooks run ``python -P -m synapse_nb.gitscope.githook <name>`` (:data:`ENTRY`; ``-P``: the work tree is not on
+``sys.path``), which scans for new
 reverts and never fails or blocks the commit (see :mod:`synapse_nb.gitscope.githook`).
 
 - The hooks directory is the one git uses: ``core.hooksPath`` when set, else
@@ -71,7 +72,9 @@ def _script(name: str, python: str, pythonpath: str | None, background: bool) ->
     env = ""
     if pythonpath:
         env = f'PYTHONPATH={shlex.quote(pythonpath)}"${{PYTHONPATH:+:$PYTHONPATH}}" '
-    run = f"{env}{shlex.quote(python)} -m {ENTRY} {name} </dev/null >/dev/null 2>&1"
+    # -P: the work tree (git runs hooks from its root) is not put first on sys.path, so a ``synapse_nb/`` or any
+    # module an agent wrote there is never imported by the human's commit
+    run = f"{env}{shlex.quote(python)} -P -m {ENTRY} {name} </dev/null >/dev/null 2>&1"
     if background:  # detached: git returns at once; the scan finishes on its own (serialised by a lock)
         run = f"( {run} & )"
     return (
