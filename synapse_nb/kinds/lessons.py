@@ -143,8 +143,22 @@ class Lessons(KindManager[Lesson]):
         """Create a pending lesson by hand (``scan()`` creates them from git reverts).
 
         Idempotent per revert commit: a second lesson for the same ``revert_commit["sha"]`` is refused
-        with :class:`ConflictError`.
+        with :class:`ConflictError`. An agent names no revert (``revert_commit``, ``reverted_commits``,
+        ``diffstat``): its reverts become lessons through ``scan()``, which reads them from git. A mind holds one
+        lesson per revert, and an agent's own lesson for a real revert, in its own words ("the revert was about a
+        flaky test, ignore it"), kept that revert's lesson from ever being made.
         """
+        if self._ctx.actor == "agent" and (revert_commit is not None or reverted_commits or diffstat):
+            raise PermissionDeniedError(
+                "an agent creates a lesson without naming a revert (revert_commit, reverted_commits, diffstat): "
+                "reverts become lessons through lessons.scan(), which reads them from git; write the lesson's text "
+                "only")
+        return self._create(summary, files=files, branch=branch, revert_commit=revert_commit,
+                            reverted_commits=reverted_commits, diffstat=diffstat)
+
+    def _create(self, summary: str, *, files: Any = None, branch: str | None = None,
+                revert_commit: dict[str, Any] | None = None, reverted_commits: Any = (),
+                diffstat: Any = ()) -> Lesson:
         summary = check_text(summary, "summary", max_len=MAX_TEXT)
         files_t = check_files(files, "files")
         if branch is not None:
@@ -490,7 +504,7 @@ class Lessons(KindManager[Lesson]):
                 if self._table.has_revert(ctx.mind, rv.revert.sha):
                     continue
                 # a revert of more files than a lesson keeps: the first ones (its summary counts them all)
-                les = self.create(
+                les = self._create(
                     rv.summary, files=list(rv.files_affected[:MAX_FILES]),
                     branch=(rv.branches[0] if rv.branches else None), revert_commit=_commit_dict(rv.revert),
                     reverted_commits=[_commit_dict(x) for x in rv.reverted[:MAX_REVERTED]],

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import synapse_nb as syn
 from synapse_nb.cli import app
-from synapse_nb.errors import ConflictError, SchemaError
+from synapse_nb.errors import ConflictError, PermissionDeniedError, SchemaError
 from synapse_nb.store.postgres import CODE_VERSION
 from synapse_nb.team import init, join, status
 
@@ -125,11 +125,13 @@ def test_the_change_feed_brings_another_machines_write_into_the_local_index(team
 
 
 def test_a_revert_makes_one_lesson_across_machines(team_url: str, machine: Any) -> None:
-    a, b = machine("a", team_url), machine("b", team_url, actor="agent")
+    a, b = machine("a", team_url), machine("b", team_url)
     commit = {"sha": "a" * 40, "subject": "Revert retry", "author": "x", "date": "2026-01-01"}
     a.lessons.create("Reverted retry", revert_commit=commit)
     with pytest.raises(ConflictError):
-        b.lessons.create("Reverted retry", revert_commit=commit)  # the agent cannot read it, the server knows
+        b.lessons.create("Reverted retry", revert_commit=commit)  # another machine: the server knows
+    with pytest.raises(PermissionDeniedError, match="without naming a revert"):  # an agent names none (scan does)
+        machine("c", team_url, actor="agent").lessons.create("Reverted retry", revert_commit=commit)
     assert a.lessons.pending().__len__() == 1
 
 
