@@ -331,3 +331,35 @@ def test_a_package_planted_in_the_work_tree_is_never_imported_by_the_hook(
     repo.commit_file("c.txt", "c\n", "Add c")
     assert not ran.exists()
     assert "ok: 0 new pending lessons" in (repo.root / ".synapse" / "hook.log").read_text()
+
+
+def test_a_detached_scan_after_an_agents_commit_is_the_agents(
+        repo: ScratchRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The background scan is handed to init when the hook's shell exits, out of the committer's tree: after
+    ``env -u CLAUDECODE git revert`` in an agent's shell it acted as the human, and its lessons were a person's,
+    past the agents' cap of pending lessons (found by review). The hook script passes the pid of the process that
+    ran git, read while it still runs."""
+    import shlex
+    import time
+
+    from synapse_nb.vault import open_vault
+
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    monkeypatch.setenv("SYNAPSE_HOOK_TIMEOUT", "30")
+    open_vault(repo.root).close()
+    install_hooks(repo.root)  # background, as by default
+    repo.commit_file("pay.py", "retry = 3\n", "Add retry to payment client")
+    log = repo.root / ".synapse" / "hook.log"
+    end = time.monotonic() + 30
+    while time.monotonic() < end and "ok:" not in (log.read_text() if log.exists() else ""):
+        time.sleep(0.05)  # the human's commit's own scan is done (a later one would find the revert as the human)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | {"CLAUDECODE": "1"}
+    root = shlex.quote(str(repo.root))
+    script = f"cd {root} && env -u CLAUDECODE git revert --no-edit HEAD >/dev/null; sleep 0.5; true"
+    subprocess.run(["bash", "-c", script], env=env, check=True, timeout=60)
+    end = time.monotonic() + 30
+    while time.monotonic() < end and log.read_text().count("ok:") < 2:  # the revert's scan is done
+        time.sleep(0.05)
+    with open_vault(repo.root) as v:
+        (lesson,) = v.lessons.pending()
+        assert lesson.source == "agent", lesson

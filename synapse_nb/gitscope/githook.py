@@ -44,7 +44,7 @@ from synapse_nb.errors import SynapseError
 from synapse_nb.gitscope.repo import find_repo
 from synapse_nb.render import plural
 
-__all__ = ["DEFAULT_TIMEOUT", "LEGACY_NOTE", "LOCK_NAME", "LOG_NAME", "main", "vault_dir"]
+__all__ = ["COMMITTER_PID", "DEFAULT_TIMEOUT", "LEGACY_NOTE", "LOCK_NAME", "LOG_NAME", "main", "vault_dir"]
 
 DEFAULT_TIMEOUT = 2.0
 LOG_NAME = "hook.log"
@@ -70,13 +70,29 @@ def vault_dir(work_tree: Path) -> Path | None:
     return None if info is None else info.main_work_tree / ".synapse"
 
 
+#: Set by the hook script to the process that ran git (git's parent), read while it still runs: a detached scan is
+#: handed to init when the hook's shell exits, out of the tree of whoever committed.
+COMMITTER_PID = "SYNAPSE_HOOK_COMMITTER"
+
+
+def _committer_is_an_agent() -> bool:
+    """Whether the process that ran git, or one of its parents, started in a coding agent's environment
+    (:func:`synapse_nb.context.inherited_agent_marker`). It only ever makes the scan the agent's: a pid that names
+    another process can add a marker, never take one away."""
+    from synapse_nb.context import inherited_agent_marker
+
+    raw = os.environ.get(COMMITTER_PID, "").strip()
+    return raw.isdigit() and int(raw) > 1 and inherited_agent_marker(int(raw)) is not None
+
+
 def _scan(work_tree: Path) -> str:
-    """The one call the hook makes: scan for reverts into the vault."""
+    """The one call the hook makes: scan for reverts into the vault, as the agent when an agent committed."""
     from synapse_nb.vault import VaultSession  # here: the heavy part, only when there is a vault to scan
 
+    actor = "agent" if _committer_is_an_agent() else "user"  # a user handle there is the agent anyway
     # no path: SYNAPSE_HOME, exactly as vault_dir() read it; a hook never creates a vault
     with VaultSession(None if os.environ.get("SYNAPSE_HOME", "").strip() else work_tree, create=False,
-                      readonly=False, surface="git-hook") as session:
+                      readonly=False, surface="git-hook", actor=actor) as session:
         created = session.write().lessons.scan()
     return plural(len(created), "new pending lesson")
 

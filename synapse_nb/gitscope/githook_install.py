@@ -31,6 +31,7 @@ from pathlib import Path
 from synapse_nb._util import write_atomic
 from synapse_nb.errors import ConflictError, StoreError, ValidationError
 from synapse_nb.gitscope._git import coerce_repo, run_git
+from synapse_nb.gitscope.githook import COMMITTER_PID
 from synapse_nb.gitscope.repo import RepoInfo
 
 __all__ = ["CHAIN_SUFFIX", "ENTRY", "HOOK_NAMES", "MARKER", "hooks_dir", "install_hooks", "is_managed",
@@ -77,6 +78,10 @@ def _script(name: str, python: str, pythonpath: str | None, background: bool) ->
     run = f"{env}{shlex.quote(python)} -P -m {ENTRY} {name} </dev/null >/dev/null 2>&1"
     if background:  # detached: git returns at once; the scan finishes on its own (serialised by a lock)
         run = f"( {run} & )"
+    # the process that ran git (git's parent: "/proc/GIT/stat" after the name's last ")" holds state, then ppid):
+    # the detached scan reads whether an agent committed from it (githook.COMMITTER_PID)
+    committer = (f'{COMMITTER_PID}="$(sed -n \'s/.*) [A-Za-z] \\([0-9][0-9]*\\) .*/\\1/p\' '
+                 '"/proc/$PPID/stat" 2>/dev/null)"; export ' + COMMITTER_PID)
     return (
         "#!/bin/sh\n"
         f"{MARKER}: after each {name.split('-')[1]}, record new git reverts as pending lessons.\n"
@@ -88,6 +93,7 @@ def _script(name: str, python: str, pythonpath: str | None, background: bool) ->
         '    "$chained" "$@"\n'
         "    status=$?\n"
         "fi\n"
+        f"{committer}\n"
         f"{run}\n"
         "exit $status\n"
     )
