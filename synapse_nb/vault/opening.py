@@ -164,13 +164,13 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
     server is an :class:`OfflineError` saying so: nothing is ever written to a local fork; with ``offline``,
     this machine's stale copy is returned instead when it has one (see :func:`open_vault`).
     """
+    check_agent_clock(acting_actor(check_identity(mind, actor), readonly=readonly), clock)
     try:
         from synapse_nb.store.postgres import PgStore, parse_team_url, project_for  # psycopg: team vaults only
     except ImportError as exc:
         raise StoreError(f"a team vault needs psycopg ({exc}); install it with: "
                          "pip install 'synapse_nb[team]'") from exc
 
-    check_agent_clock(acting_actor(check_identity(mind, actor), readonly=readonly), clock)
     start = Path(local or Path.cwd()).resolve()
     repo = find_repo(start)
     project_dir = repo.main_work_tree if repo is not None else start
