@@ -100,7 +100,10 @@ def test_a_persons_handle_keeps_its_clock_and_its_agent_handle_refuses_it(tmp_pa
     with pytest.raises(PermissionDeniedError, match=REFUSED):
         syn.open_vault(tmp_path, actor="agent", clock=lambda: ahead)
     assert syn.open_vault(tmp_path, actor="agent", clock=utcnow).actor == "agent"  # the real clock, named
-    assert syn.open_vault(tmp_path, actor="agent").as_agent().actor == "agent"
+    agent = syn.open_vault(tmp_path, actor="agent").as_agent()
+    assert agent.actor == "agent"
+    past = agent.recall("planned", as_of=fmt_ts(ahead))  # rebuilt at that moment in a throwaway vault: still allowed
+    assert "planned" in past.text
 
 
 def test_a_refused_open_creates_no_vault(tmp_path: Path) -> None:
