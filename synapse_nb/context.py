@@ -32,9 +32,9 @@ if TYPE_CHECKING:
     from synapse_nb.borrowed import Borrowed
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["ACTORS", "AGENT_ENVIRONMENT", "MAX_PARENTS", "MIND_PATTERN", "Actor", "Context", "GitView",
-           "acting_actor", "agent_environment", "check_actor", "check_identity", "check_mind", "check_surface",
-           "inherited_agent_marker", "readonly_requested"]
+__all__ = ["ACTORS", "AGENT_CLOCKS", "AGENT_ENVIRONMENT", "MAX_PARENTS", "MIND_PATTERN", "Actor", "Context",
+           "GitView", "acting_actor", "agent_environment", "check_actor", "check_agent_clock", "check_identity",
+           "check_mind", "check_surface", "inherited_agent_marker", "readonly_requested"]
 
 Actor = Literal["user", "agent"]
 #: Who acts through a vault handle: a human surface, or an agent's.
@@ -211,6 +211,36 @@ def acting_actor(actor: Actor, *, readonly: bool = False, environ: Mapping[str, 
     return actor
 
 
+#: Whether a handle that acts as the agent may run on a clock other than the real one (:func:`check_agent_clock`):
+#: only the test suite sets it (tests/conftest.py), to play the agent on a fake clock. Code that sets it patches the
+#: package, which no check of a local vault stands against (docs/architecture.md, "What is not defended").
+AGENT_CLOCKS = False
+
+
+def check_agent_clock(actor: Actor, clock: Clock | None, *, environ: Mapping[str, str] | None = None) -> None:
+    """Refuse a handle that acts as the agent (``actor``: the actor :func:`acting_actor` gave it) on any clock but
+    the real one (``clock`` None or :func:`synapse_nb._util.utcnow`), unless :data:`AGENT_CLOCKS` is set.
+
+    "Now" bounds the agent: the hour its write quota (``agent_writes_per_hour``) and its new recall sessions
+    (``recall.delta.SESSIONS_PER_HOUR``) are counted over, and the write stamps its writes leave, which move the
+    vault's clock for everyone. A clock the agent chooses (one that jumps an hour a call) would escape both bounds
+    and stamp the vault years ahead. A person's handle keeps the clock it is given.
+
+    >>> from datetime import UTC, datetime
+    >>> check_agent_clock("agent", None), check_agent_clock("user", lambda: datetime(2040, 1, 1, tzinfo=UTC))
+    (None, None)
+    """
+    if actor != "agent" or clock is None or clock is utcnow or AGENT_CLOCKS:
+        return
+    env = agent_environment(environ)
+    where = (f"this process runs in an agent's environment ({env}), so its writable handles act as the agent; "
+             if env is not None else "")
+    raise PermissionDeniedError(
+        f"clock= is refused: {where}an agent's handle runs on the real clock (it bounds the agent's write quota "
+        "and recall sessions per hour, and stamps its writes); clock= is for a person's handles. Open the vault "
+        "without clock=")
+
+
 def check_mind(mind: object) -> str:
     """A mind name: 1-64 letters, digits, ``_``, ``.`` or ``-``, starting with a letter or digit."""
     if not isinstance(mind, str) or not MIND_PATTERN.match(mind):
@@ -305,7 +335,8 @@ class Context(NamedTuple):
     store : the system of record (:class:`~synapse_nb.store.base.VaultStore`).
     mind : whose records are read and written.
     actor : "user" (a human surface) or "agent"; the kind managers check permissions on it.
-    clock : returns an aware ``datetime``; the only source of "now" for the core (tests pin it).
+    clock : returns an aware ``datetime``; the only source of "now" for the core (tests pin it). A handle that acts as
+        the agent runs on the real clock (:func:`check_agent_clock`, checked by :class:`~synapse_nb.vault.Vault`).
     git : the project's repository, HEAD and default branch.
     surface : where the handle's changes come from, for their history (``synapse_nb.changes.SURFACES``: "cli",
         "mcp", "notebook", "hook", ...; "api" for code that opens a vault itself). Each surface sets it when it

@@ -51,6 +51,17 @@ def _play_the_human_under_an_agent() -> None:
 
 _play_the_human_under_an_agent()
 
+
+def _let_the_agent_run_on_fake_clocks() -> None:
+    """An agent's handle runs on the real clock (synapse_nb.context.check_agent_clock); the suite plays the agent on
+    fake clocks too (the ``agent_vault`` fixture, quotas over an hour). tests/test_agent_clock.py turns it off."""
+    from synapse_nb import context
+
+    context.AGENT_CLOCKS = True
+
+
+_let_the_agent_run_on_fake_clocks()
+
 #: The instant every fake clock starts at.
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

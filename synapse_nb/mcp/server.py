@@ -214,7 +214,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
     path : project folder or vault folder (default: ``SYNAPSE_HOME``, else the current folder).
     mind : which mind the agent reads and writes.
     vault : an open vault to serve instead (tests, notebooks); it is used through ``as_agent()``.
-    clock : a clock for the vault (tests).
+    clock : a clock for the vault (tests; the server acts as the agent, whose handle runs on the real clock unless
+        the suite sets ``synapse_nb.context.AGENT_CLOCKS``).
     readonly : open the vault read-only and refuse every writing tool (default: ``SYNAPSE_READONLY`` set and
         neither empty nor ``0``, as the CLI reads it).
 

@@ -15,7 +15,15 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Self
 from synapse_nb._util import Clock, fmt_ts, new_id, parse_duration, parse_ts, shift, utcnow
 from synapse_nb.borrowed import Borrowed
 from synapse_nb.changes import ExportMark
-from synapse_nb.context import Actor, Context, GitView, acting_actor, check_identity, check_surface
+from synapse_nb.context import (
+    Actor,
+    Context,
+    GitView,
+    acting_actor,
+    check_agent_clock,
+    check_identity,
+    check_surface,
+)
 from synapse_nb.errors import (
     PermissionDeniedError,
     StoreError,
@@ -67,8 +75,11 @@ class Vault:
 
     def __init__(self, vault_dir: str | Path, *, project_dir: str | Path | None = None, mind: str = "default",
                  actor: str = "user", clock: Clock | None = None, readonly: bool = False,
-                 _store: VaultStore | None = None, _git: GitView | None = None, surface: str = "api") -> None:
+                 _store: VaultStore | None = None, _git: GitView | None = None, surface: str = "api",
+                 _past: bool = False) -> None:
         checked = acting_actor(check_identity(mind, actor), readonly=readonly)  # an agent's python is the agent
+        if not _past:  # a vault rebuilt from history for an as_of recall stands at that moment, in a throwaway store
+            check_agent_clock(checked, clock)  # the agent does not choose the hour its quotas count
         if checked != actor and _store is not None:
             _store = _store.for_actor(checked)  # a team vault: the agent's database role
         self.path = Path(vault_dir)
@@ -125,7 +136,8 @@ class Vault:
                      _store=self._store, _git=self._git, surface=self.surface)
 
     def as_agent(self) -> Vault:
-        """The same vault (same connection) acting as the agent actor. There is no ``as_user``."""
+        """The same vault (same connection) acting as the agent actor. There is no ``as_user``. On the real clock
+        only: a handle opened with ``clock=`` refuses (:func:`synapse_nb.context.check_agent_clock`)."""
         return Vault(self.path, project_dir=self.project_dir, mind=self.mind, actor="agent", clock=self._clock,
                      _store=self._store.for_actor("agent"), _git=self._git,  # a team vault: the agent's role
                      surface=self.surface)
@@ -288,7 +300,7 @@ class Vault:
         with tempfile.TemporaryDirectory(prefix="synapse-as-of-") as tmp:
             store = SqliteStore(Path(tmp) / DB_NAME)
             past = Vault(Path(tmp), project_dir=self.project_dir, mind=self.mind, actor=self.actor,
-                         clock=lambda: moment, _store=store, _git=self._git, surface=self.surface)
+                         clock=lambda: moment, _store=store, _git=self._git, surface=self.surface, _past=True)
             try:
                 with store.transaction():
                     for rec in records:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias, overload
 
 from synapse_nb._util import Clock
 from synapse_nb.borrowed import detect
-from synapse_nb.context import GitView, check_identity
+from synapse_nb.context import GitView, acting_actor, check_agent_clock, check_identity
 from synapse_nb.errors import (
     OfflineError,
     PermissionDeniedError,
@@ -69,7 +69,10 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     actor : "user" (human surfaces: writes are verified) or "agent" (writes are proposals). In an agent's
         environment (``CLAUDECODE=1``, ...: :func:`synapse_nb.context.agent_environment`) a writable handle acts as
         the agent whatever is asked (:func:`synapse_nb.context.acting_actor`), as the CLI does there.
-    clock : a callable returning an aware ``datetime`` (tests); default the real UTC clock.
+    clock : a callable returning an aware ``datetime`` (tests); default the real UTC clock. For a person's handles
+        only: a handle that acts as the agent (``actor="agent"``, or any writable handle in an agent's environment)
+        runs on the real clock, and ``clock=`` there is a :class:`PermissionDeniedError`
+        (:func:`synapse_nb.context.check_agent_clock`: "now" bounds the agent's quotas and stamps its writes).
     readonly : open without write access (every write raises ``StoreError``); never creates.
     create : create the vault when there is none (default True, for code that is about to write);
         ``create=False`` is for reading: a missing vault is a :class:`VaultNotFoundError`. The surfaces
@@ -85,6 +88,8 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     ------
     VaultNotFoundError
         The folder does not exist, or there is no vault and ``create`` is False (or ``readonly``).
+    PermissionDeniedError
+        ``clock`` given for a handle that acts as the agent (see ``clock``).
 
     Examples
     --------
@@ -97,7 +102,7 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     ...
     synapse_nb.errors.VaultNotFoundError: no vault at ...
     """
-    check_identity(mind, actor)  # before anything is created
+    check_agent_clock(acting_actor(check_identity(mind, actor), readonly=readonly), clock)  # before anything is created
     team = path if path is not None else os.environ.get("SYNAPSE_HOME", "").strip() or None
     if isinstance(team, str) and team.lower().startswith(("postgresql://", "postgres://")):
         return open_team_vault(team, mind=mind, actor=actor, clock=clock, readonly=readonly, offline=offline,
@@ -159,13 +164,13 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
     server is an :class:`OfflineError` saying so: nothing is ever written to a local fork; with ``offline``,
     this machine's stale copy is returned instead when it has one (see :func:`open_vault`).
     """
+    check_agent_clock(acting_actor(check_identity(mind, actor), readonly=readonly), clock)
     try:
         from synapse_nb.store.postgres import PgStore, parse_team_url, project_for  # psycopg: team vaults only
     except ImportError as exc:
         raise StoreError(f"a team vault needs psycopg ({exc}); install it with: "
                          "pip install 'synapse_nb[team]'") from exc
 
-    check_identity(mind, actor)
     start = Path(local or Path.cwd()).resolve()
     repo = find_repo(start)
     project_dir = repo.main_work_tree if repo is not None else start
