@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import synapse_nb as syn
-from synapse_nb.errors import ConflictError, QuotaExceededError, ValidationError
+from synapse_nb.errors import ConflictError, PermissionDeniedError, QuotaExceededError, ValidationError
 from synapse_nb.recall import Bars
 
 COMMON = ["api", "build", "cache", "change", "check", "config", "data", "database", "deploy", "docs", "error", "file",
@@ -298,21 +298,24 @@ def test_a_lessons_lists_are_bounded_and_refused_before_they_cost(pair: tuple[sy
     from synapse_nb._util import MAX_FILES
     from synapse_nb.kinds.lessons import MAX_REVERTED
 
-    _, agent = pair
+    user, agent = pair  # an agent names no revert at all (its reverts come through scan): a person's lists are bound
     commit = {"sha": "a" * 40, "subject": "s", "author": "a", "date": None}
-    for kw in ({"diffstat": [("f.py", 1, 1)] * (MAX_FILES + 1)},
-               {"reverted_commits": [commit] * (MAX_REVERTED + 1)},
-               {"files": [f"f{i}.py" for i in range(MAX_FILES + 1)]}):
+    for who, kw in ((user, {"diffstat": [("f.py", 1, 1)] * (MAX_FILES + 1)}),
+                    (user, {"reverted_commits": [commit] * (MAX_REVERTED + 1)}),
+                    (agent, {"files": [f"f{i}.py" for i in range(MAX_FILES + 1)]})):
         with pytest.raises(ValidationError, match="at most"):
-            agent.lessons.create("a reverted change", **kw)
+            who.lessons.create("a reverted change", **kw)
+    with pytest.raises(PermissionDeniedError, match="without naming a revert"):
+        agent.lessons.create("a reverted change", diffstat=[("f.py", 1, 1)] * (MAX_FILES + 1))
     t = time.process_time()
     with pytest.raises(ValidationError, match="at most 500"):
         agent.lessons.create("a reverted change", files=[f"f{i}.py" for i in range(200_000)])
     assert time.process_time() - t < 1.0  # refused before checking every path (it took seconds)
-    ok = agent.lessons.create("a reverted change", files=[f"f{i}.py" for i in range(MAX_FILES)],
-                              diffstat=[(f"f{i}.py", 1, 0) for i in range(MAX_FILES)],
-                              reverted_commits=[commit] * MAX_REVERTED)
+    ok = user.lessons.create("a reverted change", files=[f"f{i}.py" for i in range(MAX_FILES)],
+                             diffstat=[(f"f{i}.py", 1, 0) for i in range(MAX_FILES)],
+                             reverted_commits=[commit] * MAX_REVERTED)
     assert len(ok.files_affected) == MAX_FILES
+    assert len(agent.lessons.create("a change", files=[f"f{i}.py" for i in range(MAX_FILES)]).files_affected) == 500
 
 
 def test_the_same_proposal_again_is_the_one_waiting(pair: tuple[syn.Vault, syn.Vault]) -> None:
