@@ -90,13 +90,13 @@ def test_a_python_process_in_an_agents_environment_may_not_bring_a_clock(tmp_pat
         assert reader.actor == "user"
 
 
-def test_a_persons_handle_keeps_its_clock_and_its_agent_handle_refuses_it(tmp_path: Path) -> None:
+def test_a_persons_handle_keeps_its_clock_and_an_agents_own_handle_refuses_it(tmp_path: Path) -> None:
     ahead = datetime(2031, 5, 1, 9, 0, tzinfo=UTC)
     human = syn.open_vault(tmp_path, clock=lambda: ahead)
     assert human.now() == ahead
     assert human.checkpoint("planned").created_at == fmt_ts(ahead)  # a person's own choice
-    with pytest.raises(PermissionDeniedError, match=REFUSED):
-        human.as_agent()
+    played = human.as_agent()  # the person's code plays the agent on the person's clock (a notebook's tour)
+    assert played.actor == "agent" and played.now() == ahead
     with pytest.raises(PermissionDeniedError, match=REFUSED):
         syn.open_vault(tmp_path, actor="agent", clock=lambda: ahead)
     assert syn.open_vault(tmp_path, actor="agent", clock=utcnow).actor == "agent"  # the real clock, named

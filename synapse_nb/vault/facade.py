@@ -76,10 +76,14 @@ class Vault:
     def __init__(self, vault_dir: str | Path, *, project_dir: str | Path | None = None, mind: str = "default",
                  actor: str = "user", clock: Clock | None = None, readonly: bool = False,
                  _store: VaultStore | None = None, _git: GitView | None = None, surface: str = "api",
-                 _past: bool = False) -> None:
+                 _past: bool = False, _person_clock: bool = False) -> None:
         checked = acting_actor(check_identity(mind, actor), readonly=readonly)  # an agent's python is the agent
-        if not _past:  # a vault rebuilt from history for an as_of recall stands at that moment, in a throwaway store
-            check_agent_clock(checked, clock)  # the agent does not choose the hour its quotas count
+        # the agent does not choose the hour its quotas count; not checked for a vault rebuilt from history for an
+        # as_of recall (it stands at that moment, in a throwaway store), nor for a person's handle's as_agent(): the
+        # person chose that clock (a process in an agent's environment gets no person's handle on a clock of its own)
+        if not (_past or _person_clock):
+            check_agent_clock(checked, clock)
+        self._person_clock = _person_clock
         if checked != actor and _store is not None:
             _store = _store.for_actor(checked)  # a team vault: the agent's database role
         self.path = Path(vault_dir)
@@ -133,14 +137,15 @@ class Vault:
     def with_mind(self, mind: str) -> Vault:
         """The same vault (same connection) seen as another mind."""
         return Vault(self.path, project_dir=self.project_dir, mind=mind, actor=self.actor, clock=self._clock,
-                     _store=self._store, _git=self._git, surface=self.surface)
+                     _store=self._store, _git=self._git, surface=self.surface, _person_clock=self._person_clock)
 
     def as_agent(self) -> Vault:
-        """The same vault (same connection) acting as the agent actor. There is no ``as_user``. On the real clock
-        only: a handle opened with ``clock=`` refuses (:func:`synapse_nb.context.check_agent_clock`)."""
+        """The same vault (same connection) acting as the agent actor. There is no ``as_user``. It keeps this
+        handle's clock when a person's handle chose it (a notebook that plays both on a fixed clock); an agent's own
+        handle opens on the real clock only (:func:`synapse_nb.context.check_agent_clock`)."""
         return Vault(self.path, project_dir=self.project_dir, mind=self.mind, actor="agent", clock=self._clock,
                      _store=self._store.for_actor("agent"), _git=self._git,  # a team vault: the agent's role
-                     surface=self.surface)
+                     surface=self.surface, _person_clock=self._person_clock or self.actor == "user")
 
     @property
     def borrowed(self) -> Borrowed | None:
