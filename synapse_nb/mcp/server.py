@@ -53,7 +53,7 @@ from synapse_nb.mcp import _schema as S
 from synapse_nb.mcp._answers import argument_error, result
 from synapse_nb.mcp._handle import DEFAULT_ANSWER_TOKENS, Handle
 from synapse_nb.provenance import inline, label_text, record_json
-from synapse_nb.recall import banner_text, record_line
+from synapse_nb.recall import banner_text, legend_for, record_line
 from synapse_nb.render import estimate_tokens, plural
 from synapse_nb.vault import Vault
 
@@ -409,10 +409,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                     v = handle.stale_copy(exc)
                 else:
                     lines = [f"{r.id}  {r.summary_line()}" for r in records] or [f"no match for {inline(query, 200)!r}"]
-                    from synapse_nb.recall.assembly import AGENT_WORDS, agents_words  # recall's, on first use
-
-                    if agents_words(records):  # what an [agent · unverified] line is, as recall says it
-                        lines.insert(0, AGENT_WORDS)
+                    if legend := legend_for(records):  # what an [agent · unverified] line is, as recall says it
+                        lines.insert(0, legend)
                     return answer("\n".join(lines), {"query": inline(query, 200), "kind": kind,
                                                      "results": [record_json(r) for r in records]})
             # the stale copy: text only, filtered by kind (it cannot tell approved lessons)
