@@ -256,7 +256,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
             budget = handle.answer_tokens()
             head = (f"MEMORY ({plural(len(mems), 'entry', 'entries')}: {n_ver} verified, {len(mems) - n_ver} "
                     "unverified; verified first)")
-            lines, used = [], estimate_tokens(banner) + estimate_tokens(head) + 60
+            legend = legend_for(mems)  # "approved memory" lists agents' unverified memories too: say what they are
+            lines, used = [], estimate_tokens(banner) + estimate_tokens(head) + estimate_tokens(legend or "") + 60
             for m in mems:
                 line = record_line(m)
                 cost = estimate_tokens(line + "\n")
@@ -265,7 +266,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                 lines.append(line)
                 used += cost
             left = len(mems) - len(lines)
-            mem = "\n".join([head, *(lines if mems else ["(no memories)"])])
+            legend = legend_for(mems[:len(lines)])  # only what is shown
+            mem = "\n".join([head, *([legend] if legend else []), *(lines if mems else ["(no memories)"])])
             if left:
                 mem += (f"\n(… {plural(left, 'more memory', 'more memories')} left out to fit the answer budget of "
                         f"{budget:,} tokens; recall(query) or search(query) finds them)")
@@ -290,7 +292,9 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                 if checkpoint_id:
                     raise ToolError(exc.with_remedy("the create_checkpoint tool")) from None
                 return answer(" ".join(exc.with_remedy("the create_checkpoint tool").split()), none_yet)
-            return answer(c.restore_text(), {**record_json(c), "found": True})
+            legend = legend_for([c])
+            return answer(f"{legend}\n{c.restore_text()}" if legend else c.restore_text(),
+                          {**record_json(c), "found": True})
 
     async def create_checkpoint(doing: S.Doing, changed_files: S.ChangedFiles = None, next_step: S.NextStep = None,
                                 blockers: S.Blockers = None) -> CallToolResult:
