@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 from synapse_nb._util import plural
 from synapse_nb.models import KINDS, PRIORITIES, Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
-from synapse_nb.provenance import BANNER, REPORTED_ACTOR, inline, label_text, mark, neutralise
+from synapse_nb.provenance import BANNER, FILE_NAMES, REPORTED_ACTOR, file_names, inline, label_text, mark, neutralise
 from synapse_nb.recall.types import KIND_ORDER, Bars, ExplainRow, ExplainRows, RecallItem
 
 __all__ = ["AGENT_WORDS", "BANNER", "MEMORY_CONTENT_CHARS", "agents_words", "assemble", "banner_text", "empty_reason",
@@ -93,7 +93,7 @@ def _record_text(rec: Memory | Decision | Checkpoint | Episode | Note) -> str:
         if rec.blockers:
             parts.append(f"blockers: {inline(rec.blockers, 200)}")
         if rec.changed_files:
-            parts.append("files: " + inline(", ".join(rec.changed_files[:10]), 600))
+            parts.append(f"files ({FILE_NAMES}): {file_names(rec.changed_files[:10], 600)}")
         return "; ".join(parts) + f" ({_when(rec.created_at)})"
     if isinstance(rec, Episode):
         out = f": {inline(rec.outcome, 300)}" if rec.outcome else ""
@@ -144,7 +144,7 @@ def lesson_item(i: int, les: Lesson) -> str:
     note = f" ({'; '.join(notes)})" if notes else ""
     lines = [f"{i}. {label}{note} {inline(les.text)}"]
     if les.files_affected:
-        lines.append("   Files affected: " + inline(", ".join(les.files_affected[:20]), 1000))
+        lines.append(f"   Files affected ({FILE_NAMES}): {file_names(les.files_affected[:20], 1000)}")
     return "\n".join(lines)
 
 
