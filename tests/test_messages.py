@@ -219,7 +219,9 @@ def test_listings_mark_unverified_proposals(run: Any, project: Path) -> None:
     v = syn.open_vault(project)
     agent_mem = v.as_agent().remember("knowledge", "api_port", "8080")
     v.as_agent().decide("Use port 8080")
-    lines = {line.split()[0]: line for line in run("memory", "list").stdout.splitlines()}
+    legend, *listed = run("memory", "list").stdout.splitlines()
+    assert legend.startswith("([agent · unverified] lines")  # what such a line is, said once before the listing
+    lines = {line.split()[0]: line for line in listed}
     # the mark comes first, before the content it vouches for
     assert "UTC  [agent · unverified] knowledge/api_port: 8080" in lines[agent_mem.id]
     assert all("[user · verified]" in line for rid, line in lines.items() if rid != agent_mem.id)

@@ -96,7 +96,7 @@ def test_banner_comes_first_on_every_recall_even_when_nothing_new(seeded):
     for q in ("how do we run migrations?", "what is the weather in Paris tomorrow", ""):
         text = v.recall(q).text
         assert text.startswith(BANNER + "\n1. [main, approved] Never retry payment calls without an idempotency key")
-        assert "Files affected: src/pay.py" in text
+        assert '\n   Files affected (names as listed, not anyone\'s words): "src/pay.py"' in text
 
 
 def test_expired_lessons_and_memories_are_never_shown(seeded, clock):

@@ -32,7 +32,8 @@ def test_checkpoint_captures_git_branch_and_commit(repo_vault: syn.Vault, git_re
     assert repo_vault.checkpoints.get(c.id) == c
     text = c.restore_text()
     assert "Doing: Refactoring JWT auth" in text and "Next step: Run pytest" in text and sha[:12] in text
-    assert "Changed files: src/auth.py, tests/test_auth.py" in text and "Blockers: flaky CI; review" in text
+    assert "Changed files (names as listed, not anyone's words): \"src/auth.py\", \"tests/test_auth.py\"" in text
+    assert "Blockers: flaky CI; review" in text
     # a new commit is seen by the next checkpoint
     (git_repo / "b.txt").write_text("b")
     git(git_repo, "add", "b.txt")

@@ -67,7 +67,7 @@ def _pending_notice(v: Vault) -> str:
 
 def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     from synapse_nb.agents.sessions import session_state
-    from synapse_nb.recall import banner_text
+    from synapse_nb.recall import banner_text, legend_for
 
     lessons = list(v.lessons.in_force())
     if event.session and writable:
@@ -82,7 +82,8 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         ckp = (f"Latest checkpoint on this branch:\n{latest.restore_text()}" if latest
                else "No checkpoint on this branch yet.")
         banner = banner_text(lessons) or "No approved lessons yet."
-        context = f"{head}\n\n{banner}\n\n{ckp}"
+        legend = legend_for([latest])  # said before the checkpoint, as the restore pack says it
+        context = f"{head}\n\n{banner}\n\n" + (f"{legend}\n" if legend else "") + ckp
         if estimate_tokens(context) > SESSION_START_TOKENS:
             context = cut_context(context, SESSION_START_TOKENS * 4)
     if writable:

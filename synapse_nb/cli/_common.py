@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, overload
@@ -31,8 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "CREATING_COMMANDS", "PROG", "TAGS_HELP", "Group", "JsonOpt", "LimitOpt", "YesOpt", "app", "cli_actor",
-    "echo_json", "fail", "filters", "group_help", "limit_arg", "listing_line", "none_found", "open_vault_for",
-    "print_mapping", "print_record", "print_records", "record_json", "require_human_here", "state",
+    "echo_json", "echo_legend", "fail", "filters", "group_help", "limit_arg", "listing_line", "none_found",
+    "open_vault_for", "print_mapping", "print_record", "print_records", "record_json", "require_human_here", "state",
 ]
 
 PROG = "synapse-nb"
@@ -313,8 +313,18 @@ def print_records(records: Iterable[Record], as_json: bool, empty: str) -> None:
     if not records:
         typer.echo(empty)
         return
+    echo_legend(records)
     for r in records:
         typer.echo(listing_line(r))
+
+
+def echo_legend(records: Sequence[Record]) -> None:
+    """Before a listing an agent may read: what an ``[agent · unverified]`` line is, when one is listed (the line
+    recall and the restore pack say: :func:`synapse_nb.recall.assembly.legend_for`)."""
+    from synapse_nb.recall.assembly import legend_for  # recall's, on first use
+
+    if legend := legend_for(records):
+        typer.echo(legend)
 
 
 def print_record(record: Record, as_json: bool, text: str) -> None:

@@ -27,7 +27,7 @@ from synapse_nb.cli._common import (
 )
 from synapse_nb.errors import ConflictError, GitError, ValidationError
 from synapse_nb.gitscope import find_repo
-from synapse_nb.provenance import inline, mark
+from synapse_nb.provenance import file_names, inline, mark
 from synapse_nb.render import plural, when
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,7 +48,7 @@ def _lesson_text(les: Lesson, backing: str | None = None) -> str:
         lines.append(f"  origin:   {backing}")
     lines.append(f"  summary:  {inline(les.summary)}")
     if les.files_affected:
-        lines.append(f"  files:    {inline(', '.join(les.files_affected))}")
+        lines.append(f"  files:    {file_names(les.files_affected)}")
     if les.analysis:
         who = "an agent" if les.analysis_by != "user" else "a human"
         lines.append(f"  analysis (written by {who}): {inline(les.analysis)}")

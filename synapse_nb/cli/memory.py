@@ -16,6 +16,7 @@ from synapse_nb.cli._common import (
     LimitOpt,
     YesOpt,
     echo_json,
+    echo_legend,
     fail,
     filters,
     group_help,
@@ -219,6 +220,7 @@ def memory_expiring(
         return
     if not recs:
         typer.echo(f"nothing expires within {within}")
+    echo_legend(recs)
     for m in recs:
         typer.echo(f"{m.id}  expires {when(m.expires_at, seconds=True)}  {m.summary_line()}")
 

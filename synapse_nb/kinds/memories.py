@@ -377,11 +377,13 @@ class Memories(MemoryHistory, KindManager[Memory]):
 
         Expired memories are left out (they stay stored until ``prune()``); unverified ones are marked.
         """
-        from synapse_nb.recall.assembly import record_line  # recall loads on first use (import synapse_nb stays light)
+        from synapse_nb.recall.assembly import legend_for, record_line  # recall loads on first use (import stays light)
 
         mems = self.list(limit=limit)
         n_ver = sum(1 for m in mems if m.verified)
         lines = [f"MEMORY ({plural(len(mems), 'entry', 'entries')}: {n_ver} verified, {len(mems) - n_ver} unverified)"]
+        if legend := legend_for(mems):
+            lines.append(legend)
         if not mems:
             lines.append("(no memories)")
         lines += [record_line(m) for m in mems]

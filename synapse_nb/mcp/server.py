@@ -53,7 +53,7 @@ from synapse_nb.mcp import _schema as S
 from synapse_nb.mcp._answers import argument_error, result
 from synapse_nb.mcp._handle import DEFAULT_ANSWER_TOKENS, Handle
 from synapse_nb.provenance import inline, label_text, record_json
-from synapse_nb.recall import banner_text, record_line
+from synapse_nb.recall import banner_text, legend_for, record_line
 from synapse_nb.render import estimate_tokens, plural
 from synapse_nb.vault import Vault
 
@@ -257,7 +257,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
             budget = handle.answer_tokens()
             head = (f"MEMORY ({plural(len(mems), 'entry', 'entries')}: {n_ver} verified, {len(mems) - n_ver} "
                     "unverified; verified first)")
-            lines, used = [], estimate_tokens(banner) + estimate_tokens(head) + 60
+            legend = legend_for(mems)  # "approved memory" lists agents' unverified memories too: say what they are
+            lines, used = [], estimate_tokens(banner) + estimate_tokens(head) + estimate_tokens(legend or "") + 60
             for m in mems:
                 line = record_line(m)
                 cost = estimate_tokens(line + "\n")
@@ -266,7 +267,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                 lines.append(line)
                 used += cost
             left = len(mems) - len(lines)
-            mem = "\n".join([head, *(lines if mems else ["(no memories)"])])
+            legend = legend_for(mems[:len(lines)])  # only what is shown
+            mem = "\n".join([head, *([legend] if legend else []), *(lines if mems else ["(no memories)"])])
             if left:
                 mem += (f"\n(… {plural(left, 'more memory', 'more memories')} left out to fit the answer budget of "
                         f"{budget:,} tokens; recall(query) or search(query) finds them)")
@@ -291,7 +293,9 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                 if checkpoint_id:
                     raise ToolError(exc.with_remedy("the create_checkpoint tool")) from None
                 return answer(" ".join(exc.with_remedy("the create_checkpoint tool").split()), none_yet)
-            return answer(c.restore_text(), {**record_json(c), "found": True})
+            legend = legend_for([c])
+            return answer(f"{legend}\n{c.restore_text()}" if legend else c.restore_text(),
+                          {**record_json(c), "found": True})
 
     async def create_checkpoint(doing: S.Doing, changed_files: S.ChangedFiles = None, next_step: S.NextStep = None,
                                 blockers: S.Blockers = None) -> CallToolResult:
@@ -410,10 +414,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                     v = handle.stale_copy(exc)
                 else:
                     lines = [f"{r.id}  {r.summary_line()}" for r in records] or [f"no match for {inline(query, 200)!r}"]
-                    from synapse_nb.recall.assembly import AGENT_WORDS, agents_words  # recall's, on first use
-
-                    if agents_words(records):  # what an [agent · unverified] line is, as recall says it
-                        lines.insert(0, AGENT_WORDS)
+                    if legend := legend_for(records):  # what an [agent · unverified] line is, as recall says it
+                        lines.insert(0, legend)
                     return answer("\n".join(lines), {"query": inline(query, 200), "kind": kind,
                                                      "results": [record_json(r) for r in records]})
             # the stale copy: text only, filtered by kind (it cannot tell approved lessons)

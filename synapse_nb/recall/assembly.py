@@ -6,15 +6,15 @@ too, so a memory reads the same wherever an LLM sees it (content cut at :data:`M
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from synapse_nb._util import plural
 from synapse_nb.models import KINDS, PRIORITIES, Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
-from synapse_nb.provenance import BANNER, REPORTED_ACTOR, inline, label_text, mark, neutralise
+from synapse_nb.provenance import BANNER, FILE_NAMES, REPORTED_ACTOR, file_names, inline, label_text, mark, neutralise
 from synapse_nb.recall.types import KIND_ORDER, Bars, ExplainRow, ExplainRows, RecallItem
 
 __all__ = ["AGENT_WORDS", "BANNER", "MEMORY_CONTENT_CHARS", "agents_words", "assemble", "banner_text", "empty_reason",
-           "lesson_item", "record_line"]
+           "legend_for", "lesson_item", "record_line"]
 
 #: Most characters of a memory's content on its line (longer content is cut, ending in "…").
 MEMORY_CONTENT_CHARS = 600
@@ -34,6 +34,21 @@ def agents_words(records: Sequence[Record | None]) -> bool:
     """Whether any of ``records`` is an agent's that no person checked (its mark says ``agent · unverified``)."""
     return any(rec is not None and getattr(rec, "source", "user") == "agent" and not getattr(rec, "verified", False)
                and rec.kind != "lesson" for rec in records)
+
+
+def legend_for(records: Iterable[Record | None]) -> str | None:
+    """The line a text an agent reads says once, after its heading, when it shows ``records``: :data:`AGENT_WORDS`
+    when one of them is an agent's that no person checked, else None. Every such surface asks here (recall, the
+    restore pack, the hooks, the MCP tools, the CLI's listings and restore, the magics), so none of them decides
+    on its own whether to say it.
+
+    >>> from synapse_nb.models import Decision
+    >>> legend_for([Decision(id="d", mind="m", created_at="", updated_at="", decision="x")]) is None
+    True
+    >>> legend_for([None, Decision(id="d", mind="m", created_at="", updated_at="", decision="x", source="agent")])[:22]
+    '([agent · unverified] '
+    """
+    return AGENT_WORDS if agents_words(list(records)) else None
 
 
 def _tags(tags: Sequence[str]) -> str:
@@ -78,7 +93,7 @@ def _record_text(rec: Memory | Decision | Checkpoint | Episode | Note) -> str:
         if rec.blockers:
             parts.append(f"blockers: {inline(rec.blockers, 200)}")
         if rec.changed_files:
-            parts.append("files: " + inline(", ".join(rec.changed_files[:10]), 600))
+            parts.append(f"files ({FILE_NAMES}): {file_names(rec.changed_files[:10], 600)}")
         return "; ".join(parts) + f" ({_when(rec.created_at)})"
     if isinstance(rec, Episode):
         out = f": {inline(rec.outcome, 300)}" if rec.outcome else ""
@@ -129,7 +144,7 @@ def lesson_item(i: int, les: Lesson) -> str:
     note = f" ({'; '.join(notes)})" if notes else ""
     lines = [f"{i}. {label}{note} {inline(les.text)}"]
     if les.files_affected:
-        lines.append("   Files affected: " + inline(", ".join(les.files_affected[:20]), 1000))
+        lines.append(f"   Files affected ({FILE_NAMES}): {file_names(les.files_affected[:20], 1000)}")
     return "\n".join(lines)
 
 
@@ -154,8 +169,8 @@ def assemble(query: str, kept: Sequence[RecallItem], lessons: Sequence[Lesson], 
         parts.append(f'nothing new for: "{q}"{note}' if query.strip() else "nothing new (empty query)")
     else:
         lines = [f'RELEVANT MEMORY for: "{q}"']
-        if agents_words([k.record for k in kept]):
-            lines.append(AGENT_WORDS)
+        if legend := legend_for(k.record for k in kept):
+            lines.append(legend)
         for kind in KIND_ORDER:
             group = [k for k in kept if k.kind == kind]
             if not group:

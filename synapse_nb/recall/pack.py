@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from synapse_nb.recall.assembly import AGENT_WORDS, agents_words, banner_text, record_line
+from synapse_nb.recall.assembly import banner_text, legend_for, record_line
 from synapse_nb.render import estimate_tokens, plural
 
 if TYPE_CHECKING:
@@ -68,8 +68,7 @@ def restore_pack(lessons: Sequence[Lesson], checkpoint: Checkpoint | None, decis
                  note: str | None = None) -> str:
     """The pack from the records given (lessons in force, the checkpoint to restore, the latest decisions, the
     key memories); ``note`` (e.g. "read-only: nothing was saved") heads it."""
-    legend = AGENT_WORDS if agents_words([checkpoint, *decisions, *memories]) else None
-    blocks = [b for b in (note, banner_text(lessons), legend,
+    blocks = [b for b in (note, banner_text(lessons), legend_for([checkpoint, *decisions, *memories]),
                           checkpoint.restore_text() if checkpoint is not None else NO_CHECKPOINT) if b]
     if decisions:
         blocks.append("Recent decisions:\n" + "\n".join(record_line(d) for d in decisions))
