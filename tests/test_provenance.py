@@ -984,3 +984,29 @@ def test_the_joined_texts_shortcuts_change_nothing() -> None:
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(20_000)]
     texts += [p.lower() for p in PAYLOADS] + ["a p p r o v e d", "a.p.p.r.o.v.e.d", "x  y", "a _ b _ c", "i a b"]
     assert [t for t in texts if _joined_text(t) != _joined_text_reference(t)] == []
+
+
+def test_a_scan_fills_a_mind_only_so_far_and_keeps_its_place(project: Path, git: Any,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """150 reverts an agent committed made 100 lessons in one person's scan (found by review): a scan makes pending
+    lessons only up to the mind's room and keeps its place, so the reverts it left come with a later scan."""
+    from synapse_nb.kinds import lessons as lessons_mod
+
+    monkeypatch.setattr(lessons_mod, "SCAN_PENDING_LESSONS", 3)
+    monkeypatch.setattr(lessons_mod, "AGENT_PENDING_LESSONS", 2)
+    v = syn.open_vault(project)
+    for i in range(5):
+        (project / f"f{i}.py").write_text(f"x = {i}\n", encoding="utf-8")
+        git(project, "add", f"f{i}.py")
+        git(project, "commit", "-q", "-m", f"Add f{i}")
+        git(project, "revert", "--no-edit", "HEAD")
+    assert v.as_agent().lessons.scan() == []  # an agent's scan: its room is 2 lessons agents created
+    assert [x.source for x in v.lessons.pending()] == ["agent", "agent"]
+    assert len(v.lessons.scan()) == 1  # a person's: 3 pending in all
+    assert len(v.lessons.pending()) == 3
+    for les in v.lessons.pending()[:2]:
+        v.lessons.reject(les.id)
+    assert len(v.lessons.scan()) == 2  # the place was kept: the two left come now
+    assert len(v.lessons.pending()) == 3 and v.lessons.scan() == []
+    summaries = {x.summary.split('"')[1] for x in v.lessons.pending()}
+    assert len(summaries) == 3

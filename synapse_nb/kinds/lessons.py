@@ -61,6 +61,10 @@ MAX_REVERTED = 100
 #: Pending lessons agents created that a mind holds: each waits for a human's decision, so an agent's next one
 #: (by hand, or by scanning reverts it committed) is refused until a human has reviewed some.
 AGENT_PENDING_LESSONS = 50
+#: Pending lessons a person's scan fills a mind to: past it a scan makes no more and keeps its place, so the reverts
+#: it left wait for the next scan after a review (150 reverts an agent committed made 100 lessons in one person's
+#: scan, past the agents' cap, when they were scanned as the person's).
+SCAN_PENDING_LESSONS = 100
 _CURRENT: Any = object()
 
 
@@ -483,7 +487,9 @@ class Lessons(KindManager[Lesson]):
 
         Walks history since the last scan (the first scan looks at the newest ``max_commits`` commits,
         setting ``scan_window``, default 2000). Returns the lessons created by this scan (user actor;
-        an agent gets an empty list back: it may not read pending lessons).
+        an agent gets an empty list back: it may not read pending lessons). A scan fills a mind to at most
+        :data:`SCAN_PENDING_LESSONS` pending lessons (an agent's, :data:`AGENT_PENDING_LESSONS` of agents'); the
+        reverts past that wait, and the scan keeps its place until a later one has room for them.
         """
         from synapse_nb.gitscope.reverts import scan_reverts  # the revert scanner loads when a scan runs (cold start)
 
@@ -500,8 +506,13 @@ class Lessons(KindManager[Lesson]):
         result = scan_reverts(repo, since=since, max_commits=window, exclude=(prefix,) if prefix else ())
         created: list[str] = []
         with ctx.store.transaction():
+            room = self._scan_room()
+            held = 0  # reverts past the room: the scan keeps its place, the next one finds them again
             for rv in result.reverts:
                 if self._table.has_revert(ctx.mind, rv.revert.sha):
+                    continue
+                if len(created) >= room:
+                    held += 1
                     continue
                 # a revert of more files than a lesson keeps: the first ones (its summary counts them all)
                 les = self._create(
@@ -511,11 +522,20 @@ class Lessons(KindManager[Lesson]):
                     diffstat=[tuple(x) for x in rv.diffstat[:MAX_FILES]],
                 )
                 created.append(les.id)
-            if tuple(sorted(result.scanned_tips)) != tuple(since):  # an agent's rewrite counts (migration 13)
-                ctx.store.meta.set_scan_tips(scope, result.scanned_tips)
+            if not held and tuple(sorted(result.scanned_tips)) != tuple(since):  # an agent's rewrite counts
+                ctx.store.meta.set_scan_tips(scope, result.scanned_tips)  # (migration 13)
         if ctx.actor == "agent":
             return RecordList()
         return RecordList(self.get(i) for i in created)
+
+    def _scan_room(self) -> int:
+        """How many lessons a scan may make now: up to :data:`AGENT_PENDING_LESSONS` pending ones agents created
+        (an agent's scan), or :data:`SCAN_PENDING_LESSONS` pending ones in all (a person's)."""
+        ctx = self._ctx
+        if ctx.actor == "agent":
+            return max(0, AGENT_PENDING_LESSONS - self._table.agent_pending(ctx.mind))
+        waiting = self._table.list(self._view(), status="pending", limit=SCAN_PENDING_LESSONS)
+        return max(0, SCAN_PENDING_LESSONS - len(waiting))
 
 
 def _commit_dict(ci: Any) -> dict[str, Any]:
