@@ -360,6 +360,7 @@ def test_a_detached_scan_after_an_agents_commit_is_the_agents(
     end = time.monotonic() + 30
     while time.monotonic() < end and log.read_text().count("ok:") < 2:  # the revert's scan is done
         time.sleep(0.05)
+    assert "ok: scanned as the agent" in log.read_text().splitlines()[-1]
     with open_vault(repo.root) as v:
         (lesson,) = v.lessons.pending()
         assert lesson.source == "agent", lesson

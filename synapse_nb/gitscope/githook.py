@@ -94,6 +94,8 @@ def _scan(work_tree: Path) -> str:
     with VaultSession(None if os.environ.get("SYNAPSE_HOME", "").strip() else work_tree, create=False,
                       readonly=False, surface="git-hook", actor=actor) as session:
         created = session.write().lessons.scan()
+        if session.write().actor == "agent":  # an agent is shown no pending lesson, so the count is not its to see
+            return "scanned as the agent (an agent committed; its lessons wait for a human: synapse-nb lessons review)"
     return plural(len(created), "new pending lesson")
 
 
