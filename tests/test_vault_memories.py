@@ -236,8 +236,11 @@ def test_recall_text_format(vault: syn.Vault, agent_vault: syn.Vault, clock: Fak
     vault.remember("project", "project_status", "v1.5 deployed", tags=["Deploy", "prod"], priority="high")
     clock.advance(seconds=1)
     agent_vault.remember("knowledge", "guess", "the API might be rate limited")
+    from synapse_nb.recall.assembly import AGENT_WORDS
+
     assert vault.memories.recall_text() == (
         "MEMORY (2 entries: 1 verified, 1 unverified)\n"
+        f"{AGENT_WORDS}\n"  # an agent's memory is shown: what such a line is, once
         "- [user · verified] [high] project/project_status: v1.5 deployed #deploy #prod\n"
         "- [agent · unverified] [normal] knowledge/guess: the API might be rate limited"
     )
