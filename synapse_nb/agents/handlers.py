@@ -56,7 +56,7 @@ def _pending_notice(v: Vault) -> str:
 
     try:
         with VaultSession(v.path, mind=v.mind, actor="user", readonly=True, create=False) as human:
-            n = len(human.read().lessons.pending())
+            n = human.read().lessons.waiting()  # a count: this process is the agent's, so no pending lesson is read
     except SynapseError:
         return ""
     if not n:

@@ -89,8 +89,14 @@ class Lessons(KindManager[Lesson]):
     def _table(self) -> LessonTable:
         return self._ctx.store.lessons
 
+    @property
+    def _agent_reads(self) -> bool:
+        """Whether this handle reads lessons as an agent does (in force only): the agent actor, or a read-only handle
+        in an agent's environment, which keeps "user" since it writes nothing but is still the agent's process."""
+        return self._ctx.actor == "agent" or agent_environment() is not None
+
     def _view(self) -> View:
-        return self._ctx.view(in_force_only=self._ctx.actor == "agent")  # agents see lessons in force only
+        return self._ctx.view(in_force_only=self._agent_reads)  # agents see lessons in force only
 
     def approved_here(self, les: Lesson) -> bool:
         """Whether ``les`` counts as approved in this checkout: approved, and, in a borrowed vault, re-approved by a
@@ -205,14 +211,19 @@ class Lessons(KindManager[Lesson]):
             return RecordList(self._hide_borrowed(self._table.list(self._view(), limit=limit)))
         if status not in STATUSES:
             raise ValidationError(f"status {status!r} is not accepted; use one of: {', '.join(STATUSES)}")
-        if self._ctx.actor == "agent" and status != "approved":
+        if self._agent_reads and status != "approved":
             raise PermissionDeniedError(f"an agent may not list {status} lessons; only approved lessons are shown "
                                         "to agents (a pending lesson is reached by id, to submit an analysis)")
         return RecordList(self._hide_borrowed(self._table.list(self._view(), status=status, limit=limit)))
 
     def pending(self) -> RecordList[Lesson]:
-        """Lessons waiting for a human decision (user actor only)."""
+        """Lessons waiting for a human decision (user actor only, outside an agent's environment)."""
         return self.list(status="pending")
+
+    def waiting(self, *, most: int = 1000) -> int:
+        """How many lessons wait for a human decision (at most ``most``): a count only, no id or text, so any handle
+        may ask (the agent hooks tell the human how many wait). A team vault's agent role reads none: 0."""
+        return len(self._table.list(self._ctx.view(), status="pending", limit=check_limit(most)))
 
     def approved(self) -> RecordList[Lesson]:
         """Approved lessons still in force, most recently approved first (these head every recall)."""
