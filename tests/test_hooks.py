@@ -338,7 +338,8 @@ def test_a_detached_scan_after_an_agents_commit_is_the_agents(
     """The background scan is handed to init when the hook's shell exits, out of the committer's tree: after
     ``env -u CLAUDECODE git revert`` in an agent's shell it acted as the human, and its lessons were a person's,
     past the agents' cap of pending lessons (found by review). The hook script passes the pid of the process that
-    ran git, read while it still runs."""
+    ran git, read while it still runs; a review then showed the scan starts after the committer's shell has exited,
+    so the hook's script reads the committer's processes itself and passes what it found."""
     import shlex
     import time
 
@@ -355,8 +356,9 @@ def test_a_detached_scan_after_an_agents_commit_is_the_agents(
         time.sleep(0.05)  # the human's commit's own scan is done (a later one would find the revert as the human)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | {"CLAUDECODE": "1"}
     root = shlex.quote(str(repo.root))
-    script = f"cd {root} && env -u CLAUDECODE git revert --no-edit HEAD >/dev/null; sleep 0.5; true"
-    subprocess.run(["bash", "-c", script], env=env, check=True, timeout=60)
+    # the agent's shell exits at once: nothing of the committer's tree is left when the detached scan starts
+    script = f"cd {root} && env -u CLAUDECODE git revert --no-edit HEAD >/dev/null; exit 0"
+    subprocess.run(["setsid", "bash", "-c", script], env=env, check=True, timeout=60)
     end = time.monotonic() + 30
     while time.monotonic() < end and log.read_text().count("ok:") < 2:  # the revert's scan is done
         time.sleep(0.05)

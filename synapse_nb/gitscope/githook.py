@@ -44,7 +44,7 @@ from synapse_nb.errors import SynapseError
 from synapse_nb.gitscope.repo import find_repo
 from synapse_nb.render import plural
 
-__all__ = ["COMMITTER_PID", "DEFAULT_TIMEOUT", "LEGACY_NOTE", "LOCK_NAME", "LOG_NAME", "main", "vault_dir"]
+__all__ = ["COMMITTER_AGENT", "DEFAULT_TIMEOUT", "LEGACY_NOTE", "LOCK_NAME", "LOG_NAME", "main", "vault_dir"]
 
 DEFAULT_TIMEOUT = 2.0
 LOG_NAME = "hook.log"
@@ -70,19 +70,15 @@ def vault_dir(work_tree: Path) -> Path | None:
     return None if info is None else info.main_work_tree / ".synapse"
 
 
-#: Set by the hook script to the process that ran git (git's parent), read while it still runs: a detached scan is
-#: handed to init when the hook's shell exits, out of the tree of whoever committed.
-COMMITTER_PID = "SYNAPSE_HOOK_COMMITTER"
+#: Set by a detached hook's script to 1 when its own environment or a parent's, read while git and whoever ran it
+#: still run, holds a coding agent's marker: the detached scan is handed to init once the hook's shell exits, out of
+#: the committer's tree (and the committer's shell may exit at once). It only ever makes the scan the agent's.
+COMMITTER_AGENT = "SYNAPSE_HOOK_AGENT"
 
 
 def _committer_is_an_agent() -> bool:
-    """Whether the process that ran git, or one of its parents, started in a coding agent's environment
-    (:func:`synapse_nb.context.inherited_agent_marker`). It only ever makes the scan the agent's: a pid that names
-    another process can add a marker, never take one away."""
-    from synapse_nb.context import inherited_agent_marker
-
-    raw = os.environ.get(COMMITTER_PID, "").strip()
-    return raw.isdigit() and int(raw) > 1 and inherited_agent_marker(int(raw)) is not None
+    """Whether the hook's script found a coding agent's marker among the committer's processes."""
+    return os.environ.get(COMMITTER_AGENT, "").strip() == "1"
 
 
 def _scan(work_tree: Path) -> str:

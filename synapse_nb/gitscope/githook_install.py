@@ -31,7 +31,7 @@ from pathlib import Path
 from synapse_nb._util import write_atomic
 from synapse_nb.errors import ConflictError, StoreError, ValidationError
 from synapse_nb.gitscope._git import coerce_repo, run_git
-from synapse_nb.gitscope.githook import COMMITTER_PID
+from synapse_nb.gitscope.githook import COMMITTER_AGENT
 from synapse_nb.gitscope.repo import RepoInfo
 
 __all__ = ["CHAIN_SUFFIX", "ENTRY", "HOOK_NAMES", "MARKER", "hooks_dir", "install_hooks", "is_managed",
@@ -69,19 +69,39 @@ def _package_path() -> str | None:
     return str(parent)
 
 
+def _marker_test() -> str:
+    """A POSIX ``grep -E`` pattern matching a line ``NAME=value`` of a coding agent's marker
+    (:data:`synapse_nb.context.AGENT_ENVIRONMENT`, with its rules: a value neither empty nor "0"; ``SYNAPSE_ACTOR``
+    only when it says agent)."""
+    from synapse_nb.context import AGENT_ENVIRONMENT
+
+    names = "|".join(n for n, _ in AGENT_ENVIRONMENT if n != "SYNAPSE_ACTOR")
+    return f"^({names})=.*[^0[:space:]]|^SYNAPSE_ACTOR=[[:space:]]*[Aa][Gg][Ee][Nn][Tt][[:space:]]*$"
+
+
 def _script(name: str, python: str, pythonpath: str | None, background: bool) -> str:
     env = ""
     if pythonpath:
-        env = f'PYTHONPATH={shlex.quote(pythonpath)}"${{PYTHONPATH:+:$PYTHONPATH}}" '
+        env = f'env PYTHONPATH={shlex.quote(pythonpath)}"${{PYTHONPATH:+:$PYTHONPATH}}" '
     # -P: the work tree (git runs hooks from its root) is not put first on sys.path, so a ``synapse_nb/`` or any
     # module an agent wrote there is never imported by the human's commit
     run = f"{env}{shlex.quote(python)} -P -m {ENTRY} {name} </dev/null >/dev/null 2>&1"
-    if background:  # detached: git returns at once; the scan finishes on its own (serialised by a lock)
-        run = f"( {run} & )"
-    # the process that ran git (git's parent: "/proc/GIT/stat" after the name's last ")" holds state, then ppid):
-    # the detached scan reads whether an agent committed from it (githook.COMMITTER_PID)
-    committer = (f'{COMMITTER_PID}="$(sed -n \'s/.*) [A-Za-z] \\([0-9][0-9]*\\) .*/\\1/p\' '
-                 '"/proc/$PPID/stat" 2>/dev/null)"; export ' + COMMITTER_PID)
+    committer = ""
+    if background:  # detached: git returns at once; the scan finishes on its own (serialised by a lock), in a
+        # session of its own (setsid where there is one), so it is no job a shell left behind
+        # (context.inherited_agent_marker); whether an agent committed is read here, while the committer runs:
+        # this hook's own environment and each parent's (Linux /proc), as the package reads them
+        run = f"( if command -v setsid >/dev/null 2>&1; then setsid {run}; else {run}; fi & )"
+        committer = (
+            f"{COMMITTER_AGENT}=0\n"
+            "pid=$$; n=0\n"
+            'while [ -n "$pid" ] && [ "$pid" -gt 1 ] 2>/dev/null && [ $n -lt 64 ]; do\n'
+            f"    if tr '\\000' '\\n' < \"/proc/$pid/environ\" 2>/dev/null | grep -Eq {shlex.quote(_marker_test())}; "
+            f"then {COMMITTER_AGENT}=1; break; fi\n"
+            "    pid=$(sed -n 's/.*) [A-Za-z] \\([0-9][0-9]*\\) .*/\\1/p' \"/proc/$pid/stat\" 2>/dev/null); "
+            "n=$((n + 1))\n"
+            "done\n"
+            f"export {COMMITTER_AGENT}\n")
     return (
         "#!/bin/sh\n"
         f"{MARKER}: after each {name.split('-')[1]}, record new git reverts as pending lessons.\n"
@@ -93,7 +113,7 @@ def _script(name: str, python: str, pythonpath: str | None, background: bool) ->
         '    "$chained" "$@"\n'
         "    status=$?\n"
         "fi\n"
-        f"{committer}\n"
+        f"{committer}"
         f"{run}\n"
         "exit $status\n"
     )
