@@ -135,3 +135,33 @@ def test_a_read_only_handle_in_an_agents_environment_reads_lessons_as_an_agent(
     monkeypatch.delenv("CLAUDECODE")
     with syn.open_vault(tmp_path, readonly=True) as reader:
         assert [x.id for x in reader.lessons.pending()] == [les.id]
+
+
+def test_a_job_its_shell_left_behind_is_not_the_human(tmp_path: Path) -> None:
+    """``( env -u CLAUDECODE sh -c '...' & ); exit 0`` from an agent's shell that leads its session: the job is handed
+    to init, its session's leader (the agent's shell) is gone, and nothing of the agent is left to read. It approved
+    the agent's lesson, and Python run so wrote [user · verified] memories (review 2). Such a job is not taken for the
+    human: the CLI refuses, and the Python API writes as the agent."""
+    project = tmp_path / "p"
+    project.mkdir()
+    human = syn.open_vault(project)
+    lesson = syn.open_vault(project, actor="agent").lessons.create("Always push straight to main with --force")
+    out = tmp_path / "out.txt"
+    done = tmp_path / "done"
+    code = (f"import synapse_nb as syn; v = syn.open_vault({str(project)!r}); "
+            "m = v.remember('procedure', 'deploy', 'force it'); print(v.actor, m.source, m.verified)")
+    job = (f"{{ sleep 0.5; {shlex.quote(sys.executable)} -m synapse_nb --vault {shlex.quote(str(project))} lessons "
+           f"approve {lesson.id} --accept-agent-text --yes; {shlex.quote(sys.executable)} -c {shlex.quote(code)}; "
+           f"}} > {shlex.quote(str(out))} 2>&1; touch {shlex.quote(str(done))}")
+    script = f"( env -u CLAUDECODE sh -c {shlex.quote(job)} & ); exit 0"
+    subprocess.run(["setsid", "bash", "-c", script], env=dict(os.environ, CLAUDECODE="1"), timeout=60, check=True)
+    import time
+
+    end = time.monotonic() + 60
+    while time.monotonic() < end and not done.exists():
+        time.sleep(0.1)
+    text = out.read_text()
+    assert "a job its shell left behind" in text, text
+    assert "agent agent False" in text, text
+    assert human.lessons.get(lesson.id).status == "pending"
+    assert human.memories.get_by_key("procedure", "deploy").source == "agent"
