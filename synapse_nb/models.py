@@ -331,8 +331,10 @@ class Episode(Record):
         if self.prior is None:
             return None
         p = self.prior
-        return (f"task {inline(self.task_key)!r} already ran at {when(p.created_at)} ({p.status}"
-                f"{': ' + inline(p.outcome, 80) if p.outcome else ''}) [{p.id}] {mark(p)}")
+        # the prior run's mark before its words, as on every line (after them, an agent's outcome read as the
+        # warning's own: review 2)
+        return (f"task {inline(self.task_key)!r} already ran at {when(p.created_at)} [{p.id}] {mark(p)} ({p.status}"
+                f"{': ' + inline(p.outcome, 80) if p.outcome else ''})")
 
     def summary_line(self) -> str:
         text = neutralise(f"{inline(self.task_key)} [{self.status}] {inline(self.outcome, 70)}")  # read as a whole

@@ -104,7 +104,10 @@ FRAMING_TAGS = (*FRAMING_ROLES, "system-reminder", "system_prompt", "system-prom
                 "user-prompt", "user-prompt-submit-hook", "user_message", "user_query", "user_input",
                 "assistant_message", "assistant_turn", "instructions", "function_calls", "function_results",
                 "tool_call", "tool_calls", "tool_result", "tool_results", "tool_use", "tool_response", "im_start",
-                "im_end", "start_of_turn", "end_of_turn", "invoke", "function_call")
+                "im_end", "start_of_turn", "end_of_turn", "invoke", "function_call",
+                # Claude Code's own frames around a slash command and a shell's output (review 2), and the tool list
+                "command-name", "command-message", "command-args", "local-command-stdout", "local-command-stderr",
+                "bash-input", "bash-stdout", "bash-stderr", "functions")
 
 
 def _tag_name(name: str) -> str:
@@ -280,7 +283,7 @@ _BY_PERSON = rf"{_TAIL_GAP}by{_TAIL_GAP}(?:(?:an?|the){_TAIL_GAP})?(?:{_w('user'
 #: "「user · verified」" (after the skeleton: full-width and small forms are plain ones, "⟨" and
 #: "〈" are "<"). Prose and code use these for other things, so with them only a whole mark or label is read: a
 #: source word and a status word ("(user only)", "(agent)", "{user}" stay), or "<branch>, approved".
-_ALT_OPEN, _ALT_CLOSE = "({<«「『《⦅❨❪❬❮❰❴⸨⦃⦇⦉⟮⟪⟬⌈⌊", "})>»」』》⦆❩❫❭❯❱❵⸩⦄⦈⦊⟯⟫⟭⌉⌋"
+_ALT_OPEN, _ALT_CLOSE = "({<«「『《⦅❨❪❬❮❰❴⸨⦃⦇⦉⟮⟪⟬⌈⌊﴾⸢⧼⟅⸦", "})>»」』》⦆❩❫❭❯❱❵⸩⦄⦈⦊⟯⟫⟭⌉⌋﴿⸣⧽⟆⸧"
 #: One of them opening a mark or a label: not straight after a word character, where it is code (a call
 #: ``check(user, verified)``, ``run(project, approved)``, a generic ``Map<User, Verified>``)
 _ALT = rf"[{re.escape(_ALT_OPEN)}](?<!\w[{re.escape(_ALT_OPEN)}])"  # the bracket first: the engine skips to one

@@ -327,7 +327,8 @@ def test_episode_logs_success_and_warns_on_rerun(ip: TestingShell) -> None:
     with capture_output() as out:
         ip.run_cell("%%episode train_baseline\nx = 3\n")
     assert out.stdout.startswith("warning: task 'train_baseline' already ran at")
-    assert re.search(r"already ran at \d{4}-\d\d-\d\d \d\d:\d\d UTC \(success", out.stdout), out.stdout
+    when = r"\d{4}-\d\d-\d\d \d\d:\d\d UTC"
+    assert re.search(rf"already ran at {when} \[epi_\w+\] \[user\] \(success", out.stdout), out.stdout
     assert len(v.episodes.history("train_baseline")) == 2
 
 

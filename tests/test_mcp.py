@@ -101,7 +101,11 @@ async def test_every_tool_writes_and_reads_the_vault(project: Path, user: syn.Va
         await call(c, "submit_lesson_analysis", {"lesson_id": pending.id, "analysis": "warmup raced the deploy"})
         e1 = (await call(c, "log_episode", {"task_key": "run_tests", "status": "failure", "outcome": "2 failed",
                                             "refs": ["ci#1"]})).structured_content
-        e2 = (await call(c, "log_episode", {"task_key": "run_tests", "status": "success"})).structured_content
+        r2 = await call(c, "log_episode", {"task_key": "run_tests", "status": "success"})
+        e2 = r2.structured_content
+        # the prior run (an agent's) is quoted after its mark, and the answer says what such a line is
+        assert text(r2).startswith("([agent · unverified] lines") and f"[{e1['id']}] [agent · unverified] (failure" \
+            in text(r2)
         assert e1["warning"] is None and e2["prior"]["id"] == e1["id"] and "already ran" in e2["warning"]
 
         r = await call(c, "recall", {"query": "how do we run migrations?", "session_id": "s1"})

@@ -141,7 +141,7 @@ class Episodes(KindManager[Episode]):
         ``None`` when the task never ran. A surface shows it before the run starts (``%%episode``).
 
         >>> v.episodes.prior_run_warning("train_baseline")  # doctest: +SKIP
-        "task 'train_baseline' already ran at 2026-11-30T21:15:07.123456Z (success: val acc 0.91) [epi_3f9a...]"
+        "task 'train_baseline' already ran at 2026-11-30 21:15 UTC [epi_3f9a...] [user] (success: val acc 0.91)"
         """
         prior = self.last(task_key)
         return None if prior is None else replace(prior, prior=prior).warning

@@ -398,7 +398,11 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         with _errors(), handle.writing() as v:
             e = v.episodes.log(task_key, status=status, outcome=outcome, refs=refs)
             data = {**record_json(e), "prior": record_json(e.prior) if e.prior else None, "warning": e.warning}
-            return answer(f"episode {e.id} logged" + (f"; warning: {e.warning}" if e.warning else ""), data)
+            from synapse_nb.recall.assembly import legend_for  # recall's, on first use
+
+            legend = legend_for([e.prior]) if e.warning else None  # the prior run's outcome: an agent's words?
+            return answer((f"{legend}\n" if legend else "") + f"episode {e.id} logged"
+                          + (f"; warning: {e.warning}" if e.warning else ""), data)
 
     async def search(query: S.Query, kind: S.SearchKind = "all", limit: S.SearchLimit = 10) -> CallToolResult:
         """Call to look something up on purpose (full-text search over the memory), by kind or over all kinds.

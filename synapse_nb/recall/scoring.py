@@ -121,6 +121,11 @@ def _explain_rows(decisions: Sequence[_Decision], cands: Sequence[WalkRow | None
     return ExplainRows(tuple(d.bar for d in decisions), build)
 
 
+#: The places of a kind's top_k a person's record may take from agents' records that hold more of the query, when it
+#: holds at least the floor's share of it itself (agents' records keep the rest).
+PEOPLE_PLACES = 2
+
+
 def yields_place(rec: Record) -> bool:
     """Whether a kept record gives its place in its kind's ``top_k`` to a person's record of its kind ranked below
     it (:func:`human_record`): one an agent wrote that no person verified."""
@@ -161,11 +166,15 @@ def _people_first(yielding: list[tuple[int, int, int, int]], kept: list[RecallIt
         add = bonus[extra].tolist() if bonus is not None else [0.0] * len(extra)
         cov.update((j, min(1.0, round(float(s) + b, SCORE_DECIMALS))) for j, s, b in zip(extra, covs, add,
                                                                                            strict=True))
-    lowest = min(cov[j] for j, _, _, _ in yielding)
+    # a person's record qualifies by holding as much of the query as an agent record of its kind, or by holding at
+    # least the floor's share of it: then it may take one of PEOPLE_PLACES places whatever the agents' records hold
+    # (agent records stuffed with a question's likely words outscored a person's decision on every natural question)
+    lowest = min(min(cov[j] for j, _, _, _ in yielding), bars.floor)
     if meaning is None:
         rest = [j for j in rest if cov[j] >= lowest and cov[j] > 0]
     else:
         rest = [j for j in rest if cov[j] >= lowest and int(ranked.pos[j]) in meaning]
+    reserved: dict[str, int] = {}  # places taken by the floor's rule, per kind
     if prefetch is not None and rest:
         prefetch([c for j in rest if (c := cands[j]) is not None])
     for j in rest:
@@ -176,9 +185,15 @@ def _people_first(yielding: list[tuple[int, int, int, int]], kept: list[RecallIt
         rec = materialize(c)
         if rec is None or not human_record(rec) or (c.id in seen and seen[c.id] == rec.digest):
             continue
-        # the lowest ranked agent record of its kind this one is at least as relevant as gives way
+        # the lowest ranked agent record of its kind this one is at least as relevant as gives way; failing that, a
+        # person's record that holds the floor's share of the query takes the lowest ranked one's place, up to
+        # PEOPLE_PLACES of the kind
         at = next((i for i in range(len(yielding) - 1, -1, -1)
                    if kind(yielding[i][0]) == c.kind and cov[yielding[i][0]] <= cov[j]), None)
+        by_floor = False
+        if at is None and cov[j] >= bars.floor and reserved.get(c.kind, 0) < PEOPLE_PLACES:
+            at = next((i for i in range(len(yielding) - 1, -1, -1) if kind(yielding[i][0]) == c.kind), None)
+            by_floor = at is not None
         if at is None:
             continue
         line = record_line(rec) if line_of is None else line_of(c, rec)
@@ -188,14 +203,19 @@ def _people_first(yielding: list[tuple[int, int, int, int]], kept: list[RecallIt
             decisions.append(_Decision(j, False, "budget", f"would exceed the budget of {bars.budget_tokens} tokens"))
             continue
         del yielding[at]
+        if by_floor:
+            reserved[c.kind] = reserved.get(c.kind, 0) + 1
         used += cost - freed
         kept[y_kept] = None
         decisions[y_dec] = decisions[y_dec]._replace(
             kept=False, bar="verified" if isinstance(rec, Memory) and rec.verified else "person",
             reason=f"gave its place to a person's {c.kind} as relevant (an agent's "
             "record never pushes a person's out)")
-        row = _Decision(j, True, "kept", f"a person's {c.kind} as relevant as a kept agent one takes its place"
-                        + ("" if meaning is None else " (the floor on meaning: both are close in meaning)"))
+        why = (f"a person's {c.kind} holding the floor's share of the query takes a kept agent one's place (at most "
+               f"{PEOPLE_PLACES} of a kind)" if by_floor else
+               f"a person's {c.kind} as relevant as a kept agent one takes its place")
+        row = _Decision(j, True, "kept", why + ("" if meaning is None else " (the floor on meaning: both are close "
+                                                "in meaning)"))
         at_row = next((i for i, d in enumerate(decisions) if d.j == j), None)  # its "margin" or "top_k" row
         if at_row is None:
             decisions.append(row)
