@@ -519,6 +519,11 @@ def test_an_agents_lesson_cannot_take_a_real_reverts_place(project: Path, git: A
     assert agent.lessons.scan() == []  # an agent's scan makes the lesson (shown to humans only)
     (lesson,) = v.lessons.pending()
     assert lesson.source == "agent" and lesson.summary.startswith('Reverted "Add retries to the payment client"')
+    # a person's scan takes it over: git's words, not the agent's (an agent that scanned first made the person's
+    # revert its lesson, which needed --accept-agent-text and, rejected, lost the revert: review 2)
+    (taken,) = v.lessons.scan()
+    assert taken.id == lesson.id and taken.source == "user" and "created by an agent" not in v.lessons.backing(taken)
+    assert v.lessons.approve(taken.id).wording_by == "git" and v.lessons.scan() == []
 
 
 def test_finding5_agents_name_lessons_by_full_id_only(vault: syn.Vault) -> None:
@@ -1002,8 +1007,9 @@ def test_a_scan_fills_a_mind_only_so_far_and_keeps_its_place(project: Path, git:
         git(project, "revert", "--no-edit", "HEAD")
     assert v.as_agent().lessons.scan() == []  # an agent's scan: its room is 2 lessons agents created
     assert [x.source for x in v.lessons.pending()] == ["agent", "agent"]
-    assert len(v.lessons.scan()) == 1  # a person's: 3 pending in all
-    assert len(v.lessons.pending()) == 3
+    # a person's: takes over the agent's scan's two (git's words) and makes one more: 3 pending in all
+    assert len(v.lessons.scan()) == 3
+    assert [x.source for x in v.lessons.pending()] == ["user"] * 3
     for les in v.lessons.pending()[:2]:
         v.lessons.reject(les.id)
     assert len(v.lessons.scan()) == 2  # the place was kept: the two left come now

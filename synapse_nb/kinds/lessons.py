@@ -519,8 +519,21 @@ class Lessons(KindManager[Lesson]):
         with ctx.store.transaction():
             room = self._scan_room()
             held = 0  # reverts past the room: the scan keeps its place, the next one finds them again
+            # a person's scan takes over what an agent's scan made of a revert, in git's words: the lesson is
+            # git's, not the agent's (an agent that scanned first made a person's revert an agent's lesson, whose
+            # approval asked for --accept-agent-text and whose rejection lost the revert: review 2)
+            taken: list[str] = []
+            agents = {} if ctx.actor == "agent" else {
+                x.revert_commit["sha"]: x for x in self._table.list(self._view(), status="pending")
+                if x.source == "agent" and x.revert_commit}
             for rv in result.reverts:
                 if self._table.has_revert(ctx.mind, rv.revert.sha):
+                    made = agents.get(rv.revert.sha)
+                    if made is not None and made.summary == rv.summary:
+                        ts = self._begin_write()
+                        self._table.update(made.id, source="user", updated_at=ts)
+                        self._changed("update", made, replace(made, source="user", updated_at=ts), ts)
+                        taken.append(made.id)
                     continue
                 if len(created) >= room:
                     held += 1
@@ -537,7 +550,7 @@ class Lessons(KindManager[Lesson]):
                 ctx.store.meta.set_scan_tips(scope, result.scanned_tips)  # (migration 13)
         if ctx.actor == "agent":
             return RecordList()
-        return RecordList(self.get(i) for i in created)
+        return RecordList(self.get(i) for i in taken + created)
 
     def _scan_room(self) -> int:
         """How many lessons a scan may make now: up to :data:`AGENT_PENDING_LESSONS` pending ones agents created

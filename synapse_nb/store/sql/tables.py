@@ -414,6 +414,7 @@ class LessonsTable(Table[Lesson, D]):
         "approved_at": ("approved_at", _as_is), "expires_at": ("expires_at", _as_is),
         "analysis": ("analysis", _as_is), "analysis_by": ("analysis_by", _as_is),
         "files_affected": ("files_affected", _json_list),
+        "source": ("source", _as_is),  # a person's scan takes over an agent's scan's lesson (Lessons.scan)
     }
 
     def _visible(self, view: View) -> tuple[str, tuple[Any, ...]]:
