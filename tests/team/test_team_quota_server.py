@@ -408,3 +408,27 @@ def test_a_vault_at_migration_11_with_data_upgrades_to_12(pg_admin_url: str, mac
     assert agent.checkpoint("after the upgrade").source == "agent"
     with pytest.raises(PermissionDeniedError, match="verified"):
         agent.memories.delete("mem_old0000000")
+
+
+def test_a_persons_scan_takes_over_an_agents_scan_lesson_on_the_server(team_url: str, logins: dict[str, str],
+                                                                        tmp_path: Any) -> None:
+    """An agent that scanned first made a person's revert its lesson; the person's scan takes it over (git's words):
+    the person's login may set the lesson's source on the server."""
+    from synapse_nb.gitscope.testing import ScratchRepo
+    from synapse_nb.team import open_team_vault
+
+    repo = ScratchRepo.init(tmp_path / "repo")
+    repo.commit_file("retry.py", "retry = 3\n", "Add retries")
+    repo.git("revert", "--no-edit", "HEAD")
+    agent = open_team_vault(logins["agent"], local=repo.root, actor="agent")
+    human = open_team_vault(team_url, local=repo.root)
+    try:
+        assert agent.lessons.scan() == []
+        (made,) = human.lessons.pending()
+        assert made.source == "agent"
+        (taken,) = human.lessons.scan()
+        assert taken.id == made.id and taken.source == "user"
+        assert human.lessons.approve(taken.id).status == "approved"
+    finally:
+        agent.close()
+        human.close()
