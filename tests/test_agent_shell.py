@@ -165,3 +165,48 @@ def test_a_job_its_shell_left_behind_is_not_the_human(tmp_path: Path) -> None:
     assert "agent agent False" in text, text
     assert human.lessons.get(lesson.id).status == "pending"
     assert human.memories.get_by_key("procedure", "deploy").source == "agent"
+
+
+def test_a_password_is_never_sent_in_clear_text(tmp_path: Path) -> None:
+    """A folder's ``team.toml`` names the server, and an agent can rewrite it: a server of the agent's that asked
+    for the password in clear text got the person's (review 2). The package's URLs forbid clear-text passwords
+    (``require_auth=!password``) unless the URL says otherwise."""
+    import socket
+    import struct
+    import threading
+
+    import psycopg
+
+    from synapse_nb.store.postgres import parse_team_url
+
+    got: list[bytes] = []
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = srv.accept()
+        conn.settimeout(5)
+        with conn:
+            head = conn.recv(8)
+            if struct.unpack("!ii", head)[1] == 80877103:  # SSLRequest: no
+                conn.sendall(b"N")
+                head = conn.recv(8)
+            length = struct.unpack("!i", head[:4])[0]
+            conn.recv(length - 8)  # the startup parameters
+            conn.sendall(b"R" + struct.pack("!ii", 8, 3))  # AuthenticationCleartextPassword
+            try:
+                while chunk := conn.recv(4096):
+                    got.append(chunk)
+            except OSError:
+                pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    conninfo, _ = parse_team_url(f"postgresql://alice:s3cret-typed@127.0.0.1:{port}/team?project=acme")
+    with pytest.raises(psycopg.OperationalError, match="password"):
+        psycopg.connect(conninfo, connect_timeout=5).close()
+    t.join(10)
+    srv.close()
+    assert b"s3cret-typed" not in b"".join(got)

@@ -105,9 +105,11 @@ def parse_team_url(url: str, default_project: str | None = None) -> tuple[str, s
     """(connection URL for libpq, project) from a team vault URL; ``?project=`` is ours, the rest is libpq's.
 
     >>> parse_team_url("postgresql://bob@db:5432/team?project=acme&sslmode=require")
-    ('postgresql://bob@db:5432/team?sslmode=require', 'acme')
+    ('postgresql://bob@db:5432/team?sslmode=require&require_auth=%21password', 'acme')
     >>> parse_team_url("postgresql://bob@db/team?passfile=/home/bob/.pgpass?project=acme")  # "$URL?project=..."
-    ('postgresql://bob@db/team?passfile=%2Fhome%2Fbob%2F.pgpass', 'acme')
+    ('postgresql://bob@db/team?passfile=%2Fhome%2Fbob%2F.pgpass&require_auth=%21password', 'acme')
+
+    A password is never sent in clear text (``require_auth=!password``, libpq 16) unless the URL says otherwise.
     """
     if not is_team_url(url):
         raise ValidationError(f"{url!r} is not a team vault URL; use postgresql://user@host:port/database?project=NAME")
@@ -119,6 +121,10 @@ def parse_team_url(url: str, default_project: str | None = None) -> tuple[str, s
     project = projects[-1] if projects else default_project
     if project is None:
         raise ValidationError(f"the team vault URL {url!r} names no project; add ?project=NAME (one per repository)")
+    if not any(k == "require_auth" for k, _ in rest):
+        # never send a password as it is typed: a server that asks for one in clear text (one an agent pointed this
+        # folder's team.toml at) got it (review 2); SCRAM, certificates, trust and peer are unaffected
+        rest.append(("require_auth", "!password"))
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), parts.fragment)), check_project(project)
 
 
