@@ -46,6 +46,7 @@ from synapse_nb.errors import (
     ValidationError,
 )
 from synapse_nb.kinds._base import KindManager, exactly_once
+from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, commit_dict
 from synapse_nb.models import Lesson, RecordList
 from synapse_nb.provenance import inline
 from synapse_nb.settings import Settings
@@ -174,14 +175,14 @@ class Lessons(KindManager[Lesson]):
         if branch is not None:
             branch = check_text(branch, "branch", max_len=255, multiline=False).strip() or None
         if revert_commit is not None:
-            revert_commit = _check_commit(revert_commit, "revert_commit")
+            revert_commit = check_commit(revert_commit, "revert_commit")
         if not isinstance(reverted_commits, list | tuple):
             raise ValidationError("reverted_commits must be a list of dicts (sha, subject, author, date)")
         if len(reverted_commits) > MAX_REVERTED:
             raise ValidationError(f"reverted_commits: {len(reverted_commits):,} given; at most {MAX_REVERTED} are "
                                   "accepted")
-        reverted_commits = [_check_commit(x, "reverted_commits item") for x in reverted_commits]
-        stats = _check_diffstat(diffstat)
+        reverted_commits = [check_commit(x, "reverted_commits item") for x in reverted_commits]
+        stats = check_diffstat(diffstat)
         ctx = self._ctx
         revert_sha = revert_commit["sha"] if revert_commit else None
         with ctx.store.transaction():
@@ -541,8 +542,8 @@ class Lessons(KindManager[Lesson]):
                 # a revert of more files than a lesson keeps: the first ones (its summary counts them all)
                 les = self._create(
                     rv.summary, files=list(rv.files_affected[:MAX_FILES]),
-                    branch=(rv.branches[0] if rv.branches else None), revert_commit=_commit_dict(rv.revert),
-                    reverted_commits=[_commit_dict(x) for x in rv.reverted[:MAX_REVERTED]],
+                    branch=(rv.branches[0] if rv.branches else None), revert_commit=commit_dict(rv.revert),
+                    reverted_commits=[commit_dict(x) for x in rv.reverted[:MAX_REVERTED]],
                     diffstat=[tuple(x) for x in rv.diffstat[:MAX_FILES]],
                 )
                 created.append(les.id)
@@ -560,51 +561,3 @@ class Lessons(KindManager[Lesson]):
             return max(0, AGENT_PENDING_LESSONS - self._table.agent_pending(ctx.mind))
         waiting = self._table.list(self._view(), status="pending", limit=SCAN_PENDING_LESSONS)
         return max(0, SCAN_PENDING_LESSONS - len(waiting))
-
-
-def _commit_dict(ci: Any) -> dict[str, Any]:
-    return {"sha": ci.sha, "subject": ci.subject, "author": ci.author, "date": ci.date}
-
-
-_COMMIT_KEYS = ("sha", "subject", "author", "date")
-
-
-def _check_commit(value: Any, field: str) -> dict[str, Any]:
-    """A commit description: a dict with a non-empty ``sha`` and optional subject/author/date text."""
-    if not isinstance(value, dict):
-        raise ValidationError(f"{field} must be a dict with keys {', '.join(_COMMIT_KEYS)}, got {type(value).__name__}")
-    unknown = sorted(str(k) for k in value if k not in _COMMIT_KEYS)
-    if unknown:
-        raise ValidationError(f"{field} has unknown keys {unknown}; accepted: {', '.join(_COMMIT_KEYS)}")
-    out: dict[str, Any] = {}
-    for key in _COMMIT_KEYS:
-        v = value.get(key)
-        if v is None and key != "sha":
-            out[key] = None
-            continue
-        out[key] = check_text(v, f"{field}.{key}", max_len=1024, multiline=False).strip()
-    if not out["sha"]:
-        raise ValidationError(f"{field}.sha must not be empty")
-    return out
-
-
-def _check_diffstat(diffstat: Any) -> list[list[Any]]:
-    """Rows of (path, added, deleted): counts are whole numbers >= 0 or None (binary files)."""
-    if diffstat is None:
-        return []
-    if isinstance(diffstat, str | bytes) or not isinstance(diffstat, list | tuple):
-        raise ValidationError("diffstat must be a list of (path, added, deleted) rows")
-    if len(diffstat) > MAX_FILES:
-        raise ValidationError(f"diffstat: {len(diffstat):,} rows given; at most {MAX_FILES} are accepted")
-    stats = []
-    for row in diffstat:
-        if not isinstance(row, list | tuple) or len(row) != 3:
-            raise ValidationError(f"diffstat rows must be (path, added, deleted), got {row!r}")
-        path, added, deleted = row
-        counts = []
-        for n in (added, deleted):
-            if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 10**9):
-                raise ValidationError(f"diffstat counts must be whole numbers >= 0 or None, got {n!r}")
-            counts.append(n)
-        stats.append([check_text(path, "diffstat path", max_len=1024, multiline=False), *counts])
-    return stats
