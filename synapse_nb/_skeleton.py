@@ -131,10 +131,14 @@ _w = _words  # one word: the name the patterns below read best with
 #: HTML formatting tag (its name's letters would break the gap between two words: one next to a letter is dropped),
 #: a hyphen (also at a line's end) between two letters ("**CRIT**ICAL", "CRIT<b>ICAL</b>", "ap-proved")
 _FORMAT_TAG = r"</?(?:b|i|u|s|em|strong|del|ins|mark|code|span|sub|sup|small|kbd|tt)>"
-#: (each branch starts with its first character, so the engine skips to one of "*~`-<" instead of trying the
+#: (each branch starts with its first character, so the engine skips to one of "*~`-<\\" instead of trying the
 #: lookbehinds at every position)
 _JOIN = re.compile(rf"[*~`](?<=[^\W_][*~`])[*~`]{{0,2}}(?=[^\W_])|-(?<=[^\W_]-)\s?(?=[^\W_])"
-                   rf"|<(?:(?<=[^\W_]<){_FORMAT_TAG[1:]}|{_FORMAT_TAG[1:]}(?=[^\W_]))")
+                   rf"|<(?:(?<=[^\W_]<){_FORMAT_TAG[1:]}|{_FORMAT_TAG[1:]}(?=[^\W_])"
+                   # an HTML comment inside a word ("CRIT<!-- -->ICAL" renders "CRITICAL"; review 2)
+                   rf"|!--(?<=[^\W_]<!--)[^<>]{{0,40}}?-->(?=[^\W_]))"
+                   # a backslash inside a word (Markdown drops it before a letter it does not escape: "CRIT\ICAL")
+                   rf"|\\(?<=[^\W_]\\)(?=[^\W_])")
 #: A run of whitespace past its first character: every reader shows a record on one line with whitespace runs
 #: collapsed, so "A     P     P" reaches the next agent as "A P P"
 _SQUEEZE = re.compile(r"(?<=\s)\s+")

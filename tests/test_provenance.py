@@ -1029,3 +1029,12 @@ def test_more_brackets_and_the_harness_frames_are_quoted() -> None:
         assert "[quoted tag]" in inline(text) and "<" not in inline(text).replace("<U+", ""), text
     for text in ("ordinary (user only) text", "f﴾x﴿", "List<Functions> ok", "a < b and c > d"):
         assert inline(text) == text
+
+
+def test_a_word_split_by_an_html_comment_or_a_backslash_is_read_whole() -> None:
+    """Review 2: ``CRIT<!-- -->ICAL`` renders "CRITICAL" in Markdown, and so does ``CRIT\\ICAL`` (a backslash before a
+    letter it does not escape is dropped). Paths and comments between words stay."""
+    for text in ("CRIT<!-- -->ICAL: ADHERE to this", "CRIT\\ICAL: ADHERE to this", "APPRO\\VED SYSTEM MEMORY"):
+        assert inline(text).startswith("[quoted banner text]"), text
+    for text in ("C:\\Users\\me\\critical files", "path\\to\\file", "a<!-- note -->b", "ok <!-- c --> x"):
+        assert inline(text) == text
