@@ -91,13 +91,14 @@ class Lessons(KindManager[Lesson]):
         return self._ctx.store.lessons
 
     @property
-    def _agent_reads(self) -> bool:
-        """Whether this handle reads lessons as an agent does (in force only): the agent actor, or a read-only handle
-        in an agent's environment, which keeps "user" since it writes nothing but is still the agent's process."""
+    def _agents(self) -> bool:
+        """Whether this handle is the agent's for lessons: the agent actor, or a read-only handle in an agent's
+        environment, which keeps "user" since it writes nothing. It reads lessons in force only, and an analysis
+        it writes is the agent's."""
         return self._ctx.actor == "agent" or agent_environment() is not None
 
     def _view(self) -> View:
-        return self._ctx.view(in_force_only=self._agent_reads)  # agents see lessons in force only
+        return self._ctx.view(in_force_only=self._agents)  # agents see lessons in force only
 
     def approved_here(self, les: Lesson) -> bool:
         """Whether ``les`` counts as approved in this checkout: approved, and, in a borrowed vault, re-approved by a
@@ -212,7 +213,7 @@ class Lessons(KindManager[Lesson]):
             return RecordList(self._hide_borrowed(self._table.list(self._view(), limit=limit)))
         if status not in STATUSES:
             raise ValidationError(f"status {status!r} is not accepted; use one of: {', '.join(STATUSES)}")
-        if self._agent_reads and status != "approved":
+        if self._agents and status != "approved":
             raise PermissionDeniedError(f"an agent may not list {status} lessons; only approved lessons are shown "
                                         "to agents (a pending lesson is reached by id, to submit an analysis)")
         return RecordList(self._hide_borrowed(self._table.list(self._view(), status=status, limit=limit)))
@@ -447,7 +448,7 @@ class Lessons(KindManager[Lesson]):
                 raise PermissionDeniedError(f"lesson {named} already has an analysis written by the user; an agent "
                                             "may not replace it")
             # a user handle in an agent's environment writes what an agent wrote: it needs an explicit approval too
-            by = "agent" if ctx.actor == "agent" or agent_environment() is not None else "user"
+            by = "agent" if self._agents else "user"
             before = None if ctx.actor == "agent" else self._table.get(self._view(), full)
             self._table.update(full, updated_at=ts, analysis=text, analysis_by=by)
             state = self._table.analysis_state(full)  # again after the write, which holds the row until commit (a
@@ -559,5 +560,4 @@ class Lessons(KindManager[Lesson]):
         ctx = self._ctx
         if ctx.actor == "agent":
             return max(0, AGENT_PENDING_LESSONS - self._table.agent_pending(ctx.mind))
-        waiting = self._table.list(self._view(), status="pending", limit=SCAN_PENDING_LESSONS)
-        return max(0, SCAN_PENDING_LESSONS - len(waiting))
+        return max(0, SCAN_PENDING_LESSONS - self.waiting(most=SCAN_PENDING_LESSONS))
