@@ -47,7 +47,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from synapse_nb._util import new_id
 from synapse_nb.changes import Link
 from synapse_nb.errors import PermissionDeniedError
-from synapse_nb.models import RANKED_KINDS, Record, human_record, kind_of_id
+from synapse_nb.models import RANKED_KINDS, Record, kind_of_id
+from synapse_nb.provenance import human_record
 from synapse_nb.store.records import View
 
 if TYPE_CHECKING:

@@ -66,7 +66,6 @@ __all__ = [
     "Record",
     "RecordList",
     "Status",
-    "human_record",
     "kind_of_id",
 ]
 
@@ -438,17 +437,6 @@ def kind_of_id(rid: str) -> str | None:
     """The kind an id belongs to, from its prefix (``"mem_3f9a0c12be47"`` -> ``"memory"``), or None."""
     prefix = rid.split("_", 1)[0]
     return next((k.name for k in KINDS if k.prefix == prefix), None)
-
-
-def human_record(rec: Record) -> bool:
-    """Whether a record stands as a person's: one a person wrote, or a memory a person verified (only a person can
-    set ``verified``; an agent's edit clears it). It decides which side of a duplicate pair stands
-    (:func:`synapse_nb.dupes.hidden_side`) and which records take an agent's place in recall's top of a kind.
-
-    >>> human_record(Decision(id="dec_1", mind="default", created_at="", updated_at="", decision="d"))
-    True
-    """
-    return getattr(rec, "source", "user") == "user" or bool(getattr(rec, "verified", False))
 
 
 R = TypeVar("R", bound=Record)

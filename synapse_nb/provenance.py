@@ -63,8 +63,10 @@ __all__ = [
     "FRAMING_TAGS",
     "QUOTED_TAG",
     "REPORTED_ACTOR",
+    "agents_unverified",
     "clean_text",
     "file_names",
+    "human_record",
     "inline",
     "invisible_at",
     "label_text",
@@ -571,3 +573,22 @@ def mark(record: Any) -> str:
             return "[git revert]"
         return f"[{who}]"
     return "[user]" if who == "user" else "[agent · unverified]"
+
+
+def human_record(rec: Any) -> bool:
+    """Whether a record stands as a person's: one a person wrote, or a memory a person verified (only a person can
+    set ``verified``; an agent's edit clears it). It decides which side of a duplicate pair stands
+    (:func:`synapse_nb.dupes.hidden_side`) and which records take an agent's place in recall's top of a kind.
+
+    >>> from synapse_nb.models import Decision
+    >>> human_record(Decision(id="dec_1", mind="default", created_at="", updated_at="", decision="d"))
+    True
+    """
+    return getattr(rec, "source", "user") == "user" or bool(getattr(rec, "verified", False))
+
+
+def agents_unverified(rec: Any) -> bool:
+    """Whether a record is an agent's that no person verified (:func:`mark` says ``agent · unverified``; a
+    lesson's, ``[agent]``): recall gives its place to a person's record as relevant, and every text that shows one
+    says what such a line is (``recall.assembly.legend_for``)."""
+    return getattr(rec, "source", "user") == "agent" and not getattr(rec, "verified", False)

@@ -250,7 +250,7 @@ class Memories(MemoryHistory, KindManager[Memory]):
     def _stand(self, mem: Memory, ts: str) -> None:
         """A memory a human just verified is never left hidden: every open duplicate pair that hid it is decided
         "kept" (both recalled). Behind an agent's record it stands by the rule of pairs
-        (:func:`~synapse_nb.models.human_record`); behind a person's record, the human just said it stands, and the
+        (:func:`~synapse_nb.provenance.human_record`); behind a person's record, the human just said it stands, and the
         pair's other side may be anything: an agent could pair its memory with a record of its own or, with its own
         SQL on a team vault, with any stored record of a person's, and have it stay out of recall after the human
         verified it."""

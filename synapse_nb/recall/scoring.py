@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from synapse_nb._util import estimate_tokens, plural
-from synapse_nb.models import TABLES, Memory, Record, human_record
+from synapse_nb.models import TABLES, Memory, Record
+from synapse_nb.provenance import agents_unverified, human_record
 from synapse_nb.recall.assembly import record_line
 from synapse_nb.recall.coverage import coverage
 from synapse_nb.recall.rank import SCORE_DECIMALS, Ranked
@@ -128,8 +129,8 @@ PEOPLE_PLACES = 2
 
 def yields_place(rec: Record) -> bool:
     """Whether a kept record gives its place in its kind's ``top_k`` to a person's record of its kind ranked below
-    it (:func:`human_record`): one an agent wrote that no person verified."""
-    return getattr(rec, "source", "user") == "agent" and not (isinstance(rec, Memory) and rec.verified)
+    it (:func:`~synapse_nb.provenance.human_record`): one an agent wrote that no person verified."""
+    return agents_unverified(rec)
 
 
 def _people_first(yielding: list[tuple[int, int, int, int]], kept: list[RecallItem | None],
