@@ -50,13 +50,10 @@ def _relative(v: Vault, path: str) -> str:
 
 
 def _pending_notice(v: Vault) -> str:
-    """For the human only: how many lessons wait for a decision (read as the user, read-only; never shown to the
-    agent's context)."""
-    from synapse_nb.vault import VaultSession
-
+    """For the human only: how many lessons wait for a decision (never shown to the agent's context). A count any
+    handle may read (``Lessons.waiting``), so the hook's own handle asks: no second vault opened."""
     try:
-        with VaultSession(v.path, mind=v.mind, actor="user", readonly=True, create=False) as human:
-            n = human.read().lessons.waiting()  # a count: this process is the agent's, so no pending lesson is read
+        n = v.lessons.waiting()
     except SynapseError:
         return ""
     if not n:
@@ -67,7 +64,7 @@ def _pending_notice(v: Vault) -> str:
 
 def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     from synapse_nb.agents.sessions import session_state
-    from synapse_nb.recall import banner_text, legend_for
+    from synapse_nb.recall import banner_text, with_legend
 
     lessons = list(v.lessons.in_force())
     if event.session and writable:
@@ -82,8 +79,7 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         ckp = (f"Latest checkpoint on this branch:\n{latest.restore_text()}" if latest
                else "No checkpoint on this branch yet.")
         banner = banner_text(lessons) or "No approved lessons yet."
-        legend = legend_for([latest])  # said before the checkpoint, as the restore pack says it
-        context = f"{head}\n\n{banner}\n\n" + (f"{legend}\n" if legend else "") + ckp
+        context = f"{head}\n\n{banner}\n\n" + with_legend([latest], ckp)  # the legend before an agent's checkpoint
         if estimate_tokens(context) > SESSION_START_TOKENS:
             context = cut_context(context, SESSION_START_TOKENS * 4)
     if writable:

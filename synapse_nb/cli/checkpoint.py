@@ -105,8 +105,6 @@ def checkpoint_restore(
     if as_json:
         echo_json({**record_json(c), "restore_text": c.restore_text()})
     else:
-        from synapse_nb.recall.assembly import legend_for  # recall's, on first use
+        from synapse_nb.recall.assembly import with_legend  # recall's, on first use
 
-        if legend := legend_for([c]):  # an agent's checkpoint: what its lines are, as the restore pack says
-            typer.echo(legend)
-        typer.echo(c.restore_text())
+        typer.echo(with_legend([c], c.restore_text()))  # an agent's checkpoint: what its lines are

@@ -71,11 +71,9 @@ class CheckpointMagics(FamilyMagics):
                 ckp = self.vault.checkpoints.restore(args.target or "latest")
             except NoCheckpointError as exc:
                 raise UsageError(exc.with_remedy('%checkpoint create --doing "what you are working on"')) from None
-            from synapse_nb.recall.assembly import legend_for  # recall's, on first use
+            from synapse_nb.recall.assembly import with_legend  # recall's, on first use
 
-            if legend := legend_for([ckp]):  # an agent's checkpoint: what its lines are, as the restore pack says
-                print(legend)
-            print(ckp.restore_text())
+            print(with_legend([ckp], ckp.restore_text()))  # an agent's checkpoint: what its lines are
             return shown_once(ckp, self.synapse.fresh, show=False)
         self._auto(args.target, args.every)
         return None

@@ -53,7 +53,7 @@ from synapse_nb.mcp import _schema as S
 from synapse_nb.mcp._answers import argument_error, result
 from synapse_nb.mcp._handle import DEFAULT_ANSWER_TOKENS, Handle
 from synapse_nb.provenance import inline, label_text, record_json
-from synapse_nb.recall import banner_text, legend_for, record_line
+from synapse_nb.recall import banner_text, legend_for, record_line, with_legend
 from synapse_nb.render import estimate_tokens, plural
 from synapse_nb.vault import Vault
 
@@ -293,9 +293,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                 if checkpoint_id:
                     raise ToolError(exc.with_remedy("the create_checkpoint tool")) from None
                 return answer(" ".join(exc.with_remedy("the create_checkpoint tool").split()), none_yet)
-            legend = legend_for([c])
-            return answer(f"{legend}\n{c.restore_text()}" if legend else c.restore_text(),
-                          {**record_json(c), "found": True})
+            return answer(with_legend([c], c.restore_text()), {**record_json(c), "found": True})
 
     async def create_checkpoint(doing: S.Doing, changed_files: S.ChangedFiles = None, next_step: S.NextStep = None,
                                 blockers: S.Blockers = None) -> CallToolResult:
@@ -398,11 +396,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         with _errors(), handle.writing() as v:
             e = v.episodes.log(task_key, status=status, outcome=outcome, refs=refs)
             data = {**record_json(e), "prior": record_json(e.prior) if e.prior else None, "warning": e.warning}
-            from synapse_nb.recall.assembly import legend_for  # recall's, on first use
-
-            legend = legend_for([e.prior]) if e.warning else None  # the prior run's outcome: an agent's words?
-            return answer((f"{legend}\n" if legend else "") + f"episode {e.id} logged"
-                          + (f"; warning: {e.warning}" if e.warning else ""), data)
+            said = f"episode {e.id} logged" + (f"; warning: {e.warning}" if e.warning else "")
+            return answer(with_legend([e.prior], said), data)  # the prior run's outcome: an agent's words?
 
     async def search(query: S.Query, kind: S.SearchKind = "all", limit: S.SearchLimit = 10) -> CallToolResult:
         """Call to look something up on purpose (full-text search over the memory), by kind or over all kinds.

@@ -24,7 +24,7 @@ the public types are in :mod:`~synapse_nb.recall.types` and re-exported here.
 
 from __future__ import annotations
 
-from synapse_nb.recall.assembly import BANNER, banner_text, legend_for, record_line
+from synapse_nb.recall.assembly import BANNER, banner_text, legend_for, record_line, with_legend
 from synapse_nb.recall.types import (
     EMPTY_REASONS,
     KIND_ORDER,
@@ -38,4 +38,4 @@ from synapse_nb.recall.types import (
 )
 
 __all__ = ["BANNER", "EMPTY_REASONS", "KIND_ORDER", "MAX_EXPLAIN", "MAX_QUERY_CHARS", "Bars", "ExplainRow", "Recall",
-           "RecallExplanation", "RecallItem", "banner_text", "legend_for", "record_line"]
+           "RecallExplanation", "RecallItem", "banner_text", "legend_for", "record_line", "with_legend"]

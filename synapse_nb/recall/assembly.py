@@ -9,12 +9,32 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from synapse_nb._util import plural
-from synapse_nb.models import KINDS, PRIORITIES, Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
-from synapse_nb.provenance import BANNER, FILE_NAMES, REPORTED_ACTOR, file_names, inline, label_text, mark, neutralise
+from synapse_nb.models import (
+    KINDS,
+    PRIORITIES,
+    Checkpoint,
+    Decision,
+    Episode,
+    Lesson,
+    Memory,
+    Note,
+    Record,
+)
+from synapse_nb.provenance import (
+    BANNER,
+    FILE_NAMES,
+    REPORTED_ACTOR,
+    agents_unverified,
+    file_names,
+    inline,
+    label_text,
+    mark,
+    neutralise,
+)
 from synapse_nb.recall.types import KIND_ORDER, Bars, ExplainRow, ExplainRows, RecallItem
 
 __all__ = ["AGENT_WORDS", "BANNER", "MEMORY_CONTENT_CHARS", "agents_words", "assemble", "banner_text", "empty_reason",
-           "legend_for", "lesson_item", "record_line"]
+           "legend_for", "lesson_item", "record_line", "with_legend"]
 
 #: Most characters of a memory's content on its line (longer content is cut, ending in "…").
 MEMORY_CONTENT_CHARS = 600
@@ -32,8 +52,7 @@ AGENT_WORDS = ("([agent · unverified] lines, and lines indented under them, are
 
 def agents_words(records: Sequence[Record | None]) -> bool:
     """Whether any of ``records`` is an agent's that no person checked (its mark says ``agent · unverified``)."""
-    return any(rec is not None and getattr(rec, "source", "user") == "agent" and not getattr(rec, "verified", False)
-               and rec.kind != "lesson" for rec in records)
+    return any(rec is not None and rec.kind != "lesson" and agents_unverified(rec) for rec in records)
 
 
 def legend_for(records: Iterable[Record | None]) -> str | None:
@@ -49,6 +68,18 @@ def legend_for(records: Iterable[Record | None]) -> str | None:
     '([agent · unverified] '
     """
     return AGENT_WORDS if agents_words(list(records)) else None
+
+
+def with_legend(records: Iterable[Record | None], text: str) -> str:
+    """``text`` with :func:`legend_for`'s line before it when ``records`` call for one (a checkpoint restored, a
+    prior run's warning): the one way a surface puts the legend on a single record's text.
+
+    >>> from synapse_nb.models import Decision
+    >>> with_legend([Decision(id="d", mind="m", created_at="", updated_at="", decision="x")], "text")
+    'text'
+    """
+    legend = legend_for(records)
+    return f"{legend}\n{text}" if legend else text
 
 
 def _tags(tags: Sequence[str]) -> str:
