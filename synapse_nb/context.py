@@ -215,19 +215,18 @@ def inherited_agent_marker(pid: int | None = None) -> str | None:
     return found
 
 
-def acting_actor(actor: Actor, *, readonly: bool = False, environ: Mapping[str, str] | None = None) -> Actor:
-    """Who a vault handle asked for as ``actor`` acts as: ``actor``, except that a writable "user" handle in an
-    agent's environment (:func:`agent_environment`: ``python -c ...`` or a notebook kernel a coding agent started)
-    acts as the agent, as the CLI does there. What such a process writes is a proposal (``source="agent"``,
-    unverified), never a record a human seems to have written. A read-only handle keeps "user": it writes nothing.
+def acting_actor(actor: Actor, *, environ: Mapping[str, str] | None = None) -> Actor:
+    """Who a vault handle asked for as ``actor`` acts as: ``actor``, except that a "user" handle in an agent's
+    environment (:func:`agent_environment`: ``python -c ...`` or a notebook kernel a coding agent started) acts as
+    the agent, as the CLI does there. What such a process writes is a proposal (``source="agent"``, unverified),
+    never a record a human seems to have written; what it reads is what an agent is shown (approved lessons only,
+    no pending lesson's id in ``status()``), read-only or not: a read-only handle kept "user" once, and read as the
+    person there (its ``status()`` then failed on the pending lessons it may not list).
 
-    >>> acting_actor("user", environ={"CLAUDECODE": "1"}), acting_actor("user", readonly=True,
-    ...                                                                 environ={"CLAUDECODE": "1"})
+    >>> acting_actor("user", environ={"CLAUDECODE": "1"}), acting_actor("user", environ={})
     ('agent', 'user')
-    >>> acting_actor("user", environ={})
-    'user'
     """
-    if actor == "user" and not readonly and agent_environment(environ) is not None:
+    if actor == "user" and agent_environment(environ) is not None:
         return "agent"
     return actor
 

@@ -86,8 +86,10 @@ def test_a_python_process_in_an_agents_environment_may_not_bring_a_clock(tmp_pat
         flood(tmp_path)  # actor "user" asked for; the process is the agent's
     assert stamp(tmp_path) == before
     _, clock = jumping()
-    with syn.open_vault(tmp_path, clock=clock, readonly=True) as reader:  # writes nothing: keeps "user" and its clock
-        assert reader.actor == "user"
+    with pytest.raises(PermissionDeniedError, match=REFUSED):  # a read-only handle there is the agent's too
+        syn.open_vault(tmp_path, clock=clock, readonly=True)
+    with syn.open_vault(tmp_path, readonly=True) as reader:
+        assert reader.actor == "agent"
 
 
 def test_a_persons_handle_keeps_its_clock_and_an_agents_own_handle_refuses_it(tmp_path: Path) -> None:

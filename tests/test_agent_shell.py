@@ -116,22 +116,26 @@ def test_a_process_left_without_its_parents_is_read_by_its_session(tmp_path: Pat
     assert "leader of this process's group or session" in out.read_text(), out.read_text()
 
 
-def test_a_read_only_handle_in_an_agents_environment_reads_lessons_as_an_agent(
+def test_a_read_only_handle_in_an_agents_environment_is_the_agents(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A read-only handle keeps "user" (it writes nothing), but in an agent's environment it listed pending lessons
-    with their ids, which the agent's handle and the CLI there refuse (review). It reads lessons as an agent does;
-    the count stays readable (the hooks tell the human how many wait)."""
+    """A read-only handle in an agent's environment kept "user" once: it listed pending lessons with their ids,
+    which the agent's handle and the CLI there refuse (review), and then its ``status()`` failed on the pending
+    lessons it may not list. It is the agent's handle, read-only: it reads lessons as an agent does, its status
+    names no pending lesson, and the count stays readable (the hooks tell the human how many wait)."""
     from synapse_nb.errors import PermissionDeniedError
 
     human = syn.open_vault(tmp_path)
     les = human.lessons.create("Reverted: switch the cache to Redis")
     monkeypatch.setenv("CLAUDECODE", "1")
     with syn.open_vault(tmp_path, readonly=True) as reader:
-        assert reader.actor == "user"
+        assert reader.actor == "agent"
         with pytest.raises(PermissionDeniedError, match="may not list pending"):
             reader.lessons.pending()
         assert les.id not in {x.id for x in reader.lessons.list()}
         assert reader.lessons.waiting() == 1
+        status = reader.status()
+        assert status.actor == "agent" and status.pending_lessons == ()
+        assert status.counts["lessons"] == {"approved": 0}
     monkeypatch.delenv("CLAUDECODE")
     with syn.open_vault(tmp_path, readonly=True) as reader:
         assert [x.id for x in reader.lessons.pending()] == [les.id]

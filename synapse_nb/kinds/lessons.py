@@ -92,9 +92,9 @@ class Lessons(KindManager[Lesson]):
 
     @property
     def _agents(self) -> bool:
-        """Whether this handle is the agent's for lessons: the agent actor, or a read-only handle in an agent's
-        environment, which keeps "user" since it writes nothing. It reads lessons in force only, and an analysis
-        it writes is the agent's."""
+        """Whether this handle is the agent's for lessons: the agent actor (every handle opened in an agent's
+        environment is, read-only ones too), or a context built by hand there. It reads lessons in force only, and an
+        analysis it writes is the agent's."""
         return self._ctx.actor == "agent" or agent_environment() is not None
 
     def _view(self) -> View:

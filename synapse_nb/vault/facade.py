@@ -77,7 +77,7 @@ class Vault:
                  actor: str = "user", clock: Clock | None = None, readonly: bool = False,
                  _store: VaultStore | None = None, _git: GitView | None = None, surface: str = "api",
                  _past: bool = False, _person_clock: bool = False) -> None:
-        checked = acting_actor(check_identity(mind, actor), readonly=readonly)  # an agent's python is the agent
+        checked = acting_actor(check_identity(mind, actor))  # an agent's python is the agent
         # the agent does not choose the hour its quotas count; not checked for a vault rebuilt from history for an
         # as_of recall (it stands at that moment, in a throwaway store), nor for a person's handle's as_agent(): the
         # person chose that clock (a process in an agent's environment gets no person's handle on a clock of its own)

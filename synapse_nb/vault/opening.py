@@ -102,7 +102,7 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     ...
     synapse_nb.errors.VaultNotFoundError: no vault at ...
     """
-    check_agent_clock(acting_actor(check_identity(mind, actor), readonly=readonly), clock)  # before anything is created
+    check_agent_clock(acting_actor(check_identity(mind, actor)), clock)  # before anything is created
     team = path if path is not None else os.environ.get("SYNAPSE_HOME", "").strip() or None
     if isinstance(team, str) and team.lower().startswith(("postgresql://", "postgres://")):
         return open_team_vault(team, mind=mind, actor=actor, clock=clock, readonly=readonly, offline=offline,
@@ -164,7 +164,8 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
     server is an :class:`OfflineError` saying so: nothing is ever written to a local fork; with ``offline``,
     this machine's stale copy is returned instead when it has one (see :func:`open_vault`).
     """
-    check_agent_clock(acting_actor(check_identity(mind, actor), readonly=readonly), clock)
+    acting = acting_actor(check_identity(mind, actor))
+    check_agent_clock(acting, clock)
     try:
         from synapse_nb.store.postgres import PgStore, parse_team_url, project_for  # psycopg: team vaults only
     except ImportError as exc:
@@ -185,7 +186,7 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
         raise StoreError(f"cannot create this machine's cache folder {folder}: {exc.strerror or exc}") from exc
     try:
         store = PgStore(conninfo, project, folder=folder, readonly=readonly,
-                        role="agent" if actor == "agent" else None, keep_copy=True)
+                        role="agent" if acting == "agent" else None, keep_copy=True)
     except OfflineError as exc:
         if not offline:
             raise
@@ -196,7 +197,7 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
                                "the server makes and keeps one, as do `synapse-nb index rebuild` and index "
                                "searches)") from exc
         location = f"{conninfo.split('?')[0].rsplit('@', 1)[-1]}?project={project}"
-        return OfflineVault(folder, location=location, mind=mind, actor=actor,
+        return OfflineVault(folder, location=location, mind=mind, actor=acting,
                             reason=str(exc).split(": this machine")[0])
     try:
         return Vault(folder, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
