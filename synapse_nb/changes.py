@@ -92,6 +92,10 @@ class HistoryEntry:
                 f"{self.digest_before or '-':>16} -> {self.digest_after or '-'}")
 
 
+#: the mark before a revision's proposed values: an agent's words, whatever memory they would change
+PROPOSED_MARK = "[agent · unverified]"
+
+
 @dataclass(frozen=True)
 class Revision:
     """An agent's proposed change to a human-verified memory: ``fields`` are the values it would set."""
@@ -119,10 +123,13 @@ class Revision:
         return out
 
     def line(self) -> str:
+        """One line: the proposed values after the mark of an agent's words no person checked (a revision is an
+        agent's until a human accepts it; the memory then takes the values as the human's)."""
         from synapse_nb.provenance import inline  # one quoted line, whatever the agent wrote
 
         what = ", ".join(f"{k}={inline(str(v), 60)}" for k, v in sorted(self.proposed.items()))
-        return f"{self.id} {self.status:<8} {_ts(self.created_at)} [{self.actor} via {self.surface}] {self.rid}: {what}"
+        return (f"{self.id} {self.status:<8} {_ts(self.created_at)} [{self.actor} via {self.surface}] {self.rid}: "
+                f"{PROPOSED_MARK} {what}")
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, overload
@@ -318,7 +318,7 @@ def print_records(records: Iterable[Record], as_json: bool, empty: str) -> None:
         typer.echo(listing_line(r))
 
 
-def echo_legend(records: Sequence[Record]) -> None:
+def echo_legend(records: Iterable[Record | None]) -> None:
     """Before a listing an agent may read: what an ``[agent · unverified]`` line is, when one is listed (the line
     recall and the restore pack say: :func:`synapse_nb.recall.assembly.legend_for`)."""
     from synapse_nb.recall.assembly import legend_for  # recall's, on first use

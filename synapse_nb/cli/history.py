@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from synapse_nb.changes import Link
-from synapse_nb.cli._common import JsonOpt, YesOpt, echo_json, open_vault_for, print_record, require_human_here
+from synapse_nb.cli._common import (
+    JsonOpt,
+    YesOpt,
+    echo_json,
+    echo_legend,
+    open_vault_for,
+    print_record,
+    require_human_here,
+)
 from synapse_nb.cli.memory import memory_app
 from synapse_nb.errors import SynapseError
 from synapse_nb.provenance import inline, mark, quoted
@@ -45,9 +53,10 @@ def memory_history(
     if as_json:
         echo_json(quoted([{**e.to_dict(), "content": getattr(h.record(e.version), "content", None)} for e in h]))
         return
-    for e in h:
-        rec = h.record(e.version)
-        what = inline(getattr(rec, "content", ""), 70) if rec is not None else "(deleted)"
+    versions = [(e, h.record(e.version)) for e in h]
+    echo_legend([rec for _, rec in versions])  # an agent's versions are its words, as in every listing
+    for e, rec in versions:
+        what = f"{mark(rec)} {inline(getattr(rec, 'content', ''), 70)}" if rec is not None else "(deleted)"
         typer.echo(f"{e.line()}  {what}")
 
 
@@ -226,5 +235,9 @@ def _listing(rows: Sequence[Revision] | Sequence[Link], status: str, noun: str, 
         return
     if not rows:
         typer.echo(f"no {'' if status == 'all' else status + ' '}{noun}")
+    elif not isinstance(rows[0], Link):  # a revision's values are an agent's words (Revision.line marks them)
+        from synapse_nb.recall.assembly import AGENT_WORDS  # recall's legend, on first use
+
+        typer.echo(AGENT_WORDS)
     for r in rows:
         typer.echo(r.line(marks) if isinstance(r, Link) else r.line())
