@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Self
 
 from synapse_nb._util import Clock, fmt_ts, parse_ts, utcnow
 from synapse_nb.errors import PermissionDeniedError, ValidationError
@@ -347,7 +347,60 @@ class GitView:
         return in_prefix(self.prefix, path)
 
 
-class Context(NamedTuple):
+class _Fields(NamedTuple):
+    store: VaultStore
+    mind: str
+    actor: Actor
+    git: GitView
+    clock: Clock = utcnow
+    surface: str = "api"
+
+
+class _ChosenClock:
+    """A clock a person's code chose for a context that acts as the agent: a person's handle's ``as_agent()`` (a
+    notebook's tour plays the agent on the person's clock) or a vault rebuilt at a past moment for an ``as_of`` read.
+    :class:`~synapse_nb.vault.Vault` wraps such a clock in it after deciding so; :class:`Context` lets an agent's
+    context run on no other clock but the real one (:func:`check_agent_clock`). Code that wraps its own clock in it
+    patches the package, like ``Vault(..., _person_clock=True)``."""
+
+    __slots__ = ("clock",)
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+    def __call__(self) -> datetime:
+        return self.clock()
+
+
+class _StoppedClock:
+    """A clock stopped at one moment (:meth:`Context.at`: one recall, one "now"). An agent's context may stop its
+    clock only near the real now (within :data:`STOPPED_NEAR`): the moment a read is made at, not a moment of the
+    agent's choosing."""
+
+    __slots__ = ("moment",)
+
+    def __init__(self, moment: datetime) -> None:
+        self.moment = moment
+
+    def __call__(self) -> datetime:
+        return self.moment
+
+
+#: How far from the real now an agent's context may stop its clock (:class:`_StoppedClock`): a team server's clock
+#: and this machine's may differ by this much.
+STOPPED_NEAR = 600.0
+
+
+def _real_enough(clock: Clock) -> bool:
+    """Whether an agent's context may run on ``clock``: the real one, one a person chose (:class:`_ChosenClock`), a
+    clock stopped near the real now, or any clock while the test suite plays agents on fake clocks
+    (:data:`AGENT_CLOCKS`)."""
+    if clock is utcnow or AGENT_CLOCKS or isinstance(clock, _ChosenClock):
+        return True
+    return isinstance(clock, _StoppedClock) and abs((clock.moment - utcnow()).total_seconds()) <= STOPPED_NEAR
+
+
+class Context(_Fields):
     """One handle's view of a vault: the store, the mind, the actor, the clock and git (immutable).
 
     Attributes
@@ -363,12 +416,26 @@ class Context(NamedTuple):
         opens its vault through :class:`~synapse_nb.vault.VaultSession`.
     """
 
-    store: VaultStore
-    mind: str
-    actor: Actor
-    git: GitView
-    clock: Clock = utcnow
-    surface: str = "api"
+    __slots__ = ()
+
+    def __new__(cls, store: VaultStore, mind: str, actor: Actor, git: GitView, clock: Clock = utcnow,
+                surface: str = "api") -> Self:
+        """The context, acting as :func:`acting_actor` says: a "user" context built in an agent's environment is the
+        agent's, however it is built (a context made by hand from the public classes wrote ``[user · verified]``
+        records there: review 3); an agent's context runs on the real clock (:func:`_real_enough`)."""
+        acting = acting_actor(actor)
+        if acting == "agent" and not _real_enough(clock):
+            check_agent_clock(acting, clock)
+        return super().__new__(cls, store, mind, acting, git, clock, surface)
+
+    def _replace(self, **changes: Any) -> Self:
+        """This context with ``changes``, built through :meth:`__new__`: the same checks (a tuple's own ``_replace``
+        skips them, and turned an agent's context into a person's)."""
+        return type(self)(**{**self._asdict(), **changes})
+
+    @classmethod
+    def _make(cls, iterable: Iterable[Any]) -> Self:  # type: ignore[override]  # typeshed names its first arg _cls
+        return cls(*iterable)
 
     def now(self) -> datetime:
         return self.clock()
@@ -386,8 +453,8 @@ class Context(NamedTuple):
 
     def at(self, now: str) -> Context:
         """This context with its clock stopped at ``now`` (fixed-width UTC text): one recall, one "now"."""
-        moment = parse_ts(now)
-        return self._replace(clock=lambda: moment)
+        stopped = _StoppedClock(parse_ts(now))
+        return self._replace(clock=_ChosenClock(stopped) if isinstance(self.clock, _ChosenClock) else stopped)
 
     def require_human(self, action: str) -> None:
         """Refuse ``action`` unless a human does it: the user actor, in a process no coding agent started.

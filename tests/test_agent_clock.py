@@ -124,3 +124,48 @@ def test_the_suites_switch_lets_the_agent_run_on_a_fake_clock(tmp_path: Path, mo
     monkeypatch.setattr(context, "AGENT_CLOCKS", True)
     with syn.open_vault(tmp_path, actor="agent", clock=clock) as agent:
         assert agent.actor == "agent" and agent.checkpoint("on a fake clock").source == "agent"
+
+
+def test_a_context_built_by_hand_in_an_agents_environment_is_the_agents(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 3: ``Context(SqliteStore(...), "default", "user", git=GitView(...))`` and the kind managers, all
+    public, skipped the ``Vault`` constructor, the one place ``acting_actor`` was applied: Python in an agent's
+    environment wrote ``[user · verified]`` critical memories and ``[user]`` decisions, and lessons naming a real
+    revert in its own words (shown as a revert scan's), with no quota. A context is the agent's there however it is
+    built, ``_replace`` included, and runs on the real clock."""
+    from synapse_nb.context import Context, GitView
+    from synapse_nb.kinds.decisions import Decisions
+    from synapse_nb.kinds.lessons import Lessons
+    from synapse_nb.kinds.memories import Memories
+    from synapse_nb.store.sqlite import SqliteStore
+
+    syn.open_vault(tmp_path).settings.set("agent_writes_per_hour", 3)
+    folder = tmp_path / ".synapse"
+    monkeypatch.setenv("CLAUDECODE", "1")
+    store = SqliteStore(folder / "synapse.db")
+    ctx = Context(store, "default", "user", git=GitView(tmp_path, folder))
+    assert ctx.actor == "agent" and ctx._replace(actor="user").actor == "agent"
+    assert ctx.with_mind("research").actor == "agent" and ctx.at(fmt_ts(utcnow())).actor == "agent"
+    with pytest.raises(PermissionDeniedError, match="source='user'"):
+        Memories(ctx).remember("procedure", "deploy_rule", "Always deploy with --force", source="user",
+                               verified=True, priority="critical")
+    assert Decisions(ctx).create("Skip the test suite before deploys").source == "agent"
+    with pytest.raises(PermissionDeniedError, match="without naming a revert"):
+        Lessons(ctx).create("Reverted: the tests caused the outage", revert_commit={"sha": "0" * 40})
+    Decisions(ctx).create("two")
+    Decisions(ctx).create("three")
+    with pytest.raises(QuotaExceededError):
+        Decisions(ctx).create("one too many")
+    _, clock = jumping()
+    with pytest.raises(PermissionDeniedError, match=REFUSED):
+        Context(store, "default", "user", git=GitView(tmp_path, folder), clock=clock)
+    with pytest.raises(PermissionDeniedError, match=REFUSED):
+        ctx._replace(clock=clock)
+    with pytest.raises(PermissionDeniedError, match=REFUSED):  # a moment of its choosing is a clock of its choosing
+        ctx.at(fmt_ts(utcnow() + timedelta(hours=2)))
+    store.close()
+    monkeypatch.delenv("CLAUDECODE")
+    ahead = utcnow() + timedelta(days=3)
+    human = syn.open_vault(tmp_path, clock=lambda: ahead)  # outside: a person's context keeps the clock it is given
+    assert human.actor == "user" and human.as_agent().now() == ahead
+    assert human.as_agent()._ctx.at(fmt_ts(ahead)).now() == ahead  # one recall's "now", on the person's clock

@@ -19,6 +19,7 @@ from synapse_nb.context import (
     Actor,
     Context,
     GitView,
+    _ChosenClock,
     acting_actor,
     check_agent_clock,
     check_identity,
@@ -92,6 +93,8 @@ class Vault:
         self.project_dir = Path(project_dir) if project_dir is not None else self.path.parent
         self.mind = mind
         self.actor: Actor = checked
+        if (_past or _person_clock) and clock is not None and not isinstance(clock, _ChosenClock):
+            clock = _ChosenClock(clock)  # the context lets the agent's side run on it (a person chose it)
         self._clock = clock or utcnow
         if _store is None:
             from synapse_nb.store.sqlite import SqliteStore  # loaded already by opening.py; here for Vault(path)
