@@ -12,12 +12,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb import history
-from synapse_nb._util import check_choice, check_key, new_id
+from synapse_nb._util import MAX_TAGS, check_choice, check_key, new_id
 from synapse_nb.changes import LINK_STATUSES, REVISION_STATUSES, Link, Revision
 from synapse_nb.dupes import check_pending
 from synapse_nb.errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager
 from synapse_nb.models import CATEGORIES, Memory, Record, kind_of_id
+from synapse_nb.provenance import agents_unverified, human_record
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context
@@ -256,8 +257,10 @@ class MemoryHistory:
 
     def resolve(self, link_id: str, action: str) -> Link:
         """Decide a pair (human only): ``merge`` (the hidden side, else the newer one, is deleted; a memory keeps
-        the union of both memories' tags), ``keep`` (both stand and both are recalled) or ``supersede`` (the newer
-        stands, the older is deleted). Deletions are recorded in history (a revert brings a memory back)."""
+        the union of both memories' tags, at most ``MAX_TAGS``, but a person's record takes no tag from an agent's
+        unverified one: tags are the agent's words, which no listing of the pair shows), ``keep`` (both stand and
+        both are recalled) or ``supersede`` (the newer stands, the older is deleted). Deletions are recorded in
+        history (a revert brings a memory back)."""
         ctx = self._ctx
         ctx.require_human("resolve a conflict")
         act = check_choice(action, "action", tuple(RESOLUTIONS))
@@ -274,8 +277,10 @@ class MemoryHistory:
             ctx.store.links.decide(link.id, RESOLUTIONS[act], ts)  # first: a deletion drops open links only
             if act == "merge":
                 gone, stays = (a, b) if link.hidden in (None, link.a) else (b, a)
-                if isinstance(gone, Memory) and isinstance(stays, Memory) and set(gone.tags) - set(stays.tags):
-                    tags = tuple(sorted(set(stays.tags) | set(gone.tags)))
+                if (isinstance(gone, Memory) and isinstance(stays, Memory) and set(gone.tags) - set(stays.tags)
+                        and not (human_record(stays) and agents_unverified(gone))):
+                    more = sorted(set(gone.tags) - set(stays.tags))[:max(0, MAX_TAGS - len(stays.tags))]
+                    tags = tuple(sorted({*stays.tags, *more}))
                     ctx.store.memories.update(stays.id, updated_at=ts, tags=tags)
                     history.record(ctx, "merge", stays, replace(stays, updated_at=ts, tags=tags), at=ts)
                 self._drop(gone, "merge", ts)
