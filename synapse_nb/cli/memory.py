@@ -164,7 +164,12 @@ def memory_verify(
         if seen.verified:  # verified already: an agent's edit of it is a revision, not a change under the eyes
             seen = None
         elif seen.source == "agent":
-            typer.echo(f"{mark(seen)} {seen.category}/{seen.key}: {inline(seen.content)}", err=True)
+            # all the human verifies: the digest bound below covers priority, tags, confidence and expiry too
+            # (review 3: the prompt showed the text alone, and "critical" and free-text tags were verified unseen)
+            tags = ", ".join(inline(t) for t in seen.tags) or "none"
+            expiry = f"expires {seen.expires_at}" if seen.expires_at else "never expires"
+            typer.echo(f"{mark(seen)} [{seen.priority}] {seen.category}/{seen.key}: {inline(seen.content)}\n"
+                       f"  tags: {tags}; confidence {seen.confidence:g}; {expiry}", err=True)
             if not typer.confirm("verify this memory as it reads?", default=False, err=True):
                 fail(f"not verified: {seen.id} stays {mark(seen)}")
     m = v.memories.verify(memory_id, confidence=confidence, seen=seen)
