@@ -79,8 +79,18 @@ class HistoryEntry:
 
     @property
     def previous(self) -> Record | None:
-        """The record as it was before this change (None: it did not exist)."""
-        return None if self.before is None else record_from_dict(json.loads(self.before))
+        """The record as it was before this change (None: it did not exist). An agent's entry describes an agent's
+        record that no person verified, whatever its ``before`` says: an agent changes only its own unverified
+        records (a change to a person's is a revision), so a ``before`` claiming a person's or a verified record
+        is forged (review 4 wrote one with a team login's own SQL) and reads as the agent's."""
+        if self.before is None:
+            return None
+        state = json.loads(self.before)
+        if self.actor == "agent":
+            state["source"] = "agent"
+            if "verified" in state or state.get("kind") == "memory":  # a memory without it reads as verified
+                state["verified"] = False
+        return record_from_dict(state)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -197,6 +197,23 @@ def test_a_symlink_out_of_the_project_is_flagged_and_writes_are_refused(linked: 
     assert sorted(p.name for p in outside.iterdir()) == before
 
 
+def test_a_hook_writes_nothing_through_a_symlink_out_of_the_project(linked: tuple[Path, Path, str]) -> None:
+    """Review 4: the agent hooks refused the vault's writes through the symlink but wrote their session file
+    (``agent-sessions.json`` and its lock) into the other folder. A hook there is read-only."""
+    from synapse_nb.agents.events import parse_event
+    from synapse_nb.agents.handlers import handle
+
+    project, outside, _ = linked
+    before = sorted(p.name for p in outside.iterdir())
+    for name, payload in (("SessionStart", {"source": "startup"}), ("UserPromptSubmit", {"prompt": "payments?"}),
+                          ("PostToolUse", {"tool_name": "Edit", "tool_input": {"file_path": str(project / "a.py")}}),
+                          ("Stop", {}), ("PreCompact", {"trigger": "auto"})):
+        event = parse_event(name, json.dumps({"session_id": "s1", "hook_event_name": name, "cwd": str(project)}
+                                             | payload))
+        handle(event, env={})
+    assert sorted(p.name for p in outside.iterdir()) == before
+
+
 def test_naming_the_symlink_itself_is_still_borrowed(linked: tuple[Path, Path, str],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     project, outside, _ = linked

@@ -189,7 +189,12 @@ def handle(event: HookEvent, *, vault: str | None = None, mind: str = "default",
     path = vault if vault is not None else (None if env.get("SYNAPSE_HOME", "").strip() else event.cwd)
     # never creates a vault; read-only with SYNAPSE_READONLY; a team vault out of reach is an OfflineError (one line)
     with VaultSession(path, mind=mind, actor="agent", create=False, environ=env, surface="hook") as session:
-        writable = not session.readonly
-        return _HANDLERS[event.name](session.write() if writable else session.read(), event, writable)
+        if session.readonly:
+            return _HANDLERS[event.name](session.read(), event, False)
+        v = session.write()
+        # through an outside symlink every write is refused, the hook's session file included (review 4: it wrote
+        # agent-sessions.json into the other folder, where the vault's own writes were refused)
+        writable = v.borrowed is None or v.borrowed.refusal is None
+        return _HANDLERS[event.name](v, event, writable)
 
 

@@ -525,18 +525,25 @@ class Lessons(KindManager[Lesson]):
             # git's, not the agent's (an agent that scanned first made a person's revert an agent's lesson, whose
             # approval asked for --accept-agent-text and whose rejection lost the revert: review 2)
             taken: list[str] = []
-            agents = {} if ctx.actor == "agent" else {
-                x.revert_commit["sha"]: x for x in self._table.list(self._view(), status="pending")
-                if x.source == "agent" and x.revert_commit}
             for rv in result.reverts:
-                if self._table.has_revert(ctx.mind, rv.revert.sha):
-                    made = agents.get(rv.revert.sha)
-                    if made is not None and made.summary == rv.summary:
-                        ts = self._begin_write()
+                if ctx.actor == "agent":
+                    if self._table.has_revert(ctx.mind, rv.revert.sha):
+                        continue
+                elif (holder := self._table.holding_revert(ctx.mind, rv.revert.sha)) is not None:
+                    made = self._agents_pending(holder)
+                    if made is None:  # a person's, or decided: one lesson per revert
+                        continue
+                    ts = self._begin_write()
+                    if self._in_gits_words(made, rv):
                         self._table.update(made.id, source="user", updated_at=ts)
                         self._changed("update", made, replace(made, source="user", updated_at=ts), ts)
                         taken.append(made.id)
-                    continue
+                        continue
+                    # an agent's lesson naming this revert in words not git's: a team vault's agent login can
+                    # insert one with its own SQL, and it took the revert's place, so a person's scan skipped the
+                    # revert and rejecting the lesson lost it (review 4). It gives way to git's lesson.
+                    self._table.delete(made.id)
+                    self._changed("delete", made, None, ts)
                 if len(created) >= room:
                     held += 1
                     continue
@@ -553,6 +560,23 @@ class Lessons(KindManager[Lesson]):
         if ctx.actor == "agent":
             return RecordList()
         return RecordList(self.get(i) for i in taken + created)
+
+    def _agents_pending(self, holder: tuple[str, str, str]) -> Lesson | None:
+        """The lesson holding a revert (:meth:`LessonTable.holding_revert`) when it is an agent's and pending: a
+        person's scan takes it over or replaces it."""
+        rid, source, status = holder
+        if source != "agent" or status != "pending":
+            return None
+        return self._table.get(self._view(), rid)
+
+    @staticmethod
+    def _in_gits_words(les: Lesson, rv: Any) -> bool:
+        """Whether ``les`` says of revert ``rv`` what a scan writes: its summary, branch, files and commits."""
+        return (les.summary == rv.summary and les.files_affected == tuple(rv.files_affected[:MAX_FILES])
+                and les.branch == (rv.branches[0] if rv.branches else None)
+                and les.revert_commit == commit_dict(rv.revert)
+                and list(les.reverted_commits) == [commit_dict(x) for x in rv.reverted[:MAX_REVERTED]]
+                and [tuple(x) for x in les.diffstat] == [tuple(x) for x in rv.diffstat[:MAX_FILES]])
 
     def _scan_room(self) -> int:
         """How many lessons a scan may make now: up to :data:`AGENT_PENDING_LESSONS` pending ones agents created

@@ -229,6 +229,11 @@ class LessonTable(KindTable["Lesson"], Protocol):
         """Whether the mind has a lesson for this revert commit."""
         ...
 
+    def holding_revert(self, mind: str, sha: str) -> tuple[str, str, str] | None:
+        """(id, source, stored status) of the mind's lesson for this revert commit, or None (a person's read: a team
+        vault's agent role reads no pending lesson)."""
+        ...
+
     def analysis_state(self, id: str) -> tuple[str, str | None] | None:
         """(stored status, who wrote the analysis) of a lesson, whatever the view; None when it does not exist."""
         ...

@@ -60,6 +60,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "agent_quota_server.sql"),
     Migration(13, "a machine's feed position is its login's; an agent's feed and scan positions count against the "
               "hourly quota", "agent_quota_positions.sql"),
+    Migration(14, "an agent's history entry describes only its own record, unverified, as the package writes it",
+              "agent_history_words.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

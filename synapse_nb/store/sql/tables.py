@@ -389,6 +389,7 @@ class DecisionsTable(Table[Decision, D]):
 # -- lessons --------------------------------------------------------------------------------------------------
 _EFFECTIVE = "(CASE WHEN $status = 'approved' AND $expires_at <= ? THEN 'expired' ELSE $status END)"
 LESSON_FOR_REVERT = "SELECT 1 FROM lessons WHERE mind = ? AND revert_sha = ?"
+LESSON_HOLDING_REVERT = "SELECT id, source, status FROM lessons WHERE mind = ? AND revert_sha = ? ORDER BY id LIMIT 1"
 LESSONS_AGENT_PENDING = "SELECT count(*) FROM lessons WHERE mind = ? AND status = 'pending' AND source = 'agent'"
 LESSON_ANALYSIS_STATE = "SELECT status, analysis_by FROM lessons WHERE id = ?"
 LESSON_STATUS_COUNTS = ("SELECT CASE WHEN status = 'approved' AND expires_at <= ? THEN 'expired' ELSE status END AS s, "
@@ -460,6 +461,10 @@ class LessonsTable(Table[Lesson, D]):
 
     def has_revert(self, mind: str, sha: str) -> bool:
         return self._db.query_one(LESSON_FOR_REVERT, (mind, sha)) is not None
+
+    def holding_revert(self, mind: str, sha: str) -> tuple[str, str, str] | None:
+        row = self._db.query_one(LESSON_HOLDING_REVERT, (mind, sha))
+        return None if row is None else (row["id"], row["source"], row["status"])
 
     def analysis_state(self, id: str) -> tuple[str, str | None] | None:
         row = self._db.query_one(LESSON_ANALYSIS_STATE, (id,))
