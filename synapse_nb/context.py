@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ACTORS", "AGENT_CLOCKS", "AGENT_ENVIRONMENT", "MAX_PARENTS", "MIND_PATTERN", "Actor", "Context",
            "GitView", "acting_actor", "agent_environment", "check_actor", "check_agent_clock", "check_identity",
-           "check_mind", "check_surface", "inherited_agent_marker", "readonly_requested"]
+           "check_mind", "check_surface", "inherited_agent_marker", "readonly_requested", "require_human"]
 
 Actor = Literal["user", "agent"]
 #: Who acts through a vault handle: a human surface, or an agent's.
@@ -232,6 +232,26 @@ def acting_actor(actor: Actor, *, readonly: bool = False, environ: Mapping[str, 
     return actor
 
 
+def require_human(action: str, actor: Actor = "user") -> None:
+    """Refuse ``action`` unless a human does it: the ``"user"`` actor, in a process no coding agent started.
+
+    Raises :class:`~synapse_nb.errors.PermissionDeniedError` for the agent actor, and for the user actor when
+    :func:`agent_environment` finds an agent's marker in the environment (an agent with a shell runs
+    ``synapse-nb lessons approve`` or ``python -c ...`` as any user would: there it is still the agent).
+    :meth:`Context.require_human` asks it for a handle's actor; code with no vault handle (``team trust``, which
+    moves a folder's pinned team server) asks it directly.
+    """
+    env = agent_environment()  # first: a "user" handle opened there acts as the agent (acting_actor); say why
+    if env is not None:
+        raise PermissionDeniedError(
+            f"refusing to {action}: this process runs in an agent's environment ({env}), and only a human may "
+            f"{action}; do it in your own terminal or notebook, outside the agent (docs/agents.md, "
+            "'Agents with a shell')")
+    if actor != "user":
+        raise PermissionDeniedError(f"an agent may not {action}; a human must do it "
+                                    "(from a notebook, the widgets or the CLI in their own terminal)")
+
+
 #: Whether a handle that acts as the agent may run on a clock other than the real one (:func:`check_agent_clock`):
 #: only the test suite sets it (tests/conftest.py), to play the agent on a fake clock. Code that sets it patches the
 #: package, which no check of a local vault stands against (docs/architecture.md, "What is not defended").
@@ -391,21 +411,9 @@ class Context(NamedTuple):
         return self._replace(clock=lambda: moment)
 
     def require_human(self, action: str) -> None:
-        """Refuse ``action`` unless a human does it: the user actor, in a process no coding agent started.
-
-        Raises :class:`~synapse_nb.errors.PermissionDeniedError` for the agent actor, and for the user actor when
-        :func:`agent_environment` finds an agent's marker in the environment (an agent with a shell runs
-        ``synapse-nb lessons approve`` or ``python -c ...`` as any user would: there it is still the agent).
-        """
-        env = agent_environment()  # first: a "user" handle opened there acts as the agent (acting_actor); say why
-        if env is not None:
-            raise PermissionDeniedError(
-                f"refusing to {action}: this process runs in an agent's environment ({env}), and only a human may "
-                f"{action}; do it in your own terminal or notebook, outside the agent (docs/agents.md, "
-                "'Agents with a shell')")
-        if self.actor != "user":
-            raise PermissionDeniedError(f"an agent may not {action}; a human must do it "
-                                        "(from a notebook, the widgets or the CLI in their own terminal)")
+        """Refuse ``action`` unless a human does it: the user actor, in a process no coding agent started
+        (:func:`require_human`, for this handle's actor)."""
+        require_human(action, self.actor)
 
     def view(self, *, in_force_only: bool = False) -> View:
         """A read of this mind at this moment (``in_force_only``: lessons in force only, the agent's view)."""

@@ -110,6 +110,10 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     vault_dir, project_dir, shown, named = locate(path)
     team_url = team_url_of(vault_dir)
     if team_url is not None:  # `team join` made this folder's vault the team vault: one clear vault per folder
+        from synapse_nb.vault.pins import checked_team_url  # only for a team folder: the hooks' cold path skips it
+
+        # the server this machine pinned for the folder, checked before anything connects or moves (vault/pins.py)
+        team_url = checked_team_url(vault_dir, actor=actor) or team_url
         aside = None if readonly else set_local_aside(vault_dir)
         if aside is not None:
             logging.getLogger("synapse_nb.team").warning(
