@@ -32,7 +32,7 @@ import logging
 import os
 import tempfile
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -233,10 +233,12 @@ def is_person(actor: str) -> bool:
     return actor == "user" and agent_environment() is None
 
 
-def checked_team_url(vault_dir: Path, *, actor: str = "user") -> str | None:
+def checked_team_url(vault_dir: Path, *, actor: str = "user",
+                     on_pin: Callable[[str], object] | None = None) -> str | None:
     """The team vault URL the folder's ``team.toml`` names (None: there is none), once it agrees with the folder's
-    pin; checked before anything connects. A person's open of a folder with no pin pins it (one notice on the
-    ``synapse_nb.team`` logger names the server).
+    pin; checked before anything connects. A person's open of a folder with no pin pins it, says so on the
+    ``synapse_nb.team`` logger and calls ``on_pin`` with the server (:func:`~synapse_nb.vault.open_vault` sets the
+    handle's ``pinned``, and a :class:`~synapse_nb.vault.VaultSession` says it as a ``pinned`` notice).
 
     Raises :class:`~synapse_nb.errors.TeamPinError`: ``team.toml`` names another server than the pinned one; or
     there is no pin and an agent opens the folder (a person must connect once); or the pins file cannot be read.
@@ -265,6 +267,8 @@ def checked_team_url(vault_dir: Path, *, actor: str = "user") -> str | None:
             "or any synapse-nb command in this folder (it pins the server team.toml names)",
             folder=str(folder), named=named)
     write_pin(folder, named, "first open")
+    if on_pin is not None:
+        on_pin(named)
     _log.warning("%s names the team server %s: pinned it for %s on this machine (first use); a folder whose "
                  "team.toml names another server is refused until `synapse-nb team trust` (docs/team.md)",
                  toml, named, folder)
