@@ -34,6 +34,7 @@ from synapse_nb.errors import (
     SnapshotMoved,
     StoreError,
     SynapseError,
+    TeamPinError,
     ValidationError,
     VaultNotFoundError,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "Status",
     "StoreError",
     "SynapseError",
+    "TeamPinError",
     "ValidationError",
     "Vault",
     "VaultNotFoundError",

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ACTORS", "AGENT_CLOCKS", "AGENT_ENVIRONMENT", "MAX_PARENTS", "MIND_PATTERN", "Actor", "Context",
            "GitView", "acting_actor", "agent_environment", "check_actor", "check_agent_clock", "check_identity",
-           "check_mind", "check_surface", "inherited_agent_marker", "readonly_requested"]
+           "check_mind", "check_surface", "inherited_agent_marker", "readonly_requested", "require_human"]
 
 Actor = Literal["user", "agent"]
 #: Who acts through a vault handle: a human surface, or an agent's.
@@ -229,6 +229,26 @@ def acting_actor(actor: Actor, *, environ: Mapping[str, str] | None = None) -> A
     if actor == "user" and agent_environment(environ) is not None:
         return "agent"
     return actor
+
+
+def require_human(action: str, actor: Actor = "user") -> None:
+    """Refuse ``action`` unless a human does it: the ``"user"`` actor, in a process no coding agent started.
+
+    Raises :class:`~synapse_nb.errors.PermissionDeniedError` for the agent actor, and for the user actor when
+    :func:`agent_environment` finds an agent's marker in the environment (an agent with a shell runs
+    ``synapse-nb lessons approve`` or ``python -c ...`` as any user would: there it is still the agent).
+    :meth:`Context.require_human` asks it for a handle's actor; code with no vault handle (``team trust``, which
+    moves a folder's pinned team server) asks it directly.
+    """
+    env = agent_environment()  # first: a "user" handle opened there acts as the agent (acting_actor); say why
+    if env is not None:
+        raise PermissionDeniedError(
+            f"refusing to {action}: this process runs in an agent's environment ({env}), and only a human may "
+            f"{action}; do it in your own terminal or notebook, outside the agent (docs/agents.md, "
+            "'Agents with a shell')")
+    if actor != "user":
+        raise PermissionDeniedError(f"an agent may not {action}; a human must do it "
+                                    "(from a notebook, the widgets or the CLI in their own terminal)")
 
 
 #: Whether a handle that acts as the agent may run on a clock other than the real one (:func:`check_agent_clock`):
@@ -457,21 +477,9 @@ class Context(_Fields):
         return self._replace(clock=_ChosenClock(stopped) if isinstance(self.clock, _ChosenClock) else stopped)
 
     def require_human(self, action: str) -> None:
-        """Refuse ``action`` unless a human does it: the user actor, in a process no coding agent started.
-
-        Raises :class:`~synapse_nb.errors.PermissionDeniedError` for the agent actor, and for the user actor when
-        :func:`agent_environment` finds an agent's marker in the environment (an agent with a shell runs
-        ``synapse-nb lessons approve`` or ``python -c ...`` as any user would: there it is still the agent).
-        """
-        env = agent_environment()  # first: a "user" handle opened there acts as the agent (acting_actor); say why
-        if env is not None:
-            raise PermissionDeniedError(
-                f"refusing to {action}: this process runs in an agent's environment ({env}), and only a human may "
-                f"{action}; do it in your own terminal or notebook, outside the agent (docs/agents.md, "
-                "'Agents with a shell')")
-        if self.actor != "user":
-            raise PermissionDeniedError(f"an agent may not {action}; a human must do it "
-                                        "(from a notebook, the widgets or the CLI in their own terminal)")
+        """Refuse ``action`` unless a human does it: the user actor, in a process no coding agent started
+        (:func:`require_human`, for this handle's actor)."""
+        require_human(action, self.actor)
 
     def view(self, *, in_force_only: bool = False) -> View:
         """A read of this mind at this moment (``in_force_only``: lessons in force only, the agent's view)."""

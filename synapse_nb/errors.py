@@ -15,6 +15,7 @@ they resemble, so ``except KeyError`` or ``except PermissionError`` keeps workin
     │   │                                             the actor may not do this (agent approving, ...)
     │   └── QuotaExceededError                        an agent's write past a quota a human set (which, how many)
     ├── ConflictError(SynapseError)                   the state does not allow it (approve an approved lesson, ...)
+    │   └── TeamPinError                              team.toml names a server this machine did not pin
     ├── StoreError(SynapseError, OSError)             the vault cannot be opened, read or written
     │   ├── SchemaError                               a vault from a newer, unknown schema version
     │   ├── OfflineError                              a team vault's server cannot be reached (no write, no fork)
@@ -50,6 +51,7 @@ __all__ = [
     "SnapshotMoved",
     "StoreError",
     "SynapseError",
+    "TeamPinError",
     "ValidationError",
     "VaultNotFoundError",
 ]
@@ -130,6 +132,25 @@ class QuotaExceededError(PermissionDeniedError):
 
 class ConflictError(SynapseError):
     """The record's state does not allow the operation (e.g. approving a rejected lesson)."""
+
+
+class TeamPinError(ConflictError):
+    """A folder's ``.synapse/team.toml`` names a team server this machine has not pinned for that folder: another
+    server than the one pinned (a person accepts the change with ``synapse-nb team trust``), or, for an agent's
+    handle, one no person has confirmed yet; or the pins file cannot be read. Nothing was contacted. The message
+    names the pinned server and the new one, and what to do (``docs/team.md``, "Pinning the team server").
+
+    Attributes
+    ----------
+    folder : the project folder (resolved), or None when the pins file itself is the problem.
+    pinned : the server pinned for the folder (a URL without a password), or None.
+    named : the server ``team.toml`` names now (without a password), or None.
+    """
+
+    def __init__(self, message: str, *, folder: str | None = None, pinned: str | None = None,
+                 named: str | None = None) -> None:
+        super().__init__(message)
+        self.folder, self.pinned, self.named = folder, pinned, named
 
 
 class StoreError(SynapseError, OSError):

@@ -7,7 +7,9 @@ retrieval index and its position in the change feed). ``docs/team.md`` explains 
   such a URL, from ``--vault`` or ``SYNAPSE_HOME`` too).
 - :func:`init` creates or upgrades a project (idempotent; migrations under ``pg_advisory_xact_lock``) and its roles.
 - :func:`join` moves a local vault into the team vault through export/import (all-or-nothing, idempotent).
-- :func:`status` says where the server, the schema and this machine's index copy stand.
+- :func:`status` says where the server, the schema and this machine's index copy stand, and the folder's pin.
+- :func:`trust` (a person only) pins the server the folder's ``team.toml`` names now, after a legitimate change
+  (:mod:`synapse_nb.vault.pins`: every surface refuses a folder whose ``team.toml`` disagrees with its pin).
 - :func:`start_dev_server` / :func:`stop_dev_server`: a throwaway local server for trying it out.
 
 >>> url = start_dev_server("/tmp/synapse-dev")["url"]        # doctest: +SKIP
@@ -23,17 +25,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from synapse_nb._util import Clock
-from synapse_nb.errors import StoreError, ValidationError
+from synapse_nb.context import require_human
+from synapse_nb.errors import ConflictError, StoreError, ValidationError
 from synapse_nb.gitscope.repo import find_repo
 from synapse_nb.offline import OfflineVault, copy_age, has_copy
 from synapse_nb.vault.locate import TEAM_DIRNAME, record_team_url, set_local_aside, team_cache_dir, team_url_of
+from synapse_nb.vault.pins import (
+    checked_team_url,
+    is_person,
+    pin_folder,
+    pin_for,
+    pin_state,
+    server_identity,
+    write_pin,
+)
 
 if TYPE_CHECKING:
     from synapse_nb.transfer import ImportCounts
     from synapse_nb.vault import ReadableVault, Vault
 
 __all__ = ["grant", "init", "join", "offline_search", "open_team_vault", "recorded_url", "start_dev_server", "status",
-           "stop_dev_server"]
+           "stop_dev_server", "trust", "trust_preview"]
 
 LOCAL_DIRNAME = ".synapse"
 
@@ -138,6 +150,11 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
     local vault database is renamed aside (kept: ``synapse.db.before-team-<time>``). The result's ``team_file`` and
     ``set_aside`` name both (``set_aside`` None: there was no local database).
 
+    A person's join also pins the server for this folder on this machine (:mod:`synapse_nb.vault.pins`): the
+    result's ``pinned`` is the server pinned and ``pinned_before`` the one it replaced (None: none, or the same). An
+    agent's join pins nothing (``pinned`` None): every handle in the folder is then refused until a person runs
+    ``synapse-nb team trust``.
+
     The copy is trusted (``import_jsonl(trust=True)``): the local vault's user records, verified memories,
     approved lessons and settings were made through that vault's own human gate, and the join is the human's
     act; the claims it carried over are in the result's ``.claims``.
@@ -164,10 +181,49 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
         counts = team.import_jsonl(text.split("\n"), trust=True) if text else ImportCounts({})
     finally:
         team.close()
-    vault_dir = _project_dir(local) / LOCAL_DIRNAME
+    project_dir = _project_dir(local)
+    vault_dir = project_dir / LOCAL_DIRNAME
     counts.team_file = record_team_url(vault_dir, url)
     counts.set_aside = set_local_aside(vault_dir)
+    counts.pinned = counts.pinned_before = None
+    if is_person("user"):  # naming the URL is a person's explicit act: pin it (an agent's join pins nothing)
+        server = server_identity(url, project_dir)
+        before = write_pin(pin_folder(vault_dir), server, "join")
+        counts.pinned = server
+        counts.pinned_before = before.server if before is not None and before.server != server else None
     return counts
+
+
+def trust_preview(local: str | Path | None = None) -> dict[str, Any]:
+    """What :func:`trust` would do here, changing nothing: ``folder``, ``team_file``, ``pinned`` (the server pinned
+    now, or None), ``named`` (the server ``team.toml`` names) and ``agrees``. For ``team trust`` to show a person
+    before asking. Raises :class:`ValidationError` when the folder has no ``team.toml``."""
+    vault_dir = _project_dir(local) / LOCAL_DIRNAME
+    url = team_url_of(vault_dir) if vault_dir.is_dir() else None
+    if url is None:
+        raise ValidationError(f"{vault_dir / 'team.toml'} does not exist: this folder names no team vault (run "
+                              "`synapse-nb team join URL` to make it one)")
+    folder = pin_folder(vault_dir)
+    pin = pin_for(folder)
+    named = server_identity(url, folder)
+    return {"folder": str(folder), "team_file": str(vault_dir / "team.toml"), "pinned": pin.server if pin else None,
+            "named": named, "agrees": pin is not None and pin.server == named}
+
+
+def trust(local: str | Path | None = None, *, expect: str | None = None) -> dict[str, Any]:
+    """Pin the server this folder's ``team.toml`` names now, for this folder on this machine: a person accepting a
+    change of team server (every surface refuses a folder whose ``team.toml`` disagrees with its pin). Human-only
+    (:func:`synapse_nb.context.require_human`: refused in an agent's environment). ``expect``: the server the person
+    was shown (:func:`trust_preview`'s ``named``); refused, pinning nothing, when ``team.toml`` names another by
+    now. Returns :func:`trust_preview`'s answer as it was before, with ``changed``."""
+    require_human("trust a new team server for this folder")
+    preview = trust_preview(local)
+    if expect is not None and preview["named"] != expect:
+        raise ConflictError(f"team.toml changed while you were asked: it names {preview['named']} now, not {expect}; "
+                            "nothing was pinned: run `synapse-nb team trust` again")
+    if not preview["agrees"]:
+        write_pin(Path(preview["folder"]), preview["named"], "trust")
+    return preview | {"changed": not preview["agrees"]}
 
 
 def _local_position(folder: Path) -> dict[str, Any]:
@@ -198,6 +254,12 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
     if recorded is not None and (vault_dir / "synapse.db").is_file():
         out["local_vault_shadowed"] = (f"{vault_dir / 'synapse.db'}: not used here (team.toml names the team vault); "
                                        "it is renamed aside at the next open")
+    if recorded is not None:  # the server this machine pinned for the folder, and whether team.toml agrees
+        out |= pin_state(vault_dir)
+        if url == recorded and out["pin"] != "agrees" and not str(out["pin"]).startswith("none"):
+            # this folder's vault, refused at every open: not contacted here either (it may be an agent's server)
+            return out | {"online": False, "error": f"not contacted: the team server pin {out['pin']}",
+                          "writes": "refused (team.toml disagrees with the pinned server)"}
     try:
         store = PgStore(conninfo, project, folder=folder if folder.is_dir() else None, readonly=True)
     except StoreError as exc:
@@ -224,7 +286,9 @@ def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str
     ``STALE`` line giving the age of the copy (when its feed last synced), then one line per hit.
     """
     project_dir = _project_dir(local)
-    url = url or recorded_url(project_dir)
+    recorded = recorded_url(project_dir)
+    if url is None or url == recorded:  # this folder's team vault: its copy only if team.toml agrees with the pin
+        url = checked_team_url(project_dir / LOCAL_DIRNAME, actor="user")
     if url is not None:
         folder = _cache(url, project_dir)[2]
     else:  # no URL known: the one team vault this machine keeps a copy of

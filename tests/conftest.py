@@ -62,6 +62,18 @@ def _let_the_agent_run_on_fake_clocks() -> None:
 
 _let_the_agent_run_on_fake_clocks()
 
+# the team server pins (synapse_nb.vault.pins) live in the person's ~/.config: never the suite's. A folder of the
+# session's for anything outside a test (and the processes it starts); each test gets its own (_own_team_pins)
+os.environ["SYNAPSE_TEAM_PINS"] = str(Path(tempfile.mkdtemp(prefix="synapse-suite-pins-")) / "team_pins.toml")
+
+
+@pytest.fixture(autouse=True)
+def _own_team_pins(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test its own team server pins file (``SYNAPSE_TEAM_PINS``), inherited by the processes it starts."""
+    path = tmp_path_factory.mktemp("pins") / "team_pins.toml"
+    monkeypatch.setenv("SYNAPSE_TEAM_PINS", str(path))
+    return path
+
 #: The instant every fake clock starts at.
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

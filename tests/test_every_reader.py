@@ -201,6 +201,8 @@ NO_STORED_TEXT: dict[str, str] = {
     "team status": "needs PostgreSQL (tests/team); prints positions and ages",
     "team search-local": "the stale copy's StaleAnswer.text: StaleAnswer is checked below",
     "team dev-server": "starts a PostgreSQL; prints its URL",
+    "team trust": "human-only; prints the pinned and the named server, percent-encoded URLs (vault/pins.py's "
+                  "server_identity), no stored text (tests/test_team_pin.py)",
     "agent install": "writes the agent's settings files; prints diffs of our own hook entries",
     "agent uninstall": "removes our hook entries; prints paths",
 }

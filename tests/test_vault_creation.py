@@ -56,7 +56,8 @@ WRITES = [
 #: Commands that never open a vault of the project (their own data or a throwaway one).
 NO_VAULT_COMMANDS = {"demo", "gate eval", "recall eval", "hooks install", "hooks uninstall", "mcp"}
 #: team commands work on a team vault by URL: none creates a local vault
-NO_VAULT_COMMANDS |= {"team init", "team join", "team status", "team search-local", "team dev-server", "team grant"}
+NO_VAULT_COMMANDS |= {"team init", "team join", "team status", "team search-local", "team dev-server", "team grant",
+                      "team trust"}
 #: agent settings are files of the agent, not the vault; a hook never creates a vault (tests/test_agent_hooks.py)
 NO_VAULT_COMMANDS |= {"agent install", "agent uninstall", "agent status", "hook"}
 

@@ -1,4 +1,4 @@
-"""``synapse-nb team``: a team vault on PostgreSQL (init, join, status, a throwaway dev server)."""
+"""``synapse-nb team``: a team vault on PostgreSQL (init, join, status, trust, a throwaway dev server)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from synapse_nb.cli._common import Group, JsonOpt, echo_json, fail, group_help, print_mapping, state
+from synapse_nb.cli._common import (
+    Group,
+    JsonOpt,
+    YesOpt,
+    echo_json,
+    fail,
+    group_help,
+    print_mapping,
+    require_human_here,
+    state,
+)
 
 __all__ = ["team_app"]
 
@@ -117,13 +127,23 @@ def team_join(
     counts = join(url, source)
     if as_json:
         echo_json(counts.to_dict() | {"team_file": str(counts.team_file),
-                                      "set_aside": None if counts.set_aside is None else str(counts.set_aside)})
+                                      "set_aside": None if counts.set_aside is None else str(counts.set_aside),
+                                      "pinned": counts.pinned, "pinned_before": counts.pinned_before})
     else:
         typer.echo("imported " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "nothing new"))
         if counts.claims:
             typer.echo(f"trusted (your local vault's): {counts.claims_text()}")
         typer.echo(f"this folder's vault is now the team vault ({counts.team_file}): every synapse-nb command, magic, "
                    "widget and MCP server here uses it without SYNAPSE_HOME")
+        if counts.pinned is None:
+            typer.echo("no team server pinned (an agent's join pins nothing): every handle here is refused until a "
+                       "person runs `synapse-nb team trust` in their own terminal")
+        elif counts.pinned_before is not None:
+            typer.echo(f"the team server pinned for this folder on this machine moved: {counts.pinned_before} -> "
+                       f"{counts.pinned}")
+        else:
+            typer.echo(f"pinned the team server {counts.pinned} for this folder on this machine: a team.toml naming "
+                       "another server is refused until you run `synapse-nb team trust`")
         if counts.set_aside is not None:
             typer.echo(f"the local vault database was renamed aside to {counts.set_aside} (kept; delete "
                        f"{counts.team_file} and rename it back to use the local vault again)")
@@ -138,7 +158,10 @@ def team_status(
 ) -> None:
     """Show the server, the schema version, and this machine's index position and lag (or, offline, its age).
 
-    Exit 1 when the server cannot be reached (writes are refused until it is back).
+    In a folder whose .synapse/team.toml names the team vault, also the server pinned for it on this machine and
+    whether team.toml agrees (pin: agrees, differs, none); a server that differs from the pin is not contacted.
+
+    Exit 1 when the server cannot be reached (writes are refused until it is back) or is not contacted.
 
     Examples:
 
@@ -153,6 +176,52 @@ def team_status(
         print_mapping(out)
     if not out["online"]:
         raise typer.Exit(1)
+
+
+@team_app.command("trust")
+def team_trust(
+    ctx: typer.Context,
+    yes: YesOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Accept the team server this folder's .synapse/team.toml names now: pin it for this folder on this machine.
+
+    Every surface refuses a folder whose team.toml names another server than the one pinned here (team join and a
+    person's first open pin it), since anything that can write the folder, an agent too, can rewrite team.toml. After
+    a legitimate change of URL, a person runs this: it shows the pinned server and the new one, and asks. Human-only:
+    refused in an agent's shell, and without a terminal unless --yes (nothing is asked then).
+
+    Examples:
+
+        synapse-nb team trust
+
+        synapse-nb team trust --yes
+    """
+    from synapse_nb.team import trust, trust_preview
+
+    require_human_here(ctx, yes, "trusting a new team server")
+    if state(ctx).vault or os.environ.get("SYNAPSE_HOME", "").strip():
+        fail("team trust pins the server of the current folder's .synapse/team.toml; run it in that folder, "
+             "without --vault or SYNAPSE_HOME", 2)
+    seen = trust_preview()
+    if seen["agrees"]:
+        out = trust(expect=seen["named"])
+    else:
+        if not yes:
+            typer.echo(f"team.toml: {seen['team_file']}", err=True)
+            typer.echo(f"  pinned now: {seen['pinned'] or '(none: no person has connected this folder yet)'}",
+                       err=True)
+            typer.echo(f"  names:      {seen['named']}", err=True)
+            if not typer.confirm("pin the server team.toml names for this folder, from now on?", default=False,
+                                 err=True):
+                fail("nothing was pinned")
+        out = trust(expect=seen["named"])
+    if as_json:
+        echo_json(out)
+    elif not out["changed"]:
+        typer.echo(f"already pinned for {out['folder']}: {out['named']}")
+    else:
+        typer.echo(f"pinned for {out['folder']}: {out['pinned'] or '(none)'} -> {out['named']}")
 
 
 @team_app.command("search-local")

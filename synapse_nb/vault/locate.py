@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -86,19 +87,43 @@ def set_local_aside(vault_dir: Path) -> Path | None:
     return aside
 
 
+def _libpq_params(conninfo: str) -> dict[str, str]:
+    """The connection parameters of a libpq URL as libpq reads them: a parameter in the query overrides the same one
+    before it (``postgresql://db/team?host=other`` connects to ``other``). psycopg's parser (libpq's own) when it is
+    installed (a team vault needs it), else the same rule by hand."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        return {k: str(v) for k, v in conninfo_to_dict(conninfo).items()}
+    except Exception:  # noqa: BLE001 - no psycopg, or a URL libpq cannot read (the connection says so later)
+        parts = urlsplit(conninfo)
+        out = {"host": parts.hostname or "", "port": str(parts.port or ""), "dbname": parts.path.lstrip("/")}
+        return {k: v for k, v in out.items() if v} | dict(parse_qsl(parts.query))
+
+
 def team_cache_dir(vault_dir: Path, conninfo: str, project: str) -> Path:
     """This machine's cache folder of one team vault: ``.synapse/team/<host>-<port>-<database>-<project>``, apart
     from a local vault's index, so no rebuild can mix a local vault's records into a team vault's copy.
 
+    The host, port and database are the ones libpq connects to (a ``host`` in the query overrides the one before
+    it), and a URL that routes further (``hostaddr``, ``service``) gets a digest of them appended, so two servers
+    never share one offline copy or feed position.
+
     >>> team_cache_dir(Path(".synapse"), "postgresql://bob@db.example.com:5433/team?sslmode=require", "acme")
     PosixPath('.synapse/team/db.example.com-5433-team-acme')
+    >>> team_cache_dir(Path(".synapse"), "postgresql://bob@db.example.com:5433/team?host=other", "acme")
+    PosixPath('.synapse/team/other-5433-team-acme')
+    >>> team_cache_dir(Path(".s"), "postgresql://bob@db:5433/team?hostaddr=10.0.0.9", "acme")  # doctest: +ELLIPSIS
+    PosixPath('.s/team/db-5433-team-acme-...')
     """
-    parts = urlsplit(conninfo)
-    query = dict(parse_qsl(parts.query))
-    host = parts.hostname or query.get("host") or "local"
-    port = str(parts.port or query.get("port") or 5432)
-    db = parts.path.lstrip("/") or query.get("dbname") or "postgres"
+    params = _libpq_params(conninfo)
+    host = ",".join(h if h.startswith("/") else h.lower() for h in params.get("host", "").split(",")) or "local"
+    port = params.get("port") or "5432"
+    db = params.get("dbname") or "postgres"
     key = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{host}-{port}-{db}-{project}")[:120]
+    routes = {k: params[k] for k in ("hostaddr", "service") if params.get(k)}
+    if routes:
+        key += "-" + hashlib.sha256(json.dumps(routes, sort_keys=True).encode()).hexdigest()[:12]
     return vault_dir / TEAM_DIRNAME / key
 
 

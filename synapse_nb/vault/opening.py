@@ -110,13 +110,20 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     vault_dir, project_dir, shown, named = locate(path)
     team_url = team_url_of(vault_dir)
     if team_url is not None:  # `team join` made this folder's vault the team vault: one clear vault per folder
+        from synapse_nb.vault.pins import checked_team_url  # only for a team folder: the hooks' cold path skips it
+
+        # the server this machine pinned for the folder, checked before anything connects or moves (vault/pins.py)
+        pinned: list[str] = []
+        team_url = checked_team_url(vault_dir, actor=actor, on_pin=pinned.append) or team_url
         aside = None if readonly else set_local_aside(vault_dir)
         if aside is not None:
             logging.getLogger("synapse_nb.team").warning(
                 "%s names the team vault %s; the local vault database found there was renamed aside to %s (kept)",
                 vault_dir / "team.toml", team_url, aside)
-        return open_team_vault(team_url, mind=mind, actor=actor, clock=clock, readonly=readonly,
-                               local=project_dir, offline=offline, surface=surface)
+        tv = open_team_vault(team_url, mind=mind, actor=actor, clock=clock, readonly=readonly,
+                             local=project_dir, offline=offline, surface=surface)
+        tv.pinned = pinned[0] if pinned else None
+        return tv
     borrowed = detect(vault_dir, project_dir, named=named, db_name=DB_NAME)  # one git ls-files per open, not per recall
     refusal = borrowed.refusal if borrowed is not None else None
     created = False

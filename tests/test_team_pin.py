@@ -1,0 +1,281 @@
+"""The team server pinned per project folder on this machine (synapse_nb.vault.pins; docs/team.md, "Pinning").
+
+An agent running as the person's Unix user can rewrite ``.synapse/team.toml`` to point the folder at a server of its
+own, whose answers (forged "approved" lessons) every surface would show as the team vault's (review 2). A person's
+``team join`` or first open pins the server; a ``team.toml`` naming another is refused, before anything connects,
+until a person runs ``synapse-nb team trust``. These tests need no server: a fake store records what would have
+been contacted (tests/team/test_team_pin_server.py runs the same story against the real one).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pty
+import shlex
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import synapse_nb as syn
+import synapse_nb.store.postgres as pg
+from synapse_nb.cli import app
+from synapse_nb.errors import OfflineError, PermissionDeniedError, TeamPinError
+from synapse_nb.team import trust
+from synapse_nb.vault import VaultSession
+from synapse_nb.vault.locate import record_team_url, team_cache_dir
+from synapse_nb.vault.pins import pin_for, read_pins, server_identity, write_pin
+
+TEAM = "postgresql://alice@db.example.com:5432/team?project=acme"
+EVIL = "postgresql://alice@evil.example:5432/team?project=acme"
+
+
+@pytest.fixture()
+def contacted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The servers a team vault handle tried to connect to (the fake store connects nowhere: OfflineError)."""
+    seen: list[str] = []
+
+    class NoServer:
+        def __init__(self, conninfo: str, project: str, **kw: Any) -> None:
+            seen.append(conninfo.split("@", 1)[-1].split("/", 1)[0])
+            raise OfflineError(f"fake store: {conninfo} not contacted")
+
+    monkeypatch.setattr(pg, "PgStore", NoServer)
+    return seen
+
+
+@pytest.fixture()
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project folder (outside git, the current folder) whose team.toml names TEAM; nothing pinned yet."""
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    f = tmp_path / "acme"
+    (f / ".synapse").mkdir(parents=True)
+    record_team_url(f / ".synapse", TEAM)
+    monkeypatch.chdir(f)
+    return f
+
+
+def _agent_writes(folder: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a prompt-injected agent does with its shell: rewrite team.toml (an ordinary file edit)."""
+    monkeypatch.setenv("CLAUDECODE", "1")
+    (folder / ".synapse" / "team.toml").write_text(f'url = "{url}"\n', encoding="utf-8")
+    monkeypatch.delenv("CLAUDECODE")
+
+
+def test_a_persons_first_open_pins_the_server_and_says_so(folder: Path, contacted: list[str],
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="synapse_nb.team"), pytest.raises(OfflineError):
+        syn.open_vault(folder)
+    pin = pin_for(folder)
+    assert pin is not None and pin.server == server_identity(TEAM, folder) and pin.by == "first open"
+    assert contacted == ["db.example.com:5432"]
+    assert "pinned it for" in caplog.text and "db.example.com" in caplog.text  # the one-time notice names it
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="synapse_nb.team"), pytest.raises(OfflineError):
+        syn.open_vault(folder)
+    assert "pinned it" not in caplog.text  # once
+
+
+def test_an_agents_rewrite_of_team_toml_is_refused_before_connecting(folder: Path, contacted: list[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(OfflineError):
+        syn.open_vault(folder)  # the person's first open: pinned
+    _agent_writes(folder, EVIL, monkeypatch)
+    contacted.clear()
+    with pytest.raises(TeamPinError) as got:
+        syn.open_vault(folder)
+    msg = str(got.value)
+    assert "db.example.com" in msg and "evil.example" in msg and "synapse-nb team trust" in msg, msg
+    assert got.value.pinned == server_identity(TEAM, folder) and got.value.named == server_identity(EVIL, folder)
+    # every surface: read-only handles, an agent's handle, a VaultSession, the CLI
+    with pytest.raises(TeamPinError):
+        syn.open_vault(folder, readonly=True)
+    with pytest.raises(TeamPinError):
+        syn.open_vault(folder, actor="agent")
+    with pytest.raises(TeamPinError), VaultSession(None, surface="cli") as s:
+        s.read()
+    out = CliRunner().invoke(app, ["recall", "deploy"])
+    assert out.exit_code == 1 and "evil.example" in out.output and "team trust" in out.output, out.output
+    out = CliRunner().invoke(app, ["team", "search-local", "deploy"])
+    assert out.exit_code == 1 and "evil.example" in out.output, out.output
+    assert contacted == []  # the agent's server was never contacted
+    assert pin_for(folder).server == server_identity(TEAM, folder)  # type: ignore[union-attr]
+
+
+def test_any_change_of_the_url_but_its_password_is_another_server(folder: Path) -> None:
+    same = server_identity(TEAM, folder)
+    assert server_identity("postgresql://alice:secret@DB.example.com/team?project=acme", folder) == same
+    for other in ("postgresql://alice@db.example.com:5432/team?project=acme&host=evil.example",
+                  "postgresql://alice@db.example.com:5432/team?project=acme&hostaddr=10.6.6.6",
+                  "postgresql://alice@db.example.com:5433/team?project=acme",
+                  "postgresql://alice@db.example.com:5432/other?project=acme",
+                  "postgresql://mallory@db.example.com:5432/team?project=acme",
+                  "postgresql://alice@db.example.com:5432/team?project=acme2",
+                  "postgresql://alice@db.example.com:5432/team?project=acme&sslmode=disable",
+                  "postgresql://alice@db.example.com:5432/team?project=acme&require_auth=password"):
+        assert server_identity(other, folder) != same, other
+
+
+def test_an_agent_cannot_trust_a_new_server(folder: Path, contacted: list[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(OfflineError):
+        syn.open_vault(folder)
+    _agent_writes(folder, EVIL, monkeypatch)
+    monkeypatch.setenv("CLAUDECODE", "1")
+    out = CliRunner().invoke(app, ["team", "trust", "--yes"])
+    assert out.exit_code == 1 and "human" in out.output, out.output
+    with pytest.raises(PermissionDeniedError, match="agent's environment"):
+        trust()  # the core refuses too
+    monkeypatch.delenv("CLAUDECODE")
+    assert pin_for(folder).server == server_identity(TEAM, folder)  # type: ignore[union-attr]
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="parents' environments: Linux's /proc")
+def test_an_agents_shell_that_drops_its_marker_cannot_trust(folder: Path, contacted: list[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(OfflineError):
+        syn.open_vault(folder)
+    _agent_writes(folder, EVIL, monkeypatch)
+    env = dict(os.environ, CLAUDECODE="1")
+    cmd = f"env -u CLAUDECODE {shlex.quote(sys.executable)} -m synapse_nb team trust --yes; s=$?; true; exit $s"
+    out = subprocess.run(["bash", "-c", cmd], cwd=folder, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "agent" in out.stderr, out.stderr
+    assert pin_for(folder).server == server_identity(TEAM, folder)  # type: ignore[union-attr]
+
+
+def test_a_persons_trust_moves_the_pin(folder: Path, contacted: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(OfflineError):
+        syn.open_vault(folder)
+    _agent_writes(folder, EVIL, monkeypatch)  # or the team's server really moved
+    out = CliRunner().invoke(app, ["team", "trust"])  # no terminal, no --yes: refused, nothing moves
+    assert out.exit_code == 1 and "--yes" in out.output
+    assert pin_for(folder).server == server_identity(TEAM, folder)  # type: ignore[union-attr]
+    out = CliRunner().invoke(app, ["team", "trust", "--yes"])
+    assert out.exit_code == 0 and "db.example.com" in out.output and "evil.example" in out.output, out.output
+    pin = pin_for(folder)
+    assert pin is not None and pin.server == server_identity(EVIL, folder) and pin.by == "trust"
+    contacted.clear()
+    with pytest.raises(OfflineError):
+        syn.open_vault(folder)
+    assert contacted == ["evil.example:5432"]  # now it is the folder's server
+    out = CliRunner().invoke(app, ["team", "trust", "--yes"])
+    assert out.exit_code == 0 and "already pinned" in out.output
+
+
+def test_team_trust_at_a_terminal_shows_both_servers_and_asks(folder: Path, contacted: list[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(OfflineError):
+        syn.open_vault(folder)
+    _agent_writes(folder, EVIL, monkeypatch)
+
+    def at_terminal(answer: bytes) -> subprocess.CompletedProcess[bytes]:
+        main, tty = pty.openpty()
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "synapse_nb", "team", "trust"], stdin=tty,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=folder)
+            os.write(main, answer)
+            out, err = proc.communicate(timeout=120)
+        finally:
+            os.close(tty)
+            os.close(main)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    res = at_terminal(b"n\n")
+    assert res.returncode == 1 and b"db.example.com" in res.stderr and b"evil.example" in res.stderr, res.stderr
+    assert pin_for(folder).server == server_identity(TEAM, folder)  # type: ignore[union-attr]
+    res = at_terminal(b"y\n")
+    assert res.returncode == 0, res.stderr
+    assert pin_for(folder).server == server_identity(EVIL, folder)  # type: ignore[union-attr]
+
+
+def test_an_agents_open_of_an_unpinned_folder_pins_nothing(folder: Path, contacted: list[str],
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           _own_team_pins: Path) -> None:
+    # a fresh clone: the agent writes team.toml (its own server) before the person ever connects
+    _agent_writes(folder, EVIL, monkeypatch)
+    monkeypatch.setenv("CLAUDECODE", "1")
+    for readonly in (False, True):
+        with pytest.raises(TeamPinError, match="no person has confirmed") as got:
+            syn.open_vault(folder, readonly=readonly)
+        assert "evil.example" in str(got.value) and "synapse-nb team trust" in str(got.value)
+    out = CliRunner().invoke(app, ["recall", "deploy"])
+    assert out.exit_code == 1 and "no person has confirmed" in out.output, out.output
+    out = CliRunner().invoke(app, ["team", "search-local", "deploy"])
+    assert out.exit_code == 1 and "no person has confirmed" in out.output, out.output
+    monkeypatch.delenv("CLAUDECODE")
+    with pytest.raises(TeamPinError):
+        syn.open_vault(folder, actor="agent")  # a person's process, an agent's handle: no pin either
+    assert contacted == [] and not _own_team_pins.exists()
+    # team status shows the server team.toml names and that no person pinned it; it pins nothing itself
+    out = CliRunner().invoke(app, ["team", "status", "--json"])
+    assert "evil.example" in out.output and '"pin": "none' in out.output, out.output  # status pins nothing
+    assert not _own_team_pins.exists()
+
+
+def test_the_pins_file_is_written_atomically_and_keeps_every_folder(tmp_path: Path, _own_team_pins: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    folders = [tmp_path / f"p{i}" for i in range(16)]
+    threads = [threading.Thread(target=write_pin, args=(f, f"postgresql://a@h{i}:5432/d?project=p", "join"))
+               for i, f in enumerate(folders)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert {Path(k) for k in read_pins()} == {f.resolve() for f in folders}  # concurrent pins: none lost
+    before = _own_team_pins.read_bytes()
+
+    def crash(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(syn.StoreError, match="No space left"):
+        write_pin(tmp_path / "new", "postgresql://a@h:5432/d?project=p", "trust")
+    monkeypatch.undo()
+    assert _own_team_pins.read_bytes() == before  # the old file, whole
+    assert sorted(p.name for p in _own_team_pins.parent.iterdir()) == ["team_pins.toml", "team_pins.toml.lock"]
+
+
+def test_a_corrupt_pins_file_is_a_clear_error_and_is_never_overwritten(folder: Path, contacted: list[str],
+                                                                       _own_team_pins: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(OfflineError):
+        syn.open_vault(folder)
+    garbage = _own_team_pins.read_bytes()[:-20] + b'\n[[pin]\nfolder = "unterminated\n'
+    _own_team_pins.write_bytes(garbage)
+    contacted.clear()
+    with pytest.raises(TeamPinError, match=r"pins file .* cannot be read") as got:
+        syn.open_vault(folder)
+    assert str(_own_team_pins) in str(got.value) and "nothing was changed" in str(got.value)
+    out = CliRunner().invoke(app, ["team", "trust", "--yes"])
+    assert out.exit_code == 1 and "cannot be read" in out.output, out.output
+    with pytest.raises(TeamPinError):
+        write_pin(folder, server_identity(EVIL, folder), "trust")
+    out = CliRunner().invoke(app, ["team", "status", "--json"])
+    assert "unreadable" in out.output, out.output
+    assert _own_team_pins.read_bytes() == garbage and contacted == []  # nothing lost, nothing contacted
+    for bad in (b'pin = "x"\n', b'[[pin]]\nfolder = "/x"\n', b"\xff\xfe"):
+        _own_team_pins.write_bytes(bad)
+        with pytest.raises(TeamPinError, match="cannot be read"):
+            syn.open_vault(folder)
+
+
+def test_a_local_vault_never_reads_the_pins_file(tmp_path: Path, _own_team_pins: Path) -> None:
+    _own_team_pins.write_bytes(b"not toml [[[")
+    v = syn.open_vault(tmp_path)  # no team.toml: the pins do not matter
+    v.close()
+
+
+def test_two_servers_never_share_a_cache_folder() -> None:
+    base = Path(".synapse")
+    plain = team_cache_dir(base, "postgresql://a@db.example.com:5432/team", "acme")
+    for other in ("postgresql://a@db.example.com:5432/team?host=evil.example",
+                  "postgresql://a@db.example.com:5432/team?hostaddr=10.6.6.6",
+                  "postgresql://a@db.example.com:5432/team?service=evil",
+                  "postgresql://a@db.example.com:5432/team?port=6543"):
+        assert team_cache_dir(base, other, "acme") != plain, other
+    assert team_cache_dir(base, "postgresql://b@DB.example.com/team?sslmode=require", "acme") == plain
