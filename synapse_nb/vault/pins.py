@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 from urllib.parse import quote, urlencode
 
-from synapse_nb.context import agent_environment
+from synapse_nb.context import acting_actor
 from synapse_nb.errors import StoreError, TeamPinError
 from synapse_nb.vault.locate import TEAM_FILE, team_url_of
 
@@ -229,8 +229,8 @@ def pin_for(folder: Path, *, path: Path | None = None) -> Pin | None:
 
 def is_person(actor: str) -> bool:
     """Whether a handle asked for as ``actor`` is a person's: the user actor, in a process no coding agent started
-    (:func:`~synapse_nb.context.agent_environment`, parents' environments included). Only a person pins."""
-    return actor == "user" and agent_environment() is None
+    (:func:`~synapse_nb.context.acting_actor`: no agent marker, parents' environments included). Only a person pins."""
+    return acting_actor(actor) == "user"
 
 
 def checked_team_url(vault_dir: Path, *, actor: str = "user",
