@@ -230,7 +230,7 @@ def pin_for(folder: Path, *, path: Path | None = None) -> Pin | None:
 def is_person(actor: str) -> bool:
     """Whether a handle asked for as ``actor`` is a person's: the user actor, in a process no coding agent started
     (:func:`~synapse_nb.context.acting_actor`: no agent marker, parents' environments included). Only a person pins."""
-    return acting_actor(actor) == "user"
+    return actor == "user" and acting_actor("user") == "user"
 
 
 def checked_team_url(vault_dir: Path, *, actor: str = "user",
