@@ -134,20 +134,16 @@ class KindTable(Protocol[R]):
 
     def get(self, view: View, id: str) -> R | None:
         """The record with this exact id in ``view.mind``, if the view may read it."""
-        ...
 
     def get_many(self, view: View, ids: Iterable[str]) -> dict[str, R]:
         """:meth:`get` of several ids in one read (one statement per few hundred ids): id -> record, in id order;
         ids the view may not read, of another mind or of no record are absent."""
-        ...
 
     def mind_of(self, id: str) -> str | None:
         """The mind holding this exact id (any mind), or None."""
-        ...
 
     def ids_from(self, mind: str, prefix: str, *, limit: int) -> builtins.list[str]:
         """Ids of the mind starting with ``prefix``, in id order, at most ``limit`` (every record, any view)."""
-        ...
 
     def list(self, view: View, *, limit: int | None = None) -> builtins.list[R]:
         """Records of the view in the kind's default order (each table documents it)."""
@@ -227,12 +223,9 @@ class LessonTable(KindTable["Lesson"], Protocol):
 
     def has_revert(self, mind: str, sha: str) -> bool:
         """Whether the mind has a lesson for this revert commit."""
-        ...
 
     def holding_revert(self, mind: str, sha: str) -> tuple[str, str, str] | None:
-        """(id, source, stored status) of the mind's lesson for this revert commit, or None (a person's read: a team
-        vault's agent role reads no pending lesson)."""
-        ...
+        """(id, source, stored status) of the mind's lesson for this revert, or None (a person's read)."""
 
     def analysis_state(self, id: str) -> tuple[str, str | None] | None:
         """(stored status, who wrote the analysis) of a lesson, whatever the view; None when it does not exist."""

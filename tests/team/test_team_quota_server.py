@@ -90,7 +90,7 @@ def test_raw_history_rows_are_bounded_too(human: Any, agent_sql: psycopg.Connect
     """An agent writes history entries for its own writes; rows of its own past the quota are refused."""
     human.settings.set("agent_writes_per_hour", 4)
     insert = ("INSERT INTO history(id, rid, kind, mind, version, action, actor, surface, at) "
-              "SELECT 'hst_raw' || i, 'chk_x', 'checkpoint', 'default', i, 'create', 'agent', 'sql', next_stamp() "
+              "SELECT 'hst_raw' || i, 'ckp_x', 'checkpoint', 'default', i, 'create', 'agent', 'sql', next_stamp() "
               "FROM generate_series(%s::int, %s::int) i")
     agent_sql.execute(insert, (1, 4))
     with pytest.raises(TOO_MANY, match="history entries"):
