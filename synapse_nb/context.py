@@ -427,9 +427,11 @@ class Context(_Fields):
     ----------
     store : the system of record (:class:`~synapse_nb.store.base.VaultStore`).
     mind : whose records are read and written.
-    actor : "user" (a human surface) or "agent"; the kind managers check permissions on it.
-    clock : returns an aware ``datetime``; the only source of "now" for the core (tests pin it). A handle that acts as
-        the agent runs on the real clock (:func:`check_agent_clock`, checked by :class:`~synapse_nb.vault.Vault`).
+    actor : "user" (a human surface) or "agent"; the kind managers check permissions on it. "user" asked for in an
+        agent's environment is "agent" (:func:`acting_actor`, applied here, however the context is built).
+    clock : returns an aware ``datetime``; the only source of "now" for the core (tests pin it). A context that acts
+        as the agent runs on the real clock (:func:`check_agent_clock`, checked here and, before anything is
+        opened, by :func:`~synapse_nb.vault.open_vault` and :class:`~synapse_nb.vault.Vault`).
     git : the project's repository, HEAD and default branch.
     surface : where the handle's changes come from, for their history (``synapse_nb.changes.SURFACES``: "cli",
         "mcp", "notebook", "hook", ...; "api" for code that opens a vault itself). Each surface sets it when it
