@@ -69,8 +69,9 @@ def _agent_writes(folder: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_a_persons_first_open_pins_the_server_and_says_so(folder: Path, contacted: list[str],
                                                           caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="synapse_nb.team"), pytest.raises(OfflineError):
+    with caplog.at_level(logging.WARNING, logger="synapse_nb.team"), pytest.raises(OfflineError) as exc:
         syn.open_vault(folder)
+    assert "now pinned for this folder" in str(exc.value)  # a first open that cannot connect says it in its error
     pin = pin_for(folder)
     assert pin is not None and pin.server == server_identity(TEAM, folder) and pin.by == "first open"
     assert contacted == ["db.example.com:5432"]

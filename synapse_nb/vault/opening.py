@@ -120,8 +120,16 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
             logging.getLogger("synapse_nb.team").warning(
                 "%s names the team vault %s; the local vault database found there was renamed aside to %s (kept)",
                 vault_dir / "team.toml", team_url, aside)
-        tv = open_team_vault(team_url, mind=mind, actor=actor, clock=clock, readonly=readonly,
-                             local=project_dir, offline=offline, surface=surface)
+        try:
+            tv = open_team_vault(team_url, mind=mind, actor=actor, clock=clock, readonly=readonly,
+                                 local=project_dir, offline=offline, surface=surface)
+        except OfflineError as exc:
+            if not pinned:
+                raise
+            # the first-open notice would reach no one (a session says it once the vault opens): the error says it
+            raise OfflineError(f"{exc}; {vault_dir / 'team.toml'} names {pinned[0]}, now pinned for this folder on "
+                               "this machine (first use: a team.toml naming another server is refused until "
+                               "`synapse-nb team trust`)") from exc
         tv.pinned = pinned[0] if pinned else None
         return tv
     borrowed = detect(vault_dir, project_dir, named=named, db_name=DB_NAME)  # one git ls-files per open, not per recall
