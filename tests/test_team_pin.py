@@ -218,6 +218,52 @@ def test_an_agents_open_of_an_unpinned_folder_pins_nothing(folder: Path, contact
     assert not _own_team_pins.exists()
 
 
+def test_a_symlink_in_place_of_the_vault_folder_does_not_escape_the_pin(folder: Path, contacted: list[str],
+                                                                        tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 5: the pin was keyed by where `.synapse` resolves. The agent moved `.synapse` aside and put a symlink
+    there to a folder whose team.toml named its server: a new key, so the person's next open took it for a first use
+    and pinned the agent's server. The pin is the project folder's, whatever `.synapse` is."""
+    with pytest.raises(OfflineError):
+        syn.open_vault(folder)  # the person pins TEAM
+    evil = tmp_path / "evil" / ".synapse"
+    evil.mkdir(parents=True)
+    record_team_url(evil, EVIL)
+    monkeypatch.setenv("CLAUDECODE", "1")
+    (folder / ".synapse").rename(folder / ".synapse-x")
+    (folder / ".synapse").symlink_to(evil)
+    monkeypatch.delenv("CLAUDECODE")
+    with pytest.raises(TeamPinError, match="but the one pinned for") as got:
+        syn.open_vault(folder)
+    assert "evil.example" in str(got.value) and "db.example.com" in str(got.value)
+    assert contacted == ["db.example.com:5432"] and list(read_pins()) == [str(folder.resolve())]
+
+
+def test_a_first_use_pin_needs_a_person_who_sees_it_and_a_fresh_folder(folder: Path, contacted: list[str],
+                                                                      tmp_path: Path, _own_team_pins: Path) -> None:
+    """Review 5: the agent wrote team.toml into a project with a local vault, and the person's next commit (the git
+    hook) pinned the agent's server and moved the person's vault aside, silently. A first open pins only from a
+    surface whose notice someone reads, through no symlink, in a folder without a local vault; else it is refused
+    until `team trust` (or `team join`), and the local vault stays where it is."""
+    for surface in ("git-hook", "hook", "mcp"):
+        with pytest.raises(TeamPinError, match=f"the {surface} surface pins no server"):
+            syn.open_vault(folder, surface=surface)
+    assert contacted == [] and not _own_team_pins.exists()
+    local = tmp_path / "local"
+    local.mkdir()
+    syn.open_vault(local).remember("project", "deploy", "We deploy on Tuesdays")  # a person's own local vault
+    record_team_url(local / ".synapse", EVIL)  # the agent writes team.toml there
+    with pytest.raises(TeamPinError, match="holds a local vault"):
+        syn.open_vault(local)
+    assert (local / ".synapse" / "synapse.db").is_file() and not _own_team_pins.exists()
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / ".synapse").symlink_to(folder / ".synapse")
+    with pytest.raises(TeamPinError, match="is a symlink"):
+        syn.open_vault(linked)
+    assert contacted == [] and not _own_team_pins.exists()
+
+
 def test_the_pins_file_is_written_atomically_and_keeps_every_folder(tmp_path: Path, _own_team_pins: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     folders = [tmp_path / f"p{i}" for i in range(16)]

@@ -114,7 +114,7 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
 
         # the server this machine pinned for the folder, checked before anything connects or moves (vault/pins.py)
         pinned: list[str] = []
-        team_url = checked_team_url(vault_dir, actor=actor, on_pin=pinned.append) or team_url
+        team_url = checked_team_url(vault_dir, actor=actor, surface=surface, on_pin=pinned.append) or team_url
         aside = None if readonly else set_local_aside(vault_dir)
         if aside is not None:
             logging.getLogger("synapse_nb.team").warning(

@@ -80,10 +80,14 @@ def pins_file(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def pin_folder(vault_dir: Path) -> Path:
-    """The folder a pin is kept under: the project folder around ``.synapse/`` (a vault folder of another name:
-    itself), resolved."""
-    vault_dir = Path(vault_dir).resolve()
-    return vault_dir.parent if vault_dir.name == ".synapse" else vault_dir
+    """The folder a pin is kept under: the project folder around ``.synapse/``, resolved (a vault folder of another
+    name: itself, resolved). ``.synapse`` itself is not followed: moved aside and replaced by a symlink to a folder
+    whose ``team.toml`` names another server, it once keyed a pin of its own, which the person's next open took for a
+    first use (review 5)."""
+    vault_dir = Path(vault_dir)
+    if vault_dir.name == ".synapse":
+        return vault_dir.absolute().parent.resolve()
+    return vault_dir.resolve()
 
 
 def server_identity(url: str, project_dir: str | Path) -> str:
@@ -233,7 +237,12 @@ def is_person(actor: str) -> bool:
     return actor == "user" and acting_actor("user") == "user"
 
 
-def checked_team_url(vault_dir: Path, *, actor: str = "user",
+#: Surfaces whose first open of a folder never pins its team server: nobody reads their notice (the git hook runs
+#: in a person's commit; a review 5 agent wrote team.toml and the person's next commit pinned its server silently).
+NO_PIN_SURFACES = ("git-hook", "hook", "mcp")
+
+
+def checked_team_url(vault_dir: Path, *, actor: str = "user", surface: str = "api",
                      on_pin: Callable[[str], object] | None = None) -> str | None:
     """The team vault URL the folder's ``team.toml`` names (None: there is none), once it agrees with the folder's
     pin; checked before anything connects. A person's open of a folder with no pin pins it, says so on the
@@ -266,6 +275,13 @@ def checked_team_url(vault_dir: Path, *, actor: str = "user",
             "team.toml). A person runs in their own terminal: synapse-nb team trust (shows the server and asks), "
             "or any synapse-nb command in this folder (it pins the server team.toml names)",
             folder=str(folder), named=named)
+    why = _no_first_use(vault_dir, surface)
+    if why is not None:
+        raise TeamPinError(
+            f"{toml} names the team server {named}, which no person has confirmed for {folder} on this machine, and "
+            f"{why}: it is not pinned on first use. If it is your team's server, accept it in your own terminal: "
+            "synapse-nb team trust (shows the server and asks), or synapse-nb team join URL",
+            folder=str(folder), named=named)
     write_pin(folder, named, "first open")
     if on_pin is not None:
         on_pin(named)
@@ -273,6 +289,21 @@ def checked_team_url(vault_dir: Path, *, actor: str = "user",
                  "team.toml names another server is refused until `synapse-nb team trust` (docs/team.md)",
                  toml, named, folder)
     return url
+
+
+def _no_first_use(vault_dir: Path, surface: str) -> str | None:
+    """Why a person's open of an unpinned team folder may not pin it on first use (None: it may): a surface whose
+    notice nobody reads, a ``.synapse`` reached through a symlink, or a local vault already there (team.toml appearing
+    beside a vault someone works in is a switch, which ``team join`` or ``team trust`` makes; a first open moved the
+    local database aside)."""
+    if surface in NO_PIN_SURFACES:
+        return f"the {surface} surface pins no server (nobody reads its notice)"
+    if Path(vault_dir).is_symlink():
+        return f"{vault_dir} is a symlink (its team.toml is another folder's)"
+    if (Path(vault_dir) / "synapse.db").is_file():
+        return ("this folder holds a local vault, which a switch to a team vault would set aside (an agent can write "
+                "team.toml)")
+    return None
 
 
 def pin_state(vault_dir: Path) -> dict[str, str | None]:
