@@ -25,6 +25,13 @@ _CONFUSABLE = str.maketrans({
 })
 # digits and signs that pass for letters: the patterns accept them in place of the letter
 _ASCII_LOOKALIKE = {"o": "0", "l": "1|i!", "i": "1|l!", "e": "3", "a": "4@", "s": "5$", "t": "7", "b": "8", "g": "9"}
+#: Letters of other scripts that disguised text writes for one of two Latin letters, as the skeleton has them (after
+#: case folding): Greek "Σ" an E by its shape ("ΛPPRΘVΣD") or an S by its sound ("ΣΥΣΤΕΜ"), "Λ" an A or an L, Cyrillic
+#: "Д" an A or a D, "И" an N, "П" and "Л" an N (or the P and L they stand for). The patterns accept each in place of
+#: either letter (one skeleton letter cannot be both); the generated table maps the letters with one reading.
+_READINGS = {"σ": "es", "λ": "al", "δ": "ad", "π": "np", "φ": "of", "ξ": "ex", "д": "ad", "и": "nu", "й": "nu",
+             "п": "np", "л": "an"}
+_SHAPE_OF = {c: "".join(k for k, v in _READINGS.items() if c in v) for c in "abcdefghijklmnopqrstuvwxyz"}
 _CONFUSABLE_RE = re.compile("[" + re.escape("".join(chr(o) for o in _CONFUSABLE if o > 0x7F)) + "]")
 #: Read before anything else: the letters Unicode lists as confusable with one Latin letter and the small capitals,
 #: where decomposing and case folding read another letter or none (Greek capital "Μ" folded to "μ", read "u"; "ᴠ",
@@ -75,7 +82,7 @@ def _runs(word: str) -> list[tuple[str, int]]:
     with a count of two ("approved": a, pp, r, o, v, e, d)."""
     out: list[tuple[str, int]] = []
     for c in word:
-        cls = f"[{re.escape(c + _ASCII_LOOKALIKE.get(c, ''))}]"
+        cls = f"[{re.escape(c + _ASCII_LOOKALIKE.get(c, '') + _SHAPE_OF.get(c, ''))}]"
         if out and out[-1][0] == cls:
             out[-1] = (cls, out[-1][1] + 1)
         else:
