@@ -52,11 +52,11 @@ _SHAPES = {
     # Cyrillic letters faux-Cyrillic writes Latin with ("ДPPЯӨVΣD", "ЦSΣЯ", "ИOW")
     "Я": "r", "я": "r", "Ц": "u", "ц": "u", "Ш": "w", "ш": "w", "Щ": "w", "щ": "w", "Ѳ": "o", "ѳ": "o",
     "Ө": "o", "ө": "o", "Э": "e", "э": "e", "Є": "e", "є": "e", "Б": "b", "б": "b", "Ч": "y", "ч": "y", "Ѵ": "v",
-    "Ѷ": "v",
+    "Ѷ": "v", "ғ": "f", "Ғ": "f",
     # CJK strokes and radicals of the "Chinese" style ("卂卩卩尺ㄖᐯ乇ᗪ", "匚尺丨ㄒ丨匚卂ㄥ")
-    "卂": "a", "乃": "b", "匚": "c", "乇": "e", "千": "f", "卄": "h", "丨": "i", "ﾌ": "j", "Ҝ": "k", "ㄥ": "l", "爪": "m",
-    "几": "n", "ㄖ": "o", "卩": "p", "Ɋ": "q", "尺": "r", "丂": "s", "ㄒ": "t", "ㄩ": "u", "山": "w", "乂": "x", "ㄚ": "y",
-    "乙": "z",
+    "卂": "a", "乃": "b", "匚": "c", "乇": "e", "千": "f", "卄": "h", "丨": "i", "ﾌ": "j", "Ҝ": "k", "ㄥ": "l",
+    "爪": "m", "几": "n", "ㄖ": "o", "卩": "p", "Ɋ": "q", "尺": "r", "丂": "s", "ㄒ": "t", "ㄩ": "u", "山": "w",
+    "乂": "x", "ㄚ": "y", "乙": "z",
     # the "Japanese" style (half-width katakana only where they are the style's own: full-width ones are prose)
     "ﾑ": "a", "ᄃ": "c", "り": "d", "ｷ": "f", "ム": "g", "ん": "h", "ﾉ": "i", "ズ": "k", "ﾚ": "l", "ﾶ": "m", "刀": "n",
     "の": "o", "ｱ": "p", "ゐ": "q", "ら": "s", "ｲ": "t", "ひ": "u", "√": "v", "ﾒ": "x", "ﾘ": "y",
@@ -100,6 +100,10 @@ def table() -> dict[str, str]:
         for prefix in ("LATIN SMALL LETTER ", "LATIN CAPITAL LETTER "):
             base, sep, _ = name.removeprefix(prefix).partition(" WITH ")
             if name.startswith(prefix) and sep and len(base) == 1:
+                letter = base
+            # a bar or another form of the letter its name gives ("Ʉ" LATIN CAPITAL LETTER U BAR, "ꝛ" R ROTUNDA)
+            base, sep, form = name.removeprefix(prefix).partition(" ")
+            if name.startswith(prefix) and len(base) == 1 and form in ("BAR", "ROTUNDA"):
                 letter = base
         # a Latin letter drawn in a shape Unicode keeps whole (NFKD reads no letter, or reads the parentheses
         # around it): "🅰" negative squared, "🅐" negative circled, "🇦" a regional indicator (a model reads the
