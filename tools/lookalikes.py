@@ -48,7 +48,7 @@ _SHAPES = {
     # Greek capitals used for their shape alone ("ΛPPRΘVΣD": the letters that may be read two ways, "Σ" an E or an
     # S, "Λ" an A or an L, are read both ways by the patterns instead: _skeleton._READINGS), and the "Greek" style of
     # fancy-text generators ("αв¢∂єƒgнιנкℓмησρqяѕтυνωχуz")
-    "Θ": "o", "θ": "o", "ϑ": "o", "¢": "c", "∂": "d", "נ": "j", "ω": "w", "ς": "c",
+    "Θ": "o", "θ": "o", "ϑ": "o", "Ꮎ": "o", "¢": "c", "∂": "d", "נ": "j", "ω": "w", "ς": "c",
     # Cyrillic letters faux-Cyrillic writes Latin with ("ДPPЯӨVΣD", "ЦSΣЯ", "ИOW")
     "Я": "r", "я": "r", "Ц": "u", "ц": "u", "Ш": "w", "ш": "w", "Щ": "w", "щ": "w", "Ѳ": "o", "ѳ": "o",
     "Ө": "o", "ө": "o", "Э": "e", "э": "e", "Є": "e", "є": "e", "Б": "b", "б": "b", "Ч": "y", "ч": "y", "Ѵ": "v",
