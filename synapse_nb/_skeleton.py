@@ -77,17 +77,43 @@ def skeleton(text: str) -> tuple[str, list[int]]:
 
 
 _GAP = r"[\W_]{0,12}"
-def _runs(word: str) -> list[tuple[str, int]]:
-    """``word`` as (character class, least count) runs: a letter and its ASCII look-alikes, a doubled letter once
-    with a count of two ("approved": a, pp, r, o, v, e, d)."""
-    out: list[tuple[str, int]] = []
-    for c in word:
-        cls = f"[{re.escape(c + _ASCII_LOOKALIKE.get(c, '') + _SHAPE_OF.get(c, ''))}]"
-        if out and out[-1][0] == cls:
-            out[-1] = (cls, out[-1][1] + 1)
-        else:
-            out.append((cls, 1))
+def _raw_runs(*words: str) -> list[list[tuple[str, int]]]:
+    """:func:`_runs` of words in a row, each class as its characters. A letter read two ways ("σ" an E or an S, "д" an
+    A or a D) is in one of two neighbouring runs only, the one of the letter it is drawn as (its first reading:
+    "USΣR" is "user"): two neighbouring runs that both take a character split a long run of it every way
+    (quadratic)."""
+    letters: list[list[tuple[str, int]]] = []
+    for word in words:
+        runs: list[tuple[str, int]] = []
+        for c in word:
+            if runs and runs[-1][0] == c:
+                runs[-1] = (c, runs[-1][1] + 1)
+            else:
+                runs.append((c, 1))
+        letters.append(runs)
+    flat = [c for runs in letters for c, _ in runs]
+    shapes = [set(_SHAPE_OF.get(c, "")) for c in flat]
+    for i in range(1, len(flat)):
+        if flat[i] == flat[i - 1]:
+            continue
+        for ch in shapes[i] & shapes[i - 1]:
+            (shapes[i - 1] if _READINGS[ch][0] == flat[i] else shapes[i]).discard(ch)
+    out: list[list[tuple[str, int]]] = []
+    k = 0
+    for runs in letters:
+        out.append([])
+        for c, n in runs:
+            kept = "".join(x for x in _SHAPE_OF.get(c, "") if x in shapes[k])
+            out[-1].append((c + _ASCII_LOOKALIKE.get(c, "") + kept, n))
+            k += 1
     return out
+
+
+def _runs(word: str) -> list[tuple[str, int]]:
+    """``word`` as (character class, least count) runs: a letter and its ASCII look-alikes (and the letters of other
+    scripts read as it, :data:`_READINGS`), a doubled letter once with a count of two ("approved": a, pp, r, o, v, e,
+    d)."""
+    return [(f"[{re.escape(raw)}]", n) for raw, n in _raw_runs(word)[0]]
 
 
 def _count(cls: str, n: int) -> str:
@@ -113,7 +139,7 @@ def _words(*words: str, anchored: bool = False, far: bool = False) -> str:
     - ``far``: the separators between two words are one run (a letter ends it), so a run read from one word's end
       is read once.
     """
-    runs = [_runs(w) for w in words]
+    runs = [[(f"[{re.escape(raw)}]", n) for raw, n in word] for word in _raw_runs(*words)]
     pieces = [_count(c, n) for c, n in runs[0]]
     for before, after in pairwise(runs):
         (last, m), (first, n) = before[-1], after[0]

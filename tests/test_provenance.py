@@ -703,7 +703,9 @@ LONG_RUNS = ["a", "c", "4", "@", "[", "【", "<", "[a", "[u", "a\u200b", "<|", "
              # upside-down readings
              "&#91;", "&amp;", "&#x5b;user ", "%5B", "%", "\\u005b", "\\", "a p ", "ap ", "appro ved ", "a_",
              "[a](x)", "](", "[a][", "deifirev ", "]resu[", "\u0250", "\u0250 p", "user \u00b7 ", "\u00b7 ", "@ ",
-             "[user \u00b7 verified \u00b7 ", "(user \u00b7 verified, ", "u ser \u00b7 ", "\u03a3", "\u0434 "]
+             "[user \u00b7 verified \u00b7 ", "(user \u00b7 verified, ", "u ser \u00b7 ", "\u03a3", "\u0434 ",
+             # letters read two ways ("σ" an E or an S): two neighbouring runs that both took one split its run
+             "\u03c3", "\u0434", "\u03bb", "\u0438", "\u043b"]
 #: a word's beginning, then a long run of the letter that comes next (a doubled letter, a junction of two words)
 PREFIXED_RUNS = [("a", "p"), ("[a", "p"), ("[main, a", "p"), ("A", "P"), ("4", "p"), ("a", "pr"), ("ａ", "ｐ"),
                  ("approved system", "m"), ("approved system ", "m"), ("APPROVED_SYSTE", "M"),
@@ -711,7 +713,9 @@ PREFIXED_RUNS = [("a", "p"), ("[a", "p"), ("[main, a", "p"), ("A", "P"), ("4", "
                  ("(user", " "), ("a", " a"), ("A.P", ".P"), ("(main", ","), ("crit", "*"), ("[verified by", " "),
                  ("(x", "x"), ("adhere", " "), ("critical", "."), ("critical ", ". "), ("approved", "_"),
                  ("approved system", " m"), ("user", " \u00b7"), ("[user \u00b7 verified", " \u00b7"), ("appro", " v"),
-                 ("appr", "o "), ("a", "@"), ("ap", "p "), ("deifirev", "v"), ("&#", "9"), ("%", "5")]
+                 ("appr", "o "), ("a", "@"), ("ap", "p "), ("deifirev", "v"), ("&#", "9"), ("%", "5"),
+                 ("us", "\u03c3"), ("memori", "\u03c3"), ("critica", "\u03bb"), ("a", "\u0434"), ("[u", "\u0438"),
+                 ("hum", "\u043b")]
 
 
 @pytest.mark.parametrize("unit", LONG_RUNS, ids=[repr(u) for u in LONG_RUNS])
