@@ -1,9 +1,9 @@
 """What the neutraliser changes that it should not, and what a record's line costs: false positives over ordinary text
 and the median first rendering of a recall line.
 
-Run: ``nice .venv/bin/python benchmarks/neutraliser_reach.py [--runs 5] [--show] [--dump FILE]`` from the repository root (or with
-``PYTHONPATH`` naming another checkout, to measure it on the same texts). Counts the texts :func:`inline` changes
-(:func:`neutralise`: a placeholder in place of some of its text) in:
+Run: ``nice .venv/bin/python benchmarks/neutraliser_reach.py [--runs 5] [--show] [--dump FILE]`` from the
+repository root (or with ``PYTHONPATH`` naming another checkout, to measure it on the same texts). Counts the texts
+:func:`neutralise` changes (a placeholder in place of some of their text) in:
 
 - every LoCoMo turn (datasets/locomo, 5,882 texts) and its chat-style rewrite (``--style chat``);
 - every line of docs/*.md and README.md;
