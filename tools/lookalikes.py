@@ -3,7 +3,8 @@ small capitals and the Latin letters with a hook, stroke or tail, that the prove
 its own short table) does not already read as that letter.
 
 With them, by their Unicode names, the Latin letters drawn negative circled, negative squared, parenthesized or as
-regional indicators, and the few letters listed in ``_BY_EYE``.
+regional indicators, the few letters listed in ``_BY_EYE``, and the letters of other scripts "fancy text" writes
+Latin with, by shape (``_SHAPES``: Greek capitals, faux Cyrillic, CJK, Japanese and Ethiopic styles).
 
 Source: Unicode's confusables.txt (UTS #39, Unicode Security Mechanisms), as packaged in the
 ``confusable_homoglyphs`` wheel (``confusables.json``). Run it from a development environment that has that
@@ -38,6 +39,38 @@ _BY_EYE = {"\u13c6": "i", "\u15e9": "a", "\u1455": "c", "\u15f4": "e", "\u161c":
            "\u144e": "n", "\u146b": "q", "\u1515": "s", "\u15ef": "w", "\u1614": "z"}
 
 
+#: Letters of other scripts that "fancy text" generators and hand-made disguises write Latin letters with, by shape
+#: (not what Unicode lists as confusable: a person reads "ΛPPRΘVΣD" as "APPROVED", Greek prose never spells it).
+#: They change only the skeleton a pattern reads, which matches whole phrases and marks: Greek, Russian, Chinese,
+#: Japanese or Amharic prose spells none (``tests/test_provenance.py``, ``benchmarks/neutraliser_reach.py``).
+#: An entry here wins over confusables.txt (Greek capital "Σ" is an "E" in such text, not the "o" of its small form).
+_SHAPES = {
+    # Greek capitals used for their shape alone ("ΛPPRΘVΣD": the letters that may be read two ways, "Σ" an E or an
+    # S, "Λ" an A or an L, are read both ways by the patterns instead: _skeleton._READINGS), and the "Greek" style of
+    # fancy-text generators ("αв¢∂єƒgнιנкℓмησρqяѕтυνωχуz")
+    "Θ": "o", "θ": "o", "ϑ": "o", "Ꮎ": "o", "¢": "c", "∂": "d", "נ": "j", "ω": "w", "ς": "c",
+    # Cyrillic letters faux-Cyrillic writes Latin with ("ДPPЯӨVΣD", "ЦSΣЯ", "ИOW")
+    "Я": "r", "я": "r", "Ц": "u", "ц": "u", "Ш": "w", "ш": "w", "Щ": "w", "щ": "w", "Ѳ": "o", "ѳ": "o",
+    "Ө": "o", "ө": "o", "Э": "e", "э": "e", "Є": "e", "є": "e", "Б": "b", "б": "b", "Ч": "y", "ч": "y", "Ѵ": "v",
+    "Ѷ": "v", "ғ": "f", "Ғ": "f",
+    # CJK strokes and radicals of the "Chinese" style ("卂卩卩尺ㄖᐯ乇ᗪ", "匚尺丨ㄒ丨匚卂ㄥ")
+    "卂": "a", "乃": "b", "匚": "c", "乇": "e", "千": "f", "卄": "h", "丨": "i", "ﾌ": "j", "Ҝ": "k", "ㄥ": "l",
+    "爪": "m", "几": "n", "ㄖ": "o", "卩": "p", "Ɋ": "q", "尺": "r", "丂": "s", "ㄒ": "t", "ㄩ": "u", "山": "w",
+    "乂": "x", "ㄚ": "y", "乙": "z",
+    # the "Japanese" style (half-width katakana only where they are the style's own: full-width ones are prose)
+    "ﾑ": "a", "ᄃ": "c", "り": "d", "ｷ": "f", "ム": "g", "ん": "h", "ﾉ": "i", "ズ": "k", "ﾚ": "l", "ﾶ": "m", "刀": "n",
+    "の": "o", "ｱ": "p", "ゐ": "q", "ら": "s", "ｲ": "t", "ひ": "u", "√": "v", "ﾒ": "x", "ﾘ": "y",
+    # the "Ethiopic" style ("ልየየዪዐሀቿዕ")
+    "ል": "a", "ጌ": "b", "ር": "c", "ዕ": "d", "ቿ": "e", "ቻ": "f", "ኗ": "g", "ዘ": "h", "ጎ": "i", "ጋ": "j", "ጕ": "k",
+    "ረ": "l", "ጠ": "m", "ክ": "n", "ዐ": "o", "የ": "p", "ዒ": "q", "ዪ": "r", "ነ": "s", "ፕ": "t", "ሁ": "u", "ሀ": "v",
+    "ሠ": "w", "ሸ": "x", "ሃ": "y", "ጊ": "z",
+    # the "mirrored" style's reversed capitals ("ᗡƎVOЯԀԀA" read backwards; Я above), and upside-down letters that
+    # have no other reading ("ɐ", "ǝ", "ɹ": the reversed reading of such text is read apart, provenance.py)
+    "ᗡ": "d", "Ǝ": "e", "ǝ": "e", "Ԁ": "p", "ꟻ": "f", "ᴎ": "n", "ᴙ": "r", "ɐ": "a", "ɹ": "r", "ʇ": "t", "ʌ": "v",
+    "ʍ": "w", "ʎ": "y", "ɥ": "h", "ʞ": "k", "ɟ": "f", "ᴉ": "i", "∀": "a", "⅄": "y", "Ɐ": "a", "Ʌ": "v",
+}
+
+
 def table() -> dict[str, str]:
     data = json.loads(resources.files("confusable_homoglyphs").joinpath("confusables.json").read_text("utf-8"))
     out: dict[str, str] = {}
@@ -68,6 +101,10 @@ def table() -> dict[str, str]:
             base, sep, _ = name.removeprefix(prefix).partition(" WITH ")
             if name.startswith(prefix) and sep and len(base) == 1:
                 letter = base
+            # a bar or another form of the letter its name gives ("Ʉ" LATIN CAPITAL LETTER U BAR, "ꝛ" R ROTUNDA)
+            base, sep, form = name.removeprefix(prefix).partition(" ")
+            if name.startswith(prefix) and len(base) == 1 and form in ("BAR", "ROTUNDA"):
+                letter = base
         # a Latin letter drawn in a shape Unicode keeps whole (NFKD reads no letter, or reads the parentheses
         # around it): "🅰" negative squared, "🅐" negative circled, "🇦" a regional indicator (a model reads the
         # letter), "⒜" parenthesized (read "(a)", each letter then stood apart)
@@ -78,6 +115,9 @@ def table() -> dict[str, str]:
             out.setdefault(chr(o), letter.lower())
     for ch, letter in _BY_EYE.items():
         out.setdefault(ch, letter)
+    for ch, letter in _SHAPES.items():
+        if skeleton(ch)[0] != letter:
+            out[ch] = letter
     return dict(sorted(out.items()))
 
 
@@ -91,8 +131,9 @@ def main() -> None:
     print("Derived from Unicode's confusables.txt (UTS #39). Copyright © 1991-2024 Unicode, Inc. Unicode License v3:")
     print("https://www.unicode.org/license.txt. With them, the Latin small capitals, the Latin letters with a hook,")
     print("stroke or tail, and the Latin letters drawn negative circled, negative squared, parenthesized or as")
-    print("regional indicators (by their Unicode names), and a few letters checked by eye (tools/lookalikes.py:")
-    print('_BY_EYE). Only the characters the skeleton did not already read as the same letter are listed."""')
+    print("regional indicators (by their Unicode names), a few letters checked by eye (tools/lookalikes.py:")
+    print("_BY_EYE) and the letters of other scripts fancy text writes Latin with, by shape (_SHAPES). Only the")
+    print('characters the skeleton did not already read as the same letter are listed."""')
     print()
     print()
     print(f"#: {len(t)} characters, each read as the letter at the same place of TARGET")
