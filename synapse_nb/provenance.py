@@ -30,8 +30,6 @@ Examples
 
 from __future__ import annotations
 
-import codecs
-import functools
 import html
 import json
 import re
@@ -39,6 +37,8 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any, overload
 
+from synapse_nb._cleaning import LINE_BREAKS, _tables, clean_text, invisible_at  # noqa: F401  (LINE_BREAKS: re-exported)
+from synapse_nb._readings import readings
 from synapse_nb._skeleton import (
     _ALT_CLOSE,
     _ALT_OPEN,
@@ -51,14 +51,12 @@ from synapse_nb._skeleton import (
     _MAY_DOT,
     _healed,
     _healed_text,
-    _is_vs,
     _joined,
     _joined_text,
     _w,
     _words,
     skeleton,
 )
-from synapse_nb.errors import ValidationError
 
 __all__ = [
     "BANNER",
@@ -122,155 +120,6 @@ FRAMING_TAGS = (*FRAMING_ROLES, "system-reminder", "system_prompt", "system-prom
 def _tag_name(name: str) -> str:
     """A framing tag's name as a pattern: "-" and "_" stand for each other ("system_reminder")."""
     return "".join("[-_]" if c in "-_" else re.escape(c) for c in name)
-
-#: Characters that some reader treats as a line break (``str.splitlines`` splits on every one of them).
-LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
-_JOINERS = frozenset("\u200c\u200d")  # ZWNJ, ZWJ: part of emoji sequences and of several scripts' spelling
-_BLACK_FLAG = "\U0001F3F4"
-_TAG_END = "\U000E007F"
-
-
-def _visible_non_ascii(ch: str) -> bool:
-    return ord(ch) > 0x7F and not ch.isspace() and unicodedata.category(ch) not in ("Cf", "Cc", "Zl", "Zp")
-
-
-def _flag_tags_end(text: str, i: int) -> int:
-    """The end of an emoji flag tag sequence whose first tag character is at ``i`` (after U+1F3F4), else -1."""
-    j = i
-    while j < len(text) and 0xE0020 <= ord(text[j]) <= 0xE007E:
-        j += 1
-    return j + 1 if j > i and j < len(text) and text[j] == _TAG_END else -1
-
-
-@functools.cache
-def _tables() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """(a pattern finding every character that may be invisible, one finding format characters and combining
-    marks), built once, on first use, from the Unicode database of this Python."""
-    maybe: list[tuple[int, int]] = []
-    drop: list[tuple[int, int]] = []
-
-    def add(ranges: list[tuple[int, int]], o: int) -> None:
-        if ranges and ranges[-1][1] == o - 1:
-            ranges[-1] = (ranges[-1][0], o)
-        else:
-            ranges.append((o, o))
-
-    for start, stop in ((0x80, 0x20000), (0xE0000, 0xE0200)):
-        for o in range(start, stop):
-            cat = unicodedata.category(chr(o))
-            if cat == "Cf" or 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF or o in _FILLERS:
-                add(maybe, o)
-            if cat in ("Cf", "Mn", "Me") or 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF or o in _FILLERS:
-                add(drop, o)  # what skeleton() drops (it tried five blocks of marks: 1,451 others got past it)
-
-    def cls(ranges: list[tuple[int, int]]) -> re.Pattern[str]:
-        return re.compile("[" + "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
-                                        for a, b in ranges) + "]")
-
-    return cls(maybe), cls(drop)
-
-
-#: characters that show nothing where they stand: the combining grapheme joiner, the Hangul fillers, the Khmer
-#: inherent vowels, the Mongolian free variation selectors, the blank Braille pattern (a run of it pushes the rest
-#: of a line onto what looks like a line of its own)
-_FILLERS = frozenset((0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F,
-                      0x2800))
-
-
-def invisible_at(text: str) -> list[tuple[int, int]]:
-    """Spans ``(start, end)`` of the invisible characters of ``text`` that carry no visible meaning.
-
-    Invisible: every format character (Unicode category Cf: zero-width space, word joiner, BOM, soft hyphen,
-    bidi embeddings, overrides, isolates and marks, tag characters, interlinear annotation marks, ...),
-    variation selectors 17-256, a variation selector 1-16 that does not follow a visible non-ASCII character, the
-    combining grapheme joiner and the Hangul fillers. Kept (not listed): ZWJ and ZWNJ between two visible non-ASCII
-    characters (emoji sequences such as man + ZWJ + woman, Persian and Indic spelling), one emoji variation selector
-    after its character, and the tag characters of an emoji flag (🏴 + tags + cancel tag).
-
-    >>> invisible_at("a\\u200bb"), invisible_at("👨\\u200d👩"), invisible_at("❤\\ufe0f")
-    ([(1, 2)], [], [])
-    """
-    if text.isascii():
-        return []
-    found, _ = _tables()
-    spans: list[tuple[int, int]] = []
-    n = len(text)
-    skip_to = 0
-    for m in found.finditer(text):
-        i = m.start()
-        if i < skip_to:
-            continue
-        ch = text[i]
-        o = ord(ch)
-        if 0xE0020 <= o <= 0xE007E and i and text[i - 1] == _BLACK_FLAG:
-            end = _flag_tags_end(text, i)
-            if end > 0:
-                skip_to = end
-                continue
-        if ch in _JOINERS:
-            prev = text[i - 1] if i else ""
-            nxt = text[i + 1] if i + 1 < n else ""
-            prev_ok = bool(prev) and (_visible_non_ascii(prev) or (_is_vs(prev) and i >= 2
-                                                                    and _visible_non_ascii(text[i - 2])))
-            if prev_ok and bool(nxt) and _visible_non_ascii(nxt):
-                continue
-        elif 0xFE00 <= o <= 0xFE0F:
-            prev = text[i - 1] if i else ""
-            if prev and _visible_non_ascii(prev) and not _is_vs(prev):
-                continue
-        spans.append((i, i + 1))
-    return spans
-
-
-_CONTROL_ML = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
-_CONTROL_1L = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def _describe(ch: str) -> str:
-    return f"U+{ord(ch):04X} {unicodedata.name(ch, 'control character')}"
-
-
-def clean_text(value: str, field: str, *, multiline: bool = True) -> str:
-    """``value`` as the write path stores it: line breaks normalised, controls refused, invisible characters
-    removed.
-
-    - ``\\r\\n`` and a lone ``\\r`` become ``\\n``; in a multi-line field U+2028, U+2029 and U+0085 do too; in a
-      one-line field every line break is refused;
-    - other control characters (C0 but tab and newline, DEL, C1) are refused, naming the character and where;
-    - invisible format characters (:func:`invisible_at`) are removed: they carry no visible meaning, and they are
-      how text hides words from a reviewer (zero-width characters, bidi overrides, tag-character "ASCII smuggling").
-
-    >>> clean_text("a\\r\\nb", "content"), clean_text("x\\u200by", "key", multiline=False)
-    ('a\\nb', 'xy')
-    >>> clean_text("a\\u2028b", "tag", multiline=False)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    synapse_nb.errors.ValidationError: tag contains a line break (U+2028 LINE SEPARATOR at character 2); ...
-    """
-    if value.isascii() and value.isprintable():
-        return value
-    if multiline:
-        if "\r" in value:
-            value = value.replace("\r\n", "\n").replace("\r", "\n")
-        for sep in ("\u2028", "\u2029", "\x85"):
-            if sep in value:
-                value = value.replace(sep, "\n")
-    bad = (_CONTROL_ML if multiline else _CONTROL_1L).search(value)
-    if bad is not None:
-        ch, i = bad.group(), bad.start()
-        if ch in LINE_BREAKS:
-            raise ValidationError(f"{field} contains a line break ({_describe(ch)} at character {i + 1}); it is one "
-                                  "line of text: printable characters and tabs, no line breaks")
-        allowed = "tab and newline" if multiline else "tab, no line breaks"
-        raise ValidationError(f"{field} contains the control character {_describe(ch)} at character {i + 1}; "
-                              f"printable text only ({allowed})")
-    spans = invisible_at(value)
-    if spans:
-        keep = [0] + [e for _, e in spans]
-        stop = [s for s, _ in spans] + [len(value)]
-        value = "".join(value[a:b] for a, b in zip(keep, stop, strict=True))
-    return value
-
 
 # ------------------------------------------------------------------------------------------------ patterns
 # (the skeleton a pattern reads, and the word patterns: synapse_nb/_skeleton.py)
@@ -418,128 +267,10 @@ def _spans(text: str, skel: str) -> list[tuple[int, int, str]]:
     return spans
 
 
-#: Escapes a reader decodes into the letters it then reads: HTML character references (decimal, hex, named:
-#: "&#91;user &middot; verified&#93;", "&lbrack;"), URL escapes ("%5Buser%20%C2%B7%20verified%5D") and backslash
-#: escapes ("\\u005b", "\\x5b", "\\u{5b}", "\\U0000005b", "\\N{LEFT SQUARE BRACKET}").
-_ESCAPE = re.compile(r"&(?:#[0-9]{1,7};?|#[xX][0-9a-fA-F]{1,6};?|[A-Za-z][A-Za-z0-9]{1,31};)"
-                     r"|(?:%[0-9a-fA-F]{2})+"
-                     r"|\\(?:u\{[0-9a-fA-F]{1,6}\}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}"
-                     r"|N\{[A-Za-z0-9 -]{1,60}\})")
-
-
-def _decoded(text: str) -> tuple[str, list[int], list[int]] | None:
-    """``text`` with every escape of :data:`_ESCAPE` decoded, and per character of it the span of ``text`` it came
-    from (``None``: nothing to decode). An escape that decodes to nothing valid stays as written."""
-    out: list[str] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    pos = 0
-    for m in _ESCAPE.finditer(text):
-        a, b = m.span()
-        for i in range(pos, a):
-            out.append(text[i])
-            starts.append(i)
-            ends.append(i + 1)
-        pos = b
-        esc = m.group()
-        pieces: list[tuple[str, int, int]] = []
-        if esc[0] == "&":
-            if esc[1] == "#":
-                digits = esc[2:].rstrip(";")
-                code = int(digits[1:], 16) if digits[:1] in "xX" else int(digits)
-                pieces = [(chr(code), a, b)] if 0 < code <= 0x10FFFF else []
-            else:
-                dec = html.unescape(esc)
-                pieces = [(dec, a, b)] if dec != esc else []
-        elif esc[0] == "%":
-            decoder = codecs.getincrementaldecoder("utf-8")("replace")
-            first = a
-            for k in range(a, b, 3):
-                chars = decoder.decode(bytes([int(text[k + 1:k + 3], 16)]))
-                if chars:
-                    pieces.append((chars, first, k + 3))
-                    first = k + 3
-        else:
-            kind, body = esc[1], esc[2:].strip("{}")
-            try:
-                ch = unicodedata.lookup(body) if kind == "N" else chr(int(body, 16))
-            except (KeyError, ValueError):
-                ch = ""
-            if ch and 0xDC00 <= ord(ch) <= 0xDFFF and out and 0xD800 <= ord(out[-1]) <= 0xDBFF and ends[-1] == a:
-                ch = (out.pop() + ch).encode("utf-16", "surrogatepass").decode("utf-16")
-                a = starts.pop()
-                ends.pop()
-            pieces = [(ch, a, b)] if ch else []
-        if not pieces:
-            pieces = [(text[i], i, i + 1) for i in range(a, b)]
-        for chars, s, e in pieces:
-            for c in chars:
-                out.append(c)
-                starts.append(s)
-                ends.append(e)
-    for i in range(pos, len(text)):
-        out.append(text[i])
-        starts.append(i)
-        ends.append(i + 1)
-    decoded = "".join(out)
-    return None if decoded == text else (decoded, starts, ends)
-
-
-#: An upside-down letter read back (what "upside-down text" generators write each letter as, turned half a turn), and
-#: the brackets and marks they turn: the text is read again unflipped, and reversed and unflipped.
-_UNFLIP = str.maketrans({
-    "ɐ": "a", "q": "b", "ɔ": "c", "p": "d", "ǝ": "e", "ɟ": "f", "ƃ": "g", "ɥ": "h", "ᴉ": "i", "ı": "i", "ɾ": "j",
-    "ʞ": "k", "ן": "l", "ʃ": "l", "ɯ": "m", "u": "n", "d": "p", "b": "q", "ɹ": "r", "ʇ": "t", "n": "u", "ʌ": "v",
-    "ʍ": "w", "ʎ": "y", "∀": "A", "ꓭ": "B", "Ɔ": "C", "ᗡ": "D", "Ǝ": "E", "Ⅎ": "F", "⅁": "G", "ſ": "J", "ꓘ": "K",
-    "˥": "L", "⅂": "L", "W": "M", "Ԁ": "P", "ᴚ": "R", "┴": "T", "⊥": "T", "∩": "U", "Λ": "V", "M": "W", "⅄": "Y",
-    "[": "]", "]": "[", "(": ")", ")": "(", "{": "}", "}": "{", "<": ">", ">": "<", "¡": "!", "¿": "?", "˙": ".",
-})
-#: Letters only upside-down text has (or IPA): where the unflipped readings are worth reading.
-_MAY_FLIPPED = re.compile("[ɐǝɹʇʎʌʍɯɥʞɟƃɔᴉɾןʃ∀ꓭƆᗡƎℲ⅁ꓘ˥⅂Ԁᴚ┴⊥∩⅄]")
-#: A protected word written backwards ("]deifirev · resu[", "EREHDA :LACITIRC"), on the skeleton: where the reversed
-#: readings are worth reading (the text reversed, and each word reversed where it stands). Letters only (a reversed
-#: word in digits as well, "d3if1rev", is not read); a source word alone only against its bracket ("]resu[").
-_REVERSED_WORDS = (*(w[::-1] for w in ("verified", "approved", "critical", "adhere", "memor", "confirmed", "trusted",
-                                       "revert")),
-                   "resu]", "]resu", "tnega]", "]tnega", "namuh]", "]namuh")
-
-
-def _may_be_reversed(skel: str) -> bool:
-    return any(map(skel.__contains__, _REVERSED_WORDS))
-
-
-_WORD = re.compile(r"[^\W_]+")
-
-
-def _readings(text: str, skel: str) -> list[tuple[str, Any]]:
-    """Other readings of ``text`` a reader may make, each with a function taking a span of it back to ``text``:
-    decoded (:data:`_ESCAPE`), reversed, each word reversed in place, upside-down letters turned back (as they stand
-    and reversed). Each only where its necessary condition holds."""
-    out: list[tuple[str, Any]] = []
-    n = len(text)
-    if "&" in text or "%" in text or "\\" in text:
-        dec = _decoded(text)
-        if dec is not None:
-            decoded, starts, ends = dec
-            out.append((decoded, lambda s, e, st=starts, en=ends: (st[s], en[e - 1])))
-    if _may_be_reversed(skel):
-        out.append((text[::-1], lambda s, e: (n - e, n - s)))
-        perm = list(range(n))
-        for m in _WORD.finditer(text):
-            perm[m.start():m.end()] = perm[m.start():m.end()][::-1]
-        out.append(("".join(text[i] for i in perm),
-                    lambda s, e, p=perm: (min(p[s:e]), max(p[s:e]) + 1)))
-    if not text.isascii() and _MAY_FLIPPED.search(text):
-        unflipped = text.translate(_UNFLIP)
-        out.append((unflipped, lambda s, e: (s, e)))
-        out.append((unflipped[::-1], lambda s, e: (n - e, n - s)))
-    return out
-
-
 def _all_spans(text: str, depth: int = 0) -> list[tuple[int, int, str]]:
     skel = text.lower() if text.isascii() else _fast_skeleton(text)
     spans = _spans(text, skel)
-    for reading, back in _readings(text, skel) if depth < 2 else ():
+    for reading, back in readings(text, skel) if depth < 2 else ():
         for s, e, placeholder in (_all_spans(reading, depth + 1) if reading is not text else []):
             spans.append((*back(s, e), placeholder))
     return spans
