@@ -481,12 +481,69 @@ def test_a_vault_from_before_its_record_is_recorded_by_the_persons_open(tmp_path
     assert [x.id for x in syn.open_vault(project, create=False).lessons.in_force()] == [les_id]
 
 
+def test_an_agent_may_not_adopt(clone: tuple[Path, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    project, les_id = clone
+    v = syn.open_vault(project, create=False)
+    with pytest.raises(PermissionDeniedError, match="agent"):
+        v.as_agent().adopt()
+    monkeypatch.setenv("CLAUDECODE", "1")
+    for handle in (v, syn.open_vault(project, create=False)):  # a person's handle used there is the agent's too
+        with pytest.raises(PermissionDeniedError, match="agent's environment"):
+            handle.adopt()
+    out = _cli(project, "lessons", "adopt", "--yes")
+    assert out.exit_code == 1 and "agent" in out.output, out.output
+    monkeypatch.delenv("CLAUDECODE")
+    assert [e["state"] for e in _records(project)["vaults"].values()] == ["borrowed"]
+    w = syn.open_vault(project, create=False)
+    assert w.borrowed is not None and [x.id for x in w.lessons.awaiting_local()] == [les_id]
+
+
+def test_a_person_adopts_a_cloned_vault_and_worktrees_share_it(clone: tuple[Path, str], git: Any, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    project, les_id = clone
+    git(project, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "feature")
+    assert syn.open_vault(tmp_path / "wt", create=False).borrowed is not None  # the worktree: the same decision
+    out = _cli(project, "lessons", "adopt", "--yes")
+    assert out.exit_code == 0, out.output
+    assert out.output.startswith("adopted .synapse/synapse.db as this checkout's own") and les_id in out.output
+    (entry,) = _records(project)["vaults"].values()
+    assert entry["state"] == "own" and entry["how"] == "adopted"
+    assert git(project, "status", "--porcelain") == ""  # recorded in the git dir, never in the work tree
+    assert _in_force_everywhere(project, monkeypatch) == [(False, True), (False, True)]
+    w = syn.open_vault(tmp_path / "wt", create=False)
+    assert w.borrowed is None and [x.id for x in w.lessons.in_force(branch="main")] == [les_id]
+    git(project, "rm", "-q", "-r", "--cached", ".synapse")  # and git changes nothing afterwards
+    git(project, "add", "-f", ".synapse/synapse.db")
+    assert _in_force_everywhere(project, monkeypatch) == [(False, True), (False, True)]
+
+
+def test_adopting_in_process_takes_effect_on_the_handle(clone: tuple[Path, str], git: Any) -> None:
+    project, les_id = clone
+    v = syn.open_vault(project, create=False)
+    line = v.borrowed.line  # type: ignore[union-attr]
+    done = v.adopt()
+    assert done.was == line and done.path == ".synapse/synapse.db" and done.records == project / ".git" / RECORDS_NAME
+    assert v.borrowed is None and [x.id for x in v.lessons.in_force()] == [les_id]
+    assert v.recall("payments retry").text.startswith(BANNER)
+    again = v.adopt()  # not borrowed any more: recorded again, nothing else
+    assert again.was is None
+
+
+def test_a_symlinked_vault_is_not_adopted(linked: tuple[Path, Path, str]) -> None:
+    project, outside, _ = linked
+    v = syn.open_vault(project, create=False)
+    with pytest.raises(PermissionDeniedError, match=f"SYNAPSE_HOME={outside}"):
+        v.adopt()
+    assert v.borrowed is not None and v.borrowed.reason == "symlink"
+    assert not (project / ".git" / RECORDS_NAME).exists()
+
+
 @pytest.mark.parametrize("garbage", ["{not json", '{"version": 1, "vaults": {"x": {"state": "mine"}}}',
                                      '{"version": 1, "vaults": [], "paths": {}}', '{"version": 2}',
                                      '{"version": 1, "paths": {".synapse/synapse.db": {"state": "own"}}}'])
 def test_an_unreadable_record_makes_no_vault_ones_own(clone: tuple[Path, str], git: Any, garbage: str,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    project, _ = clone
+    project, les_id = clone
     syn.open_vault(project, create=False).close()  # seen borrowed
     git(project, "rm", "-q", "-r", "--cached", ".synapse")
     git(project, "commit", "-q", "-m", "untrack")
@@ -497,6 +554,9 @@ def test_an_unreadable_record_makes_no_vault_ones_own(clone: tuple[Path, str], g
     assert v.borrowed is not None and v.borrowed.reason == "unrecorded" and str(records) in v.borrowed.line
     assert "synapse-nb lessons adopt" in v.borrowed.line
     assert records.read_text(encoding="utf-8") == garbage  # an open never writes over it
+    done = v.adopt()  # a person's adoption sets it aside (kept) and starts a new record
+    assert done.set_aside is not None and done.set_aside.read_text(encoding="utf-8") == garbage
+    assert [x.id for x in syn.open_vault(project, create=False).lessons.in_force()] == [les_id]
 
 
 def test_a_committed_vault_without_an_id_is_recorded_by_its_path(tmp_path: Path, git: Any,
