@@ -2,30 +2,41 @@
 
 A clone of a repository that commits ``.synapse/synapse.db`` brings the committer's memory with it, approved
 lessons included; a ``.synapse`` symlink can point a project's vault at any folder. Neither was approved by the
-human working here, so such a vault is *borrowed* (:func:`detect`, once per :func:`synapse_nb.vault.open_vault`):
+human working here, so such a vault is *borrowed* (decided once per :func:`synapse_nb.vault.open_vault`):
 
-- ``"tracked"``: git tracks the vault's database in the project (``git ls-files``);
-- ``"symlink"``: the vault folder is reached through a symlink that resolves outside the project's root.
+- ``"symlink"`` (:func:`symlinked`): the vault folder is reached through a symlink that resolves outside the
+  project's root;
+- ``"tracked"`` (:func:`identify`): the vault came with the repository. Decided by the vault's identity first (its
+  random ``vault_uid`` in ``meta``): :class:`VaultRecords` (``<git-common-dir>/synapse-nb/vaults.json``, never
+  tracked, shared by every worktree) records per checkout which vaults are this checkout's *own* (created here, or
+  adopted by a person: :func:`adopt`) and which were *seen borrowed* (git tracked them when this checkout first
+  opened them). A vault seen borrowed stays borrowed when git stops tracking it (``git rm --cached`` launders
+  nothing); a vault of one's own is never borrowed because git tracks it (``git add -f`` hides none of its lessons;
+  ``status()`` still warns that git tracks it). A vault with no record: git tracks its database (``git ls-files``),
+  or the last commit holds it (``HEAD``) -> borrowed, recorded as seen borrowed; else a person's writable open
+  records it as this checkout's own. An agent's open never records a vault as its own;
+- ``"unrecorded"``: that record cannot be read (not the JSON this module writes): no vault counts as one's own.
 
 Naming the vault folder itself (``SYNAPSE_HOME=/that/folder``, ``--vault /that/folder``) is a human's explicit
 choice of that folder: it is then no symlink borrowing (unless the name is itself the project's symlink). A vault
-git tracks stays borrowed however it is named: its lessons were approved by whoever committed them. Team vaults
-(PostgreSQL) are never file-borrowed.
+that came with the repository stays borrowed however it is named. Team vaults (PostgreSQL) are never file-borrowed.
 
 What it changes (the surfaces read :attr:`Borrowed.line` and :meth:`Borrowed.to_dict`):
 
 - every recall text and MCP answer starts with :attr:`Borrowed.line`, and ``Recall.to_dict()["borrowed"]``
   carries it;
-- its approved lessons are in force only once a human here re-approved them: :class:`LocalApprovals` records
-  those approvals in ``<git-common-dir>/synapse-nb/approvals.json`` (never tracked, the same on every branch and
-  in every worktree): lesson id, a digest of the approved text and branch, who and when, until when;
+- its approved lessons are in force only once a human here re-approved them, one by one (:class:`LocalApprovals`,
+  ``<git-common-dir>/synapse-nb/approvals.json``: lesson id, a digest of the approved text and branch, who and
+  when, until when), or adopted the whole vault (``synapse-nb lessons adopt``, :meth:`synapse_nb.Vault.adopt`);
 - through an outside symlink every write is refused (:attr:`Borrowed.refusal`), so nothing (no ``synapse.db``,
   no ``.gitignore``) is ever created outside the project.
 
 Examples
 --------
 >>> b = Borrowed("tracked", ".synapse/synapse.db")
->>> b.line.startswith("BORROWED VAULT: git tracks .synapse/synapse.db")
+>>> b.line.startswith("BORROWED VAULT: .synapse/synapse.db came with the repository")
+True
+>>> "lessons adopt" in b.line and "git rm" not in b.line
 True
 >>> b.refusal is None
 True
@@ -37,25 +48,32 @@ import contextlib
 import getpass
 import hashlib
 import json
+import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from synapse_nb.errors import PermissionDeniedError, StoreError
 from synapse_nb.gitscope.repo import find_repo
-from synapse_nb.gitscope.vaultdir import symlink_exit, tracked_path, untrack_command
+from synapse_nb.gitscope.vaultdir import committed_path, repo_prefix, symlink_exit, tracked_path
 
 if TYPE_CHECKING:
     from synapse_nb.models import Lesson
 
-__all__ = ["APPROVALS_NAME", "Borrowed", "LocalApprovals", "detect", "lesson_digest"]
+__all__ = ["APPROVALS_NAME", "RECORDS_NAME", "Adoption", "Borrowed", "LocalApprovals", "VaultRecords", "adopt",
+           "identify", "lesson_digest", "symlinked"]
 
 #: Where local approvals live, under the repository's git common dir.
 APPROVALS_NAME = "synapse-nb/approvals.json"
+#: Which vaults are this checkout's own and which came with the repository, under the git common dir.
+RECORDS_NAME = "synapse-nb/vaults.json"
 _VERSION = 1
+_ADOPT = "synapse-nb lessons adopt"
+_log = logging.getLogger("synapse_nb.borrowed")
 
 
 def lesson_digest(les: Lesson) -> str:
@@ -134,20 +152,143 @@ class LocalApprovals:
     def record(self, les: Lesson, *, at: str, expires_at: str, vault: str) -> dict[str, Any]:
         """Record that a human here approves ``les`` from ``at`` until ``expires_at``; returns the entry."""
         entry = {"digest": lesson_digest(les), "by": _who(), "at": at, "expires_at": expires_at, "vault": vault}
+
+        def update() -> dict[str, Any]:
+            self._key = None
+            return {"version": _VERSION, "approvals": {**self.entries(), les.id: entry}}
+
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)  # inside the git dir, which exists
-            with _locked(self.path.with_name(self.path.name + ".lock")):
-                self._key = None
-                entries = dict(self.entries())
-                entries[les.id] = entry
-                tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-                tmp.write_text(json.dumps({"version": _VERSION, "approvals": entries}, ensure_ascii=False,
-                                          indent=1, sort_keys=True) + "\n", encoding="utf-8")
-                os.replace(tmp, self.path)
+            _rewrite(self.path, update)
         except OSError as exc:
             raise StoreError(f"cannot record the local approval in {self.path}: {exc.strerror or exc}; nothing "
                              "was approved") from exc
         return entry
+
+
+def _rewrite(path: Path, update: Callable[[], dict[str, Any]]) -> None:
+    """Write ``update()`` (called under the lock, so it reads the file as it is then) to ``path`` whole and
+    atomically (a temporary file, then ``os.replace``), under an exclusive lock on ``path.lock``."""
+    path.parent.mkdir(parents=True, exist_ok=True)  # inside the git dir, which exists
+    with _locked(path.with_name(path.name + ".lock")):
+        data = update()
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+
+
+State = Literal["own", "borrowed"]
+
+
+class VaultRecords:
+    """Which vaults are this checkout's own, and which came with the repository: one JSON file in the git common
+    dir (never tracked; the same on every branch and in every worktree), keyed by each vault's id (``vault_uid``).
+
+    ``{"version": 1, "vaults": {id: entry}, "paths": {path: entry}}``; an entry is ``{"state": "own" | "borrowed",
+    "how": "created" | "opened" | "adopted" | "tracked", "path": the database, repository-relative, "by", "at"}``.
+    ``"paths"`` holds only ``"borrowed"`` entries: a vault seen borrowed whose id could not be read (a read-only
+    open of a vault that lacks one) is recorded by its path, and that record holds for the vault at that path until
+    its id has one of its own. A file that is not what this class writes is an error (:meth:`load`): it never
+    makes a vault count as one's own.
+
+    >>> import tempfile, pathlib
+    >>> r = VaultRecords(pathlib.Path(tempfile.mkdtemp()) / "vaults.json")
+    >>> r.state("ab12", ".synapse/synapse.db") is None
+    True
+    >>> r.note("ab12", ".synapse/synapse.db", "borrowed", how="tracked")
+    True
+    >>> r.note("ab12", ".synapse/synapse.db", "own", how="opened")  # a record is never replaced by a note
+    False
+    >>> r.state("ab12", ".synapse/synapse.db")
+    'borrowed'
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """``{"vaults": ..., "paths": ...}`` (empty when there is no file). Raises :class:`StoreError` when the file
+        cannot be read or is not the JSON this class writes."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {"vaults": {}, "paths": {}}
+        except OSError as exc:
+            raise StoreError(f"cannot read {self.path}: {exc.strerror or exc}") from exc
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise StoreError(f"{self.path} is not JSON ({exc})") from exc
+        if not isinstance(data, dict) or data.get("version") != _VERSION:
+            raise StoreError(f"{self.path} is not a record of this checkout's vaults (version {_VERSION})")
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        for part, states in (("vaults", ("own", "borrowed")), ("paths", ("borrowed",))):
+            raw = data.get(part, {})
+            if not isinstance(raw, dict) or not all(
+                    isinstance(k, str) and isinstance(v, dict) and v.get("state") in states for k, v in raw.items()):
+                raise StoreError(f"{self.path}: its {part!r} are not what synapse-nb writes")
+            out[part] = raw
+        return out
+
+    def state(self, uid: str | None, path: str) -> State | None:
+        """What this checkout recorded of the vault of id ``uid`` (None: its id is unknown) at ``path``: by its id,
+        else (no record of that id) the path's record; None when neither. Raises :class:`StoreError` (see
+        :meth:`load`)."""
+        data = self.load()
+        entry = data["vaults"].get(uid) if uid is not None else None
+        if entry is None:
+            entry = data["paths"].get(path)
+        return entry["state"] if entry is not None else None
+
+    def _entry(self, state: State, how: str, path: str) -> dict[str, Any]:
+        return {"state": state, "how": how, "path": path, "by": _who(),
+                "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+
+    def note(self, uid: str | None, path: str, state: State, *, how: str) -> bool:
+        """Record what an open found of a vault with no record yet (by its id; by its path when the id is unknown,
+        ``"borrowed"`` only); a vault that has a record meanwhile keeps it. True when written. Never raises: the
+        open goes on, decided as it was (a warning is logged)."""
+        if uid is None and state != "borrowed":
+            return False
+        written = [False]
+
+        def update() -> dict[str, Any]:
+            data = self.load()
+            part, key = ("vaults", uid) if uid is not None else ("paths", path)
+            if key not in data[part]:
+                data[part][key] = self._entry(state, how, path)
+                written[0] = True
+            return {"version": _VERSION, **data}
+
+        try:
+            _rewrite(self.path, update)
+        except (OSError, StoreError) as exc:
+            _log.warning("could not record the vault %s as %s in %s: %s", path, state, self.path, exc)
+        return written[0]
+
+    def adopt(self, uid: str, path: str) -> Path | None:
+        """Record the vault of id ``uid`` as this checkout's own, adopted (a person's :func:`adopt`). An unreadable
+        file is set aside first (renamed, kept); returns where, or None."""
+        aside: list[Path] = []
+
+        def update() -> dict[str, Any]:
+            try:
+                data = self.load()
+            except StoreError:
+                stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+                moved = self.path.with_name(f"{self.path.name}.unreadable-{stamp}-{os.getpid()}")
+                os.replace(self.path, moved)
+                aside.append(moved)
+                data = {"vaults": {}, "paths": {}}
+            data["vaults"][uid] = self._entry("own", "adopted", path)
+            data["paths"].pop(path, None)
+            return {"version": _VERSION, **data}
+
+        try:
+            _rewrite(self.path, update)
+        except OSError as exc:
+            raise StoreError(f"cannot record the adoption in {self.path}: {exc.strerror or exc}; nothing was "
+                             "adopted") from exc
+        return aside[0] if aside else None
 
 
 def _who() -> str:
@@ -179,32 +320,42 @@ class Borrowed:
 
     Attributes
     ----------
-    reason : ``"tracked"`` (git tracks its database) or ``"symlink"`` (reached through a symlink leaving the
-        project).
-    path : the tracked database, repository-relative (``".synapse/synapse.db"``), or the symlink.
+    reason : ``"tracked"`` (it came with the repository), ``"symlink"`` (reached through a symlink leaving the
+        project) or ``"unrecorded"`` (this checkout's record of its vaults cannot be read).
+    path : the vault's database, repository-relative (``".synapse/synapse.db"``), or the symlink.
     target : where the symlink points (``"symlink"`` only).
     approvals : the local approvals (None outside git: nothing can be approved here, the way out is
         ``SYNAPSE_HOME``).
+    seen : ``"tracked"`` only: how it is known to have come with the repository: ``"index"`` (git tracks it now),
+        ``"commit"`` (the last commit holds it), ``"recorded"`` (git tracked it when this checkout first opened it:
+        :class:`VaultRecords`); ``"unrecorded"``: why the record cannot be read.
+    records : this checkout's :class:`VaultRecords` (None outside git).
     """
 
-    reason: Literal["tracked", "symlink"]
+    reason: Literal["tracked", "symlink", "unrecorded"]
     path: str
     target: str | None = None
     approvals: LocalApprovals | None = field(default=None, compare=False, repr=False)
+    seen: str = "index"
+    records: VaultRecords | None = field(default=None, compare=False, repr=False)
 
     @property
     def why(self) -> str:
-        if self.reason == "tracked":
-            return f"git tracks {self.path} (it came with the repository, not from your own approvals)"
-        return f"{self.path} is a symlink to {self.target}, outside the project"
+        if self.reason == "symlink":
+            return f"{self.path} is a symlink to {self.target}, outside the project"
+        if self.reason == "unrecorded":
+            where = self.records.path if self.records is not None else RECORDS_NAME
+            return (f"this checkout's record of its vaults ({where}) cannot be read ({self.seen}), so whether "
+                    f"{self.path} is your own or came with the repository is not known")
+        return (f"{self.path} came with the repository (git tracked it when this checkout first opened it; untracking "
+                "it changes nothing), so its lessons were approved by whoever committed them, not here")
 
     @property
     def remedy(self) -> str:
-        if self.reason == "tracked":
-            folder = self.path.rsplit("/", 1)[0] + "/" if "/" in self.path else "."
-            return ("its approved lessons are not in force until a human here re-approves them (synapse-nb lessons "
-                    "list --status approved, then synapse-nb lessons approve ID), or take the vault out of git: "
-                    f"{untrack_command(folder)}")
+        if self.reason != "symlink":
+            return ("its approved lessons are not in force until a human here adopts the vault in their own "
+                    f"terminal ({_ADOPT}: its approved lessons then count as approved here) or re-approves them one "
+                    "by one (synapse-nb lessons list --status approved, then synapse-nb lessons approve ID)")
         return ("its approved lessons are not in force until a human here re-approves them (synapse-nb lessons "
                 "approve ID), and writes are refused; to use that folder as your vault, name it: "
                 f"SYNAPSE_HOME={self.target}")
@@ -232,16 +383,15 @@ class Borrowed:
             raise PermissionDeniedError(self.refusal)
 
 
-def detect(vault_dir: Path, project_dir: Path, *, named: Path | None = None,
-           db_name: str = "synapse.db") -> Borrowed | None:
-    """Whether the vault at ``vault_dir`` (for the project ``project_dir``) is borrowed, and why.
+def symlinked(vault_dir: Path, project_dir: Path, *, named: Path | None = None) -> Borrowed | None:
+    """Whether the vault at ``vault_dir`` (for the project ``project_dir``) is borrowed through a symlink, and why
+    (before anything is created: a write through it is refused).
 
     ``named``: the vault folder as a human named it (``SYNAPSE_HOME``, a path argument), absolute and not
     resolved. A named folder is borrowed through a symlink only when the name itself is a symlink inside a git
     work tree leading out of it (a committed ``.synapse`` link named as ``.synapse``); naming the real folder is an
     explicit choice. Unnamed, the vault is the project's ``.synapse/``, and a symlink on the way to it that resolves
     outside the project's root (its repository's main work tree; the project folder outside git) borrows it.
-    Then one ``git ls-files`` says whether git tracks the database (a vault that came with a clone).
     """
     probe, root = vault_dir, None
     repo = find_repo(project_dir)
@@ -258,10 +408,79 @@ def detect(vault_dir: Path, project_dir: Path, *, named: Path | None = None,
             shown = link.relative_to(root).as_posix() if link.is_relative_to(root) else str(link)
             approvals = LocalApprovals(repo.common_dir / APPROVALS_NAME) if repo is not None else None
             return Borrowed("symlink", shown, str(target), approvals=approvals)
+    return None
+
+
+def identify(vault_dir: Path, *, uid: str | None, db_name: str = "synapse.db", person: bool = False,
+             created: bool = False) -> Borrowed | None:
+    """Whether the vault at ``vault_dir`` (of id ``uid``: its ``vault_uid``; None when a read-only open found none)
+    came with the repository: ``"tracked"``, or None for a vault of this checkout's own (see the module).
+
+    By this checkout's record first (:class:`VaultRecords`): ``"own"`` -> None whatever git tracks; ``"borrowed"``
+    -> borrowed whatever git tracks. No record: one ``git ls-files`` (then, when git does not track it, one
+    ``git ls-tree HEAD``) says whether git tracks the database: then borrowed, and recorded as seen borrowed (by any
+    actor: the safe direction). Otherwise it is this checkout's own, recorded so when ``person`` (a person's
+    writable open: never an agent's) and the vault has an id. ``created``: this open created the vault (a new id;
+    git is not asked). An unreadable record: ``"unrecorded"`` (borrowed).
+    """
     vault_repo = find_repo(vault_dir) if vault_dir.is_dir() else None
-    if vault_repo is None:
+    prefix = repo_prefix(vault_repo, vault_dir)
+    if vault_repo is None or prefix is None:
         return None
-    tracked = tracked_path(vault_dir, db_name)
-    if tracked is None:
+    rel = prefix + db_name
+    approvals = LocalApprovals(vault_repo.common_dir / APPROVALS_NAME)
+    records = VaultRecords(vault_repo.common_dir / RECORDS_NAME)
+    try:
+        state = records.state(uid, rel)
+    except StoreError as exc:
+        return Borrowed("unrecorded", rel, approvals=approvals, seen=str(exc), records=records)
+    if state == "own":
         return None
-    return Borrowed("tracked", tracked, approvals=LocalApprovals(vault_repo.common_dir / APPROVALS_NAME))
+    if state == "borrowed":
+        if uid is not None:  # recorded by its path while its id was unknown: now by its id as well
+            records.note(uid, rel, "borrowed", how="tracked")
+        return Borrowed("tracked", rel, approvals=approvals, seen="recorded", records=records)
+    tracked, seen = (None, "index") if created else (tracked_path(vault_dir, db_name), "index")
+    if tracked is None and not created:
+        tracked, seen = committed_path(vault_dir, db_name), "commit"
+    if tracked is not None:
+        records.note(uid, rel, "borrowed", how="tracked")
+        return Borrowed("tracked", tracked, approvals=approvals, seen=seen, records=records)
+    if person and uid is not None:
+        records.note(uid, rel, "own", how="created" if created else "opened")
+    return None
+
+
+@dataclass(frozen=True)
+class Adoption:
+    """What :func:`adopt` did: the vault (``path``), why it was borrowed (``was``: its BORROWED line, None when it
+    was not), where the records are (``records``), and where an unreadable record was set aside (``set_aside``)."""
+
+    path: str
+    was: str | None
+    records: Path | None
+    set_aside: Path | None = None
+
+
+def adopt(vault_dir: Path, borrowed: Borrowed | None, *, uid: str | None, db_name: str = "synapse.db") -> Adoption:
+    """Record the vault at ``vault_dir`` (of id ``uid``) as this checkout's own: its approved lessons are in force
+    here, whoever approved them, and git tracking it never makes it borrowed again. The caller checked that a
+    person does it (:meth:`synapse_nb.Vault.adopt`). A vault outside git, or already this checkout's own, needs
+    nothing recorded (``records`` None, or ``was`` None). A symlink out of the project is refused: name the folder
+    instead.
+    """
+    if borrowed is not None and borrowed.reason == "symlink":
+        raise PermissionDeniedError(f"cannot adopt the vault through the symlink {borrowed.path}: it points to "
+                                    f"{borrowed.target}, outside the project; if that folder is your vault, name it "
+                                    f"explicitly: SYNAPSE_HOME={borrowed.target} (CLI --vault {borrowed.target})")
+    repo = find_repo(vault_dir)
+    prefix = repo_prefix(repo, vault_dir)
+    if repo is None or prefix is None:
+        return Adoption(str(vault_dir / db_name), None, None)
+    if uid is None:
+        raise StoreError(f"the vault {vault_dir} has no id and is open read-only; open it writable to adopt it "
+                         "(without SYNAPSE_READONLY)")
+    rel = prefix + db_name
+    records = VaultRecords(repo.common_dir / RECORDS_NAME)
+    aside = records.adopt(uid, rel)
+    return Adoption(rel, borrowed.line if borrowed is not None else None, records.path, aside)

@@ -516,7 +516,9 @@ class Status:
         n = len(self.tracked_by_git)
         return (f"warning: git tracks this vault ({n} file{'s' if n != 1 else ''}, e.g. {self.tracked_by_git[0]}): "
                 "a revert, stash or checkout can replace or delete your memory. Untrack it (the files stay on disk) "
-                f"at the repository root with: {self.untrack_command}  (then commit)")
+                f"at the repository root with: {self.untrack_command}  (then commit)"
+                + ("; a borrowed vault stays borrowed when untracked (adopting it is a human's choice: synapse-nb "
+                   "lessons adopt)" if self.borrowed else ""))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -170,6 +170,7 @@ HUMAN: dict[str, Callable[[Corpus], list[tuple[tuple[str, ...], str | None]]]] =
     "lessons review": lambda c: [(("lessons", "review", "--yes"), "s\n" * 40)],
     "lessons approve": lambda c: [(("lessons", "approve", c.ids["lesson"], "--yes", "--accept-agent-text"), None)],
     "lessons withdraw": lambda c: [(("lessons", "withdraw", c.ids["lesson"], "--yes"), None)],
+    "lessons adopt": lambda c: [(("lessons", "adopt", "--yes"), None)],  # lists the lessons it puts in force
     "memory accept": lambda c: [(("memory", "accept", c.ids["revision"], "--yes"), None)],
     "memory revert": lambda c: [(("memory", "revert", "deploy", "--to", "1", "--yes"), None)],
     "memory prune": lambda c: [(("memory", "prune", "--yes"), None)],

@@ -40,7 +40,7 @@ READS = [
     ["checkpoint", "list"], ["checkpoint", "restore"], ["decision", "list"], ["lessons", "list"],
     ["lessons", "review", "--yes"], ["lessons", "approve", "--yes", "les_1234"],
     ["lessons", "reject", "--yes", "les_1234"], ["lessons", "withdraw", "--yes", "les_1234"],
-    ["index", "check"], ["index", "rebuild"],
+    ["lessons", "adopt", "--yes"], ["index", "check"], ["index", "rebuild"],
     ["memory", "history", "deploy"], ["memory", "revisions"], ["memory", "conflicts"],
     ["memory", "revert", "--yes", "mem_1234", "--to", "1"], ["memory", "accept", "--yes", "rev_1234"],
     ["memory", "reject", "--yes", "rev_1234"], ["memory", "resolve", "--yes", "lnk_1234", "merge"],

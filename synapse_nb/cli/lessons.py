@@ -297,3 +297,52 @@ def lessons_withdraw(
     v = open_vault_for(ctx)
     les = v.lessons.withdraw(lesson_id)
     print_record(les, as_json, f"withdrew the approval of {les.id}; it is pending again")
+
+
+@lessons_app.command("adopt")
+def lessons_adopt(ctx: typer.Context, yes: YesOpt = False, as_json: JsonOpt = False) -> None:
+    """Adopt a borrowed vault as this checkout's own: every lesson approved in it is then in force here.
+
+    A vault that came with the repository (a clone of a repository that commits .synapse/synapse.db) is borrowed:
+    its approved lessons were approved by whoever committed them, so none is in force here until a human approves
+    it here (lessons approve ID, one by one) or adopts the whole vault with this command. Adopting is recorded in
+    the repository's git dir (synapse-nb/vaults.json, shared by its worktrees); git tracking or untracking the vault
+    changes nothing afterwards. A vault not borrowed is recorded as this checkout's own. A human-only command (see
+    lessons approve); at a terminal it lists the lessons that come into force and asks first.
+
+    Examples:
+
+        synapse-nb lessons adopt
+
+        synapse-nb lessons adopt --yes --json
+    """
+    require_human_here(ctx, yes, "adopting a vault")
+    v = open_vault_for(ctx)
+    borrowed = v.borrowed
+    coming = list(v.lessons.awaiting_local()) if borrowed is not None else []
+    if borrowed is not None and not yes:  # at a terminal: show what comes into force, then ask
+        typer.echo(borrowed.line)
+        typer.echo(f"adopting puts {plural(len(coming), 'lesson')} approved elsewhere in force here, each until "
+                   "its own expiry:")
+        for les in coming:
+            typer.echo(_lesson_text(les))
+        if not typer.confirm("adopt this vault as your own?", default=False):
+            fail("not adopted: the vault stays borrowed")
+    done = v.adopt()
+    in_force = [les for les in coming if v.lessons.approved_here(les)]
+    if as_json:
+        echo_json({"vault": done.path, "was_borrowed": done.was, "records": str(done.records or ""),
+                   "set_aside": str(done.set_aside or ""), "in_force": [record_json(x) for x in in_force]})
+        return
+    if done.set_aside is not None:
+        typer.echo(f"the unreadable record of this checkout's vaults was set aside: {done.set_aside}")
+    if done.records is None:
+        typer.echo(f"{done.path} is not borrowed (no git repository records it): its approved lessons are in force")
+        return
+    if done.was is None:
+        typer.echo(f"{done.path} was not borrowed: recorded as this checkout's own in {done.records}")
+        return
+    typer.echo(f"adopted {done.path} as this checkout's own (recorded in {done.records}); "
+               f"{plural(len(in_force), 'lesson')} approved elsewhere now in force here:")
+    for les in in_force:
+        typer.echo(listing_line(les))

@@ -12,8 +12,8 @@ the user's own ignore rules. Memory goes into git only on purpose, as an export 
 - :func:`tracked_files` asks git (one ``git ls-files``) which files of the folder are still tracked,
   e.g. committed by an older version; :func:`untrack_command` is the one command that fixes it.
 - :func:`tracked_path` says whether git tracks one file of the folder (the vault's database: a vault that came
-  with a clone), and :func:`symlink_exit` finds the symlink through which a folder leaves its project; both make
-  a vault *borrowed* (:mod:`synapse_nb.borrowed`).
+  with a clone), :func:`committed_path` whether the last commit holds it, and :func:`symlink_exit` finds the
+  symlink through which a folder leaves its project; they make a vault *borrowed* (:mod:`synapse_nb.borrowed`).
 
 Examples
 --------
@@ -37,8 +37,8 @@ from pathlib import Path
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope.repo import RepoInfo, find_repo
 
-__all__ = ["GITIGNORE_NAME", "GITIGNORE_TEXT", "ensure_gitignore", "holds_only_vault_files", "in_prefix", "repo_prefix",
-           "symlink_exit", "tracked_files", "tracked_path", "untrack_command"]
+__all__ = ["GITIGNORE_NAME", "GITIGNORE_TEXT", "committed_path", "ensure_gitignore", "holds_only_vault_files",
+           "in_prefix", "repo_prefix", "symlink_exit", "tracked_files", "tracked_path", "untrack_command"]
 
 GITIGNORE_NAME = ".gitignore"
 GITIGNORE_TEXT = (
@@ -189,6 +189,25 @@ def tracked_path(folder: str | Path, name: str, *, timeout: float = 5.0) -> str 
     try:
         out = run_git(repo, "--literal-pathspecs", "ls-files", "-z", "--full-name", "--", prefix + name,
                       timeout=timeout)
+    except GitError:
+        return None
+    paths = [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+    return paths[0] if paths else None
+
+
+def committed_path(folder: str | Path, name: str, *, timeout: float = 5.0) -> str | None:
+    """The repository-relative path of ``folder/name`` when the work tree's last commit (``HEAD``) holds it, else
+    None: a vault that came with a clone and was then taken out of the index only (``git rm --cached``, not
+    committed). One ``git ls-tree``; None outside git, before the first commit, and when git cannot answer."""
+    repo = find_repo(folder)
+    prefix = repo_prefix(repo, folder)
+    if repo is None or prefix is None:
+        return None
+    from synapse_nb.gitscope._git import run_git
+
+    try:
+        out = run_git(repo, "--literal-pathspecs", "ls-tree", "-z", "--full-name", "--name-only", "HEAD", "--",
+                      prefix + name, timeout=timeout)
     except GitError:
         return None
     paths = [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from synapse_nb._util import Clock, fmt_ts, new_id, parse_duration, parse_ts, shift, utcnow
-from synapse_nb.borrowed import Borrowed
+from synapse_nb.borrowed import Adoption, Borrowed, adopt
 from synapse_nb.changes import ExportMark
 from synapse_nb.context import (
     Actor,
@@ -177,6 +177,20 @@ class Vault:
         never a code change.
         """
         return self._git.prefix
+
+    def adopt(self) -> Adoption:
+        """Make this vault this checkout's own (human-only): a borrowed vault's approved lessons are then in force
+        here, whoever approved them, on this handle now and on every open from now on (recorded outside the vault,
+        in ``<git-common-dir>/synapse-nb/vaults.json``); git tracking it never makes it borrowed again. A vault not
+        borrowed is recorded as this checkout's own. A vault reached through a symlink out of the project is
+        refused (name its folder: ``SYNAPSE_HOME``). :mod:`synapse_nb.borrowed`."""
+        self._ctx.require_human("adopt a vault (its approved lessons would count as approved here)")
+        vault_uid = getattr(self._store, "vault_uid", None)  # a local vault's
+        if not callable(vault_uid):  # a team vault is never borrowed: nothing to record
+            return Adoption(str(self.path), None, None)
+        done = adopt(self.path, self._git.borrowed, uid=vault_uid(), db_name=DB_NAME)
+        self._git.borrowed = None
+        return done
 
     def tracked_by_git(self) -> tuple[str, ...]:
         """Files of the vault folder that git tracks (committed by an older version, or forced in).

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeAlias, overload
 
 from synapse_nb._util import Clock
-from synapse_nb.borrowed import detect
+from synapse_nb.borrowed import identify, symlinked
 from synapse_nb.context import GitView, acting_actor, check_agent_clock, check_identity
 from synapse_nb.errors import (
     OfflineError,
@@ -58,7 +58,8 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     naming it, never a new empty vault. A new vault folder gets a ``.gitignore`` holding ``*`` (and an
     existing one gets it when missing), so git never stages, reverts or stashes the vault.
     ``vault.created`` says whether this call created it. A *borrowed* vault (``vault.borrowed``,
-    :mod:`synapse_nb.borrowed`: git tracks it, or a symlink leads out of the project to it) is flagged in every recall.
+    :mod:`synapse_nb.borrowed`: it came with the repository, or a symlink leads out of the project to it) is flagged in
+    every recall; a person's writable open records a vault no clone brought as this checkout's own.
 
     Parameters
     ----------
@@ -132,7 +133,7 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
                                "`synapse-nb team trust`)") from exc
         tv.pinned = pinned[0] if pinned else None
         return tv
-    borrowed = detect(vault_dir, project_dir, named=named, db_name=DB_NAME)  # one git ls-files per open, not per recall
+    borrowed = symlinked(vault_dir, project_dir, named=named)  # before anything is created: no write through it
     refusal = borrowed.refusal if borrowed is not None else None
     created = False
     if not (vault_dir / DB_NAME).is_file():
@@ -151,6 +152,13 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
                                              or holds_only_vault_files(vault_dir)):
         ensure_gitignore(vault_dir)  # never into a folder that also holds the user's own files
     store = SqliteStore(vault_dir / DB_NAME, readonly=readonly, refusal=refusal)
+    if borrowed is None:  # came with the repository? by the vault's id first; at most one git ls-files per open
+        try:
+            person = not readonly and acting_actor(check_identity(mind, actor)) == "user"
+            borrowed = identify(vault_dir, uid=store.vault_uid(), db_name=DB_NAME, person=person, created=created)
+        except BaseException:
+            store.close()
+            raise
     v = Vault(vault_dir, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
               _store=store, _git=GitView(project_dir, vault_dir, borrowed), surface=surface)
     v.created = created

@@ -49,7 +49,14 @@ from synapse_nb.store.sql import (
 from synapse_nb.store.sqlite.db import LOCK_TIMEOUT_S, Database
 from synapse_nb.store.sqlite.dialect import fts_query
 from synapse_nb.store.sqlite.queries import OutboxQueries, RecallQueries
-from synapse_nb.store.sqlite.schema import FTS_TABLES, MIGRATIONS, SCHEMA_VERSION, split_sql
+from synapse_nb.store.sqlite.schema import (
+    FTS_TABLES,
+    GET_VAULT_UID,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    SET_VAULT_UID,
+    split_sql,
+)
 
 __all__ = ["LOCK_TIMEOUT_S", "MIGRATIONS", "SCHEMA_VERSION", "SqliteStore", "Store", "fts_query", "split_sql"]
 
@@ -98,6 +105,16 @@ class SqliteStore(Database):
             for table in FTS_TABLES:
                 self.write(f"INSERT INTO {table}({table}) VALUES ('optimize')")
         self.checkpoint()
+
+    def vault_uid(self) -> str | None:
+        """This vault's identity: the random id in ``meta`` (``vault_uid``, schema v5). A writable store gives one to
+        a vault that lacks it (written once, never changed); a read-only one answers None then."""
+        row = self.query_one(GET_VAULT_UID)
+        if row is None and not self.readonly:
+            with self.transaction(moves_version=False):
+                self.write(SET_VAULT_UID)
+            row = self.query_one(GET_VAULT_UID)
+        return str(row["value"]) if row is not None and row["value"] else None
 
     def for_actor(self, actor: str) -> SqliteStore:
         """This store: a local vault has no database roles (the kind managers enforce the human gate)."""

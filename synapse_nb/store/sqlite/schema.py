@@ -22,7 +22,7 @@ import sqlite3
 from synapse_nb.store.sqlite.history_schema import V6_HISTORY
 
 __all__ = ["CONTEXT_N", "FTS_FLUSH", "FTS_MARKERS", "FTS_QUEUE_CLEAR", "FTS_QUEUE_TARGETS", "FTS_TABLES", "GATE_TEXT",
-           "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "SCHEMA_VERSION", "split_sql"]
+           "GET_VAULT_UID", "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "SCHEMA_VERSION", "SET_VAULT_UID", "split_sql"]
 
 SCHEMA_VERSION = 6
 
@@ -510,6 +510,12 @@ END;
 INSERT INTO meta(key, value) VALUES ('vault_uid', lower(hex(randomblob(16))))
     ON CONFLICT(key) DO NOTHING;
 """
+#: The vault's identity (schema v5: a random id, written once): recall's caches key on it, and
+#: :mod:`synapse_nb.borrowed` records per checkout whether the vault of that id is this checkout's own or came with
+#: the repository. A writable open gives one to a vault that lacks it (a row deleted by hand): :data:`SET_VAULT_UID`.
+GET_VAULT_UID = "SELECT value FROM meta WHERE key = 'vault_uid'"
+SET_VAULT_UID = ("INSERT INTO meta(key, value) VALUES ('vault_uid', lower(hex(randomblob(16)))) "
+                 "ON CONFLICT(key) DO NOTHING")
 
 #: Forward migrations: MIGRATIONS[v] upgrades a vault from version v to v + 1.
 #: v1: every kind, FTS5, tags, gate vocabulary, index outbox. v2: ``flags`` (dangling / stale marks from verify).
