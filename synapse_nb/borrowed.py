@@ -58,8 +58,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from synapse_nb.errors import PermissionDeniedError, StoreError
-from synapse_nb.gitscope.repo import find_repo
-from synapse_nb.gitscope.vaultdir import committed_path, repo_prefix, symlink_exit, tracked_path
+from synapse_nb.gitscope.repo import RepoInfo, find_repo
+from synapse_nb.gitscope.vaultdir import committed_in, repos_holding, symlink_exit, tracked_in
 
 if TYPE_CHECKING:
     from synapse_nb.models import Lesson
@@ -423,31 +423,42 @@ def identify(vault_dir: Path, *, uid: str | None, db_name: str = "synapse.db", p
     writable open: never an agent's) and the vault has an id. ``created``: this open created the vault (a new id;
     git is not asked). An unreadable record: ``"unrecorded"`` (borrowed).
     """
-    vault_repo = find_repo(vault_dir) if vault_dir.is_dir() else None
-    prefix = repo_prefix(vault_repo, vault_dir)
-    if vault_repo is None or prefix is None:
+    holders = repos_holding(vault_dir) if vault_dir.is_dir() else []
+    if not holders:
         return None
-    rel = prefix + db_name
-    approvals = LocalApprovals(vault_repo.common_dir / APPROVALS_NAME)
-    records = VaultRecords(vault_repo.common_dir / RECORDS_NAME)
-    try:
-        state = records.state(uid, rel)
-    except StoreError as exc:
-        return Borrowed("unrecorded", rel, approvals=approvals, seen=str(exc), records=records)
-    if state == "own":
+    # every repository that holds the vault decides: the project's too when the vault folder is a repository of its
+    # own (`git init .synapse`), and the one whose root the vault folder is (a `synapse.db` at a work tree's root:
+    # review 6 laundered a borrowed vault with each)
+    found: list[tuple[RepoInfo, str, VaultRecords, State | None]] = []
+    for repo, prefix in holders:
+        rel = prefix + db_name
+        records = VaultRecords(repo.common_dir / RECORDS_NAME)
+        try:
+            found.append((repo, rel, records, records.state(uid, rel)))
+        except StoreError as exc:
+            return Borrowed("unrecorded", rel, approvals=LocalApprovals(repo.common_dir / APPROVALS_NAME),
+                            seen=str(exc), records=records)
+    for repo, rel, records, state in found:
+        if state == "borrowed":
+            if uid is not None:  # recorded by its path while its id was unknown: now by its id as well
+                records.note(uid, rel, "borrowed", how="tracked")
+            return Borrowed("tracked", rel, approvals=LocalApprovals(repo.common_dir / APPROVALS_NAME),
+                            seen="recorded", records=records)
+    if any(state == "own" for *_, state in found):
         return None
-    if state == "borrowed":
-        if uid is not None:  # recorded by its path while its id was unknown: now by its id as well
-            records.note(uid, rel, "borrowed", how="tracked")
-        return Borrowed("tracked", rel, approvals=approvals, seen="recorded", records=records)
-    tracked, seen = (None, "index") if created else (tracked_path(vault_dir, db_name), "index")
-    if tracked is None and not created:
-        tracked, seen = committed_path(vault_dir, db_name), "commit"
-    if tracked is not None:
-        records.note(uid, rel, "borrowed", how="tracked")
-        return Borrowed("tracked", tracked, approvals=approvals, seen=seen, records=records)
+    for repo, rel, records, _ in [] if created else found:
+        prefix = rel[: len(rel) - len(db_name)]
+        tracked, seen = tracked_in(repo, prefix, db_name), "index"
+        if tracked is None:
+            tracked, seen = committed_in(repo, prefix, db_name), "commit"
+        if tracked is not None:
+            for _, other_rel, other, _ in found:  # seen borrowed in every repository that holds it
+                other.note(uid, other_rel, "borrowed", how="tracked")
+            return Borrowed("tracked", tracked, approvals=LocalApprovals(repo.common_dir / APPROVALS_NAME),
+                            seen=seen, records=records)
     if person and uid is not None:
-        records.note(uid, rel, "own", how="created" if created else "opened")
+        for _, rel, records, _ in found:
+            records.note(uid, rel, "own", how="created" if created else "opened")
     return None
 
 
@@ -473,14 +484,16 @@ def adopt(vault_dir: Path, borrowed: Borrowed | None, *, uid: str | None, db_nam
         raise PermissionDeniedError(f"cannot adopt the vault through the symlink {borrowed.path}: it points to "
                                     f"{borrowed.target}, outside the project; if that folder is your vault, name it "
                                     f"explicitly: SYNAPSE_HOME={borrowed.target} (CLI --vault {borrowed.target})")
-    repo = find_repo(vault_dir)
-    prefix = repo_prefix(repo, vault_dir)
-    if repo is None or prefix is None:
+    holders = repos_holding(vault_dir)
+    if not holders:
         return Adoption(str(vault_dir / db_name), None, None)
     if uid is None:
         raise StoreError(f"the vault {vault_dir} has no id and is open read-only; open it writable to adopt it "
                          "(without SYNAPSE_READONLY)")
-    rel = prefix + db_name
-    records = VaultRecords(repo.common_dir / RECORDS_NAME)
-    aside = records.adopt(uid, rel)
+    asides = []
+    for repo, prefix in holders:  # innermost first: the outermost (the project's) record is the one reported
+        records = VaultRecords(repo.common_dir / RECORDS_NAME)
+        asides.append(records.adopt(uid, prefix + db_name))
+        rel = prefix + db_name
+    aside = next((x for x in asides if x is not None), None)
     return Adoption(rel, borrowed.line if borrowed is not None else None, records.path, aside)

@@ -166,8 +166,8 @@ def test_detection_runs_once_per_open_never_per_recall(clone: tuple[Path, str],
     import synapse_nb.borrowed as borrowed_mod
 
     calls: list[Any] = []
-    real = borrowed_mod.tracked_path
-    monkeypatch.setattr(borrowed_mod, "tracked_path", lambda *a, **k: calls.append(a) or real(*a, **k))
+    real = borrowed_mod.tracked_in
+    monkeypatch.setattr(borrowed_mod, "tracked_in", lambda *a, **k: calls.append(a) or real(*a, **k))
     v = syn.open_vault(project, create=False)
     assert len(calls) == 1
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("a recall ran a process"))
@@ -437,6 +437,44 @@ def test_untracking_before_the_first_open_launders_nothing(clone: tuple[Path, st
     assert v.borrowed is not None and v.borrowed.seen == "recorded"
     assert v.borrowed.line.startswith("BORROWED VAULT: .synapse/synapse.db came with the repository")
     assert [e["state"] for e in _records(project)["vaults"].values()] == ["borrowed"]
+
+
+def test_a_vault_folder_made_a_repository_of_its_own_stays_borrowed(clone: tuple[Path, str], git: Any,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 6: ``git init .synapse`` made the vault folder a repository's root, where no record was read and git
+    tracked nothing: the committer's lessons came into force for everyone, after this checkout had recorded the
+    vault borrowed, or before it ever opened it. The project's repository holds the vault too, and decides."""
+    project, _ = clone
+    fresh = project.parent / "fresh"
+    git(project.parent, "clone", "-q", str(project.parent / "upstream"), "fresh")
+    assert _in_force_everywhere(project, monkeypatch) == [(True, False), (True, False)]  # recorded borrowed
+    for folder in (project, fresh):  # after the record, and in a clone nobody opened yet
+        monkeypatch.setenv("CLAUDECODE", "1")
+        git(folder / ".synapse", "init", "-q")
+        monkeypatch.delenv("CLAUDECODE")
+        assert _in_force_everywhere(folder, monkeypatch) == [(True, False), (True, False)], folder
+
+
+def test_a_vault_at_a_repositorys_root_is_borrowed_like_any(clone: tuple[Path, str], tmp_path: Path, git: Any,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 6: a ``synapse.db`` at a work tree's root (the folder then is the vault folder) was never borrowed:
+    a repository that commits one there put its committer's lessons in force in every clone, and ``git mv
+    .synapse/synapse.db synapse.db`` laundered a vault this checkout had recorded borrowed."""
+    project, _ = clone
+    assert _in_force_everywhere(project, monkeypatch) == [(True, False), (True, False)]
+    monkeypatch.setenv("CLAUDECODE", "1")
+    git(project, "mv", ".synapse/synapse.db", "synapse.db")
+    monkeypatch.delenv("CLAUDECODE")
+    assert _in_force_everywhere(project, monkeypatch) == [(True, False), (True, False)]
+    root_vault = _repo(tmp_path / "rooted", git)  # upstream commits its vault at the root
+    v = syn.open_vault(root_vault / ".synapse")
+    _approve_one(v)
+    v.close()
+    (root_vault / ".synapse" / "synapse.db").rename(root_vault / "synapse.db")
+    git(root_vault, "add", "-f", "synapse.db")
+    git(root_vault, "commit", "-q", "-m", "Share our memory at the root")
+    git(tmp_path, "clone", "-q", str(root_vault), "rooted_clone")
+    assert _in_force_everywhere(tmp_path / "rooted_clone", monkeypatch) == [(True, False), (True, False)]
 
 
 def test_tracking_ones_own_vault_hides_none_of_its_lessons(tmp_path: Path, git: Any,

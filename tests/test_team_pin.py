@@ -264,6 +264,31 @@ def test_a_first_use_pin_needs_a_person_who_sees_it_and_a_fresh_folder(folder: P
     assert contacted == [] and not _own_team_pins.exists()
 
 
+def test_a_pinned_folder_moved_or_nested_is_no_first_use(folder: Path, contacted: list[str], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 6: the agent moved a pinned project folder (and linked the old name to it), or made a repository in a
+    subfolder, with a team.toml naming its server: a folder no pin names, so the person's next command took it for a
+    first use. A vault folder that reached a server before (its cache folder), or one inside a pinned folder, is not
+    pinned on first use."""
+    with pytest.raises(OfflineError):
+        syn.open_vault(folder)  # the person pins TEAM
+    (folder / ".synapse" / "team" / "db.example.com-5432-team-acme").mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("CLAUDECODE", "1")
+    moved = tmp_path / "acme.real"
+    folder.rename(moved)
+    folder.symlink_to(moved)
+    record_team_url(moved / ".synapse", EVIL)
+    sub = moved / "sub"
+    (sub / ".synapse").mkdir(parents=True)
+    record_team_url(sub / ".synapse", EVIL)
+    monkeypatch.delenv("CLAUDECODE")
+    with pytest.raises(TeamPinError, match="has reached a team server before"):
+        syn.open_vault(moved)
+    with pytest.raises(TeamPinError, match="is a team folder"):
+        syn.open_vault(sub)
+    assert contacted == ["db.example.com:5432"] and len(read_pins()) == 1
+
+
 def test_the_pins_file_is_written_atomically_and_keeps_every_folder(tmp_path: Path, _own_team_pins: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     folders = [tmp_path / f"p{i}" for i in range(16)]

@@ -37,8 +37,9 @@ from pathlib import Path
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope.repo import RepoInfo, find_repo
 
-__all__ = ["GITIGNORE_NAME", "GITIGNORE_TEXT", "committed_path", "ensure_gitignore", "holds_only_vault_files",
-           "in_prefix", "repo_prefix", "symlink_exit", "tracked_files", "tracked_path", "untrack_command"]
+__all__ = ["GITIGNORE_NAME", "GITIGNORE_TEXT", "committed_in", "committed_path", "ensure_gitignore",
+           "holds_only_vault_files", "in_prefix", "repo_prefix", "repos_holding", "symlink_exit", "tracked_files",
+           "tracked_in", "tracked_path", "untrack_command"]
 
 GITIGNORE_NAME = ".gitignore"
 GITIGNORE_TEXT = (
@@ -104,6 +105,30 @@ def repo_prefix(repo: RepoInfo | None, folder: str | Path) -> str | None:
             continue
         return rel.as_posix() + "/" if rel.parts else None
     return None
+
+
+def repos_holding(folder: str | Path, *, most: int = 8) -> list[tuple[RepoInfo, str]]:
+    """Every repository whose work tree holds ``folder``, innermost first, each with the folder's prefix in it
+    (:func:`repo_prefix`; "" when the folder is that work tree's root): a vault folder made a repository of its own
+    (``git init .synapse``) is still held by the project's, whose index and history say where it came from.
+
+    >>> repos_holding("/")
+    []
+    """
+    out: list[tuple[RepoInfo, str]] = []
+    seen: set[Path] = set()
+    at = Path(os.path.realpath(folder))
+    for _ in range(most):
+        repo = find_repo(at) if at.is_dir() else None
+        if repo is None or repo.common_dir in seen:
+            break
+        seen.add(repo.common_dir)
+        out.append((repo, repo_prefix(repo, folder) or ""))
+        root = Path(os.path.realpath(repo.work_tree))
+        if root.parent == root:
+            break
+        at = root.parent
+    return out
 
 
 def in_prefix(prefix: str | None, path: str) -> bool:
@@ -182,7 +207,13 @@ def tracked_path(folder: str | Path, name: str, *, timeout: float = 5.0) -> str 
     prefix = repo_prefix(repo, folder)
     if repo is None or prefix is None:
         return None
-    if _index_lacks(repo, prefix):
+    return tracked_in(repo, prefix, name, timeout=timeout)
+
+
+def tracked_in(repo: RepoInfo, prefix: str, name: str, *, timeout: float = 5.0) -> str | None:
+    """:func:`tracked_path` in ``repo`` for the file ``prefix + name`` (``prefix``: a folder as
+    :func:`repo_prefix` gives it, or "" for the work tree's root)."""
+    if prefix and _index_lacks(repo, prefix):
         return None
     from synapse_nb.gitscope._git import run_git
 
@@ -203,6 +234,11 @@ def committed_path(folder: str | Path, name: str, *, timeout: float = 5.0) -> st
     prefix = repo_prefix(repo, folder)
     if repo is None or prefix is None:
         return None
+    return committed_in(repo, prefix, name, timeout=timeout)
+
+
+def committed_in(repo: RepoInfo, prefix: str, name: str, *, timeout: float = 5.0) -> str | None:
+    """:func:`committed_path` in ``repo`` for the file ``prefix + name`` ("" for the work tree's root)."""
     from synapse_nb.gitscope._git import run_git
 
     try:

@@ -293,9 +293,10 @@ def checked_team_url(vault_dir: Path, *, actor: str = "user", surface: str = "ap
 
 def _no_first_use(vault_dir: Path, surface: str) -> str | None:
     """Why a person's open of an unpinned team folder may not pin it on first use (None: it may): a surface whose
-    notice nobody reads, a ``.synapse`` reached through a symlink, or a local vault already there (team.toml appearing
+    notice nobody reads, a ``.synapse`` reached through a symlink, a local vault already there (team.toml appearing
     beside a vault someone works in is a switch, which ``team join`` or ``team trust`` makes; a first open moved the
-    local database aside)."""
+    local database aside), a vault folder that has reached a team server before (its cache: the folder was moved or
+    linked under a new name, review 6), or a pinned folder around it (a repository made inside a pinned project)."""
     if surface in NO_PIN_SURFACES:
         return f"the {surface} surface pins no server (nobody reads its notice)"
     if Path(vault_dir).is_symlink():
@@ -303,7 +304,22 @@ def _no_first_use(vault_dir: Path, surface: str) -> str | None:
     if (Path(vault_dir) / "synapse.db").is_file():
         return ("this folder holds a local vault, which a switch to a team vault would set aside (an agent can write "
                 "team.toml)")
+    if _reached(team := Path(vault_dir) / "team"):
+        return (f"this folder's vault has reached a team server before ({team} holds its cache): a folder moved or "
+                "linked under another name is no first use")
+    pins = read_pins()
+    for up in list(pin_folder(vault_dir).parents)[:32]:  # a repository made inside a team project
+        if str(up) in pins or _reached(up / ".synapse" / "team"):
+            return f"the folder around it, {up}, is a team folder (a repository made inside it is no first use)"
     return None
+
+
+def _reached(team: Path) -> bool:
+    """Whether a vault folder's ``team`` folder holds a team server's cache (the folder reached one)."""
+    try:
+        return team.is_dir() and any(team.iterdir())
+    except OSError:
+        return False
 
 
 def pin_state(vault_dir: Path) -> dict[str, str | None]:
