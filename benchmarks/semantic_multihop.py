@@ -33,6 +33,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
+import re
 import tempfile
 from bisect import bisect_left
 from pathlib import Path
@@ -45,12 +47,24 @@ import synapse_nb.recall.engine as engine
 from synapse_nb.eval.chatstyle import ChatStyle, chat_style_all
 from synapse_nb.eval.locomo import load_locomo
 from synapse_nb.eval.metrics import recall_at_k
-from synapse_nb.eval.retrieval import HELD_OUT_CONVERSATIONS, TUNE_CONVERSATIONS, _rank, build_locomo_vault
+from synapse_nb.eval.retrieval import (HELD_OUT_CONVERSATIONS, TUNE_CONVERSATIONS, _episode_id, _rank,
+                                      build_locomo_vault)
 from synapse_nb.recall import rank, semantic
 
 VARIANTS = ("base,notail,notail+actor:1.6,notail+actor:2,notail+actor:3,notail+pre:1.5,notail+pre:2,notail+prf:3:0.5,"
             "notail+prf:3:1,notail+prf:5:0.5")
-_NOW: dict[str, Any] = {"pre": 1.0, "prf": None, "div": None, "spk": None, "nsd": None}
+_NOW: dict[str, Any] = {"pre": 1.0, "prf": None, "div": None, "spk": None, "nsd": None, "hop": None, "lex": None,
+                        "gate": None}
+#: The conversation being ranked: record id -> "Speaker: text" (the second hops read it), and word -> records.
+_TEXT: dict[str, str] = {}
+_DF: dict[str, int] = {}
+#: Cheap lexical tests that a question asks for several facts (``gate:NAME``), chosen on dev only.
+_GATES = {
+    "plural": re.compile(r"^\s*(what|which)\s+(\w+\s+of\s+)?\w+s\b|\bhow many\b|\bboth\b", re.I),
+    "has": re.compile(r"\b(has|have)\b.*\b\w+(ed|en|ne|ad|een)\b|\bhow many\b|\bboth\b", re.I),
+    "any": re.compile(r"^\s*(what|which)\s+(\w+\s+of\s+)?\w+s\b|\bhow many\b|\bboth\b|"
+                      r"\b(has|have)\b.*\b\w+(ed|en|ne|ad|een)\b", re.I),
+}
 _fused = semantic.DenseChannel.fused
 
 
@@ -90,7 +104,60 @@ def _reorder(r: Any, k: int, n: int, adj: np.ndarray) -> Any:
     return rank.Ranked(r.pos[order], r.score[order], {a: b[order] for a, b in r.parts.items()})
 
 
+def _gated(query: str) -> bool:
+    return _NOW["gate"] is None or bool(_GATES[_NOW["gate"]].search(query))
+
+
+def _top(both: np.ndarray, score: np.ndarray, n: int) -> list[int]:
+    """The fused list's best ``n`` positions (ties by position)."""
+    return both[np.lexsort((both, -score))[:n]].tolist()
+
+
+def _add(both: np.ndarray, score: np.ndarray, p2: np.ndarray, s2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``score`` over ``both`` plus ``s2`` over ``p2``, on the union of positions."""
+    union = np.unique(np.concatenate([both, p2]))
+    out = np.zeros(len(union))
+    out[np.searchsorted(union, both)] = score
+    np.add.at(out, np.searchsorted(union, p2), s2)
+    return union, out
+
+
+def _hop_fused(self: Any, idx: Any, pos: Any, bm25: Any, query: str, mind: str, now: str, weight: float) -> Any:
+    """``hop:W[:N]``: a second dense query, the question and the text of the fused list's best N records read
+    together by the model, its list (over its own range) added at W. ``lex:K:T:W``: the T rarest words (by the
+    conversation's document frequency, in at least 2 records) of the fused best K records not in the question,
+    searched by BM25 alone, added at W x bm25 / best."""
+    both, score, best = _fused(self, idx, pos, bm25, query, mind, now, weight)
+    if not _gated(query):
+        return both, score, best
+    if _NOW["hop"] is not None:
+        w2, n = _NOW["hop"]
+        text = " ".join([query] + [_TEXT.get(idx.ids[j], "") for j in _top(both, score, n)])
+        hits, _ = self._index().dense.search(self.query_vector(text), mind=mind, now=now, k=semantic.DENSE_DEPTH)
+        d = [(j, h.cosine) for h in hits if (j := idx.pos.get(h.id)) is not None]
+        if len(d) > 1 and d[0][1] > d[-1][1]:
+            c = np.array([x for _, x in d])
+            both, score = _add(both, score, np.array([j for j, _ in d], np.int64), w2 * (c - d[-1][1]) / (d[0][1] - d[-1][1]))
+    if _NOW["lex"] is not None:
+        k, t, w3 = _NOW["lex"]
+        asked = set(rank.rank_words(query))
+        cand: dict[str, float] = {}
+        for j in _top(both, score, k):
+            for w in rank.rank_words(_TEXT.get(idx.ids[j], "").split(": ", 1)[-1]):
+                df = _DF.get(w, 0)
+                if w not in asked and df >= 2 and not w.isdigit():
+                    cand[w] = cand.get(w, 0.0) + math.log(len(_TEXT) / df)
+        words = [w for w, _ in sorted(cand.items(), key=lambda x: (-x[1], x[0]))[:t]]
+        hits2 = [h for h in self._store.recall.bm25(mind, words, depth=100) if h.id in idx.pos] if words else []
+        if hits2 and hits2[0].score > 0:
+            p2 = np.array([idx.pos[h.id] for h in hits2], np.int64)
+            both, score = _add(both, score, p2, w3 * np.array([h.score for h in hits2]) / hits2[0].score)
+    return both, score, best
+
+
 def _prf_fused(self: Any, idx: Any, pos: Any, bm25: Any, query: str, mind: str, now: str, weight: float) -> Any:
+    if _NOW["hop"] is not None or _NOW["lex"] is not None:
+        return _hop_fused(self, idx, pos, bm25, query, mind, now, weight)
     if _NOW["spk"] is not None:
         both, score, best = _fused(self, idx, pos, bm25, query, mind, now, weight)
         n, w2, mode = _NOW["spk"]
@@ -148,13 +215,19 @@ def main() -> None:
         convs = load_locomo("datasets/locomo/locomo10.json")
         for n, conv in enumerate(chat_style_all(convs, ChatStyle()) if args.style == "chat" else convs):
             v, ids = build_locomo_vault(conv, Path(tmp) / str(n))
+            _TEXT.clear()
+            _DF.clear()
+            for t in conv.turns:
+                _TEXT[_episode_id(conv.sample_id, t.dia_id)] = f"{t.speaker}: {t.text}"
+                for w in set(rank.rank_words(t.text)):
+                    _DF[w] = _DF.get(w, 0) + 1
             v.settings.set("recall_embedder", args.embedder)
             v.settings.set("recall_semantic", args.weight)
             v.recall("warm up")
             shipped = v._recaller.params
             for name in variants:
                 over: dict[str, Any] = {}
-                _NOW.update(pre=1.0, prf=None, div=None, spk=None, nsd=None)
+                _NOW.update(pre=1.0, prf=None, div=None, spk=None, nsd=None, hop=None, lex=None, gate=None)
                 for part in name.split("+"):  # components: see the module docstring
                     kind, *nums = part.split(":")
                     if kind == "notail":
@@ -171,6 +244,12 @@ def main() -> None:
                         _NOW["spk"] = (int(nums[0]), float(nums[1]), nums[2] if len(nums) > 2 else "max")
                     elif kind == "nsd":
                         _NOW["nsd"] = (int(nums[0]), float(nums[1]))
+                    elif kind == "hop":
+                        _NOW["hop"] = (float(nums[0]), int(nums[1]) if len(nums) > 1 else 1)
+                    elif kind == "lex":
+                        _NOW["lex"] = (int(nums[0]), int(nums[1]), float(nums[2]))
+                    elif kind == "gate":
+                        _NOW["gate"] = nums[0]
                     elif kind == "prf":
                         _NOW["prf"] = (int(nums[0]), float(nums[1]))
                     elif kind != "base":
