@@ -54,7 +54,7 @@ from synapse_nb.recall import rank, semantic
 VARIANTS = ("base,notail,notail+actor:1.6,notail+actor:2,notail+actor:3,notail+pre:1.5,notail+pre:2,notail+prf:3:0.5,"
             "notail+prf:3:1,notail+prf:5:0.5")
 _NOW: dict[str, Any] = {"pre": 1.0, "prf": None, "div": None, "spk": None, "nsd": None, "hop": None, "lex": None,
-                        "gate": None}
+                        "gate": None, "sw": None, "dd": None, "gtail": None, "q": "", "nn": None, "tl": None, "list2": []}
 #: The conversation being ranked: record id -> "Speaker: text" (the second hops read it), and word -> records.
 _TEXT: dict[str, str] = {}
 _DF: dict[str, int] = {}
@@ -75,6 +75,8 @@ def _structure(idx: Any, pos: Any, sc: Any, words: Any, p: Any, bonus: Any = Non
             is_named = np.zeros(len(idx.actor_names) + 1, bool)
             is_named[named] = True
             sc = sc * np.where(is_named[idx.actor[pos]], _NOW["pre"], 1.0)
+    if _NOW["gtail"] is not None and _gated(_NOW["q"]):
+        p = dataclasses.replace(p, tail_keep=_NOW["gtail"][0], tail_actor=_NOW["gtail"][1])
     r = rank.structure(idx, pos, sc, words, p, bonus)
     if _NOW["nsd"] is not None and len(r.pos) > _NOW["nsd"][0] and len(named := idx.actors_named(words)):
         k, m = _NOW["nsd"]
@@ -84,6 +86,14 @@ def _structure(idx: Any, pos: Any, sc: Any, words: Any, p: Any, bonus: Any = Non
         t = idx.thread[r.pos[:n]]
         fresh = is_named[idx.actor[r.pos[:n]]] & ~np.isin(t, t[:k])
         adj = np.where(fresh, r.score[:n] * m, r.score[:n])
+        r = _reorder(r, k, n, np.minimum(adj, r.score[k - 1]))
+    if _NOW["tl"] is not None and len(r.pos) > _NOW["tl"][0] and len(_NOW["list2"]) > 1 and _gated(_NOW["q"]):
+        k, w, _ = _NOW["tl"]
+        d = _NOW["list2"]
+        first, last = d[0][1], d[-1][1]
+        s2 = {j: (c - last) / (first - last) for j, c in d} if first > last else {}
+        n = min(len(r.pos), 60)
+        adj = r.score[:n] * (1.0 + w * np.array([s2.get(j, 0.0) for j in r.pos[:n].tolist()]))
         r = _reorder(r, k, n, np.minimum(adj, r.score[k - 1]))
     if _NOW["div"] is not None and len(r.pos) > _NOW["div"][0]:
         k, d = _NOW["div"]
@@ -126,10 +136,19 @@ def _hop_fused(self: Any, idx: Any, pos: Any, bm25: Any, query: str, mind: str, 
     """``hop:W[:N]``: a second dense query, the question and the text of the fused list's best N records read
     together by the model, its list (over its own range) added at W. ``lex:K:T:W``: the T rarest words (by the
     conversation's document frequency, in at least 2 records) of the fused best K records not in the question,
-    searched by BM25 alone, added at W x bm25 / best."""
-    both, score, best = _fused(self, idx, pos, bm25, query, mind, now, weight)
+    searched by BM25 alone, added at W x bm25 / best. ``sw:W``: the channel's weight W (shipped 0.4); ``dd:N``: dense
+    depth N (shipped 50); ``nn:W[:only]``: a second dense query, the question without the one speaker it names,
+    its list (``only``: that speaker's records of it) added at W over its own range; ``tl:K:W:SRC``: below the first K
+    ranked (of the first 60), a record x (1 + W x its score over the range of a dense list SRC: ``d`` the question's,
+    ``nn`` / ``nnonly`` the question without the speaker's name), capped at the K-th score; ``gtail:K:M``: the speaker in the tail at K, M. Each only for questions ``gate:NAME`` passes (all without a gate)."""
     if not _gated(query):
-        return both, score, best
+        return _fused(self, idx, pos, bm25, query, mind, now, weight)
+    depth = semantic.DENSE_DEPTH
+    try:
+        semantic.DENSE_DEPTH = _NOW["dd"] or depth
+        both, score, best = _fused(self, idx, pos, bm25, query, mind, now, _NOW["sw"] or weight)
+    finally:
+        semantic.DENSE_DEPTH = depth
     if _NOW["hop"] is not None:
         w2, n = _NOW["hop"]
         text = " ".join([query] + [_TEXT.get(idx.ids[j], "") for j in _top(both, score, n)])
@@ -138,6 +157,19 @@ def _hop_fused(self: Any, idx: Any, pos: Any, bm25: Any, query: str, mind: str, 
         if len(d) > 1 and d[0][1] > d[-1][1]:
             c = np.array([x for _, x in d])
             both, score = _add(both, score, np.array([j for j, _ in d], np.int64), w2 * (c - d[-1][1]) / (d[0][1] - d[-1][1]))
+    if _NOW["nn"] is not None and len(named := idx.actors_named(rank.rank_words(query))) == 1:
+        w4, only = _NOW["nn"]
+        name = idx.actor_names[int(named[0])]
+        bare = query
+        for tok in re.findall(r"\w+", name):
+            bare = re.sub(rf"\b{re.escape(tok)}(['’]s)?\b", " ", bare, flags=re.I)
+        bare = " ".join(bare.split())
+        hits, _ = self._index().dense.search(self.query_vector(bare), mind=mind, now=now, k=semantic.DENSE_DEPTH)
+        d = [(j, h.cosine) for h in hits if (j := idx.pos.get(h.id)) is not None
+             and (not only or idx.actor[j] == named[0])]
+        if bare != query and len(d) > 1 and d[0][1] > d[-1][1]:
+            c = np.array([x for _, x in d])
+            both, score = _add(both, score, np.array([j for j, _ in d], np.int64), w4 * (c - d[-1][1]) / (d[0][1] - d[-1][1]))
     if _NOW["lex"] is not None:
         k, t, w3 = _NOW["lex"]
         asked = set(rank.rank_words(query))
@@ -155,8 +187,30 @@ def _hop_fused(self: Any, idx: Any, pos: Any, bm25: Any, query: str, mind: str, 
     return both, score, best
 
 
+def _nn_list(self: Any, idx: Any, query: str, mind: str, now: str, only: bool) -> list[tuple[int, float]]:
+    """The dense list of the question without the one speaker it names (``only``: that speaker's records)."""
+    named = idx.actors_named(rank.rank_words(query))
+    if len(named) != 1:
+        return []
+    bare = query
+    for tok in re.findall(r"\w+", idx.actor_names[int(named[0])]):
+        bare = re.sub(rf"\b{re.escape(tok)}(['’]s)?\b", " ", bare, flags=re.I)
+    bare = " ".join(bare.split())
+    if bare == query:
+        return []
+    hits, _ = self._index().dense.search(self.query_vector(bare), mind=mind, now=now, k=semantic.DENSE_DEPTH)
+    return [(j, h.cosine) for h in hits if (j := idx.pos.get(h.id)) is not None
+            and (not only or idx.actor[j] == named[0])]
+
+
 def _prf_fused(self: Any, idx: Any, pos: Any, bm25: Any, query: str, mind: str, now: str, weight: float) -> Any:
-    if _NOW["hop"] is not None or _NOW["lex"] is not None:
+    _NOW["q"] = query
+    if _NOW["tl"] is not None:
+        both, score, best = _fused(self, idx, pos, bm25, query, mind, now, weight)
+        src = _NOW["tl"][2]
+        _NOW["list2"] = best if src == "d" else _nn_list(self, idx, query, mind, now, src == "nnonly")
+        return both, score, best
+    if any(_NOW[k] is not None for k in ("hop", "lex", "sw", "dd", "nn")):
         return _hop_fused(self, idx, pos, bm25, query, mind, now, weight)
     if _NOW["spk"] is not None:
         both, score, best = _fused(self, idx, pos, bm25, query, mind, now, weight)
@@ -227,7 +281,9 @@ def main() -> None:
             shipped = v._recaller.params
             for name in variants:
                 over: dict[str, Any] = {}
-                _NOW.update(pre=1.0, prf=None, div=None, spk=None, nsd=None, hop=None, lex=None, gate=None)
+                _NOW.update(pre=1.0, prf=None, div=None, spk=None, nsd=None, hop=None, lex=None, gate=None, sw=None,
+                            dd=None, gtail=None, q="", nn=None, tl=None,
+                            list2=[])
                 for part in name.split("+"):  # components: see the module docstring
                     kind, *nums = part.split(":")
                     if kind == "notail":
@@ -248,6 +304,16 @@ def main() -> None:
                         _NOW["hop"] = (float(nums[0]), int(nums[1]) if len(nums) > 1 else 1)
                     elif kind == "lex":
                         _NOW["lex"] = (int(nums[0]), int(nums[1]), float(nums[2]))
+                    elif kind == "sw":
+                        _NOW["sw"] = float(nums[0])
+                    elif kind == "dd":
+                        _NOW["dd"] = int(nums[0])
+                    elif kind == "tl":
+                        _NOW["tl"] = (int(nums[0]), float(nums[1]), nums[2])
+                    elif kind == "nn":
+                        _NOW["nn"] = (float(nums[0]), len(nums) > 1 and nums[1] == "only")
+                    elif kind == "gtail":
+                        _NOW["gtail"] = (int(nums[0]), float(nums[1]))
                     elif kind == "gate":
                         _NOW["gate"] = nums[0]
                     elif kind == "prf":
