@@ -92,9 +92,9 @@ def _structure(idx: Any, pos: Any, sc: Any, words: Any, p: Any, bonus: Any = Non
         d = _NOW["list2"]
         first, last = d[0][1], d[-1][1]
         s2 = {j: (c - last) / (first - last) for j, c in d} if first > last else {}
-        n = min(len(r.pos), 60)
-        adj = r.score[:n] * (1.0 + w * np.array([s2.get(j, 0.0) for j in r.pos[:n].tolist()]))
-        r = _reorder(r, k, n, np.minimum(adj, r.score[k - 1]))
+        adj = np.round(r.score * (1.0 + w * np.array([s2.get(j, 0.0) for j in r.pos.tolist()])), rank.SCORE_DECIMALS)
+        o = np.concatenate([np.arange(k), np.lexsort((r.pos[k:], -adj[k:])) + k])  # by the boosted score, then cap
+        r = rank.Ranked(r.pos[o], np.minimum(adj[o], r.score[k - 1]), {a: b[o] for a, b in r.parts.items()})
     if _NOW["div"] is not None and len(r.pos) > _NOW["div"][0]:
         k, d = _NOW["div"]
         n = min(len(r.pos), 60)
@@ -139,8 +139,8 @@ def _hop_fused(self: Any, idx: Any, pos: Any, bm25: Any, query: str, mind: str, 
     searched by BM25 alone, added at W x bm25 / best. ``sw:W``: the channel's weight W (shipped 0.4); ``dd:N``: dense
     depth N (shipped 50); ``nn:W[:only]``: a second dense query, the question without the one speaker it names,
     its list (``only``: that speaker's records of it) added at W over its own range; ``tl:K:W:SRC``: below the first K
-    ranked (of the first 60), a record x (1 + W x its score over the range of a dense list SRC: ``d`` the question's,
-    ``nn`` / ``nnonly`` the question without the speaker's name), capped at the K-th score; ``gtail:K:M``: the speaker in the tail at K, M. Each only for questions ``gate:NAME`` passes (all without a gate)."""
+    ranked, a record x (1 + W x its score over the range of a dense list SRC: ``d`` the question's,
+    ``nn`` / ``nnonly`` the question without the speaker's name), ordered by that, then capped at the K-th score; ``gtail:K:M``: the speaker in the tail at K, M. Each only for questions ``gate:NAME`` passes (all without a gate)."""
     if not _gated(query):
         return _fused(self, idx, pos, bm25, query, mind, now, weight)
     depth = semantic.DENSE_DEPTH
