@@ -10,6 +10,7 @@ only; held-out lines are reported as they come.
 A variant is components joined by ``+`` (e.g. ``notail+actor:2``), each changing the shipped ranking:
 
 * ``base``: recall as shipped.
+* ``nohop``: without the second dense query in the tail (``RankParams.hop_weight`` 0: the ranking before it).
 * ``notail``: without the speaker in the tail (``RankParams.tail_actor`` 1: the ranking before it).
 * ``tail:K:M``: ``RankParams.tail_keep`` = K, ``tail_actor`` = M (shipped 7, 1.15).
 * ``actor:M``: ``RankParams.actor_mult`` = M (shipped 1.3, chosen with the channel off): the turns of a speaker
@@ -68,7 +69,7 @@ _GATES = {
 _fused = semantic.DenseChannel.fused
 
 
-def _structure(idx: Any, pos: Any, sc: Any, words: Any, p: Any, bonus: Any = None) -> Any:
+def _structure(idx: Any, pos: Any, sc: Any, words: Any, p: Any, bonus: Any = None, hop: Any = None) -> Any:
     if _NOW["pre"] != 1.0 and len(pos):
         named = idx.actors_named(words)
         if len(named):
@@ -77,7 +78,7 @@ def _structure(idx: Any, pos: Any, sc: Any, words: Any, p: Any, bonus: Any = Non
             sc = sc * np.where(is_named[idx.actor[pos]], _NOW["pre"], 1.0)
     if _NOW["gtail"] is not None and _gated(_NOW["q"]):
         p = dataclasses.replace(p, tail_keep=_NOW["gtail"][0], tail_actor=_NOW["gtail"][1])
-    r = rank.structure(idx, pos, sc, words, p, bonus)
+    r = rank.structure(idx, pos, sc, words, p, bonus, hop)
     if _NOW["nsd"] is not None and len(r.pos) > _NOW["nsd"][0] and len(named := idx.actors_named(words)):
         k, m = _NOW["nsd"]
         is_named = np.zeros(len(idx.actor_names) + 1, bool)
@@ -286,7 +287,9 @@ def main() -> None:
                             list2=[])
                 for part in name.split("+"):  # components: see the module docstring
                     kind, *nums = part.split(":")
-                    if kind == "notail":
+                    if kind == "nohop":
+                        over["hop_weight"] = 0.0
+                    elif kind == "notail":
                         over["tail_actor"] = 1.0
                     elif kind == "tail":
                         over.update(tail_keep=int(nums[0]), tail_actor=float(nums[1]))
