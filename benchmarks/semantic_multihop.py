@@ -48,14 +48,14 @@ import synapse_nb.recall.engine as engine
 from synapse_nb.eval.chatstyle import ChatStyle, chat_style_all
 from synapse_nb.eval.locomo import load_locomo
 from synapse_nb.eval.metrics import recall_at_k
-from synapse_nb.eval.retrieval import (HELD_OUT_CONVERSATIONS, TUNE_CONVERSATIONS, _episode_id, _rank,
-                                      build_locomo_vault)
+from synapse_nb.eval.retrieval import HELD_OUT_CONVERSATIONS, TUNE_CONVERSATIONS, _episode_id, _rank, build_locomo_vault
 from synapse_nb.recall import rank, semantic
 
 VARIANTS = ("base,notail,notail+actor:1.6,notail+actor:2,notail+actor:3,notail+pre:1.5,notail+pre:2,notail+prf:3:0.5,"
             "notail+prf:3:1,notail+prf:5:0.5")
 _NOW: dict[str, Any] = {"pre": 1.0, "prf": None, "div": None, "spk": None, "nsd": None, "hop": None, "lex": None,
-                        "gate": None, "sw": None, "dd": None, "gtail": None, "q": "", "nn": None, "tl": None, "list2": []}
+                        "gate": None, "sw": None, "dd": None, "gtail": None, "q": "", "nn": None, "tl": None,
+                        "list2": []}
 #: The conversation being ranked: record id -> "Speaker: text" (the second hops read it), and word -> records.
 _TEXT: dict[str, str] = {}
 _DF: dict[str, int] = {}
@@ -141,7 +141,9 @@ def _hop_fused(self: Any, idx: Any, pos: Any, bm25: Any, query: str, mind: str, 
     depth N (shipped 50); ``nn:W[:only]``: a second dense query, the question without the one speaker it names,
     its list (``only``: that speaker's records of it) added at W over its own range; ``tl:K:W:SRC``: below the first K
     ranked, a record x (1 + W x its score over the range of a dense list SRC: ``d`` the question's,
-    ``nn`` / ``nnonly`` the question without the speaker's name), ordered by that, then capped at the K-th score; ``gtail:K:M``: the speaker in the tail at K, M. Each only for questions ``gate:NAME`` passes (all without a gate)."""
+    ``nn`` / ``nnonly`` the question without the speaker's name), ordered by that, then capped at the K-th score;
+    ``gtail:K:M``: the speaker in the tail at K, M. Each only for questions ``gate:NAME`` passes (all without a
+    gate)."""
     if not _gated(query):
         return _fused(self, idx, pos, bm25, query, mind, now, weight)
     depth = semantic.DENSE_DEPTH
@@ -157,7 +159,8 @@ def _hop_fused(self: Any, idx: Any, pos: Any, bm25: Any, query: str, mind: str, 
         d = [(j, h.cosine) for h in hits if (j := idx.pos.get(h.id)) is not None]
         if len(d) > 1 and d[0][1] > d[-1][1]:
             c = np.array([x for _, x in d])
-            both, score = _add(both, score, np.array([j for j, _ in d], np.int64), w2 * (c - d[-1][1]) / (d[0][1] - d[-1][1]))
+            both, score = _add(both, score, np.array([j for j, _ in d], np.int64),
+                               w2 * (c - d[-1][1]) / (d[0][1] - d[-1][1]))
     if _NOW["nn"] is not None and len(named := idx.actors_named(rank.rank_words(query))) == 1:
         w4, only = _NOW["nn"]
         name = idx.actor_names[int(named[0])]
@@ -170,7 +173,8 @@ def _hop_fused(self: Any, idx: Any, pos: Any, bm25: Any, query: str, mind: str, 
              and (not only or idx.actor[j] == named[0])]
         if bare != query and len(d) > 1 and d[0][1] > d[-1][1]:
             c = np.array([x for _, x in d])
-            both, score = _add(both, score, np.array([j for j, _ in d], np.int64), w4 * (c - d[-1][1]) / (d[0][1] - d[-1][1]))
+            both, score = _add(both, score, np.array([j for j, _ in d], np.int64),
+                               w4 * (c - d[-1][1]) / (d[0][1] - d[-1][1]))
     if _NOW["lex"] is not None:
         k, t, w3 = _NOW["lex"]
         asked = set(rank.rank_words(query))

@@ -7,8 +7,15 @@ import pytest
 
 import synapse_nb as syn
 from synapse_nb.recall import Bars
-from synapse_nb.recall.rank import (RANK_STOP_WORDS, RankParams, asks_several, fts_words, rank_words, structure,
-                                   without_actor)
+from synapse_nb.recall.rank import (
+    RANK_STOP_WORDS,
+    RankParams,
+    asks_several,
+    fts_words,
+    rank_words,
+    structure,
+    without_actor,
+)
 from synapse_nb.recall.threads import ThreadIndex
 from synapse_nb.store.records import RankRow
 
