@@ -19,7 +19,9 @@
    as in LoCoMo as written, are unchanged). A back-channel message (:func:`~synapse_nb.recall.asks.back_channel`) is
    not ranked (score 0; an exact-match bonus still counts). With the semantic channel on, below the first
    ``tail_keep`` records the records of an actor the query names are x ``tail_actor``, never above the head (a
-   question about one person whose answer is several of their turns).
+   question about one person whose answer is several of their turns); and when the question reads as asking for
+   several facts about that one person (:func:`asks_several`), below the first ``hop_keep`` records a second dense
+   list (the question without the name, that person's records: ``structure``'s ``hop``) reorders the rest.
 
 Every parameter was chosen on LoCoMo conversations 0-6 only (docs/decisions/0008-recall-engine-v2.md).
 
