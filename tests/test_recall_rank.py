@@ -7,7 +7,15 @@ import pytest
 
 import synapse_nb as syn
 from synapse_nb.recall import Bars
-from synapse_nb.recall.rank import RANK_STOP_WORDS, RankParams, fts_words, rank_words, structure
+from synapse_nb.recall.rank import (
+    RANK_STOP_WORDS,
+    RankParams,
+    asks_several,
+    fts_words,
+    rank_words,
+    structure,
+    without_actor,
+)
 from synapse_nb.recall.threads import ThreadIndex
 from synapse_nb.store.records import RankRow
 
@@ -106,3 +114,36 @@ def test_threads_through_the_vault(tmp_path) -> None:
     assert up < home  # the answer right after the question, above a later turn by the same speaker
     row = next(x for x in r.explain() if "mountains" in next(i.line for i in r.items if i.id == x.id))
     assert dict(row.parts)["neighbours"] > 0 and dict(row.parts)["actor"] == 1.3
+
+
+def test_with_the_semantic_channel_a_second_list_reorders_the_tail_but_never_the_head() -> None:
+    """RankParams.hop_keep / hop_weight: below the first ``hop_keep`` records, a record is x (1 + ``hop_weight`` x
+    its score in the second dense list), ordered so and capped at the last kept score; the head keeps its order and
+    scores; with the channel off, no list or ``hop_weight`` 0, nothing moves."""
+    rows = [RankRow("episode", f"r{i:02d}", None, None, "Ann", False) for i in range(10)]
+    idx = ThreadIndex(rows)
+    pos = np.arange(10, dtype=np.int64)
+    bm25 = np.arange(10, 0, -1, dtype=np.float64)  # r00 best ... r09 worst
+    hop = (np.array([2, 8, 9], np.int64), np.array([0.0, 0.5, 1.0]))  # r09 first in the second list
+
+    def run(h: tuple[np.ndarray, np.ndarray] | None, **kw: float) -> tuple[list[str], list[float]]:
+        r = structure(idx, pos, bm25, ["x"], RankParams(**{"hop_keep": 3, "hop_weight": 3.0, **kw}), hop=h)
+        return [idx.ids[j] for j in r.pos.tolist()], r.score.tolist()
+
+    plain_ids, plain_scores = run(None, semantic=0.4)
+    assert plain_ids == [f"r{i:02d}" for i in range(10)]
+    ids, scores = run(hop, semantic=0.4)
+    assert ids[:3] == plain_ids[:3] and scores[:3] == plain_scores[:3]  # the head is untouched
+    boosted = {i: plain_scores[plain_ids.index(i)] * {"r08": 2.5, "r09": 4.0}.get(i, 1.0) for i in plain_ids[3:]}
+    assert ids[3:] == sorted(boosted, key=lambda i: (-boosted[i], i))
+    assert ids[3:] == ["r03", "r04", "r05", "r06", "r08", "r07", "r09"]  # r08 x 2.5 passes r07
+    assert scores == sorted(scores, reverse=True) and max(scores[3:]) <= scores[2]  # never above the head
+    assert run(hop, semantic=0.0)[0] == plain_ids  # channel off: nothing moves
+    assert run(hop, semantic=0.4, hop_weight=0.0)[0] == plain_ids
+
+
+def test_a_question_asking_for_several_facts_and_its_name_removed() -> None:
+    assert asks_several("Which cities has John been to?") and asks_several("How many games has John won?")
+    assert asks_several("Which city have both Jean and John visited?")
+    assert not asks_several("When did Caroline go to the LGBTQ support group?")
+    assert without_actor("What books has Tim read? Tim’s list", "Tim") == "What books has read? list"

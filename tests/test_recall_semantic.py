@@ -415,3 +415,45 @@ def test_this_process_writes_patch_the_copy_as_a_fresh_read_gives_it(tmp_path: P
         assert (a == b if isinstance(a, list) else np.asarray(a).tobytes() == np.asarray(b).tobytes()), f
     for mind, now in (("m", "2028"), ("m", "2030"), ("other", "2028"), ("other", "2029")):
         assert d.search(q, mind=mind, now=now) == fresh.search(q, mind=mind, now=now)
+
+
+def test_a_question_asking_for_several_facts_about_one_speaker_sends_a_second_query(
+        fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """RankParams.hop_*: with the channel on, "What animals has Bob walked?" also asks the model for the question
+    without "Bob", whose list of Bob's turns reorders the tail; a single-fact question, the channel off or
+    ``hop_weight`` 0 send nothing more."""
+    from dataclasses import replace
+
+    from synapse_nb.eval.locomo import Conversation, Turn
+    from synapse_nb.eval.retrieval import build_locomo_vault
+
+    said = ["I walk my puppy every morning", "The hound barks at the ocean", "Taxes are due", "I bought a sedan",
+            "My dog loves the coast", "Cash only at the market", "Green tea again", "The animals at the farm"]
+    turns = tuple(Turn(f"D{1 + i // 4}:{1 + i % 4}", "Bob" if i % 2 else "Ann", t, 1 + i // 4,
+                       "1:00 pm on 1 May, 2023", None) for i, t in enumerate(said * 2))
+    v, _ = build_locomo_vault(Conversation("c", "Ann", "Bob", turns, ()), tmp_path / "c")
+    asked: list[str] = []
+    real = semantic.DenseChannel.speaker_list
+
+    def spy(self: semantic.DenseChannel, idx: object, query: str, *a: object) -> object:
+        asked.append(query)
+        got = real(self, idx, query, *a)  # type: ignore[arg-type]
+        assert got is not None and len(got[0]) >= 2 and float(got[1].max()) == 1.0
+        return got
+
+    monkeypatch.setattr(semantic.DenseChannel, "speaker_list", spy)
+    try:
+        v.recall("What animals has Bob walked?", bars=OPEN)
+        assert asked == []  # channel off
+        _on(v, weight=0.4)
+        v.recall("When did Bob walk the puppy?", bars=OPEN)
+        assert asked == []  # a single fact
+        v.recall("What animals has Bob walked?", bars=OPEN)
+        assert asked == ["What animals has Bob walked?"] and "What animals has walked?" in [
+            q for _, q in v._recaller._dense._queries]  # type: ignore[union-attr]
+        v._recaller.params = replace(v._recaller.params, hop_weight=0.0)
+        v.recall("What animals has Bob walked?", bars=OPEN)
+        assert len(asked) == 1
+    finally:
+        v.index.close()
+        v.close()

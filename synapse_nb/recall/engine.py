@@ -17,7 +17,7 @@ from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, quer
 from synapse_nb.recall.coverage import Cover, cover_terms
 from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.expand import Variants
-from synapse_nb.recall.rank import Ranked, RankParams, fts_words, rank_words, structure
+from synapse_nb.recall.rank import Ranked, RankParams, asks_several, fts_words, rank_words, structure
 from synapse_nb.recall.scoring import Meaning, gate
 from synapse_nb.recall.semantic import DenseChannel, Unsynced
 from synapse_nb.recall.stale import Staleness
@@ -361,7 +361,7 @@ class Recaller:
                 if hit_files:
                     bonus[pos_of[rid]] = min(bars.max_bonus, bonus.get(pos_of[rid], 0.0) + bars.file_bonus)
                     exact.add_files(rid, hit_files)
-        match = None
+        match, hop = None, None
         if p.semantic:  # the optional dense channel, off by default: recall/semantic.py
             from synapse_nb.store.embedders import match_cosine  # loaded with the channel's model
 
@@ -370,7 +370,9 @@ class Recaller:
             at = match_cosine(model)
             close = frozenset(j for j, c in dense if c >= at) if at is not None else frozenset()
             match = Meaning(at, close) if at is not None and close else None
-        ranked = structure(idx, pos, sc, words, p, bonus)
+            if p.hop_weight and asks_several(query) and len(named := idx.actors_named(words)) == 1:
+                hop = self._dense.speaker_list(idx, query, int(named[0]), ctx.mind, now)  # RankParams.hop_*
+        ranked = structure(idx, pos, sc, words, p, bonus, hop)
         # the walk reads what clears the margin, plus a few rows below it for the explanation
         text = ranked.score - ranked.parts["bonus"] if len(ranked) else ranked.score
         n = int(np.count_nonzero(ranked.score >= bars.margin * text.max())) if len(ranked) else 0

@@ -19,7 +19,9 @@
    as in LoCoMo as written, are unchanged). A back-channel message (:func:`~synapse_nb.recall.asks.back_channel`) is
    not ranked (score 0; an exact-match bonus still counts). With the semantic channel on, below the first
    ``tail_keep`` records the records of an actor the query names are x ``tail_actor``, never above the head (a
-   question about one person whose answer is several of their turns).
+   question about one person whose answer is several of their turns); and when the question reads as asking for
+   several facts about that one person (:func:`asks_several`), below the first ``hop_keep`` records a second dense
+   list (the question without the name, that person's records: ``structure``'s ``hop``) reorders the rest.
 
 Every parameter was chosen on LoCoMo conversations 0-6 only (docs/decisions/0008-recall-engine-v2.md).
 
@@ -31,6 +33,7 @@ sqrt being correctly rounded where ``pow`` is not guaranteed to be); final score
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -42,8 +45,8 @@ if TYPE_CHECKING:
 
     from synapse_nb.recall.threads import ThreadIndex
 
-__all__ = ["RANK_STOP_WORDS", "SCORE_DECIMALS", "RankParams", "Ranked", "fts_words", "rank_words", "structure",
-           "unique_sorted"]
+__all__ = ["ASKS_SEVERAL", "RANK_STOP_WORDS", "SCORE_DECIMALS", "RankParams", "Ranked", "asks_several", "fts_words",
+           "rank_words", "structure", "unique_sorted", "without_actor"]
 
 #: Lucene's classic English stop set, question words, what unicode61 leaves of contractions ("Ann's" -> ann, s),
 #: auxiliaries of questions and personal pronouns: 74 words. Content words scikit-learn's list deletes (about,
@@ -100,6 +103,12 @@ class RankParams:
         LoCoMo 0-6 and its chat-style rewrite (7, 1.15: multi-hop R@10 +.013 / +.004, R@10 +.003 / +.001). With the
         channel off the same point moves dev R@10 by .000 / -.001, so the channel-off ranking is unchanged
         (docs/recall.md, "Multi-hop, a further pass").
+    hop_keep, hop_weight : with the semantic channel on, for a question that asks for several facts about the one
+        speaker it names (:func:`asks_several`), a second dense query, the question without that name, lists that
+        speaker's records (:func:`~synapse_nb.recall.semantic.DenseChannel.speaker_list`); below the first
+        ``hop_keep`` records, each is x (1 + ``hop_weight`` x its score over that list's range), ordered so and
+        capped at the ``hop_keep``-th score. Chosen with the channel on by the same dev rule (5, 1: LoCoMo multi-hop
+        R@10 .469 -> .495, chat-style .370 -> .384; docs/recall.md, "Multi-hop, a second dense query"). 0: off.
     """
 
     w_body: float = 1.0
@@ -122,6 +131,34 @@ class RankParams:
     unit_flow: bool = False
     tail_keep: int = 7
     tail_actor: float = 1.15
+    hop_keep: int = 5
+    hop_weight: float = 1.0
+
+
+#: A question asking for several facts: "has/have ... <participle>" ("What books has Tim read?", "Which cities has
+#: John been to?"), "how many", "both" (chosen on LoCoMo 0-6: 87 of its 192 multi-hop questions, 53 of the 1,153
+#: others).
+ASKS_SEVERAL = re.compile(r"\b(has|have)\b.*\b\w+(ed|en|ne|ad|een)\b|\bhow many\b|\bboth\b", re.I)
+
+
+def asks_several(query: str) -> bool:
+    """Whether ``query`` reads as asking for several facts (:data:`ASKS_SEVERAL`).
+
+    >>> asks_several("What books has Tim read?"), asks_several("When did Tim read it?")
+    (True, False)
+    """
+    return bool(ASKS_SEVERAL.search(query))
+
+
+def without_actor(query: str, name: str) -> str:
+    """``query`` without the words of ``name`` (and their possessive), spaces collapsed.
+
+    >>> without_actor("What are Caroline's hobbies, Caroline?", "Caroline")
+    'What are hobbies, ?'
+    """
+    for tok in re.findall(r"\w+", name):
+        query = re.sub(rf"\b{re.escape(tok)}(['\u2019]s)?\b", " ", query, flags=re.I)
+    return " ".join(query.split())
 
 
 def rank_words(query: str) -> list[str]:
@@ -253,9 +290,27 @@ def _named_tail(order: np.ndarray, f: np.ndarray, mult: np.ndarray, named: np.nd
     return np.concatenate([head, tail[o]]), f, mult
 
 
+def _hop_tail(order: np.ndarray, f: np.ndarray, u: np.ndarray, hop: tuple[np.ndarray, np.ndarray],
+              p: RankParams) -> tuple[np.ndarray, np.ndarray]:
+    """``order`` with its first ``p.hop_keep`` rows kept and the rest ordered by their score x (1 + ``p.hop_weight``
+    x their score in ``hop``: positions ascending, scores), ties by position, those scores capped at the last kept
+    row's; the new scores."""
+    import numpy as np
+
+    head, tail = order[:p.hop_keep], order[p.hop_keep:]
+    i = np.minimum(np.searchsorted(hop[0], u[tail]), max(len(hop[0]) - 1, 0))
+    s2 = np.where(hop[0][i] == u[tail], hop[1][i], 0.0) if len(hop[0]) else np.zeros(len(tail))
+    boosted = np.round(f[tail] * (1.0 + p.hop_weight * s2), SCORE_DECIMALS)
+    o = np.lexsort((u[tail], -boosted))
+    f = f.copy()
+    f[tail[o]] = np.minimum(boosted[o], f[head[-1]])
+    return np.concatenate([head, tail[o]]), f
+
+
 def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequence[str],
               params: RankParams = RankParams(),
-              bonus: Mapping[int, float] | tuple[np.ndarray, np.ndarray] | None = None) -> Ranked:
+              bonus: Mapping[int, float] | tuple[np.ndarray, np.ndarray] | None = None,
+              hop: tuple[np.ndarray, np.ndarray] | None = None) -> Ranked:
     """The structure step over BM25 hits (positions ``pos``, scores ``bm25``) and their neighbours at distance
     <= 2; ``bonus`` adds per-position exact-match bonuses (positions not among the hits join with BM25 0), as a
     mapping or as (positions ascending, each once; their bonuses)."""
@@ -324,6 +379,8 @@ def structure(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, words: Sequen
     order = keep[np.lexsort((u[keep], -f[keep]))]  # best first; ties by position = by id
     if p.semantic and p.tail_actor != 1.0 and len(named) and len(order) > p.tail_keep > 0:
         order, f, mult = _named_tail(order, f, mult, is_named[idx.actor[u]], u, p)
+    if hop is not None and p.semantic and p.hop_weight and len(order) > p.hop_keep > 0:
+        order, f = _hop_tail(order, f, u, hop, p)
     parts = {"bm25": s[order], "neighbours": neigh[order], "thread": thread_part[order], "question": qmult[order],
              "actor": mult[order], "bonus": b[order]}
     return Ranked(u[order], f[order], parts)

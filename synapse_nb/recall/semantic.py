@@ -225,6 +225,32 @@ class DenseChannel:
         return dense.search(self.query_vector(query), mind=mind, now=now, k=k or DENSE_DEPTH, also=also)
 
 
+    def speaker_list(self, idx: ThreadIndex, query: str, actor: int, mind: str,
+                     now: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The second dense query of a question asking for several facts about one speaker (``RankParams.hop_*``):
+        the question without the speaker's name, its best :data:`DENSE_DEPTH` records cut to that speaker's
+        (actor code ``actor``): their positions (ascending) and ``(cos - last) / (first - last)`` over the cut
+        list's own range (0 when flat). None when the name is not in the question's text or fewer than two of the
+        speaker's records are found."""
+        import numpy as np
+
+        from synapse_nb.recall.rank import without_actor
+
+        bare = without_actor(query, idx.actor_names[actor])
+        if bare == query:
+            return None
+        hits, _ = self.search(bare, mind, now)
+        at, act = idx.pos, idx.actor
+        d = [(j, h.cosine) for h in hits if (j := at.get(h.id)) is not None and act[j] == actor]
+        if len(d) < 2:
+            return None
+        first, last = d[0][1], d[-1][1]
+        cos = np.array([c for _, c in d])
+        s = (cos - last) / (first - last) if first > last else np.zeros(len(d))
+        p = np.array([j for j, _ in d], np.int64)
+        o = np.argsort(p, kind="stable")
+        return p[o], s[o]
+
     def fused(self, idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, query: str, mind: str, now: str,
               weight: float) -> tuple[np.ndarray, np.ndarray, list[tuple[int, float]]]:
         """BM25's hits (positions into ``idx``, scores) joined by the dense ones: positions, fused scores, and the
