@@ -37,7 +37,7 @@ from pathlib import Path
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope.repo import RepoInfo, find_repo
 
-__all__ = ["GITIGNORE_NAME", "GITIGNORE_TEXT", "committed_in", "committed_path", "ensure_gitignore",
+__all__ = ["GITIGNORE_NAME", "GITIGNORE_TEXT", "committed_in", "ensure_gitignore",
            "holds_only_vault_files", "in_prefix", "repo_prefix", "repos_holding", "symlink_exit", "tracked_files",
            "tracked_in", "tracked_path", "untrack_command"]
 
@@ -215,35 +215,22 @@ def tracked_in(repo: RepoInfo, prefix: str, name: str, *, timeout: float = 5.0) 
     :func:`repo_prefix` gives it, or "" for the work tree's root)."""
     if prefix and _index_lacks(repo, prefix):
         return None
-    from synapse_nb.gitscope._git import run_git
-
-    try:
-        out = run_git(repo, "--literal-pathspecs", "ls-files", "-z", "--full-name", "--", prefix + name,
-                      timeout=timeout)
-    except GitError:
-        return None
-    paths = [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
-    return paths[0] if paths else None
-
-
-def committed_path(folder: str | Path, name: str, *, timeout: float = 5.0) -> str | None:
-    """The repository-relative path of ``folder/name`` when the work tree's last commit (``HEAD``) holds it, else
-    None: a vault that came with a clone and was then taken out of the index only (``git rm --cached``, not
-    committed). One ``git ls-tree``; None outside git, before the first commit, and when git cannot answer."""
-    repo = find_repo(folder)
-    prefix = repo_prefix(repo, folder)
-    if repo is None or prefix is None:
-        return None
-    return committed_in(repo, prefix, name, timeout=timeout)
+    return _listed(repo, ("ls-files", "-z", "--full-name", "--", prefix + name), timeout)
 
 
 def committed_in(repo: RepoInfo, prefix: str, name: str, *, timeout: float = 5.0) -> str | None:
-    """:func:`committed_path` in ``repo`` for the file ``prefix + name`` ("" for the work tree's root)."""
+    """The repository-relative path of ``prefix + name`` when the work tree's last commit (``HEAD``) holds it, else
+    None: a vault that came with a clone and was then taken out of the index only (``git rm --cached``, not
+    committed). One ``git ls-tree``; None before the first commit, and when git cannot answer."""
+    return _listed(repo, ("ls-tree", "-z", "--full-name", "--name-only", "HEAD", "--", prefix + name), timeout)
+
+
+def _listed(repo: RepoInfo, args: tuple[str, ...], timeout: float) -> str | None:
+    """The first path git lists for ``args`` (NUL-separated; one path asked for), or None (none, or git failed)."""
     from synapse_nb.gitscope._git import run_git
 
     try:
-        out = run_git(repo, "--literal-pathspecs", "ls-tree", "-z", "--full-name", "--name-only", "HEAD", "--",
-                      prefix + name, timeout=timeout)
+        out = run_git(repo, "--literal-pathspecs", *args, timeout=timeout)
     except GitError:
         return None
     paths = [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
