@@ -147,3 +147,22 @@ def test_a_question_asking_for_several_facts_and_its_name_removed() -> None:
     assert asks_several("Which city have both Jean and John visited?")
     assert not asks_several("When did Caroline go to the LGBTQ support group?")
     assert without_actor("What books has Tim read? Tim’s list", "Tim") == "What books has read? list"
+
+
+def test_the_several_facts_test_reads_a_query_in_linear_time() -> None:
+    """``has`` then ``.*`` then a participle backtracked: "has " * 2,000 took 0.6 s, and a query may hold a million
+    characters (an agent's prompt, through the hooks' recall). The test reads it in two linear searches, and says
+    what the one pattern said on a seeded corpus of its own words."""
+    import random
+
+    from synapse_nb.recall.rank import ASKS_SEVERAL
+    from tests.conftest import cpu_seconds
+
+    rng = random.Random(0)
+    words = "what has have books read been gone done both how many tim the to seen ran it when did".split()
+    for _ in range(5_000):
+        q = " ".join(rng.choice(words) for _ in range(rng.randint(1, 12)))
+        assert asks_several(q) == bool(ASKS_SEVERAL.search(q)), q
+    short, long = "has " * 1_000, "has " * 8_000
+    ratio = cpu_seconds(asks_several, long) / max(cpu_seconds(asks_several, short), 1e-5)
+    assert ratio < 24, f"{ratio:.1f}x the work for 8x the text"

@@ -139,6 +139,9 @@ class RankParams:
 #: John been to?"), "how many", "both" (chosen on LoCoMo 0-6: 87 of its 192 multi-hop questions, 53 of the 1,153
 #: others).
 ASKS_SEVERAL = re.compile(r"\b(has|have)\b.*\b\w+(ed|en|ne|ad|een)\b|\bhow many\b|\bboth\b", re.I)
+_HAS = re.compile(r"\b(?:has|have)\b", re.I)
+_PARTICIPLE = re.compile(r"\b\w+(?:ed|en|ne|ad|een)\b", re.I)
+_MANY = re.compile(r"\bhow many\b|\bboth\b", re.I)
 
 
 def asks_several(query: str) -> bool:
@@ -147,7 +150,10 @@ def asks_several(query: str) -> bool:
     >>> asks_several("What books has Tim read?"), asks_several("When did Tim read it?")
     (True, False)
     """
-    return bool(ASKS_SEVERAL.search(query))
+    if _MANY.search(query):
+        return True
+    has = _HAS.search(query)  # then a participle after it: ASKS_SEVERAL in linear time (its ".*" backtracked:
+    return has is not None and _PARTICIPLE.search(query, has.end()) is not None  # 0.6 s for "has " * 2,000)
 
 
 def without_actor(query: str, name: str) -> str:
