@@ -141,8 +141,6 @@ class OfflineVault:
         self.mind = mind
         self.actor = actor
         self.reason = reason
-        #: as :attr:`synapse_nb.vault.Vault.pinned`: a person's first open pins the folder's server, reached or not
-        self.pinned: str | None = None
 
     def search(self, query: str, *, k: int = 10) -> StaleAnswer:
         """The copy's best matches for ``query`` in this mind (the index's hybrid search), best first."""

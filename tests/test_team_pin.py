@@ -9,7 +9,6 @@ been contacted (tests/team/test_team_pin_server.py runs the same story against t
 
 from __future__ import annotations
 
-import logging
 import os
 import pty
 import shlex
@@ -60,6 +59,12 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return f
 
 
+def _confirm() -> None:
+    """The person confirms the server the current folder's team.toml names (`synapse-nb team trust --yes`)."""
+    out = CliRunner().invoke(app, ["team", "trust", "--yes"])
+    assert out.exit_code == 0, out.output
+
+
 def _agent_writes(folder: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """What a prompt-injected agent does with its shell: rewrite team.toml (an ordinary file edit)."""
     monkeypatch.setenv("CLAUDECODE", "1")
@@ -67,25 +72,30 @@ def _agent_writes(folder: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.delenv("CLAUDECODE")
 
 
-def test_a_persons_first_open_pins_the_server_and_says_so(folder: Path, contacted: list[str],
-                                                          caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="synapse_nb.team"), pytest.raises(OfflineError) as exc:
-        syn.open_vault(folder)
-    assert "now pinned for this folder" in str(exc.value)  # a first open that cannot connect says it in its error
+def test_nothing_pins_on_first_use_and_a_persons_trust_does(folder: Path, contacted: list[str],
+                                                            _own_team_pins: Path) -> None:
+    """Reviews 5 to 7 made a pinned folder look fresh every way a first use could be told from (a symlinked
+    `.synapse`, a moved folder, a repository made inside or around it, a local vault stashed away), and a person's
+    commit (the git hook) pinned an agent's server. Nothing pins on first use: every open of an unpinned folder is
+    refused, a person's included, from every surface, until the person confirms the server."""
+    for surface in ("cli", "notebook", "api", "git-hook", "hook", "mcp"):
+        with pytest.raises(TeamPinError, match="no person has confirmed") as got:
+            syn.open_vault(folder, surface=surface)
+        assert "synapse-nb team trust" in str(got.value) and "db.example.com" in str(got.value)
+    out = CliRunner().invoke(app, ["recall", "deploy"])
+    assert out.exit_code == 1 and "team trust" in out.output, out.output
+    assert contacted == [] and not _own_team_pins.exists()
+    _confirm()
     pin = pin_for(folder)
-    assert pin is not None and pin.server == server_identity(TEAM, folder) and pin.by == "first open"
-    assert contacted == ["db.example.com:5432"]
-    assert "pinned it for" in caplog.text and "db.example.com" in caplog.text  # the one-time notice names it
-    caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="synapse_nb.team"), pytest.raises(OfflineError):
+    assert pin is not None and pin.server == server_identity(TEAM, folder) and pin.by == "trust"
+    with pytest.raises(OfflineError):
         syn.open_vault(folder)
-    assert "pinned it" not in caplog.text  # once
+    assert contacted == ["db.example.com:5432"]
 
 
 def test_an_agents_rewrite_of_team_toml_is_refused_before_connecting(folder: Path, contacted: list[str],
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(OfflineError):
-        syn.open_vault(folder)  # the person's first open: pinned
+    _confirm()  # the person confirms TEAM
     _agent_writes(folder, EVIL, monkeypatch)
     contacted.clear()
     with pytest.raises(TeamPinError) as got:
@@ -124,8 +134,7 @@ def test_any_change_of_the_url_but_its_password_is_another_server(folder: Path) 
 
 def test_an_agent_cannot_trust_a_new_server(folder: Path, contacted: list[str],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(OfflineError):
-        syn.open_vault(folder)
+    _confirm()  # the person confirms TEAM
     _agent_writes(folder, EVIL, monkeypatch)
     monkeypatch.setenv("CLAUDECODE", "1")
     out = CliRunner().invoke(app, ["team", "trust", "--yes"])
@@ -139,8 +148,7 @@ def test_an_agent_cannot_trust_a_new_server(folder: Path, contacted: list[str],
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="parents' environments: Linux's /proc")
 def test_an_agents_shell_that_drops_its_marker_cannot_trust(folder: Path, contacted: list[str],
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(OfflineError):
-        syn.open_vault(folder)
+    _confirm()  # the person confirms TEAM
     _agent_writes(folder, EVIL, monkeypatch)
     env = dict(os.environ, CLAUDECODE="1")
     cmd = f"env -u CLAUDECODE {shlex.quote(sys.executable)} -m synapse_nb team trust --yes; s=$?; true; exit $s"
@@ -150,8 +158,7 @@ def test_an_agents_shell_that_drops_its_marker_cannot_trust(folder: Path, contac
 
 
 def test_a_persons_trust_moves_the_pin(folder: Path, contacted: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(OfflineError):
-        syn.open_vault(folder)
+    _confirm()  # the person confirms TEAM
     _agent_writes(folder, EVIL, monkeypatch)  # or the team's server really moved
     out = CliRunner().invoke(app, ["team", "trust"])  # no terminal, no --yes: refused, nothing moves
     assert out.exit_code == 1 and "--yes" in out.output
@@ -170,8 +177,7 @@ def test_a_persons_trust_moves_the_pin(folder: Path, contacted: list[str], monke
 
 def test_team_trust_at_a_terminal_shows_both_servers_and_asks(folder: Path, contacted: list[str],
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(OfflineError):
-        syn.open_vault(folder)
+    _confirm()  # the person confirms TEAM
     _agent_writes(folder, EVIL, monkeypatch)
 
     def at_terminal(answer: bytes) -> subprocess.CompletedProcess[bytes]:
@@ -224,8 +230,7 @@ def test_a_symlink_in_place_of_the_vault_folder_does_not_escape_the_pin(folder: 
     """Review 5: the pin was keyed by where `.synapse` resolves. The agent moved `.synapse` aside and put a symlink
     there to a folder whose team.toml named its server: a new key, so the person's next open took it for a first use
     and pinned the agent's server. The pin is the project folder's, whatever `.synapse` is."""
-    with pytest.raises(OfflineError):
-        syn.open_vault(folder)  # the person pins TEAM
+    _confirm()  # the person confirms TEAM
     evil = tmp_path / "evil" / ".synapse"
     evil.mkdir(parents=True)
     record_team_url(evil, EVIL)
@@ -236,44 +241,21 @@ def test_a_symlink_in_place_of_the_vault_folder_does_not_escape_the_pin(folder: 
     with pytest.raises(TeamPinError, match="but the one pinned for") as got:
         syn.open_vault(folder)
     assert "evil.example" in str(got.value) and "db.example.com" in str(got.value)
-    assert contacted == ["db.example.com:5432"] and list(read_pins()) == [str(folder.resolve())]
+    assert contacted == [] and list(read_pins()) == [str(folder.resolve())]
 
 
-def test_a_first_use_pin_needs_a_person_who_sees_it_and_a_fresh_folder(folder: Path, contacted: list[str],
-                                                                      tmp_path: Path, _own_team_pins: Path) -> None:
-    """Review 5: the agent wrote team.toml into a project with a local vault, and the person's next commit (the git
-    hook) pinned the agent's server and moved the person's vault aside, silently. A first open pins only from a
-    surface whose notice someone reads, through no symlink, in a folder without a local vault; else it is refused
-    until `team trust` (or `team join`), and the local vault stays where it is."""
-    for surface in ("git-hook", "hook", "mcp"):
-        with pytest.raises(TeamPinError, match=f"the {surface} surface pins no server"):
-            syn.open_vault(folder, surface=surface)
-    assert contacted == [] and not _own_team_pins.exists()
+def test_a_pinned_folder_made_to_look_fresh_is_refused(folder: Path, contacted: list[str], tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 5: team.toml written beside a person's local vault, and the person's next commit (the git hook) pinned
+    the agent's server and set the vault aside. Review 6: a pinned folder moved (the old name linked to it), and a
+    repository made inside it. Review 7: a repository made around a pinned folder, a local vault stashed away. Each
+    made a folder no pin names; none of them is opened, and nothing is set aside."""
+    _confirm()  # the person confirms TEAM
     local = tmp_path / "local"
     local.mkdir()
     syn.open_vault(local).remember("project", "deploy", "We deploy on Tuesdays")  # a person's own local vault
-    record_team_url(local / ".synapse", EVIL)  # the agent writes team.toml there
-    with pytest.raises(TeamPinError, match="holds a local vault"):
-        syn.open_vault(local)
-    assert (local / ".synapse" / "synapse.db").is_file() and not _own_team_pins.exists()
-    linked = tmp_path / "linked"
-    linked.mkdir()
-    (linked / ".synapse").symlink_to(folder / ".synapse")
-    with pytest.raises(TeamPinError, match="is a symlink"):
-        syn.open_vault(linked)
-    assert contacted == [] and not _own_team_pins.exists()
-
-
-def test_a_pinned_folder_moved_or_nested_is_no_first_use(folder: Path, contacted: list[str], tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Review 6: the agent moved a pinned project folder (and linked the old name to it), or made a repository in a
-    subfolder, with a team.toml naming its server: a folder no pin names, so the person's next command took it for a
-    first use. A vault folder that reached a server before (its cache folder), or one inside a pinned folder, is not
-    pinned on first use."""
-    with pytest.raises(OfflineError):
-        syn.open_vault(folder)  # the person pins TEAM
-    (folder / ".synapse" / "team" / "db.example.com-5432-team-acme").mkdir(parents=True, exist_ok=True)
     monkeypatch.setenv("CLAUDECODE", "1")
+    record_team_url(local / ".synapse", EVIL)  # the agent writes team.toml beside it
     moved = tmp_path / "acme.real"
     folder.rename(moved)
     folder.symlink_to(moved)
@@ -281,12 +263,15 @@ def test_a_pinned_folder_moved_or_nested_is_no_first_use(folder: Path, contacted
     sub = moved / "sub"
     (sub / ".synapse").mkdir(parents=True)
     record_team_url(sub / ".synapse", EVIL)
+    (tmp_path / ".synapse").mkdir()
+    record_team_url(tmp_path / ".synapse", EVIL)  # around the pinned folder
     monkeypatch.delenv("CLAUDECODE")
-    with pytest.raises(TeamPinError, match="has reached a team server before"):
-        syn.open_vault(moved)
-    with pytest.raises(TeamPinError, match="is a team folder"):
-        syn.open_vault(sub)
-    assert contacted == ["db.example.com:5432"] and len(read_pins()) == 1
+    for where in (local, moved, sub, tmp_path):
+        for surface in ("cli", "git-hook"):
+            with pytest.raises(TeamPinError, match="no person has confirmed"):
+                syn.open_vault(where, surface=surface)
+    assert (local / ".synapse" / "synapse.db").is_file()  # not set aside
+    assert contacted == [] and len(read_pins()) == 1
 
 
 def test_the_pins_file_is_written_atomically_and_keeps_every_folder(tmp_path: Path, _own_team_pins: Path,
@@ -315,8 +300,7 @@ def test_the_pins_file_is_written_atomically_and_keeps_every_folder(tmp_path: Pa
 def test_a_corrupt_pins_file_is_a_clear_error_and_is_never_overwritten(folder: Path, contacted: list[str],
                                                                        _own_team_pins: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(OfflineError):
-        syn.open_vault(folder)
+    _confirm()  # the person confirms TEAM
     garbage = _own_team_pins.read_bytes()[:-20] + b'\n[[pin]\nfolder = "unterminated\n'
     _own_team_pins.write_bytes(garbage)
     contacted.clear()

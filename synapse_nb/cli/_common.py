@@ -270,7 +270,7 @@ def open_vault_for(ctx: typer.Context, path: str | None = None, *, offline: bool
 def _say(notice: Notice) -> None:
     """A vault notice, as the CLI says it: created and taken back on stderr (the recall text carries the borrowed
     line, the stale copy's answer its STALE line, the store's error the read-only refusal)."""
-    if notice.kind in ("created", "removed", "pinned"):
+    if notice.kind in ("created", "removed"):
         typer.echo(notice.line(PROG), err=True)
 
 

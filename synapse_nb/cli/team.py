@@ -186,10 +186,11 @@ def team_trust(
 ) -> None:
     """Accept the team server this folder's .synapse/team.toml names now: pin it for this folder on this machine.
 
-    Every surface refuses a folder whose team.toml names another server than the one pinned here (team join and a
-    person's first open pin it), since anything that can write the folder, an agent too, can rewrite team.toml. After
-    a legitimate change of URL, a person runs this: it shows the pinned server and the new one, and asks. Human-only:
-    refused in an agent's shell, and without a terminal unless --yes (nothing is asked then).
+    Every surface refuses a folder whose team.toml names another server than the one pinned here, or no pinned
+    server (team join and team trust pin it; nothing pins on first use), since anything that can write the folder,
+    an agent too, can rewrite team.toml. In a fresh clone of a team project, and after a legitimate change of URL, a
+    person runs this: it shows the server (and the pinned one), and asks. Human-only: refused in an agent's shell,
+    and without a terminal unless --yes (nothing is asked then).
 
     Examples:
 

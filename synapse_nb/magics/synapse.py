@@ -38,7 +38,7 @@ GIT_STATUS_TIMEOUT = 5.0
 def _say(notice: Notice) -> None:
     """A vault notice in the notebook: a new vault, once, on stderr (the recall text carries the borrowed line, the
     stale copy's answer its STALE line)."""
-    if notice.kind in ("created", "pinned"):
+    if notice.kind == "created":
         print(notice.line("synapse_nb"), file=sys.stderr)
 
 

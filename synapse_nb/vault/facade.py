@@ -90,9 +90,6 @@ class Vault:
         self.path = Path(vault_dir)
         #: True when :func:`open_vault` created this vault (a session's ``created`` notice says where, once)
         self.created = False
-        #: the team server this open pinned for its folder (a person's first open of it; :mod:`synapse_nb.vault.pins`):
-        #: a session's ``pinned`` notice names it, once. None for every other open
-        self.pinned: str | None = None
         self.project_dir = Path(project_dir) if project_dir is not None else self.path.parent
         self.mind = mind
         self.actor: Actor = checked

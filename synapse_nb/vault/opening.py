@@ -113,26 +113,15 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     if team_url is not None:  # `team join` made this folder's vault the team vault: one clear vault per folder
         from synapse_nb.vault.pins import checked_team_url  # only for a team folder: the hooks' cold path skips it
 
-        # the server this machine pinned for the folder, checked before anything connects or moves (vault/pins.py)
-        pinned: list[str] = []
-        team_url = checked_team_url(vault_dir, actor=actor, surface=surface, on_pin=pinned.append) or team_url
+        # the server a person confirmed for the folder on this machine, checked before anything connects or moves
+        team_url = checked_team_url(vault_dir, actor=actor) or team_url
         aside = None if readonly else set_local_aside(vault_dir)
         if aside is not None:
             logging.getLogger("synapse_nb.team").warning(
                 "%s names the team vault %s; the local vault database found there was renamed aside to %s (kept)",
                 vault_dir / "team.toml", team_url, aside)
-        try:
-            tv = open_team_vault(team_url, mind=mind, actor=actor, clock=clock, readonly=readonly,
-                                 local=project_dir, offline=offline, surface=surface)
-        except OfflineError as exc:
-            if not pinned:
-                raise
-            # the first-open notice would reach no one (a session says it once the vault opens): the error says it
-            raise OfflineError(f"{exc}; {vault_dir / 'team.toml'} names {pinned[0]}, now pinned for this folder on "
-                               "this machine (first use: a team.toml naming another server is refused until "
-                               "`synapse-nb team trust`)") from exc
-        tv.pinned = pinned[0] if pinned else None
-        return tv
+        return open_team_vault(team_url, mind=mind, actor=actor, clock=clock, readonly=readonly,
+                               local=project_dir, offline=offline, surface=surface)
     borrowed = symlinked(vault_dir, project_dir, named=named)  # before anything is created: no write through it
     refusal = borrowed.refusal if borrowed is not None else None
     created = False

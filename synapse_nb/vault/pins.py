@@ -1,4 +1,4 @@
-"""The team server pinned for each project folder on this machine: trust on first use, kept outside the project.
+"""The team server pinned for each project folder on this machine, by a person, kept outside the project.
 
 A folder's ``.synapse/team.toml`` names the team vault every surface there opens (``synapse-nb team join`` writes
 it), and anything that can write the folder can rewrite it: an agent running as the person's Unix user could point
@@ -11,9 +11,9 @@ project (:func:`pins_file`: ``$SYNAPSE_TEAM_PINS``, else ``$XDG_CONFIG_HOME/syna
 - the same server: opened;
 - another server: :class:`~synapse_nb.errors.TeamPinError` naming both, for everyone, a person included; a person
   accepts the change with ``synapse-nb team trust`` (human-only: it shows old -> new and asks);
-- no pin yet: a person's open pins the server ``team.toml`` names (trust on first use; one notice naming it, on the
-  ``synapse_nb.team`` logger); an agent's open is refused until a person has connected once, so an agent that
-  writes ``team.toml`` into a fresh clone cannot get its own server pinned, nor serve it to the next agent session.
+- no pin yet: refused too, until a person confirms the server (``synapse-nb team trust``, which shows it and asks,
+  or ``synapse-nb team join URL``). There is no trust on first use: an agent made a pinned folder look fresh every
+  way a first use could be told from (reviews 5 to 7), and a person's commit (the git hook) pinned its server.
 
 A person's ``team join URL`` pins URL; an agent's never creates or moves a pin. What is pinned is the server's
 identity (:func:`server_identity`): the URL as libpq reads it (a ``host`` in the query overrides the one before
@@ -28,11 +28,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -47,11 +46,10 @@ __all__ = ["PINS_ENV", "Pin", "PinBy", "checked_team_url", "is_person", "pin_for
 
 #: Names the pins file itself (tests; a person who keeps it elsewhere).
 PINS_ENV = "SYNAPSE_TEAM_PINS"
-PinBy = Literal["join", "trust", "first open"]
+PinBy = Literal["join", "trust", "first open"]  # "first open": pins an earlier version made on first use
 _HEADER = ("# The team server pinned for each project folder on this machine (synapse_nb; docs/team.md, \"Pinning\").\n"
-           "# Written by `synapse-nb team join` and `synapse-nb team trust`, and at a person's first open of a\n"
+           "# Written by `synapse-nb team join` and `synapse-nb team trust` (a person confirms a server for a\n"
            "# folder; a folder whose .synapse/team.toml names another server is refused until `team trust`.\n")
-_log = logging.getLogger("synapse_nb.team")
 
 
 class Pin(NamedTuple):
@@ -139,8 +137,8 @@ def server_identity(url: str, project_dir: str | Path) -> str:
 def _problem(path: Path, what: str) -> TeamPinError:
     return TeamPinError(
         f"the team server pins file {path} cannot be read ({what}); nothing was changed and no team vault is opened "
-        "until it is fixed: repair it, or move it aside (every folder is then unpinned: a person's next open, or "
-        "`synapse-nb team trust`, pins the server its team.toml names again)")
+        "until it is fixed: repair it, or move it aside (every folder is then unpinned: a person's `synapse-nb team "
+        "trust` in each pins the server its team.toml names again)")
 
 
 def read_pins(path: Path | None = None) -> dict[str, Pin]:
@@ -237,20 +235,15 @@ def is_person(actor: str) -> bool:
     return actor == "user" and acting_actor("user") == "user"
 
 
-#: Surfaces whose first open of a folder never pins its team server: nobody reads their notice (the git hook runs
-#: in a person's commit; a review 5 agent wrote team.toml and the person's next commit pinned its server silently).
-NO_PIN_SURFACES = ("git-hook", "hook", "mcp")
-
-
-def checked_team_url(vault_dir: Path, *, actor: str = "user", surface: str = "api",
-                     on_pin: Callable[[str], object] | None = None) -> str | None:
+def checked_team_url(vault_dir: Path, *, actor: str = "user") -> str | None:
     """The team vault URL the folder's ``team.toml`` names (None: there is none), once it agrees with the folder's
-    pin; checked before anything connects. A person's open of a folder with no pin pins it, says so on the
-    ``synapse_nb.team`` logger and calls ``on_pin`` with the server (:func:`~synapse_nb.vault.open_vault` sets the
-    handle's ``pinned``, and a :class:`~synapse_nb.vault.VaultSession` says it as a ``pinned`` notice).
+    pin; checked before anything connects.
 
-    Raises :class:`~synapse_nb.errors.TeamPinError`: ``team.toml`` names another server than the pinned one; or
-    there is no pin and an agent opens the folder (a person must connect once); or the pins file cannot be read.
+    Raises :class:`~synapse_nb.errors.TeamPinError`: ``team.toml`` names another server than the pinned one; or no
+    person has confirmed a server for the folder on this machine (``synapse-nb team join URL`` or ``team trust``);
+    or the pins file cannot be read. Nothing pins on first use: reviews 5 to 7 made a pinned folder look fresh
+    every way a first use could be told from (a symlinked ``.synapse``, a moved folder, a repository made inside or
+    around it, a local vault stashed away), and a person's commit (the git hook) pinned an agent's server silently.
     """
     url = team_url_of(vault_dir)
     if url is None:
@@ -268,58 +261,15 @@ def checked_team_url(vault_dir: Path, *, actor: str = "user", surface: str = "ap
             "agent too) can rewrite team.toml. If the change is yours, accept it in your own terminal: synapse-nb "
             f"team trust (shows both servers and asks); if not, put back url = {json.dumps(pin.server)} in {toml}",
             folder=str(folder), pinned=pin.server, named=named)
-    if not is_person(actor):
-        raise TeamPinError(
-            f"{toml} names the team server {named}, which no person has confirmed for {folder} on this machine yet: "
-            "an agent's handle does not connect to a team server until a person has (an agent may have written "
-            "team.toml). A person runs in their own terminal: synapse-nb team trust (shows the server and asks), "
-            "or any synapse-nb command in this folder (it pins the server team.toml names)",
-            folder=str(folder), named=named)
-    why = _no_first_use(vault_dir, surface)
-    if why is not None:
-        raise TeamPinError(
-            f"{toml} names the team server {named}, which no person has confirmed for {folder} on this machine, and "
-            f"{why}: it is not pinned on first use. If it is your team's server, accept it in your own terminal: "
-            "synapse-nb team trust (shows the server and asks), or synapse-nb team join URL",
-            folder=str(folder), named=named)
-    write_pin(folder, named, "first open")
-    if on_pin is not None:
-        on_pin(named)
-    _log.warning("%s names the team server %s: pinned it for %s on this machine (first use); a folder whose "
-                 "team.toml names another server is refused until `synapse-nb team trust` (docs/team.md)",
-                 toml, named, folder)
-    return url
-
-
-def _no_first_use(vault_dir: Path, surface: str) -> str | None:
-    """Why a person's open of an unpinned team folder may not pin it on first use (None: it may): a surface whose
-    notice nobody reads, a ``.synapse`` reached through a symlink, a local vault already there (team.toml appearing
-    beside a vault someone works in is a switch, which ``team join`` or ``team trust`` makes; a first open moved the
-    local database aside), a vault folder that has reached a team server before (its cache: the folder was moved or
-    linked under a new name, review 6), or a pinned folder around it (a repository made inside a pinned project)."""
-    if surface in NO_PIN_SURFACES:
-        return f"the {surface} surface pins no server (nobody reads its notice)"
-    if Path(vault_dir).is_symlink():
-        return f"{vault_dir} is a symlink (its team.toml is another folder's)"
-    if (Path(vault_dir) / "synapse.db").is_file():
-        return ("this folder holds a local vault, which a switch to a team vault would set aside (an agent can write "
-                "team.toml)")
-    if _reached(team := Path(vault_dir) / "team"):
-        return (f"this folder's vault has reached a team server before ({team} holds its cache): a folder moved or "
-                "linked under another name is no first use")
-    pins = read_pins()
-    for up in list(pin_folder(vault_dir).parents)[:32]:  # a repository made inside a team project
-        if str(up) in pins or _reached(up / ".synapse" / "team"):
-            return f"the folder around it, {up}, is a team folder (a repository made inside it is no first use)"
-    return None
-
-
-def _reached(team: Path) -> bool:
-    """Whether a vault folder's ``team`` folder holds a team server's cache (the folder reached one)."""
-    try:
-        return team.is_dir() and any(team.iterdir())
-    except OSError:
-        return False
+    who = ("" if is_person(actor) else
+           "an agent's handle connects to a team server only once a person has confirmed it (an agent may have "
+           "written team.toml). ")
+    raise TeamPinError(
+        f"{toml} names the team server {named}, which no person has confirmed for {folder} on this machine: "
+        f"refusing to connect (anything that can write the folder, an agent too, can write team.toml). {who}If it is "
+        "your team's server, confirm it once in your own terminal: synapse-nb team trust (shows the server and "
+        "asks), or synapse-nb team join URL",
+        folder=str(folder), named=named)
 
 
 def pin_state(vault_dir: Path) -> dict[str, str | None]:
@@ -337,8 +287,8 @@ def pin_state(vault_dir: Path) -> dict[str, str | None]:
         return out | {"pin": "no team.toml"}
     named = server_identity(url, folder)
     if pin is None:
-        return out | {"pin": f"none: team.toml names {named}; a person's next open here pins it (or `synapse-nb "
-                             "team trust`); an agent's open is refused until then"}
+        return out | {"pin": f"none: team.toml names {named}; every open here is refused until a person runs "
+                             "`synapse-nb team trust` (or `team join URL`)"}
     if pin.server == named:
         return out | {"pin": "agrees"}
     return out | {"pin": f"differs: team.toml names {named}; every open here is refused until a person runs "

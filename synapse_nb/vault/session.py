@@ -20,7 +20,7 @@ session holds the policy every surface used to write out for itself:
   nothing was written to it (a refused first write: an empty key, an unknown category), and
   :meth:`~VaultSession.writing` does it when the write it wraps fails.
 - **notices, as data.** What a human should be told about the vault is a :class:`Notice` (``created``,
-  ``removed``, ``borrowed``, ``offline``, ``readonly``, ``pinned``), passed to ``on_notice`` when it happens and kept in
+  ``removed``, ``borrowed``, ``offline``, ``readonly``), passed to ``on_notice`` when it happens and kept in
   :attr:`~VaultSession.notices` for the open handle. Each surface renders them its own way:
 
   ========  =========================================  ===============================================
@@ -34,8 +34,6 @@ session holds the policy every surface used to write out for itself:
   offline   the handle is a team vault's stale copy    its answers start with ``STALE (offline)``
   readonly  the session is read-only                   MCP: the refusal of a writing tool; hooks: write
                                                        nothing
-  pinned    a person's first open of a folder pinned   CLI: one stderr line; magics: printed on stderr
-            its team server (:mod:`~synapse_nb.vault.pins`)
   ========  =========================================  ===============================================
 
 >>> import tempfile
@@ -72,7 +70,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Notice", "NoticeKind", "VaultSession"]
 
-NoticeKind = Literal["created", "removed", "borrowed", "offline", "readonly", "pinned"]
+NoticeKind = Literal["created", "removed", "borrowed", "offline", "readonly"]
 
 
 class Notice(NamedTuple):  # a NamedTuple, not a dataclass: the agent hooks' cold path imports this module
@@ -268,11 +266,6 @@ class VaultSession:
 
     def _opened(self, v: ReadableVault, *, ours: bool) -> None:
         """The notices about a handle just opened (``ours``) or given (whoever opened it said what it created)."""
-        if v.pinned is not None and ours:
-            self._say(Notice("pinned", f"this folder's .synapse/team.toml names the team server {v.pinned}: pinned it "
-                             "for this folder on this machine (first use); a team.toml naming another server is "
-                             "refused until you run `synapse-nb team trust` (docs/team.md)", v.path,
-                             {"server": v.pinned}))
         if v.offline:
             self._say(Notice("offline", f"the team vault server {v.location} cannot be reached ({v.reason}): "
                              f"reading this machine's stale copy in {v.path}; writes are refused", v.path,

@@ -73,7 +73,7 @@ def test_a_redirected_team_toml_is_refused_until_a_person_trusts_it(
     assert len(list((folder / ".synapse" / "team").iterdir())) == 2  # each server its own cache folder
 
 
-def test_a_folder_joined_before_pins_opens_for_the_agent_after_its_persons_first_command(
+def test_a_folder_joined_before_pins_opens_once_its_person_confirms_the_server(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, team_url: str) -> None:
     monkeypatch.delenv("SYNAPSE_HOME", raising=False)
     folder = tmp_path / "acme"
@@ -88,10 +88,11 @@ def test_a_folder_joined_before_pins_opens_for_the_agent_after_its_persons_first
     monkeypatch.delenv("CLAUDECODE")
 
     out = run.invoke(app, ["remember", "procedure", "deploy", "deploy with make release"])
+    assert out.exit_code == 1 and "no person has confirmed" in out.output, out.output  # nothing on first use
+    out = run.invoke(app, ["team", "trust", "--yes"])
+    assert out.exit_code == 0 and server_identity(team_url, folder) in out.output, out.output
+    out = run.invoke(app, ["remember", "procedure", "deploy", "deploy with make release"])
     assert out.exit_code == 0, out.output
-    assert f"names the team server {server_identity(team_url, folder)}: pinned it" in out.output  # said once
-    out = run.invoke(app, ["recall", "deploy"])
-    assert out.exit_code == 0 and "pinned it" not in out.output, out.output
 
     monkeypatch.setenv("CLAUDECODE", "1")
     out = run.invoke(app, ["recall", "deploy"])
