@@ -229,13 +229,13 @@ class VaultRecords:
             out[part] = raw
         return out
 
-    def state(self, uid: str | None, path: str) -> State | None:
+    def state(self, uid: str | None, path: str, *, by_path: bool = True) -> State | None:
         """What this checkout recorded of the vault of id ``uid`` (None: its id is unknown) at ``path``: by its id,
-        else (no record of that id) the path's record; None when neither. Raises :class:`StoreError` (see
-        :meth:`load`)."""
+        else (no record of that id; ``by_path``) the path's record; None when neither. Raises :class:`StoreError`
+        (see :meth:`load`)."""
         data = self.load()
         entry = data["vaults"].get(uid) if uid is not None else None
-        if entry is None:
+        if entry is None and by_path:
             entry = data["paths"].get(path)
         return entry["state"] if entry is not None else None
 
@@ -253,10 +253,13 @@ class VaultRecords:
 
         def update() -> dict[str, Any]:
             data = self.load()
-            part, key = ("vaults", uid) if uid is not None else ("paths", path)
-            if key not in data[part]:
-                data[part][key] = self._entry(state, how, path)
-                written[0] = True
+            # a vault seen borrowed is recorded by its path as well: checked out again without the id an open wrote
+            # into it (a committed vault of an older version has none), it gets a new one (review 7)
+            keys = ([("vaults", uid)] if uid is not None else []) + ([("paths", path)] if state == "borrowed" else [])
+            for part, key in keys:
+                if key not in data[part]:
+                    data[part][key] = self._entry(state, how, path)
+                    written[0] = True
             return {"version": _VERSION, **data}
 
         try:
@@ -433,8 +436,8 @@ def identify(vault_dir: Path, *, uid: str | None, db_name: str = "synapse.db", p
     for repo, prefix in holders:
         rel = prefix + db_name
         records = VaultRecords(repo.common_dir / RECORDS_NAME)
-        try:
-            found.append((repo, rel, records, records.state(uid, rel)))
+        try:  # a vault this open created is new, whatever was at its path before
+            found.append((repo, rel, records, records.state(uid, rel, by_path=not created)))
         except StoreError as exc:
             return Borrowed("unrecorded", rel, approvals=LocalApprovals(repo.common_dir / APPROVALS_NAME),
                             seen=str(exc), records=records)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -475,6 +476,58 @@ def test_a_vault_at_a_repositorys_root_is_borrowed_like_any(clone: tuple[Path, s
     git(root_vault, "commit", "-q", "-m", "Share our memory at the root")
     git(tmp_path, "clone", "-q", str(root_vault), "rooted_clone")
     assert _in_force_everywhere(tmp_path / "rooted_clone", monkeypatch) == [(True, False), (True, False)]
+
+
+def test_a_vault_reached_through_nested_repositories_stays_borrowed(clone: tuple[Path, str], git: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 7: the walk up the repositories holding the vault stopped at a common dir already seen (a worktree
+    nested in its own repository) or after eight: `.synapse` linked to a copy git checked out there (untracked in
+    the nested repository) read the committer's lessons as this checkout's own."""
+    project, _ = clone
+    assert _in_force_everywhere(project, monkeypatch) == [(True, False), (True, False)]  # recorded borrowed
+    monkeypatch.setenv("CLAUDECODE", "1")
+    inner = project / "inner"
+    git(project, "init", "-q", "-b", "m", "inner")
+    git(inner, "fetch", "-q", "..", "main")
+    git(inner, "worktree", "add", "-q", "--detach", "wt", "FETCH_HEAD")
+    git(inner / "wt", "rm", "-q", "--cached", ".synapse/synapse.db")
+    git(inner / "wt", "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "-m", "untrack the vault")
+    git(project, "rm", "-q", "-r", "--cached", ".synapse")
+    shutil.rmtree(project / ".synapse")
+    (project / ".synapse").symlink_to(Path("inner") / "wt" / ".synapse")
+    monkeypatch.delenv("CLAUDECODE")
+    assert _in_force_everywhere(project, monkeypatch) == [(True, False), (True, False)]
+
+
+def test_core_worktree_cannot_move_a_linked_worktrees_vault(clone: tuple[Path, str], tmp_path: Path, git: Any,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 7: `git config core.worktree FOLDER` in a clone's config moved the main work tree its linked worktrees
+    see, and with it their vault (and pin), to a folder of the agent's: a copy of the repository with the vault
+    untracked there. The main work tree is the folder that holds `.git`."""
+    project, _ = clone
+    git(project, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "feat")
+    assert _in_force_everywhere(tmp_path / "wt", monkeypatch) == [(True, False), (True, False)]
+    monkeypatch.setenv("CLAUDECODE", "1")
+    git(tmp_path, "clone", "-q", str(tmp_path / "upstream"), "evil")
+    git(tmp_path / "evil", "rm", "-q", "--cached", ".synapse/synapse.db")
+    git(tmp_path / "evil", "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "-m", "untrack")
+    git(project, "config", "core.worktree", str(tmp_path / "evil"))
+    monkeypatch.delenv("CLAUDECODE")
+    assert _in_force_everywhere(tmp_path / "wt", monkeypatch) == [(True, False), (True, False)]
+
+
+def test_a_vault_seen_borrowed_is_recorded_by_its_path_too(tmp_path: Path) -> None:
+    """Review 7: a committed vault with no `vault_uid` (an older version's) gets one written at its first open and is
+    recorded borrowed by it; checked out again without it (`git checkout -- .synapse/synapse.db`), the next open
+    writes a new id, which no record named. A vault seen borrowed is recorded by its path as well; a vault an open
+    creates there is new, whatever was at its path."""
+    from synapse_nb.borrowed import VaultRecords
+
+    records = VaultRecords(tmp_path / "vaults.json")
+    assert records.note("a" * 32, ".synapse/synapse.db", "borrowed", how="tracked")
+    assert records.state("b" * 32, ".synapse/synapse.db") == "borrowed"  # the same bytes, a new id
+    assert records.state("b" * 32, ".synapse/synapse.db", by_path=False) is None  # created by this open
+    assert records.state("b" * 32, "other/synapse.db") is None
 
 
 def test_tracking_ones_own_vault_hides_none_of_its_lessons(tmp_path: Path, git: Any,

@@ -152,14 +152,29 @@ def _config_worktree(common_dir: Path) -> Path | None:
     return None
 
 
+def _points_back(work_tree: Path, common_dir: Path) -> bool:
+    """Whether ``work_tree``'s ``.git`` is ``common_dir`` (a folder, or a ``gitdir:`` file naming it): a configured
+    ``core.worktree`` counts only then (review 7 set it in a clone's config to a folder of its own, and a linked
+    worktree's vault, and its pin, moved there)."""
+    dot = work_tree / ".git"
+    if dot.is_dir():
+        return Path(os.path.realpath(dot)) == Path(os.path.realpath(common_dir))
+    text = _read_text(dot)
+    if text is None or not text.startswith("gitdir:"):
+        return False
+    target = Path(text[len("gitdir:"):].strip())
+    target = target if target.is_absolute() else work_tree / target
+    return Path(os.path.realpath(target)) == Path(os.path.realpath(common_dir))
+
+
 def _main_work_tree(work_tree: Path, git_dir: Path, common_dir: Path) -> Path:
     if git_dir == common_dir:
         return work_tree
-    configured = _config_worktree(common_dir)
-    if configured is not None:
-        return configured
-    if common_dir.name == ".git":
+    if common_dir.name == ".git":  # the usual layout: the main work tree is the folder that holds .git
         return common_dir.parent
+    configured = _config_worktree(common_dir)
+    if configured is not None and _points_back(configured, common_dir):  # a submodule's work tree
+        return configured
     # A linked worktree of a bare repository: there is no main work tree; the
     # bare directory itself is the one place all worktrees share.
     return common_dir

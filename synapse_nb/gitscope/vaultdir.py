@@ -107,10 +107,12 @@ def repo_prefix(repo: RepoInfo | None, folder: str | Path) -> str | None:
     return None
 
 
-def repos_holding(folder: str | Path, *, most: int = 8) -> list[tuple[RepoInfo, str]]:
+def repos_holding(folder: str | Path) -> list[tuple[RepoInfo, str]]:
     """Every repository whose work tree holds ``folder``, innermost first, each with the folder's prefix in it
     (:func:`repo_prefix`; "" when the folder is that work tree's root): a vault folder made a repository of its own
-    (``git init .synapse``) is still held by the project's, whose index and history say where it came from.
+    (``git init .synapse``), or one reached in a repository nested in the project's (review 7: a worktree nested in
+    its own repository, eight repositories deep), is still held by the project's, whose records, index and history say
+    where it came from. Walks up to the file system's root.
 
     >>> repos_holding("/")
     []
@@ -118,14 +120,15 @@ def repos_holding(folder: str | Path, *, most: int = 8) -> list[tuple[RepoInfo, 
     out: list[tuple[RepoInfo, str]] = []
     seen: set[Path] = set()
     at = Path(os.path.realpath(folder))
-    for _ in range(most):
-        repo = find_repo(at) if at.is_dir() else None
-        if repo is None or repo.common_dir in seen:
+    while at.is_dir():
+        repo = find_repo(at)
+        if repo is None:
             break
-        seen.add(repo.common_dir)
-        out.append((repo, repo_prefix(repo, folder) or ""))
+        if repo.common_dir not in seen:
+            seen.add(repo.common_dir)
+            out.append((repo, repo_prefix(repo, folder) or ""))
         root = Path(os.path.realpath(repo.work_tree))
-        if root.parent == root:
+        if root.parent == root or not at.is_relative_to(root):
             break
         at = root.parent
     return out
