@@ -459,7 +459,8 @@ def identify(vault_dir: Path, *, uid: str | None, db_name: str = "synapse.db", p
                 other.note(uid, other_rel, "borrowed", how="tracked")
             return Borrowed("tracked", tracked, approvals=LocalApprovals(repo.common_dir / APPROVALS_NAME),
                             seen=seen, records=records)
-    if person and uid is not None:
+    # a vault folder holding a `.git` of its own proves nothing of where the vault came from: not recorded own
+    if person and uid is not None and not os.path.lexists(vault_dir / ".git"):
         for _, rel, records, _ in found:
             records.note(uid, rel, "own", how="created" if created else "opened")
     return None

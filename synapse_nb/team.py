@@ -256,10 +256,11 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
                                        "it is renamed aside at the next open")
     if recorded is not None:  # the server this machine pinned for the folder, and whether team.toml agrees
         out |= pin_state(vault_dir)
-        if url == recorded and out["pin"] != "agrees" and not str(out["pin"]).startswith("none"):
-            # this folder's vault, refused at every open: not contacted here either (it may be an agent's server)
+        if url == recorded and out["pin"] != "agrees":
+            # this folder's vault, refused at every open: not contacted here either (it may be an agent's server;
+            # an unpinned folder's too: review 8's `team status` reached the server an agent wrote into team.toml)
             return out | {"online": False, "error": f"not contacted: the team server pin {out['pin']}",
-                          "writes": "refused (team.toml disagrees with the pinned server)"}
+                          "writes": "refused (team.toml names a server no person confirmed here)"}
     try:
         store = PgStore(conninfo, project, folder=folder if folder.is_dir() else None, readonly=True)
     except StoreError as exc:

@@ -499,6 +499,22 @@ def test_a_vault_reached_through_nested_repositories_stays_borrowed(clone: tuple
     assert _in_force_everywhere(project, monkeypatch) == [(True, False), (True, False)]
 
 
+def test_a_git_file_in_the_vault_folder_naming_the_projects_git_dir_launders_nothing(
+        clone: tuple[Path, str], git: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 8: in a fresh clone, `git init --separate-git-dir=$PWD/.git .synapse` wrote a `.git` file in the vault
+    folder naming the project's git dir: the vault folder read as a work tree of the project's repository, where git
+    tracks no `synapse.db`, and the person's first open recorded it as their own. The outer view of one repository is
+    the real path, and a vault folder holding a `.git` is never recorded own."""
+    project, _ = clone
+    monkeypatch.setenv("CLAUDECODE", "1")
+    git(project, "init", "-q", f"--separate-git-dir={project / '.git'}", ".synapse")
+    monkeypatch.delenv("CLAUDECODE")
+    assert _in_force_everywhere(project, monkeypatch) == [(True, False), (True, False)]
+    (project / ".synapse" / ".git").unlink()
+    assert _in_force_everywhere(project, monkeypatch) == [(True, False), (True, False)]
+    assert [e["state"] for e in _records(project)["vaults"].values()] == ["borrowed"]
+
+
 def test_core_worktree_cannot_move_a_linked_worktrees_vault(clone: tuple[Path, str], tmp_path: Path, git: Any,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Review 7: `git config core.worktree FOLDER` in a clone's config moved the main work tree its linked worktrees

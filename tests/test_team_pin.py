@@ -132,6 +132,25 @@ def test_any_change_of_the_url_but_its_password_is_another_server(folder: Path) 
         assert server_identity(other, folder) != same, other
 
 
+def test_a_server_is_shown_and_pinned_as_printable_ascii(folder: Path, contacted: list[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 8: a host taken from the URL's query is percent-decoded, and was written into the identity raw when it
+    held a ":": backspaces and an escape sequence drew `db.example.com` on the person's terminal at `team trust`,
+    while the pin named the agent's host first in a host list. Every part of an identity is printable ASCII now."""
+    from urllib.parse import quote
+
+    fake = ":" + "\b" * 12 + "db.example.com\x1b["
+    _agent_writes(folder, TEAM.replace("?project=acme", "?project=acme&host=" + quote("127.0.0.2," + fake, safe=",")),
+                  monkeypatch)
+    out = CliRunner().invoke(app, ["team", "trust", "--yes"])
+    assert out.exit_code == 0 and "127.0.0.2" in out.output, out.output
+    pin = pin_for(folder)
+    assert pin is not None and pin.server.isascii() and pin.server.isprintable() and "%08" in pin.server
+    assert all(ch.isprintable() for line in out.output.splitlines() for ch in line), out.output
+    assert server_identity("postgresql://alice@[::1]:5432/team?project=acme", folder).startswith(
+        "postgresql://alice@[::1]:5432/")  # an IPv6 address keeps its brackets
+
+
 def test_an_agent_cannot_trust_a_new_server(folder: Path, contacted: list[str],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     _confirm()  # the person confirms TEAM
@@ -221,7 +240,7 @@ def test_an_agents_open_of_an_unpinned_folder_pins_nothing(folder: Path, contact
     # team status shows the server team.toml names and that no person pinned it; it pins nothing itself
     out = CliRunner().invoke(app, ["team", "status", "--json"])
     assert "evil.example" in out.output and '"pin": "none' in out.output, out.output  # status pins nothing
-    assert not _own_team_pins.exists()
+    assert not _own_team_pins.exists() and contacted == []  # nor contacts the server (review 8)
 
 
 def test_a_symlink_in_place_of_the_vault_folder_does_not_escape_the_pin(folder: Path, contacted: list[str],

@@ -118,15 +118,20 @@ def repos_holding(folder: str | Path) -> list[tuple[RepoInfo, str]]:
     []
     """
     out: list[tuple[RepoInfo, str]] = []
-    seen: set[Path] = set()
+    seen: dict[Path, int] = {}
     at = Path(os.path.realpath(folder))
     while at.is_dir():
         repo = find_repo(at)
         if repo is None:
             break
-        if repo.common_dir not in seen:
-            seen.add(repo.common_dir)
-            out.append((repo, repo_prefix(repo, folder) or ""))
+        view = (repo, repo_prefix(repo, folder) or "")
+        # one repository seen twice: the outer view is the real path (review 8: a `.git` file in `.synapse` naming
+        # the project's git dir made the vault folder a "work tree" of it, where git tracked no `synapse.db`)
+        if repo.common_dir in seen:
+            out[seen[repo.common_dir]] = view
+        else:
+            seen[repo.common_dir] = len(out)
+            out.append(view)
         root = Path(os.path.realpath(repo.work_tree))
         if root.parent == root or not at.is_relative_to(root):
             break

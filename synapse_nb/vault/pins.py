@@ -27,6 +27,7 @@ a project file into an explicit edit of a file of the person's, outside the proj
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import tempfile
@@ -122,8 +123,10 @@ def server_identity(url: str, project_dir: str | Path) -> str:
     port = params.pop("port", "") or "5432"
     dbname = params.pop("dbname", "")
     hosts = [h if h.startswith("/") else h.lower() for h in host.split(",")] if host else []
-    shown = ",".join(quote(h, safe="") if h.startswith("/") else f"[{h}]" if ":" in h else quote(h, safe=".-_")
-                     for h in hosts)
+    # every part as printable ASCII: a host or port holding control characters (percent-decoded from the query) once
+    # drew another server on the person's terminal than the one `team trust` pinned (review 8)
+    shown = ",".join(f"[{h}]" if _ipv6(h) else quote(h, safe=".-_") for h in hosts)
+    port = quote(port, safe=",")
     if "," in port:  # one port per host: as a parameter, not glued to the host list
         params["port"] = port
         port = ""
@@ -132,6 +135,14 @@ def server_identity(url: str, project_dir: str | Path) -> str:
         params["port"] = port
     query = urlencode([("project", project), *sorted(params.items())])
     return f"postgresql://{netloc}/{quote(dbname, safe='')}?{query}"
+
+
+def _ipv6(host: str) -> bool:
+    """Whether ``host`` is an IPv6 address (written in brackets in a URL's netloc); anything else is quoted."""
+    try:
+        return isinstance(ipaddress.ip_address(host), ipaddress.IPv6Address)
+    except ValueError:
+        return False
 
 
 def _problem(path: Path, what: str) -> TeamPinError:
