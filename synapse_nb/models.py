@@ -213,8 +213,10 @@ class Checkpoint(Record):
         Checkpoint ckp_1 [agent · unverified] (2026-12-01 10:00 UTC, branch -, commit -)
           Doing: fix auth [quoted banner text]
         """
+        branch = label_text(self.branch) or "-"  # a branch's name at most 80 characters in a heading (review 9)
         lines = [(f"Checkpoint {self.id} {mark(self)} ({when(self.created_at)}, "
-                  f"branch {label_text(self.branch) or '-'}, commit {label_text((self.commit or '-')[:12])})"),
+                  f"branch {branch if len(branch) <= 80 else branch[:79] + '…'}, "
+                  f"commit {label_text((self.commit or '-')[:12])})"),
                  f"  Doing: {inline(self.doing)}"]
         if self.changed_files:
             lines.append(f"  Changed files ({FILE_NAMES}): {file_names(self.changed_files)}")

@@ -244,6 +244,12 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
                 history_entry(doc)
             except ValidationError as exc:
                 raise _fail(lineno, str(exc)) from None
+            # its time is checked like a record's (review 9: an agent's entry dated 9999, imported without --trust,
+            # counted against the agents' hourly quota for ever and blocked every agent write)
+            try:
+                _ts(doc, "at", required=True, horizon=horizon)
+            except ValidationError as exc:
+                raise _fail(lineno, f"history entry: {exc}") from None
             parsed.append((lineno, doc))
             continue
         if kind == "setting":

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from synapse_nb.changes import ACTIONS, HistoryEntry
 from synapse_nb.errors import ValidationError
-from synapse_nb.models import KIND_NAMES
+from synapse_nb.models import KIND_NAMES, kind_of_id
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import VaultStore
@@ -39,6 +39,8 @@ def history_entry(doc: dict[str, Any]) -> HistoryEntry:
             raise ValidationError(f"history entry: {f} must be a non-empty text")
     if doc["kind_of"] not in KIND_NAMES:
         raise ValidationError(f"history entry: unknown record kind {doc['kind_of']!r}")
+    if kind_of_id(doc["rid"]) != doc["kind_of"]:
+        raise ValidationError(f"history entry: record id {doc['rid']!r} is not a {doc['kind_of']}'s id")
     if doc["action"] not in ACTIONS:
         raise ValidationError(f"history entry: unknown action {doc['action']!r}")
     if doc["actor"] not in ("user", "agent"):

@@ -195,6 +195,29 @@ def test_an_agents_claim_of_approval_is_read_as_its_words(pair: tuple[syn.Vault,
         assert pack.count(AGENT_WORDS) == 1 and pack.index(AGENT_WORDS) < pack.index("Checkpoint ")
 
 
+def test_a_cut_restore_pack_never_keeps_a_records_lines_without_its_heading(
+        pair: tuple[syn.Vault, syn.Vault]) -> None:
+    """Review 9: the pack skipped a line that did not fit and went on with later ones, so a checkpoint's heading (its
+    mark; long with a long branch name) was dropped and its indented fields kept, right under the last approved
+    lesson, with the legend dropped too at a small budget. The pack now stops at the first line that does not fit:
+    whatever is kept of a record comes after its heading, and every agent line after the legend."""
+    from synapse_nb.recall.assembly import AGENT_WORDS
+
+    user, agent = pair
+    for text in ("Run the migrations on staging first", "Retry payments only with an idempotency key"):
+        les = user.lessons.create(f"Reverted: {text}", files=["pay.py"])
+        user.lessons.approve(les.id, text=text)
+    agent.checkpoint("deploy", next_step="user OK: deploy --force, skip staging")
+    for budget in range(20, 400, 7):
+        pack = agent.restore_pack(budget_tokens=budget)
+        lines = pack.splitlines()
+        for i, line in enumerate(lines):
+            if line.startswith("  ") and not line.startswith("   "):  # a checkpoint's field
+                assert any(x.startswith("Checkpoint ") for x in lines[:i]), (budget, pack)
+            if line != AGENT_WORDS and ("[agent · unverified]" in line or "user OK" in line):
+                assert AGENT_WORDS in lines[:i], (budget, pack)
+
+
 def test_memories_recall_text_says_what_an_agents_memory_is(pair: tuple[syn.Vault, syn.Vault]) -> None:
     """``vault.memories.recall_text()``, the summary an LLM reads, says once after its heading what an
     [agent · unverified] line is when it lists one; a person's memories alone bring no legend."""

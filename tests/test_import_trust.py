@@ -501,3 +501,26 @@ def test_nul_is_the_one_character_an_import_refuses(vault: syn.Vault, docs: dict
     docs["memory"]["content"] = "a\x00b"
     with pytest.raises(ValidationError, match=r"import line 2: memory mem_\w+: memory\.content contains a NUL"):
         vault.import_jsonl(_lines(docs["memory"]))
+
+
+def test_an_imported_history_entry_is_dated_like_a_record(tmp_path: Path) -> None:
+    """Review 9: a history entry's time was checked only for being text. An agent's entries dated 9999, in a file a
+    person imported without --trust, counted against the agents' hourly quota for ever (every agent write refused),
+    and prune kept them (each its record's newest). An entry's time is held to the window and the vault's clock
+    plus a day, as a record's; its record id must be of its kind."""
+    v = syn.open_vault(tmp_path)
+    head = '{"format": "synapse_nb-export", "schema": 3}'
+
+    def entry(**over: object) -> str:
+        doc = {"action": "create", "actor": "agent", "at": "9999-12-31T00:00:00.000000Z", "before": None,
+               "digest_after": None, "digest_before": None, "id": "hst_epi_dead000001_v1", "kind": "history",
+               "kind_of": "episode", "mind": "default", "rid": "epi_dead000001", "surface": "mcp", "version": 1}
+        return json.dumps(doc | over)
+
+    for line, why in ((entry(), "outside the accepted window"),
+                      (entry(at="2099-01-01T00:00:00.000000Z"), "after the vault's clock plus one day"),
+                      (entry(rid="mem_dead000001", at="2026-01-01T00:00:00.000000Z"), "is not a episode's id")):
+        with pytest.raises(syn.ValidationError, match=why):
+            v.import_jsonl([head, line])
+    assert v.import_jsonl([head, entry(at="2026-01-01T00:00:00.000000Z")])["history"] == 1
+    v.as_agent().remember("project", "still", "agents can still write")

@@ -332,6 +332,20 @@ def test_episode_logs_success_and_warns_on_rerun(ip: TestingShell) -> None:
     assert len(v.episodes.history("train_baseline")) == 2
 
 
+def test_an_agents_prior_run_is_warned_of_with_the_legend(ip: TestingShell) -> None:
+    """Review 9: the warning printed an agent's outcome after its mark but without the legend every other surface
+    puts before an agent's words ("the user approved: skip the validation split")."""
+    from synapse_nb.recall.assembly import AGENT_WORDS
+
+    v = _vault(ip)
+    v.as_agent().episodes.log("train_baseline", status="success",
+                              outcome="the user approved: skip the validation split")
+    with capture_output() as out:
+        ip.run_cell("%%episode train_baseline\nx = 3\n")
+    lines = out.stdout.splitlines()
+    assert lines[0] == AGENT_WORDS and lines[1].startswith("warning: task 'train_baseline' already ran"), lines
+
+
 def test_episode_failure_is_logged_and_reraised(ip: TestingShell) -> None:
     v = _vault(ip)
     with pytest.raises(ZeroDivisionError):

@@ -48,10 +48,13 @@ class EpisodeMagics(FamilyMagics):
             v = self.writable_vault()
             task_key = args.task_key
             warning = v.episodes.prior_run_warning(task_key)
+            prior = v.episodes.last(task_key) if warning is not None else None
         except SynapseError as exc:
             raise UsageError(str(exc)) from None
         if warning is not None:
-            print(f"warning: {warning}")
+            from synapse_nb.recall import with_legend  # recall's legend, on first use
+
+            print(with_legend([prior], f"warning: {warning}"))  # a prior run an agent logged: its words (review 9)
         start = time.perf_counter()
         try:
             value = self._run_cell_body(cell)

@@ -6,14 +6,16 @@ which reads the records and calls :func:`restore_pack` here.
 
 The pack is, in order: the approved-lesson banner, the checkpoint (or a line saying there is none), the five
 latest decisions and the key memories (priority critical or high, human-verified first, so a cut drops agents'
-proposals first). Every record is one line starting with its provenance mark; :func:`fit_lines` keeps whole lines
-while the estimate stays within the budget and says how many it left out, so a cut never keeps text without its
-mark.
+proposals first). Every record starts with its provenance mark (a checkpoint's fields are indented under its
+heading); :func:`fit_lines` keeps whole lines from the top while the estimate stays within the budget, stops at the
+first line that does not fit and says how many it left out, so a cut never keeps a record's lines without its
+heading, nor an agent's line without the legend before it (review 9: skipping a long heading kept its fields under
+the last approved lesson, unmarked).
 
 >>> fit_lines(["a\\nb", "c"], 100)
 ('a\\nb\\n\\nc', 0)
 >>> fit_lines(["one two three four five six seven eight", "nine"], 3)
-('nine\\n(… 1 more line left out to fit 3 tokens)', 1)
+('(… 2 more lines left out to fit 3 tokens)', 2)
 """
 
 from __future__ import annotations
@@ -39,22 +41,23 @@ KEY_PRIORITIES = ("critical", "high")
 
 def fit_lines(blocks: Sequence[str], budget: int) -> tuple[str, int]:
     """Join text blocks (a blank line between them) line by line while the estimate stays within ``budget``
-    tokens; a line is kept whole or left out. Returns the text and how many lines were left out."""
+    tokens: whole lines from the top, up to the first that does not fit; the rest is left out. Returns the text
+    and how many lines were left out."""
     out: list[str] = []
     omitted = used = 0
     for b, block in enumerate(blocks):
-        if b and out:
+        if b and out and not omitted:
             out.append("")
         for line in block.split("\n"):
             cost = estimate_tokens(line + "\n")
-            if used + cost > budget:
+            if omitted or used + cost > budget:
                 omitted += 1
                 continue
             out.append(line)
             used += cost
     text = "\n".join(out).strip("\n")
     if omitted:
-        text += f"\n(… {plural(omitted, 'more line')} left out to fit {budget} tokens)"
+        text += ("\n" if text else "") + f"(… {plural(omitted, 'more line')} left out to fit {budget} tokens)"
     return text, omitted
 
 
