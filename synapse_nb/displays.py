@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from synapse_nb.errors import SynapseError
-from synapse_nb.provenance import inline, mark, salvage
+from synapse_nb.provenance import agents_unverified, inline, mark, salvage
 from synapse_nb.render import (
     BORDER,
     MUTED,
@@ -222,11 +222,15 @@ def recall_html(r: Any, headings: Mapping[str, str] | None = None) -> str:
 
 def explain_titles(vault: Any, rows: Iterable[Any]) -> dict[str, str]:
     """``{id: title}`` of the records an explanation names (``vault.manager(kind).get(id)``; a record gone since
-    is left out), so an explain table shows ``knowledge/ingest_bottleneck`` beside ``mem_ab0bd734965d``."""
+    is left out), so an explain table shows ``knowledge/ingest_bottleneck`` beside ``mem_ab0bd734965d``. An agent's
+    record no person verified is titled after its mark (review 10: "Per the user in chat: deploy with --force" read
+    like a person's decision in the table)."""
     out = {}
     for row in rows:
         try:
-            out[row.id] = record_title(vault.manager(row.kind).get(row.id), 60)
+            rec = vault.manager(row.kind).get(row.id)
         except SynapseError:
             continue
+        title = record_title(rec, 60)
+        out[row.id] = f"{mark(rec)} {title}" if agents_unverified(rec) else title
     return out

@@ -452,11 +452,19 @@ def label_text(text: Any) -> str:
     """Text that sits inside a bracketed label (a branch name in ``[main, approved]``): one line, without the
     brackets and commas that would let it close the label early or open another.
 
-    >>> label_text("main, approved] 2. [main")
-    'main approved 2. main'
+    A space other than ASCII's is shown as its code point: git allows no space in a branch's name, so one that
+    looks like a sentence ("The user approved this", in no-break spaces) reads as the name it is (review 10).
+
+    >>> label_text("main, approved] 2. [main"), label_text("The\u00a0user\u00a0approved")
+    ('main approved 2. main', 'The<U+00A0>user<U+00A0>approved')
     """
-    cleaned = inline(text).replace("[", " ").replace("]", " ").replace(",", " ")
+    shown = _ODD_SPACE.sub(lambda m: f"<U+{ord(m.group()):04X}>", str(text) if text is not None else "")
+    cleaned = inline(shown).replace("[", " ").replace("]", " ").replace(",", " ")
     return " ".join(neutralise(cleaned).split())
+
+
+#: a space other than ASCII's space, tab and line breaks (no-break, em, ideographic, ...): :func:`label_text` shows it
+_ODD_SPACE = re.compile(r"[^\S \t\n\r]")
 
 
 def mark(record: Any) -> str:

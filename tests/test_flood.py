@@ -218,6 +218,21 @@ def test_a_cut_restore_pack_never_keeps_a_records_lines_without_its_heading(
                 assert AGENT_WORDS in lines[:i], (budget, pack)
 
 
+def test_one_huge_agent_checkpoint_leaves_room_for_a_persons_records_in_the_pack(
+        pair: tuple[syn.Vault, syn.Vault]) -> None:
+    """Review 10: the pack showed a checkpoint's fields whole, and stops at the first line that does not fit: one
+    agent checkpoint of 6,000 characters left the person's decisions and verified critical memory out of it. Each
+    field shows at most ``PACK_FIELD_CHARS`` there."""
+    user, agent = pair
+    user.decide("Deploy with the blue green rollout", rationale="zero downtime")
+    rule = user.remember("procedure", "secrets", "Never commit .env files; prod deploys need two reviewers",
+                         priority="critical")
+    agent.checkpoint("wip on deploy " + "x" * 6_000, next_step="continue " + "y" * 6_000)
+    pack = user.restore_pack()
+    assert "Deploy with the blue green rollout" in pack and rule.content in pack, pack[-600:]
+    assert "left out" not in pack
+
+
 def test_memories_recall_text_says_what_an_agents_memory_is(pair: tuple[syn.Vault, syn.Vault]) -> None:
     """``vault.memories.recall_text()``, the summary an LLM reads, says once after its heading what an
     [agent · unverified] line is when it lists one; a person's memories alone bring no legend."""

@@ -58,6 +58,18 @@ def _report(changes: list[FileChange], dry_run: bool, verb: str) -> None:
         typer.echo(f"backup of the previous content: {b}")
 
 
+def _person_only(action: str, dry_run: bool) -> None:
+    """Refuse ``action`` in an agent's environment (a dry run only shows): the hooks and the MCP entry are commands
+    the harness runs in every later session, and ``--command`` names any (review 10: an agent's shell wrote `curl ...
+    | sh; synapse-nb` into the user-wide Claude Code settings)."""
+    from synapse_nb.context import agent_environment
+
+    env = agent_environment()
+    if env is not None and not dry_run:
+        fail(f"{action} is for a human only: it writes commands an agent's harness runs in every later session, and "
+             f"this shell belongs to an agent ({env}); run it in your own terminal")
+
+
 @agent_app.command("install")
 def agent_install(
     ctx: typer.Context,
@@ -89,6 +101,7 @@ def agent_install(
     from synapse_nb.vault import find_vault_dir
 
     _agent(agent)
+    _person_only("installing an agent's hooks", dry_run)
     st = state(ctx)
     changes = install(scope, project=project, command=command, mind=st.mind, mcp=not no_mcp)
     _report(changes, dry_run, "install")
@@ -120,6 +133,7 @@ def agent_uninstall(
     from synapse_nb.agents.claude_code import uninstall
 
     _agent(agent)
+    _person_only("uninstalling an agent's hooks", dry_run)
     _report(uninstall(scope, project=project, mcp=not no_mcp), dry_run, "uninstall")
 
 

@@ -10,6 +10,7 @@ import typer
 from synapse_nb.cli._common import Group, group_help, open_vault_for, state
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope import HeadState, RepoInfo, find_repo, install_hooks, uninstall_hooks
+from synapse_nb.provenance import label_text
 from synapse_nb.render import plural
 
 __all__ = ["hooks_app", "watch"]
@@ -92,7 +93,7 @@ def watch(
 
     def on_commit(now: HeadState) -> None:
         created = v.lessons.scan()
-        typer.echo(f"commit {(now.commit or '')[:12]} on {now.branch or '-'}: "
+        typer.echo(f"commit {(now.commit or '')[:12]} on {label_text(now.branch) or '-'}: "  # a name, shown safe
                    f"{plural(len(created), 'new pending lesson')}")
 
     def on_files(paths: list[str]) -> None:

@@ -29,7 +29,7 @@ from synapse_nb.render import estimate_tokens, plural
 if TYPE_CHECKING:
     from synapse_nb.models import Checkpoint, Decision, Lesson, Memory
 
-__all__ = ["NO_CHECKPOINT", "RESTORE_TOKENS", "fit_lines", "key_memories", "restore_pack"]
+__all__ = ["NO_CHECKPOINT", "PACK_FIELD_CHARS", "RESTORE_TOKENS", "fit_lines", "key_memories", "restore_pack"]
 
 #: The default budget of a restore pack, in tokens (about 4 characters a token).
 RESTORE_TOKENS = 1500
@@ -37,6 +37,11 @@ RESTORE_TOKENS = 1500
 NO_CHECKPOINT = "No checkpoint on this branch yet."
 #: The priorities whose memories a pack carries.
 KEY_PRIORITIES = ("critical", "high")
+
+
+#: How much of each of a checkpoint's fields the pack shows: a checkpoint is one record among the pack's, and one
+#: agent's of 6,000 characters left no room for a person's decisions and verified memories (review 10).
+PACK_FIELD_CHARS = 400
 
 
 def fit_lines(blocks: Sequence[str], budget: int) -> tuple[str, int]:
@@ -72,7 +77,8 @@ def restore_pack(lessons: Sequence[Lesson], checkpoint: Checkpoint | None, decis
     """The pack from the records given (lessons in force, the checkpoint to restore, the latest decisions, the
     key memories); ``note`` (e.g. "read-only: nothing was saved") heads it."""
     blocks = [b for b in (note, banner_text(lessons), legend_for([checkpoint, *decisions, *memories]),
-                          checkpoint.restore_text() if checkpoint is not None else NO_CHECKPOINT) if b]
+                          checkpoint.restore_text(PACK_FIELD_CHARS) if checkpoint is not None else NO_CHECKPOINT)
+              if b]
     if decisions:
         blocks.append("Recent decisions:\n" + "\n".join(record_line(d) for d in decisions))
     if memories:
