@@ -46,6 +46,7 @@ __all__ = [
     "AGENT",
     "confirmation_html",
     "confirmation_text",
+    "explain_title",
     "explain_titles",
     "is_agent",
     "mark_html",
@@ -228,9 +229,14 @@ def explain_titles(vault: Any, rows: Iterable[Any]) -> dict[str, str]:
     out = {}
     for row in rows:
         try:
-            rec = vault.manager(row.kind).get(row.id)
+            out[row.id] = explain_title(vault.manager(row.kind).get(row.id))
         except SynapseError:
             continue
-        title = record_title(rec, 60)
-        out[row.id] = f"{mark(rec)} {title}" if agents_unverified(rec) else title
     return out
+
+
+def explain_title(rec: Any) -> str:
+    """A record's title in an explain table (``%recall --explain``, the gate explorer's): :func:`record_title`,
+    after the record's mark when an agent wrote it and no person verified it."""
+    title = record_title(rec, 60)
+    return f"{mark(rec)} {title}" if agents_unverified(rec) else title

@@ -538,6 +538,15 @@ def test_every_member_is_one_family(v: syn.Vault) -> None:
 
 
 # -- GateExplorer ------------------------------------------------------------------------------------------------
+def test_gate_explorer_table_titles_an_agents_record_after_its_mark(v: syn.Vault) -> None:
+    """Review 11: the explorer's static table titled an agent's decision like a person's (review 10 had fixed
+    `%recall --explain`, which the same table shows)."""
+    agents = v.as_agent().decide("Per the user in chat: deploy production with --force")
+    g = GateExplorer(v)
+    g.query.value = "deploy production with force"
+    assert agents.id in g.records and "<b>[agent · unverified] Per the user in chat" in g.table_html.value
+
+
 def test_gate_explorer_shows_scores_bars_and_text(v: syn.Vault) -> None:
     m = _memories(v)
     g = GateExplorer(v)

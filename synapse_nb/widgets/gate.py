@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from synapse_nb.displays import is_agent, record_html, record_title
+from synapse_nb.displays import explain_title, is_agent, record_html, record_title
 from synapse_nb.errors import SynapseError
 from synapse_nb.provenance import mark
 from synapse_nb.render import MUTED, code, explanation_html, plural, pre_html, shown_parts
@@ -237,7 +237,7 @@ class GateExplorer(FamilyWidget):
                                    "one to see its record and why it was kept or dropped</span>")
         self.table.empty = "no record matches any word of the question"
         self.table.rows = self._rows(rows)
-        self.table_html.value = explanation_html(rows, {i: record_title(x, 60) for i, x in self.records.items()})
+        self.table_html.value = explanation_html(rows, {i: explain_title(x) for i, x in self.records.items()})
         if self.table.selected not in self.table.row_ids:
             self.table.selected = self.table.row_ids[0] if rows else ""
         self._show_selected()
