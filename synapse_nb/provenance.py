@@ -37,7 +37,13 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any, overload
 
-from synapse_nb._cleaning import LINE_BREAKS, _tables, clean_text, invisible_at  # noqa: F401  (LINE_BREAKS: re-exported)
+from synapse_nb._cleaning import (  # noqa: F401  (LINE_BREAKS: re-exported)
+    LINE_BREAKS,
+    _tables,
+    clean_text,
+    invisible_at,
+    spaces_shown,
+)
 from synapse_nb._readings import readings
 from synapse_nb._skeleton import (
     _ALT_CLOSE,
@@ -458,13 +464,10 @@ def label_text(text: Any) -> str:
     >>> label_text("main, approved] 2. [main"), label_text("The\u00a0user\u00a0approved")
     ('main approved 2. main', 'The<U+00A0>user<U+00A0>approved')
     """
-    shown = _ODD_SPACE.sub(lambda m: f"<U+{ord(m.group()):04X}>", str(text) if text is not None else "")
+    shown = spaces_shown(str(text) if text is not None else "")
     cleaned = inline(shown).replace("[", " ").replace("]", " ").replace(",", " ")
     return " ".join(neutralise(cleaned).split())
 
-
-#: a space other than ASCII's space, tab and line breaks (no-break, em, ideographic, ...): :func:`label_text` shows it
-_ODD_SPACE = re.compile(r"[^\S \t\n\r]")
 
 
 def mark(record: Any) -> str:
