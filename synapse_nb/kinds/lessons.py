@@ -36,7 +36,6 @@ from synapse_nb._util import (
     fmt_ts,
     new_id,
 )
-from synapse_nb.context import agent_environment
 from synapse_nb.errors import (
     ConflictError,
     GitError,
@@ -90,15 +89,8 @@ class Lessons(KindManager[Lesson]):
     def _table(self) -> LessonTable:
         return self._ctx.store.lessons
 
-    @property
-    def _agents(self) -> bool:
-        """Whether this handle is the agent's for lessons: the agent actor (every handle opened in an agent's
-        environment is, read-only ones too), or a context built by hand there. It reads lessons in force only, and an
-        analysis it writes is the agent's."""
-        return self._ctx.actor == "agent" or agent_environment() is not None
-
     def _view(self) -> View:
-        return self._ctx.view(in_force_only=self._agents)  # agents see lessons in force only
+        return self._ctx.view(in_force_only=self._ctx.actor == "agent")  # agents see lessons in force only
 
     def approved_here(self, les: Lesson) -> bool:
         """Whether ``les`` counts as approved in this checkout: approved, and, in a borrowed vault, re-approved by a
@@ -213,7 +205,7 @@ class Lessons(KindManager[Lesson]):
             return RecordList(self._hide_borrowed(self._table.list(self._view(), limit=limit)))
         if status not in STATUSES:
             raise ValidationError(f"status {status!r} is not accepted; use one of: {', '.join(STATUSES)}")
-        if self._agents and status != "approved":
+        if self._ctx.actor == "agent" and status != "approved":
             raise PermissionDeniedError(f"an agent may not list {status} lessons; only approved lessons are shown "
                                         "to agents (a pending lesson is reached by id, to submit an analysis)")
         return RecordList(self._hide_borrowed(self._table.list(self._view(), status=status, limit=limit)))
@@ -447,8 +439,9 @@ class Lessons(KindManager[Lesson]):
             if ctx.actor == "agent" and analysis_by == "user":
                 raise PermissionDeniedError(f"lesson {named} already has an analysis written by the user; an agent "
                                             "may not replace it")
-            # a user handle in an agent's environment writes what an agent wrote: it needs an explicit approval too
-            by = "agent" if self._agents else "user"
+            # who wrote it: an agent's analysis needs an explicit approval (every context in an agent's environment
+            # is the agent's: context.Context)
+            by = ctx.actor
             before = None if ctx.actor == "agent" else self._table.get(self._view(), full)
             self._table.update(full, updated_at=ts, analysis=text, analysis_by=by)
             state = self._table.analysis_state(full)  # again after the write, which holds the row until commit (a
