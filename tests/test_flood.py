@@ -178,6 +178,37 @@ def test_a_persons_decision_is_not_outscored_away_by_stuffed_agent_decisions(
     assert len([i for i in ids if i in flood]) >= Bars().top_k - PEOPLE_PLACES - 1
 
 
+@pytest.mark.parametrize("kind", ["memory", "decision"])
+def test_a_persons_decision_is_found_past_more_agent_records_than_recall_ranks(
+        pair: tuple[syn.Vault, syn.Vault], kind: str) -> None:
+    """Review 11: recall's lexical candidates are the best ``RankParams.depth`` (100) of every kind together, and
+    people first held only among them. 150 short agent records holding the question's words (a quarter of an
+    hour's default quota) ranked above a person's decision on exactly that question, and it was in no recall and
+    no UserPromptSubmit context. People's records are now found and held to their own margin as if agents' records
+    were not there."""
+    from synapse_nb.recall.rank import RankParams
+
+    user, agent = pair
+    user.settings.set("agent_writes_per_hour", 10_000)
+    mine = user.decide("Billing migrations run only from the release pipeline, never by hand against production",
+                       rationale="a hand-run migration locked the invoices table for an hour")
+    q = "how do we run billing migrations"
+    assert mine.id in {i.id for i in user.recall(q).items}
+    n = RankParams().depth + 50
+    for i in range(n):
+        if kind == "memory":
+            agent.remember("knowledge", f"billing_migrations_{i}", f"billing migrations run {i}")
+        else:
+            agent.decide(f"billing migrations run {i}")
+    for who in (user, agent):  # what the next agent reads too
+        r = who.recall(q)
+        assert mine.id in {i.id for i in r.items}, [(x.id, x.bar, x.reason) for x in r.explain()][:8]
+        row = next(x for x in r.explain() if x.id == mine.id)
+        assert row.kept
+    # the agents' records are still recalled beside it (their kind's top_k, less a place a person's took)
+    assert len([i for i in user.recall(q).items if i.record.source == "agent"]) >= Bars().top_k - 1
+
+
 def test_an_agents_claim_of_approval_is_read_as_its_words(pair: tuple[syn.Vault, syn.Vault]) -> None:
     """A claim in an agent's own words ("the user approved ...") is no forged mark or banner for the neutraliser to
     catch: recall and the restore pack say, once, what an [agent · unverified] line is whenever they show one."""

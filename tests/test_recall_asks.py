@@ -46,7 +46,7 @@ def test_back_channel(text: str, brief: bool) -> None:
 
 
 def _rows(texts: list[str], actors: list[str]) -> list[RankRow]:
-    return [RankRow("episode", f"e{i:02d}", "t", i, a, "?" in t, 5, i + 1, None, None if "?" in t else t)
+    return [RankRow("episode", f"e{i:02d}", "t", i, a, "?" in t, 5, i + 1, None, None if "?" in t else t, i % 3 == 1)
             for i, (t, a) in enumerate(zip(texts, actors, strict=True))]
 
 
@@ -71,13 +71,14 @@ def test_flags_survive_patch_and_the_file(tmp_path: Path) -> None:
     rows = _rows(texts, ["Ann", "Bob", "Bob", "Ann"])
     idx = ThreadIndex(rows[:2]).patch([], rows[2:])
     fresh = ThreadIndex(rows)
-    for name in ("question", "brief", "prev1", "prev2", "next1", "next2", "head", "tail"):
+    for name in ("question", "brief", "prev1", "prev2", "next1", "next2", "head", "tail", "agent"):
         assert getattr(idx, name).tolist() == getattr(fresh, name).tolist(), name
+    assert fresh.agent.tolist() == [False, True, False, False]
     f = tmp_path / "rank.bin"
     assert rankfile.save(f, RankState("uid", 3, "e03", 1), "default", fresh)
     got = rankfile.load(f, "uid", "default")
     assert got is not None
-    for name in ("question", "brief", "prev1", "next1", "prev2", "next2"):
+    for name in ("question", "brief", "prev1", "next1", "prev2", "next2", "agent"):
         assert getattr(got.threads, name).tolist() == getattr(fresh, name).tolist(), name
 
 

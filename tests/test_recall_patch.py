@@ -24,15 +24,16 @@ def _partition(idx: ThreadIndex) -> list[tuple[str, ...]]:
 def _rows(idx: ThreadIndex) -> list[RankRow]:
     """The index's rows back, by position (thread and actor by name: codes are numbering)."""
     return [RankRow(idx.kinds[i], rid, idx.thread_of(rid), int(idx.seq[i]), idx.actor_names[a] if a >= 0 else None,
-                    bool(idx.question[i]), int(idx.length[i]), int(idx.doc[i]), idx.expiry.get(rid))
+                    bool(idx.question[i]), int(idx.length[i]), int(idx.doc[i]), idx.expiry.get(rid),
+                    agent=bool(idx.agent[i]))
             for i, (rid, a) in enumerate(zip(idx.ids, idx.actor.tolist(), strict=True))]
 
 
 def _same(patched: ThreadIndex, fresh: ThreadIndex) -> None:
     assert patched.ids == fresh.ids and patched.kinds == fresh.kinds and patched.pos == fresh.pos
-    assert _rows(patched) == _rows(fresh)  # every field: thread, seq, actor, question, length, doc, expiry
+    assert _rows(patched) == _rows(fresh)  # every field: thread, seq, actor, question, length, doc, expiry, agent
     assert patched.expiry == fresh.expiry and _partition(patched) == _partition(fresh)
-    for name in ("question", "length", "doc", "actor", "seq", "prev1", "prev2", "next1", "next2"):
+    for name in ("question", "length", "doc", "actor", "seq", "prev1", "prev2", "next1", "next2", "agent"):
         assert np.array_equal(getattr(patched, name), getattr(fresh, name)), name
     assert patched.actor_names == fresh.actor_names  # actor codes are compared with the query's names
 
@@ -50,13 +51,15 @@ def test_structure_arrays_patched_after_writes_equal_a_fresh_read(tmp_path: Path
     rng = random.Random(11)
     v = syn.open_vault(tmp_path)
     other = syn.open_vault(tmp_path)  # another connection: its writes cannot be patched in
+    agent = syn.open_vault(tmp_path, actor="agent")  # an agent's records: a person's verify flips RankRow.agent
+    v.settings.set("agent_writes_per_hour", 10_000)
     elsewhere = v.with_mind("elsewhere")
     s = v._store
     words = ["camping", "lake", "trout", "canary", "deploy", "retry", "budget", "garage", "mountain", "pelican"]
     episodes: list[str] = []
     memories: list[str] = []
     v.recall("warm up")
-    patched = 0
+    patched = verified = 0
     for step in range(160):
         op = rng.random()
         text = " ".join(rng.sample(words, 3))
@@ -84,8 +87,15 @@ def test_structure_arrays_patched_after_writes_equal_a_fresh_read(tmp_path: Path
             v.settings.set("recall_semantic", 0.0)  # moves the version, changes no record
         elif op < 0.88:
             elsewhere.remember("knowledge", f"fact_{step}", text)  # another mind, the same connection
-        elif op < 0.94:
+        elif op < 0.91:
             v.recall(text, session="s")  # session marks: no version moves
+        elif op < 0.94:
+            agent_ids = [m.id for m in v.memories.list() if m.source == "agent" and not m.verified]
+            if agent_ids and rng.random() < 0.5:
+                v.memories.verify(rng.choice(agent_ids))  # this connection: patched, the row now a person's
+                verified += 1
+            else:
+                agent.remember("knowledge", f"agent_{step}", text)
         else:
             other.episodes.log(f"o{step}", outcome=text, thread="s1")  # another connection: read afresh
         before = _kept(v)
@@ -96,7 +106,7 @@ def test_structure_arrays_patched_after_writes_equal_a_fresh_read(tmp_path: Path
         _same(idx, ThreadIndex(s.recall.rank_rows(v.mind)))
         if step % 20 == 0:
             assert r.text == syn.open_vault(tmp_path).recall(text).text, step
-    assert patched > 100  # most steps went through the patch, not the initial read
+    assert patched > 100 and verified > 2  # most steps went through the patch, not the initial read
 
 
 def test_a_write_the_connection_did_not_make_is_read_afresh(tmp_path: Path) -> None:

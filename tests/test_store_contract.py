@@ -372,6 +372,31 @@ def test_rank_rows_carry_each_memorys_expiry(store: Any) -> None:
     assert {r.id: r.expires_at for r in store.recall.rank_rows("default")}["mem_000000000002"] is None
 
 
+def test_rank_rows_say_which_records_are_agents_unverified(store: Any) -> None:
+    """RankRow.agent: an agent's record no person verified (recall finds and judges people's records as if those
+    were not there), in the full read and a read of some ids alike; a person's verify clears it."""
+    from dataclasses import replace
+
+    from synapse_nb.models import Decision
+
+    store.memories.insert(_mem(1, source="agent", verified=False))
+    store.memories.insert(_mem(2, source="agent", verified=True))
+    store.memories.insert(_mem(3))
+    store.memories.insert(_mem(4, mind="other", source="agent", verified=False))
+    store.episodes.insert(replace(_epi(5, "a turn", thread="s1", seq=0), source="agent"))
+    store.episodes.insert(_epi(6, "a reply", thread="s1", seq=1))
+    store.decisions.insert(Decision(id="dec_000000000007", mind="default", created_at=T0, updated_at=T0,
+                                    decision="use helm", source="agent"))
+    full = {r.id: r.agent for r in store.recall.rank_rows("default")}
+    assert full == {"mem_000000000001": True, "mem_000000000002": False, "mem_000000000003": False,
+                    "epi_000000000005": True, "epi_000000000006": False, "dec_000000000007": True}
+    some = store.recall.rank_rows("default", ids=["mem_000000000001", "dec_000000000007", "epi_000000000006"])
+    assert {r.id: r.agent for r in some} == {k: full[k] for k in ("mem_000000000001", "dec_000000000007",
+                                                                   "epi_000000000005", "epi_000000000006")}
+    store.memories.update("mem_000000000001", updated_at=T1, verified=True)
+    assert not {r.id: r.agent for r in store.recall.rank_rows("default")}["mem_000000000001"]
+
+
 def test_rank_rows_of_some_ids_and_threads(store: Any) -> None:
     """rank_rows(mind, ids=, threads=): the rows of those ids, of every record in their threads, and of those
     threads, exactly as the full read gives them; another mind's are not. changes_between answers a list or

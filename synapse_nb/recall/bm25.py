@@ -172,11 +172,16 @@ def _contribution(t: Term, totals: tuple[int, int], style: str, w_body: float, w
 
 
 def bm25_top(terms: Sequence[Term], idx: ThreadIndex, totals: tuple[int, int], *, style: str, depth: int,
-             w_body: float, w_context: float, k1: float, b: float) -> tuple[np.ndarray, np.ndarray]:
+             w_body: float, w_context: float, k1: float, b: float,
+             people: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Positions of the best ``depth`` documents and their scores (best first, ties by position = by id).
 
     ``terms`` are the query's words in query order (the ``"sql"`` style dedupes and sorts them by stem itself).
     Each document's score is 0.0 plus its summands in that order, as the store adds them.
+
+    ``people``: when an agent's unverified record (``idx.agent``) is among the best ``depth``, the best ``people``
+    of the people's records ranked below them follow (in the same order): people's records are found as if agents'
+    were not there, however many short agent records hold the query's words. Without one, the result is the same.
     """
     import numpy as np
 
@@ -205,9 +210,23 @@ def bm25_top(terms: Sequence[Term], idx: ThreadIndex, totals: tuple[int, int], *
         score = np.zeros(len(u))
         for t, c in zip(terms, parts, strict=True):
             score[np.searchsorted(u, t.pos)] += c
-    if len(u) > depth:
-        cut = np.partition(-score, depth - 1)[depth - 1]  # the depth-th best score: keep it and everything above
+    top, top_score = _best(u, score, depth)
+    if people > 0 and len(u) > depth and idx.agent[top].any():
+        mine = ~idx.agent[u]
+        pu, ps = _best(u[mine], score[mine], people + depth)  # at most depth of them are in the top
+        below = ~np.isin(pu, top)
+        pu, ps = pu[below][:people], ps[below][:people]
+        top, top_score = np.concatenate([top, pu]), np.concatenate([top_score, ps])
+    return top, top_score
+
+
+def _best(u: np.ndarray, score: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``n`` of positions ``u`` by ``score`` (best first, ties by position)."""
+    import numpy as np
+
+    if len(u) > n:
+        cut = np.partition(-score, n - 1)[n - 1]  # the n-th best score: keep it and everything above
         keep = -score <= cut
         u, score = u[keep], score[keep]
-    order = np.lexsort((u, -score))[:depth]
+    order = np.lexsort((u, -score))[:n]
     return u[order], score[order]

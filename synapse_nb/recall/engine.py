@@ -39,6 +39,9 @@ _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 PATHS = ("auto", "rank", "exhaustive", "index")
 #: Most ranked records the walk may read (top-k per kind x kinds, plus what the delta and budget skip).
 MAX_WALK = 200
+#: A phrase query (a word the backend's tokenizer splits) finds people's records below agents' within this many
+#: times ``RankParams.depth`` of the store's ranking (``bm25_top`` finds them in every match).
+PHRASE_DEEPER = 10
 #: A tag carried by more records than this identifies nothing: no bonus (its word is ranked anyway).
 MAX_TAG_RECORDS = 200
 #: Most records the walk's cache holds (it is emptied when full, and whenever the vault changes).
@@ -85,6 +88,7 @@ class _Ranking(NamedTuple):
     cover: Cover
     actor: np.ndarray
     match: Meaning | None = None  # the records the semantic channel found close in meaning (the gate reads them)
+    agent: np.ndarray | None = None  # per position: an agent's record no person verified (ThreadIndex.agent)
 
 
 class Recaller:
@@ -285,7 +289,7 @@ class Recaller:
             self._records_for(version, ctx.mind)
             materialize, prefetch, line = self._walker(now, version)
             g = gate(ranking.ranked, ranking.cands, ranking.exact, ranking.cover, ranking.actor, bars,
-                     materialize, seen, prefetch, line, match=ranking.match)
+                     materialize, seen, prefetch, line, match=ranking.match, agent=ranking.agent)
             rows, kept, coverage, on_meaning = g.rows, g.kept, g.coverage, g.on_meaning
         shown_before = record_given(ctx, session, kept, lessons, seen, now)
         kept = self._staleness.annotate(kept, version)
@@ -377,12 +381,20 @@ class Recaller:
         text = ranked.score - ranked.parts["bonus"] if len(ranked) else ranked.score
         n = int(np.count_nonzero(ranked.score >= bars.margin * text.max())) if len(ranked) else 0
         n = min(MAX_WALK, max(n + 20, bars.gate_depth))
-        ranked = Ranked(ranked.pos[:n], ranked.score[:n], {k: v[:n] for k, v in ranked.parts.items()})
+        rows: slice | np.ndarray = slice(n)
+        agent = idx.agent[ranked.pos]
+        if len(ranked) > n and agent[:n].any():  # people's records are walked as if agents' were not there
+            people = np.flatnonzero(~agent)
+            if len(people):
+                n_p = int(np.count_nonzero(ranked.score[people] >= bars.margin * text[people].max()))
+                rows = np.union1d(np.arange(n), people[:min(MAX_WALK, max(n_p + 20, bars.gate_depth))])
+        ranked = Ranked(ranked.pos[rows], ranked.score[rows], {k: v[rows] for k, v in ranked.parts.items()})
         # memories expired at "now" are ranked (the store's ranking knows no time) but never given
         expiry, kinds, ids = idx.expiry, idx.kinds, idx.ids
         cands = [WalkRow(kinds[j], ids[j], exp) if (exp := expiry.get(ids[j])) is None or exp > now else None
                  for j in ranked.pos.tolist()]
-        return _Ranking(ranked, cands, exact, cover_terms(cover, terms, totals[0], idx), idx.actor, match)
+        return _Ranking(ranked, cands, exact, cover_terms(cover, terms, totals[0], idx), idx.actor, match,
+                        idx.agent)
 
     def _bm25(self, idx: ThreadIndex, words: list[str], terms: dict[str, Term],
               totals: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -396,8 +408,15 @@ class Recaller:
             return np.zeros(0, np.int64), np.zeros(0)
         if all(terms[w].stem is not None for w in words):
             return bm25_top([terms[w] for w in words], idx, totals, style=store.recall.bm25_style, depth=p.depth,
-                            w_body=p.w_body, w_context=p.w_context, k1=p.k1, b=p.b)
+                            w_body=p.w_body, w_context=p.w_context, k1=p.k1, b=p.b, people=p.depth)
         # a word the backend's tokenizer splits in several terms is a phrase query: the store's own bm25
         hits = [h for h in store.recall.bm25(self._ctx.mind, words, depth=p.depth, w_body=p.w_body,
                                             w_context=p.w_context) if h.id in idx.pos]
+        if len(hits) == p.depth and any(idx.agent[idx.pos[h.id]] for h in hits):
+            # people's records below agents' (bm25_top's ``people``), within the best PHRASE_DEEPER x depth here
+            deep = store.recall.bm25(self._ctx.mind, words, depth=p.depth * PHRASE_DEEPER, w_body=p.w_body,
+                                     w_context=p.w_context)
+            top = {h.id for h in hits}
+            hits += [h for h in deep if h.id not in top and h.id in idx.pos
+                     and not idx.agent[idx.pos[h.id]]][:p.depth]
         return (np.array([idx.pos[h.id] for h in hits], np.int64), np.array([h.score for h in hits], np.float64))

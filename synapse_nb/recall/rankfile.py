@@ -63,8 +63,9 @@ __all__ = ["FORMAT", "MAGIC", "MIN_ROWS", "Stored", "cache_path", "load", "save"
 MAGIC = b"SYNRANK\x00"
 #: Bumped whenever the layout or the meaning of an array changes: a file of another format is rebuilt.
 #: 2: the units' head and tail (issue 33); 3: back-channel turns, questions without "?"; 4: units skip back-channel
-#: turns (issue 33, third round).
-FORMAT = 4
+#: turns (issue 33, third round); 5: agents' unverified records (people's records are found as if those were not
+#: there).
+FORMAT = 5
 #: Below this many rows a build from the store costs a few milliseconds: no file is written.
 MIN_ROWS = 500
 _HEAD = struct.Struct("<8sIIQI4x")  # magic, format, header length, payload length, crc32 of header + payload
@@ -72,7 +73,7 @@ _ALIGN = 64
 #: The arrays of a file and their dtypes (the ids' width is the longest id's UTF-8 length).
 _DTYPES = {"kind": "i1", "question": "?", "length": "<f8", "doc": "<i8", "thread": "<i4", "seq": "<i8",
            "actor": "<i4", "prev1": "<i4", "prev2": "<i4", "next1": "<i4", "next2": "<i4", "doc_order": "<i8",
-           "doc_sorted": "<i8", "head": "<i4", "tail": "<i4", "brief": "?"}
+           "doc_sorted": "<i8", "head": "<i4", "tail": "<i4", "brief": "?", "agent": "?"}
 
 
 class Stored(NamedTuple):
@@ -171,7 +172,7 @@ def _arrays(idx: ThreadIndex) -> tuple[dict[str, Any], dict[str, np.ndarray]] | 
         "kind": np.array([kcode[k] for k in idx.kinds], np.int8), "question": idx.question, "length": idx.length,
         "doc": idx.doc, "thread": idx.thread, "seq": idx.seq, "actor": idx.actor, "prev1": idx.prev1,
         "prev2": idx.prev2, "next1": idx.next1, "next2": idx.next2, "doc_order": order, "doc_sorted": by_doc,
-        "head": idx.head, "tail": idx.tail, "brief": idx.brief}
+        "head": idx.head, "tail": idx.tail, "brief": idx.brief, "agent": idx.agent}
     out = {k: np.ascontiguousarray(v, dtype=_DTYPES.get(k, v.dtype)) for k, v in arrays.items()}
     for k in ("thread", "actor", "prev1", "prev2", "next1", "next2", "head", "tail"):  # int32 on disk: must fit
         if not np.array_equal(out[k], arrays[k]):
@@ -257,7 +258,7 @@ def _read(mm: mmap.mmap, size: int, uid: str, mind: str) -> Stored | None:
     idx = ThreadIndex.__new__(ThreadIndex)
     idx.thread_names = list(head["threads"])
     idx._finish(None, None, a["question"], a["length"], a["doc"], a["thread"], a["seq"], list(head["actors"]),
-                a["actor"], dict(head["expiry"]), a["brief"], ids, kinds, _Positions(ids),
+                a["actor"], dict(head["expiry"]), a["brief"], a["agent"], ids, kinds, _Positions(ids),
                 (a["prev1"], a["prev2"], a["next1"], a["next2"]), (a["doc_order"], a["doc_sorted"]),
                 (a["head"], a["tail"]))
     return Stored(int(head["gen"]), str(head["last"]), idx)

@@ -231,10 +231,15 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
          actor: np.ndarray, bars: Bars, materialize: Callable[[WalkRow], Record | None],
          seen: Mapping[str, str], prefetch: Callable[[list[WalkRow]], object] | None = None,
          line_of: Callable[[WalkRow, Record], str] | None = None, *,
-         match: Meaning | None = None) -> Gated:
+         match: Meaning | None = None, agent: np.ndarray | None = None) -> Gated:
     """Gate one ranked query. ``cands[j]`` is the candidate at rank ``j`` (None: gone or masked, skipped);
     ``actor`` the actor code of every position of the mind (:class:`~synapse_nb.recall.threads.ThreadIndex`);
     ``seen`` maps ids the session was given to the digest it got (empty without a session).
+
+    ``agent`` (per position of the mind: an agent's record no person verified, ``ThreadIndex.agent``): a person's
+    record is held to the margin relative to the best person's record, as if agents' records were not there (a
+    flood of short agent records holding a question's words raises the bar for agents' records only). Without an
+    agent's record at the top, the walk is the same.
 
     ``prefetch``, if given, is called once with the candidates the walk reads whatever the records hold (the
     first ``Bars.top_k`` of each kind above the margin, once the floor is passed) before the first is read,
@@ -297,7 +302,16 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     per_kind: dict[str, int] = {}
     used = 0
     bar = bars.margin * best
-    above = [j for j in order if scores[j] >= bar]  # order is by score: the walk's records above the margin
+    low, why_low = bar, ""  # a person's record's bar: relative to the best person's record (below the best match)
+    is_agent: list[bool] = agent[ranked.pos].tolist() if agent is not None else [False] * len(scores)
+    people = [j for j in order if not is_agent[j]]
+    if people and len(people) < len(order):
+        best_p = round(float(text_score[people].max()), SCORE_DECIMALS)
+        if best_p < best:
+            low = bars.margin * best_p
+            why_low = f", and a person's record below {bars.margin} x the best person's match ({best_p:.3f})"
+    # order is by score: the walk's records above the margin (a person's record above the people's)
+    above = [j for j in order if scores[j] >= (low if not is_agent[j] else bar)]
     # per kind, the walk reads the first top_k records above the margin whatever they hold: a kind is full only
     # once top_k of its records were kept, and the walk ends early only when every kind is full
     first: dict[str, list[WalkRow]] = {}
@@ -321,11 +335,15 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
         c = cands[j]
         assert c is not None
         score = scores[j]
-        if score < bar:
-            why = f"below {bars.margin} x best match ({best:.3f})"
+        if score < low:
+            why = f"below {bars.margin} x best match ({best:.3f}){why_low}"
             for k in order[n: n + max(0, min(20, MAX_EXPLAIN - len(decisions)))]:
                 decisions.append(_Decision(k, False, "margin", why))
             break
+        if score < bar and is_agent[j]:  # only people's records are walked down to their own margin
+            if len(decisions) < MAX_EXPLAIN:
+                decisions.append(_Decision(j, False, "margin", f"below {bars.margin} x best match ({best:.3f})"))
+            continue
         if per_kind.get(c.kind, 0) >= top_k:
             if top_k_rows < MAX_TOP_K_ROWS and len(decisions) < MAX_EXPLAIN:
                 top_k_rows += 1

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     from synapse_nb.store.records import RankRow
 
     #: The index's columns as :func:`_columns` builds them: ids, kinds, question, length, doc, thread, seq, actor,
-    #: back-channel.
+    #: back-channel, agent's.
     _Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                     np.ndarray]
+                     np.ndarray, np.ndarray]
 
 __all__ = ["UNIT_MAX", "Positions", "ThreadIndex"]
 
@@ -48,19 +48,19 @@ def _codes(names: Sequence[str], *none: object) -> dict[object, int]:
 
 def _fields(rows: Sequence[RankRow]) -> list[list[Any]]:
     """The rows' fields as lists, in RankRow's order (kind, id, thread, seq, actor, question, length, doc,
-    expires_at, head): one map per field at C speed, no per-row attribute reads."""
-    return [list(map(operator.itemgetter(k), rows)) for k in range(10)]
+    expires_at, head, agent): one map per field at C speed, no per-row attribute reads."""
+    return [list(map(operator.itemgetter(k), rows)) for k in range(11)]
 
 
 def _columns(fields: list[list[Any]], tcode: Mapping[object, int], acode: Mapping[object, int]) -> _Columns:
     """:func:`_fields` as the index's columns: ids and kinds (object arrays), question (a ``?``, or a message that
     opens as a question: :func:`~synapse_nb.recall.asks.asks`), length, doc, thread code, seq (None: 0), actor code,
-    back-channel (:func:`~synapse_nb.recall.asks.back_channel`)."""
+    back-channel (:func:`~synapse_nb.recall.asks.back_channel`), an agent's unverified record."""
     import numpy as np
 
     from synapse_nb.recall.asks import asks, back_channel
 
-    kinds, ids, threads, seqs, actors, questions, lengths, docs, _, heads = fields
+    kinds, ids, threads, seqs, actors, questions, lengths, docs, _, heads, agents = fields
     ids_a, kinds_a = np.empty(len(ids), dtype=object), np.empty(len(ids), dtype=object)
     ids_a[:], kinds_a[:] = ids, kinds
     question = np.array(questions, dtype=bool)
@@ -70,7 +70,7 @@ def _columns(fields: list[list[Any]], tcode: Mapping[object, int], acode: Mappin
     return (ids_a, kinds_a, question, np.array(lengths, np.float64), np.array(docs, np.int64),
             np.array(list(map(tcode.__getitem__, threads)), np.int64),
             np.array(list(map(_NO_SEQ.get, seqs, seqs)), np.int64),
-            np.array(list(map(acode.__getitem__, actors)), np.int64), brief)
+            np.array(list(map(acode.__getitem__, actors)), np.int64), brief, np.array(agents, dtype=bool))
 
 
 class Positions(Mapping[str, int]):
@@ -141,7 +141,9 @@ class ThreadIndex:
     the memories that carry one, ``head``/``tail`` the first and last position of the record's *unit* (the run of
     consecutive records of one actor in its thread it belongs to, at most :data:`UNIT_MAX`, back-channel records
     left out; a record alone, a back-channel record, or one outside a thread, is its own unit): the gate's coverage
-    reads a unit as one message, and the structure step lets a unit follow the unit before it as a whole.
+    reads a unit as one message, and the structure step lets a unit follow the unit before it as a whole; ``agent``
+    whether a record is an agent's no person verified (recall finds and judges people's records as if those were
+    not there).
     """
 
     def __init__(self, rows: Sequence[RankRow]) -> None:
@@ -149,14 +151,16 @@ class ThreadIndex:
         ids, threads, actors, expiries = f[1], f[2], f[4], f[8]
         self.thread_names = sorted(set(threads) - {None})  # thread code -> its name
         actor_names = sorted(set(actors) - {None, ""})
-        ids_a, kinds_a, question, length, doc, thread, seq, actor, brief = _columns(
+        ids_a, kinds_a, question, length, doc, thread, seq, actor, brief, agent = _columns(
             f, _codes(self.thread_names, None), _codes(actor_names, None, ""))
         expiry = dict(itertools.compress(zip(ids, expiries, strict=True), expiries))
-        self._finish(ids_a, kinds_a, question, length, doc, thread, seq, actor_names, actor, expiry, brief, ids, f[0])
+        self._finish(ids_a, kinds_a, question, length, doc, thread, seq, actor_names, actor, expiry, brief, agent,
+                     ids, f[0])
 
     def _finish(self, ids: np.ndarray | None, kinds: np.ndarray | None, question: np.ndarray, length: np.ndarray,
                 doc: np.ndarray, thread: np.ndarray, seq: np.ndarray, actor_names: list[str], actor: np.ndarray,
-                expiry: dict[str, str], brief: np.ndarray, id_list: Sequence[str] | None = None,
+                expiry: dict[str, str], brief: np.ndarray, agent: np.ndarray,
+                id_list: Sequence[str] | None = None,
                 kind_list: Sequence[str] | None = None,
                 pos: Positions | None = None, links: tuple[np.ndarray, ...] | None = None,
                 doc_index: tuple[np.ndarray, np.ndarray] | None = None,
@@ -177,6 +181,7 @@ class ThreadIndex:
         self.expiry: dict[str, str] = expiry
         self.question, self.length, self.doc, self.thread, self.seq = question, length, doc, thread, seq
         self.brief = brief
+        self.agent = agent
         self.actor_names = actor_names
         # an actor an agent only reported ("Maria (reported by agent)") is never named by a query: no boost
         self.actor_words = [frozenset() if a.endswith(REPORTED_ACTOR)
@@ -271,14 +276,14 @@ class ThreadIndex:
         acode = _codes(actor_names, None, "")
         remap = np.array([acode.get(a, -1) for a in self.actor_names] + [-1], np.int64)  # old code -> new (-1: -1)
         kept = (self._ids[keep], self._kinds[keep], self.question[keep], self.length[keep], self.doc[keep],
-                self.thread[keep], self.seq[keep], remap[actor_kept], self.brief[keep])
+                self.thread[keep], self.seq[keep], remap[actor_kept], self.brief[keep], self.agent[keep])
         add = _columns(_fields(fresh), _codes(names, None), acode)
         at = np.searchsorted(kept[0], add[0])  # where each fresh id goes among the ids kept (both in id order)
-        ids, kinds, question, length, doc, thread, seq, actor, brief = (
+        ids, kinds, question, length, doc, thread, seq, actor, brief, agent = (
             np.insert(k.astype(a.dtype, copy=False), at, a) for k, a in zip(kept, add, strict=True))
         expiry = {i: e for i, e in self.expiry.items() if i not in gone}
         expiry.update((r.id, r.expires_at) for r in fresh if r.expires_at is not None)
-        out._finish(ids, kinds, question, length, doc, thread, seq, actor_names, actor, expiry, brief)
+        out._finish(ids, kinds, question, length, doc, thread, seq, actor_names, actor, expiry, brief, agent)
         return out
 
     def __len__(self) -> int:

@@ -118,7 +118,9 @@ class RankRow(NamedTuple):
     (None: none, or not a memory), read with the rows so recall masks expired memories without a read per query;
     ``head`` the first :data:`HEAD_CHARS` characters of the gate text of a record in a thread that holds no ``?``
     (else None): recall reads from it whether the message asks without a question mark or is a back-channel turn
-    (``recall/asks.py``).
+    (``recall/asks.py``); ``agent`` whether it is an agent's record no person verified
+    (:func:`~synapse_nb.provenance.agents_unverified`): recall finds and judges people's records as if those were
+    not there (``recall/bm25.py``'s people's candidates, the walk's people's margin).
     """
 
     kind: str
@@ -131,6 +133,7 @@ class RankRow(NamedTuple):
     doc: int = -1
     expires_at: str | None = None
     head: str | None = None
+    agent: bool = False
 
 
 class RankState(NamedTuple):

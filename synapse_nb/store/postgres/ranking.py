@@ -29,10 +29,16 @@ __all__ = ["K1", "B", "RankingQueries"]
 
 K1, B = 1.2, 0.75
 
+# whether the record is an agent's no person verified (RankRow.agent), by its primary key in its kind's table
+_AGENT = ("CASE d.kind WHEN 'memory' THEN EXISTS (SELECT 1 FROM memories t WHERE t.id = d.id AND t.source = 'agent' "
+          "AND t.verified = 0) " + "".join(
+              f"WHEN '{k}' THEN EXISTS (SELECT 1 FROM {t} t WHERE t.id = d.id AND t.source = 'agent') "
+              for k, t in (("decision", "decisions"), ("checkpoint", "checkpoints"), ("episode", "episodes"),
+                           ("note", "notes"))) + "ELSE false END")
 _RANK_COLS = ("SELECT d.kind, d.id, d.thread, d.seq, d.actor, strpos(d.gate_text, chr(63)) > 0 AS q, "
               "cardinality(d.rank_body) + cardinality(d.rank_ctx) AS dl, m.expires_at, CASE WHEN d.thread IS NULL OR "
-              f"strpos(d.gate_text, chr(63)) > 0 THEN NULL ELSE substr(d.gate_text, 1, {HEAD_CHARS}) END AS head "
-              "FROM rank_docs d "
+              f"strpos(d.gate_text, chr(63)) > 0 THEN NULL ELSE substr(d.gate_text, 1, {HEAD_CHARS}) END AS head, "
+              f"{_AGENT} AS agent FROM rank_docs d "
               "LEFT JOIN memories m ON d.kind = 'memory' AND m.id = d.id AND m.expires_at IS NOT NULL "
               "WHERE d.mind = ?")
 RANK_ROWS = _RANK_COLS + " ORDER BY d.id"
@@ -106,7 +112,8 @@ class RankingQueries(Repository[PgDatabase]):
             rows = self._db.query(RANK_ROWS, (mind,))
         else:
             rows = self._db.query(RANK_ROWS_OF, (mind, list(ids or ()), list(threads or ()), list(ids or ())))
-        return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), int(r[6]), expires_at=r[7], head=r[8])
+        return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), int(r[6]), expires_at=r[7], head=r[8],
+                        agent=bool(r[9]))
                 for r in rows]
 
     def rank_totals(self) -> tuple[int, int]:
