@@ -381,14 +381,14 @@ class Recaller:
         text = ranked.score - ranked.parts["bonus"] if len(ranked) else ranked.score
         n = int(np.count_nonzero(ranked.score >= bars.margin * text.max())) if len(ranked) else 0
         n = min(MAX_WALK, max(n + 20, bars.gate_depth))
-        rows: slice | np.ndarray = slice(n)
+        walked: slice | np.ndarray = slice(n)
         agent = idx.agent[ranked.pos]
         if len(ranked) > n and agent[:n].any():  # people's records are walked as if agents' were not there
             people = np.flatnonzero(~agent)
             if len(people):
                 n_p = int(np.count_nonzero(ranked.score[people] >= bars.margin * text[people].max()))
-                rows = np.union1d(np.arange(n), people[:min(MAX_WALK, max(n_p + 20, bars.gate_depth))])
-        ranked = Ranked(ranked.pos[rows], ranked.score[rows], {k: v[rows] for k, v in ranked.parts.items()})
+                walked = np.union1d(np.arange(n), people[:min(MAX_WALK, max(n_p + 20, bars.gate_depth))])
+        ranked = Ranked(ranked.pos[walked], ranked.score[walked], {k: v[walked] for k, v in ranked.parts.items()})
         # memories expired at "now" are ranked (the store's ranking knows no time) but never given
         expiry, kinds, ids = idx.expiry, idx.kinds, idx.ids
         cands = [WalkRow(kinds[j], ids[j], exp) if (exp := expiry.get(ids[j])) is None or exp > now else None

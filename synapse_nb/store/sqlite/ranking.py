@@ -25,6 +25,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from synapse_nb.store.records import HEAD_CHARS, RankRow, RankState, TermPostings
 from synapse_nb.store.sql.connection import Repository
@@ -146,12 +147,13 @@ class RankingQueries(Repository[Database]):
                   threads: Sequence[str] | None = None) -> list[RankRow]:
         with self._db.snapshot():  # one state for both statements
             expiry: dict[str, str] = {}
+            rows: Sequence[Sequence[Any]]
             if ids is None and threads is None:
                 rows = self._db.query(RANK_ROWS, (mind,))
                 expiry.update((r[0], r[1]) for r in self._db.query(RANK_EXPIRY, (mind,)))
                 agents = {r[0] for r in self._db.query(RANK_AGENTS, (mind,) * 5)}
                 if agents:
-                    rows = [r[:9] + (r[1] in agents,) for r in rows]
+                    rows = [(*r[:9], r[1] in agents) for r in rows]
             else:
                 rows = []
                 for chunk in chunks(sorted(set(ids or ())), 400):
