@@ -86,6 +86,10 @@ class HistoryEntry:
         if self.before is None:
             return None
         state = json.loads(self.before)
+        if state.get("kind") != self.kind or state.get("id") != self.rid:  # of another record: forged (review 12)
+            from synapse_nb.errors import ValidationError
+
+            raise ValidationError(f"history entry {self.id}: its before does not describe {self.kind} {self.rid}")
         if self.actor == "agent":
             state["source"] = "agent"
             if "verified" in state or state.get("kind") == "memory":  # a memory without it reads as verified
@@ -98,8 +102,11 @@ class HistoryEntry:
         return out
 
     def line(self) -> str:
-        return (f"v{self.version:<3} {_ts(self.at)}  {self.action:<9} [{self.actor} via {self.surface}]  "
-                f"{self.digest_before or '-':>16} -> {self.digest_after or '-'}")
+        from synapse_nb.provenance import inline  # an imported entry's fields are checked; a stored one is quoted
+
+        return (f"v{self.version:<3} {_ts(self.at)}  {inline(self.action, 12):<9} [{inline(self.actor, 8)} via "
+                f"{inline(self.surface, 12)}]  {inline(self.digest_before or '-', 16):>16} -> "
+                f"{inline(self.digest_after or '-', 16)}")
 
 
 #: the mark before a revision's proposed values: an agent's words, whatever memory they would change

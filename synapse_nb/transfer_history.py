@@ -6,10 +6,12 @@ an entry re-imports byte for byte.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb.changes import ACTIONS, HistoryEntry
+from synapse_nb.changes import ACTIONS, SURFACES, HistoryEntry, record_from_dict
 from synapse_nb.errors import ValidationError
 from synapse_nb.models import KIND_NAMES, kind_of_id
 
@@ -21,6 +23,8 @@ __all__ = ["HISTORY_KIND", "history_docs", "history_entry"]
 #: The ``kind`` of a history line in an export.
 HISTORY_KIND = "history"
 _TEXT = ("id", "rid", "kind_of", "mind", "action", "actor", "surface", "at")
+#: A record's digest as a vault writes it (``_util.digest``): 16 lowercase hex digits.
+_DIGEST = re.compile(r"[0-9a-f]{16}")
 
 
 def history_docs(store: VaultStore) -> Iterator[dict[str, Any]]:
@@ -48,10 +52,32 @@ def history_entry(doc: dict[str, Any]) -> HistoryEntry:
     version = doc.get("version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise ValidationError(f"history entry: version {version!r} must be a whole number from 1")
+    if doc["surface"] not in SURFACES:
+        raise ValidationError(f"history entry: unknown surface {doc['surface']!r}; one of {', '.join(SURFACES)}")
     for f in ("digest_before", "digest_after", "before"):
         if doc.get(f) is not None and not isinstance(doc[f], str):
             raise ValidationError(f"history entry: {f} must be text or null")
+    for f in ("digest_before", "digest_after"):  # shown as they are by `memory history`: a digest and nothing else
+        if doc.get(f) is not None and not _DIGEST.fullmatch(doc[f]):
+            raise ValidationError(f"history entry: {f} must be 16 lowercase hex digits (a record's digest) or null")
+    if doc.get("before") is not None:
+        _check_before(doc["before"], doc["kind_of"], doc["rid"])
     return HistoryEntry(id=doc["id"], rid=doc["rid"], kind=doc["kind_of"], mind=doc["mind"], version=version,
                         action=doc["action"], actor=doc["actor"], surface=doc["surface"], at=doc["at"],
                         digest_before=doc.get("digest_before"), digest_after=doc.get("digest_after"),
                         before=doc.get("before"))
+
+
+def _check_before(before: str, kind: str, rid: str) -> None:
+    """``before`` must describe the entry's own record: a record of its kind, with its id (a lesson approved under
+    the banner came back from a note's entry whose ``before`` was one, review 12)."""
+    try:
+        state = json.loads(before)
+    except ValueError:
+        raise ValidationError("history entry: before must be a record as JSON text") from None
+    if not isinstance(state, dict) or state.get("kind") != kind or state.get("id") != rid:
+        raise ValidationError(f"history entry: before must describe the entry's own record (a {kind} with id {rid!r})")
+    try:
+        record_from_dict(state)
+    except (TypeError, ValueError, KeyError) as e:
+        raise ValidationError(f"history entry: before is not a {kind} as a vault stores one ({e})") from None
