@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Self
 
 from synapse_nb._util import Clock, fmt_ts, parse_ts, utcnow
 from synapse_nb.errors import PermissionDeniedError, ValidationError
-from synapse_nb.gitscope.repo import RepoInfo, default_branch, find_repo, head
+from synapse_nb.gitscope.repo import RepoInfo, default_branch, default_branches, find_repo, head
 from synapse_nb.gitscope.vaultdir import in_prefix, repo_prefix
 from synapse_nb.store.records import View
 
@@ -353,6 +353,11 @@ class GitView:
         """The repository's default branch: origin's HEAD, else main, else master (None outside git)."""
         repo = self.repo
         return None if repo is None else default_branch(repo)
+
+    def default_branches(self) -> frozenset[str]:
+        """The branches whose approved lessons hold on every branch (:func:`~synapse_nb.gitscope.repo.default_branches`:
+        main, master, and origin's HEAD's branch)."""
+        return default_branches(self.repo)
 
     def in_vault(self, path: str) -> bool:
         """Whether a remembered file path (repository-relative, or absolute) lies inside the vault folder."""

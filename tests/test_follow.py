@@ -110,3 +110,25 @@ def test_lessons_in_force_are_scoped_to_current_and_default_branch(repo):
     assert {x.id for x in v.lessons.in_force()} == {ids["main"], ids["feature"], ids["none"]}
     assert "Reverted feature" in v.recall("anything").text and "Reverted other" not in v.recall("anything").text
     assert {x.id for x in v.lessons.in_force("other")} == {ids["main"], ids["other"], ids["none"]}
+
+
+
+def test_nothing_an_agents_shell_does_to_refs_removes_the_trunks_lessons(repo):
+    """Review 12: the default branch was origin's HEAD whenever that ref existed, with or without an origin remote:
+    an agent's ``git symbolic-ref refs/remotes/origin/HEAD refs/remotes/origin/feature`` took every lesson a person
+    approved on main out of the banner on every other branch (the SessionStart hook, recall, the pack), and deleting
+    main would have too. main and master are trunks whatever the refs say; origin's HEAD adds its branch."""
+    v = syn.open_vault(repo.root, clock=_clock_after_commits(repo))
+    on_main = v.lessons.approve(v.lessons.create("Reverted the payments retry", branch="main").id).id
+    on_dev = v.lessons.approve(v.lessons.create("Reverted the dev hack", branch="dev").id).id
+    repo.git("checkout", "-q", "-b", "feature")
+    assert on_main in {x.id for x in v.lessons.in_force()}
+    repo.git("symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/feature")
+    assert on_main in {x.id for x in v.lessons.in_force()}
+    assert "Reverted the payments retry" in v.recall("payments retry").text
+    repo.git("branch", "-D", "main")
+    assert on_main in {x.id for x in v.lessons.in_force()}
+    # a trunk of another name counts through origin's HEAD (which an agent's shell can repoint: docs/architecture.md)
+    assert on_dev not in {x.id for x in v.lessons.in_force()}
+    repo.git("symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/dev")
+    assert on_dev in {x.id for x in v.lessons.in_force()}

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from synapse_nb.errors import GitError
 
-__all__ = ["HeadState", "RepoInfo", "default_branch", "find_repo", "head"]
+__all__ = ["TRUNKS", "HeadState", "RepoInfo", "default_branch", "default_branches", "find_repo", "head"]
 
 _SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _MAX_SYMREF_DEPTH = 5
@@ -311,6 +311,26 @@ def head(repo: RepoInfo) -> HeadState:
     if _SHA_RE.match(value):
         return HeadState(branch=None, commit=value)
     raise GitError(f"HEAD in {repo.git_dir} holds {value[:60]!r}; expected 'ref: refs/heads/<branch>' or a sha")
+
+
+#: Branch names that are a repository's trunk whatever its refs say: their lessons hold on every branch.
+TRUNKS = ("main", "master")
+
+
+def default_branches(repo: RepoInfo | None) -> frozenset[str]:
+    """The branches whose approved lessons hold on every branch: ``main`` and ``master`` whether or not they exist
+    (an agent's shell deletes a branch or repoints ``refs/remotes/origin/HEAD`` as easily as it reads them; review
+    12 silenced every lesson a person approved on main with one ``git symbolic-ref``), and origin's HEAD's branch.
+
+    >>> sorted(default_branches(None))
+    ['main', 'master']
+    """
+    out = set(TRUNKS)
+    if repo is not None:
+        got = default_branch(repo)
+        if got is not None:
+            out.add(got)
+    return frozenset(out)
 
 
 def default_branch(repo: RepoInfo) -> str | None:

@@ -226,8 +226,9 @@ class Lessons(KindManager[Lesson]):
     def in_force(self, branch: Any = _CURRENT) -> RecordList[Lesson]:
         """The approved lessons that head every recall on ``branch`` (default: the current git branch).
 
-        Those of that branch, of the default branch (origin's HEAD, else main, else master) and those
-        with no branch; outside git, every approved lesson. Most recently approved first. In a borrowed vault,
+        Those of that branch, of a default branch (main and master, whether or not they exist here, and origin's
+        HEAD's branch: nothing an agent's shell does to refs removes a trunk's lessons) and those with no branch;
+        outside git, every approved lesson. Most recently approved first. In a borrowed vault,
         only those a human here re-approved (:meth:`approved_here`).
         """
         git = self._ctx.git
@@ -237,8 +238,8 @@ class Lessons(KindManager[Lesson]):
         if git.borrowed is not None:
             les = [x for x in les if self.approved_here(x)]
         if git.repo is not None or branch is not None:  # outside git there is no branch to scope by
-            default = git.default_branch()
-            les = [x for x in les if x.branch is None or x.branch in {branch, default}]
+            scope = git.default_branches() | {branch}
+            les = [x for x in les if x.branch is None or x.branch in scope]
         les.sort(key=lambda x: (x.approved_at or "", x.id), reverse=True)
         return RecordList(les)
 
