@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from synapse_nb.changes import Link
+from synapse_nb.changes import PROPOSED_MARK, Link
 from synapse_nb.cli._common import (
     JsonOpt,
     YesOpt,
     echo_json,
     echo_legend,
+    fail,
     open_vault_for,
     print_record,
     require_human_here,
@@ -109,12 +110,28 @@ def memory_accept(
     """Accept an agent's pending revision (human only): the memory takes its values and stays verified. A revision
     proposed before the memory last changed is refused unless --force.
 
+    At a terminal, every value the revision proposes is shown in full beside the memory's, and accepted only as
+    shown, once you confirm (`memory revisions` lists them cut to a line); with --yes nothing is asked.
+
     Examples:
 
         synapse-nb memory accept rev_3f9a0c12be47
     """
     require_human_here(ctx, yes, "accepting a revision")
-    m = open_vault_for(ctx).memories.accept(revision, force=force)
+    v = open_vault_for(ctx)
+    seen = None
+    if not yes:  # at a terminal: all the memory takes, whole (review 12: a listing's 60 characters were accepted)
+        rev = v.memories.revision(revision)
+        mem = v.memories.get(rev.rid)
+        typer.echo(f"{rev.id} proposes for {mem.summary_line()}:", err=True)
+        for k, val in sorted(rev.proposed.items()):
+            now = getattr(mem, k, None)
+            typer.echo(f"  {k}, now: {inline(str(list(now) if isinstance(now, tuple) else now))}\n"
+                       f"  {k}, proposed: {PROPOSED_MARK} {inline(str(val))}", err=True)
+        if not typer.confirm("accept these values as yours (the memory stays verified)?", default=False, err=True):
+            fail(f"not accepted: {rev.id} is still pending")
+        seen = rev.fields
+    m = v.memories.accept(revision, force=force, seen=seen)
     typer.echo(f"accepted {revision}: {m.summary_line()}")
 
 

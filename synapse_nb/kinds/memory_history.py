@@ -209,16 +209,26 @@ class MemoryHistory:
             raise ConflictError(f"revision {rev.id} is {rev.status} already")
         return rev
 
-    def accept(self, revision_id: str, *, force: bool = False) -> Memory:
+    def revision(self, revision_id: str) -> Revision:
+        """One revision of this mind, whatever its status (:class:`NotFoundError` when there is none)."""
+        rev = self._ctx.store.revisions.get(str(revision_id).strip())
+        if rev is None or rev.mind != self._ctx.mind:
+            raise NotFoundError(f"no revision {revision_id!r} in mind {self._ctx.mind!r}")
+        return rev
+
+    def accept(self, revision_id: str, *, force: bool = False, seen: str | None = None) -> Memory:
         """Apply an agent's pending revision (human only): the memory takes the proposed values and stays verified;
         its history records the acceptance.
 
         A revision proposed against a version the memory has left since (someone changed it after the agent read
         it) is refused with a :class:`ConflictError`, so accepting never silently undoes a later change; look at the
-        memory's history, then ``force=True`` applies it anyway, or :meth:`reject` it."""
+        memory's history, then ``force=True`` applies it anyway, or :meth:`reject` it. ``seen`` (the revision's
+        ``fields`` as they were shown) binds the acceptance to them: other values are refused."""
         ctx = self._ctx
         ctx.require_human("accept a revision")
         rev = self._revision(revision_id)
+        if seen is not None and seen != rev.fields:
+            raise ConflictError(f"revision {rev.id} proposes other values than those shown; nothing was accepted")
         mem: Memory = self._stored(rev.rid)
         if mem.digest != rev.base_digest and not force:
             raise ConflictError(f"memory {mem.id} changed after revision {rev.id} was proposed ({rev.created_at}); "

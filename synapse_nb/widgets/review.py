@@ -110,8 +110,9 @@ class ChangeReview(FamilyWidget):
             self.revision_html.value = block(f"<i style='color:{MUTED}'>no pending revision</i>")
         else:
             now = self._record_text(rev.rid)
-            wants = "".join(f"<div><b>{esc(k)}</b>: {esc(inline(str(v), 300))}</div>"
-                            for k, v in sorted(rev.proposed.items()))
+            # every value whole, scrolled: Accept stores all of it (review 12: 300 characters shown of 32,768)
+            wants = "".join(f"<div><b>{esc(k)}</b>: <div style='max-height:12em;overflow:auto;white-space:pre-wrap'>"
+                            f"{esc(inline(str(v)))}</div></div>" for k, v in sorted(rev.proposed.items()))
             self.revision_html.value = block(
                 f"<div><b>{esc(rev.id)}</b> · proposed by {esc(rev.actor)} via {esc(rev.surface)}</div>"
                 f"<div style='color:{MUTED}'>now: {esc(now)}</div><div class='synapse-agent'>{wants}</div>")
@@ -133,8 +134,9 @@ class ChangeReview(FamilyWidget):
             self.say("no revision selected", error=True)
             return None
         mem = self.vault.memories
+        shown = next((r.fields for r in self.items_revisions if r.id == rid), None)  # accepted only as shown
         try:
-            out = self.act(lambda: mem.accept(rid) if accept else mem.reject(rid))
+            out = self.act(lambda: mem.accept(rid, seen=shown) if accept else mem.reject(rid))
         except SynapseError as exc:
             self.say(f"not done: {exc}", error=True)
             return None
