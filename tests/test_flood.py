@@ -12,6 +12,7 @@ import pytest
 import synapse_nb as syn
 from synapse_nb.errors import ConflictError, PermissionDeniedError, QuotaExceededError, ValidationError
 from synapse_nb.recall import Bars
+from synapse_nb.render import estimate_tokens
 
 COMMON = ["api", "build", "cache", "change", "check", "config", "data", "database", "deploy", "docs", "error", "file",
           "fix", "flag", "log", "new", "release", "run", "server", "service", "setup", "test", "update", "user",
@@ -262,6 +263,52 @@ def test_one_huge_agent_checkpoint_leaves_room_for_a_persons_records_in_the_pack
     pack = user.restore_pack()
     assert "Deploy with the blue green rollout" in pack and rule.content in pack, pack[-600:]
     assert "left out" not in pack
+
+
+def test_agents_long_decisions_cannot_cut_a_persons_verified_memory_from_the_pack(
+        pair: tuple[syn.Vault, syn.Vault]) -> None:
+    """Review 13: the pack read people's decisions, then agents', then the key memories, and stops at the first line
+    that does not fit: five agent decisions at their length limits left a person's verified critical memory out of
+    the PreCompact / SessionStart(compact) / signal_low_context pack. People's records now all come first."""
+    user, agent = pair
+    user.remember("project", "prod_db", "Never run migrations against the production database without a backup",
+                  priority="critical")
+    user.decide("Use SQLite WAL mode", rationale="readers never block writers")
+    for i in range(5):
+        agent.decide(f"refactor step {i} " + "." * 280, rationale="." * 299,
+                     tags=[f"t{k}{'x' * 60}" for k in range(10)])
+    agent.remember("project", "agents_note", "an agent's key memory", priority="critical")
+    pack = agent.restore_pack()
+    assert "production database" in pack and "Use SQLite WAL mode" in pack
+    assert "more lines left out" in pack  # the agents' lines were cut, not the person's
+    assert pack.index("production database") < pack.index("Recent decisions (agents'):")
+
+
+def test_agents_records_of_other_kinds_cannot_use_up_the_budget_a_persons_record_needs(
+        pair: tuple[syn.Vault, syn.Vault]) -> None:
+    """Review 13: agents' checkpoints and memories holding the question's words, padded with dots (no word to the
+    ranking, every one a character of the line), used up recall's token budget, and a person's decision on exactly
+    the question was refused for room: people first traded places within a kind only. Kept agent records of any kind,
+    lowest ranked first, now give a person's record their room."""
+    user, agent = pair
+    mine = user.decide("Deploy the billing service only with the blue green rollout script",
+                       rationale="canary deploys of billing lost invoices twice")
+    for i in range(5):
+        agent.checkpoint(f"deploy billing service step {i} " + "." * 270, next_step="deploy billing service "
+                         + "." * 170, blockers="deploy billing service " + "." * 170,
+                         files=["-" * 120 + f"/{k}" for k in range(6)])
+    for i, n in enumerate((560, 280, 140, 70, 30)):
+        agent.remember("project", f"billing_{i}", "deploy billing service " + "." * n)
+    gave_room = 0
+    for who in (user, agent):  # at every budget, however tightly the agents' lines fill it
+        for budget in range(300, 1250, 50):
+            r = who.recall("how do we deploy the billing service?", bars=Bars(budget_tokens=budget))
+            assert mine.id in {i.id for i in r.items}, (budget, [(x.kind, x.bar, x.reason) for x in r.explain()])
+            gave = [x for x in r.explain() if x.reason.startswith("gave its room in the budget")]
+            assert all(x.kind != "decision" and not x.kept for x in gave)
+            gave_room += bool(gave)
+            assert sum(estimate_tokens(i.line) for i in r.items) <= budget
+    assert gave_room >= 10  # most budgets were full of agents' lines
 
 
 def test_memories_recall_text_says_what_an_agents_memory_is(pair: tuple[syn.Vault, syn.Vault]) -> None:

@@ -4,13 +4,13 @@ One pack for every surface that hands it to an agent: the MCP tool ``signal_low_
 (``PreCompact``, ``SessionStart`` after a compaction) both call :meth:`synapse_nb.vault.Vault.restore_pack`,
 which reads the records and calls :func:`restore_pack` here.
 
-The pack is, in order: the approved-lesson banner, the checkpoint (or a line saying there is none), the five
-latest decisions and the key memories (priority critical or high, human-verified first, so a cut drops agents'
-proposals first). Every record starts with its provenance mark (a checkpoint's fields are indented under its
-heading); :func:`fit_lines` keeps whole lines from the top while the estimate stays within the budget, stops at the
-first line that does not fit and says how many it left out, so a cut never keeps a record's lines without its
-heading, nor an agent's line without the legend before it (review 9: skipping a long heading kept its fields under
-the last approved lesson, unmarked).
+The pack is, in order: the approved-lesson banner, the checkpoint (or a line saying there is none), people's five
+latest decisions and key memories (priority critical or high, human-verified first), then agents' (so a cut drops
+agents' proposals first, whatever their length). Every record starts with its provenance mark (a checkpoint's
+fields are indented under its heading); :func:`fit_lines` keeps whole lines from the top while the estimate stays
+within the budget, stops at the first line that does not fit and says how many it left out, so a cut never keeps a
+record's lines without its heading, nor an agent's line without the legend before it (review 9: skipping a long
+heading kept its fields under the last approved lesson, unmarked).
 
 >>> fit_lines(["a\\nb", "c"], 100)
 ('a\\nb\\n\\nc', 0)
@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from synapse_nb.provenance import human_record
 from synapse_nb.recall.assembly import banner_text, legend_for, record_line
 from synapse_nb.render import estimate_tokens, plural
 
@@ -79,8 +80,14 @@ def restore_pack(lessons: Sequence[Lesson], checkpoint: Checkpoint | None, decis
     blocks = [b for b in (note, banner_text(lessons), legend_for([checkpoint, *decisions, *memories]),
                           checkpoint.restore_text(PACK_FIELD_CHARS) if checkpoint is not None else NO_CHECKPOINT)
               if b]
-    if decisions:
-        blocks.append("Recent decisions:\n" + "\n".join(record_line(d) for d in decisions))
-    if memories:
-        blocks.append("Key memories:\n" + "\n".join(record_line(m) for m in memories))
+    # people's records before any agent's: the pack is cut at the first line that does not fit, and five agent
+    # decisions at their length limits cut a person's verified memory when decisions came before memories (review 13)
+    for people in (True, False):
+        mine_d = [d for d in decisions if human_record(d) is people]
+        mine_m = [m for m in memories if human_record(m) is people]
+        whose = "" if people else " (agents')"
+        if mine_d:
+            blocks.append(f"Recent decisions{whose}:\n" + "\n".join(record_line(d) for d in mine_d))
+        if mine_m:
+            blocks.append(f"Key memories{whose}:\n" + "\n".join(record_line(m) for m in mine_m))
     return fit_lines(blocks, budget_tokens)[0]

@@ -133,6 +133,20 @@ def yields_place(rec: Record) -> bool:
     return agents_unverified(rec)
 
 
+def _room(yielding: list[tuple[int, int, int, int]], need: int) -> list[int] | None:
+    """Which kept agent records (indexes into ``yielding``, last first: the lowest ranked) free ``need`` tokens of the
+    budget for a person's record, whatever their kind; None when all of them together do not (review 13: agents'
+    checkpoints and memories padded with dots used up the budget, and a person's decision on the question was
+    refused for room)."""
+    out, freed = [], 0
+    for at in range(len(yielding) - 1, -1, -1):
+        if freed >= need:
+            break
+        out.append(at)
+        freed += yielding[at][3]
+    return out if freed >= need else None
+
+
 def _people_first(yielding: list[tuple[int, int, int, int]], kept: list[RecallItem | None],
                   decisions: list[_Decision], ranked: Ranked, cands: Sequence[WalkRow | None], cover: Cover,
                   actor: np.ndarray, bonus: np.ndarray | None, seen: Mapping[str, str], used: int, bars: Bars,
@@ -364,8 +378,19 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
         line = record_line(rec) if line_of is None else line_of(c, rec)
         cost = estimate_tokens(line)
         if used + cost > bars.budget_tokens:
-            decisions.append(_Decision(j, False, "budget", f"would exceed the budget of {bars.budget_tokens} tokens"))
-            continue
+            room = _room(yielding, used + cost - bars.budget_tokens) if human_record(rec) else None
+            if room is None:
+                decisions.append(_Decision(j, False, "budget",
+                                           f"would exceed the budget of {bars.budget_tokens} tokens"))
+                continue
+            for at in room:  # agents' kept records of any kind, lowest ranked first, give the person's their room
+                _, y_kept, y_dec, freed = yielding.pop(at)
+                kept[y_kept] = None
+                used -= freed
+                decisions[y_dec] = decisions[y_dec]._replace(
+                    kept=False, bar="verified" if isinstance(rec, Memory) and rec.verified else "person",
+                    reason=f"gave its room in the budget to a person's {c.kind} (an agent's record never pushes a "
+                    "person's out)")
         used += cost
         per_kind[c.kind] = k_kept = per_kind.get(c.kind, 0) + 1
         if k_kept == top_k and c.kind in present:

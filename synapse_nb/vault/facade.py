@@ -337,8 +337,8 @@ class Vault:
                      note: str | None = None) -> str:
         """What a compacted context needs back, within ``budget_tokens`` (default
         :data:`synapse_nb.recall.pack.RESTORE_TOKENS`, 1,500): the approved-lesson banner, ``checkpoint``
-        (default: the latest on this branch), the five latest decisions of people and then the five latest of agents,
-        and the key memories (priority critical or high: verified ones, then people's, then agents'), whole lines,
+        (default: the latest on this branch), the five latest decisions of people and the key memories (priority
+        critical or high) verified or people's, then agents' five latest decisions and key memories, whole lines,
         each starting with its provenance mark (:mod:`synapse_nb.recall.pack`). An agent's writes cannot push a
         person's out of the pack: each author's are read apart. The MCP tool ``signal_low_context`` and the agent
         hooks return this pack.
