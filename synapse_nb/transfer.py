@@ -42,7 +42,7 @@ from synapse_nb.context import check_mind
 from synapse_nb.errors import ConflictError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds.registry import MANAGERS
 from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
-from synapse_nb.provenance import inline
+from synapse_nb.provenance import REPORTED_ACTOR, inline
 from synapse_nb.settings import EMBEDDER, SETTINGS, check_setting
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS
 from synapse_nb.transfer_history import HISTORY_KIND, history_docs, history_entry
@@ -157,6 +157,8 @@ def trust_claims(doc: dict[str, Any]) -> list[str]:
     (['setting recall_floor'], [])
     >>> trust_claims({"kind": "setting", "name": "recall_embedder", "value": "import:evil:make"})
     ["setting recall_embedder=import:evil:make (runs that module's code in every process of the vault)"]
+    >>> trust_claims({"kind": "episode", "source": "agent", "actor": "Maria"})
+    ["episode actor as the speaker's own words"]
     >>> trust_claims({"kind": "history", "kind_of": "memory", "actor": "agent",
     ...               "before": '{"source": "user", "verified": true}'})
     ['history before source=user', 'history before verified']
@@ -181,6 +183,12 @@ def trust_claims(doc: dict[str, Any]) -> list[str]:
     out = [f"{kind} source=user"] if doc.get("source") == "user" else []
     if kind == "memory" and doc.get("verified"):
         out.append("memory verified")
+    actor = doc.get("actor")
+    if (kind == "episode" and doc.get("source") != "user" and isinstance(actor, str) and actor.strip()
+            and actor.strip().lower() != "agent" and not actor.endswith(REPORTED_ACTOR)):
+        # an agent's episode names someone else only as reported (Episodes.log): one that does not reads as that
+        # person's own words (review 14)
+        out.append("episode actor as the speaker's own words")
     if kind == "lesson":
         if doc.get("status") not in (None, "pending"):
             out.append(f"lesson status={doc['status']}")

@@ -34,7 +34,7 @@ from synapse_nb.cli import app
 from synapse_nb.errors import PermissionDeniedError, ValidationError
 from synapse_nb.mcp.server import build_server
 from synapse_nb.models import Checkpoint, Decision, Episode, Lesson, Memory, Note
-from synapse_nb.provenance import LINE_BREAKS
+from synapse_nb.provenance import LINE_BREAKS, REPORTED_ACTOR
 from synapse_nb.store.sqlite import SqliteStore
 from synapse_nb.transfer import EXPORT_SCHEMA
 
@@ -446,7 +446,7 @@ def _legacy_vault(folder: Path, clock: FakeClock) -> syn.Vault:
         s.lessons.insert(Lesson(id="les_00000000000a", status="pending", summary=MULTI, branch=ONE,
                                 files_affected=(ONE,), analysis=MULTI, analysis_by="agent", **common))
         s.episodes.insert(Episode(id="epi_00000000000a", task_key=ONE, status="unknown", outcome=MULTI, refs=(ONE,),
-                                  thread=ONE, seq=0, actor=ONE, **common))
+                                  thread=ONE, seq=0, actor=ONE + REPORTED_ACTOR, **common))
         s.notes.insert(Note(id="note_00000000000a", name="legacy_note", trigger=MULTI, body=MULTI, **common))
     return v
 

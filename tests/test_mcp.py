@@ -248,3 +248,24 @@ async def test_stdio_subprocess(project: Path, user: syn.Vault) -> None:
     assert fact.verified is False and fact.source == "agent"
     assert user.lessons.get(pending.id).status == "pending" and user.lessons.get(pending.id).analysis == "raced"
     assert len(user.checkpoints.list()) == 2 and user.decisions.list()[0].decision == "stdio works"
+
+
+async def test_a_recalls_budget_is_at_most_half_the_answer_budget(project: Path, user: syn.Vault) -> None:
+    """Review 14: what a session is marked as given must fit the answer it gets. A recall asked for a budget larger
+    than the vault's answer budget marked every record it walked as given to the session, while the answer was cut
+    to ``mcp_answer_tokens``: the records cut were never given again in that session."""
+    user.settings.set("mcp_answer_tokens", 1000)
+    body = "the release pipeline runs the smoke checks first " * 6
+    for i in range(5):  # five records of each kind: more than the answer holds at their top_k
+        user.decide(f"deploy rule d{i}: {body}")
+        user.remember("procedure", f"deploy_{i}", f"deploy rule m{i}: {body}")
+        user.episodes.log(f"deploy_run_{i}", outcome=f"deploy rule e{i}: {body}")
+        user.notes.add(f"deploy_note_{i}", f"deploy rule n{i}: {body}", body)
+    async with Client(build_server(project)) as c:
+        r = await call(c, "recall", {"query": "deploy rule release pipeline", "session_id": "s1",
+                                     "budget_tokens": 100_000})
+        # every record the session is marked as given is in the answer: none was cut from it
+        assert "left out to fit the answer budget" not in text(r) and text(r).count("deploy rule") >= 5
+        again = await call(c, "recall", {"query": "deploy rule release pipeline", "session_id": "s1",
+                                         "budget_tokens": 100_000})
+        assert "deploy rule" in text(again)  # the rest, given now

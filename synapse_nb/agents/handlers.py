@@ -63,12 +63,12 @@ def _pending_notice(v: Vault) -> str:
 
 
 def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
-    from synapse_nb.agents.sessions import session_state
+    from synapse_nb.agents.sessions import read_state, session_state
     from synapse_nb.recall import banner_text, with_legend
 
     lessons = list(v.lessons.in_force())
-    if event.session and writable:
-        v.recall("", session=event.session)  # marks the banner's lessons as given to this session
+    if event.session and writable:  # marks the banner's lessons as given to this session (since its last compaction)
+        v.recall("", session=read_state(v.path, _state_key(v, event)).delta_session(event.session))
     latest = v.checkpoints.latest()
     if event.source == "compact":
         context = "synapse-nb restore pack after compaction:\n\n" + v.restore_pack(latest)
@@ -96,9 +96,10 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     prompt = (event.prompt or "").strip()
     if not prompt:
         return HookAnswer()
-    r = v.recall(prompt[:MAX_PROMPT_CHARS], session=event.session)
     key = _state_key(v, event)
     st = read_state(v.path, key)
+    session = st.delta_session(event.session) if event.session else None  # afresh after a compaction
+    r = v.recall(prompt[:MAX_PROMPT_CHARS], session=session)
     new_lessons = [x for x in r.lessons if x.id not in st.lessons]
     if writable and (st.task is None or new_lessons):
         with session_state(v.path, key) as st:
@@ -125,6 +126,7 @@ def _pre_compact(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     with session_state(v.path, key) as s:
         s.edits, s.files, s.lessons = 0, [], []  # compaction drops the lessons from the context: shown again
         s.checkpoints += 1
+        s.compactions += 1  # ... and every record recall gave it: the delta starts afresh
     return HookAnswer(context=v.restore_pack(c),
                       notice=f"synapse-nb: saved checkpoint {c.id} before compaction; the restore pack follows it")
 

@@ -7,7 +7,8 @@ a temporary file and moved into place, so a reader never sees half a file):
 - ``edits``: file edits since the session's last automatic checkpoint, and ``files``, the files they touched;
 - ``changed``: the files changed since the session's last episode (``Stop`` / ``SessionEnd`` log one);
 - ``task``: the session's first prompt (shortened), what its checkpoints and episode say it worked on;
-- ``lessons``: the approved lessons the hooks have already put in the session's context.
+- ``lessons``: the approved lessons the hooks have already put in the session's context;
+- ``compactions``: how many times the session's context was compacted (recall's delta starts afresh after each).
 
 Why a file and not the vault's session tables: these are counters of the agent's harness, not memory. A write
 to ``synapse.db`` on every edit would move the vault's data version, so every recall after an edit would start
@@ -73,6 +74,12 @@ class SessionState:
     checkpoints: int = 0
     episodes: int = 0
     updated: str = ""
+    compactions: int = 0
+
+    def delta_session(self, session: str) -> str:
+        """The session recall's delta keeps what the hooks gave under: a new one after each compaction (the
+        compacted context lost what it was given, so a person's decision must be given again: review 14)."""
+        return session if not self.compactions else f"{session}#compacted-{self.compactions}"
 
     @classmethod
     def from_json(cls, raw: Any) -> SessionState:
@@ -94,7 +101,8 @@ class SessionState:
         return cls(edits=count(raw.get("edits")), files=strings(raw.get("files")),
                    changed=strings(raw.get("changed")), task=task[:MAX_TASK_CHARS] if isinstance(task, str) else None,
                    lessons=strings(raw.get("lessons")), checkpoints=count(raw.get("checkpoints")),
-                   episodes=count(raw.get("episodes")), updated=str(raw.get("updated") or ""))
+                   episodes=count(raw.get("episodes")), updated=str(raw.get("updated") or ""),
+                   compactions=count(raw.get("compactions")))
 
     def touch(self, path: str) -> None:
         """One edit of ``path``: counted, and listed once in ``files`` and ``changed``."""

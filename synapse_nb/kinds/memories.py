@@ -25,7 +25,7 @@ from synapse_nb.errors import ConflictError, NotFoundError, PermissionDeniedErro
 from synapse_nb.kinds._base import KindManager, check_query, check_search_limit, exactly_once
 from synapse_nb.kinds.memory_history import MemoryHistory
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, RecordList
-from synapse_nb.provenance import inline, mark
+from synapse_nb.provenance import agents_unverified, inline, mark
 from synapse_nb.store.records import PAGE_SORTS, MemoryFilter
 
 if TYPE_CHECKING:
@@ -122,7 +122,8 @@ class Memories(MemoryHistory, KindManager[Memory]):
         content : the text (at most 32,768 characters).
         tags : list of strings or "a,b": one word each, trimmed, a leading ``#`` dropped, lower-cased
             (``"#DB, deploy"`` gives ``("db", "deploy")``; see :func:`synapse_nb._util.check_tags`).
-            On update, ``None`` keeps the existing tags.
+            On update, ``None`` keeps the existing tags (a person's write over an agent's unverified memory
+            keeps none of its tags, priority or expiry: what the person did not give takes its default).
         priority : critical, high, normal (default) or low. On update, ``None`` keeps the existing one.
         source : "user" or "agent"; defaults to the vault's actor. An agent may only write "agent".
         verified : defaults to True for user writes, False for agent writes; an agent may not set True.
@@ -169,11 +170,18 @@ class Memories(MemoryHistory, KindManager[Memory]):
                 table.insert(mem)
                 self._changed("create", None, mem, ts)
             else:
+                if agents_unverified(existing) and (src == "user" or ver):
+                    # a person's words over an agent's key: what the person did not give is not taken from the
+                    # agent's record (review 14: its tags, a "low" priority and a 2-hour expiry came under the
+                    # person's mark, and the person's procedure expired unseen)
+                    base = replace(existing, tags=(), priority="normal", expires_at=None)
+                else:
+                    base = existing
                 mem = Memory(id=existing.id, mind=existing.mind, created_at=existing.created_at, updated_at=ts,
                              category=category, key=key, content=content,
-                             tags=existing.tags if tag_t is None else tag_t, priority=prio or existing.priority,
+                             tags=base.tags if tag_t is None else tag_t, priority=prio or base.priority,
                              source=src, verified=ver, confidence=conf,
-                             expires_at=existing.expires_at if exp is _UNSET else exp)
+                             expires_at=base.expires_at if exp is _UNSET else exp)
                 if self.needs_revision(existing):  # an agent's change to a human's memory waits for a human
                     self._propose(existing, mem, ts)
                     return existing

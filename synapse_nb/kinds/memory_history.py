@@ -266,11 +266,13 @@ class MemoryHistory:
         return self._ctx.store.links.of_mind(self._ctx.mind, st)
 
     def resolve(self, link_id: str, action: str) -> Link:
-        """Decide a pair (human only): ``merge`` (the hidden side, else the newer one, is deleted; a memory keeps
+        """Decide a pair (human only): ``merge`` (the hidden side, else the newer one, is deleted, but never a
+        person's record for an agent's unverified one: then the agent's goes; a memory keeps
         the union of both memories' tags, at most ``MAX_TAGS``, but a person's record takes no tag from an agent's
         unverified one: tags are the agent's words, which no listing of the pair shows), ``keep`` (both stand and
-        both are recalled) or ``supersede`` (the newer stands, the older is deleted). Deletions are recorded in
-        history (a revert brings a memory back)."""
+        both are recalled) or ``supersede`` (the newer stands, the older is deleted; refused when that would delete
+        a person's record for an agent's unverified one). Deletions are recorded in history (a revert brings a
+        memory back)."""
         ctx = self._ctx
         ctx.require_human("resolve a conflict")
         act = check_choice(action, "action", tuple(RESOLUTIONS))
@@ -282,11 +284,18 @@ class MemoryHistory:
         view = ctx.view()
         a = ctx.store.table(link.a_kind).get(view, link.a)
         b = ctx.store.table(link.b_kind).get(view, link.b)
+        if act == "supersede" and a is not None and b is not None and human_record(b) and agents_unverified(a):
+            raise ConflictError(
+                f"superseding would delete {b.id}, a person's {b.kind}, for {a.id}, an agent's that no person "
+                f"verified; nothing was changed. Merge (the agent's copy goes), keep both, or verify {a.id} "
+                "first if it should stand")
         with ctx.store.transaction():
             ts = ctx.store.stamp(ctx.now_ts())
             ctx.store.links.decide(link.id, RESOLUTIONS[act], ts)  # first: a deletion drops open links only
             if act == "merge":
                 gone, stays = (a, b) if link.hidden in (None, link.a) else (b, a)
+                if gone is not None and stays is not None and human_record(gone) and agents_unverified(stays):
+                    gone, stays = stays, gone  # a person's record never goes for an agent's copy (review 14)
                 if (isinstance(gone, Memory) and isinstance(stays, Memory) and set(gone.tags) - set(stays.tags)
                         and not (human_record(stays) and agents_unverified(gone))):
                     more = sorted(set(gone.tags) - set(stays.tags))[:max(0, MAX_TAGS - len(stays.tags))]

@@ -88,8 +88,9 @@ Query = Annotated[str, Field(description="The task or question in your own words
                                          f"{MAX_QUERY_CHARS:,} characters).", max_length=MAX_QUERY_CHARS)]
 SessionId = _maybe_text("One stable id per conversation (any printable text): with it, recall returns only what "
                         "this conversation has not seen yet.", MAX_SHORT)
-RecallBudget = Annotated[int | None, Field(description="Most tokens the hits may take (default 1200); the answer as "
-                                                       "a whole also fits the vault's answer budget.", strict=True,
+RecallBudget = Annotated[int | None, Field(description="Most tokens the hits may take (default 1200; at most half the "
+                                                       "vault's answer budget, which the answer as a whole fits).",
+                                           strict=True,
                                            ge=0)]
 SearchLimit = _count("Most results per kind.", minimum=1, maximum=100)
 CheckpointId = _maybe_text("A checkpoint id or a unique prefix of one; leave it out for the latest checkpoint on "

@@ -362,6 +362,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         with _errors():
             v = handle.read_or_stale()
             if not v.offline:
+                if budget_tokens is not None:  # what a session is marked as given must fit the answer it gets
+                    budget_tokens = min(budget_tokens, max(1, handle.answer_tokens() // 2))
                 try:
                     r = v.recall(query, session=session_id, budget_tokens=budget_tokens)
                 except OfflineError as exc:  # the server went away since the handle was opened
