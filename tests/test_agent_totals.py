@@ -59,7 +59,8 @@ def test_an_agent_past_the_vault_total_is_refused_every_kind_counts(user: syn.Va
     for write in (lambda: a.checkpoint("five"), lambda: a.decide("five"), lambda: a.remember("knowledge", "five", "x"),
                   lambda: a.notes.add("five", "when five", "body")):
         with pytest.raises(QuotaExceededError, match=r"4 records held in the whole vault is reached \(4 .*"
-                                                     r"agent_records_per_vault.*settings set agent_records_per_vault N"):
+                                                     r"agent_records_per_vault.*settings set "
+                                                     r"agent_records_per_vault N"):
             write()
     assert held(a)[2] == 4
     # a change that adds no record still passes (the note is the agent's own)
@@ -83,7 +84,8 @@ def test_records_per_mind(user: syn.Vault, tmp_path: Path) -> None:
     a = agent(tmp_path)
     a.checkpoint("one")
     a.decide("two")
-    with pytest.raises(QuotaExceededError, match=r"2 records held in mind 'default' is reached.*agent_records_per_mind"):
+    with pytest.raises(QuotaExceededError,
+                       match=r"2 records held in mind 'default' is reached.*agent_records_per_mind"):
         a.episodes.log("task_x", status="success")
     agent(tmp_path, "other").checkpoint("another mind holds its own")
 

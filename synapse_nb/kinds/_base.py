@@ -286,7 +286,10 @@ def _check_held(ctx: Context, limits: dict[str, Any], held: tuple[int, int, int,
     when the count is past it (what the team server refuses)."""
     mind_n, _mind_b, all_n, all_b = held
     per_mind, per_vault, megabytes = (int(limits[n]) for n in TOTAL_SETTINGS)
-    past = (lambda n, bound: n > bound) if written else (lambda n, bound: n >= bound)
+
+    def past(n: int, bound: int) -> bool:
+        return n > bound if written else n >= bound
+
     what = "unverified memories, pending lessons, checkpoints, decisions, episodes and notes"
     remedy = ("; delete stale agent records (vault.memories/notes/decisions.delete, synapse-nb memory purge ID, "
               "synapse-nb memory prune for expired ones), or a human can raise the setting {name} (synapse-nb "
