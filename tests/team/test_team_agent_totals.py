@@ -95,3 +95,24 @@ def test_the_package_refuses_first_in_its_own_words(human: Any, machine: Any, lo
     dec = human.decisions.list()[0]
     human.decisions.delete(dec.id)  # a person deletes a stale agent decision: room again
     agent.checkpoint("three, now")
+
+
+def test_a_project_at_14_with_agent_records_is_counted_by_migration_15(pg_admin_url: str) -> None:
+    import uuid
+
+    from synapse_nb.store.postgres.migrate import MIGRATIONS, migrate
+
+    project = f"tot{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        assert migrate(c, project, MIGRATIONS[:14]) == (0, 14)
+        c.execute(f"SET search_path = {project}")
+        checkpoint_rows(c, 0, 3, mind="a")
+        checkpoint_rows(c, 10, 2, mind="b", doing="é")
+        c.execute("INSERT INTO checkpoints(id, mind, doing, origin, source, created_at, updated_at, terms) "
+                  "VALUES ('ckp_user', 'a', 'a person', 'user', 'user', %s, %s, '{p}')", (TS, TS))
+        assert migrate(c, project) == (14, 15)
+        c.execute(f"SET search_path = {project}")
+        assert holdings(c, "a")[:1] == (3,) and holdings(c, "b")[0] == 2
+        raw = c.execute("SELECT sum(octet_length(doing) + octet_length(changed_files) + octet_length(origin)) "
+                        "FROM checkpoints WHERE source = 'agent'").fetchone()
+        assert raw is not None and holdings(c)[2:] == (5, int(raw[0]))
