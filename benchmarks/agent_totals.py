@@ -8,7 +8,7 @@ tree, a fresh vault gets that many agent checkpoints in one import (a person's i
 agent), the quotas are raised out of the way, then an agent writes ``--writes`` checkpoints; prints one JSON line per
 tree and size with the agent write's median and p90 in ms, then, with two trees, the ratio of the second's median
 to the first's. Compare with the tree before the totals: ``git archive main | tar -x -C /tmp/base`` and
-``--trees /tmp/base .``. Figures: docs/architecture.md ("What is not defended") and docs/benchmarks.md.
+``--trees /tmp/base .``. Figures: docs/architecture.md ("What is not defended").
 """
 
 from __future__ import annotations
