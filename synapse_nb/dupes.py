@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb._util import new_id
 from synapse_nb.changes import Link
-from synapse_nb.errors import PermissionDeniedError
+from synapse_nb.errors import PermissionDeniedError, StoreError
 from synapse_nb.models import RANKED_KINDS, Record, kind_of_id
 from synapse_nb.provenance import human_record
 from synapse_nb.store.records import View
@@ -306,10 +306,11 @@ def _run(store: VaultStore) -> None:
             # every write before this transaction was checked already: the mark moves past it (else check_pending will)
             if not store.links.unchecked(checked, first, CHECKED_KINDS, CHECKED_ACTIONS, 1):
                 store.links.advance(last)
-    except PermissionDeniedError:
+    except (PermissionDeniedError, StoreError):
         # a team vault's server holds an agent login to so many pairs an hour, and to pairs of two stored records
-        # (one deleted meanwhile) (migration 12): the write itself is stored, and the mark stays, so a human's next
-        # `memory conflicts` (check_pending) finds these pairs
+        # (one deleted meanwhile) (migration 12); or the pairs' own transaction failed (a full disk): the write itself
+        # is stored (raising here said "nothing was changed" of a committed record), and the mark stays, so a
+        # human's next `memory conflicts` (check_pending) finds these pairs
         return
 
 

@@ -76,6 +76,15 @@ SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
                                "any kind counts, per mind; a proposed change to a human's memory counts as one)")),
     "agent_memories_per_mind": (5000, _int_range(1, 100_000_000),
                                 "agents: most memories agents may hold in one mind"),
+    # bounded totals (kinds._base.check_agent_quota): what agents hold, not what they write an hour
+    "agent_records_per_mind": (20_000, _int_range(1, 100_000_000),
+                               ("agents: most records agents may hold in one mind (every kind: unverified memories, "
+                                "pending lessons, checkpoints, decisions, episodes, notes)")),
+    "agent_records_per_vault": (100_000, _int_range(1, 1_000_000_000),
+                                "agents: most records agents may hold in the whole vault (every mind, every kind)"),
+    "agent_megabytes_per_vault": (500, _int_range(1, 10_000_000),
+                                  ("agents: most megabytes (10^6 bytes, UTF-8) of text agents' records may hold in the "
+                                   "whole vault")),
     "mcp_answer_tokens": (8000, _int_range(500, 1_000_000),
                           ("MCP: most tokens in one answer (text and structured content); the rest is counted, "
                            "left out")),

@@ -197,7 +197,7 @@ def test_a_v3_vault_migrates_to_v4_and_keeps_its_indexes(tmp_path: Path) -> None
     before = _index_state(d / "synapse.db")
     v = syn.open_vault(d)
     s = v._store
-    assert s.schema_version == store.SCHEMA_VERSION == 6
+    assert s.schema_version == store.SCHEMA_VERSION == 7
     assert _index_state(d / "synapse.db") == before  # the migration rewrites no index
     m = v.remember("project", "kayak", "ann went kayaking on the fjord")
     assert [x.id for x in v.memories.search("kayaking")] == [m.id]

@@ -162,6 +162,8 @@ class KindManager(Generic[R]):
         """Append the change's history entry (call inside the change's transaction) and, for a record written, ask
         for the duplicate check once the transaction commits."""
         history.record(self._ctx, action, before, after, at=at)
+        if action in ("create", "update"):  # after the write, in its transaction: what agents hold now
+            check_agent_totals(self._ctx, new_record=action == "create")
         if after is not None and action in WRITES:
             check_after_commit(self._ctx, after)
 
@@ -183,26 +185,31 @@ class KindManager(Generic[R]):
                 f"an agent may not {action} {record.kind} {record.id}: it was written by the user; "
                 "propose a new record instead")
 
-    def _begin_write(self) -> str:
+    def _begin_write(self, *, new_record: bool = False) -> str:
         """The write's stamp, then the agent quota (call inside the write's transaction): the stamp takes the vault's
         write lock (a team server's plain ``BEGIN`` takes none), so concurrent agents' counts see each other's
         writes; counted first, 30 agents writing at once at a quota of 5 all got through."""
         ts = self._ctx.store.stamp(self._ctx.now_ts())
-        self._agent_quota()
+        self._agent_quota(new_record=new_record)
         return ts
 
-    def _agent_quota(self, *, new_memory: bool = False) -> None:
+    def _agent_quota(self, *, new_memory: bool = False, new_record: bool = False) -> None:
         """Refuse an agent's write past a quota a human set; call inside the write's transaction. A no-op for
-        the user actor (human writes are never limited)."""
-        check_agent_quota(self._ctx, new_memory=new_memory)
+        the user actor (human writes are never limited). ``new_record``: the write adds a record (the bounded
+        totals are checked before it, and again after it by :meth:`_changed`)."""
+        check_agent_quota(self._ctx, new_memory=new_memory, new_record=new_record or new_memory)
 
 
+#: The bounded totals: records agents may hold in a mind and in the whole vault, megabytes of their text in it.
+TOTAL_SETTINGS = ("agent_records_per_mind", "agent_records_per_vault", "agent_megabytes_per_vault")
 #: The quota settings: records agents may write or change per hour (every kind, every mind), memories agents
-#: may hold per mind.
-QUOTA_SETTINGS = ("agent_writes_per_hour", "agent_memories_per_mind")
+#: may hold per mind, and the bounded totals.
+QUOTA_SETTINGS = ("agent_writes_per_hour", "agent_memories_per_mind", *TOTAL_SETTINGS)
+#: A megabyte of agent_megabytes_per_vault.
+MEGABYTE = 1_000_000
 
 
-def check_agent_quota(ctx: Context, *, new_memory: bool = False) -> None:
+def check_agent_quota(ctx: Context, *, new_memory: bool = False, new_record: bool = False) -> None:
     """Raise :class:`~synapse_nb.errors.QuotaExceededError` when the agent actor's write would pass a quota.
 
     ``agent_writes_per_hour`` counts the agents' writes in the past hour, from the history entries they left (every
@@ -210,8 +217,10 @@ def check_agent_quota(ctx: Context, *, new_memory: bool = False) -> None:
     cannot dodge it), plus the revisions agents proposed to humans' memories, in every mind (an agent chooses its
     mind: counted per mind, the quota was as many times larger as the minds it wrote to; on a team vault, each
     agent database login's own writes, so one confined bot cannot use up the others');
-    ``agent_memories_per_mind`` the mind's agent memories, checked when a write would add one (``new_memory``).
-    Both are settings a human may raise (``vault.settings.set("agent_writes_per_hour", 2000)``).
+    ``agent_memories_per_mind`` the mind's agent memories, checked when a write would add one (``new_memory``);
+    the bounded totals (``agent_records_per_mind``, ``agent_records_per_vault``, ``agent_megabytes_per_vault``:
+    :func:`check_agent_totals`) when a write would add a record (``new_record``), and again after every agent
+    write. All are settings a human may raise (``vault.settings.set("agent_writes_per_hour", 2000)``).
 
     >>> import synapse_nb as syn, tempfile
     >>> d = tempfile.mkdtemp(); syn.open_vault(d).settings.set("agent_writes_per_hour", 1)  # doctest: +SKIP
@@ -224,7 +233,7 @@ def check_agent_quota(ctx: Context, *, new_memory: bool = False) -> None:
         return
     store = ctx.store
     limits = Settings(ctx).get_many(QUOTA_SETTINGS)
-    per_hour, per_mind = (limits[n] for n in QUOTA_SETTINGS)
+    per_hour, per_mind = limits["agent_writes_per_hour"], limits["agent_memories_per_mind"]
     written = store.meta.agent_writes(fmt_ts(ctx.now() - timedelta(hours=1)))
     if written >= per_hour:
         raise QuotaExceededError(
@@ -240,3 +249,61 @@ def check_agent_quota(ctx: Context, *, new_memory: bool = False) -> None:
                 f"({held:,} agent memories); delete stale ones, or a human can raise the setting "
                 "agent_memories_per_mind (synapse-nb settings set agent_memories_per_mind N, or "
                 "vault.settings.set('agent_memories_per_mind', N))")
+    if new_record:
+        check_agent_room(ctx, limits)
+
+
+def check_agent_room(ctx: Context, limits: dict[str, Any] | None = None) -> None:
+    """Before an agent's write adds a record: refuse it when a bounded total has been reached (the package's words
+    for what :func:`check_agent_totals`, and a team vault's server, would refuse after the write)."""
+    if ctx.actor != "agent":
+        return
+    limits = Settings(ctx).get_many(TOTAL_SETTINGS) if limits is None else limits
+    _check_held(ctx, limits, ctx.store.meta.agent_held(ctx.mind), new_record=True, written=False)
+
+
+def check_agent_totals(ctx: Context, *, new_record: bool) -> None:
+    """After an agent's write, inside its transaction: refuse it (the transaction rolls back) if what agents hold
+    is now past a bounded total: the records in the write's mind (``agent_records_per_mind``) or in every mind
+    (``agent_records_per_vault``) when it added one, the bytes of their text in every mind
+    (``agent_megabytes_per_vault``) after any create or change.
+
+    The counts are kept by the vault itself as records are written (SQLite schema v7: triggers; a team vault's
+    server, migration 15, which refuses the same statement by itself), so the check reads two rows at any number of
+    records. Counted are the records agents hold that no human has taken on: unverified agent memories, pending
+    agent lessons, and every agent checkpoint, decision, episode and note (store/sqlite/held_schema.py). An agent
+    chooses its mind, so the vault's bounds count every mind: inventing minds does not multiply them.
+    """
+    if ctx.actor != "agent":
+        return
+    limits = Settings(ctx).get_many(TOTAL_SETTINGS)
+    _check_held(ctx, limits, ctx.store.meta.agent_held(ctx.mind), new_record=new_record, written=True)
+
+
+def _check_held(ctx: Context, limits: dict[str, Any], held: tuple[int, int, int, int], *, new_record: bool,
+                written: bool) -> None:
+    """Refuse past a bounded total: before a write (``written`` False) when a count has reached its bound, after it
+    when the count is past it (what the team server refuses)."""
+    mind_n, _mind_b, all_n, all_b = held
+    per_mind, per_vault, megabytes = (int(limits[n]) for n in TOTAL_SETTINGS)
+
+    def past(n: int, bound: int) -> bool:
+        return n > bound if written else n >= bound
+
+    what = "unverified memories, pending lessons, checkpoints, decisions, episodes and notes"
+    remedy = ("; delete stale agent records (vault.memories/notes/decisions.delete, synapse-nb memory purge ID, "
+              "synapse-nb memory prune for expired ones), or a human can raise the setting {name} (synapse-nb "
+              "settings set {name} N, or vault.settings.set('{name}', N))")
+    if new_record and past(mind_n, per_mind):
+        raise QuotaExceededError(
+            f"agent write refused: the agents' quota of {plural(per_mind, 'record')} held in mind {ctx.mind!r} is "
+            f"reached ({mind_n:,} {what} agents hold there)" + remedy.format(name="agent_records_per_mind"))
+    if new_record and past(all_n, per_vault):
+        raise QuotaExceededError(
+            f"agent write refused: the agents' quota of {plural(per_vault, 'record')} held in the whole vault is "
+            f"reached ({all_n:,} {what} agents hold in every mind)" + remedy.format(name="agent_records_per_vault"))
+    if (new_record or written) and past(all_b, megabytes * MEGABYTE):
+        raise QuotaExceededError(
+            f"agent write refused: the agents' quota of {megabytes:,} MB of text held in the whole vault is "
+            f"reached ({all_b / MEGABYTE:,.1f} MB in {all_n:,} records agents hold in every mind)"
+            + remedy.format(name="agent_megabytes_per_vault"))

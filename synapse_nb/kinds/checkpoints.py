@@ -79,7 +79,7 @@ class Checkpoints(KindManager[Checkpoint]):
             origin = "agent"
         branch, commit = ctx.git.head()
         with ctx.store.transaction():
-            ts = self._begin_write()
+            ts = self._begin_write(new_record=True)
             ckp = Checkpoint(id=new_id("ckp"), mind=ctx.mind, created_at=ts, updated_at=ts, doing=doing,
                              changed_files=changed, next_step=nxt, blockers=blk, branch=branch, commit=commit,
                              origin=origin, source=ctx.actor)

@@ -61,7 +61,7 @@ class Decisions(KindManager[Decision]):
         ctx = self._ctx
         branch, commit = ctx.git.head()
         with ctx.store.transaction():
-            ts = self._begin_write()
+            ts = self._begin_write(new_record=True)
             dec = Decision(id=new_id("dec"), mind=ctx.mind, created_at=ts, updated_at=ts, decision=decision,
                            rationale=rationale, tags=tag_t, branch=branch, commit=commit, source=ctx.actor)
             self._table.insert(dec)

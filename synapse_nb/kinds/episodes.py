@@ -110,7 +110,7 @@ class Episodes(KindManager[Episode]):
             raise ValidationError(f"actor must be a non-empty text, got {actor!r}")
         self.check_record(probe)
         with ctx.store.transaction():
-            ts = self._begin_write()
+            ts = self._begin_write(new_record=True)
             prior = self._table.last(self._view(), task_key)
             if probe.thread is not None and seq is None:
                 seq = self._table.next_seq(ctx.mind, probe.thread)

@@ -44,7 +44,7 @@ from synapse_nb.errors import (
     QuotaExceededError,
     ValidationError,
 )
-from synapse_nb.kinds._base import KindManager, exactly_once
+from synapse_nb.kinds._base import KindManager, check_agent_totals, exactly_once
 from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, commit_dict
 from synapse_nb.models import Lesson, RecordList
 from synapse_nb.provenance import inline
@@ -179,7 +179,7 @@ class Lessons(KindManager[Lesson]):
         ctx = self._ctx
         revert_sha = revert_commit["sha"] if revert_commit else None
         with ctx.store.transaction():
-            ts = self._begin_write()
+            ts = self._begin_write(new_record=True)
             if ctx.actor == "agent" and self._table.agent_pending(ctx.mind) >= AGENT_PENDING_LESSONS:
                 raise QuotaExceededError(
                     f"agent write refused: {AGENT_PENDING_LESSONS} lessons agents created wait for a human in mind "
@@ -451,6 +451,7 @@ class Lessons(KindManager[Lesson]):
             if before is None:  # an agent may not read the lesson: its entry names the change, not the text
                 # (stamped after the update: a team vault's submit_analysis() takes a stamp of its own)
                 history.record(ctx, "analyse", None, None, at=ctx.store.stamp(ctx.now_ts()), rid=full, kind="lesson")
+                check_agent_totals(ctx, new_record=False)  # its analysis of its own pending lesson adds bytes
             else:
                 self._changed("update", before, replace(before, analysis=text, analysis_by=by, updated_at=ts), ts)
         return None if ctx.actor == "agent" else self.get(full)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from synapse_nb._util import MAX_TEXT, MAX_TRIGGER, check_key, check_text, new_id
 from synapse_nb.errors import NotFoundError, ValidationError
-from synapse_nb.kinds._base import KindManager, exactly_once
+from synapse_nb.kinds._base import KindManager, check_agent_room, exactly_once
 from synapse_nb.models import Note
 from synapse_nb.provenance import inline, mark
 
@@ -55,6 +55,7 @@ class Notes(KindManager[Note]):
             ts = self._begin_write()
             existing = self._table.by_name(self._view(), name)
             if existing is None:
+                check_agent_room(ctx)  # the bounded totals, before a note is added
                 nid = new_id("note")
                 note = Note(id=nid, mind=ctx.mind, created_at=ts, updated_at=ts, name=name, trigger=trigger,
                             body=body, source=ctx.actor)

@@ -281,7 +281,9 @@ class MetaTable(Protocol):
 
     def agent_memories(self, mind: str) -> int:
         """How many memories of the mind an agent wrote (source agent)."""
-        ...
+
+    def agent_held(self, mind: str) -> tuple[int, int, int, int]:
+        """What agents hold: (records in ``mind``, their text's bytes, records in every mind, bytes), kept counts."""
 
     def scan_tips(self, scope: str) -> tuple[str, ...]:
         """Branch tips the last lesson scan reached (empty before the first): ``scope`` a mind, or ``agent:<mind>``."""

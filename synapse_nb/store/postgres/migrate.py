@@ -62,6 +62,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "hourly quota", "agent_quota_positions.sql"),
     Migration(14, "an agent's history entry describes only its own record, unverified, as the package writes it",
               "agent_history_words.sql"),
+    Migration(15, "what agents hold is bounded: records per mind and in the project, megabytes of their text, "
+              "counted by triggers and held by the server", "agent_totals.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

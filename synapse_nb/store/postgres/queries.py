@@ -105,6 +105,11 @@ class MetaQueries(SharedMetaQueries[PgDatabase]):
         row = self._db.query_one("SELECT agent_writes_since(?)", (since,))
         return int(row[0] or 0) if row else 0
 
+    def agent_held(self, mind: str) -> tuple[int, int, int, int]:
+        """What agents hold, from the counts the server keeps (migration 15): the agent role reads no table of them."""
+        row = self._db.query_one("SELECT * FROM agent_holdings(?)", (mind,))
+        return (int(row[0] or 0), int(row[1] or 0), int(row[2] or 0), int(row[3] or 0)) if row else (0, 0, 0, 0)
+
 
 # -- the change feed ------------------------------------------------------------------------------------------
 FEED_SNAPSHOT = "SELECT pg_current_snapshot()::text AS snap, pg_snapshot_xmin(pg_current_snapshot())::text AS xmin"

@@ -39,6 +39,11 @@ GET_META = "SELECT value FROM meta WHERE key = ?"
 AGENT_WRITES = ("SELECT (SELECT count(*) FROM history WHERE at >= ? AND actor = 'agent')"
                 " + (SELECT count(*) FROM revisions WHERE created_at >= ? AND actor = 'agent')")
 AGENT_MEMORIES = "SELECT count(*) FROM memories WHERE mind = ? AND source = 'agent'"
+#: What agents hold: records and their bytes in a mind, then in every mind (kept by triggers as records are written:
+#: two rows read by key, at any number of records; SQLite schema v7, PostgreSQL migration 15).
+AGENT_HELD = ("SELECT coalesce((SELECT records FROM agent_held WHERE mind = ?), 0),"
+              " coalesce((SELECT bytes FROM agent_held WHERE mind = ?), 0), records, bytes"
+              " FROM agent_held_all WHERE id = 1")
 
 
 class MetaQueries(Repository[D]):
@@ -52,6 +57,11 @@ class MetaQueries(Repository[D]):
     def agent_memories(self, mind: str) -> int:
         row = self._db.query_one(AGENT_MEMORIES, (mind,))
         return int(row[0] or 0) if row else 0
+
+    def agent_held(self, mind: str) -> tuple[int, int, int, int]:
+        """What agents hold: (records in ``mind``, their bytes, records in every mind, their bytes)."""
+        row = self._db.query_one(AGENT_HELD, (mind, mind))
+        return (int(row[0] or 0), int(row[1] or 0), int(row[2] or 0), int(row[3] or 0)) if row else (0, 0, 0, 0)
 
     def settings(self, names: Iterable[str] | None = None) -> dict[str, Any]:
         memo = self._db.snapshot_cache("settings")

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import sqlite3
 
+from synapse_nb.store.sqlite.held_schema import V7_AGENT_HELD
 from synapse_nb.store.sqlite.history_schema import V6_HISTORY
 
 __all__ = ["CONTEXT_N", "FTS_FLUSH", "FTS_MARKERS", "FTS_QUEUE_CLEAR", "FTS_QUEUE_TARGETS", "FTS_TABLES", "GATE_TEXT",
            "GET_VAULT_UID", "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "SCHEMA_VERSION", "SET_VAULT_UID", "split_sql"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _FTS = {
     # table: (fts columns, expressions for them)
@@ -525,6 +526,8 @@ SET_VAULT_UID = ("INSERT INTO meta(key, value) VALUES ('vault_uid', lower(hex(ra
 #: v5: ``rank_log``, the durable change log of ``gate_docs`` (recall's on-disk cache is keyed by it), and the
 #: vault's ``vault_uid`` in ``meta`` (a cache never mistakes another vault's file, or a restored copy, for its own).
 #: v6: ``history``, ``revisions``, ``links``, ``exports`` (the vault's own changes: history_schema.py).
+#: v7: ``agent_held``, ``agent_held_all``: the records agents hold and their bytes, per mind and in all, kept by
+#: triggers (held_schema.py): the agents' bounded totals read two rows, not every record.
 MIGRATIONS: dict[int, str] = {
     0: _TABLES_V1 + _fts_ddl(),
     1: _V2_FLAGS,
@@ -532,6 +535,7 @@ MIGRATIONS: dict[int, str] = {
     3: _V4_FTS_QUEUE,
     4: _V5_RANK_LOG,
     5: V6_HISTORY,
+    6: V7_AGENT_HELD,
 }
 
 #: Indices no schema version depends on: a writable open creates the missing ones, so a vault stays readable by
