@@ -575,14 +575,17 @@ class PruneReport:
     memories_deleted: tuple[str, ...] = ()
     lessons_expired: tuple[str, ...] = ()
     sessions_cleared: int = 0
+    agent_records_deleted: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"memories_deleted": list(self.memories_deleted), "lessons_expired": list(self.lessons_expired),
-                "sessions_cleared": self.sessions_cleared}
+                "sessions_cleared": self.sessions_cleared, "agent_records_deleted": list(self.agent_records_deleted)}
 
     def __str__(self) -> str:
+        agents = (f", {plural(len(self.agent_records_deleted), 'old agent record')} deleted"
+                  if self.agent_records_deleted else "")
         return (f"pruned: {plural(len(self.memories_deleted), 'expired memory', 'expired memories')} deleted, "
                 f"{plural(len(self.lessons_expired), 'lesson')} marked expired, "
-                f"{plural(self.sessions_cleared, 'old session entry', 'old session entries')} cleared")
+                f"{plural(self.sessions_cleared, 'old session entry', 'old session entries')} cleared{agents}")
 
     __repr__ = __str__

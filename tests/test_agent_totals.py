@@ -187,3 +187,44 @@ def test_settings_stay_a_humans_to_change(tmp_path: Path, user: syn.Vault) -> No
     for name in ("agent_records_per_mind", "agent_records_per_vault", "agent_megabytes_per_vault"):
         with pytest.raises(PermissionDeniedError):
             a.settings.set(name, 10**9 if name != "agent_megabytes_per_vault" else 10**6)
+
+
+def test_a_person_prunes_the_agents_old_records_to_free_the_totals(tmp_path: Path) -> None:
+    """Checkpoints and episodes had no delete for anyone: after a flood the only way back under the bound was
+    `memory purge ID`, one record at a time. `memory prune --agent-records-older-than D` deletes the mind's agents'
+    records no person took on, last changed longer ago, each deletion in history; people's records and verified
+    memories stay."""
+    from datetime import UTC, datetime, timedelta
+
+    class Clock:
+        t = datetime(2026, 3, 1, tzinfo=UTC)
+
+        def __call__(self) -> datetime:
+            self.t += timedelta(milliseconds=1)
+            return self.t
+
+    clock = Clock()
+    user = syn.open_vault(tmp_path, clock=clock)
+    user.settings.set("agent_records_per_vault", 5)
+    a = syn.open_vault(tmp_path, actor="agent", clock=clock)
+    old = [a.checkpoint("flood one").id, a.episodes.log("flood_two", outcome="x").id, a.decide("flood three").id,
+           a.notes.add("flood_four", "when four", "body").id]
+    kept_mem = a.remember("knowledge", "verified_later", "a fact a person verified")
+    user.memories.verify(kept_mem.id)
+    mine = user.decide("a person's decision")
+    with pytest.raises(QuotaExceededError):
+        for i in range(3):
+            a.remember("knowledge", f"more_{i}", "y")
+    clock.t += timedelta(days=20)
+    fresh = a.checkpoint("recent work").id if held(user)[2] < 5 else None
+    with pytest.raises(PermissionDeniedError):
+        a.prune(agent_records_older_than="14d")
+    rep = user.prune(agent_records_older_than="14d")
+    assert set(old) <= set(rep.agent_records_deleted) and "old agent record" in str(rep)
+    assert mine.id not in rep.agent_records_deleted and kept_mem.id not in rep.agent_records_deleted
+    assert fresh is None or fresh not in rep.agent_records_deleted
+    assert user.memories.get(kept_mem.id).verified and user.decisions.get(mine.id)
+    assert [e.action for e in user.history(old[0])][-1] == "delete"
+    a.checkpoint("room again")  # the totals have room
+    assert recount(tmp_path)["default"][0] == held(user)[0]
+    assert user.prune().agent_records_deleted == ()  # off unless asked

@@ -98,19 +98,27 @@ def memory_prune(
     ctx: typer.Context,
     sessions_older_than: Annotated[str, typer.Option(
         "--sessions-older-than", help="Forget per-session recall state older than this.")] = "30d",
+    agent_records_older_than: Annotated[str | None, typer.Option(
+        "--agent-records-older-than", help="Also delete the mind's agents' records no person took on (unverified "
+        "agent memories, agents' checkpoints, decisions, episodes, notes) last changed longer ago than this, "
+        "e.g. 14d.")] = None,
     yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Delete expired memories, mark expired lessons, forget old session state (human-only: see --yes).
+    """Delete expired memories, mark expired lessons, forget old session state (human-only: see --yes); with
+    --agent-records-older-than, also the agents' old unverified records (what frees the agents' totals).
 
     Examples:
 
         synapse-nb memory prune
 
         synapse-nb memory prune --sessions-older-than 7d --json
+
+        synapse-nb memory prune --agent-records-older-than 14d
     """
     require_human_here(ctx, yes, "pruning the vault")
-    rep = open_vault_for(ctx).prune(sessions_older_than=sessions_older_than)
+    rep = open_vault_for(ctx).prune(sessions_older_than=sessions_older_than,
+                                    agent_records_older_than=agent_records_older_than)
     if as_json:
         echo_json(rep.to_dict())
     else:

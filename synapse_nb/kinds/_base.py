@@ -291,8 +291,8 @@ def _check_held(ctx: Context, limits: dict[str, Any], held: tuple[int, int, int,
         return n > bound if written else n >= bound
 
     what = "unverified memories, pending lessons, checkpoints, decisions, episodes and notes"
-    remedy = ("; delete stale agent records (vault.memories/notes/decisions.delete, synapse-nb memory purge ID, "
-              "synapse-nb memory prune for expired ones), or a human can raise the setting {name} (synapse-nb "
+    remedy = ("; a human deletes the agents' old records (synapse-nb memory prune --agent-records-older-than 14d, "
+              "per mind; one record: synapse-nb memory purge ID), or raises the setting {name} (synapse-nb "
               "settings set {name} N, or vault.settings.set('{name}', N))")
     if new_record and past(mind_n, per_mind):
         raise QuotaExceededError(

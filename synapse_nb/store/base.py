@@ -164,6 +164,10 @@ class KindTable(Protocol[R]):
         """Set fields of a record, named and typed as the record's fields, and its ``updated_at``."""
         ...
 
+    def agents_before(self, view: View, before: str) -> builtins.list[R]:
+        """The agents' records no person took on (a memory: unverified), last changed before ``before``."""
+        ...
+
     def delete(self, id: str) -> None:
         ...
 

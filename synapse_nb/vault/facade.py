@@ -39,7 +39,7 @@ from synapse_nb.kinds.episodes import Episodes
 from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
-from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Memory, PruneReport, Status
+from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Memory, PruneReport, Record, Status
 from synapse_nb.purge import PurgeReport
 from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, Settings
 from synapse_nb.store.records import Change, MemoryFilter, View
@@ -61,6 +61,8 @@ __all__ = ["Vault"]
 _SCRUBBED: weakref.WeakSet[Any] = weakref.WeakSet()
 #: The folder, beside the database, of recall's on-disk caches (``rank-*.bin``).
 RANK_CACHE = "cache"
+#: The kinds ``prune(agent_records_older_than=)`` deletes agents' records of (a lesson waits for a person's review).
+AGENT_PRUNED = ("memory", "checkpoint", "decision", "episode", "note")
 
 
 class Vault:
@@ -509,10 +511,19 @@ class Vault:
                       untrack_command=untrack_command(prefix) if tracked and prefix else None,
                       borrowed=borrowed.line if borrowed is not None else None, awaiting_local_approval=awaiting)
 
-    def prune(self, *, sessions_older_than: str | timedelta = "30d") -> PruneReport:
-        """Delete expired memories, mark expired lessons, forget old per-session delta state (user only)."""
+    def prune(self, *, sessions_older_than: str | timedelta = "30d",
+              agent_records_older_than: str | timedelta | None = None) -> PruneReport:
+        """Delete expired memories, mark expired lessons, forget old per-session delta state (user only).
+
+        ``agent_records_older_than`` (e.g. "14d"): also delete this mind's agents' records no person took on (an
+        unverified agent memory, an agent's checkpoint, decision, episode or note) last changed longer ago, each
+        deletion recorded in history: what frees the room of the agents' totals after a flood
+        (``agent_records_per_mind``, ``agent_records_per_vault``, ``agent_megabytes_per_vault``).
+        """
         self._ctx.require_human("prune the vault")
         age = parse_duration(sessions_older_than, "sessions_older_than")
+        agent_age = (None if agent_records_older_than is None
+                     else parse_duration(agent_records_older_than, "agent_records_older_than"))
         store = self._store
         now = self._ctx.now()
         ts = fmt_ts(now)
@@ -531,7 +542,17 @@ class Vault:
             history.record_many(self._ctx, "delete", [(expired[i], None) for i in mem_ids if i in expired], at=stamp)
             history.record_many(self._ctx, "expire", [(running_out.get(i), after.get(i)) for i in les_ids], at=stamp)
             sessions = store.sessions.prune(self.mind, fmt_ts(shift(now, -age, "sessions_older_than")))
-        return PruneReport(memories_deleted=mem_ids, lessons_expired=les_ids, sessions_cleared=sessions)
+            agents: list[Record] = []
+            if agent_age is not None:
+                before = fmt_ts(shift(now, -agent_age, "agent_records_older_than"))
+                for kind in AGENT_PRUNED:
+                    table = store.table(kind)
+                    for rec in table.agents_before(stored, before):
+                        table.delete(rec.id)
+                        agents.append(rec)
+                history.record_many(self._ctx, "delete", [(r, None) for r in agents], at=stamp)
+        return PruneReport(memories_deleted=mem_ids, lessons_expired=les_ids, sessions_cleared=sessions,
+                           agent_records_deleted=tuple(r.id for r in agents))
 
     # -- export / import ----------------------------------------------------------------------------------
     def export_jsonl(self, dest: str | Path | IO[str] | None = None, *, history: bool = False) -> str:

@@ -144,6 +144,11 @@ class Table(Repository[D], Generic[R, D]):
     def list(self, view: View, *, limit: int | None = None) -> builtins.list[R]:
         return self._select(view, limit=limit)
 
+    def agents_before(self, view: View, before: str) -> builtins.list[R]:
+        """The agents' records no person took on (a memory: unverified), last changed before ``before``."""
+        unverified = " AND $verified = 0" if self.kind == "memory" else ""
+        return self._select(view, f"$source = 'agent'{unverified} AND $updated_at < ?", (before,))
+
     def count(self, view: View) -> int:
         vis, vparams = self._visible(view)
         row = self._db.query_one(f"SELECT count(*) FROM {self.table} WHERE mind = ? AND ({vis})".replace("$", ""),
