@@ -311,6 +311,29 @@ def test_agents_records_of_other_kinds_cannot_use_up_the_budget_a_persons_record
     assert gave_room >= 10  # most budgets were full of agents' lines
 
 
+def test_a_persons_record_that_lost_its_kinds_place_gets_room_from_agents_of_any_kind(
+        pair: tuple[syn.Vault, syn.Vault]) -> None:
+    """Review 15: five short agent decisions took the decisions' top five above a person's longer decision, and
+    agents' memories and checkpoints padded with dots filled the budget: trading places with one agent decision freed
+    15 tokens and the person's decision was refused for room. Agents' kept records of any kind now give it room."""
+    user, agent = pair
+    mine = user.decide("Deploy the billing service only with the blue green rollout script",
+                       rationale="canary deploys of billing lost invoices twice")
+    for i in range(5):
+        agent.decide(f"deploy billing service {i}")
+    for i in range(6):
+        agent.remember("project", f"billing_{i}", f"deploy billing service {'abcdef'[i]}{i} " + "." * 470)
+    for i in range(5):
+        agent.checkpoint(f"deploy billing service step {i} " + "." * 270, next_step="deploy billing service "
+                         + "." * 170)
+    for who in (user, agent):
+        for budget in range(600, 1250, 50):
+            r = who.recall("how do we deploy the billing service?", bars=Bars(budget_tokens=budget))
+            assert mine.id in {i.id for i in r.items}, (budget, [(x.kind, x.bar, x.reason) for x in r.explain()
+                                                                 if x.id == mine.id])
+            assert sum(estimate_tokens(i.line) for i in r.items) <= budget
+
+
 def test_memories_recall_text_says_what_an_agents_memory_is(pair: tuple[syn.Vault, syn.Vault]) -> None:
     """``vault.memories.recall_text()``, the summary an LLM reads, says once after its heading what an
     [agent · unverified] line is when it lists one; a person's memories alone bring no legend."""

@@ -250,11 +250,16 @@ async def test_stdio_subprocess(project: Path, user: syn.Vault) -> None:
     assert len(user.checkpoints.list()) == 2 and user.decisions.list()[0].decision == "stdio works"
 
 
-async def test_a_recalls_budget_is_at_most_half_the_answer_budget(project: Path, user: syn.Vault) -> None:
-    """Review 14: what a session is marked as given must fit the answer it gets. A recall asked for a budget larger
-    than the vault's answer budget marked every record it walked as given to the session, while the answer was cut
-    to ``mcp_answer_tokens``: the records cut were never given again in that session."""
+async def test_a_recalls_records_fit_the_answer_they_are_marked_given_in(project: Path, user: syn.Vault) -> None:
+    """Reviews 14 and 15: what a session is marked as given must fit the answer it gets. A recall asked for a budget
+    larger than the vault's answer budget marked every record it walked as given to the session, while the answer
+    was cut to ``mcp_answer_tokens`` (then, clamped to half of it, the banner and the headings still pushed the last
+    record out): the records cut were never given again in that session. The budget leaves room for the banner,
+    the query and the frame."""
     user.settings.set("mcp_answer_tokens", 1000)
+    for i in range(2):
+        les = user.lessons.create(f"Reverted the deploy rule change {i}: " + "keep the smoke checks " * 8)
+        user.lessons.approve(les.id)
     body = "the release pipeline runs the smoke checks first " * 6
     for i in range(5):  # five records of each kind: more than the answer holds at their top_k
         user.decide(f"deploy rule d{i}: {body}")
@@ -265,7 +270,7 @@ async def test_a_recalls_budget_is_at_most_half_the_answer_budget(project: Path,
         r = await call(c, "recall", {"query": "deploy rule release pipeline", "session_id": "s1",
                                      "budget_tokens": 100_000})
         # every record the session is marked as given is in the answer: none was cut from it
-        assert "left out to fit the answer budget" not in text(r) and text(r).count("deploy rule") >= 5
+        assert "left out to fit the answer budget" not in text(r) and text(r).count("deploy rule") >= 2
         again = await call(c, "recall", {"query": "deploy rule release pipeline", "session_id": "s1",
                                          "budget_tokens": 100_000})
         assert "deploy rule" in text(again)  # the rest, given now

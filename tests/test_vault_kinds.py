@@ -254,7 +254,8 @@ def test_prune_persists_expired_lessons_and_deletes_expired_memories(vault: syn.
     keep = vault.remember("context", "keep", "y")
     other_mind = vault.with_mind("other")
     om = other_mind.remember("context", "temp", "x", expires="1d")
-    assert vault.prune().to_dict() == {"memories_deleted": [], "lessons_expired": [], "sessions_cleared": 0}
+    assert vault.prune().to_dict() == {"memories_deleted": [], "lessons_expired": [], "sessions_cleared": 0,
+                                       "agent_records_deleted": []}
     clock.advance(days=8)
     rep = vault.prune()
     assert rep.memories_deleted == (mem.id,) and rep.lessons_expired == (les.id,)

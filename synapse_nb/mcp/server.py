@@ -104,6 +104,10 @@ _TOOLS: dict[str, tuple[str, bool, bool]] = {
 }
 
 
+#: What a recall's text holds besides its record lines, in tokens: the heading, the legend, the kinds' titles and
+#: a note (the banner and the query are counted apart).
+ANSWER_FRAME_TOKENS = 200
+
 def _plain(doc: str | None) -> str:
     """A docstring as the plain sentences a client shows: no indentation, wrapped lines joined, paragraphs kept."""
     paragraphs = re.split(r"\n\s*\n", (doc or "").strip())
@@ -362,8 +366,13 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         with _errors():
             v = handle.read_or_stale()
             if not v.offline:
-                if budget_tokens is not None:  # what a session is marked as given must fit the answer it gets
-                    budget_tokens = min(budget_tokens, max(1, handle.answer_tokens() // 2))
+                # what a session is marked as given must fit the answer it gets: the text keeps half the answer
+                # budget, and the banner, the query's heading, the legend and the kinds' titles take their share
+                # (review 15: the clamp to half the budget let the last record, marked given, be cut)
+                cap = max(100, handle.answer_tokens() // 2 - estimate_tokens(banner_text(v.lessons.in_force()))
+                          - estimate_tokens(query) - ANSWER_FRAME_TOKENS)
+                asked = v.default_bars().budget_tokens if budget_tokens is None else budget_tokens
+                budget_tokens = min(asked, cap)
                 try:
                     r = v.recall(query, session=session_id, budget_tokens=budget_tokens)
                 except OfflineError as exc:  # the server went away since the handle was opened

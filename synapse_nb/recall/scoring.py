@@ -214,17 +214,30 @@ def _people_first(yielding: list[tuple[int, int, int, int]], kept: list[RecallIt
         line = record_line(rec) if line_of is None else line_of(c, rec)
         cost = estimate_tokens(line)
         _, y_kept, y_dec, freed = yielding[at]
-        if used - freed + cost > bars.budget_tokens:
-            decisions.append(_Decision(j, False, "budget", f"would exceed the budget of {bars.budget_tokens} tokens"))
-            continue
+        bar = "verified" if isinstance(rec, Memory) and rec.verified else "person"
+        more: list[tuple[int, int, int, int]] = []
+        if used - freed + cost > bars.budget_tokens:  # other kinds' kept agent records give their room too (review 15)
+            others = yielding[:at] + yielding[at + 1:]
+            room = _room(others, used - freed + cost - bars.budget_tokens)
+            if room is None:
+                decisions.append(_Decision(j, False, "budget",
+                                           f"would exceed the budget of {bars.budget_tokens} tokens"))
+                continue
+            more = [others[i] for i in room]
         del yielding[at]
+        for entry in more:
+            yielding.remove(entry)
+            kept[entry[1]] = None
+            used -= entry[3]
+            decisions[entry[2]] = decisions[entry[2]]._replace(
+                kept=False, bar=bar, reason=f"gave its room in the budget to a person's {c.kind} (an agent's record "
+                "never pushes a person's out)")
         if by_floor:
             reserved[c.kind] = reserved.get(c.kind, 0) + 1
         used += cost - freed
         kept[y_kept] = None
         decisions[y_dec] = decisions[y_dec]._replace(
-            kept=False, bar="verified" if isinstance(rec, Memory) and rec.verified else "person",
-            reason=f"gave its place to a person's {c.kind} as relevant (an agent's "
+            kept=False, bar=bar, reason=f"gave its place to a person's {c.kind} as relevant (an agent's "
             "record never pushes a person's out)")
         why = (f"a person's {c.kind} holding the floor's share of the query takes a kept agent one's place (at most "
                f"{PEOPLE_PLACES} of a kind)" if by_floor else

@@ -6,13 +6,12 @@ settings talk to a store only through it; every SQL statement lives behind it, i
 
 Contract (every backend)
 ------------------------
-**Transactions.** ``with store.transaction():`` is one write transaction (SQLite: ``BEGIN IMMEDIATE``, retried
-while another process holds the write lock; PostgreSQL: a pooled connection, READ COMMITTED plus row locks).
-Nested calls join the outer one. It commits when the outermost block ends normally and rolls back on any
-exception; ``after_commit(cb)`` runs ``cb`` after the outermost commit (at once outside a transaction) and
-``on_rollback(cb)`` if it rolls back. What the context manager yields is the backend's own business: code outside
-``store/`` never uses it (no connection leaves the store). A read-only store refuses to open one
-(:class:`~synapse_nb.errors.StoreError`).
+**Transactions.** ``with store.transaction():`` is one write transaction (SQLite: ``BEGIN IMMEDIATE``, retried while
+another process holds the write lock; PostgreSQL: a pooled connection, READ COMMITTED plus row locks). Nested calls
+join the outer one. It commits when the outermost block ends normally and rolls back on any exception;
+``after_commit(cb)`` runs ``cb`` after the outermost commit (at once outside a transaction) and ``on_rollback(cb)``
+if it rolls back. What it yields is the backend's own (no connection leaves the store). A read-only store refuses to
+open one (:class:`~synapse_nb.errors.StoreError`).
 
 **Snapshots.** ``with store.snapshot():`` makes several reads see one committed state (SQLite: a deferred read
 transaction; PostgreSQL: REPEATABLE READ). Recall reads its lessons, candidates and word statistics inside one.
@@ -30,12 +29,11 @@ to writes that do (prune, stamps).
 stamp when that is not earlier. Strictly increasing per vault across processes (taken under the write lock), so
 records never tie on ``created_at``/``updated_at``; a SQLite import moves the last stamp past every imported time.
 
-**Ordering.** Every listing has a total order that ends in the record id, so the same vault lists the same
-way whatever the backend's plan or the hash seed. Timestamps are the fixed-width text above.
+**Ordering.** Every listing has a total order that ends in the record id, so the same vault lists the same way
+whatever the backend's plan or the hash seed.
 
-**Change notification.** The store records ``(kind, id, deleted)`` of every record it writes in a transaction
-and, after the commit, calls each listener registered with ``on_change`` once with the sorted list. A rollback
-reports nothing. Listeners hear every write through this store object (every vault handle that shares it).
+**Change notification.** After a commit the store calls each ``on_change`` listener once with the sorted
+``(kind, id, deleted)`` of every record written through it (by any vault handle); a rollback reports nothing.
 
 **Typed records in and out.** Kind tables take and return model records (:class:`~synapse_nb.models.Memory`,
 :class:`~synapse_nb.models.Lesson`, ...) or the small frozen dataclasses below; rows, cursors and connections
@@ -47,8 +45,7 @@ before they call a write; the store trusts them. Visibility is a parameter (``Vi
 rule the store decides. The store raises :class:`~synapse_nb.errors.StoreError` for I/O failures and
 :class:`~synapse_nb.errors.ConflictError` when a write breaks a uniqueness rule, never a backend's exceptions.
 
-**Full-text search** takes the user's raw text. Turning it into the backend's query language (FTS5 ``MATCH``,
-``tsquery``) is the backend's job, and any text is safe; a text with no word lists in the default order.
+**Full-text search** takes raw text (FTS5 ``MATCH``, ``tsquery`` are the backend's): any text is safe.
 
 **Recall's word statistics must agree across backends** (recall is deterministic: same vault, same answer).
 A candidate's gate text is, per kind: memory ``key`` (``_`` as spaces) + content + tags; decision: decision +
@@ -164,8 +161,7 @@ class KindTable(Protocol[R]):
         """Set fields of a record, named and typed as the record's fields, and its ``updated_at``."""
         ...
 
-    def agents_before(self, view: View, before: str) -> builtins.list[R]:
-        """The agents' records no person took on (a memory: unverified), last changed before ``before``."""
+    def agents_before(self, view: View, before: str) -> builtins.list[R]:  # agents' records, changed before then
         ...
 
     def delete(self, id: str) -> None:

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Self
 
-from synapse_nb._util import Clock, fmt_ts, new_id, parse_duration, parse_ts, shift, utcnow
+from synapse_nb._util import Clock, fmt_ts, new_id, parse_ts, utcnow
 from synapse_nb.borrowed import Adoption, Borrowed, adopt
 from synapse_nb.changes import ExportMark
 from synapse_nb.context import (
@@ -39,10 +39,10 @@ from synapse_nb.kinds.episodes import Episodes
 from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
-from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Memory, PruneReport, Record, Status
+from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Memory, PruneReport, Status
 from synapse_nb.purge import PurgeReport
 from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, Settings
-from synapse_nb.store.records import Change, MemoryFilter, View
+from synapse_nb.store.records import Change, View
 
 if TYPE_CHECKING:
     from synapse_nb.follow import VerifyReport
@@ -61,8 +61,6 @@ __all__ = ["Vault"]
 _SCRUBBED: weakref.WeakSet[Any] = weakref.WeakSet()
 #: The folder, beside the database, of recall's on-disk caches (``rank-*.bin``).
 RANK_CACHE = "cache"
-#: The kinds ``prune(agent_records_older_than=)`` deletes agents' records of (a lesson waits for a person's review).
-AGENT_PRUNED = ("memory", "checkpoint", "decision", "episode", "note")
 
 
 class Vault:
@@ -520,39 +518,9 @@ class Vault:
         deletion recorded in history: what frees the room of the agents' totals after a flood
         (``agent_records_per_mind``, ``agent_records_per_vault``, ``agent_megabytes_per_vault``).
         """
-        self._ctx.require_human("prune the vault")
-        age = parse_duration(sessions_older_than, "sessions_older_than")
-        agent_age = (None if agent_records_older_than is None
-                     else parse_duration(agent_records_older_than, "agent_records_older_than"))
-        store = self._store
-        now = self._ctx.now()
-        ts = fmt_ts(now)
-        from synapse_nb import history  # every deletion and expiry is a history entry (issue 30)
+        from synapse_nb.vault.pruning import prune  # maintenance loads on first use
 
-        stored = View(self.mind, "")  # lessons as stored (no effective status at a time)
-        with store.transaction():
-            stamp = store.stamp(self._ctx.now_ts())
-            expired = {m.id: m for m in store.memories.list(View(self.mind, ts), where=MemoryFilter(unexpired=False))
-                       if m.expires_at is not None and m.expires_at <= ts}
-            running_out = store.lessons.get_many(stored, [x.id for x in store.lessons.list(View(self.mind, ts),
-                                                                                            status="expired")])
-            mem_ids = store.memories.delete_expired(self.mind, ts)
-            les_ids = store.lessons.expire(self.mind, ts, stamp)
-            after = store.lessons.get_many(stored, les_ids)
-            history.record_many(self._ctx, "delete", [(expired[i], None) for i in mem_ids if i in expired], at=stamp)
-            history.record_many(self._ctx, "expire", [(running_out.get(i), after.get(i)) for i in les_ids], at=stamp)
-            sessions = store.sessions.prune(self.mind, fmt_ts(shift(now, -age, "sessions_older_than")))
-            agents: list[Record] = []
-            if agent_age is not None:
-                before = fmt_ts(shift(now, -agent_age, "agent_records_older_than"))
-                for kind in AGENT_PRUNED:
-                    table = store.table(kind)
-                    for rec in table.agents_before(stored, before):
-                        table.delete(rec.id)
-                        agents.append(rec)
-                history.record_many(self._ctx, "delete", [(r, None) for r in agents], at=stamp)
-        return PruneReport(memories_deleted=mem_ids, lessons_expired=les_ids, sessions_cleared=sessions,
-                           agent_records_deleted=tuple(r.id for r in agents))
+        return prune(self._ctx, sessions_older_than, agent_records_older_than)
 
     # -- export / import ----------------------------------------------------------------------------------
     def export_jsonl(self, dest: str | Path | IO[str] | None = None, *, history: bool = False) -> str:
