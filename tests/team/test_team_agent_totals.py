@@ -110,9 +110,13 @@ def test_a_project_at_14_with_agent_records_is_counted_by_migration_15(pg_admin_
         checkpoint_rows(c, 10, 2, mind="b", doing="é")
         c.execute("INSERT INTO checkpoints(id, mind, doing, origin, source, created_at, updated_at, terms) "
                   "VALUES ('ckp_user', 'a', 'a person', 'user', 'user', %s, %s, '{p}')", (TS, TS))
-        assert migrate(c, project) == (14, 15)
+        assert migrate(c, project, MIGRATIONS[:15]) == (14, 15)
         c.execute(f"SET search_path = {project}")
         assert holdings(c, "a")[:1] == (3,) and holdings(c, "b")[0] == 2
         raw = c.execute("SELECT sum(octet_length(doing) + octet_length(changed_files) + octet_length(origin)) "
                         "FROM checkpoints WHERE source = 'agent'").fetchone()
         assert raw is not None and holdings(c)[2:] == (5, int(raw[0]))
+        # migration 16 counts again, the ranking arrays too (each row's terms: "raw", 3 bytes)
+        assert migrate(c, project) == (15, 16)
+        c.execute(f"SET search_path = {project}")
+        assert holdings(c)[2:] == (5, int(raw[0]) + 5 * 3)

@@ -64,6 +64,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "agent_history_words.sql"),
     Migration(15, "what agents hold is bounded: records per mind and in the project, megabytes of their text, "
               "counted by triggers and held by the server", "agent_totals.sql"),
+    Migration(16, "an agent login's own rows: every column it chose counted, no date after the server's clock, "
+              "another speaker only as reported", "agent_rows.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version
