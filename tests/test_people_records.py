@@ -135,3 +135,33 @@ def test_an_agents_episode_naming_a_speaker_is_a_trust_claim(pair: tuple[syn.Vau
     ok = doc | {"id": "epi_00000000cafe", "actor": "Maria (reported by agent)"}
     assert person.import_jsonl([head, json.dumps(ok)]).claims == {}
     assert person.import_jsonl([head, json.dumps(doc)], trust=True).claims
+
+
+def test_a_person_reads_which_record_a_merge_deletes_before_it_does(pair: tuple[syn.Vault, syn.Vault],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 14: the CLI's conflict line and the widget's Merge button ("Delete the duplicate") never said which
+    side goes. `memory resolve` at a terminal names it and asks; the widget names it under the pair."""
+    from typer.testing import CliRunner
+
+    import synapse_nb.cli.history as cli_history
+    from synapse_nb.cli import app
+    from synapse_nb.widgets.review import ChangeReview
+
+    person, agent = pair
+    a = agent.remember("procedure", "deploy_notes", AGENTS)
+    p = person.remember("procedure", "deploy", PERSONS)
+    link = next(x for x in person.memories.conflicts() if {x.a, x.b} == {a.id, p.id})
+    assert person.memories.deletes(link.id, "merge").id == a.id and person.memories.deletes(link.id, "keep") is None
+    w = ChangeReview(person)
+    w.conflicts.value = link.id
+    assert f"Merge deletes {a.id}" in w.conflict_html.value
+    monkeypatch.setattr(cli_history, "require_human_here", lambda *args: None)  # a person at a terminal
+    monkeypatch.setattr(cli_history.typer, "confirm", lambda *args, **kw: False)
+    folder = str(person.path.parent)
+    res = CliRunner().invoke(app, ["--vault", folder, "memory", "resolve", link.id, "merge"])
+    assert res.exit_code == 1 and f"merge deletes {a.id}: [agent · unverified]" in res.stderr
+    assert next(x for x in person.memories.conflicts() if x.id == link.id).status == "open"
+    monkeypatch.setattr(cli_history.typer, "confirm", lambda *args, **kw: True)
+    res = CliRunner().invoke(app, ["--vault", folder, "memory", "resolve", link.id, "merge"])
+    assert res.exit_code == 0 and f"deleted {a.id}" in res.stdout
+    assert person.memories.get(p.id).content == PERSONS

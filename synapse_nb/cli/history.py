@@ -190,6 +190,9 @@ def memory_resolve(
 ) -> None:
     """Decide a duplicate or contradiction (human only); deletions are kept in history (revert brings them back).
 
+    At a terminal, merge and supersede first show the record they would delete and ask; with --yes nothing is asked.
+    A merge never deletes a person's record for an agent's copy (the agent's goes).
+
     Examples:
 
         synapse-nb memory resolve lnk_3f9a0c12be47 merge
@@ -197,8 +200,14 @@ def memory_resolve(
         synapse-nb memory resolve lnk_3f9a0c12be47 keep
     """
     require_human_here(ctx, yes, "resolving a conflict")
-    x = open_vault_for(ctx).memories.resolve(link, action)
-    typer.echo(f"{x.id}: {x.status}")
+    v = open_vault_for(ctx)
+    gone = v.memories.deletes(link, action)
+    if gone is not None and not yes:
+        typer.echo(f"{action} deletes {gone.id}: {gone.summary_line()}", err=True)
+        if not typer.confirm("delete it?", default=False, err=True):
+            fail(f"not resolved: {link} is still open")
+    x = v.memories.resolve(link, action)
+    typer.echo(f"{x.id}: {x.status}" + (f"; deleted {gone.id}" if gone is not None else ""))
 
 
 @memory_app.command("purge")

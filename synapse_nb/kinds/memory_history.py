@@ -281,9 +281,7 @@ class MemoryHistory:
             raise NotFoundError(f"no conflict {link_id!r} in mind {ctx.mind!r}")
         if link.status != "open":
             raise ConflictError(f"conflict {link.id} is {link.status} already")
-        view = ctx.view()
-        a = ctx.store.table(link.a_kind).get(view, link.a)
-        b = ctx.store.table(link.b_kind).get(view, link.b)
+        a, b = self._sides(link)
         if act == "supersede" and a is not None and b is not None and human_record(b) and agents_unverified(a):
             raise ConflictError(
                 f"superseding would delete {b.id}, a person's {b.kind}, for {a.id}, an agent's that no person "
@@ -293,9 +291,7 @@ class MemoryHistory:
             ts = ctx.store.stamp(ctx.now_ts())
             ctx.store.links.decide(link.id, RESOLUTIONS[act], ts)  # first: a deletion drops open links only
             if act == "merge":
-                gone, stays = (a, b) if link.hidden in (None, link.a) else (b, a)
-                if gone is not None and stays is not None and human_record(gone) and agents_unverified(stays):
-                    gone, stays = stays, gone  # a person's record never goes for an agent's copy (review 14)
+                gone, stays = _merged(link, a, b)
                 if (isinstance(gone, Memory) and isinstance(stays, Memory) and set(gone.tags) - set(stays.tags)
                         and not (human_record(stays) and agents_unverified(gone))):
                     more = sorted(set(gone.tags) - set(stays.tags))[:max(0, MAX_TAGS - len(stays.tags))]
@@ -307,6 +303,21 @@ class MemoryHistory:
                 self._drop(b, "supersede", ts)
         return replace(link, status=RESOLUTIONS[act], decided_at=ts)
 
+    def _sides(self, link: Link) -> tuple[Record | None, Record | None]:
+        view = self._ctx.view()
+        return (self._ctx.store.table(link.a_kind).get(view, link.a),
+                self._ctx.store.table(link.b_kind).get(view, link.b))
+
+    def deletes(self, link_id: str, action: str) -> Record | None:
+        """The record :meth:`resolve` with ``action`` would delete (None: keep, or none), for a person to read first:
+        ``memory resolve`` at a terminal and the ChangeReview widget name it."""
+        act = check_choice(action, "action", tuple(RESOLUTIONS))
+        link = self._ctx.store.links.get(str(link_id).strip())
+        if link is None or link.mind != self._ctx.mind:
+            raise NotFoundError(f"no conflict {link_id!r} in mind {self._ctx.mind!r}")
+        a, b = self._sides(link)
+        return _merged(link, a, b)[0] if act == "merge" else b if act == "supersede" else None
+
     def _drop(self, rec: Record | None, action: str, ts: str) -> None:
         if rec is None:
             return
@@ -315,3 +326,12 @@ class MemoryHistory:
             raise PermissionDeniedError("an agent may not resolve a conflict")
         ctx.store.table(rec.kind).delete(rec.id)
         history.record(ctx, action, rec, None, at=ts)
+
+
+def _merged(link: Link, a: Record | None, b: Record | None) -> tuple[Record | None, Record | None]:
+    """(the side a merge deletes, the side that stays): the hidden side, else the newer (``a``); but never a person's
+    record for an agent's unverified copy (review 14: the person's verified memory went, the agent's stayed)."""
+    gone, stays = (a, b) if link.hidden in (None, link.a) else (b, a)
+    if gone is not None and stays is not None and human_record(gone) and agents_unverified(stays):
+        return stays, gone
+    return gone, stays

@@ -121,9 +121,14 @@ class ChangeReview(FamilyWidget):
             self.conflict_html.value = block(f"<i style='color:{MUTED}'>no open conflict</i>")
         else:
             hid = f" · recall hides {esc(link.hidden)}" if link.hidden else ""
+            goes = [(act, g) for act in ("merge", "supersede")
+                    if (g := self.vault.memories.deletes(link.id, act)) is not None]
+            deletes = "".join(f"<div style='color:{MUTED}'>{act.capitalize()} deletes {esc(g.id)}</div>"
+                              for act, g in goes)  # which side goes, named before the click
             self.conflict_html.value = block(
                 f"<div><b>{esc(link.relation)}</b> ({link.score:.2f}): {esc(link.reason)}{hid}</div>"
-                f"<div>newer: {esc(self._record_text(link.a))}</div><div>older: {esc(self._record_text(link.b))}</div>")
+                f"<div>newer: {esc(self._record_text(link.a))}</div><div>older: {esc(self._record_text(link.b))}</div>"
+                + deletes)
         for b in (self.merge_button, self.keep_button, self.supersede_button):
             b.disabled = link is None
 
