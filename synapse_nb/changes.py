@@ -94,6 +94,11 @@ class HistoryEntry:
             state["source"] = "agent"
             if "verified" in state or state.get("kind") == "memory":  # a memory without it reads as verified
                 state["verified"] = False
+            if state.get("kind") == "lesson":  # an agent's lesson was never a decided one (review 17 wrote one
+                # approved in the agent's words with a team login's own SQL; an as_of recall put it under the banner)
+                state.update(status="pending", approved_at=None, expires_at=None, lesson_text=None)
+                if state.get("analysis_by") == "user":
+                    state["analysis_by"] = "agent"
         return record_from_dict(state)
 
     def to_dict(self) -> dict[str, Any]:

@@ -562,5 +562,5 @@ def test_an_imported_history_entry_describes_its_own_record_and_is_shown_as_it_i
                           actor="agent", surface="api", at=at, digest_before=None, digest_after=None,
                           before=json.dumps(lesson))
     with pytest.raises(syn.ValidationError, match="does not describe note note_00000000beef"):
-        forged.previous()
+        _ = forged.previous
     assert "\n" not in HistoryEntry(**{**forged.__dict__, "surface": "cli]\nv3 verify [user", "before": None}).line()

@@ -65,7 +65,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(15, "what agents hold is bounded: records per mind and in the project, megabytes of their text, "
               "counted by triggers and held by the server", "agent_totals.sql"),
     Migration(16, "an agent login's own rows: every column it chose counted, no date after the server's clock, "
-              "another speaker only as reported", "agent_rows.sql"),
+              "another speaker only as reported; its lesson history pending, its ranking arrays its text's, the "
+              "duplicate check's mark on the clock", "agent_rows.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

@@ -13,6 +13,9 @@
 --   * an episode stored as said by "Maria" read as Maria's own words: an agent's episode names another speaker only
 --     as reported ("Maria (reported by agent)", as Episodes.log writes it), and its actor and thread are at most
 --     200 characters (the package's MAX_SHORT).
+--   * (review 17) an agent's history entry for a lesson describes it pending, in the agent's words; an agent's
+--     ranking arrays hold no NULL and no more elements than its text can give; the duplicate check's catch-up mark
+--     follows the write clock.
 -- A person's rows, and the owner's upkeep of an agent's row that leaves these columns as they were, pass as before.
 
 CREATE OR REPLACE FUNCTION _held_sql(p_table text, OUT held text, OUT size text)
@@ -96,3 +99,93 @@ BEGIN
                        'EXECUTE FUNCTION _agent_row_guard(%2$L)', r.tbl, r.kind);
     END LOOP;
 END $$;
+
+-- An agent's history entry for a lesson describes a pending lesson in the agent's words only: its own SQL wrote an
+-- entry whose `before` was its lesson approved, with a wording, approved_at and expiry, and a person's as_of recall
+-- rebuilt it under "CRITICAL: ADHERE" (review 17; the package also reads any agent entry's lesson as pending,
+-- changes.HistoryEntry.previous).
+CREATE FUNCTION _agent_lesson_history_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
+DECLARE v_before jsonb;
+BEGIN
+    IF _caller_is_human() OR NEW.kind <> 'lesson' OR NEW.before IS NULL THEN
+        RETURN NEW;
+    END IF;
+    v_before := NEW.before::jsonb;
+    IF coalesce(v_before ->> 'status', 'pending') <> 'pending' OR v_before ->> 'approved_at' IS NOT NULL
+       OR v_before ->> 'expires_at' IS NOT NULL OR v_before ->> 'lesson_text' IS NOT NULL
+       OR v_before ->> 'analysis_by' = 'user' THEN
+        PERFORM _deny(format('write history for lesson %s as a decided one', NEW.rid),
+                      'an agent''s entry describes its lesson as pending, in its own words');
+    END IF;
+    RETURN NEW;
+END $$;
+REVOKE EXECUTE ON FUNCTION _agent_lesson_history_guard() FROM PUBLIC;
+CREATE TRIGGER history_agent_lesson BEFORE INSERT ON history FOR EACH ROW
+    EXECUTE FUNCTION _agent_lesson_history_guard();
+
+-- An agent's ranking arrays hold what the package makes of the row's text: no NULL element (NULLs were not counted,
+-- and 3 billion of them made every recall of a person's take 30 s: review 17), rank_body and terms at most four
+-- elements a byte of the row's gate text (plus 64), rank_ctx empty but on a threaded episode (whose context the
+-- thread's two records before it give: at most twice what one record may hold). After the row is written: the gate
+-- text is a generated column.
+CREATE FUNCTION _agent_rank_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
+DECLARE v_most bigint;
+BEGIN
+    IF _caller_is_human() OR NEW.source IS DISTINCT FROM 'agent' THEN
+        RETURN NULL;
+    END IF;
+    IF array_position(NEW.rank_body, NULL) IS NOT NULL OR array_position(NEW.rank_ctx, NULL) IS NOT NULL
+       OR array_position(NEW.terms, NULL) IS NOT NULL THEN
+        PERFORM _deny(format('store ranking words of %s %s with a NULL among them', TG_ARGV[0], NEW.id),
+                      'ranking words are the words of the record''s text');
+    END IF;
+    v_most := 4 * octet_length(coalesce(NEW.gate_text, '')) + 64;
+    IF cardinality(NEW.rank_body) > v_most OR cardinality(NEW.terms) > v_most THEN
+        PERFORM _deny(format('store %s ranking words for %s %s of %s bytes of text',
+                             greatest(cardinality(NEW.rank_body), cardinality(NEW.terms)), TG_ARGV[0], NEW.id,
+                             octet_length(coalesce(NEW.gate_text, ''))),
+                      'ranking words are the words of the record''s text');
+    END IF;
+    v_most := 0;  -- (a CASE in an IF's condition ends it at its first THEN)
+    IF TG_ARGV[0] = 'episode' THEN
+        v_most := 2 * (4 * 4 * 32768 + 64);
+    END IF;
+    IF cardinality(NEW.rank_ctx) > v_most THEN
+        PERFORM _deny(format('store a ranking context of %s words for %s %s', cardinality(NEW.rank_ctx),
+                             TG_ARGV[0], NEW.id),
+                      'a ranking context is the words of the two records before it in its thread');
+    END IF;
+    RETURN NULL;
+END $$;
+REVOKE EXECUTE ON FUNCTION _agent_rank_guard() FROM PUBLIC;
+DO $$
+DECLARE r record;
+BEGIN
+    FOR r IN SELECT * FROM (VALUES ('memories', 'memory'), ('checkpoints', 'checkpoint'), ('decisions', 'decision'),
+                                   ('episodes', 'episode'), ('notes', 'note')) v(tbl, kind)
+    LOOP
+        EXECUTE format('CREATE TRIGGER %1$s_agent_rank AFTER INSERT OR UPDATE ON %1$I FOR EACH ROW '
+                       'EXECUTE FUNCTION _agent_rank_guard(%2$L)', r.tbl, r.kind);
+    END LOOP;
+END $$;
+
+-- The duplicate check's catch-up mark moves forward with the write clock only: an agent's UPDATE dup_checked SET
+-- at = '9999-...' switched off the check of every later bulk write for good (review 17). A mark past the clock now
+-- is set back to it.
+CREATE FUNCTION _dup_checked_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
+BEGIN
+    IF NEW.at > greatest(coalesce((SELECT value FROM meta WHERE key = 'clock'), ''),
+                         fmt_ts(clock_timestamp() + interval '1 minute')) THEN
+        RAISE EXCEPTION 'synapse: the duplicate check''s mark may not move past the write clock (%)', NEW.at
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'the mark follows the stamps of the writes it checked';
+    END IF;
+    RETURN NEW;
+END $$;
+REVOKE EXECUTE ON FUNCTION _dup_checked_guard() FROM PUBLIC;
+UPDATE dup_checked SET at = (SELECT value FROM meta WHERE key = 'clock')
+ WHERE at > (SELECT value FROM meta WHERE key = 'clock');
+CREATE TRIGGER dup_checked_guard BEFORE UPDATE ON dup_checked FOR EACH ROW EXECUTE FUNCTION _dup_checked_guard();
