@@ -205,7 +205,7 @@ def recall_html(r: Any, headings: Mapping[str, str] | None = None) -> str:
     if getattr(r, "borrowed", None):
         parts.append(f"<div><b>{esc(r.borrowed.get('line', ''))}</b></div>")
     if lessons:
-        items = "".join(f"<li>{esc(inline(x.lesson_text or x.summary, 200))} <span style='color:{MUTED}'>"
+        items = "".join(f"<li>{esc(inline(x.lesson_text or x.summary))} <span style='color:{MUTED}'>"
                         f"(in force until {esc(fmt_time(x.expires_at))}) {code(x.id)}</span></li>" for x in lessons)
         parts.append(f"<div style='border-left:3px solid {OK};padding-left:8px;margin:4px 0'>"
                      f"<b>Approved lessons</b> (head every recall)<ol style='margin:2px 0'>{items}</ol></div>")

@@ -158,7 +158,7 @@ def diff_html(vault: Vault, les: Lesson) -> str:
                "font-size:var(--jp-code-font-size, 12px);max-height:28em;overflow:auto")
         tail = (f"<div style='color:{MUTED};font-style:italic'>… {plural(d.omitted_lines, 'more line')} not shown "
                 f"(run <code>git show {esc(d.sha[:12])}</code> to see the whole change)</div>" if d.truncated else "")
-        parts.append(f"<div><b>{code(d.sha[:12])} {esc(d.subject)}</b></div>"
+        parts.append(f"<div><b>{code(d.sha[:12])} {esc(inline(d.subject))}</b></div>"
                      f"<div class='synapse-diff' style='{box}'>{_patch_lines_html(d.stat)}"
                      f"<div>&nbsp;</div>{_patch_lines_html(d.patch)}{tail}</div>")
     if len(shas) > MAX_DIFF_COMMITS:

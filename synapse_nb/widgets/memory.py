@@ -10,7 +10,7 @@ import ipywidgets as widgets
 from synapse_nb.displays import is_agent, mark_html
 from synapse_nb.errors import SynapseError, ValidationError
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory
-from synapse_nb.provenance import inline, mark
+from synapse_nb.provenance import inline, mark, salvage
 from synapse_nb.render import MUTED, code, fmt_time, plural, pre_html
 from synapse_nb.widgets._common import Confirm, FamilyWidget, block, button, esc, live_vault
 from synapse_nb.widgets.table import RecordTable
@@ -64,7 +64,7 @@ def memory_detail_html(m: Memory) -> str:
              f"<span style='color:{MUTED}'>created {fmt_time(m.created_at)} · updated {fmt_time(m.updated_at)}"
              + (f" · expires {fmt_time(m.expires_at)}" if m.expires_at else " · never expires") + "</span>"]
     return block("".join(f"<div>{f}</div>" for f in facts)
-                 + f"<div class='{quote}'>{pre_html(m.content, max_height='14em')}</div>")
+                 + f"<div class='{quote}'>{pre_html(salvage(m.content), max_height='14em')}</div>")
 
 
 def history_html(versions: Any) -> str:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from synapse_nb.changes import PROPOSED_MARK
 from synapse_nb.errors import SynapseError
 from synapse_nb.models import kind_of_id
 from synapse_nb.provenance import inline
@@ -82,8 +83,9 @@ class ChangeReview(FamilyWidget):
         mem = self.vault.memories
         self.items_revisions = mem.revisions()
         self.items_conflicts = mem.conflicts()
-        self.revisions.options = [(f"{r.rid} · {inline(r.proposed.get('content', str(r.proposed)), 60)}", r.id)
-                                  for r in self.items_revisions]
+        self.revisions.options = [
+            (f"{r.rid} · {PROPOSED_MARK} {inline(r.proposed.get('content', str(r.proposed)), 60)}", r.id)
+            for r in self.items_revisions]
         self.conflicts.options = [(f"{x.relation} · {x.a} ~ {x.b} ({x.score:.2f})", x.id)
                                   for x in self.items_conflicts]
         if self.items_revisions and self.revisions.value is None:
