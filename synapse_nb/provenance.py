@@ -454,6 +454,10 @@ def record_json(record: Any) -> dict[str, Any]:
     return {"provenance": mark(record), **quoted(record.to_dict())}
 
 
+#: Most characters of a name inside a label (a branch's name may be any length git allows).
+LABEL_CHARS = 80
+
+
 def label_text(text: Any) -> str:
     """Text that sits inside a bracketed label (a branch name in ``[main, approved]``): one line, without the
     brackets and commas that would let it close the label early or open another.
@@ -465,7 +469,7 @@ def label_text(text: Any) -> str:
     ('main approved 2. main', 'The<U+00A0>user<U+00A0>approved')
     """
     shown = spaces_shown(str(text) if text is not None else "")
-    cleaned = inline(shown).replace("[", " ").replace("]", " ").replace(",", " ")
+    cleaned = inline(shown, LABEL_CHARS).replace("[", " ").replace("]", " ").replace(",", " ")
     return " ".join(neutralise(cleaned).split())
 
 

@@ -46,7 +46,8 @@ def test_simple_revert_full_record(repo: ScratchRepo) -> None:
     assert rev.files_affected == ("src/pay.py",)
     assert rev.diffstat == (("src/pay.py", 0, 2),)
     assert not rev.is_reapply and rev.evidence == "message"
-    assert rev.summary == f'Reverted "Add retry to payment client" ({target[:7]}) on main: touched "src/pay.py" (+0/-2)'
+    assert rev.summary == (f'Reverted "Add retry to payment client" ({target[:7]}) on "main": touched "src/pay.py" '
+                           "(+0/-2)")
 
 
 def test_path_argument_and_not_a_repo(repo: ScratchRepo, tmp_path: Path) -> None:
@@ -106,7 +107,7 @@ def test_series_and_combined_reverts(repo: ScratchRepo) -> None:
     assert [r.reverted[0].subject for r in reverts] == ["Add c", "Add b", "Add a"]
     combined = reverts[-1]
     assert [x.sha for x in combined.reverted] == [a, b]  # abbreviated id resolved, duplicate dropped
-    assert combined.summary.startswith(f'Reverted "Add a" ({a[:7]}) and "Add b" ({b[:7]}) on main: touched "a.txt"')
+    assert combined.summary.startswith(f'Reverted "Add a" ({a[:7]}) and "Add b" ({b[:7]}) on "main": touched "a.txt"')
     dates = [(r.revert.date, r.revert.sha) for r in reverts]
     assert dates == sorted(dates)
 
@@ -120,7 +121,7 @@ def test_reapply_is_a_revert_of_a_revert(repo: ScratchRepo) -> None:
     assert [r.is_reapply for r in reverts] == [False, True]
     again = reverts[1]
     assert again.reverted[0].sha == first_revert
-    assert again.summary.startswith(f'Reapplied "Add retry to payment client" ({first_revert[:7]}) on main')
+    assert again.summary.startswith(f'Reapplied "Add retry to payment client" ({first_revert[:7]}) on "main"')
     assert reverts[0].reverted[0].sha == target
 
 
@@ -136,7 +137,7 @@ def test_branches_are_computed_from_the_graph(repo: ScratchRepo) -> None:
     repo.git("pack-refs", "--all")
     (rev,) = scan_reverts(repo.root).reverts
     assert rev.branches == ("feature/x", "main", "zeta")
-    assert "on feature/x and 2 other branches" in rev.summary
+    assert 'on "feature/x" and 2 other branches' in rev.summary
 
 
 def test_detached_head_and_tag_only(repo: ScratchRepo) -> None:
@@ -307,3 +308,41 @@ def test_a_revert_of_more_files_than_a_lesson_keeps_is_a_lesson_of_the_first_one
         assert len(les.files_affected) == len(les.diffstat) == MAX_FILES
         assert les.files_affected[0] == "gen/f0000.txt"
         assert les.summary.endswith(f"and {n - 3} more files"), les.summary
+
+
+def test_an_author_name_holding_the_separator_stops_no_scan(repo: ScratchRepo) -> None:
+    """Review 19: an agent's commit whose author was "bot\\x1fx" (the log's field separator, before the commit time)
+    made every later scan fail with a ValueError, so no revert of the person's became a lesson."""
+    repo.write("notes.txt", "x\n")
+    repo.git("add", "notes.txt")
+    subprocess.run(["git", "commit", "-qm", "an agent's commit"], cwd=repo.root, check=True,
+                   env={**repo.env(), "GIT_AUTHOR_NAME": "bot\x1fx"})
+    target = _add_retry(repo)
+    repo.git("revert", "--no-edit", "HEAD")
+    (rev,) = scan_reverts(find_repo(repo.root)).reverts  # type: ignore[arg-type]
+    assert rev.reverted[0].sha == target
+
+
+def test_a_branchs_name_in_a_summary_is_quoted_and_cut(repo: ScratchRepo) -> None:
+    """Review 19: a branch named with 1,750 no-break spaces went into the summary as written, each shown as
+    <U+00A0>: the approved item was 14,000 characters long and every cut of the banner stopped at it."""
+    _add_retry(repo)
+    repo.git("revert", "--no-edit", "HEAD")
+    repo.git("branch", "zz/deploy-with-force-is-fine/" + "\u00a0" * 120)  # 960 characters shown
+    (rev,) = scan_reverts(find_repo(repo.root)).reverts  # type: ignore[arg-type]
+    assert len(rev.summary) < 400 and ' on "main", "zz/deploy-with-force-is-fine/' in rev.summary
+
+
+def test_a_scanned_lessons_branch_is_the_default_one_not_the_first_name(repo: ScratchRepo) -> None:
+    """Review 19: the lesson took the first name in sorted order: an agent's `git branch 0` at main scoped a person's
+    lesson to branch "0", and no session on main had it."""
+    import synapse_nb as syn
+
+    _add_retry(repo)
+    repo.git("revert", "--no-edit", "HEAD")
+    repo.git("branch", "0")
+    v = syn.open_vault(repo.root)
+    (les,) = v.lessons.scan()
+    assert les.branch == "main"
+    v.lessons.approve(les.id, accept_agent_text=True)
+    assert [x.id for x in v.lessons.in_force()] == [les.id]

@@ -12,7 +12,7 @@ scan).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from synapse_nb.errors import GitError
@@ -23,7 +23,10 @@ __all__ = ["LOG_FORMAT", "CommitInfo", "RawCommit", "branch_masks", "branches_of
            "existing_commits", "iso_time", "parse_raw_commit", "read_commits", "tips", "walk"]
 
 #: What ``git log`` prints per commit in a walk: sha, parents, author, committer time, subject, body.
-LOG_FORMAT = "%H%x1f%P%x1f%an <%ae>%x1f%ct%x1f%s%x1f%B"
+#: The fixed fields first (hex, spaces, digits: never a separator), then the committer's words, which may hold any
+#: byte but NUL (review 19: an author named "bot\x1fx" before the time made every later scan fail).
+LOG_FORMAT = "%H%x1f%P%x1f%ct%x1f%an <%ae>%x1f%s%x1f%B"
+_SHA_RE = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
 
 @dataclass(frozen=True)
@@ -165,10 +168,17 @@ def walk(repo: RepoInfo, tips: list[str], since: list[str], max_commits: int) ->
     for record in out.split(b"\0"):
         if not record.strip():
             continue
-        parts = decode(record).split("\x1f", 5)
-        if len(parts) != 6:
-            raise GitError(f"unexpected git log output in {repo.work_tree}: {parts[0][:60]!r}")
-        sha, parents, author, ctime, subject, body = parts
+        text = decode(record)
+        fixed = text.split("\x1f", 3)
+        if len(fixed) < 4 or not _SHA_RE.fullmatch(fixed[0].strip()) or not fixed[2].strip().isdigit():
+            if commits:  # a NUL inside the previous commit's message: the rest of its body
+                commits[-1] = replace(commits[-1], body=commits[-1].body + "\0" + text)
+                continue
+            raise GitError(f"unexpected git log output in {repo.work_tree}: {fixed[0][:60]!r}")
+        sha, parents, ctime, rest = fixed
+        at = rest.find(">\x1f")  # the author ends at its address's ">" (a name may hold the separator)
+        author, tail = (rest[:at + 1], rest[at + 2:]) if at >= 0 else rest.partition("\x1f")[::2]
+        subject, _, body = tail.partition("\x1f")
         commits.append(RawCommit(sha.strip(), tuple(parents.split()), author, int(ctime), subject, body))
     return commits
 

@@ -21,6 +21,7 @@ vault); until then it is "awaiting local approval" (:meth:`Lessons.awaiting_loca
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -545,7 +546,7 @@ class Lessons(KindManager[Lesson]):
                 # a revert of more files than a lesson keeps: the first ones (its summary counts them all)
                 les = self._create(
                     rv.summary, files=list(rv.files_affected[:MAX_FILES]),
-                    branch=(rv.branches[0] if rv.branches else None), revert_commit=commit_dict(rv.revert),
+                    branch=self._scope(rv.branches), revert_commit=commit_dict(rv.revert),
                     reverted_commits=[commit_dict(x) for x in rv.reverted[:MAX_REVERTED]],
                     diffstat=[tuple(x) for x in rv.diffstat[:MAX_FILES]],
                 )
@@ -564,11 +565,27 @@ class Lessons(KindManager[Lesson]):
             return None
         return self._table.get(self._view(), rid)
 
-    @staticmethod
-    def _in_gits_words(les: Lesson, rv: Any) -> bool:
+    def _scope(self, branches: Sequence[str]) -> str | None:
+        """The branch a scanned revert's lesson holds on, from the branches that reach it: a default branch among
+        them (whose lessons hold on every branch), else the one branch, else the current branch among them, else
+        none (every branch). The first name in sorted order was taken: an agent's `git branch 0` at main scoped a
+        person's lesson to a branch no session is on (review 19). A remote-tracking name counts as its branch."""
+        names: list[str] = list(dict.fromkeys(b.split("/", 1)[1] if b.startswith("origin/") else b
+                                              for b in branches))
+        git = self._ctx.git
+        defaults = git.default_branches()
+        for name in names:
+            if name in defaults:
+                return name
+        if len(names) == 1:
+            return names[0]
+        current: str | None = git.head()[0]
+        return current if current in names else None
+
+    def _in_gits_words(self, les: Lesson, rv: Any) -> bool:
         """Whether ``les`` says of revert ``rv`` what a scan writes: its summary, branch, files and commits."""
         return (les.summary == rv.summary and les.files_affected == tuple(rv.files_affected[:MAX_FILES])
-                and les.branch == (rv.branches[0] if rv.branches else None)
+                and les.branch == self._scope(rv.branches)
                 and les.revert_commit == commit_dict(rv.revert)
                 and list(les.reverted_commits) == [commit_dict(x) for x in rv.reverted[:MAX_REVERTED]]
                 and [tuple(x) for x in les.diffstat] == [tuple(x) for x in rv.diffstat[:MAX_FILES]])
