@@ -341,8 +341,12 @@ def test_a_scanned_lessons_branch_is_the_default_one_not_the_first_name(repo: Sc
     _add_retry(repo)
     repo.git("revert", "--no-edit", "HEAD")
     repo.git("branch", "0")
+    # review 20: origin's HEAD pointed at "0" too (an agent's shell writes that ref): the lesson held on "0"
+    (repo.root / ".git" / "refs" / "remotes" / "origin").mkdir(parents=True)
+    (repo.root / ".git" / "refs" / "remotes" / "origin" / "HEAD").write_text("ref: refs/remotes/origin/0\n")
     v = syn.open_vault(repo.root)
     (les,) = v.lessons.scan()
     assert les.branch == "main"
     v.lessons.approve(les.id, accept_agent_text=True)
+    (repo.root / ".git" / "refs" / "remotes" / "origin" / "HEAD").unlink()  # ... then repointed it away
     assert [x.id for x in v.lessons.in_force()] == [les.id]

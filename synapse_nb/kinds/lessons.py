@@ -45,6 +45,7 @@ from synapse_nb.errors import (
     QuotaExceededError,
     ValidationError,
 )
+from synapse_nb.gitscope.repo import TRUNKS
 from synapse_nb.kinds._base import KindManager, check_agent_totals, exactly_once
 from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, commit_dict
 from synapse_nb.models import Lesson, RecordList
@@ -566,21 +567,20 @@ class Lessons(KindManager[Lesson]):
         return self._table.get(self._view(), rid)
 
     def _scope(self, branches: Sequence[str]) -> str | None:
-        """The branch a scanned revert's lesson holds on, from the branches that reach it: a default branch among
-        them (whose lessons hold on every branch), else the one branch, else the current branch among them, else
-        none (every branch). The first name in sorted order was taken: an agent's `git branch 0` at main scoped a
-        person's lesson to a branch no session is on (review 19). A remote-tracking name counts as its branch."""
+        """The branch a scanned revert's lesson holds on, from the branches that reach it: main or master among them
+        (whose lessons hold on every branch), else the current branch among them, else the one branch, else none
+        (every branch). The first name in sorted order was taken: an agent's `git branch 0` at main scoped a person's
+        lesson to a branch no session is on (review 19); origin's HEAD is not asked, since an agent's shell repoints
+        it (review 20). A remote-tracking name counts as its branch."""
         names: list[str] = list(dict.fromkeys(b.split("/", 1)[1] if b.startswith("origin/") else b
                                               for b in branches))
-        git = self._ctx.git
-        defaults = git.default_branches()
-        for name in names:
-            if name in defaults:
-                return name
-        if len(names) == 1:
-            return names[0]
-        current: str | None = git.head()[0]
-        return current if current in names else None
+        for trunk in TRUNKS:
+            if trunk in names:
+                return trunk
+        current: str | None = self._ctx.git.head()[0]
+        if current in names:
+            return current
+        return names[0] if len(names) == 1 else None
 
     def _in_gits_words(self, les: Lesson, rv: Any) -> bool:
         """Whether ``les`` says of revert ``rv`` what a scan writes: its summary, branch, files and commits."""
