@@ -23,22 +23,17 @@ from typing import Any
 
 from synapse_nb.store.postgres.db import PgDatabase
 from synapse_nb.store.records import HEAD_CHARS, RankHit, RankRow, TermPostings
+from synapse_nb.store.sql.authors import agents_case
 from synapse_nb.store.sql.connection import Repository
 
 __all__ = ["K1", "B", "RankingQueries"]
 
 K1, B = 1.2, 0.75
 
-# whether the record is an agent's no person verified (RankRow.agent), by its primary key in its kind's table
-_AGENT = ("CASE d.kind WHEN 'memory' THEN EXISTS (SELECT 1 FROM memories t WHERE t.id = d.id AND t.source = 'agent' "
-          "AND t.verified = 0) " + "".join(
-              f"WHEN '{k}' THEN EXISTS (SELECT 1 FROM {t} t WHERE t.id = d.id AND t.source = 'agent') "
-              for k, t in (("decision", "decisions"), ("checkpoint", "checkpoints"), ("episode", "episodes"),
-                           ("note", "notes"))) + "ELSE false END")
 _RANK_COLS = ("SELECT d.kind, d.id, d.thread, d.seq, d.actor, strpos(d.gate_text, chr(63)) > 0 AS q, "
               "cardinality(d.rank_body) + cardinality(d.rank_ctx) AS dl, m.expires_at, CASE WHEN d.thread IS NULL OR "
               f"strpos(d.gate_text, chr(63)) > 0 THEN NULL ELSE substr(d.gate_text, 1, {HEAD_CHARS}) END AS head, "
-              f"{_AGENT} AS agent FROM rank_docs d "
+              f"{agents_case('d.kind', 'd.id')} AS agent FROM rank_docs d "
               "LEFT JOIN memories m ON d.kind = 'memory' AND m.id = d.id AND m.expires_at IS NOT NULL "
               "WHERE d.mind = ?")
 RANK_ROWS = _RANK_COLS + " ORDER BY d.id"

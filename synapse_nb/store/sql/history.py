@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 
 from synapse_nb.changes import ExportMark, HistoryEntry, Link, Revision
+from synapse_nb.store.sql.authors import person_sql
 from synapse_nb.store.sql.connection import D, Repository, Row
 
 __all__ = ["DELETE_HISTORY_OF", "DELETE_LINKS_OF", "DELETE_REVISIONS_OF", "HISTORY_COLUMNS", "NEXT_VERSION",
@@ -57,19 +58,11 @@ LINK_BY_ID = f"SELECT {_L} FROM links WHERE id = ?"
 LINKS_OF_RECORD = f"SELECT {_L} FROM links WHERE a = ? OR b = ? ORDER BY created_at, id"
 
 
-def _human(rid: str) -> str:
-    """SQL: whether the record ``rid`` names stands as a person's (provenance.human_record: a person wrote it, or a
-    memory a person verified)."""
-    return (f"(EXISTS (SELECT 1 FROM memories t WHERE t.id = {rid} AND (t.source = 'user' OR t.verified = 1)) OR "
-            + " OR ".join(f"EXISTS (SELECT 1 FROM {t} t WHERE t.id = {rid} AND t.source = 'user')"
-                          for t in ("decisions", "episodes", "notes", "checkpoints")) + ")")
-
-
 # the hidden side of each open link, unless it stands as a person's and the other side does not: a record that became
 # a person's after the pair was made (a person's remember over an agent's key) is never left behind an agent's copy
 # (review 14), whatever the link says
 HIDDEN = ("SELECT l.hidden FROM links l WHERE l.mind = ? AND l.status = 'open' AND l.hidden IS NOT NULL AND NOT ("
-          f"{_human('l.hidden')} AND NOT {_human('CASE WHEN l.hidden = l.a THEN l.b ELSE l.a END')}) "
+          f"{person_sql('l.hidden')} AND NOT {person_sql('CASE WHEN l.hidden = l.a THEN l.b ELSE l.a END')}) "
           "ORDER BY l.hidden")
 DECIDE_LINK = "UPDATE links SET status = ?, decided_at = ? WHERE id = ? AND status = 'open'"
 DELETE_LINKS_OF = "DELETE FROM links WHERE a = ? OR b = ?"

@@ -27,7 +27,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from synapse_nb.models import RANKED_KINDS
 from synapse_nb.store.records import HEAD_CHARS, RankRow, RankState, TermPostings
+from synapse_nb.store.sql.authors import agents_case, agents_ids
 from synapse_nb.store.sql.connection import Repository
 from synapse_nb.store.sql.dialect import chunks, marks
 from synapse_nb.store.sqlite.db import Database
@@ -38,22 +40,13 @@ _TOKENIZE = "porter unicode61 remove_diacritics 2"
 #: Most words whose stems are kept (the cache is emptied when full).
 MAX_STEMS = 50_000
 
-# whether the record is an agent's no person verified (RankRow.agent), by its primary key in its kind's table
-_AGENT = ("CASE d.kind WHEN 'memory' THEN EXISTS (SELECT 1 FROM memories t WHERE t.id = d.rid AND t.source = 'agent' "
-          "AND t.verified = 0) " + "".join(
-              f"WHEN '{k}' THEN EXISTS (SELECT 1 FROM {t} t WHERE t.id = d.rid AND t.source = 'agent') "
-              for k, t in (("decision", "decisions"), ("checkpoint", "checkpoints"), ("episode", "episodes"),
-                           ("note", "notes"))) + "ELSE 0 END")
 _COLS = ("SELECT d.kind, d.rid, d.thread, d.seq, d.actor, instr(d.body, '?') > 0, z.sz, d.gid, CASE WHEN "
          f"d.thread IS NULL OR instr(d.body, '?') > 0 THEN NULL ELSE substr(d.body, 1, {HEAD_CHARS}) END, "
          "{agent} FROM gate_docs d LEFT JOIN rank_fts_docsize z ON z.id = d.gid WHERE d.mind = ?")
-_RANK_COLS = _COLS.format(agent=_AGENT)
+_RANK_COLS = _COLS.format(agent=agents_case("d.kind", "d.rid"))  # RankRow.agent, by key
 # a whole mind: the agents' records by one scan of each kind's table (a lookup per row cost 25% more)
 RANK_ROWS = _COLS.format(agent="0") + " ORDER BY d.rid"
-RANK_AGENTS = " UNION ALL ".join(
-    ["SELECT id FROM memories WHERE mind = ? AND source = 'agent' AND verified = 0"]
-    + [f"SELECT id FROM {t} WHERE mind = ? AND source = 'agent'" for t in ("decisions", "checkpoints", "episodes",
-                                                                          "notes")])
+RANK_AGENTS = agents_ids()
 # memories with an expiry, through the partial index that holds only them (left to choose, SQLite scans the mind's
 # memories): a second statement costs less than joining every ranking document to its record
 RANK_EXPIRY = ("SELECT id, expires_at FROM memories INDEXED BY memories_expiry WHERE expires_at IS NOT NULL "
@@ -151,7 +144,7 @@ class RankingQueries(Repository[Database]):
             if ids is None and threads is None:
                 rows = self._db.query(RANK_ROWS, (mind,))
                 expiry.update((r[0], r[1]) for r in self._db.query(RANK_EXPIRY, (mind,)))
-                agents = {r[0] for r in self._db.query(RANK_AGENTS, (mind,) * 5)}
+                agents = {r[0] for r in self._db.query(RANK_AGENTS, (mind,) * len(RANKED_KINDS))}
                 if agents:
                     rows = [(*r[:9], r[1] in agents) for r in rows]
             else:
