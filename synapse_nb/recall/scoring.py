@@ -147,6 +147,26 @@ def _room(yielding: list[tuple[int, int, int, int]], need: int) -> list[int] | N
     return out if freed >= need else None
 
 
+def _give_room(entries: list[tuple[int, int, int, int]], yielding: list[tuple[int, int, int, int]],
+               kept: list[RecallItem | None], decisions: list[_Decision], rec: Record, kind: str) -> int:
+    """Drop the kept agent records ``entries`` (of ``yielding``) for a person's ``rec`` of ``kind``: out of the kept
+    items and ``yielding``, their rows saying why. Returns the tokens freed."""
+    freed = 0
+    for entry in entries:
+        yielding.remove(entry)
+        kept[entry[1]] = None
+        freed += entry[3]
+        decisions[entry[2]] = decisions[entry[2]]._replace(
+            kept=False, bar=_people_bar(rec), reason=f"gave its room in the budget to a person's {kind} (an agent's "
+            "record never pushes a person's out)")
+    return freed
+
+
+def _people_bar(rec: Record) -> str:
+    """The bar an agent's row gave way at: to a verified memory, or to another person's record."""
+    return "verified" if isinstance(rec, Memory) and rec.verified else "person"
+
+
 def _people_first(yielding: list[tuple[int, int, int, int]], kept: list[RecallItem | None],
                   decisions: list[_Decision], ranked: Ranked, cands: Sequence[WalkRow | None], cover: Cover,
                   actor: np.ndarray, bonus: np.ndarray | None, seen: Mapping[str, str], used: int, bars: Bars,
@@ -214,7 +234,6 @@ def _people_first(yielding: list[tuple[int, int, int, int]], kept: list[RecallIt
         line = record_line(rec) if line_of is None else line_of(c, rec)
         cost = estimate_tokens(line)
         _, y_kept, y_dec, freed = yielding[at]
-        bar = "verified" if isinstance(rec, Memory) and rec.verified else "person"
         more: list[tuple[int, int, int, int]] = []
         if used - freed + cost > bars.budget_tokens:  # other kinds' kept agent records give their room too (review 15)
             others = yielding[:at] + yielding[at + 1:]
@@ -225,19 +244,13 @@ def _people_first(yielding: list[tuple[int, int, int, int]], kept: list[RecallIt
                 continue
             more = [others[i] for i in room]
         del yielding[at]
-        for entry in more:
-            yielding.remove(entry)
-            kept[entry[1]] = None
-            used -= entry[3]
-            decisions[entry[2]] = decisions[entry[2]]._replace(
-                kept=False, bar=bar, reason=f"gave its room in the budget to a person's {c.kind} (an agent's record "
-                "never pushes a person's out)")
+        used -= _give_room(more, yielding, kept, decisions, rec, c.kind)
         if by_floor:
             reserved[c.kind] = reserved.get(c.kind, 0) + 1
         used += cost - freed
         kept[y_kept] = None
         decisions[y_dec] = decisions[y_dec]._replace(
-            kept=False, bar=bar, reason=f"gave its place to a person's {c.kind} as relevant (an agent's "
+            kept=False, bar=_people_bar(rec), reason=f"gave its place to a person's {c.kind} as relevant (an agent's "
             "record never pushes a person's out)")
         why = (f"a person's {c.kind} holding the floor's share of the query takes a kept agent one's place (at most "
                f"{PEOPLE_PLACES} of a kind)" if by_floor else
@@ -396,14 +409,8 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
                 decisions.append(_Decision(j, False, "budget",
                                            f"would exceed the budget of {bars.budget_tokens} tokens"))
                 continue
-            for at in room:  # agents' kept records of any kind, lowest ranked first, give the person's their room
-                _, y_kept, y_dec, freed = yielding.pop(at)
-                kept[y_kept] = None
-                used -= freed
-                decisions[y_dec] = decisions[y_dec]._replace(
-                    kept=False, bar="verified" if isinstance(rec, Memory) and rec.verified else "person",
-                    reason=f"gave its room in the budget to a person's {c.kind} (an agent's record never pushes a "
-                    "person's out)")
+            # agents' kept records of any kind, lowest ranked first, give the person's their room
+            used -= _give_room([yielding[at] for at in room], yielding, kept, decisions, rec, c.kind)
         used += cost
         per_kind[c.kind] = k_kept = per_kind.get(c.kind, 0) + 1
         if k_kept == top_k and c.kind in present:
