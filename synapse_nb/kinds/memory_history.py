@@ -276,9 +276,7 @@ class MemoryHistory:
         ctx = self._ctx
         ctx.require_human("resolve a conflict")
         act = check_choice(action, "action", tuple(RESOLUTIONS))
-        link = ctx.store.links.get(str(link_id).strip())
-        if link is None or link.mind != ctx.mind:
-            raise NotFoundError(f"no conflict {link_id!r} in mind {ctx.mind!r}")
+        link = self._link(link_id)
         if link.status != "open":
             raise ConflictError(f"conflict {link.id} is {link.status} already")
         a, b = self._sides(link)
@@ -303,6 +301,13 @@ class MemoryHistory:
                 self._drop(b, "supersede", ts)
         return replace(link, status=RESOLUTIONS[act], decided_at=ts)
 
+    def _link(self, link_id: str) -> Link:
+        """A pair of this mind by id (:class:`NotFoundError` when there is none)."""
+        link = self._ctx.store.links.get(str(link_id).strip())
+        if link is None or link.mind != self._ctx.mind:
+            raise NotFoundError(f"no conflict {link_id!r} in mind {self._ctx.mind!r}")
+        return link
+
     def _sides(self, link: Link) -> tuple[Record | None, Record | None]:
         view = self._ctx.view()
         return (self._ctx.store.table(link.a_kind).get(view, link.a),
@@ -312,11 +317,11 @@ class MemoryHistory:
         """The record :meth:`resolve` with ``action`` would delete (None: keep, or none), for a person to read first:
         ``memory resolve`` at a terminal and the ChangeReview widget name it."""
         act = check_choice(action, "action", tuple(RESOLUTIONS))
-        link = self._ctx.store.links.get(str(link_id).strip())
-        if link is None or link.mind != self._ctx.mind:
-            raise NotFoundError(f"no conflict {link_id!r} in mind {self._ctx.mind!r}")
+        link = self._link(link_id)
         a, b = self._sides(link)
-        return _merged(link, a, b)[0] if act == "merge" else b if act == "supersede" else None
+        if act == "merge":
+            return _merged(link, a, b)[0]
+        return b if act == "supersede" else None
 
     def _drop(self, rec: Record | None, action: str, ts: str) -> None:
         if rec is None:
