@@ -14,7 +14,8 @@ from synapse_nb.errors import ValidationError
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["BAR_SETTINGS", "EMBEDDER", "SEMANTIC", "SETTINGS", "Settings", "check_name", "check_setting"]
+__all__ = ["BAR_SETTINGS", "EMBEDDER", "SEMANTIC", "SETTINGS", "TRUNK_BRANCHES", "Settings", "check_name",
+           "check_setting"]
 
 
 def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
@@ -49,9 +50,34 @@ def _embedder_spec(v: Any) -> str:
     return v.strip()
 
 
+_BRANCH_CHARS = frozenset(" ~^:?*[\\")
+
+
+def _branch_names(v: Any) -> tuple[str, ...]:
+    """Branch names from a list or a comma- or space-separated string: each one git could name a branch (no space,
+    control, ``~^:?*[\\``, at most 200 characters), at most 20, in the order given, repeats dropped."""
+    what = "expected branch names, comma separated (e.g. 'develop,release'), each without spaces or ~^:?*[\\"
+    if isinstance(v, str):
+        names = [x for x in v.replace(",", " ").split() if x]
+    elif isinstance(v, list | tuple) and all(isinstance(x, str) for x in v):
+        names = [x.strip() for x in v]
+    else:
+        raise ValidationError(f"{what}; got {v!r}")
+    for x in names:
+        if (not x or len(x) > 200 or not x.isprintable() or any(c in _BRANCH_CHARS or c.isspace() for c in x)
+                or x.startswith(("-", "/")) or x.endswith(("/", ".lock")) or ".." in x):
+            raise ValidationError(f"{what}; got {x[:200]!r}")
+    if len(names) > 20:
+        raise ValidationError(f"{what}; at most 20 names, got {len(names)}")
+    return tuple(dict.fromkeys(names))
+
+
 #: Known settings: name -> (default, validator, description).
 SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
     "lesson_expiry_days": (7, _int_range(1, 3650), "days an approved lesson stays in force"),
+    "trunk_branches": ((), _branch_names,
+                       ("lessons: branches besides main and master whose approved lessons hold on every branch and "
+                        "which a scanned revert's lesson is scoped to (e.g. 'develop')")),
     "scan_window": (2000, _int_range(1, 10_000_000), "commits the first lesson scan looks back"),
     # automatic checkpoints count one unit each (synapse_nb.kinds.autocheckpoint); None: auto_checkpoint_every
     "auto_checkpoint_cells": (None, lambda v: None if v is None else _int_range(1, 100_000)(v),
@@ -89,6 +115,8 @@ SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
                           ("MCP: most tokens in one answer (text and structured content); the rest is counted, "
                            "left out")),
 }
+#: The setting naming the trunks besides main and master (synapse_nb.kinds.lessons).
+TRUNK_BRANCHES = "trunk_branches"
 #: The setting holding the weight of recall's optional semantic channel (0: off).
 SEMANTIC = "recall_semantic"
 #: The setting naming the semantic channel's embedder (synapse_nb.store.embedders; None: the default).
@@ -122,6 +150,13 @@ def check_name(name: Any) -> None:
         raise ValidationError(f"unknown setting {name!r}; known settings: {', '.join(sorted(SETTINGS))}")
 
 
+def _read(name: str, saved: dict[str, Any]) -> Any:
+    """Setting ``name`` from the stored values: its default when never set; a list of names (stored as JSON) as the
+    tuple its check returns."""
+    value = saved.get(name, SETTINGS[name][0])
+    return tuple(value) if isinstance(value, list) else value
+
+
 class Settings:
     """Vault settings stored in the database (so every surface sees the same values).
 
@@ -135,7 +170,7 @@ class Settings:
 
     def get(self, name: str) -> Any:
         check_name(name)
-        return self._ctx.store.meta.settings((name,)).get(name, SETTINGS[name][0])
+        return _read(name, self._ctx.store.meta.settings((name,)))
 
     def get_many(self, names: Iterable[str]) -> dict[str, Any]:
         """Several settings in one read: name -> value (the default when never set)."""
@@ -143,7 +178,7 @@ class Settings:
         for name in names:
             check_name(name)
         saved = self._ctx.store.meta.settings(names)
-        return {name: saved.get(name, SETTINGS[name][0]) for name in names}
+        return {name: _read(name, saved) for name in names}
 
     def set(self, name: str, value: Any) -> Any:
         self._ctx.require_human("change settings")

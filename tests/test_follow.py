@@ -132,3 +132,29 @@ def test_nothing_an_agents_shell_does_to_refs_removes_the_trunks_lessons(repo):
     assert on_dev not in {x.id for x in v.lessons.in_force()}
     repo.git("symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/dev")
     assert on_dev in {x.id for x in v.lessons.in_force()}
+
+
+def test_a_trunk_a_person_names_holds_whatever_the_refs_say(repo):
+    """A trunk not named main or master counted only through origin's HEAD, which an agent's shell repoints: setting
+    ``trunk_branches`` (human-only) names it: its lessons hold on every branch, a revert on it is scoped to it."""
+    v = syn.open_vault(repo.root, clock=_clock_after_commits(repo))
+    repo.git("checkout", "-q", "-b", "develop")
+    repo.write("src/pay.py", "p\nretry = 3\n")
+    repo.git("commit", "-qam", "Add retry to payments")
+    repo.git("revert", "--no-edit", "HEAD")
+    repo.git("branch", "0")  # an agent's ref at the same commit
+    with pytest.raises(syn.PermissionDeniedError):
+        v.as_agent().settings.set("trunk_branches", "0")
+    with pytest.raises(syn.ValidationError, match="branch names"):
+        v.settings.set("trunk_branches", "develop, bad name?")
+    assert v.settings.set("trunk_branches", "develop,release") == ("develop", "release")
+    (les,) = v.lessons.scan()
+    assert les.branch == "develop"  # not "0", not every branch
+    v.lessons.approve(les.id, accept_agent_text=True)
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.git("symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/feature")
+    assert [x.id for x in v.lessons.in_force()] == [les.id]
+    again = syn.open_vault(repo.root, clock=_clock_after_commits(repo))
+    assert [x.id for x in again.lessons.in_force()] == [les.id]  # read back from the vault
+    v.settings.set("trunk_branches", [])
+    assert list(v.lessons.in_force()) == []

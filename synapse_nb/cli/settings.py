@@ -32,6 +32,8 @@ NameArg = Annotated[str, typer.Argument(help=f"A setting's name: {_NAMES}.", sho
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, tuple):  # a list of names (trunk_branches): as it is set, comma separated
+        return ",".join(value) if value else "none"
     return "none" if value is None else str(value)
 
 

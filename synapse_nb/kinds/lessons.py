@@ -50,7 +50,7 @@ from synapse_nb.kinds._base import KindManager, check_agent_totals, exactly_once
 from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, commit_dict
 from synapse_nb.models import Lesson, RecordList
 from synapse_nb.provenance import inline
-from synapse_nb.settings import Settings
+from synapse_nb.settings import TRUNK_BRANCHES, Settings
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import LessonTable, View
@@ -228,8 +228,9 @@ class Lessons(KindManager[Lesson]):
     def in_force(self, branch: Any = _CURRENT) -> RecordList[Lesson]:
         """The approved lessons that head every recall on ``branch`` (default: the current git branch).
 
-        Those of that branch, of a default branch (main and master, whether or not they exist here, and origin's
-        HEAD's branch: nothing an agent's shell does to refs removes a trunk's lessons) and those with no branch;
+        Those of that branch, of a default branch (main and master, whether or not they exist here, the branches a
+        person named in setting ``trunk_branches``, and origin's HEAD's branch: nothing an agent's shell does to refs
+        removes a trunk's lessons) and those with no branch;
         outside git, every approved lesson. Most recently approved first. In a borrowed vault,
         only those a human here re-approved (:meth:`approved_here`).
         """
@@ -241,6 +242,8 @@ class Lessons(KindManager[Lesson]):
             les = [x for x in les if self.approved_here(x)]
         if git.repo is not None or branch is not None:  # outside git there is no branch to scope by
             scope = git.default_branches() | {branch}
+            if any(x.branch is not None and x.branch not in scope for x in les):  # the setting, read when it counts
+                scope |= set(self._trunks())
             les = [x for x in les if x.branch is None or x.branch in scope]
         les.sort(key=lambda x: (x.approved_at or "", x.id), reverse=True)
         return RecordList(les)
@@ -567,20 +570,26 @@ class Lessons(KindManager[Lesson]):
         return self._table.get(self._view(), rid)
 
     def _scope(self, branches: Sequence[str]) -> str | None:
-        """The branch a scanned revert's lesson holds on, from the branches that reach it: main or master among them
-        (whose lessons hold on every branch), else the current branch among them, else the one branch, else none
-        (every branch). The first name in sorted order was taken: an agent's `git branch 0` at main scoped a person's
-        lesson to a branch no session is on (review 19); origin's HEAD is not asked, since an agent's shell repoints
-        it (review 20). A remote-tracking name counts as its branch."""
+        """The branch a scanned revert's lesson holds on, from the branches that reach it: main, master or a branch of
+        setting ``trunk_branches`` among them (whose lessons hold on every branch), else the current branch among
+        them, else the one branch, else none (every branch). The first name in sorted order was taken: an agent's
+        `git branch 0` at main scoped a person's lesson to a branch no session is on (review 19); origin's HEAD is
+        not asked, since an agent's shell repoints it (review 20). A remote-tracking name counts as its branch."""
         names: list[str] = list(dict.fromkeys(b.split("/", 1)[1] if b.startswith("origin/") else b
                                               for b in branches))
-        for trunk in TRUNKS:
+        for trunk in self._trunks():
             if trunk in names:
                 return trunk
         current: str | None = self._ctx.git.head()[0]
         if current in names:
             return current
         return names[0] if len(names) == 1 else None
+
+    def _trunks(self) -> tuple[str, ...]:
+        """main, master and the branches a person named in setting ``trunk_branches``: their approved lessons hold on
+        every branch, and a scanned revert reaching one is scoped to it. A setting, so no agent's ref write moves it
+        (origin's HEAD does for a trunk of another name)."""
+        return TRUNKS + tuple(Settings(self._ctx).get(TRUNK_BRANCHES))
 
     def _in_gits_words(self, les: Lesson, rv: Any) -> bool:
         """Whether ``les`` says of revert ``rv`` what a scan writes: its summary, branch, files and commits."""
