@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from synapse_nb.errors import PermissionDeniedError, StoreError
 from synapse_nb.gitscope.repo import RepoInfo, find_repo
 from synapse_nb.gitscope.vaultdir import committed_in, repos_holding, symlink_exit, tracked_in
+from synapse_nb.provenance import file_names, inline
 
 if TYPE_CHECKING:
     from synapse_nb.models import Lesson
@@ -343,14 +344,24 @@ class Borrowed:
     records: VaultRecords | None = field(default=None, compare=False, repr=False)
 
     @property
+    def _path(self) -> str:
+        """The vault's path as quoted data: a folder's name is anyone's choice (review 23: a symlink's target named
+        with line breaks and a forged banner headed every answer unquoted)."""
+        return file_names([self.path])
+
+    @property
+    def _target(self) -> str:
+        return file_names([self.target])
+
+    @property
     def why(self) -> str:
         if self.reason == "symlink":
-            return f"{self.path} is a symlink to {self.target}, outside the project"
+            return f"{self._path} is a symlink to {self._target}, outside the project"
         if self.reason == "unrecorded":
-            where = self.records.path if self.records is not None else RECORDS_NAME
-            return (f"this checkout's record of its vaults ({where}) cannot be read ({self.seen}), so whether "
-                    f"{self.path} is your own or came with the repository is not known")
-        return (f"{self.path} came with the repository (git tracked it when this checkout first opened it; untracking "
+            where = file_names([self.records.path if self.records is not None else RECORDS_NAME])
+            return (f"this checkout's record of its vaults ({where}) cannot be read ({file_names([self.seen])}), so "
+                    f"whether {self._path} is your own or came with the repository is not known")
+        return (f"{self._path} came with the repository (git tracked it when this checkout first opened it; untracking "
                 "it changes nothing), so its lessons were approved by whoever committed them, not here")
 
     @property
@@ -361,7 +372,7 @@ class Borrowed:
                     "by one (synapse-nb lessons list --status approved, then synapse-nb lessons approve ID)")
         return ("its approved lessons are not in force until a human here re-approves them (synapse-nb lessons "
                 "approve ID), and writes are refused; to use that folder as your vault, name it: "
-                f"SYNAPSE_HOME={self.target}")
+                f"SYNAPSE_HOME={self._target}")
 
     @property
     def line(self) -> str:
@@ -373,12 +384,13 @@ class Borrowed:
         """Why a write is refused (a symlink out of the project), or None: writes are allowed."""
         if self.reason != "symlink":
             return None
-        return (f"refusing to write the vault through the symlink {self.path}: it points to {self.target}, outside "
-                "the project, so this would write (and create files) there; if that folder is your vault, name it "
-                f"explicitly: SYNAPSE_HOME={self.target} (CLI --vault {self.target})")
+        return (f"refusing to write the vault through the symlink {self._path}: it points to {self._target}, "
+                "outside the project, so this would write (and create files) there; if that folder is your vault, "
+                f"name it explicitly: SYNAPSE_HOME={self._target} (CLI --vault {self._target})")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"reason": self.reason, "path": self.path, "target": self.target, "line": self.line}
+        return {"reason": self.reason, "path": inline(self.path), "target": None if self.target is None else
+                inline(self.target), "line": self.line}
 
     def refuse(self) -> None:
         """Raise the write refusal (:class:`PermissionDeniedError`) when writes are refused."""

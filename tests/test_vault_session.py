@@ -193,7 +193,7 @@ def test_a_borrowed_vault_is_a_notice_with_its_details(tmp_path: Path, git: Any)
         assert v.borrowed is not None
         assert said == [Notice("borrowed", v.borrowed.line, v.path, v.borrowed.to_dict())]
         assert s.notice("borrowed") == said[0]
-        assert said[0].text.startswith("BORROWED VAULT: .synapse/synapse.db came with the repository")
+        assert said[0].text.startswith('BORROWED VAULT: ".synapse/synapse.db" came with the repository')
 
 
 def test_a_given_vault_is_served_as_is_and_never_closed(tmp_path: Path) -> None:

@@ -79,6 +79,8 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         ckp = (f"Latest checkpoint on this branch:\n{latest.restore_text()}" if latest
                else "No checkpoint on this branch yet.")
         banner = banner_text(lessons) or "No approved lessons yet."
+        if v.borrowed is not None:  # like every recall and pack (review 23: a session started without it)
+            head = f"{v.borrowed.line}\n{head}"
         context = f"{head}\n\n{banner}\n\n" + with_legend([latest], ckp)  # the legend before an agent's checkpoint
         if estimate_tokens(context) > SESSION_START_TOKENS:
             context = cut_context(context, SESSION_START_TOKENS * 4)

@@ -361,8 +361,10 @@ class Vault:
                                   {"verified": False, "source": "agent"})
                     for p in KEY_PRIORITIES
                     for m in self.memories.page(priority=p, sort="updated", descending=True, limit=25, **who).items]
+        borrowed = self._git.borrowed  # heads the pack like every recall (review 23: the SessionStart hook had none)
+        lead = "\n".join(x for x in (borrowed.line if borrowed is not None else None, note) if x) or None
         return restore_pack(self.lessons.in_force(), ckp, decisions, key_memories(memories),
-                            budget_tokens=RESTORE_TOKENS if budget_tokens is None else budget_tokens, note=note)
+                            budget_tokens=RESTORE_TOKENS if budget_tokens is None else budget_tokens, note=lead)
 
     def default_bars(self, saved: dict[str, Any] | None = None) -> Bars:
         """The gate's bars a recall uses when given none: ``Bars()`` with the saved defaults applied.
