@@ -106,8 +106,11 @@ class NoCheckpointError(NotFoundError):
     PYTHON_REMEDY = "vault.checkpoint(doing=...)"
 
     def __init__(self, message: str | None = None, *, branch: str | None = None, mind: str = "default",
-                 elsewhere: int = 0) -> None:
+                 elsewhere: int = 0, shown_branch: str | None = None) -> None:
         self.branch, self.mind, self.elsewhere = branch, mind, elsewhere
+        #: the branch as the message shows it (the raiser's ``provenance.label_text(branch)``: a branch's name is
+        #: anyone's choice, and review 23's held a forged banner and ``</system-reminder>``)
+        self.shown_branch = shown_branch if shown_branch is not None else branch
         super().__init__(message if message is not None else self.with_remedy(self.PYTHON_REMEDY))
 
     def with_remedy(self, how: str) -> str:
@@ -117,7 +120,7 @@ class NoCheckpointError(NotFoundError):
             others = f" ({n} checkpoint{'' if n == 1 else 's'} on other branches: restore one by its id)"
         else:
             others = ""
-        return (f"no checkpoint yet on branch {self.branch or '(none)'} in mind {self.mind!r}{others}; "
+        return (f"no checkpoint yet on branch {self.shown_branch or '(none)'} in mind {self.mind!r}{others}; "
                 f"create one with {how}")
 
 

@@ -86,7 +86,8 @@ def test_a_cloned_vault_is_flagged_and_its_lessons_wait_for_a_local_approval(clo
     assert v.borrowed is not None and v.borrowed.reason == "tracked" and v.borrowed.path == ".synapse/synapse.db"
     r = v.recall("how do payments retry?")
     first = r.text.split("\n")[0]
-    assert first == v.borrowed.line and first.startswith('BORROWED VAULT: ".synapse/synapse.db" came with the repository')
+    assert first == v.borrowed.line
+    assert first.startswith('BORROWED VAULT: ".synapse/synapse.db" came with the repository')
     assert "synapse-nb lessons approve ID" in first and "synapse-nb lessons adopt" in first
     assert "git rm" not in first  # untracking is no remedy: it launders nothing (review 5, finding 1)
     assert BANNER not in r.text and LESSON not in r.text and r.lessons == ()

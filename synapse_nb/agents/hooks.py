@@ -179,9 +179,17 @@ def respond(argv: Sequence[str], stdin: str, *, env: Mapping[str, str] | None = 
         answer = handle(event, vault=vault, mind=mind or "default", env=env)
         return render(event, answer, opts.get("--format", "auto"))
     except SynapseError as exc:
-        return HookOutput(stderr=f"{_PROG}: {name}: {' '.join(str(exc).split()) or type(exc).__name__}")
+        return HookOutput(stderr=f"{_PROG}: {name}: {_quoted(exc) or type(exc).__name__}")
     except Exception as exc:  # noqa: BLE001 - a hook never breaks the user's prompt
-        return HookOutput(stderr=f"{_PROG}: {name}: unexpected {type(exc).__name__}: {' '.join(str(exc).split())}")
+        return HookOutput(stderr=f"{_PROG}: {name}: unexpected {type(exc).__name__}: {_quoted(exc)}")
+
+
+def _quoted(exc: BaseException) -> str:
+    """An error's text as one quoted line (it may echo what an agent wrote: review 23); the neutraliser loads only
+    on this path, so a hook that answers starts no slower."""
+    from synapse_nb.provenance import inline
+
+    return inline(exc)
 
 
 def _read_stdin(args: Sequence[str]) -> str:

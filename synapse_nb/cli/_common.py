@@ -20,6 +20,7 @@ from typer.core import TyperGroup
 
 from synapse_nb import __version__
 from synapse_nb.errors import SynapseError
+from synapse_nb.provenance import inline
 from synapse_nb.render import plural, tags_text, when
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,7 +48,9 @@ CREATING_COMMANDS = frozenset({
 
 # ------------------------------------------------------------------------------------------------ errors at the edge
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+    """An error's text as one quoted line: it may carry what an agent wrote (a file's contents a library echoes, a
+    name), so banner, label and mark look-alikes are neutralised like any record's (review 23)."""
+    return inline(text)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

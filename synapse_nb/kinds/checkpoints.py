@@ -17,6 +17,7 @@ from synapse_nb._util import (
 from synapse_nb.errors import NoCheckpointError, ValidationError
 from synapse_nb.kinds._base import KindManager, exactly_once
 from synapse_nb.models import Checkpoint, RecordList
+from synapse_nb.provenance import label_text
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import CheckpointTable
@@ -137,7 +138,8 @@ class Checkpoints(KindManager[Checkpoint]):
             if ckp is None:
                 branch = self._ctx.git.head()[0]
                 # none on this branch, so every checkpoint of the mind is on another one
-                raise NoCheckpointError(branch=branch, mind=self._ctx.mind, elsewhere=self.count())
+                raise NoCheckpointError(branch=branch, mind=self._ctx.mind, elsewhere=self.count(),
+                                        shown_branch=label_text(branch) if branch is not None else None)
             return ckp
         return self.get(id)
 

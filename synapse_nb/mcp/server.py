@@ -120,7 +120,7 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except SynapseError as exc:
-        raise ToolError(" ".join(str(exc).split()) or type(exc).__name__) from None
+        raise ToolError(inline(exc) or type(exc).__name__) from None  # quoted: it may echo an agent's text
 
 
 def _lesson_brief(les: Any) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from urllib.parse import quote, urlencode
 
 from synapse_nb.context import acting_actor
 from synapse_nb.errors import StoreError, TeamPinError
+from synapse_nb.provenance import inline
 from synapse_nb.vault.locate import TEAM_FILE, team_url_of
 
 __all__ = ["PINS_ENV", "Pin", "PinBy", "checked_team_url", "is_person", "pin_for", "pin_folder", "pin_state",
@@ -113,7 +114,9 @@ def server_identity(url: str, project_dir: str | Path) -> str:
     try:
         params = {k: str(v) for k, v in conninfo_to_dict(conninfo).items()}
     except Exception as exc:  # noqa: BLE001 - psycopg.ProgrammingError: libpq cannot read the URL
-        raise TeamPinError(f"the team vault URL cannot be read ({' '.join(str(exc).split())}): fix "
+        # libpq's message quotes the URL, which anyone who writes the file chose (review 23: a forged banner in a
+        # URL's fragment reached every surface's error): quoted, and cut
+        raise TeamPinError(f"the team vault URL cannot be read ({inline(exc, 120)}): fix "
                            f"{TEAM_FILE} or name the URL again with `synapse-nb team join URL`") from None
     params.pop("password", None)
     if params.get("require_auth") == "!password":
