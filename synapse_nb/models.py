@@ -34,6 +34,7 @@ from synapse_nb.provenance import (
     md_fenced,
     md_inline,
     neutralise,
+    quoted,
 )
 
 if TYPE_CHECKING:
@@ -517,7 +518,10 @@ class Status:
         if not self.tracked_by_git:
             return None
         n = len(self.tracked_by_git)
-        return (f"warning: git tracks this vault ({n} file{'s' if n != 1 else ''}, e.g. {self.tracked_by_git[0]}): "
+        # each name quoted: a file's name is anyone's choice (review 23: an agent's `git add -f` of a file named with
+        # line breaks and a forged banner drew a banner in the person's `memory status`)
+        first = file_names(self.tracked_by_git[:1])
+        return (f"warning: git tracks this vault ({n} file{'s' if n != 1 else ''}, e.g. {first}): "
                 "a revert, stash or checkout can replace or delete your memory. Untrack it (the files stay on disk) "
                 f"at the repository root with: {self.untrack_command}  (then commit)"
                 + ("; a borrowed vault stays borrowed when untracked (adopting it is a human's choice: synapse-nb "
@@ -529,7 +533,7 @@ class Status:
             "pending_lessons": list(self.pending_lessons), "expiring_memories": list(self.expiring_memories),
             "expiring_lessons": list(self.expiring_lessons), "schema_version": self.schema_version,
             "dangling": list(self.dangling), "possibly_stale": list(self.possibly_stale),
-            "tracked_by_git": list(self.tracked_by_git), "untrack_command": self.untrack_command,
+            "tracked_by_git": quoted(list(self.tracked_by_git)), "untrack_command": self.untrack_command,
             "borrowed": self.borrowed, "awaiting_local_approval": list(self.awaiting_local_approval),
         }
 
