@@ -130,21 +130,23 @@ def record_html(rec: Any) -> str:
     when = f"created {esc(fmt_time(data.get('created_at')))}"
     if data.get("updated_at") and data.get("updated_at") != data.get("created_at"):
         when += f" · updated {esc(fmt_time(data['updated_at']))}"
-    head = (f"<div><span style='color:{MUTED}'>{esc(kind)}</span> <b>{esc(record_title(rec, 120))}</b> "
-            f"{mark_html(rec)} {code(rec.id)}</div>")
+    # the mark before the title, as every line reads (review 23: an agent's "Per the user (approved in chat): ..."
+    # led the heading, its mark after it)
+    head = (f"<div><span style='color:{MUTED}'>{esc(kind)}</span> {mark_html(rec)} "
+            f"<b>{esc(record_title(rec, 120))}</b> {code(rec.id)}</div>")
     return block(head + table_html(["field", "value"], rows, wrap=[False, True], empty="no other fields")
                  + f"<div style='color:{MUTED}'>{when}</div>")
 
 
 def confirmation_text(verb: str, rec: Any) -> str:
-    """The one line a write prints: ``✔ remembered mem_… procedure/run_migrations [user · verified]``."""
-    return f"✔ {verb} {rec.id} {record_title(rec, 60)} {mark(rec)}"
+    """The one line a write prints: ``✔ remembered mem_… [user · verified] procedure/run_migrations``."""
+    return f"✔ {verb} {rec.id} {mark(rec)} {record_title(rec, 60)}"
 
 
 def confirmation_html(verb: str, rec: Any) -> str:
     """The one-line confirmation of a write, with the record's full display one click away (a ``<details>``)."""
-    line = (f"<span style='color:{OK};font-weight:bold'>✔</span> {esc(verb)} {code(rec.id)} "
-            f"<b>{esc(record_title(rec, 60))}</b> {mark_html(rec)} "
+    line = (f"<span style='color:{OK};font-weight:bold'>✔</span> {esc(verb)} {code(rec.id)} {mark_html(rec)} "
+            f"<b>{esc(record_title(rec, 60))}</b> "
             f"<span style='color:{MUTED}'>(details)</span>")
     return block(f"<details class='synapse-confirmation'><summary style='cursor:pointer'>{line}</summary>"
                  f"<div style='margin:4px 0 0 16px'>{record_html(rec)}</div></details>")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb._util import check_branch
 from synapse_nb.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -50,13 +51,10 @@ def _embedder_spec(v: Any) -> str:
     return v.strip()
 
 
-_BRANCH_CHARS = frozenset(" ~^:?*[\\")
-
-
 def _branch_names(v: Any) -> tuple[str, ...]:
-    """Branch names from a list or a comma- or space-separated string: each one git could name a branch (no space,
-    control, ``~^:?*[\\``, at most 200 characters), at most 20, in the order given, repeats dropped."""
-    what = "expected branch names, comma separated (e.g. 'develop,release'), each without spaces or ~^:?*[\\"
+    """Branch names from a list or a comma- or space-separated string, each one git could name a branch
+    (:func:`~synapse_nb._util.check_branch`), at most 20, in the order given, repeats dropped."""
+    what = "expected branch names, comma separated (e.g. 'develop,release')"
     if isinstance(v, str):
         names = [x for x in v.replace(",", " ").split() if x]
     elif isinstance(v, list | tuple) and all(isinstance(x, str) for x in v):
@@ -64,9 +62,7 @@ def _branch_names(v: Any) -> tuple[str, ...]:
     else:
         raise ValidationError(f"{what}; got {v!r}")
     for x in names:
-        if (not x or len(x) > 200 or not x.isprintable() or any(c in _BRANCH_CHARS or c.isspace() for c in x)
-                or x.startswith(("-", "/")) or x.endswith(("/", ".lock")) or ".." in x):
-            raise ValidationError(f"{what}; got {x[:200]!r}")
+        check_branch(x, "a branch")
     if len(names) > 20:
         raise ValidationError(f"{what}; at most 20 names, got {len(names)}")
     return tuple(dict.fromkeys(names))

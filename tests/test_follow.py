@@ -145,7 +145,7 @@ def test_a_trunk_a_person_names_holds_whatever_the_refs_say(repo):
     repo.git("branch", "0")  # an agent's ref at the same commit
     with pytest.raises(syn.PermissionDeniedError):
         v.as_agent().settings.set("trunk_branches", "0")
-    with pytest.raises(syn.ValidationError, match="branch names"):
+    with pytest.raises(syn.ValidationError, match="git branch name"):
         v.settings.set("trunk_branches", "develop, bad name?")
     assert v.settings.set("trunk_branches", "develop,release") == ("develop", "release")
     (les,) = v.lessons.scan()

@@ -149,3 +149,16 @@ def test_a_dollar_sign_in_record_text_is_not_math_in_markdown() -> None:
     from synapse_nb.provenance import md_inline
 
     assert md_inline("costs $5 and $10") == "costs \\$5 and \\$10"
+
+
+def test_a_records_mark_comes_before_its_title(vault: syn.Vault) -> None:
+    """Review 23: a record's heading and a write's confirmation put its title first and its mark after it, so an
+    agent's "Per the user (approved in chat): ..." led the line a person reads; every other line starts with it."""
+    from synapse_nb.displays import confirmation_html, confirmation_text, record_html
+
+    dec = vault.as_agent().decide("Per the user (approved in chat): deploy with ./deploy.sh --force")
+    text = confirmation_text("logged", dec)
+    assert text.index("[agent · unverified]") < text.index("Per the user")
+    for html in (record_html(dec), confirmation_html("logged", dec)):
+        plain = re.sub(r"<[^>]+>", "", html)
+        assert plain.index("agent · unverified") < plain.index("Per the user"), plain[:200]

@@ -27,7 +27,7 @@ from synapse_nb.cli._common import (
 )
 from synapse_nb.errors import ConflictError, GitError, ValidationError
 from synapse_nb.gitscope import find_repo
-from synapse_nb.provenance import file_names, inline, mark
+from synapse_nb.provenance import file_names, inline, label_text, mark
 from synapse_nb.render import plural, when
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,6 +47,8 @@ def _lesson_text(les: Lesson, backing: str | None = None) -> str:
     if backing:
         lines.append(f"  origin:   {backing}")
     lines.append(f"  summary:  {inline(les.summary)}")
+    # where it holds, as its approved label will say (review 23: a branch never shown at review sat in the label)
+    lines.append(f"  branch:   {label_text(les.branch) if les.branch else '(every branch)'}")
     if les.files_affected:
         lines.append(f"  files:    {file_names(les.files_affected)}")
     if les.analysis:

@@ -1,14 +1,16 @@
 """A lesson's git fields as a write accepts them: the revert commit, the reverted commits and the diffstat rows
-(:meth:`synapse_nb.kinds.lessons.Lessons.create` checks them; ``scan()`` builds them from git)."""
+(:meth:`synapse_nb.kinds.lessons.Lessons.create` checks them; ``scan()`` builds them from git), and the branch a
+scanned revert's lesson holds on."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from synapse_nb._util import MAX_FILES, check_text
 from synapse_nb.errors import ValidationError
 
-__all__ = ["check_commit", "check_diffstat", "commit_dict"]
+__all__ = ["check_commit", "check_diffstat", "commit_dict", "scope_of"]
 
 
 def commit_dict(ci: Any) -> dict[str, Any]:
@@ -57,3 +59,22 @@ def check_diffstat(diffstat: Any) -> list[list[Any]]:
             counts.append(n)
         stats.append([check_text(path, "diffstat path", max_len=1024, multiline=False), *counts])
     return stats
+
+
+def scope_of(branches: Sequence[str], trunks: Sequence[str], current: str | None) -> str | None:
+    """The branch a scanned revert's lesson holds on, from the branches that reach it: a trunk among them (main,
+    master or a branch of setting ``trunk_branches``: their lessons hold on every branch), else the current branch
+    among them, else the one branch, else none (every branch). The first name in sorted order was taken: an agent's
+    `git branch 0` at main scoped a person's lesson to a branch no session is on (review 19); origin's HEAD is not
+    asked, since an agent's shell repoints it (review 20). A remote-tracking name counts as its branch.
+
+    >>> scope_of(["0", "main"], ("main", "master"), "0"), scope_of(["a", "b"], ("main",), None)
+    ('main', None)
+    """
+    names = list(dict.fromkeys(b.split("/", 1)[1] if b.startswith("origin/") else b for b in branches))
+    for trunk in trunks:
+        if trunk in names:
+            return trunk
+    if current in names:
+        return current
+    return names[0] if len(names) == 1 else None

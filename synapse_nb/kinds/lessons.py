@@ -30,6 +30,7 @@ from synapse_nb import history
 from synapse_nb._util import (
     MAX_FILES,
     MAX_TEXT,
+    check_branch,
     check_files,
     check_limit,
     check_stored_strings,
@@ -47,7 +48,7 @@ from synapse_nb.errors import (
 )
 from synapse_nb.gitscope.repo import TRUNKS
 from synapse_nb.kinds._base import KindManager, check_agent_totals, exactly_once
-from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, commit_dict
+from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, commit_dict, scope_of
 from synapse_nb.models import Lesson, RecordList
 from synapse_nb.provenance import inline
 from synapse_nb.settings import TRUNK_BRANCHES, Settings
@@ -167,8 +168,9 @@ class Lessons(KindManager[Lesson]):
                 diffstat: Any = ()) -> Lesson:
         summary = check_text(summary, "summary", max_len=MAX_TEXT)
         files_t = check_files(files, "files")
-        if branch is not None:
-            branch = check_text(branch, "branch", max_len=255, multiline=False).strip() or None
+        if branch is not None:  # a name git could give (review 23: an agent's prose sat in the approved label)
+            branch = branch.strip() if isinstance(branch, str) else branch
+            branch = check_branch(branch) if branch != "" else None
         if revert_commit is not None:
             revert_commit = check_commit(revert_commit, "revert_commit")
         if not isinstance(reverted_commits, list | tuple):
@@ -570,20 +572,8 @@ class Lessons(KindManager[Lesson]):
         return self._table.get(self._view(), rid)
 
     def _scope(self, branches: Sequence[str]) -> str | None:
-        """The branch a scanned revert's lesson holds on, from the branches that reach it: main, master or a branch of
-        setting ``trunk_branches`` among them (whose lessons hold on every branch), else the current branch among
-        them, else the one branch, else none (every branch). The first name in sorted order was taken: an agent's
-        `git branch 0` at main scoped a person's lesson to a branch no session is on (review 19); origin's HEAD is
-        not asked, since an agent's shell repoints it (review 20). A remote-tracking name counts as its branch."""
-        names: list[str] = list(dict.fromkeys(b.split("/", 1)[1] if b.startswith("origin/") else b
-                                              for b in branches))
-        for trunk in self._trunks():
-            if trunk in names:
-                return trunk
-        current: str | None = self._ctx.git.head()[0]
-        if current in names:
-            return current
-        return names[0] if len(names) == 1 else None
+        """The branch a scanned revert's lesson holds on (:func:`~synapse_nb.kinds.lesson_fields.scope_of`)."""
+        return scope_of(branches, self._trunks(), self._ctx.git.head()[0])
 
     def _trunks(self) -> tuple[str, ...]:
         """main, master and the branches a person named in setting ``trunk_branches``: their approved lessons hold on

@@ -125,8 +125,8 @@ def _errors() -> Iterator[None]:
 
 def _lesson_brief(les: Any) -> dict[str, Any]:
     """What an agent is told of an approved lesson beside the banner that quotes it."""
-    return {"id": les.id, "branch": les.branch, "approved_at": les.approved_at, "expires_at": les.expires_at,
-            "wording_by": les.wording_by, "created_by": les.source}
+    return {"id": les.id, "branch": label_text(les.branch) or None, "approved_at": les.approved_at,
+            "expires_at": les.expires_at, "wording_by": les.wording_by, "created_by": les.source}
 
 
 def _manager(v: Vault, kind: str) -> Any:

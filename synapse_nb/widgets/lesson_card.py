@@ -12,7 +12,7 @@ from synapse_nb.displays import mark_html
 from synapse_nb.errors import SynapseError
 from synapse_nb.gitscope import show_commit
 from synapse_nb.models import Lesson
-from synapse_nb.provenance import inline
+from synapse_nb.provenance import inline, label_text
 from synapse_nb.render import BORDER, MUTED, code, fmt_time, note_html, plural
 from synapse_nb.widgets._common import Confirm, block, button, esc, table_html
 
@@ -78,7 +78,7 @@ def lesson_html(les: Lesson, backing: str | None = None) -> str:
     """What was reverted (commit, subject, files, the reverted change's line counts), who created the lesson and what
     backs it (``backing``: :meth:`synapse_nb.kinds.lessons.Lessons.backing`), and who wrote each text, as HTML. An
     agent's text is quoted and marked as such."""
-    state = esc(les.status) + (f", branch {esc(les.branch)}" if les.branch else "")
+    state = esc(les.status) + (f", branch {esc(label_text(les.branch))}" if les.branch else ", every branch")
     parts = [f"<div><b>{esc(lesson_title(les))}</b> {mark_html(les)}</div>",
              f"<div style='color:{MUTED}'>{code(les.id)} · {state} · found {fmt_time(les.created_at)}</div>"]
     if backing:
