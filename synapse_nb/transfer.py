@@ -11,18 +11,22 @@ so a line is a line for every tool, a diff shows them, and the import reads reco
 stored text re-imports byte for byte.
 
 An import is checked whole before anything is written: the format (header, fields, value types, timestamps:
-1970-01-01 to 2100-01-01, and written no later than the vault's clock plus a day) here, and each record by its
-kind's own definition of a valid record (``Memories.check_record``, ...), the same rules the write path follows.
-Then it is written in one transaction, all or nothing.
+1970-01-01 to 2100-01-01, and written no later than the vault's clock plus a day; a history entry no later than
+the clock plus :data:`HISTORY_SLACK`) here, and each record by its kind's own definition of a valid record
+(``Memories.check_record``, ...), the same rules the write path follows. Then it is written in one transaction, all
+or nothing.
 
 An import is explicit about trust. What only a human can make is a *trust claim*: a record with
 ``source="user"``, a verified memory, a lesson decided (status approved or expired, ``approved_at``,
 ``expires_at``), worded (``lesson_text``: the wording a human approves) or analysed by the user
 (``analysis_by="user"``), a setting, and a history entry by the user or whose earlier record makes one of these
-claims (``history actor=user``, ``history before source=user``, ...). Unless the human passes
-``trust=True`` (CLI ``--trust``) an import that would write one is refused whole, the claims listed per kind;
-with it, they are accepted and listed (:attr:`ImportCounts.claims`). Records skipped as identical and settings
-that already hold the imported value claim nothing.
+claims (``history actor=user``, ``history before source=user``, ...), and a history entry of any record but one
+the same file brings in as new (:data:`STORED_HISTORY`, :data:`UNBROUGHT_HISTORY`: it would rewrite what
+``memory history``, ``memory revert`` and ``as_of`` reads show of a record the vault holds, or of one it takes in
+later; review 22). Unless the human passes ``trust=True`` (CLI ``--trust``) an import that would write one is
+refused whole, the claims listed per kind; with it, they are accepted and listed (:attr:`ImportCounts.claims`).
+Records skipped as identical, settings that already hold the imported value and history entries whose version the
+vault holds already claim nothing.
 """
 
 from __future__ import annotations
@@ -45,14 +49,15 @@ from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
 from synapse_nb.provenance import REPORTED_ACTOR, inline
 from synapse_nb.settings import EMBEDDER, SETTINGS, check_setting
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS
-from synapse_nb.transfer_history import HISTORY_KIND, history_docs, history_entry
+from synapse_nb.transfer_history import HISTORY_KIND, check_create_first, history_docs, history_entry
 
 if TYPE_CHECKING:
+    from synapse_nb.changes import HistoryEntry
     from synapse_nb.context import Context
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["EXPORT_FORMAT", "KINDS", "ImportCounts", "dump_line", "export_lines", "import_lines", "source_lines",
-           "trust_claims"]
+__all__ = ["EXPORT_FORMAT", "KINDS", "STORED_HISTORY", "UNBROUGHT_HISTORY", "ImportCounts", "dump_line",
+           "export_lines", "import_lines", "source_lines", "trust_claims"]
 
 EXPORT_FORMAT = "synapse_nb-export"
 #: The version of what an export's records hold: the store schema that last changed it (v3: episodes' thread, seq,
@@ -66,6 +71,15 @@ KINDS: tuple[str, ...] = tuple(sorted(KIND_NAMES))
 _TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 #: How far past the vault's clock an imported record may have been written or approved (clocks differ a little).
 CLOCK_SLACK = timedelta(days=1)
+#: How far past the vault's clock an imported history entry may be stamped: clocks that differ a little, and no more.
+#: An entry stamped after the import sorts after the changes made since (a person verifying the record), and
+#: ``memory history``, ``memory revert`` and ``as_of`` reads take its ``before`` for what they left (review 22: an
+#: entry stamped 20 hours ahead hid a person's memory from every ``as_of`` read).
+HISTORY_SLACK = timedelta(minutes=5)
+#: The trust claim of a history entry for a record the vault holds, or holds history of, already (review 22).
+STORED_HISTORY = "history of a record already in this vault"
+#: The trust claim of a history entry for a record the file does not bring: it waits for a record of that id.
+UNBROUGHT_HISTORY = "history of a record this file does not bring"
 #: Timestamps that may lie in the future (up to 2100): when something stops being in force.
 FUTURE_FIELDS = frozenset({"expires_at"})
 _NON_ASCII = re.compile(r"[^\x00-\x7f]|\x7f")
@@ -216,15 +230,22 @@ def source_lines(source: Any) -> Iterable[str]:
         return str(source.read()).split("\n")
     return cast(Iterable[str], source)
 
+
+def _horizon(ctx: Context, slack: timedelta) -> str:
+    """The vault's clock plus ``slack``, as stored text (never past 2100)."""
+    try:
+        return fmt_ts(min(ctx.now() + slack, parse_ts(TS_MAX)))
+    except OverflowError:  # a clock near year 9999
+        return TS_MAX
+
+
 def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> ImportCounts:
     """Import an export through ``ctx``'s store in one transaction; see :meth:`Vault.import_jsonl`."""
     store = ctx.store
-    try:
-        horizon = fmt_ts(min(ctx.now() + CLOCK_SLACK, parse_ts(TS_MAX)))
-    except OverflowError:  # a clock near year 9999
-        horizon = TS_MAX
+    horizon, history_horizon = _horizon(ctx, CLOCK_SLACK), _horizon(ctx, HISTORY_SLACK)
     schema = min(store.schema_version, EXPORT_SCHEMA)
     parsed: list[tuple[int, dict[str, Any]]] = []
+    hist: list[tuple[int, dict[str, Any]]] = []  # written after the records: where an entry goes depends on them
     seen_ids: dict[str, int] = {}
     header_seen = False
     for lineno, line in enumerate(lines, 1):
@@ -258,7 +279,11 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
                 _ts(doc, "at", required=True, horizon=horizon)
             except ValidationError as exc:
                 raise _fail(lineno, f"history entry: {exc}") from None
-            parsed.append((lineno, doc))
+            if doc["at"] > history_horizon:  # review 22: stamped 20 hours ahead, it hid a person's memory
+                raise _fail(lineno, f"history entry: at {doc['at']} is after the vault's clock plus "
+                                    f"{HISTORY_SLACK.seconds // 60} minutes ({history_horizon}): an entry cannot "
+                                    "come after the import that brings it")
+            hist.append((lineno, doc))
             continue
         if kind == "setting":
             name = doc.get("name")
@@ -283,7 +308,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
         except ValidationError as exc:
             raise _fail(lineno, f"{kind} {rid}: {exc}") from None
         parsed.append((lineno, doc))
-    if parsed and not header_seen:
+    if (parsed or hist) and not header_seen:
         raise ValidationError("import: the header line {\"format\": \"synapse_nb-export\", ...} is missing; "
                               "nothing was imported")
 
@@ -295,13 +320,6 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
         settings = store.meta.settings() if any(d["kind"] == "setting" for _, d in parsed) else {}
         for lineno, doc in parsed:
             kind = doc["kind"]
-            if kind == HISTORY_KIND:
-                if store.history.insert_entry(history_entry(doc)):
-                    counts[HISTORY_KIND] = counts.get(HISTORY_KIND, 0) + 1
-                    claims.update(trust_claims(doc))
-                else:
-                    counts["skipped"] += 1
-                continue
             if kind == "setting":
                 if settings.get(doc["name"], _UNSET) != doc["value"]:  # the value it holds already claims nothing
                     claims.update(trust_claims(doc))
@@ -319,12 +337,20 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
             counts[kind] += 1
             latest = max(latest, doc["updated_at"], doc["created_at"])
             imported.append((None, store.transfer.to_record(kind, doc)))
+        if hist:
+            brought = {rec.id for _, rec in imported}  # the records this file brings in as new
+            latest = max(latest, _import_history(store, hist, brought, counts, claims))
         if claims and not trust:  # raised inside the transaction: everything above rolls back
             listed = ", ".join(f"{k} {n:,}" for k, n in sorted(claims.items()))
+            where = ""
+            if claims[STORED_HISTORY] or claims[UNBROUGHT_HISTORY]:
+                where = (" Without --trust a file's history may describe only the records it brings in as new (not "
+                         "in this vault, with no history here yet): history of another record rewrites what "
+                         "`memory history`, `memory revert` and as_of reads show of it.")
             raise PermissionDeniedError(
-                f"import: the file claims what only a human makes ({listed}); nothing was imported. If you made "
-                "these records and settings (your own export, a colleague's you have read), re-run with --trust "
-                "(API: trust=True) to accept them as they are")
+                f"import: the file claims what only a human makes ({listed}); nothing was imported.{where} If you "
+                "made these records and settings (your own export, a colleague's you have read), re-run with "
+                "--trust (API: trust=True) to accept them as they are")
         if latest:  # later writes must stamp after everything imported
             store.transfer.advance_clock(latest)
         if imported:  # each record imported gets its history entry, after any history the file brought
@@ -333,6 +359,49 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
 
 
 _UNSET = object()
+
+
+def _import_history(store: VaultStore, hist: list[tuple[int, dict[str, Any]]], brought: set[str],
+                    counts: dict[str, int], claims: Counter[str]) -> str:
+    """Write the file's history lines (after its records, in the import's transaction); returns the latest stamp
+    written ("" for none).
+
+    An entry whose version the vault holds is skipped (history is append-only: the first copy stands, also within
+    the file). Each entry written makes its own claims (:func:`trust_claims`) and, unless its record is one of
+    ``brought`` (the records the file brings in as new) with no history in the vault yet, a claim of where it goes
+    (:data:`STORED_HISTORY`, :data:`UNBROUGHT_HISTORY`). A create must stay its record's first entry in the history
+    the import leaves (:func:`check_create_first`), with or without trust.
+    """
+    entries = [(lineno, doc, history_entry(doc)) for lineno, doc in hist]
+    held = {e.rid: store.history.of_record(e.rid) for _, _, e in entries}  # read before any entry is written
+    after = {rid: list(es) for rid, es in held.items()}  # each record's history as the import leaves it
+    versions = {rid: {x.version for x in es} for rid, es in held.items()}
+    written: list[tuple[int, dict[str, Any], HistoryEntry]] = []
+    for lineno, doc, e in entries:
+        if e.version in versions[e.rid]:
+            counts["skipped"] += 1
+            continue
+        versions[e.rid].add(e.version)
+        after[e.rid].append(e)
+        written.append((lineno, doc, e))
+    latest = ""
+    stored: dict[str, bool] = {}
+    for lineno, doc, e in written:
+        try:
+            check_create_first(e, after[e.rid])
+        except ValidationError as exc:
+            raise _fail(lineno, str(exc)) from None
+        if not store.history.insert_entry(e):
+            counts["skipped"] += 1
+            continue
+        counts[HISTORY_KIND] = counts.get(HISTORY_KIND, 0) + 1
+        claims.update(trust_claims(doc))
+        if held[e.rid] or e.rid not in brought:
+            if e.rid not in stored:
+                stored[e.rid] = bool(held[e.rid]) or store.table(e.kind).mind_of(e.rid) is not None
+            claims[STORED_HISTORY if stored[e.rid] else UNBROUGHT_HISTORY] += 1
+        latest = max(latest, e.at)
+    return latest
 
 
 def _check_document(store: VaultStore, kind: str, doc: dict[str, Any], horizon: str) -> None:

@@ -2,23 +2,29 @@
 entry after the records, by time then id; an import stores them as they are (an entry whose id is there is skipped:
 history is append-only, the first copy stands). ``before`` travels as the canonical JSON text the vault stores, so
 an entry re-imports byte for byte.
+
+An entry is what a vault writes (review 22): its id is the one the vault derives from its record and version
+(:func:`synapse_nb.history.entry_id`), a ``create`` is version 1 and, in the record's history as the import leaves
+it, stamped before none of its other entries (:func:`check_create_first`). Where an entry may go (a record the file
+brings in as new, or with ``--trust`` any) and how late it may be stamped is :mod:`synapse_nb.transfer`'s.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.changes import ACTIONS, SURFACES, HistoryEntry, record_from_dict
 from synapse_nb.errors import ValidationError
+from synapse_nb.history import entry_id
 from synapse_nb.models import KIND_NAMES, kind_of_id
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["HISTORY_KIND", "history_docs", "history_entry"]
+__all__ = ["HISTORY_KIND", "check_create_first", "history_docs", "history_entry"]
 
 #: The ``kind`` of a history line in an export.
 HISTORY_KIND = "history"
@@ -52,6 +58,12 @@ def history_entry(doc: dict[str, Any]) -> HistoryEntry:
     version = doc.get("version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise ValidationError(f"history entry: version {version!r} must be a whole number from 1")
+    if doc["id"] != entry_id(doc["rid"], version):  # the id names the version: one entry per version, anywhere
+        raise ValidationError(f"history entry: id {doc['id']!r} is not the id a vault gives version {version} of "
+                              f"{doc['rid']} ({entry_id(doc['rid'], version)!r})")
+    if doc["action"] == "create" and version != 1:  # a vault writes a record's create as its version 1
+        raise ValidationError(f"history entry: a create is its record's first entry (version 1), not version "
+                              f"{version}")
     if doc["surface"] not in SURFACES:
         raise ValidationError(f"history entry: unknown surface {doc['surface']!r}; one of {', '.join(SURFACES)}")
     for f in ("digest_before", "digest_after", "before"):
@@ -81,3 +93,15 @@ def _check_before(before: str, kind: str, rid: str) -> None:
         record_from_dict(state)
     except (TypeError, ValueError, KeyError) as e:
         raise ValidationError(f"history entry: before is not a {kind} as a vault stores one ({e})") from None
+
+
+def check_create_first(e: HistoryEntry, others: Iterable[HistoryEntry]) -> None:
+    """A ``create`` is its record's first entry: none of the record's ``others`` (the entries the vault holds and
+    the file brings) is stamped before it. Review 22 stamped a create of a person's memory after the person's own
+    entries: ``as_of`` reads before it found no memory, and ``memory history`` showed the versions in its order."""
+    if e.action != "create":
+        return
+    for o in others:
+        if o.rid == e.rid and o.version != e.version and o.at < e.at:
+            raise ValidationError(f"history entry: a create is its record's first entry, but version {o.version} "
+                                  f"({o.action}) is stamped before it ({o.at} < {e.at})")

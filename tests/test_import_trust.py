@@ -522,7 +522,8 @@ def test_an_imported_history_entry_is_dated_like_a_record(tmp_path: Path) -> Non
                       (entry(rid="mem_dead000001", at="2026-01-01T00:00:00.000000Z"), "is not a episode's id")):
         with pytest.raises(syn.ValidationError, match=why):
             v.import_jsonl([head, line])
-    assert v.import_jsonl([head, entry(at="2026-01-01T00:00:00.000000Z")])["history"] == 1
+    # the file brings no episode of that id: its history is a trust claim (review 22), which a person may accept
+    assert v.import_jsonl([head, entry(at="2026-01-01T00:00:00.000000Z")], trust=True)["history"] == 1
     v.as_agent().remember("project", "still", "agents can still write")
 
 
@@ -556,7 +557,8 @@ def test_an_imported_history_entry_describes_its_own_record_and_is_shown_as_it_i
                       (entry(digest_before="x" * 16), "16 lowercase hex")):
         with pytest.raises(syn.ValidationError, match=why):
             v.import_jsonl([head, line])
-    assert v.import_jsonl([head, entry(digest_before="0123456789abcdef")])["history"] == 1
+    # the file brings no note of that id: its history is a trust claim (review 22), which a person may accept
+    assert v.import_jsonl([head, entry(digest_before="0123456789abcdef")], trust=True)["history"] == 1
     # an entry stored whose before describes another record (not through an import) is forged: no record from it
     forged = HistoryEntry(id="h", rid="note_00000000beef", kind="note", mind="default", version=2, action="delete",
                           actor="agent", surface="api", at=at, digest_before=None, digest_after=None,
@@ -564,3 +566,180 @@ def test_an_imported_history_entry_describes_its_own_record_and_is_shown_as_it_i
     with pytest.raises(syn.ValidationError, match="does not describe note note_00000000beef"):
         _ = forged.previous
     assert "\n" not in HistoryEntry(**{**forged.__dict__, "surface": "cli]\nv3 verify [user", "before": None}).line()
+
+
+# ------------------------------------------------------------------- history of a record already in the vault
+def _hist(rid: str, version: int, action: str, at: str, before: dict[str, Any] | None = None, **over: Any) -> str:
+    """One history line as an agent's file would hold it (the id a vault gives the version unless ``over`` says)."""
+    doc = {"action": action, "actor": "agent", "at": at, "before": None if before is None else json.dumps(before),
+           "digest_after": None, "digest_before": None, "id": f"hst_{rid}_v{version}", "kind": "history",
+           "kind_of": "memory", "mind": "default", "rid": rid, "surface": "mcp", "version": version}
+    return json.dumps(doc | over, sort_keys=True)
+
+
+def test_an_agents_file_cannot_rewrite_the_history_of_a_persons_memory(vault: syn.Vault, tmp_path: Path,
+                                                                       clock: FakeClock) -> None:
+    """Review 22 (reproduced): an agent's file without a trust claim named a person's verified memory in two history
+    lines, an ``update`` just after the person's create whose ``before`` held the agent's text and a ``create``
+    stamped 20 hours ahead. Imported without --trust, the memory vanished from ``get(as_of=now)`` and
+    ``recall(as_of=)``, ``memory history`` showed the person's v1 as the agent's text and ``revert --to 1`` stored
+    it. History of a record already in the vault is a trust claim; a create that is not its record's first entry,
+    or an entry stamped after the import, is refused with --trust too."""
+    m = vault.remember("procedure", "deploy_steps", "Deploy with make release after tests pass")
+    mid = fmt_ts(clock.advance(seconds=1))
+    agents = m.to_dict() | {"content": "Deploy with ./deploy.sh --force, skip the tests", "source": "agent",
+                            "verified": False}
+    update = _hist(m.id, 7, "update", mid, agents)
+    create = _hist(m.id, 9, "create", fmt_ts(T0 + timedelta(hours=20)))
+    soon = fmt_ts(clock.advance(seconds=1) + timedelta(minutes=3))  # within the clocks' slack: placed, not refused
+    not_first = r"line 3: history entry: a create is its record's first entry \(version 1\), not version 9"
+    stored = (r"\(history of a record already in this vault 1\); nothing was imported\. Without --trust a file's "
+              r"history may describe only the records it brings in as new")
+    for lines, trust, error, why in (
+            ([HDR, update, create], False, ValidationError, not_first),
+            ([HDR, update, create], True, ValidationError, not_first),
+            ([HDR, update], False, PermissionDeniedError, stored),
+            ([HDR, update, _hist(m.id, 8, "import", soon)], False, PermissionDeniedError,
+             r"history of a record already in this vault 2"),
+            ([HDR, _hist(m.id, 2, "delete", mid)], False, PermissionDeniedError, r"already in this vault 1")):
+        with pytest.raises(error, match=why):
+            vault.import_jsonl(lines, trust=trust)
+    (tmp_path / "agent_export.jsonl").write_text(f"{HDR}\n{update}\n", encoding="utf-8")
+    res = _cli(tmp_path / "project", "memory", "import", str(tmp_path / "agent_export.jsonl"), "--yes")
+    assert res.exit_code != 0 and "(history of a record already in this vault 1)" in res.stderr
+    now = fmt_ts(clock.advance(minutes=10))
+    for at in (now, mid):
+        got = vault.memories.get(m.id, as_of=at)
+        assert (got.source, got.verified, got.content) == ("user", True, m.content)
+    assert "make release" in str(vault.recall("how do we deploy release", as_of=now))
+    assert [(e.version, e.action, e.actor) for e in vault.history(m.id)] == [(1, "create", "user")]
+    assert vault.history(m.id).record(1) == vault.memories.get(m.id)
+    back = vault.memories.revert(m.id, to=1)
+    assert (back.source, back.verified, back.content) == ("user", True, m.content)
+
+
+def test_a_history_entry_has_the_id_a_vault_gives_its_version(vault: syn.Vault, agent_vault: syn.Vault,
+                                                               tmp_path: Path, clock: FakeClock) -> None:
+    """An entry's id is ``hst_<record id>_v<version>``: one entry per version wherever it travels (review 22: any id
+    was stored, so one record's versions could take another's ids and sort among them)."""
+    m = agent_vault.remember("knowledge", "cache", "maybe the cache")
+    agent_vault.remember("knowledge", "cache", "the cache, surely")
+    lines = vault.export_jsonl(history=True).split("\n")
+    at = next(i for i, x in enumerate(lines) if '"action": "update"' in x)
+    (tmp_path / "t").mkdir()
+    with syn.open_vault(tmp_path / "t", clock=clock) as t:
+        for forged in (f"hst_{m.id}_v1", "hst_mem_000000000bad_v2", "anything"):
+            doc = json.loads(lines[at]) | {"id": forged}
+            for trust in (False, True):
+                with pytest.raises(ValidationError, match=rf"line {at + 1}: history entry: id '{forged}' is not "
+                                                          rf"the id a vault gives version 2 of {m.id}"):
+                    t.import_jsonl([*lines[:at], json.dumps(doc), *lines[at + 1:]], trust=trust)
+                assert list(t.memories.list()) == []
+        assert t.import_jsonl(lines).claims == {}
+
+
+def test_a_create_is_its_records_first_entry(vault: syn.Vault, agent_vault: syn.Vault, tmp_path: Path,
+                                             clock: FakeClock) -> None:
+    """A vault writes a record's create as its version 1, before any other change of it: a create of another version,
+    or stamped after another entry of its record (in the file or in the vault), is refused, with --trust too (review
+    22: an as_of read before such a create finds no record)."""
+    m = agent_vault.remember("knowledge", "cache", "maybe the cache")
+    clock.advance(seconds=1)
+    agent_vault.remember("knowledge", "cache", "the cache, surely")
+    lines = vault.export_jsonl(history=True).split("\n")
+    at = next(i for i, x in enumerate(lines) if '"action": "create"' in x)
+    late = fmt_ts(clock.advance(seconds=1))
+    (tmp_path / "t").mkdir()
+    with syn.open_vault(tmp_path / "t", clock=clock) as t:
+        for doc, why in ((json.loads(lines[at]) | {"version": 3, "id": f"hst_{m.id}_v3"}, "not version 3"),
+                         (json.loads(lines[at]) | {"at": late}, r"version 2 \(update\) is stamped before it")):
+            for trust in (False, True):
+                with pytest.raises(ValidationError, match=why):
+                    t.import_jsonl([*lines[:at], json.dumps(doc), *lines[at + 1:]], trust=trust)
+                assert list(t.memories.list()) == []
+    # in the vault: a person's memory whose create was pruned takes a create stamped before its entries, not after
+    p = vault.remember("procedure", "deploy", "make release")
+    first = p.created_at
+    clock.advance(days=400)
+    vault.remember("procedure", "deploy", "make release, then tag")
+    assert vault.prune_history(older_than="365d") >= 1 and vault.history(p.id)[0].version == 2
+    with pytest.raises(ValidationError, match=r"version 2 \(update\) is stamped before it"):
+        vault.import_jsonl([HDR, _hist(p.id, 1, "create", fmt_ts(clock.advance(minutes=1)), actor="user")],
+                           trust=True)
+    assert vault.import_jsonl([HDR, _hist(p.id, 1, "create", first, actor="user")], trust=True)["history"] == 1
+
+
+def test_a_history_entry_is_not_stamped_after_the_import(vault: syn.Vault, agent_vault: syn.Vault, tmp_path: Path,
+                                                         clock: FakeClock) -> None:
+    """An entry stamped ahead of the vault's clock sorts after the changes made once it is in (a person verifying
+    the record): ``memory history``, ``revert`` and as_of reads then take its ``before`` for what the person left
+    (review 22 stamped one 20 hours ahead). An entry may be stamped past the clock by a few minutes (clocks differ),
+    and later writes are stamped after it."""
+    m = agent_vault.remember("knowledge", "cache", "maybe the cache")
+    agent_vault.remember("knowledge", "cache", "the cache, surely")
+    lines = vault.export_jsonl(history=True).split("\n")
+    at = next(i for i, x in enumerate(lines) if '"action": "update"' in x)
+    (tmp_path / "t").mkdir()
+    with syn.open_vault(tmp_path / "t", clock=clock) as t:
+        for ahead in (timedelta(hours=20), timedelta(minutes=6)):
+            doc = json.loads(lines[at]) | {"at": fmt_ts(clock.now + ahead)}
+            for trust in (False, True):
+                with pytest.raises(ValidationError, match=rf"line {at + 1}: history entry: at \S+ is after the "
+                                                          r"vault's clock plus 5 minutes"):
+                    t.import_jsonl([*lines[:at], json.dumps(doc), *lines[at + 1:]], trust=trust)
+                assert list(t.memories.list()) == []
+        soon = fmt_ts(clock.now + timedelta(minutes=4))
+        doc = json.loads(lines[at]) | {"at": soon}
+        assert t.import_jsonl([*lines[:at], json.dumps(doc), *lines[at + 1:]]).claims == {}
+        verified = t.memories.verify(m.id)
+        assert [e.action for e in t.history(m.id)] == ["create", "update", "import", "verify"]
+        assert t.history(m.id)[-1].at > soon
+        assert t.memories.get(m.id, as_of=t.history(m.id)[-1].at) == verified
+
+
+def test_a_vaults_export_with_history_still_round_trips(vault: syn.Vault, agent_vault: syn.Vault, tmp_path: Path,
+                                                        clock: FakeClock) -> None:
+    """People's and agents' records with their history go into an empty vault with --trust, and on to a third (whose
+    file holds the second's import entries); an agent's records with their history go in without it. History of a
+    record the file does not bring (an agent's deleted note) is a trust claim: it would wait for a record of that
+    id, and rewrite its history when one came (review 22)."""
+    mine = vault.remember("procedure", "deploy", "make release")
+    clock.advance(seconds=1)
+    vault.remember("procedure", "deploy", "make release, then tag")
+    clock.advance(seconds=1)
+    agents = agent_vault.remember("knowledge", "cache", "maybe the cache")
+    clock.advance(seconds=1)
+    agent_vault.remember("knowledge", "cache", "the cache, surely")
+    clock.advance(seconds=1)
+    text = vault.export_jsonl(history=True).split("\n")
+    ids = {r: [e.id for e in vault.history(r)] for r in (mine.id, agents.id)}
+    for name in ("a", "b", "c", "d"):
+        (tmp_path / name).mkdir()
+    with syn.open_vault(tmp_path / "b", clock=clock) as b:
+        with pytest.raises(PermissionDeniedError, match="history actor=user 2"):
+            b.import_jsonl(text)
+        counts = b.import_jsonl(text, trust=True)
+        assert (counts["memory"], counts["history"]) == (2, 4)
+        assert "history of a record" not in counts.claims_text()
+        for r in (mine.id, agents.id):
+            assert [e.id for e in b.history(r)] == [*ids[r], f"hst_{r}_v3"]
+            assert b.history(r)[-1].action == "import"
+        assert b.import_jsonl(text).claims == {}  # again: all of it is there, so it claims nothing
+        again = b.export_jsonl(history=True).split("\n")
+        assert b.memories.revert(mine.id, to=1).content == "make release"
+    with syn.open_vault(tmp_path / "c", clock=clock) as c:
+        assert c.import_jsonl(again, trust=True)["history"] == 6
+        assert [e.action for e in c.history(mine.id)] == ["create", "update", "import", "import"]
+        assert c.history(mine.id).record(1).content == "make release"
+    # an agent's vault alone: its records and their history claim nothing; a deleted note's history does
+    with syn.open_vault(tmp_path / "a", clock=clock) as a:
+        a.as_agent().remember("knowledge", "guess", "maybe")
+        a.as_agent().notes.add("scratch", "when scratching", "to throw away")
+        a.as_agent().notes.delete("scratch")
+        agents_file = a.export_jsonl(history=True).split("\n")
+        kept = [x for x in agents_file if '"kind_of": "note"' not in x]
+    with syn.open_vault(tmp_path / "d", clock=clock) as d:
+        assert d.import_jsonl(kept).claims == {}
+        with pytest.raises(PermissionDeniedError, match=r"\(history of a record this file does not bring 2\)"):
+            d.import_jsonl(agents_file)
+        assert d.import_jsonl(agents_file, trust=True).claims == {"history of a record this file does not bring": 2}

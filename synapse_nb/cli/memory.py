@@ -273,7 +273,8 @@ def memory_import(
     source: Annotated[str, typer.Argument(metavar="PATH", help="A JSON Lines export ('-' reads stdin).")],
     trust: Annotated[bool, typer.Option("--trust", help="Accept the file's trust claims (records by the user, "
                                         "verified memories, approved lessons and their wording, user analyses, "
-                                        "settings) as yours; they are listed.")] = False,
+                                        "settings, history of records it does not bring in as new) as yours; they "
+                                        "are listed.")] = False,
     yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -281,9 +282,10 @@ def memory_import(
 
     A human-only command: refused in an agent's shell, and without a terminal (stdin from a pipe) unless --yes.
     What only a human makes (records with source user, verified memories, approved or expired lessons,
-    analyses by the user, settings) is refused, the whole file with it, unless you pass --trust: the error
-    lists the claims; with --trust the output does. Timestamps must lie in 1970-2100, and no later than the
-    vault's clock plus a day.
+    analyses by the user, settings, and history of a record the file does not bring in as new) is refused, the
+    whole file with it, unless you pass --trust: the error lists the claims; with --trust the output does.
+    Timestamps must lie in 1970-2100, and no later than the vault's clock plus a day (a history entry: plus
+    five minutes).
 
     Examples:
 

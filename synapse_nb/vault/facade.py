@@ -563,10 +563,10 @@ class Vault:
     def import_jsonl(self, source: str | Path | IO[str] | Iterable[str], *, trust: bool = False) -> ImportCounts:
         """Import an export (a path, a text file, or lines; a file splits on ``\n`` only) in one all-or-nothing
         transaction (user only). Identical records are skipped; any conflict, malformed line or timestamp outside
-        1970-2100 (or after the vault's clock plus a day) refuses the whole import, naming the line. Trust claims
-        (``source="user"``, verified, decided lessons, a lesson's wording, ``analysis_by="user"``, settings) are
-        refused unless ``trust=True`` (only for a file you stand behind); returns counts per kind, accepted claims in
-        ``.claims``.
+        1970-2100 (or after the vault's clock plus a day; a history entry's after it plus five minutes) refuses the
+        whole import, naming the line. Trust claims (``source="user"``, verified, decided lessons, a lesson's wording,
+        ``analysis_by="user"``, settings, history of a record the file does not bring in as new) are refused unless
+        ``trust=True`` (only for a file you stand behind); returns counts per kind, accepted claims in ``.claims``.
         """
         from synapse_nb.transfer import import_lines, source_lines  # loaded when asked for (cold start)
 
