@@ -373,7 +373,8 @@ def _import_history(store: VaultStore, hist: list[tuple[int, dict[str, Any]]], b
     the import leaves (:func:`check_create_first`), with or without trust.
     """
     entries = [(lineno, doc, history_entry(doc)) for lineno, doc in hist]
-    held = {e.rid: store.history.of_record(e.rid) for _, _, e in entries}  # read before any entry is written
+    held = {rid: store.history.of_record(rid)  # read before any entry is written, once a record
+            for rid in dict.fromkeys(e.rid for _, _, e in entries)}
     after = {rid: list(es) for rid, es in held.items()}  # each record's history as the import leaves it
     versions = {rid: {x.version for x in es} for rid, es in held.items()}
     written: list[tuple[int, dict[str, Any], HistoryEntry]] = []
