@@ -96,6 +96,24 @@ def fmt_time(ts: str | None) -> str:
     return when(text) if len(text) >= 16 and text[10] in "T " else text
 
 
+def from_now(ts: str, now: Any) -> str:
+    """How far stored timestamp ``ts`` is from ``now`` (stored UTC text or an aware datetime), in words: ``in 3 h`` or ``passed
+    2 s ago``; what a prompt shows beside an expiry a person accepts (review 22: a bare time hid that it had passed).
+
+    >>> from_now("2026-01-02T03:04:05.000000Z", "2026-01-02T03:04:02.000000Z")
+    'in 3 s'
+    >>> from_now("2026-01-02T03:04:05.000000Z", "2026-01-04T05:04:05.000000Z")
+    'passed 2 d ago'
+    """
+    from synapse_nb._util import parse_ts
+
+    secs = int((parse_ts(ts) - parse_ts(now)).total_seconds())  # parse_ts takes a datetime as it is
+    size = abs(secs)
+    unit = next(((n, u) for n, u in ((86_400, "d"), (3_600, "h"), (60, "min")) if size >= n), (1, "s"))
+    shown = f"{size // unit[0]} {unit[1]}"
+    return f"in {shown}" if secs > 0 else f"passed {shown} ago"
+
+
 def block(inner: str) -> str:
     """Wrap HTML in a block with readable line height, the theme's font colour and size."""
     return f"<div style='line-height:{LINE_HEIGHT};color:{FG};font-size:{_FONT}'>{inner}</div>"

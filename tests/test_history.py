@@ -86,6 +86,22 @@ def test_a_revision_made_before_a_later_change_is_not_accepted_blindly(vault: sy
     assert vault.memories.accept(rev.id, force=True).content == "make deploy-prod, then tag"
 
 
+def test_a_revision_whose_expiry_has_passed_is_not_accepted(tmp_path: Path) -> None:
+    """Review 22: an agent proposed an expiry seconds ahead for a person's verified memory; accepted later, it took
+    the memory out of recall at once and the next prune deleted it (a write of a past expiry is refused)."""
+    from datetime import UTC, datetime, timedelta
+
+    v = syn.open_vault(tmp_path)
+    m = v.remember("procedure", "deploy_steps", "Deploy with make release after tests pass", priority="high")
+    syn.open_vault(tmp_path, actor="agent").memories.update(m.id, expires="1h")
+    (rev,) = v.memories.revisions()
+    later = syn.open_vault(tmp_path, clock=lambda: datetime.now(UTC) + timedelta(hours=2))
+    with pytest.raises(syn.ConflictError, match="expiry that has passed"):
+        later.memories.accept(rev.id)
+    assert later.memories.get(m.id).expires_at is None and later.memories.revisions()[0].id == rev.id
+    assert v.memories.accept(rev.id).expires_at is not None  # before it passes, the person may take it
+
+
 def test_a_near_duplicate_is_linked_hidden_from_recall_and_decided_by_a_human(vault: syn.Vault,
                                                                             agent_vault: syn.Vault) -> None:
     orig = vault.remember("procedure", "deploy_procedure", "deploy: run make deploy then tag the release on main")

@@ -23,6 +23,7 @@ from synapse_nb.cli._common import (
 from synapse_nb.cli.memory import memory_app
 from synapse_nb.errors import SynapseError
 from synapse_nb.provenance import inline, mark, quoted
+from synapse_nb.render import from_now
 
 if TYPE_CHECKING:
     from synapse_nb.changes import Revision
@@ -126,8 +127,9 @@ def memory_accept(
         typer.echo(f"{rev.id} proposes for {mem.summary_line()}:", err=True)
         for k, val in sorted(rev.proposed.items()):
             now = getattr(mem, k, None)
+            extra = f" ({from_now(val, v.now())})" if k == "expires_at" and isinstance(val, str) else ""
             typer.echo(f"  {k}, now: {inline(str(list(now) if isinstance(now, tuple) else now))}\n"
-                       f"  {k}, proposed: {PROPOSED_MARK} {inline(str(val))}", err=True)
+                       f"  {k}, proposed: {PROPOSED_MARK} {inline(str(val))}{extra}", err=True)
         if not typer.confirm("accept these values as yours (the memory stays verified)?", default=False, err=True):
             fail(f"not accepted: {rev.id} is still pending")
         seen = rev.fields

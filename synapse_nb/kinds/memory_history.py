@@ -238,6 +238,11 @@ class MemoryHistory:
                                   if k in REVISED_FIELDS}
         with ctx.store.transaction():
             ts = ctx.store.stamp(ctx.now_ts())
+            if values.get("expires_at") is not None and values["expires_at"] <= ts:
+                # a write with a past expiry is refused; accepting one took the person's verified memory out of
+                # recall at once, and the next prune deleted it (review 22)
+                raise ConflictError(f"revision {rev.id} proposes an expiry that has passed ({values['expires_at']}): "
+                                    "accepting it would take the memory out of recall now; reject it")
             after: Memory = replace(mem, updated_at=ts, verified=True, **values)
             self._table.update(mem.id, updated_at=ts, verified=True, **values)
             ctx.store.revisions.decide(rev.id, "accepted", ts)
