@@ -97,8 +97,9 @@ def fmt_time(ts: str | None) -> str:
 
 
 def from_now(ts: str, now: Any) -> str:
-    """How far stored timestamp ``ts`` is from ``now`` (stored UTC text or an aware datetime), in words: ``in 3 h`` or ``passed
-    2 s ago``; what a prompt shows beside an expiry a person accepts (review 22: a bare time hid that it had passed).
+    """How far stored timestamp ``ts`` is from ``now`` (stored UTC text or an aware datetime), in words: ``in
+    3 h`` or ``passed 2 s ago``; what a prompt shows beside an expiry a person accepts (review 22: a bare time hid
+    that it had passed).
 
     >>> from_now("2026-01-02T03:04:05.000000Z", "2026-01-02T03:04:02.000000Z")
     'in 3 s'
