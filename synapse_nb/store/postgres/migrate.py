@@ -67,6 +67,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(16, "an agent login's own rows: every column it chose counted, no date after the server's clock, "
               "another speaker only as reported; its lesson history pending, its ranking arrays its text's, the "
               "duplicate check's mark on the clock", "agent_rows.sql"),
+    Migration(17, "an agent login's branch names are names git could give a branch (a lesson's sits in its approved "
+              "label)", "agent_branches.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version
