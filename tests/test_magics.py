@@ -289,7 +289,7 @@ def test_write_magics_confirm_in_one_line_with_the_record_one_click_away(ip: Tes
         data = out.outputs[0].data
         line = data["text/plain"]
         assert line.startswith(f"✔ {verb} ") and "\n" not in line, line
-        assert re.search(r"(mem|dec|ckp)_[0-9a-f]{12}", line) and re.search(r"\[user( · verified)?\]$", line)
+        assert re.search(r"(mem|dec|ckp)_[0-9a-f]{12} \[user( · verified)?\] ", line)  # the mark before the title
         html = data["text/html"]
         assert "<details" in html and "<summary" in html  # the record in full, one click away
         assert "['" not in html and "True" not in html  # no Python reprs in the record's display
@@ -298,7 +298,7 @@ def test_write_magics_confirm_in_one_line_with_the_record_one_click_away(ip: Tes
     agent = _vault(ip).as_agent().remember("knowledge", "cache_ttl", "cache entries live 5 minutes")
     with capture_output() as out:
         ip.run_cell(f"%memory verify {agent.id}")
-    assert out.outputs[0].data["text/plain"] == f"✔ verified {agent.id} knowledge/cache_ttl [agent · verified]"
+    assert out.outputs[0].data["text/plain"] == f"✔ verified {agent.id} [agent · verified] knowledge/cache_ttl"
     assert "agent · verified" in out.outputs[0].data["text/html"]
 
 
