@@ -34,7 +34,7 @@ What it changes (the surfaces read :attr:`Borrowed.line` and :meth:`Borrowed.to_
 Examples
 --------
 >>> b = Borrowed("tracked", ".synapse/synapse.db")
->>> b.line.startswith("BORROWED VAULT: .synapse/synapse.db came with the repository")
+>>> b.line.startswith('BORROWED VAULT: ".synapse/synapse.db" came with the repository')
 True
 >>> "lessons adopt" in b.line and "git rm" not in b.line
 True

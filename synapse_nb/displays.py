@@ -16,7 +16,7 @@ Examples
 >>> record_title(m)
 'procedure/run_migrations'
 >>> confirmation_text("remembered", m)
-'✔ remembered mem_1 procedure/run_migrations [user · verified]'
+'✔ remembered mem_1 [user · verified] procedure/run_migrations'
 >>> "<details" in confirmation_html("remembered", m) and "db, deploy" in record_html(m)
 True
 """

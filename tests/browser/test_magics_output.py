@@ -26,7 +26,7 @@ def test_remember_confirms_in_one_line_with_the_record_one_click_away(ui: Notebo
     out = _output(page, "%remember procedure deploy_steps")
     summary = out.locator("details.synapse-confirmation > summary")
     line = summary.inner_text()
-    assert re.fullmatch(r"✔ remembered mem_[0-9a-f]{12} procedure/deploy_steps user · verified \(details\)", line), line
+    assert re.fullmatch(r"✔ remembered mem_[0-9a-f]{12} user · verified procedure/deploy_steps \(details\)", line), line
     assert summary.bounding_box()["height"] < 30  # one line, not a 12-16-row field dump
     table = out.locator("details.synapse-confirmation table")
     assert not table.is_visible()
