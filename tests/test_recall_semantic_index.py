@@ -4,6 +4,7 @@ text (synapse_nb/store/embedders.py): review 21's findings.
 - every semantic table has its own queue: a process without the channel (a delete's scrub, the CLI's rebuild, a
   plain index sync) never acknowledges what the table has not taken;
 - a table's queue is applied in steps that keep their progress, only until a deadline (the agent hooks' limit);
+- a person's document never ends with an agent's unverified record, and the previous text is cut short;
 - e5 embeds a text's first window only.
 """
 
@@ -20,10 +21,12 @@ import pytest
 from test_recall_semantic import OPEN, Fake
 
 import synapse_nb as syn
-from synapse_nb.store import embedders
+from synapse_nb.store import embedders, indexer
 from synapse_nb.store.embedders import register_embedder
+from synapse_nb.store.indexer import REPLY
 
 DEADLINE_ENV = "SYNAPSE_EMBED_DEADLINE"  # store/index/queue.py's (checked below), which agents/hooks.py sets
+PREV_CHARS = 600
 
 
 class Counting(Fake):
@@ -244,6 +247,47 @@ def test_e5_embeds_one_window_of_a_long_text() -> None:
     assert long.startswith(fed[1]) and len(fed[1]) > 1000
     assert all(model.token_count(t, is_query=i == 3) <= 512 for i, t in enumerate(fed))
     assert "window 512" in e.fingerprint  # another cut, another table
+
+
+# ----------------------------------------------------------------------------------------------- F5
+def test_a_persons_document_never_ends_with_an_agents_record(vault: syn.Vault, emb: Counting) -> None:
+    """Review 21: an agent's episode given the thread and the seq before a person's became the end of the person's
+    document, moving its vector (an agent may choose any thread and seq)."""
+    _on(vault)
+    first = vault.episodes.log("chat", outcome="We compared the databases.", thread="arch", seq=8, actor="Ann")
+    mine = vault.episodes.log("chat", outcome="Storage backend: Postgres 16 on RDS.", thread="arch", seq=10,
+                              actor="Ann")
+    vault.recall("warm up")
+    before = vault.index.dense.digests()  # type: ignore[union-attr]
+    theirs = vault.as_agent().episodes.log("note", outcome="water the office plants " * 40, thread="arch", seq=9)
+    vault.recall("warm up")
+    rows = {r.id: r for r in vault.index._all_dense_rows()}
+    assert rows[mine.id].doc.endswith(REPLY + rows[first.id].doc) and rows[mine.id].prev == first.id
+    assert rows[theirs.id].prev == first.id  # an agent's document may end with a person's record
+    after = vault.index.dense.digests()  # type: ignore[union-attr]
+    assert after[mine.id] == before[mine.id] and _drift(vault) == ((), (), ())
+    later = vault.as_agent().episodes.log("note", outcome="and feed the goldfish", thread="arch", seq=11)
+    vault.recall("warm up")
+    assert {r.id: r for r in vault.index._all_dense_rows()}[later.id].prev == mine.id
+    vault.purge(first.id)  # the person's record before it goes: the next person's one back, or none
+    vault.recall("warm up")
+    rows = {r.id: r for r in vault.index._all_dense_rows()}
+    assert rows[mine.id].prev is None and rows[theirs.id].prev is None and _drift(vault) == ((), (), ())
+
+
+def test_the_previous_text_is_cut_and_peoples_threads_keep_their_documents(vault: syn.Vault, emb: Counting) -> None:
+    """Among people's records a document is the record's text, " | replying to: " and the previous record's text,
+    as before (the LoCoMo documents are unchanged: the longest previous turn there is 537 characters); a longer
+    previous text is cut to PREV_CHARS."""
+    _on(vault)
+    a = vault.episodes.log("chat", outcome="Do you own a hound?", thread="s1", seq=0, actor="A")
+    b = vault.episodes.log("chat", outcome="Yes, two of them. " + "x" * 2000, thread="s1", seq=1, actor="B")
+    c = vault.episodes.log("chat", outcome="Nice.", thread="s1", seq=2, actor="A")
+    vault.recall("warm up")
+    rows = {r.id: r for r in vault.index._all_dense_rows()}
+    assert REPLY not in rows[a.id].doc and rows[b.id].doc == rows[b.id].doc.split(REPLY)[0] + REPLY + rows[a.id].doc
+    assert rows[c.id].doc == rows[c.id].doc.split(REPLY)[0] + REPLY + rows[b.id].doc.split(REPLY)[0][:PREV_CHARS]
+    assert indexer.PREV_CHARS == PREV_CHARS and _drift(vault) == ((), (), ())
 
 
 def test_the_queue_file_names_ids_only(vault: syn.Vault, emb: Counting) -> None:

@@ -8,9 +8,10 @@ cache: deleting it changes no answer.
 
 With recall's semantic channel on, the same drain keeps the channel's vectors (:meth:`VaultIndex.use_semantic`):
 one table per embedder fingerprint beside ``records`` (:mod:`synapse_nb.store.index.dense`), each record's
-document being its text then `` | replying to: `` and the text of the record before it in its thread (a changed
-record queues its followers too: their context moved). A missing table, or one of another fingerprint, is built
-from the store on the next sync.
+document being its text then `` | replying to: `` and the first :data:`PREV_CHARS` characters of the record
+before it in its thread; a person's record skips the agents' unverified records there, which never move a
+person's vector (review 21). A changed record queues its followers too: their context moved. A missing table, or
+one of another fingerprint, is built from the store on the next sync.
 
 Each semantic table has its own queue (review 21; :mod:`synapse_nb.store.index.queue`): the drain applies the
 outbox to ``records``, adds the ids to the queue file ``<table>.queue`` of every semantic table in the folder, and
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import itertools
 import logging
 import threading
 import time
@@ -46,12 +46,15 @@ if TYPE_CHECKING:
     from synapse_nb.store.embedders import Embedder
     from synapse_nb.store.index.dense import DenseIndex, DenseRow
 
-__all__ = ["REPLY", "Follower", "VaultIndex"]
+__all__ = ["PREV_CHARS", "REPLY", "Follower", "VaultIndex"]
 
 #: Outbox entries applied per round.
 BATCH = 5000
 #: Joins a record's text and the previous record's in its semantic document.
 REPLY = " | replying to: "
+#: Most characters of the previous record's text a semantic document ends with (the record's own text leads its
+#: vector). The longest previous turn of LoCoMo is 537 characters: its documents, and figures, are unchanged.
+PREV_CHARS = 600
 _EVERY = 2**62  # "every pending entry" for Outbox.pending
 log = logging.getLogger("synapse_nb.index")
 
@@ -128,8 +131,12 @@ class VaultIndex:
 
     def _neighbours(self, cands: Sequence[Candidate],
                     whole: dict[str, dict[str, str]] | None) -> tuple[dict[str, str], set[str]]:
-        """(id -> the id before it in its thread, by seq then id; the ids right after the candidates in their
-        threads). ``whole`` keeps each mind's map across calls (a rebuild reads every mind's structure once)."""
+        """(id -> the id whose text its document ends with; the ids whose document ends with a candidate's).
+        ``whole`` keeps each mind's map across calls (a rebuild reads every mind's structure once).
+
+        The record before it in its thread, by seq then id; for a person's record, the person's record before it:
+        an agent's unverified record (``RankRow.agent``, :func:`synapse_nb.store.sql.authors.agents_case`) is
+        skipped, so an agent, who may give its episode any thread and seq, never moves a person's vector."""
         recall = self._store.recall
         by_mind: dict[str, list[str]] = {}
         for c in cands:
@@ -141,14 +148,22 @@ class VaultIndex:
                 prev = whole[mind]
             else:
                 rows = recall.rank_rows(mind) if whole is not None else recall.rank_rows(mind, ids=ids)
-                threads: dict[str, list[tuple[int, str]]] = {}
+                threads: dict[str, list[tuple[int, str, bool]]] = {}
                 for r in rows:
                     if r.thread is not None:
-                        threads.setdefault(r.thread, []).append((r.seq or 0, r.id))
+                        threads.setdefault(r.thread, []).append((r.seq or 0, r.id, r.agent))
                 prev = {}
                 for members in threads.values():
                     members.sort()
-                    prev.update((b[1], a[1]) for a, b in itertools.pairwise(members))
+                    last: str | None = None
+                    last_person: str | None = None
+                    for _, rid, agent in members:
+                        p = last if agent else last_person
+                        if p is not None:
+                            prev[rid] = p
+                        last = rid
+                        if not agent:
+                            last_person = rid
                 if whole is not None:
                     whole[mind] = prev
             out.update((i, prev[i]) for i in ids if i in prev)
@@ -159,7 +174,8 @@ class VaultIndex:
 
     def _dense_rows(self, cands: Sequence[Candidate],
                     whole: dict[str, dict[str, str]] | None = None) -> list[DenseRow]:
-        """The semantic documents of these candidates: text, then :data:`REPLY` and the previous record's text."""
+        """The semantic documents of these candidates: text, then :data:`REPLY` and the first :data:`PREV_CHARS`
+        characters of the previous record's text (:meth:`_neighbours`)."""
         from synapse_nb.store.index.dense import DenseRow
 
         prev, _ = self._neighbours(cands, whole)
@@ -170,7 +186,7 @@ class VaultIndex:
         out = []
         for c in cands:
             p = prev.get(c.id)
-            doc = c.text if p is None or p not in texts else c.text + REPLY + texts[p]
+            doc = c.text if p is None or p not in texts else c.text + REPLY + texts[p][:PREV_CHARS]
             out.append(DenseRow(c.id, c.kind, c.mind, doc, digest([doc, c.expires_at]), c.expires_at,
                                 p if p in texts else None))
         return out
