@@ -51,6 +51,7 @@ import json
 import os
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -75,6 +76,11 @@ __all__ = ["CLAUDE_EVENTS", "DEFAULT_TIMEOUT_S", "EDIT_TOOLS", "EVENTS", "MAX_CO
 MAX_STDIN_CHARS = 8_000_000
 #: Seconds a run may take before it gives up (exit 0, empty stdout): ``SYNAPSE_AGENT_HOOK_TIMEOUT``.
 DEFAULT_TIMEOUT_S = 10.0
+#: The share of the limit the semantic channel may spend embedding queued writes (``store/index/queue.py``'s
+#: ``DEADLINE_ENV`` names the variable): later ones wait for a later run, recall answers meanwhile from BM25 and
+#: the vectors already there (review 21: two long agent memories made every run pass its limit).
+_EMBED_SHARE = 0.5
+_EMBED_DEADLINE = "SYNAPSE_EMBED_DEADLINE"
 _PROG = "synapse-nb hook"
 
 
@@ -227,7 +233,15 @@ def run(args: Sequence[str], *, vault: str | None = None, mind: str | None = Non
             os._exit(0)  # the stuck work is abandoned; SQLite's journal keeps the vault consistent
 
     threading.Thread(target=give_up, name="synapse-agent-hook-limit", daemon=True).start()
-    out = respond(args, _read_stdin(args), vault=vault, mind=mind)
+    before = os.environ.get(_EMBED_DEADLINE)
+    os.environ[_EMBED_DEADLINE] = f"{time.time() + timeout * _EMBED_SHARE:.3f}"
+    try:
+        out = respond(args, _read_stdin(args), vault=vault, mind=mind)
+    finally:
+        if before is None:
+            os.environ.pop(_EMBED_DEADLINE, None)
+        else:
+            os.environ[_EMBED_DEADLINE] = before
     done.set()
     try:
         if out.stdout:

