@@ -457,3 +457,32 @@ def test_a_question_asking_for_several_facts_about_one_speaker_sends_a_second_qu
     finally:
         v.index.close()
         v.close()
+
+
+# -- review 21: a flood of the dense list, the last of the list, and the gate on meaning against agents' words ---------
+def _fake_on(v: syn.Vault, fake: Fake, at: float = 0.6) -> None:
+    fake.match_cosine = at  # type: ignore[attr-defined]
+    _on(v)
+
+
+def test_the_last_of_the_dense_list_and_a_lone_hit_are_candidates(vault: syn.Vault, fake: Fake) -> None:
+    """Review 21: the dense part was (cos - last) / (first - last), so the list's last record scored 0 (it was no
+    candidate), and a vault whose one record close in meaning was its only hit answered "nothing new (no candidate
+    scored above zero)". The last now scores 1 / (DENSE_DEPTH + 1) of the weight, a lone hit all of it."""
+    import numpy as np
+
+    from synapse_nb.recall.threads import ThreadIndex
+    from synapse_nb.store.index.dense import DenseHit
+    from synapse_nb.store.records import RankRow
+
+    ix = ThreadIndex([RankRow("note", i, None, None, None, False) for i in "abc"])
+    empty = np.zeros(0, np.int64), np.zeros(0)
+    _, s = semantic.fuse_top(ix, *empty, [DenseHit("c", "note", .9), DenseHit("a", "note", .5)], 0.4)
+    assert s.tolist()[0] == pytest.approx(0.4 / (semantic.DENSE_DEPTH + 1)) and s.tolist()[1] == 0.4
+    assert semantic.fuse_top(ix, *empty, [DenseHit("b", "note", .7)], 0.4)[1].tolist() == [0.4]
+    sedan = vault.decisions.create("Ann bought a sedan")
+    _fake_on(vault, fake)
+    got = vault.recall("automobile purchase")  # no word in common, the one record close in meaning
+    assert [i.id for i in got.items] == [sedan.id] and got.on_meaning
+    puppy = vault.decisions.create("Bob walks his puppy")
+    assert [i.id for i in vault.recall("automobile purchase", bars=OPEN).items] == [sedan.id, puppy.id]

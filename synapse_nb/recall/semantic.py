@@ -14,10 +14,11 @@ Per recall (:class:`DenseChannel`):
 2. The query is embedded (``query=True``) and quantised; the index returns the mind's best :data:`DENSE_DEPTH`
    records by exact cosine (ties by id).
 3. :func:`fuse_top`: a weighted sum over the union of BM25's hits (``depth`` of them) and the dense ones,
-   ``(1 - weight) x bm25 / best bm25 + weight x (cos - last) / (first - last)``, ``first`` and ``last`` the best
-   and the last cosine of the dense list (a record outside a list scores 0 in it). Records BM25 did not find join
-   with their dense part only. The structure step then runs on the fused scores as it runs on BM25's (normalised
-   by the best, ``power``, neighbours, ...).
+   ``(1 - weight) x bm25 / best bm25 + weight x (cos - last + step) / (first - last + step)``, ``first`` and
+   ``last`` the best and the last cosine of the dense list and ``step`` its range over :data:`DENSE_DEPTH` (a
+   record outside a list scores 0 in it; the list's last one ``1 / (DENSE_DEPTH + 1)``, a list of one or of
+   equal cosines 1 each). Records BM25 did not find join with their dense part only. The structure step then runs
+   on the fused scores as it runs on BM25's (normalised by the best, ``power``, neighbours, ...).
 
 The weight is the setting ``recall_semantic``: 0.4 for ``e5-small``, 0.1 for ``wordllama``, each chosen on LoCoMo
 conversations 0-6 only, as was the fusion itself against weighted reciprocal rank fusion (:func:`fuse`) and a
@@ -117,8 +118,11 @@ def fuse_sum(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[Den
 def fuse_top(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[DenseHit],
              weight: float) -> tuple[np.ndarray, np.ndarray]:
     """BM25's hits fused with the dense ``hits`` by a weighted sum: ``(1 - weight) x bm25 / best + weight x
-    (cos - last) / (first - last)``, ``first`` and ``last`` the best and the last cosine of the dense list (a
-    record outside it scores 0 there). Positions ascending, and the fused scores.
+    (cos - last + step) / (first - last + step)``, ``first`` and ``last`` the best and the last cosine of the dense
+    list and ``step`` its range over :data:`DENSE_DEPTH` (a record outside the list scores 0 there; the last one
+    scores ``1 / (DENSE_DEPTH + 1)``, a list of one, or of equal cosines, 1 each: review 21, the last of the list
+    scored 0 and a vault whose one record close in meaning was its only hit answered "nothing new"). Positions
+    ascending, and the fused scores.
 
     >>> import numpy as np
     >>> from synapse_nb.recall.threads import ThreadIndex
@@ -128,7 +132,9 @@ def fuse_top(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[Den
     >>> hits = [DenseHit("c", "note", .9), DenseHit("a", "note", .7), DenseHit("b", "note", .5)]
     >>> p, s = fuse_top(ix, np.array([0, 1]), np.array([2.0, 4.0]), hits, 0.4)
     >>> p.tolist(), [round(x, 4) for x in s.tolist()]
-    ([0, 1, 2], [0.5, 0.6, 0.4])
+    ([0, 1, 2], [0.5039, 0.6078, 0.4])
+    >>> fuse_top(ix, np.zeros(0, np.int64), np.zeros(0), hits[:1], 0.4)[1].tolist()  # one hit: the best
+    [0.4]
     """
     import numpy as np
 
@@ -141,10 +147,12 @@ def fuse_top(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[Den
         score[np.searchsorted(both, pos)] = (1.0 - weight) * (bm25 / top)
     if dense:
         first, last = dense[0][1], dense[-1][1]
-        if first > last:
-            cos = np.array([c for _, c in dense])
-            score[np.searchsorted(both, np.array([p for p, _ in dense], np.int64))] += weight * (
-                (cos - last) / (first - last))
+        if first > last:  # a step of the list's range below its last: the last is in the list, not scored 0
+            step = (first - last) / DENSE_DEPTH
+            part = (np.array([c for _, c in dense]) - last + step) / (first - last + step)
+        else:  # one hit, or all as close: each is the best
+            part = np.ones(len(dense))
+        score[np.searchsorted(both, np.array([p for p, _ in dense], np.int64))] += weight * part
     return both, score
 
 
