@@ -486,3 +486,43 @@ def test_the_last_of_the_dense_list_and_a_lone_hit_are_candidates(vault: syn.Vau
     assert [i.id for i in got.items] == [sedan.id] and got.on_meaning
     puppy = vault.decisions.create("Bob walks his puppy")
     assert [i.id for i in vault.recall("automobile purchase", bars=OPEN).items] == [sedan.id, puppy.id]
+
+
+def test_agents_words_do_not_turn_off_the_gate_on_meaning(vault: syn.Vault, fake: Fake) -> None:
+    """Review 21 (F4): five agent decisions holding the question's words lifted the support over the floor, so the
+    gate read words, and people's decisions found only by meaning (coverage 0) never took a kept agent one's place.
+    Which floor applies is now decided on people's records, as if agents' unverified records were not there: on
+    meaning, every person's decision close in meaning takes an agent one's place."""
+    people = [vault.decisions.create(t).id for t in ("Ann bought a sedan", "Carol sold her vehicle",
+                                                      "Zed drives a car")]
+    vault.decisions.create("Bob likes green tea")
+    agent = vault.as_agent()
+    for i in range(5):
+        agent.decisions.create(f"automobile purchase n{i}")
+    _fake_on(vault, fake)
+    got = vault.recall("automobile purchase")
+    assert got.on_meaning and got.coverage == 0.0  # the people's support: 0 < floor
+    assert set(people) <= {i.id for i in got.items}
+    kept = [r for r in got.explain() if r.kept]
+    assert len([r for r in kept if r.id in people]) == 3
+    assert all("support 0.000 < floor 0.22 without agents' unverified records" in r.reason
+               for r in kept if r.id not in people)  # the agents' words alone lifted it over the floor
+
+
+def test_a_person_record_close_in_meaning_takes_a_place_when_the_gate_reads_words(vault: syn.Vault,
+                                                                                  fake: Fake) -> None:
+    """Review 21 (F4): with the gate on words (people's records hold the question's words too), a person's record
+    close in meaning but holding none of them qualified for no agent record's place (coverage 0); now it takes one of
+    the two places a person's record holding the floor's share of the query would."""
+    words = vault.decisions.create("purchase of office chairs approved").id
+    meaning = vault.decisions.create("Carol sold her vehicle").id
+    vault.decisions.create("Bob likes green tea")
+    agent = vault.as_agent()
+    for i in range(5):
+        agent.decisions.create(f"automobile purchase n{i}")
+    _fake_on(vault, fake)
+    got = vault.recall("automobile purchase")
+    assert not got.on_meaning and {words, meaning} <= {i.id for i in got.items}
+    row = next(r for r in got.explain() if r.id == meaning)
+    assert "close in meaning to the query takes a kept agent one's place" in row.reason
+    assert [i.id for i in vault.recall("automobile purchase").items] == [i.id for i in got.items]  # same answer
