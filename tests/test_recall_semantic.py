@@ -465,6 +465,57 @@ def _fake_on(v: syn.Vault, fake: Fake, at: float = 0.6) -> None:
     _on(v)
 
 
+def test_the_dense_list_adds_peoples_records_below_agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DenseIndex.search's people reserve: when an agent's row is among the best k, the best ``people`` rows the
+    caller says are a person's follow, best first, ties by id, exactly as a full sort gives them, on the exact path
+    and through the sketch (its candidates deepened until they hold enough people's rows)."""
+    from synapse_nb.store.index import sketch
+
+    rng = np.random.default_rng(3)
+    words = [w for g in GROUPS for w in g] + [f"w{i}" for i in range(30)]
+    rows = [DenseRow(f"r{i:04d}", "note", "m", " ".join(rng.choice(words, 5)), str(i)) for i in range(300)]
+    q = embedders.embed_quantized(Fake(), ["automobile dog money"], query=True)[0]
+    exact = DenseIndex(tmp_path / "a", Fake(), ann_threshold=10**9)
+    ann = DenseIndex(tmp_path / "b", Fake(), ann_threshold=100)
+    exact.rebuild(rows)
+    ann.rebuild(rows)
+    full, _ = exact.search(q, mind="m", now="2030", k=300)
+    agents = {h.id for h in full[:120]}  # the 120 closest rows are agents' ...
+    unranked = {h.id for h in full[120:125]}  # ... and the next five are not the caller's
+
+    def agent(ids: list[str]) -> np.ndarray:
+        return np.array([-1 if rid in unranked else int(rid in agents) for rid in ids], np.int8)
+
+    monkeypatch.setattr(sketch, "CANDIDATES", 20)  # the sketch's first candidates hold no person's row
+    for index in (exact, ann):
+        plain, _ = index.search(q, mind="m", now="2030", k=10)  # the sketch's top 10 is approximate
+        assert index is ann or plain == full[:10]
+        top = {h.id for h in plain}
+        people = [h for h in full if h.id not in agents | unranked | top][:7]
+        hits, _ = index.search(q, mind="m", now="2030", k=10, people=7, agent=agent)
+        assert hits[:10] == plain and hits[10:] == people, index
+        alone, _ = index.search(q, mind="m", now="2030", k=10, people=7, agent=lambda ids: np.zeros(len(ids), np.int8))
+        assert alone == plain  # no agent's row among the best: nothing added
+
+
+def test_a_flood_of_agent_records_close_in_meaning_never_leaves_a_persons_out(vault: syn.Vault, fake: Fake) -> None:
+    """Review 21 (F2): 60 agent decisions closer in meaning to the question than a person's decision (which shares
+    no word with it) filled the dense list's 50 places: the person's decision was no candidate, and recall gave the
+    agents' words on meaning. People's best records below them now join the list, and the gate gives a person's
+    decision close in meaning a kept agent one's place."""
+    person = vault.decisions.create("Ann bought a sedan last week")
+    for text in ("Bob likes green tea", "The office closes at six"):
+        vault.decisions.create(text)
+    agent = vault.as_agent()
+    for i in range(60):
+        agent.decisions.create(f"automobile vehicle n{i}")
+    _fake_on(vault, fake)
+    got = vault.recall("automobile purchase")
+    assert got.on_meaning and person.id in [i.id for i in got.items]
+    row = next(r for r in got.explain() if r.id == person.id)
+    assert row.kept and "as relevant as a kept agent one" in row.reason
+
+
 def test_the_last_of_the_dense_list_and_a_lone_hit_are_candidates(vault: syn.Vault, fake: Fake) -> None:
     """Review 21: the dense part was (cos - last) / (first - last), so the list's last record scored 0 (it was no
     candidate), and a vault whose one record close in meaning was its only hit answered "nothing new (no candidate
