@@ -332,9 +332,10 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     is_agent: list[bool] = agent[ranked.pos].tolist() if agent is not None else [False] * len(scores)
     # which floor applies is decided as if agents' unverified records were not there (review 21: five agent records
     # holding a question's words lifted the support over the floor, and the gate no longer read meaning): the
-    # support of the top people's records, unless none of the top is an agent's (then the same)
+    # support of the top people's records, unless none of the top is an agent's (then the same); read only when it
+    # can decide something (the floor on meaning is there to pass, or the floor failed)
     sup_p, agents_lift = sup, False
-    if any(is_agent[j] for j in top):
+    if (match is not None or sup < bars.floor) and any(is_agent[j] for j in top):
         top_p = [j for j in order if not is_agent[j]][: bars.gate_depth]
         more = [j for j in top_p if j not in cov]
         if more:
