@@ -257,3 +257,20 @@ def test_two_processes_share_the_file_and_see_each_others_writes(project: Path, 
         v.close()
     got = _answers(project)
     assert got == _reference(project, tmp_path)
+
+
+def test_the_files_ids_are_looked_up_at_once_as_one_at_a_time(project: Path) -> None:
+    """``Positions.many`` (the dense list's people reserve looks up thousands of ids a recall): one binary search
+    in C over the file's id bytes gives what ``get`` gives for each, and -1 where it gives None."""
+    from synapse_nb.recall.threads import Positions
+
+    syn.open_vault(project).recall("deploy kafka")  # writes the file
+    (f,) = _files(project)
+    stored = rankfile.load(f, _uid(project), "default")
+    assert stored is not None
+    pos = stored.threads.pos
+    assert isinstance(pos, rankfile._Positions)
+    ids = list(stored.threads.ids)
+    asked = ids[::7] + ids[:3] + ["", "mem_", "zzz", "mem_" + "f" * 40, "épi", "\ud800", "mem\x00", ids[0][:-1]]
+    assert pos.many(asked).tolist() == [pos.get(i, -1) for i in asked] == Positions(ids).many(asked).tolist()
+    assert pos.many(ids[::7]).tolist() == list(range(0, len(ids), 7)) and pos.many([]).tolist() == []

@@ -457,3 +457,123 @@ def test_a_question_asking_for_several_facts_about_one_speaker_sends_a_second_qu
     finally:
         v.index.close()
         v.close()
+
+
+# -- review 21: a flood of the dense list, the last of the list, and the gate on meaning against agents' words ---------
+def _fake_on(v: syn.Vault, fake: Fake, at: float = 0.6) -> None:
+    fake.match_cosine = at  # type: ignore[attr-defined]
+    _on(v)
+
+
+def test_the_dense_list_adds_peoples_records_below_agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DenseIndex.search's people reserve: when an agent's row is among the best k, the best ``people`` rows the
+    caller says are a person's follow, best first, ties by id, exactly as a full sort gives them, on the exact path
+    and through the sketch (its candidates deepened until they hold enough people's rows)."""
+    from synapse_nb.store.index import sketch
+
+    rng = np.random.default_rng(3)
+    words = [w for g in GROUPS for w in g] + [f"w{i}" for i in range(30)]
+    rows = [DenseRow(f"r{i:04d}", "note", "m", " ".join(rng.choice(words, 5)), str(i)) for i in range(300)]
+    q = embedders.embed_quantized(Fake(), ["automobile dog money"], query=True)[0]
+    exact = DenseIndex(tmp_path / "a", Fake(), ann_threshold=10**9)
+    ann = DenseIndex(tmp_path / "b", Fake(), ann_threshold=100)
+    exact.rebuild(rows)
+    ann.rebuild(rows)
+    full, _ = exact.search(q, mind="m", now="2030", k=300)
+    agents = {h.id for h in full[:120]}  # the 120 closest rows are agents' ...
+    unranked = {h.id for h in full[120:125]}  # ... and the next five are not the caller's
+
+    def agent(ids: list[str]) -> np.ndarray:
+        return np.array([-1 if rid in unranked else int(rid in agents) for rid in ids], np.int8)
+
+    monkeypatch.setattr(sketch, "CANDIDATES", 20)  # the sketch's first candidates hold no person's row
+    for index in (exact, ann):
+        plain, _ = index.search(q, mind="m", now="2030", k=10)  # the sketch's top 10 is approximate
+        assert index is ann or plain == full[:10]
+        top = {h.id for h in plain}
+        people = [h for h in full if h.id not in agents | unranked | top][:7]
+        hits, _ = index.search(q, mind="m", now="2030", k=10, people=7, agent=agent)
+        assert hits[:10] == plain and hits[10:] == people, index
+        alone, _ = index.search(q, mind="m", now="2030", k=10, people=7, agent=lambda ids: np.zeros(len(ids), np.int8))
+        assert alone == plain  # no agent's row among the best: nothing added
+
+
+def test_a_flood_of_agent_records_close_in_meaning_never_leaves_a_persons_out(vault: syn.Vault, fake: Fake) -> None:
+    """Review 21 (F2): 60 agent decisions closer in meaning to the question than a person's decision (which shares
+    no word with it) filled the dense list's 50 places: the person's decision was no candidate, and recall gave the
+    agents' words on meaning. People's best records below them now join the list, and the gate gives a person's
+    decision close in meaning a kept agent one's place."""
+    person = vault.decisions.create("Ann bought a sedan last week")
+    for text in ("Bob likes green tea", "The office closes at six"):
+        vault.decisions.create(text)
+    agent = vault.as_agent()
+    for i in range(60):
+        agent.decisions.create(f"automobile vehicle n{i}")
+    _fake_on(vault, fake)
+    got = vault.recall("automobile purchase")
+    assert got.on_meaning and person.id in [i.id for i in got.items]
+    row = next(r for r in got.explain() if r.id == person.id)
+    assert row.kept and "as relevant as a kept agent one" in row.reason
+
+
+def test_the_last_of_the_dense_list_and_a_lone_hit_are_candidates(vault: syn.Vault, fake: Fake) -> None:
+    """Review 21: the dense part was (cos - last) / (first - last), so the list's last record scored 0 (it was no
+    candidate), and a vault whose one record close in meaning was its only hit answered "nothing new (no candidate
+    scored above zero)". The last now scores 1 / (DENSE_DEPTH + 1) of the weight, a lone hit all of it."""
+    import numpy as np
+
+    from synapse_nb.recall.threads import ThreadIndex
+    from synapse_nb.store.index.dense import DenseHit
+    from synapse_nb.store.records import RankRow
+
+    ix = ThreadIndex([RankRow("note", i, None, None, None, False) for i in "abc"])
+    empty = np.zeros(0, np.int64), np.zeros(0)
+    _, s = semantic.fuse_top(ix, *empty, [DenseHit("c", "note", .9), DenseHit("a", "note", .5)], 0.4)
+    assert s.tolist()[0] == pytest.approx(0.4 / (semantic.DENSE_DEPTH + 1)) and s.tolist()[1] == 0.4
+    assert semantic.fuse_top(ix, *empty, [DenseHit("b", "note", .7)], 0.4)[1].tolist() == [0.4]
+    sedan = vault.decisions.create("Ann bought a sedan")
+    _fake_on(vault, fake)
+    got = vault.recall("automobile purchase")  # no word in common, the one record close in meaning
+    assert [i.id for i in got.items] == [sedan.id] and got.on_meaning
+    puppy = vault.decisions.create("Bob walks his puppy")
+    assert [i.id for i in vault.recall("automobile purchase", bars=OPEN).items] == [sedan.id, puppy.id]
+
+
+def test_agents_words_do_not_turn_off_the_gate_on_meaning(vault: syn.Vault, fake: Fake) -> None:
+    """Review 21 (F4): five agent decisions holding the question's words lifted the support over the floor, so the
+    gate read words, and people's decisions found only by meaning (coverage 0) never took a kept agent one's place.
+    Which floor applies is now decided on people's records, as if agents' unverified records were not there: on
+    meaning, every person's decision close in meaning takes an agent one's place."""
+    people = [vault.decisions.create(t).id for t in ("Ann bought a sedan", "Carol sold her vehicle",
+                                                      "Zed drives a car")]
+    vault.decisions.create("Bob likes green tea")
+    agent = vault.as_agent()
+    for i in range(5):
+        agent.decisions.create(f"automobile purchase n{i}")
+    _fake_on(vault, fake)
+    got = vault.recall("automobile purchase")
+    assert got.on_meaning and got.coverage == 0.0  # the people's support: 0 < floor
+    assert set(people) <= {i.id for i in got.items}
+    kept = [r for r in got.explain() if r.kept]
+    assert len([r for r in kept if r.id in people]) == 3
+    assert all("support 0.000 < floor 0.22 without agents' unverified records" in r.reason
+               for r in kept if r.id not in people)  # the agents' words alone lifted it over the floor
+
+
+def test_a_person_record_close_in_meaning_takes_a_place_when_the_gate_reads_words(vault: syn.Vault,
+                                                                                  fake: Fake) -> None:
+    """Review 21 (F4): with the gate on words (people's records hold the question's words too), a person's record
+    close in meaning but holding none of them qualified for no agent record's place (coverage 0); now it takes one of
+    the two places a person's record holding the floor's share of the query would."""
+    words = vault.decisions.create("purchase of office chairs approved").id
+    meaning = vault.decisions.create("Carol sold her vehicle").id
+    vault.decisions.create("Bob likes green tea")
+    agent = vault.as_agent()
+    for i in range(5):
+        agent.decisions.create(f"automobile purchase n{i}")
+    _fake_on(vault, fake)
+    got = vault.recall("automobile purchase")
+    assert not got.on_meaning and {words, meaning} <= {i.id for i in got.items}
+    row = next(r for r in got.explain() if r.id == meaning)
+    assert "close in meaning to the query takes a kept agent one's place" in row.reason
+    assert [i.id for i in vault.recall("automobile purchase").items] == [i.id for i in got.items]  # same answer

@@ -153,6 +153,21 @@ class _Positions(Positions):
             self._dict = dict(zip(self._ids, range(len(self._ids)), strict=True))
         return self._dict
 
+    def many(self, ids: Sequence[str]) -> np.ndarray:
+        """The positions of ``ids`` at once: one binary search in C for them all."""
+        import numpy as np
+
+        a = self._a
+        try:
+            raw = [i.encode() for i in ids]
+        except UnicodeEncodeError:
+            return super().many(ids)
+        if not raw or len(a) == 0 or max(map(len, raw)) > a.dtype.itemsize or b"\x00" in b"".join(raw):
+            return super().many(ids)  # what no id of the file can be: one at a time, as _find
+        q = np.array(raw, dtype=a.dtype)
+        i = np.minimum(np.searchsorted(a, q), len(a) - 1)
+        return np.where(a[i] == q, i, -1).astype(np.int64)
+
 
 def _arrays(idx: ThreadIndex) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
     """The header fields and arrays of an index; None when an id cannot be stored (a NUL or a lone surrogate)."""

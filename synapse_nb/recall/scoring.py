@@ -10,8 +10,11 @@
   never saw). An exact match among them is enough on its own: support is at least its bonus (tag 0.25, key
   0.35, file 0.3 by default, all above the default floor). With the semantic channel on and a model that has a
   ``match_cosine`` (:class:`~synapse_nb.store.embedders.Embedder`), a support under the floor also passes when
-  a record's own cosine reaches it (*the floor on meaning*; the walk then reads only such records). Coverage is
-  never used per item and never orders anything: the rank does.
+  a record's own cosine reaches it (*the floor on meaning*; the walk then reads only such records). Which floor
+  applies is decided as if agents' unverified records were not there: with one of them among the top, on the
+  support of the top ``Bars.gate_depth`` people's records (review 21: five agent records holding a question's
+  words lifted the support and turned the floor on meaning off). Coverage is never used per item and never orders
+  anything: the rank does.
 - Otherwise one walk in rank order: a record below ``Bars.margin`` x the best rank score without exact-match
   bonuses (a bonus lifts a record over the bar, never raises the bar for the others) ends the walk; a
   record already given to the session, unchanged, is skipped *without* using a slot or budget (the delta comes
@@ -173,15 +176,19 @@ def _people_first(yielding: list[tuple[int, int, int, int]], kept: list[RecallIt
                   materialize: Callable[[WalkRow], Record | None],
                   prefetch: Callable[[list[WalkRow]], object] | None,
                   line_of: Callable[[WalkRow, Record], str] | None, matched: Callable[[int], tuple[str, ...]],
-                  cov: dict[int, float], meaning: frozenset[int] | None = None) -> int:
+                  cov: dict[int, float], meaning: frozenset[int] | None = None, on_meaning: bool = False) -> int:
     """People's records take the places of kept agent records of their kind that are no more relevant to the
     query: a person's record (:func:`human_record`: a memory a person verified, a decision, note, checkpoint or
     episode a person wrote) ranked anywhere in the walk (under the margin too: a flood of short agent records
     raises the bar) whose coverage (+ bonus) is at least an agent record's of its kind replaces the lowest ranked
-    such one. Coverage is the query's idf-weighted share a record holds, whatever its length: "as relevant" means
-    it holds the query's words the agent record holds, so a record that holds none of them never qualifies. When
-    the floor passed on meaning (``meaning``: the positions close enough in meaning), only those qualify. Returns
-    the tokens used."""
+    such one. Coverage is the query's idf-weighted share a record holds, whatever its length: "as relevant" by words
+    means it holds the query's words the agent record holds, so a record that holds none of them does not qualify
+    by words. ``meaning``: the positions the semantic channel found close in meaning (the model's
+    ``match_cosine``), whichever floor passed (review 21: a person's record found by meaning alone never qualified
+    once agents' words had lifted the support). A person's record close in meaning qualifies too, as one holding
+    the floor's share of the query does. When the floor passed on meaning (``on_meaning``: the walk read only the
+    records close in meaning), only those qualify, and one is as relevant as any kept agent record, all close in
+    meaning. Returns the tokens used."""
     import numpy as np
 
     def kind(j: int) -> str:
@@ -205,10 +212,15 @@ def _people_first(yielding: list[tuple[int, int, int, int]], kept: list[RecallIt
     # least the floor's share of it: then it may take one of PEOPLE_PLACES places whatever the agents' records hold
     # (agent records stuffed with a question's likely words outscored a person's decision on every natural question)
     lowest = min(min(cov[j] for j, _, _, _ in yielding), bars.floor)
-    if meaning is None:
-        rest = [j for j in rest if cov[j] >= lowest and cov[j] > 0]
+    close = meaning or frozenset()
+
+    def near(j: int) -> bool:  # close in meaning to the query
+        return int(ranked.pos[j]) in close
+
+    if on_meaning:
+        rest = [j for j in rest if near(j)]
     else:
-        rest = [j for j in rest if cov[j] >= lowest and int(ranked.pos[j]) in meaning]
+        rest = [j for j in rest if (cov[j] >= lowest and cov[j] > 0) or near(j)]
     reserved: dict[str, int] = {}  # places taken by the floor's rule, per kind
     if prefetch is not None and rest:
         prefetch([c for j in rest if (c := cands[j]) is not None])
@@ -224,9 +236,9 @@ def _people_first(yielding: list[tuple[int, int, int, int]], kept: list[RecallIt
         # person's record that holds the floor's share of the query takes the lowest ranked one's place, up to
         # PEOPLE_PLACES of the kind
         at = next((i for i in range(len(yielding) - 1, -1, -1)
-                   if kind(yielding[i][0]) == c.kind and cov[yielding[i][0]] <= cov[j]), None)
+                   if kind(yielding[i][0]) == c.kind and (on_meaning or cov[yielding[i][0]] <= cov[j])), None)
         by_floor = False
-        if at is None and cov[j] >= bars.floor and reserved.get(c.kind, 0) < PEOPLE_PLACES:
+        if at is None and (cov[j] >= bars.floor or near(j)) and reserved.get(c.kind, 0) < PEOPLE_PLACES:
             at = next((i for i in range(len(yielding) - 1, -1, -1) if kind(yielding[i][0]) == c.kind), None)
             by_floor = at is not None
         if at is None:
@@ -252,11 +264,11 @@ def _people_first(yielding: list[tuple[int, int, int, int]], kept: list[RecallIt
         decisions[y_dec] = decisions[y_dec]._replace(
             kept=False, bar=_people_bar(rec), reason=f"gave its place to a person's {c.kind} as relevant (an agent's "
             "record never pushes a person's out)")
-        why = (f"a person's {c.kind} holding the floor's share of the query takes a kept agent one's place (at most "
-               f"{PEOPLE_PLACES} of a kind)" if by_floor else
-               f"a person's {c.kind} as relevant as a kept agent one takes its place")
-        row = _Decision(j, True, "kept", why + ("" if meaning is None else " (the floor on meaning: both are close "
-                                                "in meaning)"))
+        held = "holding the floor's share of the query" if cov[j] >= bars.floor else "close in meaning to the query"
+        why = (f"a person's {c.kind} {held} takes a kept agent one's place (at most {PEOPLE_PLACES} of a kind)"
+               if by_floor else f"a person's {c.kind} as relevant as a kept agent one takes its place")
+        row = _Decision(j, True, "kept", why + (" (the floor on meaning: both are close in meaning)" if on_meaning
+                                                else ""))
         at_row = next((i for i, d in enumerate(decisions) if d.j == j), None)  # its "margin" or "top_k" row
         if at_row is None:
             decisions.append(row)
@@ -278,8 +290,9 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
 
     ``agent`` (per position of the mind: an agent's record no person verified, ``ThreadIndex.agent``): a person's
     record is held to the margin relative to the best person's record, as if agents' records were not there (a
-    flood of short agent records holding a question's words raises the bar for agents' records only). Without an
-    agent's record at the top, the walk is the same.
+    flood of short agent records holding a question's words raises the bar for agents' records only), and which
+    floor applies is decided on the support of the top people's records (agents' words never turn the floor on
+    meaning off). Without an agent's record at the top, the walk is the same.
 
     ``prefetch``, if given, is called once with the candidates the walk reads whatever the records hold (the
     first ``Bars.top_k`` of each kind above the margin, once the floor is passed) before the first is read,
@@ -289,7 +302,8 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     ``match`` (the semantic channel on, its model with a ``match_cosine``): the records whose own cosine reaches
     it. A support under the floor passes when there is one (the model found a record close in meaning to a
     question whose words the records do not hold); the walk then reads only those records, its margin relative to
-    the best of them, and the kept rows say so."""
+    the best of them, and the kept rows say so. Whichever floor passed, a person's record close in meaning may take
+    a kept agent record's place (:func:`_people_first`)."""
     order = [j for j, c in enumerate(cands) if c is not None]
     if not order:
         return Gated(ExplainRows((), tuple), [], 0.0, False)
@@ -314,18 +328,41 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     sup = support(list(cov.values()), unknown)
     if bonus is not None:  # an exact match is relevant on its own: unknown words do not outweigh it
         sup = max(sup, min(1.0, round(max(bonus_at), SCORE_DECIMALS)))
+    scores = ranked.score.tolist()
+    is_agent: list[bool] = agent[ranked.pos].tolist() if agent is not None else [False] * len(scores)
+    # which floor applies is decided as if agents' unverified records were not there (review 21: five agent records
+    # holding a question's words lifted the support over the floor, and the gate no longer read meaning): the
+    # support of the top people's records, unless none of the top is an agent's (then the same); read only when it
+    # can decide something (the floor on meaning is there to pass, or the floor failed)
+    sup_p, agents_lift = sup, False
+    if (match is not None or sup < bars.floor) and any(is_agent[j] for j in top):
+        top_p = [j for j in order if not is_agent[j]][: bars.gate_depth]
+        more = [j for j in top_p if j not in cov]
+        if more:
+            pos_more = ranked.pos[more]
+            covs_more, words_more = coverage(cover, pos_more, actor[pos_more])
+            bonus_more = bonus[more].tolist() if bonus is not None else [0.0] * len(more)
+            for j, share, w, b in zip(more, covs_more, words_more, bonus_more, strict=True):
+                cov[j] = min(1.0, round(float(share) + b, SCORE_DECIMALS))
+                top_at[j] = len(words_of)
+                words_of.append(w)
+        sup_p = support([cov[j] for j in top_p], unknown) if top_p else 0.0
+        if bonus is not None and top_p:
+            sup_p = max(sup_p, min(1.0, round(float(bonus[top_p].max()), SCORE_DECIMALS)))
+        agents_lift = sup_p < bars.floor <= sup
     decisions: list[_Decision] = []
     kept_reason = "cleared every bar"
-    on_meaning = match if sup < bars.floor else None  # the floor passes on meaning instead of words
+    on_meaning = match if sup_p < bars.floor else None  # the floor passes on meaning instead of words
+    sup = sup_p if on_meaning is not None else max(sup, sup_p)
     if on_meaning is not None:
-        kept_reason += (f" (the floor on meaning: support {sup:.3f} < floor {bars.floor}, and its cosine reaches "
-                        f"the model's {on_meaning.at})")
+        kept_reason += (f" (the floor on meaning: support {sup:.3f} < floor {bars.floor}"
+                        + (" without agents' unverified records" if agents_lift else "")
+                        + f", and its cosine reaches the model's {on_meaning.at})")
     elif sup < bars.floor:
         reason = (f"support {sup:.3f} < floor {bars.floor} (best coverage of the top {len(top)} {best_cov:.3f}, "
                   f"unknown share of the query {unknown:.3f})")
         decisions = [_Decision(j, False, "floor", reason) for j in top]
         return Gated(_explain_rows(decisions, cands, ranked, matched, cov), [], sup, False)
-    scores = ranked.score.tolist()
     # the margin is relative to the best match without exact-match bonuses: a tag, key or file match lifts a
     # record over the bar but never raises the bar for the others
     text_score = ranked.score - bonus if bonus is not None else ranked.score
@@ -343,7 +380,6 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     used = 0
     bar = bars.margin * best
     low, why_low = bar, ""  # a person's record's bar: relative to the best person's record (below the best match)
-    is_agent: list[bool] = agent[ranked.pos].tolist() if agent is not None else [False] * len(scores)
     people = [j for j in order if not is_agent[j]]
     if people and len(people) < len(order):
         best_p = round(float(text_score[people].max()), SCORE_DECIMALS)
@@ -422,7 +458,7 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
                                record=rec))
     if yielding:
         used = _people_first(yielding, kept, decisions, ranked, cands, cover, actor, bonus, seen, used, bars,
-                               materialize, prefetch, line_of, matched, cov,
-                               on_meaning.positions if on_meaning is not None else None)
+                             materialize, prefetch, line_of, matched, cov,
+                             match.positions if match is not None else None, on_meaning is not None)
     items = [k for k in kept if k is not None]
     return Gated(_explain_rows(decisions, cands, ranked, matched, cov), items, sup, True, on_meaning is not None)

@@ -12,12 +12,16 @@ Per recall (:class:`DenseChannel`):
    the drain before its snapshot (:meth:`DenseChannel.prepare`) and, inside it, restarts once when writes are
    still queued (:class:`Unsynced`), so a record is found the moment it is written.
 2. The query is embedded (``query=True``) and quantised; the index returns the mind's best :data:`DENSE_DEPTH`
-   records by exact cosine (ties by id).
+   records by exact cosine (ties by id). When an agent's record no person verified is among them
+   (``ThreadIndex.agent``), the best :data:`DENSE_DEPTH` people's records below them follow (the people reserve,
+   review 21, as BM25's candidates have one: ``bm25_top``'s ``people``): however many agent records sit closer
+   in meaning, a person's record stays a candidate.
 3. :func:`fuse_top`: a weighted sum over the union of BM25's hits (``depth`` of them) and the dense ones,
-   ``(1 - weight) x bm25 / best bm25 + weight x (cos - last) / (first - last)``, ``first`` and ``last`` the best
-   and the last cosine of the dense list (a record outside a list scores 0 in it). Records BM25 did not find join
-   with their dense part only. The structure step then runs on the fused scores as it runs on BM25's (normalised
-   by the best, ``power``, neighbours, ...).
+   ``(1 - weight) x bm25 / best bm25 + weight x (cos - last + step) / (first - last + step)``, ``first`` and
+   ``last`` the best and the last cosine of the dense list and ``step`` its range over :data:`DENSE_DEPTH` (a
+   record outside a list scores 0 in it; the list's last one ``1 / (DENSE_DEPTH + 1)``, a list of one or of
+   equal cosines 1 each). Records BM25 did not find join with their dense part only. The structure step then runs
+   on the fused scores as it runs on BM25's (normalised by the best, ``power``, neighbours, ...).
 
 The weight is the setting ``recall_semantic``: 0.4 for ``e5-small``, 0.1 for ``wordllama``, each chosen on LoCoMo
 conversations 0-6 only, as was the fusion itself against weighted reciprocal rank fusion (:func:`fuse`) and a
@@ -114,11 +118,20 @@ def fuse_sum(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[Den
     return both, (1.0 - weight) * lex + weight * sem
 
 
+def _positions(idx: ThreadIndex, hits: list[DenseHit]) -> list[tuple[int, float]]:
+    """The dense ``hits`` of records of ``idx`` as (position, cosine), in their order (one lookup for them all)."""
+    at = idx.pos.many([h.id for h in hits]).tolist()
+    return [(j, h.cosine) for j, h in zip(at, hits, strict=True) if j >= 0]
+
+
 def fuse_top(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[DenseHit],
              weight: float) -> tuple[np.ndarray, np.ndarray]:
     """BM25's hits fused with the dense ``hits`` by a weighted sum: ``(1 - weight) x bm25 / best + weight x
-    (cos - last) / (first - last)``, ``first`` and ``last`` the best and the last cosine of the dense list (a
-    record outside it scores 0 there). Positions ascending, and the fused scores.
+    (cos - last + step) / (first - last + step)``, ``first`` and ``last`` the best and the last cosine of the dense
+    list and ``step`` its range over :data:`DENSE_DEPTH` (a record outside the list scores 0 there; the last one
+    scores ``1 / (DENSE_DEPTH + 1)``, a list of one, or of equal cosines, 1 each: review 21, the last of the list
+    scored 0 and a vault whose one record close in meaning was its only hit answered "nothing new"). Positions
+    ascending, and the fused scores.
 
     >>> import numpy as np
     >>> from synapse_nb.recall.threads import ThreadIndex
@@ -128,12 +141,13 @@ def fuse_top(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[Den
     >>> hits = [DenseHit("c", "note", .9), DenseHit("a", "note", .7), DenseHit("b", "note", .5)]
     >>> p, s = fuse_top(ix, np.array([0, 1]), np.array([2.0, 4.0]), hits, 0.4)
     >>> p.tolist(), [round(x, 4) for x in s.tolist()]
-    ([0, 1, 2], [0.5, 0.6, 0.4])
+    ([0, 1, 2], [0.5039, 0.6078, 0.4])
+    >>> fuse_top(ix, np.zeros(0, np.int64), np.zeros(0), hits[:1], 0.4)[1].tolist()  # one hit: the best
+    [0.4]
     """
     import numpy as np
 
-    at = idx.pos
-    dense = [(j, h.cosine) for h in hits if (j := at.get(h.id)) is not None]
+    dense = _positions(idx, hits)
     both = np.unique(np.concatenate([pos, np.array([p for p, _ in dense], np.int64)]))
     score = np.zeros(len(both))
     top = float(bm25.max()) if len(bm25) else 0.0
@@ -141,10 +155,12 @@ def fuse_top(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[Den
         score[np.searchsorted(both, pos)] = (1.0 - weight) * (bm25 / top)
     if dense:
         first, last = dense[0][1], dense[-1][1]
-        if first > last:
-            cos = np.array([c for _, c in dense])
-            score[np.searchsorted(both, np.array([p for p, _ in dense], np.int64))] += weight * (
-                (cos - last) / (first - last))
+        if first > last:  # a step of the list's range below its last: the last is in the list, not scored 0
+            step = (first - last) / DENSE_DEPTH
+            part = (np.array([c for _, c in dense]) - last + step) / (first - last + step)
+        else:  # one hit, or all as close: each is the best
+            part = np.ones(len(dense))
+        score[np.searchsorted(both, np.array([p for p, _ in dense], np.int64))] += weight * part
     return both, score
 
 
@@ -215,20 +231,38 @@ class DenseChannel:
                     self._queries.popitem(last=False)
         return got
 
-    def search(self, query: str, mind: str, now: str, k: int | None = None,
-               also: Sequence[str] = ()) -> tuple[list[DenseHit], dict[str, float]]:
+    def search(self, query: str, mind: str, now: str, k: int | None = None, also: Sequence[str] = (),
+               idx: ThreadIndex | None = None) -> tuple[list[DenseHit], dict[str, float]]:
         """The mind's best ``k`` (default :data:`DENSE_DEPTH`) records for ``query`` by exact cosine (best first,
-        ties by id), and the cosines of the records ``also`` names."""
+        ties by id), and the cosines of the records ``also`` names.
+
+        With ``idx`` (the ranking's rows), the people reserve (review 21): when an agent's record no person
+        verified (``ThreadIndex.agent``) is among them, the best ``k`` people's records of ``idx`` below them
+        follow (:meth:`~synapse_nb.store.index.dense.DenseIndex.search`'s ``people``), as BM25's candidates do
+        (``bm25_top``'s ``people``): a flood of agent records close in meaning never leaves a person's record out
+        of the dense list."""
         dense = self._index().dense
         if dense is None:
             raise Unsynced
-        return dense.search(self.query_vector(query), mind=mind, now=now, k=k or DENSE_DEPTH, also=also)
+        k = k or DENSE_DEPTH
+        if idx is None:
+            return dense.search(self.query_vector(query), mind=mind, now=now, k=k, also=also)
+        at, flag = idx.pos, idx.agent
+
+        def agent(ids: list[str]) -> np.ndarray:  # 1 an agent's unverified record, 0 a person's, -1 not ranked
+            import numpy as np
+
+            j = at.many(ids)
+            return np.where(j < 0, -1, flag[np.maximum(j, 0)].astype(np.int8))
+
+        return dense.search(self.query_vector(query), mind=mind, now=now, k=k, also=also, people=k, agent=agent)
 
 
     def speaker_list(self, idx: ThreadIndex, query: str, actor: int, mind: str,
                      now: str) -> tuple[np.ndarray, np.ndarray] | None:
         """The second dense query of a question asking for several facts about one speaker (``RankParams.hop_*``):
-        the question without the speaker's name, its best :data:`DENSE_DEPTH` records cut to that speaker's
+        the question without the speaker's name, its best :data:`DENSE_DEPTH` records (with the people reserve,
+        :meth:`search`) cut to that speaker's
         (actor code ``actor``): their positions (ascending) and ``(cos - last) / (first - last)`` over the cut
         list's own range (0 when flat). None when the name is not in the question's text or fewer than two of the
         speaker's records are found."""
@@ -239,7 +273,7 @@ class DenseChannel:
         bare = without_actor(query, idx.actor_names[actor])
         if bare == query:
             return None
-        hits, _ = self.search(bare, mind, now)
+        hits, _ = self.search(bare, mind, now, idx=idx)
         at, act = idx.pos, idx.actor
         d = [(j, h.cosine) for h in hits if (j := at.get(h.id)) is not None and act[j] == actor]
         if len(d) < 2:
@@ -253,13 +287,12 @@ class DenseChannel:
 
     def fused(self, idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, query: str, mind: str, now: str,
               weight: float) -> tuple[np.ndarray, np.ndarray, list[tuple[int, float]]]:
-        """BM25's hits (positions into ``idx``, scores) joined by the dense ones: positions, fused scores, and the
-        dense list as (position, cosine) of the records of ``idx``, best first (the gate reads it against the
-        model's ``match_cosine``)."""
+        """BM25's hits (positions into ``idx``, scores) joined by the dense ones (with the people reserve,
+        :meth:`search`): positions, fused scores, and the dense list as (position, cosine) of the records of
+        ``idx``, best first (the gate reads it against the model's ``match_cosine``)."""
         also = [idx.ids[j] for j in pos.tolist()] if FUSION == "sum" else ()
-        hits, cos_of = self.search(query, mind, now, also=also)
-        at = idx.pos
-        dense = [(j, h.cosine) for h in hits if (j := at.get(h.id)) is not None]
+        hits, cos_of = self.search(query, mind, now, also=also, idx=idx)
+        dense = _positions(idx, hits)
         if FUSION == "top":
             return (*fuse_top(idx, pos, bm25, hits, weight), dense)
         if FUSION == "sum":

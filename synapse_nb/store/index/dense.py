@@ -9,7 +9,9 @@ document and its integer-valued vector (:func:`~synapse_nb.store.embedders.quant
 
 Search (:meth:`DenseIndex.search`) returns the best ``k`` rows of a mind by cosine, best first, ties by id, over an
 in-memory copy of the table (reloaded when the table's version moves, patched by this process's own writes); no
-LanceDB query runs per search:
+LanceDB query runs per search. The caller may add a reserve: when one of the ``k`` is a row its ``agent`` flag says
+is an agent's, the best rows it says are a person's follow, read best first in slices four times deeper each
+(review 21: recall's people reserve, the table knowing nothing of who wrote a row):
 
 - below :data:`ANN_THRESHOLD` rows, exactly: a dot product of integer vectors whose sums stay under 2**24 is exact
   in float32 in any order (BLAS or not), and the cosine ``dot / sqrt(|a|^2 |b|^2)`` is computed in float64 from
@@ -55,6 +57,8 @@ DOC_FORMAT = "doc1-prev2-q127"
 #: (4 bytes a dimension a row): on 2 busy cores 2.7 ms at 49k rows, against 22-27 ms exact at 100k
 #: (docs/benchmarks.md).
 ANN_THRESHOLD = 50_000
+#: The people reserve reads the rows best first in slices, each this many times deeper than the last.
+DEEPER = 4
 _PREFIX = "semantic_"
 _BATCH = 4096
 _CONFLICT_RETRIES = 8
@@ -122,6 +126,39 @@ def cosines(vecs: np.ndarray, norm2: np.ndarray, q: np.ndarray) -> np.ndarray:
     den = np.sqrt(norm2 * qn)
     out: np.ndarray = np.divide(dots, den, out=np.zeros(len(dots)), where=den > 0)
     return out
+
+
+def _people_below(ids: Sequence[str], kinds: Sequence[str], rows: np.ndarray, c: np.ndarray, top: set[str],
+                  people: int, agent: Callable[[list[str]], np.ndarray]) -> list[DenseHit]:
+    """The best ``people`` of ``rows`` (indexes into ``ids`` and ``kinds``; ``c`` their cosines) outside ``top``
+    (ids) that ``agent`` says are a person's (0), by (cosine desc, id asc).
+
+    Read best first in slices, each every row at least as close as its last (ties kept), :data:`DEEPER` times
+    deeper each time: once ``people`` of them are found, no row left unread is closer than the last found."""
+    import numpy as np
+
+    read = np.zeros(len(rows), bool)
+    found: list[np.ndarray] = []  # indexes into rows
+    n_found, m = 0, 2 * people
+    while True:
+        m = min(len(rows), m)
+        if m < len(rows):
+            kth = np.partition(c, len(c) - m)[len(c) - m]
+            inside = np.flatnonzero(c >= kth)
+        else:
+            inside = np.arange(len(rows))
+        new = inside[~read[inside]]
+        read[inside] = True
+        if len(new):
+            rids = [ids[r] for r in rows[new].tolist()]
+            mine = (agent(rids) == 0) & np.fromiter((r not in top for r in rids), bool, len(rids))
+            found.append(new[mine])
+            n_found += int(mine.sum())
+        if n_found >= people or len(inside) == len(rows):
+            break
+        m = len(inside) * DEEPER
+    sel = np.concatenate(found) if found else np.zeros(0, np.int64)
+    return _ranked(_Rows(ids, rows[sel]), _Rows(kinds, rows[sel]), c[sel], people)
 
 
 class _Rows(Sequence[str]):
@@ -230,8 +267,8 @@ class _Copy:
                      exp_codes.astype(np.int64), exp_values, np.ascontiguousarray(vecs), norm2, self.proj,
                      None if sk is None else np.ascontiguousarray(sk), sk_norm)
 
-    def search(self, q: np.ndarray, k: int, mind: str, now: str,
-               also: Sequence[str] = ()) -> tuple[list[DenseHit], dict[str, float]]:
+    def search(self, q: np.ndarray, k: int, mind: str, now: str, also: Sequence[str] = (), people: int = 0,
+               agent: Callable[[list[str]], np.ndarray] | None = None) -> tuple[list[DenseHit], dict[str, float]]:
         import numpy as np
 
         m = int(np.searchsorted(self.mind_names, mind))
@@ -247,14 +284,30 @@ class _Copy:
         at = [j for i in also if (j := bisect_left(self.ids, i)) < len(self.ids) and self.ids[j] == i]
         if self.sk is None or self.sk_norm is None or self.proj is None:
             cos = cosines(self.vecs, self.norm2, q)
-            return _ranked(self.ids, self.kinds, cos, k, live), {self.ids[j]: float(cos[j]) for j in at}
-        from synapse_nb.store.index.sketch import candidates, sketch
+            hits = _ranked(self.ids, self.kinds, cos, k, live)
+            if people > 0 and agent is not None and hits and (agent([h.id for h in hits]) == 1).any():
+                rows = np.flatnonzero(live)
+                hits += _people_below(self.ids, self.kinds, rows, cos[rows], {h.id for h in hits}, people, agent)
+            return hits, {self.ids[j]: float(cos[j]) for j in at}
+        from synapse_nb.store.index.sketch import CANDIDATES, candidates, sketch
 
-        cand = candidates(self.sk, self.sk_norm, sketch(q, self.proj)[0][:, 0], live)
+        qs = sketch(q, self.proj)[0][:, 0]
+        cand = candidates(self.sk, self.sk_norm, qs, live, CANDIDATES)
         rows = np.concatenate([cand, np.array(at, np.int64)])
         cos = cosines(self.vecs[rows].astype(np.float32), self.norm2[rows], q)
         extra = {self.ids[j]: float(c) for j, c in zip(at, cos[len(cand):].tolist(), strict=True)}
-        return _ranked(_Rows(self.ids, cand), _Rows(self.kinds, cand), cos[:len(cand)], k), extra
+        hits = _ranked(_Rows(self.ids, cand), _Rows(self.kinds, cand), cos[:len(cand)], k)
+        if people > 0 and agent is not None and hits and (agent([h.id for h in hits]) == 1).any():
+            top, n, n_live, c = {h.id for h in hits}, CANDIDATES, int(live.sum()), cos[:len(cand)]
+            while True:  # the sketch's candidates, DEEPER times more until they hold enough people's rows
+                got = _people_below(self.ids, self.kinds, cand, c, top, people, agent)
+                if len(got) >= people or len(cand) >= n_live:
+                    break
+                n *= DEEPER
+                cand = candidates(self.sk, self.sk_norm, qs, live, n)
+                c = cosines(self.vecs[cand].astype(np.float32), self.norm2[cand], q)
+            hits += got
+        return hits, extra
 
 
 class DenseIndex:
@@ -461,11 +514,18 @@ class DenseIndex:
                                   "SQLite") from exc
         return (versions, st.st_ino, st.st_ctime_ns)
 
-    def search(self, query: np.ndarray, *, mind: str, now: str, k: int = 50,
-               also: Sequence[str] = ()) -> tuple[list[DenseHit], dict[str, float]]:
+    def search(self, query: np.ndarray, *, mind: str, now: str, k: int = 50, also: Sequence[str] = (),
+               people: int = 0, agent: Callable[[list[str]], np.ndarray] | None = None,
+               ) -> tuple[list[DenseHit], dict[str, float]]:
         """The ``k`` rows of ``mind`` not expired at ``now`` with the best exact cosine to the quantised query
         vector ``query`` (best first, ties by id), and the exact cosines of the rows ``also`` names (ids the table
-        lacks are left out). A zero query vector finds nothing."""
+        lacks are left out). A zero query vector finds nothing.
+
+        ``people`` and ``agent`` (recall's people reserve, review 21): ``agent(ids)`` says whose each row is, 1 an
+        agent's record no person verified, 0 a person's, -1 a row the caller does not rank. When one of the best
+        ``k`` is an agent's, the best ``people`` people's rows below them follow, best first, ties by id: people's
+        records are found as if agents' were not there, however many agent rows are closer. Without an agent's
+        row among the best ``k``, the result is the same."""
         import numpy as np
 
         q = np.ascontiguousarray(query, dtype=np.float32)
@@ -477,7 +537,7 @@ class DenseIndex:
             self._copy = (key, self._load(tbl))
         copy = self._copy[1]
         assert copy is not None
-        return copy.search(q, k, mind, now, also)
+        return copy.search(q, k, mind, now, also, people, agent)
 
     def _load(self, tbl: Any) -> _Copy:
         """Every row of the table in memory; from :attr:`ann_threshold` rows with its sketch."""
