@@ -411,3 +411,23 @@ def test_memory_accept_at_a_terminal_shows_every_proposed_value_whole(project: P
     res = CliRunner().invoke(app, ["--vault", str(project), "memory", "accept", rev.id])
     assert res.exit_code == 0, res.output
     assert human.memories.get(mem.id).content.endswith(tail.strip())
+
+
+def test_a_proposed_expiry_is_shown_with_how_soon_it_comes(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 24: an agent proposed ``expires="40s"`` for a person's verified memory; the ChangeReview widget and the
+    terminal prompt showed a bare UTC time, and once accepted the memory left recall within the minute (a prune then
+    deleted it). Both now say how far it is."""
+    import synapse_nb.cli.history as cli_history
+    from synapse_nb.widgets.review import ChangeReview
+
+    human = syn.open_vault(project)
+    mem = human.remember("procedure", "deploy", "Deploy with make deploy after CI is green.", priority="critical")
+    syn.open_vault(project, actor="agent").memories.update(mem.id, expires="40s")
+    rev = human.memories.revisions()[0]
+    w = ChangeReview(human)
+    w.revisions.value = rev.id
+    assert "(in 3" in w.revision_html.value or "(in 4" in w.revision_html.value, w.revision_html.value
+    monkeypatch.setattr(cli_history, "require_human_here", lambda *a: None)  # a human at a terminal
+    monkeypatch.setattr(cli_history.typer, "confirm", lambda *a, **kw: False)
+    res = CliRunner().invoke(app, ["--vault", str(project), "memory", "accept", rev.id])
+    assert "expires_at, proposed: [agent · unverified] " in res.stderr and " (in " in res.stderr, res.stderr

@@ -303,3 +303,30 @@ def test_the_queue_file_names_ids_only(vault: syn.Vault, emb: Counting) -> None:
     vault.recall("warm up")
     assert not list(Path(vault.index.path).glob("*.queue"))
     other.close()
+
+
+def test_peoples_records_are_embedded_first_and_agents_backlog_waits(vault: syn.Vault, emb: Counting,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 24: the queue went in id order, so 40 agent checkpoints (``ckp_...``) came before a person's decision
+    (``dec_...``) in every hook, and a person's recall embedded the agents' whole backlog first (27 s with e5). People's
+    records are embedded first, and agents' unverified ones only for ``AGENT_EMBED_S`` of a sync; the rest wait."""
+    from synapse_nb.store.index import queue as queues
+
+    _on(vault)
+    vault.recall("warm up")
+    agent = vault.as_agent()
+    for i in range(10):
+        agent.checkpoint(f"agent work {i} on the sedan fleet")
+    mine = vault.decide("Our fleet is leased, not bought")
+    monkeypatch.setattr(queues, "STEP_S", 0.0)  # one row a step
+    monkeypatch.setattr(indexer, "AGENT_EMBED_S", 0.0)  # no time for agents' rows this time
+    done = len(emb.docs)
+    got = vault.recall("is the fleet leased?", bars=OPEN)
+    assert mine.id in [i.id for i in got.items]
+    embedded = emb.docs[done:]
+    assert len(embedded) == 1 and "leased" in embedded[0]  # the person's, and nothing of the agents'
+    missing, _, _ = _drift(vault)
+    assert len(missing) == 10 and mine.id not in missing
+    monkeypatch.setattr(indexer, "AGENT_EMBED_S", 60.0)
+    vault.recall("sedan fleet")
+    assert _drift(vault) == ((), (), ())

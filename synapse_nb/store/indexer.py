@@ -55,6 +55,9 @@ REPLY = " | replying to: "
 #: Most characters of the previous record's text a semantic document ends with (the record's own text leads its
 #: vector). The longest previous turn of LoCoMo is 537 characters: its documents, and figures, are unchanged.
 PREV_CHARS = 600
+#: Seconds a sync spends on agents' unverified records once people's are embedded (review 24): the rest wait for the
+#: next sync, so no agent's backlog holds a person's recall.
+AGENT_EMBED_S = 2.0
 _EVERY = 2**62  # "every pending entry" for Outbox.pending
 log = logging.getLogger("synapse_nb.index")
 
@@ -130,8 +133,9 @@ class VaultIndex:
         return self._dense
 
     def _neighbours(self, cands: Sequence[Candidate],
-                    whole: dict[str, dict[str, str]] | None) -> tuple[dict[str, str], set[str]]:
-        """(id -> the id whose text its document ends with; the ids whose document ends with a candidate's).
+                    whole: dict[str, dict[str, str]] | None) -> tuple[dict[str, str], set[str], set[str]]:
+        """(id -> the id whose text its document ends with; the ids whose document ends with a candidate's; the
+        candidates that are agents' unverified records, read when ``whole`` is None).
         ``whole`` keeps each mind's map across calls (a rebuild reads every mind's structure once).
 
         The record before it in its thread, by seq then id; for a person's record, the person's record before it:
@@ -143,13 +147,17 @@ class VaultIndex:
             by_mind.setdefault(c.mind, []).append(c.id)
         out: dict[str, str] = {}
         after: set[str] = set()
+        agents: set[str] = set()
         for mind, ids in sorted(by_mind.items()):
             if whole is not None and mind in whole:
                 prev = whole[mind]
             else:
                 rows = recall.rank_rows(mind) if whole is not None else recall.rank_rows(mind, ids=ids)
                 threads: dict[str, list[tuple[int, str, bool]]] = {}
+                asked = set(ids) if whole is None else set()
                 for r in rows:
+                    if r.agent and r.id in asked:
+                        agents.add(r.id)
                     if r.thread is not None:
                         threads.setdefault(r.thread, []).append((r.seq or 0, r.id, r.agent))
                 prev = {}
@@ -170,7 +178,7 @@ class VaultIndex:
             if whole is None:
                 wanted = set(ids)
                 after.update(i for i, p in prev.items() if p in wanted)
-        return out, after
+        return out, after, agents
 
     def _dense_rows(self, cands: Sequence[Candidate],
                     whole: dict[str, dict[str, str]] | None = None) -> list[DenseRow]:
@@ -178,7 +186,7 @@ class VaultIndex:
         characters of the previous record's text (:meth:`_neighbours`)."""
         from synapse_nb.store.index.dense import DenseRow
 
-        prev, _ = self._neighbours(cands, whole)
+        prev, _, agents = self._neighbours(cands, whole)
         texts = {c.id: c.text for c in cands}
         need = sorted(set(prev.values()) - set(texts))
         if need:
@@ -188,7 +196,7 @@ class VaultIndex:
             p = prev.get(c.id)
             doc = c.text if p is None or p not in texts else c.text + REPLY + texts[p][:PREV_CHARS]
             out.append(DenseRow(c.id, c.kind, c.mind, doc, digest([doc, c.expires_at]), c.expires_at,
-                                p if p in texts else None))
+                                p if p in texts else None, c.id in agents))
         return out
 
     def _dense_plan(self, dense: DenseIndex, ids: Sequence[str]) -> tuple[list[DenseRow], list[str]]:
@@ -196,7 +204,7 @@ class VaultIndex:
         holds one of them (the rows whose previous record changed or went, the records now right after one)."""
         cands = self._store.outbox.docs(ids)
         gone = sorted(set(ids) - {c.id for c in cands})
-        _, after = self._neighbours(cands, None)
+        _, after, _ = self._neighbours(cands, None)
         held = dense.followers(ids)
         more = sorted((after | held) - set(ids))
         cands = cands + (self._store.outbox.docs(more) if more else [])
@@ -231,25 +239,40 @@ class VaultIndex:
             queued = self._drift(dense)
         keep = not self._store.readonly and not everything
         left = sorted(queued | set(also))
-        steps = self._steps = Steps(deadline(), self._steps.rate if self._steps is not None else None)
-        while left:
-            rows, gone = self._dense_plan(dense, left[:BATCH])
-            rest = left[BATCH:]
-            if gone:
-                dense.delete(gone)
-            while rows:
-                n = steps.take(rows)
-                if n == 0:  # the deadline: recall answers from the vectors already there
-                    if keep:
-                        queues.write(dense.name, {r.id for r in rows} | set(rest))
-                    return False
-                start = time.monotonic()
-                dense.upsert(rows[:n])
-                steps.took(rows[:n], time.monotonic() - start)
-                rows = rows[n:]
-                if (rows or rest) and keep:
-                    queues.write(dense.name, {r.id for r in rows} | set(rest))
-            left = rest
+        rate = self._steps.rate if self._steps is not None else None
+        steps = self._steps = Steps(deadline(), rate)
+        # people's records first, then agents' unverified ones within AGENT_EMBED_S of this call (review 24: the
+        # queue went in id order, so 40 agent checkpoints came before a person's decision in every hook, and a
+        # person's recall waited 27 s for an agent's backlog); agents' rows left over wait for the next call
+        later: list[str] = []
+        agents_by = time.time() + AGENT_EMBED_S
+        for phase in ("people", "agents"):
+            if phase == "agents":
+                left = sorted(later)
+                dl = deadline()
+                steps = self._steps = Steps(agents_by if dl is None else min(dl, agents_by), steps.rate)
+            while left:
+                rows, gone = self._dense_plan(dense, left[:BATCH])
+                rest = left[BATCH:]
+                if gone:
+                    dense.delete(gone)
+                if phase == "people":
+                    later.extend(r.id for r in rows if r.agent)
+                    rows = [r for r in rows if not r.agent]
+                waiting = set(later) if phase == "people" else set()  # (the agents' phase: ``rest`` holds them)
+                while rows:
+                    n = steps.take(rows)
+                    if n == 0:  # the deadline: recall answers from the vectors already there
+                        if keep:
+                            queues.write(dense.name, {r.id for r in rows} | set(rest) | waiting)
+                        return False
+                    start = time.monotonic()
+                    dense.upsert(rows[:n])
+                    steps.took(rows[:n], time.monotonic() - start)
+                    rows = rows[n:]
+                    if (rows or rest or waiting) and keep:
+                        queues.write(dense.name, {r.id for r in rows} | set(rest) | waiting)
+                left = rest
         if not self._store.readonly:
             queues.write(dense.name, set())
             if everything:  # the sketch's projection is made again from the whole table (from 50,000 rows)

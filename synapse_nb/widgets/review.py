@@ -11,7 +11,7 @@ from synapse_nb.changes import PROPOSED_MARK
 from synapse_nb.errors import SynapseError
 from synapse_nb.models import kind_of_id
 from synapse_nb.provenance import inline
-from synapse_nb.render import MUTED, plural
+from synapse_nb.render import MUTED, from_now, plural
 from synapse_nb.widgets._common import FamilyWidget, block, button, esc, live_vault, require_human
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -114,7 +114,8 @@ class ChangeReview(FamilyWidget):
             now = self._record_text(rev.rid)
             # every value whole, scrolled: Accept stores all of it (review 12: 300 characters shown of 32,768)
             wants = "".join(f"<div><b>{esc(k)}</b>: <div style='max-height:12em;overflow:auto;white-space:pre-wrap'>"
-                            f"{esc(inline(str(v)))}</div></div>" for k, v in sorted(rev.proposed.items()))
+                            f"{esc(inline(str(v)))}{self._soon(k, v)}</div></div>"
+                            for k, v in sorted(rev.proposed.items()))
             self.revision_html.value = block(
                 f"<div><b>{esc(rev.id)}</b> · proposed by {esc(rev.actor)} via {esc(rev.surface)}</div>"
                 f"<div style='color:{MUTED}'>now: {esc(now)}</div><div class='synapse-agent'>{wants}</div>")
@@ -133,6 +134,13 @@ class ChangeReview(FamilyWidget):
                 + deletes)
         for b in (self.merge_button, self.keep_button, self.supersede_button):
             b.disabled = link is None
+
+    def _soon(self, field: str, value: Any) -> str:
+        """How far a proposed expiry is, beside it (review 24: a bare time hid that the person's verified memory
+        would leave recall within the minute, and a prune then delete it)."""
+        if field != "expires_at" or not isinstance(value, str):
+            return ""
+        return f" <b>({esc(from_now(value, self.vault.now()))})</b>"
 
     def decide_revision(self, accept: bool) -> Any:
         """Accept or reject the selected revision."""

@@ -82,6 +82,7 @@ class DenseRow:
     digest: str
     expires_at: str | None = None
     prev: str | None = None  # the record whose text the document ends with
+    agent: bool = False  # an agent's unverified record (embedded after people's: the indexer's queue)
 
 
 class DenseHit(NamedTuple):
