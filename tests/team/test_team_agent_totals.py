@@ -117,6 +117,6 @@ def test_a_project_at_14_with_agent_records_is_counted_by_migration_15(pg_admin_
                         "FROM checkpoints WHERE source = 'agent'").fetchone()
         assert raw is not None and holdings(c)[2:] == (5, int(raw[0]))
         # migration 16 counts again, the ranking arrays too (each row's terms: "raw", 3 bytes)
-        assert migrate(c, project) == (15, 16)
+        assert migrate(c, project, MIGRATIONS[:16]) == (15, 16)
         c.execute(f"SET search_path = {project}")
         assert holdings(c)[2:] == (5, int(raw[0]) + 5 * 3)

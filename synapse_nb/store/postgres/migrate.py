@@ -67,6 +67,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(16, "an agent login's own rows: every column it chose counted, no date after the server's clock, "
               "another speaker only as reported; its lesson history pending, its ranking arrays its text's, the "
               "duplicate check's mark on the clock", "agent_rows.sql"),
+    Migration(17, "the word statistics of agents' unverified records beside everyone's: the duplicate check weighs a "
+              "pair of two people's records by people's records alone", "agent_vocab.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version
