@@ -11,10 +11,11 @@ wrote more than :data:`SYNC_MAX` of them (a bulk load) is checked later, from hi
    reads), other kinds included, for the record's :data:`MAX_WORDS` rarest words that some other record holds too
    (then its own words, if fewer);
 3. **similarity**: two idf-weighted measures of the two word sets, idf from the vault's word statistics
-   (``doc_freq``: the documents holding each word, as recall's coverage weighs them), numbers, dates and
-   negations left out of both: the **Jaccard** (shared weight / weight of either side: how far the two say the
-   same thing and nothing else) and the **overlap** (shared weight / the lighter side's weight: how much of the
-   shorter text the longer one holds, so a one-line fact is found in the longer note or message that states it);
+   (``doc_freq``: the documents holding each word, as recall's coverage weighs them; for a pair of two people's
+   records, people's records' alone: see below), numbers, dates and negations left out of both: the **Jaccard**
+   (shared weight / weight of either side: how far the two say the same thing and nothing else) and the
+   **overlap** (shared weight / the lighter side's weight: how much of the shorter text the longer one holds, so a
+   one-line fact is found in the longer note or message that states it);
 4. **verdict** (:func:`classify`): the same subject (Jaccard at least :data:`SUBJECT_AT`) with differing numbers or
    dates, or a negation on one side only, is a ``contradiction``; otherwise an overlap at least :data:`DUPLICATE_AT`
    over at least :data:`MIN_SHARED` shared words, and at least :data:`MIN_SHARE` of the shorter side's words, is a
@@ -30,9 +31,22 @@ a group of records open against each other stands for the whole group: copies or
 add about one pair each to the human's queue.
 
 A duplicate link hides one side from recall while it is open (:func:`hidden_side`: a human's record stands over an
-agent's; otherwise the older one stands); a contradiction hides nothing. A human decides every link
-(``Memories.resolve``): merge, keep both, or supersede. Precision and recall on a labelled set:
-``notebooks/memory_conflicts.ipynb``.
+agent's; otherwise the older one stands) when the one that stands holds :data:`COVERED_AT` of the other's weighted
+words (:func:`covered`); a contradiction hides nothing. A human decides every link (``Memories.resolve``): merge,
+keep both, or supersede. Precision and recall on a labelled set: ``notebooks/memory_conflicts.ipynb``.
+
+**Two people's records are weighed by people's records alone** (review 22). Between them the newer one is the hidden
+side, and a word's weight is its rarity: thirty agent memories holding only the words a person's new procedure adds to
+an older one made those words weigh almost nothing (the weight's floor), so the older one "held" the new one and the
+person's newer rule left recall. The verdict and the coverage of a pair whose two sides stand as a person's
+(:func:`human_record`) therefore read document frequencies and a document count that leave the agents' unverified
+records out (the store's ``count`` and ``doc_freq`` less their ``agents=True`` counts, kept exact by triggers as
+records are written, verified or deleted: SQLite schema v8, PostgreSQL migration 18), so nothing an agent writes
+changes whether such a pair hides one side, or which. (What agents write still counts in BM25's choice of a record's
+:data:`DEPTH` candidates, as it does in recall's ranking, so it can keep a pair from being found, and both records
+then stay in recall, or bring one in; a pair that is found is judged on its two texts and people's records as if
+agents had written nothing.) A pair with an agent's unverified record is weighed by every record, as before: its copy
+is the side hidden.
 """
 
 from __future__ import annotations
@@ -344,8 +358,9 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
     vocab = sorted({w for t in texts.values() for w in words(t)})
     out: list[Link] = []
     with store.snapshot():
-        n_docs = store.recall.count()
-        df = store.recall.doc_freq(vocab) if vocab else {}
+        stats = _Stats(store, any(human_record(r) for r in records))
+        df, pdf, n_docs, n_people = stats.df, stats.people, stats.n_docs, stats.n_people
+        stats.read(vocab)
         hits: dict[str, list[str]] = {}
         wanted: dict[str, dict[str, set[str]]] = {}  # mind -> kind -> ids
         for rec in records:
@@ -367,9 +382,7 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
                 wanted.setdefault(rec.mind, {}).setdefault(str(kind_of_id(i)), set()).add(i)
         cand = {c.id: c for mind, by_kind in sorted(wanted.items())
                 for c in store.recall.fetch(mind, {k: sorted(v) for k, v in sorted(by_kind.items())})}
-        missing = sorted({w for c in cand.values() for w in words(c.text)} - set(df))
-        if missing:
-            df.update(store.recall.doc_freq(missing))
+        stats.read(sorted({w for c in cand.values() for w in words(c.text)} - set(df)))
         linked: set[frozenset[str]] = set()  # pairs found in this call (two records of one batch find each other)
         # A record an open duplicate link hides waits for a human behind the one that stands: a candidate that is
         # such a record stands for that one (forty copies of one text made 513 pairs to review, about thirteen a
@@ -394,6 +407,17 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
                 cid = nxt
             return cid
 
+        def passed(relation: str | None, rec: Record, cid: str, settled: set[str]) -> bool:
+            """Whether a pair of this relation of ``rec`` with ``cid`` is still to be made (else another stands for
+            it; ``settled``: the records an earlier contradiction of ``rec`` put before a human)."""
+            return relation is not None and not (
+                # a contradiction with a record that waits behind another is one with that other (a candidate too),
+                # and one with a group already open against each other stands for the group
+                (relation == "contradiction" and (cid in settled or cid in waiting[rec.mind]))
+                # rec waits behind a record already: no second pair in that record's group
+                or (relation == "duplicate" and rec.id in waiting[rec.mind]
+                    and standing(rec.id, rec.mind) == standing(cid, rec.mind)))
+
         # oldest first: a record is paired with what was written before it (stored, or earlier in this call), as
         # hidden_side reads a pair, and this call's later records pair with it when their turn comes
         unread = {r.id for r in records}
@@ -401,36 +425,47 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
             unread.discard(rec.id)
             near = hits.get(rec.id, [])
             ids = [i for i in dict.fromkeys([*near, *(standing(i, rec.mind) for i in near)]) if i != rec.id]
-            _fetch(store, rec.mind, [i for i in ids if i not in cand], cand, df)
+            _fetch(store, rec.mind, [i for i in ids if i not in cand], cand, stats)
+            # a person's record is also weighed by people's records alone, for the case its candidate is a person's
+            # too (known once the candidate is read, below): agents' writes then change nothing of the pair
+            mine = stats.split and human_record(rec)
             found = []
             for cid in ids:
                 c = cand.get(cid)
                 if c is None or c.mind != rec.mind:
                     continue
                 verdict = classify(texts[rec.id], c.text, df, n_docs)
-                if verdict.relation is not None:
-                    found.append((c, verdict, verdict.relation))
+                by_people = classify(texts[rec.id], c.text, pdf, n_people) if mine else verdict
+                if verdict.relation is not None or by_people.relation is not None:
+                    found.append((c, verdict, by_people))
             if not found:
                 continue
             known = {x.a if x.b == rec.id else x.b for x in store.links.of_record(rec.id)}
             settled: set[str] = set()  # records an earlier contradiction of this record already puts before a human
-            for c, verdict, relation in found:
+            for c, verdict, by_people in found:
                 if (c.id in known or c.id in unread or frozenset((rec.id, c.id)) in linked
-                        # a contradiction with a record that waits behind another is one with that other (a
-                        # candidate too), and one with a group already open against each other stands for the group
-                        or (relation == "contradiction" and (c.id in settled or c.id in waiting[rec.mind]))
-                        # rec waits behind a record already: no second pair in that record's group
-                        or (relation == "duplicate" and rec.id in waiting[rec.mind]
-                            and standing(rec.id, rec.mind) == standing(c.id, rec.mind))):
+                        or not (passed(verdict.relation, rec, c.id, settled)
+                                or passed(by_people.relation, rec, c.id, settled))):
                     continue
                 old = store.table(c.kind).get_many(View(rec.mind, rec.updated_at), [c.id]).get(c.id)
                 if old is None:  # not there at rec's time (written after it, or deleted): its own check pairs it
+                    continue
+                # Two people's records: the pair, and which side recall leaves out, are decided by people's words
+                # alone (review 22: thirty agent memories holding the words a person's newer record adds made them
+                # weigh nothing, and the person's newer record was hidden behind the older one). A pair with an
+                # agent's record is weighed by every record, as recall weighs them.
+                people = mine and human_record(old)
+                weights, n = (pdf, n_people) if people else (df, n_docs)
+                if people:
+                    verdict = by_people
+                relation = verdict.relation
+                if relation is None or not passed(relation, rec, c.id, settled):
                     continue
                 linked.add(frozenset((rec.id, c.id)))
                 hidden = hidden_side(rec, old) if relation == "duplicate" else None
                 if hidden is not None:  # left out of recall only when the one that stands says all it says
                     gone, stays = (rec.text, old.text) if hidden == rec.id else (old.text, rec.text)
-                    if covered(gone, stays, df, n_docs) < COVERED_AT:
+                    if covered(gone, stays, weights, n) < COVERED_AT:
                         hidden = None
                 out.append(Link(id=new_id("lnk"), mind=rec.mind, a=rec.id, a_kind=rec.kind, b=c.id, b_kind=c.kind,
                                 relation=relation, score=verdict.score, hidden=hidden, status="open",
@@ -465,7 +500,33 @@ def _contradiction_group(store: VaultStore, rid: str, new: Sequence[Link]) -> se
     return seen
 
 
-def _fetch(store: VaultStore, mind: str, ids: Sequence[str], cand: dict[str, Any], df: dict[str, int]) -> None:
+class _Stats:
+    """The word statistics of one check, read in its snapshot: every gate record's (``df``, ``n_docs``) and people's
+    (``people``, ``n_people``: the agents' unverified records left out), which weigh a pair of two people's records.
+    ``split``: the two differ (some person's record is checked, and the vault holds agents' unverified records);
+    else ``people`` is ``df`` and nothing more is read."""
+
+    def __init__(self, store: VaultStore, people: bool) -> None:
+        self._recall = store.recall
+        self.n_docs = self._recall.count()
+        self.n_people = self.n_docs - self._recall.count(agents=True) if people else self.n_docs
+        self.split = people and self.n_people != self.n_docs
+        self.df: dict[str, int] = {}
+        self.people: dict[str, int] = {} if self.split else self.df
+
+    def read(self, terms: Sequence[str]) -> None:
+        """Add these words' document frequencies (people's too when they differ: everyone's less the agents', one
+        round trip on a team vault)."""
+        if not terms:
+            return
+        every = self._recall.doc_freq(terms)
+        self.df.update(every)
+        if self.split:
+            agents = self._recall.doc_freq([t for t in terms if t in every], agents=True)
+            self.people.update((t, n - agents.get(t, 0)) for t, n in every.items() if n > agents.get(t, 0))
+
+
+def _fetch(store: VaultStore, mind: str, ids: Sequence[str], cand: dict[str, Any], stats: _Stats) -> None:
     """Add these records of ``mind`` to the candidates read (with their words' document frequencies)."""
     if not ids:
         return
@@ -474,6 +535,4 @@ def _fetch(store: VaultStore, mind: str, ids: Sequence[str], cand: dict[str, Any
         by_kind.setdefault(str(kind_of_id(i)), []).append(i)
     got = store.recall.fetch(mind, by_kind)
     cand.update((c.id, c) for c in got)
-    missing = sorted({w for c in got for w in words(c.text)} - set(df))
-    if missing:
-        df.update(store.recall.doc_freq(missing))
+    stats.read(sorted({w for c in got for w in words(c.text)} - set(stats.df)))

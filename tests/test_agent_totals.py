@@ -174,11 +174,15 @@ def test_a_v6_vault_is_counted_when_it_migrates(user: syn.Vault, tmp_path: Path)
         db.execute(f"DROP TRIGGER {name}")
     db.execute("DROP TABLE agent_held")
     db.execute("DROP TABLE agent_held_all")
+    for name in ("gate_docs_agent_ai", "gate_docs_agent_au", "gate_docs_agent_ad"):  # and v8's (agent_vocab_schema)
+        db.execute(f"DROP TRIGGER {name}")
+    for name in ("agent_vocab_row", "agent_vocab_fts", "agent_gids"):
+        db.execute(f"DROP TABLE {name}")
     db.execute("PRAGMA user_version = 6")
     db.commit()
     db.close()
     again = agent(tmp_path)
-    assert again._store.schema_version == 7
+    assert again._store.schema_version == 8
     assert held(again) == expected and expected[0] == 4
 
 

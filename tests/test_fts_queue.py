@@ -101,11 +101,21 @@ def _v3_db(path: Path) -> sqlite3.Connection:
     return conn
 
 
+#: The FTS5 tables of schema v8 (agents' words, agent_vocab_schema.py): v3 has none, and the workload above is a
+#: person's only, so they stay empty (test_the_agents_words_are_exactly_their_unverified_records_words checks them).
+V8_FTS = ("agent_vocab_fts",)
+
+
 def _index_state(path: Path) -> dict[str, list[tuple]]:
-    """Every FTS5 index's postings with positions, its document sizes, and bm25 scores of each word."""
+    """Every FTS5 index's postings with positions, its document sizes, and bm25 scores of each word (those of v3:
+    every later one holds an agent's records only, and the workload writes none)."""
     conn = sqlite3.connect(path)
     out: dict[str, list[tuple]] = {}
     for t in FTS_TABLES:
+        if t in V8_FTS:
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (t,)).fetchone():
+                assert conn.execute(f"SELECT count(*) FROM {t}_docsize").fetchone() == (0,), t
+            continue
         conn.execute(f"CREATE VIRTUAL TABLE temp.vi_{t} USING fts5vocab(main, {t}, 'instance')")
         out[f"{t} postings"] = conn.execute(f"SELECT term, doc, col, offset FROM temp.vi_{t} "
                                             "ORDER BY term, doc, col, offset").fetchall()
@@ -197,7 +207,7 @@ def test_a_v3_vault_migrates_to_v4_and_keeps_its_indexes(tmp_path: Path) -> None
     before = _index_state(d / "synapse.db")
     v = syn.open_vault(d)
     s = v._store
-    assert s.schema_version == store.SCHEMA_VERSION == 7
+    assert s.schema_version == store.SCHEMA_VERSION == 8
     assert _index_state(d / "synapse.db") == before  # the migration rewrites no index
     m = v.remember("project", "kayak", "ann went kayaking on the fjord")
     assert [x.id for x in v.memories.search("kayaking")] == [m.id]
@@ -236,3 +246,83 @@ def test_recall_postings_read_inside_a_write_transaction_see_its_queued_writes(t
         v.remember("knowledge", "b", "pelicans nest on islands")
         assert st.recall.postings(v.mind, ["pelican"])["pelican"].n_vault == 2
     assert st.recall.postings(v.mind, ["pelican"])["pelican"].n_vault == 2
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_agents_words_are_exactly_their_unverified_records_words(tmp_path: Path, seed: int) -> None:
+    """Schema v8 (review 22): ``agent_vocab_fts`` and ``agent_gids`` hold the gate text of exactly the agents'
+    unverified records, whatever a transaction does to them (a record written by either, verified, edited back to
+    unverified, handed to a person, deleted), so people's statistics (``count`` and ``doc_freq`` less their
+    ``agents=True`` counts) are a recount of people's records; and a vault of v7 migrates with its agents' records
+    counted."""
+    from synapse_nb.store.sql.authors import agents_case
+
+    rng = random.Random(seed)
+    s = store.SqliteStore(tmp_path / "synapse.db")
+    live: dict[str, list[str]] = {"memories": [], "decisions": [], "notes": []}
+    for n in range(200):
+        table = rng.choice(list(live))
+        ids, src = live[table], rng.choice(["user", "agent", "agent"])
+        with s.transaction() as c:
+            op = rng.random()
+            if op < 0.5 or not ids:
+                rid = f"{table[:3]}_{n:012x}"
+                ids.append(rid)
+                if table == "memories":
+                    c.execute("INSERT INTO memories(id, mind, category, key, content, tags, priority, source, "
+                              "verified, confidence, created_at, updated_at) "
+                              "VALUES (?,?,'project',?,?,'[]',2,?,?,1.0,?,?)",
+                              (rid, rng.choice(["default", "other"]), f"key_{n}", _text(rng, 6), src,
+                               int(src == "user" or rng.random() < 0.3), TS, TS))
+                elif table == "decisions":
+                    c.execute("INSERT INTO decisions(id, mind, decision, rationale, tags, source, created_at, "
+                              "updated_at) VALUES (?,'default',?,?,'[]',?,?,?)",
+                              (rid, _text(rng, 3), _text(rng, 4), src, TS, TS))
+                else:
+                    c.execute("INSERT INTO notes(id, mind, name, trigger, body, source, created_at, updated_at) "
+                              "VALUES (?,'default',?,?,?,?,?,?)", (rid, f"note_{n}", _text(rng, 3), "b", src, TS, TS))
+            elif op < 0.85:
+                rid = rng.choice(ids)
+                col = {"memories": "content", "decisions": "rationale", "notes": "trigger"}[table]
+                if table == "memories" and rng.random() < 0.5:  # verified set or cleared, the text kept
+                    c.execute("UPDATE memories SET verified = ? WHERE id = ?", (rng.randint(0, 1), rid))
+                elif rng.random() < 0.3:  # the record changes hands (a person's remember over an agent's key)
+                    c.execute(f"UPDATE {table} SET source = ?, {col} = ? WHERE id = ?", (src, _text(rng, 4), rid))
+                else:
+                    c.execute(f"UPDATE {table} SET {col} = ? WHERE id = ?", (_text(rng, 4), rid))
+            else:
+                c.execute(f"DELETE FROM {table} WHERE id = ?", (ids.pop(rng.randrange(len(ids))),))
+
+    def recount(db: store.SqliteStore) -> tuple[int, dict[str, int]]:
+        db.query("CREATE VIRTUAL TABLE IF NOT EXISTS temp.people_fts USING fts5(body, "
+                 "tokenize='unicode61 remove_diacritics 2')")
+        db.query("CREATE VIRTUAL TABLE IF NOT EXISTS temp.people_vocab USING fts5vocab(temp, people_fts, 'row')")
+        db.query("DELETE FROM temp.people_fts")
+        db.query(f"INSERT INTO temp.people_fts(body) SELECT d.body FROM gate_docs d "
+                 f"WHERE NOT ({agents_case('d.kind', 'd.rid')})")
+        return (int(db.query_one("SELECT count(*) FROM temp.people_fts")[0]),
+                {r[0]: int(r[1]) for r in db.query("SELECT term, doc FROM temp.people_vocab")})
+
+    everything = [*sorted(WORDS), "key", "note", "b"]
+
+    def counted(db: store.SqliteStore) -> tuple[int, dict[str, int]]:
+        every, agents = db.recall.doc_freq(everything), db.recall.doc_freq(everything, agents=True)
+        return (db.recall.count() - db.recall.count(agents=True),
+                {w: k - agents.get(w, 0) for w, k in every.items() if k > agents.get(w, 0)})
+
+    n, people = recount(s)
+    assert 0 < n < s.recall.count() and counted(s) == (n, {w: k for w, k in people.items() if w in everything})
+    s.query("INSERT INTO agent_vocab_fts(agent_vocab_fts, rank) VALUES ('integrity-check', 1)")
+    s.close()
+    # a v7 vault: v8's objects dropped, then a writable open migrates and counts the agents' records already there
+    conn = sqlite3.connect(tmp_path / "synapse.db")
+    for name in ("gate_docs_agent_ai", "gate_docs_agent_au", "gate_docs_agent_ad"):
+        conn.execute(f"DROP TRIGGER {name}")
+    for name in ("agent_vocab_row", "agent_vocab_fts", "agent_gids"):
+        conn.execute(f"DROP TABLE {name}")
+    conn.execute("PRAGMA user_version = 7")
+    conn.commit()
+    conn.close()
+    again = store.SqliteStore(tmp_path / "synapse.db")
+    assert again.schema_version == store.SCHEMA_VERSION == 8
+    assert counted(again) == (n, {w: k for w, k in people.items() if w in everything})

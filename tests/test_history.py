@@ -173,6 +173,52 @@ def test_a_duplicate_that_says_more_is_listed_for_a_human_but_never_hidden(vault
     assert covered(extra.decision, "run the migrations with alembic upgrade head", {}, 3) < COVERED_AT
 
 
+RELEASE_P1 = ("Release the billing service with make release once integration tests pass on staging, using blue green "
+              "cutover")
+RELEASE_P2 = ("Release the billing service with make release once integration tests pass on staging, then rotate "
+              "webhook secrets")
+
+
+def _release_pair(v: syn.Vault, flood: int) -> tuple[str, str, Any]:
+    """A person's P1, ``flood`` agent memories holding only the words P2 adds, a person's P2: (P1, P2, their link)."""
+    for i, t in enumerate(["Use postgres for the ledger store", "Frontend builds with vite", "Tests run with pytest -x",
+                           "Logs go to loki", "On call rotates weekly"]):
+        v.remember("knowledge", f"fact_{i}", t)
+    p1 = v.remember("procedure", "release_billing", RELEASE_P1)
+    agent = v.as_agent()
+    for i in range(flood):
+        agent.remember("context", f"note_{i}", f"then rotate webhook secrets entry {i}")
+    p2 = v.remember("procedure", "billing_release_steps", RELEASE_P2)
+    (link,) = [lk for lk in v.memories.conflicts() if p2.id in (lk.a, lk.b)]
+    return p1.id, p2.id, link
+
+
+def test_agents_writes_never_make_a_persons_record_the_hidden_side_of_a_pair(vault: syn.Vault,
+                                                                            tmp_path: Path) -> None:
+    """Review 22: between two people's records the newer of a duplicate pair is hidden when the older holds 80% of
+    its words weighted by rarity, and the weights counted every record. Thirty agent memories (within the hourly
+    quota) holding only the words a person's newer procedure adds made those words weigh nothing, and the person's
+    newer procedure left recall behind the older one; without them the same pair hid nothing. A pair of two people's
+    records is weighed by people's records alone: the agents' writes change nothing of it. A pair with an agent's
+    record is weighed as before: its copy still waits behind the person's record."""
+    (tmp_path / "clean").mkdir()
+    clean = syn.open_vault(tmp_path / "clean", clock=FakeClock())
+    try:
+        _, _, alone = _release_pair(clean, 0)
+    finally:
+        clean.close()
+    p1, p2, link = _release_pair(vault, 30)
+    assert link.relation == alone.relation == "duplicate" and {link.a, link.b} == {p1, p2}
+    assert link.hidden is None and alone.hidden is None  # listed for a human, hiding nothing, as without agents
+    assert link.score == alone.score and link.reason == alone.reason
+    assert p2 not in vault._store.links.hidden(vault.mind)
+    given = vault.recall("how do we release the billing service, rotate webhook secrets")
+    assert p2 in {getattr(getattr(h, "record", h), "id", None) for h in given.items}
+    copy = vault.as_agent().remember("procedure", "release_billing_copy", RELEASE_P1)  # an agent's copy of P1
+    pairs = {(lk.b if lk.a == copy.id else lk.a): lk for lk in vault.memories.conflicts() if copy.id in (lk.a, lk.b)}
+    assert pairs[p1].relation == "duplicate" and pairs[p1].hidden == copy.id, pairs
+
+
 def test_the_check_reads_every_candidate_tied_at_its_depth(vault: syn.Vault, agent_vault: syn.Vault) -> None:
     """Ids are random: a cut inside a tie of BM25 scores would make the links found depend on them. The copies
     checked together wait behind the oldest (each paired with what was written before it), and a new copy is

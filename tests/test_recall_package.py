@@ -7,6 +7,7 @@ import contextlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,9 +125,9 @@ def test_threads_sharing_a_vault_handle_recall_and_write_without_deadlock(tmp_pa
     queries = vault._store.recall
     count = queries.count
 
-    def slow_count() -> int:  # widen the window in which a cache refresh reads the store
+    def slow_count(**kw: Any) -> int:  # widen the window in which a cache refresh reads the store
         time.sleep(0.005)
-        return count()
+        return count(**kw)
 
     monkeypatch.setattr(queries, "count", slow_count)
 

@@ -696,6 +696,55 @@ def test_recall_candidates_statistics_and_matches(store: Any) -> None:
         [_mem(1).id, _mem(2).id, _mem(3).id, "note_000000000001", "dec_000000000001"])
 
 
+def test_the_agents_unverified_records_statistics_are_kept_apart(store: Any) -> None:
+    """``count`` and ``doc_freq`` with ``agents=True``: the candidates of every mind that are the agents' unverified
+    ones (an agent wrote it and, a memory, no person verified it), kept exact as records are written, verified,
+    edited back to unverified and deleted; people's are the rest (review 22: the duplicate check weighs two people's
+    records by people's, so that what agents write changes nothing of such a pair)."""
+    from dataclasses import replace
+
+    from synapse_nb.models import Decision
+
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "nothing"]
+
+    def people() -> tuple[int, dict[str, int], dict[str, int]]:
+        """(people's candidates, everyone's document frequencies, people's)."""
+        every, agents = store.recall.doc_freq(words), store.recall.doc_freq(words, agents=True)
+        assert set(agents) <= set(every) and all(0 < n <= every[w] for w, n in agents.items())
+        return (store.recall.count() - store.recall.count(agents=True), every,
+                {w: n - agents.get(w, 0) for w, n in every.items() if n > agents.get(w, 0)})
+
+    store.memories.insert(_mem(1, content="alpha beta", source="agent", verified=False))
+    store.memories.insert(_mem(2, content="alpha gamma", source="agent", verified=True))
+    store.memories.insert(_mem(3, content="alpha beta"))
+    store.memories.insert(_mem(4, mind="other", content="beta", source="agent", verified=False))
+    store.decisions.insert(Decision(id="dec_000000000001", mind="default", created_at=T0, updated_at=T0,
+                                    decision="beta delta", source="agent"))
+    store.episodes.insert(replace(_epi(1, "delta alpha"), source="agent"))
+    store.notes.insert(Note(id="note_000000000001", mind="default", created_at=T0, updated_at=T0, name="n",
+                            trigger="alpha", body="b"))
+    store.lessons.insert(_les(1, "pending", summary="alpha", source="agent"))  # lessons are not candidates
+    every = {"alpha": 5, "beta": 4, "gamma": 1, "delta": 2}
+    assert store.recall.count() == 7 and store.recall.count(agents=True) == 4
+    assert store.recall.doc_freq(words, agents=True) == {"alpha": 2, "beta": 3, "delta": 2}
+    assert people() == (3, every, {"alpha": 3, "beta": 1, "gamma": 1})
+    assert store.recall.doc_freq([], agents=True) == {}
+    store.memories.update(_mem(1).id, updated_at=T1, verified=True)  # a person takes it on
+    assert people() == (4, every, {"alpha": 4, "beta": 2, "gamma": 1})
+    store.memories.update(_mem(2).id, updated_at=T1, verified=False, content="gamma epsilon")  # an agent's edit
+    assert people() == (3, {"alpha": 4, "beta": 4, "gamma": 1, "delta": 2, "epsilon": 1}, {"alpha": 3, "beta": 2})
+    store.memories.update(_mem(3).id, updated_at=T1, content="delta")  # a person's edit
+    store.decisions.delete("dec_000000000001")
+    store.memories.delete(_mem(4).id)
+    assert people() == (3, {"alpha": 3, "beta": 1, "gamma": 1, "delta": 2, "epsilon": 1}, {"alpha": 2, "beta": 1,
+                                                                                            "delta": 1})
+    with store.snapshot():  # a team vault reads both counts with the snapshot's version, and the agents' words with
+        assert store.recall.count() == 5 and store.recall.count(agents=True) == 2  # everyone's (one round trip)
+        assert store.recall.doc_freq(words) and store.recall.doc_freq(words, agents=True) == {
+            "alpha": 1, "delta": 1, "gamma": 1, "epsilon": 1}
+    assert store.integrity_check() == "ok"
+
+
 def test_every_kind_exports_and_imports_as_it_was(store: Any) -> None:
     from synapse_nb.models import Episode
 

@@ -47,19 +47,19 @@ rule the store decides. The store raises :class:`~synapse_nb.errors.StoreError` 
 
 **Full-text search** takes raw text (FTS5 ``MATCH``, ``tsquery`` are the backend's): any text is safe.
 
-**Recall's word statistics must agree across backends** (recall is deterministic: same vault, same answer).
-A candidate's gate text is, per kind: memory ``key`` (``_`` as spaces) + content + tags; decision: decision +
-rationale + tags; checkpoint: doing + next step + blockers + changed files; episode: task key (``_`` as spaces) +
-outcome + refs; note: name (``_`` as spaces) + trigger; parts joined by single spaces, missing parts empty
-(lessons are not candidates). ``doc_freq`` counts the candidates (all minds) holding a word as SQLite FTS5's
-``unicode61 remove_diacritics 2`` tokenizer splits and folds it; ``count`` is the number of candidates.
+**Recall's word statistics must agree across backends** (recall is deterministic: same vault, same answer). A
+candidate's gate text is, per kind: memory ``key`` (``_`` as spaces) + content + tags; decision: decision + rationale +
+tags; checkpoint: doing + next step + blockers + changed files; episode: task key (``_`` as spaces) + outcome + refs;
+note: name (``_`` as spaces) + trigger; parts joined by single spaces, missing parts empty (lessons are not candidates).
+``doc_freq`` counts the candidates (all minds) holding a word as SQLite FTS5's ``unicode61 remove_diacritics 2``
+tokenizer splits and folds it; ``count`` is the number of candidates. With ``agents=True`` both count only the agents'
+unverified ones (``RankRow.agent``; SQLite v8, team migration 18): the duplicate check weighs by people's, the rest.
 
-**Ranking (recall engine v2, schema v3).** Every gate candidate is also a *ranking document* with two
-fields: ``body`` = its gate text (above) and ``context`` = the bodies of the previous two records of the same
-(mind, thread) ordered by ``(seq, id)``, oldest first, joined by one space (``''`` for a record without a thread
-or without predecessors). Only episodes carry ``thread``/``seq``/``actor`` today (NULL elsewhere). The backend
-keeps ``context`` exact on every insert, update (body, thread, seq) and delete, including the next two records
-of the thread whose context names the changed one.
+**Ranking (recall engine v2, schema v3).** Every gate candidate is also a *ranking document* with two fields: ``body`` =
+its gate text (above) and ``context`` = the bodies of the previous two records of the same (mind, thread) ordered by
+``(seq, id)``, oldest first, joined by one space (``''`` for a record without a thread or without predecessors). Only
+episodes carry ``thread``/``seq``/``actor`` today (NULL elsewhere). The backend keeps ``context`` exact on every insert,
+update (body, thread, seq) and delete, including the next two records of the thread whose context names the changed one.
 
 - :meth:`RecallQueries.bm25` scores documents with Okapi BM25 exactly as SQLite FTS5's ``bm25()`` does:
   terms are the given words stemmed with the Porter stemmer after ``unicode61 remove_diacritics 2`` folding
@@ -333,7 +333,7 @@ class RefTable(Protocol):
 class RecallQueries(Protocol):
     """Rows and statistics for the recall gate (the scoring itself lives in :mod:`synapse_nb.recall`)."""
 
-    def count(self) -> int:
+    def count(self, *, agents: bool = False) -> int:
         """How many gate candidates the vault holds, all minds together (the N of the word statistics)."""
         ...
 
@@ -345,7 +345,7 @@ class RecallQueries(Protocol):
         """These candidates of the mind (unknown ids left out), in id order."""
         ...
 
-    def doc_freq(self, terms: Sequence[str]) -> dict[str, int]:
+    def doc_freq(self, terms: Sequence[str], *, agents: bool = False) -> dict[str, int]:
         """In how many candidates (all minds) each term occurs, as whole words, case-folded; absent: none."""
         ...
 

@@ -38,17 +38,28 @@ from synapse_nb.store.sql.dialect import Dialect
 
 __all__ = ["PgDatabase", "RoundTrips", "Row"]
 
-#: Recount every frequency from the records' terms and compare with gate_df / gate_stats (no row: equal).
+#: Recount every frequency from the records' terms and compare with gate_df / gate_stats (no row: equal), the
+#: agents' unverified records' too (migration 18: ``agents``, ``agent_docs``).
 RECOUNT_MISMATCHES = """
-WITH docs AS (""" + " UNION ALL ".join(f"SELECT terms FROM {TABLES[k]}" for k in RANKED_KINDS) + """),
-recount AS (SELECT t AS term, count(*) AS n FROM docs, unnest(terms) t GROUP BY t),
-stored AS (SELECT term, n FROM gate_df WHERE n > 0)
+WITH docs AS (""" + " UNION ALL ".join(
+    f"SELECT terms, source = 'agent'{' AND verified = 0' if k == 'memory' else ''} AS agent FROM {TABLES[k]}"
+    for k in RANKED_KINDS) + """),
+recount AS (SELECT t AS term, count(*) AS n, count(*) FILTER (WHERE agent) AS a FROM docs, unnest(terms) t
+             GROUP BY t),
+stored AS (SELECT term, n, agents AS a FROM gate_df WHERE n > 0 OR agents <> 0)
 SELECT coalesce(r.term, s.term) AS term, r.n AS recount, s.n AS stored
   FROM recount r FULL JOIN stored s ON s.term = r.term
  WHERE r.n IS DISTINCT FROM s.n
 UNION ALL
+SELECT coalesce(r.term, s.term) || ' (agents)', r.a, s.a
+  FROM recount r FULL JOIN stored s ON s.term = r.term
+ WHERE coalesce(r.a, 0) <> coalesce(s.a, 0)
+UNION ALL
 SELECT '(n_docs)', (SELECT count(*) FROM docs), (SELECT n_docs FROM gate_stats)
  WHERE (SELECT count(*) FROM docs) <> (SELECT n_docs FROM gate_stats)
+UNION ALL
+SELECT '(agent_docs)', (SELECT count(*) FROM docs WHERE agent), (SELECT agent_docs FROM gate_stats)
+ WHERE (SELECT count(*) FROM docs WHERE agent) <> (SELECT agent_docs FROM gate_stats)
 """
 
 
@@ -58,16 +69,17 @@ MAX_MEMO = 50_000
 #: The first round trip of a snapshot: open it and read what names its state (the project's data version) and
 #: the server's clock, which is "now" for every read of the snapshot (``now()`` is the transaction's start).
 BEGIN_SNAPSHOT = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
-                  "SELECT version, fmt_ts(now()) AS now, n_docs FROM gate_stats WHERE id = 1")
+                  "SELECT version, fmt_ts(now()) AS now, n_docs, agent_docs FROM gate_stats WHERE id = 1")
 #: A write transaction's first round trip: open it and learn its transaction id (and the backend's process id), so
 #: a commit whose connection dies can be looked up afterwards (``pg_xact_status``) instead of being guessed.
 BEGIN_WRITE = "BEGIN; SELECT pg_current_xact_id()::text AS xid, pg_backend_pid() AS pid"
 #: A lazy snapshot's first round trip: the same state, read by one autocommitted statement (itself a snapshot).
-SNAPSHOT_POINT = "SELECT version, fmt_ts(now()) AS now, n_docs FROM gate_stats WHERE id = 1"
+SNAPSHOT_POINT = "SELECT version, fmt_ts(now()) AS now, n_docs, agent_docs FROM gate_stats WHERE id = 1"
 
 
-def _point(row: Any) -> tuple[int, str, int]:  # (data version, server now, n_docs): a snapshot's first statement
-    return (int(row[0]), str(row[1]), int(row[2])) if row else (0, "", 0)
+def _point(row: Any) -> tuple[int, str, int, int]:  # (data version, server now, n_docs, the agents' unverified of
+    # them, migration 18): a snapshot's first statement
+    return (int(row[0]), str(row[1]), int(row[2]), int(row[3])) if row else (0, "", 0, 0)
 
 
 class _State(threading.local):
@@ -77,7 +89,7 @@ class _State(threading.local):
         self.conn: Any = None
         self.depth = 0
         self.snap = 0
-        self.snap_point: tuple[int, str, int] | None = None  # (data version, server now, n_docs) of the snapshot
+        self.snap_point: tuple[int, str, int, int] | None = None  # (data version, server now, n_docs, agent_docs)
         self.role_reset = False  # the checkout's role was already reset (with its last statement)
         self.lazy_open: Callable[[], None] | None = None  # opens a lazy snapshot's transaction on its first read
         self.changes: dict[tuple[str, str], bool] = {}
@@ -551,6 +563,11 @@ class PgDatabase:
         """The project's number of gate records as the open snapshot saw it (read with its version), else None."""
         point = self._state.snap_point
         return point[2] if point is not None and not self._state.depth else None
+
+    def snapshot_agents(self) -> int | None:
+        """The project's number of agents' unverified gate records as the open snapshot saw it, else None."""
+        point = self._state.snap_point
+        return point[3] if point is not None and not self._state.depth else None
 
     def snapshot_now(self) -> str | None:
         """The server's clock at the start of the open snapshot (fixed-width UTC text), else None."""

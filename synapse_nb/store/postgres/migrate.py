@@ -69,6 +69,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "duplicate check's mark on the clock", "agent_rows.sql"),
     Migration(17, "an agent login's branch names are names git could give a branch (a lesson's sits in its approved "
               "label)", "agent_branches.sql"),
+    Migration(18, "the word statistics of agents' unverified records beside everyone's: the duplicate check weighs a "
+              "pair of two people's records by people's records alone", "agent_vocab.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

@@ -37,15 +37,16 @@ __all__ = ["FeedOutbox", "FeedPosition", "RecallQueries", "SessionsQueries"]
 
 
 class RecallQueries(RankingQueries, SharedRecallQueries[PgDatabase]):
-    """Candidates from the ``gate_candidates`` view; N and document frequencies from ``gate_stats``/``gate_df``;
-    the ranking reads of recall engine v2 from :class:`~synapse_nb.store.postgres.ranking.RankingQueries`."""
+    """Candidates from the ``gate_candidates`` view; N and document frequencies from ``gate_stats``/``gate_df``
+    (and the agents' unverified records': ``agent_docs``/``agents``, migration 18); the ranking reads
+    of recall engine v2 from :class:`~synapse_nb.store.postgres.ranking.RankingQueries`."""
 
-    def count(self) -> int:
+    def count(self, *, agents: bool = False) -> int:
         """Inside a snapshot, read with its version in its first round trip; else one read."""
-        n = self._db.snapshot_docs()
+        n = self._db.snapshot_agents() if agents else self._db.snapshot_docs()
         if n is not None:
             return n
-        row = self._db.query_one("SELECT n_docs FROM gate_stats WHERE id = 1")
+        row = self._db.query_one(f"SELECT {'agent_docs' if agents else 'n_docs'} FROM gate_stats WHERE id = 1")
         return int(row[0]) if row else 0
 
     def fetch(self, mind: str, ids_by_kind: Mapping[str, Iterable[str]]) -> list[Candidate]:
@@ -56,13 +57,22 @@ class RecallQueries(RankingQueries, SharedRecallQueries[PgDatabase]):
         wanted = {k: set(v) for k, v in ids_by_kind.items()}
         return [candidate(r) for r in rows if r["id"] in wanted.get(r["kind"], ())]
 
-    def doc_freq(self, terms: Sequence[str]) -> dict[str, int]:
-        """Per term (recall keeps the answers per data version: recall/candidates.py)."""
+    def doc_freq(self, terms: Sequence[str], *, agents: bool = False) -> dict[str, int]:
+        """Per term (recall keeps the answers per data version: recall/candidates.py). The agents' counts come with
+        everyone's, and inside a snapshot are kept for its version: the duplicate check reads both of the same
+        words in one round trip."""
         want = list(dict.fromkeys(terms))
         if not want:
             return {}
-        rows = self._db.query("SELECT term, n FROM gate_df WHERE term = ANY(?) AND n > 0", (want,))
-        return {r["term"]: int(r["n"]) for r in rows}
+        kept = self._db.snapshot_cache("agent_df")
+        if agents and kept is not None and all(t in kept for t in want):
+            return {t: kept[t] for t in want if kept[t] > 0}
+        rows = self._db.query("SELECT term, n, agents FROM gate_df WHERE term = ANY(?) AND n > 0", (want,))
+        if kept is not None:
+            kept.update(dict.fromkeys(want, 0))
+            kept.update((r["term"], int(r["agents"])) for r in rows)
+        col = "agents" if agents else "n"
+        return {r["term"]: int(r[col]) for r in rows if int(r[col]) > 0}
 
 
 MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELECT ?, k.s, u.rid, u.digest, ? "

@@ -27,14 +27,18 @@ RANK_BM25 = ("SELECT d.rid, -bm25(rank_fts, ?, ?) AS s FROM rank_fts "
              "JOIN gate_docs d INDEXED BY gate_docs_mind ON d.gid = rank_fts.rowid "
              "WHERE rank_fts MATCH ? AND d.mind = ? ORDER BY s DESC, d.rid LIMIT ?")
 RANK_COUNT = "SELECT sum(mind = ?), count(*) FROM gate_docs"
+# schema v8: the agents' unverified candidates (agent_gids) and their words (agent_vocab_fts, read through
+# agent_vocab_row); people's are the rest
+COUNT_AGENT_DOCS = "SELECT count(*) FROM agent_gids"
 
 
 class RecallQueries(RankingQueries, SharedRecallQueries[Database]):
-    """N from ``gate_docs``, document frequencies from the ``gate_vocab`` FTS5 vocabulary (exact, free), BM25 from
-    FTS5's ``bm25()`` over ``rank_fts``; the rest is shared."""
+    """N from ``gate_docs``, document frequencies from the ``gate_vocab`` FTS5 vocabulary (exact, free), the agents'
+    unverified records' from ``agent_gids`` and the ``agent_vocab_fts`` vocabulary (schema v8), BM25 from FTS5's
+    ``bm25()`` over ``rank_fts``; the rest is shared."""
 
-    def count(self) -> int:
-        row = self._db.query_one(COUNT_GATE_DOCS)
+    def count(self, *, agents: bool = False) -> int:
+        row = self._db.query_one(COUNT_AGENT_DOCS if agents else COUNT_GATE_DOCS)
         return int(row[0]) if row else 0
 
     def fetch(self, mind: str, ids_by_kind: Mapping[str, Iterable[str]]) -> list[Candidate]:
@@ -51,11 +55,11 @@ class RecallQueries(RankingQueries, SharedRecallQueries[Database]):
         out.sort(key=lambda c: c.id)
         return out
 
-    def doc_freq(self, terms: Sequence[str]) -> dict[str, int]:
+    def doc_freq(self, terms: Sequence[str], *, agents: bool = False) -> dict[str, int]:
         if not terms:
             return {}
-        rows = self._db.query(f"SELECT term, doc FROM gate_vocab_row WHERE term IN ({marks(len(terms))})",
-                              tuple(terms))
+        rows = self._db.query(f"SELECT term, doc FROM {'agent_vocab_row' if agents else 'gate_vocab_row'} "
+                              f"WHERE term IN ({marks(len(terms))})", tuple(terms))
         return {r["term"]: int(r["doc"]) for r in rows}
 
     # -- ranking (schema v3): gate_docs is the ranking table, rank_fts its FTS5 index (porter; body, context) --

@@ -5,7 +5,9 @@
   queue (:data:`FTS_FLUSH`) before a commit and before any statement that reads an FTS5 table (schema v4).
 - ``gate_docs`` holds the text the recall gate scores per record (:data:`GATE_TEXT`); an external-content
   ``gate_vocab`` FTS5 table over it (no stemming), read through ``gate_vocab_row`` (fts5vocab), gives exact word
-  document frequencies at no extra cost. ``gate_candidates`` is the view recall and the index read.
+  document frequencies at no extra cost. ``gate_candidates`` is the view recall and the index read. Schema v8 adds
+  the same statistics over agents' unverified records alone (``agent_vocab_fts``, ``agent_vocab_row``,
+  ``agent_gids``; agent_vocab_schema.py), so that people's are the difference.
 - Tags live in a side table maintained by triggers from each row's JSON tags.
 - Every change to ``gate_docs`` queues the record id in ``index_outbox`` (same transaction) for the retrieval
   index.
@@ -19,13 +21,14 @@ from __future__ import annotations
 
 import sqlite3
 
+from synapse_nb.store.sqlite.agent_vocab_schema import V8_AGENT_VOCAB
 from synapse_nb.store.sqlite.held_schema import V7_AGENT_HELD
 from synapse_nb.store.sqlite.history_schema import V6_HISTORY
 
 __all__ = ["CONTEXT_N", "FTS_FLUSH", "FTS_MARKERS", "FTS_QUEUE_CLEAR", "FTS_QUEUE_TARGETS", "FTS_TABLES", "GATE_TEXT",
            "GET_VAULT_UID", "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "SCHEMA_VERSION", "SET_VAULT_UID", "split_sql"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 _FTS = {
     # table: (fts columns, expressions for them)
@@ -404,7 +407,8 @@ END;
 
 #: Every FTS5 table and its columns: the targets of ``fts_queue``.
 FTS_TABLES: dict[str, tuple[str, ...]] = {
-    **{f"{t}_fts": cols for t, (cols, _) in _FTS.items()}, "gate_vocab": ("body",), "rank_fts": ("body", "context")}
+    **{f"{t}_fts": cols for t, (cols, _) in _FTS.items()}, "gate_vocab": ("body",), "rank_fts": ("body", "context"),
+    "agent_vocab_fts": ("body",)}  # v8
 
 #: The statement that applies the queue to each FTS5 table (rows in queue order; ``cmd`` NULL indexes the values,
 #: 'delete' removes them); :data:`FTS_QUEUE_CLEAR` empties the queue after them.
@@ -528,6 +532,8 @@ SET_VAULT_UID = ("INSERT INTO meta(key, value) VALUES ('vault_uid', lower(hex(ra
 #: v6: ``history``, ``revisions``, ``links``, ``exports`` (the vault's own changes: history_schema.py).
 #: v7: ``agent_held``, ``agent_held_all``: the records agents hold and their bytes, per mind and in all, kept by
 #: triggers (held_schema.py): the agents' bounded totals read two rows, not every record.
+#: v8: ``agent_gids``, ``agent_vocab_fts``: the word statistics of agents' unverified records, kept by triggers
+#: (agent_vocab_schema.py): the duplicate check weighs a pair of two people's records by people's records alone.
 MIGRATIONS: dict[int, str] = {
     0: _TABLES_V1 + _fts_ddl(),
     1: _V2_FLAGS,
@@ -536,6 +542,7 @@ MIGRATIONS: dict[int, str] = {
     4: _V5_RANK_LOG,
     5: V6_HISTORY,
     6: V7_AGENT_HELD,
+    7: V8_AGENT_VOCAB,
 }
 
 #: Indices no schema version depends on: a writable open creates the missing ones, so a vault stays readable by
