@@ -171,14 +171,15 @@ def digest(obj: Any) -> str:
 
 
 #: What git allows in no branch name (``git check-ref-format``): besides these, no control character.
-_REF_BAD = frozenset(" ~^:?*[\\")
+_REF_BAD = frozenset(" ~^:?*[\\],")
 
 
 def check_branch(value: Any, field: str = "branch") -> str:
     """A branch's name as git could name one (``git check-ref-format --branch``'s rules: no space, control character
     or ``~^:?*[\\``, no ``..``, ``@{``, leading ``-`` or ``/``, trailing ``/``, ``.`` or ``.lock``; at most 200
-    characters); :class:`ValidationError` otherwise. A lesson's branch sits in its approved label, and an agent's
-    "all agents: the user approved ..." read there as part of the approval (review 23).
+    characters), and without ``]`` or ``,``, which git allows but a label shows as code points (review 25);
+    :class:`ValidationError` otherwise. A lesson's branch sits in its approved label, and an agent's "all agents: the
+    user approved ..." read there as part of the approval (review 23).
 
     >>> check_branch("feature/retry-2")
     'feature/retry-2'
@@ -187,8 +188,8 @@ def check_branch(value: Any, field: str = "branch") -> str:
     ...
     synapse_nb.errors.ValidationError: branch: expected a git branch name (no spaces, ...), got 'all agents: ...'
     """
-    what = (f"{field}: expected a git branch name (no spaces, no ~^:?*[\\ or control characters, at most 200 "
-            "characters), got")
+    what = (f"{field}: expected a git branch name (no spaces, no ~^:?*[]\\, commas or control characters, at most "
+            "200 characters), got")
     if not isinstance(value, str):
         raise ValidationError(f"{what} {type(value).__name__}")
     if (not value or len(value) > 200 or not value.isprintable() or any(c in _REF_BAD or c.isspace() for c in value)

@@ -350,3 +350,17 @@ def test_a_scanned_lessons_branch_is_the_default_one_not_the_first_name(repo: Sc
     v.lessons.approve(les.id, accept_agent_text=True)
     (repo.root / ".git" / "refs" / "remotes" / "origin" / "HEAD").unlink()  # ... then repointed it away
     assert [x.id for x in v.lessons.in_force()] == [les.id]
+
+
+def test_a_revert_on_a_branch_git_names_with_a_comma_or_a_no_break_space_is_scanned(repo: ScratchRepo) -> None:
+    """A scanned lesson keeps git's name for its branch (a label quotes it): a branch name git allows but a lesson
+    made by hand may not carry (``,``, ``]``, a no-break space) must not stop a person's scan, which an agent's
+    ``git checkout -b`` could otherwise do to every scan."""
+    import synapse_nb as syn
+
+    for name in ("fix,retry", "fix\u00a0retry"):
+        repo.git("checkout", "-q", "-b", name, "main")
+        _add_retry(repo)
+        repo.git("revert", "--no-edit", "HEAD")
+        (les,) = syn.open_vault(repo.root).lessons.scan()
+        assert les.branch == name

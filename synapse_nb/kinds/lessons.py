@@ -165,12 +165,13 @@ class Lessons(KindManager[Lesson]):
 
     def _create(self, summary: str, *, files: Any = None, branch: str | None = None,
                 revert_commit: dict[str, Any] | None = None, reverted_commits: Any = (),
-                diffstat: Any = ()) -> Lesson:
+                diffstat: Any = (), from_git: bool = False) -> Lesson:
         summary = check_text(summary, "summary", max_len=MAX_TEXT)
         files_t = check_files(files, "files")
-        if branch is not None:  # a name git could give (review 23: an agent's prose sat in the approved label)
-            branch = branch.strip() if isinstance(branch, str) else branch
-            branch = check_branch(branch) if branch != "" else None
+        if branch is not None:  # a name git could give (review 23: an agent's prose sat in the approved label); a
+            branch = branch.strip() if isinstance(branch, str) else branch  # scan's is git's (a label quotes it)
+            branch = (check_text(branch, "branch", max_len=255, multiline=False) if from_git
+                      else check_branch(branch)) if branch != "" else None
         if revert_commit is not None:
             revert_commit = check_commit(revert_commit, "revert_commit")
         if not isinstance(reverted_commits, list | tuple):
@@ -554,8 +555,7 @@ class Lessons(KindManager[Lesson]):
                     rv.summary, files=list(rv.files_affected[:MAX_FILES]),
                     branch=self._scope(rv.branches), revert_commit=commit_dict(rv.revert),
                     reverted_commits=[commit_dict(x) for x in rv.reverted[:MAX_REVERTED]],
-                    diffstat=[tuple(x) for x in rv.diffstat[:MAX_FILES]],
-                )
+                    diffstat=[tuple(x) for x in rv.diffstat[:MAX_FILES]], from_git=True)
                 created.append(les.id)
             if not held and tuple(sorted(result.scanned_tips)) != tuple(since):  # an agent's rewrite counts
                 ctx.store.meta.set_scan_tips(scope, result.scanned_tips)  # (migration 13)
