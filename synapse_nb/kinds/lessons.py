@@ -21,7 +21,6 @@ vault); until then it is "awaiting local approval" (:meth:`Lessons.awaiting_loca
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -521,6 +520,7 @@ class Lessons(KindManager[Lesson]):
         prefix = ctx.git.prefix  # the vault's own files never show up in a lesson
         result = scan_reverts(repo, since=since, max_commits=window, exclude=(prefix,) if prefix else ())
         created: list[str] = []
+        trunks, current = self._trunks(), ctx.git.head()[0]  # read once a scan, not once a revert
         with ctx.store.transaction():
             room = self._scan_room()
             held = 0  # reverts past the room: the scan keeps its place, the next one finds them again
@@ -529,6 +529,7 @@ class Lessons(KindManager[Lesson]):
             # approval asked for --accept-agent-text and whose rejection lost the revert: review 2)
             taken: list[str] = []
             for rv in result.reverts:
+                branch = scope_of(rv.branches, trunks, current)
                 if ctx.actor == "agent":
                     if self._table.has_revert(ctx.mind, rv.revert.sha):
                         continue
@@ -537,7 +538,7 @@ class Lessons(KindManager[Lesson]):
                     if made is None:  # a person's, or decided: one lesson per revert
                         continue
                     ts = self._begin_write()
-                    if self._in_gits_words(made, rv):
+                    if self._in_gits_words(made, rv, branch):
                         self._table.update(made.id, source="user", updated_at=ts)
                         self._changed("update", made, replace(made, source="user", updated_at=ts), ts)
                         taken.append(made.id)
@@ -553,7 +554,7 @@ class Lessons(KindManager[Lesson]):
                 # a revert of more files than a lesson keeps: the first ones (its summary counts them all)
                 les = self._create(
                     rv.summary, files=list(rv.files_affected[:MAX_FILES]),
-                    branch=self._scope(rv.branches), revert_commit=commit_dict(rv.revert),
+                    branch=branch, revert_commit=commit_dict(rv.revert),
                     reverted_commits=[commit_dict(x) for x in rv.reverted[:MAX_REVERTED]],
                     diffstat=[tuple(x) for x in rv.diffstat[:MAX_FILES]], from_git=True)
                 created.append(les.id)
@@ -571,20 +572,17 @@ class Lessons(KindManager[Lesson]):
             return None
         return self._table.get(self._view(), rid)
 
-    def _scope(self, branches: Sequence[str]) -> str | None:
-        """The branch a scanned revert's lesson holds on (:func:`~synapse_nb.kinds.lesson_fields.scope_of`)."""
-        return scope_of(branches, self._trunks(), self._ctx.git.head()[0])
-
     def _trunks(self) -> tuple[str, ...]:
         """main, master and the branches a person named in setting ``trunk_branches``: their approved lessons hold on
         every branch, and a scanned revert reaching one is scoped to it. A setting, so no agent's ref write moves it
         (origin's HEAD does for a trunk of another name)."""
         return TRUNKS + tuple(Settings(self._ctx).get(TRUNK_BRANCHES))
 
-    def _in_gits_words(self, les: Lesson, rv: Any) -> bool:
+    @staticmethod
+    def _in_gits_words(les: Lesson, rv: Any, branch: str | None) -> bool:
         """Whether ``les`` says of revert ``rv`` what a scan writes: its summary, branch, files and commits."""
         return (les.summary == rv.summary and les.files_affected == tuple(rv.files_affected[:MAX_FILES])
-                and les.branch == self._scope(rv.branches)
+                and les.branch == branch
                 and les.revert_commit == commit_dict(rv.revert)
                 and list(les.reverted_commits) == [commit_dict(x) for x in rv.reverted[:MAX_REVERTED]]
                 and [tuple(x) for x in les.diffstat] == [tuple(x) for x in rv.diffstat[:MAX_FILES]])
