@@ -274,8 +274,8 @@ class DenseChannel:
         if bare == query:
             return None
         hits, _ = self.search(bare, mind, now, idx=idx)
-        at, act = idx.pos, idx.actor
-        d = [(j, h.cosine) for h in hits if (j := at.get(h.id)) is not None and act[j] == actor]
+        act = idx.actor
+        d = [(j, c) for j, c in _positions(idx, hits) if act[j] == actor]
         if len(d) < 2:
             return None
         first, last = d[0][1], d[-1][1]
