@@ -24,7 +24,7 @@ import html
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from synapse_nb._util import check_tags, estimate_tokens, head_lines, plural, shorten, when
+from synapse_nb._util import check_tags, estimate_tokens, head_lines, parse_ts, plural, shorten, when
 
 __all__ = [
     "BORDER",
@@ -106,8 +106,6 @@ def from_now(ts: str, now: Any) -> str:
     >>> from_now("2026-01-02T03:04:05.000000Z", "2026-01-04T05:04:05.000000Z")
     'passed 2 d ago'
     """
-    from synapse_nb._util import parse_ts
-
     secs = int((parse_ts(ts) - parse_ts(now)).total_seconds())  # parse_ts takes a datetime as it is
     size = abs(secs)
     unit = next(((n, u) for n, u in ((86_400, "d"), (3_600, "h"), (60, "min")) if size >= n), (1, "s"))
