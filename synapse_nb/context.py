@@ -171,10 +171,11 @@ def inherited_agent_marker(pid: int | None = None) -> str | None:
     (``/proc/PID/environ``) and, with psutil installed, elsewhere. A parent whose environment cannot be read (another
     user's: ``sudo``; one that made itself non-dumpable) is passed over, not taken for the end of the tree. A process
     left without its parents (``( cmd & )``, ``nohup``: the shell exits, the process is handed to init) keeps its
-    process group and session, whose leaders are read too. The walk stops at the first process it cannot find or
-    after :data:`MAX_PARENTS`. It is a bar, not a wall: a process that leaves the agent's tree *and* session
-    (``setsid``, a job handed to a daemon) is not found, which is why a team vault's database roles are the hard
-    boundary. The answer for this process is kept (its parents do not change).
+    process group and session, whose leaders are read too. The walk stops at the first process it cannot find; a tree
+    deeper than :data:`MAX_PARENTS` is taken for an agent's (its unread parents may be). It is a bar, not a wall: a
+    process that leaves the agent's tree *and* session (``setsid``, a job handed to a daemon) is not found, which is
+    why a team vault's database roles are the hard boundary.
+    The answer for this process is kept (its parents do not change).
     """
     own = pid is None
     if own and os.getpid() in _inherited:
@@ -203,6 +204,10 @@ def inherited_agent_marker(pid: int | None = None) -> str | None:
         if got.parent <= 0 or got.parent == at:
             break
         at = got.parent
+    else:  # no end of the tree in MAX_PARENTS steps: unread parents may be the agent's (review 29: a chain of 64
+        # clean-environment shells under the agent's process passed for a person), so it is not taken for one
+        found = (f"a process tree deeper than {MAX_PARENTS} processes: process {at}'s parents were not read (an "
+                 "agent's chain of shells looks so)")
     for leader in leaders or () if found is None else ():
         got = _started_with(leader)
         marker = _marker_in(got.env) if got is not None and got.env is not None else None

@@ -103,6 +103,38 @@ def test_a_parent_whose_environment_cannot_be_read_is_passed_over(monkeypatch: p
     assert context.inherited_agent_marker(10) is None
 
 
+def test_a_tree_deeper_than_the_walk_is_not_taken_for_a_person(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 29: the walk read 64 parents and, finding no marker and no end, took the process for a person's: a chain
+    of 64 clean-environment shells under the agent's process approved a lesson. A walk that ends without reaching
+    the tree's root now answers as for an agent."""
+    from synapse_nb import context
+
+    depth = context.MAX_PARENTS + 6
+    tree = {i: context._Process({}, i + 1, 1000, 1000, "sh") for i in range(10, 10 + depth)}
+    tree[10 + depth] = context._Process({"CLAUDECODE": "1"}, 1, 1000, 1000, "bash")
+    monkeypatch.setattr(context, "_started_with", tree.get)
+    found = context.inherited_agent_marker(10)
+    assert found is not None and found.startswith(f"a process tree deeper than {context.MAX_PARENTS} processes")
+    # a tree that ends inside the walk is read to its end, as before: no marker there is a person
+    short = {i: context._Process({}, i + 1 if i < 40 else 1, 40, 40, "sh") for i in range(10, 41)}  # 40 leads
+    monkeypatch.setattr(context, "_started_with", short.get)
+    assert context.inherited_agent_marker(10) is None
+
+
+def test_a_chain_of_clean_shells_under_an_agent_is_still_the_agent(tmp_path: Path) -> None:
+    """The same with real processes: 70 nested ``sh`` (each keeps running after its child, ``; true``) started with
+    an empty environment by the agent's shell."""
+    chain = tmp_path / "chain.sh"
+    code = "from synapse_nb.context import agent_environment as a; print(a())"
+    chain.write_text('n=$1; shift\nif [ "$n" -gt 0 ]; then /bin/sh "$0" $((n - 1)) "$@"; true; '
+                     'else "$@"; fi\n', encoding="utf-8")
+    py_path = os.environ.get("PYTHONPATH", "")
+    out = _in_agent_shell(f"env -i PATH=/usr/bin:/bin PYTHONPATH={shlex.quote(py_path)} /bin/sh {chain} 70 "
+                          f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("a process tree deeper than"), out.stdout
+
+
 def test_a_process_left_without_its_parents_is_read_by_its_session(tmp_path: Path) -> None:
     """``( cmd & )`` hands cmd to init when the shell exits, out of the agent's tree; it keeps the agent shell's
     session, whose leader is read too (a shell that leads its own session, as an agent's persistent shell does)."""

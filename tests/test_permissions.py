@@ -122,6 +122,17 @@ def test_agent_handles_stay_agent(vault: syn.Vault) -> None:
     assert a.with_mind("other").actor == "agent"
     assert a.as_agent().actor == "agent"
     assert not hasattr(a, "as_user")
+    # review 29: `actor` was a plain attribute, and some checks of the facade read it: set to "user" on an agent's
+    # handle it opened a pending lesson's history and the whole vault's export. It is read from the context now.
+    pending = vault.lessons.create("Never deploy on Fridays")
+    for name, value in (("actor", "user"), ("mind", "other")):
+        with pytest.raises(AttributeError):
+            setattr(a, name, value)
+    assert a.actor == "agent"
+    with pytest.raises(syn.PermissionDeniedError):
+        a.history(pending.id)
+    with pytest.raises(syn.PermissionDeniedError):
+        a.export_jsonl()
 
 
 def test_agent_can_propose_and_manage_its_own(vault: syn.Vault, agent_vault: syn.Vault, clock: FakeClock) -> None:

@@ -91,8 +91,6 @@ class Vault:
         #: True when :func:`open_vault` created this vault (a session's ``created`` notice says where, once)
         self.created = False
         self.project_dir = Path(project_dir) if project_dir is not None else self.path.parent
-        self.mind = mind
-        self.actor: Actor = checked
         if (_past or _person_clock) and clock is not None and not isinstance(clock, _ChosenClock):
             clock = _ChosenClock(clock)  # the context lets the agent's side run on it (a person chose it)
         self._clock = clock or utcnow
@@ -136,6 +134,18 @@ class Vault:
     # -- identity -----------------------------------------------------------------------------------------
     def __repr__(self) -> str:
         return f"<Vault {self.path} mind={self.mind!r} actor={self.actor!r}>"
+
+    @property
+    def mind(self) -> str:
+        """The mind this handle reads and writes, fixed when it was made (:meth:`with_mind` gives another)."""
+        return self._ctx.mind
+
+    @property
+    def actor(self) -> Actor:
+        """Who this handle acts as (``"user"`` or ``"agent"``), fixed when it was made: read from its context, which
+        every check reads, so no assignment changes it (review 29: a writable attribute set to ``"user"`` on an agent's
+        handle opened ``history`` of a pending lesson and ``export_jsonl`` to it)."""
+        return self._ctx.actor
 
     def with_mind(self, mind: str) -> Vault:
         """The same vault (same connection) seen as another mind."""
