@@ -59,10 +59,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from router_defaults import cross_calibrated
 
 from synapse_nb.eval import load_dataset, routing_metrics
-from synapse_nb.gate.features import Featurizer
-from synapse_nb.text import ENGLISH_STOP_WORDS, char_wb_ngrams, fts_tokens, normalise, word_ngrams
 from synapse_nb.gate import GateConfig, Router
 from synapse_nb.gate import router as R
+from synapse_nb.gate.features import Featurizer
+from synapse_nb.text import ENGLISH_STOP_WORDS, char_wb_ngrams, fts_tokens, normalise, word_ngrams
 
 DEFAULT_VARIANTS = ["base", "base+w=1-3", "base+c=1-5", "base+c=2-6", "base+cs=1", "base+ws=1.5", "base+ws=0.7",
                     "base+oosw=2", "base+oosw=4", "base+raw=1", "base+lr=1", "base+aug=mix:300", "base+aug=mix:1000",
