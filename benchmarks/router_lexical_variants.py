@@ -13,6 +13,7 @@ criterion chooses on the other four; ``NR``: val in-scope accuracy with no rejec
 
 - ``w=1-3`` / ``c=1-5``: word / ``char_wb`` n-gram range; ``C=4``; ``idf=0.25`` (``linear_idf``);
 - ``cs=1``: Crammer-Singer multi-class SVM; ``hinge=1``: hinge loss; ``lr=1``: logistic regression;
+  ``nb=1``: NB-SVM (Wang & Manning 2012), each class's binary SVM on rows scaled by its NB log-count ratio;
 - ``oosw=4``: weight of the out-of-scope class; ``raw=1``: a route's score is its own margin (not its margin
   over the out-of-scope class);
 - ``ws=1.5``: the word block's length beside the unit-length char block;
@@ -224,6 +225,9 @@ class Variant(Router):
         from sklearn.svm import LinearSVC
 
         XL = self._scale(R._join(self._feat.weigh(T, idf_power=self.linear_idf), S))
+        if self.model == "nbsvm":
+            self._fit_nbsvm(T, XL, y, routes)
+            return
         model: Any = (LinearSVC(C=self.C, random_state=0, **self.model_kw) if self.model == "svc"
                       else LogisticRegression(C=self.C, max_iter=2000, **self.model_kw))
         model.fit(XL, y)
@@ -234,6 +238,28 @@ class Variant(Router):
         if R._OOS in cls and not self.raw:
             W, b = W - coef[cls.index(R._OOS)], b - inter[cls.index(R._OOS)]
         self._lin_W, self._lin_b = np.ascontiguousarray(W.T), b
+
+    def _fit_nbsvm(self, T: sp.csr_matrix, XL: sp.csr_matrix, y: np.ndarray, routes: list[str]) -> None:
+        """One binary SVM a class on rows scaled by the class's NB log-count ratio (Wang & Manning 2012),
+        folded into the class's weights (``w * r``) so that scoring is the same product."""
+        from sklearn.svm import LinearSVC
+
+        B = (T > 0).astype(np.float64).tocsr()
+        total = np.asarray(B.sum(axis=0)).ravel()
+        classes = [*routes, R._OOS] if (y == R._OOS).any() else list(routes)
+        W, b = np.zeros((XL.shape[1], len(classes))), np.zeros(len(classes))
+        for k, c in enumerate(classes):
+            pos = y == c
+            p = 1.0 + np.asarray(B[pos].sum(axis=0)).ravel()
+            q = 1.0 + total - (p - 1.0)
+            r = np.log((p / p.sum()) / (q / q.sum()))
+            m = LinearSVC(C=self.C, random_state=0).fit(XL @ sp.diags(r), pos.astype(int))
+            W[:, k], b[k] = m.coef_[0] * r, m.intercept_[0]
+        if R._OOS in classes and not self.raw:
+            W, b = W[:, :-1] - W[:, -1:], b[:-1] - b[-1]
+        else:
+            W, b = W[:, : len(routes)], b[: len(routes)]
+        self._lin_W, self._lin_b = np.ascontiguousarray(W), b
 
     def _linear(self, T: sp.csr_matrix, S: sp.csr_matrix | None) -> np.ndarray:
         X = self._scale(R._join(self._feat.weigh(T, idf_power=self.linear_idf), S))
@@ -283,6 +309,8 @@ def make(name: str) -> tuple[Router, str | None]:
             attrs["model_kw"] = {"loss": "hinge", "max_iter": 5000}
         elif k == "oosw":
             attrs["model_kw"] = {"class_weight": {R._OOS: float(v)}}
+        elif k == "nb":
+            attrs["model"] = "nbsvm"
         elif k == "lr":
             attrs["model"] = "lr"
         elif k == "raw":
