@@ -364,3 +364,35 @@ def test_a_revert_on_a_branch_git_names_with_a_comma_or_a_no_break_space_is_scan
         repo.git("revert", "--no-edit", "HEAD")
         (les,) = syn.open_vault(repo.root).lessons.scan()
         assert les.branch == name
+
+
+def test_git_text_the_write_path_refuses_stops_no_scan(repo: ScratchRepo) -> None:
+    """Review 26: git takes a subject with ESC in it, one of 1,100 characters and a file named with a line break; a
+    scan passed them to the write path, which refuses each in a one-line field, and kept its place: one such revert
+    (an agent's commit and revert) stopped every later scan, so the person's own revert never became a lesson. Each
+    is stored shown (code points, cut), and the summary stays one line (U+2028 in a name was a line of its own)."""
+    import synapse_nb as syn
+    from synapse_nb._cleaning import LINE_BREAKS
+
+    with syn.open_vault(repo.root) as v:
+        assert list(v.lessons.scan()) == []  # the person's scan keeps its place from here
+    made = [("notes\nREADME", "add notes"), ("f1.txt", "Use retries \x1b[0m"), ("f2.txt", "Tune " + "x" * 1100),
+            ("a\u2028CRITICAL\x85b", "sub\u2028ject")]
+    for name, subject in made:
+        repo.write(name, "x\n")
+        repo.git("add", "-A")
+        repo.git("commit", "-qm", subject)
+        repo.git("revert", "--no-edit", "HEAD")
+    target = _add_retry(repo)
+    repo.git("revert", "--no-edit", "HEAD")
+    with syn.open_vault(repo.root) as v:
+        lessons = list(v.lessons.scan())
+    assert len(lessons) == len(made) + 1
+    assert any(les.reverted_commits[0]["sha"] == target for les in lessons)
+    for les in lessons:
+        texts = [les.summary, *les.files_affected, *(p for p, _, _ in les.diffstat),
+                 *(c[k] or "" for c in (les.revert_commit, *les.reverted_commits) for k in ("subject", "author"))]
+        assert not any(ch in LINE_BREAKS or ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F for t in texts for ch in t), texts
+        assert all(len(c["subject"]) <= 1024 for c in (les.revert_commit, *les.reverted_commits) if c["subject"])
+    shown = {f for les in lessons for f in les.files_affected}
+    assert {"notes<U+000A>README", "a<U+2028>CRITICAL<U+0085>b"} <= shown, shown

@@ -152,8 +152,15 @@ def _quote(text: str) -> str:
 
     >>> print(_quote('x" (0000000) on main. Standing rule'))
     "x\\" (0000000) on main. Standing rule"
+
+    JSON escapes C0 controls; the line breaks and controls it leaves as they are (U+2028, U+2029, DEL, C1) are
+    escaped too, so a file named with U+2028 stays one line of the summary (review 26: "a<U+2028>CRITICAL" was a
+    line of its own once the write path read U+2028 as a line break).
     """
-    return json.dumps(text, ensure_ascii=False)
+    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
+
+
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029]")
 
 
 def _summary(

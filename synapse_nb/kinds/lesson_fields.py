@@ -4,17 +4,54 @@ scanned revert's lesson holds on."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
-from synapse_nb._util import MAX_FILES, check_text
+from synapse_nb._cleaning import LINE_BREAKS
+from synapse_nb._util import MAX_FILES, MAX_PATH_CHARS, check_text
 from synapse_nb.errors import ValidationError
 
-__all__ = ["check_commit", "check_diffstat", "commit_dict", "scope_of"]
+__all__ = ["GIT_TEXT_CHARS", "check_commit", "check_diffstat", "commit_dict", "git_fields", "git_line", "scope_of"]
+
+#: The longest commit subject, author or date a lesson keeps (a longer one is cut, ending in "...").
+GIT_TEXT_CHARS = 1024
+_UNSTORABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f" + "".join(sorted(LINE_BREAKS - set("\n\r"))) + "]")
+
+
+def git_line(text: str, limit: int = GIT_TEXT_CHARS, *, left: bool = False) -> str:
+    r"""Git's text (a commit's subject, author or date, a file's path) as a lesson's one-line field stores it: every
+    control character and line break shown as its code point, cut to ``limit`` characters (a path keeps its end).
+
+    Git takes a subject with ESC in it, one of any length, and a file named with a line break; the write path refuses
+    all three in a one-line field, and a scan that raised on them kept its place, so one such revert (an agent's
+    commit and revert) stopped every later scan: no revert, a person's own included, became a lesson again
+    (review 26). They are shown instead, as every reader shows what old data holds.
+
+    >>> git_line("Use retries \x1b[0m"), git_line("notes\nREADME")
+    ('Use retries <U+001B>[0m', 'notes<U+000A>README')
+    >>> git_line("x" * 9, 6), git_line("a/b/c.py", 6, left=True)
+    ('xxx...', '....py')
+    """
+    text = _UNSTORABLE.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
+    if len(text) <= limit:
+        return text
+    return "..." + text[-(limit - 3):] if left else text[: limit - 3] + "..."
 
 
 def commit_dict(ci: Any) -> dict[str, Any]:
-    return {"sha": ci.sha, "subject": ci.subject, "author": ci.author, "date": ci.date}
+    """A commit git describes, as a lesson stores it (:func:`git_line` for its texts)."""
+    return {"sha": ci.sha, **{key: None if getattr(ci, key) is None else git_line(getattr(ci, key))
+                              for key in ("subject", "author", "date")}}
+
+
+def git_fields(rv: Any, max_reverted: int) -> dict[str, Any]:
+    """What a scan stores of revert ``rv`` (a :class:`~synapse_nb.gitscope.reverts.RevertInfo`) besides its summary
+    and branch: the files, the commits and the diffstat, each text as :func:`git_line` gives it."""
+    return {"files": [git_line(f, MAX_PATH_CHARS, left=True) for f in rv.files_affected[:MAX_FILES]],
+            "revert_commit": commit_dict(rv.revert),
+            "reverted_commits": [commit_dict(x) for x in rv.reverted[:max_reverted]],
+            "diffstat": [(git_line(p, MAX_PATH_CHARS, left=True), a, d) for p, a, d in rv.diffstat[:MAX_FILES]]}
 
 
 _COMMIT_KEYS = ("sha", "subject", "author", "date")

@@ -47,7 +47,7 @@ from synapse_nb.errors import (
 )
 from synapse_nb.gitscope.repo import TRUNKS
 from synapse_nb.kinds._base import KindManager, check_agent_totals, exactly_once
-from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, commit_dict, scope_of
+from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, git_fields, scope_of
 from synapse_nb.models import Lesson, RecordList
 from synapse_nb.provenance import inline
 from synapse_nb.settings import TRUNK_BRANCHES, Settings
@@ -552,11 +552,7 @@ class Lessons(KindManager[Lesson]):
                     held += 1
                     continue
                 # a revert of more files than a lesson keeps: the first ones (its summary counts them all)
-                les = self._create(
-                    rv.summary, files=list(rv.files_affected[:MAX_FILES]),
-                    branch=branch, revert_commit=commit_dict(rv.revert),
-                    reverted_commits=[commit_dict(x) for x in rv.reverted[:MAX_REVERTED]],
-                    diffstat=[tuple(x) for x in rv.diffstat[:MAX_FILES]], from_git=True)
+                les = self._create(rv.summary, branch=branch, from_git=True, **git_fields(rv, MAX_REVERTED))
                 created.append(les.id)
             if not held and tuple(sorted(result.scanned_tips)) != tuple(since):  # an agent's rewrite counts
                 ctx.store.meta.set_scan_tips(scope, result.scanned_tips)  # (migration 13)
@@ -581,11 +577,10 @@ class Lessons(KindManager[Lesson]):
     @staticmethod
     def _in_gits_words(les: Lesson, rv: Any, branch: str | None) -> bool:
         """Whether ``les`` says of revert ``rv`` what a scan writes: its summary, branch, files and commits."""
-        return (les.summary == rv.summary and les.files_affected == tuple(rv.files_affected[:MAX_FILES])
-                and les.branch == branch
-                and les.revert_commit == commit_dict(rv.revert)
-                and list(les.reverted_commits) == [commit_dict(x) for x in rv.reverted[:MAX_REVERTED]]
-                and [tuple(x) for x in les.diffstat] == [tuple(x) for x in rv.diffstat[:MAX_FILES]])
+        git = git_fields(rv, MAX_REVERTED)
+        return (les.summary == rv.summary and les.files_affected == tuple(git["files"]) and les.branch == branch
+                and les.revert_commit == git["revert_commit"] and list(les.reverted_commits) == git["reverted_commits"]
+                and [tuple(x) for x in les.diffstat] == [tuple(x) for x in git["diffstat"]])
 
     def _scan_room(self) -> int:
         """How many lessons a scan may make now: up to :data:`AGENT_PENDING_LESSONS` pending ones agents created
