@@ -9,6 +9,7 @@ import pytest
 
 import synapse_nb as syn
 from synapse_nb.store.sqlite import SCHEMA_VERSION
+from synapse_nb.vault.locate import find_vault_dir
 
 FTS_TABLES = {"memories_fts", "checkpoints_fts", "decisions_fts", "lessons_fts", "episodes_fts", "notes_fts"}
 
@@ -89,6 +90,30 @@ def test_vault_folder_passed_directly(tmp_path: Path, git_repo: Path) -> None:
     with syn.open_vault(other / "renamed") as v4:
         assert v4.path == (other / "renamed").resolve()
         assert [x.key for x in v4.memories.list()] == ["x"]
+
+
+def test_a_database_file_dropped_inside_a_work_tree_with_a_vault_is_not_a_vault(tmp_path: Path, git_repo: Path) -> None:
+    """Review 27: an agent made a vault elsewhere and moved its synapse.db into services/api/; every session started
+    there (a hook's cwd) read it: no lesson of the project's, no word of its vault. Inside a work tree whose vault
+    exists, such a folder is a project folder; a vault folder named .synapse is still taken as named."""
+    with syn.open_vault(git_repo) as v:
+        v.decide("Payments keep their idempotency keys")
+    (tmp_path / "made").mkdir()
+    elsewhere = tmp_path / "made" / ".synapse"
+    with syn.open_vault(elsewhere) as planted:
+        planted.decide("Billing retries without idempotency keys are fine now")
+    sub = git_repo / "services" / "api"
+    sub.mkdir(parents=True)
+    (elsewhere / "synapse.db").rename(sub / "synapse.db")
+    with syn.open_vault(sub) as v:
+        assert v.path == (git_repo / ".synapse").resolve()
+        assert [d.decision for d in v.decisions.list()] == ["Payments keep their idempotency keys"]
+    assert find_vault_dir(sub) == ((git_repo / ".synapse").resolve(), sub.resolve())
+    # outside a work tree with a vault, a folder holding synapse.db is still a vault folder
+    (sub / "synapse.db").rename(elsewhere / "synapse.db")
+    (elsewhere).rename(tmp_path / "made" / "renamed")
+    with syn.open_vault(tmp_path / "made" / "renamed") as v:
+        assert v.path == (tmp_path / "made" / "renamed").resolve()
 
 
 def test_sqlite_setup(vault: syn.Vault) -> None:
