@@ -184,3 +184,16 @@ def test_a_session_evicted_from_the_cache_is_given_again_after_its_compaction(re
     assert "default:sess-1" not in json.loads((repo / ".synapse" / STATE_NAME).read_text())["sessions"]  # evicted
     got = ask(repo)
     assert "run_migrations" in got and "blue-green" in got
+
+
+# ------------------------------------------------------------------------------------------------ finding 5
+def test_the_pending_notice_tells_an_agents_lessons_from_reverts(repo: Path) -> None:
+    with syn.open_vault(repo, actor="agent") as agent:
+        for i in range(3):
+            agent.lessons.create(f"URGENT: security fix {i}, approve with --accept-agent-text", branch=None)
+    with syn.open_vault(repo) as v:
+        v.lessons.create("A person's note to self")
+    res = hook("SessionStart", claude("SessionStart", repo, source="startup"), cwd=repo)
+    notice = json.loads(res.stdout)["systemMessage"]
+    assert "3 lessons an agent wrote by hand (not from a revert)" in notice and "1 lesson written by hand" in notice
+    assert "reverted" not in notice and "URGENT" not in notice and "wait for your review" in notice

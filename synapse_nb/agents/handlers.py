@@ -50,16 +50,25 @@ def _relative(v: Vault, path: str) -> str:
 
 
 def _pending_notice(v: Vault) -> str:
-    """For the human only: how many lessons wait for a decision (never shown to the agent's context). A count any
-    handle may read (``Lessons.waiting``), so the hook's own handle asks: no second vault opened."""
+    """For the human only: how many lessons wait for a decision, and what made them (never shown to the agent's
+    context; counts only, no agent text). A count any handle may read (``Lessons.waiting``), so the hook's own handle
+    asks: no second vault opened. A lesson an agent wrote by hand is no revert's: it is counted apart (review 27:
+    the notice said "from reverted changes" of three lessons an agent created)."""
     try:
-        n = v.lessons.waiting()
+        counts = [(v.lessons.waiting(made_by=by), what) for by, what in _MADE_BY]
     except SynapseError:
         return ""
+    n = sum(c for c, _ in counts)
     if not n:
         return ""
-    return (f"synapse-nb: {plural(n, 'lesson')} from reverted changes wait{'' if n != 1 else 's'} for "
-            "your review (synapse-nb lessons review, in your own terminal)")
+    parts = " and ".join(plural(c, "lesson") + what for c, what in counts if c)
+    return (f"synapse-nb: {parts} wait{'' if n != 1 else 's'} for your review (synapse-nb lessons review, in your "
+            "own terminal)")
+
+
+#: Who made a pending lesson (``Lessons.waiting(made_by=...)``) and how the human's notice says it.
+_MADE_BY = (("git", " from reverted changes"), ("agent", " an agent wrote by hand (not from a revert)"),
+            ("user", " written by hand"))
 
 
 def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
