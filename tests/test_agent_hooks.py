@@ -281,15 +281,20 @@ def test_a_corrupt_database_is_quiet(repo: Path) -> None:
 
 
 def test_a_locked_database_gives_up_within_the_time_limit(repo: Path) -> None:
+    """The recall reads (WAL: a writer's lock does not stop it) and its answer is printed; marking it as given waits
+    on the lock, so the run gives up there, says so truthfully, and the next prompt gets the records again."""
+    ask = claude("UserPromptSubmit", repo, prompt="alembic migrations deploy")
     conn = sqlite3.connect(repo / ".synapse" / "synapse.db", isolation_level=None)
     try:
         conn.execute("BEGIN EXCLUSIVE")  # another process holds the write lock for longer than a prompt may wait
-        res = hook("UserPromptSubmit", claude("UserPromptSubmit", repo, prompt="alembic migrations deploy"),
-                   cwd=repo, env={"SYNAPSE_AGENT_HOOK_TIMEOUT": "1"})
+        res = hook("UserPromptSubmit", ask, cwd=repo, env={"SYNAPSE_AGENT_HOOK_TIMEOUT": "1"})
     finally:
         conn.rollback()
         conn.close()
-    assert "gave up" in quiet_failure(res)
+    assert "run_migrations" in context_of(res)
+    [line] = res.stderr.strip().splitlines()
+    assert "gave up after 1 s" in line and "the context was given; what it gave may be given again" in line
+    assert "run_migrations" in context_of(hook("UserPromptSubmit", ask, cwd=repo))  # it was never marked given
 
 
 def test_readonly_writes_nothing(repo: Path) -> None:

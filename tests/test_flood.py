@@ -534,13 +534,13 @@ def test_new_sessions_past_the_hours_bound_are_not_recorded(pair: tuple[syn.Vaul
 
     for i in range(6):
         assert agent.recall("how long are logs kept?", session=f"s{i}").items
-    assert sessions() == {"agent:s0", "agent:s1", "agent:s2"}  # an agent's sessions, kept apart from people's
+    assert sessions() == {"agent:api:s0", "agent:api:s1", "agent:api:s2"}  # an agent's, apart from people's
     assert not agent.recall("how long are logs kept?", session="s0").items  # known: its delta holds
     assert agent.recall("how long are logs kept?", session="s5").items  # not recorded: in full again
     assert agent.recall("which token expires after 15 minutes?", session="s1").items
     clock.t += timedelta(hours=1, seconds=1)
     agent.recall("how long are logs kept?", session="s9")
-    assert "agent:s9" in sessions()
+    assert "agent:api:s9" in sessions()
 
 
 def test_agents_naming_new_sessions_fill_only_their_own_room(pair: tuple[syn.Vault, syn.Vault],

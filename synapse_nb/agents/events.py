@@ -12,8 +12,8 @@ HookEvent(name='prompt', session='s1', prompt='deploy?', source=None, cwd=None, 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from synapse_nb.errors import ValidationError
@@ -125,11 +125,13 @@ def parse_event(name: str, stdin: str = "", *, session: str | None = None, text:
 # ------------------------------------------------------------------------------------------------ the answer
 @dataclass(frozen=True)
 class HookAnswer:
-    """What a run says: ``context`` for the agent, ``notice`` for the human, ``stderr`` one line (or "")."""
+    """What a run says: ``context`` for the agent, ``notice`` for the human, ``stderr`` one line (or ""); and
+    ``delivered``, called once the answer is printed: it marks what the context gives as given to the session."""
 
     context: str = ""
     notice: str = ""
     stderr: str = ""
+    delivered: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
 
 def cut_context(text: str, limit: int = MAX_CONTEXT_CHARS) -> str:

@@ -14,7 +14,7 @@ HookAnswer(context='', notice='', stderr='')
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,25 +50,40 @@ def _relative(v: Vault, path: str) -> str:
 
 
 def _pending_notice(v: Vault) -> str:
-    """For the human only: how many lessons wait for a decision (never shown to the agent's context). A count any
-    handle may read (``Lessons.waiting``), so the hook's own handle asks: no second vault opened."""
+    """For the human only: how many lessons wait for a decision, and what made them (never shown to the agent's
+    context; counts only, no agent text). A count any handle may read (``Lessons.waiting``), so the hook's own handle
+    asks: no second vault opened. A lesson an agent wrote by hand is no revert's: it is counted apart (review 27:
+    the notice said "from reverted changes" of three lessons an agent created)."""
     try:
-        n = v.lessons.waiting()
+        counts = [(v.lessons.waiting(made_by=by), what) for by, what in _MADE_BY]
     except SynapseError:
         return ""
+    n = sum(c for c, _ in counts)
     if not n:
         return ""
-    return (f"synapse-nb: {plural(n, 'lesson')} from reverted changes wait{'' if n != 1 else 's'} for "
-            "your review (synapse-nb lessons review, in your own terminal)")
+    parts = " and ".join(plural(c, "lesson") + what for c, what in counts if c)
+    return (f"synapse-nb: {parts} wait{'' if n != 1 else 's'} for your review (synapse-nb lessons review, in your "
+            "own terminal)")
+
+
+#: Who made a pending lesson (``Lessons.waiting(made_by=...)``) and how the human's notice says it.
+_MADE_BY = (("git", " from reverted changes"), ("agent", " an agent wrote by hand (not from a revert)"),
+            ("user", " written by hand"))
 
 
 def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
-    from synapse_nb.agents.sessions import read_state, session_state
+    from synapse_nb.agents.sessions import session_state
     from synapse_nb.recall import banner_text, with_legend
 
     lessons = list(v.lessons.in_force())
-    if event.session and writable:  # marks the banner's lessons as given to this session (since its last compaction)
-        v.recall("", session=read_state(v.path, _state_key(v, event)).delta_session(event.session))
+    given = None
+    if event.session and writable:
+        # every start is a new delta epoch (the banner is given in full; /clear and compaction dropped the rest), and
+        # the banner's lessons are marked as given to it only once the answer is printed (HookAnswer.delivered)
+        with session_state(v.path, _state_key(v, event)) as st:
+            st.new_epoch()
+            session = st.delta_session(event.session)
+        given = v.recall("", session=session, record=False).mark_given
     latest = v.checkpoints.latest()
     if event.source == "compact":
         context = "synapse-nb restore pack after compaction:\n\n" + v.restore_pack(latest)
@@ -84,13 +99,13 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         context = f"{head}\n\n{banner}\n\n" + with_legend([latest], ckp)  # the legend before an agent's checkpoint
         if estimate_tokens(context) > SESSION_START_TOKENS:
             context = cut_context(context, SESSION_START_TOKENS * 4)
-    if writable:
-        with session_state(v.path, _state_key(v, event)) as st:
-            st.lessons = [x.id for x in lessons]
-    return HookAnswer(context=context, notice=_pending_notice(v))
+    return HookAnswer(context=context, notice=_pending_notice(v), delivered=given)
 
 
 def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
+    """Recall for the prompt. Its state (the task, the delta epoch) is settled before the recall, within the lock's
+    short wait, and what the answer gives is marked only once it is printed (review 27: the recall marked it, then
+    the hook waited on an agent's ``flock`` until it was killed, and the session never got what it was "given")."""
     from synapse_nb.agents.sessions import read_state, session_state
     from synapse_nb.recall import banner_text
     from synapse_nb.render import shorten
@@ -98,19 +113,20 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     prompt = (event.prompt or "").strip()
     if not prompt:
         return HookAnswer()
-    key = _state_key(v, event)
-    st = read_state(v.path, key)
-    session = st.delta_session(event.session) if event.session else None  # afresh after a compaction
-    r = v.recall(prompt[:MAX_PROMPT_CHARS], session=session)
-    new_lessons = [x for x in r.lessons if x.id not in st.lessons]
-    if writable and (st.task is None or new_lessons):
-        with session_state(v.path, key) as st:
+    session = None
+    if event.session and writable:
+        with session_state(v.path, _state_key(v, event)) as st:
             st.task = st.task or shorten(prompt, 200)
-            st.lessons = list(dict.fromkeys([*st.lessons, *(x.id for x in new_lessons)]))
+            session = st.delta_session(event.session)  # a new epoch when none, or an old one
+    elif event.session:
+        session = read_state(v.path, _state_key(v, event)).delta_session(event.session)
+    r = v.recall(prompt[:MAX_PROMPT_CHARS], session=session, record=False)
     if r.items:
-        return HookAnswer(context=r.text)
+        return HookAnswer(context=r.text, delivered=r.mark_given)
+    # a lesson the session was not shown (approved since, or changed) is given alone; its mark is the recall's own
+    new_lessons = [x for x in r.lessons if x.id not in r.shown_before] if session else []
     if new_lessons:
-        return HookAnswer(context=banner_text(new_lessons))
+        return HookAnswer(context=banner_text(new_lessons), delivered=r.mark_given)
     return HookAnswer()  # nothing new: no noise in the agent's context
 
 
@@ -126,9 +142,10 @@ def _pre_compact(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
                                     files=list(dict.fromkeys([*st.changed, *st.files]))[:200],
                                     fallback=f"agent session {why}")
     with session_state(v.path, key) as s:
-        s.edits, s.files, s.lessons = 0, [], []  # compaction drops the lessons from the context: shown again
+        s.edits, s.files = 0, []
         s.checkpoints += 1
-        s.compactions += 1  # ... and every record recall gave it: the delta starts afresh
+        s.compactions += 1
+        s.new_epoch()  # compaction drops what recall gave the context (lessons too): the delta starts afresh
     return HookAnswer(context=v.restore_pack(c),
                       notice=f"synapse-nb: saved checkpoint {c.id} before compaction; the restore pack follows it")
 
@@ -182,10 +199,12 @@ _HANDLERS = {"session-start": _session_start, "prompt": _prompt, "pre-compact": 
 
 
 def handle(event: HookEvent, *, vault: str | None = None, mind: str = "default",
-           env: Mapping[str, str] | None = None) -> HookAnswer:
+           env: Mapping[str, str] | None = None, deliver: Callable[[HookAnswer], None] | None = None) -> HookAnswer:
     """Run ``event`` on its vault, as the agent; raises what goes wrong (:func:`respond` turns it into stderr).
 
     The vault: ``vault`` (``--vault``), else ``SYNAPSE_HOME``, else the event's ``cwd``, else the current folder.
+    ``deliver`` prints the answer; only after it returns is what the answer gives marked as given to the session
+    (without it, when the answer is returned), so a run killed or failing before it printed marks nothing.
     """
     from synapse_nb.vault import VaultSession
 
@@ -194,11 +213,18 @@ def handle(event: HookEvent, *, vault: str | None = None, mind: str = "default",
     # never creates a vault; read-only with SYNAPSE_READONLY; a team vault out of reach is an OfflineError (one line)
     with VaultSession(path, mind=mind, actor="agent", create=False, environ=env, surface="hook") as session:
         if session.readonly:
-            return _HANDLERS[event.name](session.read(), event, False)
-        v = session.write()
-        # through an outside symlink every write is refused, the hook's session file included (review 4: it wrote
-        # agent-sessions.json into the other folder, where the vault's own writes were refused)
-        writable = v.borrowed is None or v.borrowed.refusal is None
-        return _HANDLERS[event.name](v, event, writable)
-
-
+            answer = _HANDLERS[event.name](session.read(), event, False)
+        else:
+            v = session.write()
+            # through an outside symlink every write is refused, the hook's session file included (review 4: it
+            # wrote agent-sessions.json into the other folder, where the vault's own writes were refused)
+            writable = v.borrowed is None or v.borrowed.refusal is None
+            answer = _HANDLERS[event.name](v, event, writable)
+        if deliver is not None:
+            deliver(answer)
+        if answer.delivered is not None:
+            try:
+                answer.delivered()
+            except (SynapseError, OSError):  # a mark lost is given again later; the answer was printed
+                pass
+        return answer

@@ -52,7 +52,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,12 +168,15 @@ def _parse_hook_args(args: list[str]) -> tuple[str, dict[str, Any]]:
 
 
 def respond(argv: Sequence[str], stdin: str, *, env: Mapping[str, str] | None = None, vault: str | None = None,
-            mind: str | None = None) -> HookOutput:
+            mind: str | None = None, emit: Callable[[HookOutput], None] | None = None) -> HookOutput:
     """The whole run for ``argv`` (the arguments after ``hook``) and ``stdin``, as what it prints; never raises.
 
-    ``vault`` and ``mind`` are the root options when the call came through the CLI.
+    ``vault`` and ``mind`` are the root options when the call came through the CLI. ``emit`` prints the output
+    while the vault is still open: what the answer gives is marked as given to the session only after it returns
+    (review 27); an error after that is the stderr line of an output whose stdout was already emitted.
     """
     name = argv[0] if argv else "?"
+    shown: list[HookOutput] = []
     try:
         event_name, opts = _parse_hook_args(list(argv))
         name = event_name
@@ -182,12 +185,19 @@ def respond(argv: Sequence[str], stdin: str, *, env: Mapping[str, str] | None = 
         name = event.name
         from synapse_nb.agents.handlers import handle  # the vault and recall load only now
 
-        answer = handle(event, vault=vault, mind=mind or "default", env=env)
-        return render(event, answer, opts.get("--format", "auto"))
+        def deliver(answer: HookAnswer) -> None:
+            out = render(event, answer, opts.get("--format", "auto"))
+            if emit is not None:
+                emit(out)  # raises when it could not print: nothing is then marked as given
+            shown.append(out)
+
+        handle(event, vault=vault, mind=mind or "default", env=env, deliver=deliver)
+        return shown[0]
     except SynapseError as exc:
-        return HookOutput(stderr=f"{_PROG}: {name}: {_quoted(exc) or type(exc).__name__}")
+        err = f"{_PROG}: {name}: {_quoted(exc) or type(exc).__name__}"
     except Exception as exc:  # noqa: BLE001 - a hook never breaks the user's prompt
-        return HookOutput(stderr=f"{_PROG}: {name}: unexpected {type(exc).__name__}: {_quoted(exc)}")
+        err = f"{_PROG}: {name}: unexpected {type(exc).__name__}: {_quoted(exc)}"
+    return HookOutput(stdout=shown[0].stdout if shown else "", stderr=err)
 
 
 def _quoted(exc: BaseException) -> str:
@@ -212,12 +222,17 @@ def _read_stdin(args: Sequence[str]) -> str:
 
 def run(args: Sequence[str], *, vault: str | None = None, mind: str | None = None) -> int:
     """Run the hook for ``args`` (after ``hook``) in this process: read stdin, answer within the time limit, print,
-    and return 0 whatever happened (past the limit the process exits at once, printing nothing on stdout)."""
+    and return 0 whatever happened (past the limit the process exits at once, printing nothing more on stdout).
+
+    The answer is printed while the vault is open, and what it gives is marked as given to the session only after
+    it was written and flushed: a run killed at its limit before it printed leaves nothing marked (review 27: a
+    run stuck on an agent's ``flock`` marked the banner as given, printed nothing and said "nothing was added").
+    """
     try:
         timeout = float(os.environ.get("SYNAPSE_AGENT_HOOK_TIMEOUT", DEFAULT_TIMEOUT_S))
     except ValueError:
         timeout = DEFAULT_TIMEOUT_S
-    done = threading.Event()
+    done, printed, printing = threading.Event(), threading.Event(), threading.Lock()
 
     def give_up() -> None:
         # A watchdog, not a worker: the work runs in the main thread (importing numpy and the recall engine in
@@ -226,17 +241,26 @@ def run(args: Sequence[str], *, vault: str | None = None, mind: str | None = Non
             return
         name = args[0] if args else "?"
         try:
-            sys.stderr.write(f"{_PROG}: {name}: gave up after {timeout:g} s (a locked or slow vault); nothing "
-                             "was added\n")
+            printing.acquire(timeout=2)  # never between the halves of an answer being written
+            what = ("the context was given; what it gave may be given again" if printed.is_set()
+                    else "no context was given to the agent")
+            sys.stderr.write(f"{_PROG}: {name}: gave up after {timeout:g} s (a locked or slow vault); {what}\n")
             sys.stderr.flush()
         finally:
             os._exit(0)  # the stuck work is abandoned; SQLite's journal keeps the vault consistent
+
+    def emit(out: HookOutput) -> None:
+        if out.stdout:
+            with printing:
+                sys.stdout.write(out.stdout)
+                sys.stdout.flush()
+        printed.set()
 
     threading.Thread(target=give_up, name="synapse-agent-hook-limit", daemon=True).start()
     before = os.environ.get(_EMBED_DEADLINE)
     os.environ[_EMBED_DEADLINE] = f"{time.time() + timeout * _EMBED_SHARE:.3f}"
     try:
-        out = respond(args, _read_stdin(args), vault=vault, mind=mind)
+        out = respond(args, _read_stdin(args), vault=vault, mind=mind, emit=emit)
     finally:
         if before is None:
             os.environ.pop(_EMBED_DEADLINE, None)
@@ -244,7 +268,7 @@ def run(args: Sequence[str], *, vault: str | None = None, mind: str | None = Non
             os.environ[_EMBED_DEADLINE] = before
     done.set()
     try:
-        if out.stdout:
+        if out.stdout and not printed.is_set():
             sys.stdout.write(out.stdout)
             sys.stdout.flush()
         if out.stderr:

@@ -7,19 +7,25 @@ a temporary file and moved into place, so a reader never sees half a file):
 - ``edits``: file edits since the session's last automatic checkpoint, and ``files``, the files they touched;
 - ``changed``: the files changed since the session's last episode (``Stop`` / ``SessionEnd`` log one);
 - ``task``: the session's first prompt (shortened), what its checkpoints and episode say it worked on;
-- ``lessons``: the approved lessons the hooks have already put in the session's context;
-- ``compactions``: how many times the session's context was compacted (recall's delta starts afresh after each).
+- ``epoch`` (and ``epoch_at``): the session's delta epoch, a random token recall's delta keeps what the hooks gave
+  under (:meth:`SessionState.delta_session`). A new one at every ``SessionStart`` (the banner is given in full; a
+  ``/clear`` or a compaction dropped what the context held), at every compaction, when the state is missing (a
+  state evicted from the file, or never written) and after :data:`EPOCH_SECONDS`: what the session is given then
+  is given again, never withheld as given before it lost it (review 27: 64 made-up sessions evicted one's
+  compaction count, and its recall went back to its pre-compaction key);
+- ``compactions``: how many times the session's context was compacted.
 
-Why a file and not the vault's session tables: these are counters of the agent's harness, not memory. A write
-to ``synapse.db`` on every edit would move the vault's data version, so every recall after an edit would start
-cold, and it would take the database's write lock on every tool call. The file is a cache of the hooks' own: an
-unreadable one is started afresh (a count lost, never a record), and only the newest :data:`MAX_SESSIONS`
-sessions are kept. Its size is bounded whatever a harness sends (or an agent with a shell writes into it): a path
-over :data:`~synapse_nb._util.MAX_PATH_CHARS` is not listed, each list holds at most :data:`MAX_FILES_KEPT` entries
-and :data:`MAX_LIST_CHARS` characters, a session id over :data:`MAX_KEY_CHARS` is kept by its SHA-256, the oldest
-sessions are left out of a write that would pass :data:`MAX_STATE_BYTES`, and a larger file (written by hand) is not
-read (started afresh): one tool call listing 500 paths of 100,000 characters once made a 519 MB file that every
-later hook read for seconds.
+Why a file and not the vault's session tables: these are counters of the agent's harness, not memory. A write to
+``synapse.db`` on every edit would move the vault's data version, so every recall after an edit would start cold, and
+it would take the database's write lock on every tool call. The file is a cache of the hooks' own, never a reason to
+withhold context: an unreadable one (a directory, a FIFO, a symlink, a lock held by an agent's ``flock`` past
+:data:`LOCK_WAIT_S`) is started afresh and not written (a count lost, never a record, never a hook that blocks or
+fails: review 27), and only the newest :data:`MAX_SESSIONS` sessions are kept. Its size is bounded whatever a harness
+sends (or an agent with a shell writes into it): a path over :data:`~synapse_nb._util.MAX_PATH_CHARS` is not listed,
+each list holds at most :data:`MAX_FILES_KEPT` entries and :data:`MAX_LIST_CHARS` characters, a session id over
+:data:`MAX_KEY_CHARS` is kept by its SHA-256, the oldest sessions are left out of a write that would pass
+:data:`MAX_STATE_BYTES`, and a larger file (written by hand) is not read (started afresh): one tool call listing 500
+paths of 100,000 characters once made a 519 MB file that every later hook read for seconds.
 
 Examples
 --------
@@ -35,9 +41,14 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
+import os
+import secrets
+import stat
+import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -59,6 +70,13 @@ MAX_KEY_CHARS = 256
 MAX_TASK_CHARS = 1_000
 #: A state file is written under this size (the oldest sessions left out) and a larger one is not read.
 MAX_STATE_BYTES = 4 * 1024 * 1024
+#: Seconds a hook waits for the file's lock before it goes on without the state (a count lost).
+LOCK_WAIT_S = 1.0
+#: A session's delta epoch is renewed at least this often: what the session was given (or what another agent, who
+#: can read its id here and run the hook in its name, marked as given) is withheld for at most this long.
+EPOCH_SECONDS = 3600
+#: A session id longer than this, or not printable, is named in recall's delta by its SHA-256.
+_MAX_DELTA_ID = 150
 _VERSION = 1
 
 
@@ -70,16 +88,26 @@ class SessionState:
     files: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     task: str | None = None
-    lessons: list[str] = field(default_factory=list)
     checkpoints: int = 0
     episodes: int = 0
     updated: str = ""
     compactions: int = 0
+    epoch: str = ""
+    epoch_at: float = 0.0
+
+    def new_epoch(self) -> None:
+        """Start the delta afresh: what the session is given from now on is given again (see the module)."""
+        self.epoch, self.epoch_at = secrets.token_hex(8), time.time()
 
     def delta_session(self, session: str) -> str:
-        """The session recall's delta keeps what the hooks gave under: a new one after each compaction (the
-        compacted context lost what it was given, so a person's decision must be given again: review 14)."""
-        return session if not self.compactions else f"{session}#compacted-{self.compactions}"
+        """The session recall's delta keeps what the hooks gave under: the session and its epoch, a new epoch when
+        there is none or it is older than :data:`EPOCH_SECONDS` (the context lost what it was given, or it may
+        have been marked in the session's name: reviews 14 and 27)."""
+        if not self.epoch or not -60 <= time.time() - self.epoch_at < EPOCH_SECONDS:  # none, old, or dated ahead
+            self.new_epoch()
+        if len(session) > _MAX_DELTA_ID or not session.isprintable():
+            session = "sha256:" + hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+        return f"{session}#{self.epoch}"
 
     @classmethod
     def from_json(cls, raw: Any) -> SessionState:
@@ -97,12 +125,14 @@ class SessionState:
         def count(v: Any) -> int:
             return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
 
+        epoch, at = raw.get("epoch"), raw.get("epoch_at")
         task = raw.get("task")
         return cls(edits=count(raw.get("edits")), files=strings(raw.get("files")),
                    changed=strings(raw.get("changed")), task=task[:MAX_TASK_CHARS] if isinstance(task, str) else None,
-                   lessons=strings(raw.get("lessons")), checkpoints=count(raw.get("checkpoints")),
-                   episodes=count(raw.get("episodes")), updated=str(raw.get("updated") or ""),
-                   compactions=count(raw.get("compactions")))
+                   checkpoints=count(raw.get("checkpoints")), episodes=count(raw.get("episodes")),
+                   updated=str(raw.get("updated") or "")[:40], compactions=count(raw.get("compactions")),
+                   epoch=epoch if isinstance(epoch, str) and epoch.isalnum() and len(epoch) <= 32 else "",
+                   epoch_at=float(at) if isinstance(at, int | float) and not isinstance(at, bool) else 0.0)
 
     def touch(self, path: str) -> None:
         """One edit of ``path``: counted, and listed once in ``files`` and ``changed``."""
@@ -125,10 +155,18 @@ def _key(session: str) -> str:
 
 
 def _read(path: Path) -> dict[str, Any]:
+    """The file's sessions; {} when it is missing, not a regular file (a directory, a FIFO that would block every
+    hook, a symlink: never followed), too large or malformed."""
     try:
-        if path.stat().st_size > MAX_STATE_BYTES:
-            return {}
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return {}
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_STATE_BYTES:
+                return {}
+            raw = json.loads(fh.read(MAX_STATE_BYTES + 1).decode("utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(raw, dict) or raw.get("version") != _VERSION or not isinstance(raw.get("sessions"), dict):
@@ -142,25 +180,55 @@ def read_state(folder: str | Path, session: str) -> SessionState:
     return SessionState.from_json(_read(Path(folder) / STATE_NAME).get(_key(session)))
 
 
+def _lock(folder: Path, wait: float) -> int | None:
+    """The lock file's descriptor, locked; None when it cannot be had within ``wait`` seconds (held by another
+    process, a directory or a symlink in its place, an unwritable folder)."""
+    try:
+        fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    deadline = time.monotonic() + wait
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return fd
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() >= deadline:
+                        break
+                time.sleep(0.01)
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
 @contextlib.contextmanager
-def session_state(folder: str | Path, session: str) -> Iterator[SessionState]:
+def session_state(folder: str | Path, session: str, *, wait: float = LOCK_WAIT_S) -> Iterator[SessionState]:
     """Read, change and write back one session's state under the file's lock.
 
     The state is written when the block ends without an exception; concurrent hooks (parallel tool calls) take
-    turns on the lock, so no edit is counted twice or lost.
+    turns on the lock, so no edit is counted twice or lost. When the lock is not had within ``wait`` seconds or
+    the file cannot be written, the block gets a fresh state (a new delta epoch: given again) and nothing is
+    written: a count lost, never a hook that waits out its time limit or fails (review 27: an agent's ``flock`` on
+    the lock file, or a directory made in the file's place, silenced every hook).
     """
     folder, session = Path(folder), _key(session)
-    with open(folder / LOCK_NAME, "a+b") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-        try:
-            sessions = _read(folder / STATE_NAME)
-            state = SessionState.from_json(sessions.get(session))
-            yield state
-            state.updated = fmt_ts(utcnow())
-            sessions[session] = asdict(SessionState.from_json(asdict(state)))  # within the lists' bounds
+    fd = _lock(folder, wait)
+    if fd is None:
+        yield SessionState()
+        return
+    try:
+        sessions = _read(folder / STATE_NAME)
+        state = SessionState.from_json(sessions.get(session))
+        yield state
+        state.updated = fmt_ts(utcnow())
+        sessions[session] = asdict(SessionState.from_json(asdict(state)))  # within the lists' bounds
+        with contextlib.suppress(OSError):  # a directory in the file's place, a full disk: a count lost
             _write(folder / STATE_NAME, {"version": _VERSION, "sessions": _newest(sessions, session)})
-        finally:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _newest(sessions: dict[str, Any], current: str) -> dict[str, Any]:

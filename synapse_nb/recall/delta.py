@@ -11,16 +11,22 @@ session on every call would add rows without end: a session the mind has not see
 has had fewer than :data:`SESSIONS_PER_HOUR` sessions given something in the past hour (sessions already known go
 on being recorded; a session over the bound gets every recall in full, as a recall without a session does).
 
-An agent's sessions are kept apart from people's (:func:`stored_session`: stored as ``agent:<id>``): a person's
-session id is no secret (a notebook's is in ``session_seen`` for anyone who reads the vault), and an agent that
-recalled under it marked what it was given as seen there, so the person's next recall left it out as not new. On a
-team vault each agent login's sessions are apart too (``agent:<login>:<id>``, the schema's ``session_key``), and the
-server refuses an agent's row for any other session (migration 12).
+An agent's sessions are kept apart from people's (:func:`stored_session`: stored as ``agent:<surface>:<id>``): a
+person's session id is no secret (a notebook's is in ``session_seen`` for anyone who reads the vault), and an agent
+that recalled under it marked what it was given as seen there, so the person's next recall left it out as not new.
+Each agent surface's sessions are apart too: the hooks' session ids are readable in ``agent-sessions.json``, and an
+MCP ``recall(session_id=<a hook session's id>)`` marked what that Claude Code session was given (review 27). On a
+team vault each agent login's sessions are apart too (``agent:<login>:<surface>:<id>``, the schema's
+``session_key``), and the server refuses an agent's row for any other session (migration 12).
+
+A caller that delivers the answer after the recall returns (the agent hook prints it) records it only once it is
+delivered (``record=False``, then :meth:`~synapse_nb.recall.types.Recall.mark_given`): a hook killed between its
+recall and its print left records marked as given that the session never got (review 27).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -41,14 +47,16 @@ AGENT_SESSION_PREFIX = "agent:"
 
 
 def stored_session(ctx: Context, session: str) -> str:
-    """The key ``session`` is kept under for this actor: an agent's ids are prefixed, so no agent can mark what a
-    person's session was given.
+    """The key ``session`` is kept under for this actor: an agent's ids are prefixed with the surface, so no agent
+    can mark what a person's session was given, nor an MCP call what a hook's session was.
 
     >>> from types import SimpleNamespace as NS
-    >>> stored_session(NS(actor="agent"), "nb-1a2b3c4d5e6f"), stored_session(NS(actor="user"), "nb-1a2b3c4d5e6f")
-    ('agent:nb-1a2b3c4d5e6f', 'nb-1a2b3c4d5e6f')
+    >>> stored_session(NS(actor="agent", surface="mcp"), "s1"), stored_session(NS(actor="agent", surface="hook"), "s1")
+    ('agent:mcp:s1', 'agent:hook:s1')
+    >>> stored_session(NS(actor="user", surface="notebook"), "nb-1a2b3c4d5e6f")
+    'nb-1a2b3c4d5e6f'
     """
-    return AGENT_SESSION_PREFIX + session if ctx.actor == "agent" else session
+    return f"{AGENT_SESSION_PREFIX}{ctx.surface}:{session}" if ctx.actor == "agent" else session
 
 
 
@@ -60,23 +68,38 @@ def seen_digests(ctx: Context, session: str | None, ids: Sequence[str]) -> dict[
 
 
 def record_given(ctx: Context, session: str | None, kept: list[RecallItem], lessons: list[Lesson],
-                 seen: dict[str, str], now: str) -> set[str]:
-    """Record what ``session`` is given now (one write); the ids of lessons it was shown before, unchanged."""
+                 seen: dict[str, str], now: str, *, record: bool = True) -> tuple[set[str], Callable[[], None] | None]:
+    """Record what ``session`` is given now (one write): the ids of lessons it was shown before, unchanged, and
+    with ``record`` False the write left for the caller to make once the answer is delivered (else None)."""
     if session is None:
-        return set()
-    store = ctx.store
+        return set(), None
     shown_before = {x.id for x in lessons if seen.get(x.id) == x.digest}
     given = [(k.id, k.record.digest) for k in kept] + [(x.id, x.digest) for x in lessons if x.id not in shown_before]
-    if given and not store.readonly:
-        try:
-            # a session that was given before is known; another is recorded only within the hour's bound
-            since = None if seen else fmt_ts(ctx.now() - timedelta(hours=1))
-            store.sessions.mark(ctx.mind, stored_session(ctx, session), given, now, new_since=since,
-                                new_limit=SESSIONS_PER_HOUR)
-        except (StoreError, PermissionDeniedError) as exc:  # delta state is a convenience: never fail a recall for it
-            # (a team vault's server bounds an agent's session state rows an hour, migration 12)
-            import logging  # only on this rare path: logging costs a cold hook ~3 ms to import
+    done: list[bool] = []
 
-            logging.getLogger("synapse_nb.recall").warning("could not record what session %s has seen: %s", session,
-                                                           exc)
-    return shown_before
+    def write() -> None:
+        if done or not given:  # once: a second call records nothing new
+            return
+        done.append(True)
+        _mark(ctx, session, given, known=bool(seen), now=now)
+
+    if not record:
+        return shown_before, write
+    write()
+    return shown_before, None
+
+
+def _mark(ctx: Context, session: str, given: list[tuple[str, str]], *, known: bool, now: str) -> None:
+    store = ctx.store
+    if store.readonly:
+        return
+    try:
+        # a session that was given before is known; another is recorded only within the hour's bound
+        since = None if known else fmt_ts(ctx.now() - timedelta(hours=1))
+        store.sessions.mark(ctx.mind, stored_session(ctx, session), given, now, new_since=since,
+                            new_limit=SESSIONS_PER_HOUR)
+    except (StoreError, PermissionDeniedError) as exc:  # delta state is a convenience: never fail a recall for it
+        # (a team vault's server bounds an agent's session state rows an hour, migration 12)
+        import logging  # only on this rare path: logging costs a cold hook ~3 ms to import
+
+        logging.getLogger("synapse_nb.recall").warning("could not record what session %s has seen: %s", session, exc)

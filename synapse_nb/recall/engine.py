@@ -262,7 +262,7 @@ class Recaller:
                 self._records_key, self._records = (version, mind), {}
 
     def recall(self, query: Any, *, session: str | None = None, branch: Any = None, files: Any = None,
-               budget_tokens: int | None = None, bars: Bars | None = None) -> Recall:
+               budget_tokens: int | None = None, bars: Bars | None = None, record: bool = True) -> Recall:
         """See :meth:`synapse_nb.vault.Vault.recall`."""
         ctx = self._ctx
         query = clean_query(query)
@@ -291,7 +291,7 @@ class Recaller:
             g = gate(ranking.ranked, ranking.cands, ranking.exact, ranking.cover, ranking.actor, bars,
                      materialize, seen, prefetch, line, match=ranking.match, agent=ranking.agent)
             rows, kept, coverage, on_meaning = g.rows, g.kept, g.coverage, g.on_meaning
-        shown_before = record_given(ctx, session, kept, lessons, seen, now)
+        shown_before, mark = record_given(ctx, session, kept, lessons, seen, now, record=record)
         kept = self._staleness.annotate(kept, version)
         reason, note = empty_reason(query, kept, rows, bars)
         text = assemble(query, kept, lessons, shown_before, note)
@@ -301,7 +301,8 @@ class Recaller:
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
                       nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=rows,
                       coverage=coverage, on_meaning=on_meaning, version=".".join(map(str, version)),
-                      borrowed=borrowed.to_dict() if borrowed is not None else None)
+                      borrowed=borrowed.to_dict() if borrowed is not None else None,
+                      shown_before=frozenset(shown_before), _mark=mark)
 
     def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
               file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False,

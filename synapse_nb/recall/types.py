@@ -271,6 +271,16 @@ class Recall:
     #: why the vault is borrowed (:meth:`synapse_nb.borrowed.Borrowed.to_dict`: reason, path, target, line), None for
     #: a vault of one's own; its ``line`` is then the first line of ``text``
     borrowed: dict[str, Any] | None = None
+    #: the ids of the lessons this session was shown before, unchanged (the text names them by id only)
+    shown_before: frozenset[str] = frozenset()
+    _mark: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+
+    def mark_given(self) -> None:
+        """Record what this answer gives its session, after a recall made with ``record=False``: a caller that
+        delivers the answer later (the agent hook prints it) marks it given only once it is delivered, so a run
+        killed in between leaves nothing marked that the session never got (review 27). Once; else a no-op."""
+        if self._mark is not None:
+            self._mark()
 
     def explain(self) -> RecallExplanation:
         """A table of every candidate near the bars and why it was kept or dropped."""

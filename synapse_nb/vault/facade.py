@@ -272,7 +272,7 @@ class Vault:
     # -- recall -------------------------------------------------------------------------------------------
     def recall(self, query: str, *, session: str | None = None, branch: str | None = None, files: Any = None,
                budget_tokens: int | None = None, bars: Bars | None = None, path: str | None = None,
-               as_of: datetime | str | None = None) -> Recall:
+               as_of: datetime | str | None = None, record: bool = True) -> Recall:
         """What this turn needs to know: only the new and relevant across all memories, or "nothing new".
 
         The approved-lesson banner comes first on every call. With ``session``, what that session already
@@ -292,6 +292,8 @@ class Vault:
             ``DeprecationWarning``; any other value is a ``ValidationError``.
         as_of : answer from the mind as it was at this time (a datetime or ISO 8601 text), rebuilt from its history
             in a throwaway vault: "what did the agent know when it made that decision?" (no session delta).
+        record : False leaves what ``session`` is given unrecorded until ``Recall.mark_given()``, for a caller that
+            delivers the answer later (the agent hook marks it given once it is printed).
 
         Examples
         --------
@@ -313,7 +315,7 @@ class Vault:
                           "(docs/decisions/0008-recall-engine-v2.md); drop the argument", DeprecationWarning,
                           stacklevel=2)
         return self._recaller.recall(query, session=session, branch=branch, files=files,
-                                     budget_tokens=budget_tokens, bars=bars)
+                                     budget_tokens=budget_tokens, bars=bars, record=record)
 
     def _recall_as_of(self, query: str, as_of: datetime | str, **kw: Any) -> Recall:
         """:meth:`recall` over the mind as it was at ``as_of``: its records (and the duplicate links open then) are

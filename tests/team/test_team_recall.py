@@ -301,5 +301,5 @@ def test_new_sessions_past_the_hours_bound_are_not_recorded(team_url: str, machi
         assert agent.recall("deploy", session=f"s{i}").items
     rows = user._ctx.store.query("SELECT DISTINCT session FROM session_seen ORDER BY session")
     login = logins["agent"].split("://", 1)[1].split("@", 1)[0]
-    assert [r["session"] for r in rows] == [f"agent:{login}:s0", f"agent:{login}:s1"]  # an agent's, per login
+    assert [r["session"] for r in rows] == [f"agent:{login}:api:s0", f"agent:{login}:api:s1"]  # per login, surface
     assert not agent.recall("deploy", session="s0").items  # a known session's delta holds

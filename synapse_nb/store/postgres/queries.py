@@ -87,8 +87,8 @@ SEEN = "SELECT rid, digest FROM session_seen WHERE mind = ? AND session = sessio
 
 class SessionsQueries(SharedSessionsQueries[PgDatabase]):
     """Session marks as shared, but recording what a recall gave is one statement (one round trip), and an agent's
-    session (``agent:<id>``, recall/delta.py) is kept per database login (``session_key``, migration 12: one agent
-    login's rows could otherwise leave records out of another agent's recall)."""
+    session (``agent:<surface>:<id>``, recall/delta.py) is kept per database login (``session_key``, migration 12:
+    one agent login's rows could otherwise leave records out of another agent's recall)."""
 
     def seen(self, mind: str, session: str, ids: Sequence[str]) -> dict[str, str]:
         want = list(dict.fromkeys(ids))

@@ -1,0 +1,199 @@
+"""What a hook session is *given* is what it was printed (review 27): the hooks' cache file never decides whether
+context is printed, a run that did not print marks nothing as given, and what an agent marks in another session's
+name is bounded. Each test drives ``synapse-nb hook`` as Claude Code does (tests/test_agent_hooks.py's helpers).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+import synapse_nb as syn
+from synapse_nb.agents.sessions import LOCK_NAME, STATE_NAME, read_state, session_state
+from tests.test_agent_hooks import claude, context_of, hook
+
+LESSON = "Never retry billing charges without an idempotency key"
+ASK = "how do we deploy the billing api?"
+
+
+@pytest.fixture()
+def repo(git_repo: Path) -> Path:
+    """A vault with a person's approved lesson, verified memory and decision."""
+    with syn.open_vault(git_repo) as v:
+        les = v.lessons.create("Reverted the billing retry: it double-charged customers", branch=None)
+        v.lessons.approve(les.id, text=LESSON)
+        v.remember("procedure", "run_migrations", "Run alembic upgrade head before deploying the billing api")
+        v.decide("Deploy the billing api only through the blue-green pipeline", rationale="outage 2024")
+    return git_repo
+
+
+def start(repo: Path, session: str = "sess-1", source: str = "startup", **env: str) -> str:
+    return context_of(hook("SessionStart", claude("SessionStart", repo, session, source=source), cwd=repo, env=env))
+
+
+def ask(repo: Path, session: str = "sess-1", prompt: str = ASK, **env: str) -> str:
+    """The prompt hook's context for ``prompt``, or "" when it printed nothing (and said nothing on stderr)."""
+    res = hook("UserPromptSubmit", claude("UserPromptSubmit", repo, session, prompt=prompt), cwd=repo, env=env)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    return context_of(res) if res.stdout else ""
+
+
+@contextmanager
+def agents_flock(repo: Path) -> Iterator[None]:
+    """``flock .synapse/agent-sessions.lock sleep N &``: another process holds the hooks' lock meanwhile."""
+    with open(repo / ".synapse" / LOCK_NAME, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        yield
+
+
+# ------------------------------------------------------------------------------------------------ finding 1
+def test_a_held_lock_never_withholds_the_banner_nor_marks_it_given(repo: Path) -> None:
+    """SessionStart marked the banner as given, then waited on an agent's flock until its time limit: no banner,
+    "nothing was added" on stderr, and every later prompt named the lesson "shown earlier" by id only."""
+    with agents_flock(repo):
+        t0 = time.monotonic()
+        res = hook("SessionStart", claude("SessionStart", repo, source="startup"), cwd=repo,
+                   env={"SYNAPSE_AGENT_HOOK_TIMEOUT": "5"})
+        assert time.monotonic() - t0 < 5
+        assert LESSON in context_of(res) and res.stderr == ""
+        during = ask(repo, SYNAPSE_AGENT_HOOK_TIMEOUT="5")  # a prompt meanwhile is answered too
+        assert "run_migrations" in during and "blue-green" in during
+    after = ask(repo)
+    assert "run_migrations" in after and "blue-green" in after  # what a run without its state gave is given again
+
+
+def test_a_run_killed_before_it_printed_says_so_and_marks_nothing(repo: Path) -> None:
+    res = hook("UserPromptSubmit", claude("UserPromptSubmit", repo, prompt=ASK), cwd=repo,
+               env={"SYNAPSE_AGENT_HOOK_TIMEOUT": "0.01"})
+    assert res.stdout == "" and "no context was given to the agent" in res.stderr
+    assert "nothing was added" not in res.stderr
+    assert "run_migrations" in ask(repo)
+
+
+def test_recall_without_recording_marks_only_when_told(repo: Path) -> None:
+    with syn.open_vault(repo, actor="agent") as v:
+        first = v.recall(ASK, session="s", record=False)
+        assert first.items and v.recall(ASK, session="s", record=False).items  # nothing marked yet
+        first.mark_given()
+        first.mark_given()  # once
+        again = v.recall(ASK, session="s")
+        assert again.nothing_new and again.empty_reason == "already_given"
+        assert {x.id for x in again.lessons} == again.shown_before
+
+
+# ------------------------------------------------------------------------------------------------ finding 2
+@pytest.mark.parametrize("name", [STATE_NAME, LOCK_NAME])
+def test_a_directory_in_place_of_the_hooks_files_silences_nothing(repo: Path, name: str) -> None:
+    start(repo)
+    target = repo / ".synapse" / name
+    target.unlink(missing_ok=True)
+    target.mkdir()
+    assert LESSON in start(repo, "next")
+    assert "run_migrations" in ask(repo, "next")
+    assert "run_migrations" in ask(repo, "next")  # no state kept: every run a new epoch, given again, never less
+    assert target.is_dir()
+
+
+def test_a_symlink_or_fifo_in_place_of_the_hooks_files_is_not_followed(repo: Path, tmp_path: Path) -> None:
+    folder = repo / ".synapse"
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text("keep", encoding="utf-8")
+    (folder / STATE_NAME).unlink(missing_ok=True)
+    (folder / STATE_NAME).symlink_to(outside)
+    (folder / LOCK_NAME).unlink(missing_ok=True)
+    (folder / LOCK_NAME).symlink_to(tmp_path / "made-by-the-lock")
+    assert LESSON in start(repo)
+    assert outside.read_text(encoding="utf-8") == "keep" and not (tmp_path / "made-by-the-lock").exists()
+    (folder / LOCK_NAME).unlink()
+    (folder / STATE_NAME).unlink()
+    os.mkfifo(folder / STATE_NAME)  # reading it would block every hook until its time limit
+    assert "run_migrations" in ask(repo, SYNAPSE_AGENT_HOOK_TIMEOUT="5")
+    assert read_state(folder, "default:sess-1").edits == 0
+
+
+def test_session_state_goes_on_without_a_lock_it_cannot_have(repo: Path) -> None:
+    folder = repo / ".synapse"
+    with session_state(folder, "k") as st:
+        st.edits = 3
+    with agents_flock(repo):
+        t0 = time.monotonic()
+        with session_state(folder, "k", wait=0.2) as st:
+            assert st.edits == 0  # a fresh state ...
+            st.edits = 99
+        assert time.monotonic() - t0 < 2
+    assert read_state(folder, "k").edits == 3  # ... and nothing written: a count lost
+
+
+# ------------------------------------------------------------------------------------------------ finding 3
+def test_an_mcp_recall_cannot_mark_what_a_hook_session_was_given(repo: Path) -> None:
+    """A hook session's id (and its epoch) are readable in agent-sessions.json: an MCP recall under them marked
+    what that Claude Code session was given."""
+    from synapse_nb.vault import VaultSession
+
+    start(repo, "victim")
+    st = read_state(repo / ".synapse", "default:victim")
+    with VaultSession(repo, actor="agent", create=False, surface="mcp") as mcp:
+        for sid in ("victim", st.delta_session("victim")):
+            assert mcp.read().recall(ASK, session=sid).items
+    assert read_state(repo / ".synapse", "default:victim") == st
+    got = ask(repo, "victim")
+    assert "run_migrations" in got and "blue-green" in got
+
+
+def test_what_an_agent_marks_in_another_sessions_name_is_withheld_for_an_epoch_at_most(repo: Path) -> None:
+    """An agent with a shell runs the hook with another session's id (not preventable: it reads what the harness
+    reads); the session's delta epoch ends within EPOCH_SECONDS, and everything is given again then."""
+    from synapse_nb.agents.sessions import EPOCH_SECONDS
+
+    start(repo, "victim")
+    ask(repo, "victim")  # the agent, as the victim: marks the person's records as given
+    assert ask(repo, "victim") == ""  # withheld meanwhile (the residual risk, docs/architecture.md)
+    state = repo / ".synapse" / STATE_NAME
+    data = json.loads(state.read_text(encoding="utf-8"))
+    data["sessions"]["default:victim"]["epoch_at"] -= EPOCH_SECONDS + 1  # an hour later
+    state.write_text(json.dumps(data), encoding="utf-8")
+    later = ask(repo, "victim")
+    assert LESSON in later and "run_migrations" in later and "blue-green" in later
+
+
+def test_clear_starts_the_delta_afresh(repo: Path) -> None:
+    start(repo)
+    assert "run_migrations" in ask(repo)
+    start(repo, source="clear")  # /clear dropped what the context held
+    assert "run_migrations" in ask(repo)
+
+
+# ------------------------------------------------------------------------------------------------ finding 4
+def test_a_session_evicted_from_the_cache_is_given_again_after_its_compaction(repo: Path) -> None:
+    """64 made-up sessions evicted a compacted session's state: its recall went back to the pre-compaction key and
+    withheld what the compacted context lost."""
+    start(repo)
+    assert "run_migrations" in ask(repo)
+    assert hook("PreCompact", claude("PreCompact", repo, trigger="auto"), cwd=repo).returncode == 0
+    start(repo, source="compact")
+    for i in range(64):  # what `synapse-nb hook post-tool --session junk-$i --file a.txt` does to the file
+        with session_state(repo / ".synapse", f"default:junk-{i}") as st:
+            st.touch("a.txt")
+    assert "default:sess-1" not in json.loads((repo / ".synapse" / STATE_NAME).read_text())["sessions"]  # evicted
+    got = ask(repo)
+    assert "run_migrations" in got and "blue-green" in got
+
+
+# ------------------------------------------------------------------------------------------------ finding 5
+def test_the_pending_notice_tells_an_agents_lessons_from_reverts(repo: Path) -> None:
+    with syn.open_vault(repo, actor="agent") as agent:
+        for i in range(3):
+            agent.lessons.create(f"URGENT: security fix {i}, approve with --accept-agent-text", branch=None)
+    with syn.open_vault(repo) as v:
+        v.lessons.create("A person's note to self")
+    res = hook("SessionStart", claude("SessionStart", repo, source="startup"), cwd=repo)
+    notice = json.loads(res.stdout)["systemMessage"]
+    assert "3 lessons an agent wrote by hand (not from a revert)" in notice and "1 lesson written by hand" in notice
+    assert "reverted" not in notice and "URGENT" not in notice and "wait for your review" in notice
