@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from synapse_nb.changes import PROPOSED_MARK
+from synapse_nb.differences import LEGEND, FieldChange, changes
 from synapse_nb.errors import SynapseError
 from synapse_nb.models import kind_of_id
-from synapse_nb.provenance import inline
-from synapse_nb.render import MUTED, from_now, plural
+from synapse_nb.provenance import inline, mark
+from synapse_nb.render import ERR, MUTED, from_now, plural, pre_html
 from synapse_nb.widgets._common import FamilyWidget, block, button, esc, live_vault, require_human
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,14 +97,37 @@ class ChangeReview(FamilyWidget):
                         f"{plural(len(self.items_conflicts), 'open conflict')}")
         self._show()
 
-    def _record_text(self, rid: str) -> str:
+    def _record(self, rid: str) -> Any:
         kind = kind_of_id(rid)
-        if kind is None:
-            return rid
         try:
-            return str(self.vault.manager(kind).get(rid).summary_line())
+            return None if kind is None else self.vault.manager(kind).get(rid)
         except SynapseError:
-            return "(gone)"
+            return None
+
+    def _record_text(self, rid: str) -> str:
+        rec = self._record(rid)
+        return rid if kind_of_id(rid) is None else "(gone)" if rec is None else str(rec.summary_line())
+
+    def _record_title(self, rid: str) -> str:
+        """A memory's mark, category/key and id, without its text (shown whole beside each proposed value)."""
+        rec = self._record(rid)
+        return f"{rid} (gone)" if rec is None else f"{mark(rec)} {rec.category}/{rec.key} ({rid})"
+
+    def _field_html(self, ch: FieldChange, value: Any) -> str:
+        """One proposed field: the memory's value and the proposed one whole, side by side (each scrolled), then
+        their diff and a warning when they differ only in what reads the same (review 26: the current value was
+        its content cut to 100 characters, beside the whole proposed value on one line)."""
+        box = "flex:1 1 0;min-width:0"
+        warn = (f"<div role='alert' style='color:{ERR};font-weight:bold'>{esc(ch.warning)}</div>"
+                if ch.warning else "")
+        return (f"<div style='margin-top:6px'><b>{esc(ch.field)}</b>{self._soon(ch.field, value)}"
+                f"<div style='display:flex;gap:8px'>"
+                f"<div style='{box}'><span style='color:{MUTED}'>now</span>"
+                f"{pre_html(chr(10).join(ch.now), max_height='12em')}</div>"
+                f"<div class='synapse-agent' style='{box}'><span style='color:{MUTED}'>proposed {PROPOSED_MARK}</span>"
+                f"{pre_html(chr(10).join(ch.proposed), max_height='12em')}</div></div>"
+                f"<span style='color:{MUTED}'>- now / + proposed {PROPOSED_MARK}</span>"
+                f"{pre_html(chr(10).join(ch.diff), max_height='16em')}{warn}</div>")
 
     def _show(self) -> None:
         rev = next((r for r in self.items_revisions if r.id == self.revisions.value), None)
@@ -111,14 +135,11 @@ class ChangeReview(FamilyWidget):
         if rev is None:
             self.revision_html.value = block(f"<i style='color:{MUTED}'>no pending revision</i>")
         else:
-            now = self._record_text(rev.rid)
-            # every value whole, scrolled: Accept stores all of it (review 12: 300 characters shown of 32,768)
-            wants = "".join(f"<div><b>{esc(k)}</b>: <div style='max-height:12em;overflow:auto;white-space:pre-wrap'>"
-                            f"{esc(inline(str(v)))}{self._soon(k, v)}</div></div>"
-                            for k, v in sorted(rev.proposed.items()))
             self.revision_html.value = block(
-                f"<div><b>{esc(rev.id)}</b> · proposed by {esc(rev.actor)} via {esc(rev.surface)}</div>"
-                f"<div style='color:{MUTED}'>now: {esc(now)}</div><div class='synapse-agent'>{wants}</div>")
+                f"<div><b>{esc(rev.id)}</b> · proposed by {esc(rev.actor)} via {esc(rev.surface)} for "
+                f"{esc(self._record_title(rev.rid))}</div><div style='color:{MUTED}'>{esc(LEGEND)}</div>"
+                + "".join(self._field_html(ch, rev.proposed[ch.field])
+                          for ch in changes(self._record(rev.rid), rev.proposed)))
         self.accept_button.disabled = self.reject_button.disabled = rev is None
         if link is None:
             self.conflict_html.value = block(f"<i style='color:{MUTED}'>no open conflict</i>")
