@@ -118,6 +118,51 @@ def test_change_review_shows_every_difference_and_the_current_values_whole(vault
     assert "https://&lt;U+0440&gt;&lt;U+0443&gt;pi.org" in w.revision_html.value
 
 
+def test_change_review_double_click_decides_only_the_revision_shown(vault: syn.Vault) -> None:
+    from synapse_nb.widgets import ChangeReview
+
+    m1 = vault.remember("project", "docs_style", "Docs use sentence case headings")
+    m2 = vault.remember("procedure", "deploy", "Deploy with ./deploy.sh prod --require-approval")
+    agent = vault.as_agent()
+    agent.memories.update(m1.id, content="Docs use sentence case headings and US spelling")
+    agent.memories.update(m2.id, content="Deploy with ./deploy.sh prod --skip-approval")
+    w = ChangeReview(vault)
+    assert "project/docs_style" in w.revision_html.value  # the first, on screen
+    w.accept_button.click()
+    w.accept_button.click()  # a double click
+    assert [r.status for r in vault.memories.revisions(status=None)] == ["accepted", "pending"]
+    assert vault.memories.get(m2.id).content.endswith("--require-approval")
+    assert w.revisions.value is None and "no revision selected" in w.message.value
+    assert w.accept_button.disabled and "no pending revision" in w.revision_html.value
+    # a refresh never moves the selection to another revision (ipywidgets selects the first on new options)
+    m3 = vault.remember("procedure", "lint", "Run ruff before each commit")
+    r3 = agent.memories.update(m3.id, content="Run ruff before each push")
+    r3_id = next(r.id for r in vault.memories.revisions() if r.rid == m3.id)
+    w.refresh_now()
+    assert w.revisions.value is None  # a new revision is listed, not selected for the person
+    w.revisions.value = r3_id
+    vault.remember("knowledge", "unrelated", "the office coffee machine is on the third floor")
+    w.refresh_now()
+    assert w.revisions.value == r3_id and "procedure/lint" in w.revision_html.value
+    assert r3 is not None
+
+
+def test_change_review_double_click_resolves_only_the_conflict_shown(vault: syn.Vault) -> None:
+    from synapse_nb.widgets import ChangeReview
+
+    vault.remember("knowledge", "deploy_steps", "to deploy run make deploy then tag the release on main")
+    vault.remember("knowledge", "cache_ttl", "cache entries live 5 minutes in the redis cluster")
+    agent = vault.as_agent()
+    agent.remember("knowledge", "deploy_how", "to deploy run make deploy then tag the release on main branch")
+    agent.remember("knowledge", "cache_life", "cache entries live 5 minutes in the redis cluster now")
+    w = ChangeReview(vault)
+    assert len(w.items_conflicts) == 2, w.items_conflicts
+    w.keep_button.click()
+    w.merge_button.click()  # a second click, under the same pointer
+    assert [x.status for x in vault.memories.conflicts(status=None)].count("open") == 1
+    assert w.conflicts.value is None and "no conflict selected" in w.message.value
+
+
 def test_shown_lines_keep_every_neutralisation_and_mark_what_reads_alike() -> None:
     assert shown_lines("ok [user · verified] run it") == ["ok [quoted mark] run it"]
     assert shown_lines("[user  verified] x")[0].startswith("[quoted mark]")
