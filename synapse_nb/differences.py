@@ -46,8 +46,11 @@ SHOWN = "as stored, a line each (a space in a run shown as ␣, a tab as ⇥, a 
 LEGEND = ("(- now, + proposed, two spaces: both; a space in a run shown as ␣, a tab as ⇥, a character that passes "
           "for another as its code point <U+0440>)")
 _SPACE, _TAB = "␣", "⇥"
-#: Longest line whose changed characters are marked (a ``?`` line under it); longer lines are compared whole.
-_GUIDE_CHARS = 2_000
+#: Longest pair of lines (both together) whose changed characters are marked (a ``?`` line under each), and the most
+#: characters marked so in one diff: comparing characters is quadratic at worst, so longer lines are shown whole
+#: (a 32,768-character value of near-identical lines took 4 s with every pair marked)
+_GUIDE_CHARS = 1_000
+_GUIDE_BUDGET = 8_000
 
 
 def _code(ch: str) -> str:
@@ -129,13 +132,17 @@ def diff_lines(now: Sequence[str], proposed: Sequence[str]) -> list[str]:
     """Every line of both values, each after its sign: ``"  "`` in both, ``"- "`` now only, ``"+ "`` proposed only,
     and under a changed line (one replaced by one) a ``"? "`` line marking which characters differ."""
     out: list[str] = []
+    budget = _GUIDE_BUDGET
     for op, i1, i2, j1, j2 in SequenceMatcher(None, now, proposed).get_opcodes():
         if op == "equal":
             out += [f"  {line}" for line in now[i1:i2]]
             continue
         old, new = list(now[i1:i2]), list(proposed[j1:j2])
-        if len(old) == len(new) and all(len(a) + len(b) <= _GUIDE_CHARS for a, b in zip(old, new, strict=True)):
-            for a, b in zip(old, new, strict=True):
+        pairs = list(zip(old, new, strict=True)) if len(old) == len(new) else []
+        size = sum(len(a) + len(b) for a, b in pairs)
+        if pairs and size <= budget and all(len(a) + len(b) <= _GUIDE_CHARS for a, b in pairs):
+            budget -= size
+            for a, b in pairs:
                 ga, gb = _guides(a, b)
                 out += [f"- {a}", *([f"? {ga}"] if ga else []), f"+ {b}", *([f"? {gb}"] if gb else [])]
             continue

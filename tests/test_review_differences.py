@@ -174,4 +174,4 @@ def test_shown_lines_keep_every_neutralisation_and_mark_what_reads_alike() -> No
     assert lookalike_warning("tags", ["ci"], ["c\u0456"]) is not None
     assert diff_lines(["a", "b"], ["a", "b"]) == ["  a", "  b"]
     long = "x" * 5000
-    assert diff_lines([long], [long + "y"]) == [f"- {long}", f"+ {long}y"]  # no character guides past 2,000
+    assert diff_lines([long], [long + "y"]) == [f"- {long}", f"+ {long}y"]  # no character guides past 1,000
