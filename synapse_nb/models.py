@@ -511,6 +511,9 @@ class Status:
     borrowed: str | None = None
     #: lessons approved in the borrowed vault that no human here re-approved yet (not in force)
     awaiting_local_approval: tuple[str, ...] = ()
+    #: agents' revisions and duplicate or contradicting pairs waiting for a human (None in an agent's view)
+    pending_revisions: int | None = None
+    open_conflicts: int | None = None
 
     @property
     def git_warning(self) -> str | None:
@@ -535,6 +538,8 @@ class Status:
             "dangling": list(self.dangling), "possibly_stale": list(self.possibly_stale),
             "tracked_by_git": quoted(list(self.tracked_by_git)), "untrack_command": self.untrack_command,
             "borrowed": self.borrowed, "awaiting_local_approval": list(self.awaiting_local_approval),
+            **({} if self.pending_revisions is None else {"pending_revisions": self.pending_revisions,
+                                                          "open_conflicts": self.open_conflicts}),
         }
 
     def __str__(self) -> str:
@@ -549,16 +554,16 @@ class Status:
         for kind in sorted(self.counts):
             parts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts[kind].items()))
             lines.append(f"  {kind:<11} {parts}")
-        if self.pending_lessons:
-            lines.append(f"  pending lessons awaiting a human: {', '.join(self.pending_lessons)}")
-        if self.expiring_memories:
-            lines.append(f"  memories expiring within 7 days: {', '.join(self.expiring_memories)}")
-        if self.expiring_lessons:
-            lines.append(f"  approved lessons expiring within 2 days: {', '.join(self.expiring_lessons)}")
-        if self.dangling:
-            lines.append(f"  records naming files missing at HEAD: {', '.join(self.dangling)}")
-        if self.possibly_stale:
-            lines.append(f"  possibly stale (their files changed since): {', '.join(self.possibly_stale)}")
+        waiting = ((self.pending_revisions, "agents' revisions", "revisions"),
+                   (self.open_conflicts, "open conflicts", "conflicts"))
+        lines += [f"  {n} {what} awaiting a human (synapse-nb memory {cmd})" for n, what, cmd in waiting if n]
+        for title, ids in (("pending lessons awaiting a human", self.pending_lessons),
+                           ("memories expiring within 7 days", self.expiring_memories),
+                           ("approved lessons expiring within 2 days", self.expiring_lessons),
+                           ("records naming files missing at HEAD", self.dangling),
+                           ("possibly stale (their files changed since)", self.possibly_stale)):
+            if ids:
+                lines.append(f"  {title}: {', '.join(ids)}")
         return "\n".join(lines)
 
     __repr__ = __str__

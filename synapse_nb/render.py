@@ -254,6 +254,10 @@ def status_html(status: Any) -> str:
             parts.append(f"<div><b>{esc(title)}</b> ({len(ids):,}): " + ", ".join(code(i) for i in ids[:20])
                          + (f" and {len(ids) - 20:,} more" if len(ids) > 20 else "") + "</div>")
 
+    for n, what in ((getattr(status, "pending_revisions", None), "agents' revisions awaiting a human"),
+                    (getattr(status, "open_conflicts", None), "open conflicts awaiting a human")):
+        if n:
+            parts.append(f"<div><b>{esc(what)}</b>: {n:,}</div>")
     listing("pending lessons awaiting a human", status.pending_lessons)
     listing("approved elsewhere, awaiting local approval (not in force)",
             getattr(status, "awaiting_local_approval", ()))

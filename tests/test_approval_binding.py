@@ -194,7 +194,8 @@ def test_memory_verify_at_a_terminal_shows_the_memory_and_verifies_only_it(
     monkeypatch.setattr(cli_memory.typer, "confirm", confirm)
     res = CliRunner().invoke(app, ["--vault", str(project), "memory", "verify", mem.id])
     assert res.exit_code == 1
-    assert f"[agent · unverified] [normal] procedure/deploy: {AGENT_FACT}" in res.stderr
+    assert "[agent · unverified] [normal] procedure/deploy, as stored" in res.stderr
+    assert f"\n    {AGENT_FACT}\n" in res.stderr  # its text as stored, a line each, under its mark
     assert "tags: none; confidence " in res.stderr and "never expires" in res.stderr and AGENT_FACT not in res.stdout
     assert "changed after you read it" in res.stderr
     _not_verified(human, mem.id)
@@ -219,7 +220,7 @@ def test_memory_verify_at_a_terminal_shows_all_it_verifies(project: Path, monkey
     monkeypatch.setattr(cli_memory, "require_human_here", lambda *a: None)  # a human at a terminal
     monkeypatch.setattr(cli_memory.typer, "confirm", lambda *a, **kw: False)
     res = CliRunner().invoke(app, ["--vault", str(project), "memory", "verify", mem.id])
-    assert res.exit_code == 1 and "[agent · unverified] [critical] procedure/release_notes:" in res.stderr
+    assert res.exit_code == 1 and "[agent · unverified] [critical] procedure/release_notes, as stored" in res.stderr
     assert "tags: force-push-is-pre-approved, user-approved-skip-tests;" in res.stderr
     assert f"expires {mem.expires_at}" in res.stderr
 
@@ -398,8 +399,8 @@ def test_memory_accept_at_a_terminal_shows_every_proposed_value_whole(project: P
     monkeypatch.setattr(cli_history.typer, "confirm", lambda *a, **kw: False)
     res = CliRunner().invoke(app, ["--vault", str(project), "memory", "accept", rev.id])
     assert res.exit_code == 1 and "not accepted" in res.stderr
-    assert "content, now: Deploy with make deploy after CI is green." in res.stderr
-    assert "content, proposed: [agent · unverified] " in res.stderr and tail.strip() in res.stderr
+    assert "content, - now / + proposed [agent · unverified]:" in res.stderr
+    assert "\n    - Deploy with make deploy after CI is green.\n" in res.stderr and tail.strip() in res.stderr
     assert human.memories.get(mem.id).content == "Deploy with make deploy after CI is green."
     # a binding to what was shown: other values are refused
     with pytest.raises(syn.ConflictError, match="other values than those shown"):
@@ -430,4 +431,4 @@ def test_a_proposed_expiry_is_shown_with_how_soon_it_comes(project: Path, monkey
     monkeypatch.setattr(cli_history, "require_human_here", lambda *a: None)  # a human at a terminal
     monkeypatch.setattr(cli_history.typer, "confirm", lambda *a, **kw: False)
     res = CliRunner().invoke(app, ["--vault", str(project), "memory", "accept", rev.id])
-    assert "expires_at, proposed: [agent · unverified] " in res.stderr and " (in " in res.stderr, res.stderr
+    assert "expires_at, - now / + proposed [agent · unverified] (in " in res.stderr, res.stderr

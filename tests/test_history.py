@@ -379,6 +379,30 @@ def test_the_change_review_widget_decides_revisions_and_conflicts(vault: syn.Vau
         ChangeReview(vault.as_agent())
 
 
+def test_status_counts_what_waits_for_a_person_and_tells_an_agent_nothing_new(vault: syn.Vault) -> None:
+    """Review 26: `memory status` counted neither agents' pending revisions nor open conflicts, so a person relying
+    on it never learnt that proposals waited. A person's view counts both (text, HTML, JSON); an agent's view is as
+    it was (no counts, no keys)."""
+    from synapse_nb.render import status_html
+
+    assert (vault.status().pending_revisions, vault.status().open_conflicts) == (0, 0)
+    assert "awaiting a human (synapse-nb memory" not in str(vault.status())
+    m = vault.remember("procedure", "deploy_procedure", "deploy: run make deploy then tag the release on main")
+    agent = vault.as_agent()
+    agent.memories.update(m.id, content="deploy: run make deploy-prod then tag the release")
+    agent.remember("knowledge", "deploy_steps", "to deploy run make deploy then tag the release on main")
+    st = vault.status()
+    assert (st.pending_revisions, st.open_conflicts) == (1, 1)
+    assert "  1 agents' revisions awaiting a human (synapse-nb memory revisions)" in str(st).splitlines()
+    assert "  1 open conflicts awaiting a human (synapse-nb memory conflicts)" in str(st).splitlines()
+    assert st.to_dict()["pending_revisions"] == 1 and st.to_dict()["open_conflicts"] == 1
+    assert "agents&#x27; revisions awaiting a human</b>: 1" in status_html(st)
+    mine = agent.status()
+    assert mine.pending_revisions is None and mine.open_conflicts is None
+    assert "pending_revisions" not in mine.to_dict() and "awaiting a human (synapse" not in str(mine)
+    assert "revisions awaiting" not in status_html(mine)
+
+
 def test_prune_records_the_deletions_and_expiries_it_makes(vault: syn.Vault, clock: FakeClock) -> None:
     m = vault.remember("context", "sprint", "ship v2", expires="1d")
     les = vault.lessons.create("Reverted the retry change")

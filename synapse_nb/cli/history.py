@@ -21,6 +21,7 @@ from synapse_nb.cli._common import (
     require_human_here,
 )
 from synapse_nb.cli.memory import memory_app
+from synapse_nb.differences import LEGEND, changes
 from synapse_nb.errors import SynapseError
 from synapse_nb.provenance import inline, mark, quoted
 from synapse_nb.render import from_now
@@ -111,8 +112,10 @@ def memory_accept(
     """Accept an agent's pending revision (human only): the memory takes its values and stays verified. A revision
     proposed before the memory last changed is refused unless --force.
 
-    At a terminal, every value the revision proposes is shown in full beside the memory's, and accepted only as
-    shown, once you confirm (`memory revisions` lists them cut to a line); with --yes nothing is asked.
+    At a terminal, every value the revision proposes is shown in full beside the memory's, line by line as stored
+    (- now, + proposed; a space in a run shown as ␣, a look-alike letter as its code point), with a warning when the
+    two read the same but differ, and accepted only as shown, once you confirm (`memory revisions` lists them cut to
+    a line); with --yes nothing is asked.
 
     Examples:
 
@@ -124,12 +127,17 @@ def memory_accept(
     if not yes:  # at a terminal: all the memory takes, whole (review 12: a listing's 60 characters were accepted)
         rev = v.memories.revision(revision)
         mem = v.memories.get(rev.rid)
-        typer.echo(f"{rev.id} proposes for {mem.summary_line()}:", err=True)
-        for k, val in sorted(rev.proposed.items()):
-            now = getattr(mem, k, None)
-            extra = f" ({from_now(val, v.now())})" if k == "expires_at" and isinstance(val, str) else ""
-            typer.echo(f"  {k}, now: {inline(str(list(now) if isinstance(now, tuple) else now))}\n"
-                       f"  {k}, proposed: {PROPOSED_MARK} {inline(str(val))}{extra}", err=True)
+        # each value as stored, line by line, beside the memory's (review 26: one quoted line each hid a moved line
+        # break and Cyrillic letters in a URL: two identical lines, accepted as the person's verified memory)
+        typer.echo(f"{rev.id} proposes for {mark(mem)} {mem.category}/{mem.key} ({mem.id}):\n{LEGEND}", err=True)
+        for ch in changes(mem, rev.proposed):
+            val = rev.proposed[ch.field]
+            soon = f" ({from_now(val, v.now())})" if ch.field == "expires_at" and isinstance(val, str) else ""
+            typer.echo(f"  {ch.field}, - now / + proposed {PROPOSED_MARK}{soon}:", err=True)
+            for line in ch.diff:
+                typer.echo(f"    {line}", err=True)
+            if ch.warning:
+                typer.echo(f"  {ch.warning}", err=True)
         if not typer.confirm("accept these values as yours (the memory stays verified)?", default=False, err=True):
             fail(f"not accepted: {rev.id} is still pending")
         seen = rev.fields

@@ -26,8 +26,9 @@ from synapse_nb.cli._common import (
     print_records,
     require_human_here,
 )
+from synapse_nb.differences import SHOWN, shown_lines
 from synapse_nb.models import CATEGORIES, PRIORITIES
-from synapse_nb.provenance import inline, mark
+from synapse_nb.provenance import mark
 from synapse_nb.render import plural, when
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -141,8 +142,9 @@ def memory_verify(
     every file a lesson, checkpoint, decision or memory refers to against git HEAD (dangling references,
     renames, records whose files changed since they were written). Exit code 1 when something is off.
 
-    At a terminal, an agent's memory is shown first and verified only as shown, once you confirm (an agent may
-    edit its memory at any time; with --yes nothing is asked and the memory as stored at that moment is verified).
+    At a terminal, an agent's memory is shown first, line by line as stored (a space in a run shown as ␣, a look-alike
+    letter as its code point), and verified only as shown, once you confirm (an agent may edit its memory at any
+    time; with --yes nothing is asked and the memory as stored at that moment is verified).
 
     Examples:
 
@@ -174,9 +176,11 @@ def memory_verify(
         elif seen.source == "agent":
             # all the human verifies: the digest bound below covers priority, tags, confidence and expiry too
             # (review 3: the prompt showed the text alone, and "critical" and free-text tags were verified unseen)
-            tags = ", ".join(inline(t) for t in seen.tags) or "none"
+            tags = ", ".join(line for t in seen.tags for line in shown_lines(t)) or "none"
             expiry = f"expires {seen.expires_at}" if seen.expires_at else "never expires"
-            typer.echo(f"{mark(seen)} [{seen.priority}] {seen.category}/{seen.key}: {inline(seen.content)}\n"
+            # its text line by line as stored (review 26: one quoted line hid where its line breaks were)
+            body = "".join(f"\n    {line}" for line in shown_lines(seen.content))
+            typer.echo(f"{mark(seen)} [{seen.priority}] {seen.category}/{seen.key}, {SHOWN}:{body}\n"
                        f"  tags: {tags}; confidence {seen.confidence:g}; {expiry}", err=True)
             if not typer.confirm("verify this memory as it reads?", default=False, err=True):
                 fail(f"not verified: {seen.id} stays {mark(seen)}")

@@ -207,5 +207,6 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     "get_status": _obj({"vault_path": _STR, "mind": _STR, "actor": _STR, "counts": _COUNTS,
                         "pending_lessons": _STRS, "expiring_memories": _STRS, "expiring_lessons": _STRS,
                         "schema_version": _INT, "dangling": _STRS, "possibly_stale": _STRS,
-                        "tracked_by_git": _STRS, "untrack_command": _MAYBE_STR}, ("vault_path", "actor", "counts")),
+                        "tracked_by_git": _STRS, "untrack_command": _MAYBE_STR, "pending_revisions": _INT,
+                        "open_conflicts": _INT}, ("vault_path", "actor", "counts")),
 }

@@ -493,7 +493,8 @@ class Vault:
 
     # -- status, prune ------------------------------------------------------------------------------------
     def status(self) -> Status:
-        """Counts per kind and state, pending lessons, and what expires soon."""
+        """Counts per kind and state, pending lessons, and what expires soon; in a person's view, how many agents'
+        revisions and open conflicts wait for them."""
         store, m = self._store, self.mind
         now = self._ctx.now()
         ts = fmt_ts(now)
@@ -515,13 +516,17 @@ class Vault:
         borrowed = self._git.borrowed
         awaiting = (() if borrowed is None or self.actor == "agent"
                     else tuple(x.id for x in self.lessons.awaiting_local()))
+        # what waits for a person, counted in a person's view (review 26: status never said proposals waited)
+        waiting = (None, None) if self.actor == "agent" else (len(store.revisions.of_mind(m, "pending")),
+                                                              len(store.links.of_mind(m, "open")))
         return Status(vault_path=str(self.path), mind=m, actor=self.actor, counts=counts, pending_lessons=pending,
                       expiring_memories=expiring, expiring_lessons=les_soon, schema_version=store.schema_version,
                       dangling=tuple(sorted(r for r, f in flags.items() if "dangling" in f)),
                       possibly_stale=tuple(sorted(r for r, f in flags.items() if "stale" in f)),
                       tracked_by_git=tracked,
                       untrack_command=untrack_command(prefix) if tracked and prefix else None,
-                      borrowed=borrowed.line if borrowed is not None else None, awaiting_local_approval=awaiting)
+                      borrowed=borrowed.line if borrowed is not None else None, awaiting_local_approval=awaiting,
+                      pending_revisions=waiting[0], open_conflicts=waiting[1])
 
     def prune(self, *, sessions_older_than: str | timedelta = "30d",
               agent_records_older_than: str | timedelta | None = None) -> PruneReport:

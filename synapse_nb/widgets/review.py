@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from synapse_nb.changes import PROPOSED_MARK
+from synapse_nb.differences import LEGEND, FieldChange, changes
 from synapse_nb.errors import SynapseError
 from synapse_nb.models import kind_of_id
-from synapse_nb.provenance import inline
-from synapse_nb.render import MUTED, from_now, plural
+from synapse_nb.provenance import inline, mark
+from synapse_nb.render import ERR, MUTED, from_now, plural, pre_html
 from synapse_nb.widgets._common import FamilyWidget, block, button, esc, live_vault, require_human
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,12 +28,15 @@ class ChangeReview(FamilyWidget):
     Every button is a human's decision (the core refuses an agent anyway): Accept applies an agent's revision to
     the memory (verified), Reject leaves the memory as it is; Merge deletes the duplicate (its tags join the other
     memory), Keep both ends the link (both are recalled again), Supersede deletes the older record. Deletions stay in
-    history (``memory revert`` brings a memory back).
+    history (``memory revert`` brings a memory back). A button decides the revision or conflict the pane shows; after
+    a decision nothing is selected (the person picks the next one: a double click decides one), and a refresh keeps
+    the selection or, when it is gone, selects nothing.
 
     Attributes
     ----------
     revisions, conflicts : the ``Select`` lists (values: ids); revision_html, conflict_html : the selected one;
-    accept_button, reject_button, merge_button, keep_button, supersede_button; message : the last outcome.
+    shown_revision, shown_conflict : what the panes show (the buttons decide those); accept_button, reject_button,
+    merge_button, keep_button, supersede_button; message : the last outcome.
 
     Examples
     --------
@@ -52,6 +56,9 @@ class ChangeReview(FamilyWidget):
         super().__init__(v, "Changes to review")
         self.items_revisions: list[Revision] = []
         self.items_conflicts: list[Link] = []
+        self.shown_revision: Revision | None = None  # the revision whose values the pane shows (Accept binds to it)
+        self.shown_conflict: Link | None = None
+        self._first = True  # the first reading selects the first of each list; later ones never select for you
         self.revisions = widgets.Select(options=[], rows=6, description="revisions",
                                         layout=widgets.Layout(width="auto"))
         self.conflicts = widgets.Select(options=[], rows=6, description="conflicts",
@@ -83,43 +90,61 @@ class ChangeReview(FamilyWidget):
         mem = self.vault.memories
         self.items_revisions = mem.revisions()
         self.items_conflicts = mem.conflicts()
-        self.revisions.options = [
-            (f"{r.rid} · {PROPOSED_MARK} {inline(r.proposed.get('content', str(r.proposed)), 60)}", r.id)
-            for r in self.items_revisions]
-        self.conflicts.options = [(f"{x.relation} · {x.a} ~ {x.b} ({x.score:.2f})", x.id)
-                                  for x in self.items_conflicts]
-        if self.items_revisions and self.revisions.value is None:
-            self.revisions.value = self.items_revisions[0].id
-        if self.items_conflicts and self.conflicts.value is None:
-            self.conflicts.value = self.items_conflicts[0].id
+        _relist(self.revisions, [(f"{r.rid} · {PROPOSED_MARK} {inline(r.proposed.get('content', str(r.proposed)), 60)}",
+                                  r.id) for r in self.items_revisions], self._first)
+        _relist(self.conflicts, [(f"{x.relation} · {x.a} ~ {x.b} ({x.score:.2f})", x.id)
+                                 for x in self.items_conflicts], self._first)
+        self._first = False
         self.set_header(f"{plural(len(self.items_revisions), 'pending revision')}, "
                         f"{plural(len(self.items_conflicts), 'open conflict')}")
         self._show()
 
-    def _record_text(self, rid: str) -> str:
+    def _record(self, rid: str) -> Any:
         kind = kind_of_id(rid)
-        if kind is None:
-            return rid
         try:
-            return str(self.vault.manager(kind).get(rid).summary_line())
+            return None if kind is None else self.vault.manager(kind).get(rid)
         except SynapseError:
-            return "(gone)"
+            return None
+
+    def _record_text(self, rid: str) -> str:
+        rec = self._record(rid)
+        return rid if kind_of_id(rid) is None else "(gone)" if rec is None else str(rec.summary_line())
+
+    def _record_title(self, rid: str) -> str:
+        """A memory's mark, category/key and id, without its text (shown whole beside each proposed value)."""
+        rec = self._record(rid)
+        return f"{rid} (gone)" if rec is None else f"{mark(rec)} {rec.category}/{rec.key} ({rid})"
+
+    def _field_html(self, ch: FieldChange, value: Any) -> str:
+        """One proposed field: the memory's value and the proposed one whole, side by side (each scrolled), then
+        their diff and a warning when they differ only in what reads the same (review 26: the current value was
+        its content cut to 100 characters, beside the whole proposed value on one line)."""
+        box = "flex:1 1 0;min-width:0"
+        warn = (f"<div role='alert' style='color:{ERR};font-weight:bold'>{esc(ch.warning)}</div>"
+                if ch.warning else "")
+        return (f"<div style='margin-top:6px'><b>{esc(ch.field)}</b>{self._soon(ch.field, value)}"
+                f"<div style='display:flex;gap:8px'>"
+                f"<div style='{box}'><span style='color:{MUTED}'>now</span>"
+                f"{pre_html(chr(10).join(ch.now), max_height='12em')}</div>"
+                f"<div class='synapse-agent' style='{box}'><span style='color:{MUTED}'>proposed {PROPOSED_MARK}</span>"
+                f"{pre_html(chr(10).join(ch.proposed), max_height='12em')}</div></div>"
+                f"<span style='color:{MUTED}'>- now / + proposed {PROPOSED_MARK}</span>"
+                f"{pre_html(chr(10).join(ch.diff), max_height='16em')}{warn}</div>")
 
     def _show(self) -> None:
         rev = next((r for r in self.items_revisions if r.id == self.revisions.value), None)
         link = next((x for x in self.items_conflicts if x.id == self.conflicts.value), None)
+        self.shown_revision = rev
         if rev is None:
             self.revision_html.value = block(f"<i style='color:{MUTED}'>no pending revision</i>")
         else:
-            now = self._record_text(rev.rid)
-            # every value whole, scrolled: Accept stores all of it (review 12: 300 characters shown of 32,768)
-            wants = "".join(f"<div><b>{esc(k)}</b>: <div style='max-height:12em;overflow:auto;white-space:pre-wrap'>"
-                            f"{esc(inline(str(v)))}{self._soon(k, v)}</div></div>"
-                            for k, v in sorted(rev.proposed.items()))
             self.revision_html.value = block(
-                f"<div><b>{esc(rev.id)}</b> · proposed by {esc(rev.actor)} via {esc(rev.surface)}</div>"
-                f"<div style='color:{MUTED}'>now: {esc(now)}</div><div class='synapse-agent'>{wants}</div>")
+                f"<div><b>{esc(rev.id)}</b> · proposed by {esc(rev.actor)} via {esc(rev.surface)} for "
+                f"{esc(self._record_title(rev.rid))}</div><div style='color:{MUTED}'>{esc(LEGEND)}</div>"
+                + "".join(self._field_html(ch, rev.proposed[ch.field])
+                          for ch in changes(self._record(rev.rid), rev.proposed)))
         self.accept_button.disabled = self.reject_button.disabled = rev is None
+        self.shown_conflict = link
         if link is None:
             self.conflict_html.value = block(f"<i style='color:{MUTED}'>no open conflict</i>")
         else:
@@ -144,14 +169,13 @@ class ChangeReview(FamilyWidget):
 
     def decide_revision(self, accept: bool) -> Any:
         """Accept or reject the selected revision."""
-        rid = self.revisions.value
-        if rid is None:
+        shown = self.shown_revision  # the one on screen, accepted only with the values shown
+        if shown is None or shown.id != self.revisions.value:
             self.say("no revision selected", error=True)
             return None
-        mem = self.vault.memories
-        shown = next((r.fields for r in self.items_revisions if r.id == rid), None)  # accepted only as shown
+        mem, rid = self.vault.memories, shown.id
         try:
-            out = self.act(lambda: mem.accept(rid, seen=shown) if accept else mem.reject(rid))
+            out = self.act(lambda: mem.accept(rid, seen=shown.fields) if accept else mem.reject(rid))
         except SynapseError as exc:
             self.say(f"not done: {exc}", error=True)
             return None
@@ -162,10 +186,11 @@ class ChangeReview(FamilyWidget):
 
     def resolve(self, action: str) -> Any:
         """Decide the selected conflict: merge, keep or supersede."""
-        lid = self.conflicts.value
-        if lid is None:
+        shown = self.shown_conflict  # the one on screen
+        if shown is None or shown.id != self.conflicts.value:
             self.say("no conflict selected", error=True)
             return None
+        lid = shown.id
         try:
             out = self.act(lambda: self.vault.memories.resolve(lid, action))
         except SynapseError as exc:
@@ -175,3 +200,13 @@ class ChangeReview(FamilyWidget):
         self.refresh()
         self.say(f"{lid}: {out.status}")
         return out
+
+
+def _relist(select: widgets.Select, options: list[tuple[str, str]], first: bool) -> None:
+    """New options for ``select``, keeping the selected id while it is listed, else selecting nothing (the first
+    option only on the widget's first reading). ipywidgets moves a selection to the first option when the options
+    change: after Accept, a second click of a double click accepted the next revision, never shown (review 26)."""
+    keep = select.value if select.value in {v for _, v in options} else None
+    select.value = None  # with nothing selected, new options select nothing
+    select.options = options
+    select.value = options[0][1] if first and options else keep
