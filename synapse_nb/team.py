@@ -232,39 +232,12 @@ def _pinned_agent_url(vault_dir: Path, url: str, project_dir: Path) -> str | Non
 
 
 def _check_agent_login(url: str, agent: str, project_dir: Path) -> None:
-    """Refuse an agent login that is not one of the project's agents only: asked of the server over ``url`` (the
-    person's login), from ``pg_roles``: it must exist and log in, be a member of ``<project>_agent``, and hold no
-    person's or owner's role, superuser, ``BYPASSRLS`` nor ``CREATEROLE`` (any of which gives back what the agent role
-    keeps from it)."""
-    import psycopg
-
-    from synapse_nb.store.postgres.migrate import roles
+    """Refuse an agent login that is not one of the project's agents only, asked of the server over ``url`` (the
+    person's login): :func:`synapse_nb.store.postgres.check_agent_login`."""
+    from synapse_nb.store.postgres import check_agent_login
 
     conninfo, project = _split(url, project_dir)
-    login = login_of(agent)
-    names = roles(project)
-    accepted = (f"accepted: a login role that `synapse-nb team init URL --agent LOGIN` made an agent of project "
-                f"{project} and nothing more")
-    try:
-        with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
-            row = conn.execute(
-                "SELECT rolcanlogin, rolsuper, rolbypassrls, rolcreaterole, pg_has_role(oid, %s, 'MEMBER'), "
-                "pg_has_role(oid, %s, 'MEMBER'), pg_has_role(oid, %s, 'MEMBER') FROM pg_roles WHERE rolname = %s",
-                (names["agent"], names["human"], names["owner"], login)).fetchone()
-    except psycopg.Error as exc:
-        raise StoreError(f"cannot check the agent login {login} on the team vault server: "
-                         f"{' '.join(str(exc).split())}") from exc
-    if row is None:
-        raise ValidationError(f"the agent login {login} does not exist on the team vault server; {accepted}")
-    can_login, superuser, bypass, createrole, agent_member, human, owner = row
-    wrong = [why for why, bad in (
-        ("cannot log in (no LOGIN)", not can_login), ("is a superuser", superuser), ("has BYPASSRLS", bypass),
-        ("has CREATEROLE", createrole), (f"is not a member of {names['agent']}", not agent_member),
-        (f"is a member of {names['human']} (a person's role)", human), (f"is a member of {names['owner']}", owner))
-        if bad]
-    if wrong:
-        raise ValidationError(f"the agent login {login} {', '.join(wrong)}: agent surfaces would hold more than the "
-                              f"agent role's rights through it; {accepted}")
+    check_agent_login(conninfo, project, login_of(agent))
 
 
 def agent_login(agent_url: str | None, *, local: str | Path | None = None) -> dict[str, Any]:
