@@ -138,7 +138,7 @@ def test_an_agent_can_neither_change_nor_set_the_agent_login(folder: Path, login
 
 
 def test_team_status_says_agent_surfaces_use_the_persons_login_until_one_is_set(
-        folder: Path, logins: dict[str, str], project: str) -> None:
+        folder: Path, logins: dict[str, str], pg_admin_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     got = _join(logins)
     assert got["agent_login"] is None
     run = CliRunner()
@@ -158,6 +158,11 @@ def test_team_status_says_agent_surfaces_use_the_persons_login_until_one_is_set(
     assert st["agent_login"].startswith(server_identity(logins["agent"], folder)) and "skip" not in st["agent_login"]
     out = run.invoke(app, ["memory", "status"])
     assert out.exit_code == 0 and "team agent-login" not in out.output, out.output
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:  # the person's login cannot be used from here on
+        c.execute(f"ALTER ROLE {_login(logins['human'])} NOLOGIN")
+    monkeypatch.setenv("CLAUDECODE", "1")  # the agent's own `team status` asks the server as the agent login
+    out = run.invoke(app, ["team", "status", "--json"])
+    assert out.exit_code == 0 and json.loads(out.output)["online"], out.output
 
 
 def test_an_agent_login_must_be_an_agent_of_the_same_team_vault(folder: Path, logins: dict[str, str],
