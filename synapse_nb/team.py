@@ -10,6 +10,8 @@ retrieval index and its position in the change feed). ``docs/team.md`` explains 
 - :func:`status` says where the server, the schema and this machine's index copy stand, and the folder's pin.
 - :func:`trust` (a person only) pins the server the folder's ``team.toml`` names now, after a legitimate change
   (:mod:`synapse_nb.vault.pins`: every surface refuses a folder whose ``team.toml`` disagrees with its pin).
+- :func:`agent_login` (a person only) names the agent's own database login for the folder (``agent_url``): every
+  handle that acts as the agent there connects with it, not with the person's login.
 - :func:`start_dev_server` / :func:`stop_dev_server`: a throwaway local server for trying it out.
 
 >>> url = start_dev_server("/tmp/synapse-dev")["url"]        # doctest: +SKIP
@@ -25,14 +27,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from synapse_nb._util import Clock
-from synapse_nb.context import require_human
+from synapse_nb.context import acting_actor, require_human
 from synapse_nb.errors import ConflictError, StoreError, ValidationError
 from synapse_nb.gitscope.repo import find_repo
 from synapse_nb.offline import OfflineVault, copy_age, has_copy
-from synapse_nb.vault.locate import TEAM_DIRNAME, record_team_url, set_local_aside, team_cache_dir, team_url_of
+from synapse_nb.vault.locate import (
+    TEAM_DIRNAME,
+    record_team_url,
+    set_local_aside,
+    team_agent_url_of,
+    team_cache_dir,
+    team_url_of,
+)
 from synapse_nb.vault.pins import (
+    agent_identity,
     checked_team_url,
+    checked_team_urls,
     is_person,
+    login_of,
     pin_folder,
     pin_for,
     pin_state,
@@ -44,8 +56,8 @@ if TYPE_CHECKING:
     from synapse_nb.transfer import ImportCounts
     from synapse_nb.vault import ReadableVault, Vault
 
-__all__ = ["grant", "init", "join", "offline_search", "open_team_vault", "recorded_url", "start_dev_server", "status",
-           "stop_dev_server", "trust", "trust_preview"]
+__all__ = ["agent_login", "grant", "init", "join", "offline_search", "open_team_vault", "recorded_url",
+           "start_dev_server", "status", "stop_dev_server", "trust", "trust_preview"]
 
 LOCAL_DIRNAME = ".synapse"
 
@@ -137,7 +149,8 @@ def grant(url: str, login: str, mind: str, *, revoke: bool = False, local: str |
     return {"project": project, "login": login, "minds": minds}
 
 
-def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | None = None) -> ImportCounts:
+def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | None = None,
+         agent_url: str | None = None) -> ImportCounts:
     """Copy a local vault (``source``: its folder or project folder) into the team vault: its export imported in
     ONE transaction (all or nothing). Records already there with identical content are skipped, so joining
     again changes nothing; a record holding something else there refuses the whole join. Counts per kind.
@@ -155,6 +168,11 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
     agent's join pins nothing (``pinned`` None): every handle in the folder is then refused until a person runs
     ``synapse-nb team trust``.
 
+    ``agent_url`` (a person only: refused in an agent's environment) names the agent's own database login on the same
+    server (:func:`agent_login`), recorded in ``team.toml`` and pinned: every handle that acts as the agent in the
+    folder connects with it. Without it, an agent login a person pinned for the folder before is kept when it reaches
+    the same team vault; the result's ``agent_login`` is the one in force (None: agent surfaces use ``url``).
+
     The copy is trusted (``import_jsonl(trust=True)``): the local vault's user records, verified memories,
     approved lessons and settings were made through that vault's own human gate, and the join is the human's
     act; the claims it carried over are in the result's ``.claims``.
@@ -163,6 +181,13 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
 
     if str(source).lower().startswith(("postgresql://", "postgres://")):
         raise ValidationError("--from names the local vault to copy (a folder), not a team vault URL")
+    project_dir = _project_dir(local)
+    vault_dir = project_dir / LOCAL_DIRNAME
+    if agent_url is not None:  # before anything is copied: a person's act, on a login that is an agent's
+        require_human("set the database login agent surfaces use in this folder")
+        _check_agent_login(url, agent_identity(agent_url, url, project_dir), project_dir)
+    else:
+        agent_url = _pinned_agent_url(vault_dir, url, project_dir)
     from synapse_nb.errors import VaultNotFoundError
     from synapse_nb.transfer import ImportCounts
 
@@ -181,23 +206,70 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
         counts = team.import_jsonl(text.split("\n"), trust=True) if text else ImportCounts({})
     finally:
         team.close()
-    project_dir = _project_dir(local)
-    vault_dir = project_dir / LOCAL_DIRNAME
-    counts.team_file = record_team_url(vault_dir, url)
+    counts.team_file = record_team_url(vault_dir, url, agent_url)
     counts.set_aside = set_local_aside(vault_dir)
     counts.pinned = counts.pinned_before = None
+    counts.agent_login = server_identity(agent_url, project_dir) if agent_url is not None else None
     if is_person("user"):  # naming the URL is a person's explicit act: pin it (an agent's join pins nothing)
         server = server_identity(url, project_dir)
-        before = write_pin(pin_folder(vault_dir), server, "join")
+        before = write_pin(pin_folder(vault_dir), server, "join", agent_server=counts.agent_login or "")
         counts.pinned = server
         counts.pinned_before = before.server if before is not None and before.server != server else None
     return counts
 
 
+def _pinned_agent_url(vault_dir: Path, url: str, project_dir: Path) -> str | None:
+    """The folder's ``agent_url`` when a person pinned it and it reaches the team vault ``url`` names; else None."""
+    try:
+        agent_url = team_agent_url_of(vault_dir) if vault_dir.is_dir() else None
+        pin = pin_for(pin_folder(vault_dir)) if agent_url is not None else None
+        if agent_url is None or pin is None or pin.agent_server != server_identity(agent_url, project_dir):
+            return None
+        agent_identity(agent_url, url, project_dir)
+    except (ConflictError, ValidationError):
+        return None
+    return agent_url
+
+
+def _check_agent_login(url: str, agent: str, project_dir: Path) -> None:
+    """Refuse an agent login that is not one of the project's agents only, asked of the server over ``url`` (the
+    person's login): :func:`synapse_nb.store.postgres.check_agent_login`."""
+    from synapse_nb.store.postgres import check_agent_login
+
+    conninfo, project = _split(url, project_dir)
+    check_agent_login(conninfo, project, login_of(agent))
+
+
+def agent_login(agent_url: str | None, *, local: str | Path | None = None) -> dict[str, Any]:
+    """Name the agent's own database login for this folder (``agent_url``; None: remove it, agent surfaces use the
+    person's login again), in ``team.toml`` and in the folder's pin. Human-only (refused in an agent's
+    environment). The folder's ``team.toml`` must agree with its pin first (else ``synapse-nb team trust``); the
+    login is checked on the server over the folder's URL (:func:`_check_agent_login`). Returns ``folder``,
+    ``team_file``, ``agent_login`` (the new one, None: none) and ``before`` (the one pinned before, None: none)."""
+    require_human("set the database login agent surfaces use in this folder")
+    project_dir = _project_dir(local)
+    vault_dir = project_dir / LOCAL_DIRNAME
+    urls = checked_team_urls(vault_dir, actor="user") if vault_dir.is_dir() else None
+    if urls is None:
+        raise ValidationError(f"{vault_dir / 'team.toml'} does not exist: this folder names no team vault (run "
+                              "`synapse-nb team join URL --agent-url URL` to make it one, with an agent login)")
+    named = None
+    if agent_url is not None:
+        named = agent_identity(agent_url, urls.url, project_dir)
+        _check_agent_login(urls.url, named, project_dir)
+    folder = pin_folder(vault_dir)
+    pin = pin_for(folder)
+    path = record_team_url(vault_dir, urls.url, agent_url)
+    write_pin(folder, server_identity(urls.url, project_dir), "agent-login", agent_server=named or "")
+    return {"folder": str(folder), "team_file": str(path), "agent_login": named,
+            "before": (pin.agent_server or None) if pin is not None else None}
+
+
 def trust_preview(local: str | Path | None = None) -> dict[str, Any]:
     """What :func:`trust` would do here, changing nothing: ``folder``, ``team_file``, ``pinned`` (the server pinned
-    now, or None), ``named`` (the server ``team.toml`` names) and ``agrees``. For ``team trust`` to show a person
-    before asking. Raises :class:`ValidationError` when the folder has no ``team.toml``."""
+    now, or None), ``named`` (the server ``team.toml`` names), ``pinned_agent`` and ``named_agent`` (the agent login,
+    None: none) and ``agrees``. For ``team trust`` to show a person before asking. Raises :class:`ValidationError`
+    when the folder has no ``team.toml``, or its ``agent_url`` is not an agent login of that team vault."""
     vault_dir = _project_dir(local) / LOCAL_DIRNAME
     url = team_url_of(vault_dir) if vault_dir.is_dir() else None
     if url is None:
@@ -206,23 +278,32 @@ def trust_preview(local: str | Path | None = None) -> dict[str, Any]:
     folder = pin_folder(vault_dir)
     pin = pin_for(folder)
     named = server_identity(url, folder)
+    agent_url = team_agent_url_of(vault_dir)
+    named_agent = agent_identity(agent_url, url, folder) if agent_url is not None else None
+    pinned_agent = (pin.agent_server or None) if pin else None
     return {"folder": str(folder), "team_file": str(vault_dir / "team.toml"), "pinned": pin.server if pin else None,
-            "named": named, "agrees": pin is not None and pin.server == named}
+            "named": named, "pinned_agent": pinned_agent, "named_agent": named_agent,
+            "agrees": pin is not None and pin.server == named and pinned_agent == named_agent}
 
 
-def trust(local: str | Path | None = None, *, expect: str | None = None) -> dict[str, Any]:
+def trust(local: str | Path | None = None, *, expect: str | None = None,
+          expect_agent: str | None = None) -> dict[str, Any]:
     """Pin the server this folder's ``team.toml`` names now, for this folder on this machine: a person accepting a
     change of team server (every surface refuses a folder whose ``team.toml`` disagrees with its pin). Human-only
     (:func:`synapse_nb.context.require_human`: refused in an agent's environment). ``expect``: the server the person
-    was shown (:func:`trust_preview`'s ``named``); refused, pinning nothing, when ``team.toml`` names another by
-    now. Returns :func:`trust_preview`'s answer as it was before, with ``changed``."""
+    was shown (:func:`trust_preview`'s ``named``; ``expect_agent``: its ``named_agent``, when it was shown one);
+    refused, pinning nothing, when ``team.toml`` names another by now. Returns :func:`trust_preview`'s answer as
+    it was before, with ``changed``."""
     require_human("trust a new team server for this folder")
     preview = trust_preview(local)
     if expect is not None and preview["named"] != expect:
         raise ConflictError(f"team.toml changed while you were asked: it names {preview['named']} now, not {expect}; "
                             "nothing was pinned: run `synapse-nb team trust` again")
+    if expect is not None and preview["named_agent"] != expect_agent:
+        raise ConflictError(f"team.toml changed while you were asked: its agent login is {preview['named_agent']} "
+                            f"by now, not {expect_agent}; nothing was pinned: run `synapse-nb team trust` again")
     if not preview["agrees"]:
-        write_pin(Path(preview["folder"]), preview["named"], "trust")
+        write_pin(Path(preview["folder"]), preview["named"], "trust", agent_server=preview["named_agent"] or "")
     return preview | {"changed": not preview["agrees"]}
 
 
@@ -237,7 +318,11 @@ def _local_position(folder: Path) -> dict[str, Any]:
 def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
     """Where the team vault and this machine stand: server, schema version, this machine's index position and
     lag. When the server cannot be reached: ``online`` False, and the age of this machine's index copy (a stale,
-    read-only copy: writes are refused until the server is back)."""
+    read-only copy: writes are refused until the server is back).
+
+    For the folder's own team vault, ``agent_login`` says which login agent surfaces here use: the folder's agent
+    login, or (none set) the person's, with what that leaves open and the command that sets one. In an agent's
+    environment the server is asked over the agent login, when there is one."""
     from synapse_nb.store.postgres import CODE_VERSION, PgStore
 
     project_dir = _project_dir(local)
@@ -254,15 +339,21 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
     if recorded is not None and (vault_dir / "synapse.db").is_file():
         out["local_vault_shadowed"] = (f"{vault_dir / 'synapse.db'}: not used here (team.toml names the team vault); "
                                        "it is renamed aside at the next open")
+    agent = acting_actor("user") == "agent"
     if recorded is not None:  # the server this machine pinned for the folder, and whether team.toml agrees
         out |= pin_state(vault_dir)
+        agent_url = team_agent_url_of(vault_dir)
+        out["agent_login"] = _agent_login_said(recorded, agent_url, project_dir, project)
+        if url == recorded and agent and agent_url is not None and out["pin"] == "agrees":
+            conninfo = _split(agent_url, project_dir)[0]  # the agent's shell: its own login, never the person's
         if url == recorded and out["pin"] != "agrees":
             # this folder's vault, refused at every open: not contacted here either (it may be an agent's server;
             # an unpinned folder's too: review 8's `team status` reached the server an agent wrote into team.toml)
             return out | {"online": False, "error": f"not contacted: the team server pin {out['pin']}",
                           "writes": "refused (team.toml names a server no person confirmed here)"}
     try:
-        store = PgStore(conninfo, project, folder=folder if folder.is_dir() else None, readonly=True)
+        store = PgStore(conninfo, project, folder=folder if folder.is_dir() else None, readonly=True,
+                        role="agent" if agent else None)
     except StoreError as exc:
         pos = _local_position(folder)
         return out | {"online": False, "error": str(exc), "index_synced_at": pos.get("synced_at"),
@@ -277,6 +368,20 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
                       "index_copy": has_copy(folder)}
     finally:
         store.close()
+
+
+def _agent_login_said(url: str, agent_url: str | None, project_dir: Path, project: str) -> str:
+    """What ``team status`` says of the login agent surfaces in the folder use (review 30)."""
+    if agent_url is not None:
+        return (f"{server_identity(agent_url, project_dir)} (the agent's own login: an agent's shell, the MCP server, "
+                "the hooks and open_vault(actor='agent') here connect as it, never as the person)")
+    person = login_of(server_identity(url, project_dir)) or "(your Unix user's name)"
+    return (f"none: agent surfaces here (an agent's shell, the MCP server, the hooks, open_vault(actor='agent')) "
+            f"log in as the person, {person}, and only SET ROLE {project}_agent; any code the agent runs can "
+            "use the same URL and password file (~/.pgpass) and skip SET ROLE, with the person's rights. Give the "
+            "agent its own login: synapse-nb team agent-login postgresql://AGENT_LOGIN@host:port/database?project="
+            f"{project}, and keep the person's password where the agent's process cannot read it (docs/team.md, "
+            "\"An agent's own login\")")
 
 
 def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str | Path | None = None,

@@ -105,6 +105,8 @@ class ImportCounts(dict[str, int]):
         #: join, which pins nothing), and the other server pinned before it (None: none, or the same one)
         self.pinned: str | None = None
         self.pinned_before: str | None = None
+        #: set by ``synapse_nb.team.join``: the agent login agent surfaces in the folder use (None: the person's)
+        self.agent_login: str | None = None
 
     def claims_text(self) -> str:
         """The claims as one line, ``"lesson status=approved 1, memory source=user 2"`` (``""`` for none)."""

@@ -377,3 +377,31 @@ def test_a_url_libpq_cannot_read_is_not_echoed_as_written(folder: Path, contacte
         syn.open_vault(folder)
     assert "ADHERE" not in str(tool.value) and "[user · verified]" not in str(tool.value)
     assert contacted == []
+
+
+def test_team_trust_shows_and_pins_the_agent_login_and_agent_handles_connect_with_it(
+        folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 30: agent surfaces logged in as the person. The agent login a team.toml names (agent_url) is shown by
+    `team trust`, pinned with the server, and every handle that acts as the agent connects with it; any change of it
+    is refused like a change of server (here: the person's own login put in its place)."""
+    logins: list[str] = []
+
+    class Recorder:
+        def __init__(self, conninfo: str, project: str, **kw: Any) -> None:
+            logins.append(conninfo.split("://", 1)[1].split("@", 1)[0])
+            raise OfflineError("fake store: not contacted")
+
+    monkeypatch.setattr(pg, "PgStore", Recorder)
+    agent = TEAM.replace("alice@", "agent_alice@")
+    record_team_url(folder / ".synapse", TEAM, agent)
+    out = CliRunner().invoke(app, ["team", "trust", "--yes", "--json"])
+    assert out.exit_code == 0 and '"named_agent": "postgresql://agent_alice@db.example.com' in out.output, out.output
+    assert pin_for(folder).agent_server == server_identity(agent, folder)  # type: ignore[union-attr]
+    for actor in ("user", "agent"):
+        with pytest.raises(OfflineError):
+            syn.open_vault(folder, actor=actor)
+    assert logins == ["alice", "agent_alice"]
+    record_team_url(folder / ".synapse", TEAM, TEAM.replace("alice@", "bob@"))
+    with pytest.raises(TeamPinError, match="agent login postgresql://bob@"):
+        syn.open_vault(folder, actor="agent")
+    assert logins == ["alice", "agent_alice"]

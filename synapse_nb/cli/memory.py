@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -25,6 +27,7 @@ from synapse_nb.cli._common import (
     print_record,
     print_records,
     require_human_here,
+    state,
 )
 from synapse_nb.differences import SHOWN, shown_lines
 from synapse_nb.models import CATEGORIES, PRIORITIES
@@ -51,13 +54,29 @@ def memory_status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
         synapse-nb memory status --json
     """
-    st = open_vault_for(ctx).status()
+    v = open_vault_for(ctx)
+    st = v.status()
     if as_json:
         echo_json(st.to_dict())
         if st.git_warning:
             typer.echo(f"{PROG}: {st.git_warning}", err=True)
     else:
         typer.echo(str(st))
+    if not (state(ctx).vault or os.environ.get("SYNAPSE_HOME", "").strip()):
+        _agent_login_notice(v.project_dir)
+
+
+def _agent_login_notice(project_dir: Path) -> None:
+    """On stderr, in a folder whose team vault names no agent login: agent surfaces here log in as the person
+    (review 30). Reads team.toml only (``synapse-nb team status`` says more)."""
+    from synapse_nb.vault.locate import VAULT_DIRNAME, team_agent_url_of, team_url_of
+
+    vault_dir = project_dir / VAULT_DIRNAME
+    if team_url_of(vault_dir) is not None and team_agent_url_of(vault_dir) is None:
+        typer.echo(f"{PROG}: agent surfaces here log in to the team vault as the person (team.toml names no "
+                   "agent_url) and only SET ROLE to the agent role, which code the agent runs can skip; give the "
+                   f"agent its own login: {PROG} team agent-login URL (docs/team.md, \"An agent's own login\")",
+                   err=True)
 
 
 @memory_app.command("list")

@@ -1,4 +1,5 @@
-"""``synapse-nb team``: a team vault on PostgreSQL (init, join, status, trust, a throwaway dev server)."""
+"""``synapse-nb team``: a team vault on PostgreSQL (init, join, status, trust, agent-login, a throwaway dev
+server)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from synapse_nb.cli._common import (
     Group,
     JsonOpt,
     YesOpt,
+    cli_actor,
     echo_json,
     fail,
     group_help,
@@ -25,6 +27,7 @@ team_app = typer.Typer(cls=Group, no_args_is_help=True, help=group_help(
     "Share one vault per repository on a PostgreSQL server (people, agents, machines; see docs/team.md).",
     "synapse-nb team dev-server", "synapse-nb team init postgresql://me@db:5432/team?project=acme",
     "synapse-nb team join postgresql://me@db:5432/team?project=acme --from .synapse",
+    "synapse-nb team agent-login postgresql://agent_me@db:5432/team?project=acme",
     "synapse-nb --vault postgresql://me@db:5432/team?project=acme team status"))
 
 UrlArg = Annotated[str, typer.Argument(metavar="URL", help=(
@@ -111,24 +114,41 @@ def team_grant(
 
 @team_app.command("join")
 def team_join(
+    ctx: typer.Context,
     url: UrlArg,
     source: Annotated[str, typer.Option("--from", metavar="PATH", help=(
         "The local vault to copy in (its folder, or a project folder).")) ] = ".synapse",
+    agent_url: Annotated[str | None, typer.Option("--agent-url", metavar="URL", help=(
+        "The agent's own database login on the same server (postgresql://AGENT_LOGIN@host:port/database?project="
+        "NAME): every agent surface here (an agent's shell, MCP, hooks) connects as it, never as you. A person's "
+        "act: refused in an agent's shell. Default: the agent login pinned here before, if any."))] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Copy a local vault into the team vault in one transaction (all or nothing; joining again changes nothing).
 
+    With --agent-url, agent surfaces in this folder log in as the agent's own login (see `team agent-login`);
+    without one, they log in as you and only SET ROLE to the agent role, which code the agent runs can skip
+    whenever it can read your password (docs/team.md, "An agent's own login").
+
     Examples:
 
         synapse-nb team join postgresql://alice@db:5432/team?project=acme --from .synapse
+
+        synapse-nb team join postgresql://alice@db:5432/team?project=acme \\
+            --agent-url postgresql://agent_alice@db:5432/team?project=acme
     """
     from synapse_nb.team import join
 
-    counts = join(url, source)
+    if agent_url is not None and cli_actor(state(ctx).actor) != "user":
+        fail("--agent-url is set by a person only and this shell belongs to an agent (or the CLI acts as the agent); "
+             "a person runs `synapse-nb team join URL --agent-url URL` or `synapse-nb team agent-login URL` in "
+             "their own terminal")
+    counts = join(url, source, agent_url=agent_url)
     if as_json:
         echo_json(counts.to_dict() | {"team_file": str(counts.team_file),
                                       "set_aside": None if counts.set_aside is None else str(counts.set_aside),
-                                      "pinned": counts.pinned, "pinned_before": counts.pinned_before})
+                                      "pinned": counts.pinned, "pinned_before": counts.pinned_before,
+                                      "agent_login": counts.agent_login})
     else:
         typer.echo("imported " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "nothing new"))
         if counts.claims:
@@ -144,6 +164,13 @@ def team_join(
         else:
             typer.echo(f"pinned the team server {counts.pinned} for this folder on this machine: a team.toml naming "
                        "another server is refused until you run `synapse-nb team trust`")
+        if counts.agent_login is not None:
+            typer.echo(f"agent surfaces here log in as the agent's own login: {counts.agent_login}")
+        else:
+            typer.echo("agent surfaces here (an agent's shell, MCP, hooks) log in as you and only SET ROLE to the "
+                       "agent role: code the agent runs can skip it with your password file. Give the agent its own "
+                       "login: synapse-nb team agent-login postgresql://AGENT_LOGIN@host:port/database?project=NAME "
+                       "(docs/team.md, \"An agent's own login\")")
         if counts.set_aside is not None:
             typer.echo(f"the local vault database was renamed aside to {counts.set_aside} (kept; delete "
                        f"{counts.team_file} and rename it back to use the local vault again)")
@@ -205,24 +232,71 @@ def team_trust(
         fail("team trust pins the server of the current folder's .synapse/team.toml; run it in that folder, "
              "without --vault or SYNAPSE_HOME", 2)
     seen = trust_preview()
-    if seen["agrees"]:
-        out = trust(expect=seen["named"])
-    else:
-        if not yes:
-            typer.echo(f"team.toml: {seen['team_file']}", err=True)
-            typer.echo(f"  pinned now: {seen['pinned'] or '(none: no person has connected this folder yet)'}",
-                       err=True)
-            typer.echo(f"  names:      {seen['named']}", err=True)
-            if not typer.confirm("pin the server team.toml names for this folder, from now on?", default=False,
-                                 err=True):
-                fail("nothing was pinned")
-        out = trust(expect=seen["named"])
+    if not seen["agrees"] and not yes:
+        person = "(none: agent surfaces use url, your login)"
+        typer.echo(f"team.toml: {seen['team_file']}", err=True)
+        typer.echo(f"  pinned now: {seen['pinned'] or '(none: no person has connected this folder yet)'}", err=True)
+        typer.echo(f"  names:      {seen['named']}", err=True)
+        if seen["pinned_agent"] != seen["named_agent"]:
+            typer.echo(f"  agent login pinned now: {seen['pinned_agent'] or person}", err=True)
+            typer.echo(f"  agent login named:      {seen['named_agent'] or person}", err=True)
+        if not typer.confirm("pin the server (and agent login) team.toml names for this folder, from now on?",
+                             default=False, err=True):
+            fail("nothing was pinned")
+    out = trust(expect=seen["named"], expect_agent=seen["named_agent"])
     if as_json:
         echo_json(out)
     elif not out["changed"]:
         typer.echo(f"already pinned for {out['folder']}: {out['named']}")
     else:
         typer.echo(f"pinned for {out['folder']}: {out['pinned'] or '(none)'} -> {out['named']}")
+        if out["pinned_agent"] != out["named_agent"]:
+            typer.echo(f"agent login: {out['pinned_agent'] or '(none)'} -> {out['named_agent'] or '(none: yours)'}")
+
+
+@team_app.command("agent-login")
+def team_agent_login(
+    ctx: typer.Context,
+    agent_url: Annotated[str | None, typer.Argument(metavar="[URL]", help=(
+        "The agent's own login on this folder's team server: postgresql://AGENT_LOGIN@host:port/database?project="
+        "NAME (same server, database and project as team.toml's url)."))] = None,
+    remove: Annotated[bool, typer.Option("--remove", help=(
+        "Remove the folder's agent login: agent surfaces log in as you again (and SET ROLE).")) ] = False,
+    yes: YesOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Set the database login every agent surface in this folder connects with (team.toml's agent_url, pinned).
+
+    An agent's shell, the MCP server, the hooks and open_vault(actor="agent") then log in as the agent's own login
+    (a member of the project's agent role only: checked on the server), so no person's rights are in any connection
+    the agent holds. Keep your own password where the agent's process cannot read it (another Unix user, a
+    container): docs/team.md, "An agent's own login". Human-only: refused in an agent's shell, and without a
+    terminal unless --yes. The agent cannot change it afterwards: a team.toml naming another agent login is refused
+    until you run this or `team trust`.
+
+    Examples:
+
+        synapse-nb team agent-login postgresql://agent_alice@db:5432/team?project=acme
+
+        synapse-nb team agent-login --remove
+    """
+    from synapse_nb.team import agent_login
+
+    require_human_here(ctx, yes, "setting the agent's database login")
+    if (agent_url is None) == (not remove):
+        fail("give the agent's URL (postgresql://AGENT_LOGIN@host:port/database?project=NAME), or --remove", 2)
+    if state(ctx).vault or os.environ.get("SYNAPSE_HOME", "").strip():
+        fail("team agent-login sets the agent login of the current folder's .synapse/team.toml; run it in that "
+             "folder, without --vault or SYNAPSE_HOME", 2)
+    out = agent_login(agent_url)
+    if as_json:
+        echo_json(out)
+    elif out["agent_login"] is None:
+        typer.echo(f"agent surfaces in {out['folder']} log in as you again (was {out['before'] or 'already so'}); "
+                   "code the agent runs can skip SET ROLE with your password file")
+    else:
+        typer.echo(f"agent surfaces in {out['folder']} log in as {out['agent_login']} (pinned; was "
+                   f"{out['before'] or 'your login'})")
 
 
 @team_app.command("search-local")

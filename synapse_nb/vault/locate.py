@@ -21,7 +21,7 @@ from synapse_nb.errors import (
 from synapse_nb.gitscope.repo import find_repo
 
 __all__ = ["DB_NAME", "TEAM_DIRNAME", "TEAM_FILE", "VAULT_DIRNAME", "find_vault_dir", "locate", "record_team_url",
-           "set_local_aside", "team_cache_dir", "team_url_of"]
+           "set_local_aside", "team_agent_url_of", "team_cache_dir", "team_url_of"]
 
 VAULT_DIRNAME = ".synapse"
 DB_NAME = "synapse.db"
@@ -29,6 +29,22 @@ DB_NAME = "synapse.db"
 TEAM_FILE = "team.toml"
 #: ``.synapse/team/<server>-<project>/``: this machine's caches of one team vault (its offline copy and feed position).
 TEAM_DIRNAME = "team"
+
+
+def _team_toml(vault_dir: Path) -> dict[str, object] | None:
+    try:
+        return tomllib.loads((vault_dir / TEAM_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConflictError(f"{vault_dir / TEAM_FILE} cannot be read ({exc}); it should hold "
+                            'url = "postgresql://user@host:port/database?project=NAME" and, optionally, agent_url = '
+                            '"postgresql://agent_login@..." (written by `synapse-nb team join`): fix or delete '
+                            "it") from None
+
+
+def _is_pg_url(value: object) -> bool:
+    return isinstance(value, str) and value.lower().startswith(("postgresql://", "postgres://"))
 
 
 def team_url_of(vault_dir: Path) -> str | None:
@@ -42,33 +58,56 @@ def team_url_of(vault_dir: Path) -> str | None:
     >>> team_url_of(d)
     'postgresql://alice@db:5432/team?project=acme'
     """
-    try:
-        data = tomllib.loads((vault_dir / TEAM_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    data = _team_toml(vault_dir)
+    if data is None:
         return None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConflictError(f"{vault_dir / TEAM_FILE} cannot be read ({exc}); it should hold one line, "
-                            'url = "postgresql://user@host:port/database?project=NAME" (written by `synapse-nb team '
-                            "join`): fix or delete it") from None
     url = data.get("url")
-    if not isinstance(url, str) or not url.lower().startswith(("postgresql://", "postgres://")):
+    if not isinstance(url, str) or not _is_pg_url(url):
         raise ConflictError(f"{vault_dir / TEAM_FILE} names no team vault URL (url = \"postgresql://...\"): fix or "
                             "delete it")
     return url
 
 
-def record_team_url(vault_dir: Path, url: str) -> Path:
-    """Write ``team.toml`` into the vault folder: from now on the folder's vault is that team vault, for every surface
-    (without ``SYNAPSE_HOME``). A password in the URL is left out (libpq reads ``~/.pgpass`` or ``passfile=``)."""
+def team_agent_url_of(vault_dir: Path) -> str | None:
+    """The URL agent surfaces in this folder log in with (``team.toml``'s ``agent_url``: the agent's own database
+    login, set by a person with ``synapse-nb team agent-login``), or None: they use ``url`` (the person's login) and
+    ``SET ROLE <project>_agent``.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = record_team_url(d, "postgresql://alice@db/team?project=acme", "postgresql://agent_a:pw@db/team?project=acme")
+    >>> team_agent_url_of(d)
+    'postgresql://agent_a@db/team?project=acme'
+    """
+    data = _team_toml(vault_dir)
+    if data is None or "agent_url" not in data:
+        return None
+    url = data["agent_url"]
+    if not isinstance(url, str) or not _is_pg_url(url):
+        raise ConflictError(f"{vault_dir / TEAM_FILE}'s agent_url is not a team vault URL (accepted: agent_url = "
+                            '"postgresql://agent_login@host:port/database?project=NAME", or no agent_url line): '
+                            "a person sets it with `synapse-nb team agent-login URL`")
+    return url
+
+
+def _without_password(url: str) -> str:
     parts = urlsplit(url.strip())
     netloc = parts.netloc
     if "@" in netloc and ":" in netloc.split("@", 1)[0]:
         netloc = netloc.split("@", 1)[0].split(":", 1)[0] + "@" + netloc.split("@", 1)[1]
-    clean = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+
+
+def record_team_url(vault_dir: Path, url: str, agent_url: str | None = None) -> Path:
+    """Write ``team.toml`` into the vault folder: from now on the folder's vault is that team vault, for every surface
+    (without ``SYNAPSE_HOME``); ``agent_url``: the login agent surfaces use there (:func:`team_agent_url_of`). A
+    password in a URL is left out (libpq reads ``~/.pgpass``, ``PGPASSFILE`` or ``passfile=``)."""
     path = vault_dir / TEAM_FILE
+    agent = ("# Agent surfaces here (an agent's shell, MCP, hooks, actor=\"agent\") log in as agent_url's login.\n"
+             f"agent_url = {json.dumps(_without_password(agent_url))}\n") if agent_url else ""
     path.write_text("# This folder's vault is the team vault below (written by `synapse-nb team join`; docs/team.md).\n"
                     "# Delete this file to use a local vault here again.\n"
-                    f"url = {json.dumps(clean)}\n", encoding="utf-8")
+                    f"url = {json.dumps(_without_password(url))}\n" + agent, encoding="utf-8")
     return path
 
 

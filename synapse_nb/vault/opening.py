@@ -111,10 +111,15 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     vault_dir, project_dir, shown, named = locate(path)
     team_url = team_url_of(vault_dir)
     if team_url is not None:  # `team join` made this folder's vault the team vault: one clear vault per folder
-        from synapse_nb.vault.pins import checked_team_url  # only for a team folder: the hooks' cold path skips it
+        from synapse_nb.vault.pins import checked_team_urls  # only for a team folder: the hooks' cold path skips it
 
         # the server a person confirmed for the folder on this machine, checked before anything connects or moves
-        team_url = checked_team_url(vault_dir, actor=actor) or team_url
+        urls = checked_team_urls(vault_dir, actor=actor)
+        if urls is not None:
+            # a handle that acts as the agent logs in as the folder's agent login when a person set one: the server
+            # then sees the agent's own login, and no person's rights are in that connection (review 30)
+            agent = acting_actor(check_identity(mind, actor)) == "agent"
+            team_url = urls.agent_url if agent and urls.agent_url is not None else urls.url
         aside = None if readonly else set_local_aside(vault_dir)
         if aside is not None:
             logging.getLogger("synapse_nb.team").warning(

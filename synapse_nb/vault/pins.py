@@ -20,6 +20,12 @@ identity (:func:`server_identity`): the URL as libpq reads it (a ``host`` in the
 it), without the password, normalised. Any other change of the URL (host, ``hostaddr``, port, database, user,
 project, ``sslmode``, ``service``, ...) is a change of server.
 
+The pin also holds the folder's **agent login** (``team.toml``'s ``agent_url``, :func:`agent_identity`; "" when
+there is none): the login every handle that acts as the agent there connects with. A ``team.toml`` whose
+``agent_url`` was added, changed or removed since a person pinned it is refused the same way (review 30: without
+an agent login, agent surfaces log in as the person and only ``SET ROLE`` to the agent role, which any code the
+agent runs can skip with the person's password file).
+
 An agent running as the same user can edit the pins file too: the pin turns the redirect from an ordinary edit of
 a project file into an explicit edit of a file of the person's, outside the project (docs/architecture.md).
 """
@@ -36,31 +42,42 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, NamedTuple
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, unquote, urlencode
 
 from synapse_nb.context import acting_actor
-from synapse_nb.errors import StoreError, TeamPinError
+from synapse_nb.errors import StoreError, TeamPinError, ValidationError
 from synapse_nb.provenance import inline
-from synapse_nb.vault.locate import TEAM_FILE, team_url_of
+from synapse_nb.vault.locate import TEAM_FILE, team_agent_url_of, team_url_of
 
-__all__ = ["PINS_ENV", "Pin", "PinBy", "checked_team_url", "is_person", "pin_for", "pin_folder", "pin_state",
-           "pins_file", "read_pins", "server_identity", "write_pin"]
+__all__ = ["PINS_ENV", "Pin", "PinBy", "TeamUrls", "agent_identity", "checked_team_url", "checked_team_urls",
+           "is_person", "login_of", "pin_folder", "pin_for", "pin_state", "pins_file", "read_pins", "server_identity",
+           "write_pin"]
 
 #: Names the pins file itself (tests; a person who keeps it elsewhere).
 PINS_ENV = "SYNAPSE_TEAM_PINS"
-PinBy = Literal["join", "trust", "first open"]  # "first open": pins an earlier version made on first use
+PinBy = Literal["join", "trust", "first open", "agent-login"]  # "first open": pins an earlier version made on first use
 _HEADER = ("# The team server pinned for each project folder on this machine (synapse_nb; docs/team.md, \"Pinning\").\n"
            "# Written by `synapse-nb team join` and `synapse-nb team trust` (a person confirms a server for a\n"
            "# folder; a folder whose .synapse/team.toml names another server is refused until `team trust`.\n")
 
 
 class Pin(NamedTuple):
-    """One folder's pinned team server: ``server`` (:func:`server_identity`), when and how it was pinned."""
+    """One folder's pinned team server: ``server`` (:func:`server_identity`), when and how it was pinned, and the
+    agent login agent surfaces there use (``agent_server``, :func:`agent_identity`; "": none, the person's login)."""
 
     folder: str
     server: str
     pinned_at: str
     by: str
+    agent_server: str = ""
+
+
+class TeamUrls(NamedTuple):
+    """A folder's checked team vault URLs: ``url`` (a person's handles) and ``agent_url`` (None: agent handles use
+    ``url`` and ``SET ROLE``)."""
+
+    url: str
+    agent_url: str | None
 
 
 def pins_file(environ: Mapping[str, str] | None = None) -> Path:
@@ -140,6 +157,54 @@ def server_identity(url: str, project_dir: str | Path) -> str:
     return f"postgresql://{netloc}/{quote(dbname, safe='')}?{query}"
 
 
+def login_of(identity: str) -> str:
+    """The login a :func:`server_identity` names ("": none, libpq's default: the Unix user's name).
+
+    >>> login_of("postgresql://agent%20a@db:5432/team?project=acme"), login_of("postgresql://db:5432/t?project=a")
+    ('agent a', '')
+    """
+    netloc = identity.split("/", 3)[2]
+    return unquote(netloc.rsplit("@", 1)[0]) if "@" in netloc else ""
+
+
+#: Parameters that may differ between the person's URL and the agent's: how one login authenticates, not where to.
+_PER_LOGIN = frozenset({"passfile", "sslcert", "sslkey", "sslpassword", "sslcertmode", "application_name",
+                        "connect_timeout", "require_auth"})
+
+
+def _without_login(identity: str) -> str:
+    """A :func:`server_identity` without its login and the parameters of one login's authentication."""
+    scheme, rest = identity.split("://", 1)
+    netloc, tail = rest.split("/", 1)
+    path, _, query = tail.partition("?")
+    kept = "&".join(p for p in query.split("&") if p.split("=", 1)[0] not in _PER_LOGIN)
+    return f"{scheme}://{netloc.rsplit('@', 1)[-1]}/{path}?{kept}"
+
+
+def agent_identity(agent_url: str, url: str, project_dir: str | Path) -> str:
+    """The agent login ``agent_url`` names, as a pin holds it (:func:`server_identity`), once it reaches the same
+    server, database and project as ``url`` under another, named login.
+
+    >>> agent_identity("postgresql://agent_a@db/team?project=acme", "postgresql://alice@db/team?project=acme", "/x")
+    'postgresql://agent_a@db:5432/team?project=acme'
+
+    Raises :class:`~synapse_nb.errors.ValidationError` saying what is wrong and what is accepted."""
+    agent, person = server_identity(agent_url, project_dir), server_identity(url, project_dir)
+    accepted = ("accepted: the team vault URL with the agent's own database login in it, "
+                "postgresql://AGENT_LOGIN@host:port/database?project=NAME (docs/team.md, \"An agent's own login\")")
+    if _without_login(agent) != _without_login(person):
+        raise ValidationError(f"the agent URL reaches {_without_login(agent)}, not the team vault "
+                              f"{_without_login(person)} this folder uses; {accepted}")
+    login = login_of(agent)
+    if not login:
+        raise ValidationError(f"the agent URL names no login (libpq would log in as the Unix user, often the "
+                              f"person's name); {accepted}")
+    if login == login_of(person):
+        raise ValidationError(f"the agent URL logs in as {login}, the same login as the folder's url (a person's): "
+                              f"{accepted}")
+    return agent
+
+
 def _ipv6(host: str) -> bool:
     """Whether ``host`` is an IPv6 address (written in brackets in a URL's netloc); anything else is quoted."""
     try:
@@ -179,7 +244,11 @@ def read_pins(path: Path | None = None) -> dict[str, Pin]:
         fields = [entry.get(k) if isinstance(entry, dict) else None for k in ("folder", "server", "pinned_at", "by")]
         if not all(isinstance(f, str) and f for f in fields[:2]):
             raise _problem(path, f"pin {i} needs folder = \"...\" and server = \"postgresql://...\"")
-        out[str(fields[0])] = Pin(*(str(f or "") for f in fields))
+        agent = entry.get("agent_server", "") if isinstance(entry, dict) else ""
+        if not isinstance(agent, str):
+            raise _problem(path, f"pin {i}'s agent_server is not a string (\"postgresql://...\", or no such line)")
+        folder, server, pinned_at, by = (str(f or "") for f in fields)
+        out[folder] = Pin(folder, server, pinned_at, by, agent)
     return out
 
 
@@ -204,12 +273,14 @@ def _render(pins: Mapping[str, Pin]) -> str:
     for folder in sorted(pins):
         p = pins[folder]
         blocks.append("\n[[pin]]\n" + "".join(f"{k} = {json.dumps(v, ensure_ascii=False)}\n" for k, v in (
-            ("folder", p.folder), ("server", p.server), ("pinned_at", p.pinned_at), ("by", p.by))))
+            ("folder", p.folder), ("server", p.server), ("pinned_at", p.pinned_at), ("by", p.by),
+            *((("agent_server", p.agent_server),) if p.agent_server else ()))))
     return "".join(blocks)
 
 
-def write_pin(folder: Path, server: str, by: PinBy, *, path: Path | None = None) -> Pin | None:
-    """Pin ``server`` for ``folder`` (resolved), replacing its pin; returns the pin it replaced, or None.
+def write_pin(folder: Path, server: str, by: PinBy, *, agent_server: str = "", path: Path | None = None) -> Pin | None:
+    """Pin ``server`` (and ``agent_server``, the folder's agent login, "" for none) for ``folder`` (resolved),
+    replacing its pin; returns the pin it replaced, or None.
 
     The file is rewritten atomically (a temporary file beside it, flushed to disk, then renamed over it) under a
     lock, so a crash or a concurrent pin never leaves half a file or loses another folder's pin; a file that cannot
@@ -221,7 +292,7 @@ def write_pin(folder: Path, server: str, by: PinBy, *, path: Path | None = None)
         with _locked(path):
             pins = read_pins(path)
             before = pins.get(key)
-            pins[key] = Pin(key, server, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), by)
+            pins[key] = Pin(key, server, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), by, agent_server)
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -250,24 +321,49 @@ def is_person(actor: str) -> bool:
 
 
 def checked_team_url(vault_dir: Path, *, actor: str = "user") -> str | None:
-    """The team vault URL the folder's ``team.toml`` names (None: there is none), once it agrees with the folder's
-    pin; checked before anything connects.
+    """The team vault URL the folder's ``team.toml`` names (None: there is none), once it (and its ``agent_url``)
+    agrees with the folder's pin; checked before anything connects (:func:`checked_team_urls`)."""
+    urls = checked_team_urls(vault_dir, actor=actor)
+    return None if urls is None else urls.url
 
-    Raises :class:`~synapse_nb.errors.TeamPinError`: ``team.toml`` names another server than the pinned one; or no
-    person has confirmed a server for the folder on this machine (``synapse-nb team join URL`` or ``team trust``);
-    or the pins file cannot be read. Nothing pins on first use: reviews 5 to 7 made a pinned folder look fresh
-    every way a first use could be told from (a symlinked ``.synapse``, a moved folder, a repository made inside or
-    around it, a local vault stashed away), and a person's commit (the git hook) pinned an agent's server silently.
+
+def _agent_shown(identity: str) -> str:
+    return identity or "(none: agent surfaces log in with url, the person's login)"
+
+
+def checked_team_urls(vault_dir: Path, *, actor: str = "user") -> TeamUrls | None:
+    """The folder's team vault URLs (``team.toml``'s ``url`` and ``agent_url``; None: no ``team.toml``), once they
+    agree with the folder's pin; checked before anything connects. A handle that acts as the agent connects with
+    ``agent_url`` when there is one (:func:`synapse_nb.vault.open_vault`).
+
+    Raises :class:`~synapse_nb.errors.TeamPinError`: ``team.toml`` names another server than the pinned one, or
+    another agent login (one added, changed or removed since a person pinned it: agent surfaces would log in as
+    someone else); or no person has confirmed a server for the folder on this machine (``synapse-nb team join URL``
+    or ``team trust``); or the pins file cannot be read. Nothing pins on first use: reviews 5 to 7 made a pinned
+    folder look fresh every way a first use could be told from (a symlinked ``.synapse``, a moved folder, a
+    repository made inside or around it, a local vault stashed away), and a person's commit (the git hook) pinned an
+    agent's server silently.
     """
     url = team_url_of(vault_dir)
     if url is None:
         return None
+    agent_url = team_agent_url_of(vault_dir)
     folder = pin_folder(vault_dir)
     named = server_identity(url, folder)
+    named_agent = server_identity(agent_url, folder) if agent_url is not None else ""
     toml = vault_dir / TEAM_FILE
     pin = pin_for(folder)
+    if pin is not None and pin.server == named and pin.agent_server == named_agent:
+        return TeamUrls(url, agent_url)
     if pin is not None and pin.server == named:
-        return url
+        put_back = (f"agent_url = {json.dumps(pin.agent_server)}" if pin.agent_server else "no agent_url line")
+        raise TeamPinError(
+            f"{toml} names the agent login {_agent_shown(named_agent)}, but the one pinned for {folder} on this "
+            f"machine is {_agent_shown(pin.agent_server)} (pinned {pin.pinned_at} by {pin.by}): refusing to connect, "
+            "since anything that can write the folder (an agent too) can rewrite team.toml, and agent surfaces would "
+            "log in as another login. If the change is yours, accept it in your own terminal: synapse-nb team trust "
+            f"(shows both and asks), or synapse-nb team agent-login URL; if not, put back {put_back} in {toml}",
+            folder=str(folder), pinned=pin.server, named=named)
     if pin is not None:
         raise TeamPinError(
             f"{toml} names the team server {named}, but the one pinned for {folder} on this machine is {pin.server} "
@@ -287,14 +383,17 @@ def checked_team_url(vault_dir: Path, *, actor: str = "user") -> str | None:
 
 
 def pin_state(vault_dir: Path) -> dict[str, str | None]:
-    """What ``team status`` shows of the pin: ``pinned_server``, ``pinned_at``, ``pinned_by`` and ``pin``
-    ("agrees", "differs: ...", "none: ...", "no team.toml"); a pins file that cannot be read is said in ``pin``."""
+    """What ``team status`` shows of the pin: ``pinned_server``, ``pinned_agent_login``, ``pinned_at``,
+    ``pinned_by`` and ``pin`` ("agrees", "differs: ...", "none: ...", "no team.toml"); a pins file that cannot be
+    read is said in ``pin``."""
     folder = pin_folder(vault_dir)
     try:
         pin = pin_for(folder)
     except TeamPinError as exc:
-        return {"pinned_server": None, "pinned_at": None, "pinned_by": None, "pin": f"unreadable: {exc}"}
+        return {"pinned_server": None, "pinned_agent_login": None, "pinned_at": None, "pinned_by": None,
+                "pin": f"unreadable: {exc}"}
     out: dict[str, str | None] = {"pinned_server": pin.server if pin else None,
+                                  "pinned_agent_login": (pin.agent_server or None) if pin else None,
                                   "pinned_at": pin.pinned_at if pin else None, "pinned_by": pin.by if pin else None}
     url = team_url_of(vault_dir) if vault_dir.is_dir() else None
     if url is None:
@@ -304,6 +403,12 @@ def pin_state(vault_dir: Path) -> dict[str, str | None]:
         return out | {"pin": f"none: team.toml names {named}; every open here is refused until a person runs "
                              "`synapse-nb team trust` (or `team join URL`)"}
     if pin.server == named:
-        return out | {"pin": "agrees"}
+        agent_url = team_agent_url_of(vault_dir)
+        named_agent = server_identity(agent_url, folder) if agent_url is not None else ""
+        if named_agent == pin.agent_server:
+            return out | {"pin": "agrees"}
+        return out | {"pin": f"differs: team.toml names the agent login {_agent_shown(named_agent)}, pinned: "
+                             f"{_agent_shown(pin.agent_server)}; every open here is refused until a person runs "
+                             "`synapse-nb team trust` (or `team agent-login`), or team.toml names the pinned one again"}
     return out | {"pin": f"differs: team.toml names {named}; every open here is refused until a person runs "
                          "`synapse-nb team trust`, or team.toml names the pinned server again"}

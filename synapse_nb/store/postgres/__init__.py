@@ -49,8 +49,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from synapse_nb.errors import CommitUnknownError, ValidationError
+import psycopg
+
+from synapse_nb.errors import CommitUnknownError, StoreError, ValidationError
 from synapse_nb.models import TABLES
+from synapse_nb.store.postgres import migrate
 from synapse_nb.store.postgres import pool as pgpool
 from synapse_nb.store.postgres.copy import CopyKeeper
 from synapse_nb.store.postgres.copy import scrub as scrub_copy
@@ -75,7 +78,8 @@ from synapse_nb.store.sql import (
     TransferQueries,
 )
 
-__all__ = ["CODE_VERSION", "PgStore", "gate_terms", "is_team_url", "parse_team_url", "project_for"]
+__all__ = ["CODE_VERSION", "PgStore", "check_agent_login", "gate_terms", "is_team_url", "parse_team_url",
+           "project_for"]
 
 #: The write operations whose commit could not be looked up, kept for their retry (:meth:`PgStore.once`).
 IN_DOUBT = "in-doubt.json"
@@ -144,6 +148,37 @@ def check_grant_mind(mind: object) -> str:
         raise ValidationError(f"mind {mind!r} is not accepted: '*' (every mind), or 1-64 letters, digits, '.', '_', "
                               "'-' starting with a letter or digit")
     return mind
+
+
+def check_agent_login(conninfo: str, project: str, login: str) -> None:
+    """Refuse ``login`` as a folder's agent login unless it is one of the project's agents and nothing more, asked of
+    the server over ``conninfo`` (the person's login; ``pg_roles`` is readable by every login): it must exist and log
+    in, be a member of ``<project>_agent``, and hold no person's or owner's role, superuser, ``BYPASSRLS`` nor
+    ``CREATEROLE`` (each gives back what the agent role keeps from it). Raises ValidationError saying what is wrong
+    and what is accepted; StoreError when the server cannot be asked."""
+    names = migrate.roles(project)
+    accepted = (f"accepted: a login role that `synapse-nb team init URL --agent LOGIN` made an agent of project "
+                f"{project} and nothing more")
+    try:
+        with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
+            row = conn.execute(
+                "SELECT rolcanlogin, rolsuper, rolbypassrls, rolcreaterole, pg_has_role(oid, %s, 'MEMBER'), "
+                "pg_has_role(oid, %s, 'MEMBER'), pg_has_role(oid, %s, 'MEMBER') FROM pg_roles WHERE rolname = %s",
+                (names["agent"], names["human"], names["owner"], login)).fetchone()
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot check the agent login {login} on the team vault server: "
+                         f"{' '.join(str(exc).split())}") from exc
+    if row is None:
+        raise ValidationError(f"the agent login {login} does not exist on the team vault server; {accepted}")
+    can_login, superuser, bypass, createrole, agent_member, human, owner = row
+    wrong = [why for why, bad in (
+        ("cannot log in (no LOGIN)", not can_login), ("is a superuser", superuser), ("has BYPASSRLS", bypass),
+        ("has CREATEROLE", createrole), (f"is not a member of {names['agent']}", not agent_member),
+        (f"is a member of {names['human']} (a person's role)", human), (f"is a member of {names['owner']}", owner))
+        if bad]
+    if wrong:
+        raise ValidationError(f"the agent login {login} {', '.join(wrong)}: agent surfaces would hold more than the "
+                              f"agent role's rights through it; {accepted}")
 
 
 class PgStore(PgDatabase):
