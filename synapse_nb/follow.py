@@ -157,7 +157,7 @@ def stale_commits(ctx: Context, items: list[tuple[str, str, tuple[str, ...]]]) -
         head, _, rest = block.partition("\n")
         sha, _, ct = head.partition(" ")
         if sha and ct.strip().isdigit():
-            commits.append((sha, int(ct), {ln.strip() for ln in rest.splitlines() if ln.strip()}))
+            commits.append((sha, int(ct), {ln.strip() for ln in rest.split("\n") if ln.strip()}))
     out: dict[str, tuple[str, ...]] = {}
     for rid, updated_at, paths in items:
         written = parse_ts(updated_at).timestamp()

@@ -396,3 +396,29 @@ def test_git_text_the_write_path_refuses_stops_no_scan(repo: ScratchRepo) -> Non
         assert all(len(c["subject"]) <= 1024 for c in (les.revert_commit, *les.reverted_commits) if c["subject"])
     shown = {f for les in lessons for f in les.files_affected}
     assert {"notes<U+000A>README", "a<U+2028>CRITICAL<U+0085>b"} <= shown, shown
+
+
+def test_a_branch_git_names_that_a_label_cannot_hold_stops_no_scan(repo: ScratchRepo) -> None:
+    """Review 31: a 305-character nested branch (git takes it) with a commit and its revert made every later scan
+    raise (a branch holds at most 255 characters), and a branch named "main<U+2028>x" was read as main (git's output
+    was split on U+2028 too): its revert's lesson would have held on every branch once approved."""
+    import synapse_nb as syn
+
+    with syn.open_vault(repo.root) as v:
+        assert list(v.lessons.scan()) == []
+    long_name = "/".join(["abcdefghij" * 5] * 6)
+    for name in (long_name, "main\u2028x"):
+        repo.git("checkout", "-q", "-b", name, "main")
+        repo.write("f.txt", name[:10] + "\n")
+        repo.git("add", "-A")
+        repo.git("commit", "-qm", "an agent's change")
+        repo.git("revert", "--no-edit", "HEAD")
+        repo.git("checkout", "-q", "main")
+    target = _add_retry(repo)
+    repo.git("revert", "--no-edit", "HEAD")
+    with syn.open_vault(repo.root) as v:
+        lessons = list(v.lessons.scan())
+    by_target = {les.reverted_commits[0]["sha"]: les for les in lessons}
+    assert len(lessons) == 3 and by_target[target].branch == "main"
+    others = [les.branch for les in lessons if les is not by_target[target]]
+    assert "main<U+2028>x" in others and all(b is not None and b != "main" and len(b) <= 255 for b in others)

@@ -111,7 +111,8 @@ def tips(repo: RepoInfo) -> tuple[list[str], dict[str, list[str]], dict[str, lis
     tips: set[str] = set()
     local: dict[str, list[str]] = {}
     remote: dict[str, list[str]] = {}
-    for line in decode(out).splitlines():
+    for line in decode(out).split("\n"):  # not splitlines: git allows U+2028 and U+0085 in a branch's name (review 31:
+        # "main<U+2028>x" was read as the branch main, and its revert approved for every branch)
         parts = line.split("\0")
         if len(parts) != 5:
             continue
@@ -144,7 +145,7 @@ def existing_commits(repo: RepoInfo, names: list[str]) -> list[str]:
         input="".join(f"{n}\n" for n in names).encode(),
     )
     kept = []
-    for name, line in zip(names, decode(out).splitlines(), strict=False):
+    for name, line in zip(names, decode(out).split("\n"), strict=False):
         parts = line.split()
         if len(parts) == 2 and parts[1] == "commit":
             kept.append(name)
@@ -249,7 +250,7 @@ def diffstats(repo: RepoInfo, shas: list[str]) -> dict[str, list[tuple[str, int 
 def parse_raw_commit(sha: str, raw: str) -> CommitInfo:
     header, _, message = raw.partition("\n\n")
     author = date = None
-    for line in header.splitlines():
+    for line in header.split("\n"):
         if line.startswith("author "):
             m = re.match(r"author (.*) (\d+) [+-]\d{4}$", line)
             if m:

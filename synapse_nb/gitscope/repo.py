@@ -119,7 +119,7 @@ def _gitdir_from_file(dotgit: Path) -> Path | None:
     text = _read_text(dotgit)
     if text is None:
         return None
-    first = text.splitlines()[0].strip() if text.strip() else ""
+    first = text.split("\n")[0].strip() if text.strip() else ""
     if not first.startswith("gitdir:"):
         return None
     target = Path(first[len("gitdir:") :].strip())
@@ -134,7 +134,7 @@ def _config_worktree(common_dir: Path) -> Path | None:
     if text is None:
         return None
     section = ""
-    for raw in text.splitlines():
+    for raw in text.split("\n"):  # git's own line breaks only (a name may hold U+2028)
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
@@ -241,7 +241,7 @@ def _packed_ref(common_dir: Path, ref: str) -> str | None:
     text = _read_text(common_dir / "packed-refs")
     if text is None:
         return None
-    for line in text.splitlines():
+    for line in (x.rstrip("\r") for x in text.split("\n")):  # a ref's name may hold U+2028: git's breaks only
         if not line or line[0] in "#^":
             continue
         sha, _, name = line.partition(" ")

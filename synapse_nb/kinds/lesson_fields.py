@@ -12,10 +12,13 @@ from synapse_nb._cleaning import LINE_BREAKS
 from synapse_nb._util import MAX_FILES, MAX_PATH_CHARS, check_text
 from synapse_nb.errors import ValidationError
 
-__all__ = ["GIT_TEXT_CHARS", "check_commit", "check_diffstat", "commit_dict", "git_fields", "git_line", "scope_of"]
+__all__ = ["BRANCH_CHARS", "GIT_TEXT_CHARS", "check_commit", "check_diffstat", "commit_dict", "git_fields", "git_line",
+           "scope_of"]
 
 #: The longest commit subject, author or date a lesson keeps (a longer one is cut, ending in "...").
 GIT_TEXT_CHARS = 1024
+#: The longest branch name a scanned lesson keeps (its label shows it; a longer one is cut and names no branch).
+BRANCH_CHARS = 255
 _UNSTORABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f" + "".join(sorted(LINE_BREAKS - set("\n\r"))) + "]")
 
 
@@ -109,9 +112,9 @@ def scope_of(branches: Sequence[str], trunks: Sequence[str], current: str | None
     ('main', None)
     """
     names = list(dict.fromkeys(b.split("/", 1)[1] if b.startswith("origin/") else b for b in branches))
-    for trunk in trunks:
-        if trunk in names:
-            return trunk
-    if current in names:
-        return current
-    return names[0] if len(names) == 1 else None
+    chosen = next((t for t in trunks if t in names), current if current in names else None)
+    if chosen is None and len(names) == 1:
+        chosen = names[0]
+    # as :func:`git_line` shows it, at most 255 characters: git takes a name of 305 (nested folders) or holding U+2028,
+    # which the write path refuses, and one such revert stopped every scan (review 31); shown so, it names no branch
+    return None if chosen is None else git_line(chosen, BRANCH_CHARS)
