@@ -207,8 +207,8 @@ def test_an_agent_cannot_write_a_persons_or_another_agents_session_state(
         agent_sql: psycopg.Connection[Any]) -> None:
     """What a session was given is not given again: an agent's row for a person's session made the person's next
     recall leave that record out, and (found by a third review) one agent login's row did the same to another agent
-    login's session. The package keeps an agent's sessions as `agent:<id>`, per login on a team vault
-    (`agent:<login>:<id>`); the server refuses an agent any other session's row."""
+    login's session. The package keeps an agent's sessions as `agent:<surface>:<id>`, per login on a team vault
+    (`agent:<login>:<surface>:<id>`); the server refuses an agent any other session's row."""
     rule = human.remember("procedure", "deploy", "deploys go through the blue green script, never by hand")
     mark = "INSERT INTO session_seen(mind, session, rid, digest, seen_at) VALUES ('default', %s, %s, %s, %s)"
     other = f"{project}_other_bot"
@@ -218,7 +218,8 @@ def test_an_agent_cannot_write_a_persons_or_another_agents_session_state(
     for session in ("nb-0123456789ab", "agent:nb-0123456789ab", f"agent:{other}:nb-0123456789ab"):
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="session"):
             agent_sql.execute(mark, (session, rule.id, rule.digest, TS))
-    agent_sql.execute(mark, (f"agent:{project}_agent_login:nb-0123456789ab", rule.id, rule.digest, TS))
+    # the package keeps an agent's sessions per surface too (`agent:<login>:<surface>:<id>`, review 27)
+    agent_sql.execute(mark, (f"agent:{project}_agent_login:api:nb-0123456789ab", rule.id, rule.digest, TS))
     assert [i.id for i in human.recall("how do deploys go", session="nb-0123456789ab").items] == [rule.id]
     bot = machine("other", logins["agent"].replace(f"{project}_agent_login", other), actor="agent")
     assert [i.id for i in bot.recall("how do deploys go", session="nb-0123456789ab").items] == [rule.id]
