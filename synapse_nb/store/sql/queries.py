@@ -20,7 +20,8 @@ from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, Candidate, RefS
 from synapse_nb.store.sql.connection import D, Fields, Repository, Row
 from synapse_nb.store.sql.tables import Table
 
-__all__ = ["AGENT_SESSIONS_PER_MIND", "AGENT_SESSIONS_PER_VAULT", "AGENT_SESSION_ROWS", "CANDIDATES", "CandidateDocs", "FlagsQueries", "MetaQueries", "RecallQueries", "RefsQueries",
+__all__ = ["AGENT_SESSIONS_PER_MIND", "AGENT_SESSIONS_PER_VAULT", "AGENT_SESSION_ROWS", "CANDIDATES", "CandidateDocs",
+           "FlagsQueries", "MetaQueries", "RecallQueries", "RefsQueries",
            "SessionsQueries", "TransferQueries", "candidate"]
 
 # -- meta: settings, scan tips ---------------------------------------------------------------------------------

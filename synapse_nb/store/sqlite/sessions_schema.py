@@ -37,8 +37,8 @@ def _count(r: str, sign: str) -> str:
     if sign == "+":
         return (f"INSERT INTO session_registry(mind, session, agent, first_seen, last_seen, n) VALUES ({r}.mind, "
                 f"{r}.session, {_AGENT.format(s=r + '.session')}, {r}.seen_at, {r}.seen_at, 1) "
-                "ON CONFLICT(mind, session) DO UPDATE SET n = n + 1, first_seen = min(first_seen, excluded.first_seen), "
-                "last_seen = max(last_seen, excluded.last_seen);")
+                "ON CONFLICT(mind, session) DO UPDATE SET n = n + 1, "
+                "first_seen = min(first_seen, excluded.first_seen), last_seen = max(last_seen, excluded.last_seen);")
     return (f"UPDATE session_registry SET n = n - 1 WHERE {_KEY.format(r=r)};\n"
             f"    DELETE FROM session_registry WHERE {_KEY.format(r=r)} AND n <= 0;")
 
