@@ -178,11 +178,15 @@ def test_a_v6_vault_is_counted_when_it_migrates(user: syn.Vault, tmp_path: Path)
         db.execute(f"DROP TRIGGER {name}")
     for name in ("agent_vocab_row", "agent_vocab_fts", "agent_gids"):
         db.execute(f"DROP TABLE {name}")
+    db.execute("DROP TABLE session_registry")  # and v9's (sessions_schema), with its triggers
+    for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
+                                 "AND tbl_name = 'session_seen'").fetchall():
+        db.execute(f"DROP TRIGGER {name}")
     db.execute("PRAGMA user_version = 6")
     db.commit()
     db.close()
     again = agent(tmp_path)
-    assert again._store.schema_version == 8
+    assert again._store.schema_version == 9
     assert held(again) == expected and expected[0] == 4
 
 

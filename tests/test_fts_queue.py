@@ -207,7 +207,7 @@ def test_a_v3_vault_migrates_to_v4_and_keeps_its_indexes(tmp_path: Path) -> None
     before = _index_state(d / "synapse.db")
     v = syn.open_vault(d)
     s = v._store
-    assert s.schema_version == store.SCHEMA_VERSION == 8
+    assert s.schema_version == store.SCHEMA_VERSION == 9
     assert _index_state(d / "synapse.db") == before  # the migration rewrites no index
     m = v.remember("project", "kayak", "ann went kayaking on the fjord")
     assert [x.id for x in v.memories.search("kayaking")] == [m.id]
@@ -320,9 +320,13 @@ def test_the_agents_words_are_exactly_their_unverified_records_words(tmp_path: P
         conn.execute(f"DROP TRIGGER {name}")
     for name in ("agent_vocab_row", "agent_vocab_fts", "agent_gids"):
         conn.execute(f"DROP TABLE {name}")
+    conn.execute("DROP TABLE session_registry")  # and v9's (sessions_schema), with its triggers
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
+                                 "AND tbl_name = 'session_seen'").fetchall():
+        conn.execute(f"DROP TRIGGER {name}")
     conn.execute("PRAGMA user_version = 7")
     conn.commit()
     conn.close()
     again = store.SqliteStore(tmp_path / "synapse.db")
-    assert again.schema_version == store.SCHEMA_VERSION == 8
+    assert again.schema_version == store.SCHEMA_VERSION == 9
     assert counted(again) == (n, {w: k for w, k in people.items() if w in everything})

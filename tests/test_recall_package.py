@@ -36,12 +36,15 @@ def test_a_recall_reads_and_writes_the_session_history_once(vault: syn.Vault) ->
     for turn in range(2):
         with _statements(vault) as seen:
             r = vault.recall("how do we run migrations before deploying", session="s1")
-        session_sql = [s for s in seen if "session_seen" in s and not s.lstrip().upper().startswith("CREATE")]
+        session_sql = [s for s in seen if ("session_seen" in s or "session_registry" in s)
+                       and not s.lstrip().upper().startswith("CREATE")]
         reads = [s for s in session_sql if s.lstrip().upper().startswith("SELECT")]
-        writes = [s for s in session_sql if s.lstrip().upper().startswith("INSERT")]  # one per row given
+        # one per row given (the trace repeats a statement for each trigger it runs: v9's session registry)
+        writes = {s for s in session_sql if s.lstrip().upper().startswith("INSERT")}
         transactions = [s for s in seen if s.strip().upper() == "BEGIN IMMEDIATE"]
         # one read of what the session was given; a session given nothing before also has the hour's bound on new
-        # sessions read, inside the write's transaction (on a team vault, inside the write's statement)
+        # sessions read (the session registry, schema v9), inside the write's transaction (on a team vault, inside
+        # the write's statement)
         assert len(reads) == (2 if turn == 0 else 1), session_sql
         if turn == 0:  # two items and the lesson, recorded in one write transaction
             assert len(r.items) == 2 and len(writes) == 3 and len(transactions) == 1

@@ -71,6 +71,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "label)", "agent_branches.sql"),
     Migration(18, "the word statistics of agents' unverified records beside everyone's: the duplicate check weighs a "
               "pair of two people's records by people's records alone", "agent_vocab.sql"),
+    Migration(19, "a registry of the sessions recall's delta keeps: the room check of a new session reads it, and an "
+              "agent's sessions hold bounded rows, a mind and the project bounded sessions", "session_registry.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

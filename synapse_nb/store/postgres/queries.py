@@ -77,9 +77,9 @@ class RecallQueries(RankingQueries, SharedRecallQueries[PgDatabase]):
 
 MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELECT ?, k.s, u.rid, u.digest, ? "
              "FROM (SELECT session_key(?) AS s) k, unnest(?::text[], ?::text[]) AS u(rid, digest) "
-             "WHERE ?::text IS NULL OR EXISTS (SELECT 1 FROM session_seen s WHERE s.mind = ? AND s.session = k.s) "
-             "OR (SELECT count(DISTINCT s.session) FROM session_seen s WHERE s.mind = ? AND s.seen_at >= ? "
-             "AND starts_with(s.session, 'agent:') = starts_with(k.s, 'agent:')) < ? "
+             "WHERE ?::text IS NULL OR EXISTS (SELECT 1 FROM session_registry r WHERE r.mind = ? AND r.session = k.s) "
+             "OR (SELECT count(*) FROM session_registry r WHERE r.mind = ? AND r.last_seen >= ? "
+             "AND r.agent = starts_with(k.s, 'agent:')) < ? "
              "ORDER BY u.rid "
              "ON CONFLICT (mind, session, rid) DO UPDATE SET digest = excluded.digest, seen_at = excluded.seen_at")
 SEEN = "SELECT rid, digest FROM session_seen WHERE mind = ? AND session = session_key(?) AND rid = ANY(?)"
@@ -88,7 +88,9 @@ SEEN = "SELECT rid, digest FROM session_seen WHERE mind = ? AND session = sessio
 class SessionsQueries(SharedSessionsQueries[PgDatabase]):
     """Session marks as shared, but recording what a recall gave is one statement (one round trip), and an agent's
     session (``agent:<surface>:<id>``, recall/delta.py) is kept per database login (``session_key``, migration 12:
-    one agent login's rows could otherwise leave records out of another agent's recall)."""
+    one agent login's rows could otherwise leave records out of another agent's recall). Whether a new session has
+    room reads ``session_registry`` (migration 19), which the server keeps with the marks and uses to bound an
+    agent's."""
 
     def seen(self, mind: str, session: str, ids: Sequence[str]) -> dict[str, str]:
         want = list(dict.fromkeys(ids))

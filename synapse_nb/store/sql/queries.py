@@ -20,7 +20,8 @@ from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, Candidate, RefS
 from synapse_nb.store.sql.connection import D, Fields, Repository, Row
 from synapse_nb.store.sql.tables import Table
 
-__all__ = ["CANDIDATES", "CandidateDocs", "FlagsQueries", "MetaQueries", "RecallQueries", "RefsQueries",
+__all__ = ["AGENT_SESSIONS_PER_MIND", "AGENT_SESSIONS_PER_VAULT", "AGENT_SESSION_ROWS", "CANDIDATES", "CandidateDocs",
+           "FlagsQueries", "MetaQueries", "RecallQueries", "RefsQueries",
            "SessionsQueries", "TransferQueries", "candidate"]
 
 # -- meta: settings, scan tips ---------------------------------------------------------------------------------
@@ -94,15 +95,33 @@ class MetaQueries(Repository[D]):
 
 
 # -- sessions ---------------------------------------------------------------------------------------------------
+#: The rows an agent's session holds in ``session_seen`` (a record given, and its digest): past it a new record given
+#: is not marked (given again later, as to a session past the hour's bound), what it holds stays. A recall gives at
+#: most top_k (5 by default, 20 at most) records and the lessons, each once unless it changed: a session reaches
+#: 1,000 only after some 200 recalls that each gave five records it never had. Review 28: an agent's reads alone
+#: added a row per record given, without end.
+AGENT_SESSION_ROWS = 1000
+#: The agent sessions a mind keeps: a new one admitted past it, those given something least recently give way whole
+#: (their records are given again if asked for: a lost mark, never a lost record). At least the hour's bound on new
+#: sessions (recall.delta.SESSIONS_PER_HOUR), so that a session given something in the past hour never gives way in
+#: its mind, and the hour's bound holds: a session that gave way is no longer counted.
+AGENT_SESSIONS_PER_MIND = 256
+#: The agent sessions the vault keeps, every mind together (an agent names its mind): the same rule.
+AGENT_SESSIONS_PER_VAULT = 512
+
 MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) VALUES (?,?,?,?,?) "
              "ON CONFLICT(mind, session, rid) DO UPDATE SET digest = excluded.digest, seen_at = excluded.seen_at")
-PRUNE_SESSIONS = "DELETE FROM session_seen WHERE mind = ? AND seen_at < ?"
-#: Whether a session may be recorded: the mind knows it, or had fewer than N sessions since a time, counting
-#: agents' sessions (``agent:...``, recall.delta) and people's apart: agents naming new sessions fill only their own.
-_SAME_CLASS = "(substr(session, 1, 6) = 'agent:') = (substr(?, 1, 6) = 'agent:')"
-SESSION_ROOM = ("SELECT EXISTS (SELECT 1 FROM session_seen WHERE mind = ? AND session = ?) "
-                "OR (SELECT count(DISTINCT session) FROM session_seen "
-                f"WHERE mind = ? AND seen_at >= ? AND {_SAME_CLASS}) < ?")
+#: A mind's marks older than a time, and its agent sessions first given something before it (review 28: an agent
+#: re-giving the same records kept their ``seen_at`` new, and its sessions for ever). A team vault runs it as
+#: ``delete_sessions_before`` (migration 19).
+PRUNE_SESSIONS = ("DELETE FROM session_seen WHERE mind = ?1 AND (seen_at < ?2 OR session IN (SELECT session FROM "
+                  "session_registry WHERE mind = ?1 AND agent = 1 AND first_seen < ?2))")
+#: Whether a session may be recorded: the mind knows it, or had fewer than N sessions given something since a time,
+#: counting agents' sessions (``agent:...``, recall.delta) and people's apart: agents naming new sessions fill only
+#: their own. Both read ``session_registry`` (schema v9): one key, and the registry rows of the hour.
+SESSION_ROOM = ("SELECT EXISTS (SELECT 1 FROM session_registry WHERE mind = ? AND session = ?) "
+                "OR (SELECT count(*) FROM session_registry "
+                "WHERE mind = ? AND agent = (substr(?, 1, 6) = 'agent:') AND last_seen >= ?) < ?")
 
 
 class SessionsQueries(Repository[D]):
@@ -122,10 +141,12 @@ class SessionsQueries(Repository[D]):
         # recall with a session that gave something new would otherwise start its next one cold)
         with self._db.transaction(moves_version=False):
             if new_since is not None:
-                room = self._db.query_one(SESSION_ROOM, (mind, session, mind, new_since, session, new_limit))
+                room = self._db.query_one(SESSION_ROOM, (mind, session, mind, session, new_since, new_limit))
                 if not (room and room[0]):
                     return
-            self._db.executemany(MARK_SEEN, [(mind, session, r, d, now) for r, d in pairs])
+            # in id order, as a team vault's one statement: past an agent session's bound the same ones are kept
+            given = dict(pairs)  # the last digest of a repeated id wins
+            self._db.executemany(MARK_SEEN, [(mind, session, r, given[r], now) for r in sorted(given)])
 
     def prune(self, mind: str, before: str) -> int:
         with self._db.transaction(moves_version=False):

@@ -8,6 +8,8 @@
   document frequencies at no extra cost. ``gate_candidates`` is the view recall and the index read. Schema v8 adds
   the same statistics over agents' unverified records alone (``agent_vocab_fts``, ``agent_vocab_row``,
   ``agent_gids``; agent_vocab_schema.py), so that people's are the difference.
+- ``session_registry`` (schema v9, sessions_schema.py) keeps a row per session of recall's delta (``session_seen``)
+  by triggers: the room check of a new session reads it, and it bounds what an agent's sessions hold.
 - Tags live in a side table maintained by triggers from each row's JSON tags.
 - Every change to ``gate_docs`` queues the record id in ``index_outbox`` (same transaction) for the retrieval
   index.
@@ -24,11 +26,12 @@ import sqlite3
 from synapse_nb.store.sqlite.agent_vocab_schema import V8_AGENT_VOCAB
 from synapse_nb.store.sqlite.held_schema import V7_AGENT_HELD
 from synapse_nb.store.sqlite.history_schema import V6_HISTORY
+from synapse_nb.store.sqlite.sessions_schema import V9_SESSIONS
 
 __all__ = ["CONTEXT_N", "FTS_FLUSH", "FTS_MARKERS", "FTS_QUEUE_CLEAR", "FTS_QUEUE_TARGETS", "FTS_TABLES", "GATE_TEXT",
            "GET_VAULT_UID", "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "SCHEMA_VERSION", "SET_VAULT_UID", "split_sql"]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 _FTS = {
     # table: (fts columns, expressions for them)
@@ -534,6 +537,8 @@ SET_VAULT_UID = ("INSERT INTO meta(key, value) VALUES ('vault_uid', lower(hex(ra
 #: triggers (held_schema.py): the agents' bounded totals read two rows, not every record.
 #: v8: ``agent_gids``, ``agent_vocab_fts``: the word statistics of agents' unverified records, kept by triggers
 #: (agent_vocab_schema.py): the duplicate check weighs a pair of two people's records by people's records alone.
+#: v9: ``session_registry``: a row per session recall's delta keeps, kept by triggers (sessions_schema.py): the
+#: room check of a new session reads it, not every mark of the hour, and an agent's sessions are bounded.
 MIGRATIONS: dict[int, str] = {
     0: _TABLES_V1 + _fts_ddl(),
     1: _V2_FLAGS,
@@ -543,6 +548,7 @@ MIGRATIONS: dict[int, str] = {
     5: V6_HISTORY,
     6: V7_AGENT_HELD,
     7: V8_AGENT_VOCAB,
+    8: V9_SESSIONS,
 }
 
 #: Indices no schema version depends on: a writable open creates the missing ones, so a vault stays readable by
@@ -553,7 +559,8 @@ MIGRATIONS: dict[int, str] = {
 #: count per mind used ``history_agent`` by (mind, at): a vault that has it keeps it, since an older synapse_nb of
 #: this version would build it again on each open), ``memories_agent``
 #: (the agents' memories per mind: without it every memory of the mind was counted, 66 ms a write at 200,000) and
-#: ``session_seen_at`` (the sessions given something in the last hour, counted when a new session would be recorded)
+#: ``session_seen_at`` (a mind's marks by age, which ``memory prune`` clears; the hour's sessions are counted in
+#: ``session_registry`` since v9)
 #: and ``decisions_user`` (a person's latest decisions for the restore pack, past any number of agents' newer ones:
 #: 33 ms at 100,000 agent decisions without it, 0.04 ms with it; benchmarks/restore_pack.py).
 INDICES: dict[str, str] = {

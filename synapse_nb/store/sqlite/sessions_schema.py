@@ -1,0 +1,97 @@
+"""Schema v9 of a local vault: a registry of the sessions recall's delta keeps (review 28).
+
+``session_seen`` holds a row per record a session was given, and an agent's reads alone grew it without end: each
+recall under one of its (at most :data:`~synapse_nb.recall.delta.SESSIONS_PER_HOUR` new an hour) sessions added a
+row per record given, re-giving refreshed ``seen_at`` so ``memory prune`` never cleared them, and the room check of
+a new session counted the distinct sessions of every row of the hour inside the recall's write (a person's recall
+went from 2 ms to 100 ms after six minutes of an agent's reads on a 20,000-record vault).
+
+``session_registry`` keeps one row per (mind, session): whether it is an agent's (``agent:``, recall.delta), when it
+was first and last given something, and its rows in ``session_seen``. Triggers on ``session_seen`` keep it exact in
+the write's own transaction, whoever writes (a record's deletion drops its rows, prune, a hand-made statement); the
+room check reads it (:data:`~synapse_nb.store.sql.queries.SESSION_ROOM`). And an agent's sessions are bounded:
+
+- a session holds at most :data:`~synapse_nb.store.sql.queries.AGENT_SESSION_ROWS` rows: past it a new record given
+  is not marked (a ``BEFORE INSERT`` trigger ignores the row; a record it holds is still updated): the session is
+  given it again, as a session past the hour's bound is, and what it holds stays;
+- a mind holds at most :data:`~synapse_nb.store.sql.queries.AGENT_SESSIONS_PER_MIND` agent sessions and the vault
+  :data:`~synapse_nb.store.sql.queries.AGENT_SESSIONS_PER_VAULT`: when a new one is admitted the ones given something
+  least recently give way whole (its rows deleted, and so its registry row);
+- ``memory prune`` drops an agent session by its first day too (``PRUNE_SESSIONS``), so re-giving cannot keep it.
+
+A person's sessions keep their rows and rules; the registry only makes their room check two index reads.
+"""
+
+from __future__ import annotations
+
+from synapse_nb.store.sql.queries import AGENT_SESSION_ROWS, AGENT_SESSIONS_PER_MIND, AGENT_SESSIONS_PER_VAULT
+
+__all__ = ["V9_SESSIONS"]
+
+_AGENT = "substr({s}, 1, 6) = 'agent:'"
+_KEY = "mind = {r}.mind AND session = {r}.session"
+
+
+def _count(r: str, sign: str) -> str:
+    """Count one ``session_seen`` row (``r``: new or old) in or out of its session's registry row."""
+    if sign == "+":
+        return (f"INSERT INTO session_registry(mind, session, agent, first_seen, last_seen, n) VALUES ({r}.mind, "
+                f"{r}.session, {_AGENT.format(s=r + '.session')}, {r}.seen_at, {r}.seen_at, 1) "
+                "ON CONFLICT(mind, session) DO UPDATE SET n = n + 1, "
+                "first_seen = min(first_seen, excluded.first_seen), last_seen = max(last_seen, excluded.last_seen);")
+    return (f"UPDATE session_registry SET n = n - 1 WHERE {_KEY.format(r=r)};\n"
+            f"    DELETE FROM session_registry WHERE {_KEY.format(r=r)} AND n <= 0;")
+
+
+def _v9() -> str:
+    held = f"(SELECT n FROM session_registry WHERE {_KEY.format(r='new')})"
+    own = "NOT (mind = new.mind AND session = new.session)"
+    return f"""
+CREATE TABLE session_registry(
+    mind TEXT NOT NULL,
+    session TEXT NOT NULL,
+    agent INTEGER NOT NULL,
+    first_seen TEXT NOT NULL,
+    last_seen TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (mind, session)
+) WITHOUT ROWID;
+CREATE INDEX session_registry_last ON session_registry(mind, agent, last_seen);
+CREATE INDEX session_registry_agents ON session_registry(last_seen) WHERE agent = 1;
+INSERT INTO session_registry(mind, session, agent, first_seen, last_seen, n)
+    SELECT mind, session, {_AGENT.format(s='session')}, min(seen_at), max(seen_at), count(*) FROM session_seen
+     GROUP BY mind, session;
+CREATE TRIGGER session_seen_agent_rows BEFORE INSERT ON session_seen
+    WHEN {_AGENT.format(s='new.session')} AND {held} >= {AGENT_SESSION_ROWS}
+     AND NOT EXISTS (SELECT 1 FROM session_seen WHERE {_KEY.format(r='new')} AND rid = new.rid) BEGIN
+    SELECT RAISE(IGNORE);
+END;
+CREATE TRIGGER session_seen_reg_ai AFTER INSERT ON session_seen BEGIN
+    {_count("new", "+")}
+END;
+CREATE TRIGGER session_seen_reg_ad AFTER DELETE ON session_seen BEGIN
+    {_count("old", "-")}
+END;
+CREATE TRIGGER session_seen_reg_au AFTER UPDATE ON session_seen
+    WHEN new.mind = old.mind AND new.session = old.session BEGIN
+    UPDATE session_registry SET last_seen = max(last_seen, new.seen_at) WHERE {_KEY.format(r='new')};
+END;
+CREATE TRIGGER session_seen_reg_moved AFTER UPDATE ON session_seen
+    WHEN new.mind <> old.mind OR new.session <> old.session BEGIN
+    {_count("old", "-")}
+    {_count("new", "+")}
+END;
+CREATE TRIGGER session_registry_agent_ai AFTER INSERT ON session_registry WHEN new.agent BEGIN
+    DELETE FROM session_seen WHERE mind = new.mind AND session IN (
+        SELECT session FROM session_registry WHERE mind = new.mind AND agent = 1 AND session <> new.session
+         ORDER BY last_seen DESC, session DESC LIMIT -1 OFFSET {AGENT_SESSIONS_PER_MIND - 1});
+    DELETE FROM session_seen WHERE (mind, session) IN (
+        SELECT mind, session FROM session_registry WHERE agent = 1 AND {own}
+         ORDER BY last_seen DESC, mind DESC, session DESC LIMIT -1 OFFSET {AGENT_SESSIONS_PER_VAULT - 1});
+END;
+"""
+
+
+#: v9: ``session_registry``, its triggers on ``session_seen`` (counts, an agent session's row bound) and on itself
+#: (the agent sessions a mind and the vault hold), filled from the rows already stored.
+V9_SESSIONS = _v9()

@@ -1,0 +1,132 @@
+"""A team vault's registry of recall's delta sessions, and an agent's sessions bounded by the server (review 28,
+migration 19: sql/session_registry.sql), as the SQLite vault's (tests/test_session_registry.py)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+
+from synapse_nb._util import fmt_ts
+from synapse_nb.store.sql.queries import AGENT_SESSION_ROWS, AGENT_SESSIONS_PER_MIND, AGENT_SESSIONS_PER_VAULT
+
+ROWS = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) "
+        "SELECT %s, %s, 'mem_' || lpad(i::text, 12, '0'), 'd', %s FROM generate_series(%s::int, %s::int) i")
+
+
+def registry(c: psycopg.Connection[Any]) -> dict[tuple[str, str], tuple[bool, str, str, int]]:
+    return {(r[0], r[1]): (r[2], r[3], r[4], int(r[5])) for r in c.execute(
+        "SELECT mind, session, agent, first_seen, last_seen, n FROM session_registry").fetchall()}
+
+
+def recount(c: psycopg.Connection[Any]) -> dict[tuple[str, str], tuple[bool, str, int]]:
+    return {(r[0], r[1]): (r[2], r[3], int(r[4])) for r in c.execute(
+        "SELECT mind, session, starts_with(session, 'agent:'), max(seen_at), count(*) FROM session_seen "
+        "GROUP BY mind, session").fetchall()}
+
+
+def counts(c: psycopg.Connection[Any]) -> dict[tuple[str, str], tuple[bool, str, int]]:
+    return {k: (a, last, n) for k, (a, _, last, n) in registry(c).items()}
+
+
+def test_an_agent_logins_session_holds_a_bounded_number_of_rows(human: Any, machine: Any, logins: dict[str, str],
+                                                                project: str, pg_admin_url: str,
+                                                                agent_sql: psycopg.Connection[Any]) -> None:
+    """Its own SQL too: one statement past the bound keeps the first rows that fit, a later one none; a row it holds
+    is still updated; the package's recall in that session is given its records in full, again."""
+    mine = f"agent:{project}_agent_login:conv-1"
+    now = human._ctx.now_ts()
+    agent_sql.execute(ROWS, ("default", mine, now, 1, AGENT_SESSION_ROWS + 5))
+    agent_sql.execute(ROWS, ("default", mine, now, 5000, 5002))
+    agent_sql.execute("UPDATE session_seen SET digest = 'e' WHERE session = %s AND rid = 'mem_000000000001'", (mine,))
+    n = agent_sql.execute("SELECT count(*), max(rid), min(digest) FROM session_seen WHERE session = %s",
+                          (mine,)).fetchone()
+    assert n == (AGENT_SESSION_ROWS, f"mem_{AGENT_SESSION_ROWS:012d}", "d")
+    human.remember("procedure", "deploy", "deploys go through the blue green script, never by hand")
+    agent = machine("bot", logins["agent"], actor="agent")
+    first = agent.recall("how do deploys go", session="conv-1").items
+    assert first and agent.recall("how do deploys go", session="conv-1").items == first  # not marked: in full
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        c.execute(f"SET search_path = {project}")
+        assert registry(c)[("default", mine)][3] == AGENT_SESSION_ROWS and counts(c) == recount(c)
+
+
+def test_a_mind_and_the_project_keep_a_bounded_number_of_agent_sessions(human: Any, machine: Any, project: str,
+                                                                        logins: dict[str, str],
+                                                                        pg_admin_url: str) -> None:
+    """A new agent session admitted past a mind's bound (or the project's): the least recently given gives way
+    whole. A person's session never does. A person's recall with a new session reads the registry: recorded."""
+    old = human._ctx.now() - timedelta(days=2)
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        c.execute(f"SET search_path = {project}")
+        for s in range(AGENT_SESSIONS_PER_MIND):
+            c.execute(ROWS, ("default", f"agent:x:old{s:03d}", fmt_ts(old + timedelta(minutes=s)), 1, 2))
+        c.execute(ROWS, ("default", "nb-person", fmt_ts(old - timedelta(days=1)), 1, 2))
+    human.remember("procedure", "deploy", "deploys go through the blue green script, never by hand")
+    agent = machine("bot", logins["agent"], actor="agent")
+    assert agent.recall("how do deploys go", session="conv-1").items
+    assert human.recall("how do deploys go", session="nb-new").items
+    assert human.recall("how do deploys go", session="nb-new").nothing_new
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        c.execute(f"SET search_path = {project}")
+        reg = registry(c)
+        agents = {k[1] for k, v in reg.items() if v[0]}
+        assert len(agents) == AGENT_SESSIONS_PER_MIND and f"agent:{project}_agent_login:conv-1" in agents
+        assert "agent:x:old000" not in agents and ("default", "nb-person") in reg and counts(c) == recount(c)
+        for s in range(AGENT_SESSIONS_PER_VAULT - AGENT_SESSIONS_PER_MIND):
+            c.execute(ROWS, ("other", f"agent:x:m{s:03d}", fmt_ts(old + timedelta(hours=1, minutes=s)), 1, 1))
+        c.execute(ROWS, ("third", "agent:x:new", human._ctx.now_ts(), 1, 1))
+        reg = registry(c)
+        assert sum(v[0] for v in reg.values()) == AGENT_SESSIONS_PER_VAULT and ("third", "agent:x:new") in reg
+        assert ("default", "agent:x:old001") not in reg and counts(c) == recount(c)
+
+
+def test_prune_drops_an_agent_session_by_its_first_day(human: Any, project: str, pg_admin_url: str) -> None:
+    now = human._ctx.now()
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        c.execute(f"SET search_path = {project}")
+        for session in ("agent:x:long", "nb-long"):
+            c.execute(ROWS, ("default", session, fmt_ts(now - timedelta(days=40)), 1, 5))
+            c.execute("UPDATE session_seen SET seen_at = %s WHERE session = %s",
+                      (fmt_ts(now - timedelta(minutes=5)), session))  # given again: every row new
+        c.execute(ROWS, ("default", "agent:x:fresh", fmt_ts(now - timedelta(days=3)), 1, 5))
+    assert human.prune().sessions_cleared == 5
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        c.execute(f"SET search_path = {project}")
+        assert set(registry(c)) == {("default", "nb-long"), ("default", "agent:x:fresh")} and counts(c) == recount(c)
+
+
+def test_no_login_writes_the_registry(human: Any, agent_sql: psycopg.Connection[Any], logins: dict[str, str],
+                                      project: str) -> None:
+    agent_sql.execute(ROWS, ("default", f"agent:{project}_agent_login:c", human._ctx.now_ts(), 1, 2))
+    for url in (logins["agent"], logins["human"]):
+        with psycopg.connect(url.split("?")[0], autocommit=True) as c:
+            c.execute(f"SET search_path = {project}")
+            assert len(registry(c)) == 1
+            try:
+                c.execute("UPDATE session_registry SET n = 0")
+            except psycopg.errors.InsufficientPrivilege:
+                pass
+            else:
+                raise AssertionError("a login wrote the registry")
+
+
+def test_a_project_at_18_with_marks_fills_its_registry_at_19(pg_admin_url: str) -> None:
+    from synapse_nb.store.postgres.migrate import MIGRATIONS, migrate
+
+    project = f"ses{uuid.uuid4().hex[:8]}"
+    ts = "2026-01-01T00:00:00.000000Z"
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        assert migrate(c, project, MIGRATIONS[:18]) == (0, 18)
+        c.execute(f"SET search_path = {project}")
+        c.execute(ROWS, ("default", "agent:x:a", ts, 1, 3))
+        c.execute(ROWS, ("other", "nb-1", "2026-01-02T00:00:00.000000Z", 1, 2))
+        c.execute("UPDATE session_seen SET seen_at = '2026-01-03T00:00:00.000000Z' WHERE rid = 'mem_000000000001' "
+                  "AND session = 'nb-1'")
+        assert migrate(c, project, MIGRATIONS[:19]) == (18, 19)
+        c.execute(f"SET search_path = {project}")
+        assert registry(c) == {("default", "agent:x:a"): (True, ts, ts, 3),
+                               ("other", "nb-1"): (False, "2026-01-02T00:00:00.000000Z",
+                                                   "2026-01-03T00:00:00.000000Z", 2)}
