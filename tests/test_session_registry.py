@@ -96,14 +96,14 @@ def test_an_agent_session_holds_a_bounded_number_of_rows(pair: tuple[syn.Vault, 
     """Past AGENT_SESSION_ROWS a new record given is not marked (given again later: a lost mark, never a lost
     record); a record the session holds is still updated; a person's session has no such bound."""
     user, agent = pair
-    _marks(agent, "agent:s1", AGENT_SESSION_ROWS, NOW)
-    assert _registry(agent)[("default", "agent:s1")][3] == AGENT_SESSION_ROWS
+    _marks(agent, "agent:api:s1", AGENT_SESSION_ROWS, NOW)
+    assert _registry(agent)[("default", "agent:api:s1")][3] == AGENT_SESSION_ROWS
     q = "how long are logs kept in the retention bucket?"
     first = agent.recall(q, session="s1")
     assert first.items and agent.recall(q, session="s1").items == first.items  # not marked: in full again
-    _marks(agent, "agent:s1", 3, NOW + timedelta(minutes=1))  # held rows: updated
-    assert agent._ctx.store.sessions.seen("default", "agent:s1", ["mem_000000000002"]) == {"mem_000000000002": "d"}
-    assert _registry(agent)[("default", "agent:s1")] == (1, fmt_ts(NOW), fmt_ts(NOW + timedelta(minutes=1)),
+    _marks(agent, "agent:api:s1", 3, NOW + timedelta(minutes=1))  # held rows: updated
+    assert agent._ctx.store.sessions.seen("default", "agent:api:s1", ["mem_000000000002"]) == {"mem_000000000002": "d"}
+    assert _registry(agent)[("default", "agent:api:s1")] == (1, fmt_ts(NOW), fmt_ts(NOW + timedelta(minutes=1)),
                                                          AGENT_SESSION_ROWS)
     _marks(user, "p1", AGENT_SESSION_ROWS, NOW)
     given = {x.id for x in user.recall(q, session="p1").items}
@@ -121,7 +121,7 @@ def test_a_mind_and_the_vault_keep_a_bounded_number_of_agent_sessions(pair: tupl
     assert agent.recall("how long are logs kept in the retention bucket?", session="new").items
     reg = _registry(agent)
     agents = {k[1] for k, v in reg.items() if v[0]}
-    assert len(agents) == AGENT_SESSIONS_PER_MIND and "agent:new" in agents and "agent:old000" not in agents
+    assert len(agents) == AGENT_SESSIONS_PER_MIND and "agent:api:new" in agents and "agent:old000" not in agents
     assert ("default", "nb-person") in reg and _counts(agent) == _recount(agent)
     for s in range(AGENT_SESSIONS_PER_VAULT - AGENT_SESSIONS_PER_MIND):  # another mind fills the vault's bound
         _marks(agent, f"agent:m{s:03d}", 1, NOW - timedelta(days=1, minutes=1000 - s), mind="other")

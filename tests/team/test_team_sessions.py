@@ -36,7 +36,7 @@ def test_an_agent_logins_session_holds_a_bounded_number_of_rows(human: Any, mach
                                                                 agent_sql: psycopg.Connection[Any]) -> None:
     """Its own SQL too: one statement past the bound keeps the first rows that fit, a later one none; a row it holds
     is still updated; the package's recall in that session is given its records in full, again."""
-    mine = f"agent:{project}_agent_login:conv-1"
+    mine = f"agent:{project}_agent_login:api:conv-1"
     now = human._ctx.now_ts()
     agent_sql.execute(ROWS, ("default", mine, now, 1, AGENT_SESSION_ROWS + 5))
     agent_sql.execute(ROWS, ("default", mine, now, 5000, 5002))
@@ -73,7 +73,7 @@ def test_a_mind_and_the_project_keep_a_bounded_number_of_agent_sessions(human: A
         c.execute(f"SET search_path = {project}")
         reg = registry(c)
         agents = {k[1] for k, v in reg.items() if v[0]}
-        assert len(agents) == AGENT_SESSIONS_PER_MIND and f"agent:{project}_agent_login:conv-1" in agents
+        assert len(agents) == AGENT_SESSIONS_PER_MIND and f"agent:{project}_agent_login:api:conv-1" in agents
         assert "agent:x:old000" not in agents and ("default", "nb-person") in reg and counts(c) == recount(c)
         for s in range(AGENT_SESSIONS_PER_VAULT - AGENT_SESSIONS_PER_MIND):
             c.execute(ROWS, ("other", f"agent:x:m{s:03d}", fmt_ts(old + timedelta(hours=1, minutes=s)), 1, 1))
