@@ -71,6 +71,11 @@ MIGRATIONS: tuple[Migration, ...] = (
               "label)", "agent_branches.sql"),
     Migration(18, "the word statistics of agents' unverified records beside everyone's: the duplicate check weighs a "
               "pair of two people's records by people's records alone", "agent_vocab.sql"),
+    # PLACEHOLDER so that 1..n stays contiguous on this branch: migration 19 (the session registry) comes from another
+    # branch; at merge, keep that branch's Migration(19, ...) and drop this line
+    Migration(19, "(placeholder for the session registry's migration)", "SELECT 1"),
+    Migration(20, "an agent login's lesson scan place is its own (scan_tips:agent:<login>:<mind>) and a list of "
+              "commit ids; the places agents shared are removed", "agent_scan_places.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version
