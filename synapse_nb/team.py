@@ -397,13 +397,13 @@ def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str
         url = checked_team_url(project_dir / LOCAL_DIRNAME, actor="user")
     if url is not None:
         folder = _cache(url, project_dir)[2]
-    else:  # no URL known: the one team vault this machine keeps a copy of
+    else:  # no URL known: the one copy this machine keeps (one per team vault and login)
         copies = sorted(p for p in (project_dir / LOCAL_DIRNAME / TEAM_DIRNAME).glob("*") if has_copy(p))
         if len(copies) != 1:
+            kept = "no copy" if not copies else f"{len(copies)} copies (of team vaults, logins)"
             raise ValidationError(
-                f"this machine keeps {'no copy' if not copies else f'copies of {len(copies)} team vaults'} under "
-                f"{project_dir / LOCAL_DIRNAME / TEAM_DIRNAME}; name the team vault (--vault URL or SYNAPSE_HOME), or "
-                "run `synapse-nb team join URL` so this folder records it")
+                f"this machine keeps {kept} under {project_dir / LOCAL_DIRNAME / TEAM_DIRNAME}; name the team vault "
+                "(--vault URL or SYNAPSE_HOME), or run `synapse-nb team join URL` so this folder records it")
         folder = copies[0]
     copy = OfflineVault(folder, location="(not contacted)", mind=mind, actor="user", reason="not contacted")
     return copy.search(query, k=k).text

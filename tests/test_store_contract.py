@@ -620,8 +620,14 @@ def test_settings_scan_tips_and_agent_counts(store: Any) -> None:
     assert store.meta.settings(["depth", "nothing"]) == {"depth": 5}
     store.meta.set_settings({"depth": 6})
     assert store.meta.settings(["depth"]) == {"depth": 6}
-    store.meta.set_scan_tips("default", ["tip2", "tip1"])
-    assert store.meta.scan_tips("default") == ("tip1", "tip2") and store.meta.scan_tips("other") == ()
+    tip1, tip2 = "1" * 40, "2" * 64  # git's SHA-1 and SHA-256 commit ids
+    store.meta.set_scan_tips("default", [tip2, tip1])
+    assert store.meta.scan_tips("default") == (tip1, tip2) and store.meta.scan_tips("other") == ()
+    store.meta.set_scan_tips("agent:default", [tip1])  # an agent's place (a team vault's: its login's), apart
+    assert store.meta.scan_tips("agent:default") == (tip1,) and store.meta.scan_tips("default") == (tip1, tip2)
+    for bad in ("7", '["HEAD"]', f'["{tip1}", 7]', "not json"):  # no place: the scan starts afresh (review 30)
+        store.write("UPDATE meta SET value = ? WHERE key = 'scan_tips:default'", (bad,))
+        assert store.meta.scan_tips("default") == ()
     store.memories.insert(_mem(1, source="agent", ts=T0))
     store.memories.insert(_mem(2, source="agent", ts=T1))
     store.memories.insert(_mem(3, ts=T1))

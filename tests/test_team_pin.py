@@ -353,7 +353,8 @@ def test_two_servers_never_share_a_cache_folder() -> None:
                   "postgresql://a@db.example.com:5432/team?service=evil",
                   "postgresql://a@db.example.com:5432/team?port=6543"):
         assert team_cache_dir(base, other, "acme") != plain, other
-    assert team_cache_dir(base, "postgresql://b@DB.example.com/team?sslmode=require", "acme") == plain
+    assert team_cache_dir(base, "postgresql://a@DB.example.com/team?sslmode=require", "acme") == plain
+    assert team_cache_dir(base, "postgresql://b@db.example.com:5432/team", "acme") != plain  # a login's own (review 30)
 
 
 def test_a_url_libpq_cannot_read_is_not_echoed_as_written(folder: Path, contacted: list[str],

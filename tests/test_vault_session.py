@@ -216,8 +216,8 @@ URL = "postgresql://nobody@127.0.0.1:1/synapse?project=acme"  # port 1: refused 
 
 @pytest.fixture()
 def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """This machine's cache folder for the team vault (``.synapse/team/<server>-<project>/``), holding an index copy
-    (its contents are never read here)."""
+    """This machine's cache folder for the team vault (``.synapse/team/<login>@<server>-<project>/``), holding an
+    index copy (its contents are never read here)."""
     pytest.importorskip("psycopg", reason="team vaults need synapse_nb[team]")
     from synapse_nb.vault.locate import team_cache_dir
 

@@ -516,7 +516,8 @@ class Lessons(KindManager[Lesson]):
         if repo is None:
             raise GitError(f"{ctx.git.project_dir} is not inside a git repository; lesson scanning needs git")
         # where the last scan stopped, kept apart for agents: positions an agent wrote (past a revert it did not scan,
-        # say) never make a human's scan skip a revert; each scan is idempotent (one lesson per revert)
+        # say) never make a human's scan skip a revert, and on a team vault an agent login's never move another's
+        # (the store keys them by login: migration 20); each scan is idempotent (one lesson per revert)
         scope = f"agent:{ctx.mind}" if ctx.actor == "agent" else ctx.mind
         since = ctx.store.meta.scan_tips(scope)
         window = int(Settings(ctx).get("scan_window")) if max_commits is None else int(max_commits)

@@ -286,8 +286,8 @@ class MetaTable(Protocol):
         """What agents hold: (records in ``mind``, their text's bytes, records in every mind, bytes), kept counts."""
 
     def scan_tips(self, scope: str) -> tuple[str, ...]:
-        """Branch tips the last lesson scan reached (empty before the first): ``scope`` a mind, or ``agent:<mind>``."""
-        ...
+        """Branch tips the last lesson scan reached (none before the first, or if malformed): ``scope`` a mind, or
+        ``agent:<mind>`` (a team vault's is the agent login's)."""
 
     def set_scan_tips(self, scope: str, tips: Sequence[str]) -> None: ...
 

@@ -5,10 +5,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
+import shutil
 import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,13 +23,14 @@ from synapse_nb.errors import (
 from synapse_nb.gitscope.repo import find_repo
 
 __all__ = ["DB_NAME", "TEAM_DIRNAME", "TEAM_FILE", "VAULT_DIRNAME", "find_vault_dir", "locate", "record_team_url",
-           "set_local_aside", "team_agent_url_of", "team_cache_dir", "team_url_of"]
+           "retire_shared_cache", "set_local_aside", "team_agent_url_of", "team_cache_dir", "team_url_of"]
 
 VAULT_DIRNAME = ".synapse"
 DB_NAME = "synapse.db"
 #: ``.synapse/team.toml``: this folder's vault is a team vault (written by ``synapse-nb team join``).
 TEAM_FILE = "team.toml"
-#: ``.synapse/team/<server>-<project>/``: this machine's caches of one team vault (its offline copy and feed position).
+#: ``.synapse/team/<login>@<server>-<project>/``: this machine's caches of one team vault for one login (its offline
+#: copy and feed positions).
 TEAM_DIRNAME = "team"
 
 
@@ -140,22 +143,24 @@ def _libpq_params(conninfo: str) -> dict[str, str]:
         return {k: v for k, v in out.items() if v} | dict(parse_qsl(parts.query))
 
 
-def team_cache_dir(vault_dir: Path, conninfo: str, project: str) -> Path:
-    """This machine's cache folder of one team vault: ``.synapse/team/<host>-<port>-<database>-<project>``, apart
-    from a local vault's index, so no rebuild can mix a local vault's records into a team vault's copy.
+def _login(params: dict[str, str]) -> str:
+    """The database login libpq connects as: the URL's ``user``, else ``PGUSER``, else the operating system user."""
+    if params.get("user"):
+        return params["user"]
+    if os.environ.get("PGUSER"):
+        return os.environ["PGUSER"]
+    try:
+        import pwd
 
-    The host, port and database are the ones libpq connects to (a ``host`` in the query overrides the one before
-    it), and a URL that routes further (``hostaddr``, ``service``) gets a digest of them appended, so two servers
-    never share one offline copy or feed position.
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except (ImportError, KeyError, AttributeError):
+        import getpass
 
-    >>> team_cache_dir(Path(".synapse"), "postgresql://bob@db.example.com:5433/team?sslmode=require", "acme")
-    PosixPath('.synapse/team/db.example.com-5433-team-acme')
-    >>> team_cache_dir(Path(".synapse"), "postgresql://bob@db.example.com:5433/team?host=other", "acme")
-    PosixPath('.synapse/team/other-5433-team-acme')
-    >>> team_cache_dir(Path(".s"), "postgresql://bob@db:5433/team?hostaddr=10.0.0.9", "acme")  # doctest: +ELLIPSIS
-    PosixPath('.s/team/db-5433-team-acme-...')
-    """
-    params = _libpq_params(conninfo)
+        return getpass.getuser()
+
+
+def _server_key(params: dict[str, str], project: str) -> str:
+    """``<host>-<port>-<database>-<project>`` (+ a digest of ``hostaddr``/``service``): the server and project."""
     host = ",".join(h if h.startswith("/") else h.lower() for h in params.get("host", "").split(",")) or "local"
     port = params.get("port") or "5432"
     db = params.get("dbname") or "postgres"
@@ -163,7 +168,54 @@ def team_cache_dir(vault_dir: Path, conninfo: str, project: str) -> Path:
     routes = {k: params[k] for k in ("hostaddr", "service") if params.get(k)}
     if routes:
         key += "-" + hashlib.sha256(json.dumps(routes, sort_keys=True).encode()).hexdigest()[:12]
-    return vault_dir / TEAM_DIRNAME / key
+    return key
+
+
+def team_cache_dir(vault_dir: Path, conninfo: str, project: str) -> Path:
+    """This machine's cache folder of one team vault for one login:
+    ``.synapse/team/<login>@<host>-<port>-<database>-<project>``, apart from a local vault's index, so no rebuild can
+    mix a local vault's records into a team vault's copy.
+
+    The host, port and database are the ones libpq connects to (a ``host`` in the query overrides the one before
+    it), and a URL that routes further (``hostaddr``, ``service``) gets a digest of them appended, so two servers
+    never share one offline copy or feed position. The login (the URL's user, else ``PGUSER``, else the system
+    user) is part of it: what a login reads is its own (row-level security: its minds), so two logins sharing one
+    copy made each sync restart the other's from nothing, and a login granted fewer minds stamp the copy fresh
+    while it missed the other minds' changes (review 30). A login that is not a plain name gets a digest of it.
+
+    >>> team_cache_dir(Path(".synapse"), "postgresql://bob@db.example.com:5433/team?sslmode=require", "acme")
+    PosixPath('.synapse/team/bob@db.example.com-5433-team-acme')
+    >>> team_cache_dir(Path(".synapse"), "postgresql://bob@db.example.com:5433/team?host=other", "acme")
+    PosixPath('.synapse/team/bob@other-5433-team-acme')
+    >>> team_cache_dir(Path(".s"), "postgresql://bob@db:5433/team?hostaddr=10.0.0.9", "acme")  # doctest: +ELLIPSIS
+    PosixPath('.s/team/bob@db-5433-team-acme-...')
+    >>> team_cache_dir(Path(".s"), "postgresql://a%20b@db/team", "acme")  # doctest: +ELLIPSIS
+    PosixPath('.s/team/a_b-...@db-5432-team-acme')
+    """
+    params = _libpq_params(conninfo)
+    login = _login(params)
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", login)[:40]
+    if name != login:  # "a b" and "a_b" are two logins: two folders
+        name += "-" + hashlib.sha256(login.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return vault_dir / TEAM_DIRNAME / f"{name}@{_server_key(params, project)}"
+
+
+def retire_shared_cache(vault_dir: Path, conninfo: str, project: str) -> bool:
+    """Remove the cache folder an older version kept for every login of a server (``.synapse/team/<host>-<port>-
+    <database>-<project>``, no login in its name): its copy may hold another login's view, records purged since
+    (a sync from nothing never deleted) and another login's sync time. It is a cache: this login's own folder is
+    rebuilt from the server. An attempt left in doubt there (``in-doubt.json``) moves to this login's folder when
+    that has none. True when there was one."""
+    old = vault_dir / TEAM_DIRNAME / _server_key(_libpq_params(conninfo), project)
+    if old.is_symlink() or not old.is_dir():
+        return False
+    doubt = old / "in-doubt.json"
+    new = team_cache_dir(vault_dir, conninfo, project)
+    if doubt.is_file() and new.is_dir() and not (new / "in-doubt.json").exists():
+        with contextlib.suppress(OSError):
+            doubt.replace(new / "in-doubt.json")
+    shutil.rmtree(old, ignore_errors=True)
+    return True
 
 
 def find_vault_dir(path: str | Path | None = None) -> tuple[Path, Path]:

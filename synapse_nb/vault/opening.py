@@ -26,7 +26,15 @@ from synapse_nb.gitscope.vaultdir import (
 )
 from synapse_nb.store.sqlite import SqliteStore
 from synapse_nb.vault.facade import Vault
-from synapse_nb.vault.locate import DB_NAME, VAULT_DIRNAME, locate, set_local_aside, team_cache_dir, team_url_of
+from synapse_nb.vault.locate import (
+    DB_NAME,
+    VAULT_DIRNAME,
+    locate,
+    retire_shared_cache,
+    set_local_aside,
+    team_cache_dir,
+    team_url_of,
+)
 
 if TYPE_CHECKING:
     from synapse_nb.offline import OfflineVault
@@ -216,6 +224,8 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
         location = f"{conninfo.split('?')[0].rsplit('@', 1)[-1]}?project={project}"
         return OfflineVault(folder, location=location, mind=mind, actor=acting,
                             reason=str(exc).split(": this machine")[0])
+    # the folder an older version shared between logins goes once the server answered (this login's copy is rebuilt)
+    retire_shared_cache(vault_dir, conninfo, project)
     try:
         return Vault(folder, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
                      _store=store, _git=GitView(project_dir, vault_dir), surface=surface)

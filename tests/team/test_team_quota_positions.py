@@ -115,12 +115,13 @@ def test_rewriting_an_agents_scan_positions_counts(human: Any, project: str, tea
     """Migration 12 counted the scan position keys an agent added, not its rewrites: the agent login rewrote its key
     (up to 1 MB) any number of times an hour. Every insert and update of its keys counts now."""
     human.settings.set("agent_writes_per_hour", 3)
-    agent_sql.execute("INSERT INTO meta(key, value) VALUES ('scan_tips:agent:default', '[]')")
-    agent_sql.execute("UPDATE meta SET value = %s WHERE key = 'scan_tips:agent:default'", ('["' + "a" * 40 + '"]',))
-    agent_sql.execute("INSERT INTO meta(key, value) VALUES ('scan_tips:agent:default', '[]') "
+    key = f"'scan_tips:agent:{project}_agent_login:default'"  # its own (migration 20)
+    agent_sql.execute(f"INSERT INTO meta(key, value) VALUES ({key}, '[]')")
+    agent_sql.execute(f"UPDATE meta SET value = %s WHERE key = {key}", ('["' + "a" * 40 + '"]',))
+    agent_sql.execute(f"INSERT INTO meta(key, value) VALUES ({key}, '[]') "
                       "ON CONFLICT (key) DO UPDATE SET value = excluded.value")
-    for sql in ("UPDATE meta SET value = '[]' WHERE key = 'scan_tips:agent:default'",
-                ("INSERT INTO meta(key, value) VALUES ('scan_tips:agent:default', '[]') "
+    for sql in (f"UPDATE meta SET value = '[]' WHERE key = {key}",
+                (f"INSERT INTO meta(key, value) VALUES ({key}, '[]') "
                  "ON CONFLICT (key) DO UPDATE SET value = excluded.value")):
         with pytest.raises(TOO_MANY, match="scan positions"):
             agent_sql.execute(sql)
@@ -182,7 +183,8 @@ def test_the_packages_position_writes_count_as_the_server_counts_them(
     assert counted.get("sessions", 0) == len(reports) + seen and counted["meta"] == len(tips), (counted, reports)
     rows = admin_rows(team_url, f"SELECT name, login FROM {project}.followers ORDER BY login, name")
     mine, persons = {n for n, who in rows if who == login}, {n for n, who in rows if who != login}
-    assert any(not n.endswith("#copy") for n in mine & persons), rows  # one folder's index: a row per login
+    # one checkout, two logins: a cache folder (and so a machine name) each since review 30, each row its login's
+    assert any(not n.endswith("#copy") for n in mine) and persons and not mine & persons, rows
 
 
 def test_a_sync_whose_position_report_is_refused_still_answers(human: Any, machine: Any, logins: dict[str, str],
@@ -228,7 +230,8 @@ def test_a_vault_at_migration_12_with_data_upgrades_to_13(pg_admin_url: str, mac
                          ).fetchall() == old
         assert c.execute("SELECT DISTINCT login FROM followers").fetchall() == [("",)]
         assert c.execute("SELECT count(*) FROM session_seen").fetchone() == (1,)
-        assert c.execute("SELECT value FROM meta WHERE key = 'scan_tips:agent:default'").fetchone() == ("[]",)
+        # the scan place agents shared is gone (migration 20: any agent could write it; each keeps its own now)
+        assert c.execute("SELECT value FROM meta WHERE key = 'scan_tips:agent:default'").fetchone() is None
         c.execute(f"CREATE ROLE {project}_bot LOGIN IN ROLE {project}_agent")
         c.execute(f"INSERT INTO {project}.mind_grants(grantee, mind) VALUES (%s, '*')", (f"{project}_bot",))
     human = machine("h", url)
@@ -238,7 +241,7 @@ def test_a_vault_at_migration_12_with_data_upgrades_to_13(pg_admin_url: str, mac
         bot.execute(f"SET search_path = {project}")
         with pytest.raises(DENIED, match="feed position"):
             bot.execute("UPDATE followers SET synced_at = now() WHERE name = 'laptop:/srv/a'")
-        bot.execute("UPDATE meta SET value = '[\"x\"]' WHERE key = 'scan_tips:agent:default'")  # its own: counted
+        bot.execute(f"INSERT INTO meta(key, value) VALUES ('scan_tips:agent:{project}_bot:default', '[]')")  # counted
     assert buckets(url, project, f"{project}_bot") == {"meta": 1}
     agent = machine("bot", f"{bot_url}?project={project}", actor="agent")
     assert agent.index.search("deploys") and agent.checkpoint("after the upgrade").source == "agent"

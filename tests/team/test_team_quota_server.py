@@ -233,7 +233,7 @@ def test_an_agent_cannot_move_a_humans_lesson_scan_past_a_revert(team_url: str, 
                                                                   project: str, tmp_path: Any) -> None:
     """A scan walks git history from where the last one stopped (meta `scan_tips:<mind>`), which the agent role could
     write: set to HEAD, the next scan skipped the revert before it, and no lesson was ever proposed. An agent's
-    positions are its own key now (`scan_tips:agent:<mind>`); the human's scan never starts from them."""
+    positions are its own key now (`scan_tips:agent:<login>:<mind>`); the human's scan never starts from them."""
     from synapse_nb.gitscope.testing import ScratchRepo
     from synapse_nb.team import open_team_vault
 
@@ -246,7 +246,8 @@ def test_an_agent_cannot_move_a_humans_lesson_scan_past_a_revert(team_url: str, 
         mark = "INSERT INTO meta(key, value) VALUES (%s, %s)"
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="scan_tips:default"):
             c.execute(mark, ("scan_tips:default", f'["{head}"]'))
-        c.execute(mark, ("scan_tips:agent:default", f'["{head}"]'))  # its own: skips the revert for its scans
+        c.execute(mark, (f"scan_tips:agent:{project}_agent_login:default", f'["{head}"]'))  # its own: skips the
+        # revert for its own scans (migration 20: a key of its login's)
     agent = open_team_vault(logins["agent"], local=repo.root, actor="agent")
     human = open_team_vault(team_url, local=repo.root)
     try:
@@ -372,9 +373,9 @@ def test_an_agents_session_rows_and_scan_positions_are_bounded(human: Any, machi
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="meta key"):
             agent_sql.execute(key, bad)
     for i in range(4):
-        agent_sql.execute(key, (f"scan_tips:agent:m{i}", "[]"))
+        agent_sql.execute(key, (f"scan_tips:agent:{project}_agent_login:m{i}", "[]"))
     with pytest.raises(TOO_MANY, match="lesson scan positions"):
-        agent_sql.execute(key, ("scan_tips:agent:m9", "[]"))
+        agent_sql.execute(key, (f"scan_tips:agent:{project}_agent_login:m9", "[]"))
     human.remember("procedure", "deploy", "deploys go through the blue green script, never by hand")
     agent = machine("bot", logins["agent"], actor="agent")
     assert agent.recall("how do deploys go", session="conv-1").items  # its marks refused: it answers all the same

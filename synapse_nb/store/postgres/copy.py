@@ -1,7 +1,9 @@
 """This machine's offline copy of a team vault, kept current in normal use (issue 29, D6).
 
-The copy is ``copy.db`` in the machine's cache folder (``.synapse/team/<server>-<project>/``): every candidate's
-kind, id, mind, text and expiry in a SQLite table with an FTS5 index, and its feed position (``copy-feed.json``).
+The copy is ``copy.db`` in the machine's cache folder of the login (``.synapse/team/<login>@<server>-<project>/``):
+every candidate the login sees (its kind, id, mind, text and expiry) in a SQLite table with an FTS5 index, and its
+feed position (``copy-feed.json``). One copy per login: what a login reads is its own (its minds), so a copy two
+logins synced restarted from nothing at each switch and was stamped fresh by a login that missed other minds.
 ``open_vault(url, offline=True)``, ``synapse-nb recall`` and ``team search-local`` read it when the server is away
 (:func:`search_copy`; the LanceDB index in ``index/``, which ``index rebuild`` and index searches keep, is read when
 there is no ``copy.db``). Before, only an index search, ``index rebuild`` or a follower advanced a copy, so a
@@ -15,7 +17,8 @@ the operations pause (:data:`QUIET_SECONDS`, at most :data:`MAX_LAG_SECONDS` aft
 - does nothing when the data version the operation read (a recall's snapshot reads it anyway) is the one the copy
   was synced at and nothing was written since: the common case of repeated reads costs no round trip;
 - else reads the data version (one statement) and, when it moved, applies the change feed since the copy's
-  position (only what changed; the first time, every candidate) to ``copy.db``.
+  position (only what changed) to ``copy.db``; with no position (the first time, or a lost one) the copy is
+  replaced by every candidate there is, so a record deleted meanwhile (a purge) never stays in it.
 
 It works on a sibling handle of its own (same pool, its own round-trip count), so the answers and the round
 trips of the caller's operations are unchanged. At exit (and on ``close``) pending work is finished, up to
@@ -33,7 +36,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +53,7 @@ __all__ = ["COPY_DB", "COPY_FEED", "FLUSH_SECONDS", "MAX_LAG_SECONDS", "QUIET_SE
 #: The copy's files in the machine's cache folder: the candidates, and where they stand in the change feed.
 COPY_DB = "copy.db"
 COPY_FEED = "copy-feed.json"
+COPY_LOCK = "copy.lock"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs(id TEXT PRIMARY KEY, kind TEXT NOT NULL, mind TEXT NOT NULL, text TEXT NOT NULL,
                                 updated_at TEXT NOT NULL, expires_at TEXT);
@@ -166,12 +170,38 @@ class CopyKeeper:
         version = self._store.data_version()[0]
         if version == self.copy_version and (owner.folder / COPY_DB).is_file():
             return
-        while pending := self._index.pending(5000):
-            ids = [rid for rid, _ in pending]
-            apply(owner.folder, self._index.docs(ids), ids)
-            self._index.ack(pending)
+        with _locked(owner.folder):  # one sync of a folder at a time: a replace never lands after a newer sync
+            # no position (the first sync, or a lost one): the feed answers every candidate this login sees, and the
+            # copy becomes exactly that, so what was deleted meanwhile (a purge) leaves it too (review 30)
+            replace = not self._index.position.get("cursor")
+            while True:
+                pending = self._index.pending(5000)  # from no position: every id at once (FeedOutbox ignores limit)
+                if not pending and not replace:
+                    break
+                ids = [rid for rid, _ in pending]
+                apply(owner.folder, self._index.docs(ids) if ids else [], ids, replace=replace)
+                self._index.ack(pending)
+                if not pending:
+                    break
+                replace = False
         self.copy_version = version
         self.syncs += 1
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """An exclusive lock on the folder's copy while one process syncs it (POSIX ``flock``; none elsewhere)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(folder / COPY_LOCK, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def _connect(folder: Path) -> sqlite3.Connection:
@@ -181,12 +211,19 @@ def _connect(folder: Path) -> sqlite3.Connection:
     return con
 
 
-def apply(folder: Path, docs: Sequence[Candidate], ids: Sequence[str]) -> None:
-    """Write the current rows of ``ids`` into the copy (``docs``: those that still exist), in one transaction."""
+def apply(folder: Path, docs: Sequence[Candidate], ids: Sequence[str], *, replace: bool = False) -> None:
+    """Write the current rows of ``ids`` into the copy (``docs``: those that still exist), in one transaction;
+    ``replace``: ``ids`` are every candidate there is, and the copy's rows of any other id are deleted."""
     present = {d.id for d in docs}
     con = _connect(folder)
     try:
         con.execute("BEGIN IMMEDIATE")
+        if replace:
+            keep = set(ids)
+            for row in con.execute("SELECT rowid, text, id FROM docs").fetchall():
+                if row[2] not in keep:
+                    con.execute("INSERT INTO docs_fts(docs_fts, rowid, text) VALUES ('delete', ?, ?)", row[:2])
+                    con.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
         for rid in ids:
             row = con.execute("SELECT rowid, text FROM docs WHERE id = ?", (rid,)).fetchone()
             if row is not None:

@@ -73,6 +73,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "pair of two people's records by people's records alone", "agent_vocab.sql"),
     Migration(19, "a registry of the sessions recall's delta keeps: the room check of a new session reads it, and an "
               "agent's sessions hold bounded rows, a mind and the project bounded sessions", "session_registry.sql"),
+    Migration(20, "an agent login's lesson scan place is its own (scan_tips:agent:<login>:<mind>) and a list of "
+              "commit ids; the places agents shared are removed", "agent_scan_places.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

@@ -32,6 +32,7 @@ from synapse_nb.store.sql import CANDIDATES, CandidateDocs, candidate
 from synapse_nb.store.sql import MetaQueries as SharedMetaQueries
 from synapse_nb.store.sql import RecallQueries as SharedRecallQueries
 from synapse_nb.store.sql import SessionsQueries as SharedSessionsQueries
+from synapse_nb.store.sql.queries import scan_tips_of
 
 __all__ = ["FeedOutbox", "FeedPosition", "RecallQueries", "SessionsQueries"]
 
@@ -107,6 +108,10 @@ class SessionsQueries(SharedSessionsQueries[PgDatabase]):
                                             mind, new_since, new_limit))
 
 
+#: The meta key of an agent's lesson scan place in a mind (the parameter): its login's own (migration 20).
+AGENT_TIPS_KEY = "'scan_tips:agent:' || session_user || ':' || ?"
+
+
 class MetaQueries(SharedMetaQueries[PgDatabase]):
     """Settings and quotas as shared, but the agents' writes are counted by a function of the schema
     (``agent_writes_since``, migration 10): row-level security hides from the agent role the history of pending
@@ -121,6 +126,21 @@ class MetaQueries(SharedMetaQueries[PgDatabase]):
         """What agents hold, from the counts the server keeps (migration 15): the agent role reads no table of them."""
         row = self._db.query_one("SELECT * FROM agent_holdings(?)", (mind,))
         return (int(row[0] or 0), int(row[1] or 0), int(row[2] or 0), int(row[3] or 0)) if row else (0, 0, 0, 0)
+
+    # an agent's lesson scan place is its login's (migration 20): the key names the server's session_user, so one
+    # agent login's value (a bad one, or HEAD past a revert) never moves another's scan (review 30)
+    def scan_tips(self, scope: str) -> tuple[str, ...]:
+        if not scope.startswith("agent:"):
+            return super().scan_tips(scope)
+        row = self._db.query_one(f"SELECT value FROM meta WHERE key = {AGENT_TIPS_KEY}", (scope[len("agent:"):],))
+        return scan_tips_of(row["value"]) if row else ()
+
+    def set_scan_tips(self, scope: str, tips: Sequence[str]) -> None:
+        if not scope.startswith("agent:"):
+            super().set_scan_tips(scope, tips)
+            return
+        self._db.write(f"INSERT INTO meta(key, value) VALUES ({AGENT_TIPS_KEY}, ?) ON CONFLICT (key) DO UPDATE "
+                       "SET value = excluded.value", (scope[len("agent:"):], json.dumps(sorted(tips))))
 
 
 # -- the change feed ------------------------------------------------------------------------------------------

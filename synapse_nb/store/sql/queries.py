@@ -11,6 +11,7 @@ word statistics, ranking and change feed of each backend; PostgreSQL's one-state
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -45,6 +46,28 @@ AGENT_MEMORIES = "SELECT count(*) FROM memories WHERE mind = ? AND source = 'age
 AGENT_HELD = ("SELECT coalesce((SELECT records FROM agent_held WHERE mind = ?), 0),"
               " coalesce((SELECT bytes FROM agent_held WHERE mind = ?), 0), records, bytes"
               " FROM agent_held_all WHERE id = 1")
+
+
+_COMMIT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def scan_tips_of(value: object) -> tuple[str, ...]:
+    """A stored lesson scan place: a JSON array of commit ids. Anything else is no place (the scan starts afresh,
+    which finds no revert twice) rather than an error: one bad value (review 30: an agent login's own SQL wrote
+    ``7``) stopped every later scan that read it.
+
+    >>> scan_tips_of('["' + "a" * 40 + '"]') == ("a" * 40,)
+    True
+    >>> scan_tips_of("7"), scan_tips_of('["HEAD"]'), scan_tips_of("not json")
+    ((), (), ())
+    """
+    try:
+        tips = json.loads(value) if isinstance(value, str | bytes) else None
+    except ValueError:
+        return ()
+    if not isinstance(tips, list) or not all(isinstance(t, str) and _COMMIT_ID.fullmatch(t) for t in tips):
+        return ()
+    return tuple(tips)
 
 
 class MetaQueries(Repository[D]):
@@ -88,7 +111,7 @@ class MetaQueries(Repository[D]):
 
     def scan_tips(self, scope: str) -> tuple[str, ...]:
         row = self._db.query_one(GET_META, (f"scan_tips:{scope}",))
-        return tuple(json.loads(row["value"])) if row else ()
+        return scan_tips_of(row["value"]) if row else ()
 
     def set_scan_tips(self, scope: str, tips: Sequence[str]) -> None:
         self._db.write(UPSERT_META, (f"scan_tips:{scope}", json.dumps(sorted(tips))))
