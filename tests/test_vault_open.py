@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -92,10 +93,12 @@ def test_vault_folder_passed_directly(tmp_path: Path, git_repo: Path) -> None:
         assert [x.key for x in v4.memories.list()] == ["x"]
 
 
-def test_a_database_file_dropped_inside_a_work_tree_with_a_vault_is_not_a_vault(tmp_path: Path, git_repo: Path) -> None:
+def test_a_database_file_dropped_inside_a_work_tree_with_a_vault_is_not_a_vault(
+        tmp_path: Path, git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Review 27: an agent made a vault elsewhere and moved its synapse.db into services/api/; every session started
-    there (a hook's cwd) read it: no lesson of the project's, no word of its vault. Inside a work tree whose vault
-    exists, such a folder is a project folder; a vault folder named .synapse is still taken as named."""
+    there read it: no lesson of the project's, no word of its vault. The current folder holding such a file, inside a
+    work tree whose vault exists (a local one, or a team vault's team.toml: review 31), is a project folder; a folder
+    named explicitly is what the person named (review 31: a person's second vault in the tree was redirected)."""
     with syn.open_vault(git_repo) as v:
         v.decide("Payments keep their idempotency keys")
     (tmp_path / "made").mkdir()
@@ -105,15 +108,44 @@ def test_a_database_file_dropped_inside_a_work_tree_with_a_vault_is_not_a_vault(
     sub = git_repo / "services" / "api"
     sub.mkdir(parents=True)
     (elsewhere / "synapse.db").rename(sub / "synapse.db")
-    with syn.open_vault(sub) as v:
+    monkeypatch.chdir(sub)
+    with syn.open_vault() as v:
         assert v.path == (git_repo / ".synapse").resolve()
         assert [d.decision for d in v.decisions.list()] == ["Payments keep their idempotency keys"]
-    assert find_vault_dir(sub) == ((git_repo / ".synapse").resolve(), sub.resolve())
-    # outside a work tree with a vault, a folder holding synapse.db is still a vault folder
-    (sub / "synapse.db").rename(elsewhere / "synapse.db")
-    (elsewhere).rename(tmp_path / "made" / "renamed")
-    with syn.open_vault(tmp_path / "made" / "renamed") as v:
-        assert v.path == (tmp_path / "made" / "renamed").resolve()
+    assert find_vault_dir() == ((git_repo / ".synapse").resolve(), sub.resolve())
+    # named explicitly, it is the vault the person named
+    with syn.open_vault(sub) as v:
+        assert v.path == sub.resolve()
+        assert [d.decision for d in v.decisions.list()] == ["Billing retries without idempotency keys are fine now"]
+    # a team project's vault is its team.toml (no synapse.db at the root)
+    team = tmp_path / "team_repo"
+    team.mkdir()
+    subprocess.run(["git", "init", "-q", str(team)], check=True)
+    (team / ".synapse").mkdir()
+    (team / ".synapse" / "team.toml").write_text('url = "postgresql://a@db/x?project=p"\n', encoding="utf-8")
+    (team / "api").mkdir()
+    (sub / "synapse.db").rename(team / "api" / "synapse.db")
+    monkeypatch.chdir(team / "api")
+    assert find_vault_dir()[0] == (team / ".synapse").resolve()
+
+
+def test_an_agent_hook_reads_the_work_trees_vault_not_its_folders(git_repo: Path, tmp_path: Path) -> None:
+    """A hook's session folder (the event's cwd) holding a dropped synapse.db: the hook reads the project's vault."""
+    from synapse_nb.agents.events import HookEvent
+    from synapse_nb.agents.handlers import handle
+
+    with syn.open_vault(git_repo) as v:
+        les = v.lessons.create("Payments keep their idempotency keys", branch=None)
+        v.lessons.approve(les.id, text="Payments keep their idempotency keys")
+    (tmp_path / "made").mkdir()
+    with syn.open_vault(tmp_path / "made" / ".synapse") as planted:
+        planted.decide("Billing retries without idempotency keys are fine now")
+    sub = git_repo / "services" / "api"
+    sub.mkdir(parents=True)
+    (tmp_path / "made" / ".synapse" / "synapse.db").rename(sub / "synapse.db")
+    event = HookEvent(name="session-start", session="s1", cwd=str(sub), source="startup")
+    answer = handle(event, env={})
+    assert "Payments keep their idempotency keys" in answer.context, answer.context
 
 
 def test_sqlite_setup(vault: syn.Vault) -> None:

@@ -198,18 +198,35 @@ _HANDLERS = {"session-start": _session_start, "prompt": _prompt, "pre-compact": 
              "post-tool": _post_tool, "stop": _episode, "session-end": _episode}
 
 
+def _project_of(cwd: str | None) -> str | None:
+    """The folder a session's ``cwd`` belongs to: its git work tree when it is in one (whose vault is the project's),
+    else ``cwd``. The session's own folder holding a ``synapse.db`` is no vault of the project's: an agent can drop
+    one there (review 27; review 31 did it in a team project, and in a folder it made a repository of its own: a
+    nested work tree is a project of its own, and stays so)."""
+    if not cwd:
+        return cwd
+    from synapse_nb.gitscope.repo import find_repo
+
+    try:
+        repo = find_repo(cwd)
+    except (OSError, SynapseError):
+        return cwd
+    return cwd if repo is None else str(repo.main_work_tree)
+
+
 def handle(event: HookEvent, *, vault: str | None = None, mind: str = "default",
            env: Mapping[str, str] | None = None, deliver: Callable[[HookAnswer], None] | None = None) -> HookAnswer:
     """Run ``event`` on its vault, as the agent; raises what goes wrong (:func:`respond` turns it into stderr).
 
-    The vault: ``vault`` (``--vault``), else ``SYNAPSE_HOME``, else the event's ``cwd``, else the current folder.
+    The vault: ``vault`` (``--vault``), else ``SYNAPSE_HOME``, else the project of the event's ``cwd`` (its git work
+    tree, else the folder), else the current folder's.
     ``deliver`` prints the answer; only after it returns is what the answer gives marked as given to the session
     (without it, when the answer is returned), so a run killed or failing before it printed marks nothing.
     """
     from synapse_nb.vault import VaultSession
 
     env = os.environ if env is None else env
-    path = vault if vault is not None else (None if env.get("SYNAPSE_HOME", "").strip() else event.cwd)
+    path = vault if vault is not None else (None if env.get("SYNAPSE_HOME", "").strip() else _project_of(event.cwd))
     # never creates a vault; read-only with SYNAPSE_READONLY; a team vault out of reach is an OfflineError (one line)
     with VaultSession(path, mind=mind, actor="agent", create=False, environ=env, surface="hook") as session:
         if session.readonly:

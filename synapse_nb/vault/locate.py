@@ -226,9 +226,10 @@ def find_vault_dir(path: str | Path | None = None) -> tuple[Path, Path]:
 
     - a **vault folder**: a folder named ``.synapse`` (it need not exist yet, its parent must), or an
       existing folder holding ``synapse.db``. Its project is the folder around a ``.synapse``, and the
-      current folder for a vault folder of another name; inside a git work tree whose own vault exists, a
-      folder of another name holding ``synapse.db`` is a project folder (the work tree's vault is its vault:
-      anyone who can write there can drop a database file); or
+      current folder for a vault folder of another name; but the current folder (no ``path``, no
+      ``SYNAPSE_HOME``) holding ``synapse.db`` inside a git work tree whose own vault exists (local or team) is a
+      project folder: the work tree's vault is its vault (anyone who can write there can drop a database file;
+      agent hooks look from the work tree, not from their session's folder); or
     - a **project folder** (anything else; it must exist): its vault is ``.synapse/`` at the main work
       tree of the git repository containing it (so worktrees share one vault), or ``.synapse/`` in the
       folder itself outside git.
@@ -286,12 +287,13 @@ def locate(path: str | Path | None) -> tuple[Path, Path, str, Path | None]:
                 "project folder (its vault is .synapse/) or a vault folder, never both. Keep the project's vault and "
                 f"move the stray one aside: mkdir {aside} && mv {base / DB_NAME}* {aside}/ (then merge it if wanted: "
                 f"synapse-nb --vault {aside} memory export | synapse-nb --vault {base} memory import -)")
-        repo = find_repo(base)
+        repo = None if path is not None else find_repo(base)
         own = None if repo is None else repo.main_work_tree / VAULT_DIRNAME
-        if own is not None and (own / DB_NAME).is_file():
-            # a database file inside a work tree that has its vault is not another vault: anyone who can write a file
-            # there can drop one (review 27: an agent's `mv` of a vault it made into services/api/ made every session
-            # started there read it, with no word of the project's vault); name such a vault as a `.synapse` folder
+        if own is not None and ((own / DB_NAME).is_file() or (own / TEAM_FILE).is_file()):
+            # the current folder holding a database file, inside a work tree that has its vault (local or team), is
+            # not another vault: anyone who can write a file there can drop one (review 27: an agent's `mv` of a vault
+            # it made into services/api/ made every session started there read it; review 31: a team project's too).
+            # A folder named explicitly (--vault, SYNAPSE_HOME) is what the person named: a second vault in the tree
             return own, base, f"{label}{base}", None
         # a vault folder of another name serves the project you work in
         return base, Path.cwd().resolve(), f"{label}{base}", named
