@@ -27,18 +27,18 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import logging
 import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import digest
-from synapse_nb.errors import SynapseError, ValidationError
+from synapse_nb.errors import ValidationError
 from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex
+from synapse_nb.store.index.follower import Follower
 from synapse_nb.store.index.queue import Queues, Steps, deadline
 
 if TYPE_CHECKING:
@@ -59,7 +59,6 @@ PREV_CHARS = 600
 #: next sync, so no agent's backlog holds a person's recall.
 AGENT_EMBED_S = 2.0
 _EVERY = 2**62  # "every pending entry" for Outbox.pending
-log = logging.getLogger("synapse_nb.index")
 
 
 def index_row(c: Candidate) -> IndexRow:
@@ -467,67 +466,3 @@ class VaultIndex:
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0.05 <= timeout <= 3600:
             raise ValidationError(f"timeout must be a number of seconds from 0.05 to 3600, got {timeout!r}")
         return Follower(self, float(timeout))
-
-
-class Follower:
-    """A background thread keeping one :class:`VaultIndex` current (see :meth:`VaultIndex.follow`).
-
-    ``syncs`` counts the syncs made, ``applied`` the records applied, ``last_error`` the last failure (the
-    thread keeps going: an unreachable server is retried after ``timeout``).
-    """
-
-    def __init__(self, index: VaultIndex, timeout: float) -> None:
-        self.timeout = timeout
-        self.syncs = 0
-        self.applied = 0
-        self.last_error: str | None = None
-        self._index = index
-        self._stop = threading.Event()
-        self._synced = threading.Condition()
-        self._thread = threading.Thread(target=self._run, name="synapse-index-follower", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        outbox = self._index._store.outbox
-        listening = False
-        while not self._stop.is_set():
-            try:
-                if not listening:  # listen before the first sync: a commit in between still wakes it
-                    outbox.wait(0)
-                    listening = True
-                applied = self._index.sync()
-                with self._synced:
-                    self.syncs += 1
-                    self.applied += applied
-                    self._synced.notify_all()
-                end = self.timeout
-                while end > 0 and not self._stop.is_set():  # in slices, so stop() is prompt
-                    if outbox.wait(min(end, 1.0)):
-                        break
-                    end -= 1.0
-            except SynapseError as exc:
-                listening = False
-                self.last_error = str(exc)
-                log.warning("index follower: %s (retrying in %gs)", exc, self.timeout)
-                self._stop.wait(self.timeout)
-
-    def wait_synced(self, after: int, timeout: float) -> bool:
-        """Block until more than ``after`` syncs were made (True) or ``timeout`` seconds passed (False)."""
-        with self._synced:
-            return self._synced.wait_for(lambda: self.syncs > after, timeout)
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
-
-    def stop(self) -> None:
-        """Stop following (waits for the thread, at most about a second)."""
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
