@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import digest
-from synapse_nb.errors import ValidationError
+from synapse_nb.errors import PermissionDeniedError, ValidationError
 from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex
 from synapse_nb.store.index.follower import Follower
 from synapse_nb.store.index.queue import Queues, Steps, deadline
@@ -80,10 +80,14 @@ class VaultIndex:
     folder : the vault folder (the index lives in ``folder/index``, its lock is ``folder/index.lock``).
     mind : the mind :meth:`search` looks in.
     now : returns "now" as fixed-width UTC text (expired memories are not returned).
+    require_human : refuses an action unless a person does it (``Context.require_human``): :meth:`rebuild` and
+        ``check(repair=True)`` ask it (review 28).
     """
 
-    def __init__(self, store: VaultStore, folder: Path, *, mind: str, now: Callable[[], str]) -> None:
+    def __init__(self, store: VaultStore, folder: Path, *, mind: str, now: Callable[[], str],
+                 require_human: Callable[[str], None] | None = None) -> None:
         self._store = store
+        self._require_human = require_human
         self._folder = folder
         self._mind = mind
         self._now = now
@@ -413,9 +417,23 @@ class VaultIndex:
         return rewritten
 
     def rebuild(self, *, progress: bool = False) -> int:
-        """Drop the index and rebuild it from the store; returns the number of rows written."""
+        """Drop the index and rebuild it from the store; returns the number of rows written. A person's maintenance
+        (review 28): refused for the agent actor and in an agent's environment."""
+        self._person_only("rebuild the retrieval index")
         with self._mutating():
             return self._rebuild_locked(progress=progress)
+
+    def _person_only(self, action: str) -> None:
+        if self._require_human is None:
+            return
+        try:
+            self._require_human(action)
+        except PermissionDeniedError as exc:
+            raise PermissionDeniedError(
+                f"{exc}. Rebuilding or repairing the index is a person's maintenance: recall still answers from the "
+                f"vault's records (BM25 over its SQLite file) while the index is stale or broken; tell a person to "
+                f"run `synapse-nb index rebuild` (or `synapse-nb index check --repair`) in their own terminal"
+            ) from None
 
     def _rebuild_locked(self, *, progress: bool = False, semantic: bool = True) -> int:
         """Rebuild ``records`` (and with ``semantic`` the loaded semantic table) from the store, then forget the
@@ -438,6 +456,8 @@ class VaultIndex:
         An index never built (a new vault: it is built on first use, or by :meth:`rebuild`) is not drift:
         the report has ``built=False`` and is ``ok``; with ``repair`` the index is built now.
         """
+        if repair:
+            self._person_only("repair the retrieval index")
         if not self.raw.exists():
             if repair:
                 self.rebuild()

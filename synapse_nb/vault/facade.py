@@ -418,7 +418,8 @@ class Vault:
         if self._index is None:
             from synapse_nb.store.indexer import VaultIndex  # index upkeep loads on first use (cold start)
 
-            self._index = VaultIndex(self._store, self.path, mind=self.mind, now=self._ctx.now_ts)
+            self._index = VaultIndex(self._store, self.path, mind=self.mind, now=self._ctx.now_ts,
+                                     require_human=self._ctx.require_human)
         return self._index
 
     # -- history, purge, deletion that deletes ---------------------------------------------------------------
