@@ -23,6 +23,7 @@ import synapse_nb as syn
 from synapse_nb.cli import app
 from synapse_nb.store import embedders, indexer
 from synapse_nb.store.embedders import register_embedder
+from synapse_nb.store.index import scrub
 
 NEEDLE = b"zebrafish7731"
 
@@ -91,3 +92,78 @@ def test_the_cli_refuses_index_upkeep_in_an_agents_shell(tmp_path: Path, monkeyp
         for name in env:
             monkeypatch.delenv(name)
     assert runner.invoke(app, ["--vault", str(project), *args]).exit_code == 0  # a person, in their terminal
+
+
+# ------------------------------------------------------------------------------------------- (2) agents' deletions
+def test_an_agents_deletion_leaves_the_rewrite_owed_and_recall_never_answers_it(
+        sem: syn.Vault, rewrites: list[list[str]]) -> None:
+    agent = sem.as_agent()
+    m = agent.remember("context", "tmp", "zebrafish7731 nests in the quarry pond")
+    sem.recall("zebrafish7731 quarry")  # embedded: the semantic table holds its text
+    agent.memories.delete(m.id)
+    assert rewrites == [] and sem.index.scrub_owed_since is not None
+    for who in (sem, agent):
+        assert m.id not in [i.id for i in who.recall("zebrafish7731 quarry pond", bars=OPEN).items]
+    assert m.id not in {h.id for h in sem.index.search("zebrafish7731")}
+    # what it leaves: its text in the index folder's fragment and version files, until the owed scrub; the marker
+    # holds times only
+    assert _scan(sem.index.path) and all(m.id.encode() not in p.read_bytes() for p in sem.index.path.glob("scrub*"))
+    # a person's next deletion runs it: nothing of either left
+    p = sem.remember("knowledge", "mine", "a person's note to delete")
+    sem.memories.delete(p.id)
+    assert len(rewrites) == 1 and _scan(sem.index.path) == [] and sem.index.scrub_owed_since is None
+
+
+def test_the_owed_rewrite_runs_at_an_agents_deletion_once_the_oldest_is_an_hour_old(
+        sem: syn.Vault, rewrites: list[list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = sem.as_agent()
+    first = agent.remember("context", "tmp1", "zebrafish7731 one")
+    sem.recall("zebrafish7731")
+    agent.memories.delete(first.id)
+    for i in range(3):  # an agent at its quota: create, delete, again
+        agent.memories.delete(agent.remember("context", f"tmp{i + 2}", f"scratch {i}").id)
+    assert rewrites == [] and _scan(sem.index.path)
+    assert sem.index.scrub_owed_since is not None
+    monkeypatch.setattr(scrub, "AGENT_SCRUB_EVERY", 0.0)  # the oldest owed deletion is that old now
+    last = agent.remember("context", "tmp9", "scratch last")
+    agent.memories.delete(last.id)
+    assert len(rewrites) == 1 and _scan(sem.index.path) == [] and sem.index.scrub_owed_since is None
+    monkeypatch.setattr(scrub, "AGENT_SCRUB_EVERY", 3600.0)
+    agent.memories.delete(agent.remember("context", "tmp10", "scratch after").id)
+    assert len(rewrites) == 1  # the next one is owed again, for another hour
+
+
+def test_a_persons_deletion_and_purge_scrub_in_the_call(sem: syn.Vault, rewrites: list[list[str]]) -> None:
+    """Issue 30's promise holds for people: a person's deletion, and a person's purge of what an agent deleted."""
+    m = sem.remember("knowledge", "secret", "zebrafish7731 nests in the quarry")
+    sem.recall("zebrafish7731")
+    sem.memories.delete(m.id)
+    assert rewrites == [[m.id]] and _scan(sem.index.path) == []
+    agent = sem.as_agent()
+    a = agent.remember("context", "tmp", "zebrafish7731 again")
+    sem.recall("zebrafish7731")
+    agent.memories.delete(a.id)
+    assert _scan(sem.index.path)
+    sem.purge(a.id)
+    assert rewrites[-1] == [a.id] and _scan(sem.index.path) == [] and _scan(sem.path, b"zebrafish7731 again") == []
+
+
+def test_a_scrub_drops_what_a_semantic_queue_had_not_applied(sem: syn.Vault) -> None:
+    """The owed scrub runs in a process without the channel (a person's CLI delete): the semantic table still holds
+    the agent's deleted row (its queue names it), and its rewrite keeps only rows of records still in the store
+    (the row's vector would stay in the table's files: the queue's later deletion only marks it)."""
+    import lancedb
+
+    agent = sem.as_agent()
+    a = agent.remember("context", "tmp", "zebrafish7731 in the pond")
+    sem.recall("zebrafish7731")  # embedded
+    agent.memories.delete(a.id)  # owed; no sync since
+    other = syn.open_vault(sem.project_dir)  # the CLI: no embedder loaded
+    assert other.index.dense is None
+    assert a.id in sem.index.dense.digests()  # type: ignore[union-attr]
+    other.memories.delete(other.remember("knowledge", "mine", "a note of mine").id)
+    assert _scan(sem.index.path) == []
+    name = sem.index.dense.name  # type: ignore[union-attr]
+    rows = lancedb.connect(str(sem.index.path)).open_table(name).to_arrow().column("id").to_pylist()
+    assert rows and a.id not in rows
+    other.close()

@@ -40,6 +40,7 @@ from synapse_nb.errors import PermissionDeniedError, ValidationError
 from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex
 from synapse_nb.store.index.follower import Follower
 from synapse_nb.store.index.queue import Queues, Steps, deadline
+from synapse_nb.store.index.scrub import Owed
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import Candidate, VaultStore
@@ -59,6 +60,13 @@ PREV_CHARS = 600
 #: next sync, so no agent's backlog holds a person's recall.
 AGENT_EMBED_S = 2.0
 _EVERY = 2**62  # "every pending entry" for Outbox.pending
+
+
+def pa_strings(values: Sequence[str]) -> Any:
+    """``values`` as an Arrow array of strings (an empty one too)."""
+    import pyarrow as pa
+
+    return pa.array(values, type=pa.string())
 
 
 def index_row(c: Candidate) -> IndexRow:
@@ -94,6 +102,7 @@ class VaultIndex:
         self._idx: RetrievalIndex | None = None
         self._dense: DenseIndex | None = None
         self._queues = Queues(self.path)
+        self._owed = Owed(self.path)
         self._steps: Steps | None = None  # keeps the embedding rate measured by the last catch-up
         self._thread_lock = threading.RLock()
 
@@ -382,39 +391,61 @@ class VaultIndex:
         return applied
 
     def forget(self, ids: Sequence[str]) -> int:
-        """Leave no trace of deleted records in the index folder, in the deleting call (issue 30).
+        """Leave no trace of deleted records in the index folder, in the deleting call (issue 30): a person's
+        deletion, purge or prune, and the scrub an agent's deletions left owed (:meth:`forget_later`).
 
         LanceDB only marks a deleted row deleted: its text stays in the fragment's data file, and every earlier
         version of a table keeps its own files, until they are rewritten and cleaned up (rewriting fragments with
         deletions needs the ``pylance`` package, which the index does not depend on). So: the records table is
-        rebuilt from the store, every other table (the semantic tables, per embedder) is rewritten with the rows it
-        keeps, and every older version of every table is dropped. A whole-index rewrite: deletions in a vault with
-        a large index cost seconds. Returns how many tables were rewritten; nothing without an index."""
+        rebuilt from the store, every other table (the semantic tables, per embedder) is rewritten with the rows of
+        records still in the store (``ids`` and every deletion its queue has not applied yet go), and every older
+        version of every table is dropped. A whole-index rewrite: deletions in a vault with a large index cost
+        seconds. Returns how many tables were rewritten; nothing without an index."""
         if not self.path.is_dir() or self._store.readonly:
             return 0
         import lancedb  # the index exists: its table is opened anyway
+        import pyarrow.compute as pc
 
         gone = sorted(set(ids))
         rewritten = 0
         with self._mutating():
+            owed = self._owed.size()
             self.close()  # handles opened on old versions would keep their files
-            db = lancedb.connect(str(self.path))
-            for name in sorted(db.list_tables().tables):
-                if name == self.raw._table_dir().stem:
-                    continue
-                tbl = db.open_table(name)
-                quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in gone)
-                if quoted:
-                    tbl.delete(f"id IN ({quoted})")
-                db.create_table(name, data=tbl.to_arrow(), mode="overwrite")
-                rewritten += 1
             self._rebuild_locked(semantic=False)  # the semantic tables take the queued changes from their queues
             rewritten += 1
+            db = lancedb.connect(str(self.path))
+            records = self.raw._table_dir().stem
+            kept = db.open_table(records).search().select(["id"]).limit(None).to_arrow().column("id")
+            for name in sorted(db.list_tables().tables):
+                if name == records:
+                    continue
+                data = db.open_table(name).to_arrow()
+                keep = pc.and_(pc.is_in(data.column("id"), value_set=kept),
+                               pc.invert(pc.is_in(data.column("id"), value_set=pa_strings(gone))))
+                db.create_table(name, data=data.filter(keep), mode="overwrite")
+                rewritten += 1
             for name in sorted(db.list_tables().tables):
                 with warnings.catch_warnings():  # "every version but the latest goes": asked for, under the lock
                     warnings.simplefilter("ignore", UserWarning)
                     db.open_table(name).optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+            self._owed.settle(owed)
         return rewritten
+
+    def forget_later(self, ids: Sequence[str]) -> int:
+        """An agent's deletion of ``ids`` (review 28): the whole-index scrub (:meth:`forget`) is left owed, unless
+        the oldest owed one is :data:`~synapse_nb.store.index.scrub.AGENT_SCRUB_EVERY` old, when it runs now. The
+        records are gone from the store already (recall never answers them) and the next sync marks their index
+        rows deleted; their text stays in the index folder's files until the scrub. Returns what :meth:`forget`
+        does (0 when left owed)."""
+        if not self.path.is_dir() or self._store.readonly:
+            return 0
+        self._owed.mark()  # appended: the first line, the oldest owed deletion, decides
+        return self.forget(ids) if self._owed.due() else 0
+
+    @property
+    def scrub_owed_since(self) -> float | None:
+        """When the oldest deletion whose whole-index scrub is owed happened (seconds since the epoch), or None."""
+        return self._owed.since()
 
     def rebuild(self, *, progress: bool = False) -> int:
         """Drop the index and rebuild it from the store; returns the number of rows written. A person's maintenance
