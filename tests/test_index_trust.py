@@ -11,7 +11,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import shutil
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +171,65 @@ def test_a_scrub_drops_what_a_semantic_queue_had_not_applied(sem: syn.Vault) -> 
     rows = lancedb.connect(str(sem.index.path)).open_table(name).to_arrow().column("id").to_pylist()
     assert rows and a.id not in rows
     other.close()
+
+
+# ------------------------------------------------------------------------------------------- (3) a busy index lock
+@contextlib.contextmanager
+def _held(folder: Path) -> Iterator[threading.Event]:
+    """Another process's hold on the index lock (an open file of its own), released when the block ends (or after
+    30 s: without the bound, a recall waits for that); the event says it was released."""
+    release, was_released = threading.Event(), threading.Event()
+    fh = open(folder / "index.lock", "a+")  # noqa: SIM115 - closed by the holder below
+    fcntl.flock(fh, fcntl.LOCK_EX)
+
+    def hold() -> None:
+        release.wait(30)
+        was_released.set()
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
+
+    t = threading.Thread(target=hold, daemon=True)
+    t.start()
+    try:
+        yield was_released
+    finally:
+        release.set()
+        t.join()
+
+
+@pytest.fixture
+def held(sem: syn.Vault) -> Iterator[threading.Event]:
+    with _held(sem.path) as released:
+        yield released
+
+
+def test_a_recall_answers_while_another_process_holds_the_index_lock(sem: syn.Vault,
+                                                                   held: threading.Event) -> None:
+    d = sem.decide("Release cadence: every second Tuesday, zebrafish7731")
+    got = sem.recall("release cadence zebrafish7731", bars=OPEN)
+    assert not held.is_set()  # answered while the lock was held
+    assert d.id in [i.id for i in got.items]  # BM25 reads the store: the write just made is there
+    assert sem.index.dense is not None and d.id not in sem.index.dense.digests()  # the vectors wait for the lock
+
+
+def test_the_hooks_recall_answers_while_the_index_lock_is_held(sem: syn.Vault, held: threading.Event) -> None:
+    d = sem.decide("Release cadence: every second Tuesday")
+    got = sem.as_agent().recall("release cadence", bars=OPEN)
+    assert not held.is_set() and d.id in [i.id for i in got.items]
+
+
+def test_a_semantic_table_not_built_yet_waits_for_the_lock_and_bm25_answers(
+        vault: syn.Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embedders, "_registry", {})
+    monkeypatch.setattr(embedders, "_loaded", {})
+    register_embedder("fake", Fake)
+    m = vault.remember("knowledge", "k", "the quarry pond has zebrafish")
+    vault.settings.set("recall_embedder", "fake")
+    vault.settings.set("recall_semantic", 0.5)
+    with _held(vault.path) as released:
+        got = vault.recall("quarry pond zebrafish", bars=OPEN)
+        assert not released.is_set()
+        assert vault.index.dense is not None and not vault.index.dense.exists()
+    assert m.id in [i.id for i in got.items]
+    vault.recall("quarry pond zebrafish")
+    assert vault.index.dense.exists()

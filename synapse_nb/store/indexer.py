@@ -40,7 +40,7 @@ from synapse_nb.errors import PermissionDeniedError, ValidationError
 from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex
 from synapse_nb.store.index.follower import Follower
 from synapse_nb.store.index.queue import Queues, Steps, deadline
-from synapse_nb.store.index.scrub import Owed
+from synapse_nb.store.index.scrub import RECALL_LOCK_WAIT, Owed, flock_within
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import Candidate, VaultStore
@@ -332,32 +332,54 @@ class VaultIndex:
         return {r.id: r.digest for r in self._all_rows()}
 
     @contextlib.contextmanager
-    def _mutating(self) -> Iterator[None]:
+    def _mutating(self, wait: float | None = None) -> Iterator[bool]:
         """Hold the vault-wide index lock: one process at a time reads the outbox and writes the index.
 
         Without it, two syncs (or a rebuild and a sync) interleave read-outbox / read-rows / write-index
-        and an older snapshot can overwrite a newer one with the outbox already emptied.
+        and an older snapshot can overwrite a newer one with the outbox already emptied. With ``wait``, gives up
+        after that many seconds (yields False: nothing may be written then).
         """
-        with self._thread_lock:
+        if not self._thread_lock.acquire(timeout=-1 if wait is None else wait):
+            yield False
+            return
+        try:
             if self._store.readonly:
-                yield
+                yield True
                 return
             self._folder.mkdir(exist_ok=True)  # never its parents
             with open(self._folder / "index.lock", "a+") as fh:
-                fcntl.flock(fh, fcntl.LOCK_EX)
+                if not flock_within(fh, wait):
+                    yield False
+                    return
                 try:
-                    yield
+                    yield True
                 finally:
                     fcntl.flock(fh, fcntl.LOCK_UN)
+        finally:
+            self._thread_lock.release()
+
+    def _idle(self) -> bool:
+        dense = self._dense
+        return (not self._store.outbox.has_pending() and self.raw.exists()
+                and (dense is None or (dense.exists() and not self._queues.file(dense.name).exists())))
 
     def sync(self) -> int:
         """Apply pending changes from the outbox to the index; returns how many records were applied."""
-        dense = self._dense
-        if (not self._store.outbox.has_pending() and self.raw.exists()
-                and (dense is None or (dense.exists() and not self._queues.file(dense.name).exists()))):
+        if self._idle():
             return 0  # nothing pending: no lock needed
         with self._mutating():
             return self._sync_locked()
+
+    def sync_within(self, wait: float = RECALL_LOCK_WAIT) -> bool:
+        """:meth:`sync`, waiting at most ``wait`` seconds for the index lock (review 28: a person's recall waited
+        seconds behind an agent's rebuilds and deletions). False: another process held the lock all that time and
+        nothing was applied; the index answers as it stands (see :mod:`synapse_nb.store.index.scrub`)."""
+        if self._idle():
+            return True
+        with self._mutating(wait) as held:
+            if held:
+                self._sync_locked()
+            return held
 
     def _sync_locked(self) -> int:
         store = self._store

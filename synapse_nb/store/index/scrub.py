@@ -1,4 +1,11 @@
-"""When a deletion's whole-index scrub runs (review 28).
+"""Who waits for the index lock, and when a deletion's whole-index scrub runs (review 28).
+
+**The lock.** One process at a time applies the outbox to the index, under ``.synapse/index.lock``
+(:meth:`~synapse_nb.store.indexer.VaultIndex._mutating`). A recall waits for it at most :data:`RECALL_LOCK_WAIT`
+(:func:`flock_within`): when another process holds it longer (a person's rebuild, a scrub, another process's
+embedding), the recall answers from the index as it stands. BM25 reads the vault's SQLite file, the system of
+record, so it sees every committed write; only the semantic channel's vectors may lack the writes queued since the
+last sync (a deleted record is never answered: every candidate is a row of the store).
 
 **The scrub.** LanceDB keeps a deleted row's text in its fragment and in every older version of the table, so
 issue 30's promise (a deletion leaves no text in the index folder, in the deleting call) costs a whole-index
@@ -14,15 +21,37 @@ one per deletion (7 to 17 s each at 60,000 records held the lock about 50 minute
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import time
 from pathlib import Path
+from typing import IO, Any
 
-__all__ = ["AGENT_SCRUB_EVERY", "Owed"]
+__all__ = ["AGENT_SCRUB_EVERY", "RECALL_LOCK_WAIT", "Owed", "flock_within"]
 
+#: Seconds a recall's sync waits for the index lock before it answers from the index as it stands.
+RECALL_LOCK_WAIT = 0.25
 #: Seconds an agent's deletion may leave the whole-index scrub owed: the first agent deletion after the oldest owed
 #: one is this old runs it (a person's deletion, purge or prune runs it at once).
 AGENT_SCRUB_EVERY = 3600.0
+_POLL_S = 0.01
+
+
+def flock_within(fh: IO[Any], wait: float | None) -> bool:
+    """Take ``fh``'s exclusive lock: blocking when ``wait`` is None, else trying for ``wait`` seconds (False: another
+    process held it all that time)."""
+    if wait is None:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        return True
+    end = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= end:
+                return False
+            time.sleep(_POLL_S)
 
 
 class Owed:
