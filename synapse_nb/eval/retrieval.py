@@ -326,7 +326,7 @@ def locomo_questions(
                 # the off-topic stand-in: the next conversation of the selection (none when it is alone)
                 other = vaults[(n + 1) % len(convs)][0] if len(convs) > 1 else None
                 if any(r != "recall" for r in retrievers):
-                    vault.index.rebuild()
+                    vault.index.sync()  # built from the store (a rebuild is a person's maintenance)
                 for qi, q in enumerate(conv.questions):
                     if not q.evidence:
                         continue

@@ -270,11 +270,12 @@ class Recaller:
         file_refs = check_files(files, "files")
         branch_name = ctx.git.head()[0] if branch is None else str(branch)
         used = "rank" if query.strip() else "none"
-        if self.params.semantic:  # the semantic channel's index applies queued writes outside the snapshot
-            self._dense.sync()
+        # the semantic channel's index applies queued writes outside the snapshot, waiting a moment at most for
+        # the index lock (review 28): held longer by another process, the index answers as it stands
+        busy = bool(self.params.semantic) and not self._dense.sync()
         try:
             version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session,
-                                                              file_refs, branch_name)
+                                                              file_refs, branch_name, busy=busy)
         except Unsynced:  # the channel was just turned on, or a write came between: sync, then read again
             self._dense.prepare(self._embedder[1] if self._embedder else None)
             version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session,
@@ -305,10 +306,11 @@ class Recaller:
                       shown_before=frozenset(shown_before), _mark=mark)
 
     def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
-              file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False,
+              file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False, busy: bool = False,
               ) -> tuple[Any, Bars, str, list[Any], _Ranking | None]:
         """One consistent read of everything the ranking weighs: (version, bars, now, lessons, ranking).
-        ``synced``: the semantic table was just synced (writes queued since are not waited for again)."""
+        ``synced``: the semantic table was just synced (writes queued since are not waited for again); ``busy``:
+        its sync found the index lock busy (queued writes are not waited for)."""
         ctx = self._ctx
         # Lazy: a team vault reads the version first and opens its transaction only for what the caches keyed by
         # that version lack; if the vault moved in between, the read starts again in an ordinary snapshot.
@@ -323,7 +325,7 @@ class Recaller:
                         if semantic != self.params.semantic:
                             self.params = replace(self.params, semantic=semantic)
                     if self.params.semantic and not synced:
-                        self._dense.check_synced(self._embedder_spec(version))
+                        self._dense.check_synced(self._embedder_spec(version), busy=busy)
                     now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
                     lessons = list(self._lessons(ctx.at(now), branch_name))
                     ranking = self._rank(query, file_refs, bars, now, version) if query.strip() else None

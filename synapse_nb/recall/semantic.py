@@ -189,19 +189,21 @@ class DenseChannel:
             self._spec, self._embedder = spec, emb
         return emb
 
-    def prepare(self, spec: str | None) -> None:
-        """Apply the outbox to the index (outside any snapshot): the semantic table is built when missing."""
+    def prepare(self, spec: str | None) -> bool:
+        """Apply the outbox to the index (outside any snapshot): the semantic table is built when missing. False:
+        another process held the index lock past :data:`~synapse_nb.store.index.scrub.RECALL_LOCK_WAIT` (review 28),
+        and the recall answers from the index as it stands."""
         self.embedder(spec)
-        self._index().sync()
+        return self._index().sync_within()
 
-    def sync(self) -> None:
+    def sync(self) -> bool:
         """:meth:`prepare` with the embedder already loaded (nothing when none is: the snapshot will say)."""
-        if self._embedder is not None:
-            self._index().sync()
+        return self._index().sync_within() if self._embedder is not None else True
 
-    def check_synced(self, spec: str | None) -> None:
+    def check_synced(self, spec: str | None, *, busy: bool = False) -> None:
         """Inside the recall's snapshot: :class:`Unsynced` when another embedder is named, writes are queued or the
-        table is missing (nothing is loaded or written here)."""
+        table is missing (nothing is loaded or written here). ``busy``: the index lock was busy, queued writes are
+        not waited for."""
         from synapse_nb.store.index.dense import table_name
 
         emb = self._embedder
@@ -211,7 +213,7 @@ class DenseChannel:
         if dense is None or dense.name != table_name(emb) or not dense.exists():
             raise Unsynced
         # a read-only vault's drain applies the queue without emptying it: waiting for it would embed every time
-        if not self._store.readonly and self._store.outbox.has_pending():
+        if not busy and not self._store.readonly and self._store.outbox.has_pending():
             raise Unsynced
 
     def query_vector(self, query: str) -> np.ndarray:
@@ -244,6 +246,8 @@ class DenseChannel:
         dense = self._index().dense
         if dense is None:
             raise Unsynced
+        if not dense.exists():  # not built yet, its build waiting for a busy lock: BM25 answers alone this time
+            return [], {}
         k = k or DENSE_DEPTH
         if idx is None:
             return dense.search(self.query_vector(query), mind=mind, now=now, k=k, also=also)

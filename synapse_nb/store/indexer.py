@@ -27,19 +27,20 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import logging
 import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import digest
-from synapse_nb.errors import SynapseError, ValidationError
+from synapse_nb.errors import PermissionDeniedError, ValidationError
 from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex
+from synapse_nb.store.index.follower import Follower
 from synapse_nb.store.index.queue import Queues, Steps, deadline
+from synapse_nb.store.index.scrub import RECALL_LOCK_WAIT, Owed, flock_within
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import Candidate, VaultStore
@@ -59,7 +60,13 @@ PREV_CHARS = 600
 #: next sync, so no agent's backlog holds a person's recall.
 AGENT_EMBED_S = 2.0
 _EVERY = 2**62  # "every pending entry" for Outbox.pending
-log = logging.getLogger("synapse_nb.index")
+
+
+def pa_strings(values: Sequence[str]) -> Any:
+    """``values`` as an Arrow array of strings (an empty one too)."""
+    import pyarrow as pa
+
+    return pa.array(values, type=pa.string())
 
 
 def index_row(c: Candidate) -> IndexRow:
@@ -81,16 +88,21 @@ class VaultIndex:
     folder : the vault folder (the index lives in ``folder/index``, its lock is ``folder/index.lock``).
     mind : the mind :meth:`search` looks in.
     now : returns "now" as fixed-width UTC text (expired memories are not returned).
+    require_human : refuses an action unless a person does it (``Context.require_human``): :meth:`rebuild` and
+        ``check(repair=True)`` ask it (review 28).
     """
 
-    def __init__(self, store: VaultStore, folder: Path, *, mind: str, now: Callable[[], str]) -> None:
+    def __init__(self, store: VaultStore, folder: Path, *, mind: str, now: Callable[[], str],
+                 require_human: Callable[[str], None] | None = None) -> None:
         self._store = store
+        self._require_human = require_human
         self._folder = folder
         self._mind = mind
         self._now = now
         self._idx: RetrievalIndex | None = None
         self._dense: DenseIndex | None = None
         self._queues = Queues(self.path)
+        self._owed = Owed(self.path)
         self._steps: Steps | None = None  # keeps the embedding rate measured by the last catch-up
         self._thread_lock = threading.RLock()
 
@@ -320,32 +332,54 @@ class VaultIndex:
         return {r.id: r.digest for r in self._all_rows()}
 
     @contextlib.contextmanager
-    def _mutating(self) -> Iterator[None]:
+    def _mutating(self, wait: float | None = None) -> Iterator[bool]:
         """Hold the vault-wide index lock: one process at a time reads the outbox and writes the index.
 
         Without it, two syncs (or a rebuild and a sync) interleave read-outbox / read-rows / write-index
-        and an older snapshot can overwrite a newer one with the outbox already emptied.
+        and an older snapshot can overwrite a newer one with the outbox already emptied. With ``wait``, gives up
+        after that many seconds (yields False: nothing may be written then).
         """
-        with self._thread_lock:
+        if not self._thread_lock.acquire(timeout=-1 if wait is None else wait):
+            yield False
+            return
+        try:
             if self._store.readonly:
-                yield
+                yield True
                 return
             self._folder.mkdir(exist_ok=True)  # never its parents
             with open(self._folder / "index.lock", "a+") as fh:
-                fcntl.flock(fh, fcntl.LOCK_EX)
+                if not flock_within(fh, wait):
+                    yield False
+                    return
                 try:
-                    yield
+                    yield True
                 finally:
                     fcntl.flock(fh, fcntl.LOCK_UN)
+        finally:
+            self._thread_lock.release()
+
+    def _idle(self) -> bool:
+        dense = self._dense
+        return (not self._store.outbox.has_pending() and self.raw.exists()
+                and (dense is None or (dense.exists() and not self._queues.file(dense.name).exists())))
 
     def sync(self) -> int:
         """Apply pending changes from the outbox to the index; returns how many records were applied."""
-        dense = self._dense
-        if (not self._store.outbox.has_pending() and self.raw.exists()
-                and (dense is None or (dense.exists() and not self._queues.file(dense.name).exists()))):
+        if self._idle():
             return 0  # nothing pending: no lock needed
         with self._mutating():
             return self._sync_locked()
+
+    def sync_within(self, wait: float = RECALL_LOCK_WAIT) -> bool:
+        """:meth:`sync`, waiting at most ``wait`` seconds for the index lock (review 28: a person's recall waited
+        seconds behind an agent's rebuilds and deletions). False: another process held the lock all that time and
+        nothing was applied; the index answers as it stands (see :mod:`synapse_nb.store.index.scrub`)."""
+        if self._idle():
+            return True
+        with self._mutating(wait) as held:
+            if held:
+                self._sync_locked()
+            return held
 
     def _sync_locked(self) -> int:
         store = self._store
@@ -379,44 +413,80 @@ class VaultIndex:
         return applied
 
     def forget(self, ids: Sequence[str]) -> int:
-        """Leave no trace of deleted records in the index folder, in the deleting call (issue 30).
+        """Leave no trace of deleted records in the index folder, in the deleting call (issue 30): a person's
+        deletion, purge or prune, and the scrub an agent's deletions left owed (:meth:`forget_later`).
 
         LanceDB only marks a deleted row deleted: its text stays in the fragment's data file, and every earlier
         version of a table keeps its own files, until they are rewritten and cleaned up (rewriting fragments with
         deletions needs the ``pylance`` package, which the index does not depend on). So: the records table is
-        rebuilt from the store, every other table (the semantic tables, per embedder) is rewritten with the rows it
-        keeps, and every older version of every table is dropped. A whole-index rewrite: deletions in a vault with
-        a large index cost seconds. Returns how many tables were rewritten; nothing without an index."""
+        rebuilt from the store, every other table (the semantic tables, per embedder) is rewritten with the rows of
+        records still in the store (``ids`` and every deletion its queue has not applied yet go), and every older
+        version of every table is dropped. A whole-index rewrite: deletions in a vault with a large index cost
+        seconds. Returns how many tables were rewritten; nothing without an index."""
         if not self.path.is_dir() or self._store.readonly:
             return 0
         import lancedb  # the index exists: its table is opened anyway
+        import pyarrow.compute as pc
 
         gone = sorted(set(ids))
         rewritten = 0
         with self._mutating():
+            owed = self._owed.size()
             self.close()  # handles opened on old versions would keep their files
-            db = lancedb.connect(str(self.path))
-            for name in sorted(db.list_tables().tables):
-                if name == self.raw._table_dir().stem:
-                    continue
-                tbl = db.open_table(name)
-                quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in gone)
-                if quoted:
-                    tbl.delete(f"id IN ({quoted})")
-                db.create_table(name, data=tbl.to_arrow(), mode="overwrite")
-                rewritten += 1
             self._rebuild_locked(semantic=False)  # the semantic tables take the queued changes from their queues
             rewritten += 1
+            db = lancedb.connect(str(self.path))
+            records = self.raw._table_dir().stem
+            kept = db.open_table(records).search().select(["id"]).limit(None).to_arrow().column("id")
+            for name in sorted(db.list_tables().tables):
+                if name == records:
+                    continue
+                data = db.open_table(name).to_arrow()
+                keep = pc.and_(pc.is_in(data.column("id"), value_set=kept),
+                               pc.invert(pc.is_in(data.column("id"), value_set=pa_strings(gone))))
+                db.create_table(name, data=data.filter(keep), mode="overwrite")
+                rewritten += 1
             for name in sorted(db.list_tables().tables):
                 with warnings.catch_warnings():  # "every version but the latest goes": asked for, under the lock
                     warnings.simplefilter("ignore", UserWarning)
                     db.open_table(name).optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+            self._owed.settle(owed)
         return rewritten
 
+    def forget_later(self, ids: Sequence[str]) -> int:
+        """An agent's deletion of ``ids`` (review 28): the whole-index scrub (:meth:`forget`) is left owed, unless
+        the oldest owed one is :data:`~synapse_nb.store.index.scrub.AGENT_SCRUB_EVERY` old, when it runs now. The
+        records are gone from the store already (recall never answers them) and the next sync marks their index
+        rows deleted; their text stays in the index folder's files until the scrub. Returns what :meth:`forget`
+        does (0 when left owed)."""
+        if not self.path.is_dir() or self._store.readonly:
+            return 0
+        self._owed.mark()  # appended: the first line, the oldest owed deletion, decides
+        return self.forget(ids) if self._owed.due() else 0
+
+    @property
+    def scrub_owed_since(self) -> float | None:
+        """When the oldest deletion whose whole-index scrub is owed happened (seconds since the epoch), or None."""
+        return self._owed.since()
+
     def rebuild(self, *, progress: bool = False) -> int:
-        """Drop the index and rebuild it from the store; returns the number of rows written."""
+        """Drop the index and rebuild it from the store; returns the number of rows written. A person's maintenance
+        (review 28): refused for the agent actor and in an agent's environment."""
+        self._person_only("rebuild the retrieval index")
         with self._mutating():
             return self._rebuild_locked(progress=progress)
+
+    def _person_only(self, action: str) -> None:
+        if self._require_human is None:
+            return
+        try:
+            self._require_human(action)
+        except PermissionDeniedError as exc:
+            raise PermissionDeniedError(
+                f"{exc}. Rebuilding or repairing the index is a person's maintenance: recall still answers from the "
+                f"vault's records (BM25 over its SQLite file) while the index is stale or broken; tell a person to "
+                f"run `synapse-nb index rebuild` (or `synapse-nb index check --repair`) in their own terminal"
+            ) from None
 
     def _rebuild_locked(self, *, progress: bool = False, semantic: bool = True) -> int:
         """Rebuild ``records`` (and with ``semantic`` the loaded semantic table) from the store, then forget the
@@ -439,6 +509,8 @@ class VaultIndex:
         An index never built (a new vault: it is built on first use, or by :meth:`rebuild`) is not drift:
         the report has ``built=False`` and is ``ok``; with ``repair`` the index is built now.
         """
+        if repair:
+            self._person_only("repair the retrieval index")
         if not self.raw.exists():
             if repair:
                 self.rebuild()
@@ -467,67 +539,3 @@ class VaultIndex:
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0.05 <= timeout <= 3600:
             raise ValidationError(f"timeout must be a number of seconds from 0.05 to 3600, got {timeout!r}")
         return Follower(self, float(timeout))
-
-
-class Follower:
-    """A background thread keeping one :class:`VaultIndex` current (see :meth:`VaultIndex.follow`).
-
-    ``syncs`` counts the syncs made, ``applied`` the records applied, ``last_error`` the last failure (the
-    thread keeps going: an unreachable server is retried after ``timeout``).
-    """
-
-    def __init__(self, index: VaultIndex, timeout: float) -> None:
-        self.timeout = timeout
-        self.syncs = 0
-        self.applied = 0
-        self.last_error: str | None = None
-        self._index = index
-        self._stop = threading.Event()
-        self._synced = threading.Condition()
-        self._thread = threading.Thread(target=self._run, name="synapse-index-follower", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        outbox = self._index._store.outbox
-        listening = False
-        while not self._stop.is_set():
-            try:
-                if not listening:  # listen before the first sync: a commit in between still wakes it
-                    outbox.wait(0)
-                    listening = True
-                applied = self._index.sync()
-                with self._synced:
-                    self.syncs += 1
-                    self.applied += applied
-                    self._synced.notify_all()
-                end = self.timeout
-                while end > 0 and not self._stop.is_set():  # in slices, so stop() is prompt
-                    if outbox.wait(min(end, 1.0)):
-                        break
-                    end -= 1.0
-            except SynapseError as exc:
-                listening = False
-                self.last_error = str(exc)
-                log.warning("index follower: %s (retrying in %gs)", exc, self.timeout)
-                self._stop.wait(self.timeout)
-
-    def wait_synced(self, after: int, timeout: float) -> bool:
-        """Block until more than ``after`` syncs were made (True) or ``timeout`` seconds passed (False)."""
-        with self._synced:
-            return self._synced.wait_for(lambda: self.syncs > after, timeout)
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
-
-    def stop(self) -> None:
-        """Stop following (waits for the thread, at most about a second)."""
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-

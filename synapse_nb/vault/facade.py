@@ -420,7 +420,8 @@ class Vault:
         if self._index is None:
             from synapse_nb.store.indexer import VaultIndex  # index upkeep loads on first use (cold start)
 
-            self._index = VaultIndex(self._store, self.path, mind=self.mind, now=self._ctx.now_ts)
+            self._index = VaultIndex(self._store, self.path, mind=self.mind, now=self._ctx.now_ts,
+                                     require_human=self._ctx.require_human)
         return self._index
 
     # -- history, purge, deletion that deletes ---------------------------------------------------------------
@@ -454,12 +455,23 @@ class Vault:
         return report
 
     def _after_delete(self, changes: list[Change]) -> None:
-        """After a commit that deleted records: scrub them from the index and the caches in the same call."""
+        """After a commit that deleted records: scrub them in the same call (an agent's: see :meth:`_scrub`)."""
         gone = [rid for _, rid, deleted in changes if deleted]
         if gone:
-            self._scrub(gone)
+            self._scrub(gone, person=not self._by_agent(gone))
 
-    def _scrub(self, ids: list[str]) -> None:
+    def _by_agent(self, ids: list[str]) -> bool:
+        """Whether each record's last history entry (its deletion, committed with it) names the agent (none: purged)."""
+        for rid in ids:
+            entries = self._store.history.of_record(rid)
+            if not entries or entries[-1].actor != "agent":
+                return False
+        return True
+
+    def _scrub(self, ids: list[str], *, person: bool = True) -> None:
+        """Leave none of the deleted text in the store's files or the caches; in the index folder too for a
+        ``person``'s deletion (issue 30), while an agent's leaves the whole-index rewrite owed until a person's
+        next deletion, purge or prune, or the hour is up (:mod:`synapse_nb.store.index.scrub`)."""
         store = self._store
         if store.readonly:
             return
@@ -468,7 +480,10 @@ class Vault:
             with contextlib.suppress(OSError):
                 f.unlink()
         if (self.path / "index").is_dir():
-            self.index.forget(ids)
+            if person:
+                self.index.forget(ids)
+            else:
+                self.index.forget_later(ids)
 
     # -- memory follows the code -------------------------------------------------------------------------
     def verify(self, *, fix: bool = False) -> VerifyReport:

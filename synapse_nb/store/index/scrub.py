@@ -1,0 +1,112 @@
+"""Who waits for the index lock, and when a deletion's whole-index scrub runs (review 28).
+
+**The lock.** One process at a time applies the outbox to the index, under ``.synapse/index.lock``
+(:meth:`~synapse_nb.store.indexer.VaultIndex._mutating`). A recall waits for it at most :data:`RECALL_LOCK_WAIT`
+(:func:`flock_within`): when another process holds it longer (a person's rebuild, a scrub, another process's
+embedding), the recall answers from the index as it stands. BM25 reads the vault's SQLite file, the system of
+record, so it sees every committed write; only the semantic channel's vectors may lack the writes queued since the
+last sync (a deleted record is never answered: every candidate is a row of the store).
+
+**The scrub.** LanceDB keeps a deleted row's text in its fragment and in every older version of the table, so
+issue 30's promise (a deletion leaves no text in the index folder, in the deleting call) costs a whole-index
+rewrite (:meth:`~synapse_nb.store.indexer.VaultIndex.forget`): seconds with a large index, under the lock. A
+person's deletion (delete, prune, purge) keeps that promise. An agent's deletion of its own records
+(:meth:`Owed.mark`) leaves the rewrite owed: the record is gone from the store at once, and the next sync marks its
+index rows deleted; its text stays in the index folder's fragment and version files until the next whole-index
+scrub, which runs at a person's next deletion, purge or prune, or at the first agent deletion once the oldest owed
+one is :data:`AGENT_SCRUB_EVERY` old. An agent at its write quota so holds the lock for one rewrite an hour, not
+one per deletion (7 to 17 s each at 60,000 records held the lock about 50 minutes of every hour).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["AGENT_SCRUB_EVERY", "RECALL_LOCK_WAIT", "Owed", "flock_within"]
+
+#: Seconds a recall's sync waits for the index lock before it answers from the index as it stands.
+RECALL_LOCK_WAIT = 0.25
+#: Seconds an agent's deletion may leave the whole-index scrub owed: the first agent deletion after the oldest owed
+#: one is this old runs it (a person's deletion, purge or prune runs it at once).
+AGENT_SCRUB_EVERY = 3600.0
+_POLL_S = 0.01
+
+
+def flock_within(fh: IO[Any], wait: float | None) -> bool:
+    """Take ``fh``'s exclusive lock: blocking when ``wait`` is None, else trying for ``wait`` seconds (False: another
+    process held it all that time)."""
+    if wait is None:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        return True
+    end = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= end:
+                return False
+            time.sleep(_POLL_S)
+
+
+class Owed:
+    """The marker ``index/scrub.owed``: one line (seconds since the epoch) per agent deletion whose whole-index
+    scrub is owed; the first line says since when. Appended without the index lock (a line is one small
+    ``O_APPEND`` write); removed by the scrub that covered it. It holds times only, never an id or a text."""
+
+    def __init__(self, index_dir: Path) -> None:
+        self.file = index_dir / "scrub.owed"
+
+    def mark(self) -> None:
+        """Say that a deletion's scrub is owed (the index folder exists: a deletion without one owes nothing)."""
+        fd = os.open(self.file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, f"{time.time():.3f}\n".encode())
+        finally:
+            os.close(fd)
+
+    def since(self) -> float | None:
+        """When the oldest owed scrub was marked (None: none is owed; an unreadable marker counts as very old)."""
+        try:
+            first = self.file.read_text(encoding="utf-8").split("\n", 1)[0]
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError):
+            return 0.0
+        try:
+            return float(first)
+        except ValueError:
+            return 0.0
+
+    def due(self, now: float | None = None) -> bool:
+        """Whether an agent's deletion now runs the owed scrub (the oldest owed one is :data:`AGENT_SCRUB_EVERY`
+        old)."""
+        since = self.since()
+        return since is not None and (time.time() if now is None else now) - since >= AGENT_SCRUB_EVERY
+
+    def size(self) -> int:
+        """The marker's length now (0: none), read under the index lock before a scrub (:meth:`settle`)."""
+        try:
+            return self.file.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def settle(self, size: int) -> None:
+        """After a whole-index scrub that began when the marker was ``size`` bytes long: remove it, keeping the
+        lines appended since (their deletions may have come after the scrub read the store)."""
+        try:
+            data = self.file.read_bytes()
+        except FileNotFoundError:
+            return
+        if len(data) <= size:
+            with contextlib.suppress(FileNotFoundError):
+                self.file.unlink()
+            return
+        tmp = self.file.with_name(self.file.name + ".tmp")
+        tmp.write_bytes(data[size:])
+        os.replace(tmp, self.file)
