@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
     from synapse_nb.context import Context
 
-__all__ = ["Versions", "as_of_ts", "entries", "mind_as_of", "prune", "recent", "record", "record_many", "state_at"]
+__all__ = ["Versions", "as_of_ts", "deleted_by_agent", "entries", "mind_as_of", "prune", "recent", "record",
+           "record_many", "state_at"]
 
 
 def record(ctx: Context, action: str, before: Record | None, after: Record | None, *, at: str,
@@ -179,3 +180,13 @@ def recent(ctx: Context, limit: int | None = 50) -> list[HistoryEntry]:
     """The mind's latest entries, newest first."""
     n = check_limit(limit) or 1_000_000
     return ctx.store.history.of_mind(ctx.mind, limit=n)
+
+
+def deleted_by_agent(ctx: Context, ids: Sequence[str]) -> bool:
+    """Whether each of these records' last history entry (its deletion, committed with it) names the agent: an
+    agent's deletion leaves the index's rewrite owed (a purge leaves no entry: a person's)."""
+    for rid in ids:
+        got = ctx.store.history.of_record(rid)
+        if not got or got[-1].actor != "agent":
+            return False
+    return True

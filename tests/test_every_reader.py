@@ -204,6 +204,8 @@ NO_STORED_TEXT: dict[str, str] = {
     "team dev-server": "starts a PostgreSQL; prints its URL",
     "team trust": "human-only; prints the pinned and the named server, percent-encoded URLs (vault/pins.py's "
                   "server_identity), no stored text (tests/test_team_pin.py)",
+    "team agent-login": "human-only; needs PostgreSQL (tests/team/test_team_agent_login.py); prints the agent "
+                        "login's name and server, no stored text",
     "agent install": "writes the agent's settings files; prints diffs of our own hook entries",
     "agent uninstall": "removes our hook entries; prints paths",
 }

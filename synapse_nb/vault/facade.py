@@ -142,9 +142,8 @@ class Vault:
 
     @property
     def actor(self) -> Actor:
-        """Who this handle acts as (``"user"`` or ``"agent"``), fixed when it was made: read from its context, which
-        every check reads, so no assignment changes it (review 29: a writable attribute set to ``"user"`` on an agent's
-        handle opened ``history`` of a pending lesson and ``export_jsonl`` to it)."""
+        """Who this handle acts as (``"user"`` or ``"agent"``), fixed when it was made: its context's, which every
+        check reads (review 29: an attribute set to ``"user"`` opened a pending lesson's history to an agent)."""
         return self._ctx.actor
 
     def with_mind(self, mind: str) -> Vault:
@@ -458,15 +457,9 @@ class Vault:
         """After a commit that deleted records: scrub them in the same call (an agent's: see :meth:`_scrub`)."""
         gone = [rid for _, rid, deleted in changes if deleted]
         if gone:
-            self._scrub(gone, person=not self._by_agent(gone))
+            from synapse_nb import history
 
-    def _by_agent(self, ids: list[str]) -> bool:
-        """Whether each record's last history entry (its deletion, committed with it) names the agent (none: purged)."""
-        for rid in ids:
-            entries = self._store.history.of_record(rid)
-            if not entries or entries[-1].actor != "agent":
-                return False
-        return True
+            self._scrub(gone, person=not history.deleted_by_agent(self._ctx, gone))
 
     def _scrub(self, ids: list[str], *, person: bool = True) -> None:
         """Leave none of the deleted text in the store's files or the caches; in the index folder too for a
