@@ -17,8 +17,9 @@ a ``#`` comment) or wrote Cyrillic "ру" into ``pypi.org`` read exactly like th
   (which would reorder the line around them), combining marks, spaces other than ASCII's, controls and invisible
   characters, and a literal ``␣`` or ``⇥``;
 - the neutraliser (:func:`synapse_nb.provenance.neutralise`) runs first, as for every reader;
-- :func:`lookalike_warning` says when two values differ but would read the same (line breaks, spaces, look-alike
-  letters or invisible characters only), and :func:`diff_lines` marks the characters that changed in a line.
+- :func:`lookalike_warning` says when two values differ in a character shown as a code point, or would read the
+  same (line breaks, spaces, accents or look-alike letters only), whether or not :func:`diff_lines` marks the
+  characters that changed in a line (it does up to 1,000 characters a line pair).
 
 Standard library only.
 
@@ -96,6 +97,13 @@ def _shown_as_itself(ch: str) -> bool:
     o, parts = ord(ch), unicodedata.decomposition(ch).split()
     # not a duplicate ideograph (its decomposition is one other character, "丽" U+2F800); "が" (か + a mark) is itself
     return any(lo <= o <= hi for lo, hi in _WHOLE_SCRIPTS) and ch not in _DRAWN_ASCII and len(parts) != 1
+
+
+def _coded(ch: str) -> bool:
+    """Whether ``ch`` is shown as its code point (a tab, a space and a line break are shown otherwise)."""
+    if ch.isascii():
+        return not ch.isprintable() and ch not in "\t\n\r"
+    return not _shown_as_itself(ch)
 
 
 def _shown_line(line: str) -> str:
@@ -182,20 +190,36 @@ def _read(text: str) -> str:
     return " ".join(skeleton(text)[0].split())
 
 
+def _coded_chars(text: str) -> list[str]:
+    return [] if text.isascii() and text.isprintable() else [ch for ch in text if _coded(ch)]
+
+
 def lookalike_warning(field: str, now: Any, proposed: Any) -> str | None:
-    """A warning when the two values differ but would read the same: only in line breaks, spaces, look-alike
-    letters or invisible characters (a change of case alone is visible and not warned about); else None.
+    """A warning when the two values differ in a character shown as its code point (one that passes for another,
+    a right-to-left or invisible one: the characters shown as code points are not the same, in the same order, in
+    both), or would read the same (they differ only in line breaks, spaces, accents or look-alike letters; a change
+    of case alone is visible and not warned about); else None. Said whether or not the changed characters are
+    marked under the lines (they are not past 1,000 characters).
 
     >>> lookalike_warning("content", "pypi.org", "\\u0440\\u0443pi.org") is not None
     True
     >>> lookalike_warning("content", "a\\nb", "a b") is not None, lookalike_warning("content", "Make", "make")
     (True, None)
+    >>> lookalike_warning("content", "https://pypi.org x", "https\\u2236//pypi.org y") is not None
+    True
     """
     a, b = _text(now), _text(proposed)
-    if a == b or a.lower() == b.lower() or _read(a) != _read(b):
+    if a == b:
         return None
-    return (f"⚠ {field}: the proposed value reads like the current one but is not: it differs only in line breaks, "
-            "spaces, letters that look alike or invisible characters (see the - / + lines and the code points)")
+    if a.lower() != b.lower() and _read(a) == _read(b):
+        return (f"⚠ {field}: the proposed value reads like the current one but is not: it differs only in line "
+                "breaks, spaces, accents, letters that look alike or invisible characters (see the - / + lines and "
+                "the code points)")
+    if _coded_chars(a) != _coded_chars(b):
+        return (f"⚠ {field}: the change is in characters shown as code points (<U+...>: a character that passes "
+                "for another, runs right to left or is invisible), not only in what reads as shown: read them in the "
+                "- / + lines")
+    return None
 
 
 @dataclass(frozen=True)

@@ -190,6 +190,22 @@ RELEASE = ("Release procedure: bump the version in pyproject.toml, run the full 
            "changelog section; if anything fails, yank the release rather than deleting it.")
 
 
+@pytest.mark.parametrize("before", [f"Upload with twine upload --repository-url {UPLOAD} dist/*", RELEASE])
+def test_memory_accept_shows_punctuation_look_alikes_as_code_points_and_warns(
+        project: Path, monkeypatch: pytest.MonkeyPatch, before: str) -> None:
+    import synapse_nb.cli.history as cli_history
+
+    human, mid, rid = _revision(project, "upload", before, before.replace(UPLOAD, UPLOAD_SPOOFED))
+    _at_a_terminal(monkeypatch, cli_history)
+    res = CliRunner().invoke(app, ["--vault", str(project), "memory", "accept", rid])
+    assert res.exit_code == 1 and "not accepted" in res.stderr
+    lines = res.stderr.splitlines()
+    assert f"    - {before}" in lines and f"    + {before.replace(UPLOAD, UPLOAD_SHOWN)}" in lines, res.stderr
+    assert any(line.startswith("    ? ") for line in lines) == (len(before) < 500)  # no marks past 1,000 a pair
+    assert any(line.startswith("  ⚠ content: ") for line in lines), res.stderr
+    assert human.memories.get(mid).content == before
+
+
 @pytest.mark.parametrize("ch", [
     "\u2044", "\u2215", "\u29f8", "\u2236", "\u02d7", "\u2212",  # symbols (S*): slashes, ratio, minus signs
     "\u0589", "\u05c3", "\u2024", "\u2019", "\u201d", "\u05f4", "\u01c3", "\u2010", "\uff0f",  # punctuation (P*)
@@ -210,3 +226,26 @@ def test_shown_lines_show_accented_latin_and_cjk_kana_hangul_letters_as_themselv
     text = "café déjà vu, Ñandú Ångström naïve; 日本語のテキストとカタカナ、한국어 문장"
     assert shown_lines(text) == [text.replace("、", "<U+3001>")]  # the ideographic comma is punctuation
 
+
+def test_look_alike_warning_past_the_marking_cap_and_beside_a_visible_change() -> None:
+    spoofed = RELEASE.replace(UPLOAD, UPLOAD_SPOOFED)
+    assert diff_lines(shown_lines(RELEASE), shown_lines(spoofed))[1].startswith("+ ")  # no "?" line: past the cap
+    assert lookalike_warning("content", RELEASE, spoofed) is not None
+    # a visible change beside it does not hide it
+    assert lookalike_warning("content", RELEASE, spoofed.replace("yank", "delete")) is not None
+    assert lookalike_warning("content", "ping 10.0.0.1", "ping 10\u2024\u0660.0.1") is not None
+    assert lookalike_warning("content", "x", "x\u200f") is not None  # a right-to-left mark
+    # code points the same in both, in the same order: a visible change is not warned about
+    assert lookalike_warning("content", "см. pypi.org: deploy to prod", "см. pypi.org: deploy to staging") is None
+    assert lookalike_warning("content", RELEASE, RELEASE.replace("yank", "delete")) is None
+    assert lookalike_warning("content", "日本語 deploy", "日本語 ship") is None
+
+
+def test_change_review_shows_punctuation_look_alikes_as_code_points_and_warns(vault: syn.Vault) -> None:
+    from synapse_nb.widgets import ChangeReview
+
+    m = vault.remember("procedure", "release", RELEASE)
+    vault.as_agent().memories.update(m.id, content=RELEASE.replace(UPLOAD, UPLOAD_SPOOFED))
+    html = ChangeReview(vault).revision_html.value
+    assert "https&lt;U+A789&gt;&lt;U+2215&gt;&lt;U+2215&gt;upload&lt;U+A4F8&gt;pypi.org" in html, html
+    assert "role='alert'" in html and "⚠ content: " in html and "\u2215" not in html
