@@ -9,12 +9,17 @@ a ``#`` comment) or wrote Cyrillic "ру" into ``pypi.org`` read exactly like th
 
 - each stored line is one shown line (the diff's ``-`` / ``+`` / two-space prefix starts each);
 - a space in a run of two or more, or at the start or end of a line, is shown as ``␣``, a tab as ``⇥``;
-- a character that passes for an ASCII one (a letter of another script, a full-width or styled letter or sign, a
-  combining mark on an ASCII letter), a space other than ASCII's, a control or invisible character, and a literal
-  ``␣`` or ``⇥`` are shown as their code point (``<U+0440>``); a Latin letter with an accent stays itself;
+- a character is shown as itself only if it is printable ASCII, a Latin letter with an accent ("é") or a letter of
+  a script people write whole texts in and that has no Latin look-alikes (CJK ideographs, Hiragana, Katakana, Hangul
+  syllables: :data:`_WHOLE_SCRIPTS`); every other one is shown as its code point (``<U+0440>``): letters of other
+  scripts (Cyrillic "р"), full-width and styled forms, punctuation and symbols that pass for ASCII signs ("∕" for
+  "/", "꞉" for ":", "ꓸ" for "."; review 31), modifier letters, digits of other scripts, right-to-left characters
+  (which would reorder the line around them), combining marks, spaces other than ASCII's, controls and invisible
+  characters, and a literal ``␣`` or ``⇥``;
 - the neutraliser (:func:`synapse_nb.provenance.neutralise`) runs first, as for every reader;
-- :func:`lookalike_warning` says when two values differ but would read the same (line breaks, spaces, look-alike
-  letters or invisible characters only), and :func:`diff_lines` marks the characters that changed in a line.
+- :func:`lookalike_warning` says when two values differ in a character shown as a code point, or would read the
+  same (line breaks, spaces, accents or look-alike letters only), whether or not :func:`diff_lines` marks the
+  characters that changed in a line (it does up to 1,000 characters a line pair).
 
 Standard library only.
 
@@ -32,19 +37,20 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
 from typing import Any
 
-from synapse_nb._cleaning import invisible_at
 from synapse_nb._skeleton import skeleton
 from synapse_nb.provenance import neutralise
 
 __all__ = ["LEGEND", "SHOWN", "FieldChange", "changes", "diff_lines", "lookalike_warning", "shown_lines", "value_lines"]
 
 #: How a value is shown line by line (said where it is).
-SHOWN = "as stored, a line each (a space in a run shown as ␣, a tab as ⇥, a look-alike character as its code point)"
+SHOWN = ("as stored, a line each (a space in a run shown as ␣, a tab as ⇥, a character other than ASCII, an accented "
+         "Latin letter or a CJK, kana or Hangul letter as its code point)")
 #: What the signs of a diff mean, said once above it.
-LEGEND = ("(- now, + proposed, two spaces: both; a space in a run shown as ␣, a tab as ⇥, a character that passes "
-          "for another as its code point <U+0440>)")
+LEGEND = ("(- now, + proposed, two spaces: both; a space in a run shown as ␣, a tab as ⇥, a character other than "
+          "ASCII, an accented Latin letter or a CJK, kana or Hangul letter as its code point <U+0440>)")
 _SPACE, _TAB = "␣", "⇥"
 #: Longest pair of lines (both together) whose changed characters are marked (a ``?`` line under each), and the most
 #: characters marked so in one diff: comparing characters is quadratic at worst, so longer lines are shown whole
@@ -57,26 +63,52 @@ def _code(ch: str) -> str:
     return f"<U+{ord(ch):04X}>"
 
 
-def _passes_for_ascii(ch: str, prev: str) -> bool:
-    """Whether non-ASCII ``ch`` may be read as an ASCII character: the provenance skeleton reads it as one (a
-    Cyrillic "р", a full-width "ａ", "／"), or it is a combining mark on an ASCII character, a space or a sign this
-    display uses; a Latin letter with an accent ("é", which decomposes to an ASCII letter and marks) is itself."""
+#: The scripts whose letters are shown as themselves (besides ASCII and accented Latin letters): people write whole
+#: texts in them, they run left to right, and their letters are not drawn like Latin ones (unlike Cyrillic, Greek,
+#: Armenian, Cherokee or Lisu, whose letters stay code points). CJK ideographs (the unified blocks; not the
+#: compatibility ideographs, duplicates of unified ones), Hiragana and Katakana letters, Hangul syllables.
+_WHOLE_SCRIPTS = ((0x3041, 0x3096), (0x30A1, 0x30FA), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7A3),
+                  (0x20000, 0x323AF))
+#: Their few letters drawn like an ASCII character (a stroke or two: "-", "|", "/", "\\", "`", "J", "T", "+", "=",
+#: "x", "Z", "[", "L", "^", "<"): shown as code points. Not the kana the provenance skeleton reads as Latin letters
+#: in fancy text ("の" for "o", "ん" for "h"): full-width and curved, they pass for no ASCII character beside ASCII
+#: text, and "の" shown as a code point would leave no Japanese sentence readable.
+_DRAWN_ASCII = frozenset("一丨丿乀丶亅丁十二乂乙匚ノニメレヘへく")
+
+
+@lru_cache(maxsize=4096)
+def _shown_as_itself(ch: str) -> bool:
+    """Whether non-ASCII ``ch`` is shown as itself: an accented Latin letter (a letter that decomposes to an ASCII
+    letter and combining marks: "é", not "ǃ", "ı" or a full-width "ａ") or a letter of :data:`_WHOLE_SCRIPTS` that
+    passes for no ASCII character; every other one (punctuation, symbols, modifier letters, other digits, other
+    scripts' letters, right-to-left characters, combining marks, spaces, format and control characters) is shown as
+    its code point.
+
+    >>> [c for c in "é日かカ한ж∕꞉ꓸ٠ʼ’ا\\u0301\\u00a0ノ" if _shown_as_itself(c)]
+    ['é', '日', 'か', 'カ', '한']
+    """
     cat = unicodedata.category(ch)
-    if ch in (_SPACE, _TAB) or ch.isspace() or cat in ("Cc", "Cf", "Zl", "Zp"):
-        return True
-    if cat in ("Mn", "Me"):
-        return prev.isascii()
-    base = unicodedata.normalize("NFD", ch)
-    if len(base) > 1 and base[0].isascii() and unicodedata.name(ch, "").startswith("LATIN"):
+    if cat not in ("Lu", "Ll", "Lt", "Lo") or unicodedata.bidirectional(ch) != "L":
         return False
-    read = skeleton(ch)[0]
-    return bool(read) and read.isascii()
+    if cat != "Lo":
+        base = unicodedata.normalize("NFD", ch)
+        return (len(base) > 1 and base[0].isascii() and base[0].isalpha()
+                and all(unicodedata.category(m) == "Mn" for m in base[1:]))
+    o, parts = ord(ch), unicodedata.decomposition(ch).split()
+    # not a duplicate ideograph (its decomposition is one other character, "丽" U+2F800); "が" (か + a mark) is itself
+    return any(lo <= o <= hi for lo, hi in _WHOLE_SCRIPTS) and ch not in _DRAWN_ASCII and len(parts) != 1
+
+
+def _coded(ch: str) -> bool:
+    """Whether ``ch`` is shown as its code point (a tab, a space and a line break are shown otherwise)."""
+    if ch.isascii():
+        return not ch.isprintable() and ch not in "\t\n\r"
+    return not _shown_as_itself(ch)
 
 
 def _shown_line(line: str) -> str:
     if line.isascii() and line.isprintable() and "  " not in line and line.strip(" ") == line:
         return line
-    hidden = {a for a, _ in invisible_at(line)} if not line.isascii() else set()
     out: list[str] = []
     n = len(line)
     for i, ch in enumerate(line):
@@ -87,10 +119,8 @@ def _shown_line(line: str) -> str:
             out.append(_TAB)
         elif ch.isascii():
             out.append(ch if ch.isprintable() else _code(ch))
-        elif i in hidden or _passes_for_ascii(ch, line[i - 1] if i else ""):
-            out.append(_code(ch))
         else:
-            out.append(ch)
+            out.append(ch if _shown_as_itself(ch) else _code(ch))
     return "".join(out)
 
 
@@ -160,20 +190,36 @@ def _read(text: str) -> str:
     return " ".join(skeleton(text)[0].split())
 
 
+def _coded_chars(text: str) -> list[str]:
+    return [] if text.isascii() and text.isprintable() else [ch for ch in text if _coded(ch)]
+
+
 def lookalike_warning(field: str, now: Any, proposed: Any) -> str | None:
-    """A warning when the two values differ but would read the same: only in line breaks, spaces, look-alike
-    letters or invisible characters (a change of case alone is visible and not warned about); else None.
+    """A warning when the two values differ in a character shown as its code point (one that passes for another,
+    a right-to-left or invisible one: the characters shown as code points are not the same, in the same order, in
+    both), or would read the same (they differ only in line breaks, spaces, accents or look-alike letters; a change
+    of case alone is visible and not warned about); else None. Said whether or not the changed characters are
+    marked under the lines (they are not past 1,000 characters).
 
     >>> lookalike_warning("content", "pypi.org", "\\u0440\\u0443pi.org") is not None
     True
     >>> lookalike_warning("content", "a\\nb", "a b") is not None, lookalike_warning("content", "Make", "make")
     (True, None)
+    >>> lookalike_warning("content", "https://pypi.org x", "https\\u2236//pypi.org y") is not None
+    True
     """
     a, b = _text(now), _text(proposed)
-    if a == b or a.lower() == b.lower() or _read(a) != _read(b):
+    if a == b:
         return None
-    return (f"⚠ {field}: the proposed value reads like the current one but is not: it differs only in line breaks, "
-            "spaces, letters that look alike or invisible characters (see the - / + lines and the code points)")
+    if a.lower() != b.lower() and _read(a) == _read(b):
+        return (f"⚠ {field}: the proposed value reads like the current one but is not: it differs only in line "
+                "breaks, spaces, accents, letters that look alike or invisible characters (see the - / + lines and "
+                "the code points)")
+    if _coded_chars(a) != _coded_chars(b):
+        return (f"⚠ {field}: the change is in characters shown as code points (<U+...>: a character that passes "
+                "for another, runs right to left or is invisible), not only in what reads as shown: read them in the "
+                "- / + lines")
+    return None
 
 
 @dataclass(frozen=True)

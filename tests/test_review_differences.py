@@ -175,3 +175,77 @@ def test_shown_lines_keep_every_neutralisation_and_mark_what_reads_alike() -> No
     assert diff_lines(["a", "b"], ["a", "b"]) == ["  a", "  b"]
     long = "x" * 5000
     assert diff_lines([long], [long + "y"]) == [f"- {long}", f"+ {long}y"]  # no character guides past 1,000
+
+
+# Review 31: ASCII-punctuation look-alikes (U+A789 modifier letter colon, U+2215 division slash, U+A4F8 Lisu letter
+# tone mya ti) were shown as themselves, without a code point or a warning, and past the 1,000-character marking
+# cap without a caret: `https꞉∕∕uploadꓸpypi.org` read as the person's URL.
+UPLOAD = "https://upload.pypi.org/legacy/"
+UPLOAD_SPOOFED = "https\ua789\u2215\u2215upload\ua4f8pypi.org/legacy/"
+UPLOAD_SHOWN = "https<U+A789><U+2215><U+2215>upload<U+A4F8>pypi.org/legacy/"
+RELEASE = ("Release procedure: bump the version in pyproject.toml, run the full test suite with tox -e py311,py312, "
+           "build the sdist and wheel with python -m build, check them with twine check dist/*, then upload to the "
+           f"index with twine upload --repository-url {UPLOAD} dist/* using the token from the team vault (never a "
+           "personal token), tag the release commit as vX.Y.Z, push the tag, and announce it in #releases with the "
+           "changelog section; if anything fails, yank the release rather than deleting it.")
+
+
+@pytest.mark.parametrize("before", [f"Upload with twine upload --repository-url {UPLOAD} dist/*", RELEASE])
+def test_memory_accept_shows_punctuation_look_alikes_as_code_points_and_warns(
+        project: Path, monkeypatch: pytest.MonkeyPatch, before: str) -> None:
+    import synapse_nb.cli.history as cli_history
+
+    human, mid, rid = _revision(project, "upload", before, before.replace(UPLOAD, UPLOAD_SPOOFED))
+    _at_a_terminal(monkeypatch, cli_history)
+    res = CliRunner().invoke(app, ["--vault", str(project), "memory", "accept", rid])
+    assert res.exit_code == 1 and "not accepted" in res.stderr
+    lines = res.stderr.splitlines()
+    assert f"    - {before}" in lines and f"    + {before.replace(UPLOAD, UPLOAD_SHOWN)}" in lines, res.stderr
+    assert any(line.startswith("    ? ") for line in lines) == (len(before) < 500)  # no marks past 1,000 a pair
+    assert any(line.startswith("  ⚠ content: ") for line in lines), res.stderr
+    assert human.memories.get(mid).content == before
+
+
+@pytest.mark.parametrize("ch", [
+    "\u2044", "\u2215", "\u29f8", "\u2236", "\u02d7", "\u2212",  # symbols (S*): slashes, ratio, minus signs
+    "\u0589", "\u05c3", "\u2024", "\u2019", "\u201d", "\u05f4", "\u01c3", "\u2010", "\uff0f",  # punctuation (P*)
+    "\ua789", "\u02bc", "\u02d0", "\u30fc",  # modifier letters and symbols (Lm, Sk)
+    "\ua4f8", "\u0585", "\u13a0",  # letters of scripts with Latin look-alikes (Lisu, Armenian, Cherokee)
+    "\u0660", "\u06f1", "\u09e6", "\u0e50", "\uff11",  # digits of other scripts (Nd not ASCII)
+    "\u0627", "\u05e1", "\u05c0", "\u200f", "\u061c",  # right-to-left letters, signs and marks (R, AL)
+    "\u2009", "\u3000", "\u00a0",  # spaces
+    "\u2060", "\u00ad", "\x9b", "\x07", "\u0301",  # format, control characters, a combining mark
+    "\u30ce", "\u4e3f", "\u4e00", "\u30cb", "\uf900",  # CJK and kana drawn like "/", "-", "=", a duplicate ideograph
+    "\U0001d41a", "\U0001f44d",  # a styled letter, an emoji
+])
+def test_shown_lines_show_every_other_non_ascii_character_as_its_code_point(ch: str) -> None:
+    assert shown_lines(f"a{ch}b") == [f"a<U+{ord(ch):04X}>b"]
+
+
+def test_shown_lines_show_accented_latin_and_cjk_kana_hangul_letters_as_themselves() -> None:
+    text = "café déjà vu, Ñandú Ångström naïve; 日本語のテキストとカタカナ、한국어 문장"
+    assert shown_lines(text) == [text.replace("、", "<U+3001>")]  # the ideographic comma is punctuation
+
+
+def test_look_alike_warning_past_the_marking_cap_and_beside_a_visible_change() -> None:
+    spoofed = RELEASE.replace(UPLOAD, UPLOAD_SPOOFED)
+    assert diff_lines(shown_lines(RELEASE), shown_lines(spoofed))[1].startswith("+ ")  # no "?" line: past the cap
+    assert lookalike_warning("content", RELEASE, spoofed) is not None
+    # a visible change beside it does not hide it
+    assert lookalike_warning("content", RELEASE, spoofed.replace("yank", "delete")) is not None
+    assert lookalike_warning("content", "ping 10.0.0.1", "ping 10\u2024\u0660.0.1") is not None
+    assert lookalike_warning("content", "x", "x\u200f") is not None  # a right-to-left mark
+    # code points the same in both, in the same order: a visible change is not warned about
+    assert lookalike_warning("content", "см. pypi.org: deploy to prod", "см. pypi.org: deploy to staging") is None
+    assert lookalike_warning("content", RELEASE, RELEASE.replace("yank", "delete")) is None
+    assert lookalike_warning("content", "日本語 deploy", "日本語 ship") is None
+
+
+def test_change_review_shows_punctuation_look_alikes_as_code_points_and_warns(vault: syn.Vault) -> None:
+    from synapse_nb.widgets import ChangeReview
+
+    m = vault.remember("procedure", "release", RELEASE)
+    vault.as_agent().memories.update(m.id, content=RELEASE.replace(UPLOAD, UPLOAD_SPOOFED))
+    html = ChangeReview(vault).revision_html.value
+    assert "https&lt;U+A789&gt;&lt;U+2215&gt;&lt;U+2215&gt;upload&lt;U+A4F8&gt;pypi.org" in html, html
+    assert "role='alert'" in html and "⚠ content: " in html and "\u2215" not in html
