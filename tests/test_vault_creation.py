@@ -57,7 +57,7 @@ WRITES = [
 NO_VAULT_COMMANDS = {"demo", "gate eval", "recall eval", "hooks install", "hooks uninstall", "mcp"}
 #: team commands work on a team vault by URL: none creates a local vault
 NO_VAULT_COMMANDS |= {"team init", "team join", "team status", "team search-local", "team dev-server", "team grant",
-                      "team trust"}
+                      "team trust", "team agent-login"}
 #: agent settings are files of the agent, not the vault; a hook never creates a vault (tests/test_agent_hooks.py)
 NO_VAULT_COMMANDS |= {"agent install", "agent uninstall", "agent status", "hook"}
 
