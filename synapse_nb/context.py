@@ -146,20 +146,19 @@ def _started_with(pid: int) -> _Process | None:
 
 
 def _left_behind(pid: int, proc: _Process) -> bool:
-    """Whether ``pid`` is a job a shell left behind: handed to init (its parent is pid 1, or the user's systemd, a
-    subreaper) and leading neither its process group nor its session (a shell's background job: ``( cmd & )``,
-    ``nohup cmd &`` in a script). Where it came from cannot be read any more, and an agent's shell that exits at once
-    after ``( env -u CLAUDECODE cmd & )`` leaves exactly that. Its session's leader need not be gone (review 31: an
-    agent harness that sets its marker only in its children's environment, in a person's terminal session whose
-    shell stays open, left a job whose group and session leaders hold no marker). A daemon that made its own session
-    (``setsid``, systemd) is not one; a job of an interactive shell leads its own group. Linux only (``/proc``)."""
+    """Whether ``pid`` is a job a shell left behind: handed to init (its parent is pid 1, or the user's systemd,
+    a subreaper), leading neither its
+    process group nor its session (a shell's background job: ``( cmd & )``, ``nohup cmd &`` in a script), and its
+    session's leader gone. Where it came from cannot be read any more, and an agent's shell that exits at once after
+    ``( env -u CLAUDECODE cmd & )`` leaves exactly that. A daemon that made its own session (``setsid``, systemd)
+    is not one; a job of an interactive shell leads its own group. Linux only (``/proc``)."""
     if proc.group in (0, pid) or proc.session in (0, pid):
         return False
     if proc.parent != 1:  # or the user's service manager, which takes orphans as a subreaper
         parent = _started_with(proc.parent)
         if parent is None or parent.name != "systemd":
             return False
-    return True
+    return not Path(f"/proc/{proc.session}").exists()
 
 
 def inherited_agent_marker(pid: int | None = None) -> str | None:
@@ -199,8 +198,8 @@ def inherited_agent_marker(pid: int | None = None) -> str | None:
             break
         if _left_behind(at, got):
             found = (f"a job its shell left behind: process {at} {got.name[:40]!r} was handed to init and leads "
-                     "neither its process group nor its session (whose it was cannot be read: an agent's "
-                     "'( cmd & ); exit' looks so)")
+                     "neither its process group nor its session, whose leader has exited (whose it was cannot be "
+                     "read: an agent's '( cmd & ); exit' looks so)")
             break
         if got.parent <= 0 or got.parent == at:
             break

@@ -145,9 +145,7 @@ def test_a_process_left_without_its_parents_is_read_by_its_session(tmp_path: Pat
     script = (f"( env -u CLAUDECODE sh -c {shlex.quote(inner)} & ); "
               f"for i in $(seq 100); do [ -s {shlex.quote(str(out))} ] && break; sleep 0.1; done; true")
     subprocess.run(["setsid", "bash", "-c", script], env=env, timeout=60, check=True)
-    # (read first, since review 31, as a job handed to init that leads neither its group nor its session)
-    text = out.read_text()
-    assert "leader of this process's group or session" in text or text.startswith("a job its shell left behind"), text
+    assert "leader of this process's group or session" in out.read_text(), out.read_text()
 
 
 def test_a_read_only_handle_in_an_agents_environment_is_the_agents(
@@ -205,24 +203,22 @@ def test_a_job_its_shell_left_behind_is_not_the_human(tmp_path: Path) -> None:
     assert human.memories.get_by_key("procedure", "deploy").source == "agent"
 
 
-def test_a_job_left_behind_in_a_live_session_is_not_the_human(tmp_path: Path) -> None:
-    """Review 31: a person's terminal session stays open (its shell holds no marker); an agent harness in it marks
-    only its children's environment (its own, read from /proc, holds none, as a node harness's); its tool shell runs
-    ``( env -u CLAUDECODE cmd & ); exit 0``. The job is handed to init, and its group's and session's leaders hold no
-    marker: it passed for the person and approved. A job handed to init that leads neither its group nor its
-    session is taken for an agent's whatever its session leader's state."""
+def test_a_persons_job_handed_to_init_in_a_live_session_is_the_persons(tmp_path: Path) -> None:
+    """Review 32: a person's start script (``nohup jupyter lab & echo started``), a launcher that starts a server and
+    returns, a Makefile recipe, in a terminal that stays open: the job is handed to init and leads neither its group
+    nor its session. Taking every such job for an agent's (review 31's first fix) made a person's kernels an
+    agent's: their writes proposals, their approvals refused. With the session's leader alive and holding no
+    marker, such a job is the person's (an agent harness that marks only its children there is not told apart:
+    docs/architecture.md, not defended)."""
     out = tmp_path / "out.txt"
     code = "from synapse_nb.context import agent_environment as a; print(a())"
     job = f"{shlex.quote(sys.executable)} -c {shlex.quote(code)} > {shlex.quote(str(out))}"
-    tool = f"( env -u CLAUDECODE sh -c {shlex.quote(job)} & ); exit 0"
-    harness = ("import os, subprocess, sys; os.environ['CLAUDECODE'] = '1'; "
-               f"subprocess.run(['bash', '-c', {tool!r}])")
-    # the person's session: its leader waits (alive) until the job has written
-    person = (f"{shlex.quote(sys.executable)} -c {shlex.quote(harness)}; "
+    launcher = f"( sh -c {shlex.quote(job)} & ); exit 0"
+    person = (f"bash -c {shlex.quote(launcher)}; "
               f"for i in $(seq 100); do [ -s {shlex.quote(str(out))} ] && break; sleep 0.1; done; true")
     env = {k: v for k, v in os.environ.items() if k != "CLAUDECODE"}
     subprocess.run(["setsid", "bash", "-c", person], env=env, timeout=60, check=True)
-    assert out.read_text().startswith("a job its shell left behind"), out.read_text()
+    assert out.read_text().strip() == "None", out.read_text()
 
 
 def test_a_password_is_never_sent_in_clear_text(tmp_path: Path) -> None:
