@@ -197,3 +197,17 @@ def test_the_pending_notice_tells_an_agents_lessons_from_reverts(repo: Path) -> 
     notice = json.loads(res.stdout)["systemMessage"]
     assert "3 lessons an agent wrote by hand (not from a revert)" in notice and "1 lesson written by hand" in notice
     assert "reverted" not in notice and "URGENT" not in notice and "wait for your review" in notice
+
+
+# ------------------------------------------------------------------------------------------------ review 31
+
+def test_a_recall_marks_only_what_its_caller_printed(repo: Path) -> None:
+    with syn.open_vault(repo, actor="agent") as v:
+        first = v.recall(ASK, session="s", record=False)
+        assert len(first.items) >= 2
+        printed = first.items[0].id
+        first.mark_given({printed})  # the cut kept only this one
+        first.mark_given()  # once: a second call marks nothing more
+        again = v.recall(ASK, session="s", record=False)
+        assert {k.id for k in again.items} == {k.id for k in first.items} - {printed}
+        assert not again.shown_before  # the lesson was not printed: given again
