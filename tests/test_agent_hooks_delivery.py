@@ -200,6 +200,54 @@ def test_the_pending_notice_tells_an_agents_lessons_from_reverts(repo: Path) -> 
 
 
 # ------------------------------------------------------------------------------------------------ review 31
+def long_lessons(repo: Path, n: int) -> dict[str, str]:
+    """``n`` approved lessons of ~330 characters each (a person's own): id -> the text's unique ending."""
+    out = {}
+    with syn.open_vault(repo) as v:
+        for i in range(n):
+            end = f"(end of rule {i:02d})"
+            les = v.lessons.create(f"Rule {i:02d}: " + "never deploy on Friday without a second reviewer; " * 6 + end,
+                                   branch=None)
+            v.lessons.approve(les.id)
+            out[les.id] = end
+    return out
+
+
+def in_full(context: str, lessons: dict[str, str]) -> set[str]:
+    return {i for i, end in lessons.items() if end in context}
+
+
+def named_earlier(context: str) -> str:
+    return "".join(line for line in context.splitlines() if line.startswith("(still in force, shown earlier"))
+
+
+@pytest.mark.parametrize("source", ["startup", "compact"])
+def test_a_lesson_the_session_start_cut_is_given_in_full_on_the_next_prompt(repo: Path, source: str) -> None:
+    """SessionStart cut 7 of 30 lessons from its banner (the restore pack after a compaction cuts its own), and
+    marked all 30 as given: the next prompt named them "shown earlier" by id only, for the whole epoch."""
+    lessons = long_lessons(repo, 30)
+    first = start(repo, source=source)
+    shown = in_full(first, lessons)
+    assert 0 < len(shown) < 30  # the start had to cut
+    then = ask(repo)
+    assert in_full(then, lessons) == set(lessons) - shown  # the rest, each in full
+    assert not [i for i in lessons if i not in shown and i in named_earlier(then)]  # none named as shown before
+    assert "run_migrations" in then  # and the hits are given beside them
+
+
+def test_the_prompt_keeps_room_for_the_hits_after_a_long_banner(repo: Path) -> None:
+    """A prompt that starts an epoch prints the whole banner; 40 long lessons took the whole 10,000 characters
+    and the hits were cut after the recall, yet marked as given."""
+    lessons = long_lessons(repo, 40)
+    first = ask(repo)
+    assert "run_migrations" in first and "blue-green" in first  # the hits keep their room
+    assert "not shown here for room" in first
+    shown = in_full(first, lessons)
+    assert shown and len(first) <= 10_000
+    second = ask(repo, prompt="and the Friday deploy rule?")
+    assert in_full(second, lessons) == set(lessons) - shown  # what the banner left out is given in full next
+    assert ask(repo) == ""  # and nothing is given twice
+
 
 def test_a_recall_marks_only_what_its_caller_printed(repo: Path) -> None:
     with syn.open_vault(repo, actor="agent") as v:
