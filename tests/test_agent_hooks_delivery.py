@@ -65,8 +65,9 @@ def test_a_held_lock_never_withholds_the_banner_nor_marks_it_given(repo: Path) -
         assert LESSON in context_of(res) and res.stderr == ""
         during = ask(repo, SYNAPSE_AGENT_HOOK_TIMEOUT="5")  # a prompt meanwhile is answered too
         assert "run_migrations" in during and "blue-green" in during
-    after = ask(repo)
-    assert "run_migrations" in after and "blue-green" in after  # what a run without its state gave is given again
+    # the lock held, the state was read without it and its epoch kept (review 31): what the session was printed
+    # meanwhile is not printed again, and nothing it was not printed is withheld
+    assert ask(repo) == ""
 
 
 def test_a_run_killed_before_it_printed_says_so_and_marks_nothing(repo: Path) -> None:
@@ -97,7 +98,11 @@ def test_a_directory_in_place_of_the_hooks_files_silences_nothing(repo: Path, na
     target.mkdir()
     assert LESSON in start(repo, "next")
     assert "run_migrations" in ask(repo, "next")
-    assert "run_migrations" in ask(repo, "next")  # no state kept: every run a new epoch, given again, never less
+    again = ask(repo, "next")
+    if name == STATE_NAME:
+        assert "run_migrations" in again  # no state kept: every run a new epoch, given again, never less
+    else:
+        assert again == ""  # the state is read and its new epochs written without the lock (review 31)
     assert target.is_dir()
 
 
@@ -122,13 +127,18 @@ def test_session_state_goes_on_without_a_lock_it_cannot_have(repo: Path) -> None
     folder = repo / ".synapse"
     with session_state(folder, "k") as st:
         st.edits = 3
+        st.new_epoch()
+    epoch = read_state(folder, "k").epoch
     with agents_flock(repo):
         t0 = time.monotonic()
         with session_state(folder, "k", wait=0.2) as st:
-            assert st.edits == 0  # a fresh state ...
+            assert st.edits == 3 and st.epoch == epoch  # the state as the file holds it (review 31) ...
             st.edits = 99
         assert time.monotonic() - t0 < 2
-    assert read_state(folder, "k").edits == 3  # ... and nothing written: a count lost
+        assert read_state(folder, "k").edits == 3  # ... and a count not written without the lock: lost
+        with session_state(folder, "k", wait=0.2) as st:
+            st.new_epoch()  # a new epoch is written: the next prompt must not go on in the one the context lost
+        assert read_state(folder, "k").epoch == st.epoch != epoch
 
 
 # ------------------------------------------------------------------------------------------------ finding 3
@@ -247,6 +257,19 @@ def test_the_prompt_keeps_room_for_the_hits_after_a_long_banner(repo: Path) -> N
     second = ask(repo, prompt="and the Friday deploy rule?")
     assert in_full(second, lessons) == set(lessons) - shown  # what the banner left out is given in full next
     assert ask(repo) == ""  # and nothing is given twice
+
+
+def test_a_held_lock_keeps_the_sessions_epoch(repo: Path) -> None:
+    """An agent holding the hooks' lock made every prompt a new epoch: every prompt printed the whole banner and
+    the hits again (with a long banner, cut the relevant memory from every prompt while it held the lock)."""
+    start(repo)
+    first = ask(repo)
+    assert "run_migrations" in first and LESSON not in first
+    with agents_flock(repo):
+        assert ask(repo) == ""  # the state read without the lock: its epoch kept, nothing printed twice
+        assert LESSON in start(repo, source="clear")  # a new epoch is written without the lock
+        assert "run_migrations" in ask(repo)  # ... and kept: given once in it
+        assert ask(repo) == ""
 
 
 def test_a_recall_marks_only_what_its_caller_printed(repo: Path) -> None:
