@@ -14,16 +14,25 @@ HookAnswer(context='', notice='', stderr='')
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from synapse_nb.agents.events import EDIT_TOOLS, MAX_PROMPT_CHARS, HookAnswer, HookEvent, cut_context
+from synapse_nb.agents.events import (
+    EDIT_TOOLS,
+    MAX_CONTEXT_CHARS,
+    MAX_PROMPT_CHARS,
+    HookAnswer,
+    HookEvent,
+    cut_parts,
+)
 from synapse_nb.errors import SynapseError
 from synapse_nb.render import plural
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.agents.sessions import SessionState
+    from synapse_nb.models import Lesson
+    from synapse_nb.recall.assembly import Part
     from synapse_nb.vault import Vault
 
 __all__ = ["SESSION_START_TOKENS", "handle"]
@@ -71,43 +80,72 @@ _MADE_BY = (("git", " from reverted changes"), ("agent", " an agent wrote by han
             ("user", " written by hand"))
 
 
+def _fit(before: list[Part], lessons: Sequence[Lesson], shown_before: Iterable[str], after: list[Part],
+         limit: int) -> tuple[str, set[str]]:
+    """``before``, the banner of ``lessons`` and ``after`` (a blank line between each) in ``limit`` characters,
+    and the ids of the lessons and records printed whole (the only ones marked as given).
+
+    What follows the banner (a prompt's hits, the latest checkpoint) keeps what it needs up to half the limit; the
+    banner gives each lesson in full while it fits in the rest and names the others by id, unmarked, so the next
+    prompt gives them in full (review 31: a long banner took the whole limit, every hit after it was cut, and the
+    lessons and hits the cut removed were marked as given)."""
+    from synapse_nb.recall.assembly import banner_parts
+
+    sep: list[Part] = [("", ())]
+
+    def size(ps: list[Part]) -> int:
+        return sum(len(t) + 1 for t, _ in ps)
+
+    room = limit - size(before + sep + sep) - min(size(after), limit // 2)
+    banner = banner_parts(lessons, shown_before, room)
+    blocks = [b for b in (before, banner, after) if b]
+    return cut_parts([p for i, b in enumerate(blocks) for p in (sep if i else []) + b], limit)
+
+
 def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     from synapse_nb.agents.sessions import session_state
-    from synapse_nb.recall import banner_text, with_legend
+    from synapse_nb.recall.assembly import lesson_item, with_legend
 
-    lessons = list(v.lessons.in_force())
-    given = None
+    lessons: Sequence[Lesson] = list(v.lessons.in_force())
+    mark: Callable[[Collection[str] | None], None] | None = None
     if event.session and writable:
         # every start is a new delta epoch (the banner is given in full; /clear and compaction dropped the rest), and
         # the banner's lessons are marked as given to it only once the answer is printed (HookAnswer.delivered)
         with session_state(v.path, _state_key(v, event)) as st:
             st.new_epoch()
             session = st.delta_session(event.session)
-        given = v.recall("", session=session, record=False).mark_given
+        r = v.recall("", session=session, record=False)
+        lessons, mark = r.lessons, r.mark_given
     latest = v.checkpoints.latest()
     if event.source == "compact":
         context = "synapse-nb restore pack after compaction:\n\n" + v.restore_pack(latest)
+        # the pack keeps whole lines from the top of its banner (numbered as banner_text numbers them): a lesson is
+        # given when its item's lines are printed whole; only the banner writes an approval label on a line (a
+        # record's text has its labels neutralised), so no record can spell a lesson's item
+        kept = {x.id for i, x in enumerate(lessons, 1) if f"\n{lesson_item(i, x)}\n" in f"{context}\n"}
     else:
-        from synapse_nb.render import estimate_tokens
-
         head = "synapse-nb project memory (relevant records are recalled on each prompt):"
         ckp = (f"Latest checkpoint on this branch:\n{latest.restore_text()}" if latest
                else "No checkpoint on this branch yet.")
-        banner = banner_text(lessons) or "No approved lessons yet."
         if v.borrowed is not None:  # like every recall and pack (review 23: a session started without it)
             head = f"{v.borrowed.line}\n{head}"
-        context = f"{head}\n\n{banner}\n\n" + with_legend([latest], ckp)  # the legend before an agent's checkpoint
-        if estimate_tokens(context) > SESSION_START_TOKENS:
-            context = cut_context(context, SESSION_START_TOKENS * 4)
+        after: list[Part] = [(with_legend([latest], ckp), ())]  # the legend before an agent's checkpoint
+        if lessons:
+            context, kept = _fit([(head, ())], lessons, (), after, SESSION_START_TOKENS * 4)
+        else:
+            context, kept = cut_parts([(f"{head}\n\nNo approved lessons yet.\n", ()), *after],
+                                      SESSION_START_TOKENS * 4)
+    given = (lambda: mark(kept)) if mark is not None else None
     return HookAnswer(context=context, notice=_pending_notice(v), delivered=given)
 
 
 def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     """Recall for the prompt. Its state (the task, the delta epoch) is settled before the recall, within the lock's
     short wait, and what the answer gives is marked only once it is printed (review 27: the recall marked it, then
-    the hook waited on an agent's ``flock`` until it was killed, and the session never got what it was "given")."""
+    the hook waited on an agent's ``flock`` until it was killed, and the session never got what it was "given"),
+    and only what its cut kept (review 31). The banner leaves the hits their room (:func:`_fit`)."""
     from synapse_nb.agents.sessions import read_state, session_state
-    from synapse_nb.recall import banner_text
+    from synapse_nb.recall.assembly import hits_parts
     from synapse_nb.render import shorten
 
     prompt = (event.prompt or "").strip()
@@ -122,11 +160,14 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         session = read_state(v.path, _state_key(v, event)).delta_session(event.session)
     r = v.recall(prompt[:MAX_PROMPT_CHARS], session=session, record=False)
     if r.items:
-        return HookAnswer(context=r.text, delivered=r.mark_given)
-    # a lesson the session was not shown (approved since, or changed) is given alone; its mark is the recall's own
+        before: list[Part] = [(r.borrowed["line"], ())] if r.borrowed else []
+        context, kept = _fit(before, r.lessons, r.shown_before, hits_parts(r.query, r.items), MAX_CONTEXT_CHARS)
+        return HookAnswer(context=context, delivered=lambda: r.mark_given(kept))
+    # a lesson the session was not shown (approved since, changed, or left out for room) is given alone
     new_lessons = [x for x in r.lessons if x.id not in r.shown_before] if session else []
     if new_lessons:
-        return HookAnswer(context=banner_text(new_lessons), delivered=r.mark_given)
+        context, kept = _fit([], new_lessons, (), [], MAX_CONTEXT_CHARS)
+        return HookAnswer(context=context, delivered=lambda: r.mark_given(kept))
     return HookAnswer()  # nothing new: no noise in the agent's context
 
 
@@ -239,7 +280,8 @@ def handle(event: HookEvent, *, vault: str | None = None, mind: str = "default",
             answer = _HANDLERS[event.name](v, event, writable)
         if deliver is not None:
             deliver(answer)
-        if answer.delivered is not None:
+        # what the print would cut further was never fitted by its handler: nothing is marked, given again later
+        if answer.delivered is not None and len(answer.context.strip("\n")) <= MAX_CONTEXT_CHARS:
             try:
                 answer.delivered()
             except (SynapseError, OSError):  # a mark lost is given again later; the answer was printed

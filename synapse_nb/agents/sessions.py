@@ -16,16 +16,17 @@ a temporary file and moved into place, so a reader never sees half a file):
 - ``compactions``: how many times the session's context was compacted.
 
 Why a file and not the vault's session tables: these are counters of the agent's harness, not memory. A write to
-``synapse.db`` on every edit would move the vault's data version, so every recall after an edit would start cold, and
-it would take the database's write lock on every tool call. The file is a cache of the hooks' own, never a reason to
-withhold context: an unreadable one (a directory, a FIFO, a symlink, a lock held by an agent's ``flock`` past
-:data:`LOCK_WAIT_S`) is started afresh and not written (a count lost, never a record, never a hook that blocks or
-fails: review 27), and only the newest :data:`MAX_SESSIONS` sessions are kept. Its size is bounded whatever a harness
-sends (or an agent with a shell writes into it): a path over :data:`~synapse_nb._util.MAX_PATH_CHARS` is not listed,
-each list holds at most :data:`MAX_FILES_KEPT` entries and :data:`MAX_LIST_CHARS` characters, a session id over
-:data:`MAX_KEY_CHARS` is kept by its SHA-256, the oldest sessions are left out of a write that would pass
-:data:`MAX_STATE_BYTES`, and a larger file (written by hand) is not read (started afresh): one tool call listing 500
-paths of 100,000 characters once made a 519 MB file that every later hook read for seconds.
+``synapse.db`` on every edit would move the vault's data version, so every recall after an edit would start cold, and it
+would take the database's write lock on every tool call. The file is a cache of the hooks' own, never a reason to
+withhold context: an unreadable one (a directory, a FIFO, a symlink) is started afresh (a count lost, never a record,
+never a hook that blocks or fails: review 27); past a lock held by an agent's ``flock`` for :data:`LOCK_WAIT_S` it is
+read without the lock, its epoch kept, and only a new epoch written (review 31); and only the newest
+:data:`MAX_SESSIONS` sessions are kept. Its size is bounded whatever a harness sends (or an agent with a shell writes
+into it): a path over :data:`~synapse_nb._util.MAX_PATH_CHARS` is not listed, each list holds at most
+:data:`MAX_FILES_KEPT` entries and :data:`MAX_LIST_CHARS` characters, a session id over :data:`MAX_KEY_CHARS` is kept by
+its SHA-256, the oldest sessions are left out of a write that would pass :data:`MAX_STATE_BYTES`, and a larger file
+(written by hand) is not read (started afresh): one tool call listing 500 paths of 100,000 characters once made a 519 MB
+file that every later hook read for seconds.
 
 Examples
 --------
@@ -209,26 +210,31 @@ def session_state(folder: str | Path, session: str, *, wait: float = LOCK_WAIT_S
     """Read, change and write back one session's state under the file's lock.
 
     The state is written when the block ends without an exception; concurrent hooks (parallel tool calls) take
-    turns on the lock, so no edit is counted twice or lost. When the lock is not had within ``wait`` seconds or
-    the file cannot be written, the block gets a fresh state (a new delta epoch: given again) and nothing is
-    written: a count lost, never a hook that waits out its time limit or fails (review 27: an agent's ``flock`` on
-    the lock file, or a directory made in the file's place, silenced every hook).
+    turns on the lock, so no edit is counted twice or lost. When the lock is not had within ``wait`` seconds, the
+    block gets the state as the file holds it (the file is replaced whole, never seen half-written), and only a
+    new delta epoch is written back, without the lock: what else changed is a count lost, never a hook that waits
+    out its time limit or fails (review 27: an agent's ``flock`` on the lock file, or a directory made in the file's
+    place, silenced every hook). The epoch is kept: a fresh state at every run made every prompt a new epoch that
+    printed the whole banner again, and a long banner cut the person's relevant memory from every prompt for as
+    long as an agent held the lock (review 31). A state that cannot be read (a directory, a FIFO, a symlink, none)
+    is started afresh: a new epoch, given again.
     """
     folder, session = Path(folder), _key(session)
     fd = _lock(folder, wait)
-    if fd is None:
-        yield SessionState()
-        return
     try:
-        sessions = _read(folder / STATE_NAME)
+        sessions = _read(folder / STATE_NAME)  # replaced whole (write_atomic): read whole, with or without the lock
         state = SessionState.from_json(sessions.get(session))
+        epoch = state.epoch
         yield state
+        if fd is None and state.epoch == epoch:
+            return  # without the lock only a new epoch is written: what else changed is a count lost
         state.updated = fmt_ts(utcnow())
         sessions[session] = asdict(SessionState.from_json(asdict(state)))  # within the lists' bounds
         with contextlib.suppress(OSError):  # a directory in the file's place, a full disk: a count lost
             _write(folder / STATE_NAME, {"version": _VERSION, "sessions": _newest(sessions, session)})
     finally:
-        os.close(fd)  # releases the lock
+        if fd is not None:
+            os.close(fd)  # releases the lock
 
 
 def _newest(sessions: dict[str, Any], current: str) -> dict[str, Any]:

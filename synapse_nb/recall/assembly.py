@@ -33,8 +33,8 @@ from synapse_nb.provenance import (
 )
 from synapse_nb.recall.types import KIND_ORDER, Bars, ExplainRow, ExplainRows, RecallItem
 
-__all__ = ["AGENT_WORDS", "BANNER", "MEMORY_CONTENT_CHARS", "agents_words", "assemble", "banner_text", "empty_reason",
-           "legend_for", "lesson_item", "record_line", "with_legend"]
+__all__ = ["AGENT_WORDS", "BANNER", "MEMORY_CONTENT_CHARS", "Part", "agents_words", "assemble", "banner_parts",
+           "banner_text", "empty_reason", "hits_parts", "legend_for", "lesson_item", "record_line", "with_legend"]
 
 #: Most characters of a memory's content on its line (longer content is cut, ending in "…").
 MEMORY_CONTENT_CHARS = 600
@@ -183,36 +183,90 @@ def _priority(rec: Record) -> int:
     return PRIORITIES.index(rec.priority) if isinstance(rec, Memory) else 2
 
 
+#: One piece of a recall's text and the ids of the records it gives in full (a caller that cuts the text marks
+#: only the ids of the pieces its cut kept: review 31).
+Part = tuple[str, tuple[str, ...]]
+#: Characters of ids the line naming the lessons left out may list (ids past it are counted, not named).
+_LEFT_IDS_CHARS = 400
+
+
+def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), room: int | None = None) -> list[Part]:
+    """The banner that heads a recall, as parts: its heading, each lesson not in ``shown_before`` in full (with
+    its id), and a line naming the ids of those shown before ([] without lessons). With ``room`` (characters),
+    the lessons are given in full while the banner fits in it, and one line names the rest by id only: they are
+    not given (their ids are in no part), so the next answer gives them in full (review 31: a long banner cut the
+    person's relevant memory from every prompt, and what the cut removed was marked as given).
+
+    >>> from synapse_nb.models import Lesson
+    >>> les = [Lesson(id=f"les_{i}", mind="m", created_at="", updated_at="", status="approved", summary="s",
+    ...               lesson_text="x" * 50) for i in range(3)]
+    >>> [ids for _, ids in banner_parts(les, {"les_2"})]
+    [(), ('les_0',), ('les_1',), ()]
+    >>> [ids for _, ids in banner_parts(les, room=250)], banner_parts(les, room=250)[-1][0][-13:]
+    ([(), ('les_0',), ()], 'les_1, les_2)')
+    """
+    if not lessons:
+        return []
+    before = set(shown_before)
+    new = [x for x in lessons if x.id not in before]
+    earlier = [x.id for x in lessons if x.id in before]
+    tail = [(f"(still in force, shown earlier in this session: {_named(earlier, room)})", ())] if earlier else []
+    parts: list[Part] = [(BANNER, ())]
+    items = [(lesson_item(i, x), (x.id,)) for i, x in enumerate(new, 1)]
+    used = sum(len(t) + 1 for t, _ in [*parts, *items, *tail])
+    if room is None or used <= room:
+        return parts + items + tail
+    used += len(_left_line([x.id for x in new])) + 1 - sum(len(t) + 1 for t, _ in items)  # the rest's line, at most
+    n = 0
+    while n < len(items) and used + len(items[n][0]) + 1 <= room:
+        used += len(items[n][0]) + 1
+        n += 1
+    return parts + items[:n] + [(_left_line([x.id for x in new[n:]]), ())] + tail
+
+
+def _left_line(left: Sequence[str]) -> str:
+    """The line naming the lessons a banner left out for room."""
+    return (f"(… {plural(len(left), 'more approved lesson')} in force, not shown here for room; the next prompts "
+            f"give {'it' if len(left) == 1 else 'them'} in full: {_named(left, 0)})")
+
+
+def _named(ids: Sequence[str], room: int | None) -> str:
+    """``ids`` listed; with ``room`` (a banner cut to fit), those past :data:`_LEFT_IDS_CHARS` counted only."""
+    named: list[str] = []
+    for i in ids:
+        if room is not None and sum(len(x) + 2 for x in named) + len(i) > _LEFT_IDS_CHARS:
+            break
+        named.append(i)
+    return ", ".join(named) + (f" and {len(ids) - len(named)} more" if len(named) < len(ids) else "")
+
+
+def hits_parts(query: str, kept: Sequence[RecallItem], note: str = "") -> list[Part]:
+    """The hits of a recall grouped by kind (priority, newest, id), each line with its id, or "nothing new"
+    (with ``note`` saying why)."""
+    q = inline(query, 120)
+    if not kept:
+        return [(f'nothing new for: "{q}"{note}' if query.strip() else "nothing new (empty query)", ())]
+    parts: list[Part] = [(f'RELEVANT MEMORY for: "{q}"', ())]
+    if legend := legend_for(k.record for k in kept):
+        parts.append((legend, ()))
+    for kind in KIND_ORDER:
+        group = [k for k in kept if k.kind == kind]
+        if not group:
+            continue
+        group.sort(key=lambda k: k.id)
+        group.sort(key=lambda k: k.record.updated_at, reverse=True)
+        group.sort(key=lambda k: _priority(k.record))
+        parts.append((f"## {_GROUP_TITLES[kind]}", ()))
+        parts.extend((k.line, (k.id,)) for k in group)
+    return parts
+
+
 def assemble(query: str, kept: Sequence[RecallItem], lessons: Sequence[Lesson], shown_before: set[str],
              note: str = "") -> str:
     """The text of a recall: the banner (lessons in ``shown_before`` named by id only), then the hits grouped by
     kind (priority, newest, id), or "nothing new" (with ``note`` saying why)."""
-    parts: list[str] = []
-    if lessons:
-        new = [x for x in lessons if x.id not in shown_before]
-        block = banner_text(new) or BANNER
-        if shown_before:
-            ids = ", ".join(x.id for x in lessons if x.id in shown_before)
-            block += f"\n(still in force, shown earlier in this session: {ids})"
-        parts.append(block)
-    q = inline(query, 120)
-    if not kept:
-        parts.append(f'nothing new for: "{q}"{note}' if query.strip() else "nothing new (empty query)")
-    else:
-        lines = [f'RELEVANT MEMORY for: "{q}"']
-        if legend := legend_for(k.record for k in kept):
-            lines.append(legend)
-        for kind in KIND_ORDER:
-            group = [k for k in kept if k.kind == kind]
-            if not group:
-                continue
-            group.sort(key=lambda k: k.id)
-            group.sort(key=lambda k: k.record.updated_at, reverse=True)
-            group.sort(key=lambda k: _priority(k.record))
-            lines.append(f"## {_GROUP_TITLES[kind]}")
-            lines.extend(k.line for k in group)
-        parts.append("\n".join(lines))
-    return "\n\n".join(parts)
+    blocks = [banner_parts(lessons, shown_before), hits_parts(query, kept, note)]
+    return "\n\n".join("\n".join(t for t, _ in b) for b in blocks if b)
 
 
 def empty_reason(query: str, kept: Sequence[RecallItem], rows: Sequence[ExplainRow] | ExplainRows,

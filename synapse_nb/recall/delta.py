@@ -21,12 +21,13 @@ team vault each agent login's sessions are apart too (``agent:<login>:<surface>:
 
 A caller that delivers the answer after the recall returns (the agent hook prints it) records it only once it is
 delivered (``record=False``, then :meth:`~synapse_nb.recall.types.Recall.mark_given`): a hook killed between its
-recall and its print left records marked as given that the session never got (review 27).
+recall and its print left records marked as given that the session never got (review 27), and it names what its
+print held whole: a record its cut left out is not marked (review 31: the hooks' cuts marked what they removed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -38,7 +39,10 @@ from synapse_nb.recall.types import RecallItem
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["AGENT_SESSION_PREFIX", "SESSIONS_PER_HOUR", "record_given", "seen_digests", "stored_session"]
+__all__ = ["AGENT_SESSION_PREFIX", "SESSIONS_PER_HOUR", "Marker", "record_given", "seen_digests", "stored_session"]
+
+#: What a recall made with ``record=False`` leaves its caller: record what was given (only these ids; None: all).
+Marker = Callable[[Collection[str] | None], None]
 
 #: New sessions a mind records in an hour (what each was given); a session past it is not recorded.
 SESSIONS_PER_HOUR = 256
@@ -68,20 +72,22 @@ def seen_digests(ctx: Context, session: str | None, ids: Sequence[str]) -> dict[
 
 
 def record_given(ctx: Context, session: str | None, kept: list[RecallItem], lessons: list[Lesson],
-                 seen: dict[str, str], now: str, *, record: bool = True) -> tuple[set[str], Callable[[], None] | None]:
+                 seen: dict[str, str], now: str, *, record: bool = True) -> tuple[set[str], Marker | None]:
     """Record what ``session`` is given now (one write): the ids of lessons it was shown before, unchanged, and
-    with ``record`` False the write left for the caller to make once the answer is delivered (else None)."""
+    with ``record`` False the write left for the caller to make once the answer is delivered (else None); the
+    caller names the ids its delivery held whole (None: all), and only those are recorded (review 31)."""
     if session is None:
         return set(), None
     shown_before = {x.id for x in lessons if seen.get(x.id) == x.digest}
     given = [(k.id, k.record.digest) for k in kept] + [(x.id, x.digest) for x in lessons if x.id not in shown_before]
     done: list[bool] = []
 
-    def write() -> None:
-        if done or not given:  # once: a second call records nothing new
+    def write(only: Collection[str] | None = None) -> None:
+        if done:  # once: a second call records nothing new
             return
         done.append(True)
-        _mark(ctx, session, given, known=bool(seen), now=now)
+        if marks := [g for g in given if only is None or g[0] in only]:
+            _mark(ctx, session, marks, known=bool(seen), now=now)
 
     if not record:
         return shown_before, write

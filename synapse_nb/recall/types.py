@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
@@ -273,14 +273,16 @@ class Recall:
     borrowed: dict[str, Any] | None = None
     #: the ids of the lessons this session was shown before, unchanged (the text names them by id only)
     shown_before: frozenset[str] = frozenset()
-    _mark: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+    _mark: Callable[[Collection[str] | None], None] | None = field(default=None, repr=False, compare=False)
 
-    def mark_given(self) -> None:
+    def mark_given(self, ids: Collection[str] | None = None) -> None:
         """Record what this answer gives its session, after a recall made with ``record=False``: a caller that
         delivers the answer later (the agent hook prints it) marks it given only once it is delivered, so a run
-        killed in between leaves nothing marked that the session never got (review 27). Once; else a no-op."""
+        killed in between leaves nothing marked that the session never got (review 27). ``ids`` names the items and
+        lessons the delivery held whole (a caller that cut the text marks only what its cut kept: review 31);
+        None marks all. Once; else a no-op."""
         if self._mark is not None:
-            self._mark()
+            self._mark(ids)
 
     def explain(self) -> RecallExplanation:
         """A table of every candidate near the bars and why it was kept or dropped."""
