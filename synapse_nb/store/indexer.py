@@ -538,4 +538,4 @@ class VaultIndex:
         """
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0.05 <= timeout <= 3600:
             raise ValidationError(f"timeout must be a number of seconds from 0.05 to 3600, got {timeout!r}")
-        return Follower(self, float(timeout))
+        return Follower(self.sync, self._store.outbox, float(timeout))

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Self
 
 from synapse_nb.errors import SynapseError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from synapse_nb.store.indexer import VaultIndex
+    from synapse_nb.store.base import Outbox
 
 __all__ = ["Follower"]
 
@@ -24,26 +25,27 @@ class Follower:
     thread keeps going: an unreachable server is retried after ``timeout``).
     """
 
-    def __init__(self, index: VaultIndex, timeout: float) -> None:
+    def __init__(self, sync: Callable[[], int], outbox: Outbox, timeout: float) -> None:
         self.timeout = timeout
         self.syncs = 0
         self.applied = 0
         self.last_error: str | None = None
-        self._index = index
+        self._sync, self._outbox = sync, outbox  # the index's (its sync and its store's outbox), not the index:
+        # indexer.py imports this module
         self._stop = threading.Event()
         self._synced = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="synapse-index-follower", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        outbox = self._index._store.outbox
+        outbox = self._outbox
         listening = False
         while not self._stop.is_set():
             try:
                 if not listening:  # listen before the first sync: a commit in between still wakes it
                     outbox.wait(0)
                     listening = True
-                applied = self._index.sync()
+                applied = self._sync()
                 with self._synced:
                     self.syncs += 1
                     self.applied += applied
