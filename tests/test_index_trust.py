@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import shutil
 import threading
 from collections.abc import Iterator
@@ -233,3 +234,50 @@ def test_a_semantic_table_not_built_yet_waits_for_the_lock_and_bm25_answers(
     assert m.id in [i.id for i in got.items]
     vault.recall("quarry pond zebrafish")
     assert vault.index.dense.exists()
+
+
+# ---------------------------------------------------------------------- (4) a person's scrub behind a held lock
+def _later_delete(v: syn.Vault) -> None:
+    v.memories.delete(v.remember("knowledge", "mine", "a note of mine to delete").id)
+
+
+@pytest.mark.parametrize("later", [_later_delete, lambda v: v.index.check(repair=True), lambda v: v.index.rebuild()],
+                         ids=["delete", "check-repair", "rebuild"])
+def test_a_persons_deletion_returns_while_the_lock_is_held_and_its_scrub_stays_owed(
+        sem: syn.Vault, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, later: Any) -> None:
+    """Review 32: another process (an agent's ``flock .synapse/index.lock sleep 60``) held the index lock and a
+    person's deletion, committed already, waited for it without limit; killed, it left the text with no scrub owed.
+    Now it returns after ``PERSON_LOCK_WAIT`` with the scrub owed and a warning, and a person's next deletion,
+    ``index check --repair`` or ``index rebuild`` runs it; a recall does not (it must stay fast)."""
+    m = sem.remember("knowledge", "secret", "zebrafish7731 nests in the quarry")
+    sem.recall("zebrafish7731")
+    monkeypatch.setattr(scrub, "PERSON_LOCK_WAIT", 0.2, raising=False)
+    with _held(sem.path) as released, caplog.at_level(logging.WARNING, "synapse_nb.index"):
+        sem.memories.delete(m.id)
+        assert not released.is_set()  # it returned while the other process still held the lock
+    assert sem.index.scrub_owed_since is not None
+    assert "still holds the deleted text" in caplog.text and "index check --repair" in caplog.text
+    with pytest.raises(syn.NotFoundError):
+        sem.memories.get(m.id)
+    assert m.id not in [i.id for i in sem.recall("zebrafish7731 quarry", bars=OPEN).items]
+    assert _scan(sem.index.path) and sem.index.scrub_owed_since is not None  # the recall left it owed
+    later(sem)
+    assert _scan(sem.index.path) == [] and sem.index.scrub_owed_since is None
+
+
+def test_a_persons_scrub_killed_midway_stays_owed(sem: syn.Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scrub is marked owed before it waits or rewrites: a person who kills a deletion stuck behind the lock
+    (or during its rewrite) leaves it owed, and their next deletion removes the text."""
+    m = sem.remember("knowledge", "secret", "zebrafish7731 nests in the quarry")
+    sem.recall("zebrafish7731")
+
+    def killed(*_: Any, **__: Any) -> int:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as mp:
+        mp.setattr(indexer.VaultIndex, "_rebuild_locked", killed)
+        with pytest.raises(KeyboardInterrupt):
+            sem.memories.delete(m.id)
+    assert sem.index.scrub_owed_since is not None and _scan(sem.index.path)
+    _later_delete(sem)
+    assert _scan(sem.index.path) == [] and sem.index.scrub_owed_since is None

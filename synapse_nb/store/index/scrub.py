@@ -16,24 +16,34 @@ index rows deleted; its text stays in the index folder's fragment and version fi
 scrub, which runs at a person's next deletion, purge or prune, or at the first agent deletion once the oldest owed
 one is :data:`AGENT_SCRUB_EVERY` old. An agent at its write quota so holds the lock for one rewrite an hour, not
 one per deletion (7 to 17 s each at 60,000 records held the lock about 50 minutes of every hour).
+
+**A person's scrub is owed too until it ran** (review 32). It is marked owed before it waits for the lock, and the
+wait is bounded (:data:`PERSON_LOCK_WAIT`): another process (an agent's ``flock .synapse/index.lock sleep 60``)
+held it, and the deletion, already committed, blocked without limit; killed, it left the deleted text in the index
+folder with nothing owing its removal. Now the deletion returns, the scrub stays owed with a warning
+(:func:`warn_owed`), and a person's next deletion, purge, prune, ``index check --repair`` or ``index rebuild`` runs
+it (never a recall: it must stay fast).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import time
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["AGENT_SCRUB_EVERY", "RECALL_LOCK_WAIT", "Owed", "flock_within"]
+__all__ = ["AGENT_SCRUB_EVERY", "PERSON_LOCK_WAIT", "RECALL_LOCK_WAIT", "Owed", "flock_within", "warn_owed"]
 
 #: Seconds a recall's sync waits for the index lock before it answers from the index as it stands.
 RECALL_LOCK_WAIT = 0.25
 #: Seconds an agent's deletion may leave the whole-index scrub owed: the first agent deletion after the oldest owed
 #: one is this old runs it (a person's deletion, purge or prune runs it at once).
 AGENT_SCRUB_EVERY = 3600.0
+#: Seconds a deletion's whole-index scrub waits for the index lock; held longer, the scrub stays owed (review 32).
+PERSON_LOCK_WAIT = 10.0
 _POLL_S = 0.01
 
 
@@ -54,10 +64,20 @@ def flock_within(fh: IO[Any], wait: float | None) -> bool:
             time.sleep(_POLL_S)
 
 
+def warn_owed(index_dir: Path) -> None:
+    """Say (a warning the CLI prints on stderr, a notebook under the cell) that a deletion's scrub could not run."""
+    logging.getLogger("synapse_nb.index").warning(
+        "the record is deleted (recall no longer answers it), but another process held the index lock %s for more "
+        "than %g s: the index folder %s still holds the deleted text until the owed rewrite runs. A person runs it "
+        "with `synapse-nb index check --repair` (or `index rebuild`), or it runs at the next deletion, purge or prune",
+        index_dir.parent / "index.lock", PERSON_LOCK_WAIT, index_dir)
+
+
 class Owed:
-    """The marker ``index/scrub.owed``: one line (seconds since the epoch) per agent deletion whose whole-index
-    scrub is owed; the first line says since when. Appended without the index lock (a line is one small
-    ``O_APPEND`` write); removed by the scrub that covered it. It holds times only, never an id or a text."""
+    """The marker ``index/scrub.owed``: one line (seconds since the epoch) per deletion whose whole-index scrub is
+    owed (an agent's, and a person's until its scrub ran); the first line says since when. Appended without the
+    index lock (a line is one small ``O_APPEND`` write); removed by the scrub that covered it. It holds times only,
+    never an id or a text."""
 
     def __init__(self, index_dir: Path) -> None:
         self.file = index_dir / "scrub.owed"
