@@ -70,10 +70,14 @@ def _code(ch: str) -> str:
 _WHOLE_SCRIPTS = ((0x3041, 0x3096), (0x30A1, 0x30FA), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7A3),
                   (0x20000, 0x323AF))
 #: Their few letters drawn like an ASCII character (a stroke or two: "-", "|", "/", "\\", "`", "J", "T", "+", "=",
-#: "x", "Z", "[", "L", "^", "<"): shown as code points. Not the kana the provenance skeleton reads as Latin letters
+#: "x", "Z", "[", "L", "^", "<"), and the square ones drawn like a Latin capital or a sign ("卩" "P", "丅" "T", "丫"
+#: "Y", "工" "I", "凵" "U", "冂" "n", "乚" "L", "匸" "[", "口" "ロ" "O", "エ" "I", "コ" "]", "ト" "卜" "F"/"|-", "丄"
+#: "⊥", "冫" ":", "几" "n", "卄" "廾" "H", "彐" "ヨ" "E"/"3", "乛" "7", "刂" "IJ", "丌" "TT", "亠" "-", "冖" "^",
+#: "丩" "4"; review 32): shown as code points. Not the kana the provenance skeleton reads as Latin letters
 #: in fancy text ("の" for "o", "ん" for "h"): full-width and curved, they pass for no ASCII character beside ASCII
 #: text, and "の" shown as a code point would leave no Japanese sentence readable.
-_DRAWN_ASCII = frozenset("一丨丿乀丶亅丁十二乂乙匚ノニメレヘへく")
+_DRAWN_ASCII = frozenset("一丨丿乀丶亅丁十二乂乙匚ノニメレヘへく"
+                         "卩丅丫工凵冂乚匸口エロコト卜丄冫几卄廾彐ヨ乛刂丌亠冖丩")
 
 
 @lru_cache(maxsize=4096)

@@ -224,7 +224,8 @@ def test_shown_lines_show_every_other_non_ascii_character_as_its_code_point(ch: 
 
 def test_shown_lines_show_accented_latin_and_cjk_kana_hangul_letters_as_themselves() -> None:
     text = "café déjà vu, Ñandú Ångström naïve; 日本語のテキストとカタカナ、한국어 문장"
-    assert shown_lines(text) == [text.replace("、", "<U+3001>")]  # the ideographic comma is punctuation
+    # the ideographic comma is punctuation; "ト" is drawn like "F" or "|-" (review 32)
+    assert shown_lines(text) == [text.replace("、", "<U+3001>").replace("ト", "<U+30C8>")]
 
 
 def test_look_alike_warning_past_the_marking_cap_and_beside_a_visible_change() -> None:
@@ -249,3 +250,16 @@ def test_change_review_shows_punctuation_look_alikes_as_code_points_and_warns(va
     html = ChangeReview(vault).revision_html.value
     assert "https&lt;U+A789&gt;&lt;U+2215&gt;&lt;U+2215&gt;upload&lt;U+A4F8&gt;pypi.org" in html, html
     assert "role='alert'" in html and "⚠ content: " in html and "\u2215" not in html
+
+
+# Review 32: CJK ideographs and kana drawn like a Latin capital or an ASCII sign were shown as themselves, so
+# `py卩i.org`, `丅OKEN`, `工gnore` read as ASCII, and with a visible change beside them nothing warned.
+@pytest.mark.parametrize("ch", "卩丅丫工凵冂乚匸口エロコト卜丄冫几卄廾彐ヨ乛刂丌亠冖丩")
+def test_cjk_and_kana_drawn_like_ascii_are_code_points_and_warned(ch: str) -> None:
+    assert shown_lines(f"a{ch}b") == [f"a<U+{ord(ch):04X}>b"]
+    assert lookalike_warning("content", f"{UPLOAD} main", f"{UPLOAD.replace('pypi', 'py' + ch + 'i')} mainx")
+
+
+def test_cjk_and_kana_stay_readable_otherwise() -> None:
+    text = "日本語の文章とカタカナ、한국어 문장"
+    assert shown_lines(text) == [text.replace("、", "<U+3001>")]
