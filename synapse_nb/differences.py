@@ -19,7 +19,8 @@ a ``#`` comment) or wrote Cyrillic "ру" into ``pypi.org`` read exactly like th
 - the neutraliser (:func:`synapse_nb.provenance.neutralise`) runs first, as for every reader;
 - :func:`lookalike_warning` says when two values differ in a character shown as a code point, or would read the
   same (line breaks, spaces, accents or look-alike letters only), whether or not :func:`diff_lines` marks the
-  characters that changed in a line (it does up to 1,000 characters a line pair).
+  characters that changed in a line (it does up to 1,000 characters a line pair; past that it marks the window
+  between the pair's common start and end).
 
 Standard library only.
 
@@ -53,8 +54,8 @@ LEGEND = ("(- now, + proposed, two spaces: both; a space in a run shown as ␣, 
           "ASCII, an accented Latin letter or a CJK, kana or Hangul letter as its code point <U+0440>)")
 _SPACE, _TAB = "␣", "⇥"
 #: Longest pair of lines (both together) whose changed characters are marked (a ``?`` line under each), and the most
-#: characters marked so in one diff: comparing characters is quadratic at worst, so longer lines are shown whole
-#: (a 32,768-character value of near-identical lines took 4 s with every pair marked)
+#: characters marked so in one diff: comparing characters is quadratic at worst (a 32,768-character value of
+#: near-identical lines took 4 s with every pair marked), so past them the changed window is marked instead
 _GUIDE_CHARS = 1_000
 _GUIDE_BUDGET = 8_000
 
@@ -162,9 +163,35 @@ def _guides(a: str, b: str) -> tuple[str, str]:
     return "".join(ga).rstrip(), "".join(gb).rstrip()
 
 
+def _window(a: Sequence[str], b: Sequence[str]) -> tuple[int, int, int]:
+    """The changed window of two sequences, linear: ``a[i:ea]`` and ``b[i:eb]`` lie between their common prefix
+    and their common suffix."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    k = 0
+    while k < n - i and a[len(a) - 1 - k] == b[len(b) - 1 - k]:
+        k += 1
+    return i, len(a) - k, len(b) - k
+
+
+def _window_guides(a: str, b: str) -> tuple[str, str]:
+    """The ``?`` lines of a line pair too long to compare character by character: the whole changed window marked
+    (``^`` when both sides have one, else ``-`` / ``+``), so two long lines never look identical (review 32)."""
+    i, ea, eb = _window(a, b)
+    sign_a, sign_b = ("^", "^") if ea > i and eb > i else ("-", "+")
+    return (" " * i + sign_a * (ea - i)).rstrip(), (" " * i + sign_b * (eb - i)).rstrip()
+
+
 def diff_lines(now: Sequence[str], proposed: Sequence[str]) -> list[str]:
     """Every line of both values, each after its sign: ``"  "`` in both, ``"- "`` now only, ``"+ "`` proposed only,
-    and under a changed line (one replaced by one) a ``"? "`` line marking which characters differ."""
+    and under a changed line (one replaced by one) a ``"? "`` line marking which characters differ (past 1,000
+    characters a pair or 8,000 a diff, the window between the pair's common start and end).
+
+    >>> diff_lines(["x" * 600 + "abc" + "y" * 600], ["x" * 600 + "aXc" + "y" * 600])[1].split()
+    ['?', '^']
+    """
     out: list[str] = []
     budget = _GUIDE_BUDGET
     for op, i1, i2, j1, j2 in SequenceMatcher(None, now, proposed).get_opcodes():
@@ -172,15 +199,16 @@ def diff_lines(now: Sequence[str], proposed: Sequence[str]) -> list[str]:
             out += [f"  {line}" for line in now[i1:i2]]
             continue
         old, new = list(now[i1:i2]), list(proposed[j1:j2])
-        pairs = list(zip(old, new, strict=True)) if len(old) == len(new) else []
-        size = sum(len(a) + len(b) for a, b in pairs)
-        if pairs and size <= budget and all(len(a) + len(b) <= _GUIDE_CHARS for a, b in pairs):
-            budget -= size
-            for a, b in pairs:
-                ga, gb = _guides(a, b)
-                out += [f"- {a}", *([f"? {ga}"] if ga else []), f"+ {b}", *([f"? {gb}"] if gb else [])]
+        if len(old) != len(new):
+            out += [f"- {line}" for line in old] + [f"+ {line}" for line in new]
             continue
-        out += [f"- {line}" for line in old] + [f"+ {line}" for line in new]
+        for a, b in zip(old, new, strict=True):
+            if len(a) + len(b) <= min(_GUIDE_CHARS, budget):
+                budget -= len(a) + len(b)
+                ga, gb = _guides(a, b)
+            else:
+                ga, gb = _window_guides(a, b)
+            out += [f"- {a}", *([f"? {ga}"] if ga else []), f"+ {b}", *([f"? {gb}"] if gb else [])]
     return out
 
 

@@ -174,7 +174,8 @@ def test_shown_lines_keep_every_neutralisation_and_mark_what_reads_alike() -> No
     assert lookalike_warning("tags", ["ci"], ["c\u0456"]) is not None
     assert diff_lines(["a", "b"], ["a", "b"]) == ["  a", "  b"]
     long = "x" * 5000
-    assert diff_lines([long], [long + "y"]) == [f"- {long}", f"+ {long}y"]  # no character guides past 1,000
+    # past 1,000 characters the window between the common start and end is marked (review 32)
+    assert diff_lines([long], [long + "y"]) == [f"- {long}", f"+ {long}y", "? " + " " * 5000 + "+"]
 
 
 # Review 31: ASCII-punctuation look-alikes (U+A789 modifier letter colon, U+2215 division slash, U+A4F8 Lisu letter
@@ -201,7 +202,7 @@ def test_memory_accept_shows_punctuation_look_alikes_as_code_points_and_warns(
     assert res.exit_code == 1 and "not accepted" in res.stderr
     lines = res.stderr.splitlines()
     assert f"    - {before}" in lines and f"    + {before.replace(UPLOAD, UPLOAD_SHOWN)}" in lines, res.stderr
-    assert any(line.startswith("    ? ") for line in lines) == (len(before) < 500)  # no marks past 1,000 a pair
+    assert any(line.startswith("    ? ") for line in lines)  # past 1,000 a pair, the changed window (review 32)
     assert any(line.startswith("  ⚠ content: ") for line in lines), res.stderr
     assert human.memories.get(mid).content == before
 
@@ -230,7 +231,7 @@ def test_shown_lines_show_accented_latin_and_cjk_kana_hangul_letters_as_themselv
 
 def test_look_alike_warning_past_the_marking_cap_and_beside_a_visible_change() -> None:
     spoofed = RELEASE.replace(UPLOAD, UPLOAD_SPOOFED)
-    assert diff_lines(shown_lines(RELEASE), shown_lines(spoofed))[1].startswith("+ ")  # no "?" line: past the cap
+    assert diff_lines(shown_lines(RELEASE), shown_lines(spoofed))[1].startswith("? ")  # the window, past the cap
     assert lookalike_warning("content", RELEASE, spoofed) is not None
     # a visible change beside it does not hide it
     assert lookalike_warning("content", RELEASE, spoofed.replace("yank", "delete")) is not None
@@ -263,3 +264,20 @@ def test_cjk_and_kana_drawn_like_ascii_are_code_points_and_warned(ch: str) -> No
 def test_cjk_and_kana_stay_readable_otherwise() -> None:
     text = "日本語の文章とカタカナ、한국어 문장"
     assert shown_lines(text) == [text.replace("、", "<U+3001>")]
+
+
+PARA = ("The release procedure, agreed with the whole team after the incident review: " * 8)[:600]
+LONG = f"{PARA} Upload only to {UPLOAD} and never anywhere else. {PARA}"
+
+
+@pytest.mark.parametrize("old, new", [(LONG, LONG.replace("anywhere", "anyvvhere")),  # ASCII look-alikes
+                                      (LONG, LONG.replace("legacy", "1egacy")),
+                                      (LONG + "\n" + LONG, LONG + "\n" + LONG.replace("incident", "inc1dent", 1))])
+def test_past_the_marking_cap_the_changed_window_is_marked(old: str, new: str) -> None:
+    diff = diff_lines(shown_lines(old), shown_lines(new))
+    guides = [line for line in diff if line.startswith("? ")]
+    assert guides, diff
+    a, b = (line for line in diff if line[0] in "-+")
+    i = next(k for k in range(2, len(a)) if a[k] != b[k])  # the first changed character is marked on both sides
+    assert all(g[i] in "^-+" for g in guides) and all(g[2:].strip(" ^-+") == "" for g in guides)
+    assert all(len(g.strip()) < 800 for g in guides)  # the window, not the whole line
