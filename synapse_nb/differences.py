@@ -34,6 +34,7 @@ Examples
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -226,12 +227,70 @@ def _coded_chars(text: str) -> list[str]:
     return [] if text.isascii() and text.isprintable() else [ch for ch in text if _coded(ch)]
 
 
+#: Words, whitespace runs and single other characters: the units the warning compares changed values in
+_TOKEN = re.compile(r"\w+|\s+|.", re.S)
+#: The most tokens compared token by token in one value (quadratic at worst); past it, each changed block of lines
+#: is one window between its common start and end (linear)
+_SPAN_BUDGET = 20_000
+
+
+def _changed_spans(a: str, b: str) -> list[tuple[str, str]]:
+    """Each changed part of ``a`` beside what replaces it in ``b``: lines compared first, then the words, spaces and
+    signs of each changed block of lines."""
+    la, lb = a.split("\n"), b.split("\n")
+    spans: list[tuple[str, str]] = []
+    budget = _SPAN_BUDGET
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, la, lb).get_opcodes():
+        if op in ("insert", "delete"):  # whole lines, with their line breaks
+            spans.append(("".join("\n" + x for x in la[i1:i2]), "".join("\n" + y for y in lb[j1:j2])))
+        elif op == "replace":
+            ta, tb = _TOKEN.findall("\n".join(la[i1:i2])), _TOKEN.findall("\n".join(lb[j1:j2]))
+            if len(ta) + len(tb) > budget:
+                i, ea, eb = _window(ta, tb)
+                spans.append(("".join(ta[i:ea]), "".join(tb[i:eb])))
+                continue
+            budget -= len(ta) + len(tb)
+            # a space matches only beside a matched word, not one far off (so "a b" -> "a  b c" is " " -> "  ")
+            for o, p1, p2, q1, q2 in SequenceMatcher(str.isspace, ta, tb, autojunk=False).get_opcodes():
+                if o != "equal":
+                    spans.append(("".join(ta[p1:p2]), "".join(tb[q1:q2])))
+    return spans
+
+
+def _passes_for_ascii(ch: str, word: str) -> bool:
+    """Whether ``ch``, shown as itself, reads as an ASCII letter or sign: an accented Latin letter (its base), or
+    a CJK or kana letter the skeleton reads as one inside a word with ASCII letters or digits ("pypの", not
+    "日本語の")."""
+    if ch.isascii() or not _shown_as_itself(ch):
+        return False
+    if unicodedata.normalize("NFD", ch)[0].isascii():
+        return True
+    read = skeleton(ch)[0]
+    return read.isascii() and read.strip() != "" and any(c.isascii() and c.isalnum() for c in word)
+
+
+def _lookalikes(spans: list[tuple[str, str]]) -> list[str]:
+    found: dict[str, None] = {}
+    for x, y in spans:
+        for word in _TOKEN.findall(x + " " + y):
+            found.update((ch, None) for ch in word if _passes_for_ascii(ch, word))
+    return list(found)
+
+
+def _reads_alike(x: str, y: str) -> bool:
+    """Whether a changed part reads like what it replaces (spaces, line breaks, accents or look-alike letters only;
+    not a change of case alone, which is visible)."""
+    return x.lower() != y.lower() and "".join(skeleton(x)[0].split()) == "".join(skeleton(y)[0].split())
+
+
 def lookalike_warning(field: str, now: Any, proposed: Any) -> str | None:
     """A warning when the two values differ in a character shown as its code point (one that passes for another,
     a right-to-left or invisible one: the characters shown as code points are not the same, in the same order, in
     both), or would read the same (they differ only in line breaks, spaces, accents or look-alike letters; a change
-    of case alone is visible and not warned about); else None. Said whether or not the changed characters are
-    marked under the lines (they are not past 1,000 characters).
+    of case alone is visible and not warned about), or when any changed part, whatever else changed, reads like
+    what it replaces or holds a letter shown as itself that reads as an ASCII one (an accented "ị" in "pypị.org";
+    review 32: a visible change beside it silenced the warning); else None. Said whether or not the changed
+    characters are marked under the lines.
 
     >>> lookalike_warning("content", "pypi.org", "\\u0440\\u0443pi.org") is not None
     True
@@ -239,6 +298,9 @@ def lookalike_warning(field: str, now: Any, proposed: Any) -> str | None:
     (True, None)
     >>> lookalike_warning("content", "https://pypi.org x", "https\\u2236//pypi.org y") is not None
     True
+    >>> print(lookalike_warning("content", "pypi.org incident", "pyp\\u1ecb.org incidents"))
+    ⚠ content: a changed part holds letters shown as themselves that read as ASCII ones: <U+1ECB> (ị, read as i); \
+read them in the - / + lines
     """
     a, b = _text(now), _text(proposed)
     if a == b:
@@ -251,6 +313,17 @@ def lookalike_warning(field: str, now: Any, proposed: Any) -> str | None:
         return (f"⚠ {field}: the change is in characters shown as code points (<U+...>: a character that passes "
                 "for another, runs right to left or is invisible), not only in what reads as shown: read them in the "
                 "- / + lines")
+    spans = _changed_spans(a, b)
+    if chars := _lookalikes(spans):
+        named = ", ".join(f"{_code(c)} ({c}, read as {unicodedata.normalize('NFD', c)[0]})"
+                          if unicodedata.normalize("NFD", c)[0].isascii() else f"{_code(c)} ({c})" for c in chars)
+        return (f"⚠ {field}: a changed part holds letters shown as themselves that read as ASCII ones: {named}; "
+                "read them in the - / + lines")
+    alike = [(x, y) for x, y in spans if _reads_alike(x, y)]
+    if alike:
+        named = ", ".join(_code(c) for c in dict.fromkeys(c for x, y in alike for c in x + y if not c.isascii()))
+        return (f"⚠ {field}: beside the visible change, a changed part reads like what it replaces (line breaks, "
+                f"spaces, accents or look-alike letters only{': ' + named if named else ''}): read the - / + lines")
     return None
 
 

@@ -281,3 +281,31 @@ def test_past_the_marking_cap_the_changed_window_is_marked(old: str, new: str) -
     i = next(k for k in range(2, len(a)) if a[k] != b[k])  # the first changed character is marked on both sides
     assert all(g[i] in "^-+" for g in guides) and all(g[2:].strip(" ^-+") == "" for g in guides)
     assert all(len(g.strip()) < 800 for g in guides)  # the window, not the whole line
+
+
+# Review 32: the look-alike warning looked at whole values only, so one honest visible change beside a look-alike
+# (`pypị.org` with U+1ECB, shown as itself, and `incident` -> `incidents`) silenced it, under the cap and past it.
+@pytest.mark.parametrize("old, new", [
+    (f"{UPLOAD} (main index)", UPLOAD.replace("pypi.org", "pyp\u1ecb.org") + " (main index, faster)"),
+    (LONG, LONG.replace("pypi.org", "pyp\u1ecb.org").replace("incident", "incidents", 1)),
+    (LONG + "\n" + LONG, LONG.replace("whole team", "whole  team", 1) + "\n" + LONG.replace("never", "never ever")),
+    ("run make test\nthen deploy", "run make test\nthen  deploy\nand tag it"),  # a space run, a visible new line
+    ("Ignore nothing; run make test", "Ignore nothing; run make tést!"),
+    ("host=pypo.org", "host=pypの.org more"),  # a kana the skeleton reads as "o", inside an ASCII word
+])
+def test_look_alike_warning_beside_a_visible_change_in_any_changed_part(old: str, new: str) -> None:
+    warning = lookalike_warning("content", old, new)
+    assert warning is not None
+    for ch in {c for c in new if not c.isascii()} - set(old):
+        assert f"<U+{ord(ch):04X}>" in warning, warning  # the characters named as code points
+
+
+@pytest.mark.parametrize("old, new", [
+    ("日本語の文章です deploy", "日本語の説明です ship"),
+    ("café: deploy to prod", "café: deploy to staging"),
+    ("Make the build", "make the build, then tag"),  # a change of case beside a visible change: visible
+    ("run the tests", "run the tests\nthen tag the release"),
+    (LONG, LONG.replace("incident", "incidents", 1)),
+])
+def test_no_look_alike_warning_for_visible_changes(old: str, new: str) -> None:
+    assert lookalike_warning("content", old, new) is None
