@@ -231,7 +231,7 @@ def _coded_chars(text: str) -> list[str]:
 _TOKEN = re.compile(r"\w+|\s+|.", re.S)
 #: The most tokens compared token by token in one value (quadratic at worst); past it, each changed block of lines
 #: is one window between its common start and end (linear)
-_SPAN_BUDGET = 20_000
+_SPAN_BUDGET = 2_000
 
 
 def _changed_spans(a: str, b: str) -> list[tuple[str, str]]:
