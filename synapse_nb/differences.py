@@ -19,7 +19,8 @@ a ``#`` comment) or wrote Cyrillic "ру" into ``pypi.org`` read exactly like th
 - the neutraliser (:func:`synapse_nb.provenance.neutralise`) runs first, as for every reader;
 - :func:`lookalike_warning` says when two values differ in a character shown as a code point, or would read the
   same (line breaks, spaces, accents or look-alike letters only), whether or not :func:`diff_lines` marks the
-  characters that changed in a line (it does up to 1,000 characters a line pair).
+  characters that changed in a line (it does up to 1,000 characters a line pair; past that it marks the window
+  between the pair's common start and end).
 
 Standard library only.
 
@@ -33,6 +34,7 @@ Examples
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -53,8 +55,8 @@ LEGEND = ("(- now, + proposed, two spaces: both; a space in a run shown as ␣, 
           "ASCII, an accented Latin letter or a CJK, kana or Hangul letter as its code point <U+0440>)")
 _SPACE, _TAB = "␣", "⇥"
 #: Longest pair of lines (both together) whose changed characters are marked (a ``?`` line under each), and the most
-#: characters marked so in one diff: comparing characters is quadratic at worst, so longer lines are shown whole
-#: (a 32,768-character value of near-identical lines took 4 s with every pair marked)
+#: characters marked so in one diff: comparing characters is quadratic at worst (a 32,768-character value of
+#: near-identical lines took 4 s with every pair marked), so past them the changed window is marked instead
 _GUIDE_CHARS = 1_000
 _GUIDE_BUDGET = 8_000
 
@@ -70,10 +72,14 @@ def _code(ch: str) -> str:
 _WHOLE_SCRIPTS = ((0x3041, 0x3096), (0x30A1, 0x30FA), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7A3),
                   (0x20000, 0x323AF))
 #: Their few letters drawn like an ASCII character (a stroke or two: "-", "|", "/", "\\", "`", "J", "T", "+", "=",
-#: "x", "Z", "[", "L", "^", "<"): shown as code points. Not the kana the provenance skeleton reads as Latin letters
+#: "x", "Z", "[", "L", "^", "<"), and the square ones drawn like a Latin capital or a sign ("卩" "P", "丅" "T", "丫"
+#: "Y", "工" "I", "凵" "U", "冂" "n", "乚" "L", "匸" "[", "口" "ロ" "O", "エ" "I", "コ" "]", "ト" "卜" "F"/"|-", "丄"
+#: "⊥", "冫" ":", "几" "n", "卄" "廾" "H", "彐" "ヨ" "E"/"3", "乛" "7", "刂" "IJ", "丌" "TT", "亠" "-", "冖" "^",
+#: "丩" "4"; review 32): shown as code points. Not the kana the provenance skeleton reads as Latin letters
 #: in fancy text ("の" for "o", "ん" for "h"): full-width and curved, they pass for no ASCII character beside ASCII
 #: text, and "の" shown as a code point would leave no Japanese sentence readable.
-_DRAWN_ASCII = frozenset("一丨丿乀丶亅丁十二乂乙匚ノニメレヘへく")
+_DRAWN_ASCII = frozenset("一丨丿乀丶亅丁十二乂乙匚ノニメレヘへく"
+                         "卩丅丫工凵冂乚匸口エロコト卜丄冫几卄廾彐ヨ乛刂丌亠冖丩")
 
 
 @lru_cache(maxsize=4096)
@@ -158,9 +164,35 @@ def _guides(a: str, b: str) -> tuple[str, str]:
     return "".join(ga).rstrip(), "".join(gb).rstrip()
 
 
+def _window(a: Sequence[str], b: Sequence[str]) -> tuple[int, int, int]:
+    """The changed window of two sequences, linear: ``a[i:ea]`` and ``b[i:eb]`` lie between their common prefix
+    and their common suffix."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    k = 0
+    while k < n - i and a[len(a) - 1 - k] == b[len(b) - 1 - k]:
+        k += 1
+    return i, len(a) - k, len(b) - k
+
+
+def _window_guides(a: str, b: str) -> tuple[str, str]:
+    """The ``?`` lines of a line pair too long to compare character by character: the whole changed window marked
+    (``^`` when both sides have one, else ``-`` / ``+``), so two long lines never look identical (review 32)."""
+    i, ea, eb = _window(a, b)
+    sign_a, sign_b = ("^", "^") if ea > i and eb > i else ("-", "+")
+    return (" " * i + sign_a * (ea - i)).rstrip(), (" " * i + sign_b * (eb - i)).rstrip()
+
+
 def diff_lines(now: Sequence[str], proposed: Sequence[str]) -> list[str]:
     """Every line of both values, each after its sign: ``"  "`` in both, ``"- "`` now only, ``"+ "`` proposed only,
-    and under a changed line (one replaced by one) a ``"? "`` line marking which characters differ."""
+    and under a changed line (one replaced by one) a ``"? "`` line marking which characters differ (past 1,000
+    characters a pair or 8,000 a diff, the window between the pair's common start and end).
+
+    >>> diff_lines(["x" * 600 + "abc" + "y" * 600], ["x" * 600 + "aXc" + "y" * 600])[1].split()
+    ['?', '^']
+    """
     out: list[str] = []
     budget = _GUIDE_BUDGET
     for op, i1, i2, j1, j2 in SequenceMatcher(None, now, proposed).get_opcodes():
@@ -168,15 +200,16 @@ def diff_lines(now: Sequence[str], proposed: Sequence[str]) -> list[str]:
             out += [f"  {line}" for line in now[i1:i2]]
             continue
         old, new = list(now[i1:i2]), list(proposed[j1:j2])
-        pairs = list(zip(old, new, strict=True)) if len(old) == len(new) else []
-        size = sum(len(a) + len(b) for a, b in pairs)
-        if pairs and size <= budget and all(len(a) + len(b) <= _GUIDE_CHARS for a, b in pairs):
-            budget -= size
-            for a, b in pairs:
-                ga, gb = _guides(a, b)
-                out += [f"- {a}", *([f"? {ga}"] if ga else []), f"+ {b}", *([f"? {gb}"] if gb else [])]
+        if len(old) != len(new):
+            out += [f"- {line}" for line in old] + [f"+ {line}" for line in new]
             continue
-        out += [f"- {line}" for line in old] + [f"+ {line}" for line in new]
+        for a, b in zip(old, new, strict=True):
+            if len(a) + len(b) <= min(_GUIDE_CHARS, budget):
+                budget -= len(a) + len(b)
+                ga, gb = _guides(a, b)
+            else:
+                ga, gb = _window_guides(a, b)
+            out += [f"- {a}", *([f"? {ga}"] if ga else []), f"+ {b}", *([f"? {gb}"] if gb else [])]
     return out
 
 
@@ -194,12 +227,70 @@ def _coded_chars(text: str) -> list[str]:
     return [] if text.isascii() and text.isprintable() else [ch for ch in text if _coded(ch)]
 
 
+#: Words, whitespace runs and single other characters: the units the warning compares changed values in
+_TOKEN = re.compile(r"\w+|\s+|.", re.S)
+#: The most tokens compared token by token in one value (quadratic at worst); past it, each changed block of lines
+#: is one window between its common start and end (linear)
+_SPAN_BUDGET = 2_000
+
+
+def _changed_spans(a: str, b: str) -> list[tuple[str, str]]:
+    """Each changed part of ``a`` beside what replaces it in ``b``: lines compared first, then the words, spaces and
+    signs of each changed block of lines."""
+    la, lb = a.split("\n"), b.split("\n")
+    spans: list[tuple[str, str]] = []
+    budget = _SPAN_BUDGET
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, la, lb).get_opcodes():
+        if op in ("insert", "delete"):  # whole lines, with their line breaks
+            spans.append(("".join("\n" + x for x in la[i1:i2]), "".join("\n" + y for y in lb[j1:j2])))
+        elif op == "replace":
+            ta, tb = _TOKEN.findall("\n".join(la[i1:i2])), _TOKEN.findall("\n".join(lb[j1:j2]))
+            if len(ta) + len(tb) > budget:
+                i, ea, eb = _window(ta, tb)
+                spans.append(("".join(ta[i:ea]), "".join(tb[i:eb])))
+                continue
+            budget -= len(ta) + len(tb)
+            # a space matches only beside a matched word, not one far off (so "a b" -> "a  b c" is " " -> "  ")
+            for o, p1, p2, q1, q2 in SequenceMatcher(str.isspace, ta, tb, autojunk=False).get_opcodes():
+                if o != "equal":
+                    spans.append(("".join(ta[p1:p2]), "".join(tb[q1:q2])))
+    return spans
+
+
+def _passes_for_ascii(ch: str, word: str) -> bool:
+    """Whether ``ch``, shown as itself, reads as an ASCII letter or sign: an accented Latin letter (its base), or
+    a CJK or kana letter the skeleton reads as one inside a word with ASCII letters or digits ("pypの", not
+    "日本語の")."""
+    if ch.isascii() or not _shown_as_itself(ch):
+        return False
+    if unicodedata.normalize("NFD", ch)[0].isascii():
+        return True
+    read = skeleton(ch)[0]
+    return read.isascii() and read.strip() != "" and any(c.isascii() and c.isalnum() for c in word)
+
+
+def _lookalikes(spans: list[tuple[str, str]]) -> list[str]:
+    found: dict[str, None] = {}
+    for x, y in spans:
+        for word in _TOKEN.findall(x + " " + y):
+            found.update((ch, None) for ch in word if _passes_for_ascii(ch, word))
+    return list(found)
+
+
+def _reads_alike(x: str, y: str) -> bool:
+    """Whether a changed part reads like what it replaces (spaces, line breaks, accents or look-alike letters only;
+    not a change of case alone, which is visible)."""
+    return x.lower() != y.lower() and "".join(skeleton(x)[0].split()) == "".join(skeleton(y)[0].split())
+
+
 def lookalike_warning(field: str, now: Any, proposed: Any) -> str | None:
     """A warning when the two values differ in a character shown as its code point (one that passes for another,
     a right-to-left or invisible one: the characters shown as code points are not the same, in the same order, in
     both), or would read the same (they differ only in line breaks, spaces, accents or look-alike letters; a change
-    of case alone is visible and not warned about); else None. Said whether or not the changed characters are
-    marked under the lines (they are not past 1,000 characters).
+    of case alone is visible and not warned about), or when any changed part, whatever else changed, reads like
+    what it replaces or holds a letter shown as itself that reads as an ASCII one (an accented "ị" in "pypị.org";
+    review 32: a visible change beside it silenced the warning); else None. Said whether or not the changed
+    characters are marked under the lines.
 
     >>> lookalike_warning("content", "pypi.org", "\\u0440\\u0443pi.org") is not None
     True
@@ -207,6 +298,9 @@ def lookalike_warning(field: str, now: Any, proposed: Any) -> str | None:
     (True, None)
     >>> lookalike_warning("content", "https://pypi.org x", "https\\u2236//pypi.org y") is not None
     True
+    >>> print(lookalike_warning("content", "pypi.org incident", "pyp\\u1ecb.org incidents"))
+    ⚠ content: a changed part holds letters shown as themselves that read as ASCII ones: <U+1ECB> (ị, read as i); \
+read them in the - / + lines
     """
     a, b = _text(now), _text(proposed)
     if a == b:
@@ -219,6 +313,17 @@ def lookalike_warning(field: str, now: Any, proposed: Any) -> str | None:
         return (f"⚠ {field}: the change is in characters shown as code points (<U+...>: a character that passes "
                 "for another, runs right to left or is invisible), not only in what reads as shown: read them in the "
                 "- / + lines")
+    spans = _changed_spans(a, b)
+    if chars := _lookalikes(spans):
+        named = ", ".join(f"{_code(c)} ({c}, read as {unicodedata.normalize('NFD', c)[0]})"
+                          if unicodedata.normalize("NFD", c)[0].isascii() else f"{_code(c)} ({c})" for c in chars)
+        return (f"⚠ {field}: a changed part holds letters shown as themselves that read as ASCII ones: {named}; "
+                "read them in the - / + lines")
+    alike = [(x, y) for x, y in spans if _reads_alike(x, y)]
+    if alike:
+        named = ", ".join(_code(c) for c in dict.fromkeys(c for x, y in alike for c in x + y if not c.isascii()))
+        return (f"⚠ {field}: beside the visible change, a changed part reads like what it replaces (line breaks, "
+                f"spaces, accents or look-alike letters only{': ' + named if named else ''}): read the - / + lines")
     return None
 
 

@@ -174,7 +174,8 @@ def test_shown_lines_keep_every_neutralisation_and_mark_what_reads_alike() -> No
     assert lookalike_warning("tags", ["ci"], ["c\u0456"]) is not None
     assert diff_lines(["a", "b"], ["a", "b"]) == ["  a", "  b"]
     long = "x" * 5000
-    assert diff_lines([long], [long + "y"]) == [f"- {long}", f"+ {long}y"]  # no character guides past 1,000
+    # past 1,000 characters the window between the common start and end is marked (review 32)
+    assert diff_lines([long], [long + "y"]) == [f"- {long}", f"+ {long}y", "? " + " " * 5000 + "+"]
 
 
 # Review 31: ASCII-punctuation look-alikes (U+A789 modifier letter colon, U+2215 division slash, U+A4F8 Lisu letter
@@ -201,7 +202,7 @@ def test_memory_accept_shows_punctuation_look_alikes_as_code_points_and_warns(
     assert res.exit_code == 1 and "not accepted" in res.stderr
     lines = res.stderr.splitlines()
     assert f"    - {before}" in lines and f"    + {before.replace(UPLOAD, UPLOAD_SHOWN)}" in lines, res.stderr
-    assert any(line.startswith("    ? ") for line in lines) == (len(before) < 500)  # no marks past 1,000 a pair
+    assert any(line.startswith("    ? ") for line in lines)  # past 1,000 a pair, the changed window (review 32)
     assert any(line.startswith("  ⚠ content: ") for line in lines), res.stderr
     assert human.memories.get(mid).content == before
 
@@ -224,12 +225,13 @@ def test_shown_lines_show_every_other_non_ascii_character_as_its_code_point(ch: 
 
 def test_shown_lines_show_accented_latin_and_cjk_kana_hangul_letters_as_themselves() -> None:
     text = "café déjà vu, Ñandú Ångström naïve; 日本語のテキストとカタカナ、한국어 문장"
-    assert shown_lines(text) == [text.replace("、", "<U+3001>")]  # the ideographic comma is punctuation
+    # the ideographic comma is punctuation; "ト" is drawn like "F" or "|-" (review 32)
+    assert shown_lines(text) == [text.replace("、", "<U+3001>").replace("ト", "<U+30C8>")]
 
 
 def test_look_alike_warning_past_the_marking_cap_and_beside_a_visible_change() -> None:
     spoofed = RELEASE.replace(UPLOAD, UPLOAD_SPOOFED)
-    assert diff_lines(shown_lines(RELEASE), shown_lines(spoofed))[1].startswith("+ ")  # no "?" line: past the cap
+    assert diff_lines(shown_lines(RELEASE), shown_lines(spoofed))[1].startswith("? ")  # the window, past the cap
     assert lookalike_warning("content", RELEASE, spoofed) is not None
     # a visible change beside it does not hide it
     assert lookalike_warning("content", RELEASE, spoofed.replace("yank", "delete")) is not None
@@ -249,3 +251,61 @@ def test_change_review_shows_punctuation_look_alikes_as_code_points_and_warns(va
     html = ChangeReview(vault).revision_html.value
     assert "https&lt;U+A789&gt;&lt;U+2215&gt;&lt;U+2215&gt;upload&lt;U+A4F8&gt;pypi.org" in html, html
     assert "role='alert'" in html and "⚠ content: " in html and "\u2215" not in html
+
+
+# Review 32: CJK ideographs and kana drawn like a Latin capital or an ASCII sign were shown as themselves, so
+# `py卩i.org`, `丅OKEN`, `工gnore` read as ASCII, and with a visible change beside them nothing warned.
+@pytest.mark.parametrize("ch", "卩丅丫工凵冂乚匸口エロコト卜丄冫几卄廾彐ヨ乛刂丌亠冖丩")
+def test_cjk_and_kana_drawn_like_ascii_are_code_points_and_warned(ch: str) -> None:
+    assert shown_lines(f"a{ch}b") == [f"a<U+{ord(ch):04X}>b"]
+    assert lookalike_warning("content", f"{UPLOAD} main", f"{UPLOAD.replace('pypi', 'py' + ch + 'i')} mainx")
+
+
+def test_cjk_and_kana_stay_readable_otherwise() -> None:
+    text = "日本語の文章とカタカナ、한국어 문장"
+    assert shown_lines(text) == [text.replace("、", "<U+3001>")]
+
+
+PARA = ("The release procedure, agreed with the whole team after the incident review: " * 8)[:600]
+LONG = f"{PARA} Upload only to {UPLOAD} and never anywhere else. {PARA}"
+
+
+@pytest.mark.parametrize("old, new", [(LONG, LONG.replace("anywhere", "anyvvhere")),  # ASCII look-alikes
+                                      (LONG, LONG.replace("legacy", "1egacy")),
+                                      (LONG + "\n" + LONG, LONG + "\n" + LONG.replace("incident", "inc1dent", 1))])
+def test_past_the_marking_cap_the_changed_window_is_marked(old: str, new: str) -> None:
+    diff = diff_lines(shown_lines(old), shown_lines(new))
+    guides = [line for line in diff if line.startswith("? ")]
+    assert guides, diff
+    a, b = (line for line in diff if line[0] in "-+")
+    i = next(k for k in range(2, len(a)) if a[k] != b[k])  # the first changed character is marked on both sides
+    assert all(g[i] in "^-+" for g in guides) and all(g[2:].strip(" ^-+") == "" for g in guides)
+    assert all(len(g.strip()) < 800 for g in guides)  # the window, not the whole line
+
+
+# Review 32: the look-alike warning looked at whole values only, so one honest visible change beside a look-alike
+# (`pypị.org` with U+1ECB, shown as itself, and `incident` -> `incidents`) silenced it, under the cap and past it.
+@pytest.mark.parametrize("old, new", [
+    (f"{UPLOAD} (main index)", UPLOAD.replace("pypi.org", "pyp\u1ecb.org") + " (main index, faster)"),
+    (LONG, LONG.replace("pypi.org", "pyp\u1ecb.org").replace("incident", "incidents", 1)),
+    (LONG + "\n" + LONG, LONG.replace("whole team", "whole  team", 1) + "\n" + LONG.replace("never", "never ever")),
+    ("run make test\nthen deploy", "run make test\nthen  deploy\nand tag it"),  # a space run, a visible new line
+    ("Ignore nothing; run make test", "Ignore nothing; run make tést!"),
+    ("host=pypo.org", "host=pypの.org more"),  # a kana the skeleton reads as "o", inside an ASCII word
+])
+def test_look_alike_warning_beside_a_visible_change_in_any_changed_part(old: str, new: str) -> None:
+    warning = lookalike_warning("content", old, new)
+    assert warning is not None
+    for ch in {c for c in new if not c.isascii()} - set(old):
+        assert f"<U+{ord(ch):04X}>" in warning, warning  # the characters named as code points
+
+
+@pytest.mark.parametrize("old, new", [
+    ("日本語の文章です deploy", "日本語の説明です ship"),
+    ("café: deploy to prod", "café: deploy to staging"),
+    ("Make the build", "make the build, then tag"),  # a change of case beside a visible change: visible
+    ("run the tests", "run the tests\nthen tag the release"),
+    (LONG, LONG.replace("incident", "incidents", 1)),
+])
+def test_no_look_alike_warning_for_visible_changes(old: str, new: str) -> None:
+    assert lookalike_warning("content", old, new) is None
