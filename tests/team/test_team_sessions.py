@@ -83,6 +83,49 @@ def test_a_mind_and_the_project_keep_a_bounded_number_of_agent_sessions(human: A
         assert ("default", "agent:x:old001") not in reg and counts(c) == recount(c)
 
 
+MANY = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) "  # sessions i, minds in turn
+        "SELECT (%s::text[])[1 + i %% cardinality(%s::text[])], %s || lpad(i::text, 4, '0'), "
+        "'mem_000000000001', 'd', %s "
+        "FROM generate_series(1, %s) i")
+
+
+def test_one_statement_of_an_agents_sql_keeps_the_bounds(human: Any, project: str, pg_admin_url: str,
+                                                         agent_sql: psycopg.Connection[Any]) -> None:
+    """Review 33: the sessions a statement wrote were exempt, so one INSERT of 300 sessions left 300 in a mind and
+    600 across three minds 600 in the project (every other agent session gone). A statement keeps at most the bound
+    of its own (the most recently given), older ones give way only as much as needed, a person's session none."""
+    mine = f"agent:{project}_agent_login:"
+    old = fmt_ts(human._ctx.now() - timedelta(days=2))
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        c.execute(f"SET search_path = {project}")
+        c.execute(ROWS, ("default", "nb-person", old, 1, 2))
+        c.execute(ROWS, ("default", "agent:x:other", old, 1, 2))  # another agent login's session
+        one = ["default"]
+        agent_sql.execute(MANY, (one, one, mine + "s", human._ctx.now_ts(), AGENT_SESSIONS_PER_MIND + 44))
+        reg = registry(c)
+        agents = sorted(k[1] for k, v in reg.items() if v[0])
+        assert len(agents) == AGENT_SESSIONS_PER_MIND and counts(c) == recount(c)
+        assert agents[-1] == f"{mine}s{AGENT_SESSIONS_PER_MIND + 44:04d}"  # a tie on last_seen: the greatest kept
+        assert reg[("default", "nb-person")][3] == 2
+        c.execute("DELETE FROM session_seen WHERE starts_with(session, 'agent:')")
+        c.execute(ROWS, ("other", "agent:x:other", old, 1, 2))
+        minds = ["m0", "m1", "m2"]
+        agent_sql.execute(MANY, (minds, minds, mine + "t", human._ctx.now_ts(), AGENT_SESSIONS_PER_VAULT + 88))
+        reg = registry(c)
+        keys = [k for k, v in reg.items() if v[0]]
+        assert len(keys) == AGENT_SESSIONS_PER_VAULT and counts(c) == recount(c)
+        assert ("other", "agent:x:other") not in reg and reg[("default", "nb-person")][3] == 2
+        assert all(sum(1 for m, _ in keys if m == f"m{i}") <= AGENT_SESSIONS_PER_MIND for i in range(3))
+        # fewer than the bound in one statement: the older ones give way only as much as needed
+        c.execute("DELETE FROM session_seen WHERE starts_with(session, 'agent:')")
+        for s in range(AGENT_SESSIONS_PER_MIND):
+            at = fmt_ts(human._ctx.now() - timedelta(hours=s + 1))
+            c.execute(ROWS, ("default", f"agent:x:old{s:03d}", at, 1, 1))
+        agent_sql.execute(MANY, (one, one, mine + "u", human._ctx.now_ts(), 10))
+        kept = {k[1] for k, v in registry(c).items() if v[0]}
+        assert len(kept) == AGENT_SESSIONS_PER_MIND and "agent:x:old245" in kept and "agent:x:old246" not in kept
+
+
 def test_prune_drops_an_agent_session_by_its_first_day(human: Any, project: str, pg_admin_url: str) -> None:
     now = human._ctx.now()
     with psycopg.connect(pg_admin_url, autocommit=True) as c:

@@ -16,7 +16,8 @@
 --                     trigger cannot see, are deleted after it): the session is given it again, a lost mark, never
 --                     a lost record. A record it holds is still updated.
 --   256 / 512         agent sessions a mind / the project keeps (AGENT_SESSIONS_PER_MIND, _PER_VAULT): when a
---                     new one is admitted, those given something least recently give way whole.
+--                     new one is admitted, those given something least recently give way whole; a statement that
+--                     writes more than the bound keeps only its most recent ones (never more, after any statement).
 --   prune             delete_sessions_before also drops an agent session first given something before the time.
 --
 -- People's sessions keep their rows and rules. An agent login's quota of session state rows (migrations 12, 13)
@@ -96,24 +97,25 @@ BEGIN
           JOIN session_registry r ON r.mind = y.mind AND r.session = y.session
          WHERE r.n > 1000 AND y.k <= r.n - 1000) z
      WHERE s.mind = z.mind AND s.session = z.session AND s.rid = z.rid;
-    -- the agent sessions a mind and the project keep: the ones given something least recently give way whole
-    -- (not one this statement wrote)
+    -- the agent sessions a mind and the project keep: the ones this statement wrote first (the most recently given
+    -- of them, when they are more than the bound: one statement is held to it as one session at a time is), then
+    -- the others by when they were last given something; the rest give way whole
     v_minds := ARRAY(SELECT DISTINCT x.mind FROM nt x WHERE starts_with(x.session, 'agent:') ORDER BY 1);
     FOREACH v_mind IN ARRAY v_minds LOOP
         DELETE FROM session_seen s WHERE s.mind = v_mind AND s.session IN (
             SELECT r.session FROM session_registry r
-             WHERE r.mind = v_mind AND r.agent AND r.session NOT IN (SELECT x.session FROM nt x WHERE x.mind = v_mind)
-             ORDER BY r.last_seen DESC, r.session DESC
-            OFFSET greatest(0, 256 - (SELECT count(DISTINCT x.session) FROM nt x
-                                       WHERE x.mind = v_mind AND starts_with(x.session, 'agent:'))));
+             WHERE r.mind = v_mind AND r.agent
+             ORDER BY r.session IN (SELECT x.session FROM nt x WHERE x.mind = v_mind) DESC,
+                      r.last_seen DESC, r.session DESC
+            OFFSET 256);
     END LOOP;
     IF cardinality(v_minds) > 0 THEN
         DELETE FROM session_seen s USING (
             SELECT r.mind, r.session FROM session_registry r
-             WHERE r.agent AND (r.mind, r.session) NOT IN (SELECT x.mind, x.session FROM nt x)
-             ORDER BY r.last_seen DESC, r.mind DESC, r.session DESC
-            OFFSET greatest(0, 512 - (SELECT count(*) FROM (SELECT DISTINCT x.mind, x.session FROM nt x
-                                                              WHERE starts_with(x.session, 'agent:')) d))) o
+             WHERE r.agent
+             ORDER BY (r.mind, r.session) IN (SELECT x.mind, x.session FROM nt x) DESC,
+                      r.last_seen DESC, r.mind DESC, r.session DESC
+            OFFSET 512) o
          WHERE s.mind = o.mind AND s.session = o.session;
     END IF;
     RETURN NULL;
