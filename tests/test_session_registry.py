@@ -132,6 +132,31 @@ def test_a_mind_and_the_vault_keep_a_bounded_number_of_agent_sessions(pair: tupl
     assert ("default", "agent:old001") not in reg and _counts(agent) == _recount(agent)
 
 
+def test_one_statement_of_many_sessions_keeps_the_bounds(pair: tuple[syn.Vault, syn.Vault]) -> None:
+    """Review 33 (the team vault's statement trigger let one INSERT of 300 sessions keep 300): here the bounds are
+    row triggers, so each new session of a multi-row statement is admitted as one at a time is; the statement ends
+    at the bounds exactly, a person's session untouched."""
+    user, agent = pair
+    _marks(user, "nb-person", 2, NOW - timedelta(days=3))
+    store = agent._ctx.store
+    many = ("WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < ?) "
+            "INSERT INTO session_seen(mind, session, rid, digest, seen_at) "
+            "SELECT CASE WHEN ? THEN 'm' || (i % 3) ELSE 'default' END, printf('agent:api:s%04d', i), "
+            "'mem_000000000001', 'd', ? FROM g")
+    with store.transaction():
+        store.write(many, (AGENT_SESSIONS_PER_MIND + 44, 0, fmt_ts(NOW)))
+    reg = _registry(agent)
+    agents = sorted(k[1] for k, v in reg.items() if v[0])
+    assert len(agents) == AGENT_SESSIONS_PER_MIND and agents[-1] == f"agent:api:s{AGENT_SESSIONS_PER_MIND + 44:04d}"
+    assert reg[("default", "nb-person")][3] == 2 and _counts(agent) == _recount(agent)
+    with store.transaction():
+        store.write(many, (AGENT_SESSIONS_PER_VAULT + 88, 1, fmt_ts(NOW + timedelta(minutes=1))))
+    reg = _registry(agent)
+    keys = [k for k, v in reg.items() if v[0]]
+    assert len(keys) == AGENT_SESSIONS_PER_VAULT and not any(m == "default" for m, _ in keys)
+    assert reg[("default", "nb-person")][3] == 2 and _counts(agent) == _recount(agent)
+
+
 def test_prune_drops_an_agent_session_by_its_first_day(pair: tuple[syn.Vault, syn.Vault]) -> None:
     """An agent re-giving a session's records kept their seen_at new, so prune (30 days by seen_at) never cleared
     them: an agent session first given something before the prune's time goes whole. A person's is as before."""

@@ -16,7 +16,9 @@ room check reads it (:data:`~synapse_nb.store.sql.queries.SESSION_ROOM`). And an
   given it again, as a session past the hour's bound is, and what it holds stays;
 - a mind holds at most :data:`~synapse_nb.store.sql.queries.AGENT_SESSIONS_PER_MIND` agent sessions and the vault
   :data:`~synapse_nb.store.sql.queries.AGENT_SESSIONS_PER_VAULT`: when a new one is admitted the ones given something
-  least recently give way whole (its rows deleted, and so its registry row);
+  least recently give way whole (its rows deleted, and so its registry row). These are row triggers: a statement
+  of many new sessions admits them one at a time, so it too ends at the bounds (review 33 found the team vault's
+  statement trigger let one such statement past them; tests/test_session_registry.py holds both);
 - ``memory prune`` drops an agent session by its first day too (``PRUNE_SESSIONS``), so re-giving cannot keep it.
 
 A person's sessions keep their rows and rules; the registry only makes their room check two index reads.
