@@ -358,16 +358,29 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
         pos = _local_position(folder)
         return out | {"online": False, "error": str(exc), "index_synced_at": pos.get("synced_at"),
                       "index_age": copy_age(pos.get("synced_at")), "writes": "refused (offline)",
-                      "index_copy": has_copy(folder)}
+                      "index_copy": has_copy(folder), **_copy_state(folder)}
     try:
         info = store.server_info()
         lag = store.outbox.lag()
         return out | {"online": True, "location": store.location, "schema_version": store.schema_version,
                       **info, "index_cursor": lag["cursor"], "index_synced_at": lag["synced_at"],
                       "index_age": copy_age(lag["synced_at"]), "index_behind": lag["behind"],
-                      "index_copy": has_copy(folder)}
+                      "index_copy": has_copy(folder), **_copy_state(folder)}
     finally:
         store.close()
+
+
+def _copy_state(folder: Path) -> dict[str, Any]:
+    """When this machine's offline copy (``copy.db``) last synced, and whether its syncs are blocked now (review 33:
+    a process holding its lock, an agent's too, keeps it at what it held, a purged record included)."""
+    from synapse_nb.store.postgres.copy import COPY_LOCK, lock_held, synced_at
+
+    at = synced_at(folder)
+    out: dict[str, Any] = {"copy_synced_at": at, "copy_age": copy_age(at)}
+    if folder.is_dir() and lock_held(folder):
+        out["copy_sync"] = (f"blocked: another process holds {folder / COPY_LOCK} (`fuser` names it), so the copy "
+                            "stays as it was, deleted and purged records included, until that process ends")
+    return out
 
 
 def _agent_login_said(url: str, agent_url: str | None, project_dir: Path, project: str) -> str:
