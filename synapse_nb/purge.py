@@ -12,7 +12,7 @@ of them still hold the record: those taken while it existed, and those with hist
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.changes import ExportMark
@@ -36,6 +36,8 @@ class PurgeReport:
     revisions_removed: int
     links_removed: int
     exports_holding: tuple[ExportMark, ...] = ()
+    #: a team vault's: why this machine's offline copy still holds the record, and how to remove it (None: it does not)
+    copy_behind: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -46,6 +48,8 @@ class PurgeReport:
         lines = [(f"purged {self.kind} {self.id}: record {'deleted' if self.record_deleted else 'already gone'}, "
                   f"{self.history_removed} history entries, {self.revisions_removed} revisions, "
                   f"{self.links_removed} links removed; index, FTS and caches scrubbed")]
+        if self.copy_behind is not None:
+            lines.append(f"but {self.copy_behind}")
         if self.exports_holding:
             lines.append("exports taken earlier still hold it (delete or re-take them):")
             lines += [f"  {m.taken_at[:19].replace('T', ' ')} UTC  {m.dest or '(returned as text)'}"
@@ -55,6 +59,10 @@ class PurgeReport:
         return "\n".join(lines)
 
     __repr__ = __str__
+
+    def with_copy(self, store: Any) -> PurgeReport:
+        """This report, with what the store's scrub in this purge left in this machine's offline copy (review 33)."""
+        return replace(self, copy_behind=getattr(store, "copy_behind", None))
 
 
 def purge(ctx: Context) -> Callable[[str], PurgeReport]:

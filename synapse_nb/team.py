@@ -240,6 +240,20 @@ def _check_agent_login(url: str, agent: str, project_dir: Path) -> None:
     check_agent_login(conninfo, project, login_of(agent))
 
 
+def _agent_verdict(conninfo: str, project: str, agent: str) -> str:
+    """The server's check of an agent login (:func:`synapse_nb.store.postgres.check_agent_login`) as a person reads
+    it: "passed: ...", "refused: <why>" or "not checked: <why>" (review 33)."""
+    from synapse_nb.store.postgres import check_agent_login
+
+    try:
+        check_agent_login(conninfo, project, login_of(agent))
+    except ValidationError as exc:
+        return f"refused: {exc}"
+    except StoreError as exc:
+        return f"not checked: {exc}"
+    return f"passed: the server says it is an agent of project {project} and nothing more"
+
+
 def agent_login(agent_url: str | None, *, local: str | Path | None = None) -> dict[str, Any]:
     """Name the agent's own database login for this folder (``agent_url``; None: remove it, agent surfaces use the
     person's login again), in ``team.toml`` and in the folder's pin. Human-only (refused in an agent's
@@ -269,8 +283,13 @@ def trust_preview(local: str | Path | None = None) -> dict[str, Any]:
     """What :func:`trust` would do here, changing nothing: ``folder``, ``team_file``, ``pinned`` (the server pinned
     now, or None), ``named`` (the server ``team.toml`` names), ``pinned_agent`` and ``named_agent`` (the agent login,
     None: none) and ``agrees``. For ``team trust`` to show a person before asking. Raises :class:`ValidationError`
-    when the folder has no ``team.toml``, or its ``agent_url`` is not an agent login of that team vault."""
-    vault_dir = _project_dir(local) / LOCAL_DIRNAME
+    when the folder has no ``team.toml``, or its ``agent_url`` is not an agent login of that team vault.
+
+    ``agent_check`` (None: the agent login is not new) is the server's verdict on a new or changed agent login
+    (:func:`_agent_verdict`), asked only of a server already pinned here: a new server is not contacted before the
+    person pins it (:func:`trust` asks it then, before pinning anything)."""
+    project_dir = _project_dir(local)
+    vault_dir = project_dir / LOCAL_DIRNAME
     url = team_url_of(vault_dir) if vault_dir.is_dir() else None
     if url is None:
         raise ValidationError(f"{vault_dir / 'team.toml'} does not exist: this folder names no team vault (run "
@@ -281,8 +300,12 @@ def trust_preview(local: str | Path | None = None) -> dict[str, Any]:
     agent_url = team_agent_url_of(vault_dir)
     named_agent = agent_identity(agent_url, url, folder) if agent_url is not None else None
     pinned_agent = (pin.agent_server or None) if pin else None
+    check = None
+    if named_agent is not None and named_agent != pinned_agent:
+        check = (_agent_verdict(*_split(url, project_dir), named_agent) if pin is not None and pin.server == named
+                 else "not checked yet: the server is new here, so it is asked once you pin it (before anything is)")
     return {"folder": str(folder), "team_file": str(vault_dir / "team.toml"), "pinned": pin.server if pin else None,
-            "named": named, "pinned_agent": pinned_agent, "named_agent": named_agent,
+            "named": named, "pinned_agent": pinned_agent, "named_agent": named_agent, "agent_check": check,
             "agrees": pin is not None and pin.server == named and pinned_agent == named_agent}
 
 
@@ -292,8 +315,10 @@ def trust(local: str | Path | None = None, *, expect: str | None = None,
     change of team server (every surface refuses a folder whose ``team.toml`` disagrees with its pin). Human-only
     (:func:`synapse_nb.context.require_human`: refused in an agent's environment). ``expect``: the server the person
     was shown (:func:`trust_preview`'s ``named``; ``expect_agent``: its ``named_agent``, when it was shown one);
-    refused, pinning nothing, when ``team.toml`` names another by now. Returns :func:`trust_preview`'s answer as
-    it was before, with ``changed``."""
+    refused, pinning nothing, when ``team.toml`` names another by now. A new or changed agent login is checked on
+    the server first (review 33: an agent wrote a person's login there and it was pinned on the person's "y"): one the
+    check refuses, or the server cannot check, is refused with why, pinning nothing. Returns
+    :func:`trust_preview`'s answer as it was before, with ``changed``."""
     require_human("trust a new team server for this folder")
     preview = trust_preview(local)
     if expect is not None and preview["named"] != expect:
@@ -302,6 +327,15 @@ def trust(local: str | Path | None = None, *, expect: str | None = None,
     if expect is not None and preview["named_agent"] != expect_agent:
         raise ConflictError(f"team.toml changed while you were asked: its agent login is {preview['named_agent']} "
                             f"by now, not {expect_agent}; nothing was pinned: run `synapse-nb team trust` again")
+    if not preview["agrees"] and preview["agent_check"] is not None:
+        project_dir = _project_dir(local)
+        url = team_url_of(project_dir / LOCAL_DIRNAME) or ""
+        verdict = _agent_verdict(*_split(url, project_dir), preview["named_agent"])
+        if not verdict.startswith("passed"):
+            raise ValidationError(f"team.toml's agent login {preview['named_agent']} was not pinned, nor anything "
+                                  f"else: the server check {verdict}. Agent surfaces must log in as one of the "
+                                  "project's agents only: fix agent_url in team.toml (or remove it), or set it with "
+                                  "`synapse-nb team agent-login URL`, then run `synapse-nb team trust` again")
     if not preview["agrees"]:
         write_pin(Path(preview["folder"]), preview["named"], "trust", agent_server=preview["named_agent"] or "")
     return preview | {"changed": not preview["agrees"]}
@@ -340,6 +374,7 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
         out["local_vault_shadowed"] = (f"{vault_dir / 'synapse.db'}: not used here (team.toml names the team vault); "
                                        "it is renamed aside at the next open")
     agent = acting_actor("user") == "agent"
+    agent_url = None
     if recorded is not None:  # the server this machine pinned for the folder, and whether team.toml agrees
         out |= pin_state(vault_dir)
         agent_url = team_agent_url_of(vault_dir)
@@ -358,23 +393,48 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
         pos = _local_position(folder)
         return out | {"online": False, "error": str(exc), "index_synced_at": pos.get("synced_at"),
                       "index_age": copy_age(pos.get("synced_at")), "writes": "refused (offline)",
-                      "index_copy": has_copy(folder)}
+                      "index_copy": has_copy(folder), **_copy_state(folder)}
     try:
         info = store.server_info()
+        if agent_url is not None and url == recorded:  # the server's verdict, before calling it the agent's own
+            out["agent_login"] = _agent_login_said(recorded, agent_url, project_dir, project,
+                                                   _agent_verdict(conninfo, project, agent_url))
         lag = store.outbox.lag()
         return out | {"online": True, "location": store.location, "schema_version": store.schema_version,
                       **info, "index_cursor": lag["cursor"], "index_synced_at": lag["synced_at"],
                       "index_age": copy_age(lag["synced_at"]), "index_behind": lag["behind"],
-                      "index_copy": has_copy(folder)}
+                      "index_copy": has_copy(folder), **_copy_state(folder)}
     finally:
         store.close()
 
 
-def _agent_login_said(url: str, agent_url: str | None, project_dir: Path, project: str) -> str:
-    """What ``team status`` says of the login agent surfaces in the folder use (review 30)."""
+def _copy_state(folder: Path) -> dict[str, Any]:
+    """When this machine's offline copy (``copy.db``) last synced, and whether its syncs are blocked now (review 33:
+    a process holding its lock, an agent's too, keeps it at what it held, a purged record included)."""
+    from synapse_nb.store.postgres.copy import COPY_LOCK, lock_held, synced_at
+
+    at = synced_at(folder)
+    out: dict[str, Any] = {"copy_synced_at": at, "copy_age": copy_age(at)}
+    if folder.is_dir() and lock_held(folder):
+        out["copy_sync"] = (f"blocked: another process holds {folder / COPY_LOCK} (`fuser` names it), so the copy "
+                            "stays as it was, deleted and purged records included, until that process ends")
+    return out
+
+
+def _agent_login_said(url: str, agent_url: str | None, project_dir: Path, project: str,
+                      verdict: str = "not checked: the server was not asked") -> str:
+    """What ``team status`` says of the login agent surfaces in the folder use (review 30): the agent's own only
+    when the server's check (``verdict``, :func:`_agent_verdict`) passed it (review 33)."""
     if agent_url is not None:
-        return (f"{server_identity(agent_url, project_dir)} (the agent's own login: an agent's shell, the MCP server, "
-                "the hooks and open_vault(actor='agent') here connect as it, never as the person)")
+        named = server_identity(agent_url, project_dir)
+        if verdict.startswith("passed"):
+            return (f"{named} (the agent's own login, checked on the server: an agent's shell, the MCP server, the "
+                    "hooks and open_vault(actor='agent') here connect as it, never as the person)")
+        if verdict.startswith("refused"):
+            return (f"{named}: NOT an agent's own login, the server check {verdict}; agent surfaces here connect as "
+                    "it: set the agent's own login with synapse-nb team agent-login URL (docs/team.md, \"An agent's "
+                    "own login\")")
+        return (f"{named} (named as the agent's own login; {verdict}): agent surfaces here connect as it")
     person = login_of(server_identity(url, project_dir)) or "(your Unix user's name)"
     return (f"none: agent surfaces here (an agent's shell, the MCP server, the hooks, open_vault(actor='agent')) "
             f"log in as the person, {person}, and only SET ROLE {project}_agent; any code the agent runs can "

@@ -392,12 +392,15 @@ def test_team_trust_shows_and_pins_the_agent_login_and_agent_handles_connect_wit
             logins.append(conninfo.split("://", 1)[1].split("@", 1)[0])
             raise OfflineError("fake store: not contacted")
 
+    checked: list[str] = []
     monkeypatch.setattr(pg, "PgStore", Recorder)
+    monkeypatch.setattr(pg, "check_agent_login", lambda conninfo, project, login: checked.append(login))
     agent = TEAM.replace("alice@", "agent_alice@")
     record_team_url(folder / ".synapse", TEAM, agent)
     out = CliRunner().invoke(app, ["team", "trust", "--yes", "--json"])
     assert out.exit_code == 0 and '"named_agent": "postgresql://agent_alice@db.example.com' in out.output, out.output
     assert pin_for(folder).agent_server == server_identity(agent, folder)  # type: ignore[union-attr]
+    assert checked == ["agent_alice"]  # the server checked the new agent login before it was pinned (review 33)
     for actor in ("user", "agent"):
         with pytest.raises(OfflineError):
             syn.open_vault(folder, actor=actor)

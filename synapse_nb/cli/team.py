@@ -240,6 +240,11 @@ def team_trust(
         if seen["pinned_agent"] != seen["named_agent"]:
             typer.echo(f"  agent login pinned now: {seen['pinned_agent'] or person}", err=True)
             typer.echo(f"  agent login named:      {seen['named_agent'] or person}", err=True)
+        if seen["agent_check"] is not None:
+            typer.echo(f"  agent login check:      {seen['agent_check']}", err=True)
+            if seen["agent_check"].startswith("refused"):
+                fail("nothing was pinned: the server refuses team.toml's agent login as an agent's own login; fix "
+                     "agent_url in team.toml (or remove it), or set it with `synapse-nb team agent-login URL`")
         if not typer.confirm("pin the server (and agent login) team.toml names for this folder, from now on?",
                              default=False, err=True):
             fail("nothing was pinned")

@@ -180,3 +180,34 @@ def test_an_agent_login_must_be_an_agent_of_the_same_team_vault(folder: Path, lo
     with pytest.raises(ValidationError, match="not the team vault"):
         agent_login(logins["agent"].replace(f"project={project}", "project=other"))
     assert pin_for(folder).agent_server == ""  # type: ignore[union-attr]  # nothing was pinned
+
+
+def test_team_trust_checks_a_new_agent_login_on_the_server_and_status_calls_no_refused_login_the_agents(
+        folder: Path, logins: dict[str, str], pg_admin_url: str, project: str) -> None:
+    """Review 33: an agent rewrote agent_url to a person's login; `team trust` showed it and pinned it on "y", and
+    `team status` then called that person's login "the agent's own login"."""
+    from synapse_nb.team import trust, trust_preview
+
+    _join(logins, "--agent-url", logins["agent"])
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:  # another person: a member of the human role
+        c.execute(f"CREATE ROLE {project}_bob LOGIN IN ROLE {project}_human")
+    bob = logins["human"].replace(_login(logins["human"]), f"{project}_bob")
+    toml = folder / ".synapse" / "team.toml"
+    pinned = toml.read_text(encoding="utf-8")
+    toml.write_text(f'url = "{logins["human"]}"\nagent_url = "{bob}"\n', encoding="utf-8")
+    check = trust_preview()["agent_check"]
+    assert check.startswith("refused") and f"is a member of {project}_human" in check, check
+    out = CliRunner().invoke(app, ["team", "trust", "--yes"])
+    assert out.exit_code == 1 and "not pinned" in out.output and f"{project}_human" in out.output, out.output
+    with pytest.raises(ValidationError, match="not pinned"):
+        trust()
+    assert pin_for(folder).agent_server == server_identity(logins["agent"], folder)  # type: ignore[union-attr]
+
+    toml.write_text(pinned, encoding="utf-8")
+    st = json.loads(CliRunner().invoke(app, ["team", "status", "--json"]).output)
+    assert "checked on the server" in st["agent_login"] and "NOT" not in st["agent_login"], st
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:  # the pinned agent login made a person's meanwhile
+        c.execute(f"GRANT {project}_human TO {_login(logins['agent'])}")
+    st = json.loads(CliRunner().invoke(app, ["team", "status", "--json"]).output)
+    said = st["agent_login"]
+    assert "NOT an agent's own login" in said and "refused" in said and "the agent's own login," not in said, said

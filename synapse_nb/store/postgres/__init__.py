@@ -55,7 +55,7 @@ from synapse_nb.errors import CommitUnknownError, StoreError, ValidationError
 from synapse_nb.models import TABLES
 from synapse_nb.store.postgres import migrate
 from synapse_nb.store.postgres import pool as pgpool
-from synapse_nb.store.postgres.copy import CopyKeeper
+from synapse_nb.store.postgres.copy import CopyKeeper, behind_note
 from synapse_nb.store.postgres.copy import scrub as scrub_copy
 from synapse_nb.store.postgres.db import PgDatabase, RoundTrips
 from synapse_nb.store.postgres.dialect import gate_terms
@@ -201,6 +201,8 @@ class PgStore(PgDatabase):
         #: keeps this machine's offline copy current after every operation (``keep_copy``: a vault handle's store)
         self.keeper = _keeper if _keeper is not None else (
             CopyKeeper(self) if keep_copy and self.folder is not None else None)
+        #: what the last :meth:`scrub` left in this machine's offline copy, and how to remove it (None: nothing)
+        self.copy_behind: str | None = None
         self.path = (self.folder or Path(".")) / "team-feed.json"
         # typed on the connection (not this subclass), as the lessons and episodes of a team vault are
         self.memories: MemoriesTable[PgDatabase] = MemoriesTable(self)
@@ -236,13 +238,18 @@ class PgStore(PgDatabase):
     def scrub(self) -> None:
         """After a deletion: this machine's offline copy applies it now, then is rewritten without the deleted text
         (:func:`~synapse_nb.store.postgres.copy.scrub`). The server keeps dead row versions until its autovacuum
-        runs (an administrator's ``VACUUM`` removes them at once)."""
+        runs (an administrator's ``VACUUM`` removes them at once). When the copy could not sync (its lock held by
+        another process, the server gone), it is left as it was and :attr:`copy_behind` says so (review 33)."""
+        self.copy_behind = None
         keeper = self.keeper
         if keeper is None or self.folder is None:
             return
         keeper.written()
         keeper.poke()
-        keeper.flush()
+        reason = keeper.behind if keeper.flush() else "its sync did not finish in time"
+        if reason is not None:
+            self.copy_behind = behind_note(self.folder, reason)
+            return
         scrub_copy(self.folder)
 
     def for_actor(self, actor: str) -> PgStore:

@@ -24,6 +24,11 @@ It works on a sibling handle of its own (same pool, its own round-trip count), s
 trips of the caller's operations are unchanged. At exit (and on ``close``) pending work is finished, up to
 :data:`FLUSH_SECONDS`, so a CLI command leaves the copy current too. Errors (the server went away meanwhile)
 are logged and the next poke tries again: the copy is a cache.
+
+A sync takes ``copy.lock`` (one sync of a folder at a time) without blocking, for at most :data:`LOCK_SECONDS`:
+any process of the same Unix user (an agent's too) can hold it forever, and a sync that waited for it held every
+command at exit and left a purge's text in the copy while the purge said it was scrubbed (review 33). Not obtained,
+the sync is skipped (the copy stays as it was; the next one catches up) and :attr:`CopyKeeper.behind` says why.
 """
 
 from __future__ import annotations
@@ -47,8 +52,9 @@ if TYPE_CHECKING:
     from synapse_nb.store.postgres import PgStore
     from synapse_nb.store.records import Candidate
 
-__all__ = ["COPY_DB", "COPY_FEED", "FLUSH_SECONDS", "MAX_LAG_SECONDS", "QUIET_SECONDS", "SETTLE_SECONDS", "CopyKeeper",
-           "apply", "scrub", "search_copy_db", "synced_at"]
+__all__ = ["COPY_DB", "COPY_FEED", "FLUSH_SECONDS", "LOCK_SECONDS", "MAX_LAG_SECONDS", "QUIET_SECONDS",
+           "SETTLE_SECONDS", "CopyKeeper",
+           "apply", "behind_note", "lock_held", "scrub", "search_copy_db", "synced_at"]
 
 #: The copy's files in the machine's cache folder: the candidates, and where they stand in the change feed.
 COPY_DB = "copy.db"
@@ -71,6 +77,8 @@ QUIET_SECONDS = 0.5
 MAX_LAG_SECONDS = 30.0
 #: How long closing a handle (or the interpreter exiting) waits for the copy's pending sync.
 FLUSH_SECONDS = 10.0
+#: How long a sync tries for ``copy.lock`` before it skips (another process holds it: another sync, or anything else).
+LOCK_SECONDS = 2.0
 
 _LIVE: weakref.WeakSet[CopyKeeper] = weakref.WeakSet()
 
@@ -93,6 +101,8 @@ class CopyKeeper:
         self.seen_version: int | None = None
         self.wrote = True
         self.syncs = 0
+        #: why the last sync left the copy behind the server (None: it did not)
+        self.behind: str | None = None
         _LIVE.add(self)
 
     def poke(self) -> None:
@@ -151,11 +161,13 @@ class CopyKeeper:
             try:
                 self._sync()
             except Exception as exc:  # noqa: BLE001 - a cache: the next poke tries again
+                self.behind = f"its sync failed: {exc}"
                 log.info("this machine's offline copy of the team vault was not brought up to date: %s", exc)
             if not self._poked.is_set():
                 self._idle.set()
 
     def _sync(self) -> None:
+        self.behind = None
         if not self.wrote and self.seen_version is not None and self.seen_version == self.copy_version:
             return  # the operation read the version the copy is at, and nothing was written since
         owner = self._owner()
@@ -170,7 +182,12 @@ class CopyKeeper:
         version = self._store.data_version()[0]
         if version == self.copy_version and (owner.folder / COPY_DB).is_file():
             return
-        with _locked(owner.folder):  # one sync of a folder at a time: a replace never lands after a newer sync
+        with _locked(owner.folder) as got:  # one sync of a folder at a time: a replace never lands after a newer one
+            if not got:  # held past LOCK_SECONDS: skip; the copy stays as it was and the next poke tries again
+                self.wrote = True
+                self.behind = f"another process holds {owner.folder / COPY_LOCK}"
+                log.info("this machine's offline copy of the team vault was not synced: %s", self.behind)
+                return
             # no position (the first sync, or a lost one): the feed answers every candidate this login sees, and the
             # copy becomes exactly that, so what was deleted meanwhile (a purge) leaves it too (review 30)
             replace = not self._index.position.get("cursor")
@@ -189,19 +206,45 @@ class CopyKeeper:
 
 
 @contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[None]:
-    """An exclusive lock on the folder's copy while one process syncs it (POSIX ``flock``; none elsewhere)."""
+def _locked(folder: Path, wait: float | None = None) -> Iterator[bool]:
+    """An exclusive lock on the folder's copy while one process syncs it (POSIX ``flock``; none elsewhere): True,
+    or False when another process held it for ``wait`` seconds (default :data:`LOCK_SECONDS`; never longer)."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
-        yield
+        yield True
         return
     with open(folder / COPY_LOCK, "a+b") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        deadline = time.monotonic() + (LOCK_SECONDS if wait is None else wait)
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(0.05)
         try:
-            yield
+            yield True
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def lock_held(folder: Path) -> bool:
+    """Whether another process holds the folder's ``copy.lock`` now (its syncs are skipped while it does)."""
+    if not (folder / COPY_LOCK).is_file():
+        return False
+    with _locked(folder, wait=0.0) as got:
+        return not got
+
+
+def behind_note(folder: Path, reason: str) -> str:
+    """What a person reads when a deletion did not reach this machine's offline copy, and how to force it."""
+    return (f"this machine's offline copy ({folder / COPY_DB}) was NOT scrubbed ({reason}): it still holds the "
+            "record until its next sync (the next command once that is over); to remove it now, end the process "
+            f"holding {folder / COPY_LOCK} (`fuser {folder / COPY_LOCK}` names it) or delete {COPY_DB}, "
+            f"{COPY_DB}-wal, {COPY_DB}-shm and {COPY_FEED} in {folder} (the next command syncs the copy afresh)")
 
 
 def _connect(folder: Path) -> sqlite3.Connection:
