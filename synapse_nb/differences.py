@@ -230,8 +230,75 @@ def _coded_chars(text: str) -> list[str]:
 #: Words, whitespace runs and single other characters: the units the warning compares changed values in
 _TOKEN = re.compile(r"\w+|\s+|.", re.S)
 #: The most tokens compared token by token in one value (quadratic at worst); past it, each changed block of lines
-#: is one window between its common start and end (linear)
+#: is cut at its anchors (:func:`_anchored_spans`, near-linear)
 _SPAN_BUDGET = 2_000
+
+
+def _anchors(ta: Sequence[str], tb: Sequence[str]) -> list[tuple[int, int]]:
+    """The words and signs found once in each of ``ta`` and ``tb``, as ``(index in ta, index in tb)`` pairs in the
+    order both have them (the longest such run: patience sorting, O(n log n))."""
+    count_a: dict[str, int] = {}
+    count_b: dict[str, int] = {}
+    for t in ta:
+        count_a[t] = count_a.get(t, 0) + 1
+    where_b: dict[str, int] = {}
+    for j, t in enumerate(tb):
+        count_b[t] = count_b.get(t, 0) + 1
+        where_b[t] = j
+    pairs = [(i, where_b[t]) for i, t in enumerate(ta)
+             if not t.isspace() and count_a[t] == 1 and count_b.get(t) == 1]
+    tails: list[int] = []  # per run length, the index in pairs of the run's last pair with the smallest tb index
+    back: list[int] = []
+    for k, (_, j) in enumerate(pairs):
+        n = _bisect_tails(pairs, tails, j)
+        back.append(tails[n - 1] if n else -1)
+        if n == len(tails):
+            tails.append(k)
+        else:
+            tails[n] = k
+    run: list[tuple[int, int]] = []
+    k = tails[-1] if tails else -1
+    while k >= 0:
+        run.append(pairs[k])
+        k = back[k]
+    return run[::-1]
+
+
+def _bisect_tails(pairs: list[tuple[int, int]], tails: list[int], j: int) -> int:
+    """The first run length whose last pair's tb index is not below ``j``."""
+    lo, hi = 0, len(tails)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if pairs[tails[mid]][1] < j:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _anchored_spans(ta: Sequence[str], tb: Sequence[str]) -> list[tuple[str, str]]:
+    """The changed parts of a block too long to compare token by token (review 34), without a quadratic diff: the
+    block is cut at its anchors (:func:`_anchors`), each part between two anchors trimmed to its changed window, and
+    within a window the run of words and signs it starts (or ends) with that both sides share is a changed part
+    too when only its spaces or line breaks differ (``./build`` -> ``. /build`` before ``dir`` -> ``directory``)."""
+    spans: list[tuple[str, str]] = []
+    pi = qi = 0
+    for ai, bi in [*_anchors(ta, tb), (len(ta), len(tb))]:
+        gx, gy = ta[pi:ai], tb[qi:bi]
+        pi, qi = ai + 1, bi + 1
+        i, ex, ey = _window(gx, gy)
+        x, y = gx[i:ex], gy[i:ey]
+        if not x and not y:
+            continue
+        spans.append(("".join(x), "".join(y)))
+        nx = [k for k, t in enumerate(x) if not t.isspace()]
+        ny = [k for k, t in enumerate(y) if not t.isspace()]
+        p, kx, ky = _window([x[k] for k in nx], [y[k] for k in ny])
+        if p:  # the shared words and signs the window starts with, with the spaces among them
+            spans.append(("".join(x[:nx[p - 1] + 1]), "".join(y[:ny[p - 1] + 1])))
+        if kx < len(nx):  # ... and ends with
+            spans.append(("".join(x[nx[kx]:]), "".join(y[ny[ky]:])))
+    return spans
 
 
 def _changed_spans(a: str, b: str) -> list[tuple[str, str]]:
@@ -246,8 +313,11 @@ def _changed_spans(a: str, b: str) -> list[tuple[str, str]]:
         elif op == "replace":
             ta, tb = _TOKEN.findall("\n".join(la[i1:i2])), _TOKEN.findall("\n".join(lb[j1:j2]))
             if len(ta) + len(tb) > budget:
-                i, ea, eb = _window(ta, tb)
-                spans.append(("".join(ta[i:ea]), "".join(tb[i:eb])))
+                spans += _anchored_spans(ta, tb)
+                if i2 - i1 == j2 - j1:  # and line by line, where a word's anchors are the line's own
+                    for x, y in zip(la[i1:i2], lb[j1:j2], strict=True):
+                        if x != y:
+                            spans += _anchored_spans(_TOKEN.findall(x), _TOKEN.findall(y))
                 continue
             budget -= len(ta) + len(tb)
             # a space matches only beside a matched word, not one far off (so "a b" -> "a  b c" is " " -> "  ")

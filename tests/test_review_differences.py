@@ -309,3 +309,38 @@ def test_look_alike_warning_beside_a_visible_change_in_any_changed_part(old: str
 ])
 def test_no_look_alike_warning_for_visible_changes(old: str, new: str) -> None:
     assert lookalike_warning("content", old, new) is None
+
+
+# Review 34: token-by-token comparison is bounded (2,000 tokens a value); past it a changed block of lines was one
+# window and the "reads like what it replaces" check never saw `./build` -> `. /build` (a space that now removes `.`)
+# beside `dir` -> `directory`: at the end of ~125 adjacent changed lines (A), or after ~100 one-word edits (B).
+RM_NOW = "pip install -r requirements.txt && rm -rf ./build  # clean the build dir"
+RM_NEW = "pip install -r requirements.txt && rm -rf . /build  # clean the build directory"
+
+
+def _budget_variant(kind: str, n: int) -> tuple[str, str]:
+    if kind == "A":  # one block of adjacent changed lines
+        return ("\n".join([f"step{i} run the job" for i in range(n)] + [RM_NOW]),
+                "\n".join([f"step{i} runs the job" for i in range(n)] + [RM_NEW]))
+    if kind == "B":  # separate one-word edits spend the budget first
+        now = [line for i in range(n) for line in (f"keep {i}", f"step {i}: run the job now")]
+        new = [line for i in range(n) for line in (f"keep {i}", f"step {i}: runs the job now")]
+        return "\n".join([*now, RM_NOW]), "\n".join([*new, RM_NEW])
+    # no word found once: the same lines repeated, the attacked one twice
+    return ("\n".join(["run the job"] * n + [RM_NOW, RM_NOW]), "\n".join(["runs the job"] * n + [RM_NEW, RM_NEW]))
+
+
+@pytest.mark.parametrize("kind, n", [("A", 130), ("A", 400), ("B", 100), ("B", 300), ("C", 300)])
+def test_look_alike_warning_past_the_token_budget(kind: str, n: int) -> None:
+    assert lookalike_warning("content", RM_NOW, RM_NEW) is not None  # alone, under the budget
+    old, new = _budget_variant(kind, n)
+    warning = lookalike_warning("content", old, new)
+    assert warning is not None and "reads like what it replaces" in warning
+
+
+def test_no_look_alike_warning_for_a_long_ordinary_rewrite_past_the_budget() -> None:
+    old = "\n".join(f"line {i}: the build runs now" for i in range(3000))
+    new = "\n".join(f"line {i}: a build ran today" for i in range(3000))
+    assert lookalike_warning("content", old, new) is None
+    old, new = _budget_variant("A", 400)
+    assert lookalike_warning("content", old, new.replace(". /build", "./dist")) is None
