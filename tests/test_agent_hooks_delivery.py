@@ -282,3 +282,72 @@ def test_a_recall_marks_only_what_its_caller_printed(repo: Path) -> None:
         again = v.recall(ASK, session="s", record=False)
         assert {k.id for k in again.items} == {k.id for k in first.items} - {printed}
         assert not again.shown_before  # the lesson was not printed: given again
+
+
+# ------------------------------------------------------------------------------------------------ review 34
+REPEAT = "Backoff details of the matrix. "
+
+
+def long_first(repo: Path) -> tuple[str, list[str]]:
+    """4 short rules of a person's, then an agent's 9,000-character wording a person accepted (in force first)."""
+    short = []
+    with syn.open_vault(repo) as v:
+        for i in range(4):
+            les = v.lessons.create(f"person lesson {i}", branch=None)
+            v.lessons.approve(les.id, text=f"PERSON RULE {i}: never deploy on friday without the on-call's ok")
+            short.append(f"PERSON RULE {i}:")
+    with syn.open_vault(repo, actor="agent") as agent:
+        long = agent.lessons.create("Retry policy for the flaky suite. " + REPEAT * 290,
+                                    branch=None)
+    with syn.open_vault(repo) as v:
+        v.lessons.approve(long.id, accept_agent_text=True)
+        assert len(v.lessons.get(long.id).text) > 9_000 and v.lessons.in_force()[0].id == long.id
+    return long.id, short
+
+
+def agent_note(repo: Path, p: int) -> str:
+    """The agent writes a fresh memory matching the next prompt (one a prompt): every prompt has hits."""
+    with syn.open_vault(repo, actor="agent") as agent:
+        agent.remember("project", f"note{p}", f"deploy pipeline status note {p}: the deploy step ran")
+    return f"what is the deploy pipeline status {p}?"
+
+
+@pytest.mark.parametrize("with_start", [True, False])
+def test_a_long_lesson_on_top_never_keeps_the_short_ones_out(repo: Path, with_start: bool) -> None:
+    """The banner filled greedily and stopped at the first lesson that did not fit: one long approved lesson on top
+    of in_force, and an agent's hits on every prompt, kept a person's 4 short rules out of every prompt."""
+    long, short = long_first(repo)
+    seen = start(repo) if with_start else ""
+    whole = 0
+    for p in range(3):
+        t = ask(repo, prompt=agent_note(repo, p))
+        assert f"deploy pipeline status note {p}" in t  # the hits keep their room
+        if p == 0:
+            seen += t
+            assert all(s in seen for s in short) and LESSON in seen  # each in full, at the start or the first prompt
+        n = t.count(REPEAT.strip())
+        assert n in (0, 290) and (n or long in t)  # the long one whole, or named for room: never cut
+        assert whole or long not in named_earlier(t)  # and never "shown earlier" unless it was given whole
+        whole += n
+    if not whole:  # a prompt that leaves the banner its room gives the long one alone, whole, and marks it given
+        alone = ask(repo, prompt="zebra quartz")
+        assert alone.count(REPEAT.strip()) == 290 and "not shown here for room" not in alone
+    assert ask(repo, prompt="zebra quartz") == ""
+
+
+def test_a_lesson_left_out_comes_first_on_the_next_prompt(repo: Path) -> None:
+    """Lessons left out for room rotate in: on the next prompt they come before those approved since."""
+    lessons = long_lessons(repo, 40)
+    first = ask(repo)
+    left = set(lessons) - in_full(first, lessons)
+    assert left
+    with syn.open_vault(repo) as v:  # approved after the first prompt: in force first
+        les = v.lessons.create("Rule new: " + "never deploy on Friday without a second reviewer; " * 6 + "(the newest)",
+                               branch=None)
+        v.lessons.approve(les.id)
+    newer = {les.id: "(the newest)"}
+    both = {**lessons, **newer}
+    second = ask(repo, prompt="and the Friday deploy rule?")
+    order = sorted(in_full(second, both), key=lambda i: second.index(both[i]))
+    assert order and set(order[: len(left & set(order))]) == left & set(order)  # the left-out ones first
+    assert set(order) & left and (set(newer) <= set(order) if left <= set(order) else set(newer).isdisjoint(order))

@@ -86,9 +86,10 @@ def _fit(before: list[Part], lessons: Sequence[Lesson], shown_before: Iterable[s
     and the ids of the lessons and records printed whole (the only ones marked as given).
 
     What follows the banner (a prompt's hits, the latest checkpoint) keeps what it needs up to half the limit; the
-    banner gives each lesson in full while it fits in the rest and names the others by id, unmarked, so the next
-    prompt gives them in full (review 31: a long banner took the whole limit, every hit after it was cut, and the
-    lessons and hits the cut removed were marked as given)."""
+    banner gives in full each lesson that fits in the rest (longest waiting first; one too long is skipped, not a
+    stop) and names the others by id, unmarked, so the next prompts give them in full (review 31: a long banner
+    took the whole limit, every hit after it was cut, and the lessons and hits the cut removed were marked as given;
+    review 34: one long lesson on top kept every shorter one out)."""
     from synapse_nb.recall.assembly import banner_parts
 
     sep: list[Part] = [("", ())]

@@ -192,23 +192,34 @@ _LEFT_IDS_CHARS = 400
 
 def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), room: int | None = None) -> list[Part]:
     """The banner that heads a recall, as parts: its heading, each lesson not in ``shown_before`` in full (with
-    its id), and a line naming the ids of those shown before ([] without lessons). With ``room`` (characters),
-    the lessons are given in full while the banner fits in it, and one line names the rest by id only: they are
-    not given (their ids are in no part), so the next answer gives them in full (review 31: a long banner cut the
-    person's relevant memory from every prompt, and what the cut removed was marked as given).
+    its id), and a line naming the ids of those shown before ([] without lessons). With ``room`` (characters: a
+    hook's banner), the lessons not shown before come longest-waiting first (approved earliest: one left out on a
+    prompt was in force then, so it comes before any approved since) and, when they do not all fit, each that
+    fits in what is left is given in full (first fit: one too long is skipped, not a stop); one line names the
+    rest by id only: they are not given (their ids are in no part), so the next answers give them in full, the
+    ones left out first (review 31: a long banner cut the person's relevant memory from every prompt, and what the
+    cut removed was marked as given; review 34: the fill stopped at the first lesson that did not fit, so one long
+    lesson approved last kept every shorter one out of every prompt with hits). A lesson longer than the room is
+    named only, never cut (nor marked): a prompt that leaves it the room (one without hits) gives it whole.
 
     >>> from synapse_nb.models import Lesson
     >>> les = [Lesson(id=f"les_{i}", mind="m", created_at="", updated_at="", status="approved", summary="s",
-    ...               lesson_text="x" * 50) for i in range(3)]
+    ...               lesson_text="x" * 50, approved_at=f"2026-01-0{3 - i}") for i in range(3)]
     >>> [ids for _, ids in banner_parts(les, {"les_2"})]
     [(), ('les_0',), ('les_1',), ()]
-    >>> [ids for _, ids in banner_parts(les, room=250)], banner_parts(les, room=250)[-1][0][-13:]
-    ([(), ('les_0',), ()], 'les_1, les_2)')
+    >>> [ids for _, ids in banner_parts(les, room=260)], banner_parts(les, room=260)[-1][0][-13:]
+    ([(), ('les_2',), ()], 'les_1, les_0)')
+    >>> import dataclasses
+    >>> les[2] = dataclasses.replace(les[2], lesson_text="y" * 500)
+    >>> [ids for _, ids in banner_parts(les, room=260)]
+    [(), ('les_1',), ()]
     """
     if not lessons:
         return []
     before = set(shown_before)
     new = [x for x in lessons if x.id not in before]
+    if room is not None:  # a hook's banner: longest waiting first, so what a prompt left out comes first next
+        new.sort(key=lambda les: (les.approved_at or "", les.id))
     earlier = [x.id for x in lessons if x.id in before]
     tail = [(f"(still in force, shown earlier in this session: {_named(earlier, room)})", ())] if earlier else []
     parts: list[Part] = [(BANNER, ())]
@@ -217,17 +228,23 @@ def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), ro
     if room is None or used <= room:
         return parts + items + tail
     used += len(_left_line([x.id for x in new])) + 1 - sum(len(t) + 1 for t, _ in items)  # the rest's line, at most
-    n = 0
-    while n < len(items) and used + len(items[n][0]) + 1 <= room:
-        used += len(items[n][0]) + 1
-        n += 1
-    return parts + items[:n] + [(_left_line([x.id for x in new[n:]]), ())] + tail
+    shown: list[Part] = []
+    left: list[str] = []
+    for x in new:
+        item = lesson_item(len(shown) + 1, x)
+        if used + len(item) + 1 <= room:
+            used += len(item) + 1
+            shown.append((item, (x.id,)))
+        else:
+            left.append(x.id)
+    return parts + shown + ([(_left_line(left), ())] if left else []) + tail
 
 
 def _left_line(left: Sequence[str]) -> str:
     """The line naming the lessons a banner left out for room."""
     return (f"(… {plural(len(left), 'more approved lesson')} in force, not shown here for room; the next prompts "
-            f"give {'it' if len(left) == 1 else 'them'} in full: {_named(left, 0)})")
+            f"give {'it' if len(left) == 1 else 'them'} in full when {'it fits' if len(left) == 1 else 'they fit'}: "
+            f"{_named(left, 0)})")
 
 
 def _named(ids: Sequence[str], room: int | None) -> str:
