@@ -38,6 +38,12 @@ class PurgeReport:
     exports_holding: tuple[ExportMark, ...] = ()
     #: a team vault's: why this machine's offline copy still holds the record, and how to remove it (None: it does not)
     copy_behind: str | None = None
+    #: why the index folder still holds the record (its whole-index rewrite stayed owed: another process held the
+    #: index lock), and how to run it (None: the index was scrubbed; review 34)
+    index_owed: str | None = None
+    #: why the vault's SQLite file and its WAL still hold the record (another process's open read kept the WAL from
+    #: being truncated; None: they do not; review 34)
+    wal_behind: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -45,9 +51,15 @@ class PurgeReport:
         return out
 
     def __str__(self) -> str:
+        scrubbed = ("index, FTS and caches scrubbed" if self.index_owed is None and self.wal_behind is None else
+                    "FTS and caches scrubbed, but not everywhere:")
         lines = [(f"purged {self.kind} {self.id}: record {'deleted' if self.record_deleted else 'already gone'}, "
                   f"{self.history_removed} history entries, {self.revisions_removed} revisions, "
-                  f"{self.links_removed} links removed; index, FTS and caches scrubbed")]
+                  f"{self.links_removed} links removed; {scrubbed}")]
+        if self.index_owed is not None:
+            lines.append(f"index NOT scrubbed (owed): {self.index_owed}")
+        if self.wal_behind is not None:
+            lines.append(f"WAL NOT truncated: {self.wal_behind}")
         if self.copy_behind is not None:
             lines.append(f"but {self.copy_behind}")
         if self.exports_holding:
@@ -60,9 +72,13 @@ class PurgeReport:
 
     __repr__ = __str__
 
-    def with_copy(self, store: Any) -> PurgeReport:
-        """This report, with what the store's scrub in this purge left in this machine's offline copy (review 33)."""
-        return replace(self, copy_behind=getattr(store, "copy_behind", None))
+    def with_copy(self, store: Any, index: Any = None) -> PurgeReport:
+        """This report, with what the scrubs in this purge left: in this machine's offline copy (review 33), in the
+        vault's SQLite file and its WAL, and in the index folder (``index``: the handle's, if it has one; review
+        34)."""
+        return replace(self, copy_behind=getattr(store, "copy_behind", None),
+                       wal_behind=getattr(store, "wal_behind", None),
+                       index_owed=None if index is None else getattr(index, "scrub_behind", None))
 
 
 def purge(ctx: Context) -> Callable[[str], PurgeReport]:

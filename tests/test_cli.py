@@ -361,3 +361,33 @@ def test_settings_list_get_set_reset(run: Any, project: Path) -> None:
     run("settings", "reset", "recall_semantic", "--yes")
     assert syn.open_vault(project).settings.get("recall_semantic") == 0.0
     assert "synapse-nb settings set recall_semantic 0.4" in run("settings", "set", "--help").stdout
+
+
+def test_memory_purge_behind_a_held_index_lock_says_not_scrubbed_and_the_remedy_fails_fast(
+        run: Any, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 34: with another process holding ``index.lock`` (an agent's ``flock ... sleep 90``), ``memory purge``
+    said "index, FTS and caches scrubbed" and ``index check --repair`` (the remedy its warning names) blocked
+    without limit. The purge now says the index was NOT scrubbed (text and JSON); the repair fails after a bounded
+    wait, naming the lock file and ``fuser``."""
+    import fcntl
+
+    from synapse_nb.store.index import scrub
+
+    monkeypatch.setattr(scrub, "PERSON_LOCK_WAIT", 0.1, raising=False)
+    monkeypatch.setattr(scrub, "UPKEEP_LOCK_WAIT", 0.1, raising=False)
+    ids = [_json(run("remember", "project", f"token{i}", f"the staging token is ZEBRA{i}", "--json"))["id"]
+           for i in range(2)]
+    run("index", "rebuild")
+    with syn.open_vault(project) as v:
+        lock = v.path / "index.lock"
+    with open(lock, "a+") as holder:  # another open file: flock conflicts in-process too
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        said = run("memory", "purge", ids[0], "--yes").stdout
+        assert "index NOT scrubbed (owed)" in said and f"fuser {lock}" in said, said
+        assert "index, FTS and caches scrubbed" not in said, said
+        assert f"fuser {lock}" in _json(run("memory", "purge", ids[1], "--yes", "--json"))["index_owed"]
+        res = run("index", "check", "--repair", code=1)
+        assert f"fuser {lock}" in res.stderr and "for more than 0.1 s" in res.stderr, res.stderr
+        fcntl.flock(holder, fcntl.LOCK_UN)
+    run("index", "check", "--repair")
+    assert not (lock.parent / "index" / "scrub.owed").exists()

@@ -651,3 +651,37 @@ def test_an_agents_entry_reads_as_an_agents_record_whatever_its_before_claims(va
     assert entry.previous is not None and (entry.previous.source, entry.previous.verified) == ("agent", False)
     person = swap(v2, actor="user", before=json.dumps(claim | {"source": "user", "verified": True}))
     assert person.previous is not None and person.previous.verified  # a person's entry is read as written
+
+
+def test_a_purge_under_another_process_s_open_read_says_the_wal_still_holds_the_text(
+        vault: syn.Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 34: an agent's plain read transaction on the vault's file (``sqlite3 synapse.db``, ``BEGIN; SELECT
+    ...``) kept the scrub's ``wal_checkpoint(TRUNCATE)`` from finishing; SQLite answers that as a row ("busy"), not
+    an error, so the purge waited the busy timeout and said "scrubbed" with the text still in the file. It now waits
+    briefly and says the file and its WAL still hold it until that read ends; the next purge, after it, scrubs."""
+    import sqlite3
+
+    from synapse_nb.store import sqlite as store_sqlite
+
+    monkeypatch.setattr(store_sqlite, "SCRUB_BUSY_MS", 50, raising=False)
+    needle = b"zebrafish7731"
+    for i in range(30):
+        vault.remember("knowledge", f"filler_{i}", f"filler fact {i} about deploys and caches")
+    m = vault.remember("knowledge", "secret_fact", "zebrafish7731 nests in the quarry pond")
+    db = Path(vault._store.path)  # type: ignore[attr-defined]
+    vault._store.checkpoint()  # type: ignore[attr-defined]  # the text is in the file itself
+    reader = sqlite3.connect(db, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM memories").fetchall()
+        report = vault.purge(m.id)
+        said = str(report)
+        assert report.wal_behind is not None and "WAL NOT truncated" in said, said
+        assert f"fuser {db}" in said and "index, FTS and caches scrubbed" not in said, said
+        assert report.to_dict()["wal_behind"] == report.wal_behind
+        assert _scan(db.parent, needle)  # what the report says: the text is still there
+    finally:
+        reader.close()
+    again = vault.purge(vault.remember("knowledge", "other", "something else").id)
+    assert again.wal_behind is None and "index, FTS and caches scrubbed" in str(again)
+    assert [p for p in _scan(db.parent, needle) if p.startswith(db.name)] == []

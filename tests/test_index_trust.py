@@ -281,3 +281,41 @@ def test_a_persons_scrub_killed_midway_stays_owed(sem: syn.Vault, monkeypatch: p
     assert sem.index.scrub_owed_since is not None and _scan(sem.index.path)
     _later_delete(sem)
     assert _scan(sem.index.path) == [] and sem.index.scrub_owed_since is None
+
+
+# --------------------------------------------------------- (5) saying so, and the remedy behind a held lock (review 34)
+def test_a_purge_behind_a_held_lock_says_the_index_was_not_scrubbed(
+        sem: syn.Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 34: the purge's rewrite stayed owed (another process held the index lock) and its report still said
+    "index, FTS and caches scrubbed"; it now says the index was NOT scrubbed, why and how to run the rewrite."""
+    m = sem.remember("knowledge", "secret", "zebrafish7731 nests in the quarry")
+    sem.recall("zebrafish7731")
+    monkeypatch.setattr(scrub, "PERSON_LOCK_WAIT", 0.2, raising=False)
+    with _held(sem.path):
+        report = sem.purge(m.id)
+    said, lock = str(report), str(sem.path / "index.lock")
+    assert report.index_owed is not None and _scan(sem.index.path), said
+    assert "index NOT scrubbed (owed)" in said and "index, FTS and caches scrubbed" not in said, said
+    assert f"fuser {lock}" in said and "index check --repair" in said, said
+    assert report.to_dict()["index_owed"] == report.index_owed
+    other = sem.remember("knowledge", "other", "another zebrafish7731 to purge")
+    again = sem.purge(other.id)  # the lock is free: this purge's rewrite runs, the owed one with it
+    assert again.index_owed is None and "index, FTS and caches scrubbed" in str(again)
+    assert _scan(sem.index.path) == [] and sem.index.scrub_owed_since is None
+
+
+@pytest.mark.parametrize("upkeep", [lambda v: v.index.check(repair=True), lambda v: v.index.rebuild()],
+                         ids=["check-repair", "rebuild"])
+def test_the_remedy_fails_after_a_bounded_wait_naming_the_lock_and_its_holder(
+        sem: syn.Vault, monkeypatch: pytest.MonkeyPatch, upkeep: Any) -> None:
+    """Review 34: ``index check --repair`` and ``index rebuild`` (what the owed-scrub warning names) waited for the
+    index lock without limit; they now wait ``UPKEEP_LOCK_WAIT`` and fail naming the lock file and ``fuser``."""
+    monkeypatch.setattr(scrub, "UPKEEP_LOCK_WAIT", 0.2, raising=False)
+    with _held(sem.path) as released:
+        with pytest.raises(syn.errors.BusyError) as err:
+            upkeep(sem)
+        assert not released.is_set()  # it gave up while the other process still held the lock
+    lock = str(sem.path / "index.lock")
+    assert lock in str(err.value) and f"fuser {lock}" in str(err.value), err.value
+    upkeep(sem)  # the lock is free: it runs
+

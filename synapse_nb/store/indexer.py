@@ -103,6 +103,9 @@ class VaultIndex:
         self._dense: DenseIndex | None = None
         self._queues = Queues(self.path)
         self._owed = Owed(self.path)
+        #: what the last deletion's scrub (:meth:`forget`, :meth:`forget_later`) left in the index folder: None when
+        #: it ran (or there was nothing to scrub), else :func:`~synapse_nb.store.index.scrub.owed_note` (review 34)
+        self.scrub_behind: str | None = None
         self._steps: Steps | None = None  # keeps the embedding rate measured by the last catch-up
         self._thread_lock = threading.RLock()
 
@@ -426,7 +429,9 @@ class VaultIndex:
 
         Marked owed before it waits for the lock, for at most ``scrub.PERSON_LOCK_WAIT`` (review 32): held longer
         by another process, or this one killed meanwhile, the rewrite stays owed (with a warning) for the next
-        deletion, purge or prune or a person's ``index check --repair`` or ``index rebuild``."""
+        deletion, purge or prune or a person's ``index check --repair`` or ``index rebuild``; :attr:`scrub_behind`
+        says which (review 34: a purge said "scrubbed" either way)."""
+        self.scrub_behind = None
         if not self.path.is_dir() or self._store.readonly:
             return 0
         import lancedb  # the index exists: its table is opened anyway
@@ -438,6 +443,7 @@ class VaultIndex:
         with self._mutating(scrub.PERSON_LOCK_WAIT) as held:
             if not held:
                 scrub.warn_owed(self.path)
+                self.scrub_behind = scrub.owed_note(self.path)
                 return 0
             owed = self._owed.size()
             self.close()  # handles opened on old versions would keep their files
@@ -466,11 +472,15 @@ class VaultIndex:
         the oldest owed one is :data:`~synapse_nb.store.index.scrub.AGENT_SCRUB_EVERY` old, when it runs now. The
         records are gone from the store already (recall never answers them) and the next sync marks their index
         rows deleted; their text stays in the index folder's files until the scrub. Returns what :meth:`forget`
-        does (0 when left owed)."""
+        does (0 when left owed, :attr:`scrub_behind` saying so)."""
+        self.scrub_behind = None
         if not self.path.is_dir() or self._store.readonly:
             return 0
         self._owed.mark()  # appended: the first line, the oldest owed deletion, decides
-        return self.forget(ids) if self._owed.due() else 0
+        if self._owed.due():
+            return self.forget(ids)
+        self.scrub_behind = f"the index folder {self.path} holds the deleted text until the owed rewrite runs"
+        return 0
 
     @property
     def scrub_owed_since(self) -> float | None:
@@ -481,7 +491,9 @@ class VaultIndex:
         """Drop the index and rebuild it from the store; returns the number of rows written. A person's maintenance
         (review 28): refused for the agent actor and in an agent's environment."""
         self._person_only("rebuild the retrieval index")
-        with self._mutating():
+        with self._mutating(scrub.UPKEEP_LOCK_WAIT) as held:
+            if not held:
+                raise scrub.lock_busy(self.path, "rebuild the retrieval index")
             n = self._rebuild_locked(progress=progress)
         self._scrub_owed()
         return n
@@ -531,7 +543,9 @@ class VaultIndex:
                 self.rebuild()
             return DriftReport(built=False)
         if repair:
-            with self._mutating():
+            with self._mutating(scrub.UPKEEP_LOCK_WAIT) as held:
+                if not held:
+                    raise scrub.lock_busy(self.path, "repair the retrieval index")
                 report = self.raw.repair(self._rows_for, self._expected())
             self._scrub_owed()
             return report

@@ -451,7 +451,7 @@ class Vault:
         report = purge(self._ctx)(str(record_id).strip())
         if not report.record_deleted:  # a deletion was scrubbed at its commit already
             self._scrub([report.id])
-        return report.with_copy(self._store)
+        return report.with_copy(self._store, self._index)
 
     def _after_delete(self, changes: list[Change]) -> None:
         """After a commit that deleted records: scrub them in the same call (an agent's: see :meth:`_scrub`)."""

@@ -72,3 +72,41 @@ def test_a_purge_whose_copy_synced_says_nothing_of_it(team_url: str, tmp_path: P
         assert secret.id not in _copy_ids(Path(v.path))
     finally:
         v.close()
+
+
+def test_an_open_read_of_the_copy_keeps_the_text_and_the_purge_says_so(
+        team_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 34: an agent's plain read transaction on ``copy.db`` (``sqlite3 copy.db``, ``BEGIN; SELECT ...``) made
+    the scrub wait the 30 s busy timeout; its ``wal_checkpoint(TRUNCATE)`` then answered busy as a row, which was
+    ignored: the purged text stayed in ``copy.db`` and the purge said scrubbed. It now waits briefly and the report
+    says the copy was NOT scrubbed, naming the reader; the next purge after the read ends scrubs it."""
+    monkeypatch.setattr(copy, "SCRUB_BUSY_MS", 50, raising=False)
+    v = open_team_vault(team_url, local=tmp_path)
+    reader = None
+    try:
+        for i in range(30):
+            v.remember("knowledge", f"filler_{i}", f"filler fact {i} about deploys and caches")
+        secret = v.remember("knowledge", "staging_db", "staging db password is Hunter2-staging-7731")
+        keeper = v._store.keeper  # type: ignore[attr-defined]
+        assert keeper.flush()
+        folder = Path(v.path)
+        assert copy.scrub(folder) is None  # the text is in copy.db itself, the WAL truncated
+
+        reader = sqlite3.connect(folder / COPY_DB, isolation_level=None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM docs").fetchall()
+        report = v.purge(secret.id)
+        said = str(report)
+        assert report.copy_behind is not None and "NOT scrubbed" in said, said
+        assert f"fuser {folder / COPY_DB}" in said and "read" in said, said
+        assert any(b"Hunter2-staging-7731" in f.read_bytes() for f in folder.glob("copy.db*"))
+        reader.close()
+        reader = None
+
+        again = v.purge(v.remember("knowledge", "other", "something else").id)
+        assert again.copy_behind is None, str(again)
+        assert not any(b"Hunter2-staging-7731" in f.read_bytes() for f in folder.glob("copy.db*"))
+    finally:
+        if reader is not None:
+            reader.close()
+        v.close()

@@ -23,6 +23,12 @@ held it, and the deletion, already committed, blocked without limit; killed, it 
 folder with nothing owing its removal. Now the deletion returns, the scrub stays owed with a warning
 (:func:`warn_owed`), and a person's next deletion, purge, prune, ``index check --repair`` or ``index rebuild`` runs
 it (never a recall: it must stay fast).
+
+**Saying so** (review 34). A purge whose rewrite stayed owed said "index, FTS and caches scrubbed": the purge's
+report now reads :attr:`~synapse_nb.store.indexer.VaultIndex.scrub_behind` (set by every scrub, :func:`owed_note`)
+and says "index NOT scrubbed (owed)". The remedy the warning names, ``index check --repair`` or ``index rebuild``,
+waited for the lock without limit: it now waits :data:`UPKEEP_LOCK_WAIT` at most and raises :func:`lock_busy`,
+which names the lock file and how to find its holder (``fuser``).
 """
 
 from __future__ import annotations
@@ -35,7 +41,10 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["AGENT_SCRUB_EVERY", "PERSON_LOCK_WAIT", "RECALL_LOCK_WAIT", "Owed", "flock_within", "warn_owed"]
+from synapse_nb.errors import BusyError
+
+__all__ = ["AGENT_SCRUB_EVERY", "PERSON_LOCK_WAIT", "RECALL_LOCK_WAIT", "UPKEEP_LOCK_WAIT", "Owed", "flock_within",
+           "lock_busy", "owed_note", "warn_owed"]
 
 #: Seconds a recall's sync waits for the index lock before it answers from the index as it stands.
 RECALL_LOCK_WAIT = 0.25
@@ -44,6 +53,10 @@ RECALL_LOCK_WAIT = 0.25
 AGENT_SCRUB_EVERY = 3600.0
 #: Seconds a deletion's whole-index scrub waits for the index lock; held longer, the scrub stays owed (review 32).
 PERSON_LOCK_WAIT = 10.0
+#: Seconds a person's ``index check --repair`` or ``index rebuild`` waits for the index lock (review 34: it waited
+#: without limit behind an agent's ``flock``; a whole-index rewrite at 60,000 records takes 7 to 17 s), then fails
+#: with :func:`lock_busy`'s error.
+UPKEEP_LOCK_WAIT = 20.0
 _POLL_S = 0.01
 
 
@@ -64,13 +77,28 @@ def flock_within(fh: IO[Any], wait: float | None) -> bool:
             time.sleep(_POLL_S)
 
 
+def _holder(index_dir: Path) -> str:
+    lock = index_dir.parent / "index.lock"
+    return f"another process held the index lock {lock} (`fuser {lock}` names it)"
+
+
+def owed_note(index_dir: Path) -> str:
+    """What a person reads when a deletion's whole-index rewrite stayed owed (a purge's report says it too)."""
+    return (f"{_holder(index_dir)} for more than {PERSON_LOCK_WAIT:g} s: the index folder {index_dir} still holds "
+            "the deleted text until the owed rewrite runs. A person runs it with `synapse-nb index check --repair` "
+            "(or `index rebuild`) once that process ends, or it runs at the next deletion, purge or prune")
+
+
 def warn_owed(index_dir: Path) -> None:
     """Say (a warning the CLI prints on stderr, a notebook under the cell) that a deletion's scrub could not run."""
     logging.getLogger("synapse_nb.index").warning(
-        "the record is deleted (recall no longer answers it), but another process held the index lock %s for more "
-        "than %g s: the index folder %s still holds the deleted text until the owed rewrite runs. A person runs it "
-        "with `synapse-nb index check --repair` (or `index rebuild`), or it runs at the next deletion, purge or prune",
-        index_dir.parent / "index.lock", PERSON_LOCK_WAIT, index_dir)
+        "the record is deleted (recall no longer answers it), but %s", owed_note(index_dir))
+
+
+def lock_busy(index_dir: Path, action: str) -> BusyError:
+    """The error of a person's upkeep (``action``) that waited :data:`UPKEEP_LOCK_WAIT` for the index lock."""
+    return BusyError(f"cannot {action}: {_holder(index_dir)} for more than {UPKEEP_LOCK_WAIT:g} s; end that "
+                     "process (or wait for it to finish) and run this again")
 
 
 class Owed:

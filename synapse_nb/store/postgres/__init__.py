@@ -239,7 +239,8 @@ class PgStore(PgDatabase):
         """After a deletion: this machine's offline copy applies it now, then is rewritten without the deleted text
         (:func:`~synapse_nb.store.postgres.copy.scrub`). The server keeps dead row versions until its autovacuum
         runs (an administrator's ``VACUUM`` removes them at once). When the copy could not sync (its lock held by
-        another process, the server gone), it is left as it was and :attr:`copy_behind` says so (review 33)."""
+        another process, the server gone), it is left as it was and :attr:`copy_behind` says so (review 33); so it does
+        when another process's open read of ``copy.db`` kept the scrub from truncating its WAL (review 34)."""
         self.copy_behind = None
         keeper = self.keeper
         if keeper is None or self.folder is None:
@@ -250,7 +251,7 @@ class PgStore(PgDatabase):
         if reason is not None:
             self.copy_behind = behind_note(self.folder, reason)
             return
-        scrub_copy(self.folder)
+        self.copy_behind = scrub_copy(self.folder)  # another process's open read kept the text (review 34)
 
     def for_actor(self, actor: str) -> PgStore:
         """This store (same pool, same listeners) acting for ``actor``: "agent" runs as the project's agent role."""

@@ -53,8 +53,8 @@ if TYPE_CHECKING:
     from synapse_nb.store.records import Candidate
 
 __all__ = ["COPY_DB", "COPY_FEED", "FLUSH_SECONDS", "LOCK_SECONDS", "MAX_LAG_SECONDS", "QUIET_SECONDS",
-           "SETTLE_SECONDS", "CopyKeeper",
-           "apply", "behind_note", "lock_held", "scrub", "search_copy_db", "synced_at"]
+           "SCRUB_BUSY_MS", "SETTLE_SECONDS", "CopyKeeper",
+           "apply", "behind_note", "lock_held", "reader_note", "scrub", "search_copy_db", "synced_at"]
 
 #: The copy's files in the machine's cache folder: the candidates, and where they stand in the change feed.
 COPY_DB = "copy.db"
@@ -79,6 +79,9 @@ MAX_LAG_SECONDS = 30.0
 FLUSH_SECONDS = 10.0
 #: How long a sync tries for ``copy.lock`` before it skips (another process holds it: another sync, or anything else).
 LOCK_SECONDS = 2.0
+#: Milliseconds a scrub waits for another process's read of ``copy.db`` to end (review 34: it waited the 30 s busy
+#: timeout, then its checkpoint answered busy and the deleted text stayed in the file, unsaid).
+SCRUB_BUSY_MS = 2000
 
 _LIVE: weakref.WeakSet[CopyKeeper] = weakref.WeakSet()
 
@@ -282,18 +285,34 @@ def apply(folder: Path, docs: Sequence[Candidate], ids: Sequence[str], *, replac
         con.close()
 
 
-def scrub(folder: Path) -> None:
+def reader_note(folder: Path) -> str:
+    """What a person reads when another process's open read of ``copy.db`` kept a scrub from truncating its WAL."""
+    db = folder / COPY_DB
+    return (f"this machine's offline copy ({db}) was NOT scrubbed: another process has a read transaction open on "
+            f"it (`fuser {db}` names it), so {COPY_DB} and {COPY_DB}-wal still hold the deleted text until that read "
+            f"ends and the next deletion or purge scrubs the copy; to remove it now, end that process, or delete "
+            f"{COPY_DB}, {COPY_DB}-wal, {COPY_DB}-shm and {COPY_FEED} in {folder} (the next command syncs it afresh)")
+
+
+def scrub(folder: Path) -> str | None:
     """Leave no deleted text in ``copy.db``: merge its FTS5 index, rewrite the file (VACUUM drops freed pages) and
-    truncate its WAL. Called after a deletion, once the copy has applied it."""
+    truncate its WAL. Called after a deletion, once the copy has applied it. Returns None when done, else what
+    :func:`reader_note` says: another process's read kept the WAL (its checkpoint answers "busy" as a row, not an
+    error; review 34)."""
     if not (folder / COPY_DB).is_file():
-        return
+        return None
     con = _connect(folder)
     try:
-        con.execute("INSERT INTO docs_fts(docs_fts) VALUES ('optimize')")
-        con.execute("VACUUM")
-        con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        con.execute(f"PRAGMA busy_timeout = {int(SCRUB_BUSY_MS)}")
+        try:
+            con.execute("INSERT INTO docs_fts(docs_fts) VALUES ('optimize')")
+            con.execute("VACUUM")
+            busy, log_frames, done = con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.OperationalError:  # locked past the wait: the copy stays as it was
+            return reader_note(folder)
     finally:
         con.close()
+    return reader_note(folder) if busy or log_frames != done else None
 
 
 def synced_at(folder: Path) -> str | None:

@@ -58,7 +58,12 @@ from synapse_nb.store.sqlite.schema import (
     split_sql,
 )
 
-__all__ = ["LOCK_TIMEOUT_S", "MIGRATIONS", "SCHEMA_VERSION", "SqliteStore", "Store", "fts_query", "split_sql"]
+__all__ = ["LOCK_TIMEOUT_S", "MIGRATIONS", "SCHEMA_VERSION", "SCRUB_BUSY_MS", "SqliteStore", "Store", "fts_query",
+           "split_sql"]
+
+#: Milliseconds a deletion's scrub waits for another process's read of the vault's file to end before it says the
+#: WAL still holds the deleted text (review 34: it waited the 10 s busy timeout, then said nothing).
+SCRUB_BUSY_MS = 2000
 
 
 class SqliteStore(Database):
@@ -70,6 +75,8 @@ class SqliteStore(Database):
 
     def __init__(self, path: Any, *, readonly: bool = False, refusal: str | None = None) -> None:
         super().__init__(path, readonly=readonly, refusal=refusal)
+        #: what the last :meth:`scrub` left in the vault's file and its WAL, and why (None: nothing)
+        self.wal_behind: str | None = None
         self.memories = MemoriesTable(self)
         self.checkpoints = CheckpointsTable(self)
         self.decisions = DecisionsTable(self)
@@ -98,13 +105,21 @@ class SqliteStore(Database):
     def scrub(self) -> None:
         """After a deletion: merge every FTS5 index (FTS5 keeps a deleted row's words in its segments until a merge;
         SQLite 3.40 has no ``secure-delete`` option), then checkpoint and truncate the WAL (its frames hold the pages
-        as they were). ``PRAGMA secure_delete`` (set on every connection) zeroes the pages the deletion freed."""
+        as they were). ``PRAGMA secure_delete`` (set on every connection) zeroes the pages the deletion freed.
+        Another process's open read (an agent's ``sqlite3 synapse.db``, ``BEGIN; SELECT ...``) keeps the WAL from
+        being truncated: :attr:`wal_behind` says so then (review 34)."""
+        self.wal_behind = None
         if self.readonly:
             return
         with self.transaction():
             for table in FTS_TABLES:
                 self.write(f"INSERT INTO {table}({table}) VALUES ('optimize')")
-        self.checkpoint()
+        if not self.truncate_wal(SCRUB_BUSY_MS):
+            self.wal_behind = (
+                f"the vault's database {self.path} was NOT fully scrubbed: another process has a read open on it "
+                f"(`fuser {self.path}` names it), so the file and its WAL ({self.path}-wal) still hold the deleted "
+                "text until that read ends and a checkpoint runs (the next deletion or purge, or the last "
+                "connection to the file closing, runs one)")
 
     def vault_uid(self) -> str | None:
         """This vault's identity: the random id in ``meta`` (``vault_uid``, schema v5). A writable store gives one to

@@ -504,6 +504,23 @@ class Database:
         with self._lock, contextlib.suppress(sqlite3.Error):
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
+    def truncate_wal(self, busy_ms: int) -> bool:
+        """:meth:`checkpoint` for a deletion's scrub: waits ``busy_ms`` at most for other connections' reads, and
+        says whether the WAL was copied in and truncated (False: another process's open read kept it; SQLite
+        answers that as a row, not an error; review 34)."""
+        if self.readonly or self._depth:
+            return True
+        with self._lock:
+            try:
+                self._conn.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
+                busy, log_frames, done = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.Error:
+                return False
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("PRAGMA busy_timeout = 10000")
+        return not busy and log_frames == done
+
     def close(self) -> None:
         with self._lock:
             conn = getattr(self, "_conn", None)
