@@ -298,6 +298,34 @@ def _anchored_spans(ta: Sequence[str], tb: Sequence[str]) -> list[tuple[str, str
             spans.append(("".join(x[:nx[p - 1] + 1]), "".join(y[:ny[p - 1] + 1])))
         if kx < len(nx):  # ... and ends with
             spans.append(("".join(x[nx[kx]:]), "".join(y[ny[ky]:])))
+        spans += _moved_spaces(x, y, nx[p:kx], ny[p:ky])
+    return spans
+
+
+def _moved_spaces(x: Sequence[str], y: Sequence[str], nx: Sequence[int], ny: Sequence[int]) -> list[tuple[str, str]]:
+    """The spaces moved between equal words or signs inside a window that starts and ends with visible edits
+    (review 35: ``alpha ... ./build ... gamma`` -> ``beta ... . /build ... delta`` with no word found once near
+    it): ``nx`` and ``ny`` index the words and signs of ``x`` and ``y`` past their shared start and end; from each
+    end, past the first unequal ones, the run of equal ones aligned in lockstep is read, and each two neighbours in
+    it with other spaces or line breaks between them on each side (present or absent, a line break or a space) are
+    a changed part. Linear; a space beside the visible edit itself is left to it, as token by token."""
+    spans: list[tuple[str, str]] = []
+    n = min(len(nx), len(ny))
+    for order in (range(n), range(-1, -n - 1, -1)):
+        prev: tuple[int, int] | None = None
+        started = False
+        for k in order:
+            i, j = nx[k], ny[k]
+            if x[i] != y[j]:
+                if started:
+                    break
+                continue
+            started = True
+            if prev is not None:
+                (i0, j0), (i1, j1) = sorted((prev, (i, j)))
+                if x[i0 + 1:i1] != y[j0 + 1:j1]:
+                    spans.append(("".join(x[i0:i1 + 1]), "".join(y[j0:j1 + 1])))
+            prev = (i, j)
     return spans
 
 

@@ -338,9 +338,32 @@ def test_look_alike_warning_past_the_token_budget(kind: str, n: int) -> None:
     assert warning is not None and "reads like what it replaces" in warning
 
 
+# Review 35: past the budget the cuts fall on words found once; with none near the change, the window started and
+# ended on two visible edits and a space moved between them (`./build` -> `. /build`) was not warned about.
+_FILLER = "then rm -rf ./build/cache when the build runs " * 120  # every word occurs many times
+_PROSE = " ".join(f"w{i}" for i in range(1200))  # words found once all around
+_COMMON = "Earlier we ran rm -rf ./build by hand. "  # rm, rf, build occur again below
+
+
+@pytest.mark.parametrize("old, new", [
+    ("alpha " + _FILLER + "then rm -rf ./build/cache when the build runs " + _FILLER + "gamma",
+     "beta " + _FILLER + "then rm -rf . /build/cache when the build runs " + _FILLER + "delta"),
+    (_COMMON + _PROSE + " Cleanup: rm -rf ./build release. " + _PROSE[:50],
+     _COMMON + _PROSE + " Cleanup; rm -rf . /build releases. " + _PROSE[:50]),
+    ("alpha " + _FILLER + "then rm -rf ./build\ncache when the build runs " + _FILLER + "gamma",
+     "beta " + _FILLER + "then rm -rf ./build cache when the build runs " + _FILLER + "delta"),  # a line break
+])
+def test_look_alike_warning_for_a_space_moved_between_two_visible_edits_past_the_budget(old: str, new: str) -> None:
+    warning = lookalike_warning("content", old, new)
+    assert warning is not None and "reads like what it replaces" in warning
+
+
 def test_no_look_alike_warning_for_a_long_ordinary_rewrite_past_the_budget() -> None:
     old = "\n".join(f"line {i}: the build runs now" for i in range(3000))
     new = "\n".join(f"line {i}: a build ran today" for i in range(3000))
     assert lookalike_warning("content", old, new) is None
     old, new = _budget_variant("A", 400)
     assert lookalike_warning("content", old, new.replace(". /build", "./dist")) is None
+    old = "alpha " + _FILLER + "then rm -rf ./build/cache when the build runs " + _FILLER + "gamma"
+    assert lookalike_warning("content", old, old.replace("alpha", "beta").replace("gamma", "delta")) is None
+    assert lookalike_warning("content", old, "beta " + old.replace(" ./build", " ./dist")) is None
