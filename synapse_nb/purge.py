@@ -11,18 +11,25 @@ of them still hold the record: those taken while it existed, and those with hist
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.changes import ExportMark
-from synapse_nb.errors import NotFoundError, ValidationError
+from synapse_nb.errors import NotFoundError, StoreError, ValidationError
 from synapse_nb.models import kind_of_id
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from synapse_nb.context import Context
 
-__all__ = ["PurgeReport", "purge"]
+__all__ = ["PurgeReport", "purge", "scrub_deleted"]
+
+#: The vault's rank caches (``<vault>/cache/rank-*``), removed by every scrub.
+RANK_CACHE = "cache"
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,9 @@ class PurgeReport:
     #: why the vault's SQLite file and its WAL still hold the record (another process's open read kept the WAL from
     #: being truncated; None: they do not; review 34)
     wal_behind: str | None = None
+    #: why the FTS indexes still hold the record's words: another process held the vault's write lock after the
+    #: purge's commit, so their merge did not run (None: it ran; review 35)
+    fts_behind: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -51,13 +61,17 @@ class PurgeReport:
         return out
 
     def __str__(self) -> str:
-        scrubbed = ("index, FTS and caches scrubbed" if self.index_owed is None and self.wal_behind is None else
+        behind = (self.index_owed, self.wal_behind, self.fts_behind)
+        scrubbed = ("index, FTS and caches scrubbed" if behind == (None, None, None) else
+                    "caches scrubbed, but not everywhere:" if self.fts_behind is not None else
                     "FTS and caches scrubbed, but not everywhere:")
         lines = [(f"purged {self.kind} {self.id}: record {'deleted' if self.record_deleted else 'already gone'}, "
                   f"{self.history_removed} history entries, {self.revisions_removed} revisions, "
                   f"{self.links_removed} links removed; {scrubbed}")]
         if self.index_owed is not None:
             lines.append(f"index NOT scrubbed (owed): {self.index_owed}")
+        if self.fts_behind is not None:
+            lines.append(f"FTS NOT merged: {self.fts_behind}")
         if self.wal_behind is not None:
             lines.append(f"WAL NOT truncated: {self.wal_behind}")
         if self.copy_behind is not None:
@@ -72,18 +86,54 @@ class PurgeReport:
 
     __repr__ = __str__
 
-    def with_copy(self, store: Any, index: Any = None) -> PurgeReport:
+    def with_copy(self, store: Any, index: Any = None, left: tuple[str | None, str | None] = (None, None)
+                  ) -> PurgeReport:
         """This report, with what the scrubs in this purge left: in this machine's offline copy (review 33), in the
         vault's SQLite file and its WAL, and in the index folder (``index``: the handle's, if it has one; review
-        34)."""
+        34); ``left``: what a locked vault kept the scrub from doing after the commit (:func:`scrub_deleted`;
+        review 35)."""
+        fts, index_left = left
         return replace(self, copy_behind=getattr(store, "copy_behind", None),
-                       wal_behind=getattr(store, "wal_behind", None),
-                       index_owed=None if index is None else getattr(index, "scrub_behind", None))
+                       wal_behind=getattr(store, "wal_behind", None), fts_behind=fts or self.fts_behind,
+                       index_owed=index_left or (None if index is None else getattr(index, "scrub_behind", None)))
 
 
-def purge(ctx: Context) -> Callable[[str], PurgeReport]:
+def scrub_deleted(store: Any, folder: Path, index: Callable[[], Any], ids: Sequence[str], *,
+                  person: bool = True) -> tuple[str | None, str | None]:
+    """Leave none of the deleted text in the store's files or the caches; in the index folder too for a
+    ``person``'s deletion (issue 30), while an agent's leaves the whole-index rewrite owed until a person's next
+    deletion, purge or prune, or the hour is up (:mod:`synapse_nb.store.index.scrub`). ``index`` opens the handle's.
+
+    Each step runs after the deletion's commit: another process holding the vault's write lock (an agent's ``BEGIN
+    IMMEDIATE``) fails one step, not the next, nor the call (review 35: a purge committed, then failed "could not
+    lock the vault" with no report, and running it again said "not found"). Returns what stayed undone: the FTS
+    merge's note and the index's (None: done)."""
+    if store.readonly:
+        return None, None
+    fts = index_left = None
+    try:
+        store.scrub()
+    except StoreError as exc:
+        fts = (f"another process held the vault's write lock ({exc}), so the vault's database {store.location} and "
+               "its WAL still hold the deleted words until the next deletion or purge merges them")
+    for f in sorted((folder / RANK_CACHE).glob("rank-*")):
+        with contextlib.suppress(OSError):
+            f.unlink()
+    if (folder / "index").is_dir():
+        try:
+            (index().forget if person else index().forget_later)(list(ids))
+        except StoreError as exc:
+            index_left = (f"the index scrub stopped ({exc}): the index folder {folder / 'index'} still holds the "
+                          "deleted text until the owed rewrite runs (`synapse-nb index check --repair`)")
+    for note in (fts, index_left):
+        if note is not None:
+            logging.getLogger("synapse_nb.index").warning("the record is deleted, but %s", note)
+    return fts, index_left
+
+
+def purge(ctx: Context, scrub: Callable[[list[str]], object] | None = None) -> Callable[[str], PurgeReport]:
     """``purge(ctx)(record_id)``: remove the record (any kind) of the context's mind and all its history (human
-    only); see the module docstring."""
+    only); see the module docstring. ``scrub`` scrubs a record deleted earlier (its history only goes now)."""
     def run(record_id: str) -> PurgeReport:
         ctx.require_human("purge a record")
         rid = str(record_id).strip()
@@ -99,12 +149,24 @@ def purge(ctx: Context) -> Callable[[str], PurgeReport]:
         died = None if current is not None else max(e.at for e in entries)
         holding = tuple(m for m in store.exports.all()
                         if m.taken_at >= born and (died is None or m.taken_at <= died or m.history > 0))
-        with store.transaction():
-            if current is not None:
-                store.table(kind).delete(rid)
-            n_hist = store.history.purge(rid)
-            n_rev = store.revisions.purge(rid)
-            n_link = store.links.purge(rid)
-        return PurgeReport(id=rid, kind=kind, record_deleted=current is not None, history_removed=n_hist,
-                           revisions_removed=n_rev, links_removed=n_link, exports_holding=holding)
+        committed: list[bool] = []
+        after = None
+        try:
+            with store.transaction():
+                store.after_commit(lambda: committed.append(True))
+                if current is not None:
+                    store.table(kind).delete(rid)
+                n_hist = store.history.purge(rid)
+                n_rev = store.revisions.purge(rid)
+                n_link = store.links.purge(rid)
+        except StoreError as exc:  # after the commit (a scrub its listeners ran): the purge is done, say what is not
+            if not committed:
+                raise
+            after = f"the scrub after the purge's commit failed ({exc}); the next deletion or purge runs it"
+        report = PurgeReport(id=rid, kind=kind, record_deleted=current is not None, history_removed=n_hist,
+                             revisions_removed=n_rev, links_removed=n_link, exports_holding=holding,
+                             fts_behind=after)
+        if current is None and scrub is not None:  # a deletion was scrubbed at its commit already
+            scrub([rid])
+        return report
     return run

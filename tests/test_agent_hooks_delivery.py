@@ -351,3 +351,46 @@ def test_a_lesson_left_out_comes_first_on_the_next_prompt(repo: Path) -> None:
     order = sorted(in_full(second, both), key=lambda i: second.index(both[i]))
     assert order and set(order[: len(left & set(order))]) == left & set(order)  # the left-out ones first
     assert set(order) & left and (set(newer) <= set(order) if left <= set(order) else set(newer).isdisjoint(order))
+
+
+# ------------------------------------------------------------------------------------------------ review 35
+RUNBOOK = "PERSON RUNBOOK: " + "before any deploy, page the on-call and wait for their written ok; " * 104 + "END."
+
+
+def test_a_lesson_left_out_for_room_gets_the_room_on_the_next_prompt(repo: Path) -> None:
+    """The hits kept up to half the limit whatever the banner owed: a person's 7,000-character lesson (under the
+    limit, over the room the hits left) was named "not shown here for room" on every prompt while an agent wrote
+    9 matching 600-character memories before each one. Left out once, it gets the room first on the next prompt."""
+    assert 6_900 < len(RUNBOOK) < 7_000
+    with syn.open_vault(repo) as v:
+        les = v.lessons.create("deploy runbook", branch=None)
+        v.lessons.approve(les.id, text=RUNBOOK)
+    filler = " ".join(["deploy pipeline status service release staging build test"] * 12)
+    whole = []
+    for p in range(2):
+        with syn.open_vault(repo, actor="agent") as agent:  # the agent's turn: fresh notes for the next prompt
+            for k in range(9):
+                agent.remember("project", f"n{p}_{k}", f"release {p} note {k}: {filler}"[:600])
+        t = ask(repo, prompt=f"what is the deploy pipeline status for release {p}?")
+        assert len(t) <= 10_000 and (RUNBOOK in t or les.id in t)  # whole, or named for room: never cut
+        whole.append(RUNBOOK in t)
+    assert any(whole)  # printed whole within 2 prompts, then marked given
+    assert les.id in named_earlier(ask(repo, prompt="what is the deploy pipeline status for release 1?"))
+
+
+def test_a_lesson_the_session_start_left_out_gets_the_room_on_the_next_prompt(repo: Path) -> None:
+    """An agent's checkpoint of ~2,000 characters kept the person's 6,000-character lesson out of SessionStart, and
+    the hits of every prompt after it kept it out too."""
+    with syn.open_vault(repo) as v:
+        les = v.lessons.create("deploy runbook", branch=None)
+        v.lessons.approve(les.id, text=RUNBOOK)
+    filler = " ".join(["deploy pipeline status service release staging build test"] * 12)
+    with syn.open_vault(repo, actor="agent") as agent:
+        agent.checkpoints.create("working on the deploy " + "details " * 49, next_step="check " * 66,
+                                 blockers=["b " * 190, "c " * 190, "d " * 190])
+        for k in range(9):
+            agent.remember("project", f"n{k}", f"release note {k}: {filler}"[:600])
+    s = start(repo)
+    assert RUNBOOK not in s and les.id in s  # named for room
+    t = ask(repo, prompt="what is the deploy pipeline status for the release?")
+    assert RUNBOOK in t and len(t) <= 10_000

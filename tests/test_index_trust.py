@@ -319,3 +319,51 @@ def test_the_remedy_fails_after_a_bounded_wait_naming_the_lock_and_its_holder(
     assert lock in str(err.value) and f"fuser {lock}" in str(err.value), err.value
     upkeep(sem)  # the lock is free: it runs
 
+
+
+# ------------------------------------------------------------------------------------------- review 35
+def _busy(*_: Any, **__: Any) -> None:
+    raise syn.errors.BusyError("could not lock the vault for writing: database is locked")
+
+
+def test_a_purge_whose_scrub_meets_a_locked_vault_after_its_commit_reports_what_is_owed(
+        sem: syn.Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 35: an agent looping ``BEGIN IMMEDIATE; sleep 12; COMMIT`` failed the purge's FTS merge after its
+    commit: record and history gone, exit 1 "could not lock the vault", no report, and again "not found". The
+    purge now returns its report, saying the FTS merge is owed; the index scrub after it still runs."""
+    m = sem.remember("knowledge", "secret", "zebrafish7731 nests in the quarry")
+    sem.recall("zebrafish7731")
+    monkeypatch.setattr(type(sem._store), "scrub", _busy)
+    report = sem.purge(m.id)
+    said = str(report)
+    assert report.record_deleted and report.fts_behind is not None and "FTS NOT merged" in said, said
+    assert "database is locked" in said and "index, FTS and caches scrubbed" not in said, said
+    assert report.to_dict()["fts_behind"] == report.fts_behind and report.index_owed is None
+    with pytest.raises(syn.errors.NotFoundError):  # record and history gone
+        sem.purge(m.id)
+    assert _scan(sem.index.path) == [] and sem.index.scrub_owed_since is None
+
+
+def test_an_outbox_acknowledgement_refused_after_the_rewrite_leaves_the_scrub_done(
+        sem: syn.Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole-index rewrite's outbox acknowledgement (a write to the vault's database) refused by a locked vault
+    raised out of the purge after its commit; the rewrite is done (the outbox is applied again later)."""
+    m = sem.remember("knowledge", "secret", "zebrafish7731 nests in the quarry")
+    sem.recall("zebrafish7731")
+    monkeypatch.setattr(type(sem._store.outbox), "ack_through", _busy)
+    report = sem.purge(m.id)
+    assert report.index_owed is None and report.fts_behind is None, str(report)
+    assert _scan(sem.index.path) == [] and sem.index.scrub_owed_since is None
+    with pytest.raises(syn.errors.NotFoundError):
+        sem.purge(m.id)
+
+
+def test_a_rewrite_stopped_by_a_locked_vault_leaves_its_scrub_owed(
+        sem: syn.Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error that stops the rewrite (the store read refused) keeps the owed marker and says so, never raised."""
+    m = sem.remember("knowledge", "secret", "zebrafish7731 nests in the quarry")
+    sem.recall("zebrafish7731")
+    monkeypatch.setattr(indexer.VaultIndex, "_rebuild_locked", _busy)
+    report = sem.purge(m.id)
+    assert report.index_owed is not None and "index NOT scrubbed (owed)" in str(report), str(report)
+    assert sem.index.scrub_owed_since is not None

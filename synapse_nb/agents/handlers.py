@@ -81,7 +81,7 @@ _MADE_BY = (("git", " from reverted changes"), ("agent", " an agent wrote by han
 
 
 def _fit(before: list[Part], lessons: Sequence[Lesson], shown_before: Iterable[str], after: list[Part],
-         limit: int) -> tuple[str, set[str]]:
+         limit: int, owed: Collection[str] = ()) -> tuple[str, set[str]]:
     """``before``, the banner of ``lessons`` and ``after`` (a blank line between each) in ``limit`` characters,
     and the ids of the lessons and records printed whole (the only ones marked as given).
 
@@ -89,18 +89,37 @@ def _fit(before: list[Part], lessons: Sequence[Lesson], shown_before: Iterable[s
     banner gives in full each lesson that fits in the rest (longest waiting first; one too long is skipped, not a
     stop) and names the others by id, unmarked, so the next prompts give them in full (review 31: a long banner
     took the whole limit, every hit after it was cut, and the lessons and hits the cut removed were marked as given;
-    review 34: one long lesson on top kept every shorter one out)."""
-    from synapse_nb.recall.assembly import banner_parts
+    review 34: one long lesson on top kept every shorter one out). A lesson in ``owed`` (one an earlier answer
+    named only) that fits in the whole limit comes first and takes the room it needs; what follows gets what is
+    left (cut, or left for later: review 35, a 6,000-character lesson was named only on every prompt while an agent
+    wrote matching memories each turn)."""
+    from synapse_nb.recall.assembly import banner_parts, lesson_item
 
     sep: list[Part] = [("", ())]
 
     def size(ps: list[Part]) -> int:
         return sum(len(t) + 1 for t, _ in ps)
 
-    room = limit - size(before + sep + sep) - min(size(after), limit // 2)
-    banner = banner_parts(lessons, shown_before, room)
+    whole = limit - size(before + sep + sep)
+    room = whole - min(size(after), limit // 2)
+    shown = set(shown_before)
+    extra = [len(lesson_item(i, x)) + 8 for i, x in enumerate(lessons, 1) if x.id in owed and x.id not in shown]
+    room = min(whole, room + sum(n for n in extra if n <= whole))
+    banner = banner_parts(lessons, shown, room, first=owed)
     blocks = [b for b in (before, banner, after) if b]
     return cut_parts([p for i, b in enumerate(blocks) for p in (sep if i else []) + b], limit)
+
+
+def _left(v: Vault, event: HookEvent, lessons: Sequence[Lesson], shown_before: Iterable[str], kept: set[str],
+          owed: Sequence[str]) -> None:
+    """Keep in the session's state the lessons an answer named only, so the next answer gives them the room."""
+    from synapse_nb.agents.sessions import session_state
+
+    shown = set(shown_before)
+    left = [x.id for x in lessons if x.id not in shown and x.id not in kept]
+    if left != list(owed):
+        with session_state(v.path, _state_key(v, event)) as st:
+            st.left = left
 
 
 def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
@@ -109,10 +128,12 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
 
     lessons: Sequence[Lesson] = list(v.lessons.in_force())
     mark: Callable[[Collection[str] | None], None] | None = None
+    owed: list[str] = []
     if event.session and writable:
         # every start is a new delta epoch (the banner is given in full; /clear and compaction dropped the rest), and
         # the banner's lessons are marked as given to it only once the answer is printed (HookAnswer.delivered)
         with session_state(v.path, _state_key(v, event)) as st:
+            owed = list(st.left)
             st.new_epoch()
             session = st.delta_session(event.session)
         r = v.recall("", session=session, record=False)
@@ -132,7 +153,9 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
             head = f"{v.borrowed.line}\n{head}"
         after: list[Part] = [(with_legend([latest], ckp), ())]  # the legend before an agent's checkpoint
         if lessons:
-            context, kept = _fit([(head, ())], lessons, (), after, SESSION_START_TOKENS * 4)
+            context, kept = _fit([(head, ())], lessons, (), after, SESSION_START_TOKENS * 4, owed)
+            if mark is not None:
+                _left(v, event, lessons, (), kept, owed)
         else:
             context, kept = cut_parts([(f"{head}\n\nNo approved lessons yet.\n", ()), *after],
                                       SESSION_START_TOKENS * 4)
@@ -153,8 +176,10 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     if not prompt:
         return HookAnswer()
     session = None
+    owed: list[str] = []
     if event.session and writable:
         with session_state(v.path, _state_key(v, event)) as st:
+            owed = list(st.left)
             st.task = st.task or shorten(prompt, 200)
             session = st.delta_session(event.session)  # a new epoch when none, or an old one
     elif event.session:
@@ -162,12 +187,17 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     r = v.recall(prompt[:MAX_PROMPT_CHARS], session=session, record=False)
     if r.items:
         before: list[Part] = [(r.borrowed["line"], ())] if r.borrowed else []
-        context, kept = _fit(before, r.lessons, r.shown_before, hits_parts(r.query, r.items), MAX_CONTEXT_CHARS)
+        context, kept = _fit(before, r.lessons, r.shown_before, hits_parts(r.query, r.items), MAX_CONTEXT_CHARS,
+                             owed)
+        if session and writable:
+            _left(v, event, r.lessons, r.shown_before, kept, owed)
         return HookAnswer(context=context, delivered=lambda: r.mark_given(kept))
     # a lesson the session was not shown (approved since, changed, or left out for room) is given alone
     new_lessons = [x for x in r.lessons if x.id not in r.shown_before] if session else []
     if new_lessons:
-        context, kept = _fit([], new_lessons, (), [], MAX_CONTEXT_CHARS)
+        context, kept = _fit([], new_lessons, (), [], MAX_CONTEXT_CHARS, owed)
+        if writable:
+            _left(v, event, new_lessons, (), kept, owed)
         return HookAnswer(context=context, delivered=lambda: r.mark_given(kept))
     return HookAnswer()  # nothing new: no noise in the agent's context
 

@@ -13,7 +13,9 @@ a temporary file and moved into place, so a reader never sees half a file):
   state evicted from the file, or never written) and after :data:`EPOCH_SECONDS`: what the session is given then
   is given again, never withheld as given before it lost it (review 27: 64 made-up sessions evicted one's
   compaction count, and its recall went back to its pre-compaction key);
-- ``compactions``: how many times the session's context was compacted.
+- ``compactions``: how many times the session's context was compacted;
+- ``left``: the lessons the hooks' last banner named only (left out for room): the next answer gives them the room
+  first (review 35: a long lesson was named only on every prompt while an agent wrote matching memories each turn).
 
 Why a file and not the vault's session tables: these are counters of the agent's harness, not memory. A write to
 ``synapse.db`` on every edit would move the vault's data version, so every recall after an edit would start cold, and it
@@ -95,6 +97,7 @@ class SessionState:
     compactions: int = 0
     epoch: str = ""
     epoch_at: float = 0.0
+    left: list[str] = field(default_factory=list)
 
     def new_epoch(self) -> None:
         """Start the delta afresh: what the session is given from now on is given again (see the module)."""
@@ -133,7 +136,8 @@ class SessionState:
                    checkpoints=count(raw.get("checkpoints")), episodes=count(raw.get("episodes")),
                    updated=str(raw.get("updated") or "")[:40], compactions=count(raw.get("compactions")),
                    epoch=epoch if isinstance(epoch, str) and epoch.isalnum() and len(epoch) <= 32 else "",
-                   epoch_at=float(at) if isinstance(at, int | float) and not isinstance(at, bool) else 0.0)
+                   epoch_at=float(at) if isinstance(at, int | float) and not isinstance(at, bool) else 0.0,
+                   left=strings(raw.get("left")))
 
     def touch(self, path: str) -> None:
         """One edit of ``path``: counted, and listed once in ``files`` and ``changed``."""

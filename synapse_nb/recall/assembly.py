@@ -190,7 +190,8 @@ Part = tuple[str, tuple[str, ...]]
 _LEFT_IDS_CHARS = 400
 
 
-def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), room: int | None = None) -> list[Part]:
+def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), room: int | None = None,
+                 first: Iterable[str] = ()) -> list[Part]:
     """The banner that heads a recall, as parts: its heading, each lesson not in ``shown_before`` in full (with
     its id), and a line naming the ids of those shown before ([] without lessons). With ``room`` (characters: a
     hook's banner), the lessons not shown before come longest-waiting first (approved earliest: one left out on a
@@ -200,7 +201,8 @@ def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), ro
     ones left out first (review 31: a long banner cut the person's relevant memory from every prompt, and what the
     cut removed was marked as given; review 34: the fill stopped at the first lesson that did not fit, so one long
     lesson approved last kept every shorter one out of every prompt with hits). A lesson longer than the room is
-    named only, never cut (nor marked): a prompt that leaves it the room (one without hits) gives it whole.
+    named only, never cut (nor marked): a prompt that leaves it the room (one without hits) gives it whole. The
+    ids in ``first`` (lessons an earlier answer left out: the hook gives them the room) come before the others.
 
     >>> from synapse_nb.models import Lesson
     >>> les = [Lesson(id=f"les_{i}", mind="m", created_at="", updated_at="", status="approved", summary="s",
@@ -219,7 +221,8 @@ def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), ro
     before = set(shown_before)
     new = [x for x in lessons if x.id not in before]
     if room is not None:  # a hook's banner: longest waiting first, so what a prompt left out comes first next
-        new.sort(key=lambda les: (les.approved_at or "", les.id))
+        owed = set(first)
+        new.sort(key=lambda les: (les.id not in owed, les.approved_at or "", les.id))
     earlier = [x.id for x in lessons if x.id in before]
     tail = [(f"(still in force, shown earlier in this session: {_named(earlier, room)})", ())] if earlier else []
     parts: list[Part] = [(BANNER, ())]

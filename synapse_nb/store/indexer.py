@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import digest
-from synapse_nb.errors import PermissionDeniedError, ValidationError
+from synapse_nb.errors import PermissionDeniedError, StoreError, ValidationError
 from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex, scrub
 from synapse_nb.store.index.follower import Follower
 from synapse_nb.store.index.queue import Queues, Steps, deadline
@@ -430,7 +430,10 @@ class VaultIndex:
         Marked owed before it waits for the lock, for at most ``scrub.PERSON_LOCK_WAIT`` (review 32): held longer
         by another process, or this one killed meanwhile, the rewrite stays owed (with a warning) for the next
         deletion, purge or prune or a person's ``index check --repair`` or ``index rebuild``; :attr:`scrub_behind`
-        says which (review 34: a purge said "scrubbed" either way)."""
+        says which (review 34: a purge said "scrubbed" either way). The outbox's acknowledgement is a write to the
+        vault's database: another process holding its write lock fails it, not the rewrite (the outbox is applied
+        again later); an error that stops the rewrite leaves the marker owed and :attr:`scrub_behind` saying so,
+        never settled for what was not done (review 35)."""
         self.scrub_behind = None
         if not self.path.is_dir() or self._store.readonly:
             return 0
@@ -447,7 +450,13 @@ class VaultIndex:
                 return 0
             owed = self._owed.size()
             self.close()  # handles opened on old versions would keep their files
-            self._rebuild_locked(semantic=False)  # the semantic tables take the queued changes from their queues
+            try:
+                self._rebuild_locked(semantic=False, ack=False)  # the semantic tables take the queued changes
+            except StoreError as exc:
+                self.scrub_behind = (f"the index rewrite stopped ({exc}): the index folder {self.path} still holds "
+                                     "the deleted text until the owed rewrite runs (the next deletion, purge or "
+                                     "prune, or `synapse-nb index check --repair`)")
+                return 0
             rewritten += 1
             db = lancedb.connect(str(self.path))
             records = self.raw._table_dir().stem
@@ -515,10 +524,11 @@ class VaultIndex:
                 f"run `synapse-nb index rebuild` (or `synapse-nb index check --repair`) in their own terminal"
             ) from None
 
-    def _rebuild_locked(self, *, progress: bool = False, semantic: bool = True) -> int:
+    def _rebuild_locked(self, *, progress: bool = False, semantic: bool = True, ack: bool = True) -> int:
         """Rebuild ``records`` (and with ``semantic`` the loaded semantic table) from the store, then forget the
         outbox up to where the rebuild read it: what a semantic table not rebuilt here has not taken goes to its
-        queue first (review 21: a delete in a process without the channel acknowledged it all)."""
+        queue first (review 21: a delete in a process without the channel acknowledged it all). Without ``ack`` (a
+        scrub) an acknowledgement the vault's write lock refused is left for later: the outbox is applied again."""
         store = self._store
         mark = store.outbox.high_water()
         n = self.raw.rebuild(self._all_rows(), total=store.recall.count(), progress=progress)
@@ -527,7 +537,11 @@ class VaultIndex:
         if not store.readonly:
             self._queues.hold(lambda: [rid for rid, seq in store.outbox.pending(_EVERY) if seq <= mark],
                               skip=self._dense.name if semantic and self._dense is not None else None)
-            store.outbox.ack_through(mark)
+            try:
+                store.outbox.ack_through(mark)
+            except StoreError:
+                if ack:
+                    raise
         return n
 
     def check(self, *, repair: bool = False) -> DriftReport:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 import weakref
 from collections.abc import Callable, Iterable
@@ -448,10 +447,9 @@ class Vault:
         the exports taken earlier that still hold it (exports are recorded when taken)."""
         from synapse_nb.purge import purge
 
-        report = purge(self._ctx)(str(record_id).strip())
-        if not report.record_deleted:  # a deletion was scrubbed at its commit already
-            self._scrub([report.id])
-        return report.with_copy(self._store, self._index)
+        self._scrub_left: tuple[str | None, str | None] = (None, None)
+        report = purge(self._ctx, self._scrub)(str(record_id).strip())
+        return report.with_copy(self._store, self._index, self._scrub_left)
 
     def _after_delete(self, changes: list[Change]) -> None:
         """After a commit that deleted records: scrub them in the same call (an agent's: see :meth:`_scrub`)."""
@@ -462,21 +460,11 @@ class Vault:
             self._scrub(gone, person=not history.deleted_by_agent(self._ctx, gone))
 
     def _scrub(self, ids: list[str], *, person: bool = True) -> None:
-        """Leave none of the deleted text in the store's files or the caches; in the index folder too for a
-        ``person``'s deletion (issue 30), while an agent's leaves the whole-index rewrite owed until a person's
-        next deletion, purge or prune, or the hour is up (:mod:`synapse_nb.store.index.scrub`)."""
-        store = self._store
-        if store.readonly:
-            return
-        store.scrub()
-        for f in sorted((self.path / RANK_CACHE).glob("rank-*")):
-            with contextlib.suppress(OSError):
-                f.unlink()
-        if (self.path / "index").is_dir():
-            if person:
-                self.index.forget(ids)
-            else:
-                self.index.forget_later(ids)
+        """Leave none of the deleted text in the store's files, the caches and (a ``person``'s deletion) the index
+        folder; what a locked vault left undone goes to a purge's report (:func:`~synapse_nb.purge.scrub_deleted`)."""
+        from synapse_nb.purge import scrub_deleted
+
+        self._scrub_left = scrub_deleted(self._store, self.path, lambda: self.index, ids, person=person)
 
     # -- memory follows the code -------------------------------------------------------------------------
     def verify(self, *, fix: bool = False) -> VerifyReport:
