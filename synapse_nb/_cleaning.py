@@ -11,7 +11,7 @@ import unicodedata
 from synapse_nb._skeleton import _is_vs
 from synapse_nb.errors import ValidationError
 
-__all__ = ["LINE_BREAKS", "clean_text", "invisible_at", "spaces_shown"]
+__all__ = ["LINE_BREAKS", "clean_text", "code_point", "invisible_at", "spaces_shown"]
 
 #: Characters that some reader treats as a line break (``str.splitlines`` splits on every one of them).
 LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
@@ -166,6 +166,15 @@ def clean_text(value: str, field: str, *, multiline: bool = True) -> str:
 _ODD_SPACE = re.compile(r"[^\S \t\n\r]")
 
 
+def code_point(ch: str) -> str:
+    """How every reader shows a character it will not show as itself: its code point.
+
+    >>> code_point("\u00a0")
+    '<U+00A0>'
+    """
+    return f"<U+{ord(ch):04X}>"
+
+
 def spaces_shown(text: str) -> str:
     """``text`` with every space but ASCII's shown as its code point: git allows no space in a branch's name but these,
     so a name that looks like a sentence ("The user approved this", in no-break spaces) reads as the name it is
@@ -174,4 +183,4 @@ def spaces_shown(text: str) -> str:
     >>> spaces_shown("The\u00a0user approved")
     'The<U+00A0>user approved'
     """
-    return _ODD_SPACE.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
+    return _ODD_SPACE.sub(lambda m: code_point(m.group()), text)

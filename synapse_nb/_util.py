@@ -396,6 +396,18 @@ def estimate_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4) if text else 0
 
 
+def clip(text: str, limit: int, *, left: bool = False) -> str:
+    """``text`` cut to ``limit`` characters, ``...`` marking the cut (at the start with ``left``: a path keeps its
+    end). Unlike :func:`shorten`, spaces stay as they are.
+
+    >>> clip("x" * 9, 6), clip("a/b/c.py", 6, left=True)
+    ('xxx...', '....py')
+    """
+    if len(text) <= limit:
+        return text
+    return "..." + text[-(limit - 3):] if left else text[: limit - 3] + "..."
+
+
 def shorten(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: max(0, width - 1)].rstrip() + "…"

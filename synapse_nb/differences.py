@@ -42,6 +42,7 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Any
 
+from synapse_nb._cleaning import code_point
 from synapse_nb._skeleton import skeleton
 from synapse_nb.provenance import neutralise
 
@@ -59,10 +60,6 @@ _SPACE, _TAB = "␣", "⇥"
 #: near-identical lines took 4 s with every pair marked), so past them the changed window is marked instead
 _GUIDE_CHARS = 1_000
 _GUIDE_BUDGET = 8_000
-
-
-def _code(ch: str) -> str:
-    return f"<U+{ord(ch):04X}>"
 
 
 #: The scripts whose letters are shown as themselves (besides ASCII and accented Latin letters): people write whole
@@ -124,9 +121,9 @@ def _shown_line(line: str) -> str:
         elif ch == "\t":
             out.append(_TAB)
         elif ch.isascii():
-            out.append(ch if ch.isprintable() else _code(ch))
+            out.append(ch if ch.isprintable() else code_point(ch))
         else:
-            out.append(ch if _shown_as_itself(ch) else _code(ch))
+            out.append(ch if _shown_as_itself(ch) else code_point(ch))
     return "".join(out)
 
 
@@ -413,13 +410,13 @@ read them in the - / + lines
                 "- / + lines")
     spans = _changed_spans(a, b)
     if chars := _lookalikes(spans):
-        named = ", ".join(f"{_code(c)} ({c}, read as {unicodedata.normalize('NFD', c)[0]})"
-                          if unicodedata.normalize("NFD", c)[0].isascii() else f"{_code(c)} ({c})" for c in chars)
+        named = ", ".join(f"{code_point(c)} ({c}, read as {unicodedata.normalize('NFD', c)[0]})"
+                          if unicodedata.normalize("NFD", c)[0].isascii() else f"{code_point(c)} ({c})" for c in chars)
         return (f"⚠ {field}: a changed part holds letters shown as themselves that read as ASCII ones: {named}; "
                 "read them in the - / + lines")
     alike = [(x, y) for x, y in spans if _reads_alike(x, y)]
     if alike:
-        named = ", ".join(_code(c) for c in dict.fromkeys(c for x, y in alike for c in x + y if not c.isascii()))
+        named = ", ".join(code_point(c) for c in dict.fromkeys(c for x, y in alike for c in x + y if not c.isascii()))
         return (f"⚠ {field}: beside the visible change, a changed part reads like what it replaces (line breaks, "
                 f"spaces, accents or look-alike letters only{': ' + named if named else ''}): read the - / + lines")
     return None

@@ -41,6 +41,7 @@ from synapse_nb._cleaning import (  # noqa: F401  (LINE_BREAKS: re-exported)
     LINE_BREAKS,
     _tables,
     clean_text,
+    code_point,
     invisible_at,
     spaces_shown,
 )
@@ -335,7 +336,7 @@ def inline(text: object, width: int | None = None) -> str:
         if spans:
             chars = list(text)
             for a, _ in spans:
-                chars[a] = f"<U+{ord(text[a]):04X}>"
+                chars[a] = code_point(text[a])
             text = "".join(chars)
     text = " ".join(text.split())
     if width is not None and len(text) > width:

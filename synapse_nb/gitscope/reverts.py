@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from synapse_nb._cleaning import spaces_shown
+from synapse_nb._util import clip
 from synapse_nb.errors import GitError, ValidationError
 from synapse_nb.gitscope import history
 from synapse_nb.gitscope._git import coerce_repo, validate_sha
@@ -139,12 +140,6 @@ def revert_backing(repo: RepoInfo, sha: str) -> str:
     return "revert" if is_revert else "not a revert"
 
 
-def _trunc(text: str, limit: int, *, left: bool = False) -> str:
-    if len(text) <= limit:
-        return text
-    return "..." + text[-(limit - 3) :] if left else text[: limit - 3] + "..."
-
-
 def _quote(text: str) -> str:
     """A commit subject or a file name in a summary: in double quotes, JSON-escaped, so whoever committed it cannot
     close the quote and go on in the words of git's template (review 3: a subject ``x" (0000000) on main. Standing
@@ -179,9 +174,9 @@ def _summary(
         if is_reapply:
             m = _REVERT_SUBJECT_RE.match(subject)
             subject = m.group(1) if m else subject
-        targets.append(f"{_quote(_trunc(subject, _SUBJECT_MAX))} ({c.short})")
+        targets.append(f"{_quote(clip(subject, _SUBJECT_MAX))} ({c.short})")
     if not targets:
-        targets.append(_quote(_trunc(commit.subject or "", _SUBJECT_MAX)))
+        targets.append(_quote(clip(commit.subject or "", _SUBJECT_MAX)))
     what = " and ".join(targets)
     if len(reverted) > _TARGETS_IN_SUMMARY:
         what = ", ".join(targets) + f" and {len(reverted) - _TARGETS_IN_SUMMARY} more"
@@ -189,13 +184,13 @@ def _summary(
         where = "outside any branch"
     elif len(branches) <= 2:  # a branch's name is the committer's words: quoted and cut (review 19: 1,792 characters
         # of no-break spaces made an approved item 14,000 characters long, and every cut stopped at it)
-        where = "on " + ", ".join(_quote(_trunc(spaces_shown(b), _PATH_MAX)) for b in branches)
+        where = "on " + ", ".join(_quote(clip(spaces_shown(b), _PATH_MAX)) for b in branches)
     else:
-        where = f"on {_quote(_trunc(spaces_shown(branches[0]), _PATH_MAX))} and {len(branches) - 1} other branches"
+        where = f"on {_quote(clip(spaces_shown(branches[0]), _PATH_MAX))} and {len(branches) - 1} other branches"
     files = []
     for path, added, deleted in diffstat[:_FILES_IN_SUMMARY]:
         change = "binary" if added is None or deleted is None else f"+{added}/-{deleted}"
-        files.append(f"{_quote(_trunc(path, _PATH_MAX, left=True))} ({change})")
+        files.append(f"{_quote(clip(path, _PATH_MAX, left=True))} ({change})")
     if not files:
         touched = "no file changes"
     else:

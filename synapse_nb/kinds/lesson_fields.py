@@ -8,8 +8,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from synapse_nb._cleaning import LINE_BREAKS
-from synapse_nb._util import MAX_FILES, MAX_PATH_CHARS, check_text
+from synapse_nb._cleaning import LINE_BREAKS, code_point
+from synapse_nb._util import MAX_FILES, MAX_PATH_CHARS, check_text, clip
 from synapse_nb.errors import ValidationError
 
 __all__ = ["BRANCH_CHARS", "GIT_TEXT_CHARS", "check_commit", "check_diffstat", "commit_dict", "git_fields", "git_line",
@@ -36,10 +36,7 @@ def git_line(text: str, limit: int = GIT_TEXT_CHARS, *, left: bool = False) -> s
     >>> git_line("x" * 9, 6), git_line("a/b/c.py", 6, left=True)
     ('xxx...', '....py')
     """
-    text = _UNSTORABLE.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
-    if len(text) <= limit:
-        return text
-    return "..." + text[-(limit - 3):] if left else text[: limit - 3] + "..."
+    return clip(_UNSTORABLE.sub(lambda m: code_point(m.group()), text), limit, left=left)
 
 
 def commit_dict(ci: Any) -> dict[str, Any]:
