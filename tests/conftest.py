@@ -109,6 +109,29 @@ def cpu_seconds(fn: Callable[[Any], object], arg: Any, n: int = 5) -> float:
     return best
 
 
+def downgrade(conn: Any, to: int) -> None:
+    """Make a SQLite vault look as an older synapse_nb left it (schema ``to``, 6 to 8): drop the objects each later
+    version added and set ``user_version``, so the next writable open migrates it. The one place that knows what
+    v7 (agent totals), v8 (agents' word statistics) and v9 (the session registry) added."""
+    def drop(kind: str, where: str) -> None:
+        for (name,) in conn.execute(f"SELECT name FROM sqlite_master WHERE type = '{kind}' AND {where}").fetchall():
+            conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
+
+    if to < 9:  # sessions_schema
+        drop("trigger", "tbl_name = 'session_seen'")
+        conn.execute("DROP TABLE session_registry")
+    if to < 8:  # agent_vocab_schema
+        drop("trigger", "name IN ('gate_docs_agent_ai', 'gate_docs_agent_au', 'gate_docs_agent_ad')")
+        for name in ("agent_vocab_row", "agent_vocab_fts", "agent_gids"):
+            conn.execute(f"DROP TABLE {name}")
+    if to < 7:  # agent totals
+        drop("trigger", "name LIKE '%_held_%'")
+        conn.execute("DROP TABLE agent_held")
+        conn.execute("DROP TABLE agent_held_all")
+    conn.execute(f"PRAGMA user_version = {int(to)}")
+    conn.commit()
+
+
 def git_env() -> dict[str, str]:
     """An environment for the git CLI: no user/system config, a fixed identity."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}

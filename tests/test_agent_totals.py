@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import downgrade
 
 import synapse_nb as syn
 from synapse_nb.errors import PermissionDeniedError, QuotaExceededError
@@ -169,21 +170,7 @@ def test_a_v6_vault_is_counted_when_it_migrates(user: syn.Vault, tmp_path: Path)
     a.close()
     user.close()
     db = sqlite3.connect(tmp_path / VAULT_DIRNAME / DB_NAME)
-    for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%_held_%'"
-                              ).fetchall():
-        db.execute(f"DROP TRIGGER {name}")
-    db.execute("DROP TABLE agent_held")
-    db.execute("DROP TABLE agent_held_all")
-    for name in ("gate_docs_agent_ai", "gate_docs_agent_au", "gate_docs_agent_ad"):  # and v8's (agent_vocab_schema)
-        db.execute(f"DROP TRIGGER {name}")
-    for name in ("agent_vocab_row", "agent_vocab_fts", "agent_gids"):
-        db.execute(f"DROP TABLE {name}")
-    db.execute("DROP TABLE session_registry")  # and v9's (sessions_schema), with its triggers
-    for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
-                                 "AND tbl_name = 'session_seen'").fetchall():
-        db.execute(f"DROP TRIGGER {name}")
-    db.execute("PRAGMA user_version = 6")
-    db.commit()
+    downgrade(db, 6)
     db.close()
     again = agent(tmp_path)
     assert again._store.schema_version == 9

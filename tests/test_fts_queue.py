@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import downgrade
 
 import synapse_nb as syn
 from synapse_nb.store import sqlite as store
@@ -316,16 +317,7 @@ def test_the_agents_words_are_exactly_their_unverified_records_words(tmp_path: P
     s.close()
     # a v7 vault: v8's objects dropped, then a writable open migrates and counts the agents' records already there
     conn = sqlite3.connect(tmp_path / "synapse.db")
-    for name in ("gate_docs_agent_ai", "gate_docs_agent_au", "gate_docs_agent_ad"):
-        conn.execute(f"DROP TRIGGER {name}")
-    for name in ("agent_vocab_row", "agent_vocab_fts", "agent_gids"):
-        conn.execute(f"DROP TABLE {name}")
-    conn.execute("DROP TABLE session_registry")  # and v9's (sessions_schema), with its triggers
-    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
-                                 "AND tbl_name = 'session_seen'").fetchall():
-        conn.execute(f"DROP TRIGGER {name}")
-    conn.execute("PRAGMA user_version = 7")
-    conn.commit()
+    downgrade(conn, 7)
     conn.close()
     again = store.SqliteStore(tmp_path / "synapse.db")
     assert again.schema_version == store.SCHEMA_VERSION == 9

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from conftest import downgrade
 
 import synapse_nb as syn
 from synapse_nb._util import fmt_ts
@@ -198,12 +199,7 @@ def test_a_v8_vault_fills_its_registry_when_it_migrates(pair: tuple[syn.Vault, s
     user.close()
     agent.close()
     db = sqlite3.connect(tmp_path / ".synapse" / "synapse.db")
-    db.execute("DROP TABLE session_registry")
-    for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'session_seen'"
-                              ).fetchall():
-        db.execute(f"DROP TRIGGER {name}")
-    db.execute("PRAGMA user_version = 8")
-    db.commit()
+    downgrade(db, 8)
     db.close()
     again = syn.open_vault(tmp_path)
     assert again._ctx.store.schema_version == 9 and _registry(again) == expected and len(expected) == 3
