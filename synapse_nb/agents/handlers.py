@@ -60,11 +60,12 @@ def _relative(v: Vault, path: str) -> str:
 
 def _pending_notice(v: Vault) -> str:
     """For the human only: how many lessons wait for a decision, and what made them (never shown to the agent's
-    context; counts only, no agent text). A count any handle may read (``Lessons.waiting``), so the hook's own handle
+    context; counts only, no agent text). A count any handle may read (``Lessons.waiting_by``), so the hook's own handle
     asks: no second vault opened. A lesson an agent wrote by hand is no revert's: it is counted apart (review 27:
     the notice said "from reverted changes" of three lessons an agent created)."""
     try:
-        counts = [(v.lessons.waiting(made_by=by), what) for by, what in _MADE_BY]
+        made = v.lessons.waiting_by()  # one read for the three counts
+        counts = [(made[by], what) for by, what in _MADE_BY]
     except SynapseError:
         return ""
     n = sum(c for c, _ in counts)
@@ -75,7 +76,7 @@ def _pending_notice(v: Vault) -> str:
             "own terminal)")
 
 
-#: Who made a pending lesson (``Lessons.waiting(made_by=...)``) and how the human's notice says it.
+#: Who made a pending lesson (``Lessons.waiting_by``) and how the human's notice says it.
 _MADE_BY = (("git", " from reverted changes"), ("agent", " an agent wrote by hand (not from a revert)"),
             ("user", " written by hand"))
 

@@ -218,13 +218,17 @@ class Lessons(KindManager[Lesson]):
         """Lessons waiting for a human decision (user actor only, outside an agent's environment)."""
         return self.list(status="pending")
 
-    def waiting(self, *, most: int = 1000, made_by: str | None = None) -> int:
+    def waiting(self, *, most: int = 1000) -> int:
         """How many lessons wait for a human decision (at most ``most``): a count only, no id or text, so any handle
-        may ask (the agent hooks tell the human how many wait). A team vault's agent role reads none: 0. ``made_by``
-        counts only those a revert scan found ("git") or someone wrote by hand ("agent", "user"): review 27."""
+        may ask (the agent hooks tell the human how many wait). A team vault's agent role reads none: 0."""
+        return sum(self.waiting_by(most=most).values())
+
+    def waiting_by(self, *, most: int = 1000) -> dict[str, int]:
+        """:meth:`waiting` by what made them, in one read: a revert scan ("git") or someone's hand ("agent", "user")
+        (review 27: the hooks' notice said "from reverted changes" of lessons an agent wrote)."""
         rows = self._table.list(self._ctx.view(), status="pending", limit=check_limit(most))
-        by = ("git" if x.revert_commit else "agent" if x.source == "agent" else "user" for x in rows)
-        return len(rows) if made_by is None else sum(b == made_by for b in by)
+        by = ["git" if x.revert_commit else "agent" if x.source == "agent" else "user" for x in rows]
+        return {maker: by.count(maker) for maker in ("git", "agent", "user")}
 
     def approved(self) -> RecordList[Lesson]:
         """Approved lessons still in force, most recently approved first (these head every recall)."""
