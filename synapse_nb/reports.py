@@ -1,0 +1,128 @@
+"""What a vault reports about itself: :class:`Status` (``memory status``) and :class:`PruneReport` (``prune()``).
+
+Both are re-exported by :mod:`synapse_nb.models`, where the records are; they are apart because they describe a
+vault, not a record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from synapse_nb._util import plural
+from synapse_nb.provenance import file_names, md_fenced, quoted
+
+__all__ = ["PruneReport", "Status"]
+
+
+@dataclass(frozen=True)
+class Status:
+    """Counts per kind and state, pending lessons and what expires soon."""
+
+    vault_path: str
+    mind: str
+    actor: str
+    counts: dict[str, dict[str, int]]
+    pending_lessons: tuple[str, ...]
+    expiring_memories: tuple[str, ...]
+    expiring_lessons: tuple[str, ...]
+    schema_version: int
+    #: records whose files were missing at the last ``verify(fix=True)``
+    dangling: tuple[str, ...] = ()
+    #: records whose files changed after they were written (at the last ``verify(fix=True)``)
+    possibly_stale: tuple[str, ...] = ()
+    #: files of the vault folder git tracks (repository-relative): a checkout, stash or revert can replace them
+    tracked_by_git: tuple[str, ...] = ()
+    #: the one command that untracks the vault (run at the repository root), when git tracks it
+    untrack_command: str | None = None
+    #: why the vault is borrowed and what to do (:mod:`synapse_nb.borrowed`), None for a vault of one's own
+    borrowed: str | None = None
+    #: lessons approved in the borrowed vault that no human here re-approved yet (not in force)
+    awaiting_local_approval: tuple[str, ...] = ()
+    #: agents' revisions and duplicate or contradicting pairs waiting for a human (None in an agent's view)
+    pending_revisions: int | None = None
+    open_conflicts: int | None = None
+
+    @property
+    def git_warning(self) -> str | None:
+        """One line for a vault git tracks: the risk, and the command that untracks it; None otherwise."""
+        if not self.tracked_by_git:
+            return None
+        n = len(self.tracked_by_git)
+        # each name quoted: a file's name is anyone's choice (review 23: an agent's `git add -f` of a file named with
+        # line breaks and a forged banner drew a banner in the person's `memory status`)
+        first = file_names(self.tracked_by_git[:1])
+        return (f"warning: git tracks this vault ({n} file{'s' if n != 1 else ''}, e.g. {first}): "
+                "a revert, stash or checkout can replace or delete your memory. Untrack it (the files stay on disk) "
+                f"at the repository root with: {self.untrack_command}  (then commit)"
+                + ("; a borrowed vault stays borrowed when untracked (adopting it is a human's choice: synapse-nb "
+                   "lessons adopt)" if self.borrowed else ""))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "vault_path": self.vault_path, "mind": self.mind, "actor": self.actor, "counts": self.counts,
+            "pending_lessons": list(self.pending_lessons), "expiring_memories": list(self.expiring_memories),
+            "expiring_lessons": list(self.expiring_lessons), "schema_version": self.schema_version,
+            "dangling": list(self.dangling), "possibly_stale": list(self.possibly_stale),
+            "tracked_by_git": quoted(list(self.tracked_by_git)), "untrack_command": self.untrack_command,
+            "borrowed": self.borrowed, "awaiting_local_approval": list(self.awaiting_local_approval),
+            **({} if self.pending_revisions is None else {"pending_revisions": self.pending_revisions,
+                                                          "open_conflicts": self.open_conflicts}),
+        }
+
+    def __str__(self) -> str:
+        lines = [f"vault {self.vault_path} (mind {self.mind}, actor {self.actor}, schema v{self.schema_version})"]
+        if self.borrowed:
+            lines.insert(0, self.borrowed)
+        if self.awaiting_local_approval:
+            lines.append(f"  approved elsewhere, awaiting local approval (not in force): "
+                         f"{', '.join(self.awaiting_local_approval)}")
+        if self.git_warning:
+            lines.append(f"  {self.git_warning}")
+        for kind in sorted(self.counts):
+            parts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts[kind].items()))
+            lines.append(f"  {kind:<11} {parts}")
+        waiting = ((self.pending_revisions, "agents' revisions", "revisions"),
+                   (self.open_conflicts, "open conflicts", "conflicts"))
+        lines += [f"  {n} {what} awaiting a human (synapse-nb memory {cmd})" for n, what, cmd in waiting if n]
+        for title, ids in (("pending lessons awaiting a human", self.pending_lessons),
+                           ("memories expiring within 7 days", self.expiring_memories),
+                           ("approved lessons expiring within 2 days", self.expiring_lessons),
+                           ("records naming files missing at HEAD", self.dangling),
+                           ("possibly stale (their files changed since)", self.possibly_stale)):
+            if ids:
+                lines.append(f"  {title}: {', '.join(ids)}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_markdown_(self) -> str:
+        return md_fenced(str(self))
+
+    def _repr_html_(self) -> str:
+        from synapse_nb.render import status_html  # loaded on first notebook display
+
+        return status_html(self)
+
+
+@dataclass(frozen=True)
+class PruneReport:
+    """What ``prune()`` removed or marked."""
+
+    memories_deleted: tuple[str, ...] = ()
+    lessons_expired: tuple[str, ...] = ()
+    sessions_cleared: int = 0
+    agent_records_deleted: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memories_deleted": list(self.memories_deleted), "lessons_expired": list(self.lessons_expired),
+                "sessions_cleared": self.sessions_cleared, "agent_records_deleted": list(self.agent_records_deleted)}
+
+    def __str__(self) -> str:
+        agents = (f", {plural(len(self.agent_records_deleted), 'old agent record')} deleted"
+                  if self.agent_records_deleted else "")
+        return (f"pruned: {plural(len(self.memories_deleted), 'expired memory', 'expired memories')} deleted, "
+                f"{plural(len(self.lessons_expired), 'lesson')} marked expired, "
+                f"{plural(self.sessions_cleared, 'old session entry', 'old session entries')} cleared{agents}")
+
+    __repr__ = __str__
