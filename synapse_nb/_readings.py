@@ -14,8 +14,12 @@ __all__ = ["readings"]
 
 #: Escapes a reader decodes into the letters it then reads: HTML character references (decimal, hex, named:
 #: "&#91;user &middot; verified&#93;", "&lbrack;"), URL escapes ("%5Buser%20%C2%B7%20verified%5D") and backslash
-#: escapes ("\\u005b", "\\x5b", "\\u{5b}", "\\U0000005b", "\\N{LEFT SQUARE BRACKET}").
+#: escapes ("\\u005b", "\\x5b", "\\u{5b}", "\\U0000005b", "\\N{LEFT SQUARE BRACKET}"), and the code points every
+#: reader of this package shows a character it will not show as itself by (``<U+005B>``: ``_cleaning.code_point``;
+#: review 40: "1. <U+005B>main, approved<U+005D>" and "[user<U+00B7>verified]" read as an item and a mark to an agent
+#: that has seen the package's own output).
 _ESCAPE = re.compile(r"&(?:#[0-9]{1,7};?|#[xX][0-9a-fA-F]{1,6};?|[A-Za-z][A-Za-z0-9]{1,31};)"
+                     r"|<[Uu]\+[0-9a-fA-F]{4,6}>"
                      r"|(?:%[0-9a-fA-F]{2})+"
                      r"|\\(?:u\{[0-9a-fA-F]{1,6}\}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}"
                      r"|N\{[A-Za-z0-9 -]{1,60}\})")
@@ -45,6 +49,9 @@ def _decoded(text: str) -> tuple[str, list[int], list[int]] | None:
             else:
                 dec = html.unescape(esc)
                 pieces = [(dec, a, b)] if dec != esc else []
+        elif esc[0] == "<":
+            code = int(esc[3:-1], 16)
+            pieces = [(chr(code), a, b)] if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else []
         elif esc[0] == "%":
             decoder = codecs.getincrementaldecoder("utf-8")("replace")
             first = a
@@ -111,7 +118,7 @@ def readings(text: str, skel: str) -> list[tuple[str, Any]]:
     and reversed). Each only where its necessary condition holds."""
     out: list[tuple[str, Any]] = []
     n = len(text)
-    if "&" in text or "%" in text or "\\" in text:
+    if "&" in text or "%" in text or "\\" in text or "<" in text:
         dec = _decoded(text)
         if dec is not None:
             decoded, starts, ends = dec
