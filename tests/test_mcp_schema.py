@@ -175,6 +175,21 @@ async def test_wrong_types_are_refused_in_one_line(project: Path, user: syn.Vaul
     assert user.checkpoints.list() == [] and user.episodes.list() == [] and user.decisions.list() == []
 
 
+async def test_the_ignored_arguments_note_counts_in_the_answer_budget(project: Path, user: syn.Vault) -> None:
+    """Review 43: the note naming arguments a tool does not take was added after the answer was fitted to
+    ``mcp_answer_tokens``: 25 made-up arguments took a search answer of a 500-token budget to 3,188 characters."""
+    user.settings.set("mcp_answer_tokens", 500)
+    for i in range(30):
+        user.remember("knowledge", f"release_{i}", f"the release train {i} leaves at noon " * 8)
+    extra = {f"made_up_argument_number_{i:02d}_" + "x" * 40: i for i in range(25)}
+    async with Client(build_server(project)) as c:
+        for name, args in (("search", {"query": "release train", "limit": 50}), ("get_approved_memory", {})):
+            r = await c.call_tool(name, {**args, **extra})
+            size = len(text(r)) + len(json.dumps(r.structured_content, ensure_ascii=False))
+            assert not r.is_error and size <= 500 * 4, (name, size)
+            assert len(r.structured_content["ignored_arguments"]) == 10 and "ignored 25 arguments" in text(r)
+
+
 async def test_unknown_arguments_are_named_in_the_answer(project: Path, user: syn.Vault) -> None:
     async with Client(build_server(project)) as c:
         r = await c.call_tool("remember", {"category": "knowledge", "key": "port", "content": "8080",
@@ -264,9 +279,20 @@ def _start(project: Path) -> subprocess.Popen[bytes]:
     return p
 
 
-def _reply(p: subprocess.Popen[bytes]) -> dict[str, Any]:
+def _reply(p: subprocess.Popen[bytes], within: float = 60.0) -> dict[str, Any]:
+    """The server's next message; a failure (not a hang) when none comes within ``within`` seconds or it exits."""
+    import concurrent.futures
+
     assert p.stdout is not None
-    return json.loads(p.stdout.readline())
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(p.stdout.readline)
+        try:
+            line = pending.result(timeout=within)
+        except concurrent.futures.TimeoutError:
+            p.kill()  # ends the read, so the pool can close
+            raise AssertionError(f"no reply within {within:.0f} s") from None
+    assert line, f"the server exited (code {p.poll()})"
+    return json.loads(line)
 
 
 def test_unreadable_lines_get_an_answer_and_lone_surrogates_are_served(project: Path, user: syn.Vault) -> None:
@@ -286,6 +312,31 @@ def test_unreadable_lines_get_an_answer_and_lone_surrogates_are_served(project: 
         assert invalid["id"] == 7 and invalid["error"]["code"] == -32600
         assert served["id"] == 2 and not served["result"].get("isError")
         assert "release \ufffdtrain" in served["result"]["structuredContent"]["query"]
+    finally:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.parametrize("depth", [300, 600])
+def test_a_deeply_nested_message_gets_an_answer_and_the_server_serves_on(project: Path, user: syn.Vault,
+                                                                         depth: int) -> None:
+    """Review 43: arguments nested ~300 deep got no reply (the SDK's parser refuses 200 levels silently), ~600 deep
+    ended the server (a RecursionError in the screening), so the session lost its memory server."""
+    user.remember("knowledge", "k", "the release train")
+    p = _start(project)
+    try:
+        assert _reply(p)["id"] == 1
+        assert p.stdin is not None
+        deep = "[" * depth + "]" * depth
+        p.stdin.write(('{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search", '
+                       f'"arguments": {{"query": {deep}}}}}}}\n').encode())
+        call = {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                "params": {"name": "search", "arguments": {"query": "release train"}}}
+        p.stdin.write(json.dumps(call).encode() + b"\n")
+        p.stdin.flush()
+        refused, served = _reply(p, 20), _reply(p, 20)
+        assert refused["id"] == 3 and refused["error"]["code"] == -32600 and "nested" in refused["error"]["message"]
+        assert served["id"] == 4 and not served["result"].get("isError") and p.poll() is None
     finally:
         p.kill()
         p.wait()

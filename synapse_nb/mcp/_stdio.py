@@ -6,6 +6,9 @@
 - **A line that is not JSON gets an answer.** The SDK drops it without a reply (the client waits forever); here
   it is answered with a JSON-RPC parse error (``-32700``, id null), and a JSON value that is not a JSON-RPC
   message with an invalid-request error (``-32600``, its id when it has one).
+- **A message nested deeper than :data:`MAX_DEPTH` gets an answer.** The SDK's JSON parser refuses 200 levels or
+  more without a reply, and deeper nesting crashed the server (review 43: about 1 KB of brackets ended the
+  session's memory server); here it is answered with an invalid-request error (``-32600``, its id when it has one).
 - **A lone surrogate does not swallow the request.** ``"\\ud800"`` is valid JSON but not valid Unicode: the SDK's
   parser refused the whole line and the request got no reply. Here each lone surrogate becomes U+FFFD and the
   request is served (answers are written as UTF-8 with the same replacement, never a broken byte sequence).
@@ -39,6 +42,9 @@ from pydantic import ValidationError as PydanticValidationError
 __all__ = ["Lines", "Out", "claim_stdio", "screen"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: The deepest nesting of arrays and objects a message may have (no tool's arguments need more than a few levels;
+#: the SDK's own parser stops at 200).
+MAX_DEPTH = 64
 #: What the reader thread meets when the server has stopped.
 _GONE = (RuntimeError, OSError, ValueError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
@@ -54,6 +60,24 @@ def _fix(value: Any) -> Any:
     return value
 
 
+def _depth(value: Any) -> int:
+    """How deeply ``value``'s arrays and objects nest (0 for a scalar), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            v = list(v.values())
+        if isinstance(v, list):
+            deepest = max(deepest, d)
+            stack.extend((x, d + 1) for x in v if isinstance(x, dict | list))
+    return deepest
+
+
+def _id_of(obj: Any) -> Any:
+    id_ = obj.get("id") if isinstance(obj, dict) else None
+    return id_ if isinstance(id_, str | int) and not isinstance(id_, bool) else None
+
+
 def _error(id_: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}}
 
@@ -67,12 +91,14 @@ def screen(line: str) -> tuple[str | None, dict[str, Any] | None]:
         obj = json.loads(text)
     except (ValueError, RecursionError):
         return None, _error(None, -32700, "Parse error: the line is not JSON; send one JSON-RPC message per line")
+    if _depth(obj) > MAX_DEPTH:
+        return None, _error(_id_of(obj), -32600, f"Invalid Request: arrays and objects nested more than {MAX_DEPTH} "
+                                                 "levels deep; no tool's arguments need that many")
     fixed = _fix(obj)
     try:
         jsonrpc_message_adapter.validate_python(fixed, by_name=False)
     except PydanticValidationError:
-        id_ = fixed.get("id") if isinstance(fixed, dict) else None
-        return None, _error(id_ if isinstance(id_, str | int) and not isinstance(id_, bool) else None, -32600,
+        return None, _error(_id_of(fixed), -32600,
                             "Invalid Request: not a JSON-RPC 2.0 message (jsonrpc, id, method, params)")
     return (text if fixed == obj else json.dumps(fixed, ensure_ascii=False)), None
 

@@ -29,6 +29,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -134,6 +135,13 @@ def _manager(v: Vault, kind: str) -> Any:
     return v.manager(kind)
 
 
+#: Characters a call's answer must leave for what ``_Server.call_tool`` adds after it (the ignored arguments' note:
+#: review 43, 25 made-up arguments took an answer 60% past a budget of 500 tokens).
+_ADDED_LATER: ContextVar[int] = ContextVar("synapse_nb_mcp_added_later", default=0)
+#: How many ignored arguments the note names, and at most how many characters of each.
+_NAMED, _NAME_CHARS = 10, 30
+
+
 class _Server(MCPServer):
     """The SDK's server with two changes at the call boundary: a refused argument is one line (which argument,
     what is accepted) instead of a pydantic dump, and arguments the tool does not take are named in the answer."""
@@ -145,8 +153,10 @@ class _Server(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         schema = self._inputs.get(name)
         extra = sorted(set(arguments) - set(schema.get("properties", {}))) if schema else []
+        names = [inline(k, _NAME_CHARS) for k in extra[:_NAMED]]
         note = (f" (ignored {plural(len(extra), 'argument')} this tool does not take: "
-                f"{', '.join(inline(k, 40) for k in extra[:20])})") if extra else ""
+                f"{', '.join(names)}{', ...' if len(extra) > _NAMED else ''})") if extra else ""
+        added = _ADDED_LATER.set(len(note) + sum(len(n) + 4 for n in names) + 24 if note else 0)
         try:
             res = await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -156,12 +166,14 @@ class _Server(MCPServer):
             if note:
                 raise ToolError(f"{exc}{note}") from None
             raise
+        finally:
+            _ADDED_LATER.reset(added)
         if note and isinstance(res, CallToolResult) and not res.is_error:
             first = res.content[0] if res.content else None
             if isinstance(first, TextContent):
                 first.text += f"\n{note.strip(' ()')}"
             if isinstance(res.structured_content, dict):
-                res.structured_content["ignored_arguments"] = [inline(k, 40) for k in extra[:20]]
+                res.structured_content["ignored_arguments"] = names
         return res
 
     #: set when Ctrl-C (SIGINT) stopped the stdio server
@@ -232,7 +244,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
     handle = Handle(path, mind, vault, clock, readonly=readonly_requested() if readonly is None else readonly)
 
     def answer(text: str, data: dict[str, Any]) -> CallToolResult:
-        return result(text, data, handle.answer_tokens(), handle.borrowed())
+        # what call_tool adds afterwards (the ignored arguments' note) is counted in the budget too
+        return result(text, data, handle.answer_tokens() - (_ADDED_LATER.get() + 3) // 4, handle.borrowed())
 
     def no_vault() -> bool:
         """Whether there is no vault yet (a new project): the session-start tools then answer normally."""
