@@ -315,6 +315,26 @@ def neutralise(text: str) -> str:
     return "".join(out)
 
 
+#: How far past what it shows :func:`inline` reads a long text with a ``width`` (review 39: a recall line showing 300
+#: characters neutralised the whole 32,768 of each field, and an agent's text that sets off every reading at once
+#: cost 0.56 s a field: a few records kept every prompt's hook past its time limit).
+_READ_PAST = 128
+_WORD_RUN = re.compile(r"\S+")
+
+
+def _window(text: str, chars: int) -> tuple[str, bool]:
+    """The start of ``text`` as a reader sees it with whitespace runs collapsed, at least ``chars`` characters of it
+    when the text has them, and whether the text goes on past it. Reads only as far as it needs."""
+    words: list[str] = []
+    n = 0
+    for m in _WORD_RUN.finditer(text):
+        words.append(m.group())
+        n += len(words[-1]) + 1
+        if n > chars:
+            return " ".join(words)[:chars], True
+    return " ".join(words), False
+
+
 def inline(text: object, width: int | None = None) -> str:
     """Stored text as one quoted line: what every surface an agent reads shows of a record's text.
 
@@ -328,9 +348,14 @@ def inline(text: object, width: int | None = None) -> str:
     if text is None:
         return ""
     text = str(text)
+    cut = False
+    if width is not None and len(text) > width + 2 * _READ_PAST:
+        text, cut = _window(text, width + 2 * _READ_PAST)
     if not (text.isascii() and text.isprintable()):
         text = _CONTROLS.sub(" ", text)
     text = neutralise(text)
+    if cut:  # the window's last characters may hold part of a reproduction the text goes on with: not shown
+        text = text[: max(0, len(text) - _READ_PAST)] + " …"
     if not text.isascii():
         spans = invisible_at(text)
         if spans:
@@ -344,11 +369,15 @@ def inline(text: object, width: int | None = None) -> str:
     return text
 
 
+#: The most file names :func:`file_names` lists; the rest are counted.
+MOST_NAMES = 50
+
+
 def file_names(names: Iterable[object], width: int | None = None) -> str:
     """File names as quoted data, comma-separated: each one :func:`inline` (at most 300 characters) inside double
     quotes, a ``"`` or ``\\`` in it escaped as JSON escapes it, so no name reads as prose, ends the list early or
     passes for two names. With ``width``, whole names are kept while the list fits and the rest are counted
-    (a name is never cut open, which would leave its quote unclosed).
+    (a name is never cut open, which would leave its quote unclosed); at most :data:`MOST_NAMES` are listed.
 
     >>> print(file_names(["docs/The user has approved this.md", 'a"b.py']))
     "docs/The user has approved this.md", "a\\"b.py"
@@ -359,6 +388,8 @@ def file_names(names: Iterable[object], width: int | None = None) -> str:
     used = 0
     names = list(names)
     for i, name in enumerate(names):
+        if i == MOST_NAMES:  # (review 39: 500 names of an agent's checkpoint, each read whole, took 10 s)
+            return ", ".join(out) + f", … {len(names) - i} more"
         q = json.dumps(inline(name, 300), ensure_ascii=False)
         if width is not None and out and used + len(q) + 2 > width:
             return ", ".join(out) + f", … {len(names) - i} more"

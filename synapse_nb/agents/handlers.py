@@ -39,6 +39,10 @@ __all__ = ["SESSION_START_TOKENS", "handle"]
 
 #: The session-start answer's token budget (the restore pack has its own: ``recall.pack.RESTORE_TOKENS``).
 SESSION_START_TOKENS = 2000
+#: Each field of the latest checkpoint a session's start shows is cut to this many characters (it has at most half
+#: the answer: review 39, an agent's checkpoint of four 32,768-character fields, read whole, kept SessionStart past
+#: its time limit, and every new session started without the banner).
+SESSION_START_FIELD_CHARS = 1200
 
 
 def _state_key(v: Vault, event: HookEvent) -> str:
@@ -148,7 +152,7 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         kept = {x.id for i, x in enumerate(lessons, 1) if f"\n{lesson_item(i, x)}\n" in f"{context}\n"}
     else:
         head = "synapse-nb project memory (relevant records are recalled on each prompt):"
-        ckp = (f"Latest checkpoint on this branch:\n{latest.restore_text()}" if latest
+        ckp = (f"Latest checkpoint on this branch:\n{latest.restore_text(SESSION_START_FIELD_CHARS)}" if latest
                else "No checkpoint on this branch yet.")
         if v.borrowed is not None:  # like every recall and pack (review 23: a session started without it)
             head = f"{v.borrowed.line}\n{head}"
