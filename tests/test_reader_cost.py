@@ -8,6 +8,7 @@ checkpoint with 500 long file names kept SessionStart (and the banner) from ever
 from __future__ import annotations
 
 from pathlib import Path
+
 import pytest
 
 import synapse_nb as syn
