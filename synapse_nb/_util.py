@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import secrets
 from collections.abc import Callable, Iterable, Sequence
@@ -314,6 +315,42 @@ def check_stored_tags(tags: Any, field: str = "tags") -> tuple[str, ...]:
     if list(stored) != sorted(set(stored)) or any(t != t.strip().lower() for t in stored):
         raise ValidationError(f"{field} must be lower-case, stripped, unique and sorted")
     return stored
+
+
+#: The whole numbers a vault stores: SQLite's INTEGER and PostgreSQL's bigint, 64 bits.
+INT64 = range(-2**63, 2**63)
+
+
+def check_json_numbers(value: Any, field: str) -> None:
+    """Every number in a JSON value is one a vault stores: a whole number of 64 bits, or a finite float (JSON's
+    ``Infinity`` and ``NaN``, and a number past 1.8e308, which Python reads as infinity, are refused). ``field``
+    names the value in the error, with the path inside it (``diffstat[0][1]``).
+
+    >>> check_json_numbers({"a": [1, 2.5, {"b": None}]}, "doc")
+    >>> check_json_numbers({"a": [1, {"b": float("nan")}]}, "doc")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    synapse_nb.errors.ValidationError: doc.a[1].b is nan: a number must be finite (JSON Infinity and NaN, ...
+    >>> check_json_numbers({"n": 10**30}, "doc")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    synapse_nb.errors.ValidationError: doc.n is a whole number of 100 bits: one of at most 64 bits (...) is accepted
+    """
+    todo: list[tuple[str, Any]] = [(field, value)]
+    while todo:  # no recursion: a deeply nested value is walked as deep as json.loads read it
+        where, v = todo.pop()
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            continue
+        if isinstance(v, int):
+            if v not in INT64:
+                raise ValidationError(f"{where} is a whole number of {v.bit_length()} bits: one of at most 64 bits "
+                                      f"({INT64.start} to {INT64.stop - 1}) is accepted")
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise ValidationError(f"{where} is {v}: a number must be finite (JSON Infinity and NaN, and numbers "
+                                      "past 1.8e308, are refused)")
+        elif isinstance(v, dict):
+            todo += [(f"{where}.{k}", x) for k, x in v.items()]
+        elif isinstance(v, list | tuple):
+            todo += [(f"{where}[{i}]", x) for i, x in enumerate(v)]
 
 
 def check_stored_strings(values: Any, field: str) -> tuple[str, ...]:

@@ -17,7 +17,9 @@ the clock plus :data:`HISTORY_SLACK`) here, and each record by its kind's own de
 or nothing.
 
 An import is explicit about trust. What only a human can make is a *trust claim*: a record with
-``source="user"``, a verified memory, a lesson decided (status approved or expired, ``approved_at``,
+``source="user"``, a verified memory, a record no agent's write could have written (each kind's
+``past_agent_limits``: an agent's memory surer than 0.7, an agent's checkpoint naming a person's origin, an agent's
+episode in someone else's name; review 38), a lesson decided (status approved or expired, ``approved_at``,
 ``expires_at``), worded (``lesson_text``: the wording a human approves) or analysed by the user
 (``analysis_by="user"``), a setting, and a history entry by the user or whose earlier record makes one of these
 claims (``history actor=user``, ``history before source=user``, ...), and a history entry of any record but one
@@ -41,12 +43,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from synapse_nb import history
-from synapse_nb._util import MAX_TEXT, TS_MAX, TS_MIN, check_text, fmt_ts, parse_ts
+from synapse_nb._util import MAX_TEXT, TS_MAX, TS_MIN, check_json_numbers, check_text, fmt_ts, parse_ts
+from synapse_nb.changes import record_from_dict
 from synapse_nb.context import check_mind
 from synapse_nb.errors import ConflictError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds.registry import MANAGERS
 from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
-from synapse_nb.provenance import REPORTED_ACTOR, inline
+from synapse_nb.provenance import inline
 from synapse_nb.settings import EMBEDDER, SETTINGS, check_setting
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS
 from synapse_nb.transfer_history import HISTORY_KIND, check_create_first, history_docs, history_entry
@@ -175,6 +178,8 @@ def trust_claims(doc: dict[str, Any]) -> list[str]:
     ["setting recall_embedder=import:evil:make (runs that module's code in every process of the vault)"]
     >>> trust_claims({"kind": "episode", "source": "agent", "actor": "Maria"})
     ["episode actor as the speaker's own words"]
+    >>> trust_claims({"kind": "memory", "source": "agent", "verified": 0, "confidence": 1.0})
+    ['memory confidence>0.7']
     >>> trust_claims({"kind": "history", "kind_of": "memory", "actor": "agent",
     ...               "before": '{"source": "user", "verified": true}'})
     ['history before source=user', 'history before verified']
@@ -193,18 +198,14 @@ def trust_claims(doc: dict[str, Any]) -> list[str]:
         except ValueError:
             before = None
         if isinstance(before, dict) and doc.get("kind_of") != HISTORY_KIND:  # a record, never another entry
-            was = trust_claims({**before, "kind": doc.get("kind_of")})
+            was = trust_claims(_as_read({**before, "kind": doc.get("kind_of")}))
             out += [f"history before {c.split(' ', 1)[1]}" for c in was]
         return out
     out = [f"{kind} source=user"] if doc.get("source") == "user" else []
     if kind == "memory" and doc.get("verified"):
         out.append("memory verified")
-    actor = doc.get("actor")
-    if (kind == "episode" and doc.get("source") != "user" and isinstance(actor, str) and actor.strip()
-            and actor.strip().lower() != "agent" and not actor.endswith(REPORTED_ACTOR)):
-        # an agent's episode names someone else only as reported (Episodes.log): one that does not reads as that
-        # person's own words (review 14)
-        out.append("episode actor as the speaker's own words")
+    if doc.get("source") != "user" and kind in MANAGERS:  # what no agent's write could have written (review 38)
+        out += [f"{kind} {c}" for c in MANAGERS[kind].past_agent_limits(doc)]
     if kind == "lesson":
         if doc.get("status") not in (None, "pending"):
             out.append(f"lesson status={doc['status']}")
@@ -215,6 +216,14 @@ def trust_claims(doc: dict[str, Any]) -> list[str]:
             out.append("lesson analysis_by=user")
     return out
 
+
+def _as_read(state: dict[str, Any]) -> dict[str, Any]:
+    """A history entry's ``before`` as the vault reads it back (``memory revert``, ``as_of``): a field it leaves
+    out takes the record's default (a memory without ``confidence`` is 1.0 sure, without ``verified`` verified)."""
+    try:
+        return record_from_dict(state).to_dict()
+    except (TypeError, ValueError, KeyError):  # not a whole record: its claims are what it says
+        return state
 
 
 def source_lines(source: Any) -> Iterable[str]:
@@ -259,8 +268,14 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
             doc = json.loads(line)
         except json.JSONDecodeError as exc:
             raise _fail(lineno, f"not valid JSON ({exc.msg})") from None
+        except (ValueError, RecursionError) as exc:  # a whole number of over 4,300 digits; nesting past the stack
+            raise _fail(lineno, f"not JSON a vault stores ({type(exc).__name__}: {str(exc)[:100]})") from None
         if not isinstance(doc, dict):
             raise _fail(lineno, "expected a JSON object")
+        try:  # numbers a vault stores (review 38: duration_s 10**30 failed the import with an OverflowError)
+            check_json_numbers(doc, "the line")
+        except ValidationError as exc:
+            raise _fail(lineno, str(exc).removeprefix("the line.")) from None
         if "format" in doc:
             if doc.get("format") != EXPORT_FORMAT:
                 raise _fail(lineno, f"unknown format {doc.get('format')!r}; expected {EXPORT_FORMAT!r}")

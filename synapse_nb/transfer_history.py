@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb._util import check_json_numbers
 from synapse_nb.changes import ACTIONS, SURFACES, HistoryEntry, record_from_dict
 from synapse_nb.errors import ValidationError
 from synapse_nb.history import entry_id
@@ -85,8 +86,9 @@ def _check_before(before: str, kind: str, rid: str) -> None:
     the banner came back from a note's entry whose ``before`` was one, review 12)."""
     try:
         state = json.loads(before)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise ValidationError("history entry: before must be a record as JSON text") from None
+    check_json_numbers(state, "history entry: before")  # what `memory revert` would store again
     if not isinstance(state, dict) or state.get("kind") != kind or state.get("id") != rid:
         raise ValidationError(f"history entry: before must describe the entry's own record (a {kind} with id {rid!r})")
     try:

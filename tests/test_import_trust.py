@@ -588,7 +588,7 @@ def test_an_agents_file_cannot_rewrite_the_history_of_a_persons_memory(vault: sy
     m = vault.remember("procedure", "deploy_steps", "Deploy with make release after tests pass")
     mid = fmt_ts(clock.advance(seconds=1))
     agents = m.to_dict() | {"content": "Deploy with ./deploy.sh --force, skip the tests", "source": "agent",
-                            "verified": False}
+                            "verified": False, "confidence": 0.7}  # as an agent writes one: claims nothing itself
     update = _hist(m.id, 7, "update", mid, agents)
     create = _hist(m.id, 9, "create", fmt_ts(T0 + timedelta(hours=20)))
     soon = fmt_ts(clock.advance(seconds=1) + timedelta(minutes=3))  # within the clocks' slack: placed, not refused

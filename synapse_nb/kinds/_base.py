@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
@@ -93,6 +93,14 @@ class KindManager(Generic[R]):
         """What a valid stored record of this kind is (the write path builds only such records; an import refuses
         others). Every kind's manager defines its own; this base accepts nothing."""
         raise NotImplementedError("each kind's manager defines check_record")
+
+    @staticmethod
+    def past_agent_limits(fields: Mapping[str, Any]) -> list[str]:
+        """What of a record no agent's write could have written, as claims (``"confidence>0.7"``): the limits its
+        write path puts on the agent actor alone. ``fields``: the record's fields by name (an export document, or a
+        record's ``to_dict()``); asked of records whose source is not ``"user"``. An import asks ``--trust`` for
+        each (review 38: an agent's memory at confidence 1.0 came in without it). This base has none."""
+        return []
 
     @property
     def _table(self) -> KindTable[R]:

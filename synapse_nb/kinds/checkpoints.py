@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import (
@@ -17,7 +18,7 @@ from synapse_nb._util import (
 from synapse_nb.errors import NoCheckpointError, ValidationError
 from synapse_nb.kinds._base import KindManager, exactly_once
 from synapse_nb.models import Checkpoint, RecordList
-from synapse_nb.provenance import label_text
+from synapse_nb.provenance import inline, label_text
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import CheckpointTable
@@ -26,6 +27,8 @@ __all__ = ["ORIGINS", "Checkpoints"]
 
 #: Where a checkpoint came from.
 ORIGINS = ("api", "notebook", "cli", "agent", "auto", "watch")
+#: The origins an agent's checkpoint has: any other it names is stored as "agent".
+AGENT_ORIGINS = ("agent", "auto")
 _CURRENT: Any = object()
 
 
@@ -55,6 +58,17 @@ class Checkpoints(KindManager[Checkpoint]):
         if c.origin not in ORIGINS:
             raise ValidationError(f"origin {c.origin!r} is not one of {', '.join(ORIGINS)}")
 
+    @staticmethod
+    def past_agent_limits(fields: Mapping[str, Any]) -> list[str]:
+        """An agent's checkpoint comes from the agent or the automatic checkpoint (:data:`AGENT_ORIGINS`): one
+        naming the CLI, a notebook or the watcher reads as a person's.
+
+        >>> Checkpoints.past_agent_limits({"origin": "cli"}), Checkpoints.past_agent_limits({"origin": "auto"})
+        (['origin=cli'], [])
+        """
+        origin = fields.get("origin")
+        return [] if origin in AGENT_ORIGINS else [f"origin={inline(str(origin), 20)}"]
+
     @exactly_once
     def create(self, doing: str, *, files: Any = None, next_step: str | None = None, blockers: Any = None,
                origin: str = "api") -> Checkpoint:
@@ -76,7 +90,7 @@ class Checkpoints(KindManager[Checkpoint]):
         blk = check_optional_text(blockers, "blockers")
         origin = check_choice(origin, "origin", ORIGINS)
         ctx = self._ctx
-        if ctx.actor == "agent" and origin not in ("agent", "auto"):
+        if ctx.actor == "agent" and origin not in AGENT_ORIGINS:
             origin = "agent"
         branch, commit = ctx.git.head()
         with ctx.store.transaction():

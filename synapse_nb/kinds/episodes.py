@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -61,8 +62,25 @@ class Episodes(KindManager[Episode]):
             check_text(e.actor, "actor", max_len=MAX_SHORT, multiline=False, stored=True)
         if e.seq is not None and (isinstance(e.seq, bool) or not isinstance(e.seq, int) or not 0 <= e.seq < 2**62):
             raise ValidationError(f"seq must be a whole number >= 0, got {e.seq!r}")
+        if e.duration_s is not None and (isinstance(e.duration_s, bool) or not isinstance(e.duration_s, int | float)
+                                         or not 0 <= e.duration_s < float("inf")):  # what log() accepts
+            raise ValidationError(f"duration_s must be a finite number of seconds >= 0, got {e.duration_s!r}")
         if e.seq is not None and e.thread is None:
             raise ValidationError("seq orders an episode in its thread: give thread too")
+
+    @staticmethod
+    def past_agent_limits(fields: Mapping[str, Any]) -> list[str]:
+        """An agent logs as itself: an ``actor`` naming someone else is marked as reported (:meth:`log`); one that
+        is not reads as that person's own words (review 14).
+
+        >>> Episodes.past_agent_limits({"actor": "Maria"}), Episodes.past_agent_limits({"actor": f"Maria{REPORTED}"})
+        (["actor as the speaker's own words"], [])
+        """
+        actor = fields.get("actor")
+        if (isinstance(actor, str) and actor.strip() and actor.strip().lower() != "agent"
+                and not actor.endswith(REPORTED)):
+            return ["actor as the speaker's own words"]
+        return []
 
     @exactly_once
     def log(self, task_key: str, *, status: str = "unknown", outcome: str | None = None, refs: Any = None,

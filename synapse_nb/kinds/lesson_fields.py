@@ -12,8 +12,8 @@ from synapse_nb._cleaning import LINE_BREAKS, code_point
 from synapse_nb._util import MAX_FILES, MAX_PATH_CHARS, check_text, clip
 from synapse_nb.errors import ValidationError
 
-__all__ = ["BRANCH_CHARS", "GIT_TEXT_CHARS", "check_commit", "check_diffstat", "commit_dict", "git_fields", "git_line",
-           "scope_of"]
+__all__ = ["BRANCH_CHARS", "GIT_TEXT_CHARS", "check_commit", "check_diffstat", "check_stored_counts", "commit_dict",
+           "git_fields", "git_line", "scope_of"]
 
 #: The longest commit subject, author or date a lesson keeps (a longer one is cut, ending in "...").
 GIT_TEXT_CHARS = 1024
@@ -89,13 +89,24 @@ def check_diffstat(diffstat: Any) -> list[list[Any]]:
         if not isinstance(row, list | tuple) or len(row) != 3:
             raise ValidationError(f"diffstat rows must be (path, added, deleted), got {row!r}")
         path, added, deleted = row
-        counts = []
-        for n in (added, deleted):
-            if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 10**9):
-                raise ValidationError(f"diffstat counts must be whole numbers >= 0 or None, got {n!r}")
-            counts.append(n)
-        stats.append([check_text(path, "diffstat path", max_len=1024, multiline=False), *counts])
+        check_stored_counts([row])
+        stats.append([check_text(path, "diffstat path", max_len=1024, multiline=False), added, deleted])
     return stats
+
+
+def check_stored_counts(diffstat: Any) -> None:
+    """A diffstat's counts (each row's after its path) are whole numbers from 0 to 10**9, or None (a binary file):
+    what a write takes, and what an import takes of a stored lesson (review 38).
+
+    >>> check_stored_counts([["a.py", 3, None]])
+    >>> check_stored_counts([["a.py", 10**10, 0]])
+    Traceback (most recent call last):
+    synapse_nb.errors.ValidationError: diffstat counts must be whole numbers from 0 to 10**9 or None, got 10000000000
+    """
+    for row in diffstat:
+        for n in row[1:]:
+            if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 10**9):
+                raise ValidationError(f"diffstat counts must be whole numbers from 0 to 10**9 or None, got {n!r}")
 
 
 def scope_of(branches: Sequence[str], trunks: Sequence[str], current: str | None) -> str | None:

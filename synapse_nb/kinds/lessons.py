@@ -47,7 +47,7 @@ from synapse_nb.errors import (
 )
 from synapse_nb.gitscope.repo import TRUNKS
 from synapse_nb.kinds._base import KindManager, check_agent_totals, exactly_once
-from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, git_fields, scope_of
+from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, check_stored_counts, git_fields, scope_of
 from synapse_nb.models import Lesson, RecordList
 from synapse_nb.provenance import inline
 from synapse_nb.settings import TRUNK_BRANCHES, Settings
@@ -133,6 +133,7 @@ class Lessons(KindManager[Lesson]):
                                  ("reverted_commits", les.reverted_commits, 10 * MAX_REVERTED)):  # today: imported
             if len(rows) > most:
                 raise ValidationError(f"{name}: {len(rows):,} rows; at most {most} are accepted")
+        check_stored_counts(les.diffstat)
         if les.status == "approved" and (les.approved_at is None or les.expires_at is None):
             raise ValidationError("an approved lesson needs approved_at and expires_at")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -106,6 +107,19 @@ class Memories(MemoryHistory, KindManager[Memory]):
         if m.priority not in PRIORITIES:
             raise ValidationError(f"priority {m.priority!r} is not one of {', '.join(PRIORITIES)}")
         _check_confidence(m.confidence)
+
+    @staticmethod
+    def past_agent_limits(fields: Mapping[str, Any]) -> list[str]:
+        """An agent's memory is at most :data:`AGENT_MAX_CONFIDENCE` sure (``remember``, ``update``; ``verified``
+        is a claim of its own, whoever's memory it is).
+
+        >>> Memories.past_agent_limits({"confidence": 1.0}), Memories.past_agent_limits({"confidence": 0.7})
+        (['confidence>0.7'], [])
+        """
+        conf = fields.get("confidence")
+        if isinstance(conf, int | float) and not isinstance(conf, bool) and not conf <= AGENT_MAX_CONFIDENCE:
+            return [f"confidence>{AGENT_MAX_CONFIDENCE}"]
+        return []
 
     # -- writes ---------------------------------------------------------------------------------------------
     @exactly_once
