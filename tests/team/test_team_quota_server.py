@@ -70,7 +70,7 @@ def test_raw_inserts_past_the_hourly_quota_are_refused(human: Any, agent_sql: ps
 def test_an_update_a_deletion_and_a_proposal_count_too(human: Any, agent_sql: psycopg.Connection[Any]) -> None:
     human.settings.set("agent_writes_per_hour", 4)
     agent_sql.execute("INSERT INTO memories(id, mind, category, key, content, priority, source, verified, confidence, "
-                      "created_at, updated_at, terms) SELECT 'mem_raw' || i, 'default', 'k', 'k' || i, 'c', 2, "
+                      "created_at, updated_at, terms) SELECT 'mem_raw' || i, 'default', 'project', 'k' || i, 'c', 2, "
                       "'agent', 0, 0.5, %s, %s, '{c}' FROM generate_series(1, 2) i", (TS, TS))
     agent_sql.execute("UPDATE memories SET content = 'c2' WHERE id = 'mem_raw1'")
     agent_sql.execute("SELECT delete_record('memories', 'mem_none')")  # deletes nothing: counts nothing
@@ -101,7 +101,7 @@ def test_a_minds_agent_memories_and_pending_lessons_are_capped_by_the_server(
         human: Any, agent_sql: psycopg.Connection[Any]) -> None:
     human.settings.set("agent_memories_per_mind", 3)
     memory = ("INSERT INTO memories(id, mind, category, key, content, priority, source, verified, confidence, "
-              "created_at, updated_at, terms) SELECT 'mem_raw' || i, %s, 'k', 'k' || i, 'c', 2, 'agent', 0, 0.5, "
+              "created_at, updated_at, terms) SELECT 'mem_raw' || i, %s, 'project', 'k' || i, 'c', 2, 'agent', 0, 0.5, "
               "%s, %s, '{c}' FROM generate_series(%s::int, %s::int) i")
     agent_sql.execute(memory, ("default", TS, TS, 1, 3))
     with pytest.raises(TOO_MANY, match="3 memories in mind default"):

@@ -75,6 +75,10 @@ MIGRATIONS: tuple[Migration, ...] = (
               "agent's sessions hold bounded rows, a mind and the project bounded sessions", "session_registry.sql"),
     Migration(20, "an agent login's lesson scan place is its own (scan_tips:agent:<login>:<mind>) and a list of "
               "commit ids; the places agents shared are removed", "agent_scan_places.sql"),
+    Migration(21, "the values of a row are values the package writes: timestamps real UTC instants, a memory's "
+              "category one of CATEGORIES; an agent login's text without controls, line breaks in one-line fields "
+              "or invisible format characters, and its JSON items of the types the package writes",
+              "agent_row_values.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version
