@@ -447,6 +447,9 @@ R = TypeVar("R", bound=Record)
 class RecordList(list[R], Generic[R]):
     """A list of records that converts to DataFrames and displays as a table in a notebook."""
 
+    #: What the call that made the list could not do, in one line (a lesson scan's window cut), else None.
+    note: str | None = None
+
     def to_dicts(self) -> list[dict[str, Any]]:
         return [r.to_dict() for r in self]
 

@@ -83,6 +83,8 @@ def lessons_scan(
         raise GitError(f"{project} is not inside a git repository; lesson scanning needs git")
     v = open_vault_for(ctx)
     created = v.lessons.scan(max_commits=max_commits)
+    if created.note:  # a window cut or an unreadable commit (review 42): said on stderr, the JSON stays a list
+        typer.echo(f"note: {created.note}", err=True)
     if as_json:
         echo_json([record_json(x) for x in created])
         return

@@ -44,6 +44,10 @@ def git_environment() -> dict[str, str]:
     env["LC_ALL"] = "C"
     env["GIT_OPTIONAL_LOCKS"] = "0"  # never take index.lock behind the user's back (status refresh)
     env["GIT_TERMINAL_PROMPT"] = "0"
+    # the objects as stored, never as a replace ref or a grafts file says (review 42: an agent's `git replace` of a
+    # revert, or `git replace --graft` of its child, hid the revert from the scan, which then saved its place past it)
+    env["GIT_NO_REPLACE_OBJECTS"] = "1"
+    env["GIT_GRAFT_FILE"] = os.devnull  # <git-dir>/info/grafts is read even with --no-replace-objects
     return env
 
 
@@ -66,10 +70,13 @@ def run_git(
         "git",
         f"--git-dir={repo.git_dir}",
         f"--work-tree={repo.work_tree}",
+        "--no-replace-objects",
         "-c",
         "core.quotepath=off",
         "-c",
         "log.showSignature=false",
+        "-c",
+        "i18n.logOutputEncoding=UTF-8",  # a commit's words come out as UTF-8 whatever an agent's config says
         *args,
     ]
     try:

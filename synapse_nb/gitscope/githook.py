@@ -90,9 +90,11 @@ def _scan(work_tree: Path) -> str:
     with VaultSession(None if os.environ.get("SYNAPSE_HOME", "").strip() else work_tree, create=False,
                       readonly=False, surface="git-hook", actor=actor) as session:
         created = session.write().lessons.scan()
+        note = f" (note: {created.note})" if created.note else ""  # a window cut, said (review 42)
         if session.write().actor == "agent":  # an agent is shown no pending lesson, so the count is not its to see
-            return "scanned as the agent (an agent committed; its lessons wait for a human: synapse-nb lessons review)"
-    return plural(len(created), "new pending lesson")
+            return ("scanned as the agent (an agent committed; its lessons wait for a human: synapse-nb lessons "
+                    f"review){note}")
+    return plural(len(created), "new pending lesson") + note
 
 
 @contextlib.contextmanager

@@ -1,6 +1,7 @@
-"""Reading a repository's history with few git processes: the tips to walk from, one ``git log`` over a window
-of commits, which branch reaches each commit (from the parent graph, in Python), diffstats of chosen commits and
-commits looked up by id. :mod:`synapse_nb.gitscope.reverts` recognises reverts in what this reads.
+"""Reading a repository's history with few git processes: the tips to walk from, the graph of new commits (``git
+rev-list``), the raw commits of a window of them (``git cat-file``), which branch reaches each commit (from the parent
+graph, in Python), diffstats of chosen commits and commits looked up by id. :mod:`synapse_nb.gitscope.reverts`
+recognises reverts in what this reads.
 
 Commit times are read as they are between 1970 and 2100 and clamped outside (a crafted commit's date never stops a
 scan).
@@ -12,20 +13,15 @@ scan).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from synapse_nb.errors import GitError
 from synapse_nb.gitscope._git import run_git
 from synapse_nb.gitscope.repo import RepoInfo, head
 
-__all__ = ["LOG_FORMAT", "CommitInfo", "RawCommit", "branch_masks", "branches_of", "decode", "diffstats",
-           "existing_commits", "iso_time", "parse_raw_commit", "read_commits", "tips", "walk"]
+__all__ = ["CommitInfo", "RawCommit", "branch_masks", "branches_of", "decode", "diffstats", "existing_commits",
+           "graph", "iso_time", "parse_raw_commit", "read_commits", "read_window", "tips"]
 
-#: What ``git log`` prints per commit in a walk: sha, parents, author, committer time, subject, body.
-#: The fixed fields first (hex, spaces, digits: never a separator), then the committer's words, which may hold any
-#: byte but NUL (review 19: an author named "bot\x1fx" before the time made every later scan fail).
-LOG_FORMAT = "%H%x1f%P%x1f%ct%x1f%an <%ae>%x1f%s%x1f%B"
 _SHA_RE = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
 
@@ -152,44 +148,92 @@ def existing_commits(repo: RepoInfo, names: list[str]) -> list[str]:
     return kept
 
 
-def walk(repo: RepoInfo, tips: list[str], since: list[str], max_commits: int) -> list[RawCommit]:
+def graph(repo: RepoInfo, tips: list[str], since: list[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """Every commit reachable from ``tips`` and not from ``since``, with its parents, children before parents
+    (``git rev-list --topo-order --parents``: ids only, so no committer's words can bend the parse)."""
     stdin = "".join(f"{t}\n" for t in tips) + "".join(f"^{s}\n" for s in since)
-    out = run_git(
-        repo,
-        "log",
-        "--stdin",
-        "--ignore-missing",
-        "--date-order",
-        "-z",
-        f"--max-count={max_commits}",
-        f"--format={LOG_FORMAT}",
-        input=stdin.encode(),
-    )
+    out = run_git(repo, "rev-list", "--stdin", "--ignore-missing", "--topo-order", "--parents", input=stdin.encode())
+    nodes: list[tuple[str, tuple[str, ...]]] = []
+    for line in decode(out).split("\n"):
+        ids = line.split()
+        if ids and all(_SHA_RE.fullmatch(i) for i in ids):
+            nodes.append((ids[0], tuple(ids[1:])))
+    return nodes
+
+
+def read_window(repo: RepoInfo, shas: list[str]) -> tuple[list[RawCommit], int]:
+    """The commits ``shas`` names, read as git stored them (one ``git cat-file --batch``), in that order, and how many
+    could not be read (left out, never merged into another: review 42).
+
+    The raw object, not ``git log --format``: git re-encodes a commit whose ``encoding`` header names another charset
+    (``git -c i18n.commitEncoding=IBM037 commit``), whole format and all, and one such commit on an agent's branch
+    made every later scan fail (review 42). A message is read as UTF-8, else in the charset its header names.
+    """
+    if not shas:
+        return [], 0
+    out = run_git(repo, "cat-file", "--batch", input="".join(f"{s}\n" for s in shas).encode())
     commits: list[RawCommit] = []
-    for record in out.split(b"\0"):
-        if not record.strip():
+    unreadable, pos = 0, 0
+    for _ in shas:
+        end = out.find(b"\n", pos)
+        header = decode(out[pos:end]).split() if end >= 0 else []
+        if len(header) != 3 or not header[2].isdigit():  # "<sha> missing"
+            unreadable += 1
+            pos = end + 1 if end >= 0 else len(out)
             continue
-        text = decode(record)
-        fixed = text.split("\x1f", 3)
-        if len(fixed) < 4 or not _SHA_RE.fullmatch(fixed[0].strip()) or not fixed[2].strip().isdigit():
-            if commits:  # a NUL inside the previous commit's message: the rest of its body
-                commits[-1] = replace(commits[-1], body=commits[-1].body + "\0" + text)
-                continue
-            raise GitError(f"unexpected git log output in {repo.work_tree}: {fixed[0][:60]!r}")
-        sha, parents, ctime, rest = fixed
-        at = rest.find(">\x1f")  # the author ends at its address's ">" (a name may hold the separator)
-        author, tail = (rest[:at + 1], rest[at + 2:]) if at >= 0 else rest.partition("\x1f")[::2]
-        subject, _, body = tail.partition("\x1f")
-        commits.append(RawCommit(sha.strip(), tuple(parents.split()), author, int(ctime), subject, body))
-    return commits
+        size = int(header[2])
+        body, pos = out[end + 1 : end + 1 + size], end + 2 + size
+        commit = _raw_commit(header[0], body) if header[1] == "commit" else None
+        if commit is None:
+            unreadable += 1
+        else:
+            commits.append(commit)
+    return commits, unreadable
+
+
+def _message_text(data: bytes, charset: str | None) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode(charset or "utf-8", "replace")
+    except LookupError:
+        return decode(data)
+
+
+def _raw_commit(sha: str, data: bytes) -> RawCommit | None:
+    """One commit object parsed; None when it has no readable committer line."""
+    head_bytes, _, message = data.partition(b"\n\n")
+    message = message.split(b"\0", 1)[0]  # git shows a message up to its first NUL, and so does the scan
+    parents: list[str] = []
+    author, ctime, charset = "", None, None
+    for line in decode(head_bytes).split("\n"):
+        key, _, value = line.partition(" ")
+        if key == "parent" and _SHA_RE.fullmatch(value):
+            parents.append(value)
+        elif key == "author":
+            m = re.fullmatch(r"(.*) -?\d+ [+-]\d{4}", value)
+            author = m.group(1) if m else value
+        elif key == "committer":
+            m = re.fullmatch(r".* (-?\d+) [+-]\d{4}", value)
+            ctime = int(m.group(1)) if m else None
+        elif key == "encoding":
+            charset = value.strip()
+    if ctime is None:
+        return None
+    body = _message_text(message, charset)
+    first_paragraph = body.strip().split("\n\n", 1)[0]
+    subject = " ".join(line.strip() for line in first_paragraph.splitlines())
+    return RawCommit(sha, tuple(parents), author, ctime, subject, body)
 
 
 def branch_masks(
-    commits: list[RawCommit], local: dict[str, list[str]], remote: dict[str, list[str]]
+    nodes: list[tuple[str, tuple[str, ...]]], local: dict[str, list[str]], remote: dict[str, list[str]]
 ) -> tuple[dict[str, int], list[str], int]:
-    """Reachability of every walked commit from each branch tip, as bitsets.
+    """Reachability of every commit of :func:`graph` from each branch tip, as bitsets.
 
-    ``--date-order`` prints no parent before all its children, so one pass in
+    ``--topo-order`` prints no parent before all its children, so one pass in
     output order propagates each commit's branch bits to its parents.
     """
     names = sorted({n for v in local.values() for n in v}) + sorted(
@@ -198,14 +242,14 @@ def branch_masks(
     bit = {name: 1 << i for i, name in enumerate(names)}
     local_mask = sum(bit[n] for n in names if not n.startswith("\0"))
     masks: dict[str, int] = {}
-    for c in commits:
-        m = masks.get(c.sha, 0)
-        for n in local.get(c.sha, ()):
+    for sha, parents in nodes:
+        m = masks.get(sha, 0)
+        for n in local.get(sha, ()):
             m |= bit[n]
-        for n in remote.get(c.sha, ()):
+        for n in remote.get(sha, ()):
             m |= bit[f"\0{n}"]
-        masks[c.sha] = m
-        for p in c.parents:
+        masks[sha] = m
+        for p in parents:
             masks[p] = masks.get(p, 0) | m
     return masks, names, local_mask
 

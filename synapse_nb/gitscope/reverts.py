@@ -5,15 +5,18 @@ branches, tags and HEAD, newer than commits already scanned, and returns one
 :class:`RevertInfo` per revert commit with what it reverted, where, which files,
 and a one-line summary built deterministically from that data.
 
-It runs at most five git processes whatever the history size:
+It runs at most six git processes whatever the history size:
 
 1. ``git for-each-ref`` for the tips (and which branch each tip is);
-2. ``git log --date-order -z`` with a custom format over the whole window
-   (sha, parents, author, date, subject, body) - the branch of each revert is
+2. ``git rev-list --topo-order --parents`` for the graph of new commits - the branch of each revert is
    computed from this parent graph in Python, not by ``git branch --contains``;
-3. ``git log --no-walk --numstat`` over the revert commits only (diffstat);
-4. ``git cat-file --batch`` for reverted commits outside the window, only if any;
-5. ``git cat-file --batch-check`` to drop ``since`` shas that no longer exist, only when ``since`` is given.
+3. ``git cat-file --batch`` for the window's commits as stored (never re-encoded: review 42); past ``max_commits``
+   new commits the window is cut by :mod:`synapse_nb.gitscope.window`, which never loses a revert;
+4. ``git log --no-walk --numstat`` over the revert commits only (diffstat);
+5. ``git cat-file --batch`` for reverted commits outside the window, only if any;
+6. ``git cat-file --batch-check`` to drop ``since`` shas that no longer exist, only when ``since`` is given.
+
+Every git call reads objects as stored: no replace ref and no grafts file (review 42).
 
 Examples
 --------
@@ -29,6 +32,7 @@ Reverted "Add retry to payment client" (a1b2c3d) on main: touched src/pay.py (+0
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Iterable
@@ -38,10 +42,10 @@ from pathlib import Path
 from synapse_nb._cleaning import spaces_shown
 from synapse_nb._util import clip
 from synapse_nb.errors import GitError, ValidationError
-from synapse_nb.gitscope import history
+from synapse_nb.gitscope import history, window
 from synapse_nb.gitscope._git import coerce_repo, validate_sha
 from synapse_nb.gitscope.history import CommitInfo
-from synapse_nb.gitscope.repo import RepoInfo
+from synapse_nb.gitscope.repo import RepoInfo, head
 from synapse_nb.gitscope.vaultdir import in_prefix
 
 __all__ = ["CommitInfo", "RevertInfo", "ScanResult", "revert_backing", "scan_reverts"]
@@ -53,6 +57,8 @@ _SUBJECT_MAX = 60
 _PATH_MAX = 60
 _FILES_IN_SUMMARY = 3
 _TARGETS_IN_SUMMARY = 2
+#: The ids of ``This reverts commit`` lines a scan looks up per revert (a lesson keeps as many: MAX_REVERTED).
+MAX_NAMED = 100
 
 
 @dataclass(frozen=True)
@@ -100,15 +106,15 @@ class ScanResult:
     reverts : tuple of RevertInfo
         Ordered by (commit date, sha).
     scanned_tips : tuple of str
-        The commit shas the walk started from (branch/tag tips and HEAD), sorted;
-        pass them as ``since=`` next time to scan only newer commits.
+        Where the next scan starts, sorted; pass them as ``since=`` next time to scan only newer commits: the
+        tips the walk started from (branch/tag tips and HEAD) once every new commit was read, else the previous
+        position and the frontier of the commits read above it (a cut window's rest is read next time).
     commits_scanned : int
         Number of commits walked.
     truncated : bool
-        True when the walk stopped before the start of history (``max_commits``
-        reached, or a shallow clone): older reverts were not seen.
+        True when not every new commit was read (more than ``max_commits``, or a shallow clone).
     note : str or None
-        Why the window is truncated, in one line.
+        Why the window is truncated, and how many unreadable commits were skipped, in one line.
     """
 
     reverts: tuple[RevertInfo, ...]
@@ -164,6 +170,7 @@ def _summary(
     branches: tuple[str, ...],
     diffstat: tuple[tuple[str, int | None, int | None], ...],
     is_reapply: bool,
+    count: int = 0,
 ) -> str:
     targets = []
     for c in reverted[:_TARGETS_IN_SUMMARY]:
@@ -178,8 +185,9 @@ def _summary(
     if not targets:
         targets.append(_quote(clip(commit.subject or "", _SUBJECT_MAX)))
     what = " and ".join(targets)
-    if len(reverted) > _TARGETS_IN_SUMMARY:
-        what = ", ".join(targets) + f" and {len(reverted) - _TARGETS_IN_SUMMARY} more"
+    count = max(count, len(reverted))  # the ids a message names, all counted though the first MAX_NAMED are kept
+    if count > _TARGETS_IN_SUMMARY:
+        what = ", ".join(targets) + f" and {count - _TARGETS_IN_SUMMARY} more"
     if not branches:
         where = "outside any branch"
     elif len(branches) <= 2:  # a branch's name is the committer's words: quoted and cut (review 19: 1,792 characters
@@ -218,7 +226,8 @@ def scan_reverts(
         Commit shas already scanned (a previous ``ScanResult.scanned_tips``): their
         history is skipped. Unknown shas (garbage-collected after a rewrite) are ignored.
     max_commits : int
-        Upper bound on the commits walked (newest first, children before parents).
+        Upper bound on the commits read. Past it a first scan reads the newest (HEAD's first); a later one the
+        newest and the oldest since ``since``, and resumes from the latter.
     exclude : iterable of str
         Repository-relative folders (``".synapse/"``, the vault) whose files are left out of
         ``files_affected``, ``diffstat`` and the summary: a reverted vault file is not a code change.
@@ -253,46 +262,59 @@ def scan_reverts(
     tips, local, remote = history.tips(info)
     if not tips:
         raise GitError(f"{info.work_tree} has no commits yet; make a first commit before scanning for reverts")
-    commits = history.walk(info, tips, history.existing_commits(info, since_list), max_commits)
-    truncated, note = False, None
-    if len(commits) >= max_commits:
-        truncated, note = True, f"stopped after max_commits={max_commits}; older history was not scanned"
+    known = history.existing_commits(info, since_list)
+    nodes = history.graph(info, tips, known)
+    chosen, frontier = window.choose(nodes, tips=set(tips), head=head(info).commit, budget=max_commits,
+                                     resume=bool(known))
+    commits, unreadable = history.read_window(info, chosen)
+    notes = []
+    if len(chosen) < len(nodes):
+        notes.append(f"{len(nodes)} new commits, more than max_commits={max_commits}: read {len(chosen)}, the newest "
+                     + ("and the oldest; the next scan goes on from there" if frontier is not None else
+                        "(a first scan); older history was not scanned"))
+    if unreadable:
+        notes.append(f"{unreadable} unreadable commit{'s' if unreadable != 1 else ''} skipped")
     if (info.common_dir / "shallow").is_file():
-        truncated = True
-        note = "shallow clone: history before the shallow boundary is missing" + (f"; {note}" if note else "")
+        notes.insert(0, "shallow clone: history before the shallow boundary is missing")
+    truncated = len(chosen) < len(nodes) or (info.common_dir / "shallow").is_file()
+    note = "; ".join(notes) or None
 
-    by_sha = {c.sha: c for c in commits}
-    masks, names, local_mask = history.branch_masks(commits, local, remote)
+    masks, names, local_mask = history.branch_masks(nodes, local, remote)
 
     # Which commits are reverts, and which ids do they name?
-    found: list[tuple[history.RawCommit, list[str], str]] = []
+    found: list[tuple[history.RawCommit, list[str], str, int]] = []
     for index, c in enumerate(commits):
         named = list(dict.fromkeys(m.lower() for m in _REVERTS_RE.findall(c.body)))
-        if named:
-            found.append((c, named, "message"))
+        if named:  # a lesson keeps the first MAX_NAMED; the rest are counted, not looked up (review 42: 100,000
+            # "This reverts commit <7 hex>" lines in one message made a person's scan take a minute)
+            found.append((c, named[:MAX_NAMED], "message", len(named)))
             continue
         m = _REVERT_SUBJECT_RE.match(c.subject)
         if m:
             target = next((o.sha for o in commits[index + 1 :] if o.subject == m.group(1)), None)
             if target is not None:
-                found.append((c, [target], "subject"))
+                found.append((c, [target], "subject", 1))
 
-    # Resolve named ids: in the window (full or abbreviated), else ask git.
+    # Resolve named ids: in the window (full or abbreviated, by bisection over the sorted ids), else ask git.
+    by_sha = {c.sha: c for c in commits}
+    ordered = sorted(by_sha)
+
     def in_window(name: str) -> history.RawCommit | None:
         if name in by_sha:
             return by_sha[name]
         if len(name) < 40:
-            matches = sorted(s for s in by_sha if s.startswith(name))
-            if len(matches) == 1:
-                return by_sha[matches[0]]
+            at = bisect.bisect_left(ordered, name)
+            if at < len(ordered) and ordered[at].startswith(name) and not (
+                    at + 1 < len(ordered) and ordered[at + 1].startswith(name)):
+                return by_sha[ordered[at]]
         return None
 
-    outside = sorted({n for _, named, _ in found for n in named if in_window(n) is None})
+    outside = sorted({n for _, named, _, _ in found for n in named if in_window(n) is None})
     looked_up = history.read_commits(info, outside)
-    stats = history.diffstats(info, [c.sha for c, _, _ in found])
+    stats = history.diffstats(info, [c.sha for c, _, _, _ in found])
 
     reverts: list[RevertInfo] = []
-    for c, named, evidence in sorted(found, key=lambda f: (f[0].ctime, f[0].sha)):
+    for c, named, evidence, count in sorted(found, key=lambda f: (f[0].ctime, f[0].sha)):
         reverted: list[CommitInfo] = []
         reapply = bool(_REAPPLY_SUBJECT_RE.match(c.subject))
         for name in named:
@@ -316,14 +338,17 @@ def scan_reverts(
                 branches=branches,
                 files_affected=tuple(sorted({p for p, _, _ in diffstat})),
                 diffstat=diffstat,
-                summary=_summary(commit, tuple(reverted), branches, diffstat, reapply),
+                summary=_summary(commit, tuple(reverted), branches, diffstat, reapply, count),
                 is_reapply=reapply,
                 evidence=evidence,
             )
         )
+    # where the next scan starts: the tips once every new commit was read; else the previous position and the
+    # frontier of what was read above it (a tip not read down to the previous position is never saved: review 42)
+    resume = tips if frontier is None else sorted(set(known) | set(frontier))
     return ScanResult(
         reverts=tuple(reverts),
-        scanned_tips=tuple(tips),
+        scanned_tips=tuple(resume),
         commits_scanned=len(commits),
         truncated=truncated,
         note=note,

@@ -508,11 +508,11 @@ class Lessons(KindManager[Lesson]):
     def scan(self, *, max_commits: int | None = None) -> RecordList[Lesson]:
         """Create one pending lesson per git revert not seen before (idempotent, across branches).
 
-        Walks history since the last scan (the first scan looks at the newest ``max_commits`` commits,
-        setting ``scan_window``, default 2000). Returns the lessons created by this scan (user actor;
-        an agent gets an empty list back: it may not read pending lessons). A scan fills a mind to at most
-        :data:`SCAN_PENDING_LESSONS` pending lessons (an agent's, :data:`AGENT_PENDING_LESSONS` of agents'); the
-        reverts past that wait, and the scan keeps its place until a later one has room for them.
+        Reads history since the last scan, up to ``max_commits`` commits (setting ``scan_window``, default 2000;
+        past it the list's ``note`` says so and the next scan goes on from there). Returns the lessons created by
+        this scan (user actor; an agent gets an empty list back: it may not read pending lessons). A scan fills a
+        mind to at most :data:`SCAN_PENDING_LESSONS` pending lessons (an agent's, :data:`AGENT_PENDING_LESSONS` of
+        agents'); the reverts past that wait, and the scan keeps its place until a later one has room for them.
         """
         from synapse_nb.gitscope.reverts import scan_reverts  # the revert scanner loads when a scan runs (cold start)
 
@@ -565,9 +565,9 @@ class Lessons(KindManager[Lesson]):
                 created.append(les.id)
             if not held and tuple(sorted(result.scanned_tips)) != tuple(since):  # an agent's rewrite counts
                 ctx.store.meta.set_scan_tips(scope, result.scanned_tips)  # (migration 13)
-        if ctx.actor == "agent":
-            return RecordList()
-        return RecordList(self.get(i) for i in taken + created)
+        out = RecordList(self.get(i) for i in taken + created) if ctx.actor != "agent" else RecordList[Lesson]()
+        out.note = result.note  # a window cut or an unreadable commit, said (review 42)
+        return out
 
     def _agents_pending(self, holder: tuple[str, str, str]) -> Lesson | None:
         """The lesson holding a revert (:meth:`LessonTable.holding_revert`) when it is an agent's and pending: a
