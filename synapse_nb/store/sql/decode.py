@@ -9,7 +9,9 @@ purge such a row, so every column is read tolerantly here, one rule for every ki
   ``[path, added, deleted]``, a commit that is not an object with a ``sha``) are dropped;
 - a value outside its field's choices reads as the least trusted choice (a ``source`` other than ``user`` is
   ``agent``; a lesson status other than the three is ``pending``, which a person reviews; an episode's is
-  ``unknown``; a priority out of range is ``normal``), and a number that is not one reads as its default.
+  ``unknown``; a priority out of range is ``normal``), and a number that is not one reads as its default;
+- a timestamp that is not one (``2026-11-30T21:15:07.123456Z``) reads as :data:`NO_TIME`, the start of 1970: an
+  approved lesson whose expiry is not a time is expired, and no reader prints what the column held.
 
 Free text (a category, a key, a content) is kept as stored: the readers render it (``provenance.inline``).
 """
@@ -18,12 +20,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from synapse_nb.models import PRIORITIES
 
-__all__ = ["commit", "commits", "diffstat", "json_value", "number", "one_of", "priority", "seq", "source",
-           "text_items", "verified"]
+__all__ = ["NO_TIME", "commit", "commits", "diffstat", "json_value", "number", "one_of", "priority", "seq", "source",
+           "stamp", "text_items", "verified"]
 
 #: The statuses a lesson row may hold (``kinds.lessons.STATUSES``; the store imports no kind manager).
 LESSON_STATUSES = ("pending", "approved", "expired")
@@ -136,3 +139,22 @@ def text(value: Any) -> str:
 def opt_text(value: Any) -> str | None:
     """A text column that may be null: a value of another type as its string form."""
     return None if value is None else text(value)
+
+
+#: What a timestamp column that holds no timestamp reads as.
+NO_TIME = "1970-01-01T00:00:00.000000Z"
+_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:?\d{2})?")
+
+
+def stamp(value: Any) -> str:
+    """A stored timestamp, or :data:`NO_TIME` when the column holds something else.
+
+    >>> stamp("2026-11-30T21:15:07.123456Z"), stamp("zz \\x1b[2J")
+    ('2026-11-30T21:15:07.123456Z', '1970-01-01T00:00:00.000000Z')
+    """
+    return value if isinstance(value, str) and _STAMP.fullmatch(value) else NO_TIME
+
+
+def opt_stamp(value: Any) -> str | None:
+    """A timestamp that may be null (an expiry, an approval)."""
+    return None if value is None else stamp(value)

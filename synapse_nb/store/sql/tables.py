@@ -43,10 +43,10 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _base(r: Fields) -> dict[str, str]:
+def _base(r: Fields) -> dict[str, Any]:
     """The fields every record has, as text whatever the row holds (:mod:`~synapse_nb.store.sql.decode`)."""
-    return {"id": r["id"], "mind": r["mind"], "created_at": dec.text(r["created_at"]),
-            "updated_at": dec.text(r["updated_at"])}
+    return {"id": r["id"], "mind": r["mind"], "created_at": dec.stamp(r["created_at"]),
+            "updated_at": dec.stamp(r["updated_at"])}
 
 
 def _json_list(v: Any) -> str:
@@ -266,7 +266,7 @@ class MemoriesTable(Table[Memory, D]):
             **_base(r), category=dec.text(r["category"]), key=dec.text(r["key"]), content=dec.text(r["content"]),
             tags=dec.text_items(r["tags"]), priority=dec.priority(r["priority"]), source=dec.source(r["source"]),
             verified=dec.verified(r["verified"]), confidence=dec.number(r["confidence"], 0.0, 0.0, 1.0) or 0.0,
-            expires_at=dec.opt_text(r["expires_at"]),
+            expires_at=dec.opt_stamp(r["expires_at"]),
         )
 
     def to_row(self, m: Memory) -> tuple[Any, ...]:
@@ -434,7 +434,7 @@ class LessonsTable(Table[Lesson, D]):
 
     def from_row(self, r: Fields, now: str = "") -> Lesson:
         status = dec.one_of(r["status"], dec.LESSON_STATUSES, "pending")
-        expires_at = dec.opt_text(r["expires_at"])
+        expires_at = dec.opt_stamp(r["expires_at"])
         if status == "approved" and expires_at is not None and expires_at <= now:
             status = "expired"
         return Lesson(
@@ -443,7 +443,7 @@ class LessonsTable(Table[Lesson, D]):
             files_affected=dec.text_items(r["files_affected"]), diffstat=dec.diffstat(r["diffstat"]),
             analysis=dec.opt_text(r["analysis"]),
             analysis_by=None if r["analysis_by"] is None else dec.source(r["analysis_by"]),
-            lesson_text=dec.opt_text(r["lesson_text"]), approved_at=dec.opt_text(r["approved_at"]),
+            lesson_text=dec.opt_text(r["lesson_text"]), approved_at=dec.opt_stamp(r["approved_at"]),
             expires_at=expires_at, source=dec.source(r["source"]),
         )
 
@@ -485,7 +485,11 @@ class LessonsTable(Table[Lesson, D]):
         return int(row[0] or 0) if row else 0
 
     def status_counts(self, mind: str, now: str) -> dict[str, int]:
-        return {r["s"]: int(r["n"]) for r in self._db.query(LESSON_STATUS_COUNTS, (now, mind))}
+        out: dict[str, int] = {}
+        for r in self._db.query(LESSON_STATUS_COUNTS, (now, mind)):  # a status no write makes: pending, as read
+            s = dec.one_of(r["s"], dec.LESSON_STATUSES, "pending")
+            out[s] = out.get(s, 0) + int(r["n"])
+        return out
 
     def expiring(self, mind: str, after: str, until: str) -> tuple[str, ...]:
         return tuple(r["id"] for r in self._db.query(LESSONS_EXPIRING, (mind, after, until)))
