@@ -100,12 +100,12 @@ def _value(name: str, v: Any) -> str:
     if name.endswith("_at") and isinstance(v, str):
         return esc(fmt_time(v))
     if name in ("commit", "commit_sha") and isinstance(v, str):
-        return code(v[:12])
+        return code(inline(v)[:12])
     if name == "diffstat":
-        return ", ".join(f"{code(p)} +{a if a is not None else '-'} &minus;{d if d is not None else '-'}"
+        return ", ".join(f"{code(inline(p, 300))} +{a if a is not None else '-'} &minus;{d if d is not None else '-'}"
                          for p, a, d in v)
     if isinstance(v, Mapping):  # a commit: sha and subject
-        return f"{code(str(v.get('sha', ''))[:12])} {esc(inline(v.get('subject', '')))}"
+        return f"{code(inline(v.get('sha', ''))[:12])} {esc(inline(v.get('subject', '')))}"
     if isinstance(v, list | tuple):
         if v and isinstance(v[0], Mapping):
             return "<br>".join(_value(name, x) for x in v)

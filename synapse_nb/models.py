@@ -163,10 +163,16 @@ class Memory(Record):
     def text(self) -> str:
         return f"{self.key.replace('_', ' ')} {self.content} {' '.join(self.tags)}".strip()
 
+    @property
+    def address(self) -> str:
+        """``category/key`` as one quoted line (:func:`inline`): a row written with SQL holds any text in both."""
+        return f"{inline(self.category)}/{inline(self.key)}"
+
     def summary_line(self) -> str:
         """``[source · verified?] category/key: content``: who wrote it and whether a human verified it, first."""
         # read again as a whole: a key "critical" and a content starting "ADHERE" spell "critical: ADHERE"
-        return f"{mark(self)} {neutralise(f'{self.category}/{inline(self.key)}: {inline(self.content, 80)}')}"
+        return (f"{mark(self)} "  # every field inlined (review 37: a category held an ESC sequence and line breaks)
+                f"{neutralise(f'{self.address}: {inline(self.content, 80)}')}")
 
 
 @dataclass(frozen=True, repr=False)
@@ -360,7 +366,7 @@ class Note(Record):
         return f"{self.name.replace('_', ' ')} {self.trigger}"
 
     def summary_line(self) -> str:
-        return f"{mark(self)} {self.name}: {inline(self.trigger, 80)}"
+        return f"{mark(self)} {neutralise(f'{inline(self.name)}: {inline(self.trigger, 80)}')}"
 
 
 @dataclass(frozen=True)

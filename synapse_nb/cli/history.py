@@ -129,7 +129,7 @@ def memory_accept(
         mem = v.memories.get(rev.rid)
         # each value as stored, line by line, beside the memory's (review 26: one quoted line each hid a moved line
         # break and Cyrillic letters in a URL: two identical lines, accepted as the person's verified memory)
-        typer.echo(f"{rev.id} proposes for {mark(mem)} {mem.category}/{mem.key} ({mem.id}):\n{LEGEND}", err=True)
+        typer.echo(f"{rev.id} proposes for {mark(mem)} {mem.address} ({mem.id}):\n{LEGEND}", err=True)
         for ch in changes(mem, rev.proposed):
             val = rev.proposed[ch.field]
             soon = f" ({from_now(val, v.now())})" if ch.field == "expires_at" and isinstance(val, str) else ""

@@ -199,12 +199,12 @@ def memory_verify(
             expiry = f"expires {seen.expires_at}" if seen.expires_at else "never expires"
             # its text line by line as stored (review 26: one quoted line hid where its line breaks were)
             body = "".join(f"\n    {line}" for line in shown_lines(seen.content))
-            typer.echo(f"{mark(seen)} [{seen.priority}] {seen.category}/{seen.key}, {SHOWN}:{body}\n"
+            typer.echo(f"{mark(seen)} [{seen.priority}] {seen.address}, {SHOWN}:{body}\n"
                        f"  tags: {tags}; confidence {seen.confidence:g}; {expiry}", err=True)
             if not typer.confirm("verify this memory as it reads?", default=False, err=True):
                 fail(f"not verified: {seen.id} stays {mark(seen)}")
     m = v.memories.verify(memory_id, confidence=confidence, seen=seen)
-    print_record(m, as_json, f"verified {m.id} {m.category}/{m.key}")
+    print_record(m, as_json, f"verified {m.id} {m.address}")
 
 
 @memory_app.command("search")
@@ -355,8 +355,8 @@ def remember(
     v = open_vault_for(ctx)
     m = v.remember(category, key, content, tags=tags, priority=priority, expires=expires)
     if v.memories.needs_revision(m):
-        print_record(m, as_json, f"{m.category}/{m.key} is a human's memory: the change is a pending revision for a "
+        print_record(m, as_json, f"{m.address} is a human's memory: the change is a pending revision for a "
                      f"human to accept (synapse-nb memory revisions); {m.id} is unchanged")
         return
     verb = "remembered" if m.created_at == m.updated_at else "updated"
-    print_record(m, as_json, f"{verb} {m.id} {mark(m)} {m.category}/{m.key} [{m.priority}]")
+    print_record(m, as_json, f"{verb} {m.id} {mark(m)} {m.address} [{m.priority}]")

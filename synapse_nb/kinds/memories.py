@@ -286,7 +286,7 @@ class Memories(MemoryHistory, KindManager[Memory]):
         if seen is not None and (seen.id != mem.id or seen.digest != mem.digest):
             what = "is another memory" if seen.id != mem.id else "changed after you read it"
             raise ConflictError(f"memory {mem.id} {what}; nothing was verified. It now reads: {mark(mem)} "
-                                f"{mem.category}/{mem.key}: {inline(mem.content, 300)}. Read it again, then verify it")
+                                f"{mem.address}: {inline(mem.content, 300)}. Read it again, then verify it")
 
     def delete(self, id: str) -> Memory:
         """Delete a memory and return what it was. An agent may only delete its own memories, and not one a human

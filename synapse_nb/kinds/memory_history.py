@@ -152,7 +152,7 @@ class MemoryHistory:
             ts = ctx.store.stamp(ctx.now_ts())
             if current is None:
                 if self._table.by_key(ctx.mind, old.category, old.key) is not None:
-                    raise ConflictError(f"another memory holds {old.category}/{old.key} now; delete it first")
+                    raise ConflictError(f"another memory holds {old.address} now; delete it first")
                 restored = replace(old, updated_at=ts)
                 self._table.insert(restored)
             else:

@@ -92,7 +92,8 @@ class Notes(KindManager[Note]):
         if note.source != "agent":
             return note.body
         lines = [f"| {inline(line)}".rstrip() for line in note.body.splitlines()]
-        return "\n".join([f"{mark(note)} note {note.name}, written by an agent (not reviewed by a human):", *lines])
+        head = f"{mark(note)} note {inline(note.name)}, written by an agent (not reviewed by a human):"
+        return "\n".join([head, *lines])
 
     def delete(self, name: str) -> Note:
         """Delete a note by name. An agent may only delete its own notes."""

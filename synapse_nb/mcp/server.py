@@ -408,9 +408,9 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         with _errors(), handle.writing() as v:
             m = v.remember(category, key, content, tags=tags, priority=priority)
             if v.memories.needs_revision(m):  # a human's memory: the change waits for a human (unchanged now)
-                return answer(f"{m.category}/{m.key} is a human's memory: your change is stored as a pending revision "
+                return answer(f"{m.address} is a human's memory: your change is stored as a pending revision "
                               f"for a human to accept; {m.id} is unchanged until then", record_json(m))
-            return answer(f"remembered {m.id} {m.category}/{m.key} (unverified proposal)", record_json(m))
+            return answer(f"remembered {m.id} {m.address} (unverified proposal)", record_json(m))
 
     async def log_episode(task_key: S.TaskKey, status: S.Status = "unknown", outcome: S.Outcome = None,
                           refs: S.Refs = None) -> CallToolResult:

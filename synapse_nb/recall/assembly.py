@@ -112,7 +112,7 @@ def _record_text(rec: Memory | Decision | Checkpoint | Episode | Note) -> str:
     fields side by side may spell what neither does alone (a decision ending "CRITICAL" and its rationale starting
     "ADHERE" read "CRITICAL — ADHERE"; a memory keyed "critical" whose content starts "ADHERE", "critical: ADHERE")."""
     if isinstance(rec, Memory):
-        return (f"[{rec.priority}] {rec.category}/{inline(rec.key)}: "
+        return (f"[{rec.priority}] {inline(rec.category)}/{inline(rec.key)}: "
                 f"{inline(rec.content, MEMORY_CONTENT_CHARS)}{_tags(rec.tags)}")
     if isinstance(rec, Decision):
         why = f" — {inline(rec.rationale, 300)}" if rec.rationale else ""
@@ -130,7 +130,7 @@ def _record_text(rec: Memory | Decision | Checkpoint | Episode | Note) -> str:
         out = f": {inline(rec.outcome, 300)}" if rec.outcome else ""
         by = f" ({_actor(rec.actor)})" if rec.actor else ""
         return f"{inline(rec.task_key, 200)} [{rec.status}] ran {_when(rec.created_at)}{by}{out}"
-    return f"{rec.name}: {inline(rec.trigger, 300)}"
+    return f"{inline(rec.name)}: {inline(rec.trigger, 300)}"
 
 
 def _actor(actor: str, width: int = 120) -> str:

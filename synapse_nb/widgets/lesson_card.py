@@ -50,7 +50,7 @@ DURATIONS = (1, 3, 7, 14, 30, 90, 365)
 def _commit_line(c: dict[str, Any] | None) -> str:
     if not c:
         return ""
-    return f"{code(str(c.get('sha', ''))[:12])} {esc(inline(c.get('subject', '')))}"
+    return f"{code(inline(c.get('sha', ''))[:12])} {esc(inline(c.get('subject', '')))}"
 
 
 def lesson_title(les: Lesson) -> str:
@@ -92,13 +92,13 @@ def lesson_html(les: Lesson, backing: str | None = None) -> str:
     if les.diffstat:
         # stored as the revert commit's counts (it deletes what the change added): shown as the reverted change's,
         # the same numbers as the diff below
-        rows = [[code(p), "-" if d is None else f"+{d}", "-" if a is None else f"&minus;{a}"]
+        rows = [[code(inline(p, 300)), "-" if d is None else f"+{d}", "-" if a is None else f"&minus;{a}"]
                 for p, a, d in les.diffstat]
         parts.append(f"<div style='color:{MUTED}'>lines the reverted change added and removed "
                      "(as in its diff):</div>")
         parts.append(table_html(["file", "added", "removed"], rows, align="lrr", wrap=[True, False, False]))
     elif les.files_affected:
-        parts.append("<div>files: " + ", ".join(code(f) for f in les.files_affected) + "</div>")
+        parts.append("<div>files: " + ", ".join(code(inline(f, 300)) for f in les.files_affected) + "</div>")
     if les.analysis:
         agent = les.analysis_by != "user"
         who = "an agent (no human has checked it)" if agent else "a human"

@@ -47,7 +47,7 @@ _INVERTED = {"priority"}
 
 def _row(m: Memory) -> dict[str, Any]:
     return {"id": m.id, "agent": is_agent(m), "title": f"{m.id} · {mark(m)} · {inline(m.content, 300)}", "cells": {
-        "what": f"{m.category}/{m.key}", "content": inline(m.content, 240),
+        "what": f"{m.address}", "content": inline(m.content, 240),
         "tags": " ".join(f"#{t}" for t in m.tags), "by": mark(m).strip("[]"), "priority": m.priority,
         "updated": fmt_time(m.updated_at), "expires": fmt_time(m.expires_at) or "-"}}
 
@@ -305,7 +305,7 @@ class MemoryBrowser(FamilyWidget):
             self.say(f"not reverted: {exc}", error=True)
             return None
         self.refresh()
-        self.say(f"reverted {mem.id} ({mem.category}/{mem.key}) to version {to}")
+        self.say(f"reverted {mem.id} ({mem.address}) to version {to}")
         out: Memory | None = mem
         return out
 
@@ -323,7 +323,7 @@ class MemoryBrowser(FamilyWidget):
             return None
         self.refresh()
         self.table.focus()
-        self.say(f"verified {mem.id} ({mem.category}/{mem.key}): a human confirmed it")
+        self.say(f"verified {mem.id} ({mem.address}): a human confirmed it")
         out: Memory | None = mem
         return out
 
@@ -334,7 +334,7 @@ class MemoryBrowser(FamilyWidget):
             self.say("select a memory first (click its row)", error=True)
             return
         self.message.value = ""
-        self.confirm.ask(f"Delete {m.category}/{m.key} ({m.id})? Its history keeps it (`memory purge` removes every "
+        self.confirm.ask(f"Delete {m.address} ({m.id})? Its history keeps it (`memory purge` removes every "
                          "trace).", "Delete",
                          lambda: self.delete(m.id))
 
@@ -355,7 +355,7 @@ class MemoryBrowser(FamilyWidget):
             return None
         self.refresh()
         self.table.focus()
-        self.say(f"deleted {mem.id} ({mem.category}/{mem.key})")
+        self.say(f"deleted {mem.id} ({mem.address})")
         out: Memory | None = mem
         return out
 

@@ -113,7 +113,7 @@ class ChangeReview(FamilyWidget):
     def _record_title(self, rid: str) -> str:
         """A memory's mark, category/key and id, without its text (shown whole beside each proposed value)."""
         rec = self._record(rid)
-        return f"{rid} (gone)" if rec is None else f"{mark(rec)} {rec.category}/{rec.key} ({rid})"
+        return f"{rid} (gone)" if rec is None else f"{mark(rec)} {rec.address} ({rid})"
 
     def _field_html(self, ch: FieldChange, value: Any) -> str:
         """One proposed field: the memory's value and the proposed one whole, side by side (each scrolled), then

@@ -18,6 +18,7 @@ from typing import Any
 from synapse_nb.errors import ConflictError, ValidationError
 from synapse_nb.models import PRIORITIES, TABLES, Record
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, Candidate, RefSource
+from synapse_nb.store.sql import decode as dec
 from synapse_nb.store.sql.connection import D, Fields, Repository, Row
 from synapse_nb.store.sql.tables import Table
 
@@ -218,9 +219,9 @@ REF_MEMORIES = "SELECT id, updated_at, content FROM memories WHERE mind = ? ORDE
 class RefsQueries(Repository[D]):
     def sources(self, mind: str) -> list[RefSource]:
         q = self._db.query
-        out = [RefSource("lesson", r["id"], r["updated_at"], files=tuple(json.loads(r["files_affected"])))
+        out = [RefSource("lesson", r["id"], r["updated_at"], files=dec.text_items(r["files_affected"]))
                for r in q(REF_LESSONS, (mind,))]
-        out += [RefSource("checkpoint", r["id"], r["updated_at"], files=tuple(json.loads(r["changed_files"])))
+        out += [RefSource("checkpoint", r["id"], r["updated_at"], files=dec.text_items(r["changed_files"]))
                 for r in q(REF_CHECKPOINTS, (mind,))]
         out += [RefSource("decision", r["id"], r["updated_at"], text=r["t"]) for r in q(REF_DECISIONS, (mind,))]
         out += [RefSource("memory", r["id"], r["updated_at"], text=r["content"]) for r in q(REF_MEMORIES, (mind,))]
@@ -337,6 +338,15 @@ class TransferQueries(Repository[D]):
             record: Record = self._tables[kind].from_row(values, "")
         except (TypeError, ValueError, KeyError, IndexError) as exc:
             raise ValidationError(f"malformed {kind} fields: {exc}") from None
+        # the read is tolerant (a malformed item is dropped, an unknown source read as an agent's: decode.py); an
+        # import stores the document, so it must be what the record read back from it holds
+        for f, back in zip(EXPORT_FIELDS[kind], self._tables[kind].to_row(record), strict=True):
+            given, got = values[f], back
+            if f in JSON_FIELDS[kind]:
+                given, got = (None if x is None else json.loads(x) for x in (given, got))
+            if given != got and not (f == "revert_commit" and given == {} and got is None):
+                raise ValidationError(f"malformed {kind} field {f}: {values[f]!r} (accepted: what a {kind} of this "
+                                      f"version of synapse_nb writes there, read back as {back!r})")
         return record
 
     def insert(self, kind: str, doc: Mapping[str, Any]) -> bool:

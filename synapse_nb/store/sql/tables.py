@@ -19,11 +19,12 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from synapse_nb.models import KIND_BY_NAME, PRIORITIES, Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
 from synapse_nb.store.records import MemoryCounts, MemoryFilter, View
+from synapse_nb.store.sql import decode as dec
 from synapse_nb.store.sql.connection import D, Fields, Repository
 from synapse_nb.store.sql.dialect import ALWAYS
 
 __all__ = ["CheckpointsTable", "DecisionsTable", "EpisodesTable", "LessonsTable", "MAX_IDS", "MemoriesTable",
-           "NotesTable", "PAGE_ORDER", "PRIORITY_RANK", "Table", "dumps", "loads"]
+           "NotesTable", "PAGE_ORDER", "PRIORITY_RANK", "Table", "dumps"]
 
 R = TypeVar("R", bound=Record)
 #: A record field's value as its column stores it.
@@ -42,8 +43,10 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def loads(value: str | None, default: Any) -> Any:
-    return default if value is None else json.loads(value)
+def _base(r: Fields) -> dict[str, Any]:
+    """The fields every record has, as text whatever the row holds (:mod:`~synapse_nb.store.sql.decode`)."""
+    return {"id": r["id"], "mind": r["mind"], "created_at": dec.stamp(r["created_at"]),
+            "updated_at": dec.stamp(r["updated_at"])}
 
 
 def _json_list(v: Any) -> str:
@@ -260,10 +263,10 @@ class MemoriesTable(Table[Memory, D]):
 
     def from_row(self, r: Fields, now: str = "") -> Memory:
         return Memory(
-            id=r["id"], mind=r["mind"], created_at=r["created_at"], updated_at=r["updated_at"],
-            category=r["category"], key=r["key"], content=r["content"], tags=tuple(loads(r["tags"], [])),
-            priority=PRIORITIES[r["priority"]], source=r["source"], verified=bool(r["verified"]),
-            confidence=float(r["confidence"]), expires_at=r["expires_at"],
+            **_base(r), category=dec.text(r["category"]), key=dec.text(r["key"]), content=dec.text(r["content"]),
+            tags=dec.text_items(r["tags"]), priority=dec.priority(r["priority"]), source=dec.source(r["source"]),
+            verified=dec.verified(r["verified"]), confidence=dec.number(r["confidence"], 0.0, 0.0, 1.0) or 0.0,
+            expires_at=dec.opt_stamp(r["expires_at"]),
         )
 
     def to_row(self, m: Memory) -> tuple[Any, ...]:
@@ -342,9 +345,10 @@ class CheckpointsTable(Table[Checkpoint, D]):
 
     def from_row(self, r: Fields, now: str = "") -> Checkpoint:
         return Checkpoint(
-            id=r["id"], mind=r["mind"], created_at=r["created_at"], updated_at=r["updated_at"], doing=r["doing"],
-            changed_files=tuple(loads(r["changed_files"], [])), next_step=r["next_step"], blockers=r["blockers"],
-            branch=r["branch"], commit=r["commit_sha"], origin=r["origin"], source=r["source"],
+            **_base(r), doing=dec.text(r["doing"]), changed_files=dec.text_items(r["changed_files"]),
+            next_step=dec.opt_text(r["next_step"]), blockers=dec.opt_text(r["blockers"]),
+            branch=dec.opt_text(r["branch"]), commit=dec.opt_text(r["commit_sha"]), origin=dec.text(r["origin"]),
+            source=dec.source(r["source"]),
         )
 
     def to_row(self, c: Checkpoint) -> tuple[Any, ...]:
@@ -367,9 +371,9 @@ class DecisionsTable(Table[Decision, D]):
 
     def from_row(self, r: Fields, now: str = "") -> Decision:
         return Decision(
-            id=r["id"], mind=r["mind"], created_at=r["created_at"], updated_at=r["updated_at"],
-            decision=r["decision"], rationale=r["rationale"], tags=tuple(loads(r["tags"], [])), branch=r["branch"],
-            commit=r["commit_sha"], source=r["source"],
+            **_base(r), decision=dec.text(r["decision"]), rationale=dec.opt_text(r["rationale"]),
+            tags=dec.text_items(r["tags"]), branch=dec.opt_text(r["branch"]), commit=dec.opt_text(r["commit_sha"]),
+            source=dec.source(r["source"]),
         )
 
     def to_row(self, d: Decision) -> tuple[Any, ...]:
@@ -429,17 +433,18 @@ class LessonsTable(Table[Lesson, D]):
         return ALWAYS, ()
 
     def from_row(self, r: Fields, now: str = "") -> Lesson:
-        status = r["status"]
-        if status == "approved" and r["expires_at"] is not None and r["expires_at"] <= now:
+        status = dec.one_of(r["status"], dec.LESSON_STATUSES, "pending")
+        expires_at = dec.opt_stamp(r["expires_at"])
+        if status == "approved" and expires_at is not None and expires_at <= now:
             status = "expired"
         return Lesson(
-            id=r["id"], mind=r["mind"], created_at=r["created_at"], updated_at=r["updated_at"], status=status,
-            summary=r["summary"], branch=r["branch"], revert_commit=loads(r["revert_commit"], None),
-            reverted_commits=tuple(loads(r["reverted_commits"], [])),
-            files_affected=tuple(loads(r["files_affected"], [])),
-            diffstat=tuple(tuple(x) for x in loads(r["diffstat"], [])), analysis=r["analysis"],
-            analysis_by=r["analysis_by"], lesson_text=r["lesson_text"], approved_at=r["approved_at"],
-            expires_at=r["expires_at"], source=r["source"],
+            **_base(r), status=status, summary=dec.text(r["summary"]), branch=dec.opt_text(r["branch"]),
+            revert_commit=dec.commit(r["revert_commit"]), reverted_commits=dec.commits(r["reverted_commits"]),
+            files_affected=dec.text_items(r["files_affected"]), diffstat=dec.diffstat(r["diffstat"]),
+            analysis=dec.opt_text(r["analysis"]),
+            analysis_by=None if r["analysis_by"] is None else dec.source(r["analysis_by"]),
+            lesson_text=dec.opt_text(r["lesson_text"]), approved_at=dec.opt_stamp(r["approved_at"]),
+            expires_at=expires_at, source=dec.source(r["source"]),
         )
 
     def to_row(self, x: Lesson) -> tuple[Any, ...]:
@@ -480,7 +485,11 @@ class LessonsTable(Table[Lesson, D]):
         return int(row[0] or 0) if row else 0
 
     def status_counts(self, mind: str, now: str) -> dict[str, int]:
-        return {r["s"]: int(r["n"]) for r in self._db.query(LESSON_STATUS_COUNTS, (now, mind))}
+        out: dict[str, int] = {}
+        for r in self._db.query(LESSON_STATUS_COUNTS, (now, mind)):  # a status no write makes: pending, as read
+            s = dec.one_of(r["s"], dec.LESSON_STATUSES, "pending")
+            out[s] = out.get(s, 0) + int(r["n"])
+        return out
 
     def expiring(self, mind: str, after: str, until: str) -> tuple[str, ...]:
         return tuple(r["id"] for r in self._db.query(LESSONS_EXPIRING, (mind, after, until)))
@@ -500,9 +509,11 @@ class EpisodesTable(Table[Episode, D]):
 
     def from_row(self, r: Fields, now: str = "") -> Episode:
         return Episode(
-            id=r["id"], mind=r["mind"], created_at=r["created_at"], updated_at=r["updated_at"],
-            task_key=r["task_key"], status=r["status"], outcome=r["outcome"], refs=tuple(loads(r["refs"], [])),
-            duration_s=r["duration_s"], source=r["source"], thread=r["thread"], seq=r["seq"], actor=r["actor"],
+            **_base(r), task_key=dec.text(r["task_key"]),
+            status=dec.one_of(r["status"], dec.EPISODE_STATUSES, "unknown"), outcome=dec.opt_text(r["outcome"]),
+            refs=dec.text_items(r["refs"]), duration_s=dec.number(r["duration_s"], None),
+            source=dec.source(r["source"]), thread=dec.opt_text(r["thread"]), seq=dec.seq(r["seq"]),
+            actor=dec.opt_text(r["actor"]),
         )
 
     def to_row(self, e: Episode) -> tuple[Any, ...]:
@@ -532,8 +543,8 @@ class NotesTable(Table[Note, D]):
     }
 
     def from_row(self, r: Fields, now: str = "") -> Note:
-        return Note(id=r["id"], mind=r["mind"], created_at=r["created_at"], updated_at=r["updated_at"],
-                    name=r["name"], trigger=r["trigger"], body=r["body"], source=r["source"])
+        return Note(**_base(r), name=dec.text(r["name"]), trigger=dec.text(r["trigger"]), body=dec.text(r["body"]),
+                    source=dec.source(r["source"]))
 
     def to_row(self, n: Note) -> tuple[Any, ...]:
         return (n.id, n.mind, n.name, n.trigger, n.body, n.source, n.created_at, n.updated_at)

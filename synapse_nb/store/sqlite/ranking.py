@@ -29,6 +29,7 @@ from typing import Any
 
 from synapse_nb.models import RANKED_KINDS
 from synapse_nb.store.records import HEAD_CHARS, RankRow, RankState, TermPostings
+from synapse_nb.store.sql import decode as dec
 from synapse_nb.store.sql.authors import agents_case, agents_ids
 from synapse_nb.store.sql.connection import Repository
 from synapse_nb.store.sql.dialect import chunks, marks
@@ -163,7 +164,7 @@ class RankingQueries(Repository[Database]):
                     expiry.update((r[0], r[1]) for r in self._db.query(
                         f"SELECT id, expires_at FROM memories WHERE id IN ({marks(len(chunk))}) "
                         "AND expires_at IS NOT NULL", tuple(chunk)))
-        return [RankRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), _length(r[6]), r[7],
+        return [RankRow(r[0], r[1], r[2], dec.seq(r[3]), r[4], bool(r[5]), _length(r[6]), r[7],
                         expiry.get(r[1]) if r[0] == "memory" else None, r[8], bool(r[9])) for r in rows]
 
     def rank_state(self) -> RankState | None:

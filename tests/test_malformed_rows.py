@@ -1,0 +1,106 @@
+"""Rows no write path of ours makes, written with SQL (review 37: an agent's database login on a team vault; an old
+local vault, an imported one): a person can still list, review, reject and purge them, and every answer keeps its
+shape. The rules of the tolerant read: ``synapse_nb/store/sql/decode.py``."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from typer.testing import CliRunner
+
+import synapse_nb as syn
+from synapse_nb.cli import app
+from synapse_nb.mcp.server import build_server
+
+#: column -> a value of it no write makes, per table (JSON of the wrong type, items of the wrong type, not JSON)
+BAD: dict[str, dict[str, str]] = {
+    "lessons": {"diffstat": "[null, 1, [\"a.py\", \"x\", 1]]", "files_affected": "[\"a.py\", null, {\"a\": 1}, 3]",
+                "reverted_commits": "[null, {\"sha\": 3}, \"abc\"]", "revert_commit": "[1]"},
+    "checkpoints": {"changed_files": "[\"a.py\", null, {\"a\": 1}]"},
+    "memories": {"tags": "{\"a\": 1}"},
+    "decisions": {"tags": "\"t\""},  # JSON of another type (SQLite's triggers refuse what is not JSON)
+    "episodes": {"refs": "[[\"x\"]]", "seq": "'seven'", "duration_s": "'long'"},
+}
+
+
+def _sql(project: Path, statements: list[str]) -> None:
+    db = sqlite3.connect(project / ".synapse" / "synapse.db", isolation_level=None)
+    try:
+        db.execute("PRAGMA ignore_check_constraints = ON")
+        for s in statements:
+            db.execute(s)
+    finally:
+        db.close()
+
+
+@pytest.fixture()
+def project(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    (git_repo / "a.py").write_text("x = 1\n", encoding="utf-8")
+    v = syn.open_vault(git_repo)
+    v.lessons.create("Reverted x", files=["a.py"], branch="main")
+    v.lessons.create("Reverted y", files=["a.py"], branch="main")
+    v.checkpoint("work", files=["a.py"])
+    v.remember("project", "k", "see a.py", tags=["t"])
+    v.decide("use a.py", tags=["t"])
+    v.episodes.log("task", outcome="ok", thread="t1")
+    v.close()
+    _sql(git_repo, [f"UPDATE {table} SET {col} = {val if val.startswith(chr(39)) else repr(val)}"
+                    for table, cols in BAD.items() for col, val in cols.items()])
+    return git_repo
+
+
+def _cli(project: Path, *args: str, input: str | None = None) -> str:
+    res = CliRunner().invoke(app, ["--vault", str(project), *args], input=input)
+    assert "unexpected" not in res.output, (args, res.output)
+    assert res.exit_code == 0 or (args[:2] == ("memory", "verify") and res.exit_code == 1), (args, res.output)
+    return res.stdout
+
+
+def test_a_person_lists_reviews_rejects_and_purges_malformed_rows(project: Path) -> None:
+    v = syn.open_vault(project)
+    try:
+        lessons = list(v.lessons.list())
+        assert {x.diffstat for x in lessons} == {()}  # the rows that are not (path, added, deleted) are dropped
+        assert {x.files_affected for x in lessons} == {("a.py",)}
+        assert {x.reverted_commits for x in lessons} == {()} and {x.revert_commit for x in lessons} == {None}
+        assert v.checkpoints.list()[0].changed_files == ("a.py",)
+        assert v.memories.list()[0].tags == () and v.decisions.list()[0].tags == ()
+        ep = v.episodes.list()[0]
+        assert (ep.refs, ep.seq, ep.duration_s) == ((), None, None)
+        first, second = (x.id for x in lessons)
+        mem = v.memories.list()[0].id
+    finally:
+        v.close()
+    for args in (("lessons", "list"), ("lessons", "list", "--json"), ("memory", "status"), ("memory", "verify"),
+                 ("memory", "list"), ("checkpoint", "list"), ("checkpoint", "restore"), ("decision", "list"),
+                 ("recall", "query", "a.py")):
+        _cli(project, *args)
+    _cli(project, "lessons", "review", "--yes", input="s\ns\n")
+    _cli(project, "lessons", "reject", first, "--yes")
+    for rid in (second, mem):
+        _cli(project, "memory", "purge", rid, "--yes")
+    v = syn.open_vault(project)
+    try:
+        assert not v.lessons.list() and not v.memories.list()  # one rejected, one purged
+    finally:
+        v.close()
+
+
+@pytest.mark.anyio
+async def test_mcp_answers_keep_their_schema_on_malformed_rows(project: Path) -> None:
+    async with Client(build_server(project)) as client:
+        for name, args in (("restore_checkpoint", {}), ("get_status", {}), ("search", {"query": "a.py"}),
+                           ("recall", {"query": "a.py work"}), ("get_approved_memory", {})):
+            r = await client.call_tool(name, args)
+            assert not r.is_error, (name, r.content)
+        r = await client.call_tool("restore_checkpoint", {})
+        assert r.structured_content is not None and r.structured_content["changed_files"] == ["a.py"]
+
+
+@pytest.fixture()
+def anyio_backend() -> str:
+    return "asyncio"
