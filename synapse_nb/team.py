@@ -43,7 +43,6 @@ from synapse_nb.vault.pins import (
     agent_identity,
     checked_team_url,
     checked_team_urls,
-    is_person,
     login_of,
     pin_folder,
     pin_for,
@@ -163,10 +162,12 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
     local vault database is renamed aside (kept: ``synapse.db.before-team-<time>``). The result's ``team_file`` and
     ``set_aside`` name both (``set_aside`` None: there was no local database).
 
-    A person's join also pins the server for this folder on this machine (:mod:`synapse_nb.vault.pins`): the
-    result's ``pinned`` is the server pinned and ``pinned_before`` the one it replaced (None: none, or the same). An
-    agent's join pins nothing (``pinned`` None): every handle in the folder is then refused until a person runs
-    ``synapse-nb team trust``.
+    Joining is a person's act (:func:`synapse_nb.context.require_human`: refused in an agent's environment, before
+    anything is read, written or moved): it decides which vault every surface in the folder opens and sets the local
+    one aside (review 36: an agent's join with an empty ``--from`` wrote ``team.toml`` and renamed the person's local
+    vault aside, and the person's next command was refused). The join also pins the server for this folder on this
+    machine (:mod:`synapse_nb.vault.pins`): the result's ``pinned`` is the server pinned and ``pinned_before`` the one
+    it replaced (None: none, or the same).
 
     ``agent_url`` (a person only: refused in an agent's environment) names the agent's own database login on the same
     server (:func:`agent_login`), recorded in ``team.toml`` and pinned: every handle that acts as the agent in the
@@ -179,6 +180,7 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
     """
     from synapse_nb.vault import open_vault
 
+    require_human("join this folder to a team vault (it writes team.toml and sets the local vault aside)")
     if str(source).lower().startswith(("postgresql://", "postgres://")):
         raise ValidationError("--from names the local vault to copy (a folder), not a team vault URL")
     project_dir = _project_dir(local)
@@ -208,13 +210,11 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
         team.close()
     counts.team_file = record_team_url(vault_dir, url, agent_url)
     counts.set_aside = set_local_aside(vault_dir)
-    counts.pinned = counts.pinned_before = None
     counts.agent_login = server_identity(agent_url, project_dir) if agent_url is not None else None
-    if is_person("user"):  # naming the URL is a person's explicit act: pin it (an agent's join pins nothing)
-        server = server_identity(url, project_dir)
-        before = write_pin(pin_folder(vault_dir), server, "join", agent_server=counts.agent_login or "")
-        counts.pinned = server
-        counts.pinned_before = before.server if before is not None and before.server != server else None
+    server = server_identity(url, project_dir)  # naming the URL is the person's explicit act: pin it
+    before = write_pin(pin_folder(vault_dir), server, "join", agent_server=counts.agent_login or "")
+    counts.pinned = server
+    counts.pinned_before = before.server if before is not None and before.server != server else None
     return counts
 
 

@@ -104,8 +104,8 @@ class ImportCounts(dict[str, int]):
         #: set by ``synapse_nb.team.join``: the ``.synapse/team.toml`` it wrote, and where the local database went
         self.team_file: Path | None = None
         self.set_aside: Path | None = None
-        #: set by ``synapse_nb.team.join``: the team server a person's join pinned for the folder (None: an agent's
-        #: join, which pins nothing), and the other server pinned before it (None: none, or the same one)
+        #: set by ``synapse_nb.team.join`` (a person's act: refused to an agent): the team server the join pinned
+        #: for the folder (None: not a join), and the other server pinned before it (None: none, or the same one)
         self.pinned: str | None = None
         self.pinned_before: str | None = None
         #: set by ``synapse_nb.team.join``: the agent login agent surfaces in the folder use (None: the person's)

@@ -174,3 +174,33 @@ def test_an_agents_shell_cannot_install_or_uninstall_hooks(project: Path, monkey
     assert run("install", "claude-code", "--dry-run", project=project).exit_code == 0
     assert (project / ".claude" / "settings.json").read_text(encoding="utf-8") == before
     assert not (project / ".mcp.json").exists()
+
+
+def test_an_agents_python_cannot_apply_hook_changes(project: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 36: the check was in the CLI only. An agent's ``apply_changes(install("user", command="touch
+    /tmp/PWNED; synapse-nb", mind="decoy"))`` rewrote the person's ~/.claude/settings.json (any command at every later
+    session start, every later session on the agent's mind). The core refuses the write; the diff stays open."""
+    from synapse_nb.agents.claude_code import apply_changes, install, uninstall
+    from synapse_nb.errors import PermissionDeniedError
+
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    user = home / ".claude" / "settings.json"
+    user.write_text(json.dumps(USER_SETTINGS) + "\n", encoding="utf-8")
+    apply_changes(install("project", project=project, command=CMD))  # the person's install, to remove below
+    project_files = {p: p.read_text(encoding="utf-8") for p in (project / ".claude" / "settings.json",
+                                                               project / ".mcp.json")}
+    user_before = user.read_text(encoding="utf-8")
+    monkeypatch.setenv("CLAUDECODE", "1")
+    forged = install("user", project=project, home=home, command="touch /tmp/PWNED; synapse-nb", mind="decoy")
+    assert "PWNED" in forged[0].diff()  # reading what it would write is open
+    for changes in (forged, uninstall("project", project=project)):
+        with pytest.raises(PermissionDeniedError, match="agent's environment"):
+            apply_changes(changes)
+    assert user.read_text(encoding="utf-8") == user_before
+    assert {p: p.read_text(encoding="utf-8") for p in project_files} == project_files
+    assert not list(home.glob(f".claude/*{BACKUP_SUFFIX}"))
+    monkeypatch.delenv("CLAUDECODE")
+    assert apply_changes(forged)  # a person's own call writes (with a backup)
+    assert "PWNED" in user.read_text(encoding="utf-8")

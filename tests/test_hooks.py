@@ -115,6 +115,33 @@ def test_uninstall_restores_exactly_what_was_there(repo: ScratchRepo) -> None:
     assert uninstall_hooks(repo.root) == []  # nothing of ours left
 
 
+def test_an_agent_can_neither_install_nor_remove_the_git_hooks(repo: ScratchRepo,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 36: an agent's ``uninstall_hooks`` silently stopped the person's revert-to-lesson pipeline, and its
+    ``install_hooks('.', python='/agent/python')`` wrote a hook that ran an interpreter of its choosing at the
+    person's next commit. Both are a person's: refused in an agent's environment, by the core and by the CLI."""
+    from typer.testing import CliRunner
+
+    from synapse_nb.cli import app
+    from synapse_nb.errors import PermissionDeniedError
+
+    hooks = repo.root / ".git" / "hooks"
+    install_hooks(repo.root)  # the person's
+    before = _snapshot(hooks)
+    monkeypatch.setenv("CLAUDECODE", "1")
+    with pytest.raises(PermissionDeniedError, match="agent's environment"):
+        install_hooks(repo.root, python="/agent/python")
+    with pytest.raises(PermissionDeniedError, match="agent's environment"):
+        uninstall_hooks(repo.root)
+    for cmd in ("install", "uninstall"):
+        out = CliRunner().invoke(app, ["hooks", cmd, str(repo.root)])
+        assert out.exit_code == 1 and "person's" in out.output and "CLAUDECODE" in out.output, out.output
+    assert _snapshot(hooks) == before
+    assert "/agent/python" not in (hooks / "post-commit").read_text()
+    monkeypatch.delenv("CLAUDECODE")
+    assert uninstall_hooks(repo.root) == [hooks / "post-commit", hooks / "post-rewrite"]  # the person's own
+
+
 def test_foreign_hook_plus_existing_chain_is_a_conflict(repo: ScratchRepo) -> None:
     hooks = repo.root / ".git" / "hooks"
     (hooks / "post-commit").write_text("#!/bin/sh\nexit 0\n")

@@ -409,3 +409,59 @@ def test_team_trust_shows_and_pins_the_agent_login_and_agent_handles_connect_wit
     with pytest.raises(TeamPinError, match="agent login postgresql://bob@"):
         syn.open_vault(folder, actor="agent")
     assert logins == ["alice", "agent_alice"]
+
+
+def test_an_agent_cannot_join_a_folder_to_a_team_vault(tmp_path: Path, contacted: list[str],
+                                                       monkeypatch: pytest.MonkeyPatch, _own_team_pins: Path) -> None:
+    """Review 36: an agent's `team join URL --from EMPTY_FOLDER` (the default --from is refused to it: it may not
+    export the vault) wrote team.toml and renamed the person's local vault aside; the person's next command was
+    refused and the next agent session had no banner. Joining is a person's act: refused in an agent's environment,
+    by the core and by the CLI, before anything is written, moved or contacted."""
+    from synapse_nb.team import join
+
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    home = tmp_path / "acme"
+    home.mkdir()
+    syn.open_vault(home).remember("project", "deploy", "We deploy on Tuesdays")  # the person's local vault
+    (tmp_path / "empty").mkdir()
+    monkeypatch.chdir(home)
+    db = home / ".synapse" / "synapse.db"
+    monkeypatch.setenv("CLAUDECODE", "1")
+    with pytest.raises(PermissionDeniedError, match="agent's environment"):
+        join(TEAM, tmp_path / "empty", local=home)
+    out = CliRunner().invoke(app, ["team", "join", TEAM, "--from", str(tmp_path / "empty")])
+    assert out.exit_code == 1 and "person's act" in out.output, out.output
+    monkeypatch.delenv("CLAUDECODE")
+    assert not (home / ".synapse" / "team.toml").exists() and db.is_file()
+    assert not list((home / ".synapse").glob("synapse.db.before-team-*"))
+    assert contacted == [] and not _own_team_pins.exists()
+    assert "Tuesdays" in syn.open_vault(home).memories.get_by_key("project", "deploy").content
+
+
+def test_the_refusal_of_an_unconfirmed_server_names_the_vault_set_aside(folder: Path, contacted: list[str],
+                                                                         tmp_path: Path) -> None:
+    """Review 36: nothing told the person where their local vault went when a folder they never joined named a team
+    server, and team.toml's own advice ("delete this file") left no vault. The refusal names the database set aside
+    beside team.toml and how to put it back; doing so gives the person's vault back."""
+    from synapse_nb.vault.locate import set_local_aside
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    v = syn.open_vault(mine)
+    v.remember("project", "deploy", "We deploy on Tuesdays")
+    v.close()
+    (mine / ".synapse" / "synapse.db").rename(folder / ".synapse" / "synapse.db")
+    aside = set_local_aside(folder / ".synapse")  # what a join did
+    assert aside is not None
+    toml = folder / ".synapse" / "team.toml"
+    assert "synapse.db.before-team-" in toml.read_text(encoding="utf-8")  # team.toml says so too
+    with pytest.raises(TeamPinError, match="no person has confirmed") as got:
+        syn.open_vault(folder)
+    said = " ".join(str(got.value).split())
+    assert aside.name in said and f"delete {toml}" in said and "rename" in said and "synapse.db" in said, said
+    out = CliRunner().invoke(app, ["recall", "deploy"])
+    assert out.exit_code == 1 and aside.name in out.output, out.output
+    toml.unlink()  # as the message says
+    aside.rename(folder / ".synapse" / "synapse.db")
+    assert "Tuesdays" in syn.open_vault(folder).memories.get_by_key("project", "deploy").content
+    assert contacted == []

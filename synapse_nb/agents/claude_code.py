@@ -301,7 +301,17 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def apply_changes(changes: list[FileChange]) -> list[Path]:
     """Write the changes that change something, each after a backup of its file's previous content; returns the
-    backups written."""
+    backups written.
+
+    A person's act: refused in an agent's environment (:func:`synapse_nb.context.require_human`), writing nothing.
+    The hooks and the MCP entry are commands the harness runs at every later session, with the mind they name
+    (review 36: an agent's ``apply_changes(install("user", command="touch /tmp/PWNED; synapse-nb", mind="decoy"))``
+    rewrote the person's ``~/.claude/settings.json``; the check was in the CLI only). :func:`install`,
+    :func:`uninstall` and :meth:`FileChange.diff` only read, and stay open."""
+    from synapse_nb.context import require_human
+
+    require_human("write a coding agent's hooks or MCP server settings (commands its harness runs at every later "
+                  "session)")
     backups: list[Path] = []
     for ch in changes:
         if not ch.changed:

@@ -31,6 +31,17 @@ def _repo_for(ctx: typer.Context, path: str | None) -> RepoInfo:
     return repo
 
 
+def _person_only(action: str) -> None:
+    """Refuse ``action`` in an agent's shell (the core refuses it again: ``githook_install``): the git hooks run at
+    the person's commits, and turn the person's reverts into pending lessons (review 36)."""
+    from synapse_nb.context import agent_environment
+
+    env = agent_environment()
+    if env is not None:
+        fail(f"{action} is a person's: the git hooks run at every commit of the person's, and this shell belongs to an "
+             f"agent ({env}); run it in your own terminal")
+
+
 @hooks_app.command("install")
 def hooks_install(
     ctx: typer.Context,
@@ -44,6 +55,7 @@ def hooks_install(
 
         synapse-nb hooks install ~/project
     """
+    _person_only("hooks install")
     for p in install_hooks(_repo_for(ctx, path)):
         typer.echo(f"installed {p}")
 
@@ -59,6 +71,7 @@ def hooks_uninstall(
 
         synapse-nb hooks uninstall
     """
+    _person_only("hooks uninstall")
     removed = uninstall_hooks(_repo_for(ctx, path))
     if not removed:
         typer.echo("no synapse-nb hooks installed")

@@ -139,10 +139,11 @@ def team_join(
     """
     from synapse_nb.team import join
 
-    if agent_url is not None and cli_actor(state(ctx).actor) != "user":
-        fail("--agent-url is set by a person only and this shell belongs to an agent (or the CLI acts as the agent); "
-             "a person runs `synapse-nb team join URL --agent-url URL` or `synapse-nb team agent-login URL` in "
-             "their own terminal")
+    if cli_actor(state(ctx).actor) != "user":  # the core refuses an agent's environment again (team.join)
+        fail("joining a team vault is a person's act (it writes .synapse/team.toml, which decides the vault every "
+             "surface here opens, and sets the local vault aside) and this shell belongs to an agent (or the CLI "
+             "acts as the agent); a person runs `synapse-nb team join URL` (with --agent-url URL for the agent's own "
+             "login) in their own terminal")
     counts = join(url, source, agent_url=agent_url)
     if as_json:
         echo_json(counts.to_dict() | {"team_file": str(counts.team_file),
@@ -155,10 +156,7 @@ def team_join(
             typer.echo(f"trusted (your local vault's): {counts.claims_text()}")
         typer.echo(f"this folder's vault is now the team vault ({counts.team_file}): every synapse-nb command, magic, "
                    "widget and MCP server here uses it without SYNAPSE_HOME")
-        if counts.pinned is None:
-            typer.echo("no team server pinned (an agent's join pins nothing): every handle here is refused until a "
-                       "person runs `synapse-nb team trust` in their own terminal")
-        elif counts.pinned_before is not None:
+        if counts.pinned_before is not None:
             typer.echo(f"the team server pinned for this folder on this machine moved: {counts.pinned_before} -> "
                        f"{counts.pinned}")
         else:

@@ -9,6 +9,8 @@ reverts and never fails or blocks the commit (see :mod:`synapse_nb.gitscope.gith
 - An existing hook is kept: it is moved to ``<name>.synapse-chained`` and called
   first, with the same arguments and stdin; its exit status is the hook's status.
 - Installing twice changes nothing; :func:`uninstall_hooks` puts back exactly what was there.
+- Installing and uninstalling are a person's: both are refused in an agent's environment
+  (:func:`synapse_nb.context.require_human`), as ``synapse-nb agent install`` and ``watch`` are.
 - Installing again rewrites a managed hook whose text differs, e.g. one written before the entry
   module was renamed (it runs ``synapse_nb.gitscope.hook``, which still works but says so in ``hook.log``).
 
@@ -59,6 +61,16 @@ def is_managed(path: Path) -> bool:
             return MARKER.encode() in fh.read(4096)
     except OSError:
         return False
+
+
+def _person_only(action: str) -> None:
+    """Refuse ``action`` in an agent's environment (:func:`synapse_nb.context.require_human`), before anything is
+    read or written: the hooks run at the person's commits (review 36: an agent's ``install_hooks(".",
+    python="/agent/python")`` wrote a hook that ran an interpreter of its choosing at the person's next commit, and
+    its ``uninstall_hooks`` silently stopped the person's revert-to-lesson pipeline)."""
+    from synapse_nb.context import require_human  # here: the context imports gitscope
+
+    require_human(action)
 
 
 def _package_path() -> str | None:
@@ -154,6 +166,7 @@ def install_hooks(
     >>> install_hooks("/path/to/repo")  # doctest: +SKIP
     [PosixPath('/path/to/repo/.git/hooks/post-commit'), PosixPath('/path/to/repo/.git/hooks/post-rewrite')]
     """
+    _person_only("install git hooks (they run the python they name at every later commit of the person)")
     if not isinstance(python, str) or not python.strip():
         raise ValidationError(f"python must be the path of a Python interpreter, got {python!r}")
     directory = hooks_dir(repo)
@@ -195,6 +208,7 @@ def uninstall_hooks(repo: RepoInfo | str | Path) -> list[Path]:
     >>> uninstall_hooks("/path/to/repo")  # doctest: +SKIP
     [PosixPath('/path/to/repo/.git/hooks/post-commit'), PosixPath('/path/to/repo/.git/hooks/post-rewrite')]
     """
+    _person_only("remove the git hooks (they turn the person's reverts into pending lessons)")
     directory = hooks_dir(repo)
     changed: list[Path] = []
     try:

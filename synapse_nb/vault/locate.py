@@ -23,7 +23,8 @@ from synapse_nb.errors import (
 from synapse_nb.gitscope.repo import find_repo
 
 __all__ = ["DB_NAME", "TEAM_DIRNAME", "TEAM_FILE", "VAULT_DIRNAME", "find_vault_dir", "locate", "record_team_url",
-           "retire_shared_cache", "set_local_aside", "team_agent_url_of", "team_cache_dir", "team_url_of"]
+           "retire_shared_cache", "set_aside_databases", "set_local_aside", "team_agent_url_of", "team_cache_dir",
+           "team_url_of"]
 
 VAULT_DIRNAME = ".synapse"
 DB_NAME = "synapse.db"
@@ -109,9 +110,14 @@ def record_team_url(vault_dir: Path, url: str, agent_url: str | None = None) -> 
     agent = ("# Agent surfaces here (an agent's shell, MCP, hooks, actor=\"agent\") log in as agent_url's login.\n"
              f"agent_url = {json.dumps(_without_password(agent_url))}\n") if agent_url else ""
     path.write_text("# This folder's vault is the team vault below (written by `synapse-nb team join`; docs/team.md).\n"
-                    "# Delete this file to use a local vault here again.\n"
+                    "# To use the local vault here again: delete this file, and rename the newest\n"
+                    "# synapse.db.before-team-* file beside it (the local vault the join set aside)\n"
+                    "# back to synapse.db.\n"
                     f"url = {json.dumps(_without_password(url))}\n" + agent, encoding="utf-8")
     return path
+
+
+_ASIDE = re.compile(re.escape(DB_NAME) + r"\.before-team-\d{8}T\d{6}")
 
 
 def set_local_aside(vault_dir: Path) -> Path | None:
@@ -127,6 +133,16 @@ def set_local_aside(vault_dir: Path) -> Path | None:
         if part.exists():
             part.rename(aside.with_name(aside.name + suffix))
     return aside
+
+
+def set_aside_databases(vault_dir: Path) -> list[Path]:
+    """The local vault databases :func:`set_local_aside` renamed aside in ``vault_dir``, oldest first (only names it
+    writes: ``synapse.db.before-team-YYYYmmddTHHMMSS``; their ``-wal``/``-shm`` files are not listed)."""
+    try:
+        names = sorted(p for p in vault_dir.glob(f"{DB_NAME}.before-team-*") if _ASIDE.fullmatch(p.name))
+    except OSError:
+        return []
+    return [p for p in names if p.is_file()]
 
 
 def _libpq_params(conninfo: str) -> dict[str, str]:

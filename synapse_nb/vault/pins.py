@@ -47,7 +47,7 @@ from urllib.parse import quote, unquote, urlencode
 from synapse_nb.context import acting_actor
 from synapse_nb.errors import StoreError, TeamPinError, ValidationError
 from synapse_nb.provenance import inline
-from synapse_nb.vault.locate import TEAM_FILE, team_agent_url_of, team_url_of
+from synapse_nb.vault.locate import DB_NAME, TEAM_FILE, set_aside_databases, team_agent_url_of, team_url_of
 
 __all__ = ["PINS_ENV", "Pin", "PinBy", "TeamUrls", "agent_identity", "checked_team_url", "checked_team_urls",
            "is_person", "login_of", "pin_folder", "pin_for", "pin_state", "pins_file", "read_pins", "server_identity",
@@ -378,8 +378,21 @@ def checked_team_urls(vault_dir: Path, *, actor: str = "user") -> TeamUrls | Non
         f"{toml} names the team server {named}, which no person has confirmed for {folder} on this machine: "
         f"refusing to connect (anything that can write the folder, an agent too, can write team.toml). {who}If it is "
         "your team's server, confirm it once in your own terminal: synapse-nb team trust (shows the server and "
-        "asks), or synapse-nb team join URL",
+        f"asks), or synapse-nb team join URL{_put_back(vault_dir, toml)}",
         folder=str(folder), named=named)
+
+
+def _put_back(vault_dir: Path, toml: Path) -> str:
+    """What the refusal of an unconfirmed server adds when a local vault was set aside beside ``team.toml`` (review
+    36: an agent's ``team join`` set the person's vault aside, and nothing told the person where it went): its
+    name, and how to use it again."""
+    aside = set_aside_databases(vault_dir)
+    if not aside:
+        return ""
+    names = ", ".join(p.name for p in aside)
+    return (f". The local vault this folder had was set aside beside it ({names}; kept): if you did not join this "
+            f"team vault, use your local vault again: delete {toml} and rename {aside[-1]} back to "
+            f"{vault_dir / DB_NAME} (with its -wal and -shm files, if there are any)")
 
 
 def pin_state(vault_dir: Path) -> dict[str, str | None]:
