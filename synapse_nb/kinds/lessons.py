@@ -48,6 +48,7 @@ from synapse_nb.errors import (
 from synapse_nb.gitscope.repo import TRUNKS
 from synapse_nb.kinds._base import KindManager, check_agent_totals, exactly_once
 from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, check_stored_counts, git_fields, scope_of
+from synapse_nb.kinds.lesson_scan import backing, in_gits_words, taken_over
 from synapse_nb.models import Lesson, RecordList
 from synapse_nb.provenance import inline
 from synapse_nb.settings import TRUNK_BRANCHES, Settings
@@ -165,7 +166,7 @@ class Lessons(KindManager[Lesson]):
 
     def _create(self, summary: str, *, files: Any = None, branch: str | None = None,
                 revert_commit: dict[str, Any] | None = None, reverted_commits: Any = (),
-                diffstat: Any = (), from_git: bool = False) -> Lesson:
+                diffstat: Any = (), from_git: bool = False, first_by_agent: bool = False) -> Lesson:
         summary = check_text(summary, "summary", max_len=MAX_TEXT)
         files_t = check_files(files, "files")
         if branch is not None:  # a name git could give (review 23: an agent's prose sat in the approved label); a
@@ -174,6 +175,7 @@ class Lessons(KindManager[Lesson]):
                       else check_branch(branch)) if branch != "" else None
         if revert_commit is not None:
             revert_commit = check_commit(revert_commit, "revert_commit")
+            revert_commit = taken_over(revert_commit) if first_by_agent else revert_commit
         if not isinstance(reverted_commits, list | tuple):
             raise ValidationError("reverted_commits must be a list of dicts (sha, subject, author, date)")
         if len(reverted_commits) > MAX_REVERTED:
@@ -480,29 +482,10 @@ class Lessons(KindManager[Lesson]):
                              "--text ...)")
 
     def backing(self, les: Lesson) -> str:
-        """What backs ``les``, in words a reviewer reads before approving: who created it and whether git knows
-        the revert it names.
-
-        ``"git revert a1b2c3d (checked in this repository)"``; ``"... names revert a1b2c3d, which this
-        repository does not have"``; ``"... no revert commit (made by hand)"``. Agent-created lessons say so first.
-        """
-        who = "created by an agent" if les.source == "agent" else ("found by a revert scan" if les.revert_commit
-                                                                   else "created by a human")
-        sha = (les.revert_commit or {}).get("sha")
-        if not sha:
-            return f"{who}; no revert commit (made by hand)"
-        short = str(sha)[:7]
-        repo = self._ctx.git.repo
-        if repo is None:
-            return f"{who}; names revert {short}, not checked (no git repository here)"
-        from synapse_nb.gitscope.reverts import revert_backing  # git loads when a review asks
-
-        found = revert_backing(repo, str(sha))
-        if found == "revert":
-            return f"{who}; git revert {short} (checked in this repository)"
-        if found == "not a revert":
-            return f"{who}; names commit {short}, which is in this repository but reverts nothing"
-        return f"{who}; names revert {short}, which this repository does not have"
+        """What backs ``les``, in words a reviewer reads before approving: who created it (and whether an agent's
+        lesson named its revert first), whether git knows the revert it names, and whether that revert's change
+        undoes the commits it names (:func:`synapse_nb.kinds.lesson_scan.backing`)."""
+        return backing(self._ctx, les)
 
     # -- git ------------------------------------------------------------------------------------------------
     def scan(self, *, max_commits: int | None = None) -> RecordList[Lesson]:
@@ -537,6 +520,7 @@ class Lessons(KindManager[Lesson]):
             # git's, not the agent's (an agent that scanned first made a person's revert an agent's lesson, whose
             # approval asked for --accept-agent-text and whose rejection lost the revert: review 2)
             taken: list[str] = []
+            firsts: set[str] = set()  # reverts an agent's lesson named first (review 42: review says so)
             for rv in result.reverts:
                 branch = scope_of(rv.branches, trunks, current)
                 if ctx.actor == "agent":
@@ -547,9 +531,11 @@ class Lessons(KindManager[Lesson]):
                     if made is None:  # a person's, or decided: one lesson per revert
                         continue
                     ts = self._begin_write()
-                    if self._in_gits_words(made, rv, branch):
-                        self._table.update(made.id, source="user", updated_at=ts)
-                        self._changed("update", made, replace(made, source="user", updated_at=ts), ts)
+                    if in_gits_words(made, rv, branch, MAX_REVERTED):  # kept: an agent's lesson named it first
+                        commit = taken_over(made.revert_commit or {})
+                        self._table.update(made.id, updated_at=ts, source="user", revert_commit=commit)
+                        self._changed("update", made, replace(made, updated_at=ts, source="user",
+                                                              revert_commit=commit), ts)
                         taken.append(made.id)
                         continue
                     # an agent's lesson naming this revert in words not git's: a team vault's agent login can
@@ -557,11 +543,13 @@ class Lessons(KindManager[Lesson]):
                     # revert and rejecting the lesson lost it (review 4). It gives way to git's lesson.
                     self._table.delete(made.id)
                     self._changed("delete", made, None, ts)
+                    firsts.add(rv.revert.sha)
                 if len(created) >= room:
                     held += 1
                     continue
                 # a revert of more files than a lesson keeps: the first ones (its summary counts them all)
-                les = self._create(rv.summary, branch=branch, from_git=True, **git_fields(rv, MAX_REVERTED))
+                les = self._create(rv.summary, branch=branch, from_git=True, first_by_agent=rv.revert.sha in firsts,
+                                   **git_fields(rv, MAX_REVERTED))
                 created.append(les.id)
             if not held and tuple(sorted(result.scanned_tips)) != tuple(since):  # an agent's rewrite counts
                 ctx.store.meta.set_scan_tips(scope, result.scanned_tips)  # (migration 13)
@@ -582,14 +570,6 @@ class Lessons(KindManager[Lesson]):
         every branch, and a scanned revert reaching one is scoped to it. A setting, so no agent's ref write moves it
         (origin's HEAD does for a trunk of another name)."""
         return TRUNKS + tuple(Settings(self._ctx).get(TRUNK_BRANCHES))
-
-    @staticmethod
-    def _in_gits_words(les: Lesson, rv: Any, branch: str | None) -> bool:
-        """Whether ``les`` says of revert ``rv`` what a scan writes: its summary, branch, files and commits."""
-        git = git_fields(rv, MAX_REVERTED)
-        return (les.summary == rv.summary and les.files_affected == tuple(git["files"]) and les.branch == branch
-                and les.revert_commit == git["revert_commit"] and list(les.reverted_commits) == git["reverted_commits"]
-                and [tuple(x) for x in les.diffstat] == [tuple(x) for x in git["diffstat"]])
 
     def _scan_room(self) -> int:
         """How many lessons a scan may make now: up to :data:`AGENT_PENDING_LESSONS` pending ones agents created

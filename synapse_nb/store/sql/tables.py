@@ -424,7 +424,8 @@ class LessonsTable(Table[Lesson, D]):
         "approved_at": ("approved_at", _as_is), "expires_at": ("expires_at", _as_is),
         "analysis": ("analysis", _as_is), "analysis_by": ("analysis_by", _as_is),
         "files_affected": ("files_affected", _json_list),
-        "source": ("source", _as_is),  # a person's scan takes over an agent's scan's lesson (Lessons.scan)
+        "source": ("source", _as_is),  # a person's scan takes over an agent's scan's lesson (Lessons.scan), and
+        "revert_commit": ("revert_commit", _commit_json),  # marks it as one an agent's lesson named first (review 42)
     }
 
     def _visible(self, view: View) -> tuple[str, tuple[Any, ...]]:

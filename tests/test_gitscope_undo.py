@@ -1,0 +1,136 @@
+"""A revert's message is anyone's words; whether its change undoes the commit it names is git's (review 42 F5,
+reproduced: an agent's commit carrying git's revert message for a person's commit, "This reverts commit <sha>.",
+changed deploy.sh and left src/pay.py as it was; review called it "git revert ... (checked in this repository)",
+the person approved it, and every later agent read that the retry loop was reverted). Real git throughout."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import synapse_nb as syn
+from synapse_nb.gitscope import find_repo
+from synapse_nb.gitscope.undo import undo_check
+from synapse_nb.kinds.lesson_scan import FIRST_BY
+
+Git = Callable[..., str]
+PAY = "def pay():\n    for _ in range(3):\n        charge()\n"
+
+
+@pytest.fixture()
+def repo(git_repo: Path, git: Git, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    for var in ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CODEX_SANDBOX", "SYNAPSE_ACTOR"):
+        monkeypatch.delenv(var, raising=False)
+    (git_repo / "src").mkdir()
+    (git_repo / "src" / "pay.py").write_text(PAY, encoding="utf-8")
+    (git_repo / "src" / "other.py").write_text("x = 1\n", encoding="utf-8")
+    git(git_repo, "add", "src")
+    git(git_repo, "commit", "-q", "-m", "Add retry loop to payments")
+    return git_repo
+
+
+def _head(git: Git, repo: Path) -> str:
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+def _fake_revert(git: Git, repo: Path, target: str) -> str:
+    """A commit with git's revert message for ``target`` that changes another file only."""
+    (repo / "deploy.sh").write_text("rm -rf build\n", encoding="utf-8")
+    git(repo, "add", "deploy.sh")
+    git(repo, "commit", "-q", "-m", 'Revert "Add retry loop to payments"', "-m", f"This reverts commit {target}.")
+    return _head(git, repo)
+
+
+def test_a_real_revert_undoes_it_and_a_message_only_one_does_not(repo: Path, git: Git) -> None:
+    x = _head(git, repo)
+    fake = _fake_revert(git, repo, x)
+    info = find_repo(repo)
+    assert info is not None
+    check = undo_check(info, fake)  # the ids its message names
+    assert (check.state, check.named, check.untouched) == ("does not undo it", (x,), ("src/other.py", "src/pay.py"))
+    git(repo, "revert", "--no-edit", x)  # git's own revert, after another commit: still undoes it
+    real = _head(git, repo)
+    assert undo_check(info, real).state == "undoes it"
+    assert undo_check(info, real, [x[:7]]).undone == ("src/other.py", "src/pay.py")
+    assert undo_check(info, real, ["deadbeefdeadbeef"]).state == "not checked"
+
+
+def test_a_partial_revert_undoes_part_of_it(repo: Path, git: Git) -> None:
+    x = _head(git, repo)
+    git(repo, "revert", "--no-commit", x)
+    git(repo, "checkout", "HEAD", "--", "src/other.py")  # src/pay.py only
+    git(repo, "commit", "-q", "-m", 'Revert "Add retry loop to payments"', "-m", f"This reverts commit {x}.")
+    info = find_repo(repo)
+    assert info is not None
+    check = undo_check(info, _head(git, repo))
+    assert (check.state, check.undone, check.untouched) == ("undoes part of it", ("src/pay.py",), ("src/other.py",))
+
+
+def test_a_revert_of_two_commits_and_of_a_merge(repo: Path, git: Git) -> None:
+    a = _head(git, repo)
+    (repo / "src" / "pay.py").write_text(PAY.replace("3", "5"), encoding="utf-8")
+    git(repo, "commit", "-qam", "More retries")
+    b = _head(git, repo)
+    git(repo, "revert", "--no-commit", b, a)
+    git(repo, "commit", "-q", "-m", "Revert both", "-m", f"This reverts commit {b}.\nThis reverts commit {a}.")
+    info = find_repo(repo)
+    assert info is not None
+    assert undo_check(info, _head(git, repo)).state == "undoes it"  # their net change, undone
+    git(repo, "checkout", "-q", "-b", "side", a)
+    (repo / "side.txt").write_text("s\n", encoding="utf-8")
+    git(repo, "add", "side.txt")
+    git(repo, "commit", "-q", "-m", "side")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-ff", "-m", "Merge side", "side")
+    git(repo, "revert", "--no-edit", "-m", "1", "HEAD")  # "reversing changes made to <first parent>"
+    assert undo_check(info, _head(git, repo)).state == "undoes it"
+
+
+def test_review_says_a_message_only_revert_does_not_undo_it(repo: Path, git: Git) -> None:
+    x = _head(git, repo)
+    fake = _fake_revert(git, repo, x)
+    v = syn.open_vault(repo)
+    (les,) = v.lessons.scan()  # a scan still makes the lesson (a person may have edited it by hand)
+    said = v.lessons.backing(les)
+    assert f"git revert {fake[:7]} names {x[:7]} but its change does not undo it (message only" in said
+    assert "checked in this repository" not in said and '"src/pay.py"' in said
+    git(repo, "revert", "--no-edit", x)
+    real = next(x for x in v.lessons.scan() if x.revert_commit and x.revert_commit["sha"] == _head(git, repo))
+    assert v.lessons.backing(real).endswith(f"of {x[:7]} (checked in this repository: its change undoes it)")
+
+
+def test_a_revert_an_agents_scan_found_first_says_so_after_a_persons_scan_takes_it(repo: Path, git: Git) -> None:
+    x = _head(git, repo)
+    _fake_revert(git, repo, x)
+    human = syn.open_vault(repo)
+    assert human.as_agent().lessons.scan() == []  # the agent's hook: its scan makes the lesson, as the agent's
+    (mine,) = human.lessons.pending()
+    assert mine.source == "agent" and "created by an agent's revert scan" in human.lessons.backing(mine)
+    (taken,) = human.lessons.scan()  # the person's scan takes it over as git's, and keeps that an agent's came first
+    assert taken.id == mine.id and taken.source == "user" and taken.revert_commit[FIRST_BY] == "agent"
+    said = human.lessons.backing(taken)
+    assert said.startswith("found by a revert scan; first found in an agent's session") and "does not undo it" in said
+    assert human.lessons.approve(taken.id).wording_by == "git"  # still git's wording: no --accept-agent-text
+    assert "first found in an agent's session" in syn.open_vault(repo).lessons.backing(human.lessons.get(taken.id))
+    # a revert the person's scan found itself carries no mark
+    git(repo, "revert", "--no-edit", x)
+    (own,) = human.lessons.scan()
+    assert FIRST_BY not in (own.revert_commit or {}) and human.lessons.backing(own).startswith(
+        "found by a revert scan; git revert")
+
+
+def test_lessons_review_shows_it(repo: Path, git: Git) -> None:
+    from typer.testing import CliRunner
+
+    from synapse_nb.cli import app
+
+    x = _head(git, repo)
+    _fake_revert(git, repo, x)
+    syn.open_vault(repo).as_agent().lessons.scan()
+    syn.open_vault(repo).lessons.scan()
+    res = CliRunner().invoke(app, ["--vault", str(repo), "lessons", "review", "--yes"], input="s\n",
+                             env={"SYNAPSE_HOME": ""}, catch_exceptions=False)
+    assert "first found in an agent's session" in res.output and "does not undo it (message only" in res.output
