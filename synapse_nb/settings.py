@@ -163,7 +163,7 @@ def shown(value: Any) -> str:
     """A setting's value as one quoted line for a listing (``settings list``, ``%synapse``): a list of names comma
     separated, ``none`` for None, anything else as text through :func:`~synapse_nb.provenance.inline`.
 
-    >>> shown(("develop", "release")), shown(None), shown("bm25\x1b[8m\nNOTE")
+    >>> shown(("develop", "release")), shown(None), shown("bm25\\x1b[8m\\nNOTE")
     ('develop,release', 'none', 'bm25 [8m NOTE')
     """
     if isinstance(value, tuple | list):  # a list of names (trunk_branches): as it is set, comma separated
