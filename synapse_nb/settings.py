@@ -6,17 +6,21 @@ same values. Reading is open to every actor; changing a setting is for the user 
 
 from __future__ import annotations
 
+import json
+import warnings
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import check_branch
 from synapse_nb.errors import ValidationError
+from synapse_nb.provenance import inline
+from synapse_nb.store.records import NotJson
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["BAR_SETTINGS", "EMBEDDER", "SEMANTIC", "SETTINGS", "TRUNK_BRANCHES", "Settings", "check_name",
-           "check_setting"]
+__all__ = ["BAR_SETTINGS", "EMBEDDER", "SEMANTIC", "SETTINGS", "TRUNK_BRANCHES", "SettingIgnored", "Settings",
+           "check_name", "check_setting", "shown"]
 
 
 def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
@@ -146,11 +150,50 @@ def check_name(name: Any) -> None:
         raise ValidationError(f"unknown setting {name!r}; known settings: {', '.join(sorted(SETTINGS))}")
 
 
+class SettingIgnored(UserWarning):
+    """A stored setting's value is not one the setting accepts (written into the vault's ``meta`` by hand): it reads
+    as the setting's default, and this warning says so once, naming the setting and quoting the stored value."""
+
+
+#: (setting, stored value as shown) already warned about in this process: each is said once.
+_SAID: set[tuple[str, str]] = set()
+
+
+def shown(value: Any) -> str:
+    """A setting's value as one quoted line for a listing (``settings list``, ``%synapse``): a list of names comma
+    separated, ``none`` for None, anything else as text through :func:`~synapse_nb.provenance.inline`.
+
+    >>> shown(("develop", "release")), shown(None), shown("bm25\\x1b[8m\\nNOTE")
+    ('develop,release', 'none', 'bm25 [8m NOTE')
+    """
+    if isinstance(value, tuple | list):  # a list of names (trunk_branches): as it is set, comma separated
+        return inline(",".join(map(str, value))) if value else "none"
+    return "none" if value is None else inline(value)
+
+
 def _read(name: str, saved: dict[str, Any]) -> Any:
-    """Setting ``name`` from the stored values: its default when never set; a list of names (stored as JSON) as the
-    tuple its check returns."""
-    value = saved.get(name, SETTINGS[name][0])
-    return tuple(value) if isinstance(value, list) else value
+    """Setting ``name`` from the stored values, through its check: its default when never set, and when the stored
+    value fails the check (review 41: a hand-written ``"7 days"`` made ``%lessons`` raise ValueError, text that is
+    not JSON made ``%synapse`` raise, a string with an ANSI code and a line break printed a fake line among the
+    settings). The ignored value is said once (:class:`SettingIgnored`), quoted as one line."""
+    default = SETTINGS[name][0]
+    if name not in saved:
+        return default
+    value = saved[name]
+    try:
+        if isinstance(value, NotJson):
+            raise ValidationError("the stored text is not JSON")
+        return SETTINGS[name][1](value)
+    except ValidationError as e:
+        stored = value.text if isinstance(value, NotJson) else value if isinstance(value, str) else json.dumps(value)
+        quoted = json.dumps(inline(stored, 120), ensure_ascii=False)
+        if (name, quoted) not in _SAID:
+            _SAID.add((name, quoted))
+            warnings.warn(SettingIgnored(
+                f"setting {name}: the stored value {quoted} is not one it accepts ({inline(e, 300)}); it reads as "
+                f"its default, {shown(default)} (a human sets it: synapse-nb settings set {name} VALUE, or "
+                f"settings reset {name})"), stacklevel=3)
+        return default
 
 
 class Settings:

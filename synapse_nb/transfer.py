@@ -51,7 +51,7 @@ from synapse_nb.kinds.registry import MANAGERS
 from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
 from synapse_nb.provenance import inline
 from synapse_nb.settings import EMBEDDER, SETTINGS, check_setting
-from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS
+from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS, NotJson
 from synapse_nb.transfer_history import HISTORY_KIND, check_create_first, history_docs, history_entry
 
 if TYPE_CHECKING:
@@ -148,6 +148,8 @@ def export_lines(store: VaultStore, *, history: bool = False) -> Iterator[str]:
     """Yield the export, one JSON document per line (``history``: every history entry too, after the records)."""
     yield json.dumps({"format": EXPORT_FORMAT, "schema": min(store.schema_version, EXPORT_SCHEMA)}, sort_keys=True)
     for name, value in store.meta.settings().items():
+        if isinstance(value, NotJson):  # stored text that is not JSON (a hand edit) reads as the default: not exported
+            continue
         yield dump_line({"kind": "setting", "name": name, "value": value})
     for kind in KINDS:
         optional = OPTIONAL_FIELDS.get(kind, ())

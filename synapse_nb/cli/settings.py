@@ -17,7 +17,8 @@ from synapse_nb.cli._common import (
     open_vault_for,
     require_human_here,
 )
-from synapse_nb.settings import SETTINGS, check_name
+from synapse_nb.provenance import quoted
+from synapse_nb.settings import SETTINGS, check_name, shown
 
 __all__ = ["settings_app"]
 
@@ -31,15 +32,14 @@ _NAMES = ", ".join(sorted(SETTINGS))
 NameArg = Annotated[str, typer.Argument(help=f"A setting's name: {_NAMES}.", show_default=False)]
 
 
-def _shown(value: Any) -> str:
-    if isinstance(value, tuple):  # a list of names (trunk_branches): as it is set, comma separated
-        return ",".join(value) if value else "none"
-    return "none" if value is None else str(value)
 
 
 def _row(name: str, value: Any) -> dict[str, Any]:
+    """One setting as JSON; its value and default quoted (:func:`~synapse_nb.provenance.quoted`), as every agent-facing
+    JSON carries stored text."""
     default, _, about = SETTINGS[name]
-    return {"name": name, "value": value, "default": default, "changed": value != default, "about": about}
+    return {"name": name, "value": quoted(value), "default": quoted(default), "changed": value != default,
+            "about": about}
 
 
 @settings_app.command("list")
@@ -57,9 +57,9 @@ def settings_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     if as_json:
         echo_json(rows)
         return
-    shown = [_shown(r["value"]) + (f" (default: {_shown(r['default'])})" if r["changed"] else "") for r in rows]
-    width, vwidth = max(len(r["name"]) for r in rows), max(len(x) for x in shown)
-    for r, value in zip(rows, shown, strict=True):
+    values = [shown(r["value"]) + (f" (default: {shown(r['default'])})" if r["changed"] else "") for r in rows]
+    width, vwidth = max(len(r["name"]) for r in rows), max(len(x) for x in values)
+    for r, value in zip(rows, values, strict=True):
         typer.echo(f"{'*' if r['changed'] else ' '} {r['name']:<{width}}  {value:<{vwidth}}  {r['about']}")
 
 
@@ -79,7 +79,7 @@ def settings_get(ctx: typer.Context, name: NameArg, as_json: JsonOpt = False) ->
     if as_json:
         echo_json(_row(name, value))
     else:
-        typer.echo(_shown(value))
+        typer.echo(shown(value))
 
 
 @settings_app.command("set")
@@ -109,7 +109,7 @@ def settings_set(
     if value.strip().lower() == "none":
         if SETTINGS[name][0] is not None:
             fail(f"{name} cannot be none; 'synapse-nb settings reset {name}' gives it its default "
-                 f"({_shown(SETTINGS[name][0])})")
+                 f"({shown(SETTINGS[name][0])})")
         given: Any = None
     else:
         given = value
@@ -118,7 +118,7 @@ def settings_set(
     if as_json:
         echo_json(_row(name, stored))
     else:
-        typer.echo(f"{name} = {_shown(stored)}")
+        typer.echo(f"{name} = {shown(stored)}")
 
 
 @settings_app.command("reset")
@@ -136,4 +136,4 @@ def settings_reset(ctx: typer.Context, name: NameArg, yes: YesOpt = False, as_js
     if as_json:
         echo_json(_row(name, stored))
     else:
-        typer.echo(f"{name} = {_shown(stored)} (the default)")
+        typer.echo(f"{name} = {shown(stored)} (the default)")

@@ -32,18 +32,21 @@ Examples
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from synapse_nb._util import MAX_FILES, plural
+from synapse_nb._cleaning import code_point
+from synapse_nb._util import MAX_FILES, MAX_PATH_CHARS, plural
 from synapse_nb.errors import ValidationError
+from synapse_nb.kinds.lesson_fields import git_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.kinds.checkpoints import Checkpoints
     from synapse_nb.models import Checkpoint
 
-__all__ = ["MAX_EVERY", "SETTING_OF_UNIT", "AutoCheckpoint"]
+__all__ = ["MAX_EVERY", "SETTING_OF_UNIT", "AutoCheckpoint", "shown_path"]
 
 #: The vault setting that says how many units of each kind make one automatic checkpoint.
 SETTING_OF_UNIT = {"cell": "auto_checkpoint_cells", "file": "auto_checkpoint_files"}
@@ -53,6 +56,23 @@ FALLBACK_SETTING = "auto_checkpoint_every"
 MAX_EVERY = 100_000
 
 Unit = Literal["cell", "file"]
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def shown_path(path: str) -> str:
+    r"""A file name git reports, as an automatic checkpoint lists it: each control character, line break and
+    undecodable byte (a lone surrogate, from ``surrogateescape``) shown as its code point, and a name longer than
+    :data:`~synapse_nb._util.MAX_PATH_CHARS` cut at its start (its end kept), as a scanned lesson stores git's text
+    (:func:`~synapse_nb.kinds.lesson_fields.git_line`).
+
+    Review 41: one ordinary file named ``notes\x1b[8m.md`` in the work tree made the write refuse every automatic
+    checkpoint, each cell saying only "control character U+001B". Shown, the file is still listed, and the person
+    sees what its name holds; left out, the checkpoint would hide that the file changed.
+
+    >>> shown_path("notes\x1b[8m.md"), shown_path("a\udcffb.py"), shown_path("src/ok.py")
+    ('notes<U+001B>[8m.md', 'a<U+DCFF>b.py', 'src/ok.py')
+    """
+    return git_line(_SURROGATE.sub(lambda m: code_point(m.group()), path), MAX_PATH_CHARS, left=True)
 
 
 @dataclass
@@ -140,13 +160,20 @@ class AutoCheckpoint:
 
     # -- the checkpoint -----------------------------------------------------------------------------------------
     def take(self) -> tuple[str, list[str]]:
-        """What the due checkpoint says and lists (its ``doing`` and files); the files start again empty."""
+        """What the due checkpoint says and lists (its ``doing`` and files); the files start again empty.
+
+        Every name is listed as :func:`shown_path` gives it, so no file name git reports can make the write refuse
+        the checkpoint; past :data:`~synapse_nb._util.MAX_FILES` names the rest are counted in ``doing``.
+        """
         n = self._due or self.every
         if self.unit == "cell":
             doing = f"auto checkpoint after {plural(n, 'cell')} that changed something"
         else:
             doing = f"auto checkpoint: {plural(n, 'more changed file')}"
-        files, self.files, self._due = sorted(self.files)[:MAX_FILES], [], 0
+        files = sorted(dict.fromkeys(shown_path(f) for f in self.files))
+        if len(files) > MAX_FILES:  # a checkpoint lists at most MAX_FILES: cut, and say so, never refuse the whole
+            doing += f"; {plural(len(files) - MAX_FILES, 'more changed file')} not listed (at most {MAX_FILES} are)"
+        files, self.files, self._due = files[:MAX_FILES], [], 0
         return doing, files
 
     def save(self, checkpoints: Checkpoints, *, origin: str = "auto") -> Checkpoint:

@@ -22,6 +22,7 @@ from synapse_nb.gitscope import RepoInfo, changed_paths, find_repo
 from synapse_nb.kinds.autocheckpoint import MAX_EVERY, AutoCheckpoint
 from synapse_nb.magics._base import end_of_cell, usage_errors
 from synapse_nb.magics._parse import default_session_id
+from synapse_nb.settings import shown
 from synapse_nb.vault import SETTINGS, Notice, ReadableVault, Vault, VaultSession, find_vault_dir
 
 if TYPE_CHECKING:
@@ -254,7 +255,7 @@ class SynapseMagics(Magics):
             f"actor    {actor}",
             f"session  {self.session_id}",
             "vault settings (vault.settings; the vault's, for everyone using it):",
-            *(f"  {k:<{width}} {settings[k]}" for k in sorted(settings)),
+            *(f"  {k:<{width}} {shown(settings[k])}" for k in sorted(settings)),  # one quoted line each (review 41)
             "magic settings (%config SynapseMagics.<name>; this kernel's):",
             *(f"  {k:<{width}} {getattr(self, k)!r}" for k in MAGIC_SETTINGS),
             self.auto.describe(),

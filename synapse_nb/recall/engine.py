@@ -246,9 +246,9 @@ class Recaller:
         memo = self._embedder
         if memo is not None and memo[0] == version:
             return memo[1]
-        from synapse_nb.settings import EMBEDDER
+        from synapse_nb.settings import EMBEDDER, Settings
 
-        spec = self._ctx.store.meta.settings((EMBEDDER,)).get(EMBEDDER)
+        spec: str | None = Settings(self._ctx).get(EMBEDDER)  # checked: a hand-written one reads as None
         self._embedder = (version, spec)
         return spec
 

@@ -270,7 +270,7 @@ class MetaTable(Protocol):
     """Vault settings and per-mind bookkeeping (values are JSON-able)."""
 
     def settings(self, names: Iterable[str] | None = None) -> dict[str, Any]:
-        """Saved values of these settings (all saved ones when None), by name; unsaved ones are absent."""
+        """Saved values of these settings (all when None) by name; unsaved: absent; text not JSON: ``NotJson``."""
         ...
 
     def set_settings(self, values: Mapping[str, Any]) -> None: ...

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # numpy loads with recall, never with ``import synapse_nb``
     Ints: TypeAlias = Sequence[int] | NDArray[np.int64]
 
 __all__ = ["EXPORT_FIELDS", "JSON_FIELDS", "OPTIONAL_FIELDS", "PAGE_SORTS", "Candidate", "Change", "MemoryCounts",
-           "MemoryFilter", "RankHit", "RankRow", "RankState", "RefSource", "TermPostings", "View"]
+           "MemoryFilter", "NotJson", "RankHit", "RankRow", "RankState", "RefSource", "TermPostings", "View"]
 
 #: One change a committed transaction made: (kind, id, deleted).
 Change = tuple[str, str, bool]
@@ -59,6 +59,17 @@ class View(NamedTuple):
     mind: str
     now: str
     in_force_only: bool = False
+
+
+class NotJson(NamedTuple):
+    """A stored setting whose text is not JSON (written by hand into ``meta``: an explicit edit of the database).
+
+    :meth:`~synapse_nb.store.base.MetaTable.settings` gives it instead of raising, so no reader fails on it;
+    :mod:`synapse_nb.settings` reads it as the setting's default and says so, quoting ``text``. Written back
+    (the as-of copy of a vault) it is stored as the same text.
+    """
+
+    text: str
 
 
 class MemoryFilter(NamedTuple):

@@ -17,7 +17,7 @@ from typing import Any
 
 from synapse_nb.errors import ConflictError, ValidationError
 from synapse_nb.models import PRIORITIES, TABLES, Record
-from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, Candidate, RefSource
+from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, Candidate, NotJson, RefSource
 from synapse_nb.store.sql import decode as dec
 from synapse_nb.store.sql.connection import D, Fields, Repository, Row
 from synapse_nb.store.sql.tables import Table
@@ -71,6 +71,22 @@ def scan_tips_of(value: object) -> tuple[str, ...]:
     return tuple(tips)
 
 
+def _setting_value(text: Any) -> Any:
+    """A stored setting's value: its JSON decoded, or :class:`~synapse_nb.store.records.NotJson` holding the text
+    when it is not JSON (a hand edit of ``meta``; review 41: ``%synapse`` raised JSONDecodeError). Whether the value
+    is one the setting accepts is :mod:`synapse_nb.settings`' to judge.
+
+    >>> _setting_value("7"), _setting_value("7 days")
+    (7, NotJson(text='7 days'))
+    """
+    if not isinstance(text, str):
+        return NotJson(str(text))
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return NotJson(text)
+
+
 class MetaQueries(Repository[D]):
     """Settings are kept per data version inside a snapshot of a connection that keeps answers (a team vault's:
     writing a setting moves the version), so a warm recall's saved default bars cost no round trip."""
@@ -105,10 +121,11 @@ class MetaQueries(Repository[D]):
             for batch in dialect.batches(sorted({f"setting:{n}" for n in names})):
                 cond, params = dialect.is_in("key", batch)
                 rows += self._db.query(f"SELECT key, value FROM meta WHERE {cond} ORDER BY key", params)
-        return {r["key"][len("setting:"):]: json.loads(r["value"]) for r in rows}
+        return {r["key"][len("setting:"):]: _setting_value(r["value"]) for r in rows}
 
     def set_settings(self, values: Mapping[str, Any]) -> None:
-        self._db.executemany(UPSERT_META, [(f"setting:{k}", json.dumps(v)) for k, v in values.items()])
+        self._db.executemany(UPSERT_META, [(f"setting:{k}", v.text if isinstance(v, NotJson) else json.dumps(v))
+                                           for k, v in values.items()])
 
     def scan_tips(self, scope: str) -> tuple[str, ...]:
         row = self._db.query_one(GET_META, (f"scan_tips:{scope}",))
