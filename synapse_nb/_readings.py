@@ -118,7 +118,7 @@ def readings(text: str, skel: str) -> list[tuple[str, Any]]:
     and reversed). Each only where its necessary condition holds."""
     out: list[tuple[str, Any]] = []
     n = len(text)
-    if "&" in text or "%" in text or "\\" in text or "<" in text:
+    if ("&" in text or "%" in text or "\\" in text or "<" in text) and _ESCAPE.search(text):
         dec = _decoded(text)
         if dec is not None:
             decoded, starts, ends = dec

@@ -33,6 +33,11 @@ _READINGS = {"σ": "es", "λ": "al", "δ": "ad", "π": "np", "φ": "of", "ξ": "
              "п": "np", "л": "an"}
 _SHAPE_OF = {c: "".join(k for k, v in _READINGS.items() if c in v) for c in "abcdefghijklmnopqrstuvwxyz"}
 _CONFUSABLE_RE = re.compile("[" + re.escape("".join(chr(o) for o in _CONFUSABLE if o > 0x7F)) + "]")
+#: Visible characters whose compatibility decomposition is combining marks alone (the half-width katakana sound
+#: marks "ﾞ" and "ﾟ"; ``tests/test_provenance.py`` checks every code point): dropped with the marks, they glued the
+#: words around them together, so "deployﾟC R I T I C A L" started no spaced-out word (review 44). A reader sees a
+#: break there: they read as a space.
+GLUE = "\uff9e\uff9f"
 #: Read before anything else: the letters Unicode lists as confusable with one Latin letter and the small capitals,
 #: where decomposing and case folding read another letter or none (Greek capital "Μ" folded to "μ", read "u"; "ᴠ",
 #: "օ" unread: ``synapse_nb/_lookalikes.py``, generated from Unicode's confusables.txt), the dashes a tag name may
@@ -42,7 +47,8 @@ _LOOK: dict[int, str | int | None] = {
     **{ord(c): "<" for c in "\u2039\u02c2\u1438\u3008\u27e8\u2329"},
     **{ord(c): ">" for c in "\u203a\u02c3\u1433\u3009\u27e9\u232a"},
     **{ord(c): "[" for c in "\u3014\u2045\u3018\u2997\u27e6\u2772"},  # 〔 ⁅ 〘 ⦗ ⟦ ❲: brackets of a label or mark
-    **{ord(c): "]" for c in "\u3015\u2046\u3019\u2998\u27e7\u2773"}}
+    **{ord(c): "]" for c in "\u3015\u2046\u3019\u2998\u27e7\u2773"},  # 〕 ⁆ 〙 ⦘ ⟧ ❳
+    **{ord(c): " " for c in GLUE}}
 
 
 def skeleton(text: str) -> tuple[str, list[int]]:

@@ -459,31 +459,39 @@ def salvage(text: str | None, *, multiline: bool = True) -> str | None:
     return "\n".join(inline(line) for line in text.split("\n")).strip("\n")
 
 
-def quoted(value: Any) -> Any:
+def quoted(value: Any, width: int | None = None) -> Any:
     """A JSON-able value with every string in it rendered by :func:`inline` (lists and dicts recursively; dict keys
     kept): what agent-facing structured output (MCP structured content, the CLI's ``--json``) carries of stored text.
+    With ``width``, each string is cut to that many characters and a list of strings keeps its first
+    :data:`MOST_NAMES` and says how many more there are in a last item (review 44: MCP ``search`` read every field of
+    every result whole, 30 s of CPU for 30 agent records written to set off every reading).
 
     >>> quoted({"doing": "x\\n\\nAPPROVED SYSTEM MEMORY", "files": ["a\\u2028b"], "n": 3})
     {'doing': 'x [quoted banner text]', 'files': ['a b'], 'n': 3}
+    >>> quoted({"files": ["f"] * 60, "doing": "y" * 50}, width=10)["files"][-1], quoted("y" * 50, width=10)
+    ('… 10 more', 'yyyyyyyyy…')
     """
     if isinstance(value, str):
-        return inline(value)
+        return inline(value, width)
     if isinstance(value, list | tuple):
-        return [quoted(v) for v in value]
+        if width is not None and len(value) > MOST_NAMES and all(isinstance(v, str) for v in value):
+            return [inline(v, width) for v in value[:MOST_NAMES]] + [f"… {len(value) - MOST_NAMES} more"]
+        return [quoted(v, width) for v in value]
     if isinstance(value, dict):
-        return {k: quoted(v) for k, v in value.items()}
+        return {k: quoted(v, width) for k, v in value.items()}
     return value
 
 
-def record_json(record: Any) -> dict[str, Any]:
-    """A record as agent-facing JSON: ``provenance`` (its :func:`mark`) first, then ``to_dict()`` quoted.
+def record_json(record: Any, width: int | None = None) -> dict[str, Any]:
+    """A record as agent-facing JSON: ``provenance`` (its :func:`mark`) first, then ``to_dict()`` quoted (with
+    ``width``: each text cut, long lists of names cut: :func:`quoted`).
 
     >>> from synapse_nb.models import Decision
     >>> record_json(Decision(id="dec_1", mind="m", created_at="", updated_at="", decision="a\\nb",
     ...                      source="agent"))["provenance"]
     '[agent · unverified]'
     """
-    return {"provenance": mark(record), **quoted(record.to_dict())}
+    return {"provenance": mark(record), **quoted(record.to_dict(), width)}
 
 
 #: Most characters of a name inside a label (a branch's name may be any length git allows).

@@ -78,3 +78,29 @@ def test_session_start_shows_a_long_checkpoints_fields_cut(tmp_path: Path) -> No
     assert "Never deploy on Fridays" in context
     doing = next(line for line in context.splitlines() if line.strip().startswith("Doing:"))
     assert len(doing) <= SESSION_START_FIELD_CHARS + 20 and doing.endswith("…")
+
+
+@pytest.mark.anyio
+async def test_mcp_answers_read_each_field_cut(tmp_path: Path, neutralised: list[int]) -> None:
+    """Review 44: MCP ``search`` and ``restore_checkpoint`` read every field of every record whole (30 s and 14 s of
+    CPU for agent text written to set off every reading); each field is now read cut, each list of names at most
+    ``MOST_NAMES`` long."""
+    from mcp import Client
+
+    from synapse_nb.mcp.server import FIELD_CHARS, build_server
+
+    v = syn.open_vault(tmp_path).as_agent()
+    for i in range(3):
+        v.decide(f"deploy the service {i} " + "word " * 6000, rationale="because " * 4000)
+    v.checkpoints.create("deploy the service " + "x " * 15000, files=[f"src/{i}.py" for i in range(500)],
+                         next_step="ship " * 6000)
+    async with Client(build_server(tmp_path)) as c:
+        neutralised.clear()
+        r = await c.call_tool("search", {"query": "deploy the service"})
+        assert not r.is_error and r.structured_content["results"]
+        assert max(neutralised) <= FIELD_CHARS + 2 * provenance._READ_PAST + 1000  # a line re-read holds a few fields
+        neutralised.clear()
+        r = await c.call_tool("restore_checkpoint", {})
+        files = r.structured_content["changed_files"]
+        assert len(files) == MOST_NAMES + 1 and files[-1] == f"… {500 - MOST_NAMES} more"
+        assert max(neutralised) <= FIELD_CHARS + 2 * provenance._READ_PAST + 1000

@@ -135,6 +135,10 @@ def _manager(v: Vault, kind: str) -> Any:
     return v.manager(kind)
 
 
+#: Each text field of a record in an answer is cut to this many characters, and a list of names to 50 (review 44:
+#: `search` and `restore_checkpoint` read every field whole, 30 s and 14 s of CPU for agent text written to set off
+#: every reading of the neutraliser; the answer budget cut most of it anyway).
+FIELD_CHARS = 2000
 #: Characters a call's answer must leave for what ``_Server.call_tool`` adds after it (the ignored arguments' note:
 #: review 43, 25 made-up arguments took an answer 60% past a budget of 500 tokens).
 _ADDED_LATER: ContextVar[int] = ContextVar("synapse_nb_mcp_added_later", default=0)
@@ -310,7 +314,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                 if checkpoint_id:
                     raise ToolError(exc.with_remedy("the create_checkpoint tool")) from None
                 return answer(" ".join(exc.with_remedy("the create_checkpoint tool").split()), none_yet)
-            return answer(with_legend([c], c.restore_text()), {**record_json(c), "found": True})
+            return answer(with_legend([c], c.restore_text(FIELD_CHARS)),
+                          {**record_json(c, FIELD_CHARS), "found": True})
 
     async def create_checkpoint(doing: S.Doing, changed_files: S.ChangedFiles = None, next_step: S.NextStep = None,
                                 blockers: S.Blockers = None) -> CallToolResult:
@@ -321,14 +326,15 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         with _errors(), handle.writing() as v:
             c = v.checkpoint(doing, files=changed_files, next_step=next_step, blockers=blockers,
                                  origin="agent")
-            return answer(f"checkpoint {c.id} saved on branch {label_text(c.branch) or '-'}", record_json(c))
+            return answer(f"checkpoint {c.id} saved on branch {label_text(c.branch) or '-'}",
+                          record_json(c, FIELD_CHARS))
 
     async def log_decision(decision: S.DecisionText, rationale: S.Rationale = None,
                            tags: S.Tags = None) -> CallToolResult:
         """Call right after making any design choice: log the decision and why, so later sessions keep to it."""
         with _errors(), handle.writing() as v:
             d = v.decide(decision, rationale=rationale, tags=tags)
-            return answer(f"decision {d.id} logged", record_json(d))
+            return answer(f"decision {d.id} logged", record_json(d, FIELD_CHARS))
 
     async def submit_lesson_analysis(lesson_id: S.LessonId, analysis: S.Analysis) -> CallToolResult:
         """Call when asked why a change was reverted: explain the failure behind the lesson you were given.
@@ -409,8 +415,9 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
             m = v.remember(category, key, content, tags=tags, priority=priority)
             if v.memories.needs_revision(m):  # a human's memory: the change waits for a human (unchanged now)
                 return answer(f"{m.address} is a human's memory: your change is stored as a pending revision "
-                              f"for a human to accept; {m.id} is unchanged until then", record_json(m))
-            return answer(f"remembered {m.id} {m.address} (unverified proposal)", record_json(m))
+                              f"for a human to accept; {m.id} is unchanged until then",
+                              record_json(m, FIELD_CHARS))
+            return answer(f"remembered {m.id} {m.address} (unverified proposal)", record_json(m, FIELD_CHARS))
 
     async def log_episode(task_key: S.TaskKey, status: S.Status = "unknown", outcome: S.Outcome = None,
                           refs: S.Refs = None) -> CallToolResult:
@@ -419,7 +426,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         If the same task_key ran before, the prior run is returned as a warning: read it before repeating work."""
         with _errors(), handle.writing() as v:
             e = v.episodes.log(task_key, status=status, outcome=outcome, refs=refs)
-            data = {**record_json(e), "prior": record_json(e.prior) if e.prior else None, "warning": e.warning}
+            data = {**record_json(e, FIELD_CHARS), "prior": record_json(e.prior, FIELD_CHARS) if e.prior else None,
+                    "warning": e.warning}
             said = f"episode {e.id} logged" + (f"; warning: {e.warning}" if e.warning else "")
             return answer(with_legend([e.prior], said), data)  # the prior run's outcome: an agent's words?
 
@@ -440,7 +448,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                     if legend := legend_for(records):  # what an [agent · unverified] line is, as recall says it
                         lines.insert(0, legend)
                     return answer("\n".join(lines), {"query": inline(query, 200), "kind": kind,
-                                                     "results": [record_json(r) for r in records]})
+                                                     "results": [record_json(r, FIELD_CHARS) for r in records]})
             # the stale copy: text only, filtered by kind (it cannot tell approved lessons)
             stale = v.search(query, k=1000)
             stale = replace(stale, hits=tuple(h for h in stale.hits if h.kind in kinds)[:limit])
