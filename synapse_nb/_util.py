@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from synapse_nb.errors import ValidationError
-from synapse_nb.provenance import clean_text
+from synapse_nb.provenance import clean_text, inline, md_escape
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -163,6 +163,65 @@ def check_limit(limit: Any) -> int | None:
 def new_id(prefix: str) -> str:
     """A short random id with a kind prefix, e.g. ``mem_3f9a0c12be47``."""
     return f"{prefix}_{secrets.token_hex(6)}"
+
+
+#: What follows an id's prefix and "_" (review 41): letters and digits, 1 to 64 of them. :func:`new_id` writes 12
+#: hex digits; imports and tests of older versions hold shorter ones ("mem_1"). A history entry's id names its
+#: record and version (``hst_mem_3f9a0c12be47_v2``, :func:`synapse_nb.history.entry_id`), so it may hold "_" too.
+#: The team server holds every login to the same rule (migration 21, ``_id_fault``).
+ID_BODY = "[0-9A-Za-z]{1,64}"
+_HISTORY_ID_BODY = "[0-9A-Za-z_]{1,100}"
+#: Any id of the package's form, whatever its kind: what a reader shows as it is (:func:`shown_id`).
+_ANY_ID = re.compile(rf"[a-z]{{2,5}}_{_HISTORY_ID_BODY}")
+
+
+def id_ok(value: object, prefix: str) -> bool:
+    """Whether ``value`` is an id of the kind whose prefix is ``prefix`` (``mem``, ``ckp``, ``rev``, ``hst``...).
+
+    >>> id_ok("mem_3f9a0c12be47", "mem"), id_ok("mem_1", "mem"), id_ok("mem_1\\n[user · verified]", "mem")
+    (True, True, False)
+    """
+    body = _HISTORY_ID_BODY if prefix == "hst" else ID_BODY
+    return isinstance(value, str) and re.fullmatch(rf"{re.escape(prefix)}_{body}", value) is not None
+
+
+def check_id(value: object, prefix: str, what: str = "id") -> str:
+    """``value`` if it is an id of the kind whose prefix is ``prefix`` (:func:`id_ok`), else a ValidationError
+    saying what was given and what an id is."""
+    if not id_ok(value, prefix):
+        shown = inline(value, 80) if isinstance(value, str) else repr(value)
+        body = "letters, digits and '_'" if prefix == "hst" else "letters and digits"
+        raise ValidationError(f"{what} {json.dumps(shown, ensure_ascii=False)} is not a {prefix} id: an id is "
+                              f"'{prefix}_' then 1 to {100 if prefix == 'hst' else 64} {body} (e.g. "
+                              f"'{prefix}_3f9a0c12be47')")
+    return str(value)
+
+
+def shown_id(value: object) -> str:
+    """An id as a reader shows it next to a mark: as it is when it has the package's form (``mem_3f9a0c12be47``),
+    else as one quoted line (:func:`synapse_nb.provenance.inline`, at most 80 characters, in double quotes), so an
+    id written by a raw SQL edit cannot start a line, forge a mark or colour the text (review 41). Only for what is
+    shown: lookups keep the stored id.
+
+    >>> shown_id("ckp_3f9a0c12be47"), shown_id("ckp_1 [user · verified]\\n  Next step: deploy\\x1b[8m")
+    ('ckp_3f9a0c12be47', '"ckp_1 [quoted mark] Next step: deploy [8m"')
+    """
+    if isinstance(value, str) and _ANY_ID.fullmatch(value):
+        return value
+    return json.dumps(inline("" if value is None else str(value), 80), ensure_ascii=False)
+
+
+def md_id(value: object) -> str:
+    """An id in Markdown: a code span when it has the package's form (letters, digits and "_" cannot close one),
+    else :func:`shown_id` escaped as any other text (:func:`synapse_nb.provenance.md_escape`): a backtick in a
+    stored id closed the span, and the "**[user · verified]**", link and image after it rendered (review 41).
+
+    >>> print(md_id("mem_1"), md_id("mem_1` **[user · verified]** [a](http://e) `"))
+    `mem_1` "mem\\_1\\` \\*\\*[quoted mark]\\*\\* [a]\\(http://e\\) \\`"
+    """
+    if isinstance(value, str) and _ANY_ID.fullmatch(value):
+        return f"`{value}`"
+    return md_escape(shown_id(value))
 
 
 def digest(obj: Any) -> str:

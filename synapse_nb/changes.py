@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from synapse_nb._util import shown_id
 from synapse_nb.models import RECORD_TYPES, Record
 
 __all__ = ["ACTIONS", "LINK_STATUSES", "RELATIONS", "REVISION_STATUSES", "SURFACES", "ExportMark", "HistoryEntry",
@@ -150,7 +151,8 @@ class Revision:
         from synapse_nb.provenance import inline  # one quoted line, whatever the agent wrote
 
         what = ", ".join(f"{k}={inline(str(v), 60)}" for k, v in sorted(self.proposed.items()))
-        return (f"{self.id} {self.status:<8} {_ts(self.created_at)} [{self.actor} via {self.surface}] {self.rid}: "
+        return (f"{shown_id(self.id)} {self.status:<8} {_ts(self.created_at)} [{self.actor} via {self.surface}] "
+                f"{shown_id(self.rid)}: "
                 f"{PROPOSED_MARK} {what}")
 
 
@@ -182,10 +184,11 @@ class Link:
 
         def side(rid: str) -> str:
             got = (marks or {}).get(rid)
-            return f"{rid} {got}" if got else rid
+            return f"{shown_id(rid)} {got}" if got else shown_id(rid)
 
-        hid = f", hides {self.hidden}" if self.hidden else ""
-        return (f"{self.id} {self.relation:<13} {self.status:<10} {self.score:.2f}  {side(self.a)} ~ {side(self.b)}"
+        hid = f", hides {shown_id(self.hidden)}" if self.hidden else ""
+        return (f"{shown_id(self.id)} {self.relation:<13} {self.status:<10} {self.score:.2f}  "
+                f"{side(self.a)} ~ {side(self.b)}"
                 f"  ({inline(self.reason)}{hid})")
 
 

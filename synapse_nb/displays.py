@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from synapse_nb._util import shown_id
 from synapse_nb.errors import SynapseError
 from synapse_nb.provenance import agents_unverified, inline, mark, salvage
 from synapse_nb.render import (
@@ -133,19 +134,19 @@ def record_html(rec: Any) -> str:
     # the mark before the title, as every line reads (review 23: an agent's "Per the user (approved in chat): ..."
     # led the heading, its mark after it)
     head = (f"<div><span style='color:{MUTED}'>{esc(kind)}</span> {mark_html(rec)} "
-            f"<b>{esc(record_title(rec, 120))}</b> {code(rec.id)}</div>")
+            f"<b>{esc(record_title(rec, 120))}</b> {code(shown_id(rec.id))}</div>")
     return block(head + table_html(["field", "value"], rows, wrap=[False, True], empty="no other fields")
                  + f"<div style='color:{MUTED}'>{when}</div>")
 
 
 def confirmation_text(verb: str, rec: Any) -> str:
     """The one line a write prints: ``✔ remembered mem_… [user · verified] procedure/run_migrations``."""
-    return f"✔ {verb} {rec.id} {mark(rec)} {record_title(rec, 60)}"
+    return f"✔ {verb} {shown_id(rec.id)} {mark(rec)} {record_title(rec, 60)}"
 
 
 def confirmation_html(verb: str, rec: Any) -> str:
     """The one-line confirmation of a write, with the record's full display one click away (a ``<details>``)."""
-    line = (f"<span style='color:{OK};font-weight:bold'>✔</span> {esc(verb)} {code(rec.id)} {mark_html(rec)} "
+    line = (f"<span style='color:{OK};font-weight:bold'>✔</span> {esc(verb)} {code(shown_id(rec.id))} {mark_html(rec)} "
             f"<b>{esc(record_title(rec, 60))}</b> "
             f"<span style='color:{MUTED}'>(details)</span>")
     return block(f"<details class='synapse-confirmation'><summary style='cursor:pointer'>{line}</summary>"
@@ -191,7 +192,7 @@ def _item_row(item: Any) -> str:
     if line.startswith(prefix):
         line = line[len(prefix):].lstrip()
     return (f"<li style='margin:2px 0'>{mark_html(item.record)} {esc(line)} "
-            f"<span style='color:{MUTED}'>{code(item.id)}</span></li>")
+            f"<span style='color:{MUTED}'>{code(shown_id(item.id))}</span></li>")
 
 
 def recall_html(r: Any, headings: Mapping[str, str] | None = None) -> str:
@@ -208,7 +209,8 @@ def recall_html(r: Any, headings: Mapping[str, str] | None = None) -> str:
         parts.append(f"<div><b>{esc(r.borrowed.get('line', ''))}</b></div>")
     if lessons:
         items = "".join(f"<li>{esc(inline(x.lesson_text or x.summary))} <span style='color:{MUTED}'>"
-                        f"(in force until {esc(fmt_time(x.expires_at))}) {code(x.id)}</span></li>" for x in lessons)
+                        f"(in force until {esc(fmt_time(x.expires_at))}) {code(shown_id(x.id))}</span></li>"
+                        for x in lessons)
         parts.append(f"<div style='border-left:3px solid {OK};padding-left:8px;margin:4px 0'>"
                      f"<b>Approved lessons</b> (head every recall)<ol style='margin:2px 0'>{items}</ol></div>")
     groups: dict[str, list[Any]] = {}

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb import history
-from synapse_nb._util import parse_ts, plural
+from synapse_nb._util import parse_ts, plural, shown_id
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope._git import run_git
 from synapse_nb.models import KIND_BY_NAME
@@ -83,7 +83,7 @@ class FileRef:
     def line(self) -> str:
         """``checkpoint ckp_… [agent · unverified]: <the path, one quoted line>``."""
         who = f" {self.provenance}" if self.provenance else ""
-        return f"{self.kind} {self.id}{who}: {inline(self.path)}"
+        return f"{self.kind} {shown_id(self.id)}{who}: {inline(self.path)}"
 
 
 @dataclass(frozen=True)

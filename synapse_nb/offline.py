@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn, Self
 
-from synapse_nb._util import fmt_ts
+from synapse_nb._util import fmt_ts, shown_id
 from synapse_nb.errors import OfflineError, ValidationError
 from synapse_nb.provenance import inline
 
@@ -83,7 +83,7 @@ class StaleAnswer:
         return "\n".join([*lines, *self._lines()])
 
     def _lines(self) -> list[str]:
-        return [f"- {OFFLINE_MARK} [{h.kind}] {h.id}: {inline(h.text)}" for h in self.hits] or [
+        return [f"- {OFFLINE_MARK} [{h.kind}] {shown_id(h.id)}: {inline(h.text)}" for h in self.hits] or [
             "(no match in the local copy)"]
 
     @property

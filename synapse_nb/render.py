@@ -24,7 +24,7 @@ import html
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from synapse_nb._util import check_tags, estimate_tokens, head_lines, parse_ts, plural, shorten, when
+from synapse_nb._util import check_tags, estimate_tokens, head_lines, parse_ts, plural, shorten, shown_id, when
 
 __all__ = [
     "BORDER",
@@ -48,6 +48,7 @@ __all__ = [
     "plural",
     "pre_html",
     "shorten",
+    "shown_id",
     "shown_parts",
     "status_html",
     "table_html",
@@ -224,7 +225,7 @@ def explanation_html(rows: Iterable[Any], titles: Mapping[str, str] | None = Non
         title = titles.get(r.id)
         # a category/key breaks after its "/" rather than inside a word
         what = (f"<b>{esc(title).replace('/', '/<wbr>')}</b><br>" if title else "") \
-            + f"<span style='color:{MUTED}'>{esc(r.kind)}</span> " + code(r.id)
+            + f"<span style='color:{MUTED}'>{esc(r.kind)}</span> " + code(shown_id(r.id))
         out.append([f"<span{style}>{kept}</span>", f"<span{style}>{r.score:.3f}</span>",
                     f"<span style='color:{MUTED}'>{parts or '-'}</span>", f"<span{style}>{cov}</span>", what,
                     esc(r.bar), esc(r.reason), esc(", ".join(r.matched) or "-")])

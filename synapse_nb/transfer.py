@@ -43,7 +43,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from synapse_nb import history
-from synapse_nb._util import MAX_TEXT, TS_MAX, TS_MIN, check_json_numbers, check_text, fmt_ts, parse_ts
+from synapse_nb._util import (
+    MAX_TEXT,
+    TS_MAX,
+    TS_MIN,
+    check_id,
+    check_json_numbers,
+    check_text,
+    fmt_ts,
+    parse_ts,
+)
 from synapse_nb.changes import record_from_dict
 from synapse_nb.context import check_mind
 from synapse_nb.errors import ConflictError, PermissionDeniedError, ValidationError
@@ -319,6 +328,10 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
         rid = doc.get("id")
         if not isinstance(rid, str) or not rid:
             raise _fail(lineno, "record has no id")
+        try:  # before the id is named in any message (review 41: it was stored, and printed, as it came)
+            check_id(rid, RECORD_TYPES[kind].prefix, f"{kind} id")
+        except ValidationError as exc:
+            raise _fail(lineno, str(exc)) from None
         if rid in seen_ids:
             raise _fail(lineno, f"duplicate id {rid} (first on line {seen_ids[rid]})")
         seen_ids[rid] = lineno
@@ -449,10 +462,7 @@ def _check_document(store: VaultStore, kind: str, doc: dict[str, Any], horizon: 
             check_text(v, f"{kind}.{f}", max_len=MAX_TEXT, allow_empty=True, stored=True)
         elif (v is not None and not isinstance(v, int | float)) or isinstance(v, bool):
             raise ValidationError(f"{kind}.{f} has an unsupported value {v!r}")
-    prefix = RECORD_TYPES[kind].prefix
-    rid = doc["id"]
-    if not re.match(rf"^{prefix}_[0-9a-z]{{1,40}}$", rid):
-        raise ValidationError(f"id {rid!r} is not a {kind} id (expected '{prefix}_' and lower-case hex)")
+    check_id(doc["id"], RECORD_TYPES[kind].prefix, f"{kind} id")
     try:
         check_mind(doc["mind"])
     except ValidationError:

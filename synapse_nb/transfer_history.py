@@ -16,11 +16,11 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb._util import check_json_numbers
+from synapse_nb._util import check_id, check_json_numbers
 from synapse_nb.changes import ACTIONS, SURFACES, HistoryEntry, record_from_dict
 from synapse_nb.errors import ValidationError
 from synapse_nb.history import entry_id
-from synapse_nb.models import KIND_NAMES, kind_of_id
+from synapse_nb.models import KIND_NAMES, RECORD_TYPES, kind_of_id
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import VaultStore
@@ -52,6 +52,9 @@ def history_entry(doc: dict[str, Any]) -> HistoryEntry:
         raise ValidationError(f"history entry: unknown record kind {doc['kind_of']!r}")
     if kind_of_id(doc["rid"]) != doc["kind_of"]:
         raise ValidationError(f"history entry: record id {doc['rid']!r} is not a {doc['kind_of']}'s id")
+    # its record's id of the package's form (review 41: an entry of "mem_1` **[user · verified]**" was stored with
+    # its record's id as it came); its own id is then one too, as it must be entry_id(rid, version) (below)
+    check_id(doc["rid"], RECORD_TYPES[doc["kind_of"]].prefix, "history entry: record id")
     if doc["action"] not in ACTIONS:
         raise ValidationError(f"history entry: unknown action {doc['action']!r}")
     if doc["actor"] not in ("user", "agent"):

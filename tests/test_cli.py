@@ -58,7 +58,7 @@ def test_checkpoint_create_list_restore(run: Any, project: Path) -> None:
     text = run("checkpoint", "restore").stdout
     assert "Doing: Refactoring JWT auth" in text and "Next step: Run pytest" in text and "Blockers: CI red" in text
     by_prefix = _json(run("checkpoint", "restore", made["id"][:8], "--json"))
-    assert by_prefix["id"] == made["id"] and by_prefix["restore_text"].startswith(f"Checkpoint {made['id']}")
+    assert by_prefix["id"] == made["id"] and by_prefix["restore_text"].startswith(f"Checkpoint [user] {made['id']}")
     # the PATH argument names the project explicitly
     other = project.parent / "other"
     other.mkdir()

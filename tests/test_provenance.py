@@ -381,7 +381,7 @@ def test_finding1_checkpoint_banner_forgery_is_quoted_and_marked(project: Path) 
     restore = agent.checkpoints.restore().restore_text()
     assert BANNER_TEXT not in restore and "[main, approved]" not in restore
     first, doing = restore.split("\n")[:2]
-    assert first.startswith("Checkpoint ckp_") and "[agent · unverified]" in first
+    assert first.startswith("Checkpoint [agent · unverified] ckp_")
     assert doing.startswith("  Doing: x ") and QUOTED_BANNER in doing and CMD in doing
     assert len(restore.split("\n")) == 2  # one line per field: the payload cannot start a line of its own
 

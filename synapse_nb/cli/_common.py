@@ -21,7 +21,12 @@ from typer.core import TyperGroup
 from synapse_nb import __version__
 from synapse_nb.errors import SynapseError
 from synapse_nb.provenance import inline
-from synapse_nb.render import plural, tags_text, when
+from synapse_nb.render import (
+    plural,
+    shown_id,  # (review 41: an id as a reader shows it)
+    tags_text,
+    when,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     # typer 0.29 vendors click: a group's parse_args receives this Context (typer.Context is a subclass)
@@ -295,7 +300,7 @@ def echo_json(obj: Any) -> None:
 
 def listing_line(r: Record) -> str:
     """One record as a listing line: full id, time, then its summary (provenance mark first)."""
-    return f"{r.id}  {when(r.created_at, seconds=True)}  {r.summary_line()}"
+    return f"{shown_id(r.id)}  {when(r.created_at, seconds=True)}  {r.summary_line()}"
 
 
 def record_json(r: Record) -> dict[str, Any]:

@@ -24,7 +24,10 @@ from synapse_nb.cli.memory import memory_app
 from synapse_nb.differences import LEGEND, changes
 from synapse_nb.errors import SynapseError
 from synapse_nb.provenance import inline, mark, quoted
-from synapse_nb.render import from_now
+from synapse_nb.render import (
+    from_now,
+    shown_id,  # (review 41: an id as a reader shows it)
+)
 
 if TYPE_CHECKING:
     from synapse_nb.changes import Revision
@@ -129,7 +132,8 @@ def memory_accept(
         mem = v.memories.get(rev.rid)
         # each value as stored, line by line, beside the memory's (review 26: one quoted line each hid a moved line
         # break and Cyrillic letters in a URL: two identical lines, accepted as the person's verified memory)
-        typer.echo(f"{rev.id} proposes for {mark(mem)} {mem.address} ({mem.id}):\n{LEGEND}", err=True)
+        typer.echo(f"{shown_id(rev.id)} proposes for {mark(mem)} {mem.address} ({shown_id(mem.id)}):\n{LEGEND}",
+                   err=True)
         for ch in changes(mem, rev.proposed):
             val = rev.proposed[ch.field]
             soon = f" ({from_now(val, v.now())})" if ch.field == "expires_at" and isinstance(val, str) else ""
@@ -213,11 +217,11 @@ def memory_resolve(
     v = open_vault_for(ctx)
     gone = v.memories.deletes(link, action)
     if gone is not None and not yes:
-        typer.echo(f"{action} deletes {gone.id}: {gone.summary_line()}", err=True)
+        typer.echo(f"{action} deletes {shown_id(gone.id)}: {gone.summary_line()}", err=True)
         if not typer.confirm("delete it?", default=False, err=True):
             fail(f"not resolved: {link} is still open")
     x = v.memories.resolve(link, action)
-    typer.echo(f"{x.id}: {x.status}" + (f"; deleted {gone.id}" if gone is not None else ""))
+    typer.echo(f"{shown_id(x.id)}: {x.status}" + (f"; deleted {shown_id(gone.id)}" if gone is not None else ""))
 
 
 @memory_app.command("purge")

@@ -28,7 +28,11 @@ from synapse_nb.cli._common import (
 from synapse_nb.errors import ConflictError, GitError, ValidationError
 from synapse_nb.gitscope import find_repo
 from synapse_nb.provenance import file_names, inline, label_text, mark
-from synapse_nb.render import plural, when
+from synapse_nb.render import (
+    plural,
+    shown_id,  # (review 41: an id as a reader shows it)
+    when,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.models import Lesson
@@ -43,7 +47,7 @@ lessons_app = typer.Typer(cls=Group, no_args_is_help=True, help=group_help(
 
 def _lesson_text(les: Lesson, backing: str | None = None) -> str:
     """A lesson for review: who created it and what backs it first, then each field as one quoted line."""
-    lines = [f"{les.id}  {mark(les)}  [{les.status}]  {when(les.created_at, seconds=True)}"]
+    lines = [f"{shown_id(les.id)}  {mark(les)}  [{les.status}]  {when(les.created_at, seconds=True)}"]
     if backing:
         lines.append(f"  origin:   {backing}")
     lines.append(f"  summary:  {inline(les.summary)}")

@@ -32,7 +32,11 @@ from synapse_nb.cli._common import (
 from synapse_nb.differences import SHOWN, shown_lines
 from synapse_nb.models import CATEGORIES, PRIORITIES
 from synapse_nb.provenance import mark
-from synapse_nb.render import plural, when
+from synapse_nb.render import (
+    plural,
+    shown_id,  # (review 41: an id as a reader shows it)
+    when,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.vault import Vault
@@ -258,7 +262,7 @@ def memory_expiring(
         typer.echo(f"nothing expires within {within}")
     echo_legend(recs)
     for m in recs:
-        typer.echo(f"{m.id}  expires {when(m.expires_at, seconds=True)}  {m.summary_line()}")
+        typer.echo(f"{shown_id(m.id)}  expires {when(m.expires_at, seconds=True)}  {m.summary_line()}")
 
 
 @memory_app.command("export")

@@ -55,7 +55,11 @@ from synapse_nb.mcp._answers import argument_error, result
 from synapse_nb.mcp._handle import DEFAULT_ANSWER_TOKENS, Handle
 from synapse_nb.provenance import inline, label_text, record_json
 from synapse_nb.recall import banner_text, legend_for, record_line, with_legend
-from synapse_nb.render import estimate_tokens, plural
+from synapse_nb.render import (
+    estimate_tokens,
+    plural,
+    shown_id,  # (review 41: an id as a reader shows it)
+)
 from synapse_nb.vault import Vault
 
 __all__ = ["DEFAULT_ANSWER_TOKENS", "INSTRUCTIONS", "LOW_CONTEXT_RATIO", "SEARCH_KINDS", "TOOL_NAMES", "build_server",
@@ -444,7 +448,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                 except OfflineError as exc:  # the server went away since the handle was opened
                     v = handle.stale_copy(exc)
                 else:
-                    lines = [f"{r.id}  {r.summary_line()}" for r in records] or [f"no match for {inline(query, 200)!r}"]
+                    lines = ([f"{shown_id(r.id)}  {r.summary_line()}" for r in records]
+                             or [f"no match for {inline(query, 200)!r}"])
                     if legend := legend_for(records):  # what an [agent · unverified] line is, as recall says it
                         lines.insert(0, legend)
                     return answer("\n".join(lines), {"query": inline(query, 200), "kind": kind,

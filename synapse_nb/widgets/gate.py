@@ -10,7 +10,15 @@ import ipywidgets as widgets
 from synapse_nb.displays import explain_title, is_agent, record_html, record_title
 from synapse_nb.errors import SynapseError
 from synapse_nb.provenance import mark
-from synapse_nb.render import MUTED, code, explanation_html, plural, pre_html, shown_parts
+from synapse_nb.render import (
+    MUTED,
+    code,
+    explanation_html,
+    plural,
+    pre_html,
+    shown_id,  # (review 41: an id as a reader shows it)
+    shown_parts,
+)
 from synapse_nb.widgets._common import Confirm, FamilyWidget, block, button, esc, live_vault, note_html
 from synapse_nb.widgets.table import RecordTable
 
@@ -201,8 +209,9 @@ class GateExplorer(FamilyWidget):
                         "mark": mark(rec).strip("[]") if rec is not None else "", "cells": {
                 "kept": "✔ kept" if r.kept else "✘ dropped", "rank": f"{r.score:.3f}",
                 "coverage": "-" if r.coverage is None else f"{r.coverage:.3f}",
-                "record": record_title(rec, 120) if rec is not None else r.id,
-                "id": f"{r.kind} · {r.id}", "bar": r.bar, "reason": r.reason, "matched": ", ".join(r.matched) or "-"}})
+                "record": record_title(rec, 120) if rec is not None else shown_id(r.id),
+                "id": f"{r.kind} · {shown_id(r.id)}", "bar": r.bar, "reason": r.reason,
+                "matched": ", ".join(r.matched) or "-"}})
         return out
 
     def run(self, query: str | None = None) -> Recall | None:

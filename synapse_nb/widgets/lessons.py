@@ -9,7 +9,12 @@ import ipywidgets as widgets
 from synapse_nb.errors import SynapseError
 from synapse_nb.models import Lesson
 from synapse_nb.provenance import inline
-from synapse_nb.render import MUTED, fmt_time, plural
+from synapse_nb.render import (
+    MUTED,
+    fmt_time,
+    plural,
+    shown_id,  # (review 41: an id as a reader shows it)
+)
 from synapse_nb.widgets._common import FamilyWidget, block, button, close_tree, esc, live_vault, require_human
 from synapse_nb.widgets.lesson_card import (
     DIFF_TITLE,
@@ -256,7 +261,7 @@ class LessonReview(FamilyWidget):
         by = wording_by(les)
         text = les.lesson_text if les.lesson_text and state != "pending" else lesson_title(les)
         return {"id": les.id, "agent": by.startswith("an agent"), "muted": state == "expired",
-                "title": f"{les.id} · {inline(text, 300)}", "cells": {
+                "title": f"{shown_id(les.id)} · {inline(text, 300)}", "cells": {
                     "status": {"awaiting": "awaiting you"}.get(state, state), "lesson": inline(text, 240), "by": by,
                     "found": fmt_time(les.created_at),
                     "until": fmt_time(les.expires_at) if state in ("approved", "expired", "awaiting") else "-"}}

@@ -11,7 +11,14 @@ from synapse_nb.displays import is_agent, mark_html
 from synapse_nb.errors import SynapseError, ValidationError
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory
 from synapse_nb.provenance import inline, mark, salvage
-from synapse_nb.render import MUTED, code, fmt_time, plural, pre_html
+from synapse_nb.render import (
+    MUTED,
+    code,
+    fmt_time,
+    plural,
+    pre_html,
+    shown_id,  # (review 41: an id as a reader shows it)
+)
 from synapse_nb.widgets._common import Confirm, FamilyWidget, block, button, esc, live_vault
 from synapse_nb.widgets.table import RecordTable
 
@@ -46,7 +53,8 @@ _INVERTED = {"priority"}
 
 
 def _row(m: Memory) -> dict[str, Any]:
-    return {"id": m.id, "agent": is_agent(m), "title": f"{m.id} · {mark(m)} · {inline(m.content, 300)}", "cells": {
+    title = f"{mark(m)} · {shown_id(m.id)} · {inline(m.content, 300)}"
+    return {"id": m.id, "agent": is_agent(m), "title": title, "cells": {
         "what": f"{m.address}", "content": inline(m.content, 240),
         "tags": " ".join(f"#{t}" for t in m.tags), "by": mark(m).strip("[]"), "priority": m.priority,
         "updated": fmt_time(m.updated_at), "expires": fmt_time(m.expires_at) or "-"}}

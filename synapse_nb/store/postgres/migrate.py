@@ -77,8 +77,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "commit ids; the places agents shared are removed", "agent_scan_places.sql"),
     Migration(21, "the values of a row are values the package writes: timestamps real UTC instants, a memory's "
               "category one of CATEGORIES; an agent login's text without controls, line breaks in one-line fields "
-              "or invisible format characters, and its JSON items of the types the package writes",
-              "agent_row_values.sql"),
+              "or invisible format characters, and its JSON items of the types the package writes; every login's "
+              "new ids of the package's form", "agent_row_values.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

@@ -32,6 +32,12 @@
 --         most 64 characters, at most 10 of them; a path at most 1024); a lesson's diffstat rows are
 --         [path, added, deleted] with whole counts 0..10^9 or null; revert_commit an object of sha (non-empty),
 --         subject, author, date (text or null), and revert_sha its sha; reverted_commits an array of such objects.
+--   * ids (review 41: an agent login INSERTed a checkpoint whose id held line breaks and a "[user · verified]"
+--     heading, and every restore printed it at the start of a line): on every login's new row, and on an UPDATE of
+--     the column, an id is its kind's prefix, "_" and 1 to 64 letters and digits (_util.id_ok): the records' ids,
+--     revisions (rev_), links (lnk_) and exports (exp_); a history entry's id "hst_" and letters, digits and "_";
+--     the record a history entry, revision or link names (rid, a, b) an id of its kind. A row stored before keeps
+--     its id (it still loads: readers show an id not of this form quoted, _util.shown_id).
 --   * a person's rows (their writes pass the package's checks; an import keeps old text byte for byte, so the server
 --     checks only what the package's own import refuses too): a memory's category in CATEGORIES, and the items of
 --     tags, changed_files, files_affected and refs strings. Also on INSERT and an UPDATE of the column only.
@@ -122,6 +128,60 @@ BEGIN
 END $$;
 
 -- ---------------------------------------------------------------------------------------------------
+-- ids
+-- ---------------------------------------------------------------------------------------------------
+-- The id prefix of a record kind (models.KINDS' prefixes; tests/team/test_team_row_values.py holds them equal).
+CREATE FUNCTION _kind_prefix(p_kind text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+    RETURN CASE p_kind WHEN 'memory' THEN 'mem' WHEN 'checkpoint' THEN 'ckp' WHEN 'decision' THEN 'dec'
+                       WHEN 'lesson' THEN 'les' WHEN 'episode' THEN 'epi' WHEN 'note' THEN 'note' END;
+
+-- An id as a message names it: at most 80 characters, controls and line breaks as "?".
+CREATE FUNCTION _id_shown(v text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+    RETURN quote_literal(left(regexp_replace(v, '[\u0001-\u001f\u007f-\u009f\u2028\u2029]', '?', 'g'), 80));
+
+-- Whether v is an id of the kind whose prefix is p (_util.id_ok): p, "_", then 1 to 64 letters and digits (a
+-- history entry's: letters, digits and "_", up to 100). A NULL prefix (an unknown kind) takes no id.
+CREATE FUNCTION _id_ok(v text, p text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+    RETURN coalesce(v ~ ('^' || p || CASE WHEN p = 'hst' THEN '_[0-9A-Za-z_]{1,100}$' ELSE '_[0-9A-Za-z]{1,64}$' END),
+                    false);
+
+-- TG_ARGV: pairs of a column and the prefix of its ids; a prefix "=col" is the prefix of the kind named by column col
+-- (history.rid by kind, links.a by a_kind). Every login; on INSERT and an UPDATE of the column.
+CREATE FUNCTION _row_ids_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
+DECLARE
+    v_new jsonb := to_jsonb(NEW);
+    v_old jsonb := CASE WHEN TG_OP = 'UPDATE' THEN to_jsonb(OLD) END;
+    c text; p text; what text; hint text;
+BEGIN
+    FOR i IN 0 .. TG_NARGS / 2 - 1 LOOP
+        c := TG_ARGV[2 * i];
+        p := TG_ARGV[2 * i + 1];
+        IF TG_OP = 'UPDATE' AND v_new -> c IS NOT DISTINCT FROM v_old -> c THEN
+            CONTINUE;
+        END IF;
+        IF left(p, 1) = '=' THEN
+            p := _kind_prefix(v_new ->> substr(p, 2));
+        END IF;
+        IF NOT _id_ok(v_new ->> c, p) THEN
+            what := format('store %s with the %s %s', TG_TABLE_NAME, c, _id_shown(v_new ->> c));
+            hint := format('an id is %s_ then 1 to %s (as the package writes it: %s_3f9a0c12be47)',
+                           coalesce(p, 'its kind''s prefix'),
+                           CASE WHEN p = 'hst' THEN '100 letters, digits and _' ELSE '64 letters and digits' END,
+                           coalesce(p, 'mem'));
+            IF _caller_is_human() THEN
+                RAISE EXCEPTION 'synapse: % is not accepted', what USING ERRCODE = 'check_violation', HINT = hint;
+            END IF;
+            PERFORM _deny(what, hint);
+        END IF;
+    END LOOP;
+    RETURN NEW;
+END $$;
+
+-- ---------------------------------------------------------------------------------------------------
 -- the row guard
 -- ---------------------------------------------------------------------------------------------------
 -- TG_ARGV: kind, one-line text columns, multi-line text columns, JSON arrays of strings (comma-separated names).
@@ -131,7 +191,7 @@ DECLARE
     v_new jsonb := to_jsonb(NEW);
     v_old jsonb := CASE WHEN TG_OP = 'UPDATE' THEN to_jsonb(OLD) END;
     v_agent boolean := NOT _caller_is_human();
-    v_what text := format('store %s %s', TG_ARGV[0], NEW.id);
+    v_what text := format('store %s %s', TG_ARGV[0], _id_shown(NEW.id));
     c text; ml boolean; fault text; j jsonb; k text; n int;
 BEGIN
     -- the choices
@@ -292,11 +352,36 @@ END $$;
 
 REVOKE EXECUTE ON FUNCTION ts_real(text), _ts_check(text), _memory_categories(), _checkpoint_origins(),
     _invisible_class(), _text_fault(text, boolean), _row_values_guard(), _commit_fault(jsonb),
-    _agent_lesson_git_check(text, text, text, text, text) FROM PUBLIC;
--- evaluated by the domain's check and the guard, as the caller
+    _agent_lesson_git_check(text, text, text, text, text), _kind_prefix(text), _id_shown(text), _id_ok(text, text),
+    _row_ids_guard() FROM PUBLIC;
+-- evaluated by the domain's check and the guards, as the caller
 GRANT EXECUTE ON FUNCTION ts_real(text), _ts_check(text), _memory_categories(), _checkpoint_origins(),
     _invisible_class(), _text_fault(text, boolean), _commit_fault(jsonb),
-    _agent_lesson_git_check(text, text, text, text, text) TO @S@_human, @S@_agent;
+    _agent_lesson_git_check(text, text, text, text, text), _kind_prefix(text), _id_shown(text),
+    _id_ok(text, text) TO @S@_human, @S@_agent;
+
+-- ids: the triggers are named "<table>_a_id_form": PostgreSQL fires a row's triggers in the order of their names, so
+-- these run first (before migration 12's "<table>_agent_id", which names the id as it came, and "<table>_row_values")
+CREATE TRIGGER memories_a_id_form BEFORE INSERT OR UPDATE ON memories FOR EACH ROW
+    EXECUTE FUNCTION _row_ids_guard('id', 'mem');
+CREATE TRIGGER checkpoints_a_id_form BEFORE INSERT OR UPDATE ON checkpoints FOR EACH ROW
+    EXECUTE FUNCTION _row_ids_guard('id', 'ckp');
+CREATE TRIGGER decisions_a_id_form BEFORE INSERT OR UPDATE ON decisions FOR EACH ROW
+    EXECUTE FUNCTION _row_ids_guard('id', 'dec');
+CREATE TRIGGER lessons_a_id_form BEFORE INSERT OR UPDATE ON lessons FOR EACH ROW
+    EXECUTE FUNCTION _row_ids_guard('id', 'les');
+CREATE TRIGGER episodes_a_id_form BEFORE INSERT OR UPDATE ON episodes FOR EACH ROW
+    EXECUTE FUNCTION _row_ids_guard('id', 'epi');
+CREATE TRIGGER notes_a_id_form BEFORE INSERT OR UPDATE ON notes FOR EACH ROW
+    EXECUTE FUNCTION _row_ids_guard('id', 'note');
+CREATE TRIGGER history_a_id_form BEFORE INSERT ON history FOR EACH ROW  -- (append-only: no UPDATE)
+    EXECUTE FUNCTION _row_ids_guard('id', 'hst', 'rid', '=kind');
+CREATE TRIGGER revisions_a_id_form BEFORE INSERT OR UPDATE ON revisions FOR EACH ROW
+    EXECUTE FUNCTION _row_ids_guard('id', 'rev', 'rid', '=kind');
+CREATE TRIGGER links_a_id_form BEFORE INSERT OR UPDATE ON links FOR EACH ROW
+    EXECUTE FUNCTION _row_ids_guard('id', 'lnk', 'a', '=a_kind', 'b', '=b_kind');
+CREATE TRIGGER exports_a_id_form BEFORE INSERT OR UPDATE ON exports FOR EACH ROW
+    EXECUTE FUNCTION _row_ids_guard('id', 'exp');
 
 DO $$
 DECLARE r record;
