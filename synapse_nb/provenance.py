@@ -362,7 +362,9 @@ def inline(text: object, width: int | None = None) -> str:
             chars = list(text)
             for a, _ in spans:
                 chars[a] = code_point(text[a])
-            text = "".join(chars)
+            # read again as shown: an invisible character the neutraliser read through joins the words around it,
+            # but its code point shown parts them (review 44: "deploy<U+200B>C R I T I C A L : A D H E R E")
+            text = neutralise("".join(chars))
     text = " ".join(text.split())
     if width is not None and len(text) > width:
         text = text[: max(0, width - 1)].rstrip() + "…"
