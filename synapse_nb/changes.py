@@ -21,11 +21,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from synapse_nb._util import shown_id
-from synapse_nb.models import RECORD_TYPES, Record
+from synapse_nb._util import parse_ts, shown_id
+from synapse_nb.models import PRIORITIES, RECORD_TYPES, Record
 
-__all__ = ["ACTIONS", "LINK_STATUSES", "RELATIONS", "REVISION_STATUSES", "SURFACES", "ExportMark", "HistoryEntry",
-           "Link", "Revision", "record_from_dict", "state_json"]
+__all__ = ["ACTIONS", "LINK_STATUSES", "RELATIONS", "REVISED_FIELDS", "REVISION_STATUSES", "SURFACES", "ExportMark",
+           "HistoryEntry", "Link", "Revision", "proposal", "record_from_dict", "state_json"]
 
 #: What a history entry records.
 ACTIONS: tuple[str, ...] = ("create", "update", "verify", "approve", "reject", "expire", "delete", "import",
@@ -37,6 +37,10 @@ RELATIONS: tuple[str, ...] = ("duplicate", "contradiction")
 #: A link is ``open`` until a human decides: ``merged`` (the hidden one's tags join the other, it is deleted),
 #: ``kept`` (both stand, both recalled), ``superseded`` (the newer stands, the older is deleted).
 LINK_STATUSES: tuple[str, ...] = ("open", "kept", "merged", "superseded")
+#: The fields an agent's revision may change.
+REVISED_FIELDS: tuple[str, ...] = ("content", "tags", "priority", "expires_at")
+#: What a revision shows when its ``fields`` are not values an agent's revision holds (written with SQL, review 46).
+UNREADABLE = "(unreadable: not the values of a memory's content, tags, priority or expiry; reject it)"
 
 
 def state_json(record: Record | None) -> str | None:
@@ -57,8 +61,47 @@ def record_from_dict(d: dict[str, Any]) -> Record:
     return record
 
 
-def _ts(ts: str | None) -> str:
-    return "-" if not ts else ts[:19].replace("T", " ")
+def _ts(ts: object) -> str:
+    from synapse_nb.provenance import inline
+
+    return "-" if not ts else inline(str(ts)[:19].replace("T", " "))
+
+
+def _stamp(v: Any) -> bool:
+    try:
+        parse_ts(v)
+    except (ValueError, TypeError, OverflowError):  # ValidationError is a ValueError
+        return False
+    return True
+
+
+#: What each field a revision may change holds (``Memory``'s types: text, a list of text, a priority, a time or None).
+_PROPOSED_TYPES = {
+    "content": lambda v: isinstance(v, str),
+    "tags": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+    "priority": lambda v: isinstance(v, str) and v in PRIORITIES,
+    "expires_at": lambda v: v is None or (isinstance(v, str) and _stamp(v)),
+}
+
+
+def proposal(fields: object) -> dict[str, Any] | None:
+    """A revision's proposed values if ``fields`` is a JSON object of :data:`REVISED_FIELDS` keys with values of
+    their types, else None: unreadable (a row written with SQL, review 46), shown as such, never accepted.
+
+    >>> proposal('{"content": "x", "tags": ["a"]}'), proposal('["content"]'), proposal('{"verified": true}')
+    ({'content': 'x', 'tags': ['a']}, None, None)
+    """
+    if not isinstance(fields, str):
+        return None
+    try:
+        value = json.loads(fields)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict) or not value:
+        return None
+    if not all(k in _PROPOSED_TYPES and _PROPOSED_TYPES[k](v) for k, v in value.items()):
+        return None
+    return value
 
 
 @dataclass(frozen=True)
@@ -79,19 +122,34 @@ class HistoryEntry:
     before: str | None = None  # the record before the change, as canonical JSON (state_json)
 
     @property
-    def previous(self) -> Record | None:
-        """The record as it was before this change (None: it did not exist). An agent's entry describes an agent's
-        record that no person verified, whatever its ``before`` says: an agent changes only its own unverified
-        records (a change to a person's is a revision), so a ``before`` claiming a person's or a verified record
-        is forged (review 4 wrote one with a team login's own SQL) and reads as the agent's."""
+    def state(self) -> dict[str, Any] | None:
+        """``before`` as the dict it holds when it describes this entry's record (its kind and id), else None: no
+        ``before``, or an unreadable one (not JSON, not an object, another record's: :attr:`unreadable`). The store
+        reads a stored ``before`` as a record row is read (``store/sql/change_rows.py``: unknown keys dropped,
+        values of the wrong type read as a row's are)."""
         if self.before is None:
             return None
-        state = json.loads(self.before)
-        if state.get("kind") != self.kind or state.get("id") != self.rid:  # of another record: forged (review 12)
-            from synapse_nb.errors import ValidationError
+        try:
+            state = json.loads(self.before)
+        except (ValueError, TypeError, RecursionError):
+            return None
+        if not isinstance(state, dict) or state.get("kind") != self.kind or state.get("id") != self.rid:
+            return None  # of another record: forged (review 12), read as unknown
+        return state
 
-            raise ValidationError(f"history entry {self.id}: its before does not describe {self.kind} {self.rid}")
-        if self.actor == "agent":
+    @property
+    def previous(self) -> Record | None:
+        """The record as it was before this change (None: it did not exist, or :attr:`unreadable`: unknown). An
+        agent's entry describes an agent's record that no person verified, whatever its ``before`` says: an agent
+        changes only its own unverified records (a change to a person's is a revision), so a ``before`` claiming a
+        person's or a verified record is forged (review 4 wrote one with a team login's own SQL) and reads as the
+        agent's. A ``before`` that describes no record of this entry (written with SQL, review 46) reads as unknown:
+        an ``as_of`` read skips the entry, and no reader fails on it."""
+        state = self.state
+        if state is None:
+            return None
+        state = dict(state)
+        if self.actor != "user":
             state["source"] = "agent"
             if "verified" in state or state.get("kind") == "memory":  # a memory without it reads as verified
                 state["verified"] = False
@@ -100,18 +158,27 @@ class HistoryEntry:
                 state.update(status="pending", approved_at=None, expires_at=None, lesson_text=None)
                 if state.get("analysis_by") == "user":
                     state["analysis_by"] = "agent"
-        return record_from_dict(state)
+        try:
+            return record_from_dict(state)
+        except (TypeError, ValueError, KeyError, AttributeError):
+            return None
+
+    @property
+    def unreadable(self) -> bool:
+        """Whether the entry has a ``before`` that describes no record of it: what the record was is unknown."""
+        return self.before is not None and self.previous is None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        out["before"] = None if self.before is None else json.loads(self.before)
+        # an unreadable before is given as the text it is (quoted by every surface), never as a record
+        out["before"] = None if self.before is None else self.state if not self.unreadable else self.before
         return out
 
     def line(self) -> str:
         from synapse_nb.provenance import inline  # an imported entry's fields are checked; a stored one is quoted
 
-        return (f"v{self.version:<3} {_ts(self.at)}  {inline(self.action, 12):<9} [{inline(self.actor, 8)} via "
-                f"{inline(self.surface, 12)}]  {inline(self.digest_before or '-', 16):>16} -> "
+        return (f"v{inline(self.version, 6):<3} {_ts(self.at)}  {inline(self.action, 12):<9} [{inline(self.actor, 8)} "
+                f"via {inline(self.surface, 12)}]  {inline(self.digest_before or '-', 16):>16} -> "
                 f"{inline(self.digest_after or '-', 16)}")
 
 
@@ -137,23 +204,30 @@ class Revision:
 
     @property
     def proposed(self) -> dict[str, Any]:
-        value: dict[str, Any] = json.loads(self.fields)
-        return value
+        """The proposed values ({} when :attr:`readable` is false)."""
+        return proposal(self.fields) or {}
+
+    @property
+    def readable(self) -> bool:
+        """Whether ``fields`` are values a revision holds (:func:`proposal`); an unreadable one is rejected only."""
+        return proposal(self.fields) is not None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        out["fields"] = self.proposed
+        out["fields"] = self.proposed if self.readable else self.fields  # unreadable: the text it is, quoted
+        out["readable"] = self.readable
         return out
 
     def line(self) -> str:
         """One line: the proposed values after the mark of an agent's words no person checked (a revision is an
-        agent's until a human accepts it; the memory then takes the values as the human's)."""
+        agent's until a human accepts it; the memory then takes the values as the human's). Every field is one
+        quoted line (review 46: a surface written with SQL held ESC sequences that erased the line)."""
         from synapse_nb.provenance import inline  # one quoted line, whatever the agent wrote
 
-        what = ", ".join(f"{k}={inline(str(v), 60)}" for k, v in sorted(self.proposed.items()))
-        return (f"{shown_id(self.id)} {self.status:<8} {_ts(self.created_at)} [{self.actor} via {self.surface}] "
-                f"{shown_id(self.rid)}: "
-                f"{PROPOSED_MARK} {what}")
+        what = (", ".join(f"{k}={inline(str(v), 60)}" for k, v in sorted(self.proposed.items())) if self.readable
+                else UNREADABLE)
+        return (f"{shown_id(self.id)} {inline(self.status, 10):<8} {_ts(self.created_at)} [{inline(self.actor, 8)} "
+                f"via {inline(self.surface, 12)}] {shown_id(self.rid)}: {PROPOSED_MARK} {what}")
 
 
 @dataclass(frozen=True)
@@ -187,9 +261,8 @@ class Link:
             return f"{shown_id(rid)} {got}" if got else shown_id(rid)
 
         hid = f", hides {shown_id(self.hidden)}" if self.hidden else ""
-        return (f"{shown_id(self.id)} {self.relation:<13} {self.status:<10} {self.score:.2f}  "
-                f"{side(self.a)} ~ {side(self.b)}"
-                f"  ({inline(self.reason)}{hid})")
+        return (f"{shown_id(self.id)} {inline(self.relation, 13):<13} {inline(self.status, 10):<10} "
+                f"{self.score:.2f}  {side(self.a)} ~ {side(self.b)}  ({inline(self.reason)}{hid})")
 
 
 @dataclass(frozen=True)

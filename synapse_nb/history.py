@@ -83,8 +83,10 @@ def entry_id(rid: str, version: int) -> str:
 
 def _knows(e: HistoryEntry) -> bool:
     """Whether an entry tells what its record was before it (an agent's analysis of a lesson it may not read
-    does not)."""
-    return e.before is not None or e.action in ("create", "import")
+    does not; nor does one whose ``before`` describes no record of it, written with SQL: review 46)."""
+    if e.before is not None:
+        return not e.unreadable
+    return e.action in ("create", "import")
 
 
 def as_of_ts(value: object, name: str = "as_of") -> str:
@@ -108,12 +110,21 @@ class Versions(list[HistoryEntry]):
     current: Record | None = None
 
     def record(self, version: int) -> Record | None:
-        """The record as version ``version`` left it (None: that version deleted it)."""
+        """The record as version ``version`` left it (None: that version deleted it, or it is not known:
+        :meth:`known`)."""
+        i = self._index(version)
+        return self[i + 1].previous if i + 1 < len(self) else self.current
+
+    def known(self, version: int) -> bool:
+        """Whether what version ``version`` left is known: the next entry's ``before`` is readable (one written
+        with SQL that describes no record of it is not: review 46)."""
+        i = self._index(version)
+        return i + 1 >= len(self) or not self[i + 1].unreadable
+
+    def _index(self, version: int) -> int:
         for i, e in enumerate(self):
             if e.version == version:
-                if i + 1 < len(self):
-                    return self[i + 1].previous
-                return self.current
+                return i
         raise NotFoundError(f"no version {version} in this history (versions: "
                             f"{', '.join(str(e.version) for e in self) or 'none'})")
 

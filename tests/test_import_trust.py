@@ -563,8 +563,8 @@ def test_an_imported_history_entry_describes_its_own_record_and_is_shown_as_it_i
     forged = HistoryEntry(id="h", rid="note_00000000beef", kind="note", mind="default", version=2, action="delete",
                           actor="agent", surface="api", at=at, digest_before=None, digest_after=None,
                           before=json.dumps(lesson))
-    with pytest.raises(syn.ValidationError, match="does not describe note note_00000000beef"):
-        _ = forged.previous
+    # (review 46: read as unknown, never raising, so one such row does not deny as_of recall for the whole mind)
+    assert forged.previous is None and forged.unreadable and forged.state is None
     assert "\n" not in HistoryEntry(**{**forged.__dict__, "surface": "cli]\nv3 verify [user", "before": None}).line()
 
 

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 __all__ = ["memory_accept", "memory_conflicts", "memory_history", "memory_prune_history", "memory_purge",
            "memory_reject", "memory_resolve", "memory_revert", "memory_revisions"]
 
+#: What `memory history` shows of a version whose next entry holds no record of it (written with SQL: review 46).
+UNKNOWN_VERSION = "(unknown: the next entry holds no record of it)"
+
 CategoryOpt = Annotated[str | None, typer.Option("--category", "-c", help="The category, when several memories "
                                                  "share the key.")]
 
@@ -59,10 +62,11 @@ def memory_history(
     if as_json:
         echo_json(quoted([{**e.to_dict(), "content": getattr(h.record(e.version), "content", None)} for e in h]))
         return
-    versions = [(e, h.record(e.version)) for e in h]
-    echo_legend([rec for _, rec in versions])  # an agent's versions are its words, as in every listing
-    for e, rec in versions:
-        what = f"{mark(rec)} {inline(getattr(rec, 'content', ''), 70)}" if rec is not None else "(deleted)"
+    versions = [(e, h.record(e.version), h.known(e.version)) for e in h]
+    echo_legend([rec for _, rec, _ in versions])  # an agent's versions are its words, as in every listing
+    for e, rec, known in versions:
+        what = (f"{mark(rec)} {inline(getattr(rec, 'content', ''), 70)}" if rec is not None else "(deleted)"
+                if known else UNKNOWN_VERSION)
         typer.echo(f"{e.line()}  {what}")
 
 
@@ -129,6 +133,8 @@ def memory_accept(
     seen = None
     if not yes:  # at a terminal: all the memory takes, whole (review 12: a listing's 60 characters were accepted)
         rev = v.memories.revision(revision)
+        if not rev.readable:  # no values to show: never accepted (review 46)
+            fail(f"not accepted: {inline(rev.id, 40)} holds no values a revision proposes; reject it")
         mem = v.memories.get(rev.rid)
         # each value as stored, line by line, beside the memory's (review 26: one quoted line each hid a moved line
         # break and Cyrillic letters in a URL: two identical lines, accepted as the person's verified memory)
@@ -143,10 +149,10 @@ def memory_accept(
             if ch.warning:
                 typer.echo(f"  {ch.warning}", err=True)
         if not typer.confirm("accept these values as yours (the memory stays verified)?", default=False, err=True):
-            fail(f"not accepted: {rev.id} is still pending")
+            fail(f"not accepted: {inline(rev.id, 40)} is still pending")
         seen = rev.fields
     m = v.memories.accept(revision, force=force, seen=seen)
-    typer.echo(f"accepted {revision}: {m.summary_line()}")
+    typer.echo(f"accepted {inline(revision, 40)}: {m.summary_line()}")
 
 
 @memory_app.command("reject")
@@ -163,7 +169,7 @@ def memory_reject(
     """
     require_human_here(ctx, yes, "rejecting a revision")
     r = open_vault_for(ctx).memories.reject(revision)
-    typer.echo(f"rejected {r.id}; {r.rid} is unchanged")
+    typer.echo(f"rejected {inline(r.id, 40)}; {inline(r.rid, 40)} is unchanged")
 
 
 @memory_app.command("conflicts")
@@ -219,7 +225,7 @@ def memory_resolve(
     if gone is not None and not yes:
         typer.echo(f"{action} deletes {shown_id(gone.id)}: {gone.summary_line()}", err=True)
         if not typer.confirm("delete it?", default=False, err=True):
-            fail(f"not resolved: {link} is still open")
+            fail(f"not resolved: {inline(link, 40)} is still open")
     x = v.memories.resolve(link, action)
     typer.echo(f"{shown_id(x.id)}: {x.status}" + (f"; deleted {shown_id(gone.id)}" if gone is not None else ""))
 

@@ -12,12 +12,21 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb import history
-from synapse_nb._util import MAX_TAGS, check_choice, check_key, new_id
-from synapse_nb.changes import LINK_STATUSES, REVISION_STATUSES, Link, Revision
+from synapse_nb._util import (
+    MAX_TAGS,
+    check_choice,
+    check_key,
+    check_tags,
+    check_text,
+    fmt_ts,
+    new_id,
+    parse_ts,
+)
+from synapse_nb.changes import LINK_STATUSES, REVISED_FIELDS, REVISION_STATUSES, Link, Revision
 from synapse_nb.dupes import check_pending
 from synapse_nb.errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager
-from synapse_nb.models import CATEGORIES, Memory, Record, kind_of_id
+from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, Record, kind_of_id
 from synapse_nb.provenance import agents_unverified, human_record
 
 if TYPE_CHECKING:
@@ -27,8 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = ["RESOLUTIONS", "REVISED_FIELDS", "MemoryHistory"]
 
-#: The fields an agent's revision may change.
-REVISED_FIELDS = ("content", "tags", "priority", "expires_at")
 #: What a human may do with a link: merge (the hidden side goes), keep both, supersede (the older side goes).
 RESOLUTIONS = {"merge": "merged", "keep": "kept", "supersede": "superseded"}
 
@@ -84,10 +91,10 @@ class MemoryHistory:
         """Ids of memories whose history shows them under this key (and category), by id."""
         out = set()
         for e in history.recent(self._ctx, None):
-            if e.kind == "memory" and e.before is not None:
-                was = json.loads(e.before)
-                if was.get("key") == key.strip() and (category is None or was.get("category") == category):
-                    out.add(e.rid)
+            was = e.state  # None: no before, or one that describes no record of the entry (review 46)
+            if (e.kind == "memory" and was is not None and was.get("key") == key.strip()
+                    and (category is None or was.get("category") == category)):
+                out.add(e.rid)
         return sorted(out)
 
     # -- versions and reads in time -------------------------------------------------------------------------
@@ -145,6 +152,9 @@ class MemoryHistory:
         rid = self._find(id, None)
         versions = history.entries(ctx, rid)
         old = versions.record(to)
+        if not versions.known(to):
+            raise ConflictError(f"what version {to} of {rid} held is unknown: the entry after it holds no record of "
+                                "it (written outside synapse_nb); revert to another version")
         if not isinstance(old, Memory):
             raise ConflictError(f"version {to} of {rid} deleted it; revert to a version that holds the memory")
         current = versions.current if isinstance(versions.current, Memory) else None
@@ -227,15 +237,19 @@ class MemoryHistory:
         ctx = self._ctx
         ctx.require_human("accept a revision")
         rev = self._revision(revision_id)
+        if not rev.readable:  # written with SQL (review 46): no values a person could have read
+            raise ConflictError(f"revision {rev.id} holds no values a revision proposes (its fields are not a memory's "
+                                "content, tags, priority or expiry); nothing was accepted: reject it")
         if seen is not None and seen != rev.fields:
             raise ConflictError(f"revision {rev.id} proposes other values than those shown; nothing was accepted")
         mem: Memory = self._stored(rev.rid)
+        if mem.kind != rev.kind or mem.mind != rev.mind:
+            raise ConflictError(f"revision {rev.id} is not for a memory of mind {ctx.mind!r}; reject it")
         if mem.digest != rev.base_digest and not force:
             raise ConflictError(f"memory {mem.id} changed after revision {rev.id} was proposed ({rev.created_at}); "
                                 "the proposal was made against an older version: read the memory's history, then "
                                 "accept with force=True (CLI: --force) or reject it")
-        values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in rev.proposed.items()
-                                  if k in REVISED_FIELDS}
+        values = _accepted_values(rev)
         with ctx.store.transaction():
             ts = ctx.store.stamp(ctx.now_ts())
             if values.get("expires_at") is not None and values["expires_at"] <= ts:
@@ -336,6 +350,22 @@ class MemoryHistory:
             raise PermissionDeniedError("an agent may not resolve a conflict")
         ctx.store.table(rec.kind).delete(rec.id)
         history.record(ctx, action, rec, None, at=ts)
+
+
+def _accepted_values(rev: Revision) -> dict[str, Any]:
+    """A revision's values as a person's write stores them: each checked as ``memories.update`` checks it (review 46:
+    values an agent's SQL wrote reached the person's verified memory unchecked)."""
+    out: dict[str, Any] = {}
+    for k, v in rev.proposed.items():
+        if k == "content":
+            out[k] = check_text(v, "content")
+        elif k == "tags":
+            out[k] = check_tags(v)
+        elif k == "priority":
+            out[k] = check_choice(v, "priority", PRIORITIES)
+        elif k == "expires_at":
+            out[k] = None if v is None else fmt_ts(parse_ts(v, "expires_at"))
+    return out
 
 
 def _merged(link: Link, a: Record | None, b: Record | None) -> tuple[Record | None, Record | None]:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from synapse_nb.changes import PROPOSED_MARK
+from synapse_nb.changes import PROPOSED_MARK, UNREADABLE
 from synapse_nb.differences import LEGEND, FieldChange, changes
 from synapse_nb.errors import SynapseError
 from synapse_nb.models import kind_of_id
@@ -90,10 +90,10 @@ class ChangeReview(FamilyWidget):
         mem = self.vault.memories
         self.items_revisions = mem.revisions()
         self.items_conflicts = mem.conflicts()
-        _relist(self.revisions, [(f"{r.rid} · {PROPOSED_MARK} {inline(r.proposed.get('content', str(r.proposed)), 60)}",
-                                  r.id) for r in self.items_revisions], self._first)
-        _relist(self.conflicts, [(f"{x.relation} · {x.a} ~ {x.b} ({x.score:.2f})", x.id)
-                                 for x in self.items_conflicts], self._first)
+        _relist(self.revisions, [(f"{inline(r.rid, 40)} · {PROPOSED_MARK} {_gist(r)}", r.id)
+                                 for r in self.items_revisions], self._first)
+        _relist(self.conflicts, [(f"{inline(x.relation, 13)} · {inline(x.a, 40)} ~ {inline(x.b, 40)} ({x.score:.2f})",
+                                  x.id) for x in self.items_conflicts], self._first)
         self._first = False
         self.set_header(f"{plural(len(self.items_revisions), 'pending revision')}, "
                         f"{plural(len(self.items_conflicts), 'open conflict')}")
@@ -108,12 +108,12 @@ class ChangeReview(FamilyWidget):
 
     def _record_text(self, rid: str) -> str:
         rec = self._record(rid)
-        return rid if kind_of_id(rid) is None else "(gone)" if rec is None else str(rec.summary_line())
+        return inline(rid, 40) if kind_of_id(rid) is None else "(gone)" if rec is None else str(rec.summary_line())
 
     def _record_title(self, rid: str) -> str:
         """A memory's mark, category/key and id, without its text (shown whole beside each proposed value)."""
         rec = self._record(rid)
-        return f"{rid} (gone)" if rec is None else f"{mark(rec)} {rec.address} ({rid})"
+        return f"{inline(rid, 40)} (gone)" if rec is None else f"{mark(rec)} {rec.address} ({inline(rid, 40)})"
 
     def _field_html(self, ch: FieldChange, value: Any) -> str:
         """One proposed field: the memory's value and the proposed one whole, side by side (each scrolled), then
@@ -138,23 +138,27 @@ class ChangeReview(FamilyWidget):
         if rev is None:
             self.revision_html.value = block(f"<i style='color:{MUTED}'>no pending revision</i>")
         else:
+            body = ("".join(self._field_html(ch, rev.proposed[ch.field])
+                            for ch in changes(self._record(rev.rid), rev.proposed)) if rev.readable
+                    else f"<div role='alert' style='color:{ERR}'>{esc(UNREADABLE)}</div>")  # review 46
             self.revision_html.value = block(
-                f"<div><b>{esc(rev.id)}</b> · proposed by {esc(rev.actor)} via {esc(rev.surface)} for "
-                f"{esc(self._record_title(rev.rid))}</div><div style='color:{MUTED}'>{esc(LEGEND)}</div>"
-                + "".join(self._field_html(ch, rev.proposed[ch.field])
-                          for ch in changes(self._record(rev.rid), rev.proposed)))
-        self.accept_button.disabled = self.reject_button.disabled = rev is None
+                f"<div><b>{esc(inline(rev.id, 40))}</b> · proposed by {esc(inline(rev.actor, 8))} via "
+                f"{esc(inline(rev.surface, 12))} for {esc(self._record_title(rev.rid))}</div>"
+                f"<div style='color:{MUTED}'>{esc(LEGEND)}</div>" + body)
+        self.reject_button.disabled = rev is None
+        self.accept_button.disabled = rev is None or not rev.readable  # an unreadable one is only rejected
         self.shown_conflict = link
         if link is None:
             self.conflict_html.value = block(f"<i style='color:{MUTED}'>no open conflict</i>")
         else:
-            hid = f" · recall hides {esc(link.hidden)}" if link.hidden else ""
+            hid = f" · recall hides {esc(inline(link.hidden, 40))}" if link.hidden else ""
             goes = [(act, g) for act in ("merge", "supersede")
                     if (g := self.vault.memories.deletes(link.id, act)) is not None]
-            deletes = "".join(f"<div style='color:{MUTED}'>{act.capitalize()} deletes {esc(g.id)}</div>"
+            deletes = "".join(f"<div style='color:{MUTED}'>{act.capitalize()} deletes {esc(inline(g.id, 40))}</div>"
                               for act, g in goes)  # which side goes, named before the click
             self.conflict_html.value = block(
-                f"<div><b>{esc(link.relation)}</b> ({link.score:.2f}): {esc(link.reason)}{hid}</div>"
+                f"<div><b>{esc(inline(link.relation, 13))}</b> ({link.score:.2f}): "
+                f"{esc(inline(link.reason))}{hid}</div>"
                 f"<div>newer: {esc(self._record_text(link.a))}</div><div>older: {esc(self._record_text(link.b))}</div>"
                 + deletes)
         for b in (self.merge_button, self.keep_button, self.supersede_button):
@@ -181,7 +185,7 @@ class ChangeReview(FamilyWidget):
             return None
         self.revisions.value = None
         self.refresh()
-        self.say(f"{'accepted' if accept else 'rejected'} {rid}")
+        self.say(f"{'accepted' if accept else 'rejected'} {inline(rid, 40)}")
         return out
 
     def resolve(self, action: str) -> Any:
@@ -198,8 +202,13 @@ class ChangeReview(FamilyWidget):
             return None
         self.conflicts.value = None
         self.refresh()
-        self.say(f"{lid}: {out.status}")
+        self.say(f"{inline(lid, 40)}: {out.status}")
         return out
+
+
+def _gist(r: Revision) -> str:
+    """A revision in a list's line: its proposed content (else its values), or that it is unreadable."""
+    return inline(r.proposed.get("content", str(r.proposed)), 60) if r.readable else UNREADABLE
 
 
 def _relist(select: widgets.Select, options: list[tuple[str, str]], first: bool) -> None:

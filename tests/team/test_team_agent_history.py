@@ -17,9 +17,10 @@ ENTRY = ("INSERT INTO history(id, rid, kind, mind, version, action, actor, surfa
 
 def forged(rid: str, content: str, **over: Any) -> str:
     """A memory's `before` as the package writes it, with the agent's words and ``over``."""
-    state = {"category": "procedure", "confidence": 1.0, "content": content, "created_at": "2026-12-06T08:41:53Z",
-             "expires_at": None, "id": rid, "key": "deploy", "kind": "memory", "mind": "default",
-             "priority": "critical", "source": "user", "tags": [], "updated_at": "2026-12-06T08:41:53Z",
+    state = {"category": "procedure", "confidence": 1.0, "content": content,
+             "created_at": "2026-12-06T08:41:53.000000Z", "expires_at": None, "id": rid, "key": "deploy",
+             "kind": "memory", "mind": "default",
+             "priority": "critical", "source": "user", "tags": [], "updated_at": "2026-12-06T08:41:53.000000Z",
              "verified": True} | over
     return json.dumps(state, sort_keys=True)
 

@@ -264,7 +264,7 @@ def test_each_agent_login_has_its_own_quota(seeded: dict[str, Any], machine: Any
     with psycopg.connect(sandbox_url.split("?")[0]) as c:  # a raw history row naming the other login
         c.execute(f"SET search_path = {project}")
         c.execute("INSERT INTO history(id, rid, kind, mind, version, action, actor, surface, at, login) "
-                  "VALUES ('hst_raw', 'ckp_raw', 'checkpoint', 'sandbox', 1, 'create', 'agent', 'sql', "
+                  "VALUES ('hst_raw', 'ckp_raw', 'checkpoint', 'sandbox', 1, 'create', 'agent', 'cli', "
                   "next_stamp(), %s)", (f"{project}_agent_login",))
         assert c.execute("SELECT login FROM history WHERE id = 'hst_raw'").fetchone()[0] == login
 

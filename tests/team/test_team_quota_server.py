@@ -81,8 +81,8 @@ def test_an_update_a_deletion_and_a_proposal_count_too(human: Any, agent_sql: ps
         agent_sql.execute("SELECT delete_record('memories', 'mem_raw2')")
     with pytest.raises(TOO_MANY):
         agent_sql.execute("INSERT INTO revisions(id, rid, kind, mind, status, fields, base_digest, actor, surface, "
-                          "created_at) VALUES ('rev_raw', 'mem_raw', 'memory', 'default', 'pending', '{}', 'x', "
-                          "'agent', 'sql', %s)", (TS,))
+                          "created_at) VALUES ('rev_00000000a0a0', 'mem_raw1', 'memory', 'default', 'pending', "
+                          "'{\"content\": \"c5\"}', '0123456789abcdef', 'agent', 'cli', %s)", (TS,))
     assert human.memories.get("mem_raw1").content == "c3" and human.memories.get("mem_raw2")
 
 
@@ -90,7 +90,7 @@ def test_raw_history_rows_are_bounded_too(human: Any, agent_sql: psycopg.Connect
     """An agent writes history entries for its own writes; rows of its own past the quota are refused."""
     human.settings.set("agent_writes_per_hour", 4)
     insert = ("INSERT INTO history(id, rid, kind, mind, version, action, actor, surface, at) "
-              "SELECT 'hst_raw' || i, 'ckp_x', 'checkpoint', 'default', i, 'create', 'agent', 'sql', next_stamp() "
+              "SELECT 'hst_raw' || i, 'ckp_x', 'checkpoint', 'default', i, 'create', 'agent', 'cli', next_stamp() "
               "FROM generate_series(%s::int, %s::int) i")
     agent_sql.execute(insert, (1, 4))
     with pytest.raises(TOO_MANY, match="history entries"):
@@ -302,19 +302,20 @@ def test_a_snapshot_transaction_cannot_count_past_another_sessions_writes(
     a second quota (revisions and history take no other lock that conflicts). Every count also updates one row of
     the login's, so the two cannot both pass."""
     human.settings.set("agent_writes_per_hour", 3)
+    mem = human.remember("project", "k", "c")  # a revision proposes a change to a memory of its mind (migration 22)
     revision = ("INSERT INTO revisions(id, rid, kind, mind, status, fields, base_digest, actor, surface, created_at) "
-                "SELECT 'rev_' || %s || i, 'mem_x', 'memory', 'default', 'pending', '{}', 'x', 'agent', 'sql', %s "
-                "FROM generate_series(1, %s) i")
+                "SELECT 'rev_' || %s || lpad(i::text, 11, '0'), %s, 'memory', 'default', 'pending', "
+                "'{\"content\": \"c2\"}', '0123456789abcdef', 'agent', 'cli', %s FROM generate_series(1, %s) i")
     with psycopg.connect(logins["agent"].split("?")[0]) as early:
         early.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
         early.execute(f"SET LOCAL search_path = {project}")
         early.execute("SELECT count(*) FROM revisions").fetchone()  # the snapshot is taken here
-        agent_sql.execute(revision, ("a", TS, 3))
+        agent_sql.execute(revision, ("a", mem.id, TS, 3))
         with psycopg.connect(team_url.split("?")[0], autocommit=True) as admin:  # as if written a minute before
             admin.execute(f"UPDATE {project}.agent_write_log SET minute = minute - interval '1 minute' "
                           "WHERE isfinite(minute)")
         with pytest.raises((TOO_MANY, psycopg.errors.SerializationFailure)):
-            early.execute(revision, ("b", TS, 1))
+            early.execute(revision, ("b", mem.id, TS, 1))
     assert count(agent_sql, "SELECT count(*) FROM revisions") == 3
 
 

@@ -79,6 +79,9 @@ MIGRATIONS: tuple[Migration, ...] = (
               "category one of CATEGORIES; an agent login's text without controls, line breaks in one-line fields "
               "or invisible format characters, and its JSON items of the types the package writes; every login's "
               "new ids of the package's form", "agent_row_values.sql"),
+    Migration(22, "an agent login's revisions and history entries hold what the package writes: a revision's fields "
+              "the values of REVISED_FIELDS for a memory of its mind, a surface one of SURFACES, a history entry's "
+              "before the keys and value types of its kind's record", "agent_change_values.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

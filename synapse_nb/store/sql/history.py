@@ -9,11 +9,23 @@ human purges or prunes history.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import functools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from synapse_nb.changes import ExportMark, HistoryEntry, Link, Revision
+from synapse_nb.store.sql import change_rows
 from synapse_nb.store.sql.authors import person_sql
 from synapse_nb.store.sql.connection import D, Repository, Row
+from synapse_nb.store.sql.tables import (
+    CheckpointsTable,
+    DecisionsTable,
+    EpisodesTable,
+    LessonsTable,
+    MemoriesTable,
+    NotesTable,
+    Table,
+)
 
 __all__ = ["DELETE_HISTORY_OF", "DELETE_LINKS_OF", "DELETE_REVISIONS_OF", "HISTORY_COLUMNS", "NEXT_VERSION",
            "PRUNE_HISTORY", "ExportsQueries", "HistoryQueries", "LinksQueries", "RevisionsQueries"]
@@ -75,22 +87,22 @@ INSERT_EXPORT = f"INSERT INTO exports({_E}) VALUES (?, ?, ?, ?, ?)"
 EXPORTS = f"SELECT {_E} FROM exports ORDER BY taken_at, id"
 
 
-def _entry(r: Row) -> HistoryEntry:
-    return HistoryEntry(*(r[c] for c in HISTORY_COLUMNS))
-
-
-def _revision(r: Row) -> Revision:
-    return Revision(*(r[c] for c in REVISION_COLUMNS))
-
-
-def _link(r: Row) -> Link:
-    values = [r[c] for c in LINK_COLUMNS]
-    values[7] = float(values[7])
-    return Link(*values)
+# rows are read whatever they hold (review 46: written with an agent login's SQL): store/sql/change_rows.py
+_revision = change_rows.revision
+_link = change_rows.link
 
 
 class HistoryQueries(Repository[D]):
     """``store.history``: append, read by record or mind, purge one record's, prune a mind's older entries."""
+
+    @functools.cached_property
+    def _tables(self) -> Mapping[str, Table[Any, Any]]:
+        """The kind tables' row mappings, which read an entry's ``before`` as a row of its kind."""
+        tables = (MemoriesTable, CheckpointsTable, DecisionsTable, LessonsTable, EpisodesTable, NotesTable)
+        return {t.kind: t(self._db) for t in tables}
+
+    def _entry(self, r: Row) -> HistoryEntry:
+        return change_rows.entry(r, self._tables)
 
     def next_version(self, rid: str) -> int:
         row = self._db.query_one(NEXT_VERSION, (rid,))
@@ -104,18 +116,18 @@ class HistoryQueries(Repository[D]):
             self._db.executemany(INSERT_HISTORY, rows)
 
     def of_record(self, rid: str) -> list[HistoryEntry]:
-        return [_entry(r) for r in self._db.query(HISTORY_OF, (rid,))]
+        return [self._entry(r) for r in self._db.query(HISTORY_OF, (rid,))]
 
     def of_mind(self, mind: str, *, limit: int) -> list[HistoryEntry]:
-        return [_entry(r) for r in self._db.query(HISTORY_OF_MIND, (mind, int(limit)))]
+        return [self._entry(r) for r in self._db.query(HISTORY_OF_MIND, (mind, int(limit)))]
 
     def after(self, mind: str, at: str) -> list[HistoryEntry]:
         """The mind's entries stamped after ``at``, by record then time (what an ``as_of`` read rewinds)."""
-        return [_entry(r) for r in self._db.query(HISTORY_AFTER, (mind, at))]
+        return [self._entry(r) for r in self._db.query(HISTORY_AFTER, (mind, at))]
 
     def all(self) -> Iterator[HistoryEntry]:
         """Every entry of the vault (all minds), by time then id (export)."""
-        return (_entry(r) for r in self._db.iter_query(HISTORY_ALL))
+        return (self._entry(r) for r in self._db.iter_query(HISTORY_ALL))
 
     def insert_entry(self, e: HistoryEntry) -> bool:
         """Import one entry as it is; False when the record's version is there already (identical or not: history is

@@ -1,0 +1,240 @@
+-- synapse_nb team vault, migration 22: an agent login's revisions and history entries hold what the package writes
+-- (review 46).
+--
+-- Reproduced on a server with an agent login's own SQL, past the package's checks: migration 21 checked the values of
+-- the record tables only, and the proposal guard (migration 9) a revision's status, decided_at and actor only; the
+-- history guard (migration 14) a `before`'s id, kind, source and verified only. The agent stored
+--   1. revisions whose `fields` were not JSON ('{not json') or not an object ('["content"]'): a person's
+--      `memory revisions` failed; and a `surface` holding ESC sequences that erased the line on the person's terminal
+--      and drew a forged [user · verified] one;
+--   2. a history entry whose `before` held a key no record has ("note_to_reviewer": 1) or values of another type: the
+--      person's `memory history` and every recall(as_of=...) of the mind failed.
+-- (The package now reads all of these tolerantly: store/sql/change_rows.py, changes.py.)
+--
+-- Now, for an agent login (a caller not in @S@_human/@S@_owner: _caller_is_human), on INSERT:
+--   * a revision is of a memory (kind 'memory') that exists in its mind, proposed through one of the package's
+--     SURFACES (changes.SURFACES: _surfaces()), its id rev_ and 12 hex digits, its base_digest a record digest (16 hex
+--     digits), and its `fields` a JSON object of one or more of REVISED_FIELDS (content, tags, priority, expires_at)
+--     with values of their types and text passing migration 21's rules (_text_fault): content text, tags a list of
+--     at most 10 tags (one lower-case word of at most 64 characters), priority one of PRIORITIES, expires_at a real
+--     UTC instant or null;
+--   * a history entry's surface is one of SURFACES, and its `before` (when it has one) a JSON object whose keys are
+--     those of its kind's record (Record.to_dict: _state_rules(kind); tests/team/test_team_change_values.py holds
+--     them equal) with values of their types: text passing migration 21's rules, a memory's category one of
+--     CATEGORIES and key snake_case, a note's name snake_case, timestamps real instants, JSON lists of strings as the
+--     record tables' (tags, file paths), a lesson's commits and diffstat as migration 21 checks a lesson row's.
+-- A person's rows are as before (the package checks them; an import keeps old text byte for byte).
+
+-- A text value as JSON, or NULL when it is not JSON.
+CREATE FUNCTION _jsonb_or_null(v text) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RETURN v::jsonb;
+EXCEPTION WHEN others THEN
+    RETURN NULL;
+END $$;
+
+-- changes.SURFACES and models.PRIORITIES (the test holds them equal).
+CREATE FUNCTION _surfaces() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+    RETURN ARRAY['api', 'cli', 'mcp', 'notebook', 'hook', 'git-hook', 'import', 'widget'];
+CREATE FUNCTION _priorities() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+    RETURN ARRAY['critical', 'high', 'normal', 'low'];
+
+-- What each key of a record's state holds (Record.to_dict, its "kind" aside), by kind; 'revision' is a revision's
+-- fields (changes.REVISED_FIELDS). A rule ending in '?' also takes null.
+CREATE FUNCTION _state_rules(p_kind text) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+    RETURN CASE p_kind
+        WHEN 'memory' THEN jsonb_build_object('category', 'category', 'key', 'key', 'content', 'text', 'tags', 'tags',
+            'priority', 'priority', 'source', 'source', 'verified', 'bool', 'confidence', 'unit', 'expires_at', 'ts?')
+        WHEN 'checkpoint' THEN jsonb_build_object('doing', 'text', 'changed_files', 'paths', 'next_step', 'text?',
+            'blockers', 'text?', 'branch', 'line?', 'commit', 'line?', 'origin', 'origin', 'source', 'source')
+        WHEN 'decision' THEN jsonb_build_object('decision', 'text', 'rationale', 'text?', 'tags', 'tags',
+            'branch', 'line?', 'commit', 'line?', 'source', 'source')
+        WHEN 'lesson' THEN jsonb_build_object('status', 'lesson_status', 'summary', 'text', 'branch', 'line?',
+            'revert_commit', 'commit?', 'reverted_commits', 'commits', 'files_affected', 'paths',
+            'diffstat', 'diffstat', 'analysis', 'text?', 'analysis_by', 'source?', 'lesson_text', 'text?',
+            'approved_at', 'ts?', 'expires_at', 'ts?', 'source', 'source')
+        WHEN 'episode' THEN jsonb_build_object('task_key', 'line', 'status', 'episode_status', 'outcome', 'text?',
+            'refs', 'paths', 'duration_s', 'number?', 'source', 'source', 'thread', 'line?', 'seq', 'int?',
+            'actor', 'line?')
+        WHEN 'note' THEN jsonb_build_object('name', 'key', 'trigger', 'text', 'body', 'text', 'source', 'source')
+        WHEN 'revision' THEN jsonb_build_object('content', 'text', 'tags', 'tags', 'priority', 'priority',
+            'expires_at', 'ts?')
+    END || CASE WHEN p_kind = 'revision' THEN '{}'::jsonb ELSE
+        jsonb_build_object('id', 'line', 'mind', 'line', 'created_at', 'ts', 'updated_at', 'ts') END;
+
+-- What is wrong with a value under a rule (NULL: nothing).
+CREATE FUNCTION _state_value_fault(p_rule text, v jsonb) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE SET search_path = @S@, pg_catalog, pg_temp AS $$
+DECLARE r text := rtrim(p_rule, '?'); t text := jsonb_typeof(v); s text; x jsonb; fault text;
+    most int := CASE WHEN rtrim(p_rule, '?') = 'tags' THEN 64 ELSE 1024 END;
+BEGIN
+    IF t = 'null' THEN
+        RETURN CASE WHEN p_rule LIKE '%?' THEN NULL ELSE 'null' END;
+    END IF;
+    IF r IN ('line', 'text', 'key', 'category', 'priority', 'origin', 'source', 'lesson_status', 'episode_status',
+             'ts') THEN
+        IF t <> 'string' THEN
+            RETURN format('%s, not text', left(v::text, 80));
+        END IF;
+        s := v #>> '{}';
+        RETURN CASE
+            WHEN r IN ('line', 'text') THEN _text_fault(s, r = 'text')
+            WHEN r = 'key' AND (s !~ '^[a-z][a-z0-9]*(_[a-z0-9]+)*$' OR length(s) > 200) THEN format('%L', left(s, 80))
+            WHEN r = 'category' AND NOT s = ANY (_memory_categories()) THEN format('%L', left(s, 80))
+            WHEN r = 'priority' AND NOT s = ANY (_priorities()) THEN format('%L', left(s, 80))
+            WHEN r = 'origin' AND NOT s = ANY (_checkpoint_origins()) THEN format('%L', left(s, 80))
+            WHEN r = 'source' AND s NOT IN ('user', 'agent') THEN format('%L', left(s, 80))
+            WHEN r = 'lesson_status' AND s NOT IN ('pending', 'approved', 'expired') THEN format('%L', left(s, 80))
+            WHEN r = 'episode_status' AND s NOT IN ('success', 'failure', 'unknown') THEN format('%L', left(s, 80))
+            WHEN r = 'ts' AND NOT ts_real(s) THEN format('%L, not a time', left(s, 80))
+        END;
+    END IF;
+    IF r = 'bool' THEN
+        RETURN CASE WHEN t <> 'boolean' THEN format('%s, not true or false', left(v::text, 80)) END;
+    END IF;
+    IF r IN ('unit', 'number', 'int') THEN
+        IF t <> 'number' OR (r = 'unit' AND v::text::numeric NOT BETWEEN 0 AND 1)
+           OR (r = 'number' AND v::text::numeric < 0) OR (r = 'int' AND v::text !~ '^-?[0-9]{1,18}$') THEN
+            RETURN format('%s, not %s', left(v::text, 80),
+                          CASE r WHEN 'unit' THEN 'a number 0..1' WHEN 'int' THEN 'a whole number'
+                                 ELSE 'a number from 0' END);
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF r = 'commit' THEN
+        RETURN _commit_fault(v);
+    END IF;
+    IF t <> 'array' THEN  -- tags, paths, commits, diffstat
+        RETURN format('%s, not a list', left(v::text, 80));
+    END IF;
+    IF r = 'tags' AND jsonb_array_length(v) > 10 THEN
+        RETURN format('%s tags', jsonb_array_length(v));
+    END IF;
+    FOR x IN SELECT e FROM jsonb_array_elements(v) e LOOP
+        IF r IN ('tags', 'paths') THEN
+            IF jsonb_typeof(x) <> 'string' THEN
+                RETURN format('the item %s, not text', left(x::text, 80));
+            END IF;
+            s := x #>> '{}';
+            fault := _text_fault(s, false);
+            IF fault IS NULL AND length(s) > most THEN
+                fault := format('an item of %s characters', length(s));
+            ELSIF fault IS NULL AND r = 'tags' AND (s = '' OR s ~ '[[:space:]]' OR s <> lower(s)) THEN
+                fault := format('the tag %L', left(s, 80));
+            END IF;
+        ELSIF r = 'commits' THEN
+            fault := _commit_fault(x);
+        ELSIF jsonb_typeof(x) <> 'array' OR jsonb_array_length(x) <> 3 OR jsonb_typeof(x -> 0) <> 'string'
+              OR length(x ->> 0) > 1024 OR _text_fault(x ->> 0, false) IS NOT NULL
+              OR EXISTS (SELECT 1 FROM jsonb_array_elements(x) WITH ORDINALITY AS y(n, i)
+                          WHERE i > 1 AND jsonb_typeof(n) <> 'null'
+                            AND (jsonb_typeof(n) <> 'number' OR n::text !~ '^[0-9]{1,10}$'
+                                 OR n::text::numeric > 1000000000)) THEN  -- a diffstat row, as migration 21's
+            fault := format('the row %s', left(x::text, 80));
+        END IF;
+        IF fault IS NOT NULL THEN
+            RETURN fault;
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END $$;
+
+-- What is wrong with a record's state (or a revision's fields: p_kind 'revision'): a key it does not hold, or a
+-- value against its rule (NULL: nothing).
+CREATE FUNCTION _state_fault(p_kind text, p_state jsonb) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE SET search_path = @S@, pg_catalog, pg_temp AS $$
+DECLARE rules jsonb := _state_rules(p_kind); k text; v jsonb; fault text;
+BEGIN
+    IF jsonb_typeof(p_state) IS DISTINCT FROM 'object' THEN
+        RETURN format('%s, not a JSON object', left(coalesce(p_state::text, 'text that is not JSON'), 80));
+    END IF;
+    IF rules IS NULL THEN
+        RETURN format('the kind %L', left(p_kind, 80));
+    END IF;
+    FOR k, v IN SELECT * FROM jsonb_each(p_state) LOOP
+        IF k = 'kind' AND p_kind <> 'revision' THEN
+            CONTINUE;  -- the history guard holds it to the entry's kind
+        END IF;
+        IF NOT rules ? k THEN
+            RETURN format('the key %L', left(k, 80));
+        END IF;
+        fault := _state_value_fault(rules ->> k, v);
+        IF fault IS NOT NULL THEN
+            RETURN format('%s in its %s', fault, k);
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END $$;
+
+-- Whether a memory of this id is stored in this mind, whatever the caller may read.
+CREATE FUNCTION _memory_in_mind(p_id text, p_mind text) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = @S@, pg_temp
+BEGIN ATOMIC
+    SELECT EXISTS (SELECT 1 FROM memories m WHERE m.id = p_id AND m.mind = p_mind);
+END;
+
+CREATE FUNCTION _agent_revision_values() RETURNS trigger
+    LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
+DECLARE v_what text := format('propose revision %s', left(NEW.id, 80)); fault text; j jsonb;
+BEGIN
+    IF _caller_is_human() THEN
+        RETURN NEW;
+    END IF;
+    IF NEW.id !~ '^rev_[0-9a-f]{12}$' OR NEW.base_digest !~ '^[0-9a-f]{16}$' THEN
+        PERFORM _deny(format('%s with the base digest %L', v_what, left(NEW.base_digest, 80)),
+                      'a revision''s id is rev_ and 12 hex digits, its base_digest the memory''s digest (16 hex digits)');
+    END IF;
+    IF NOT NEW.surface = ANY (_surfaces()) THEN
+        PERFORM _deny(format('%s through the surface %L', v_what, left(NEW.surface, 80)),
+                      'a surface is one of ' || array_to_string(_surfaces(), ', '));
+    END IF;
+    IF NEW.kind <> 'memory' OR NOT _memory_in_mind(NEW.rid, NEW.mind) THEN
+        PERFORM _deny(format('%s for %s %L in mind %L', v_what, left(NEW.kind, 40), left(NEW.rid, 80),
+                             left(NEW.mind, 80)),
+                      'a revision proposes a change to a memory stored in its mind');
+    END IF;
+    j := _jsonb_or_null(NEW.fields);
+    fault := CASE WHEN j = '{}'::jsonb THEN 'no value' ELSE _state_fault('revision', j) END;
+    IF fault IS NOT NULL THEN
+        PERFORM _deny(format('%s with fields holding %s', v_what, fault),
+                      'a revision''s fields are a JSON object of content (text), tags (at most 10 lower-case words), '
+                      'priority (' || array_to_string(_priorities(), ', ') || ') and expires_at (a UTC instant or '
+                      'null), text without control or invisible format characters, as the package writes them');
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER revisions_agent_values BEFORE INSERT ON revisions FOR EACH ROW
+    EXECUTE FUNCTION _agent_revision_values();
+
+CREATE FUNCTION _agent_history_values() RETURNS trigger
+    LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
+DECLARE v_what text := format('write history for %s %s', left(NEW.kind, 40), left(NEW.rid, 80)); fault text;
+BEGIN
+    IF _caller_is_human() THEN
+        RETURN NEW;
+    END IF;
+    IF NOT NEW.surface = ANY (_surfaces()) THEN
+        PERFORM _deny(format('%s through the surface %L', v_what, left(NEW.surface, 80)),
+                      'a surface is one of ' || array_to_string(_surfaces(), ', '));
+    END IF;
+    IF NEW.before IS NOT NULL THEN
+        fault := _state_fault(NEW.kind, _jsonb_or_null(NEW.before));
+        IF fault IS NOT NULL THEN
+            PERFORM _deny(format('%s with a before holding %s', v_what, fault),
+                          'an agent''s entry holds its record as it was: the keys of that kind''s record, with '
+                          'values of their types, as the package writes them');
+        END IF;
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER history_agent_values BEFORE INSERT ON history FOR EACH ROW EXECUTE FUNCTION _agent_history_values();
+
+REVOKE EXECUTE ON FUNCTION _jsonb_or_null(text), _surfaces(), _priorities(), _state_rules(text),
+    _state_value_fault(text, jsonb), _state_fault(text, jsonb), _memory_in_mind(text, text),
+    _agent_revision_values(), _agent_history_values() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION _jsonb_or_null(text), _surfaces(), _priorities(), _state_rules(text),
+    _state_value_fault(text, jsonb), _state_fault(text, jsonb), _memory_in_mind(text, text) TO @S@_human, @S@_agent;
