@@ -12,6 +12,7 @@ scan).
 
 from __future__ import annotations
 
+import codecs
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -183,7 +184,10 @@ def read_window(repo: RepoInfo, shas: list[str]) -> tuple[list[RawCommit], int]:
             continue
         size = int(header[2])
         body, pos = out[end + 1 : end + 1 + size], end + 2 + size
-        commit = _raw_commit(header[0], body) if header[1] == "commit" else None
+        try:
+            commit = _raw_commit(header[0], body) if header[1] == "commit" else None
+        except Exception:  # noqa: BLE001 - one commit an agent crafted is skipped and counted, never stops a scan
+            commit = None
         if commit is None:
             unreadable += 1
         else:
@@ -191,15 +195,27 @@ def read_window(repo: RepoInfo, shas: list[str]) -> tuple[list[RawCommit], int]:
     return commits, unreadable
 
 
+#: Codecs Python registers as text encodings that are no charset a commit may be written in: ``idna`` and ``punycode``
+#: raise on ``errors="replace"`` and ``undefined`` on everything (review 45: one agent commit with ``encoding idna``
+#: made every scan fail).
+_NOT_A_CHARSET = frozenset({"idna", "punycode", "undefined", "raw-unicode-escape", "unicode-escape"})
+
+
 def _message_text(data: bytes, charset: str | None) -> str:
+    """A message as UTF-8, else in the charset its ``encoding`` header names when that is a real text encoding, else
+    UTF-8 with replacement characters: never an exception, whatever the header says."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    try:
-        return data.decode(charset or "utf-8", "replace")
-    except LookupError:
-        return decode(data)
+    if charset:
+        try:
+            info = codecs.lookup(charset)
+            if getattr(info, "_is_text_encoding", True) and info.name not in _NOT_A_CHARSET:
+                return data.decode(info.name, "replace")
+        except (LookupError, UnicodeError, ValueError, TypeError):
+            pass
+    return decode(data)
 
 
 def _raw_commit(sha: str, data: bytes) -> RawCommit | None:
