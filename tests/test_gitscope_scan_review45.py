@@ -35,3 +35,21 @@ def test_a_commit_declaring_a_codec_that_is_no_charset_stops_no_scan(repo: Scrat
     result = scan_reverts(repo.root)
     assert [r.revert.sha for r in result.reverts] == [revert] and result.note is None
     assert notes in result.scanned_tips
+
+
+def test_a_planted_shallow_line_hides_no_revert_and_a_real_shallow_clone_still_scans(repo: ScratchRepo,
+                                                                                      tmp_path: Path) -> None:
+    scan_reverts(repo.root)
+    revert = _revert(repo)
+    repo.commit_file("c.txt", "c\n", "docs")
+    shallow = repo.root / ".git" / "shallow"  # review 45: an agent's one line (or `git fetch --depth=1`)
+    shallow.write_text(repo.head_sha() + "\n")
+    result = scan_reverts(repo.root, since=[repo.git("rev-parse", f"{revert}~2")])
+    assert [r.revert.sha for r in result.reverts] == [revert] and not result.truncated
+    first = scan_reverts(repo.root)  # a first scan too
+    assert [r.revert.sha for r in first.reverts] == [revert] and first.note is None
+    clone = tmp_path / "clone"  # a real shallow clone: its boundary is honoured, and said
+    subprocess.run(["git", "clone", "-q", "--depth=2", f"file://{repo.root}", str(clone)], env=repo.env(),
+                   check=True, capture_output=True)
+    shallow_result = scan_reverts(clone)
+    assert shallow_result.truncated and "shallow clone" in (shallow_result.note or "")

@@ -13,6 +13,7 @@ scan).
 from __future__ import annotations
 
 import codecs
+import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,7 +22,7 @@ from synapse_nb.gitscope._git import run_git
 from synapse_nb.gitscope.repo import RepoInfo, head
 
 __all__ = ["CommitInfo", "RawCommit", "branch_masks", "branches_of", "decode", "diffstats", "existing_commits",
-           "graph", "iso_time", "parse_raw_commit", "read_commits", "read_window", "tips"]
+           "graph", "iso_time", "parse_raw_commit", "read_commits", "read_window", "real_shallow", "tips"]
 
 _SHA_RE = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
@@ -149,11 +150,37 @@ def existing_commits(repo: RepoInfo, names: list[str]) -> list[str]:
     return kept
 
 
-def graph(repo: RepoInfo, tips: list[str], since: list[str]) -> list[tuple[str, tuple[str, ...]]]:
+def real_shallow(repo: RepoInfo) -> list[str]:
+    """The commits of ``<git-dir>/shallow`` whose parents are not all in the object store: the boundary of a real
+    shallow clone. A line that names a commit whose parents are here (an agent's ``git fetch --depth=1`` in a full
+    clone, or one line appended to the file) is no boundary: the scan reads through it (review 45: it hid a pulled
+    revert behind the tip, and the scan saved the tip as its place)."""
+    path = repo.common_dir / "shallow"
+    try:
+        names = [n for n in decode(path.read_bytes()).split() if _SHA_RE.fullmatch(n)]
+    except OSError:
+        return []
+    if not names:
+        return []
+    parents = {sha: c.parents for sha, c in _read_raw(repo, names).items()}
+    wanted = sorted({p for ps in parents.values() for p in ps})
+    present = set(existing_commits(repo, wanted))
+    return sorted(n for n in names if n in parents and not set(parents[n]) <= present)
+
+
+def _read_raw(repo: RepoInfo, shas: list[str]) -> dict[str, RawCommit]:
+    commits, _ = read_window(repo, shas)
+    return {c.sha: c for c in commits}
+
+
+def graph(repo: RepoInfo, tips: list[str], since: list[str], *, shallow_file: str | None = None
+          ) -> list[tuple[str, tuple[str, ...]]]:
     """Every commit reachable from ``tips`` and not from ``since``, with its parents, children before parents
-    (``git rev-list --topo-order --parents``: ids only, so no committer's words can bend the parse)."""
+    (``git rev-list --topo-order --parents``: ids only, so no committer's words can bend the parse).
+    ``shallow_file``: the shallow boundary git honours (:func:`real_shallow`'s commits), else none."""
     stdin = "".join(f"{t}\n" for t in tips) + "".join(f"^{s}\n" for s in since)
-    out = run_git(repo, "rev-list", "--stdin", "--ignore-missing", "--topo-order", "--parents", input=stdin.encode())
+    out = run_git(repo, "rev-list", "--stdin", "--ignore-missing", "--topo-order", "--parents", input=stdin.encode(),
+                  shallow_file=shallow_file or os.devnull)
     nodes: list[tuple[str, tuple[str, ...]]] = []
     for line in decode(out).split("\n"):
         ids = line.split()

@@ -35,6 +35,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -263,7 +264,11 @@ def scan_reverts(
     if not tips:
         raise GitError(f"{info.work_tree} has no commits yet; make a first commit before scanning for reverts")
     known = history.existing_commits(info, since_list)
-    nodes = history.graph(info, tips, known)
+    boundary = history.real_shallow(info)  # only commits whose parents are missing stop the walk (review 45)
+    with tempfile.NamedTemporaryFile("w", prefix="synapse-shallow-") as shallow:
+        shallow.write("".join(f"{sha}\n" for sha in boundary))
+        shallow.flush()
+        nodes = history.graph(info, tips, known, shallow_file=shallow.name if boundary else None)
     chosen, frontier = window.choose(nodes, tips=set(tips), head=head(info).commit, budget=max_commits,
                                      resume=bool(known))
     commits, unreadable = history.read_window(info, chosen)
@@ -274,9 +279,9 @@ def scan_reverts(
                         "(a first scan); older history was not scanned"))
     if unreadable:
         notes.append(f"{unreadable} unreadable commit{'s' if unreadable != 1 else ''} skipped")
-    if (info.common_dir / "shallow").is_file():
+    if boundary:
         notes.insert(0, "shallow clone: history before the shallow boundary is missing")
-    truncated = len(chosen) < len(nodes) or (info.common_dir / "shallow").is_file()
+    truncated = len(chosen) < len(nodes) or bool(boundary)
     note = "; ".join(notes) or None
 
     masks, names, local_mask = history.branch_masks(nodes, local, remote)
