@@ -216,6 +216,7 @@ def scan_reverts(
     since: Iterable[str] = (),
     max_commits: int = 2000,
     exclude: Iterable[str] = (),
+    head_only: bool = False,
 ) -> ScanResult:
     """Find revert commits on all branches, newer than the commits already scanned.
 
@@ -232,6 +233,10 @@ def scan_reverts(
     exclude : iterable of str
         Repository-relative folders (``".synapse/"``, the vault) whose files are left out of
         ``files_affected``, ``diffstat`` and the summary: a reverted vault file is not a code change.
+    head_only : bool
+        Read HEAD's new history only; ``scanned_tips`` are then ``since`` and HEAD, so a scan saves its place
+        there before it walks the other branches (review 45: an agent's 200,000 commits on a side branch made every
+        post-commit scan time out before it saved anything).
 
     Returns
     -------
@@ -263,25 +268,44 @@ def scan_reverts(
     tips, local, remote = history.tips(info)
     if not tips:
         raise GitError(f"{info.work_tree} has no commits yet; make a first commit before scanning for reverts")
+    current = head(info).commit
+    walk = ([current] if current else []) if head_only else tips
     known = history.existing_commits(info, since_list)
     boundary = history.real_shallow(info)  # only commits whose parents are missing stop the walk (review 45)
     with tempfile.NamedTemporaryFile("w", prefix="synapse-shallow-") as shallow:
         shallow.write("".join(f"{sha}\n" for sha in boundary))
         shallow.flush()
-        nodes = history.graph(info, tips, known, shallow_file=shallow.name if boundary else None)
-    chosen, frontier = window.choose(nodes, tips=set(tips), head=head(info).commit, budget=max_commits,
-                                     resume=bool(known))
+        sf = shallow.name if boundary else None
+        if known:
+            nodes = history.graph(info, walk, known, shallow_file=sf)
+        else:  # a first scan reads the newest only: git walks, Python reads at most that many (review 45: 150,000
+            # commits of history made every hook's first scan time out), HEAD's first
+            nodes = window.merge(*(history.graph(info, list(w), [], shallow_file=sf, limit=max_commits + 1)
+                                   for w in dict.fromkeys(((current,), tuple(walk))) if w and w[0]))
+        # the commits that may be reverts, asked of git over the whole new range: all are read, so what else the
+        # window holds never decides which reverts are seen (review 45: 6,000 branches an agent made kept a revert
+        # out of five scans)
+        maybe = history.may_be_reverts(info, walk, known, shallow_file=sf) if known and len(nodes) > max_commits \
+            else None
+    first_cut = not known and len(nodes) > max_commits
+    chosen, frontier = window.choose(nodes, tips=set(tips), head=current, budget=max_commits, resume=bool(known))
+    if maybe is not None and len(maybe) <= max_commits:  # every revert in reach: done (place: the tips)
+        index = {sha: i for i, (sha, _) in enumerate(nodes)}
+        top, _ = window.choose(nodes, tips=set(tips), head=current, budget=max_commits, resume=False)
+        chosen, frontier = sorted(set(top) | {m for m in maybe if m in index}, key=index.__getitem__), None
     commits, unreadable = history.read_window(info, chosen)
     notes = []
-    if len(chosen) < len(nodes):
-        notes.append(f"{len(nodes)} new commits, more than max_commits={max_commits}: read {len(chosen)}, the newest "
-                     + ("and the oldest; the next scan goes on from there" if frontier is not None else
-                        "(a first scan); older history was not scanned"))
+    if first_cut or len(chosen) < len(nodes):
+        notes.append(f"{'more than ' + str(max_commits) if first_cut else len(nodes)} new commits (max_commits="
+                     f"{max_commits}): read {len(chosen)}, "
+                     + ("every one that may be a revert and the newest" if maybe is not None and frontier is None
+                        else "the newest and the oldest; the next scan goes on from there" if frontier is not None
+                        else "the newest (a first scan); older history was not scanned"))
     if unreadable:
         notes.append(f"{unreadable} unreadable commit{'s' if unreadable != 1 else ''} skipped")
     if boundary:
         notes.insert(0, "shallow clone: history before the shallow boundary is missing")
-    truncated = len(chosen) < len(nodes) or bool(boundary)
+    truncated = first_cut or len(chosen) < len(nodes) or bool(boundary)
     note = "; ".join(notes) or None
 
     masks, names, local_mask = history.branch_masks(nodes, local, remote)
@@ -350,7 +374,8 @@ def scan_reverts(
         )
     # where the next scan starts: the tips once every new commit was read; else the previous position and the
     # frontier of what was read above it (a tip not read down to the previous position is never saved: review 42)
-    resume = tips if frontier is None else sorted(set(known) | set(frontier))
+    done = walk if not head_only else sorted(set(known) | set(walk))  # HEAD's new history read: saved with the rest
+    resume = done if frontier is None else sorted(set(known) | set(frontier))
     return ScanResult(
         reverts=tuple(reverts),
         scanned_tips=tuple(resume),
