@@ -280,8 +280,9 @@ def scan_reverts(
             nodes = history.graph(info, walk, known, shallow_file=sf)
         else:  # a first scan reads the newest only: git walks, Python reads at most that many (review 45: 150,000
             # commits of history made every hook's first scan time out), HEAD's first
-            nodes = window.merge(*(history.graph(info, list(w), [], shallow_file=sf, limit=max_commits + 1)
-                                   for w in dict.fromkeys(((current,), tuple(walk))) if w and w[0]))
+            parts = [[current]] if current else []  # HEAD's, then every tip's
+            parts += [walk] if walk != [current] else []
+            nodes = window.merge(*(history.graph(info, w, [], shallow_file=sf, limit=max_commits + 1) for w in parts))
         # the commits that may be reverts, asked of git over the whole new range: all are read, so what else the
         # window holds never decides which reverts are seen (review 45: 6,000 branches an agent made kept a revert
         # out of five scans)
@@ -290,9 +291,9 @@ def scan_reverts(
     first_cut = not known and len(nodes) > max_commits
     chosen, frontier = window.choose(nodes, tips=set(tips), head=current, budget=max_commits, resume=bool(known))
     if maybe is not None and len(maybe) <= max_commits:  # every revert in reach: done (place: the tips)
-        index = {sha: i for i, (sha, _) in enumerate(nodes)}
+        at = {sha: i for i, (sha, _) in enumerate(nodes)}
         top, _ = window.choose(nodes, tips=set(tips), head=current, budget=max_commits, resume=False)
-        chosen, frontier = sorted(set(top) | {m for m in maybe if m in index}, key=index.__getitem__), None
+        chosen, frontier = sorted(set(top) | {m for m in maybe if m in at}, key=at.__getitem__), None
     commits, unreadable = history.read_window(info, chosen)
     notes = []
     if first_cut or len(chosen) < len(nodes):

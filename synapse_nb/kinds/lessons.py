@@ -526,7 +526,7 @@ class Lessons(KindManager[Lesson]):
         since = ctx.store.meta.scan_tips(scope)
         window = int(Settings(ctx).get("scan_window")) if max_commits is None else int(max_commits)
         prefix = ctx.git.prefix  # the vault's own files never show up in a lesson
-        created, taken, notes = [], [], []
+        created, taken, notes = [], [], []  # type: list[str], list[str], list[str | None]
         trunks, current = self._trunks(), ctx.git.head()[0]  # read once a scan, not once a revert
         for head_only in (True, False):  # HEAD's new history first, its place saved before the rest is walked
             # (review 45: 200,000 commits an agent put on a side branch made every hook time out, saving nothing)
