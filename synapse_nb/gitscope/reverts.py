@@ -5,7 +5,7 @@ branches, tags and HEAD, newer than commits already scanned, and returns one
 :class:`RevertInfo` per revert commit with what it reverted, where, which files,
 and a one-line summary built deterministically from that data.
 
-It runs at most six git processes whatever the history size:
+It runs a few git processes whatever the history size:
 
 1. ``git for-each-ref`` for the tips (and which branch each tip is);
 2. ``git rev-list --topo-order --parents`` for the graph of new commits - the branch of each revert is
@@ -14,7 +14,10 @@ It runs at most six git processes whatever the history size:
    new commits the window is cut by :mod:`synapse_nb.gitscope.window`, which never loses a revert;
 4. ``git log --no-walk --numstat`` over the revert commits only (diffstat);
 5. ``git cat-file --batch`` for reverted commits outside the window, only if any;
-6. ``git cat-file --batch-check`` to drop ``since`` shas that no longer exist, only when ``since`` is given.
+6. ``git cat-file --batch-check`` to drop ``since`` shas that no longer exist, only when ``since`` is given;
+7. past ``max_commits`` new commits, ``git rev-list --grep`` for every commit that may be a revert (all are read);
+   on a first scan, a second bounded ``git rev-list --max-count`` (HEAD's, then every tip's) instead of step 2's
+   walk; with a ``.git/shallow`` file, two ``git cat-file`` to keep only its real boundary (review 45).
 
 Every git call reads objects as stored: no replace ref and no grafts file (review 42).
 
