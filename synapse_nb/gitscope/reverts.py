@@ -272,8 +272,9 @@ def scan_reverts(
     if not tips:
         raise GitError(f"{info.work_tree} has no commits yet; make a first commit before scanning for reverts")
     current = head(info).commit
-    walk = ([current] if current else []) if head_only else tips
     known = history.existing_commits(info, since_list)
+    head_only = head_only and not set(tips) <= {current, *known}  # nothing new beside HEAD: one whole scan
+    walk = ([current] if current else []) if head_only else tips
     boundary = history.real_shallow(info)  # only commits whose parents are missing stop the walk (review 45)
     with tempfile.NamedTemporaryFile("w", prefix="synapse-shallow-") as shallow:
         shallow.write("".join(f"{sha}\n" for sha in boundary))
