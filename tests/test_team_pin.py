@@ -27,7 +27,7 @@ from synapse_nb.cli import app
 from synapse_nb.errors import OfflineError, PermissionDeniedError, TeamPinError
 from synapse_nb.team import trust
 from synapse_nb.vault import VaultSession
-from synapse_nb.vault.locate import record_team_url, team_cache_dir
+from synapse_nb.vault.locate import _record_team_url, record_team_url, team_cache_dir
 from synapse_nb.vault.pins import pin_for, read_pins, server_identity, write_pin
 
 TEAM = "postgresql://alice@db.example.com:5432/team?project=acme"
@@ -274,16 +274,16 @@ def test_a_pinned_folder_made_to_look_fresh_is_refused(folder: Path, contacted: 
     local.mkdir()
     syn.open_vault(local).remember("project", "deploy", "We deploy on Tuesdays")  # a person's own local vault
     monkeypatch.setenv("CLAUDECODE", "1")
-    record_team_url(local / ".synapse", EVIL)  # the agent writes team.toml beside it
+    _record_team_url(local / ".synapse", EVIL)  # the agent writes team.toml (by hand: a person-only helper)
     moved = tmp_path / "acme.real"
     folder.rename(moved)
     folder.symlink_to(moved)
-    record_team_url(moved / ".synapse", EVIL)
+    _record_team_url(moved / ".synapse", EVIL)
     sub = moved / "sub"
     (sub / ".synapse").mkdir(parents=True)
-    record_team_url(sub / ".synapse", EVIL)
+    _record_team_url(sub / ".synapse", EVIL)
     (tmp_path / ".synapse").mkdir()
-    record_team_url(tmp_path / ".synapse", EVIL)  # around the pinned folder
+    _record_team_url(tmp_path / ".synapse", EVIL)  # around the pinned folder
     monkeypatch.delenv("CLAUDECODE")
     for where in (local, moved, sub, tmp_path):
         for surface in ("cli", "git-hook"):

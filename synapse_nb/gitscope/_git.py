@@ -57,6 +57,7 @@ def run_git(
     input: bytes | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     ok_codes: tuple[int, ...] = (0,),
+    shallow_file: str | None = None,
 ) -> bytes:
     """Run ``git <args>`` against ``repo`` and return stdout as bytes.
 
@@ -65,6 +66,8 @@ def run_git(
     GitError
         git is missing, timed out, or exited with a code not in ``ok_codes``
         (the message carries git's first line of stderr).
+
+    ``shallow_file`` is the file git reads as the shallow boundary instead of ``<git-dir>/shallow`` (review 45).
     """
     cmd = [
         "git",
@@ -83,7 +86,7 @@ def run_git(
         proc = subprocess.run(
             cmd,
             cwd=str(repo.work_tree),
-            env=git_environment(),
+            env=git_environment() | ({"GIT_SHALLOW_FILE": shallow_file} if shallow_file else {}),
             input=input,
             capture_output=True,
             timeout=timeout,

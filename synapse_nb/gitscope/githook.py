@@ -97,11 +97,45 @@ def _scan(work_tree: Path) -> str:
     return plural(len(created), "new pending lesson") + note
 
 
+class LockBusy(Exception):
+    """Another process held ``hook.lock`` for the whole wait (what it is is in the message)."""
+
+
+def _holders(path: Path) -> str:
+    """Who holds a flock on ``path``: the pids and commands /proc/locks names (Linux), else "another process"."""
+    try:
+        inode = path.stat().st_ino
+        pids = sorted({int(f[4]) for f in (line.split() for line in Path("/proc/locks").read_text().splitlines())
+                       if len(f) > 5 and f[1] == "FLOCK" and f[5].rsplit(":", 1)[-1] == str(inode)
+                       and f[4].isdigit()})
+    except (OSError, ValueError):
+        return "another process"
+    named = []
+    for pid in pids[:3]:
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            cmd = "?"
+        named.append(f"pid {pid} ({cmd.strip()[:80]})")
+    return ", ".join(named) or "another process"
+
+
 @contextlib.contextmanager
-def _exclusive(path: Path) -> Iterator[None]:
-    """Hold an exclusive flock on ``path`` (waits; the hook's time limit bounds the wait)."""
+def _exclusive(path: Path, wait: float = 1.5) -> Iterator[None]:
+    """Hold an exclusive flock on ``path``, trying without blocking for ``wait`` seconds (inside the hook's limit);
+    raise :class:`LockBusy` naming the holder past it (review 45: a process an agent started held the lock, and every
+    person's hook waited on it until its own time ran out, logging only a timeout)."""
     with open(path, "a+b") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockBusy(f"{path.name} is held by {_holders(path)}; this scan was skipped, the next "
+                                   "commit's or `synapse-nb lessons scan` reads the same commits") from None
+                time.sleep(0.05)
         try:
             yield
         finally:
@@ -148,7 +182,8 @@ def main(argv: list[str] | None = None, *, legacy: bool = False) -> int:
 
     def work() -> None:
         try:
-            with _exclusive(directory / LOCK_NAME):  # one scan at a time per vault (background hooks overlap)
+            # one scan at a time per vault (background hooks overlap); a holder past 3/4 of the limit is named
+            with _exclusive(directory / LOCK_NAME, wait=max(0.0, timeout * 0.75)):
                 outcome["ok"] = _scan(work_tree)
         except BaseException as exc:  # noqa: BLE001 - logged, never raised
             outcome["error"] = f"{type(exc).__name__}: {exc}"

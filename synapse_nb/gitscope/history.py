@@ -12,6 +12,8 @@ scan).
 
 from __future__ import annotations
 
+import codecs
+import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,7 +22,8 @@ from synapse_nb.gitscope._git import run_git
 from synapse_nb.gitscope.repo import RepoInfo, head
 
 __all__ = ["CommitInfo", "RawCommit", "branch_masks", "branches_of", "decode", "diffstats", "existing_commits",
-           "graph", "iso_time", "parse_raw_commit", "read_commits", "read_window", "tips"]
+           "graph", "iso_time", "may_be_reverts", "parse_raw_commit", "read_commits", "read_window", "real_shallow",
+           "tips"]
 
 _SHA_RE = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
@@ -148,11 +151,56 @@ def existing_commits(repo: RepoInfo, names: list[str]) -> list[str]:
     return kept
 
 
-def graph(repo: RepoInfo, tips: list[str], since: list[str]) -> list[tuple[str, tuple[str, ...]]]:
-    """Every commit reachable from ``tips`` and not from ``since``, with its parents, children before parents
-    (``git rev-list --topo-order --parents``: ids only, so no committer's words can bend the parse)."""
+def real_shallow(repo: RepoInfo) -> list[str]:
+    """The commits of ``<git-dir>/shallow`` whose parents are not all in the object store: the boundary of a real
+    shallow clone. A line that names a commit whose parents are here (an agent's ``git fetch --depth=1`` in a full
+    clone, or one line appended to the file) is no boundary: the scan reads through it (review 45: it hid a pulled
+    revert behind the tip, and the scan saved the tip as its place)."""
+    path = repo.common_dir / "shallow"
+    try:
+        names = [n for n in decode(path.read_bytes()).split() if _SHA_RE.fullmatch(n)]
+    except OSError:
+        return []
+    if not names:
+        return []
+    parents = {sha: c.parents for sha, c in _read_raw(repo, names).items()}
+    wanted = sorted({p for ps in parents.values() for p in ps})
+    present = set(existing_commits(repo, wanted))
+    return sorted(n for n in names if n in parents and not set(parents[n]) <= present)
+
+
+def _read_raw(repo: RepoInfo, shas: list[str]) -> dict[str, RawCommit]:
+    commits, _ = read_window(repo, shas)
+    return {c.sha: c for c in commits}
+
+
+#: What ``git rev-list --grep`` picks as commits that may be reverts (a superset of what the scan recognises, matched
+#: in C over the whole new range: review 45), case-insensitively.
+_MAY_BE_REVERT = ("--grep=This reverts commit", "--grep=^Revert ", "--grep=^Reapply ")
+
+
+def may_be_reverts(repo: RepoInfo, tips: list[str], since: list[str], *, shallow_file: str | None = None
+                   ) -> list[str]:
+    """The commits reachable from ``tips`` and not from ``since`` whose message may make them reverts, asked of git
+    (one walk, no commit read in Python): the scan reads every one, whatever window it reads besides."""
     stdin = "".join(f"{t}\n" for t in tips) + "".join(f"^{s}\n" for s in since)
-    out = run_git(repo, "rev-list", "--stdin", "--ignore-missing", "--topo-order", "--parents", input=stdin.encode())
+    out = run_git(repo, "rev-list", "--stdin", "--ignore-missing", "--regexp-ignore-case", *_MAY_BE_REVERT,
+                  input=stdin.encode(), shallow_file=shallow_file or os.devnull)
+    return [i for i in decode(out).split() if _SHA_RE.fullmatch(i)]
+
+
+def graph(repo: RepoInfo, tips: list[str], since: list[str], *, shallow_file: str | None = None,
+          limit: int | None = None) -> list[tuple[str, tuple[str, ...]]]:
+    """Every commit reachable from ``tips`` and not from ``since``, with its parents, children before parents
+    (``git rev-list --topo-order --parents``: ids only, so no committer's words can bend the parse).
+    With ``limit``: the first ``limit`` git's walk meets, newest commit date first, read without walking the rest
+    (``--topo-order`` walks it all: review 45's 150,000 commits took seconds), in no guaranteed order: sort them with
+    :func:`synapse_nb.gitscope.window.merge`.
+    ``shallow_file``: the shallow boundary git honours (:func:`real_shallow`'s commits), else none."""
+    stdin = "".join(f"{t}\n" for t in tips) + "".join(f"^{s}\n" for s in since)
+    order = ("--topo-order",) if limit is None else (f"--max-count={limit}",)
+    out = run_git(repo, "rev-list", "--stdin", "--ignore-missing", *order, "--parents",
+                  input=stdin.encode(), shallow_file=shallow_file or os.devnull)
     nodes: list[tuple[str, tuple[str, ...]]] = []
     for line in decode(out).split("\n"):
         ids = line.split()
@@ -183,7 +231,10 @@ def read_window(repo: RepoInfo, shas: list[str]) -> tuple[list[RawCommit], int]:
             continue
         size = int(header[2])
         body, pos = out[end + 1 : end + 1 + size], end + 2 + size
-        commit = _raw_commit(header[0], body) if header[1] == "commit" else None
+        try:
+            commit = _raw_commit(header[0], body) if header[1] == "commit" else None
+        except Exception:  # noqa: BLE001 - one commit an agent crafted is skipped and counted, never stops a scan
+            commit = None
         if commit is None:
             unreadable += 1
         else:
@@ -191,15 +242,27 @@ def read_window(repo: RepoInfo, shas: list[str]) -> tuple[list[RawCommit], int]:
     return commits, unreadable
 
 
+#: Codecs Python registers as text encodings that are no charset a commit may be written in: ``idna`` and ``punycode``
+#: raise on ``errors="replace"`` and ``undefined`` on everything (review 45: one agent commit with ``encoding idna``
+#: made every scan fail).
+_NOT_A_CHARSET = frozenset({"idna", "punycode", "undefined", "raw-unicode-escape", "unicode-escape"})
+
+
 def _message_text(data: bytes, charset: str | None) -> str:
+    """A message as UTF-8, else in the charset its ``encoding`` header names when that is a real text encoding, else
+    UTF-8 with replacement characters: never an exception, whatever the header says."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    try:
-        return data.decode(charset or "utf-8", "replace")
-    except LookupError:
-        return decode(data)
+    if charset:
+        try:
+            info = codecs.lookup(charset)
+            if getattr(info, "_is_text_encoding", True) and info.name not in _NOT_A_CHARSET:
+                return data.decode(info.name, "replace")
+        except (LookupError, UnicodeError, ValueError, TypeError):
+            pass
+    return decode(data)
 
 
 def _raw_commit(sha: str, data: bytes) -> RawCommit | None:

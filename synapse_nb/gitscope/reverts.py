@@ -5,7 +5,7 @@ branches, tags and HEAD, newer than commits already scanned, and returns one
 :class:`RevertInfo` per revert commit with what it reverted, where, which files,
 and a one-line summary built deterministically from that data.
 
-It runs at most six git processes whatever the history size:
+It runs a few git processes whatever the history size:
 
 1. ``git for-each-ref`` for the tips (and which branch each tip is);
 2. ``git rev-list --topo-order --parents`` for the graph of new commits - the branch of each revert is
@@ -14,7 +14,10 @@ It runs at most six git processes whatever the history size:
    new commits the window is cut by :mod:`synapse_nb.gitscope.window`, which never loses a revert;
 4. ``git log --no-walk --numstat`` over the revert commits only (diffstat);
 5. ``git cat-file --batch`` for reverted commits outside the window, only if any;
-6. ``git cat-file --batch-check`` to drop ``since`` shas that no longer exist, only when ``since`` is given.
+6. ``git cat-file --batch-check`` to drop ``since`` shas that no longer exist, only when ``since`` is given;
+7. past ``max_commits`` new commits, ``git rev-list --grep`` for every commit that may be a revert (all are read);
+   on a first scan, a second bounded ``git rev-list --max-count`` (HEAD's, then every tip's) instead of step 2's
+   walk; with a ``.git/shallow`` file, two ``git cat-file`` to keep only its real boundary (review 45).
 
 Every git call reads objects as stored: no replace ref and no grafts file (review 42).
 
@@ -35,6 +38,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -215,6 +219,7 @@ def scan_reverts(
     since: Iterable[str] = (),
     max_commits: int = 2000,
     exclude: Iterable[str] = (),
+    head_only: bool = False,
 ) -> ScanResult:
     """Find revert commits on all branches, newer than the commits already scanned.
 
@@ -231,6 +236,10 @@ def scan_reverts(
     exclude : iterable of str
         Repository-relative folders (``".synapse/"``, the vault) whose files are left out of
         ``files_affected``, ``diffstat`` and the summary: a reverted vault file is not a code change.
+    head_only : bool
+        Read HEAD's new history only; ``scanned_tips`` are then ``since`` and HEAD, so a scan saves its place
+        there before it walks the other branches (review 45: an agent's 200,000 commits on a side branch made every
+        post-commit scan time out before it saved anything).
 
     Returns
     -------
@@ -262,21 +271,46 @@ def scan_reverts(
     tips, local, remote = history.tips(info)
     if not tips:
         raise GitError(f"{info.work_tree} has no commits yet; make a first commit before scanning for reverts")
+    current = head(info).commit
     known = history.existing_commits(info, since_list)
-    nodes = history.graph(info, tips, known)
-    chosen, frontier = window.choose(nodes, tips=set(tips), head=head(info).commit, budget=max_commits,
-                                     resume=bool(known))
+    head_only = head_only and not set(tips) <= {current, *known}  # nothing new beside HEAD: one whole scan
+    walk = ([current] if current else []) if head_only else tips
+    boundary = history.real_shallow(info)  # only commits whose parents are missing stop the walk (review 45)
+    with tempfile.NamedTemporaryFile("w", prefix="synapse-shallow-") as shallow:
+        shallow.write("".join(f"{sha}\n" for sha in boundary))
+        shallow.flush()
+        sf = shallow.name if boundary else None
+        if known:
+            nodes = history.graph(info, walk, known, shallow_file=sf)
+        else:  # a first scan reads the newest only: git walks, Python reads at most that many (review 45: 150,000
+            # commits of history made every hook's first scan time out), HEAD's first
+            parts = [[current]] if current else []  # HEAD's, then every tip's
+            parts += [walk] if walk != [current] else []
+            nodes = window.merge(*(history.graph(info, w, [], shallow_file=sf, limit=max_commits + 1) for w in parts))
+        # the commits that may be reverts, asked of git over the whole new range: all are read, so what else the
+        # window holds never decides which reverts are seen (review 45: 6,000 branches an agent made kept a revert
+        # out of five scans)
+        maybe = history.may_be_reverts(info, walk, known, shallow_file=sf) if known and len(nodes) > max_commits \
+            else None
+    first_cut = not known and len(nodes) > max_commits
+    chosen, frontier = window.choose(nodes, tips=set(tips), head=current, budget=max_commits, resume=bool(known))
+    if maybe is not None and len(maybe) <= max_commits:  # every revert in reach: done (place: the tips)
+        at = {sha: i for i, (sha, _) in enumerate(nodes)}
+        top, _ = window.choose(nodes, tips=set(tips), head=current, budget=max_commits, resume=False)
+        chosen, frontier = sorted(set(top) | {m for m in maybe if m in at}, key=at.__getitem__), None
     commits, unreadable = history.read_window(info, chosen)
     notes = []
-    if len(chosen) < len(nodes):
-        notes.append(f"{len(nodes)} new commits, more than max_commits={max_commits}: read {len(chosen)}, the newest "
-                     + ("and the oldest; the next scan goes on from there" if frontier is not None else
-                        "(a first scan); older history was not scanned"))
+    if first_cut or len(chosen) < len(nodes):
+        notes.append(f"{'more than ' + str(max_commits) if first_cut else len(nodes)} new commits (max_commits="
+                     f"{max_commits}): read {len(chosen)}, "
+                     + ("every one that may be a revert and the newest" if maybe is not None and frontier is None
+                        else "the newest and the oldest; the next scan goes on from there" if frontier is not None
+                        else "the newest (a first scan); older history was not scanned"))
     if unreadable:
         notes.append(f"{unreadable} unreadable commit{'s' if unreadable != 1 else ''} skipped")
-    if (info.common_dir / "shallow").is_file():
+    if boundary:
         notes.insert(0, "shallow clone: history before the shallow boundary is missing")
-    truncated = len(chosen) < len(nodes) or (info.common_dir / "shallow").is_file()
+    truncated = first_cut or len(chosen) < len(nodes) or bool(boundary)
     note = "; ".join(notes) or None
 
     masks, names, local_mask = history.branch_masks(nodes, local, remote)
@@ -345,7 +379,8 @@ def scan_reverts(
         )
     # where the next scan starts: the tips once every new commit was read; else the previous position and the
     # frontier of what was read above it (a tip not read down to the previous position is never saved: review 42)
-    resume = tips if frontier is None else sorted(set(known) | set(frontier))
+    done = walk if not head_only else sorted(set(known) | set(walk))  # HEAD's new history read: saved with the rest
+    resume = done if frontier is None else sorted(set(known) | set(frontier))
     return ScanResult(
         reverts=tuple(reverts),
         scanned_tips=tuple(resume),

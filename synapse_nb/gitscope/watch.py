@@ -156,7 +156,14 @@ class Watcher:
         ------
         ConflictError
             Another watcher holds the lock (in this or another process), or this one is already running.
+        PermissionDeniedError
+            The process runs in a coding agent's environment: watching is a person's, as ``synapse-nb watch`` is
+            (review 45: an agent's Watcher on the vault's hook.lock stalled every person's post-commit scan, and on
+            watch.lock kept the person's ``synapse-nb watch`` out).
         """
+        from synapse_nb.context import require_human  # here: context imports gitscope
+
+        require_human("start a git watcher (one runs a vault, and it is a person's: `synapse-nb watch`)")
         if self.running:
             raise ConflictError("this watcher is already running; call stop() first")
         from watchdog.observers import Observer  # here: picks and loads the platform's observer (inotify, ...)

@@ -21,7 +21,7 @@ A first scan (no previous position) reads only the top: history before it is his
 
 from __future__ import annotations
 
-__all__ = ["choose"]
+__all__ = ["choose", "merge"]
 
 _Nodes = list[tuple[str, tuple[str, ...]]]
 
@@ -66,3 +66,33 @@ def choose(
         return window, None
     below = {p for sha in bottom for p in parents[sha]}
     return window, sorted(sha for sha in bottom if sha not in below)
+
+
+def merge(*parts: _Nodes) -> _Nodes:
+    """The union of several :func:`~synapse_nb.gitscope.history.graph` outputs, children before parents again
+    (Kahn's order over the union: a first scan's HEAD part and all tips' part, review 45).
+
+    >>> merge([("b", ("a",)), ("a", ())], [("c", ("a",)), ("a", ())])
+    [('b', ('a',)), ('c', ('a',)), ('a', ())]
+    """
+    parents: dict[str, tuple[str, ...]] = {}
+    for part in parts:
+        for sha, ps in part:
+            parents.setdefault(sha, ps)
+    children = dict.fromkeys(parents, 0)
+    for ps in parents.values():
+        for p in ps:
+            if p in children:
+                children[p] += 1
+    ready = [sha for sha, n in children.items() if n == 0]
+    ready.reverse()
+    out: _Nodes = []
+    while ready:
+        sha = ready.pop()
+        out.append((sha, parents[sha]))
+        for p in reversed(parents[sha]):
+            if p in children:
+                children[p] -= 1
+                if children[p] == 0:
+                    ready.append(p)
+    return out

@@ -491,16 +491,15 @@ class Lessons(KindManager[Lesson]):
     def scan(self, *, max_commits: int | None = None) -> RecordList[Lesson]:
         """Create one pending lesson per git revert not seen before (idempotent, across branches).
 
-        Reads history since the last scan, up to ``max_commits`` commits (setting ``scan_window``, default 2000;
-        past it the list's ``note`` says so and the next scan goes on from there). Returns the lessons created by
+        Reads history since the last scan (HEAD's first), up to ``max_commits`` commits and every one that may be a
+        revert (setting ``scan_window``, default 2000; past it the ``note`` says so). Returns the lessons created by
         this scan (user actor; an agent gets an empty list back: it may not read pending lessons). A scan fills a
         mind to at most :data:`SCAN_PENDING_LESSONS` pending lessons (an agent's, :data:`AGENT_PENDING_LESSONS` of
         agents'); the reverts past that wait, and the scan keeps its place until a later one has room for them.
         """
         from synapse_nb.gitscope.reverts import scan_reverts  # the revert scanner loads when a scan runs (cold start)
 
-        ctx = self._ctx
-        repo = ctx.git.repo
+        ctx, repo = self._ctx, self._ctx.git.repo
         if repo is None:
             raise GitError(f"{ctx.git.project_dir} is not inside a git repository; lesson scanning needs git")
         # where the last scan stopped, kept apart for agents: positions an agent wrote (past a revert it did not scan,
@@ -510,51 +509,52 @@ class Lessons(KindManager[Lesson]):
         since = ctx.store.meta.scan_tips(scope)
         window = int(Settings(ctx).get("scan_window")) if max_commits is None else int(max_commits)
         prefix = ctx.git.prefix  # the vault's own files never show up in a lesson
-        result = scan_reverts(repo, since=since, max_commits=window, exclude=(prefix,) if prefix else ())
-        created: list[str] = []
+        created, taken, notes = [], [], []  # type: list[str], list[str], list[str | None]
         trunks, current = self._trunks(), ctx.git.head()[0]  # read once a scan, not once a revert
-        with ctx.store.transaction():
-            room = self._scan_room()
-            held = 0  # reverts past the room: the scan keeps its place, the next one finds them again
-            # a person's scan takes over what an agent's scan made of a revert, in git's words: the lesson is
-            # git's, not the agent's (an agent that scanned first made a person's revert an agent's lesson, whose
-            # approval asked for --accept-agent-text and whose rejection lost the revert: review 2)
-            taken: list[str] = []
-            firsts: set[str] = set()  # reverts an agent's lesson named first (review 42: review says so)
-            for rv in result.reverts:
-                branch = scope_of(rv.branches, trunks, current)
-                if ctx.actor == "agent":
-                    if self._table.has_revert(ctx.mind, rv.revert.sha):
+        firsts: set[str] = set()  # reverts an agent's lesson named first (review 42: review says so)
+        for head_only in (True, False):  # HEAD's new history first, its place saved before the rest is walked
+            # (review 45: 200,000 commits an agent put on a side branch made every hook time out, saving nothing)
+            result = scan_reverts(repo, since=since, max_commits=window, exclude=(prefix,) if prefix else (),
+                                  head_only=head_only)
+            with ctx.store.transaction():
+                room = self._scan_room()
+                held = 0  # reverts past the room: the scan keeps its place, the next one finds them again
+                # a person's scan takes over an agent's lesson of a revert in git's words: it is git's (review 2)
+                for rv in result.reverts:
+                    branch = scope_of(rv.branches, trunks, current)
+                    if ctx.actor == "agent":
+                        if self._table.has_revert(ctx.mind, rv.revert.sha):
+                            continue
+                    elif (holder := self._table.holding_revert(ctx.mind, rv.revert.sha)) is not None:
+                        made = self._agents_pending(holder)
+                        if made is None:  # a person's, or decided: one lesson per revert
+                            continue
+                        ts = self._begin_write()
+                        if in_gits_words(made, rv, branch, MAX_REVERTED):  # kept: an agent's lesson named it first
+                            commit = taken_over(made.revert_commit or {})
+                            self._table.update(made.id, updated_at=ts, source="user", revert_commit=commit)
+                            self._changed("update", made, replace(made, updated_at=ts, source="user",
+                                                                  revert_commit=commit), ts)
+                            taken.append(made.id)
+                            continue
+                        # an agent's lesson naming this revert in words not git's (a team vault's agent login's SQL)
+                        # took the revert's place, and rejecting it lost the revert (review 4): it gives way to git's
+                        self._table.delete(made.id)
+                        self._changed("delete", made, None, ts)
+                        firsts.add(rv.revert.sha)
+                    if len(created) >= room:
+                        held += 1
                         continue
-                elif (holder := self._table.holding_revert(ctx.mind, rv.revert.sha)) is not None:
-                    made = self._agents_pending(holder)
-                    if made is None:  # a person's, or decided: one lesson per revert
-                        continue
-                    ts = self._begin_write()
-                    if in_gits_words(made, rv, branch, MAX_REVERTED):  # kept: an agent's lesson named it first
-                        commit = taken_over(made.revert_commit or {})
-                        self._table.update(made.id, updated_at=ts, source="user", revert_commit=commit)
-                        self._changed("update", made, replace(made, updated_at=ts, source="user",
-                                                              revert_commit=commit), ts)
-                        taken.append(made.id)
-                        continue
-                    # an agent's lesson naming this revert in words not git's: a team vault's agent login can
-                    # insert one with its own SQL, and it took the revert's place, so a person's scan skipped the
-                    # revert and rejecting the lesson lost it (review 4). It gives way to git's lesson.
-                    self._table.delete(made.id)
-                    self._changed("delete", made, None, ts)
-                    firsts.add(rv.revert.sha)
-                if len(created) >= room:
-                    held += 1
-                    continue
-                # a revert of more files than a lesson keeps: the first ones (its summary counts them all)
-                les = self._create(rv.summary, branch=branch, from_git=True, first_by_agent=rv.revert.sha in firsts,
-                                   **git_fields(rv, MAX_REVERTED))
-                created.append(les.id)
-            if not held and tuple(sorted(result.scanned_tips)) != tuple(since):  # an agent's rewrite counts
-                ctx.store.meta.set_scan_tips(scope, result.scanned_tips)  # (migration 13)
+                    # a revert of more files than a lesson keeps: the first ones (its summary counts them all)
+                    les = self._create(rv.summary, branch=branch, from_git=True,
+                                       first_by_agent=rv.revert.sha in firsts, **git_fields(rv, MAX_REVERTED))
+                    created.append(les.id)
+                if not held and tuple(sorted(result.scanned_tips)) != tuple(since):  # an agent's rewrite counts
+                    ctx.store.meta.set_scan_tips(scope, result.scanned_tips)  # (migration 13)
+                    since = tuple(sorted(result.scanned_tips))
+            notes.append(result.note)
         out = RecordList(self.get(i) for i in taken + created) if ctx.actor != "agent" else RecordList[Lesson]()
-        out.note = result.note  # a window cut or an unreadable commit, said (review 42)
+        out.note = "; ".join(dict.fromkeys(n for n in notes if n)) or None  # a window cut, said (review 42)
         return out
 
     def _agents_pending(self, holder: tuple[str, str, str]) -> Lesson | None:

@@ -103,6 +103,21 @@ def _without_password(url: str) -> str:
 
 
 def record_team_url(vault_dir: Path, url: str, agent_url: str | None = None) -> Path:
+    """What ``team join`` writes (:func:`_record_team_url`), for a person only: refused in an agent's environment
+    (review 45: an agent's Python pointed a person's folder at a server of its choosing with it).
+
+    Raises
+    ------
+    PermissionDeniedError
+        The process runs in a coding agent's environment.
+    """
+    from synapse_nb.context import require_human  # here: context imports the vault package
+
+    require_human("record a team vault's URL for a folder (`synapse-nb team join` does this)")
+    return _record_team_url(vault_dir, url, agent_url)
+
+
+def _record_team_url(vault_dir: Path, url: str, agent_url: str | None = None) -> Path:
     """Write ``team.toml`` into the vault folder: from now on the folder's vault is that team vault, for every surface
     (without ``SYNAPSE_HOME``); ``agent_url``: the login agent surfaces use there (:func:`team_agent_url_of`). A
     password in a URL is left out (libpq reads ``~/.pgpass``, ``PGPASSFILE`` or ``passfile=``)."""
@@ -121,6 +136,21 @@ _ASIDE = re.compile(re.escape(DB_NAME) + r"\.before-team-\d{8}T\d{6}")
 
 
 def set_local_aside(vault_dir: Path) -> Path | None:
+    """What ``team join`` does to a folder's local vault (:func:`_set_local_aside`), for a person only: refused in an
+    agent's environment (review 45: an agent's Python renamed a person's local vault aside with it).
+
+    Raises
+    ------
+    PermissionDeniedError
+        The process runs in a coding agent's environment.
+    """
+    from synapse_nb.context import require_human  # here: context imports the vault package
+
+    require_human("set a folder's local vault aside (`synapse-nb team join` does this)")
+    return _set_local_aside(vault_dir)
+
+
+def _set_local_aside(vault_dir: Path) -> Path | None:
     """Rename a local vault database in a folder that now names a team vault aside (kept, never deleted):
     ``synapse.db`` -> ``synapse.db.before-team-YYYYmmddTHHMMSS`` (with its ``-wal``/``-shm`` files). Returns the new
     name, or None when there was none."""

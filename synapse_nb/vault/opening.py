@@ -29,9 +29,9 @@ from synapse_nb.vault.facade import Vault
 from synapse_nb.vault.locate import (
     DB_NAME,
     VAULT_DIRNAME,
+    _set_local_aside,
     locate,
     retire_shared_cache,
-    set_local_aside,
     team_cache_dir,
     team_url_of,
 )
@@ -128,7 +128,7 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
             # then sees the agent's own login, and no person's rights are in that connection (review 30)
             agent = acting_actor(check_identity(mind, actor)) == "agent"
             team_url = urls.agent_url if agent and urls.agent_url is not None else urls.url
-        aside = None if readonly else set_local_aside(vault_dir)
+        aside = None if readonly else _set_local_aside(vault_dir)
         if aside is not None:
             logging.getLogger("synapse_nb.team").warning(
                 "%s names the team vault %s; the local vault database found there was renamed aside to %s (kept)",
