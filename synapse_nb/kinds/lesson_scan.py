@@ -101,8 +101,10 @@ def backing(ctx: Context, les: Lesson) -> str:
     check = undo_check(repo, str(sha), named)
     targets = "".join(c[:7] for c in check.named[:1]) + (f" and {len(check.named) - 1} more"
                                                           if len(check.named) > 1 else "")
+    more = (f"; it also changes {len(check.besides)} other file{'s' if len(check.besides) != 1 else ''} "
+            f"the commits it names did not: {_files(check.besides)}" if check.besides else "")
     if check.state == "undoes it":
-        return f"{who}; git revert {short} of {targets} (checked in this repository: its change undoes it)"
+        return f"{who}; git revert {short} of {targets} (checked in this repository: its change undoes it{more})"
     if check.state == "undoes part of it":
         left = check.partly + check.untouched
         return (f"{who}; git revert {short} names {targets} but its change undoes only part of it (checked in this "
