@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb._util import shown_id
 from synapse_nb.changes import ExportMark
 from synapse_nb.errors import NotFoundError, StoreError, ValidationError
 from synapse_nb.models import kind_of_id
@@ -65,7 +66,8 @@ class PurgeReport:
         scrubbed = ("index, FTS and caches scrubbed" if behind == (None, None, None) else
                     "caches scrubbed, but not everywhere:" if self.fts_behind is not None else
                     "FTS and caches scrubbed, but not everywhere:")
-        lines = [(f"purged {self.kind} {self.id}: record {'deleted' if self.record_deleted else 'already gone'}, "
+        gone = "deleted" if self.record_deleted else "already gone"
+        lines = [(f"purged {self.kind} {shown_id(self.id)}: record {gone}, "
                   f"{self.history_removed} history entries, {self.revisions_removed} revisions, "
                   f"{self.links_removed} links removed; {scrubbed}")]
         if self.index_owed is not None:

@@ -87,7 +87,7 @@ def memory_revert(
     """
     require_human_here(ctx, yes, "reverting a memory")
     m = open_vault_for(ctx).memories.revert(key, to=to)
-    print_record(m, as_json, f"reverted {m.id} to version {to}: {m.summary_line()}")
+    print_record(m, as_json, f"reverted {shown_id(m.id)} to version {to}: {m.summary_line()}")
 
 
 @memory_app.command("revisions")

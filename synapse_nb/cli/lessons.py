@@ -132,7 +132,7 @@ def lessons_list(
         typer.echo(empty)
     for r in recs:
         typer.echo(listing_line(r) + ("  (approved elsewhere: awaiting local approval, not in force; "
-                                     f"{PROG} lessons approve {r.id})" if r.id in awaiting else ""))
+                                     f"{PROG} lessons approve {shown_id(r.id)})" if r.id in awaiting else ""))
 
 
 _ANSWERS = {"a": "a", "approve": "a", "w": "w", "wording": "w", "e": "e", "edit": "e", "r": "r", "reject": "r",
@@ -202,7 +202,7 @@ def lessons_review(ctx: typer.Context, yes: YesOpt = False) -> None:
         if answer == "r":
             v.lessons.reject(les.id)
             done["rejected"] += 1
-            typer.echo(f"rejected {les.id}")
+            typer.echo(f"rejected {shown_id(les.id)}")
             continue
         text = None
         if answer == "e":
@@ -215,11 +215,11 @@ def lessons_review(ctx: typer.Context, yes: YesOpt = False) -> None:
         try:
             approved = v.lessons.approve(les.id, text=text, accept_agent_text=answer == "w", seen=wording)
         except (ValidationError, ConflictError) as exc:  # a blank edit: say so and go on with the next lesson
-            typer.echo(f"not approved: {exc}; skipped {les.id}")
+            typer.echo(f"not approved: {exc}; skipped {shown_id(les.id)}")
             done["skipped"] += 1
             continue
         done["approved"] += 1
-        typer.echo(f"approved {approved.id} until {when(approved.expires_at)}")
+        typer.echo(f"approved {shown_id(approved.id)} until {when(approved.expires_at)}")
     typer.echo(f"\nreviewed: {done['approved']} approved, {done['rejected']} rejected, {done['skipped']} skipped")
 
 
@@ -260,11 +260,11 @@ def lessons_approve(
         seen, by = v.lessons.proposed_wording(shown)
         in_force = shown.status == "approved" and v.lessons.approved_here(shown)  # the core says so, unasked
         if by == "agent" and not in_force:
-            typer.echo(f"wording of lesson {shown.id}, written by an agent: {inline(seen)}", err=True)
+            typer.echo(f"wording of lesson {shown_id(shown.id)}, written by an agent: {inline(seen)}", err=True)
             if not typer.confirm("approve this wording as it is?", default=False, err=True):
-                fail(f"not approved: {shown.id} stays {shown.status}")
+                fail(f"not approved: {shown_id(shown.id)} stays {shown.status}")
     les = v.lessons.approve(lesson_id, text=text, expiry_days=days, accept_agent_text=accept_agent_text, seen=seen)
-    print_record(les, as_json, f"approved {les.id} {mark(les)} until {when(les.expires_at)}: "
+    print_record(les, as_json, f"approved {shown_id(les.id)} {mark(les)} until {when(les.expires_at)}: "
                  f"{inline(les.lesson_text)}")
 
 
@@ -284,7 +284,7 @@ def lessons_reject(
     require_human_here(ctx, yes, "rejecting a lesson")
     v = open_vault_for(ctx)
     les = v.lessons.reject(lesson_id)
-    print_record(les, as_json, f"rejected {les.id}")
+    print_record(les, as_json, f"rejected {shown_id(les.id)}")
 
 
 @lessons_app.command("withdraw")
@@ -304,7 +304,7 @@ def lessons_withdraw(
     require_human_here(ctx, yes, "withdrawing a lesson's approval")
     v = open_vault_for(ctx)
     les = v.lessons.withdraw(lesson_id)
-    print_record(les, as_json, f"withdrew the approval of {les.id}; it is pending again")
+    print_record(les, as_json, f"withdrew the approval of {shown_id(les.id)}; it is pending again")
 
 
 @lessons_app.command("adopt")

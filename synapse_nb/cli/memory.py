@@ -206,9 +206,9 @@ def memory_verify(
             typer.echo(f"{mark(seen)} [{seen.priority}] {seen.address}, {SHOWN}:{body}\n"
                        f"  tags: {tags}; confidence {seen.confidence:g}; {expiry}", err=True)
             if not typer.confirm("verify this memory as it reads?", default=False, err=True):
-                fail(f"not verified: {seen.id} stays {mark(seen)}")
+                fail(f"not verified: {shown_id(seen.id)} stays {mark(seen)}")
     m = v.memories.verify(memory_id, confidence=confidence, seen=seen)
-    print_record(m, as_json, f"verified {m.id} {m.address}")
+    print_record(m, as_json, f"verified {shown_id(m.id)} {m.address}")
 
 
 @memory_app.command("search")
@@ -360,7 +360,7 @@ def remember(
     m = v.remember(category, key, content, tags=tags, priority=priority, expires=expires)
     if v.memories.needs_revision(m):
         print_record(m, as_json, f"{m.address} is a human's memory: the change is a pending revision for a "
-                     f"human to accept (synapse-nb memory revisions); {m.id} is unchanged")
+                     f"human to accept (synapse-nb memory revisions); {shown_id(m.id)} is unchanged")
         return
     verb = "remembered" if m.created_at == m.updated_at else "updated"
-    print_record(m, as_json, f"{verb} {m.id} {mark(m)} {m.address} [{m.priority}]")
+    print_record(m, as_json, f"{verb} {shown_id(m.id)} {mark(m)} {m.address} [{m.priority}]")

@@ -60,7 +60,10 @@ class EpisodeMagics(FamilyMagics):
             value = self._run_cell_body(cell)
         except BaseException as exc:
             duration = time.perf_counter() - start
-            outcome = f"{type(exc).__name__}: {exc}"[:MAX_OUTCOME]
+            # the error's message quotes whatever data the cell read, which anyone may have written (review 47: a
+            # file an agent wrote reached recall as the person's outcome, "Per the user (approved in chat): ..."):
+            # stored labelled as raised, not as the person's words
+            outcome = f"{type(exc).__name__} (its message as raised, not anyone's words): {exc}"[:MAX_OUTCOME]
             try:
                 v.episodes.log(task_key, status="failure", outcome=outcome, duration_s=duration)
             except SynapseError as log_exc:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
-from synapse_nb._util import plural
+from synapse_nb._util import plural, shown_id
 from synapse_nb.errors import ValidationError
 from synapse_nb.models import KINDS, RANKED_KINDS, Lesson, Record
 from synapse_nb.provenance import inline, md_fenced
@@ -214,7 +214,7 @@ class RecallExplanation(list[ExplainRow]):
         for r in self:
             cov = "-" if r.coverage is None else f"{r.coverage:.3f}"
             parts = " ".join(f"{k}={v:.3f}" for k, v in shown_parts(r.parts))
-            lines.append(f"{'yes' if r.kept else 'no':<5} {r.score:6.3f} {cov:>5}  {r.kind:<10} {r.id:<18} "
+            lines.append(f"{'yes' if r.kept else 'no':<5} {r.score:6.3f} {cov:>5}  {r.kind:<10} {shown_id(r.id):<18} "
                          f"{r.bar:<7} {r.reason}; matched: {', '.join(r.matched) or '-'}"
                          + (f"; {parts}" if parts else ""))
         return "\n".join(lines)

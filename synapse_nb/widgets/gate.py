@@ -273,7 +273,7 @@ class GateExplorer(FamilyWidget):
                f"{'-' if row.coverage is None else f'{row.coverage:.3f}'} · matched "
                f"{esc(', '.join(row.matched) or '-')}</div>")
         rec = self.records.get(row.id)
-        body = record_html(rec) if rec is not None else note_html(f"{row.id} is gone from the vault")
+        body = record_html(rec) if rec is not None else note_html(f"{shown_id(row.id)} is gone from the vault")
         self.detail_html.value = block(why) + body
 
     def ask_save(self) -> None:

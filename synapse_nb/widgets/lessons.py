@@ -128,8 +128,8 @@ class LessonReview(FamilyWidget):
         except SynapseError as exc:
             self._after(lesson_id, f"not approved: {exc}", error=True)
             return None
-        self._after(les.id, f"approved {les.id}: in force until {fmt_time(les.expires_at)}; it heads every recall "
-                            "from now (Withdraw takes it back)")
+        self._after(les.id, f"approved {shown_id(les.id)}: in force until {fmt_time(les.expires_at)}; it heads every "
+                            "recall from now (Withdraw takes it back)")
         out: Lesson | None = les
         return out
 
@@ -145,7 +145,8 @@ class LessonReview(FamilyWidget):
         except SynapseError as exc:
             self._after(lesson_id, f"not approved: {exc}", error=True)
             return None
-        self._after(les.id, f"approved {les.id} with the agent's wording: in force until {fmt_time(les.expires_at)}")
+        self._after(les.id, f"approved {shown_id(les.id)} with the agent's wording: in force until "
+                            f"{fmt_time(les.expires_at)}")
         out: Lesson | None = les
         return out
 
@@ -161,7 +162,7 @@ class LessonReview(FamilyWidget):
         except SynapseError as exc:
             self._after(lesson_id, f"not rejected: {exc}", error=True)
             return None
-        self._after(nxt, f"rejected {les.id} ({lesson_title(les)}): deleted")
+        self._after(nxt, f"rejected {shown_id(les.id)} ({lesson_title(les)}): deleted")
         out: Lesson | None = les
         return out
 
@@ -172,7 +173,7 @@ class LessonReview(FamilyWidget):
         except SynapseError as exc:
             self._after(lesson_id, f"not withdrawn: {exc}", error=True)
             return None
-        self._after(les.id, f"withdrawn {les.id}: it no longer heads recalls and is pending again")
+        self._after(les.id, f"withdrawn {shown_id(les.id)}: it no longer heads recalls and is pending again")
         out: Lesson | None = les
         return out
 

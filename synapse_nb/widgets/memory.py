@@ -313,7 +313,7 @@ class MemoryBrowser(FamilyWidget):
             self.say(f"not reverted: {exc}", error=True)
             return None
         self.refresh()
-        self.say(f"reverted {mem.id} ({mem.address}) to version {to}")
+        self.say(f"reverted {shown_id(mem.id)} ({mem.address}) to version {to}")
         out: Memory | None = mem
         return out
 
@@ -331,7 +331,7 @@ class MemoryBrowser(FamilyWidget):
             return None
         self.refresh()
         self.table.focus()
-        self.say(f"verified {mem.id} ({mem.address}): a human confirmed it")
+        self.say(f"verified {shown_id(mem.id)} ({mem.address}): a human confirmed it")
         out: Memory | None = mem
         return out
 
@@ -342,7 +342,7 @@ class MemoryBrowser(FamilyWidget):
             self.say("select a memory first (click its row)", error=True)
             return
         self.message.value = ""
-        self.confirm.ask(f"Delete {m.address} ({m.id})? Its history keeps it (`memory purge` removes every "
+        self.confirm.ask(f"Delete {m.address} ({shown_id(m.id)})? Its history keeps it (`memory purge` removes every "
                          "trace).", "Delete",
                          lambda: self.delete(m.id))
 
@@ -363,7 +363,7 @@ class MemoryBrowser(FamilyWidget):
             return None
         self.refresh()
         self.table.focus()
-        self.say(f"deleted {mem.id} ({mem.address})")
+        self.say(f"deleted {shown_id(mem.id)} ({mem.address})")
         out: Memory | None = mem
         return out
 
