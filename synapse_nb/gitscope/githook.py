@@ -42,6 +42,7 @@ from pathlib import Path
 
 from synapse_nb.errors import SynapseError
 from synapse_nb.gitscope.repo import find_repo
+from synapse_nb.locks import flock_within
 from synapse_nb.render import plural
 
 __all__ = ["COMMITTER_AGENT", "DEFAULT_TIMEOUT", "LEGACY_NOTE", "LOCK_NAME", "LOG_NAME", "main", "vault_dir"]
@@ -126,16 +127,9 @@ def _exclusive(path: Path, wait: float = 1.5) -> Iterator[None]:
     raise :class:`LockBusy` naming the holder past it (review 45: a process an agent started held the lock, and every
     person's hook waited on it until its own time ran out, logging only a timeout)."""
     with open(path, "a+b") as fh:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LockBusy(f"{path.name} is held by {_holders(path)}; this scan was skipped, the next "
-                                   "commit's or `synapse-nb lessons scan` reads the same commits") from None
-                time.sleep(0.05)
+        if not flock_within(fh, wait):
+            raise LockBusy(f"{path.name} is held by {_holders(path)}; this scan was skipped, the next commit's or "
+                           "`synapse-nb lessons scan` reads the same commits")
         try:
             yield
         finally:

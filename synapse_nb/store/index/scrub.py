@@ -34,14 +34,13 @@ which names the lock file and how to find its holder (``fuser``).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import time
 from pathlib import Path
-from typing import IO, Any
 
 from synapse_nb.errors import BusyError
+from synapse_nb.locks import flock_within
 
 __all__ = ["AGENT_SCRUB_EVERY", "PERSON_LOCK_WAIT", "RECALL_LOCK_WAIT", "UPKEEP_LOCK_WAIT", "Owed", "flock_within",
            "lock_busy", "owed_note", "warn_owed"]
@@ -57,24 +56,6 @@ PERSON_LOCK_WAIT = 10.0
 #: without limit behind an agent's ``flock``; a whole-index rewrite at 60,000 records takes 7 to 17 s), then fails
 #: with :func:`lock_busy`'s error.
 UPKEEP_LOCK_WAIT = 20.0
-_POLL_S = 0.01
-
-
-def flock_within(fh: IO[Any], wait: float | None) -> bool:
-    """Take ``fh``'s exclusive lock: blocking when ``wait`` is None, else trying for ``wait`` seconds (False: another
-    process held it all that time)."""
-    if wait is None:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        return True
-    end = time.monotonic() + wait
-    while True:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= end:
-                return False
-            time.sleep(_POLL_S)
 
 
 def _holder(index_dir: Path) -> str:

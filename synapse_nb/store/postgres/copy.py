@@ -214,20 +214,15 @@ def _locked(folder: Path, wait: float | None = None) -> Iterator[bool]:
     or False when another process held it for ``wait`` seconds (default :data:`LOCK_SECONDS`; never longer)."""
     try:
         import fcntl
+
+        from synapse_nb.locks import flock_within
     except ImportError:  # pragma: no cover - not POSIX
         yield True
         return
     with open(folder / COPY_LOCK, "a+b") as fh:
-        deadline = time.monotonic() + (LOCK_SECONDS if wait is None else wait)
-        while True:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(0.05)
+        if not flock_within(fh, LOCK_SECONDS if wait is None else wait):
+            yield False
+            return
         try:
             yield True
         finally:
