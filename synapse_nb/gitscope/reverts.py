@@ -36,6 +36,7 @@ Reverted "Add retry to payment client" (a1b2c3d) on main: touched src/pay.py (+0
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import re
 import tempfile
@@ -119,6 +120,8 @@ class ScanResult:
         True when not every new commit was read (more than ``max_commits``, or a shallow clone).
     note : str or None
         Why the window is truncated, and how many unreadable commits were skipped, in one line.
+    whole : bool
+        False when only HEAD's new history was walked (``head_only``): the other branches are still to be read.
     """
 
     reverts: tuple[RevertInfo, ...]
@@ -126,6 +129,7 @@ class ScanResult:
     commits_scanned: int
     truncated: bool = False
     note: str | None = None
+    whole: bool = True
 
 
 def revert_backing(repo: RepoInfo, sha: str) -> str:
@@ -276,10 +280,12 @@ def scan_reverts(
     head_only = head_only and not set(tips) <= {current, *known}  # nothing new beside HEAD: one whole scan
     walk = ([current] if current else []) if head_only else tips
     boundary = history.real_shallow(info)  # only commits whose parents are missing stop the walk (review 45)
-    with tempfile.NamedTemporaryFile("w", prefix="synapse-shallow-") as shallow:
-        shallow.write("".join(f"{sha}\n" for sha in boundary))
-        shallow.flush()
-        sf = shallow.name if boundary else None
+    with (tempfile.NamedTemporaryFile("w", prefix="synapse-shallow-") if boundary
+          else contextlib.nullcontext()) as shallow:
+        if shallow is not None:  # a real shallow clone's boundary, read in place of .git/shallow
+            shallow.write("".join(f"{sha}\n" for sha in boundary))
+            shallow.flush()
+        sf = shallow.name if shallow is not None else None
         if known:
             nodes = history.graph(info, walk, known, shallow_file=sf)
         else:  # a first scan reads the newest only: git walks, Python reads at most that many (review 45: 150,000
@@ -293,11 +299,13 @@ def scan_reverts(
         maybe = history.may_be_reverts(info, walk, known, shallow_file=sf) if known and len(nodes) > max_commits \
             else None
     first_cut = not known and len(nodes) > max_commits
-    chosen, frontier = window.choose(nodes, tips=set(tips), head=current, budget=max_commits, resume=bool(known))
-    if maybe is not None and len(maybe) <= max_commits:  # every revert in reach: done (place: the tips)
+    every = maybe is not None and len(maybe) <= max_commits  # every revert in reach: done (place: the tips)
+    chosen, frontier = window.choose(nodes, tips=set(tips), head=current, budget=max_commits,
+                                     resume=bool(known) and not every)
+    if every:
+        assert maybe is not None
         at = {sha: i for i, (sha, _) in enumerate(nodes)}
-        top, _ = window.choose(nodes, tips=set(tips), head=current, budget=max_commits, resume=False)
-        chosen, frontier = sorted(set(top) | {m for m in maybe if m in at}, key=at.__getitem__), None
+        chosen, frontier = sorted(set(chosen) | {m for m in maybe if m in at}, key=at.__getitem__), None
     commits, unreadable = history.read_window(info, chosen)
     notes = []
     if first_cut or len(chosen) < len(nodes):
@@ -387,4 +395,5 @@ def scan_reverts(
         commits_scanned=len(commits),
         truncated=truncated,
         note=note,
+        whole=not head_only,
     )

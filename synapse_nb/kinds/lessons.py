@@ -553,6 +553,8 @@ class Lessons(KindManager[Lesson]):
                     ctx.store.meta.set_scan_tips(scope, result.scanned_tips)  # (migration 13)
                     since = tuple(sorted(result.scanned_tips))
             notes.append(result.note)
+            if result.whole or held:  # one pass read everything (only HEAD moved), or the room is full: no second
+                break
         out = RecordList(self.get(i) for i in taken + created) if ctx.actor != "agent" else RecordList[Lesson]()
         out.note = "; ".join(dict.fromkeys(n for n in notes if n)) or None  # a window cut, said (review 42)
         return out
