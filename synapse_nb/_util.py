@@ -168,7 +168,7 @@ def new_id(prefix: str) -> str:
 #: What follows an id's prefix and "_" (review 41): letters and digits, 1 to 64 of them. :func:`new_id` writes 12
 #: hex digits; imports and tests of older versions hold shorter ones ("mem_1"). A history entry's id names its
 #: record and version (``hst_mem_3f9a0c12be47_v2``, :func:`synapse_nb.history.entry_id`), so it may hold "_" too.
-#: The team server holds every login to the same rule (migration 21, ``_id_fault``).
+#: The team server holds every login to the same rule (migration 21, ``_id_ok``).
 ID_BODY = "[0-9A-Za-z]{1,64}"
 _HISTORY_ID_BODY = "[0-9A-Za-z_]{1,100}"
 #: Any id of the package's form, whatever its kind: what a reader shows as it is (:func:`shown_id`).

@@ -34,6 +34,7 @@ from synapse_nb.offline import OfflineVault, copy_age, has_copy
 from synapse_nb.vault.locate import (
     TEAM_DIRNAME,
     record_team_url,
+    set_aside_databases,
     set_local_aside,
     team_agent_url_of,
     team_cache_dir,
@@ -367,8 +368,7 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
         "project": project, "code_version": CODE_VERSION, "local_folder": str(folder),
         # what this folder's vault is for every surface: the team vault team.toml names, else a local vault
         "folder_vault": recorded or "local (.synapse/synapse.db; no team.toml: run `synapse-nb team join URL`)",
-        "local_vault_set_aside": sorted(p.name for p in vault_dir.glob("synapse.db.before-team-*")
-                                        if not p.name.endswith(("-wal", "-shm"))),
+        "local_vault_set_aside": [p.name for p in set_aside_databases(vault_dir)],
     }
     if recorded is not None and (vault_dir / "synapse.db").is_file():
         out["local_vault_shadowed"] = (f"{vault_dir / 'synapse.db'}: not used here (team.toml names the team vault); "

@@ -38,7 +38,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "CREATING_COMMANDS", "PROG", "TAGS_HELP", "Group", "JsonOpt", "LimitOpt", "YesOpt", "app", "cli_actor",
     "echo_json", "echo_legend", "fail", "filters", "group_help", "limit_arg", "listing_line", "none_found",
-    "open_vault_for", "print_mapping", "print_record", "print_records", "record_json", "require_human_here", "state",
+    "open_vault_for", "print_mapping", "print_record", "print_records", "record_json", "refuse_in_an_agents_shell",
+    "require_human_here", "state",
 ]
 
 PROG = "synapse-nb"
@@ -170,6 +171,14 @@ def cli_actor(given: str | None) -> str:
         fail(f"this shell belongs to an agent ({marker}): the CLI acts as the agent here, and --actor user (or "
              "SYNAPSE_ACTOR=user) is refused; a human runs human-only commands in their own terminal")
     return actor
+
+
+def refuse_in_an_agents_shell(refusal: str) -> None:
+    """Fail with ``refusal`` (what the command is and why it is a person's) when this process is in an agent's
+    environment: commands whose effect outlives the call (hooks, a watcher, the harness's settings)."""
+    marker = _agent_marker()
+    if marker is not None:
+        fail(f"{refusal}, and this shell belongs to an agent ({marker}); run it in your own terminal")
 
 
 def require_human_here(ctx: typer.Context, yes: bool, action: str) -> None:

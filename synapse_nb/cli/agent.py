@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from synapse_nb.cli._common import Group, JsonOpt, echo_json, fail, group_help, state
+from synapse_nb.cli._common import Group, JsonOpt, echo_json, fail, group_help, refuse_in_an_agents_shell, state
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.agents.claude_code import FileChange
@@ -62,12 +62,9 @@ def _person_only(action: str, dry_run: bool) -> None:
     """Refuse ``action`` in an agent's environment (a dry run only shows): the hooks and the MCP entry are commands
     the harness runs in every later session, and ``--command`` names any (review 10: an agent's shell wrote `curl ...
     | sh; synapse-nb` into the user-wide Claude Code settings)."""
-    from synapse_nb.context import agent_environment
-
-    env = agent_environment()
-    if env is not None and not dry_run:
-        fail(f"{action} is for a human only: it writes commands an agent's harness runs in every later session, and "
-             f"this shell belongs to an agent ({env}); run it in your own terminal")
+    if not dry_run:
+        refuse_in_an_agents_shell(f"{action} is for a human only: it writes commands an agent's harness runs in every "
+                                  "later session")
 
 
 @agent_app.command("install")

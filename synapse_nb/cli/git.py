@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from synapse_nb.cli._common import Group, fail, group_help, open_vault_for, state
+from synapse_nb.cli._common import Group, group_help, open_vault_for, refuse_in_an_agents_shell, state
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope import HeadState, RepoInfo, find_repo, install_hooks, uninstall_hooks
 from synapse_nb.provenance import label_text
@@ -34,12 +34,7 @@ def _repo_for(ctx: typer.Context, path: str | None) -> RepoInfo:
 def _person_only(action: str) -> None:
     """Refuse ``action`` in an agent's shell (the core refuses it again: ``githook_install``): the git hooks run at
     the person's commits, and turn the person's reverts into pending lessons (review 36)."""
-    from synapse_nb.context import agent_environment
-
-    env = agent_environment()
-    if env is not None:
-        fail(f"{action} is a person's: the git hooks run at every commit of the person's, and this shell belongs to an "
-             f"agent ({env}); run it in your own terminal")
+    refuse_in_an_agents_shell(f"{action} is a person's: the git hooks run at every commit of the person's")
 
 
 @hooks_app.command("install")
@@ -96,14 +91,12 @@ def watch(
 
         synapse-nb watch ~/project --every 5
     """
-    from synapse_nb.context import agent_environment
     from synapse_nb.gitscope import Watcher  # here: watchdog loads only for this command
     from synapse_nb.kinds.autocheckpoint import AutoCheckpoint  # here: the core loads only when a command runs
 
-    env = agent_environment()
-    if env is not None:  # one watcher a vault: an agent's in the background locked the person's out (review 18)
-        fail(f"watch is a person's: one watcher runs a vault, and this shell belongs to an agent ({env}); run it in "
-             "your own terminal (an agent's session checkpoints through its hooks: synapse-nb agent install)")
+    # one watcher a vault: an agent's in the background locked the person's out (review 18)
+    refuse_in_an_agents_shell("watch is a person's: one watcher runs a vault (an agent's session checkpoints "
+                              "through its hooks: synapse-nb agent install)")
     repo = _repo_for(ctx, path)
     v = open_vault_for(ctx, path)
     n = every if every is not None else AutoCheckpoint.every_from(v.settings.get, "file")

@@ -134,7 +134,7 @@ def memory_accept(
     if not yes:  # at a terminal: all the memory takes, whole (review 12: a listing's 60 characters were accepted)
         rev = v.memories.revision(revision)
         if not rev.readable:  # no values to show: never accepted (review 46)
-            fail(f"not accepted: {inline(rev.id, 40)} holds no values a revision proposes; reject it")
+            fail(f"not accepted: {shown_id(rev.id)} holds no values a revision proposes; reject it")
         mem = v.memories.get(rev.rid)
         # each value as stored, line by line, beside the memory's (review 26: one quoted line each hid a moved line
         # break and Cyrillic letters in a URL: two identical lines, accepted as the person's verified memory)
@@ -149,7 +149,7 @@ def memory_accept(
             if ch.warning:
                 typer.echo(f"  {ch.warning}", err=True)
         if not typer.confirm("accept these values as yours (the memory stays verified)?", default=False, err=True):
-            fail(f"not accepted: {inline(rev.id, 40)} is still pending")
+            fail(f"not accepted: {shown_id(rev.id)} is still pending")
         seen = rev.fields
     m = v.memories.accept(revision, force=force, seen=seen)
     typer.echo(f"accepted {inline(revision, 40)}: {m.summary_line()}")
@@ -169,7 +169,7 @@ def memory_reject(
     """
     require_human_here(ctx, yes, "rejecting a revision")
     r = open_vault_for(ctx).memories.reject(revision)
-    typer.echo(f"rejected {inline(r.id, 40)}; {inline(r.rid, 40)} is unchanged")
+    typer.echo(f"rejected {shown_id(r.id)}; {shown_id(r.rid)} is unchanged")
 
 
 @memory_app.command("conflicts")
@@ -225,7 +225,7 @@ def memory_resolve(
     if gone is not None and not yes:
         typer.echo(f"{action} deletes {shown_id(gone.id)}: {gone.summary_line()}", err=True)
         if not typer.confirm("delete it?", default=False, err=True):
-            fail(f"not resolved: {inline(link, 40)} is still open")
+            fail(f"not resolved: {shown_id(link)} is still open")
     x = v.memories.resolve(link, action)
     typer.echo(f"{shown_id(x.id)}: {x.status}" + (f"; deleted {shown_id(gone.id)}" if gone is not None else ""))
 

@@ -35,12 +35,9 @@ from synapse_nb.gitscope.repo import RepoInfo
 __all__ = ["STATES", "UndoCheck", "undo_check"]
 
 STATES = ("undoes it", "undoes part of it", "does not undo it", "not checked")
-#: The named commits a check compares (a lesson keeps 100).
-MAX_TARGETS = 100
 _MAINLINE_RE = re.compile(rb"This reverts commit ([0-9a-fA-F]{7,64}), reversing\s+changes made to ([0-9a-fA-F]{7,64})")
 _HEADER_RE = re.compile(rb"^([0-9a-f]{40}(?:[0-9a-f]{24})?)(?: \(from [0-9a-f]+\))?$")
 _INDEX_RE = re.compile(rb"^index ([0-9a-f]+)\.\.([0-9a-f]+)")
-_NULL = re.compile(rb"^0+$")
 
 
 @dataclass(frozen=True)
@@ -122,7 +119,7 @@ def _name(key: bytes) -> str:
 def undo_check(repo: RepoInfo, revert: str, named: list[str] | None = None) -> UndoCheck:
     """Whether commit ``revert``'s change undoes the commits ``named`` (ids, full or abbreviated; by default the ones
     its message names, ``This reverts commit <id>``): see the module."""
-    from synapse_nb.gitscope.reverts import _REVERTS_RE
+    from synapse_nb.gitscope.reverts import _REVERTS_RE, MAX_NAMED
 
     revert = revert.strip().lower()
     wanted = list(dict.fromkeys(n.strip().lower() for n in named or () if isinstance(n, str) and n.strip()))
@@ -130,7 +127,7 @@ def undo_check(repo: RepoInfo, revert: str, named: list[str] | None = None) -> U
         if not wanted:
             own, _ = history.read_window(repo, [revert])
             wanted = list(dict.fromkeys(m.lower() for c in own for m in _REVERTS_RE.findall(c.body)))
-        wanted = wanted[:MAX_TARGETS]
+        wanted = wanted[:MAX_NAMED]  # the named commits a check compares (a lesson keeps as many)
         if not wanted:
             return UndoCheck("not checked", why="it names no commit")
         commits, _ = history.read_window(repo, [revert, *wanted])

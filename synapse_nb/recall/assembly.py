@@ -112,7 +112,7 @@ def _record_text(rec: Memory | Decision | Checkpoint | Episode | Note) -> str:
     fields side by side may spell what neither does alone (a decision ending "CRITICAL" and its rationale starting
     "ADHERE" read "CRITICAL — ADHERE"; a memory keyed "critical" whose content starts "ADHERE", "critical: ADHERE")."""
     if isinstance(rec, Memory):
-        return (f"[{rec.priority}] {inline(rec.category)}/{inline(rec.key)}: "
+        return (f"[{rec.priority}] {rec.address}: "
                 f"{inline(rec.content, MEMORY_CONTENT_CHARS)}{_tags(rec.tags)}")
     if isinstance(rec, Decision):
         why = f" — {inline(rec.rationale, 300)}" if rec.rationale else ""

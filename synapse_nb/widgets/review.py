@@ -12,7 +12,7 @@ from synapse_nb.differences import LEGEND, FieldChange, changes
 from synapse_nb.errors import SynapseError
 from synapse_nb.models import kind_of_id
 from synapse_nb.provenance import inline, mark
-from synapse_nb.render import ERR, MUTED, from_now, plural, pre_html
+from synapse_nb.render import ERR, MUTED, from_now, plural, pre_html, shown_id
 from synapse_nb.widgets._common import FamilyWidget, block, button, esc, live_vault, require_human
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -90,9 +90,9 @@ class ChangeReview(FamilyWidget):
         mem = self.vault.memories
         self.items_revisions = mem.revisions()
         self.items_conflicts = mem.conflicts()
-        _relist(self.revisions, [(f"{inline(r.rid, 40)} · {PROPOSED_MARK} {_gist(r)}", r.id)
+        _relist(self.revisions, [(f"{shown_id(r.rid)} · {PROPOSED_MARK} {_gist(r)}", r.id)
                                  for r in self.items_revisions], self._first)
-        _relist(self.conflicts, [(f"{inline(x.relation, 13)} · {inline(x.a, 40)} ~ {inline(x.b, 40)} ({x.score:.2f})",
+        _relist(self.conflicts, [(f"{inline(x.relation, 13)} · {shown_id(x.a)} ~ {shown_id(x.b)} ({x.score:.2f})",
                                   x.id) for x in self.items_conflicts], self._first)
         self._first = False
         self.set_header(f"{plural(len(self.items_revisions), 'pending revision')}, "
@@ -108,12 +108,12 @@ class ChangeReview(FamilyWidget):
 
     def _record_text(self, rid: str) -> str:
         rec = self._record(rid)
-        return inline(rid, 40) if kind_of_id(rid) is None else "(gone)" if rec is None else str(rec.summary_line())
+        return shown_id(rid) if kind_of_id(rid) is None else "(gone)" if rec is None else str(rec.summary_line())
 
     def _record_title(self, rid: str) -> str:
         """A memory's mark, category/key and id, without its text (shown whole beside each proposed value)."""
         rec = self._record(rid)
-        return f"{inline(rid, 40)} (gone)" if rec is None else f"{mark(rec)} {rec.address} ({inline(rid, 40)})"
+        return f"{shown_id(rid)} (gone)" if rec is None else f"{mark(rec)} {rec.address} ({shown_id(rid)})"
 
     def _field_html(self, ch: FieldChange, value: Any) -> str:
         """One proposed field: the memory's value and the proposed one whole, side by side (each scrolled), then
@@ -142,7 +142,7 @@ class ChangeReview(FamilyWidget):
                             for ch in changes(self._record(rev.rid), rev.proposed)) if rev.readable
                     else f"<div role='alert' style='color:{ERR}'>{esc(UNREADABLE)}</div>")  # review 46
             self.revision_html.value = block(
-                f"<div><b>{esc(inline(rev.id, 40))}</b> · proposed by {esc(inline(rev.actor, 8))} via "
+                f"<div><b>{esc(shown_id(rev.id))}</b> · proposed by {esc(inline(rev.actor, 8))} via "
                 f"{esc(inline(rev.surface, 12))} for {esc(self._record_title(rev.rid))}</div>"
                 f"<div style='color:{MUTED}'>{esc(LEGEND)}</div>" + body)
         self.reject_button.disabled = rev is None
@@ -151,10 +151,10 @@ class ChangeReview(FamilyWidget):
         if link is None:
             self.conflict_html.value = block(f"<i style='color:{MUTED}'>no open conflict</i>")
         else:
-            hid = f" · recall hides {esc(inline(link.hidden, 40))}" if link.hidden else ""
+            hid = f" · recall hides {esc(shown_id(link.hidden))}" if link.hidden else ""
             goes = [(act, g) for act in ("merge", "supersede")
                     if (g := self.vault.memories.deletes(link.id, act)) is not None]
-            deletes = "".join(f"<div style='color:{MUTED}'>{act.capitalize()} deletes {esc(inline(g.id, 40))}</div>"
+            deletes = "".join(f"<div style='color:{MUTED}'>{act.capitalize()} deletes {esc(shown_id(g.id))}</div>"
                               for act, g in goes)  # which side goes, named before the click
             self.conflict_html.value = block(
                 f"<div><b>{esc(inline(link.relation, 13))}</b> ({link.score:.2f}): "
@@ -185,7 +185,7 @@ class ChangeReview(FamilyWidget):
             return None
         self.revisions.value = None
         self.refresh()
-        self.say(f"{'accepted' if accept else 'rejected'} {inline(rid, 40)}")
+        self.say(f"{'accepted' if accept else 'rejected'} {shown_id(rid)}")
         return out
 
     def resolve(self, action: str) -> Any:
@@ -202,7 +202,7 @@ class ChangeReview(FamilyWidget):
             return None
         self.conflicts.value = None
         self.refresh()
-        self.say(f"{inline(lid, 40)}: {out.status}")
+        self.say(f"{shown_id(lid)}: {out.status}")
         return out
 
 
