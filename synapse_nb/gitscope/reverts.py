@@ -149,8 +149,8 @@ def revert_backing(repo: RepoInfo, sha: str) -> str:
         return "missing"
     if not found:
         return "missing"
-    info, raw = found[sha.strip()]
-    is_revert = _REVERTS_RE.search(raw) or _REVERT_SUBJECT_RE.match(info.subject or "")
+    commit = found[sha.strip()]
+    is_revert = _REVERTS_RE.search(commit.body) or _REVERT_SUBJECT_RE.match(commit.subject)
     return "revert" if is_revert else "not a revert"
 
 
@@ -365,9 +365,8 @@ def scan_reverts(
                 reverted.append(raw.info())
                 reapply = reapply or bool(_REVERTS_RE.search(raw.body))
             elif name in looked_up:
-                ci, raw_text = looked_up[name]
-                reverted.append(ci)
-                reapply = reapply or bool(_REVERTS_RE.search(raw_text))
+                reverted.append(looked_up[name].info())
+                reapply = reapply or bool(_REVERTS_RE.search(looked_up[name].body))
             else:
                 reverted.append(CommitInfo(name))
         diffstat = tuple(row for row in stats.get(c.sha, ()) if not any(in_prefix(p, row[0]) for p in skip))
