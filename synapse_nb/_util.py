@@ -60,6 +60,16 @@ def fmt_ts(dt: datetime) -> str:
     return dt.astimezone(UTC).strftime(_TS_FMT)
 
 
+def ts_text(value: object) -> TypeGuard[str]:
+    """Whether ``value`` is written as the vault writes a stamp (``fmt_ts``: ``YYYY-MM-DDTHH:MM:SS.ffffffZ``, UTC), the
+    only form any version wrote: the format alone, so a year-9999 stamp an older import let in still reads as itself.
+
+    >>> ts_text("2026-12-01T12:00:00.000000Z"), ts_text("2026-12-01T12:00:00Z"), ts_text("2026-12-01T12:00:00+02:00")
+    (True, False, False)
+    """
+    return isinstance(value, str) and _TS_TEXT.fullmatch(value) is not None
+
+
 def sane_ts(ts: object) -> TypeGuard[str]:
     """Whether ``ts`` is a stored timestamp (fixed-width UTC text) inside :data:`TS_MIN` .. :data:`TS_MAX`.
 

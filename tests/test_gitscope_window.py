@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import synapse_nb as syn
-from synapse_nb.gitscope import scan_reverts
-from synapse_nb.gitscope.reverts import MAX_NAMED
+from synapse_nb.gitscope import find_repo, scan_reverts
+from synapse_nb.gitscope.reverts import MAX_NAMED, revert_backing
 from synapse_nb.gitscope.testing import ScratchRepo
 from synapse_nb.kinds.lessons import MAX_REVERTED
 
@@ -156,3 +156,23 @@ def test_more_commits_that_may_be_reverts_than_the_window_are_read_through_scan_
         scans += 1
         assert scans < 20
     assert set(seen) == {revert} and set(result.scanned_tips) == {repo.head_sha()}
+
+
+def test_a_reverted_commit_read_outside_the_window_is_read_like_one_inside(repo: ScratchRepo) -> None:
+    """The commits a revert names that an incremental scan looks up (outside its window) and the one review checks
+    are read by the window's parser: a message in its header's charset, and only the message says "This reverts"
+    (they were read as UTF-8 with replacement characters, header lines and all)."""
+    repo.commit_file("a.txt", "retry\n", "x")
+    head = subprocess.run(["git", "cat-file", "commit", "HEAD"], cwd=repo.root, capture_output=True, check=True)
+    ebcdic = head.stdout.split(b"\n\n")[0] + b"\nencoding IBM037\n\n" + "Add retry loop\n".encode("cp037")
+    target = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=repo.root, input=ebcdic,
+                            capture_output=True, check=True).stdout.decode().strip()
+    repo.git("reset", "-q", "--hard", target)
+    first = scan_reverts(repo.root)
+    repo.git("revert", "--no-edit", "HEAD")
+    (rev,) = scan_reverts(repo.root, since=first.scanned_tips).reverts  # the target is below the window
+    assert rev.reverted[0].sha == target and rev.reverted[0].subject == "Add retry loop"
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "Tidy"], cwd=repo.root, check=True,
+                   env=repo.env() | {"GIT_AUTHOR_NAME": f"This reverts commit {target}"})
+    assert revert_backing(find_repo(repo.root), repo.head_sha()) == "not a revert"  # type: ignore[arg-type]
+    assert revert_backing(find_repo(repo.root), rev.revert.sha) == "revert"  # type: ignore[arg-type]

@@ -104,3 +104,18 @@ async def test_mcp_answers_keep_their_schema_on_malformed_rows(project: Path) ->
 @pytest.fixture()
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def test_a_stamp_reads_as_itself_only_in_the_form_every_version_wrote() -> None:
+    """Every writer wrote ``fmt_ts``'s fixed-width UTC text (the first vault on; imports normalise to it; a team
+    server's ``ts`` domain checks it), and decode's own looser pattern read an offset or a short fraction written by
+    SQL as a time the sorting columns compare as text. Older versions' stamps, year 9999 included (an import before
+    the sane window), still read as themselves, so no approved lesson's expiry turns into 1970."""
+    from synapse_nb.store.sql.decode import NO_TIME, opt_stamp, stamp
+
+    for old in ("2026-11-30T21:15:07.123456Z", "9999-12-31T23:59:59.999999Z", "1970-01-01T00:00:00.000000Z"):
+        assert stamp(old) == old and opt_stamp(old) == old
+    for written_by_sql in ("2026-11-30T21:15:07Z", "2026-11-30T21:15:07.1Z", "2026-11-30T21:15:07.123456+02:00",
+                           "2026-11-30T21:15:07.123456", "2026-11-30T21:15:07.123456Z\n"):
+        assert stamp(written_by_sql) == NO_TIME
+    assert opt_stamp(None) is None

@@ -22,8 +22,7 @@ from synapse_nb.gitscope._git import run_git
 from synapse_nb.gitscope.repo import RepoInfo, head
 
 __all__ = ["CommitInfo", "RawCommit", "branch_masks", "branches_of", "decode", "diffstats", "existing_commits",
-           "graph", "iso_time", "may_be_reverts", "parse_raw_commit", "read_commits", "read_window", "real_shallow",
-           "tips"]
+           "graph", "iso_time", "may_be_reverts", "read_commits", "read_window", "real_shallow", "tips"]
 
 _SHA_RE = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
@@ -163,15 +162,10 @@ def real_shallow(repo: RepoInfo) -> list[str]:
         return []
     if not names:
         return []
-    parents = {sha: c.parents for sha, c in _read_raw(repo, names).items()}
+    parents = {sha: c.parents for sha, c in read_commits(repo, names).items()}
     wanted = sorted({p for ps in parents.values() for p in ps})
     present = set(existing_commits(repo, wanted))
     return sorted(n for n in names if n in parents and not set(parents[n]) <= present)
-
-
-def _read_raw(repo: RepoInfo, shas: list[str]) -> dict[str, RawCommit]:
-    commits, _ = read_window(repo, shas)
-    return {c.sha: c for c in commits}
 
 
 #: What ``git rev-list --grep`` picks as commits that may be reverts (a superset of what the scan recognises, matched
@@ -210,36 +204,46 @@ def graph(repo: RepoInfo, tips: list[str], since: list[str], *, shallow_file: st
 
 
 def read_window(repo: RepoInfo, shas: list[str]) -> tuple[list[RawCommit], int]:
-    """The commits ``shas`` names, read as git stored them (one ``git cat-file --batch``), in that order, and how many
-    could not be read (left out, never merged into another: review 42).
+    """The commits ``shas`` names, read as git stored them (one ``git cat-file --batch``: :func:`_cat_commits`), in
+    that order, and how many could not be read (left out, never merged into another: review 42)."""
+    read = _cat_commits(repo, shas)
+    commits = [c for c in read if c is not None]
+    return commits, len(read) - len(commits)
+
+
+def read_commits(repo: RepoInfo, names: list[str]) -> dict[str, RawCommit]:
+    """The commits ids (full or abbreviated) name, by the id as given, in one ``git cat-file --batch``
+    (:func:`_cat_commits`); an id that names no commit, or one that cannot be read, is left out."""
+    return {name: c for name, c in zip(names, _cat_commits(repo, names), strict=True) if c is not None}
+
+
+def _cat_commits(repo: RepoInfo, names: list[str]) -> list[RawCommit | None]:
+    """The commit each of ``names`` names, read as git stored it (one ``git cat-file --batch``), one entry a name:
+    None for a name that names no commit or a commit that cannot be read (one an agent crafted never stops a scan).
 
     The raw object, not ``git log --format``: git re-encodes a commit whose ``encoding`` header names another charset
     (``git -c i18n.commitEncoding=IBM037 commit``), whole format and all, and one such commit on an agent's branch
     made every later scan fail (review 42). A message is read as UTF-8, else in the charset its header names.
     """
-    if not shas:
-        return [], 0
-    out = run_git(repo, "cat-file", "--batch", input="".join(f"{s}\n" for s in shas).encode())
-    commits: list[RawCommit] = []
-    unreadable, pos = 0, 0
-    for _ in shas:
+    if not names:
+        return []
+    out = run_git(repo, "cat-file", "--batch", input="".join(f"{n}\n" for n in names).encode())
+    read: list[RawCommit | None] = []
+    pos = 0
+    for _ in names:
         end = out.find(b"\n", pos)
         header = decode(out[pos:end]).split() if end >= 0 else []
-        if len(header) != 3 or not header[2].isdigit():  # "<sha> missing"
-            unreadable += 1
+        if len(header) != 3 or not header[2].isdigit():  # "<name> missing", "<name> ambiguous"
+            read.append(None)
             pos = end + 1 if end >= 0 else len(out)
             continue
         size = int(header[2])
         body, pos = out[end + 1 : end + 1 + size], end + 2 + size
         try:
-            commit = _raw_commit(header[0], body) if header[1] == "commit" else None
+            read.append(_raw_commit(header[0], body) if header[1] == "commit" else None)
         except Exception:  # noqa: BLE001 - one commit an agent crafted is skipped and counted, never stops a scan
-            commit = None
-        if commit is None:
-            unreadable += 1
-        else:
-            commits.append(commit)
-    return commits, unreadable
+            read.append(None)
+    return read
 
 
 #: Codecs Python registers as text encodings that are no charset a commit may be written in: ``idna`` and ``punycode``
@@ -352,42 +356,3 @@ def diffstats(repo: RepoInfo, shas: list[str]) -> dict[str, list[tuple[str, int 
             rows.append((path, int(added) if added.isdigit() else None, int(deleted) if deleted.isdigit() else None))
         stats[sha] = sorted(rows, key=lambda r: r[0])
     return stats
-
-
-def parse_raw_commit(sha: str, raw: str) -> CommitInfo:
-    header, _, message = raw.partition("\n\n")
-    author = date = None
-    for line in header.split("\n"):
-        if line.startswith("author "):
-            m = re.match(r"author (.*) (\d+) [+-]\d{4}$", line)
-            if m:
-                author = m.group(1)
-        elif line.startswith("committer "):
-            m = re.match(r"committer .* (\d+) [+-]\d{4}$", line)
-            if m:
-                date = iso_time(int(m.group(1)))
-    first_paragraph = message.strip().split("\n\n", 1)[0] if message.strip() else ""
-    subject = " ".join(line.strip() for line in first_paragraph.splitlines())
-    return CommitInfo(sha, subject, author, date)
-
-
-def read_commits(repo: RepoInfo, names: list[str]) -> dict[str, tuple[CommitInfo, str]]:
-    """Commit info and the raw commit object's text for ids (full or abbreviated) not in a walked window, in one
-    ``git cat-file --batch``; ids that name no commit are left out."""
-    if not names:
-        return {}
-    out = run_git(repo, "cat-file", "--batch", input="".join(f"{n}\n" for n in names).encode())
-    found: dict[str, tuple[CommitInfo, str]] = {}
-    pos = 0
-    for name in names:
-        end = out.index(b"\n", pos)
-        header = decode(out[pos:end]).split()
-        pos = end + 1
-        if len(header) == 3 and header[2].isdigit():  # "<sha> <type> <size>", else "<name> missing"
-            size = int(header[2])
-            body = out[pos : pos + size]
-            pos += size + 1
-            if header[1] == "commit":
-                raw = decode(body)
-                found[name] = (parse_raw_commit(header[0], raw), raw)
-    return found

@@ -135,7 +135,8 @@ class ScanResult:
 def revert_backing(repo: RepoInfo, sha: str) -> str:
     """Whether a revert commit backs a lesson: ``"revert"`` (the commit is in the repository and is a revert:
     git's ``This reverts commit`` line, or a ``Revert "..."`` subject), ``"not a revert"`` (it is in the
-    repository but reverts nothing) or ``"missing"`` (no such commit here). One ``git cat-file``.
+    repository but reverts nothing) or ``"missing"`` (no such commit here). One ``git cat-file``; review reads it
+    with the commits it names in the same one (:func:`synapse_nb.gitscope.undo.review_revert`).
 
     A lesson anyone can create by hand (``lessons.create(revert_commit=...)``) names whatever sha it likes;
     review asks git whether that revert really happened.
@@ -149,9 +150,13 @@ def revert_backing(repo: RepoInfo, sha: str) -> str:
         return "missing"
     if not found:
         return "missing"
-    info, raw = found[sha.strip()]
-    is_revert = _REVERTS_RE.search(raw) or _REVERT_SUBJECT_RE.match(info.subject or "")
-    return "revert" if is_revert else "not a revert"
+    return "revert" if is_revert(found[sha.strip()]) else "not a revert"
+
+
+def is_revert(commit: history.RawCommit) -> bool:
+    """Whether a commit is a revert: git's ``This reverts commit`` line in its message, or a ``Revert "..."``
+    subject."""
+    return bool(_REVERTS_RE.search(commit.body) or _REVERT_SUBJECT_RE.match(commit.subject))
 
 
 def _quote(text: str) -> str:
@@ -365,9 +370,8 @@ def scan_reverts(
                 reverted.append(raw.info())
                 reapply = reapply or bool(_REVERTS_RE.search(raw.body))
             elif name in looked_up:
-                ci, raw_text = looked_up[name]
-                reverted.append(ci)
-                reapply = reapply or bool(_REVERTS_RE.search(raw_text))
+                reverted.append(looked_up[name].info())
+                reapply = reapply or bool(_REVERTS_RE.search(looked_up[name].body))
             else:
                 reverted.append(CommitInfo(name))
         diffstat = tuple(row for row in stats.get(c.sha, ()) if not any(in_prefix(p, row[0]) for p in skip))

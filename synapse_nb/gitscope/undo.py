@@ -32,12 +32,13 @@ from synapse_nb.gitscope import history
 from synapse_nb.gitscope._git import run_git
 from synapse_nb.gitscope.repo import RepoInfo
 
-__all__ = ["STATES", "UndoCheck", "undo_check"]
+__all__ = ["STATES", "UndoCheck", "review_revert", "undo_check"]
 
 STATES = ("undoes it", "undoes part of it", "does not undo it", "not checked")
 _MAINLINE_RE = re.compile(rb"This reverts commit ([0-9a-fA-F]{7,64}), reversing\s+changes made to ([0-9a-fA-F]{7,64})")
 _HEADER_RE = re.compile(rb"^([0-9a-f]{40}(?:[0-9a-f]{24})?)(?: \(from [0-9a-f]+\))?$")
 _INDEX_RE = re.compile(rb"^index ([0-9a-f]+)\.\.([0-9a-f]+)")
+_HEX_RE = re.compile(r"[0-9a-f]{4,64}")  # a commit's id, full or abbreviated: no other name is asked of git
 
 
 @dataclass(frozen=True)
@@ -119,31 +120,52 @@ def _name(key: bytes) -> str:
 def undo_check(repo: RepoInfo, revert: str, named: list[str] | None = None) -> UndoCheck:
     """Whether commit ``revert``'s change undoes the commits ``named`` (ids, full or abbreviated; by default the ones
     its message names, ``This reverts commit <id>``): see the module."""
-    from synapse_nb.gitscope.reverts import _REVERTS_RE, MAX_NAMED
+    return review_revert(repo, revert, named)[1]
 
-    revert = revert.strip().lower()
+
+def review_revert(repo: RepoInfo, revert: str, named: list[str] | None = None) -> tuple[str, UndoCheck]:
+    """What review reads of a lesson's revert, from one read of the revert and the commits it names: whether it is a
+    revert (:func:`synapse_nb.gitscope.reverts.revert_backing`'s ``"revert"``, ``"not a revert"`` or ``"missing"``)
+    and whether its change undoes them (:func:`undo_check`). Two git processes (``git cat-file --batch``, ``git
+    diff-tree``); a third when ``named`` is empty (the ids the revert's message names, read once it is)."""
+    from synapse_nb.gitscope.reverts import _REVERTS_RE, MAX_NAMED, is_revert
+
+    revert = revert.strip().lower() if isinstance(revert, str) else ""
     wanted = list(dict.fromkeys(n.strip().lower() for n in named or () if isinstance(n, str) and n.strip()))
+    wanted = wanted[:MAX_NAMED]  # the named commits a check compares (a lesson keeps as many)
+    missing = UndoCheck("not checked", tuple(wanted), why="a commit it names is not in this repository" if wanted
+                        else "it names no commit")
+    if not _HEX_RE.fullmatch(revert):
+        return "missing", missing
     try:
+        commits = history.read_commits(repo, [revert, *(n for n in wanted if _HEX_RE.fullmatch(n))])
+    except Exception:  # noqa: BLE001 - review text: no git, an unreadable repository or object: nothing backs it
+        return "missing", UndoCheck("not checked", tuple(wanted), why="git could not read the commits")
+    rev = commits.get(revert)
+    if rev is None:
+        return "missing", missing
+    found = "revert" if is_revert(rev) else "not a revert"
+    if not wanted:
+        wanted = list(dict.fromkeys(m.lower() for m in _REVERTS_RE.findall(rev.body)))[:MAX_NAMED]
         if not wanted:
-            own, _ = history.read_window(repo, [revert])
-            wanted = list(dict.fromkeys(m.lower() for c in own for m in _REVERTS_RE.findall(c.body)))
-        wanted = wanted[:MAX_NAMED]  # the named commits a check compares (a lesson keeps as many)
-        if not wanted:
-            return UndoCheck("not checked", why="it names no commit")
-        commits, _ = history.read_window(repo, [revert, *wanted])
-    except Exception:  # noqa: BLE001 - review text: an unreadable repository or object checks nothing
-        return UndoCheck("not checked", tuple(wanted), why="git could not read the commits")
-    rev = commits[0] if commits and commits[0].sha.startswith(revert) else None
-    rest = commits[1:] if rev is not None else commits
-    targets = [next((c for c in rest if c.sha.startswith(n)), None) for n in wanted]
-    if rev is None or any(t is None for t in targets):
-        return UndoCheck("not checked", tuple(wanted), why="a commit it names is not in this repository")
-    found = tuple(t.sha for t in targets if t is not None)
+            return found, missing
+        try:  # the ids git's message names are hex (_REVERTS_RE)
+            commits |= history.read_commits(repo, wanted)
+        except Exception:  # noqa: BLE001 - as above
+            return found, UndoCheck("not checked", tuple(wanted), why="git could not read the commits")
+    targets = [commits[n] for n in wanted if n in commits]
+    if len(targets) < len(wanted):
+        return found, UndoCheck("not checked", tuple(wanted), why="a commit it names is not in this repository")
+    return found, _compare(repo, rev, targets)
+
+
+def _compare(repo: RepoInfo, rev: history.RawCommit, targets: list[history.RawCommit]) -> UndoCheck:
+    """Whether ``rev``'s change undoes ``targets``' (one ``git diff-tree --stdin``)."""
+    found = tuple(t.sha for t in targets)
     body = rev.body.encode("utf-8", "replace")
     mainline = {m.group(1).decode().lower(): m.group(2).decode().lower() for m in _MAINLINE_RE.finditer(body)}
     lines = []
     for t in targets:
-        assert t is not None
         parent = t.parents[0] if t.parents else None
         named_parent = next((v for k, v in mainline.items() if t.sha.startswith(k)), None)
         if named_parent is not None:  # a merge reverted with -m: the parent git's message names

@@ -89,16 +89,14 @@ def backing(ctx: Context, les: Lesson) -> str:
     repo = ctx.git.repo
     if repo is None:
         return f"{who}; names revert {short}, not checked (no git repository here)"
-    from synapse_nb.gitscope.reverts import revert_backing  # git loads when a review asks
-    from synapse_nb.gitscope.undo import undo_check
+    from synapse_nb.gitscope.undo import review_revert  # git loads when a review asks
 
-    found = revert_backing(repo, str(sha))
+    named = [str(c["sha"]) for c in les.reverted_commits if isinstance(c, dict) and c.get("sha")]
+    found, check = review_revert(repo, str(sha), named)  # one read of the revert and what it names
     if found == "not a revert":
         return f"{who}; names commit {short}, which is in this repository but reverts nothing"
     if found != "revert":
         return f"{who}; names revert {short}, which this repository does not have"
-    named = [str(c["sha"]) for c in les.reverted_commits if isinstance(c, dict) and c.get("sha")]
-    check = undo_check(repo, str(sha), named)
     targets = "".join(c[:7] for c in check.named[:1]) + (f" and {len(check.named) - 1} more"
                                                           if len(check.named) > 1 else "")
     more = (f"; it also changes {len(check.besides)} other file{'s' if len(check.besides) != 1 else ''} "

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
+from synapse_nb._util import ts_text
 from synapse_nb.models import PRIORITIES
 
 __all__ = ["NO_TIME", "commit", "commits", "diffstat", "json_value", "number", "one_of", "priority", "seq", "source",
@@ -143,16 +143,19 @@ def opt_text(value: Any) -> str | None:
 
 #: What a timestamp column that holds no timestamp reads as.
 NO_TIME = "1970-01-01T00:00:00.000000Z"
-_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:?\d{2})?")
 
 
 def stamp(value: Any) -> str:
     """A stored timestamp, or :data:`NO_TIME` when the column holds something else.
 
+    A stored timestamp is the one form every version wrote (:func:`synapse_nb._util.ts_text`: Python's ``fmt_ts``
+    since the first vault, an import's normalised stamp, PostgreSQL's ``fmt_ts`` under the ``ts`` domain's check):
+    a row with an offset or a short fraction was written by SQL, not by us, and reads as no time.
+
     >>> stamp("2026-11-30T21:15:07.123456Z"), stamp("zz \\x1b[2J")
     ('2026-11-30T21:15:07.123456Z', '1970-01-01T00:00:00.000000Z')
     """
-    return value if isinstance(value, str) and _STAMP.fullmatch(value) else NO_TIME
+    return value if ts_text(value) else NO_TIME
 
 
 def opt_stamp(value: Any) -> str | None:
