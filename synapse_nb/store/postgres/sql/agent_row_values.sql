@@ -127,6 +127,51 @@ BEGIN
     RETURN format('%s U+%s at character %s', what, upper(lpad(to_hex(ascii(m)), greatest(4, length(to_hex(ascii(m)))), '0')), strpos(v, m));
 END $$;
 
+-- Whether v is a snake_case key or name as check_key writes it: lower-case ASCII letters and digits separated by
+-- single "_", starting with a letter, at most 200 characters (NULL: NULL).
+CREATE FUNCTION _key_ok(v text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+    RETURN v ~ '^[a-z][a-z0-9]*(_[a-z0-9]+)*$' AND length(v) <= 200;
+
+-- What is wrong with a JSON list of strings as the package writes it (NULL: nothing): p_tags, a record's tags (at
+-- most 10, each one lower-case word of at most 64 characters, as check_tags leaves it); else file paths or
+-- references of at most 1024 characters. Every item one line of text (_text_fault).
+CREATE FUNCTION _strings_fault(p_items jsonb, p_tags boolean) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE SET search_path = @S@, pg_catalog, pg_temp AS $$
+DECLARE x jsonb; s text; fault text; most constant int := CASE WHEN p_tags THEN 64 ELSE 1024 END;
+BEGIN
+    IF p_tags AND jsonb_array_length(p_items) > 10 THEN
+        RETURN format('%s tags', jsonb_array_length(p_items));
+    END IF;
+    FOR x IN SELECT e FROM jsonb_array_elements(p_items) e LOOP
+        IF jsonb_typeof(x) <> 'string' THEN
+            RETURN format('the item %s, not text', left(x::text, 80));
+        END IF;
+        s := x #>> '{}';
+        fault := _text_fault(s, false);
+        IF fault IS NULL AND length(s) > most THEN
+            fault := format('an item of %s characters', length(s));
+        ELSIF fault IS NULL AND p_tags AND (s = '' OR s ~ '[[:space:]]' OR s <> lower(s)) THEN
+            fault := format('the tag %L', left(s, 80));
+        END IF;
+        IF fault IS NOT NULL THEN
+            RETURN fault;
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END $$;
+
+-- Refuse a write: a person's (a member of @S@_human/@S@_owner: _caller_is_human) as a check_violation, "synapse: <what>
+-- is not accepted"; an agent's through _deny (insufficient_privilege, "synapse: an agent may not <what>").
+CREATE FUNCTION _refuse(p_what text, p_hint text) RETURNS void
+    LANGUAGE plpgsql SET search_path = @S@, pg_catalog, pg_temp AS $$
+BEGIN
+    IF _caller_is_human() THEN
+        RAISE EXCEPTION 'synapse: % is not accepted', p_what USING ERRCODE = 'check_violation', HINT = p_hint;
+    END IF;
+    PERFORM _deny(p_what, p_hint);
+END $$;
+
 -- ---------------------------------------------------------------------------------------------------
 -- ids
 -- ---------------------------------------------------------------------------------------------------
@@ -172,10 +217,7 @@ BEGIN
                            coalesce(p, 'its kind''s prefix'),
                            CASE WHEN p = 'hst' THEN '100 letters, digits and _' ELSE '64 letters and digits' END,
                            coalesce(p, 'mem'));
-            IF _caller_is_human() THEN
-                RAISE EXCEPTION 'synapse: % is not accepted', what USING ERRCODE = 'check_violation', HINT = hint;
-            END IF;
-            PERFORM _deny(what, hint);
+            PERFORM _refuse(what, hint);
         END IF;
     END LOOP;
     RETURN NEW;
@@ -192,18 +234,13 @@ DECLARE
     v_old jsonb := CASE WHEN TG_OP = 'UPDATE' THEN to_jsonb(OLD) END;
     v_agent boolean := NOT _caller_is_human();
     v_what text := format('store %s %s', TG_ARGV[0], _id_shown(NEW.id));
-    c text; ml boolean; fault text; j jsonb; k text; n int;
+    c text; ml boolean; fault text; j jsonb;
 BEGIN
     -- the choices
     IF TG_ARGV[0] = 'memory' AND (TG_OP = 'INSERT' OR v_new -> 'category' IS DISTINCT FROM v_old -> 'category')
        AND NOT (v_new ->> 'category') = ANY (_memory_categories()) THEN
-        fault := format('with category %L', left(v_new ->> 'category', 80));
-        IF NOT v_agent THEN
-            RAISE EXCEPTION 'synapse: % % is not accepted', v_what, fault USING ERRCODE = 'check_violation',
-                HINT = 'a memory''s category is one of ' || array_to_string(_memory_categories(), ', ');
-        END IF;
-        PERFORM _deny(v_what || ' ' || fault,
-                      'a memory''s category is one of ' || array_to_string(_memory_categories(), ', '));
+        PERFORM _refuse(format('%s with category %L', v_what, left(v_new ->> 'category', 80)),
+                        'a memory''s category is one of ' || array_to_string(_memory_categories(), ', '));
     END IF;
     -- JSON arrays of strings
     FOREACH c IN ARRAY coalesce(string_to_array(nullif(TG_ARGV[3], ''), ','), '{}') LOOP
@@ -212,12 +249,7 @@ BEGIN
         END IF;
         j := (v_new ->> c)::jsonb;
         IF EXISTS (SELECT 1 FROM jsonb_array_elements(j) x WHERE jsonb_typeof(x) <> 'string') THEN
-            fault := format('with %s %s', c, left(j::text, 80));
-            IF NOT v_agent THEN
-                RAISE EXCEPTION 'synapse: % % is not accepted', v_what, fault USING ERRCODE = 'check_violation',
-                    HINT = c || ' is a JSON array of strings';
-            END IF;
-            PERFORM _deny(v_what || ' ' || fault, c || ' is a JSON array of strings');
+            PERFORM _refuse(format('%s with %s %s', v_what, c, left(j::text, 80)), c || ' is a JSON array of strings');
         END IF;
     END LOOP;
     IF NOT v_agent OR NEW.source IS DISTINCT FROM 'agent' THEN
@@ -240,8 +272,7 @@ BEGIN
     END LOOP;
     IF TG_ARGV[0] IN ('memory', 'note') THEN
         c := CASE TG_ARGV[0] WHEN 'memory' THEN 'key' ELSE 'name' END;
-        IF (TG_OP = 'INSERT' OR v_new -> c IS DISTINCT FROM v_old -> c)
-           AND (v_new ->> c !~ '^[a-z][a-z0-9]*(_[a-z0-9]+)*$' OR length(v_new ->> c) > 200) THEN
+        IF (TG_OP = 'INSERT' OR v_new -> c IS DISTINCT FROM v_old -> c) AND NOT _key_ok(v_new ->> c) THEN
             PERFORM _deny(format('%s with the %s %L', v_what, c, left(v_new ->> c, 80)),
                           'a key or name is snake_case: lower-case letters and digits separated by single ''_'', '
                           'starting with a letter, at most 200 characters');
@@ -257,25 +288,14 @@ BEGIN
         IF TG_OP = 'UPDATE' AND v_new -> c IS NOT DISTINCT FROM v_old -> c THEN
             CONTINUE;
         END IF;
-        j := (v_new ->> c)::jsonb;
-        n := CASE WHEN c = 'tags' THEN 64 ELSE 1024 END;
-        IF c = 'tags' AND jsonb_array_length(j) > 10 THEN
-            PERFORM _deny(format('%s with %s tags', v_what, jsonb_array_length(j)), 'a record has at most 10 tags');
+        fault := _strings_fault((v_new ->> c)::jsonb, c = 'tags');
+        IF fault IS NOT NULL THEN
+            PERFORM _deny(format('%s with %s in its %s', v_what, fault, c),
+                          CASE WHEN c = 'tags' THEN 'a record has at most 10 tags, a tag is one lower-case word of at '
+                                                    'most 64 characters'
+                               ELSE 'a file path or reference is one line of at most 1024 characters' END
+                          || ', printable characters only');
         END IF;
-        FOR k IN SELECT x FROM jsonb_array_elements_text(j) x LOOP
-            fault := _text_fault(k, false);
-            IF fault IS NULL AND length(k) > n THEN
-                fault := format('an item of %s characters', length(k));
-            ELSIF fault IS NULL AND c = 'tags' AND (k = '' OR k ~ '[[:space:]]' OR k <> lower(k)) THEN
-                fault := format('the tag %L', left(k, 80));
-            END IF;
-            IF fault IS NOT NULL THEN
-                PERFORM _deny(format('%s with %s in its %s', v_what, fault, c),
-                              CASE WHEN c = 'tags' THEN 'a tag is one lower-case word of at most 64 characters'
-                                   ELSE 'a file path or reference is one line of at most 1024 characters' END
-                              || ', printable characters only');
-            END IF;
-        END LOOP;
     END LOOP;
     IF TG_ARGV[0] = 'lesson' THEN
         PERFORM _agent_lesson_git_check(v_what, NEW.revert_sha, NEW.revert_commit, NEW.reverted_commits,
@@ -314,11 +334,31 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- What is wrong with a list of commits (a lesson's reverted_commits): its first item that is not one (NULL: none).
+CREATE FUNCTION _commits_fault(p_items jsonb) RETURNS text
+    LANGUAGE sql IMMUTABLE SET search_path = @S@, pg_catalog, pg_temp
+    RETURN (SELECT f FROM jsonb_array_elements(p_items) WITH ORDINALITY AS x(e, i), _commit_fault(x.e) f
+            WHERE f IS NOT NULL ORDER BY i LIMIT 1);
+
+-- What is wrong with a lesson's diffstat (lesson_fields.check_diffstat): its first row that is not [path, added,
+-- deleted] with a one-line path of at most 1024 characters and whole counts 0..10^9 or null, as "row <row>" (NULL:
+-- none).
+CREATE FUNCTION _diffstat_fault(p_rows jsonb) RETURNS text
+    LANGUAGE sql IMMUTABLE SET search_path = @S@, pg_catalog, pg_temp
+    RETURN (SELECT 'row ' || left(x.e::text, 80) FROM jsonb_array_elements(p_rows) WITH ORDINALITY AS x(e, i)
+            WHERE jsonb_typeof(x.e) <> 'array' OR jsonb_array_length(x.e) <> 3 OR jsonb_typeof(x.e -> 0) <> 'string'
+               OR length(x.e ->> 0) > 1024 OR _text_fault(x.e ->> 0, false) IS NOT NULL
+               OR EXISTS (SELECT 1 FROM jsonb_array_elements(x.e) WITH ORDINALITY AS y(n, j)
+                          WHERE j > 1 AND jsonb_typeof(n) <> 'null'
+                            AND (jsonb_typeof(n) <> 'number' OR n::text !~ '^[0-9]{1,10}$'
+                                 OR n::text::numeric > 1000000000))
+            ORDER BY i LIMIT 1);
+
 -- A lesson's git fields as the package writes them (lessons._create, lesson_fields.check_diffstat / git_fields).
 CREATE FUNCTION _agent_lesson_git_check(p_what text, p_sha text, p_commit text, p_reverted text, p_diffstat text)
     RETURNS void
     LANGUAGE plpgsql STABLE SET search_path = @S@, pg_catalog, pg_temp AS $$
-DECLARE e jsonb; fault text; hint constant text :=
+DECLARE fault text; hint constant text :=
     'a lesson''s revert_commit and reverted_commits items are objects of sha, subject, author and date (one line of '
     'text each), its revert_sha the revert_commit''s sha, and its diffstat rows [path, added, deleted] with whole '
     'counts 0..1000000000 or null, as a scan writes them';
@@ -332,36 +372,43 @@ BEGIN
     IF p_sha IS DISTINCT FROM p_commit::jsonb ->> 'sha' THEN
         PERFORM _deny(format('%s with revert_sha %L besides its revert_commit''s', p_what, left(p_sha, 80)), hint);
     END IF;
-    FOR e IN SELECT x FROM jsonb_array_elements(p_reverted::jsonb) x LOOP
-        fault := _commit_fault(e);
-        IF fault IS NOT NULL THEN
-            PERFORM _deny(format('%s with a reverted_commits item: %s', p_what, fault), hint);
-        END IF;
-    END LOOP;
-    FOR e IN SELECT x FROM jsonb_array_elements(p_diffstat::jsonb) x LOOP
-        IF jsonb_typeof(e) <> 'array' OR jsonb_array_length(e) <> 3 OR jsonb_typeof(e -> 0) <> 'string'
-           OR length(e ->> 0) > 1024 OR _text_fault(e ->> 0, false) IS NOT NULL
-           OR EXISTS (SELECT 1 FROM jsonb_array_elements(e) WITH ORDINALITY AS y(n, i)
-                       WHERE i > 1 AND jsonb_typeof(n) <> 'null'
-                         AND (jsonb_typeof(n) <> 'number' OR n::text !~ '^[0-9]{1,10}$'
-                              OR n::text::numeric > 1000000000)) THEN
-            PERFORM _deny(format('%s with the diffstat row %s', p_what, left(e::text, 80)), hint);
-        END IF;
-    END LOOP;
+    fault := _commits_fault(p_reverted::jsonb);
+    IF fault IS NOT NULL THEN
+        PERFORM _deny(format('%s with a reverted_commits item: %s', p_what, fault), hint);
+    END IF;
+    fault := _diffstat_fault(p_diffstat::jsonb);
+    IF fault IS NOT NULL THEN
+        PERFORM _deny(format('%s with the diffstat %s', p_what, fault), hint);
+    END IF;
 END $$;
 
 REVOKE EXECUTE ON FUNCTION ts_real(text), _ts_check(text), _memory_categories(), _checkpoint_origins(),
-    _invisible_class(), _text_fault(text, boolean), _row_values_guard(), _commit_fault(jsonb),
+    _invisible_class(), _text_fault(text, boolean), _key_ok(text), _strings_fault(jsonb, boolean),
+    _refuse(text, text), _row_values_guard(), _commit_fault(jsonb), _commits_fault(jsonb), _diffstat_fault(jsonb),
     _agent_lesson_git_check(text, text, text, text, text), _kind_prefix(text), _id_shown(text), _id_ok(text, text),
     _row_ids_guard() FROM PUBLIC;
 -- evaluated by the domain's check and the guards, as the caller
 GRANT EXECUTE ON FUNCTION ts_real(text), _ts_check(text), _memory_categories(), _checkpoint_origins(),
-    _invisible_class(), _text_fault(text, boolean), _commit_fault(jsonb),
+    _invisible_class(), _text_fault(text, boolean), _key_ok(text), _strings_fault(jsonb, boolean),
+    _refuse(text, text), _commit_fault(jsonb), _commits_fault(jsonb), _diffstat_fault(jsonb),
     _agent_lesson_git_check(text, text, text, text, text), _kind_prefix(text), _id_shown(text),
     _id_ok(text, text) TO @S@_human, @S@_agent;
 
 -- ids: the triggers are named "<table>_a_id_form": PostgreSQL fires a row's triggers in the order of their names, so
--- these run first (before migration 12's "<table>_agent_id", which names the id as it came, and "<table>_row_values")
+-- these run first (before "<table>_row_values", which names the id as it came).
+--
+-- They take the place of migration 12's "<table>_agent_id" (_agent_id_guard: an agent login's new record's id starts
+-- with its kind's prefix and "_"): every id that one refused fails _id_ok's "^<prefix>_[0-9A-Za-z]{1,64}$" too, here
+-- for every login, on INSERT and UPDATE, and these fire first, so it could never refuse a row again.
+DO $$
+DECLARE t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['memories', 'checkpoints', 'decisions', 'lessons', 'episodes', 'notes'] LOOP
+        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %I', t || '_agent_id', t);
+    END LOOP;
+END $$;
+DROP FUNCTION IF EXISTS _agent_id_guard();
+
 CREATE TRIGGER memories_a_id_form BEFORE INSERT OR UPDATE ON memories FOR EACH ROW
     EXECUTE FUNCTION _row_ids_guard('id', 'mem');
 CREATE TRIGGER checkpoints_a_id_form BEFORE INSERT OR UPDATE ON checkpoints FOR EACH ROW
