@@ -72,9 +72,10 @@ def databases(pg_admin_url: str, project: str, logins: dict[str, str]) -> Iterat
             c.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
 
 
-def outcome(write: Callable[[], Any]) -> str:
+def outcome(write: Callable[..., Any], *args: Any, **kw: Any) -> str:
+    """How ``write(*args, **kw)`` ended: "stored", or refused by the package or by the server."""
     try:
-        write()
+        write(*args, **kw)
     except SynapseError as exc:
         return f"refused: {type(exc).__name__}"
     except psycopg.Error as exc:
@@ -94,19 +95,19 @@ def test_honest_agent_writes_pass_whatever_the_servers_locale(databases: dict[st
         got = seen[loc] = []
         for i, word in enumerate(WORDS):
             theirs = human.remember("procedure", f"deploy_{i}", "make deploy")
-            got.append((f"memory tags {word!r}", outcome(lambda: agent.memories.remember(
-                "project", f"k{i}", f"{word} i\u0307 ς \u00a0 text", tags=[word, "ok"]))))
-            got.append((f"decision {word!r}", outcome(lambda: agent.decisions.create(
-                f"use {word}", rationale=f"{word}\nsecond line", tags=word))))
-            got.append((f"checkpoint {word!r}", outcome(lambda: agent.checkpoints.create(
-                f"porting {word}", files=[f"src/{word}.py"], next_step=word))))
-            got.append((f"episode {word!r}", outcome(lambda: agent.episodes.log(
-                f"task {word}", outcome=word, refs=[f"docs/{word}.md"], thread=f"t{i}"))))
-            got.append((f"proposal {word!r}", outcome(lambda: agent.memories.update(  # a revision (migration 22)
-                theirs.id, content=f"make deploy {word}", tags=[word]))))
+            got.append((f"memory tags {word!r}", outcome(agent.memories.remember,
+                "project", f"k{i}", f"{word} i\u0307 ς \u00a0 text", tags=[word, "ok"])))
+            got.append((f"decision {word!r}", outcome(agent.decisions.create,
+                f"use {word}", rationale=f"{word}\nsecond line", tags=word)))
+            got.append((f"checkpoint {word!r}", outcome(agent.checkpoints.create,
+                f"porting {word}", files=[f"src/{word}.py"], next_step=word)))
+            got.append((f"episode {word!r}", outcome(agent.episodes.log,
+                f"task {word}", outcome=word, refs=[f"docs/{word}.md"], thread=f"t{i}")))
+            got.append((f"proposal {word!r}", outcome(agent.memories.update,  # a revision (migration 22)
+                theirs.id, content=f"make deploy {word}", tags=[word])))
         own = agent.memories.remember("project", "own", "mine", tags=["σοφια"])
-        got.append(("history of an own memory", outcome(lambda: agent.memories.update(  # a history entry's before
-            own.id, content="mine, changed", tags=["i\u0307stanbul", "ꭰꮝ"]))))
+        got.append(("history of an own memory", outcome(agent.memories.update,  # a history entry's before
+            own.id, content="mine, changed", tags=["i\u0307stanbul", "ꭰꮝ"])))
     first, second = seen.values()
     assert first == second
     honest = [what for what, _ in first[:5 * 12]] + [first[-1][0]]  # the twelve words Python takes; the history
@@ -127,11 +128,11 @@ def test_an_agents_tag_is_judged_alike_under_every_locale(databases: dict[str, d
             for i, tag in enumerate(RAW_TAGS):
                 row = c.execute("SELECT next_stamp()").fetchone()
                 assert row is not None
-                got.append((tag, outcome(lambda: c.execute(
+                got.append((tag, outcome(c.execute,
                     "INSERT INTO memories(id, mind, category, key, content, tags, priority, source, verified, "
                     "confidence, created_at, updated_at, terms) VALUES (%s, 'default', 'project', %s, 'c', "
                     "jsonb_build_array(%s::text)::text, 2, 'agent', 0, 0.5, %s, %s, '{c}')",
-                    (f"mem_loc{i}", f"k{i}", tag, row[0], row[0])))))
+                    (f"mem_loc{i}", f"k{i}", tag, row[0], row[0]))))
     python = [(tag, "stored" if tag == tag.lower() and not any(ch.isspace() for ch in tag)
                else "refused by the server: InsufficientPrivilege") for tag in RAW_TAGS]
     for loc, got in verdicts.items():
