@@ -5,6 +5,7 @@ human's record; rows of a person's session state."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import psycopg
@@ -12,7 +13,7 @@ import pytest
 
 from synapse_nb.errors import PermissionDeniedError, QuotaExceededError
 from synapse_nb.kinds.lessons import AGENT_PENDING_LESSONS
-from synapse_nb.settings import SETTINGS
+from synapse_nb.settings import SETTINGS, SettingIgnored
 from tests.team.conftest import url_as
 
 TS = "2026-01-01T00:00:00.000000Z"
@@ -40,6 +41,30 @@ def test_the_server_holds_the_package_defaults(human: Any, agent_sql: psycopg.Co
     human.settings.set("agent_memories_per_mind", 9)
     assert agent_sql.execute("SELECT * FROM agent_quota_limits()").fetchone() == (7, 9, AGENT_PENDING_LESSONS)
 
+
+
+@pytest.mark.parametrize(("stored", "read"), [
+    ('"lots"', None), ("not json", None), ("2.5", None), ("true", None), ("0", None), ("-5", None),
+    ('"0"', None), ("1e3", None), ("20000000", None), ("[7]", None), ('"7 per hour"', None),
+    ("7", 7), ('"7"', 7), ('" 12 "', 12), ('"1_000"', 1000), ("10000000", 10_000_000)])
+def test_a_setting_stored_by_hand_reads_as_the_package_reads_it(human: Any, machine: Any, logins: dict[str, str],
+                                                                team_url: str, project: str, stored: str,
+                                                                read: int | None) -> None:
+    """A person's value the package does not accept (written with SQL, or by hand) made every agent write fail
+    with the server's raw "invalid input syntax for type numeric" (and 0 or -5 held agents to nothing). The
+    server reads a value as settings.py does: a whole number from 1 to the setting's most, else the default."""
+    with psycopg.connect(team_url.split("?")[0], autocommit=True) as admin:
+        admin.execute(f"INSERT INTO {project}.meta(key, value) VALUES ('setting:agent_writes_per_hour', %s) "
+                      "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (stored,))
+    expected = SETTINGS["agent_writes_per_hour"][0] if read is None else read
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SettingIgnored)
+        assert human.settings.get("agent_writes_per_hour") == expected  # the package's reading
+        agent = machine("bot", logins["agent"], actor="agent")
+        agent.remember("project", "note_one", "an agent's write goes through")
+    with psycopg.connect(logins["agent"].split("?")[0], autocommit=True) as c:
+        row = c.execute(f"SELECT writes_per_hour FROM {project}.agent_quota_limits()").fetchone()
+    assert row == (expected,)
 
 def test_raw_inserts_past_the_hourly_quota_are_refused(human: Any, agent_sql: psycopg.Connection[Any],
                                                        team_url: str, project: str) -> None:

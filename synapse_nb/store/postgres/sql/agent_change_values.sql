@@ -69,8 +69,7 @@ CREATE FUNCTION _state_rules(p_kind text) RETURNS jsonb
 -- What is wrong with a value under a rule (NULL: nothing).
 CREATE FUNCTION _state_value_fault(p_rule text, v jsonb) RETURNS text
     LANGUAGE plpgsql IMMUTABLE SET search_path = @S@, pg_catalog, pg_temp AS $$
-DECLARE r text := rtrim(p_rule, '?'); t text := jsonb_typeof(v); s text; x jsonb; fault text;
-    most int := CASE WHEN rtrim(p_rule, '?') = 'tags' THEN 64 ELSE 1024 END;
+DECLARE r text := rtrim(p_rule, '?'); t text := jsonb_typeof(v); s text;
 BEGIN
     IF t = 'null' THEN
         RETURN CASE WHEN p_rule LIKE '%?' THEN NULL ELSE 'null' END;
@@ -83,7 +82,7 @@ BEGIN
         s := v #>> '{}';
         RETURN CASE
             WHEN r IN ('line', 'text') THEN _text_fault(s, r = 'text')
-            WHEN r = 'key' AND (s !~ '^[a-z][a-z0-9]*(_[a-z0-9]+)*$' OR length(s) > 200) THEN format('%L', left(s, 80))
+            WHEN r = 'key' AND NOT _key_ok(s) THEN format('%L', left(s, 80))
             WHEN r = 'category' AND NOT s = ANY (_memory_categories()) THEN format('%L', left(s, 80))
             WHEN r = 'priority' AND NOT s = ANY (_priorities()) THEN format('%L', left(s, 80))
             WHEN r = 'origin' AND NOT s = ANY (_checkpoint_origins()) THEN format('%L', left(s, 80))
@@ -111,36 +110,8 @@ BEGIN
     IF t <> 'array' THEN  -- tags, paths, commits, diffstat
         RETURN format('%s, not a list', left(v::text, 80));
     END IF;
-    IF r = 'tags' AND jsonb_array_length(v) > 10 THEN
-        RETURN format('%s tags', jsonb_array_length(v));
-    END IF;
-    FOR x IN SELECT e FROM jsonb_array_elements(v) e LOOP
-        IF r IN ('tags', 'paths') THEN
-            IF jsonb_typeof(x) <> 'string' THEN
-                RETURN format('the item %s, not text', left(x::text, 80));
-            END IF;
-            s := x #>> '{}';
-            fault := _text_fault(s, false);
-            IF fault IS NULL AND length(s) > most THEN
-                fault := format('an item of %s characters', length(s));
-            ELSIF fault IS NULL AND r = 'tags' AND (s = '' OR s ~ '[[:space:]]' OR s <> lower(s)) THEN
-                fault := format('the tag %L', left(s, 80));
-            END IF;
-        ELSIF r = 'commits' THEN
-            fault := _commit_fault(x);
-        ELSIF jsonb_typeof(x) <> 'array' OR jsonb_array_length(x) <> 3 OR jsonb_typeof(x -> 0) <> 'string'
-              OR length(x ->> 0) > 1024 OR _text_fault(x ->> 0, false) IS NOT NULL
-              OR EXISTS (SELECT 1 FROM jsonb_array_elements(x) WITH ORDINALITY AS y(n, i)
-                          WHERE i > 1 AND jsonb_typeof(n) <> 'null'
-                            AND (jsonb_typeof(n) <> 'number' OR n::text !~ '^[0-9]{1,10}$'
-                                 OR n::text::numeric > 1000000000)) THEN  -- a diffstat row, as migration 21's
-            fault := format('the row %s', left(x::text, 80));
-        END IF;
-        IF fault IS NOT NULL THEN
-            RETURN fault;
-        END IF;
-    END LOOP;
-    RETURN NULL;
+    RETURN CASE r WHEN 'commits' THEN _commits_fault(v) WHEN 'diffstat' THEN 'the ' || _diffstat_fault(v)
+                  ELSE _strings_fault(v, r = 'tags') END;
 END $$;
 
 -- What is wrong with a record's state (or a revision's fields: p_kind 'revision'): a key it does not hold, or a
