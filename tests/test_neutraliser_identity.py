@@ -66,7 +66,7 @@ def _same(text: str) -> None:
 
 def test_the_neutraliser_gives_what_it_gave_on_a_random_corpus() -> None:
     rng = random.Random(4413)
-    for _ in range(1_500):
+    for _ in range(600):
         _same(_random_text(rng))
 
 
