@@ -33,13 +33,12 @@ from __future__ import annotations
 import html
 import json
 import re
-import unicodedata
 from collections.abc import Iterable
 from typing import Any, overload
 
 from synapse_nb._cleaning import (  # noqa: F401  (LINE_BREAKS: re-exported)
     LINE_BREAKS,
-    _tables,
+    _fast_skeleton,
     clean_text,
     code_point,
     invisible_at,
@@ -50,18 +49,16 @@ from synapse_nb._skeleton import (
     _ALT_CLOSE,
     _ALT_OPEN,
     _ASCII_LOOKALIKE,  # noqa: F401  (read by the tests' equivalence checks)
-    _CONFUSABLE,
-    _CONFUSABLE_RE,
+    _CONFUSABLE,  # noqa: F401  (read by the tests)
     _GAP,
-    _LOOK,
     _MARK_DOTS,
     _MAY_DOT,
     _healed,
     _healed_text,
     _joined,
     _joined_text,
-    _w,
     _skeleton_map,
+    _w,
     _words,
     skeleton,
 )
@@ -242,42 +239,6 @@ def _found(skel: str, joined: str, healed: str | None) -> bool:
         if _MAY_DOT.search(form) and _DOT_MARK.search(form):
             return True
     return False
-
-
-def _fast_piece(ch: str) -> tuple[str, bool]:
-    """What :func:`_fast_skeleton` makes of one character, and whether that is the same wherever it stands: not when
-    its decomposition keeps a combining class other than 0, which NFKD may reorder against the next character's."""
-    _, drop = _tables()
-    kept = drop.sub("", unicodedata.normalize("NFKD", ch.translate(_LOOK)))
-    return kept.casefold().translate(_CONFUSABLE), not any(map(unicodedata.combining, kept))
-
-
-#: :func:`_fast_piece` of the characters read so far (bounded).
-_FAST_PIECES: dict[str, tuple[str, bool]] = {}
-
-
-def _fast_skeleton(text: str) -> str:
-    """:func:`skeleton` without the index map, at C speed (only to tell whether a pattern occurs at all): the text's
-    characters each read once and the text translated (the whole text's NFKD and a search of the dropped characters
-    over it took 7 ms a 32,768-character reading; the same text unless a decomposition keeps a combining class,
-    where the whole text is read so)."""
-    table: dict[int, str] = {}
-    for ch in set(text):
-        got = _FAST_PIECES.get(ch)
-        if got is None:
-            got = _fast_piece(ch)
-            if len(_FAST_PIECES) < 65_536:
-                _FAST_PIECES[ch] = got
-        if not got[1]:
-            return _fast_skeleton_whole(text)
-        table[ord(ch)] = got[0]
-    return text.translate(table)
-
-
-def _fast_skeleton_whole(text: str) -> str:
-    _, drop = _tables()
-    out = drop.sub("", unicodedata.normalize("NFKD", text.translate(_LOOK))).casefold()
-    return out.translate(_CONFUSABLE) if _CONFUSABLE_RE.search(out) else out
 
 
 def _spans(text: str, skel: str) -> list[tuple[int, int, str]]:

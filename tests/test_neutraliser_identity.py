@@ -21,8 +21,9 @@ from tests import test_provenance as tp
 #: Pieces the random texts are made of: the package's own marks, labels, banner and code points, escapes of them,
 #: invisible, bidi and control characters, line breaks, the half-width glue marks, look-alike letters, reversed and
 #: upside-down words, other brackets, and plain words.
-PIECES = ["[user · verified]", "[agent · unverified]", "CRITICAL: ADHERE", "APPROVED SYSTEM MEMORY", "1. [main, approved]",
-          "<U+005B>", "<U+00B7>", "<U+005D>", "\\u005b", "\\x5b", "\\u{5b}", "\\N{LEFT SQUARE BRACKET}", "&#91;",
+PIECES = ["[user · verified]", "[agent · unverified]", "CRITICAL: ADHERE", "APPROVED SYSTEM MEMORY",
+          "1. [main, approved]", "<U+005B>", "<U+00B7>", "<U+005D>",
+          "\\u005b", "\\x5b", "\\u{5b}", "\\N{LEFT SQUARE BRACKET}", "&#91;",
           "&#x5d;", "&middot;", "&amp;#91;", "%5B", "%C2%B7", "%5D", "\u200b", "\u200d", "\u202e", "\u2066", "\ufe0f",
           "\U000e0041", "\u00ad", "\x1b", "\x00", "\x85", "\n", "\r\n", "\u2028", "\u2029", "\t", "  ", "\uff9e",
           "\uff9f", "C R I T I C A L", "A.P.P.R.O.V.E.D", "a · d · h", "АPPRОVЕD", "ΛPPRΘVΣD", "ＡＰＰＲＯＶＥＤ",
