@@ -34,10 +34,9 @@ def _decoded(text: str) -> tuple[str, list[int], list[int]] | None:
     pos = 0
     for m in _ESCAPE.finditer(text):
         a, b = m.span()
-        for i in range(pos, a):
-            out.append(text[i])
-            starts.append(i)
-            ends.append(i + 1)
+        out.extend(text[pos:a])  # (each stretch between escapes at C speed, not a character at a time)
+        starts.extend(range(pos, a))
+        ends.extend(range(pos + 1, a + 1))
         pos = b
         esc = m.group()
         pieces: list[tuple[str, int, int]] = []
@@ -72,16 +71,17 @@ def _decoded(text: str) -> tuple[str, list[int], list[int]] | None:
                 ends.pop()
             pieces = [(ch, a, b)] if ch else []
         if not pieces:
-            pieces = [(text[i], i, i + 1) for i in range(a, b)]
+            out.extend(text[a:b])
+            starts.extend(range(a, b))
+            ends.extend(range(a + 1, b + 1))
         for chars, s, e in pieces:
             for c in chars:
                 out.append(c)
                 starts.append(s)
                 ends.append(e)
-    for i in range(pos, len(text)):
-        out.append(text[i])
-        starts.append(i)
-        ends.append(i + 1)
+    out.extend(text[pos:])
+    starts.extend(range(pos, len(text)))
+    ends.extend(range(pos + 1, len(text) + 1))
     decoded = "".join(out)
     return None if decoded == text else (decoded, starts, ends)
 
@@ -127,8 +127,9 @@ def readings(text: str, skel: str) -> list[tuple[str, Any]]:
         out.append((text[::-1], lambda s, e: (n - e, n - s)))
         perm = list(range(n))
         for m in _WORD.finditer(text):
-            perm[m.start():m.end()] = perm[m.start():m.end()][::-1]
-        out.append(("".join(text[i] for i in perm),
+            a, b = m.span()
+            perm[a:b] = range(b - 1, a - 1, -1)
+        out.append((_WORD.sub(lambda m: m.group()[::-1], text),
                     lambda s, e, p=perm: (min(p[s:e]), max(p[s:e]) + 1)))
     if not text.isascii() and _MAY_FLIPPED.search(text):
         unflipped = text.translate(_UNFLIP)

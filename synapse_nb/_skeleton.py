@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from itertools import pairwise
+from itertools import chain, pairwise
 
 from synapse_nb._lookalikes import TABLE as _LOOKALIKES
 
@@ -51,6 +51,55 @@ _LOOK: dict[int, str | int | None] = {
     **{ord(c): " " for c in GLUE}}
 
 
+def _piece(ch: str) -> tuple[str, int]:
+    """What :func:`skeleton` makes of one character: its characters, and how many entries of the index map it adds
+    (one for a character read as ASCII, whatever it became; one per character otherwise)."""
+    if not ch.isascii():
+        ch = ch.translate(_LOOK)
+    if ch.isascii():
+        return ch.lower().translate(_CONFUSABLE), 1
+    cat = unicodedata.category(ch)
+    if cat in ("Cf", "Mn", "Me") or _is_vs(ch):
+        return "", 0
+    out = "".join(c for d in unicodedata.normalize("NFKD", ch) if unicodedata.category(d) not in ("Mn", "Me")
+                  for c in d.casefold().translate(_CONFUSABLE))
+    return out, len(out)
+
+
+#: :func:`_piece` of the characters read so far (bounded: a text holds at most its length of them).
+_PIECES: dict[str, tuple[str, int]] = {}
+
+
+def _skeleton_map(text: str) -> tuple[str, list[int] | None]:
+    """:func:`skeleton`, its index map ``None`` where it is each character's own index (every character one
+    character of the skeleton, the usual case). Each character is read once per text (its pieces cached), the text
+    is translated at C speed, and only the characters that make no or several characters of the skeleton are
+    walked (a character-by-character loop read 32,768 characters in 26 ms, 18 times per hostile text: review 44)."""
+    table: dict[int, str] = {}
+    odd: dict[str, int] = {}
+    for ch in set(text):
+        got = _PIECES.get(ch)
+        if got is None:
+            got = _piece(ch)
+            if len(_PIECES) < 65_536:
+                _PIECES[ch] = got
+        table[ord(ch)] = got[0]
+        if got[1] != 1 or len(got[0]) != 1:
+            odd[ch] = got[1]
+    out = text.translate(table)
+    if not odd:
+        return out, None
+    idx: list[int] = []
+    pos = 0
+    for m in re.finditer("[" + "".join(map(re.escape, odd)) + "]", text):
+        i = m.start()
+        idx.extend(range(pos, i))
+        idx.extend([i] * odd[text[i]])
+        pos = i + 1
+    idx.extend(range(pos, len(text)))
+    return out, idx
+
+
 def skeleton(text: str) -> tuple[str, list[int]]:
     """A matching form of ``text`` and, per character of it, the index of the character of ``text`` it came from.
 
@@ -61,25 +110,8 @@ def skeleton(text: str) -> tuple[str, list[int]]:
     >>> skeleton("АPPR\\u200bOVЕD")[0]
     'approved'
     """
-    out: list[str] = []
-    idx: list[int] = []
-    for i, ch in enumerate(text):
-        if not ch.isascii():
-            ch = ch.translate(_LOOK)
-        if ch.isascii():
-            out.append(ch.lower().translate(_CONFUSABLE))
-            idx.append(i)
-            continue
-        cat = unicodedata.category(ch)
-        if cat in ("Cf", "Mn", "Me") or _is_vs(ch):
-            continue
-        for d in unicodedata.normalize("NFKD", ch):
-            if unicodedata.category(d) in ("Mn", "Me"):
-                continue
-            for c in d.casefold().translate(_CONFUSABLE):
-                out.append(c)
-                idx.append(i)
-    return "".join(out), idx
+    out, idx = _skeleton_map(text)
+    return out, list(range(len(text))) if idx is None else idx
 
 
 _GAP = r"[\W_]{0,12}"
@@ -236,13 +268,7 @@ def _joined(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:
             else:
                 step = len(m.group(1)) + 1
                 cut += [(j, j + step - 1) for j in range(m.start() + 1, m.end(), step)]
-        if cut:
-            if idx is None:
-                idx = list(range(len(skel)))
-            keep = [0] + [e for _, e in cut]
-            stop = [s for s, _ in cut] + [len(skel)]
-            skel = "".join(skel[a:b] for a, b in zip(keep, stop, strict=True))
-            idx = [i for a, b in zip(keep, stop, strict=True) for i in idx[a:b]]
+        skel, idx = _cut(skel, idx, cut)
     return skel, idx
 
 
@@ -343,14 +369,17 @@ def _heal_cuts(skel: str) -> list[tuple[int, int]]:
 
 
 def _cut(skel: str, idx: list[int] | None, cut: list[tuple[int, int]]) -> tuple[str, list[int] | None]:
+    """``skel`` without the spans ``cut`` (in order, not overlapping), and its index map without them (``None``: each
+    character its own index). The pieces kept are joined at C speed (a comprehension over every index took 4 ms a
+    32,768-character reading)."""
     if not cut:
         return skel, idx
-    if idx is None:
-        idx = list(range(len(skel)))
-    keep = [0] + [e for _, e in cut]
-    stop = [s for s, _ in cut] + [len(skel)]
-    return ("".join(skel[a:b] for a, b in zip(keep, stop, strict=True)),
-            [i for a, b in zip(keep, stop, strict=True) for i in idx[a:b]])
+    keep = [0, *(e for _, e in cut)]
+    stop = [*(s for s, _ in cut), len(skel)]
+    pieces = list(map(slice, keep, stop))
+    kept = chain.from_iterable(map(range, keep, stop)) if idx is None else chain.from_iterable(
+        map(idx.__getitem__, pieces))
+    return "".join(map(skel.__getitem__, pieces)), list(kept)
 
 
 def _healed(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:

@@ -33,13 +33,12 @@ from __future__ import annotations
 import html
 import json
 import re
-import unicodedata
 from collections.abc import Iterable
 from typing import Any, overload
 
 from synapse_nb._cleaning import (  # noqa: F401  (LINE_BREAKS: re-exported)
     LINE_BREAKS,
-    _tables,
+    _fast_skeleton,
     clean_text,
     code_point,
     invisible_at,
@@ -50,16 +49,15 @@ from synapse_nb._skeleton import (
     _ALT_CLOSE,
     _ALT_OPEN,
     _ASCII_LOOKALIKE,  # noqa: F401  (read by the tests' equivalence checks)
-    _CONFUSABLE,
-    _CONFUSABLE_RE,
+    _CONFUSABLE,  # noqa: F401  (read by the tests)
     _GAP,
-    _LOOK,
     _MARK_DOTS,
     _MAY_DOT,
     _healed,
     _healed_text,
     _joined,
     _joined_text,
+    _skeleton_map,
     _w,
     _words,
     skeleton,
@@ -243,13 +241,6 @@ def _found(skel: str, joined: str, healed: str | None) -> bool:
     return False
 
 
-def _fast_skeleton(text: str) -> str:
-    """:func:`skeleton` without the index map, at C speed (only to tell whether a pattern occurs at all)."""
-    _, drop = _tables()
-    out = drop.sub("", unicodedata.normalize("NFKD", text.translate(_LOOK))).casefold()
-    return out.translate(_CONFUSABLE) if _CONFUSABLE_RE.search(out) else out
-
-
 def _spans(text: str, skel: str) -> list[tuple[int, int, str]]:
     """Where ``text`` (whose skeleton without index map is ``skel``) reproduces the banner, a label, a mark or a
     framing tag: ``(start, end, placeholder)``."""
@@ -259,7 +250,7 @@ def _spans(text: str, skel: str) -> list[tuple[int, int, str]]:
     if not _found(skel, joined, healed):
         return []
     if not text.isascii():
-        skel, idx = skeleton(text)
+        skel, idx = _skeleton_map(text)
     forms = [(True, skel, idx), (False, *_joined(skel, idx))]
     if healed is not None:
         forms.append((False, *_healed(*forms[1][1:])))
@@ -274,12 +265,24 @@ def _spans(text: str, skel: str) -> list[tuple[int, int, str]]:
     return spans
 
 
-def _all_spans(text: str, depth: int = 0) -> list[tuple[int, int, str]]:
+def _all_spans(text: str, depth: int = 0,
+               read: dict[tuple[str, int], list[tuple[int, int, str]]] | None = None) -> list[tuple[int, int, str]]:
+    """The spans of ``text`` and, below depth 2, of its readings taken back to it. ``read`` holds what one call has
+    read already, by text and depth: a reading's reading is often one read before (the reversed text reversed is
+    the text, the upside-down text reversed is a reading of its own), and was read again whole."""
+    read = {} if read is None else read
+    got = read.get((text, depth))
+    if got is not None:
+        return got
     skel = text.lower() if text.isascii() else _fast_skeleton(text)
-    spans = _spans(text, skel)
+    own = read.get((text, 2))  # the text's own spans: what it reads at depth 2
+    if own is None:
+        own = read[(text, 2)] = _spans(text, skel)
+    spans = list(own)
     for reading, back in readings(text, skel) if depth < 2 else ():
-        for s, e, placeholder in (_all_spans(reading, depth + 1) if reading is not text else []):
+        for s, e, placeholder in (_all_spans(reading, depth + 1, read) if reading is not text else []):
             spans.append((*back(s, e), placeholder))
+    read[(text, depth)] = spans
     return spans
 
 
