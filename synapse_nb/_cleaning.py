@@ -11,7 +11,7 @@ import unicodedata
 from synapse_nb._skeleton import _CONFUSABLE, _CONFUSABLE_RE, _LOOK, _is_vs
 from synapse_nb.errors import ValidationError
 
-__all__ = ["LINE_BREAKS", "clean_text", "code_point", "invisible_at", "spaces_shown"]
+__all__ = ["LINE_BREAKS", "clean_text", "code_point", "invisible_at", "invisibles_shown", "spaces_shown"]
 
 #: Characters that some reader treats as a line break (``str.splitlines`` splits on every one of them).
 LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
@@ -110,6 +110,22 @@ def invisible_at(text: str) -> list[tuple[int, int]]:
                 continue
         spans.append((i, i + 1))
     return spans
+
+
+def invisibles_shown(text: str) -> str:
+    """``text`` with each invisible character (:func:`invisible_at`) shown as its code point (:func:`code_point`):
+    the one rule every reader shows them by (``provenance.inline``, a listed file name).
+
+    >>> invisibles_shown("a\u202eyp.exe"), invisibles_shown("👨\u200d👩")
+    ('a<U+202E>yp.exe', '👨\u200d👩')
+    """
+    spans = invisible_at(text)
+    if not spans:
+        return text
+    chars = list(text)
+    for a, _ in spans:
+        chars[a] = code_point(text[a])
+    return "".join(chars)
 
 
 _CONTROL_ML = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")

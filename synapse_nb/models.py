@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 __all__ = [
+    "AGENT_MAX_CONFIDENCE",
     "CATEGORIES",
     "KINDS",
     "KIND_BY_NAME",
@@ -76,6 +77,9 @@ CATEGORIES: tuple[str, ...] = (
 )
 #: Priorities, most important first.
 PRIORITIES: tuple[str, ...] = ("critical", "high", "normal", "low")
+#: Highest confidence an agent may give its own (unverified) memories (``kinds/memories.py`` refuses more; an
+#: agent's version read back from history is held to it: ``changes.HistoryEntry.previous``).
+AGENT_MAX_CONFIDENCE = 0.7
 # The length limits the core checks (MAX_TEXT, MAX_SHORT, MAX_TAGS, MAX_TAG_CHARS, MAX_FILES, MAX_PATH_CHARS)
 # are re-exported here from ``_util`` for the surfaces that describe them (the MCP tool schemas).
 

@@ -40,8 +40,8 @@ from synapse_nb._cleaning import (  # noqa: F401  (LINE_BREAKS: re-exported)
     LINE_BREAKS,
     _fast_skeleton,
     clean_text,
-    code_point,
     invisible_at,
+    invisibles_shown,
     spaces_shown,
 )
 from synapse_nb._readings import readings
@@ -360,14 +360,11 @@ def inline(text: object, width: int | None = None) -> str:
     if cut:  # the window's last characters may hold part of a reproduction the text goes on with: not shown
         text = text[: max(0, len(text) - _READ_PAST)] + " …"
     if not text.isascii():
-        spans = invisible_at(text)
-        if spans:
-            chars = list(text)
-            for a, _ in spans:
-                chars[a] = code_point(text[a])
+        shown = invisibles_shown(text)
+        if shown != text:
             # read again as shown: an invisible character the neutraliser read through joins the words around it,
             # but its code point shown parts them (review 44: "deploy<U+200B>C R I T I C A L : A D H E R E")
-            text = neutralise("".join(chars))
+            text = neutralise(shown)
     text = " ".join(text.split())
     if width is not None and len(text) > width:
         text = text[: max(0, width - 1)].rstrip() + "…"

@@ -280,6 +280,10 @@ def agent_login(agent_url: str | None, *, local: str | Path | None = None) -> di
             "before": (pin.agent_server or None) if pin is not None else None}
 
 
+#: :func:`trust_preview`'s ``agent_check`` for a server not pinned here yet (:func:`trust` asks it then)
+NOT_CHECKED = "not checked yet: the server is new here, so it is asked once you pin it (before anything is)"
+
+
 def trust_preview(local: str | Path | None = None) -> dict[str, Any]:
     """What :func:`trust` would do here, changing nothing: ``folder``, ``team_file``, ``pinned`` (the server pinned
     now, or None), ``named`` (the server ``team.toml`` names), ``pinned_agent`` and ``named_agent`` (the agent login,
@@ -304,7 +308,7 @@ def trust_preview(local: str | Path | None = None) -> dict[str, Any]:
     check = None
     if named_agent is not None and named_agent != pinned_agent:
         check = (_agent_verdict(*_split(url, project_dir), named_agent) if pin is not None and pin.server == named
-                 else "not checked yet: the server is new here, so it is asked once you pin it (before anything is)")
+                 else NOT_CHECKED)
     return {"folder": str(folder), "team_file": str(vault_dir / "team.toml"), "pinned": pin.server if pin else None,
             "named": named, "pinned_agent": pinned_agent, "named_agent": named_agent, "agent_check": check,
             "agrees": pin is not None and pin.server == named and pinned_agent == named_agent}
@@ -329,9 +333,11 @@ def trust(local: str | Path | None = None, *, expect: str | None = None,
         raise ConflictError(f"team.toml changed while you were asked: its agent login is {preview['named_agent']} "
                             f"by now, not {expect_agent}; nothing was pinned: run `synapse-nb team trust` again")
     if not preview["agrees"] and preview["agent_check"] is not None:
-        project_dir = _project_dir(local)
-        url = team_url_of(project_dir / LOCAL_DIRNAME) or ""
-        verdict = _agent_verdict(*_split(url, project_dir), preview["named_agent"])
+        verdict = preview["agent_check"]  # asked just now of a server pinned here: asked once (it was asked twice)
+        if verdict == NOT_CHECKED:  # a new server: asked now, before anything is pinned
+            project_dir = _project_dir(local)
+            url = team_url_of(project_dir / LOCAL_DIRNAME) or ""
+            verdict = _agent_verdict(*_split(url, project_dir), preview["named_agent"])
         if not verdict.startswith("passed"):
             raise ValidationError(f"team.toml's agent login {preview['named_agent']} was not pinned, nor anything "
                                   f"else: the server check {verdict}. Agent surfaces must log in as one of the "

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -394,3 +395,39 @@ def test_a_lesson_the_session_start_left_out_gets_the_room_on_the_next_prompt(re
     assert RUNBOOK not in s and les.id in s  # named for room
     t = ask(repo, prompt="what is the deploy pipeline status for the release?")
     assert RUNBOOK in t and len(t) <= 10_000
+
+
+def test_the_compact_start_marks_the_lessons_its_pack_printed_by_id(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compact path found the lessons it printed by searching the pack's text for each one's banner item: a
+    lesson whose item another printed line spells (two lessons of one text, the first withdrawn between the
+    start's recall and its pack) was counted as printed, and the one printed was not. The pack says which it
+    printed (``Pack.lessons``), by id."""
+    from synapse_nb.agents.events import HookEvent
+    from synapse_nb.agents.handlers import _session_start
+    from synapse_nb.kinds.lessons import Lessons
+    from synapse_nb.recall.types import Recall
+
+    v = syn.open_vault(tmp_path)
+    ids = []
+    for _ in range(2):
+        les = v.lessons.create("Reverted the friday deploy")
+        ids.append(v.lessons.approve(les.id, text="never deploy on a Friday").id)
+    calls: list[int] = []
+    real = Lessons.in_force
+
+    def in_force(self: Lessons, branch: Any = None) -> Any:  # the pack's read finds the newest withdrawn meanwhile
+        calls.append(1)
+        got = real(self)
+        return got if len(calls) < 3 else type(got)(x for x in got if x.id != got[0].id)  # 3: the pack's
+
+    monkeypatch.setattr(Lessons, "in_force", in_force)
+    marked: list[set[str]] = []
+    monkeypatch.setattr(Recall, "mark_given", lambda self, given=None: marked.append(set(given or ())))
+    answer = _session_start(v.as_agent(), HookEvent(name="session-start", session="sess-1", source="compact"), True)
+    assert len(calls) == 3 and "1. [all branches, approved] never deploy on a Friday" in answer.context
+    assert answer.delivered is not None
+    answer.delivered()
+    newest = real(v.lessons)[0].id
+    assert marked == [set(ids) - {newest}]  # the one the pack printed, not the withdrawn one its text spells
+    v.close()

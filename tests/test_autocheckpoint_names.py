@@ -106,3 +106,17 @@ def test_the_caps_cut_and_say_so_instead_of_refusing_the_checkpoint(tmp_path: Pa
     assert len(cut) == MAX_PATH_CHARS and cut.startswith("...") and cut.endswith("deep/end.py")
     assert "not listed" not in c.doing
     v.close()
+
+
+def test_a_name_with_a_bidi_control_or_a_tab_is_stored_and_shown_escaped(tmp_path: Path) -> None:
+    """``a<U+202E>yp.exe`` displays as "aexe.py": the write path dropped the override (``ayp.exe``, a name no file
+    has) and one line showed a tab as a space. Each invisible character and tab is stored and shown as its code
+    point, as every reader shows them (``provenance.inline``)."""
+    v = syn.open_vault(tmp_path)
+    auto = AutoCheckpoint(every=1, enabled=True, unit="file")
+    assert auto.observe_files(["a\u202eyp.exe", "b\tc.py", "d\u200be.py", "\U0001F468\u200d\U0001F469.md"])
+    c = auto.save(v.checkpoints)
+    assert c.changed_files == ("a<U+202E>yp.exe", "b<U+0009>c.py", "d<U+200B>e.py", "\U0001F468\u200d\U0001F469.md")
+    shown = v.checkpoints.restore(c.id).restore_text()
+    assert '"a<U+202E>yp.exe"' in shown and '"b<U+0009>c.py"' in shown and "\u202e" not in shown
+    v.close()

@@ -3,6 +3,7 @@ revisions, duplicates and contradictions decided by a human, and deletion that d
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -515,7 +516,7 @@ def test_a_write_without_candidates_reads_no_hidden_links(vault: syn.Vault, agen
     reads: list[str] = []
     real = links.hidden
 
-    def counted(self: Any, mind: str) -> frozenset[str]:
+    def counted(self: Any, mind: str) -> Mapping[str, str]:
         reads.append(mind)
         return real(self, mind)
 

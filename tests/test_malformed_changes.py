@@ -171,3 +171,31 @@ def test_accept_checks_the_values_it_stores_as_a_persons_write(tmp_path: Path,
         assert v.memories.get(m.id).content == "make deploy" and v.memories.get(m.id).tags == ()
     finally:
         v.close()
+
+
+def test_an_agents_entry_written_with_sql_at_full_confidence_reverts_at_an_agents(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent's entry whose ``before`` held its memory at confidence 1.0 (the agent login's SQL on a team vault)
+    came back that sure through a person's revert, and as_of reads gave it so: an agent's version reads as an
+    agent's write leaves it (at most 0.7, unverified, the agent's), a person's own version as it was."""
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    v = syn.open_vault(tmp_path)
+    own = v.as_agent().remember("procedure", "deploy", "run deploy.sh --force")
+    person = v.remember("procedure", "release", "make release", confidence=0.95)
+    v.memories.update(person.id, content="make release-prod")
+    v.close()
+    sure = {**own.to_dict(), "confidence": 1.0, "source": "user", "verified": True}
+    _sql(tmp_path, [(HISTORY_SQL, (f"hst_{own.id}_v{n}", own.id, n, "cli", f"2030-01-0{n}T00:00:00.000000Z",
+                                   json.dumps(sure))) for n in (2, 3)])
+    v = syn.open_vault(tmp_path)
+    try:
+        for version in (1, 2):
+            back = v.memories.revert(own.id, to=version)
+            assert (back.content, back.confidence, back.source, back.verified) == (
+                "run deploy.sh --force", 0.7, "agent", False), version
+            assert v.memories.get(own.id) == back
+        assert v.memories.get(own.id, as_of="2030-01-02T12:00:00Z").confidence == 0.7
+        mine = v.memories.revert(person.id, to=1)  # a person's own version restores as it was
+        assert (mine.content, mine.confidence, mine.source, mine.verified) == ("make release", 0.95, "user", True)
+    finally:
+        v.close()

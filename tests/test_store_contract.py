@@ -845,7 +845,7 @@ def test_revisions_and_links_are_decided_once_and_a_deletion_drops_the_open_ones
         assert store.revisions.decide(rev.id, "accepted", T1) is False
         assert store.links.decide("lnk_000000000002", "kept", T1) is True
     assert store.revisions.get(rev.id).status == "rejected" and store.revisions.pending_of(rev.rid) == []
-    assert store.links.hidden("default") == frozenset({a.id})
+    assert store.links.hidden("default") == {a.id: b.id}
     assert [x.id for x in store.links.of_record(b.id)] == ["lnk_000000000001", "lnk_000000000002"]
     with store.transaction():
         store.memories.delete(b.id)

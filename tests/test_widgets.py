@@ -547,6 +547,22 @@ def test_gate_explorer_table_titles_an_agents_record_after_its_mark(v: syn.Vault
     assert agents.id in g.records and "<b>[agent · unverified] Per the user in chat" in g.table_html.value
 
 
+
+def test_a_record_a_duplicate_pair_hides_says_so_not_deleted(v: syn.Vault) -> None:
+    """explain() and the explorer said "deleted meanwhile" for a record an open duplicate pair hides (it is stored,
+    waiting for a person behind the record shown): each says which record it is hidden behind."""
+    mine = v.decide("the staging cluster runs postgres fifteen with streaming replicas")
+    copy = v.as_agent().decide("the staging cluster runs postgres fifteen with streaming replicas")
+    assert [lk.hidden for lk in v.memories.conflicts()] == [copy.id]
+    row = next(r for r in v.recall("staging cluster postgres").explain() if r.id == copy.id)
+    assert (row.kept, row.bar, row.reason) == (False, "duplicate", f"hidden as a duplicate of {mine.id}")
+    g = GateExplorer(v)
+    g.query.value = "staging cluster postgres"
+    g.table.selected = copy.id
+    assert f"hidden as a duplicate of {mine.id}" in g.detail_html.value
+    assert "deleted meanwhile" not in g.detail_html.value + g.table_html.value
+
+
 def test_gate_explorer_shows_scores_bars_and_text(v: syn.Vault) -> None:
     m = _memories(v)
     g = GateExplorer(v)

@@ -129,7 +129,7 @@ def _left(v: Vault, event: HookEvent, lessons: Sequence[Lesson], shown_before: I
 
 def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     from synapse_nb.agents.sessions import session_state
-    from synapse_nb.recall.assembly import lesson_item, with_legend
+    from synapse_nb.recall.assembly import with_legend
 
     lessons: Sequence[Lesson] = list(v.lessons.in_force())
     mark: Callable[[Collection[str] | None], None] | None = None
@@ -145,11 +145,9 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         lessons, mark = r.lessons, r.mark_given
     latest = v.checkpoints.latest()
     if event.source == "compact":
-        context = "synapse-nb restore pack after compaction:\n\n" + v.restore_pack(latest)
-        # the pack keeps whole lines from the top of its banner (numbered as banner_text numbers them): a lesson is
-        # given when its item's lines are printed whole; only the banner writes an approval label on a line (a
-        # record's text has its labels neutralised), so no record can spell a lesson's item
-        kept = {x.id for i, x in enumerate(lessons, 1) if f"\n{lesson_item(i, x)}\n" in f"{context}\n"}
+        pack = v.restore_pack(latest)
+        context = "synapse-nb restore pack after compaction:\n\n" + pack
+        kept = set(pack.lessons)  # the lessons the pack printed whole, by id (its text was searched for their items)
     else:
         head = "synapse-nb project memory (relevant records are recalled on each prompt):"
         ckp = (f"Latest checkpoint on this branch:\n{latest.restore_text(SESSION_START_FIELD_CHARS)}" if latest

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from synapse_nb._cleaning import code_point
+from synapse_nb._cleaning import code_point, invisibles_shown
 from synapse_nb._util import MAX_FILES, MAX_PATH_CHARS, plural
 from synapse_nb.errors import ValidationError
 from synapse_nb.kinds.lesson_fields import git_line
@@ -56,14 +56,18 @@ FALLBACK_SETTING = "auto_checkpoint_every"
 MAX_EVERY = 100_000
 
 Unit = Literal["cell", "file"]
-_SURROGATE = re.compile("[\ud800-\udfff]")
+#: shown as their code points besides git_line's controls: a lone surrogate, and a tab (one line shows it as a space)
+_UNSHOWN = re.compile("[\ud800-\udfff\t]")
 
 
 def shown_path(path: str) -> str:
-    r"""A file name git reports, as an automatic checkpoint lists it: each control character, line break and
-    undecodable byte (a lone surrogate, from ``surrogateescape``) shown as its code point, and a name longer than
-    :data:`~synapse_nb._util.MAX_PATH_CHARS` cut at its start (its end kept), as a scanned lesson stores git's text
-    (:func:`~synapse_nb.kinds.lesson_fields.git_line`).
+    r"""A file name git reports, as an automatic checkpoint lists it: each control character, tab, line break,
+    invisible character (a bidi control, a zero-width space: :func:`~synapse_nb._cleaning.invisibles_shown`, the rule
+    every reader shows them by) and undecodable byte (a lone surrogate, from ``surrogateescape``) shown as its code
+    point, and a name longer than :data:`~synapse_nb._util.MAX_PATH_CHARS` cut at its start (its end kept), as a
+    scanned lesson stores git's text (:func:`~synapse_nb.kinds.lesson_fields.git_line`). The write path would
+    otherwise drop the invisible ones (``a<U+202E>yp.exe`` stored as ``ayp.exe``, a name no file has) and one line
+    shows a tab as a space.
 
     Review 41: one ordinary file named ``notes\x1b[8m.md`` in the work tree made the write refuse every automatic
     checkpoint, each cell saying only "control character U+001B". Shown, the file is still listed, and the person
@@ -71,8 +75,11 @@ def shown_path(path: str) -> str:
 
     >>> shown_path("notes\x1b[8m.md"), shown_path("a\udcffb.py"), shown_path("src/ok.py")
     ('notes<U+001B>[8m.md', 'a<U+DCFF>b.py', 'src/ok.py')
+    >>> shown_path("a\u202eyp.exe"), shown_path("a\tb.py")  # not "aexe.py" reversed, nor "a b.py"
+    ('a<U+202E>yp.exe', 'a<U+0009>b.py')
     """
-    return git_line(_SURROGATE.sub(lambda m: code_point(m.group()), path), MAX_PATH_CHARS, left=True)
+    return git_line(invisibles_shown(_UNSHOWN.sub(lambda m: code_point(m.group()), path)), MAX_PATH_CHARS,
+                    left=True)
 
 
 @dataclass

@@ -25,7 +25,7 @@ from synapse_nb._util import (
 from synapse_nb.errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager, check_query, check_search_limit, exactly_once
 from synapse_nb.kinds.memory_history import MemoryHistory
-from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, RecordList
+from synapse_nb.models import AGENT_MAX_CONFIDENCE, CATEGORIES, PRIORITIES, Memory, RecordList
 from synapse_nb.provenance import agents_unverified, inline, mark
 from synapse_nb.store.records import PAGE_SORTS, MemoryFilter
 
@@ -33,9 +33,6 @@ if TYPE_CHECKING:
     from synapse_nb.store.base import MemoryTable
 
 __all__ = ["AGENT_MAX_CONFIDENCE", "PAGE_SORTS", "Memories", "MemoryPage"]
-
-#: Highest confidence an agent may give its own (unverified) memories.
-AGENT_MAX_CONFIDENCE = 0.7
 
 _UNSET: Any = object()
 #: Most memories one :meth:`Memories.page` call returns.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -121,7 +121,7 @@ class Recaller:
         self._stamped: dict[tuple[str, str, str], Record] = {}
         self._lines: dict[tuple[str, str, str], tuple[Record, str]] = {}
         self._saved: tuple[object, tuple[Bars, float]] | None = None
-        self._hidden_memo: tuple[object, frozenset[str]] | None = None
+        self._hidden_memo: tuple[object, Mapping[str, str]] | None = None
 
     def _walker(self, now: str, version: object) -> tuple[Callable[[WalkRow], Record | None],
                                                           Callable[[list[WalkRow]], None],
@@ -220,8 +220,9 @@ class Recaller:
 
         return materialize, prefetch, line
 
-    def _hidden(self, version: object) -> frozenset[str]:
-        """The ids open duplicate links hide in this mind (:mod:`synapse_nb.dupes`), read once per data version."""
+    def _hidden(self, version: object) -> Mapping[str, str]:
+        """The ids open duplicate links hide in this mind (:mod:`synapse_nb.dupes`), each to the record shown in its
+        place, read once per data version."""
         memo = self._hidden_memo
         if memo is not None and memo[0] == (version, self._ctx.mind):
             return memo[1]
@@ -290,7 +291,8 @@ class Recaller:
             self._records_for(version, ctx.mind)
             materialize, prefetch, line = self._walker(now, version)
             g = gate(ranking.ranked, ranking.cands, ranking.exact, ranking.cover, ranking.actor, bars,
-                     materialize, seen, prefetch, line, match=ranking.match, agent=ranking.agent)
+                     materialize, seen, prefetch, line, match=ranking.match, agent=ranking.agent,
+                     hidden=self._hidden(version))
             rows, kept, coverage, on_meaning = g.rows, g.kept, g.coverage, g.on_meaning
         shown_before, mark = record_given(ctx, session, kept, lessons, seen, now, record=record)
         kept = self._staleness.annotate(kept, version)

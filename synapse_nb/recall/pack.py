@@ -21,10 +21,10 @@ heading kept its fields under the last approved lesson, unmarked).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from synapse_nb.provenance import human_record
-from synapse_nb.recall.assembly import banner_text, legend_for, record_line
+from synapse_nb.recall.assembly import banner_text, legend_for, lesson_item, record_line
 from synapse_nb.render import estimate_tokens, plural
 
 if TYPE_CHECKING:
@@ -72,11 +72,24 @@ def key_memories(memories: Iterable[Memory]) -> list[Memory]:
     return sorted((m for m in memories if m.priority in KEY_PRIORITIES), key=lambda m: not m.verified)
 
 
+class Pack(str):
+    """A restore pack's text, with ``lessons``: the ids of the banner's lessons it prints whole (a cut pack keeps
+    whole lines from its top), for a caller that marks them given (the SessionStart hook after a compaction)."""
+
+    lessons: tuple[str, ...] = ()
+
+    def __new__(cls, text: str, lessons: Sequence[str] = ()) -> Self:
+        out = super().__new__(cls, text)
+        out.lessons = tuple(lessons)
+        return out
+
+
 def restore_pack(lessons: Sequence[Lesson], checkpoint: Checkpoint | None, decisions: Sequence[Decision],
                  memories: Sequence[Memory], *, budget_tokens: int = RESTORE_TOKENS,
-                 note: str | None = None) -> str:
+                 note: str | None = None) -> Pack:
     """The pack from the records given (lessons in force, the checkpoint to restore, the latest decisions, the
-    key memories); ``note`` (e.g. "read-only: nothing was saved") heads it."""
+    key memories); ``note`` (e.g. "read-only: nothing was saved") heads it. Its ``lessons`` are the ids of those
+    whose banner item it prints whole."""
     blocks = [b for b in (note, banner_text(lessons), legend_for([checkpoint, *decisions, *memories]),
                           checkpoint.restore_text(PACK_FIELD_CHARS) if checkpoint is not None else NO_CHECKPOINT)
               if b]
@@ -90,4 +103,13 @@ def restore_pack(lessons: Sequence[Lesson], checkpoint: Checkpoint | None, decis
             blocks.append(f"Recent decisions{whose}:\n" + "\n".join(record_line(d) for d in mine_d))
         if mine_m:
             blocks.append(f"Key memories{whose}:\n" + "\n".join(record_line(m) for m in mine_m))
-    return fit_lines(blocks, budget_tokens)[0]
+    text, omitted = fit_lines(blocks, budget_tokens)
+    kept_lines = sum(b.count("\n") + 1 for b in blocks) - omitted  # fit_lines keeps whole lines from the top
+    end = (note.count("\n") + 1 if note else 0) + 1  # past the banner's heading line
+    printed = []
+    for i, les in enumerate(lessons, 1):
+        end += lesson_item(i, les).count("\n") + 1
+        if end > kept_lines:
+            break
+        printed.append(les.id)
+    return Pack(text, printed)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from synapse_nb._util import estimate_tokens, plural
+from synapse_nb._util import estimate_tokens, plural, shown_id
 from synapse_nb.models import TABLES, Memory, Record
 from synapse_nb.provenance import agents_unverified, human_record
 from synapse_nb.recall.assembly import record_line
@@ -283,7 +283,8 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
          actor: np.ndarray, bars: Bars, materialize: Callable[[WalkRow], Record | None],
          seen: Mapping[str, str], prefetch: Callable[[list[WalkRow]], object] | None = None,
          line_of: Callable[[WalkRow, Record], str] | None = None, *,
-         match: Meaning | None = None, agent: np.ndarray | None = None) -> Gated:
+         match: Meaning | None = None, agent: np.ndarray | None = None,
+         hidden: Mapping[str, str] | None = None) -> Gated:
     """Gate one ranked query. ``cands[j]`` is the candidate at rank ``j`` (None: gone or masked, skipped);
     ``actor`` the actor code of every position of the mind (:class:`~synapse_nb.recall.threads.ThreadIndex`);
     ``seen`` maps ids the session was given to the digest it got (empty without a session).
@@ -303,7 +304,10 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     it. A support under the floor passes when there is one (the model found a record close in meaning to a
     question whose words the records do not hold); the walk then reads only those records, its margin relative to
     the best of them, and the kept rows say so. Whichever floor passed, a person's record close in meaning may take
-    a kept agent record's place (:func:`_people_first`)."""
+    a kept agent record's place (:func:`_people_first`).
+
+    ``hidden``: the ids open duplicate pairs hide (``materialize`` gives None for them), each to the record shown in
+    its place, so their rows say so (bar ``duplicate``) instead of "deleted meanwhile"."""
     order = [j for j, c in enumerate(cands) if c is not None]
     if not order:
         return Gated(ExplainRows((), tuple), [], 0.0, False)
@@ -431,8 +435,10 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
                 break  # every kind above the margin is full, and enough of the rest is explained
             continue
         rec = materialize(c)
-        if rec is None:  # deleted by another process since it was ranked
-            decisions.append(_Decision(j, False, "gone", "deleted meanwhile"))
+        if rec is None:  # hidden behind its duplicate, or deleted by another process since it was ranked
+            shown = (hidden or {}).get(c.id)
+            decisions.append(_Decision(j, False, "gone", "deleted meanwhile") if shown is None else
+                             _Decision(j, False, "duplicate", f"hidden as a duplicate of {shown_id(shown)}"))
             continue
         if c.id in seen and seen[c.id] == rec.digest:
             decisions.append(_Decision(j, False, "delta", "already given to this session, unchanged"))

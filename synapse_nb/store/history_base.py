@@ -11,7 +11,7 @@ Deleting a record (any kind) drops its links and its pending revisions in the sa
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -89,8 +89,8 @@ class LinkTable(Protocol):
 
     def of_record(self, rid: str) -> list[Link]: ...
 
-    def hidden(self, mind: str) -> frozenset[str]:
-        """The ids open links hide from recall."""
+    def hidden(self, mind: str) -> Mapping[str, str]:
+        """The ids open links hide from recall, each to the record an open link shows in its place."""
         ...
 
     def decide(self, id: str, status: str, at: str) -> bool: ...

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from synapse_nb.history import Versions
     from synapse_nb.recall import Bars, Recall
     from synapse_nb.recall.engine import Recaller
+    from synapse_nb.recall.pack import Pack
     from synapse_nb.store.base import VaultStore
     from synapse_nb.store.indexer import VaultIndex
     from synapse_nb.transfer import ImportCounts
@@ -344,14 +345,14 @@ class Vault:
                 past.close()
 
     def restore_pack(self, checkpoint: Checkpoint | None = None, *, budget_tokens: int | None = None,
-                     note: str | None = None) -> str:
+                     note: str | None = None) -> Pack:
         """What a compacted context needs back, within ``budget_tokens`` (default
         :data:`synapse_nb.recall.pack.RESTORE_TOKENS`, 1,500): the approved-lesson banner, ``checkpoint``
         (default: the latest on this branch), the five latest decisions of people and the key memories (priority
         critical or high) verified or people's, then agents' five latest decisions and key memories, whole lines,
         each starting with its provenance mark (:mod:`synapse_nb.recall.pack`). An agent's writes cannot push a
         person's out of the pack: each author's are read apart. The MCP tool ``signal_low_context`` and the agent
-        hooks return this pack.
+        hooks return this pack. It is text (a ``str``) whose ``lessons`` are the ids of the lessons it prints whole.
 
         >>> import synapse_nb as syn, tempfile
         >>> v = syn.open_vault(tempfile.mkdtemp())

@@ -211,3 +211,28 @@ def test_team_trust_checks_a_new_agent_login_on_the_server_and_status_calls_no_r
     st = json.loads(CliRunner().invoke(app, ["team", "status", "--json"]).output)
     said = st["agent_login"]
     assert "NOT an agent's own login" in said and "refused" in said and "the agent's own login," not in said, said
+
+
+def test_team_trust_asks_the_server_once_for_a_changed_agent_login(
+        folder: Path, logins: dict[str, str], pg_admin_url: str, project: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the server pinned already and the agent login changed, `trust` asked the server for its verdict twice
+    (once in its preview, once again before pinning)."""
+    import synapse_nb.team as team
+
+    _join(logins, "--agent-url", logins["agent"])
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {project}_bob LOGIN IN ROLE {project}_human")
+    bob = logins["human"].replace(_login(logins["human"]), f"{project}_bob")
+    (folder / ".synapse" / "team.toml").write_text(f'url = "{logins["human"]}"\nagent_url = "{bob}"\n',
+                                                    encoding="utf-8")
+    asked: list[str] = []
+    real = team._agent_verdict
+
+    def counted(*args: Any) -> str:
+        asked.append(str(args[-1]))
+        return real(*args)
+
+    monkeypatch.setattr(team, "_agent_verdict", counted)
+    with pytest.raises(ValidationError, match="not pinned"):
+        team.trust()
+    assert len(asked) == 1, asked

@@ -73,9 +73,9 @@ LINKS_OF_RECORD = f"SELECT {_L} FROM links WHERE a = ? OR b = ? ORDER BY created
 # the hidden side of each open link, unless it stands as a person's and the other side does not: a record that became
 # a person's after the pair was made (a person's remember over an agent's key) is never left behind an agent's copy
 # (review 14), whatever the link says
-HIDDEN = ("SELECT l.hidden FROM links l WHERE l.mind = ? AND l.status = 'open' AND l.hidden IS NOT NULL AND NOT ("
-          f"{person_sql('l.hidden')} AND NOT {person_sql('CASE WHEN l.hidden = l.a THEN l.b ELSE l.a END')}) "
-          "ORDER BY l.hidden")
+_SHOWN = "CASE WHEN l.hidden = l.a THEN l.b ELSE l.a END"  # the side an open link shows in the hidden one's place
+HIDDEN = (f"SELECT l.hidden, {_SHOWN} FROM links l WHERE l.mind = ? AND l.status = 'open' AND l.hidden IS NOT NULL "
+          f"AND NOT ({person_sql('l.hidden')} AND NOT {person_sql(_SHOWN)}) ORDER BY l.hidden, 2")
 DECIDE_LINK = "UPDATE links SET status = ?, decided_at = ? WHERE id = ? AND status = 'open'"
 DELETE_LINKS_OF = "DELETE FROM links WHERE a = ? OR b = ?"
 
@@ -192,9 +192,13 @@ class LinksQueries(Repository[D]):
     def of_record(self, rid: str) -> list[Link]:
         return [_link(r) for r in self._db.query(LINKS_OF_RECORD, (rid, rid))]
 
-    def hidden(self, mind: str) -> frozenset[str]:
-        """Ids recall leaves out: the hidden side of each open link of the mind."""
-        return frozenset(str(r[0]) for r in self._db.query(HIDDEN, (mind,)))
+    def hidden(self, mind: str) -> dict[str, str]:
+        """Ids recall leaves out: the hidden side of each open link of the mind, each to the record shown in its
+        place (of several links that hide it, the least such id)."""
+        out: dict[str, str] = {}
+        for r in self._db.query(HIDDEN, (mind,)):
+            out.setdefault(str(r[0]), str(r[1]))
+        return out
 
     def decide(self, id: str, status: str, at: str) -> bool:
         return self._db.write(DECIDE_LINK, (status, at, id)).rowcount > 0
