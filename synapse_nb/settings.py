@@ -27,7 +27,9 @@ def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
     def check(v: Any) -> int:
         if isinstance(v, bool) or not isinstance(v, int | str):
             raise ValidationError(f"expected a whole number from {lo} to {hi}, got {v!r}")
-        try:
+        try:  # ASCII digits only, as the team server reads it (migration 21's _setting_number; review 50)
+            if isinstance(v, str) and not v.isascii():
+                raise ValueError(v)
             n = int(v)
         except ValueError:
             raise ValidationError(f"expected a whole number from {lo} to {hi}, got {v!r}") from None

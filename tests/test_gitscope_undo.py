@@ -180,3 +180,24 @@ def test_review_of_one_lesson_reads_its_revert_once(repo: Path, git: Git, monkey
     bare = dataclasses.replace(les, reverted_commits=())
     assert v.lessons.backing(bare).endswith(f"of {x[:7]} (checked in this repository: its change undoes it)")
     assert started == ["cat-file", "cat-file", "diff-tree"]
+
+
+def test_a_branch_named_like_a_commits_short_id_does_not_stand_in_for_it(repo: Path, git: Git) -> None:
+    """git reads a ref before an abbreviated id: an agent's ``git branch <person's short id> <its own commit>`` made
+    review compare the revert with the agent's commit and say "undoes it" (review 50, reproduced)."""
+    (repo / "p.txt").write_text("important fix\n", encoding="utf-8")
+    git(repo, "add", "p.txt")
+    git(repo, "commit", "-q", "-m", "person: important fix")
+    person = _head(git, repo)
+    (repo / "x.txt").write_text("x\n", encoding="utf-8")
+    git(repo, "add", "x.txt")
+    git(repo, "commit", "-q", "-m", "agent: x")
+    agents = _head(git, repo)
+    git(repo, "revert", "--no-edit", "HEAD")
+    revert = _head(git, repo)
+    git(repo, "branch", person[:7], agents)
+    info = find_repo(repo)
+    assert info is not None
+    assert undo_check(info, revert, [agents[:7]]).state == "undoes it"  # the real pair still checks
+    check = undo_check(info, revert, [person[:7]])
+    assert check.state == "not checked" and check.why == "a commit it names is not in this repository"

@@ -76,6 +76,20 @@ def test_a_good_stored_value_is_read_through_its_check(project: Path) -> None:
     v.close()
 
 
+@pytest.mark.parametrize("text", ['"\u0665"', '"\uff15"', '" 5\u00a0"', '"\u2003 5"'])
+def test_a_whole_number_reads_in_ascii_digits_only_as_the_team_server_reads_it(project: Path, text: str) -> None:
+    """``int()`` reads Arabic-Indic and full-width digits and Unicode spaces; the team server's ``_setting_number``
+    (migration 21) reads ASCII only, so a hand-stored "٥" was 5 here and the default there, in the agent's favour
+    (review 50): both read it as the default now."""
+    _write(project, agent_writes_per_hour=text, lesson_expiry_days=text)
+    v = syn.open_vault(project)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        assert v.settings.get("agent_writes_per_hour") == SETTINGS["agent_writes_per_hour"][0]
+        assert v.settings.get("lesson_expiry_days") == 7
+    v.close()
+
+
 def _shell(project: Path) -> InteractiveShell:
     c = Config()
     c.HistoryManager.enabled = False

@@ -213,8 +213,11 @@ def read_window(repo: RepoInfo, shas: list[str]) -> tuple[list[RawCommit], int]:
 
 def read_commits(repo: RepoInfo, names: list[str]) -> dict[str, RawCommit]:
     """The commits ids (full or abbreviated) name, by the id as given, in one ``git cat-file --batch``
-    (:func:`_cat_commits`); an id that names no commit, or one that cannot be read, is left out."""
-    return {name: c for name, c in zip(names, _cat_commits(repo, names), strict=True) if c is not None}
+    (:func:`_cat_commits`); an id that names no commit, or one that cannot be read, is left out, and so is one git
+    resolved to a commit whose id it does not start: git reads a ref before an abbreviated id, so a branch an agent
+    named ``ce7e972`` stood in for the person's commit ``ce7e972...`` (review 50)."""
+    return {name: c for name, c in zip(names, _cat_commits(repo, names), strict=True)
+            if c is not None and c.sha.startswith(name.strip().lower())}
 
 
 def _cat_commits(repo: RepoInfo, names: list[str]) -> list[RawCommit | None]:
