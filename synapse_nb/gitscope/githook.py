@@ -39,13 +39,18 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from synapse_nb.errors import SynapseError
 from synapse_nb.gitscope.repo import find_repo
 from synapse_nb.locks import flock_within
 from synapse_nb.render import plural
 
-__all__ = ["COMMITTER_AGENT", "DEFAULT_TIMEOUT", "LEGACY_NOTE", "LOCK_NAME", "LOG_NAME", "main", "vault_dir"]
+if TYPE_CHECKING:
+    from synapse_nb.gitscope.history import Snapshot
+
+__all__ = ["COMMITTER_AGENT", "DEFAULT_TIMEOUT", "LEGACY_NOTE", "LOCK_NAME", "LOG_NAME", "SNAPSHOT", "main",
+           "vault_dir"]
 
 DEFAULT_TIMEOUT = 2.0
 LOG_NAME = "hook.log"
@@ -82,15 +87,40 @@ def _committer_is_an_agent() -> bool:
     return os.environ.get(COMMITTER_AGENT, "").strip() == "1"
 
 
-def _scan(work_tree: Path) -> str:
-    """The one call the hook makes: scan for reverts into the vault, as the agent when an agent committed."""
+#: Set to 1 by a hook's script that passes on stdin where HEAD and the refs were when git ran it
+#: (:func:`synapse_nb.gitscope.history.parse_snapshot`): the scan reads history up to there only.
+SNAPSHOT = "SYNAPSE_HOOK_SNAPSHOT"
+
+
+def _snapshot(work_tree: Path) -> Snapshot | None:
+    """Where HEAD and the refs were when the hook started: passed by the hook's script, read while git runs; else (an
+    old script) read now, before the wait for the lock. A scan of this commit reads no commit made after it: a
+    person's detached hook of an earlier commit that ran after an agent's commit scanned the agent's revert as the
+    person's, and review showed no "first found in an agent's session" (found by review). None: not read (the scan
+    reads everything, as a manual scan does)."""
+    from synapse_nb.gitscope import history
+
+    try:
+        if os.environ.get(SNAPSHOT, "").strip() == "1" and not sys.stdin.isatty():
+            passed = history.parse_snapshot(sys.stdin.read())
+            if passed is not None:
+                return passed
+        repo = find_repo(work_tree)
+        return None if repo is None else history.snapshot(repo)
+    except Exception:  # noqa: BLE001 - the scan then reads everything, as before
+        return None
+
+
+def _scan(work_tree: Path, at: Snapshot | None = None) -> str:
+    """The one call the hook makes: scan for reverts into the vault, as the agent when an agent committed, up to
+    where HEAD and the refs were when the hook started (``at``)."""
     from synapse_nb.vault import VaultSession  # here: the heavy part, only when there is a vault to scan
 
     actor = "agent" if _committer_is_an_agent() else "user"  # a user handle there is the agent anyway
     # no path: SYNAPSE_HOME, exactly as vault_dir() read it; a hook never creates a vault
     with VaultSession(None if os.environ.get("SYNAPSE_HOME", "").strip() else work_tree, create=False,
                       readonly=False, surface="git-hook", actor=actor) as session:
-        created = session.write().lessons.scan()
+        created = session.write().lessons.scan(at=at)
         note = f" (note: {created.note})" if created.note else ""  # a window cut, said (review 42)
         if session.write().actor == "agent":  # an agent is shown no pending lesson, so the count is not its to see
             return ("scanned as the agent (an agent committed; its lessons wait for a human: synapse-nb lessons "
@@ -172,13 +202,14 @@ def main(argv: list[str] | None = None, *, legacy: bool = False) -> int:
     if directory is None or not directory.is_dir():
         return 0  # no vault here: the hook has nothing to do
 
+    at = _snapshot(work_tree)  # before the lock: a scan waiting on another reads no commit made meanwhile
     outcome: dict[str, str] = {}
 
     def work() -> None:
         try:
             # one scan at a time per vault (background hooks overlap); a holder past 3/4 of the limit is named
             with _exclusive(directory / LOCK_NAME, wait=max(0.0, timeout * 0.75)):
-                outcome["ok"] = _scan(work_tree)
+                outcome["ok"] = _scan(work_tree, at)
         except BaseException as exc:  # noqa: BLE001 - logged, never raised
             outcome["error"] = f"{type(exc).__name__}: {exc}"
 

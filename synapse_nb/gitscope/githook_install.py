@@ -33,7 +33,8 @@ from pathlib import Path
 from synapse_nb._util import write_atomic
 from synapse_nb.errors import ConflictError, StoreError, ValidationError
 from synapse_nb.gitscope._git import coerce_repo, run_git
-from synapse_nb.gitscope.githook import COMMITTER_AGENT
+from synapse_nb.gitscope.githook import COMMITTER_AGENT, SNAPSHOT
+from synapse_nb.gitscope.history import REFS_FORMAT
 from synapse_nb.gitscope.repo import RepoInfo
 
 __all__ = ["CHAIN_SUFFIX", "ENTRY", "HOOK_NAMES", "MARKER", "hooks_dir", "install_hooks", "is_managed",
@@ -97,13 +98,20 @@ def _script(name: str, python: str, pythonpath: str | None, background: bool) ->
         env = f'env PYTHONPATH={shlex.quote(pythonpath)}"${{PYTHONPATH:+:$PYTHONPATH}}" '
     # -P: the work tree (git runs hooks from its root) is not put first on sys.path, so a ``synapse_nb/`` or any
     # module an agent wrote there is never imported by the human's commit
-    run = f"{env}{shlex.quote(python)} -P -m {ENTRY} {name} </dev/null >/dev/null 2>&1"
+    # where HEAD and the refs are now, while git runs, passed on stdin: the scan reads no commit made after this one
+    # (a person's detached scan that ran after an agent's commit found the agent's revert as the person's)
+    feed = "printf '%s\\n' \"$snapshot\" | "
+    run = f"{env}{shlex.quote(python)} -P -m {ENTRY} {name} >/dev/null 2>&1"
+    snapshot = (f"snapshot=$(printf 'HEAD %s' \"$(git rev-parse -q --verify HEAD 2>/dev/null)\"; echo; "
+                f"git for-each-ref --format={shlex.quote(REFS_FORMAT)} refs/heads refs/remotes refs/tags "
+                f"2>/dev/null)\n{SNAPSHOT}=1\nexport {SNAPSHOT}\n")
     committer = ""
     if background:  # detached: git returns at once; the scan finishes on its own (serialised by a lock), in a
         # session of its own (setsid where there is one), so it is no job a shell left behind
         # (context.inherited_agent_marker); whether an agent committed is read here, while the committer runs:
         # this hook's own environment and each parent's (Linux /proc), as the package reads them
-        run = f"( if command -v setsid >/dev/null 2>&1; then setsid {run}; else {run}; fi & )"
+        run = (f"( if command -v setsid >/dev/null 2>&1; then {feed}setsid {run}; else {feed}{run}; fi "
+               "</dev/null >/dev/null 2>&1 & )")  # the waiting shell holds none of git's descriptors either
         committer = (
             f"{COMMITTER_AGENT}=0\n"
             "pid=$$; n=0\n"
@@ -126,7 +134,8 @@ def _script(name: str, python: str, pythonpath: str | None, background: bool) ->
         "    status=$?\n"
         "fi\n"
         f"{committer}"
-        f"{run}\n"
+        f"{snapshot}"
+        f"{run if background else feed + run}\n"
         "exit $status\n"
     )
 

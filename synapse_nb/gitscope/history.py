@@ -21,8 +21,9 @@ from datetime import UTC, datetime
 from synapse_nb.gitscope._git import run_git
 from synapse_nb.gitscope.repo import RepoInfo, head
 
-__all__ = ["CommitInfo", "RawCommit", "branch_masks", "branches_of", "decode", "diffstats", "existing_commits",
-           "graph", "iso_time", "may_be_reverts", "read_commits", "read_window", "real_shallow", "tips"]
+__all__ = ["REFS_FORMAT", "CommitInfo", "RawCommit", "Snapshot", "branch_masks", "branches_of", "decode", "diffstats",
+           "existing_commits", "graph", "iso_time", "may_be_reverts", "parse_snapshot", "read_commits", "read_window",
+           "real_shallow", "snapshot", "tips"]
 
 _SHA_RE = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
@@ -96,22 +97,50 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def tips(repo: RepoInfo) -> tuple[list[str], dict[str, list[str]], dict[str, list[str]]]:
-    """Commit shas to walk from, and which local / remote branch names sit at each."""
-    out = run_git(
-        repo,
-        "for-each-ref",
-        "--format=%(objectname)%00%(objecttype)%00%(*objectname)%00%(*objecttype)%00%(refname)",
-        "refs/heads",
-        "refs/remotes",
-        "refs/tags",
-    )
+#: What :func:`tips` and a hook's :class:`Snapshot` read of the refs: ``git for-each-ref --format`` (fields apart by
+#: spaces, which no ref name holds).
+REFS_FORMAT = "%(objectname) %(objecttype) %(*objectname) %(*objecttype) %(refname)"
+_REF_KINDS = ("refs/heads", "refs/remotes", "refs/tags")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Where HEAD and the refs were when a git hook started: its scan reads history up to there only, so a commit
+    made after it (an agent's, in an agent's environment) is left for the next scan, whose own environment decides
+    whose it is (a person's detached hook of an earlier commit, run after the agent's, scanned the agent's revert as
+    the person's).
+
+    ``head``: HEAD's commit (None: unborn); ``refs``: ``git for-each-ref --format=REFS_FORMAT`` output."""
+
+    head: str | None
+    refs: str
+
+
+def snapshot(repo: RepoInfo) -> Snapshot:
+    """HEAD and the refs now (a hook run by a script that passed none reads them at its start)."""
+    return Snapshot(head(repo).commit, decode(run_git(repo, "for-each-ref", f"--format={REFS_FORMAT}", *_REF_KINDS)))
+
+
+def parse_snapshot(text: str) -> Snapshot | None:
+    """The snapshot a hook's script passes on stdin: a line ``HEAD <sha>`` (empty on an unborn branch) then the refs
+    in :data:`REFS_FORMAT`; None when the text is not one (an old script passes nothing)."""
+    first, _, refs = text.partition("\n")
+    key, _, sha = first.partition(" ")
+    if key != "HEAD" or not (sha == "" or _SHA_RE.fullmatch(sha)):
+        return None
+    return Snapshot(sha or None, refs)
+
+
+def tips(repo: RepoInfo, at: Snapshot | None = None
+         ) -> tuple[list[str], dict[str, list[str]], dict[str, list[str]]]:
+    """Commit shas to walk from, and which local / remote branch names sit at each: now, or as ``at`` saw them."""
+    listing = snapshot(repo) if at is None else at
     tips: set[str] = set()
     local: dict[str, list[str]] = {}
     remote: dict[str, list[str]] = {}
-    for line in decode(out).split("\n"):  # not splitlines: git allows U+2028 and U+0085 in a branch's name (review 31:
-        # "main<U+2028>x" was read as the branch main, and its revert approved for every branch)
-        parts = line.split("\0")
+    for line in listing.refs.split("\n"):  # not splitlines: git allows U+2028 and U+0085 in a branch's name
+        # (review 31: "main<U+2028>x" was read as the branch main, and its revert approved for every branch)
+        parts = line.split(" ", 4)
         if len(parts) != 5:
             continue
         sha, otype, peeled, ptype, ref = parts
@@ -121,14 +150,15 @@ def tips(repo: RepoInfo) -> tuple[list[str], dict[str, list[str]], dict[str, lis
             sha = peeled
         elif otype != "commit":
             continue
+        if not _SHA_RE.fullmatch(sha):
+            continue
         tips.add(sha)
         if ref.startswith("refs/heads/"):
             local.setdefault(sha, []).append(ref[len("refs/heads/") :])
         elif ref.startswith("refs/remotes/") and not ref.endswith("/HEAD"):
             remote.setdefault(sha, []).append(ref[len("refs/remotes/") :])
-    state = head(repo)
-    if state.commit is not None:
-        tips.add(state.commit)
+    if listing.head is not None:
+        tips.add(listing.head)
     return sorted(tips), local, remote
 
 

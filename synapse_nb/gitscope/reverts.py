@@ -229,6 +229,7 @@ def scan_reverts(
     max_commits: int = 2000,
     exclude: Iterable[str] = (),
     head_only: bool = False,
+    at: history.Snapshot | None = None,
 ) -> ScanResult:
     """Find revert commits on all branches, newer than the commits already scanned.
 
@@ -249,6 +250,9 @@ def scan_reverts(
         Read HEAD's new history only; ``scanned_tips`` are then ``since`` and HEAD, so a scan saves its place
         there before it walks the other branches (review 45: an agent's 200,000 commits on a side branch made every
         post-commit scan time out before it saved anything).
+    at : Snapshot, optional
+        Read history only up to where HEAD and the refs were then (:func:`~synapse_nb.gitscope.history.snapshot`: a
+        git hook's start): a commit made after it is left for the next scan, and the place saved is what was read.
 
     Returns
     -------
@@ -277,10 +281,10 @@ def scan_reverts(
         exclude = [exclude]
     skip = sorted({p.rstrip("/") + "/" for p in exclude if isinstance(p, str) and p.strip("/")})
     info = coerce_repo(repo)
-    tips, local, remote = history.tips(info)
+    tips, local, remote = history.tips(info, at)
     if not tips:
         raise GitError(f"{info.work_tree} has no commits yet; make a first commit before scanning for reverts")
-    current = head(info).commit
+    current = head(info).commit if at is None else at.head
     known = history.existing_commits(info, since_list)
     head_only = head_only and not set(tips) <= {current, *known}  # nothing new beside HEAD: one whole scan
     walk = ([current] if current else []) if head_only else tips
@@ -309,8 +313,8 @@ def scan_reverts(
                                      resume=bool(known) and not every)
     if every:
         assert maybe is not None
-        at = {sha: i for i, (sha, _) in enumerate(nodes)}
-        chosen, frontier = sorted(set(chosen) | {m for m in maybe if m in at}, key=at.__getitem__), None
+        order = {sha: i for i, (sha, _) in enumerate(nodes)}
+        chosen, frontier = sorted(set(chosen) | {m for m in maybe if m in order}, key=order.__getitem__), None
     commits, unreadable = history.read_window(info, chosen)
     notes = []
     if first_cut or len(chosen) < len(nodes):

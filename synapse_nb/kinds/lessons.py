@@ -54,6 +54,7 @@ from synapse_nb.provenance import inline
 from synapse_nb.settings import TRUNK_BRANCHES, Settings
 
 if TYPE_CHECKING:
+    from synapse_nb.gitscope.history import Snapshot
     from synapse_nb.store.base import LessonTable, View
 
 __all__ = ["STATUSES", "Lessons"]
@@ -488,7 +489,7 @@ class Lessons(KindManager[Lesson]):
         return backing(self._ctx, les)
 
     # -- git ------------------------------------------------------------------------------------------------
-    def scan(self, *, max_commits: int | None = None) -> RecordList[Lesson]:
+    def scan(self, *, max_commits: int | None = None, at: Snapshot | None = None) -> RecordList[Lesson]:
         """Create one pending lesson per git revert not seen before (idempotent, across branches).
 
         Reads history since the last scan (HEAD's first), up to ``max_commits`` commits and every one that may be a
@@ -496,6 +497,8 @@ class Lessons(KindManager[Lesson]):
         this scan (user actor; an agent gets an empty list back: it may not read pending lessons). A scan fills a
         mind to at most :data:`SCAN_PENDING_LESSONS` pending lessons (an agent's, :data:`AGENT_PENDING_LESSONS` of
         agents'); the reverts past that wait, and the scan keeps its place until a later one has room for them.
+        ``at`` (a git hook's): read history only up to where HEAD and the refs were when the hook started
+        (:func:`synapse_nb.gitscope.history.snapshot`); later commits are the next scan's, run in its own environment.
         """
         from synapse_nb.gitscope.reverts import scan_reverts  # the revert scanner loads when a scan runs (cold start)
 
@@ -515,7 +518,7 @@ class Lessons(KindManager[Lesson]):
         for head_only in (True, False):  # HEAD's new history first, its place saved before the rest is walked
             # (review 45: 200,000 commits an agent put on a side branch made every hook time out, saving nothing)
             result = scan_reverts(repo, since=since, max_commits=window, exclude=(prefix,) if prefix else (),
-                                  head_only=head_only)
+                                  head_only=head_only, at=at)
             with ctx.store.transaction():
                 room = self._scan_room()
                 held = 0  # reverts past the room: the scan keeps its place, the next one finds them again
