@@ -240,16 +240,9 @@ _MAY_SPACE_BLANKS = re.compile(r"\s[^\W_]\s[^\W_](?![^\W_])")
 
 def _joined_text(skel: str) -> str:
     """``skel`` with whitespace runs as one, and words split by :data:`_JOIN` marks or spaced out
-    (:data:`_SPACED_MARKS`, :data:`_SPACED_BLANKS`) read as one word. Each step runs only where its necessary
-    condition (``_MAY_*``) holds: the same text, about twice as fast on ordinary prose."""
-    if _MAY_SQUEEZE.search(skel):
-        skel = _SQUEEZE.sub("", skel)
-    skel = _JOIN.sub("", skel)
-    if _MAY_SPACE_MARKS.search(skel):
-        skel = _SPACED_MARKS.sub(_letters, skel)
-    if _MAY_SPACE_BLANKS.search(skel):
-        skel = _SPACED_BLANKS.sub(_letters, skel)
-    return skel
+    (:data:`_SPACED_MARKS`, :data:`_SPACED_BLANKS`) read as one word (:func:`_joined_cuts`: each step runs only
+    where its necessary condition, ``_MAY_*``, holds; the same text, about twice as fast on ordinary prose)."""
+    return _joined_cuts(skel)[0]
 
 
 def _joined_text_reference(skel: str) -> str:
@@ -260,16 +253,41 @@ def _joined_text_reference(skel: str) -> str:
 
 def _joined(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:
     """:func:`_joined_text` with the index map (``None``: each character its own index) carried along."""
-    for pattern in (_SQUEEZE, _JOIN, _SPACED_MARKS, _SPACED_BLANKS):
+    joined, cuts = _joined_cuts(skel)
+    return joined, _mapped(len(skel), idx, cuts)
+
+
+#: :func:`_joined_text`'s steps, each with its necessary condition (``None``: none cheaper than the step).
+_JOIN_STEPS = ((_SQUEEZE, _MAY_SQUEEZE), (_JOIN, None), (_SPACED_MARKS, _MAY_SPACE_MARKS),
+               (_SPACED_BLANKS, _MAY_SPACE_BLANKS))
+
+
+def _joined_cuts(skel: str) -> tuple[str, list[list[tuple[int, int]]]]:
+    """:func:`_joined_text` and the spans each of its steps cut from the text before it (what :func:`_mapped`
+    takes an index map through): the joined form and its index map from one reading of the steps, not two."""
+    cuts: list[list[tuple[int, int]]] = []
+    for pattern, may in _JOIN_STEPS:
         cut: list[tuple[int, int]] = []
-        for m in pattern.finditer(skel):
-            if pattern is _SQUEEZE or pattern is _JOIN:
-                cut.append(m.span())
-            else:
-                step = len(m.group(1)) + 1
-                cut += [(j, j + step - 1) for j in range(m.start() + 1, m.end(), step)]
-        skel, idx = _cut(skel, idx, cut)
-    return skel, idx
+        if may is None or may.search(skel):  # (no match where the condition fails: _joined_text relies on it too)
+            for m in pattern.finditer(skel):
+                if pattern is _SQUEEZE or pattern is _JOIN:
+                    cut.append(m.span())
+                else:
+                    step = len(m.group(1)) + 1
+                    cut += [(j, j + step - 1) for j in range(m.start() + 1, m.end(), step)]
+        skel = _cut_text(skel, cut)
+        cuts.append(cut)
+    return skel, cuts
+
+
+def _mapped(n: int, idx: list[int] | None, cuts: list[list[tuple[int, int]]]) -> list[int] | None:
+    """The index map ``idx`` of an ``n``-character text (``None``: each character its own index) taken through
+    ``cuts``, each step's spans cut from the text the step before left (:func:`_cut`'s map without its text)."""
+    for cut in cuts:
+        if cut:
+            idx = _kept(n, idx, cut)
+            n -= sum(e - s for s, e in cut)
+    return idx
 
 
 #: A Markdown link or image, as the text it shows: "[CRIT](x)ICAL" reads "CRITICAL", "![APPRO](a.png)VED" too (a
@@ -370,16 +388,31 @@ def _heal_cuts(skel: str) -> list[tuple[int, int]]:
 
 def _cut(skel: str, idx: list[int] | None, cut: list[tuple[int, int]]) -> tuple[str, list[int] | None]:
     """``skel`` without the spans ``cut`` (in order, not overlapping), and its index map without them (``None``: each
-    character its own index). The pieces kept are joined at C speed (a comprehension over every index took 4 ms a
-    32,768-character reading)."""
+    character its own index, and kept so when nothing is cut or the text alone is wanted: :func:`_cut_text`)."""
     if not cut:
         return skel, idx
     keep = [0, *(e for _, e in cut)]
     stop = [*(s for s, _ in cut), len(skel)]
-    pieces = list(map(slice, keep, stop))
-    kept = chain.from_iterable(map(range, keep, stop)) if idx is None else chain.from_iterable(
-        map(idx.__getitem__, pieces))
-    return "".join(map(skel.__getitem__, pieces)), list(kept)
+    return "".join(map(skel.__getitem__, map(slice, keep, stop))), _kept(len(skel), idx, cut)
+
+
+def _cut_text(skel: str, cut: list[tuple[int, int]]) -> str:
+    """:func:`_cut`'s text alone."""
+    if not cut:
+        return skel
+    keep = [0, *(e for _, e in cut)]
+    stop = [*(s for s, _ in cut), len(skel)]
+    return "".join(map(skel.__getitem__, map(slice, keep, stop)))
+
+
+def _kept(n: int, idx: list[int] | None, cut: list[tuple[int, int]]) -> list[int]:
+    """The index map ``idx`` of an ``n``-character text without the spans ``cut``. The pieces kept are joined at C
+    speed (a comprehension over every index took 4 ms a 32,768-character reading)."""
+    keep = [0, *(e for _, e in cut)]
+    stop = [*(s for s, _ in cut), n]
+    if idx is None:
+        return list(chain.from_iterable(map(range, keep, stop)))
+    return list(chain.from_iterable(map(idx.__getitem__, map(slice, keep, stop))))
 
 
 def _healed(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:
@@ -397,7 +430,24 @@ def _healed_text_reference(joined: str) -> str | None:
 
 def _healed_text(joined: str) -> str | None:
     """:func:`_healed` without the index map; ``None`` where it changes nothing (the patterns need not read it)."""
+    return _healed_cuts(joined)[0]
+
+
+def _healed_cuts(joined: str) -> tuple[str | None, list[list[tuple[int, int]]]]:
+    """:func:`_healed_text` and the spans its two steps cut (links, then broken words: what :func:`_mapped` takes
+    the joined form's index map through). Read only where a necessary condition holds (a link's bracket, a broken
+    banner word, a broken mark's word where a mark may be)."""
     may = ("](" in joined or "][" in joined or _BROKEN_BANNER.search(joined)
            or ((_MAY_MARK.search(joined) or _MAY_DOT.search(joined)) and _BROKEN_MARK.search(joined)))
-    healed = _healed(joined, None)[0] if may else joined
-    return None if healed == joined else healed
+    if not may:
+        return None, []
+    healed, cuts = _healed_steps(joined)
+    return (None if healed == joined else healed), cuts
+
+
+def _healed_steps(joined: str) -> tuple[str, list[list[tuple[int, int]]]]:
+    """:func:`_healed`'s text, and the spans each of its two steps cut (links, then broken words)."""
+    links = [m.span() for m in _LINK.finditer(joined)]
+    unlinked = _cut_text(joined, links)
+    broken = _heal_cuts(unlinked)
+    return _cut_text(unlinked, broken), [links, broken]
