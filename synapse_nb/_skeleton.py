@@ -240,9 +240,9 @@ _MAY_SPACE_BLANKS = re.compile(r"\s[^\W_]\s[^\W_](?![^\W_])")
 
 def _joined_text(skel: str) -> str:
     """``skel`` with whitespace runs as one, and words split by :data:`_JOIN` marks or spaced out
-    (:data:`_SPACED_MARKS`, :data:`_SPACED_BLANKS`) read as one word (:func:`_joined_cuts`: each step runs only
+    (:data:`_SPACED_MARKS`, :data:`_SPACED_BLANKS`) read as one word (:func:`_joined_steps`: each step runs only
     where its necessary condition, ``_MAY_*``, holds; the same text, about twice as fast on ordinary prose)."""
-    return _joined_cuts(skel)[0]
+    return _joined_steps(skel)[0]
 
 
 def _joined_text_reference(skel: str) -> str:
@@ -253,40 +253,57 @@ def _joined_text_reference(skel: str) -> str:
 
 def _joined(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:
     """:func:`_joined_text` with the index map (``None``: each character its own index) carried along."""
-    joined, cuts = _joined_cuts(skel)
-    return joined, _mapped(len(skel), idx, cuts)
+    joined, steps = _joined_steps(skel)
+    return joined, _mapped(len(skel), idx, steps)
 
 
 #: :func:`_joined_text`'s steps, each with its necessary condition (``None``: none cheaper than the step).
 _JOIN_STEPS = ((_SQUEEZE, _MAY_SQUEEZE), (_JOIN, None), (_SPACED_MARKS, _MAY_SPACE_MARKS),
                (_SPACED_BLANKS, _MAY_SPACE_BLANKS))
+#: What a step keeps of the text before it, as slices of it (``None``: all of it).
+Kept = list[slice] | None
 
 
-def _joined_cuts(skel: str) -> tuple[str, list[list[tuple[int, int]]]]:
-    """:func:`_joined_text` and the spans each of its steps cut from the text before it (what :func:`_mapped`
-    takes an index map through): the joined form and its index map from one reading of the steps, not two."""
-    cuts: list[list[tuple[int, int]]] = []
+def _joined_steps(skel: str) -> tuple[str, list[Kept]]:
+    """:func:`_joined_text` and what each of its steps kept of the text before it (what :func:`_mapped` takes an
+    index map through): the joined form and its index map from one reading of the steps, not two. A spaced-out word
+    is one slice with a step ("A P P R O V E D": every second character), not a cut per separator."""
+    steps: list[Kept] = []
     for pattern, may in _JOIN_STEPS:
-        cut: list[tuple[int, int]] = []
+        kept: list[slice] = []
+        pos = 0
         if may is None or may.search(skel):  # (no match where the condition fails: _joined_text relies on it too)
+            spaced = pattern is _SPACED_MARKS or pattern is _SPACED_BLANKS
             for m in pattern.finditer(skel):
-                if pattern is _SQUEEZE or pattern is _JOIN:
-                    cut.append(m.span())
-                else:
-                    step = len(m.group(1)) + 1
-                    cut += [(j, j + step - 1) for j in range(m.start() + 1, m.end(), step)]
-        skel = _cut_text(skel, cut)
-        cuts.append(cut)
-    return skel, cuts
+                a, b = m.span()
+                kept.append(slice(pos, a))
+                if spaced:
+                    kept.append(slice(a, b, len(m.group(1)) + 1))
+                pos = b
+        if not kept:
+            steps.append(None)
+            continue
+        kept.append(slice(pos, len(skel)))
+        skel = "".join(map(skel.__getitem__, kept))
+        steps.append(kept)
+    return skel, steps
 
 
-def _mapped(n: int, idx: list[int] | None, cuts: list[list[tuple[int, int]]]) -> list[int] | None:
+def _kept_of(n: int, cut: list[tuple[int, int]]) -> Kept:
+    """What cutting the spans ``cut`` (in order, not overlapping) keeps of an ``n``-character text."""
+    if not cut:
+        return None
+    return list(map(slice, [0, *(e for _, e in cut)], [*(s for s, _ in cut), n]))
+
+
+def _mapped(n: int, idx: list[int] | None, steps: list[Kept]) -> list[int] | None:
     """The index map ``idx`` of an ``n``-character text (``None``: each character its own index) taken through
-    ``cuts``, each step's spans cut from the text the step before left (:func:`_cut`'s map without its text)."""
-    for cut in cuts:
-        if cut:
-            idx = _kept(n, idx, cut)
-            n -= sum(e - s for s, e in cut)
+    ``steps``, each what a step kept of the text the step before left. The pieces kept are joined at C speed (a
+    comprehension over every index took 4 ms a 32,768-character reading)."""
+    for kept in steps:
+        if kept is not None:
+            idx = list(chain.from_iterable(map((range(n) if idx is None else idx).__getitem__, kept)))
+            n = len(idx)
     return idx
 
 
@@ -376,9 +393,9 @@ def _heal_cuts(skel: str) -> list[tuple[int, int]]:
         if m.start() < end:
             continue
         end = m.end()
-        seps = [s.span() for s in _SEPARATORS.finditer(m.group())]
-        if not seps:
+        if m.group().isalnum():  # no separator in it (str.isalnum is the regex engine's test of a word character)
             continue
+        seps = [s.span() for s in _SEPARATORS.finditer(m.group())]
         pieces = [p for p in _SEPARATORS.split(m.group()) if p]
         if all(p in _WORD_PIECES for p in pieces) and all(m.group()[a:b] == " " for a, b in seps):
             continue
@@ -388,31 +405,17 @@ def _heal_cuts(skel: str) -> list[tuple[int, int]]:
 
 def _cut(skel: str, idx: list[int] | None, cut: list[tuple[int, int]]) -> tuple[str, list[int] | None]:
     """``skel`` without the spans ``cut`` (in order, not overlapping), and its index map without them (``None``: each
-    character its own index, and kept so when nothing is cut or the text alone is wanted: :func:`_cut_text`)."""
-    if not cut:
+    character its own index, and kept so when nothing is cut)."""
+    kept = _kept_of(len(skel), cut)
+    if kept is None:
         return skel, idx
-    keep = [0, *(e for _, e in cut)]
-    stop = [*(s for s, _ in cut), len(skel)]
-    return "".join(map(skel.__getitem__, map(slice, keep, stop))), _kept(len(skel), idx, cut)
+    return "".join(map(skel.__getitem__, kept)), _mapped(len(skel), idx, [kept])
 
 
 def _cut_text(skel: str, cut: list[tuple[int, int]]) -> str:
     """:func:`_cut`'s text alone."""
-    if not cut:
-        return skel
-    keep = [0, *(e for _, e in cut)]
-    stop = [*(s for s, _ in cut), len(skel)]
-    return "".join(map(skel.__getitem__, map(slice, keep, stop)))
-
-
-def _kept(n: int, idx: list[int] | None, cut: list[tuple[int, int]]) -> list[int]:
-    """The index map ``idx`` of an ``n``-character text without the spans ``cut``. The pieces kept are joined at C
-    speed (a comprehension over every index took 4 ms a 32,768-character reading)."""
-    keep = [0, *(e for _, e in cut)]
-    stop = [*(s for s, _ in cut), n]
-    if idx is None:
-        return list(chain.from_iterable(map(range, keep, stop)))
-    return list(chain.from_iterable(map(idx.__getitem__, map(slice, keep, stop))))
+    kept = _kept_of(len(skel), cut)
+    return skel if kept is None else "".join(map(skel.__getitem__, kept))
 
 
 def _healed(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:
@@ -433,7 +436,7 @@ def _healed_text(joined: str) -> str | None:
     return _healed_cuts(joined)[0]
 
 
-def _healed_cuts(joined: str) -> tuple[str | None, list[list[tuple[int, int]]]]:
+def _healed_cuts(joined: str) -> tuple[str | None, list[Kept]]:
     """:func:`_healed_text` and the spans its two steps cut (links, then broken words: what :func:`_mapped` takes
     the joined form's index map through). Read only where a necessary condition holds (a link's bracket, a broken
     banner word, a broken mark's word where a mark may be)."""
@@ -445,9 +448,9 @@ def _healed_cuts(joined: str) -> tuple[str | None, list[list[tuple[int, int]]]]:
     return (None if healed == joined else healed), cuts
 
 
-def _healed_steps(joined: str) -> tuple[str, list[list[tuple[int, int]]]]:
-    """:func:`_healed`'s text, and the spans each of its two steps cut (links, then broken words)."""
-    links = [m.span() for m in _LINK.finditer(joined)]
-    unlinked = _cut_text(joined, links)
-    broken = _heal_cuts(unlinked)
-    return _cut_text(unlinked, broken), [links, broken]
+def _healed_steps(joined: str) -> tuple[str, list[Kept]]:
+    """:func:`_healed`'s text, and what each of its two steps kept (links, then broken words)."""
+    links = _kept_of(len(joined), [m.span() for m in _LINK.finditer(joined)])
+    unlinked = joined if links is None else "".join(map(joined.__getitem__, links))
+    broken = _kept_of(len(unlinked), _heal_cuts(unlinked))
+    return (unlinked if broken is None else "".join(map(unlinked.__getitem__, broken))), [links, broken]

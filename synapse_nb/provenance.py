@@ -55,7 +55,7 @@ from synapse_nb._skeleton import (
     _MAY_DOT,
     _healed_cuts,
     _healed_steps,
-    _joined_cuts,
+    _joined_steps,
     _mapped,
     _skeleton_map,
     _w,
@@ -246,8 +246,8 @@ def _spans(text: str, skel: str) -> list[tuple[int, int, str]]:
     framing tag: ``(start, end, placeholder)``. The joined and healed forms are read once: where the skeleton with
     index map is the same text (the usual case), their cuts take its map through (recomputing them took a third of
     a hostile field's time)."""
-    joined, joined_cuts = _joined_cuts(skel)
-    healed, healed_cuts = _healed_cuts(joined)
+    joined, joined_steps = _joined_steps(skel)
+    healed, healed_kept = _healed_cuts(joined)
     if not _found(skel, joined, healed):
         return []
     idx: list[int] | None = None
@@ -255,13 +255,13 @@ def _spans(text: str, skel: str) -> list[tuple[int, int, str]]:
         mapped, idx = _skeleton_map(text)
         if mapped != skel:  # (a character the fast skeleton reads otherwise: read the forms again, on this one)
             skel = mapped
-            joined, joined_cuts = _joined_cuts(skel)
+            joined, joined_steps = _joined_steps(skel)
             if healed is not None:
-                healed, healed_cuts = _healed_steps(joined)
-    joined_at = _mapped(len(skel), idx, joined_cuts)
+                healed, healed_kept = _healed_steps(joined)
+    joined_at = _mapped(len(skel), idx, joined_steps)
     forms = [(True, skel, idx), (False, joined, joined_at)]
     if healed is not None:
-        forms.append((False, healed, _mapped(len(joined), joined_at, healed_cuts)))
+        forms.append((False, healed, _mapped(len(joined), joined_at, healed_kept)))
     spans: list[tuple[int, int, str]] = []
     for as_is, form, at in forms:
         for pattern, placeholder in ([(p, QUOTED_TAG) for p in _ON_SKELETON] if as_is
