@@ -8,6 +8,7 @@ import codecs
 import html
 import re
 import unicodedata
+from itertools import accumulate, chain, cycle
 from typing import Any
 
 __all__ = ["readings"]
@@ -110,6 +111,24 @@ def _may_be_reversed(skel: str) -> bool:
 
 
 _WORD = re.compile(r"[^\W_]+")
+_WORDS_SPLIT = re.compile(r"([^\W_]+)")
+
+
+def _words_reversed(text: str) -> tuple[str, Any]:
+    """``text`` with each word (:data:`_WORD`) reversed where it stands, and the function taking a span of it back.
+    At C speed: the reversed text's words are the text's words reversed, in reverse order (a word is a run of
+    characters each a word's by itself), so they are put back between the text's own separators; the index map is
+    one range a piece (a call a word took 3 ms a 32,768-character reading, and each reading of a hostile field has
+    one)."""
+    parts = _WORDS_SPLIT.split(text)  # separator, word, separator, ..., separator
+    parts[1::2] = _WORDS_SPLIT.split(text[::-1])[-2::-2]
+    ends = list(accumulate(map(len, parts)))
+    first = [0, *ends[:-1]]  # each piece's range of the text: a separator's forwards, a word's backwards
+    stop = ends.copy()
+    stop[1::2] = [a - 1 for a in first[1::2]]
+    first[1::2] = [b - 1 for b in ends[1::2]]
+    perm = list(chain.from_iterable(map(range, first, stop, cycle((1, -1)))))
+    return "".join(parts), lambda s, e, p=perm: (min(p[s:e]), max(p[s:e]) + 1)
 
 
 def readings(text: str, skel: str) -> list[tuple[str, Any]]:
@@ -125,12 +144,7 @@ def readings(text: str, skel: str) -> list[tuple[str, Any]]:
             out.append((decoded, lambda s, e, st=starts, en=ends: (st[s], en[e - 1])))
     if _may_be_reversed(skel):
         out.append((text[::-1], lambda s, e: (n - e, n - s)))
-        perm = list(range(n))
-        for m in _WORD.finditer(text):
-            a, b = m.span()
-            perm[a:b] = range(b - 1, a - 1, -1)
-        out.append((_WORD.sub(lambda m: m.group()[::-1], text),
-                    lambda s, e, p=perm: (min(p[s:e]), max(p[s:e]) + 1)))
+        out.append(_words_reversed(text))
     if not text.isascii() and _MAY_FLIPPED.search(text):
         unflipped = text.translate(_UNFLIP)
         out.append((unflipped, lambda s, e: (s, e)))

@@ -270,23 +270,31 @@ def _joined_steps(skel: str) -> tuple[str, list[Kept]]:
     is one slice with a step ("A P P R O V E D": every second character), not a cut per separator."""
     steps: list[Kept] = []
     for pattern, may in _JOIN_STEPS:
-        kept: list[slice] = []
-        pos = 0
+        kept: Kept = None
         if may is None or may.search(skel):  # (no match where the condition fails: _joined_text relies on it too)
-            spaced = pattern is _SPACED_MARKS or pattern is _SPACED_BLANKS
-            for m in pattern.finditer(skel):
-                a, b = m.span()
-                kept.append(slice(pos, a))
-                if spaced:
-                    kept.append(slice(a, b, len(m.group(1)) + 1))
-                pos = b
-        if not kept:
-            steps.append(None)
-            continue
-        kept.append(slice(pos, len(skel)))
-        skel = "".join(map(skel.__getitem__, kept))
+            if pattern is _SQUEEZE or pattern is _JOIN:
+                kept = _kept_of(len(skel), [m.span() for m in pattern.finditer(skel)])
+            else:
+                kept = _kept_spaced(skel, pattern)
+        if kept is not None:
+            skel = "".join(map(skel.__getitem__, kept))
         steps.append(kept)
     return skel, steps
+
+
+def _kept_spaced(skel: str, pattern: re.Pattern[str]) -> Kept:
+    """What reading the words :data:`_SPACED_MARKS` or :data:`_SPACED_BLANKS` (``pattern``) finds spaced out as
+    one keeps of ``skel``: each such word's every (separator + 1)th character."""
+    kept: list[slice] = []
+    pos = 0
+    for m in pattern.finditer(skel):
+        a, b = m.span()
+        kept += (slice(pos, a), slice(a, b, len(m.group(1)) + 1))
+        pos = b
+    if not kept:
+        return None
+    kept.append(slice(pos, len(skel)))
+    return kept
 
 
 def _kept_of(n: int, cut: list[tuple[int, int]]) -> Kept:

@@ -89,6 +89,25 @@ def test_the_skeleton_and_its_index_map_are_what_they_were() -> None:
         assert _skeleton._healed(skel, idx) == reference._healed(skel, idx)
 
 
+def test_the_words_reversed_reading_and_its_map_are_what_they_were() -> None:
+    """Each word reversed where it stands, built at C speed from the reversed text's words, is the text and the
+    index map the word-by-word loop made (one call a word before)."""
+    from synapse_nb import _readings
+
+    rng = random.Random(23)
+    texts = [_random_text(rng) for _ in range(2_000)] + [_hostile(32_768), "", "a", "_", " x ", "ab_cd", "é\u0301x y"]
+    for text in texts:
+        perm = list(range(len(text)))
+        for m in _readings._WORD.finditer(text):
+            a, b = m.span()
+            perm[a:b] = range(b - 1, a - 1, -1)
+        words, back = _readings._words_reversed(text)
+        assert words == _readings._WORD.sub(lambda m: m.group()[::-1], text), repr(text)
+        assert [back(s, s + 1) for s in range(len(text))] == [(p, p + 1) for p in perm], repr(text[:200])
+        if len(text) > 3:
+            assert back(1, len(text) - 1) == (min(perm[1:-1]), max(perm[1:-1]) + 1)
+
+
 def test_a_reading_read_before_in_one_call_is_not_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reversed text reversed is the text; the upside-down text reversed is read once, not twice: each text is
     read once per call (23 reads of 18 texts for review 44's field before)."""
