@@ -39,6 +39,7 @@ from typing import Any, overload
 from synapse_nb._cleaning import (  # noqa: F401  (LINE_BREAKS: re-exported)
     LINE_BREAKS,
     _fast_skeleton,
+    _skeleton_map_of,
     clean_text,
     code_point,
     invisible_at,
@@ -56,7 +57,6 @@ from synapse_nb._skeleton import (
     _healed_steps,
     _joined_steps,
     _mapped,
-    _skeleton_map,
     _w,
     _words,
     skeleton,
@@ -258,7 +258,7 @@ def _spans(text: str, skel: str) -> list[tuple[int, int, str]]:
         return []
     idx: list[int] | None = None
     if not text.isascii():
-        mapped, idx = _skeleton_map(text)
+        mapped, idx = _skeleton_map_of(text, skel)
         if mapped != skel:  # (a character the fast skeleton reads otherwise: read the forms again, on this one)
             skel = mapped
             joined, joined_steps = _joined_steps(skel)

@@ -121,3 +121,14 @@ def test_a_reading_read_before_in_one_call_is_not_read_again(monkeypatch: pytest
     monkeypatch.setattr(provenance, "_spans", counting)
     neutralise(_hostile(32_768))
     assert len(read) == len(set(read))
+
+
+def test_the_skeleton_map_read_from_the_fast_skeleton_is_the_one_read_whole() -> None:
+    """Where every character reads as one and the same character in both skeletons, the neutraliser takes the fast
+    skeleton for the one with index map (each character its own index) instead of translating the text again."""
+    from synapse_nb import _cleaning
+
+    rng = random.Random(29)
+    texts = [_random_text(rng) for _ in range(2_000)] + [_hostile(32_768), "ɹǝsn · x", "\u3164a", "e\u0301"]
+    for text in texts:
+        assert _cleaning._skeleton_map_of(text, _cleaning._fast_skeleton(text)) == _skeleton._skeleton_map(text), text
