@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from itertools import chain, pairwise
 
 from synapse_nb._lookalikes import TABLE as _LOOKALIKES
@@ -262,23 +263,29 @@ _JOIN_STEPS = ((_SQUEEZE, _MAY_SQUEEZE), (_JOIN, None), (_SPACED_MARKS, _MAY_SPA
                (_SPACED_BLANKS, _MAY_SPACE_BLANKS))
 #: What a step keeps of the text before it, as slices of it (``None``: all of it).
 Kept = list[slice] | None
+#: A step of :func:`_joined_steps`: what it kept, or the text it cut and the pattern of the spans it cut (read only
+#: when the index map is wanted: most texts match no pattern, and a run of 32,768 marks was read a match at a time).
+Step = Kept | tuple[str, re.Pattern[str]]
 
 
-def _joined_steps(skel: str) -> tuple[str, list[Kept]]:
-    """:func:`_joined_text` and what each of its steps kept of the text before it (what :func:`_mapped` takes an
-    index map through): the joined form and its index map from one reading of the steps, not two. A spaced-out word
-    is one slice with a step ("A P P R O V E D": every second character), not a cut per separator."""
-    steps: list[Kept] = []
+def _joined_steps(skel: str) -> tuple[str, list[Step]]:
+    """:func:`_joined_text` and each of its steps (what :func:`_mapped` takes an index map through): the joined form
+    and its index map from one reading of the steps, not two. A spaced-out word is one slice with a step ("A P P R O
+    V E D": every second character), not a cut per separator; the cuts of the other two steps are read at C speed
+    for the text, and a match at a time only for the map."""
+    steps: list[Step] = []
     for pattern, may in _JOIN_STEPS:
-        kept: Kept = None
-        if may is None or may.search(skel):  # (no match where the condition fails: _joined_text relies on it too)
-            if pattern is _SQUEEZE or pattern is _JOIN:
-                kept = _kept_of(len(skel), [m.span() for m in pattern.finditer(skel)])
-            else:
-                kept = _kept_spaced(skel, pattern)
-        if kept is not None:
-            skel = "".join(map(skel.__getitem__, kept))
-        steps.append(kept)
+        if may is not None and not may.search(skel):  # (no match: _joined_text relies on it too)
+            steps.append(None)
+        elif pattern is _SQUEEZE or pattern is _JOIN:
+            cut = pattern.sub("", skel)
+            steps.append(None if cut == skel else (skel, pattern))
+            skel = cut
+        else:
+            kept = _kept_spaced(skel, pattern)
+            if kept is not None:
+                skel = "".join(map(skel.__getitem__, kept))
+            steps.append(kept)
     return skel, steps
 
 
@@ -304,13 +311,16 @@ def _kept_of(n: int, cut: list[tuple[int, int]]) -> Kept:
     return list(map(slice, [0, *(e for _, e in cut)], [*(s for s, _ in cut), n]))
 
 
-def _mapped(n: int, idx: list[int] | None, steps: list[Kept]) -> list[int] | None:
+def _mapped(n: int, idx: list[int] | None, steps: Sequence[Step]) -> list[int] | None:
     """The index map ``idx`` of an ``n``-character text (``None``: each character its own index) taken through
     ``steps``, each what a step kept of the text the step before left. The pieces kept are joined at C speed (a
     comprehension over every index took 4 ms a 32,768-character reading)."""
-    for kept in steps:
-        if kept is not None:
-            idx = list(chain.from_iterable(map((range(n) if idx is None else idx).__getitem__, kept)))
+    for step in steps:
+        if isinstance(step, tuple):
+            before, pattern = step
+            step = _kept_of(len(before), [m.span() for m in pattern.finditer(before)])
+        if step is not None:
+            idx = list(chain.from_iterable(map((range(n) if idx is None else idx).__getitem__, step)))
             n = len(idx)
     return idx
 

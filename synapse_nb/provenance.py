@@ -267,8 +267,11 @@ def _spans(text: str, skel: str) -> list[tuple[int, int, str]]:
             found = _matches(skel, joined, healed) or []
     joined_at = _mapped(len(skel), idx, joined_steps)
     maps = [idx, joined_at, None if healed is None else _mapped(len(joined), joined_at, healed_kept)]
-    return [(s, e, placeholder) if maps[at] is None else (maps[at][s], maps[at][e - 1] + 1, placeholder)
-            for at, s, e, placeholder in found]
+    spans: list[tuple[int, int, str]] = []
+    for at, s, e, placeholder in found:
+        index = maps[at]
+        spans.append((s, e, placeholder) if index is None else (index[s], index[e - 1] + 1, placeholder))
+    return spans
 
 
 def _all_spans(text: str, depth: int = 0,

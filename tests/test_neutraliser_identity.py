@@ -10,6 +10,8 @@ character by character. Figures: ``benchmarks/neutraliser_speed.py``, docs/bench
 from __future__ import annotations
 
 import random
+import re
+from collections.abc import Iterator
 
 import pytest
 
@@ -134,3 +136,25 @@ def test_the_skeleton_map_read_from_the_fast_skeleton_is_the_one_read_whole() ->
     texts = [_random_text(rng) for _ in range(2_000)] + [_hostile(32_768), "ɹǝsn · x", "\u3164a", "e\u0301"]
     for text in texts:
         assert _cleaning._skeleton_map_of(text, _cleaning._fast_skeleton(text)) == _skeleton._skeleton_map(text), text
+
+
+def test_each_pattern_reads_each_form_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hostile field's every reading is matched once per pattern and form: a search that told whether any pattern
+    matched, then every pattern over every form again, read each form twice (with the joined and healed forms
+    themselves built twice)."""
+    reads: list[tuple[int, str]] = []
+
+    class Counting:
+        def __init__(self, pattern: re.Pattern[str]) -> None:
+            self.pattern = pattern
+
+        def finditer(self, text: str) -> Iterator[re.Match[str]]:
+            reads.append((id(self), text))
+            return self.pattern.finditer(text)
+
+    for name in ("_AS_IS_PATTERNS", "_JOINED_PATTERNS"):
+        monkeypatch.setattr(provenance, name, tuple((Counting(p), placeholder)
+                                                    for p, placeholder in getattr(provenance, name)))
+    text = _hostile(32_768)
+    assert neutralise(text) == reference.neutralise(text)
+    assert reads and len(reads) == len(set(reads))
