@@ -455,8 +455,8 @@ def _healed_text(joined: str) -> str | None:
 
 
 def _healed_cuts(joined: str) -> tuple[str | None, list[Kept]]:
-    """:func:`_healed_text` and the spans its two steps cut (links, then broken words: what :func:`_mapped` takes
-    the joined form's index map through). Read only where a necessary condition holds (a link's bracket, a broken
+    """:func:`_healed_text` and what its two steps kept (links, then broken words: what :func:`_mapped` takes the
+    joined form's index map through). Read only where a necessary condition holds (a link's bracket, a broken
     banner word, a broken mark's word where a mark may be)."""
     may = ("](" in joined or "][" in joined or _BROKEN_BANNER.search(joined)
            or ((_MAY_MARK.search(joined) or _MAY_DOT.search(joined)) and _BROKEN_MARK.search(joined)))
