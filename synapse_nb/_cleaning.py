@@ -8,7 +8,7 @@ import functools
 import re
 import unicodedata
 
-from synapse_nb._skeleton import _CONFUSABLE, _CONFUSABLE_RE, _LOOK, _is_vs
+from synapse_nb._skeleton import _CONFUSABLE, _CONFUSABLE_RE, _LOOK, _PIECES, _is_vs, _piece, _skeleton_map
 from synapse_nb.errors import ValidationError
 
 __all__ = ["LINE_BREAKS", "clean_text", "code_point", "invisible_at", "invisibles_shown", "spaces_shown"]
@@ -236,3 +236,16 @@ def _fast_skeleton_whole(text: str) -> str:
     _, drop = _tables()
     out = drop.sub("", unicodedata.normalize("NFKD", text.translate(_LOOK))).casefold()
     return out.translate(_CONFUSABLE) if _CONFUSABLE_RE.search(out) else out
+
+
+def _skeleton_map_of(text: str, fast: str) -> tuple[str, list[int] | None]:
+    """:func:`~synapse_nb._skeleton._skeleton_map` of ``text``, whose :func:`_fast_skeleton` is ``fast``: ``fast``
+    itself, each character its own index, where every character of ``text`` makes one character in both, the same
+    one wherever it stands (both are then the text translated by the same table), without translating the text a
+    second time; else the map read whole."""
+    for ch in set(text):
+        quick = _FAST_PIECES.get(ch)
+        full = _PIECES.get(ch) or _piece(ch)
+        if quick is None or not quick[1] or full != (quick[0], 1) or len(full[0]) != 1:
+            return _skeleton_map(text)
+    return fast, None

@@ -8,6 +8,9 @@ import codecs
 import html
 import re
 import unicodedata
+from bisect import bisect_right
+from functools import partial
+from itertools import accumulate
 from typing import Any
 
 __all__ = ["readings"]
@@ -110,6 +113,29 @@ def _may_be_reversed(skel: str) -> bool:
 
 
 _WORD = re.compile(r"[^\W_]+")
+_WORDS_SPLIT = re.compile(r"([^\W_]+)")
+
+
+def _words_reversed(text: str) -> tuple[str, Any]:
+    """``text`` with each word (:data:`_WORD`) reversed where it stands, and the function taking a span of it back.
+    At C speed: the reversed text's words are the text's words reversed, in reverse order (a word is a run of
+    characters each a word's by itself), so they are put back between the text's own separators (a call a word
+    took 3 ms a 32,768-character reading, and each reading of a hostile field has one)."""
+    parts = _WORDS_SPLIT.split(text)  # separator, word, separator, ..., separator
+    parts[1::2] = _WORDS_SPLIT.split(text[::-1])[-2::-2]
+    return "".join(parts), partial(_word_span_back, list(accumulate(map(len, parts))))
+
+
+def _word_span_back(ends: list[int], s: int, e: int) -> tuple[int, int]:
+    """The span of the text that characters ``s`` to ``e`` of its words-reversed reading came from (the least and
+    the last of their indices, as the index map's ``min`` and ``max`` read them), the reading's pieces ending at
+    ``ends`` (even: a separator, kept as it is; odd: a word, reversed). Pieces wholly inside the span come from the
+    text between the first and last piece's: the first piece gives the start, the last one the end."""
+    first, last = bisect_right(ends, s), bisect_right(ends, e - 1)
+    a_first = ends[first - 1] if first else 0
+    if first == last and first % 2:
+        return a_first + ends[first] - e, a_first + ends[first] - s
+    return (a_first if first % 2 else s), (ends[last] if last % 2 else e)
 
 
 def readings(text: str, skel: str) -> list[tuple[str, Any]]:
@@ -125,12 +151,7 @@ def readings(text: str, skel: str) -> list[tuple[str, Any]]:
             out.append((decoded, lambda s, e, st=starts, en=ends: (st[s], en[e - 1])))
     if _may_be_reversed(skel):
         out.append((text[::-1], lambda s, e: (n - e, n - s)))
-        perm = list(range(n))
-        for m in _WORD.finditer(text):
-            a, b = m.span()
-            perm[a:b] = range(b - 1, a - 1, -1)
-        out.append((_WORD.sub(lambda m: m.group()[::-1], text),
-                    lambda s, e, p=perm: (min(p[s:e]), max(p[s:e]) + 1)))
+        out.append(_words_reversed(text))
     if not text.isascii() and _MAY_FLIPPED.search(text):
         unflipped = text.translate(_UNFLIP)
         out.append((unflipped, lambda s, e: (s, e)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from itertools import chain, pairwise
 
 from synapse_nb._lookalikes import TABLE as _LOOKALIKES
@@ -240,16 +241,9 @@ _MAY_SPACE_BLANKS = re.compile(r"\s[^\W_]\s[^\W_](?![^\W_])")
 
 def _joined_text(skel: str) -> str:
     """``skel`` with whitespace runs as one, and words split by :data:`_JOIN` marks or spaced out
-    (:data:`_SPACED_MARKS`, :data:`_SPACED_BLANKS`) read as one word. Each step runs only where its necessary
-    condition (``_MAY_*``) holds: the same text, about twice as fast on ordinary prose."""
-    if _MAY_SQUEEZE.search(skel):
-        skel = _SQUEEZE.sub("", skel)
-    skel = _JOIN.sub("", skel)
-    if _MAY_SPACE_MARKS.search(skel):
-        skel = _SPACED_MARKS.sub(_letters, skel)
-    if _MAY_SPACE_BLANKS.search(skel):
-        skel = _SPACED_BLANKS.sub(_letters, skel)
-    return skel
+    (:data:`_SPACED_MARKS`, :data:`_SPACED_BLANKS`) read as one word (:func:`_joined_steps`: each step runs only
+    where its necessary condition, ``_MAY_*``, holds; the same text, about twice as fast on ordinary prose)."""
+    return _joined_steps(skel)[0]
 
 
 def _joined_text_reference(skel: str) -> str:
@@ -260,16 +254,75 @@ def _joined_text_reference(skel: str) -> str:
 
 def _joined(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:
     """:func:`_joined_text` with the index map (``None``: each character its own index) carried along."""
-    for pattern in (_SQUEEZE, _JOIN, _SPACED_MARKS, _SPACED_BLANKS):
-        cut: list[tuple[int, int]] = []
-        for m in pattern.finditer(skel):
-            if pattern is _SQUEEZE or pattern is _JOIN:
-                cut.append(m.span())
-            else:
-                step = len(m.group(1)) + 1
-                cut += [(j, j + step - 1) for j in range(m.start() + 1, m.end(), step)]
-        skel, idx = _cut(skel, idx, cut)
-    return skel, idx
+    joined, steps = _joined_steps(skel)
+    return joined, _mapped(len(skel), idx, steps)
+
+
+#: :func:`_joined_text`'s steps, each with its necessary condition (``None``: none cheaper than the step).
+_JOIN_STEPS = ((_SQUEEZE, _MAY_SQUEEZE), (_JOIN, None), (_SPACED_MARKS, _MAY_SPACE_MARKS),
+               (_SPACED_BLANKS, _MAY_SPACE_BLANKS))
+#: What a step keeps of the text before it, as slices of it (``None``: all of it).
+Kept = list[slice] | None
+#: A step of :func:`_joined_steps`: what it kept, or the text it cut and the pattern of the spans it cut (read only
+#: when the index map is wanted: most texts match no pattern, and a run of 32,768 marks was read a match at a time).
+Step = Kept | tuple[str, re.Pattern[str]]
+
+
+def _joined_steps(skel: str) -> tuple[str, list[Step]]:
+    """:func:`_joined_text` and each of its steps (what :func:`_mapped` takes an index map through): the joined form
+    and its index map from one reading of the steps, not two. A spaced-out word is one slice with a step ("A P P R O
+    V E D": every second character), not a cut per separator; the cuts of the other two steps are read at C speed
+    for the text, and a match at a time only for the map."""
+    steps: list[Step] = []
+    for pattern, may in _JOIN_STEPS:
+        if may is not None and not may.search(skel):  # (no match: _joined_text relies on it too)
+            steps.append(None)
+        elif pattern is _SQUEEZE or pattern is _JOIN:
+            cut = pattern.sub("", skel)
+            steps.append(None if cut == skel else (skel, pattern))
+            skel = cut
+        else:
+            kept = _kept_spaced(skel, pattern)
+            if kept is not None:
+                skel = "".join(map(skel.__getitem__, kept))
+            steps.append(kept)
+    return skel, steps
+
+
+def _kept_spaced(skel: str, pattern: re.Pattern[str]) -> Kept:
+    """What reading the words :data:`_SPACED_MARKS` or :data:`_SPACED_BLANKS` (``pattern``) finds spaced out as
+    one keeps of ``skel``: each such word's every (separator + 1)th character."""
+    kept: list[slice] = []
+    pos = 0
+    for m in pattern.finditer(skel):
+        a, b = m.span()
+        kept += (slice(pos, a), slice(a, b, len(m.group(1)) + 1))
+        pos = b
+    if not kept:
+        return None
+    kept.append(slice(pos, len(skel)))
+    return kept
+
+
+def _kept_of(n: int, cut: list[tuple[int, int]]) -> Kept:
+    """What cutting the spans ``cut`` (in order, not overlapping) keeps of an ``n``-character text."""
+    if not cut:
+        return None
+    return list(map(slice, [0, *(e for _, e in cut)], [*(s for s, _ in cut), n]))
+
+
+def _mapped(n: int, idx: list[int] | None, steps: Sequence[Step]) -> list[int] | None:
+    """The index map ``idx`` of an ``n``-character text (``None``: each character its own index) taken through
+    ``steps``, each what a step kept of the text the step before left. The pieces kept are joined at C speed (a
+    comprehension over every index took 4 ms a 32,768-character reading)."""
+    for step in steps:
+        if isinstance(step, tuple):
+            before, pattern = step
+            step = _kept_of(len(before), [m.span() for m in pattern.finditer(before)])
+        if step is not None:
+            idx = list(chain.from_iterable(map((range(n) if idx is None else idx).__getitem__, step)))
+            n = len(idx)
+    return idx
 
 
 #: A Markdown link or image, as the text it shows: "[CRIT](x)ICAL" reads "CRITICAL", "![APPRO](a.png)VED" too (a
@@ -358,9 +411,9 @@ def _heal_cuts(skel: str) -> list[tuple[int, int]]:
         if m.start() < end:
             continue
         end = m.end()
-        seps = [s.span() for s in _SEPARATORS.finditer(m.group())]
-        if not seps:
+        if m.group().isalnum():  # no separator in it (str.isalnum is the regex engine's test of a word character)
             continue
+        seps = [s.span() for s in _SEPARATORS.finditer(m.group())]
         pieces = [p for p in _SEPARATORS.split(m.group()) if p]
         if all(p in _WORD_PIECES for p in pieces) and all(m.group()[a:b] == " " for a, b in seps):
             continue
@@ -370,16 +423,17 @@ def _heal_cuts(skel: str) -> list[tuple[int, int]]:
 
 def _cut(skel: str, idx: list[int] | None, cut: list[tuple[int, int]]) -> tuple[str, list[int] | None]:
     """``skel`` without the spans ``cut`` (in order, not overlapping), and its index map without them (``None``: each
-    character its own index). The pieces kept are joined at C speed (a comprehension over every index took 4 ms a
-    32,768-character reading)."""
-    if not cut:
+    character its own index, and kept so when nothing is cut)."""
+    kept = _kept_of(len(skel), cut)
+    if kept is None:
         return skel, idx
-    keep = [0, *(e for _, e in cut)]
-    stop = [*(s for s, _ in cut), len(skel)]
-    pieces = list(map(slice, keep, stop))
-    kept = chain.from_iterable(map(range, keep, stop)) if idx is None else chain.from_iterable(
-        map(idx.__getitem__, pieces))
-    return "".join(map(skel.__getitem__, pieces)), list(kept)
+    return "".join(map(skel.__getitem__, kept)), _mapped(len(skel), idx, [kept])
+
+
+def _cut_text(skel: str, cut: list[tuple[int, int]]) -> str:
+    """:func:`_cut`'s text alone."""
+    kept = _kept_of(len(skel), cut)
+    return skel if kept is None else "".join(map(skel.__getitem__, kept))
 
 
 def _healed(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:
@@ -397,7 +451,24 @@ def _healed_text_reference(joined: str) -> str | None:
 
 def _healed_text(joined: str) -> str | None:
     """:func:`_healed` without the index map; ``None`` where it changes nothing (the patterns need not read it)."""
+    return _healed_cuts(joined)[0]
+
+
+def _healed_cuts(joined: str) -> tuple[str | None, list[Kept]]:
+    """:func:`_healed_text` and what its two steps kept (links, then broken words: what :func:`_mapped` takes the
+    joined form's index map through). Read only where a necessary condition holds (a link's bracket, a broken
+    banner word, a broken mark's word where a mark may be)."""
     may = ("](" in joined or "][" in joined or _BROKEN_BANNER.search(joined)
            or ((_MAY_MARK.search(joined) or _MAY_DOT.search(joined)) and _BROKEN_MARK.search(joined)))
-    healed = _healed(joined, None)[0] if may else joined
-    return None if healed == joined else healed
+    if not may:
+        return None, []
+    healed, cuts = _healed_steps(joined)
+    return (None if healed == joined else healed), cuts
+
+
+def _healed_steps(joined: str) -> tuple[str, list[Kept]]:
+    """:func:`_healed`'s text, and what each of its two steps kept (links, then broken words)."""
+    links = _kept_of(len(joined), [m.span() for m in _LINK.finditer(joined)])
+    unlinked = joined if links is None else "".join(map(joined.__getitem__, links))
+    broken = _kept_of(len(unlinked), _heal_cuts(unlinked))
+    return (unlinked if broken is None else "".join(map(unlinked.__getitem__, broken))), [links, broken]

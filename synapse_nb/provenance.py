@@ -39,6 +39,7 @@ from typing import Any, overload
 from synapse_nb._cleaning import (  # noqa: F401  (LINE_BREAKS: re-exported)
     LINE_BREAKS,
     _fast_skeleton,
+    _skeleton_map_of,
     clean_text,
     invisible_at,
     invisibles_shown,
@@ -52,12 +53,10 @@ from synapse_nb._skeleton import (
     _CONFUSABLE,  # noqa: F401  (read by the tests)
     _GAP,
     _MARK_DOTS,
-    _MAY_DOT,
-    _healed,
-    _healed_text,
-    _joined,
-    _joined_text,
-    _skeleton_map,
+    _healed_cuts,
+    _healed_steps,
+    _joined_steps,
+    _mapped,
     _w,
     _words,
     skeleton,
@@ -225,43 +224,53 @@ _DOT_MARK = re.compile(rf"(?:{_whole('user')}|{_whole('agent')}|{_whole('human')
                        rf"(?![^\W_])")
 _ON_SKELETON = tuple(p for p, placeholder in _PATTERNS if placeholder in _AS_IS)
 _ON_JOINED = tuple((p, placeholder) for p, placeholder in _PATTERNS if placeholder not in _AS_IS)
+#: What reads the skeleton as it is, and what reads the joined and healed forms (the bare mark too: it needs a
+#: mark's dot, :data:`_MAY_DOT`, and finds nothing without one).
+_AS_IS_PATTERNS = tuple((p, QUOTED_TAG) for p in _ON_SKELETON)
+_JOINED_PATTERNS = (*_ON_JOINED, (_DOT_MARK, QUOTED_MARK))
 
 
-def _found(skel: str, joined: str, healed: str | None) -> bool:
-    """Whether any pattern matches (the forms without index maps: most texts stop here)."""
-    for p in _ON_SKELETON:
-        if p.search(skel):
-            return True
-    for form in (joined,) if healed is None else (joined, healed):
-        for p, _ in _ON_JOINED:
-            if p.search(form):
-                return True
-        if _MAY_DOT.search(form) and _DOT_MARK.search(form):
-            return True
-    return False
+def _matches(skel: str, joined: str, healed: str | None) -> list[tuple[int, int, int, str]] | None:
+    """Every match of the patterns in the skeleton, the joined form and (unless ``None``) the healed one:
+    ``(form, start, end, placeholder)``, ``form`` 0, 1 or 2 (an empty match dropped); ``None`` where none matches at
+    all (most texts). One pass of each pattern: the search that told whether any matched before reading them all
+    again read each form twice where one did."""
+    found = False
+    out: list[tuple[int, int, int, str]] = []
+    for form, at in ((skel, 0), (joined, 1)) if healed is None else ((skel, 0), (joined, 1), (healed, 2)):
+        for pattern, placeholder in (_AS_IS_PATTERNS if at == 0 else _JOINED_PATTERNS):
+            for m in pattern.finditer(form):
+                found = True
+                if m.end() > m.start():
+                    out.append((at, m.start(), m.end(), placeholder))
+    return out if found else None
 
 
 def _spans(text: str, skel: str) -> list[tuple[int, int, str]]:
     """Where ``text`` (whose skeleton without index map is ``skel``) reproduces the banner, a label, a mark or a
-    framing tag: ``(start, end, placeholder)``."""
-    idx: list[int] | None = None
-    joined = _joined_text(skel)
-    healed = _healed_text(joined)
-    if not _found(skel, joined, healed):
+    framing tag: ``(start, end, placeholder)``. The joined and healed forms are read once, and the patterns over
+    them: where the skeleton with index map is the same text (the usual case), the forms' steps take its map
+    through and the matches are kept (reading them again took most of a hostile field's time)."""
+    joined, joined_steps = _joined_steps(skel)
+    healed, healed_kept = _healed_cuts(joined)
+    found = _matches(skel, joined, healed)
+    if found is None:
         return []
+    idx: list[int] | None = None
     if not text.isascii():
-        skel, idx = _skeleton_map(text)
-    forms = [(True, skel, idx), (False, *_joined(skel, idx))]
-    if healed is not None:
-        forms.append((False, *_healed(*forms[1][1:])))
+        mapped, idx = _skeleton_map_of(text, skel)
+        if mapped != skel:  # (a character the fast skeleton reads otherwise: read the forms again, on this one)
+            skel = mapped
+            joined, joined_steps = _joined_steps(skel)
+            if healed is not None:
+                healed, healed_kept = _healed_steps(joined)
+            found = _matches(skel, joined, healed) or []
+    joined_at = _mapped(len(skel), idx, joined_steps)
+    maps = [idx, joined_at, None if healed is None else _mapped(len(joined), joined_at, healed_kept)]
     spans: list[tuple[int, int, str]] = []
-    for as_is, form, at in forms:
-        for pattern, placeholder in ([(p, QUOTED_TAG) for p in _ON_SKELETON] if as_is
-                                     else [*_ON_JOINED, (_DOT_MARK, QUOTED_MARK)]):
-            for m in pattern.finditer(form):
-                if m.end() > m.start():
-                    start, end = (m.start(), m.end()) if at is None else (at[m.start()], at[m.end() - 1] + 1)
-                    spans.append((start, end, placeholder))
+    for at, s, e, placeholder in found:
+        index = maps[at]
+        spans.append((s, e, placeholder) if index is None else (index[s], index[e - 1] + 1, placeholder))
     return spans
 
 

@@ -10,6 +10,8 @@ character by character. Figures: ``benchmarks/neutraliser_speed.py``, docs/bench
 from __future__ import annotations
 
 import random
+import re
+from collections.abc import Iterator
 
 import pytest
 
@@ -89,6 +91,27 @@ def test_the_skeleton_and_its_index_map_are_what_they_were() -> None:
         assert _skeleton._healed(skel, idx) == reference._healed(skel, idx)
 
 
+def test_the_words_reversed_reading_and_its_map_are_what_they_were() -> None:
+    """Each word reversed where it stands, built at C speed from the reversed text's words, is the text and the
+    index map the word-by-word loop made (one call a word before)."""
+    from synapse_nb import _readings
+
+    rng = random.Random(23)
+    texts = [_random_text(rng) for _ in range(2_000)] + [_hostile(32_768), "", "a", "_", " x ", "ab_cd", "é\u0301x y"]
+    for text in texts:
+        perm = list(range(len(text)))
+        for m in _readings._WORD.finditer(text):
+            a, b = m.span()
+            perm[a:b] = range(b - 1, a - 1, -1)
+        words, back = _readings._words_reversed(text)
+        assert words == _readings._WORD.sub(lambda m: m.group()[::-1], text), repr(text)
+        assert [back(s, s + 1) for s in range(len(text))] == [(p, p + 1) for p in perm], repr(text[:200])
+        for _ in range(min(len(text), 300)):
+            s = rng.randrange(len(text))
+            e = rng.randrange(s + 1, min(len(text), s + 60) + 1)
+            assert back(s, e) == (min(perm[s:e]), max(perm[s:e]) + 1), (repr(text[:200]), s, e)
+
+
 def test_a_reading_read_before_in_one_call_is_not_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reversed text reversed is the text; the upside-down text reversed is read once, not twice: each text is
     read once per call (23 reads of 18 texts for review 44's field before)."""
@@ -102,3 +125,36 @@ def test_a_reading_read_before_in_one_call_is_not_read_again(monkeypatch: pytest
     monkeypatch.setattr(provenance, "_spans", counting)
     neutralise(_hostile(32_768))
     assert len(read) == len(set(read))
+
+
+def test_the_skeleton_map_read_from_the_fast_skeleton_is_the_one_read_whole() -> None:
+    """Where every character reads as one and the same character in both skeletons, the neutraliser takes the fast
+    skeleton for the one with index map (each character its own index) instead of translating the text again."""
+    from synapse_nb import _cleaning
+
+    rng = random.Random(29)
+    texts = [_random_text(rng) for _ in range(2_000)] + [_hostile(32_768), "ɹǝsn · x", "\u3164a", "e\u0301"]
+    for text in texts:
+        assert _cleaning._skeleton_map_of(text, _cleaning._fast_skeleton(text)) == _skeleton._skeleton_map(text), text
+
+
+def test_each_pattern_reads_each_form_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hostile field's every reading is matched once per pattern and form: a search that told whether any pattern
+    matched, then every pattern over every form again, read each form twice (with the joined and healed forms
+    themselves built twice)."""
+    reads: list[tuple[int, str]] = []
+
+    class Counting:
+        def __init__(self, pattern: re.Pattern[str]) -> None:
+            self.pattern = pattern
+
+        def finditer(self, text: str) -> Iterator[re.Match[str]]:
+            reads.append((id(self), text))
+            return self.pattern.finditer(text)
+
+    for name in ("_AS_IS_PATTERNS", "_JOINED_PATTERNS"):
+        monkeypatch.setattr(provenance, name, tuple((Counting(p), placeholder)
+                                                    for p, placeholder in getattr(provenance, name)))
+    text = _hostile(32_768)
+    assert neutralise(text) == reference.neutralise(text)
+    assert reads and len(reads) == len(set(reads))
