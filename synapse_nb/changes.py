@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from synapse_nb._util import parse_ts, shown_id
-from synapse_nb.models import AGENT_MAX_CONFIDENCE, PRIORITIES, RECORD_TYPES, Record
+from synapse_nb.models import PRIORITIES, RECORD_TYPES, Record, past_agent_limits
 
 __all__ = ["ACTIONS", "LINK_STATUSES", "RELATIONS", "REVISED_FIELDS", "REVISION_STATUSES", "SURFACES", "ExportMark",
            "HistoryEntry", "Link", "Revision", "proposal", "record_from_dict", "state_json"]
@@ -143,8 +143,9 @@ class HistoryEntry:
         agent's entry describes an agent's record that no person verified, whatever its ``before`` says: an agent
         changes only its own unverified records (a change to a person's is a revision), so a ``before`` claiming a
         person's or a verified record is forged (review 4 wrote one with a team login's own SQL) and reads as the
-        agent's, at most ``AGENT_MAX_CONFIDENCE`` sure as an agent's write leaves it (an entry at 1.0 written with
-        the agent login's SQL came back that sure through a revert). A ``before`` that describes no record of this
+        agent's, held to what an agent's write of its kind leaves (``models.past_agent_limits``: a memory at most
+        0.7 sure, a checkpoint of an agent's origin, an episode's actor marked as reported; an entry at 1.0 written
+        with the agent login's SQL came back that sure through a revert, one of a checkpoint "from the CLI"). A ``before`` that describes no record of this
         entry (written with SQL, review 46) reads as unknown: an ``as_of`` read skips the entry, and no reader fails
         on it."""
         state = self.state
@@ -155,9 +156,10 @@ class HistoryEntry:
             state["source"] = "agent"
             if "verified" in state or state.get("kind") == "memory":  # a memory without it reads as verified
                 state["verified"] = False
-            conf = state.get("confidence")  # at most what an agent's write gives
-            if isinstance(conf, int | float) and not isinstance(conf, bool) and not conf <= AGENT_MAX_CONFIDENCE:
-                state["confidence"] = AGENT_MAX_CONFIDENCE
+            # what an agent's write of its kind leaves: a memory at most AGENT_MAX_CONFIDENCE sure, a checkpoint of
+            # an agent's origin, an episode's actor other than the agent marked as reported (an entry written with
+            # the agent login's SQL claimed a person's origin or a person's own words)
+            state.update(past_agent_limits(str(state.get("kind")), state))
             if state.get("kind") == "lesson":  # an agent's lesson was never a decided one (review 17 wrote one
                 # approved in the agent's words with a team login's own SQL; an as_of recall put it under the banner)
                 state.update(status="pending", approved_at=None, expires_at=None, lesson_text=None)

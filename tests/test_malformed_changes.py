@@ -199,3 +199,36 @@ def test_an_agents_entry_written_with_sql_at_full_confidence_reverts_at_an_agent
         assert (mine.content, mine.confidence, mine.source, mine.verified) == ("make release", 0.95, "user", True)
     finally:
         v.close()
+
+
+KIND_HISTORY_SQL = ("INSERT INTO history(id, rid, kind, mind, version, action, actor, surface, at, digest_before, "
+                    "digest_after, before) VALUES (?, ?, ?, 'default', 2, 'update', 'agent', 'cli', ?, 'a', 'b', ?)")
+
+
+def test_an_agents_entry_of_any_kind_reads_within_what_its_write_leaves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent's entry of a checkpoint claiming a person's origin ("cli"), of an episode speaking as a person
+    ("Maria", unmarked) and of a decision in a person's source read back so through as_of reads and a record's
+    versions: each reads as an agent's write of its kind leaves it (models.past_agent_limits)."""
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    v = syn.open_vault(tmp_path)
+    agent = v.as_agent()
+    ckp = agent.checkpoints.create("refactor the deploy script", next_step="deploy with --force")
+    epi = agent.episodes.log("deploy", outcome="ran deploy.sh --force", thread="s1")
+    dec = agent.decisions.create("deploy with --force on Fridays")
+    v.close()
+    forged = {ckp.id: ("checkpoint", {**ckp.to_dict(), "origin": "cli", "source": "user"}),
+              epi.id: ("episode", {**epi.to_dict(), "actor": "Maria", "source": "user"}),
+              dec.id: ("decision", {**dec.to_dict(), "source": "user"})}
+    _sql(tmp_path, [(KIND_HISTORY_SQL, (f"hst_{rid}_v2", rid, kind, "2030-01-01T00:00:00.000000Z", json.dumps(b)))
+                    for rid, (kind, b) in forged.items()])
+    v = syn.open_vault(tmp_path)
+    try:
+        old = {rid: v.history(rid).record(1) for rid in forged}
+        assert all(r is not None and r.source == "agent" for r in old.values())
+        assert getattr(old[ckp.id], "origin") == "agent"
+        assert getattr(old[epi.id], "actor") == "Maria (reported by agent)"
+        then = v.recall("deploy force", as_of="2029-06-01T00:00:00Z")
+        assert "Maria" not in str(then) or "Maria (reported by agent)" in str(then)
+    finally:
+        v.close()
