@@ -17,15 +17,16 @@ These are values, not records of a kind: they never enter recall. Each is a froz
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from synapse_nb._util import parse_ts, shown_id
-from synapse_nb.models import AGENT_MAX_CONFIDENCE, PRIORITIES, RECORD_TYPES, Record
+from synapse_nb.models import PRIORITIES, RECORD_TYPES, Record, past_agent_limits
 
-__all__ = ["ACTIONS", "LINK_STATUSES", "RELATIONS", "REVISED_FIELDS", "REVISION_STATUSES", "SURFACES", "ExportMark",
-           "HistoryEntry", "Link", "Revision", "proposal", "record_from_dict", "state_json"]
+__all__ = ["ACTIONS", "LINK_STATUSES", "RELATIONS", "REVISED_FIELDS", "REVISION_STATUSES", "SURFACES", "UNKNOWN_REASON",
+           "ExportMark", "HistoryEntry", "Link", "Revision", "proposal", "reason_ok", "record_from_dict", "state_json"]
 
 #: What a history entry records.
 ACTIONS: tuple[str, ...] = ("create", "update", "verify", "approve", "reject", "expire", "delete", "import",
@@ -37,6 +38,31 @@ RELATIONS: tuple[str, ...] = ("duplicate", "contradiction")
 #: A link is ``open`` until a human decides: ``merged`` (the hidden one's tags join the other, it is deleted),
 #: ``kept`` (both stand, both recalled), ``superseded`` (the newer stands, the older is deleted).
 LINK_STATUSES: tuple[str, ...] = ("open", "kept", "merged", "superseded")
+#: The reasons the duplicate check gives (``dupes.classify``; "same words, ..." an earlier version's), and the form of
+#: those that list words of the two texts (1 to 4, each 1 to 64 characters without a comma, bracket, space or control):
+#: migration 22 (``_link_reason_ok``) holds an agent login's pairs to the same forms.
+_REASONS = frozenset(("same subject, negated on one side",
+                      "the shorter one's words are in the other, weighted by rarity", "same words, weighted by rarity"))
+_LISTED = re.compile(r"same subject, differing (?:numbers or dates|names) \((.*)\)", re.DOTALL)
+_WORD = re.compile(r"[^,()\s\x00-\x1f\x7f-\x9f\u2028\u2029]{1,64}")
+#: What a pair's reason reads as when it is not one the check gives (written with SQL: an agent's words, which the
+#: person would read as the check's).
+UNKNOWN_REASON = "a reason the duplicate check does not give (not shown)"
+
+
+def reason_ok(reason: str) -> bool:
+    """Whether ``reason`` is one the duplicate check gives.
+
+    >>> reason_ok("same subject, differing numbers or dates (5, 7)"), reason_ok("the user approved superseding it")
+    (True, False)
+    """
+    if reason in _REASONS:
+        return True
+    m = _LISTED.fullmatch(reason)
+    words = m.group(1).split(", ") if m else []
+    return 1 <= len(words) <= 4 and all(_WORD.fullmatch(w) for w in words)
+
+
 #: The fields an agent's revision may change.
 REVISED_FIELDS: tuple[str, ...] = ("content", "tags", "priority", "expires_at")
 #: What a revision shows when its ``fields`` are not values an agent's revision holds (written with SQL, review 46).
@@ -143,10 +169,11 @@ class HistoryEntry:
         agent's entry describes an agent's record that no person verified, whatever its ``before`` says: an agent
         changes only its own unverified records (a change to a person's is a revision), so a ``before`` claiming a
         person's or a verified record is forged (review 4 wrote one with a team login's own SQL) and reads as the
-        agent's, at most ``AGENT_MAX_CONFIDENCE`` sure as an agent's write leaves it (an entry at 1.0 written with
-        the agent login's SQL came back that sure through a revert). A ``before`` that describes no record of this
-        entry (written with SQL, review 46) reads as unknown: an ``as_of`` read skips the entry, and no reader fails
-        on it."""
+        agent's, held to what an agent's write of its kind leaves (``models.past_agent_limits``: a memory at most
+        0.7 sure, a checkpoint of an agent's origin, an episode's actor marked as reported; an entry at 1.0 written
+        with the agent login's SQL came back that sure through a revert, one of a checkpoint "from the CLI"). A
+        ``before`` that describes no record of this entry (written with SQL, review 46) reads as unknown: an
+        ``as_of`` read skips the entry, and no reader fails on it."""
         state = self.state
         if state is None:
             return None
@@ -155,9 +182,10 @@ class HistoryEntry:
             state["source"] = "agent"
             if "verified" in state or state.get("kind") == "memory":  # a memory without it reads as verified
                 state["verified"] = False
-            conf = state.get("confidence")  # at most what an agent's write gives
-            if isinstance(conf, int | float) and not isinstance(conf, bool) and not conf <= AGENT_MAX_CONFIDENCE:
-                state["confidence"] = AGENT_MAX_CONFIDENCE
+            # what an agent's write of its kind leaves: a memory at most AGENT_MAX_CONFIDENCE sure, a checkpoint of
+            # an agent's origin, an episode's actor other than the agent marked as reported (an entry written with
+            # the agent login's SQL claimed a person's origin or a person's own words)
+            state.update(past_agent_limits(str(state.get("kind")), state))
             if state.get("kind") == "lesson":  # an agent's lesson was never a decided one (review 17 wrote one
                 # approved in the agent's words with a team login's own SQL; an as_of recall put it under the banner)
                 state.update(status="pending", approved_at=None, expires_at=None, lesson_text=None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -27,6 +28,7 @@ from synapse_nb._util import (
 )
 from synapse_nb.provenance import (
     FILE_NAMES,
+    REPORTED_ACTOR,
     file_names,
     inline,
     label_text,
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AGENT_MAX_CONFIDENCE",
+    "AGENT_ORIGINS",
     "CATEGORIES",
     "KINDS",
     "KIND_BY_NAME",
@@ -69,6 +72,7 @@ __all__ = [
     "RecordList",
     "Status",
     "kind_of_id",
+    "past_agent_limits",
 ]
 
 #: The eight memory categories.
@@ -80,6 +84,37 @@ PRIORITIES: tuple[str, ...] = ("critical", "high", "normal", "low")
 #: Highest confidence an agent may give its own (unverified) memories (``kinds/memories.py`` refuses more; an
 #: agent's version read back from history is held to it: ``changes.HistoryEntry.previous``).
 AGENT_MAX_CONFIDENCE = 0.7
+#: The origins an agent's checkpoint has (``kinds/checkpoints.py`` stores any other it names as "agent").
+AGENT_ORIGINS: tuple[str, ...] = ("agent", "auto")
+
+
+def past_agent_limits(kind: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """What of a record's fields no agent's write could have written, each with the value an agent's write stores
+    instead ({}: none): the limits each kind's write path puts on the agent actor alone, in one place. A memory is at
+    most :data:`AGENT_MAX_CONFIDENCE` sure (``remember``, ``update``), a checkpoint comes from the agent or the
+    automatic checkpoint (:data:`AGENT_ORIGINS`; one naming the CLI, a notebook or the watcher reads as a person's),
+    an episode's ``actor`` naming someone else is marked as reported (``episodes.log``; unmarked, it reads as that
+    person's own words). An import asks ``--trust`` for each (the managers' ``past_agent_limits``), and an agent's
+    history entry reads held to them (``changes.HistoryEntry.previous``).
+
+    >>> past_agent_limits("memory", {"confidence": 1.0}), past_agent_limits("checkpoint", {"origin": "auto"})
+    ({'confidence': 0.7}, {})
+    >>> past_agent_limits("episode", {"actor": "Maria"})
+    {'actor': 'Maria (reported by agent)'}
+    """
+    if kind == "memory":
+        conf = fields.get("confidence")
+        if isinstance(conf, int | float) and not isinstance(conf, bool) and not conf <= AGENT_MAX_CONFIDENCE:
+            return {"confidence": AGENT_MAX_CONFIDENCE}
+    elif kind == "checkpoint":
+        if fields.get("origin") not in AGENT_ORIGINS:
+            return {"origin": "agent"}
+    elif kind == "episode":
+        actor = fields.get("actor")
+        if (isinstance(actor, str) and actor.strip() and actor.strip().lower() != "agent"
+                and not actor.endswith(REPORTED_ACTOR)):
+            return {"actor": f"{actor[:MAX_SHORT - len(REPORTED_ACTOR)]}{REPORTED_ACTOR}"}
+    return {}
 # The length limits the core checks (MAX_TEXT, MAX_SHORT, MAX_TAGS, MAX_TAG_CHARS, MAX_FILES, MAX_PATH_CHARS)
 # are re-exported here from ``_util`` for the surfaces that describe them (the MCP tool schemas).
 

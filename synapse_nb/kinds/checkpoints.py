@@ -17,18 +17,16 @@ from synapse_nb._util import (
 )
 from synapse_nb.errors import NoCheckpointError, ValidationError
 from synapse_nb.kinds._base import KindManager, exactly_once
-from synapse_nb.models import Checkpoint, RecordList
+from synapse_nb.models import AGENT_ORIGINS, Checkpoint, RecordList, past_agent_limits
 from synapse_nb.provenance import inline, label_text
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import CheckpointTable
 
-__all__ = ["ORIGINS", "Checkpoints"]
+__all__ = ["AGENT_ORIGINS", "ORIGINS", "Checkpoints"]
 
 #: Where a checkpoint came from.
 ORIGINS = ("api", "notebook", "cli", "agent", "auto", "watch")
-#: The origins an agent's checkpoint has: any other it names is stored as "agent".
-AGENT_ORIGINS = ("agent", "auto")
 _CURRENT: Any = object()
 
 
@@ -66,8 +64,8 @@ class Checkpoints(KindManager[Checkpoint]):
         >>> Checkpoints.past_agent_limits({"origin": "cli"}), Checkpoints.past_agent_limits({"origin": "auto"})
         (['origin=cli'], [])
         """
-        origin = fields.get("origin")
-        return [] if origin in AGENT_ORIGINS else [f"origin={inline(str(origin), 20)}"]
+        held = "origin" in past_agent_limits("checkpoint", fields)
+        return [f"origin={inline(str(fields.get('origin')), 20)}"] if held else []
 
     @exactly_once
     def create(self, doing: str, *, files: Any = None, next_step: str | None = None, blockers: Any = None,

@@ -18,7 +18,7 @@ from synapse_nb._util import (
 )
 from synapse_nb.errors import ValidationError
 from synapse_nb.kinds._base import KindManager, exactly_once
-from synapse_nb.models import Episode, RecordList
+from synapse_nb.models import Episode, RecordList, past_agent_limits
 from synapse_nb.provenance import REPORTED_ACTOR
 
 if TYPE_CHECKING:
@@ -76,11 +76,7 @@ class Episodes(KindManager[Episode]):
         >>> Episodes.past_agent_limits({"actor": "Maria"}), Episodes.past_agent_limits({"actor": f"Maria{REPORTED}"})
         (["actor as the speaker's own words"], [])
         """
-        actor = fields.get("actor")
-        if (isinstance(actor, str) and actor.strip() and actor.strip().lower() != "agent"
-                and not actor.endswith(REPORTED)):
-            return ["actor as the speaker's own words"]
-        return []
+        return ["actor as the speaker's own words"] if "actor" in past_agent_limits("episode", fields) else []
 
     @exactly_once
     def log(self, task_key: str, *, status: str = "unknown", outcome: str | None = None, refs: Any = None,

@@ -25,7 +25,7 @@ from synapse_nb._util import (
 from synapse_nb.errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager, check_query, check_search_limit, exactly_once
 from synapse_nb.kinds.memory_history import MemoryHistory
-from synapse_nb.models import AGENT_MAX_CONFIDENCE, CATEGORIES, PRIORITIES, Memory, RecordList
+from synapse_nb.models import AGENT_MAX_CONFIDENCE, CATEGORIES, PRIORITIES, Memory, RecordList, past_agent_limits
 from synapse_nb.provenance import agents_unverified, inline, mark
 from synapse_nb.store.records import PAGE_SORTS, MemoryFilter
 
@@ -113,10 +113,7 @@ class Memories(MemoryHistory, KindManager[Memory]):
         >>> Memories.past_agent_limits({"confidence": 1.0}), Memories.past_agent_limits({"confidence": 0.7})
         (['confidence>0.7'], [])
         """
-        conf = fields.get("confidence")
-        if isinstance(conf, int | float) and not isinstance(conf, bool) and not conf <= AGENT_MAX_CONFIDENCE:
-            return [f"confidence>{AGENT_MAX_CONFIDENCE}"]
-        return []
+        return [f"confidence>{AGENT_MAX_CONFIDENCE}"] if "confidence" in past_agent_limits("memory", fields) else []
 
     # -- writes ---------------------------------------------------------------------------------------------
     @exactly_once

@@ -186,7 +186,8 @@ def _raw_checkpoint(store: Any) -> Any:
 
 
 LINK = ("INSERT INTO links(id, mind, a, a_kind, b, b_kind, relation, score, hidden, status, reason, created_at) "
-        "VALUES (%s, 'default', %s, 'memory', %s, 'memory', 'duplicate', 1.0, %s, 'open', 'same words', %s)")
+        "VALUES (%s, 'default', %s, 'memory', %s, 'memory', 'duplicate', 1.0, %s, 'open', "
+        "'same words, weighted by rarity', %s)")
 
 
 def test_an_agents_link_cannot_hide_a_humans_record(human: Any, machine: Any, logins: dict[str, str],
@@ -198,8 +199,8 @@ def test_an_agents_link_cannot_hide_a_humans_record(human: Any, machine: Any, lo
     assert any(r.id == rule.id for r in human.recall("how do deploys go").items)
     for i, hidden in enumerate((rule.id, "mem_elsewhere")):
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="hide"):
-            agent_sql.execute(LINK, (f"lnk_raw{i}", rule.id, mine.id, hidden, TS))
-    agent_sql.execute(LINK, ("lnk_own", rule.id, mine.id, mine.id, TS))  # its own copy: what the package writes
+            agent_sql.execute(LINK, (f"lnk_raw{i}", mine.id, rule.id, hidden, TS))
+    agent_sql.execute(LINK, ("lnk_own", mine.id, rule.id, mine.id, TS))  # its own copy: what the package writes
     items = human.recall("how do deploys go").items
     assert any(r.id == rule.id for r in items) and not any(r.id == mine.id for r in items)
 
@@ -215,12 +216,14 @@ def test_raw_conflict_pairs_past_the_hourly_quota_are_refused_and_the_packages_p
     others = [human.decide(f"release train {i} leaves on a thursday") for i in range(5)]
     agent_sql.execute("INSERT INTO links(id, mind, a, a_kind, b, b_kind, relation, score, hidden, status, reason, "
                       "created_at) SELECT 'lnk_raw' || i, 'default', %s, 'decision', (%s::text[])[i], 'decision', "
-                      "'contradiction', 1.0, NULL, 'open', 'raw', %s FROM generate_series(1, 4) i",
+                      "'contradiction', 1.0, NULL, 'open', 'same subject, negated on one side', %s "
+                      "FROM generate_series(1, 4) i",
                       (first.id, [d.id for d in others[:4]], TS))
     with pytest.raises(TOO_MANY, match="conflict pairs"):
         agent_sql.execute("INSERT INTO links(id, mind, a, a_kind, b, b_kind, relation, score, hidden, status, "
                           "reason, created_at) VALUES ('lnk_raw9', 'default', %s, 'decision', %s, 'decision', "
-                          "'contradiction', 1.0, NULL, 'open', 'raw', %s)", (first.id, others[4].id, TS))
+                          "'contradiction', 1.0, NULL, 'open', 'same subject, negated on one side', %s)",
+                          (first.id, others[4].id, TS))
     second = agent.decide("the nightly backup job runs at two in the morning from the cron host")  # no error
     assert {d.id for d in human.decisions.list()} >= {first.id, second.id}
     pairs = human.memories.conflicts()

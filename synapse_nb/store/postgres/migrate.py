@@ -81,7 +81,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "new ids of the package's form", "agent_row_values.sql"),
     Migration(22, "an agent login's revisions and history entries hold what the package writes: a revision's fields "
               "the values of REVISED_FIELDS for a memory of its mind, a surface one of SURFACES, a history entry's "
-              "before the keys and value types of its kind's record", "agent_change_values.sql"),
+              "before the keys and value types of its kind's record, a conflict pair one the duplicate check writes "
+              "after the agent's own write", "agent_change_values.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

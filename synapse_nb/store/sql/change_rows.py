@@ -26,7 +26,17 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from synapse_nb.changes import LINK_STATUSES, RELATIONS, REVISION_STATUSES, HistoryEntry, Link, Revision, state_json
+from synapse_nb.changes import (
+    LINK_STATUSES,
+    RELATIONS,
+    REVISION_STATUSES,
+    UNKNOWN_REASON,
+    HistoryEntry,
+    Link,
+    Revision,
+    reason_ok,
+    state_json,
+)
 from synapse_nb.models import KIND_BY_NAME
 from synapse_nb.store.sql import decode as dec
 from synapse_nb.store.sql.connection import Row
@@ -96,12 +106,17 @@ def revision(r: Row) -> Revision:
 
 
 def link(r: Row) -> Link:
-    """One ``links`` row."""
+    """One ``links`` row, read as the duplicate check writes one: a score outside 0..1 reads 0, a hidden side that is
+    not one of the pair's, or on a contradiction, none, and a reason the check does not give :data:`UNKNOWN_REASON`
+    (an agent's SQL wrote its own words there, listed as the check's: migration 22 refuses them since)."""
     kinds = tuple(KIND_BY_NAME)
+    a, b = dec.text(r["a"]), dec.text(r["b"])
+    relation, hidden, reason = dec.one_of(r["relation"], RELATIONS, "duplicate"), dec.opt_text(r["hidden"]), \
+        dec.text(r["reason"])
     return Link(
-        id=dec.text(r["id"]), mind=dec.text(r["mind"]), a=dec.text(r["a"]),
-        a_kind=dec.one_of(r["a_kind"], kinds, "memory"), b=dec.text(r["b"]),
-        b_kind=dec.one_of(r["b_kind"], kinds, "memory"), relation=dec.one_of(r["relation"], RELATIONS, "duplicate"),
-        score=dec.number(r["score"], 0.0) or 0.0, hidden=dec.opt_text(r["hidden"]),
-        status=dec.one_of(r["status"], LINK_STATUSES, "open"), reason=dec.text(r["reason"]),
+        id=dec.text(r["id"]), mind=dec.text(r["mind"]), a=a, a_kind=dec.one_of(r["a_kind"], kinds, "memory"), b=b,
+        b_kind=dec.one_of(r["b_kind"], kinds, "memory"), relation=relation,
+        score=dec.number(r["score"], 0.0, 0.0, 1.0) or 0.0,
+        hidden=hidden if relation == "duplicate" and hidden in (a, b) else None,
+        status=dec.one_of(r["status"], LINK_STATUSES, "open"), reason=reason if reason_ok(reason) else UNKNOWN_REASON,
         created_at=dec.stamp(r["created_at"]), decided_at=dec.opt_stamp(r["decided_at"]))

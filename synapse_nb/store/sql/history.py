@@ -72,9 +72,11 @@ LINKS_OF_RECORD = f"SELECT {_L} FROM links WHERE a = ? OR b = ? ORDER BY created
 
 # the hidden side of each open link, unless it stands as a person's and the other side does not: a record that became
 # a person's after the pair was made (a person's remember over an agent's key) is never left behind an agent's copy
-# (review 14), whatever the link says
+# (review 14), whatever the link says; only a duplicate's side hides, as the check writes one (a link written with SQL
+# hid a record it does not name, or one side of a contradiction)
 _SHOWN = "CASE WHEN l.hidden = l.a THEN l.b ELSE l.a END"  # the side an open link shows in the hidden one's place
-HIDDEN = (f"SELECT l.hidden, {_SHOWN} FROM links l WHERE l.mind = ? AND l.status = 'open' AND l.hidden IS NOT NULL "
+HIDDEN = (f"SELECT l.hidden, {_SHOWN} FROM links l WHERE l.mind = ? AND l.status = 'open' AND l.relation = 'duplicate' "
+          "AND l.hidden IN (l.a, l.b) "
           f"AND NOT ({person_sql('l.hidden')} AND NOT {person_sql(_SHOWN)}) ORDER BY l.hidden, 2")
 DECIDE_LINK = "UPDATE links SET status = ?, decided_at = ? WHERE id = ? AND status = 'open'"
 DELETE_LINKS_OF = "DELETE FROM links WHERE a = ? OR b = ?"

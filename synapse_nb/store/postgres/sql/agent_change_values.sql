@@ -1,5 +1,5 @@
--- synapse_nb team vault, migration 22: an agent login's revisions and history entries hold what the package writes
--- (review 46).
+-- synapse_nb team vault, migration 22: an agent login's revisions, history entries and conflict pairs hold what the
+-- package writes (review 46).
 --
 -- Reproduced on a server with an agent login's own SQL, past the package's checks: migration 21 checked the values of
 -- the record tables only, and the proposal guard (migration 9) a revision's status, decided_at and actor only; the
@@ -23,6 +23,15 @@
 --     them equal) with values of their types: text passing migration 21's rules, a memory's category one of
 --     CATEGORIES and key snake_case, a note's name snake_case, timestamps real instants, JSON lists of strings as the
 --     record tables' (tags, file paths), a lesson's commits and diffstat as migration 21 checks a lesson row's.
+--   * a conflict pair (links) is one the duplicate check writes after the agent's own write (dupes.find_links): its
+--     first side (a) the record the agent wrote, its own (an agent's record, a memory unverified), its second (b) a
+--     stored record, both of the kinds the check pairs (dupes.CHECKED_KINDS: _checked_kinds()) and of the pair's
+--     mind; it hides nothing or, a duplicate, the agent's side (dupes.hidden_side: a person's record stands over an
+--     agent's, and between two agents' records the older stands); its score a similarity from 0 to 1; its reason one
+--     the check gives (dupes.classify; changes.reason_ok holds the same forms). Migrations 9 and 12 held an agent's
+--     pair to open, two stored records and a hidden side of its own only: a pair of two people's records, the older
+--     named first, with a reason in the agent's words ("the user replaced this rule on Dec 1: supersede it") was
+--     stored, listed as the check's, and a person's `supersede` ("the newer stands") deleted the newer rule.
 -- A person's rows are as before (the package checks them; an import keeps old text byte for byte).
 
 -- A text value as JSON, or NULL when it is not JSON.
@@ -204,8 +213,93 @@ BEGIN
 END $$;
 CREATE TRIGGER history_agent_values BEFORE INSERT ON history FOR EACH ROW EXECUTE FUNCTION _agent_history_values();
 
+-- dupes.CHECKED_KINDS: the kinds the duplicate check pairs (recall's ranked kinds but checkpoints; the test holds
+-- them equal).
+CREATE FUNCTION _checked_kinds() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+    RETURN ARRAY['memory', 'decision', 'episode', 'note'];
+
+-- The mind of a stored record of a kind the check pairs (NULL: no such record), whatever the caller may read.
+CREATE FUNCTION _checked_record_mind(p_kind text, p_id text) RETURNS text
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = @S@, pg_temp AS $$
+DECLARE v_table text; v_mind text;
+BEGIN
+    v_table := CASE p_kind WHEN 'memory' THEN 'memories' WHEN 'decision' THEN 'decisions'
+                           WHEN 'episode' THEN 'episodes' WHEN 'note' THEN 'notes' END;
+    IF v_table IS NULL THEN
+        RETURN NULL;
+    END IF;
+    EXECUTE format('SELECT mind FROM %I WHERE id = $1', v_table) INTO v_mind USING p_id;
+    RETURN v_mind;
+END $$;
+
+-- Whether a pair's reason is one the duplicate check gives (dupes.classify; changes.reason_ok): a fixed sentence, or
+-- "same subject, differing numbers or dates (...)" / "... names (...)" listing 1 to 4 words of the two texts, each
+-- 1 to 64 characters without a comma, bracket, space (str.isspace: _space_class) or control character.
+CREATE FUNCTION _link_reason_ok(v text) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SET search_path = @S@, pg_catalog, pg_temp AS $$
+DECLARE m text[]; w text; n int := 0;
+BEGIN
+    IF v IN ('same subject, negated on one side', 'the shorter one''s words are in the other, weighted by rarity',
+             'same words, weighted by rarity') THEN
+        RETURN true;
+    END IF;
+    m := regexp_match(v, '^same subject, differing (?:numbers or dates|names) \((.*)\)$');
+    IF m IS NULL OR _text_fault(m[1], false) IS NOT NULL THEN
+        RETURN false;
+    END IF;
+    FOREACH w IN ARRAY string_to_array(m[1], ', ') LOOP
+        n := n + 1;
+        IF n > 4 OR w !~ '^[^,()]{1,64}$' OR w ~ _space_class() THEN
+            RETURN false;
+        END IF;
+    END LOOP;
+    RETURN n >= 1;
+END $$;
+
+CREATE FUNCTION _agent_link_values() RETURNS trigger
+    LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
+DECLARE v_what text := format('record the pair %s', _id_shown(NEW.id));
+BEGIN
+    IF _caller_is_human() THEN
+        RETURN NEW;
+    END IF;
+    IF NOT (NEW.a_kind = ANY (_checked_kinds()) AND NEW.b_kind = ANY (_checked_kinds())) THEN
+        PERFORM _deny(format('%s of the kinds %L and %L', v_what, left(NEW.a_kind, 40), left(NEW.b_kind, 40)),
+                      'the duplicate check pairs records of the kinds ' || array_to_string(_checked_kinds(), ', '));
+    END IF;
+    IF NOT _record_is_agents(NEW.a_kind, NEW.a) THEN
+        PERFORM _deny(format('%s whose first side %s is not its own', v_what, _id_shown(NEW.a)),
+                      'an agent''s pair names first the record it wrote (its own; a memory no person verified), '
+                      'then the older record the check found');
+    END IF;
+    IF _checked_record_mind(NEW.a_kind, NEW.a) IS DISTINCT FROM NEW.mind
+       OR _checked_record_mind(NEW.b_kind, NEW.b) IS DISTINCT FROM NEW.mind THEN
+        PERFORM _deny(format('%s in mind %L', v_what, left(NEW.mind, 80)),
+                      'a pair names two records of its own mind');
+    END IF;
+    IF NEW.hidden IS NOT NULL AND (NEW.relation <> 'duplicate' OR NEW.hidden <> NEW.a) THEN
+        PERFORM _deny(format('%s that would hide %s', v_what, _id_shown(NEW.hidden)),
+                      'a contradiction hides nothing; a duplicate an agent records hides only its own side, the first');
+    END IF;
+    IF NOT (NEW.score >= 0 AND NEW.score <= 1) THEN  -- NaN is above every number in PostgreSQL
+        PERFORM _deny(format('%s with the score %s', v_what, NEW.score),
+                      'a pair''s score is a similarity from 0 to 1');
+    END IF;
+    IF NOT _link_reason_ok(NEW.reason) THEN
+        PERFORM _deny(format('%s with the reason %s', v_what, _id_shown(NEW.reason)),
+                      'a pair''s reason is one the duplicate check gives: "same subject, negated on one side", '
+                      '"same subject, differing numbers or dates (WORDS)", "same subject, differing names (WORDS)" '
+                      'or "the shorter one''s words are in the other, weighted by rarity"');
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER links_agent_values BEFORE INSERT ON links FOR EACH ROW EXECUTE FUNCTION _agent_link_values();
+
 REVOKE EXECUTE ON FUNCTION _jsonb_or_null(text), _surfaces(), _priorities(), _state_rules(text),
     _state_value_fault(text, jsonb), _state_fault(text, jsonb), _memory_in_mind(text, text),
-    _agent_revision_values(), _agent_history_values() FROM PUBLIC;
+    _agent_revision_values(), _agent_history_values(), _checked_kinds(), _checked_record_mind(text, text),
+    _link_reason_ok(text), _agent_link_values() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION _jsonb_or_null(text), _surfaces(), _priorities(), _state_rules(text),
-    _state_value_fault(text, jsonb), _state_fault(text, jsonb), _memory_in_mind(text, text) TO @S@_human, @S@_agent;
+    _state_value_fault(text, jsonb), _state_fault(text, jsonb), _memory_in_mind(text, text), _checked_kinds(),
+    _checked_record_mind(text, text), _link_reason_ok(text) TO @S@_human, @S@_agent;
