@@ -48,3 +48,19 @@ def test_refusals(repo: ScratchRepo, tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     with pytest.raises(GitError):
         show_commit(tmp_path / "plain", repo.head_sha())
+
+
+def test_a_subject_declared_in_another_charset_reads_as_the_scan_reads_it(repo: ScratchRepo) -> None:
+    """``git show --format=%s`` re-encodes a commit whose ``encoding`` header names another charset: a UTF-8 subject
+    declared IBM037 (an agent's ``git -c i18n.commitEncoding=IBM037 commit``) showed as nothing at review. The
+    subject is read as the revert scan reads it (history's one cat-file reader)."""
+    import subprocess
+
+    (repo.root / "b.txt").write_text("b\n", encoding="utf-8")
+    repo.git("add", "b.txt")
+    subprocess.run(["git", "-c", "i18n.commitEncoding=IBM037", "commit", "-q", "-F", "-"], cwd=repo.root,
+                   input="Add b été\n".encode(), check=True)
+    d = show_commit(repo.root, repo.head_sha())
+    assert (d.sha, d.subject) == (repo.head_sha(), "Add b été")
+    assert "b.txt" in d.stat and "+b" in d.patch
+    assert show_commit(repo.root, repo.head_sha()[:7]).sha == repo.head_sha()

@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from synapse_nb.errors import ValidationError
+from synapse_nb.errors import GitError, ValidationError
+from synapse_nb.gitscope import history
 from synapse_nb.gitscope._git import coerce_repo, run_git, validate_sha
 from synapse_nb.gitscope.repo import RepoInfo
 
@@ -83,8 +84,13 @@ def show_commit(repo: RepoInfo | str | Path, sha: str, *, max_lines: int = MAX_P
     for name, n in (("max_lines", max_lines), ("max_chars", max_chars)):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValidationError(f"{name} must be a whole number >= 1, got {n!r}")
-    meta = run_git(info, "show", "-s", "--format=%H%x00%s", sha, "--", timeout=timeout)
-    full, _, subject = meta.decode("utf-8", "replace").strip().partition("\0")
+    # the id and subject from the commit as stored (history's one reader: a message in UTF-8, else its header's
+    # charset if that is a text encoding), not ``git show --format``, which re-encodes a commit declaring another
+    # charset, and showed a UTF-8 subject declared IBM037 as nothing
+    found = history.read_commits(info, [sha]).get(sha)
+    if found is None:
+        raise GitError(f"git cannot show {sha}: no commit by that id in {info.work_tree}")
+    full, subject = found.sha, found.subject
     stat = run_git(info, "show", "--stat=100", "--format=", "--no-color", full, "--", timeout=timeout)
     stat_text, _ = _cap(stat.decode("utf-8", "replace").strip("\n"), _MAX_STAT_LINES, max_chars)
     raw = run_git(info, "show", "--format=", "--patch", "--no-color", "--no-ext-diff", full, "--", timeout=timeout)
