@@ -119,3 +119,26 @@ def test_a_stamp_reads_as_itself_only_in_the_form_every_version_wrote() -> None:
                            "2026-11-30T21:15:07.123456", "2026-11-30T21:15:07.123456Z\n"):
         assert stamp(written_by_sql) == NO_TIME
     assert opt_stamp(None) is None
+
+
+def test_an_agents_checkpoint_reads_from_the_agent_whatever_origin_its_row_holds(git_repo: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch
+                                                                                  ) -> None:
+    """An agent's checkpoint comes from the agent or the automatic checkpoint (models.past_agent_limits, as the
+    agent's write, an import and a history entry hold it). A row ``source='agent', origin='cli'`` (an agent login's
+    SQL on a server before migration 21 held it, an edited file) read back as the person's work at the command line."""
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    v = syn.open_vault(git_repo)
+    try:
+        ids = [v.checkpoint(f"work {i}").id for i in range(3)]
+    finally:
+        v.close()
+    _sql(git_repo, [f"UPDATE checkpoints SET source = 'agent', origin = 'cli' WHERE id = '{ids[0]}'",
+                    f"UPDATE checkpoints SET source = 'agent', origin = 'auto' WHERE id = '{ids[1]}'",
+                    f"UPDATE checkpoints SET origin = 'cli' WHERE id = '{ids[2]}'"])
+    v = syn.open_vault(git_repo)
+    try:
+        got = {c.id: (c.source, c.origin) for c in v.checkpoints.list()}
+    finally:
+        v.close()
+    assert got == {ids[0]: ("agent", "agent"), ids[1]: ("agent", "auto"), ids[2]: ("user", "cli")}
