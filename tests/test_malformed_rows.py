@@ -142,3 +142,19 @@ def test_an_agents_checkpoint_reads_from_the_agent_whatever_origin_its_row_holds
     finally:
         v.close()
     assert got == {ids[0]: ("agent", "agent"), ids[1]: ("agent", "auto"), ids[2]: ("user", "cli")}
+
+
+def test_a_stamp_is_ascii_digits_and_the_whole_text() -> None:
+    """``_util._TS_TEXT`` used ``\\d``, which takes any Unicode digit, where the team server's ``ts`` domain takes
+    [0-9]: "٢٠٢٦-..." read as a stamp sorting after 2100; and ``sane_ts`` used ``.match`` with ``$``, which passes a
+    trailing "\\n" (``ts_text``'s fullmatch does not)."""
+    from synapse_nb._util import next_stamp, sane_ts, ts_text
+    from synapse_nb.store.sql.decode import NO_TIME, stamp
+
+    arabic = "\u0662\u0660\u0662\u0666-12-01T12:00:00.000000Z"
+    mixed = "2026-12-01T12:00:00.00000\u0662Z"  # sorts inside the window as text
+    assert not ts_text(arabic) and not ts_text(mixed) and stamp(arabic) == stamp(mixed) == NO_TIME
+    assert not sane_ts(mixed) and not sane_ts("2026-12-01T12:00:00.000000Z\n")
+    assert sane_ts("1970-01-01T00:00:00.000000Z") and not sane_ts("2100-01-01T00:00:00.000000Z")  # [min, max)
+    # a clock holding such a value is ignored, not stepped past: it raised a ValidationError on every write
+    assert next_stamp(mixed, "2026-12-01T11:00:00.000000Z") == "2026-12-01T11:00:00.000000Z"
