@@ -66,7 +66,8 @@ def episode(c: psycopg.Connection[Any], rid: str, *, task_key: str = "chat", thr
 def test_the_servers_lists_are_the_packages(human: Any, agent_sql: psycopg.Connection[Any]) -> None:
     """One source of truth: the categories and origins the server holds an agent to are models.CATEGORIES and
     checkpoints.ORIGINS (a new category needs a migration; this test says so)."""
-    row = agent_sql.execute("SELECT _memory_categories(), _checkpoint_origins(), _agent_checkpoint_origins()").fetchone()
+    row = agent_sql.execute(
+        "SELECT _memory_categories(), _checkpoint_origins(), _agent_checkpoint_origins()").fetchone()
     assert row is not None and tuple(row[0]) == CATEGORIES and tuple(row[1]) == ORIGINS
     assert tuple(row[2]) == AGENT_ORIGINS
 

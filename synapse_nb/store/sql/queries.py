@@ -358,7 +358,7 @@ class TransferQueries(Repository[D]):
         # the read is tolerant (a malformed item is dropped, an unknown source read as an agent's: decode.py); an
         # import stores the document, so it must be what the record read back from it holds. But for what no agent's
         # write leaves, which an agent's record reads held to (an agent's checkpoint origin: the import's trust claim)
-        held = past_agent_limits(kind, values) if record.source == "agent" else {}
+        held = past_agent_limits(kind, values) if getattr(record, "source", None) == "agent" else {}
         for f, back in zip(EXPORT_FIELDS[kind], self._tables[kind].to_row(record), strict=True):
             given, got = values[f], back
             if f in JSON_FIELDS[kind]:
