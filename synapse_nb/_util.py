@@ -41,7 +41,8 @@ _TS_FMT = "%Y-%m-%dT%H:%M:%S.%fZ"
 #: 2100-01-01 (exclusive). An import refuses times outside it, and the write clock ignores a stamp outside it.
 TS_MIN = "1970-01-01T00:00:00.000000Z"
 TS_MAX = "2100-01-01T00:00:00.000000Z"
-_TS_TEXT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
+#: ASCII digits only, as the ``ts`` domain reads them (``\d`` takes any Unicode digit: "٢٠٢٦-..." sorted after 2100)
+_TS_TEXT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 _KEY = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d|day|days|w|wk|weeks?)\s*$", re.I)
 _DUR_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400, "day": 86400,
@@ -76,7 +77,7 @@ def sane_ts(ts: object) -> TypeGuard[str]:
     >>> sane_ts("2026-12-01T12:00:00.000000Z"), sane_ts("9999-12-31T23:59:59.999999Z"), sane_ts("soon")
     (True, False, False)
     """
-    return isinstance(ts, str) and bool(_TS_TEXT.match(ts)) and TS_MIN <= ts < TS_MAX
+    return ts_text(ts) and TS_MIN <= ts < TS_MAX  # the whole text: no trailing "\n"
 
 
 def next_stamp(last: object, now: str) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from synapse_nb._cleaning import invisible_at
 from synapse_nb._util import parse_ts, shown_id
 from synapse_nb.models import PRIORITIES, RECORD_TYPES, Record, past_agent_limits
 
@@ -59,7 +60,9 @@ def reason_ok(reason: str) -> bool:
     if reason in _REASONS:
         return True
     m = _LISTED.fullmatch(reason)
-    words = m.group(1).split(", ") if m else []
+    if m is None or invisible_at(m.group(1)):  # an invisible format character (U+202E...): _text_fault refuses it
+        return False
+    words = m.group(1).split(", ")
     return 1 <= len(words) <= 4 and all(_WORD.fullmatch(w) for w in words)
 
 

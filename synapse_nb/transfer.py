@@ -52,6 +52,7 @@ from synapse_nb._util import (
     check_text,
     fmt_ts,
     parse_ts,
+    ts_text,
 )
 from synapse_nb.changes import record_from_dict
 from synapse_nb.context import check_mind
@@ -80,7 +81,6 @@ EXPORT_SCHEMA = 3
 RECORD_CHECKS: dict[str, Callable[[Any], None]] = {kind: m.check_record for kind, m in MANAGERS.items()}
 #: The kinds an export holds, in export order.
 KINDS: tuple[str, ...] = tuple(sorted(KIND_NAMES))
-_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 #: How far past the vault's clock an imported record may have been written or approved (clocks differ a little).
 CLOCK_SLACK = timedelta(days=1)
 #: How far past the vault's clock an imported history entry may be stamped: clocks that differ a little, and no more.
@@ -488,7 +488,7 @@ def _ts(doc: dict[str, Any], field: str, *, required: bool, horizon: str | None)
         return
     if not isinstance(v, str):
         raise ValidationError(f"{field} {v!r} is not an ISO 8601 timestamp")
-    if not _TS.match(v):
+    if not ts_text(v):  # the whole text in the vault's form (a trailing "\n" is normalised away)
         try:
             doc[field] = v = fmt_ts(parse_ts(v, field))
         except (ValueError, OverflowError):

@@ -109,7 +109,12 @@ def test_a_record_the_agents_write_path_refuses_is_a_trust_claim(vault: syn.Vaul
     counts = target.import_jsonl(_lines(*docs.values()), trust=True)
     assert counts.claims == {claim: 1}
     got = getattr(target, MANAGER[kind]).get(docs[kind]["id"])
-    assert {k: getattr(got, k) for k in change} == change  # trusted: as it is
+    if kind != "checkpoint":
+        assert {k: getattr(got, k) for k in change} == change  # trusted: as it is
+    else:  # stored as it is, read as every agent's checkpoint reads: from the agent (tables.CheckpointsTable)
+        stored = [json.loads(x) for x in target.export_jsonl().splitlines()[1:]]
+        assert [{k: d[k] for k in change} for d in stored if d.get("id") == docs[kind]["id"]] == [change]
+        assert got.origin == "agent"
 
 
 def test_a_persons_record_makes_no_agent_claim(target: syn.Vault, docs: dict[str, dict[str, Any]]) -> None:

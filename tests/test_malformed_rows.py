@@ -119,3 +119,42 @@ def test_a_stamp_reads_as_itself_only_in_the_form_every_version_wrote() -> None:
                            "2026-11-30T21:15:07.123456", "2026-11-30T21:15:07.123456Z\n"):
         assert stamp(written_by_sql) == NO_TIME
     assert opt_stamp(None) is None
+
+
+def test_an_agents_checkpoint_reads_from_the_agent_whatever_origin_its_row_holds(git_repo: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch
+                                                                                  ) -> None:
+    """An agent's checkpoint comes from the agent or the automatic checkpoint (models.past_agent_limits, as the
+    agent's write, an import and a history entry hold it). A row ``source='agent', origin='cli'`` (an agent login's
+    SQL on a server before migration 21 held it, an edited file) read back as the person's work at the command line."""
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    v = syn.open_vault(git_repo)
+    try:
+        ids = [v.checkpoint(f"work {i}").id for i in range(3)]
+    finally:
+        v.close()
+    _sql(git_repo, [f"UPDATE checkpoints SET source = 'agent', origin = 'cli' WHERE id = '{ids[0]}'",
+                    f"UPDATE checkpoints SET source = 'agent', origin = 'auto' WHERE id = '{ids[1]}'",
+                    f"UPDATE checkpoints SET origin = 'cli' WHERE id = '{ids[2]}'"])
+    v = syn.open_vault(git_repo)
+    try:
+        got = {c.id: (c.source, c.origin) for c in v.checkpoints.list()}
+    finally:
+        v.close()
+    assert got == {ids[0]: ("agent", "agent"), ids[1]: ("agent", "auto"), ids[2]: ("user", "cli")}
+
+
+def test_a_stamp_is_ascii_digits_and_the_whole_text() -> None:
+    """``_util._TS_TEXT`` used ``\\d``, which takes any Unicode digit, where the team server's ``ts`` domain takes
+    [0-9]: "٢٠٢٦-..." read as a stamp sorting after 2100; and ``sane_ts`` used ``.match`` with ``$``, which passes a
+    trailing "\\n" (``ts_text``'s fullmatch does not)."""
+    from synapse_nb._util import next_stamp, sane_ts, ts_text
+    from synapse_nb.store.sql.decode import NO_TIME, stamp
+
+    arabic = "\u0662\u0660\u0662\u0666-12-01T12:00:00.000000Z"
+    mixed = "2026-12-01T12:00:00.00000\u0662Z"  # sorts inside the window as text
+    assert not ts_text(arabic) and not ts_text(mixed) and stamp(arabic) == stamp(mixed) == NO_TIME
+    assert not sane_ts(mixed) and not sane_ts("2026-12-01T12:00:00.000000Z\n")
+    assert sane_ts("1970-01-01T00:00:00.000000Z") and not sane_ts("2100-01-01T00:00:00.000000Z")  # [min, max)
+    # a clock holding such a value is ignored, not stepped past: it raised a ValidationError on every write
+    assert next_stamp(mixed, "2026-12-01T11:00:00.000000Z") == "2026-12-01T11:00:00.000000Z"

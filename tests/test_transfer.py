@@ -249,3 +249,19 @@ def test_same_vault_same_answers_whatever_the_hash_seed(full: syn.Vault, tmp_pat
                    env={"PYTHONPATH": str(Path(syn.__file__).parent.parent)}, drop_env=["SYNAPSE_HOME"], timeout=120)
     assert outs[0] == outs[1] == outs[2]
     assert json.loads(outs[0])["export"] == src.read_text(encoding="utf-8")
+
+
+def test_an_imported_stamp_is_stored_in_the_vaults_form_whole(vault: syn.Vault, tmp_path: Path,
+                                                               clock: FakeClock) -> None:
+    """transfer kept its own stamp pattern, used with ``.match``: "...Z\\n" passed as already in the vault's form, was
+    stored with its newline and read back as no time (1970). The whole text is checked now (``_util.ts_text``), and
+    such a stamp is normalised like any other ISO 8601 form."""
+    c = vault.checkpoint("before the move")
+    header, *lines = vault.export_jsonl().splitlines()
+    docs = [json.loads(x) for x in lines]
+    doc = next(d for d in docs if d.get("id") == c.id)
+    doc["created_at"] = doc["created_at"] + "\n"
+    (tmp_path / "fresh").mkdir()
+    with syn.open_vault(tmp_path / "fresh", clock=clock) as fresh:
+        fresh.import_jsonl([header, *(json.dumps(d) for d in docs)], trust=True)
+        assert fresh.checkpoints.get(c.id).created_at == c.created_at

@@ -88,8 +88,8 @@ class Checkpoints(KindManager[Checkpoint]):
         blk = check_optional_text(blockers, "blockers")
         origin = check_choice(origin, "origin", ORIGINS)
         ctx = self._ctx
-        if ctx.actor == "agent" and origin not in AGENT_ORIGINS:
-            origin = "agent"
+        if ctx.actor == "agent":  # from the agent or the automatic checkpoint (one rule: models.past_agent_limits)
+            origin = past_agent_limits("checkpoint", {"origin": origin}).get("origin", origin)
         branch, commit = ctx.git.head()
         with ctx.store.transaction():
             ts = self._begin_write(new_record=True)

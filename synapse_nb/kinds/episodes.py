@@ -112,10 +112,10 @@ class Episodes(KindManager[Episode]):
             thread = check_text(thread, "thread", max_len=MAX_SHORT, multiline=False, allow_empty=True).strip()
         if isinstance(actor, str):
             actor = check_text(actor, "actor", max_len=MAX_SHORT, multiline=False, allow_empty=True).strip()
-            if ctx.actor == "agent" and actor and actor.lower() != "agent" and not actor.endswith(REPORTED):
+            if ctx.actor == "agent":
                 # an agent speaks only as itself: whoever else it names, it is reporting them (and the mark is kept
-                # in the name, so recall never boosts it as that person's own words)
-                actor = f"{actor[:MAX_SHORT - len(REPORTED)]}{REPORTED}"
+                # in the name, so recall never boosts it as that person's own words): models.past_agent_limits
+                actor = past_agent_limits("episode", {"actor": actor}).get("actor", actor)
         probe = Episode(id="epi_0", mind=ctx.mind, created_at="", updated_at="", task_key=task_key,
                         thread=thread, seq=seq, actor=actor)
         if (probe.thread is not None and not isinstance(probe.thread, str)) or probe.thread == "":

@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from synapse_nb.changes import reason_ok
 from synapse_nb.dupes import CHECKED_KINDS
 
 DENIED = psycopg.errors.InsufficientPrivilege
@@ -69,3 +70,25 @@ def test_an_agent_logins_pair_is_one_the_duplicate_check_writes(
     assert pairs and all(x.a == copy.id and x.hidden in (None, copy.id) for x in pairs)
     # the person's newer rule stands: nothing the agent's SQL wrote pairs the two people's rules
     assert not [x for x in human.memories.conflicts() if {x.a, x.b} == {older.id, newer.id}]
+
+
+def test_the_server_and_the_reader_agree_on_a_pairs_reason(agent_sql: psycopg.Connection[Any]) -> None:
+    """One list of reasons, the check's and forged ones, through the server's _link_reason_ok (migration 22) and the
+    reader's changes.reason_ok: the same verdict each. Before, the reader took a listed word holding an invisible
+    format character ("a\u202eb": a bidi override that reorders the line) that the server refuses."""
+    good = ("same subject, negated on one side", "same words, weighted by rarity", DUPLICATE,
+            "same subject, differing numbers or dates (5, 7)", "same subject, differing names (berlin, lisbon)",
+            "same subject, differing names (m\u00fcnchen, \u0628\u063a\u062f\u0627\u062f, \u4e1c\u4eac, x)",
+            "same subject, differing names (\U0001f468\u200d\U0001f469, b)")
+    bad = (FORGED, "same subject, differing names (a\u202eb, c)", "same subject, differing names (a\u200bb, c)",
+           "same subject, differing names (\ufeffa, c)", "same subject, differing names (a\u00adb, c)",
+           "same subject, differing names (a\u2066b\u2069, c)", "same subject, differing names (a\U000e0041, c)",
+           "same subject, differing names (a\x1b[2J, b)", "same subject, differing names (a\nb, c)",
+           "same subject, differing names (a\u2028b, c)", "same subject, differing names (a b, c)",
+           "same subject, differing names (a, b, c, d, e)", "same subject, differing names ()",
+           f"same subject, differing names ({'x' * 65}, b)", "same subject, differing names (a, b)x",
+           "same subject, differing names (a\u00a0b, c)", "same subject, differing names (a,b)")
+    server = {r: bool(agent_sql.execute("SELECT _link_reason_ok(%s)", (r,)).fetchone()[0])  # type: ignore[index]
+              for r in good + bad}
+    assert server == {r: reason_ok(r) for r in good + bad}
+    assert [r for r in good + bad if server[r]] == list(good)

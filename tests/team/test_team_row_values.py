@@ -18,7 +18,7 @@ import synapse_nb as syn
 from synapse_nb._cleaning import clean_text
 from synapse_nb.errors import ValidationError
 from synapse_nb.kinds.checkpoints import ORIGINS
-from synapse_nb.models import CATEGORIES, KINDS
+from synapse_nb.models import AGENT_ORIGINS, CATEGORIES, KINDS
 
 DENIED = psycopg.errors.InsufficientPrivilege
 BAD_VALUE = psycopg.errors.CheckViolation
@@ -66,8 +66,10 @@ def episode(c: psycopg.Connection[Any], rid: str, *, task_key: str = "chat", thr
 def test_the_servers_lists_are_the_packages(human: Any, agent_sql: psycopg.Connection[Any]) -> None:
     """One source of truth: the categories and origins the server holds an agent to are models.CATEGORIES and
     checkpoints.ORIGINS (a new category needs a migration; this test says so)."""
-    row = agent_sql.execute("SELECT _memory_categories(), _checkpoint_origins()").fetchone()
+    row = agent_sql.execute(
+        "SELECT _memory_categories(), _checkpoint_origins(), _agent_checkpoint_origins()").fetchone()
     assert row is not None and tuple(row[0]) == CATEGORIES and tuple(row[1]) == ORIGINS
+    assert tuple(row[2]) == AGENT_ORIGINS
 
 
 def test_the_servers_invisible_characters_are_those_the_write_path_removes(
@@ -129,6 +131,23 @@ def test_an_agent_logins_text_holds_no_controls_line_breaks_or_bidi(human: Any,
                       "VALUES ('note_raw', 'default', 'n', 't', 'b', 'agent', %s, %s, '{b}')", (ts, ts))
     with pytest.raises(DENIED, match=r"U\+0007 .* in its body"):  # an UPDATE of the column is checked too
         agent_sql.execute("UPDATE notes SET body = 'b\x07' WHERE id = 'note_raw'")
+
+
+def test_an_agent_logins_checkpoint_comes_from_the_agent_or_the_automatic_checkpoint(
+        human: Any, agent_sql: psycopg.Connection[Any]) -> None:
+    """An agent login's own SQL stored a checkpoint with ``source='agent', origin='cli'`` (any of ORIGINS passed),
+    which no agent's write leaves (the package stores any origin an agent names but agent and auto as "agent") and
+    which reads as a person's work at the command line. Now an INSERT's origin is one of AGENT_ORIGINS (the guard checks
+    an UPDATE of the column too, which the login's grants refuse before it)."""
+    for i, bad in enumerate(("cli", "notebook", "watch", "api")):
+        with pytest.raises(DENIED, match=f"origin '{bad}'") as err:
+            checkpoint(agent_sql, f"ckp_personorigin{i}", origin=bad)
+        assert "origin is one of agent, auto" in str(err.value.diag.message_hint)
+    checkpoint(agent_sql, "ckp_agentorigin", origin="agent")
+    checkpoint(agent_sql, "ckp_autoorigin", origin="auto")
+    with pytest.raises(DENIED):  # no UPDATE either (an agent login has no UPDATE on checkpoints: migration 7)
+        agent_sql.execute("UPDATE checkpoints SET origin = 'cli' WHERE id = 'ckp_agentorigin'")
+    assert [r[0] for r in agent_sql.execute("SELECT origin FROM checkpoints ORDER BY id")] == ["agent", "auto"]
 
 
 def test_an_agent_logins_json_items_are_of_the_packages_types(human: Any,

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from synapse_nb.errors import ConflictError, ValidationError
-from synapse_nb.models import PRIORITIES, TABLES, Record
+from synapse_nb.models import PRIORITIES, TABLES, Record, past_agent_limits
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, Candidate, NotJson, RefSource
 from synapse_nb.store.sql import decode as dec
 from synapse_nb.store.sql.connection import D, Fields, Repository, Row
@@ -356,12 +356,15 @@ class TransferQueries(Repository[D]):
         except (TypeError, ValueError, KeyError, IndexError) as exc:
             raise ValidationError(f"malformed {kind} fields: {exc}") from None
         # the read is tolerant (a malformed item is dropped, an unknown source read as an agent's: decode.py); an
-        # import stores the document, so it must be what the record read back from it holds
+        # import stores the document, so it must be what the record read back from it holds. But for what no agent's
+        # write leaves, which an agent's record reads held to (an agent's checkpoint origin: the import's trust claim)
+        held = past_agent_limits(kind, values) if getattr(record, "source", None) == "agent" else {}
         for f, back in zip(EXPORT_FIELDS[kind], self._tables[kind].to_row(record), strict=True):
             given, got = values[f], back
             if f in JSON_FIELDS[kind]:
                 given, got = (None if x is None else json.loads(x) for x in (given, got))
-            if given != got and not (f == "revert_commit" and given == {} and got is None):
+            if given != got and not (f == "revert_commit" and given == {} and got is None) and not (
+                    f in held and got == held[f]):
                 raise ValidationError(f"malformed {kind} field {f}: {values[f]!r} (accepted: what a {kind} of this "
                                       f"version of synapse_nb writes there, read back as {back!r})")
         return record

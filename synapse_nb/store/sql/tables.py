@@ -17,7 +17,18 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Generic, TypeVar
 
-from synapse_nb.models import KIND_BY_NAME, PRIORITIES, Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
+from synapse_nb.models import (
+    KIND_BY_NAME,
+    PRIORITIES,
+    Checkpoint,
+    Decision,
+    Episode,
+    Lesson,
+    Memory,
+    Note,
+    Record,
+    past_agent_limits,
+)
 from synapse_nb.store.records import MemoryCounts, MemoryFilter, View
 from synapse_nb.store.sql import decode as dec
 from synapse_nb.store.sql.connection import D, Fields, Repository
@@ -344,11 +355,14 @@ class CheckpointsTable(Table[Checkpoint, D]):
     columns: ClassVar[Columns] = {"changed_files": ("changed_files", _json_list)}
 
     def from_row(self, r: Fields, now: str = "") -> Checkpoint:
+        source, origin = dec.source(r["source"]), dec.text(r["origin"])
+        if source == "agent":  # an agent's checkpoint reads from the agent or the automatic checkpoint, whatever let
+            # another origin in (an agent login's SQL on a server before migration 21 held it, an edited file)
+            origin = past_agent_limits("checkpoint", {"origin": origin}).get("origin", origin)
         return Checkpoint(
             **_base(r), doing=dec.text(r["doing"]), changed_files=dec.text_items(r["changed_files"]),
             next_step=dec.opt_text(r["next_step"]), blockers=dec.opt_text(r["blockers"]),
-            branch=dec.opt_text(r["branch"]), commit=dec.opt_text(r["commit_sha"]), origin=dec.text(r["origin"]),
-            source=dec.source(r["source"]),
+            branch=dec.opt_text(r["branch"]), commit=dec.opt_text(r["commit_sha"]), origin=origin, source=source,
         )
 
     def to_row(self, c: Checkpoint) -> tuple[Any, ...]:

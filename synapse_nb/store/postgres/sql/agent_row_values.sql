@@ -19,7 +19,8 @@
 --     hold what the package writes, checked on INSERT and on an UPDATE of the column (rows stored before pass until
 --     their column is written):
 --       - a memory's category is one of the package's CATEGORIES (models.CATEGORIES: _memory_categories(), a test
---         holds the two equal), a checkpoint's origin one of ORIGINS;
+--         holds the two equal), a checkpoint's origin one of AGENT_ORIGINS (agent, auto: the package stores any
+--         other an agent names as "agent");
 --       - a memory's key and a note's name are snake_case (check_key);
 --       - one-line text columns (key, name, task_key, thread, actor, branch, commit_sha, revert_sha, tags, file
 --         paths, a commit's fields) hold no control character but tab and no line break; multi-line ones (content,
@@ -90,6 +91,10 @@ CREATE FUNCTION _memory_categories() RETURNS text[]
 CREATE FUNCTION _checkpoint_origins() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
     RETURN ARRAY['api', 'notebook', 'cli', 'agent', 'auto', 'watch'];
+-- models.AGENT_ORIGINS: the origins of an agent's checkpoint (the test holds them equal too).
+CREATE FUNCTION _agent_checkpoint_origins() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+    RETURN ARRAY['agent', 'auto'];
 
 -- The invisible characters the write path always removes (_cleaning.invisible_at): every format character (Cf) but
 -- the joiners ZWNJ/ZWJ and the tag characters (kept in an emoji flag: checked apart), variation selectors 17-256 and
@@ -333,10 +338,14 @@ BEGIN
                           'starting with a letter, at most 200 characters');
         END IF;
     END IF;
+    -- an agent's checkpoint comes from the agent or the automatic checkpoint (models.AGENT_ORIGINS: the package
+    -- stores any other origin an agent names as "agent"); one naming the CLI, a notebook or the watcher reads as a
+    -- person's
     IF TG_ARGV[0] = 'checkpoint' AND (TG_OP = 'INSERT' OR v_new -> 'origin' IS DISTINCT FROM v_old -> 'origin')
-       AND NOT (v_new ->> 'origin') = ANY (_checkpoint_origins()) THEN
+       AND NOT (v_new ->> 'origin') = ANY (_agent_checkpoint_origins()) THEN
         PERFORM _deny(format('%s with origin %L', v_what, left(v_new ->> 'origin', 80)),
-                      'a checkpoint''s origin is one of ' || array_to_string(_checkpoint_origins(), ', '));
+                      'an agent''s checkpoint''s origin is one of '
+                      || array_to_string(_agent_checkpoint_origins(), ', ') || ' (as the package stores it)');
     END IF;
     -- an agent's row: the items of its JSON arrays of strings
     FOREACH c IN ARRAY coalesce(string_to_array(nullif(TG_ARGV[3], ''), ','), '{}') LOOP
@@ -438,15 +447,15 @@ BEGIN
 END $$;
 
 REVOKE EXECUTE ON FUNCTION ts_real(text), _ts_check(text), _memory_categories(), _checkpoint_origins(),
-    _invisible_class(), _upper_class(), _space_class(), _text_fault(text, boolean), _key_ok(text),
-    _strings_fault(jsonb, boolean), _refuse(text, text), _row_values_guard(), _commit_fault(jsonb),
+    _agent_checkpoint_origins(), _invisible_class(), _upper_class(), _space_class(), _text_fault(text, boolean),
+    _key_ok(text), _strings_fault(jsonb, boolean), _refuse(text, text), _row_values_guard(), _commit_fault(jsonb),
     _commits_fault(jsonb), _diffstat_fault(jsonb),
     _agent_lesson_git_check(text, text, text, text, text), _kind_prefix(text), _id_shown(text), _id_ok(text, text),
     _row_ids_guard() FROM PUBLIC;
 -- evaluated by the domain's check and the guards, as the caller
 GRANT EXECUTE ON FUNCTION ts_real(text), _ts_check(text), _memory_categories(), _checkpoint_origins(),
-    _invisible_class(), _upper_class(), _space_class(), _text_fault(text, boolean), _key_ok(text),
-    _strings_fault(jsonb, boolean), _refuse(text, text), _commit_fault(jsonb), _commits_fault(jsonb),
+    _agent_checkpoint_origins(), _invisible_class(), _upper_class(), _space_class(), _text_fault(text, boolean),
+    _key_ok(text), _strings_fault(jsonb, boolean), _refuse(text, text), _commit_fault(jsonb), _commits_fault(jsonb),
     _diffstat_fault(jsonb), _agent_lesson_git_check(text, text, text, text, text), _kind_prefix(text), _id_shown(text),
     _id_ok(text, text) TO @S@_human, @S@_agent;
 
