@@ -4,6 +4,8 @@ person's, and review never said "first found in an agent's session"). Real git t
 
 from __future__ import annotations
 
+import io
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import synapse_nb as syn
-from synapse_nb.gitscope import find_repo, install_hooks, scan_reverts
+from synapse_nb.gitscope import find_repo, githook, install_hooks, scan_reverts
 from synapse_nb.gitscope.history import parse_snapshot, snapshot, tips
 from synapse_nb.kinds.lesson_scan import FIRST_BY
 
@@ -143,4 +145,18 @@ def test_tips_read_the_types_of_refs_a_hook_passed_as_ids_and_names(repo: Path, 
     # what a script of the last pass passed (types between the id and the name) reads the same
     old = parse_snapshot(f"HEAD {main}\n{main} commit   refs/heads/main\n{tag} tag {tagged} commit refs/tags/v1")
     assert old is not None and tips(find_repo(repo), old) == (sorted({main, tagged}), {main: ["main"]}, {})
+
+
+def test_a_passed_snapshot_with_a_ref_name_in_no_utf8_is_read(repo: Path, git: Git,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by review: the hook read its stdin in the locale's encoding; a branch name in no UTF-8 raised there, and
+    the scan had no snapshot at all (not even one read now)."""
+    head = _head(git, repo)
+    passed = f"HEAD {head}\n{head} refs/heads/".encode() + b"caf\xe9"
+    monkeypatch.setenv(githook.SNAPSHOT, "1")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(passed), encoding="utf-8", errors="strict"))
+    at = githook._snapshot(repo)
+    assert at is not None and at.head == head and at.refs == f"{head} refs/heads/caf\ufffd"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"no snapshot"), encoding="utf-8"))
+    assert githook._snapshot(repo) == snapshot(find_repo(repo))  # not one: read now
 

@@ -94,15 +94,17 @@ SNAPSHOT = "SYNAPSE_HOOK_SNAPSHOT"
 
 def _snapshot(work_tree: Path) -> Snapshot | None:
     """Where HEAD and the refs were when the hook started: passed by the hook's script, read while git runs; else (an
-    old script) read now, before the wait for the lock. A scan of this commit reads no commit made after it: a
-    person's detached hook of an earlier commit that ran after an agent's commit scanned the agent's revert as the
-    person's, and review showed no "first found in an agent's session" (found by review). None: not read (the scan
-    reads everything, as a manual scan does)."""
+    old script, or what it passed is no snapshot) read now, before the wait for the lock. A scan of this commit reads
+    no commit made after it: a person's detached hook of an earlier commit that ran after an agent's commit scanned
+    the agent's revert as the person's, and review showed no "first found in an agent's session" (found by review).
+    None: not read (the scan reads everything, as a manual scan does)."""
     from synapse_nb.gitscope import history
 
     try:
         if os.environ.get(SNAPSHOT, "").strip() == "1" and not sys.stdin.isatty():
-            passed = history.parse_snapshot(sys.stdin.read())
+            # bytes, as snapshot() reads git's output: a ref name in no UTF-8 raised in the locale's text reader, and
+            # the scan read everything (found by review)
+            passed = history.parse_snapshot(history.decode(sys.stdin.buffer.read()))
             if passed is not None:
                 return passed
         repo = find_repo(work_tree)
