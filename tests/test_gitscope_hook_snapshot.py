@@ -5,6 +5,8 @@ person's, and review never said "first found in an agent's session"). Real git t
 from __future__ import annotations
 
 import io
+import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -160,3 +162,14 @@ def test_a_passed_snapshot_with_a_ref_name_in_no_utf8_is_read(repo: Path, git: G
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"no snapshot"), encoding="utf-8"))
     assert githook._snapshot(repo) == snapshot(find_repo(repo))  # not one: read now
 
+
+def test_the_snapshot_is_read_within_the_hooks_time_limit(repo: Path) -> None:
+    """Found by review: the hook read its snapshot before its time limit started, so a slow read held it past it."""
+    (repo / ".synapse").mkdir()
+    code = ("import time\nfrom synapse_nb.gitscope import githook\n"
+            "githook._snapshot = lambda work_tree: time.sleep(6)\ngithook.main(['post-commit'])\n")
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], cwd=repo, env={**os.environ, "SYNAPSE_HOOK_TIMEOUT": "0.5"},
+                   stdin=subprocess.DEVNULL, check=True, timeout=60)
+    assert time.perf_counter() - started < 5
+    assert "timeout: gave up after 0.5 s" in (repo / ".synapse" / "hook.log").read_text(encoding="utf-8")
