@@ -173,3 +173,30 @@ def test_the_snapshot_is_read_within_the_hooks_time_limit(repo: Path) -> None:
                    stdin=subprocess.DEVNULL, check=True, timeout=60)
     assert time.perf_counter() - started < 5
     assert "timeout: gave up after 0.5 s" in (repo / ".synapse" / "hook.log").read_text(encoding="utf-8")
+
+
+def test_a_manual_scan_reads_head_and_the_refs_once(repo: Path, git: Git, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by review: a manual scan read the refs once a pass (HEAD's, then every branch's), so twice; now once, at
+    its start, and both passes read history up to there."""
+    v = syn.open_vault(repo)
+    assert v.lessons.scan() == []
+    git(repo, "checkout", "-q", "-b", "side")
+    git(repo, "revert", "--no-edit", "HEAD")  # on a side branch: the second pass reads it
+    git(repo, "checkout", "-q", "main")
+    (repo / "n.txt").write_text("n\n", encoding="utf-8")
+    git(repo, "add", "n.txt")
+    git(repo, "commit", "-q", "-m", "new on main")
+    started: list[str] = []
+    run = subprocess.run
+
+    def counting(cmd: list[str], *args: object, **kwargs: object) -> object:
+        if cmd[0] == "git":  # every git process, by its subcommand (past -c's "key=value" and --options)
+            started.append(next(a for a in cmd[1:] if not a.startswith("-") and "=" not in a))
+        return run(cmd, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    (made,) = v.lessons.scan()
+    assert made.branch == "side"
+    # 12 before: the refs read once a pass; a cat-file of their types and one of the since place a pass, rev-list and
+    # cat-file of its window a pass, and one log of the revert's diffstat
+    assert started.count("for-each-ref") == 1 and len(started) == 11, started
