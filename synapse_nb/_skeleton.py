@@ -415,26 +415,12 @@ def _heal_cuts(skel: str) -> list[tuple[int, int]]:
     return cuts
 
 
-def _cut(skel: str, idx: list[int] | None, cut: list[tuple[int, int]]) -> tuple[str, list[int] | None]:
-    """``skel`` without the spans ``cut`` (in order, not overlapping), and its index map without them (``None``: each
-    character its own index, and kept so when nothing is cut)."""
-    kept = _kept_of(len(skel), cut)
-    if kept is None:
-        return skel, idx
-    return "".join(map(skel.__getitem__, kept)), _mapped(len(skel), idx, [kept])
-
-
-def _cut_text(skel: str, cut: list[tuple[int, int]]) -> str:
-    """:func:`_cut`'s text alone."""
-    kept = _kept_of(len(skel), cut)
-    return skel if kept is None else "".join(map(skel.__getitem__, kept))
-
-
 def _healed(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:
     """The joined skeleton ``skel`` (with its index map) as a reader sees its words: Markdown links and images as
-    their text, and the banner's and a mark's words broken into pieces whole."""
-    skel, idx = _cut(skel, idx, [m.span() for m in _LINK.finditer(skel)])
-    return _cut(skel, idx, _heal_cuts(skel))
+    their text, and the banner's and a mark's words broken into pieces whole (:func:`_healed_steps`, the map taken
+    through what each step kept)."""
+    healed, kept = _healed_steps(skel)
+    return healed, _mapped(len(skel), idx, kept)
 
 
 def _healed_text_reference(joined: str) -> str | None:
