@@ -8,7 +8,7 @@ import functools
 import re
 import unicodedata
 
-from synapse_nb._skeleton import _CONFUSABLE, _CONFUSABLE_RE, _LOOK, _PIECES, _is_vs, _piece, _skeleton_map
+from synapse_nb._skeleton import _CONFUSABLE, _CONFUSABLE_RE, _LOOK, _is_vs, _piece, _skeleton_map
 from synapse_nb.errors import ValidationError
 
 __all__ = ["LINE_BREAKS", "clean_text", "code_point", "invisible_at", "invisibles_shown", "spaces_shown"]
@@ -202,16 +202,13 @@ def spaces_shown(text: str) -> str:
     return _ODD_SPACE.sub(lambda m: code_point(m.group()), text)
 
 
+@functools.lru_cache(maxsize=65_536)  # the characters read lately: evicts, never stops caching
 def _fast_piece(ch: str) -> tuple[str, bool]:
     """What :func:`_fast_skeleton` makes of one character, and whether that is the same wherever it stands: not when
     its decomposition keeps a combining class other than 0, which NFKD may reorder against the next character's."""
     _, drop = _tables()
     kept = drop.sub("", unicodedata.normalize("NFKD", ch.translate(_LOOK)))
     return kept.casefold().translate(_CONFUSABLE), not any(map(unicodedata.combining, kept))
-
-
-#: :func:`_fast_piece` of the characters read so far (bounded).
-_FAST_PIECES: dict[str, tuple[str, bool]] = {}
 
 
 def _fast_skeleton(text: str) -> str:
@@ -221,11 +218,7 @@ def _fast_skeleton(text: str) -> str:
     where the whole text is read so)."""
     table: dict[int, str] = {}
     for ch in set(text):
-        got = _FAST_PIECES.get(ch)
-        if got is None:
-            got = _fast_piece(ch)
-            if len(_FAST_PIECES) < 65_536:
-                _FAST_PIECES[ch] = got
+        got = _fast_piece(ch)
         if not got[1]:
             return _fast_skeleton_whole(text)
         table[ord(ch)] = got[0]
@@ -244,8 +237,7 @@ def _skeleton_map_of(text: str, fast: str) -> tuple[str, list[int] | None]:
     one wherever it stands (both are then the text translated by the same table), without translating the text a
     second time; else the map read whole."""
     for ch in set(text):
-        quick = _FAST_PIECES.get(ch)
-        full = _PIECES.get(ch) or _piece(ch)
-        if quick is None or not quick[1] or full != (quick[0], 1) or len(full[0]) != 1:
+        quick, full = _fast_piece(ch), _piece(ch)
+        if not quick[1] or full != (quick[0], 1) or len(full[0]) != 1:
             return _skeleton_map(text)
     return fast, None

@@ -4,6 +4,7 @@ Standard library only; the look-alike table is generated (``tools/lookalikes.py`
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -52,6 +53,7 @@ _LOOK: dict[int, str | int | None] = {
     **{ord(c): " " for c in GLUE}}
 
 
+@functools.lru_cache(maxsize=65_536)  # the characters read lately: evicts, never stops caching
 def _piece(ch: str) -> tuple[str, int]:
     """What :func:`skeleton` makes of one character: its characters, and how many entries of the index map it adds
     (one for a character read as ASCII, whatever it became; one per character otherwise)."""
@@ -67,10 +69,6 @@ def _piece(ch: str) -> tuple[str, int]:
     return out, len(out)
 
 
-#: :func:`_piece` of the characters read so far (bounded: a text holds at most its length of them).
-_PIECES: dict[str, tuple[str, int]] = {}
-
-
 def _skeleton_map(text: str) -> tuple[str, list[int] | None]:
     """:func:`skeleton`, its index map ``None`` where it is each character's own index (every character one
     character of the skeleton, the usual case). Each character is read once per text (its pieces cached), the text
@@ -79,11 +77,7 @@ def _skeleton_map(text: str) -> tuple[str, list[int] | None]:
     table: dict[int, str] = {}
     odd: dict[str, int] = {}
     for ch in set(text):
-        got = _PIECES.get(ch)
-        if got is None:
-            got = _piece(ch)
-            if len(_PIECES) < 65_536:
-                _PIECES[ch] = got
+        got = _piece(ch)
         table[ord(ch)] = got[0]
         if got[1] != 1 or len(got[0]) != 1:
             odd[ch] = got[1]
@@ -421,26 +415,12 @@ def _heal_cuts(skel: str) -> list[tuple[int, int]]:
     return cuts
 
 
-def _cut(skel: str, idx: list[int] | None, cut: list[tuple[int, int]]) -> tuple[str, list[int] | None]:
-    """``skel`` without the spans ``cut`` (in order, not overlapping), and its index map without them (``None``: each
-    character its own index, and kept so when nothing is cut)."""
-    kept = _kept_of(len(skel), cut)
-    if kept is None:
-        return skel, idx
-    return "".join(map(skel.__getitem__, kept)), _mapped(len(skel), idx, [kept])
-
-
-def _cut_text(skel: str, cut: list[tuple[int, int]]) -> str:
-    """:func:`_cut`'s text alone."""
-    kept = _kept_of(len(skel), cut)
-    return skel if kept is None else "".join(map(skel.__getitem__, kept))
-
-
 def _healed(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:
     """The joined skeleton ``skel`` (with its index map) as a reader sees its words: Markdown links and images as
-    their text, and the banner's and a mark's words broken into pieces whole."""
-    skel, idx = _cut(skel, idx, [m.span() for m in _LINK.finditer(skel)])
-    return _cut(skel, idx, _heal_cuts(skel))
+    their text, and the banner's and a mark's words broken into pieces whole (:func:`_healed_steps`, the map taken
+    through what each step kept)."""
+    healed, kept = _healed_steps(skel)
+    return healed, _mapped(len(skel), idx, kept)
 
 
 def _healed_text_reference(joined: str) -> str | None:

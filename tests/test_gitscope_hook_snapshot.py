@@ -4,14 +4,19 @@ person's, and review never said "first found in an agent's session"). Real git t
 
 from __future__ import annotations
 
+import io
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import synapse_nb as syn
-from synapse_nb.gitscope import find_repo, install_hooks, scan_reverts
-from synapse_nb.gitscope.history import parse_snapshot, snapshot
+from synapse_nb.gitscope import find_repo, githook, install_hooks, scan_reverts
+from synapse_nb.gitscope.history import parse_snapshot, snapshot, tips
 from synapse_nb.kinds.lesson_scan import FIRST_BY
 
 Git = Callable[..., str]
@@ -68,6 +73,7 @@ def test_a_snapshot_scan_saves_only_what_it_read_and_the_next_scan_finds_the_res
 def test_the_hook_script_passes_where_head_and_the_refs_were(repo: Path, git: Git, tmp_path: Path) -> None:
     """The installed hook's own script: what it passes on stdin is the commit it ran for and the refs then."""
     install_hooks(repo, background=False)
+    (repo / ".synapse").mkdir()  # a vault's folder: where there is none the hook reads nothing (next test)
     hook = repo / ".git" / "hooks" / "post-commit"
     out = tmp_path / "stdin.txt"
     text = hook.read_text(encoding="utf-8")
@@ -82,9 +88,115 @@ def test_the_hook_script_passes_where_head_and_the_refs_were(repo: Path, git: Gi
     passed = parse_snapshot(out.read_text(encoding="utf-8"))
     assert passed is not None and passed.head == _head(git, repo)
     assert passed.refs.splitlines() == snapshot(find_repo(repo)).refs.splitlines()
-    assert f"{_head(git, repo)} commit   refs/heads/main" in passed.refs.splitlines()
+    assert f"{_head(git, repo)} refs/heads/main" in passed.refs.splitlines()
 
 
 def test_a_snapshot_that_is_not_one_is_none() -> None:
     assert parse_snapshot("") is None and parse_snapshot("HEAD nothex\n") is None
     assert parse_snapshot("HEAD \n").head is None  # an unborn branch
+
+
+def _capturing_hook(repo: Path, out: Path, *, background: bool) -> None:
+    """The installed hook, running a script that writes what it was passed to ``out`` in place of the scan."""
+    install_hooks(repo, background=background)
+    hook = repo / ".git" / "hooks" / "post-commit"
+    capture = out.with_suffix(".py")
+    capture.write_text(f"import sys\nopen({str(out)!r}, 'w').write(sys.stdin.read())\n", encoding="utf-8")
+    hook.write_text(hook.read_text(encoding="utf-8").replace(" -P -m synapse_nb.gitscope.githook", f" {capture}"),
+                    encoding="utf-8")
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_a_hook_with_no_vault_to_find_reads_no_ref_and_starts_nothing(repo: Path, git: Git, tmp_path: Path,
+                                                                       background: bool) -> None:
+    """Found by review: every commit waited for the refs' read (385 ms with 20,000 tags) even where the hook then
+    found no vault and did nothing."""
+    out = tmp_path / "stdin.txt"
+    _capturing_hook(repo, out, background=background)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "no vault here")
+    time.sleep(0.5 if background else 0)
+    assert not out.exists()
+    (repo / ".synapse").mkdir()
+    git(repo, "commit", "-q", "--allow-empty", "-m", "a vault now")
+    for _ in range(100):
+        if out.exists() and out.read_text(encoding="utf-8"):
+            break
+        time.sleep(0.05)
+    passed = parse_snapshot(out.read_text(encoding="utf-8"))
+    assert passed is not None and passed.head == _head(git, repo)
+
+
+def test_tips_read_the_types_of_refs_a_hook_passed_as_ids_and_names(repo: Path, git: Git) -> None:
+    """The hook's script passes ids and names only (reading each ref's type opened every object while the commit
+    waited); tips() reads the types afterwards: an annotated tag is its commit, a tag of a tree or a blob no tip."""
+    main = _head(git, repo)
+    git(repo, "checkout", "-q", "--detach")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "tagged only")
+    tagged = _head(git, repo)
+    git(repo, "tag", "-a", "-m", "keep", "v1")
+    git(repo, "tag", "-a", "-m", "of a tag", "v1-again", "v1")
+    git(repo, "tag", "tree", "HEAD^{tree}")
+    git(repo, "checkout", "-q", "main")
+    tag = git(repo, "rev-parse", "v1").strip()
+    tree = git(repo, "rev-parse", "tree").strip()
+    passed = parse_snapshot(f"HEAD {main}\n{main} refs/heads/main\n{tag} refs/tags/v1\n{tree} refs/tags/tree")
+    assert passed is not None
+    assert tips(find_repo(repo), passed) == (sorted({main, tagged}), {main: ["main"]}, {})
+    assert tips(find_repo(repo)) == tips(find_repo(repo), snapshot(find_repo(repo)))
+    assert tips(find_repo(repo))[0] == sorted({main, tagged})
+    # what a script of the last pass passed (types between the id and the name) reads the same
+    old = parse_snapshot(f"HEAD {main}\n{main} commit   refs/heads/main\n{tag} tag {tagged} commit refs/tags/v1")
+    assert old is not None and tips(find_repo(repo), old) == (sorted({main, tagged}), {main: ["main"]}, {})
+
+
+def test_a_passed_snapshot_with_a_ref_name_in_no_utf8_is_read(repo: Path, git: Git,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by review: the hook read its stdin in the locale's encoding; a branch name in no UTF-8 raised there, and
+    the scan had no snapshot at all (not even one read now)."""
+    head = _head(git, repo)
+    passed = f"HEAD {head}\n{head} refs/heads/".encode() + b"caf\xe9"
+    monkeypatch.setenv(githook.SNAPSHOT, "1")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(passed), encoding="utf-8", errors="strict"))
+    at = githook._snapshot(repo)
+    assert at is not None and at.head == head and at.refs == f"{head} refs/heads/caf\ufffd"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"no snapshot"), encoding="utf-8"))
+    assert githook._snapshot(repo) == snapshot(find_repo(repo))  # not one: read now
+
+
+def test_the_snapshot_is_read_within_the_hooks_time_limit(repo: Path) -> None:
+    """Found by review: the hook read its snapshot before its time limit started, so a slow read held it past it."""
+    (repo / ".synapse").mkdir()
+    code = ("import time\nfrom synapse_nb.gitscope import githook\n"
+            "githook._snapshot = lambda work_tree: time.sleep(6)\ngithook.main(['post-commit'])\n")
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], cwd=repo, env={**os.environ, "SYNAPSE_HOOK_TIMEOUT": "0.5"},
+                   stdin=subprocess.DEVNULL, check=True, timeout=60)
+    assert time.perf_counter() - started < 5
+    assert "timeout: gave up after 0.5 s" in (repo / ".synapse" / "hook.log").read_text(encoding="utf-8")
+
+
+def test_a_manual_scan_reads_head_and_the_refs_once(repo: Path, git: Git, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by review: a manual scan read the refs once a pass (HEAD's, then every branch's), so twice; now once, at
+    its start, and both passes read history up to there."""
+    v = syn.open_vault(repo)
+    assert v.lessons.scan() == []
+    git(repo, "checkout", "-q", "-b", "side")
+    git(repo, "revert", "--no-edit", "HEAD")  # on a side branch: the second pass reads it
+    git(repo, "checkout", "-q", "main")
+    (repo / "n.txt").write_text("n\n", encoding="utf-8")
+    git(repo, "add", "n.txt")
+    git(repo, "commit", "-q", "-m", "new on main")
+    started: list[str] = []
+    run = subprocess.run
+
+    def counting(cmd: list[str], *args: object, **kwargs: object) -> object:
+        if cmd[0] == "git":  # every git process, by its subcommand (past -c's "key=value" and --options)
+            started.append(next(a for a in cmd[1:] if not a.startswith("-") and "=" not in a))
+        return run(cmd, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    (made,) = v.lessons.scan()
+    assert made.branch == "side"
+    # 12 before: the refs read once a pass; a cat-file of their types and one of the since place a pass, rev-list and
+    # cat-file of its window a pass, and one log of the revert's diffstat
+    assert started.count("for-each-ref") == 1 and len(started) == 11, started

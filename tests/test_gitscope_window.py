@@ -15,8 +15,9 @@ import pytest
 
 import synapse_nb as syn
 from synapse_nb.gitscope import find_repo, scan_reverts
-from synapse_nb.gitscope.reverts import MAX_NAMED, revert_backing
+from synapse_nb.gitscope.reverts import MAX_NAMED
 from synapse_nb.gitscope.testing import ScratchRepo
+from synapse_nb.gitscope.undo import review_revert
 from synapse_nb.kinds.lessons import MAX_REVERTED
 
 
@@ -174,5 +175,5 @@ def test_a_reverted_commit_read_outside_the_window_is_read_like_one_inside(repo:
     assert rev.reverted[0].sha == target and rev.reverted[0].subject == "Add retry loop"
     subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "Tidy"], cwd=repo.root, check=True,
                    env=repo.env() | {"GIT_AUTHOR_NAME": f"This reverts commit {target}"})
-    assert revert_backing(find_repo(repo.root), repo.head_sha()) == "not a revert"  # type: ignore[arg-type]
-    assert revert_backing(find_repo(repo.root), rev.revert.sha) == "revert"  # type: ignore[arg-type]
+    assert review_revert(find_repo(repo.root), repo.head_sha())[0] == "not a revert"  # type: ignore[arg-type]
+    assert review_revert(find_repo(repo.root), rev.revert.sha)[0] == "revert"  # type: ignore[arg-type]

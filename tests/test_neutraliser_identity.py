@@ -158,3 +158,21 @@ def test_each_pattern_reads_each_form_once(monkeypatch: pytest.MonkeyPatch) -> N
     text = _hostile(32_768)
     assert neutralise(text) == reference.neutralise(text)
     assert reads and len(reads) == len(set(reads))
+
+
+def test_the_character_caches_keep_the_characters_read_lately() -> None:
+    """Found by review: each character's pieces were cached in dictionaries that stopped growing at 65,536 entries and
+    kept the first ones for good, so one record of many distinct characters froze them in a long-lived kernel or MCP
+    server; they now evict the least recently read."""
+    from synapse_nb import _cleaning
+
+    flood = "".join(map(chr, [*range(0x3400, 0x4DC0), *range(0x4E00, 0xA000), *range(0x20000, 0x2A6E0)]))
+    assert len(set(flood)) > 65_536
+    _skeleton._skeleton_map(flood)
+    _cleaning._fast_skeleton(flood)
+    later = "\U0001f600"
+    for piece in (_skeleton._piece, _cleaning._fast_piece):
+        piece(later)
+        hits = piece.cache_info().hits
+        piece(later)
+        assert piece.cache_info().hits == hits + 1 and piece.cache_info().currsize == 65_536

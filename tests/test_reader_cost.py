@@ -104,3 +104,16 @@ async def test_mcp_answers_read_each_field_cut(tmp_path: Path, neutralised: list
         files = r.structured_content["changed_files"]
         assert len(files) == MOST_NAMES + 1 and files[-1] == f"… {500 - MOST_NAMES} more"
         assert max(neutralised) <= FIELD_CHARS + 2 * provenance._READ_PAST + 1000
+
+
+def test_the_restore_pack_reads_each_lessons_text_once(neutralised: list[int]) -> None:
+    """Found by review: the pack built each lesson's banner item twice (once for its text, once to count the lines
+    it printed), so every lesson's text was neutralised twice in every restore pack."""
+    from synapse_nb.models import Lesson
+    from synapse_nb.recall.pack import restore_pack
+
+    lessons = [Lesson(id=f"les_{i}", mind="m", created_at="", updated_at="", status="approved", summary="s",
+                      branch="main", lesson_text=f"Lesson {i} " + "x" * (700 + i)) for i in range(3)]
+    pack = restore_pack(lessons, None, [], [])
+    assert pack.lessons == ("les_0", "les_1", "les_2")
+    assert sorted(n for n in neutralised if n >= 700) == [709, 710, 711]

@@ -94,15 +94,17 @@ SNAPSHOT = "SYNAPSE_HOOK_SNAPSHOT"
 
 def _snapshot(work_tree: Path) -> Snapshot | None:
     """Where HEAD and the refs were when the hook started: passed by the hook's script, read while git runs; else (an
-    old script) read now, before the wait for the lock. A scan of this commit reads no commit made after it: a
-    person's detached hook of an earlier commit that ran after an agent's commit scanned the agent's revert as the
-    person's, and review showed no "first found in an agent's session" (found by review). None: not read (the scan
-    reads everything, as a manual scan does)."""
+    old script, or what it passed is no snapshot) read now, before the wait for the lock and within the hook's time
+    limit. A scan of this commit reads no commit made after it: a person's detached hook of an earlier commit that ran
+    after an agent's commit scanned the agent's revert as the person's, and review showed no "first found in an
+    agent's session" (found by review). None: not read (the scan reads everything, as a manual scan does)."""
     from synapse_nb.gitscope import history
 
     try:
         if os.environ.get(SNAPSHOT, "").strip() == "1" and not sys.stdin.isatty():
-            passed = history.parse_snapshot(sys.stdin.read())
+            # bytes, as snapshot() reads git's output: a ref name in no UTF-8 raised in the locale's text reader, and
+            # the scan read everything (found by review)
+            passed = history.parse_snapshot(history.decode(sys.stdin.buffer.read()))
             if passed is not None:
                 return passed
         repo = find_repo(work_tree)
@@ -202,11 +204,13 @@ def main(argv: list[str] | None = None, *, legacy: bool = False) -> int:
     if directory is None or not directory.is_dir():
         return 0  # no vault here: the hook has nothing to do
 
-    at = _snapshot(work_tree)  # before the lock: a scan waiting on another reads no commit made meanwhile
     outcome: dict[str, str] = {}
 
     def work() -> None:
         try:
+            # within the time limit (found by review: read before it, a slow read held the hook past it), and before
+            # the lock: a scan waiting on another reads no commit made meanwhile
+            at = _snapshot(work_tree)
             # one scan at a time per vault (background hooks overlap); a holder past 3/4 of the limit is named
             with _exclusive(directory / LOCK_NAME, wait=max(0.0, timeout * 0.75)):
                 outcome["ok"] = _scan(work_tree, at)

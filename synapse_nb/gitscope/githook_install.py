@@ -92,6 +92,14 @@ def _marker_test() -> str:
     return f"^({names})=.*[^0[:space:]]|^SYNAPSE_ACTOR=[[:space:]]*[Aa][Gg][Ee][Nn][Tt][[:space:]]*$"
 
 
+#: The hook's test that it may find a vault: ``$SYNAPSE_HOME`` set, or a ``.synapse`` folder where git runs it (the work
+#: tree's root), or a work tree whose ``.git`` is no folder of its own (a linked worktree, a submodule: githook's
+#: vault_dir decides). Elsewhere githook finds none and does nothing, so the hook reads nothing and starts nothing:
+#: the commit waits for no ref read and no walk of /proc.
+_MAY_HAVE_A_VAULT = ('if [ -n "${SYNAPSE_HOME:-}" ] || [ -d .synapse ] || [ ! -d .git ] || [ -f .git/commondir ]; '
+                     "then")
+
+
 def _script(name: str, python: str, pythonpath: str | None, background: bool) -> str:
     env = ""
     if pythonpath:
@@ -102,6 +110,7 @@ def _script(name: str, python: str, pythonpath: str | None, background: bool) ->
     # (a person's detached scan that ran after an agent's commit found the agent's revert as the person's)
     feed = "printf '%s\\n' \"$snapshot\" | "
     run = f"{env}{shlex.quote(python)} -P -m {ENTRY} {name} >/dev/null 2>&1"
+    # ids and names only (REFS_FORMAT): the commit waits for no object read (githook's tips() reads their types later)
     snapshot = (f"snapshot=$(printf 'HEAD %s' \"$(git rev-parse -q --verify HEAD 2>/dev/null)\"; echo; "
                 f"git for-each-ref --format={shlex.quote(REFS_FORMAT)} refs/heads refs/remotes refs/tags "
                 f"2>/dev/null)\n{SNAPSHOT}=1\nexport {SNAPSHOT}\n")
@@ -133,9 +142,11 @@ def _script(name: str, python: str, pythonpath: str | None, background: bool) ->
         '    "$chained" "$@"\n'
         "    status=$?\n"
         "fi\n"
+        f"{_MAY_HAVE_A_VAULT}\n"
         f"{committer}"
         f"{snapshot}"
         f"{run if background else feed + run}\n"
+        "fi\n"
         "exit $status\n"
     )
 
@@ -153,8 +164,11 @@ def install_hooks(
         The interpreter the hooks run (default: this one).
     background : bool
         True (default): the hook starts the scan detached and returns at once, so a
-        commit waits only for a fork (a few ms); the scan's outcome lands in
-        ``hook.log``. False: the commit waits for the scan (at most its time limit).
+        commit waits only for a fork, a read of HEAD and the refs' ids and names (no object: 20,000 tags
+        cost no more than a few ms) and a look at the committer's processes; the scan's outcome lands in
+        ``hook.log``. False: the commit waits for the scan (at most its time limit). Either way, where the
+        hook can find no vault (no ``$SYNAPSE_HOME``, no ``.synapse`` folder in a work tree whose ``.git`` is
+        a folder) it reads and starts nothing.
 
     Returns
     -------

@@ -53,7 +53,7 @@ from synapse_nb.gitscope.history import CommitInfo
 from synapse_nb.gitscope.repo import RepoInfo, head
 from synapse_nb.gitscope.vaultdir import in_prefix
 
-__all__ = ["CommitInfo", "RevertInfo", "ScanResult", "revert_backing", "scan_reverts"]
+__all__ = ["CommitInfo", "RevertInfo", "ScanResult", "scan_reverts"]
 
 _REVERTS_RE = re.compile(r"This reverts commit ([0-9a-fA-F]{7,64})\b")
 _REVERT_SUBJECT_RE = re.compile(r'^Revert "(.+)"(?: \(#\d+\))?$')
@@ -130,27 +130,6 @@ class ScanResult:
     truncated: bool = False
     note: str | None = None
     whole: bool = True
-
-
-def revert_backing(repo: RepoInfo, sha: str) -> str:
-    """Whether a revert commit backs a lesson: ``"revert"`` (the commit is in the repository and is a revert:
-    git's ``This reverts commit`` line, or a ``Revert "..."`` subject), ``"not a revert"`` (it is in the
-    repository but reverts nothing) or ``"missing"`` (no such commit here). One ``git cat-file``; review reads it
-    with the commits it names in the same one (:func:`synapse_nb.gitscope.undo.review_revert`).
-
-    A lesson anyone can create by hand (``lessons.create(revert_commit=...)``) names whatever sha it likes;
-    review asks git whether that revert really happened.
-    """
-    if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-fA-F]{4,64}", sha.strip()):
-        return "missing"
-    try:
-        found = history.read_commits(repo, [sha.strip()])
-    except Exception:  # noqa: BLE001 - review text: no git, an unreadable repository or a malformed object
-        # (a commit date out of range raises ValueError/OSError/OverflowError): nothing backs the lesson
-        return "missing"
-    if not found:
-        return "missing"
-    return "revert" if is_revert(found[sha.strip()]) else "not a revert"
 
 
 def is_revert(commit: history.RawCommit) -> bool:

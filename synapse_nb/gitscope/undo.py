@@ -125,8 +125,9 @@ def undo_check(repo: RepoInfo, revert: str, named: list[str] | None = None) -> U
 
 def review_revert(repo: RepoInfo, revert: str, named: list[str] | None = None) -> tuple[str, UndoCheck]:
     """What review reads of a lesson's revert, from one read of the revert and the commits it names: whether it is a
-    revert (:func:`synapse_nb.gitscope.reverts.revert_backing`'s ``"revert"``, ``"not a revert"`` or ``"missing"``)
-    and whether its change undoes them (:func:`undo_check`). Two git processes (``git cat-file --batch``, ``git
+    revert (``"revert"``: git's ``This reverts commit`` line or a ``Revert "..."`` subject,
+    :func:`synapse_nb.gitscope.reverts.is_revert`; ``"not a revert"``; ``"missing"``: no such commit here) and
+    whether its change undoes them (:func:`undo_check`). Two git processes (``git cat-file --batch``, ``git
     diff-tree``); a third when ``named`` is empty (the ids the revert's message names, read once it is)."""
     from synapse_nb.gitscope.reverts import _REVERTS_RE, MAX_NAMED, is_revert
 

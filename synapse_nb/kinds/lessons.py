@@ -499,12 +499,15 @@ class Lessons(KindManager[Lesson]):
         agents'); the reverts past that wait, and the scan keeps its place until a later one has room for them.
         ``at`` (a git hook's): read history only up to where HEAD and the refs were when the hook started
         (:func:`synapse_nb.gitscope.history.snapshot`); later commits are the next scan's, run in its own environment.
+        Without it, HEAD and the refs are read once, at the start, and both passes read history up to there.
         """
-        from synapse_nb.gitscope.reverts import scan_reverts  # the revert scanner loads when a scan runs (cold start)
+        from synapse_nb.gitscope import history  # the revert scanner loads when a scan runs (cold start)
+        from synapse_nb.gitscope.reverts import scan_reverts
 
         ctx, repo = self._ctx, self._ctx.git.repo
         if repo is None:
             raise GitError(f"{ctx.git.project_dir} is not inside a git repository; lesson scanning needs git")
+        at = at or history.snapshot(repo)  # HEAD and the refs read once: both passes read history up to there
         # where the last scan stopped, kept apart for agents: positions an agent wrote (past a revert it did not scan,
         # say) never make a human's scan skip a revert, and on a team vault an agent login's never move another's
         # (the store keys them by login: migration 20); each scan is idempotent (one lesson per revert)

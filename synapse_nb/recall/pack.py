@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Self
 
 from synapse_nb.provenance import human_record
-from synapse_nb.recall.assembly import banner_text, legend_for, lesson_item, record_line
+from synapse_nb.recall.assembly import banner_lines, legend_for, record_line
 from synapse_nb.render import estimate_tokens, plural
 
 if TYPE_CHECKING:
@@ -90,7 +90,8 @@ def restore_pack(lessons: Sequence[Lesson], checkpoint: Checkpoint | None, decis
     """The pack from the records given (lessons in force, the checkpoint to restore, the latest decisions, the
     key memories); ``note`` (e.g. "read-only: nothing was saved") heads it. Its ``lessons`` are the ids of those
     whose banner item it prints whole."""
-    blocks = [b for b in (note, banner_text(lessons), legend_for([checkpoint, *decisions, *memories]),
+    banner = banner_lines(lessons)  # each item built once: its length counted below
+    blocks = [b for b in (note, "\n".join(banner), legend_for([checkpoint, *decisions, *memories]),
                           checkpoint.restore_text(PACK_FIELD_CHARS) if checkpoint is not None else NO_CHECKPOINT)
               if b]
     # people's records before any agent's: the pack is cut at the first line that does not fit, and five agent
@@ -107,8 +108,8 @@ def restore_pack(lessons: Sequence[Lesson], checkpoint: Checkpoint | None, decis
     kept_lines = sum(b.count("\n") + 1 for b in blocks) - omitted  # fit_lines keeps whole lines from the top
     end = (note.count("\n") + 1 if note else 0) + 1  # past the banner's heading line
     printed = []
-    for i, les in enumerate(lessons, 1):
-        end += lesson_item(i, les).count("\n") + 1
+    for les, item in zip(lessons, banner[1:], strict=True):
+        end += item.count("\n") + 1
         if end > kept_lines:
             break
         printed.append(les.id)
