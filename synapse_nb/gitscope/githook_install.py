@@ -34,7 +34,7 @@ from synapse_nb._util import write_atomic
 from synapse_nb.errors import ConflictError, StoreError, ValidationError
 from synapse_nb.gitscope._git import coerce_repo, run_git
 from synapse_nb.gitscope.githook import COMMITTER_AGENT, SNAPSHOT
-from synapse_nb.gitscope.history import REFS_FORMAT
+from synapse_nb.gitscope.history import REFS_FORMAT, SNAPSHOT_END
 from synapse_nb.gitscope.repo import RepoInfo
 
 __all__ = ["CHAIN_SUFFIX", "ENTRY", "HOOK_NAMES", "MARKER", "hooks_dir", "install_hooks", "is_managed",
@@ -110,10 +110,11 @@ def _script(name: str, python: str, pythonpath: str | None, background: bool) ->
     # (a person's detached scan that ran after an agent's commit found the agent's revert as the person's)
     feed = "printf '%s\\n' \"$snapshot\" | "
     run = f"{env}{shlex.quote(python)} -P -m {ENTRY} {name} >/dev/null 2>&1"
-    # ids and names only (REFS_FORMAT): the commit waits for no object read (githook's tips() reads their types later)
+    # ids and names only (REFS_FORMAT): the commit waits for no object read (githook's tips() reads their types later);
+    # the end line only when the listing succeeded: without it the hook reads the refs itself (review 51)
     snapshot = (f"snapshot=$(printf 'HEAD %s' \"$(git rev-parse -q --verify HEAD 2>/dev/null)\"; echo; "
                 f"git for-each-ref --format={shlex.quote(REFS_FORMAT)} refs/heads refs/remotes refs/tags "
-                f"2>/dev/null)\n{SNAPSHOT}=1\nexport {SNAPSHOT}\n")
+                f"2>/dev/null && echo {SNAPSHOT_END})\n{SNAPSHOT}=1\nexport {SNAPSHOT}\n")
     committer = ""
     if background:  # detached: git returns at once; the scan finishes on its own (serialised by a lock), in a
         # session of its own (setsid where there is one), so it is no job a shell left behind
