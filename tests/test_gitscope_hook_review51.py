@@ -92,3 +92,19 @@ def test_a_snapshot_cut_short_is_none(repo: Path, git: Git) -> None:
     for cut in range(len(whole) - len(SNAPSHOT_END) - 1):
         assert parse_snapshot(whole[:cut]) is None, cut
     assert parse_snapshot(f"HEAD {head}\n{now.refs}") is None  # a script of the last pass: no end line
+
+
+@pytest.mark.parametrize("name", ["snapshot", "SYNAPSE_HOOK_LISTING"])
+def test_an_exported_variable_never_carries_the_listing_to_python(repo: Path, git: Git, name: str) -> None:
+    """Found by review 51: the script held the listing in a plain variable ``snapshot``; a person's environment that
+    exported one exported the listing to python, and past 128 KiB (3,000 tags) exec failed: no scan, no log line."""
+    v = syn.open_vault(repo)
+    assert v.lessons.scan() == []
+    install_hooks(repo, background=False)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    subprocess.run(["git", "update-ref", "--stdin"], cwd=repo, check=True, text=True,
+                   input="".join(f"create refs/tags/release-{i:05d} {head}\n" for i in range(3000)))
+    _revert_without_hooks(repo, git)
+    logged = _run_hook(repo, {**os.environ, name: "x"})
+    assert "ok: 1 new pending lesson" in logged, logged
+    assert [les.branch for les in v.lessons.pending()] == ["main"]

@@ -100,6 +100,10 @@ _MAY_HAVE_A_VAULT = ('if [ -n "${SYNAPSE_HOME:-}" ] || [ -d .synapse ] || [ ! -d
                      "then")
 
 
+#: The hook script's shell variable holding the snapshot it passes on stdin (never exported).
+_LISTING = "SYNAPSE_HOOK_LISTING"
+
+
 def _script(name: str, python: str, pythonpath: str | None, background: bool) -> str:
     env = ""
     if pythonpath:
@@ -108,11 +112,15 @@ def _script(name: str, python: str, pythonpath: str | None, background: bool) ->
     # module an agent wrote there is never imported by the human's commit
     # where HEAD and the refs are now, while git runs, passed on stdin: the scan reads no commit made after this one
     # (a person's detached scan that ran after an agent's commit found the agent's revert as the person's)
-    feed = "printf '%s\\n' \"$snapshot\" | "
+    feed = f"printf '%s\\n' \"${_LISTING}\" | "
     run = f"{env}{shlex.quote(python)} -P -m {ENTRY} {name} >/dev/null 2>&1"
     # ids and names only (REFS_FORMAT): the commit waits for no object read (githook's tips() reads their types later);
     # the end line only when the listing succeeded: without it the hook reads the refs itself (review 51)
-    snapshot = (f"snapshot=$(printf 'HEAD %s' \"$(git rev-parse -q --verify HEAD 2>/dev/null)\"; echo; "
+    # a name of the package's own, unset first: an exported variable of the person's environment named as the script's
+    # (``snapshot``) carried the whole listing into python's environment, and past 128 KiB exec failed (E2BIG) and
+    # no scan ran (review 51); unset drops an inherited export, so the listing stays the shell's
+    snapshot = (f"unset {_LISTING}\n"
+                f"{_LISTING}=$(printf 'HEAD %s' \"$(git rev-parse -q --verify HEAD 2>/dev/null)\"; echo; "
                 f"git for-each-ref --format={shlex.quote(REFS_FORMAT)} refs/heads refs/remotes refs/tags "
                 f"2>/dev/null && echo {SNAPSHOT_END})\n{SNAPSHOT}=1\nexport {SNAPSHOT}\n")
     committer = ""
