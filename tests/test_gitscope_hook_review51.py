@@ -108,3 +108,35 @@ def test_an_exported_variable_never_carries_the_listing_to_python(repo: Path, gi
     logged = _run_hook(repo, {**os.environ, name: "x"})
     assert "ok: 1 new pending lesson" in logged, logged
     assert [les.branch for les in v.lessons.pending()] == ["main"]
+
+
+def test_a_late_hook_never_brings_back_a_lesson_the_person_rejected(repo: Path, git: Git) -> None:
+    """Found by review 51 (t9): a hook whose snapshot was older than a scan that already ran saved its older tips as
+    the place, moving it backwards, and the next scan read the range again. A rejected lesson is deleted (no trace
+    of its revert stays), so the revert came back as a new pending lesson. Now the place keeps the commits the late
+    snapshot does not reach that were made on top of it."""
+    v = syn.open_vault(repo)
+    assert v.lessons.scan() == []
+    (repo / "pay.py").write_text("retry = 5\n", encoding="utf-8")
+    git(repo, "commit", "-q", "-am", "Raise retries")
+    late = snapshot(find_repo(repo))  # the hook of this commit starts here, and waits
+    revert = _revert_without_hooks(repo, git)  # the next commit's scan runs first
+    (made,) = v.lessons.scan()
+    assert made.revert_commit["sha"] == revert
+    v.lessons.reject(made.id)
+    assert v.lessons.scan(at=late) == []  # the late hook
+    assert revert in v._ctx.store.meta.scan_tips(v._ctx.mind)  # the place did not move back
+    assert v.lessons.scan() == [] and v.lessons.pending() == []  # the rejected revert stays rejected
+
+
+def test_the_place_drops_a_commit_rewritten_away(repo: Path, git: Git) -> None:
+    """The place stays bounded: a commit an amend left behind (no branch reaches it, and it is not on top of where
+    HEAD was) is not kept, as before."""
+    v = syn.open_vault(repo)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "wip")
+    assert v.lessons.scan() == []
+    wip = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "commit", "-q", "--amend", "--allow-empty", "-m", "wip, reworded")
+    assert v.lessons.scan() == []
+    assert v._ctx.store.meta.scan_tips(v._ctx.mind) == (git(repo, "rev-parse", "HEAD").strip(),)
+    assert wip not in v._ctx.store.meta.scan_tips(v._ctx.mind)
