@@ -93,7 +93,7 @@ def test_the_hook_script_passes_where_head_and_the_refs_were(repo: Path, git: Gi
 
 def test_a_snapshot_that_is_not_one_is_none() -> None:
     assert parse_snapshot("") is None and parse_snapshot("HEAD nothex\n") is None
-    assert parse_snapshot("HEAD \n").head is None  # an unborn branch
+    assert parse_snapshot("HEAD \nEND\n").head is None  # an unborn branch
 
 
 def _capturing_hook(repo: Path, out: Path, *, background: bool) -> None:
@@ -139,13 +139,13 @@ def test_tips_read_the_types_of_refs_a_hook_passed_as_ids_and_names(repo: Path, 
     git(repo, "checkout", "-q", "main")
     tag = git(repo, "rev-parse", "v1").strip()
     tree = git(repo, "rev-parse", "tree").strip()
-    passed = parse_snapshot(f"HEAD {main}\n{main} refs/heads/main\n{tag} refs/tags/v1\n{tree} refs/tags/tree")
+    passed = parse_snapshot(f"HEAD {main}\n{main} refs/heads/main\n{tag} refs/tags/v1\n{tree} refs/tags/tree\nEND\n")
     assert passed is not None
     assert tips(find_repo(repo), passed) == (sorted({main, tagged}), {main: ["main"]}, {})
     assert tips(find_repo(repo)) == tips(find_repo(repo), snapshot(find_repo(repo)))
     assert tips(find_repo(repo))[0] == sorted({main, tagged})
     # what a script of the last pass passed (types between the id and the name) reads the same
-    old = parse_snapshot(f"HEAD {main}\n{main} commit   refs/heads/main\n{tag} tag {tagged} commit refs/tags/v1")
+    old = parse_snapshot(f"HEAD {main}\n{main} commit   refs/heads/main\n{tag} tag {tagged} commit refs/tags/v1\nEND")
     assert old is not None and tips(find_repo(repo), old) == (sorted({main, tagged}), {main: ["main"]}, {})
 
 
@@ -154,7 +154,7 @@ def test_a_passed_snapshot_with_a_ref_name_in_no_utf8_is_read(repo: Path, git: G
     """Found by review: the hook read its stdin in the locale's encoding; a branch name in no UTF-8 raised there, and
     the scan had no snapshot at all (not even one read now)."""
     head = _head(git, repo)
-    passed = f"HEAD {head}\n{head} refs/heads/".encode() + b"caf\xe9"
+    passed = f"HEAD {head}\n{head} refs/heads/".encode() + b"caf\xe9\nEND\n"
     monkeypatch.setenv(githook.SNAPSHOT, "1")
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(passed), encoding="utf-8", errors="strict"))
     at = githook._snapshot(repo)

@@ -94,10 +94,11 @@ SNAPSHOT = "SYNAPSE_HOOK_SNAPSHOT"
 
 def _snapshot(work_tree: Path) -> Snapshot | None:
     """Where HEAD and the refs were when the hook started: passed by the hook's script, read while git runs; else (an
-    old script, or what it passed is no snapshot) read now, before the wait for the lock and within the hook's time
-    limit. A scan of this commit reads no commit made after it: a person's detached hook of an earlier commit that ran
-    after an agent's commit scanned the agent's revert as the person's, and review showed no "first found in an
-    agent's session" (found by review). None: not read (the scan reads everything, as a manual scan does)."""
+    old script, or what it passed is no snapshot: its listing failed or was cut short, review 51) read now, before
+    the wait for the lock and within the hook's time limit. A scan of this commit reads no commit made after it: a
+    person's detached hook of an earlier commit that ran after an agent's commit scanned the agent's revert as the
+    person's, and review showed no "first found in an agent's session" (found by review). None: not read (the scan
+    reads everything, as a manual scan does; a failure to read the refs is then the scan's, logged)."""
     from synapse_nb.gitscope import history
 
     try:

@@ -34,7 +34,7 @@ from synapse_nb._util import write_atomic
 from synapse_nb.errors import ConflictError, StoreError, ValidationError
 from synapse_nb.gitscope._git import coerce_repo, run_git
 from synapse_nb.gitscope.githook import COMMITTER_AGENT, SNAPSHOT
-from synapse_nb.gitscope.history import REFS_FORMAT
+from synapse_nb.gitscope.history import REFS_FORMAT, SNAPSHOT_END
 from synapse_nb.gitscope.repo import RepoInfo
 
 __all__ = ["CHAIN_SUFFIX", "ENTRY", "HOOK_NAMES", "MARKER", "hooks_dir", "install_hooks", "is_managed",
@@ -100,6 +100,10 @@ _MAY_HAVE_A_VAULT = ('if [ -n "${SYNAPSE_HOME:-}" ] || [ -d .synapse ] || [ ! -d
                      "then")
 
 
+#: The hook script's shell variable holding the snapshot it passes on stdin (never exported).
+_LISTING = "SYNAPSE_HOOK_LISTING"
+
+
 def _script(name: str, python: str, pythonpath: str | None, background: bool) -> str:
     env = ""
     if pythonpath:
@@ -108,12 +112,17 @@ def _script(name: str, python: str, pythonpath: str | None, background: bool) ->
     # module an agent wrote there is never imported by the human's commit
     # where HEAD and the refs are now, while git runs, passed on stdin: the scan reads no commit made after this one
     # (a person's detached scan that ran after an agent's commit found the agent's revert as the person's)
-    feed = "printf '%s\\n' \"$snapshot\" | "
+    feed = f"printf '%s\\n' \"${_LISTING}\" | "
     run = f"{env}{shlex.quote(python)} -P -m {ENTRY} {name} >/dev/null 2>&1"
-    # ids and names only (REFS_FORMAT): the commit waits for no object read (githook's tips() reads their types later)
-    snapshot = (f"snapshot=$(printf 'HEAD %s' \"$(git rev-parse -q --verify HEAD 2>/dev/null)\"; echo; "
+    # ids and names only (REFS_FORMAT): the commit waits for no object read (githook's tips() reads their types later);
+    # the end line only when the listing succeeded: without it the hook reads the refs itself (review 51)
+    # a name of the package's own, unset first: an exported variable of the person's environment named as the script's
+    # (``snapshot``) carried the whole listing into python's environment, and past 128 KiB exec failed (E2BIG) and
+    # no scan ran (review 51); unset drops an inherited export, so the listing stays the shell's
+    snapshot = (f"unset {_LISTING}\n"
+                f"{_LISTING}=$(printf 'HEAD %s' \"$(git rev-parse -q --verify HEAD 2>/dev/null)\"; echo; "
                 f"git for-each-ref --format={shlex.quote(REFS_FORMAT)} refs/heads refs/remotes refs/tags "
-                f"2>/dev/null)\n{SNAPSHOT}=1\nexport {SNAPSHOT}\n")
+                f"2>/dev/null && echo {SNAPSHOT_END})\n{SNAPSHOT}=1\nexport {SNAPSHOT}\n")
     committer = ""
     if background:  # detached: git returns at once; the scan finishes on its own (serialised by a lock), in a
         # session of its own (setsid where there is one), so it is no job a shell left behind

@@ -21,9 +21,9 @@ from datetime import UTC, datetime
 from synapse_nb.gitscope._git import run_git
 from synapse_nb.gitscope.repo import RepoInfo, head
 
-__all__ = ["REFS_FORMAT", "CommitInfo", "RawCommit", "Snapshot", "branch_masks", "branches_of", "decode", "diffstats",
-           "existing_commits", "graph", "iso_time", "may_be_reverts", "parse_snapshot", "read_commits", "read_window",
-           "real_shallow", "snapshot", "tips"]
+__all__ = ["REFS_FORMAT", "SNAPSHOT_END", "CommitInfo", "RawCommit", "Snapshot", "branch_masks", "branches_of",
+           "decode", "diffstats", "existing_commits", "graph", "iso_time", "may_be_reverts", "parse_snapshot",
+           "read_commits", "read_window", "real_shallow", "snapshot", "tips"]
 
 _SHA_RE = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
@@ -102,6 +102,11 @@ def decode(data: bytes) -> str:
 #: object, 385 ms a commit with 20,000 tags in a hook's foreground (found by review); :func:`tips` asks their types
 #: later, off the commit's path (an object id never changes meaning).
 REFS_FORMAT = "%(objectname) %(refname)"
+#: The line a hook's script writes after the refs only when ``git for-each-ref`` succeeded: a snapshot without it is
+#: none (:func:`parse_snapshot`). No ref line can be it (each starts with an object id and a space). Review 51: the
+#: script dropped the listing's failure, and a snapshot holding HEAD and no refs made a lesson "outside any branch"
+#: (in force on every branch once approved), silently; a pipe cut short passed part of the refs as all of them.
+SNAPSHOT_END = "END"
 _REF_KINDS = ("refs/heads", "refs/remotes", "refs/tags")
 
 
@@ -124,11 +129,17 @@ def snapshot(repo: RepoInfo) -> Snapshot:
 
 
 def parse_snapshot(text: str) -> Snapshot | None:
-    """The snapshot a hook's script passes on stdin: a line ``HEAD <sha>`` (empty on an unborn branch) then the refs
-    in :data:`REFS_FORMAT`; None when the text is not one (an old script passes nothing)."""
-    first, _, refs = text.partition("\n")
+    """The snapshot a hook's script passes on stdin: a line ``HEAD <sha>`` (empty on an unborn branch), the refs in
+    :data:`REFS_FORMAT`, then :data:`SNAPSHOT_END` alone on the last line; None when the text is not one (an old
+    script passes nothing or no end line; ``git for-each-ref`` failed; the pipe was cut short): the hook then reads
+    the refs itself, and a failure there is logged."""
+    first, _, rest = text.partition("\n")
     key, _, sha = first.partition(" ")
     if key != "HEAD" or not (sha == "" or _SHA_RE.fullmatch(sha)):
+        return None
+    body = rest[:-1] if rest.endswith("\n") else rest  # printf's own newline after the listing
+    refs, _, end = body.rpartition("\n") if "\n" in body else ("", "", body)
+    if end != SNAPSHOT_END:
         return None
     return Snapshot(sha or None, refs)
 

@@ -201,6 +201,27 @@ def _summary(
     return f"{verb} {what} {where}: {touched}"
 
 
+def _on_top(info: RepoInfo, known: list[str], tips: list[str], head_at: str | None,
+            nodes: list[tuple[str, tuple[str, ...]]], shallow_file: str | None) -> set[str]:
+    """The commits of the previous place ``known`` that the new ``tips`` do not reach and that were made on top of the
+    snapshot's HEAD ``head_at``: a late hook's snapshot is older than a scan that already ran, and its tips alone
+    moved the place back, so the next scan read the range again and brought back a revert whose lesson the person
+    had rejected (review 51). A commit rewritten away (an amend's, a deleted branch's) is not on top of HEAD and is
+    dropped, as before: the place stays bounded. One ``git rev-list`` at most, only when some id of ``known`` is
+    neither a tip nor a parent of a commit just walked (the usual case: nothing to ask)."""
+    if head_at is None:
+        return set()
+    reached = set(tips) | {p for _, parents in nodes for p in parents}
+    open_ids = [k for k in known if k not in reached]
+    if not open_ids:
+        return set()
+    above: set[str] = set()  # commits not reached by the tips that have head_at among their ancestors
+    for sha, parents in reversed(history.graph(info, open_ids, tips, shallow_file=shallow_file)):  # parents first
+        if any(p == head_at or p in above for p in parents):
+            above.add(sha)
+    return {k for k in open_ids if k in above}
+
+
 def scan_reverts(
     repo: RepoInfo | str | Path,
     *,
@@ -286,6 +307,7 @@ def scan_reverts(
         # out of five scans)
         maybe = history.may_be_reverts(info, walk, known, shallow_file=sf) if known and len(nodes) > max_commits \
             else None
+        on_top = set() if head_only else _on_top(info, known, walk, current, nodes, sf)
     first_cut = not known and len(nodes) > max_commits
     every = maybe is not None and len(maybe) <= max_commits  # every revert in reach: done (place: the tips)
     chosen, frontier = window.choose(nodes, tips=set(tips), head=current, budget=max_commits,
@@ -375,6 +397,8 @@ def scan_reverts(
     # where the next scan starts: the tips once every new commit was read; else the previous position and the
     # frontier of what was read above it (a tip not read down to the previous position is never saved: review 42)
     done = walk if not head_only else sorted(set(known) | set(walk))  # HEAD's new history read: saved with the rest
+    if frontier is None:  # the tips replace the place: never one behind it (review 51)
+        done = sorted(set(done) | on_top)
     resume = done if frontier is None else sorted(set(known) | set(frontier))
     return ScanResult(
         reverts=tuple(reverts),
