@@ -140,3 +140,46 @@ def test_the_place_drops_a_commit_rewritten_away(repo: Path, git: Git) -> None:
     assert v.lessons.scan() == []
     assert v._ctx.store.meta.scan_tips(v._ctx.mind) == (git(repo, "rev-parse", "HEAD").strip(),)
     assert wip not in v._ctx.store.meta.scan_tips(v._ctx.mind)
+
+
+def _unknown_type_tag(repo: Path, git: Git, name: str) -> None:
+    """Review 52's recipe, ordinary git commands only: an object of a type git does not know, an annotated tag
+    naming it as a commit, and ``git update-ref`` (git parses the tag, not what it names)."""
+    odd = subprocess.run(["git", "hash-object", "-t", "foo", "--literally", "-w", "--stdin"], cwd=repo,
+                         input=f"{name}\n".encode(), capture_output=True, check=True).stdout.decode().strip()
+    tag = (f"object {odd}\ntype commit\ntag {name}\ntagger a <a@x> 1700000000 +0000\n\nmsg\n").encode()
+    sha = subprocess.run(["git", "hash-object", "-t", "tag", "--literally", "-w", "--stdin"], cwd=repo, input=tag,
+                         capture_output=True, check=True).stdout.decode().strip()
+    git(repo, "update-ref", f"refs/tags/{name}", sha)
+
+
+def test_a_tag_of_an_object_git_cannot_read_stops_no_scan(repo: Path, git: Git) -> None:
+    """Found by review 52: git stops a whole ``cat-file --batch-check`` at an object of a type it does not know,
+    so one such tag made every scan fail, the hook's and the person's ("git cat-file failed ... hint: Support for
+    <GIT_DIR>/info/grafts is deprecated", not even git's own reason). The refs git cannot read are set aside; a
+    branch's revert is a lesson on its branch, and git's reason is the one a failure names."""
+    v = syn.open_vault(repo)
+    assert v.lessons.scan() == []
+    for i in range(5):  # several, among ordinary tags and branches
+        git(repo, "tag", f"v{i}")
+        git(repo, "branch", f"b{i}")
+        _unknown_type_tag(repo, git, f"odd{i}")
+    install_hooks(repo, background=False)
+    git(repo, "checkout", "-q", "-b", "side")
+    revert = _revert_without_hooks(repo, git)
+    assert "ok: 1 new pending lesson" in _run_hook(repo)
+    (made,) = v.lessons.pending()
+    assert made.revert_commit["sha"] == revert and made.branch == "side"
+    git(repo, "checkout", "-q", "main")
+    (repo / "pay.py").write_text("retry = 5\n", encoding="utf-8")
+    git(repo, "-c", "core.hooksPath=/dev/null", "commit", "-qam", "More retries")
+    git(repo, "-c", "core.hooksPath=/dev/null", "revert", "--no-edit", "HEAD")  # the person's manual scan too
+    (also,) = v.lessons.scan()
+    assert also.branch == "main"
+    info = find_repo(repo)
+    assert info is not None
+    from synapse_nb.errors import GitError
+    from synapse_nb.gitscope._git import run_git
+
+    with pytest.raises(GitError, match="fatal: invalid object type"):
+        run_git(info, "cat-file", "--batch-check", input=b"refs/tags/odd0^{}\n")

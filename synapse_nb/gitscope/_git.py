@@ -98,7 +98,10 @@ def run_git(
         raise GitError(f"git {args[0] if args else ''} timed out after {timeout:g} s in {repo.work_tree}") from exc
     if proc.returncode not in ok_codes:
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        first = err[0] if err else f"exit code {proc.returncode}"
+        # git's own line, not a hint before it (with GIT_GRAFT_FILE set, git 2.39 says grafts are deprecated first,
+        # and a person read that instead of "fatal: invalid object type": review 52)
+        said = [line for line in err if not line.startswith("hint:")] or err
+        first = said[0] if said else f"exit code {proc.returncode}"
         raise GitError(f"git {args[0] if args else ''} failed in {repo.work_tree}: {first}")
     return proc.stdout
 

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from synapse_nb.errors import GitError
 from synapse_nb.gitscope._git import run_git
 from synapse_nb.gitscope.repo import RepoInfo, head
 
@@ -144,20 +145,48 @@ def parse_snapshot(text: str) -> Snapshot | None:
     return Snapshot(sha or None, refs)
 
 
+#: At most this many ``git cat-file`` calls that fail are made to set aside the refs git cannot read, per scan.
+MOST_FAILED_READS = 24
+
+
 def _commits_of(repo: RepoInfo, ids: set[str]) -> dict[str, str]:
-    """The commit each object id of ``ids`` is, or an annotated tag leads to (tags peeled), in one ``git cat-file
-    --batch-check``; an id of a tree, a blob or a missing object is left out."""
-    names = sorted(ids)
+    """The commit each object id of ``ids`` is, or an annotated tag leads to (tags peeled); an id of a tree, a blob,
+    a missing object, or one git cannot read, is left out.
+
+    One ``git cat-file --batch-check`` of the ids as they are, then one of the tags among them peeled. git stops a
+    whole batch at an object of a type it does not know, and an agent makes one with ordinary commands (``git
+    hash-object -t foo --literally``, a tag naming it, ``git update-ref``): one such tag made every scan fail, the
+    hook's and the person's (review 52). A batch git stops is halved until the ids it cannot read are set aside, at
+    most :data:`MOST_FAILED_READS` failed calls a scan; ids still unread then are left out (only tags in practice: a
+    branch names a commit, which the first batch reads whole).
+    """
+    budget = [MOST_FAILED_READS]
+    types = _read_types(repo, sorted(ids), "", budget)
+    commits = {n: sha for n, (sha, kind) in types.items() if kind == "commit"}
+    tags = sorted(n for n, (_, kind) in types.items() if kind == "tag")
+    commits.update({n: sha for n, (sha, kind) in _read_types(repo, tags, "^{}", budget).items() if kind == "commit"})
+    return commits
+
+
+def _read_types(repo: RepoInfo, names: list[str], suffix: str, budget: list[int]) -> dict[str, tuple[str, str]]:
+    """``(id, type)`` of ``name + suffix`` for each name git reads, by halves when git stops a batch (see above)."""
     if not names:
         return {}
-    out = run_git(repo, "cat-file", "--batch-check=%(objectname) %(objecttype)",
-                  input="".join(f"{n}^{{}}\n" for n in names).encode())
-    commits: dict[str, str] = {}
+    try:
+        out = run_git(repo, "cat-file", "--batch-check=%(objectname) %(objecttype)",
+                      input="".join(f"{n}{suffix}\n" for n in names).encode())
+    except GitError:
+        budget[0] -= 1
+        if len(names) == 1 or budget[0] <= 0:
+            return {}
+        half = len(names) // 2
+        return _read_types(repo, names[:half], suffix, budget) | _read_types(repo, names[half:], suffix, budget)
+    read: dict[str, tuple[str, str]] = {}
     for name, line in zip(names, decode(out).split("\n"), strict=False):
         parts = line.split(" ")
-        if len(parts) == 2 and parts[1] == "commit" and _SHA_RE.fullmatch(parts[0]):
-            commits[name] = parts[0]
-    return commits
+        if len(parts) == 2 and _SHA_RE.fullmatch(parts[0]):
+            read[name] = (parts[0], parts[1])
+    return read
 
 
 def tips(repo: RepoInfo, at: Snapshot | None = None
