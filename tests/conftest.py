@@ -195,6 +195,26 @@ def git_repo(tmp_path: Path) -> Path:
     return repo
 
 
+@pytest.fixture()
+def count_git(monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:
+    """``started = count_git()``: from then on, every git process the test's code starts is listed in ``started`` by
+    its subcommand (past ``-c``'s ``key=value`` and ``--options``)."""
+
+    def start() -> list[str]:
+        started: list[str] = []
+        run = subprocess.run
+
+        def counting(cmd: list[str], *args: object, **kwargs: object) -> object:
+            if cmd[0] == "git":
+                started.append(next(a for a in cmd[1:] if not a.startswith("-") and "=" not in a))
+            return run(cmd, *args, **kwargs)  # type: ignore[call-overload]
+
+        monkeypatch.setattr(subprocess, "run", counting)
+        return started
+
+    return start
+
+
 # -- a real PostgreSQL for the team vault tests (tests/team/, the store contract suite) -------------------------
 @pytest.fixture(scope="session")
 def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

@@ -175,7 +175,7 @@ def test_the_snapshot_is_read_within_the_hooks_time_limit(repo: Path) -> None:
     assert "timeout: gave up after 0.5 s" in (repo / ".synapse" / "hook.log").read_text(encoding="utf-8")
 
 
-def test_a_manual_scan_reads_head_and_the_refs_once(repo: Path, git: Git, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_manual_scan_reads_head_and_the_refs_once(repo: Path, git: Git, count_git: Callable[[], list[str]]) -> None:
     """Found by review: a manual scan read the refs once a pass (HEAD's, then every branch's), so twice; now once, at
     its start, and both passes read history up to there."""
     v = syn.open_vault(repo)
@@ -186,15 +186,7 @@ def test_a_manual_scan_reads_head_and_the_refs_once(repo: Path, git: Git, monkey
     (repo / "n.txt").write_text("n\n", encoding="utf-8")
     git(repo, "add", "n.txt")
     git(repo, "commit", "-q", "-m", "new on main")
-    started: list[str] = []
-    run = subprocess.run
-
-    def counting(cmd: list[str], *args: object, **kwargs: object) -> object:
-        if cmd[0] == "git":  # every git process, by its subcommand (past -c's "key=value" and --options)
-            started.append(next(a for a in cmd[1:] if not a.startswith("-") and "=" not in a))
-        return run(cmd, *args, **kwargs)  # type: ignore[call-overload]
-
-    monkeypatch.setattr(subprocess, "run", counting)
+    started = count_git()
     (made,) = v.lessons.scan()
     assert made.branch == "side"
     # 12 before: the refs read once a pass; a cat-file of their types and one of the since place a pass, rev-list and

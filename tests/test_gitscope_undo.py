@@ -154,26 +154,17 @@ def test_a_revert_that_also_changes_other_files_says_so_at_review(repo: Path, gi
     assert "its change undoes it; it also changes 1 other file the commits it names did not: \"deploy.sh\"" in said
 
 
-def test_review_of_one_lesson_reads_its_revert_once(repo: Path, git: Git, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_review_of_one_lesson_reads_its_revert_once(repo: Path, git: Git, count_git: Callable[[], list[str]]) -> None:
     """Review read the revert a lesson names twice (whether it is one, then with the commits it names to compare
     their changes): now one ``git cat-file`` and one ``git diff-tree``, and one more ``cat-file`` only for a lesson
     that names no reverted commit (the ids its message names are read once the revert is)."""
     import dataclasses
-    import subprocess
 
     x = _head(git, repo)
     git(repo, "revert", "--no-edit", x)
     v = syn.open_vault(repo)
     (les,) = v.lessons.scan()
-    started: list[str] = []
-    run = subprocess.run
-
-    def counting(cmd: list[str], *args: object, **kwargs: object) -> object:
-        if cmd[0] == "git":  # every git process, by its subcommand (past -c's "key=value" and --options)
-            started.append(next(a for a in cmd[1:] if not a.startswith("-") and "=" not in a))
-        return run(cmd, *args, **kwargs)  # type: ignore[call-overload]
-
-    monkeypatch.setattr(subprocess, "run", counting)
+    started = count_git()
     assert v.lessons.backing(les).endswith(f"of {x[:7]} (checked in this repository: its change undoes it)")
     assert started == ["cat-file", "diff-tree"]
     started.clear()
