@@ -14,6 +14,7 @@ import pytest
 
 from synapse_nb.changes import REVISED_FIELDS, SURFACES
 from synapse_nb.models import PRIORITIES, RECORD_TYPES
+from tests.team.conftest import url_as
 
 DENIED = psycopg.errors.InsufficientPrivilege
 REVISION = ("INSERT INTO revisions(id, rid, kind, mind, status, fields, base_digest, actor, surface, created_at) "
@@ -113,3 +114,42 @@ def test_an_agent_logins_history_before_holds_its_records_keys_and_types(
     h = human.memories.history("status")  # deleted: found by its key
     assert not any(e.unreadable for e in h) and h.record(1).content == "v1 deployed"
     assert human.recall("deployed", as_of=h[-1].at) is not None
+
+
+def test_an_agent_login_learns_nothing_of_a_record_in_a_mind_it_may_not_see(
+        pg_admin_url: str, project: str, human: Any, machine: Any, logins: dict[str, str],
+        agent_sql: psycopg.Connection[Any]) -> None:
+    """Review 53: the owner's-rights readers the guards call, granted to the agent role, told a login allowed only
+    mind 'sandbox' that a person's memory was in mind 'default', and its source. Now they answer as for no record; a
+    history entry of its own mind naming a record of another is refused (`memory history` lists entries by id)."""
+    person = human.remember("procedure", "deploy_cmd", "make deploy")
+    agents = machine("bot", logins["agent"], actor="agent").remember("project", "own", "an agent's own memory")
+    boxed = f"{project}_boxed_bot"
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {boxed} LOGIN IN ROLE {project}_agent")
+        c.execute(f"INSERT INTO {project}.mind_grants(grantee, mind) VALUES (%s, 'sandbox')", (boxed,))
+    ask = ("SELECT _checked_record_mind('memory', %s), _memory_in_mind(%s, 'default'), _record_source('memory', %s), "
+           "_record_is_agents('memory', %s)")
+    with psycopg.connect(url_as(pg_admin_url, boxed), autocommit=True) as c:
+        c.execute(f"SET search_path = {project}")
+        for rid in (person.id, agents.id):
+            assert c.execute(ask, (rid,) * 4).fetchone() == (None, False, None, False)
+            with pytest.raises(DENIED, match="record of its own mind"), c.transaction():
+                c.execute("INSERT INTO history(id, rid, kind, mind, version, action, actor, surface, at) "
+                          "VALUES (%s, %s, 'memory', 'sandbox', 9, 'update', 'agent', 'cli', next_stamp())",
+                          (f"hst_{rid}_v9", rid))
+    # a login that may see the mind reads them, and writes its own record's history there
+    assert agent_sql.execute(ask, (agents.id,) * 4).fetchone() == ("default", True, "agent", True)
+    assert agent_sql.execute(ask, (person.id,) * 4).fetchone() == ("default", True, "user", False)
+    entry(agent_sql, agents.id, "cli", json.dumps(agents.to_dict()))
+
+
+def test_a_history_entrys_episode_numbers_are_the_packages(agent_sql: psycopg.Connection[Any]) -> None:
+    """Review 53: one rule with migration 21's for a row: a duration finite and from 0, a seq whole and from 0."""
+    for rule, value, fault in (("seq?", "-5", "not a whole number from 0"), ("seq?", "2.5", "not a whole number"),
+                               ("seq?", "3", None), ("seq?", "null", None),
+                               ("duration_s?", "-0.5", "not a finite number of seconds"), ("duration_s?", "1e400",
+                                                                                          "not a finite number"),
+                               ("duration_s?", "2.5", None), ("duration_s?", '"2"', "not a number")):
+        row = agent_sql.execute("SELECT _state_value_fault(%s, %s::jsonb)", (rule, value)).fetchone()
+        assert row is not None and (row[0] is None if fault is None else fault in row[0]), (rule, value, row)

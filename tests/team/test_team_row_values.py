@@ -260,13 +260,51 @@ def test_a_persons_rows_are_held_to_what_the_packages_import_refuses(
         human.memories.remember("secrets", "k", "v")
 
 
+def test_an_agent_logins_update_moves_its_records_stamp_forward(human: Any, machine: Callable[..., syn.Vault],
+                                                                logins: dict[str, str],
+                                                                agent_sql: psycopg.Connection[Any]) -> None:
+    """Review 53: an agent login's UPDATE dated its memory back to 2001 (the guard refused only a stamp more than a
+    minute ahead): it sorted below what a person wrote since."""
+    agent = machine("agent", logins["agent"], actor="agent")
+    own = agent.memories.remember("project", "status", "v1 deployed")
+    with pytest.raises(DENIED, match="before its stamp"), agent_sql.transaction():
+        agent_sql.execute("UPDATE memories SET updated_at = '2001-01-01T00:00:00.000000Z' WHERE id = %s", (own.id,))
+    agent_sql.execute("UPDATE memories SET updated_at = next_stamp() WHERE id = %s", (own.id,))  # forward: passes
+    agent.memories.update(own.id, content="v2 deployed")
+    assert human.memories.get(own.id).content == "v2 deployed"
+
+
+def test_an_agent_logins_episode_numbers_are_the_packages(human: Any, agent_sql: psycopg.Connection[Any]) -> None:
+    """Review 53: an agent login's episode held duration_s NaN, Infinity or -1e308 and seq -5 (EpisodeTable.validate
+    refuses each); now its numbers are the package's, and a seq orders an episode of a thread (an agent login
+    inserts episodes; it may not update them)."""
+    ts = clock(agent_sql)
+    insert = ("INSERT INTO episodes(id, mind, task_key, status, outcome, refs, source, created_at, updated_at, terms, "
+              "thread, seq, duration_s) VALUES (%s, 'default', 'deploy', 'success', 'ok', '[]', 'agent', %s, %s, "
+              "'{ok}', %s, %s, %s::float8)")
+    for n, (thread, seq, duration, what) in enumerate((
+            (None, None, "NaN", "NaN, not a finite number of seconds from 0 in its duration_s"),
+            (None, None, "Infinity", "Infinity, not a finite number of seconds"),
+            (None, None, "-1e308", "not a finite number of seconds from 0 in its duration_s"),
+            (None, None, "-0.5", "-0.5, not a finite number"),
+            ("main", -5, "1", "-5, not a whole number from 0 in its seq"),
+            (None, 3, "1", "a seq and no thread"))):
+        with pytest.raises(DENIED, match=what), agent_sql.transaction():
+            agent_sql.execute(insert, (f"epi_{n:012x}", ts, ts, thread, seq, duration))
+    agent_sql.execute(insert, ("epi_00000000aaaa", ts, ts, "main", 0, "0"))
+    agent_sql.execute(insert, ("epi_00000000bbbb", ts, ts, None, None, None))
+
+
 def test_honest_agent_writes_through_the_api_pass(logins: dict[str, str], human: Any,
                                                   machine: Callable[..., syn.Vault]) -> None:
     agent = machine("agent", logins["agent"], actor="agent")
     agent.memories.remember("procedure", "deploy_steps", "run\n\ttests 👨\u200d👩 first", tags="db, #Deploy")
     agent.checkpoints.create("porting the store", files=["a.py", "b/c.py"], next_step="tests\nthen docs")
     agent.decisions.create("use retries", rationale="flaky\nnetwork", tags=["net"])
-    agent.episodes.log("deploy", outcome="ok", refs=["a.py"], thread="t1", actor="Maria")
+    agent.episodes.log("deploy", outcome="ok", refs=["a.py"], thread="t1", actor="Maria", duration_s=2.5)
+    agent.episodes.log("deploy", outcome="ok again", thread="t1", duration_s=0)  # seq 2, the next in the thread
+    mem = agent.memories.remember("project", "status", "v1")
+    assert agent.memories.update(mem.id, content="v2").updated_at > mem.updated_at  # stamped forward
     agent.notes.add("on_deploy", "deploying", "check the lock")
     les = agent.lessons.create("retries hid a bug", files=["a.py"], branch="feature/x")
     agent.lessons.submit_analysis(les.id, "the retry\nmasked it")

@@ -67,7 +67,7 @@ CREATE FUNCTION _state_rules(p_kind text) RETURNS jsonb
             'diffstat', 'diffstat', 'analysis', 'text?', 'analysis_by', 'source?', 'lesson_text', 'text?',
             'approved_at', 'ts?', 'expires_at', 'ts?', 'source', 'source')
         WHEN 'episode' THEN jsonb_build_object('task_key', 'line', 'status', 'episode_status', 'outcome', 'text?',
-            'refs', 'paths', 'duration_s', 'number?', 'source', 'source', 'thread', 'line?', 'seq', 'int?',
+            'refs', 'paths', 'duration_s', 'duration_s?', 'source', 'source', 'thread', 'line?', 'seq', 'seq?',
             'actor', 'line?')
         WHEN 'note' THEN jsonb_build_object('name', 'key', 'trigger', 'text', 'body', 'text', 'source', 'source')
         WHEN 'revision' THEN jsonb_build_object('content', 'text', 'tags', 'tags', 'priority', 'priority',
@@ -104,14 +104,11 @@ BEGIN
     IF r = 'bool' THEN
         RETURN CASE WHEN t <> 'boolean' THEN format('%s, not true or false', left(v::text, 80)) END;
     END IF;
-    IF r IN ('unit', 'number', 'int') THEN
-        IF t <> 'number' OR (r = 'unit' AND v::text::numeric NOT BETWEEN 0 AND 1)
-           OR (r = 'number' AND v::text::numeric < 0) OR (r = 'int' AND v::text !~ '^-?[0-9]{1,18}$') THEN
-            RETURN format('%s, not %s', left(v::text, 80),
-                          CASE r WHEN 'unit' THEN 'a number 0..1' WHEN 'int' THEN 'a whole number'
-                                 ELSE 'a number from 0' END);
+    IF r IN ('unit', 'duration_s', 'seq') THEN
+        IF t <> 'number' OR (r = 'unit' AND v::text::numeric NOT BETWEEN 0 AND 1) THEN
+            RETURN format('%s, not %s', left(v::text, 80), CASE r WHEN 'unit' THEN 'a number 0..1' ELSE 'a number' END);
         END IF;
-        RETURN NULL;
+        RETURN CASE WHEN r <> 'unit' THEN _episode_number_fault(r, v::text::numeric) END;  -- migration 21's rule
     END IF;
     IF r = 'commit' THEN
         RETURN _commit_fault(v);
@@ -150,12 +147,73 @@ BEGIN
     RETURN NULL;
 END $$;
 
--- Whether a memory of this id is stored in this mind, whatever the caller may read.
+-- The owner's-rights readers below, and migration 9's _record_source and 12's _record_is_agents (replaced here), answer
+-- only for a record in a mind the caller's login may see (_mind_visible, as migration 15's lesson readers): called
+-- directly, an agent login allowed only mind 'sandbox' learned that a person's memory id was in mind 'default', and
+-- its source (review 53). Their callers, the revision, pair and history guards, hold a write to records of its own
+-- mind, which the login may see.
+
+-- Whether a memory of this id is stored in this mind, a mind the caller may see.
 CREATE FUNCTION _memory_in_mind(p_id text, p_mind text) RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = @S@, pg_temp
 BEGIN ATOMIC
-    SELECT EXISTS (SELECT 1 FROM memories m WHERE m.id = p_id AND m.mind = p_mind);
+    SELECT EXISTS (SELECT 1 FROM memories m WHERE m.id = p_id AND m.mind = p_mind AND _mind_visible(m.mind));
 END;
+
+-- The source of a stored record of a kind in a mind the caller may see (NULL: no such record).
+CREATE OR REPLACE FUNCTION _record_source(p_kind text, p_id text) RETURNS text
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = @S@, pg_temp AS $$
+DECLARE v_table text; v_source text;
+BEGIN
+    v_table := CASE p_kind WHEN 'memory' THEN 'memories' WHEN 'checkpoint' THEN 'checkpoints'
+                           WHEN 'decision' THEN 'decisions' WHEN 'lesson' THEN 'lessons'
+                           WHEN 'episode' THEN 'episodes' WHEN 'note' THEN 'notes' END;
+    IF v_table IS NULL THEN
+        RETURN NULL;
+    END IF;
+    EXECUTE format('SELECT source FROM %I WHERE id = $1 AND _mind_visible(mind)', v_table) INTO v_source USING p_id;
+    RETURN v_source;
+END $$;
+
+-- Whether a record of this kind, in a mind the caller may see, is an agent's own (see migration 12).
+CREATE OR REPLACE FUNCTION _record_is_agents(p_kind text, p_id text) RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = @S@, pg_temp AS $$
+DECLARE v_agents boolean;
+BEGIN
+    IF p_kind = 'memory' THEN
+        SELECT source = 'agent' AND verified = 0 INTO v_agents FROM memories WHERE id = p_id AND _mind_visible(mind);
+    ELSE
+        v_agents := _record_source(p_kind, p_id) = 'agent';
+    END IF;
+    RETURN coalesce(v_agents, false);
+END $$;
+
+-- An agent's history entry names a record of its own mind, or none stored (a deleted record's): with _record_source
+-- blind to other minds, the history guard (migration 14) read a person's record of a mind the login may not see as
+-- none, and `memory history` (by record id) would have listed the agent's entry under it. A trigger of the owner's
+-- rights, so no function answers an agent login where a record is.
+CREATE FUNCTION _agent_history_mind() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = @S@, pg_catalog, pg_temp AS $$
+DECLARE v_table text; v_elsewhere boolean;
+BEGIN
+    IF _caller_is_human() THEN
+        RETURN NEW;
+    END IF;
+    v_table := CASE NEW.kind WHEN 'memory' THEN 'memories' WHEN 'checkpoint' THEN 'checkpoints'
+                             WHEN 'decision' THEN 'decisions' WHEN 'lesson' THEN 'lessons'
+                             WHEN 'episode' THEN 'episodes' WHEN 'note' THEN 'notes' END;
+    IF v_table IS NOT NULL THEN
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I WHERE id = $1 AND mind <> $2)', v_table)
+            INTO v_elsewhere USING NEW.rid, NEW.mind;
+    END IF;
+    IF v_elsewhere THEN
+        PERFORM _deny(format('write history for %s %s in mind %L', left(NEW.kind, 40), _id_shown(NEW.rid),
+                             left(NEW.mind, 80)),
+                      'an agent''s history entry names a record of its own mind');
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER history_agent_mind BEFORE INSERT ON history FOR EACH ROW EXECUTE FUNCTION _agent_history_mind();
 
 CREATE FUNCTION _agent_revision_values() RETURNS trigger
     LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
@@ -219,7 +277,7 @@ CREATE FUNCTION _checked_kinds() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
     RETURN ARRAY['memory', 'decision', 'episode', 'note'];
 
--- The mind of a stored record of a kind the check pairs (NULL: no such record), whatever the caller may read.
+-- The mind of a stored record of a kind the check pairs (NULL: no such record in a mind the caller may see).
 CREATE FUNCTION _checked_record_mind(p_kind text, p_id text) RETURNS text
     LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = @S@, pg_temp AS $$
 DECLARE v_table text; v_mind text;
@@ -229,7 +287,7 @@ BEGIN
     IF v_table IS NULL THEN
         RETURN NULL;
     END IF;
-    EXECUTE format('SELECT mind FROM %I WHERE id = $1', v_table) INTO v_mind USING p_id;
+    EXECUTE format('SELECT mind FROM %I WHERE id = $1 AND _mind_visible(mind)', v_table) INTO v_mind USING p_id;
     RETURN v_mind;
 END $$;
 
@@ -299,7 +357,7 @@ CREATE TRIGGER links_agent_values BEFORE INSERT ON links FOR EACH ROW EXECUTE FU
 REVOKE EXECUTE ON FUNCTION _jsonb_or_null(text), _surfaces(), _priorities(), _state_rules(text),
     _state_value_fault(text, jsonb), _state_fault(text, jsonb), _memory_in_mind(text, text),
     _agent_revision_values(), _agent_history_values(), _checked_kinds(), _checked_record_mind(text, text),
-    _link_reason_ok(text), _agent_link_values() FROM PUBLIC;
+    _link_reason_ok(text), _agent_link_values(), _agent_history_mind() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION _jsonb_or_null(text), _surfaces(), _priorities(), _state_rules(text),
     _state_value_fault(text, jsonb), _state_fault(text, jsonb), _memory_in_mind(text, text), _checked_kinds(),
     _checked_record_mind(text, text), _link_reason_ok(text) TO @S@_human, @S@_agent;

@@ -286,6 +286,19 @@ END $$;
 -- ---------------------------------------------------------------------------------------------------
 -- the row guard
 -- ---------------------------------------------------------------------------------------------------
+-- An episode's duration_s or seq as the package writes them (kinds/episodes.py, EpisodeTable.validate): a finite
+-- number of seconds from 0, a whole number from 0 below 2^62; each may be NULL. NULL: it is one; else what is wrong.
+-- Migration 22's rules of a history entry's episode are these.
+CREATE FUNCTION _episode_number_fault(p_name text, v numeric) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+    RETURN CASE
+        WHEN v IS NULL THEN NULL
+        WHEN p_name = 'duration_s' AND NOT (v >= 0 AND v <= 1.7976931348623157e308)  -- NaN is above every number
+            THEN format('%s, not a finite number of seconds from 0', left(v::text, 80))
+        WHEN p_name = 'seq' AND NOT (v >= 0 AND v < 4611686018427387904 AND v = trunc(v))
+            THEN format('%s, not a whole number from 0', left(v::text, 80))
+    END;
+
 -- TG_ARGV: kind, one-line text columns, multi-line text columns, JSON arrays of strings (comma-separated names).
 CREATE FUNCTION _row_values_guard() RETURNS trigger
     LANGUAGE plpgsql SECURITY INVOKER SET search_path = @S@, pg_catalog, pg_temp AS $$
@@ -312,8 +325,34 @@ BEGIN
             PERFORM _refuse(format('%s with %s %s', v_what, c, left(j::text, 80)), c || ' is a JSON array of strings');
         END IF;
     END LOOP;
+    -- an agent login's update moves a record's stamp forward (the package stamps each write with next_stamp()); one
+    -- dated back sorted below what a person wrote since (review 53)
+    IF v_agent AND TG_OP = 'UPDATE' AND NEW.updated_at < OLD.updated_at THEN
+        PERFORM _deny(format('%s with updated_at %s, before its stamp %s', v_what, left(NEW.updated_at, 40),
+                             OLD.updated_at),
+                      'an update carries the stamp of its write (next_stamp()), never an earlier one');
+    END IF;
     IF NOT v_agent OR NEW.source IS DISTINCT FROM 'agent' THEN
         RETURN NEW;
+    END IF;
+
+    -- an agent's episode: its numbers as the package writes them (PL/pgSQL plans NEW.duration_s for episodes only)
+    IF TG_ARGV[0] = 'episode' AND (TG_OP = 'INSERT' OR v_new -> 'duration_s' IS DISTINCT FROM v_old -> 'duration_s'
+                                   OR v_new -> 'seq' IS DISTINCT FROM v_old -> 'seq'
+                                   OR v_new -> 'thread' IS DISTINCT FROM v_old -> 'thread') THEN
+        FOREACH c IN ARRAY ARRAY['duration_s', 'seq'] LOOP
+            fault := _episode_number_fault(c, CASE c WHEN 'duration_s' THEN NEW.duration_s::numeric
+                                                     ELSE NEW.seq::numeric END);
+            IF fault IS NOT NULL THEN
+                PERFORM _deny(format('%s with %s in its %s', v_what, fault, c),
+                              'an episode''s duration_s is a finite number of seconds from 0, its seq a whole number '
+                              'from 0 (its order in its thread), each or none, as the package writes them');
+            END IF;
+        END LOOP;
+        IF NEW.seq IS NOT NULL AND NEW.thread IS NULL THEN
+            PERFORM _deny(format('%s with a seq and no thread', v_what),
+                          'a seq orders an episode in its thread: an episode without a thread has none');
+        END IF;
     END IF;
 
     -- an agent's row: text columns
@@ -451,13 +490,13 @@ REVOKE EXECUTE ON FUNCTION ts_real(text), _ts_check(text), _memory_categories(),
     _key_ok(text), _strings_fault(jsonb, boolean), _refuse(text, text), _row_values_guard(), _commit_fault(jsonb),
     _commits_fault(jsonb), _diffstat_fault(jsonb),
     _agent_lesson_git_check(text, text, text, text, text), _kind_prefix(text), _id_shown(text), _id_ok(text, text),
-    _row_ids_guard() FROM PUBLIC;
+    _row_ids_guard(), _episode_number_fault(text, numeric) FROM PUBLIC;
 -- evaluated by the domain's check and the guards, as the caller
 GRANT EXECUTE ON FUNCTION ts_real(text), _ts_check(text), _memory_categories(), _checkpoint_origins(),
     _agent_checkpoint_origins(), _invisible_class(), _upper_class(), _space_class(), _text_fault(text, boolean),
     _key_ok(text), _strings_fault(jsonb, boolean), _refuse(text, text), _commit_fault(jsonb), _commits_fault(jsonb),
     _diffstat_fault(jsonb), _agent_lesson_git_check(text, text, text, text, text), _kind_prefix(text), _id_shown(text),
-    _id_ok(text, text) TO @S@_human, @S@_agent;
+    _id_ok(text, text), _episode_number_fault(text, numeric) TO @S@_human, @S@_agent;
 
 -- ids: the triggers are named "<table>_a_id_form": PostgreSQL fires a row's triggers in the order of their names, so
 -- these run first (before "<table>_row_values", which names the id as it came).
