@@ -117,3 +117,28 @@ def test_the_restore_pack_reads_each_lessons_text_once(neutralised: list[int]) -
     pack = restore_pack(lessons, None, [], [])
     assert pack.lessons == ("les_0", "les_1", "les_2")
     assert sorted(n for n in neutralised if n >= 700) == [709, 710, 711]
+
+
+def test_one_long_lesson_leaves_the_others_and_the_rest_of_the_pack_in_it() -> None:
+    """Found by review 54: the pack was cut at the first line that did not fit, so one long lesson (a person's, of
+    6,500 characters) left only itself and "(… 39 more lines left out)": the other lessons, the checkpoint and the
+    person's decisions were gone; and the pack numbered the lessons in ``in_force`` order where a prompt's banner
+    numbers them approved earliest first. Now the pack's banner is a prompt's: first fit, the rest named by id, not
+    marked given."""
+    from synapse_nb.models import Decision, Lesson
+    from synapse_nb.recall.pack import restore_pack
+
+    def lesson(i: int, text: str, approved: str) -> Lesson:
+        return Lesson(id=f"les_{i}", mind="m", created_at="", updated_at="", status="approved", summary="s",
+                      branch="main", lesson_text=text, approved_at=approved)
+
+    lessons = [lesson(2, "Rule two: run the tests", "2026-01-03"), lesson(1, "Rule one " + "y" * 6500, "2026-01-02"),
+               lesson(0, "Rule zero: never force-push", "2026-01-01")]  # in_force order: newest first
+    decision = Decision(id="dec_1", mind="m", created_at="2026-01-04T00:00:00.000000Z",
+                        updated_at="2026-01-04T00:00:00.000000Z", decision="Use PostgreSQL for the team vault",
+                        rationale="one server")
+    pack = restore_pack(lessons, None, [decision], [])
+    assert pack.lessons == ("les_0", "les_2")
+    assert "1. [main, approved] Rule zero" in pack and "2. [main, approved] Rule two" in pack
+    assert "les_1" in pack and "y" * 100 not in pack  # named, never cut, so not marked given
+    assert "Use PostgreSQL for the team vault" in pack and "left out" not in pack.split("les_1")[-1]

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Self
 
 from synapse_nb.provenance import human_record
-from synapse_nb.recall.assembly import banner_lines, legend_for, record_line
+from synapse_nb.recall.assembly import banner_parts, legend_for, record_line
 from synapse_nb.render import estimate_tokens, plural
 
 if TYPE_CHECKING:
@@ -90,7 +90,12 @@ def restore_pack(lessons: Sequence[Lesson], checkpoint: Checkpoint | None, decis
     """The pack from the records given (lessons in force, the checkpoint to restore, the latest decisions, the
     key memories); ``note`` (e.g. "read-only: nothing was saved") heads it. Its ``lessons`` are the ids of those
     whose banner item it prints whole."""
-    banner = banner_lines(lessons)  # each item built once: its length counted below
+    # the banner as a prompt's: lessons approved earliest first, each that fits the pack given whole and the rest named
+    # by id (first fit): one long lesson left no room for the others, the checkpoint or a person's decisions, and the
+    # same lessons were numbered otherwise after a compaction (review 54). Rounding: up to 8 characters a line.
+    room = 4 * budget_tokens - (len(note) + 1 if note else 0) - 8 * (len(lessons) + 3)
+    parts = banner_parts(lessons, room=max(0, room))  # each item built once: its lines counted below
+    banner = [text for text, _ in parts]
     blocks = [b for b in (note, "\n".join(banner), legend_for([checkpoint, *decisions, *memories]),
                           checkpoint.restore_text(PACK_FIELD_CHARS) if checkpoint is not None else NO_CHECKPOINT)
               if b]
@@ -106,11 +111,11 @@ def restore_pack(lessons: Sequence[Lesson], checkpoint: Checkpoint | None, decis
             blocks.append(f"Key memories{whose}:\n" + "\n".join(record_line(m) for m in mine_m))
     text, omitted = fit_lines(blocks, budget_tokens)
     kept_lines = sum(b.count("\n") + 1 for b in blocks) - omitted  # fit_lines keeps whole lines from the top
-    end = (note.count("\n") + 1 if note else 0) + 1  # past the banner's heading line
-    printed = []
-    for les, item in zip(lessons, banner[1:], strict=True):
+    end = (note.count("\n") + 1 if note else 0)
+    printed: list[str] = []
+    for item, ids in parts:
         end += item.count("\n") + 1
         if end > kept_lines:
             break
-        printed.append(les.id)
+        printed += ids
     return Pack(text, printed)
