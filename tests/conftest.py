@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -94,6 +95,16 @@ class FakeClock:
     def advance(self, **delta: float) -> datetime:
         self.now = self.now + timedelta(**delta)
         return self.now
+
+
+def wait_for(cond: Callable[[], bool], limit: float = 20.0, step: float = 0.1) -> bool:
+    """Wait for a condition set by another process or thread (a bound for safety, not a timing assertion)."""
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(step)
+    return cond()
 
 
 def cpu_seconds(fn: Callable[[Any], object], arg: Any, n: int = 5) -> float:

@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,16 +15,7 @@ import synapse_nb as syn
 from synapse_nb.errors import ValidationError
 from synapse_nb.gitscope.testing import ScratchRepo
 from synapse_nb.kinds.autocheckpoint import AutoCheckpoint
-
-
-def wait_for(cond: Callable[[], bool], limit: float = 20.0) -> bool:
-    """Wait for a condition set by another process (a bound for safety, not a timing assertion)."""
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.1)
-    return cond()
+from tests.conftest import wait_for
 
 
 def test_files_count_once_each_and_the_checkpoint_lists_them(tmp_path: Path) -> None:

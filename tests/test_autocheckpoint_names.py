@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from IPython.core.interactiveshell import InteractiveShell
@@ -20,17 +19,9 @@ import synapse_nb as syn
 from synapse_nb._util import MAX_FILES, MAX_PATH_CHARS
 from synapse_nb.gitscope.testing import ScratchRepo
 from synapse_nb.kinds.autocheckpoint import AutoCheckpoint
+from tests.conftest import wait_for
 
 ESC_NAME = "notes\x1b[8m.md"  # an ordinary file an agent can create in the work tree
-
-
-def _wait_for(cond: Callable[[], bool], limit: float = 20.0) -> bool:
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.1)
-    return cond()
 
 
 def test_the_notebooks_auto_checkpoint_lists_a_name_with_a_control_character(tmp_path: Path) -> None:
@@ -69,13 +60,13 @@ def test_watch_lists_a_name_with_a_control_character(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "synapse_nb", "watch", "--every", "2"], cwd=repo.root, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert _wait_for(lambda: (repo.root / ".synapse" / "watch.lock").exists()), "the watcher did not start"
+        assert wait_for(lambda: (repo.root / ".synapse" / "watch.lock").exists()), "the watcher did not start"
         time.sleep(0.5)  # its first look at git status happens as it starts
         for name in ("b\x1b[8m\nc.txt", "d.txt"):
             (repo.root / name).write_text("x\n")
             repo.git("add", name)
         with syn.open_vault(repo.root) as v:
-            assert _wait_for(lambda: v.checkpoints.count() == 1)
+            assert wait_for(lambda: v.checkpoints.count() == 1)
             [c] = v.checkpoints.list()
             assert c.origin == "watch" and c.changed_files == ("b<U+001B>[8m<U+000A>c.txt", "d.txt")
     finally:
