@@ -15,8 +15,11 @@ from __future__ import annotations
 import codecs
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope._git import run_git
@@ -26,6 +29,7 @@ __all__ = ["REFS_FORMAT", "SNAPSHOT_END", "CommitInfo", "RawCommit", "Snapshot",
            "decode", "diffstats", "existing_commits", "graph", "iso_time", "may_be_reverts", "parse_snapshot",
            "read_commits", "read_window", "real_shallow", "snapshot", "tips"]
 
+_T = TypeVar("_T")
 _SHA_RE = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
 
@@ -122,6 +126,16 @@ class Snapshot:
 
     head: str | None
     refs: str
+    #: what one scan worked out from the snapshot (the tips, the shallow boundary): a lesson scan's two passes read
+    #: it once (the second pass resolved the refs again: one or two ``cat-file`` calls, up to 24 more with a ref
+    #: git cannot read)
+    _worked_out: dict[str, Any] = dataclass_field(default_factory=dict, compare=False, repr=False)
+
+    def once(self, name: str, compute: Callable[[], _T]) -> _T:
+        """``compute()`` the first time ``name`` is asked of this snapshot, the same value after."""
+        if name not in self._worked_out:
+            self._worked_out[name] = compute()
+        return self._worked_out[name]  # type: ignore[no-any-return]
 
 
 def snapshot(repo: RepoInfo) -> Snapshot:
@@ -191,8 +205,14 @@ def _read_types(repo: RepoInfo, names: list[str], suffix: str, budget: list[int]
 
 def tips(repo: RepoInfo, at: Snapshot | None = None
          ) -> tuple[list[str], dict[str, list[str]], dict[str, list[str]]]:
-    """Commit shas to walk from, and which local / remote branch names sit at each: now, or as ``at`` saw them."""
-    listing = snapshot(repo) if at is None else at
+    """Commit shas to walk from, and which local / remote branch names sit at each: now, or as ``at`` saw them (worked
+    out once a snapshot)."""
+    if at is not None:
+        return at.once("tips", lambda: _tips(repo, at))
+    return _tips(repo, snapshot(repo))
+
+
+def _tips(repo: RepoInfo, listing: Snapshot) -> tuple[list[str], dict[str, list[str]], dict[str, list[str]]]:
     refs: list[tuple[str, str]] = []
     for line in listing.refs.split("\n"):  # not splitlines: git allows U+2028 and U+0085 in a branch's name
         # (review 31: "main<U+2028>x" was read as the branch main, and its revert approved for every branch)
@@ -218,21 +238,10 @@ def tips(repo: RepoInfo, at: Snapshot | None = None
 
 
 def existing_commits(repo: RepoInfo, names: list[str]) -> list[str]:
-    """The subset of ``names`` that are commits in the repository (``git log ^missing`` is fatal)."""
-    if not names:
-        return []
-    out = run_git(
-        repo,
-        "cat-file",
-        "--batch-check=%(objectname) %(objecttype)",
-        input="".join(f"{n}\n" for n in names).encode(),
-    )
-    kept = []
-    for name, line in zip(names, decode(out).split("\n"), strict=False):
-        parts = line.split()
-        if len(parts) == 2 and parts[1] == "commit":
-            kept.append(name)
-    return kept
+    """The subset of ``names`` that are commits in the repository (``git log ^missing`` is fatal), read as
+    :func:`_commits_of` reads the refs (an object git cannot read is left out, not a failure)."""
+    read = _read_types(repo, names, "", [MOST_FAILED_READS])
+    return [n for n in names if read.get(n, ("", ""))[1] == "commit"]
 
 
 def real_shallow(repo: RepoInfo) -> list[str]:

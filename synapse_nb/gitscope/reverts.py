@@ -288,7 +288,8 @@ def scan_reverts(
     known = history.existing_commits(info, since_list)
     head_only = head_only and not set(tips) <= {current, *known}  # nothing new beside HEAD: one whole scan
     walk = ([current] if current else []) if head_only else tips
-    boundary = history.real_shallow(info)  # only commits whose parents are missing stop the walk (review 45)
+    # only commits whose parents are missing stop the walk (review 45); read once a snapshot (a scan's two passes)
+    boundary = at.once("shallow", lambda: history.real_shallow(info)) if at is not None else history.real_shallow(info)
     with (tempfile.NamedTemporaryFile("w", prefix="synapse-shallow-") if boundary
           else contextlib.nullcontext()) as shallow:
         if shallow is not None:  # a real shallow clone's boundary, read in place of .git/shallow
