@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope._git import run_git
@@ -135,7 +135,7 @@ class Snapshot:
         """``compute()`` the first time ``name`` is asked of this snapshot, the same value after."""
         if name not in self._worked_out:
             self._worked_out[name] = compute()
-        return self._worked_out[name]  # type: ignore[no-any-return]
+        return cast(_T, self._worked_out[name])  # what compute() returned for this name
 
 
 def snapshot(repo: RepoInfo) -> Snapshot:

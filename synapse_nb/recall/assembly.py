@@ -33,7 +33,7 @@ from synapse_nb.provenance import (
 )
 from synapse_nb.recall.types import KIND_ORDER, Bars, ExplainRow, ExplainRows, RecallItem
 
-__all__ = ["AGENT_WORDS", "BANNER", "MEMORY_CONTENT_CHARS", "Part", "agents_words", "assemble", "banner_lines",
+__all__ = ["AGENT_WORDS", "BANNER", "MEMORY_CONTENT_CHARS", "Part", "agents_words", "assemble",
            "banner_parts", "banner_text", "empty_reason", "hits_parts", "legend_for", "lesson_item", "record_line",
            "with_legend"]
 
@@ -152,15 +152,9 @@ def banner_text(lessons: Sequence[Lesson]) -> str:
     >>> banner_text([])
     ''
     """
-    return "\n".join(banner_lines(lessons))
-
-
-def banner_lines(lessons: Sequence[Lesson]) -> list[str]:
-    """:func:`banner_text` as its heading and one item a lesson ([] without lessons), each built once: for a reader
-    that counts what each item takes (the restore pack built each item twice, reading its text twice)."""
     if not lessons:
-        return []
-    return [BANNER, *(lesson_item(i, les) for i, les in enumerate(lessons, 1))]
+        return ""
+    return "\n".join([BANNER, *(lesson_item(i, les) for i, les in enumerate(lessons, 1))])
 
 
 def lesson_item(i: int, les: Lesson) -> str:

@@ -37,10 +37,11 @@ from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import digest
 from synapse_nb.errors import PermissionDeniedError, StoreError, ValidationError
+from synapse_nb.locks import flock_within
 from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex, scrub
 from synapse_nb.store.index.follower import Follower
 from synapse_nb.store.index.queue import Queues, Steps, deadline
-from synapse_nb.store.index.scrub import RECALL_LOCK_WAIT, Owed, flock_within
+from synapse_nb.store.index.scrub import RECALL_LOCK_WAIT, Owed
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import Candidate, VaultStore

@@ -2,7 +2,7 @@
 
 **The lock.** One process at a time applies the outbox to the index, under ``.synapse/index.lock``
 (:meth:`~synapse_nb.store.indexer.VaultIndex._mutating`). A recall waits for it at most :data:`RECALL_LOCK_WAIT`
-(:func:`flock_within`): when another process holds it longer (a person's rebuild, a scrub, another process's
+(`locks.flock_within`): when another process holds it longer (a person's rebuild, a scrub, another process's
 embedding), the recall answers from the index as it stands. BM25 reads the vault's SQLite file, the system of
 record, so it sees every committed write; only the semantic channel's vectors may lack the writes queued since the
 last sync (a deleted record is never answered: every candidate is a row of the store).
@@ -40,9 +40,8 @@ import time
 from pathlib import Path
 
 from synapse_nb.errors import BusyError
-from synapse_nb.locks import flock_within
 
-__all__ = ["AGENT_SCRUB_EVERY", "PERSON_LOCK_WAIT", "RECALL_LOCK_WAIT", "UPKEEP_LOCK_WAIT", "Owed", "flock_within",
+__all__ = ["AGENT_SCRUB_EVERY", "PERSON_LOCK_WAIT", "RECALL_LOCK_WAIT", "UPKEEP_LOCK_WAIT", "Owed",
            "lock_busy", "owed_note", "warn_owed"]
 
 #: Seconds a recall's sync waits for the index lock before it answers from the index as it stands.
