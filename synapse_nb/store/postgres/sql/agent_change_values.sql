@@ -165,9 +165,7 @@ CREATE OR REPLACE FUNCTION _record_source(p_kind text, p_id text) RETURNS text
     LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = @S@, pg_temp AS $$
 DECLARE v_table text; v_source text;
 BEGIN
-    v_table := CASE p_kind WHEN 'memory' THEN 'memories' WHEN 'checkpoint' THEN 'checkpoints'
-                           WHEN 'decision' THEN 'decisions' WHEN 'lesson' THEN 'lessons'
-                           WHEN 'episode' THEN 'episodes' WHEN 'note' THEN 'notes' END;
+    v_table := _kind_table(p_kind);
     IF v_table IS NULL THEN
         RETURN NULL;
     END IF;
@@ -199,9 +197,7 @@ BEGIN
     IF _caller_is_human() THEN
         RETURN NEW;
     END IF;
-    v_table := CASE NEW.kind WHEN 'memory' THEN 'memories' WHEN 'checkpoint' THEN 'checkpoints'
-                             WHEN 'decision' THEN 'decisions' WHEN 'lesson' THEN 'lessons'
-                             WHEN 'episode' THEN 'episodes' WHEN 'note' THEN 'notes' END;
+    v_table := _kind_table(NEW.kind);
     IF v_table IS NOT NULL THEN
         EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I WHERE id = $1 AND mind <> $2)', v_table)
             INTO v_elsewhere USING NEW.rid, NEW.mind;
@@ -282,8 +278,7 @@ CREATE FUNCTION _checked_record_mind(p_kind text, p_id text) RETURNS text
     LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = @S@, pg_temp AS $$
 DECLARE v_table text; v_mind text;
 BEGIN
-    v_table := CASE p_kind WHEN 'memory' THEN 'memories' WHEN 'decision' THEN 'decisions'
-                           WHEN 'episode' THEN 'episodes' WHEN 'note' THEN 'notes' END;
+    v_table := CASE WHEN p_kind = ANY (_checked_kinds()) THEN _kind_table(p_kind) END;
     IF v_table IS NULL THEN
         RETURN NULL;
     END IF;

@@ -241,6 +241,13 @@ CREATE FUNCTION _kind_prefix(p_kind text) RETURNS text
     RETURN CASE p_kind WHEN 'memory' THEN 'mem' WHEN 'checkpoint' THEN 'ckp' WHEN 'decision' THEN 'dec'
                        WHEN 'lesson' THEN 'les' WHEN 'episode' THEN 'epi' WHEN 'note' THEN 'note' END;
 
+-- A record kind's table (NULL: no such kind): one mapping for the functions that look a record up by kind.
+CREATE FUNCTION _kind_table(p_kind text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+    RETURN CASE p_kind WHEN 'memory' THEN 'memories' WHEN 'checkpoint' THEN 'checkpoints'
+                       WHEN 'decision' THEN 'decisions' WHEN 'lesson' THEN 'lessons' WHEN 'episode' THEN 'episodes'
+                       WHEN 'note' THEN 'notes' END;
+
 -- An id as a message names it: at most 80 characters, controls and line breaks as "?".
 CREATE FUNCTION _id_shown(v text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
@@ -489,14 +496,15 @@ REVOKE EXECUTE ON FUNCTION ts_real(text), _ts_check(text), _memory_categories(),
     _agent_checkpoint_origins(), _invisible_class(), _upper_class(), _space_class(), _text_fault(text, boolean),
     _key_ok(text), _strings_fault(jsonb, boolean), _refuse(text, text), _row_values_guard(), _commit_fault(jsonb),
     _commits_fault(jsonb), _diffstat_fault(jsonb),
-    _agent_lesson_git_check(text, text, text, text, text), _kind_prefix(text), _id_shown(text), _id_ok(text, text),
-    _row_ids_guard(), _episode_number_fault(text, numeric) FROM PUBLIC;
+    _agent_lesson_git_check(text, text, text, text, text), _kind_prefix(text), _kind_table(text), _id_shown(text),
+    _id_ok(text, text), _row_ids_guard(), _episode_number_fault(text, numeric) FROM PUBLIC;
 -- evaluated by the domain's check and the guards, as the caller
 GRANT EXECUTE ON FUNCTION ts_real(text), _ts_check(text), _memory_categories(), _checkpoint_origins(),
     _agent_checkpoint_origins(), _invisible_class(), _upper_class(), _space_class(), _text_fault(text, boolean),
     _key_ok(text), _strings_fault(jsonb, boolean), _refuse(text, text), _commit_fault(jsonb), _commits_fault(jsonb),
-    _diffstat_fault(jsonb), _agent_lesson_git_check(text, text, text, text, text), _kind_prefix(text), _id_shown(text),
-    _id_ok(text, text), _episode_number_fault(text, numeric) TO @S@_human, @S@_agent;
+    _diffstat_fault(jsonb), _agent_lesson_git_check(text, text, text, text, text), _kind_prefix(text),
+    _kind_table(text),
+    _id_shown(text), _id_ok(text, text), _episode_number_fault(text, numeric) TO @S@_human, @S@_agent;
 
 -- ids: the triggers are named "<table>_a_id_form": PostgreSQL fires a row's triggers in the order of their names, so
 -- these run first (before "<table>_row_values", which names the id as it came).
