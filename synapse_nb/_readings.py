@@ -113,7 +113,7 @@ def _may_be_reversed(skel: str) -> bool:
 
 
 _WORD = re.compile(r"[^\W_]+")
-_WORDS_SPLIT = re.compile(r"([^\W_]+)")
+_WORDS_SPLIT = re.compile(f"({_WORD.pattern})")  # split keeps the words
 
 
 def _words_reversed(text: str) -> tuple[str, Any]:

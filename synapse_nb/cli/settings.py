@@ -32,8 +32,6 @@ _NAMES = ", ".join(sorted(SETTINGS))
 NameArg = Annotated[str, typer.Argument(help=f"A setting's name: {_NAMES}.", show_default=False)]
 
 
-
-
 def _row(name: str, value: Any) -> dict[str, Any]:
     """One setting as JSON; its value and default quoted (:func:`~synapse_nb.provenance.quoted`), as every agent-facing
     JSON carries stored text."""
