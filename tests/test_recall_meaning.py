@@ -290,3 +290,21 @@ def test_under_a_deadline_a_record_of_many_new_words_waits_for_them_and_never_ho
                    for w in words_of([r.doc]))
     assert runs > 1  # it took several runs, each ending near its deadline
     assert words_of([made_up]) <= dense.words.known()
+
+
+def test_a_words_close_rows_are_kept_until_the_table_moves(vault: syn.Vault, emb: Words,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from synapse_nb.store.index.words import WordMatrix
+
+    _seed(vault)
+    _on(vault)
+    vault.recall("warm up", record=False)
+    passes: list[int] = []
+    real = WordMatrix.cosines
+    monkeypatch.setattr(WordMatrix, "cosines", lambda self, q: passes.append(len(self.words)) or real(self, q))
+    first = _ids(vault, "dog walks")
+    assert len(passes) == 2
+    assert _ids(vault, "dog walks") == first and len(passes) == 2  # kept
+    vault.remember("project", "k_more", "A sedan parked by the ocean")  # a write with a new word: the table moves
+    _ids(vault, "dog walks")
+    assert len(passes) == 4 and passes[-1] == passes[0] + 3  # "more", "parked", "ocean"
