@@ -148,7 +148,7 @@ def test_the_expansion_weighs_each_word_by_its_cosine_and_keeps_the_best_of_a_st
 
     def spy(*a: object, **k: object) -> list:
         out = real(*a, **k)  # type: ignore[arg-type]  # the engine's own arguments, passed through
-        got.append([(t.stem, w) for t, w in out])
+        got.append([(e.term.stem, e.weight) for e in out])
         return out
 
     monkeypatch.setattr(rc, "_expansion", spy)
@@ -308,3 +308,24 @@ def test_a_words_close_rows_are_kept_until_the_table_moves(vault: syn.Vault, emb
     vault.remember("project", "k_more", "A sedan parked by the ocean")  # a write with a new word: the table moves
     _ids(vault, "dog walks")
     assert len(passes) == 4 and passes[-1] == passes[0] + 3  # "more", "parked", "ocean"
+
+
+def test_the_recall_and_the_cli_say_which_words_joined_by_meaning(vault: syn.Vault, emb: Words) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from synapse_nb.cli import app
+
+    _seed(vault)
+    _on(vault)
+    r = vault.recall("which automobile", bars=OPEN, record=False)
+    assert r.expanded == (("car", "automobile", 0.2), ("sedan", "automobile", 0.2))  # "k_car": the key
+    assert vault.recall("green tea", record=False).expanded == ()  # nothing close enough
+    runner = CliRunner()
+    res = runner.invoke(app, ["--vault", str(vault.project_dir), "recall", "query", "which automobile", "--explain"])
+    assert res.exit_code == 0, res.output
+    assert "expanded by meaning: car (~automobile, 0.200), sedan (~automobile, 0.200)" in res.stdout
+    res = runner.invoke(app, ["--vault", str(vault.project_dir), "recall", "query", "which automobile", "--explain",
+                              "--json"])
+    assert json.loads(res.stdout)["expanded"][1] == {"word": "sedan", "of": "automobile", "weight": 0.2}

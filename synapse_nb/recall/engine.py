@@ -17,7 +17,7 @@ from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, quer
 from synapse_nb.recall.coverage import Cover, cover_terms
 from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.expand import Variants
-from synapse_nb.recall.meaning import WordMeaning
+from synapse_nb.recall.meaning import Expanded, WordMeaning
 from synapse_nb.recall.rank import Ranked, RankParams, asks_several, fts_words, rank_words, structure
 from synapse_nb.recall.scoring import Meaning, gate
 from synapse_nb.recall.semantic import DenseChannel, Unsynced
@@ -90,6 +90,7 @@ class _Ranking(NamedTuple):
     actor: np.ndarray
     match: Meaning | None = None  # the records the semantic channel found close in meaning (the gate reads them)
     agent: np.ndarray | None = None  # per position: an agent's record no person verified (ThreadIndex.agent)
+    expanded: tuple[tuple[str, str, float], ...] = ()  # the words that joined by meaning (recall/meaning.py)
 
 
 class Recaller:
@@ -307,7 +308,8 @@ class Recaller:
                       nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=rows,
                       coverage=coverage, on_meaning=on_meaning, version=".".join(map(str, version)),
                       borrowed=borrowed.to_dict() if borrowed is not None else None,
-                      shown_before=frozenset(shown_before), _mark=mark)
+                      shown_before=frozenset(shown_before), _mark=mark,
+                      expanded=ranking.expanded if ranking is not None else ())
 
     def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
               file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False, busy: bool = False,
@@ -359,7 +361,7 @@ class Recaller:
             terms = self._variants.merge([w for w in dict.fromkeys(send + cover) if w in words], terms, idx, version,
                                          totals[0], df)
         extra = self._expansion(idx, [w for w in send if w in words], terms, version) if p.semantic and send else []
-        pos, sc = self._bm25(idx, send, terms, totals, extra)
+        pos, sc = self._bm25(idx, send, terms, totals, [(e.term, e.weight) for e in extra])
         exact = self._candidates.matches(query_words(query), version, idx, max_per_tag=MAX_TAG_RECORDS)
         pos_of = idx.pos
         pairs = exact.bonus(bars.tag_bonus, bars.key_bonus, bars.max_bonus)  # (positions, bonuses)
@@ -402,10 +404,10 @@ class Recaller:
         cands = [WalkRow(kinds[j], ids[j], exp) if (exp := expiry.get(ids[j])) is None or exp > now else None
                  for j in ranked.pos.tolist()]
         return _Ranking(ranked, cands, exact, cover_terms(cover, terms, totals[0], idx), idx.actor, match,
-                        idx.agent)
+                        idx.agent, tuple((e.word, e.of, round(e.weight, 6)) for e in extra))
 
     def _expansion(self, idx: ThreadIndex, words: list[str], terms: dict[str, Term],
-                   version: object) -> list[tuple[Term, float]]:
+                   version: object) -> list[Expanded]:
         """The vault's words close in meaning to the question's and their weights (recall/meaning.py): none unless
         ``RankParams.expand`` and the channel's embedder gives a ``word_cosine``."""
         from synapse_nb.store.embedders import word_cosine

@@ -30,7 +30,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from synapse_nb.store.index.words import is_word
 
@@ -42,12 +42,22 @@ if TYPE_CHECKING:
     from synapse_nb.store.embedders import Embedder
     from synapse_nb.store.index.words import WordMatrix
 
-__all__ = ["MAX_CACHED_WORDS", "WordMeaning"]
+__all__ = ["MAX_CACHED_WORDS", "Expanded", "WordMeaning"]
 
 #: Vectors of question words the vault does not hold, kept per process.
 MAX_CACHED_WORDS = 5000
 #: Candidates read per step (each step reads their ``doc_freq`` and postings), as a multiple of ``expand_words``.
 STEP = 4
+
+
+class Expanded(NamedTuple):
+    """A word of the vault that joins a question's BM25 sum: its postings, its weight, the word itself and the
+    question word it is close to."""
+
+    term: Term
+    weight: float
+    word: str
+    of: str
 
 
 class WordMeaning:
@@ -116,8 +126,8 @@ class WordMeaning:
     def extra(self, emb: Embedder, table: WordMatrix | None, words: Sequence[str], terms: dict[str, Term],
               skip: Collection[str], threshold: float, most: int, weight: float,
               doc_freq: Callable[[list[str]], dict[str, int]],
-              postings: Callable[[list[str]], dict[str, Term]]) -> list[tuple[Term, float]]:
-        """The terms that join the BM25 sum and their weights, in stem order.
+              postings: Callable[[list[str]], dict[str, Term]]) -> list[Expanded]:
+        """The words that join the BM25 sum (their terms and weights), in stem order.
 
         ``words``: the question's words sent to BM25, ``terms`` their postings; ``skip``: words never taken (the
         mind's actors' names, stop words); ``doc_freq`` and ``postings`` read the live vault's (cached per data
@@ -126,7 +136,7 @@ class WordMeaning:
         if table is None or not table.words or most <= 0 or weight <= 0:
             return []
         stems = {terms[w].stem for w in words if w in terms}
-        best: dict[str, tuple[float, Term]] = {}
+        best: dict[str, Expanded] = {}
         for w in words:
             if not is_word(w) or w in skip or w not in terms:
                 continue
@@ -144,8 +154,8 @@ class WordMeaning:
                     if t.stem is None or t.stem in stems or not len(t.pos):
                         continue
                     taken += 1
-                    if t.stem not in best or best[t.stem][0] < weight * x:
-                        best[t.stem] = (weight * x, t)
+                    if t.stem not in best or best[t.stem].weight < weight * x:
+                        best[t.stem] = Expanded(t, weight * x, c, w)
                     if taken >= most:
                         break
-        return [(best[s][1], best[s][0]) for s in sorted(best)]
+        return [best[s] for s in sorted(best)]
