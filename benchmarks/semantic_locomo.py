@@ -48,7 +48,6 @@ class Cached:
         self.name, self.version, self.dimension = inner.name, inner.version, inner.dimension
         self.fingerprint = inner.fingerprint
         self.match_cosine = getattr(inner, "match_cosine", None)
-        self.word_cosine = getattr(inner, "word_cosine", None)
         self.vecs: dict[tuple[bool, str], bytes] = pickle.loads(path.read_bytes()) if path.is_file() else {}
         self.dtype = None
 

@@ -8,11 +8,6 @@ cache is emptied before each), and a bare FTS5 ``bm25()`` top-20 over the same t
 
     nice .venv/bin/python benchmarks/semantic_speed.py --sizes 10000,100000 --embedder wordllama
     nice .venv/bin/python benchmarks/semantic_speed.py --sizes 1000000 --queries 100
-    nice .venv/bin/python benchmarks/semantic_speed.py --sizes 100000 --word-cosine 0.5   # expansion by meaning
-
-``--word-cosine``: the embedder is given that ``word_cosine``, so the channel on also expands by meaning
-(``RankParams.expand``); each query is then also timed with the channel on and the expansion off, and the
-question words' vectors are forgotten before each query as the query vector is.
 """
 
 from __future__ import annotations
@@ -40,19 +35,13 @@ from synapse_nb.recall.engine import Recaller
 from synapse_nb.recall.rank import RankParams, rank_words
 
 
-def measure(path: Path, n_queries: int, embedder: str, weight: float, word_cos: float | None = None) -> dict:
+def measure(path: Path, n_queries: int, embedder: str, weight: float) -> dict:
     v = syn.open_vault(path)
     v.settings.set("recall_embedder", embedder)
     qs = queries(n_queries)
     off = v.recall
-    if word_cos is not None:  # expansion by meaning (RankParams.expand) with this embedder's words
-        from synapse_nb.store.embedders import load_embedder
-
-        load_embedder(embedder).word_cosine = word_cos  # type: ignore[attr-defined]  # a built-in without one
     on = Recaller(v._ctx, lambda: v.index, params=RankParams(semantic=weight),
                   lessons=lambda c, b: Lessons(c).in_force(b))
-    plain = Recaller(v._ctx, lambda: v.index, params=RankParams(semantic=weight, expand=0.0),
-                     lessons=lambda c, b: Lessons(c).in_force(b))
     t = time.perf_counter()
     on.recall(qs[0])  # builds the index and the channel's table
     build = time.perf_counter() - t
@@ -67,23 +56,15 @@ def measure(path: Path, n_queries: int, embedder: str, weight: float, word_cos: 
 
     def channel(q: str) -> None:
         on._dense._queries.clear()
-        on._meaning._vectors.clear()
         on.recall(q)
-
-    def channel_plain(q: str) -> None:
-        plain._dense._queries.clear()
-        plain.recall(q)
 
     off(qs[0])
     bare(qs[0])
-    plain.recall(qs[0])
-    t_off, t_on, t_ref, t_plain = [], [], [], []
+    t_off, t_on, t_ref = [], [], []
     for q in qs:
         t_ref += timed(bare, [q])
         t_off += timed(off, [q])
         t_on += timed(channel, [q])
-        if word_cos is not None:
-            t_plain += timed(channel_plain, [q])
     res = {"rows": n, "build_s": round(build, 1), "embedded_per_s": round(n / build, 1),
            "ann": v.index.dense.has_ann(), "off_p50_ms": statistics.median(t_off), "off_p95_ms": pct(t_off, 95),
            "on_p50_ms": statistics.median(t_on), "on_p95_ms": pct(t_on, 95),
@@ -91,10 +72,6 @@ def measure(path: Path, n_queries: int, embedder: str, weight: float, word_cos: 
     res["ratio_off_to_bare"] = res["off_p50_ms"] / res["bare_fts5_p50_ms"]
     res["ratio_on_to_bare"] = res["on_p50_ms"] / res["bare_fts5_p50_ms"]
     res["ratio_on_to_off"] = res["on_p50_ms"] / res["off_p50_ms"]
-    if word_cos is not None:
-        words = v.index.dense.words
-        res.update(words=words.count() if words is not None else 0, on_no_expansion_p50_ms=statistics.median(t_plain))
-        res["ratio_expansion"] = res["on_p50_ms"] / res["on_no_expansion_p50_ms"]
     res["peak_rss_mb"] = _peak_rss_mb()
     conn.close()
     v.index.close()
@@ -143,8 +120,6 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--embedder", default="wordllama")
     ap.add_argument("--weight", type=float, default=0.2)
-    ap.add_argument("--word-cosine", type=float, default=None, help="give the embedder this word_cosine: recall "
-                    "with the channel on then expands by meaning (on_p50), timed against the same without")
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     ap.add_argument("--dense-only", action="store_true", help="the semantic table alone, synthetic vectors")
     ap.add_argument("--keep", help="build each size's vault in DIR/<size> once and measure it there again on later "
@@ -155,7 +130,7 @@ def main() -> None:
             print(json.dumps(dense_only(size, args.queries)), flush=True)
         return
     if args.measure:
-        print(json.dumps(measure(Path(args.measure), args.queries, args.embedder, args.weight, args.word_cosine)))
+        print(json.dumps(measure(Path(args.measure), args.queries, args.embedder, args.weight)))
         return
     for size in [int(s) for s in args.sizes.split(",")]:
         tmp = Path(args.keep) / str(size) if args.keep else Path(tempfile.mkdtemp(prefix=f"synsem{size}_"))
@@ -166,8 +141,7 @@ def main() -> None:
                 v.import_jsonl(export_lines(size), trust=True)  # its own synthetic user records
                 v.close()
             out = subprocess.run([sys.executable, __file__, "--measure", str(tmp), "--queries", str(args.queries),
-                                  "--embedder", args.embedder, "--weight", str(args.weight),
-                                  *(["--word-cosine", str(args.word_cosine)] if args.word_cosine else [])],
+                                  "--embedder", args.embedder, "--weight", str(args.weight)],
                                  capture_output=True, text=True, check=True).stdout
             print(json.dumps({"size": size, "embedder": args.embedder, **json.loads(out.strip().splitlines()[-1])}),
                   flush=True)

@@ -36,8 +36,7 @@ def recall_query(
     session: Annotated[str | None, typer.Option(
         "--session", help="Session id: what it already received is not repeated.")] = None,
     explain: Annotated[bool, typer.Option(
-        "--explain", help="Also show every candidate's score, matched terms and bar, and the words of the vault that "
-        "joined the question by meaning (the semantic channel on).")] = False,
+        "--explain", help="Also show every candidate's score, matched terms and bar.")] = False,
     budget: Annotated[int | None, typer.Option("--budget", min=1, help="Token budget for the text.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -62,7 +61,6 @@ def recall_query(
         out = {**r.to_dict(), "query": inline(r.query)}
         if explain:
             out["explain"] = r.explain().to_dicts()
-            out["expanded"] = [{"word": w, "of": of, "weight": x} for w, of, x in r.expanded]
         echo_json(out)
         return
     typer.echo(r.text)
@@ -70,8 +68,6 @@ def recall_query(
         typer.echo(f"hint: raise --budget (it was {r.bars.budget_tokens}) to get the relevant items", err=True)
     if explain:
         typer.echo("\n" + str(r.explain()))
-        if r.expanded:  # words of the vault close in meaning to the question's (the semantic channel on)
-            typer.echo("expanded by meaning: " + ", ".join(f"{w} (~{of}, {x:.3f})" for w, of, x in r.expanded))
         typer.echo(f"(read at vault version {r.version})")
 
 

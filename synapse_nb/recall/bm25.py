@@ -172,15 +172,12 @@ def _contribution(t: Term, totals: tuple[int, int], style: str, w_body: float, w
 
 
 def bm25_top(terms: Sequence[Term], idx: ThreadIndex, totals: tuple[int, int], *, style: str, depth: int,
-             w_body: float, w_context: float, k1: float, b: float, people: int = 0,
-             extra: Sequence[tuple[Term, float]] = ()) -> tuple[np.ndarray, np.ndarray]:
+             w_body: float, w_context: float, k1: float, b: float,
+             people: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Positions of the best ``depth`` documents and their scores (best first, ties by position = by id).
 
     ``terms`` are the query's words in query order (the ``"sql"`` style dedupes and sorts them by stem itself).
     Each document's score is 0.0 plus its summands in that order, as the store adds them.
-
-    ``extra``: terms the question did not name (:mod:`synapse_nb.recall.meaning`), each summand x its weight, added
-    after the question's own in the order given. Without them the scores are the store's, bit for bit.
 
     ``people``: when an agent's unverified record (``idx.agent``) is among the best ``depth``, the best ``people``
     of the people's records ranked below them follow (in the same order): people's records are found as if agents'
@@ -190,8 +187,7 @@ def bm25_top(terms: Sequence[Term], idx: ThreadIndex, totals: tuple[int, int], *
 
     n_rows = totals[0]
     terms = [t for t in terms if len(t.pos)]
-    extra = [(t, w) for t, w in extra if len(t.pos)]
-    if not (terms or extra) or depth <= 0 or n_rows <= 0:
+    if not terms or depth <= 0 or n_rows <= 0:
         return np.zeros(0, np.int64), np.zeros(0)
     if style == "sql":
         by_stem = {t.stem: t for t in terms}
@@ -199,9 +195,6 @@ def bm25_top(terms: Sequence[Term], idx: ThreadIndex, totals: tuple[int, int], *
     elif style != "fts5":
         raise ValueError(f"unknown bm25 style {style!r}; fts5 or sql")
     parts = [_contribution(t, totals, style, w_body, w_context, k1, b, idx.length) for t in terms]
-    if extra:
-        terms = terms + [t for t, _ in extra]
-        parts += [w * _contribution(t, totals, style, w_body, w_context, k1, b, idx.length) for t, w in extra]
     if len(terms) == 1:
         u, score = terms[0].pos, parts[0] + 0.0
     elif sum(len(t.pos) for t in terms) * DENSE_FACTOR >= len(idx):  # dense: one slot per document of the mind

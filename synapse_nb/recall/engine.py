@@ -17,7 +17,6 @@ from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, quer
 from synapse_nb.recall.coverage import Cover, cover_terms
 from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.expand import Variants
-from synapse_nb.recall.meaning import Expanded, WordMeaning
 from synapse_nb.recall.rank import Ranked, RankParams, asks_several, fts_words, rank_words, structure
 from synapse_nb.recall.scoring import Meaning, gate
 from synapse_nb.recall.semantic import DenseChannel, Unsynced
@@ -90,7 +89,6 @@ class _Ranking(NamedTuple):
     actor: np.ndarray
     match: Meaning | None = None  # the records the semantic channel found close in meaning (the gate reads them)
     agent: np.ndarray | None = None  # per position: an agent's record no person verified (ThreadIndex.agent)
-    expanded: tuple[tuple[str, str, float], ...] = ()  # the words that joined by meaning (recall/meaning.py)
 
 
 class Recaller:
@@ -113,7 +111,6 @@ class Recaller:
         self._variants = Variants(self._postings)
         self._staleness = Staleness(ctx)
         self._dense = DenseChannel(ctx.store, index)
-        self._meaning = WordMeaning()
         self._embedder: tuple[object, str | None] | None = None  # (data version, the setting recall_embedder)
         self.params = params or RankParams()
         # records the walk read, by (kind, id), kept while the data version and the mind are unchanged (the walk
@@ -308,8 +305,7 @@ class Recaller:
                       nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=rows,
                       coverage=coverage, on_meaning=on_meaning, version=".".join(map(str, version)),
                       borrowed=borrowed.to_dict() if borrowed is not None else None,
-                      shown_before=frozenset(shown_before), _mark=mark,
-                      expanded=ranking.expanded if ranking is not None else ())
+                      shown_before=frozenset(shown_before), _mark=mark)
 
     def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
               file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False, busy: bool = False,
@@ -360,8 +356,7 @@ class Recaller:
         if p.chat_words and send:  # each query word with the forms chat gives it (recall/expand.py)
             terms = self._variants.merge([w for w in dict.fromkeys(send + cover) if w in words], terms, idx, version,
                                          totals[0], df)
-        extra = self._expansion(idx, [w for w in send if w in words], terms, version) if p.semantic and send else []
-        pos, sc = self._bm25(idx, send, terms, totals, [(e.term, e.weight) for e in extra])
+        pos, sc = self._bm25(idx, send, terms, totals)
         exact = self._candidates.matches(query_words(query), version, idx, max_per_tag=MAX_TAG_RECORDS)
         pos_of = idx.pos
         pairs = exact.bonus(bars.tag_bonus, bars.key_bonus, bars.max_bonus)  # (positions, bonuses)
@@ -404,32 +399,13 @@ class Recaller:
         cands = [WalkRow(kinds[j], ids[j], exp) if (exp := expiry.get(ids[j])) is None or exp > now else None
                  for j in ranked.pos.tolist()]
         return _Ranking(ranked, cands, exact, cover_terms(cover, terms, totals[0], idx), idx.actor, match,
-                        idx.agent, tuple((e.word, e.of, round(e.weight, 6)) for e in extra))
+                        idx.agent)
 
-    def _expansion(self, idx: ThreadIndex, words: list[str], terms: dict[str, Term],
-                   version: object) -> list[Expanded]:
-        """The vault's words close in meaning to the question's and their weights (recall/meaning.py): none unless
-        ``RankParams.expand`` and the channel's embedder gives a ``word_cosine``."""
-        from synapse_nb.store.embedders import word_cosine
-
-        p = self.params
-        if not p.expand or not words:
-            return []
-        model = self._dense.embedder(self._embedder_spec(version))
-        at = word_cosine(model)
-        if at is None:
-            return []
-        skip = self._meaning.skip(idx)
-        return self._meaning.extra(
-            model, self._dense.words(), words, terms, skip, at, p.expand_words, p.expand,
-            lambda ws: self._candidates.doc_freq(ws, version),
-            lambda ws: self._postings.get(ws, idx, version)[0])
-
-    def _bm25(self, idx: ThreadIndex, words: list[str], terms: dict[str, Term], totals: tuple[int, int],
-              extra: list[tuple[Term, float]] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def _bm25(self, idx: ThreadIndex, words: list[str], terms: dict[str, Term],
+              totals: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
         """The mind's best ``depth`` documents for ``words`` and their BM25 (positions into ``idx``), computed here
         from cached postings (``terms``, read at this recall's version) exactly as the store's ``bm25`` computes
-        it (recall/bm25.py); ``extra``: the expansion by meaning's terms and weights."""
+        it (recall/bm25.py)."""
         import numpy as np
 
         store, p = self._ctx.store, self.params
@@ -437,8 +413,7 @@ class Recaller:
             return np.zeros(0, np.int64), np.zeros(0)
         if all(terms[w].stem is not None for w in words):
             return bm25_top([terms[w] for w in words], idx, totals, style=store.recall.bm25_style, depth=p.depth,
-                            w_body=p.w_body, w_context=p.w_context, k1=p.k1, b=p.b, people=p.depth,
-                            extra=extra or ())
+                            w_body=p.w_body, w_context=p.w_context, k1=p.k1, b=p.b, people=p.depth)
         # a word the backend's tokenizer splits in several terms is a phrase query: the store's own bm25
         hits = [h for h in store.recall.bm25(self._ctx.mind, words, depth=p.depth, w_body=p.w_body,
                                             w_context=p.w_context) if h.id in idx.pos]

@@ -109,10 +109,6 @@ class RankParams:
         ``hop_keep`` records, each is x (1 + ``hop_weight`` x its score over that list's range), ordered so and
         capped at the ``hop_keep``-th score. Chosen with the channel on by the same dev rule (5, 1: LoCoMo multi-hop
         R@10 .469 -> .495, chat-style .370 -> .384; docs/recall.md, "Multi-hop, a second dense query"). 0: off.
-    expand, expand_words : with the semantic channel on and an embedder that gives a ``word_cosine`` (e5-small),
-        each question word also searches the vault's ``expand_words`` words closest to it in meaning, each at
-        ``expand`` x its cosine in the BM25 sum (:mod:`synapse_nb.recall.meaning`). Chosen on chat-style LoCoMo 0-6
-        (docs/recall.md, "Expansion by meaning"). ``expand`` 0: off.
     """
 
     w_body: float = 1.0
@@ -137,8 +133,6 @@ class RankParams:
     tail_actor: float = 1.15
     hop_keep: int = 5
     hop_weight: float = 1.0
-    expand: float = 0.2
-    expand_words: int = 12
 
 
 #: A question asking for several facts: "has/have" then a participle ("What books has Tim read?", "Which cities has

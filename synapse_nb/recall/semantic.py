@@ -46,7 +46,6 @@ if TYPE_CHECKING:
     from synapse_nb.store.base import VaultStore
     from synapse_nb.store.embedders import Embedder
     from synapse_nb.store.index.dense import DenseHit
-    from synapse_nb.store.index.words import WordMatrix
     from synapse_nb.store.indexer import VaultIndex
 
 __all__ = ["DENSE_DEPTH", "FUSION", "RRF_K", "DenseChannel", "Unsynced", "describe", "fuse", "fuse_sum", "fuse_top"]
@@ -196,11 +195,6 @@ class DenseChannel:
         and the recall answers from the index as it stands."""
         self.embedder(spec)
         return self._index().sync_within()
-
-    def words(self) -> WordMatrix | None:
-        """The vault's words and their vectors (:mod:`synapse_nb.store.index.words`; None: the model keeps none)."""
-        dense = self._index().dense
-        return dense.words.matrix() if dense is not None and dense.words is not None else None
 
     def sync(self) -> bool:
         """:meth:`prepare` with the embedder already loaded (nothing when none is: the snapshot will say)."""

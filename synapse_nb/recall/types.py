@@ -274,10 +274,6 @@ class Recall:
     #: the ids of the lessons this session was shown before, unchanged (the text names them by id only)
     shown_before: frozenset[str] = frozenset()
     _mark: Callable[[Collection[str] | None], None] | None = field(default=None, repr=False, compare=False)
-    #: the vault's words that joined the ranking's BM25 sum by meaning (the semantic channel on, an embedder with a
-    #: ``word_cosine``: :mod:`synapse_nb.recall.meaning`), as (word, the question's word it is close to, weight),
-    #: in stem order; () when none did
-    expanded: tuple[tuple[str, str, float], ...] = ()
 
     def mark_given(self, ids: Collection[str] | None = None) -> None:
         """Record what this answer gives its session, after a recall made with ``record=False``: a caller that

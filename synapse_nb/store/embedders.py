@@ -50,8 +50,8 @@ from synapse_nb.errors import SemanticUnavailableError, ValidationError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["BUILTIN", "DEFAULT", "Embedder", "check_embedder", "cosines", "embed_quantized", "load_embedder",
-           "match_cosine", "qmax", "quantize", "register_embedder", "registered", "word_cosine"]
+__all__ = ["BUILTIN", "DEFAULT", "Embedder", "check_embedder", "embed_quantized", "load_embedder", "match_cosine",
+           "qmax", "quantize", "register_embedder", "registered"]
 
 #: The built-in embedders: spec -> (what to install, description).
 BUILTIN = {"wordllama": ("pip install 'synapse_nb[semantic]'", "wordllama l2_supercat 256 (static, 16 MB)"),
@@ -88,11 +88,6 @@ class Embedder(Protocol):
     then passes its floor even when the question's words are not in the records (:func:`match_cosine`; e5-small:
     0.84, chosen on LoCoMo conversations 0-6). Every model's cosines have their own scale: without the attribute
     (None) only the words decide, as with the channel off.
-
-    Optional: ``word_cosine``, the cosine (between the quantised vectors of two single words) from which a word of
-    the vault counts as close in meaning to a word of the question: with the channel on, recall's BM25 then also
-    sums the vault's closest words at a reduced weight (:mod:`synapse_nb.recall.meaning`; e5-small: 0.88, chosen on
-    chat-style LoCoMo 0-6). Without it (None) the question's own words are searched, as before.
     """
 
     name: str
@@ -132,20 +127,6 @@ def quantize(vecs: np.ndarray) -> np.ndarray:
     top = np.abs(v).max(axis=1) if v.shape[1] else np.zeros(len(v))
     scale = np.divide(float(qmax(v.shape[1])), top, out=np.zeros_like(top), where=top > 0)
     out: np.ndarray = np.rint(v * scale[:, None]).astype(np.float32)
-    return out
-
-
-def cosines(vecs: np.ndarray, norm2: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Exact cosines of integer-valued float32 rows ``vecs`` (squared norms ``norm2``, float64) with ``q``: the
-    dot products are exact integers (each under 2**24), the division float64; a zero vector has cosine 0."""
-    import numpy as np
-
-    qn = float(np.dot(q.astype(np.int64), q.astype(np.int64)))
-    # einsum stays on this thread (BLAS gemv's threads fight LanceDB's runtime on 2 cores: decision 0004); the
-    # sums are exact integers either way
-    dots = np.einsum("ij,j->i", vecs, q).astype(np.float64)
-    den = np.sqrt(norm2 * qn)
-    out: np.ndarray = np.divide(dots, den, out=np.zeros(len(dots)), where=den > 0)
     return out
 
 
@@ -237,9 +218,6 @@ class E5Embedder:
     #: best dev objective, the mean over LoCoMo 0-6 and its chat-style rewrite of (1 - "nothing new" on questions
     #: with evidence + off-topic rejection) / 2, on a grid of 0.005 (docs/recall.md, "The gate on meaning")
     match_cosine = 0.84
-    #: two single words this close count as close in meaning (see :class:`Embedder`; docs/recall.md, "Expansion by
-    #: meaning")
-    word_cosine = 0.88
 
     def __init__(self) -> None:
         try:
@@ -360,27 +338,11 @@ def match_cosine(emb: Any) -> float | None:
     >>> match_cosine(Toy()), match_cosine(object())
     (0.8, None)
     """
-    return _cosine_attr(emb, "match_cosine")
-
-
-def word_cosine(emb: Any) -> float | None:
-    """``emb``'s optional ``word_cosine`` (see :class:`Embedder`): None (no expansion by meaning), or a number in
-    (0, 1].
-
-    >>> class Toy:
-    ...     word_cosine = 0.9
-    >>> word_cosine(Toy()), word_cosine(object())
-    (0.9, None)
-    """
-    return _cosine_attr(emb, "word_cosine")
-
-
-def _cosine_attr(emb: Any, attr: str) -> float | None:
-    got = getattr(emb, attr, None)
+    got = getattr(emb, "match_cosine", None)
     if got is None:
         return None
     if isinstance(got, bool) or not isinstance(got, (int, float)) or not 0.0 < float(got) <= 1.0:
-        raise ValidationError(f"embedder {getattr(emb, 'name', emb)!r}: {attr} must be None or a number in "
+        raise ValidationError(f"embedder {getattr(emb, 'name', emb)!r}: match_cosine must be None or a number in "
                               f"(0, 1], got {got!r}")
     return float(got)
 
@@ -399,7 +361,6 @@ def check_embedder(emb: Any) -> Embedder:
     if not 1 <= emb.dimension <= 8192 or not emb.fingerprint.strip() or not callable(getattr(emb, "embed", None)):
         raise ValidationError(f"embedder {emb.name!r}: dimension 1-8192, a non-empty fingerprint and embed() needed")
     match_cosine(emb)
-    word_cosine(emb)
     batch = np.asarray(emb.embed(list(_PROBES), query=False))
     if batch.shape != (len(_PROBES), emb.dimension) or not np.isfinite(batch).all():
         raise ValidationError(f"embedder {emb.name!r} returned shape {batch.shape} or non-finite values; expected "

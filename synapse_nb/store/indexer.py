@@ -42,7 +42,6 @@ from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex, s
 from synapse_nb.store.index.follower import Follower
 from synapse_nb.store.index.queue import Queues, Steps, deadline
 from synapse_nb.store.index.scrub import RECALL_LOCK_WAIT, Owed
-from synapse_nb.store.index.words import words_of
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import Candidate, VaultStore
@@ -283,13 +282,6 @@ class VaultIndex:
                         if keep:
                             queues.write(dense.name, {r.id for r in rows} | set(rest) | waiting)
                         return False
-                    words = dense.words  # their new words first, within the deadline (index/words.py)
-                    if words is not None and not words.add_texts([r.doc for r in rows[:n]], until=steps.deadline):
-                        n = 0
-                    if n == 0:  # the deadline: recall answers from the vectors already there
-                        if keep:
-                            queues.write(dense.name, {r.id for r in rows} | set(rest) | waiting)
-                        return False
                     start = time.monotonic()
                     dense.upsert(rows[:n])
                     steps.took(rows[:n], time.monotonic() - start)
@@ -470,17 +462,12 @@ class VaultIndex:
             db = lancedb.connect(str(self.path))
             records = self.raw._table_dir().stem
             kept = db.open_table(records).search().select(["id"]).limit(None).to_arrow().column("id")
-            live: list[str] = []
             for name in sorted(db.list_tables().tables):
                 if name == records:
                     continue
                 data = db.open_table(name).to_arrow()
-                if "id" not in data.column_names:  # a words table (index/words.py): the live records' words only
-                    live = live or sorted(words_of(c.text for c in self._store.outbox.all_docs()))
-                    keep = pc.is_in(data.column("word"), value_set=pa_strings(live))
-                else:
-                    keep = pc.and_(pc.is_in(data.column("id"), value_set=kept),
-                                   pc.invert(pc.is_in(data.column("id"), value_set=pa_strings(gone))))
+                keep = pc.and_(pc.is_in(data.column("id"), value_set=kept),
+                               pc.invert(pc.is_in(data.column("id"), value_set=pa_strings(gone))))
                 db.create_table(name, data=data.filter(keep), mode="overwrite")
                 rewritten += 1
             for name in sorted(db.list_tables().tables):

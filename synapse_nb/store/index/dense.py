@@ -37,11 +37,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb.errors import IndexError_, SynapseError
-from synapse_nb.store.embedders import cosines, word_cosine
 from synapse_nb.store.index.maintenance import connect, one_line
 from synapse_nb.store.index.rows import DriftReport, drift
 from synapse_nb.store.index.search import sql_str
-from synapse_nb.store.index.words import WordTable
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -115,6 +113,20 @@ def _ranked(ids: Sequence[str], kinds: Sequence[str], cos: np.ndarray, k: int,
         sel, c = sel[keep], c[keep]
     order = sorted(zip((-c).tolist(), sel.tolist(), strict=True), key=lambda t: (t[0], ids[t[1]]))[:k]
     return [DenseHit(ids[j], kinds[j], -neg) for neg, j in order]
+
+
+def cosines(vecs: np.ndarray, norm2: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Exact cosines of integer-valued float32 rows ``vecs`` (squared norms ``norm2``, float64) with ``q``: the
+    dot products are exact integers (each under 2**24), the division float64; a zero vector has cosine 0."""
+    import numpy as np
+
+    qn = float(np.dot(q.astype(np.int64), q.astype(np.int64)))
+    # einsum stays on this thread (BLAS gemv's threads fight LanceDB's runtime on 2 cores: decision 0004); the
+    # sums are exact integers either way
+    dots = np.einsum("ij,j->i", vecs, q).astype(np.float64)
+    den = np.sqrt(norm2 * qn)
+    out: np.ndarray = np.divide(dots, den, out=np.zeros(len(dots)), where=den > 0)
+    return out
 
 
 def _people_below(ids: Sequence[str], kinds: Sequence[str], rows: np.ndarray, c: np.ndarray, top: set[str],
@@ -311,8 +323,6 @@ class DenseIndex:
         self._db: Any = None
         self._tbl: Any = None
         self._copy: tuple[tuple[int, int, int], _Copy | None] | None = None
-        # the vault's words and their vectors, kept beside the table when the model gives a word_cosine
-        self.words: WordTable | None = WordTable(self.path, embedder) if word_cosine(embedder) is not None else None
 
     def __repr__(self) -> str:
         return f"DenseIndex(path={str(self.path)!r}, table={self.name!r}, embedder={self.embedder.name!r})"
@@ -386,8 +396,6 @@ class DenseIndex:
         from synapse_nb.store.embedders import embed_quantized
 
         vecs = embed_quantized(self.embedder, [r.doc for r in rows])
-        if self.words is not None:  # their words the words table lacks (recall's expansion by meaning)
-            self.words.add_texts(r.doc for r in rows)
         flat = pa.array(vecs.reshape(-1), type=pa.float32())
         cols = [pa.array([r.id for r in rows], pa.string()), pa.array([r.kind for r in rows], pa.string()),
                 pa.array([r.mind for r in rows], pa.string()), pa.array([r.expires_at for r in rows], pa.string()),
@@ -408,8 +416,6 @@ class DenseIndex:
     def rebuild(self, rows: Iterable[DenseRow]) -> int:
         """Drop every semantic table of the folder (other fingerprints too) and build this one from ``rows``."""
         self.close()
-        if self.words is not None:
-            self.words.drop()
         for old in self.path.glob(f"{_PREFIX}*.lance") if self.path.is_dir() else ():
             shutil.rmtree(old, ignore_errors=True)
         for old in self.path.glob(f"{_PREFIX}*.proj") if self.path.is_dir() else ():
@@ -582,5 +588,3 @@ class DenseIndex:
 
     def close(self) -> None:
         self._tbl, self._db, self._copy = None, None, None
-        if self.words is not None:
-            self.words.close()

@@ -14,7 +14,7 @@ HNSW query cost 8-18 ms at 100,000 rows on this project's machine, most of it Py
    ``sketch(q) . sketch(v) / |sketch(v)|``: exact integer dot products (under 2**24 for :data:`RANK` 48) divided in
    float64, so they are the same on every thread count and BLAS.
 3. **The candidates**: the :data:`CANDIDATES` best live rows by stage-one score (ties by position), whose exact
-   cosines (:func:`~synapse_nb.store.embedders.cosines`) rank the result. On LoCoMo-sized and 100,000-row
+   cosines (:func:`~synapse_nb.store.index.dense.cosines`) rank the result. On LoCoMo-sized and 100,000-row
    synthetic vaults with wordllama the 2,000 candidates held 99.8% of the exact top 50 (docs/benchmarks.md).
 
 The candidate set is approximate (as an ANN index's is); every score returned is the exact cosine.
