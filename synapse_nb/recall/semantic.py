@@ -50,7 +50,8 @@ if TYPE_CHECKING:
     from synapse_nb.store.index.dense import DenseHit
     from synapse_nb.store.indexer import VaultIndex
 
-__all__ = ["DENSE_DEPTH", "FUSION", "RRF_K", "DenseChannel", "Fallback", "Unsynced", "describe", "fuse", "fuse_sum", "fuse_top"]
+__all__ = ["DENSE_DEPTH", "FUSION", "RRF_K", "DenseChannel", "Fallback", "Unsynced", "describe", "fuse", "fuse_sum",
+           "fuse_top"]
 
 #: Dense candidates per query (the lexical side keeps ``RankParams.depth``).
 DENSE_DEPTH = 50
