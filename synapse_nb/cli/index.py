@@ -44,7 +44,9 @@ def index_check(
 ) -> None:
     """Compare the index with the store (missing, stale, extra ids); exit 1 when it drifted and was not repaired.
 
-    An index not built yet (a new vault: it is built on first use) is not drift: exit 0.
+    An index not built yet (a new vault: it is built on first use) is not drift: exit 0. A semantic table that
+    cannot be read (``broken``) is reported (exit 1); --repair removes it, and the next recall with the semantic
+    channel builds it again from the vault.
 
     Examples:
 
@@ -55,16 +57,24 @@ def index_check(
     v = open_vault_for(ctx)
     rep = v.index.check(repair=repair)
     out = {"ok": bool(rep.ok), "built": bool(rep.built), "repaired": bool(repair and not rep.ok),
-           "missing": list(rep.missing), "stale": list(rep.stale), "extra": list(rep.extra)}
+           "missing": list(rep.missing), "stale": list(rep.stale), "extra": list(rep.extra),
+           "broken": list(rep.broken)}
     if as_json:
         echo_json(out)
-    elif not rep.built:
-        typer.echo("index not built yet (it is built on first use): built it now" if repair else
-                   f"index not built yet (it is built on first use); to build it now: {PROG} index rebuild")
-    elif rep.ok:
-        typer.echo("index ok: it matches the store")
     else:
-        typer.echo(f"index drift: {len(rep.missing)} missing, {len(rep.stale)} stale, {len(rep.extra)} extra"
-                   + (" (repaired)" if repair else f" (fix it with: {PROG} index check --repair)"))
+        for name in rep.broken:
+            typer.echo(f"semantic table {name} cannot be read: removed (the next recall with the semantic channel "
+                       "builds it again from the vault)" if repair else
+                       f"semantic table {name} cannot be read (recall answers from BM25 without it); remove it with: "
+                       f"{PROG} index check --repair (or {PROG} index rebuild), and the next recall with the semantic "
+                       "channel builds it again from the vault")
+        if not rep.built:
+            typer.echo("index not built yet (it is built on first use): built it now" if repair else
+                       f"index not built yet (it is built on first use); to build it now: {PROG} index rebuild")
+        elif rep.missing or rep.stale or rep.extra:
+            typer.echo(f"index drift: {len(rep.missing)} missing, {len(rep.stale)} stale, {len(rep.extra)} extra"
+                       + (" (repaired)" if repair else f" (fix it with: {PROG} index check --repair)"))
+        elif not rep.broken:
+            typer.echo("index ok: it matches the store")
     if not rep.ok and not repair:
         raise typer.Exit(1)

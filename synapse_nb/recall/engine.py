@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb._util import check_files
-from synapse_nb.errors import QueryError, SnapshotMoved, ValidationError
+from synapse_nb.errors import IndexError_, QueryError, SnapshotMoved, ValidationError
 from synapse_nb.models import Lesson, Record
 from synapse_nb.recall.assembly import assemble, empty_reason, record_line
 from synapse_nb.recall.bm25 import Postings, Term, bm25_top
@@ -19,7 +19,7 @@ from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.expand import Variants
 from synapse_nb.recall.rank import Ranked, RankParams, asks_several, fts_words, rank_words, structure
 from synapse_nb.recall.scoring import Meaning, gate
-from synapse_nb.recall.semantic import DenseChannel, Unsynced
+from synapse_nb.recall.semantic import DenseChannel, Fallback, Unsynced
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
 from synapse_nb.text import FTS_TOKEN_RE
@@ -272,15 +272,23 @@ class Recaller:
         branch_name = ctx.git.head()[0] if branch is None else str(branch)
         used = "rank" if query.strip() else "none"
         # the semantic channel's index applies queued writes outside the snapshot, waiting a moment at most for
-        # the index lock (review 28): held longer by another process, the index answers as it stands
-        busy = bool(self.params.semantic) and not self._dense.sync()
+        # the index lock (review 28): held longer by another process, the index answers as it stands. An index
+        # that cannot be read or written turns the channel off for this recall: BM25 answers alone (Fallback)
+        use, busy = Fallback(), False
+        try:
+            busy = bool(self.params.semantic) and not self._dense.sync()
+        except IndexError_ as exc:
+            use.failed(exc)
         try:
             version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session,
-                                                              file_refs, branch_name, busy=busy)
+                                                              file_refs, branch_name, busy=busy, use=use)
         except Unsynced:  # the channel was just turned on, or a write came between: sync, then read again
-            self._dense.prepare(self._embedder[1] if self._embedder else None)
+            try:
+                self._dense.prepare(self._embedder[1] if self._embedder else None)
+            except IndexError_ as exc:
+                use.failed(exc)
             version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session,
-                                                              file_refs, branch_name, synced=True)
+                                                              file_refs, branch_name, synced=True, use=use)
         walk = [c.id for c in ranking.cands if c is not None] if ranking else []
         # the session's marks are no part of the vault's state (they move no version): read after the snapshot
         seen = seen_digests(ctx, session, walk + [x.id for x in lessons])
@@ -309,10 +317,11 @@ class Recaller:
 
     def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
               file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False, busy: bool = False,
-              ) -> tuple[Any, Bars, str, list[Any], _Ranking | None]:
+              use: Fallback, ) -> tuple[Any, Bars, str, list[Any], _Ranking | None]:
         """One consistent read of everything the ranking weighs: (version, bars, now, lessons, ranking).
         ``synced``: the semantic table was just synced (writes queued since are not waited for again); ``busy``:
-        its sync found the index lock busy (queued writes are not waited for)."""
+        its sync found the index lock busy (queued writes are not waited for); ``use``: whether the semantic
+        channel may still be read in this recall (its index failed: BM25 alone)."""
         ctx = self._ctx
         # Lazy: a team vault reads the version first and opens its transaction only for what the caches keyed by
         # that version lack; if the vault moved in between, the read starts again in an ordinary snapshot.
@@ -326,22 +335,27 @@ class Recaller:
                             bars = _check_args(saved, budget_tokens, session)
                         if semantic != self.params.semantic:
                             self.params = replace(self.params, semantic=semantic)
-                    if self.params.semantic and not synced:
-                        self._dense.check_synced(self._embedder_spec(version), busy=busy)
+                    if self.params.semantic and use.on and not synced:
+                        try:
+                            self._dense.check_synced(self._embedder_spec(version), busy=busy)
+                        except IndexError_ as exc:
+                            use.failed(exc)
                     now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
                     lessons = list(self._lessons(ctx.at(now), branch_name))
-                    ranking = self._rank(query, file_refs, bars, now, version) if query.strip() else None
+                    ranking = self._rank(query, file_refs, bars, now, version, use) if query.strip() else None
                 break
             except SnapshotMoved:
                 if not lazy:
                     raise
         return version, bars, now, lessons, ranking
 
-    def _rank(self, query: str, files: tuple[str, ...], bars: Bars, now: str, version: object) -> _Ranking:
-        """BM25 hits plus exact-match bonuses, through the structure step; the candidate rows of the walk."""
+    def _rank(self, query: str, files: tuple[str, ...], bars: Bars, now: str, version: object,
+              use: Fallback) -> _Ranking:
+        """BM25 hits plus exact-match bonuses, through the structure step; the candidate rows of the walk. With the
+        semantic channel's index unreadable (``use``), as with the channel off."""
         import numpy as np  # loaded with the gate
 
-        ctx, p = self._ctx, self.params
+        ctx, p = self._ctx, self.params if use.on else replace(self.params, semantic=0.0)
         idx = self._candidates.threads(version)
         words = rank_words(query)
         file_words = [w.lower() for f in files for w in FTS_TOKEN_RE.findall(f)]
@@ -375,12 +389,18 @@ class Recaller:
             from synapse_nb.store.embedders import match_cosine  # loaded with the channel's model
 
             model = self._dense.embedder(self._embedder_spec(version))
-            pos, sc, dense = self._dense.fused(idx, pos, sc, query, ctx.mind, now, p.semantic)
-            at = match_cosine(model)
-            close = frozenset(j for j, c in dense if c >= at) if at is not None else frozenset()
-            match = Meaning(at, close) if at is not None and close else None
-            if p.hop_weight and asks_several(query) and len(named := idx.actors_named(words)) == 1:
-                hop = self._dense.speaker_list(idx, query, int(named[0]), ctx.mind, now)  # RankParams.hop_*
+            try:
+                f_pos, f_sc, dense = self._dense.fused(idx, pos, sc, query, ctx.mind, now, p.semantic)
+                if p.hop_weight and asks_several(query) and len(named := idx.actors_named(words)) == 1:
+                    hop = self._dense.speaker_list(idx, query, int(named[0]), ctx.mind, now)  # RankParams.hop_*
+            except IndexError_ as exc:  # the table cannot be read: ranked as with the channel off
+                use.failed(exc)
+                p, hop = replace(p, semantic=0.0), None
+            else:
+                pos, sc = f_pos, f_sc
+                at = match_cosine(model)
+                close = frozenset(j for j, c in dense if c >= at) if at is not None else frozenset()
+                match = Meaning(at, close) if at is not None and close else None
         ranked = structure(idx, pos, sc, words, p, bonus, hop)
         # the walk reads what clears the margin, plus a few rows below it for the explanation
         text = ranked.score - ranked.parts["bonus"] if len(ranked) else ranked.score

@@ -34,6 +34,7 @@ float64 element-wise arithmetic on BM25's float64 scores and those cosines (docs
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -42,13 +43,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
+    from synapse_nb.errors import IndexError_
     from synapse_nb.recall.threads import ThreadIndex
     from synapse_nb.store.base import VaultStore
     from synapse_nb.store.embedders import Embedder
     from synapse_nb.store.index.dense import DenseHit
     from synapse_nb.store.indexer import VaultIndex
 
-__all__ = ["DENSE_DEPTH", "FUSION", "RRF_K", "DenseChannel", "Unsynced", "describe", "fuse", "fuse_sum", "fuse_top"]
+__all__ = ["DENSE_DEPTH", "FUSION", "RRF_K", "DenseChannel", "Fallback", "Unsynced", "describe", "fuse", "fuse_sum",
+           "fuse_top"]
 
 #: Dense candidates per query (the lexical side keeps ``RankParams.depth``).
 DENSE_DEPTH = 50
@@ -63,6 +66,25 @@ MAX_CACHED_QUERIES = 1000
 
 class Unsynced(Exception):
     """Writes are queued that the semantic table has not applied: sync outside the snapshot, then read again."""
+
+
+class Fallback:
+    """One recall's use of the channel: on until its index raises :class:`~synapse_nb.errors.IndexError_` (a
+    semantic table truncated by a shell, a full disk, a killed write), then off for the rest of that recall, which
+    answers from BM25 alone as with ``recall_semantic`` 0, with one warning (logger ``synapse_nb.recall``; the CLI
+    prints it on stderr) naming the table and the person's remedy. The index is a cache: recall never fails for it.
+    :class:`~synapse_nb.errors.SemanticUnavailableError` (the extra not installed) is no index failure: it raises."""
+
+    def __init__(self) -> None:
+        self.on = True
+
+    def failed(self, exc: IndexError_) -> None:
+        if self.on:
+            logging.getLogger("synapse_nb.recall").warning(
+                "recall answered from BM25 alone (the vault's records), without the semantic channel: %s. A person's "
+                "`synapse-nb index rebuild` (or `synapse-nb index check --repair`) removes a semantic table that "
+                "cannot be read; the next recall with the channel builds it again from SQLite", exc)
+        self.on = False
 
 
 def fuse(idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, hits: list[DenseHit], weight: float,

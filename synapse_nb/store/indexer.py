@@ -31,6 +31,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from synapse_nb._util import digest
 from synapse_nb.errors import PermissionDeniedError, StoreError, ValidationError
 from synapse_nb.locks import flock_within
-from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex, scrub
+from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex, broken, scrub
 from synapse_nb.store.index.follower import Follower
 from synapse_nb.store.index.queue import Queues, Steps, deadline
 from synapse_nb.store.index.scrub import RECALL_LOCK_WAIT, Owed
@@ -465,7 +466,8 @@ class VaultIndex:
             for name in sorted(db.list_tables().tables):
                 if name == records:
                     continue
-                data = db.open_table(name).to_arrow()
+                if (data := broken.read_or_remove(db, self.path, name)) is None:
+                    continue  # a semantic table that cannot be read: removed
                 keep = pc.and_(pc.is_in(data.column("id"), value_set=kept),
                                pc.invert(pc.is_in(data.column("id"), value_set=pa_strings(gone))))
                 db.create_table(name, data=data.filter(keep), mode="overwrite")
@@ -499,11 +501,14 @@ class VaultIndex:
 
     def rebuild(self, *, progress: bool = False) -> int:
         """Drop the index and rebuild it from the store; returns the number of rows written. A person's maintenance
-        (review 28): refused for the agent actor and in an agent's environment."""
+        (review 28): refused for the agent actor and in an agent's environment. A semantic table of a model this
+        process has not loaded is removed when it cannot be read (:mod:`~synapse_nb.store.index.broken`)."""
         self._person_only("rebuild the retrieval index")
         with self._mutating(scrub.UPKEEP_LOCK_WAIT) as held:
             if not held:
                 raise scrub.lock_busy(self.path, "rebuild the retrieval index")
+            if self._dense is None:  # the loaded model's table is rebuilt below, every other one removed
+                broken.drop(self.path, None)
             n = self._rebuild_locked(progress=progress)
         self._scrub_owed()
         return n
@@ -549,22 +554,25 @@ class VaultIndex:
         """Compare the index with the store (rows missing, stale or extra); with ``repair``, fix the drift.
 
         An index never built (a new vault: it is built on first use, or by :meth:`rebuild`) is not drift:
-        the report has ``built=False`` and is ``ok``; with ``repair`` the index is built now.
+        the report has ``built=False`` and is ``ok``; with ``repair`` the index is built now. ``broken`` names the
+        semantic tables that cannot be read; ``repair`` removes them (:mod:`~synapse_nb.store.index.broken`).
         """
         if repair:
             self._person_only("repair the retrieval index")
         if not self.raw.exists():
+            bad = tuple(broken.unreadable(self.path))
             if repair:
-                self.rebuild()
-            return DriftReport(built=False)
+                self.rebuild()  # removes them
+            return DriftReport(built=False, broken=bad)
         if repair:
             with self._mutating(scrub.UPKEEP_LOCK_WAIT) as held:
                 if not held:
                     raise scrub.lock_busy(self.path, "repair the retrieval index")
+                bad = broken.drop(self.path, self._dense)
                 report = self.raw.repair(self._rows_for, self._expected())
             self._scrub_owed()
-            return report
-        return self.raw.check(self._expected())
+            return replace(report, broken=bad)
+        return replace(self.raw.check(self._expected()), broken=tuple(broken.unreadable(self.path)))
 
     def search(self, query: str, *, k: int = 200, kinds: Sequence[str] | None = None,
                mode: Any = "hybrid") -> list[Hit]:

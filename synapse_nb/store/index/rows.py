@@ -77,24 +77,29 @@ class DriftReport:
     built : bool
         False when there was no index on disk yet (a vault's index is built on first use, so that is not
         drift); see ``vault.index.check()``.
+    broken : tuple of str
+        The semantic tables whose rows cannot be read (``vault.index.check()``; with ``repair``, removed: the next
+        recall with the channel builds them from SQLite).
     """
 
     missing: tuple[str, ...] = ()
     stale: tuple[str, ...] = ()
     extra: tuple[str, ...] = ()
     built: bool = True
+    broken: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """True when the index matches SQLite exactly (or was never built: nothing can disagree)."""
-        return not (self.missing or self.stale or self.extra)
+        """True when the index matches SQLite exactly (or was never built: nothing can disagree) and every semantic
+        table can be read."""
+        return not (self.missing or self.stale or self.extra or self.broken)
 
 
 def drift(expected: Mapping[str, str], got: Mapping[str, str], duplicated: Iterable[str] = ()) -> DriftReport:
     """Compare SQLite's ``id -> digest`` map with the index's (``duplicated``: ids stored more than once).
 
     >>> drift({"a": "1", "b": "2"}, {"a": "9", "c": "3"})
-    DriftReport(missing=('b',), stale=('a',), extra=('c',), built=True)
+    DriftReport(missing=('b',), stale=('a',), extra=('c',), built=True, broken=())
     """
     dup = frozenset(duplicated)
     missing = tuple(sorted(i for i in expected if i not in got))

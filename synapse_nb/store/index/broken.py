@@ -1,0 +1,81 @@
+"""Semantic tables that cannot be read, found and removed by a person's upkeep (``index rebuild``,
+``index check --repair``) and by a deletion's whole-index scrub.
+
+A semantic table's files can be truncated by a shell (an agent's), a full disk or a killed write. Recall then answers
+from BM25 alone (:class:`~synapse_nb.recall.semantic.Fallback`), but a process that has not loaded the table's
+model (the CLI never loads it) cannot rebuild it: it would have to embed the whole vault. So the person's upkeep
+reads every semantic table as recall's load does (every column, every row, in batches: open it, read its rows), and
+removes one that cannot be read with its ``.proj`` and ``.queue`` files; the next recall with the channel builds it
+from SQLite, as it builds a changed model's table (under an agent hook's deadline, in steps). A readable table is
+left as it is: rebuilding it would re-embed the whole vault (with e5, minutes to hours).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from synapse_nb.store.index.dense import _PREFIX
+from synapse_nb.store.index.maintenance import connect, one_line
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb.store.index.dense import DenseIndex
+
+__all__ = ["drop", "read_or_remove", "remove", "unreadable"]
+
+
+def unreadable(path: Path) -> dict[str, str]:
+    """The semantic tables of the index folder ``path`` whose rows cannot be read, each with what failed."""
+    names = sorted(p.name.removesuffix(".lance") for p in path.glob(f"{_PREFIX}*.lance")) if path.is_dir() else []
+    if not names:
+        return {}
+    db = connect(path)
+    bad: dict[str, str] = {}
+    for name in names:
+        try:
+            for _ in db.open_table(name).search().limit(None).to_batches():
+                pass
+        except MemoryError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure to read it is what is asked
+            bad[name] = one_line(exc)
+    return bad
+
+
+def remove(path: Path, bad: dict[str, str]) -> tuple[str, ...]:
+    """Remove the tables ``bad`` names (from :func:`unreadable`) with their projection and queue files, saying so (a
+    warning: the CLI prints it on stderr); returns their names."""
+    for name, why in sorted(bad.items()):
+        shutil.rmtree(path / f"{name}.lance", ignore_errors=True)
+        for suffix in (".proj", ".queue"):
+            (path / f"{name}{suffix}").unlink(missing_ok=True)
+        logging.getLogger("synapse_nb.index").warning(
+            "removed the semantic table %s: it could not be read (%s); the next recall with the semantic channel "
+            "builds it again from SQLite", name, why)
+    return tuple(sorted(bad))
+
+
+def drop(path: Path, loaded: DenseIndex | None) -> tuple[str, ...]:
+    """Remove the semantic tables of the index folder ``path`` that cannot be read (under the index lock), closing
+    ``loaded`` (this process's table) when it is one of them; returns their names."""
+    bad = unreadable(path)
+    if loaded is not None and loaded.name in bad:
+        loaded.close()
+    return remove(path, bad)
+
+
+def read_or_remove(db: Any, path: Path, name: str) -> Any | None:
+    """Every row of table ``name`` as Arrow (a deletion's whole-index scrub rewrites it), or None when it cannot be
+    read: a semantic table is then removed (:func:`remove`: no deleted text is left in it either), any other error
+    raised."""
+    try:
+        return db.open_table(name).to_arrow()
+    except MemoryError:
+        raise
+    except Exception as exc:
+        if not name.startswith(_PREFIX):
+            raise
+        remove(path, {name: one_line(exc)})
+        return None

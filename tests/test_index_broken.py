@@ -1,0 +1,238 @@
+"""A semantic table that cannot be read (an agent's shell truncated its data files, a full disk, a killed write).
+
+Every recall failed ("failed to load vectors ...; rebuild it from SQLite"), every agent hook's recall with it, and
+the advice did nothing: ``index rebuild`` (the CLI never loads the model) and ``index check --repair`` said all was
+well and left the table as it was. Now a recall answers from BM25 alone, as with ``recall_semantic`` 0, with one
+warning; ``index check`` names the table (exit 1); ``index rebuild`` and ``index check --repair`` remove it and the
+next recall with the channel builds it from SQLite. Agents still may not run the upkeep.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_recall_semantic import OPEN, Fake
+from typer.testing import CliRunner
+
+import synapse_nb as syn
+from synapse_nb.cli import app
+from synapse_nb.errors import IndexError_
+from synapse_nb.recall import semantic
+from synapse_nb.store import embedders, indexer
+from synapse_nb.store.embedders import register_embedder
+from synapse_nb.store.index.dense import DenseIndex
+
+QUERIES = ["automobile purchase", "Ann sedan", "Bob puppy seaside", "green tea"]
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embedders, "_registry", {})
+    monkeypatch.setattr(embedders, "_loaded", {})
+    register_embedder("fake", Fake)
+
+
+@pytest.fixture
+def project(tmp_path: Path, fake: None, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A vault with the semantic channel on and its table built, then truncated as an agent's shell does."""
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    project = tmp_path / "project"
+    project.mkdir()
+    v = syn.open_vault(project)
+    for k, t in {"car": "Ann bought a sedan last week", "pets": "Bob walks his puppy every morning",
+                 "trip": "Bob went to the seaside in May", "misc": "Ann likes green tea"}.items():
+        v.remember("project", f"k_{k}", t)
+    v.settings.set("recall_embedder", "fake")
+    v.settings.set("recall_semantic", 0.5)
+    assert _by_meaning(v)
+    v.close()
+    _truncate(project)
+    return project
+
+
+def _index(project: Path) -> Path:
+    return project / ".synapse" / "index"
+
+
+def _tables(project: Path) -> list[str]:
+    return sorted(p.name for p in _index(project).glob("semantic_*"))
+
+
+def _truncate(project: Path) -> None:
+    files = list(_index(project).glob("semantic_*.lance/data/*.lance"))
+    assert files
+    for f in files:
+        f.write_bytes(f.read_bytes()[:100])
+
+
+def _by_meaning(v: syn.Vault) -> bool:
+    """Whether "automobile purchase" (no word in common with any record) finds the sedan first: the dense channel."""
+    got = v.recall("automobile purchase", bars=OPEN).items
+    return bool(got) and "sedan" in got[0].line
+
+
+def _answers(v: syn.Vault) -> list[tuple[Any, ...]]:
+    out = []
+    for q in QUERIES:
+        got = v.recall(q, bars=OPEN)
+        out.append((got.text, [i.id for i in got.items], [(r.id, float(r.score).hex(), r.kept)
+                                                         for r in got.explain()], str(got.explain())))
+    return out
+
+
+def _off(project: Path) -> list[tuple[Any, ...]]:
+    """The answers with ``recall_semantic`` 0 (the table is never read)."""
+    v = syn.open_vault(project)
+    v.settings.set("recall_semantic", 0)
+    try:
+        return _answers(v)
+    finally:
+        v.settings.set("recall_semantic", 0.5)
+        v.close()
+
+
+def test_recall_answers_from_bm25_as_with_the_channel_off_and_warns(
+        project: Path, caplog: pytest.LogCaptureFixture) -> None:
+    off = _off(project)
+    v = syn.open_vault(project)
+    with caplog.at_level(logging.WARNING, "synapse_nb.recall"):
+        assert _answers(v) == off
+    warned = [r.getMessage() for r in caplog.records if r.name == "synapse_nb.recall"]
+    assert len(warned) == len(QUERIES), warned  # one a recall
+    name = _tables(project)[0].removesuffix(".lance")
+    assert all(name in w and "failed to load vectors" in w and "index rebuild" in w for w in warned), warned
+    v.close()
+
+
+def test_the_cli_recall_answers_with_the_same_bytes(project: Path, caplog: pytest.LogCaptureFixture) -> None:
+    runner = CliRunner()
+    args = ["--vault", str(project), "recall", "query", "--explain", "Ann sedan"]
+    v = syn.open_vault(project)
+    v.settings.set("recall_semantic", 0)
+    off = runner.invoke(app, args)
+    v.settings.set("recall_semantic", 0.5)
+    v.close()
+    assert off.exit_code == 0, off.output
+    with caplog.at_level(logging.WARNING, "synapse_nb.recall"):
+        got = runner.invoke(app, args)
+    assert got.exit_code == 0, (got.stdout, got.stderr)
+    assert got.stdout == off.stdout and "sedan" in got.stdout
+    assert "index rebuild" in caplog.text and "semantic_" in caplog.text
+
+
+def test_index_check_names_the_table_and_exits_1(project: Path) -> None:
+    name = _tables(project)[0].removesuffix(".lance")
+    v = syn.open_vault(project)
+    rep = v.index.check()
+    assert rep.broken == (name,) and not rep.ok
+    v.close()
+    runner = CliRunner()
+    res = runner.invoke(app, ["--vault", str(project), "index", "check"])
+    assert res.exit_code == 1 and "index ok" not in res.stdout, res.stdout
+    assert name in res.stdout and "index check --repair" in res.stdout
+    res = runner.invoke(app, ["--vault", str(project), "index", "check", "--json"])
+    out = json.loads(res.stdout)
+    assert res.exit_code == 1 and out["broken"] == [name] and out["ok"] is False
+    assert {"ok", "built", "repaired", "missing", "stale", "extra"} <= set(out)
+    assert _tables(project) == [f"{name}.lance"]  # reported, not removed
+
+
+@pytest.mark.parametrize("args", [["index", "rebuild"], ["index", "check", "--repair"]])
+def test_a_persons_upkeep_removes_the_table_and_the_next_recall_builds_it(
+        project: Path, args: list[str], caplog: pytest.LogCaptureFixture) -> None:
+    res = CliRunner().invoke(app, ["--vault", str(project), *args])
+    assert res.exit_code == 0, (res.stdout, res.stderr)
+    assert _tables(project) == []  # the table, its projection and queue files
+    v = syn.open_vault(project)
+    assert v.index.check().ok
+    with caplog.at_level(logging.WARNING, "synapse_nb.recall"):
+        assert _by_meaning(v)  # dense hits back
+    assert "BM25 alone" not in caplog.text
+    assert v.index.dense is not None and v.index.dense.exists() and v.index.check().ok
+    v.close()
+
+
+def test_an_agent_still_may_not_remove_it(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _tables(project)
+    runner = CliRunner()
+    for args in (["index", "rebuild"], ["index", "check", "--repair"]):
+        monkeypatch.setenv("CLAUDECODE", "1")
+        res = runner.invoke(app, ["--vault", str(project), *args])
+        monkeypatch.delenv("CLAUDECODE")
+        assert res.exit_code == 1 and "person" in res.stderr, res.stderr
+        res = runner.invoke(app, ["--vault", str(project), "--actor", "agent", *args])
+        assert res.exit_code == 1 and "person" in res.stderr, res.stderr
+    agent = syn.open_vault(project).as_agent()
+    for attempt in (agent.index.rebuild, lambda: agent.index.check(repair=True)):
+        with pytest.raises(syn.PermissionDeniedError):
+            attempt()
+    assert _tables(project) == before
+    assert "sedan" in agent.recall("Ann sedan", bars=OPEN).items[0].line  # the hook's recall answers
+
+
+def test_a_persons_deletion_removes_it_and_scrubs(project: Path) -> None:
+    """A deletion's whole-index scrub read every table and raised lancedb's error after the deletion's commit."""
+    v = syn.open_vault(project)
+    m = v.remember("knowledge", "gone", "a note to delete")
+    v.memories.delete(m.id)
+    assert v.index.scrub_behind is None and v.index.scrub_owed_since is None and _tables(project) == []
+    v.close()
+
+
+@pytest.mark.parametrize("where", ["sync", "check_synced", "search", "speaker_list"])
+def test_every_read_of_the_channel_falls_back_to_bm25(
+        fake: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        where: str) -> None:
+    """The channel's index failing anywhere in a recall: its sync before the snapshot, the check inside it, the
+    dense search, the speaker's second query (RankParams.hop_*) -- ranked as with the channel off."""
+    from synapse_nb.eval.locomo import Conversation, Turn
+    from synapse_nb.eval.retrieval import build_locomo_vault
+
+    said = ["I walk my puppy every morning", "The hound barks at the ocean", "Taxes are due", "I bought a sedan",
+            "My dog loves the coast", "Cash only at the market", "Green tea again", "The animals at the farm"]
+    turns = tuple(Turn(f"D{1 + i // 4}:{1 + i % 4}", "Bob" if i % 2 else "Ann", t, 1 + i // 4,
+                       "1:00 pm on 1 May, 2023", None) for i, t in enumerate(said * 2))
+    v, _ = build_locomo_vault(Conversation("c", "Ann", "Bob", turns, ()), tmp_path / "c")
+    q = "What animals has Bob walked?"
+
+    def rows() -> list[tuple[Any, ...]]:
+        got = v.recall(q, bars=OPEN)
+        return [got.text, *[(r.id, float(r.score).hex(), r.kept) for r in got.explain()]]
+
+    try:
+        off = rows()
+        v.settings.set("recall_embedder", "fake")
+        v.settings.set("recall_semantic", 0.4)
+        assert rows() != off  # the channel moves this ranking
+        v.remember("knowledge", "new", "a write queued for the table")  # a sync is owed
+
+        def broken(*_: Any, **__: Any) -> Any:
+            raise IndexError_("semantic index semantic_0123 at 'x' failed to load vectors (IO); rebuild it")
+
+        target = {"sync": (indexer.VaultIndex, "sync_within"), "check_synced": (semantic.DenseChannel, where),
+                  "search": (DenseIndex, "search"), "speaker_list": (semantic.DenseChannel, where)}[where]
+        monkeypatch.setattr(*target, broken)
+        with caplog.at_level(logging.WARNING, "synapse_nb.recall"):
+            got = rows()
+        warned = [r for r in caplog.records if r.name == "synapse_nb.recall"]
+        assert len(warned) == 1 and "semantic_0123" in warned[0].getMessage()
+        v.settings.set("recall_semantic", 0)
+        assert got == rows()
+    finally:
+        v.index.close()
+        v.close()
+
+
+def test_the_extra_not_installed_still_raises(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing(*_: Any, **__: Any) -> Any:
+        raise syn.errors.SemanticUnavailableError("install synapse-nb[semantic]")
+
+    monkeypatch.setattr(embedders, "load_embedder", missing)
+    v = syn.open_vault(project)
+    with pytest.raises(syn.errors.SemanticUnavailableError):
+        v.recall("Ann sedan")
+    v.close()
