@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn, Self
 
 from synapse_nb._util import fmt_ts, shown_id
 from synapse_nb.errors import OfflineError, ValidationError
+from synapse_nb.models import KIND_NAMES
 from synapse_nb.provenance import inline
 
 __all__ = ["OFFLINE_MARK", "OfflineVault", "StaleAnswer", "StaleHit", "copy_age", "has_copy"]
@@ -70,15 +71,22 @@ class StaleAnswer:
     #: False: the server was not asked (``team search-local``), so nothing is known about whether it is reachable
     contacted: bool = True
 
+    def __post_init__(self) -> None:
+        # the copy is a file any process of the person's Unix user (an agent's too) can edit: a hit whose kind is not
+        # one of the kinds registry's is not a record the package copied, and its kind once printed raw forged a
+        # "[user · verified]" line and erased the STALE line with terminal codes (review 57): it is left out
+        object.__setattr__(self, "hits", tuple(h for h in self.hits if h.kind in KIND_NAMES))
+
     @property
     def text(self) -> str:
         old = f"{self.age} old" if self.age else "unknown age"
+        when = self.synced_at or "at an unknown time"
         if not self.contacted:
             head = (f"STALE (local copy): this machine's copy of the team vault, last synced "
-                    f"{self.synced_at or 'never'} ({old}); the server was not asked (team search-local reads only "
+                    f"{when} ({old}); the server was not asked (team search-local reads only "
                     f"this copy). {self.what}")
             return "\n".join([head, *self._lines()])
-        lines = [(f"STALE (offline): this machine's copy of the team vault, last synced {self.synced_at or 'never'} "
+        lines = [(f"STALE (offline): this machine's copy of the team vault, last synced {when} "
                   f"({old}); the server cannot be reached, so writes are refused. {self.what}")]
         return "\n".join([*lines, *self._lines()])
 
@@ -113,13 +121,17 @@ def has_copy(folder: Path) -> bool:
 
 def copy_age(iso: str | None) -> str | None:
     """How long ago ``iso`` (a UTC ISO time, e.g. a copy's last sync) was, as text ("45s", "3m", "5h", "2d"); None if
-    unknown."""
-    if not iso:
+    unknown: not a time with its offset, or one in the future (the file is editable: read tolerantly).
+
+    >>> copy_age("yesterday"), copy_age("2999-01-01T00:00:00+00:00"), copy_age("2020-01-01T00:00:00")
+    (None, None, None)
+    """
+    from synapse_nb.store.postgres.copy import age_seconds  # light: sqlite3 and json
+
+    age = age_seconds(iso)
+    if age is None:
         return None
-    try:
-        s = int((datetime.now(UTC) - datetime.fromisoformat(iso)).total_seconds())
-    except ValueError:
-        return None
+    s = int(age)
     return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h" if s < 172800 else f"{s // 86400}d"
 
 
@@ -136,9 +148,11 @@ class OfflineVault:
     created: ClassVar[Literal[False]] = False
 
     def __init__(self, folder: Path, *, location: str, mind: str, actor: str, reason: str) -> None:
+        from synapse_nb.context import check_mind  # context loads the git layer: only when a copy is opened
+
         self.path = folder
         self.location = location
-        self.mind = mind
+        self.mind = check_mind(mind)
         self.actor = actor
         self.reason = reason
 

@@ -14,7 +14,7 @@ import shutil
 import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from synapse_nb.errors import (
     ConflictError,
@@ -24,7 +24,7 @@ from synapse_nb.gitscope.repo import find_repo
 
 __all__ = ["DB_NAME", "TEAM_DIRNAME", "TEAM_FILE", "VAULT_DIRNAME", "find_vault_dir", "locate", "record_team_url",
            "retire_shared_cache", "set_aside_databases", "set_local_aside", "team_agent_url_of", "team_cache_dir",
-           "team_url_of"]
+           "team_url_of", "without_secrets"]
 
 VAULT_DIRNAME = ".synapse"
 DB_NAME = "synapse.db"
@@ -94,12 +94,27 @@ def team_agent_url_of(vault_dir: Path) -> str | None:
     return url
 
 
-def _without_password(url: str) -> str:
+#: The URL parameters that are secrets (libpq's ``password``, and ``sslpassword``: the client key's passphrase): never
+#: written to ``team.toml`` or a pin, as a ``user:password@`` password is not.
+SECRET_PARAMS = frozenset({"password", "sslpassword"})
+
+
+def without_secrets(url: str) -> str:
+    """``url`` without its secrets: the password in ``user:password@`` and every :data:`SECRET_PARAMS` query
+    parameter (its name as libpq reads it, percent-decoded), the rest as written. ``team.toml`` is read by every
+    process in the folder (the agent's Unix user's too, in the set-up docs/team.md recommends): before, a password
+    given as ``?password=`` (or ``&sslpassword=``) was written there as it was (review 57).
+
+    >>> without_secrets("postgresql://al:pw@db/t?project=a&password=x&pass%77ord=y&sslpassword=k&sslmode=require")
+    'postgresql://al@db/t?project=a&sslmode=require'
+    """
     parts = urlsplit(url.strip())
     netloc = parts.netloc
     if "@" in netloc and ":" in netloc.split("@", 1)[0]:
         netloc = netloc.split("@", 1)[0].split(":", 1)[0] + "@" + netloc.split("@", 1)[1]
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    query = "&".join(p for p in parts.query.split("&") if unquote(p.split("=", 1)[0]) not in SECRET_PARAMS)
+    # by hand, not urlunsplit: it drops the "//" of a URL with no host ("postgresql:///team", a local socket)
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
 def record_team_url(vault_dir: Path, url: str, agent_url: str | None = None) -> Path:
@@ -120,15 +135,16 @@ def record_team_url(vault_dir: Path, url: str, agent_url: str | None = None) -> 
 def _record_team_url(vault_dir: Path, url: str, agent_url: str | None = None) -> Path:
     """Write ``team.toml`` into the vault folder: from now on the folder's vault is that team vault, for every surface
     (without ``SYNAPSE_HOME``); ``agent_url``: the login agent surfaces use there (:func:`team_agent_url_of`). A
-    password in a URL is left out (libpq reads ``~/.pgpass``, ``PGPASSFILE`` or ``passfile=``)."""
+    password in a URL (``user:password@``, ``?password=``, ``?sslpassword=``) is left out (:func:`without_secrets`;
+    libpq reads ``~/.pgpass``, ``PGPASSFILE`` or ``passfile=``)."""
     path = vault_dir / TEAM_FILE
     agent = ("# Agent surfaces here (an agent's shell, MCP, hooks, actor=\"agent\") log in as agent_url's login.\n"
-             f"agent_url = {json.dumps(_without_password(agent_url))}\n") if agent_url else ""
+             f"agent_url = {json.dumps(without_secrets(agent_url))}\n") if agent_url else ""
     path.write_text("# This folder's vault is the team vault below (written by `synapse-nb team join`; docs/team.md).\n"
                     "# To use the local vault here again: delete this file, and rename the newest\n"
                     "# synapse.db.before-team-* file beside it (the local vault the join set aside)\n"
                     "# back to synapse.db.\n"
-                    f"url = {json.dumps(_without_password(url))}\n" + agent, encoding="utf-8")
+                    f"url = {json.dumps(without_secrets(url))}\n" + agent, encoding="utf-8")
     return path
 
 

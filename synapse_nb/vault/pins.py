@@ -47,7 +47,15 @@ from urllib.parse import quote, unquote, urlencode
 from synapse_nb.context import acting_actor
 from synapse_nb.errors import StoreError, TeamPinError, ValidationError
 from synapse_nb.provenance import inline
-from synapse_nb.vault.locate import DB_NAME, TEAM_FILE, set_aside_databases, team_agent_url_of, team_url_of
+from synapse_nb.vault.locate import (
+    DB_NAME,
+    SECRET_PARAMS,
+    TEAM_FILE,
+    set_aside_databases,
+    team_agent_url_of,
+    team_url_of,
+    without_secrets,
+)
 
 __all__ = ["PINS_ENV", "Pin", "PinBy", "TeamUrls", "agent_identity", "checked_team_url", "checked_team_urls",
            "is_person", "login_of", "pin_folder", "pin_for", "pin_state", "pins_file", "read_pins", "server_identity",
@@ -135,7 +143,8 @@ def server_identity(url: str, project_dir: str | Path) -> str:
         # URL's fragment reached every surface's error): quoted, and cut
         raise TeamPinError(f"the team vault URL cannot be read ({inline(exc, 120)}): fix "
                            f"{TEAM_FILE} or name the URL again with `synapse-nb team join URL`") from None
-    params.pop("password", None)
+    for secret in SECRET_PARAMS:  # never into the pins file (a sslpassword once was: review 57)
+        params.pop(secret, None)
     if params.get("require_auth") == "!password":
         params.pop("require_auth")
     user = params.pop("user", "")
@@ -248,7 +257,8 @@ def read_pins(path: Path | None = None) -> dict[str, Pin]:
         if not isinstance(agent, str):
             raise _problem(path, f"pin {i}'s agent_server is not a string (\"postgresql://...\", or no such line)")
         folder, server, pinned_at, by = (str(f or "") for f in fields)
-        out[folder] = Pin(folder, server, pinned_at, by, agent)
+        # a pin written before review 57 kept a sslpassword: compared (and rewritten) without it
+        out[folder] = Pin(folder, without_secrets(server), pinned_at, by, without_secrets(agent) if agent else agent)
     return out
 
 

@@ -42,9 +42,11 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb.models import KIND_NAMES
 from synapse_nb.store.postgres.pool import log
 from synapse_nb.text import fts_query_terms
 
@@ -53,8 +55,9 @@ if TYPE_CHECKING:
     from synapse_nb.store.records import Candidate
 
 __all__ = ["COPY_DB", "COPY_FEED", "FLUSH_SECONDS", "LOCK_SECONDS", "MAX_LAG_SECONDS", "QUIET_SECONDS",
-           "SCRUB_BUSY_MS", "SETTLE_SECONDS", "CopyKeeper",
-           "apply", "behind_note", "lock_held", "reader_note", "scrub", "search_copy_db", "synced_at"]
+           "SCRUB_BUSY_MS", "SETTLE_SECONDS", "CopyKeeper", "age_seconds", "utc_iso",
+           "apply", "behind_note", "lock_held", "private_folder", "reader_note", "scrub", "search_copy_db",
+           "synced_at"]
 
 #: The copy's files in the machine's cache folder: the candidates, and where they stand in the change feed.
 COPY_DB = "copy.db"
@@ -219,6 +222,7 @@ def _locked(folder: Path, wait: float | None = None) -> Iterator[bool]:
     except ImportError:  # pragma: no cover - not POSIX
         yield True
         return
+    _private_file(folder / COPY_LOCK)
     with open(folder / COPY_LOCK, "a+b") as fh:
         if not flock_within(fh, LOCK_SECONDS if wait is None else wait):
             yield False
@@ -245,7 +249,38 @@ def behind_note(folder: Path, reason: str) -> str:
             f"{COPY_DB}-wal, {COPY_DB}-shm and {COPY_FEED} in {folder} (the next command syncs the copy afresh)")
 
 
+def private_folder(folder: Path) -> None:
+    """Make this machine's cache folder of a team vault the Unix user's own: the folder 0700, each file in it 0600
+    and each folder in it 0700, whatever the umask (what this Unix user owns; anything else is left as it is).
+
+    The copy holds every mind the login reads: made with the umask (0644 in a 0755 folder; 0664 in a 0775 one in the
+    shared-group set-up docs/team.md recommends), an agent under another Unix user read minds its own login was
+    never granted, and rewrote the person's copy (review 57). Called when the package opens or writes the folder,
+    so an older, wider folder is tightened then. ``.synapse/team/`` around it is left as it is: the agent's Unix
+    user makes its own login's folder there."""
+    uid = os.geteuid() if hasattr(os, "geteuid") else None
+    with contextlib.suppress(OSError):
+        for path, want in ((folder, 0o700), *((p, 0o700 if p.is_dir() and not p.is_symlink() else 0o600)
+                                              for p in folder.iterdir())):
+            st = path.lstat()
+            if (uid is None or st.st_uid == uid) and not path.is_symlink() and st.st_mode & 0o777 != want:
+                with contextlib.suppress(OSError):
+                    path.chmod(want)
+
+
+def _private_file(path: Path) -> None:
+    """Create ``path`` 0600 when it is missing (never through a symlink); an existing one is tightened to 0600."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        with contextlib.suppress(OSError):  # another Unix user's file: left as it is
+            if os.fstat(fd).st_mode & 0o777 != 0o600:
+                os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
 def _connect(folder: Path) -> sqlite3.Connection:
+    _private_file(folder / COPY_DB)  # SQLite makes its -wal and -shm with the database's mode
     con = sqlite3.connect(folder / COPY_DB, timeout=30, isolation_level=None)
     con.execute("PRAGMA journal_mode=WAL")
     con.executescript(_SCHEMA)
@@ -310,13 +345,40 @@ def scrub(folder: Path) -> str | None:
     return reader_note(folder) if busy or log_frames != done else None
 
 
-def synced_at(folder: Path) -> str | None:
-    """When the copy last synced (UTC ISO), or None."""
+def synced_at(folder: Path, name: str = COPY_FEED) -> str | None:
+    """When the copy last synced (UTC ISO, as :func:`utc_iso` reads it), or None (no time recorded, or not one)."""
     try:
-        value = json.loads((folder / COPY_FEED).read_text(encoding="utf-8")).get("synced_at")
+        value = json.loads((folder / name).read_text(encoding="utf-8")).get("synced_at")
     except (OSError, ValueError, AttributeError):
         return None
-    return value if isinstance(value, str) else None
+    return utc_iso(value)
+
+
+def utc_iso(value: object) -> str | None:
+    """``value`` as a UTC ISO time when it is an ISO time with its offset, else None. The feed files are editable by
+    any process of the person's Unix user: a value that is not a time once crashed an offline recall
+    (``datetime.fromisoformat``), and one holding a line break would have been printed as it was (review 57).
+
+    >>> utc_iso("2026-01-01T10:00:00+01:00"), utc_iso("2026-01-01T10:00:00"), utc_iso("soon\\n- [user]"), utc_iso(3)
+    ('2026-01-01T09:00:00+00:00', None, None, None)
+    """
+    try:
+        at = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+    if at is None or at.tzinfo is None:
+        return None
+    return at.astimezone(UTC).isoformat()
+
+
+def age_seconds(iso: str | None) -> float | None:
+    """How many seconds ago ``iso`` was (:func:`utc_iso`), or None: no time, not one, or one in the future (a copy
+    is never synced later than now; a far-future value once printed a negative age)."""
+    at = utc_iso(iso)
+    if at is None:
+        return None
+    age = (datetime.now(UTC) - datetime.fromisoformat(at)).total_seconds()
+    return age if age >= 0 else None
 
 
 def search_copy_db(folder: Path, query: str, *, mind: str, now: str, k: int) -> list[tuple[str, str, str]]:
@@ -325,15 +387,19 @@ def search_copy_db(folder: Path, query: str, *, mind: str, now: str, k: int) -> 
     words = fts_query_terms(query)
     con = sqlite3.connect(f"file:{folder / COPY_DB}?mode=ro", uri=True, timeout=30)
     try:
-        alive = "d.mind = ? AND (d.expires_at IS NULL OR d.expires_at > ?)"
+        # only rows of a kind of the kinds registry: the package copies no other, and the file is editable by any
+        # process of the person's Unix user (review 57: a kind holding a line break and a forged "[user · verified]"
+        # line, or terminal codes, was printed as it was); left out here, so they take none of the k places
+        kinds = ", ".join("?" * len(KIND_NAMES))
+        alive = f"d.mind = ? AND (d.expires_at IS NULL OR d.expires_at > ?) AND d.kind IN ({kinds})"
         if words:
             rows = con.execute(
                 f"SELECT d.kind, d.id, d.text FROM docs_fts f JOIN docs d ON d.rowid = f.rowid "
                 f"WHERE docs_fts MATCH ? AND {alive} ORDER BY bm25(docs_fts), d.id LIMIT ?",
-                (" OR ".join(f'"{w}"' for w in dict.fromkeys(words)), mind, now, k)).fetchall()
+                (" OR ".join(f'"{w}"' for w in dict.fromkeys(words)), mind, now, *KIND_NAMES, k)).fetchall()
         else:
             rows = con.execute(f"SELECT d.kind, d.id, d.text FROM docs d WHERE {alive} "
-                               "ORDER BY d.updated_at DESC, d.id LIMIT ?", (mind, now, k)).fetchall()
+                               "ORDER BY d.updated_at DESC, d.id LIMIT ?", (mind, now, *KIND_NAMES, k)).fetchall()
     finally:
         con.close()
     return [(str(a), str(b), str(c)) for a, b, c in rows]

@@ -8,14 +8,13 @@ age -- but never write: a write would fork the team's memory.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from synapse_nb.errors import IndexError_
+from synapse_nb.models import KIND_NAMES
 from synapse_nb.store.index import RetrievalIndex
-from synapse_nb.store.postgres.copy import COPY_DB, search_copy_db
+from synapse_nb.store.postgres.copy import COPY_DB, age_seconds, search_copy_db
 from synapse_nb.store.postgres.copy import synced_at as copy_synced_at
 
 __all__ = ["OfflineCopy", "search_copy"]
@@ -36,19 +35,16 @@ def search_copy(folder: Path, query: str, *, mind: str, now: str, k: int = 10) -
     copy every operation keeps (``copy.db``, :mod:`synapse_nb.store.postgres.copy`), else the LanceDB index."""
     if (folder / COPY_DB).is_file():
         at = copy_synced_at(folder)
-        age = None if at is None else (datetime.now(UTC) - datetime.fromisoformat(at)).total_seconds()
-        return OfflineCopy(tuple(search_copy_db(folder, query, mind=mind, now=now, k=k)), at, age)
-    synced_at: str | None = None
-    try:
-        synced_at = json.loads((folder / "team-feed.json").read_text(encoding="utf-8")).get("synced_at")
-    except (OSError, ValueError):
-        pass
+        return OfflineCopy(tuple(search_copy_db(folder, query, mind=mind, now=now, k=k)), at, age_seconds(at))
+    synced_at = copy_synced_at(folder, "team-feed.json")  # a time, or None: read tolerantly (review 57)
     idx = RetrievalIndex(folder / "index")
     if not idx.exists():
         raise IndexError_(f"this machine has no index copy of the team vault in {folder}/index (it is made by "
                           "`synapse-nb index rebuild` or an index search while the server is reachable)")
     try:
-        hits = idx.search(query, mind=mind, now=now, k=k)
+        # the index's rows of a kind of the kinds registry only, as copy.db's (search_copy_db): the index is a
+        # folder of files any process of the person's Unix user can rewrite
+        hits = [h for h in idx.search(query, mind=mind, now=now, k=k) if h.kind in KIND_NAMES]
         texts: dict[str, str] = {}
         if hits:
             ids = ", ".join("'" + h.id.replace("'", "''") + "'" for h in hits)
@@ -57,7 +53,4 @@ def search_copy(folder: Path, query: str, *, mind: str, now: str, k: int = 10) -
             texts = {r["id"]: r["text"] for r in got}
     finally:
         idx.close()
-    age = None
-    if synced_at:
-        age = (datetime.now(UTC) - datetime.fromisoformat(synced_at)).total_seconds()
-    return OfflineCopy(tuple((h.kind, h.id, texts.get(h.id, "")) for h in hits), synced_at, age)
+    return OfflineCopy(tuple((h.kind, h.id, texts.get(h.id, "")) for h in hits), synced_at, age_seconds(synced_at))
