@@ -41,9 +41,10 @@ Where the SQL is:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
+import os
 import re
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,19 @@ IN_DOUBT = "in-doubt.json"
 READS = ("SELECT", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 
 _URL_RE = re.compile(r"^postgres(ql)?://", re.IGNORECASE)
+
+
+def genuine_doubt(entry: object) -> bool:
+    """Whether an ``in-doubt.json`` entry has the shape :meth:`PgStore.once` writes: a transaction id, the nonce of
+    its mark (32 hex digits), its first stamp and the records it wrote (``[kind, id, deleted]``)."""
+    if not isinstance(entry, dict) or set(entry) != {"xid", "nonce", "first_stamp", "written"}:
+        return False
+    xid, nonce, stamp, written = entry["xid"], entry["nonce"], entry["first_stamp"], entry["written"]
+    return (isinstance(xid, str) and xid.isascii() and xid.isdigit() and len(xid) <= 20
+            and isinstance(nonce, str) and re.fullmatch(r"[0-9a-f]{32}", nonce) is not None
+            and (stamp is None or isinstance(stamp, str)) and isinstance(written, list)
+            and all(isinstance(w, list) and len(w) == 3 and w[0] in TABLES and isinstance(w[1], str)
+                    and isinstance(w[2], bool) for w in written))
 
 
 def is_team_url(value: object) -> bool:
@@ -288,20 +302,32 @@ class PgStore(PgDatabase):
         :class:`~synapse_nb.errors.CommitUnknownError` and the server now says it committed, with its records there:
         the (kind, id) it wrote, which the caller reads back instead of writing again. The attempts in doubt are
         kept in this machine's cache folder (``in-doubt.json``), so the retry may come from another process (the
-        same CLI command run again)."""
+        same CLI command run again).
+
+        An attempt counts only as this login's own: its transaction wrote a mark in its COMMIT's round trip (a
+        random nonce the entry keeps, the call's name; the server sets the login and transaction id: migration 23),
+        and the retry believes a commit only when this login sees that mark. An entry of another shape, a file
+        another user owns or others may write, or a commit without the mark makes the write happen (review 57: a
+        planted entry naming the person's memory and any committed transaction of the agent's own login had the
+        person's ``remember`` print "updated" and write nothing)."""
         if self._state.depth or self._state.op_key is not None:
             return True, call()
-        name = hashlib.sha256(repr(key).encode("utf-8")).hexdigest()
+        name = pgpool.op_name(key)
         prior = self._doubts().get(name)
+        if prior is not None and not genuine_doubt(prior):
+            pgpool.log.warning("an entry of %s not of the package's making was set aside; the write is made", IN_DOUBT)
+            self._drop_doubt(name)
+            prior = None
         if prior is not None:
             written = {(k, r): bool(d) for k, r, d in prior["written"]}
             status = pgpool.resolve_commit(self.url, prior["xid"], 0, pgpool.written_check(
-                self.project, TABLES, written, prior.get("first_stamp")))
+                self.project, TABLES, written, prior["first_stamp"], (prior["nonce"], name, prior["xid"])))
             if status is None:
                 raise CommitUnknownError(f"the team vault server {self.location} still cannot be asked whether the "
                                          "earlier attempt of this write committed; make the same call again later")
             self._drop_doubt(name)
             if status == "committed":
+                pgpool.drop_mark(self.url, self.project, prior["nonce"])
                 return False, sorted(written)
         self._state.op_key = key
         try:
@@ -311,14 +337,19 @@ class PgStore(PgDatabase):
 
     def note_in_doubt(self, key: Any, entry: dict[str, Any]) -> None:
         doubts = self._doubts()
-        doubts[hashlib.sha256(repr(key).encode("utf-8")).hexdigest()] = entry
+        doubts[pgpool.op_name(key)] = entry
         self._save_doubts(doubts)
 
     def _doubts(self) -> dict[str, Any]:
         if self.folder is None:
             return self._in_doubt
+        path = self.folder / IN_DOUBT
         try:
-            data = json.loads((self.folder / IN_DOUBT).read_text(encoding="utf-8"))
+            st = path.lstat()
+            if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022 or st.st_uid != getattr(os, "getuid", lambda: 0)():
+                pgpool.log.warning("%s is not a file of this user's that only it may write: set aside", path)
+                return {}
+            data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}
@@ -334,7 +365,10 @@ class PgStore(PgDatabase):
             return
         with contextlib.suppress(OSError):
             tmp = self.folder / f".{IN_DOUBT}.tmp"
-            tmp.write_text(json.dumps(doubts, sort_keys=True), encoding="utf-8")
+            tmp.unlink(missing_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # this user's alone
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(json.dumps(doubts, sort_keys=True))
             tmp.replace(self.folder / IN_DOUBT)
 
     def data_version(self) -> tuple[int, ...]:

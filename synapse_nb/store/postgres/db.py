@@ -19,6 +19,7 @@ repositories run here as written; what PostgreSQL does its own way is :mod:`syna
 from __future__ import annotations
 
 import contextlib
+import secrets
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -312,18 +313,21 @@ class PgDatabase:
             xid, pid = (str(ident[0]), int(ident[1])) if ident else ("", 0)
             committing = False
             st.conn, st.depth = conn, 1
+            # a write made exactly once leaves a mark with its commit, which its retry must find (migration 23)
+            nonce = None if st.op_key is None else secrets.token_hex(16)
             try:
                 yield _Cx(self, conn)
                 committing = True
                 self.round_trips.count += 1
-                conn.execute("COMMIT")
+                conn.execute("COMMIT" if nonce is None else f"{pgpool.mark_sql(self.project, nonce, st.op_key)}COMMIT")
             except BaseException as exc:
                 outcome, written = None, dict(st.changes)
+                mark = None if nonce is None else (nonce, pgpool.op_name(st.op_key), xid)
                 if committing and isinstance(exc, psycopg.OperationalError) and xid:
                     # the connection died during COMMIT: ask the server what became of the transaction (and read
                     # back what it wrote) instead of leaving the caller to guess
                     outcome = pgpool.resolve_commit(self.url, xid, pid, pgpool.written_check(
-                        self.project, TABLES, written, st.first_stamp))
+                        self.project, TABLES, written, st.first_stamp, mark))
                 if outcome != "committed":
                     self._rolled_back(conn)
                     if outcome == "aborted":
@@ -333,8 +337,8 @@ class PgDatabase:
                     if isinstance(exc, psycopg.Error):
                         err = map_error(exc, committing=committing)
                         if isinstance(err, CommitUnknownError) and st.op_key is not None:
-                            self.note_in_doubt(st.op_key, {"xid": xid, "first_stamp": st.first_stamp, "written": [
-                                [k, r, d] for (k, r), d in sorted(written.items())]})
+                            self.note_in_doubt(st.op_key, {"xid": xid, "nonce": nonce, "first_stamp": st.first_stamp,
+                                                           "written": [[*kr, d] for kr, d in sorted(written.items())]})
                         raise err from exc
                     raise
             finally:

@@ -83,6 +83,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "the values of REVISED_FIELDS for a memory of its mind, a surface one of SURFACES, a history entry's "
               "before the keys and value types of its kind's record, a conflict pair one the duplicate check writes "
               "after the agent's own write", "agent_change_values.sql"),
+    Migration(23, "a write whose commit was in doubt is believed committed only on a mark its own transaction wrote "
+              "with its login (write_marks)", "write_marks.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

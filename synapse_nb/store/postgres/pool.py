@@ -7,11 +7,14 @@ the package's logger, result rows, and the look-up of a commit whose connection 
 - :func:`route_pool_log`: psycopg_pool's warnings ("error connecting in ...") go to ``synapse_nb.team.pool``; with no
   logging set up they are not printed (a CLI user sees the package's one-line error instead).
 - :func:`resolve_commit`: what the server says became of a transaction whose connection died during COMMIT.
+- :func:`mark_sql`, :func:`written_check`, :func:`drop_mark`: the mark a write made exactly once leaves with its
+  commit (migration 23), which its retry must find on its own login before it believes the commit.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -22,7 +25,8 @@ from psycopg_pool import ConnectionPool
 from psycopg_pool.base import AttemptWithBackoff
 
 __all__ = ["COMMIT_RESOLVE_SECONDS", "RECONNECT_FIRST", "RECONNECT_MAX", "BoundedBackoffPool", "RoundTrips", "Row",
-           "log", "resolve_commit", "route_pool_log", "row_factory", "written_check"]
+           "drop_mark", "log", "mark_sql", "op_name", "resolve_commit", "route_pool_log", "row_factory",
+           "written_check"]
 
 log = logging.getLogger("synapse_nb.team")
 log.addHandler(logging.NullHandler())  # the pool's lines reach a user only through their own logging setup
@@ -155,12 +159,39 @@ def resolve_commit(url: str, xid: str, pid: int,
         delay = min(delay * 1.5, RECONNECT_MAX)
 
 
+def op_name(key: Any) -> str:
+    """The name of a write operation made exactly once (``key``: method, mind, actor, arguments): what
+    ``in-doubt.json`` and its mark on the server know it by."""
+    return hashlib.sha256(repr(key).encode("utf-8")).hexdigest()
+
+
+def mark_sql(project: str, nonce: str, key: Any) -> str:
+    """The statement a write made exactly once sends in its COMMIT's round trip, before it: its mark
+    (``write_marks``, migration 23; the server sets the login and transaction). ``nonce``: 32 hex digits, fresh."""
+    if len(nonce) != 32 or any(ch not in "0123456789abcdef" for ch in nonce):
+        raise ValueError(f"a write mark's nonce is 32 lower-case hex digits, got {nonce!r}")
+    return f"INSERT INTO {project}.write_marks(nonce, op) VALUES ('{nonce}', '{op_name(key)}'); "
+
+
+def drop_mark(url: str, project: str, nonce: str) -> None:
+    """Spend a mark a retry believed (best effort: one left behind is dropped a day later)."""
+    with contextlib.suppress(psycopg.Error), psycopg.connect(url, autocommit=True, connect_timeout=2) as c:
+        c.execute(f"DELETE FROM {project}.write_marks WHERE nonce = %s AND login = session_user", (nonce,))
+
+
 def written_check(project: str, tables: dict[str, str], written: dict[tuple[str, str], bool],
-                  first_stamp: str | None) -> Callable[[psycopg.Connection[Any]], bool]:
+                  first_stamp: str | None,
+                  mark: tuple[str, str, str] | None = None) -> Callable[[psycopg.Connection[Any]], bool]:
     """The read-back of :func:`resolve_commit`: every record the transaction wrote (``(kind, id) -> deleted``) is
     there with a stamp at least its first one (``first_stamp``: stamps increase strictly per project, so a row
-    stamped since then was written by it or after it), and every record it deleted is gone."""
+    stamped since then was written by it or after it), and every record it deleted is gone. ``mark``: (nonce,
+    operation name, transaction id) of a write made exactly once, whose mark the asking login must see: written
+    by that transaction, on that login (a row exists only if it committed; a login sees only its own)."""
     def check(c: psycopg.Connection[Any]) -> bool:
+        if mark is not None and c.execute(
+                f"SELECT 1 FROM {project}.write_marks WHERE nonce = %s AND op = %s AND xid = %s::xid8 "
+                "AND login = session_user", mark).fetchone() is None:
+            return False
         for (kind, rid), deleted in sorted(written.items()):
             row = c.execute(f"SELECT updated_at FROM {project}.{tables[kind]} WHERE id = %s", (rid,)).fetchone()
             if (row is not None) if deleted else (row is None or (first_stamp is not None
