@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb._util import check_files
 from synapse_nb.errors import IndexError_, QueryError, SnapshotMoved, ValidationError
-from synapse_nb.models import Lesson, Record
+from synapse_nb.models import Lesson, Memory, Record
 from synapse_nb.recall.assembly import assemble, empty_reason, record_line
 from synapse_nb.recall.bm25 import Postings, Term, bm25_top
 from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, query_words
@@ -150,8 +150,11 @@ class Recaller:
         def cacheable(c: WalkRow) -> bool:
             return c.expires_at is None and c.kind != "lesson"
 
+        def expired(rec: Record | None) -> bool:  # the record's own expiry, whatever the arrays said (review 56)
+            return isinstance(rec, Memory) and rec.expires_at is not None and rec.expires_at <= now
+
         def keep(c: WalkRow, rec: Record | None) -> None:
-            if rec is not None and cacheable(c):
+            if rec is not None and cacheable(c) and not (isinstance(rec, Memory) and rec.expires_at):
                 with lock:
                     if len(cache) >= MAX_CACHED_RECORDS:
                         cache.clear()
@@ -197,13 +200,13 @@ class Recaller:
             if c.id in hidden:
                 return None
             if (c.kind, c.id) in read:
-                return read[(c.kind, c.id)]
-            rec = kept(c)
-            if rec is not None:
-                return rec
-            rec = store.table(c.kind).get(view, c.id)
-            keep(c, rec)
-            return rec
+                rec = read[(c.kind, c.id)]
+            else:
+                rec = kept(c)
+                if rec is None:
+                    rec = store.table(c.kind).get(view, c.id)
+                    keep(c, rec)
+            return None if expired(rec) else rec
 
         def line(c: WalkRow, rec: Record) -> str:
             key = (c.kind, c.id, rec.updated_at)
@@ -415,11 +418,30 @@ class Recaller:
                 walked = np.union1d(np.arange(n), people[:min(MAX_WALK, max(n_p + 20, bars.gate_depth))])
         ranked = Ranked(ranked.pos[walked], ranked.score[walked], {k: v[walked] for k, v in ranked.parts.items()})
         # memories expired at "now" are ranked (the store's ranking knows no time) but never given
-        expiry, kinds, ids = idx.expiry, idx.kinds, idx.ids
-        cands = [WalkRow(kinds[j], ids[j], exp) if (exp := expiry.get(ids[j])) is None or exp > now else None
-                 for j in ranked.pos.tolist()]
+        cands = self._live(idx, ranked.pos.tolist(), now, version)
         return _Ranking(ranked, cands, exact, cover_terms(cover, terms, totals[0], idx), idx.actor, match,
                         idx.agent)
+
+    def _live(self, idx: ThreadIndex, walked: list[int], now: str, version: object) -> list[WalkRow | None]:
+        """The walk's candidates at these positions: None for a memory expired at ``now``. The arrays' expiry may
+        come from the file on disk (:mod:`~synapse_nb.recall.rankfile`, a cache an agent can rewrite with a
+        checksum that matches: review 56), so a record it says expired is dropped only once the store confirms it
+        (one statement for those ids, kept per data version: :meth:`Candidates.fetch`); one it says live is
+        checked against the record the walk reads (:meth:`_walker`)."""
+        expiry, kinds, ids = idx.expiry, idx.kinds, idx.ids
+        rows = [WalkRow(kinds[j], ids[j], expiry.get(ids[j])) for j in walked]
+        said = [(c.kind, c.id) for c in rows if c.expires_at is not None and c.expires_at <= now]
+        real = self._candidates.fetch(said, version) if said else {}
+        out: list[WalkRow | None] = []
+        for c in rows:
+            if c.expires_at is not None and c.expires_at <= now:
+                got = real.get(c.id)  # absent: deleted, or not of the kind the file says: not given
+                if got is None or got.kind != c.kind or (got.expires_at is not None and got.expires_at <= now):
+                    out.append(None)
+                    continue
+                c = c._replace(expires_at=got.expires_at)
+            out.append(c)
+        return out
 
     def _bm25(self, idx: ThreadIndex, words: list[str], terms: dict[str, Term],
               totals: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:

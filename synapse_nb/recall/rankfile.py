@@ -268,12 +268,70 @@ def _read(mm: mmap.mmap, size: int, uid: str, mind: str) -> Stored | None:
         if count != n or offset < 0 or offset % _ALIGN or offset + count * dt.itemsize > plen:
             return None
         a[name] = np.frombuffer(mm, dt, count, start + offset)
+    expiry = dict(head["expiry"])  # pairs, else ValueError / TypeError: no file
+    if not _valid(a, head, expiry, n):
+        return None
     ids = _Ids(a["ids"])
     kinds = _Kinds(a["kind"], list(head["kinds"]))
     idx = ThreadIndex.__new__(ThreadIndex)
     idx.thread_names = list(head["threads"])
     idx._finish(None, None, a["question"], a["length"], a["doc"], a["thread"], a["seq"], list(head["actors"]),
-                a["actor"], dict(head["expiry"]), a["brief"], a["agent"], ids, kinds, _Positions(ids),
+                a["actor"], expiry, a["brief"], a["agent"], ids, kinds, _Positions(ids),
                 (a["prev1"], a["prev2"], a["next1"], a["next2"]), (a["doc_order"], a["doc_sorted"]),
                 (a["head"], a["tail"]))
     return Stored(int(head["gen"]), str(head["last"]), idx)
+
+
+def _names(x: object) -> bool:
+    """Whether a header field is a list of strings (names of threads, actors, kinds)."""
+    return isinstance(x, list) and set(map(type, x)) <= {str}
+
+
+def _valid(a: dict[str, np.ndarray], head: dict[str, Any], expiry: dict[Any, Any], n: int) -> bool:
+    """Whether the arrays and header of a file whose checksum matched hold what a build from the rows could hold
+    (review 56: a CRC-32 is recomputed in a few lines, and a position out of range crashed every recall): ids
+    sorted, distinct and UTF-8 each; every position in range; every code within its header's names; kinds that are
+    ranked kinds; flags 0 or 1; finite lengths; the document index sorted and consistent; expiries as text."""
+    import numpy as np
+
+    from synapse_nb.models import RANKED_KINDS
+
+    kinds, threads, actors = head["kinds"], head["threads"], head["actors"]
+    if not (_names(kinds) and _names(threads) and _names(actors) and set(kinds) <= set(RANKED_KINDS)
+            and isinstance(head["gen"], int) and isinstance(head["last"], str)):
+        return False
+    if not set(map(type, expiry)) | set(map(type, expiry.values())) <= {str}:  # id -> expires_at, as text
+        return False
+    ids = a["ids"]
+    if n and not bool(np.all(ids[1:] > ids[:-1])):  # sorted and distinct, as Python sorts the ids' UTF-8 bytes
+        return False
+    raw = ids.view(np.uint8).reshape(n, ids.dtype.itemsize) if n else np.zeros((0, 1), np.uint8)
+    # each id UTF-8: the whole buffer decodes and no id starts inside a character (a continuation byte)
+    if n and (bool(np.any((raw[:, 0] & 0xC0) == 0x80)) or not _utf8(ids.view(np.uint8))):
+        return False
+
+    def within(x: np.ndarray, lo: int, hi: int) -> bool:
+        return not len(x) or (int(x.min()) >= lo and int(x.max()) < hi)
+
+    if not (within(a["kind"], 0, len(kinds)) and within(a["thread"], -1, len(threads))
+            and within(a["actor"], -1, len(actors))):
+        return False
+    if not all(within(a[k], -1, n) for k in ("prev1", "prev2", "next1", "next2")):
+        return False
+    if not (within(a["head"], 0, n) and within(a["tail"], 0, n) and within(a["doc_order"], 0, n)):
+        return False
+    if not all(within(a[k].view(np.uint8), 0, 2) for k in ("question", "brief", "agent")):
+        return False
+    length, by_doc = a["length"], a["doc_sorted"]
+    if not bool(np.all(np.isfinite(length) & (length >= 0))):
+        return False
+    return bool(np.all(by_doc[1:] >= by_doc[:-1])) and bool(np.array_equal(a["doc"][a["doc_order"]], by_doc))
+
+
+def _utf8(b: np.ndarray) -> bool:
+    """Whether these bytes are UTF-8 (decoded through the buffer: no copy, ~1 ms for a million ids)."""
+    try:
+        str(memoryview(b.data), "utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

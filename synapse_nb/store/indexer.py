@@ -509,6 +509,7 @@ class VaultIndex:
                 raise scrub.lock_busy(self.path, "rebuild the retrieval index")
             if self._dense is None:  # the loaded model's table is rebuilt below, every other one removed
                 broken.drop(self.path, None)
+            scrub.drop_rank_files(self._store.recall.rank_cache_dir())
             n = self._rebuild_locked(progress=progress)
         self._scrub_owed()
         return n
@@ -569,6 +570,7 @@ class VaultIndex:
                 if not held:
                     raise scrub.lock_busy(self.path, "repair the retrieval index")
                 bad = broken.drop(self.path, self._dense)
+                scrub.drop_rank_files(self._store.recall.rank_cache_dir())
                 report = self.raw.repair(self._rows_for, self._expected())
             self._scrub_owed()
             return replace(report, broken=bad)

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from synapse_nb.errors import BusyError
 
-__all__ = ["AGENT_SCRUB_EVERY", "PERSON_LOCK_WAIT", "RECALL_LOCK_WAIT", "UPKEEP_LOCK_WAIT", "Owed",
+__all__ = ["AGENT_SCRUB_EVERY", "PERSON_LOCK_WAIT", "RECALL_LOCK_WAIT", "UPKEEP_LOCK_WAIT", "Owed", "drop_rank_files",
            "lock_busy", "owed_note", "warn_owed"]
 
 #: Seconds a recall's sync waits for the index lock before it answers from the index as it stands.
@@ -138,3 +138,13 @@ class Owed:
         tmp = self.file.with_name(self.file.name + ".tmp")
         tmp.write_bytes(data[size:])
         os.replace(tmp, self.file)
+
+
+def drop_rank_files(folder: Path | None) -> None:
+    """Remove recall's structure arrays on disk (``cache/rank-*``: ``synapse_nb.recall.rankfile``), as a deletion's
+    scrub does, for a person's ``index rebuild`` and ``index check --repair``: they then fix whatever a file rewritten
+    with a matching checksum held (review 56: both said ok and recall kept reading it). The next recall builds the
+    arrays from the rows."""
+    for f in sorted(folder.glob("rank-*")) if folder is not None else ():
+        with contextlib.suppress(OSError):
+            f.unlink()
