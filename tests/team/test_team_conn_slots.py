@@ -19,7 +19,7 @@ from synapse_nb.errors import OfflineError, ServerRefusedError
 from synapse_nb.store.postgres.errors import connect_error
 from synapse_nb.store.postgres.migrate import AGENT_CONNECTION_LIMIT
 from synapse_nb.store.postgres.server import PgServer
-from synapse_nb.team import init
+from synapse_nb.team import init, open_team_vault
 from tests.team.conftest import url_as
 
 
@@ -50,6 +50,7 @@ def test_an_agent_login_at_its_limit_is_refused_while_the_person_recalls_live(
         live = machine("laptop", person_url).recall("how do we deploy?")  # the person's login still connects
         assert not live.text.startswith("STALE") and [h.id for h in live.items][:1] == [m.id]
     finally:
+        desk.close()
         for c in held:
             c.close()
 
@@ -122,17 +123,30 @@ def test_a_full_server_gives_the_person_its_reason_not_a_stale_recall(own_server
                               env=env, capture_output=True, text=True, timeout=120)
 
     assert cli("remember", "procedure", "deploy", "deploy with make release").returncode == 0
+    (tmp_path / "desk").mkdir()
+    desk = open_team_vault(url, local=tmp_path / "desk")  # a long-lived handle (a notebook, the MCP server)
+    assert desk.recall("how do we deploy?").items
     held: list[Any] = []
-    try:
+
+    def fill() -> None:  # another login holds every connection slot left
         while True:
             try:
                 held.append(psycopg.connect(url_as(own_server.url, "hog"), connect_timeout=5))
             except psycopg.OperationalError:
-                break
+                return
+
+    try:
+        fill()
         out = cli("recall", "how do we deploy?")
         assert out.returncode != 0 and not out.stdout.startswith("STALE"), out
         assert "refused this connection (remaining connection slots are reserved" in out.stderr, out.stderr
         assert "not offline" in out.stderr and "CONNECTION LIMIT" in out.stderr, out.stderr
+        with psycopg.connect(own_server.url, autocommit=True) as admin:  # a superuser's reserved slot
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'alice'")
+        fill()  # the slots the handle had are taken too
+        with pytest.raises(ServerRefusedError, match="remaining connection slots are reserved"):
+            desk.recall("how do we deploy?")  # its pool cannot reconnect: refused, not "went away"
     finally:
+        desk.close()
         for c in held:
             c.close()

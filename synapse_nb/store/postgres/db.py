@@ -31,7 +31,7 @@ from synapse_nb.models import RANKED_KINDS, TABLES
 from synapse_nb.store.postgres import migrate
 from synapse_nb.store.postgres import pool as pgpool
 from synapse_nb.store.postgres.dialect import POSTGRES
-from synapse_nb.store.postgres.errors import OFFLINE_HINT, connect_error, map_error
+from synapse_nb.store.postgres.errors import OFFLINE_HINT, connect_error, map_error, no_connection
 from synapse_nb.store.postgres.pool import RoundTrips, Row
 from synapse_nb.store.records import Change
 from synapse_nb.store.sql.dialect import Dialect
@@ -245,8 +245,8 @@ class PgDatabase:
                             with contextlib.suppress(psycopg.Error):
                                 conn.execute("RESET ROLE")
                     return
-            except PoolTimeout as exc:
-                raise map_error(exc) from exc
+            except PoolTimeout as exc:  # a server refusing the pool's reconnections is not offline
+                raise no_connection(exc, self.url, self.location) from exc
 
     def _first(self, conn: Any, first: str | None, params: Sequence[Any], last: bool = False) -> Any:
         """Run the checkout's first statement (after ``SET ROLE`` for an agent handle, in the same round trip;

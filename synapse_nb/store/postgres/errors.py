@@ -21,7 +21,7 @@ from synapse_nb.errors import (
     ValidationError,
 )
 
-__all__ = ["OFFLINE_HINT", "REFUSALS", "connect_error", "map_error"]
+__all__ = ["OFFLINE_HINT", "REFUSALS", "connect_error", "map_error", "no_connection"]
 
 
 def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
@@ -101,3 +101,16 @@ def connect_error(exc: BaseException, location: str) -> SynapseError:
                                       f"({reason}): {todo}; this is not offline, so no stale copy is read and "
                                       "nothing was written")
     return OfflineError(f"cannot reach the team vault server {location} ({text}): {OFFLINE_HINT}")
+
+
+def no_connection(exc: PoolTimeout, url: str, location: str) -> SynapseError:
+    """The pool gave no connection in time: one direct attempt asks the server why. When it answers and refuses
+    (every slot taken: the pool's reconnections were refused) that is :class:`ServerRefusedError`, never offline
+    (a long-lived surface would read the stale copy instead); else :func:`map_error`'s :class:`OfflineError`."""
+    try:
+        psycopg.connect(url, connect_timeout=2).close()
+    except psycopg.OperationalError as refused:
+        err = connect_error(refused, location)
+        if isinstance(err, ServerRefusedError):
+            return err
+    return map_error(exc)
