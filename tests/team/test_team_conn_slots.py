@@ -50,7 +50,6 @@ def test_an_agent_login_at_its_limit_is_refused_while_the_person_recalls_live(
         live = machine("laptop", person_url).recall("how do we deploy?")  # the person's login still connects
         assert not live.text.startswith("STALE") and [h.id for h in live.items][:1] == [m.id]
     finally:
-        desk.close()
         for c in held:
             c.close()
 
