@@ -160,8 +160,8 @@ IDLE_IN_TRANSACTION_TIMEOUT = "30s"
 #: The connections one agent login may hold at once (``ALTER ROLE ... CONNECTION LIMIT``), set by ``team init`` on
 #: every agent login of the project that has none (a limit an administrator set, ``ALTER ROLE login CONNECTION
 #: LIMIT n``, is kept): an agent holding its login's connections open cannot take every connection slot of the
-#: server from the people's logins (review 57). One agent process holds at most 10 (a pool of 8, a listening
-#: connection, a commit's look-up), so 16 leaves room for a second one at its busiest.
+#: server from the people's logins (review 57). One agent process holds up to about 10 (a pool of 8, a
+#: listening connection, a commit's look-up), so 16 leaves room for a second one at its busiest.
 AGENT_CONNECTION_LIMIT = 16
 
 
