@@ -19,6 +19,7 @@ they resemble, so ``except KeyError`` or ``except PermissionError`` keeps workin
     ├── StoreError(SynapseError, OSError)             the vault cannot be opened, read or written
     │   ├── SchemaError                               a vault from a newer, unknown schema version
     │   ├── OfflineError                              a team vault's server cannot be reached (no write, no fork)
+    │   ├── ServerRefusedError                        a team vault's server is up and refused to connect (no stale copy)
     │   ├── BusyError                                 another client held a team vault's write lock too long
     │   ├── CommitUnknownError                        a commit cut off and the server unreachable to ask (retry it)
     │   └── IndexError_                               the retrieval index is unusable (recall falls back)
@@ -48,6 +49,7 @@ __all__ = [
     "QuotaExceededError",
     "SchemaError",
     "SemanticUnavailableError",
+    "ServerRefusedError",
     "SnapshotMoved",
     "StoreError",
     "SynapseError",
@@ -167,6 +169,13 @@ class SchemaError(StoreError):
 class OfflineError(StoreError):
     """A team vault's server cannot be reached from this machine: nothing can be written (there is never a local
     fork); ``open_vault(url, offline=True)`` reads this machine's stale copy instead."""
+
+
+class ServerRefusedError(StoreError):
+    """A team vault's server answered and refused the connection (no connection slot left, the login's connection
+    limit reached, authentication failed, an unknown role or database, no right to connect). The server is up, so
+    this is not :class:`OfflineError`: no surface answers from this machine's stale copy instead; the message names
+    the server's reason and what to do."""
 
 
 class BusyError(StoreError):

@@ -60,7 +60,7 @@ from synapse_nb.store.postgres.copy import CopyKeeper, behind_note
 from synapse_nb.store.postgres.copy import scrub as scrub_copy
 from synapse_nb.store.postgres.db import PgDatabase, RoundTrips
 from synapse_nb.store.postgres.dialect import gate_terms
-from synapse_nb.store.postgres.migrate import CODE_VERSION, check_project, role_settings
+from synapse_nb.store.postgres.migrate import CODE_VERSION, agent_connection_limit, check_project, role_settings
 from synapse_nb.store.postgres.queries import FeedOutbox, MetaQueries, RecallQueries, SessionsQueries
 from synapse_nb.store.postgres.tables import EpisodesTable, LessonsTable
 from synapse_nb.store.records import Change
@@ -396,7 +396,8 @@ class PgStore(PgDatabase):
 
     def add_login(self, login: str, kind: str, *, minds: tuple[str, ...] = ("*",)) -> None:
         """Make the existing login role ``login`` a member of the project's ``human`` or ``agent`` role, give it the
-        package's lock and idle timeouts (``ALTER ROLE ... SET``) and, for an agent, the ``minds`` it may see."""
+        package's lock and idle timeouts (``ALTER ROLE ... SET``) and, for an agent, the ``minds`` it may see and a
+        connection limit (:data:`~synapse_nb.store.postgres.migrate.AGENT_CONNECTION_LIMIT`, when it has none)."""
         check_login(login)
         if kind not in ("human", "agent"):
             raise ValidationError(f"a login is added as 'human' or 'agent', not {kind!r}")
@@ -405,6 +406,7 @@ class PgStore(PgDatabase):
             for stmt in role_settings(login):
                 c.execute(stmt)
             if kind == "agent":
+                c.execute(agent_connection_limit(login))
                 for mind in minds:
                     self._grant_mind(c, login, mind)
 

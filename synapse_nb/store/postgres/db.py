@@ -32,7 +32,7 @@ from synapse_nb.models import RANKED_KINDS, TABLES
 from synapse_nb.store.postgres import migrate
 from synapse_nb.store.postgres import pool as pgpool
 from synapse_nb.store.postgres.dialect import POSTGRES
-from synapse_nb.store.postgres.errors import OFFLINE_HINT, map_error
+from synapse_nb.store.postgres.errors import OFFLINE_HINT, connect_error, map_error, no_connection
 from synapse_nb.store.postgres.pool import RoundTrips, Row
 from synapse_nb.store.records import Change
 from synapse_nb.store.sql.dialect import Dialect
@@ -152,11 +152,10 @@ class PgDatabase:
         self._memo_lock = threading.Lock()
         self._owner = _pool is None
         if _pool is None:
-            try:  # one direct attempt first: a refused connection is known at once, not after the pool's timeout
+            try:  # one direct attempt first: a failed connection is known at once, not after the pool's timeout
                 psycopg.connect(url, connect_timeout=5).close()
-            except psycopg.OperationalError as exc:
-                raise OfflineError(f"cannot reach the team vault server {self.location} "
-                                   f"({' '.join(str(exc).split())[:300]}): {OFFLINE_HINT}") from exc
+            except psycopg.OperationalError as exc:  # refused by a server that answered: not offline
+                raise connect_error(exc, self.location) from exc
             pgpool.route_pool_log()
             _pool = pgpool.BoundedBackoffPool(
                 url, min_size=1, max_size=8, open=False, timeout=pool_timeout, name=f"synapse-{project}",
@@ -247,8 +246,8 @@ class PgDatabase:
                             with contextlib.suppress(psycopg.Error):
                                 conn.execute("RESET ROLE")
                     return
-            except PoolTimeout as exc:
-                raise map_error(exc) from exc
+            except PoolTimeout as exc:  # a server refusing the pool's reconnections is not offline
+                raise no_connection(exc, self.url, self.location) from exc
 
     def _first(self, conn: Any, first: str | None, params: Sequence[Any], last: bool = False) -> Any:
         """Run the checkout's first statement (after ``SET ROLE`` for an agent handle, in the same round trip;

@@ -15,12 +15,13 @@ from synapse_nb.errors import (
     OfflineError,
     PermissionDeniedError,
     QuotaExceededError,
+    ServerRefusedError,
     StoreError,
     SynapseError,
     ValidationError,
 )
 
-__all__ = ["OFFLINE_HINT", "map_error"]
+__all__ = ["OFFLINE_HINT", "REFUSALS", "connect_error", "map_error", "no_connection"]
 
 
 def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
@@ -63,3 +64,53 @@ def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
 OFFLINE_HINT = ("this machine is offline from the team vault, so it cannot write (no local fork is ever made); "
                 "reads (`synapse-nb recall`, `synapse-nb memory search`, open_vault(url, offline=True)) answer from "
                 "this machine's stale copy; check the URL, the network and the server")
+
+
+#: What a server that answered says when it refuses a connection (libpq's text, the server's English messages:
+#: a connect error carries no SQLSTATE), and what to do about it. Any other connect failure (refused by the
+#: operating system, a timeout, an unknown host, a server starting up or shutting down) means the server cannot be
+#: reached: :class:`OfflineError`, and a read may answer from the stale copy.
+REFUSALS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("too many clients already", "remaining connection slots are reserved"),
+     ("every connection slot of the server (max_connections) is taken; it frees when their clients close them "
+     "(an administrator sees whose with SELECT usename, count(*) FROM pg_stat_activity GROUP BY 1); each agent "
+     "login's connections are capped (CONNECTION LIMIT, docs/team.md \"Connection slots\")")),
+    (("too many connections for role", "too many connections for database"),
+     ("this login (or database) already holds as many connections as its CONNECTION LIMIT allows; close some of its "
+     "sessions, or an administrator raises it: ALTER ROLE login CONNECTION LIMIT n (docs/team.md \"Connection "
+     "slots\")")),
+    (("authentication failed", "no password supplied", "no pg_hba.conf entry", "password is required"),
+     ("check the URL's login and its password (~/.pgpass, PGPASSFILE or PGPASSWORD, docs/team.md) and the server's "
+     "pg_hba.conf")),
+    (("does not exist", "is not permitted to log in", "permission denied for database"),
+     ("check the URL's login and database; an administrator creates the login and makes it a person or an agent of "
+     "the project (synapse-nb team init URL --human LOGIN / --agent LOGIN)")),
+)
+
+
+def connect_error(exc: BaseException, location: str) -> SynapseError:
+    """A failed connection to ``location`` as the package's error: :class:`ServerRefusedError` when the server
+    answered and refused it (:data:`REFUSALS`: its reason and what to do; never a reason to read the stale copy),
+    else :class:`OfflineError` (the server cannot be reached)."""
+    text = " ".join(str(exc).split())[:300]
+    low = text.lower()
+    for phrases, todo in REFUSALS:
+        if any(p in low for p in phrases):
+            reason = text.split("FATAL:", 1)[-1].strip() if "FATAL:" in text else text
+            return ServerRefusedError(f"the team vault server {location} is up but refused this connection "
+                                      f"({reason}): {todo}; this is not offline, so no stale copy is read and "
+                                      "nothing was written")
+    return OfflineError(f"cannot reach the team vault server {location} ({text}): {OFFLINE_HINT}")
+
+
+def no_connection(exc: PoolTimeout, url: str, location: str) -> SynapseError:
+    """The pool gave no connection in time: one direct attempt asks the server why. When it answers and refuses
+    (every slot taken: the pool's reconnections were refused) that is :class:`ServerRefusedError`, never offline
+    (a long-lived surface would read the stale copy instead); else :func:`map_error`'s :class:`OfflineError`."""
+    try:
+        psycopg.connect(url, connect_timeout=2).close()
+    except psycopg.OperationalError as refused:
+        err = connect_error(refused, location)
+        if isinstance(err, ServerRefusedError):
+            return err
+    return map_error(exc)

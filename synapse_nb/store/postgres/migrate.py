@@ -22,8 +22,9 @@ from typing import Any
 
 from synapse_nb.errors import SchemaError, StoreError, ValidationError
 
-__all__ = ["CODE_VERSION", "IDLE_IN_TRANSACTION_TIMEOUT", "LOCK_CLASS", "LOCK_TIMEOUT", "MIGRATIONS", "Migration",
-           "bootstrap", "check", "check_project", "current_version", "migrate", "role_settings", "roles"]
+__all__ = ["AGENT_CONNECTION_LIMIT", "CODE_VERSION", "IDLE_IN_TRANSACTION_TIMEOUT", "LOCK_CLASS", "LOCK_TIMEOUT",
+           "MIGRATIONS", "Migration", "agent_connection_limit", "bootstrap", "check", "check_project",
+           "current_version", "migrate", "role_settings", "roles"]
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 LOCK_CLASS = 0x53594E  # "SYN": the advisory-lock namespace of synapse_nb
@@ -126,6 +127,18 @@ BEGIN
         EXECUTE format('ALTER ROLE %I SET lock_timeout = %L', r, '@LOCK_TIMEOUT@');
         EXECUTE format('ALTER ROLE %I SET idle_in_transaction_session_timeout = %L', r, '@IDLE_TIMEOUT@');
     END LOOP;
+    -- the project's agent logins (an agent and nothing more) with no connection limit get AGENT_CONNECTION_LIMIT:
+    -- one agent login never holds every connection slot of the server (a limit an administrator set is kept)
+    FOR r IN SELECT rolname FROM pg_roles WHERE rolcanlogin AND NOT rolsuper AND rolconnlimit = -1
+               AND pg_has_role(oid, '@S@_agent', 'MEMBER') AND NOT pg_has_role(oid, '@S@_human', 'MEMBER')
+               AND NOT pg_has_role(oid, '@S@_owner', 'MEMBER') LOOP
+        BEGIN
+            EXECUTE format('ALTER ROLE %I CONNECTION LIMIT @CONN_LIMIT@', r);
+        EXCEPTION WHEN insufficient_privilege THEN
+            RAISE WARNING 'synapse: cannot set CONNECTION LIMIT @CONN_LIMIT@ on the agent login % (no right to '
+                          'alter it)', r;
+        END;
+    END LOOP;
 END $$;
 CREATE SCHEMA IF NOT EXISTS @S@ AUTHORIZATION @S@_owner;
 CREATE TABLE IF NOT EXISTS @S@.schema_version(
@@ -146,12 +159,27 @@ GRANT SELECT ON @S@.schema_version TO @S@_human, @S@_agent;
 #: ``team init`` and ``team grant``, on the project's roles and the logins added to them (ALTER ROLE ... SET).
 LOCK_TIMEOUT = "5s"
 IDLE_IN_TRANSACTION_TIMEOUT = "30s"
+#: The connections one agent login may hold at once (``ALTER ROLE ... CONNECTION LIMIT``), set by ``team init`` on
+#: every agent login of the project that has none (a limit an administrator set, ``ALTER ROLE login CONNECTION
+#: LIMIT n``, is kept): an agent holding its login's connections open cannot take every connection slot of the
+#: server from the people's logins (review 57). One agent process holds up to about 10 (a pool of 8, a
+#: listening connection, a commit's look-up), so 16 leaves room for a second one at its busiest.
+AGENT_CONNECTION_LIMIT = 16
 
 
 def bootstrap(project: str) -> str:
-    """The bootstrap statements of ``project`` (roles, schema, version table, the roles' timeouts)."""
+    """The bootstrap statements of ``project`` (roles, schema, version table, the roles' timeouts, the agent logins'
+    connection limit)."""
     return (BOOTSTRAP.replace("@S@", check_project(project)).replace("@LOCK_TIMEOUT@", LOCK_TIMEOUT)
-            .replace("@IDLE_TIMEOUT@", IDLE_IN_TRANSACTION_TIMEOUT))
+            .replace("@IDLE_TIMEOUT@", IDLE_IN_TRANSACTION_TIMEOUT)
+            .replace("@CONN_LIMIT@", str(AGENT_CONNECTION_LIMIT)))
+
+
+def agent_connection_limit(login: str) -> str:
+    """The statement giving the agent login ``login`` :data:`AGENT_CONNECTION_LIMIT` when it has no limit yet
+    (``team init --agent``; a limit an administrator set is kept)."""
+    return (f"DO $$ BEGIN IF (SELECT rolconnlimit FROM pg_roles WHERE rolname = '{login}') = -1 THEN "
+            f'ALTER ROLE "{login}" CONNECTION LIMIT {AGENT_CONNECTION_LIMIT}; END IF; END $$')
 
 
 def role_settings(login: str) -> list[str]:
