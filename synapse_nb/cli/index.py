@@ -22,7 +22,10 @@ def index_rebuild(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Rebuild the retrieval index from the vault (nothing is lost: the index is a cache).
 
     A local vault's index is rebuilt from its SQLite file; a team vault's (this machine's offline copy) from the
-    team server, through this login, so it holds what this login may read.
+    team server, through this login, so it holds what this login may read. Every semantic table is removed too:
+    the next recall with the semantic channel embeds the whole vault again (e5-small: about 10 records a second on
+    one busy core; wordllama: thousands a second), in steps under an agent hook's time limit. For drift,
+    ``index check --repair`` is the cheaper fix: it re-embeds only the rows it finds stale.
 
     Examples:
 
@@ -46,7 +49,9 @@ def index_check(
 
     An index not built yet (a new vault: it is built on first use) is not drift: exit 0. A semantic table that
     cannot be read (``broken``) is reported (exit 1); --repair removes it, and the next recall with the semantic
-    channel builds it again from the vault.
+    channel builds it again from the vault. A semantic row whose columns differ from the vault's, or whose vector is
+    all zeros, is stale; --repair drops it and the next recall with the channel embeds it again. --repair always
+    rewrites the whole index folder, so no deleted record's text is left in it.
 
     Examples:
 

@@ -29,10 +29,7 @@ import contextlib
 import fcntl
 import threading
 import time
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
-from datetime import timedelta
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +37,7 @@ from synapse_nb._util import digest
 from synapse_nb.errors import PermissionDeniedError, StoreError, ValidationError
 from synapse_nb.locks import flock_within
 from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex, broken, scrub
+from synapse_nb.store.index.audit import audit, merged
 from synapse_nb.store.index.follower import Follower
 from synapse_nb.store.index.queue import Queues, Steps, deadline
 from synapse_nb.store.index.scrub import RECALL_LOCK_WAIT, Owed
@@ -62,13 +60,6 @@ PREV_CHARS = 600
 #: next sync, so no agent's backlog holds a person's recall.
 AGENT_EMBED_S = 2.0
 _EVERY = 2**62  # "every pending entry" for Outbox.pending
-
-
-def pa_strings(values: Sequence[str]) -> Any:
-    """``values`` as an Arrow array of strings (an empty one too)."""
-    import pyarrow as pa
-
-    return pa.array(values, type=pa.string())
 
 
 def index_row(c: Candidate) -> IndexRow:
@@ -439,44 +430,28 @@ class VaultIndex:
         self.scrub_behind = None
         if not self.path.is_dir() or self._store.readonly:
             return 0
-        import lancedb  # the index exists: its table is opened anyway
-        import pyarrow.compute as pc
-
-        gone = sorted(set(ids))
-        rewritten = 0
         self._owed.mark()  # cleared by settle() below, once the rewrite ran
         with self._mutating(scrub.PERSON_LOCK_WAIT) as held:
             if not held:
                 scrub.warn_owed(self.path)
                 self.scrub_behind = scrub.owed_note(self.path)
                 return 0
-            owed = self._owed.size()
-            self.close()  # handles opened on old versions would keep their files
-            try:
-                self._rebuild_locked(semantic=False, ack=False)  # the semantic tables take the queued changes
-            except StoreError as exc:
-                self.scrub_behind = (f"the index rewrite stopped ({exc}): the index folder {self.path} still holds "
-                                     "the deleted text until the owed rewrite runs (the next deletion, purge or "
-                                     "prune, or `synapse-nb index check --repair`)")
-                return 0
-            rewritten += 1
-            db = lancedb.connect(str(self.path))
-            records = self.raw._table_dir().stem
-            kept = db.open_table(records).search().select(["id"]).limit(None).to_arrow().column("id")
-            for name in sorted(db.list_tables().tables):
-                if name == records:
-                    continue
-                if (data := broken.read_or_remove(db, self.path, name)) is None:
-                    continue  # a semantic table that cannot be read: removed
-                keep = pc.and_(pc.is_in(data.column("id"), value_set=kept),
-                               pc.invert(pc.is_in(data.column("id"), value_set=pa_strings(gone))))
-                db.create_table(name, data=data.filter(keep), mode="overwrite")
-                rewritten += 1
-            for name in sorted(db.list_tables().tables):
-                with warnings.catch_warnings():  # "every version but the latest goes": asked for, under the lock
-                    warnings.simplefilter("ignore", UserWarning)
-                    db.open_table(name).optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
-            self._owed.settle(owed)
+            return self._scrub_locked(ids)
+
+    def _scrub_locked(self, ids: Sequence[str], drop: Mapping[str, Iterable[str]] | None = None) -> int:
+        """:meth:`forget`'s rewrite, under the index lock; ``drop``: per semantic table, the ids of rows to leave out
+        and queue (:mod:`~synapse_nb.store.index.audit`: the next recall with the channel embeds them again)."""
+        owed = self._owed.size()
+        self.close()  # handles opened on old versions would keep their files
+        try:
+            self._rebuild_locked(semantic=False, ack=False)  # the semantic tables take the queued changes
+        except StoreError as exc:
+            self.scrub_behind = (f"the index rewrite stopped ({exc}): the index folder {self.path} still holds "
+                                 "the deleted text until the owed rewrite runs (the next deletion, purge or "
+                                 "prune, or `synapse-nb index check --repair`)")
+            return 0
+        rewritten = 1 + scrub.rewrite(self.path, self.raw._table_dir().stem, ids, drop or {}, self._queues)
+        self._owed.settle(owed)
         return rewritten
 
     def forget_later(self, ids: Sequence[str]) -> int:
@@ -502,13 +477,14 @@ class VaultIndex:
     def rebuild(self, *, progress: bool = False) -> int:
         """Drop the index and rebuild it from the store; returns the number of rows written. A person's maintenance
         (review 28): refused for the agent actor and in an agent's environment. A semantic table of a model this
-        process has not loaded is removed when it cannot be read (:mod:`~synapse_nb.store.index.broken`)."""
+        process has not loaded is removed (review 56: :func:`~synapse_nb.store.index.broken.drop_every`); the next
+        recall with the channel builds it from SQLite, re-embedding the vault."""
         self._person_only("rebuild the retrieval index")
         with self._mutating(scrub.UPKEEP_LOCK_WAIT) as held:
             if not held:
                 raise scrub.lock_busy(self.path, "rebuild the retrieval index")
             if self._dense is None:  # the loaded model's table is rebuilt below, every other one removed
-                broken.drop(self.path, None)
+                broken.drop_every(self.path)
             scrub.drop_rank_files(self._store.recall.rank_cache_dir())
             n = self._rebuild_locked(progress=progress)
         self._scrub_owed()
@@ -569,12 +545,18 @@ class VaultIndex:
             with self._mutating(scrub.UPKEEP_LOCK_WAIT) as held:
                 if not held:
                     raise scrub.lock_busy(self.path, "repair the retrieval index")
-                bad = broken.drop(self.path, self._dense)
+                bad, self.scrub_behind = broken.drop(self.path, self._dense), None
                 scrub.drop_rank_files(self._store.recall.rank_cache_dir())
                 report = self.raw.repair(self._rows_for, self._expected())
-            self._scrub_owed()
-            return replace(report, broken=bad)
-        return replace(self.raw.check(self._expected()), broken=tuple(broken.unreadable(self.path)))
+                tables = audit(self.path, self._all_dense_rows())
+                # always the whole-index rewrite (review 56: an agent deleted scrub.owed, the marker, and a person's
+                # repair left a purged text in the index folder); it drops the semantic rows found stale or extra
+                self._scrub_locked([], {n: {*r.stale, *r.extra, *r.missing} for n, r in tables.items()})
+            if self.scrub_behind is not None:
+                raise StoreError(f"cannot repair the retrieval index: {self.scrub_behind}")
+            return merged(report, bad, tables)
+        bad = tuple(broken.unreadable(self.path))
+        return merged(self.raw.check(self._expected()), bad, audit(self.path, self._all_dense_rows(), bad))
 
     def search(self, query: str, *, k: int = 200, kinds: Sequence[str] | None = None,
                mode: Any = "hybrid") -> list[Hit]:

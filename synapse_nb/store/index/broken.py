@@ -23,7 +23,7 @@ from synapse_nb.store.index.maintenance import connect, one_line
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.store.index.dense import DenseIndex
 
-__all__ = ["drop", "read_or_remove", "remove", "unreadable"]
+__all__ = ["drop", "drop_every", "read_or_remove", "remove", "unreadable"]
 
 
 def unreadable(path: Path) -> dict[str, str]:
@@ -64,6 +64,22 @@ def drop(path: Path, loaded: DenseIndex | None) -> tuple[str, ...]:
     if loaded is not None and loaded.name in bad:
         loaded.close()
     return remove(path, bad)
+
+
+def drop_every(path: Path) -> tuple[str, ...]:
+    """Remove every semantic table of the index folder ``path`` with its projection and queue files (under the index
+    lock): a person's ``index rebuild`` in a process that has not loaded their model (review 56: a readable table an
+    agent's shell rewrote, digests kept, was left as it was). The next recall with the channel builds it from
+    SQLite, re-embedding the vault. Returns the tables' names."""
+    if not path.is_dir():
+        return ()
+    names = sorted(p.name.removesuffix(".lance") for p in path.glob(f"{_PREFIX}*.lance"))
+    for name in names:
+        shutil.rmtree(path / f"{name}.lance", ignore_errors=True)
+    for suffix in (".proj", ".queue", ".queue.tmp"):
+        for f in path.glob(f"{_PREFIX}*{suffix}"):
+            f.unlink(missing_ok=True)
+    return tuple(names)
 
 
 def read_or_remove(db: Any, path: Path, name: str) -> Any | None:

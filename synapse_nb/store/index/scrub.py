@@ -37,12 +37,19 @@ import contextlib
 import logging
 import os
 import time
+import warnings
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from synapse_nb.errors import BusyError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb.store.index.queue import Queues
+
 __all__ = ["AGENT_SCRUB_EVERY", "PERSON_LOCK_WAIT", "RECALL_LOCK_WAIT", "UPKEEP_LOCK_WAIT", "Owed", "drop_rank_files",
-           "lock_busy", "owed_note", "warn_owed"]
+           "lock_busy", "owed_note", "rewrite", "warn_owed"]
 
 #: Seconds a recall's sync waits for the index lock before it answers from the index as it stands.
 RECALL_LOCK_WAIT = 0.25
@@ -79,6 +86,41 @@ def lock_busy(index_dir: Path, action: str) -> BusyError:
     """The error of a person's upkeep (``action``) that waited :data:`UPKEEP_LOCK_WAIT` for the index lock."""
     return BusyError(f"cannot {action}: {_holder(index_dir)} for more than {UPKEEP_LOCK_WAIT:g} s; end that "
                      "process (or wait for it to finish) and run this again")
+
+
+def rewrite(path: Path, records: str, gone: Iterable[str], drop: Mapping[str, Iterable[str]], queues: Queues) -> int:
+    """The whole-index scrub's rewrite of the index folder ``path`` once table ``records`` was rebuilt from the store
+    (under the index lock): every other table (the semantic tables) is rewritten with the rows of records still in
+    the store, less ``gone`` and, per table, the ids ``drop`` names, which are added to its queue (the next recall
+    with the channel embeds them again); a semantic table that cannot be read is removed; then every older version of
+    every table is dropped. Returns how many semantic tables were rewritten."""
+    import lancedb  # the index exists: its table is opened anyway
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from synapse_nb.store.index import broken
+
+    db = lancedb.connect(str(path))
+    kept = db.open_table(records).search().select(["id"]).limit(None).to_arrow().column("id")
+    gone, rewritten = set(gone), 0
+    for name in sorted(db.list_tables().tables):
+        if name == records:
+            continue
+        if (data := broken.read_or_remove(db, path, name)) is None:
+            continue  # a semantic table that cannot be read: removed
+        redo = set(drop.get(name, ()))
+        if redo and (queued := queues.read(name)) is not None:
+            queues.write(name, queued | redo)
+        out = pa.array(sorted(gone | redo), type=pa.string())
+        keep = pc.and_(pc.is_in(data.column("id"), value_set=kept),
+                       pc.invert(pc.is_in(data.column("id"), value_set=out)))
+        db.create_table(name, data=data.filter(keep), mode="overwrite")
+        rewritten += 1
+    for name in sorted(db.list_tables().tables):
+        with warnings.catch_warnings():  # "every version but the latest goes": asked for, under the lock
+            warnings.simplefilter("ignore", UserWarning)
+            db.open_table(name).optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+    return rewritten
 
 
 class Owed:
