@@ -29,6 +29,21 @@ __all__ = ["AGENT_CONNECTION_LIMIT", "CODE_VERSION", "IDLE_IN_TRANSACTION_TIMEOU
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 LOCK_CLASS = 0x53594E  # "SYN": the advisory-lock namespace of synapse_nb
 _PROJECT_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+#: PostgreSQL's reserved key words (``pg_get_keywords()``, categories R and T, in PostgreSQL 15, and 16's
+#: ``system_user``): the project's schema name is written unquoted in every migration, and none of these works
+#: there (``full`` was accepted and its migration failed with a syntax error).
+RESERVED: frozenset[str] = frozenset((
+    "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric", "authorization", "binary", "both",
+    "case", "cast", "check", "collate", "collation", "column", "concurrently", "constraint", "create", "cross",
+    "current_catalog", "current_date", "current_role", "current_schema", "current_time", "current_timestamp",
+    "current_user", "default", "deferrable", "desc", "distinct", "do", "else", "end", "except", "false", "fetch",
+    "for", "foreign", "freeze", "from", "full", "grant", "group", "having", "ilike", "in", "initially", "inner",
+    "intersect", "into", "is", "isnull", "join", "lateral", "leading", "left", "like", "limit", "localtime",
+    "localtimestamp", "natural", "not", "notnull", "null", "offset", "on", "only", "or", "order", "outer",
+    "overlaps", "placing", "primary", "references", "returning", "right", "select", "session_user", "similar",
+    "some", "symmetric", "system_user", "table", "tablesample", "then", "to", "trailing", "true", "union", "unique",
+    "user", "using", "variadic", "verbose", "when", "where", "window", "with",
+))
 
 
 @dataclass(frozen=True)
@@ -92,10 +107,22 @@ CODE_VERSION = MIGRATIONS[-1].version
 
 
 def check_project(project: object) -> str:
-    """A project (PostgreSQL schema) name: a lower-case letter, then up to 39 lower-case letters, digits or ``_``."""
+    """A project (PostgreSQL schema) name: a lower-case letter, then up to 39 lower-case letters, digits or ``_``, and
+    none of PostgreSQL's reserved words (:data:`RESERVED`).
+
+    >>> check_project("acme_research")
+    'acme_research'
+    >>> check_project("full")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    synapse_nb.errors.ValidationError: project name 'full' is not accepted: it is one of PostgreSQL's reserved ...
+    """
     if not isinstance(project, str) or not _PROJECT_RE.match(project):
         raise ValidationError(f"project name {project!r} is not accepted; use 1-40 characters: a lower-case letter, "
                               "then lower-case letters, digits or '_'")
+    if project in RESERVED:
+        raise ValidationError(f"project name {project!r} is not accepted: it is one of PostgreSQL's reserved words "
+                              "(a schema name); add a letter or a word, e.g. 'team_full' or 'fullteam'")
     return project
 
 
