@@ -165,3 +165,43 @@ def test_check_repair_scrubs_a_purged_text_whose_owed_marker_an_agent_deleted(
     res = CliRunner().invoke(app, ["--vault", str(project), "index", "check", "--repair"])
     assert res.exit_code == 0, res.stdout
     assert _scan(folder) == []
+
+
+def test_a_readable_table_of_another_shape_is_reported_broken_not_a_crash(project: Path) -> None:
+    """A semantic table whose rows read but whose columns are not the ones recall reads (an older recipe's table
+    without ``prev``, or one rewritten by hand) made ``index check`` end in a traceback (second reader, 58); now it
+    is reported as a table that cannot be read, and ``--repair`` removes it (the next recall builds it again)."""
+    tbl = _table(project)
+    name = tbl.name
+    data = tbl.to_arrow().drop_columns(["prev"])
+    import lancedb
+
+    lancedb.connect(str(project / ".synapse" / "index")).create_table(name, data=data, mode="overwrite")
+    runner = CliRunner()
+    res = runner.invoke(app, ["--vault", str(project), "index", "check", "--json"])
+    assert res.exit_code == 1, res.output
+    assert json.loads(res.stdout)["broken"] == [name]
+    res = runner.invoke(app, ["--vault", str(project), "index", "check", "--repair"])
+    assert res.exit_code == 0, res.output
+    v = syn.open_vault(project)
+    try:
+        assert _sedan_first(v)  # built again from SQLite, with every column
+        assert "prev" in _table(project).schema.names
+    finally:
+        v.close()
+
+
+def test_a_repair_without_a_records_table_keeps_a_readable_semantic_table(project: Path) -> None:
+    """``index check --repair`` with the records table gone rebuilt the index through ``rebuild``, which now removes
+    every semantic table: the vault would be embedded again (with e5, minutes to hours) for a cheap repair."""
+    import shutil
+
+    before = _rows(project)
+    folder = project / ".synapse" / "index"
+    records = [p for p in folder.glob("*.lance") if not p.name.startswith("semantic_")]
+    assert records
+    for p in records:
+        shutil.rmtree(p)
+    res = CliRunner().invoke(app, ["--vault", str(project), "index", "check", "--repair"])
+    assert res.exit_code == 0, res.output
+    assert _rows(project).keys() == before.keys()  # the semantic table was kept

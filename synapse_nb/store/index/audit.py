@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.store.index.dense import _PREFIX
-from synapse_nb.store.index.maintenance import connect
+from synapse_nb.store.index.maintenance import connect, one_line
 from synapse_nb.store.index.queue import Queues
 from synapse_nb.store.index.rows import DriftReport
 
@@ -40,27 +40,28 @@ __all__ = ["audit", "merged"]
 _COLUMNS = ["id", "kind", "mind", "expires_at", "digest", "prev", "vector"]
 
 
-def audit(path: Path, expected: Iterable[DenseRow], skip: Iterable[str] = ()) -> dict[str, DriftReport]:
-    """Each readable semantic table of the index folder ``path`` (but the names in ``skip``: unreadable ones) with
-    its drift from ``expected`` (every record's document, :meth:`~synapse_nb.store.indexer.VaultIndex._dense_rows`);
-    tables without drift are left out. ``expected`` is read only when there is a table."""
-    import numpy as np
-
-    skipped = set(skip)
-    names = [n for n in Queues(path).tables() if n not in skipped and n.startswith(_PREFIX)]
+def audit(path: Path, expected: Iterable[DenseRow]) -> tuple[dict[str, DriftReport], dict[str, str]]:
+    """Each semantic table of the index folder ``path`` read once: the readable ones with their drift from
+    ``expected`` (every record's document, :meth:`~synapse_nb.store.indexer.VaultIndex._dense_rows`; tables without
+    drift are left out), and the ones that cannot be read as ``DenseIndex`` reads them (any failure: truncated
+    files, a column missing, vectors that are no list: :func:`~synapse_nb.store.index.broken.remove` takes them)
+    with what failed. ``expected`` is read only when there is a table."""
+    names = [n for n in Queues(path).tables() if n.startswith(_PREFIX)]
     if not names:
-        return {}
+        return {}, {}
     want = {r.id: (r.digest, r.kind, r.mind, r.expires_at, r.prev, bool(r.doc.strip())) for r in expected}
     db = connect(path)
     queues = Queues(path)
     out: dict[str, DriftReport] = {}
+    bad: dict[str, str] = {}
     for name in names:
-        res = db.open_table(name).search().select(_COLUMNS).limit(None).to_arrow()
-        vec = res["vector"].combine_chunks()
-        dim = vec.type.list_size
-        flat = np.asarray(vec.flatten().to_numpy(zero_copy_only=False))
-        nonzero: Any = flat.reshape(-1, dim).any(axis=1)
-        zero = [not z for z in nonzero.tolist()] if len(res) else []
+        try:
+            res, zero = _read(db, name)
+        except MemoryError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure to read it is what is asked
+            bad[name] = one_line(exc)
+            continue
         got = zip(*(res[c].to_pylist() for c in _COLUMNS[:-1]), zero, strict=True)
         queued = queues.read(name)
         seen: set[str] = set()
@@ -78,7 +79,19 @@ def audit(path: Path, expected: Iterable[DenseRow], skip: Iterable[str] = ()) ->
                           extra=tuple(sorted(extra - pending)))
         if not rep.ok:
             out[name] = rep
-    return out
+    return out, bad
+
+
+def _read(db: Any, name: str) -> tuple[Any, list[bool]]:
+    """Table ``name``'s columns as Arrow, and per row whether its vector is all zeros."""
+    import numpy as np
+
+    res = db.open_table(name).search().select(_COLUMNS).limit(None).to_arrow()
+    vec = res["vector"].combine_chunks()
+    dim = vec.type.list_size
+    flat = np.asarray(vec.flatten().to_numpy(zero_copy_only=False))
+    nonzero: Any = flat.reshape(-1, dim).any(axis=1)
+    return res, ([not z for z in nonzero.tolist()] if len(res) else [])
 
 
 def merged(report: DriftReport, bad: tuple[str, ...], tables: Mapping[str, DriftReport]) -> DriftReport:
