@@ -209,7 +209,8 @@ def test_every_read_of_the_channel_falls_back_to_bm25(
 
     def rows() -> list[Any]:
         got = v.recall(q, bars=OPEN)
-        return [got.semantic_off, got.text.removeprefix(f"{OFF_LINE}\n\n"), *[(r.id, float(r.score).hex(), r.kept) for r in got.explain()]]
+        return [got.semantic_off, got.text.removeprefix(f"{OFF_LINE}\n\n"),
+                *[(r.id, float(r.score).hex(), r.kept) for r in got.explain()]]
 
     try:
         off = rows()

@@ -40,6 +40,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb.render import SEMANTIC_OFF_LINE
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -63,11 +65,8 @@ RRF_K = 5
 #: Query vectors kept per process (a hook asks the same turn of several vaults; an evaluation asks each twice).
 MAX_CACHED_QUERIES = 1000
 #: The line a recall's text starts with (after a borrowed vault's) when it answered without the channel it had on
-#: (:attr:`~synapse_nb.recall.types.Recall.semantic_off`): the package's own words, never stored text, so a
-#: person's terminal, the notebook and an agent's hook context all say that a record found only by meaning is
-#: missing (review 58: a warning on stderr only, and a person's rule silently left every later answer).
-OFF_LINE = ("(the semantic channel could not be read: answered from the vault's words alone, so a record found "
-            "only by meaning is missing; a person's `synapse-nb index check --repair` repairs it)")
+#: (:attr:`~synapse_nb.recall.types.Recall.semantic_off`): :data:`synapse_nb.render.SEMANTIC_OFF_LINE`.
+OFF_LINE = SEMANTIC_OFF_LINE
 
 
 class Unsynced(Exception):
