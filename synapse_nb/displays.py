@@ -31,8 +31,10 @@ from synapse_nb.errors import SynapseError
 from synapse_nb.provenance import agents_unverified, inline, mark, salvage
 from synapse_nb.render import (
     BORDER,
+    ERR,
     MUTED,
     OK,
+    SEMANTIC_OFF_LINE,
     block,
     code,
     esc,
@@ -207,6 +209,8 @@ def recall_html(r: Any, headings: Mapping[str, str] | None = None) -> str:
     parts = [f"<div><b>recall</b> {code(inline(r.query, 80))} · {esc(count)}</div>"]
     if getattr(r, "borrowed", None):
         parts.append(f"<div><b>{esc(r.borrowed.get('line', ''))}</b></div>")
+    if getattr(r, "semantic_off", None) is not None:  # answered without its semantic channel (review 58)
+        parts.append(f"<div style='color:{ERR}'><b>{esc(SEMANTIC_OFF_LINE)}</b></div>")
     if lessons:
         items = "".join(f"<li>{esc(inline(x.lesson_text or x.summary))} <span style='color:{MUTED}'>"
                         f"(in force until {esc(fmt_time(x.expires_at))}) {code(shown_id(x.id))}</span></li>"

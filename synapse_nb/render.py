@@ -36,6 +36,7 @@ __all__ = [
     "MULTIPLIER_PARTS",
     "MUTED",
     "OK",
+    "SEMANTIC_OFF_LINE",
     "block",
     "code",
     "esc",
@@ -56,6 +57,12 @@ __all__ = [
     "when",
 ]
 
+#: The line a recall's text starts with (after a borrowed vault's) when it answered without the semantic channel it
+#: had on (``Recall.semantic_off``; ``synapse_nb.recall.semantic.OFF_LINE``): the package's own words, never stored
+#: text, so a person's terminal, the notebook and an agent's hook context all say that a record found only by
+#: meaning is missing (review 58: a warning on stderr only, and a person's rule silently left every later answer).
+SEMANTIC_OFF_LINE = ("(the semantic channel could not be read: answered from the vault's words alone, so a record "
+                     "found only by meaning is missing; a person's `synapse-nb index check --repair` repairs it)")
 #: Main text colour of the theme.
 FG = "var(--jp-ui-font-color1, #1f2328)"
 #: Secondary text (dropped rows, notes).

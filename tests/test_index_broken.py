@@ -22,6 +22,8 @@ import synapse_nb as syn
 from synapse_nb.cli import app
 from synapse_nb.errors import IndexError_
 from synapse_nb.recall import semantic
+from synapse_nb.recall.semantic import OFF_LINE
+from synapse_nb.render import esc
 from synapse_nb.store import embedders, indexer
 from synapse_nb.store.embedders import register_embedder
 from synapse_nb.store.index.dense import DenseIndex
@@ -76,10 +78,15 @@ def _by_meaning(v: syn.Vault) -> bool:
 
 
 def _answers(v: syn.Vault) -> list[tuple[Any, ...]]:
+    """Each query's answer; without the channel it had on, its text's first line said so (taken off here)."""
     out = []
     for q in QUERIES:
         got = v.recall(q, bars=OPEN)
-        out.append((got.text, [i.id for i in got.items], [(r.id, float(r.score).hex(), r.kept)
+        text = got.text
+        if got.semantic_off is not None:
+            assert text.startswith(f"{OFF_LINE}\n\n") and OFF_LINE not in text[len(OFF_LINE):], text
+            text = text[len(OFF_LINE) + 2:]
+        out.append((got.semantic_off is not None, text, [i.id for i in got.items], [(r.id, float(r.score).hex(), r.kept)
                                                          for r in got.explain()], str(got.explain())))
     return out
 
@@ -100,7 +107,8 @@ def test_recall_answers_from_bm25_as_with_the_channel_off_and_warns(
     off = _off(project)
     v = syn.open_vault(project)
     with caplog.at_level(logging.WARNING, "synapse_nb.recall"):
-        assert _answers(v) == off
+        got = _answers(v)
+    assert got == [(True, *a[1:]) for a in off] and not any(a[0] for a in off)  # the same ranking, said off
     warned = [r.getMessage() for r in caplog.records if r.name == "synapse_nb.recall"]
     assert len(warned) == len(QUERIES), warned  # one a recall
     name = _tables(project)[0].removesuffix(".lance")
@@ -120,7 +128,7 @@ def test_the_cli_recall_answers_with_the_same_bytes(project: Path, caplog: pytes
     with caplog.at_level(logging.WARNING, "synapse_nb.recall"):
         got = runner.invoke(app, args)
     assert got.exit_code == 0, (got.stdout, got.stderr)
-    assert got.stdout == off.stdout and "sedan" in got.stdout
+    assert got.stdout == f"{OFF_LINE}\n\n{off.stdout}" and "sedan" in got.stdout
     assert "index rebuild" in caplog.text and "semantic_" in caplog.text
 
 
@@ -199,9 +207,10 @@ def test_every_read_of_the_channel_falls_back_to_bm25(
     v, _ = build_locomo_vault(Conversation("c", "Ann", "Bob", turns, ()), tmp_path / "c")
     q = "What animals has Bob walked?"
 
-    def rows() -> list[tuple[Any, ...]]:
+    def rows() -> list[Any]:
         got = v.recall(q, bars=OPEN)
-        return [got.text, *[(r.id, float(r.score).hex(), r.kept) for r in got.explain()]]
+        return [got.semantic_off, got.text.removeprefix(f"{OFF_LINE}\n\n"),
+                *[(r.id, float(r.score).hex(), r.kept) for r in got.explain()]]
 
     try:
         off = rows()
@@ -221,7 +230,7 @@ def test_every_read_of_the_channel_falls_back_to_bm25(
         warned = [r for r in caplog.records if r.name == "synapse_nb.recall"]
         assert len(warned) == 1 and "semantic_0123" in warned[0].getMessage()
         v.settings.set("recall_semantic", 0)
-        assert got == rows()
+        assert got[0] is not None and "semantic_0123" in got[0] and got[1:] == rows()[1:] and rows()[0] is None
     finally:
         v.index.close()
         v.close()
@@ -236,3 +245,68 @@ def test_the_extra_not_installed_still_raises(project: Path, monkeypatch: pytest
     with pytest.raises(syn.errors.SemanticUnavailableError):
         v.recall("Ann sedan")
     v.close()
+
+
+def test_every_surface_says_the_channel_was_off(project: Path) -> None:
+    """Review 58: the answer itself said nothing (a warning on stderr only): ``recall --json`` had no key, the
+    notebook's display and an agent hook's context no line, and a person's rule found only by meaning silently left
+    every later answer. Now ``Recall.semantic_off`` names what failed and the text's first line says so."""
+    from synapse_nb.agents.events import parse_event
+    from synapse_nb.agents.handlers import OFF_NOTICE, handle
+
+    v = syn.open_vault(project)
+    r = v.recall("Ann sedan")
+    name = _tables(project)[0].removesuffix(".lance")
+    assert r.semantic_off is not None and name in r.semantic_off and "failed to load vectors" in r.semantic_off
+    assert r.text.startswith(f"{OFF_LINE}\n\n") and "sedan" in r.text
+    assert r.to_dict()["semantic_off"] == r.semantic_off
+    assert f"<b>{esc(OFF_LINE)}</b></div>" in r._repr_html_()  # shown, not only in the text one click away
+    nothing = v.recall("automobile purchase")  # found only by meaning: "nothing new", said to be without it
+    assert nothing.nothing_new and nothing.text.startswith(f"{OFF_LINE}\n\nnothing new for:")
+    v.close()
+
+    res = CliRunner().invoke(app, ["--vault", str(project), "recall", "query", "--json", "Ann sedan"])
+    out = json.loads(res.stdout)
+    assert res.exit_code == 0 and name in out["semantic_off"] and out["text"].startswith(OFF_LINE)
+
+    for prompt, hit in (("Ann sedan", True), ("automobile purchase", False)):  # the agent's context, the person
+        got = handle(parse_event("prompt", "", session="s1", text=prompt), vault=str(project), env={})
+        assert got.context.startswith(OFF_LINE) and ("sedan" in got.context) is hit, got.context
+        assert got.notice == OFF_NOTICE and "index check --repair" in got.notice
+        assert name not in got.context  # the package's words only: no path, no error text
+
+
+def test_a_long_answer_keeps_the_line_under_the_hooks_cut(project: Path) -> None:
+    """The hook's 10,000-character cut drops hits from the end: the line comes first and stays whole."""
+    from synapse_nb.agents.events import MAX_CONTEXT_CHARS, parse_event
+    from synapse_nb.agents.handlers import handle
+
+    v = syn.open_vault(project)
+    for i in range(60):
+        v.remember("project", f"long_{i}", f"Ann sedan note {i} " + "words of a long record " * 40)
+    v.close()
+    got = handle(parse_event("prompt", "", session="s2", text="Ann sedan"), vault=str(project), env={})
+    assert len(got.context) <= MAX_CONTEXT_CHARS and got.context.startswith(f"{OFF_LINE}\n"), got.context[:300]
+    assert got.context.count(OFF_LINE) == 1
+
+
+def test_the_channel_working_gives_the_same_bytes(project: Path) -> None:
+    """With its table readable (after a person's repair) nothing of this is said: no line, ``semantic_off`` None."""
+    assert CliRunner().invoke(app, ["--vault", str(project), "index", "check", "--repair"]).exit_code == 0
+    v = syn.open_vault(project)
+    r = v.recall("automobile purchase", bars=OPEN)
+    assert r.semantic_off is None and OFF_LINE not in r.text and "sedan" in r.text
+    assert esc(OFF_LINE) not in r._repr_html_() and r.to_dict()["semantic_off"] is None
+    v.close()
+
+
+@pytest.mark.anyio
+async def test_the_mcp_recall_says_it(project: Path) -> None:
+    from mcp import Client
+
+    from synapse_nb.mcp.server import build_server
+
+    async with Client(build_server(project)) as c:
+        r = await c.call_tool("recall", {"query": "Ann sedan", "session_id": "m1"})
+    assert not r.is_error and r.content[0].text.startswith(OFF_LINE)
+    assert "failed to load vectors" in r.structured_content["semantic_off"]

@@ -43,6 +43,9 @@ SESSION_START_TOKENS = 2000
 #: the answer: review 39, an agent's checkpoint of four 32,768-character fields, read whole, kept SessionStart past
 #: its time limit, and every new session started without the banner).
 SESSION_START_FIELD_CHARS = 1200
+#: The person's notice when a prompt's recall answered without its semantic channel (Recall.semantic_off).
+OFF_NOTICE = ("synapse-nb: recall answered without the semantic channel (its index could not be read), so records "
+              "found only by meaning were left out; run `synapse-nb index check --repair` in your own terminal")
 
 
 def _state_key(v: Vault, event: HookEvent) -> str:
@@ -173,6 +176,7 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     and only what its cut kept (review 31). The banner leaves the hits their room (:func:`_fit`)."""
     from synapse_nb.agents.sessions import read_state, session_state
     from synapse_nb.recall.assembly import hits_parts
+    from synapse_nb.recall.semantic import OFF_LINE
     from synapse_nb.render import shorten
 
     prompt = (event.prompt or "").strip()
@@ -188,20 +192,26 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     elif event.session:
         session = read_state(v.path, _state_key(v, event)).delta_session(event.session)
     r = v.recall(prompt[:MAX_PROMPT_CHARS], session=session, record=False)
+    # a recall that answered without its semantic channel says so first, in the package's words, and the person is
+    # told how to repair it (review 58: a rule found only by meaning left every answer, silently)
+    off: list[Part] = [(OFF_LINE, ())] if r.semantic_off is not None else []
+    notice = OFF_NOTICE if off else ""
     if r.items:
         before: list[Part] = [(r.borrowed["line"], ())] if r.borrowed else []
-        context, kept = _fit(before, r.lessons, r.shown_before, hits_parts(r.query, r.items), MAX_CONTEXT_CHARS,
-                             owed)
+        context, kept = _fit(before + off, r.lessons, r.shown_before, hits_parts(r.query, r.items),
+                             MAX_CONTEXT_CHARS, owed)
         if session and writable:
             _left(v, event, r.lessons, r.shown_before, kept, owed)
-        return HookAnswer(context=context, delivered=lambda: r.mark_given(kept))
+        return HookAnswer(context=context, notice=notice, delivered=lambda: r.mark_given(kept))
     # a lesson the session was not shown (approved since, changed, or left out for room) is given alone
     new_lessons = [x for x in r.lessons if x.id not in r.shown_before] if session else []
     if new_lessons:
-        context, kept = _fit([], new_lessons, (), [], MAX_CONTEXT_CHARS, owed)
+        context, kept = _fit(off, new_lessons, (), [], MAX_CONTEXT_CHARS, owed)
         if writable:
             _left(v, event, new_lessons, (), kept, owed)
-        return HookAnswer(context=context, delivered=lambda: r.mark_given(kept))
+        return HookAnswer(context=context, notice=notice, delivered=lambda: r.mark_given(kept))
+    if off:  # "nothing new" without the channel is no answer on meaning: the agent is told, the person too
+        return HookAnswer(context=OFF_LINE, notice=notice)
     return HookAnswer()  # nothing new: no noise in the agent's context
 
 

@@ -197,7 +197,8 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
                     "empty_reason": _MAYBE_STR,
                     "items": {"type": "array", "items": {"type": "object", "properties": {
                         "kind": _STR, "id": _STR, "score": _NUM, "matched": _STRS, "bar": _STR, "line": _STR}}},
-                    "lessons": _STRS, "path": _STR, "coverage": _NUM, "version": {}, "stale": {}},
+                    "lessons": _STRS, "path": _STR, "coverage": _NUM, "version": {}, "stale": {},
+                    "semantic_off": _MAYBE_STR},
                    ("text",)),
     "remember": _record_answer("memory"),
     "log_episode": _record_answer("episode", {"prior": {"anyOf": [RECORD_SCHEMAS["episode"], {"type": "null"}]},

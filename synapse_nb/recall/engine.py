@@ -19,7 +19,7 @@ from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.expand import Variants
 from synapse_nb.recall.rank import Ranked, RankParams, asks_several, fts_words, rank_words, structure
 from synapse_nb.recall.scoring import Meaning, gate
-from synapse_nb.recall.semantic import DenseChannel, Fallback, Unsynced
+from synapse_nb.recall.semantic import OFF_LINE, DenseChannel, Fallback, Unsynced
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
 from synapse_nb.text import FTS_TOKEN_RE
@@ -309,6 +309,8 @@ class Recaller:
         kept = self._staleness.annotate(kept, version)
         reason, note = empty_reason(query, kept, rows, bars)
         text = assemble(query, kept, lessons, shown_before, note)
+        if use.reason is not None:  # answered without the channel it had on: said in the answer (review 58)
+            text = f"{OFF_LINE}\n\n{text}"
         borrowed = ctx.git.borrowed  # found once when the vault was opened
         if borrowed is not None:
             text = f"{borrowed.line}\n\n{text}"
@@ -316,7 +318,7 @@ class Recaller:
                       nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=rows,
                       coverage=coverage, on_meaning=on_meaning, version=".".join(map(str, version)),
                       borrowed=borrowed.to_dict() if borrowed is not None else None,
-                      shown_before=frozenset(shown_before), _mark=mark)
+                      shown_before=frozenset(shown_before), semantic_off=use.reason, _mark=mark)
 
     def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
               file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False, busy: bool = False,

@@ -273,6 +273,10 @@ class Recall:
     borrowed: dict[str, Any] | None = None
     #: the ids of the lessons this session was shown before, unchanged (the text names them by id only)
     shown_before: frozenset[str] = frozenset()
+    #: why this recall answered without the semantic channel it had on (its index could not be read: e.g. a table
+    #: an agent's shell truncated), None when the channel answered or is off by setting; ``text`` then says so in
+    #: its first line after a borrowed vault's (:data:`synapse_nb.recall.semantic.OFF_LINE`)
+    semantic_off: str | None = None
     _mark: Callable[[Collection[str] | None], None] | None = field(default=None, repr=False, compare=False)
 
     def mark_given(self, ids: Collection[str] | None = None) -> None:
@@ -292,7 +296,8 @@ class Recall:
         return {"query": self.query, "session": self.session, "text": self.text, "nothing_new": self.nothing_new,
                 "empty_reason": self.empty_reason, "items": [i.to_dict() for i in self.items],
                 "lessons": [les.id for les in self.lessons], "path": self.path, "coverage": round(self.coverage, 6),
-                "floor_on_meaning": self.on_meaning, "version": self.version, "borrowed": self.borrowed}
+                "floor_on_meaning": self.on_meaning, "version": self.version, "borrowed": self.borrowed,
+                "semantic_off": self.semantic_off}
 
     def __str__(self) -> str:
         return self.text

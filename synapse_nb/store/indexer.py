@@ -492,6 +492,7 @@ class VaultIndex:
                 broken.drop_every(self.path)
             elif not every:
                 broken.drop(self.path, self._dense)
+                broken.drop_projections(self.path)
             scrub.drop_rank_files(self._store.recall.rank_cache_dir())
             n = self._rebuild_locked(progress=progress)
         self._scrub_owed()
@@ -556,6 +557,7 @@ class VaultIndex:
                 if self._dense is not None and self._dense.name in unread:
                     self._dense.close()
                 bad, self.scrub_behind = broken.remove(self.path, unread), None
+                broken.drop_projections(self.path)  # made again from the table on the next search (review 58)
                 scrub.drop_rank_files(self._store.recall.rank_cache_dir())
                 report = self.raw.repair(self._rows_for, self._expected())
                 # always the whole-index rewrite (review 56: an agent deleted scrub.owed, the marker, and a person's

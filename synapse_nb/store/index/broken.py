@@ -23,7 +23,7 @@ from synapse_nb.store.index.maintenance import connect, one_line
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.store.index.dense import DenseIndex
 
-__all__ = ["drop", "drop_every", "read_or_remove", "remove", "unreadable"]
+__all__ = ["drop", "drop_every", "drop_projections", "read_or_remove", "remove", "unreadable"]
 
 
 def unreadable(path: Path) -> dict[str, str]:
@@ -80,6 +80,18 @@ def drop_every(path: Path) -> tuple[str, ...]:
         for f in path.glob(f"{_PREFIX}*{suffix}"):
             f.unlink(missing_ok=True)
     return tuple(names)
+
+
+def drop_projections(path: Path) -> int:
+    """Remove every semantic table's sketch projection (``.proj``) of the index folder ``path`` (under the index
+    lock): a person's ``index check --repair``. The next search of a table of ``ann_threshold`` rows or more makes
+    it again from the table (tens of milliseconds at 50,000 rows: docs/recall.md), so a file an agent's shell wrote
+    in a form the reader accepts never outlives a repair (review 58). Returns how many were removed."""
+    gone = 0
+    for f in path.glob(f"{_PREFIX}*.proj") if path.is_dir() else ():
+        f.unlink(missing_ok=True)
+        gone += 1
+    return gone
 
 
 def read_or_remove(db: Any, path: Path, name: str) -> Any | None:

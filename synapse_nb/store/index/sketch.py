@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-__all__ = ["CANDIDATES", "RANK", "SAMPLE", "candidates", "make_projection", "projection", "sketch"]
+__all__ = ["CANDIDATES", "RANK", "SAMPLE", "candidates", "make_projection", "projection", "sketch", "usable"]
 
 #: Dimensions of the sketch.
 RANK = 48
@@ -61,8 +61,9 @@ def make_projection(vecs: np.ndarray) -> np.ndarray:
 
 
 def projection(path: Path | None, vecs: np.ndarray, *, write: bool = True) -> np.ndarray:
-    """The projection kept at ``path`` for a table of these rows (made and written when missing or unreadable;
-    ``write=False``: a read-only vault, made and kept in memory)."""
+    """The projection kept at ``path`` for a table of these rows (made and written when missing, unreadable or not
+    one :func:`make_projection` can make (:func:`usable`); ``write=False``: a read-only vault, made and kept in
+    memory)."""
     import numpy as np
 
     dim = vecs.shape[1]
@@ -72,7 +73,9 @@ def projection(path: Path | None, vecs: np.ndarray, *, write: bool = True) -> np
             raw = path.read_bytes()
             magic, d, r = _HEAD.unpack_from(raw, 0)
             if magic == _MAGIC and (d, r) == (dim, rank) and len(raw) == _HEAD.size + 4 * d * r:
-                return np.frombuffer(raw, "<f4", d * r, _HEAD.size).reshape(d, r).astype(np.float32)
+                kept = np.frombuffer(raw, "<f4", d * r, _HEAD.size).reshape(d, r).astype(np.float32)
+                if usable(kept):
+                    return kept
         except (OSError, struct.error, ValueError):
             pass
     p = make_projection(vecs)
@@ -84,6 +87,29 @@ def projection(path: Path | None, vecs: np.ndarray, *, write: bool = True) -> np
         except OSError:  # a full or read-only disk: kept in memory
             pass
     return p
+
+
+def usable(p: np.ndarray) -> bool:
+    """Whether ``p`` (read from a file an agent's shell can write) is one :func:`make_projection` can make: finite
+    integers in [-127, 127], the largest magnitude 127, no column of zeros, of full rank (its columns are orthogonal
+    unit vectors scaled by at least 127, rounded: up to 1,024 dimensions the rounding's norm, under 0.5 x sqrt(dim x
+    rank), cannot make them dependent). Review 58: a file of NaNs
+    with the right header and size turned every sketch score into NaN and the dense channel found nothing, silently.
+
+    >>> import numpy as np
+    >>> usable(np.array([[127.0, 0.0], [3.0, -90.0]], np.float32)), usable(np.full((2, 2), np.nan, np.float32))
+    (True, False)
+    >>> usable(np.array([[127.0, 0.0], [3.0, 0.0]], np.float32)), usable(np.array([[127.0, 127.0], [1.0, 1.0]]))
+    (False, False)
+    """
+    import numpy as np
+
+    if p.ndim != 2 or not p.size or not np.isfinite(p).all():
+        return False
+    mag = np.abs(p)
+    if float(mag.max()) != 127.0 or not (p == np.round(p)).all() or not mag.any(0).all():
+        return False
+    return bool(np.linalg.matrix_rank(p.astype(np.float64)) == min(p.shape))
 
 
 def sketch(vecs: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
