@@ -321,10 +321,14 @@ class PgStore(PgDatabase):
         if prior is not None:
             written = {(k, r): bool(d) for k, r, d in prior["written"]}
             status = pgpool.resolve_commit(self.url, prior["xid"], 0, pgpool.written_check(
-                self.project, TABLES, written, prior["first_stamp"], (prior["nonce"], name, prior["xid"])))
+                self.project, TABLES, written, prior["first_stamp"], (prior["nonce"], name, prior["xid"])), own=True)
             if status is None:
-                raise CommitUnknownError(f"the team vault server {self.location} still cannot be asked whether the "
-                                         "earlier attempt of this write committed; make the same call again later")
+                where = self.folder / IN_DOUBT if self.folder is not None else IN_DOUBT
+                raise CommitUnknownError(
+                    f"the team vault server {self.location} still cannot be asked whether the earlier attempt of this "
+                    f"write committed (entry {name} of {where}); make the same call again later, or set the entry "
+                    f"aside (move {where} away, or delete that entry from it) and the call is made anew, written "
+                    "twice if the earlier attempt did commit")
             self._drop_doubt(name)
             if status == "committed":
                 pgpool.drop_mark(self.url, self.project, prior["nonce"])
