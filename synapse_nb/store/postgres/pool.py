@@ -24,7 +24,8 @@ import psycopg
 from psycopg_pool import ConnectionPool
 from psycopg_pool.base import AttemptWithBackoff
 
-__all__ = ["COMMIT_RESOLVE_SECONDS", "NOT_OURS", "RECONNECT_FIRST", "RECONNECT_MAX", "BoundedBackoffPool", "RoundTrips", "Row",
+__all__ = ["COMMIT_RESOLVE_SECONDS", "NOT_OURS", "RECONNECT_FIRST", "RECONNECT_MAX", "BoundedBackoffPool",
+           "RoundTrips", "Row",
            "drop_mark", "log", "mark_sql", "op_name", "resolve_commit", "route_pool_log", "row_factory",
            "written_check"]
 
