@@ -56,6 +56,7 @@ from synapse_nb.errors import CommitUnknownError, StoreError, ValidationError
 from synapse_nb.models import TABLES
 from synapse_nb.store.postgres import migrate
 from synapse_nb.store.postgres import pool as pgpool
+from synapse_nb.store.postgres.cachedir import read_own_text
 from synapse_nb.store.postgres.copy import CopyKeeper, behind_note
 from synapse_nb.store.postgres.copy import scrub as scrub_copy
 from synapse_nb.store.postgres.db import PgDatabase, RoundTrips
@@ -353,7 +354,7 @@ class PgStore(PgDatabase):
             if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022 or st.st_uid != getattr(os, "getuid", lambda: 0)():
                 pgpool.log.warning("%s is not a file of this user's that only it may write: set aside", path)
                 return {}
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_own_text(path) or "{}")  # checked again once open: this user's regular file
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}
