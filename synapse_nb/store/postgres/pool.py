@@ -163,7 +163,7 @@ def resolve_commit(url: str, xid: str, pid: int,
                     return str(status)
                 if status is None:  # too old for the server to remember: cannot be known
                     return None
-                if own and not c.execute(_OWN_BACKEND, (xid,)).fetchone()[0]:
+                if own and not (c.execute(_OWN_BACKEND, (xid,)).fetchone() or (False,))[0]:
                     row = c.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()  # it may have just ended
                     if row is not None and row[0] == "in progress":
                         log.warning("an attempt in doubt names transaction %s, which no backend of this login holds: "
