@@ -193,6 +193,7 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
     check_agent_clock(acting, clock)
     try:
         from synapse_nb.store.postgres import PgStore, parse_team_url, project_for  # psycopg: team vaults only
+        from synapse_nb.store.postgres.cachedir import claim_folder
         from synapse_nb.store.postgres.copy import private_folder
     except ImportError as exc:
         raise StoreError(f"a team vault needs psycopg ({exc}); install it with: "
@@ -207,9 +208,10 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
     try:
         vault_dir.mkdir(exist_ok=True)  # never its parents
         ensure_gitignore(vault_dir)
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)  # inside .synapse/ only (its parents: the umask)
     except OSError as exc:
         raise StoreError(f"cannot create this machine's cache folder {folder}: {exc.strerror or exc}") from exc
+    # a real folder of this Unix user's, in a team/ with the sticky bit, or moved aside and made afresh (review 59)
+    claim_folder(folder)
     private_folder(folder)  # 0700, its files 0600, whatever the umask: the copy holds every mind the login reads
     try:
         store = PgStore(conninfo, project, folder=folder, readonly=readonly,

@@ -149,3 +149,12 @@ def test_a_full_server_gives_the_person_its_reason_not_a_stale_recall(own_server
         desk.close()
         for c in held:
             c.close()
+
+
+def test_the_full_server_hint_names_connections_that_never_log_in() -> None:
+    """Review 59 (F2): raw TCP sockets that never log in took every slot; the refusal sent the administrator to
+    pg_stat_activity, where they do not appear. The hint says so, and where they are seen and how they end."""
+    text = 'connection to server at "h", port 1 failed: FATAL:  sorry, too many clients already'
+    hint = str(connect_error(psycopg.OperationalError(text), "postgresql://a@h:1/db?project=p"))
+    assert "pg_stat_activity" in hint and "never log in" in hint and "NOT there" in hint, hint
+    assert "ss -tnp" in hint and "authentication_timeout" in hint and "firewall" in hint, hint

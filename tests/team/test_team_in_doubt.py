@@ -10,9 +10,12 @@ server sets the login and transaction), and a retry believes a commit only on a 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -163,3 +166,63 @@ def test_an_entry_file_another_user_owns_is_set_aside(team_url: str, machine: An
     assert v._store._doubts() == {"a" * 64: {"xid": "1"}}
     os.chown(path, 65534, 65534)
     assert v._store._doubts() == {}
+
+
+@contextlib.contextmanager
+def _running_transaction(url: str) -> Iterator[str]:
+    """A transaction kept running (an active statement, so no idle timeout ends it) on a connection of ``url``'s
+    login: its id, while it runs."""
+    conn = psycopg.connect(url.split("?")[0])  # not autocommit: the statements below are one transaction
+    xid = str(conn.execute("SELECT pg_current_xact_id()::text").fetchone()[0])  # type: ignore[index]
+    pid = conn.info.backend_pid
+    sleeper = threading.Thread(target=_quietly, args=(conn, "SELECT pg_sleep(60)"), daemon=True)
+    sleeper.start()
+    try:
+        yield xid
+    finally:
+        with psycopg.connect(url.split("?")[0], autocommit=True) as c:
+            c.execute("SELECT pg_cancel_backend(%s)", (pid,))
+        sleeper.join(10)
+        conn.close()
+
+
+def _quietly(conn: psycopg.Connection[Any], sql: str) -> None:
+    with contextlib.suppress(psycopg.Error):
+        conn.execute(sql)
+
+
+def test_an_entry_naming_another_logins_running_transaction_is_set_aside(logins: dict[str, str], machine: Any) -> None:
+    """Review 59 (F3): an entry of the package's shape naming a transaction the agent's own login keeps running held
+    every attempt of the person's write for the look-up's whole window (10 s) and was kept. No backend of the
+    person's login holds that transaction, so it cannot be the person's cut commit: set aside, the write is made."""
+    person = machine("p", logins["human"])
+    mem = person.remember("procedure", "deploy", "deploy uses make release, never --force")
+    key = _call_key(person, "procedure", "deploy", NEW)
+    with _running_transaction(logins["agent"]) as xid:
+        _plant(Path(person.path), key, {"xid": xid, "nonce": "0" * 32, "first_stamp": None,
+                                        "written": [["memory", mem.id, False]]})
+        started = time.monotonic()
+        out = person.remember("procedure", "deploy", NEW)
+        took = time.monotonic() - started
+    assert out.content == NEW and person.memories.get(mem.id).content == NEW
+    assert took < RESOLVE_SECONDS / 2, took
+    assert pgpool.op_name(key) not in json.loads((Path(person.path) / IN_DOUBT).read_text(encoding="utf-8"))
+
+
+def test_an_entry_of_a_transaction_this_login_runs_waits_and_names_its_file(logins: dict[str, str], machine: Any,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A transaction a backend of the person's own login still runs may be its cut commit: waited for (the write is
+    not made), and the error names the entry's file and how to set it aside; the entry is kept."""
+    person = machine("p", logins["human"])
+    mem = person.remember("procedure", "deploy", "deploy uses make release, never --force")
+    key = _call_key(person, "procedure", "deploy", NEW)
+    monkeypatch.setattr(pgpool, "COMMIT_RESOLVE_SECONDS", 1.0)
+    path = Path(person.path) / IN_DOUBT
+    with _running_transaction(logins["human"]) as xid:
+        _plant(Path(person.path), key, {"xid": xid, "nonce": "0" * 32, "first_stamp": None,
+                                        "written": [["memory", mem.id, False]]})
+        with pytest.raises(CommitUnknownError) as err:
+            person.remember("procedure", "deploy", NEW)
+    assert str(path) in str(err.value) and "set the entry aside" in str(err.value)
+    assert pgpool.op_name(key) in json.loads(path.read_text(encoding="utf-8"))
+    assert person.memories.get(mem.id).content != NEW

@@ -56,6 +56,7 @@ from synapse_nb.errors import CommitUnknownError, StoreError, ValidationError
 from synapse_nb.models import TABLES
 from synapse_nb.store.postgres import migrate
 from synapse_nb.store.postgres import pool as pgpool
+from synapse_nb.store.postgres.cachedir import read_own_text
 from synapse_nb.store.postgres.copy import CopyKeeper, behind_note
 from synapse_nb.store.postgres.copy import scrub as scrub_copy
 from synapse_nb.store.postgres.db import PgDatabase, RoundTrips
@@ -321,10 +322,14 @@ class PgStore(PgDatabase):
         if prior is not None:
             written = {(k, r): bool(d) for k, r, d in prior["written"]}
             status = pgpool.resolve_commit(self.url, prior["xid"], 0, pgpool.written_check(
-                self.project, TABLES, written, prior["first_stamp"], (prior["nonce"], name, prior["xid"])))
+                self.project, TABLES, written, prior["first_stamp"], (prior["nonce"], name, prior["xid"])), own=True)
             if status is None:
-                raise CommitUnknownError(f"the team vault server {self.location} still cannot be asked whether the "
-                                         "earlier attempt of this write committed; make the same call again later")
+                where = self.folder / IN_DOUBT if self.folder is not None else IN_DOUBT
+                raise CommitUnknownError(
+                    f"the team vault server {self.location} still cannot be asked whether the earlier attempt of this "
+                    f"write committed (entry {name} of {where}); make the same call again later, or set the entry "
+                    f"aside (move {where} away, or delete that entry from it) and the call is made anew, written "
+                    "twice if the earlier attempt did commit")
             self._drop_doubt(name)
             if status == "committed":
                 pgpool.drop_mark(self.url, self.project, prior["nonce"])
@@ -349,7 +354,7 @@ class PgStore(PgDatabase):
             if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022 or st.st_uid != getattr(os, "getuid", lambda: 0)():
                 pgpool.log.warning("%s is not a file of this user's that only it may write: set aside", path)
                 return {}
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_own_text(path) or "{}")  # checked again once open: this user's regular file
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}

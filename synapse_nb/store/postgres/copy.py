@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.models import KIND_NAMES
+from synapse_nb.store.postgres.cachedir import open_own, read_own_text, sweep
 from synapse_nb.store.postgres.pool import log
 from synapse_nb.text import fts_query_terms
 
@@ -63,6 +64,8 @@ __all__ = ["COPY_DB", "COPY_FEED", "FLUSH_SECONDS", "LOCK_SECONDS", "MAX_LAG_SEC
 COPY_DB = "copy.db"
 COPY_FEED = "copy-feed.json"
 COPY_LOCK = "copy.lock"
+#: The files the package opens in a login's cache folder: each must be this Unix user's regular file (review 59).
+OWN_FILES = (COPY_DB, f"{COPY_DB}-wal", f"{COPY_DB}-shm", COPY_LOCK, COPY_FEED, "team-feed.json", "in-doubt.json")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs(id TEXT PRIMARY KEY, kind TEXT NOT NULL, mind TEXT NOT NULL, text TEXT NOT NULL,
                                 updated_at TEXT NOT NULL, expires_at TEXT);
@@ -222,8 +225,7 @@ def _locked(folder: Path, wait: float | None = None) -> Iterator[bool]:
     except ImportError:  # pragma: no cover - not POSIX
         yield True
         return
-    _private_file(folder / COPY_LOCK)
-    with open(folder / COPY_LOCK, "a+b") as fh:
+    with os.fdopen(open_own(folder / COPY_LOCK), "a+b") as fh:  # this user's regular file, checked once open
         if not flock_within(fh, LOCK_SECONDS if wait is None else wait):
             yield False
             return
@@ -257,7 +259,12 @@ def private_folder(folder: Path) -> None:
     shared-group set-up docs/team.md recommends), an agent under another Unix user read minds its own login was
     never granted, and rewrote the person's copy (review 57). Called when the package opens or writes the folder,
     so an older, wider folder is tightened then. ``.synapse/team/`` around it is left as it is: the agent's Unix
-    user makes its own login's folder there."""
+    user makes its own login's folder there.
+
+    First, each entry another user owns (and a symlink, and a copy file that is no regular file) is set aside
+    (:func:`~synapse_nb.store.postgres.cachedir.sweep`; review 59: another Unix user's ``copy.db`` there was read
+    and written), and ``index/`` too when it was writable by others and holds another user's files."""
+    sweep(folder, OWN_FILES, ("index",))
     uid = os.geteuid() if hasattr(os, "geteuid") else None
     with contextlib.suppress(OSError):
         for path, want in ((folder, 0o700), *((p, 0o700 if p.is_dir() and not p.is_symlink() else 0o600)
@@ -268,20 +275,24 @@ def private_folder(folder: Path) -> None:
                     path.chmod(want)
 
 
-def _private_file(path: Path) -> None:
-    """Create ``path`` 0600 when it is missing (never through a symlink); an existing one is tightened to 0600."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
+def _private_file(path: Path) -> os.stat_result:
+    """Create ``path`` 0600 when it is missing (never through a symlink); an existing one is tightened to 0600. One
+    another user owns (or no regular file) is set aside and made anew (:func:`cachedir.open_own`). Its stat."""
+    fd = open_own(path, os.O_WRONLY)
     try:
-        with contextlib.suppress(OSError):  # another Unix user's file: left as it is
-            if os.fstat(fd).st_mode & 0o777 != 0o600:
-                os.fchmod(fd, 0o600)
+        return os.fstat(fd)
     finally:
         os.close(fd)
 
 
 def _connect(folder: Path) -> sqlite3.Connection:
-    _private_file(folder / COPY_DB)  # SQLite makes its -wal and -shm with the database's mode
+    sweep(folder, (COPY_DB, f"{COPY_DB}-wal", f"{COPY_DB}-shm"))  # SQLite would open another user's -wal / -shm
+    st = _private_file(folder / COPY_DB)  # SQLite makes its -wal and -shm with the database's mode
     con = sqlite3.connect(folder / COPY_DB, timeout=30, isolation_level=None)
+    now = os.lstat(folder / COPY_DB)
+    if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):  # replaced between the check and the open
+        con.close()
+        raise sqlite3.OperationalError(f"{folder / COPY_DB} was replaced while it was opened")
     con.execute("PRAGMA journal_mode=WAL")
     con.executescript(_SCHEMA)
     return con
@@ -348,7 +359,7 @@ def scrub(folder: Path) -> str | None:
 def synced_at(folder: Path, name: str = COPY_FEED) -> str | None:
     """When the copy last synced (UTC ISO, as :func:`utc_iso` reads it), or None (no time recorded, or not one)."""
     try:
-        value = json.loads((folder / name).read_text(encoding="utf-8")).get("synced_at")
+        value = json.loads(read_own_text(folder / name) or "").get("synced_at")  # another user's file: none
     except (OSError, ValueError, AttributeError):
         return None
     return utc_iso(value)
@@ -385,6 +396,9 @@ def search_copy_db(folder: Path, query: str, *, mind: str, now: str, k: int) -> 
     """(kind, id, text) of the copy's best matches for ``query`` in ``mind`` (unexpired at ``now``), best first:
     any of the query's words (FTS5, BM25 order, ties by id); no word: the newest."""
     words = fts_query_terms(query)
+    sweep(folder, (COPY_DB, f"{COPY_DB}-wal", f"{COPY_DB}-shm"))  # never another user's copy (review 59)
+    if not (folder / COPY_DB).is_file():
+        return []
     con = sqlite3.connect(f"file:{folder / COPY_DB}?mode=ro", uri=True, timeout=30)
     try:
         # only rows of a kind of the kinds registry: the package copies no other, and the file is editable by any

@@ -72,9 +72,13 @@ OFFLINE_HINT = ("this machine is offline from the team vault, so it cannot write
 #: reached: :class:`OfflineError`, and a read may answer from the stale copy.
 REFUSALS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("too many clients already", "remaining connection slots are reserved"),
-     ("every connection slot of the server (max_connections) is taken; it frees when their clients close them "
-     "(an administrator sees whose with SELECT usename, count(*) FROM pg_stat_activity GROUP BY 1); each agent "
-     "login's connections are capped (CONNECTION LIMIT, docs/team.md \"Connection slots\")")),
+     ("every connection slot of the server (max_connections) is taken; it frees when their clients close them. An "
+     "administrator sees the logged-in ones with SELECT usename, count(*) FROM pg_stat_activity GROUP BY 1; "
+     "connections that never log in (raw TCP sockets, a client stuck before its password) take slots too and are "
+     "NOT there: on the server's host `ss -tnp state established '( sport = :PORT )'` lists every one, the server "
+     "drops each after authentication_timeout (1 min by default), and only the network (a firewall) keeps them "
+     "out; each agent login's logged-in connections are capped (CONNECTION LIMIT, docs/team.md \"Connection "
+     "slots\")")),
     (("too many connections for role", "too many connections for database"),
      ("this login (or database) already holds as many connections as its CONNECTION LIMIT allows; close some of its "
      "sessions, or an administrator raises it: ALTER ROLE login CONNECTION LIMIT n (docs/team.md \"Connection "

@@ -24,7 +24,8 @@ import psycopg
 from psycopg_pool import ConnectionPool
 from psycopg_pool.base import AttemptWithBackoff
 
-__all__ = ["COMMIT_RESOLVE_SECONDS", "RECONNECT_FIRST", "RECONNECT_MAX", "BoundedBackoffPool", "RoundTrips", "Row",
+__all__ = ["COMMIT_RESOLVE_SECONDS", "NOT_OURS", "RECONNECT_FIRST", "RECONNECT_MAX", "BoundedBackoffPool",
+           "RoundTrips", "Row",
            "drop_mark", "log", "mark_sql", "op_name", "resolve_commit", "route_pool_log", "row_factory",
            "written_check"]
 
@@ -116,10 +117,24 @@ class RoundTrips:
         return f"RoundTrips({self.count})"
 
 
+#: What :func:`resolve_commit` answers (``own=True``) for a transaction in progress that no backend of this login holds.
+NOT_OURS = "not ours"
+#: Whether a backend of this login (the session user) holds transaction ``xid`` (an ``xid8``): pg_stat_activity shows
+#: a login the ``backend_xid`` of its own backends (of another role's only to superusers and pg_read_all_stats).
+_OWN_BACKEND = ("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE usename = session_user AND "
+                "backend_xid::text = (%s::xid8::text::numeric %% 4294967296)::text)")
+
+
 def resolve_commit(url: str, xid: str, pid: int,
-                   confirm: Callable[[psycopg.Connection[Any]], bool] | None = None) -> str | None:
+                   confirm: Callable[[psycopg.Connection[Any]], bool] | None = None, *,
+                   own: bool = False) -> str | None:
     """"committed" or "aborted": what became of transaction ``xid`` whose connection died during its COMMIT; None
     when the server could not be asked within :data:`COMMIT_RESOLVE_SECONDS`.
+
+    ``own`` (an entry of ``in-doubt.json``, which any process of the Unix user may write): a transaction still in
+    progress is waited for only while a backend of this login holds it, since only then can it be this login's cut
+    commit; else the answer is :data:`NOT_OURS` at once (review 59: an entry naming a transaction the agent's own
+    login kept running blocked every attempt of the person's write for the whole window).
 
     Asked on a connection of its own (the pool may still be reconnecting). While the server has not yet noticed
     the dead connection the transaction is "in progress"; after a second its backend (``pid``, still running
@@ -148,6 +163,13 @@ def resolve_commit(url: str, xid: str, pid: int,
                     return str(status)
                 if status is None:  # too old for the server to remember: cannot be known
                     return None
+                if own and not (c.execute(_OWN_BACKEND, (xid,)).fetchone() or (False,))[0]:
+                    row = c.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()  # it may have just ended
+                    if row is not None and row[0] == "in progress":
+                        log.warning("an attempt in doubt names transaction %s, which no backend of this login holds: "
+                                    "not this login's", xid)
+                        return NOT_OURS
+                    continue
                 if time.monotonic() - started > 1.0 and pid:
                     c.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = %s AND "
                               "backend_xid::text = (%s::xid8::text::numeric %% 4294967296)::text", (pid, xid))

@@ -169,8 +169,10 @@ class FeedPosition:
     def load(self) -> dict[str, str]:
         if self.path is None:
             return dict(self._mem)
+        from synapse_nb.store.postgres.cachedir import read_own_text
+
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(read_own_text(self.path) or "{}")  # another user's file is no position (review 59)
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) and data.get("location") == self.location else {}

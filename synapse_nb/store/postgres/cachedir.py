@@ -1,0 +1,180 @@
+"""This machine's cache folder of a team vault is this Unix user's own, and so is every file the package opens in it.
+
+In the shared-group set-up docs/team.md recommends (the agent as its own Unix user, the project in a setgid group
+folder, umask 002) ``.synapse/team/`` is group-writable: review 59 renamed the person's login folder aside as the
+agent's Unix user, put a folder of its own under that name with a ``copy.db`` it owned, and the person's next
+commands synced every mind its login reads into the agent's file (the agent read a mind its login was never
+granted), and at an outage showed the agent's edited copy as the person's STALE recall. Now:
+
+- :func:`claim_folder` makes ``.synapse/team/`` with the sticky bit (as ``/tmp`` has: a group member can create its
+  own login's folder there, and neither rename nor delete another's), gives it to an existing one this user owns,
+  and uses the login's folder only when it is a real directory this user owns; anything else is moved aside (a
+  name saying why) and a new folder made 0700, with a warning, or the open refused when it cannot be moved;
+- :func:`open_own` opens a file there and checks it after opening (``fstat``: a regular file of this user's): a
+  file another user owns, or a symlink, is set aside and made anew, never read or written;
+- :func:`read_own_text` reads one only when it is this user's regular file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import stat
+import time
+from pathlib import Path
+
+from synapse_nb.errors import StoreError
+
+__all__ = ["ASIDE", "claim_folder", "open_own", "read_own_text", "set_aside", "sweep"]
+
+log = logging.getLogger("synapse_nb.team")
+
+#: What a name moved aside carries (``<name>.set-aside-<why>-<time>``); the package opens no such name.
+ASIDE = ".set-aside-"
+
+
+def _uid() -> int | None:
+    return os.geteuid() if hasattr(os, "geteuid") else None
+
+
+def _why(st: os.stat_result, *, folder: bool) -> str | None:
+    """Why an entry is not this user's own (a name part), or None when it is."""
+    uid = _uid()
+    if stat.S_ISLNK(st.st_mode):
+        return "symlink"
+    if uid is not None and st.st_uid != uid:
+        return f"owned-by-uid-{st.st_uid}"
+    if folder and not stat.S_ISDIR(st.st_mode):
+        return "not-a-folder"
+    if not folder and not stat.S_ISREG(st.st_mode):
+        return "not-a-file"
+    return None
+
+
+def set_aside(path: Path, why: str) -> Path:
+    """Rename ``path`` to ``<name>.set-aside-<why>-<time>`` beside it (kept, never opened again); returns the name."""
+    aside = path.with_name(f"{path.name}{ASIDE}{why}-{time.strftime('%Y%m%d%H%M%S')}-{os.getpid()}")
+    os.rename(path, aside)
+    log.warning("%s was not this Unix user's own (%s): moved aside to %s (kept; never read or written)", path,
+                why.replace("-", " "), aside.name)
+    return aside
+
+
+def claim_folder(folder: Path) -> None:
+    """Make ``folder`` (``.synapse/team/<login>@...``) this Unix user's own 0700 folder, its parent ``team/``
+    existing (with the sticky bit when this package makes it or this user owns it). Raises :class:`StoreError`
+    when the folder is another user's (or a symlink, or a file) and cannot be moved aside."""
+    team = folder.parent
+    try:
+        team.mkdir()  # its parent (.synapse/) exists; the mode is the umask's (group-writable in the shared set-up)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise StoreError(f"cannot create this machine's cache folder {team}: {exc.strerror or exc}") from exc
+    with contextlib.suppress(OSError):
+        st = team.lstat()
+        if stat.S_ISDIR(st.st_mode) and _uid() in (None, st.st_uid) and not st.st_mode & stat.S_ISVTX:
+            os.chmod(team, stat.S_IMODE(st.st_mode) | stat.S_ISVTX)  # others' folders there: never renamed by them
+    for attempt in (1, 2):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise StoreError(f"cannot create this machine's cache folder {folder}: {exc.strerror or exc}") from exc
+        try:
+            why = _why(folder.lstat(), folder=True)
+        except OSError as exc:
+            raise StoreError(f"cannot read this machine's cache folder {folder}: {exc.strerror or exc}") from exc
+        if why is None:
+            return
+        try:
+            if attempt == 2:
+                raise OSError(errno.EEXIST, "made again at once by another process")
+            set_aside(folder, why)
+        except OSError as exc:
+            raise StoreError(
+                f"this machine's cache folder of the team vault, {folder}, is not this Unix user's own folder "
+                f"({why.replace('-', ' ')}) and cannot be moved aside ({exc.strerror or exc}); the package never "
+                "reads or writes its copy in a folder another user controls. Its owner or an administrator moves it "
+                f"away (and gives {team} the sticky bit: chmod +t {team}, so group members cannot rename each "
+                "other's folders); the next command makes this login's folder afresh") from exc
+
+
+def sweep(folder: Path, files: tuple[str, ...], folders: tuple[str, ...] = ()) -> None:
+    """Set aside each entry of ``folder`` another user owns (or a symlink), and ``files`` / ``folders`` that are not
+    this user's regular files / directories; a folder of ``folders`` whose mode let others write is walked, and set
+    aside whole when anything in it is another user's (a cache: it is rebuilt)."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if ASIDE in entry.name:
+                continue
+            st = entry.stat(follow_symlinks=False)
+            why = _why(st, folder=entry.name in folders) if entry.name in files + folders else \
+                ("symlink" if stat.S_ISLNK(st.st_mode) else None) or _owner_only(st)
+            if why is None and entry.name in folders and st.st_mode & 0o022:
+                why = _foreign_inside(Path(entry.path))
+            if why is not None:
+                with contextlib.suppress(OSError):
+                    set_aside(Path(entry.path), why)
+
+
+def _owner_only(st: os.stat_result) -> str | None:
+    uid = _uid()
+    return f"owned-by-uid-{st.st_uid}" if uid is not None and st.st_uid != uid else None
+
+
+def _foreign_inside(path: Path) -> str | None:
+    for root, dirs, names in os.walk(path):
+        for name in dirs + names:
+            with contextlib.suppress(OSError):
+                st = os.lstat(os.path.join(root, name))
+                if stat.S_ISLNK(st.st_mode) or _owner_only(st):
+                    return "holding-another-users-files"
+    return None
+
+
+def open_own(path: Path, flags: int = os.O_RDWR) -> int:
+    """A file descriptor of ``path``, created 0600 when missing (never through a symlink), checked after opening: a
+    regular file of this user's, else it is set aside and made anew. Tightened to 0600."""
+    extra = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for attempt in (1, 2):
+        try:
+            fd = os.open(path, flags | os.O_CREAT | extra | (os.O_EXCL if attempt == 2 else 0), 0o600)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP or attempt == 2:  # ELOOP: a symlink (O_NOFOLLOW)
+                raise
+            set_aside(path, "symlink")
+            continue
+        st = os.fstat(fd)
+        why = _why(st, folder=False)
+        if why is None:
+            with contextlib.suppress(OSError):
+                if stat.S_IMODE(st.st_mode) != 0o600:
+                    os.fchmod(fd, 0o600)
+            return fd
+        os.close(fd)
+        if attempt == 2:
+            break
+        set_aside(path, why)
+    raise StoreError(f"{path} is not this Unix user's own file and could not be made anew: the package neither reads "
+                     f"nor writes it; move it away")
+
+
+def read_own_text(path: Path) -> str | None:
+    """``path``'s text when it is a regular file of this user's (checked after opening, never through a symlink);
+    None when it is missing, another user's, or not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if _why(os.fstat(fd), folder=False) is not None:
+            log.warning("%s is not this Unix user's own file: not read", path)
+            return None
+        try:
+            return fh.read().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
