@@ -121,13 +121,15 @@ def cpu_seconds(fn: Callable[[Any], object], arg: Any, n: int = 5) -> float:
 
 
 def downgrade(conn: Any, to: int) -> None:
-    """Make a SQLite vault look as an older synapse_nb left it (schema ``to``, 6 to 8): drop the objects each later
+    """Make a SQLite vault look as an older synapse_nb left it (schema ``to``, 6 to 9): drop the objects each later
     version added and set ``user_version``, so the next writable open migrates it. The one place that knows what
-    v7 (agent totals), v8 (agents' word statistics) and v9 (the session registry) added."""
+    v7 (agent totals), v8 (agents' word statistics), v9 (the session registry) and v10 (rank file digests) added."""
     def drop(kind: str, where: str) -> None:
         for (name,) in conn.execute(f"SELECT name FROM sqlite_master WHERE type = '{kind}' AND {where}").fetchall():
             conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
 
+    if to < 10:  # rankfile_schema
+        conn.execute("DROP TABLE rank_files")
     if to < 9:  # sessions_schema
         drop("trigger", "tbl_name = 'session_seen'")
         conn.execute("DROP TABLE session_registry")

@@ -118,7 +118,7 @@ def test_v2_vault_migrates_to_v4_with_a_ranking_table(tmp_path: Path) -> None:
     _v2_vault(path)
     v = syn.open_vault(tmp_path / ".synapse")
     s = v._store
-    assert s.schema_version == store.SCHEMA_VERSION == 9
+    assert s.schema_version == store.SCHEMA_VERSION == 10
     assert [tuple(r) for r in s.query("SELECT rid, mind, kind, context FROM gate_docs ORDER BY rid")] == [
         ("epi_0123456789ab", "default", "episode", ""), ("mem_0123456789ab", "other", "memory", "")]
     assert [h.id for h in s.recall.bm25("default", ["canary"], depth=5)] == ["epi_0123456789ab"]

@@ -3,8 +3,11 @@ hides a live record, nor gives an expired one, nor fails on what such a file hol
 
 from __future__ import annotations
 
+import hashlib
 import json
+import sqlite3
 import struct
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -143,3 +146,152 @@ def test_a_persons_rebuild_and_repair_remove_the_rank_files(project: Path, how: 
     finally:
         v.close()
     assert not f.exists()
+
+
+# -- review 58: rewrites that check out are refused by the digest the database keeps (schema v10's rank_files) ----
+
+def _digest(project: Path) -> str | None:
+    con = sqlite3.connect(project / ".synapse" / "synapse.db")
+    try:
+        row = con.execute("SELECT digest FROM rank_files WHERE mind = 'default'").fetchone()
+        return None if row is None else str(row[0])
+    finally:
+        con.close()
+
+
+def _full_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Count the reads of a whole mind's ranking rows (a build afresh, not a patch)."""
+    from synapse_nb.store.sqlite.ranking import RankingQueries
+
+    calls: list[str] = []
+    rank_rows = RankingQueries.rank_rows
+
+    def spy(self: Any, mind: str, ids: Any = None, threads: Any = None) -> Any:
+        if ids is None and threads is None:
+            calls.append(mind)
+        return rank_rows(self, mind, ids=ids, threads=threads)
+    monkeypatch.setattr(RankingQueries, "rank_rows", spy)
+    return calls
+
+
+def test_the_files_digest_is_kept_and_an_honest_file_is_used(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = _file(project)
+    assert _digest(project) == hashlib.sha256(f.read_bytes()).hexdigest()
+    reads = _full_reads(monkeypatch)
+    assert RULE in _recall(project) and reads == []  # warm from the file: no row read
+
+
+def test_attack_a_a_length_rewritten_with_its_crc_is_no_file(project: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    f = _file(project)
+
+    def bury(h: dict[str, Any], a: dict[str, np.ndarray]) -> None:
+        a["length"][int(np.flatnonzero(a["ids"] == RULE.encode())[0])] = 1e7  # finite: passes _valid
+
+    _edit(f, bury)
+    assert rankfile.load(f, _uid(f), "default") is not None  # CRC and content check out
+    reads = _full_reads(monkeypatch)
+    assert _recall(project)[:1] == [RULE] and reads == ["default"]  # rebuilt from the rows
+    assert _digest(project) == hashlib.sha256(f.read_bytes()).hexdigest()  # and written again, honest
+    assert RULE in _recall(project) and reads == ["default"]
+
+
+def test_attack_b_a_file_saved_at_the_stores_state_without_the_rule_is_no_file(project: Path) -> None:
+    from synapse_nb.recall.threads import ThreadIndex
+
+    f = _file(project)
+    v = syn.open_vault(project)
+    try:
+        recall = v._store.recall
+        state = recall.rank_state()
+        assert state is not None
+        rows = [r for r in recall.rank_rows("default") if r.id != RULE]
+        assert rankfile.save(f, state, "default", ThreadIndex(rows)) is not None  # what the agent ran
+    finally:
+        v.close()
+    assert rankfile.load(f, state.uid, "default") is not None
+    assert RULE in _recall(project)
+    # the person's later writes do not bring it back either (patches re-add only the changed ids)
+    v = syn.open_vault(project)
+    try:
+        v.remember("knowledge", "wifi_note", "the office wifi password rotates monthly")
+    finally:
+        v.close()
+    assert RULE in _recall(project)
+
+
+def test_a_digest_that_could_not_be_kept_means_no_file_and_no_wait(project: Path) -> None:
+    f = _file(project)
+    f.unlink()
+    old = _digest(project)
+    lock = sqlite3.connect(project / ".synapse" / "synapse.db", isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        t0 = time.monotonic()
+        assert RULE in _recall(project)
+        assert time.monotonic() - t0 < 5  # the busy timeout is 10 s: it was not waited for
+        assert not f.exists() and [p.name for p in f.parent.iterdir()] == []  # no file, no temporary left
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    assert _digest(project) == old  # kept as it was (the file it names is gone: a build from the rows)
+    _recall(project)  # the lock free: file and digest written
+    assert f.exists() and _digest(project) == hashlib.sha256(f.read_bytes()).hexdigest()
+
+
+def test_a_file_whose_digest_is_not_the_kept_one_is_rebuilt(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file renamed into place after its digest could not be kept (or any other) is not trusted."""
+    f = _file(project)
+    honest = f.read_bytes()
+    con = sqlite3.connect(project / ".synapse" / "synapse.db")
+    with con:
+        con.execute("UPDATE rank_files SET digest = ? WHERE mind = 'default'", ("0" * 64,))
+    con.close()
+    reads = _full_reads(monkeypatch)
+    assert RULE in _recall(project) and reads == ["default"]
+    assert f.read_bytes() == honest and _digest(project) == hashlib.sha256(honest).hexdigest()
+
+
+def test_a_read_only_vault_uses_a_file_only_with_its_digest(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = _file(project)
+    reads = _full_reads(monkeypatch)
+
+    def ro() -> list[str]:
+        v = syn.open_vault(project, readonly=True)
+        try:
+            return [i.id for i in v.recall(Q).items]
+        finally:
+            v.close()
+
+    assert RULE in ro() and reads == []  # verified, used
+    _edit(f, lambda h, a: a["length"].__setitem__(int(np.flatnonzero(a["ids"] == RULE.encode())[0]), 1e7))
+    edited = f.read_bytes()
+    assert RULE in ro() and reads == ["default"] and f.read_bytes() == edited  # refused, and nothing written
+
+
+def test_a_v9_vaults_file_is_rebuilt_once_after_the_migration(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.conftest import downgrade
+
+    con = sqlite3.connect(project / ".synapse" / "synapse.db")
+    downgrade(con, 9)  # as the previous synapse_nb left it: a file and no digest table
+    con.close()
+    reads = _full_reads(monkeypatch)
+    assert RULE in _recall(project) and reads == ["default"]  # migrated to v10; the file had no digest: rebuilt
+    assert _digest(project) == hashlib.sha256(_file(project).read_bytes()).hexdigest()
+    assert RULE in _recall(project) and reads == ["default"]  # then used
+
+
+def test_keeping_a_digest_moves_no_data_version_of_its_own_process(project: Path) -> None:
+    """The recall's caches are keyed by the store's data version: the digest write leaves this handle's as it was
+    (another process sees SQLite's data_version move once, as after any commit)."""
+    _file(project).unlink()
+    v = syn.open_vault(project)
+    try:
+        store = v._store
+        before = store.data_version()
+        v.recall(Q)  # built from the rows, then the file and its digest written
+        assert _file(project).exists() and _digest(project) is not None
+        assert store.data_version() == before
+        assert not store.recall.keep_rank_digest("default", 1, "x") or store.data_version() == before
+    finally:
+        v.close()

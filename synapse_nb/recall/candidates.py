@@ -23,6 +23,8 @@ from synapse_nb.store.records import Candidate
 from synapse_nb.text import query_words
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
 
     from synapse_nb.context import Context
@@ -178,6 +180,7 @@ class Candidates:
         self._threads_key: object = None
         self._threads = ThreadIndex([])
         self._saved_gen: int | None = None  # the generation of the file these arrays were read from or written to
+        self._owed: tuple[Path, RankState, str, ThreadIndex] | None = None  # a file to write after the snapshot
         self._rows_key: object = None
         self._rows: dict[str, Candidate] = {}
         self._tags_key: object = None
@@ -233,9 +236,10 @@ class Candidates:
 
     def _threads_by_state(self, state: RankState) -> ThreadIndex:
         """The arrays at ``state``: kept in memory, else from the file any process left
-        (:mod:`synapse_nb.recall.rankfile`), patched with the ids the log names since either was built
-        (another process's writes too); read afresh only when neither is usable or too much changed. A build
-        afresh, or arrays :data:`SAVE_AFTER` generations ahead of the file, are written back for the next process
+        (:mod:`synapse_nb.recall.rankfile`, used only when its SHA-256 is the one the database keeps for it), patched
+        with the ids the log names since either was built (another process's writes too); read afresh only when
+        neither is usable or too much changed. A build afresh, or arrays :data:`SAVE_AFTER` generations ahead of
+        the file, are owed to the next process: :meth:`save_pending` writes them once the recall's snapshot is over
         (never on a read-only vault)."""
         from synapse_nb.recall import rankfile
 
@@ -254,7 +258,8 @@ class Candidates:
         idx: ThreadIndex | None = None
         for base in bases:
             if base is None:
-                stored = rankfile.load(path, state.uid, mind) if path is not None else None
+                digest = store.recall.rank_digest(mind) if path is not None else None  # in this snapshot
+                stored = rankfile.load(path, state.uid, mind, digest) if path and digest else None
                 if stored is None:
                     continue
                 base = (stored.gen, stored.last, stored.threads)
@@ -265,13 +270,35 @@ class Candidates:
         if idx is None:
             idx = ThreadIndex(store.recall.rank_rows(mind))
             saved = None
-        if (path is not None and not store.readonly and len(idx) >= rankfile.MIN_ROWS
-                and (saved is None or state.gen - saved >= SAVE_AFTER)
-                and rankfile.save(path, state, mind, idx)):
-            saved = state.gen
+        owed = (path is not None and not store.readonly and len(idx) >= rankfile.MIN_ROWS
+                and (saved is None or state.gen - saved >= SAVE_AFTER))
         with self._lock:
             self._threads, self._threads_key, self._saved_gen = idx, key, saved
+            self._owed = (path, state, mind, idx) if owed and path is not None else None
         return idx
+
+    def save_pending(self) -> bool:
+        """Write the file the arrays are owed (:meth:`_threads_by_state`); called after the recall's snapshot, since
+        it writes to the database: the file's SHA-256 is kept there (``keep_rank_digest``: a short write of its
+        own that never waits for the write lock and moves no data version of this process) just before the file is
+        renamed into place. The lock busy: nothing is written this time (the old file and its digest stay as they
+        were; the arrays are owed again at the next state). True: written."""
+        from synapse_nb.recall import rankfile
+
+        with self._lock:
+            owed, self._owed = self._owed, None
+        if owed is None:
+            return False
+        path, state, mind, idx = owed
+        recall = self._ctx.store.recall
+        encoded = rankfile.encode(state, mind, idx)
+        if encoded is None or not rankfile.write(
+                path, encoded, lambda: recall.keep_rank_digest(mind, state.gen, encoded.digest)):
+            return False
+        with self._lock:
+            if self._threads is idx:
+                self._saved_gen = state.gen
+        return True
 
     def _patched(self, state: RankState, gen: int, last: str, base: ThreadIndex) -> ThreadIndex | None:
         """``base`` (the arrays at generation ``gen``, whose change logged ``last``) brought to ``state``; None when

@@ -292,6 +292,7 @@ class Recaller:
                 use.failed(exc)
             version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session,
                                                               file_refs, branch_name, synced=True, use=use)
+        self._candidates.save_pending()  # a rank file owed: written now the snapshot is over (it keeps a digest)
         walk = [c.id for c in ranking.cands if c is not None] if ranking else []
         # the session's marks are no part of the vault's state (they move no version): read after the snapshot
         seen = seen_digests(ctx, session, walk + [x.id for x in lessons])

@@ -17,6 +17,9 @@ It is a cache, never the system of record, and it is safe to lose, corrupt or sh
   no file: the caller builds the arrays from the store again and writes a new one;
 - writes go to a temporary file in the same folder, flushed, then ``os.replace`` d over the old one: a reader sees
   the old file or the new one, never half of one, and two writers cannot interleave their bytes;
+- its SHA-256 is kept in the vault's database (schema v10's ``rank_files``) just before the rename, after the
+  recall's read snapshot; a file whose digest is not the one kept (rewritten by hand with a CRC recomputed, saved by
+  :func:`save` alone, a digest that could not be written) is no file (review 58);
 - a read-only vault (``SYNAPSE_READONLY=1``, a read-only disk) writes none; a team vault keeps none (its arrays
   follow the server's version in memory);
 - identical answers: the arrays hold the very values a build from the rows gives (ids sorted as Python sorts
@@ -28,8 +31,9 @@ It is a cache, never the system of record, and it is safe to lose, corrupt or sh
 >>> rows = [RankRow("episode", "e1", "t", 0, "ann", True, 3, 1), RankRow("episode", "e2", "t", 1, "bob", False, 4, 2)]
 >>> f = pathlib.Path(tempfile.mkdtemp()) / "rank.bin"
 >>> state = RankState("uid", 7, "e2", 1)
->>> save(f, state, "default", ThreadIndex(rows))
-True
+>>> digest = save(f, state, "default", ThreadIndex(rows))
+>>> load(f, "uid", "default", digest) is not None, load(f, "uid", "default", "0" * 64)
+(True, None)
 >>> got = load(f, "uid", "default")
 >>> got.gen, list(got.threads.ids), got.threads.thread_of("e2"), got.threads.prev1.tolist()
 (7, ['e1', 'e2'], 't', [-1, 0])
@@ -40,17 +44,17 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import mmap
 import os
 import struct
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from synapse_nb._util import write_atomic
 from synapse_nb.recall.threads import Positions, ThreadIndex
 
 if TYPE_CHECKING:
@@ -58,7 +62,7 @@ if TYPE_CHECKING:
 
     from synapse_nb.store.records import RankState
 
-__all__ = ["FORMAT", "MAGIC", "MIN_ROWS", "Stored", "cache_path", "load", "save"]
+__all__ = ["FORMAT", "MAGIC", "MIN_ROWS", "Encoded", "Stored", "cache_path", "encode", "load", "save", "write"]
 
 MAGIC = b"SYNRANK\x00"
 #: Bumped whenever the layout or the meaning of an array changes: a file of another format is rebuilt.
@@ -197,12 +201,19 @@ def _arrays(idx: ThreadIndex) -> tuple[dict[str, Any], dict[str, np.ndarray]] | 
     return head, out
 
 
-def save(path: Path, state: RankState, mind: str, idx: ThreadIndex) -> bool:
-    """Write ``idx`` as the arrays of ``mind`` at ``state`` (temp file + ``os.replace``); False when it could not
-    be written (a full or read-only disk, an id that cannot be stored): the caller just keeps it in memory."""
+class Encoded(NamedTuple):
+    """A file's bytes (head, header, payload) and their SHA-256 (hex), before they are written."""
+
+    parts: list[bytes | bytearray]
+    digest: str
+
+
+def encode(state: RankState, mind: str, idx: ThreadIndex) -> Encoded | None:
+    """The bytes of the file of ``mind`` at ``state`` and their SHA-256; None when an id cannot be stored (a NUL or
+    a lone surrogate): the caller just keeps the arrays in memory."""
     got = _arrays(idx)
     if got is None:
-        return False
+        return None
     head, arrays = got
     layout: dict[str, list[Any]] = {}  # name -> [dtype, length, offset], as the header's JSON holds it
     offset = 0
@@ -217,19 +228,56 @@ def save(path: Path, state: RankState, mind: str, idx: ThreadIndex) -> bool:
         at = layout[name][2]
         payload[at:at + a.nbytes] = a.tobytes()
     crc = zlib.crc32(payload, zlib.crc32(header))
+    parts: list[bytes | bytearray] = [_HEAD.pack(MAGIC, FORMAT, len(header), len(payload), crc), header, payload]
+    sha = hashlib.sha256()
+    for part in parts:
+        sha.update(part)
+    return Encoded(parts, sha.hexdigest())
+
+
+def write(path: Path, encoded: Encoded, keep: Callable[[], bool] | None = None) -> bool:
+    """Write an encoded file: a temporary file in the same folder, then ``os.replace`` d over ``path`` (a reader sees
+    the old file or the new one). ``keep`` runs once the bytes are on disk, just before the rename (recall keeps the
+    file's digest in the database there: the window in which the two disagree is a rename long); False from it
+    leaves the old file. False: not written (``keep`` said no, a full or read-only disk)."""
+    import tempfile  # loaded only when something is written
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        # as readable as the database beside it (a temporary file is the owner's only)
-        write_atomic(path, [_HEAD.pack(MAGIC, FORMAT, len(header), len(payload), crc), header, payload],
-                     mode=0o644)
-        return True
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError:
         return False
+    done = False
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for part in encoded.parts:
+                fh.write(part)
+        os.chmod(tmp, 0o644)  # as readable as the database beside it
+        if keep is None or keep():
+            os.replace(tmp, path)
+            done = True
+    except OSError:
+        pass
+    finally:
+        if not done:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    return done
 
 
-def load(path: Path, uid: str, mind: str) -> Stored | None:
+def save(path: Path, state: RankState, mind: str, idx: ThreadIndex) -> str | None:
+    """Write ``idx`` as the arrays of ``mind`` at ``state``: the file's SHA-256 (hex), None when it could not be
+    written. Recall uses a file only when the vault's database holds that digest for it (:func:`encode`, then the
+    digest kept, then the rename: ``Candidates.save_pending``); a file saved by this alone is no file to it."""
+    got = encode(state, mind, idx)
+    return got.digest if got is not None and write(path, got) else None
+
+
+def load(path: Path, uid: str, mind: str, digest: str | None = None) -> Stored | None:
     """The arrays of ``mind`` kept at ``path`` for the vault ``uid``; None when there is no such file or it does not
-    check out (never raises: the caller builds from the store)."""
+    check out (never raises: the caller builds from the store). ``digest``: the SHA-256 (hex) the vault's database
+    holds for the file; when given, the file's must equal it (in place of the CRC-32, which an agent recomputes in
+    a few lines: a file rewritten consistently, or saved at the store's state by :func:`save`, is no file)."""
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -239,12 +287,15 @@ def load(path: Path, uid: str, mind: str) -> Stored | None:
     except (OSError, ValueError):
         return None
     try:
-        return _read(mm, size, uid, mind)
+        if digest is not None and hashlib.sha256(mm).hexdigest() != digest:
+            return None
+        return _read(mm, size, uid, mind, crc_checked=digest is not None)
     except (ValueError, TypeError, KeyError, IndexError, UnicodeDecodeError, OverflowError):
         return None
 
 
-def _read(mm: mmap.mmap, size: int, uid: str, mind: str) -> Stored | None:
+def _read(mm: mmap.mmap, size: int, uid: str, mind: str, *, crc_checked: bool = False) -> Stored | None:
+    """The file in ``mm``; ``crc_checked``: its SHA-256 matched the database's (which covers the CRC's bytes)."""
     import numpy as np
 
     magic, fmt, hlen, plen, crc = _HEAD.unpack_from(mm, 0)
@@ -252,7 +303,7 @@ def _read(mm: mmap.mmap, size: int, uid: str, mind: str) -> Stored | None:
         return None
     view = memoryview(mm)
     start = _HEAD.size + hlen
-    if zlib.crc32(view[start:], zlib.crc32(view[_HEAD.size:start])) != crc:
+    if not crc_checked and zlib.crc32(view[start:], zlib.crc32(view[_HEAD.size:start])) != crc:
         return None
     head = json.loads(bytes(view[_HEAD.size:start]))
     if head["uid"] != uid or head["mind"] != mind:

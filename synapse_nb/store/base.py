@@ -103,6 +103,7 @@ from synapse_nb.store.records import (
     Change,
     MemoryCounts,
     MemoryFilter,
+    RankDigests,
     RankHit,
     RankRow,
     RankState,
@@ -330,7 +331,7 @@ class RefTable(Protocol):
         ...
 
 
-class RecallQueries(Protocol):
+class RecallQueries(RankDigests, Protocol):
     """Rows and statistics for the recall gate (the scoring itself lives in :mod:`synapse_nb.recall`)."""
 
     def count(self, *, agents: bool = False) -> int:
@@ -354,8 +355,7 @@ class RecallQueries(Protocol):
         ...
 
     def tag_matches(self, mind: str, tags: Sequence[str]) -> builtins.list[tuple[str, str, int]]:
-        """(id, tag, how many tags the record carries) for records of the mind carrying these tags, by id then
-        tag."""
+        """(id, tag, how many tags it carries) of the mind's records carrying these tags, by id then tag."""
         ...
 
     def key_matches(self, mind: str, keys: Sequence[str]) -> builtins.list[tuple[str, str]]:

@@ -15,7 +15,7 @@ and imports exactly these documents, so a vault moves between backends through a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from synapse_nb.models import KINDS
 
@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # numpy loads with recall, never with ``import synapse_nb``
     Ints: TypeAlias = Sequence[int] | NDArray[np.int64]
 
 __all__ = ["EXPORT_FIELDS", "JSON_FIELDS", "OPTIONAL_FIELDS", "PAGE_SORTS", "Candidate", "Change", "MemoryCounts",
-           "MemoryFilter", "NotJson", "RankHit", "RankRow", "RankState", "RefSource", "TermPostings", "View"]
+           "MemoryFilter", "NotJson", "RankDigests", "RankHit", "RankRow", "RankState", "RefSource", "TermPostings",
+           "View"]
 
 #: One change a committed transaction made: (kind, id, deleted).
 Change = tuple[str, str, bool]
@@ -157,6 +158,23 @@ class RankState(NamedTuple):
     gen: int
     last: str
     first: int
+
+
+class RankDigests(Protocol):
+    """The digests of recall's rank files (:mod:`synapse_nb.recall.rankfile`), kept in the vault's database so that a
+    file rewritten on disk is no file (review 58; SQLite schema v10's ``rank_files``). Part of
+    :class:`~synapse_nb.store.base.RecallQueries`; a team vault keeps no file: None and False."""
+
+    def rank_digest(self, mind: str) -> str | None:
+        """The SHA-256 (hex) kept for the mind's file in ``rank_cache_dir()`` (None: none; a file is used only when
+        its digest is this one)."""
+        ...
+
+    def keep_rank_digest(self, mind: str, gen: int, digest: str) -> bool:
+        """Keep the digest of the mind's file about to be written at generation ``gen``, in a short write of its own
+        that never waits for another writer and moves no data version of this process; False: not kept (the write
+        lock busy, a read-only vault, inside a snapshot), and the file is then not written."""
+        ...
 
 
 class TermPostings(NamedTuple):

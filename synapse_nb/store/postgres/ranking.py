@@ -101,6 +101,13 @@ class RankingQueries(Repository[PgDatabase]):
     def rank_cache_dir(self) -> None:
         """None: a team vault keeps its structure arrays in memory only."""
 
+    def rank_digest(self, mind: str) -> None:
+        """None: no file (see :meth:`rank_cache_dir`)."""
+
+    def keep_rank_digest(self, mind: str, gen: int, digest: str) -> bool:
+        """False: no file (see :meth:`rank_cache_dir`)."""
+        return False
+
     def rank_rows(self, mind: str, ids: Sequence[str] | None = None,
                   threads: Sequence[str] | None = None) -> builtins.list[Any]:
         if ids is None and threads is None:

@@ -58,6 +58,8 @@ __all__ = ["LOCK_TIMEOUT_S", "Database"]
 LOCK_TIMEOUT_S = 60.0
 #: How many of a connection's latest commits it remembers the changed records of (changes_between)
 CHANGE_LOG = 256
+#: How long a statement waits for a lock another connection holds (``PRAGMA busy_timeout``), in milliseconds.
+BUSY_MS = 10_000
 T = TypeVar("T")
 Change = tuple[str, str, bool]
 
@@ -137,7 +139,7 @@ class Database:
                                      "open_vault(..., readonly=True) to read it (CLI: SYNAPSE_READONLY=1)")
             self._conn = self._connect(readonly)
             self._conn.row_factory = sqlite3.Row
-            self._conn.execute("PRAGMA busy_timeout = 10000")
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
             self._conn.execute("PRAGMA foreign_keys = ON")
             self._conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed: a deletion deletes (schema v6)
             if not readonly:
@@ -342,6 +344,36 @@ class Database:
                 with contextlib.suppress(sqlite3.Error):
                     self._conn.execute("COMMIT")
 
+    def write_if_free(self, sql: str, params: Sequence[Any] = ()) -> bool:
+        """One statement in a write transaction of its own, only if nothing has to be waited for: False (nothing
+        written) when another thread holds this connection, a transaction or snapshot is open here, the vault is
+        read-only, or another process holds the write lock (no busy wait). For what may be skipped and done
+        another time (recall's rank file digests). Moves no :meth:`data_version` of this connection (other
+        connections see ``PRAGMA data_version`` move: one re-read of their caches)."""
+        if self.readonly or not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if self._depth or self._snap:
+                return False
+            try:
+                self._conn.execute("PRAGMA busy_timeout = 0")
+                try:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                finally:
+                    self._conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+            except sqlite3.Error:
+                return False
+            try:
+                self._conn.execute(sql, params)
+                self._conn.execute("COMMIT")
+                return True
+            except sqlite3.Error:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
+                return False
+        finally:
+            self._lock.release()
+
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback()`` once the current outermost transaction has committed (at once outside one)."""
         if self._depth:
@@ -518,7 +550,7 @@ class Database:
                 return False
             finally:
                 with contextlib.suppress(sqlite3.Error):
-                    self._conn.execute("PRAGMA busy_timeout = 10000")
+                    self._conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
         return not busy and log_frames == done
 
     def close(self) -> None:

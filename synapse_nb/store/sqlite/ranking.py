@@ -17,6 +17,8 @@ three everyday words), so recall reads the inputs instead and caches them per da
 - :meth:`RankingQueries.rank_state` / :meth:`~RankingQueries.rank_changes`: schema v5's ``rank_log`` (every change
   to a ``gate_docs`` row, logged by triggers in the writer's transaction), which every process reads alike: recall
   keys its on-disk structure arrays by it (:mod:`synapse_nb.recall.rankfile`) and patches them with the ids it names.
+- :meth:`RankingQueries.rank_digest` / :meth:`~RankingQueries.keep_rank_digest`: schema v10's ``rank_files``, the
+  SHA-256 of each mind's file (:mod:`synapse_nb.store.sqlite.rankfile_schema`): a file without it is no file.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from synapse_nb.store.sql.authors import agents_case, agents_ids
 from synapse_nb.store.sql.connection import Repository
 from synapse_nb.store.sql.dialect import chunks, marks
 from synapse_nb.store.sqlite.db import Database
+from synapse_nb.store.sqlite.rankfile_schema import GET_RANK_DIGEST, SET_RANK_DIGEST
 
 __all__ = ["RankingQueries", "fts5_stems", "varints"]
 
@@ -186,6 +189,13 @@ class RankingQueries(Repository[Database]):
 
     def rank_cache_dir(self) -> Path | None:
         return Path(self._db.path).parent / CACHE_DIR  # read-only too: its files are read, never written
+
+    def rank_digest(self, mind: str) -> str | None:
+        row = self._db.query_one(GET_RANK_DIGEST, (mind,))
+        return None if row is None else str(row[0])
+
+    def keep_rank_digest(self, mind: str, gen: int, digest: str) -> bool:
+        return self._db.write_if_free(SET_RANK_DIGEST, (mind, gen, digest))
 
     def rank_totals(self) -> tuple[int, int]:
         row = self._db.query_one(RANK_AVERAGES)

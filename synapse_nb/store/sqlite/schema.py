@@ -26,12 +26,13 @@ import sqlite3
 from synapse_nb.store.sqlite.agent_vocab_schema import V8_AGENT_VOCAB
 from synapse_nb.store.sqlite.held_schema import V7_AGENT_HELD
 from synapse_nb.store.sqlite.history_schema import V6_HISTORY
+from synapse_nb.store.sqlite.rankfile_schema import V10_RANK_FILES
 from synapse_nb.store.sqlite.sessions_schema import V9_SESSIONS
 
 __all__ = ["CONTEXT_N", "FTS_FLUSH", "FTS_MARKERS", "FTS_QUEUE_CLEAR", "FTS_QUEUE_TARGETS", "FTS_TABLES", "GATE_TEXT",
            "GET_VAULT_UID", "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "SCHEMA_VERSION", "SET_VAULT_UID", "split_sql"]
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 _FTS = {
     # table: (fts columns, expressions for them)
@@ -539,6 +540,7 @@ SET_VAULT_UID = ("INSERT INTO meta(key, value) VALUES ('vault_uid', lower(hex(ra
 #: (agent_vocab_schema.py): the duplicate check weighs a pair of two people's records by people's records alone.
 #: v9: ``session_registry``: a row per session recall's delta keeps, kept by triggers (sessions_schema.py): the
 #: room check of a new session reads it, not every mark of the hour, and an agent's sessions are bounded.
+#: v10: ``rank_files``: the SHA-256 of each rank file recall wrote (rankfile_schema.py): a file rewritten is no file.
 MIGRATIONS: dict[int, str] = {
     0: _TABLES_V1 + _fts_ddl(),
     1: _V2_FLAGS,
@@ -549,6 +551,7 @@ MIGRATIONS: dict[int, str] = {
     6: V7_AGENT_HELD,
     7: V8_AGENT_VOCAB,
     8: V9_SESSIONS,
+    9: V10_RANK_FILES,
 }
 
 #: Indices no schema version depends on: a writable open creates the missing ones, so a vault stays readable by
