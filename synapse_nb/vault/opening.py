@@ -211,7 +211,7 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
     except OSError as exc:
         raise StoreError(f"cannot create this machine's cache folder {folder}: {exc.strerror or exc}") from exc
     # a real folder of this Unix user's, in a team/ with the sticky bit, or moved aside and made afresh (review 59)
-    claim_folder(folder)
+    folder = claim_folder(folder)
     private_folder(folder)  # 0700, its files 0600, whatever the umask: the copy holds every mind the login reads
     try:
         store = PgStore(conninfo, project, folder=folder, readonly=readonly,

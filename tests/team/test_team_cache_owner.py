@@ -180,3 +180,30 @@ def test_a_file_opened_there_is_checked_after_opening(tmp_path: Path) -> None:
     (aside,) = [p for p in tmp_path.iterdir() if cachedir.ASIDE in p.name]
     assert aside.read_bytes() == b"theirs" and aside.stat().st_uid == OTHER
     assert cachedir.read_own_text(aside) is None
+
+
+@needs_root
+def test_another_users_login_folder_that_cannot_be_moved_gives_this_user_one_beside_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The person once opened the agent's login in their own process (docs/team.md allows it), so the agent login's
+    folder is the person's, in a sticky team/ the agent's Unix user cannot rename in: the agent's every command
+    failed (second reader 60). Its copy is now kept in ``<name>.uid-<uid>`` beside it; the person's folder is left
+    as it is."""
+    team = tmp_path / "team"
+    team.mkdir()
+    theirs = team / "agentbot@db-5432-team-acme"
+    theirs.mkdir(mode=0o700)
+    (theirs / "copy.db").write_text("the person's", encoding="utf-8")
+    os.chown(theirs, 65534, 65534)
+
+    def refused(src: Any, dst: Any) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(cachedir.os, "rename", refused)
+    used = cachedir.claim_folder(theirs)
+    assert used == team / f"agentbot@db-5432-team-acme.uid-{os.geteuid()}"
+    assert used.is_dir() and used.lstat().st_uid == os.geteuid() and stat.S_IMODE(used.stat().st_mode) == 0o700
+    assert (theirs / "copy.db").read_text(encoding="utf-8") == "the person's" and theirs.lstat().st_uid == 65534
+    (team / "a-file@db").write_text("x", encoding="utf-8")  # a file, not a folder: still refused
+    with pytest.raises(StoreError, match="not a folder"):
+        cachedir.claim_folder(team / "a-file@db")

@@ -62,10 +62,41 @@ def set_aside(path: Path, why: str) -> Path:
     return aside
 
 
-def claim_folder(folder: Path) -> None:
+def claim_folder(folder: Path) -> Path:
     """Make ``folder`` (``.synapse/team/<login>@...``) this Unix user's own 0700 folder, its parent ``team/``
-    existing (with the sticky bit when this package makes it or this user owns it). Raises :class:`StoreError`
-    when the folder is another user's (or a symlink, or a file) and cannot be moved aside."""
+    existing (with the sticky bit when this package makes it or this user owns it); returns the folder to use.
+
+    A real directory another user owns that cannot be moved aside (``team/`` has the sticky bit: the person once
+    opened the agent's login in their own process, as docs/team.md allows) is left to its owner, and this user's
+    folder is ``<name>.uid-<uid>`` beside it, claimed the same way (second reader 60: the agent's every command
+    failed there). Raises :class:`StoreError` when the folder is a symlink or a file that cannot be moved aside, or
+    when that second folder is not this user's either."""
+    try:
+        _claim(folder)
+        return folder
+    except _Foreign as exc:
+        uid = _uid()
+        if not exc.folder_of_another or uid is None:
+            raise exc.error from None
+        mine = folder.with_name(f"{folder.name}.uid-{uid}")
+        log.warning("%s is another Unix user's folder (%s) and cannot be moved aside: this user's copy is kept in %s",
+                    folder, exc.why.replace("-", " "), mine.name)
+        try:
+            _claim(mine)
+        except _Foreign as again:
+            raise again.error from None
+        return mine
+
+
+class _Foreign(Exception):
+    """A login folder that is not this user's and cannot be moved aside."""
+
+    def __init__(self, error: StoreError, why: str, folder_of_another: bool) -> None:
+        super().__init__(str(error))
+        self.error, self.why, self.folder_of_another = error, why, folder_of_another
+
+
+def _claim(folder: Path) -> None:
     team = folder.parent
     try:
         team.mkdir()  # its parent (.synapse/) exists; the mode is the umask's (group-writable in the shared set-up)
@@ -95,12 +126,13 @@ def claim_folder(folder: Path) -> None:
                 raise OSError(errno.EEXIST, "made again at once by another process")
             set_aside(folder, why)
         except OSError as exc:
-            raise StoreError(
+            raise _Foreign(StoreError(
                 f"this machine's cache folder of the team vault, {folder}, is not this Unix user's own folder "
                 f"({why.replace('-', ' ')}) and cannot be moved aside ({exc.strerror or exc}); the package never "
                 "reads or writes its copy in a folder another user controls. Its owner or an administrator moves it "
                 f"away (and gives {team} the sticky bit: chmod +t {team}, so group members cannot rename each "
-                "other's folders); the next command makes this login's folder afresh") from exc
+                "other's folders); the next command makes this login's folder afresh"),
+                why, why.startswith("owned-by-uid-") and folder.is_dir() and not folder.is_symlink()) from exc
 
 
 def sweep(folder: Path, files: tuple[str, ...], folders: tuple[str, ...] = ()) -> None:
