@@ -26,3 +26,8 @@ def test_the_list_holds_every_word_the_server_reserves(pg_admin_url: str) -> Non
         con.execute("DROP SCHEMA between_words")
         with pytest.raises(psycopg.errors.SyntaxError):
             con.execute("CREATE SCHEMA full")
+
+
+def test_the_refusal_suggests_names_made_from_the_one_given() -> None:
+    with pytest.raises(ValidationError, match="'team_user' or 'userteam'"):
+        check_project("user")

@@ -122,7 +122,7 @@ def check_project(project: object) -> str:
                               "then lower-case letters, digits or '_'")
     if project in RESERVED:
         raise ValidationError(f"project name {project!r} is not accepted: it is one of PostgreSQL's reserved words "
-                              "(a schema name); add a letter or a word, e.g. 'team_full' or 'fullteam'")
+                              f"(a schema name); add a letter or a word, e.g. 'team_{project}' or '{project}team'")
     return project
 
 
