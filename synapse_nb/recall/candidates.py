@@ -258,8 +258,8 @@ class Candidates:
         idx: ThreadIndex | None = None
         for base in bases:
             if base is None:
-                digest = store.recall.rank_digest(mind) if path is not None else None  # in this snapshot
-                stored = rankfile.load(path, state.uid, mind, digest) if path and digest else None
+                digests = store.recall.rank_digest(mind) if path is not None else ()  # in this snapshot
+                stored = rankfile.load(path, state.uid, mind, digests) if path and digests else None
                 if stored is None:
                     continue
                 base = (stored.gen, stored.last, stored.threads)

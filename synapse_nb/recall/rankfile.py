@@ -273,11 +273,12 @@ def save(path: Path, state: RankState, mind: str, idx: ThreadIndex) -> str | Non
     return got.digest if got is not None and write(path, got) else None
 
 
-def load(path: Path, uid: str, mind: str, digest: str | None = None) -> Stored | None:
+def load(path: Path, uid: str, mind: str, digest: str | Sequence[str] | None = None) -> Stored | None:
     """The arrays of ``mind`` kept at ``path`` for the vault ``uid``; None when there is no such file or it does not
     check out (never raises: the caller builds from the store). ``digest``: the SHA-256 (hex) the vault's database
-    holds for the file; when given, the file's must equal it (in place of the CRC-32, which an agent recomputes in
-    a few lines: a file rewritten consistently, or saved at the store's state by :func:`save`, is no file)."""
+    holds for the file, or those it holds (the last written and the one before); when given, the file's must be
+    one of them (in place of the CRC-32, which an agent recomputes in a few lines: a file rewritten consistently,
+    or saved at the store's state by :func:`save`, is no file)."""
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -287,7 +288,8 @@ def load(path: Path, uid: str, mind: str, digest: str | None = None) -> Stored |
     except (OSError, ValueError):
         return None
     try:
-        if digest is not None and hashlib.sha256(mm).hexdigest() != digest:
+        if digest is not None and hashlib.sha256(mm).hexdigest() not in ((digest,) if isinstance(digest, str)
+                                                                          else tuple(digest)):
             return None
         return _read(mm, size, uid, mind, crc_checked=digest is not None)
     except (ValueError, TypeError, KeyError, IndexError, UnicodeDecodeError, OverflowError):

@@ -163,11 +163,13 @@ class RankState(NamedTuple):
 class RankDigests(Protocol):
     """The digests of recall's rank files (:mod:`synapse_nb.recall.rankfile`), kept in the vault's database so that a
     file rewritten on disk is no file (review 58; SQLite schema v10's ``rank_files``). Part of
-    :class:`~synapse_nb.store.base.RecallQueries`; a team vault keeps no file: None and False."""
+    :class:`~synapse_nb.store.base.RecallQueries`; a team vault keeps no file: () and False."""
 
-    def rank_digest(self, mind: str) -> str | None:
-        """The SHA-256 (hex) kept for the mind's file in ``rank_cache_dir()`` (None: none; a file is used only when
-        its digest is this one)."""
+    def rank_digest(self, mind: str) -> tuple[str, ...]:
+        """The SHA-256s (hex) a file of the mind's in ``rank_cache_dir()`` may have: the one kept for the file last
+        written, and the one before it (a reader between a digest's write and its file's rename reads that file;
+        an older honest file is patched forward by the log). (): none; a file is used only when its digest is one
+        of these."""
         ...
 
     def keep_rank_digest(self, mind: str, gen: int, digest: str) -> bool:

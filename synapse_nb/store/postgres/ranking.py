@@ -101,8 +101,9 @@ class RankingQueries(Repository[PgDatabase]):
     def rank_cache_dir(self) -> None:
         """None: a team vault keeps its structure arrays in memory only."""
 
-    def rank_digest(self, mind: str) -> None:
-        """None: no file (see :meth:`rank_cache_dir`)."""
+    def rank_digest(self, mind: str) -> tuple[str, ...]:
+        """(): no file (see :meth:`rank_cache_dir`)."""
+        return ()
 
     def keep_rank_digest(self, mind: str, gen: int, digest: str) -> bool:
         """False: no file (see :meth:`rank_cache_dir`)."""

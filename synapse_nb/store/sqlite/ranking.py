@@ -190,9 +190,9 @@ class RankingQueries(Repository[Database]):
     def rank_cache_dir(self) -> Path | None:
         return Path(self._db.path).parent / CACHE_DIR  # read-only too: its files are read, never written
 
-    def rank_digest(self, mind: str) -> str | None:
+    def rank_digest(self, mind: str) -> tuple[str, ...]:
         row = self._db.query_one(GET_RANK_DIGEST, (mind,))
-        return None if row is None else str(row[0])
+        return () if row is None else tuple(str(d) for d in row if d is not None)
 
     def keep_rank_digest(self, mind: str, gen: int, digest: str) -> bool:
         return self._db.write_if_free(SET_RANK_DIGEST, (mind, gen, digest))
