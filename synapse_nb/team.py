@@ -75,9 +75,15 @@ def _split(url: str, project_dir: Path) -> tuple[str, str]:
 
 
 def _cache(url: str, project_dir: Path) -> tuple[str, str, Path]:
-    """(libpq URL, project, this machine's cache folder of that team vault)."""
+    """(libpq URL, project, this machine's cache folder of that team vault: this Unix user's own, the
+    ``<name>.uid-<uid>`` one when the login's folder is another user's: ``cachedir.claim_folder``)."""
     conninfo, project = _split(url, project_dir)
-    return conninfo, project, team_cache_dir(project_dir / LOCAL_DIRNAME, conninfo, project)
+    folder = team_cache_dir(project_dir / LOCAL_DIRNAME, conninfo, project)
+    try:
+        from synapse_nb.store.postgres.cachedir import own_folder  # the package imports psycopg: team vaults only
+    except ImportError:
+        return conninfo, project, folder
+    return conninfo, project, own_folder(folder)
 
 
 def recorded_url(local: str | Path | None = None) -> str | None:
@@ -464,7 +470,9 @@ def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str
     if url is not None:
         folder = _cache(url, project_dir)[2]
     else:  # no URL known: the one copy this machine keeps (one per team vault and login)
-        copies = sorted(p for p in (project_dir / LOCAL_DIRNAME / TEAM_DIRNAME).glob("*") if has_copy(p))
+        # never a folder set aside (another user's, or a symlink: kept, never read)
+        copies = sorted(p for p in (project_dir / LOCAL_DIRNAME / TEAM_DIRNAME).glob("*")
+                        if ".set-aside-" not in p.name and has_copy(p))
         if len(copies) != 1:
             kept = "no copy" if not copies else f"{len(copies)} copies (of team vaults, logins)"
             raise ValidationError(

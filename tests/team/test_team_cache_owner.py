@@ -204,6 +204,8 @@ def test_another_users_login_folder_that_cannot_be_moved_gives_this_user_one_bes
     assert used == team / f"agentbot@db-5432-team-acme.uid-{os.geteuid()}"
     assert used.is_dir() and used.lstat().st_uid == os.geteuid() and stat.S_IMODE(used.stat().st_mode) == 0o700
     assert (theirs / "copy.db").read_text(encoding="utf-8") == "the person's" and theirs.lstat().st_uid == 65534
+    assert cachedir.own_folder(theirs) == used  # what `team search-local` and `team status` read
+    assert cachedir.own_folder(used) == used and cachedir.own_folder(team / "nobody@db") == team / "nobody@db"
     (team / "a-file@db").write_text("x", encoding="utf-8")  # a file, not a folder: still refused
     with pytest.raises(StoreError, match="not a folder"):
         cachedir.claim_folder(team / "a-file@db")

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from synapse_nb.errors import StoreError
 
-__all__ = ["ASIDE", "claim_folder", "open_own", "read_own_text", "set_aside", "sweep"]
+__all__ = ["ASIDE", "claim_folder", "open_own", "own_folder", "read_own_text", "set_aside", "sweep"]
 
 log = logging.getLogger("synapse_nb.team")
 
@@ -86,6 +86,21 @@ def claim_folder(folder: Path) -> Path:
         except _Foreign as again:
             raise again.error from None
         return mine
+
+
+def own_folder(folder: Path) -> Path:
+    """The folder this user's copy of a login is in, without making anything: ``folder``, or the
+    ``<name>.uid-<uid>`` beside it that :func:`claim_folder` made when ``folder`` was another user's (readers such
+    as ``team search-local`` and ``team status`` then read this user's copy, never the other's)."""
+    uid = _uid()
+    mine = folder.with_name(f"{folder.name}.uid-{uid}")
+    try:
+        st = folder.lstat()
+    except OSError:
+        return folder
+    if uid is None or _why(st, folder=True) is None or not mine.is_dir() or mine.is_symlink():
+        return folder
+    return mine
 
 
 class _Foreign(Exception):
