@@ -140,9 +140,16 @@ def test_a_full_server_gives_the_person_its_reason_not_a_stale_recall(own_server
         assert out.returncode != 0 and not out.stdout.startswith("STALE"), out
         assert "refused this connection (remaining connection slots are reserved" in out.stderr, out.stderr
         assert "not offline" in out.stderr and "CONNECTION LIMIT" in out.stderr, out.stderr
-        with psycopg.connect(own_server.url, autocommit=True) as admin:  # a superuser's reserved slot
-            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'alice'")
-        fill()  # the slots the handle had are taken too
+        for _ in range(20):  # the handle's pool may reconnect between the terminate and the fill: until it has none
+            with psycopg.connect(own_server.url, autocommit=True) as admin:  # a superuser's reserved slot
+                admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'alice'")
+            fill()  # the slots the handle had are taken too
+            with psycopg.connect(own_server.url, autocommit=True) as admin:
+                left = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = 'alice'").fetchone()
+            if left is not None and left[0] == 0:
+                break
+        else:
+            pytest.fail("the handle's pool kept reconnecting into the slots the test frees")
         with pytest.raises(ServerRefusedError, match="remaining connection slots are reserved"):
             desk.recall("how do we deploy?")  # its pool cannot reconnect: refused, not "went away"
     finally:
