@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 #: The line a recall's text starts with (after a borrowed vault's) when it answered without the semantic channel it
-#: had on (``Recall.semantic_off``; ``synapse_nb.recall.semantic.OFF_LINE``): the package's own words, never stored
+#: had on (``Recall.semantic_off``): the package's own words, never stored
 #: text, so a person's terminal, the notebook and an agent's hook context all say that a record found only by
 #: meaning is missing (review 58: a warning on stderr only, and a person's rule silently left every later answer).
 SEMANTIC_OFF_LINE = ("(the semantic channel could not be read: answered from the vault's words alone, so a record "

@@ -22,7 +22,7 @@ import synapse_nb as syn
 from synapse_nb.cli import app
 from synapse_nb.errors import IndexError_
 from synapse_nb.recall import semantic
-from synapse_nb.recall.semantic import OFF_LINE
+from synapse_nb.render import SEMANTIC_OFF_LINE as OFF_LINE
 from synapse_nb.render import esc
 from synapse_nb.store import embedders, indexer
 from synapse_nb.store.embedders import register_embedder

@@ -19,9 +19,10 @@ from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.expand import Variants
 from synapse_nb.recall.rank import Ranked, RankParams, asks_several, fts_words, rank_words, structure
 from synapse_nb.recall.scoring import Meaning, gate
-from synapse_nb.recall.semantic import OFF_LINE, DenseChannel, Fallback, Unsynced
+from synapse_nb.recall.semantic import DenseChannel, Fallback, Unsynced
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
+from synapse_nb.render import SEMANTIC_OFF_LINE
 from synapse_nb.text import FTS_TOKEN_RE
 
 if TYPE_CHECKING:
@@ -311,7 +312,7 @@ class Recaller:
         reason, note = empty_reason(query, kept, rows, bars)
         text = assemble(query, kept, lessons, shown_before, note)
         if use.reason is not None:  # answered without the channel it had on: said in the answer (review 58)
-            text = f"{OFF_LINE}\n\n{text}"
+            text = f"{SEMANTIC_OFF_LINE}\n\n{text}"
         borrowed = ctx.git.borrowed  # found once when the vault was opened
         if borrowed is not None:
             text = f"{borrowed.line}\n\n{text}"
@@ -323,7 +324,7 @@ class Recaller:
 
     def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
               file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False, busy: bool = False,
-              use: Fallback, ) -> tuple[Any, Bars, str, list[Any], _Ranking | None]:
+              use: Fallback) -> tuple[Any, Bars, str, list[Any], _Ranking | None]:
         """One consistent read of everything the ranking weighs: (version, bars, now, lessons, ranking).
         ``synced``: the semantic table was just synced (writes queued since are not waited for again); ``busy``:
         its sync found the index lock busy (queued writes are not waited for); ``use``: whether the semantic

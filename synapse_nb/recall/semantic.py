@@ -40,8 +40,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb.render import SEMANTIC_OFF_LINE
-
 if TYPE_CHECKING:
     import numpy as np
 
@@ -52,7 +50,7 @@ if TYPE_CHECKING:
     from synapse_nb.store.index.dense import DenseHit
     from synapse_nb.store.indexer import VaultIndex
 
-__all__ = ["DENSE_DEPTH", "FUSION", "OFF_LINE", "RRF_K", "DenseChannel", "Fallback", "Unsynced", "describe", "fuse",
+__all__ = ["DENSE_DEPTH", "FUSION", "RRF_K", "DenseChannel", "Fallback", "Unsynced", "describe", "fuse",
            "fuse_sum", "fuse_top"]
 
 #: Dense candidates per query (the lexical side keeps ``RankParams.depth``).
@@ -64,9 +62,6 @@ FUSION = "top"
 RRF_K = 5
 #: Query vectors kept per process (a hook asks the same turn of several vaults; an evaluation asks each twice).
 MAX_CACHED_QUERIES = 1000
-#: The line a recall's text starts with (after a borrowed vault's) when it answered without the channel it had on
-#: (:attr:`~synapse_nb.recall.types.Recall.semantic_off`): :data:`synapse_nb.render.SEMANTIC_OFF_LINE`.
-OFF_LINE = SEMANTIC_OFF_LINE
 
 
 class Unsynced(Exception):
@@ -78,7 +73,8 @@ class Fallback:
     semantic table truncated by a shell, a full disk, a killed write), then off for the rest of that recall, which
     answers from BM25 alone as with ``recall_semantic`` 0, with one warning (logger ``synapse_nb.recall``; the CLI
     prints it on stderr) naming the table and the person's remedy; the answer says it too (``reason``:
-    ``Recall.semantic_off``, and :data:`OFF_LINE` in its text). The index is a cache: recall never fails for it.
+    ``Recall.semantic_off``, and :data:`~synapse_nb.render.SEMANTIC_OFF_LINE` in its text). The index is a
+    cache: recall never fails for it.
     :class:`~synapse_nb.errors.SemanticUnavailableError` (the extra not installed) is no index failure: it raises."""
 
     def __init__(self) -> None:

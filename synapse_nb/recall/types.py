@@ -275,7 +275,7 @@ class Recall:
     shown_before: frozenset[str] = frozenset()
     #: why this recall answered without the semantic channel it had on (its index could not be read: e.g. a table
     #: an agent's shell truncated), None when the channel answered or is off by setting; ``text`` then says so in
-    #: its first line after a borrowed vault's (:data:`synapse_nb.recall.semantic.OFF_LINE`)
+    #: its first line after a borrowed vault's (:data:`synapse_nb.render.SEMANTIC_OFF_LINE`)
     semantic_off: str | None = None
     _mark: Callable[[Collection[str] | None], None] | None = field(default=None, repr=False, compare=False)
 
