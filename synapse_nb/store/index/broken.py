@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.store.index.dense import _PREFIX
-from synapse_nb.store.index.maintenance import connect, one_line
+from synapse_nb.store.index.maintenance import one_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.store.index.dense import DenseIndex
@@ -27,30 +27,28 @@ __all__ = ["drop", "drop_every", "drop_projections", "read_or_remove", "remove",
 
 
 def unreadable(path: Path) -> dict[str, str]:
-    """The semantic tables of the index folder ``path`` whose rows cannot be read, each with what failed."""
-    names = sorted(p.name.removesuffix(".lance") for p in path.glob(f"{_PREFIX}*.lance")) if path.is_dir() else []
-    if not names:
-        return {}
-    db = connect(path)
-    bad: dict[str, str] = {}
-    for name in names:
-        try:
-            for _ in db.open_table(name).search().limit(None).to_batches():
-                pass
-        except MemoryError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - any failure to read it is what is asked
-            bad[name] = one_line(exc)
-    return bad
+    """The semantic tables of the index folder ``path`` that cannot be read as recall reads them, each with what
+    failed: :func:`~synapse_nb.store.index.audit.audit`'s one rule (``index check`` reads them through it too)."""
+    from synapse_nb.store.index.audit import audit
+
+    return audit(path, ())[1]
+
+
+#: The files beside a semantic table's folder that go with it.
+_BESIDE = (".proj", ".queue", ".queue.tmp")
+
+
+def _delete(path: Path, name: str) -> None:
+    shutil.rmtree(path / f"{name}.lance", ignore_errors=True)
+    for suffix in _BESIDE:
+        (path / f"{name}{suffix}").unlink(missing_ok=True)
 
 
 def remove(path: Path, bad: dict[str, str]) -> tuple[str, ...]:
     """Remove the tables ``bad`` names (from :func:`unreadable`) with their projection and queue files, saying so (a
     warning: the CLI prints it on stderr); returns their names."""
     for name, why in sorted(bad.items()):
-        shutil.rmtree(path / f"{name}.lance", ignore_errors=True)
-        for suffix in (".proj", ".queue"):
-            (path / f"{name}{suffix}").unlink(missing_ok=True)
+        _delete(path, name)
         logging.getLogger("synapse_nb.index").warning(
             "removed the semantic table %s: it could not be read (%s); the next recall with the semantic channel "
             "builds it again from SQLite", name, why)
@@ -74,11 +72,9 @@ def drop_every(path: Path) -> tuple[str, ...]:
     if not path.is_dir():
         return ()
     names = sorted(p.name.removesuffix(".lance") for p in path.glob(f"{_PREFIX}*.lance"))
-    for name in names:
-        shutil.rmtree(path / f"{name}.lance", ignore_errors=True)
-    for suffix in (".proj", ".queue", ".queue.tmp"):
-        for f in path.glob(f"{_PREFIX}*{suffix}"):
-            f.unlink(missing_ok=True)
+    strays = {p.name.removesuffix(s) for s in _BESIDE for p in path.glob(f"{_PREFIX}*{s}")}  # a table's leftovers
+    for name in sorted(set(names) | strays):
+        _delete(path, name)
     return tuple(names)
 
 
