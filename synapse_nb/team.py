@@ -79,10 +79,8 @@ def _cache(url: str, project_dir: Path) -> tuple[str, str, Path]:
     ``<name>.uid-<uid>`` one when the login's folder is another user's: ``cachedir.claim_folder``)."""
     conninfo, project = _split(url, project_dir)
     folder = team_cache_dir(project_dir / LOCAL_DIRNAME, conninfo, project)
-    try:
-        from synapse_nb.store.postgres.cachedir import own_folder  # the package imports psycopg: team vaults only
-    except ImportError:
-        return conninfo, project, folder
+    from synapse_nb.store.postgres.cachedir import own_folder  # psycopg: loaded by _split already
+
     return conninfo, project, own_folder(folder)
 
 
@@ -470,9 +468,11 @@ def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str
     if url is not None:
         folder = _cache(url, project_dir)[2]
     else:  # no URL known: the one copy this machine keeps (one per team vault and login)
+        from synapse_nb.store.postgres.cachedir import ASIDE
+
         # never a folder set aside (another user's, or a symlink: kept, never read)
         copies = sorted(p for p in (project_dir / LOCAL_DIRNAME / TEAM_DIRNAME).glob("*")
-                        if ".set-aside-" not in p.name and has_copy(p))
+                        if ASIDE not in p.name and has_copy(p))
         if len(copies) != 1:
             kept = "no copy" if not copies else f"{len(copies)} copies (of team vaults, logins)"
             raise ValidationError(

@@ -52,6 +52,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 
+from synapse_nb._util import write_atomic
 from synapse_nb.errors import CommitUnknownError, StoreError, ValidationError
 from synapse_nb.models import TABLES
 from synapse_nb.store.postgres import migrate
@@ -368,13 +369,8 @@ class PgStore(PgDatabase):
         if self.folder is None:
             self._in_doubt = doubts
             return
-        with contextlib.suppress(OSError):
-            tmp = self.folder / f".{IN_DOUBT}.tmp"
-            tmp.unlink(missing_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # this user's alone
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(json.dumps(doubts, sort_keys=True))
-            tmp.replace(self.folder / IN_DOUBT)
+        with contextlib.suppress(OSError):  # mkstemp: the owner's alone (0600), a temporary name of its own
+            write_atomic(self.folder / IN_DOUBT, json.dumps(doubts, sort_keys=True))
 
     def data_version(self) -> tuple[int, ...]:
         version = super().data_version()
