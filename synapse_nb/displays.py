@@ -28,7 +28,7 @@ from typing import Any
 
 from synapse_nb._util import shown_id
 from synapse_nb.errors import SynapseError
-from synapse_nb.provenance import agents_unverified, inline, mark, salvage
+from synapse_nb.provenance import NAME_FIELDS, agents_unverified, inline, listed_names, mark, salvage
 from synapse_nb.render import (
     BORDER,
     ERR,
@@ -97,7 +97,8 @@ def mark_html(rec: Any) -> str:
 
 
 def _value(name: str, v: Any) -> str:
-    """One field's value for people: lists comma-joined, yes/no, short shas, timestamps like everywhere."""
+    """One field's value for people: file names quoted and labelled (:func:`listed_names`), other lists
+    comma-joined, yes/no, short shas, timestamps like everywhere."""
     if isinstance(v, bool):
         return "yes" if v else "no"
     if name.endswith("_at") and isinstance(v, str):
@@ -110,6 +111,8 @@ def _value(name: str, v: Any) -> str:
     if isinstance(v, Mapping):  # a commit: sha and subject
         return f"{code(inline(v.get('sha', ''))[:12])} {esc(inline(v.get('subject', '')))}"
     if isinstance(v, list | tuple):
+        if name in NAME_FIELDS:  # file names: quoted and labelled, never prose under the record's badge
+            return esc(listed_names(v))
         if v and isinstance(v[0], Mapping):
             return "<br>".join(_value(name, x) for x in v)
         return esc(", ".join(inline(x) for x in v))

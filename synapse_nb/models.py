@@ -28,10 +28,12 @@ from synapse_nb._util import (
 )
 from synapse_nb.provenance import (
     FILE_NAMES,
+    NAME_FIELDS,
     REPORTED_ACTOR,
     file_names,
     inline,
     label_text,
+    listed_names,
     mark,
     md_escape,
     md_inline,
@@ -169,9 +171,9 @@ class Record:
 
     def _repr_markdown_(self) -> str:
         """The record as a Markdown table: its provenance mark first, every value as one quoted, escaped line
-        (a front end that renders Markdown renders the HTML in it: :func:`synapse_nb.provenance.md_inline`)."""
-        rows = "\n".join(f"| {k} | {md_inline(', '.join(map(str, v)) if isinstance(v, list) else v)} |"
-                         for k, v in self.to_dict().items() if v not in (None, [], ""))
+        (a front end that renders Markdown renders the HTML in it: :func:`synapse_nb.provenance.md_inline`); file
+        names quoted and labelled (:func:`synapse_nb.provenance.listed_names`), escaped like any text."""
+        rows = "\n".join(f"| {k} | {_md_value(k, v)} |" for k, v in self.to_dict().items() if v not in (None, [], ""))
         return (f"**{type(self).__name__}** {md_escape(mark(self))} {md_id(self.id)}\n\n| field | value |\n|---|---|\n"
                 f"{rows}\n")
 
@@ -179,6 +181,13 @@ class Record:
         from synapse_nb.displays import record_html  # loaded on first notebook display
 
         return record_html(self)
+
+
+def _md_value(name: str, v: Any) -> str:
+    """One field's value in a record's Markdown table (:meth:`Record._repr_markdown_`)."""
+    if isinstance(v, list) and name in NAME_FIELDS:
+        return md_escape(listed_names(v))
+    return md_inline(", ".join(map(str, v)) if isinstance(v, list) else v)
 
 
 @dataclass(frozen=True, repr=False)

@@ -12,7 +12,7 @@ from synapse_nb.displays import mark_html
 from synapse_nb.errors import SynapseError
 from synapse_nb.gitscope import show_commit
 from synapse_nb.models import Lesson
-from synapse_nb.provenance import inline, label_text
+from synapse_nb.provenance import inline, label_text, listed_names
 from synapse_nb.render import BORDER, MUTED, code, fmt_time, note_html, plural
 from synapse_nb.widgets._common import Confirm, block, button, esc, table_html
 
@@ -98,7 +98,7 @@ def lesson_html(les: Lesson, backing: str | None = None) -> str:
                      "(as in its diff):</div>")
         parts.append(table_html(["file", "added", "removed"], rows, align="lrr", wrap=[True, False, False]))
     elif les.files_affected:
-        parts.append("<div>files: " + ", ".join(code(inline(f, 300)) for f in les.files_affected) + "</div>")
+        parts.append(f"<div>files: {esc(listed_names(les.files_affected))}</div>")
     if les.analysis:
         agent = les.analysis_by != "user"
         who = "an agent (no human has checked it)" if agent else "a human"
