@@ -48,7 +48,7 @@ from synapse_nb.errors import (
 from synapse_nb.gitscope.repo import TRUNKS
 from synapse_nb.kinds._base import KindManager, check_agent_totals, exactly_once
 from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, check_stored_counts, git_fields, scope_of
-from synapse_nb.kinds.lesson_scan import backing, in_gits_words, taken_over
+from synapse_nb.kinds.lesson_scan import backing, in_gits_words, keeps_place, taken_over
 from synapse_nb.models import Lesson, RecordList
 from synapse_nb.provenance import inline
 from synapse_nb.settings import TRUNK_BRANCHES, Settings
@@ -498,7 +498,8 @@ class Lessons(KindManager[Lesson]):
         this scan (user actor; an agent gets an empty list back: it may not read pending lessons). A scan fills a
         mind to at most :data:`SCAN_PENDING_LESSONS` pending lessons (an agent's, also to at most
         :data:`AGENT_PENDING_LESSONS` of agents'); the reverts past that wait, and the scan keeps its place until a
-        later one has room for them.
+        later one has room for them. An agent's scan saves a place only in a mind where agents hold a record
+        (:func:`~synapse_nb.kinds.lesson_scan.keeps_place`).
         ``at`` (a git hook's): read history only up to where HEAD and the refs were when the hook started
         (:func:`synapse_nb.gitscope.history.snapshot`); later commits are the next scan's, run in its own environment.
         Without it, HEAD and the refs are read once, at the start, and both passes read history up to there.
@@ -558,7 +559,8 @@ class Lessons(KindManager[Lesson]):
                                        first_by_agent=rv.revert.sha in firsts, **git_fields(rv, MAX_REVERTED))
                     created.append(les.id)
                 if not held and tuple(sorted(result.scanned_tips)) != tuple(since):  # an agent's rewrite counts
-                    ctx.store.meta.set_scan_tips(scope, result.scanned_tips)  # (migration 13)
+                    if keeps_place(ctx, result.scanned_tips):  # (migration 13)
+                        ctx.store.meta.set_scan_tips(scope, result.scanned_tips)
                     since = tuple(sorted(result.scanned_tips))
             notes.append(result.note)
             if result.whole or held:  # one pass read everything (only HEAD moved), or the room is full: no second
