@@ -16,6 +16,7 @@ nothing (a revert a person's scan found first, because the agent's hook did not 
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.kinds.lesson_fields import git_fields
@@ -24,13 +25,17 @@ from synapse_nb.models import Lesson
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["FIRST_BY", "backing", "first_found_by_agent", "in_gits_words", "taken_over"]
+__all__ = ["AGENT_PLACE_BYTES", "FIRST_BY", "backing", "first_found_by_agent", "in_gits_words", "keeps_place",
+           "taken_over"]
 
 #: The key of a lesson's ``revert_commit`` a person's scan sets to ``"agent"`` when it takes over (or replaces) a
 #: lesson an agent made of that revert: review shows it. A person's write only (a team server refuses the key from
 #: an agent login, whose ``revert_commit`` holds sha, subject, author and date).
 FIRST_BY = "first_by"
 _FILES_SHOWN = 3
+#: The largest lesson scan place an agent's scan saves (JSON bytes, the bound a team server holds an agent login to:
+#: ``_meta_agent_guard``): past it the scan keeps its last place (about 23,800 ref tips).
+AGENT_PLACE_BYTES = 1_048_576
 
 
 def first_found_by_agent(les: Lesson) -> bool:
@@ -50,6 +55,22 @@ def in_gits_words(les: Lesson, rv: Any, branch: str | None, max_reverted: int) -
     return (les.summary == rv.summary and les.files_affected == tuple(git["files"]) and les.branch == branch
             and les.revert_commit == git["revert_commit"] and list(les.reverted_commits) == git["reverted_commits"]
             and [tuple(x) for x in les.diffstat] == [tuple(x) for x in git["diffstat"]])
+
+
+def keeps_place(ctx: Context, tips: tuple[str, ...]) -> bool:
+    """Whether a lesson scan saves its place ``tips``: a person's does; an agent's only in a mind where agents hold a
+    record (one they wrote, or a pending lesson they made), and only a place of at most :data:`AGENT_PLACE_BYTES`.
+
+    Review 65: an agent's scans in 60 new minds of a repository of 2,000 branches added 5.3 MB of places at a quota
+    of one write an hour. A new place now needs a record in its mind, and each record is a write counted under
+    ``agent_writes_per_hour`` (a team server counts each write of a place itself: migration 13). A scan that saves
+    no place is as correct: the next one reads from the last place (or afresh), and a revert that has a lesson in
+    the mind makes no second one."""
+    if ctx.actor != "agent":
+        return True
+    if len(json.dumps(sorted(tips))) > AGENT_PLACE_BYTES:
+        return False
+    return ctx.store.meta.agent_held(ctx.mind)[0] > 0
 
 
 def _who(les: Lesson) -> str:

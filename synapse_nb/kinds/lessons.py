@@ -48,7 +48,7 @@ from synapse_nb.errors import (
 from synapse_nb.gitscope.repo import TRUNKS
 from synapse_nb.kinds._base import KindManager, check_agent_totals, exactly_once
 from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, check_stored_counts, git_fields, scope_of
-from synapse_nb.kinds.lesson_scan import backing, in_gits_words, taken_over
+from synapse_nb.kinds.lesson_scan import backing, in_gits_words, keeps_place, taken_over
 from synapse_nb.models import Lesson, RecordList
 from synapse_nb.provenance import inline
 from synapse_nb.settings import TRUNK_BRANCHES, Settings
@@ -63,7 +63,8 @@ STATUSES = ("pending", "approved", "expired")
 #: The reverted commits a lesson keeps (a revert of a merge or a squash names many; the summary counts them all).
 MAX_REVERTED = 100
 #: Pending lessons agents created that a mind holds: each waits for a human's decision, so an agent's next one
-#: (by hand, or by scanning reverts it committed) is refused until a human has reviewed some.
+#: (by hand, or by scanning reverts it committed) is refused until a human has reviewed some. A lesson a person's
+#: scan took over from an agent's scan counts until a human decides it (review 65: it counted as the person's).
 AGENT_PENDING_LESSONS = 50
 #: Pending lessons a person's scan fills a mind to: past it a scan makes no more and keeps its place, so the reverts
 #: it left wait for the next scan after a review (150 reverts an agent committed made 100 lessons in one person's
@@ -495,8 +496,10 @@ class Lessons(KindManager[Lesson]):
         Reads history since the last scan (HEAD's first), up to ``max_commits`` commits and every one that may be a
         revert (setting ``scan_window``, default 2000; past it the ``note`` says so). Returns the lessons created by
         this scan (user actor; an agent gets an empty list back: it may not read pending lessons). A scan fills a
-        mind to at most :data:`SCAN_PENDING_LESSONS` pending lessons (an agent's, :data:`AGENT_PENDING_LESSONS` of
-        agents'); the reverts past that wait, and the scan keeps its place until a later one has room for them.
+        mind to at most :data:`SCAN_PENDING_LESSONS` pending lessons (an agent's, also to at most
+        :data:`AGENT_PENDING_LESSONS` of agents'); the reverts past that wait, and the scan keeps its place until a
+        later one has room for them. An agent's scan saves a place only in a mind where agents hold a record
+        (:func:`~synapse_nb.kinds.lesson_scan.keeps_place`).
         ``at`` (a git hook's): read history only up to where HEAD and the refs were when the hook started
         (:func:`synapse_nb.gitscope.history.snapshot`); later commits are the next scan's, run in its own environment.
         Without it, HEAD and the refs are read once, at the start, and both passes read history up to there.
@@ -556,7 +559,8 @@ class Lessons(KindManager[Lesson]):
                                        first_by_agent=rv.revert.sha in firsts, **git_fields(rv, MAX_REVERTED))
                     created.append(les.id)
                 if not held and tuple(sorted(result.scanned_tips)) != tuple(since):  # an agent's rewrite counts
-                    ctx.store.meta.set_scan_tips(scope, result.scanned_tips)  # (migration 13)
+                    if keeps_place(ctx, result.scanned_tips):  # (migration 13)
+                        ctx.store.meta.set_scan_tips(scope, result.scanned_tips)
                     since = tuple(sorted(result.scanned_tips))
             notes.append(result.note)
             if result.whole or held:  # one pass read everything (only HEAD moved), or the room is full: no second
@@ -580,9 +584,11 @@ class Lessons(KindManager[Lesson]):
         return TRUNKS + tuple(Settings(self._ctx).get(TRUNK_BRANCHES))
 
     def _scan_room(self) -> int:
-        """How many lessons a scan may make now: up to :data:`AGENT_PENDING_LESSONS` pending ones agents created
-        (an agent's scan), or :data:`SCAN_PENDING_LESSONS` pending ones in all (a person's)."""
+        """How many lessons a scan may make now: up to :data:`SCAN_PENDING_LESSONS` pending ones in all, and an
+        agent's also up to :data:`AGENT_PENDING_LESSONS` pending ones agents made (a team vault's agent role reads
+        no pending lesson: its server counts the agents' only)."""
         ctx = self._ctx
-        if ctx.actor == "agent":
-            return max(0, AGENT_PENDING_LESSONS - self._table.agent_pending(ctx.mind))
-        return max(0, SCAN_PENDING_LESSONS - self.waiting(most=SCAN_PENDING_LESSONS))
+        total = max(0, SCAN_PENDING_LESSONS - self.waiting(most=SCAN_PENDING_LESSONS))
+        if ctx.actor == "agent":  # both bounds (review 65: alternating with a person's scans, 300 pending)
+            return min(total, max(0, AGENT_PENDING_LESSONS - self._table.agent_pending(ctx.mind)))
+        return total

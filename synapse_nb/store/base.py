@@ -233,7 +233,7 @@ class LessonTable(KindTable["Lesson"], Protocol):
         ...
 
     def agent_pending(self, mind: str) -> int:
-        """How many pending lessons of the mind an agent created (counted past what the caller may read)."""
+        """Pending lessons of the mind agents made, or a person's scan took over from an agent's (``first_by``)."""
 
     def status_counts(self, mind: str, now: str) -> dict[str, int]:
         """How many lessons per effective status at ``now`` (statuses with none are left out)."""

@@ -413,7 +413,11 @@ class DecisionsTable(Table[Decision, D]):
 _EFFECTIVE = "(CASE WHEN $status = 'approved' AND $expires_at <= ? THEN 'expired' ELSE $status END)"
 LESSON_FOR_REVERT = "SELECT 1 FROM lessons WHERE mind = ? AND revert_sha = ?"
 LESSON_HOLDING_REVERT = "SELECT id, source, status FROM lessons WHERE mind = ? AND revert_sha = ? ORDER BY id LIMIT 1"
-LESSONS_AGENT_PENDING = "SELECT count(*) FROM lessons WHERE mind = ? AND status = 'pending' AND source = 'agent'"
+#: Pending lessons agents made: an agent's, and one a person's scan took over from an agent's scan (its revert_commit
+#: marked ``first_by``: kinds/lesson_scan.py), which waits for a human's decision all the same (review 65).
+LESSONS_AGENT_PENDING = ("SELECT count(*) FROM lessons WHERE mind = ? AND status = 'pending' AND (source = 'agent' OR "
+                         "CASE WHEN json_valid(revert_commit) THEN json_extract(revert_commit, '$.first_by') END "
+                         "= 'agent')")
 LESSON_ANALYSIS_STATE = "SELECT status, analysis_by FROM lessons WHERE id = ?"
 LESSON_STATUS_COUNTS = ("SELECT CASE WHEN status = 'approved' AND expires_at <= ? THEN 'expired' ELSE status END AS s, "
                         "count(*) AS n FROM lessons WHERE mind = ? GROUP BY s ORDER BY s")
