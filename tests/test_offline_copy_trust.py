@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from synapse_nb.offline import OfflineVault, StaleAnswer, StaleHit
+from synapse_nb.store.postgres import cachedir
 from synapse_nb.store.postgres import copy as copymod
 from synapse_nb.store.records import Candidate
 from synapse_nb.vault.locate import _record_team_url
@@ -109,12 +110,30 @@ def test_a_wider_cache_folder_is_tightened_when_the_package_opens_it(tmp_path: P
         (folder / name).touch()
         (folder / name).chmod(0o664)
     (tmp_path / "team").chmod(0o2775)
-    copymod.private_folder(folder)
+    cachedir.private_folder(folder)
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()}
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and modes.pop("index") == 0o700
     assert set(modes.values()) == {0o600}, modes
     # the folder around it stays as it was: the agent's Unix user makes its own login's folder there
     assert stat.S_IMODE((tmp_path / "team").stat().st_mode) == 0o2775
+
+
+def test_the_folder_is_swept_once_per_open_not_at_every_sync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claiming the folder (opening the vault) sets aside what another user put there; the background sync's writes
+    and a scrub then open ``copy.db`` (checked once open) without walking the folder again at every sync."""
+    calls: list[Path] = []
+    real_sweep = cachedir.sweep
+    for module in (cachedir, copymod):
+        monkeypatch.setattr(module, "sweep", lambda folder, *a: calls.append(folder) or real_sweep(folder, *a))
+    folder = cachedir.claim_folder(tmp_path / "team" / "alice@db-5432-team-acme")
+    assert calls == [folder]
+    for _ in range(3):
+        _copy(folder)
+    assert copymod.scrub(folder) is None
+    assert calls == [folder]
+    names = {copymod.COPY_DB, f"{copymod.COPY_DB}-wal", f"{copymod.COPY_DB}-shm", copymod.COPY_LOCK,
+             copymod.COPY_FEED, "team-feed.json", "in-doubt.json"}
+    assert names == set(cachedir.OWN_FILES)  # every file the package opens there is one the claim checks
 
 
 def test_team_toml_never_holds_a_password_given_in_the_query(tmp_path: Path) -> None:

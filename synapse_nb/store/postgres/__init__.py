@@ -42,9 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -350,12 +348,8 @@ class PgStore(PgDatabase):
         if self.folder is None:
             return self._in_doubt
         path = self.folder / IN_DOUBT
-        try:
-            st = path.lstat()
-            if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022 or st.st_uid != getattr(os, "getuid", lambda: 0)():
-                pgpool.log.warning("%s is not a file of this user's that only it may write: set aside", path)
-                return {}
-            data = json.loads(read_own_text(path) or "{}")  # checked again once open: this user's regular file
+        try:  # checked once open, on the descriptor read: this user's regular file that only it may write
+            data = json.loads(read_own_text(path, private=True) or "{}")
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}
