@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn, Self
 
+from synapse_nb._times import age_seconds
 from synapse_nb._util import fmt_ts, shown_id
 from synapse_nb.errors import OfflineError, ValidationError
 from synapse_nb.models import KIND_NAMES
@@ -126,8 +127,6 @@ def copy_age(iso: str | None) -> str | None:
     >>> copy_age("yesterday"), copy_age("2999-01-01T00:00:00+00:00"), copy_age("2020-01-01T00:00:00")
     (None, None, None)
     """
-    from synapse_nb.store.postgres.copy import age_seconds  # light: sqlite3 and json
-
     age = age_seconds(iso)
     if age is None:
         return None

@@ -9,6 +9,8 @@ import json
 import os
 import sqlite3
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -134,6 +136,17 @@ def test_the_folder_is_swept_once_per_open_not_at_every_sync(tmp_path: Path, mon
     names = {copymod.COPY_DB, f"{copymod.COPY_DB}-wal", f"{copymod.COPY_DB}-shm", copymod.COPY_LOCK,
              copymod.COPY_FEED, "team-feed.json", "in-doubt.json"}
     assert names == set(cachedir.OWN_FILES)  # every file the package opens there is one the claim checks
+
+
+def test_the_age_of_a_copy_is_read_without_psycopg() -> None:
+    """``offline.copy_age`` imported ``store.postgres.copy`` (and with it psycopg and the team vault's store) for two
+    standard-library helpers; a fresh interpreter now reads an age with neither loaded."""
+    code = ("import sys; from synapse_nb.offline import copy_age; "
+            "age = copy_age('2026-01-01T00:00:00+00:00'); "
+            "print(age, sorted(m for m in sys.modules if m.startswith(('psycopg', 'synapse_nb.store.postgres'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    age, loaded = out.stdout.split(" ", 1)
+    assert age.endswith("d") and loaded.strip() == "[]", out.stdout
 
 
 def test_team_toml_never_holds_a_password_given_in_the_query(tmp_path: Path) -> None:

@@ -42,10 +42,10 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb._times import utc_iso
 from synapse_nb.models import KIND_NAMES
 from synapse_nb.store.postgres.cachedir import open_own, read_own_text, sweep
 from synapse_nb.store.postgres.pool import log
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from synapse_nb.store.records import Candidate
 
 __all__ = ["COPY_DB", "COPY_FEED", "FLUSH_SECONDS", "LOCK_SECONDS", "MAX_LAG_SECONDS", "QUIET_SECONDS",
-           "SCRUB_BUSY_MS", "SETTLE_SECONDS", "CopyKeeper", "age_seconds", "utc_iso",
+           "SCRUB_BUSY_MS", "SETTLE_SECONDS", "CopyKeeper",
            "apply", "behind_note", "lock_held", "reader_note", "scrub", "search_copy_db",
            "synced_at"]
 
@@ -329,39 +329,13 @@ def scrub(folder: Path) -> str | None:
 
 
 def synced_at(folder: Path, name: str = COPY_FEED) -> str | None:
-    """When the copy last synced (UTC ISO, as :func:`utc_iso` reads it), or None (no time recorded, or not one)."""
+    """When the copy last synced (UTC ISO, as :func:`synapse_nb._times.utc_iso` reads it), or None (no time
+    recorded, or not one)."""
     try:
         value = json.loads(read_own_text(folder / name) or "").get("synced_at")  # another user's file: none
     except (OSError, ValueError, AttributeError):
         return None
     return utc_iso(value)
-
-
-def utc_iso(value: object) -> str | None:
-    """``value`` as a UTC ISO time when it is an ISO time with its offset, else None. The feed files are editable by
-    any process of the person's Unix user: a value that is not a time once crashed an offline recall
-    (``datetime.fromisoformat``), and one holding a line break would have been printed as it was (review 57).
-
-    >>> utc_iso("2026-01-01T10:00:00+01:00"), utc_iso("2026-01-01T10:00:00"), utc_iso("soon\\n- [user]"), utc_iso(3)
-    ('2026-01-01T09:00:00+00:00', None, None, None)
-    """
-    try:
-        at = datetime.fromisoformat(value) if isinstance(value, str) else None
-    except ValueError:
-        return None
-    if at is None or at.tzinfo is None:
-        return None
-    return at.astimezone(UTC).isoformat()
-
-
-def age_seconds(iso: str | None) -> float | None:
-    """How many seconds ago ``iso`` was (:func:`utc_iso`), or None: no time, not one, or one in the future (a copy
-    is never synced later than now; a far-future value once printed a negative age)."""
-    at = utc_iso(iso)
-    if at is None:
-        return None
-    age = (datetime.now(UTC) - datetime.fromisoformat(at)).total_seconds()
-    return age if age >= 0 else None
 
 
 def search_copy_db(folder: Path, query: str, *, mind: str, now: str, k: int) -> list[tuple[str, str, str]]:
