@@ -21,7 +21,7 @@ from synapse_nb.errors import (
     ValidationError,
 )
 
-__all__ = ["OFFLINE_HINT", "REFUSALS", "connect_error", "map_error", "no_connection"]
+__all__ = ["OFFLINE_HINT", "REFUSALS", "connect_error", "location", "map_error", "no_connection"]
 
 
 def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
@@ -90,6 +90,15 @@ REFUSALS: tuple[tuple[tuple[str, ...], str], ...] = (
      ("check the URL's login and database; an administrator creates the login and makes it a person or an agent of "
      "the project (synapse-nb team init URL --human LOGIN / --agent LOGIN)")),
 )
+
+
+def location(url: str, project: str) -> str:
+    """The server and project of a libpq URL, without secrets: ``postgresql://user@host:port/db?project=p``."""
+    info = psycopg.conninfo.conninfo_to_dict(url)
+    user = f"{info['user']}@" if info.get("user") else ""
+    port = f":{info['port']}" if info.get("port") else ""
+    host, db = info.get("host", "localhost"), info.get("dbname", "")
+    return f"postgresql://{user}{host}{port}/{db}?project={project}"
 
 
 def connect_error(exc: BaseException, location: str) -> SynapseError:
