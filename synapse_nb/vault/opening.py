@@ -226,7 +226,7 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
                                "searches)") from exc
         location = f"{conninfo.split('?')[0].rsplit('@', 1)[-1]}?project={project}"
         return OfflineVault(folder, location=location, mind=mind, actor=acting,
-                            reason=str(exc).split(": this machine")[0])
+                            reason=str(exc).split(": this machine")[0], why=exc.reason)
     # the folder an older version shared between logins goes once the server answered (this login's copy is rebuilt)
     retire_shared_cache(vault_dir, conninfo, project)
     try:

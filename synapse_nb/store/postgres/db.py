@@ -165,8 +165,10 @@ class PgDatabase:
                 _pool.open(wait=True, timeout=pool_timeout)
             except PoolTimeout as exc:
                 _pool.close()
-                raise OfflineError(f"cannot reach the team vault server {self.location} within "
-                                   f"{pool_timeout:g}s: {OFFLINE_HINT}") from exc
+                offline = OfflineError(f"cannot reach the team vault server {self.location} within "
+                                       f"{pool_timeout:g}s: {OFFLINE_HINT}")
+                offline.reason = f"no connection within {pool_timeout:g}s"
+                raise offline from exc
         self.pool = _pool
         if self._owner:
             try:

@@ -3,6 +3,8 @@ happened (a refused value, a conflict, an unreachable server)."""
 
 from __future__ import annotations
 
+import re
+
 import psycopg
 from psycopg import errors as pgerr
 from psycopg_pool import PoolTimeout
@@ -113,7 +115,11 @@ def connect_error(exc: BaseException, location: str) -> SynapseError:
             return ServerRefusedError(f"the team vault server {location} is up but refused this connection "
                                       f"({reason}): {todo}; this is not offline, so no stale copy is read and "
                                       "nothing was written")
-    return OfflineError(f"cannot reach the team vault server {location} ({text}): {OFFLINE_HINT}")
+    offline = OfflineError(f"cannot reach the team vault server {location} ({text}): {OFFLINE_HINT}")
+    # its short reason, without libpq's "connection to server at ... failed:" (the STALE line says it)
+    offline.reason = re.sub(r'^(connection failed: )?(connection to server (at|on socket) "[^"]*"(, port \d+)? failed: )?',
+                            "", text) or text
+    return offline
 
 
 def no_connection(exc: PoolTimeout, url: str, location: str) -> SynapseError:
