@@ -94,6 +94,11 @@ REFUSALS: tuple[tuple[tuple[str, ...], str], ...] = (
 )
 
 
+#: libpq's words before its reason ("connection failed: connection to server at "h", port 1 failed: ").
+_LIBPQ_PREFIX = re.compile(r'^(connection failed: )?'
+                           r'(connection to server (at|on socket) "[^"]*"(, port \d+)? failed: )?')
+
+
 def location(url: str, project: str) -> str:
     """The server and project of a libpq URL, without secrets: ``postgresql://user@host:port/db?project=p``."""
     info = psycopg.conninfo.conninfo_to_dict(url)
@@ -116,9 +121,7 @@ def connect_error(exc: BaseException, location: str) -> SynapseError:
                                       f"({reason}): {todo}; this is not offline, so no stale copy is read and "
                                       "nothing was written")
     offline = OfflineError(f"cannot reach the team vault server {location} ({text}): {OFFLINE_HINT}")
-    # its short reason, without libpq's "connection to server at ... failed:" (the STALE line says it)
-    offline.reason = re.sub(r'^(connection failed: )?(connection to server (at|on socket) "[^"]*"(, port \d+)? failed: )?',
-                            "", text) or text
+    offline.reason = _LIBPQ_PREFIX.sub("", text) or text  # its short reason: the location is said elsewhere
     return offline
 
 
