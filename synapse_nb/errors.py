@@ -170,6 +170,10 @@ class OfflineError(StoreError):
     """A team vault's server cannot be reached from this machine: nothing can be written (there is never a local
     fork); ``open_vault(url, offline=True)`` reads this machine's stale copy instead."""
 
+    #: why the connection failed, in a few words (libpq's text: it may hold a server's words), when known; the
+    #: STALE line of an offline answer quotes it on its one line
+    reason: str | None = None
+
 
 class ServerRefusedError(StoreError):
     """A team vault's server answered and refused the connection (no connection slot left, the login's connection

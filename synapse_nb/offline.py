@@ -5,7 +5,8 @@ current by the change feed; ``.synapse/team-feed.json`` says when it last synced
 reached, ``open_vault(url, offline=True)`` returns an :class:`OfflineVault` over that copy instead of failing:
 
 - :meth:`OfflineVault.search` and :meth:`OfflineVault.recall` answer from the copy, every answer a
-  :class:`StaleAnswer` whose text starts with ``STALE (offline)``, the time of the last sync and its age;
+  :class:`StaleAnswer` whose text starts with ``STALE (offline)``, the time of the last sync and its age, and why
+  the server could not be reached (quoted on that line);
 - everything else (every write, every read the copy cannot answer) raises
   :class:`~synapse_nb.errors.OfflineError` saying so: nothing is ever written to a local fork.
 
@@ -24,16 +25,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn, Self
 
+from synapse_nb._times import age_seconds
 from synapse_nb._util import fmt_ts, shown_id
 from synapse_nb.errors import OfflineError, ValidationError
 from synapse_nb.models import KIND_NAMES
 from synapse_nb.provenance import inline
 
-__all__ = ["OFFLINE_MARK", "OfflineVault", "StaleAnswer", "StaleHit", "copy_age", "has_copy"]
+__all__ = ["OFFLINE_MARK", "WHY_CHARS", "OfflineVault", "StaleAnswer", "StaleHit", "copy_age", "has_copy"]
 
 #: The provenance mark of every hit of a stale copy: the copy keeps each record's text, not who wrote it or whether a
 #: human verified it, so no hit may read as a human's (or a verified) record.
 OFFLINE_MARK = "[unverified · offline copy]"
+#: At most this many characters of why the server could not be reached are shown on the STALE line.
+WHY_CHARS = 160
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,9 @@ class StaleAnswer:
     stale: bool = True
     #: False: the server was not asked (``team search-local``), so nothing is known about whether it is reachable
     contacted: bool = True
+    #: why the server could not be reached (the connect error's short reason), when known: text from the network
+    #: (a server's own words), so the STALE line shows it as one quoted line of at most :data:`WHY_CHARS` characters
+    why: str | None = None
 
     def __post_init__(self) -> None:
         # the copy is a file any process of the person's Unix user (an agent's too) can edit: a hit whose kind is not
@@ -86,8 +93,9 @@ class StaleAnswer:
                     f"{when} ({old}); the server was not asked (team search-local reads only "
                     f"this copy). {self.what}")
             return "\n".join([head, *self._lines()])
+        why = f' ("{inline(self.why, WHY_CHARS)}")' if self.why and self.why.strip() else ""
         lines = [(f"STALE (offline): this machine's copy of the team vault, last synced {when} "
-                  f"({old}); the server cannot be reached, so writes are refused. {self.what}")]
+                  f"({old}); the server cannot be reached{why}, so writes are refused. {self.what}")]
         return "\n".join([*lines, *self._lines()])
 
     def _lines(self) -> list[str]:
@@ -126,8 +134,6 @@ def copy_age(iso: str | None) -> str | None:
     >>> copy_age("yesterday"), copy_age("2999-01-01T00:00:00+00:00"), copy_age("2020-01-01T00:00:00")
     (None, None, None)
     """
-    from synapse_nb.store.postgres.copy import age_seconds  # light: sqlite3 and json
-
     age = age_seconds(iso)
     if age is None:
         return None
@@ -147,7 +153,8 @@ class OfflineVault:
     readonly: ClassVar[Literal[True]] = True
     created: ClassVar[Literal[False]] = False
 
-    def __init__(self, folder: Path, *, location: str, mind: str, actor: str, reason: str) -> None:
+    def __init__(self, folder: Path, *, location: str, mind: str, actor: str, reason: str,
+                 why: str | None = None) -> None:
         from synapse_nb.context import check_mind  # context loads the git layer: only when a copy is opened
 
         self.path = folder
@@ -155,6 +162,8 @@ class OfflineVault:
         self.mind = check_mind(mind)
         self.actor = actor
         self.reason = reason
+        #: the connect error's short reason (:attr:`~synapse_nb.errors.OfflineError.reason`), for the STALE line
+        self.why = why
 
     def search(self, query: str, *, k: int = 10) -> StaleAnswer:
         """The copy's best matches for ``query`` in this mind (the index's hybrid search), best first."""
@@ -177,7 +186,7 @@ class OfflineVault:
             raise ValidationError(f"k must be a whole number from 1 to 1000, got {k!r}")
         copy = search_copy(self.path, query, mind=self.mind, now=fmt_ts(datetime.now(UTC)), k=k)
         return StaleAnswer(query, tuple(StaleHit(*h) for h in copy.hits), copy.synced_at, copy_age(copy.synced_at),
-                           what, contacted=self.reason != "not contacted")
+                           what, contacted=self.reason != "not contacted", why=self.why)
 
     def refuse(self, what: str) -> NoReturn:
         """Raise the :class:`~synapse_nb.errors.OfflineError` that says why ``what`` cannot be done offline."""

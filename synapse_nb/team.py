@@ -116,14 +116,16 @@ def init(url: str, *, humans: tuple[str, ...] = (), agents: tuple[str, ...] = ()
     import psycopg
 
     from synapse_nb.store.postgres import PgStore
+    from synapse_nb.store.postgres.errors import connect_error, location
     from synapse_nb.store.postgres.migrate import migrate, roles
 
     conninfo, project = _split(url, _project_dir(local))
     try:
-        with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
-            before, after = migrate(conn, project)
-    except psycopg.OperationalError as exc:
-        raise StoreError(f"cannot reach the team vault server: {' '.join(str(exc).split())}") from exc
+        conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:  # refused by a server that is up, or unreachable: as every open says it
+        raise connect_error(exc, location(conninfo, project)) from exc
+    with conn:
+        before, after = migrate(conn, project)
     if humans or agents:
         store = PgStore(conninfo, project)
         try:

@@ -194,7 +194,6 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
     try:
         from synapse_nb.store.postgres import PgStore, parse_team_url, project_for  # psycopg: team vaults only
         from synapse_nb.store.postgres.cachedir import claim_folder
-        from synapse_nb.store.postgres.copy import private_folder
     except ImportError as exc:
         raise StoreError(f"a team vault needs psycopg ({exc}); install it with: "
                          "pip install 'synapse_nb[team]'") from exc
@@ -210,9 +209,9 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
         ensure_gitignore(vault_dir)
     except OSError as exc:
         raise StoreError(f"cannot create this machine's cache folder {folder}: {exc.strerror or exc}") from exc
-    # a real folder of this Unix user's, in a team/ with the sticky bit, or moved aside and made afresh (review 59)
+    # a real folder of this Unix user's, in a team/ with the sticky bit, or moved aside and made afresh (review 59);
+    # what another user put in it set aside, and it 0700, its files 0600, whatever the umask (review 57)
     folder = claim_folder(folder)
-    private_folder(folder)  # 0700, its files 0600, whatever the umask: the copy holds every mind the login reads
     try:
         store = PgStore(conninfo, project, folder=folder, readonly=readonly,
                         role="agent" if acting == "agent" else None, keep_copy=True)
@@ -227,7 +226,7 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
                                "searches)") from exc
         location = f"{conninfo.split('?')[0].rsplit('@', 1)[-1]}?project={project}"
         return OfflineVault(folder, location=location, mind=mind, actor=acting,
-                            reason=str(exc).split(": this machine")[0])
+                            reason=str(exc).split(": this machine")[0], why=exc.reason)
     # the folder an older version shared between logins goes once the server answered (this login's copy is rebuilt)
     retire_shared_cache(vault_dir, conninfo, project)
     try:

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 import synapse_nb as syn
 from synapse_nb.cli import app
 from synapse_nb.errors import TeamPinError, ValidationError
+from synapse_nb.store.postgres.migrate import AGENT_CONNECTION_LIMIT, agent_connection_limit
 from synapse_nb.vault.pins import pin_for, server_identity
 
 DENIED = psycopg.errors.InsufficientPrivilege
@@ -42,6 +43,15 @@ def opened() -> Iterator[list[Any]]:
     yield handles
     for v in handles:
         v.close()
+
+
+@pytest.fixture()
+def logins(logins: dict[str, str], pg_admin_url: str) -> dict[str, str]:
+    """The team fixtures' logins, the agent's given a connection limit as `team init --agent` gives it (the server's
+    check refuses an agent login with none)."""
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        c.execute(agent_connection_limit(_login(logins["agent"])))
+    return logins
 
 
 def _login(url: str) -> str:
@@ -180,6 +190,32 @@ def test_an_agent_login_must_be_an_agent_of_the_same_team_vault(folder: Path, lo
     with pytest.raises(ValidationError, match="not the team vault"):
         agent_login(logins["agent"].replace(f"project={project}", "project=other"))
     assert pin_for(folder).agent_server == ""  # type: ignore[union-attr]  # nothing was pinned
+
+
+def test_an_agent_login_without_a_connection_limit_is_refused_with_its_fix(
+        folder: Path, logins: dict[str, str], pg_admin_url: str, project: str, tmp_path: Path) -> None:
+    """An agent login with no connection limit (made by hand, or an older vault's: -1) passed the server's check, so
+    its agent could take every connection slot of the server from the people's logins. It is refused now, saying
+    how to give it one; `team init` (which gives it one) makes it pass."""
+    from synapse_nb.team import agent_login, init
+
+    _join(logins)
+    agent = _login(logins["agent"])
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        c.execute(f"ALTER ROLE {agent} CONNECTION LIMIT -1")
+    fix = rf"ALTER ROLE {agent} CONNECTION LIMIT {AGENT_CONNECTION_LIMIT}, or `synapse-nb team init ADMIN_URL`"
+    with pytest.raises(ValidationError, match=rf"the agent login {agent} has no connection limit .*{fix}") as no:
+        agent_login(logins["agent"])
+    assert "accepted: a login role that `synapse-nb team init URL --agent LOGIN`" in str(no.value)
+    assert pin_for(folder).agent_server == ""  # type: ignore[union-attr]  # nothing was pinned
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:  # and with another finding, both are said
+        c.execute(f"ALTER ROLE {agent} CREATEROLE")
+    with pytest.raises(ValidationError, match=r"has CREATEROLE: .*; it also has no connection limit"):
+        agent_login(logins["agent"])
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        c.execute(f"ALTER ROLE {agent} NOCREATEROLE")
+    init(f"{pg_admin_url}?project={project}", local=tmp_path)  # the fix the message names
+    assert agent_login(logins["agent"])["agent_login"] == server_identity(logins["agent"], folder)
 
 
 def test_team_trust_checks_a_new_agent_login_on_the_server_and_status_calls_no_refused_login_the_agents(

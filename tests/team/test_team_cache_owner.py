@@ -152,7 +152,7 @@ def test_copy_files_another_user_owns_are_set_aside_never_read(tmp_path: Path) -
     assert FeedPosition(folder, "x").load() == {}
     assert copymod.search_copy_db(folder, "deploy", mind="default", now="2026", k=5) == []
     assert not (folder / copymod.COPY_DB).exists()
-    copymod.private_folder(folder)
+    cachedir.private_folder(folder)
     left = {p.name: p.lstat().st_uid for p in folder.iterdir() if cachedir.ASIDE not in p.name}
     assert OTHER not in left.values() and "index" not in left and "theirs" not in left, left
     real = Candidate("memory", "mem_683d7e850e59", "default", "deploy uses make release", "2026-01-01T00:00:00Z", None)

@@ -84,6 +84,18 @@ def test_a_login_the_server_refuses_is_an_error_not_the_stale_copy(
             c.execute(f"ALTER ROLE {alice} LOGIN")
 
 
+def test_team_init_says_a_refusal_as_every_open_does(pg_admin_url: str, project: str, tmp_path: Path) -> None:
+    """`team init` raised a plain StoreError ("cannot reach the team vault server") on a server that answered and
+    refused it, where every other connection raises ServerRefusedError naming the reason and what to do."""
+    nobody = url_as(pg_admin_url, f"{project}_nobody") + f"?project={project}"  # a role the server does not know
+    with pytest.raises(ServerRefusedError, match=rf'is up but refused this connection \(role "{project}_nobody" '
+                                                 r"does not exist\).*team init URL --human LOGIN") as refused:
+        init(nobody, local=tmp_path)
+    assert not isinstance(refused.value, OfflineError)
+    with pytest.raises(OfflineError, match=r"cannot reach the team vault server postgresql://a@127\.0\.0\.1:1/"):
+        init(f"postgresql://a@127.0.0.1:1/team?project={project}", local=tmp_path)  # nothing listens: offline
+
+
 @pytest.mark.parametrize(("text", "refused"), [
     ('connection to server at "h", port 1 failed: FATAL:  sorry, too many clients already', True),
     (('connection to server at "h", port 1 failed: FATAL:  remaining connection slots are reserved for '

@@ -42,9 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -62,7 +60,13 @@ from synapse_nb.store.postgres.copy import CopyKeeper, behind_note
 from synapse_nb.store.postgres.copy import scrub as scrub_copy
 from synapse_nb.store.postgres.db import PgDatabase, RoundTrips
 from synapse_nb.store.postgres.dialect import gate_terms
-from synapse_nb.store.postgres.migrate import CODE_VERSION, agent_connection_limit, check_project, role_settings
+from synapse_nb.store.postgres.migrate import (
+    AGENT_CONNECTION_LIMIT,
+    CODE_VERSION,
+    agent_connection_limit,
+    check_project,
+    role_settings,
+)
 from synapse_nb.store.postgres.queries import FeedOutbox, MetaQueries, RecallQueries, SessionsQueries
 from synapse_nb.store.postgres.tables import EpisodesTable, LessonsTable
 from synapse_nb.store.records import Change
@@ -170,8 +174,11 @@ def check_agent_login(conninfo: str, project: str, login: str) -> None:
     """Refuse ``login`` as a folder's agent login unless it is one of the project's agents and nothing more, asked of
     the server over ``conninfo`` (the person's login; ``pg_roles`` is readable by every login): it must exist and log
     in, be a member of ``<project>_agent``, and hold no person's or owner's role, superuser, ``BYPASSRLS`` nor
-    ``CREATEROLE`` (each gives back what the agent role keeps from it). Raises ValidationError saying what is wrong
-    and what is accepted; StoreError when the server cannot be asked."""
+    ``CREATEROLE`` (each gives back what the agent role keeps from it), and have a connection limit (``team init``
+    gives an agent login :data:`~synapse_nb.store.postgres.migrate.AGENT_CONNECTION_LIMIT`: one with none, made by
+    hand or kept by an older vault, can take every connection slot of the server from the people's logins). Raises
+    ValidationError saying what is wrong, how to fix it and what is accepted; StoreError when the server cannot be
+    asked."""
     names = migrate.roles(project)
     accepted = (f"accepted: a login role that `synapse-nb team init URL --agent LOGIN` made an agent of project "
                 f"{project} and nothing more")
@@ -179,22 +186,31 @@ def check_agent_login(conninfo: str, project: str, login: str) -> None:
         with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
             row = conn.execute(
                 "SELECT rolcanlogin, rolsuper, rolbypassrls, rolcreaterole, pg_has_role(oid, %s, 'MEMBER'), "
-                "pg_has_role(oid, %s, 'MEMBER'), pg_has_role(oid, %s, 'MEMBER') FROM pg_roles WHERE rolname = %s",
+                "pg_has_role(oid, %s, 'MEMBER'), pg_has_role(oid, %s, 'MEMBER'), rolconnlimit FROM pg_roles "
+                "WHERE rolname = %s",
                 (names["agent"], names["human"], names["owner"], login)).fetchone()
     except psycopg.Error as exc:
         raise StoreError(f"cannot check the agent login {login} on the team vault server: "
                          f"{' '.join(str(exc).split())}") from exc
     if row is None:
         raise ValidationError(f"the agent login {login} does not exist on the team vault server; {accepted}")
-    can_login, superuser, bypass, createrole, agent_member, human, owner = row
+    can_login, superuser, bypass, createrole, agent_member, human, owner, conn_limit = row
     wrong = [why for why, bad in (
         ("cannot log in (no LOGIN)", not can_login), ("is a superuser", superuser), ("has BYPASSRLS", bypass),
         ("has CREATEROLE", createrole), (f"is not a member of {names['agent']}", not agent_member),
         (f"is a member of {names['human']} (a person's role)", human), (f"is a member of {names['owner']}", owner))
         if bad]
+    unlimited = (f"has no connection limit (CONNECTION LIMIT -1): an agent holding its connections open can take "
+                 f"every connection slot of the server from the people's logins; an administrator gives it one: "
+                 f"ALTER ROLE {login} CONNECTION LIMIT {AGENT_CONNECTION_LIMIT}, or `synapse-nb team init "
+                 f"ADMIN_URL` (it gives every agent login of the project that has none {AGENT_CONNECTION_LIMIT})"
+                 if conn_limit is not None and int(conn_limit) < 0 else None)
     if wrong:
         raise ValidationError(f"the agent login {login} {', '.join(wrong)}: agent surfaces would hold more than the "
-                              f"agent role's rights through it; {accepted}")
+                              f"agent role's rights through it; {f'it also {unlimited}; ' if unlimited else ''}"
+                              f"{accepted}")
+    if unlimited:
+        raise ValidationError(f"the agent login {login} {unlimited}; {accepted}")
 
 
 class PgStore(PgDatabase):
@@ -350,12 +366,8 @@ class PgStore(PgDatabase):
         if self.folder is None:
             return self._in_doubt
         path = self.folder / IN_DOUBT
-        try:
-            st = path.lstat()
-            if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022 or st.st_uid != getattr(os, "getuid", lambda: 0)():
-                pgpool.log.warning("%s is not a file of this user's that only it may write: set aside", path)
-                return {}
-            data = json.loads(read_own_text(path) or "{}")  # checked again once open: this user's regular file
+        try:  # checked once open, on the descriptor read: this user's regular file that only it may write
+            data = json.loads(read_own_text(path, private=True) or "{}")
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}

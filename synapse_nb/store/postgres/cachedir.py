@@ -9,7 +9,10 @@ granted), and at an outage showed the agent's edited copy as the person's STALE 
 - :func:`claim_folder` makes ``.synapse/team/`` with the sticky bit (as ``/tmp`` has: a group member can create its
   own login's folder there, and neither rename nor delete another's), gives it to an existing one this user owns,
   and uses the login's folder only when it is a real directory this user owns; anything else is moved aside (a
-  name saying why) and a new folder made 0700, with a warning, or the open refused when it cannot be moved;
+  name saying why) and a new folder made 0700, with a warning, or the open refused when it cannot be moved. It ends
+  with :func:`private_folder`: what another user put in the folder is set aside and the rest tightened (0700 / 0600);
+  opening a team vault calls it once, and nothing after it sweeps the folder again (it is 0700 and this user's: no
+  other user can put anything in it);
 - :func:`open_own` opens a file there and checks it after opening (``fstat``: a regular file of this user's): a
   file another user owns, or a symlink, is set aside and made anew, never read or written;
 - :func:`read_own_text` reads one only when it is this user's regular file.
@@ -27,12 +30,18 @@ from pathlib import Path
 
 from synapse_nb.errors import StoreError
 
-__all__ = ["ASIDE", "claim_folder", "open_own", "own_folder", "read_own_text", "set_aside", "sweep"]
+__all__ = ["ASIDE", "OWN_FILES", "OWN_FOLDERS", "claim_folder", "open_own", "own_folder", "private_folder",
+           "read_own_text", "set_aside", "sweep"]
 
 log = logging.getLogger("synapse_nb.team")
 
 #: What a name moved aside carries (``<name>.set-aside-<why>-<time>``); the package opens no such name.
 ASIDE = ".set-aside-"
+#: The files the package opens in a login's cache folder (``copy.py``'s copy, its WAL, lock and feed position; the
+#: store's feed position and in-doubt entries): each must be this Unix user's regular file (review 59).
+OWN_FILES = ("copy.db", "copy.db-wal", "copy.db-shm", "copy.lock", "copy-feed.json", "team-feed.json", "in-doubt.json")
+#: The folders it opens there (the retrieval index): each must be this user's real directory.
+OWN_FOLDERS = ("index",)
 
 
 def _uid() -> int | None:
@@ -69,11 +78,10 @@ def claim_folder(folder: Path) -> Path:
     A real directory another user owns that cannot be moved aside (``team/`` has the sticky bit: the person once
     opened the agent's login in their own process, as docs/team.md allows) is left to its owner, and this user's
     folder is ``<name>.uid-<uid>`` beside it, claimed the same way (second reader 60: the agent's every command
-    failed there). Raises :class:`StoreError` when the folder is a symlink or a file that cannot be moved aside, or
-    when that second folder is not this user's either."""
+    failed there). Either is then made private (:func:`private_folder`). Raises :class:`StoreError` when the folder
+    is a symlink or a file that cannot be moved aside, or when that second folder is not this user's either."""
     try:
         _claim(folder)
-        return folder
     except _Foreign as exc:
         uid = _uid()
         if not exc.folder_of_another or uid is None:
@@ -85,7 +93,31 @@ def claim_folder(folder: Path) -> Path:
             _claim(mine)
         except _Foreign as again:
             raise again.error from None
-        return mine
+        folder = mine
+    private_folder(folder)
+    return folder
+
+
+def private_folder(folder: Path) -> None:
+    """Make this machine's cache folder of a team vault (already this user's real directory) the Unix user's own:
+    each entry another user owns (and a symlink, and one of :data:`OWN_FILES` / :data:`OWN_FOLDERS` that is no
+    regular file / directory) set aside (:func:`sweep`; review 59: another Unix user's ``copy.db`` there was read and
+    written), then the folder 0700, each file in it 0600 and each folder in it 0700, whatever the umask.
+
+    The copy holds every mind the login reads: made with the umask (0644 in a 0755 folder; 0664 in a 0775 one in the
+    shared-group set-up docs/team.md recommends), an agent under another Unix user read minds its own login was
+    never granted, and rewrote the person's copy (review 57). An older, wider folder is tightened when the package
+    opens it. ``.synapse/team/`` around it is left as it is: the agent's Unix user makes its own login's folder there.
+    """
+    sweep(folder, OWN_FILES, OWN_FOLDERS)
+    uid = _uid()
+    with contextlib.suppress(OSError):
+        for path, want in ((folder, 0o700), *((p, 0o700 if p.is_dir() and not p.is_symlink() else 0o600)
+                                              for p in folder.iterdir())):
+            st = path.lstat()
+            if (uid is None or st.st_uid == uid) and not path.is_symlink() and st.st_mode & 0o777 != want:
+                with contextlib.suppress(OSError):
+                    path.chmod(want)
 
 
 def own_folder(folder: Path) -> Path:
@@ -210,16 +242,19 @@ def open_own(path: Path, flags: int = os.O_RDWR) -> int:
                      f"nor writes it; move it away")
 
 
-def read_own_text(path: Path) -> str | None:
-    """``path``'s text when it is a regular file of this user's (checked after opening, never through a symlink);
-    None when it is missing, another user's, or not a regular file."""
+def read_own_text(path: Path, *, private: bool = False) -> str | None:
+    """``path``'s text when it is a regular file of this user's (checked after opening, on the descriptor read, never
+    through a symlink); None when it is missing, another user's, or not a regular file, and with ``private`` when
+    its group or others may write it too (``in-doubt.json``: an entry there decides whether a write is made)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
     with os.fdopen(fd, "rb") as fh:
-        if _why(os.fstat(fd), folder=False) is not None:
-            log.warning("%s is not this Unix user's own file: not read", path)
+        st = os.fstat(fd)
+        if _why(st, folder=False) is not None or (private and st.st_mode & 0o022):
+            log.warning("%s is not a file of this Unix user's%s: not read", path,
+                        " that only it may write" if private else "")
             return None
         try:
             return fh.read().decode("utf-8")

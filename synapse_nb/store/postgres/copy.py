@@ -42,10 +42,10 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb._times import utc_iso
 from synapse_nb.models import KIND_NAMES
 from synapse_nb.store.postgres.cachedir import open_own, read_own_text, sweep
 from synapse_nb.store.postgres.pool import log
@@ -56,16 +56,14 @@ if TYPE_CHECKING:
     from synapse_nb.store.records import Candidate
 
 __all__ = ["COPY_DB", "COPY_FEED", "FLUSH_SECONDS", "LOCK_SECONDS", "MAX_LAG_SECONDS", "QUIET_SECONDS",
-           "SCRUB_BUSY_MS", "SETTLE_SECONDS", "CopyKeeper", "age_seconds", "utc_iso",
-           "apply", "behind_note", "lock_held", "private_folder", "reader_note", "scrub", "search_copy_db",
+           "SCRUB_BUSY_MS", "SETTLE_SECONDS", "CopyKeeper",
+           "apply", "behind_note", "lock_held", "reader_note", "scrub", "search_copy_db",
            "synced_at"]
 
 #: The copy's files in the machine's cache folder: the candidates, and where they stand in the change feed.
 COPY_DB = "copy.db"
 COPY_FEED = "copy-feed.json"
 COPY_LOCK = "copy.lock"
-#: The files the package opens in a login's cache folder: each must be this Unix user's regular file (review 59).
-OWN_FILES = (COPY_DB, f"{COPY_DB}-wal", f"{COPY_DB}-shm", COPY_LOCK, COPY_FEED, "team-feed.json", "in-doubt.json")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs(id TEXT PRIMARY KEY, kind TEXT NOT NULL, mind TEXT NOT NULL, text TEXT NOT NULL,
                                 updated_at TEXT NOT NULL, expires_at TEXT);
@@ -251,43 +249,17 @@ def behind_note(folder: Path, reason: str) -> str:
             f"{COPY_DB}-wal, {COPY_DB}-shm and {COPY_FEED} in {folder} (the next command syncs the copy afresh)")
 
 
-def private_folder(folder: Path) -> None:
-    """Make this machine's cache folder of a team vault the Unix user's own: the folder 0700, each file in it 0600
-    and each folder in it 0700, whatever the umask (what this Unix user owns; anything else is left as it is).
-
-    The copy holds every mind the login reads: made with the umask (0644 in a 0755 folder; 0664 in a 0775 one in the
-    shared-group set-up docs/team.md recommends), an agent under another Unix user read minds its own login was
-    never granted, and rewrote the person's copy (review 57). Called when the package opens or writes the folder,
-    so an older, wider folder is tightened then. ``.synapse/team/`` around it is left as it is: the agent's Unix
-    user makes its own login's folder there.
-
-    First, each entry another user owns (and a symlink, and a copy file that is no regular file) is set aside
-    (:func:`~synapse_nb.store.postgres.cachedir.sweep`; review 59: another Unix user's ``copy.db`` there was read
-    and written), and ``index/`` too when it was writable by others and holds another user's files."""
-    sweep(folder, OWN_FILES, ("index",))
-    uid = os.geteuid() if hasattr(os, "geteuid") else None
-    with contextlib.suppress(OSError):
-        for path, want in ((folder, 0o700), *((p, 0o700 if p.is_dir() and not p.is_symlink() else 0o600)
-                                              for p in folder.iterdir())):
-            st = path.lstat()
-            if (uid is None or st.st_uid == uid) and not path.is_symlink() and st.st_mode & 0o777 != want:
-                with contextlib.suppress(OSError):
-                    path.chmod(want)
-
-
-def _private_file(path: Path) -> os.stat_result:
-    """Create ``path`` 0600 when it is missing (never through a symlink); an existing one is tightened to 0600. One
-    another user owns (or no regular file) is set aside and made anew (:func:`cachedir.open_own`). Its stat."""
-    fd = open_own(path, os.O_WRONLY)
+def _connect(folder: Path) -> sqlite3.Connection:
+    """The copy, opened for a sync or a scrub. The folder was claimed when the store's vault was opened
+    (:func:`~synapse_nb.store.postgres.cachedir.claim_folder`: this user's 0700 folder, what another user put there
+    set aside), so no other user can have put a ``-wal`` or ``-shm`` there since: it is not swept again per sync.
+    ``copy.db`` itself is checked once open (this user's regular file, 0600: SQLite makes its ``-wal`` and ``-shm``
+    with the database's mode), and again after SQLite opened it by name (not replaced meanwhile)."""
+    fd = open_own(folder / COPY_DB, os.O_WRONLY)
     try:
-        return os.fstat(fd)
+        st = os.fstat(fd)
     finally:
         os.close(fd)
-
-
-def _connect(folder: Path) -> sqlite3.Connection:
-    sweep(folder, (COPY_DB, f"{COPY_DB}-wal", f"{COPY_DB}-shm"))  # SQLite would open another user's -wal / -shm
-    st = _private_file(folder / COPY_DB)  # SQLite makes its -wal and -shm with the database's mode
     con = sqlite3.connect(folder / COPY_DB, timeout=30, isolation_level=None)
     now = os.lstat(folder / COPY_DB)
     if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):  # replaced between the check and the open
@@ -357,39 +329,13 @@ def scrub(folder: Path) -> str | None:
 
 
 def synced_at(folder: Path, name: str = COPY_FEED) -> str | None:
-    """When the copy last synced (UTC ISO, as :func:`utc_iso` reads it), or None (no time recorded, or not one)."""
+    """When the copy last synced (UTC ISO, as :func:`synapse_nb._times.utc_iso` reads it), or None (no time
+    recorded, or not one)."""
     try:
         value = json.loads(read_own_text(folder / name) or "").get("synced_at")  # another user's file: none
     except (OSError, ValueError, AttributeError):
         return None
     return utc_iso(value)
-
-
-def utc_iso(value: object) -> str | None:
-    """``value`` as a UTC ISO time when it is an ISO time with its offset, else None. The feed files are editable by
-    any process of the person's Unix user: a value that is not a time once crashed an offline recall
-    (``datetime.fromisoformat``), and one holding a line break would have been printed as it was (review 57).
-
-    >>> utc_iso("2026-01-01T10:00:00+01:00"), utc_iso("2026-01-01T10:00:00"), utc_iso("soon\\n- [user]"), utc_iso(3)
-    ('2026-01-01T09:00:00+00:00', None, None, None)
-    """
-    try:
-        at = datetime.fromisoformat(value) if isinstance(value, str) else None
-    except ValueError:
-        return None
-    if at is None or at.tzinfo is None:
-        return None
-    return at.astimezone(UTC).isoformat()
-
-
-def age_seconds(iso: str | None) -> float | None:
-    """How many seconds ago ``iso`` was (:func:`utc_iso`), or None: no time, not one, or one in the future (a copy
-    is never synced later than now; a far-future value once printed a negative age)."""
-    at = utc_iso(iso)
-    if at is None:
-        return None
-    age = (datetime.now(UTC) - datetime.fromisoformat(at)).total_seconds()
-    return age if age >= 0 else None
 
 
 def search_copy_db(folder: Path, query: str, *, mind: str, now: str, k: int) -> list[tuple[str, str, str]]:

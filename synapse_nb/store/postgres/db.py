@@ -32,7 +32,7 @@ from synapse_nb.models import RANKED_KINDS, TABLES
 from synapse_nb.store.postgres import migrate
 from synapse_nb.store.postgres import pool as pgpool
 from synapse_nb.store.postgres.dialect import POSTGRES
-from synapse_nb.store.postgres.errors import OFFLINE_HINT, connect_error, map_error, no_connection
+from synapse_nb.store.postgres.errors import OFFLINE_HINT, connect_error, location, map_error, no_connection
 from synapse_nb.store.postgres.pool import RoundTrips, Row
 from synapse_nb.store.records import Change
 from synapse_nb.store.sql.dialect import Dialect
@@ -165,8 +165,10 @@ class PgDatabase:
                 _pool.open(wait=True, timeout=pool_timeout)
             except PoolTimeout as exc:
                 _pool.close()
-                raise OfflineError(f"cannot reach the team vault server {self.location} within "
-                                   f"{pool_timeout:g}s: {OFFLINE_HINT}") from exc
+                offline = OfflineError(f"cannot reach the team vault server {self.location} within "
+                                       f"{pool_timeout:g}s: {OFFLINE_HINT}")
+                offline.reason = f"no connection within {pool_timeout:g}s"
+                raise offline from exc
         self.pool = _pool
         if self._owner:
             try:
@@ -192,11 +194,7 @@ class PgDatabase:
     @property
     def location(self) -> str:
         """The server and project, without secrets: ``postgresql://user@host:port/db?project=p``."""
-        info = psycopg.conninfo.conninfo_to_dict(self.url)
-        user = f"{info['user']}@" if info.get("user") else ""
-        port = f":{info['port']}" if info.get("port") else ""
-        host, db = info.get("host", "localhost"), info.get("dbname", "")
-        return f"postgresql://{user}{host}{port}/{db}?project={self.project}"
+        return location(self.url, self.project)
 
     @property
     def schema_version(self) -> int:

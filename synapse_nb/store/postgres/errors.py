@@ -3,6 +3,8 @@ happened (a refused value, a conflict, an unreachable server)."""
 
 from __future__ import annotations
 
+import re
+
 import psycopg
 from psycopg import errors as pgerr
 from psycopg_pool import PoolTimeout
@@ -21,7 +23,7 @@ from synapse_nb.errors import (
     ValidationError,
 )
 
-__all__ = ["OFFLINE_HINT", "REFUSALS", "connect_error", "map_error", "no_connection"]
+__all__ = ["OFFLINE_HINT", "REFUSALS", "connect_error", "location", "map_error", "no_connection"]
 
 
 def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
@@ -92,6 +94,20 @@ REFUSALS: tuple[tuple[tuple[str, ...], str], ...] = (
 )
 
 
+#: libpq's words before its reason ("connection failed: connection to server at "h", port 1 failed: ").
+_LIBPQ_PREFIX = re.compile(r'^(connection failed: )?'
+                           r'(connection to server (at|on socket) "[^"]*"(, port \d+)? failed: )?')
+
+
+def location(url: str, project: str) -> str:
+    """The server and project of a libpq URL, without secrets: ``postgresql://user@host:port/db?project=p``."""
+    info = psycopg.conninfo.conninfo_to_dict(url)
+    user = f"{info['user']}@" if info.get("user") else ""
+    port = f":{info['port']}" if info.get("port") else ""
+    host, db = info.get("host", "localhost"), info.get("dbname", "")
+    return f"postgresql://{user}{host}{port}/{db}?project={project}"
+
+
 def connect_error(exc: BaseException, location: str) -> SynapseError:
     """A failed connection to ``location`` as the package's error: :class:`ServerRefusedError` when the server
     answered and refused it (:data:`REFUSALS`: its reason and what to do; never a reason to read the stale copy),
@@ -104,7 +120,9 @@ def connect_error(exc: BaseException, location: str) -> SynapseError:
             return ServerRefusedError(f"the team vault server {location} is up but refused this connection "
                                       f"({reason}): {todo}; this is not offline, so no stale copy is read and "
                                       "nothing was written")
-    return OfflineError(f"cannot reach the team vault server {location} ({text}): {OFFLINE_HINT}")
+    offline = OfflineError(f"cannot reach the team vault server {location} ({text}): {OFFLINE_HINT}")
+    offline.reason = _LIBPQ_PREFIX.sub("", text) or text  # its short reason: the location is said elsewhere
+    return offline
 
 
 def no_connection(exc: PoolTimeout, url: str, location: str) -> SynapseError:

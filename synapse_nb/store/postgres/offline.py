@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from synapse_nb._times import age_seconds
 from synapse_nb.errors import IndexError_
 from synapse_nb.models import KIND_NAMES
 from synapse_nb.store.index import RetrievalIndex
-from synapse_nb.store.postgres.copy import COPY_DB, age_seconds, search_copy_db
+from synapse_nb.store.postgres.copy import COPY_DB, search_copy_db
 from synapse_nb.store.postgres.copy import synced_at as copy_synced_at
 
 __all__ = ["OfflineCopy", "search_copy"]
