@@ -53,6 +53,7 @@ from synapse_nb.vault.pins import (
 )
 
 if TYPE_CHECKING:
+    from synapse_nb.borrowed import Borrowed
     from synapse_nb.transfer import ImportCounts
     from synapse_nb.vault import ReadableVault, Vault
 
@@ -210,7 +211,7 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
     if src is not None:
         try:
             text = src.export_jsonl()
-            _refuse_borrowed_approvals(src, text)
+            _refuse_borrowed_approvals(None if isinstance(src, OfflineVault) else src.borrowed, text)
         finally:
             src.close()
     team = open_team_vault(url, local=local)
@@ -228,15 +229,15 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
     return counts
 
 
-def _refuse_borrowed_approvals(src: ReadableVault, text: str) -> None:
+def _refuse_borrowed_approvals(borrowed: Borrowed | None, text: str) -> None:
     """Refuse a join whose local vault is borrowed and holds lessons no person here approved (the export's header
     lists them: :func:`synapse_nb.transfer.approved_elsewhere`)."""
     ids = json.loads(text.split("\n", 1)[0]).get("approved_elsewhere") or []
-    if src.borrowed is None or not ids:
+    if borrowed is None or not ids:
         return
     shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
     raise PermissionDeniedError(
-        f"cannot join with this local vault: {src.borrowed.why}; nobody here approved {len(ids)} of its decided "
+        f"cannot join with this local vault: {borrowed.why}; nobody here approved {len(ids)} of its decided "
         f"lessons ({shown}), and a join would put them in force for everyone on the team vault. Nothing was "
         "copied, written or moved. Read them and approve each here (synapse-nb lessons review), "
         "or adopt the vault as your own in your own terminal (synapse-nb lessons adopt; then withdraw or reject "

@@ -303,7 +303,7 @@ def memory_import(
                                         "settings, history of records it does not bring in as new) as yours; they "
                                         "are listed.")] = False,
     trust_borrowed: Annotated[bool, typer.Option("--trust-borrowed-approvals", help=(
-        "With --trust: also accept the lessons an export of a borrowed vault (one that came with a repository) "
+        "Beside --trust: also accept the lessons an export of a borrowed vault (one that came with a repository) "
         "lists as approved or worded by whoever committed it, not by a person there; without it such a file "
         "is refused."))] = False,
     yes: YesOpt = False,
