@@ -98,3 +98,19 @@ def test_a_header_that_lies_about_its_shape_is_refused(tmp_path: Path) -> None:
     head = json.dumps({"format": "synapse_nb-export", "schema": 3, "approved_elsewhere": "les_1"})
     with pytest.raises(ValidationError, match="approved_elsewhere a list"):
         v.import_jsonl([head], trust=True)
+
+
+def test_the_review_widget_takes_the_persons_own_wording_for_a_lesson_approved_elsewhere(
+        clone: tuple[Path, str, str]) -> None:
+    """Review 62: the box of a lesson awaiting local approval starts empty (its wording is the committer's); the person
+    may write their own, which is then theirs."""
+    from synapse_nb.widgets import LessonReview
+
+    project, a, _ = clone
+    w = LessonReview(syn.open_vault(project, create=False))
+    card = w.cards[a]
+    assert card.text is not None and card.text.value == "" and card.reapprove_button.disabled
+    card.text.value = "Deploy through the reviewed pipeline only"
+    card.reapprove_button.click()
+    assert w.vault.lessons.get(a).lesson_text == "Deploy through the reviewed pipeline only"
+    assert a in {x.id for x in w.vault.lessons.in_force()} and w.table.cell(a, "by") == "you"
