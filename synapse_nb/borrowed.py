@@ -65,13 +65,18 @@ from synapse_nb.provenance import file_names, inline
 if TYPE_CHECKING:
     from synapse_nb.models import Lesson
 
-__all__ = ["APPROVALS_NAME", "RECORDS_NAME", "Adoption", "Borrowed", "LocalApprovals", "VaultRecords", "adopt",
-           "identify", "lesson_digest", "symlinked"]
+__all__ = ["APPROVALS_NAME", "ELSEWHERE_BY", "ELSEWHERE_SHORT", "RECORDS_NAME", "Adoption", "Borrowed",
+           "LocalApprovals", "VaultRecords", "adopt", "identify", "lesson_digest", "symlinked"]
 
 #: Where local approvals live, under the repository's git common dir.
 APPROVALS_NAME = "synapse-nb/approvals.json"
 #: Which vaults are this checkout's own and which came with the repository, under the git common dir.
 RECORDS_NAME = "synapse-nb/vaults.json"
+#: Who the wording of a lesson awaiting local approval is by, as every review surface says it (review 62: the widget
+#: and ``lessons review`` said "you" and "a human", and pre-filled the person's box with the committer's wording).
+ELSEWHERE_BY = "approved elsewhere, by whoever committed the vault, not by you"
+#: The same in a table cell.
+ELSEWHERE_SHORT = "elsewhere, not you"
 _VERSION = 1
 _ADOPT = "synapse-nb lessons adopt"
 _log = logging.getLogger("synapse_nb.borrowed")

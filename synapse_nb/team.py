@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from synapse_nb._util import Clock
 from synapse_nb.context import acting_actor, require_human
-from synapse_nb.errors import ConflictError, StoreError, ValidationError
+from synapse_nb.errors import ConflictError, PermissionDeniedError, StoreError, ValidationError
 from synapse_nb.gitscope.repo import find_repo
 from synapse_nb.offline import OfflineVault, copy_age, has_copy
 from synapse_nb.vault.locate import (
@@ -53,6 +53,7 @@ from synapse_nb.vault.pins import (
 )
 
 if TYPE_CHECKING:
+    from synapse_nb.borrowed import Borrowed
     from synapse_nb.transfer import ImportCounts
     from synapse_nb.vault import ReadableVault, Vault
 
@@ -183,7 +184,11 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
 
     The copy is trusted (``import_jsonl(trust=True)``): the local vault's user records, verified memories,
     approved lessons and settings were made through that vault's own human gate, and the join is the human's
-    act; the claims it carried over are in the result's ``.claims``.
+    act; the claims it carried over are in the result's ``.claims``. A *borrowed* local vault (it came with the
+    repository: :mod:`synapse_nb.borrowed`) whose lessons were approved or worded by whoever committed it, and not
+    re-approved by a person here, is refused before anything is written or moved (review 63: they arrived approved
+    and in force for the whole team): the person adopts the vault (``synapse-nb lessons adopt``) or approves each
+    here (``synapse-nb lessons review``) first; the result's ``.borrowed`` says the copy came from a borrowed vault.
     """
     from synapse_nb.vault import open_vault
 
@@ -208,10 +213,11 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
     if src is not None:
         try:
             text = src.export_jsonl()
+            _refuse_borrowed_approvals(None if isinstance(src, OfflineVault) else src.borrowed, text)
         finally:
             src.close()
     team = open_team_vault(url, local=local)
-    try:
+    try:  # trust_borrowed=False: the check above, again in the import's transaction
         counts = team.import_jsonl(text.split("\n"), trust=True) if text else ImportCounts({})
     finally:
         team.close()
@@ -223,6 +229,21 @@ def join(url: str, source: str | Path = LOCAL_DIRNAME, *, local: str | Path | No
     counts.pinned = server
     counts.pinned_before = before.server if before is not None and before.server != server else None
     return counts
+
+
+def _refuse_borrowed_approvals(borrowed: Borrowed | None, text: str) -> None:
+    """Refuse a join whose local vault is borrowed and holds lessons no person here approved (the export's header
+    lists them: :func:`synapse_nb.transfer.approved_elsewhere`)."""
+    ids = json.loads(text.split("\n", 1)[0]).get("approved_elsewhere") or []
+    if borrowed is None or not ids:
+        return
+    shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+    raise PermissionDeniedError(
+        f"cannot join with this local vault: {borrowed.why}; nobody here approved {len(ids)} of its decided "
+        f"lessons ({shown}), and a join would put them in force for everyone on the team vault. Nothing was "
+        "copied, written or moved. Read them and approve each here (synapse-nb lessons review), "
+        "or adopt the vault as your own in your own terminal (synapse-nb lessons adopt; then withdraw or reject "
+        "what you do not want), and join again")
 
 
 def _pinned_agent_url(vault_dir: Path, url: str, project_dir: Path) -> str | None:

@@ -29,6 +29,14 @@ later; review 22). Unless the human passes ``trust=True`` (CLI ``--trust``) an i
 refused whole, the claims listed per kind; with it, they are accepted and listed (:attr:`ImportCounts.claims`).
 Records skipped as identical, settings that already hold the imported value and history entries whose version the
 vault holds already claim nothing.
+
+An export of a *borrowed* vault (:mod:`synapse_nb.borrowed`: it came with the repository, or a symlink leads to it)
+says so in its header: ``"borrowed": true`` and ``"approved_elsewhere"``, the ids of the lessons whose decision or
+wording no person in that checkout approved (approved, expired or worded by whoever committed the vault; a lesson
+re-approved there, or every lesson of an adopted vault, is not listed). Importing such a lesson is a further claim,
+:data:`BORROWED_CLAIM`, that ``trust=True`` alone does not accept: it takes ``trust_borrowed=True`` as well (CLI
+``--trust-borrowed-approvals``), else the whole import is refused (review 63: ``team join`` of a cloned vault put its
+committer's approved lessons in force for the whole team).
 """
 
 from __future__ import annotations
@@ -69,8 +77,8 @@ if TYPE_CHECKING:
     from synapse_nb.context import Context
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["EXPORT_FORMAT", "KINDS", "STORED_HISTORY", "UNBROUGHT_HISTORY", "ImportCounts", "dump_line",
-           "export_lines", "import_lines", "source_lines", "trust_claims"]
+__all__ = ["BORROWED_CLAIM", "EXPORT_FORMAT", "KINDS", "STORED_HISTORY", "UNBROUGHT_HISTORY", "ImportCounts",
+           "approved_elsewhere", "dump_line", "export_lines", "import_lines", "source_lines", "trust_claims"]
 
 EXPORT_FORMAT = "synapse_nb-export"
 #: The version of what an export's records hold: the store schema that last changed it (v3: episodes' thread, seq,
@@ -94,6 +102,9 @@ STORED_HISTORY = "history of a record already in this vault"
 UNBROUGHT_HISTORY = "history of a record this file does not bring"
 #: Timestamps that may lie in the future (up to 2100): when something stops being in force.
 FUTURE_FIELDS = frozenset({"expires_at"})
+#: The trust claim of a lesson an export of a borrowed vault lists as decided or worded by no person there: accepted
+#: only with ``trust_borrowed=True`` (``--trust-borrowed-approvals``), never by ``trust=True`` alone.
+BORROWED_CLAIM = "lesson approved in a borrowed vault, not by a person there"
 _NON_ASCII = re.compile(r"[^\x00-\x7f]|\x7f")
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
@@ -119,14 +130,18 @@ class ImportCounts(dict[str, int]):
         self.pinned_before: str | None = None
         #: set by ``synapse_nb.team.join``: the agent login agent surfaces in the folder use (None: the person's)
         self.agent_login: str | None = None
+        #: the file's header said it is an export of a borrowed vault (:data:`BORROWED_CLAIM`)
+        self.borrowed = False
 
     def claims_text(self) -> str:
         """The claims as one line, ``"lesson status=approved 1, memory source=user 2"`` (``""`` for none)."""
         return ", ".join(f"{k} {n:,}" for k, n in self.claims.items())
 
     def to_dict(self) -> dict[str, Any]:
-        """The counts, with the accepted claims under ``"trusted"`` (the CLI's ``--json``)."""
-        return {**dict(sorted(self.items())), "trusted": dict(self.claims)}
+        """The counts, with the accepted claims under ``"trusted"`` (the CLI's ``--json``); ``"borrowed": true``
+        when the file is an export of a borrowed vault."""
+        return {**dict(sorted(self.items())), "trusted": dict(self.claims)} | ({"borrowed": True} if self.borrowed
+                                                                              else {})
 
 
 def _escape(ch: str) -> str:
@@ -153,9 +168,25 @@ def dump_line(doc: dict[str, Any]) -> str:
                           else m[0], line)
 
 
-def export_lines(store: VaultStore, *, history: bool = False) -> Iterator[str]:
-    """Yield the export, one JSON document per line (``history``: every history entry too, after the records)."""
-    yield json.dumps({"format": EXPORT_FORMAT, "schema": min(store.schema_version, EXPORT_SCHEMA)}, sort_keys=True)
+def approved_elsewhere(store: VaultStore, approved_here: Callable[[Record], bool]) -> list[str]:
+    """The ids of a borrowed vault's lessons whose decision or wording no person here approved: a lesson claim (other
+    than who created it, :func:`trust_claims`) on a lesson ``approved_here`` does not accept."""
+    out = []
+    for doc in store.transfer.rows("lesson"):
+        if any(c != "lesson source=user" for c in trust_claims({"kind": "lesson", **doc})) and \
+                not approved_here(store.transfer.to_record("lesson", doc)):
+            out.append(doc["id"])
+    return sorted(out)
+
+
+def export_lines(store: VaultStore, *, history: bool = False, elsewhere: list[str] | None = None) -> Iterator[str]:
+    """Yield the export, one JSON document per line (``history``: every history entry too, after the records).
+    ``elsewhere`` (a borrowed vault: :func:`approved_elsewhere`) puts ``"borrowed": true`` and its ids in the
+    header."""
+    header: dict[str, Any] = {"format": EXPORT_FORMAT, "schema": min(store.schema_version, EXPORT_SCHEMA)}
+    if elsewhere is not None:
+        header |= {"borrowed": True, "approved_elsewhere": elsewhere}
+    yield json.dumps(header, sort_keys=True)
     for name, value in store.meta.settings().items():
         if isinstance(value, NotJson):  # stored text that is not JSON (a hand edit) reads as the default: not exported
             continue
@@ -261,7 +292,20 @@ def _horizon(ctx: Context, slack: timedelta) -> str:
         return TS_MAX
 
 
-def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> ImportCounts:
+def _borrowed_header(lineno: int, doc: dict[str, Any]) -> tuple[bool, frozenset[str]]:
+    """Whether a header says the file is an export of a borrowed vault, and the lessons it lists as approved
+    elsewhere (:data:`BORROWED_CLAIM`)."""
+    borrowed, ids = doc.get("borrowed", False), doc.get("approved_elsewhere", [])
+    if not isinstance(borrowed, bool) or not isinstance(ids, list) or not all(isinstance(x, str) for x in ids):
+        raise _fail(lineno, "the header's borrowed must be true or false and its approved_elsewhere a list of lesson "
+                            "ids")
+    if ids and not borrowed:
+        raise _fail(lineno, "the header lists lessons approved elsewhere but does not say borrowed: true")
+    return borrowed, frozenset(ids)
+
+
+def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
+                 trust_borrowed: bool = False) -> ImportCounts:
     """Import an export through ``ctx``'s store in one transaction; see :meth:`Vault.import_jsonl`."""
     store = ctx.store
     horizon, history_horizon = _horizon(ctx, CLOCK_SLACK), _horizon(ctx, HISTORY_SLACK)
@@ -269,7 +313,8 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
     parsed: list[tuple[int, dict[str, Any]]] = []
     hist: list[tuple[int, dict[str, Any]]] = []  # written after the records: where an entry goes depends on them
     seen_ids: dict[str, int] = {}
-    header_seen = False
+    header_seen = borrowed = False
+    elsewhere: frozenset[str] = frozenset()
     for lineno, line in enumerate(lines, 1):
         if not isinstance(line, str):
             raise _fail(lineno, f"expected a text line, got {type(line).__name__}")
@@ -293,6 +338,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
             if not isinstance(doc.get("schema"), int) or doc["schema"] > schema:
                 raise _fail(lineno, f"export schema {doc.get('schema')!r} is newer than this synapse_nb "
                                     f"({schema}); upgrade to import it")
+            borrowed, elsewhere = _borrowed_header(lineno, doc)
             header_seen = True
             continue
         kind = doc.get("kind")
@@ -366,6 +412,8 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
                 counts["skipped"] += 1
                 continue
             claims.update(trust_claims(doc))
+            if kind == "lesson" and doc["id"] in elsewhere:
+                claims[BORROWED_CLAIM] += 1
             counts[kind] += 1
             latest = max(latest, doc["updated_at"], doc["created_at"])
             imported.append((None, store.transfer.to_record(kind, doc)))
@@ -383,11 +431,21 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
                 f"import: the file claims what only a human makes ({listed}); nothing was imported.{where} If you "
                 "made these records and settings (your own export, a colleague's you have read), re-run with "
                 "--trust (API: trust=True) to accept them as they are")
+        if claims[BORROWED_CLAIM] and not trust_borrowed:
+            raise PermissionDeniedError(
+                f"import: the file is an export of a borrowed vault (one that came with a repository), and "
+                f"{claims[BORROWED_CLAIM]:,} of its lessons were approved or worded by whoever committed that vault, "
+                "not by a person in that checkout; --trust alone does not make them approved here, and nothing was "
+                "imported. Approve them there (synapse-nb lessons review) or adopt that vault (synapse-nb lessons "
+                "adopt) and export again, or, if you have read each of them and stand behind those approvals, "
+                "re-run with --trust --trust-borrowed-approvals (API: trust_borrowed=True)")
         if latest:  # later writes must stamp after everything imported
             store.transfer.advance_clock(latest)
         if imported:  # each record imported gets its history entry, after any history the file brought
             history.record_many(ctx, "import", imported, at=store.stamp(ctx.now_ts()))
-    return ImportCounts(counts, dict(claims))
+    out = ImportCounts(counts, dict(claims))
+    out.borrowed = borrowed
+    return out
 
 
 _UNSET = object()

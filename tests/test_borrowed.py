@@ -292,10 +292,16 @@ def test_the_cli_lists_awaiting_lessons_and_re_approves_them(clone: tuple[Path, 
 
 
 def test_review_offers_the_awaiting_lessons(clone: tuple[Path, str]) -> None:
+    """Review 62: their wording read "user's wording" / "proposed wording (a human)" and a plain a approved it; it
+    is whoever committed the vault's, and approving it as it is takes w, the explicit choice."""
     project, les_id = clone
-    out = CliRunner().invoke(app, ["--vault", str(project), "lessons", "review", "--yes"], input="a\n")
+    out = CliRunner().invoke(app, ["--vault", str(project), "lessons", "review", "--yes"], input="a\nw\n")
     assert out.exit_code == 0, out.output
     assert "1 approved elsewhere, awaiting local approval" in out.output and f"approved {les_id}" in out.output
+    assert "user's wording" not in out.output and "(a human)" not in out.output
+    assert f"lesson (wording approved elsewhere, by whoever committed the vault, not by you): {LESSON}" in out.output
+    assert "[w] approve the wording approved elsewhere as it is" in out.output
+    assert "the proposed wording is the wording approved elsewhere, not yours: answer w" in out.output  # a refused
     assert [x.id for x in syn.open_vault(project, create=False).lessons.in_force()] == [les_id]
 
 
@@ -349,9 +355,17 @@ def test_the_lesson_review_widget_approves_here(clone: tuple[Path, str]) -> None
     w = LessonReview(v)
     card = w.cards[les_id]
     assert card.reapprove_button is not None and card.reapprove_button.description == "Approve here for 7 days"
-    assert card.text.value == LESSON  # a human's wording, shown to be read
+    # review 62: the committer's wording is not the person's: their box starts empty, "Approve here" waits for their
+    # own wording, the card and the table name who approved it, and an explicit button approves it as it reads
+    assert card.text.value == "" and card.reapprove_button.disabled
+    info = card.info.value
+    assert "wording approved elsewhere, by whoever committed the vault, not by you" in info
+    assert "wording by you" not in info and "lesson in force" not in info
     assert les_id in w.table.row_ids and w.table.cell(les_id, "status") == "awaiting you"
-    card.reapprove_button.click()
+    assert w.table.cell(les_id, "by") == "elsewhere, not you"
+    assert card.approve_elsewhere_button is not None and card.approve_agent_button is None
+    assert card.approve_elsewhere_button.description == "Approve the wording approved elsewhere for 7 days"
+    card.approve_elsewhere_button.click()
     assert [x.id for x in v.lessons.in_force()] == [les_id] and w.approved_ids == [les_id]
     assert w.cards[les_id].withdraw_button.disabled  # a borrowed vault's approval is withdrawn in its own checkout
 

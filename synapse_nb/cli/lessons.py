@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from synapse_nb.borrowed import ELSEWHERE_BY
 from synapse_nb.cli._common import (
     PROG,
     Group,
@@ -45,8 +46,9 @@ lessons_app = typer.Typer(cls=Group, no_args_is_help=True, help=group_help(
     "synapse-nb lessons scan", "synapse-nb lessons review"))
 
 
-def _lesson_text(les: Lesson, backing: str | None = None) -> str:
-    """A lesson for review: who created it and what backs it first, then each field as one quoted line."""
+def _lesson_text(les: Lesson, backing: str | None = None, elsewhere: bool = False) -> str:
+    """A lesson for review: who created it and what backs it first, then each field as one quoted line
+    (``elsewhere``: a borrowed vault's lesson awaiting local approval, its wording nobody's here)."""
     lines = [f"{shown_id(les.id)}  {mark(les)}  [{les.status}]  {when(les.created_at, seconds=True)}"]
     if backing:
         lines.append(f"  origin:   {backing}")
@@ -58,7 +60,9 @@ def _lesson_text(les: Lesson, backing: str | None = None) -> str:
     if les.analysis:
         who = "an agent" if les.analysis_by != "user" else "a human"
         lines.append(f"  analysis (written by {who}): {inline(les.analysis)}")
-    if les.lesson_text:
+    if les.lesson_text and elsewhere:  # review 62: it read "user's wording", the committer's words
+        lines.append(f"  lesson (wording {ELSEWHERE_BY}): {inline(les.lesson_text)}")
+    elif les.lesson_text:
         lines.append(f"  lesson ({les.wording_by or 'user'}'s wording): {inline(les.lesson_text)}")
     if les.expires_at:
         lines.append(f"  expires:  {when(les.expires_at, seconds=True)}")
@@ -135,14 +139,18 @@ def lessons_list(
                                      f"{PROG} lessons approve {shown_id(r.id)})" if r.id in awaiting else ""))
 
 
+#: What answer w approves for a borrowed vault's lesson awaiting local approval (the widget's button says the same).
+ELSEWHERE_WORDING = "the wording approved elsewhere"
 _ANSWERS = {"a": "a", "approve": "a", "w": "w", "wording": "w", "e": "e", "edit": "e", "r": "r", "reject": "r",
             "s": "s", "skip": "s", "q": "q", "quit": "q"}
 
 
-def _ask_choice(agent_wording: bool) -> str:
-    """One review answer (a/w/e/r/s/q); the end of input means quit."""
-    prompt = ("[w] approve the agent's wording as it is / [e]dit then approve / [r]eject / [s]kip / [q]uit"
-              if agent_wording else "[a]pprove / [e]dit / [r]eject / [s]kip / [q]uit")
+def _ask_choice(wording: str | None) -> str:
+    """One review answer (a/w/e/r/s/q); the end of input means quit. ``wording``: the wording w approves as it is
+    (``"the agent's wording"``, :data:`ELSEWHERE_WORDING`), which a plain a does not approve (None: a does)."""
+    prompt = (f"[w] approve {wording} as it is / [e]dit then approve / [r]eject / [s]kip / [q]uit"
+              if wording else "[a]pprove / [e]dit / [r]eject / [s]kip / [q]uit")
+    agent_wording = wording is not None
     for _ in range(5):
         try:
             raw = typer.prompt(prompt, default="s")
@@ -150,7 +158,8 @@ def _ask_choice(agent_wording: bool) -> str:
             return "q"
         answer = _ANSWERS.get(str(raw).strip().lower())
         if answer == "a" and agent_wording:
-            typer.echo("the proposed wording is an agent's: answer w to approve it as it is, or e to word it yourself")
+            typer.echo(f"the proposed wording is {wording}, not yours: answer w to approve it as it is, or e to word "
+                       "it yourself")
             continue
         if answer:
             return answer
@@ -167,7 +176,8 @@ def lessons_review(ctx: typer.Context, yes: YesOpt = False) -> None:
     takes the answer w ("approve the agent's wording as it is"); a plain a is for wording a human or a revert
     scan wrote. Answers are read from the terminal; from a pipe they need --yes (a human-only command):
     a / w / e / r / s, q to stop. In a borrowed vault (git tracks it, or a symlink leads to it from outside) the
-    lessons approved elsewhere and awaiting local approval come after the pending ones.
+    lessons approved elsewhere and awaiting local approval come after the pending ones; their wording is not yours,
+    so approving it as it is takes w too ("approve the wording approved elsewhere as it is").
 
     Examples:
 
@@ -187,13 +197,16 @@ def lessons_review(ctx: typer.Context, yes: YesOpt = False) -> None:
     done = {"approved": 0, "rejected": 0, "skipped": 0}
     also = f" ({len(awaiting)} approved elsewhere, awaiting local approval)" if awaiting else ""
     typer.echo(f"{plural(len(pending), 'pending lesson')}{also}. For each: [a]pprove, [e]dit then approve, [r]eject, "
-               "[s]kip, [q]uit ([w] approves an agent's wording as it is).")
+               "[s]kip, [q]uit ([w] approves as it is a wording not yours: an agent's, or one approved elsewhere).")
+    elsewhere_ids = {x.id for x in awaiting}
     for i, les in enumerate(pending, 1):
         wording, by = v.lessons.proposed_wording(les)
-        typer.echo(f"\n({i}/{len(pending)}) " + _lesson_text(les, v.lessons.backing(les)))
-        who = "an agent" if by == "agent" else "a human" if by == "user" else "the revert scan"
+        elsewhere = les.id in elsewhere_ids
+        typer.echo(f"\n({i}/{len(pending)}) " + _lesson_text(les, v.lessons.backing(les), elsewhere))
+        who = ELSEWHERE_BY if elsewhere else "an agent" if by == "agent" else "a human" if by == "user" else \
+            "the revert scan"
         typer.echo(f"  proposed wording ({who}): {inline(wording)}")
-        answer = _ask_choice(by == "agent")
+        answer = _ask_choice(ELSEWHERE_WORDING if elsewhere else "the agent's wording" if by == "agent" else None)
         if answer == "q":
             break
         if answer == "s":
@@ -210,10 +223,11 @@ def lessons_review(ctx: typer.Context, yes: YesOpt = False) -> None:
                 text = typer.prompt("lesson text (one line)", default=inline(wording))
             except typer.Abort:
                 break
-            if by == "agent" and text == inline(wording):  # the agent's wording left as it was: approving it as
-                text, answer = None, "w"  # the agent's, not as words the human wrote
+            if (by == "agent" or elsewhere) and text == inline(wording):  # left as it was: approving it as the
+                text, answer = None, "w"  # agent's (or as approved elsewhere), not as words the human wrote
         try:
-            approved = v.lessons.approve(les.id, text=text, accept_agent_text=answer == "w", seen=wording)
+            approved = v.lessons.approve(les.id, text=text, accept_agent_text=answer == "w" and by == "agent",
+                                         seen=wording)
         except (ValidationError, ConflictError) as exc:  # a blank edit: say so and go on with the next lesson
             typer.echo(f"not approved: {exc}; skipped {shown_id(les.id)}")
             done["skipped"] += 1

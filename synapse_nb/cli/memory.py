@@ -302,6 +302,10 @@ def memory_import(
                                         "verified memories, approved lessons and their wording, user analyses, "
                                         "settings, history of records it does not bring in as new) as yours; they "
                                         "are listed.")] = False,
+    trust_borrowed: Annotated[bool, typer.Option("--trust-borrowed-approvals", help=(
+        "Beside --trust: also accept the lessons an export of a borrowed vault (one that came with a repository) "
+        "lists as approved or worded by whoever committed it, not by a person there; without it such a file "
+        "is refused."))] = False,
     yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -311,6 +315,8 @@ def memory_import(
     What only a human makes (records with source user, verified memories, approved or expired lessons,
     analyses by the user, settings, and history of a record the file does not bring in as new) is refused, the
     whole file with it, unless you pass --trust: the error lists the claims; with --trust the output does.
+    An export of a borrowed vault says so in its header: the lessons in it that nobody in that checkout approved
+    also need --trust-borrowed-approvals (read them first).
     Timestamps must lie in 1970-2100, and no later than the vault's clock plus a day (a history entry: plus
     five minutes).
 
@@ -324,10 +330,18 @@ def memory_import(
     """
     require_human_here(ctx, yes, "importing records with --trust" if trust else "importing records")
     v = open_vault_for(ctx)
-    counts = v.import_jsonl(sys.stdin if source == "-" else source, trust=trust)
+    counts = v.import_jsonl(sys.stdin if source == "-" else source, trust=trust, trust_borrowed=trust_borrowed)
     if as_json:
         echo_json(counts.to_dict())
     else:
+        if counts.borrowed:
+            from synapse_nb.transfer import BORROWED_CLAIM  # loaded already by the import
+
+            n = counts.claims.get(BORROWED_CLAIM, 0)
+            typer.echo("NOTE: the file is an export of a BORROWED vault (one that came with a repository): " + (
+                f"{plural(n, 'lesson')} approved by whoever committed it, not by a person there, accepted as "
+                "approved with --trust-borrowed-approvals" if n else "only lessons a person there approved were "
+                "accepted as approved"), err=True)
         typer.echo("imported: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
         if counts.claims:
             typer.echo(f"trusted (accepted with --trust): {counts.claims_text()}")

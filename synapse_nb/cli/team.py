@@ -126,6 +126,9 @@ def team_join(
 ) -> None:
     """Copy a local vault into the team vault in one transaction (all or nothing; joining again changes nothing).
 
+    A local vault that came with the repository (borrowed) whose approved lessons nobody here approved is refused,
+    nothing copied or moved: approve them here (lessons review) or adopt it (lessons adopt), then join.
+
     With --agent-url, agent surfaces in this folder log in as the agent's own login (see `team agent-login`);
     without one, they log in as you and only SET ROLE to the agent role, which code the agent runs can skip
     whenever it can read your password (docs/team.md, "An agent's own login").
@@ -154,6 +157,9 @@ def team_join(
         typer.echo("imported " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "nothing new"))
         if counts.claims:
             typer.echo(f"trusted (your local vault's): {counts.claims_text()}")
+        if counts.borrowed:  # only lessons a person here approved (a join with others is refused)
+            typer.echo("the local vault came with the repository (borrowed): every lesson it carried approved was "
+                       "approved by you here, none only by whoever committed the vault")
         typer.echo(f"this folder's vault is now the team vault ({counts.team_file}): every synapse-nb command, magic, "
                    "widget and MCP server here uses it without SYNAPSE_HOME")
         if counts.pinned_before is not None:

@@ -38,7 +38,7 @@ from synapse_nb.kinds.episodes import Episodes
 from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
-from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Memory, PruneReport, Status
+from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Lesson, Memory, PruneReport, Status
 from synapse_nb.purge import PurgeReport
 from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, Settings
 from synapse_nb.store.records import Change, View
@@ -545,13 +545,17 @@ class Vault:
 
         Returns the text; also writes it to ``dest`` (a path or a text file) when given. Importing the
         export into an empty vault gives an identical vault (same ids, same timestamps). The export is recorded
-        (when, where to): a later purge names the exports that still hold what it removed.
+        (when, where to): a later purge names the exports that still hold what it removed. The export of a borrowed
+        vault says so in its header, with the lessons no person here approved (``"borrowed": true``,
+        ``"approved_elsewhere"``: :mod:`synapse_nb.transfer`), which an import accepts only with ``trust_borrowed``.
         """
-        from synapse_nb.transfer import export_lines  # loads the kind checks import needs (cold start)
+        from synapse_nb.transfer import approved_elsewhere, export_lines  # loads the kind checks (cold start)
 
         if self.actor != "user":
             raise PermissionDeniedError("an agent may not export the vault (it would read pending lessons)")
-        lines = list(export_lines(self._store, history=history))
+        elsewhere = None if self._git.borrowed is None else approved_elsewhere(
+            self._store, lambda r: isinstance(r, Lesson) and self.lessons.approved_here(r))
+        lines = list(export_lines(self._store, history=history, elsewhere=elsewhere))
         text = "".join(line + "\n" for line in lines)
         n_hist = sum(1 for line in lines if '"kind": "history"' in line)  # a key: quotes in text are escaped
         where = None if dest is None or hasattr(dest, "write") else str(Path(dest).expanduser().resolve())
@@ -574,15 +578,18 @@ class Vault:
                     records=len(lines) - 1 - n_hist, history=n_hist))
         return text
 
-    def import_jsonl(self, source: str | Path | IO[str] | Iterable[str], *, trust: bool = False) -> ImportCounts:
+    def import_jsonl(self, source: str | Path | IO[str] | Iterable[str], *, trust: bool = False,
+                     trust_borrowed: bool = False) -> ImportCounts:
         """Import an export (a path, a text file, or lines; a file splits on ``\n`` only) in one all-or-nothing
         transaction (user only). Identical records are skipped; any conflict, malformed line or timestamp outside
         1970-2100 (or after the vault's clock plus a day; a history entry's after it plus five minutes) refuses the
         whole import, naming the line. Trust claims (``source="user"``, verified, decided lessons, a lesson's wording,
         ``analysis_by="user"``, settings, history of a record the file does not bring in as new) are refused unless
         ``trust=True`` (only for a file you stand behind); returns counts per kind, accepted claims in ``.claims``.
+        The lessons an export of a borrowed vault lists as approved elsewhere are a further claim that only
+        ``trust_borrowed=True`` accepts (CLI ``--trust-borrowed-approvals``); ``.borrowed`` says the file was one.
         """
         from synapse_nb.transfer import import_lines, source_lines  # loaded when asked for (cold start)
 
         self._ctx.require_human("import records")
-        return import_lines(self._ctx, source_lines(source), trust=trust)
+        return import_lines(self._ctx, source_lines(source), trust=trust, trust_borrowed=trust_borrowed)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import ipywidgets as widgets
 
+from synapse_nb.borrowed import ELSEWHERE_BY, ELSEWHERE_SHORT
 from synapse_nb.displays import mark_html
 from synapse_nb.errors import SynapseError
 from synapse_nb.gitscope import show_commit
@@ -33,6 +34,9 @@ class Review(Protocol):
 
     def approve_agent_wording(self, lesson_id: str, expiry_days: int | None = None, *,
                               seen: str) -> Lesson | None: ...
+
+    def approve_elsewhere_wording(self, lesson_id: str, expiry_days: int | None = None, *,
+                                  seen: str) -> Lesson | None: ...
 
     def reject(self, lesson_id: str) -> Lesson | None: ...
 
@@ -64,8 +68,12 @@ def lesson_title(les: Lesson) -> str:
             + (f" on {inline(les.branch)}" if les.branch else ""))
 
 
-def wording_by(les: Lesson) -> str:
-    """Who wrote the wording a lesson heads recalls with (approved), or would be approved with (otherwise)."""
+def wording_by(les: Lesson, elsewhere: bool = False, *, short: bool = False) -> str:
+    """Who wrote the wording a lesson heads recalls with (approved), or would be approved with (otherwise);
+    ``elsewhere``: a borrowed vault's lesson awaiting local approval, whose wording nobody here approved
+    (:data:`synapse_nb.borrowed.ELSEWHERE_BY`; ``short``: for a table cell)."""
+    if elsewhere:
+        return ELSEWHERE_SHORT if short else ELSEWHERE_BY
     if les.lesson_text is not None:
         by = les.wording_by or "user"
         return {"user": "you", "agent": "an agent", "git": "the revert scan"}.get(by, by)
@@ -74,10 +82,10 @@ def wording_by(les: Lesson) -> str:
     return "an agent" if les.source == "agent" else "the revert scan"
 
 
-def lesson_html(les: Lesson, backing: str | None = None) -> str:
+def lesson_html(les: Lesson, backing: str | None = None, elsewhere: bool = False) -> str:
     """What was reverted (commit, subject, files, the reverted change's line counts), who created the lesson and what
     backs it (``backing``: :meth:`synapse_nb.kinds.lessons.Lessons.backing`), and who wrote each text, as HTML. An
-    agent's text is quoted and marked as such."""
+    agent's text is quoted and marked as such; so is a wording approved elsewhere (``elsewhere``)."""
     state = esc(les.status) + (f", branch {esc(label_text(les.branch))}" if les.branch else ", every branch")
     parts = [f"<div><b>{esc(lesson_title(les))}</b> {mark_html(les)}</div>",
              f"<div style='color:{MUTED}'>{code(les.id)} · {state} · found {fmt_time(les.created_at)}</div>"]
@@ -108,13 +116,15 @@ def lesson_html(les: Lesson, backing: str | None = None) -> str:
         parts.append("<div class='synapse-quote synapse-agent synapse-summary'><i>summary written by an agent (no "
                      f"human has checked it):</i> {esc(inline(les.summary))}</div>")
     if les.lesson_text:
-        agent = les.wording_by == "agent"
+        agent = les.wording_by == "agent" or elsewhere
         cls = "synapse-quote synapse-agent" if agent else "synapse-quote"
-        label = "lesson in force" if les.status == "approved" else "lesson text"
-        parts.append(f"<div class='{cls}'><i>{label} (wording by {esc(wording_by(les))}):</i> "
+        label = "lesson not in force here" if elsewhere else "lesson in force" if les.status == "approved" else \
+            "lesson text"
+        by = f"wording {wording_by(les, True)}" if elsewhere else f"wording by {wording_by(les)}"
+        parts.append(f"<div class='{cls}'><i>{label} ({esc(by)}):</i> "
                      f"{esc(inline(les.lesson_text))}</div>")
     if les.expires_at:
-        word = "expired" if les.status == "expired" else "in force until"
+        word = "expired" if les.status == "expired" else "approved elsewhere until" if elsewhere else "in force until"
         parts.append(f"<div><b>{word} {fmt_time(les.expires_at)}</b></div>")
     return block("".join(parts))
 
@@ -190,6 +200,8 @@ class LessonCard(widgets.VBox):
         until : HTML saying when an approval made now would end.
     approve_button, reject_button : for a pending lesson (``None`` otherwise).
     approve_agent_button : "Approve the agent's wording", when the proposed wording is an agent's (else ``None``).
+    approve_elsewhere_button : "Approve the wording approved elsewhere", for a borrowed vault's lesson awaiting local
+        approval (its box starts empty: that wording is not the person's; else ``None``).
     reapprove_button : for an expired lesson, or one approved elsewhere (``None`` otherwise).
     withdraw_button : for an approved lesson in force (``None`` otherwise).
     confirm : the confirm step of Reject and Withdraw.
@@ -204,7 +216,8 @@ class LessonCard(widgets.VBox):
             backing = vault.lessons.backing(lesson)
         except SynapseError:
             backing = None
-        self.info = widgets.HTML(value=lesson_html(lesson, backing))
+        elsewhere = lesson.status == "approved" and lesson.id in review.awaiting_ids
+        self.info = widgets.HTML(value=lesson_html(lesson, backing, elsewhere))
         self.diff = widgets.ToggleButton(value=False, description=DIFF_TITLE, icon="code",
                                          tooltip="git show of the commit the revert undid",
                                          layout=widgets.Layout(width="auto"))
@@ -212,10 +225,11 @@ class LessonCard(widgets.VBox):
                                       layout=widgets.Layout(display="none"))
         self._diff_loaded = False
         self.diff.observe(self._toggle_diff, names="value")
-        in_force = lesson.status == "approved" and lesson.id not in review.awaiting_ids
+        in_force = lesson.status == "approved" and not elsewhere
         self.text: widgets.Textarea | None = None
         self.approve_button: widgets.Button | None = None
         self.approve_agent_button: widgets.Button | None = None
+        self.approve_elsewhere_button: widgets.Button | None = None
         self.reject_button: widgets.Button | None = None
         self.reapprove_button: widgets.Button | None = None
         self.withdraw_button: widgets.Button | None = None
@@ -238,7 +252,8 @@ class LessonCard(widgets.VBox):
             self.withdraw_button.on_click(lambda _b: self.ask_withdraw())
             children += [widgets.HBox([self.withdraw_button]), self.confirm]
         else:
-            prefill = lesson.lesson_text if lesson.lesson_text and by != "agent" else ""
+            # a wording approved elsewhere is not the person's: their box starts empty (review 62)
+            prefill = lesson.lesson_text if lesson.lesson_text and by != "agent" and not elsewhere else ""
             self.text = widgets.Textarea(
                 value=prefill, description="Lesson", layout=widgets.Layout(width="100%", height="4.5em"),
                 placeholder="your wording: what should be done differently next time")
@@ -255,7 +270,15 @@ class LessonCard(widgets.VBox):
                 self.reapprove_button.on_click(lambda _b: review.approve(lesson.id, self._text(),
                                                                          self.duration.value))
                 buttons = [self.reapprove_button]
-            if by == "agent":
+            if elsewhere:
+                self.approve_elsewhere_button = button(
+                    "Approve the wording approved elsewhere", "check-square-o",
+                    f"Approve here the wording {ELSEWHERE_BY}, exactly as shown above: “{inline(wording, 200)}”",
+                    style="warning")
+                self.approve_elsewhere_button.on_click(
+                    lambda _b: review.approve_elsewhere_wording(lesson.id, self.duration.value, seen=wording))
+                buttons.insert(1, self.approve_elsewhere_button)
+            elif by == "agent":
                 self.approve_agent_button = button(
                     "Approve the agent's wording", "check-square-o",
                     f"Approve the wording an agent wrote, exactly as shown above: “{inline(wording, 200)}”",
@@ -294,6 +317,8 @@ class LessonCard(widgets.VBox):
                          else f"Approve with the text above: it heads every recall until {stamp}")
         if self.approve_agent_button is not None:
             self.approve_agent_button.description = f"Approve the agent's wording for {_days(days)}"
+        if self.approve_elsewhere_button is not None:
+            self.approve_elsewhere_button.description = f"Approve the wording approved elsewhere for {_days(days)}"
 
     def _toggle_diff(self, change: dict[str, Any]) -> None:
         shown = bool(change["new"])

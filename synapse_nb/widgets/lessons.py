@@ -150,6 +150,26 @@ class LessonReview(FamilyWidget):
         out: Lesson | None = les
         return out
 
+    def approve_elsewhere_wording(self, lesson_id: str, expiry_days: int | None = None, *,
+                                  seen: str) -> Lesson | None:
+        """Approve here, as it is, the wording of a borrowed vault's lesson approved elsewhere (awaiting local
+        approval): the explicit choice the "Approve the wording approved elsewhere" button makes, bound to the
+        wording its card shows (``seen``), as the agent-wording button is. That wording is not the person's own:
+        the card's text box starts empty (review 62)."""
+        def go() -> Lesson:  # an agent's wording approved elsewhere: the button is the explicit choice for it too
+            agent = self.vault.lessons.proposed_wording(self.vault.lessons.get(lesson_id))[1] == "agent"
+            return self.vault.lessons.approve(lesson_id, expiry_days=expiry_days, seen=seen, accept_agent_text=agent)
+
+        try:
+            les = self.act(go)
+        except SynapseError as exc:
+            self._after(lesson_id, f"not approved: {exc}", error=True)
+            return None
+        self._after(les.id, f"approved {shown_id(les.id)} here with the wording approved elsewhere: in force here "
+                            f"until {fmt_time(les.expires_at)}")
+        out: Lesson | None = les
+        return out
+
     def reject(self, lesson_id: str) -> Lesson | None:
         """Reject (delete) a pending lesson now; the next lesson is selected and the outcome shown under it (the
         Reject button asks first)."""
@@ -259,7 +279,7 @@ class LessonReview(FamilyWidget):
 
     def _row(self, les: Lesson) -> dict[str, Any]:
         state = self._state(les)
-        by = wording_by(les)
+        by = wording_by(les, les.id in self.awaiting_ids, short=True)
         text = les.lesson_text if les.lesson_text and state != "pending" else lesson_title(les)
         return {"id": les.id, "agent": by.startswith("an agent"), "muted": state == "expired",
                 "title": f"{shown_id(les.id)} · {inline(text, 300)}", "cells": {
