@@ -39,7 +39,7 @@ from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Memory, PruneReport, Status
-from synapse_nb.purge import PurgeReport
+from synapse_nb.purge import PurgeReport, PurgeTarget
 from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, Settings
 from synapse_nb.store.records import Change, View
 
@@ -291,7 +291,8 @@ class Vault:
             structure step). "auto", "rank", "exhaustive" and "index" are still accepted, with a
             ``DeprecationWarning``; any other value is a ``ValidationError``.
         as_of : answer from the mind as it was at this time (a datetime or ISO 8601 text), rebuilt from its history
-            in a throwaway vault: "what did the agent know when it made that decision?" (no session delta).
+            in a throwaway vault: "what did the agent know when it made that decision?" (no session delta). It
+            says so first (``Recall.as_of``); an agent gets only the lessons it may read now.
         record : False leaves what ``session`` is given unrecorded until ``Recall.mark_given()``, for a caller that
             delivers the answer later (the agent hook marks it given once it is printed).
 
@@ -453,6 +454,13 @@ class Vault:
         self._scrub_left: tuple[str | None, str | None] = (None, None)
         report = purge(self._ctx, self._scrub)(str(record_id).strip())
         return report.with_copy(self._store, self._index, self._scrub_left)
+
+    def purge_target(self, record_id: str) -> PurgeTarget:
+        """What :meth:`purge` of ``record_id`` would remove (human only), to show before it does: the record's mark,
+        address and summary (a deleted one's last known version) and its history, revision and link counts."""
+        from synapse_nb.purge import purge_target
+
+        return purge_target(self._ctx, record_id)
 
     def _after_delete(self, changes: list[Change]) -> None:
         """After a commit that deleted records: scrub them in the same call (an agent's: see :meth:`_scrub`)."""
