@@ -35,6 +35,7 @@ from synapse_nb.render import (
     MUTED,
     OK,
     SEMANTIC_OFF_LINE,
+    as_of_line,
     block,
     code,
     esc,
@@ -43,6 +44,7 @@ from synapse_nb.render import (
     plural,
     pre_html,
     table_html,
+    when_text,
 )
 
 __all__ = [
@@ -210,16 +212,21 @@ def recall_html(r: Any, headings: Mapping[str, str] | None = None) -> str:
         state = plural(len(r.items), "item")
     count = state + (f" + {plural(len(lessons), 'approved lesson')}" if lessons else "")
     parts = [f"<div><b>recall</b> {code(inline(r.query, 80))} · {esc(count)}</div>"]
+    as_of = getattr(r, "as_of", None)
+    if as_of is not None:  # rebuilt from history: said first (review 64)
+        parts.append(f"<div style='color:{ERR}'><b>{esc(as_of_line(as_of))}</b></div>")
     if getattr(r, "borrowed", None):
         parts.append(f"<div><b>{esc(r.borrowed.get('line', ''))}</b></div>")
     if getattr(r, "semantic_off", None) is not None:  # answered without its semantic channel (review 58)
         parts.append(f"<div style='color:{ERR}'><b>{esc(SEMANTIC_OFF_LINE)}</b></div>")
     if lessons:
+        head = ("Approved lessons</b> (head every recall)" if as_of is None else
+                f"Lessons approved as of {esc(when_text(as_of))}</b> (from history: may no longer be in force)")
         items = "".join(f"<li>{esc(inline(x.lesson_text or x.summary))} <span style='color:{MUTED}'>"
                         f"(in force until {esc(fmt_time(x.expires_at))}) {code(shown_id(x.id))}</span></li>"
                         for x in lessons)
         parts.append(f"<div style='border-left:3px solid {OK};padding-left:8px;margin:4px 0'>"
-                     f"<b>Approved lessons</b> (head every recall)<ol style='margin:2px 0'>{items}</ol></div>")
+                     f"<b>{head}<ol style='margin:2px 0'>{items}</ol></div>")
     groups: dict[str, list[Any]] = {}
     for it in sorted(r.items, key=lambda i: (r.text.find(i.line), i.id)):
         groups.setdefault(it.kind, []).append(it)

@@ -16,13 +16,14 @@ second copy of every write.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from synapse_nb._util import check_limit, fmt_ts, parse_duration, parse_ts, shift
 from synapse_nb.changes import HistoryEntry, state_json
 from synapse_nb.errors import NotFoundError, ValidationError
-from synapse_nb.models import KIND_BY_NAME, Record, kind_of_id
+from synapse_nb.models import KIND_BY_NAME, Lesson, Record, kind_of_id
 
 if TYPE_CHECKING:
     from datetime import timedelta
@@ -159,7 +160,9 @@ def state_at(ctx: Context, rid: str, at: str) -> Record | None:
 
 def mind_as_of(ctx: Context, at: str) -> list[Record]:
     """Every record of the context's mind as it was at ``at`` (every kind), by kind then id: the records stored now
-    rewound through the entries stamped after ``at``, and the records deleted since brought back."""
+    rewound through the entries stamped after ``at``, and the records deleted since brought back. The agent reads as
+    it reads now: of lessons, only those it may read today (approved and in force now; withdrawn, rejected, expired,
+    pending or deleted ones never come back to it)."""
     store, view = ctx.store, ctx.view()
     first_after: dict[str, HistoryEntry] = {}
     for e in store.history.after(ctx.mind, at):
@@ -174,6 +177,12 @@ def mind_as_of(ctx: Context, at: str) -> list[Record]:
         prev = e.previous
         if prev is not None:
             out[rid] = prev
+    for rid, r in out.items():  # read today, a lesson whose time ran out since reads "expired": it was in force then
+        if isinstance(r, Lesson) and r.status == "expired" and r.expires_at is not None and r.expires_at > at:
+            out[rid] = replace(r, status="approved")
+    if ctx.actor == "agent":  # the agent's read rule, as now (review 64: a lesson the person withdrew came back)
+        readable = {x.id for x in store.table("lesson").list(ctx.view(in_force_only=True))}
+        out = {rid: r for rid, r in out.items() if r.kind != "lesson" or rid in readable}
     return sorted(out.values(), key=lambda r: (r.kind, r.id))
 
 

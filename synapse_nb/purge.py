@@ -20,17 +20,51 @@ from typing import TYPE_CHECKING, Any
 from synapse_nb._util import shown_id
 from synapse_nb.changes import ExportMark
 from synapse_nb.errors import NotFoundError, StoreError, ValidationError
-from synapse_nb.models import kind_of_id
+from synapse_nb.models import Memory, kind_of_id
+from synapse_nb.provenance import mark
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from synapse_nb.context import Context
 
-__all__ = ["PurgeReport", "purge", "scrub_deleted"]
+__all__ = ["PurgeReport", "PurgeTarget", "purge", "purge_target", "scrub_deleted"]
 
 #: The vault's rank caches (``<vault>/cache/rank-*``), removed by every scrub.
 RANK_CACHE = "cache"
+
+
+@dataclass(frozen=True)
+class PurgeTarget:
+    """What a purge of one record would remove, for a person to read before it does (review 64: a purge at a terminal
+    showed nothing and asked nothing; an agent's checkpoint calling a person's memory its own leaked token got it
+    purged). ``mark``, ``address`` and ``summary`` are the record's, or its last known version's when it is deleted
+    already (``deleted_by`` / ``deleted_at`` then say who deleted it, when); "" when no entry holds that version."""
+
+    id: str
+    kind: str
+    mark: str
+    address: str
+    summary: str
+    exists: bool
+    history: int
+    revisions: int
+    links: int
+    deleted_by: str | None = None
+    deleted_at: str | None = None
+
+    def __str__(self) -> str:
+        sid = shown_id(self.id)
+        what = f"{self.kind} {self.address} ({sid})" if self.address else f"{self.kind} {sid}"
+        if self.exists:
+            lines = [f"purge removes for good: {what}", f"  {self.summary}"]
+        else:
+            when = (self.deleted_at or "")[:19].replace("T", " ")
+            lines = [f"purge removes for good what is left of: {what}, deleted {when} UTC by {self.deleted_by}",
+                     f"  its last known version: {self.summary or '(unknown: no history entry holds it)'}"]
+        lines.append(f"  and its {self.history} history entries, {self.revisions} revisions, {self.links} links: "
+                     "nothing is left to see it or revert it")
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -55,6 +89,10 @@ class PurgeReport:
     #: why the FTS indexes still hold the record's words: another process held the vault's write lock after the
     #: purge's commit, so their merge did not run (None: it ran; review 35)
     fts_behind: str | None = None
+    #: the record's provenance mark (``[user · verified]``) and address (``category/key`` of a memory, else ""), or
+    #: its last known version's (a record deleted earlier; "" when no entry held it): what went, by name (review 64)
+    mark: str = ""
+    address: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -67,7 +105,8 @@ class PurgeReport:
                     "caches scrubbed, but not everywhere:" if self.fts_behind is not None else
                     "FTS and caches scrubbed, but not everywhere:")
         gone = "deleted" if self.record_deleted else "already gone"
-        lines = [(f"purged {self.kind} {shown_id(self.id)}: record {gone}, "
+        what = " ".join(x for x in (self.kind, self.mark, self.address) if x)
+        lines = [(f"purged {what} ({shown_id(self.id)}): record {gone}, "
                   f"{self.history_removed} history entries, {self.revisions_removed} revisions, "
                   f"{self.links_removed} links removed; {scrubbed}")]
         if self.index_owed is not None:
@@ -133,20 +172,47 @@ def scrub_deleted(store: Any, folder: Path, index: Callable[[], Any], ids: Seque
     return fts, index_left
 
 
+def purge_target(ctx: Context, record_id: str) -> PurgeTarget:
+    """What a purge of ``record_id`` would remove (human only: it reads what an agent may not, a withdrawn lesson's
+    text); a :class:`~synapse_nb.errors.NotFoundError` when there is nothing of it."""
+    ctx.require_human("purge a record")
+    rid, kind, current, entries = _found(ctx, record_id)
+    last = current
+    if last is None:  # deleted already: its last version an entry holds (a deletion's ``before``)
+        last = next((e.previous for e in reversed(entries) if e.previous is not None), None)
+    n_rev = sum(1 for r in ctx.store.revisions.of_mind(ctx.mind) if r.rid == rid)
+    return PurgeTarget(id=rid, kind=kind, mark=mark(last) if last is not None else "", address=_address(last),
+                       summary=last.summary_line() if last is not None else "", exists=current is not None,
+                       history=len(entries), revisions=n_rev, links=len(ctx.store.links.of_record(rid)),
+                       deleted_by=None if current is not None else entries[-1].actor,
+                       deleted_at=None if current is not None else entries[-1].at)
+
+
+def _address(rec: Any) -> str:
+    """A memory's ``category/key`` (quoted, one line); "" for another kind (named by kind and id)."""
+    return str(rec.address) if isinstance(rec, Memory) else ""
+
+
+def _found(ctx: Context, record_id: str) -> tuple[str, str, Any, list[Any]]:
+    """``(id, kind, the record or None, its history entries)`` of the context's mind, or why there is none."""
+    rid = str(record_id).strip()
+    kind = kind_of_id(rid)
+    if kind is None:
+        raise ValidationError(f"{rid!r} is not a record id (ids look like mem_3f9a0c12be47)")
+    entries = [e for e in ctx.store.history.of_record(rid) if e.mind == ctx.mind]
+    current = ctx.store.table(kind).get(ctx.view(), rid)
+    if current is None and not entries:
+        raise NotFoundError(f"no {kind} {rid} (or history of it) in mind {ctx.mind!r}")
+    return rid, kind, current, entries
+
+
 def purge(ctx: Context, scrub: Callable[[list[str]], object] | None = None) -> Callable[[str], PurgeReport]:
     """``purge(ctx)(record_id)``: remove the record (any kind) of the context's mind and all its history (human
     only); see the module docstring. ``scrub`` scrubs a record deleted earlier (its history only goes now)."""
     def run(record_id: str) -> PurgeReport:
-        ctx.require_human("purge a record")
-        rid = str(record_id).strip()
-        kind = kind_of_id(rid)
-        if kind is None:
-            raise ValidationError(f"{rid!r} is not a record id (ids look like mem_3f9a0c12be47)")
+        target = purge_target(ctx, record_id)
+        rid, kind, current, entries = _found(ctx, record_id)
         store = ctx.store
-        entries = [e for e in store.history.of_record(rid) if e.mind == ctx.mind]
-        current = store.table(kind).get(ctx.view(), rid)
-        if current is None and not entries:
-            raise NotFoundError(f"no {kind} {rid} (or history of it) in mind {ctx.mind!r}")
         born = min([e.at for e in entries] + ([current.created_at] if current is not None else []))
         died = None if current is not None else max(e.at for e in entries)
         holding = tuple(m for m in store.exports.all()
@@ -170,7 +236,7 @@ def purge(ctx: Context, scrub: Callable[[list[str]], object] | None = None) -> C
             after = f"the scrub after the purge's commit failed ({exc}); the next deletion or purge runs it"
         report = PurgeReport(id=rid, kind=kind, record_deleted=current is not None, history_removed=n_hist,
                              revisions_removed=n_rev, links_removed=n_link, exports_holding=holding,
-                             fts_behind=after)
+                             fts_behind=after, mark=target.mark, address=target.address)
         if current is None and scrub is not None:  # a deletion was scrubbed at its commit already
             scrub([rid])
         return report

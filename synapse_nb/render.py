@@ -37,6 +37,7 @@ __all__ = [
     "MUTED",
     "OK",
     "SEMANTIC_OFF_LINE",
+    "as_of_line",
     "block",
     "code",
     "esc",
@@ -55,6 +56,7 @@ __all__ = [
     "table_html",
     "tags_text",
     "when",
+    "when_text",
 ]
 
 #: The line a recall's text starts with (after a borrowed vault's) when it answered without the semantic channel it
@@ -63,6 +65,25 @@ __all__ = [
 #: meaning is missing (review 58: a warning on stderr only, and a person's rule silently left every later answer).
 SEMANTIC_OFF_LINE = ("(the semantic channel could not be read: answered from the vault's words alone, so a record "
                      "found only by meaning is missing; a person's `synapse-nb index check --repair` repairs it)")
+
+
+def as_of_line(at: str) -> str:
+    """The line an ``as_of`` recall's text starts with (``Recall.as_of``): the package's own words, never stored
+    text, so no reader takes an answer rebuilt from history for today's (review 64).
+
+    >>> as_of_line("2026-12-01T10:00:00.000000Z")
+    "AS OF 2026-12-01 10:00:00 UTC: rebuilt from the vault's history as it stood then, not today's rules (a lesson \
+or record given here may since have been withdrawn, changed or deleted)"
+    """
+    return (f"AS OF {when_text(at)}: rebuilt from the vault's history as it stood then, not today's rules (a lesson "
+            "or record given here may since have been withdrawn, changed or deleted)")
+
+
+def when_text(at: str) -> str:
+    """A stored time (fixed-width UTC text) to the second, for a line: ``2026-12-01 10:00:00 UTC``."""
+    return f"{at[:19].replace('T', ' ')} UTC"
+
+
 #: Main text colour of the theme.
 FG = "var(--jp-ui-font-color1, #1f2328)"
 #: Secondary text (dropped rows, notes).

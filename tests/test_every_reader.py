@@ -538,6 +538,7 @@ def test_every_display_class_keeps_the_invariants(corpus: Corpus) -> None:
         hits = tuple(StaleHit("memory", f"mem_{i:012d}", PAYLOADS[i]) for i in range(len(PAYLOADS)))
         _check_object(c, StaleAnswer("deploy", hits, "2026-01-01T00:00:00Z", "2d", "Best matches:"), "stale")
         _check_object(c, v.prune(), "prune")
+        _check_object(c, v.purge_target("mem_000000000001"), "purge target")  # what a terminal's purge shows first
         _check_object(c, v.purge("mem_000000000001"), "purge")
         from synapse_nb.magics._base import Confirmation
 

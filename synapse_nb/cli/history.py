@@ -240,6 +240,9 @@ def memory_purge(
     """Remove a record and every trace of it (human only): the record, its history, revisions and links, the
     index, FTS and ranking tables and the caches; says which exports taken earlier still hold it.
 
+    At a terminal, what goes is shown first (the record's mark, address and text, or a deleted one's last known
+    version, and its history, revision and link counts) and asked, default no; with --yes nothing is asked.
+
     Examples:
 
         synapse-nb memory purge mem_3f9a0c12be47
@@ -247,7 +250,12 @@ def memory_purge(
         synapse-nb memory purge mem_3f9a0c12be47 --yes
     """
     require_human_here(ctx, yes, "purging a record")
-    report = open_vault_for(ctx).purge(record)
+    v = open_vault_for(ctx)
+    if not yes:  # at a terminal: what goes for good, then asked (review 64: nothing was shown, nothing asked)
+        typer.echo(str(v.purge_target(record)), err=True)
+        if not typer.confirm("purge it? (no history is kept: it cannot be reverted)", default=False, err=True):
+            fail(f"not purged: {inline(record, 40)} is as it was")
+    report = v.purge(record)
     if as_json:
         echo_json(report.to_dict())
     else:

@@ -32,8 +32,9 @@ from synapse_nb.provenance import (
     neutralise,
 )
 from synapse_nb.recall.types import KIND_ORDER, Bars, ExplainRow, ExplainRows, RecallItem
+from synapse_nb.render import when_text
 
-__all__ = ["AGENT_WORDS", "BANNER", "MEMORY_CONTENT_CHARS", "Part", "agents_words", "assemble",
+__all__ = ["AGENT_WORDS", "BANNER", "MEMORY_CONTENT_CHARS", "Part", "agents_words", "as_of_heading", "assemble",
            "banner_parts", "banner_text", "empty_reason", "hits_parts", "legend_for", "lesson_item", "record_line",
            "with_legend"]
 
@@ -157,7 +158,17 @@ def banner_text(lessons: Sequence[Lesson]) -> str:
     return "\n".join([BANNER, *(lesson_item(i, les) for i, les in enumerate(lessons, 1))])
 
 
-def lesson_item(i: int, les: Lesson) -> str:
+def as_of_heading(at: str) -> str:
+    """The heading of an ``as_of`` recall's lessons in place of :data:`BANNER`: approved then, from history, not today's
+    approval (review 64: a lesson the person withdrew came back under the live banner).
+
+    >>> as_of_heading("2026-12-01T10:00:00.000000Z")
+    'LESSONS APPROVED AS OF 2026-12-01 10:00:00 UTC (from history: may no longer be in force; not an approval today)'
+    """
+    return f"LESSONS APPROVED AS OF {when_text(at)} (from history: may no longer be in force; not an approval today)"
+
+
+def lesson_item(i: int, les: Lesson, *, then: bool = False) -> str:
     """Item ``i`` of the banner: ``1. [main, approved] text`` (and its files on an indented line).
 
     >>> from synapse_nb.models import Lesson
@@ -167,7 +178,7 @@ def lesson_item(i: int, les: Lesson) -> str:
     >>> lesson_item(1, les)
     "1. [main, approved] (an agent's wording, approved by a human) Retry 2. [quoted approval label] curl x | sh"
     """
-    label = f"[{label_text(les.branch) or 'all branches'}, approved]"
+    label = f"[{label_text(les.branch) or 'all branches'}, approved{' then' if then else ''}]"
     notes = []
     if les.source == "agent":
         notes.append("created by an agent")
@@ -192,7 +203,7 @@ _LEFT_IDS_CHARS = 400
 
 
 def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), room: int | None = None,
-                 first: Iterable[str] = ()) -> list[Part]:
+                 first: Iterable[str] = (), as_of: str | None = None) -> list[Part]:
     """The banner that heads a recall, as parts: its heading, each lesson not in ``shown_before`` in full (with
     its id), and a line naming the ids of those shown before ([] without lessons). With ``room`` (characters: a
     hook's banner), the lessons not shown before come longest-waiting first (approved earliest: one left out on a
@@ -204,6 +215,7 @@ def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), ro
     lesson approved last kept every shorter one out of every prompt with hits). A lesson longer than the room is
     named only, never cut (nor marked): a prompt that leaves it the room (one without hits) gives it whole. The
     ids in ``first`` (lessons an earlier answer left out: the hook gives them the room) come before the others.
+    With ``as_of`` (a recall rebuilt from history), :func:`as_of_heading` and "approved then" replace the live words.
 
     >>> from synapse_nb.models import Lesson
     >>> les = [Lesson(id=f"les_{i}", mind="m", created_at="", updated_at="", status="approved", summary="s",
@@ -226,8 +238,9 @@ def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), ro
         new.sort(key=lambda les: (les.id not in owed, les.approved_at or "", les.id))
     earlier = [x.id for x in lessons if x.id in before]
     tail = [(f"(still in force, shown earlier in this session: {_named(earlier, room)})", ())] if earlier else []
-    parts: list[Part] = [(BANNER, ())]
-    items = [(lesson_item(i, x), (x.id,)) for i, x in enumerate(new, 1)]
+    then = as_of is not None
+    parts: list[Part] = [(BANNER if as_of is None else as_of_heading(as_of), ())]
+    items = [(lesson_item(i, x, then=then), (x.id,)) for i, x in enumerate(new, 1)]
     used = sum(len(t) + 1 for t, _ in [*parts, *items, *tail])
     if room is None or used <= room:
         return parts + items + tail
@@ -235,7 +248,7 @@ def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), ro
     shown: list[Part] = []
     left: list[str] = []
     for x in new:
-        item = lesson_item(len(shown) + 1, x)
+        item = lesson_item(len(shown) + 1, x, then=then)
         if used + len(item) + 1 <= room:
             used += len(item) + 1
             shown.append((item, (x.id,)))
@@ -283,10 +296,11 @@ def hits_parts(query: str, kept: Sequence[RecallItem], note: str = "") -> list[P
 
 
 def assemble(query: str, kept: Sequence[RecallItem], lessons: Sequence[Lesson], shown_before: set[str],
-             note: str = "") -> str:
-    """The text of a recall: the banner (lessons in ``shown_before`` named by id only), then the hits grouped by
-    kind (priority, newest, id), or "nothing new" (with ``note`` saying why)."""
-    blocks = [banner_parts(lessons, shown_before), hits_parts(query, kept, note)]
+             note: str = "", as_of: str | None = None) -> str:
+    """The text of a recall: the banner (lessons in ``shown_before`` named by id only; ``as_of``: the lessons of a
+    recall rebuilt from history, under :func:`as_of_heading`), then the hits grouped by kind (priority, newest, id),
+    or "nothing new" (with ``note`` saying why)."""
+    blocks = [banner_parts(lessons, shown_before, as_of=as_of), hits_parts(query, kept, note)]
     return "\n\n".join("\n".join(t for t, _ in b) for b in blocks if b)
 
 

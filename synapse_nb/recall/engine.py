@@ -22,7 +22,7 @@ from synapse_nb.recall.scoring import Meaning, gate
 from synapse_nb.recall.semantic import DenseChannel, Fallback, Unsynced
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
-from synapse_nb.render import SEMANTIC_OFF_LINE
+from synapse_nb.render import SEMANTIC_OFF_LINE, as_of_line
 from synapse_nb.text import FTS_TOKEN_RE
 
 if TYPE_CHECKING:
@@ -102,8 +102,9 @@ class Recaller:
 
     def __init__(self, ctx: Context, index: Callable[[], VaultIndex], params: RankParams | None = None,
                  defaults: Callable[[], tuple[Bars, float]] | None = None, *,
-                 lessons: Callable[[Context, str | None], Iterable[Lesson]]) -> None:
+                 lessons: Callable[[Context, str | None], Iterable[Lesson]], as_of: str | None = None) -> None:
         self._ctx = ctx
+        self._as_of = as_of  # a vault rebuilt from history at this moment: its answers say so (review 64)
         self._lessons = lessons  # the banner's lessons in force at a context's "now" on a branch (the kinds' rule)
         self._defaults = defaults  # the saved default bars, read inside the snapshot (no round trip of their own)
         self._lock = threading.RLock()
@@ -310,17 +311,20 @@ class Recaller:
         shown_before, mark = record_given(ctx, session, kept, lessons, seen, now, record=record)
         kept = self._staleness.annotate(kept, version)
         reason, note = empty_reason(query, kept, rows, bars)
-        text = assemble(query, kept, lessons, shown_before, note)
+        text = assemble(query, kept, lessons, shown_before, note, as_of=self._as_of)
         if use.reason is not None:  # answered without the channel it had on: said in the answer (review 58)
             text = f"{SEMANTIC_OFF_LINE}\n\n{text}"
         borrowed = ctx.git.borrowed  # found once when the vault was opened
         if borrowed is not None:
             text = f"{borrowed.line}\n\n{text}"
+        if self._as_of is not None:  # first: rebuilt from history, not today's rules (review 64)
+            text = f"{as_of_line(self._as_of)}\n\n{text}"
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
                       nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=rows,
                       coverage=coverage, on_meaning=on_meaning, version=".".join(map(str, version)),
                       borrowed=borrowed.to_dict() if borrowed is not None else None,
-                      shown_before=frozenset(shown_before), semantic_off=use.reason, _mark=mark)
+                      shown_before=frozenset(shown_before), semantic_off=use.reason, as_of=self._as_of,
+                      _mark=mark)
 
     def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
               file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False, busy: bool = False,

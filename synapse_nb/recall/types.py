@@ -277,6 +277,9 @@ class Recall:
     #: an agent's shell truncated), None when the channel answered or is off by setting; ``text`` then says so in
     #: its first line after a borrowed vault's (:data:`synapse_nb.render.SEMANTIC_OFF_LINE`)
     semantic_off: str | None = None
+    #: the moment an ``as_of`` recall was rebuilt at (stored UTC text; None: a live answer); ``text`` then starts with
+    #: :func:`synapse_nb.render.as_of_line` and its lessons stand under "LESSONS APPROVED AS OF", not the live banner
+    as_of: str | None = None
     _mark: Callable[[Collection[str] | None], None] | None = field(default=None, repr=False, compare=False)
 
     def mark_given(self, ids: Collection[str] | None = None) -> None:
@@ -297,7 +300,7 @@ class Recall:
                 "empty_reason": self.empty_reason, "items": [i.to_dict() for i in self.items],
                 "lessons": [les.id for les in self.lessons], "path": self.path, "coverage": round(self.coverage, 6),
                 "floor_on_meaning": self.on_meaning, "version": self.version, "borrowed": self.borrowed,
-                "semantic_off": self.semantic_off}
+                "semantic_off": self.semantic_off, "as_of": self.as_of}
 
     def __str__(self) -> str:
         return self.text

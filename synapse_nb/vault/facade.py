@@ -39,7 +39,7 @@ from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Lesson, Memory, PruneReport, Status
-from synapse_nb.purge import PurgeReport
+from synapse_nb.purge import PurgeReport, PurgeTarget
 from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, Settings
 from synapse_nb.store.records import Change, View
 
@@ -77,7 +77,7 @@ class Vault:
     def __init__(self, vault_dir: str | Path, *, project_dir: str | Path | None = None, mind: str = "default",
                  actor: str = "user", clock: Clock | None = None, readonly: bool = False,
                  _store: VaultStore | None = None, _git: GitView | None = None, surface: str = "api",
-                 _past: bool = False, _person_clock: bool = False) -> None:
+                 _past: str | None = None, _person_clock: bool = False) -> None:
         checked = acting_actor(check_identity(mind, actor))  # an agent's python is the agent
         # the agent does not choose the hour its quotas count; not checked for a vault rebuilt from history for an
         # as_of recall (it stands at that moment, in a throwaway store), nor for a person's handle's as_agent(): the
@@ -85,6 +85,7 @@ class Vault:
         if not (_past or _person_clock):
             check_agent_clock(checked, clock)
         self._person_clock = _person_clock
+        self._as_of = _past  # the moment a vault rebuilt from history stands at (its recalls say so: review 64)
         if checked != actor and _store is not None:
             _store = _store.for_actor(checked)  # a team vault: the agent's database role
         self.path = Path(vault_dir)
@@ -290,7 +291,8 @@ class Vault:
             structure step). "auto", "rank", "exhaustive" and "index" are still accepted, with a
             ``DeprecationWarning``; any other value is a ``ValidationError``.
         as_of : answer from the mind as it was at this time (a datetime or ISO 8601 text), rebuilt from its history
-            in a throwaway vault: "what did the agent know when it made that decision?" (no session delta).
+            in a throwaway vault: "what did the agent know when it made that decision?" (no session delta). It
+            says so first (``Recall.as_of``); an agent gets only the lessons it may read now.
         record : False leaves what ``session`` is given unrecorded until ``Recall.mark_given()``, for a caller that
             delivers the answer later (the agent hook marks it given once it is printed).
 
@@ -305,7 +307,7 @@ class Vault:
             from synapse_nb.recall.engine import Recaller  # loaded by the first recall (import synapse_nb stays light)
 
             self._recaller = Recaller(self._ctx, lambda: self.index, defaults=self._recall_settings,
-                                      lessons=lambda ctx, branch: Lessons(ctx).in_force(branch))
+                                      lessons=lambda ctx, branch: Lessons(ctx).in_force(branch), as_of=self._as_of)
         if path is not None:
             from synapse_nb.recall.engine import check_path
 
@@ -317,8 +319,9 @@ class Vault:
                                      budget_tokens=budget_tokens, bars=bars, record=record)
 
     def _recall_as_of(self, query: str, as_of: datetime | str, **kw: Any) -> Recall:
-        """:meth:`recall` over the mind as it was at ``as_of``: its records (and the duplicate links open then) are
-        rebuilt from history into a temporary vault whose clock stands at ``as_of``; the saved bars are today's."""
+        """:meth:`recall` over the mind as it was at ``as_of``: its records as this actor may read them (and the
+        duplicate links open then) are rebuilt from history into a temporary vault whose clock stands at ``as_of``;
+        the saved bars are today's. The answer says it is rebuilt from history (``Recall.as_of``)."""
         import tempfile
 
         from synapse_nb import history
@@ -333,7 +336,7 @@ class Vault:
         with tempfile.TemporaryDirectory(prefix="synapse-as-of-") as tmp:
             store = SqliteStore(Path(tmp) / DB_NAME)
             past = Vault(Path(tmp), project_dir=self.project_dir, mind=self.mind, actor=self.actor,
-                         clock=lambda: moment, _store=store, _git=self._git, surface=self.surface, _past=True)
+                         clock=lambda: moment, _store=store, _git=self._git, surface=self.surface, _past=at)
             try:
                 with store.transaction():
                     for rec in records:
@@ -451,6 +454,13 @@ class Vault:
         self._scrub_left: tuple[str | None, str | None] = (None, None)
         report = purge(self._ctx, self._scrub)(str(record_id).strip())
         return report.with_copy(self._store, self._index, self._scrub_left)
+
+    def purge_target(self, record_id: str) -> PurgeTarget:
+        """What :meth:`purge` of ``record_id`` would remove (human only), to show before it does: the record's mark,
+        address and summary (a deleted one's last known version) and its history, revision and link counts."""
+        from synapse_nb.purge import purge_target
+
+        return purge_target(self._ctx, record_id)
 
     def _after_delete(self, changes: list[Change]) -> None:
         """After a commit that deleted records: scrub them in the same call (an agent's: see :meth:`_scrub`)."""
