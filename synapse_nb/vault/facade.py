@@ -39,7 +39,7 @@ from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Lesson, Memory, PruneReport, Status
-from synapse_nb.purge import PurgeReport, PurgeTarget
+from synapse_nb.purge import PurgeReport, PurgeTarget, purge, purge_target
 from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, Settings
 from synapse_nb.store.records import Change, View
 
@@ -449,8 +449,6 @@ class Vault:
         """Remove a record and every trace of it (human only): the record (if it still exists), its history,
         revisions and links, then the index, FTS and ranking tables and every cache, in this call. The report names
         the exports taken earlier that still hold it (exports are recorded when taken)."""
-        from synapse_nb.purge import purge
-
         self._scrub_left: tuple[str | None, str | None] = (None, None)
         report = purge(self._ctx, self._scrub)(str(record_id).strip())
         return report.with_copy(self._store, self._index, self._scrub_left)
@@ -458,8 +456,6 @@ class Vault:
     def purge_target(self, record_id: str) -> PurgeTarget:
         """What :meth:`purge` of ``record_id`` would remove (human only), to show before it does: the record's mark,
         address and summary (a deleted one's last known version) and its history, revision and link counts."""
-        from synapse_nb.purge import purge_target
-
         return purge_target(self._ctx, record_id)
 
     def _after_delete(self, changes: list[Change]) -> None:
@@ -555,9 +551,8 @@ class Vault:
 
         Returns the text; also writes it to ``dest`` (a path or a text file) when given. Importing the
         export into an empty vault gives an identical vault (same ids, same timestamps). The export is recorded
-        (when, where to): a later purge names the exports that still hold what it removed. The export of a borrowed
-        vault says so in its header, with the lessons no person here approved (``"borrowed": true``,
-        ``"approved_elsewhere"``: :mod:`synapse_nb.transfer`), which an import accepts only with ``trust_borrowed``.
+        (when, where to): a later purge names the exports that still hold what it removed. A borrowed vault's export
+        says so, listing the lessons no person here approved (:mod:`synapse_nb.transfer`: ``"approved_elsewhere"``).
         """
         from synapse_nb.transfer import approved_elsewhere, export_lines  # loads the kind checks (cold start)
 
@@ -596,8 +591,7 @@ class Vault:
         whole import, naming the line. Trust claims (``source="user"``, verified, decided lessons, a lesson's wording,
         ``analysis_by="user"``, settings, history of a record the file does not bring in as new) are refused unless
         ``trust=True`` (only for a file you stand behind); returns counts per kind, accepted claims in ``.claims``.
-        The lessons an export of a borrowed vault lists as approved elsewhere are a further claim that only
-        ``trust_borrowed=True`` accepts (CLI ``--trust-borrowed-approvals``); ``.borrowed`` says the file was one.
+        A borrowed vault's lessons approved elsewhere are accepted only with ``trust_borrowed=True`` (``.borrowed``).
         """
         from synapse_nb.transfer import import_lines, source_lines  # loaded when asked for (cold start)
 
