@@ -101,6 +101,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "after the agent's own write", "agent_change_values.sql"),
     Migration(23, "a write whose commit was in doubt is believed committed only on a mark its own transaction wrote "
               "with its login (write_marks)", "write_marks.sql"),
+    Migration(24, "the word statistics keep no word no record holds (a purge's words go), and an agent login reads "
+              "the counts of the words it names only (gate_df_of), never the list of words", "word_stats.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

@@ -68,7 +68,7 @@ class RecallQueries(RankingQueries, SharedRecallQueries[PgDatabase]):
         kept = self._db.snapshot_cache("agent_df")
         if agents and kept is not None and all(t in kept for t in want):
             return {t: kept[t] for t in want if kept[t] > 0}
-        rows = self._db.query("SELECT term, n, agents FROM gate_df WHERE term = ANY(?) AND n > 0", (want,))
+        rows = self._db.query("SELECT term, n, agents FROM gate_df_of(?)", (want,))  # no agent reads gate_df
         if kept is not None:
             kept.update(dict.fromkeys(want, 0))
             kept.update((r["term"], int(r["agents"])) for r in rows)
