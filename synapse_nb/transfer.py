@@ -57,6 +57,7 @@ from synapse_nb._util import (
 from synapse_nb.changes import record_from_dict
 from synapse_nb.context import check_mind
 from synapse_nb.errors import ConflictError, PermissionDeniedError, ValidationError
+from synapse_nb.kinds.lesson_scan import NOT_GITS, gits_commits, revert_claims
 from synapse_nb.kinds.registry import MANAGERS
 from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
 from synapse_nb.provenance import inline
@@ -343,6 +344,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
     if (parsed or hist) and not header_seen:
         raise ValidationError("import: the header line {\"format\": \"synapse_nb-export\", ...} is missing; "
                               "nothing was imported")
+    not_gits = _not_gits(ctx, parsed)
 
     counts: dict[str, int] = dict.fromkeys(KINDS, 0) | {"skipped": 0, "setting": 0}
     claims: Counter[str] = Counter()
@@ -366,6 +368,8 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
                 counts["skipped"] += 1
                 continue
             claims.update(trust_claims(doc))
+            if kind == "lesson" and doc["id"] in not_gits:
+                claims[NOT_GITS] += 1
             counts[kind] += 1
             latest = max(latest, doc["updated_at"], doc["created_at"])
             imported.append((None, store.transfer.to_record(kind, doc)))
@@ -391,6 +395,16 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
 
 
 _UNSET = object()
+
+
+def _not_gits(ctx: Context, parsed: list[tuple[int, dict[str, Any]]]) -> set[str]:
+    """The agents' lessons in a scan's words (:func:`~synapse_nb.kinds.lesson_scan.scan_worded`) whose commits are
+    not git's in this vault's repository (:data:`NOT_GITS`): a scan here writes git's subjects (review 63). One git
+    process, only when the file holds such lessons and the vault is in a git repository."""
+    docs = [d for _, d in parsed if d["kind"] == "lesson" and d["source"] != "user" and d.get("revert_commit")
+            and not revert_claims(d)]
+    repo = ctx.git.repo if docs else None
+    return {d["id"] for d, ok in zip(docs, gits_commits(repo, docs), strict=True) if not ok} if repo else set()
 
 
 def _import_history(store: VaultStore, hist: list[tuple[int, dict[str, Any]]], brought: set[str],

@@ -48,7 +48,14 @@ from synapse_nb.errors import (
 from synapse_nb.gitscope.repo import TRUNKS
 from synapse_nb.kinds._base import KindManager, check_agent_totals, exactly_once
 from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, check_stored_counts, git_fields, scope_of
-from synapse_nb.kinds.lesson_scan import backing, in_gits_words, taken_over
+from synapse_nb.kinds.lesson_scan import (
+    MAX_REVERTED,
+    backing,
+    in_gits_words,
+    revert_claims,
+    scan_worded,
+    taken_over,
+)
 from synapse_nb.models import Lesson, RecordList
 from synapse_nb.provenance import inline
 from synapse_nb.settings import TRUNK_BRANCHES, Settings
@@ -57,11 +64,9 @@ if TYPE_CHECKING:
     from synapse_nb.gitscope.history import Snapshot
     from synapse_nb.store.base import LessonTable, View
 
-__all__ = ["STATUSES", "Lessons"]
+__all__ = ["MAX_REVERTED", "STATUSES", "Lessons"]
 
 STATUSES = ("pending", "approved", "expired")
-#: The reverted commits a lesson keeps (a revert of a merge or a squash names many; the summary counts them all).
-MAX_REVERTED = 100
 #: Pending lessons agents created that a mind holds: each waits for a human's decision, so an agent's next one
 #: (by hand, or by scanning reverts it committed) is refused until a human has reviewed some.
 AGENT_PENDING_LESSONS = 50
@@ -138,6 +143,9 @@ class Lessons(KindManager[Lesson]):
         check_stored_counts(les.diffstat)
         if les.status == "approved" and (les.approved_at is None or les.expires_at is None):
             raise ValidationError("an approved lesson needs approved_at and expires_at")
+
+    #: an agent's lesson naming a revert in words no revert scan wrote (review 63): a trust claim on import
+    past_agent_limits = staticmethod(revert_claims)
 
     @property
     def expiry_days(self) -> int:
@@ -228,10 +236,13 @@ class Lessons(KindManager[Lesson]):
         return sum(self.waiting_by(most=most).values())
 
     def waiting_by(self, *, most: int = 1000) -> dict[str, int]:
-        """:meth:`waiting` by what made them, in one read: a revert scan ("git") or someone's hand ("agent", "user")
-        (review 27: the hooks' notice said "from reverted changes" of lessons an agent wrote)."""
+        """:meth:`waiting` by what made them, in one read: a revert scan ("git": a lesson in a scan's words for the
+        revert it names, :func:`~synapse_nb.kinds.lesson_scan.scan_worded`) or someone's hand ("agent", "user")
+        (review 27: the hooks' notice said "from reverted changes" of lessons an agent wrote; review 63: of an agent's
+        lesson naming a revert in its own words)."""
         rows = self._table.list(self._ctx.view(), status="pending", limit=check_limit(most))
-        by = ["git" if x.revert_commit else "agent" if x.source == "agent" else "user" for x in rows]
+        by = ["git" if x.revert_commit and scan_worded(x.to_dict()) else "agent" if x.source == "agent" else "user"
+              for x in rows]
         return {maker: by.count(maker) for maker in ("git", "agent", "user")}
 
     def approved(self) -> RecordList[Lesson]:
