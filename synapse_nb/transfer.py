@@ -62,6 +62,7 @@ from synapse_nb.kinds.registry import MANAGERS
 from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
 from synapse_nb.provenance import inline
 from synapse_nb.settings import EMBEDDER, SETTINGS, check_setting
+from synapse_nb.store.embedders import loads_code
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS, NotJson
 from synapse_nb.transfer_history import HISTORY_KIND, check_create_first, history_docs, history_entry
 
@@ -199,9 +200,9 @@ def trust_claims(doc: dict[str, Any]) -> list[str]:
     kind = doc.get("kind")
     if kind == "setting":
         value = doc.get("value")
-        if doc.get("name") == EMBEDDER and isinstance(value, str) and value.strip().startswith("import:"):
-            # every process that recalls with the semantic channel imports that module and calls its factory
-            return [f"setting {EMBEDDER}={inline(value, 120)} (runs that module's code in every process of the vault)"]
+        # every process that recalls with the semantic channel loads it: a module's code, a folder's (review 63)
+        if doc.get("name") == EMBEDDER and isinstance(value, str) and (note := loads_code(value)):
+            return [f"setting {EMBEDDER}={inline(value, 120)} ({note})"]
         return [f"setting {doc.get('name')}"]
     if kind == HISTORY_KIND:  # who changed a record, and what it was: what `memory revert` and as_of reads bring back
         out = ["history actor=user"] if doc.get("actor") == "user" else []
