@@ -109,9 +109,14 @@ class ImportCounts(dict[str, int]):
     (2, {'memory source=user': 2}, 'memory source=user 2')
     """
 
-    def __init__(self, counts: dict[str, int], claims: dict[str, int] | None = None) -> None:
+    def __init__(self, counts: dict[str, int], claims: dict[str, int] | None = None,
+                 claimed: list[dict[str, Any]] | None = None) -> None:
         super().__init__(counts)
         self.claims: dict[str, int] = dict(sorted((claims or {}).items()))
+        #: each record (setting, history entry) that made an accepted claim, in file order: ``{"record": "memory
+        #: mem_1", "text": its first line as one line (capped), "claims": [...]}`` (review 63: counts alone hid one
+        #: agent-added ``source=user`` memory among 200)
+        self.claimed: list[dict[str, Any]] = list(claimed or ())
         #: set by ``synapse_nb.team.join``: the ``.synapse/team.toml`` it wrote, and where the local database went
         self.team_file: Path | None = None
         self.set_aside: Path | None = None
@@ -126,9 +131,24 @@ class ImportCounts(dict[str, int]):
         """The claims as one line, ``"lesson status=approved 1, memory source=user 2"`` (``""`` for none)."""
         return ", ".join(f"{k} {n:,}" for k, n in self.claims.items())
 
+    def claimed_lines(self, most: int = 20) -> list[str]:
+        """The records that made the accepted claims, one line each (at most ``most``, then ``"and N more"``).
+
+        >>> ImportCounts({}, claimed=[{"record": "memory mem_1", "text": "never --force",
+        ...                            "claims": ["memory source=user", "memory verified"]}]).claimed_lines()
+        ['memory mem_1 "never --force": source=user, verified']
+        """
+        out = []
+        for c in self.claimed[:most]:
+            kind = c["record"].split(" ", 1)[0] + " "
+            said = ", ".join(x.removeprefix(kind) for x in c["claims"])
+            out.append(f'{c["record"]}{" " + json.dumps(c["text"], ensure_ascii=False) if c["text"] else ""}: {said}')
+        return out + ([f"and {len(self.claimed) - most:,} more"] if len(self.claimed) > most else [])
+
     def to_dict(self) -> dict[str, Any]:
-        """The counts, with the accepted claims under ``"trusted"`` (the CLI's ``--json``)."""
-        return {**dict(sorted(self.items())), "trusted": dict(self.claims)}
+        """The counts, with the accepted claims under ``"trusted"`` and the records that made them under
+        ``"trusted_records"`` (the CLI's ``--json``)."""
+        return {**dict(sorted(self.items())), "trusted": dict(self.claims), "trusted_records": list(self.claimed)}
 
 
 def _escape(ch: str) -> str:
@@ -349,6 +369,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
 
     counts: dict[str, int] = dict.fromkeys(KINDS, 0) | {"skipped": 0, "setting": 0}
     claims: Counter[str] = Counter()
+    claimed: list[dict[str, Any]] = []  # the records that made them, one entry each
     latest = ""
     imported: list[tuple[None, Record]] = []
     with store.transaction():
@@ -357,7 +378,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
             kind = doc["kind"]
             if kind == "setting":
                 if settings.get(doc["name"], _UNSET) != doc["value"]:  # the value it holds already claims nothing
-                    claims.update(trust_claims(doc))
+                    _claim(claims, claimed, f"setting {doc['name']}", "", trust_claims(doc))  # the claim names it
                 store.meta.set_settings({doc["name"]: doc["value"]})
                 counts["setting"] += 1
                 continue
@@ -368,15 +389,15 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
             if not written:
                 counts["skipped"] += 1
                 continue
-            claims.update(trust_claims(doc))
-            if kind == "lesson" and doc["id"] in not_gits:
-                claims[NOT_GITS] += 1
+            rec = store.transfer.to_record(kind, doc)
+            _claim(claims, claimed, f"{kind} {rec.id}", rec.text,
+                   trust_claims(doc) + ([NOT_GITS] if kind == "lesson" and doc["id"] in not_gits else []))
             counts[kind] += 1
             latest = max(latest, doc["updated_at"], doc["created_at"])
-            imported.append((None, store.transfer.to_record(kind, doc)))
+            imported.append((None, rec))
         if hist:
             brought = {rec.id for _, rec in imported}  # the records this file brings in as new
-            latest = max(latest, _import_history(store, hist, brought, counts, claims))
+            latest = max(latest, _import_history(store, hist, brought, counts, claims, claimed))
         if claims and not trust:  # raised inside the transaction: everything above rolls back
             listed = ", ".join(f"{k} {n:,}" for k, n in sorted(claims.items()))
             where = ""
@@ -392,10 +413,20 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
             store.transfer.advance_clock(latest)
         if imported:  # each record imported gets its history entry, after any history the file brought
             history.record_many(ctx, "import", imported, at=store.stamp(ctx.now_ts()))
-    return ImportCounts(counts, dict(claims))
+    return ImportCounts(counts, dict(claims), claimed)
 
 
 _UNSET = object()
+#: The characters of a claiming record's first line an import lists.
+CLAIMED_TEXT = 80
+
+
+def _claim(claims: Counter[str], claimed: list[dict[str, Any]], record: str, text: str, made: list[str]) -> None:
+    """Count the claims ``made`` by one record and, if any, list it: its first line as one line, capped."""
+    if made:
+        claims.update(made)
+        first = next((x for x in str(text).strip().splitlines() if x.strip()), "")
+        claimed.append({"record": record, "text": inline(first, CLAIMED_TEXT), "claims": made})
 
 
 def _not_gits(ctx: Context, parsed: list[tuple[int, dict[str, Any]]]) -> set[str]:
@@ -409,7 +440,7 @@ def _not_gits(ctx: Context, parsed: list[tuple[int, dict[str, Any]]]) -> set[str
 
 
 def _import_history(store: VaultStore, hist: list[tuple[int, dict[str, Any]]], brought: set[str],
-                    counts: dict[str, int], claims: Counter[str]) -> str:
+                    counts: dict[str, int], claims: Counter[str], claimed: list[dict[str, Any]]) -> str:
     """Write the file's history lines (after its records, in the import's transaction); returns the latest stamp
     written ("" for none).
 
@@ -443,11 +474,12 @@ def _import_history(store: VaultStore, hist: list[tuple[int, dict[str, Any]]], b
             counts["skipped"] += 1
             continue
         counts[HISTORY_KIND] = counts.get(HISTORY_KIND, 0) + 1
-        claims.update(trust_claims(doc))
+        made = trust_claims(doc)
         if held[e.rid] or e.rid not in brought:
             if e.rid not in stored:
                 stored[e.rid] = bool(held[e.rid]) or store.table(e.kind).mind_of(e.rid) is not None
-            claims[STORED_HISTORY if stored[e.rid] else UNBROUGHT_HISTORY] += 1
+            made.append(STORED_HISTORY if stored[e.rid] else UNBROUGHT_HISTORY)
+        _claim(claims, claimed, f"history of {e.kind} {e.rid} v{e.version}", e.action, made)
         latest = max(latest, e.at)
     return latest
 
