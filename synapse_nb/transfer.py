@@ -141,8 +141,9 @@ class ImportCounts(dict[str, int]):
         out = []
         for c in self.claimed[:most]:
             kind = c["record"].split(" ", 1)[0] + " "
-            said = ", ".join(x.removeprefix(kind) for x in c["claims"])
-            out.append(f'{c["record"]}{" " + json.dumps(c["text"], ensure_ascii=False) if c["text"] else ""}: {said}')
+            said = ", ".join(x.removeprefix(kind) for x in c["claims"] if x != c["record"])  # a setting's: itself
+            out.append(f'{c["record"]}{" " + json.dumps(c["text"], ensure_ascii=False) if c["text"] else ""}'
+                       + (f": {said}" if said else ""))
         return out + ([f"and {len(self.claimed) - most:,} more"] if len(self.claimed) > most else [])
 
     def to_dict(self) -> dict[str, Any]:
@@ -378,7 +379,9 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False) -> 
             kind = doc["kind"]
             if kind == "setting":
                 if settings.get(doc["name"], _UNSET) != doc["value"]:  # the value it holds already claims nothing
-                    _claim(claims, claimed, f"setting {doc['name']}", "", trust_claims(doc))  # the claim names it
+                    value = doc["value"]
+                    _claim(claims, claimed, f"setting {doc['name']}",
+                           value if isinstance(value, str) else json.dumps(value), trust_claims(doc))
                 store.meta.set_settings({doc["name"]: doc["value"]})
                 counts["setting"] += 1
                 continue

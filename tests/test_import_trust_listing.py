@@ -63,5 +63,5 @@ def test_at_most_20_are_listed_and_json_holds_them_all(vault: syn.Vault, tmp_pat
     (tmp_path / "cli" / ".synapse").rename(tmp_path / "aside")
     records = json.loads(_import(tmp_path, src, "--json").stdout)["trusted_records"]
     assert len(records) == 26
-    assert records[-1] == {"record": "setting recall_floor", "text": "", "claims": ["setting recall_floor"]}
+    assert records[-1] == {"record": "setting recall_floor", "text": "0.0", "claims": ["setting recall_floor"]}
     assert records[3]["record"] == "memory mem_c00000000003" and records[3]["claims"] == ["memory source=user"]
