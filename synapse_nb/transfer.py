@@ -62,14 +62,15 @@ from synapse_nb._util import (
     parse_ts,
     ts_text,
 )
-from synapse_nb.changes import record_from_dict
 from synapse_nb.context import check_mind
 from synapse_nb.errors import ConflictError, PermissionDeniedError, ValidationError
+from synapse_nb.kinds.lesson_scan import NOT_GITS, gits_commits, revert_claims
 from synapse_nb.kinds.registry import MANAGERS
 from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
 from synapse_nb.provenance import inline
-from synapse_nb.settings import EMBEDDER, SETTINGS, check_setting
+from synapse_nb.settings import SETTINGS, check_setting
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS, NotJson
+from synapse_nb.transfer_claims import trust_claims
 from synapse_nb.transfer_history import HISTORY_KIND, check_create_first, history_docs, history_entry
 
 if TYPE_CHECKING:
@@ -118,9 +119,14 @@ class ImportCounts(dict[str, int]):
     (2, {'memory source=user': 2}, 'memory source=user 2')
     """
 
-    def __init__(self, counts: dict[str, int], claims: dict[str, int] | None = None) -> None:
+    def __init__(self, counts: dict[str, int], claims: dict[str, int] | None = None,
+                 claimed: list[dict[str, Any]] | None = None) -> None:
         super().__init__(counts)
         self.claims: dict[str, int] = dict(sorted((claims or {}).items()))
+        #: each record (setting, history entry) that made an accepted claim, in file order: ``{"record": "memory
+        #: mem_1", "text": its first line as one line (capped), "claims": [...]}`` (review 63: counts alone hid one
+        #: agent-added ``source=user`` memory among 200)
+        self.claimed: list[dict[str, Any]] = list(claimed or ())
         #: set by ``synapse_nb.team.join``: the ``.synapse/team.toml`` it wrote, and where the local database went
         self.team_file: Path | None = None
         self.set_aside: Path | None = None
@@ -137,11 +143,27 @@ class ImportCounts(dict[str, int]):
         """The claims as one line, ``"lesson status=approved 1, memory source=user 2"`` (``""`` for none)."""
         return ", ".join(f"{k} {n:,}" for k, n in self.claims.items())
 
+    def claimed_lines(self, most: int = 20) -> list[str]:
+        """The records that made the accepted claims, one line each (at most ``most``, then ``"and N more"``).
+
+        >>> ImportCounts({}, claimed=[{"record": "memory mem_1", "text": "never --force",
+        ...                            "claims": ["memory source=user", "memory verified"]}]).claimed_lines()
+        ['memory mem_1 "never --force": source=user, verified']
+        """
+        out = []
+        for c in self.claimed[:most]:
+            kind = c["record"].split(" ", 1)[0] + " "
+            said = ", ".join(x.removeprefix(kind) for x in c["claims"] if x != c["record"])  # a setting's: itself
+            out.append(f'{c["record"]}{" " + json.dumps(c["text"], ensure_ascii=False) if c["text"] else ""}'
+                       + (f": {said}" if said else ""))
+        return out + ([f"and {len(self.claimed) - most:,} more"] if len(self.claimed) > most else [])
+
     def to_dict(self) -> dict[str, Any]:
-        """The counts, with the accepted claims under ``"trusted"`` (the CLI's ``--json``); ``"borrowed": true``
-        when the file is an export of a borrowed vault."""
-        return {**dict(sorted(self.items())), "trusted": dict(self.claims)} | ({"borrowed": True} if self.borrowed
-                                                                              else {})
+        """The counts, with the accepted claims under ``"trusted"`` and the records that made them under
+        ``"trusted_records"`` (the CLI's ``--json``); ``"borrowed": true`` when the file is an export of a borrowed
+        vault."""
+        return {**dict(sorted(self.items())), "trusted": dict(self.claims), "trusted_records": list(self.claimed)} | (
+            {"borrowed": True} if self.borrowed else {})
 
 
 def _escape(ch: str) -> str:
@@ -204,68 +226,6 @@ def export_lines(store: VaultStore, *, history: bool = False, elsewhere: list[st
 
 def _fail(lineno: int, msg: str) -> ValidationError:
     return ValidationError(f"import line {lineno}: {msg}; nothing was imported")
-
-
-def trust_claims(doc: dict[str, Any]) -> list[str]:
-    """The trust claims one export line makes: what only a human can make (see the module docstring).
-
-    >>> trust_claims({"kind": "memory", "source": "user", "verified": 1})
-    ['memory source=user', 'memory verified']
-    >>> trust_claims({"kind": "lesson", "source": "agent", "status": "approved", "approved_at": "...",
-    ...               "expires_at": "...", "analysis_by": "user"})
-    ['lesson status=approved', 'lesson approved_at', 'lesson expires_at', 'lesson analysis_by=user']
-    >>> trust_claims({"kind": "setting", "name": "recall_floor", "value": 0}), trust_claims({"kind": "note"})
-    (['setting recall_floor'], [])
-    >>> trust_claims({"kind": "setting", "name": "recall_embedder", "value": "import:evil:make"})
-    ["setting recall_embedder=import:evil:make (runs that module's code in every process of the vault)"]
-    >>> trust_claims({"kind": "episode", "source": "agent", "actor": "Maria"})
-    ["episode actor as the speaker's own words"]
-    >>> trust_claims({"kind": "memory", "source": "agent", "verified": 0, "confidence": 1.0})
-    ['memory confidence>0.7']
-    >>> trust_claims({"kind": "history", "kind_of": "memory", "actor": "agent",
-    ...               "before": '{"source": "user", "verified": true}'})
-    ['history before source=user', 'history before verified']
-    """
-    kind = doc.get("kind")
-    if kind == "setting":
-        value = doc.get("value")
-        if doc.get("name") == EMBEDDER and isinstance(value, str) and value.strip().startswith("import:"):
-            # every process that recalls with the semantic channel imports that module and calls its factory
-            return [f"setting {EMBEDDER}={inline(value, 120)} (runs that module's code in every process of the vault)"]
-        return [f"setting {doc.get('name')}"]
-    if kind == HISTORY_KIND:  # who changed a record, and what it was: what `memory revert` and as_of reads bring back
-        out = ["history actor=user"] if doc.get("actor") == "user" else []
-        try:
-            before = json.loads(doc["before"]) if isinstance(doc.get("before"), str) else None
-        except ValueError:
-            before = None
-        if isinstance(before, dict) and doc.get("kind_of") != HISTORY_KIND:  # a record, never another entry
-            was = trust_claims(_as_read({**before, "kind": doc.get("kind_of")}))
-            out += [f"history before {c.split(' ', 1)[1]}" for c in was]
-        return out
-    out = [f"{kind} source=user"] if doc.get("source") == "user" else []
-    if kind == "memory" and doc.get("verified"):
-        out.append("memory verified")
-    if doc.get("source") != "user" and kind in MANAGERS:  # what no agent's write could have written (review 38)
-        out += [f"{kind} {c}" for c in MANAGERS[kind].past_agent_limits(doc)]
-    if kind == "lesson":
-        if doc.get("status") not in (None, "pending"):
-            out.append(f"lesson status={doc['status']}")
-        # lesson_text: the wording a human approved; on a pending lesson, what an approval without text would
-        # take as the user's wording (no agent-wording check)
-        out += [f"lesson {f}" for f in ("approved_at", "expires_at", "lesson_text") if doc.get(f) is not None]
-        if doc.get("analysis_by") == "user":
-            out.append("lesson analysis_by=user")
-    return out
-
-
-def _as_read(state: dict[str, Any]) -> dict[str, Any]:
-    """A history entry's ``before`` as the vault reads it back (``memory revert``, ``as_of``): a field it leaves
-    out takes the record's default (a memory without ``confidence`` is 1.0 sure, without ``verified`` verified)."""
-    try:
-        return record_from_dict(state).to_dict()
-    except (TypeError, ValueError, KeyError):  # not a whole record: its claims are what it says
-        return state
 
 
 def source_lines(source: Any) -> Iterable[str]:
@@ -389,9 +349,11 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
     if (parsed or hist) and not header_seen:
         raise ValidationError("import: the header line {\"format\": \"synapse_nb-export\", ...} is missing; "
                               "nothing was imported")
+    not_gits = _not_gits(ctx, parsed)
 
     counts: dict[str, int] = dict.fromkeys(KINDS, 0) | {"skipped": 0, "setting": 0}
     claims: Counter[str] = Counter()
+    claimed: list[dict[str, Any]] = []  # the records that made them, one entry each
     latest = ""
     imported: list[tuple[None, Record]] = []
     with store.transaction():
@@ -400,7 +362,9 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
             kind = doc["kind"]
             if kind == "setting":
                 if settings.get(doc["name"], _UNSET) != doc["value"]:  # the value it holds already claims nothing
-                    claims.update(trust_claims(doc))
+                    value = doc["value"]
+                    _claim(claims, claimed, f"setting {doc['name']}",
+                           value if isinstance(value, str) else json.dumps(value), trust_claims(doc))
                 store.meta.set_settings({doc["name"]: doc["value"]})
                 counts["setting"] += 1
                 continue
@@ -411,15 +375,16 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
             if not written:
                 counts["skipped"] += 1
                 continue
-            claims.update(trust_claims(doc))
-            if kind == "lesson" and doc["id"] in elsewhere:
-                claims[BORROWED_CLAIM] += 1
+            rec = store.transfer.to_record(kind, doc)
+            _claim(claims, claimed, f"{kind} {rec.id}", rec.text,
+                   trust_claims(doc) + ([NOT_GITS] if kind == "lesson" and doc["id"] in not_gits else [])
+                   + ([BORROWED_CLAIM] if kind == "lesson" and doc["id"] in elsewhere else []))
             counts[kind] += 1
             latest = max(latest, doc["updated_at"], doc["created_at"])
-            imported.append((None, store.transfer.to_record(kind, doc)))
+            imported.append((None, rec))
         if hist:
             brought = {rec.id for _, rec in imported}  # the records this file brings in as new
-            latest = max(latest, _import_history(store, hist, brought, counts, claims))
+            latest = max(latest, _import_history(store, hist, brought, counts, claims, claimed))
         if claims and not trust:  # raised inside the transaction: everything above rolls back
             listed = ", ".join(f"{k} {n:,}" for k, n in sorted(claims.items()))
             where = ""
@@ -443,16 +408,36 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
             store.transfer.advance_clock(latest)
         if imported:  # each record imported gets its history entry, after any history the file brought
             history.record_many(ctx, "import", imported, at=store.stamp(ctx.now_ts()))
-    out = ImportCounts(counts, dict(claims))
+    out = ImportCounts(counts, dict(claims), claimed)
     out.borrowed = borrowed
     return out
 
 
 _UNSET = object()
+#: The characters of a claiming record's first line an import lists.
+CLAIMED_TEXT = 80
+
+
+def _claim(claims: Counter[str], claimed: list[dict[str, Any]], record: str, text: str, made: list[str]) -> None:
+    """Count the claims ``made`` by one record and, if any, list it: its first line as one line, capped."""
+    if made:
+        claims.update(made)
+        first = next((x for x in str(text).strip().splitlines() if x.strip()), "")
+        claimed.append({"record": record, "text": inline(first, CLAIMED_TEXT), "claims": made})
+
+
+def _not_gits(ctx: Context, parsed: list[tuple[int, dict[str, Any]]]) -> set[str]:
+    """The agents' lessons in a scan's words (:func:`~synapse_nb.kinds.lesson_scan.scan_worded`) whose commits are
+    not git's in this vault's repository (:data:`NOT_GITS`): a scan here writes git's subjects (review 63). One git
+    process, only when the file holds such lessons and the vault is in a git repository."""
+    docs = [d for _, d in parsed if d["kind"] == "lesson" and d["source"] != "user" and d.get("revert_commit")
+            and not revert_claims(d)]
+    repo = ctx.git.repo if docs else None
+    return {d["id"] for d, ok in zip(docs, gits_commits(repo, docs), strict=True) if not ok} if repo else set()
 
 
 def _import_history(store: VaultStore, hist: list[tuple[int, dict[str, Any]]], brought: set[str],
-                    counts: dict[str, int], claims: Counter[str]) -> str:
+                    counts: dict[str, int], claims: Counter[str], claimed: list[dict[str, Any]]) -> str:
     """Write the file's history lines (after its records, in the import's transaction); returns the latest stamp
     written ("" for none).
 
@@ -486,11 +471,12 @@ def _import_history(store: VaultStore, hist: list[tuple[int, dict[str, Any]]], b
             counts["skipped"] += 1
             continue
         counts[HISTORY_KIND] = counts.get(HISTORY_KIND, 0) + 1
-        claims.update(trust_claims(doc))
+        made = trust_claims(doc)
         if held[e.rid] or e.rid not in brought:
             if e.rid not in stored:
                 stored[e.rid] = bool(held[e.rid]) or store.table(e.kind).mind_of(e.rid) is not None
-            claims[STORED_HISTORY if stored[e.rid] else UNBROUGHT_HISTORY] += 1
+            made.append(STORED_HISTORY if stored[e.rid] else UNBROUGHT_HISTORY)
+        _claim(claims, claimed, f"history of {e.kind} {e.rid} v{e.version}", e.action, made)
         latest = max(latest, e.at)
     return latest
 

@@ -133,6 +133,13 @@ CLAIMS: dict[str, tuple[Callable[[dict[str, dict[str, Any]]], None], list[dict[s
                                                  "value": "import:evil_mod:factory"}],
                                [("setting recall_embedder=import:evil_mod:factory (runs that module's code in "
                                  "every process of the vault)")]),
+    # a model folder's too: sentence-transformers imports the classes its modules.json names, torch unpickles a .bin
+    # (review 63: only import: was noted)
+    "embedder from a folder": (lambda d: None, [{"kind": "setting", "name": "recall_embedder",
+                                                 "value": "sentence-transformers:/srv/agent_model"}],
+                               [("setting recall_embedder=sentence-transformers:/srv/agent_model (loads folder "
+                                 "'/srv/agent_model' in every process of the vault: its weights (a .bin is a pickle, "
+                                 "run as it loads) and the classes its modules.json names)")]),
 }
 
 

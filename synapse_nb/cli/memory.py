@@ -314,9 +314,10 @@ def memory_import(
     A human-only command: refused in an agent's shell, and without a terminal (stdin from a pipe) unless --yes.
     What only a human makes (records with source user, verified memories, approved or expired lessons,
     analyses by the user, settings, and history of a record the file does not bring in as new) is refused, the
-    whole file with it, unless you pass --trust: the error lists the claims; with --trust the output does.
-    An export of a borrowed vault says so in its header: the lessons in it that nobody in that checkout approved
-    also need --trust-borrowed-approvals (read them first).
+    whole file with it, unless you pass --trust: the error lists the claims; with --trust the output does, and each
+    record that made one (its id and first line; the first 20, --json all). An export of a borrowed vault says so
+    in its header: the lessons in it that nobody in that checkout approved also need --trust-borrowed-approvals
+    (read them first).
     Timestamps must lie in 1970-2100, and no later than the vault's clock plus a day (a history entry: plus
     five minutes).
 
@@ -345,6 +346,8 @@ def memory_import(
         typer.echo("imported: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
         if counts.claims:
             typer.echo(f"trusted (accepted with --trust): {counts.claims_text()}")
+            for line in counts.claimed_lines():  # what each is: one agent-added source=user memory among 200
+                typer.echo(f"  {line}")
 
 
 def remember(

@@ -164,6 +164,20 @@ def _summary(
     is_reapply: bool,
     count: int = 0,
 ) -> str:
+    what, touched = summary_parts(commit, reverted, diffstat, is_reapply, count)
+    return f"{what} {_where(branches)}: {touched}"
+
+
+def summary_parts(
+    commit: CommitInfo,
+    reverted: tuple[CommitInfo, ...],
+    diffstat: tuple[tuple[str, int | None, int | None], ...],
+    is_reapply: bool,
+    count: int = 0,
+    files: int = 0,
+) -> tuple[str, str]:
+    """A scan's summary of a revert but where it is: ``('Reverted "x" (a1b2c3d)', 'touched "a.py" (+0/-1)')``.
+    ``count``, ``files``: how many commits the message names and files the revert changed, when more than given."""
     targets = []
     for c in reverted[:_TARGETS_IN_SUMMARY]:
         if c.subject is None:
@@ -180,25 +194,31 @@ def _summary(
     count = max(count, len(reverted))  # the ids a message names, all counted though the first MAX_NAMED are kept
     if count > _TARGETS_IN_SUMMARY:
         what = ", ".join(targets) + f" and {count - _TARGETS_IN_SUMMARY} more"
-    if not branches:
-        where = "outside any branch"
-    elif len(branches) <= 2:  # a branch's name is the committer's words: quoted and cut (review 19: 1,792 characters
-        # of no-break spaces made an approved item 14,000 characters long, and every cut stopped at it)
-        where = "on " + ", ".join(_quote(clip(spaces_shown(b), _PATH_MAX)) for b in branches)
-    else:
-        where = f"on {_quote(clip(spaces_shown(branches[0]), _PATH_MAX))} and {len(branches) - 1} other branches"
-    files = []
+    shown = []
     for path, added, deleted in diffstat[:_FILES_IN_SUMMARY]:
         change = "binary" if added is None or deleted is None else f"+{added}/-{deleted}"
-        files.append(f"{_quote(clip(path, _PATH_MAX, left=True))} ({change})")
-    if not files:
+        shown.append(f"{_quote(clip(path, _PATH_MAX, left=True))} ({change})")
+    if not shown:
         touched = "no file changes"
     else:
-        touched = "touched " + ", ".join(files)
-        if len(diffstat) > _FILES_IN_SUMMARY:
-            touched += f" and {len(diffstat) - _FILES_IN_SUMMARY} more files"
+        touched = "touched " + ", ".join(shown)
+        if max(files, len(diffstat)) > _FILES_IN_SUMMARY:
+            touched += f" and {max(files, len(diffstat)) - _FILES_IN_SUMMARY} more files"
     verb = "Reapplied" if is_reapply else "Reverted"
-    return f"{verb} {what} {where}: {touched}"
+    return f"{verb} {what}", touched
+
+
+def _where(branches: tuple[str, ...]) -> str:
+    if not branches:
+        return "outside any branch"
+    if len(branches) <= 2:  # a branch's name is the committer's words: quoted and cut (review 19: 1,792 characters
+        # of no-break spaces made an approved item 14,000 characters long, and every cut stopped at it)
+        return "on " + ", ".join(_quote(clip(spaces_shown(b), _PATH_MAX)) for b in branches)
+    return f"on {_quote(clip(spaces_shown(branches[0]), _PATH_MAX))} and {len(branches) - 1} other branches"
+
+
+#: Where a scan's summary says the revert is (:func:`_where`): no branch, one or two quoted names, or one and a count.
+WHERE_RE = re.compile(r'outside any branch|on "(?:[^"\\]|\\.)*"(?:, "(?:[^"\\]|\\.)*"| and \d+ other branches)?')
 
 
 def _on_top(info: RepoInfo, known: list[str], tips: list[str], head_at: str | None,

@@ -123,12 +123,14 @@ def undo_check(repo: RepoInfo, revert: str, named: list[str] | None = None) -> U
     return review_revert(repo, revert, named)[1]
 
 
-def review_revert(repo: RepoInfo, revert: str, named: list[str] | None = None) -> tuple[str, UndoCheck]:
+def review_revert(repo: RepoInfo, revert: str, named: list[str] | None = None,
+                  read: dict[str, history.RawCommit] | None = None) -> tuple[str, UndoCheck]:
     """What review reads of a lesson's revert, from one read of the revert and the commits it names: whether it is a
     revert (``"revert"``: git's ``This reverts commit`` line or a ``Revert "..."`` subject,
     :func:`synapse_nb.gitscope.reverts.is_revert`; ``"not a revert"``; ``"missing"``: no such commit here) and
     whether its change undoes them (:func:`undo_check`). Two git processes (``git cat-file --batch``, ``git
-    diff-tree``); a third when ``named`` is empty (the ids the revert's message names, read once it is)."""
+    diff-tree``); a third when ``named`` is empty (the ids the revert's message names, read once it is). ``read``, when
+    given, takes the commits read, by the id as given (review compares a lesson's commits with them)."""
     from synapse_nb.gitscope.reverts import _REVERTS_RE, MAX_NAMED, is_revert
 
     revert = revert.strip().lower() if isinstance(revert, str) else ""
@@ -142,6 +144,8 @@ def review_revert(repo: RepoInfo, revert: str, named: list[str] | None = None) -
         commits = history.read_commits(repo, [revert, *(n for n in wanted if _HEX_RE.fullmatch(n))])
     except Exception:  # noqa: BLE001 - review text: no git, an unreadable repository or object: nothing backs it
         return "missing", UndoCheck("not checked", tuple(wanted), why="git could not read the commits")
+    if read is not None:
+        read.update(commits)
     rev = commits.get(revert)
     if rev is None:
         return "missing", missing

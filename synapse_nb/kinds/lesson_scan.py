@@ -17,16 +17,19 @@ nothing (a revert a person's scan found first, because the agent's hook did not 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb._util import MAX_FILES
 from synapse_nb.kinds.lesson_fields import git_fields
 from synapse_nb.models import Lesson
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["AGENT_PLACE_BYTES", "FIRST_BY", "backing", "first_found_by_agent", "in_gits_words", "keeps_place",
-           "taken_over"]
+__all__ = ["AGENT_PLACE_BYTES", "FIRST_BY", "MAX_REVERTED", "NOT_GITS", "backing", "first_found_by_agent",
+           "gits_commits", "in_gits_words", "keeps_place", "revert_claims", "scan_worded", "taken_over"]
 
 #: The key of a lesson's ``revert_commit`` a person's scan sets to ``"agent"`` when it takes over (or replaces) a
 #: lesson an agent made of that revert: review shows it. A person's write only (a team server refuses the key from
@@ -36,6 +39,8 @@ _FILES_SHOWN = 3
 #: The largest lesson scan place an agent's scan saves (JSON bytes, the bound a team server holds an agent login to:
 #: ``_meta_agent_guard``): past it the scan keeps its last place (about 23,800 ref tips).
 AGENT_PLACE_BYTES = 1_048_576
+#: The reverted commits a lesson keeps (a revert of a merge or a squash names many; the summary counts them all).
+MAX_REVERTED = 100
 
 
 def first_found_by_agent(les: Lesson) -> bool:
@@ -73,7 +78,91 @@ def keeps_place(ctx: Context, tips: tuple[str, ...]) -> bool:
     return ctx.store.meta.agent_held(ctx.mind)[0] > 0
 
 
-def _who(les: Lesson) -> str:
+def scan_worded(fields: Mapping[str, Any]) -> bool:
+    """Whether a lesson's fields (a record's ``to_dict()`` or an export line) are what a revert scan writes of the
+    revert they name: a summary in git's template, from the commits, files and diffstat the lesson holds, and files
+    that are the diffstat's (review 63: an agent-made export's pending lesson named a real revert, its summary in the
+    agent's words, and review said "created by an agent's revert scan ... checked in this repository"). What git says
+    of those commits, review reads (:func:`backing`). A subject or path holding a control character or a line break
+    reads here as not a scan's (it is stored shown as ``<U+001B>``, the summary quotes it escaped).
+
+    >>> f = {"summary": 'Reverted "use --force" (39c9a9e) on "main": touched "deploy.sh" (+0/-1)',
+    ...      "revert_commit": {"sha": "e59a8b5", "subject": 'Revert "use --force"'},
+    ...      "reverted_commits": [{"sha": "39c9a9ead7", "subject": "use --force"}],
+    ...      "diffstat": [["deploy.sh", 0, 1]], "files_affected": ["deploy.sh"]}
+    >>> scan_worded(f), scan_worded({**f, "summary": "Reverted because --force is the rule"})
+    (True, False)
+    """
+    from synapse_nb.gitscope.history import CommitInfo
+    from synapse_nb.gitscope.reverts import WHERE_RE, summary_parts
+
+    summary, rc, named, stats = (fields.get(k) for k in ("summary", "revert_commit", "reverted_commits", "diffstat"))
+    if not isinstance(summary, str) or not isinstance(rc, dict):
+        return False
+    try:  # an export line's fields as they came: anything not a scan's shape is not its words
+        commit = CommitInfo(str(rc["sha"]), rc.get("subject"))
+        reverted = tuple(CommitInfo(str(c["sha"]), c.get("subject")) for c in named or ())
+        diffstat = tuple((str(p), a, d) for p, a, d in stats or ())
+        if [p for p, _, _ in diffstat] != list(fields.get("files_affected") or ()):
+            return False
+        # past the rows a lesson keeps, the summary counts them all: the counts it says are taken as said
+        said = [int(n) for n in re.findall(r" and (\d{1,7}) more\b", summary)]
+        for reapply in (False, True):
+            for count in [0, *(n + 2 for n in said)] if len(reverted) >= MAX_REVERTED else [0]:
+                for files in [0, *(n + 3 for n in said)] if len(diffstat) >= MAX_FILES else [0]:
+                    what, touched = summary_parts(commit, reverted, diffstat, reapply, count, files)
+                    where = summary[len(what) + 1:len(summary) - len(touched) - 2]
+                    if (summary.startswith(what + " ") and summary.endswith(": " + touched)
+                            and WHERE_RE.fullmatch(where)):
+                        return True
+    except (TypeError, KeyError, AttributeError, ValueError):
+        return False
+    return False
+
+
+#: The trust claim of an agent's lesson in a scan's words whose commits are not git's in the importing repository.
+NOT_GITS = "lesson revert commits not as this repository has them"
+
+
+def revert_claims(fields: Mapping[str, Any]) -> list[str]:
+    """What of an agent's lesson no agent's write could have written (``Lessons.past_agent_limits``): a revert
+    named (``revert_commit``, ``reverted_commits``, ``diffstat``) in words no revert scan wrote. An agent's
+    ``lessons.create`` names no revert, and its scan writes git's words (:func:`scan_worded`; review 63).
+
+    >>> revert_claims({"summary": "Reverted because --force is the rule", "revert_commit": {"sha": "e59a8b5"}})
+    ['revert in words no revert scan wrote']
+    """
+    if not (fields.get("revert_commit") or fields.get("reverted_commits") or fields.get("diffstat")):
+        return []
+    return [] if fields.get("revert_commit") and scan_worded(fields) else ["revert in words no revert scan wrote"]
+
+
+def gits_commits(repo: Any, docs: Sequence[Mapping[str, Any]], read: Mapping[str, Any] | None = None) -> list[bool]:
+    """For each lesson (a record's ``to_dict()`` or an export line), whether the commits it names (its revert and the
+    reverted ones) read as git's in ``repo``: sha, subject, author and date as a scan stores them (a commit this
+    repository lacks: its id alone). One ``git cat-file --batch`` for all (none: ``read``, the commits review read, by
+    id); every one True when git cannot read them (review says so)."""
+    from synapse_nb.gitscope.history import CommitInfo, read_commits
+    from synapse_nb.kinds.lesson_fields import commit_dict
+
+    stored = [[{k: v for k, v in c.items() if k != FIRST_BY}
+               for c in (d.get("revert_commit") or {}, *(d.get("reverted_commits") or ())) if isinstance(c, dict)]
+              for d in docs]
+    names = list(dict.fromkeys(str(c.get("sha")) for cs in stored for c in cs))
+    try:
+        commits = dict(read) if read is not None else read_commits(
+            repo, [n for n in names if re.fullmatch(r"[0-9a-f]{4,64}", n)])
+    except Exception:  # noqa: BLE001 - review text: git could not read them; review_revert says so
+        return [True] * len(docs)
+    return [all(c == commit_dict(commits[n].info() if (n := str(c.get("sha"))) in commits else CommitInfo(n))
+                for c in cs) for cs in stored]
+
+
+def _who(les: Lesson, gits: bool = True) -> str:
+    """Who made ``les``; ``gits=False``: the commits it names are not git's (:func:`gits_commits`)."""
+    if les.revert_commit and not (gits and scan_worded(les.to_dict())):  # a revert named in words no scan wrote
+        return ("created by an agent, naming a revert in its own words (no revert scan wrote this lesson)"
+                if les.source == "agent" else "created by a human, naming a revert (no revert scan wrote this lesson)")
     if les.source == "agent":
         return ("created by an agent's revert scan (in an agent's session: an agent may have committed the revert)"
                 if les.revert_commit else "created by an agent")
@@ -113,11 +202,14 @@ def backing(ctx: Context, les: Lesson) -> str:
     from synapse_nb.gitscope.undo import review_revert  # git loads when a review asks
 
     named = [str(c["sha"]) for c in les.reverted_commits if isinstance(c, dict) and c.get("sha")]
-    found, check = review_revert(repo, str(sha), named)  # one read of the revert and what it names
+    read: dict[str, Any] = {}
+    found, check = review_revert(repo, str(sha), named, read)  # one read of the revert and what it names
     if found == "not a revert":
         return f"{who}; names commit {short}, which is in this repository but reverts nothing"
     if found != "revert":
         return f"{who}; names revert {short}, which this repository does not have"
+    if who != _who(les, gits=False) and not gits_commits(repo, [les.to_dict()], read)[0]:  # a scan's template:
+        who = _who(les, gits=False)  # its commits are not git's
     targets = "".join(c[:7] for c in check.named[:1]) + (f" and {len(check.named) - 1} more"
                                                           if len(check.named) > 1 else "")
     more = (f"; it also changes {len(check.besides)} other file{'s' if len(check.besides) != 1 else ''} "

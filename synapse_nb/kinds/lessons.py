@@ -46,9 +46,10 @@ from synapse_nb.errors import (
     ValidationError,
 )
 from synapse_nb.gitscope.repo import TRUNKS
+from synapse_nb.kinds import lesson_scan
 from synapse_nb.kinds._base import KindManager, check_agent_totals, exactly_once
 from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, check_stored_counts, git_fields, scope_of
-from synapse_nb.kinds.lesson_scan import backing, in_gits_words, keeps_place, taken_over
+from synapse_nb.kinds.lesson_scan import MAX_REVERTED
 from synapse_nb.models import Lesson, RecordList
 from synapse_nb.provenance import inline
 from synapse_nb.settings import TRUNK_BRANCHES, Settings
@@ -57,11 +58,9 @@ if TYPE_CHECKING:
     from synapse_nb.gitscope.history import Snapshot
     from synapse_nb.store.base import LessonTable, View
 
-__all__ = ["STATUSES", "Lessons"]
+__all__ = ["MAX_REVERTED", "STATUSES", "Lessons"]
 
 STATUSES = ("pending", "approved", "expired")
-#: The reverted commits a lesson keeps (a revert of a merge or a squash names many; the summary counts them all).
-MAX_REVERTED = 100
 #: Pending lessons agents created that a mind holds: each waits for a human's decision, so an agent's next one
 #: (by hand, or by scanning reverts it committed) is refused until a human has reviewed some. A lesson a person's
 #: scan took over from an agent's scan counts until a human decides it (review 65: it counted as the person's).
@@ -140,6 +139,9 @@ class Lessons(KindManager[Lesson]):
         if les.status == "approved" and (les.approved_at is None or les.expires_at is None):
             raise ValidationError("an approved lesson needs approved_at and expires_at")
 
+    #: an agent's lesson naming a revert in words no revert scan wrote (review 63): a trust claim on import
+    past_agent_limits = staticmethod(lesson_scan.revert_claims)
+
     @property
     def expiry_days(self) -> int:
         """Days an approved lesson stays in force (setting ``lesson_expiry_days``, default 7)."""
@@ -177,7 +179,7 @@ class Lessons(KindManager[Lesson]):
                       else check_branch(branch)) if branch != "" else None
         if revert_commit is not None:
             revert_commit = check_commit(revert_commit, "revert_commit")
-            revert_commit = taken_over(revert_commit) if first_by_agent else revert_commit
+            revert_commit = lesson_scan.taken_over(revert_commit) if first_by_agent else revert_commit
         if not isinstance(reverted_commits, list | tuple):
             raise ValidationError("reverted_commits must be a list of dicts (sha, subject, author, date)")
         if len(reverted_commits) > MAX_REVERTED:
@@ -229,10 +231,13 @@ class Lessons(KindManager[Lesson]):
         return sum(self.waiting_by(most=most).values())
 
     def waiting_by(self, *, most: int = 1000) -> dict[str, int]:
-        """:meth:`waiting` by what made them, in one read: a revert scan ("git") or someone's hand ("agent", "user")
-        (review 27: the hooks' notice said "from reverted changes" of lessons an agent wrote)."""
+        """:meth:`waiting` by what made them, in one read: a revert scan ("git": a lesson in a scan's words for the
+        revert it names, :func:`~synapse_nb.kinds.lesson_scan.scan_worded`) or someone's hand ("agent", "user")
+        (review 27: the hooks' notice said "from reverted changes" of lessons an agent wrote; review 63: of an agent's
+        lesson naming a revert in its own words)."""
         rows = self._table.list(self._ctx.view(), status="pending", limit=check_limit(most))
-        by = ["git" if x.revert_commit else "agent" if x.source == "agent" else "user" for x in rows]
+        by = ["git" if x.revert_commit and lesson_scan.scan_worded(x.to_dict()) else x.source if x.source == "agent"
+              else "user" for x in rows]
         return {maker: by.count(maker) for maker in ("git", "agent", "user")}
 
     def approved(self) -> RecordList[Lesson]:
@@ -487,7 +492,7 @@ class Lessons(KindManager[Lesson]):
         """What backs ``les``, in words a reviewer reads before approving: who created it (and whether an agent's
         lesson named its revert first), whether git knows the revert it names, and whether that revert's change
         undoes the commits it names (:func:`synapse_nb.kinds.lesson_scan.backing`)."""
-        return backing(self._ctx, les)
+        return lesson_scan.backing(self._ctx, les)
 
     # -- git ------------------------------------------------------------------------------------------------
     def scan(self, *, max_commits: int | None = None, at: Snapshot | None = None) -> RecordList[Lesson]:
@@ -539,8 +544,8 @@ class Lessons(KindManager[Lesson]):
                         if made is None:  # a person's, or decided: one lesson per revert
                             continue
                         ts = self._begin_write()
-                        if in_gits_words(made, rv, branch, MAX_REVERTED):  # kept: an agent's lesson named it first
-                            commit = taken_over(made.revert_commit or {})
+                        if lesson_scan.in_gits_words(made, rv, branch, MAX_REVERTED):  # kept: an agent's named it first
+                            commit = lesson_scan.taken_over(made.revert_commit or {})
                             self._table.update(made.id, updated_at=ts, source="user", revert_commit=commit)
                             self._changed("update", made, replace(made, updated_at=ts, source="user",
                                                                   revert_commit=commit), ts)
@@ -559,7 +564,7 @@ class Lessons(KindManager[Lesson]):
                                        first_by_agent=rv.revert.sha in firsts, **git_fields(rv, MAX_REVERTED))
                     created.append(les.id)
                 if not held and tuple(sorted(result.scanned_tips)) != tuple(since):  # an agent's rewrite counts
-                    if keeps_place(ctx, result.scanned_tips):  # (migration 13)
+                    if lesson_scan.keeps_place(ctx, result.scanned_tips):  # (migration 13)
                         ctx.store.meta.set_scan_tips(scope, result.scanned_tips)
                     since = tuple(sorted(result.scanned_tips))
             notes.append(result.note)

@@ -50,8 +50,8 @@ from synapse_nb.errors import SemanticUnavailableError, ValidationError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["BUILTIN", "DEFAULT", "Embedder", "check_embedder", "embed_quantized", "load_embedder", "match_cosine",
-           "qmax", "quantize", "register_embedder", "registered"]
+__all__ = ["BUILTIN", "DEFAULT", "Embedder", "check_embedder", "embed_quantized", "load_embedder", "loads_code",
+           "match_cosine", "qmax", "quantize", "register_embedder", "registered"]
 
 #: The built-in embedders: spec -> (what to install, description).
 BUILTIN = {"wordllama": ("pip install 'synapse_nb[semantic]'", "wordllama l2_supercat 256 (static, 16 MB)"),
@@ -375,6 +375,27 @@ def check_embedder(emb: Any) -> Embedder:
         raise ValidationError(f"embedder {emb.name!r} is not deterministic: the same texts gave other bits")
     out: Embedder = emb
     return out
+
+
+def loads_code(spec: str) -> str | None:
+    """What loading ``spec`` runs from outside the package, in words (None: a built-in, whose weights ship in its
+    wheel, or a name this process registered): the import's note of a ``recall_embedder`` setting (review 63).
+
+    >>> loads_code("import:evil:make"), loads_code("wordllama")
+    ("runs that module's code in every process of the vault", None)
+    >>> loads_code("sentence-transformers:~/models/mini")  # doctest: +ELLIPSIS
+    "loads folder '~/models/mini' in every process of the vault: its weights (a .bin is a pickle, ...) and the ..."
+    """
+    from synapse_nb.provenance import inline
+
+    kind, _, arg = spec.strip().partition(":")
+    if kind == "import" and arg:
+        return "runs that module's code in every process of the vault"
+    if kind == "sentence-transformers" and arg:  # modules.json names classes to import; a .bin is torch's pickle
+        where = "" if Path(arg).expanduser().is_absolute() else " (relative: to each process's working folder)"
+        return (f"loads folder {inline(repr(arg), 120)}{where} in every process of the vault: its weights (a .bin "
+                "is a pickle, run as it loads) and the classes its modules.json names")
+    return None
 
 
 def _build(spec: str) -> Embedder:
