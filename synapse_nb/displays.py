@@ -34,12 +34,12 @@ from synapse_nb.render import (
     ERR,
     MUTED,
     OK,
-    SEMANTIC_OFF_LINE,
     block,
     code,
     esc,
     fmt_time,
     note_html,
+    off_line,
     plural,
     pre_html,
     table_html,
@@ -213,7 +213,7 @@ def recall_html(r: Any, headings: Mapping[str, str] | None = None) -> str:
     if getattr(r, "borrowed", None):
         parts.append(f"<div><b>{esc(r.borrowed.get('line', ''))}</b></div>")
     if getattr(r, "semantic_off", None) is not None:  # answered without its semantic channel (review 58)
-        parts.append(f"<div style='color:{ERR}'><b>{esc(SEMANTIC_OFF_LINE)}</b></div>")
+        parts.append(f"<div style='color:{ERR}'><b>{esc(off_line(r.semantic_off))}</b></div>")
     if lessons:
         items = "".join(f"<li>{esc(inline(x.lesson_text or x.summary))} <span style='color:{MUTED}'>"
                         f"(in force until {esc(fmt_time(x.expires_at))}) {code(shown_id(x.id))}</span></li>"
