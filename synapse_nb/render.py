@@ -36,6 +36,7 @@ __all__ = [
     "LINE_HEIGHT",
     "MULTIPLIER_PARTS",
     "MUTED",
+    "NOT_IN_FORCE",
     "OK",
     "SEMANTIC_OFF_LINE",
     "block",
@@ -85,6 +86,9 @@ def off_line(reason: str) -> str:
     return BORROWED_EMBEDDER_LINE if reason == BORROWED_EMBEDDER_LINE else SEMANTIC_OFF_LINE
 
 
+#: How ``memory status`` and ``settings list`` title a borrowed vault's stored settings that are not in force.
+NOT_IN_FORCE = ("settings not in force (a borrowed vault's stored value only tightens: the stricter of it and the "
+                "default is; adopting the vault puts them in force)")
 #: Main text colour of the theme.
 FG = "var(--jp-ui-font-color1, #1f2328)"
 #: Secondary text (dropped rows, notes).
@@ -293,8 +297,6 @@ def status_html(status: Any) -> str:
             getattr(status, "awaiting_local_approval", ()))
     held = getattr(status, "settings_not_in_force", ())
     if held:
-        from synapse_nb.reports import NOT_IN_FORCE
-
         parts.append(f"<div><b>{esc(NOT_IN_FORCE)}</b>: {esc('; '.join(held))}</div>")
     listing("memories expiring within 7 days", status.expiring_memories)
     listing("approved lessons expiring within 2 days", status.expiring_lessons)

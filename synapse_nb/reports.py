@@ -11,12 +11,9 @@ from typing import Any
 
 from synapse_nb._util import plural
 from synapse_nb.provenance import file_names, md_fenced, quoted
+from synapse_nb.render import NOT_IN_FORCE
 
-__all__ = ["NOT_IN_FORCE", "PruneReport", "Status"]
-
-#: How ``memory status`` and ``settings list`` title a borrowed vault's stored settings that are not in force.
-NOT_IN_FORCE = ("settings not in force (a borrowed vault's stored value only tightens: the stricter of it and the "
-                "default is; adopting the vault puts them in force)")
+__all__ = ["PruneReport", "Status"]
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from synapse_nb.cli._common import (
     require_human_here,
 )
 from synapse_nb.provenance import quoted
-from synapse_nb.reports import NOT_IN_FORCE
+from synapse_nb.render import NOT_IN_FORCE
 from synapse_nb.settings import SETTINGS, check_name, shown
 
 __all__ = ["settings_app"]
