@@ -34,13 +34,13 @@ from synapse_nb.render import (
     ERR,
     MUTED,
     OK,
-    SEMANTIC_OFF_LINE,
     as_of_line,
     block,
     code,
     esc,
     fmt_time,
     note_html,
+    off_line,
     plural,
     pre_html,
     table_html,
@@ -218,7 +218,7 @@ def recall_html(r: Any, headings: Mapping[str, str] | None = None) -> str:
     if getattr(r, "borrowed", None):
         parts.append(f"<div><b>{esc(r.borrowed.get('line', ''))}</b></div>")
     if getattr(r, "semantic_off", None) is not None:  # answered without its semantic channel (review 58)
-        parts.append(f"<div style='color:{ERR}'><b>{esc(SEMANTIC_OFF_LINE)}</b></div>")
+        parts.append(f"<div style='color:{ERR}'><b>{esc(off_line(r.semantic_off))}</b></div>")
     if lessons:
         head = ("Approved lessons</b> (head every recall)" if as_of is None else
                 f"Lessons approved as of {esc(when_text(as_of))}</b> (from history: may no longer be in force)")

@@ -28,6 +28,7 @@ from synapse_nb._util import check_tags, estimate_tokens, head_lines, parse_ts, 
 
 __all__ = [
     "BORDER",
+    "BORROWED_EMBEDDER_LINE",
     "ERR",
     "EXPLAIN_TABLE",
     "FG",
@@ -35,6 +36,7 @@ __all__ = [
     "LINE_HEIGHT",
     "MULTIPLIER_PARTS",
     "MUTED",
+    "NOT_IN_FORCE",
     "OK",
     "SEMANTIC_OFF_LINE",
     "as_of_line",
@@ -47,6 +49,7 @@ __all__ = [
     "head_lines",
     "message_html",
     "note_html",
+    "off_line",
     "plural",
     "pre_html",
     "shorten",
@@ -84,6 +87,29 @@ def when_text(at: str) -> str:
     return f"{at[:19].replace('T', ' ')} UTC"
 
 
+#: The line a recall's text starts with instead (after the borrowed vault's own) when its semantic channel is on and
+#: a borrowed vault's ``recall_embedder`` names code or files (:meth:`synapse_nb.settings.Settings.embedder_spec`):
+#: the package's own words, never the stored spec.
+BORROWED_EMBEDDER_LINE = (
+    "(the semantic channel is off: this borrowed vault's setting recall_embedder names code or model files to load "
+    "(import:... or sentence-transformers:...), which a vault that came with the repository does not decide; answered "
+    "from the vault's words alone. If you trust this vault's settings, a person here adopts it: `synapse-nb lessons "
+    "adopt`; or choose a built-in model here: `synapse-nb settings set recall_embedder wordllama`)")
+
+
+def off_line(reason: str) -> str:
+    """The line a recall that answered without its semantic channel starts with (``Recall.semantic_off`` is
+    ``reason``): :data:`BORROWED_EMBEDDER_LINE` when that is the reason, else :data:`SEMANTIC_OFF_LINE`.
+
+    >>> off_line("table x failed") == SEMANTIC_OFF_LINE, off_line(BORROWED_EMBEDDER_LINE) == BORROWED_EMBEDDER_LINE
+    (True, True)
+    """
+    return BORROWED_EMBEDDER_LINE if reason == BORROWED_EMBEDDER_LINE else SEMANTIC_OFF_LINE
+
+
+#: How ``memory status`` and ``settings list`` title a borrowed vault's stored settings that are not in force.
+NOT_IN_FORCE = ("settings not in force (a borrowed vault's stored value only tightens: the stricter of it and the "
+                "default is; adopting the vault puts them in force)")
 #: Main text colour of the theme.
 FG = "var(--jp-ui-font-color1, #1f2328)"
 #: Secondary text (dropped rows, notes).
@@ -290,6 +316,9 @@ def status_html(status: Any) -> str:
     listing("pending lessons awaiting a human", status.pending_lessons)
     listing("approved elsewhere, awaiting local approval (not in force)",
             getattr(status, "awaiting_local_approval", ()))
+    held = getattr(status, "settings_not_in_force", ())
+    if held:
+        parts.append(f"<div><b>{esc(NOT_IN_FORCE)}</b>: {esc('; '.join(held))}</div>")
     listing("memories expiring within 7 days", status.expiring_memories)
     listing("approved lessons expiring within 2 days", status.expiring_lessons)
     listing("records naming files missing at HEAD", status.dangling)

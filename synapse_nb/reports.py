@@ -11,6 +11,7 @@ from typing import Any
 
 from synapse_nb._util import plural
 from synapse_nb.provenance import file_names, md_fenced, quoted
+from synapse_nb.render import NOT_IN_FORCE
 
 __all__ = ["PruneReport", "Status"]
 
@@ -39,6 +40,9 @@ class Status:
     borrowed: str | None = None
     #: lessons approved in the borrowed vault that no human here re-approved yet (not in force)
     awaiting_local_approval: tuple[str, ...] = ()
+    #: a borrowed vault's stored settings that are not in force, one line each (``name: stored "X", in force Y``:
+    #: :meth:`synapse_nb.settings.Settings.not_in_force_lines`)
+    settings_not_in_force: tuple[str, ...] = ()
     #: agents' revisions and duplicate or contradicting pairs waiting for a human (None in an agent's view)
     pending_revisions: int | None = None
     open_conflicts: int | None = None
@@ -66,6 +70,7 @@ class Status:
             "dangling": list(self.dangling), "possibly_stale": list(self.possibly_stale),
             "tracked_by_git": quoted(list(self.tracked_by_git)), "untrack_command": self.untrack_command,
             "borrowed": self.borrowed, "awaiting_local_approval": list(self.awaiting_local_approval),
+            "settings_not_in_force": list(self.settings_not_in_force),
             **({} if self.pending_revisions is None else {"pending_revisions": self.pending_revisions,
                                                           "open_conflicts": self.open_conflicts}),
         }
@@ -77,6 +82,8 @@ class Status:
         if self.awaiting_local_approval:
             lines.append(f"  approved elsewhere, awaiting local approval (not in force): "
                          f"{', '.join(self.awaiting_local_approval)}")
+        if self.settings_not_in_force:
+            lines.append(f"  {NOT_IN_FORCE}: {'; '.join(self.settings_not_in_force)}")
         if self.git_warning:
             lines.append(f"  {self.git_warning}")
         for kind in sorted(self.counts):

@@ -2,6 +2,13 @@
 
 Settings live in the vault (the store's ``meta``), so every surface (notebook, CLI, MCP, git hook) sees the
 same values. Reading is open to every actor; changing a setting is for the user actor only.
+
+A *borrowed* vault's settings (:mod:`synapse_nb.borrowed`: it came with the repository, and no person here adopted
+it) were chosen by whoever committed it, so they can only tighten (:data:`BORROWED_RULE`, applied here, in the one
+reader every surface goes through): a setting that bounds agents or decides what is in force reads as the stricter
+of its stored value and its default, and ``recall_embedder`` is never loaded from a spec that names code or files
+(:meth:`Settings.embedder_spec`). Once adopted, every stored value is in force. docs/git.md, "What a borrowed vault
+changes".
 """
 
 from __future__ import annotations
@@ -12,15 +19,17 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import check_branch
-from synapse_nb.errors import ValidationError
+from synapse_nb.errors import PermissionDeniedError, ValidationError
 from synapse_nb.provenance import inline
+from synapse_nb.render import BORROWED_EMBEDDER_LINE
 from synapse_nb.store.records import NotJson
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["BAR_SETTINGS", "EMBEDDER", "SEMANTIC", "SETTINGS", "TRUNK_BRANCHES", "SettingIgnored", "Settings",
-           "check_name", "check_setting", "shown"]
+__all__ = ["BAR_SETTINGS", "BORROWED_EMBEDDER_LINE", "BORROWED_RULE", "EMBEDDER", "SEMANTIC", "SETTINGS",
+           "TRUNK_BRANCHES", "EmbedderRefused", "SettingIgnored", "Settings", "check_name", "check_setting",
+           "outside_code", "shown"]
 
 
 def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
@@ -128,6 +137,44 @@ BAR_SETTINGS = {"floor": "recall_floor", "margin": "recall_margin", "top_k": "re
                 "budget_tokens": "recall_budget_tokens"}
 
 
+def outside_code(spec: str) -> bool:
+    """Whether the embedder spec ``spec`` loads code or files named by the spec itself (``import:<module>:<factory>``,
+    ``sentence-transformers:<folder>``, and any future form with a ``:``), rather than a built-in (``wordllama``,
+    ``e5-small``) or a name this process registered (:func:`synapse_nb.store.embedders.register_embedder`: such a
+    name never holds a ``:``, so the rule needs no list of forms).
+
+    >>> [outside_code(s) for s in ("wordllama", "e5-small", "mine", "import:evil:make", "sentence-transformers:m")]
+    [False, False, False, True, True]
+    """
+    return ":" in spec
+
+
+def _fewer(stored: tuple[str, ...], default: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(x for x in stored if x in default)
+
+
+#: How a borrowed vault reads a stored setting: name -> the value in force from (stored, default). A setting that
+#: bounds agents, decides what is in force or what an agent is given reads as the stricter of the two; a setting not
+#: named here (the auto checkpoints' pace, ``recall_semantic``'s weight) is a preference and is honoured as stored.
+#: ``recall_embedder``: a built-in or registered name is honoured; a spec naming code or files reads as not set (and
+#: :meth:`Settings.embedder_spec` refuses it: the semantic channel stays off). docs/git.md, "What a borrowed vault
+#: changes".
+BORROWED_RULE: dict[str, Callable[[Any, Any], Any]] = {
+    "lesson_expiry_days": min,  # an approval made here lasts no longer than by default
+    TRUNK_BRANCHES: _fewer,  # no branch of the committer's choosing makes lessons hold on every branch
+    "scan_window": min,
+    "recall_floor": max, "recall_margin": max,  # the gate: no laxer than by default ...
+    "recall_top_k": min, "recall_budget_tokens": min,  # ... and no more of the vault's text per answer
+    EMBEDDER: lambda stored, default: default if stored is not None and outside_code(stored) else stored,
+    "agent_writes_per_hour": min, "agent_memories_per_mind": min, "agent_records_per_mind": min,
+    "agent_records_per_vault": min, "agent_megabytes_per_vault": min,
+    "mcp_answer_tokens": min,
+}
+class EmbedderRefused(PermissionDeniedError):
+    """A borrowed vault's ``recall_embedder`` names code or files (:func:`outside_code`): it is not loaded. The
+    message is :data:`BORROWED_EMBEDDER_LINE` (what was refused and the remedy)."""
+
+
 def check_setting(name: Any, value: Any) -> Any:
     """``value`` as setting ``name`` stores it; :class:`ValidationError` for an unknown name or a bad value (the
     message names the setting and what it accepts).
@@ -173,7 +220,14 @@ def shown(value: Any) -> str:
     return "none" if value is None else inline(value)
 
 
-def _read(name: str, saved: dict[str, Any]) -> Any:
+def _read(name: str, saved: dict[str, Any], borrowed: bool = False) -> Any:
+    """Setting ``name`` in force: :func:`_stored`, then, in a ``borrowed`` vault, :data:`BORROWED_RULE`."""
+    value = _stored(name, saved)
+    rule = BORROWED_RULE.get(name) if borrowed and name in saved else None
+    return value if rule is None else rule(value, SETTINGS[name][0])
+
+
+def _stored(name: str, saved: dict[str, Any]) -> Any:
     """Setting ``name`` from the stored values, through its check: its default when never set, and when the stored
     value fails the check (review 41: a hand-written ``"7 days"`` made ``%lessons`` raise ValueError, text that is
     not JSON made ``%synapse`` raise, a string with an ANSI code and a line break printed a fake line among the
@@ -209,9 +263,39 @@ class Settings:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
 
+    @property
+    def _borrowed(self) -> bool:
+        """Whether the vault is borrowed (not adopted): its stored values only tighten (:data:`BORROWED_RULE`)."""
+        return self._ctx.git.borrowed is not None
+
     def get(self, name: str) -> Any:
+        """Setting ``name`` in force (its default when never set; in a borrowed vault, :data:`BORROWED_RULE`)."""
         check_name(name)
-        return _read(name, self._ctx.store.meta.settings((name,)))
+        return _read(name, self._ctx.store.meta.settings((name,)), self._borrowed)
+
+    def embedder_spec(self) -> str | None:
+        """The setting ``recall_embedder`` as the semantic channel may load it (None: the default), the one check
+        every loader of the vault's embedder goes through. :class:`EmbedderRefused` when the vault is borrowed and
+        the stored spec names code or files (:func:`outside_code`): it is not loaded, the channel stays off."""
+        stored = _stored(EMBEDDER, self._ctx.store.meta.settings((EMBEDDER,)))
+        if stored is not None and self._borrowed and outside_code(stored):
+            raise EmbedderRefused(BORROWED_EMBEDDER_LINE)
+        spec: str | None = stored
+        return spec
+
+    def not_in_force(self) -> dict[str, tuple[Any, Any]]:
+        """In a borrowed vault, each stored value that is not in force: name -> (stored, in force); {} otherwise."""
+        if not self._borrowed:
+            return {}
+        saved = self._ctx.store.meta.settings(sorted(BORROWED_RULE))
+        out = {name: (_stored(name, saved), _read(name, saved, True)) for name in sorted(BORROWED_RULE)
+               if name in saved}
+        return {name: pair for name, pair in out.items() if pair[0] != pair[1]}
+
+    def not_in_force_lines(self) -> tuple[str, ...]:
+        """:meth:`not_in_force` as one line each (``memory status``, ``settings list``): the values quoted as data."""
+        return tuple(f"{name}: stored {json.dumps(shown(s), ensure_ascii=False)}, in force {shown(u)}"
+                     for name, (s, u) in self.not_in_force().items())
 
     def get_many(self, names: Iterable[str]) -> dict[str, Any]:
         """Several settings in one read: name -> value (the default when never set)."""
@@ -219,7 +303,7 @@ class Settings:
         for name in names:
             check_name(name)
         saved = self._ctx.store.meta.settings(names)
-        return {name: _read(name, saved) for name in names}
+        return {name: _read(name, saved, self._borrowed) for name in names}
 
     def set(self, name: str, value: Any) -> Any:
         self._ctx.require_human("change settings")

@@ -46,6 +46,10 @@ SESSION_START_FIELD_CHARS = 1200
 #: The person's notice when a prompt's recall answered without its semantic channel (Recall.semantic_off).
 OFF_NOTICE = ("synapse-nb: recall answered without the semantic channel (its index could not be read), so records "
               "found only by meaning were left out; run `synapse-nb index check --repair` in your own terminal")
+#: The same when the channel's model was not loaded: a borrowed vault's ``recall_embedder`` names code or files.
+REFUSED_NOTICE = ("synapse-nb: recall answered without the semantic channel: this borrowed vault's recall_embedder "
+                  "names code or model files, which are not loaded; if you trust the vault, run `synapse-nb lessons "
+                  "adopt` in your own terminal")
 
 
 def _state_key(v: Vault, event: HookEvent) -> str:
@@ -176,7 +180,7 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     and only what its cut kept (review 31). The banner leaves the hits their room (:func:`_fit`)."""
     from synapse_nb.agents.sessions import read_state, session_state
     from synapse_nb.recall.assembly import hits_parts
-    from synapse_nb.render import SEMANTIC_OFF_LINE, shorten
+    from synapse_nb.render import BORROWED_EMBEDDER_LINE, off_line, shorten
 
     prompt = (event.prompt or "").strip()
     if not prompt:
@@ -193,8 +197,8 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     r = v.recall(prompt[:MAX_PROMPT_CHARS], session=session, record=False)
     # a recall that answered without its semantic channel says so first, in the package's words, and the person is
     # told how to repair it (review 58: a rule found only by meaning left every answer, silently)
-    off: list[Part] = [(SEMANTIC_OFF_LINE, ())] if r.semantic_off is not None else []
-    notice = OFF_NOTICE if off else ""
+    off: list[Part] = [(off_line(r.semantic_off), ())] if r.semantic_off is not None else []
+    notice = "" if not off else REFUSED_NOTICE if r.semantic_off == BORROWED_EMBEDDER_LINE else OFF_NOTICE
     if r.items:
         before: list[Part] = [(r.borrowed["line"], ())] if r.borrowed else []
         context, kept = _fit(before + off, r.lessons, r.shown_before, hits_parts(r.query, r.items),
@@ -210,7 +214,7 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
             _left(v, event, new_lessons, (), kept, owed)
         return HookAnswer(context=context, notice=notice, delivered=lambda: r.mark_given(kept))
     if off:  # "nothing new" without the channel is no answer on meaning: the agent is told, the person too
-        return HookAnswer(context=SEMANTIC_OFF_LINE, notice=notice)
+        return HookAnswer(context=off[0][0], notice=notice)
     return HookAnswer()  # nothing new: no noise in the agent's context
 
 

@@ -3,6 +3,7 @@ semantic channel, lesson expiry: ``synapse_nb.settings``)."""
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 import typer
@@ -18,6 +19,7 @@ from synapse_nb.cli._common import (
     require_human_here,
 )
 from synapse_nb.provenance import quoted
+from synapse_nb.render import NOT_IN_FORCE
 from synapse_nb.settings import SETTINGS, check_name, shown
 
 __all__ = ["settings_app"]
@@ -32,12 +34,16 @@ _NAMES = ", ".join(sorted(SETTINGS))
 NameArg = Annotated[str, typer.Argument(help=f"A setting's name: {_NAMES}.", show_default=False)]
 
 
-def _row(name: str, value: Any) -> dict[str, Any]:
-    """One setting as JSON; its value and default quoted (:func:`~synapse_nb.provenance.quoted`), as every agent-facing
-    JSON carries stored text."""
+def _row(name: str, value: Any, held: dict[str, tuple[Any, Any]] | None = None) -> dict[str, Any]:
+    """One setting as JSON; its value (the one in force) and default quoted (:func:`~synapse_nb.provenance.quoted`),
+    as every agent-facing JSON carries stored text. ``held``: a borrowed vault's stored values not in force
+    (:meth:`~synapse_nb.settings.Settings.not_in_force`): such a row carries its ``stored`` value too."""
     default, _, about = SETTINGS[name]
-    return {"name": name, "value": quoted(value), "default": quoted(default), "changed": value != default,
-            "about": about}
+    row = {"name": name, "value": quoted(value), "default": quoted(default), "changed": value != default,
+           "about": about}
+    if held and name in held:
+        row |= {"stored": quoted(held[name][0]), "in_force": False}
+    return row
 
 
 @settings_app.command("list")
@@ -51,11 +57,16 @@ def settings_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         synapse-nb settings list --json
     """
     v = open_vault_for(ctx)
-    rows = [_row(name, value) for name, value in v.settings.as_dict().items()]
+    held = v.settings.not_in_force()  # a borrowed vault's stored values only tighten (synapse_nb.settings)
+    rows = [_row(name, value, held) for name, value in v.settings.as_dict().items()]
     if as_json:
         echo_json(rows)
         return
-    values = [shown(r["value"]) + (f" (default: {shown(r['default'])})" if r["changed"] else "") for r in rows]
+    if held:
+        typer.echo(f"{NOT_IN_FORCE}: {'; '.join(v.settings.not_in_force_lines())}")
+    values = [shown(r["value"]) + (f" (default: {shown(r['default'])})" if r["changed"] else "")
+              + (f" (stored {json.dumps(shown(held[r['name']][0]), ensure_ascii=False)}: not in force)"
+                 if r["name"] in held else "") for r in rows]
     width, vwidth = max(len(r["name"]) for r in rows), max(len(x) for x in values)
     for r, value in zip(rows, values, strict=True):
         typer.echo(f"{'*' if r['changed'] else ' '} {r['name']:<{width}}  {value:<{vwidth}}  {r['about']}")
@@ -75,7 +86,7 @@ def settings_get(ctx: typer.Context, name: NameArg, as_json: JsonOpt = False) ->
     v = open_vault_for(ctx)
     value = v.settings.get(name)
     if as_json:
-        echo_json(_row(name, value))
+        echo_json(_row(name, value, v.settings.not_in_force()))
     else:
         typer.echo(shown(value))
 

@@ -22,7 +22,7 @@ from synapse_nb.recall.scoring import Meaning, gate
 from synapse_nb.recall.semantic import DenseChannel, Fallback, Unsynced
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
-from synapse_nb.render import SEMANTIC_OFF_LINE, as_of_line
+from synapse_nb.render import as_of_line, off_line
 from synapse_nb.text import FTS_TOKEN_RE
 
 if TYPE_CHECKING:
@@ -113,7 +113,8 @@ class Recaller:
         self._variants = Variants(self._postings)
         self._staleness = Staleness(ctx)
         self._dense = DenseChannel(ctx.store, index)
-        self._embedder: tuple[object, str | None] | None = None  # (data version, the setting recall_embedder)
+        # (data version, the setting recall_embedder, why it is not loaded: Settings.embedder_spec)
+        self._embedder: tuple[object, str | None, str | None] | None = None
         self.params = params or RankParams()
         # records the walk read, by (kind, id), kept while the data version and the mind are unchanged (the walk
         # knows a ranked record by kind and id only: no candidate row is read per recall); on a remote store also
@@ -235,6 +236,11 @@ class Recaller:
         self._hidden_memo = ((version, self._ctx.mind), ids)
         return ids
 
+    def _settings_key(self, version: object) -> object:
+        """What the settings read depends on: the data version and whether the vault is borrowed (a person's
+        ``adopt`` puts a borrowed vault's stored values in force without moving the version)."""
+        return version, self._ctx.git.borrowed is None
+
     def _saved_defaults(self, version: object) -> tuple[Bars, float]:
         """The saved default bars and semantic weight, kept per data version (writing a setting moves it)."""
         with self._lock:
@@ -247,16 +253,22 @@ class Recaller:
             self._saved = (version, saved)
         return saved
 
-    def _embedder_spec(self, version: object) -> str | None:
-        """The setting ``recall_embedder`` (None: the default embedder), read once per data version."""
+    def _embedder_spec(self, version: object, use: Fallback) -> str | None:
+        """The setting ``recall_embedder`` (None: the default embedder), read once per data version through the
+        settings' one check (:meth:`~synapse_nb.settings.Settings.embedder_spec`): a spec it refuses (a borrowed
+        vault's code or files) turns the channel off for this recall (``use``), and None is returned unused."""
         memo = self._embedder
-        if memo is not None and memo[0] == version:
-            return memo[1]
-        from synapse_nb.settings import EMBEDDER, Settings
+        if memo is None or memo[0] != version:
+            from synapse_nb.settings import EmbedderRefused, Settings
 
-        spec: str | None = Settings(self._ctx).get(EMBEDDER)  # checked: a hand-written one reads as None
-        self._embedder = (version, spec)
-        return spec
+            try:  # checked: a hand-written one reads as None
+                memo = (version, Settings(self._ctx).embedder_spec(), None)
+            except EmbedderRefused as exc:
+                memo = (version, None, str(exc))
+            self._embedder = memo
+        if memo[2] is not None:
+            use.refused(memo[2])
+        return memo[1]
 
     def _records_for(self, version: object, mind: str) -> None:
         """Keep the walk's records by (kind, id) only while the data version and the mind are unchanged, by
@@ -289,7 +301,8 @@ class Recaller:
                                                               file_refs, branch_name, busy=busy, use=use)
         except Unsynced:  # the channel was just turned on, or a write came between: sync, then read again
             try:
-                self._dense.prepare(self._embedder[1] if self._embedder else None)
+                if self._embedder is None or self._embedder[2] is None:  # never a refused spec's default
+                    self._dense.prepare(self._embedder[1] if self._embedder else None)
             except IndexError_ as exc:
                 use.failed(exc)
             version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session,
@@ -313,7 +326,7 @@ class Recaller:
         reason, note = empty_reason(query, kept, rows, bars)
         text = assemble(query, kept, lessons, shown_before, note, as_of=self._as_of)
         if use.reason is not None:  # answered without the channel it had on: said in the answer (review 58)
-            text = f"{SEMANTIC_OFF_LINE}\n\n{text}"
+            text = f"{off_line(use.reason)}\n\n{text}"
         borrowed = ctx.git.borrowed  # found once when the vault was opened
         if borrowed is not None:
             text = f"{borrowed.line}\n\n{text}"
@@ -341,14 +354,16 @@ class Recaller:
                 with ctx.store.snapshot(lazy=lazy):
                     version = ctx.store.data_version()  # once: every cache of this recall is keyed by it
                     if self._defaults is not None:  # the saved bars and semantic weight, read inside the snapshot
-                        saved, semantic = self._saved_defaults(version)
+                        saved, semantic = self._saved_defaults(self._settings_key(version))
                         if given is None:
                             bars = _check_args(saved, budget_tokens, session)
                         if semantic != self.params.semantic:
                             self.params = replace(self.params, semantic=semantic)
                     if self.params.semantic and use.on and not synced:
                         try:
-                            self._dense.check_synced(self._embedder_spec(version), busy=busy)
+                            spec = self._embedder_spec(self._settings_key(version), use)
+                            if use.on:
+                                self._dense.check_synced(spec, busy=busy)
                         except IndexError_ as exc:
                             use.failed(exc)
                     now = ctx.read_now()  # a team vault's server clock: one state, one "now", on every machine
@@ -396,10 +411,13 @@ class Recaller:
                     bonus[pos_of[rid]] = min(bars.max_bonus, bonus.get(pos_of[rid], 0.0) + bars.file_bonus)
                     exact.add_files(rid, hit_files)
         match, hop = None, None
+        spec = self._embedder_spec(self._settings_key(version), use) if p.semantic else None
+        if not use.on:  # its embedder is refused (a borrowed vault's code or files): as with the channel off
+            p = replace(p, semantic=0.0)
         if p.semantic:  # the optional dense channel, off by default: recall/semantic.py
             from synapse_nb.store.embedders import match_cosine  # loaded with the channel's model
 
-            model = self._dense.embedder(self._embedder_spec(version))
+            model = self._dense.embedder(spec)
             try:
                 f_pos, f_sc, dense = self._dense.fused(idx, pos, sc, query, ctx.mind, now, p.semantic)
                 if p.hop_weight and asks_several(query) and len(named := idx.actors_named(words)) == 1:

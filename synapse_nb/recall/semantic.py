@@ -81,6 +81,14 @@ class Fallback:
         self.on = True
         self.reason: str | None = None  # what failed first (Recall.semantic_off)
 
+    def refused(self, line: str) -> None:
+        """Off for this recall, not for a failure: the vault's ``recall_embedder`` is not loaded (a borrowed vault's
+        spec naming code or files: :meth:`synapse_nb.settings.Settings.embedder_spec`); ``line`` (the package's
+        own words) is the reason and the answer's line."""
+        if self.on:
+            self.reason = line
+        self.on = False
+
     def failed(self, exc: IndexError_) -> None:
         if self.on:
             said = str(exc).strip().splitlines()

@@ -26,6 +26,8 @@ Bring your own (a model already on disk):
 Every bring-your-own embedder is checked when loaded (:func:`check_embedder`): the right shape, finite values, and
 the same bytes for a text embedded twice, alone and inside a batch. Set the vault setting ``recall_embedder`` to
 the spec (every process of the vault must be able to load it: prefer ``import:`` or a folder to a registration).
+A *borrowed* vault's spec naming code or files (any spec with a ``:``) is never loaded: the vault came with the
+repository (:meth:`synapse_nb.settings.Settings.embedder_spec`; built-ins and registered names are honoured).
 
 Determinism (decision 0008): an embedder must give the same float bits for the same text whatever the thread
 count, ``PYTHONHASHSEED`` or batch. Quantisation is float64 element-wise arithmetic (scale each vector so its

@@ -529,6 +529,7 @@ class Vault:
                       tracked_by_git=tracked,
                       untrack_command=untrack_command(prefix) if tracked and prefix else None,
                       borrowed=borrowed.line if borrowed is not None else None, awaiting_local_approval=awaiting,
+                      settings_not_in_force=self.settings.not_in_force_lines(),
                       pending_revisions=waiting[0], open_conflicts=waiting[1])
 
     def prune(self, *, sessions_older_than: str | timedelta = "30d",
