@@ -91,6 +91,22 @@ def test_an_agents_scan_stops_at_the_scans_total(project: Path, git: Any, monkey
     assert len(v.lessons.pending()) == 3 and _agents_count(v) == 0
 
 
+def test_an_agents_lesson_by_hand_stops_at_the_scans_total(project: Path, git: Any,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound a team server holds an agent's own SQL to (PostgreSQL migration 25), in the package's words first:
+    before, an agent's lesson by hand joined any number of pending ones."""
+    monkeypatch.setattr(lessons_mod, "SCAN_PENDING_LESSONS", 3)
+    _reverts(project, git, 3)
+    v = syn.open_vault(project)
+    assert len(v.lessons.scan()) == 3
+    agent = v.as_agent()
+    assert v._ctx.store.lessons.pending_total(v.mind) == 3
+    with pytest.raises(syn.QuotaExceededError, match="agent write refused: 3 lessons wait for a human"):
+        agent.lessons.create("an agent's own lesson")
+    v.lessons.reject(v.lessons.pending()[0].id)
+    assert agent.lessons.create("an agent's own lesson").source == "agent"
+
+
 def _agent_places(v: syn.Vault) -> dict[str, tuple[str, ...]]:
     (db,) = Path(v.path).glob("*.db")
     with closing(sqlite3.connect(db)) as c:

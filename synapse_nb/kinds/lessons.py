@@ -67,7 +67,7 @@ STATUSES = ("pending", "approved", "expired")
 AGENT_PENDING_LESSONS = 50
 #: Pending lessons a person's scan fills a mind to: past it a scan makes no more and keeps its place, so the reverts
 #: it left wait for the next scan after a review (150 reverts an agent committed made 100 lessons in one person's
-#: scan, past the agents' cap, when they were scanned as the person's).
+#: scan, past the agents' cap, when they were scanned as the person's). An agent's lesson is refused past it too.
 SCAN_PENDING_LESSONS = 100
 _CURRENT: Any = object()
 
@@ -191,10 +191,11 @@ class Lessons(KindManager[Lesson]):
         revert_sha = revert_commit["sha"] if revert_commit else None
         with ctx.store.transaction():
             ts = self._begin_write(new_record=True)
-            if ctx.actor == "agent" and self._table.agent_pending(ctx.mind) >= AGENT_PENDING_LESSONS:
-                raise QuotaExceededError(
-                    f"agent write refused: {AGENT_PENDING_LESSONS} lessons agents created wait for a human in mind "
-                    f"{ctx.mind!r}; a human reviews them first (synapse-nb lessons review), then new ones are taken")
+            if ctx.actor == "agent" and self._scan_room() == 0:  # the server's bounds too (PostgreSQL migration 25)
+                what = (f"{AGENT_PENDING_LESSONS} lessons agents created" if self._table.agent_pending(ctx.mind)
+                        >= AGENT_PENDING_LESSONS else f"{SCAN_PENDING_LESSONS} lessons")
+                raise QuotaExceededError(f"agent write refused: {what} wait for a human in mind {ctx.mind!r}; a human "
+                                         "reviews them first (synapse-nb lessons review), then new ones are taken")
             if revert_sha and self._table.has_revert(ctx.mind, revert_sha):
                 raise ConflictError(f"a lesson for revert {revert_sha[:12]} already exists in mind {ctx.mind!r}")
             les = Lesson(id=new_id("les"), mind=ctx.mind, created_at=ts, updated_at=ts, status="pending",
@@ -590,10 +591,10 @@ class Lessons(KindManager[Lesson]):
 
     def _scan_room(self) -> int:
         """How many lessons a scan may make now: up to :data:`SCAN_PENDING_LESSONS` pending ones in all, and an
-        agent's also up to :data:`AGENT_PENDING_LESSONS` pending ones agents made (a team vault's agent role reads
-        no pending lesson: its server counts the agents' only)."""
+        agent's also up to :data:`AGENT_PENDING_LESSONS` pending ones agents made; an agent's counts the mind's
+        (a team vault's agent role reads no pending lesson: its server counts them, as its check does)."""
         ctx = self._ctx
-        total = max(0, SCAN_PENDING_LESSONS - self.waiting(most=SCAN_PENDING_LESSONS))
         if ctx.actor == "agent":  # both bounds (review 65: alternating with a person's scans, 300 pending)
-            return min(total, max(0, AGENT_PENDING_LESSONS - self._table.agent_pending(ctx.mind)))
-        return total
+            return max(0, min(SCAN_PENDING_LESSONS - self._table.pending_total(ctx.mind),
+                              AGENT_PENDING_LESSONS - self._table.agent_pending(ctx.mind)))
+        return max(0, SCAN_PENDING_LESSONS - self.waiting(most=SCAN_PENDING_LESSONS))

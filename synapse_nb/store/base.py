@@ -230,22 +230,21 @@ class LessonTable(KindTable["Lesson"], Protocol):
 
     def analysis_state(self, id: str) -> tuple[str, str | None] | None:
         """(stored status, who wrote the analysis) of a lesson, whatever the view; None when it does not exist."""
-        ...
 
     def agent_pending(self, mind: str) -> int:
         """Pending lessons of the mind agents made, or a person's scan took over from an agent's (``first_by``)."""
 
+    def pending_total(self, mind: str) -> int:
+        """Pending lessons of the mind in all, whoever made them (counted past what the caller may read)."""
+
     def status_counts(self, mind: str, now: str) -> dict[str, int]:
         """How many lessons per effective status at ``now`` (statuses with none are left out)."""
-        ...
 
     def expiring(self, mind: str, after: str, until: str) -> tuple[str, ...]:
         """Ids of approved lessons running out in ``(after, until]``, soonest first."""
-        ...
 
     def expire(self, mind: str, now: str, updated_at: str) -> tuple[str, ...]:
         """Store the status ``expired`` on approved lessons whose time ran out at ``now``; their ids."""
-        ...
 
 
 class EpisodeTable(KindTable["Episode"], Protocol):

@@ -103,6 +103,9 @@ MIGRATIONS: tuple[Migration, ...] = (
               "with its login (write_marks)", "write_marks.sql"),
     Migration(24, "the word statistics keep no word no record holds (a purge's words go), and an agent login reads "
               "the counts of the words it names only (gate_df_of), never the list of words", "word_stats.sql"),
+    Migration(25, "a lesson a person's scan took over from an agent's counts as the agents' until a human decides it, "
+              "and an agent's lesson joins at most 100 pending ones in its mind (pending_lessons: any role's count)",
+              "agent_lesson_caps.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

@@ -74,6 +74,10 @@ class LessonsTable(shared.LessonsTable[PgDatabase]):
         row = self._db.query_one("SELECT agent_pending_lessons(?)", (mind,))  # the agent role reads no pending one
         return int(row[0] or 0) if row else 0
 
+    def pending_total(self, mind: str) -> int:
+        row = self._db.query_one("SELECT pending_lessons(?)", (mind,))  # a count for every role (migration 25)
+        return int(row[0] or 0) if row else 0
+
     def update(self, id: str, *, updated_at: str, **changes: Any) -> None:
         if self._db.role == "agent" and set(changes) == {"analysis", "analysis_by"}:
             # the agent role may not UPDATE lessons at all: its one write goes through a checked function

@@ -418,6 +418,7 @@ LESSON_HOLDING_REVERT = "SELECT id, source, status FROM lessons WHERE mind = ? A
 LESSONS_AGENT_PENDING = ("SELECT count(*) FROM lessons WHERE mind = ? AND status = 'pending' AND (source = 'agent' OR "
                          "CASE WHEN json_valid(revert_commit) THEN json_extract(revert_commit, '$.first_by') END "
                          "= 'agent')")
+LESSONS_PENDING = "SELECT count(*) FROM lessons WHERE mind = ? AND status = 'pending'"
 LESSON_ANALYSIS_STATE = "SELECT status, analysis_by FROM lessons WHERE id = ?"
 LESSON_STATUS_COUNTS = ("SELECT CASE WHEN status = 'approved' AND expires_at <= ? THEN 'expired' ELSE status END AS s, "
                         "count(*) AS n FROM lessons WHERE mind = ? GROUP BY s ORDER BY s")
@@ -501,6 +502,10 @@ class LessonsTable(Table[Lesson, D]):
 
     def agent_pending(self, mind: str) -> int:
         row = self._db.query_one(LESSONS_AGENT_PENDING, (mind,))
+        return int(row[0] or 0) if row else 0
+
+    def pending_total(self, mind: str) -> int:
+        row = self._db.query_one(LESSONS_PENDING, (mind,))
         return int(row[0] or 0) if row else 0
 
     def status_counts(self, mind: str, now: str) -> dict[str, int]:
