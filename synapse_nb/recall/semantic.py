@@ -15,7 +15,10 @@ Per recall (:class:`DenseChannel`):
    records by exact cosine (ties by id). When an agent's record no person verified is among them
    (``ThreadIndex.agent``), the best :data:`DENSE_DEPTH` people's records below them follow (the people reserve,
    review 21, as BM25's candidates have one: ``bm25_top``'s ``people``): however many agent records sit closer
-   in meaning, a person's record stays a candidate.
+   in meaning, a person's record stays a candidate. While an agent's unverified record waits in the table's queue
+   (a sync embeds agents' rows for ``AGENT_EMBED_S`` only), no agent's unverified row is read at all
+   (:meth:`DenseChannel.agents_waiting`, review 67): the answer does not depend on how much of the backlog the
+   machine embedded, and says so (``Recall.agents_waiting``, :data:`~synapse_nb.render.SEMANTIC_PEOPLE_LINE`).
 3. :func:`fuse_top`: a weighted sum over the union of BM25's hits (``depth`` of them) and the dense ones,
    ``(1 - weight) x bm25 / best bm25 + weight x (cos - last + step) / (first - last + step)``, ``first`` and
    ``last`` the best and the last cosine of the dense list and ``step`` its range over :data:`DENSE_DEPTH` (a
