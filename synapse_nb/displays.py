@@ -34,6 +34,7 @@ from synapse_nb.render import (
     ERR,
     MUTED,
     OK,
+    SEMANTIC_PEOPLE_LINE,
     as_of_line,
     block,
     code,
@@ -219,6 +220,9 @@ def recall_html(r: Any, headings: Mapping[str, str] | None = None) -> str:
         parts.append(f"<div><b>{esc(r.borrowed.get('line', ''))}</b></div>")
     if getattr(r, "semantic_off", None) is not None:  # answered without its semantic channel (review 58)
         parts.append(f"<div style='color:{ERR}'><b>{esc(off_line(r.semantic_off))}</b></div>")
+    elif getattr(r, "agents_waiting", 0):  # the channel read people's records only (review 67)
+        waiting = plural(r.agents_waiting, "agent record")
+        parts.append(f"<div style='color:{MUTED}'>{esc(SEMANTIC_PEOPLE_LINE)} ({esc(waiting)} waiting)</div>")
     if lessons:
         head = ("Approved lessons</b> (head every recall)" if as_of is None else
                 f"Lessons approved as of {esc(when_text(as_of))}</b> (from history: may no longer be in force)")

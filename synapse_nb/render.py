@@ -39,6 +39,7 @@ __all__ = [
     "NOT_IN_FORCE",
     "OK",
     "SEMANTIC_OFF_LINE",
+    "SEMANTIC_PEOPLE_LINE",
     "as_of_line",
     "block",
     "code",
@@ -68,6 +69,13 @@ __all__ = [
 #: meaning is missing (review 58: a warning on stderr only, and a person's rule silently left every later answer).
 SEMANTIC_OFF_LINE = ("(the semantic channel could not be read: answered from the vault's words alone, so a record "
                      "found only by meaning is missing; a person's `synapse-nb index check --repair` repairs it)")
+
+#: The line a recall's text starts with (after a borrowed vault's) while agents' records no person verified wait to
+#: be embedded in the semantic table (``Recall.agents_waiting``, review 67): the channel then reads people's records
+#: only, so two recalls of an unchanged vault give one answer whatever share of the backlog the machine embedded.
+#: The package's own words, without the count (it changes from sync to sync; the field and the notebook give it).
+SEMANTIC_PEOPLE_LINE = ("(the semantic channel read people's records only: agents' records wait to be embedded; "
+                        "every record was read by its words)")
 
 
 def as_of_line(at: str) -> str:

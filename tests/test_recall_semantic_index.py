@@ -329,3 +329,42 @@ def test_peoples_records_are_embedded_first_and_agents_backlog_waits(vault: syn.
     monkeypatch.setattr(indexer, "AGENT_EMBED_S", 60.0)
     vault.recall("sedan fleet")
     assert _drift(vault) == ((), (), ())
+
+
+def test_while_agents_records_wait_the_channel_reads_peoples_only(vault: syn.Vault, emb: Counting,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 67: a sync embeds agents' unverified records for ``AGENT_EMBED_S`` only, and the channel read whatever
+    share of them this machine had embedded: the same query on an unchanged vault answered differently from call to
+    call. While one of them waits, the channel reads people's records only, and the answer says so; once none
+    waits, agents' records take part."""
+    from synapse_nb.render import SEMANTIC_PEOPLE_LINE
+
+    real = emb.embed
+
+    def slow(texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        if not query:
+            time.sleep(0.01 * len(texts))
+        return real(texts, query=query)
+
+    monkeypatch.setattr(emb, "embed", slow)
+    mine = vault.remember("knowledge", "k_car", "Ann parks her sedan downstairs")
+    _on(vault)
+    vault.recall("warm up")
+    agent = vault.as_agent()
+    for i in range(150):
+        agent.remember("knowledge", f"a_{i:03d}", f"automobile vehicle car log {i}")
+    q = "where is the sedan?"
+    monkeypatch.setattr(indexer, "AGENT_EMBED_S", 0.0)  # nothing of the agents' embedded: the people-only answer
+    ref = vault.recall(q, bars=OPEN, record=False)
+    assert ref.agents_waiting == 150 and ref.text.startswith(SEMANTIC_PEOPLE_LINE)
+    assert [i.id for i in ref.items] == [mine.id]
+    monkeypatch.setattr(indexer, "AGENT_EMBED_S", 0.2)  # about 20 of them a sync
+    first = vault.recall(q, bars=OPEN, record=False)
+    second = vault.recall(q, bars=OPEN, record=False)
+    assert 0 < second.agents_waiting < first.agents_waiting < 150
+    assert first.text == second.text == ref.text
+    assert first.to_dict()["agents_waiting"] == first.agents_waiting
+    monkeypatch.setattr(indexer, "AGENT_EMBED_S", 60.0)
+    drained = vault.recall(q, bars=OPEN, record=False)
+    assert drained.agents_waiting == 0 and SEMANTIC_PEOPLE_LINE not in drained.text
+    assert any(i.id != mine.id for i in drained.items)  # agents' records found by meaning again

@@ -180,7 +180,7 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     and only what its cut kept (review 31). The banner leaves the hits their room (:func:`_fit`)."""
     from synapse_nb.agents.sessions import read_state, session_state
     from synapse_nb.recall.assembly import hits_parts
-    from synapse_nb.render import BORROWED_EMBEDDER_LINE, off_line, shorten
+    from synapse_nb.render import BORROWED_EMBEDDER_LINE, SEMANTIC_PEOPLE_LINE, off_line, shorten
 
     prompt = (event.prompt or "").strip()
     if not prompt:
@@ -199,6 +199,7 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     # told how to repair it (review 58: a rule found only by meaning left every answer, silently)
     off: list[Part] = [(off_line(r.semantic_off), ())] if r.semantic_off is not None else []
     notice = "" if not off else REFUSED_NOTICE if r.semantic_off == BORROWED_EMBEDDER_LINE else OFF_NOTICE
+    off += [(SEMANTIC_PEOPLE_LINE, ())] if r.agents_waiting and not off else []  # agents' wait (review 67)
     if r.items:
         before: list[Part] = [(r.borrowed["line"], ())] if r.borrowed else []
         context, kept = _fit(before + off, r.lessons, r.shown_before, hits_parts(r.query, r.items),
@@ -213,7 +214,7 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         if writable:
             _left(v, event, new_lessons, (), kept, owed)
         return HookAnswer(context=context, notice=notice, delivered=lambda: r.mark_given(kept))
-    if off:  # "nothing new" without the channel is no answer on meaning: the agent is told, the person too
+    if notice:  # "nothing new" without the channel is no answer on meaning: the agent is told, the person too
         return HookAnswer(context=off[0][0], notice=notice)
     return HookAnswer()  # nothing new: no noise in the agent's context
 

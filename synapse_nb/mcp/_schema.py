@@ -198,7 +198,7 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
                     "items": {"type": "array", "items": {"type": "object", "properties": {
                         "kind": _STR, "id": _STR, "score": _NUM, "matched": _STRS, "bar": _STR, "line": _STR}}},
                     "lessons": _STRS, "path": _STR, "coverage": _NUM, "version": {}, "stale": {},
-                    "semantic_off": _MAYBE_STR},
+                    "semantic_off": _MAYBE_STR, "agents_waiting": _INT},
                    ("text",)),
     "remember": _record_answer("memory"),
     "log_episode": _record_answer("episode", {"prior": {"anyOf": [RECORD_SCHEMAS["episode"], {"type": "null"}]},

@@ -22,7 +22,7 @@ from synapse_nb.recall.scoring import Meaning, gate
 from synapse_nb.recall.semantic import DenseChannel, Fallback, Unsynced
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
-from synapse_nb.render import as_of_line, off_line
+from synapse_nb.render import SEMANTIC_PEOPLE_LINE, as_of_line, off_line
 from synapse_nb.text import FTS_TOKEN_RE
 
 if TYPE_CHECKING:
@@ -90,6 +90,7 @@ class _Ranking(NamedTuple):
     actor: np.ndarray
     match: Meaning | None = None  # the records the semantic channel found close in meaning (the gate reads them)
     agent: np.ndarray | None = None  # per position: an agent's record no person verified (ThreadIndex.agent)
+    waiting: int = 0  # agents' records waiting to be embedded: the channel read people's only (review 67)
 
 
 class Recaller:
@@ -325,8 +326,11 @@ class Recaller:
         kept = self._staleness.annotate(kept, version)
         reason, note = empty_reason(query, kept, rows, bars)
         text = assemble(query, kept, lessons, shown_before, note, as_of=self._as_of)
+        waiting = ranking.waiting if ranking is not None and use.on else 0
         if use.reason is not None:  # answered without the channel it had on: said in the answer (review 58)
             text = f"{off_line(use.reason)}\n\n{text}"
+        elif waiting:  # its people's records only, agents' waiting to be embedded (review 67)
+            text = f"{SEMANTIC_PEOPLE_LINE}\n\n{text}"
         borrowed = ctx.git.borrowed  # found once when the vault was opened
         if borrowed is not None:
             text = f"{borrowed.line}\n\n{text}"
@@ -337,7 +341,7 @@ class Recaller:
                       coverage=coverage, on_meaning=on_meaning, version=".".join(map(str, version)),
                       borrowed=borrowed.to_dict() if borrowed is not None else None,
                       shown_before=frozenset(shown_before), semantic_off=use.reason, as_of=self._as_of,
-                      _mark=mark)
+                      agents_waiting=waiting, _mark=mark)
 
     def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
               file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False, busy: bool = False,
@@ -410,7 +414,7 @@ class Recaller:
                 if hit_files:
                     bonus[pos_of[rid]] = min(bars.max_bonus, bonus.get(pos_of[rid], 0.0) + bars.file_bonus)
                     exact.add_files(rid, hit_files)
-        match, hop = None, None
+        match, hop, waiting = None, None, 0
         spec = self._embedder_spec(self._settings_key(version), use) if p.semantic else None
         if not use.on:  # its embedder is refused (a borrowed vault's code or files): as with the channel off
             p = replace(p, semantic=0.0)
@@ -419,12 +423,16 @@ class Recaller:
 
             model = self._dense.embedder(spec)
             try:
-                f_pos, f_sc, dense = self._dense.fused(idx, pos, sc, query, ctx.mind, now, p.semantic)
+                # while agents' records wait to be embedded, none is read by meaning: the answer is the same
+                # whatever share of them this machine embedded (review 67)
+                waiting = self._dense.agents_waiting(idx)
+                f_pos, f_sc, dense = self._dense.fused(idx, pos, sc, query, ctx.mind, now, p.semantic, waiting > 0)
                 if p.hop_weight and asks_several(query) and len(named := idx.actors_named(words)) == 1:
-                    hop = self._dense.speaker_list(idx, query, int(named[0]), ctx.mind, now)  # RankParams.hop_*
+                    hop = self._dense.speaker_list(idx, query, int(named[0]), ctx.mind, now,  # RankParams.hop_*
+                                                   waiting > 0)
             except IndexError_ as exc:  # the table cannot be read: ranked as with the channel off
                 use.failed(exc)
-                p, hop = replace(p, semantic=0.0), None
+                p, hop, waiting = replace(p, semantic=0.0), None, 0
             else:
                 pos, sc = f_pos, f_sc
                 at = match_cosine(model)
@@ -446,7 +454,7 @@ class Recaller:
         # memories expired at "now" are ranked (the store's ranking knows no time) but never given
         cands = self._live(idx, ranked.pos.tolist(), now, version)
         return _Ranking(ranked, cands, exact, cover_terms(cover, terms, totals[0], idx), idx.actor, match,
-                        idx.agent)
+                        idx.agent, waiting)
 
     def _live(self, idx: ThreadIndex, walked: list[int], now: str, version: object) -> list[WalkRow | None]:
         """The walk's candidates at these positions: None for a memory expired at ``now``. The arrays' expiry may

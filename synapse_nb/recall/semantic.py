@@ -15,7 +15,10 @@ Per recall (:class:`DenseChannel`):
    records by exact cosine (ties by id). When an agent's record no person verified is among them
    (``ThreadIndex.agent``), the best :data:`DENSE_DEPTH` people's records below them follow (the people reserve,
    review 21, as BM25's candidates have one: ``bm25_top``'s ``people``): however many agent records sit closer
-   in meaning, a person's record stays a candidate.
+   in meaning, a person's record stays a candidate. While an agent's unverified record waits in the table's queue
+   (a sync embeds agents' rows for ``AGENT_EMBED_S`` only), no agent's unverified row is read at all
+   (:meth:`DenseChannel.agents_waiting`, review 67): the answer does not depend on how much of the backlog the
+   machine embedded, and says so (``Recall.agents_waiting``, :data:`~synapse_nb.render.SEMANTIC_PEOPLE_LINE`).
 3. :func:`fuse_top`: a weighted sum over the union of BM25's hits (``depth`` of them) and the dense ones,
    ``(1 - weight) x bm25 / best bm25 + weight x (cos - last + step) / (first - last + step)``, ``first`` and
    ``last`` the best and the last cosine of the dense list and ``step`` its range over :data:`DENSE_DEPTH` (a
@@ -268,8 +271,20 @@ class DenseChannel:
                     self._queries.popitem(last=False)
         return got
 
+    def agents_waiting(self, idx: ThreadIndex) -> int:
+        """How many agents' records no person verified (``ThreadIndex.agent``) of ``idx`` wait in the semantic
+        table's queue, not embedded yet (the queue as the last sync left it: :meth:`VaultIndex.waiting`; not known,
+        0). While one does, :meth:`search` with ``people_only`` leaves every agent's unverified row out (review 67:
+        a sync embeds agents' rows for ``AGENT_EMBED_S`` only, so the share of them found varied with the machine's
+        speed, and so did the answer)."""
+        left = self._index().waiting()
+        if not left:
+            return 0
+        j = idx.pos.many(sorted(left))
+        return int(idx.agent[j[j >= 0]].sum())
+
     def search(self, query: str, mind: str, now: str, k: int | None = None, also: Sequence[str] = (),
-               idx: ThreadIndex | None = None) -> tuple[list[DenseHit], dict[str, float]]:
+               idx: ThreadIndex | None = None, people_only: bool = False) -> tuple[list[DenseHit], dict[str, float]]:
         """The mind's best ``k`` (default :data:`DENSE_DEPTH`) records for ``query`` by exact cosine (best first,
         ties by id), and the cosines of the records ``also`` names.
 
@@ -277,7 +292,7 @@ class DenseChannel:
         verified (``ThreadIndex.agent``) is among them, the best ``k`` people's records of ``idx`` below them
         follow (:meth:`~synapse_nb.store.index.dense.DenseIndex.search`'s ``people``), as BM25's candidates do
         (``bm25_top``'s ``people``): a flood of agent records close in meaning never leaves a person's record out
-        of the dense list."""
+        of the dense list. ``people_only`` (with ``idx``): no agent's unverified record is found at all."""
         dense = self._index().dense
         if dense is None:
             raise Unsynced
@@ -287,6 +302,12 @@ class DenseChannel:
         if idx is None:
             return dense.search(self.query_vector(query), mind=mind, now=now, k=k, also=also)
         at, flag = idx.pos, idx.agent
+        if people_only:
+            import numpy as np
+
+            ids = idx.ids
+            return dense.search(self.query_vector(query), mind=mind, now=now, k=k, also=also,
+                                leave_out=[ids[j] for j in np.flatnonzero(flag).tolist()])
 
         def agent(ids: list[str]) -> np.ndarray:  # 1 an agent's unverified record, 0 a person's, -1 not ranked
             import numpy as np
@@ -297,8 +318,8 @@ class DenseChannel:
         return dense.search(self.query_vector(query), mind=mind, now=now, k=k, also=also, people=k, agent=agent)
 
 
-    def speaker_list(self, idx: ThreadIndex, query: str, actor: int, mind: str,
-                     now: str) -> tuple[np.ndarray, np.ndarray] | None:
+    def speaker_list(self, idx: ThreadIndex, query: str, actor: int, mind: str, now: str,
+                     people_only: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
         """The second dense query of a question asking for several facts about one speaker (``RankParams.hop_*``):
         the question without the speaker's name, its best :data:`DENSE_DEPTH` records (with the people reserve,
         :meth:`search`) cut to that speaker's
@@ -312,7 +333,7 @@ class DenseChannel:
         bare = without_actor(query, idx.actor_names[actor])
         if bare == query:
             return None
-        hits, _ = self.search(bare, mind, now, idx=idx)
+        hits, _ = self.search(bare, mind, now, idx=idx, people_only=people_only)
         act = idx.actor
         d = [(j, c) for j, c in _positions(idx, hits) if act[j] == actor]
         if len(d) < 2:
@@ -325,12 +346,12 @@ class DenseChannel:
         return p[o], s[o]
 
     def fused(self, idx: ThreadIndex, pos: np.ndarray, bm25: np.ndarray, query: str, mind: str, now: str,
-              weight: float) -> tuple[np.ndarray, np.ndarray, list[tuple[int, float]]]:
-        """BM25's hits (positions into ``idx``, scores) joined by the dense ones (with the people reserve,
-        :meth:`search`): positions, fused scores, and the dense list as (position, cosine) of the records of
-        ``idx``, best first (the gate reads it against the model's ``match_cosine``)."""
+              weight: float, people_only: bool = False) -> tuple[np.ndarray, np.ndarray, list[tuple[int, float]]]:
+        """BM25's hits (positions into ``idx``, scores) joined by the dense ones (with the people reserve, or
+        ``people_only``: :meth:`search`): positions, fused scores, and the dense list as (position, cosine) of the
+        records of ``idx``, best first (the gate reads it against the model's ``match_cosine``)."""
         also = [idx.ids[j] for j in pos.tolist()] if FUSION == "sum" else ()
-        hits, cos_of = self.search(query, mind, now, also=also, idx=idx)
+        hits, cos_of = self.search(query, mind, now, also=also, idx=idx, people_only=people_only)
         dense = _positions(idx, hits)
         if FUSION == "top":
             return (*fuse_top(idx, pos, bm25, hits, weight), dense)

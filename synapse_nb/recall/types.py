@@ -280,6 +280,11 @@ class Recall:
     #: the moment an ``as_of`` recall was rebuilt at (stored UTC text; None: a live answer); ``text`` then starts with
     #: :func:`synapse_nb.render.as_of_line` and its lessons stand under "LESSONS APPROVED AS OF", not the live banner
     as_of: str | None = None
+    #: how many agents' records no person verified wait to be embedded in the semantic table (review 67): while
+    #: any does, the channel read people's records only, so the answer does not depend on how many this machine
+    #: embedded; ``text`` then says so in its first line after a borrowed vault's
+    #: (:data:`synapse_nb.render.SEMANTIC_PEOPLE_LINE`). 0: the channel read every record, or is off
+    agents_waiting: int = 0
     _mark: Callable[[Collection[str] | None], None] | None = field(default=None, repr=False, compare=False)
 
     def mark_given(self, ids: Collection[str] | None = None) -> None:
@@ -300,7 +305,7 @@ class Recall:
                 "empty_reason": self.empty_reason, "items": [i.to_dict() for i in self.items],
                 "lessons": [les.id for les in self.lessons], "path": self.path, "coverage": round(self.coverage, 6),
                 "floor_on_meaning": self.on_meaning, "version": self.version, "borrowed": self.borrowed,
-                "semantic_off": self.semantic_off, "as_of": self.as_of}
+                "semantic_off": self.semantic_off, "as_of": self.as_of, "agents_waiting": self.agents_waiting}
 
     def __str__(self) -> str:
         return self.text

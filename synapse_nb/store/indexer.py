@@ -271,6 +271,7 @@ class VaultIndex:
                 while rows:
                     n = steps.take(rows)
                     if n == 0:  # the deadline: recall answers from the vectors already there
+                        queues.applied(dense.name, {r.id for r in rows} | set(rest) | waiting)
                         if keep:
                             queues.write(dense.name, {r.id for r in rows} | set(rest) | waiting)
                         return False
@@ -281,6 +282,7 @@ class VaultIndex:
                     if (rows or rest or waiting) and keep:
                         queues.write(dense.name, {r.id for r in rows} | set(rest) | waiting)
                 left = rest
+        queues.applied(dense.name, set())
         if not self._store.readonly:
             queues.write(dense.name, set())
             if everything:  # the sketch's projection is made again from the whole table (from 50,000 rows)
@@ -375,7 +377,14 @@ class VaultIndex:
         with self._mutating(wait) as held:
             if held:
                 self._sync_locked()
+            elif self._dense is not None:  # what its queue holds now is read from its file (:meth:`waiting`)
+                self._queues.applied(self._dense.name, None)
             return held
+
+    def waiting(self) -> frozenset[str] | None:
+        """The ids the semantic table's queue holds (None: not known, "compare everything"), as the last sync left
+        them: recall leaves agents' rows out of the channel while one of them waits (review 67)."""
+        return self._queues.left(self._dense.name, readonly=self._store.readonly) if self._dense else frozenset()
 
     def _sync_locked(self) -> int:
         store = self._store

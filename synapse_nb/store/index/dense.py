@@ -269,7 +269,8 @@ class _Copy:
                      None if sk is None else np.ascontiguousarray(sk), sk_norm)
 
     def search(self, q: np.ndarray, k: int, mind: str, now: str, also: Sequence[str] = (), people: int = 0,
-               agent: Callable[[list[str]], np.ndarray] | None = None) -> tuple[list[DenseHit], dict[str, float]]:
+               agent: Callable[[list[str]], np.ndarray] | None = None,
+               leave_out: Sequence[str] = ()) -> tuple[list[DenseHit], dict[str, float]]:
         import numpy as np
 
         m = int(np.searchsorted(self.mind_names, mind))
@@ -282,6 +283,10 @@ class _Copy:
             live = (self.mind_codes == m) & (self.exp_codes >= key[1])
             self.live.clear()
             self.live[key] = live
+        if leave_out:  # rows never found (their cosines with ``also`` are still given)
+            n = len(self.ids)
+            live = live.copy()
+            live[[j for i in leave_out if (j := bisect_left(self.ids, i)) < n and self.ids[j] == i]] = False
         at = [j for i in also if (j := bisect_left(self.ids, i)) < len(self.ids) and self.ids[j] == i]
         if self.sk is None or self.sk_norm is None or self.proj is None:
             cos = cosines(self.vecs, self.norm2, q)
@@ -517,7 +522,7 @@ class DenseIndex:
 
     def search(self, query: np.ndarray, *, mind: str, now: str, k: int = 50, also: Sequence[str] = (),
                people: int = 0, agent: Callable[[list[str]], np.ndarray] | None = None,
-               ) -> tuple[list[DenseHit], dict[str, float]]:
+               leave_out: Sequence[str] = ()) -> tuple[list[DenseHit], dict[str, float]]:
         """The ``k`` rows of ``mind`` not expired at ``now`` with the best exact cosine to the quantised query
         vector ``query`` (best first, ties by id), and the exact cosines of the rows ``also`` names (ids the table
         lacks are left out). A zero query vector finds nothing.
@@ -526,7 +531,8 @@ class DenseIndex:
         agent's record no person verified, 0 a person's, -1 a row the caller does not rank. When one of the best
         ``k`` is an agent's, the best ``people`` people's rows below them follow, best first, ties by id: people's
         records are found as if agents' were not there, however many agent rows are closer. Without an agent's
-        row among the best ``k``, the result is the same."""
+        row among the best ``k``, the result is the same. The rows ``leave_out`` names are not found (recall's
+        agents' rows while some wait to be embedded: review 67)."""
         import numpy as np
 
         q = np.ascontiguousarray(query, dtype=np.float32)
@@ -538,7 +544,7 @@ class DenseIndex:
             self._copy = (key, self._load(tbl))
         copy = self._copy[1]
         assert copy is not None
-        return copy.search(q, k, mind, now, also, people, agent)
+        return copy.search(q, k, mind, now, also, people, agent, leave_out)
 
     def _load(self, tbl: Any) -> _Copy:
         """Every row of the table in memory; from :attr:`ann_threshold` rows with its sketch."""

@@ -53,6 +53,28 @@ class Queues:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._left: dict[str, frozenset[str]] = {}  # what this process's last catch-up left in each queue
+
+    def applied(self, name: str, ids: set[str] | None) -> None:
+        """Keep what this process's catch-up of table ``name`` left in its queue (None: not known; :meth:`left`
+        reads the file then)."""
+        if ids is None:
+            self._left.pop(name, None)
+        else:
+            self._left[name] = frozenset(ids)
+
+    def left(self, name: str, *, readonly: bool = False) -> frozenset[str] | None:
+        """The ids table ``name`` has not applied (None: "compare everything", not known): as this process's last
+        catch-up left them (:meth:`applied`: the queue is not read again per recall), else as the queue file says;
+        none when there is no queue file (another process applied it since), but in a ``readonly`` vault, whose
+        catch-up writes no file."""
+        got = self._left.get(name)
+        if not readonly and not self.file(name).exists():
+            return frozenset()
+        if got is not None:
+            return got
+        ids = self.read(name)
+        return None if ids is None else frozenset(ids)
 
     def tables(self) -> list[str]:
         """The names of the semantic tables in the folder."""
