@@ -368,3 +368,36 @@ def test_while_agents_records_wait_the_channel_reads_peoples_only(vault: syn.Vau
     drained = vault.recall(q, bars=OPEN, record=False)
     assert drained.agents_waiting == 0 and SEMANTIC_PEOPLE_LINE not in drained.text
     assert any(i.id != mine.id for i in drained.items)  # agents' records found by meaning again
+
+
+def test_agents_get_their_time_after_a_slow_peoples_phase(vault: syn.Vault, emb: Counting,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 67: the agents' ``AGENT_EMBED_S`` was counted from the start of the sync, so a people's phase (or a
+    cold process's planning) longer than it left the agents no time, and a backlog of agents' records was never
+    embedded by fresh processes (every CLI recall and hook read people's records only). It counts from the start of
+    the agents' phase: each sync embeds some of them."""
+    from synapse_nb.store.index import queue as queues
+
+    real = emb.embed
+
+    def slow(texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        if not query:
+            time.sleep(0.05 * len(texts))
+        return real(texts, query=query)
+
+    _on(vault)
+    vault.recall("warm up")
+    agent = vault.as_agent()
+    for i in range(5):
+        agent.checkpoint(f"agent work {i} on the sedan fleet")
+    for i in range(8):  # the people's phase: 8 x 0.05 s, longer than the agents' time below
+        vault.decide(f"Our fleet {i} is leased, not bought")
+    monkeypatch.setattr(emb, "embed", slow)
+    monkeypatch.setattr(queues, "STEP_S", 0.0)  # one row a step
+    monkeypatch.setattr(indexer, "AGENT_EMBED_S", 0.2)
+    done = len(emb.docs)
+    got = vault.recall("is the fleet leased?", bars=OPEN, record=False)
+    embedded = emb.docs[done:]
+    assert sum("leased" in d for d in embedded) == 8
+    assert any("agent work" in d for d in embedded)  # the agents had their 0.2 s after the people's 0.4 s
+    assert got.agents_waiting < 5

@@ -249,14 +249,14 @@ class VaultIndex:
         left = sorted(queued | set(also))
         rate = self._steps.rate if self._steps is not None else None
         steps = self._steps = Steps(deadline(), rate)
-        # people's records first, then agents' unverified ones within AGENT_EMBED_S of this call (review 24: the
-        # queue went in id order, so 40 agent checkpoints came before a person's decision in every hook, and a
-        # person's recall waited 27 s for an agent's backlog); agents' rows left over wait for the next call
+        # people's records first, then agents' unverified ones for AGENT_EMBED_S from the start of their phase
+        # (review 24: the queue went in id order, so 40 agent checkpoints came before a person's decision in every
+        # hook, and a person's recall waited 27 s for an agent's backlog; review 67: counted from the call's start, a
+        # cold process's planning used it up and no agent row was ever embedded); the rest wait for the next call
         later: list[str] = []
-        agents_by = time.time() + AGENT_EMBED_S
         for phase in ("people", "agents"):
             if phase == "agents":
-                left = sorted(later)
+                left, agents_by = sorted(later), time.time() + AGENT_EMBED_S
                 dl = deadline()
                 steps = self._steps = Steps(agents_by if dl is None else min(dl, agents_by), steps.rate)
             while left:
