@@ -34,7 +34,6 @@ from synapse_nb.render import (
     ERR,
     MUTED,
     OK,
-    SEMANTIC_OFF_LINE,
     as_of_line,
     block,
     code,
@@ -43,6 +42,7 @@ from synapse_nb.render import (
     note_html,
     plural,
     pre_html,
+    semantic_off_line,
     table_html,
     when_text,
 )
@@ -217,8 +217,9 @@ def recall_html(r: Any, headings: Mapping[str, str] | None = None) -> str:
         parts.append(f"<div style='color:{ERR}'><b>{esc(as_of_line(as_of))}</b></div>")
     if getattr(r, "borrowed", None):
         parts.append(f"<div><b>{esc(r.borrowed.get('line', ''))}</b></div>")
-    if getattr(r, "semantic_off", None) is not None:  # answered without its semantic channel (review 58)
-        parts.append(f"<div style='color:{ERR}'><b>{esc(SEMANTIC_OFF_LINE)}</b></div>")
+    off = semantic_off_line(getattr(r, "semantic_off", None))
+    if off is not None:  # answered without its semantic channel (reviews 58, 68)
+        parts.append(f"<div style='color:{ERR}'><b>{esc(off)}</b></div>")
     if lessons:
         head = ("Approved lessons</b> (head every recall)" if as_of is None else
                 f"Lessons approved as of {esc(when_text(as_of))}</b> (from history: may no longer be in force)")

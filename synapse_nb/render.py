@@ -34,8 +34,10 @@ __all__ = [
     "HEAD_BG",
     "LINE_HEIGHT",
     "MULTIPLIER_PARTS",
+    "MODEL_OFF",
     "MUTED",
     "OK",
+    "SEMANTIC_NO_MODEL_LINE",
     "SEMANTIC_OFF_LINE",
     "as_of_line",
     "block",
@@ -49,6 +51,7 @@ __all__ = [
     "note_html",
     "plural",
     "pre_html",
+    "semantic_off_line",
     "shorten",
     "shown_id",
     "shown_parts",
@@ -65,6 +68,29 @@ __all__ = [
 #: meaning is missing (review 58: a warning on stderr only, and a person's rule silently left every later answer).
 SEMANTIC_OFF_LINE = ("(the semantic channel could not be read: answered from the vault's words alone, so a record "
                      "found only by meaning is missing; a person's `synapse-nb index check --repair` repairs it)")
+#: How ``Recall.semantic_off`` starts when the channel's model, not its index, could not be loaded in this process
+#: (its extra not installed here, an unknown name, a factory failing); the reason follows.
+MODEL_OFF = "the semantic channel's model could not be loaded here: "
+#: The line in place of :data:`SEMANTIC_OFF_LINE` then (review 68: every recall failed, and the agent hook answered
+#: nothing, its error on stderr only).
+SEMANTIC_NO_MODEL_LINE = ("(the semantic channel's model could not be loaded here: answered from the vault's words "
+                          "alone, so a record found only by meaning is missing; a person installs the model's extra "
+                          "(wordllama: pip install 'synapse_nb[semantic]'), fixes the setting recall_embedder, or "
+                          "sets recall_semantic to 0)")
+
+
+def semantic_off_line(reason: str | None) -> str | None:
+    """The line a recall's text starts with (after a borrowed vault's) for ``Recall.semantic_off`` ``reason``: None
+    when the channel answered, :data:`SEMANTIC_NO_MODEL_LINE` when its model could not be loaded (``reason`` starts
+    with :data:`MODEL_OFF`), else :data:`SEMANTIC_OFF_LINE` (its index could not be read). The package's words
+    only, never the reason's.
+
+    >>> semantic_off_line(None), semantic_off_line(MODEL_OFF + "x") == SEMANTIC_NO_MODEL_LINE
+    (None, True)
+    """
+    if reason is None:
+        return None
+    return SEMANTIC_NO_MODEL_LINE if reason.startswith(MODEL_OFF) else SEMANTIC_OFF_LINE
 
 
 def as_of_line(at: str) -> str:

@@ -46,6 +46,11 @@ SESSION_START_FIELD_CHARS = 1200
 #: The person's notice when a prompt's recall answered without its semantic channel (Recall.semantic_off).
 OFF_NOTICE = ("synapse-nb: recall answered without the semantic channel (its index could not be read), so records "
               "found only by meaning were left out; run `synapse-nb index check --repair` in your own terminal")
+#: The person's notice when it answered without the channel because its model could not be loaded here (review 68).
+MODEL_NOTICE = ("synapse-nb: recall answered without the semantic channel (its model could not be loaded here: "
+                "`synapse-nb recall query --json TEXT` says why in semantic_off), so records found only by meaning "
+                "were left out; install the model's extra (wordllama: pip install 'synapse_nb[semantic]') or set "
+                "recall_semantic to 0 in your own terminal")
 
 
 def _state_key(v: Vault, event: HookEvent) -> str:
@@ -176,7 +181,7 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     and only what its cut kept (review 31). The banner leaves the hits their room (:func:`_fit`)."""
     from synapse_nb.agents.sessions import read_state, session_state
     from synapse_nb.recall.assembly import hits_parts
-    from synapse_nb.render import SEMANTIC_OFF_LINE, shorten
+    from synapse_nb.render import MODEL_OFF, semantic_off_line, shorten
 
     prompt = (event.prompt or "").strip()
     if not prompt:
@@ -193,8 +198,9 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     r = v.recall(prompt[:MAX_PROMPT_CHARS], session=session, record=False)
     # a recall that answered without its semantic channel says so first, in the package's words, and the person is
     # told how to repair it (review 58: a rule found only by meaning left every answer, silently)
-    off: list[Part] = [(SEMANTIC_OFF_LINE, ())] if r.semantic_off is not None else []
-    notice = OFF_NOTICE if off else ""
+    line = semantic_off_line(r.semantic_off)
+    off: list[Part] = [(line, ())] if line is not None else []
+    notice = "" if r.semantic_off is None else MODEL_NOTICE if r.semantic_off.startswith(MODEL_OFF) else OFF_NOTICE
     if r.items:
         before: list[Part] = [(r.borrowed["line"], ())] if r.borrowed else []
         context, kept = _fit(before + off, r.lessons, r.shown_before, hits_parts(r.query, r.items),
@@ -210,7 +216,7 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
             _left(v, event, new_lessons, (), kept, owed)
         return HookAnswer(context=context, notice=notice, delivered=lambda: r.mark_given(kept))
     if off:  # "nothing new" without the channel is no answer on meaning: the agent is told, the person too
-        return HookAnswer(context=SEMANTIC_OFF_LINE, notice=notice)
+        return HookAnswer(context=off[0][0], notice=notice)
     return HookAnswer()  # nothing new: no noise in the agent's context
 
 
