@@ -41,7 +41,8 @@ with v.transaction():
         else:
             v.remember("project", f"k{i}", f"Memory {i}: {txt}")
 v.settings.set("recall_semantic", 0.1)
-v.recall("how do we deploy the database migration?")
+if v.recall("how do we deploy the database migration?").semantic_off is not None:  # words only: no figure (review 68)
+    raise SystemExit("the semantic channel is off: its model cannot be loaded here")
 """
 AGENT = """
 import statistics, sys, time

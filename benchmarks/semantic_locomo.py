@@ -66,8 +66,11 @@ class Cached:
 
 
 def use_cache(spec: str, path: str | None) -> Cached | None:
-    """With a file, ``spec``'s embedder loaded once and kept behind :class:`Cached` for every vault of this run."""
+    """With a file, ``spec``'s embedder loaded once and kept behind :class:`Cached` for every vault of this run.
+    Loaded either way: a recall whose model cannot be loaded answers from its words alone, and this run would
+    measure that (review 68); here it fails, naming the extra."""
     if not path:
+        embedders.load_embedder(spec)
         return None
     cache = Cached(embedders.load_embedder(spec), Path(path))
     embedders._loaded[spec] = cache

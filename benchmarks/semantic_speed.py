@@ -43,7 +43,9 @@ def measure(path: Path, n_queries: int, embedder: str, weight: float) -> dict:
     on = Recaller(v._ctx, lambda: v.index, params=RankParams(semantic=weight),
                   lessons=lambda c, b: Lessons(c).in_force(b))
     t = time.perf_counter()
-    on.recall(qs[0])  # builds the index and the channel's table
+    off_why = on.recall(qs[0]).semantic_off  # builds the index and the channel's table
+    if off_why is not None:  # the model not loadable here: the "on" figures would be words only (review 68)
+        raise SystemExit(f"the semantic channel is off: {off_why}")
     build = time.perf_counter() - t
     n = v.index.dense.count()
     conn = sqlite3.connect(f"file:{v.path / 'synapse.db'}?mode=ro", uri=True)

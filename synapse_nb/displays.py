@@ -41,9 +41,9 @@ from synapse_nb.render import (
     esc,
     fmt_time,
     note_html,
-    off_line,
     plural,
     pre_html,
+    semantic_off_line,
     table_html,
     when_text,
 )
@@ -218,8 +218,9 @@ def recall_html(r: Any, headings: Mapping[str, str] | None = None) -> str:
         parts.append(f"<div style='color:{ERR}'><b>{esc(as_of_line(as_of))}</b></div>")
     if getattr(r, "borrowed", None):
         parts.append(f"<div><b>{esc(r.borrowed.get('line', ''))}</b></div>")
-    if getattr(r, "semantic_off", None) is not None:  # answered without its semantic channel (review 58)
-        parts.append(f"<div style='color:{ERR}'><b>{esc(off_line(r.semantic_off))}</b></div>")
+    off = semantic_off_line(getattr(r, "semantic_off", None))
+    if off is not None:  # answered without its semantic channel (reviews 58, 66, 68)
+        parts.append(f"<div style='color:{ERR}'><b>{esc(off)}</b></div>")
     elif getattr(r, "agents_waiting", 0):  # the channel read people's records only (review 67)
         waiting = plural(r.agents_waiting, "agent record")
         parts.append(f"<div style='color:{MUTED}'>{esc(SEMANTIC_PEOPLE_LINE)} ({esc(waiting)} waiting)</div>")

@@ -35,9 +35,11 @@ __all__ = [
     "HEAD_BG",
     "LINE_HEIGHT",
     "MULTIPLIER_PARTS",
+    "MODEL_OFF",
     "MUTED",
     "NOT_IN_FORCE",
     "OK",
+    "SEMANTIC_NO_MODEL_LINE",
     "SEMANTIC_OFF_LINE",
     "SEMANTIC_PEOPLE_LINE",
     "as_of_line",
@@ -50,9 +52,9 @@ __all__ = [
     "head_lines",
     "message_html",
     "note_html",
-    "off_line",
     "plural",
     "pre_html",
+    "semantic_off_line",
     "shorten",
     "shown_id",
     "shown_parts",
@@ -69,6 +71,32 @@ __all__ = [
 #: meaning is missing (review 58: a warning on stderr only, and a person's rule silently left every later answer).
 SEMANTIC_OFF_LINE = ("(the semantic channel could not be read: answered from the vault's words alone, so a record "
                      "found only by meaning is missing; a person's `synapse-nb index check --repair` repairs it)")
+#: How ``Recall.semantic_off`` starts when the channel's model, not its index, could not be loaded in this process
+#: (its extra not installed here, an unknown name, a factory failing); the reason follows.
+MODEL_OFF = "the semantic channel's model could not be loaded here: "
+#: The line in place of :data:`SEMANTIC_OFF_LINE` then (review 68: every recall failed, and the agent hook answered
+#: nothing, its error on stderr only).
+SEMANTIC_NO_MODEL_LINE = ("(the semantic channel's model could not be loaded here: answered from the vault's words "
+                          "alone, so a record found only by meaning is missing; a person installs the model's extra "
+                          "(wordllama: pip install 'synapse_nb[semantic]'), fixes the setting recall_embedder, or "
+                          "sets recall_semantic to 0)")
+
+
+def semantic_off_line(reason: str | None) -> str | None:
+    """The line a recall's text starts with (after a borrowed vault's) for ``Recall.semantic_off`` ``reason``: None
+    when the channel answered, :data:`BORROWED_EMBEDDER_LINE` when a borrowed vault's embedder was not loaded,
+    :data:`SEMANTIC_NO_MODEL_LINE` when its model could not be loaded (``reason`` starts
+    with :data:`MODEL_OFF`), else :data:`SEMANTIC_OFF_LINE` (its index could not be read). The package's words
+    only, never the reason's.
+
+    >>> semantic_off_line(None), semantic_off_line(MODEL_OFF + "x") == SEMANTIC_NO_MODEL_LINE
+    (None, True)
+    """
+    if reason is None:
+        return None
+    if reason == BORROWED_EMBEDDER_LINE:  # a borrowed vault's code or files, not loaded (review 66)
+        return BORROWED_EMBEDDER_LINE
+    return SEMANTIC_NO_MODEL_LINE if reason.startswith(MODEL_OFF) else SEMANTIC_OFF_LINE
 
 #: The line a recall's text starts with (after a borrowed vault's) while agents' records no person verified wait to
 #: be embedded in the semantic table (``Recall.agents_waiting``, review 67): the channel then reads people's records
@@ -103,16 +131,6 @@ BORROWED_EMBEDDER_LINE = (
     "(import:... or sentence-transformers:...), which a vault that came with the repository does not decide; answered "
     "from the vault's words alone. If you trust this vault's settings, a person here adopts it: `synapse-nb lessons "
     "adopt`; or choose a built-in model here: `synapse-nb settings set recall_embedder wordllama`)")
-
-
-def off_line(reason: str) -> str:
-    """The line a recall that answered without its semantic channel starts with (``Recall.semantic_off`` is
-    ``reason``): :data:`BORROWED_EMBEDDER_LINE` when that is the reason, else :data:`SEMANTIC_OFF_LINE`.
-
-    >>> off_line("table x failed") == SEMANTIC_OFF_LINE, off_line(BORROWED_EMBEDDER_LINE) == BORROWED_EMBEDDER_LINE
-    (True, True)
-    """
-    return BORROWED_EMBEDDER_LINE if reason == BORROWED_EMBEDDER_LINE else SEMANTIC_OFF_LINE
 
 
 #: How ``memory status`` and ``settings list`` title a borrowed vault's stored settings that are not in force.

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from synapse_nb.context import Context
 
 __all__ = ["BAR_SETTINGS", "BORROWED_EMBEDDER_LINE", "BORROWED_RULE", "EMBEDDER", "SEMANTIC", "SETTINGS",
-           "TRUNK_BRANCHES", "EmbedderRefused", "SettingIgnored", "Settings", "check_name", "check_setting",
-           "outside_code", "shown"]
+           "TRUNK_BRANCHES", "EmbedderRefused", "ModelNotHere", "SettingIgnored", "Settings", "check_name",
+           "check_new", "check_setting", "outside_code", "shown"]
 
 
 def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
@@ -194,9 +194,42 @@ def check_setting(name: Any, value: Any) -> Any:
 
 
 def check_name(name: Any) -> None:
-    """:class:`ValidationError` naming every known setting unless ``name`` is one."""
+    """:class:`ValidationError` naming every known setting (and the nearest, as a mistyped command gets) unless
+    ``name`` is one.
+
+    >>> check_name("recal_floor")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    synapse_nb.errors.ValidationError: unknown setting 'recal_floor' (did you mean 'recall_floor'?); known settings: ...
+    """
     if not isinstance(name, str) or name not in SETTINGS:
-        raise ValidationError(f"unknown setting {name!r}; known settings: {', '.join(sorted(SETTINGS))}")
+        from difflib import get_close_matches
+
+        near = get_close_matches(name, list(SETTINGS), 1, 0.6) if isinstance(name, str) else []
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ValidationError(f"unknown setting {name!r}{hint}; known settings: {', '.join(sorted(SETTINGS))}")
+
+
+def check_new(name: Any, value: Any) -> Any:
+    """:func:`check_setting`, and what only a new value is held to (:meth:`Settings.set`): ``recall_embedder`` must
+    be a spec the embedders take in form (:func:`~synapse_nb.store.embedders.check_spec`: a built-in, a name
+    registered in this process, ``import:<module>:<factory>``, ``sentence-transformers:<folder>``; review 68). A
+    stored value is read through :func:`check_setting` alone: a name registered in another process still reads."""
+    value = check_setting(name, value)
+    if name == EMBEDDER and value is not None:
+        from synapse_nb.store.embedders import check_spec
+
+        try:
+            value = check_spec(value)
+        except ValidationError as e:
+            raise ValidationError(f"setting {name}: {e}") from None
+    return value
+
+
+class ModelNotHere(UserWarning):
+    """A setting turned recall's semantic channel on (or named its model) and the model cannot be loaded in this
+    process (its extra is not installed here): the setting is stored (a team may set it for other machines), and
+    recalls here answer from the vault's words alone until it is installed (review 68)."""
 
 
 class SettingIgnored(UserWarning):
@@ -306,10 +339,30 @@ class Settings:
         return {name: _read(name, saved, self._borrowed) for name in names}
 
     def set(self, name: str, value: Any) -> Any:
+        """Store ``value`` (checked first: :func:`check_new`). Turning the semantic channel on, or naming its
+        model, when that model cannot be loaded here warns (:class:`ModelNotHere`) and stores it."""
         self._ctx.require_human("change settings")
-        value = check_setting(name, value)
+        value = check_new(name, value)
         self._ctx.store.meta.set_settings({name: value})
+        self._model_here({name: value})
         return value
+
+    def _model_here(self, changed: dict[str, Any]) -> None:
+        """Warn (:class:`ModelNotHere`) when ``changed`` touches the semantic channel, it is on and its model
+        cannot be loaded in this process (found without loading it: :func:`~synapse_nb.store.embedders.unavailable`)."""
+        if SEMANTIC not in changed and EMBEDDER not in changed:
+            return
+        weight, spec = self.get(SEMANTIC), self.get(EMBEDDER)
+        if not weight:
+            return
+        from synapse_nb.store.embedders import unavailable
+
+        why = unavailable(spec)
+        if why is not None:
+            warnings.warn(ModelNotHere(
+                f"recall_semantic is {weight} but {why}: recalls here answer from the vault's words alone until it "
+                "is (the setting is stored, for the machines that have it; 'synapse-nb settings set recall_semantic "
+                "0' turns the channel off)"), stacklevel=3)
 
     def set_many(self, values: dict[str, Any]) -> dict[str, Any]:
         """Set several settings in one transaction: every value is checked first, then all are written or none.
@@ -320,8 +373,9 @@ class Settings:
         self._ctx.require_human("change settings")
         if not isinstance(values, dict):
             raise ValidationError(f"settings must be given as a dict of name -> value, got {type(values).__name__}")
-        checked = {name: check_setting(name, value) for name, value in values.items()}
+        checked = {name: check_new(name, value) for name, value in values.items()}
         self._ctx.store.meta.set_settings(checked)
+        self._model_here(checked)
         return checked
 
     def as_dict(self) -> dict[str, Any]:

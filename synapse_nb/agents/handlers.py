@@ -50,6 +50,11 @@ OFF_NOTICE = ("synapse-nb: recall answered without the semantic channel (its ind
 REFUSED_NOTICE = ("synapse-nb: recall answered without the semantic channel: this borrowed vault's recall_embedder "
                   "names code or model files, which are not loaded; if you trust the vault, run `synapse-nb lessons "
                   "adopt` in your own terminal")
+#: The person's notice when it answered without the channel because its model could not be loaded here (review 68).
+MODEL_NOTICE = ("synapse-nb: recall answered without the semantic channel (its model could not be loaded here: "
+                "`synapse-nb recall query --json TEXT` says why in semantic_off), so records found only by meaning "
+                "were left out; install the model's extra (wordllama: pip install 'synapse_nb[semantic]') or set "
+                "recall_semantic to 0 in your own terminal")
 
 
 def _state_key(v: Vault, event: HookEvent) -> str:
@@ -180,7 +185,7 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     and only what its cut kept (review 31). The banner leaves the hits their room (:func:`_fit`)."""
     from synapse_nb.agents.sessions import read_state, session_state
     from synapse_nb.recall.assembly import hits_parts
-    from synapse_nb.render import BORROWED_EMBEDDER_LINE, SEMANTIC_PEOPLE_LINE, off_line, shorten
+    from synapse_nb.render import BORROWED_EMBEDDER_LINE, MODEL_OFF, SEMANTIC_PEOPLE_LINE, semantic_off_line, shorten
 
     prompt = (event.prompt or "").strip()
     if not prompt:
@@ -197,8 +202,10 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     r = v.recall(prompt[:MAX_PROMPT_CHARS], session=session, record=False)
     # a recall that answered without its semantic channel says so first, in the package's words, and the person is
     # told how to repair it (review 58: a rule found only by meaning left every answer, silently)
-    off: list[Part] = [(off_line(r.semantic_off), ())] if r.semantic_off is not None else []
-    notice = "" if not off else REFUSED_NOTICE if r.semantic_off == BORROWED_EMBEDDER_LINE else OFF_NOTICE
+    line = semantic_off_line(r.semantic_off)
+    off: list[Part] = [(line, ())] if line is not None else []
+    notice = ("" if r.semantic_off is None else REFUSED_NOTICE if r.semantic_off == BORROWED_EMBEDDER_LINE
+              else MODEL_NOTICE if r.semantic_off.startswith(MODEL_OFF) else OFF_NOTICE)
     off += [(SEMANTIC_PEOPLE_LINE, ())] if r.agents_waiting and not off else []  # agents' wait (review 67)
     if r.items:
         before: list[Part] = [(r.borrowed["line"], ())] if r.borrowed else []

@@ -4,6 +4,7 @@ semantic channel, lesson expiry: ``synapse_nb.settings``)."""
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Annotated, Any
 
 import typer
@@ -20,7 +21,7 @@ from synapse_nb.cli._common import (
 )
 from synapse_nb.provenance import quoted
 from synapse_nb.render import NOT_IN_FORCE
-from synapse_nb.settings import SETTINGS, check_name, shown
+from synapse_nb.settings import SETTINGS, ModelNotHere, check_name, check_new, shown
 
 __all__ = ["settings_app"]
 
@@ -91,7 +92,7 @@ def settings_get(ctx: typer.Context, name: NameArg, as_json: JsonOpt = False) ->
         typer.echo(shown(value))
 
 
-@settings_app.command("set")
+@settings_app.command("set", context_settings={"ignore_unknown_options": True})  # a value of -3 is a value
 def settings_set(
     ctx: typer.Context,
     name: NameArg,
@@ -100,8 +101,10 @@ def settings_set(
     yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Change a setting (human only: refused in an agent's shell; without a terminal, pass --yes). The value is
-    checked first: a bad one changes nothing and the error says what is accepted.
+    """Change a setting (human only: refused in an agent's shell; without a terminal, pass --yes). The name and the
+    value are checked first, before anything else: a bad one changes nothing and the error says what is accepted
+    (a negative number is a value: its range is checked). Turning the semantic channel on when its model's extra is
+    not installed here is stored, with a warning: recalls here answer from the vault's words alone until it is.
 
     Examples:
 
@@ -113,8 +116,7 @@ def settings_set(
 
         synapse-nb settings set auto_checkpoint_cells none
     """
-    check_name(name)  # before the human check: a typo is said first
-    require_human_here(ctx, yes, "changing a setting")
+    check_name(name)  # before the human check: a typo, then a bad value, is said first (review 68)
     if value.strip().lower() == "none":
         if SETTINGS[name][0] is not None:
             fail(f"{name} cannot be none; 'synapse-nb settings reset {name}' gives it its default "
@@ -122,8 +124,17 @@ def settings_set(
         given: Any = None
     else:
         given = value
+    check_new(name, given)
+    require_human_here(ctx, yes, "changing a setting")
     v = open_vault_for(ctx)
-    stored = v.settings.set(name, given)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", ModelNotHere)
+        stored = v.settings.set(name, given)
+    for w in said:  # the model cannot be loaded here: stored, and said on stderr
+        if issubclass(w.category, ModelNotHere):
+            typer.echo(f"synapse-nb: warning: {w.message}", err=True)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if as_json:
         echo_json(_row(name, stored))
     else:

@@ -305,6 +305,10 @@ def locomo_questions(
     retrievers, ks = _check_args(retrievers, k_values)
     if style not in STYLES:
         raise ValidationError(f"unknown style {style!r}; accepted: {', '.join(STYLES)}")
+    if semantic:  # its model loaded first: a recall would answer from its words alone without it (review 68), and
+        from synapse_nb.store.embedders import load_embedder  # an evaluation must not measure that unsaid
+
+        load_embedder(embedder)
     source = _resolve(path)
     convs = _select(load_locomo(source), conversations, source)
     if style == "chat":

