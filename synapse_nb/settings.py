@@ -352,8 +352,12 @@ class Settings:
         cannot be loaded in this process (found without loading it: :func:`~synapse_nb.store.embedders.unavailable`)."""
         if SEMANTIC not in changed and EMBEDDER not in changed:
             return
-        weight, spec = self.get(SEMANTIC), self.get(EMBEDDER)
+        weight = self.get(SEMANTIC)
         if not weight:
+            return
+        try:
+            spec = self.embedder_spec()
+        except EmbedderRefused:  # a borrowed vault's code or files: never loaded here, each recall says so
             return
         from synapse_nb.store.embedders import unavailable
 

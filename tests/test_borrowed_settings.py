@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from typer.testing import CliRunner
 
 import synapse_nb as syn
 from synapse_nb.cli import app
+from synapse_nb.settings import ModelNotHere
 from synapse_nb.render import BORROWED_EMBEDDER_LINE, SEMANTIC_OFF_LINE
 from synapse_nb.settings import BORROWED_RULE, SETTINGS, EmbedderRefused, outside_code
 from synapse_nb.store import embedders
@@ -72,7 +74,9 @@ def _clone(tmp_path: Path, git: Any, settings: dict[str, Any]) -> Path:
     git(upstream, "commit", "-q", "-m", "Initial commit")
     v = syn.open_vault(upstream)
     v.remember("project", "greeting", "hello world is what the service answers")
-    v.settings.set_many(settings)
+    with warnings.catch_warnings():  # the committer's model need not be installed here (ModelNotHere)
+        warnings.simplefilter("ignore", ModelNotHere)
+        v.settings.set_many(settings)
     v.close()
     git(upstream, "add", "-f", ".synapse/synapse.db")
     git(upstream, "commit", "-q", "-m", "Share our memory")
