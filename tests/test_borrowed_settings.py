@@ -20,9 +20,8 @@ from typer.testing import CliRunner
 
 import synapse_nb as syn
 from synapse_nb.cli import app
-from synapse_nb.settings import ModelNotHere
 from synapse_nb.render import BORROWED_EMBEDDER_LINE, SEMANTIC_OFF_LINE
-from synapse_nb.settings import BORROWED_RULE, SETTINGS, EmbedderRefused, outside_code
+from synapse_nb.settings import BORROWED_RULE, SETTINGS, EmbedderRefused, ModelNotHere, outside_code
 from synapse_nb.store import embedders
 
 ROOT = Path(__file__).resolve().parents[1]
