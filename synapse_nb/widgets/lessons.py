@@ -92,6 +92,8 @@ class LessonReview(FamilyWidget):
     (False, 0)
     """
 
+    terminal = "synapse-nb lessons review"
+
     def __init__(self, vault: ReadableVault) -> None:
         live = live_vault(vault, "LessonReview")
         require_human(live, "LessonReview")
