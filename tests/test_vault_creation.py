@@ -444,7 +444,7 @@ def test_mcp_a_refused_first_write_takes_back_the_vault_it_created(tmp_path: Pat
     project.mkdir()
     # a category outside the enum is refused by the tool's schema, before the vault is opened: nothing is created
     [r] = _mcp(project, [("remember", {"category": "badcat", "key": "k", "content": "v"})])
-    assert r.is_error and "category text ('badcat') is not accepted; use one of: identity," in r.content[0].text
+    assert r.is_error and "category 'badcat' is not accepted; use one of: identity," in r.content[0].text
     assert capsys.readouterr().err == "" and listing(project) == []
     # a key the core refuses (not snake_case) is refused after the vault was created: it is taken back
     [r] = _mcp(project, [("remember", {"category": "knowledge", "key": "Bad Key", "content": "v"})])
