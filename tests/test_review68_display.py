@@ -40,7 +40,8 @@ def test_a_listing_shows_one_line_per_record_and_its_note(ip: TestingShell) -> N
     ip.run_cell('%checkpoint create --doing "cleaning the survey"')
     listed = ip.run_line_magic("checkpoint", "list")
     (ckp,) = listed
-    assert _plain(ip, listed).endswith("  [user] [no branch@-------] cleaning the survey") and _plain(ip, listed).startswith(ckp.id)
+    shown = _plain(ip, listed)
+    assert shown.startswith(ckp.id) and shown.endswith("  [user] [no branch@-------] cleaning the survey")
     assert repr(listed).startswith("RecordList([")
     empty: RecordList[object] = RecordList()  # type: ignore[type-var]
     empty.note = "not inside a git repository"

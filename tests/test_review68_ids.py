@@ -60,10 +60,10 @@ def test_another_minds_revision_and_conflict_are_not_found_in_full_or_by_prefix(
     other = syn.open_vault(tmp_path / "project", mind="other")
     try:
         for name in (rev, rev[:10]):
-            with pytest.raises(syn.NotFoundError, match="no revision with id or id prefix .* in mind 'other'"):
+            with pytest.raises(syn.NotFoundError, match=r"no revision with id or id prefix .* in mind 'other'"):
                 other.memories.accept(name)
         for name in (link, link[:10]):
-            with pytest.raises(syn.NotFoundError, match="no conflict with id or id prefix .* in mind 'other'"):
+            with pytest.raises(syn.NotFoundError, match=r"no conflict with id or id prefix .* in mind 'other'"):
                 other.memories.resolve(name, "keep")
     finally:
         other.close()

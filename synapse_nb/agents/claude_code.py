@@ -49,9 +49,10 @@ from typing import Any
 from synapse_nb._util import write_atomic
 from synapse_nb.errors import StoreError, ValidationError
 
-__all__ = ["AGENTS", "BACKUP_SUFFIX", "HOOK_EVENTS", "MCP_NAME", "SCOPES", "FileChange", "ScopeStatus",
-           "SCRIPT", "apply_changes", "command_notes", "console_script", "default_command", "hook_command", "install", "is_ours", "mcp_add_command",
-           "project_root", "resolved_command", "settings_path", "status", "uninstall", "with_hooks", "without_hooks"]
+__all__ = ["AGENTS", "BACKUP_SUFFIX", "HOOK_EVENTS", "MCP_NAME", "SCOPES", "SCRIPT", "FileChange", "ScopeStatus",
+           "apply_changes", "command_notes", "console_script", "default_command", "hook_command", "install", "is_ours",
+           "mcp_add_command", "project_root", "resolved_command", "settings_path", "status", "uninstall", "with_hooks",
+           "without_hooks"]
 
 #: The console script the hooks run.
 SCRIPT = "synapse-nb"

@@ -71,7 +71,8 @@ def parse_line(parser: ArgumentParser, line: str) -> Namespace:
             return parser.parse_args(argv)
     except UsageError as exc:  # a required word missing: say what it may be, as a wrong one does (review 68)
         missing = str(exc).partition("the following arguments are required: ")[2].split(", ")
-        choices = [(a.dest, ", ".join(map(repr, a.choices))) for a in parser._actions if a.dest in missing and a.choices]
+        choices = [(a.dest, ", ".join(map(repr, a.choices))) for a in parser._actions
+                   if a.dest in missing and a.choices]
         if choices:
             said = "; ".join(f"{d}: choose from {c}" if len(choices) > 1 else f"choose from {c}" for d, c in choices)
             raise UsageError(f"{exc} ({said})") from None

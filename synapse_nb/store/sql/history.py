@@ -168,7 +168,8 @@ class RevisionsQueries(Repository[D]):
 
     def ids_from(self, mind: str, prefix: str, *, limit: int) -> list[str]:
         """Ids of the mind starting with ``prefix``, in id order, at most ``limit`` (the primary key's range)."""
-        return [str(r["id"]) for r in self._db.query(REVISION_IDS_FROM, (prefix, prefix + "\U0010ffff", mind, int(limit)))]
+        rows = self._db.query(REVISION_IDS_FROM, (prefix, prefix + "\U0010ffff", mind, int(limit)))
+        return [str(r["id"]) for r in rows]
 
     def of_mind(self, mind: str, status: str | None = None) -> list[Revision]:
         if status is None:
@@ -204,7 +205,8 @@ class LinksQueries(Repository[D]):
 
     def ids_from(self, mind: str, prefix: str, *, limit: int) -> list[str]:
         """Ids of the mind starting with ``prefix``, in id order, at most ``limit`` (the primary key's range)."""
-        return [str(r["id"]) for r in self._db.query(LINK_IDS_FROM, (prefix, prefix + "\U0010ffff", mind, int(limit)))]
+        rows = self._db.query(LINK_IDS_FROM, (prefix, prefix + "\U0010ffff", mind, int(limit)))
+        return [str(r["id"]) for r in rows]
 
     def of_mind(self, mind: str, status: str | None = None) -> list[Link]:
         if status is None:
