@@ -534,6 +534,14 @@ class RecordList(list[R], Generic[R]):
             return "RecordList([])"
         return "RecordList([\n" + "".join(f"  {r!r},\n" for r in self) + "])"
 
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """What a terminal IPython shows (``%checkpoint list`` there): one line per record as the CLI lists it (full
+        id, time, summary), then the ``note``; ``repr()`` stays the debugging form."""
+        from synapse_nb.render import when  # the display helpers load on first display
+
+        lines = [f"{shown_id(r.id)}  {when(r.created_at, seconds=True)}  {r.summary_line()}" for r in self]
+        p.text("\n".join((lines or ["(no records)"]) + ([f"note: {self.note}"] if self.note else [])))
+
     def _repr_markdown_(self) -> str:
         if not self:
             return "_no records_"

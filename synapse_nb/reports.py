@@ -89,9 +89,10 @@ class Status:
         for kind in sorted(self.counts):
             parts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts[kind].items()))
             lines.append(f"  {kind:<11} {parts}")
-        waiting = ((self.pending_revisions, "agents' revisions", "revisions"),
-                   (self.open_conflicts, "open conflicts", "conflicts"))
-        lines += [f"  {n} {what} awaiting a human (synapse-nb memory {cmd})" for n, what, cmd in waiting if n]
+        waiting = ((self.pending_revisions, "agent's revision", "agents' revisions", "revisions"),
+                   (self.open_conflicts, "open conflict", "open conflicts", "conflicts"))
+        lines += [f"  {plural(n, one, many)} awaiting a human (synapse-nb memory {cmd})"  # "1 agents' revisions" before
+                  for n, one, many, cmd in waiting if n]
         for title, ids in (("pending lessons awaiting a human", self.pending_lessons),
                            ("memories expiring within 7 days", self.expiring_memories),
                            ("approved lessons expiring within 2 days", self.expiring_lessons),

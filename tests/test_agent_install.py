@@ -204,3 +204,54 @@ def test_an_agents_python_cannot_apply_hook_changes(project: Path, tmp_path: Pat
     monkeypatch.delenv("CLAUDECODE")
     assert apply_changes(forged)  # a person's own call writes (with a backup)
     assert "PWNED" in user.read_text(encoding="utf-8")
+
+
+def _script(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "synapse-nb"
+    script.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    script.chmod(0o755)
+    return script
+
+
+def test_install_writes_the_absolute_path_of_the_console_script(project: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 68 F5: a bare ``synapse-nb`` did nothing in a Claude Code started without the venv on its PATH."""
+    import sysconfig
+
+    script = _script(tmp_path / "venv bin")
+    monkeypatch.setattr(sysconfig, "get_path", lambda name, *a, **kw: str(script.parent))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # the script is not on PATH
+    res = run("install", "claude-code", project=project)
+    assert res.exit_code == 0, res.output
+    hook = _settings(project)["hooks"]["SessionEnd"][-1]["hooks"][0]["command"]
+    assert hook == f"'{script}' hook SessionEnd"
+    mcp = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]["synapse-nb"]
+    assert mcp["command"] == str(script) and mcp["args"] == ["mcp"]
+    out = json.loads(run("status", "--json", project=project).output)
+    assert [s["notes"] for s in out["scopes"]] == [[], [], []] and out["mcp_notes"] == []
+
+
+def test_install_falls_back_to_the_bare_name_with_a_warning(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from synapse_nb.agents import claude_code
+
+    monkeypatch.setattr(claude_code, "console_script", lambda: None)
+    monkeypatch.setattr(claude_code.sys, "executable", "")
+    res = run("install", "claude-code", project=project)
+    assert res.exit_code == 0 and "warning: neither the synapse-nb script nor this Python's path" in res.stderr
+    assert _settings(project)["hooks"]["SessionEnd"][-1]["hooks"][0]["command"] == "synapse-nb hook SessionEnd"
+
+
+def test_status_names_a_hook_command_that_runs_nothing(project: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    run("install", "claude-code", "--command", str(tmp_path / "gone" / "synapse-nb"), project=project)
+    res = run("status", project=project)
+    assert res.exit_code == 0
+    assert res.output.count(f"note: '{tmp_path / 'gone' / 'synapse-nb'}' does not resolve to an executable here") == 2
+    # an install of the bare name (before review 68): fine while PATH has it, with a hint
+    monkeypatch.setenv("PATH", f"{_script(tmp_path / 'bin').parent}:/usr/bin:/bin")
+    run("install", "claude-code", "--command", "synapse-nb", project=project)
+    out = json.loads(run("status", "--json", project=project).output)
+    (note,) = out["scopes"][0]["notes"]
+    assert note.startswith(f"'synapse-nb' is found through PATH ({tmp_path / 'bin' / 'synapse-nb'})")
+    assert "reinstall to write the absolute path" in note and out["mcp_notes"] == [note]

@@ -78,3 +78,34 @@ def test_rebuild_and_purge_write_nothing_to_stderr(project: Path) -> None:
     assert res.returncode == 0 and res.stderr == "", res.stderr
     res = sh("index", "rebuild", cwd=project)
     assert res.returncode == 0 and res.stderr == "", res.stderr
+
+
+def test_mcp_at_a_terminal_says_what_it_is_on_stderr_and_keeps_stdout_for_the_protocol(project: Path) -> None:
+    """Review 68 F3: run by a person at a terminal, ``synapse-nb mcp`` printed nothing and waited."""
+    import pty
+    import select
+    import signal
+    import time
+
+    assert sh("init", cwd=project).returncode == 0
+    controller, terminal = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "SYNAPSE_HOME"}
+    proc = subprocess.Popen([sys.executable, "-m", "synapse_nb", "mcp"], cwd=project, env=env, stdin=terminal,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    os.close(terminal)
+    try:
+        assert proc.stderr is not None
+        ready = select.select([proc.stderr], [], [], 30)[0]  # said before serving (before: nothing, ever)
+        line = proc.stderr.readline() if ready else "(nothing on stderr after 30 s)"
+        vault = (project / ".synapse").resolve()
+        assert line == (f"synapse-nb MCP server (stdio) for vault {vault}: configure your client as in "
+                        "docs/agents.md; Ctrl-C to stop\n")
+        time.sleep(1.0)
+        assert proc.poll() is None  # and it keeps serving
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 130 and out == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(controller)

@@ -368,3 +368,24 @@ def test_jupyter_execute_runs_a_notebook(tmp_path: Path) -> None:
     outputs = nbformat.read(path, as_version=4).cells[0].outputs
     assert [o.get("text") for o in outputs] == ["42\n"]
     assert "jupyter execute --inplace" in (ROOT / "docs" / "notebook.md").read_text(encoding="utf-8")
+
+
+def _taste() -> str:
+    """The README's first Python snippet ("A taste")."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return text.split("## A taste", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.parametrize("where", ["outside git", "git, no commit yet"])
+def test_the_readmes_taste_runs_in_a_fresh_folder(where: str, tmp_path: Path) -> None:
+    """Review 68 F4: run in a fresh folder, the snippet wrote three records, then raised GitError at lessons.scan()."""
+    if where != "outside git":
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, capture_output=True)
+    code = _taste() + "\nprint('NOTE:', v.lessons.scan().note)\n"
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "project/project_status: v1.5 deployed" in res.stdout
+    said = "is not inside a git repository" if where == "outside git" else "has no commits yet"
+    assert f"NOTE: {tmp_path} {said}: no reverts to scan" in res.stdout

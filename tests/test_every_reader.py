@@ -510,6 +510,8 @@ NO_RECORD_TEXT = {
     "synapse_nb.eval.router_eval.RouterEvaluation": "evaluation figures",
     "synapse_nb.gate.metrics.RoutingMetrics": "evaluation figures",
     "synapse_nb.gitscope.show.CommitDiff": "a git diff of the repository (the human's files, not the vault)",
+    # its _repr_mimebundle_ only swaps the text/plain a terminal shows for the widget's title and a CLI command
+    "synapse_nb.widgets._common.FamilyWidget": "the widgets' frame (their views: tests/test_widgets.py)",
 }
 
 

@@ -394,8 +394,8 @@ def test_status_counts_what_waits_for_a_person_and_tells_an_agent_nothing_new(va
     agent.remember("knowledge", "deploy_steps", "to deploy run make deploy then tag the release on main")
     st = vault.status()
     assert (st.pending_revisions, st.open_conflicts) == (1, 1)
-    assert "  1 agents' revisions awaiting a human (synapse-nb memory revisions)" in str(st).splitlines()
-    assert "  1 open conflicts awaiting a human (synapse-nb memory conflicts)" in str(st).splitlines()
+    assert "  1 agent's revision awaiting a human (synapse-nb memory revisions)" in str(st).splitlines()
+    assert "  1 open conflict awaiting a human (synapse-nb memory conflicts)" in str(st).splitlines()
     assert st.to_dict()["pending_revisions"] == 1 and st.to_dict()["open_conflicts"] == 1
     assert "agents&#x27; revisions awaiting a human</b>: 1" in status_html(st)
     mine = agent.status()

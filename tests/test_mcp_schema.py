@@ -169,7 +169,7 @@ async def test_wrong_types_are_refused_in_one_line(project: Path, user: syn.Vaul
         r = await c.call_tool("search", {"query": "x", "limit": True})
         assert r.is_error and "limit must be a whole number from 1 to 100, got true/false" in text(r)
         r = await c.call_tool("log_episode", {"task_key": "t", "status": "exploded"})
-        assert text(r).endswith("status text ('exploded') is not accepted; use one of: success, failure, unknown")
+        assert text(r).endswith("status 'exploded' is not accepted; use one of: success, failure, unknown")
         r = await c.call_tool("log_decision", {"decision": "d", "tags": ["ok", 5]})
         assert "tags item 2 must be text, got a whole number (5)" in text(r)
     assert user.checkpoints.list() == [] and user.episodes.list() == [] and user.decisions.list() == []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -220,7 +221,14 @@ def test_scan_finds_new_reverts(tmp_path: Path) -> None:
 def test_scan_outside_git_is_disabled_and_says_why(v: syn.Vault) -> None:
     w = LessonReview(v)
     assert w.scan_button.disabled and "not a git repository" in w.scan_button.tooltip
-    assert w.scan() == [] and "scan refused" in w.message.value
+    assert w.scan() == [] and "is not inside a git repository: no reverts to scan" in w.scan_note.value
+
+
+def test_scan_before_a_first_commit_says_there_is_no_history(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, capture_output=True)
+    w = LessonReview(syn.open_vault(tmp_path))
+    w.scan_button.click()  # review 68: vault.lessons.scan() raised GitError here; it finds nothing, and says why
+    assert "has no commits yet: no reverts to scan" in w.scan_note.value and "refused" not in w.message.value
 
 
 def test_stale_card_action_shows_the_refusal(v: syn.Vault) -> None:

@@ -35,10 +35,13 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import os
 import re
 import shlex
 import shutil
 import sys
+import sysconfig
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,10 +49,13 @@ from typing import Any
 from synapse_nb._util import write_atomic
 from synapse_nb.errors import StoreError, ValidationError
 
-__all__ = ["AGENTS", "BACKUP_SUFFIX", "HOOK_EVENTS", "MCP_NAME", "SCOPES", "FileChange", "ScopeStatus",
-           "apply_changes", "default_command", "hook_command", "install", "is_ours", "mcp_add_command",
-           "project_root", "settings_path", "status", "uninstall", "with_hooks", "without_hooks"]
+__all__ = ["AGENTS", "BACKUP_SUFFIX", "HOOK_EVENTS", "MCP_NAME", "SCOPES", "SCRIPT", "FileChange", "ScopeStatus",
+           "apply_changes", "command_notes", "console_script", "default_command", "hook_command", "install", "is_ours",
+           "mcp_add_command", "project_root", "resolved_command", "settings_path", "status", "uninstall", "with_hooks",
+           "without_hooks"]
 
+#: The console script the hooks run.
+SCRIPT = "synapse-nb"
 #: The agents ``synapse-nb agent install`` knows.
 AGENTS = ("claude-code",)
 #: Where Claude Code's settings live, by scope.
@@ -93,10 +99,58 @@ def settings_path(scope: str, project: Path, home: Path | None = None) -> Path:
     return project / ".claude" / ("settings.json" if scope == "project" else "settings.local.json")
 
 
+def resolved_command() -> tuple[str, str | None]:
+    """How the hooks run synapse-nb, and a warning when that may not run: the absolute path of the ``synapse-nb``
+    console script (this interpreter's scripts folder first, then PATH), so a Claude Code started without the venv
+    on its PATH still runs it (review 68: a bare ``synapse-nb`` then did nothing, silently); else this Python with
+    ``-P -m synapse_nb`` (``-P``: the project folder Claude Code runs hooks from is not put first on ``sys.path``);
+    else (no interpreter path known) the bare name, with a warning."""
+    script = console_script()
+    if script is not None:
+        return shlex.quote(script), None
+    if sys.executable:
+        return f"{shlex.quote(sys.executable)} -P -m synapse_nb", None
+    return SCRIPT, (f"neither the {SCRIPT} script nor this Python's path could be found: the hooks run the bare name "
+                    f"{SCRIPT!r}, found only when it is on the PATH Claude Code starts with (or pass --command)")
+
+
 def default_command() -> str:
-    """How the hooks run synapse-nb: ``synapse-nb`` when it is on PATH, else this Python with ``-P -m synapse_nb``
-    (``-P``: the project folder Claude Code runs hooks from is not put first on ``sys.path``)."""
-    return "synapse-nb" if shutil.which("synapse-nb") else f"{shlex.quote(sys.executable)} -P -m synapse_nb"
+    """How the hooks run synapse-nb (:func:`resolved_command`)."""
+    return resolved_command()[0]
+
+
+def console_script() -> str | None:
+    """The absolute path of the ``synapse-nb`` console script: this interpreter's scripts folder first (the install
+    that runs now), then PATH; None when neither has it."""
+    scripts = sysconfig.get_path("scripts")
+    for found in (shutil.which(SCRIPT, path=scripts) if scripts else None, shutil.which(SCRIPT)):
+        if found:
+            return os.path.abspath(found)
+    return None
+
+
+def command_notes(commands: Iterable[str]) -> tuple[str, ...]:
+    """What is wrong or fragile in the programs ``commands`` start, one line each: one that does not resolve to an
+    executable here (the hooks do nothing), or a bare name found only through PATH (an install before review 68:
+    it works while Claude Code starts with that PATH)."""
+    notes: list[str] = []
+    for prog in dict.fromkeys(_program(c) for c in commands):
+        found = shutil.which(prog) if prog else None
+        if found is None:
+            notes.append(f"{prog!r} does not resolve to an executable here: these commands do nothing; reinstall "
+                         f"(synapse-nb agent install claude-code) or pass --command")
+        elif os.sep not in prog and "/" not in prog:
+            notes.append(f"{prog!r} is found through PATH ({found}); a Claude Code started without it on PATH runs "
+                         "nothing: reinstall to write the absolute path")
+    return tuple(notes)
+
+
+def _program(command: str) -> str:
+    try:
+        argv = shlex.split(command)
+    except ValueError:  # an unclosed quote: no program at all
+        return ""
+    return argv[0] if argv else ""
 
 
 def hook_command(base: str, event: str, mind: str = "default") -> str:
@@ -333,7 +387,9 @@ def apply_changes(changes: list[FileChange]) -> list[Path]:
 # ------------------------------------------------------------------------------------------------ status
 @dataclass(frozen=True)
 class ScopeStatus:
-    """What one scope's settings file holds of synapse-nb: the events hooked and their commands."""
+    """What one scope's settings file holds of synapse-nb: the events hooked and their commands, and ``notes``: a
+    command whose program does not resolve to an executable here, or is found only through PATH
+    (:func:`command_notes`)."""
 
     scope: str
     path: Path
@@ -341,14 +397,17 @@ class ScopeStatus:
     events: tuple[str, ...]
     commands: tuple[str, ...]
     error: str | None = None
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"scope": self.scope, "path": str(self.path), "exists": self.exists, "events": list(self.events),
-                "commands": list(self.commands), "error": self.error}
+                "commands": list(self.commands), "error": self.error, "notes": list(self.notes)}
 
 
-def status(*, project: str | Path | None = None, home: Path | None = None) -> tuple[list[ScopeStatus], bool]:
-    """Every scope's hooks, and whether the project's ``.mcp.json`` registers the server."""
+def status(*, project: str | Path | None = None, home: Path | None = None
+           ) -> tuple[list[ScopeStatus], bool, tuple[str, ...]]:
+    """Every scope's hooks, whether the project's ``.mcp.json`` registers the server, and the notes on the server's
+    command (:func:`command_notes`)."""
     root = project_root(project)
     out = []
     for scope in SCOPES:
@@ -360,11 +419,13 @@ def status(*, project: str | Path | None = None, home: Path | None = None) -> tu
             continue
         ours = {e: g for e, g in _ours_by_event(obj).items() if g}
         cmds = tuple(h["command"] for g in ours.values() for grp in g for h in grp["hooks"] if is_ours(h))
-        out.append(ScopeStatus(scope, path, path.exists(), tuple(ours), cmds))
+        out.append(ScopeStatus(scope, path, path.exists(), tuple(ours), cmds, notes=command_notes(cmds)))
     try:
         _, mcp = _read_json(root / ".mcp.json")
         servers = mcp.get("mcpServers")
-        registered = isinstance(servers, dict) and _is_our_server(servers.get(MCP_NAME))
+        entry = servers.get(MCP_NAME) if isinstance(servers, dict) else None
+        registered = _is_our_server(entry)
     except (ValidationError, StoreError):
-        registered = False
-    return out, registered
+        registered, entry = False, None
+    notes = command_notes([shlex.quote(str(entry.get("command", "")))]) if registered and entry else ()
+    return out, registered, notes

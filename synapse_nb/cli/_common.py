@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -65,17 +66,31 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _flags_take_no_value(cmd: Any) -> None:
-    """Show flags as flags in ``--help``: typer's help prints ``--json <bool>`` as if the flag took a value.
+_RST_LITERAL = re.compile(r"``(.+?)``", re.S)
 
-    A flag (``--json``, ``--explain``, ``--help`` itself) gets an empty metavar, in every command below ``cmd``.
+
+def _plain_help(text: str | None) -> str | None:
+    """A docstring as help text: an RST literal (````x````, right for the API docs) as ``'x'``."""
+    return None if text is None else _RST_LITERAL.sub(r"'\1'", text)
+
+
+def _polish_help(cmd: Any) -> None:
+    """Help as a terminal shows it, in every command below ``cmd`` (the one place docstrings become help text):
+
+    - a flag (``--json``, ``--explain``, ``--help`` itself) gets an empty metavar: typer's help printed ``--json
+      <bool>`` as if the flag took a value;
+    - a docstring's RST literals read as quotes: ``recall query --help`` printed ````synapse-nb recall QUERY````
+      verbatim (review 68).
     """
+    cmd.help = _plain_help(cmd.help)
     names = (getattr(cmd, "context_settings", None) or {}).get("help_option_names", ["--help"])
     for param in [*cmd.params, cmd.get_help_option(SimpleNamespace(help_option_names=names))]:
         if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
             param.metavar = ""
+        if param is not None and isinstance(getattr(param, "help", None), str):
+            param.help = _plain_help(param.help)
     for sub in getattr(cmd, "commands", {}).values():
-        _flags_take_no_value(sub)
+        _polish_help(sub)
 
 
 class Group(TyperGroup):
@@ -93,7 +108,7 @@ class _RootGroup(Group):
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> int:
-        _flags_take_no_value(self)
+        _polish_help(self)
         code, aborted = 0, False
         try:
             rv = super().main(args, prog_name or PROG, complete_var, standalone_mode=False,

@@ -74,8 +74,8 @@ def agent_install(
     scope: ScopeOpt = "project",
     project: ProjectOpt = None,
     command: Annotated[str | None, typer.Option(
-        "--command", metavar="CMD", help="How the hooks run synapse-nb (default: synapse-nb when it is on PATH, "
-                                         "else this Python with -m synapse_nb).")] = None,
+        "--command", metavar="CMD", help="How the hooks run synapse-nb (default: the absolute path of the synapse-nb "
+                                         "script, else this Python with -m synapse_nb).")] = None,
     no_mcp: NoMcpOpt = False,
     dry_run: DryRunOpt = False,
 ) -> None:
@@ -94,12 +94,16 @@ def agent_install(
 
         synapse-nb --mind work agent install claude-code --scope user
     """
-    from synapse_nb.agents.claude_code import install, mcp_add_command
+    from synapse_nb.agents.claude_code import install, mcp_add_command, resolved_command
     from synapse_nb.vault import find_vault_dir
 
     _agent(agent)
     _person_only("installing an agent's hooks", dry_run)
     st = state(ctx)
+    if command is None:  # an absolute path: Claude Code may start without this venv on its PATH (review 68)
+        command, warning = resolved_command()
+        if warning is not None:
+            typer.echo(f"warning: {warning}", err=True)
     changes = install(scope, project=project, command=command, mind=st.mind, mcp=not no_mcp)
     _report(changes, dry_run, "install")
     if scope != "project" and not no_mcp:
@@ -149,9 +153,10 @@ def agent_status(
     """
     from synapse_nb.agents.claude_code import status
 
-    scopes, mcp = status(project=project)
+    scopes, mcp, mcp_notes = status(project=project)
     if as_json:
-        echo_json({"agent": "claude-code", "scopes": [s.to_dict() for s in scopes], "mcp_json": mcp})
+        echo_json({"agent": "claude-code", "scopes": [s.to_dict() for s in scopes], "mcp_json": mcp,
+                   "mcp_notes": list(mcp_notes)})
         return
     for s in scopes:
         if s.error:
@@ -160,7 +165,11 @@ def agent_status(
             typer.echo(f"{s.scope:8} {s.path}: hooks for {', '.join(s.events)}")
         else:
             typer.echo(f"{s.scope:8} {s.path}: {'no synapse-nb hooks' if s.exists else 'no file'}")
+        for note in s.notes:  # a hook command that runs nothing, or only while PATH has it (review 68)
+            typer.echo(f"         note: {note}")
     typer.echo(f"mcp      .mcp.json: {'registers synapse-nb' if mcp else 'no synapse-nb server'}")
+    for note in mcp_notes:
+        typer.echo(f"         note: {note}")
 
 
 def hook(

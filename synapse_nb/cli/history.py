@@ -111,7 +111,7 @@ def memory_revisions(
 @memory_app.command("accept")
 def memory_accept(
     ctx: typer.Context,
-    revision: Annotated[str, typer.Argument(metavar="REVISION", help="A revision id (rev_...).")],
+    revision: Annotated[str, typer.Argument(metavar="REVISION", help="A revision id (rev_...) or unique prefix.")],
     force: Annotated[bool, typer.Option("--force", help="Accept a revision made against an older version of the "
                                         "memory (read `memory history` first).")] = False,
     yes: YesOpt = False,
@@ -158,7 +158,7 @@ def memory_accept(
 @memory_app.command("reject")
 def memory_reject(
     ctx: typer.Context,
-    revision: Annotated[str, typer.Argument(metavar="REVISION", help="A revision id (rev_...).")],
+    revision: Annotated[str, typer.Argument(metavar="REVISION", help="A revision id (rev_...) or unique prefix.")],
     yes: YesOpt = False,
 ) -> None:
     """Reject an agent's pending revision (human only): the memory stays as it is.
@@ -203,7 +203,7 @@ def memory_conflicts(
 @memory_app.command("resolve")
 def memory_resolve(
     ctx: typer.Context,
-    link: Annotated[str, typer.Argument(metavar="CONFLICT", help="A conflict id (lnk_...).")],
+    link: Annotated[str, typer.Argument(metavar="CONFLICT", help="A conflict id (lnk_...) or unique prefix.")],
     action: Annotated[str, typer.Argument(metavar="merge|keep|supersede", help="merge: the duplicate goes (its tags "
                                           "join the other); keep: both stand; supersede: the newer stands.")],
     yes: YesOpt = False,

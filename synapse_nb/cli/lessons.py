@@ -26,7 +26,7 @@ from synapse_nb.cli._common import (
     require_human_here,
     state,
 )
-from synapse_nb.errors import ConflictError, GitError, ValidationError
+from synapse_nb.errors import ConflictError, ValidationError
 from synapse_nb.gitscope import find_repo
 from synapse_nb.provenance import file_names, inline, label_text, mark
 from synapse_nb.render import (
@@ -76,7 +76,8 @@ def lessons_scan(
         "--max-commits", min=1, help="How far back the first scan looks.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Find git reverts not seen before and create one pending lesson for each.
+    """Find git reverts not seen before and create one pending lesson for each (outside git, or before a first
+    commit, none: a note on stderr says why).
 
     Examples:
 
@@ -87,8 +88,12 @@ def lessons_scan(
     from synapse_nb.vault import find_vault_dir  # here: the store and the kinds load only when a command runs
 
     project = find_vault_dir(state(ctx).vault)[1]
-    if find_repo(project) is None:  # checked first: a scan that cannot run must not create a vault
-        raise GitError(f"{project} is not inside a git repository; lesson scanning needs git")
+    if find_repo(project) is None:  # checked first: a scan that finds nothing must not create a vault
+        from synapse_nb.kinds.lesson_scan import no_history_note
+
+        typer.echo(f"note: {no_history_note(project, False)}", err=True)  # as vault.lessons.scan() says (review 68)
+        echo_json([]) if as_json else typer.echo(plural(0, "new pending lesson"))
+        return
     v = open_vault_for(ctx)
     created = v.lessons.scan(max_commits=max_commits)
     if created.note:  # a window cut or an unreadable commit (review 42): said on stderr, the JSON stays a list

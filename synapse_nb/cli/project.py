@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -79,5 +80,8 @@ def mcp_serve(
     from synapse_nb.vault import find_vault_dir  # here: the store and the kinds load only when a command runs
 
     st = state(ctx)
-    find_vault_dir(path if path is not None else st.vault)  # a mistyped folder stops here, before serving
+    where = find_vault_dir(path if path is not None else st.vault)[0]  # a mistyped folder stops here, before serving
+    if sys.stdin.isatty():  # a person ran it at a terminal (a client pipes stdin): it waited there, silent (review 68)
+        typer.echo(f"{PROG} MCP server (stdio) for vault {where}: configure your client as in docs/agents.md; "
+                   "Ctrl-C to stop", err=True)  # stderr: stdout is the protocol's
     serve(path if path is not None else st.vault, mind=st.mind)

@@ -25,8 +25,10 @@ class _RecallGroup(Group):
 
 
 recall_app = typer.Typer(cls=_RecallGroup, no_args_is_help=True, help=group_help(
-    "Ask the vault what is relevant now: 'recall QUERY' (short for 'recall query QUERY'), or 'recall eval PATH'.",
-    'synapse-nb recall "how do we run migrations?"', "synapse-nb recall eval datasets/locomo --conversations 2"))
+    "Ask the vault what is relevant now: 'recall QUERY' (short for 'recall query QUERY'), or 'recall eval PATH'. "
+    "'recall QUERY' takes --session, --explain, --budget and --json: see 'synapse-nb recall query --help'.",
+    'synapse-nb recall "how do we run migrations?"', 'synapse-nb recall "deploy to prod" --session s1 --explain',
+    "synapse-nb recall eval datasets/locomo --conversations 2"))
 
 
 @recall_app.command("query")
@@ -51,6 +53,9 @@ def recall_query(
 
         synapse-nb recall query "deploy to prod" --session s1 --explain --json
     """
+    if not query.strip():  # refused as %recall refuses it (review 68: exit 0 here, a UsageError there)
+        raise typer.BadParameter('recall needs a query (it was empty or blank), e.g. synapse-nb recall "how do we '
+                                 'run migrations?"', param_hint="QUERY")
     v = open_vault_for(ctx, offline=True)
     if v.offline:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
         stale = v.recall(query)

@@ -37,6 +37,42 @@ _ID_CHARS = re.compile(r"^[A-Za-z0-9_]+$")
 WRITES = ("create", "update", "revert", "accept")
 
 
+def check_id_text(id_or_prefix: object, kind: str, id_prefix: str) -> str:
+    """``id_or_prefix`` stripped, when it can be an id or the start of one (:class:`ValidationError` when it is not
+    text or is blank; :class:`NotFoundError` when it holds other characters than an id's or is too long)."""
+    if not isinstance(id_or_prefix, str) or not id_or_prefix.strip():
+        raise ValidationError(f"a {kind} id must be a non-empty string, got {id_or_prefix!r}")
+    ident = id_or_prefix.strip()
+    if not _ID_CHARS.match(ident) or len(ident) > 64:
+        raise NotFoundError(f"no {kind} with id {ident!r} (ids look like '{id_prefix}_3f9a0c12be47')")
+    return ident
+
+
+def resolve_prefix(id_or_prefix: object, kind: str, many: str, id_prefix: str, mind: str,
+                   mind_of: Callable[[str], str | None], ids_from: Callable[..., list[str]],
+                   readable: Callable[[list[str]], list[str]] | None = None) -> str:
+    """The full id for an id or any unique prefix of one, among the ids of ``mind`` (every record kind, revisions
+    and conflicts: one rule, one set of messages).
+
+    An exact id counts only in ``mind`` (another mind's id is "not found"); a prefix is looked up among the mind's
+    ids (``ids_from(mind, prefix, limit=6)``), and one that matches several raises :class:`AmbiguousIdError`
+    naming them (only those ``readable`` keeps: a message never shows an id the actor may not read). ``kind`` and
+    ``many`` name the records in messages ("revision", "revisions"); ``id_prefix`` is their ids' ("rev").
+    """
+    ident = check_id_text(id_or_prefix, kind, id_prefix)
+    if mind_of(ident) == mind:
+        return ident
+    ids = ids_from(mind, ident, limit=6)
+    if not ids:
+        raise NotFoundError(f"no {kind} with id or id prefix {ident!r} in mind {mind!r}")
+    if len(ids) > 1:
+        shown_ids = (readable or list)(ids[:5])
+        shown = ", ".join(shown_ids) + (", ..." if len(shown_ids) < len(ids) else "")
+        raise AmbiguousIdError(f"id prefix {ident!r} matches several {many}"
+                               + (f" ({shown})" if shown_ids else "") + "; give more characters")
+    return str(ids[0])
+
+
 def check_search_limit(limit: Any) -> int:
     """A search limit: a whole number from 1 to 10**9 (a search always has one)."""
     if limit is None or check_limit(limit) is None:
@@ -121,28 +157,20 @@ class KindManager(Generic[R]):
         pending lesson; an agent may still submit an analysis to one). Messages list only ids the actor
         may read.
         """
-        kind = self.record_cls.kind
-        if not isinstance(id_or_prefix, str) or not id_or_prefix.strip():
-            raise ValidationError(f"a {kind} id must be a non-empty string, got {id_or_prefix!r}")
-        ident = id_or_prefix.strip()
-        if not _ID_CHARS.match(ident) or len(ident) > 64:
-            raise NotFoundError(f"no {kind} with id {ident!r} (ids look like '{self.record_cls.prefix}_3f9a0c12be47')")
-        table, mind = self._table, self._ctx.mind
-        if table.mind_of(ident) == mind:
-            return ident
+        kind, table, mind = self.record_cls.kind, self._table, self._ctx.mind
         if not self.agent_prefixes and self._ctx.actor == "agent":
+            ident = check_id_text(id_or_prefix, kind, self.record_cls.prefix)
+            if table.mind_of(ident) == mind:
+                return ident
             raise NotFoundError(f"no {kind} with id {ident!r} in mind {mind!r} (an agent names a {kind} by its "
                                 "full id, as given to it)")
-        ids = table.ids_from(mind, ident, limit=6)
-        if not ids:
-            raise NotFoundError(f"no {kind} with id or id prefix {ident!r} in mind {mind!r}")
-        if len(ids) > 1:
+
+        def readable(ids: list[str]) -> list[str]:
             view = self._view()
-            readable = [i for i in ids[:5] if not view.in_force_only or table.get(view, i) is not None]
-            shown = ", ".join(readable) + (", ..." if len(readable) < len(ids) else "")
-            raise AmbiguousIdError(f"id prefix {ident!r} matches several {TABLES[kind]}"
-                                   + (f" ({shown})" if readable else "") + "; give more characters")
-        return ids[0]
+            return [i for i in ids if not view.in_force_only or table.get(view, i) is not None]
+
+        return resolve_prefix(id_or_prefix, kind, TABLES[kind], self.record_cls.prefix, mind, table.mind_of,
+                              table.ids_from, readable)
 
     def get(self, id: str) -> R:
         """The record with this id (or unique id prefix)."""

@@ -23,13 +23,16 @@ from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import MAX_FILES
 from synapse_nb.kinds.lesson_fields import git_fields
-from synapse_nb.models import Lesson
+from synapse_nb.models import Lesson, RecordList
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from synapse_nb.context import Context
 
 __all__ = ["AGENT_PLACE_BYTES", "FIRST_BY", "MAX_REVERTED", "NOT_GITS", "backing", "first_found_by_agent",
-           "gits_commits", "in_gits_words", "keeps_place", "revert_claims", "scan_worded", "taken_over"]
+           "gits_commits", "in_gits_words", "keeps_place", "no_history_note", "nothing_to_scan", "revert_claims",
+           "scan_worded", "taken_over"]
 
 #: The key of a lesson's ``revert_commit`` a person's scan sets to ``"agent"`` when it takes over (or replaces) a
 #: lesson an agent made of that revert: review shows it. A person's write only (a team server refuses the key from
@@ -41,6 +44,24 @@ _FILES_SHOWN = 3
 AGENT_PLACE_BYTES = 1_048_576
 #: The reverted commits a lesson keeps (a revert of a merge or a squash names many; the summary counts them all).
 MAX_REVERTED = 100
+
+
+def nothing_to_scan(ctx: Context) -> RecordList[Lesson]:
+    """The scan of a vault with no git history to read: no lesson, and a ``note`` that says why (outside a git
+    repository, or before its first commit). Nothing to find is not an error: the README's first snippet, run in a
+    fresh folder, raised GitError after writing three records (review 68)."""
+    out = RecordList[Lesson]()
+    out.note = no_history_note(ctx.git.project_dir, ctx.git.repo is not None)
+    return out
+
+
+def no_history_note(project: Path, in_git: bool) -> str:
+    """Why a lesson scan of ``project`` finds nothing: no git repository, or no commit yet (``lessons scan`` says it
+    too, without opening a vault)."""
+    if not in_git:
+        return (f"{project} is not inside a git repository: no reverts to scan (lessons come from git reverts; "
+                "'git init' and commit to have them)")
+    return f"{project} has no commits yet: no reverts to scan until there is history"
 
 
 def first_found_by_agent(les: Lesson) -> bool:

@@ -39,7 +39,6 @@ from synapse_nb._util import (
 )
 from synapse_nb.errors import (
     ConflictError,
-    GitError,
     NotFoundError,
     PermissionDeniedError,
     QuotaExceededError,
@@ -514,9 +513,9 @@ class Lessons(KindManager[Lesson]):
         from synapse_nb.gitscope.reverts import scan_reverts
 
         ctx, repo = self._ctx, self._ctx.git.repo
-        if repo is None:
-            raise GitError(f"{ctx.git.project_dir} is not inside a git repository; lesson scanning needs git")
-        at = at or history.snapshot(repo)  # HEAD and the refs read once: both passes read history up to there
+        at = at or (history.snapshot(repo) if repo is not None else None)  # HEAD and the refs read once: both
+        if repo is None or at is None or not history.tips(repo, at)[0]:  # passes read history up to there; no git or
+            return lesson_scan.nothing_to_scan(ctx)  # no commit: nothing to find, said in the note (review 68)
         # where the last scan stopped, kept apart for agents: positions an agent wrote (past a revert it did not scan,
         # say) never make a human's scan skip a revert, and on a team vault an agent login's never move another's
         # (the store keys them by login: migration 20); each scan is idempotent (one lesson per revert)

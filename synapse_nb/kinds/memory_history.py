@@ -25,7 +25,7 @@ from synapse_nb._util import (
 from synapse_nb.changes import LINK_STATUSES, REVISED_FIELDS, REVISION_STATUSES, Link, Revision
 from synapse_nb.dupes import check_pending
 from synapse_nb.errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
-from synapse_nb.kinds._base import KindManager
+from synapse_nb.kinds._base import KindManager, resolve_prefix
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, Record, kind_of_id
 from synapse_nb.provenance import agents_unverified, human_record
 
@@ -212,18 +212,19 @@ class MemoryHistory:
         return self._ctx.store.revisions.of_mind(self._ctx.mind, st)
 
     def _revision(self, rev_id: str) -> Revision:
-        rev = self._ctx.store.revisions.get(str(rev_id).strip())
-        if rev is None or rev.mind != self._ctx.mind:
-            raise NotFoundError(f"no revision {rev_id!r} in mind {self._ctx.mind!r}")
+        rev = self.revision(rev_id)
         if rev.status != "pending":
             raise ConflictError(f"revision {rev.id} is {rev.status} already")
         return rev
 
     def revision(self, revision_id: str) -> Revision:
-        """One revision of this mind, whatever its status (:class:`NotFoundError` when there is none)."""
-        rev = self._ctx.store.revisions.get(str(revision_id).strip())
-        if rev is None or rev.mind != self._ctx.mind:
-            raise NotFoundError(f"no revision {revision_id!r} in mind {self._ctx.mind!r}")
+        """One revision of this mind by id or unique id prefix, whatever its status (:class:`NotFoundError` when
+        there is none, :class:`AmbiguousIdError` when the prefix names several)."""
+        table, mind = self._ctx.store.revisions, self._ctx.mind
+        rev = table.get(resolve_prefix(revision_id, "revision", "revisions", "rev", mind, table.mind_of,
+                                       table.ids_from))
+        if rev is None:  # purged since the id was resolved
+            raise NotFoundError(f"no revision {revision_id!r} in mind {mind!r}")
         return rev
 
     def accept(self, revision_id: str, *, force: bool = False, seen: str | None = None) -> Memory:
@@ -321,10 +322,12 @@ class MemoryHistory:
         return replace(link, status=RESOLUTIONS[act], decided_at=ts)
 
     def _link(self, link_id: str) -> Link:
-        """A pair of this mind by id (:class:`NotFoundError` when there is none)."""
-        link = self._ctx.store.links.get(str(link_id).strip())
-        if link is None or link.mind != self._ctx.mind:
-            raise NotFoundError(f"no conflict {link_id!r} in mind {self._ctx.mind!r}")
+        """A pair of this mind by id or unique id prefix (:class:`NotFoundError` when there is none,
+        :class:`AmbiguousIdError` when the prefix names several)."""
+        table, mind = self._ctx.store.links, self._ctx.mind
+        link = table.get(resolve_prefix(link_id, "conflict", "conflicts", "lnk", mind, table.mind_of, table.ids_from))
+        if link is None:  # purged since the id was resolved
+            raise NotFoundError(f"no conflict {link_id!r} in mind {mind!r}")
         return link
 
     def _sides(self, link: Link) -> tuple[Record | None, Record | None]:

@@ -26,6 +26,7 @@ import sys
 import uuid
 from argparse import ArgumentParser, Namespace
 
+from IPython.core.error import UsageError
 from IPython.utils._process_common import arg_split  # what IPython.utils.process re-exports (its %magic parsing)
 
 from synapse_nb.errors import ValidationError
@@ -64,9 +65,18 @@ def parse_line(parser: ArgumentParser, line: str) -> Namespace:
     """
     argv = split_line(line)
     try:
-        return parser.parse_intermixed_args(argv)
-    except TypeError:  # argparse refuses intermixed parsing for some layouts
-        return parser.parse_args(argv)
+        try:
+            return parser.parse_intermixed_args(argv)
+        except TypeError:  # argparse refuses intermixed parsing for some layouts
+            return parser.parse_args(argv)
+    except UsageError as exc:  # a required word missing: say what it may be, as a wrong one does (review 68)
+        missing = str(exc).partition("the following arguments are required: ")[2].split(", ")
+        choices = [(a.dest, ", ".join(map(repr, a.choices))) for a in parser._actions
+                   if a.dest in missing and a.choices]
+        if choices:
+            said = "; ".join(f"{d}: choose from {c}" if len(choices) > 1 else f"choose from {c}" for d, c in choices)
+            raise UsageError(f"{exc} ({said})") from None
+        raise
 
 
 def split_list(text: str | None) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from IPython.core.error import UsageError
 from IPython.core.magic import cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
@@ -16,7 +17,7 @@ __all__ = ["DecisionMagics"]
 class DecisionMagics(FamilyMagics):
     """``%%decision [--tags a,b]``."""
 
-    @magic_arguments()
+    @magic_arguments("%decision")  # the usage line reads %%decision (IPython writes one % before the name)
     @argument("--tags", help="comma-separated tags, one word each (storage,sqlite; '#SQLite' is the tag sqlite)")
     @cell_magic
     @usage_errors
@@ -34,7 +35,11 @@ class DecisionMagics(FamilyMagics):
             Use SQLite WAL mode
             Readers never block writers, and the notebook and the CLI write at the same time.
         """
-        args = parse_line(self.decision.parser, line)
+        try:
+            args = parse_line(self.decision.parser, line)
+        except UsageError as exc:  # e.g. --rationale x: the rationale is the cell's (review 68)
+            raise UsageError(f"{exc}; %%decision takes only --tags: the cell's first line is the decision, the lines "
+                             "under it its rationale") from None
         text, rationale = split_decision_cell(cell)
         d = self.writable_vault().decide(text, rationale=rationale, tags=split_list(args.tags))
         return confirmed("logged decision", d, self.synapse.fresh)

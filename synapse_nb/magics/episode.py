@@ -24,7 +24,7 @@ MAX_OUTCOME = 2000
 class EpisodeMagics(FamilyMagics):
     """``%%episode TASK_KEY``."""
 
-    @magic_arguments()
+    @magic_arguments("%episode")  # the usage line reads %%episode (IPython writes one % before the name)
     @argument("task_key", help="what this cell does, e.g. train_baseline (a rerun surfaces the prior run)")
     @cell_magic
     def episode(self, line: str = "", cell: str = "") -> Any:

@@ -60,7 +60,7 @@ class RecallMagics(FamilyMagics):
         args = parse_line(self.recall.parser, line)
         query = " ".join(args.query).strip()
         if not query:
-            raise UsageError("%recall needs a query, e.g. %recall how do we run migrations?")
+            raise UsageError("%recall needs a query (it was empty or blank), e.g. %recall how do we run migrations?")
         if args.no_session and args.session:
             raise UsageError("use either --session NAME or --all, not both")
         syn = self.synapse

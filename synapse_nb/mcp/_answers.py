@@ -181,8 +181,11 @@ def argument_error(errors: Sequence[Mapping[str, Any]], schema: dict[str, Any]) 
                         "are accepted")
         elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
             said.append(f"{name} must be {_expected(prop)}, got {_what(value)}")
-        elif kind in ("literal_error", "enum"):
-            said.append(f"{name} {_what(value)} is not accepted; use {_expected(prop)}")
+        elif kind in ("literal_error", "enum"):  # the value, not its type: "category text ('bogus')" read as if
+            # "category text" were a field (review 68)
+            shown = (f"{inline(value, 40)!r}" if isinstance(value, str) and len(value) <= 40
+                     else f"of {_what(value)}")
+            said.append(f"{name} {shown} is not accepted; use {_expected(prop)}")
         elif len(loc) > 1:  # a list item
             said.append(f"{name} must be text, got {_what(value)}")
         else:

@@ -314,6 +314,11 @@ class Recall:
         state = f"nothing new ({self.empty_reason})" if self.nothing_new else plural(len(self.items), "item")
         return f"<Recall {inline(self.query, 80)!r}: {state}, {plural(len(self.lessons), 'lesson')}>"
 
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """What a terminal IPython (or ``ipython script.ipy``) shows for ``%recall``: the text, as the CLI prints it
+        (``repr()`` stays the short form for debugging)."""
+        p.text(self.text)
+
     def _repr_markdown_(self) -> str:
         return md_fenced(self.text, "text")
 

@@ -61,6 +61,14 @@ class RevisionTable(Protocol):
 
     def get(self, id: str) -> Revision | None: ...
 
+    def mind_of(self, id: str) -> str | None:
+        """The mind holding this exact id (any mind), or None."""
+        ...
+
+    def ids_from(self, mind: str, prefix: str, *, limit: int) -> list[str]:
+        """Ids of the mind starting with ``prefix``, in id order, at most ``limit``."""
+        ...
+
     def of_mind(self, mind: str, status: str | None = None) -> list[Revision]:
         """By (created_at, id)."""
         ...
@@ -82,6 +90,14 @@ class LinkTable(Protocol):
         ...
 
     def get(self, id: str) -> Link | None: ...
+
+    def mind_of(self, id: str) -> str | None:
+        """The mind holding this exact id (any mind), or None."""
+        ...
+
+    def ids_from(self, mind: str, prefix: str, *, limit: int) -> list[str]:
+        """Ids of the mind starting with ``prefix``, in id order, at most ``limit``."""
+        ...
 
     def of_mind(self, mind: str, status: str | None = None) -> list[Link]:
         """By (created_at, id)."""

@@ -186,6 +186,9 @@ class FamilyWidget(widgets.VBox):
     the last action, or why it was refused) in the detail pane, under the buttons; detail : the detail pane.
     """
 
+    #: what a terminal, where no widget shows, uses instead (the widget's text/plain says so)
+    terminal = "synapse-nb --help"
+
     def __init__(self, vault: Vault, title: str) -> None:
         self.vault = vault
         self.closed = False
@@ -203,6 +206,15 @@ class FamilyWidget(widgets.VBox):
         super().__init__()
         self.add_class("synapse-widget")
         self._watch = _Watch(self)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The widget for a front end that shows widgets; for a terminal IPython, what it is and what to use there
+        (its text/plain was ``LessonReview(children=(HBox(...`` cut at 110 characters: review 68)."""
+        data = super()._repr_mimebundle_(**kwargs)
+        if isinstance(data, dict):
+            data["text/plain"] = (f"{self.title}: a widget, shown by Jupyter (Lab, Notebook, VS Code), not by a "
+                                  f"terminal; at a terminal use {self.terminal}")
+        return data
 
     def frame(self, *, buttons: Sequence[widgets.Widget] = (), filters: Sequence[widgets.Widget] = (),
               before: Sequence[widgets.Widget] = (), main: Sequence[widgets.Widget] = (),

@@ -100,6 +100,8 @@ class GateExplorer(FamilyWidget):
     ()
     """
 
+    terminal = "synapse-nb recall QUERY --explain"
+
     def __init__(self, vault: ReadableVault, *, budget_tokens: int | None = None) -> None:
         super().__init__(live_vault(vault, "GateExplorer"), "Recall gate explorer")
         self.recall: Recall | None = None

@@ -92,6 +92,8 @@ class LessonReview(FamilyWidget):
     (False, 0)
     """
 
+    terminal = "synapse-nb lessons review"
+
     def __init__(self, vault: ReadableVault) -> None:
         live = live_vault(vault, "LessonReview")
         require_human(live, "LessonReview")
@@ -201,13 +203,16 @@ class LessonReview(FamilyWidget):
         """Look for new reverts in git (``vault.lessons.scan()``): each becomes a pending lesson, the first one is
         selected; the header says what was found."""
         try:
-            found = list(self.act(self.vault.lessons.scan))
+            scanned = self.act(self.vault.lessons.scan)
         except SynapseError as exc:
             self.scan_note.value = block(f"<span style='color:{MUTED}'>scan failed</span>")
             self.say(f"scan refused: {exc}", error=True)
             return []
-        if not found:
-            self.scan_note.value = block(f"<span style='color:{MUTED}'>no new reverts since the last scan</span>")
+        found = list(scanned)
+        if not found:  # the note says why when there was nothing to read (no commit yet: review 68)
+            note = getattr(scanned, "note", None)
+            said = esc(note) if note else "no new reverts since the last scan"
+            self.scan_note.value = block(f"<span style='color:{MUTED}'>{said}</span>")
             self.refresh()
             return []
         self.scan_note.value = block(f"<b>{plural(len(found), 'new revert')} found</b>")

@@ -134,6 +134,8 @@ class MemoryBrowser(FamilyWidget):
     True
     """
 
+    terminal = "synapse-nb memory list, memory history KEY"
+
     def __init__(self, vault: ReadableVault, *, page_size: int = 25) -> None:
         if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= 1000:
             raise ValidationError(f"page_size must be a whole number from 1 to 1000, got {page_size!r}")

@@ -50,6 +50,8 @@ class ChangeReview(FamilyWidget):
     'make deploy-prod, then tag'
     """
 
+    terminal = "synapse-nb memory revisions, memory conflicts"
+
     def __init__(self, vault: ReadableVault) -> None:
         v = live_vault(vault, "ChangeReview")
         require_human(v, "ChangeReview")

@@ -57,6 +57,8 @@ INSERT_REVISION = f"INSERT INTO revisions({_R}) VALUES ({', '.join('?' * len(REV
 REVISIONS_OF_MIND = f"SELECT {_R} FROM revisions WHERE mind = ? ORDER BY created_at, id"
 REVISIONS_BY_STATUS = f"SELECT {_R} FROM revisions WHERE mind = ? AND status = ? ORDER BY created_at, id"
 REVISION_BY_ID = f"SELECT {_R} FROM revisions WHERE id = ?"
+REVISION_MIND = "SELECT mind FROM revisions WHERE id = ?"
+REVISION_IDS_FROM = "SELECT id FROM revisions WHERE id >= ? AND id < ? AND mind = ? ORDER BY id LIMIT ?"
 PENDING_REVISIONS_OF = f"SELECT {_R} FROM revisions WHERE rid = ? AND status = 'pending' ORDER BY created_at, id"
 DECIDE_REVISION = "UPDATE revisions SET status = ?, decided_at = ? WHERE id = ? AND status = 'pending'"
 DELETE_REVISIONS_OF = "DELETE FROM revisions WHERE rid = ?"
@@ -67,6 +69,8 @@ INSERT_LINK = (f"INSERT INTO links({_L}) VALUES ({', '.join('?' * len(LINK_COLUM
 LINKS_OF_MIND = f"SELECT {_L} FROM links WHERE mind = ? ORDER BY created_at, id"
 LINKS_BY_STATUS = f"SELECT {_L} FROM links WHERE mind = ? AND status = ? ORDER BY created_at, id"
 LINK_BY_ID = f"SELECT {_L} FROM links WHERE id = ?"
+LINK_MIND = "SELECT mind FROM links WHERE id = ?"
+LINK_IDS_FROM = "SELECT id FROM links WHERE id >= ? AND id < ? AND mind = ? ORDER BY id LIMIT ?"
 LINKS_OF_RECORD = f"SELECT {_L} FROM links WHERE a = ? OR b = ? ORDER BY created_at, id"
 
 
@@ -158,6 +162,15 @@ class RevisionsQueries(Repository[D]):
         row = self._db.query_one(REVISION_BY_ID, (id,))
         return None if row is None else _revision(row)
 
+    def mind_of(self, id: str) -> str | None:
+        row = self._db.query_one(REVISION_MIND, (id,))
+        return None if row is None else str(row["mind"])
+
+    def ids_from(self, mind: str, prefix: str, *, limit: int) -> list[str]:
+        """Ids of the mind starting with ``prefix``, in id order, at most ``limit`` (the primary key's range)."""
+        rows = self._db.query(REVISION_IDS_FROM, (prefix, prefix + "\U0010ffff", mind, int(limit)))
+        return [str(r["id"]) for r in rows]
+
     def of_mind(self, mind: str, status: str | None = None) -> list[Revision]:
         if status is None:
             return [_revision(r) for r in self._db.query(REVISIONS_OF_MIND, (mind,))]
@@ -185,6 +198,15 @@ class LinksQueries(Repository[D]):
     def get(self, id: str) -> Link | None:
         row = self._db.query_one(LINK_BY_ID, (id,))
         return None if row is None else _link(row)
+
+    def mind_of(self, id: str) -> str | None:
+        row = self._db.query_one(LINK_MIND, (id,))
+        return None if row is None else str(row["mind"])
+
+    def ids_from(self, mind: str, prefix: str, *, limit: int) -> list[str]:
+        """Ids of the mind starting with ``prefix``, in id order, at most ``limit`` (the primary key's range)."""
+        rows = self._db.query(LINK_IDS_FROM, (prefix, prefix + "\U0010ffff", mind, int(limit)))
+        return [str(r["id"]) for r in rows]
 
     def of_mind(self, mind: str, status: str | None = None) -> list[Link]:
         if status is None:
