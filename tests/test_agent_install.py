@@ -5,6 +5,7 @@ hooks and keys: nothing of theirs is dropped, a second install changes nothing, 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -237,6 +238,7 @@ def test_install_falls_back_to_the_bare_name_with_a_warning(project: Path, monke
 
     monkeypatch.setattr(claude_code, "console_script", lambda: None)
     monkeypatch.setattr(claude_code.sys, "executable", "")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # not on PATH either
     res = run("install", "claude-code", project=project)
     assert res.exit_code == 0 and "warning: neither the synapse-nb script nor this Python's path" in res.stderr
     assert _settings(project)["hooks"]["SessionEnd"][-1]["hooks"][0]["command"] == "synapse-nb hook SessionEnd"
@@ -255,3 +257,24 @@ def test_status_names_a_hook_command_that_runs_nothing(project: Path, tmp_path: 
     (note,) = out["scopes"][0]["notes"]
     assert note.startswith(f"'synapse-nb' is found through PATH ({tmp_path / 'bin' / 'synapse-nb'})")
     assert "reinstall to write the absolute path" in note and out["mcp_notes"] == [note]
+
+
+def test_the_shared_project_scope_keeps_the_bare_name_a_local_scope_writes_the_path(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The project scope's ``.claude/settings.json`` and ``.mcp.json`` are committed: one person's venv path would
+    run nothing on a teammate's machine, so the bare name stays while PATH has it, with a note; the local scope (this
+    machine's file) gets the absolute path."""
+    import sysconfig
+
+    script = _script(tmp_path / "bin")
+    monkeypatch.setattr(sysconfig, "get_path", lambda name, *a, **kw: str(script.parent))
+    monkeypatch.setenv("PATH", f"{script.parent}:/usr/bin:/bin")
+    res = run("install", "claude-code", project=project)
+    assert res.exit_code == 0 and "note: the project scope's files are shared" in res.stderr
+    assert _settings(project)["hooks"]["SessionEnd"][-1]["hooks"][0]["command"] == "synapse-nb hook SessionEnd"
+    mcp = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]["synapse-nb"]
+    assert mcp["command"] == "synapse-nb"
+    res = run("install", "claude-code", "--scope", "local", project=project)
+    assert res.exit_code == 0 and "note: the project scope" not in res.stderr
+    local = json.loads((project / ".claude" / "settings.local.json").read_text(encoding="utf-8"))
+    assert local["hooks"]["SessionEnd"][-1]["hooks"][0]["command"] == f"{shlex.quote(str(script))} hook SessionEnd"

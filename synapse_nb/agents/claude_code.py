@@ -49,13 +49,15 @@ from typing import Any
 from synapse_nb._util import write_atomic
 from synapse_nb.errors import StoreError, ValidationError
 
-__all__ = ["AGENTS", "BACKUP_SUFFIX", "HOOK_EVENTS", "MCP_NAME", "SCOPES", "SCRIPT", "FileChange", "ScopeStatus",
-           "apply_changes", "command_notes", "console_script", "default_command", "hook_command", "install", "is_ours",
-           "mcp_add_command", "project_root", "resolved_command", "settings_path", "status", "uninstall", "with_hooks",
-           "without_hooks"]
+__all__ = ["AGENTS", "BACKUP_SUFFIX", "HOOK_EVENTS", "MCP_NAME", "SCOPES", "SCRIPT", "SHARED", "FileChange",
+           "ScopeStatus", "apply_changes", "command_notes", "console_script", "default_command", "hook_command",
+           "install", "is_ours", "mcp_add_command", "project_root", "resolved_command", "settings_path", "status",
+           "uninstall", "with_hooks", "without_hooks"]
 
 #: The console script the hooks run.
 SCRIPT = "synapse-nb"
+#: How :func:`resolved_command`'s note on the project scope starts (its files are committed: the bare name is kept).
+SHARED = "the project scope's files are shared"
 #: The agents ``synapse-nb agent install`` knows.
 AGENTS = ("claude-code",)
 #: Where Claude Code's settings live, by scope.
@@ -99,12 +101,17 @@ def settings_path(scope: str, project: Path, home: Path | None = None) -> Path:
     return project / ".claude" / ("settings.json" if scope == "project" else "settings.local.json")
 
 
-def resolved_command() -> tuple[str, str | None]:
-    """How the hooks run synapse-nb, and a warning when that may not run: the absolute path of the ``synapse-nb``
-    console script (this interpreter's scripts folder first, then PATH), so a Claude Code started without the venv
-    on its PATH still runs it (review 68: a bare ``synapse-nb`` then did nothing, silently); else this Python with
-    ``-P -m synapse_nb`` (``-P``: the project folder Claude Code runs hooks from is not put first on ``sys.path``);
-    else (no interpreter path known) the bare name, with a warning."""
+def resolved_command(scope: str = "local") -> tuple[str, str | None]:
+    """How the hooks run synapse-nb, and a note when that may not run everywhere: the absolute path of the
+    ``synapse-nb`` console script (this interpreter's scripts folder first, then PATH), so a Claude Code started
+    without the venv on its PATH still runs it (review 68: a bare ``synapse-nb`` then did nothing, silently); else
+    this Python with ``-P -m synapse_nb`` (``-P``: the project folder Claude Code runs hooks from is not put first on
+    ``sys.path``); else (no interpreter path known) the bare name. The ``project`` scope's files are committed and
+    shared with the team, so there the bare name is kept while it is on PATH here (one person's venv path would run
+    nothing on a teammate's machine), with a note naming ``--scope local``."""
+    if scope == "project" and shutil.which(SCRIPT):
+        return SCRIPT, (f"{SHARED}: the hooks run {SCRIPT!r} from the PATH Claude Code starts with; for this machine's "
+                        "absolute path use --scope local (or pass --command)")
     script = console_script()
     if script is not None:
         return shlex.quote(script), None

@@ -94,16 +94,16 @@ def agent_install(
 
         synapse-nb --mind work agent install claude-code --scope user
     """
-    from synapse_nb.agents.claude_code import install, mcp_add_command, resolved_command
+    from synapse_nb.agents.claude_code import SHARED, install, mcp_add_command, resolved_command
     from synapse_nb.vault import find_vault_dir
 
     _agent(agent)
     _person_only("installing an agent's hooks", dry_run)
     st = state(ctx)
     if command is None:  # an absolute path: Claude Code may start without this venv on its PATH (review 68)
-        command, warning = resolved_command()
+        command, warning = resolved_command(scope)
         if warning is not None:
-            typer.echo(f"warning: {warning}", err=True)
+            typer.echo(f"{'note' if warning.startswith(SHARED) else 'warning'}: {warning}", err=True)
     changes = install(scope, project=project, command=command, mind=st.mind, mcp=not no_mcp)
     _report(changes, dry_run, "install")
     if scope != "project" and not no_mcp:
