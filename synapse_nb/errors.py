@@ -39,6 +39,7 @@ __all__ = [
     "CommitUnknownError",
     "ConflictError",
     "DatasetError",
+    "EmbedderRefused",
     "GitError",
     "IndexError_",
     "NoCheckpointError",
@@ -128,6 +129,11 @@ class NoCheckpointError(NotFoundError):
 
 class PermissionDeniedError(SynapseError, PermissionError):
     """The actor may not do this: an agent approving, verifying, or acting as the user."""
+
+
+class EmbedderRefused(PermissionDeniedError):
+    """A borrowed vault's ``recall_embedder`` names code or files (``synapse_nb.settings.outside_code``): it is not
+    loaded. The message is ``synapse_nb.render.BORROWED_EMBEDDER_LINE`` (what was refused and the remedy)."""
 
 
 class QuotaExceededError(PermissionDeniedError):

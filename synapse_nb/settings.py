@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import check_branch
-from synapse_nb.errors import PermissionDeniedError, ValidationError
+from synapse_nb.errors import EmbedderRefused, ValidationError
 from synapse_nb.provenance import inline
 from synapse_nb.render import BORROWED_EMBEDDER_LINE
 from synapse_nb.store.records import NotJson
@@ -170,11 +170,6 @@ BORROWED_RULE: dict[str, Callable[[Any, Any], Any]] = {
     "agent_records_per_vault": min, "agent_megabytes_per_vault": min,
     "mcp_answer_tokens": min,
 }
-class EmbedderRefused(PermissionDeniedError):
-    """A borrowed vault's ``recall_embedder`` names code or files (:func:`outside_code`): it is not loaded. The
-    message is :data:`BORROWED_EMBEDDER_LINE` (what was refused and the remedy)."""
-
-
 def check_setting(name: Any, value: Any) -> Any:
     """``value`` as setting ``name`` stores it; :class:`ValidationError` for an unknown name or a bad value (the
     message names the setting and what it accepts).
