@@ -327,6 +327,18 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
         assert c is not None
         return (words_of[i] if i is not None else ()) + tuple(exact.get(c.id, ()))
 
+    def cover_more(js: Sequence[int]) -> None:  # the coverage (+ bonus) and words of records past the top
+        more = [j for j in js if j not in cov]
+        if not more:
+            return
+        pos_more = ranked.pos[more]
+        covs_more, words_more = coverage(cover, pos_more, actor[pos_more])
+        bonus_more = bonus[more].tolist() if bonus is not None else [0.0] * len(more)
+        for j, share, w, b in zip(more, covs_more, words_more, bonus_more, strict=True):
+            cov[j] = min(1.0, round(float(share) + b, SCORE_DECIMALS))
+            top_at[j] = len(words_of)
+            words_of.append(w)
+
     best_cov = max(cov.values())
     unknown = cover.unknown_share
     sup = support(list(cov.values()), unknown)
@@ -341,15 +353,7 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     sup_p, agents_lift = sup, False
     if (match is not None or sup < bars.floor) and any(is_agent[j] for j in top):
         top_p = [j for j in order if not is_agent[j]][: bars.gate_depth]
-        more = [j for j in top_p if j not in cov]
-        if more:
-            pos_more = ranked.pos[more]
-            covs_more, words_more = coverage(cover, pos_more, actor[pos_more])
-            bonus_more = bonus[more].tolist() if bonus is not None else [0.0] * len(more)
-            for j, share, w, b in zip(more, covs_more, words_more, bonus_more, strict=True):
-                cov[j] = min(1.0, round(float(share) + b, SCORE_DECIMALS))
-                top_at[j] = len(words_of)
-                words_of.append(w)
+        cover_more(top_p)
         sup_p = support([cov[j] for j in top_p], unknown) if top_p else 0.0
         if bonus is not None and top_p:
             sup_p = max(sup_p, min(1.0, round(float(bonus[top_p].max()), SCORE_DECIMALS)))
@@ -385,13 +389,23 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
     bar = bars.margin * best
     low, why_low = bar, ""  # a person's record's bar: relative to the best person's record (below the best match)
     people = [j for j in order if not is_agent[j]]
+    blank: set[int] = set()  # people's records under the agents' bar that match nothing: never walked below it
+    if people and len(people) < len(order):
+        # only a person's record that matches the query sets that bar or is walked down to it: one holding a query
+        # word (coverage or an exact match) or close in meaning (cosine at the model's match_cosine). Review 68: a
+        # dense-only hit scored 0.007, and the people's bar (0.4 x 0.007) let every record the dense list held in
+        under = [j for j in people if scores[j] < bar]
+        cover_more(under)
+        close = match.positions if match is not None else frozenset()
+        blank = {j for j in under if cov[j] <= 0 and int(ranked.pos[j]) not in close}
+        people = [j for j in people if j not in blank]
     if people and len(people) < len(order):
         best_p = round(float(text_score[people].max()), SCORE_DECIMALS)
         if best_p < best:
             low = bars.margin * best_p
             why_low = f", and a person's record below {bars.margin} x the best person's match ({best_p:.3f})"
     # order is by score: the walk's records above the margin (a person's record above the people's)
-    above = [j for j in order if scores[j] >= (low if not is_agent[j] else bar)]
+    above = [j for j in order if scores[j] >= (low if not is_agent[j] and j not in blank else bar)]
     # per kind, the walk reads the first top_k records above the margin whatever they hold: a kind is full only
     # once top_k of its records were kept, and the walk ends early only when every kind is full
     first: dict[str, list[WalkRow]] = {}
@@ -420,9 +434,11 @@ def gate(ranked: Ranked, cands: Sequence[WalkRow | None], exact: Mapping[str, li
             for k in order[n: n + max(0, min(20, MAX_EXPLAIN - len(decisions)))]:
                 decisions.append(_Decision(k, False, "margin", why))
             break
-        if score < bar and is_agent[j]:  # only people's records are walked down to their own margin
-            if len(decisions) < MAX_EXPLAIN:
-                decisions.append(_Decision(j, False, "margin", f"below {bars.margin} x best match ({best:.3f})"))
+        if score < bar and (is_agent[j] or j in blank):  # only people's records are walked down to their own margin,
+            if len(decisions) < MAX_EXPLAIN:  # and only those that match the query
+                decisions.append(_Decision(j, False, "margin", f"below {bars.margin} x best match ({best:.3f})" + (
+                    ", and this person's record holds no query word and is not close in meaning" if j in blank
+                    else "")))
             continue
         if per_kind.get(c.kind, 0) >= top_k:
             if top_k_rows < MAX_TOP_K_ROWS and len(decisions) < MAX_EXPLAIN:
