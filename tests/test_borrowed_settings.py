@@ -117,6 +117,26 @@ def test_a_borrowed_vaults_import_embedder_is_never_imported(evil_clone: tuple[P
     v.close()
 
 
+def test_a_refused_spec_loads_no_model_at_all(evil_clone: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Second reader of this pass: the refusal set the answer's line but left the channel on, which then loaded the
+    default model (on a machine without it every recall in the borrowed vault failed). No model is loaded now."""
+    from synapse_nb.errors import SemanticUnavailableError
+
+    asked: list[object] = []
+
+    def no_model(spec: object = None) -> None:
+        asked.append(spec)
+        raise SemanticUnavailableError("no model here")
+
+    monkeypatch.setattr(embedders, "load_embedder", no_model)
+    project, marker = evil_clone
+    v = syn.open_vault(project, create=False)
+    r = v.recall("hello world")
+    assert r.semantic_off == BORROWED_EMBEDDER_LINE and "hello world" in r.text
+    assert asked == [] and not marker.exists()
+    v.close()
+
+
 def test_every_surface_says_it_and_none_imports(evil_clone: tuple[Path, Path]) -> None:
     """The CLI (text and --json) and an agent's prompt hook: the line, the person told, nothing imported."""
     from synapse_nb.agents.events import parse_event

@@ -93,9 +93,11 @@ class Fallback:
     def refused(self, line: str) -> None:
         """Off for this recall, not for a failure: the vault's ``recall_embedder`` is not loaded (a borrowed vault's
         spec naming code or files: :meth:`synapse_nb.settings.Settings.embedder_spec`); ``line`` (the package's
-        own words) is the reason and the answer's line."""
+        own words) is the reason and the answer's line; the channel is off, as when it failed (no model is loaded,
+        not even the default)."""
         if self.on:
             self.reason = line
+        self.on = False
 
     def no_model(self, exc: SemanticUnavailableError) -> None:
         """The channel's model could not be loaded: BM25 alone for this recall, said once (see the class)."""
