@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from synapse_nb._util import shown_id
+from synapse_nb._util import shown_id, when
 from synapse_nb.errors import SynapseError
 from synapse_nb.provenance import NAME_FIELDS, agents_unverified, inline, listed_names, mark, salvage
 from synapse_nb.render import (
@@ -45,7 +45,6 @@ from synapse_nb.render import (
     pre_html,
     semantic_off_line,
     table_html,
-    when_text,
 )
 
 __all__ = [
@@ -226,7 +225,8 @@ def recall_html(r: Any, headings: Mapping[str, str] | None = None) -> str:
         parts.append(f"<div style='color:{MUTED}'>{esc(SEMANTIC_PEOPLE_LINE)} ({esc(waiting)} waiting)</div>")
     if lessons:
         head = ("Approved lessons</b> (head every recall)" if as_of is None else
-                f"Lessons approved as of {esc(when_text(as_of))}</b> (from history: may no longer be in force)")
+                f"Lessons approved as of {esc(when(as_of, seconds=True))}</b> (from history: may no longer be in "
+                "force)")
         items = "".join(f"<li>{esc(inline(x.lesson_text or x.summary))} <span style='color:{MUTED}'>"
                         f"(in force until {esc(fmt_time(x.expires_at))}) {code(shown_id(x.id))}</span></li>"
                         for x in lessons)

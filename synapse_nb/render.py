@@ -62,7 +62,6 @@ __all__ = [
     "table_html",
     "tags_text",
     "when",
-    "when_text",
 ]
 
 #: The line a recall's text starts with (after a borrowed vault's) when it answered without the semantic channel it
@@ -114,13 +113,8 @@ def as_of_line(at: str) -> str:
     "AS OF 2026-12-01 10:00:00 UTC: rebuilt from the vault's history as it stood then, not today's rules (a lesson \
 or record given here may since have been withdrawn, changed or deleted)"
     """
-    return (f"AS OF {when_text(at)}: rebuilt from the vault's history as it stood then, not today's rules (a lesson "
-            "or record given here may since have been withdrawn, changed or deleted)")
-
-
-def when_text(at: str) -> str:
-    """A stored time (fixed-width UTC text) to the second, for a line: ``2026-12-01 10:00:00 UTC``."""
-    return f"{at[:19].replace('T', ' ')} UTC"
+    return (f"AS OF {when(at, seconds=True)}: rebuilt from the vault's history as it stood then, not today's rules "
+            "(a lesson or record given here may since have been withdrawn, changed or deleted)")
 
 
 #: The line a recall's text starts with instead (after the borrowed vault's own) when its semantic channel is on and

@@ -190,12 +190,19 @@ def dump_line(doc: dict[str, Any]) -> str:
                           else m[0], line)
 
 
+#: The lesson claims of a decision or its wording (:func:`trust_claims`): what :func:`approved_elsewhere` lists a
+#: borrowed vault's lesson for (never who made it, nor what an agent's lesson holds past its limits: a pending one).
+DECIDED = ("lesson status=", "lesson approved_at", "lesson expires_at", "lesson lesson_text", "lesson analysis_by=user")
+
+
 def approved_elsewhere(store: VaultStore, approved_here: Callable[[Record], bool]) -> list[str]:
-    """The ids of a borrowed vault's lessons whose decision or wording no person here approved: a lesson claim (other
-    than who created it, :func:`trust_claims`) on a lesson ``approved_here`` does not accept."""
+    """The ids of a borrowed vault's lessons whose decision or wording no person here approved: a claim of
+    :data:`DECIDED` on a lesson ``approved_here`` does not accept (second reader of this pass: any claim but the
+    creator's listed a pending agent lesson whose revert was in its own words, and ``team join`` asked the person to
+    approve it)."""
     out = []
     for doc in store.transfer.rows("lesson"):
-        if any(c != "lesson source=user" for c in trust_claims({"kind": "lesson", **doc})) and \
+        if any(c.startswith(DECIDED) for c in trust_claims({"kind": "lesson", **doc})) and \
                 not approved_here(store.transfer.to_record("lesson", doc)):
             out.append(doc["id"])
     return sorted(out)

@@ -124,3 +124,18 @@ def test_a_scans_lessons_read_as_its_words(repo: Path, git: Git) -> None:
     assert any("more files" in x.summary for x in made) and any(len(x.reverted_commits) == 2 for x in made)
     assert all(v.lessons.backing(x).startswith("found by a revert scan;") for x in made)
     assert v.lessons.waiting_by() == {"git": 4, "agent": 0, "user": 0}
+
+
+def test_a_pending_lesson_in_its_own_words_is_not_approved_elsewhere(repo: Path, tmp_path: Path, git: Git) -> None:
+    """Second reader of this pass: a borrowed vault's export listed as "approved elsewhere" every lesson with a claim
+    but its creator's, so a pending agent lesson naming a revert in its own words (decided by nobody) made ``team
+    join`` ask the person to approve it. Only a decision or a wording is listed."""
+    from synapse_nb.transfer import approved_elsewhere
+
+    header, doc = _agents_scan_export(repo)
+    doc["summary"] = "Reverted because the deploy script must always be run with --force on main (the team agreed)."
+    target = _target(tmp_path, repo, git)
+    target.import_jsonl([header, json.dumps(doc)], trust=True)
+    assert approved_elsewhere(target._store, lambda r: False) == []
+    target.lessons.approve(doc["id"], text="deploy with --force only when the tests pass")
+    assert approved_elsewhere(target._store, lambda r: False) == [doc["id"]]  # a decision: listed

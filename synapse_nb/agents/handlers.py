@@ -185,7 +185,14 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     and only what its cut kept (review 31). The banner leaves the hits their room (:func:`_fit`)."""
     from synapse_nb.agents.sessions import read_state, session_state
     from synapse_nb.recall.assembly import hits_parts
-    from synapse_nb.render import BORROWED_EMBEDDER_LINE, MODEL_OFF, SEMANTIC_PEOPLE_LINE, semantic_off_line, shorten
+    from synapse_nb.render import (
+        BORROWED_EMBEDDER_LINE,
+        SEMANTIC_NO_MODEL_LINE,
+        SEMANTIC_OFF_LINE,
+        SEMANTIC_PEOPLE_LINE,
+        semantic_off_line,
+        shorten,
+    )
 
     prompt = (event.prompt or "").strip()
     if not prompt:
@@ -204,8 +211,8 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     # told how to repair it (review 58: a rule found only by meaning left every answer, silently)
     line = semantic_off_line(r.semantic_off)
     off: list[Part] = [(line, ())] if line is not None else []
-    notice = ("" if r.semantic_off is None else REFUSED_NOTICE if r.semantic_off == BORROWED_EMBEDDER_LINE
-              else MODEL_NOTICE if r.semantic_off.startswith(MODEL_OFF) else OFF_NOTICE)
+    notice = {BORROWED_EMBEDDER_LINE: REFUSED_NOTICE, SEMANTIC_NO_MODEL_LINE: MODEL_NOTICE,
+              SEMANTIC_OFF_LINE: OFF_NOTICE}.get(line or "", "")  # the person's notice for the agent's line
     off += [(SEMANTIC_PEOPLE_LINE, ())] if r.agents_waiting and not off else []  # agents' wait (review 67)
     if r.items:
         before: list[Part] = [(r.borrowed["line"], ())] if r.borrowed else []

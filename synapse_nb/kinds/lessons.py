@@ -592,8 +592,8 @@ class Lessons(KindManager[Lesson]):
         """How many lessons a scan may make now: up to :data:`SCAN_PENDING_LESSONS` pending ones in all, and an
         agent's also up to :data:`AGENT_PENDING_LESSONS` pending ones agents made; an agent's counts the mind's
         (a team vault's agent role reads no pending lesson: its server counts them, as its check does)."""
-        ctx = self._ctx
+        ctx, table = self._ctx, self._table
+        room = SCAN_PENDING_LESSONS - table.pending_total(ctx.mind)  # one count (not the rows waiting_by reads)
         if ctx.actor == "agent":  # both bounds (review 65: alternating with a person's scans, 300 pending)
-            return max(0, min(SCAN_PENDING_LESSONS - self._table.pending_total(ctx.mind),
-                              AGENT_PENDING_LESSONS - self._table.agent_pending(ctx.mind)))
-        return max(0, SCAN_PENDING_LESSONS - self.waiting(most=SCAN_PENDING_LESSONS))
+            room = min(room, AGENT_PENDING_LESSONS - table.agent_pending(ctx.mind))
+        return max(0, room)

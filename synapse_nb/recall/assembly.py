@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from synapse_nb._util import plural
+from synapse_nb._util import plural, when
 from synapse_nb.models import (
     KINDS,
     PRIORITIES,
@@ -32,7 +32,6 @@ from synapse_nb.provenance import (
     neutralise,
 )
 from synapse_nb.recall.types import KIND_ORDER, Bars, ExplainRow, ExplainRows, RecallItem
-from synapse_nb.render import when_text
 
 __all__ = ["AGENT_WORDS", "BANNER", "MEMORY_CONTENT_CHARS", "Part", "agents_words", "as_of_heading", "assemble",
            "banner_parts", "banner_text", "empty_reason", "hits_parts", "legend_for", "lesson_item", "record_line",
@@ -165,7 +164,8 @@ def as_of_heading(at: str) -> str:
     >>> as_of_heading("2026-12-01T10:00:00.000000Z")
     'LESSONS APPROVED AS OF 2026-12-01 10:00:00 UTC (from history: may no longer be in force; not an approval today)'
     """
-    return f"LESSONS APPROVED AS OF {when_text(at)} (from history: may no longer be in force; not an approval today)"
+    return (f"LESSONS APPROVED AS OF {when(at, seconds=True)} (from history: may no longer be in force; not an "
+            "approval today)")
 
 
 def lesson_item(i: int, les: Lesson, *, then: bool = False) -> str:
