@@ -37,7 +37,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.vault import Notice, ReadableVault, Vault, VaultSession
 
 __all__ = [
-    "CREATING_COMMANDS", "PROG", "TAGS_HELP", "Group", "JsonOpt", "LimitOpt", "YesOpt", "app", "cli_actor",
+    "CREATING_COMMANDS", "PROG", "TAGS_HELP", "VAULT_WIDE_COMMANDS",
+    "Group", "JsonOpt", "LimitOpt", "YesOpt", "app", "cli_actor",
     "echo_json", "echo_legend", "fail", "filters", "group_help", "limit_arg", "listing_line", "none_found",
     "open_vault_for", "print_mapping", "print_record", "print_records", "record_json", "refuse_in_an_agents_shell",
     "require_human_here", "state",
@@ -50,6 +51,11 @@ PROG = "synapse-nb"
 CREATING_COMMANDS = frozenset({
     "checkpoint create", "decision log", "init", "lessons scan", "memory import", "remember", "settings set",
     "watch",
+})
+#: The commands whose --mind does not matter (they act on the whole vault): no word on an empty mind.
+VAULT_WIDE_COMMANDS = frozenset({
+    "index check", "index rebuild", "memory export", "memory import", "memory prune-history", "settings get",
+    "settings list", "settings reset", "settings set", "watch",
 })
 
 
@@ -140,7 +146,10 @@ class _RootGroup(Group):
             code = 1
         if code and not aborted:  # refused or failed; not a watcher stopped with Ctrl-C
             _undo_empty_creation()
+        elif not code:
+            _say_new_minds()
         _SESSIONS.clear()
+        _NEW_MINDS.clear()
         if standalone_mode:
             sys.exit(code)
         return code
@@ -294,9 +303,41 @@ def open_vault_for(ctx: typer.Context, path: str | None = None, *, offline: bool
     session = VaultSession(path if path is not None else st.vault, mind=st.mind, actor=cli_actor(st.actor),
                            offline=offline, on_notice=_say, surface="cli")
     _SESSIONS.append(session)
-    if _command_name(ctx) in CREATING_COMMANDS:
-        return session.write()
-    return session.read_or_stale() if offline else session.read()
+    command = _command_name(ctx)
+    v = (session.write() if command in CREATING_COMMANDS else session.read_or_stale() if offline
+         else session.read())
+    if not v.offline and command not in VAULT_WIDE_COMMANDS:
+        _check_mind(v, writes=command in CREATING_COMMANDS)
+    return v
+
+
+def _check_mind(v: Vault, *, writes: bool) -> None:
+    """A mind that holds no record while the vault's other minds do (review 68 F6: a mistyped ``--mind`` was a
+    silent "no memories yet", or a new mind): a read says so on stderr now, naming the minds and a close one; a write
+    says so once it has made the mind (:func:`_say_new_minds`). Stdout, recall's text included, is unchanged."""
+    from synapse_nb.vault.minds import empty_mind_line, other_minds
+
+    minds = other_minds(v)
+    if minds is None:
+        return
+    if writes:
+        _NEW_MINDS.append((v, minds))
+    else:
+        typer.echo(f"{PROG}: {empty_mind_line(v.mind, minds)}", err=True)
+
+
+def _say_new_minds() -> None:
+    """After a command that succeeded: each mind a write of it made, among other minds, said on stderr once."""
+    from synapse_nb.vault.minds import new_mind_line
+
+    while _NEW_MINDS:
+        v, before = _NEW_MINDS.pop(0)
+        try:
+            made = v.mind in v.minds()
+        except SynapseError:
+            continue
+        if made:
+            typer.echo(f"{PROG}: {new_mind_line(v.mind, before)}", err=True)
 
 
 def _say(notice: Notice) -> None:
@@ -308,6 +349,8 @@ def _say(notice: Notice) -> None:
 
 #: the vault sessions of this invocation: a command that fails before writing anything takes back the vault it created
 _SESSIONS: list[VaultSession] = []
+#: the handles of this invocation's writes to a mind that held nothing, with the vault's minds before
+_NEW_MINDS: list[tuple[Vault, tuple[str, ...]]] = []
 
 
 def _undo_empty_creation() -> None:

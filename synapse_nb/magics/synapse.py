@@ -24,6 +24,7 @@ from synapse_nb.magics._base import end_of_cell, usage_errors
 from synapse_nb.magics._parse import default_session_id
 from synapse_nb.settings import shown
 from synapse_nb.vault import SETTINGS, Notice, ReadableVault, Vault, VaultSession, find_vault_dir
+from synapse_nb.vault.minds import empty_mind_line, new_mind_line, other_minds
 
 if TYPE_CHECKING:
     from synapse_nb.offline import OfflineVault
@@ -97,6 +98,10 @@ class SynapseMagics(Magics):
         self._vaults: VaultSession | None = None
         self._configured: ReadableVault | None = None  # the handle the notebook's vault settings were written to
         self._session_auto: str | None = None
+        self._mind_seen: ReadableVault | None = None  # the handle whose mind was checked (once a handle)
+        #: a handle whose mind held no record among other minds, with them, until a write makes it (or it closes)
+        self._new_mind: tuple[Vault, tuple[str, ...]] | None = None
+        self._wrote = False  # a write handle was asked for in this cell
         #: the notebook's automatic checkpoints (``%checkpoint auto on|off``), counted in cells
         self.auto = AutoCheckpoint(unit="cell")
         #: results shown once in the running cell (see ``shown_once``)
@@ -114,12 +119,14 @@ class SynapseMagics(Magics):
         """
         v = self._session().read()
         self._configure(v)
+        self._check_mind(v)
         return v
 
     def writable_vault(self) -> Vault:
         """The vault for a write: created inside an existing folder when there is none (said once on stderr)."""
         v = self._session().write()
         self._configure(v)
+        self._check_mind(v, writes=True)
         return v
 
     def readable_vault(self) -> ReadableVault:
@@ -128,6 +135,7 @@ class SynapseMagics(Magics):
         write is a one-line OfflineError); the next magic tries the server again."""
         v = self._session().read_or_stale()
         self._configure(v)
+        self._check_mind(v)
         return v
 
     def stale_copy(self, exc: OfflineError) -> OfflineVault:
@@ -150,6 +158,35 @@ class SynapseMagics(Magics):
         if self.lesson_expiry_days is not None and not v.offline:
             v.settings.set("lesson_expiry_days", self.lesson_expiry_days)
 
+    def _check_mind(self, v: ReadableVault, *, writes: bool = False) -> None:
+        """The first time a handle is used: a mind that holds no record while other minds do (a mistyped
+        ``SynapseMagics.mind``) is said on stderr by a read; a write's is said after its cell, once it made the mind
+        (:meth:`post_run_cell`). As the CLI does (review 68 F6); no answer changes."""
+        self._wrote = self._wrote or writes
+        if v is self._mind_seen or v.offline:
+            return
+        self._mind_seen, self._new_mind = v, None
+        minds = other_minds(v)
+        if minds is None:
+            return
+        self._new_mind = (v, minds)
+        if not writes:
+            print(f"synapse_nb: {empty_mind_line(v.mind, minds)}", file=sys.stderr)
+
+    def _say_new_mind(self) -> None:
+        """After a cell that asked for a write handle: the new mind it made, if it did (once)."""
+        pending, wrote, self._wrote = self._new_mind, self._wrote, False
+        if pending is None or not wrote:
+            return
+        v, before = pending
+        try:
+            made = v.mind in v.minds()
+        except SynapseError:
+            return
+        if made:
+            self._new_mind = None
+            print(f"synapse_nb: {new_mind_line(v.mind, before)}", file=sys.stderr)
+
     @property
     def session_id(self) -> str:
         """The recall session of this notebook: the ``session`` setting, else one id per kernel."""
@@ -164,7 +201,7 @@ class SynapseMagics(Magics):
         if self._vaults is not None:
             self._vaults.close()
             self._vaults = None
-        self._configured = None
+        self._configured = self._mind_seen = self._new_mind = None
 
     # -- settings -----------------------------------------------------------------------------------------------
     @observe("vault_path", "mind")
@@ -203,6 +240,7 @@ class SynapseMagics(Magics):
     def post_run_cell(self, result: Any) -> None:
         """IPython ``post_run_cell`` hook: end the cell's display suppression; count auto-checkpoint cells."""
         end_of_cell(self.fresh)
+        self._say_new_mind()
         if not self.auto.enabled:
             return
         try:

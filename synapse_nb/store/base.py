@@ -285,6 +285,8 @@ class MetaTable(Protocol):
     def agent_held(self, mind: str) -> tuple[int, int, int, int]:
         """What agents hold: (records in ``mind``, their text's bytes, records in every mind, bytes), kept counts."""
 
+    def minds(self) -> tuple[str, ...]:
+        """The minds holding a record of any kind, sorted (PG: those the login's row-level security shows)."""
     def scan_tips(self, scope: str) -> tuple[str, ...]:
         """Branch tips the last lesson scan reached (none before the first, or if malformed): ``scope`` a mind, or
         ``agent:<mind>`` (a team vault's is the agent login's)."""
@@ -422,7 +424,6 @@ class Outbox(Protocol):
 
     def pending(self, limit: int) -> builtins.list[tuple[str, int]]:
         """(id, sequence number), oldest change first."""
-        ...
 
     def ack(self, entries: Sequence[tuple[str, int]]) -> None:
         """Forget these exact (id, sequence) pairs (an id changed again since keeps its newer entry)."""

@@ -24,11 +24,7 @@ from synapse_nb.context import (
     check_identity,
     check_surface,
 )
-from synapse_nb.errors import (
-    PermissionDeniedError,
-    StoreError,
-    ValidationError,
-)
+from synapse_nb.errors import PermissionDeniedError, StoreError, ValidationError
 from synapse_nb.gitscope.repo import RepoInfo
 from synapse_nb.gitscope.vaultdir import tracked_files, untrack_command
 from synapse_nb.kinds._base import KindManager
@@ -146,6 +142,10 @@ class Vault:
         """Who this handle acts as (``"user"`` or ``"agent"``), fixed when it was made: its context's, which every
         check reads (review 29: an attribute set to ``"user"`` opened a pending lesson's history to an agent)."""
         return self._ctx.actor
+
+    def minds(self) -> tuple[str, ...]:
+        """This vault's minds that hold a record, sorted (a team vault's: those this login may see)."""
+        return self._store.meta.minds()
 
     def with_mind(self, mind: str) -> Vault:
         """The same vault (same connection) seen as another mind."""

@@ -48,6 +48,16 @@ AGENT_HELD = ("SELECT coalesce((SELECT records FROM agent_held WHERE mind = ?), 
               " coalesce((SELECT bytes FROM agent_held WHERE mind = ?), 0), records, bytes"
               " FROM agent_held_all WHERE id = 1")
 
+#: The minds that hold a record (any kind): a loose scan of each kind table's index led by ``mind`` (every kind table
+#: has one: memories_key, checkpoints_latest, decisions_recent, lessons_status, episodes_task, notes' UNIQUE (mind,
+#: name)), one index probe per mind and table, whatever the number of records. On a team vault it runs under
+#: row-level security like every reader: an agent login finds only the minds granted to it (and of lessons, those it
+#: may read: approved, in force).
+MINDS = "WITH RECURSIVE " + ", ".join(
+    f"m_{t}(mind) AS (SELECT min(mind) FROM {t} UNION ALL"
+    f" SELECT (SELECT min(mind) FROM {t} WHERE mind > m_{t}.mind) FROM m_{t} WHERE m_{t}.mind IS NOT NULL)"
+    for t in sorted(set(TABLES.values()))) + " " + " UNION ".join(
+    f"SELECT mind FROM m_{t} WHERE mind IS NOT NULL" for t in sorted(set(TABLES.values()))) + " ORDER BY 1"
 
 _COMMIT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
@@ -103,6 +113,9 @@ class MetaQueries(Repository[D]):
         """What agents hold: (records in ``mind``, their bytes, records in every mind, their bytes)."""
         row = self._db.query_one(AGENT_HELD, (mind, mind))
         return (int(row[0] or 0), int(row[1] or 0), int(row[2] or 0), int(row[3] or 0)) if row else (0, 0, 0, 0)
+
+    def minds(self) -> tuple[str, ...]:
+        return tuple(sorted(str(r[0]) for r in self._db.query(MINDS)))
 
     def settings(self, names: Iterable[str] | None = None) -> dict[str, Any]:
         memo = self._db.snapshot_cache("settings")
