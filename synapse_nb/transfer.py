@@ -25,10 +25,11 @@ episode in someone else's name; review 38), a lesson decided (status approved or
 claims (``history actor=user``, ``history before source=user``, ...), and a history entry of any record but one
 the same file brings in as new (:data:`STORED_HISTORY`, :data:`UNBROUGHT_HISTORY`: it would rewrite what
 ``memory history``, ``memory revert`` and ``as_of`` reads show of a record the vault holds, or of one it takes in
-later; review 22). Unless the human passes ``trust=True`` (CLI ``--trust``) an import that would write one is
-refused whole, the claims listed per kind; with it, they are accepted and listed (:attr:`ImportCounts.claims`).
-Records skipped as identical, settings that already hold the imported value and history entries whose version the
-vault holds already claim nothing.
+later; review 22), and an agent's record an agent's own write would have been refused for past the agents' caps
+(:mod:`synapse_nb.transfer_caps`; review 69). Unless the human passes ``trust=True`` (CLI ``--trust``) an import
+that would write one is refused whole, the claims listed per kind; with it, they are accepted and listed
+(:attr:`ImportCounts.claims`). Records skipped as identical, settings that already hold the imported value and
+history entries whose version the vault holds already claim nothing.
 
 An export of a *borrowed* vault (:mod:`synapse_nb.borrowed`: it came with the repository, or a symlink leads to it)
 says so in its header: ``"borrowed": true`` and ``"approved_elsewhere"``, the ids of the lessons whose decision or
