@@ -25,10 +25,11 @@ episode in someone else's name; review 38), a lesson decided (status approved or
 claims (``history actor=user``, ``history before source=user``, ...), and a history entry of any record but one
 the same file brings in as new (:data:`STORED_HISTORY`, :data:`UNBROUGHT_HISTORY`: it would rewrite what
 ``memory history``, ``memory revert`` and ``as_of`` reads show of a record the vault holds, or of one it takes in
-later; review 22). Unless the human passes ``trust=True`` (CLI ``--trust``) an import that would write one is
-refused whole, the claims listed per kind; with it, they are accepted and listed (:attr:`ImportCounts.claims`).
-Records skipped as identical, settings that already hold the imported value and history entries whose version the
-vault holds already claim nothing.
+later; review 22), and an agent's record an agent's own write would have been refused for past the agents' caps
+(:mod:`synapse_nb.transfer_caps`; review 69). Unless the human passes ``trust=True`` (CLI ``--trust``) an import
+that would write one is refused whole, the claims listed per kind; with it, they are accepted and listed
+(:attr:`ImportCounts.claims`). Records skipped as identical, settings that already hold the imported value and
+history entries whose version the vault holds already claim nothing.
 
 An export of a *borrowed* vault (:mod:`synapse_nb.borrowed`: it came with the repository, or a symlink leads to it)
 says so in its header: ``"borrowed": true`` and ``"approved_elsewhere"``, the ids of the lessons whose decision or
@@ -70,6 +71,7 @@ from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
 from synapse_nb.provenance import inline
 from synapse_nb.settings import SETTINGS, check_setting
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS, NotJson
+from synapse_nb.transfer_caps import AgentCaps
 from synapse_nb.transfer_claims import trust_claims
 from synapse_nb.transfer_history import HISTORY_KIND, check_create_first, history_docs, history_entry
 
@@ -365,6 +367,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
     imported: list[tuple[None, Record]] = []
     with store.transaction():
         settings = store.meta.settings() if any(d["kind"] == "setting" for _, d in parsed) else {}
+        caps = AgentCaps(ctx, [d for _, d in parsed])  # what agents hold, before the file's records (review 69)
         for lineno, doc in parsed:
             kind = doc["kind"]
             if kind == "setting":
@@ -385,7 +388,8 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
             rec = store.transfer.to_record(kind, doc)
             _claim(claims, claimed, f"{kind} {rec.id}", rec.text,
                    trust_claims(doc) + ([NOT_GITS] if kind == "lesson" and doc["id"] in not_gits else [])
-                   + ([BORROWED_CLAIM] if kind == "lesson" and doc["id"] in elsewhere else []))
+                   + ([BORROWED_CLAIM] if kind == "lesson" and doc["id"] in elsewhere else [])
+                   + caps.add(kind, doc))
             counts[kind] += 1
             latest = max(latest, doc["updated_at"], doc["created_at"])
             imported.append((None, rec))
@@ -399,6 +403,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
                 where = (" Without --trust a file's history may describe only the records it brings in as new (not "
                          "in this vault, with no history here yet): history of another record rewrites what "
                          "`memory history`, `memory revert` and as_of reads show of it.")
+            where += caps.explain()
             raise PermissionDeniedError(
                 f"import: the file claims what only a human makes ({listed}); nothing was imported.{where} If you "
                 "made these records and settings (your own export, a colleague's you have read), re-run with "
