@@ -10,7 +10,7 @@ import json
 import math
 import re
 import secrets
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -518,6 +518,23 @@ def clip(text: str, limit: int, *, left: bool = False) -> str:
 def shorten(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: max(0, width - 1)].rstrip() + "…"
+
+
+def user_config_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """This Unix user's synapse_nb folder outside every project: ``$XDG_CONFIG_HOME/synapse_nb`` (an absolute
+    ``XDG_CONFIG_HOME`` only, as the XDG spec says), else ``~/.config/synapse_nb`` (the team pins, the code-loading
+    embedders a person set: :mod:`synapse_nb.vault.pins`, :mod:`synapse_nb.embedder_trust`).
+
+    >>> str(user_config_dir({"XDG_CONFIG_HOME": "/cfg"}))
+    '/cfg/synapse_nb'
+    """
+    import os
+    from pathlib import Path
+
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CONFIG_HOME", "").strip()
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".config"
+    return root / "synapse_nb"
 
 
 def write_atomic(path: Path, data: str | bytes | bytearray | Iterable[bytes | bytearray], *,

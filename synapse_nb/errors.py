@@ -132,8 +132,10 @@ class PermissionDeniedError(SynapseError, PermissionError):
 
 
 class EmbedderRefused(PermissionDeniedError):
-    """A borrowed vault's ``recall_embedder`` names code or files (``synapse_nb.settings.outside_code``): it is not
-    loaded. The message is ``synapse_nb.render.BORROWED_EMBEDDER_LINE`` (what was refused and the remedy)."""
+    """A vault's ``recall_embedder`` names code or files (``synapse_nb.settings.outside_code``) that no person set
+    for this vault as this user on this machine (``synapse_nb.embedder_trust``; a borrowed vault's, a downloaded
+    archive's): it is not loaded. The message is ``synapse_nb.render.BORROWED_EMBEDDER_LINE`` (what was refused and
+    the remedy)."""
 
 
 class QuotaExceededError(PermissionDeniedError):

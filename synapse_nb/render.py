@@ -83,7 +83,7 @@ SEMANTIC_NO_MODEL_LINE = ("(the semantic channel's model could not be loaded her
 
 def semantic_off_line(reason: str | None) -> str | None:
     """The line a recall's text starts with (after a borrowed vault's) for ``Recall.semantic_off`` ``reason``: None
-    when the channel answered, :data:`BORROWED_EMBEDDER_LINE` when a borrowed vault's embedder was not loaded,
+    when the channel answered, :data:`BORROWED_EMBEDDER_LINE` when the vault's code-loading embedder was refused,
     :data:`SEMANTIC_NO_MODEL_LINE` when its model could not be loaded (``reason`` starts
     with :data:`MODEL_OFF`), else :data:`SEMANTIC_OFF_LINE` (its index could not be read). The package's words
     only, never the reason's.
@@ -93,7 +93,7 @@ def semantic_off_line(reason: str | None) -> str | None:
     """
     if reason is None:
         return None
-    if reason == BORROWED_EMBEDDER_LINE:  # a borrowed vault's code or files, not loaded (review 66)
+    if reason == BORROWED_EMBEDDER_LINE:  # code or files no person here set, not loaded (reviews 66, 69)
         return BORROWED_EMBEDDER_LINE
     return SEMANTIC_NO_MODEL_LINE if reason.startswith(MODEL_OFF) else SEMANTIC_OFF_LINE
 
@@ -117,14 +117,17 @@ or record given here may since have been withdrawn, changed or deleted)"
             "(a lesson or record given here may since have been withdrawn, changed or deleted)")
 
 
-#: The line a recall's text starts with instead (after the borrowed vault's own) when its semantic channel is on and
-#: a borrowed vault's ``recall_embedder`` names code or files (:meth:`synapse_nb.settings.Settings.embedder_spec`):
-#: the package's own words, never the stored spec.
+#: The line a recall's text starts with instead (after a borrowed vault's own) when its semantic channel is on and
+#: the vault's ``recall_embedder`` names code or files that no person set for this vault as this user on this machine
+#: (:meth:`synapse_nb.settings.Settings.embedder_spec`: a vault that came with a repository, a downloaded archive of
+#: one, a copied file, or a spec set before the record existed): the package's own words, never the stored spec.
 BORROWED_EMBEDDER_LINE = (
-    "(the semantic channel is off: this borrowed vault's setting recall_embedder names code or model files to load "
-    "(import:... or sentence-transformers:...), which a vault that came with the repository does not decide; answered "
-    "from the vault's words alone. If you trust this vault's settings, a person here adopts it: `synapse-nb lessons "
-    "adopt`; or choose a built-in model here: `synapse-nb settings set recall_embedder wordllama`)")
+    "(the semantic channel is off: this vault's setting recall_embedder names code or model files to load "
+    "(import:... or sentence-transformers:...), and no person set it for this vault as this user on this machine (a "
+    "vault that came with a repository, a downloaded archive or a copied file brings its settings along); answered "
+    "from the vault's words alone. If you trust that code, set it in your own terminal: `synapse-nb settings set "
+    "recall_embedder SPEC` (`synapse-nb settings list` shows the stored one); or choose a built-in model: "
+    "`synapse-nb settings set recall_embedder wordllama`)")
 
 
 #: How ``memory status`` and ``settings list`` title a borrowed vault's stored settings that are not in force.

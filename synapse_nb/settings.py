@@ -6,8 +6,10 @@ same values. Reading is open to every actor; changing a setting is for the user 
 A *borrowed* vault's settings (:mod:`synapse_nb.borrowed`: it came with the repository, and no person here adopted
 it) were chosen by whoever committed it, so they can only tighten (:data:`BORROWED_RULE`, applied here, in the one
 reader every surface goes through): a setting that bounds agents or decides what is in force reads as the stricter
-of its stored value and its default, and ``recall_embedder`` is never loaded from a spec that names code or files
-(:meth:`Settings.embedder_spec`). Once adopted, every stored value is in force. docs/git.md, "What a borrowed vault
+of its stored value and its default. Once adopted, every stored value is in force, but one: in every vault, borrowed
+or not, a ``recall_embedder`` that names code or files is loaded only when a person on this machine, as this Unix
+user, set it for this vault (:meth:`Settings.embedder_spec`, :mod:`synapse_nb.embedder_trust`; review 69: a
+downloaded archive of a repository, or a copied database, is not borrowed). docs/git.md, "What a borrowed vault
 changes".
 """
 
@@ -156,9 +158,9 @@ def _fewer(stored: tuple[str, ...], default: tuple[str, ...]) -> tuple[str, ...]
 #: How a borrowed vault reads a stored setting: name -> the value in force from (stored, default). A setting that
 #: bounds agents, decides what is in force or what an agent is given reads as the stricter of the two; a setting not
 #: named here (the auto checkpoints' pace, ``recall_semantic``'s weight) is a preference and is honoured as stored.
-#: ``recall_embedder``: a built-in or registered name is honoured; a spec naming code or files reads as not set (and
-#: :meth:`Settings.embedder_spec` refuses it: the semantic channel stays off). docs/git.md, "What a borrowed vault
-#: changes".
+#: ``recall_embedder``: a built-in or registered name is honoured; a spec naming code or files reads as not set
+#: unless a person here set it (:meth:`Settings.embedder_spec` refuses it otherwise, borrowed or not). docs/git.md,
+#: "What a borrowed vault changes".
 BORROWED_RULE: dict[str, Callable[[Any, Any], Any]] = {
     "lesson_expiry_days": min,  # an approval made here lasts no longer than by default
     TRUNK_BRANCHES: _fewer,  # no branch of the committer's choosing makes lessons hold on every branch
@@ -299,24 +301,50 @@ class Settings:
     def get(self, name: str) -> Any:
         """Setting ``name`` in force (its default when never set; in a borrowed vault, :data:`BORROWED_RULE`)."""
         check_name(name)
-        return _read(name, self._ctx.store.meta.settings((name,)), self._borrowed)
+        return self._in_force(name, self._ctx.store.meta.settings((name,)))
+
+    def _in_force(self, name: str, saved: dict[str, Any]) -> Any:
+        """:func:`_read`, except that a borrowed vault's code-loading ``recall_embedder`` a person here set
+        (:meth:`embedder_spec` loads it) reads as stored."""
+        value = _read(name, saved, self._borrowed)
+        if name == EMBEDDER and value is None and self._borrowed:
+            stored = _stored(name, saved)
+            if stored is not None and outside_code(stored) and self._set_here(stored):
+                return stored
+        return value
 
     def embedder_spec(self) -> str | None:
         """The setting ``recall_embedder`` as the semantic channel may load it (None: the default), the one check
-        every loader of the vault's embedder goes through. :class:`EmbedderRefused` when the vault is borrowed and
-        the stored spec names code or files (:func:`outside_code`): it is not loaded, the channel stays off."""
+        every loader of the vault's embedder goes through. :class:`EmbedderRefused` when the stored spec names code
+        or files (:func:`outside_code`) and no person set it for this vault as this user on this machine
+        (:func:`synapse_nb.embedder_trust.set_here`; review 69: a downloaded archive or a copied file is not
+        borrowed, yet its setting is someone else's), borrowed or not: it is not loaded, the channel stays off."""
         stored = _stored(EMBEDDER, self._ctx.store.meta.settings((EMBEDDER,)))
-        if stored is not None and self._borrowed and outside_code(stored):
+        if stored is not None and outside_code(stored) and not self._set_here(stored):
             raise EmbedderRefused(BORROWED_EMBEDDER_LINE)
         spec: str | None = stored
         return spec
+
+    def _set_here(self, spec: str) -> bool:
+        from synapse_nb.embedder_trust import set_here
+
+        return set_here(self._ctx.store, spec)
+
+    def _record(self, values: dict[str, Any]) -> None:
+        """Record a code-loading ``recall_embedder`` among ``values`` as set here, by this person, before it is
+        stored (:func:`synapse_nb.embedder_trust.record`: human-only; a failure stores nothing)."""
+        for name, spec in values.items():  # the new value, not the one in force
+            if name == EMBEDDER and isinstance(spec, str) and outside_code(spec):
+                from synapse_nb.embedder_trust import record
+
+                record(self._ctx, spec)
 
     def not_in_force(self) -> dict[str, tuple[Any, Any]]:
         """In a borrowed vault, each stored value that is not in force: name -> (stored, in force); {} otherwise."""
         if not self._borrowed:
             return {}
         saved = self._ctx.store.meta.settings(sorted(BORROWED_RULE))
-        out = {name: (_stored(name, saved), _read(name, saved, True)) for name in sorted(BORROWED_RULE)
+        out = {name: (_stored(name, saved), self._in_force(name, saved)) for name in sorted(BORROWED_RULE)
                if name in saved}
         return {name: pair for name, pair in out.items() if pair[0] != pair[1]}
 
@@ -331,13 +359,14 @@ class Settings:
         for name in names:
             check_name(name)
         saved = self._ctx.store.meta.settings(names)
-        return {name: _read(name, saved, self._borrowed) for name in names}
+        return {name: self._in_force(name, saved) for name in names}
 
     def set(self, name: str, value: Any) -> Any:
         """Store ``value`` (checked first: :func:`check_new`). Turning the semantic channel on, or naming its
         model, when that model cannot be loaded here warns (:class:`ModelNotHere`) and stores it."""
         self._ctx.require_human("change settings")
         value = check_new(name, value)
+        self._record({name: value})
         self._ctx.store.meta.set_settings({name: value})
         self._model_here({name: value})
         return value
@@ -352,7 +381,7 @@ class Settings:
             return
         try:
             spec = self.embedder_spec()
-        except EmbedderRefused:  # a borrowed vault's code or files: never loaded here, each recall says so
+        except EmbedderRefused:  # code or files no person set here: never loaded, each recall says so
             return
         from synapse_nb.store.embedders import unavailable
 
@@ -373,6 +402,7 @@ class Settings:
         if not isinstance(values, dict):
             raise ValidationError(f"settings must be given as a dict of name -> value, got {type(values).__name__}")
         checked = {name: check_new(name, value) for name, value in values.items()}
+        self._record(checked)
         self._ctx.store.meta.set_settings(checked)
         self._model_here(checked)
         return checked

@@ -69,7 +69,7 @@ from synapse_nb.kinds.lesson_scan import NOT_GITS, gits_commits, revert_claims
 from synapse_nb.kinds.registry import MANAGERS
 from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
 from synapse_nb.provenance import inline
-from synapse_nb.settings import SETTINGS, check_setting
+from synapse_nb.settings import EMBEDDER, SETTINGS, check_setting, outside_code
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS, NotJson
 from synapse_nb.transfer_caps import AgentCaps
 from synapse_nb.transfer_claims import trust_claims
@@ -416,6 +416,12 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
                 "imported. Approve them there (synapse-nb lessons review) or adopt that vault (synapse-nb lessons "
                 "adopt) and export again, or, if you have read each of them and stand behind those approvals, "
                 "re-run with --trust --trust-borrowed-approvals (API: trust_borrowed=True)")
+        specs = [check_setting(EMBEDDER, d["value"]) for _, d in parsed if d["kind"] == "setting"
+                 and d["name"] == EMBEDDER]  # the last one is stored
+        if specs and specs[-1] is not None and outside_code(specs[-1]):  # accepted with trust=True: the person set
+            from synapse_nb.embedder_trust import record  # it (a failure raises here: nothing is imported)
+
+            record(ctx, specs[-1])
         if latest:  # later writes must stamp after everything imported
             store.transfer.advance_clock(latest)
         if imported:  # each record imported gets its history entry, after any history the file brought

@@ -68,6 +68,19 @@ _let_the_agent_run_on_fake_clocks()
 os.environ["SYNAPSE_TEAM_PINS"] = str(Path(tempfile.mkdtemp(prefix="synapse-suite-pins-")) / "team_pins.toml")
 
 
+# the code-loading embedders a person set (synapse_nb.embedder_trust) live in ~/.config (XDG_CONFIG_HOME): never the
+# person's running the suite; each test gets its own folder (_own_config)
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="synapse-suite-config-")
+
+
+@pytest.fixture(autouse=True)
+def _own_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test its own ``XDG_CONFIG_HOME`` (this user's synapse_nb folder), inherited by the processes it starts."""
+    path = tmp_path_factory.mktemp("config")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(path))
+    return path
+
+
 @pytest.fixture(autouse=True)
 def _own_team_pins(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Each test its own team server pins file (``SYNAPSE_TEAM_PINS``), inherited by the processes it starts."""

@@ -98,7 +98,8 @@ def evil_clone(tmp_path: Path, git: Any, monkeypatch: pytest.MonkeyPatch) -> tup
 def test_a_borrowed_vaults_import_embedder_is_never_imported(evil_clone: tuple[Path, Path]) -> None:
     """Before: the cloned vault's ``import:evil:make`` was imported by the first recall (code from the repository
     ran in the person's process). Now the channel stays off for that recall, and the answer says why, once, in the
-    package's words after the BORROWED line; adopting the vault puts the setting in force as before."""
+    package's words after the BORROWED line. Adopting the vault trusts its lessons and settings, not its code
+    (review 69): the spec is loaded once the person sets it here, in their own terminal."""
     project, marker = evil_clone
     v = syn.open_vault(project, create=False)
     assert v.borrowed is not None
@@ -107,12 +108,29 @@ def test_a_borrowed_vaults_import_embedder_is_never_imported(evil_clone: tuple[P
     assert r.semantic_off == BORROWED_EMBEDDER_LINE and r.to_dict()["semantic_off"] == BORROWED_EMBEDDER_LINE
     assert r.text.startswith(f"{v.borrowed.line}\n\n{BORROWED_EMBEDDER_LINE}\n\n") and "hello world" in r.text
     assert r.text.count(BORROWED_EMBEDDER_LINE) == 1 and SEMANTIC_OFF_LINE not in r.text
-    assert "import:evil" not in BORROWED_EMBEDDER_LINE and "lessons adopt" in BORROWED_EMBEDDER_LINE
-    with pytest.raises(EmbedderRefused, match="lessons adopt"):
+    assert "import:evil" not in BORROWED_EMBEDDER_LINE
+    assert "settings set recall_embedder SPEC" in BORROWED_EMBEDDER_LINE
+    with pytest.raises(EmbedderRefused, match="settings set recall_embedder SPEC"):
         v.settings.embedder_spec()
     assert v.settings.get("recall_embedder") is None  # read as not set: never the code's spec
     assert v.recall("hello world").semantic_off == BORROWED_EMBEDDER_LINE and not marker.exists()
-    v.adopt()  # a person here trusts it: honoured as today
+    v.adopt()  # a person here trusts its lessons and settings: not yet the code its embedder names
+    assert v.recall("hello world").semantic_off == BORROWED_EMBEDDER_LINE and not marker.exists()
+    v.settings.set("recall_embedder", f"import:{marker.name.removesuffix('.imported')}:make")  # the person, here
+    assert v.recall("hello world").semantic_off is None and marker.exists()
+    v.close()
+
+
+def test_a_person_who_sets_a_borrowed_vaults_spec_here_gets_it_loaded(evil_clone: tuple[Path, Path]) -> None:
+    """Borrowed and not adopted: the person setting the spec in their own terminal is the record that loads it
+    (review 69), and every reader agrees (``get``, the settings not in force)."""
+    project, marker = evil_clone
+    spec = f"import:{marker.name.removesuffix('.imported')}:make"
+    v = syn.open_vault(project, create=False)
+    assert "recall_embedder" in v.settings.not_in_force()
+    v.settings.set("recall_embedder", spec)
+    assert v.borrowed is not None and v.settings.embedder_spec() == spec == v.settings.get("recall_embedder")
+    assert "recall_embedder" not in v.settings.not_in_force()
     assert v.recall("hello world").semantic_off is None and marker.exists()
     v.close()
 

@@ -46,10 +46,11 @@ SESSION_START_FIELD_CHARS = 1200
 #: The person's notice when a prompt's recall answered without its semantic channel (Recall.semantic_off).
 OFF_NOTICE = ("synapse-nb: recall answered without the semantic channel (its index could not be read), so records "
               "found only by meaning were left out; run `synapse-nb index check --repair` in your own terminal")
-#: The same when the channel's model was not loaded: a borrowed vault's ``recall_embedder`` names code or files.
-REFUSED_NOTICE = ("synapse-nb: recall answered without the semantic channel: this borrowed vault's recall_embedder "
-                  "names code or model files, which are not loaded; if you trust the vault, run `synapse-nb lessons "
-                  "adopt` in your own terminal")
+#: The same when the channel's model was not loaded: the vault's ``recall_embedder`` names code or files no person
+#: set for it as this user on this machine (a borrowed vault's, a downloaded archive's: review 69).
+REFUSED_NOTICE = ("synapse-nb: recall answered without the semantic channel: this vault's recall_embedder names code "
+                  "or model files no person set for it as this user on this machine, which are not loaded; if you "
+                  "trust that code, run `synapse-nb settings set recall_embedder SPEC` in your own terminal")
 #: The person's notice when it answered without the channel because its model could not be loaded here (review 68).
 MODEL_NOTICE = ("synapse-nb: recall answered without the semantic channel (its model could not be loaded here: "
                 "`synapse-nb recall query --json TEXT` says why in semantic_off), so records found only by meaning "

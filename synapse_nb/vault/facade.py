@@ -251,9 +251,8 @@ class Vault:
     def remember(self, category: str, key: str, content: str, **kwargs: Any) -> Memory:
         """Shortcut for :meth:`Memories.remember` (upsert by (category, key)).
 
-        Tags (``tags=["db", "deploy"]`` or ``tags="db,deploy"``) are one word each, trimmed, lower-cased,
-        with a leading ``#`` dropped: ``"#DB"`` is the tag ``db``.
-        """
+        Tags (``tags=["db", "deploy"]`` or ``tags="db,deploy"``) are one word each, trimmed, lower-cased, with a
+        leading ``#`` dropped: ``"#DB"`` is the tag ``db``."""
         return self.memories.remember(category, key, content, **kwargs)
 
     def checkpoint(self, doing: str, *, files: Any = None, next_step: str | None = None, blockers: Any = None,
@@ -324,7 +323,7 @@ class Vault:
         the saved bars are today's. The answer says it is rebuilt from history (``Recall.as_of``)."""
         import tempfile
 
-        from synapse_nb import history
+        from synapse_nb import embedder_trust, history
         from synapse_nb.store.sqlite import SqliteStore
 
         at = history.as_of_ts(as_of)
@@ -335,6 +334,7 @@ class Vault:
         moment = parse_ts(at)
         with tempfile.TemporaryDirectory(prefix="synapse-as-of-") as tmp:
             store = SqliteStore(Path(tmp) / DB_NAME)
+            store.trust_identity = embedder_trust.vault_identity(self._store)  # its embedder as a person set it
             past = Vault(Path(tmp), project_dir=self.project_dir, mind=self.mind, actor=self.actor,
                          clock=lambda: moment, _store=store, _git=self._git, surface=self.surface, _past=at)
             try:

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 from urllib.parse import quote, unquote, urlencode
 
+from synapse_nb._util import user_config_dir
 from synapse_nb.context import acting_actor
 from synapse_nb.errors import StoreError, TeamPinError, ValidationError
 from synapse_nb.provenance import inline
@@ -99,9 +100,7 @@ def pins_file(environ: Mapping[str, str] | None = None) -> Path:
     named = env.get(PINS_ENV, "").strip()
     if named:
         return Path(named).expanduser()
-    base = env.get("XDG_CONFIG_HOME", "").strip()
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".config"
-    return root / "synapse_nb" / "team_pins.toml"
+    return user_config_dir(env) / "team_pins.toml"
 
 
 def pin_folder(vault_dir: Path) -> Path:

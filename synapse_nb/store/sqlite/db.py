@@ -108,6 +108,9 @@ class Database:
 
     #: SQLite's way of saying what the shared statements leave to the backend
     dialect: Dialect = SQLITE
+    #: the vault this database stands for, as :func:`synapse_nb.embedder_trust.vault_identity` names it (None: its
+    #: own): an ``as_of`` recall's past, rebuilt in a temporary folder, loads the embedder a person set for the vault
+    trust_identity: str | None = None
 
     def __init__(self, path: str | Path, *, readonly: bool = False, refusal: str | None = None) -> None:
         self.path = Path(path)
