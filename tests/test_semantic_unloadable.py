@@ -153,3 +153,32 @@ def test_an_evaluation_still_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> No
     res = CliRunner().invoke(app, ["recall", "eval", str(ROOT / "datasets" / "locomo"), "--conversations", "1",
                                    "--semantic", "0.1"])
     assert res.exit_code == 1 and "synapse_nb[semantic]" in res.stderr, res.stderr
+
+
+class _Poisoned(Fake):
+    """A bring-your-own model that raises on some text (a bug, or a record it cannot read)."""
+
+    def embed(self, texts: Any, *, query: bool = False) -> Any:
+        if not query and any("zqxv" in t for t in texts):
+            raise RuntimeError("the model cannot read this text")
+        return super().embed(texts, query=query)
+
+
+def test_a_record_the_model_raises_on_leaves_recall_and_the_hook_answering(project: Path) -> None:
+    """Review 69: an agent's record that made the model raise while the sync embedded it failed every recall (the
+    RuntimeError went through), and with it every hook. Now the recall answers from its words and says why."""
+    from synapse_nb.agents.events import parse_event
+    from synapse_nb.agents.handlers import handle
+
+    model = _Poisoned()
+    register_embedder("poisoned", lambda: model)
+    v = syn.open_vault(project)
+    v.settings.set_many({"recall_embedder": "poisoned", "recall_semantic": 0.4})
+    assert v.recall("sedan", bars=OPEN).semantic_off is None  # embedded, answering with the channel
+    v.as_agent().remember("project", "poison", "zqxv sedan notes")
+    r = v.recall("who bought a sedan", bars=OPEN)
+    assert r.semantic_off is not None and r.semantic_off.startswith(MODEL_OFF) and "RuntimeError" in r.semantic_off
+    assert r.text.startswith(SEMANTIC_NO_MODEL_LINE) and "sedan" in r.text
+    got = handle(parse_event("prompt", "", session="s1", text="who bought a sedan"), vault=str(project), env={})
+    assert got.context.startswith(SEMANTIC_NO_MODEL_LINE) and "sedan" in got.context
+    v.close()

@@ -19,7 +19,7 @@ from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.expand import Variants
 from synapse_nb.recall.rank import Ranked, RankParams, asks_several, fts_words, rank_words, structure
 from synapse_nb.recall.scoring import Meaning, gate
-from synapse_nb.recall.semantic import DenseChannel, Fallback, Unsynced
+from synapse_nb.recall.semantic import DenseChannel, Fallback, Unsynced, model_failed
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
 from synapse_nb.render import SEMANTIC_PEOPLE_LINE, as_of_line, semantic_off_line
@@ -297,6 +297,8 @@ class Recaller:
             busy = bool(self.params.semantic) and not self._dense.sync()
         except IndexError_ as exc:
             use.failed(exc)
+        except Exception as exc:  # noqa: BLE001 - the model raised on a record's text: BM25 alone, said (review 69)
+            use.no_model(model_failed(exc))
         try:
             version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session,
                                                               file_refs, branch_name, busy=busy, use=use)
@@ -308,6 +310,8 @@ class Recaller:
                 use.failed(exc)
             except SemanticUnavailableError as exc:  # its model not loadable here: BM25 alone (review 68)
                 use.no_model(exc)
+            except Exception as exc:  # noqa: BLE001 - the model raised on a record's text (review 69)
+                use.no_model(model_failed(exc))
             version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session,
                                                               file_refs, branch_name, synced=True, use=use)
         self._candidates.save_pending()  # a rank file owed: written now the snapshot is over (it keeps a digest)
