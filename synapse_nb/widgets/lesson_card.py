@@ -3,6 +3,7 @@ to approve, how long it stays in force, and its buttons."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -270,22 +271,22 @@ class LessonCard(widgets.VBox):
                 self.reapprove_button.on_click(lambda _b: review.approve(lesson.id, self._text(),
                                                                          self.duration.value))
                 buttons = [self.reapprove_button]
+
+            def as_shown(label: str, whose: str, approve: Callable[..., Any]) -> widgets.Button:
+                """The button that approves the wording shown, not the person's own, bound to it (``seen``)."""
+                b = button(label, "check-square-o", f"Approve {whose}, exactly as shown above: "
+                           f"“{inline(wording, 200)}”", style="warning")
+                b.on_click(lambda _b: approve(lesson.id, self.duration.value, seen=wording))
+                buttons.insert(1, b)
+                return b
+
             if elsewhere:
-                self.approve_elsewhere_button = button(
-                    "Approve the wording approved elsewhere", "check-square-o",
-                    f"Approve here the wording {ELSEWHERE_BY}, exactly as shown above: “{inline(wording, 200)}”",
-                    style="warning")
-                self.approve_elsewhere_button.on_click(
-                    lambda _b: review.approve_elsewhere_wording(lesson.id, self.duration.value, seen=wording))
-                buttons.insert(1, self.approve_elsewhere_button)
+                self.approve_elsewhere_button = as_shown("Approve the wording approved elsewhere",
+                                                         f"here the wording {ELSEWHERE_BY}",
+                                                         review.approve_elsewhere_wording)
             elif by == "agent":
-                self.approve_agent_button = button(
-                    "Approve the agent's wording", "check-square-o",
-                    f"Approve the wording an agent wrote, exactly as shown above: “{inline(wording, 200)}”",
-                    style="warning")
-                self.approve_agent_button.on_click(
-                    lambda _b: review.approve_agent_wording(lesson.id, self.duration.value, seen=wording))
-                buttons.insert(1, self.approve_agent_button)
+                self.approve_agent_button = as_shown("Approve the agent's wording", "the wording an agent wrote",
+                                                     review.approve_agent_wording)
             self.text.observe(lambda _c: self._enable(), names="value")
             row = widgets.HBox(buttons)
             row.add_class("synapse-actions")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
@@ -125,15 +126,9 @@ class LessonReview(FamilyWidget):
         if not (text or "").strip():
             self.say("not approved: write the lesson first (what should be done differently next time)", error=True)
             return None
-        try:
-            les = self.act(lambda: self.vault.lessons.approve(lesson_id, text=text, expiry_days=expiry_days))
-        except SynapseError as exc:
-            self._after(lesson_id, f"not approved: {exc}", error=True)
-            return None
-        self._after(les.id, f"approved {shown_id(les.id)}: in force until {fmt_time(les.expires_at)}; it heads every "
-                            "recall from now (Withdraw takes it back)")
-        out: Lesson | None = les
-        return out
+        return self._approved(lesson_id, lambda: self.vault.lessons.approve(lesson_id, text=text,
+                                                                            expiry_days=expiry_days),
+                              "; it heads every recall from now (Withdraw takes it back)")
 
     def approve_agent_wording(self, lesson_id: str, expiry_days: int | None = None, *,
                               seen: str) -> Lesson | None:
@@ -141,16 +136,8 @@ class LessonReview(FamilyWidget):
         "Approve the agent's wording" button makes (``vault.lessons.approve(id, accept_agent_text=True)``). The
         button passes the wording its card shows as ``seen``: if an agent replaced it since, nothing is approved
         and the card says so (refresh to read the new wording)."""
-        try:
-            les = self.act(lambda: self.vault.lessons.approve(lesson_id, accept_agent_text=True,
-                                                              expiry_days=expiry_days, seen=seen))
-        except SynapseError as exc:
-            self._after(lesson_id, f"not approved: {exc}", error=True)
-            return None
-        self._after(les.id, f"approved {shown_id(les.id)} with the agent's wording: in force until "
-                            f"{fmt_time(les.expires_at)}")
-        out: Lesson | None = les
-        return out
+        return self._approved(lesson_id, lambda: self.vault.lessons.approve(
+            lesson_id, accept_agent_text=True, expiry_days=expiry_days, seen=seen), how=" with the agent's wording")
 
     def approve_elsewhere_wording(self, lesson_id: str, expiry_days: int | None = None, *,
                                   seen: str) -> Lesson | None:
@@ -162,14 +149,20 @@ class LessonReview(FamilyWidget):
             agent = self.vault.lessons.proposed_wording(self.vault.lessons.get(lesson_id))[1] == "agent"
             return self.vault.lessons.approve(lesson_id, expiry_days=expiry_days, seen=seen, accept_agent_text=agent)
 
+        return self._approved(lesson_id, go, how=" here with the wording approved elsewhere", where=" here")
+
+    def _approved(self, lesson_id: str, approve: Callable[[], Lesson], then: str = "", *, how: str = "",
+                  where: str = "") -> Lesson | None:
+        """Run one of the approvals above and say its outcome under the lesson's buttons (the lesson stays
+        selected): what was approved ``how``, in force ``where`` until when, and ``then``; or why not."""
         try:
-            les = self.act(go)
+            les = self.act(approve)
         except SynapseError as exc:
             self._after(lesson_id, f"not approved: {exc}", error=True)
             return None
-        self._after(les.id, f"approved {shown_id(les.id)} here with the wording approved elsewhere: in force here "
-                            f"until {fmt_time(les.expires_at)}")
-        out: Lesson | None = les
+        self._after(les.id, f"approved {shown_id(les.id)}{how}: in force{where} until {fmt_time(les.expires_at)}"
+                            f"{then}")
+        out: Lesson | None = les  # act() is typed Any
         return out
 
     def reject(self, lesson_id: str) -> Lesson | None:
