@@ -14,11 +14,11 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 import warnings
 from pathlib import Path
 
 import pytest
+from test_borrowed_settings import _evil
 
 import synapse_nb as syn
 from synapse_nb.embedder_trust import trust_file
@@ -40,27 +40,9 @@ def _fresh(monkeypatch: pytest.MonkeyPatch) -> None:
 def evil(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path]:
     """(spec, marker): ``import:<module>:make`` of a module on sys.path whose import writes ``marker``."""
     name = f"evil_{abs(hash(str(tmp_path))) % 10**8}"
-    marker = tmp_path / f"{name}.imported"
     mods = tmp_path / "mods"
     mods.mkdir()
-    (mods / f"{name}.py").write_text(textwrap.dedent(f"""
-        import pathlib
-        import numpy as np
-        pathlib.Path({str(marker)!r}).write_text("imported")
-
-        class Toy:
-            name, version, dimension, fingerprint = "toy", "1", 8, "toy-1"
-
-            def embed(self, texts, *, query=False):
-                out = np.zeros((len(texts), 8))
-                for i, t in enumerate(texts):
-                    for w in t.split():
-                        out[i, sum(w.encode()) % 8] += 1.0
-                return out
-
-        def make():
-            return Toy()
-    """), encoding="utf-8")
+    marker = _evil(mods, name)  # the module test_borrowed_settings plants (a cloned repository's code)
     monkeypatch.syspath_prepend(str(mods))
     return f"import:{name}:make", marker
 
@@ -135,7 +117,7 @@ def test_another_user_is_refused_what_this_one_set(tmp_path: Path, evil: tuple[s
     v.remember("project", "greeting", "hello world is what the service answers")
     v.settings.set_many({"recall_embedder": spec, "recall_semantic": 0.4})
     v.close()
-    mods = marker.parent / "mods"
+    mods = marker.parent  # the module beside its marker
     base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": os.pathsep.join([str(ROOT), str(mods)]),
             "SYNAPSE_TEAM_PINS": str(tmp_path / "pins.toml")}
     other = tmp_path / "other-home"
