@@ -371,7 +371,8 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
         for lineno, doc in parsed:
             kind = doc["kind"]
             if kind == "setting":
-                if settings.get(doc["name"], _UNSET) != doc["value"]:  # the value it holds already claims nothing
+                if settings.get(doc["name"], _UNSET) != doc["value"] or _unrecorded_code(store, doc):
+                    # the value it holds already claims nothing, unless it is code no person here set (review 69)
                     value = doc["value"]
                     _claim(claims, claimed, f"setting {doc['name']}",
                            value if isinstance(value, str) else json.dumps(value), trust_claims(doc))
@@ -418,7 +419,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
                 "re-run with --trust --trust-borrowed-approvals (API: trust_borrowed=True)")
         specs = [check_setting(EMBEDDER, d["value"]) for _, d in parsed if d["kind"] == "setting"
                  and d["name"] == EMBEDDER]  # the last one is stored
-        if specs and specs[-1] is not None and outside_code(specs[-1]):  # accepted with trust=True: the person set
+        if trust and specs and specs[-1] is not None and outside_code(specs[-1]):  # the person set
             from synapse_nb.embedder_trust import record  # it (a failure raises here: nothing is imported)
 
             record(ctx, specs[-1])
@@ -432,6 +433,18 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
 
 
 _UNSET = object()
+
+
+def _unrecorded_code(store: VaultStore, doc: dict[str, Any]) -> bool:
+    """Whether a setting line names a code-loading ``recall_embedder`` no person set for this vault here
+    (:func:`synapse_nb.embedder_trust.set_here`): a claim even when the vault already stores it (a downloaded vault's
+    own export, imported back, approved its code without ``--trust``: second reader of review 69's fix)."""
+    value = doc["value"]
+    if doc["name"] != EMBEDDER or not isinstance(value, str) or not outside_code(value):
+        return False
+    from synapse_nb.embedder_trust import set_here
+
+    return not set_here(store, value)
 #: The characters of a claiming record's first line an import lists.
 CLAIMED_TEXT = 80
 

@@ -160,6 +160,25 @@ def test_an_import_the_person_trusts_records_it(tmp_path: Path, evil: tuple[str,
     dst.close()
 
 
+def test_a_downloaded_vaults_own_export_imported_back_approves_nothing(tmp_path: Path,
+                                                                     evil: tuple[str, Path]) -> None:
+    """Second reader of this fix: a setting line holding the value the vault already stores claimed nothing, so an
+    import without trust of the downloaded vault's own export went through and recorded its code as the person's.
+    A code spec no person set here is a claim even then, and only a trusted import records it."""
+    from synapse_nb.embedder_trust import set_here
+
+    spec, marker = evil
+    v = syn.open_vault(_vault_with_stored_spec(tmp_path / "dl", spec), create=False)
+    text = v.export_jsonl().splitlines()
+    with pytest.raises(syn.PermissionDeniedError, match="setting recall_embedder"):
+        v.import_jsonl(text)
+    assert not set_here(v._store, spec)
+    assert v.recall("hello world").semantic_off == BORROWED_EMBEDDER_LINE and not marker.exists()
+    v.import_jsonl(text, trust=True)  # the person's explicit act
+    assert set_here(v._store, spec)
+    v.close()
+
+
 def test_built_in_names_need_no_record(tmp_path: Path) -> None:
     """A built-in name (no ``:``) stored straight into a copied vault is honoured as before: nothing to record."""
     v = syn.open_vault(_vault_with_stored_spec(tmp_path / "dl", "e5-small"), create=False)
