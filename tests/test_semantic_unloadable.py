@@ -182,3 +182,23 @@ def test_a_record_the_model_raises_on_leaves_recall_and_the_hook_answering(proje
     got = handle(parse_event("prompt", "", session="s1", text="who bought a sedan"), vault=str(project), env={})
     assert got.context.startswith(SEMANTIC_NO_MODEL_LINE) and "sedan" in got.context
     v.close()
+
+
+def test_a_question_the_model_raises_on_is_answered_from_words(project: Path) -> None:
+    """Second reader of that fix: it caught a model raising on a record only; one raising on the question (an
+    agent's prompt in a hook) still failed the recall. Every model call goes through one function now
+    (``embedders.embed_quantized``), which turns the model's failure into the channel's "no model"."""
+    class OnQuestion(Fake):
+        def embed(self, texts: Any, *, query: bool = False) -> Any:
+            if query and any("zqxv" in t for t in texts):
+                raise ValueError("the model cannot read this question")
+            return super().embed(texts, query=query)
+
+    register_embedder("on-question", OnQuestion)
+    v = syn.open_vault(project)
+    v.settings.set_many({"recall_embedder": "on-question", "recall_semantic": 0.4})
+    assert v.recall("sedan", bars=OPEN).semantic_off is None
+    r = v.recall("zqxv who bought a sedan", bars=OPEN)
+    assert r.semantic_off is not None and "ValueError" in r.semantic_off
+    assert r.text.startswith(SEMANTIC_NO_MODEL_LINE) and "sedan" in r.text
+    v.close()

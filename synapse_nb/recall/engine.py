@@ -19,7 +19,7 @@ from synapse_nb.recall.delta import record_given, seen_digests
 from synapse_nb.recall.expand import Variants
 from synapse_nb.recall.rank import Ranked, RankParams, asks_several, fts_words, rank_words, structure
 from synapse_nb.recall.scoring import Meaning, gate
-from synapse_nb.recall.semantic import DenseChannel, Fallback, Unsynced, model_failed
+from synapse_nb.recall.semantic import DenseChannel, Fallback, Unsynced
 from synapse_nb.recall.stale import Staleness
 from synapse_nb.recall.types import MAX_QUERY_CHARS, Bars, ExplainRows, Recall
 from synapse_nb.render import SEMANTIC_PEOPLE_LINE, as_of_line, semantic_off_line
@@ -297,8 +297,8 @@ class Recaller:
             busy = bool(self.params.semantic) and not self._dense.sync()
         except IndexError_ as exc:
             use.failed(exc)
-        except Exception as exc:  # noqa: BLE001 - the model raised on a record's text: BM25 alone, said (review 69)
-            use.no_model(model_failed(exc))
+        except SemanticUnavailableError as exc:  # the model raised on a record's text: BM25 alone (review 69)
+            use.no_model(exc)
         try:
             version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session,
                                                               file_refs, branch_name, busy=busy, use=use)
@@ -308,10 +308,8 @@ class Recaller:
                     self._dense.prepare(self._embedder[1] if self._embedder else None)
             except IndexError_ as exc:
                 use.failed(exc)
-            except SemanticUnavailableError as exc:  # its model not loadable here: BM25 alone (review 68)
+            except SemanticUnavailableError as exc:  # its model not loadable here, or it raised: BM25 alone
                 use.no_model(exc)
-            except Exception as exc:  # noqa: BLE001 - the model raised on a record's text (review 69)
-                use.no_model(model_failed(exc))
             version, bars, now, lessons, ranking = self._read(query, given, bars, budget_tokens, session,
                                                               file_refs, branch_name, synced=True, use=use)
         self._candidates.save_pending()  # a rank file owed: written now the snapshot is over (it keeps a digest)
@@ -437,8 +435,11 @@ class Recaller:
                 if p.hop_weight and asks_several(query) and len(named := idx.actors_named(words)) == 1:
                     hop = self._dense.speaker_list(idx, query, int(named[0]), ctx.mind, now,  # RankParams.hop_*
                                                    waiting > 0)
-            except IndexError_ as exc:  # the table cannot be read: ranked as with the channel off
-                use.failed(exc)
+            except (IndexError_, SemanticUnavailableError) as exc:  # the table cannot be read, or the model raised
+                if isinstance(exc, IndexError_):  # on the question: ranked as with the channel off
+                    use.failed(exc)
+                else:
+                    use.no_model(exc)
                 p, hop, waiting = replace(p, semantic=0.0), None, 0
             else:
                 pos, sc = f_pos, f_sc

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from synapse_nb.store.index.dense import DenseHit
     from synapse_nb.store.indexer import VaultIndex
 
-__all__ = ["DENSE_DEPTH", "FUSION", "RRF_K", "DenseChannel", "Fallback", "Unsynced", "describe", "fuse", "model_failed",
+__all__ = ["DENSE_DEPTH", "FUSION", "RRF_K", "DenseChannel", "Fallback", "Unsynced", "describe", "fuse",
            "fuse_sum", "fuse_top"]
 
 #: Dense candidates per query (the lexical side keeps ``RankParams.depth``).
@@ -71,13 +71,6 @@ MAX_CACHED_QUERIES = 1000
 
 class Unsynced(Exception):
     """Writes are queued that the semantic table has not applied: sync outside the snapshot, then read again."""
-
-
-def model_failed(exc: Exception) -> SemanticUnavailableError:
-    """A model that raised while embedding a record (a bring-your-own model's bug on some text, a record it cannot
-    read) as the channel's "no model" (:meth:`Fallback.no_model`): review 69, an agent's record that made the model
-    raise failed every recall and left every hook silent. The record waits in the queue, so each recall says it."""
-    return SemanticUnavailableError(f"the model raised {type(exc).__name__} while embedding: {exc}")
 
 
 class Fallback:

@@ -133,13 +133,20 @@ def quantize(vecs: np.ndarray) -> np.ndarray:
 
 
 def embed_quantized(embedder: Embedder, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
-    """``embedder``'s vectors of ``texts`` (cut to :data:`MAX_CHARS`), checked and quantised (:func:`quantize`)."""
+    """``embedder``'s vectors of ``texts`` (cut to :data:`MAX_CHARS`), checked and quantised (:func:`quantize`); a
+    model that raises is a :class:`~synapse_nb.errors.SemanticUnavailableError` (every model call goes through here)."""
     import numpy as np
 
     texts = [t[:MAX_CHARS] for t in texts]
     if not texts:
         return np.zeros((0, embedder.dimension), np.float32)
-    vecs = np.asarray(embedder.embed(texts, query=query))
+    try:
+        vecs = np.asarray(embedder.embed(texts, query=query))
+    except SemanticUnavailableError:
+        raise
+    except Exception as exc:  # the model's own failure on a text (a bring-your-own model's bug, a record or a
+        # question it cannot read): the channel's "no model", so recall answers from words (review 69)
+        raise SemanticUnavailableError(f"the model raised {type(exc).__name__} while embedding: {exc}") from exc
     if vecs.shape != (len(texts), embedder.dimension):
         raise ValidationError(f"embedder {embedder.name!r} returned shape {vecs.shape}, expected "
                               f"{(len(texts), embedder.dimension)}")
