@@ -76,13 +76,21 @@ def _key(identity: str, spec: str) -> str:
     return "sha256:" + hashlib.sha256(json.dumps([identity, spec]).encode("utf-8")).hexdigest()
 
 
-def _entries(path: Path) -> dict[str, Any]:
-    """The file's entries; {} when it is missing or not what :func:`record` writes (nothing counts as set then)."""
+def _entries(path: Path, *, strict: bool = False) -> dict[str, Any]:
+    """The file's entries; {} when it is missing or not what :func:`record` writes (nothing counts as set then).
+    ``strict`` (before a rewrite): a file that exists and is not that is an :class:`OSError`, never overwritten (it
+    may hold another vault's approvals, or a newer synapse_nb's), as :func:`synapse_nb.vault.pins.write_pin` does."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        if strict:
+            raise OSError(f"it cannot be read ({exc}); move it aside to start a new one") from exc
         return {}
     raw = data.get("embedders") if isinstance(data, dict) and data.get("version") == _VERSION else None
+    if not isinstance(raw, dict) and strict:
+        raise OSError(f"it is not a version {_VERSION} record of synapse_nb's; move it aside to start a new one")
     return raw if isinstance(raw, dict) else {}
 
 
@@ -105,11 +113,11 @@ def record(ctx: Context, spec: str) -> None:
     entry = {"spec": spec, "vault": identity, "by": _who(),
              "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # as the team pins' folder (the same one)
         with open(path.with_name(path.name + ".lock"), "a", encoding="utf-8") as lock:
             if not flock_within(lock, _WAIT):
                 raise OSError(f"another process holds {path}.lock")
-            entries = {**_entries(path), _key(identity, spec): entry}
+            entries = {**_entries(path, strict=True), _key(identity, spec): entry}
             write_atomic(path, json.dumps({"version": _VERSION, "embedders": entries}, ensure_ascii=False, indent=1,
                                           sort_keys=True) + "\n")
     except OSError as exc:

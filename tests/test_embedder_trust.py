@@ -199,3 +199,19 @@ def test_an_as_of_recall_loads_what_the_person_set(tmp_path: Path, evil: tuple[s
     r = v.recall("hello world", as_of=v._ctx.now_ts())
     assert r.semantic_off is None and marker.exists()
     v.close()
+
+
+def test_a_record_file_it_cannot_read_is_never_overwritten(tmp_path: Path, evil: tuple[str, Path]) -> None:
+    """Second reader of this fix: an unreadable file (or a newer version's) was read as empty and rewritten with the
+    one new entry, dropping every other vault's approval. The setting is refused, the file and the vault unchanged."""
+    spec, _marker = evil
+    path = trust_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for text in ("{not json", '{"version": 99, "embedders": {"sha256:x": {}}}'):
+        path.write_text(text, encoding="utf-8")
+        (tmp_path / "v").mkdir(exist_ok=True)
+        v = syn.open_vault(tmp_path / "v")
+        with pytest.raises(syn.StoreError, match="move it aside"):
+            v.settings.set("recall_embedder", spec)
+        assert path.read_text(encoding="utf-8") == text and v.settings.get("recall_embedder") is None
+        v.close()
