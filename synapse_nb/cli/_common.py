@@ -328,16 +328,11 @@ def _check_mind(v: Vault, *, writes: bool) -> None:
 
 def _say_new_minds() -> None:
     """After a command that succeeded: each mind a write of it made, among other minds, said on stderr once."""
-    from synapse_nb.vault.minds import new_mind_line
+    from synapse_nb.vault.minds import made_mind_line
 
     while _NEW_MINDS:
-        v, before = _NEW_MINDS.pop(0)
-        try:
-            made = v.mind in v.minds()
-        except SynapseError:
-            continue
-        if made:
-            typer.echo(f"{PROG}: {new_mind_line(v.mind, before)}", err=True)
+        if (line := made_mind_line(*_NEW_MINDS.pop(0))) is not None:
+            typer.echo(f"{PROG}: {line}", err=True)
 
 
 def _say(notice: Notice) -> None:

@@ -24,7 +24,7 @@ from synapse_nb.magics._base import end_of_cell, usage_errors
 from synapse_nb.magics._parse import default_session_id
 from synapse_nb.settings import shown
 from synapse_nb.vault import SETTINGS, Notice, ReadableVault, Vault, VaultSession, find_vault_dir
-from synapse_nb.vault.minds import empty_mind_line, new_mind_line, other_minds
+from synapse_nb.vault.minds import empty_mind_line, made_mind_line, other_minds
 
 if TYPE_CHECKING:
     from synapse_nb.offline import OfflineVault
@@ -178,14 +178,9 @@ class SynapseMagics(Magics):
         pending, wrote, self._wrote = self._new_mind, self._wrote, False
         if pending is None or not wrote:
             return
-        v, before = pending
-        try:
-            made = v.mind in v.minds()
-        except SynapseError:
-            return
-        if made:
+        if (line := made_mind_line(*pending)) is not None:
             self._new_mind = None
-            print(f"synapse_nb: {new_mind_line(v.mind, before)}", file=sys.stderr)
+            print(f"synapse_nb: {line}", file=sys.stderr)
 
     @property
     def session_id(self) -> str:

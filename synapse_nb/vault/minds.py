@@ -24,7 +24,7 @@ from synapse_nb.context import MIND_PATTERN
 from synapse_nb.errors import SynapseError
 from synapse_nb.vault.facade import Vault
 
-__all__ = ["MINDS_SHOWN", "empty_mind_line", "new_mind_line", "other_minds"]
+__all__ = ["MINDS_SHOWN", "empty_mind_line", "made_mind_line", "new_mind_line", "other_minds"]
 
 #: At most this many minds are named in a line (then "and N more"): agents may make many.
 MINDS_SHOWN = 12
@@ -59,3 +59,13 @@ def new_mind_line(mind: str, before: Sequence[str]) -> str:
     """What the first write in ``mind`` says, given the vault's minds ``before`` it."""
     listed, guess = _named(mind, before)
     return f"a new mind '{mind}' (this vault's minds were {listed}" + (f"; {guess})" if guess else ")")
+
+
+def made_mind_line(v: Vault, before: Sequence[str]) -> str | None:
+    """After a write through ``v``: :func:`new_mind_line` when it made ``v``'s mind (the minds were ``before``), else
+    None (nothing written, or the store cannot say: a surface's aside never fails the command)."""
+    try:
+        made = v.mind in v.minds()
+    except SynapseError:
+        return None
+    return new_mind_line(v.mind, before) if made else None
