@@ -134,13 +134,24 @@ def cpu_seconds(fn: Callable[[Any], object], arg: Any, n: int = 5) -> float:
 
 
 def downgrade(conn: Any, to: int) -> None:
-    """Make a SQLite vault look as an older synapse_nb left it (schema ``to``, 6 to 9): drop the objects each later
+    """Make a SQLite vault look as an older synapse_nb left it (schema ``to``, 6 to 10): drop the objects each later
     version added and set ``user_version``, so the next writable open migrates it. The one place that knows what
-    v7 (agent totals), v8 (agents' word statistics), v9 (the session registry) and v10 (rank file digests) added."""
+    v7 (agent totals), v8 (agents' word statistics), v9 (the session registry), v10 (rank file digests) and v11
+    (people's contexts without agents' records) added."""
     def drop(kind: str, where: str) -> None:
         for (name,) in conn.execute(f"SELECT name FROM sqlite_master WHERE type = '{kind}' AND {where}").fetchall():
             conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
 
+    if to < 11:  # context_schema: v4's episode triggers, v3's refresh of the followers, and v3's contexts again
+        from synapse_nb.store.sqlite import schema
+
+        drop("trigger", "name IN ('gate_docs_ctx_ai', 'gate_docs_ctx_au', 'gate_docs_ctx_ad')")
+        was = schema._SELF_CONTEXT
+        for stmt in schema.split_sql("\n".join([
+                *schema._kind_triggers(("episodes",)), schema._CTX_TRIGGERS,
+                f"UPDATE gate_docs SET context = {was} WHERE thread IS NOT NULL AND context <> {was};",
+                *(f"{schema.FTS_FLUSH[t]};" for t in schema.FTS_TABLES), f"{schema.FTS_QUEUE_CLEAR};"])):
+            conn.execute(stmt)
     if to < 10:  # rankfile_schema
         conn.execute("DROP TABLE rank_files")
     if to < 9:  # sessions_schema

@@ -18,8 +18,10 @@ TS = "2026-01-01T00:00:00.000000Z"
 
 
 def _expected_contexts(s: store.SqliteStore) -> dict[str, str]:
-    """Context as the contract defines it, computed in Python from the rows."""
-    rows = [tuple(r) for r in s.query("SELECT rid, mind, thread, seq, body FROM gate_docs")]
+    """Context as the contract defines it, computed in Python from the rows: the two records before it in its
+    thread, for a person's record the two people's records before it (an agent's episode left out: review 70)."""
+    rows = [tuple(r) for r in s.query("SELECT d.rid, d.mind, d.thread, d.seq, d.body, e.source = 'agent' "
+                                      "FROM gate_docs d LEFT JOIN episodes e ON e.id = d.rid")]
     out = {r[0]: "" for r in rows}
     threads: dict[tuple[str, str], list[tuple]] = {}
     for r in rows:
@@ -28,7 +30,8 @@ def _expected_contexts(s: store.SqliteStore) -> dict[str, str]:
     for members in threads.values():
         members.sort(key=lambda r: (r[3], r[0]))
         for i, r in enumerate(members):
-            out[r[0]] = " ".join(p[4] for p in members[max(0, i - 2):i]).strip(" ")
+            before = members[:i] if r[5] else [p for p in members[:i] if not p[5]]
+            out[r[0]] = " ".join(p[4] for p in before[-2:]).strip(" ")
     return out
 
 
@@ -42,8 +45,12 @@ def _fts_ok(s: store.SqliteStore) -> None:
 
 
 def test_triggers_keep_every_context_exact_through_random_writes(tmp_path: Path) -> None:
+    """People's and agents' episodes written, moved, edited, flipped between the two and deleted: every context is
+    what a rebuild from the rows gives (a person's skips the agents' episodes)."""
     rng = random.Random(7)
     v = syn.open_vault(tmp_path)
+    agent = v.as_agent()
+    v.settings.set("agent_writes_per_hour", 10_000)
     s = v._store
     words = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa"]
     live: list[str] = []
@@ -51,14 +58,17 @@ def test_triggers_keep_every_context_exact_through_random_writes(tmp_path: Path)
         op = rng.random()
         if op < 0.55 or not live:
             thread = rng.choice(["t1", "t2", None])
-            e = v.episodes.log(f"k{step}", outcome=" ".join(rng.sample(words, 3)), thread=thread,
-                               seq=rng.randrange(30) if thread and rng.random() < 0.5 else None,
-                               actor=rng.choice(["ann", "bob"]))
+            e = rng.choice([v, agent]).episodes.log(
+                f"k{step}", outcome=" ".join(rng.sample(words, 3)), thread=thread,
+                seq=rng.randrange(30) if thread and rng.random() < 0.5 else None, actor=rng.choice(["ann", "bob"]))
             live.append(e.id)
         elif op < 0.8:
             rid = rng.choice(live)
             with s.transaction() as c:
-                if rng.random() < 0.5:
+                if rng.random() < 0.15:  # an agent's episode becomes a person's, or the reverse
+                    c.execute("UPDATE episodes SET source = CASE source WHEN 'agent' THEN 'user' ELSE 'agent' END "
+                              "WHERE id = ?", (rid,))
+                elif rng.random() < 0.5:
                     c.execute("UPDATE episodes SET outcome = ? WHERE id = ?", (" ".join(rng.sample(words, 2)), rid))
                 else:
                     t = rng.choice(["t1", "t2", None])
@@ -72,6 +82,37 @@ def test_triggers_keep_every_context_exact_through_random_writes(tmp_path: Path)
             assert _contexts(s) == _expected_contexts(s), step
     assert _contexts(s) == _expected_contexts(s)
     _fts_ok(s)
+    assert s.integrity_check() == "ok"
+
+
+def test_a_v10_vault_migrates_to_contexts_that_leave_agents_episodes_out(tmp_path: Path) -> None:
+    """Schema v11 (review 70): a vault an older synapse_nb left, where two agent's episodes sort just before a
+    person's answer and fill its context, opens with the answer's context the question again, every context exact,
+    and its FTS5 index whole: the answer is found for the question's words, not for the agent's."""
+    from conftest import downgrade
+
+    v = syn.open_vault(tmp_path)
+    agent = v.as_agent()
+    v.episodes.log("chat", outcome="where should we go camping", thread="s1", actor="Ann")
+    bob = v.episodes.log("chat", outcome="the lake, leave at seven", thread="s1", actor="Bob")
+    planted = []
+    while len(planted) < 2:
+        e = agent.episodes.log("chat", outcome="bitcoin giveaway", thread="s1", seq=bob.seq, actor="agent")
+        if e.id < bob.id:
+            planted.append(e.id)
+    v.close()
+    conn = sqlite3.connect(tmp_path / ".synapse" / "synapse.db")
+    downgrade(conn, 10)
+    assert "bitcoin" in dict(conn.execute("SELECT rid, context FROM gate_docs").fetchall())[bob.id]  # v10's rule
+    conn.close()
+    again = syn.open_vault(tmp_path)
+    s = again._store
+    assert s.schema_version == store.SCHEMA_VERSION == 11
+    assert _contexts(s)[bob.id] == "chat where should we go camping" and _contexts(s) == _expected_contexts(s)
+    _fts_ok(s)
+    assert bob.id in {h.id for h in s.recall.bm25(again.mind, ["camping"], depth=10)}
+    assert bob.id not in {h.id for h in s.recall.bm25(again.mind, ["bitcoin"], depth=10)}
+    assert all(p in {h.id for h in s.recall.bm25(again.mind, ["bitcoin"], depth=10)} for p in planted)
     assert s.integrity_check() == "ok"
 
 
@@ -118,7 +159,7 @@ def test_v2_vault_migrates_to_v4_with_a_ranking_table(tmp_path: Path) -> None:
     _v2_vault(path)
     v = syn.open_vault(tmp_path / ".synapse")
     s = v._store
-    assert s.schema_version == store.SCHEMA_VERSION == 10
+    assert s.schema_version == store.SCHEMA_VERSION == 11
     assert [tuple(r) for r in s.query("SELECT rid, mind, kind, context FROM gate_docs ORDER BY rid")] == [
         ("epi_0123456789ab", "default", "episode", ""), ("mem_0123456789ab", "other", "memory", "")]
     assert [h.id for h in s.recall.bm25("default", ["canary"], depth=5)] == ["epi_0123456789ab"]

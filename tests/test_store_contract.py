@@ -468,6 +468,48 @@ def test_ranking_postings_replay_the_stores_bm25_exactly(store: Any) -> None:
             assert got == [tuple(h) for h in want]
 
 
+def test_a_persons_context_leaves_agents_episodes_out(store: Any) -> None:
+    """Review 70: a person's episode's ranking context is the two people's episodes before it in its thread (an
+    agent's unverified one left out: an agent, who may give its episode any thread and seq, never puts its words in a
+    person's context nor pushes the person's question out of it); an agent's is the two episodes of anyone before it.
+    Kept so through inserts and deletes anywhere in the thread: each time what a rebuild gives."""
+    from dataclasses import replace
+
+    words = ["alpha", "bravo", "delta", "kilo", "lima", "oscar", "papa", "tango", "zulu", "hotel"]
+    live: dict[str, tuple[str, int, bool]] = {}  # id -> (its word, seq, an agent's)
+
+    def check(step: int) -> None:
+        rows = store.recall.rank_rows("default")
+        got = {w: dict(zip(*_mind_postings(p, rows)[::2], strict=True))
+               for w, p in store.recall.postings("default", words).items()}
+        order = sorted(live, key=lambda r: (live[r][1], r))
+        for i, rid in enumerate(order):
+            before = order[:i] if live[rid][2] else [o for o in order[:i] if not live[o][2]]
+            want = {live[o][0] for o in before[-2:]}
+            assert {w for w in words if got[w].get(rid, 0)} == want, (step, rid)
+
+    def put(i: int, seq: int, agent: bool) -> None:
+        e = replace(_epi(i, words[i], thread="s1", seq=seq), source="agent" if agent else "user")
+        store.episodes.insert(e)
+        live[e.id] = (words[i], seq, agent)
+
+    put(0, 0, False)  # the person's question
+    put(1, 1, False)  # the person's answer
+    put(2, 1, True)  # the agent's episodes at the answer's seq, ids sorting before and after it
+    put(3, 0, True)
+    put(4, 2, False)
+    check(0)
+    assert store.recall.bm25("default", ["kilo"], depth=10) and "epi_000000000001" not in {
+        h.id for h in store.recall.bm25("default", ["delta", "kilo"], depth=10)}  # the agent's words: not the answer's
+    for step, (i, seq, agent) in enumerate([(5, 1, True), (6, 0, False), (7, 2, True), (8, 1, False), (9, 0, True)]):
+        put(i, seq, agent)
+        check(step + 1)
+    for step, rid in enumerate(("epi_000000000003", "epi_000000000000", "epi_000000000008", "epi_000000000002")):
+        store.episodes.delete(rid)
+        del live[rid]
+        check(10 + step)
+
+
 # -- every table and query group, read and written alike by every backend ---------------------------------------
 def _dec(i: int, text: str, *, tags: tuple[str, ...] = (), ts: str = T0) -> Any:
     from synapse_nb.models import Decision

@@ -68,8 +68,8 @@ MAGIC = b"SYNRANK\x00"
 #: Bumped whenever the layout or the meaning of an array changes: a file of another format is rebuilt.
 #: 2: the units' head and tail (issue 33); 3: back-channel turns, questions without "?"; 4: units skip back-channel
 #: turns (issue 33, third round); 5: agents' unverified records (people's records are found as if those were not
-#: there).
-FORMAT = 5
+#: there); 6: a person's record's links and unit skip agents' unverified records (review 70).
+FORMAT = 6
 #: Below this many rows a build from the store costs a few milliseconds: no file is written.
 MIN_ROWS = 500
 _HEAD = struct.Struct("<8sIIQI4x")  # magic, format, header length, payload length, crc32 of header + payload

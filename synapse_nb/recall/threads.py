@@ -147,7 +147,9 @@ class ThreadIndex:
     """Per-mind arrays for the structure step, built from the store's :class:`RankRow` s (cache per data version).
 
     Positions index the rows in id order (``pos``: id -> position, :class:`Positions`). ``prev1/prev2/next1/next2``
-    hold neighbour positions (-1: none), ``thread`` a thread code (-1: none), ``question`` whether the record
+    hold neighbour positions (-1: none; a person's record's are people's records, as if agents' unverified ones were
+    not in its thread, and its unit holds people's records alone: an agent's record may link to anyone, review 70),
+    ``thread`` a thread code (-1: none), ``question`` whether the record
     holds a ``?``, ``actor`` an actor code, ``length`` the document's token count, ``expiry`` id -> expires_at of
     the memories that carry one, ``head``/``tail`` the first and last position of the record's *unit* (the run of
     consecutive records of one actor in its thread it belongs to, at most :data:`UNIT_MAX`, back-channel records
@@ -216,19 +218,34 @@ class ThreadIndex:
             t = thread[o]
             said = ~brief[o]  # back-channel turns are no link: the records around one are each other's neighbours
             lo, lt = o[said], t[said]
-            for d, back, fwd in ((1, self.prev1, self.next1), (2, self.prev2, self.next2)):
-                same = lt[d:] == lt[:-d]
-                back[lo[d:][same]] = lo[:-d][same]
-                fwd[lo[:-d][same]] = lo[d:][same]
-            self._units(lo, lt, actor)  # a back-channel turn neither joins nor cuts a unit: its own
+            ag = agent[lo]
+            # an agent's record: linked over its whole thread; a person's: over the people's records of it alone,
+            # so an agent, who may give its episode any thread and seq, never moves a person's neighbours or unit
+            # (review 70; the semantic document's rule, store/indexer.py _neighbours)
+            if ag.any():  # a person's record cuts an agent's unit
+                self._link(lo, lt, ag)
+                self._units(lo, lt, np.where(ag, actor[lo], -1), ag)
+                lo, lt = lo[~ag], lt[~ag]
+            self._link(lo, lt, None)
+            self._units(lo, lt, actor[lo], None)  # a back-channel turn neither joins nor cuts a unit: its own
 
-    def _units(self, o: np.ndarray, t: np.ndarray, actor: np.ndarray) -> None:
+    def _link(self, o: np.ndarray, t: np.ndarray, only: np.ndarray | None) -> None:
+        """``prev1/prev2/next1/next2`` of the threaded positions ``o`` in thread order (threads ``t``), each linked to
+        the records one and two places away in its thread; with ``only`` (a mask over ``o``), only those set."""
+        for d, back, fwd in ((1, self.prev1, self.next1), (2, self.prev2, self.next2)):
+            same = t[d:] == t[:-d]
+            b = same if only is None else same & only[d:]
+            back[o[d:][b]] = o[:-d][b]
+            f = same if only is None else same & only[:-d]
+            fwd[o[:-d][f]] = o[d:][f]
+
+    def _units(self, o: np.ndarray, t: np.ndarray, a: np.ndarray, only: np.ndarray | None) -> None:
         """``head``/``tail``: the first and last position of each record's unit (consecutive records of one known
-        actor in a thread, cut every :data:`UNIT_MAX`), from the threaded positions in thread order ``o`` (back-channel
-        turns left out: "haha" between two messages of Ann neither joins her unit nor cuts it)."""
+        actor in a thread, cut every :data:`UNIT_MAX`), from the threaded positions in thread order ``o`` (threads
+        ``t``, actor codes ``a``; back-channel turns left out: "haha" between two messages of Ann neither joins her
+        unit nor cuts it); with ``only`` (a mask over ``o``), only those set (an actor code -1 joins no unit)."""
         import numpy as np
 
-        a = actor[o]
         cont = np.zeros(len(o), bool)
         cont[1:] = (t[1:] == t[:-1]) & (a[1:] == a[:-1]) & (a[1:] >= 0)
         starts = np.flatnonzero(~cont)
@@ -237,8 +254,11 @@ class ThreadIndex:
         first = np.flatnonzero(new)
         unit = np.cumsum(new) - 1
         last = np.append(first[1:], len(o)) - 1
-        self.head[o] = o[first[unit]]
-        self.tail[o] = o[last[unit]]
+        head, tail = o[first[unit]], o[last[unit]]
+        if only is None:
+            self.head[o], self.tail[o] = head, tail
+        else:
+            self.head[o[only]], self.tail[o[only]] = head[only], tail[only]
 
     def unit_members(self, heads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(member positions, the index in ``heads`` of each one's unit) for units given by their heads: the

@@ -106,6 +106,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(25, "a lesson a person's scan took over from an agent's counts as the agents' until a human decides it, "
               "and an agent's lesson joins at most 100 pending ones in its mind (pending_lessons: any role's count)",
               "agent_lesson_caps.sql"),
+    Migration(26, "a person's ranking context holds the people's episodes before it in its thread alone: an agent's "
+              "unverified one is left out (an agent's context still holds anyone's)", "person_context.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

@@ -24,6 +24,7 @@ from __future__ import annotations
 import sqlite3
 
 from synapse_nb.store.sqlite.agent_vocab_schema import V8_AGENT_VOCAB
+from synapse_nb.store.sqlite.context_schema import CONTEXT_N, context_sql, followers, own_context, v11_context_triggers
 from synapse_nb.store.sqlite.held_schema import V7_AGENT_HELD
 from synapse_nb.store.sqlite.history_schema import V6_HISTORY
 from synapse_nb.store.sqlite.rankfile_schema import V10_RANK_FILES
@@ -32,7 +33,7 @@ from synapse_nb.store.sqlite.sessions_schema import V9_SESSIONS
 __all__ = ["CONTEXT_N", "FTS_FLUSH", "FTS_MARKERS", "FTS_QUEUE_CLEAR", "FTS_QUEUE_TARGETS", "FTS_TABLES", "GATE_TEXT",
            "GET_VAULT_UID", "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "SCHEMA_VERSION", "SET_VAULT_UID", "split_sql"]
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 _FTS = {
     # table: (fts columns, expressions for them)
@@ -276,25 +277,7 @@ CREATE INDEX flags_mind ON flags(mind);
 
 
 # -- v3: the ranking table of recall engine v2 (docs/decisions/0008-recall-engine-v2.md) ---------------------------
-#: How many previous records of a thread form a ranking document's ``context``.
-CONTEXT_N = 2
-
-
-def _context_sql(mind: str, thread: str, seq: str, rid: str, n: int = CONTEXT_N) -> str:
-    """The context of a row: the bodies of the previous ``n`` ranking documents of its (mind, thread) by
-    (seq, rid), oldest first, joined by one space ('' when none). One scalar subquery per slot keeps the order
-    defined (group_concat has no ORDER BY before SQLite 3.44)."""
-    slots = [f"coalesce((SELECT q.body FROM gate_docs q WHERE q.mind = {mind} AND q.thread = {thread} "
-             f"AND q.rid <> {rid} AND (q.seq < {seq} OR (q.seq = {seq} AND q.rid < {rid})) "
-             f"ORDER BY q.seq DESC, q.rid DESC "
-             f"LIMIT 1 OFFSET {k}), '')" for k in reversed(range(n))]
-    return "trim(" + " || ' ' || ".join(slots) + ", ' ')"
-
-
-def _followers(r: str, n: int = CONTEXT_N) -> str:
-    """gids of the next ``n`` documents of the thread of row ``r`` (their context holds ``r``'s body)."""
-    return (f"SELECT f.gid FROM gate_docs f WHERE f.mind = {r}.mind AND f.thread = {r}.thread AND f.rid <> {r}.rid "
-            f"AND (f.seq > {r}.seq OR (f.seq = {r}.seq AND f.rid > {r}.rid)) ORDER BY f.seq, f.rid LIMIT {n}")
+_context_sql, _followers = context_sql, followers  # v3's rule: any records before it (v11: context_schema.py)
 
 
 _SELF_CONTEXT = _context_sql("gate_docs.mind", "gate_docs.thread", "gate_docs.seq", "gate_docs.rid")
@@ -433,11 +416,12 @@ def _queue(fts: str, rowid: str, vals: list[str], *, delete: bool = False) -> st
     return f"INSERT INTO fts_queue(target, cmd, id, {slots}) VALUES ('{fts}', {cmd}, {rowid}, {', '.join(vals)});"
 
 
-def _v4_triggers() -> str:
-    """Every trigger that wrote an FTS5 table, again, queueing the same writes in the same order (v3's statements
-    otherwise; the gate_docs triggers are recreated in v3's order, which is the order they fire in)."""
+def _kind_triggers(tables: tuple[str, ...], own: bool = False) -> list[str]:
+    """The insert, update and delete triggers of the kind tables ``tables`` (v4's; ``own``: a threaded episode's own
+    context by v11's rule, :func:`~synapse_nb.store.sqlite.context_schema.own_context`)."""
     parts: list[str] = []
-    for table, (cols, exprs) in _FTS.items():
+    for table in tables:
+        cols, exprs = _FTS[table]
         fts = f"{table}_fts"
         kind = _TABLE_KIND[table]
         new_vals = [e.format(r="new") for e in exprs]
@@ -452,8 +436,9 @@ def _v4_triggers() -> str:
         if gate is not None:
             structured = table == "episodes"
             th, sq, ac = ("new.thread", "new.seq", "new.actor") if structured else ("NULL", "NULL", "NULL")
-            ctx = (f"CASE WHEN new.thread IS NULL THEN '' ELSE "
-                   f"{_context_sql('new.mind', 'new.thread', 'new.seq', 'new.id')} END") if structured else "''"
+            ctx = own_context("new.mind", "new.thread", "new.seq", "new.id", f"'{kind}'") if own else _context_sql(
+                "new.mind", "new.thread", "new.seq", "new.id")
+            ctx = f"CASE WHEN new.thread IS NULL THEN '' ELSE {ctx} END" if structured else "''"
             gate_ins = (f"INSERT INTO gate_docs(rid, mind, kind, thread, seq, actor, body, context) "
                         f"SELECT new.id, new.mind, '{kind}', {th}, {sq}, {ac}, {gate.format(r='new')}, {ctx};")
             gate_upd = (f"UPDATE gate_docs SET body = {gate.format(r='new')}, thread = {th}, seq = {sq}, "
@@ -465,6 +450,13 @@ def _v4_triggers() -> str:
                    f"{tag_del} {tag_ins} END;"),
                   (f"CREATE TRIGGER {table}_ad AFTER DELETE ON {table} BEGIN {fts_del} {gate_del} {tag_del} "
                    f"DELETE FROM session_seen WHERE rid = old.id; END;")]
+    return parts
+
+
+def _v4_triggers() -> str:
+    """Every trigger that wrote an FTS5 table, again, queueing the same writes in the same order (v3's statements
+    otherwise; the gate_docs triggers are recreated in v3's order, which is the order they fire in)."""
+    parts = _kind_triggers(tuple(_FTS))
     outbox = """UPDATE outbox_counter SET n = n + 1;
     INSERT INTO index_outbox(rid, seq) VALUES ({r}.rid, (SELECT n FROM outbox_counter))
         ON CONFLICT(rid) DO UPDATE SET seq = excluded.seq;"""
@@ -526,6 +518,12 @@ GET_VAULT_UID = "SELECT value FROM meta WHERE key = 'vault_uid'"
 SET_VAULT_UID = ("INSERT INTO meta(key, value) VALUES ('vault_uid', lower(hex(randomblob(16)))) "
                  "ON CONFLICT(key) DO NOTHING")
 
+# -- v11: a person's ranking context skips agents' unverified records (context_schema.py; review 70) ---------------
+# The episodes' triggers and the followers' refresh again, then every context the rule changes, its FTS5 writes
+# applied here (a migration runs before the connection applies the queue).
+_V11_CONTEXT = "\n".join([*_kind_triggers(("episodes",), own=True), v11_context_triggers(),
+                          *(f"{FTS_FLUSH[t]};" for t in FTS_TABLES), f"{FTS_QUEUE_CLEAR};"])
+
 #: Forward migrations: MIGRATIONS[v] upgrades a vault from version v to v + 1.
 #: v1: every kind, FTS5, tags, gate vocabulary, index outbox. v2: ``flags`` (dangling / stale marks from verify).
 #: v3: ``thread``/``seq``/``actor`` on episodes; ``gate_docs`` becomes the ranking table (mind, kind, structure,
@@ -541,6 +539,7 @@ SET_VAULT_UID = ("INSERT INTO meta(key, value) VALUES ('vault_uid', lower(hex(ra
 #: v9: ``session_registry``: a row per session recall's delta keeps, kept by triggers (sessions_schema.py): the
 #: room check of a new session reads it, not every mark of the hour, and an agent's sessions are bounded.
 #: v10: ``rank_files``: the SHA-256 of each rank file recall wrote (rankfile_schema.py): a file rewritten is no file.
+#: v11: a person's record's ranking ``context`` holds the people's records before it alone (context_schema.py).
 MIGRATIONS: dict[int, str] = {
     0: _TABLES_V1 + _fts_ddl(),
     1: _V2_FLAGS,
@@ -552,6 +551,7 @@ MIGRATIONS: dict[int, str] = {
     7: V8_AGENT_VOCAB,
     8: V9_SESSIONS,
     9: V10_RANK_FILES,
+    10: _V11_CONTEXT,
 }
 
 #: Indices no schema version depends on: a writable open creates the missing ones, so a vault stays readable by
