@@ -379,6 +379,9 @@ class Episode(Record):
     actor: str | None = None
     #: the previous run of the same task key, filled by ``episodes.log`` (not stored)
     prior: Episode | None = field(default=None, compare=False, metadata={"transient": True})
+    #: when ``prior`` is an agent's unverified run, a person's latest run of the key, if any (not stored): an
+    #: agent's run logged after it never hides it from the warning (review 70)
+    prior_by_person: Episode | None = field(default=None, compare=False, metadata={"transient": True})
 
     @property
     def text(self) -> str:
@@ -386,15 +389,19 @@ class Episode(Record):
 
     @property
     def warning(self) -> str | None:
-        """'this already ran' message when a prior run of the task key exists."""
+        """'this already ran' message when a prior run of the task key exists: one line, or two when the latest run
+        is an agent's unverified one and a person ran the key before (``prior_by_person``): the person's run first,
+        then the agent's (review 70: one agent's "success" hid the person's "half-migrated, do not rerun")."""
         if self.prior is None:
             return None
-        p = self.prior
+        lines = [] if self.prior_by_person is None else [self._ran(self.prior_by_person, "already ran")]
+        return "\n".join([*lines, self._ran(self.prior, "ran again" if lines else "already ran")])
+
+    def _ran(self, p: Episode, verb: str) -> str:
         # the prior run's mark before its words, as on every line (after them, an agent's outcome read as the
         # warning's own: review 2)
-        return (f"task {inline(self.task_key)!r} already ran at {when(p.created_at)} [{shown_id(p.id)}] {mark(p)} "
-                f"({p.status}"
-                f"{': ' + inline(p.outcome, 80) if p.outcome else ''})")
+        return (f"task {inline(self.task_key)!r} {verb} at {when(p.created_at)} [{shown_id(p.id)}] {mark(p)} "
+                f"({p.status}{': ' + inline(p.outcome, 80) if p.outcome else ''})")
 
     def summary_line(self) -> str:
         text = neutralise(f"{inline(self.task_key)} [{self.status}] {inline(self.outcome, 70)}")  # read as a whole

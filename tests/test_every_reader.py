@@ -323,6 +323,7 @@ def _mcp_calls(c: Corpus) -> dict[str, list[dict[str, Any]]]:
                         for i in (0, 15)],
         "search": [{"query": q, "kind": k} for q in ("curl", "approved") for k in
                    ("all", "memories", "checkpoints", "decisions", "lessons", "episodes", "notes")],
+        "expand_note": [{"name": f"note_{i}"} for i in range(len(p))] + [{"name": "no_such_note"}],
         "get_status": [{}],
     }
 

@@ -346,6 +346,23 @@ def test_an_agents_prior_run_is_warned_of_with_the_legend(ip: TestingShell) -> N
     assert lines[0] == AGENT_WORDS and lines[1].startswith("warning: task 'train_baseline' already ran"), lines
 
 
+def test_the_persons_failed_run_is_warned_of_before_an_agents_later_success(ip: TestingShell) -> None:
+    """Review 70: the warning named only the newest run: an agent's "success" hid the person's own failed run
+    ("half-migrated, DO NOT rerun blindly") before the person's next run."""
+    from synapse_nb.recall.assembly import AGENT_WORDS
+
+    v = _vault(ip)
+    mine = v.episodes.log("migrate_prod_db", status="failure", outcome="half-migrated, DO NOT rerun blindly")
+    theirs = v.as_agent().episodes.log("migrate_prod_db", status="success", outcome="all steps applied")
+    with capture_output() as out:
+        ip.run_cell("%%episode migrate_prod_db\nx = 3\n")
+    legend, first, second = out.stdout.splitlines()[:3]
+    assert legend == AGENT_WORDS
+    assert first.startswith("warning: task 'migrate_prod_db' already ran at") and first.endswith(
+        f"[{mine.id}] [user] (failure: half-migrated, DO NOT rerun blindly)"), first
+    assert second.endswith(f"[{theirs.id}] [agent · unverified] (success: all steps applied)"), second
+
+
 def test_episode_failure_is_logged_and_reraised(ip: TestingShell) -> None:
     v = _vault(ip)
     with pytest.raises(ZeroDivisionError):

@@ -26,7 +26,7 @@ from synapse_nb.models import CATEGORIES, MAX_SHORT, MAX_TAGS, MAX_TEXT, PRIORIT
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[1]
-READ_TOOLS = {"get_approved_memory", "restore_checkpoint", "recall", "search", "get_status"}
+READ_TOOLS = {"get_approved_memory", "restore_checkpoint", "recall", "search", "get_status", "expand_note"}
 #: the enum each parameter must carry, from the core's own constants
 ENUMS = {("remember", "category"): CATEGORIES, ("remember", "priority"): PRIORITIES,
          ("log_episode", "status"): STATUSES, ("search", "kind"): SEARCH_KINDS}

@@ -896,3 +896,27 @@ def test_revisions_and_links_are_decided_once_and_a_deletion_drops_the_open_ones
     with store.transaction():
         store.exports.record(mark)
     assert store.exports.all() == [mark]
+
+
+def test_episodes_last_of_one_author(store: Any) -> None:
+    """``episodes.last(view, key, source="user")``: a person's latest run of the key, whatever agents logged after
+    it (review 70: the 'already ran' warning names it when the latest run is an agent's)."""
+    from synapse_nb.models import Episode
+
+    view = View("default", T0)
+
+    def run(i: int, source: str, key: str = "migrate") -> Episode:
+        e = Episode(id=f"epi_{i:012x}", mind="default", created_at=T0, updated_at=T0, task_key=key, source=source,
+                    status="failure" if source == "user" else "success")
+        store.episodes.insert(e)
+        return e
+
+    mine = run(1, "user")
+    run(2, "agent")
+    theirs = run(3, "agent")
+    run(4, "user", key="other")
+    assert store.episodes.last(view, "migrate").id == theirs.id
+    assert store.episodes.last(view, "migrate", source="user").id == mine.id
+    assert store.episodes.last(view, "migrate", source="agent").id == theirs.id
+    assert store.episodes.last(view, "never", source="user") is None
+    assert store.episodes.last(View("other", T0), "migrate", source="user") is None

@@ -14,13 +14,13 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, overload
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, NoReturn, TypeVar, overload
 
 import typer
 from typer.core import TyperGroup
 
 from synapse_nb import __version__
-from synapse_nb.errors import SynapseError
+from synapse_nb.errors import SynapseError, ValidationError
 from synapse_nb.provenance import inline
 from synapse_nb.render import (
     plural,
@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "CREATING_COMMANDS", "PROG", "TAGS_HELP", "VAULT_WIDE_COMMANDS",
-    "Group", "JsonOpt", "LimitOpt", "YesOpt", "app", "cli_actor",
+    "Group", "JsonOpt", "LimitOpt", "People", "SourceOpt", "YesOpt", "app", "cli_actor",
     "echo_json", "echo_legend", "fail", "filters", "group_help", "limit_arg", "listing_line", "none_found",
     "open_vault_for", "print_mapping", "print_record", "print_records", "record_json", "refuse_in_an_agents_shell",
     "require_human_here", "state",
@@ -374,18 +374,66 @@ def record_json(r: Record) -> dict[str, Any]:
     return quoted_record(r)
 
 
-def print_records(records: Iterable[Record], as_json: bool, empty: str) -> None:
-    """A listing: JSON records, or one line each, or ``empty`` when there are none."""
+def print_records(records: Iterable[Record], as_json: bool, empty: str, *, more: str = "") -> None:
+    """A listing: JSON records, or one line each, or ``empty`` when there are none; ``more`` (what the limit left
+    out: :class:`People`) goes to stderr, so ``--json`` stays the list of records."""
     records = list(records)
     if as_json:
         echo_json([record_json(r) for r in records])
-        return
-    if not records:
+    elif not records:
         typer.echo(empty)
-        return
-    echo_legend(records)
-    for r in records:
-        typer.echo(listing_line(r))
+    else:
+        echo_legend(records)
+        for r in records:
+            typer.echo(listing_line(r))
+    if more:
+        typer.echo(more, err=True)
+
+
+R = TypeVar("R", bound="Record")
+
+
+@dataclass(frozen=True)
+class People(Generic[R]):
+    """A listing within ``--limit``, people's records first, as recall and the restore pack put them
+    (:func:`~synapse_nb.provenance.human_record`: what a person wrote, a memory a person verified), each side in
+    the order the vault gave; ``source`` keeps one author's records only (``user``: a person's, ``agent``:
+    agents'). Review 70: 21 agent decisions pushed a person's out of ``decision list`` (newest first, 20 shown),
+    its ``--search`` and ``--tag``, and nothing said so. ``more`` says how many the limit left out.
+
+    >>> from synapse_nb.models import Decision
+    >>> d = [Decision(id=f"dec_{i}", mind="m", created_at="", updated_at="", decision="d", source=s)
+    ...      for i, s in enumerate(["agent", "agent", "user"])]
+    >>> p = People.of(d, 2, "decision", "decisions")
+    >>> [r.id for r in p.records], p.left_out, p.more
+    (['dec_2', 'dec_0'], 1, '(… 1 more decision not listed: -n 0 lists all)')
+    """
+
+    records: list[R]
+    left_out: int
+    noun: str
+    plural_form: str
+
+    @classmethod
+    def of(cls, records: Iterable[R], limit: int | None, noun: str, plural_form: str,
+           source: str | None = None) -> People[R]:
+        from synapse_nb.provenance import human_record  # standard library only
+
+        src = None if source is None else source.strip().lower()
+        if src not in (None, "user", "agent"):
+            raise ValidationError(f"--source {source!r} is not accepted; use one of: user, agent")
+        kept = [r for r in records if src is None or getattr(r, "source", None) == src]
+        kept.sort(key=lambda r: not human_record(r))  # stable: each side in the vault's order
+        cut = kept if limit is None else kept[:limit]
+        return cls(cut, len(kept) - len(cut), noun, plural_form)
+
+    @property
+    def more(self) -> str:
+        """What the limit left out, as a line (empty when nothing was)."""
+        if not self.left_out:
+            return ""
+        what = plural(self.left_out, f"more {self.noun}", f"more {self.plural_form}")
+        return f"(… {what} not listed: -n 0 lists all)"
 
 
 def echo_legend(records: Iterable[Record | None]) -> None:
@@ -413,9 +461,9 @@ def none_found(total: int, noun: str, plural_form: str, filtered: str) -> str:
     return f"{filtered} ({plural(total, noun, plural_form)} in all)"
 
 
-def filters(query: str | None, tag: str | None = None, category: str | None = None) -> str:
-    """The filters of a search, as words: ' tagged db in category procedure matching "run"'."""
-    words = ""
+def filters(query: str | None, tag: str | None = None, category: str | None = None, source: str | None = None) -> str:
+    """The filters of a search, as words: ' by agents tagged db in category procedure matching "run"'."""
+    words = {"user": " by a person", "agent": " by agents"}.get((source or "").strip().lower(), "")
     if tag is not None:
         words += f" tagged {tags_text([tag])}"
     if category is not None:
@@ -444,6 +492,8 @@ def print_mapping(out: Any, indent: str = "") -> None:
 # ------------------------------------------------------------------------------------------------ options
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON with stable field names instead of text.")]
 LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=0, help="Show at most N records (0: all).")]
+SourceOpt = Annotated[str | None, typer.Option(
+    "--source", help="Only a person's records (user) or only agents' (agent); default: both, people's first.")]
 TAGS_HELP = ("Comma-separated tags, one word each (trimmed, lower-cased, a leading # dropped: "
              "'#DB,deploy' gives db, deploy).")
 

@@ -11,8 +11,11 @@ from synapse_nb.cli._common import (
     Group,
     JsonOpt,
     LimitOpt,
+    People,
+    SourceOpt,
     echo_json,
     fail,
+    filters,
     group_help,
     limit_arg,
     open_vault_for,
@@ -62,10 +65,14 @@ def checkpoint_list(
     ctx: typer.Context,
     branch: Annotated[str | None, typer.Option(
         "--branch", "-b", help="Only this branch (default: every branch).")] = None,
+    source: SourceOpt = None,
     limit: LimitOpt = 20,
     as_json: JsonOpt = False,
 ) -> None:
-    """List checkpoints, newest first.
+    """List checkpoints: people's first, then agents', each newest first.
+
+    A person's checkpoint is never pushed out of the limit by agents' newer ones; a line on stderr says how many
+    the limit left out.
 
     Examples:
 
@@ -74,12 +81,16 @@ def checkpoint_list(
         synapse-nb checkpoint list --branch main --json
     """
     v = open_vault_for(ctx)
-    recs = v.checkpoints.list(branch=branch, limit=limit_arg(limit))
+    shown = People.of(v.checkpoints.list(branch=branch), limit_arg(limit), "checkpoint", "checkpoints", source)
+    recs = shown.records
     total = 0 if recs or as_json else v.checkpoints.count()
-    empty = f"no checkpoints on branch {branch}" if total else "no checkpoints yet"
-    if total:  # none on that branch, so every one is on another branch
+    where = f" on branch {branch}" if branch is not None else ""
+    empty = f"no checkpoints{filters(None, source=source)}{where}" if total else "no checkpoints yet"
+    if total and source is None:  # none on that branch, so every one is on another branch
         empty += f" ({plural(total, 'checkpoint')} on other branches)"
-    print_records(recs, as_json, empty)
+    elif total:
+        empty += f" ({plural(total, 'checkpoint')} in all)"
+    print_records(recs, as_json, empty, more=shown.more)
 
 
 @checkpoint_app.command("restore")

@@ -11,6 +11,8 @@ from synapse_nb.cli._common import (
     Group,
     JsonOpt,
     LimitOpt,
+    People,
+    SourceOpt,
     filters,
     group_help,
     limit_arg,
@@ -54,23 +56,31 @@ def decision_list(
     ctx: typer.Context,
     query: Annotated[str | None, typer.Option("--search", "-s", help="Full-text search.")] = None,
     tag: Annotated[str | None, typer.Option("--tag", help="Only decisions with this tag.")] = None,
+    source: SourceOpt = None,
     limit: LimitOpt = 20,
     as_json: JsonOpt = False,
 ) -> None:
-    """List decisions, newest first (optionally searched or filtered by tag).
+    """List decisions: people's first, then agents', each newest first (or best match first with --search).
+
+    A person's decision is never pushed out of the limit by agents' newer ones; a line on stderr says how many the
+    limit left out.
 
     Examples:
 
         synapse-nb decision list
 
+        synapse-nb decision list --source user
+
         synapse-nb decision list --tag storage --json
     """
     v = open_vault_for(ctx)
     if query is None and tag is None:
-        recs = v.decisions.list(limit=limit_arg(limit))
+        found = v.decisions.list()
     else:
-        recs = v.decisions.search(query or "", tag=tag, limit=limit or 1_000_000)
+        found = v.decisions.search(query or "", tag=tag, limit=1_000_000)
+    shown = People.of(found, limit_arg(limit), "decision", "decisions", source)
     empty = ""
-    if not recs and not as_json:
-        empty = none_found(v.decisions.count(), "decision", "decisions", "no decisions" + filters(query, tag))
-    print_records(recs, as_json, empty)
+    if not shown.records and not as_json:
+        empty = none_found(v.decisions.count(), "decision", "decisions",
+                           "no decisions" + filters(query, tag, source=source))
+    print_records(shown.records, as_json, empty, more=shown.more)

@@ -16,6 +16,8 @@ from synapse_nb.cli._common import (
     Group,
     JsonOpt,
     LimitOpt,
+    People,
+    SourceOpt,
     YesOpt,
     echo_json,
     echo_legend,
@@ -87,10 +89,12 @@ def _agent_login_notice(project_dir: Path) -> None:
 def memory_list(
     ctx: typer.Context,
     category: Annotated[str | None, typer.Option("--category", "-c", help="Only this category.")] = None,
+    source: SourceOpt = None,
     limit: LimitOpt = 0,
     as_json: JsonOpt = False,
 ) -> None:
-    """List memories by priority then recency (expired ones are left out).
+    """List memories: people's and verified ones first, then agents' unverified ones, each by priority then
+    recency (expired ones are left out). With --limit, a line on stderr says how many it left out.
 
     Examples:
 
@@ -99,11 +103,14 @@ def memory_list(
         synapse-nb memory list --category procedure --json
     """
     v = open_vault_for(ctx)
-    recs = v.memories.list(category=category, limit=limit_arg(limit))
-    print_records(recs, as_json, "" if recs or as_json else _no_memories(v, category=category))
+    shown = People.of(v.memories.list(category=category), limit_arg(limit), "memory", "memories", source)
+    recs = shown.records
+    print_records(recs, as_json, "" if recs or as_json else _no_memories(v, category=category, source=source),
+                  more=shown.more)
 
 
-def _no_memories(v: Vault, query: str | None = None, tag: str | None = None, category: str | None = None) -> str:
+def _no_memories(v: Vault, query: str | None = None, tag: str | None = None, category: str | None = None,
+                 source: str | None = None) -> str:
     """Why a memory listing is empty: none yet, none that match the filters, or only expired ones."""
     total = v.memories.count()
     live = v.memories.count(include_expired=False)
@@ -114,7 +121,8 @@ def _no_memories(v: Vault, query: str | None = None, tag: str | None = None, cat
     if live == 0:
         return (f"no memories in force ({plural(expired, 'expired memory', 'expired memories')}; "
                 f"'{PROG} memory prune' deletes them)")
-    return f"no memories{filters(query, tag, category)} ({plural(live, 'memory', 'memories')} in all{left_out})"
+    return (f"no memories{filters(query, tag, category, source)} ({plural(live, 'memory', 'memories')} in "
+            f"all{left_out})")
 
 
 @memory_app.command("prune")
@@ -217,10 +225,12 @@ def memory_search(
     query: Annotated[str, typer.Argument(help="Words to look for (any text is safe).")] = "",
     tag: Annotated[str | None, typer.Option("--tag", help="Only memories with this tag.")] = None,
     category: Annotated[str | None, typer.Option("--category", "-c", help="Only this category.")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N results.")] = 20,
+    source: SourceOpt = None,
+    limit: LimitOpt = 20,
     as_json: JsonOpt = False,
 ) -> None:
-    """Full-text search over memories, best match first.
+    """Full-text search over memories: people's and verified ones first, then agents' unverified ones, each best
+    match first. A line on stderr says how many the limit left out.
 
     Examples:
 
@@ -230,13 +240,17 @@ def memory_search(
     """
     v = open_vault_for(ctx, offline=True)
     if v.offline:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
-        if tag is not None or category is not None:
-            raise typer.BadParameter("--tag and --category need the server (the offline copy holds text only)")
-        stale = v.search(query, k=limit)
+        if tag is not None or category is not None or source is not None:
+            raise typer.BadParameter("--tag, --category and --source need the server (the offline copy holds text "
+                                     "only)")
+        stale = v.search(query, k=limit or 1000)
         echo_json(stale.to_dict()) if as_json else typer.echo(stale.text)
         return
-    recs = v.memories.search(query, tag=tag, category=category, limit=limit)
-    print_records(recs, as_json, "" if recs or as_json else _no_memories(v, query, tag, category))
+    shown = People.of(v.memories.search(query, tag=tag, category=category, limit=1_000_000), limit_arg(limit),
+                      "memory", "memories", source)
+    recs = shown.records
+    print_records(recs, as_json, "" if recs or as_json else _no_memories(v, query, tag, category, source),
+                  more=shown.more)
 
 
 @memory_app.command("expiring")

@@ -19,7 +19,7 @@ from synapse_nb._util import (
 from synapse_nb.errors import ValidationError
 from synapse_nb.kinds._base import KindManager, exactly_once
 from synapse_nb.models import Episode, RecordList, past_agent_limits
-from synapse_nb.provenance import REPORTED_ACTOR
+from synapse_nb.provenance import REPORTED_ACTOR, agents_unverified
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import EpisodeTable
@@ -125,7 +125,7 @@ class Episodes(KindManager[Episode]):
         self.check_record(probe)
         with ctx.store.transaction():
             ts = self._begin_write(new_record=True)
-            prior = self._table.last(self._view(), task_key)
+            prior = self._priors(task_key)
             if probe.thread is not None and seq is None:
                 seq = self._table.next_seq(ctx.mind, probe.thread)
             epi = Episode(id=new_id("epi"), mind=ctx.mind, created_at=ts, updated_at=ts, task_key=task_key,
@@ -133,7 +133,7 @@ class Episodes(KindManager[Episode]):
                           thread=probe.thread, seq=seq, actor=probe.actor)
             self._table.insert(epi)
             self._changed("create", None, epi, ts)
-        return replace(epi, prior=prior)
+        return replace(epi, prior=prior.prior, prior_by_person=prior.prior_by_person)
 
     def last(self, task_key: str) -> Episode | None:
         """The most recent run of ``task_key``, or ``None`` when it never ran."""
@@ -157,5 +157,13 @@ class Episodes(KindManager[Episode]):
         >>> v.episodes.prior_run_warning("train_baseline")  # doctest: +SKIP
         "task 'train_baseline' already ran at 2026-11-30 21:15 UTC [epi_3f9a...] [user] (success: val acc 0.91)"
         """
-        prior = self.last(task_key)
-        return None if prior is None else replace(prior, prior=prior).warning
+        return self._priors(self._key(task_key)).warning
+
+    def _priors(self, task_key: str) -> Episode:
+        """A probe of ``task_key`` holding the runs a new run's warning names: the latest (``prior``) and, when that
+        is an agent's unverified run, a person's latest (``prior_by_person``: review 70)."""
+        view = self._view()
+        prior = self._table.last(view, task_key)
+        person = self._table.last(view, task_key, source="user") if agents_unverified(prior) else None
+        return Episode(id="epi_0", mind=self._ctx.mind, created_at="", updated_at="", task_key=task_key, prior=prior,
+                       prior_by_person=person)

@@ -36,6 +36,7 @@ from synapse_nb.models import (
     Decision,
     Episode,
     Memory,
+    Note,
     Record,
 )
 
@@ -116,6 +117,7 @@ Content = _text("The fact itself.")
 TaskKey = _text("A stable name for the task (the same name each time it runs, e.g. run_tests).", MAX_SHORT)
 Outcome = _maybe_text("What happened, in a sentence or two (e.g. 2 tests failed in test_auth.py).")
 Refs = _words("References: commit ids, CI run ids, file paths.", items=MAX_FILES, item_chars=MAX_PATH_CHARS)
+NoteName = _text("The note's name as recall lists it (before the colon, e.g. deploy_runbook).", MAX_SHORT)
 
 
 # ------------------------------------------------------------------------------------------------ output schemas
@@ -151,7 +153,7 @@ def _record_schema(cls: type[Record]) -> dict[str, Any]:
 
 #: The structured form of each record an answer carries (``provenance`` first, then the record's fields).
 RECORD_SCHEMAS: dict[str, dict[str, Any]] = {c.kind: _record_schema(c) for c in (Memory, Checkpoint, Decision,
-                                                                                    Episode)}
+                                                                                    Episode, Note)}
 
 _COMMON = {"left_out": {"type": "object", "additionalProperties": {"type": "string"},
                         "description": "What the answer budget left out, per field."},
@@ -202,9 +204,13 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
                    ("text",)),
     "remember": _record_answer("memory"),
     "log_episode": _record_answer("episode", {"prior": {"anyOf": [RECORD_SCHEMAS["episode"], {"type": "null"}]},
+                                              "prior_by_person": {"anyOf": [RECORD_SCHEMAS["episode"],
+                                                                            {"type": "null"}]},
                                               "warning": _MAYBE_STR}),
     "search": _obj({"query": _STR, "kind": _STR, "results": {"type": "array", "items": {"type": "object"}},
                     "hits": {"type": "array", "items": {"type": "object"}}}, ("kind",)),
+    "expand_note": _record_answer("note", {"text": {"type": "string", "description": "The body as the answer's "
+                                                    "text gives it: an agent's after its mark, each line quoted."}}),
     "get_status": _obj({"vault_path": _STR, "mind": _STR, "actor": _STR, "counts": _COUNTS,
                         "pending_lessons": _STRS, "expiring_memories": _STRS, "expiring_lessons": _STRS,
                         "schema_version": _INT, "dangling": _STRS, "possibly_stale": _STRS,

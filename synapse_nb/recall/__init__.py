@@ -16,7 +16,7 @@
    last ``verify --fix``, say so.
 4. **Assembly** (:mod:`~synapse_nb.recall.assembly`) — the approved-lesson banner first (always), then hits
    grouped by kind, priority then recency, ``[unverified]`` marked, notes as their trigger only
-   (``vault.notes.expand(name)``).
+   (``vault.notes.expand(name)``, the MCP tool ``expand_note``).
 
 :class:`~synapse_nb.recall.engine.Recaller` runs the steps (it is loaded by the first recall, with the gate);
 the public types are in :mod:`~synapse_nb.recall.types` and re-exported here.

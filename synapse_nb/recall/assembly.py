@@ -40,8 +40,11 @@ __all__ = ["AGENT_WORDS", "BANNER", "MEMORY_CONTENT_CHARS", "Part", "agents_word
 #: Most characters of a memory's content on its line (longer content is cut, ending in "…").
 MEMORY_CONTENT_CHARS = 600
 #: A group's heading in the recall text: the registry's title, said the way an agent reads it best where it helps.
+#: One recall text serves every surface, so the notes' heading names both ways to fetch a body: the Python call,
+#: and the MCP tool an agent with only the server has (review 70: it named the Python call alone).
 _GROUP_TITLES = {k.name: k.title for k in KINDS} | {
-    "episode": "Past runs", "note": "Notes (fetch the body with vault.notes.expand(name))"}
+    "episode": "Past runs",
+    "note": "Notes (fetch a body with vault.notes.expand(name) in Python, or the MCP tool expand_note(name))"}
 
 
 #: Said once, after the heading, by a recall or a restore pack that shows a record an agent wrote and no person

@@ -248,9 +248,9 @@ class LessonTable(KindTable["Lesson"], Protocol):
 
 
 class EpisodeTable(KindTable["Episode"], Protocol):
-    """Episodes. Default order: newest first, then id descending."""
+    """Episodes. Default order: newest first, then id descending; ``last(source="user")``: a person's latest."""
 
-    def last(self, view: View, task_key: str) -> Episode | None: ...
+    def last(self, view: View, task_key: str, *, source: str | None = None) -> Episode | None: ...
 
     def history(self, view: View, task_key: str | None, *, limit: int | None) -> builtins.list[Episode]: ...
 

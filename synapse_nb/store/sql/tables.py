@@ -548,8 +548,11 @@ class EpisodesTable(Table[Episode, D]):
         row = self._db.query_one("SELECT max(seq) FROM episodes WHERE mind = ? AND thread = ?", (mind, thread))
         return 0 if row is None or row[0] is None else int(row[0]) + 1
 
-    def last(self, view: View, task_key: str) -> Episode | None:
-        rows = self._select(view, "$task_key = ?", (task_key,), limit=1)
+    def last(self, view: View, task_key: str, *, source: str | None = None) -> Episode | None:
+        if source is None:
+            rows = self._select(view, "$task_key = ?", (task_key,), limit=1)
+        else:  # a row is a person's only when it says exactly "user" (decode.source)
+            rows = self._select(view, "$task_key = ? AND $source = ?", (task_key, source), limit=1)
         return rows[0] if rows else None
 
     def history(self, view: View, task_key: str | None, *, limit: int | None) -> builtins.list[Episode]:
