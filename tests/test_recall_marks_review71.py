@@ -15,9 +15,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from mcp import Client
 
 import synapse_nb as syn
 from synapse_nb._util import estimate_tokens
+from synapse_nb.mcp.server import build_server
 from synapse_nb.provenance import FILE_NAMES, file_names
 from tests.conftest import git_env
 from tests.test_agent_hooks import claude, context_of, hook
@@ -117,3 +119,29 @@ def test_the_hook_gives_the_persons_checkpoint_beside_a_flood_of_names(git_repo:
     ctx = context_of(hook("UserPromptSubmit", claude("UserPromptSubmit", git_repo, prompt="billing api refactor"),
                           cwd=git_repo))
     assert PERSONS in ctx and "cut to fit" not in ctx
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_mcp_recall_marks_given_only_what_its_answer_kept(git_repo: Path) -> None:
+    """(b) The MCP recall marked what it kept before its answer was cut: the record the cut dropped was "already
+    given" on the session's next call, and never shown. Now only what the answer held whole is marked: the banner's
+    lessons (named by id on the next call) and the records above the cut; the rest come on the next call."""
+    v = syn.open_vault(git_repo)
+    v.settings.set("mcp_answer_tokens", 500)
+    for i in range(3):
+        les = v.lessons.create(f"Reverted deploy {i}")
+        v.lessons.approve(les.id, text=f"Rule {i}: run the full billing test suite before every deploy " * 4)
+    v.decide("billing api: keep the v1 routes until March", rationale="clients pin them")
+    v.remember("procedure", "billing_api", "billing api deploys go through make deploy-billing")
+    v.close()
+    async with Client(build_server(git_repo)) as c:
+        first = (await c.call_tool("recall", {"query": "billing api routes deploys", "session_id": "b"}))
+        shown = first.content[0].text
+        assert "left out to fit the answer budget" in shown
+        left = [x for x in ("keep the v1 routes", "make deploy-billing") if x not in shown]
+        assert left  # the cut dropped a person's record
+        again = (await c.call_tool("recall", {"query": "billing api routes deploys", "session_id": "b"}))
+        text = again.content[0].text
+        assert "shown earlier in this session" in text  # the lessons the first answer held whole
+        assert all(x in text for x in left), text
