@@ -27,7 +27,7 @@ from synapse_nb._util import parse_ts, plural, shown_id
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope._git import run_git
 from synapse_nb.models import KIND_BY_NAME
-from synapse_nb.provenance import inline, mark
+from synapse_nb.provenance import file_names, inline, mark
 from synapse_nb.store.records import View
 
 if TYPE_CHECKING:
@@ -81,9 +81,10 @@ class FileRef:
                 "state": self.state, "renamed_to": None if self.renamed_to is None else inline(self.renamed_to)}
 
     def line(self) -> str:
-        """``checkpoint ckp_… [agent · unverified]: <the path, one quoted line>``."""
+        """``checkpoint ckp_… [agent · unverified]: "<the path>"``: the path quoted as every reader lists a file name
+        (:func:`~synapse_nb.provenance.file_names`; review 71: shown bare, it read on as the report's words)."""
         who = f" {self.provenance}" if self.provenance else ""
-        return f"{self.kind} {shown_id(self.id)}{who}: {inline(self.path)}"
+        return f"{self.kind} {shown_id(self.id)}{who}: {file_names([self.path])}"
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ class VerifyReport:
                  + (" (fixed: renames followed, dangling marked)" if self.fixed else "")]
         lines += [f"  missing   {r.line()}" + (" (outside the repository)" if r.state == "outside" else "")
                   for r in self.dangling]
-        lines += [f"  renamed   {r.line()} -> {inline(r.renamed_to)}" for r in self.renamed]
+        lines += [f"  renamed   {r.line()} -> {file_names([r.renamed_to])}" for r in self.renamed]
         lines += [f"  stale?    {rid}: changed since by {', '.join(c[:7] for c in shas)}"
                   for rid, shas in sorted(self.stale.items())]
         return "\n".join(lines)

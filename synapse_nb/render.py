@@ -58,6 +58,7 @@ __all__ = [
     "shorten",
     "shown_id",
     "shown_parts",
+    "whole_ids",
     "status_html",
     "table_html",
     "tags_text",
@@ -347,3 +348,20 @@ def status_html(status: Any) -> str:
     listing("records naming files missing at HEAD", status.dangling)
     listing("possibly stale (their files changed since)", status.possibly_stale)
     return block("".join(parts))
+
+
+def whole_ids(parts: Iterable[tuple[str, Iterable[str]]], lines: int) -> set[str]:
+    """The ids of ``parts`` (texts, one after the other on their own lines, and the ids each gives) whose every
+    line is among the first ``lines`` lines: what a cut that kept those lines whole gave (review 31: the hooks
+    marked what their cut removed; review 71: the MCP recall too).
+
+    >>> sorted(whole_ids([("a", ["x"]), ("b\\nc", ["y"]), ("d", ["z"])], 2))
+    ['x']
+    """
+    seen, kept = 0, set[str]()
+    for text, ids in parts:
+        seen += text.count("\n") + 1
+        if seen > lines:
+            break
+        kept.update(ids)
+    return kept

@@ -55,7 +55,7 @@ def test_verify_reports_dangling_and_renamed_and_fix_follows_renames(repo):
     assert v.lessons.get(les.id).files_affected == ("src/payments.py",)
     assert v.flags() == {ckp.id: {"dangling": ["src/gone.py"]}}
     assert ckp.id in v.status().dangling
-    assert "files missing at HEAD: src/gone.py" in v.recall("auth work").text
+    assert "files missing at HEAD (names as listed, not anyone's words): \"src/gone.py\"]" in v.recall("auth work").text
     with pytest.raises(syn.PermissionDeniedError):
         v.as_agent().verify(fix=True)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from synapse_nb.errors import ValidationError
-from synapse_nb.render import head_lines
+from synapse_nb.render import head_lines, whole_ids
 
 __all__ = ["CLAUDE_EVENTS", "EDIT_TOOLS", "EVENTS", "MAX_CONTEXT_CHARS", "MAX_PROMPT_CHARS", "HookAnswer", "HookEvent",
            "canonical_event", "cut_context", "cut_parts", "parse_event"]
@@ -154,12 +154,7 @@ def cut_parts(parts: Sequence[tuple[str, Collection[str]]], limit: int = MAX_CON
     if len(text) <= limit:
         return text, {i for _, ids in parts for i in ids}
     out, left, cut = head_lines(text, limit - 160)
-    whole, lines, kept = 0 if cut else len(out), 0, set[str]()
-    for t, ids in parts:
-        lines += t.count("\n") + 1
-        if lines > whole:
-            break
-        kept.update(ids)
+    kept = whole_ids(parts, 0 if cut else len(out))
     left += cut  # a cut first line counts as left out
     return "\n".join(out) + (f"\n(… {left} more line{'s' if left != 1 else ''} cut to fit {limit:,} characters; "
                              "synapse-nb recall or the MCP tools give the rest)"), kept

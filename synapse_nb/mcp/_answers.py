@@ -22,7 +22,7 @@ from mcp.types import CallToolResult, TextContent
 from synapse_nb.provenance import inline
 from synapse_nb.render import head_lines, plural
 
-__all__ = ["argument_error", "cut_data", "cut_text", "result"]
+__all__ = ["answer_text", "argument_error", "cut_data", "cut_text", "result"]
 
 #: The shrink steps tried in turn: (longest string kept, most items kept per list; None = all).
 _STEPS: tuple[tuple[int, int | None], ...] = ((1000, None), (1000, 50), (300, 20), (120, 5), (40, 1), (10, 0))
@@ -49,6 +49,12 @@ def result(text: str, data: dict[str, Any], budget_tokens: int,
     if borrowed is not None:
         data = {**data, "borrowed": borrowed}
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def answer_text(res: CallToolResult) -> str:
+    """The text of an answer :func:`result` made (what the client reads: a recall marks as given only what it holds
+    whole, :meth:`synapse_nb.recall.types.Recall.given_in`)."""
+    return "\n".join(c.text for c in res.content if isinstance(c, TextContent))
 
 
 def cut_text(text: str, max_chars: int) -> str:

@@ -51,7 +51,7 @@ from synapse_nb.errors import (
     VaultNotFoundError,
 )
 from synapse_nb.mcp import _schema as S
-from synapse_nb.mcp._answers import argument_error, result
+from synapse_nb.mcp._answers import answer_text, argument_error, result
 from synapse_nb.mcp._handle import DEFAULT_ANSWER_TOKENS, Handle
 from synapse_nb.provenance import inline, label_text, record_json
 from synapse_nb.recall import banner_text, legend_for, record_line, with_legend
@@ -398,8 +398,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                           - estimate_tokens(query) - ANSWER_FRAME_TOKENS)
                 asked = v.default_bars().budget_tokens if budget_tokens is None else budget_tokens
                 budget_tokens = min(asked, cap)
-                try:
-                    r = v.recall(query, session=session_id, budget_tokens=budget_tokens)
+                try:  # what the session is given is marked once the answer is cut: only what it kept whole
+                    r = v.recall(query, session=session_id, budget_tokens=budget_tokens, record=False)
                 except OfflineError as exc:  # the server went away since the handle was opened
                     v = handle.stale_copy(exc)
                 else:
@@ -407,7 +407,11 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                     if r.empty_reason == "over_budget":
                         text += (f"\n(call recall again with a larger budget_tokens than {r.bars.budget_tokens} to "
                                  "get them)")
-                    return answer(text, {**r.to_dict(), "query": inline(query, 200)})
+                    res = answer(text, {**r.to_dict(), "query": inline(query, 200)})
+                    # review 71: the recall marked all it kept, then the answer's cut dropped a person's record,
+                    # and the session's next call said it was "already given"
+                    r.mark_given(r.given_in(answer_text(res)))
+                    return res
             stale = v.recall(query)  # a team vault whose server cannot be reached: this machine's stale copy, marked so
             return answer(stale.text, {**stale.to_dict(), "query": inline(query, 200)})
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from synapse_nb._util import check_files
 from synapse_nb.errors import IndexError_, QueryError, SemanticUnavailableError, SnapshotMoved, ValidationError
 from synapse_nb.models import Lesson, Memory, Record
-from synapse_nb.recall.assembly import assemble, empty_reason, record_line
+from synapse_nb.recall.assembly import assemble_parts, empty_reason, record_line
 from synapse_nb.recall.bm25 import Postings, Term, bm25_top
 from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, query_words
 from synapse_nb.recall.coverage import Cover, cover_terms
@@ -143,13 +143,16 @@ class Recaller:
         anywhere moves the version, so ``prefetch`` first reads the stamps of what it needs (one statement for all
         kinds, :meth:`Candidates.fetch`) and reuses records kept by (kind, id, updated_at) from earlier versions:
         every write moves a record's updated_at. ``line`` is :func:`~synapse_nb.recall.assembly.record_line`, kept
-        with the record object it was rendered from.
+        with the record object it was rendered from, then the record's marks at this version and HEAD
+        (:class:`~synapse_nb.recall.stale.Marks`, read with the records ``prefetch`` reads): the gate counts them
+        in the budget (review 71).
         """
         view = self._ctx.at(now).view()  # once per recall (the same for every record)
         store, lock, cache, stamped, lines = self._ctx.store, self._lock, self._records, self._stamped, self._lines
         remote = store.recall.remote
         read: dict[tuple[str, str], Record | None] = {}  # this recall's batched reads, kept or not
         stamps: dict[str, str] = {}  # id -> updated_at at this version (remote stores)
+        marks = self._staleness.marks(version)  # this recall's: HEAD read once
 
         def cacheable(c: WalkRow) -> bool:
             return c.expires_at is None and c.kind != "lesson"
@@ -197,6 +200,8 @@ class Recaller:
                 for c in by_kind[kind]:
                     read[(kind, c.id)] = rec = got.get(c.id)
                     keep(c, rec)
+            found = ((c, read[(c.kind, c.id)] if (c.kind, c.id) in read else kept(c)) for c in cands)
+            marks.prefetch([(c.kind, c.id, rec) for c, rec in found if rec is not None and c.id not in hidden])
 
         hidden = self._hidden(version)  # the hidden side of open duplicate links (issue 30): given once
 
@@ -217,13 +222,14 @@ class Recaller:
             with lock:
                 hit = lines.get(key)
             if hit is not None and hit[0] is rec:  # the very record it was rendered from: the same line
-                return hit[1]
-            text = record_line(rec)
-            with lock:
-                if len(lines) >= MAX_CACHED_RECORDS:
-                    lines.clear()
-                lines[key] = (rec, text)
-            return text
+                text = hit[1]
+            else:
+                text = record_line(rec)
+                with lock:
+                    if len(lines) >= MAX_CACHED_RECORDS:
+                        lines.clear()
+                    lines[key] = (rec, text)
+            return text + marks.tail(c.kind, c.id, rec)  # marks move with HEAD and the flags: never kept
 
         return materialize, prefetch, line
 
@@ -327,26 +333,28 @@ class Recaller:
                      hidden=self._hidden(version))
             rows, kept, coverage, on_meaning = g.rows, g.kept, g.coverage, g.on_meaning
         shown_before, mark = record_given(ctx, session, kept, lessons, seen, now, record=record)
-        kept = self._staleness.annotate(kept, version)
         reason, note = empty_reason(query, kept, rows, bars)
-        text = assemble(query, kept, lessons, shown_before, note, as_of=self._as_of)
+        parts = assemble_parts(query, kept, lessons, shown_before, note, as_of=self._as_of)
         waiting = ranking.waiting if ranking is not None and use.on else 0
         off = semantic_off_line(use.reason)
-        if off is not None:  # answered without the channel it had on: said in the answer (reviews 58, 66, 68)
-            text = f"{off}\n\n{text}"
-        elif waiting:  # its people's records only, agents' waiting to be embedded (review 67)
-            text = f"{SEMANTIC_PEOPLE_LINE}\n\n{text}"
+        before: list[str] = []  # the lines before the banner, each then an empty line
+        if self._as_of is not None:  # first: rebuilt from history, not today's rules (review 64)
+            before.append(as_of_line(self._as_of))
         borrowed = ctx.git.borrowed  # found once when the vault was opened
         if borrowed is not None:
-            text = f"{borrowed.line}\n\n{text}"
-        if self._as_of is not None:  # first: rebuilt from history, not today's rules (review 64)
-            text = f"{as_of_line(self._as_of)}\n\n{text}"
+            before.append(borrowed.line)
+        if off is not None:  # answered without the channel it had on: said in the answer (reviews 58, 66, 68)
+            before.append(off)
+        elif waiting:  # its people's records only, agents' waiting to be embedded (review 67)
+            before.append(SEMANTIC_PEOPLE_LINE)
+        parts = [p for line in before for p in ((line, ()), ("", ()))] + parts
+        text = "\n".join(t for t, _ in parts)
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
                       nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=rows,
                       coverage=coverage, on_meaning=on_meaning, version=".".join(map(str, version)),
                       borrowed=borrowed.to_dict() if borrowed is not None else None,
                       shown_before=frozenset(shown_before), semantic_off=use.reason, as_of=self._as_of,
-                      agents_waiting=waiting, _mark=mark)
+                      agents_waiting=waiting, _mark=mark, _parts=tuple(parts))
 
     def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
               file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False, busy: bool = False,

@@ -10,7 +10,7 @@ from synapse_nb._util import plural, shown_id
 from synapse_nb.errors import ValidationError
 from synapse_nb.models import KINDS, RANKED_KINDS, Lesson, Record
 from synapse_nb.provenance import inline, md_fenced
-from synapse_nb.render import explanation_html, shown_parts
+from synapse_nb.render import explanation_html, shown_parts, whole_ids
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -286,6 +286,9 @@ class Recall:
     #: (:data:`synapse_nb.render.SEMANTIC_PEOPLE_LINE`). 0: the channel read every record, or is off
     agents_waiting: int = 0
     _mark: Callable[[Collection[str] | None], None] | None = field(default=None, repr=False, compare=False)
+    #: ``text`` as parts, one a line, each with the ids it gives whole (:func:`~synapse_nb.recall.assembly.
+    #: assemble_parts`, after the lines put before it): what :meth:`given_in` reads
+    _parts: tuple[tuple[str, tuple[str, ...]], ...] = field(default=(), repr=False, compare=False)
 
     def mark_given(self, ids: Collection[str] | None = None) -> None:
         """Record what this answer gives its session, after a recall made with ``record=False``: a caller that
@@ -295,6 +298,15 @@ class Recall:
         None marks all. Once; else a no-op."""
         if self._mark is not None:
             self._mark(ids)
+
+    def given_in(self, shown: str) -> set[str]:
+        """The ids of the items and lessons ``shown`` gives whole: ``shown`` is this recall's ``text``, or a cut of
+        it that keeps whole lines from the top (then what it says it left out, or more after the text); what a
+        caller that cut the text passes to :meth:`mark_given` (review 71: the MCP recall marked what its cut
+        dropped, and the session's next call said "already given")."""
+        full, got = self.text.split("\n"), shown.split("\n")
+        lines = next((i for i, (a, b) in enumerate(zip(full, got, strict=False)) if a != b), min(len(full), len(got)))
+        return whole_ids(self._parts, lines)
 
     def explain(self) -> RecallExplanation:
         """A table of every candidate near the bars and why it was kept or dropped."""

@@ -484,7 +484,7 @@ class Vault:
 
         >>> print(v.verify())  # doctest: +SKIP
         verified 12 file references: 1 dangling, 0 renamed, 0 records possibly stale
-          missing   checkpoint ckp_3f9a0c12be47: src/old_auth.py
+          missing   checkpoint ckp_3f9a0c12be47: "src/old_auth.py"
         """
         from synapse_nb.follow import verify  # git checks load when asked for (cold start)
 

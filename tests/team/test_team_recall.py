@@ -199,7 +199,8 @@ def test_settings_and_file_flags_written_elsewhere_are_never_served_stale(team_u
     kept = one.items[0].id
     b._store.flags.replace("default", {kept: ["src/gone.py"]}, {}, one.items[0].record.updated_at)
     flagged = same_as_a_cold_handle()
-    assert int(flagged.version) > int(one.version) and "[files missing at HEAD: src/gone.py]" in flagged.text
+    assert int(flagged.version) > int(one.version)
+    assert "[files missing at HEAD (names as listed, not anyone's words): \"src/gone.py\"]" in flagged.text
     assert cost() <= 4 and cost() == 1  # read once at the new version, then kept
     b._store.flags.replace("default", {}, {}, one.items[0].record.updated_at)
     assert "files missing" not in same_as_a_cold_handle().text
