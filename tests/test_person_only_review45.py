@@ -44,12 +44,12 @@ def test_a_held_hook_lock_is_waited_on_within_the_limit_and_its_holder_logged(
                        check=True, timeout=30)
     log = (repo.root / ".synapse" / "hook.log").read_text()
     assert "LockBusy: hook.lock is held by pid" in log and "timeout" not in log  # said, not a silent time-out
-    # waited 3/4 of its 4 s limit, and gave up within the limit (else the line is "timeout"): the hook's own count
-    # from its start, not this process's clock (which counts the interpreter's start and imports as well: 4.7 s on
-    # a busy machine)
+    # waited 3/4 of its 4 s limit (the hook's own count from its start, not this process's clock, which counts the
+    # interpreter's start and imports as well: 4.7 s on a busy machine), and gave up within the limit: the hook's
+    # own verdict above (a run past it logs "timeout"); its ms, counted after the join, may pass 4000 by a moment
     [line] = log.splitlines()
     took_ms = int(line.split(" ")[2].removesuffix("ms"))
-    assert 3000 <= took_ms < 4000, line
+    assert took_ms >= 3000, line
 
 
 def test_team_joins_effects_are_a_persons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
