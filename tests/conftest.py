@@ -120,6 +120,25 @@ def wait_for(cond: Callable[[], bool], limit: float = 20.0, step: float = 0.1) -
     return cond()
 
 
+def said_watching(proc: subprocess.Popen[str], limit: float = 60.0) -> str:
+    """The stderr of a ``synapse-nb watch`` process up to and with its "watching ..." line, said once its baseline
+    is read and its observer runs: a change made after this returns is counted (waiting for its lock file and
+    sleeping raced the baseline's ``git status`` on a busy machine). "" if the line did not come within ``limit``."""
+    import select
+
+    assert proc.stderr is not None
+    said = ""
+    end = time.monotonic() + limit
+    while not said.endswith("Ctrl-C stops\n"):
+        if not select.select([proc.stderr], [], [], max(0.0, end - time.monotonic()))[0]:
+            return ""
+        line = proc.stderr.readline()
+        if not line:
+            return ""
+        said += line
+    return said
+
+
 def cpu_seconds(fn: Callable[[Any], object], arg: Any, n: int = 5) -> float:
     """The least CPU time of this process over ``n`` calls of ``fn(arg)``: what the complexity tests compare at two
     input sizes (another job on the machine does not count, and the ratio does not depend on the machine's speed)."""

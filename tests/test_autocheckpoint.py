@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ import synapse_nb as syn
 from synapse_nb.errors import ValidationError
 from synapse_nb.gitscope.testing import ScratchRepo
 from synapse_nb.kinds.autocheckpoint import AutoCheckpoint
-from tests.conftest import wait_for
+from tests.conftest import said_watching, wait_for
 
 
 def test_files_count_once_each_and_the_checkpoint_lists_them(tmp_path: Path) -> None:
@@ -133,9 +132,10 @@ def test_synapse_nb_watch_saves_a_checkpoint_every_n_new_files(tmp_path: Path) -
     env = {k: v for k, v in os.environ.items() if k != "SYNAPSE_HOME"}
     proc = subprocess.Popen([sys.executable, "-m", "synapse_nb", "watch", "--every", "2"], cwd=repo.root, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said = ""
     try:
-        assert wait_for(lambda: (repo.root / ".synapse" / "watch.lock").exists()), "the watcher did not start"
-        time.sleep(0.5)  # its first look at git status happens as it starts
+        said = said_watching(proc)
+        assert said, "the watcher did not start"  # it watches: the files below are new to it
         for name in ("b.txt", "c.txt", "d.txt"):
             repo.write(name, "x\n")
             repo.git("add", name)  # the index changes: the watcher reads git status
@@ -147,5 +147,6 @@ def test_synapse_nb_watch_saves_a_checkpoint_every_n_new_files(tmp_path: Path) -
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
+        err = said + err
     assert proc.returncode == 0, err
     assert "auto checkpoint every 2 changed files" in err and "checkpoint ckp_" in out

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from IPython.core.interactiveshell import InteractiveShell
@@ -19,7 +18,7 @@ import synapse_nb as syn
 from synapse_nb._util import MAX_FILES, MAX_PATH_CHARS
 from synapse_nb.gitscope.testing import ScratchRepo
 from synapse_nb.kinds.autocheckpoint import AutoCheckpoint
-from tests.conftest import wait_for
+from tests.conftest import said_watching, wait_for
 
 ESC_NAME = "notes\x1b[8m.md"  # an ordinary file an agent can create in the work tree
 
@@ -59,9 +58,10 @@ def test_watch_lists_a_name_with_a_control_character(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "SYNAPSE_HOME"}
     proc = subprocess.Popen([sys.executable, "-m", "synapse_nb", "watch", "--every", "2"], cwd=repo.root, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said = ""
     try:
-        assert wait_for(lambda: (repo.root / ".synapse" / "watch.lock").exists()), "the watcher did not start"
-        time.sleep(0.5)  # its first look at git status happens as it starts
+        said = said_watching(proc)
+        assert said, "the watcher did not start"  # it watches: the files below are new to it
         for name in ("b\x1b[8m\nc.txt", "d.txt"):
             (repo.root / name).write_text("x\n")
             repo.git("add", name)
@@ -72,6 +72,7 @@ def test_watch_lists_a_name_with_a_control_character(tmp_path: Path) -> None:
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
+        err = said + err
     assert proc.returncode == 0, err
     assert "checkpoint ckp_" in out
 

@@ -55,6 +55,37 @@ def emb(monkeypatch: pytest.MonkeyPatch) -> Counting:
     return e
 
 
+class WorkClock:
+    """The clock of the indexer's time budgets (``AGENT_EMBED_S``, a step's ``STEP_S``, the deadline), moved only by
+    the fake model's work (:meth:`work`): what a sync embeds within a budget depends on the rows' cost, not on how the
+    machine scheduled the test (on a busy machine one late step outlasted the agents' 0.2 s, and no agent row was
+    embedded: CI-like runs failed ``0 < second.agents_waiting < first.agents_waiting``)."""
+
+    def __init__(self) -> None:
+        self.now = time.time()  # then it stands still: a deadline set from the real clock is as far as it says
+
+    def time(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def work(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def work_clock(monkeypatch: pytest.MonkeyPatch) -> WorkClock:
+    """For a test whose sync must spend its budgets (the agents' 2 s, a step's second) on the model's work only;
+    not for one that sets a deadline from the real clock (this clock stands still from the fixture's setup)."""
+    from synapse_nb.store.index import queue as queues
+
+    clock = WorkClock()
+    monkeypatch.setattr(indexer, "time", clock)  # its phases' budgets and the steps' measured rate
+    monkeypatch.setattr(queues, "time", clock)  # Steps.take: the time left
+    return clock
+
+
 def _on(v: syn.Vault) -> None:
     v.settings.set("recall_embedder", "counting")
     v.settings.set("recall_semantic", 0.5)
@@ -186,17 +217,19 @@ def test_under_a_deadline_a_new_table_is_built_in_steps(vault: syn.Vault, emb: C
     assert not list(vault.index.path.glob("*.queue"))
 
 
-def test_a_step_takes_what_fits_its_second_and_the_time_left() -> None:
+def test_a_step_takes_what_fits_its_second_and_the_time_left(work_clock: WorkClock) -> None:
     from synapse_nb.store.index import queue as queues
     from synapse_nb.store.index.dense import DenseRow
 
+    now = work_clock.time()  # a clock that stands still: 0.38 s left is 0.38 s left when the step is taken
+
     rows = [DenseRow(f"r{i}", "note", "m", "x" * 1900, "d") for i in range(5)]  # 2,000 units each
     slow, fast = 1.5 / 2000, 0.1 / 2000  # seconds per unit: a row of e5 on busy cores, a fast model
-    assert queues.Steps(time.time() + 5, slow).take(rows) == 1  # longer than a step, shorter than the time left
-    assert queues.Steps(time.time() + 1, slow).take(rows) == 0  # it would end past the deadline
+    assert queues.Steps(now + 5, slow).take(rows) == 1  # longer than a step, shorter than the time left
+    assert queues.Steps(now + 1, slow).take(rows) == 0  # it would end past the deadline
     assert queues.Steps(None, slow).take(rows) == 1 and queues.Steps(None, fast).take(rows) == 5
-    assert queues.Steps(time.time() + 0.38, fast).take(rows) == 3  # 0.1 s a row
-    assert queues.Steps(time.time() - 1).take(rows) == 0 and queues.Steps(None).take(rows) == 1
+    assert queues.Steps(now + 0.38, fast).take(rows) == 3  # 0.1 s a row
+    assert queues.Steps(now - 1).take(rows) == 0 and queues.Steps(None).take(rows) == 1
 
 
 def test_the_agent_hook_sets_a_deadline_for_its_run_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -249,7 +282,8 @@ def test_e5_embeds_one_window_of_a_long_text() -> None:
 
 
 # ----------------------------------------------------------------------------------------------- F5
-def test_a_persons_document_never_ends_with_an_agents_record(vault: syn.Vault, emb: Counting) -> None:
+def test_a_persons_document_never_ends_with_an_agents_record(vault: syn.Vault, emb: Counting,
+                                                             work_clock: WorkClock) -> None:
     """Review 21: an agent's episode given the thread and the seq before a person's became the end of the person's
     document, moving its vector (an agent may choose any thread and seq)."""
     _on(vault)
@@ -332,7 +366,8 @@ def test_peoples_records_are_embedded_first_and_agents_backlog_waits(vault: syn.
 
 
 def test_while_agents_records_wait_the_channel_reads_peoples_only(vault: syn.Vault, emb: Counting,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   work_clock: WorkClock) -> None:
     """Review 67: a sync embeds agents' unverified records for ``AGENT_EMBED_S`` only, and the channel read whatever
     share of them this machine had embedded: the same query on an unchanged vault answered differently from call to
     call. While one of them waits, the channel reads people's records only, and the answer says so; once none
@@ -343,7 +378,7 @@ def test_while_agents_records_wait_the_channel_reads_peoples_only(vault: syn.Vau
 
     def slow(texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         if not query:
-            time.sleep(0.01 * len(texts))
+            work_clock.work(0.01 * len(texts))
         return real(texts, query=query)
 
     monkeypatch.setattr(emb, "embed", slow)
@@ -371,7 +406,8 @@ def test_while_agents_records_wait_the_channel_reads_peoples_only(vault: syn.Vau
 
 
 def test_agents_get_their_time_after_a_slow_peoples_phase(vault: syn.Vault, emb: Counting,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          work_clock: WorkClock) -> None:
     """Review 67: the agents' ``AGENT_EMBED_S`` was counted from the start of the sync, so a people's phase (or a
     cold process's planning) longer than it left the agents no time, and a backlog of agents' records was never
     embedded by fresh processes (every CLI recall and hook read people's records only). It counts from the start of
@@ -382,7 +418,7 @@ def test_agents_get_their_time_after_a_slow_peoples_phase(vault: syn.Vault, emb:
 
     def slow(texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         if not query:
-            time.sleep(0.05 * len(texts))
+            work_clock.work(0.05 * len(texts))
         return real(texts, query=query)
 
     _on(vault)

@@ -115,6 +115,7 @@ def watch(
     # every_files=1: the watcher reports each newly changed file; AutoCheckpoint does the counting
     w = Watcher(repo.work_tree, on_commit=on_commit, on_files_changed=on_files, every_files=1,
                 lock_path=v.path / "watch.lock")
-    typer.echo(f"watching {path or os.getcwd()} (auto checkpoint every {plural(n, 'changed file')}); Ctrl-C stops",
-               err=True)
-    w.run_forever()
+    # said once it watches (its first git status read, its observer running), not before: a change made after the
+    # line is counted, one made before may be in the baseline (a test that waited for the lock file raced that)
+    w.run_forever(on_start=lambda: typer.echo(
+        f"watching {path or os.getcwd()} (auto checkpoint every {plural(n, 'changed file')}); Ctrl-C stops", err=True))

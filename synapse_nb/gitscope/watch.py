@@ -214,8 +214,12 @@ class Watcher:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def run_forever(self) -> None:
-        """Start, then block until SIGINT or SIGTERM (or :meth:`stop` from another thread); stop cleanly."""
+    def run_forever(self, on_start: Callable[[], None] | None = None) -> None:
+        """Start, then block until SIGINT or SIGTERM (or :meth:`stop` from another thread); stop cleanly.
+
+        ``on_start`` is called once the watcher watches (its baseline read, its observer running): a change made
+        after it returns is seen; one made before may be part of the baseline, or missed.
+        """
         previous: dict[int, Any] = {}
         stop_requested = threading.Event()
 
@@ -229,6 +233,8 @@ class Watcher:
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     previous[sig] = signal.signal(sig, _on_signal)
             self.start()
+            if on_start is not None:
+                on_start()
             if stop_requested.is_set():
                 self._stop_event.set()
             while not self._stop_event.wait(0.5):
