@@ -22,8 +22,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb._util import MAX_SHORT
 from synapse_nb.errors import OfflineError, StoreError, SynapseError
+from synapse_nb.models import MAX_SHORT
 from synapse_nb.vault import Notice, ReadableVault, Vault, VaultSession
 
 if TYPE_CHECKING:
