@@ -302,3 +302,22 @@ async def test_a_session_id_is_the_servers_own(project: Path, user: syn.Vault) -
     kept = {r[0] for r in user._ctx.store.query("SELECT DISTINCT session FROM session_seen")}
     ours = {k for k in kept if k.endswith(":session-1")}
     assert len(kept) == 3 and len(ours) == 2 and all(k.startswith("agent:mcp:") for k in kept), kept
+
+
+async def test_search_gives_peoples_records_first_whatever_agents_flood(project: Path, user: syn.Vault) -> None:
+    """Review 71: ``search`` ranked every record together, so 12 agent memories saying "deploy deploy deploy" hid
+    the person's verified memory from ``search("deploy")`` (101 at limit 100). People's records come first."""
+    mem = user.remember("procedure", "deploy", "deploy with make deploy after make test", priority="high")
+    dec = user.decide("deploy only from the release branch after the smoke checks pass")
+    agent = user.as_agent()
+    for i in range(12):
+        agent.remember("procedure", f"d{i}", f"deploy deploy deploy {i}")
+        agent.decide(f"deploy deploy deploy {i}")
+    async with Client(build_server(project)) as c:
+        for args in ({"query": "deploy"}, {"query": "deploy", "kind": "memory"}):
+            r = await call(c, "search", args)
+            got = [x["id"] for x in r.structured_content["results"]]
+            assert mem.id in got and f"{mem.id}  [user · verified]" in text(r), got
+            assert args.get("kind") or dec.id in got
+        r = await call(c, "search", {"query": "deploy", "kind": "decision", "limit": 1})
+        assert [x["id"] for x in r.structured_content["results"]] == [dec.id]

@@ -449,7 +449,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
     async def search(query: S.Query, kind: S.SearchKind = "all", limit: S.SearchLimit = 10) -> CallToolResult:
         """Call to look something up on purpose (full-text search over the memory), by kind or over all kinds.
 
-        Lessons are the approved ones only."""
+        Lessons are the approved ones only. In each kind the records people wrote or verified come first, then
+        agents' in what the limit leaves."""
         with _errors():
             v = handle.read_or_stale()
             kinds = SEARCH_KINDS[1:] if kind == "all" else (kind,)
