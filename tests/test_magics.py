@@ -275,6 +275,18 @@ def test_memory_status_search_expiring_prune_verify(ip: TestingShell) -> None:
     _usage(ip, "%memory expiring --within soon")
 
 
+def test_memory_search_gives_the_persons_memory_first_whatever_agents_flood(ip: TestingShell) -> None:
+    """Review 71: ``%memory search`` reads 50 best matches, and 51 agent memories saying "deploy deploy deploy"
+    left the person's own memory out of them. People's records are read first."""
+    v = _vault(ip)
+    ip.run_cell("%remember procedure deploy deploy with make deploy after make test")
+    agent = v.as_agent()
+    for i in range(51):
+        agent.remember("procedure", f"d{i}", f"deploy deploy deploy {i}")
+    ip.run_cell("found = %memory search deploy")
+    assert len(ip.user_ns["found"]) == 50 and ip.user_ns["found"][0].key == "deploy"
+
+
 def test_write_magics_confirm_in_one_line_with_the_record_one_click_away(ip: TestingShell) -> None:
     cells = {
         "m = %remember procedure run_migrations alembic upgrade head --tags db,deploy": "remembered",

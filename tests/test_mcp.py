@@ -274,3 +274,50 @@ async def test_a_recalls_records_fit_the_answer_they_are_marked_given_in(project
         again = await call(c, "recall", {"query": "deploy rule release pipeline", "session_id": "s1",
                                          "budget_tokens": 100_000})
         assert "deploy rule" in text(again)  # the rest, given now
+
+
+async def test_a_session_id_is_the_servers_own(project: Path, user: syn.Vault) -> None:
+    """Review 71: every MCP server process kept ``recall(session_id=...)`` as ``agent:mcp:<id>``, so agent A, its own
+    server, recalling under a guessable id ("session-1") used up agent B's session: B's first recall in its own
+    conversation got "nothing new" and only the lesson's id, never the rule's text nor the person's verified memory.
+    A server's sessions are its own now; within one server a session's delta holds as before."""
+    les = user.lessons.create("Reverted deploy without tests", files=["deploy.sh"])
+    user.lessons.approve(les.id, text="Always run the full test suite before deploy")
+    mem = user.remember("procedure", "deploy", "deploy with make deploy after make test", priority="high")
+    ask = {"query": "how do we deploy", "session_id": "session-1"}
+    async with Client(build_server(project)) as a:
+        r = await call(a, "recall", ask)
+        assert "full test suite" in text(r) and mem.id in {x["id"] for x in r.structured_content["items"]}
+        again = await call(a, "recall", ask)  # the same server, the same session: nothing new
+        assert again.structured_content["nothing_new"] is True and "full test suite" not in text(again)
+    async with Client(build_server(project)) as b:  # another client: its own server, its own conversation
+        r = await call(b, "recall", ask)
+        assert "full test suite" in text(r) and "shown earlier in this session" not in text(r)
+        assert r.structured_content["nothing_new"] is False and r.structured_content["session"] == "session-1"
+        assert mem.id in {x["id"] for x in r.structured_content["items"]}
+        long = {**ask, "session_id": "x" * 200}  # the longest id a client may name still has its delta
+        assert (await call(b, "recall", long)).structured_content["session"] == "x" * 200
+        assert (await call(b, "recall", long)).structured_content["nothing_new"] is True
+    # two sessions kept, agent:mcp:<each server's nonce>:session-1, never the bare id every server names
+    kept = {r[0] for r in user._ctx.store.query("SELECT DISTINCT session FROM session_seen")}
+    ours = {k for k in kept if k.endswith(":session-1")}
+    assert len(kept) == 3 and len(ours) == 2 and all(k.startswith("agent:mcp:") for k in kept), kept
+
+
+async def test_search_gives_peoples_records_first_whatever_agents_flood(project: Path, user: syn.Vault) -> None:
+    """Review 71: ``search`` ranked every record together, so 12 agent memories saying "deploy deploy deploy" hid
+    the person's verified memory from ``search("deploy")`` (101 at limit 100). People's records come first."""
+    mem = user.remember("procedure", "deploy", "deploy with make deploy after make test", priority="high")
+    dec = user.decide("deploy only from the release branch after the smoke checks pass")
+    agent = user.as_agent()
+    for i in range(12):
+        agent.remember("procedure", f"d{i}", f"deploy deploy deploy {i}")
+        agent.decide(f"deploy deploy deploy {i}")
+    async with Client(build_server(project)) as c:
+        for args in ({"query": "deploy"}, {"query": "deploy", "kind": "memory"}):
+            r = await call(c, "search", args)
+            got = [x["id"] for x in r.structured_content["results"]]
+            assert mem.id in got and f"{mem.id}  [user · verified]" in text(r), got
+            assert args.get("kind") or dec.id in got
+        r = await call(c, "search", {"query": "deploy", "kind": "decision", "limit": 1})
+        assert [x["id"] for x in r.structured_content["results"]] == [dec.id]

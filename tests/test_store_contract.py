@@ -580,6 +580,52 @@ def test_memory_filters_counts_pages_stats_and_expiry(store: Any) -> None:
     assert store.memories.delete_expired("default", T1) == () and store.memories.count(view) == 3
 
 
+def test_a_search_reads_peoples_records_first_at_any_limit(store: Any) -> None:
+    """Review 71: a search ranked every record together, so agents' records saying the words more often ("deploy
+    deploy deploy 7") took every place at any limit, and a person's verified memory was in no answer of the MCP
+    ``search`` tool nor the CLI's. People's records (a person's, a memory a person verified, a lesson a person
+    approved) are read first, each part best match first; agents' take what the limit leaves."""
+    from synapse_nb.models import Decision, Episode
+
+    view = View("default", T2)
+    person_text = "deploy with make deploy after make test and read the release notes first"
+    fields: dict[str, Callable[[int, str], dict[str, Any]]] = {
+        "memory": lambda i, t: {"category": "procedure", "key": f"k{i}", "content": t, "verified": not i},
+        "decision": lambda i, t: {"decision": t},
+        "checkpoint": lambda i, t: {"doing": t, "origin": "agent" if i else "user"},
+        "episode": lambda i, t: {"task_key": f"task_{i}", "status": "success", "outcome": t},
+        "note": lambda i, t: {"name": f"note_{i}", "trigger": "when x", "body": t},
+        "lesson": lambda i, t: {"status": "pending", "summary": t},
+    }
+    classes = {"memory": Memory, "decision": Decision, "checkpoint": Checkpoint, "episode": Episode, "note": Note,
+               "lesson": Lesson}
+    prefixes = {"memory": "mem", "decision": "dec", "checkpoint": "ckp", "episode": "epi", "note": "note",
+                "lesson": "les"}
+
+    def rec(kind: str, i: int, text: str, source: str) -> Any:
+        return classes[kind](id=f"{prefixes[kind]}_{i:012x}", mind="default", created_at=T1, updated_at=T1,
+                             source=source, **fields[kind](i, text))
+
+    for kind in fields:
+        person = rec(kind, 0, person_text, "user")
+        agents = [rec(kind, i, f"deploy deploy deploy {i}", "agent") for i in range(1, 6)]
+        table = store.table(kind)
+        for r in (*agents, person):
+            table.insert(r)
+        got = [r.id for r in table.search(view, "deploy", limit=3)]
+        assert got[0] == person.id and len(got) == 3 and set(got[1:]) <= {a.id for a in agents}, (kind, got)
+        assert [r.id for r in table.search(view, "deploy", limit=1)] == [person.id], kind
+        assert [r.id for r in table.search(view, "", limit=1)] == [person.id], kind  # no word: the listing's too
+        assert len(table.search(view, "deploy", limit=10)) == 6, kind  # the agents' all, within the limit
+    # a memory a person verified and a lesson a person approved stand as theirs, though an agent wrote them
+    store.memories.insert(Memory(id="mem_0000000000aa", mind="default", created_at=T0, updated_at=T0,
+                                 category="procedure", key="verified", content="deploy", source="agent",
+                                 verified=True))
+    assert {m.id for m in store.memories.search(view, "deploy", limit=2)} == {"mem_000000000000", "mem_0000000000aa"}
+    store.lessons.insert(_les(0xaa, "approved", summary="deploy", source="agent", approved_at=T0, expires_at=T2))
+    assert {x.id for x in store.lessons.search(view, "deploy", limit=2)} == {"les_000000000000", "les_0000000000aa"}
+
+
 def test_checkpoints_decisions_episodes_and_notes_read_alike(store: Any) -> None:
     from synapse_nb.models import Episode
 

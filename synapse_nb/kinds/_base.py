@@ -189,7 +189,8 @@ class KindManager(Generic[R]):
         return self._table.count(self._view())
 
     def search(self, q: str, *, limit: int = 50) -> RecordList[R]:
-        """Full-text search (SQLite FTS5, stemmed); any text is safe. An empty query lists everything."""
+        """Full-text search (SQLite FTS5, stemmed); any text is safe. An empty query lists everything. People's
+        records come first, then agents' in what ``limit`` leaves (review 71: agents' floods hid people's)."""
         limit = check_search_limit(limit)
         return RecordList(self._table.search(self._view(), check_query(q), limit=limit))
 

@@ -82,7 +82,8 @@ class Decisions(KindManager[Decision]):
         return RecordList(self._table.list(self._view(), limit=check_limit(limit), source=src))
 
     def search(self, q: str, *, tag: str | None = None, limit: int = 50) -> RecordList[Decision]:
-        """Full-text search over decision, rationale and tags; any text is safe."""
+        """Full-text search over decision, rationale and tags; any text is safe. People's decisions first, then
+        agents' in what ``limit`` leaves."""
         limit = check_search_limit(limit)
         stored_tag = None
         if tag is not None:

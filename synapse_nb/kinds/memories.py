@@ -312,7 +312,8 @@ class Memories(MemoryHistory, KindManager[Memory]):
 
     def search(self, q: str, *, tag: str | None = None, category: str | None = None,
                include_expired: bool = False, limit: int = 50) -> RecordList[Memory]:
-        """Full-text search (FTS5, stemmed; any text is safe), best match first.
+        """Full-text search (FTS5, stemmed; any text is safe): people's memories (a person's, or verified) first,
+        then agents' in what ``limit`` leaves, each best match first.
 
         An empty query (or one with no words) applies only the filters. ``tag`` is case-insensitive.
 

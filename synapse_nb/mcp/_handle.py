@@ -13,6 +13,8 @@ answer; a read-only server refuses every writing tool in one line before it touc
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.errors import OfflineError, StoreError, SynapseError
+from synapse_nb.models import MAX_SHORT
 from synapse_nb.vault import Notice, ReadableVault, Vault, VaultSession
 
 if TYPE_CHECKING:
@@ -43,6 +46,9 @@ class Handle:
 
     ``vault`` (an open vault to serve) is used through ``as_agent()``. With ``readonly`` the vault is opened
     read-only and never created; every writing tool is refused with one line before it touches the vault.
+
+    A ``recall``'s ``session_id`` is this server's own (:meth:`session_key`): every MCP server process names the
+    same ids ("session-1", "main"), chosen by its model, and sharing them let one agent use up another's session.
     """
 
     def __init__(self, path: str | Path | None, mind: str, vault: Vault | None,
@@ -51,6 +57,27 @@ class Handle:
         self.session = VaultSession(path, mind=mind, actor="agent", clock=clock, readonly=readonly, offline=True,
                                     vault=vault.as_agent() if vault is not None else None, on_notice=_say,
                                     surface="mcp")
+        #: this server's sessions are its own (review 71): a random prefix no client names or reads back
+        self.nonce = secrets.token_hex(8)
+
+    def session_key(self, session_id: str | None) -> str | None:
+        """The session a ``recall(session_id=...)`` of this server is kept under: ``<nonce>:<id>`` (the vault stores
+        it as ``agent:mcp:<nonce>:<id>``, ``recall.delta.stored_session``), so no other MCP server process, another
+        agent's conversation, shares its delta; a restarted server gives everything again. An id the recall refuses
+        (empty, not printable) is passed as it is, refused in the recall's words; one too long with the prefix is
+        kept by its digest.
+
+        >>> h = Handle("/tmp/project", "default", None, None)
+        >>> h.session_key("s1") == f"{h.nonce}:s1", h.session_key("s1") == Handle("/tmp/project", "default", None,
+        ...                                                                        None).session_key("s1")
+        (True, False)
+        """
+        if session_id is None or not session_id.strip() or not session_id.isprintable():
+            return session_id
+        key = f"{self.nonce}:{session_id}"
+        if len(key) > MAX_SHORT:  # the recall takes at most 200 characters
+            key = f"{self.nonce}:#{hashlib.sha256(session_id.encode('utf-8', 'surrogatepass')).hexdigest()}"
+        return key
 
     def read(self) -> Vault:
         """The vault for a read tool (never created; a stale copy is an OfflineError)."""

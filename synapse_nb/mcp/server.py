@@ -386,8 +386,9 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         """Call on every turn before acting, with the task or question: what the vault knows that is relevant now.
 
         With a stable session_id per conversation only what this conversation has not seen yet is returned
-        (otherwise "nothing new", with empty_reason nothing_relevant, already_given or over_budget). Approved
-        lessons always come first."""
+        (otherwise "nothing new", with empty_reason nothing_relevant, already_given or over_budget); the session is
+        this server's own, never shared with another MCP client naming the same id. Approved lessons always come
+        first."""
         with _errors():
             v = handle.read_or_stale()
             if not v.offline:
@@ -399,7 +400,9 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                 asked = v.default_bars().budget_tokens if budget_tokens is None else budget_tokens
                 budget_tokens = min(asked, cap)
                 try:  # what the session is given is marked once the answer is cut: only what it kept whole
-                    r = v.recall(query, session=session_id, budget_tokens=budget_tokens, record=False)
+                    # this server's own session (review 71: every MCP server shared one delta per id)
+                    r = v.recall(query, session=handle.session_key(session_id), budget_tokens=budget_tokens,
+                                 record=False)
                 except OfflineError as exc:  # the server went away since the handle was opened
                     v = handle.stale_copy(exc)
                 else:
@@ -407,7 +410,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                     if r.empty_reason == "over_budget":
                         text += (f"\n(call recall again with a larger budget_tokens than {r.bars.budget_tokens} to "
                                  "get them)")
-                    res = answer(text, {**r.to_dict(), "query": inline(query, 200)})
+                    res = answer(text, {**r.to_dict(), "query": inline(query, 200), "session": session_id})
                     # review 71: the recall marked all it kept, then the answer's cut dropped a person's record,
                     # and the session's next call said it was "already given"
                     r.mark_given(r.given_in(answer_text(res)))
@@ -446,7 +449,8 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
     async def search(query: S.Query, kind: S.SearchKind = "all", limit: S.SearchLimit = 10) -> CallToolResult:
         """Call to look something up on purpose (full-text search over the memory), by kind or over all kinds.
 
-        Lessons are the approved ones only."""
+        Lessons are the approved ones only. In each kind the records people wrote or verified come first, then
+        agents' in what the limit leaves."""
         with _errors():
             v = handle.read_or_stale()
             kinds = SEARCH_KINDS[1:] if kind == "all" else (kind,)

@@ -15,7 +15,10 @@ An agent's sessions are kept apart from people's (:func:`stored_session`: stored
 person's session id is no secret (a notebook's is in ``session_seen`` for anyone who reads the vault), and an agent
 that recalled under it marked what it was given as seen there, so the person's next recall left it out as not new.
 Each agent surface's sessions are apart too: the hooks' session ids are readable in ``agent-sessions.json``, and an
-MCP ``recall(session_id=<a hook session's id>)`` marked what that Claude Code session was given (review 27). On a
+MCP ``recall(session_id=<a hook session's id>)`` marked what that Claude Code session was given (review 27). An MCP
+server's sessions are its own too: it names them ``<nonce>:<id>`` with a random nonce of its process
+(``mcp._handle.Handle.session_key``), so two agents' servers naming the same id ("session-1") share no delta (review
+71); they are bounded as every agent session is (the registry's sessions a mind and the vault keep). On a
 team vault each agent login's sessions are apart too (``agent:<login>:<surface>:<id>``, the schema's
 ``session_key``), and the server refuses an agent's row for any other session (migration 12).
 

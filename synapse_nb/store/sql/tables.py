@@ -79,6 +79,9 @@ class Table(Repository[D], Generic[R, D]):
     order_by: ClassVar[str] = "created_at DESC, id DESC"
     #: record field -> (column, encoder) for :meth:`update`
     columns: ClassVar[Columns] = {}
+    #: the rows that stand as a person's (``provenance.human_record`` in SQL: a ``source`` other than 'user' reads as
+    #: an agent's): :meth:`_match` reads them apart from agents' and first
+    people: ClassVar[str] = "$source = 'user'"
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -122,6 +125,18 @@ class Table(Repository[D], Generic[R, D]):
         return [self.from_row(r, view.now) for r in self._db.query(sql, (view.mind, *vparams, *params))]
 
     def _match(self, view: View, text: str, where: str, params: tuple[Any, ...], limit: int) -> builtins.list[R]:
+        """A search's records: people's first (:attr:`people`), then agents' in what the limit leaves, each part
+        best match first. Ranked together, 101 agent memories saying "deploy deploy deploy" took every place of a
+        search for "deploy" at any limit (12 at the default 10), and a person's verified memory was in none (review
+        71: the MCP ``search`` tool and the CLI's searches; recall keeps people their room apart already)."""
+        out = self._match_part(view, text, f"({where}) AND ({self.people})", params, limit)
+        if len(out) < limit:  # IS NOT TRUE: a row whose columns hold NULL is an agent's, never left out
+            out += self._match_part(view, text, f"({where}) AND ({self.people}) IS NOT TRUE", params,
+                                    limit - len(out))
+        return out
+
+    def _match_part(self, view: View, text: str, where: str, params: tuple[Any, ...],
+                    limit: int) -> builtins.list[R]:
         dialect = self._db.dialect
         query = dialect.search_query(text)
         if query is None:
@@ -266,6 +281,7 @@ def _memory_where(view: View, f: MemoryFilter) -> tuple[str, tuple[Any, ...]]:
 class MemoriesTable(Table[Memory, D]):
     kind = "memory"
     order_by = "priority ASC, updated_at DESC, id DESC"
+    people = "$source = 'user' OR $verified = 1"  # a memory a person verified stands as theirs
     columns: ClassVar[Columns] = {
         "content": ("content", _as_is), "tags": ("tags", _json_list), "source": ("source", _as_is),
         "priority": ("priority", PRIORITY_RANK.__getitem__), "verified": ("verified", int),
@@ -438,6 +454,7 @@ def _commit_json(v: dict[str, Any] | None) -> str | None:
 
 class LessonsTable(Table[Lesson, D]):
     kind = "lesson"
+    people = "$source = 'user' OR $status IN ('approved', 'expired')"  # a rule a person approved: theirs
     columns: ClassVar[Columns] = {
         "status": ("status", _as_is), "lesson_text": ("lesson_text", _as_is),
         "approved_at": ("approved_at", _as_is), "expires_at": ("expires_at", _as_is),
