@@ -116,7 +116,10 @@ def test_agents_decisions_never_push_a_persons_out_of_the_listing(project: Path,
     lines = res.stdout.splitlines()
     assert lines[0] == AGENT_WORDS and "[user] Never deploy on Fridays" in lines[1], lines[:2]
     assert len(lines) == 21  # the legend and 20 records
-    assert res.stderr.strip() == "(… 2 more decisions not listed: -n 0 lists all)"
+    # a plain listing counts what it left out; a search reads one past the limit (a vault of a million records
+    # answers without reading every match), so it says only that more match
+    said = "(… 2 more decisions not listed" if not args else "(… more decisions match, not listed"
+    assert res.stderr.strip() == f"{said}: -n 0 lists all)"
     listed = json.loads(cli(project, "decision", "list", *args, "--json").stdout)  # still the list of records
     assert len(listed) == 20 and listed[0]["decision"] == "Never deploy on Fridays"
     everything = cli(project, "decision", "list", *args, "-n", "0")
@@ -161,11 +164,16 @@ def test_agents_memories_never_push_a_persons_out_of_the_listings(project: Path,
         res = cli(project, *args)
         lines = res.stdout.splitlines()
         assert "never deploy on Fridays" in lines[1] and len(lines) == 4, (args, lines)
-        assert res.stderr.strip() == "(… 3 more memories not listed: -n 0 lists all)", args
+        said = "(… 3 more memories not listed" if args[1] == "list" else "(… more memories match, not listed"
+        assert res.stderr.strip() == f"{said}: -n 0 lists all)", args
     assert cli(project, "memory", "list").stderr == ""  # memory list shows every memory by default
     assert len(cli(project, "memory", "search", "deploy", "-n", "0").stdout.splitlines()) == 7
     theirs = json.loads(cli(project, "memory", "search", "deploy", "--source", "agent", "--json").stdout)
     assert len(theirs) == 5 and {m["source"] for m in theirs} == {"agent"}
+    exact = cli(project, "memory", "search", "deploy fridays", "-n", "6")  # all six matches shown: nothing more
+    assert len(exact.stdout.splitlines()) == 7 and exact.stderr == ""
+    huge = cli(project, "memory", "list", "--limit", "9" * 40, code=1)  # refused with what is accepted
+    assert "--limit must be 0 (all) or a whole number up to 1,000,000,000" in huge.stderr
 
 
 # ------------------------------------------------------------------------------------------------ notes over MCP

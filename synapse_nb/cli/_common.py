@@ -413,25 +413,47 @@ class People(Generic[R]):
     left_out: int
     noun: str
     plural_form: str
+    #: False when the records were read up to :meth:`search_read` (a search: the store gives people's first and
+    #: stops at the limit plus one), so ``left_out`` > 0 says only that more match, not how many.
+    counted: bool = True
+
+    @staticmethod
+    def search_read(limit: int | None, source: str | None) -> int:
+        """How many matches a search command reads: one past ``limit`` (the store's search gives people's records
+        first, so the first ``limit`` are the listing, and one more says that more match), all of them when there
+        is no limit or when ``source`` keeps one author's only (a search does not filter by author). A vault of a
+        million memories answers ``memory search deploy`` without reading every match.
+
+        >>> People.search_read(20, None), People.search_read(None, None), People.search_read(20, "agent")
+        (21, 1000000000, 1000000000)
+        """
+        return 10**9 if limit is None or source is not None else min(limit + 1, 10**9)
 
     @classmethod
     def of(cls, records: Iterable[R], limit: int | None, noun: str, plural_form: str,
-           source: str | None = None) -> People[R]:
+           source: str | None = None, *, read: int | None = None) -> People[R]:
+        """``records`` in the vault's order (``read``: how many a search asked for, :meth:`search_read`)."""
         from synapse_nb.provenance import human_record  # standard library only
 
+        if limit is not None and not 1 <= limit <= 10**9:  # --limit 0 (all) arrives as None
+            raise ValidationError(f"--limit must be 0 (all) or a whole number up to 1,000,000,000, got {limit}")
         src = None if source is None else source.strip().lower()
         if src not in (None, "user", "agent"):
             raise ValidationError(f"--source {source!r} is not accepted; use one of: user, agent")
-        kept = [r for r in records if src is None or getattr(r, "source", None) == src]
+        found = list(records)
+        kept = [r for r in found if src is None or getattr(r, "source", None) == src]
         kept.sort(key=lambda r: not human_record(r))  # stable: each side in the vault's order
         cut = kept if limit is None else kept[:limit]
-        return cls(cut, len(kept) - len(cut), noun, plural_form)
+        counted = read is None or len(found) < read
+        return cls(cut, len(kept) - len(cut), noun, plural_form, counted)
 
     @property
     def more(self) -> str:
         """What the limit left out, as a line (empty when nothing was)."""
         if not self.left_out:
             return ""
+        if not self.counted:
+            return f"(… more {self.plural_form} match, not listed: -n 0 lists all)"
         what = plural(self.left_out, f"more {self.noun}", f"more {self.plural_form}")
         return f"(… {what} not listed: -n 0 lists all)"
 

@@ -74,11 +74,13 @@ def decision_list(
         synapse-nb decision list --tag storage --json
     """
     v = open_vault_for(ctx)
+    read: int | None = None
     if query is None and tag is None:
         found = v.decisions.list()
     else:
-        found = v.decisions.search(query or "", tag=tag, limit=1_000_000)
-    shown = People.of(found, limit_arg(limit), "decision", "decisions", source)
+        read = People.search_read(limit_arg(limit), source)
+        found = v.decisions.search(query or "", tag=tag, limit=read)
+    shown = People.of(found, limit_arg(limit), "decision", "decisions", source, read=read)
     empty = ""
     if not shown.records and not as_json:
         empty = none_found(v.decisions.count(), "decision", "decisions",

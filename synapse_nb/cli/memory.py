@@ -246,8 +246,9 @@ def memory_search(
         stale = v.search(query, k=limit or 1000)
         echo_json(stale.to_dict()) if as_json else typer.echo(stale.text)
         return
-    shown = People.of(v.memories.search(query, tag=tag, category=category, limit=1_000_000), limit_arg(limit),
-                      "memory", "memories", source)
+    read = People.search_read(limit_arg(limit), source)
+    shown = People.of(v.memories.search(query, tag=tag, category=category, limit=read), limit_arg(limit),
+                      "memory", "memories", source, read=read)
     recs = shown.records
     print_records(recs, as_json, "" if recs or as_json else _no_memories(v, query, tag, category, source),
                   more=shown.more)
