@@ -186,16 +186,17 @@ def test_a_job_its_shell_left_behind_is_not_the_human(tmp_path: Path) -> None:
     done = tmp_path / "done"
     code = (f"import synapse_nb as syn; v = syn.open_vault({str(project)!r}); "
             "m = v.remember('procedure', 'deploy', 'force it'); print(v.actor, m.source, m.verified)")
-    job = (f"{{ sleep 0.5; {shlex.quote(sys.executable)} -m synapse_nb --vault {shlex.quote(str(project))} lessons "
+    # the job goes on once the agent's shell ($1, its pid) is gone (this test reaps it), not after a sleep: with
+    # "sleep 0.5" a busy machine could run the job while the shell that leads its session still ran
+    job = (f'while kill -0 "$1" 2>/dev/null; do sleep 0.05; done; '
+           f"{{ {shlex.quote(sys.executable)} -m synapse_nb --vault {shlex.quote(str(project))} lessons "
            f"approve {lesson.id} --accept-agent-text --yes; {shlex.quote(sys.executable)} -c {shlex.quote(code)}; "
            f"}} > {shlex.quote(str(out))} 2>&1; touch {shlex.quote(str(done))}")
-    script = f"( env -u CLAUDECODE sh -c {shlex.quote(job)} & ); exit 0"
+    script = f"( env -u CLAUDECODE sh -c {shlex.quote(job)} sh $$ & ); exit 0"
     subprocess.run(["setsid", "bash", "-c", script], env=dict(os.environ, CLAUDECODE="1"), timeout=60, check=True)
-    import time
+    from tests.conftest import wait_for
 
-    end = time.monotonic() + 60
-    while time.monotonic() < end and not done.exists():
-        time.sleep(0.1)
+    assert wait_for(done.exists, 120), out.read_text() if out.exists() else "the job wrote nothing"
     text = out.read_text()
     assert "a job its shell left behind" in text, text
     assert "agent agent False" in text, text
@@ -213,11 +214,14 @@ def test_a_persons_job_handed_to_init_in_a_live_session_is_the_persons(tmp_path:
     out = tmp_path / "out.txt"
     code = "from synapse_nb.context import agent_environment as a; print(a())"
     job = f"{shlex.quote(sys.executable)} -c {shlex.quote(code)} > {shlex.quote(str(out))}"
+    done = tmp_path / "done"
+    job += f"; touch {shlex.quote(str(done))}"
     launcher = f"( sh -c {shlex.quote(job)} & ); exit 0"
-    person = (f"bash -c {shlex.quote(launcher)}; "
-              f"for i in $(seq 100); do [ -s {shlex.quote(str(out))} ] && break; sleep 0.1; done; true")
+    # the person's terminal stays open until the job is done (its file), however long: a 10 s wait could let a busy
+    # machine's job read a session whose leader had gone
+    person = f"bash -c {shlex.quote(launcher)}; until [ -e {shlex.quote(str(done))} ]; do sleep 0.05; done"
     env = {k: v for k, v in os.environ.items() if k != "CLAUDECODE"}
-    subprocess.run(["setsid", "bash", "-c", person], env=env, timeout=60, check=True)
+    subprocess.run(["setsid", "bash", "-c", person], env=env, timeout=120, check=True)
     assert out.read_text().strip() == "None", out.read_text()
 
 

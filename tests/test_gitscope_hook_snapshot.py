@@ -18,6 +18,7 @@ import synapse_nb as syn
 from synapse_nb.gitscope import find_repo, githook, install_hooks, scan_reverts
 from synapse_nb.gitscope.history import parse_snapshot, snapshot, tips
 from synapse_nb.kinds.lesson_scan import FIRST_BY
+from tests.conftest import wait_for
 
 Git = Callable[..., str]
 
@@ -79,7 +80,7 @@ def test_the_hook_script_passes_where_head_and_the_refs_were(repo: Path, git: Gi
     text = hook.read_text(encoding="utf-8")
     assert "SYNAPSE_HOOK_SNAPSHOT=1" in text
     capture = tmp_path / "capture.py"
-    capture.write_text(f"import sys\nopen({str(out)!r}, 'w').write(sys.stdin.read())\n", encoding="utf-8")
+    capture.write_text(f"import sys\nopen({str(out)!r}, 'a').write(sys.stdin.read())\n", encoding="utf-8")
     hook.write_text(text.replace(" -P -m synapse_nb.gitscope.githook", f" {capture}"), encoding="utf-8")
     git(repo, "tag", "v1")
     (repo / "b.txt").write_text("b\n", encoding="utf-8")
@@ -101,7 +102,7 @@ def _capturing_hook(repo: Path, out: Path, *, background: bool) -> None:
     install_hooks(repo, background=background)
     hook = repo / ".git" / "hooks" / "post-commit"
     capture = out.with_suffix(".py")
-    capture.write_text(f"import sys\nopen({str(out)!r}, 'w').write(sys.stdin.read())\n", encoding="utf-8")
+    capture.write_text(f"import sys\nopen({str(out)!r}, 'a').write(sys.stdin.read())\n", encoding="utf-8")
     hook.write_text(hook.read_text(encoding="utf-8").replace(" -P -m synapse_nb.gitscope.githook", f" {capture}"),
                     encoding="utf-8")
 
@@ -114,16 +115,16 @@ def test_a_hook_with_no_vault_to_find_reads_no_ref_and_starts_nothing(repo: Path
     out = tmp_path / "stdin.txt"
     _capturing_hook(repo, out, background=background)
     git(repo, "commit", "-q", "--allow-empty", "-m", "no vault here")
-    time.sleep(0.5 if background else 0)
     assert not out.exists()
     (repo / ".synapse").mkdir()
     git(repo, "commit", "-q", "--allow-empty", "-m", "a vault now")
-    for _ in range(100):
-        if out.exists() and out.read_text(encoding="utf-8"):
-            break
-        time.sleep(0.05)
+    # each capture appends what it was passed; the second commit's is waited for (a 5 s poll, then a read of a file
+    # a busy machine may not have written yet). A capture the first commit's hook had started (in the background: not
+    # seen at once) was started before this one and does the same: it would be here too, and the snapshot below two
+    assert wait_for(lambda: out.exists() and out.read_text(encoding="utf-8").endswith("END\n"), 60)
     passed = parse_snapshot(out.read_text(encoding="utf-8"))
     assert passed is not None and passed.head == _head(git, repo)
+    assert out.read_text(encoding="utf-8").count("\nEND\n") == 1
 
 
 def test_tips_read_the_types_of_refs_a_hook_passed_as_ids_and_names(repo: Path, git: Git) -> None:

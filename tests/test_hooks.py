@@ -34,6 +34,10 @@ if os.environ.get("FAKE_OUT"):
             raise RuntimeError("scan exploded")
         if mode == "sleep":
             time.sleep(30)
+        if mode == "gate":  # until the test opens the gate (a file), 60 s at most
+            end = time.monotonic() + 60
+            while not os.path.exists(os.environ["FAKE_GATE"]) and time.monotonic() < end:
+                time.sleep(0.02)
         if mode == "exit":
             sys.exit(3)
         from synapse_nb.models import RecordList
@@ -312,20 +316,33 @@ def test_real_vault_gets_a_pending_lesson_from_a_revert(repo: ScratchRepo, monke
 def test_background_hook_returns_before_the_scan_finishes(
     repo: ScratchRepo, fake_scan: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import time
+    from tests.conftest import wait_for
 
     _vault(repo.root)
     paths = install_hooks(repo.root)  # background by default
     assert "& )" in paths[0].read_text()
+    log = repo.root / ".synapse" / "hook.log"
+
+    def said(word: str) -> bool:  # (the file appears before its line does: reading at its creation saw it empty)
+        return word in (log.read_text() if log.exists() else "")
+
+    # the scan held until the test lets it go: nothing is logged before, so the commit returned while it ran
+    # (with a sleeping scan and a 1 s limit, "no log yet" raced the hook's own time-out: a busy machine can lose it)
+    gate = repo.root.parent / "gate"
+    monkeypatch.setenv("FAKE_MODE", "gate")
+    monkeypatch.setenv("FAKE_GATE", str(gate))
+    monkeypatch.setenv("SYNAPSE_HOOK_TIMEOUT", "120")
+    repo.commit_file("b.txt", "b\n", "Add b")
+    assert not log.exists()  # the commit returned while the (held) scan still runs ...
+    assert wait_for(fake_scan.exists, 60)  # ... and it did start: it is held at the gate
+    gate.touch()
+    assert wait_for(lambda: said("ok:"), 60), log.read_text() if log.exists() else "no log"
+    assert len(fake_scan.read_text().splitlines()) == 1
+    # a scan past the limit is given up, in the background too
     monkeypatch.setenv("FAKE_MODE", "sleep")
     monkeypatch.setenv("SYNAPSE_HOOK_TIMEOUT", "1")
-    repo.commit_file("b.txt", "b\n", "Add b")
-    log = repo.root / ".synapse" / "hook.log"
-    assert not log.exists()  # the commit returned while the (sleeping) scan still runs
-    end = time.monotonic() + 20
-    # until the line is written (the file appears before its line does: reading at its creation saw it empty)
-    while time.monotonic() < end and "gave up" not in (log.read_text() if log.exists() else ""):
-        time.sleep(0.05)
+    repo.commit_file("c.txt", "c\n", "Add c")
+    assert wait_for(lambda: said("gave up"), 60), log.read_text()
     assert "timeout: gave up after 1 s" in log.read_text()
 
 
@@ -370,9 +387,9 @@ def test_a_detached_scan_after_an_agents_commit_is_the_agents(
     ran git, read while it still runs; a review then showed the scan starts after the committer's shell has exited,
     so the hook's script reads the committer's processes itself and passes what it found."""
     import shlex
-    import time
 
     from synapse_nb.vault import open_vault
+    from tests.conftest import wait_for
 
     monkeypatch.delenv("SYNAPSE_HOME", raising=False)
     monkeypatch.setenv("SYNAPSE_HOOK_TIMEOUT", "30")
@@ -380,17 +397,15 @@ def test_a_detached_scan_after_an_agents_commit_is_the_agents(
     install_hooks(repo.root)  # background, as by default
     repo.commit_file("pay.py", "retry = 3\n", "Add retry to payment client")
     log = repo.root / ".synapse" / "hook.log"
-    end = time.monotonic() + 30
-    while time.monotonic() < end and "ok:" not in (log.read_text() if log.exists() else ""):
-        time.sleep(0.05)  # the human's commit's own scan is done (a later one would find the revert as the human)
+    # the human's commit's own scan is done (a later one would find the revert as the human); waited for, not
+    # assumed after a while: a scan still running on a busy machine would take the revert's turn
+    assert wait_for(lambda: "ok:" in (log.read_text() if log.exists() else ""), 120)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | {"CLAUDECODE": "1"}
     root = shlex.quote(str(repo.root))
     # the agent's shell exits at once: nothing of the committer's tree is left when the detached scan starts
     script = f"cd {root} && env -u CLAUDECODE git revert --no-edit HEAD >/dev/null; exit 0"
     subprocess.run(["setsid", "bash", "-c", script], env=env, check=True, timeout=60)
-    end = time.monotonic() + 30
-    while time.monotonic() < end and log.read_text().count("ok:") < 2:  # the revert's scan is done
-        time.sleep(0.05)
+    assert wait_for(lambda: log.read_text().count("ok:") >= 2, 120), log.read_text()  # the revert's scan is done
     assert "ok: scanned as the agent" in log.read_text().splitlines()[-1]
     with open_vault(repo.root) as v:
         (lesson,) = v.lessons.pending()

@@ -148,10 +148,13 @@ def test_a_stalled_writer_holds_the_others_back_at_most_lock_timeout(team_url: s
         with pytest.raises(BusyError, match=f"another client held the team vault's write lock for {LOCK_TIMEOUT}"):
             writer.remember("knowledge", "blocked", "waits for the lock")
         waited = time.monotonic() - t0
-        assert LOCK_S - 0.5 < waited < LOCK_S + 1
+        # one lock_timeout waited (the server's: a busy machine only adds to it), not two: bounds relative to the
+        # limit: the client's own work around the wait (+1 s before) can take longer than that on a busy machine
+        assert LOCK_S - 0.5 < waited < 2 * LOCK_S
         t0 = time.monotonic()
         assert reader.recall("how do deploys go?").items  # readers never wait
-        assert reader.memories.list() and time.monotonic() - t0 < 1.0
+        # a reader that waited for the lock would wait lock_timeout (the lock is held past these lines) and fail
+        assert reader.memories.list() and time.monotonic() - t0 < LOCK_S
 
     # a client process stopped (SIGSTOP) while it holds the lock: the server ends its session after the idle timeout
     folder = tmp_path / "stalled"
@@ -162,9 +165,12 @@ def test_a_stalled_writer_holds_the_others_back_at_most_lock_timeout(team_url: s
         assert proc.stdout is not None and proc.stdout.readline().strip() == "holding"
         os.kill(proc.pid, signal.SIGSTOP)
         t0 = time.monotonic()
-        assert reader.recall("how do deploys go?").items and time.monotonic() - t0 < 1.0
+        assert reader.recall("how do deploys go?").items and time.monotonic() - t0 < LOCK_S  # (as above)
+        # proceeds within one lock_timeout (a wait longer than that is a BusyError): the server ended the session
+        # 2 s after it stalled; under 2 * lock_timeout: the write was not retried after a BusyError
+        t0 = time.monotonic()
         writer.remember("knowledge", "after_stall", "proceeds once the server ended the stalled session")
-        assert time.monotonic() - t0 < LOCK_S + 1
+        assert time.monotonic() - t0 < 2 * LOCK_S
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
