@@ -571,15 +571,24 @@ def mark(record: Any) -> str:
     return "[user]" if who == "user" else "[agent · unverified]"
 
 
-def human_record(rec: Any) -> bool:
-    """Whether a record stands as a person's: one a person wrote, or a memory a person verified (only a person can
-    set ``verified``; an agent's edit clears it). It decides which side of a duplicate pair stands
-    (:func:`synapse_nb.dupes.hidden_side`) and which records take an agent's place in recall's top of a kind.
+#: A lesson in these states stands as a person's whoever proposed it (only a person approves one); the store's
+#: search reads the same rule (``LessonsTable.people``), so a listing and a search agree.
+PERSONS_LESSON_STATES: tuple[str, ...] = ("approved", "expired")
 
-    >>> from synapse_nb.models import Decision
-    >>> human_record(Decision(id="dec_1", mind="default", created_at="", updated_at="", decision="d"))
-    True
+
+def human_record(rec: Any) -> bool:
+    """Whether a record stands as a person's: one a person wrote, a memory a person verified (only a person can
+    set ``verified``; an agent's edit clears it), a lesson a person approved. It decides which side of a duplicate
+    pair stands (:func:`synapse_nb.dupes.hidden_side`), which records take an agent's place in recall's top of a
+    kind, and which come first in a CLI listing.
+
+    >>> from synapse_nb.models import Lesson
+    >>> drafted = dict(id="les_1", mind="default", created_at="", updated_at="", summary="s", source="agent")
+    >>> human_record(Lesson(status="pending", **drafted)), human_record(Lesson(status="approved", **drafted))
+    (False, True)
     """
+    if getattr(rec, "kind", None) == "lesson" and getattr(rec, "status", None) in PERSONS_LESSON_STATES:
+        return True
     return getattr(rec, "source", "user") == "user" or bool(getattr(rec, "verified", False))
 
 

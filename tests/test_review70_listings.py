@@ -196,3 +196,25 @@ async def test_mcp_expand_note_fetches_a_body_as_notes_expand_gives_it(project: 
         assert expanded.startswith("[agent · unverified] note deploy_runbook") and "[main, approved]" not in expanded
         r = await c.call_tool("expand_note", {"name": "no_such_note"})
         assert r.is_error and "no note named 'no_such_note'" in r.content[0].text
+
+
+def test_agents_drafts_never_push_a_persons_approved_rule_out_of_lessons_list(project: Path, user: syn.Vault) -> None:
+    """Review 72: `lessons list -n 20` listed 20 of an agent's 25 newer drafts and left out the rule a person
+    approved, saying nothing. A lesson a person approved stands as theirs (provenance.human_record, the rule the
+    store's search reads too), whoever proposed it."""
+    agent = user.as_agent()
+    proposed = agent.lessons.create("never force-push main")  # an agent's proposal, approved by the person
+    user.lessons.approve(proposed.id, accept_agent_text=True)
+    with agent.transaction():
+        for i in range(25):
+            agent.lessons.create(f"agent lesson draft {i}: push main as you like")
+    res = cli(project, "lessons", "list", "-n", "20")
+    lines = res.stdout.splitlines()
+    assert any("never force-push main" in line for line in lines[:2]), lines[:3]
+    assert res.stderr.strip() == "(… 6 more lessons not listed: -n 0 lists all)"
+    listed = json.loads(cli(project, "lessons", "list", "-n", "20", "--json").stdout)
+    assert len(listed) == 20 and listed[0]["id"] == proposed.id
+    assert cli(project, "lessons", "list").stderr == ""  # all by default
+    # the store's search and the listing read the same rule for whose a lesson is
+    found = user.lessons.search("main", limit=1)
+    assert [x.id for x in found] == [proposed.id]

@@ -12,6 +12,7 @@ from synapse_nb.cli._common import (
     Group,
     JsonOpt,
     LimitOpt,
+    People,
     YesOpt,
     echo_json,
     fail,
@@ -116,7 +117,8 @@ def lessons_list(
     limit: LimitOpt = 0,
     as_json: JsonOpt = False,
 ) -> None:
-    """List lessons (all, or one status).
+    """List lessons (all, or one status): people's first (a lesson a person wrote or approved), then agents'
+    drafts, each newest first. With --limit, a line on stderr says how many it left out.
 
     Examples:
 
@@ -125,14 +127,19 @@ def lessons_list(
         synapse-nb lessons list --json
     """
     v = open_vault_for(ctx)
-    recs = v.lessons.list(status=status, limit=limit_arg(limit))
+    # an agent's drafts never push a person's approved rule out of the limit (review 72; lessons are capped, so
+    # reading them all is cheap)
+    shown = People.of(v.lessons.list(status=status), limit_arg(limit), "lesson", "lessons")
+    recs = shown.records
     borrowed = v.borrowed
     awaiting = {x.id for x in v.lessons.awaiting_local()} if borrowed is not None and v.actor == "user" else set()
     if as_json:
         if borrowed is None:
-            print_records(recs, True, "")
+            print_records(recs, True, "", more=shown.more)
         else:  # each lesson says whether it is in force here
             echo_json([{**record_json(r), "awaiting_local_approval": r.id in awaiting} for r in recs])
+            if shown.more:
+                typer.echo(shown.more, err=True)
         return
     if borrowed is not None:
         typer.echo(borrowed.line)
@@ -142,6 +149,8 @@ def lessons_list(
     for r in recs:
         typer.echo(listing_line(r) + ("  (approved elsewhere: awaiting local approval, not in force; "
                                      f"{PROG} lessons approve {shown_id(r.id)})" if r.id in awaiting else ""))
+    if shown.more:
+        typer.echo(shown.more, err=True)
 
 
 #: What answer w approves for a borrowed vault's lesson awaiting local approval (the widget's button says the same).

@@ -29,6 +29,7 @@ from synapse_nb.models import (
     Record,
     past_agent_limits,
 )
+from synapse_nb.provenance import PERSONS_LESSON_STATES
 from synapse_nb.store.records import MemoryCounts, MemoryFilter, View
 from synapse_nb.store.sql import decode as dec
 from synapse_nb.store.sql.connection import D, Fields, Repository
@@ -454,7 +455,8 @@ def _commit_json(v: dict[str, Any] | None) -> str | None:
 
 class LessonsTable(Table[Lesson, D]):
     kind = "lesson"
-    people = "$source = 'user' OR $status IN ('approved', 'expired')"  # a rule a person approved: theirs
+    # a rule a person approved: theirs (provenance.human_record's rule, which the CLI's listings sort by)
+    people = "$source = 'user' OR $status IN (" + ", ".join(f"'{s}'" for s in PERSONS_LESSON_STATES) + ")"
     columns: ClassVar[Columns] = {
         "status": ("status", _as_is), "lesson_text": ("lesson_text", _as_is),
         "approved_at": ("approved_at", _as_is), "expires_at": ("expires_at", _as_is),
