@@ -288,11 +288,15 @@ def _episode(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         return HookAnswer()
     with session_state(v.path, key) as st:
         if st.changed:
+            from synapse_nb.provenance import FILE_NAMES, file_names
+
             n = len(st.changed)
-            shown = ", ".join(st.changed[:20]) + (f" and {n - 20} more" if n > 20 else "")
+            # the names as quoted data, as every reader lists them: a file an agent named like a rule ("x] [main,
+            # approved] ...") reads as a name, never as the episode's words (review 71)
+            shown = file_names(st.changed, width=2_000)
             task = f"task: {st.task}; " if st.task else ""
             v.episodes.log(f"agent session {event.session or '-'}"[:200], status="unknown",
-                           outcome=f"{task}changed {plural(n, 'file')}: {shown}", refs=st.changed[:200])
+                           outcome=f"{task}changed {plural(n, 'file')} ({FILE_NAMES}): {shown}", refs=st.changed[:200])
             st.changed = []
             st.episodes += 1
     return HookAnswer()
