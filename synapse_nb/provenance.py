@@ -571,8 +571,8 @@ def mark(record: Any) -> str:
     return "[user]" if who == "user" else "[agent · unverified]"
 
 
-#: A lesson in these states stands as a person's whoever proposed it (only a person approves one); the store's
-#: search reads the same rule (``LessonsTable.people``), so a listing and a search agree.
+#: A lesson in these states stands as a person's whoever proposed it (only a person approves one); the SQL of the
+#: same rule is ``store.sql.authors.people`` (a search's order), so a listing and a search agree.
 PERSONS_LESSON_STATES: tuple[str, ...] = ("approved", "expired")
 
 

@@ -111,7 +111,7 @@ def _fit(before: list[Part], lessons: Sequence[Lesson], shown_before: Iterable[s
     named only) that fits in the whole limit comes first and takes the room it needs; what follows gets what is
     left (cut, or left for later: review 35, a 6,000-character lesson was named only on every prompt while an agent
     wrote matching memories each turn)."""
-    from synapse_nb.recall.assembly import banner_parts, lesson_item
+    from synapse_nb.recall.assembly import banner_parts, join_blocks, lesson_item
 
     sep: list[Part] = [("", ())]
 
@@ -124,8 +124,7 @@ def _fit(before: list[Part], lessons: Sequence[Lesson], shown_before: Iterable[s
     extra = [len(lesson_item(i, x)) + 8 for i, x in enumerate(lessons, 1) if x.id in owed and x.id not in shown]
     room = min(whole, room + sum(n for n in extra if n <= whole))
     banner = banner_parts(lessons, shown, room, first=owed)
-    blocks = [b for b in (before, banner, after) if b]
-    return cut_parts([p for i, b in enumerate(blocks) for p in (sep if i else []) + b], limit)
+    return cut_parts(join_blocks(before, banner, after), limit)
 
 
 def _left(v: Vault, event: HookEvent, lessons: Sequence[Lesson], shown_before: Iterable[str], kept: set[str],

@@ -33,8 +33,8 @@ from synapse_nb.provenance import (
 )
 from synapse_nb.recall.types import KIND_ORDER, Bars, ExplainRow, ExplainRows, RecallItem
 
-__all__ = ["AGENT_WORDS", "BANNER", "MEMORY_CONTENT_CHARS", "Part", "agents_words", "as_of_heading", "assemble",
-           "assemble_parts", "banner_parts", "banner_text", "empty_reason", "hits_parts", "legend_for", "lesson_item",
+__all__ = ["AGENT_WORDS", "BANNER", "MEMORY_CONTENT_CHARS", "Part", "agents_words", "as_of_heading", "assemble_parts",
+           "banner_parts", "banner_text", "empty_reason", "hits_parts", "join_blocks", "legend_for", "lesson_item",
            "record_line", "with_legend"]
 
 #: Most characters of a memory's content on its line (longer content is cut, ending in "…").
@@ -298,20 +298,24 @@ def hits_parts(query: str, kept: Sequence[RecallItem], note: str = "") -> list[P
     return parts
 
 
-def assemble(query: str, kept: Sequence[RecallItem], lessons: Sequence[Lesson], shown_before: set[str],
-             note: str = "", as_of: str | None = None) -> str:
-    """The text of a recall: the banner (lessons in ``shown_before`` named by id only; ``as_of``: the lessons of a
-    recall rebuilt from history, under :func:`as_of_heading`), then the hits grouped by kind (priority, newest, id),
-    or "nothing new" (with ``note`` saying why)."""
-    return "\n".join(t for t, _ in assemble_parts(query, kept, lessons, shown_before, note, as_of))
-
-
 def assemble_parts(query: str, kept: Sequence[RecallItem], lessons: Sequence[Lesson], shown_before: set[str],
                    note: str = "", as_of: str | None = None) -> list[Part]:
-    """:func:`assemble`'s text as parts, one a line (an empty one between the banner and the hits): a caller that
-    cuts the text finds which records and lessons its cut kept whole (:func:`synapse_nb.render.whole_ids`)."""
-    blocks = [b for b in (banner_parts(lessons, shown_before, as_of=as_of), hits_parts(query, kept, note)) if b]
-    return [p for i, b in enumerate(blocks) for p in ([("", ())] if i else []) + b]
+    """The text of a recall as parts, one a line, each with the ids it gives: the banner (lessons in ``shown_before``
+    named by id only; ``as_of``: the lessons of a recall rebuilt from history, under :func:`as_of_heading`), then
+    the hits grouped by kind (priority, newest, id), or "nothing new" (with ``note`` saying why). A caller that cuts
+    the text finds which records and lessons its cut kept whole (:func:`synapse_nb.render.whole_ids`)."""
+    return join_blocks(banner_parts(lessons, shown_before, as_of=as_of), hits_parts(query, kept, note))
+
+
+def join_blocks(*blocks: Sequence[Part]) -> list[Part]:
+    """The blocks that hold parts, one after the other with an empty line between each (what a recall, a hook's
+    answer and the lines said before a recall's banner are made of).
+
+    >>> join_blocks([("a", ("x",))], [], [("b", ())])
+    [('a', ('x',)), ('', ()), ('b', ())]
+    """
+    kept = [b for b in blocks if b]
+    return [p for i, b in enumerate(kept) for p in ([("", ())] if i else []) + list(b)]
 
 
 def empty_reason(query: str, kept: Sequence[RecallItem], rows: Sequence[ExplainRow] | ExplainRows,

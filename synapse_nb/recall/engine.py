@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from synapse_nb._util import check_files
 from synapse_nb.errors import IndexError_, QueryError, SemanticUnavailableError, SnapshotMoved, ValidationError
 from synapse_nb.models import Lesson, Memory, Record
-from synapse_nb.recall.assembly import assemble_parts, empty_reason, record_line
+from synapse_nb.recall.assembly import assemble_parts, empty_reason, join_blocks, record_line
 from synapse_nb.recall.bm25 import Postings, Term, bm25_top
 from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, query_words
 from synapse_nb.recall.coverage import Cover, cover_terms
@@ -347,7 +347,7 @@ class Recaller:
             before.append(off)
         elif waiting:  # its people's records only, agents' waiting to be embedded (review 67)
             before.append(SEMANTIC_PEOPLE_LINE)
-        parts = [p for line in before for p in ((line, ()), ("", ()))] + parts
+        parts = join_blocks(*([(line, ())] for line in before), parts)
         text = "\n".join(t for t, _ in parts)
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
                       nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=rows,

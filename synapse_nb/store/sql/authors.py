@@ -6,8 +6,22 @@ Each reads a record by its primary key in its kind's table (lessons are neither 
 from __future__ import annotations
 
 from synapse_nb.models import KIND_BY_NAME, RANKED_KINDS
+from synapse_nb.provenance import PERSONS_LESSON_STATES
 
-__all__ = ["agents_case", "agents_ids", "person_sql"]
+__all__ = ["agents_case", "agents_ids", "people", "person_sql"]
+
+
+def people(kind: str, row: str = "t.") -> str:
+    """The condition on a row of ``kind``'s table (its columns named ``row`` + column) that it stands as a person's
+    (:func:`~synapse_nb.provenance.human_record`): a person wrote it, (a memory) a person verified it, (a lesson) a
+    person approved it. A ``source`` other than 'user' reads as an agent's.
+
+    >>> people("memory", "$")
+    "($source = 'user' OR $verified = 1)"
+    """
+    extra = {"memory": f" OR {row}verified = 1",
+             "lesson": f" OR {row}status IN (" + ", ".join(f"'{s}'" for s in PERSONS_LESSON_STATES) + ")"}
+    return f"({row}source = 'user'{extra.get(kind, '')})"
 
 
 def _agents(kind: str) -> str:
@@ -35,6 +49,5 @@ def agents_ids() -> str:
 
 def person_sql(rid: str) -> str:
     """SQL: whether the record ``rid`` names stands as a person's: a person wrote it, or (a memory) verified it."""
-    return "(" + " OR ".join(
-        f"EXISTS (SELECT 1 FROM {KIND_BY_NAME[k].table} t WHERE t.id = {rid} AND (t.source = 'user'"
-        + (" OR t.verified = 1" if k == "memory" else "") + "))" for k in RANKED_KINDS) + ")"
+    return "(" + " OR ".join(f"EXISTS (SELECT 1 FROM {KIND_BY_NAME[k].table} t WHERE t.id = {rid} AND {people(k)})"
+                             for k in RANKED_KINDS) + ")"

@@ -29,9 +29,9 @@ from synapse_nb.models import (
     Record,
     past_agent_limits,
 )
-from synapse_nb.provenance import PERSONS_LESSON_STATES
 from synapse_nb.store.records import MemoryCounts, MemoryFilter, View
 from synapse_nb.store.sql import decode as dec
+from synapse_nb.store.sql.authors import people
 from synapse_nb.store.sql.connection import D, Fields, Repository
 from synapse_nb.store.sql.dialect import ALWAYS
 
@@ -80,14 +80,15 @@ class Table(Repository[D], Generic[R, D]):
     order_by: ClassVar[str] = "created_at DESC, id DESC"
     #: record field -> (column, encoder) for :meth:`update`
     columns: ClassVar[Columns] = {}
-    #: the rows that stand as a person's (``provenance.human_record`` in SQL: a ``source`` other than 'user' reads as
-    #: an agent's): :meth:`_match` reads them apart from agents' and first
-    people: ClassVar[str] = "$source = 'user'"
+    #: the rows that stand as a person's (``authors.people``: ``provenance.human_record`` in SQL, set per kind by
+    #: ``__init_subclass__``): :meth:`_match` reads them apart from agents' and first
+    people: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         if cls.kind:
             cls.table, cls.fields = KIND_BY_NAME[cls.kind].table, KIND_BY_NAME[cls.kind].fields
+            cls.people = people(cls.kind, "$")
 
     def __init__(self, db: D) -> None:
         super().__init__(db)
@@ -282,7 +283,6 @@ def _memory_where(view: View, f: MemoryFilter) -> tuple[str, tuple[Any, ...]]:
 class MemoriesTable(Table[Memory, D]):
     kind = "memory"
     order_by = "priority ASC, updated_at DESC, id DESC"
-    people = "$source = 'user' OR $verified = 1"  # a memory a person verified stands as theirs
     columns: ClassVar[Columns] = {
         "content": ("content", _as_is), "tags": ("tags", _json_list), "source": ("source", _as_is),
         "priority": ("priority", PRIORITY_RANK.__getitem__), "verified": ("verified", int),
@@ -455,8 +455,6 @@ def _commit_json(v: dict[str, Any] | None) -> str | None:
 
 class LessonsTable(Table[Lesson, D]):
     kind = "lesson"
-    # a rule a person approved: theirs (provenance.human_record's rule, which the CLI's listings sort by)
-    people = "$source = 'user' OR $status IN (" + ", ".join(f"'{s}'" for s in PERSONS_LESSON_STATES) + ")"
     columns: ClassVar[Columns] = {
         "status": ("status", _as_is), "lesson_text": ("lesson_text", _as_is),
         "approved_at": ("approved_at", _as_is), "expires_at": ("expires_at", _as_is),
