@@ -278,3 +278,25 @@ def test_the_shared_project_scope_keeps_the_bare_name_a_local_scope_writes_the_p
     assert res.exit_code == 0 and "note: the project scope" not in res.stderr
     local = json.loads((project / ".claude" / "settings.local.json").read_text(encoding="utf-8"))
     assert local["hooks"]["SessionEnd"][-1]["hooks"][0]["command"] == f"{shlex.quote(str(script))} hook SessionEnd"
+
+
+def test_the_python_install_of_the_project_scope_keeps_the_bare_name_too(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scope's command is the core's choice, not the CLI's: ``install("project")`` from Python wrote this
+    machine's absolute venv path into the committed ``.claude/settings.json`` and ``.mcp.json`` (only the CLI
+    passed the scope to ``resolved_command``)."""
+    import sysconfig
+
+    from synapse_nb.agents.claude_code import apply_changes, install, mcp_add_command
+
+    script = _script(tmp_path / "bin")
+    monkeypatch.setattr(sysconfig, "get_path", lambda name, *a, **kw: str(script.parent))
+    monkeypatch.setenv("PATH", f"{script.parent}:/usr/bin:/bin")
+    changes = install("project", project=project)
+    assert all(c.path.is_relative_to(project) for c in changes)
+    apply_changes(changes)
+    assert _settings(project)["hooks"]["SessionEnd"][-1]["hooks"][0]["command"] == "synapse-nb hook SessionEnd"
+    mcp = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]["synapse-nb"]
+    assert mcp["command"] == "synapse-nb"
+    assert mcp_add_command("project").endswith("-- synapse-nb mcp")
+    assert shlex.quote(str(script)) in mcp_add_command("local")

@@ -242,7 +242,7 @@ def _mcp_entry(base: str, mind: str) -> dict[str, Any]:
 def mcp_add_command(scope: str, base: str | None = None, mind: str = "default") -> str:
     """The ``claude mcp add`` line that registers the server for ``scope`` (Claude Code keeps local and user
     servers in its own ``~/.claude.json``, which synapse-nb does not edit)."""
-    entry = _mcp_entry(base or default_command(), mind)
+    entry = _mcp_entry(base or resolved_command(scope)[0], mind)
     return shlex.join(["claude", "mcp", "add", "--scope", scope, MCP_NAME, "--", entry["command"], *entry["args"]])
 
 
@@ -334,7 +334,7 @@ def install(scope: str = "project", *, project: str | Path | None = None, home: 
     """The changes that install the hooks for ``scope`` (and, for the project scope, the MCP server in
     ``.mcp.json``); nothing is written: :func:`apply_changes` writes them."""
     root = project_root(project)
-    base = command or default_command()
+    base = command or resolved_command(scope)[0]  # the scope's: the project's files are shared (review 68)
     if not base.strip():
         raise ValidationError("--command must not be empty; give how to run synapse-nb, e.g. 'synapse-nb'")
     changes = [_settings_change(settings_path(scope, root, home), base, mind, remove=False)]
