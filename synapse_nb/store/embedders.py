@@ -473,6 +473,7 @@ def unavailable(spec: str | None) -> str | None:
 
 
 def _build(spec: str) -> Embedder:
+    spec = check_spec(spec)  # the form is the one check_spec accepts (a synapse_nb module refused there), or none
     kind, _, arg = spec.partition(":")
     if spec == "wordllama":
         return WordLlamaEmbedder()
@@ -482,8 +483,6 @@ def _build(spec: str) -> Embedder:
         return check_embedder(SentenceTransformersEmbedder(arg))
     if kind == "import" and arg.count(":") == 1:
         module, _, attr = arg.partition(":")
-        if module.split(".")[0] == "synapse_nb":  # the package's own modules are imported by name, never by a spec
-            raise ValidationError(f"embedder spec {spec!r}: give a module of your own, not one of synapse_nb's")
         try:
             factory = pkgutil.resolve_name(arg)
         except (ImportError, AttributeError, ValueError) as e:
@@ -491,9 +490,9 @@ def _build(spec: str) -> Embedder:
         return check_embedder(factory())
     with _lock:
         factory = _registry.get(spec)
-    if factory is not None:
-        return check_embedder(factory())
-    raise ValidationError(f"unknown embedder {spec!r}; {_SPEC_HELP}")
+    if factory is None:  # unregistered since check_spec read the names
+        return _build(spec)
+    return check_embedder(factory())
 
 
 def load_embedder(spec: str | None = None) -> Embedder:
