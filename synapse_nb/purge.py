@@ -177,15 +177,21 @@ def purge_target(ctx: Context, record_id: str) -> PurgeTarget:
     text); a :class:`~synapse_nb.errors.NotFoundError` when there is nothing of it."""
     ctx.require_human("purge a record")
     rid, kind, current, entries = _found(ctx, record_id)
-    last = current
-    if last is None:  # deleted already: its last version an entry holds (a deletion's ``before``)
-        last = next((e.previous for e in reversed(entries) if e.previous is not None), None)
+    last = _last(current, entries)
     n_rev = sum(1 for r in ctx.store.revisions.of_mind(ctx.mind) if r.rid == rid)
     return PurgeTarget(id=rid, kind=kind, mark=mark(last) if last is not None else "", address=_address(last),
                        summary=last.summary_line() if last is not None else "", exists=current is not None,
                        history=len(entries), revisions=n_rev, links=len(ctx.store.links.of_record(rid)),
                        deleted_by=None if current is not None else entries[-1].actor,
                        deleted_at=None if current is not None else entries[-1].at)
+
+
+def _last(current: Any, entries: list[Any]) -> Any:
+    """The record's last known version: itself, or (deleted already) the last one an entry holds (a deletion's
+    ``before``); None when no entry holds one."""
+    if current is not None:
+        return current
+    return next((e.previous for e in reversed(entries) if e.previous is not None), None)
 
 
 def _address(rec: Any) -> str:
@@ -210,8 +216,9 @@ def purge(ctx: Context, scrub: Callable[[list[str]], object] | None = None) -> C
     """``purge(ctx)(record_id)``: remove the record (any kind) of the context's mind and all its history (human
     only); see the module docstring. ``scrub`` scrubs a record deleted earlier (its history only goes now)."""
     def run(record_id: str) -> PurgeReport:
-        target = purge_target(ctx, record_id)
-        rid, kind, current, entries = _found(ctx, record_id)
+        ctx.require_human("purge a record")
+        rid, kind, current, entries = _found(ctx, record_id)  # read once: the report names what it removed
+        last = _last(current, entries)
         store = ctx.store
         born = min([e.at for e in entries] + ([current.created_at] if current is not None else []))
         died = None if current is not None else max(e.at for e in entries)
@@ -236,7 +243,8 @@ def purge(ctx: Context, scrub: Callable[[list[str]], object] | None = None) -> C
             after = f"the scrub after the purge's commit failed ({exc}); the next deletion or purge runs it"
         report = PurgeReport(id=rid, kind=kind, record_deleted=current is not None, history_removed=n_hist,
                              revisions_removed=n_rev, links_removed=n_link, exports_holding=holding,
-                             fts_behind=after, mark=target.mark, address=target.address)
+                             fts_behind=after, mark=mark(last) if last is not None else "",
+                             address=_address(last))
         if current is None and scrub is not None:  # a deletion was scrubbed at its commit already
             scrub([rid])
         return report
