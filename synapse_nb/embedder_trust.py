@@ -1,6 +1,6 @@
 """The code-loading embedders a person set, per vault, in a file of this Unix user's outside every vault.
 
-A ``recall_embedder`` spec that loads code or files (:func:`synapse_nb.settings.outside_code`: ``import:<module>:
+A ``recall_embedder`` spec that loads code or files (:func:`outside_code`: ``import:<module>:
 <factory>``, ``sentence-transformers:<folder>``) is stored in the vault, and a vault travels: a clone of a repository
 that commits it (borrowed: :mod:`synapse_nb.borrowed`), but also a downloaded archive of that repository (GitHub's
 "Download ZIP"), or a copied ``synapse.db``, which nothing marks as someone else's (review 69). So the vault's own
@@ -36,13 +36,26 @@ if TYPE_CHECKING:
     from synapse_nb.context import Context
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["TRUST_NAME", "record", "set_here", "trust_file", "vault_identity"]
+__all__ = ["TRUST_NAME", "outside_code", "record", "record_code", "set_here", "trust_file", "unrecorded",
+           "vault_identity"]
 
 #: The file's name in this user's synapse_nb folder (:func:`synapse_nb._util.user_config_dir`).
 TRUST_NAME = "embedders.json"
 _VERSION = 1
 #: Seconds a writer waits for another writer of the file.
 _WAIT = 10.0
+
+
+def outside_code(spec: str) -> bool:
+    """Whether the embedder spec ``spec`` loads code or files named by the spec itself (``import:<module>:<factory>``,
+    ``sentence-transformers:<folder>``, and any future form with a ``:``), rather than a built-in (``wordllama``,
+    ``e5-small``) or a name this process registered (:func:`synapse_nb.store.embedders.register_embedder`: such a
+    name never holds a ``:``, so the rule needs no list of forms).
+
+    >>> [outside_code(s) for s in ("wordllama", "e5-small", "mine", "import:evil:make", "sentence-transformers:m")]
+    [False, False, False, True, True]
+    """
+    return ":" in spec
 
 
 def trust_file() -> Path:
@@ -98,6 +111,24 @@ def set_here(store: VaultStore, spec: str) -> bool:
     """Whether a person set ``spec`` for the vault ``store`` is, as this user on this machine (:func:`record`)."""
     identity = vault_identity(store)
     return identity is not None and _key(identity, spec) in _entries(trust_file())
+
+
+def unrecorded(store: VaultStore, spec: object) -> bool:
+    """Whether ``spec`` (a ``recall_embedder`` value, as stored or as a file brings it) loads code or files and no
+    person set it for the vault ``store`` is, as this user on this machine: the one test of the settings' reader
+    (:meth:`synapse_nb.settings.Settings.embedder_spec`) and of an import's claims (:mod:`synapse_nb.transfer`).
+
+    >>> unrecorded(None, "wordllama"), unrecorded(None, None)  # built-ins and "none" never need a person's record
+    (False, False)
+    """
+    return isinstance(spec, str) and outside_code(spec) and not set_here(store, spec)
+
+
+def record_code(ctx: Context, spec: object) -> None:
+    """:func:`record` ``spec`` when it loads code or files; nothing for a built-in, a registered name or None (the
+    one step of a person's ``settings set`` and of an import with ``trust=True``)."""
+    if isinstance(spec, str) and outside_code(spec):
+        record(ctx, spec)
 
 
 def record(ctx: Context, spec: str) -> None:

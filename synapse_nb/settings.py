@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import check_branch
+from synapse_nb.embedder_trust import outside_code, record_code, set_here, unrecorded
 from synapse_nb.errors import EmbedderRefused, ValidationError
 from synapse_nb.provenance import inline
 from synapse_nb.render import BORROWED_EMBEDDER_LINE
@@ -137,18 +138,6 @@ EMBEDDER = "recall_embedder"
 #: Bars fields and the settings that hold their saved defaults.
 BAR_SETTINGS = {"floor": "recall_floor", "margin": "recall_margin", "top_k": "recall_top_k",
                 "budget_tokens": "recall_budget_tokens"}
-
-
-def outside_code(spec: str) -> bool:
-    """Whether the embedder spec ``spec`` loads code or files named by the spec itself (``import:<module>:<factory>``,
-    ``sentence-transformers:<folder>``, and any future form with a ``:``), rather than a built-in (``wordllama``,
-    ``e5-small``) or a name this process registered (:func:`synapse_nb.store.embedders.register_embedder`: such a
-    name never holds a ``:``, so the rule needs no list of forms).
-
-    >>> [outside_code(s) for s in ("wordllama", "e5-small", "mine", "import:evil:make", "sentence-transformers:m")]
-    [False, False, False, True, True]
-    """
-    return ":" in spec
 
 
 def _fewer(stored: tuple[str, ...], default: tuple[str, ...]) -> tuple[str, ...]:
@@ -320,24 +309,19 @@ class Settings:
         (:func:`synapse_nb.embedder_trust.set_here`; review 69: a downloaded archive or a copied file is not
         borrowed, yet its setting is someone else's), borrowed or not: it is not loaded, the channel stays off."""
         stored = _stored(EMBEDDER, self._ctx.store.meta.settings((EMBEDDER,)))
-        if stored is not None and outside_code(stored) and not self._set_here(stored):
+        if unrecorded(self._ctx.store, stored):
             raise EmbedderRefused(BORROWED_EMBEDDER_LINE)
         spec: str | None = stored
         return spec
 
     def _set_here(self, spec: str) -> bool:
-        from synapse_nb.embedder_trust import set_here
-
         return set_here(self._ctx.store, spec)
 
     def _record(self, values: dict[str, Any]) -> None:
         """Record a code-loading ``recall_embedder`` among ``values`` as set here, by this person, before it is
         stored (:func:`synapse_nb.embedder_trust.record`: human-only; a failure stores nothing)."""
-        for name, spec in values.items():  # the new value, not the one in force
-            if name == EMBEDDER and isinstance(spec, str) and outside_code(spec):
-                from synapse_nb.embedder_trust import record
-
-                record(self._ctx, spec)
+        if EMBEDDER in values:  # the new value, not the one in force
+            record_code(self._ctx, values[EMBEDDER])
 
     def not_in_force(self) -> dict[str, tuple[Any, Any]]:
         """In a borrowed vault, each stored value that is not in force: name -> (stored, in force); {} otherwise."""

@@ -64,12 +64,13 @@ from synapse_nb._util import (
     ts_text,
 )
 from synapse_nb.context import check_mind
+from synapse_nb.embedder_trust import record_code, unrecorded
 from synapse_nb.errors import ConflictError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds.lesson_scan import NOT_GITS, gits_commits, revert_claims
 from synapse_nb.kinds.registry import MANAGERS
 from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
 from synapse_nb.provenance import inline
-from synapse_nb.settings import EMBEDDER, SETTINGS, check_setting, outside_code
+from synapse_nb.settings import EMBEDDER, SETTINGS, check_setting
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS, NotJson
 from synapse_nb.transfer_caps import AgentCaps
 from synapse_nb.transfer_claims import trust_claims
@@ -419,10 +420,8 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
                 "re-run with --trust --trust-borrowed-approvals (API: trust_borrowed=True)")
         specs = [check_setting(EMBEDDER, d["value"]) for _, d in parsed if d["kind"] == "setting"
                  and d["name"] == EMBEDDER]  # the last one is stored
-        if trust and specs and specs[-1] is not None and outside_code(specs[-1]):  # the person set
-            from synapse_nb.embedder_trust import record  # it (a failure raises here: nothing is imported)
-
-            record(ctx, specs[-1])
+        if trust and specs:  # the person set it (a failure raises here: nothing is imported)
+            record_code(ctx, specs[-1])
         if latest:  # later writes must stamp after everything imported
             store.transfer.advance_clock(latest)
         if imported:  # each record imported gets its history entry, after any history the file brought
@@ -437,14 +436,11 @@ _UNSET = object()
 
 def _unrecorded_code(store: VaultStore, doc: dict[str, Any]) -> bool:
     """Whether a setting line names a code-loading ``recall_embedder`` no person set for this vault here
-    (:func:`synapse_nb.embedder_trust.set_here`): a claim even when the vault already stores it (a downloaded vault's
-    own export, imported back, approved its code without ``--trust``: second reader of review 69's fix)."""
-    value = doc["value"]
-    if doc["name"] != EMBEDDER or not isinstance(value, str) or not outside_code(value):
-        return False
-    from synapse_nb.embedder_trust import set_here
+    (:func:`synapse_nb.embedder_trust.unrecorded`): a claim even when the vault already stores it (a downloaded
+    vault's own export, imported back, approved its code without ``--trust``: second reader of review 69's fix)."""
+    return doc["name"] == EMBEDDER and unrecorded(store, doc["value"])
 
-    return not set_here(store, value)
+
 #: The characters of a claiming record's first line an import lists.
 CLAIMED_TEXT = 80
 
