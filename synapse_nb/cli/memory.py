@@ -302,9 +302,10 @@ def memory_export(
         return
     text = v.export_jsonl(dest, history=history)
     kinds = [json.loads(line).get("kind") for line in text.split("\n")[1:] if line]  # line 1: the header
-    n_settings, n_history = kinds.count("setting"), kinds.count("history")
-    typer.echo(f"exported {plural(len(kinds) - n_settings - n_history, 'record')}"
+    n_settings, n_history, n_links = kinds.count("setting"), kinds.count("history"), kinds.count("link")
+    typer.echo(f"exported {plural(len(kinds) - n_settings - n_history - n_links, 'record')}"
                + (f" and {plural(n_settings, 'setting')}" if n_settings else "")
+               + (f" and {plural(n_links, 'conflict link')}" if n_links else "")
                + (f" and {plural(n_history, 'history entry', 'history entries')}" if n_history else "")
                + f" to {dest}", err=True)
 
