@@ -85,6 +85,15 @@ def _line(doc: dict[str, Any]) -> str:
 def test_a_round_trip_recalls_and_lists_conflicts_as_the_original(vault: syn.Vault, source: dict[str, Any],
                                                                    tmp_path: Path, clock: FakeClock) -> None:
     text = vault.export_jsonl()
+    copy = _fresh(tmp_path, clock)
+    counts = copy.import_jsonl(text.split("\n"), trust=True)
+    assert _answers(tmp_path / "copy") == _answers(vault.path.parent)
+    copy_text = copy.recall("how do we deploy and tag the release").text
+    assert "deploy_procedure" in copy_text and "deploy_steps" not in copy_text  # the agent's copy stays hidden
+    assert "deploy_short" not in copy.recall("how do we deploy on fridays?").text
+    assert copy.export_jsonl() == text
+    copy.close()
+    assert counts["link"] == 4 and counts.claims["link status=kept"] == counts.claims["link status=merged"] == 1
     docs = _lines(text)
     assert docs[0] == {"format": "synapse_nb-export", "schema": EXPORT_SCHEMA} and EXPORT_SCHEMA == 4
     kinds = [d["kind"] for d in docs[1:]]
@@ -93,15 +102,6 @@ def test_a_round_trip_recalls_and_lists_conflicts_as_the_original(vault: syn.Vau
     assert [d["id"] for d in links] == sorted(x.id for x in vault.memories.conflicts(status=None))  # by id
     merged = next(d for d in links if d["id"] == source["merged"].id)
     assert merged["status"] == "merged" and merged["decided_at"] is not None
-    copy = _fresh(tmp_path, clock)
-    counts = copy.import_jsonl(text.split("\n"), trust=True)
-    assert counts["link"] == 4 and counts.claims["link status=kept"] == counts.claims["link status=merged"] == 1
-    assert copy.export_jsonl() == text
-    assert _answers(tmp_path / "copy") == _answers(vault.path.parent)
-    copy_text = copy.recall("how do we deploy and tag the release").text
-    assert "deploy_procedure" in copy_text and "deploy_steps" not in copy_text  # the agent's copy stays hidden
-    assert "deploy_short" not in copy.recall("how do we deploy on fridays?").text
-    copy.close()
 
 
 def test_the_cli_says_what_it_exported_and_imported(vault: syn.Vault, source: dict[str, Any],
