@@ -74,6 +74,11 @@ def link_docs(store: VaultStore) -> Iterator[dict[str, Any]]:
         yield {"kind": LINK_KIND, **link.to_dict()}
 
 
+def _q(value: Any) -> str:
+    """A value a file gave, as an error names it: one line, at most 80 characters (:func:`inline`), quoted."""
+    return repr(inline(value, 80)) if isinstance(value, str) else inline(repr(value), 80)
+
+
 def _check(doc: dict[str, Any]) -> None:
     """Check an export document's link format (its times are checked by the caller)."""
     keys = sorted(k for k in doc if k != "kind")
@@ -82,28 +87,32 @@ def _check(doc: dict[str, Any]) -> None:
         extra = sorted(set(keys) - set(LINK_FIELDS))
         raise ValidationError(f"fields do not match (missing: {missing or 'none'}, unknown: {extra or 'none'})")
     check_id(doc["id"], "lnk", "link id")
-    check_mind(doc["mind"])
+    try:
+        check_mind(doc["mind"])
+    except ValidationError:
+        raise ValidationError(f"mind {_q(doc['mind'])} is not a valid mind name") from None
     for side in ("a", "b"):
         kind = doc[f"{side}_kind"]
-        if kind not in KIND_NAMES:
-            raise ValidationError(f"{side}_kind {kind!r} is not a record kind; one of {', '.join(sorted(KIND_NAMES))}")
+        if not isinstance(kind, str) or kind not in KIND_NAMES:
+            raise ValidationError(f"{side}_kind {_q(kind)} is not a record kind; one of "
+                                  f"{', '.join(sorted(KIND_NAMES))}")
         check_id(doc[side], RECORD_TYPES[kind].prefix, f"{side} (a {kind}'s id)")
     if doc["a"] == doc["b"]:
         raise ValidationError(f"a and b are the same record ({doc['a']}): a link pairs two records")
     if doc["relation"] not in RELATIONS:
-        raise ValidationError(f"relation {doc['relation']!r} is not one of {', '.join(RELATIONS)}")
+        raise ValidationError(f"relation {_q(doc['relation'])} is not one of {', '.join(RELATIONS)}")
     if doc["status"] not in LINK_STATUSES:
-        raise ValidationError(f"status {doc['status']!r} is not one of {', '.join(LINK_STATUSES)}")
+        raise ValidationError(f"status {_q(doc['status'])} is not one of {', '.join(LINK_STATUSES)}")
     score = doc["score"]
     if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
-        raise ValidationError(f"score {score!r} is not a number from 0 to 1")
+        raise ValidationError(f"score {_q(score)} is not a number from 0 to 1")
     hidden = doc["hidden"]
     if hidden is not None and (doc["relation"] != "duplicate" or hidden not in (doc["a"], doc["b"])):
-        raise ValidationError(f"hidden {hidden!r} is not a side of the pair, or the pair is a contradiction: only a "
+        raise ValidationError(f"hidden {_q(hidden)} is not a side of the pair, or the pair is a contradiction: only a "
                               "duplicate hides one of its two records (or null)")
     reason = doc["reason"]
     if not isinstance(reason, str) or not (reason_ok(reason) or reason == UNKNOWN_REASON):
-        raise ValidationError(f"reason {reason!r} is not one the duplicate check gives")
+        raise ValidationError(f"reason {_q(reason)} is not one the duplicate check gives")
     if (doc["status"] == "open") != (doc["decided_at"] is None):
         raise ValidationError(f"{'an' if doc['status'] == 'open' else 'a'} {doc['status']} link "
                               f"{'has no' if doc['decided_at'] is None else 'has a'} "
