@@ -3,7 +3,8 @@
 Format: a header line ``{"format": "synapse_nb-export", "schema": N}``, then one object per record with
 ``"kind"`` first-class, rows ordered by kind then id, keys sorted. The fields of each kind are
 :data:`synapse_nb.store.base.EXPORT_FIELDS`; JSON fields (tags, files, commits) are real JSON values. Settings
-travel as ``{"kind": "setting", "name": ..., "value": ...}``.
+travel as ``{"kind": "setting", "name": ..., "value": ...}``; the duplicate check's links as ``{"kind": "link", ...}``
+lines after the records, by id (:mod:`synapse_nb.transfer_links`: what recall leaves out, and a person's decisions).
 
 An export escapes, inside its JSON strings, every character some reader treats as a line break or hides
 (U+2028, U+2029, U+0085 and the other C1 controls, DEL, zero-width and bidi controls: categories Cc, Cf, Zl, Zp),
@@ -26,10 +27,11 @@ claims (``history actor=user``, ``history before source=user``, ...), and a hist
 the same file brings in as new (:data:`STORED_HISTORY`, :data:`UNBROUGHT_HISTORY`: it would rewrite what
 ``memory history``, ``memory revert`` and ``as_of`` reads show of a record the vault holds, or of one it takes in
 later; review 22), and an agent's record an agent's own write would have been refused for past the agents' caps
-(:mod:`synapse_nb.transfer_caps`; review 69). Unless the human passes ``trust=True`` (CLI ``--trust``) an import
-that would write one is refused whole, the claims listed per kind; with it, they are accepted and listed
-(:attr:`ImportCounts.claims`). Records skipped as identical, settings that already hold the imported value and
-history entries whose version the vault holds already claim nothing.
+(:mod:`synapse_nb.transfer_caps`; review 69), and a link that is a person's decision or that hides, lists or decides
+a record the vault holds (:mod:`synapse_nb.transfer_links`; review 74). Unless the human passes ``trust=True`` (CLI
+``--trust``) an import that would write one is refused whole, the claims listed per kind; with it, they are accepted
+and listed (:attr:`ImportCounts.claims`). Records and links skipped as identical, settings that already hold the
+imported value and history entries whose version the vault holds already claim nothing.
 
 An export of a *borrowed* vault (:mod:`synapse_nb.borrowed`: it came with the repository, or a symlink leads to it)
 says so in its header: ``"borrowed": true`` and ``"approved_elsewhere"``, the ids of the lessons whose decision or
@@ -42,6 +44,7 @@ committer's approved lessons in force for the whole team).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import unicodedata
@@ -75,6 +78,8 @@ from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS
 from synapse_nb.transfer_caps import AgentCaps
 from synapse_nb.transfer_claims import trust_claims
 from synapse_nb.transfer_history import HISTORY_KIND, check_create_first, history_docs, history_entry
+from synapse_nb.transfer_links import LINK_KIND, FileLinks, link_docs
+from synapse_nb.transfer_links import explain as explain_links
 
 if TYPE_CHECKING:
     from synapse_nb.changes import HistoryEntry
@@ -85,10 +90,10 @@ __all__ = ["BORROWED_CLAIM", "EXPORT_FORMAT", "KINDS", "STORED_HISTORY", "UNBROU
            "approved_elsewhere", "dump_line", "export_lines", "import_lines", "source_lines", "trust_claims"]
 
 EXPORT_FORMAT = "synapse_nb-export"
-#: The version of what an export's records hold: the store schema that last changed it (v3: episodes' thread, seq,
-#: actor). A newer store schema that changes no record (SQLite v4 only queues its FTS5 writes) keeps it, so a team
-#: vault (PostgreSQL, schema 3) imports a local vault's export.
-EXPORT_SCHEMA = 3
+#: The version of what an export holds (v3: episodes' thread, seq, actor; v4: the duplicate check's links,
+#: :mod:`synapse_nb.transfer_links`, review 74). A newer store schema that changes no exported row (SQLite v4 only
+#: queues its FTS5 writes) keeps it; a file of an older version (no link lines) imports as before.
+EXPORT_SCHEMA = 4
 #: Each kind's own check of a stored record: one definition of what a valid memory, lesson, ... is.
 RECORD_CHECKS: dict[str, Callable[[Any], None]] = {kind: m.check_record for kind, m in MANAGERS.items()}
 #: The kinds an export holds, in export order.
@@ -229,6 +234,8 @@ def export_lines(store: VaultStore, *, history: bool = False, elsewhere: list[st
             if optional:  # written only when set: a vault that does not use them exports as before
                 doc = {k: v for k, v in doc.items() if v is not None or k not in optional}
             yield dump_line({"kind": kind, **doc})
+    for link in link_docs(store):  # what recall leaves out, and the person's decisions (review 74)
+        yield dump_line(link)
     if history:
         for entry in history_docs(store):
             yield dump_line(entry)
@@ -282,6 +289,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
     schema = min(store.schema_version, EXPORT_SCHEMA)
     parsed: list[tuple[int, dict[str, Any]]] = []
     hist: list[tuple[int, dict[str, Any]]] = []  # written after the records: where an entry goes depends on them
+    links = FileLinks()  # written after the records too, before the history
     seen_ids: dict[str, int] = {}
     header_seen = borrowed = False
     elsewhere: frozenset[str] = frozenset()
@@ -329,6 +337,12 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
                                     "come after the import that brings it")
             hist.append((lineno, doc))
             continue
+        if kind == LINK_KIND:
+            try:
+                links.add(lineno, doc, functools.partial(_ts, doc, horizon=horizon))
+            except ValidationError as exc:
+                raise _fail(lineno, f"link: {exc}") from None
+            continue
         if kind == "setting":
             name = doc.get("name")
             if not isinstance(name, str) or name not in SETTINGS:
@@ -356,7 +370,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
         except ValidationError as exc:
             raise _fail(lineno, f"{kind} {rid}: {exc}") from None
         parsed.append((lineno, doc))
-    if (parsed or hist) and not header_seen:
+    if (parsed or hist or links.lines) and not header_seen:
         raise ValidationError("import: the header line {\"format\": \"synapse_nb-export\", ...} is missing; "
                               "nothing was imported")
     not_gits = _not_gits(ctx, parsed)
@@ -395,9 +409,10 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
             counts[kind] += 1
             latest = max(latest, doc["updated_at"], doc["created_at"])
             imported.append((None, rec))
+        brought = {rec.id: rec for _, rec in imported}  # the records this file brings in as new
+        latest = max(latest, links.write(store, brought, counts, _fail, lambda *c: _claim(claims, claimed, *c)))
         if hist:
-            brought = {rec.id for _, rec in imported}  # the records this file brings in as new
-            latest = max(latest, _import_history(store, hist, brought, counts, claims, claimed))
+            latest = max(latest, _import_history(store, hist, set(brought), counts, claims, claimed))
         if claims and not trust:  # raised inside the transaction: everything above rolls back
             listed = ", ".join(f"{k} {n:,}" for k, n in sorted(claims.items()))
             where = ""
@@ -405,7 +420,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
                 where = (" Without --trust a file's history may describe only the records it brings in as new (not "
                          "in this vault, with no history here yet): history of another record rewrites what "
                          "`memory history`, `memory revert` and as_of reads show of it.")
-            where += caps.explain()
+            where += caps.explain() + explain_links(claims)
             raise PermissionDeniedError(
                 f"import: the file claims what only a human makes ({listed}); nothing was imported.{where} If you "
                 "made these records and settings (your own export, a colleague's you have read), re-run with "

@@ -935,6 +935,10 @@ def test_revisions_and_links_are_decided_once_and_a_deletion_drops_the_open_ones
     assert store.revisions.get(rev.id).status == "rejected" and store.revisions.pending_of(rev.rid) == []
     assert store.links.hidden("default") == {a.id: b.id}
     assert [x.id for x in store.links.of_record(b.id)] == ["lnk_000000000001", "lnk_000000000002"]
+    # an export reads them all, by id; an import asks whether two records are linked, named in either order
+    assert [x.id for x in store.links.all()] == ["lnk_000000000001", "lnk_000000000002"]
+    assert store.links.of_pair(b.id, a.id) == store.links.get("lnk_000000000001") and store.links.of_pair(a.id, c.id) \
+        is None
     with store.transaction():
         store.memories.delete(b.id)
     assert [x.id for x in store.links.of_mind("default")] == ["lnk_000000000002"]  # the decided one stays

@@ -43,7 +43,7 @@ def test_export_is_sorted_and_stable(full: syn.Vault, tmp_path: Path) -> None:
     assert text.endswith("\n")
     lines = text.splitlines()
     assert json.loads(lines[0]) == {"format": "synapse_nb-export", "schema": EXPORT_SCHEMA}
-    assert EXPORT_SCHEMA == 3 < SCHEMA_VERSION  # SQLite v4 changed no record: exports stay importable by schema 3
+    assert EXPORT_SCHEMA == 4 < SCHEMA_VERSION  # v4: the duplicate check's links travel (review 74)
     docs = [json.loads(x) for x in lines[1:]]
     settings = [d for d in docs if d["kind"] == "setting"]
     assert settings == [{"kind": "setting", "name": "lesson_expiry_days", "value": 5}]

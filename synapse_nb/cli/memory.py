@@ -302,9 +302,10 @@ def memory_export(
         return
     text = v.export_jsonl(dest, history=history)
     kinds = [json.loads(line).get("kind") for line in text.split("\n")[1:] if line]  # line 1: the header
-    n_settings, n_history = kinds.count("setting"), kinds.count("history")
-    typer.echo(f"exported {plural(len(kinds) - n_settings - n_history, 'record')}"
+    n_settings, n_history, n_links = kinds.count("setting"), kinds.count("history"), kinds.count("link")
+    typer.echo(f"exported {plural(len(kinds) - n_settings - n_history - n_links, 'record')}"
                + (f" and {plural(n_settings, 'setting')}" if n_settings else "")
+               + (f" and {plural(n_links, 'conflict link')}" if n_links else "")
                + (f" and {plural(n_history, 'history entry', 'history entries')}" if n_history else "")
                + f" to {dest}", err=True)
 
@@ -315,8 +316,9 @@ def memory_import(
     source: Annotated[str, typer.Argument(metavar="PATH", help="A JSON Lines export ('-' reads stdin).")],
     trust: Annotated[bool, typer.Option("--trust", help="Accept the file's trust claims (records by the user, "
                                         "verified memories, approved lessons and their wording, user analyses, "
-                                        "settings, history of records it does not bring in as new) as yours; they "
-                                        "are listed.")] = False,
+                                        "settings, history of records it does not bring in as new, decided "
+                                        "conflict links and links of records already here) as yours; they are "
+                                        "listed.")] = False,
     trust_borrowed: Annotated[bool, typer.Option("--trust-borrowed-approvals", help=(
         "Beside --trust: also accept the lessons an export of a borrowed vault (one that came with a repository) "
         "lists as approved or worded by whoever committed it, not by a person there; without it such a file "
@@ -328,7 +330,8 @@ def memory_import(
 
     A human-only command: refused in an agent's shell, and without a terminal (stdin from a pipe) unless --yes.
     What only a human makes (records with source user, verified memories, approved or expired lessons,
-    analyses by the user, settings, and history of a record the file does not bring in as new) is refused, the
+    analyses by the user, settings, history of a record the file does not bring in as new, and conflict links a
+    person decided or that name a record already here) is refused, the
     whole file with it, unless you pass --trust: the error lists the claims; with --trust the output does, and each
     record that made one (its id and first line; the first 20, --json all). An export of a borrowed vault says so
     in its header: the lessons in it that nobody in that checkout approved also need --trust-borrowed-approvals

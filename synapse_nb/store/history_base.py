@@ -105,6 +105,14 @@ class LinkTable(Protocol):
 
     def of_record(self, rid: str) -> list[Link]: ...
 
+    def all(self) -> Iterator[Link]:
+        """Every link, all minds, by id (an export's link lines)."""
+        ...
+
+    def of_pair(self, a: str, b: str) -> Link | None:
+        """The link of records ``a`` and ``b``, named in either order, or None."""
+        ...
+
     def hidden(self, mind: str) -> Mapping[str, str]:
         """The ids open links hide from recall, each to the record an open link shows in its place."""
         ...

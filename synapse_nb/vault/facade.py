@@ -563,7 +563,7 @@ class Vault:
             self._store, lambda r: isinstance(r, Lesson) and self.lessons.approved_here(r))
         lines = list(export_lines(self._store, history=history, elsewhere=elsewhere))
         text = "".join(line + "\n" for line in lines)
-        n_hist = sum(1 for line in lines if '"kind": "history"' in line)  # a key: quotes in text are escaped
+        n_hist, n_links = (sum(f'"kind": "{k}"' in x for x in lines) for k in ("history", "link"))  # text escapes "
         where = None if dest is None or hasattr(dest, "write") else str(Path(dest).expanduser().resolve())
         if dest is not None:
             if hasattr(dest, "write"):
@@ -581,7 +581,7 @@ class Vault:
             with self._store.transaction():  # stamped: after every write the export holds
                 self._store.exports.record(ExportMark(
                     id=new_id("exp"), taken_at=self._store.stamp(self._ctx.now_ts()), dest=where,
-                    records=len(lines) - 1 - n_hist, history=n_hist))
+                    records=len(lines) - 1 - n_hist - n_links, history=n_hist))
         return text
 
     def import_jsonl(self, source: str | Path | IO[str] | Iterable[str], *, trust: bool = False,

@@ -72,6 +72,8 @@ LINK_BY_ID = f"SELECT {_L} FROM links WHERE id = ?"
 LINK_MIND = "SELECT mind FROM links WHERE id = ?"
 LINK_IDS_FROM = "SELECT id FROM links WHERE id >= ? AND id < ? AND mind = ? ORDER BY id LIMIT ?"
 LINKS_OF_RECORD = f"SELECT {_L} FROM links WHERE a = ? OR b = ? ORDER BY created_at, id"
+LINKS_ALL = f"SELECT {_L} FROM links ORDER BY id"
+LINK_OF_PAIR = f"SELECT {_L} FROM links WHERE (a = ? AND b = ?) OR (a = ? AND b = ?) ORDER BY id"
 
 
 # the hidden side of each open link, unless it stands as a person's and the other side does not: a record that became
@@ -215,6 +217,15 @@ class LinksQueries(Repository[D]):
 
     def of_record(self, rid: str) -> list[Link]:
         return [_link(r) for r in self._db.query(LINKS_OF_RECORD, (rid, rid))]
+
+    def all(self) -> Iterator[Link]:
+        """Every link of the vault (all minds), by id (export)."""
+        return (_link(r) for r in self._db.iter_query(LINKS_ALL))
+
+    def of_pair(self, a: str, b: str) -> Link | None:
+        """The link of these two records, in either order (the least id, were there two), or None."""
+        row = self._db.query_one(LINK_OF_PAIR, (a, b, b, a))
+        return None if row is None else _link(row)
 
     def hidden(self, mind: str) -> dict[str, str]:
         """Ids recall leaves out: the hidden side of each open link of the mind, each to the record shown in its

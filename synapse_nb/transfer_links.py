@@ -1,0 +1,203 @@
+"""The duplicate check's links in an export (review 74): one ``{"kind": "link", ...}`` line per pair, after the
+records and before any history, by id; an import stores them with the records, in the same transaction.
+
+A link is part of what a vault answers: an open duplicate link leaves its hidden side out of recall
+(:mod:`synapse_nb.dupes`), ``memory conflicts`` lists the pairs, and a person's decision of one (``memory resolve``:
+kept, merged, superseded) is its status. An export without them, imported (``memory import``, ``team join``), gave a
+vault that recalled the hidden duplicate again and had forgotten the person's decisions, while its export was
+byte-identical to the original's.
+
+A line holds every column of the ``links`` table as the vault reads it (:class:`synapse_nb.changes.Link`): ``id``,
+``mind``, ``a`` and ``a_kind`` (the record the check read), ``b`` and ``b_kind`` (the one it found it like),
+``relation``, ``score``, ``hidden`` (the side an open duplicate leaves out of recall, or null), ``status``,
+``reason``, ``created_at`` and ``decided_at`` (null while open). An import checks each as the check writes one: ids
+of their kinds, two different records, a relation, status and reason the check gives, a score from 0 to 1, a hidden
+side that is one of a duplicate's two, ``decided_at`` set exactly when the link is decided; times as a record's.
+
+Where a link may go. An **open** link needs both its records in the vault after the import, in its mind; else the
+import is refused whole (such a line is a file edited or put together elsewhere: an open pair decides what recall
+leaves out and what the person's queue lists, and the vault would not be the one the file describes). A **decided**
+link may name a record the vault does not hold: a merge or a supersede deletes one side, and the decision stays on
+record (``memory conflicts --status all``). A link whose id the vault holds with the same fields is skipped (a
+re-import), and so is one whose two records the vault links already, under another id, with the same relation,
+hidden side and status (two vaults' checks of one pair: link ids are random); one holding anything else refuses the
+import (:class:`~synapse_nb.errors.ConflictError`), as a record does.
+
+Trust (:mod:`synapse_nb.transfer`: an import without ``trust=True`` refuses what only a human makes). What a link
+claims:
+
+- a decided link is a person's decision (``link status=kept``, ``merged``, ``superseded``);
+- a link naming a record the vault holds (identical records the file brings are held, not brought in as new) is
+  :data:`STORED_LINK`: it would hide that record from recall, or put it in the person's queue, or say its conflict
+  is decided (an agent's file hid a person's verified memory this way);
+- an open duplicate between two records the file brings in as new whose hidden side is not the one the duplicate
+  check would hide (:func:`synapse_nb.dupes.hidden_side`: a person's record stands over an agent's, else the newer,
+  ``a``, is hidden) is :data:`HIDING_LINK`.
+
+An open link between two records the file brings in as new, hiding nothing or the side the check would hide,
+claims nothing: without ``--trust`` those records are an agent's, and the check pairs an agent's writes alike.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from synapse_nb._util import check_id, shown_id
+from synapse_nb.changes import LINK_STATUSES, RELATIONS, UNKNOWN_REASON, Link, reason_ok
+from synapse_nb.context import check_mind
+from synapse_nb.dupes import hidden_side
+from synapse_nb.errors import ConflictError, ValidationError
+from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
+from synapse_nb.provenance import inline
+
+if TYPE_CHECKING:
+    from synapse_nb.store.base import VaultStore
+
+__all__ = ["HIDING_LINK", "LINK_FIELDS", "LINK_KIND", "STORED_LINK", "FileLinks", "explain", "link_docs"]
+
+#: The ``kind`` of a link line in an export.
+LINK_KIND = "link"
+#: A link line's fields (besides ``kind``): every column of the ``links`` table.
+LINK_FIELDS: tuple[str, ...] = ("id", "mind", "a", "a_kind", "b", "b_kind", "relation", "score", "hidden", "status",
+                                "reason", "created_at", "decided_at")
+#: The trust claim of a link naming a record the vault holds (not one the file brings in as new).
+STORED_LINK = "link of a record already in this vault"
+#: The trust claim of an open duplicate whose hidden side is not the one the duplicate check would hide.
+HIDING_LINK = "link hiding a side the duplicate check would not"
+
+
+def link_docs(store: VaultStore) -> Iterator[dict[str, Any]]:
+    """Every link of the vault (all minds) as an export document, by id."""
+    for link in store.links.all():
+        yield {"kind": LINK_KIND, **link.to_dict()}
+
+
+def _q(value: Any) -> str:
+    """A value a file gave, as an error names it: one line, at most 80 characters (:func:`inline`), quoted."""
+    return repr(inline(value, 80)) if isinstance(value, str) else inline(repr(value), 80)
+
+
+def _check(doc: dict[str, Any]) -> None:
+    """Check an export document's link format (its times are checked by the caller)."""
+    keys = sorted(k for k in doc if k != "kind")
+    if keys != sorted(LINK_FIELDS):
+        missing = sorted(set(LINK_FIELDS) - set(keys))
+        extra = sorted(set(keys) - set(LINK_FIELDS))
+        raise ValidationError(f"fields do not match (missing: {missing or 'none'}, unknown: {extra or 'none'})")
+    check_id(doc["id"], "lnk", "link id")
+    try:
+        check_mind(doc["mind"])
+    except ValidationError:
+        raise ValidationError(f"mind {_q(doc['mind'])} is not a valid mind name") from None
+    for side in ("a", "b"):
+        kind = doc[f"{side}_kind"]
+        if not isinstance(kind, str) or kind not in KIND_NAMES:
+            raise ValidationError(f"{side}_kind {_q(kind)} is not a record kind; one of "
+                                  f"{', '.join(sorted(KIND_NAMES))}")
+        check_id(doc[side], RECORD_TYPES[kind].prefix, f"{side} (a {kind}'s id)")
+    if doc["a"] == doc["b"]:
+        raise ValidationError(f"a and b are the same record ({doc['a']}): a link pairs two records")
+    if doc["relation"] not in RELATIONS:
+        raise ValidationError(f"relation {_q(doc['relation'])} is not one of {', '.join(RELATIONS)}")
+    if doc["status"] not in LINK_STATUSES:
+        raise ValidationError(f"status {_q(doc['status'])} is not one of {', '.join(LINK_STATUSES)}")
+    score = doc["score"]
+    if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
+        raise ValidationError(f"score {_q(score)} is not a number from 0 to 1")
+    hidden = doc["hidden"]
+    if hidden is not None and (doc["relation"] != "duplicate" or hidden not in (doc["a"], doc["b"])):
+        raise ValidationError(f"hidden {_q(hidden)} is not a side of the pair, or the pair is a contradiction: only a "
+                              "duplicate hides one of its two records (or null)")
+    reason = doc["reason"]
+    if not isinstance(reason, str) or not (reason_ok(reason) or reason == UNKNOWN_REASON):
+        raise ValidationError(f"reason {_q(reason)} is not one the duplicate check gives")
+    if (doc["status"] == "open") != (doc["decided_at"] is None):
+        raise ValidationError(f"{'an' if doc['status'] == 'open' else 'a'} {doc['status']} link "
+                              f"{'has no' if doc['decided_at'] is None else 'has a'} "
+                              "decided_at: it is set exactly when a person decided the link")
+
+
+class FileLinks:
+    """The link lines of one import: :meth:`add` each while the file is read (before anything is written), then
+    :meth:`write` them in the import's transaction once its records are written."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[int, Link]] = []
+        self._ids: dict[str, int] = {}
+        self._pairs: dict[frozenset[str], int] = {}
+
+    def add(self, lineno: int, doc: dict[str, Any], check_time: Callable[..., None]) -> None:
+        """Check one link line (``check_time(field, required=...)`` checks and normalises a time in ``doc``);
+        raises ValidationError saying what is wrong."""
+        _check(doc)
+        check_time("created_at", required=True)
+        check_time("decided_at", required=False)
+        values: dict[str, Any] = {f: doc[f] for f in LINK_FIELDS}
+        link = Link(**(values | {"score": float(values["score"])}))
+        if link.id in self._ids:
+            raise ValidationError(f"duplicate link id {link.id} (first on line {self._ids[link.id]})")
+        pair = frozenset((link.a, link.b))
+        if pair in self._pairs:
+            raise ValidationError(f"{link.a} and {link.b} are linked already on line {self._pairs[pair]}")
+        self._ids[link.id], self._pairs[pair] = lineno, lineno
+        self.lines.append((lineno, link))
+
+    def write(self, store: VaultStore, brought: Mapping[str, Record], counts: dict[str, int],
+              fail: Callable[[int, str], ValidationError], claim: Callable[[str, str, list[str]], None]) -> str:
+        """Store the links (``brought``: the records the import wrote as new, by id), counting them in ``counts``
+        (``link``, ``skipped``) and each link's claims through ``claim(record, text, claims)``; returns the latest
+        time written ("" for none). Refuses (raises) as the module docstring says."""
+        latest = ""
+        for lineno, link in self.lines:
+            held = {}  # each side -> whether the vault holds it after the import
+            for rid, kind in ((link.a, link.a_kind), (link.b, link.b_kind)):
+                mind = brought[rid].mind if rid in brought else store.table(kind).mind_of(rid)
+                if mind is not None and mind != link.mind:
+                    raise fail(lineno, f"link {link.id} pairs {kind} {rid}, which is in mind {inline(mind, 80)!r}, "
+                                       f"not in {link.mind!r}: a link pairs two records of its own mind")
+                held[rid] = mind is not None
+            missing = [rid for rid, is_held in held.items() if not is_held]
+            if link.status == "open" and missing:
+                raise fail(lineno, f"open link {link.id} pairs {missing[0]}, which is neither in this file nor in "
+                                   "this vault: an open link decides what recall leaves out and what `memory "
+                                   "conflicts` lists, so both its records must be in the vault (only a decided link "
+                                   "may name a record its merge or supersede deleted)")
+            there = store.links.get(link.id) or store.links.of_pair(link.a, link.b)
+            if there is not None:
+                same = there == link if there.id == link.id else (
+                    (there.relation, there.hidden, there.status) == (link.relation, link.hidden, link.status))
+                if same:
+                    counts["skipped"] += 1
+                    continue
+                raise ConflictError(
+                    f"import line {lineno}: link {link.id} ({_said(link)}) conflicts with the vault's link "
+                    f"{shown_id(there.id)} ({_said(there)}): a link the vault holds is changed only by a person's "
+                    "decision (memory resolve); nothing was imported")
+            store.links.insert([link])
+            counts[LINK_KIND] = counts.get(LINK_KIND, 0) + 1
+            made = [] if link.status == "open" else [f"link status={link.status}"]
+            if any(is_held and rid not in brought for rid, is_held in held.items()):
+                made.append(STORED_LINK)
+            elif link.status == "open" and link.hidden is not None and \
+                    link.hidden != hidden_side(brought[link.a], brought[link.b]):
+                made.append(HIDING_LINK)
+            claim(f"link {link.id}", _said(link), made)
+            latest = max(latest, link.created_at, link.decided_at or "")
+        return latest
+
+
+def _said(link: Link) -> str:
+    """A link in a few words: ``"duplicate mem_1 ~ mem_2, open, hides mem_1"``."""
+    hides = f", hides {shown_id(link.hidden)}" if link.hidden else ""
+    return f"{link.relation} {shown_id(link.a)} ~ {shown_id(link.b)}, {link.status}{hides}"
+
+
+def explain(claims: Counter[str]) -> str:
+    """What an import refused for its links' claims says of them (``""`` when it made none)."""
+    if not any(k.startswith(LINK_KIND + " ") for k in claims):
+        return ""
+    return (" Without --trust a file's links may pair only records it brings in as new, open and hiding nothing or "
+            "the side the duplicate check would hide: a link decides what recall leaves out of a record the vault "
+            "holds, and a decided one is a person's decision (memory resolve).")
