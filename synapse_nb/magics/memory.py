@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
-from IPython.core.magic import line_magic, magics_class
+from IPython.core.magic import line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from synapse_nb.errors import OfflineError
@@ -34,6 +34,7 @@ class MemoryMagics(FamilyMagics):
     @argument("--tags", help="comma-separated tags, one word each (db,deploy; '#DB' is the tag db)")
     @argument("--priority", help="critical, high, normal (default) or low")
     @argument("--expires", help="a duration such as 30d or 12h, or an ISO 8601 time")
+    @no_var_expand
     @line_magic
     @usage_errors
     def remember(self, line: str = "") -> Memory:
@@ -71,6 +72,7 @@ class MemoryMagics(FamilyMagics):
     @argument("--tag", help="search: only memories with this tag")
     @argument("--category", help="search: only this category")
     @argument("--fix", action="store_true", help="verify without ID: follow renames, mark dangling/stale records")
+    @no_var_expand
     @line_magic
     @usage_errors
     def memory(self, line: str = "") -> Status | RecordList[Memory] | StaleAnswer | VerifyReport | Memory | None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from traitlets import Bunch, Int, TraitError, Unicode, observe, validate
 
 from synapse_nb.errors import GitError, OfflineError, SynapseError, VaultNotFoundError
@@ -251,6 +251,7 @@ class SynapseMagics(Magics):
         return None if v.repo is None else git_changed_files(v.repo, exclude=v.path)
 
     # -- %synapse -------------------------------------------------------------------------------------------------
+    @no_var_expand
     @line_magic
     @usage_errors
     def synapse(self, line: str = "") -> None:
