@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 
-from synapse_nb.magics import _REGISTERED
+from synapse_nb.magics import _REGISTERED, _parse
 from tests.test_magics import TestingShell, _shell, _vault
 
 #: A line IPython would expand: a Python expression in braces, a variable after ``$``, a ``$$`` and a ``$5``.
@@ -75,10 +75,20 @@ def test_remember_stores_braces_and_dollars_as_typed(ip: TestingShell) -> None:
 
 
 def test_a_long_paste_is_refused_without_expanding_it(ip: TestingShell, monkeypatch: pytest.MonkeyPatch) -> None:
-    """IPython's expansion of a 200,000-character line is quadratic (190 s); the magic refuses it at its limit
-    without IPython expanding it first."""
+    """IPython's expansion of a 200,000-character line is quadratic (190 s): the magic refuses a long content at its
+    limit without IPython expanding the line first; and splitting a line like a shell is quadratic in a word's length
+    (2,000,000 characters: 90 s), so a line past every text's limit is refused before it is split."""
     expanded: list[str] = []
     monkeypatch.setattr(ip, "var_expand", lambda line, *a, **kw: expanded.append(line) or line)
-    with pytest.raises(UsageError, match="the limit is 32,768"):  # TestingShell re-raises the magic's error
-        ip.run_cell("%remember procedure long " + "x" * 200_000)
+    with pytest.raises(UsageError, match="content is 100,000 characters; the limit is 32,768"):  # TestingShell
+        ip.run_cell("%remember procedure long " + "x" * 100_000)  # re-raises the magic's error
     assert expanded == []
+
+    def no_split(*a: Any, **kw: Any) -> list[str]:
+        raise AssertionError("split")
+
+    monkeypatch.setattr(_parse, "arg_split", no_split)
+    for cell in ("%remember procedure long ", "%checkpoint create --doing ", "%recall ", "%%decision --tags x"):
+        with pytest.raises(UsageError, match="the magic's line is 2,000,0[0-9]{2} characters; the limit is 131,072"):
+            ip.run_cell(cell + "x" * 2_000_000 + ("\nUse WAL\n" if cell.startswith("%%") else ""))
+    assert expanded == [] and not _vault(ip).memories.count()
