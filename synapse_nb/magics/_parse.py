@@ -29,8 +29,8 @@ from argparse import ArgumentParser, Namespace
 from IPython.core.error import UsageError
 from IPython.utils._process_common import arg_split  # what IPython.utils.process re-exports (its %magic parsing)
 
-from synapse_nb._util import MAX_TEXT
 from synapse_nb.errors import ValidationError
+from synapse_nb.models import MAX_TEXT
 
 __all__ = [
     "MAX_LINE",

@@ -8,13 +8,13 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from synapse_nb._util import shown_id
 from synapse_nb.context import require_human
 from synapse_nb.differences import shown_memory
 from synapse_nb.errors import ConflictError, OfflineError
 from synapse_nb.magics._base import FamilyMagics, confirmed, usage_errors
 from synapse_nb.magics._parse import parse_line, split_line, split_list, split_options
 from synapse_nb.models import Memory, RecordList, Status
+from synapse_nb.render import shown_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.follow import VerifyReport
