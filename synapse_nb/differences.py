@@ -44,9 +44,10 @@ from typing import Any
 
 from synapse_nb._cleaning import code_point
 from synapse_nb._skeleton import skeleton
-from synapse_nb.provenance import neutralise
+from synapse_nb.provenance import mark, neutralise
 
-__all__ = ["LEGEND", "SHOWN", "FieldChange", "changes", "diff_lines", "lookalike_warning", "shown_lines", "value_lines"]
+__all__ = ["LEGEND", "SHOWN", "FieldChange", "changes", "diff_lines", "lookalike_warning", "shown_lines",
+           "shown_memory", "value_lines"]
 
 #: How a value is shown line by line (said where it is).
 SHOWN = ("as stored, a line each (a space in a run shown as ␣, a tab as ⇥, a character other than ASCII, an accented "
@@ -139,6 +140,28 @@ def shown_lines(text: object) -> list[str]:
         text = text.replace(sep, "\n")
     # read again as shown: "[user  verified]" must not become a mark spelt with the sign for a space
     return [neutralise(_shown_line(line)) for line in text.split("\n")]
+
+
+def shown_memory(mem: Any) -> str:
+    """All a person verifies of a memory (what ``Memories.verify(seen=)`` binds), as ``memory verify ID`` at a terminal
+    and ``%memory verify ID`` show it before verifying: its mark, priority and address, its text a line each as stored
+    (review 26: one quoted line hid where its line breaks were), then its tags, confidence and expiry (review 3: the
+    text alone was shown, and "critical" and free-text tags were verified unseen).
+
+    >>> from synapse_nb.models import Memory
+    >>> m = Memory(id="mem_1", mind="default", created_at="", updated_at="", category="procedure", key="deploy",
+    ...            content="make deploy\\n  # never", tags=("ops",), source="agent", verified=False, confidence=0.5)
+    >>> print(shown_memory(m).replace(SHOWN, "SHOWN"))
+    [agent · unverified] [normal] procedure/deploy, SHOWN:
+        make deploy
+        ␣␣# never
+      tags: ops; confidence 0.5; never expires
+    """
+    tags = ", ".join(line for t in mem.tags for line in shown_lines(t)) or "none"
+    expiry = f"expires {mem.expires_at}" if mem.expires_at else "never expires"
+    body = "".join(f"\n    {line}" for line in shown_lines(mem.content))
+    return (f"{mark(mem)} [{mem.priority}] {mem.address}, {SHOWN}:{body}\n"
+            f"  tags: {tags}; confidence {mem.confidence:g}; {expiry}")
 
 
 def value_lines(field: str, value: Any) -> list[str]:

@@ -264,7 +264,9 @@ def test_memory_status_search_expiring_prune_verify(ip: TestingShell) -> None:
     assert [m.key for m in ip.user_ns["soon"]] == ["release_freeze"]
     ip.run_cell("later = %memory expiring --within 1d")
     assert list(ip.user_ns["later"]) == []
-    ip.run_cell(f"ok = %memory verify {agent_mem.id}")
+    ip.run_cell(f"shown = %memory verify {agent_mem.id}")  # an agent's memory: shown first (test_review73_magics)
+    assert ip.user_ns["shown"] is None and not v.memories.get(agent_mem.id).verified
+    ip.run_cell(f"ok = %memory verify {agent_mem.id} --yes")
     assert ip.user_ns["ok"].verified and v.memories.get(agent_mem.id).verified
     with capture_output() as out:
         ip.run_cell("%memory prune")
@@ -308,8 +310,9 @@ def test_write_magics_confirm_in_one_line_with_the_record_one_click_away(ip: Tes
     m = ip.user_ns["m"]
     assert isinstance(m, syn.Memory) and m.content == "make migrate"
     agent = _vault(ip).as_agent().remember("knowledge", "cache_ttl", "cache entries live 5 minutes")
+    ip.run_cell(f"%memory verify {agent.id}")  # shows it; --yes verifies it as shown
     with capture_output() as out:
-        ip.run_cell(f"%memory verify {agent.id}")
+        ip.run_cell(f"%memory verify {agent.id} --yes")
     assert out.outputs[0].data["text/plain"] == f"✔ verified {agent.id} [agent · verified] knowledge/cache_ttl"
     assert "agent · verified" in out.outputs[0].data["text/html"]
 

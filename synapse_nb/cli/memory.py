@@ -31,7 +31,7 @@ from synapse_nb.cli._common import (
     require_human_here,
     state,
 )
-from synapse_nb.differences import SHOWN, shown_lines
+from synapse_nb.differences import shown_memory
 from synapse_nb.models import CATEGORIES, PRIORITIES
 from synapse_nb.provenance import mark
 from synapse_nb.render import (
@@ -204,15 +204,8 @@ def memory_verify(
         seen = v.memories.get(memory_id)
         if seen.verified:  # verified already: an agent's edit of it is a revision, not a change under the eyes
             seen = None
-        elif seen.source == "agent":
-            # all the human verifies: the digest bound below covers priority, tags, confidence and expiry too
-            # (review 3: the prompt showed the text alone, and "critical" and free-text tags were verified unseen)
-            tags = ", ".join(line for t in seen.tags for line in shown_lines(t)) or "none"
-            expiry = f"expires {seen.expires_at}" if seen.expires_at else "never expires"
-            # its text line by line as stored (review 26: one quoted line hid where its line breaks were)
-            body = "".join(f"\n    {line}" for line in shown_lines(seen.content))
-            typer.echo(f"{mark(seen)} [{seen.priority}] {seen.address}, {SHOWN}:{body}\n"
-                       f"  tags: {tags}; confidence {seen.confidence:g}; {expiry}", err=True)
+        elif seen.source == "agent":  # all the human verifies: the digest bound below covers every field shown
+            typer.echo(shown_memory(seen), err=True)
             if not typer.confirm("verify this memory as it reads?", default=False, err=True):
                 fail(f"not verified: {shown_id(seen.id)} stays {mark(seen)}")
     m = v.memories.verify(memory_id, confidence=confidence, seen=seen)

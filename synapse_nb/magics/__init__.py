@@ -7,7 +7,7 @@ Magics (``%magic?`` shows each one's full help), one ``@magics_class`` per famil
     %recall QUERY [--session S | --all] [--budget N] [--explain]                 RecallMagics
     %%decision [--tags a,b]            first line = decision, the rest = rationale  DecisionMagics
     %remember CATEGORY KEY CONTENT [--tags a,b] [--priority high] [--expires 30d]
-    %memory status | search Q | expiring [--within 7d] | prune | verify [ID] [--fix]  MemoryMagics
+    %memory status | search Q | expiring [--within 7d] | prune | verify [ID [--yes]] [--fix]  MemoryMagics
     %%episode TASK_KEY                 run the cell, log the run                 EpisodeMagics
     %lessons                           the LessonReview widget                   LessonsMagics
     %synapse                           vault, mind, actor and settings in use    SynapseMagics
@@ -20,6 +20,10 @@ through it, so ``%config SynapseMagics.mind = "research"`` switches all of them.
 
 Reading magics (``%recall``, ``%memory``, ``%checkpoint list|restore``, ``%lessons``) never create a
 vault; writing ones create it inside an existing folder and say where on stderr, once.
+
+Every magic takes its line as typed (``@no_var_expand``: IPython would put variables' values in ``{x}`` and
+``$name`` first; review 73). ``%memory verify ID`` prints an agent's memory and verifies nothing; ``--yes`` then
+verifies exactly what it printed.
 
 The magics act as the human user (``actor="user"``; in a kernel a coding agent started, as the agent). Every
 mistake in a magic line and every :class:`~synapse_nb.errors.SynapseError` becomes a one-line ``UsageError``; an

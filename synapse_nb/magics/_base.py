@@ -21,6 +21,7 @@ from synapse_nb.errors import OfflineError, SynapseError
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.kinds.autocheckpoint import AutoCheckpoint
+    from synapse_nb.models import Memory
     from synapse_nb.offline import OfflineVault
     from synapse_nb.vault import ReadableVault, Vault
 
@@ -50,6 +51,8 @@ class VaultHost(Protocol):
 
     #: records shown this cell (see :func:`shown_once`)
     fresh: list[Any]
+    #: what ``%memory verify ID`` last showed of each agent's memory (what ``--yes`` verifies)
+    to_verify: dict[str, Memory]
     #: the settings the families read (traitlets on ``SynapseMagics``; ``%config SynapseMagics.x = ...``)
     auto_checkpoint_cells: int | None
     default_budget: int | None

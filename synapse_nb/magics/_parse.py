@@ -30,8 +30,10 @@ from IPython.core.error import UsageError
 from IPython.utils._process_common import arg_split  # what IPython.utils.process re-exports (its %magic parsing)
 
 from synapse_nb.errors import ValidationError
+from synapse_nb.models import MAX_TEXT
 
 __all__ = [
+    "MAX_LINE",
     "default_session_id",
     "keep_recall_questions",
     "parse_line",
@@ -42,6 +44,11 @@ __all__ = [
     "split_options",
 ]
 
+#: Longest magic line read, in characters: four texts at their limit (a checkpoint's ``--doing``, ``--next-step`` and
+#: ``--blockers``, a memory's content: 32,768 each). Splitting like a shell (``shlex``) takes time quadratic in a
+#: word's length, so a longer paste is refused before it is split (review 73: 2,000,000 characters took 90 s).
+MAX_LINE = 4 * MAX_TEXT
+
 
 def split_line(line: str) -> list[str]:
     """Split a magic line like a shell with IPython's ``arg_split`` (quotes group words, and are removed).
@@ -49,8 +56,11 @@ def split_line(line: str) -> list[str]:
     A line whose quotes do not pair up (an apostrophe, as in ``how's``) is split on whitespace
     instead, keeping every character: in POSIX mode ``arg_split`` would drop the apostrophe, and in
     IPython's default non-POSIX mode (what ``parse_argstring`` uses) ``--doing "two words"`` would keep
-    its quotes in the value.
+    its quotes in the value. A line over :data:`MAX_LINE` characters is refused (:class:`ValidationError`).
     """
+    if len(line) > MAX_LINE:
+        raise ValidationError(f"the magic's line is {len(line):,} characters; the limit is {MAX_LINE:,} (a memory's "
+                              f"content, a checkpoint's --doing and each text like them: {MAX_TEXT:,})")
     try:
         return arg_split(line, posix=True, strict=True)
     except ValueError:

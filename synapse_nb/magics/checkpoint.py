@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from IPython.core.error import UsageError
-from IPython.core.magic import line_magic, magics_class
+from IPython.core.magic import line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from synapse_nb.errors import NoCheckpointError
@@ -29,6 +29,7 @@ class CheckpointMagics(FamilyMagics):
     @argument("--branch", help="list: only this git branch (default: every branch)")
     @argument("--limit", type=int, default=20, help="list: at most this many (default 20)")
     @argument("--every", type=int, help="auto: checkpoint every N executed cells that changed something")
+    @no_var_expand
     @line_magic
     @usage_errors
     def checkpoint(self, line: str = "") -> Checkpoint | RecordList[Checkpoint] | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from IPython.core.error import UsageError
-from IPython.core.magic import cell_magic, magics_class
+from IPython.core.magic import cell_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from synapse_nb.magics._base import FamilyMagics, confirmed, usage_errors
@@ -19,6 +19,7 @@ class DecisionMagics(FamilyMagics):
 
     @magic_arguments("%decision")  # the usage line reads %%decision (IPython writes one % before the name)
     @argument("--tags", help="comma-separated tags, one word each (storage,sqlite; '#SQLite' is the tag sqlite)")
+    @no_var_expand
     @cell_magic
     @usage_errors
     def decision(self, line: str = "", cell: str = "") -> Decision:

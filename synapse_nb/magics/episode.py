@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import cell_magic, magics_class
+from IPython.core.magic import cell_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from synapse_nb.errors import SynapseError
@@ -26,6 +26,7 @@ class EpisodeMagics(FamilyMagics):
 
     @magic_arguments("%episode")  # the usage line reads %%episode (IPython writes one % before the name)
     @argument("task_key", help="what this cell does, e.g. train_baseline (a rerun surfaces the prior run)")
+    @no_var_expand
     @cell_magic
     def episode(self, line: str = "", cell: str = "") -> Any:
         """Run the cell and log the run as an episode of TASK_KEY (status, duration, outcome).

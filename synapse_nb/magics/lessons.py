@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
-from IPython.core.magic import line_magic, magics_class
+from IPython.core.magic import line_magic, magics_class, no_var_expand
 
 from synapse_nb.magics._base import FamilyMagics, usage_errors
 
@@ -19,6 +19,7 @@ __all__ = ["LessonsMagics"]
 class LessonsMagics(FamilyMagics):
     """``%lessons``."""
 
+    @no_var_expand
     @line_magic
     @usage_errors
     def lessons(self, line: str = "") -> LessonReview:

@@ -5,17 +5,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
-from IPython.core.magic import line_magic, magics_class
+from IPython.core.magic import line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from synapse_nb.errors import OfflineError
+from synapse_nb.context import require_human
+from synapse_nb.differences import shown_memory
+from synapse_nb.errors import ConflictError, OfflineError
 from synapse_nb.magics._base import FamilyMagics, confirmed, usage_errors
 from synapse_nb.magics._parse import parse_line, split_line, split_list, split_options
 from synapse_nb.models import Memory, RecordList, Status
+from synapse_nb.render import shown_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.follow import VerifyReport
     from synapse_nb.offline import StaleAnswer
+    from synapse_nb.vault import Vault
 
 __all__ = ["MemoryMagics"]
 
@@ -34,6 +38,7 @@ class MemoryMagics(FamilyMagics):
     @argument("--tags", help="comma-separated tags, one word each (db,deploy; '#DB' is the tag db)")
     @argument("--priority", help="critical, high, normal (default) or low")
     @argument("--expires", help="a duration such as 30d or 12h, or an ISO 8601 time")
+    @no_var_expand
     @line_magic
     @usage_errors
     def remember(self, line: str = "") -> Memory:
@@ -66,15 +71,25 @@ class MemoryMagics(FamilyMagics):
 
     @magic_arguments()
     @argument("action", choices=["status", "search", "expiring", "prune", "verify"], help="what to do")
-    @argument("rest", nargs="*", help="search: the query; verify: a memory id or prefix")
+    @argument("rest", nargs="*", default=[], help="search: the query; verify: a memory id or prefix")
     @argument("--within", default="7d", help="expiring: how far ahead (default 7d)")
     @argument("--tag", help="search: only memories with this tag")
     @argument("--category", help="search: only this category")
     @argument("--fix", action="store_true", help="verify without ID: follow renames, mark dangling/stale records")
+    @argument("--yes", action="store_true",
+              help="verify ID: verify the agent's memory as the last %%memory verify ID showed it")
+    @no_var_expand
     @line_magic
     @usage_errors
     def memory(self, line: str = "") -> Status | RecordList[Memory] | StaleAnswer | VerifyReport | Memory | None:
         """Look after the vault: counts, search, what expires soon, pruning, verifying.
+
+        Verifying an agent's memory takes two steps, as ``synapse-nb memory verify ID`` at a terminal: an agent
+        may edit its unverified memory at any time, so ``%memory verify ID`` prints it as stored (its mark,
+        priority, text a line each, tags, confidence and expiry) and verifies nothing; ``%memory verify ID --yes``
+        then verifies it exactly as printed (one line; returns it). If it changed in between, nothing is verified:
+        the new version is printed, and ``--yes`` again verifies that one. A person's memory, or one verified
+        already, is verified at once.
 
         Examples
         --------
@@ -84,13 +99,20 @@ class MemoryMagics(FamilyMagics):
             %memory search migrations --tag db
             %memory expiring --within 14d
             %memory prune                     # delete expired memories, mark expired lessons
-            %memory verify mem_3f9a           # a human confirms an agent's memory (one line; returns it)
+            %memory verify mem_3f9a           # an agent's memory: shown as stored, not verified yet
+            %memory verify mem_3f9a --yes     # then verified as shown (one line; returns it)
             %memory verify                    # check every file reference against git HEAD
             %memory verify --fix              # follow renames, mark dangling and possibly stale records
         """
         args = parse_line(self.memory.parser, line)
         rest = " ".join(args.rest).strip()
+        if args.yes and (args.action != "verify" or not rest):
+            raise UsageError("--yes goes with %memory verify ID: it verifies an agent's memory as %memory verify ID "
+                             "showed it")
         if args.action == "search":
+            if not rest and args.tag is None and args.category is None:
+                raise UsageError("%memory search needs a query (it was empty or blank), e.g. %memory search migrations "
+                                 "(or --tag T / --category C alone: every memory with that tag or category)")
             found = self.synapse.readable_vault()
             if not found.offline:
                 try:
@@ -113,4 +135,41 @@ class MemoryMagics(FamilyMagics):
         if len(args.rest) != 1:
             raise UsageError("%memory verify takes one memory id (or unique prefix), e.g. %memory verify mem_3f9a, "
                              "or nothing to check file references")
-        return confirmed("verified", v.memories.verify(rest), self.synapse.fresh)
+        return self._verify(v, rest, yes=args.yes)
+
+    def _verify(self, v: Vault, ref: str, *, yes: bool) -> Memory | None:
+        """``%memory verify ID [--yes]``, as ``synapse-nb memory verify ID`` at a terminal: an agent's unverified
+        memory is verified only as shown. Without ``--yes`` it is printed (and kept, per id, in
+        ``SynapseMagics.to_verify``); with it, exactly what was printed is verified (``seen=``), and a change since is
+        refused and printed (review 73: the magic verified whatever was stored, an agent's edit after the person
+        read it too). A person's memory, or one verified already, has no agent's edit to bind against: verified at
+        once, as the CLI does."""
+        mem = v.memories.get(ref)
+        shown = self.synapse.to_verify
+        if mem.verified or mem.source != "agent":
+            shown.pop(mem.id, None)
+            return confirmed("verified", v.memories.verify(mem.id), self.synapse.fresh)
+        require_human("verify a memory", v.actor)  # in an agent's kernel: refused before anything is shown
+        seen = shown.get(mem.id)
+        sid = shown_id(mem.id)
+        if seen is None or not yes:
+            self._show(mem)
+            if yes:  # nothing shown yet in this notebook: nothing the person read to verify
+                raise UsageError(f"not verified: %memory verify had not shown you {sid} yet; it reads as printed "
+                                 f"above, and %memory verify {sid} --yes verifies it as it reads")
+            return None
+        try:
+            m = v.memories.verify(mem.id, seen=seen)
+        except ConflictError:
+            self._show(v.memories.get(mem.id))
+            raise UsageError(f"not verified: {sid} changed after %memory verify showed it to you; it now reads as "
+                             f"printed above, and %memory verify {sid} --yes verifies it as it reads now") from None
+        shown.pop(mem.id, None)
+        return confirmed("verified", m, self.synapse.fresh)
+
+    def _show(self, mem: Memory) -> None:
+        """Print all the person verifies of an agent's memory, as the CLI does, and keep what was printed."""
+        self.synapse.to_verify[mem.id] = mem
+        sid = shown_id(mem.id)
+        print(f"{sid} {shown_memory(mem)}\nnot verified yet: an agent may edit its memory at any time, so it is "
+              f"verified only as shown; to verify it as it reads above:\n    %memory verify {sid} --yes")

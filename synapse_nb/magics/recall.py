@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
-from IPython.core.magic import line_magic, magics_class
+from IPython.core.magic import line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
@@ -34,6 +34,7 @@ class RecallMagics(FamilyMagics):
     @argument("--budget", type=int, help="token budget of the recall text")
     @argument("--explain", action="store_true",
               help="show each candidate's score, matched terms and the bar that kept or dropped it")
+    @no_var_expand
     @line_magic
     @usage_errors
     def recall(self, line: str = "") -> Recall | StaleAnswer:

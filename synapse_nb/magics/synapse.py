@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from traitlets import Bunch, Int, TraitError, Unicode, observe, validate
 
 from synapse_nb.errors import GitError, OfflineError, SynapseError, VaultNotFoundError
@@ -27,6 +27,7 @@ from synapse_nb.vault import SETTINGS, Notice, ReadableVault, Vault, VaultSessio
 from synapse_nb.vault.minds import empty_mind_line, made_mind_line, other_minds
 
 if TYPE_CHECKING:
+    from synapse_nb.models import Memory
     from synapse_nb.offline import OfflineVault
 
 __all__ = ["MAGIC_SETTINGS", "SynapseMagics", "git_changed_files"]
@@ -106,6 +107,8 @@ class SynapseMagics(Magics):
         self.auto = AutoCheckpoint(unit="cell")
         #: results shown once in the running cell (see ``shown_once``)
         self.fresh: list[Any] = []
+        #: what ``%memory verify ID`` last showed of each agent's memory: ``--yes`` verifies exactly that
+        self.to_verify: dict[str, Memory] = {}
         super().__init__(shell=shell, **kwargs)
 
     # -- the vault --------------------------------------------------------------------------------------------
@@ -197,6 +200,7 @@ class SynapseMagics(Magics):
             self._vaults.close()
             self._vaults = None
         self._configured = self._mind_seen = self._new_mind = None
+        self.to_verify.clear()  # shown from the vault closed (another vault_path or mind: shown again from the next)
 
     # -- settings -----------------------------------------------------------------------------------------------
     @observe("vault_path", "mind")
@@ -251,6 +255,7 @@ class SynapseMagics(Magics):
         return None if v.repo is None else git_changed_files(v.repo, exclude=v.path)
 
     # -- %synapse -------------------------------------------------------------------------------------------------
+    @no_var_expand
     @line_magic
     @usage_errors
     def synapse(self, line: str = "") -> None:
