@@ -1,8 +1,8 @@
 """What every command module shares: the root app, error handling at the edge, opening the vault, printing.
 
 Only :mod:`typer` and the standard library are imported here (plus :mod:`synapse_nb.errors`,
-:mod:`synapse_nb.people` and :mod:`synapse_nb.render`, which are standard library only): ``synapse-nb --help`` and ``--version``
-load nothing else. Each command imports the rest of the package when it runs.
+:mod:`synapse_nb.people` and :mod:`synapse_nb.render`, which are standard library only): ``synapse-nb --help`` and
+``--version`` load nothing else. Each command imports the rest of the package when it runs.
 """
 
 from __future__ import annotations
