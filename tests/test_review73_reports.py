@@ -63,10 +63,10 @@ def _verify_text(text: str, flooded: dict[str, Any]) -> None:
     """The person's reference right under the count line; an agent's record one line; at most MOST_LINES lines, then
     one saying how many more and where every reference is."""
     lines = text.splitlines()
+    assert len(lines) == 1 + MOST_LINES + 1
+    assert lines[1] == f'  missing   checkpoint {flooded["mine"].id} [user]: "src/billing_v2.py"'
     assert lines[0].startswith(f"verified {1 + AGENT_RECORDS * FILES:,} file references: "
                                f"{1 + AGENT_RECORDS * FILES:,} dangling")
-    assert lines[1] == f'  missing   checkpoint {flooded["mine"].id} [user]: "src/billing_v2.py"'
-    assert len(lines) == 1 + MOST_LINES + 1
     agents = lines[2:-1]
     assert all(x.startswith("  missing   checkpoint ckp_") and " [agent · unverified]: " in x for x in agents)
     assert f": {FILES} missing files: " in agents[0] and f"… {FILES - 3} more" in agents[0]
