@@ -26,14 +26,14 @@ from synapse_nb import history
 from synapse_nb._util import parse_ts, plural, shown_id
 from synapse_nb.errors import GitError
 from synapse_nb.gitscope._git import run_git
-from synapse_nb.models import KIND_BY_NAME
-from synapse_nb.provenance import file_names, inline, mark
+from synapse_nb.models import KIND_BY_NAME, kind_of_id
+from synapse_nb.provenance import file_names, human_record, inline, mark
 from synapse_nb.store.records import View
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["FileRef", "VerifyReport", "paths_in_text", "stale_commits", "verify"]
+__all__ = ["MOST_LINES", "FileRef", "VerifyReport", "paths_in_text", "stale_commits", "verify"]
 
 _EXT = ("py|pyi|ipynb|js|jsx|ts|tsx|md|rst|txt|toml|json|ya?ml|cfg|ini|sql|sh|rs|go|java|kt|c|h|cc|cpp|hpp|rb|php|"
         "css|scss|html|csv|lock|proto|tf")
@@ -80,22 +80,47 @@ class FileRef:
         return {"kind": self.kind, "id": self.id, "provenance": self.provenance, "path": inline(self.path),
                 "state": self.state, "renamed_to": None if self.renamed_to is None else inline(self.renamed_to)}
 
+    def record(self) -> str:
+        """``checkpoint ckp_… [agent · unverified]``: the record that names the path, and who wrote it."""
+        return f"{self.kind} {shown_id(self.id)}" + (f" {self.provenance}" if self.provenance else "")
+
     def line(self) -> str:
         """``checkpoint ckp_… [agent · unverified]: "<the path>"``: the path quoted as every reader lists a file name
         (:func:`~synapse_nb.provenance.file_names`; review 71: shown bare, it read on as the report's words)."""
-        who = f" {self.provenance}" if self.provenance else ""
-        return f"{self.kind} {shown_id(self.id)}{who}: {file_names([self.path])}"
+        return f"{self.record()}: {file_names([self.path])}"
+
+
+#: At most this many lines under a verify report's count line: people's records first, then agents' (review 73)
+MOST_LINES = 40
+#: An agent's record with several missing (or renamed) files is one line naming this many, counting the rest
+AGENT_NAMES = 3
+#: At most this many commits named on a possibly stale record's line
+MOST_COMMITS = 5
+#: Where a report's text cut, its every reference is listed
+EVERY_REFERENCE = "synapse-nb memory verify --json (in Python, the report's to_dict()) lists every reference"
 
 
 @dataclass(frozen=True)
 class VerifyReport:
-    """What ``vault.verify()`` found (and, with ``fix``, changed)."""
+    """What ``vault.verify()`` found (and, with ``fix``, changed).
+
+    Its text lists people's records first (:func:`~synapse_nb.provenance.human_record`), each missing or renamed
+    file on its line, then agents' records, one line each whatever the number of its files (the first
+    :data:`AGENT_NAMES` named, the rest counted), at most :data:`MOST_LINES` lines in all and the rest counted
+    (review 73: an agent's 300 checkpoints of 500 missing files each made 150,000 lines, which a notebook drops, the
+    person's own dangling reference among them). ``to_dict`` keeps every reference.
+    """
 
     checked: int
     dangling: tuple[FileRef, ...] = ()
     renamed: tuple[FileRef, ...] = ()
     stale: dict[str, tuple[str, ...]] = field(default_factory=dict)
     fixed: bool = False
+    #: the ids of the records reported that no person stands behind (an agent's, unverified): listed after people's,
+    #: one line each
+    agents: frozenset[str] = frozenset()
+    #: the provenance mark of each record reported (:func:`~synapse_nb.provenance.mark`), by id
+    marks: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -107,17 +132,61 @@ class VerifyReport:
                 "stale": {k: list(v) for k, v in sorted(self.stale.items())}}
 
     def __str__(self) -> str:
-        lines = [f"verified {plural(self.checked, 'file reference')}: {len(self.dangling)} dangling, "
-                 f"{len(self.renamed)} renamed, {plural(len(self.stale), 'record')} possibly stale"
-                 + (" (fixed: renames followed, dangling marked)" if self.fixed else "")]
-        lines += [f"  missing   {r.line()}" + (" (outside the repository)" if r.state == "outside" else "")
-                  for r in self.dangling]
-        lines += [f"  renamed   {r.line()} -> {file_names([r.renamed_to])}" for r in self.renamed]
-        lines += [f"  stale?    {rid}: changed since by {', '.join(c[:7] for c in shas)}"
-                  for rid, shas in sorted(self.stale.items())]
-        return "\n".join(lines)
+        head = (f"verified {plural(self.checked, 'file reference')}: {len(self.dangling):,} dangling, "
+                f"{len(self.renamed):,} renamed, {plural(len(self.stale), 'record')} possibly stale"
+                + (" (fixed: renames followed, dangling marked)" if self.fixed else ""))
+        people: list[str] = []
+        agents: list[str] = []
+        for what, refs in (("missing", self.dangling), ("renamed", self.renamed)):
+            for rid, group in _by_record(refs).items():
+                if rid in self.agents:
+                    agents.append(_record_line(what, group))
+                else:
+                    people += [_ref_line(what, r) for r in group]
+        for rid, shas in sorted(self.stale.items()):
+            named = ", ".join(c[:7] for c in shas[:MOST_COMMITS])
+            more = f", … {len(shas) - MOST_COMMITS:,} more" if len(shas) > MOST_COMMITS else ""
+            who = " ".join(x for x in (kind_of_id(rid), shown_id(rid), self.marks.get(rid, "")) if x)
+            (agents if rid in self.agents else people).append(f"  stale?    {who}: changed since by {named}{more}")
+        body = people + agents
+        if len(body) <= MOST_LINES:
+            return "\n".join([head, *body])
+        cut = len(body) - MOST_LINES
+        whose = "agents' records" if cut <= len(agents) else f"{min(cut, len(agents)):,} of them agents' records"
+        return "\n".join([head, *body[:MOST_LINES],
+                          f"  … {plural(cut, 'more line')} not shown ({whose}): {EVERY_REFERENCE}"])
 
     __repr__ = __str__
+
+
+def _by_record(refs: tuple[FileRef, ...]) -> dict[str, list[FileRef]]:
+    out: dict[str, list[FileRef]] = {}
+    for r in refs:
+        out.setdefault(r.id, []).append(r)
+    return out
+
+
+def _ref_line(what: str, r: FileRef) -> str:
+    """One reference of a person's record: its file (and where it went) on its line."""
+    if what == "renamed":
+        return f"  renamed   {r.line()} -> {file_names([r.renamed_to])}"
+    return f"  missing   {r.line()}" + (" (outside the repository)" if r.state == "outside" else "")
+
+
+def _record_line(what: str, refs: list[FileRef]) -> str:
+    """An agent's record's references in one line: how many files, the first few (quoted, as every file name is), the
+    rest counted."""
+    if len(refs) == 1:
+        return _ref_line(what, refs[0])
+    first = refs[:AGENT_NAMES]
+    if what == "renamed":
+        named = ", ".join(f"{file_names([r.path])} -> {file_names([r.renamed_to])}" for r in first)
+    else:
+        named = file_names([r.path for r in first])
+    more = f", … {len(refs) - len(first):,} more" if len(refs) > len(first) else ""
+    outside = sum(r.state == "outside" for r in refs)
+    return (f"  {what:<9} {refs[0].record()}: {len(refs):,} {what} files: {named}{more}"
+            + (f" ({outside:,} outside the repository)" if outside else ""))
 
 
 #: (kind, id, updated_at, paths) of one record that refers to files
@@ -182,26 +251,38 @@ def verify(ctx: Context, *, fix: bool = False) -> VerifyReport:
     from synapse_nb.gitscope.verify import check_paths  # loads only when there are paths to check
 
     status = check_paths(repo, all_paths) if all_paths else {}
+    stale = stale_commits(ctx, [(rid, ts, ps) for kind, rid, ts, ps in refs
+                                 if KIND_BY_NAME[kind].follows_files])
+    # who wrote each record reported: its mark is said before its paths, as everywhere, and people's come first
+    off = {(kind, rid) for kind, rid, _, ps in refs
+           if rid in stale or any(p in status and status[p].state != "exists" for p in ps)}
+    records = _records(ctx, off)
+    marks = {rid: mark(rec) for rid, rec in records.items()}
     dangling: list[FileRef] = []
     renamed: list[FileRef] = []
-    marks: dict[str, str] = {}
     for kind, rid, _, paths in refs:
         for p in paths:
             st = status.get(p)
             if st is None or st.state == "exists":
                 continue
-            if rid not in marks:  # who wrote the record that names the path: said before the path, as everywhere
-                rec = ctx.store.table(kind).get(View(ctx.mind, ""), rid)
-                marks[rid] = mark(rec) if rec is not None else ""
-            ref = FileRef(kind, rid, p, st.state, st.renamed_to, marks[rid])
+            ref = FileRef(kind, rid, p, st.state, st.renamed_to, marks.get(rid, ""))
             (renamed if st.state == "renamed" else dangling).append(ref)
-    stale = stale_commits(ctx, [(rid, ts, ps) for kind, rid, ts, ps in refs
-                                 if KIND_BY_NAME[kind].follows_files])
     report = VerifyReport(checked=sum(len(ps) for *_, ps in refs), dangling=tuple(dangling),
-                          renamed=tuple(renamed), stale=stale, fixed=fix)
+                          renamed=tuple(renamed), stale=stale, fixed=fix, marks=marks,
+                          agents=frozenset(rid for rid, rec in records.items() if not human_record(rec)))
     if fix:
         _apply_fix(ctx, refs, dangling, renamed, stale)
     return report
+
+
+def _records(ctx: Context, wanted: set[tuple[str, str]]) -> dict[str, Any]:
+    """These (kind, id) records of the mind as stored, by id, read a kind at a time."""
+    by_kind: dict[str, list[str]] = {}
+    for kind, rid in sorted(wanted):
+        by_kind.setdefault(kind, []).append(rid)
+    stored = View(ctx.mind, "")
+    return {rid: rec for kind, rids in by_kind.items() for rid, rec in ctx.store.table(kind).get_many(stored, rids)
+            .items()}
 
 
 def _apply_fix(ctx: Context, refs: list[Ref], dangling: list[FileRef], renamed: list[FileRef],

@@ -558,6 +558,8 @@ class RecordList(list[R], Generic[R]):
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
+        """The table, then the ``note`` (what a limit left out: ``%memory expiring``), as the terminal shows it."""
         from synapse_nb.displays import records_html  # loaded on first notebook display
+        from synapse_nb.render import note_html
 
-        return records_html(self)
+        return records_html(self) + (note_html(f"note: {self.note}") if self.note else "")

@@ -10,15 +10,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from synapse_nb._util import plural
+from synapse_nb.people import ids_line
 from synapse_nb.provenance import file_names, md_fenced, quoted
 from synapse_nb.render import NOT_IN_FORCE
 
 __all__ = ["PruneReport", "Status"]
 
+#: Where every id of a :class:`Status` line is listed (its text shows the first few of each, people's first)
+ALL_IDS = "synapse-nb memory status --json"
+
 
 @dataclass(frozen=True)
 class Status:
-    """Counts per kind and state, pending lessons and what expires soon."""
+    """Counts per kind and state, pending lessons and what expires soon. Each tuple of ids gives people's records
+    first (:func:`synapse_nb.people.people_first`); the text shows the first few of each (``ids_line``)."""
 
     vault_path: str
     mind: str
@@ -81,7 +86,7 @@ class Status:
             lines.insert(0, self.borrowed)
         if self.awaiting_local_approval:
             lines.append(f"  approved elsewhere, awaiting local approval (not in force): "
-                         f"{', '.join(self.awaiting_local_approval)}")
+                         f"{ids_line(self.awaiting_local_approval, ALL_IDS)}")
         if self.settings_not_in_force:
             lines.append(f"  {NOT_IN_FORCE}: {'; '.join(self.settings_not_in_force)}")
         if self.git_warning:
@@ -98,8 +103,8 @@ class Status:
                            ("approved lessons expiring within 2 days", self.expiring_lessons),
                            ("records naming files missing at HEAD", self.dangling),
                            ("possibly stale (their files changed since)", self.possibly_stale)):
-            if ids:
-                lines.append(f"  {title}: {', '.join(ids)}")
+            if ids:  # the vault gives people's first; a few shown, the rest counted (review 73: 250 agents' ids)
+                lines.append(f"  {title}: {ids_line(ids, ALL_IDS)}")
         return "\n".join(lines)
 
     __repr__ = __str__

@@ -251,26 +251,34 @@ def memory_search(
 def memory_expiring(
     ctx: typer.Context,
     within: Annotated[str, typer.Option("--within", "-w", help="A duration such as 7d, 12h.")] = "7d",
+    source: SourceOpt = None,
+    limit: LimitOpt = 20,
     as_json: JsonOpt = False,
 ) -> None:
-    """Memories that expire soon, soonest first.
+    """Memories that expire soon: people's (and verified ones) first, then agents', each soonest first. A line on
+    stderr says how many the limit left out.
 
     Examples:
 
         synapse-nb memory expiring
 
         synapse-nb memory expiring --within 30d --json
+
+        synapse-nb memory expiring -n 0        # all of them
     """
     v = open_vault_for(ctx)
-    recs = v.memories.expiring(within=within)
+    shown = People.of(v.memories.expiring(within=within), limit_arg(limit), "memory", "memories", source)
+    recs = shown.records
     if as_json:
-        print_records(recs, True, "")
+        print_records(recs, True, "", more=shown.more)
         return
     if not recs:
-        typer.echo(f"nothing expires within {within}")
+        typer.echo(f"nothing{filters(None, source=source)} expires within {within}")
     echo_legend(recs)
     for m in recs:
         typer.echo(f"{shown_id(m.id)}  expires {when(m.expires_at, seconds=True)}  {m.summary_line()}")
+    if shown.more:
+        typer.echo(shown.more, err=True)
 
 
 @memory_app.command("export")

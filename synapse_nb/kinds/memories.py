@@ -26,6 +26,7 @@ from synapse_nb.errors import ConflictError, NotFoundError, PermissionDeniedErro
 from synapse_nb.kinds._base import KindManager, check_query, check_search_limit, exactly_once
 from synapse_nb.kinds.memory_history import MemoryHistory
 from synapse_nb.models import AGENT_MAX_CONFIDENCE, CATEGORIES, PRIORITIES, Memory, RecordList, past_agent_limits
+from synapse_nb.people import people_first
 from synapse_nb.provenance import agents_unverified, inline, mark
 from synapse_nb.store.records import PAGE_SORTS, MemoryFilter
 
@@ -384,10 +385,16 @@ class Memories(MemoryHistory, KindManager[Memory]):
         return self.search("", tag=tag, include_expired=include_expired, limit=1_000_000)
 
     def expiring(self, within: str | timedelta = "7d") -> RecordList[Memory]:
-        """Memories that expire between now and ``within`` from now (e.g. "7d", "12h"), soonest first."""
+        """Memories that expire between now and ``within`` from now (e.g. "7d", "12h"): people's first (a person's, a
+        memory a person verified: :func:`~synapse_nb.people.people_first`), then agents', each side soonest first.
+
+        Review 73: 250 agent memories expiring sooner put the person's at line 250 of ``%memory expiring``; the
+        listings (``memory expiring -n N``, ``%memory expiring``) cut this order at their limit and say what is left.
+        """
         delta = parse_duration(within, "within")
         now = self._ctx.now()
-        return RecordList(self._table.expiring(self._ctx.mind, fmt_ts(now), fmt_ts(shift(now, delta, "within"))))
+        soon = self._table.expiring(self._ctx.mind, fmt_ts(now), fmt_ts(shift(now, delta, "within")))
+        return RecordList(people_first(soon))
 
     def recall_text(self, *, limit: int | None = None) -> str:
         """The plain-text summary an LLM reads: counts, then entries by priority then recency.

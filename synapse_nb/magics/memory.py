@@ -14,6 +14,7 @@ from synapse_nb.errors import ConflictError, OfflineError
 from synapse_nb.magics._base import FamilyMagics, confirmed, usage_errors
 from synapse_nb.magics._parse import parse_line, split_line, split_list, split_options
 from synapse_nb.models import Memory, RecordList, Status
+from synapse_nb.people import People
 from synapse_nb.render import shown_id
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -73,6 +74,7 @@ class MemoryMagics(FamilyMagics):
     @argument("action", choices=["status", "search", "expiring", "prune", "verify"], help="what to do")
     @argument("rest", nargs="*", default=[], help="search: the query; verify: a memory id or prefix")
     @argument("--within", default="7d", help="expiring: how far ahead (default 7d)")
+    @argument("-n", "--limit", type=int, default=20, help="expiring: at most this many, people's first (0: all)")
     @argument("--tag", help="search: only memories with this tag")
     @argument("--category", help="search: only this category")
     @argument("--fix", action="store_true", help="verify without ID: follow renames, mark dangling/stale records")
@@ -97,7 +99,7 @@ class MemoryMagics(FamilyMagics):
 
             %memory status                    # counts per kind, pending lessons, what expires soon
             %memory search migrations --tag db
-            %memory expiring --within 14d
+            %memory expiring --within 14d     # people's first, then agents', 20 at most (-n 0: all)
             %memory prune                     # delete expired memories, mark expired lessons
             %memory verify mem_3f9a           # an agent's memory: shown as stored, not verified yet
             %memory verify mem_3f9a --yes     # then verified as shown (one line; returns it)
@@ -125,8 +127,11 @@ class MemoryMagics(FamilyMagics):
         v = self.vault
         if args.action == "status":
             return v.status()
-        if args.action == "expiring":
-            return v.memories.expiring(within=args.within)
+        if args.action == "expiring":  # (review 73: behind 250 agents' memories, the person's came 250th)
+            shown = People.of(v.memories.expiring(within=args.within), args.limit or None, "memory", "memories")
+            listed = RecordList(shown.records)
+            listed.note = shown.more or None  # what the limit left out, under the listing
+            return listed
         if args.action == "prune":
             print(v.prune())
             return None

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Self
 
-from synapse_nb._util import Clock, fmt_ts, new_id, parse_ts, utcnow
+from synapse_nb._util import Clock, new_id, parse_ts, utcnow
 from synapse_nb.borrowed import Adoption, Borrowed, adopt
 from synapse_nb.changes import ExportMark
 from synapse_nb.context import (
@@ -26,7 +26,7 @@ from synapse_nb.context import (
 )
 from synapse_nb.errors import PermissionDeniedError, StoreError, ValidationError
 from synapse_nb.gitscope.repo import RepoInfo
-from synapse_nb.gitscope.vaultdir import tracked_files, untrack_command
+from synapse_nb.gitscope.vaultdir import tracked_files
 from synapse_nb.kinds._base import KindManager
 from synapse_nb.kinds.checkpoints import Checkpoints
 from synapse_nb.kinds.decisions import Decisions
@@ -37,7 +37,7 @@ from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Lesson, Memory, PruneReport, Status
 from synapse_nb.purge import PurgeReport, PurgeTarget, purge, purge_target
 from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, Settings
-from synapse_nb.store.records import Change, View
+from synapse_nb.store.records import Change
 
 if TYPE_CHECKING:
     from synapse_nb.follow import VerifyReport
@@ -497,40 +497,10 @@ class Vault:
     # -- status, prune ------------------------------------------------------------------------------------
     def status(self) -> Status:
         """Counts per kind and state, pending lessons, and what expires soon; in a person's view, how many agents'
-        revisions and open conflicts wait for them."""
-        store, m = self._store, self.mind
-        now = self._ctx.now()
-        ts = fmt_ts(now)
-        mem = store.memories.stats(m, ts)
-        counts: dict[str, dict[str, int]] = {"memories": {"total": mem.total, "verified": mem.verified,
-                                                          "unverified": mem.total - mem.verified,
-                                                          "expired": mem.expired}}
-        view = View(m, ts)
-        for name, table in (("checkpoints", store.checkpoints), ("decisions", store.decisions),
-                            ("episodes", store.episodes), ("notes", store.notes)):
-            counts[name] = {"total": table.count(view)}
-        les = dict.fromkeys(("pending", "approved", "expired"), 0) | store.lessons.status_counts(m, ts)
-        counts["lessons"] = {"approved": les["approved"]} if self.actor == "agent" else les
-        pending = () if self.actor == "agent" else tuple(x.id for x in self.lessons.pending())
-        expiring = tuple(x.id for x in store.memories.expiring(m, ts, fmt_ts(now + timedelta(days=7))))
-        les_soon = store.lessons.expiring(m, ts, fmt_ts(now + timedelta(days=2)))
-        flags = self.flags()
-        prefix, tracked = tracked_files(self.path)
-        borrowed = self._git.borrowed
-        awaiting = (() if borrowed is None or self.actor == "agent"
-                    else tuple(x.id for x in self.lessons.awaiting_local()))
-        # what waits for a person, counted in a person's view (review 26: status never said proposals waited)
-        waiting = (None, None) if self.actor == "agent" else (len(store.revisions.of_mind(m, "pending")),
-                                                              len(store.links.of_mind(m, "open")))
-        return Status(vault_path=str(self.path), mind=m, actor=self.actor, counts=counts, pending_lessons=pending,
-                      expiring_memories=expiring, expiring_lessons=les_soon, schema_version=store.schema_version,
-                      dangling=tuple(sorted(r for r, f in flags.items() if "dangling" in f)),
-                      possibly_stale=tuple(sorted(r for r, f in flags.items() if "stale" in f)),
-                      tracked_by_git=tracked,
-                      untrack_command=untrack_command(prefix) if tracked and prefix else None,
-                      borrowed=borrowed.line if borrowed is not None else None, awaiting_local_approval=awaiting,
-                      settings_not_in_force=self.settings.not_in_force_lines(),
-                      pending_revisions=waiting[0], open_conflicts=waiting[1])
+        revisions and open conflicts wait for them. Each list of ids gives people's records first."""
+        from synapse_nb.vault.status import status  # the counts and lists load when asked for
+
+        return status(self._ctx, self)
 
     def prune(self, *, sessions_older_than: str | timedelta = "30d",
               agent_records_older_than: str | timedelta | None = None) -> PruneReport:
