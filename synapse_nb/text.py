@@ -51,6 +51,7 @@ from synapse_nb.errors import ValidationError
 
 __all__ = [
     "ENGLISH_STOP_WORDS",
+    "FTS_DIACRITICS",
     "FTS_TOKEN_RE",
     "MAX_FTS_QUERY_TERMS",
     "MAX_QUERY_WORD_CHARS",
@@ -64,6 +65,7 @@ __all__ = [
     "char_vectorizer_kwargs",
     "char_wb_gram_set",
     "char_wb_ngrams",
+    "fts_fold",
     "fts_query_terms",
     "fts_tokens",
     "has_content_words",
@@ -141,10 +143,69 @@ def fts_query_terms(text: str, max_terms: int = MAX_FTS_QUERY_TERMS) -> list[str
 
     >>> fts_query_terms("NOT deploy* prod_db")
     ['not', 'deploy', 'prod', 'db']
+    >>> fts_query_terms("İZMİR École")  # str.lower gives "i" + U+0307 for "İ": the mark is folded away, as FTS5 does
+    ['izmir', 'ecole']
     """
     if not isinstance(text, str):
         raise ValidationError(f"a search query must be text, got {type(text).__name__}")
-    return FTS_TOKEN_RE.findall(text.lower())[:max_terms]
+    return FTS_TOKEN_RE.findall(fts_fold(text))[:max_terms]
+
+
+#: The combining marks FTS5's ``unicode61`` tokenizer removes (``remove_diacritics``): a word holding one is
+#: indexed without it (``sqlite3Fts5UnicodeIsdiacritic``: these 25 of U+0300-U+0331; any other mark separates words).
+FTS_DIACRITICS = frozenset(map(chr, (
+    0x300, 0x301, 0x302, 0x303, 0x304, 0x306, 0x307, 0x308, 0x309, 0x30A, 0x30B, 0x30C, 0x30F, 0x311, 0x31B,
+    0x323, 0x324, 0x325, 0x326, 0x327, 0x328, 0x32D, 0x32E, 0x330, 0x331)))
+#: FTS5's case folding where it is not :meth:`str.lower` (Unicode's simple case folding of these letters).
+_FTS_FOLDS = {"\u00b5": "\u03bc", "\u017f": "s", "\u03c2": "\u03c3", "\u03d0": "\u03b2", "\u03d1": "\u03b8",
+              "\u03d5": "\u03c6", "\u03d6": "\u03c0", "\u03f0": "\u03ba", "\u03f1": "\u03c1", "\u03f5": "\u03b5",
+              "\u1e9b": "s", "\u1fbe": "\u03b9"}
+#: The letters whose marks FTS5 keeps although they decompose into an ASCII letter and marks it removes.
+_FTS_KEPT = frozenset("\u01e0\u01e1")
+
+
+def _fts_fold_char(ch: str) -> str:
+    """One character as FTS5's ``unicode61 remove_diacritics 2`` folds it (see :func:`fts_fold`)."""
+    out = []
+    for c in _FTS_FOLDS.get(ch) or ch.lower():
+        if c in FTS_DIACRITICS:
+            continue
+        if not c.isascii() and c not in _FTS_KEPT:
+            parts = unicodedata.normalize("NFD", c)
+            if len(parts) > 1 and parts[0].isascii() and all(m in FTS_DIACRITICS for m in parts[1:]):
+                c = parts[0]
+        out.append(c)
+    return "".join(out)
+
+
+class _FoldTable(dict[int, str]):
+    """``str.translate``'s table for :func:`fts_fold`, filled as characters are met (the first 65,536 kept)."""
+
+    def __missing__(self, code: int) -> str:
+        folded = _fts_fold_char(chr(code))
+        if len(self) < 65536:
+            self[code] = folded
+        return folded
+
+
+_FOLD_TABLE = _FoldTable()
+
+
+def fts_fold(text: str) -> str:
+    """``text`` folded as SQLite FTS5's ``unicode61 remove_diacritics 2`` tokenizer folds what it indexes, one
+    character at a time: lower-cased (``str.lower``, and FTS5's simple case folding of "ς", "ſ", "µ" and a few more),
+    a Latin letter's accents removed ("É" -> "e", "İ" -> "i"; "ø", "ł", "ß" and other scripts' marks stay), and the
+    combining accents FTS5 removes (:data:`FTS_DIACRITICS`) dropped. Search reads a query through it on both
+    backends, and a team vault's server folds a record's search text with the same table (migration 27,
+    ``search_fold``), so a word is found whatever its case or accents and whatever the server's locale.
+
+    FTS5's tables are Unicode 6.1's: a letter given a case later (Cherokee, Georgian Mtavruli, Osage, Adlam) is
+    lower-cased here and not by FTS5.
+
+    >>> fts_fold("ÉCOLE Österreich İZMİR ΟΔΟΣ Łódź straße")
+    'ecole osterreich izmir οδοσ łodz straße'
+    """
+    return text.lower() if text.isascii() else text.translate(_FOLD_TABLE)
 
 
 def query_words(query: str) -> list[str]:

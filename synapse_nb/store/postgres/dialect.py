@@ -7,8 +7,11 @@ without values as written (psycopg reads no placeholder in it, so a ``%`` stays 
 says its own way:
 
 - a list of values is one bound array: ``expr = ANY(?)`` (one statement, whatever the number of values);
-- full-text search reads each kind table's stored ``tsvector`` (english, like FTS5's porter) through its GIN
-  index, best match first by ``ts_rank``; search text becomes ``plainto_tsquery``'s words (:func:`search_query`);
+- full-text search reads each kind table's stored ``tsvector`` through its GIN index, best match first by
+  ``ts_rank``: the server folds and splits a record's text as :func:`~synapse_nb.text.fts_fold` and
+  :func:`~synapse_nb.text.fts_query_terms` do, whatever its locale, and stems each word with english's Snowball
+  stemmer and no stop list, like FTS5's porter (migration 27, ``search_vector``); search text becomes the words of
+  :func:`search_query`, which the server's ``search_query()`` folds, splits and stems alike (every word required);
 - every write of a ranked kind stores ``terms text[]`` (:func:`gate_terms`: what ``gate_df``/``gate_stats``
   count) and ``rank_body`` (the ranking document's stems, ``stem_all`` of :func:`rank_tokens`).
 """
@@ -106,7 +109,7 @@ def gate_text(kind: str, r: Mapping[str, Any]) -> str:
 
 
 def search_query(text: str) -> str | None:
-    """The words of a search box's text for ``plainto_tsquery`` (None: no word, list instead)."""
+    """The words of a search box's text for the server's ``search_query()`` (None: no word, list instead)."""
     words = fts_query_terms(text, MAX_FTS_QUERY_TERMS)
     return " ".join(words) if words else None
 
@@ -142,7 +145,7 @@ class PgDialect(Dialect):
         return search_query(text)
 
     def search(self, table: str, *, text_first: bool = False) -> TextSearch:
-        return TextSearch(f"{table} t, plainto_tsquery('english', ?) q", "(numnode(q) = 0 OR t.search_tsv @@ q)",
+        return TextSearch(f"{table} t, search_query(?) q", "numnode(q) > 0 AND t.search_tsv @@ q",
                           "ts_rank(t.search_tsv, q) DESC")
 
     def derived_columns(self, kind: str) -> tuple[Derived, ...]:

@@ -108,6 +108,9 @@ MIGRATIONS: tuple[Migration, ...] = (
               "agent_lesson_caps.sql"),
     Migration(26, "a person's ranking context holds the people's episodes before it in its thread alone: an agent's "
               "unverified one is left out (an agent's context still holds anyone's)", "person_context.sql"),
+    Migration(27, "a record's search text is folded (case, accents) and split into words by the package's rules, "
+              "not the database's locale, and stemmed with no stop list, as a local vault's FTS5 reads it",
+              "search_fold.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version
