@@ -252,11 +252,13 @@ def memory_expiring(
     ctx: typer.Context,
     within: Annotated[str, typer.Option("--within", "-w", help="A duration such as 7d, 12h.")] = "7d",
     source: SourceOpt = None,
-    limit: LimitOpt = 20,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", min=0, help=(
+        "Show at most N records (0: all; default 20, and all with --json)."))] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Memories that expire soon: people's (and verified ones) first, then agents', each soonest first. A line on
-    stderr says how many the limit left out.
+    """Memories that expire soon: people's (and verified ones) first, then agents', each soonest first; 20 unless
+    ``-n``, and all of them with ``--json`` (a script reads every one). A line on stderr says how many the limit left
+    out.
 
     Examples:
 
@@ -267,7 +269,8 @@ def memory_expiring(
         synapse-nb memory expiring -n 0        # all of them
     """
     v = open_vault_for(ctx)
-    shown = People.of(v.memories.expiring(within=within), limit_arg(limit), "memory", "memories", source)
+    shown = People.of(v.memories.expiring(within=within), limit_arg(limit if limit is not None else 0 if as_json
+                                                                     else 20), "memory", "memories", source)
     recs = shown.records
     if as_json:
         print_records(recs, True, "", more=shown.more)

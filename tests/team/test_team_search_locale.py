@@ -30,6 +30,7 @@ MEMORIES = {
     "athens": "ΑΘΗΝΑ office: “quoted” words live in deploy.sh",
     "office": "The İZMİR office owns the payments cluster",
     "streets": "ΟΔΟΣ Łódź STRAẞE, with Ø",
+    "long": "ledger " + "q" * 2100 + " " + "帳簿" * 350,  # words past tsvector's 2,047 bytes
 }
 DECISION = "Use the INIT container for İzmir and ÖSTERREICH"
 LESSON = "Reverted the CAFÉ retry change: it hid the İSTANBUL timeouts"
@@ -43,6 +44,10 @@ FINDS = {
     "ø": {"streets"},
     "the": {"school", "deploy_doc", "office"}, "with": {"streets"}, "owns": {"school", "office"},
     "the office": {"office"}, "istanbul": set(),
+    # a long word is found by itself, and a query holding one is not cut to its other words (second reader of
+    # review 74: the server dropped a word of 2,048 bytes or more, so "ledger qqq…" found every "ledger")
+    "q" * 2100: {"long"}, "帳簿" * 350: {"long"}, "ledger " + "q" * 2100: {"long"}, "q" * 2099: set(),
+    "ledger " + "q" * 2099: set(), "ledger": {"long"},
 }
 #: A query -> whether it finds the decision; the lesson.
 DECIDES = {"init": True, "österreich": True, "OSTERREICH": True, "izmir": True, "the": True, "ecole": False}

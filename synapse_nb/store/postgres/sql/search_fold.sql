@@ -559,35 +559,46 @@ BEGIN
     RETURN btrim(regexp_replace(search_fold(p), '[^' || _search_word_chars() || ']+', ' ', 'g'));
 END $$;
 
+-- One word as a search vector holds it: stemmed by rank_stem, or, at tsvector's limit of 2,048 bytes or more, its
+-- first 480 characters (at most 1,920 bytes) and the md5 of the whole word (search_vector, search_query alike).
+CREATE FUNCTION _search_lexeme(w text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE SET search_path = @S@, pg_catalog, pg_temp AS $$
+BEGIN
+    IF octet_length(w) >= 2048 THEN
+        RETURN left(w, 480) || md5(w);
+    END IF;
+    RETURN coalesce((ts_lexize('@S@.rank_stem'::regdictionary, w))[1], w);
+END $$;
+
 -- A record's stored search vector: its words (search_terms) in order, each stemmed by rank_stem (english's Snowball
 -- stemmer with no stop list, migration 3: a local vault's FTS5 has none), at its position. No text search parser
 -- reads the words: the default one takes a character for a letter by the database's locale ("²" and "①" are none
 -- under a UTF-8 locale, every non-ASCII character is one under "C"). A word holds letters and digits only, so it is
--- quoted as it is; one of 2,048 bytes or more is left out (tsvector's limit). 10 KB of text: 10-20 ms.
+-- quoted as it is; one of 2,048 bytes or more (tsvector's limit) stands as its first 480 characters and the md5 of the
+-- whole word, unstemmed, on both sides: found by itself as a local vault finds it, never dropped (a dropped query word
+-- matched more than a local vault; second reader of review 74). 10 KB of text: 10-20 ms.
 CREATE FUNCTION search_vector(p text) RETURNS tsvector
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE SET search_path = @S@, pg_catalog, pg_temp AS $$
 BEGIN
-    RETURN (SELECT coalesce(string_agg('''' || coalesce((ts_lexize('@S@.rank_stem'::regdictionary, w))[1], w)
+    RETURN (SELECT coalesce(string_agg('''' || _search_lexeme(w)
                                        || ''':' || least(n, 16383), ' ' ORDER BY n), '')::tsvector
-              FROM unnest(string_to_array(search_terms(p), ' ')) WITH ORDINALITY AS x(w, n)
-             WHERE octet_length(w) < 2048);
+              FROM unnest(string_to_array(search_terms(p), ' ')) WITH ORDINALITY AS x(w, n));
 END $$;
 
 -- A search's query: every word of the search text (the package sends fts_query_terms' words), stemmed alike.
 CREATE FUNCTION search_query(p text) RETURNS tsquery
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE SET search_path = @S@, pg_catalog, pg_temp AS $$
 BEGIN
-    RETURN (SELECT coalesce(string_agg('''' || coalesce((ts_lexize('@S@.rank_stem'::regdictionary, w))[1], w)
+    RETURN (SELECT coalesce(string_agg('''' || _search_lexeme(w)
                                        || '''', ' & ' ORDER BY n), '')::tsquery
-              FROM unnest(string_to_array(search_terms(p), ' ')) WITH ORDINALITY AS x(w, n)
-             WHERE octet_length(w) < 2048);
+              FROM unnest(string_to_array(search_terms(p), ' ')) WITH ORDINALITY AS x(w, n));
 END $$;
 
 REVOKE EXECUTE ON FUNCTION _search_folds(), _search_folded_chars(), _search_word_chars(), search_fold(text),
-    search_terms(text), search_vector(text), search_query(text) FROM PUBLIC;
+    search_terms(text), _search_lexeme(text), search_vector(text), search_query(text) FROM PUBLIC;
 -- evaluated by the generated columns as the writer, and by a search
 GRANT EXECUTE ON FUNCTION _search_folds(), _search_folded_chars(), _search_word_chars(), search_fold(text),
-    search_terms(text), search_vector(text), search_query(text) TO @S@_human, @S@_agent;
+    search_terms(text), _search_lexeme(text), search_vector(text), search_query(text) TO @S@_human, @S@_agent;
 
 -- Each kind's search vector of the same text as before (migration 1), rebuilt for every row, and its index.
 ALTER TABLE memories DROP COLUMN search_tsv;
