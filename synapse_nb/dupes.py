@@ -58,6 +58,7 @@ import re
 import time
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb._util import new_id
@@ -278,18 +279,15 @@ def hidden_side(new: Record, old: Record) -> str:
 # -- on write ------------------------------------------------------------------------------------------------------
 #: A person's write transaction that wrote at most this many checked records has them checked right after its commit;
 #: a larger one (a bulk load: the check costs about a millisecond a record, the write a tenth of that) leaves them to
-#: :func:`check_pending` (``Memories.conflicts``, ``synapse-nb memory conflicts``), which reads them from history. An
-#: agent's transaction has its records checked after its commit however many it wrote, in batches of :data:`BATCH`:
-#: the agent's call pays for its writes (review 75: an agent's 3,000 decisions of 32 KB in one transaction left a
-#: person's next ``memory conflicts`` 45 s of checks, and over 600 s with repetitive text).
+#: :func:`check_pending` (``Memories.conflicts``, ``memory conflicts``), which reads them from history. An agent's is
+#: checked after its commit however large, in batches of :data:`BATCH`: the agent's call pays (review 75: an agent's
+#: 3,000 decisions of 32 KB in one transaction left a person's next listing 45 s of checks, over 600 s repetitive).
 SYNC_MAX = 32
-#: Records one check reads together (a bulk write's, an agent's large transaction's).
 BATCH = 500
 #: The history entries a person's listing checks at most in one call (``Memories.conflicts``, the review widget),
 #: and the seconds after which it starts no further batch (its batches grow from :data:`_FIRST_BATCH`, doubling): what
-#: still waits is counted and said, and ``synapse-nb memory conflicts --check-all`` checks it all (review 75: a
-#: record's check costs a BM25 read of the mind, about a millisecond, and 0.7 s each when 3,000 records repeat its
-#: words, as an agent login's own SQL can store them without the check).
+#: still waits is counted and said; ``memory conflicts --check-all`` checks it all (review 75: a record's check costs
+#: a BM25 read, about a millisecond, 0.7 s when 3,000 records repeat its words, which an agent login's SQL can store).
 READ_CHECKS = 100
 READ_SECONDS = 2.0
 _FIRST_BATCH = 4
@@ -300,14 +298,12 @@ CHECKED_ACTIONS: tuple[str, ...] = ("create", "update", "revert", "accept")
 _ALL_TIME = "9999-12-31T23:59:59.999999Z"
 
 
+@dataclass
 class _Written:
     """The checked records a write transaction wrote, and whether an agent wrote every one of them."""
 
-    __slots__ = ("agent", "records")
-
-    def __init__(self, agent: bool) -> None:
-        self.records: list[Record] = []
-        self.agent = agent
+    agent: bool
+    records: list[Record] = field(default_factory=list)
 
 
 _pending: weakref.WeakKeyDictionary[Any, _Written] = weakref.WeakKeyDictionary()
