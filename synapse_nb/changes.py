@@ -27,7 +27,8 @@ from synapse_nb._util import parse_ts, shown_id
 from synapse_nb.models import PRIORITIES, RECORD_TYPES, Record, past_agent_limits
 
 __all__ = ["ACTIONS", "LINK_STATUSES", "RELATIONS", "REVISED_FIELDS", "REVISION_STATUSES", "SURFACES", "UNKNOWN_REASON",
-           "ExportMark", "HistoryEntry", "Link", "Revision", "proposal", "reason_ok", "record_from_dict", "state_json"]
+           "Conflicts", "ExportMark", "HistoryEntry", "Link", "Revision", "proposal", "reason_ok", "record_from_dict",
+           "state_json"]
 
 #: What a history entry records.
 ACTIONS: tuple[str, ...] = ("create", "update", "verify", "approve", "reject", "expire", "delete", "import",
@@ -299,6 +300,28 @@ class Link:
         hid = f", hides {shown_id(self.hidden)}" if self.hidden else ""
         return (f"{shown_id(self.id)} {inline(self.relation, 13):<13} {inline(self.status, 10):<10} "
                 f"{self.score:.2f}  {side(self.a)} ~ {side(self.b)}  ({inline(self.reason)}{hid})")
+
+
+class Conflicts(list[Link]):
+    """The pairs ``Memories.conflicts()`` lists, and ``unchecked``: how many writes a person's bulk load (or an agent's
+    transaction whose pairs a team server refused) left waiting for the duplicate check past what this listing checked
+    (``dupes.READ_CHECKS`` a listing: review 75); ``note`` says so and how to check the rest."""
+
+    unchecked: int = 0
+
+    @property
+    def note(self) -> str | None:
+        """One line when writes still wait for the check, else None.
+
+        >>> got = Conflicts(); got.unchecked = 2900; print(got.note)
+        2,900 writes waiting for the duplicate check (a listing checks some): synapse-nb memory conflicts --check-all
+        """
+        if not self.unchecked:
+            return None
+        from synapse_nb._util import plural
+
+        return (f"{plural(self.unchecked, 'write')} waiting for the duplicate check (a listing checks some): "
+                "synapse-nb memory conflicts --check-all")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@ a human (issue 30, docs/decisions/0013-memory-history.md).
 
 After a write transaction commits, each record it created or changed (every kind recall ranks, but checkpoints:
 work state repeats itself on purpose) is compared with the mind's records that share its words; a transaction that
-wrote more than :data:`SYNC_MAX` of them (a bulk load) is checked later, from history, by :func:`check_pending`:
+wrote more than :data:`SYNC_MAX` of them (a person's bulk load) is checked later, from history, by :func:`check_pending`
+(a person's listing checks :data:`READ_CHECKS` a call; an agent's transaction is checked at its commit, in batches):
 
 1. **words**: the record's text as recall analyses a query (:func:`synapse_nb.recall.rank.rank_words`: FTS5's
    ``unicode61`` folding, recall's 74 stop words out), then a light suffix fold (``deploying`` ~ ``deploy``);
@@ -54,8 +55,10 @@ from __future__ import annotations
 import functools
 import math
 import re
+import time
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb._util import new_id
@@ -274,30 +277,52 @@ def hidden_side(new: Record, old: Record) -> str:
 
 
 # -- on write ------------------------------------------------------------------------------------------------------
-#: A write transaction that wrote at most this many checked records has them checked right after its commit; a larger
-#: one (a bulk load: the check costs about a millisecond a record, the write a tenth of that) leaves them to
-#: :func:`check_pending` (``Memories.conflicts``, ``synapse-nb memory conflicts``), which reads them from history.
+#: A person's write transaction that wrote at most this many checked records has them checked right after its commit;
+#: a larger one (a bulk load: the check costs about a millisecond a record, the write a tenth of that) leaves them to
+#: :func:`check_pending` (``Memories.conflicts``, ``memory conflicts``), which reads them from history. An agent's is
+#: checked after its commit however large, in batches of :data:`BATCH`: the agent's call pays (review 75: an agent's
+#: 3,000 decisions of 32 KB in one transaction left a person's next listing 45 s of checks, over 600 s repetitive).
 SYNC_MAX = 32
+BATCH = 500
+#: The history entries a person's listing checks at most in one call (``Memories.conflicts``, the review widget),
+#: and the seconds after which it starts no further batch (its batches grow from :data:`_FIRST_BATCH`, doubling): what
+#: still waits is counted and said; ``memory conflicts --check-all`` checks it all (review 75: a record's check costs
+#: a BM25 read, about a millisecond, 0.7 s when 3,000 records repeat its words, which an agent login's SQL can store).
+READ_CHECKS = 100
+READ_SECONDS = 2.0
+_FIRST_BATCH = 4
+_clock = time.monotonic
 #: The history actions whose record gets the check (a write of its content).
 CHECKED_ACTIONS: tuple[str, ...] = ("create", "update", "revert", "accept")
 #: A view reading any record of a mind (lessons, whose visibility depends on "now", are never checked).
 _ALL_TIME = "9999-12-31T23:59:59.999999Z"
-_pending: weakref.WeakKeyDictionary[Any, list[Record]] = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class _Written:
+    """The checked records a write transaction wrote, and whether an agent wrote every one of them."""
+
+    agent: bool
+    records: list[Record] = field(default_factory=list)
+
+
+_pending: weakref.WeakKeyDictionary[Any, _Written] = weakref.WeakKeyDictionary()
 
 
 def check_after_commit(ctx: Context, rec: Record) -> None:
-    """Check ``rec`` once the current write transaction commits, unless the transaction wrote more than
-    :data:`SYNC_MAX` checked records (then :func:`check_pending` does, from its history entry: nothing is lost if the
-    process stops before)."""
+    """Check ``rec`` once the current write transaction commits; a person's transaction that wrote more than
+    :data:`SYNC_MAX` checked records leaves them to :func:`check_pending` (from their history entries: nothing is lost
+    if the process stops before)."""
     if rec.kind not in CHECKED_KINDS:
         return
     store = ctx.store
-    pending = _pending.get(store)
-    if pending is None:
-        pending = _pending[store] = []
+    written = _pending.get(store)
+    if written is None:
+        written = _pending[store] = _Written(ctx.actor == "agent")
         store.on_rollback(lambda: _forget(store))
         store.after_commit(lambda: _run(store))
-    pending.append(rec)
+    written.agent = written.agent and ctx.actor == "agent"
+    written.records.append(rec)
 
 
 def _forget(store: VaultStore) -> None:
@@ -305,54 +330,87 @@ def _forget(store: VaultStore) -> None:
 
 
 def _run(store: VaultStore) -> None:
-    pending = _pending.pop(store, None)
-    if not pending or store.readonly:
+    written = _pending.pop(store, None)
+    if not written or not written.records or store.readonly:
         return
+    pending = written.records
     latest = {rec.id: rec for rec in pending}  # the last write of each record in the transaction
-    if len(latest) > SYNC_MAX:
-        return  # a bulk load: checked later, from history
-    first, last = min(r.updated_at for r in pending), max(r.updated_at for r in pending)
+    if len(latest) > SYNC_MAX and not written.agent:
+        return  # a person's bulk load: checked later, from history
+    first = min(r.updated_at for r in pending)
     checked = store.links.checked_at()
-    found = find_links(sorted(latest.values(), key=lambda r: r.id), store)
-    try:
-        with store.transaction():
-            store.links.insert(found)
-            # every write before this transaction was checked already: the mark moves past it (else check_pending will)
-            if not store.links.unchecked(checked, first, CHECKED_KINDS, CHECKED_ACTIONS, 1):
-                store.links.advance(last)
-    except (PermissionDeniedError, StoreError):
-        # a team vault's server holds an agent login to so many pairs an hour, and to pairs of two stored records
-        # (one deleted meanwhile) (migration 12); or the pairs' own transaction failed (a full disk): the write itself
-        # is stored (raising here said "nothing was changed" of a committed record), and the mark stays, so a
-        # human's next `memory conflicts` (check_pending) finds these pairs
-        return
+    ordered = sorted(latest.values(), key=lambda r: (r.updated_at, r.id))  # a record at its last write
+    for start in range(0, len(ordered), BATCH):
+        batch = ordered[start:start + BATCH]
+        last = max(r.updated_at for r in batch)  # the next batches' records pair with these when their turn comes
+        found = find_links(sorted(batch, key=lambda r: r.id), store,
+                           waiting_after=last if len(batch) < len(ordered) else None)
+        try:
+            with store.transaction():
+                store.links.insert(found)
+                # every write before this transaction was checked already: the mark moves past the batch (else
+                # check_pending will)
+                if not store.links.unchecked(checked, first, CHECKED_KINDS, CHECKED_ACTIONS, 1):
+                    store.links.advance(last)
+        except (PermissionDeniedError, StoreError):
+            # a team vault's server holds an agent login to so many pairs an hour, and to pairs of two stored records
+            # (one deleted meanwhile) (migration 12); or the pairs' own transaction failed (a full disk): the write
+            # itself is stored (raising here said "nothing was changed" of a committed record), and the mark stays,
+            # so a human's next `memory conflicts` (check_pending) finds these pairs
+            return
 
 
-def check_pending(store: VaultStore) -> int:
-    """Check every record written since the last check (what large write transactions left), oldest first, in
-    batches of 500; returns how many history entries were read."""
-    done = 0
-    while True:
-        after = store.links.checked_at()
-        batch = store.links.unchecked(after, None, CHECKED_KINDS, CHECKED_ACTIONS, 500)
+def check_pending(store: VaultStore, limit: int | None = None, seconds: float | None = None) -> int:
+    """Check the records written since the last check (what large write transactions left), oldest first, at most
+    ``limit`` history entries (None: all of them), in batches of :data:`BATCH`; with ``seconds``, in batches that grow
+    from :data:`_FIRST_BATCH` and none started once ``seconds`` have passed. Returns how many entries were read."""
+    done, size, start = 0, BATCH if seconds is None else _FIRST_BATCH, _clock()
+    while limit is None or done < limit:
+        if done and seconds is not None and _clock() - start >= seconds:
+            break
+        batch = _unchecked(store, size if limit is None else min(size, limit - done))
         if not batch:
-            return done
+            break
         by_kind: dict[tuple[str, str], list[str]] = {}
         for _, rid, kind, mind in batch:
             by_kind.setdefault((mind, kind), []).append(rid)
         records: list[Record] = []
         for (mind, kind), rids in sorted(by_kind.items()):
             records += store.table(kind).get_many(View(mind, _ALL_TIME), rids).values()
-        found = find_links(sorted(records, key=lambda r: r.id), store)
+        found = find_links(sorted(records, key=lambda r: r.id), store, waiting_after=batch[-1][0])
         with store.transaction():
             store.links.insert(found)
             store.links.advance(batch[-1][0])
         done += len(batch)
+        size = min(BATCH, 2 * size)
+    return done
 
 
-def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None = None) -> list[Link]:
+def _unchecked(store: VaultStore, n: int) -> list[tuple[str, str, str, str]]:
+    """The next ``n`` history entries to check, or fewer, never cut between two of one stamp (the mark moves past a
+    stamp: an import keeps its lines' stamps, which may repeat); more when ``n`` entries share the first stamp."""
+    after = store.links.checked_at()
+    while True:
+        rows = store.links.unchecked(after, None, CHECKED_KINDS, CHECKED_ACTIONS, n + 1)
+        if len(rows) <= n or rows[n][0] != rows[n - 1][0]:
+            return rows[:n]
+        kept = [r for r in rows[:n] if r[0] != rows[n][0]]
+        if kept:
+            return kept
+        n *= 2
+
+
+def waiting(store: VaultStore) -> int:
+    """How many history entries still wait for the duplicate check (:func:`check_pending`)."""
+    return store.links.count_unchecked(store.links.checked_at(), CHECKED_KINDS, CHECKED_ACTIONS)
+
+
+def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None = None,
+               waiting_after: str | None = None) -> list[Link]:
     """The links the check finds for ``records`` (already stored) against their minds' records: one BM25 read per
-    record, then one read of every candidate's text, then :func:`classify` per pair (each text analysed once)."""
+    record, then one read of every candidate's text, then :func:`classify` per pair (each text analysed once).
+    ``waiting_after``: records written after this stamp wait for a later check of their own, which pairs them with
+    what was written before them (``records`` are one batch of a larger backlog), so they are no candidates here."""
     texts = {r.id: r.text for r in records}
     extra = min(len(records) - 1, SYNC_MAX)
     vocab = sorted({w for t in texts.values() for w in words(t)})
@@ -382,6 +440,8 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
                 wanted.setdefault(rec.mind, {}).setdefault(str(kind_of_id(i)), set()).add(i)
         cand = {c.id: c for mind, by_kind in sorted(wanted.items())
                 for c in store.recall.fetch(mind, {k: sorted(v) for k, v in sorted(by_kind.items())})}
+        later = (set() if waiting_after is None else
+                 store.links.written_after(sorted(set(cand) - set(texts)), waiting_after, CHECKED_ACTIONS))
         stats.read(sorted({w for c in cand.values() for w in words(c.text)} - set(df)))
         linked: set[frozenset[str]] = set()  # pairs found in this call (two records of one batch find each other)
         # A record an open duplicate link hides waits for a human behind the one that stands: a candidate that is
@@ -443,7 +503,7 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
             known = {x.a if x.b == rec.id else x.b for x in store.links.of_record(rec.id)}
             settled: set[str] = set()  # records an earlier contradiction of this record already puts before a human
             for c, verdict, by_people in found:
-                if (c.id in known or c.id in unread or frozenset((rec.id, c.id)) in linked
+                if (c.id in known or c.id in unread or c.id in later or frozenset((rec.id, c.id)) in linked
                         or not (passed(verdict.relation, rec, c.id, settled)
                                 or passed(by_people.relation, rec, c.id, settled))):
                     continue

@@ -176,19 +176,27 @@ def memory_reject(
 def memory_conflicts(
     ctx: typer.Context,
     status: Annotated[str, typer.Option("--status", help="open, kept, merged, superseded or all.")] = "open",
+    check_all: Annotated[bool, typer.Option("--check-all", help="First check every write a bulk load left waiting "
+                                            "for the duplicate check (a listing checks some), however long it "
+                                            "takes.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Pairs of records that look like duplicates or contradictions (same subject, differing numbers, dates, names or
     negation), found on write; a human decides each with `memory resolve`.
+
+    A person's bulk write (more than 32 records in one transaction) is checked later: each listing checks some of its
+    writes and says how many still wait; --check-all checks them all first.
 
     Examples:
 
         synapse-nb memory conflicts
 
         synapse-nb memory conflicts --status all --json
+
+        synapse-nb memory conflicts --check-all
     """
     v = open_vault_for(ctx)
-    rows = v.memories.conflicts(status=None if status == "all" else status)
+    rows = v.memories.conflicts(status=None if status == "all" else status, check_all=check_all)
     marks: dict[str, str] = {}
     for link in [] if as_json else rows:  # who wrote each side, said after its id (a side deleted since: none)
         for kind, rid in ((link.a_kind, link.a), (link.b_kind, link.b)):
@@ -198,6 +206,8 @@ def memory_conflicts(
                 except SynapseError:
                     marks[rid] = ""
     _listing(rows, status, "conflicts", as_json, marks)
+    if rows.note:  # writes still waiting for the check (review 75): on stderr with --json, which stays a list
+        typer.echo(f"note: {rows.note}", err=as_json)
 
 
 @memory_app.command("resolve")

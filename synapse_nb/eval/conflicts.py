@@ -143,7 +143,7 @@ def predict(pairs: Sequence[Pair]) -> list[str]:
         # pair), and which of its identical records BM25 ranks first is decided by random ids (a tie)
         text = {i: p.a for i, p in zip(a_ids, pairs, strict=True)} | {i: p.b for i, p in zip(b_ids, pairs, strict=True)}
         found: dict[frozenset[str], set[str]] = {}
-        for x in v.memories.conflicts(status=None):
+        for x in v.memories.conflicts(status=None, check_all=True):  # the bulk load above: every write checked
             if x.a in text and x.b in text:
                 found.setdefault(frozenset((text[x.a], text[x.b])), set()).add(x.relation)
         v.close()

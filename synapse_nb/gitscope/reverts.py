@@ -219,6 +219,12 @@ def _where(branches: tuple[str, ...]) -> str:
 
 #: Where a scan's summary says the revert is (:func:`_where`): no branch, one or two quoted names, or one and a count.
 WHERE_RE = re.compile(r'outside any branch|on "(?:[^"\\]|\\.)*"(?:, "(?:[^"\\]|\\.)*"| and \d+ other branches)?')
+#: The longest summary a scan writes (:func:`_summary`), in characters: seven quoted texts at most (two subjects, two
+#: branches, three paths), each cut to 60 characters that :func:`_quote` writes in at most 6 (``\u001b``), and 512
+#: for the rest: the template's words, two short ids and the numbers (three diffstat rows of two counts up to 10**9,
+#: the commits and files counted, the other branches), under 300 together. A summary longer than this is in no
+#: scan's words, and :func:`~synapse_nb.kinds.lesson_scan.scan_worded` says so before reading it (review 75).
+SUMMARY_MAX = (_TARGETS_IN_SUMMARY + 2 + _FILES_IN_SUMMARY) * (2 + 6 * max(_SUBJECT_MAX, _PATH_MAX)) + 512
 
 
 def _on_top(info: RepoInfo, known: list[str], tips: list[str], head_at: str | None,

@@ -11,7 +11,7 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb import history
+from synapse_nb import dupes, history
 from synapse_nb._util import (
     MAX_TAGS,
     check_choice,
@@ -22,8 +22,7 @@ from synapse_nb._util import (
     new_id,
     parse_ts,
 )
-from synapse_nb.changes import LINK_STATUSES, REVISED_FIELDS, REVISION_STATUSES, Link, Revision
-from synapse_nb.dupes import check_pending
+from synapse_nb.changes import LINK_STATUSES, REVISED_FIELDS, REVISION_STATUSES, Conflicts, Link, Revision
 from synapse_nb.errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager, resolve_prefix
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, Record, kind_of_id
@@ -275,15 +274,27 @@ class MemoryHistory:
         return replace(rev, status="rejected", decided_at=ts)
 
     # -- duplicates and contradictions ------------------------------------------------------------------------
-    def conflicts(self, *, status: str | None = "open") -> list[Link]:
+    def conflicts(self, *, status: str | None = "open", check_all: bool = False) -> Conflicts:
         """Pairs the duplicate check found in this mind (any kinds; ``status``: open, kept, merged, superseded;
-        None: all), oldest first."""
+        None: all), oldest first.
+
+        In a person's view, the writes a person's bulk load left unchecked are checked first, at most
+        ``dupes.READ_CHECKS`` of them and ``dupes.READ_SECONDS`` a call (``check_all``: every one, however long that
+        takes); the list's ``unchecked`` counts those still waiting and its ``note`` says so (review 75: an agent's
+        bulk writes left a person's listing 45 s of checks, and over 600 s with repetitive text; an agent's
+        transaction is now checked at its own commit)."""
         st = None if status is None else check_choice(status, "status", LINK_STATUSES)
+        out = Conflicts()
         # records a bulk write left unchecked are checked first, by a human: a pair of two humans' records hides the
         # newer one, which a team vault's server refuses from an agent (migration 12), and the pairs are theirs
-        if not self._ctx.store.readonly and self._ctx.actor != "agent":
-            check_pending(self._ctx.store)
-        return self._ctx.store.links.of_mind(self._ctx.mind, st)
+        store = self._ctx.store
+        if not store.readonly and self._ctx.actor != "agent":
+            if check_all:
+                dupes.check_pending(store)
+            elif dupes.check_pending(store, dupes.READ_CHECKS, dupes.READ_SECONDS):  # some checked: more may wait
+                out.unchecked = dupes.waiting(store)
+        out.extend(store.links.of_mind(self._ctx.mind, st))
+        return out
 
     def resolve(self, link_id: str, action: str) -> Link:
         """Decide a pair (human only): ``merge`` (the hidden side, else the newer one, is deleted, but never a

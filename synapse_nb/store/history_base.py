@@ -135,6 +135,14 @@ class LinkTable(Protocol):
         before ``before``), by (at, id), at most ``limit``."""
         ...
 
+    def written_after(self, rids: Sequence[str], after: str, actions: Sequence[str]) -> set[str]:
+        """Which of ``rids`` have a history entry of these actions stamped after ``after``."""
+        ...
+
+    def count_unchecked(self, after: str, kinds: Sequence[str], actions: Sequence[str]) -> int:
+        """How many history entries of these kinds and actions are stamped after ``after``."""
+        ...
+
 
 class ExportTable(Protocol):
     def record(self, mark: ExportMark) -> None: ...

@@ -91,14 +91,16 @@ class ChangeReview(FamilyWidget):
     def refresh(self) -> None:
         mem = self.vault.memories
         self.items_revisions = mem.revisions()
-        self.items_conflicts = mem.conflicts()
+        got = mem.conflicts()  # checks at most dupes.READ_CHECKS writes a bulk load left (review 75)
+        self.items_conflicts = got
         _relist(self.revisions, [(f"{shown_id(r.rid)} · {PROPOSED_MARK} {_gist(r)}", r.id)
                                  for r in self.items_revisions], self._first)
         _relist(self.conflicts, [(f"{inline(x.relation, 13)} · {shown_id(x.a)} ~ {shown_id(x.b)} ({x.score:.2f})",
                                   x.id) for x in self.items_conflicts], self._first)
         self._first = False
         self.set_header(f"{plural(len(self.items_revisions), 'pending revision')}, "
-                        f"{plural(len(self.items_conflicts), 'open conflict')}")
+                        f"{plural(len(self.items_conflicts), 'open conflict')}"
+                        + (f"; {got.note}" if got.note else ""))
         self._show()
 
     def _record(self, rid: str) -> Any:

@@ -259,6 +259,25 @@ class LinksQueries(Repository[D]):
                               f"{in_actions} ORDER BY at, id LIMIT ?", (after, *uparams, *kparams, *aparams, limit))
         return [(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows]
 
+    def written_after(self, rids: Sequence[str], after: str, actions: Sequence[str]) -> set[str]:
+        dialect = self._db.dialect
+        in_actions, aparams = dialect.is_in("action", list(actions))
+        out: set[str] = set()
+        for batch in dialect.batches(sorted(set(rids))):
+            in_rids, rparams = dialect.is_in("rid", list(batch))
+            out |= {str(r[0]) for r in self._db.query(
+                f"SELECT DISTINCT rid FROM history WHERE {in_rids} AND at > ? AND {in_actions}",
+                (*rparams, after, *aparams))}
+        return out
+
+    def count_unchecked(self, after: str, kinds: Sequence[str], actions: Sequence[str]) -> int:
+        dialect = self._db.dialect
+        in_kinds, kparams = dialect.is_in("kind", list(kinds))
+        in_actions, aparams = dialect.is_in("action", list(actions))
+        row = self._db.query_one(f"SELECT count(*) FROM history WHERE at > ? AND {in_kinds} AND {in_actions}",
+                                 (after, *kparams, *aparams))
+        return 0 if row is None else int(row[0])
+
 
 class ExportsQueries(Repository[D]):
     """``store.exports``: the exports taken, so a purge can name those that still hold a record."""
