@@ -108,6 +108,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "agent_lesson_caps.sql"),
     Migration(26, "a person's ranking context holds the people's episodes before it in its thread alone: an agent's "
               "unverified one is left out (an agent's context still holds anyone's)", "person_context.sql"),
+    Migration(27, "a record's ranking words hold each distinct word at most 32 times, as a local vault's index: a "
+              "word repeated thousands of times costs a read no more than 32 times", "rank_cap.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version
