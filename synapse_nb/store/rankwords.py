@@ -53,12 +53,21 @@ def cap_words(words: Iterable[str], most: int = MAX_WORD_REPEATS) -> list[str]:
     >>> cap_words(["a", "b", "a", "a", "c", "a"], most=2)
     ['a', 'b', 'a', 'c']
     """
-    seen: Counter[str] = Counter()
+    words = list(words)
+    return _capped(words, {w: 0 for w, n in Counter(words).items() if n > most}, most)
+
+
+def _capped(words: list[str], over: dict[str, int], most: int) -> list[str]:
+    """``words`` less the occurrences past the ``most``-th of the words in ``over`` (their counts so far: 0)."""
+    if not over:
+        return words
     out: list[str] = []
     for w in words:
-        seen[w] += 1
-        if seen[w] <= most:
-            out.append(w)
+        if w in over:
+            if over[w] >= most:
+                continue
+            over[w] += 1
+        out.append(w)
     return out
 
 
@@ -98,9 +107,10 @@ def capped_text(text: str | None, most: int = MAX_WORD_REPEATS) -> str | None:
     if text is None or len(text) <= 2 * most:  # at most `most` words: nothing over the cap
         return text
     words = fts5_words(text)
-    if len(words) <= most or max(Counter(words).values()) <= most:
+    if len(words) <= most:
         return text
-    return " ".join(cap_words(words, most))
+    over = {w: 0 for w, n in Counter(words).items() if n > most}
+    return " ".join(_capped(words, over, most)) if over else text
 
 
 def capped_context(text: str | None, most: int = MAX_WORD_REPEATS) -> str | None:

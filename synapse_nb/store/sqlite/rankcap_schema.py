@@ -1,5 +1,6 @@
 """Schema v12 of a local vault: the ranking index and the word statistics hold each distinct word of a record at
-most :data:`~synapse_nb.store.rankwords.MAX_WORD_REPEATS` times (review 75; the rule: :mod:`synapse_nb.store.rankwords`).
+most :data:`~synapse_nb.store.rankwords.MAX_WORD_REPEATS` times (review 75; the rule:
+:mod:`synapse_nb.store.rankwords`).
 
 FTS5 reads a word's postings one per occurrence (``fts5vocab`` ``instance`` for recall's postings, ``row`` for the
 document frequencies of the gate and of the duplicate check), over every mind. An agent's 3,000 records of one word

@@ -41,7 +41,8 @@ from synapse_nb.store.sqlite.rankfile_schema import V10_RANK_FILES
 from synapse_nb.store.sqlite.sessions_schema import V9_SESSIONS
 
 __all__ = ["CONTEXT_N", "FTS_FLUSH", "FTS_MARKERS", "FTS_QUEUE_CLEAR", "FTS_QUEUE_TARGETS", "FTS_TABLES", "GATE_TEXT",
-           "GET_VAULT_UID", "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "RAW_FLUSH", "SCHEMA_VERSION", "SET_VAULT_UID", "split_sql"]
+           "GET_VAULT_UID", "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "RAW_FLUSH", "SCHEMA_VERSION", "SET_VAULT_UID",
+           "split_sql"]
 
 SCHEMA_VERSION = 12
 
