@@ -36,7 +36,8 @@ from collections.abc import Iterable, Sequence
 
 __all__ = ["CONTEXT_SEP", "MAX_WORD_REPEATS", "cap_words", "capped_context", "capped_text", "fts5_words"]
 
-#: At most this many occurrences of one word of one record reach the ranking index.
+#: At most this many occurrences of one word of one record reach the ranking index. Part of the schema: the indexes
+#: delete a value by giving it again, so a change needs a migration that fills them anew (SQLite v12's does).
 MAX_WORD_REPEATS = 32
 #: Between the records of a ranking context (a control character: a separator to every tokenizer).
 CONTEXT_SEP = "\x1f"

@@ -3,9 +3,10 @@
 - One contentless FTS5 table per kind (porter stemming), kept in sync by triggers, so full-text search can
   never disagree with the rows. The triggers queue their FTS5 writes in ``fts_queue``; the connection applies the
   queue (:data:`FTS_FLUSH`) before a commit and before any statement that reads an FTS5 table (schema v4).
-- ``gate_docs`` holds the text the recall gate scores per record (:data:`GATE_TEXT`); an external-content
-  ``gate_vocab`` FTS5 table over it (no stemming), read through ``gate_vocab_row`` (fts5vocab), gives exact word
-  document frequencies at no extra cost. ``gate_candidates`` is the view recall and the index read. Schema v8 adds
+- ``gate_docs`` holds the text the recall gate scores per record (:data:`GATE_TEXT`); a ``gate_vocab`` FTS5 table
+  of it (no stemming; contentless since v12, each word of a record at most 32 times: rankcap_schema.py), read
+  through ``gate_vocab_row`` (fts5vocab), gives exact word document frequencies at no extra cost.
+  ``gate_candidates`` is the view recall and the index read. Schema v8 adds
   the same statistics over agents' unverified records alone (``agent_vocab_fts``, ``agent_vocab_row``,
   ``agent_gids``; agent_vocab_schema.py), so that people's are the difference.
 - ``session_registry`` (schema v9, sessions_schema.py) keeps a row per session of recall's delta (``session_seen``)
