@@ -153,23 +153,43 @@ def cpu_seconds(fn: Callable[[Any], object], arg: Any, n: int = 5) -> float:
 
 
 def downgrade(conn: Any, to: int) -> None:
-    """Make a SQLite vault look as an older synapse_nb left it (schema ``to``, 6 to 10): drop the objects each later
+    """Make a SQLite vault look as an older synapse_nb left it (schema ``to``, 6 to 11): drop the objects each later
     version added and set ``user_version``, so the next writable open migrates it. The one place that knows what
-    v7 (agent totals), v8 (agents' word statistics), v9 (the session registry), v10 (rank file digests) and v11
-    (people's contexts without agents' records) added."""
+    v7 (agent totals), v8 (agents' word statistics), v9 (the session registry), v10 (rank file digests), v11
+    (people's contexts without agents' records) and v12 (the capped ranking indexes) added."""
     def drop(kind: str, where: str) -> None:
         for (name,) in conn.execute(f"SELECT name FROM sqlite_master WHERE type = '{kind}' AND {where}").fetchall():
             conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
 
-    if to < 11:  # context_schema: v4's episode triggers, v3's refresh of the followers, and v3's contexts again
-        from synapse_nb.store.sqlite import schema
+    from synapse_nb.store.sqlite import schema
 
+    if to < 12:  # rankcap_schema: v11's joiner of a context, and the three indexes of every word, as v11 kept them
+        from synapse_nb.store.sqlite.context_schema import v11_context_triggers
+        from synapse_nb.store.sqlite.rankcap_schema import CAPPED_COLUMNS
+
+        for stmt in schema.split_sql("\n".join([
+                *schema._kind_triggers(("episodes",), own=True, sep="' '"), v11_context_triggers("' '"),
+                *(f"{schema.RAW_FLUSH[t]};" for t in schema.FTS_TABLES if t not in CAPPED_COLUMNS),
+                f"{schema.FTS_QUEUE_CLEAR};", """
+                DROP TABLE gate_vocab_row; DROP TABLE gate_vocab; DROP TABLE rank_fts;
+                CREATE VIRTUAL TABLE gate_vocab USING fts5(body, content='gate_docs', content_rowid='gid',
+                    tokenize="unicode61 remove_diacritics 2");
+                CREATE VIRTUAL TABLE gate_vocab_row USING fts5vocab(gate_vocab, 'row');
+                INSERT INTO gate_vocab(gate_vocab) VALUES ('rebuild');
+                CREATE VIRTUAL TABLE rank_fts USING fts5(body, context, content='gate_docs', content_rowid='gid',
+                    tokenize="porter unicode61 remove_diacritics 2");
+                INSERT INTO rank_fts(rank_fts) VALUES ('rebuild');
+                INSERT INTO agent_vocab_fts(agent_vocab_fts) VALUES ('delete-all');
+                INSERT INTO agent_vocab_fts(rowid, body) SELECT d.gid, d.body FROM gate_docs d
+                    JOIN agent_gids a ON a.gid = d.gid;"""])):
+            conn.execute(stmt)
+    if to < 11:  # context_schema: v4's episode triggers, v3's refresh of the followers, and v3's contexts again
         drop("trigger", "name IN ('gate_docs_ctx_ai', 'gate_docs_ctx_au', 'gate_docs_ctx_ad')")
         was = schema._SELF_CONTEXT
         for stmt in schema.split_sql("\n".join([
                 *schema._kind_triggers(("episodes",)), schema._CTX_TRIGGERS,
                 f"UPDATE gate_docs SET context = {was} WHERE thread IS NOT NULL AND context <> {was};",
-                *(f"{schema.FTS_FLUSH[t]};" for t in schema.FTS_TABLES), f"{schema.FTS_QUEUE_CLEAR};"])):
+                *(f"{schema.RAW_FLUSH[t]};" for t in schema.FTS_TABLES), f"{schema.FTS_QUEUE_CLEAR};"])):
             conn.execute(stmt)
     if to < 10:  # rankfile_schema
         conn.execute("DROP TABLE rank_files")

@@ -11,6 +11,7 @@ import pytest
 
 import synapse_nb as syn
 from synapse_nb.store import sqlite as store
+from synapse_nb.store.rankwords import CONTEXT_SEP
 from synapse_nb.store.records import RankRow
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -19,7 +20,8 @@ TS = "2026-01-01T00:00:00.000000Z"
 
 def _expected_contexts(s: store.SqliteStore) -> dict[str, str]:
     """Context as the contract defines it, computed in Python from the rows: the two records before it in its
-    thread, for a person's record the two people's records before it (an agent's episode left out: review 70)."""
+    thread, for a person's record the two people's records before it (an agent's episode left out: review 70), joined
+    by CONTEXT_SEP (v12: each body's words are capped on their own, review 75)."""
     rows = [tuple(r) for r in s.query("SELECT d.rid, d.mind, d.thread, d.seq, d.body, e.source = 'agent' "
                                       "FROM gate_docs d LEFT JOIN episodes e ON e.id = d.rid")]
     out = {r[0]: "" for r in rows}
@@ -31,7 +33,7 @@ def _expected_contexts(s: store.SqliteStore) -> dict[str, str]:
         members.sort(key=lambda r: (r[3], r[0]))
         for i, r in enumerate(members):
             before = members[:i] if r[5] else [p for p in members[:i] if not p[5]]
-            out[r[0]] = " ".join(p[4] for p in before[-2:]).strip(" ")
+            out[r[0]] = CONTEXT_SEP.join(p[4].replace(CONTEXT_SEP, " ") for p in before[-2:]).strip(" " + CONTEXT_SEP)
     return out
 
 
@@ -107,7 +109,7 @@ def test_a_v10_vault_migrates_to_contexts_that_leave_agents_episodes_out(tmp_pat
     conn.close()
     again = syn.open_vault(tmp_path)
     s = again._store
-    assert s.schema_version == store.SCHEMA_VERSION == 11
+    assert s.schema_version == store.SCHEMA_VERSION == 12
     assert _contexts(s)[bob.id] == "chat where should we go camping" and _contexts(s) == _expected_contexts(s)
     _fts_ok(s)
     assert bob.id in {h.id for h in s.recall.bm25(again.mind, ["camping"], depth=10)}
@@ -159,7 +161,7 @@ def test_v2_vault_migrates_to_v4_with_a_ranking_table(tmp_path: Path) -> None:
     _v2_vault(path)
     v = syn.open_vault(tmp_path / ".synapse")
     s = v._store
-    assert s.schema_version == store.SCHEMA_VERSION == 11
+    assert s.schema_version == store.SCHEMA_VERSION == 12
     assert [tuple(r) for r in s.query("SELECT rid, mind, kind, context FROM gate_docs ORDER BY rid")] == [
         ("epi_0123456789ab", "default", "episode", ""), ("mem_0123456789ab", "other", "memory", "")]
     assert [h.id for h in s.recall.bm25("default", ["canary"], depth=5)] == ["epi_0123456789ab"]

@@ -13,7 +13,8 @@ says its own way:
   stemmer and no stop list, like FTS5's porter (migration 27, ``search_vector``); search text becomes the words of
   :func:`search_query`, which the server's ``search_query()`` folds, splits and stems alike (every word required);
 - every write of a ranked kind stores ``terms text[]`` (:func:`gate_terms`: what ``gate_df``/``gate_stats``
-  count) and ``rank_body`` (the ranking document's stems, ``stem_all`` of :func:`rank_tokens`).
+  count) and ``rank_body`` (the ranking document's stems, ``stem_all`` of :func:`rank_tokens`: each word at most 32
+  times, as a local vault's index holds it).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from synapse_nb.models import RANKED_KINDS
+from synapse_nb.store.rankwords import cap_words
 from synapse_nb.store.sql.dialect import CHUNK, Derived, Dialect, TextSearch
 from synapse_nb.store.sql.history import (
     DELETE_HISTORY_OF,
@@ -79,12 +81,15 @@ def gate_terms(text: str) -> list[str]:
 
 
 def rank_tokens(text: str) -> list[str]:
-    """The tokens of a ranking document's text, repeats kept, in order (stemmed by the server: ``stem_all``).
+    """The tokens of a ranking document's text, in order (stemmed by the server: ``stem_all``), each distinct one at
+    most :data:`~synapse_nb.store.rankwords.MAX_WORD_REPEATS` times: the rule of a local vault's index (review 75).
 
     >>> rank_tokens("Deploys, deploys: Café")
     ['deploys', 'deploys', 'cafe']
+    >>> len(rank_tokens("deploy " * 4700))
+    32
     """
-    return FTS_TOKEN_RE.findall(normalise(text, len(text) + 1))
+    return cap_words(FTS_TOKEN_RE.findall(normalise(text, len(text) + 1)))
 
 
 def _words(value: Any) -> str:

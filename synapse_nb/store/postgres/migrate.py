@@ -111,6 +111,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(27, "a record's search text is folded (case, accents) and split into words by the package's rules, "
               "not the database's locale, and stemmed with no stop list, as a local vault's FTS5 reads it",
               "search_fold.sql"),
+    Migration(28, "a record's ranking words hold each distinct word at most 32 times, as a local vault's index: a "
+              "word repeated thousands of times costs a read no more than 32 times", "rank_cap.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

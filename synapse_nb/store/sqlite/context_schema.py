@@ -17,32 +17,39 @@ may hold the changed row's body under either rule; a row whose context is unchan
 
 from __future__ import annotations
 
+from synapse_nb.store.rankwords import CONTEXT_SEP
 from synapse_nb.store.sql.authors import agents_case
 
-__all__ = ["CONTEXT_N", "context_sql", "followers", "own_context", "v11_context_triggers"]
+__all__ = ["CONTEXT_N", "SEP_SQL", "context_sql", "followers", "own_context", "v11_context_triggers"]
 
 #: How many previous records of a thread form a ranking document's ``context``.
 CONTEXT_N = 2
+#: The joiner of a context's bodies as SQL: from v12 :data:`~synapse_nb.store.rankwords.CONTEXT_SEP` (each body's
+#: words are capped on their own: rankcap_schema.py); ``"' '"`` gave v3 to v11's contexts.
+SEP_SQL = f"char({ord(CONTEXT_SEP)})"
 
 
-def context_sql(mind: str, thread: str, seq: str, rid: str, n: int = CONTEXT_N, *, people: bool = False) -> str:
+def context_sql(mind: str, thread: str, seq: str, rid: str, n: int = CONTEXT_N, *, people: bool = False,
+                sep: str = SEP_SQL) -> str:
     """The context of a row: the bodies of the previous ``n`` ranking documents of its (mind, thread) by
-    (seq, rid), oldest first, joined by one space ('' when none); ``people``: people's documents only (an agent's
-    unverified one skipped). One scalar subquery per slot keeps the order defined (group_concat has no ORDER BY
-    before SQLite 3.44)."""
+    (seq, rid), oldest first, joined by ``sep`` (a body's own ``sep`` made a space; '' when none); ``people``:
+    people's documents only (an agent's unverified one skipped). One scalar subquery per slot keeps the order defined
+    (group_concat has no ORDER BY before SQLite 3.44)."""
     only = f"AND NOT ({agents_case('q.kind', 'q.rid')}) " if people else ""
-    slots = [f"coalesce((SELECT q.body FROM gate_docs q WHERE q.mind = {mind} AND q.thread = {thread} "
+    body = "q.body" if sep == "' '" else f"replace(q.body, {sep}, ' ')"
+    slots = [f"coalesce((SELECT {body} FROM gate_docs q WHERE q.mind = {mind} AND q.thread = {thread} "
              f"AND q.rid <> {rid} AND (q.seq < {seq} OR (q.seq = {seq} AND q.rid < {rid})) {only}"
              f"ORDER BY q.seq DESC, q.rid DESC "
              f"LIMIT 1 OFFSET {k}), '')" for k in reversed(range(n))]
-    return "trim(" + " || ' ' || ".join(slots) + ", ' ')"
+    trim = "' '" if sep == "' '" else f"' ' || {sep}"
+    return "trim(" + f" || {sep} || ".join(slots) + f", {trim})"
 
 
-def own_context(mind: str, thread: str, seq: str, rid: str, kind: str) -> str:
+def own_context(mind: str, thread: str, seq: str, rid: str, kind: str, sep: str = SEP_SQL) -> str:
     """v11's context of a row of kind ``kind`` (SQL expressions all): anyone's records before it for an agent's
     unverified record, the people's records before it for a person's."""
-    return (f"CASE WHEN {agents_case(kind, rid)} THEN {context_sql(mind, thread, seq, rid)} "
-            f"ELSE {context_sql(mind, thread, seq, rid, people=True)} END")
+    return (f"CASE WHEN {agents_case(kind, rid)} THEN {context_sql(mind, thread, seq, rid, sep=sep)} "
+            f"ELSE {context_sql(mind, thread, seq, rid, people=True, sep=sep)} END")
 
 
 def followers(r: str, n: int = CONTEXT_N, *, people: bool = False) -> str:
@@ -58,10 +65,10 @@ def _either(r: str) -> str:
     return f"(gid IN ({followers(r)}) OR gid IN ({followers(r, people=True)}))"
 
 
-def v11_context_triggers() -> str:
+def v11_context_triggers(sep: str = SEP_SQL) -> str:
     """The followers' refresh when a threaded row comes, changes or goes (v3's triggers, with v11's rule), and every
-    threaded row's context recomputed where the rule changes it (rows of threads an agent's record is in)."""
-    own = own_context("gate_docs.mind", "gate_docs.thread", "gate_docs.seq", "gate_docs.rid", "gate_docs.kind")
+    threaded row's context recomputed where the rule (or the joiner ``sep``) changes it."""
+    own = own_context("gate_docs.mind", "gate_docs.thread", "gate_docs.seq", "gate_docs.rid", "gate_docs.kind", sep)
     return f"""DROP TRIGGER gate_docs_ctx_ai;
 DROP TRIGGER gate_docs_ctx_au;
 DROP TRIGGER gate_docs_ctx_ad;

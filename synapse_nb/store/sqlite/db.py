@@ -41,6 +41,7 @@ from synapse_nb.errors import (
 )
 from synapse_nb.store.sql.dialect import Dialect
 from synapse_nb.store.sqlite.dialect import SQLITE
+from synapse_nb.store.sqlite.rankcap_schema import RANK_FUNCTIONS
 from synapse_nb.store.sqlite.schema import (
     FTS_FLUSH,
     FTS_MARKERS,
@@ -166,8 +167,11 @@ class Database:
         # cached_statements: a recall prepares one statement per id-list length and kind (candidate rows, records,
         # tags, keys); Python's default cache of 128 was thrashed by a few hundred recalls, re-preparing each time
         def connect(uri: str) -> sqlite3.Connection:
-            return sqlite3.connect(uri, uri=True, timeout=LOCK_TIMEOUT_S, isolation_level=None,
+            conn = sqlite3.connect(uri, uri=True, timeout=LOCK_TIMEOUT_S, isolation_level=None,
                                    check_same_thread=False, cached_statements=2048)
+            for name, fn in RANK_FUNCTIONS.items():  # the ranking index's cap, applied with the FTS5 queue (v12)
+                conn.create_function(name, 1, fn, deterministic=True)
+            return conn
 
         if not readonly:
             return connect(f"file:{self.path}")

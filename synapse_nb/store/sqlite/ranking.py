@@ -8,7 +8,9 @@ three everyday words), so recall reads the inputs instead and caches them per da
   FTS5 table tokenizes it; cached), then its instances from a TEMP ``fts5vocab(main, rank_fts, instance)`` table,
   counted per document and column (what ``bm25()``'s ``xInst`` loop adds up) over the whole vault, so the number
   of documents is ``bm25()``'s ``xQueryPhrase`` count. Documents are named by rowid (``RankRow.doc``): recall
-  keeps the mind's. A TEMP table lives on this connection only and changes nothing in the file, so a read-only
+  keeps the mind's. A record holds each word at most 32 times (schema v12, :mod:`synapse_nb.store.rankwords`), so
+  a read costs at most 32 instances a record holding the word, whatever its text repeats (review 75).
+  A TEMP table lives on this connection only and changes nothing in the file, so a read-only
   vault reads it too.
 - :meth:`RankingQueries.rank_totals`: N and the total token count from FTS5's own averages record
   (``rank_fts_data`` row 1: varints N, then one total per column), which is what ``bm25()`` reads.

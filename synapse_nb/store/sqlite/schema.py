@@ -3,9 +3,10 @@
 - One contentless FTS5 table per kind (porter stemming), kept in sync by triggers, so full-text search can
   never disagree with the rows. The triggers queue their FTS5 writes in ``fts_queue``; the connection applies the
   queue (:data:`FTS_FLUSH`) before a commit and before any statement that reads an FTS5 table (schema v4).
-- ``gate_docs`` holds the text the recall gate scores per record (:data:`GATE_TEXT`); an external-content
-  ``gate_vocab`` FTS5 table over it (no stemming), read through ``gate_vocab_row`` (fts5vocab), gives exact word
-  document frequencies at no extra cost. ``gate_candidates`` is the view recall and the index read. Schema v8 adds
+- ``gate_docs`` holds the text the recall gate scores per record (:data:`GATE_TEXT`); a ``gate_vocab`` FTS5 table
+  of it (no stemming; contentless since v12, each word of a record at most 32 times: rankcap_schema.py), read
+  through ``gate_vocab_row`` (fts5vocab), gives exact word document frequencies at no extra cost.
+  ``gate_candidates`` is the view recall and the index read. Schema v8 adds
   the same statistics over agents' unverified records alone (``agent_vocab_fts``, ``agent_vocab_row``,
   ``agent_gids``; agent_vocab_schema.py), so that people's are the difference.
 - ``session_registry`` (schema v9, sessions_schema.py) keeps a row per session of recall's delta (``session_seen``)
@@ -21,19 +22,30 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 
 from synapse_nb.store.sqlite.agent_vocab_schema import V8_AGENT_VOCAB
-from synapse_nb.store.sqlite.context_schema import CONTEXT_N, context_sql, followers, own_context, v11_context_triggers
+from synapse_nb.store.sqlite.context_schema import (
+    CONTEXT_N,
+    SEP_SQL,
+    context_sql,
+    followers,
+    own_context,
+    v11_context_triggers,
+)
 from synapse_nb.store.sqlite.held_schema import V7_AGENT_HELD
 from synapse_nb.store.sqlite.history_schema import V6_HISTORY
+from synapse_nb.store.sqlite.indices_schema import INDICES
+from synapse_nb.store.sqlite.rankcap_schema import CAPPED_COLUMNS, V12_RANK_INDEXES
 from synapse_nb.store.sqlite.rankfile_schema import V10_RANK_FILES
 from synapse_nb.store.sqlite.sessions_schema import V9_SESSIONS
 
 __all__ = ["CONTEXT_N", "FTS_FLUSH", "FTS_MARKERS", "FTS_QUEUE_CLEAR", "FTS_QUEUE_TARGETS", "FTS_TABLES", "GATE_TEXT",
-           "GET_VAULT_UID", "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "SCHEMA_VERSION", "SET_VAULT_UID", "split_sql"]
+           "GET_VAULT_UID", "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "RAW_FLUSH", "SCHEMA_VERSION", "SET_VAULT_UID",
+           "split_sql"]
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 _FTS = {
     # table: (fts columns, expressions for them)
@@ -277,7 +289,8 @@ CREATE INDEX flags_mind ON flags(mind);
 
 
 # -- v3: the ranking table of recall engine v2 (docs/decisions/0008-recall-engine-v2.md) ---------------------------
-_context_sql, _followers = context_sql, followers  # v3's rule: any records before it (v11: context_schema.py)
+# v3's rule: any records before it, joined by a space (v11, v12: context_schema.py)
+_context_sql, _followers = functools.partial(context_sql, sep="' '"), followers
 
 
 _SELF_CONTEXT = _context_sql("gate_docs.mind", "gate_docs.thread", "gate_docs.seq", "gate_docs.rid")
@@ -398,11 +411,13 @@ FTS_TABLES: dict[str, tuple[str, ...]] = {
     "agent_vocab_fts": ("body",)}  # v8
 
 #: The statement that applies the queue to each FTS5 table (rows in queue order; ``cmd`` NULL indexes the values,
-#: 'delete' removes them); :data:`FTS_QUEUE_CLEAR` empties the queue after them.
-FTS_FLUSH: dict[str, str] = {
+#: 'delete' removes them); :data:`FTS_QUEUE_CLEAR` empties the queue after them. From v12 the ranking index and the
+#: word statistics take each value through the cap (rankcap_schema.py); ``RAW_FLUSH`` is v4 to v11's.
+RAW_FLUSH, FTS_FLUSH = ({
     t: f"INSERT INTO {t}({t}, rowid, {', '.join(cols)}) SELECT cmd, id, "
-       f"{', '.join(f'c{i}' for i in range(len(cols)))} FROM fts_queue WHERE target = '{t}' ORDER BY n"
-    for t, cols in FTS_TABLES.items()}
+       f"{', '.join(fn.get(t, ('',) * len(cols))[i] + f'(c{i})' for i in range(len(cols)))} FROM fts_queue "
+       f"WHERE target = '{t}' ORDER BY n"
+    for t, cols in FTS_TABLES.items()} for fn in ({}, CAPPED_COLUMNS))
 FTS_QUEUE_TARGETS = "SELECT DISTINCT target FROM fts_queue"
 #: A statement that reads an FTS5 index names it, or a vocab table over it: it contains one of these (every FTS5 table
 #: ends in ``_fts`` or is ``gate_vocab``; an fts5vocab table's name must contain ``vocab``; a test checks it).
@@ -416,9 +431,10 @@ def _queue(fts: str, rowid: str, vals: list[str], *, delete: bool = False) -> st
     return f"INSERT INTO fts_queue(target, cmd, id, {slots}) VALUES ('{fts}', {cmd}, {rowid}, {', '.join(vals)});"
 
 
-def _kind_triggers(tables: tuple[str, ...], own: bool = False) -> list[str]:
+def _kind_triggers(tables: tuple[str, ...], own: bool = False, sep: str = SEP_SQL) -> list[str]:
     """The insert, update and delete triggers of the kind tables ``tables`` (v4's; ``own``: a threaded episode's own
-    context by v11's rule, :func:`~synapse_nb.store.sqlite.context_schema.own_context`)."""
+    context by v11's rule, :func:`~synapse_nb.store.sqlite.context_schema.own_context`, its bodies joined by
+    ``sep``)."""
     parts: list[str] = []
     for table in tables:
         cols, exprs = _FTS[table]
@@ -436,7 +452,7 @@ def _kind_triggers(tables: tuple[str, ...], own: bool = False) -> list[str]:
         if gate is not None:
             structured = table == "episodes"
             th, sq, ac = ("new.thread", "new.seq", "new.actor") if structured else ("NULL", "NULL", "NULL")
-            ctx = own_context("new.mind", "new.thread", "new.seq", "new.id", f"'{kind}'") if own else _context_sql(
+            ctx = own_context("new.mind", "new.thread", "new.seq", "new.id", f"'{kind}'", sep) if own else _context_sql(
                 "new.mind", "new.thread", "new.seq", "new.id")
             ctx = f"CASE WHEN new.thread IS NULL THEN '' ELSE {ctx} END" if structured else "''"
             gate_ins = (f"INSERT INTO gate_docs(rid, mind, kind, thread, seq, actor, body, context) "
@@ -521,8 +537,14 @@ SET_VAULT_UID = ("INSERT INTO meta(key, value) VALUES ('vault_uid', lower(hex(ra
 # -- v11: a person's ranking context skips agents' unverified records (context_schema.py; review 70) ---------------
 # The episodes' triggers and the followers' refresh again, then every context the rule changes, its FTS5 writes
 # applied here (a migration runs before the connection applies the queue).
-_V11_CONTEXT = "\n".join([*_kind_triggers(("episodes",), own=True), v11_context_triggers(),
-                          *(f"{FTS_FLUSH[t]};" for t in FTS_TABLES), f"{FTS_QUEUE_CLEAR};"])
+_V11_CONTEXT = "\n".join([*_kind_triggers(("episodes",), own=True, sep="' '"), v11_context_triggers("' '"),
+                          *(f"{RAW_FLUSH[t]};" for t in FTS_TABLES), f"{FTS_QUEUE_CLEAR};"])
+# -- v12: each word of a record reaches the ranking index and word statistics at most 32 times (rankcap_schema.py) --
+# The context's joiner again, every context recomputed, the kind tables' queued writes applied, the three indexes
+# refilled (the queue's writes to them are in what they are filled with), and every rank file rebuilt.
+_V12_RANK_CAP = "\n".join([*_kind_triggers(("episodes",), own=True), v11_context_triggers(),
+                           *(f"{RAW_FLUSH[t]};" for t in FTS_TABLES if t not in CAPPED_COLUMNS),
+                           f"{FTS_QUEUE_CLEAR};", V12_RANK_INDEXES, "DELETE FROM rank_files;"])
 
 #: Forward migrations: MIGRATIONS[v] upgrades a vault from version v to v + 1.
 #: v1: every kind, FTS5, tags, gate vocabulary, index outbox. v2: ``flags`` (dangling / stale marks from verify).
@@ -540,6 +562,7 @@ _V11_CONTEXT = "\n".join([*_kind_triggers(("episodes",), own=True), v11_context_
 #: room check of a new session reads it, not every mark of the hour, and an agent's sessions are bounded.
 #: v10: ``rank_files``: the SHA-256 of each rank file recall wrote (rankfile_schema.py): a file rewritten is no file.
 #: v11: a person's record's ranking ``context`` holds the people's records before it alone (context_schema.py).
+#: v12: ``rank_fts``, ``gate_vocab``, ``agent_vocab_fts`` contentless, each word of a record at most 32 times in them.
 MIGRATIONS: dict[int, str] = {
     0: _TABLES_V1 + _fts_ddl(),
     1: _V2_FLAGS,
@@ -552,29 +575,8 @@ MIGRATIONS: dict[int, str] = {
     8: V9_SESSIONS,
     9: V10_RANK_FILES,
     10: _V11_CONTEXT,
+    11: _V12_RANK_CAP,
 }
-
-#: Indices no schema version depends on: a writable open creates the missing ones, so a vault stays readable by
-#: every synapse_nb of its schema version (an index is invisible to a reader that does not use it). The agent
-#: quotas' counts, read on every agent write: ``history_agent_at`` and ``revisions_agent`` (the agents' history
-#: entries and proposed revisions by time, for the hourly quota over every mind: without them every entry of the
-#: hour was read, a human's bulk import included; ``history_at`` orders every entry, these only the agents'. The
-#: count per mind used ``history_agent`` by (mind, at): a vault that has it keeps it, since an older synapse_nb of
-#: this version would build it again on each open), ``memories_agent``
-#: (the agents' memories per mind: without it every memory of the mind was counted, 66 ms a write at 200,000) and
-#: ``session_seen_at`` (a mind's marks by age, which ``memory prune`` clears; the hour's sessions are counted in
-#: ``session_registry`` since v9)
-#: and ``decisions_user`` (a person's latest decisions for the restore pack, past any number of agents' newer ones:
-#: 33 ms at 100,000 agent decisions without it, 0.04 ms with it; benchmarks/restore_pack.py).
-INDICES: dict[str, str] = {
-    "history_agent_at": "CREATE INDEX IF NOT EXISTS history_agent_at ON history(at) WHERE actor = 'agent'",
-    "revisions_agent": "CREATE INDEX IF NOT EXISTS revisions_agent ON revisions(created_at) WHERE actor = 'agent'",
-    "memories_agent": "CREATE INDEX IF NOT EXISTS memories_agent ON memories(mind) WHERE source = 'agent'",
-    "session_seen_at": "CREATE INDEX IF NOT EXISTS session_seen_at ON session_seen(mind, seen_at)",
-    "decisions_user": "CREATE INDEX IF NOT EXISTS decisions_user ON decisions(mind, created_at DESC) "
-                      "WHERE source = 'user'",
-}
-
 
 def split_sql(script: str) -> list[str]:
     """Split a DDL script into statements, keeping trigger bodies (BEGIN ... END;) whole."""
