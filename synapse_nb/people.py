@@ -12,7 +12,7 @@ are too): the CLI's ``--help`` loads it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -23,15 +23,10 @@ from synapse_nb.provenance import human_record
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.models import Record
 
-__all__ = ["MOST_IDS", "People", "ids_line", "people_first"]
+__all__ = ["People", "people_first"]
 
 R = TypeVar("R", bound="Record")
 T = TypeVar("T")
-
-#: The most ids one line of a report lists (``memory status``'s expiring memories, pending lessons, dangling
-#: records); people's come first and the rest are counted.
-MOST_IDS = 10
-
 
 def people_first(records: Iterable[T]) -> list[T]:
     """``records`` with people's first (:func:`~synapse_nb.provenance.human_record`), each side in the given order.
@@ -43,17 +38,6 @@ def people_first(records: Iterable[T]) -> list[T]:
     ['dec_1', 'dec_3', 'dec_0', 'dec_2']
     """
     return sorted(records, key=lambda r: not human_record(r))  # stable: each side in the given order
-
-
-def ids_line(ids: Sequence[str], rest: str, most: int = MOST_IDS) -> str:
-    """Ids as one line, at most ``most`` of them (give them people's first), the rest counted, ``rest`` saying where
-    they are all listed.
-
-    >>> ids_line(["a", "b"], "x --json"), ids_line([f"m{i}" for i in range(12)], "x --json", most=2)
-    ('a, b', 'm0, m1, … 10 more (x --json lists all)')
-    """
-    shown = ", ".join(ids[:most])
-    return shown if len(ids) <= most else f"{shown}, … {len(ids) - most:,} more ({rest} lists all)"
 
 
 @dataclass(frozen=True)

@@ -6,15 +6,31 @@ vault, not a record.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from synapse_nb._util import plural
-from synapse_nb.people import ids_line
 from synapse_nb.provenance import file_names, md_fenced, quoted
 from synapse_nb.render import NOT_IN_FORCE
 
 __all__ = ["PruneReport", "Status"]
+
+#: The most ids one line of a report lists (``memory status``'s expiring memories, pending lessons, dangling
+#: records); people's come first and the rest are counted.
+MOST_IDS = 10
+
+
+def ids_line(ids: Sequence[str], rest: str, most: int = MOST_IDS) -> str:
+    """Ids as one line, at most ``most`` of them (give them people's first), the rest counted, ``rest`` saying where
+    they are all listed.
+
+    >>> ids_line(["a", "b"], "x --json"), ids_line([f"m{i}" for i in range(12)], "x --json", most=2)
+    ('a, b', 'm0, m1, … 10 more (x --json lists all)')
+    """
+    shown = ", ".join(ids[:most])
+    return shown if len(ids) <= most else f"{shown}, … {len(ids) - most:,} more ({rest} lists all)"
+
 
 #: Where every id of a :class:`Status` line is listed (its text shows the first few of each, people's first)
 ALL_IDS = "synapse-nb memory status --json"
@@ -23,7 +39,7 @@ ALL_IDS = "synapse-nb memory status --json"
 @dataclass(frozen=True)
 class Status:
     """Counts per kind and state, pending lessons and what expires soon. Each tuple of ids gives people's records
-    first (:func:`synapse_nb.people.people_first`); the text shows the first few of each (``ids_line``)."""
+    first (:func:`synapse_nb.people.people_first`); the text shows the first few of each (:func:`ids_line`)."""
 
     vault_path: str
     mind: str

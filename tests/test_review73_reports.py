@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 import synapse_nb as syn
 from synapse_nb.cli import app
 from synapse_nb.follow import MOST_COMMITS, MOST_LINES, VerifyReport
-from synapse_nb.people import MOST_IDS
+from synapse_nb.reports import MOST_IDS
 from tests.conftest import run_git
 from tests.test_magics import TestingShell, _shell
 

@@ -3,7 +3,7 @@
 Review 73 F3: 250 agent memories expiring within the week made ``memory status``'s expiring line one line of 4,551
 characters listing every id, the person's last. Each list of ids now gives people's records first
 (:func:`synapse_nb.people.people_first`) and :class:`~synapse_nb.models.Status`'s text shows the first few of each
-line (:data:`synapse_nb.people.MOST_IDS`), counting the rest; ``to_dict`` (``memory status --json``) keeps every id.
+line (:data:`synapse_nb.reports.MOST_IDS`), counting the rest; ``to_dict`` (``memory status --json``) keeps every id.
 """
 
 from __future__ import annotations
