@@ -26,6 +26,7 @@ from synapse_nb._util import Clock, fmt_ts, parse_ts, utcnow
 from synapse_nb.errors import PermissionDeniedError, ValidationError
 from synapse_nb.gitscope.repo import RepoInfo, default_branch, default_branches, find_repo, head
 from synapse_nb.gitscope.vaultdir import in_prefix, repo_prefix
+from synapse_nb.models import Record, kind_of_id
 from synapse_nb.store.records import View
 
 if TYPE_CHECKING:
@@ -496,6 +497,18 @@ class Context(_Fields):
     def view(self, *, in_force_only: bool = False) -> View:
         """A read of this mind at this moment (``in_force_only``: lessons in force only, the agent's view)."""
         return View(self.mind, self.now_ts(), in_force_only)
+
+    def stored(self, ids: Iterable[str]) -> dict[str, Record]:
+        """The records of this mind with these ids as stored (expired or withdrawn ones too), by id, read a kind at a
+        time; an id no record answers (deleted since, or of another mind) is left out."""
+        by_kind: dict[str, list[str]] = {}
+        for rid in sorted(set(ids)):
+            kind = kind_of_id(rid)
+            if kind is not None:
+                by_kind.setdefault(kind, []).append(rid)
+        every = View(self.mind, "")
+        return {rid: rec for kind, rids in by_kind.items()
+                for rid, rec in self.store.table(kind).get_many(every, rids).items()}
 
     def with_mind(self, mind: str) -> Context:
         check_mind(mind)

@@ -256,7 +256,7 @@ def verify(ctx: Context, *, fix: bool = False) -> VerifyReport:
     # who wrote each record reported: its mark is said before its paths, as everywhere, and people's come first
     off = {(kind, rid) for kind, rid, _, ps in refs
            if rid in stale or any(p in status and status[p].state != "exists" for p in ps)}
-    records = _records(ctx, off)
+    records = ctx.stored(rid for _, rid in off)
     marks = {rid: mark(rec) for rid, rec in records.items()}
     dangling: list[FileRef] = []
     renamed: list[FileRef] = []
@@ -273,16 +273,6 @@ def verify(ctx: Context, *, fix: bool = False) -> VerifyReport:
     if fix:
         _apply_fix(ctx, refs, dangling, renamed, stale)
     return report
-
-
-def _records(ctx: Context, wanted: set[tuple[str, str]]) -> dict[str, Any]:
-    """These (kind, id) records of the mind as stored, by id, read a kind at a time."""
-    by_kind: dict[str, list[str]] = {}
-    for kind, rid in sorted(wanted):
-        by_kind.setdefault(kind, []).append(rid)
-    stored = View(ctx.mind, "")
-    return {rid: rec for kind, rids in by_kind.items() for rid, rec in ctx.store.table(kind).get_many(stored, rids)
-            .items()}
 
 
 def _apply_fix(ctx: Context, refs: list[Ref], dangling: list[FileRef], renamed: list[FileRef],

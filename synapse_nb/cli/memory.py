@@ -269,8 +269,8 @@ def memory_expiring(
         synapse-nb memory expiring -n 0        # all of them
     """
     v = open_vault_for(ctx)
-    shown = People.of(v.memories.expiring(within=within), limit_arg(limit if limit is not None else 0 if as_json
-                                                                     else 20), "memory", "memories", source)
+    most = limit_arg(limit) if limit is not None else None if as_json else 20
+    shown = People.of(v.memories.expiring(within=within), most, "memory", "memories", source)
     recs = shown.records
     if as_json:
         print_records(recs, True, "", more=shown.more)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from synapse_nb._util import fmt_ts
 from synapse_nb.gitscope.vaultdir import tracked_files, untrack_command
-from synapse_nb.models import Status, kind_of_id
+from synapse_nb.models import Status
 from synapse_nb.people import people_first
 from synapse_nb.store.records import View
 
@@ -42,7 +42,7 @@ def status(ctx: Context, vault: Vault) -> Status:
     counts["lessons"] = {"approved": les["approved"]} if agent else les
     # people's first, each side in the store's order (an agent's drafts and memories are many: review 73)
     pending = () if agent else tuple(x.id for x in people_first(vault.lessons.pending()))
-    expiring = tuple(x.id for x in people_first(store.memories.expiring(m, ts, fmt_ts(now + timedelta(days=7)))))
+    expiring = tuple(x.id for x in vault.memories.expiring(timedelta(days=7)))  # people's first, as listed
     les_soon = store.lessons.expiring(m, ts, fmt_ts(now + timedelta(days=2)))
     flags = vault.flags()
     prefix, tracked = tracked_files(vault.path)
@@ -63,15 +63,9 @@ def status(ctx: Context, vault: Vault) -> Status:
 
 
 def people_first_ids(ctx: Context, ids: Iterable[str]) -> tuple[str, ...]:
-    """``ids`` of records of the mind with people's first (each side in the given order): the records are read, a
-    kind at a time, to see whose each is; an id no record answers (deleted since it was flagged) goes last."""
+    """``ids`` of records of the mind with people's first (each side in the given order): the records are read
+    (:meth:`~synapse_nb.context.Context.stored`) to see whose each is; an id no record answers (deleted since it was
+    flagged) goes last."""
     ids = list(ids)
-    by_kind: dict[str, list[str]] = {}
-    for rid in ids:
-        kind = kind_of_id(rid)
-        if kind is not None:
-            by_kind.setdefault(kind, []).append(rid)
-    stored = View(ctx.mind, "")
-    found = {rid: rec for kind, rids in by_kind.items() for rid, rec in ctx.store.table(kind).get_many(stored, rids)
-             .items()}
+    found = ctx.stored(ids)
     return (*(r.id for r in people_first(found[i] for i in ids if i in found)), *(i for i in ids if i not in found))
