@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb._calls import checked_calls
 from synapse_nb._util import check_branch
 from synapse_nb.embedder_trust import outside_code, record_code, set_here, unrecorded
 from synapse_nb.errors import EmbedderRefused, ValidationError
@@ -102,7 +103,8 @@ SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
     # the recall gate's bars used when a recall is given none (same defaults as synapse_nb.recall.Bars)
     "recall_floor": (0.22, _unit_interval, "recall: 'nothing new' unless the support of the top ranked reaches it"),
     "recall_margin": (0.4, _unit_interval, "recall: a hit's rank score is at least this times the best one"),
-    "recall_top_k": (5, _int_range(0, 1000), "recall: most hits per kind"),
+    # at least 1: a 0 emptied every recall and the prompt hook with no word why (review 78); a stored 0 reads as 5
+    "recall_top_k": (5, _int_range(1, 1000), "recall: most hits per kind"),
     "recall_budget_tokens": (1200, _int_range(0, 1_000_000), "recall: most tokens for the hits"),
     "recall_semantic": (0.0, _unit_interval,
                         ("recall: weight of the optional semantic channel, 0 = off (0.4 with e5-small: synapse_nb"
@@ -271,6 +273,7 @@ def _stored(name: str, saved: dict[str, Any]) -> Any:
         return default
 
 
+@checked_calls  # a misspelt keyword is a ValidationError naming what the method takes (review 78)
 class Settings:
     """Vault settings stored in the database (so every surface sees the same values).
 

@@ -27,14 +27,15 @@ def test_unsaved_vault_recalls_with_the_built_in_bars(vault: syn.Vault) -> None:
 
 def test_saved_bars_apply_to_every_recall_without_bars(vault: syn.Vault) -> None:
     vault.remember("procedure", "run_migrations", "alembic upgrade head", tags=["db"])
-    saved = vault.save_default_bars(Bars(floor=0.25, margin=0.4, top_k=0, budget_tokens=800, tag_bonus=0.1))
-    assert (saved.floor, saved.margin, saved.top_k, saved.budget_tokens) == (0.25, 0.4, 0, 800)
+    vault.remember("procedure", "check_migrations", "run migrations on a copy first", tags=["db"])
+    saved = vault.save_default_bars(Bars(floor=0.25, margin=0.4, top_k=1, budget_tokens=800, tag_bonus=0.1))
+    assert (saved.floor, saved.margin, saved.top_k, saved.budget_tokens) == (0.25, 0.4, 1, 800)
     assert saved.tag_bonus == Bars().tag_bonus  # only the four bars are saved
     r = vault.recall("how do we run migrations")
-    assert r.bars == saved and r.items == ()  # top_k 0: nothing kept
-    assert vault.as_agent().recall("how do we run migrations").items == ()  # agents get the user's bars
+    assert r.bars == saved and len(r.items) == 1  # top_k 1: one memory kept (a saved top_k is 1 to 1000: review 78)
+    assert len(vault.as_agent().recall("how do we run migrations").items) == 1  # agents get the user's bars
     assert vault.recall("how do we run migrations", budget_tokens=50).bars.budget_tokens == 50
-    assert len(vault.recall("how do we run migrations", bars=Bars()).items) == 1
+    assert len(vault.recall("how do we run migrations", bars=Bars()).items) == 2
 
 
 def test_only_the_user_saves_bars(vault: syn.Vault) -> None:

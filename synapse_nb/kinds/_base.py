@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from synapse_nb import history
+from synapse_nb._calls import checked_calls
 from synapse_nb._util import check_limit, fmt_ts, plural
 from synapse_nb.dupes import check_after_commit
 from synapse_nb.errors import (
@@ -114,7 +115,10 @@ def exactly_once(method: F) -> F:
 
 
 class KindManager(Generic[R]):
-    """Operations common to every kind: get by id or unique prefix, list, count, full-text search."""
+    """Operations common to every kind: get by id or unique prefix, list, count, full-text search.
+
+    A misspelt keyword in a call of a manager's public method is a ValidationError naming what it takes (review 78).
+    """
 
     record_cls: type[Record] = Record
     #: whether the agent actor may name records of this kind by a unique id prefix (lessons: no, so that probing
@@ -123,6 +127,10 @@ class KindManager(Generic[R]):
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        checked_calls(cls)
 
     @staticmethod
     def check_record(record: Any) -> None:
@@ -244,6 +252,9 @@ TOTAL_SETTINGS = ("agent_records_per_mind", "agent_records_per_vault", "agent_me
 QUOTA_SETTINGS = ("agent_writes_per_hour", "agent_memories_per_mind", *TOTAL_SETTINGS)
 #: A megabyte of agent_megabytes_per_vault.
 MEGABYTE = 1_000_000
+
+
+checked_calls(KindManager)  # its own public methods too (subclasses are checked by __init_subclass__)
 
 
 def check_agent_quota(ctx: Context, *, new_memory: bool = False, new_record: bool = False) -> None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb._calls import Files
 from synapse_nb._util import (
     MAX_TEXT,
     check_choice,
@@ -68,7 +69,8 @@ class Checkpoints(KindManager[Checkpoint]):
         return [f"origin={inline(str(fields.get('origin')), 20)}"] if held else []
 
     @exactly_once
-    def create(self, doing: str, *, files: Any = None, next_step: str | None = None, blockers: Any = None,
+    def create(self, doing: str, *, files: Files | None = None, next_step: str | None = None,
+               blockers: Files | None = None,
                origin: str = "api") -> Checkpoint:
         """Save the current work state; branch and commit are read from git (outside git: none).
 
@@ -83,7 +85,9 @@ class Checkpoints(KindManager[Checkpoint]):
         doing = check_text(doing, "doing", max_len=MAX_TEXT)
         changed = check_files(files, "files")
         nxt = check_optional_text(next_step, "next_step")
-        if isinstance(blockers, list | tuple):
+        if not isinstance(blockers, str | Sequence | None) or isinstance(blockers, bytes):
+            raise ValidationError(f"blockers must be text or a list of texts, got {type(blockers).__name__}")
+        if not isinstance(blockers, str | None):
             blockers = "; ".join(check_text(b, "blocker", allow_empty=True) for b in blockers if str(b).strip())
         blk = check_optional_text(blockers, "blockers")
         origin = check_choice(origin, "origin", ORIGINS)
@@ -100,7 +104,7 @@ class Checkpoints(KindManager[Checkpoint]):
             self._changed("create", None, ckp, ts)
         return ckp
 
-    def carry_forward(self, doing: str | None = None, *, files: Any = None, next_step: str | None = None,
+    def carry_forward(self, doing: str | None = None, *, files: Files | None = None, next_step: str | None = None,
                       fallback: str, origin: str = "auto") -> Checkpoint:
         """Save a checkpoint that keeps what the latest one on this branch says wherever the caller gives nothing:
         its doing (else ``fallback``), changed files, next step and blockers. What is carried is old stored text,
@@ -128,7 +132,7 @@ class Checkpoints(KindManager[Checkpoint]):
         return self.create(doing or fallback, files=files or None, next_step=next_step, blockers=blockers,
                            origin=origin)
 
-    def latest(self, branch: Any = _CURRENT) -> Checkpoint | None:
+    def latest(self, branch: str | None = _CURRENT) -> Checkpoint | None:
         """The newest checkpoint of the current git branch (or of ``branch``); ``None`` when there is none.
 
         Outside git, or on a detached HEAD, "the branch" is none: the newest checkpoint saved without one.
@@ -155,7 +159,7 @@ class Checkpoints(KindManager[Checkpoint]):
             return ckp
         return self.get(id)
 
-    def list(self, *, branch: Any = None, limit: int | None = None) -> RecordList[Checkpoint]:
+    def list(self, *, branch: str | None = None, limit: int | None = None) -> RecordList[Checkpoint]:
         """Checkpoints newest first; ``branch=None`` lists every branch, a name lists one branch."""
         limit = check_limit(limit)
         if branch is None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from synapse_nb._calls import Tags
 from synapse_nb._util import (
     MAX_TEXT,
     check_choice,
@@ -49,7 +50,7 @@ class Decisions(KindManager[Decision]):
         check_stored_tags(d.tags)
 
     @exactly_once
-    def create(self, decision: str, *, rationale: str | None = None, tags: Any = None) -> Decision:
+    def create(self, decision: str, *, rationale: str | None = None, tags: Tags | None = None) -> Decision:
         """Log a decision (with the current git branch and commit). Agents may log decisions too (source agent).
 
         ``tags`` is a list of strings or "a,b": one word each, trimmed, a leading ``#`` dropped, lower-cased

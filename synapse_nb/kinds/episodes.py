@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb._calls import Files
 from synapse_nb._util import (
     MAX_SHORT,
     check_choice,
@@ -79,7 +80,7 @@ class Episodes(KindManager[Episode]):
         return ["actor as the speaker's own words"] if "actor" in past_agent_limits("episode", fields) else []
 
     @exactly_once
-    def log(self, task_key: str, *, status: str = "unknown", outcome: str | None = None, refs: Any = None,
+    def log(self, task_key: str, *, status: str = "unknown", outcome: str | None = None, refs: Files | None = None,
             duration_s: float | None = None, thread: str | None = None, seq: int | None = None,
             actor: str | None = None) -> Episode:
         """Record a run of ``task_key``. The returned episode's ``prior`` / ``warning`` name the previous run.

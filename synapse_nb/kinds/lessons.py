@@ -26,6 +26,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb import history
+from synapse_nb._calls import Files
 from synapse_nb._util import (
     MAX_FILES,
     MAX_TEXT,
@@ -148,7 +149,7 @@ class Lessons(KindManager[Lesson]):
 
     # -- create -------------------------------------------------------------------------------------------
     @exactly_once
-    def create(self, summary: str, *, files: Any = None, branch: str | None = None,
+    def create(self, summary: str, *, files: Files | None = None, branch: str | None = None,
                revert_commit: dict[str, Any] | None = None, reverted_commits: Any = (),
                diffstat: Any = ()) -> Lesson:
         """Create a pending lesson by hand (``scan()`` creates them from git reverts).
@@ -244,7 +245,7 @@ class Lessons(KindManager[Lesson]):
         """Approved lessons still in force, most recently approved first (these head every recall)."""
         return self.list(status="approved")
 
-    def in_force(self, branch: Any = _CURRENT) -> RecordList[Lesson]:
+    def in_force(self, branch: str | None = _CURRENT) -> RecordList[Lesson]:
         """The approved lessons that head every recall on ``branch`` (default: the current git branch).
 
         Those of that branch, of a default branch (main and master, whether or not they exist here, the branches a

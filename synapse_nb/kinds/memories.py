@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from synapse_nb._calls import Tags
 from synapse_nb._util import (
     MAX_TEXT,
     check_choice,
@@ -118,7 +119,7 @@ class Memories(MemoryHistory, KindManager[Memory]):
 
     # -- writes ---------------------------------------------------------------------------------------------
     @exactly_once
-    def remember(self, category: str, key: str, content: str, *, tags: Any = None, priority: str | None = None,
+    def remember(self, category: str, key: str, content: str, *, tags: Tags | None = None, priority: str | None = None,
                  source: str | None = None, verified: bool | None = None, confidence: float | None = None,
                  expires: str | datetime | timedelta | None = None) -> Memory:
         """Store a memory, or update it in place when (mind, category, key) exists (the id is kept).
@@ -200,8 +201,8 @@ class Memories(MemoryHistory, KindManager[Memory]):
                 self._changed("update", existing, mem, ts)
         return mem
 
-    def update(self, id: str, *, content: str | None = None, tags: Any = None, priority: str | None = None,
-               confidence: float | None = None, expires: Any = _UNSET) -> Memory:
+    def update(self, id: str, *, content: str | None = None, tags: Tags | None = None, priority: str | None = None,
+               confidence: float | None = None, expires: str | datetime | timedelta | None = _UNSET) -> Memory:
         """Change fields of a memory by id; fields left as ``None`` are kept. ``expires=None`` clears expiry.
 
         An agent's edit of its own unverified memory keeps it unverified (confidence at most 0.7); its edit of a

@@ -29,6 +29,8 @@ from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, Record, kind_of_id
 from synapse_nb.provenance import agents_unverified, human_record
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from synapse_nb.context import Context
     from synapse_nb.history import Versions
     from synapse_nb.store.base import MemoryTable
@@ -110,7 +112,7 @@ class MemoryHistory:
         """
         return history.entries(self._ctx, self._find(key_or_id, category))
 
-    def get(self, id: str, *, category: str | None = None, as_of: Any = None) -> Memory:
+    def get(self, id: str, *, category: str | None = None, as_of: datetime | str | None = None) -> Memory:
         """The memory with this id (or unique prefix), or this key (with ``category`` when several share it);
         ``as_of`` (a datetime or ISO 8601 text): as it was then, from its history."""
         if category is None and as_of is None:

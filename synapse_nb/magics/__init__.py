@@ -47,7 +47,7 @@ from typing import Any
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics
 
-from synapse_nb.magics._base import FamilyMagics
+from synapse_nb.magics._base import FamilyMagics, prompt_with_data
 from synapse_nb.magics._parse import keep_recall_questions
 from synapse_nb.magics.checkpoint import CheckpointMagics
 from synapse_nb.magics.decision import DecisionMagics
@@ -99,6 +99,7 @@ def load_ipython_extension(ip: InteractiveShell) -> None:
     ip.events.register("post_run_cell", synapse.post_run_cell)
     if keep_recall_questions not in ip.input_transformers_cleanup:
         ip.input_transformers_cleanup.append(keep_recall_questions)
+    prompt_with_data(ip.displayhook)
     _INSTANCES[id(ip)] = synapse
     _REGISTERED[id(ip)] = (magics, shadowed)
 
@@ -113,6 +114,7 @@ def unload_ipython_extension(ip: InteractiveShell) -> None:
         ip.events.unregister("post_run_cell", synapse.post_run_cell)
     except ValueError:
         pass
+    prompt_with_data(ip.displayhook, on=False)
     while keep_recall_questions in ip.input_transformers_cleanup:
         ip.input_transformers_cleanup.remove(keep_recall_questions)
     registry = ip.magics_manager.magics

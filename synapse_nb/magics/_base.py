@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.offline import OfflineVault
     from synapse_nb.vault import ReadableVault, Vault
 
-__all__ = ["Confirmation", "FamilyMagics", "confirmed", "end_of_cell", "shown_once", "usage_errors"]
+__all__ = ["Confirmation", "FamilyMagics", "confirmed", "end_of_cell", "prompt_with_data", "shown_once",
+           "usage_errors"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -127,6 +128,26 @@ def shown_once(obj: T, tracker: list[Any], *, show: bool = True) -> T:
         display(obj)
     tracker.append(twin)
     return twin
+
+
+def prompt_with_data(hook: Any, *, on: bool = True) -> None:
+    """The shell's display hook writes its ``Out[n]:`` prompt with the result's data, not before it is formatted: a
+    result shown already (a :func:`shown_once` twin, whose display is nothing) leaves no empty ``Out[n]:`` line
+    (review 78: terminal IPython printed one after each ``%remember`` and ``%recall``). ``on=False`` undoes it."""
+    if not on:
+        for name in ("write_output_prompt", "write_format_data"):
+            vars(hook).pop(name, None)  # the class's own again
+        return
+    if "write_format_data" in vars(hook):  # already
+        return
+    write_prompt, write_data = hook.write_output_prompt, hook.write_format_data
+
+    def with_prompt(format_dict: dict[str, Any], md_dict: dict[str, Any] | None = None) -> None:
+        write_prompt()
+        write_data(format_dict, md_dict)
+
+    hook.write_output_prompt = lambda: None  # written by with_prompt, when there is data to show
+    hook.write_format_data = with_prompt
 
 
 def end_of_cell(tracker: list[Any]) -> None:

@@ -34,6 +34,7 @@ from synapse_nb.models import MAX_TEXT
 
 __all__ = [
     "MAX_LINE",
+    "all_is_zero",
     "default_session_id",
     "keep_recall_questions",
     "parse_line",
@@ -147,6 +148,23 @@ def split_decision_cell(body: str) -> tuple[str, str | None]:
     decision = lines[0].strip()
     rationale = "\n".join(lines[1:]).strip()
     return decision, (rationale or None)
+
+
+def all_is_zero(limit: int | None) -> int | None:
+    """A magic's ``--limit``/``-n`` as the CLI reads it: ``0`` is all (None); a negative or a huge number is refused.
+
+    >>> all_is_zero(0), all_is_zero(20)
+    (None, 20)
+    >>> all_is_zero(-1)
+    Traceback (most recent call last):
+    ...
+    synapse_nb.errors.ValidationError: --limit must be 0 (all) or a whole number from 1 to 1,000,000,000, got -1
+    """
+    if not limit:
+        return None
+    if not 1 <= limit <= 10**9:
+        raise ValidationError(f"--limit must be 0 (all) or a whole number from 1 to 1,000,000,000, got {limit}")
+    return limit
 
 
 def parse_switch(value: str) -> bool:

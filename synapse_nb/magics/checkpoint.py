@@ -8,7 +8,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from synapse_nb.errors import NoCheckpointError
 from synapse_nb.magics._base import FamilyMagics, confirmed, shown_once, usage_errors
-from synapse_nb.magics._parse import parse_line, parse_switch, split_list
+from synapse_nb.magics._parse import all_is_zero, parse_line, parse_switch, split_list
 from synapse_nb.models import Checkpoint, RecordList
 
 __all__ = ["CheckpointMagics"]
@@ -27,7 +27,7 @@ class CheckpointMagics(FamilyMagics):
     @argument("--next-step", dest="next_step", help="create: what to do next")
     @argument("--blockers", help="create: what is in the way")
     @argument("--branch", help="list: only this git branch (default: every branch)")
-    @argument("--limit", type=int, default=20, help="list: at most this many (default 20)")
+    @argument("-n", "--limit", type=int, default=20, help="list: at most this many (default 20; 0: all)")
     @argument("--every", type=int, help="auto: checkpoint every N executed cells that changed something")
     @no_var_expand
     @line_magic
@@ -41,7 +41,7 @@ class CheckpointMagics(FamilyMagics):
 
             %checkpoint create --doing "Refactoring JWT auth" --files src/auth.py,tests/test_auth.py \\
                 --next-step "Run pytest" --blockers "CI is red on main"
-            %checkpoint list
+            %checkpoint list               # the 20 newest (--limit 0: all)
             %checkpoint restore            # the newest checkpoint on the current git branch
             %checkpoint restore ckp_3f9a   # an id or unique prefix
             c = %checkpoint restore        # prints the restore text and keeps the Checkpoint
@@ -65,8 +65,9 @@ class CheckpointMagics(FamilyMagics):
             ckp = self.writable_vault().checkpoint(args.doing, files=split_list(args.files),
                                                    next_step=args.next_step, blockers=args.blockers, origin="notebook")
             return confirmed("saved checkpoint", ckp, self.synapse.fresh)
-        if args.action == "list":
-            return self.vault.checkpoints.list(branch=args.branch, limit=args.limit)
+        if args.action == "list":  # shown now: a script's (.ipy) cell displays no result (review 78)
+            listed = self.vault.checkpoints.list(branch=args.branch, limit=all_is_zero(args.limit))
+            return shown_once(listed, self.synapse.fresh)
         if args.action == "restore":
             try:
                 ckp = self.vault.checkpoints.restore(args.target or "latest")

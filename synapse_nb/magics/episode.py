@@ -45,6 +45,9 @@ class EpisodeMagics(FamilyMagics):
             model.score(valid)
         """
         try:  # not @usage_errors: an error of the cell's own code must reach the user unchanged
+            if len(line.split()) > 1:  # argparse said "unrecognized arguments: Key" (review 78)
+                raise UsageError(f"%%episode takes one task key, a snake_case word (lower-case letters, digits and "
+                                 f"single underscores, e.g. train_baseline), got {line.strip()!r}")
             args = parse_line(self.episode.parser, line)
             v = self.writable_vault()
             task_key = args.task_key

@@ -11,8 +11,8 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from synapse_nb.context import require_human
 from synapse_nb.differences import shown_memory
 from synapse_nb.errors import ConflictError, OfflineError
-from synapse_nb.magics._base import FamilyMagics, confirmed, usage_errors
-from synapse_nb.magics._parse import parse_line, split_line, split_list, split_options
+from synapse_nb.magics._base import FamilyMagics, confirmed, shown_once, usage_errors
+from synapse_nb.magics._parse import all_is_zero, parse_line, split_line, split_list, split_options
 from synapse_nb.models import Memory, RecordList, Status
 from synapse_nb.people import People
 from synapse_nb.render import shown_id
@@ -118,25 +118,27 @@ class MemoryMagics(FamilyMagics):
             found = self.synapse.readable_vault()
             if not found.offline:
                 try:
-                    return found.memories.search(rest, tag=args.tag, category=args.category)
+                    return shown_once(found.memories.search(rest, tag=args.tag, category=args.category),
+                                      self.synapse.fresh)
                 except OfflineError as exc:  # the server went away since the vault was opened
                     found = self.synapse.stale_copy(exc)
             if args.tag is not None or args.category is not None:  # the stale copy of an unreachable team vault
                 raise UsageError("--tag and --category need the server (the offline copy holds text only)")
-            return found.search(rest)
+            return shown_once(found.search(rest), self.synapse.fresh)
         v = self.vault
-        if args.action == "status":
-            return v.status()
+        if args.action == "status":  # each listing is shown now: a script's (.ipy) cell displays no result
+            return shown_once(v.status(), self.synapse.fresh)
         if args.action == "expiring":  # (review 73: behind 250 agents' memories, the person's came 250th)
-            shown = People.of(v.memories.expiring(within=args.within), args.limit or None, "memory", "memories")
+            shown = People.of(v.memories.expiring(within=args.within), all_is_zero(args.limit), "memory",
+                              "memories")
             listed = RecordList(shown.records)
             listed.note = shown.more or None  # what the limit left out, under the listing
-            return listed
+            return shown_once(listed, self.synapse.fresh)
         if args.action == "prune":
             print(v.prune())
             return None
         if not rest:
-            return v.verify(fix=args.fix)
+            return shown_once(v.verify(fix=args.fix), self.synapse.fresh)
         if len(args.rest) != 1:
             raise UsageError("%memory verify takes one memory id (or unique prefix), e.g. %memory verify mem_3f9a, "
                              "or nothing to check file references")

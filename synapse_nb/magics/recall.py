@@ -45,6 +45,10 @@ class RecallMagics(FamilyMagics):
         session is stable, so a second recall shows only what changed ("nothing new" otherwise, with the
         reason: nothing relevant, all already given to this notebook, or relevant items over the budget).
 
+        A query may end with ``?`` from the cell after ``%load_ext``. In an ``ipython script.ipy`` file (read as one
+        cell before its ``%load_ext`` runs) a recall must not end with ``?`` (IPython takes it as a help request),
+        unless the extension is loaded first: ``ipython --ext synapse_nb script.ipy``.
+
         While the extension is loaded this replaces IPython's own ``%recall`` (re-running history);
         ``%unload_ext synapse_nb`` brings that one back.
 

@@ -17,6 +17,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from traitlets import Bunch, Int, TraitError, Unicode, observe, validate
 
+from synapse_nb.context import check_mind
 from synapse_nb.errors import GitError, OfflineError, SynapseError, VaultNotFoundError
 from synapse_nb.gitscope import RepoInfo, changed_paths, find_repo
 from synapse_nb.kinds.autocheckpoint import MAX_EVERY, AutoCheckpoint
@@ -34,6 +35,8 @@ __all__ = ["MAGIC_SETTINGS", "SynapseMagics", "git_changed_files"]
 
 #: The settings ``%synapse`` shows, in order (``auto_checkpoint_every`` is an alias of ``auto_checkpoint_cells``).
 MAGIC_SETTINGS = ("vault_path", "mind", "session", "lesson_expiry_days", "auto_checkpoint_cells", "default_budget")
+#: Most tokens ``default_budget`` may give (the vault setting ``recall_budget_tokens``'s bound).
+MAX_BUDGET = 1_000_000
 #: Seconds ``git status`` may take after a cell (a hook must not hold up the notebook).
 GIT_STATUS_TIMEOUT = 5.0
 
@@ -216,6 +219,41 @@ class SynapseMagics(Magics):
             return int(self.writable_vault().settings.set("lesson_expiry_days", value))
         except SynapseError as exc:
             raise TraitError(f"lesson_expiry_days: {exc}") from None
+
+    # each setting checked when %config sets it, the old value kept on a refusal (review 78: a default_budget of -3,
+    # a mind of '' or a vault_path that does not exist were taken, and the next magic failed naming something else)
+    @validate("vault_path")
+    def _check_vault_path(self, proposal: Bunch) -> str | None:
+        value: str | None = proposal["value"]
+        if value is None or value == "" or value.lower().startswith(("postgresql://", "postgres://")):
+            return value
+        if not Path(value).expanduser().is_dir():
+            raise TraitError(f"vault_path: no folder {value!r}; give an existing project or vault folder, a team vault "
+                             "URL (postgresql://...), or None (SYNAPSE_HOME if set, else the current folder)")
+        return value
+
+    @validate("mind")
+    def _check_mind_name(self, proposal: Bunch) -> str:
+        try:
+            return check_mind(proposal["value"])
+        except SynapseError as exc:
+            raise TraitError(f"{exc} (e.g. %config SynapseMagics.mind = 'research')") from None
+
+    @validate("session")
+    def _check_session(self, proposal: Bunch) -> str | None:
+        value: str | None = proposal["value"]
+        if value is not None and (not value.strip() or len(value) > 200 or not value.isprintable()):
+            raise TraitError(f"session: {value!r} is not accepted; use a name of 1-200 printable characters, or None "
+                             "(one id per kernel)")
+        return value
+
+    @validate("default_budget")
+    def _check_budget(self, proposal: Bunch) -> int | None:
+        value: int | None = proposal["value"]
+        if value is not None and not 0 <= value <= MAX_BUDGET:
+            raise TraitError(f"default_budget: {value} is not accepted; use a whole number of tokens from 0 to "
+                             f"{MAX_BUDGET:,}, or None (the vault's recall_budget_tokens)")
+        return value
 
     @validate("auto_checkpoint_cells", "auto_checkpoint_every")
     def _check_every(self, proposal: Bunch) -> int | None:

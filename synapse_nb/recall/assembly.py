@@ -340,4 +340,6 @@ def empty_reason(query: str, kept: Sequence[RecallItem], rows: Sequence[ExplainR
                                f"{plural(bars.budget_tokens, 'token')}{also})")
     if given:
         return "already_given", f" ({plural(given, 'relevant item')} already given to this session, unchanged)"
+    if bars.top_k == 0:  # Bars(top_k=0) keeps no hit of any kind: say so, not a plain "nothing new" (review 78)
+        return "nothing_relevant", " (top_k is 0: no hit of any kind is kept; give top_k 1 or more)"
     return "nothing_relevant", ""

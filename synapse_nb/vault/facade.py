@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Self
 
+from synapse_nb._calls import Files, checked_calls, shortcut_of
 from synapse_nb._util import Clock, new_id, parse_ts, utcnow
 from synapse_nb.borrowed import Adoption, Borrowed, adopt
 from synapse_nb.changes import ExportMark
@@ -59,6 +60,7 @@ _SCRUBBED: weakref.WeakSet[Any] = weakref.WeakSet()
 RANK_CACHE = "cache"
 
 
+@checked_calls  # a misspelt keyword is a ValidationError naming what the method takes (review 78)
 class Vault:
     """One vault, seen as one mind by one actor: the facade over the core. Use :func:`open_vault` to get one.
 
@@ -248,28 +250,30 @@ class Vault:
         return self._store.transaction()
 
     # -- shortcuts ----------------------------------------------------------------------------------------
-    def remember(self, category: str, key: str, content: str, **kwargs: Any) -> Memory:
-        """Shortcut for :meth:`Memories.remember` (upsert by (category, key)).
+    @shortcut_of(Memories.remember)
+    def remember(self, *args: Any, **kwargs: Any) -> Memory:
+        """Shortcut for :meth:`Memories.remember` (upsert by (category, key)), with its parameters.
 
         Tags (``tags=["db", "deploy"]`` or ``tags="db,deploy"``) are one word each, trimmed, lower-cased, with a
         leading ``#`` dropped: ``"#DB"`` is the tag ``db``."""
-        return self.memories.remember(category, key, content, **kwargs)
+        return self.memories.remember(*args, **kwargs)
 
-    def checkpoint(self, doing: str, *, files: Any = None, next_step: str | None = None, blockers: Any = None,
-                   origin: str = "api") -> Checkpoint:
-        """Shortcut for :meth:`Checkpoints.create`."""
-        return self.checkpoints.create(doing, files=files, next_step=next_step, blockers=blockers, origin=origin)
+    @shortcut_of(Checkpoints.create)
+    def checkpoint(self, *args: Any, **kwargs: Any) -> Checkpoint:
+        """Shortcut for :meth:`Checkpoints.create`, with its parameters."""
+        return self.checkpoints.create(*args, **kwargs)
 
-    def decide(self, decision: str, *, rationale: str | None = None, tags: Any = None) -> Decision:
-        """Shortcut for :meth:`Decisions.create`.
+    @shortcut_of(Decisions.create)
+    def decide(self, *args: Any, **kwargs: Any) -> Decision:
+        """Shortcut for :meth:`Decisions.create`, with its parameters.
 
         Tags (``tags=["storage"]`` or ``tags="storage,sqlite"``) are one word each, trimmed, lower-cased,
         with a leading ``#`` dropped: ``"#SQLite"`` is the tag ``sqlite``.
         """
-        return self.decisions.create(decision, rationale=rationale, tags=tags)
+        return self.decisions.create(*args, **kwargs)
 
     # -- recall -------------------------------------------------------------------------------------------
-    def recall(self, query: str, *, session: str | None = None, branch: str | None = None, files: Any = None,
+    def recall(self, query: str, *, session: str | None = None, branch: str | None = None, files: Files | None = None,
                budget_tokens: int | None = None, bars: Bars | None = None, path: str | None = None,
                as_of: datetime | str | None = None, record: bool = True) -> Recall:
         """What this turn needs to know: only the new and relevant across all memories, or "nothing new".

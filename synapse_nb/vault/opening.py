@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeAlias, overload
 
+from synapse_nb._calls import checked_call
 from synapse_nb._util import Clock
 from synapse_nb.borrowed import identify, symlinked
 from synapse_nb.context import GitView, acting_actor, check_agent_clock, check_identity
@@ -17,6 +18,7 @@ from synapse_nb.errors import (
     OfflineError,
     PermissionDeniedError,
     StoreError,
+    ValidationError,
     VaultNotFoundError,
 )
 from synapse_nb.gitscope.repo import find_repo
@@ -55,6 +57,7 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
 def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
                clock: Clock | None = None, readonly: bool = False, create: bool = True,
                offline: bool, surface: str = "api") -> ReadableVault: ...
+@checked_call  # a misspelt keyword is a ValidationError naming what open_vault takes (review 78)
 def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: str = "user",
                clock: Clock | None = None, readonly: bool = False, create: bool = True,
                offline: bool = False, surface: str = "api") -> ReadableVault:
@@ -111,6 +114,9 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     ...
     synapse_nb.errors.VaultNotFoundError: no vault at ...
     """
+    if not isinstance(path, str | os.PathLike | None):  # open_vault(5) was Python's TypeError (review 78)
+        raise ValidationError(f"path must be a folder (a str or pathlib.Path) or a team vault URL "
+                              f"(postgresql://...), got {type(path).__name__}")
     check_agent_clock(acting_actor(check_identity(mind, actor)), clock)  # before anything is created
     team = path if path is not None else os.environ.get("SYNAPSE_HOME", "").strip() or None
     if isinstance(team, str) and team.lower().startswith(("postgresql://", "postgres://")):
