@@ -20,6 +20,7 @@ import typer
 from typer.core import TyperGroup
 
 from synapse_nb import __version__
+from synapse_nb.cli._help import reflow
 from synapse_nb.errors import SynapseError
 from synapse_nb.people import People  # (re-exported: the listings read it from here)
 from synapse_nb.provenance import inline
@@ -87,9 +88,13 @@ def _polish_help(cmd: Any) -> None:
     - a flag (``--json``, ``--explain``, ``--help`` itself) gets an empty metavar: typer's help printed ``--json
       <bool>`` as if the flag took a value;
     - a docstring's RST literals read as quotes: ``recall query --help`` printed ````synapse-nb recall QUERY````
-      verbatim (review 68).
+      verbatim (review 68);
+    - a docstring's paragraphs are one line each and its examples keep their lines, each short enough for 80
+      columns (:func:`synapse_nb.cli._help.reflow`): the source's line breaks broke sentences and examples in the
+      middle (review 78).
     """
-    cmd.help = _plain_help(cmd.help)
+    help_text = _plain_help(cmd.help)
+    cmd.help = None if help_text is None else reflow(help_text, plain=getattr(cmd, "rich_markup_mode", None) is None)
     names = (getattr(cmd, "context_settings", None) or {}).get("help_option_names", ["--help"])
     for param in [*cmd.params, cmd.get_help_option(SimpleNamespace(help_option_names=names))]:
         if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
