@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterator
+from itertools import pairwise
 from typing import Any
 
 import typer
@@ -60,7 +61,7 @@ def test_every_commands_help_keeps_its_sentences_and_examples_whole_at_80_column
         assert res.exit_code == 0, (path, res.output)
         prose = _prose(res.stdout)
         assert all(len(line) <= TEXT_WIDTH for line in prose), (path, res.stdout)
-        for line, after in zip(prose, prose[1:], strict=False):
+        for line, after in pairwise(prose):
             if not line or not after or line.startswith(("Usage:", "    ")) or after.startswith(" "):
                 continue
             # rich wraps a paragraph only where the next word would not fit: a break before that is the source's
@@ -74,12 +75,13 @@ def test_every_commands_help_keeps_its_sentences_and_examples_whole_at_80_column
 
 
 def test_a_long_example_is_continued_so_that_it_still_runs() -> None:
-    doc = 'Create it.\n\n    Examples:\n\n        synapse-nb checkpoint create --doing "Refactoring JWT auth" --files src/auth.py ' \
-          '--next-step "Run pytest"\n'
-    assert reflow(doc) == ('Create it.\n\nExamples:\n\n    synapse-nb checkpoint create --doing "Refactoring JWT auth" \\\n'
-                           '        --files src/auth.py --next-step "Run pytest"')
+    example = 'synapse-nb checkpoint create --doing "Refactoring JWT auth" --files src/auth.py --next-step "Run pytest"'
+    doc = f"Create it.\n\n    Examples:\n\n        {example}\n"
+    assert reflow(doc) == ('Create it.\n\nExamples:\n\n    synapse-nb checkpoint create --doing "Refactoring JWT '
+                           'auth" \\\n        --files src/auth.py --next-step "Run pytest"')
     assert reflow(doc, plain=True).split("\n\n")[2].startswith("\b\n    synapse-nb")  # click keeps a \b block
-    assert reflow("One\nsentence.\n\n- an item\n  going on\n- another") == "One sentence.\n\n- an item going on\n- another"
+    one = "One sentence.\n\n- an item going on\n- another"
+    assert reflow("One\nsentence.\n\n- an item\n  going on\n- another") == one
 
 
 def test_no_option_help_carries_a_source_line_break() -> None:
