@@ -31,7 +31,7 @@ from synapse_nb.context import acting_actor, require_human
 from synapse_nb.errors import ConflictError, PermissionDeniedError, StoreError, ValidationError
 from synapse_nb.gitscope.repo import find_repo
 from synapse_nb.offline import OfflineVault, copy_age, has_copy
-from synapse_nb.store.team_extra import require_psycopg
+from synapse_nb.team_extra import require_psycopg
 from synapse_nb.vault.locate import (
     TEAM_DIRNAME,
     record_team_url,

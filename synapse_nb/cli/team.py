@@ -38,7 +38,7 @@ UrlArg = Annotated[str, typer.Argument(metavar="URL", help=(
 def _needs_team_extra() -> None:
     """Every team command's first step: without psycopg (the [team] extra) it stops with one line naming the extra
     (review 78: five of them ended in ModuleNotFoundError)."""
-    from synapse_nb.store.team_extra import require_psycopg
+    from synapse_nb.team_extra import require_psycopg
 
     require_psycopg()
 

@@ -191,7 +191,7 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
     """
     acting = acting_actor(check_identity(mind, actor))
     check_agent_clock(acting, clock)
-    from synapse_nb.store.team_extra import require_psycopg
+    from synapse_nb.team_extra import require_psycopg
 
     require_psycopg()
     from synapse_nb.store.postgres import PgStore, parse_team_url, project_for  # psycopg: team vaults only

@@ -127,7 +127,7 @@ def server_identity(url: str, project_dir: str | Path) -> str:
     >>> server_identity("postgresql://alice@db/team?host=evil.example&project=acme", "/src/x")
     'postgresql://alice@evil.example:5432/team?project=acme'
     """
-    from synapse_nb.store.team_extra import require_psycopg
+    from synapse_nb.team_extra import require_psycopg
 
     require_psycopg()
     from psycopg.conninfo import conninfo_to_dict
