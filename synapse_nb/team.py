@@ -31,6 +31,7 @@ from synapse_nb.context import acting_actor, require_human
 from synapse_nb.errors import ConflictError, PermissionDeniedError, StoreError, ValidationError
 from synapse_nb.gitscope.repo import find_repo
 from synapse_nb.offline import OfflineVault, copy_age, has_copy
+from synapse_nb.team_extra import require_psycopg
 from synapse_nb.vault.locate import (
     TEAM_DIRNAME,
     record_team_url,
@@ -70,6 +71,7 @@ def _project_dir(base: str | Path | None = None) -> Path:
 
 
 def _split(url: str, project_dir: Path) -> tuple[str, str]:
+    require_psycopg()
     from synapse_nb.store.postgres import parse_team_url, project_for
 
     return parse_team_url(url, project_for(project_dir))
@@ -114,6 +116,7 @@ def init(url: str, *, humans: tuple[str, ...] = (), agents: tuple[str, ...] = ()
     the package's lock and idle timeouts); the agents see ``minds`` ("*": every mind; :func:`grant` changes it).
     Needs a role that may create roles and schemas. Returns the project, versions before/after, and roles.
     """
+    require_psycopg()
     import psycopg
 
     from synapse_nb.store.postgres import PgStore
@@ -510,6 +513,7 @@ def start_dev_server(folder: str | Path | None = None, *, project_url: bool = Tr
     """Start a throwaway PostgreSQL on 127.0.0.1 (trust authentication: for trying things out and tests only)
     in ``folder`` (a new folder under ``/tmp`` by default), create this repository's project in it, and leave
     it running. Returns the URL to use and the folder (stop it with :func:`stop_dev_server`)."""
+    require_psycopg()
     from synapse_nb.store.postgres.server import PgServer
 
     srv = PgServer.launch(folder)
@@ -523,6 +527,7 @@ def start_dev_server(folder: str | Path | None = None, *, project_url: bool = Tr
 
 def stop_dev_server(folder: str | Path, *, keep: bool = False) -> None:
     """Stop the dev server in ``folder`` and (unless ``keep``) delete it."""
+    require_psycopg()
     from synapse_nb.store.postgres.server import PgServer, find_bindir
 
     base = Path(folder)

@@ -255,8 +255,30 @@ def test_status_names_a_hook_command_that_runs_nothing(project: Path, tmp_path: 
     run("install", "claude-code", "--command", "synapse-nb", project=project)
     out = json.loads(run("status", "--json", project=project).output)
     (note,) = out["scopes"][0]["notes"]
-    assert note.startswith(f"'synapse-nb' is found through PATH ({tmp_path / 'bin' / 'synapse-nb'})")
-    assert "reinstall to write the absolute path" in note and out["mcp_notes"] == [note]
+    bare = tmp_path / "bin" / "synapse-nb"
+    assert note.startswith(f"'synapse-nb' is found through PATH ({bare}), kept bare on purpose in the project's")
+    assert note.endswith(f"install with --scope local (or --command {bare})") and out["mcp_notes"] == [note]
+    # the local scope's file is this machine's: there a reinstall writes the absolute path
+    run("install", "claude-code", "--scope", "local", "--command", "synapse-nb", project=project)
+    (local,) = json.loads(run("status", "--json", project=project).output)["scopes"][1]["notes"]
+    assert local.endswith("reinstall (synapse-nb agent install claude-code --scope local) to write the absolute path")
+
+
+def test_the_project_scopes_note_names_a_change_that_changes_something(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 78: after the documented ``agent install claude-code``, ``agent status`` said "reinstall to write the
+    absolute path", and the reinstall said "already installed; nothing changed"."""
+    import sysconfig
+
+    script = _script(tmp_path / "bin")
+    monkeypatch.setattr(sysconfig, "get_path", lambda name, *a, **kw: str(script.parent))
+    monkeypatch.setenv("PATH", f"{script.parent}:/usr/bin:/bin")
+    assert run("install", "claude-code", project=project).exit_code == 0
+    (note,) = json.loads(run("status", "--json", project=project).output)["scopes"][0]["notes"]
+    assert "reinstall" not in note and "--scope local" in note
+    run("install", "claude-code", "--scope", "local", project=project)
+    local = _settings(project, "settings.local.json")["hooks"]["SessionEnd"][-1]["hooks"][0]["command"]
+    assert local == f"{shlex.quote(str(script))} hook SessionEnd"
 
 
 def test_the_shared_project_scope_keeps_the_bare_name_a_local_scope_writes_the_path(

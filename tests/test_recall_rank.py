@@ -96,7 +96,7 @@ def test_ties_fall_by_id_and_scores_are_rounded() -> None:
 
 
 def test_query_words_and_the_speed_knob() -> None:
-    assert rank_words("When did Caroline's kids go to the BEACH? kids!") == ["caroline", "kids", "go", "beach"]
+    assert rank_words("When did Priya's jobs go to the QUEUE? jobs!") == ["priya", "jobs", "go", "queue"]
     assert len(RANK_STOP_WORDS) == 74 and "about" not in RANK_STOP_WORDS and "first" not in RANK_STOP_WORDS
     assert fts_words(["ann", "lake"], {"ann": 900, "lake": 3}, 2000, 0.2) == ["lake"]
     assert fts_words(["ann"], {"ann": 900}, 2000, 0.2) == ["ann"]  # never empty: the rarest stays
@@ -147,7 +147,7 @@ def test_with_the_semantic_channel_a_second_list_reorders_the_tail_but_never_the
 def test_a_question_asking_for_several_facts_and_its_name_removed() -> None:
     assert asks_several("Which cities has John been to?") and asks_several("How many games has John won?")
     assert asks_several("Which city have both Jean and John visited?")
-    assert not asks_several("When did Caroline go to the LGBTQ support group?")
+    assert not asks_several("When did Priya move the billing service to Postgres?")
     assert without_actor("What books has Tim read? Tim’s list", "Tim") == "What books has read? list"
 
 

@@ -382,7 +382,7 @@ def test_models_load_offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_e5_is_the_same_alone_in_a_batch_and_with_any_thread_count() -> None:
     code = ("import sys, hashlib\nimport numpy as np\nfrom synapse_nb.store.embedders import load_embedder\n"
-            "e = load_embedder('e5-small')\ntexts = ['When did Caroline go to the support group?', 'x ' * 300, '']\n"
+            "e = load_embedder('e5-small')\ntexts = ['When did Priya move the billing service?', 'x ' * 300, '']\n"
             "a = np.concatenate([e.embed(texts), e.embed(texts, query=True)])\n"
             "assert a[:3].tobytes() == np.concatenate([e.embed([t]) for t in texts]).tobytes()\n"
             "sys.stdout.write(hashlib.sha256(a.tobytes()).hexdigest())")

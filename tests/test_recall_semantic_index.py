@@ -271,11 +271,11 @@ def test_e5_embeds_one_window_of_a_long_text() -> None:
     long = " ".join(f"word{i % 97} alpha beta" for i in range(2000))
     try:
         e._model = Spy()  # type: ignore[attr-defined]
-        e.embed(["When did Caroline go to the support group?", long, "日本語のテキスト。" * 2000])
+        e.embed(["When did Priya move the billing service?", long, "日本語のテキスト。" * 2000])
         e.embed([long], query=True)
     finally:
         e._model = model  # type: ignore[attr-defined]
-    assert fed[0] == "When did Caroline go to the support group?"
+    assert fed[0] == "When did Priya move the billing service?"
     assert long.startswith(fed[1]) and len(fed[1]) > 1000
     assert all(model.token_count(t, is_query=i == 3) <= 512 for i, t in enumerate(fed))
     assert "window 512" in e.fingerprint  # another cut, another table

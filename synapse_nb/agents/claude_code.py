@@ -136,19 +136,26 @@ def console_script() -> str | None:
     return None
 
 
-def command_notes(commands: Iterable[str]) -> tuple[str, ...]:
-    """What is wrong or fragile in the programs ``commands`` start, one line each: one that does not resolve to an
-    executable here (the hooks do nothing), or a bare name found only through PATH (an install before review 68:
-    it works while Claude Code starts with that PATH)."""
+def command_notes(commands: Iterable[str], scope: str = "local") -> tuple[str, ...]:
+    """What is wrong or fragile in the programs ``commands`` (of ``scope``'s settings) start, one line each: one that
+    does not resolve to an executable here (the hooks do nothing), or a bare name found only through PATH (it works
+    while Claude Code starts with that PATH). A bare name is what install writes in the ``project`` scope's shared
+    files (and ``.mcp.json``) on purpose: there the note names the ways to an absolute path (``--scope local``,
+    ``--command``) instead of a reinstall, which would write the bare name again (review 78)."""
     notes: list[str] = []
+    again = f"synapse-nb agent install claude-code --scope {scope}"
     for prog in dict.fromkeys(_program(c) for c in commands):
         found = shutil.which(prog) if prog else None
         if found is None:
             notes.append(f"{prog!r} does not resolve to an executable here: these commands do nothing; reinstall "
-                         f"(synapse-nb agent install claude-code) or pass --command")
+                         f"({again}) or pass --command")
+        elif os.sep not in prog and "/" not in prog and scope == "project":
+            notes.append(f"{prog!r} is found through PATH ({found}), kept bare on purpose in the project's shared "
+                         "files (a teammate's path differs); a Claude Code started without it on PATH runs nothing: "
+                         f"for this machine's absolute path install with --scope local (or --command {found})")
         elif os.sep not in prog and "/" not in prog:
             notes.append(f"{prog!r} is found through PATH ({found}); a Claude Code started without it on PATH runs "
-                         "nothing: reinstall to write the absolute path")
+                         f"nothing: reinstall ({again}) to write the absolute path")
     return tuple(notes)
 
 
@@ -426,7 +433,7 @@ def status(*, project: str | Path | None = None, home: Path | None = None
             continue
         ours = {e: g for e, g in _ours_by_event(obj).items() if g}
         cmds = tuple(h["command"] for g in ours.values() for grp in g for h in grp["hooks"] if is_ours(h))
-        out.append(ScopeStatus(scope, path, path.exists(), tuple(ours), cmds, notes=command_notes(cmds)))
+        out.append(ScopeStatus(scope, path, path.exists(), tuple(ours), cmds, notes=command_notes(cmds, scope)))
     try:
         _, mcp = _read_json(root / ".mcp.json")
         servers = mcp.get("mcpServers")
@@ -434,5 +441,5 @@ def status(*, project: str | Path | None = None, home: Path | None = None
         registered = _is_our_server(entry)
     except (ValidationError, StoreError):
         registered, entry = False, None
-    notes = command_notes([shlex.quote(str(entry.get("command", "")))]) if registered and entry else ()
+    notes = command_notes([shlex.quote(str(entry.get("command", "")))], "project") if registered and entry else ()
     return out, registered, notes

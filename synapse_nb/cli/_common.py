@@ -20,6 +20,7 @@ import typer
 from typer.core import TyperGroup
 
 from synapse_nb import __version__
+from synapse_nb.cli._help import reflow
 from synapse_nb.errors import SynapseError
 from synapse_nb.people import People  # (re-exported: the listings read it from here)
 from synapse_nb.provenance import inline
@@ -87,9 +88,13 @@ def _polish_help(cmd: Any) -> None:
     - a flag (``--json``, ``--explain``, ``--help`` itself) gets an empty metavar: typer's help printed ``--json
       <bool>`` as if the flag took a value;
     - a docstring's RST literals read as quotes: ``recall query --help`` printed ````synapse-nb recall QUERY````
-      verbatim (review 68).
+      verbatim (review 68);
+    - a docstring's paragraphs are one line each and its examples keep their lines, each short enough for 80
+      columns (:func:`synapse_nb.cli._help.reflow`): the source's line breaks broke sentences and examples in the
+      middle (review 78).
     """
-    cmd.help = _plain_help(cmd.help)
+    help_text = _plain_help(cmd.help)
+    cmd.help = None if help_text is None else reflow(help_text, plain=getattr(cmd, "rich_markup_mode", None) is None)
     names = (getattr(cmd, "context_settings", None) or {}).get("help_option_names", ["--help"])
     for param in [*cmd.params, cmd.get_help_option(SimpleNamespace(help_option_names=names))]:
         if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
@@ -116,7 +121,7 @@ class _RootGroup(Group):
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> int:
         _polish_help(self)
-        code, aborted = 0, False
+        code, aborted, said = 0, False, ""
         try:
             rv = super().main(args, prog_name or PROG, complete_var, standalone_mode=False,
                               windows_expand_args=windows_expand_args, **extra)
@@ -125,15 +130,15 @@ class _RootGroup(Group):
             ctx = getattr(exc, "ctx", None)  # usage errors carry the command they happened in
             if exc.exit_code == 2:
                 hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-                typer.echo(f"{PROG}: usage error: {_one_line(exc.format_message())}{hint}", err=True)
+                said = f"{PROG}: usage error: {_one_line(exc.format_message())}{hint}"
             else:
-                typer.echo(f"{PROG}: error: {_one_line(exc.format_message())}", err=True)
+                said = f"{PROG}: error: {_one_line(exc.format_message())}"
             code = exc.exit_code
         except (typer.Abort, KeyboardInterrupt, EOFError):
-            typer.echo(f"{PROG}: aborted", err=True)
+            said = f"{PROG}: aborted"
             code, aborted = 1, True
         except SynapseError as exc:
-            typer.echo(f"{PROG}: error: {_one_line(str(exc)) or type(exc).__name__}", err=True)
+            said = f"{PROG}: error: {_one_line(str(exc)) or type(exc).__name__}"
             code = 1
         except typer.Exit as exc:
             code = exc.exit_code
@@ -142,12 +147,15 @@ class _RootGroup(Group):
         except Exception as exc:  # never a traceback for a user; SYNAPSE_DEBUG=1 shows it
             if os.environ.get("SYNAPSE_DEBUG"):
                 raise
-            typer.echo(f"{PROG}: unexpected error ({type(exc).__name__}): {_one_line(str(exc))} "
-                       "(set SYNAPSE_DEBUG=1 for a traceback)", err=True)
+            said = (f"{PROG}: unexpected error ({type(exc).__name__}): {_one_line(str(exc))} "
+                    "(set SYNAPSE_DEBUG=1 for a traceback)")
             code = 1
         if code and not aborted:  # refused or failed; not a watcher stopped with Ctrl-C
             _undo_empty_creation()
-        elif not code:
+        _say_created()  # the vaults this command created and kept, before its error (review 78)
+        if said:
+            typer.echo(said, err=True)
+        if not code:
             _say_new_minds()
         _SESSIONS.clear()
         _NEW_MINDS.clear()
@@ -307,6 +315,8 @@ def open_vault_for(ctx: typer.Context, path: str | None = None, *, offline: bool
     command = _command_name(ctx)
     v = (session.write() if command in CREATING_COMMANDS else session.read_or_stale() if offline
          else session.read())
+    if command == "watch":  # runs until stopped: its new vault is said now
+        _say_created()
     if not v.offline and command not in VAULT_WIDE_COMMANDS:
         _check_mind(v, writes=command in CREATING_COMMANDS)
     return v
@@ -337,10 +347,29 @@ def _say_new_minds() -> None:
 
 
 def _say(notice: Notice) -> None:
-    """A vault notice, as the CLI says it: created and taken back on stderr (the recall text carries the borrowed
-    line, the stale copy's answer its STALE line, the store's error the read-only refusal)."""
-    if notice.kind in ("created", "removed"):
-        typer.echo(notice.line(PROG), err=True)
+    """A vault notice, as the CLI says it: created on stderr, once the command is over (:func:`_say_created`), so a
+    refused first write, whose new vault is taken back, says its error alone (review 78: three lines, "created", the
+    error, "removed", for a vault the user never saw); a take-back of a vault already announced says so. The recall
+    text carries the borrowed line, the stale copy's answer its STALE line, the store's error the read-only refusal.
+    """
+    if notice.kind == "created":
+        _UNSAID.append(notice)
+    elif notice.kind == "removed":
+        held = [n for n in _UNSAID if n.path == notice.path]
+        for n in held:
+            _UNSAID.remove(n)
+        if not held:
+            typer.echo(notice.line(PROG), err=True)
+
+
+def _say_created() -> None:
+    """Say each vault this invocation created and kept (``watch``, which runs until stopped, says it at once)."""
+    while _UNSAID:
+        typer.echo(_UNSAID.pop(0).line(PROG), err=True)
+
+
+#: the vaults this invocation created, not said yet
+_UNSAID: list[Notice] = []
 
 
 #: the vault sessions of this invocation: a command that fails before writing anything takes back the vault it created

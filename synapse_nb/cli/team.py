@@ -35,10 +35,21 @@ UrlArg = Annotated[str, typer.Argument(metavar="URL", help=(
     "folder name)."))]
 
 
+def _needs_team_extra() -> None:
+    """Every team command's first step: without psycopg (the [team] extra) it stops with one line naming the extra
+    (review 78: five of them ended in ModuleNotFoundError)."""
+    from synapse_nb.team_extra import require_psycopg
+
+    require_psycopg()
+
+
 def _url(ctx: typer.Context, url: str | None, *, required: bool = True) -> str | None:
     """The team vault: URL, else --vault / SYNAPSE_HOME, else the one this folder's .synapse/team.toml records."""
     from synapse_nb.team import recorded_url
 
+    if url and not url.lower().startswith(("postgresql://", "postgres://")):  # review 78: a URL that is none
+        fail(f"{url!r} is not a postgresql:// URL; give postgresql://user@host:port/database?project=NAME "
+             "(postgres:// too)", 2)
     url = url or state(ctx).vault or os.environ.get("SYNAPSE_HOME", "").strip() or recorded_url()
     if not url or not url.lower().startswith(("postgresql://", "postgres://")):
         if not required:
@@ -70,6 +81,7 @@ def team_init(
 
         synapse-nb team init postgresql://admin@db:5432/team?project=acme --human alice --agent ci_bot
     """
+    _needs_team_extra()
     from synapse_nb.team import init
 
     out = init(url, humans=tuple(human or ()), agents=tuple(agent or ()), minds=tuple(mind or ("*",)))
@@ -103,6 +115,7 @@ def team_grant(
 
         synapse-nb team grant postgresql://admin@db:5432/team?project=acme agent_a --mind '*' --revoke
     """
+    _needs_team_extra()
     from synapse_nb.team import grant
 
     out = grant(url, login, mind, revoke=revoke)
@@ -140,6 +153,7 @@ def team_join(
         synapse-nb team join postgresql://alice@db:5432/team?project=acme \\
             --agent-url postgresql://agent_alice@db:5432/team?project=acme
     """
+    _needs_team_extra()
     from synapse_nb.team import join
 
     if cli_actor(state(ctx).actor) != "user":  # the core refuses an agent's environment again (team.join)
@@ -198,6 +212,7 @@ def team_status(
 
         synapse-nb team status postgresql://alice@db:5432/team?project=acme
     """
+    _needs_team_extra()
     from synapse_nb.team import status
 
     out = status(str(_url(ctx, url)))
@@ -229,6 +244,7 @@ def team_trust(
 
         synapse-nb team trust --yes
     """
+    _needs_team_extra()
     from synapse_nb.team import trust, trust_preview
 
     require_human_here(ctx, yes, "trusting a new team server")
@@ -289,6 +305,7 @@ def team_agent_login(
 
         synapse-nb team agent-login --remove
     """
+    _needs_team_extra()
     from synapse_nb.team import agent_login
 
     require_human_here(ctx, yes, "setting the agent's database login")
@@ -320,6 +337,7 @@ def team_search_local(
 
         synapse-nb team search-local "how do we deploy"
     """
+    _needs_team_extra()
     from synapse_nb.team import offline_search
 
     typer.echo(offline_search(query, mind=state(ctx).mind, k=limit, url=_url(ctx, None, required=False)))
@@ -343,6 +361,7 @@ def team_dev_server(
 
         synapse-nb team dev-server --stop --dir /tmp/synapse-dev
     """
+    _needs_team_extra()
     from synapse_nb.team import start_dev_server, stop_dev_server
 
     if stop:

@@ -5,7 +5,7 @@ The set: pairs written by hand (``datasets/conflicts/hand.tsv``: label, text a, 
 conversations 0-6 (``datasets/locomo/locomo10.json``, CC BY-NC: read at run time, never shipped in the package):
 
 - **duplicate**: a session observation and the dialogue turn it cites as evidence, stored as an agent would store
-  it (``"Caroline: I went to a LGBTQ support group yesterday ..."``): the same fact, in other words;
+  it (``"Name: I went to ... yesterday ..."``, a speaker's line): the same fact, in other words;
 - **none**: that observation and another observation of the same conversation sharing a content word with it
   (a hard negative: same people, same words, another fact);
 - **contradiction**: an observation holding a number and the same observation with that number changed.

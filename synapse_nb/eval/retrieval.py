@@ -104,8 +104,13 @@ def _resolve(path: str | os.PathLike[str]) -> Path:
             p = root / p
     if p.is_dir():
         p = p / "locomo10.json"
-    if not p.is_file():
-        raise DatasetError(f"{path}: no LoCoMo file; give datasets/locomo or the path of locomo10.json")
+    if not p.is_file():  # review 78: from a wheel, "give datasets/locomo" named a folder only the repository has
+        where = (f"the folder {str(path)!r} holds no locomo10.json" if Path(path).is_dir()
+                 else f"{str(path)!r} does not exist here")
+        raise DatasetError(f"no LoCoMo file: {where}. LoCoMo is not shipped with the package (its licence, CC BY-NC "
+                           "4.0, is non-commercial): it is in the source repository's datasets/locomo/ (run this "
+                           "from a clone, or set SYNAPSE_DATASETS), or give the path of a locomo10.json you "
+                           "downloaded")
     return p
 
 

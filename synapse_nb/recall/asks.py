@@ -20,9 +20,9 @@ a speaker's name or a time stamp).
 
 >>> asks("did u see the game")
 True
->>> asks("[2:09 pm on 8 May, 2023] Caroline: wat r u up 2 this wkend")
+>>> asks("[9:41 am on 3 March, 2026] Priya: wat r u deploying 2day")
 True
->>> asks("Caroline: how cool is that!"), asks("what a day"), asks("I know what you did")
+>>> asks("Priya: how fast is that!"), asks("what a day"), asks("I know what you did")
 (False, False, False)
 >>> asks("omg, where did u get it"), asks("is it raining?"), asks("")
 (True, True, False)
@@ -96,7 +96,7 @@ def back_channel(text: str | None) -> bool:
     """Whether ``text`` (a message, possibly after a ``[time stamp]`` and a ``Name: ``) says nothing but
     back-channel words and emoji: "haha", "yesss 😂", "oh nice", "ty!!" (and no ``?``: "really?" asks).
 
-    >>> back_channel("Caroline: hahaha"), back_channel("[2:30 pm] Mel: oh nice 😂"), back_channel("yesss!!")
+    >>> back_channel("Priya: hahaha"), back_channel("[2:30 pm] Mel: oh nice 😂"), back_channel("yesss!!")
     (True, True, True)
     >>> back_channel("Yes, last Saturday!"), back_channel("really?"), back_channel(""), back_channel("c1 D1:3.r Al: ok")
     (False, False, False, True)

@@ -159,8 +159,8 @@ def asks_several(query: str) -> bool:
 def without_actor(query: str, name: str) -> str:
     """``query`` without the words of ``name`` (and their possessive), spaces collapsed.
 
-    >>> without_actor("What are Caroline's hobbies, Caroline?", "Caroline")
-    'What are hobbies, ?'
+    >>> without_actor("What are Priya's deploy steps, Priya?", "Priya")
+    'What are deploy steps, ?'
     """
     for tok in re.findall(r"\w+", name):
         query = re.sub(rf"\b{re.escape(tok)}(['\u2019]s)?\b", " ", query, flags=re.I)
@@ -170,8 +170,8 @@ def without_actor(query: str, name: str) -> str:
 def rank_words(query: str) -> list[str]:
     """The query's distinct non-stop words, folded like FTS5's unicode61 tokenizer, in query order.
 
-    >>> rank_words("When did Caroline go to the LGBTQ support group? Caroline!")
-    ['caroline', 'go', 'lgbtq', 'support', 'group']
+    >>> rank_words("When did Priya move the billing service to Postgres? Priya!")
+    ['priya', 'move', 'billing', 'service', 'postgres']
     """
     toks = FTS_TOKEN_RE.findall(normalise(query, _MAX_QUERY_CHARS))
     out = list(dict.fromkeys(t for t in toks if t not in RANK_STOP_WORDS and len(t) <= 64))

@@ -356,7 +356,7 @@ def match_cosine(emb: Any) -> float | None:
     return float(got)
 
 
-_PROBES = ("", "Caroline went to the LGBTQ support group yesterday.", "deploy", "ünïcode and emoji 🙂 text " * 20)
+_PROBES = ("", "Priya moved the billing service to Postgres yesterday.", "deploy", "ünïcode and emoji 🙂 text " * 20)
 
 
 def check_embedder(emb: Any) -> Embedder:

@@ -66,6 +66,19 @@ class Vault:
 
     It builds the :class:`~synapse_nb.context.Context` (store, mind, actor, clock, git view) that the kind
     managers, recall, follow, transfer and settings work in, and exposes them.
+
+    >>> import tempfile, synapse_nb
+    >>> v = synapse_nb.open_vault(tempfile.mkdtemp())
+    >>> v.remember("procedure", "run_migrations", "alembic upgrade head").summary_line()
+    '[user · verified] procedure/run_migrations: alembic upgrade head'
+    >>> v.decide("Use SQLite WAL mode", rationale="Readers never block writers").summary_line()
+    '[user] Use SQLite WAL mode'
+    >>> print(v.recall("how do we run migrations?").text)
+    RELEVANT MEMORY for: "how do we run migrations?"
+    ## Memories
+    - [user · verified] [normal] procedure/run_migrations: alembic upgrade head
+    >>> v.lessons.list(), v.close()  # lessons come from git reverts (v.lessons.scan()), pending until approved
+    (RecordList([]), None)
     """
 
     #: False: this handle reads and writes the system of record (an offline team vault's stale copy,

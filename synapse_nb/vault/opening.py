@@ -197,12 +197,11 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
     """
     acting = acting_actor(check_identity(mind, actor))
     check_agent_clock(acting, clock)
-    try:
-        from synapse_nb.store.postgres import PgStore, parse_team_url, project_for  # psycopg: team vaults only
-        from synapse_nb.store.postgres.cachedir import claim_folder
-    except ImportError as exc:
-        raise StoreError(f"a team vault needs psycopg ({exc}); install it with: "
-                         "pip install 'synapse_nb[team]'") from exc
+    from synapse_nb.team_extra import require_psycopg
+
+    require_psycopg()
+    from synapse_nb.store.postgres import PgStore, parse_team_url, project_for  # psycopg: team vaults only
+    from synapse_nb.store.postgres.cachedir import claim_folder
 
     start = Path(local or Path.cwd()).resolve()
     repo = find_repo(start)

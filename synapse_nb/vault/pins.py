@@ -127,13 +127,12 @@ def server_identity(url: str, project_dir: str | Path) -> str:
     >>> server_identity("postgresql://alice@db/team?host=evil.example&project=acme", "/src/x")
     'postgresql://alice@evil.example:5432/team?project=acme'
     """
-    try:
-        from psycopg.conninfo import conninfo_to_dict
+    from synapse_nb.team_extra import require_psycopg
 
-        from synapse_nb.store.postgres import parse_team_url, project_for
-    except ImportError as exc:
-        raise StoreError(f"a team vault needs psycopg ({exc}); install it with: "
-                         "pip install 'synapse_nb[team]'") from exc
+    require_psycopg()
+    from psycopg.conninfo import conninfo_to_dict
+
+    from synapse_nb.store.postgres import parse_team_url, project_for
     conninfo, project = parse_team_url(url, project_for(project_dir))
     try:
         params = {k: str(v) for k, v in conninfo_to_dict(conninfo).items()}

@@ -26,9 +26,11 @@ session holds the policy every surface used to write out for itself:
   ========  =========================================  ===============================================
   notice    when                                       rendered by
   ========  =========================================  ===============================================
-  created   a write created the vault                  CLI and MCP: one stderr line; magics: printed
-                                                       on stderr; ``synapse-nb init``: its answer
-  removed   a new vault was taken back                 CLI and MCP: one stderr line
+  created   a write created the vault                  MCP: one stderr line; CLI: one once the command
+                                                       is over, none when it was taken back; magics:
+                                                       printed on stderr; ``synapse-nb init``: its answer
+  removed   a new vault was taken back                 MCP: one stderr line; CLI: none, unless the
+                                                       created line was said already
   borrowed  the vault is borrowed                      MCP: the first line and ``borrowed`` field of every
             (:mod:`synapse_nb.borrowed`)               answer; elsewhere the recall text carries it
   offline   the handle is a team vault's stale copy    its answers start with ``STALE (offline)``
