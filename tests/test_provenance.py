@@ -787,12 +787,16 @@ def test_the_linear_patterns_find_what_the_patterns_before_them_found() -> None:
         for k, (new, old) in enumerate(pairs):
             spans = [m.span() for m in new.finditer(text)]
             before = [m.span() for m in old.finditer(text)]
-            if k == 2:  # the label: wider now, never narrower
+            if k == 2:  # the label: wider now, never narrower (but as a subscript, review 77: below)
+                before = [(s, e) for s, e in before if not (s and re.match(r"[\w)\]】]", text[s - 1]))]
                 assert all(any(a <= s and e <= b for a, b in spans) for s, e in before), (text, new.pattern)
             else:
                 assert spans == before, (text, new.pattern)
             found += len(spans)
     assert found > 150  # the corpus does make the patterns match
+    # straight after a word character or a closing bracket a label is a subscript, read only whole (review 77)
+    assert neutralise("flags[approved]") == "flags[approved]"
+    assert neutralise("x[main, approved]") == "x[quoted approval label]"
 
 
 def test_a_label_starts_at_the_last_opening_bracket_before_it() -> None:
@@ -830,9 +834,13 @@ def test_a_reported_by_agent_tail_that_does_not_cross_a_bracket_finds_what_the_f
         for a, b in old:
             if (a, b) in new:
                 continue
-            assert re.search(r"[\[【〖〚⟦]", text[a + 1:b]), (text, (a, b))  # a second bracket inside the old span
+            inner = re.search(r"[\[【〖〚⟦]", text[a + 1:b])
+            assert inner, (text, (a, b))  # a second bracket inside the old span
+            if re.match(r"[^\W_]|[)\]}】〗〛⟧]", text[a + inner.start()]):
+                continue  # ... straight after a letter or a closing bracket: a subscript, read only whole (review 77)
             assert any(a < c and d <= b for c, d in new), (text, (a, b), new)  # ... whose mark is still quoted
-    assert found > 400 and differ < found // 5, (found, differ)
+    # (377 found: fewer than the 400 of before review 77, the corpus's "x[agent]" now a subscript in both patterns)
+    assert found > 350 and differ < found // 5, (found, differ)
     assert neutralise("[[agent]") == "[[quoted mark]"  # the gap after a mark's bracket holds no other bracket
     # the one kind of text that reads differently: the bracket inside the tail opens a mark of its own
     text = "[user reported by an [agent]"
