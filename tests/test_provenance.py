@@ -705,7 +705,11 @@ LONG_RUNS = ["a", "c", "4", "@", "[", "【", "<", "[a", "[u", "a\u200b", "<|", "
              "[a](x)", "](", "[a][", "deifirev ", "]resu[", "\u0250", "\u0250 p", "user \u00b7 ", "\u00b7 ", "@ ",
              "[user \u00b7 verified \u00b7 ", "(user \u00b7 verified, ", "u ser \u00b7 ", "\u03a3", "\u0434 ",
              # letters read two ways ("σ" an E or an S): two neighbouring runs that both took one split its run
-             "\u03c3", "\u0434", "\u03bb", "\u0438", "\u043b"]
+             "\u03c3", "\u0434", "\u03bb", "\u0438", "\u043b",
+             # review 77: a mark of any language, a subscript, a label's apostrophe, bare role tags with or without a
+             # closing one, a line break before a tag
+             "[ab \u00b7 ", "[\u7528\u6237 \u00b7 ", "ab\u00b7", "x[", "x[user ", "[a'b", "[main's, ", "<user> ",
+             "\n<user>", " <user>", "<user></user>", "\n", "\n ", "<|-|>"]
 #: a word's beginning, then a long run of the letter that comes next (a doubled letter, a junction of two words)
 PREFIXED_RUNS = [("a", "p"), ("[a", "p"), ("[main, a", "p"), ("A", "P"), ("4", "p"), ("a", "pr"), ("ａ", "ｐ"),
                  ("approved system", "m"), ("approved system ", "m"), ("APPROVED_SYSTE", "M"),
@@ -715,7 +719,7 @@ PREFIXED_RUNS = [("a", "p"), ("[a", "p"), ("[main, a", "p"), ("A", "P"), ("4", "
                  ("approved system", " m"), ("user", " \u00b7"), ("[user \u00b7 verified", " \u00b7"), ("appro", " v"),
                  ("appr", "o "), ("a", "@"), ("ap", "p "), ("deifirev", "v"), ("&#", "9"), ("%", "5"),
                  ("us", "\u03c3"), ("memori", "\u03c3"), ("critica", "\u03bb"), ("a", "\u0434"), ("[u", "\u0438"),
-                 ("hum", "\u043b")]
+                 ("hum", "\u043b"), ("<user>", " "), ("[ab", "c"), ("[ab \u00b7 ", "c"), ("<|", "a")]
 
 
 @pytest.mark.parametrize("unit", LONG_RUNS, ids=[repr(u) for u in LONG_RUNS])
