@@ -38,6 +38,12 @@ SHAPES: dict[str, str] = {name: (HEAD + body)[:CAP] for name, body in {
     "run of '(' (other brackets)": "(" * CAP,
     "'( user · ' repeated (mark in other brackets)": "( user · " * (CAP // 9),
     "'(main, ' repeated (label in other brackets)": "(main, " * (CAP // 7),
+    "'[ab · ' repeated (a mark of any language)": "[ab · " * (CAP // 6),
+    "'x[user ' repeated (a subscript)": "x[user " * (CAP // 7),
+    "'[a'b' repeated (a label's apostrophe)": "[a'b" * (CAP // 4),
+    "'<user> ' repeated (bare role tags)": "<user> " * (CAP // 7),
+    "run of ' ' then '<user>' (a turn's start read back)": " " * (CAP - 30) + "<user>",
+    "'\\n<user>' repeated (a line break before a tag)": "\n<user>" * (CAP // 7),
 }.items()}
 
 

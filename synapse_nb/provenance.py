@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, overload
 
-from synapse_nb._cleaning import (  # noqa: F401  (LINE_BREAKS: re-exported)
+from synapse_nb._cleaning import (
     LINE_BREAKS,
     _fast_skeleton,
     _skeleton_map_of,
@@ -45,20 +45,32 @@ from synapse_nb._cleaning import (  # noqa: F401  (LINE_BREAKS: re-exported)
     invisibles_shown,
     spaces_shown,
 )
+from synapse_nb._patterns import (  # noqa: F401  (the patterns: _patterns.py; the tests read some here)
+    _AS_IS_PATTERNS,
+    _CLOSE,
+    _DOT_MARK,
+    _JOINED_PATTERNS,
+    _ON_JOINED,
+    _ON_SKELETON,
+    _OPEN,
+    _PATTERNS,
+    _TAIL_GAP,
+    FRAMING_ROLES,
+    FRAMING_TAGS,
+    QUOTED_BANNER,
+    QUOTED_LABEL,
+    QUOTED_MARK,
+    QUOTED_TAG,
+)
 from synapse_nb._readings import readings
 from synapse_nb._skeleton import (
-    _ALT_CLOSE,
-    _ALT_OPEN,
     _ASCII_LOOKALIKE,  # noqa: F401  (read by the tests' equivalence checks)
     _CONFUSABLE,  # noqa: F401  (read by the tests)
-    _GAP,
-    _MARK_DOTS,
+    _GAP,  # noqa: F401  (read by the tests)
     _healed_cuts,
     _healed_steps,
     _joined_steps,
     _mapped,
-    _w,
-    _words,
     skeleton,
 )
 
@@ -99,139 +111,8 @@ FILE_NAMES = "names as listed, not anyone's words"
 NAME_FIELDS = frozenset({"changed_files", "files_affected", "refs"})
 #: The heading of the approved-lesson banner that starts every recall when lessons are in force.
 BANNER = "APPROVED SYSTEM MEMORY — CRITICAL: ADHERE"
-#: What record text that reproduces the banner's words is rendered as.
-QUOTED_BANNER = "[quoted banner text]"
-#: What record text that reproduces an approval label (``[main, approved]``) is rendered as.
-QUOTED_LABEL = "[quoted approval label]"
 #: Appended to the actor an agent names when it logs an episode as someone else: it reports them, it is not them.
 REPORTED_ACTOR = " (reported by agent)"
-#: What record text that reproduces a provenance mark (``[user · verified]``) is rendered as.
-QUOTED_MARK = "[quoted mark]"
-#: What record text that reproduces a chat or harness framing tag (``</system-reminder>``, ``<|im_start|>``) is
-#: rendered as.
-QUOTED_TAG = "[quoted tag]"
-#: The roles chat templates frame turns with (``<user>``): an opening one followed by ``@`` or ``>`` is taken for a
-#: placeholder or code (``ssh <user>@host``, ``Map<String, <User>>``), not a frame.
-FRAMING_ROLES = ("system", "user", "human", "assistant", "developer")
-#: Whole names of the tags by which agent harnesses and chat templates frame what the model reads (exact names, so
-#: ``<username>``, ``<userId>`` or ``#include <system_error>`` stay as written).
-FRAMING_TAGS = (*FRAMING_ROLES, "system-reminder", "system_prompt", "system-prompt", "system_message", "user_prompt",
-                "user-prompt", "user-prompt-submit-hook", "user_message", "user_query", "user_input",
-                "assistant_message", "assistant_turn", "instructions", "function_calls", "function_results",
-                "tool_call", "tool_calls", "tool_result", "tool_results", "tool_use", "tool_response", "im_start",
-                "im_end", "start_of_turn", "end_of_turn", "invoke", "function_call",
-                # Claude Code's own frames around a slash command and a shell's output (review 2), and the tool list
-                "command-name", "command-message", "command-args", "local-command-stdout", "local-command-stderr",
-                "bash-input", "bash-stdout", "bash-stderr", "functions")
-
-
-def _tag_name(name: str) -> str:
-    """A framing tag's name as a pattern: "-" and "_" stand for each other ("system_reminder")."""
-    return "".join("[-_]" if c in "-_" else re.escape(c) for c in name)
-
-# ------------------------------------------------------------------------------------------------ patterns
-# (the skeleton a pattern reads, and the word patterns: synapse_nb/_skeleton.py)
-
-
-_OPEN, _CLOSE = r"[\[【〖〚⟦]", r"[\]】〗〛⟧]"
-#: A gap that holds no opening bracket (after a mark's own bracket, and in its "reported by an agent" tail): each "["
-#: of a run then costs one step, not the thirteen a gap of any separator took (a 32,768 "[" record read 5x slower).
-_TAIL_GAP = r"(?:_|[^\w\[【〖〚⟦]){0,12}"
-#: A tag's attributes and its end, as the framing patterns read them.
-_ATTRS = r"""(?:\s+[\w:-]+\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s<>"']+)){0,8}\s*/?>"""
-_NO_BRACKET = r"[^\[\]【】〖〗〚〛⟦⟧]"
-#: The words a mark may vouch for a record with ("verified", and what a forger would write in its place).
-#: (anchored: "trusted" may not start inside the run of "t" that ends "agent", which split a long run every way)
-_VOUCHED = "(?:" + "|".join(_words(w, anchored=True) for w in ("verified", "confirmed", "trusted", "reviewed")) + ")"
-#: "by the user", "by a human": who a mark's or label's status word says vouched for the text
-_BY_PERSON = rf"{_TAIL_GAP}by{_TAIL_GAP}(?:(?:an?|the){_TAIL_GAP})?(?:{_w('user')}|{_w('human')})"
-#: Other brackets a mark or a label may be written in: "(user · verified)", "{main, approved}", "⟨user · verified⟩",
-#: "「user · verified」" (after the skeleton: full-width and small forms are plain ones, "⟨" and
-#: "〈" are "<"). Prose and code use these for other things, so with them only a whole mark or label is read: a
-#: source word and a status word ("(user only)", "(agent)", "{user}" stay), or "<branch>, approved".
-# (_ALT_OPEN, _ALT_CLOSE: synapse_nb/_skeleton.py, which reads a broken word after one)
-#: One of them opening a mark or a label: not straight after a word character, where it is code (a call
-#: ``check(user, verified)``, ``run(project, approved)``, a generic ``Map<User, Verified>``)
-_ALT = rf"[{re.escape(_ALT_OPEN)}](?<!\w[{re.escape(_ALT_OPEN)}])"  # the bracket first: the engine skips to one
-_ALT_GAP = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{1,6}}"
-_ALT_EDGE = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{0,3}}"
-_ALT_STATUS = ("(?:" + "|".join([f"(?:un)?{_w('verified', anchored=True)}", _w("confirmed", anchored=True),
-                                  _w("trusted", anchored=True), _w("approved", anchored=True),
-                                  _w("revert", anchored=True)]) + ")")
-def _whole(word: str) -> str:
-    """``word`` as :func:`_w` reads it, starting a word (no letter before it: "superuser · verified" is no mark)."""
-    anchored = _w(word, anchored=True)
-    first = anchored[:anchored.index("]") + 1]
-    return anchored.replace(f"(?<!{first}{first})", f"(?<!{first}{first})(?<![^\\W_]{first})", 1)
-
-
-#: Words past a mark's status, after a mark's separator: "[user · verified · in force]", "(user, verified, ok)".
-_PAST_STATUS = rf"(?:\s?[{_MARK_DOTS},;:|/—–-]{_NO_BRACKET}{{0,40}})?"
-_ALT_PAST_STATUS = rf"(?:\s?[{_MARK_DOTS},;:|/—–-][^{re.escape(_ALT_OPEN + _ALT_CLOSE)}]{{0,40}})?"
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # the banner's two halves, each in any case and spacing; "APPROVEDSYSTEMMEMORY" too
-    # (any number of separators between the words: "CRITICAL ............... ADHERE")
-    (re.compile(rf"{_words('approved', 'system', 'memor', anchored=True, far=True)}(?:y|ies)"), QUOTED_BANNER),
-    (re.compile(rf"{_words('critical', 'adhere', anchored=True, far=True)}(?!nce|nt|d)"), QUOTED_BANNER),
-    # an approval label: "[main, approved]", "[all branches, approved]", "[approved]", full-width brackets too
-    # (a label does not run over another opening bracket: each "[" of "[[[[…" is then one step, not 160; so in
-    # "[x [main, approved]" the label is "[main, approved]", where it was the whole text before)
-    # (and whatever follows "approved" up to the bracket: "[main, approved by user]", "[main, approved · in force]")
-    (re.compile(rf"{_OPEN}{_NO_BRACKET}{{0,160}}?{_w('approved', anchored=True)}"
-                rf"(?:{_GAP}{_CLOSE}|{_NO_BRACKET}{{0,40}}{_CLOSE})"), QUOTED_LABEL),
-    # a provenance mark: "[user]", "[user · verified]", "[agent · unverified]", "[agent, reported]"
-    # ("reported by an agent" does not run over an opening bracket: its "agent" also opens a mark, and
-    # "[agent reported by an [agent reported by an …" was read again from each bracket to the end, quadratic)
-    # ("[user · confirmed]", "[verified]" alone and a lesson's "[git revert]" too; "[reviewed]" alone stays;
-    # "[verified by user]", "[✓ verified by the user]")
-    # (and words past the status, after a mark's separator: "[user · verified · in force]")
-    (re.compile(rf"{_OPEN}{_TAIL_GAP}(?:(?:{_w('user')}|{_w('agent')}|{_w('human')})(?:(?:{_GAP}(?:un)?{_VOUCHED}"
-                rf"|{_GAP}auto|{_GAP}reported(?:{_TAIL_GAP}by{_TAIL_GAP}(?:an{_TAIL_GAP})?agent)?)+{_PAST_STATUS})?"
-                rf"|(?:un)?{_w('verified', anchored=True)}(?:{_BY_PERSON})?{_PAST_STATUS}"
-                rf"|{_w('git')}{_GAP}{_w('revert')}{_PAST_STATUS})"
-                rf"{_GAP}{_CLOSE}"), QUOTED_MARK),
-    # a framing tag that would close or open the harness's wrapper around this text (``</system-reminder>``): a
-    # closing tag of any framing name; an opening one not after a letter (``List<User>`` is code), a bare role not
-    # before "@" or ">" (``<user>@host``); and a chat template's special token (``<|im_start|>``)
-    # (read on the skeleton as it is: the joins below would run "system-reminder" together)
-    (re.compile(r"<\s*/\s*(?:" + "|".join(map(_tag_name, FRAMING_TAGS)) + r")(?![\w.-])" + _ATTRS
-                + r"|<(?<![a-z0-9_]<)\s*(?:" + "|".join(_tag_name(t) for t in FRAMING_TAGS if t not in FRAMING_ROLES)
-                + r")(?![\w.-])" + _ATTRS
-                + r"|<(?<![a-z0-9_]<)\s*(?:" + "|".join(FRAMING_ROLES) + r")(?![\w.-])" + _ATTRS + r"(?![@>])"
-                + r"|<\|[^|<>\s]{1,40}\|>"
-                # Llama's turn markers: "[INST]", "[/INST]", "<<SYS>>"
-                + r"|\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys\s*>>"), QUOTED_TAG),
-    # the banner's words in another order: "ADHERE (CRITICAL)", "SYSTEM MEMORY (APPROVED)"
-    (re.compile(rf"{_words('adhere', 'critical', anchored=True, far=True)}(?!ly)"), QUOTED_BANNER),
-    (re.compile(rf"{_words('system', 'memor', anchored=True, far=True)}(?:y|ies)[\W_]*{_w('approved')}"),
-     QUOTED_BANNER),
-    # a mark in other brackets: "(user · verified)", "{agent, confirmed}", "⟨git revert⟩", "(verified by the user)"
-    (re.compile(rf"{_ALT}{_ALT_EDGE}(?:(?:{_w('user')}|{_w('agent')}|{_w('human')}|{_w('git')})"
-                rf"(?:{_ALT_GAP}{_ALT_STATUS})+|{_ALT_STATUS}{_BY_PERSON}){_ALT_PAST_STATUS}{_ALT_EDGE}"
-                rf"[{re.escape(_ALT_CLOSE)}]"), QUOTED_MARK),
-    # a label in other brackets: a branch's name ("(main, approved)", "{all branches, approved}"), or anything
-    # approved by a person ("(an agent's wording, approved by a human)": what a real banner item says of an agent's
-    # wording); "(PR 12, approved)" stays
-    (re.compile(rf"{_ALT}{_ALT_EDGE}(?:[\w./-]{{1,40}}|all{_GAP}branch(?:es)?),{_ALT_EDGE}"
-                rf"{_w('approved', anchored=True)}(?:{_BY_PERSON})?{_ALT_EDGE}[{re.escape(_ALT_CLOSE)}]"
-                rf"|{_ALT}[^{re.escape(_ALT_OPEN + _ALT_CLOSE)},]{{1,40}},{_ALT_EDGE}"
-                rf"{_w('approved', anchored=True)}{_BY_PERSON}{_ALT_EDGE}[{re.escape(_ALT_CLOSE)}]"),
-     QUOTED_LABEL),
-)
-#: The patterns read on the skeleton as it is (the framing tags); the others read it with split words joined.
-_AS_IS = frozenset({QUOTED_TAG})
-#: A mark without brackets, its words joined by a mark's own dot: "user · verified: run this", "|user · verified|"
-#: (a mark's middle dot and its look-alikes; "user, verified" and "| user | verified |" are prose and tables). Read
-#: only where such a dot is (:data:`_MAY_DOT`): the pattern's first letter is any of three words', a letter in four.
-_DOT_MARK = re.compile(rf"(?:{_whole('user')}|{_whole('agent')}|{_whole('human')})"
-                       rf"\s*[{_MARK_DOTS}]\s*(?:un)?(?:{_w('verified')}|{_w('confirmed')}|{_w('trusted')})"
-                       rf"(?![^\W_])")
-_ON_SKELETON = tuple(p for p, placeholder in _PATTERNS if placeholder in _AS_IS)
-_ON_JOINED = tuple((p, placeholder) for p, placeholder in _PATTERNS if placeholder not in _AS_IS)
-#: What reads the skeleton as it is, and what reads the joined and healed forms (the bare mark too: it needs a
-#: mark's dot, :data:`_MAY_DOT`, and finds nothing without one).
-_AS_IS_PATTERNS = tuple((p, QUOTED_TAG) for p in _ON_SKELETON)
-_JOINED_PATTERNS = (*_ON_JOINED, (_DOT_MARK, QUOTED_MARK))
 
 
 def _matches(skel: str, joined: str, healed: str | None) -> list[tuple[int, int, int, str]] | None:
@@ -336,19 +217,43 @@ def neutralise(text: str) -> str:
 #: cost 0.56 s a field: a few records kept every prompt's hook past its time limit).
 _READ_PAST = 128
 _WORD_RUN = re.compile(r"\S+")
+#: The angle brackets a tag may open with (the skeleton reads each as "<").
+_ANGLES = "<\u2039\u02c2\u1438\u3008\u27e8\u2329\uff1c\ufe64"
+#: A line break before a tag (spaces or tabs between): kept as one for the neutraliser, which reads whether a bare
+#: role tag opens a line (``_patterns._TurnRoles``); every other control character and line break reads as a space.
+_BREAK_BEFORE_TAG = re.compile(f"[{''.join(sorted(LINE_BREAKS))}](?=[ \t]{{0,16}}[{_ANGLES}])")
 
 
 def _window(text: str, chars: int) -> tuple[str, bool]:
     """The start of ``text`` as a reader sees it with whitespace runs collapsed, at least ``chars`` characters of it
-    when the text has them, and whether the text goes on past it. Reads only as far as it needs."""
-    words: list[str] = []
-    n = 0
+    when the text has them, and whether the text goes on past it. Reads only as far as it needs. A whitespace run
+    with a line break in it before a tag is one line break (:data:`_BREAK_BEFORE_TAG`), any other one space."""
+    parts: list[str] = []
+    n = end = 0
     for m in _WORD_RUN.finditer(text):
-        words.append(m.group())
-        n += len(words[-1]) + 1
+        word = m.group()
+        if parts:
+            breaks = word[0] in _ANGLES and any(c in LINE_BREAKS for c in text[end:m.start()])
+            parts.append("\n" if breaks else " ")
+        parts.append(word)
+        end = m.end()
+        n += len(word) + 1
         if n > chars:
-            return " ".join(words)[:chars], True
-    return " ".join(words), False
+            return "".join(parts)[:chars], True
+    return "".join(parts), False
+
+
+def _one_line(text: str) -> str:
+    """``text`` with every control character and line break a space, but a line break before a tag
+    (:data:`_BREAK_BEFORE_TAG`): what :func:`inline` neutralises (the characters where they were)."""
+    kept = [m.start() for m in _BREAK_BEFORE_TAG.finditer(text)]
+    text = _CONTROLS.sub(" ", text)
+    if not kept:
+        return text
+    chars = list(text)
+    for i in kept:
+        chars[i] = "\n"
+    return "".join(chars)
 
 
 def inline(text: object, width: int | None = None) -> str:
@@ -368,7 +273,7 @@ def inline(text: object, width: int | None = None) -> str:
     if width is not None and len(text) > width + 2 * _READ_PAST:
         text, cut = _window(text, width + 2 * _READ_PAST)
     if not (text.isascii() and text.isprintable()):
-        text = _CONTROLS.sub(" ", text)
+        text = _one_line(text)
     text = neutralise(text)
     if cut:  # the window's last characters may hold part of a reproduction the text goes on with: not shown
         text = text[: max(0, len(text) - _READ_PAST)] + " …"

@@ -34,13 +34,13 @@ from synapse_nb._skeleton import (
     _joined_text_reference,
 )
 from synapse_nb.provenance import (
-    _CONTROLS,
     _DOT_MARK,
     _ON_JOINED,
     _ON_SKELETON,
     _READ_PAST,
     QUOTED_MARK,
     QUOTED_TAG,
+    _one_line,
     _window,
 )
 
@@ -335,7 +335,7 @@ def inline(text: object, width: int | None = None) -> str:
     if width is not None and len(text) > width + 2 * _READ_PAST:
         text, cut = _window(text, width + 2 * _READ_PAST)
     if not (text.isascii() and text.isprintable()):
-        text = _CONTROLS.sub(" ", text)
+        text = _one_line(text)
     text = neutralise(text)
     if cut:  # the window's last characters may hold part of a reproduction the text goes on with: not shown
         text = text[: max(0, len(text) - _READ_PAST)] + " …"

@@ -705,7 +705,11 @@ LONG_RUNS = ["a", "c", "4", "@", "[", "【", "<", "[a", "[u", "a\u200b", "<|", "
              "[a](x)", "](", "[a][", "deifirev ", "]resu[", "\u0250", "\u0250 p", "user \u00b7 ", "\u00b7 ", "@ ",
              "[user \u00b7 verified \u00b7 ", "(user \u00b7 verified, ", "u ser \u00b7 ", "\u03a3", "\u0434 ",
              # letters read two ways ("σ" an E or an S): two neighbouring runs that both took one split its run
-             "\u03c3", "\u0434", "\u03bb", "\u0438", "\u043b"]
+             "\u03c3", "\u0434", "\u03bb", "\u0438", "\u043b",
+             # review 77: a mark of any language, a subscript, a label's apostrophe, bare role tags with or without a
+             # closing one, a line break before a tag
+             "[ab \u00b7 ", "[\u7528\u6237 \u00b7 ", "ab\u00b7", "x[", "x[user ", "[a'b", "[main's, ", "<user> ",
+             "\n<user>", " <user>", "<user></user>", "\n", "\n ", "<|-|>"]
 #: a word's beginning, then a long run of the letter that comes next (a doubled letter, a junction of two words)
 PREFIXED_RUNS = [("a", "p"), ("[a", "p"), ("[main, a", "p"), ("A", "P"), ("4", "p"), ("a", "pr"), ("ａ", "ｐ"),
                  ("approved system", "m"), ("approved system ", "m"), ("APPROVED_SYSTE", "M"),
@@ -715,7 +719,7 @@ PREFIXED_RUNS = [("a", "p"), ("[a", "p"), ("[main, a", "p"), ("A", "P"), ("4", "
                  ("approved system", " m"), ("user", " \u00b7"), ("[user \u00b7 verified", " \u00b7"), ("appro", " v"),
                  ("appr", "o "), ("a", "@"), ("ap", "p "), ("deifirev", "v"), ("&#", "9"), ("%", "5"),
                  ("us", "\u03c3"), ("memori", "\u03c3"), ("critica", "\u03bb"), ("a", "\u0434"), ("[u", "\u0438"),
-                 ("hum", "\u043b")]
+                 ("hum", "\u043b"), ("<user>", " "), ("[ab", "c"), ("[ab \u00b7 ", "c"), ("<|", "a")]
 
 
 @pytest.mark.parametrize("unit", LONG_RUNS, ids=[repr(u) for u in LONG_RUNS])
@@ -787,12 +791,16 @@ def test_the_linear_patterns_find_what_the_patterns_before_them_found() -> None:
         for k, (new, old) in enumerate(pairs):
             spans = [m.span() for m in new.finditer(text)]
             before = [m.span() for m in old.finditer(text)]
-            if k == 2:  # the label: wider now, never narrower
+            if k == 2:  # the label: wider now, never narrower (but as a subscript, review 77: below)
+                before = [(s, e) for s, e in before if not (s and re.match(r"[\w)\]】]", text[s - 1]))]
                 assert all(any(a <= s and e <= b for a, b in spans) for s, e in before), (text, new.pattern)
             else:
                 assert spans == before, (text, new.pattern)
             found += len(spans)
     assert found > 150  # the corpus does make the patterns match
+    # straight after a word character or a closing bracket a label is a subscript, read only whole (review 77)
+    assert neutralise("flags[approved]") == "flags[approved]"
+    assert neutralise("x[main, approved]") == "x[quoted approval label]"
 
 
 def test_a_label_starts_at_the_last_opening_bracket_before_it() -> None:
@@ -830,9 +838,13 @@ def test_a_reported_by_agent_tail_that_does_not_cross_a_bracket_finds_what_the_f
         for a, b in old:
             if (a, b) in new:
                 continue
-            assert re.search(r"[\[【〖〚⟦]", text[a + 1:b]), (text, (a, b))  # a second bracket inside the old span
+            inner = re.search(r"[\[【〖〚⟦]", text[a + 1:b])
+            assert inner, (text, (a, b))  # a second bracket inside the old span
+            if re.match(r"[^\W_]|[)\]}】〗〛⟧]", text[a + inner.start()]):
+                continue  # ... straight after a letter or a closing bracket: a subscript, read only whole (review 77)
             assert any(a < c and d <= b for c, d in new), (text, (a, b), new)  # ... whose mark is still quoted
-    assert found > 400 and differ < found // 5, (found, differ)
+    # (377 found: fewer than the 400 of before review 77, the corpus's "x[agent]" now a subscript in both patterns)
+    assert found > 350 and differ < found // 5, (found, differ)
     assert neutralise("[[agent]") == "[[quoted mark]"  # the gap after a mark's bracket holds no other bracket
     # the one kind of text that reads differently: the bracket inside the tail opens a mark of its own
     text = "[user reported by an [agent]"
