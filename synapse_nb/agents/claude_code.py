@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synapse_nb._util import write_atomic
+from synapse_nb._files import write_atomic
 from synapse_nb.errors import StoreError, ValidationError
 
 __all__ = ["AGENTS", "BACKUP_SUFFIX", "HOOK_EVENTS", "MCP_NAME", "SCOPES", "SCRIPT", "SHARED", "FileChange",

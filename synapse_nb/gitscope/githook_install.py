@@ -30,7 +30,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from synapse_nb._util import write_atomic
+from synapse_nb._files import write_atomic
 from synapse_nb.errors import ConflictError, StoreError, ValidationError
 from synapse_nb.gitscope._git import coerce_repo, run_git
 from synapse_nb.gitscope.githook import COMMITTER_AGENT, SNAPSHOT
