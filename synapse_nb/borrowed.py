@@ -57,11 +57,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from synapse_nb._files import read_text, write_atomic
-from synapse_nb._files import state as file_state
 from synapse_nb.errors import PermissionDeniedError, StoreError
 from synapse_nb.gitscope.repo import RepoInfo, find_repo
 from synapse_nb.gitscope.vaultdir import committed_in, repos_holding, symlink_exit, tracked_in
+from synapse_nb.own_files import read_text, write_atomic
+from synapse_nb.own_files import state as file_state
 from synapse_nb.provenance import file_names, inline
 
 if TYPE_CHECKING:

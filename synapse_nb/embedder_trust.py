@@ -28,10 +28,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb._files import read_text, state, write_atomic
 from synapse_nb._util import user_config_dir
 from synapse_nb.errors import StoreError
 from synapse_nb.locks import held
+from synapse_nb.own_files import read_text, state, write_atomic
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context

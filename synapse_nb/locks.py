@@ -61,7 +61,7 @@ def take(path: Path, wait: float | None, *, mode: int = 0o600) -> int | None:
 
 
 def _open_locked(path: Path, end: float | None, mode: int) -> int | None:
-    from synapse_nb._files import open_regular, remove, state
+    from synapse_nb.own_files import open_regular, remove, state
 
     while True:
         fd = open_regular(path, os.O_RDWR | os.O_CREAT, mode)

@@ -224,7 +224,7 @@ def _why_slow(vault: str | None) -> str:
     """Why a hook ran out of time, as far as a look at the vault folder tells: a file the package keeps there that is
     not a regular file (review 79: a FIFO hung the hook, whose notice blamed "a locked or slow vault"), else that."""
     try:
-        from synapse_nb._files import damaged_in
+        from synapse_nb.own_files import damaged_in
         from synapse_nb.vault.locate import find_vault_dir
 
         bad = damaged_in(find_vault_dir(vault)[0])

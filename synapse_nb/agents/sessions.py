@@ -53,9 +53,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synapse_nb._files import read_bytes, write_atomic
 from synapse_nb._util import MAX_PATH_CHARS, fmt_ts, utcnow
 from synapse_nb.locks import held
+from synapse_nb.own_files import read_bytes, write_atomic
 
 __all__ = ["LOCK_NAME", "MAX_SESSIONS", "STATE_NAME", "SessionState", "read_state", "session_state"]
 
@@ -159,7 +159,7 @@ def _key(session: str) -> str:
 
 def _read(path: Path) -> dict[str, Any]:
     """The file's sessions; {} when it is missing, not a regular file (a directory, a FIFO that would block every
-    hook, a symlink: never followed), too large or malformed (:func:`synapse_nb._files.read_bytes`)."""
+    hook, a symlink: never followed), too large or malformed (:func:`synapse_nb.own_files.read_bytes`)."""
     data = read_bytes(path, cap=MAX_STATE_BYTES)
     try:
         raw = json.loads(data.decode("utf-8")) if data is not None else None

@@ -40,10 +40,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from synapse_nb._files import open_regular, remove, state
 from synapse_nb.errors import SynapseError
 from synapse_nb.gitscope.repo import find_repo
 from synapse_nb.locks import held
+from synapse_nb.own_files import open_regular, remove, state
 from synapse_nb.render import plural
 
 if TYPE_CHECKING:

@@ -55,7 +55,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from synapse_nb._files import open_regular
+from synapse_nb.own_files import open_regular
 from synapse_nb.recall.threads import Positions, ThreadIndex
 
 if TYPE_CHECKING:

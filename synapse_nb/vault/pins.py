@@ -43,10 +43,10 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 from urllib.parse import quote, unquote, urlencode
 
-from synapse_nb._files import read_text, state, write_atomic
 from synapse_nb._util import user_config_dir
 from synapse_nb.context import acting_actor
 from synapse_nb.errors import StoreError, TeamPinError, ValidationError
+from synapse_nb.own_files import read_text, state, write_atomic
 from synapse_nb.provenance import inline
 from synapse_nb.vault.locate import (
     DB_NAME,

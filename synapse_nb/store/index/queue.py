@@ -8,7 +8,7 @@ anything the drain adds the ids to the queue file ``<table>.queue`` beside every
 
 A queue file is JSON: a sorted list of record ids (never text), or ``"*"``: compare every row's digest with the
 store (a build in progress, an unreadable file, more than :data:`MAX_QUEUED` ids). Written to a temporary file,
-flushed to disk, then renamed over the old one. Read only when it is a regular file (:mod:`synapse_nb._files`): a
+flushed to disk, then renamed over the old one. Read only when it is a regular file (:mod:`synapse_nb.own_files`): a
 FIFO, a symlink or a directory in its place is read as "compare everything" (review 79: a FIFO hung every recall).
 
 :class:`Steps` sizes the steps a queue is applied in (each step embeds, commits and rewrites the queue, so a killed
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from synapse_nb._files import read_text, remove, state, write_atomic
+from synapse_nb.own_files import read_text, remove, state, write_atomic
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.store.index.dense import DenseRow

@@ -45,8 +45,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from synapse_nb._files import damaged_in, open_regular, read_bytes, remove, state, write_atomic
 from synapse_nb.errors import BusyError
+from synapse_nb.own_files import damaged_in, open_regular, read_bytes, remove, state, write_atomic
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.store.index.queue import Queues
@@ -205,7 +205,7 @@ def drop_rank_files(folder: Path | None, *, vault: Path | None = None) -> None:
 
 def sweep(vault: Path) -> list[Path]:
     """Remove what is in the place of a file the package keeps in the vault folder ``vault`` (a FIFO, a socket, a
-    symlink, a folder: :func:`synapse_nb._files.damaged_in`; review 79), SQLite's own files beside the database
+    symlink, a folder: :func:`synapse_nb.own_files.damaged_in`; review 79), SQLite's own files beside the database
     excepted (the vault opened: they are SQLite's now). A semantic table's queue is written again as "compare
     everything" (what it held is not known). Returns what was removed."""
     from synapse_nb.store.index.queue import ALL
