@@ -537,38 +537,6 @@ def user_config_dir(environ: Mapping[str, str] | None = None) -> Path:
     return root / "synapse_nb"
 
 
-def write_atomic(path: Path, data: str | bytes | bytearray | Iterable[bytes | bytearray], *,
-                 mode: int | None = None) -> None:
-    """Replace ``path`` with ``data`` so a reader sees the old file or the new one, never a part: a temporary file in
-    the same folder (``mkstemp``: the owner's only, unless ``mode`` is given), written, then ``os.replace`` d over
-    ``path``; on any failure the temporary file is removed and the error raised. ``data`` is text (UTF-8), bytes, or
-    byte chunks written in turn (no copy of a large payload is joined first).
-
-    >>> import tempfile, pathlib
-    >>> f = pathlib.Path(tempfile.mkdtemp()) / "a.json"
-    >>> write_atomic(f, '{"a": 1}'); write_atomic(f, [b'{"a": ', b'2}'], mode=0o644)
-    >>> f.read_text(), oct(f.stat().st_mode & 0o777), [p.name for p in f.parent.iterdir()]
-    ('{"a": 2}', '0o644', ['a.json'])
-    """
-    import os
-    import tempfile  # loaded only when something is written (the hook path reads far more often)
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for chunk in [data] if isinstance(data, str | bytes | bytearray) else data:
-                fh.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def head_lines(text: str, max_chars: int) -> tuple[list[str], int, bool]:
     """The whole lines of ``text`` from the top that fit in ``max_chars`` characters (each with its line break),
     how many lines are not shown at all, and whether the first line had to be cut (it alone was too long: its

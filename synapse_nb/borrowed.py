@@ -60,6 +60,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from synapse_nb.errors import PermissionDeniedError, StoreError
 from synapse_nb.gitscope.repo import RepoInfo, find_repo
 from synapse_nb.gitscope.vaultdir import committed_in, repos_holding, symlink_exit, tracked_in
+from synapse_nb.own_files import read_text, write_atomic
+from synapse_nb.own_files import state as file_state
 from synapse_nb.provenance import file_names, inline
 
 if TYPE_CHECKING:
@@ -78,6 +80,8 @@ ELSEWHERE_BY = "approved elsewhere, by whoever committed the vault, not by you"
 #: The same in a table cell.
 ELSEWHERE_SHORT = "elsewhere, not you"
 _VERSION = 1
+#: A records or approvals file larger than this is not read.
+MAX_FILE_BYTES = 16 << 20
 _ADOPT = "synapse-nb lessons adopt"
 _log = logging.getLogger("synapse_nb.borrowed")
 
@@ -121,7 +125,7 @@ class LocalApprovals:
 
     def _stat_key(self) -> tuple[int, int, int] | None:
         try:
-            st = self.path.stat()
+            st = os.stat(self.path, follow_symlinks=False)
         except OSError:
             return None
         return st.st_mtime_ns, st.st_size, st.st_ino
@@ -137,8 +141,8 @@ class LocalApprovals:
                 return self._entries
             entries: dict[str, dict[str, Any]] = {}
             if key is not None:
-                try:
-                    data = json.loads(self.path.read_text(encoding="utf-8"))
+                try:  # a regular file only: a symlink or a FIFO there is no approval, never a hang (review 79)
+                    data = json.loads(read_text(self.path, cap=MAX_FILE_BYTES) or "")
                     raw = data.get("approvals", {}) if isinstance(data, dict) else {}
                     entries = {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, dict)}
                 except (OSError, ValueError):
@@ -177,9 +181,7 @@ def _rewrite(path: Path, update: Callable[[], dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)  # inside the git dir, which exists
     with _locked(path.with_name(path.name + ".lock")):
         data = update()
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n", mode=0o644)
 
 
 State = Literal["own", "borrowed"]
@@ -214,12 +216,14 @@ class VaultRecords:
     def load(self) -> dict[str, dict[str, dict[str, Any]]]:
         """``{"vaults": ..., "paths": ...}`` (empty when there is no file). Raises :class:`StoreError` when the file
         cannot be read or is not the JSON this class writes."""
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return {"vaults": {}, "paths": {}}
-        except OSError as exc:
-            raise StoreError(f"cannot read {self.path}: {exc.strerror or exc}") from exc
+        text = read_text(self.path, cap=MAX_FILE_BYTES)  # never through a symlink, never a FIFO's hang (review 79)
+        if text is None:
+            what = file_state(self.path)
+            if what == "missing":
+                return {"vaults": {}, "paths": {}}
+            raise StoreError(f"cannot read {self.path}: " + (
+                "it is not a regular file (a symlink, a FIFO or a folder is in its place); remove it"
+                if what == "damaged" else f"it is unreadable, not UTF-8 or over {MAX_FILE_BYTES} bytes"))
         try:
             data = json.loads(text)
         except ValueError as exc:
@@ -311,16 +315,12 @@ def _who() -> str:
 def _locked(path: Path) -> Iterator[None]:
     """An exclusive lock on ``path`` while the approvals file is rewritten (POSIX ``flock``; none elsewhere)."""
     try:
-        import fcntl
+        from synapse_nb.locks import held
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
-    with open(path, "a", encoding="utf-8") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    with held(path, None, mode=0o644):  # a FIFO or a symlink in its place: made anew (review 79)
+        yield
 
 
 @dataclass(frozen=True)

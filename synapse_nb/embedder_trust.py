@@ -28,9 +28,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb._util import user_config_dir, write_atomic
+from synapse_nb._util import user_config_dir
 from synapse_nb.errors import StoreError
-from synapse_nb.locks import flock_within
+from synapse_nb.locks import held
+from synapse_nb.own_files import read_text, state, write_atomic
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context
@@ -44,6 +45,8 @@ TRUST_NAME = "embedders.json"
 _VERSION = 1
 #: Seconds a writer waits for another writer of the file.
 _WAIT = 10.0
+#: An embedders file larger than this is not read (an entry is a few hundred bytes).
+MAX_TRUST_BYTES = 4 << 20
 
 
 def outside_code(spec: str) -> bool:
@@ -93,11 +96,16 @@ def _entries(path: Path, *, strict: bool = False) -> dict[str, Any]:
     """The file's entries; {} when it is missing or not what :func:`record` writes (nothing counts as set then).
     ``strict`` (before a rewrite): a file that exists and is not that is an :class:`OSError`, never overwritten (it
     may hold another vault's approvals, or a newer synapse_nb's), as :func:`synapse_nb.vault.pins.write_pin` does."""
+    text = read_text(path, cap=MAX_TRUST_BYTES)  # never through a symlink, never a FIFO's hang (review 79)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
+        if text is None:
+            what = state(path)
+            if what == "missing":
+                return {}
+            raise ValueError("not a regular file: a symlink, a FIFO or a folder is in its place" if what == "damaged"
+                             else f"unreadable, not UTF-8 or over {MAX_TRUST_BYTES} bytes")
+        data = json.loads(text)
+    except ValueError as exc:
         if strict:
             raise OSError(f"it cannot be read ({exc}); move it aside to start a new one") from exc
         return {}
@@ -145,8 +153,8 @@ def record(ctx: Context, spec: str) -> None:
              "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # as the team pins' folder (the same one)
-        with open(path.with_name(path.name + ".lock"), "a", encoding="utf-8") as lock:
-            if not flock_within(lock, _WAIT):
+        with held(path.with_name(path.name + ".lock"), _WAIT) as lock:  # never a FIFO's hang (review 79)
+            if lock is None:
                 raise OSError(f"another process holds {path}.lock")
             entries = {**_entries(path, strict=True), _key(identity, spec): entry}
             write_atomic(path, json.dumps({"version": _VERSION, "embedders": entries}, ensure_ascii=False, indent=1,

@@ -1,14 +1,26 @@
 """One way to take a lock file with a bounded wait (POSIX ``flock``): the index lock, the hook's lock and a team
 vault's offline copy all wait this way, never without limit (an agent's ``flock`` of any of them held every person's
-call behind it: reviews 32, 33, 45)."""
+call behind it: reviews 32, 33, 45).
+
+A lock file is opened by :func:`held` without following a symlink and without blocking (review 79: ``open(...,
+"a+")`` of a FIFO at ``index.lock`` hung every process, of a symlink created the file it named); a lock file that
+is not a regular file holds nothing, so whoever takes the lock removes it and makes it anew (the symlink, never its
+target), and checks once locked that the file it holds is still the one at the path (a lock file removed meanwhile
+is taken again): a damaged lock file never hangs past the caller's wait and never grants a lock another process
+holds too."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
+import os
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["flock_within"]
+__all__ = ["flock_within", "held", "take"]
 
 _POLL_S = 0.01
 
@@ -28,3 +40,66 @@ def flock_within(fh: IO[Any], wait: float | None) -> bool:
             if time.monotonic() >= end:
                 return False
             time.sleep(_POLL_S)
+
+
+def _take(fd: int, end: float | None) -> bool:
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if end is None else fcntl.LOCK_NB))
+            return True
+        except BlockingIOError:
+            if end is not None and time.monotonic() >= end:
+                return False
+            time.sleep(_POLL_S)
+
+
+def take(path: Path, wait: float | None, *, mode: int = 0o600) -> int | None:
+    """The descriptor of the lock file ``path``, locked (the caller closes it to release the lock); None when
+    another process held it for the whole ``wait`` seconds: :func:`held`, for a lock kept beyond one block (the
+    watcher's)."""
+    return _open_locked(path, None if wait is None else time.monotonic() + wait, mode)
+
+
+def _open_locked(path: Path, end: float | None, mode: int) -> int | None:
+    from synapse_nb.own_files import open_regular, remove, state
+
+    while True:
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT, mode)
+        if fd is None:
+            if state(path) == "damaged":
+                if remove(path):
+                    continue
+                raise OSError(errno.EEXIST, "not a regular file, and it could not be removed", str(path))
+            # not something in the file's place (a folder this user may not write): the error os.open gives
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, mode))
+            continue  # it opened after all (a race with another process): try again
+        try:
+            if not _take(fd, end):
+                os.close(fd)
+                return None
+            if os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # removed or replaced between our open and our lock: take the one there now
+
+
+@contextlib.contextmanager
+def held(path: Path, wait: float | None, *, mode: int = 0o600) -> Iterator[int | None]:
+    """Hold the exclusive lock of the lock file ``path`` (made ``mode`` when missing): yields its descriptor, or
+    None when another process held it for the whole ``wait`` seconds (None: wait as long as it takes). Whatever is
+    in the lock file's place (a FIFO, a socket, a directory, a symlink) is removed and the file made anew; an error
+    opening it (a folder this user may not write) is raised."""
+    fd = take(path, wait, mode=mode)
+    if fd is None:
+        yield None
+        return
+    try:
+        yield fd
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

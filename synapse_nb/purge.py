@@ -11,7 +11,6 @@ of them still hold the record: those taken while it existed, and those with hist
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -157,9 +156,10 @@ def scrub_deleted(store: Any, folder: Path, index: Callable[[], Any], ids: Seque
     except StoreError as exc:
         fts = (f"another process held the vault's write lock ({exc}), so the vault's database {store.location} and "
                "its WAL still hold the deleted words until the next deletion or purge merges them")
-    for f in sorted((folder / RANK_CACHE).glob("rank-*")):
-        with contextlib.suppress(OSError):
-            f.unlink()
+    from synapse_nb.store.index.scrub import drop_rank_files
+
+    # a FIFO or a directory in a file's place too; a person's deletion removes any in the vault folder (review 79)
+    drop_rank_files(folder / RANK_CACHE, vault=folder if person else None)
     if (folder / "index").is_dir():
         try:
             (index().forget if person else index().forget_later)(list(ids))

@@ -106,9 +106,10 @@ def test_a_directory_in_place_of_the_hooks_files_silences_nothing(repo: Path, na
     again = ask(repo, "next")
     if name == STATE_NAME:
         assert "run_migrations" in again  # no state kept: every run a new epoch, given again, never less
+        assert target.is_dir()
     else:
-        assert again == ""  # the state is read and its new epochs written without the lock (review 31)
-    assert target.is_dir()
+        assert again == ""  # given once
+        assert target.is_file()  # a lock file holds nothing: what was in its place is made anew (review 79)
 
 
 def test_a_symlink_or_fifo_in_place_of_the_hooks_files_is_not_followed(repo: Path, tmp_path: Path) -> None:
@@ -145,7 +146,7 @@ class LockClock:
 
 
 def test_session_state_goes_on_without_a_lock_it_cannot_have(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from synapse_nb.agents import sessions
+    from synapse_nb import locks
 
     folder = repo / ".synapse"
     with session_state(folder, "k") as st:
@@ -153,7 +154,7 @@ def test_session_state_goes_on_without_a_lock_it_cannot_have(repo: Path, monkeyp
         st.new_epoch()
     epoch = read_state(folder, "k").epoch
     clock = LockClock()
-    monkeypatch.setattr(sessions, "time", clock)
+    monkeypatch.setattr(locks, "time", clock)
     with agents_flock(repo):
         with session_state(folder, "k", wait=0.2) as st:
             assert st.edits == 3 and st.epoch == epoch  # the state as the file holds it (review 31) ...

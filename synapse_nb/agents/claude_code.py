@@ -46,8 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synapse_nb._util import write_atomic
 from synapse_nb.errors import StoreError, ValidationError
+from synapse_nb.own_files import write_atomic
 
 __all__ = ["AGENTS", "BACKUP_SUFFIX", "HOOK_EVENTS", "MCP_NAME", "SCOPES", "SCRIPT", "SHARED", "FileChange",
            "ScopeStatus", "apply_changes", "command_notes", "console_script", "default_command", "hook_command",

@@ -220,6 +220,22 @@ def _read_stdin(args: Sequence[str]) -> str:
         return ""
 
 
+def _why_slow(vault: str | None) -> str:
+    """Why a hook ran out of time, as far as a look at the vault folder tells: a file the package keeps there that is
+    not a regular file (review 79: a FIFO hung the hook, whose notice blamed "a locked or slow vault"), else that."""
+    try:
+        from synapse_nb.own_files import damaged_in
+        from synapse_nb.vault.locate import find_vault_dir
+
+        bad = damaged_in(find_vault_dir(vault)[0])
+    except Exception:  # noqa: BLE001 - the notice is given whatever this look finds
+        bad = []
+    if not bad:
+        return "a locked or slow vault"
+    return (f"{bad[0]} is not a regular file: a FIFO, a symlink or a folder is in its place; the person removes it, "
+            "or runs `synapse-nb index check --repair`")
+
+
 def run(args: Sequence[str], *, vault: str | None = None, mind: str | None = None) -> int:
     """Run the hook for ``args`` (after ``hook``) in this process: read stdin, answer within the time limit, print,
     and return 0 whatever happened (past the limit the process exits at once, printing nothing more on stdout).
@@ -244,7 +260,7 @@ def run(args: Sequence[str], *, vault: str | None = None, mind: str | None = Non
             printing.acquire(timeout=2)  # never between the halves of an answer being written
             what = ("the context was given; what it gave may be given again" if printed.is_set()
                     else "no context was given to the agent")
-            sys.stderr.write(f"{_PROG}: {name}: gave up after {timeout:g} s (a locked or slow vault); {what}\n")
+            sys.stderr.write(f"{_PROG}: {name}: gave up after {timeout:g} s ({_why_slow(vault)}); {what}\n")
             sys.stderr.flush()
         finally:
             os._exit(0)  # the stuck work is abandoned; SQLite's journal keeps the vault consistent

@@ -44,20 +44,18 @@ Examples
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import hashlib
 import json
-import os
 import secrets
-import stat
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synapse_nb._util import MAX_PATH_CHARS, fmt_ts, utcnow, write_atomic
+from synapse_nb._util import MAX_PATH_CHARS, fmt_ts, utcnow
+from synapse_nb.locks import held
+from synapse_nb.own_files import read_bytes, write_atomic
 
 __all__ = ["LOCK_NAME", "MAX_SESSIONS", "STATE_NAME", "SessionState", "read_state", "session_state"]
 
@@ -161,18 +159,11 @@ def _key(session: str) -> str:
 
 def _read(path: Path) -> dict[str, Any]:
     """The file's sessions; {} when it is missing, not a regular file (a directory, a FIFO that would block every
-    hook, a symlink: never followed), too large or malformed."""
+    hook, a symlink: never followed), too large or malformed (:func:`synapse_nb.own_files.read_bytes`)."""
+    data = read_bytes(path, cap=MAX_STATE_BYTES)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return {}
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_STATE_BYTES:
-                return {}
-            raw = json.loads(fh.read(MAX_STATE_BYTES + 1).decode("utf-8"))
-    except (OSError, ValueError):
+        raw = json.loads(data.decode("utf-8")) if data is not None else None
+    except ValueError:
         return {}
     if not isinstance(raw, dict) or raw.get("version") != _VERSION or not isinstance(raw.get("sessions"), dict):
         return {}
@@ -183,30 +174,6 @@ def _read(path: Path) -> dict[str, Any]:
 def read_state(folder: str | Path, session: str) -> SessionState:
     """The session's state as it is now (no lock, nothing written): a fresh one when there is none."""
     return SessionState.from_json(_read(Path(folder) / STATE_NAME).get(_key(session)))
-
-
-def _lock(folder: Path, wait: float) -> int | None:
-    """The lock file's descriptor, locked; None when it cannot be had within ``wait`` seconds (held by another
-    process, a directory or a symlink in its place, an unwritable folder)."""
-    try:
-        fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return None
-    deadline = time.monotonic() + wait
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    return fd
-                except OSError as exc:
-                    if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() >= deadline:
-                        break
-                time.sleep(0.01)
-    except OSError:
-        pass
-    os.close(fd)
-    return None
 
 
 @contextlib.contextmanager
@@ -224,8 +191,11 @@ def session_state(folder: str | Path, session: str, *, wait: float = LOCK_WAIT_S
     is started afresh: a new epoch, given again.
     """
     folder, session = Path(folder), _key(session)
-    fd = _lock(folder, wait)
-    try:
+    with contextlib.ExitStack() as stack:
+        try:  # a directory or a symlink in the lock's place is made anew (locks.held); an unwritable folder: None
+            fd = stack.enter_context(held(folder / LOCK_NAME, wait))
+        except OSError:
+            fd = None
         sessions = _read(folder / STATE_NAME)  # replaced whole (write_atomic): read whole, with or without the lock
         state = SessionState.from_json(sessions.get(session))
         epoch = state.epoch
@@ -236,9 +206,6 @@ def session_state(folder: str | Path, session: str, *, wait: float = LOCK_WAIT_S
         sessions[session] = asdict(SessionState.from_json(asdict(state)))  # within the lists' bounds
         with contextlib.suppress(OSError):  # a directory in the file's place, a full disk: a count lost
             _write(folder / STATE_NAME, {"version": _VERSION, "sessions": _newest(sessions, session)})
-    finally:
-        if fd is not None:
-            os.close(fd)  # releases the lock
 
 
 def _newest(sessions: dict[str, Any], current: str) -> dict[str, Any]:

@@ -31,7 +31,6 @@ Examples
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import sys
 import threading
@@ -43,7 +42,8 @@ from typing import TYPE_CHECKING
 
 from synapse_nb.errors import SynapseError
 from synapse_nb.gitscope.repo import find_repo
-from synapse_nb.locks import flock_within
+from synapse_nb.locks import held
+from synapse_nb.own_files import open_regular, remove, state
 from synapse_nb.render import plural
 
 if TYPE_CHECKING:
@@ -159,25 +159,29 @@ def _exclusive(path: Path, wait: float = 1.5) -> Iterator[None]:
     """Hold an exclusive flock on ``path``, trying without blocking for ``wait`` seconds (inside the hook's limit);
     raise :class:`LockBusy` naming the holder past it (review 45: a process an agent started held the lock, and every
     person's hook waited on it until its own time ran out, logging only a timeout)."""
-    with open(path, "a+b") as fh:
-        if not flock_within(fh, wait):
+    with held(path, wait) as fd:  # a FIFO or a symlink in its place is made anew, never a hang (review 79)
+        if fd is None:
             raise LockBusy(f"{path.name} is held by {_holders(path)}; this scan was skipped, the next commit's or "
                            "`synapse-nb lessons scan` reads the same commits")
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        yield
 
 
 def _log(directory: Path, line: str) -> None:
-    try:
-        log = directory / LOG_NAME
-        if log.exists() and log.stat().st_size > _LOG_MAX_BYTES:
+    """Append ``line`` to the hook's log: a regular file only, never through a symlink nor blocking on a FIFO (review
+    79: each commit appended to the file a symlink named, a FIFO left one stuck hook process per commit); anything
+    else in its place is removed and the log begun anew (it is the hook's own, nothing reads it but a person)."""
+    log = directory / LOG_NAME
+    with contextlib.suppress(OSError):
+        if state(log) == "damaged":
+            remove(log)
+        elif state(log) == "file" and log.stat().st_size > _LOG_MAX_BYTES:
             os.replace(log, directory / f"{LOG_NAME}.1")
-        with open(log, "a", encoding="utf-8") as fh:
-            fh.write(line.replace("\n", " ") + "\n")
-    except OSError:
-        pass
+        fd = open_regular(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if fd is not None:
+            try:
+                os.write(fd, (line.replace("\n", " ") + "\n").encode("utf-8", "replace"))
+            finally:
+                os.close(fd)
 
 
 def main(argv: list[str] | None = None, *, legacy: bool = False) -> int:

@@ -30,12 +30,12 @@ import shlex
 import sys
 from pathlib import Path
 
-from synapse_nb._util import write_atomic
 from synapse_nb.errors import ConflictError, StoreError, ValidationError
 from synapse_nb.gitscope._git import coerce_repo, run_git
 from synapse_nb.gitscope.githook import COMMITTER_AGENT, SNAPSHOT
 from synapse_nb.gitscope.history import REFS_FORMAT, SNAPSHOT_END
 from synapse_nb.gitscope.repo import RepoInfo
+from synapse_nb.own_files import write_atomic
 
 __all__ = ["CHAIN_SUFFIX", "ENTRY", "HOOK_NAMES", "MARKER", "hooks_dir", "install_hooks", "is_managed",
            "uninstall_hooks"]

@@ -41,6 +41,7 @@ from synapse_nb.errors import ConflictError, GitError, StoreError, ValidationErr
 from synapse_nb.gitscope.repo import HeadState, find_repo, head
 from synapse_nb.gitscope.status import changed_paths
 from synapse_nb.gitscope.vaultdir import ensure_gitignore
+from synapse_nb.locks import take
 
 __all__ = ["Watcher", "changed_paths"]  # changed_paths: from gitscope.status, kept importable here
 
@@ -127,16 +128,13 @@ class Watcher:
             if not self.lock_path.parent.is_dir() and self.lock_path.parent.name == ".synapse":
                 self.lock_path.parent.mkdir()  # in the work tree; never its parents
                 ensure_gitignore(self.lock_path.parent)  # a folder made here stays out of git too
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            # never through a symlink (it wrote the pid over the file it named), never a FIFO's hang (review 79)
+            fd = take(self.lock_path, 0, mode=0o644)
         except OSError as exc:
             raise StoreError(f"cannot open the watcher lock {self.lock_path}: {exc.strerror or exc}") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
+        if fd is None:
             raise ConflictError(
-                f"another watcher already runs for this vault (lock {self.lock_path} is held); stop it first"
-            ) from exc
+                f"another watcher already runs for this vault (lock {self.lock_path} is held); stop it first")
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._lock_fd = fd

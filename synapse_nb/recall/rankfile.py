@@ -55,6 +55,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from synapse_nb.own_files import open_regular
 from synapse_nb.recall.threads import Positions, ThreadIndex
 
 if TYPE_CHECKING:
@@ -279,8 +280,11 @@ def load(path: Path, uid: str, mind: str, digest: str | Sequence[str] | None = N
     holds for the file, or those it holds (the last written and the one before); when given, the file's must be
     one of them (in place of the CRC-32, which an agent recomputes in a few lines: a file rewritten consistently,
     or saved at the store's state by :func:`save`, is no file)."""
+    fd = open_regular(path)  # a FIFO, a symlink, a directory: no file, never a hang (review 79)
+    if fd is None:
+        return None
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(fd, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if size < _HEAD.size:
                 return None

@@ -26,7 +26,6 @@ time is left; recall then answers from BM25 and the vectors already there, and a
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -35,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import digest
 from synapse_nb.errors import PermissionDeniedError, StoreError, ValidationError
-from synapse_nb.locks import flock_within
+from synapse_nb.locks import held
 from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex, broken, scrub
 from synapse_nb.store.index.audit import audit, merged
 from synapse_nb.store.index.follower import Follower
@@ -345,14 +344,8 @@ class VaultIndex:
                 yield True
                 return
             self._folder.mkdir(exist_ok=True)  # never its parents
-            with open(self._folder / "index.lock", "a+") as fh:
-                if not flock_within(fh, wait):
-                    yield False
-                    return
-                try:
-                    yield True
-                finally:
-                    fcntl.flock(fh, fcntl.LOCK_UN)
+            with held(self._folder / "index.lock", wait, mode=0o644) as fd:  # never a FIFO's hang (review 79)
+                yield fd is not None
         finally:
             self._thread_lock.release()
 
@@ -502,7 +495,7 @@ class VaultIndex:
             elif not every:
                 broken.drop(self.path, self._dense)
                 broken.drop_projections(self.path)
-            scrub.drop_rank_files(self._store.recall.rank_cache_dir())
+            scrub.drop_rank_files(self._store.recall.rank_cache_dir(), vault=self._folder)
             n = self._rebuild_locked(progress=progress)
         self._scrub_owed()
         return n
@@ -567,7 +560,7 @@ class VaultIndex:
                     self._dense.close()
                 bad, self.scrub_behind = broken.remove(self.path, unread), None
                 broken.drop_projections(self.path)  # made again from the table on the next search (review 58)
-                scrub.drop_rank_files(self._store.recall.rank_cache_dir())
+                scrub.drop_rank_files(self._store.recall.rank_cache_dir(), vault=self._folder)
                 report = self.raw.repair(self._rows_for, self._expected())
                 # always the whole-index rewrite (review 56: an agent deleted scrub.owed, the marker, and a person's
                 # repair left a purged text in the index folder); it drops the semantic rows found stale or extra

@@ -36,7 +36,6 @@ import contextlib
 import ipaddress
 import json
 import os
-import tempfile
 import tomllib
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
@@ -47,6 +46,7 @@ from urllib.parse import quote, unquote, urlencode
 from synapse_nb._util import user_config_dir
 from synapse_nb.context import acting_actor
 from synapse_nb.errors import StoreError, TeamPinError, ValidationError
+from synapse_nb.own_files import read_text, state, write_atomic
 from synapse_nb.provenance import inline
 from synapse_nb.vault.locate import (
     DB_NAME,
@@ -64,6 +64,8 @@ __all__ = ["PINS_ENV", "Pin", "PinBy", "TeamUrls", "agent_identity", "checked_te
 
 #: Names the pins file itself (tests; a person who keeps it elsewhere).
 PINS_ENV = "SYNAPSE_TEAM_PINS"
+#: A pins file larger than this is not read (a pin is a few hundred bytes).
+MAX_PINS_BYTES = 4 << 20
 PinBy = Literal["join", "trust", "first open", "agent-login"]  # "first open": pins an earlier version made on first use
 _HEADER = ("# The team server pinned for each project folder on this machine (synapse_nb; docs/team.md, \"Pinning\").\n"
            "# Written by `synapse-nb team join` and `synapse-nb team trust` (a person confirms a server for a\n"
@@ -233,12 +235,13 @@ def read_pins(path: Path | None = None) -> dict[str, Pin]:
     Raises :class:`~synapse_nb.errors.TeamPinError` naming the file when it cannot be read or parsed; it is never
     rewritten then (nothing is lost)."""
     path = pins_file() if path is None else path
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _problem(path, str(exc)) from None
+    text = read_text(path, cap=MAX_PINS_BYTES)  # never through a symlink, never a FIFO's hang (review 79)
+    if text is None:
+        what = state(path)
+        if what == "missing":
+            return {}
+        raise _problem(path, "not a regular file (a symlink, a FIFO or a folder is in its place)" if what == "damaged"
+                       else f"it cannot be read, is not UTF-8 or is over {MAX_PINS_BYTES} bytes")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -264,16 +267,12 @@ def read_pins(path: Path | None = None) -> dict[str, Pin]:
 def _locked(path: Path) -> Iterator[None]:
     """One writer of the pins file at a time (a lock file beside it; POSIX ``flock``, where there is one)."""
     try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: the atomic replace still never leaves a half-written file
+        from synapse_nb.locks import held
+    except ImportError:  # pragma: no cover - Windows (no fcntl): the atomic replace never leaves a half-written file
         yield
         return
-    with open(path.with_name(path.name + ".lock"), "a", encoding="utf-8") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with held(path.with_name(path.name + ".lock"), None):  # a FIFO or a symlink in its place: made anew
+        yield
 
 
 def _render(pins: Mapping[str, Pin]) -> str:
@@ -301,17 +300,7 @@ def write_pin(folder: Path, server: str, by: PinBy, *, agent_server: str = "", p
             pins = read_pins(path)
             before = pins.get(key)
             pins[key] = Pin(key, server, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), by, agent_server)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    fh.write(_render(pins))
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+            write_atomic(path, _render(pins), fsync=True)
     except OSError as exc:
         raise StoreError(f"cannot write the team server pins file {path}: {exc.strerror or exc}") from exc
     return before

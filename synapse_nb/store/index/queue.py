@@ -8,7 +8,8 @@ anything the drain adds the ids to the queue file ``<table>.queue`` beside every
 
 A queue file is JSON: a sorted list of record ids (never text), or ``"*"``: compare every row's digest with the
 store (a build in progress, an unreadable file, more than :data:`MAX_QUEUED` ids). Written to a temporary file,
-flushed to disk, then renamed over the old one.
+flushed to disk, then renamed over the old one. Read only when it is a regular file (:mod:`synapse_nb.own_files`): a
+FIFO, a symlink or a directory in its place is read as "compare everything" (review 79: a FIFO hung every recall).
 
 :class:`Steps` sizes the steps a queue is applied in (each step embeds, commits and rewrites the queue, so a killed
 process loses at most one) and stops them at the process's deadline (:data:`DEADLINE_ENV`), which the agent hooks
@@ -24,6 +25,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from synapse_nb.own_files import read_text, remove, state, write_atomic
+
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.store.index.dense import DenseRow
 
@@ -36,6 +39,8 @@ DEADLINE_ENV = "SYNAPSE_EMBED_DEADLINE"
 STEP_S = 1.0
 #: A queue of more ids is kept as "compare everything" (each rewrite of the file stays a few milliseconds).
 MAX_QUEUED = 10_000
+#: A queue file larger than this is no file ("compare everything"): :data:`MAX_QUEUED` ids are far smaller.
+MAX_QUEUE_BYTES = 4 << 20
 #: The queue that says "compare every row with the store".
 ALL = "*"
 
@@ -93,26 +98,26 @@ class Queues:
 
     def read(self, name: str) -> set[str] | None:
         """The ids table ``name`` has not applied (None: compare every row with the store)."""
+        path = self.file(name)
+        text = read_text(path, cap=MAX_QUEUE_BYTES)  # never a FIFO's hang, nor a symlink's target (review 79)
+        if text is None:
+            return set() if state(path) == "missing" else None  # unreadable: compare everything
         try:
-            got = json.loads(self.file(name).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return set()
-        except (OSError, ValueError):
-            return None  # unreadable: compare everything
+            got = json.loads(text)
+        except ValueError:
+            return None
         return {str(i) for i in got} if isinstance(got, list) else None
 
     def write(self, name: str, ids: set[str] | None) -> None:
         """Replace table ``name``'s queue (None: compare everything; empty: no queue)."""
         path = self.file(name)
         if ids is not None and not ids:
-            path.unlink(missing_ok=True)
+            if not remove(path):  # whatever is in its place (review 79), else the file
+                path.unlink(missing_ok=True)
             return
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(ALL if ids is None or len(ids) > MAX_QUEUED else sorted(ids), fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        remove(path)  # a directory in its place would refuse the rename
+        write_atomic(path, json.dumps(ALL if ids is None or len(ids) > MAX_QUEUED else sorted(ids)), mode=0o644,
+                     fsync=True)  # a fresh temporary file, renamed over whatever is at the path (review 79)
 
     def hold(self, ids: Callable[[], Iterable[str]], *, skip: str | None = None) -> None:
         """Add the ids (read only when a table needs them) to the queue of every semantic table in the folder but

@@ -34,8 +34,10 @@ which names the lock file and how to find its holder (``fuser``).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
+import stat
 import time
 import warnings
 from collections.abc import Iterable, Mapping
@@ -44,18 +46,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from synapse_nb.errors import BusyError
+from synapse_nb.own_files import damaged_in, open_regular, read_bytes, remove, state, write_atomic
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.store.index.queue import Queues
 
 __all__ = ["AGENT_SCRUB_EVERY", "PERSON_LOCK_WAIT", "RECALL_LOCK_WAIT", "UPKEEP_LOCK_WAIT", "Owed", "drop_rank_files",
-           "lock_busy", "owed_note", "rewrite", "warn_owed"]
+           "lock_busy", "owed_note", "rewrite", "sweep", "warn_owed"]
 
 #: Seconds a recall's sync waits for the index lock before it answers from the index as it stands.
 RECALL_LOCK_WAIT = 0.25
 #: Seconds an agent's deletion may leave the whole-index scrub owed: the first agent deletion after the oldest owed
 #: one is this old runs it (a person's deletion, purge or prune runs it at once).
 AGENT_SCRUB_EVERY = 3600.0
+#: A scrub marker larger than this is read as owed long ago (a line per deletion is 15 bytes).
+MAX_OWED_BYTES = 16 << 20
 #: Seconds a deletion's whole-index scrub waits for the index lock; held longer, the scrub stays owed (review 32).
 PERSON_LOCK_WAIT = 10.0
 #: Seconds a person's ``index check --repair`` or ``index rebuild`` waits for the index lock (review 34: it waited
@@ -133,24 +138,26 @@ class Owed:
         self.file = index_dir / "scrub.owed"
 
     def mark(self) -> None:
-        """Say that a deletion's scrub is owed (the index folder exists: a deletion without one owes nothing)."""
-        fd = os.open(self.file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        """Say that a deletion's scrub is owed (the index folder exists: a deletion without one owes nothing). Never
+        through a symlink, never blocking on a FIFO (review 79: a symlink had each deletion append its line to the
+        file it named); whatever is in the marker's place stays, and :meth:`since` reads it as owed long ago."""
+        fd = open_regular(self.file, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        if fd is None:
+            return
         try:
             os.write(fd, f"{time.time():.3f}\n".encode())
         finally:
             os.close(fd)
 
     def since(self) -> float | None:
-        """When the oldest owed scrub was marked (None: none is owed; an unreadable marker counts as very old)."""
-        try:
-            first = self.file.read_text(encoding="utf-8").split("\n", 1)[0]
-        except FileNotFoundError:
+        """When the oldest owed scrub was marked (None: none is owed; an unreadable marker, or anything but a
+        regular file in its place, counts as very old: the scrub is owed now)."""
+        if state(self.file) == "missing":
             return None
-        except (OSError, UnicodeDecodeError):
-            return 0.0
+        data = read_bytes(self.file, cap=MAX_OWED_BYTES)
         try:
-            return float(first)
-        except ValueError:
+            return float(data.split(b"\n", 1)[0].decode("utf-8")) if data is not None else 0.0
+        except (ValueError, UnicodeDecodeError):
             return 0.0
 
     def due(self, now: float | None = None) -> bool:
@@ -160,33 +167,58 @@ class Owed:
         return since is not None and (time.time() if now is None else now) - since >= AGENT_SCRUB_EVERY
 
     def size(self) -> int:
-        """The marker's length now (0: none), read under the index lock before a scrub (:meth:`settle`)."""
+        """The marker's length now (0: none, or not a regular file), read under the index lock before a scrub
+        (:meth:`settle`)."""
         try:
-            return self.file.stat().st_size
-        except FileNotFoundError:
+            st = os.lstat(self.file)
+        except OSError:
             return 0
+        return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
     def settle(self, size: int) -> None:
         """After a whole-index scrub that began when the marker was ``size`` bytes long: remove it, keeping the
-        lines appended since (their deletions may have come after the scrub read the store)."""
-        try:
-            data = self.file.read_bytes()
-        except FileNotFoundError:
+        lines appended since (their deletions may have come after the scrub read the store). Anything but a regular
+        file in its place is removed (it could hold no line: :meth:`mark` appends to a regular file only)."""
+        if remove(self.file) or state(self.file) == "missing":
             return
-        if len(data) <= size:
+        data = read_bytes(self.file, cap=MAX_OWED_BYTES)
+        if data is not None and len(data) <= size:
             with contextlib.suppress(FileNotFoundError):
                 self.file.unlink()
             return
-        tmp = self.file.with_name(self.file.name + ".tmp")
-        tmp.write_bytes(data[size:])
-        os.replace(tmp, self.file)
+        write_atomic(self.file, data[size:] if data is not None else b"0\n")  # too large to read: owed, once more
 
 
-def drop_rank_files(folder: Path | None) -> None:
+def drop_rank_files(folder: Path | None, *, vault: Path | None = None) -> None:
     """Remove recall's structure arrays on disk (``cache/rank-*``: ``synapse_nb.recall.rankfile``), as a deletion's
     scrub does, for a person's ``index rebuild`` and ``index check --repair``: they then fix whatever a file rewritten
     with a matching checksum held (review 56: both said ok and recall kept reading it). The next recall builds the
-    arrays from the rows."""
+    arrays from the rows. With ``vault`` (a person's upkeep and deletion), also what is in the place of any file the
+    package keeps in that vault folder (:func:`sweep`)."""
     for f in sorted(folder.glob("rank-*")) if folder is not None else ():
         with contextlib.suppress(OSError):
-            f.unlink()
+            if not remove(f):  # a FIFO, a symlink, a directory (review 79), else the file
+                f.unlink()
+    if vault is not None:
+        sweep(vault)
+
+
+def sweep(vault: Path) -> list[Path]:
+    """Remove what is in the place of a file the package keeps in the vault folder ``vault`` (a FIFO, a socket, a
+    symlink, a folder: :func:`synapse_nb.own_files.damaged_in`; review 79), SQLite's own files beside the database
+    excepted (the vault opened: they are SQLite's now). A semantic table's queue is written again as "compare
+    everything" (what it held is not known). Returns what was removed."""
+    from synapse_nb.store.index.queue import ALL
+
+    gone = []
+    for p in damaged_in(vault):
+        if not p.name.startswith("synapse.db-") and remove(p):
+            gone.append(p)
+            if p.suffix == ".queue":
+                with contextlib.suppress(OSError):
+                    write_atomic(p, json.dumps(ALL), mode=0o644)
+    if gone:
+        logging.getLogger("synapse_nb.index").warning(
+            "removed what was in the place of the vault's own files (not regular files; rebuilt when needed): %s",
+            ", ".join(str(p) for p in gone))
+    return gone

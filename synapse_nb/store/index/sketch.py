@@ -80,7 +80,7 @@ def projection(path: Path | None, vecs: np.ndarray, *, write: bool = True) -> np
             pass
     p = make_projection(vecs)
     if path is not None and write:
-        from synapse_nb._util import write_atomic
+        from synapse_nb.own_files import write_atomic
 
         try:
             write_atomic(path, [_HEAD.pack(_MAGIC, dim, rank), p.astype("<f4").tobytes()], mode=0o644)

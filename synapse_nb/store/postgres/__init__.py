@@ -50,9 +50,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 
-from synapse_nb._util import write_atomic
 from synapse_nb.errors import CommitUnknownError, StoreError, ValidationError
 from synapse_nb.models import TABLES
+from synapse_nb.own_files import write_atomic
 from synapse_nb.store.postgres import migrate
 from synapse_nb.store.postgres import pool as pgpool
 from synapse_nb.store.postgres.cachedir import read_own_text

@@ -24,6 +24,7 @@ import contextlib
 import os
 import random
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -89,6 +90,23 @@ def _refused(exc: sqlite3.IntegrityError, path: Path) -> SynapseError:
     return StoreError(f"the vault {path} refused a write: {msg}")
 
 
+def _check_side_files(path: Path) -> None:
+    """Refuse, naming it, a ``-wal``, ``-shm`` or ``-journal`` beside the database that is a symlink or not a regular
+    file: SQLite cannot open the vault then, and its "unable to open database file" read as a damaged database whose
+    remedy set the person's intact vault aside (review 79). These files are SQLite's own: removed, SQLite makes them
+    anew (a symlink's target is never touched)."""
+    for suffix in ("-wal", "-shm", "-journal"):
+        side = path.with_name(path.name + suffix)
+        try:
+            st = os.lstat(side)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            what = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+            raise StoreError(f"{side} is {what}, so SQLite cannot open the vault database {path} (which is not "
+                             f"damaged by it); remove {side.name} (`rm {side}`) and run the command again")
+
+
 class Database:
     """A connection to one vault database, safe to share between threads of one process.
 
@@ -141,6 +159,7 @@ class Database:
                 if not os.access(self.path.parent, os.W_OK):
                     raise StoreError(f"the vault folder {self.path.parent} is read-only; open it with "
                                      "open_vault(..., readonly=True) to read it (CLI: SYNAPSE_READONLY=1)")
+            _check_side_files(self.path)
             self._conn = self._connect(readonly)
             self._conn.row_factory = sqlite3.Row
             self._conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")

@@ -1,0 +1,155 @@
+"""One way to open the package's own files: those it keeps beside ``synapse.db`` (the index folder's queues, scrub
+marker and lock, recall's rank files, the hook's log and lock, the agent sessions' state) and in this user's
+config and cache folders (pins, the embedders a person set, a team's feed).
+
+Everything but ``synapse.db`` is derived or bookkeeping, and anyone who may write the vault folder (an agent
+included) may leave a FIFO, a socket, a directory or a symlink where such a file belongs. Before (review 79) a
+FIFO hung every recall and ``index check --repair`` while they held the index lock, and a symlink had the package
+append its lines to the file it pointed at. So a file is read here only when it is a regular file, opened without
+following a symlink, without blocking (``O_NONBLOCK``: a FIFO opens and is then seen for what it is), and no larger
+than its caller's cap; anything else is *no file*, and the caller says what no file means (rebuild the cache,
+compare everything, a scrub owed now). A file is written by replacing it (a temporary file, then ``os.replace``,
+which never follows a symlink at the target) or appended to through :func:`open_regular` (``O_NOFOLLOW``, checked
+regular once open). The person's upkeep (``index check --repair``, ``index rebuild``, a person's deletion's scrub)
+removes what is in a file's place (:func:`remove`). The lock files are taken by :func:`synapse_nb.locks.held`.
+
+>>> import tempfile, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp()); f = d / "a"; _ = f.write_bytes(b"abc")
+>>> read_bytes(f, cap=10), read_bytes(f, cap=2), read_bytes(d / "none", cap=10), state(d / "none")
+(b'abc', None, None, 'missing')
+>>> os.mkfifo(d / "q"); (d / "l").symlink_to(f)
+>>> read_bytes(d / "q", cap=10), read_bytes(d / "l", cap=10), state(d / "q"), state(d / "l"), state(f)
+(None, None, 'damaged', 'damaged', 'file')
+>>> remove(d / "q"), remove(d / "l"), f.read_bytes(), sorted(p.name for p in d.iterdir())
+(True, True, b'abc', ['a'])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+__all__ = ["DERIVED", "damaged_in", "open_regular", "read_bytes", "read_text", "remove", "state", "write_atomic"]
+
+#: The package's own files in a vault folder (glob patterns): each is derived or bookkeeping, and rebuilt when it is
+#: not a regular file (docs/reliability.md, "Files beside the database").
+DERIVED = ("synapse.db-wal", "synapse.db-shm", "synapse.db-journal", "index.lock", "index/*.queue",
+           "index/scrub.owed", "cache/rank-*", "agent-sessions.json", "agent-sessions.lock", "hook.lock", "hook.log",
+           "watch.lock")
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_regular(path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o600) -> int | None:
+    """A descriptor of ``path`` opened with ``flags`` (and ``O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC``; ``mode`` when
+    ``flags`` creates it) when it is a regular file; None when it is missing, a symlink, a FIFO, a socket, a device,
+    a directory or cannot be opened. Opening never blocks and never follows a symlink at ``path``."""
+    try:
+        fd = os.open(path, flags | _NOFOLLOW, mode)
+    except OSError:
+        return None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def read_bytes(path: str | Path, *, cap: int) -> bytes | None:
+    """``path``'s bytes when it is a regular file of at most ``cap`` bytes; None otherwise (missing, not a regular
+    file, a symlink, larger than ``cap``, unreadable: "no file")."""
+    fd = open_regular(path)
+    if fd is None:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size > cap:
+                return None
+            data = fh.read(cap + 1)
+    except OSError:
+        return None
+    return data if len(data) <= cap else None
+
+
+def read_text(path: str | Path, *, cap: int, errors: str = "strict") -> str | None:
+    """:func:`read_bytes` decoded as UTF-8 (None also when it does not decode, with ``errors="strict"``)."""
+    data = read_bytes(path, cap=cap)
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8", errors)
+    except UnicodeDecodeError:
+        return None
+
+
+def state(path: str | Path) -> Literal["missing", "file", "damaged"]:
+    """What is at ``path`` (never followed): nothing, a regular file, or something else in a file's place."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "missing"
+    except OSError:
+        return "damaged"
+    return "file" if stat.S_ISREG(st.st_mode) else "damaged"
+
+
+def damaged_in(folder: str | Path) -> list[Path]:
+    """The entries of :data:`DERIVED` in the vault folder ``folder`` that are not regular files (a FIFO, a symlink, a
+    folder in a file's place): what a hook that ran out of time names, in place of "a slow vault"."""
+    return [p for pattern in DERIVED for p in sorted(Path(folder).glob(pattern)) if state(p) == "damaged"]
+
+
+def remove(path: str | Path) -> bool:
+    """Remove what is at ``path`` when it is not a regular file (a symlink itself, never its target; a directory
+    with what it holds): the person's upkeep, for a file the package rebuilds. True when something was removed."""
+    if state(path) != "damaged":
+        return False
+    with contextlib.suppress(OSError):
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+        return True
+    return False
+
+
+def write_atomic(path: Path, data: str | bytes | bytearray | Iterable[bytes | bytearray], *,
+                 mode: int | None = None, fsync: bool = False) -> None:
+    """Replace ``path`` with ``data`` so a reader sees the old file or the new one, never a part: a temporary file in
+    the same folder (``mkstemp``: the owner's only, unless ``mode`` is given), written, then ``os.replace`` d over
+    ``path``; on any failure the temporary file is removed and the error raised. ``data`` is text (UTF-8), bytes, or
+    byte chunks written in turn (no copy of a large payload is joined first); ``fsync``: flushed to disk before the
+    rename. The rename replaces whatever is at ``path`` (a symlink itself, never its target: review 79).
+
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "a.json"
+    >>> write_atomic(f, '{"a": 1}'); write_atomic(f, [b'{"a": ', b'2}'], mode=0o644)
+    >>> f.read_text(), oct(f.stat().st_mode & 0o777), [p.name for p in f.parent.iterdir()]
+    ('{"a": 2}', '0o644', ['a.json'])
+    """
+    import tempfile  # loaded only when something is written (the hook path reads far more often)
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for chunk in [data] if isinstance(data, str | bytes | bytearray) else data:
+                fh.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
+            if fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
