@@ -105,7 +105,8 @@ _SPACING_MARKS = "".join(c for c in map(chr, range(0x0900, 0x1100)) if unicodeda
 #: A letter of any script that is no mark's dot (a few letters are drawn as one: "ꞏ", "ᐧ", "ㆍ").
 _LETTER = rf"(?:[^\W\d_{_MARK_DOTS}]|[{_SPACING_MARKS}])"
 #: The scripts whose one letter is a word: Han, kana, Hangul ("[人 · 已验证]").
-_ONE_LETTER_WORD = "[\u3041-\u30fa\u30fc-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3\uf900-\ufaff\U00020000-\U0003134f]"
+_ONE_LETTER_WORD = ("[\u3041-\u30fa\u30fc-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3\uf900-\ufaff"
+                    "\U00020000-\U0003134f]")
 #: A word of a mark of any language: a short run of letters, any script (two letters at least: "[a · b]" is a
 #: product of symbols), or one letter of :data:`_ONE_LETTER_WORD`.
 _LETTERS = rf"(?:{_LETTER}{{2,24}}|{_ONE_LETTER_WORD})"
