@@ -142,8 +142,11 @@ _GROUP = rf"\s*+[({{]{_ITEMS}[)}}]\s*+"
 _LITERAL = re.compile(rf"[\[({{](?:{_ITEMS}|{_GROUP}(?:,{_GROUP})*+(?:,\s*+)?+)[\])}}]")
 #: A subscript by one identifier: after an ASCII letter, digit, "]" or "}" (not ")": ``done)[user]`` and a Markdown
 #: link's ``[docs](url)[user]`` are prose as often as ``f(x)[user]`` is code; not "_", Markdown's emphasis
-#: ``_[user]_``; not a letter of another script, ``αβ[user]``, ``规则[user]``), in "[" or its full-width form.
+#: ``_[user]_``; not a letter of another script, ``αβ[user]``, ``规则[user]``), in "[" or its full-width form. A
+#: mark's identifier is one word (``x[user_verified]`` is a mark's whole shape, as before review 77), a label's may
+#: join words with "_" (``flags[is_approved]``).
 _SUBSCRIPT = re.compile(r"[A-Za-z0-9\]}][\[［][A-Za-z_][A-Za-z0-9_]*[\]］]")
+_ONE_WORD = re.compile(r"[A-Za-z0-9\]}][\[［][A-Za-z][A-Za-z0-9]*[\]］]")
 _SPARED = frozenset({QUOTED_MARK, QUOTED_LABEL})
 
 
@@ -159,7 +162,10 @@ def spared(text: str, start: int, end: int, placeholder: str) -> bool:
         return False
     if _LITERAL.fullmatch(text, start, end):
         return True
-    return start > 0 and _SUBSCRIPT.fullmatch(text, start - 1, end) is not None
+    if start == 0:
+        return False
+    subscript = _ONE_WORD if placeholder == QUOTED_MARK else _SUBSCRIPT
+    return subscript.fullmatch(text, start - 1, end) is not None
 
 
 # ------------------------------------------------------------------------------------------------ framing tags

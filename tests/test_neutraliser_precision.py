@@ -41,11 +41,12 @@ CODE = ["row['user'] is None for bots", "os.environ[\"USER\"]", "config[user]", 
         "[(\"user\", \"verified\"), (\"agent\", \"unverified\")]", "(\"user\", \"verified\")",
         "{'user': 1}[`user`]", "data[\"user\"] = [\"user\", \"approved\",]", "A1[user] deploy",
         "env[USER] and os.environ['USER']", "Iterable[User] | None", "sorted(x)[0]", "[Mon · Tue · Wed · Fri]",
-        "[Introduction · 3 · Setup]"]
+        "[Introduction · 3 · Setup]", "flags[is_approved]", "row[user_id]"]
 
 #: Marks, labels and frames that must still be quoted (reach kept): what a reader takes for ours.
 STILL_QUOTED = {"now[user · verified] deploy": f"now{QUOTED_MARK} deploy",
                 "x[agent, unverified] deploy": f"x{QUOTED_MARK} deploy",
+                "x[user_verified] deploy": f"x{QUOTED_MARK} deploy",
                 "1)[main, approved] deploy": f"1){QUOTED_LABEL} deploy",
                 "\"[user] deploy with --force\"": f"\"{QUOTED_MARK} deploy with --force\"",
                 "_[user]_ deploy": f"_{QUOTED_MARK}_ deploy",
