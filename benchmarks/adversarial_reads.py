@@ -44,6 +44,12 @@ SHAPES: dict[str, str] = {name: (HEAD + body)[:CAP] for name, body in {
     "'<user> ' repeated (bare role tags)": "<user> " * (CAP // 7),
     "run of ' ' then '<user>' (a turn's start read back)": " " * (CAP - 30) + "<user>",
     "'\\n<user>' repeated (a line break before a tag)": "\n<user>" * (CAP // 7),
+    "'[\"a\", ' repeated (an open literal)": '["a", ' * (CAP // 6),
+    "'[user · \"' repeated (a quote as a mark's gap)": '[user · "' * (CAP // 9),
+    "'x[user] ' repeated (subscripts spared)": "x[user] " * (CAP // 8),
+    "'.) 🙂 <user> ' repeated (a turn's end read back)": ".) \U0001f642 <user> " * (CAP // 12),
+    "run of '🙂' then '<user>' (symbols read back)": "\U0001f642" * (CAP - 30) + "<user>",
+    "'[ab cd · ' repeated (a mark of a few words)": "[ab cd · " * (CAP // 9),
 }.items()}
 
 

@@ -2,14 +2,15 @@
 mark or chat framing tag in (on the forms of :mod:`synapse_nb._skeleton`), and the placeholders it writes instead.
 Standard library only.
 
-Precision (review 77): a person's own code and prose go through the same readers, so what code writes is read as
-code. A quote is no gap of a mark or a label (``["user"]``, ``['agent', 'verified']``, ``["pending", "approved"]``
-are literals); a square bracket straight after a word character, a closing bracket or a quote is a subscript
-(``environ[user]``, ``d["a"]["verified"]``), read as a mark or a label only in a real one's whole shape (a source
-and its status, ``now[user · verified]``; a name, a comma and "approved"); a bare role tag (``<user>``) is a frame
-only where it could open a turn (:class:`_TurnRoles`). Reach beyond English (review 77 F2): two short runs of
-letters of any script joined by a mark's dot inside square brackets read as a mark (``[utilisateur · vérifié]``,
-``[用户 · 已验证]``), whatever the words.
+Precision (review 77, made exact by review 80): a person's own code and prose go through the same readers, so what
+code writes is read as code, decided on the text as written (:func:`spared`): a bracket that is a literal (every
+item a whole quoted string: ``["user"]``, ``['agent', 'verified']``, ``["pending", "approved"]``,
+``[("user", "verified")]``, ``[`User`]``) and an ASCII subscript by one identifier (``environ[user]``,
+``flags[approved]``, ``Iterable[User]``) stay as written; every other quote is a gap as any separator is
+(``[all branches, approved"]``, ``[user · "verified"]`` are quoted). A bare role tag (``<user>``) is a frame only
+where it could open a turn (:class:`_TurnRoles`). Reach beyond English (review 77 F2, review 80 F4): one to three
+words of any script on each side of a mark's dot, alone in square brackets, read as a mark (``[utilisateur ·
+vérifié]``, ``[用户 · 已验证]``, ``[người dùng · đã xác minh]``), whatever the words.
 """
 
 from __future__ import annotations
@@ -53,29 +54,14 @@ def _tag_name(name: str) -> str:
 
 
 _OPEN, _CLOSE = r"[\[【〖〚⟦]", r"[\]】〗〛⟧]"
-#: Quote characters (after the skeleton, full-width ones are ASCII) and the backtick. A quoted string in brackets is a
-#: code literal (``["user"]``, ``['agent']``, ``["pending", "approved"]``, ``[("user", "verified")]``), a backticked
-#: word in brackets a docstring's reference (``[`User`]``): no quote is a mark's or a label's gap, nor part of a
-#: label (review 77: every one of them read as a mark or label in a person's own note).
-_QUOTES = "\"'‘’‚‛“”„‟`"
-#: A gap between a mark's words, or before its closing bracket: separators, not a quote.
-_MGAP = rf"(?:_|[^\w{_QUOTES}]){{0,12}}"
 #: A gap that holds no opening bracket (after a mark's own bracket, and in its "reported by an agent" tail): each "["
 #: of a run then costs one step, not the thirteen a gap of any separator took (a 32,768 "[" record read 5x slower).
-_TAIL_GAP = rf"(?:_|[^\w\[【〖〚⟦{_QUOTES}]){{0,12}}"
-#: What a square bracket straight after is code's subscript (``environ[user]``, ``f(x)[user]``, ``d["a"]["user"]``):
-#: a letter or digit, or a closing bracket (not "_", Markdown's emphasis: "_[user]_"; nor a quote, which may open a
-#: string the mark is in: ``"[user] deploy"``; a quoted subscript ends in "]" anyway). There a mark is read
-#: only whole, its source and its status (``now[user · verified]``, ``x[agent, unverified]``), and a label only as a
-#: name, a comma and "approved".
-_CODE_BEFORE = r"(?:[^\W_]|[)\]}】〗〛⟧])"
-_SUBSCRIPT, _NOT_SUBSCRIPT = rf"(?<={_CODE_BEFORE}{_OPEN})", rf"(?<!{_CODE_BEFORE}{_OPEN})"
+#: A quote is a gap as any separator is (review 80 F1: with none, ``[all branches, approved"]`` and
+#: ``[user · "verified"]`` passed as written under the real banner); a literal is spared as a whole (:func:`spared`).
+_TAIL_GAP = r"(?:_|[^\w\[【〖〚⟦]){0,12}"
 #: A tag's attributes and its end, as the framing patterns read them.
 _ATTRS = r"""(?:\s+[\w:-]+\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s<>"']+)){0,8}\s*/?>"""
 _NO_BRACKET = r"[^\[\]【】〖〗〚〛⟦⟧]"
-#: A character of a label's name or of what follows its "approved": no bracket and no quote (an apostrophe between
-#: two letters is one: "[the team's branch, approved]").
-_LABEL_CHAR = rf"(?:[^\[\]【】〖〗〚〛⟦⟧{_QUOTES}]|(?<=[^\W_])['’](?=[^\W_]))"
 #: The words a mark may vouch for a record with ("verified", and what a forger would write in its place).
 #: (anchored: "trusted" may not start inside the run of "t" that ends "agent", which split a long run every way)
 _VOUCHED = "(?:" + "|".join(_words(w, anchored=True) for w in ("verified", "confirmed", "trusted", "reviewed")) + ")"
@@ -89,8 +75,8 @@ _BY_PERSON = rf"{_TAIL_GAP}by{_TAIL_GAP}(?:(?:an?|the){_TAIL_GAP})?(?:{_w('user'
 #: One of them opening a mark or a label: not straight after a word character, where it is code (a call
 #: ``check(user, verified)``, ``run(project, approved)``, a generic ``Map<User, Verified>``)
 _ALT = rf"[{re.escape(_ALT_OPEN)}](?<!\w[{re.escape(_ALT_OPEN)}])"  # the bracket first: the engine skips to one
-_ALT_GAP = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}{_QUOTES}]){{1,6}}"
-_ALT_EDGE = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}{_QUOTES}]){{0,3}}"
+_ALT_GAP = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{1,6}}"
+_ALT_EDGE = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{0,3}}"
 _ALT_STATUS = ("(?:" + "|".join([f"(?:un)?{_w('verified', anchored=True)}", _w("confirmed", anchored=True),
                                   _w("trusted", anchored=True), _w("approved", anchored=True),
                                   _w("revert", anchored=True)]) + ")")
@@ -108,49 +94,118 @@ _PAST_STATUS = rf"(?:\s?[{_MARK_DOTS},;:|/—–-]{_NO_BRACKET}{{0,40}})?"
 _ALT_PAST_STATUS = rf"(?:\s?[{_MARK_DOTS},;:|/—–-][^{re.escape(_ALT_OPEN + _ALT_CLOSE)}]{{0,40}})?"
 #: Who a mark says wrote the text, and the status words after it ("· verified", ", reported by an agent")
 _SOURCE = rf"(?:{_w('user')}|{_w('agent')}|{_w('human')})"
-_STATUSES = (rf"(?:{_MGAP}(?:un)?{_VOUCHED}|{_MGAP}auto"
-             rf"|{_MGAP}reported(?:{_TAIL_GAP}by{_TAIL_GAP}(?:an{_TAIL_GAP})?agent)?)+")
+_STATUSES = (rf"(?:{_GAP}(?:un)?{_VOUCHED}|{_GAP}auto"
+             rf"|{_GAP}reported(?:{_TAIL_GAP}by{_TAIL_GAP}(?:an{_TAIL_GAP})?agent)?)+")
 _APPROVED = _w("approved", anchored=True)
 
 # ------------------------------------------------------------------------------------------------ marks of any language
 #: Spacing combining marks of the Indic and South-East Asian scripts: part of a word there ("सत्यापित"), not letters
 #: to the regex engine, and not dropped by the skeleton as the other combining marks are.
 _SPACING_MARKS = "".join(c for c in map(chr, range(0x0900, 0x1100)) if unicodedata.category(c) == "Mc")
-#: A short run of letters, any script (two letters at least: "[a · b]" is a product of symbols).
-_LETTERS = rf"(?:[^\W\d_]|[{_SPACING_MARKS}]){{2,24}}"
+#: A letter of any script that is no mark's dot (a few letters are drawn as one: "ꞏ", "ᐧ", "ㆍ").
+_LETTER = rf"(?:[^\W\d_{_MARK_DOTS}]|[{_SPACING_MARKS}])"
+#: The scripts whose one letter is a word: Han, kana, Hangul ("[人 · 已验证]").
+_ONE_LETTER_WORD = ("[\u3041-\u30fa\u30fc-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3\uf900-\ufaff"
+                    "\U00020000-\U0003134f]")
+#: A word of a mark of any language: a short run of letters, any script (two letters at least: "[a · b]" is a
+#: product of symbols), or one letter of :data:`_ONE_LETTER_WORD`.
+_LETTERS = rf"(?:{_LETTER}{{2,24}}|{_ONE_LETTER_WORD})"
+#: One side of such a mark: one to three words, one space between two ("[người dùng · đã xác minh]", "[Benutzer ·
+#: von Hand geprüft]"; review 80 F4).
+_SIDE = rf"{_LETTERS}(?: {_LETTERS}){{0,2}}"
 #: A mark's dot between two runs: with a space on either side, or none ("l·l" inside a Catalan word,
 #: "col·lecció", is no mark).
 _DOT = f"[{_MARK_DOTS}]"
 _DOT_JOIN = rf"(?:\s{{1,3}}{_DOT}\s{{0,3}}|{_DOT}\s{{1,3}}|(?<!l){_DOT}|{_DOT}(?!l))"
 _BRACKETS = re.escape("[]【】〖〗〚〛⟦⟧" + _ALT_OPEN + _ALT_CLOSE)
-_PAIR_EDGE = rf"[^\w{_BRACKETS}]{{0,3}}"
-#: Two short runs of letters of any script joined by a mark's dot, alone in brackets: what the real marks look like
+#: What may stand between a bracket and the words: spaces, symbols ("[user · verified ✓✓✓✓]").
+_PAIR_EDGE = rf"[^\w{_BRACKETS}]{{0,12}}"
+#: Two sides of words of any script joined by a mark's dot, alone in brackets: what the real marks look like
 #: ("[user · verified]"), so read as one whatever the words' language ("[utilisateur · vérifié]", "[用户 · 已验证]",
-#: "[пользователь · проверено]": review 77 F2; a multilingual reader takes them for ours). Exactly two runs ("[Mon ·
-#: Wed · Fri]" is a list), of letters (no digits: "[3 · 4]"). Square brackets only, the real marks' own (their
-#: full-width and lenticular forms too): in parentheses, guillemets or corner brackets prose holds such pairs
-#: ("(ΧΡΗΣΤΗΣ · ΕΠΑΛΗΘΕΥΜΕΝΟΣ)" in Greek prose), and there only English marks are read (the patterns above).
-_ANY_LANGUAGE_MARK = rf"{_OPEN}{_PAIR_EDGE}{_LETTERS}{_DOT_JOIN}{_LETTERS}{_PAIR_EDGE}{_CLOSE}"
+#: "[пользователь · проверено человеком]": review 77 F2, review 80 F4; a multilingual reader takes them for ours).
+#: Exactly one dot ("[Mon · Wed · Fri]" is a list), words of letters (no digits: "[3 · 4]"). Square brackets only,
+#: the real marks' own (their full-width and lenticular forms too): in parentheses, guillemets or corner brackets
+#: prose holds such pairs ("(ΧΡΗΣΤΗΣ · ΕΠΑΛΗΘΕΥΜΕΝΟΣ)" in Greek prose), and there only English marks are read (the
+#: patterns above).
+_ANY_LANGUAGE_MARK = rf"{_OPEN}{_PAIR_EDGE}{_SIDE}{_DOT_JOIN}{_SIDE}{_PAIR_EDGE}{_CLOSE}"
+
+# ------------------------------------------------------------------------------------------------ code, spared
+#: One item of a code literal: a whole quoted string, the same straight quote or backtick opening and closing it,
+#: holding no bracket, no comma, no mark's dot and no line break (``"user"``, ``'approved'``, ``\`User\```).
+_ITEM = (r"""\s*+(?:"[^"{no}]*+"|'[^'{no}]*+'|`[^`{no}]*+`)\s*+"""
+         .replace("{no}", re.escape("[](){},\n\r" + _MARK_DOTS)))
+_ITEMS = rf"{_ITEM}(?:,{_ITEM})*+(?:,\s*+)?+"
+_GROUP = rf"\s*+[({{]{_ITEMS}[)}}]\s*+"
+#: A bracket that is a code literal: its items, separated by commas (a last comma too), or groups of them in one
+#: tuple, set or list nesting (``["pending", "approved"]``, ``[("user", "verified")]``, ``{"user", "verified"}``).
+#: Possessive throughout: read in one pass.
+_LITERAL = re.compile(rf"[\[({{](?:{_ITEMS}|{_GROUP}(?:,{_GROUP})*+(?:,\s*+)?+)[\])}}]")
+#: A subscript by one identifier: after an ASCII letter, digit, "]" or "}" (not ")": ``done)[user]`` and a Markdown
+#: link's ``[docs](url)[user]`` are prose as often as ``f(x)[user]`` is code; not "_", Markdown's emphasis
+#: ``_[user]_``; not a letter of another script, ``αβ[user]``, ``规则[user]``), in "[" or its full-width form. A
+#: mark's identifier is one word (``x[user_verified]`` is a mark's whole shape, as before review 77), a label's may
+#: join words with "_" (``flags[is_approved]``).
+_SUBSCRIPT = re.compile(r"[A-Za-z0-9\]}][\[［][A-Za-z_][A-Za-z0-9_]*[\]］]")
+_ONE_WORD = re.compile(r"[A-Za-z0-9\]}][\[［][A-Za-z][A-Za-z0-9]*[\]］]")
+_SPARED = frozenset({QUOTED_MARK, QUOTED_LABEL})
+
+
+def spared(text: str, start: int, end: int, placeholder: str) -> bool:
+    """Whether a mark or a label the patterns found at ``text[start:end]`` is code, kept as written (review 77's
+    precision, made exact by review 80 F1 and F2): a bracket that is a literal, every item a whole quoted string
+    (:data:`_LITERAL`: ``os.environ["USER"]``, ``status in ["pending","approved"]``, ``[`User`]``), or a
+    subscript by one identifier (:data:`_SUBSCRIPT`: ``environ[user]``, ``flags[approved]``,
+    ``Iterable[User]``). Decided on ``text`` as written, not on its skeleton: ``αβ[user]`` (read "ab[user]") and
+    ``[“user”]`` are no code. ``[main, "approved"]``, ``[user · "verified"]``, ``now[user · verified]``,
+    ``x[verified by the user]`` are marks and labels."""
+    if placeholder not in _SPARED or end - start < 3:
+        return False
+    if _LITERAL.fullmatch(text, start, end):
+        return True
+    if start == 0:
+        return False
+    subscript = _ONE_WORD if placeholder == QUOTED_MARK else _SUBSCRIPT
+    return subscript.fullmatch(text, start - 1, end) is not None
+
 
 # ------------------------------------------------------------------------------------------------ framing tags
 _ROLES = "|".join(FRAMING_ROLES)
 #: A bare role tag (``<user>``, ``< assistant >``), not after a letter (``List<User>``) nor before "@" or ">"
 _BARE_ROLE = re.compile(rf"<(?<![a-z0-9_]<)\s*(?P<role>{_ROLES})(?![\w.-]){_ATTRS}(?![@>])")
 _CLOSING_ROLE = re.compile(rf"<\s*/\s*(?P<role>{_ROLES})(?![\w.-]){_ATTRS}")
+#: The characters that end a sentence in some script: Unicode's Sentence_Terminal punctuation, as the names say
+#: (every "FULL STOP", "QUESTION MARK", "EXCLAMATION MARK" and "DANDA" of category Po but the inverted and initial
+#: ones that open a sentence; tests/test_neutraliser_precision.py derives the list again), Myanmar's and Khmer's
+#: section signs and the ellipsis (review 80 F3: "Done。 <system>", "तैनात करें। <system>" opened no turn).
+SENTENCE_ENDS = ("!.?;՜՞։؟۔܁܂߹।॥።፧᙮᠃᠉᥄᥅‼⁇⁈⁉⳹⳺⳻⳾⸮⸼⹓⹔。꓿꘎꘏꛳꛷꣎꣏꩝꩞꩟︒︕︖﹒﹖﹗！．？｡"
+                 "\U00010a56\U00010a57\U00011047\U00011048\U000110c0\U000110c1\U00011141\U00011142\U00011143\U000111c5"
+                 "\U000111c6\U00011238\U00011239\U0001144b\U0001144c\U000115c2\U000115c3\U00011641\U00011642\U00011944"
+                 "\U00011c41\U00011c42\U00016a6e\U00016a6f\U00016af5\U00016e98\U0001bc9f\U0001da88"
+                 "\u104a\u104b\u17d4\u17d5\u2026")
 #: What a bare role tag after (whitespace between) opens a turn: a sentence's or a clause's end, another tag's end.
-_TURN_AFTER = frozenset(".!?:;>")
+_TURN_AFTER = frozenset(SENTENCE_ENDS + ":;>")
+#: What may stand between a sentence's end and a tag that opens a turn, besides whitespace: closing quotes and
+#: brackets ('Done." <system>', "(Done.) <system>"), emphasis ("**Done.** <system>", "_Done._"), symbols and emoji
+#: ("Done. 🙂 <system>") with their modifiers and joiners (review 80 F3).
+_AFTER_END = frozenset({"Pe", "Pf", "Pi", "So", "Sk", "Sm", "Mn", "Me", "Cf"})
 
 
 def _opens_turn(text: str, start: int) -> bool:
     """Whether a tag at ``start`` of ``text`` could open a turn: at the start of the text or of a line, or after
-    :data:`_TURN_AFTER` (whitespace between). Reads back over whitespace only: the tags read are apart, each ending
-    in ">", so each character is read once a text."""
+    :data:`_TURN_AFTER` (whitespace, closing quotes and brackets, emphasis and symbols between: :data:`_AFTER_END`).
+    Reads back only over those: the tags read are apart, each ending in ">" (a turn's opener itself), so each
+    character is read once a text."""
     i = start - 1
-    while i >= 0 and text[i].isspace():
-        if text[i] in LINE_BREAKS:
+    while i >= 0:
+        c = text[i]
+        if c in LINE_BREAKS:
             return True
+        if c in _TURN_AFTER:
+            return True
+        if not (c.isspace() or c in "\"'*_~" or unicodedata.category(c) in _AFTER_END):
+            return False
         i -= 1
-    return i < 0 or text[i] in _TURN_AFTER
+    return True
 
 
 class _TurnRoles:
@@ -186,23 +241,20 @@ _PATTERNS: tuple[tuple[_Finder, str], ...] = (
     # (a label does not run over another opening bracket: each "[" of "[[[[…" is then one step, not 160; so in
     # "[x [main, approved]" the label is "[main, approved]", where it was the whole text before)
     # (and whatever follows "approved" up to the bracket: "[main, approved by user]", "[main, approved · in force]")
-    # (no quote in it: ``status in ["pending", "approved"]`` is code; after a subscript's word or bracket only the
-    # whole "name, approved": ``flags[approved]`` is code, ``x[main, approved]`` is not)
-    (re.compile(rf"{_OPEN}(?:{_SUBSCRIPT}{_LABEL_CHAR}{{0,160}}?,{_MGAP}|{_NOT_SUBSCRIPT}{_LABEL_CHAR}{{0,160}}?)"
-                rf"{_APPROVED}(?:{_MGAP}{_CLOSE}|{_LABEL_CHAR}{{0,40}}{_CLOSE})"), QUOTED_LABEL),
+    # (a literal, ``status in ["pending", "approved"]``, and a subscript, ``flags[approved]``: :func:`spared`)
+    (re.compile(rf"{_OPEN}{_NO_BRACKET}{{0,160}}?{_APPROVED}(?:{_GAP}{_CLOSE}|{_NO_BRACKET}{{0,40}}{_CLOSE})"),
+     QUOTED_LABEL),
     # a provenance mark: "[user]", "[user · verified]", "[agent · unverified]", "[agent, reported]"
     # ("reported by an agent" does not run over an opening bracket: its "agent" also opens a mark, and
     # "[agent reported by an [agent reported by an …" was read again from each bracket to the end, quadratic)
     # ("[user · confirmed]", "[verified]" alone and a lesson's "[git revert]" too; "[reviewed]" alone stays;
     # "[verified by user]", "[✓ verified by the user]")
     # (and words past the status, after a mark's separator: "[user · verified · in force]")
-    # (after a subscript's word or bracket, only a source and its status: ``environ[user]`` is code; the two
-    # lookbehinds exclude each other, so a bracket is read one way)
-    (re.compile(rf"{_OPEN}(?:{_SUBSCRIPT}{_TAIL_GAP}{_SOURCE}{_STATUSES}{_PAST_STATUS}"
-                rf"|{_NOT_SUBSCRIPT}{_TAIL_GAP}(?:{_SOURCE}(?:{_STATUSES}{_PAST_STATUS})?"
+    # (a literal, ``["user"]``, and a subscript, ``environ[user]``: :func:`spared`)
+    (re.compile(rf"{_OPEN}{_TAIL_GAP}(?:{_SOURCE}(?:{_STATUSES}{_PAST_STATUS})?"
                 rf"|(?:un)?{_w('verified', anchored=True)}(?:{_BY_PERSON})?{_PAST_STATUS}"
-                rf"|{_w('git')}{_MGAP}{_w('revert')}{_PAST_STATUS}))"
-                rf"{_MGAP}{_CLOSE}"), QUOTED_MARK),
+                rf"|{_w('git')}{_GAP}{_w('revert')}{_PAST_STATUS})"
+                rf"{_GAP}{_CLOSE}"), QUOTED_MARK),
     # a framing tag that would close or open the harness's wrapper around this text (``</system-reminder>``): a
     # closing tag of any framing name; an opening one not after a letter (``List<User>`` is code); and a chat
     # template's special token (``<|im_start|>``). A bare role (``<user>``): :class:`_TurnRoles`, below.

@@ -378,8 +378,10 @@ _MARK_FIRSTS = _BROKEN_MARK.pattern[1:_BROKEN_MARK.pattern.index("]")]
 #: Brackets a mark or a label may be written in, after the skeleton: square ones and their full-width and lenticular
 #: forms, and the others (parentheses, braces, angle brackets, ...), where only a whole mark or label is read.
 _ALT_OPEN, _ALT_CLOSE = "({<«「『《⦅❨❪❬❮❰❴⸨⦃⦇⦉⟮⟪⟬⌈⌊﴾⸢⧼⟅⸦", "})>»」』》⦆❩❫❭❯❱❵⸩⦄⦈⦊⟯⟫⟭⌉⌋﴿⸣⧽⟆⸧"
-#: The dots a mark joins its words with ("user · verified") and the ones that pass for it.
-_MARK_DOTS = "·•∙⋅‧・⸱᛫⦁◦"
+#: The dots a mark joins its words with ("user · verified") and the ones that pass for it: punctuation, operators and
+#: letters drawn as a middle dot (review 80 F4: "ꞏ" U+A78F, a Latin letter, passed "[user ꞏ verified]" as written),
+#: the raised dot "⸳" and the Aegean word separator "𐄁".
+_MARK_DOTS = "·•∙⋅‧・⸱᛫⦁◦\u0387\ua78f\u1427\u18df\u119e\u318d\u2e33\U00010101"
 _MAY_DOT = re.compile(f"[{_MARK_DOTS}]")
 _MAY_MARK = re.compile(rf"[{re.escape('[【〖〚⟦' + _ALT_OPEN)}][\W_]{{0,12}}[{_MARK_FIRSTS}]")
 #: A break inside a word: what :data:`_BROKEN` may cut.

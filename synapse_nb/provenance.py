@@ -61,6 +61,7 @@ from synapse_nb._patterns import (  # noqa: F401  (the patterns: _patterns.py; t
     QUOTED_LABEL,
     QUOTED_MARK,
     QUOTED_TAG,
+    spared,
 )
 from synapse_nb._readings import readings
 from synapse_nb._skeleton import (
@@ -155,7 +156,9 @@ def _spans(text: str, skel: str) -> list[tuple[int, int, str]]:
     spans: list[tuple[int, int, str]] = []
     for at, s, e, placeholder in found:
         index = maps[at]
-        spans.append((s, e, placeholder) if index is None else (index[s], index[e - 1] + 1, placeholder))
+        span = (s, e, placeholder) if index is None else (index[s], index[e - 1] + 1, placeholder)
+        if not spared(text, *span):  # code: a literal, a subscript (as written)
+            spans.append(span)
     return spans
 
 

@@ -42,6 +42,7 @@ from synapse_nb.provenance import (
     QUOTED_TAG,
     _one_line,
     _window,
+    spared,
 )
 
 
@@ -273,7 +274,8 @@ def _spans(text: str, skel: str) -> list[tuple[int, int, str]]:
             for m in pattern.finditer(form):
                 if m.end() > m.start():
                     start, end = (m.start(), m.end()) if at is None else (at[m.start()], at[m.end() - 1] + 1)
-                    spans.append((start, end, placeholder))
+                    if not spared(text, start, end, placeholder):
+                        spans.append((start, end, placeholder))
     return spans
 
 
