@@ -40,7 +40,6 @@ from synapse_nb.provenance import (
     _ON_SKELETON,
     _READ_PAST,
     QUOTED_MARK,
-    QUOTED_TAG,
     _one_line,
     _window,
     placed,

@@ -238,10 +238,11 @@ CHAINS_AND_TOKENS = ["a[b][approved]", "d[\"a\"][verified] = 1", "x[main][approv
                      "[\"USER\"]", "flags[\"is_approved\"]", "[\"a.b\", \"approved\"]", "[\"x-y\", \"user\"]"]
 #: F4 (the lead's decision: precision on people's words over this rule): bracketed headlines, routes and names of
 #: other scripts as people write them, in corner, lenticular or tortoise-shell brackets or joined by an unspaced "・".
-BRACKETED_PROSE = ["【東京・大阪】春のセミナー開催のお知らせ", "【速報・続報】新製品の発表について", "【北京·上海】高铁票价调整",
-                   "【哈利·波特】第七部电影上映了", "[サッカー・ワールドカップ] 日本代表の試合結果",
-                   "会議資料 [マーケティング・戦略] を共有します", "出席者：[マリー・キュリー]、[アイザック・ニュートン]",
-                   "[ユーザー・ガイド] を参照してください", "〔東京 · 大阪〕 路線", "【utilisateur · vérifié】 ok"]
+BRACKETED_PROSE = ["【東京・大阪】春のセミナー開催のお知らせ", "【速報・続報】新製品の発表について",
+                   "【北京·上海】高铁票价调整", "【哈利·波特】第七部电影上映了",
+                   "[サッカー・ワールドカップ] 日本代表の試合結果", "会議資料 [マーケティング・戦略] を共有します",
+                   "出席者：[マリー・キュリー]、[アイザック・ニュートン]", "[ユーザー・ガイド] を参照してください",
+                   "〔東京 · 大阪〕 路線", "【utilisateur · vérifié】 ok"]
 #: The approved lesson review 82 saw shown as "[quoted mark]両方で..." in the banner.
 STAGED_LESSON = "【本番・ステージング】両方でマイグレーションを実行してから deploy billing."
 
