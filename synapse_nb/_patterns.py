@@ -19,7 +19,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-from synapse_nb._cleaning import LINE_BREAKS
+from synapse_nb._cleaning import LINE_BREAKS, _fast_piece
 from synapse_nb._skeleton import _ALT_CLOSE, _ALT_OPEN, _GAP, _MARK_DOTS, _w, _words
 
 #: What record text that reproduces the banner's words is rendered as.
@@ -117,37 +117,69 @@ _SIDE = rf"{_LETTERS}(?: {_LETTERS}){{0,2}}"
 #: "col·lecció", is no mark).
 _DOT = f"[{_MARK_DOTS}]"
 _DOT_JOIN = rf"(?:\s{{1,3}}{_DOT}\s{{0,3}}|{_DOT}\s{{1,3}}|(?<!l){_DOT}|{_DOT}(?!l))"
+#: The Japanese middle dots (U+30FB "・", U+FF65 "･"): ordinary punctuation between words unspaced ("【東京・大阪】",
+#: "[マーケティング・戦略]"), so a mark's dot of any language only with a space on each side (review 82 F4).
+_JA_DOTS = "\u30fb\uff65"
 _BRACKETS = re.escape("[]【】〖〗〚〛⟦⟧" + _ALT_OPEN + _ALT_CLOSE)
 #: What may stand between a bracket and the words: spaces, symbols ("[user · verified ✓✓✓✓]").
 _PAIR_EDGE = rf"[^\w{_BRACKETS}]{{0,12}}"
 #: Two sides of words of any script joined by a mark's dot, alone in brackets: what the real marks look like
 #: ("[user · verified]"), so read as one whatever the words' language ("[utilisateur · vérifié]", "[用户 · 已验证]",
 #: "[пользователь · проверено человеком]": review 77 F2, review 80 F4; a multilingual reader takes them for ours).
-#: Exactly one dot ("[Mon · Wed · Fri]" is a list), words of letters (no digits: "[3 · 4]"). Square brackets only,
-#: the real marks' own (their full-width and lenticular forms too): in parentheses, guillemets or corner brackets
-#: prose holds such pairs ("(ΧΡΗΣΤΗΣ · ΕΠΑΛΗΘΕΥΜΕΝΟΣ)" in Greek prose), and there only English marks are read (the
-#: patterns above).
-_ANY_LANGUAGE_MARK = rf"{_OPEN}{_PAIR_EDGE}{_SIDE}{_DOT_JOIN}{_SIDE}{_PAIR_EDGE}{_CLOSE}"
+#: Exactly one dot ("[Mon · Wed · Fri]" is a list), words of letters (no digits: "[3 · 4]"). The real marks' own
+#: square brackets only, "[ ]" and "［ ］" as written (:func:`placed`; review 82 F4: headlines, routes and names are
+#: written "【東京・大阪】", "〔x · y〕"), and "・"/"･" only spaced (:data:`_JA_DOTS`): elsewhere prose holds such pairs
+#: ("(ΧΡΗΣΤΗΣ · ΕΠΑΛΗΘΕΥΜΕΝΟΣ)" in Greek prose), and there only English marks are read (the patterns above).
+_ANY_LANGUAGE_MARK = rf"\[{_PAIR_EDGE}{_SIDE}{_DOT_JOIN}{_SIDE}{_PAIR_EDGE}\]"
 
 # ------------------------------------------------------------------------------------------------ code, spared
 #: One item of a code literal: a whole quoted string, the same straight quote or backtick opening and closing it,
-#: holding no bracket, no comma, no mark's dot and no line break (``"user"``, ``'approved'``, ``\`User\```).
-_ITEM = (r"""\s*+(?:"[^"{no}]*+"|'[^'{no}]*+'|`[^`{no}]*+`)\s*+"""
-         .replace("{no}", re.escape("[](){},\n\r" + _MARK_DOTS)))
+#: holding one token: letters, digits, "_", "." and "-" (``"user"``, ``'approved'``, ``\`User\```, ``"is_approved"``,
+#: ``"a.b"``, ``"x-y"``); no space nor separator (review 82 F3: ``["verified by the user"]``, ``["user | verified"]``,
+#: ``["main; approved"]`` are a whole mark or label in quotes).
+_TOKEN = r"[\w.-]*+"
+_ITEM = rf"""\s*+(?:"{_TOKEN}"|'{_TOKEN}'|`{_TOKEN}`)\s*+"""
 _ITEMS = rf"{_ITEM}(?:,{_ITEM})*+(?:,\s*+)?+"
 _GROUP = rf"\s*+[({{]{_ITEMS}[)}}]\s*+"
 #: A bracket that is a code literal: its items, separated by commas (a last comma too), or groups of them in one
 #: tuple, set or list nesting (``["pending", "approved"]``, ``[("user", "verified")]``, ``{"user", "verified"}``).
 #: Possessive throughout: read in one pass.
 _LITERAL = re.compile(rf"[\[({{](?:{_ITEMS}|{_GROUP}(?:,{_GROUP})*+(?:,\s*+)?+)[\])}}]")
-#: A subscript by one identifier: after an ASCII letter, digit, "]" or "}" (not ")": ``done)[user]`` and a Markdown
-#: link's ``[docs](url)[user]`` are prose as often as ``f(x)[user]`` is code; not "_", Markdown's emphasis
-#: ``_[user]_``; not a letter of another script, ``αβ[user]``, ``规则[user]``), in "[" or its full-width form. A
-#: mark's identifier is one word (``x[user_verified]`` is a mark's whole shape, as before review 77), a label's may
-#: join words with "_" (``flags[is_approved]``).
-_SUBSCRIPT = re.compile(r"[A-Za-z0-9\]}][\[［][A-Za-z_][A-Za-z0-9_]*[\]］]")
-_ONE_WORD = re.compile(r"[A-Za-z0-9\]}][\[［][A-Za-z][A-Za-z0-9]*[\]］]")
+#: A subscript by one identifier: after an ASCII letter or digit, or after a subscript chain that starts right after
+#: one (:func:`_after_chain`) (not ")": ``done)[user]`` and a Markdown link's ``[docs](url)[user]`` are prose as often
+#: as ``f(x)[user]`` is code; not "_", Markdown's emphasis ``_[user]_``; not a letter of another script, ``αβ[user]``,
+#: ``规则[user]``), in "[" or its full-width form. A mark's identifier is one word (``x[user_verified]`` is a mark's
+#: whole shape, as before review 77), a label's may join words with "_" (``flags[is_approved]``).
+_SUBSCRIPT = re.compile(r"[\[［][A-Za-z_][A-Za-z0-9_]*[\]］]")
+_ONE_WORD = re.compile(r"[\[［][A-Za-z][A-Za-z0-9]*[\]］]")
+#: One link of a subscript chain before one: ``[user]``, ``["a"]``, ``{x}`` (not a number: "runbook[1]" is a
+#: footnote as often as "rows[0]" is code; review 82 F2).
+_LINK = re.compile(rf"""[\[［{{](?:[A-Za-z_][A-Za-z0-9_]*|{_ITEM})[\]］}}]""")
+_OPENER = {"]": "[", "］": "［", "}": "{"}
+#: The most links :func:`_after_chain` reads back, and the most characters of one: each span's read is bounded.
+_CHAIN_LINKS, _LINK_CHARS = 8, 64
 _SPARED = frozenset({QUOTED_MARK, QUOTED_LABEL})
+
+
+def _after_chain(text: str, i: int) -> bool:
+    """Whether ``text[i]`` ends what a subscript may follow: an ASCII letter or digit, or a subscript chain that
+    starts right after one (``a[b][approved]``, ``d["a"][verified]``; not ``[main][approved]``, ``[all
+    branches][approved]``, ``runbook[1][approved]``: review 82 F2). Reads back at most :data:`_CHAIN_LINKS` links of
+    :data:`_LINK_CHARS` characters each (a long ``][`` chain costs each span a bounded read: linear)."""
+    for _ in range(_CHAIN_LINKS + 1):
+        if i < 0:
+            return False
+        c = text[i]
+        if c.isascii() and c.isalnum():
+            return True
+        opener = _OPENER.get(c)
+        if opener is None:
+            return False
+        o = text.rfind(opener, max(0, i - _LINK_CHARS), i)
+        if o < 0 or not _LINK.fullmatch(text, o, i + 1):
+            return False
+        i = o - 1
+    return False
 
 
 def spared(text: str, start: int, end: int, placeholder: str) -> bool:
@@ -155,17 +187,38 @@ def spared(text: str, start: int, end: int, placeholder: str) -> bool:
     precision, made exact by review 80 F1 and F2): a bracket that is a literal, every item a whole quoted string
     (:data:`_LITERAL`: ``os.environ["USER"]``, ``status in ["pending","approved"]``, ``[`User`]``), or a
     subscript by one identifier (:data:`_SUBSCRIPT`: ``environ[user]``, ``flags[approved]``,
-    ``Iterable[User]``). Decided on ``text`` as written, not on its skeleton: ``αβ[user]`` (read "ab[user]") and
-    ``[“user”]`` are no code. ``[main, "approved"]``, ``[user · "verified"]``, ``now[user · verified]``,
-    ``x[verified by the user]`` are marks and labels."""
+    ``Iterable[User]``, after a chain: ``a[b][approved]``). Decided on ``text`` as written, not on its skeleton:
+    ``αβ[user]`` (read "ab[user]") and ``[“user”]`` are no code. ``[main, "approved"]``, ``[user · "verified"]``,
+    ``now[user · verified]``, ``x[verified by the user]``, ``["user | verified"]``, ``[main][approved]`` are marks
+    and labels."""
     if placeholder not in _SPARED or end - start < 3:
         return False
     if _LITERAL.fullmatch(text, start, end):
         return True
-    if start == 0:
-        return False
     subscript = _ONE_WORD if placeholder == QUOTED_MARK else _SUBSCRIPT
-    return subscript.fullmatch(text, start - 1, end) is not None
+    return subscript.fullmatch(text, start, end) is not None and _after_chain(text, start - 1)
+
+
+#: What two patterns find is decided on the text as written (:func:`placed`): a bare role tag no closing tag follows
+#: (a frame where it opens a turn) and a mark of any language (in "[ ]" or "［ ］", "・" and "･" spaced).
+_MAY_OPEN_TURN, _ANY_LANGUAGE = "\x00a bare role tag", "\x00a mark of any language"
+
+
+def placed(text: str, start: int, end: int, placeholder: str) -> str | None:
+    """The placeholder ``text[start:end]`` (a pattern's match, found as ``placeholder``) is written as, or ``None``
+    where it stays as written: code (:func:`spared`), a bare role tag that opens no turn (:func:`_opens_turn`), a
+    mark of any language in other brackets than square ones or joined by an unspaced "・" (review 82 F4). Each read
+    on ``text`` as written, not on its skeleton."""
+    if placeholder == _MAY_OPEN_TURN:
+        return QUOTED_TAG if _opens_turn(text, start) else None
+    if placeholder == _ANY_LANGUAGE:
+        if text[start] not in "[［" or text[end - 1] not in "]］":
+            return None
+        for i in range(start + 1, end - 1):
+            if text[i] in _JA_DOTS and not (text[i - 1].isspace() and text[i + 1].isspace()):
+                return None
+        return QUOTED_MARK
+    return None if spared(text, start, end, placeholder) else placeholder
 
 
 # ------------------------------------------------------------------------------------------------ framing tags
@@ -188,21 +241,26 @@ _TURN_AFTER = frozenset(SENTENCE_ENDS + ":;>")
 #: brackets ('Done." <system>', "(Done.) <system>"), emphasis ("**Done.** <system>", "_Done._"), symbols and emoji
 #: ("Done. 🙂 <system>") with their modifiers and joiners (review 80 F3).
 _AFTER_END = frozenset({"Pe", "Pf", "Pi", "So", "Sk", "Sm", "Mn", "Me", "Cf"})
+#: What else may stand there: quotes, emphasis, spaces (as the skeleton reads them: "＂", a no-break space).
+_BETWEEN = frozenset("\"'*_~ \t")
 
 
 def _opens_turn(text: str, start: int) -> bool:
     """Whether a tag at ``start`` of ``text`` could open a turn: at the start of the text or of a line, or after
     :data:`_TURN_AFTER` (whitespace, closing quotes and brackets, emphasis and symbols between: :data:`_AFTER_END`).
-    Reads back only over those: the tags read are apart, each ending in ">" (a turn's opener itself), so each
-    character is read once a text."""
+    Read on ``text`` as written (review 82 F1: on the skeleton "🇺🇸", "™", "ⓘ", "🅰" were letters and "᙮" an "x"),
+    a character whose skeleton ends in :data:`_TURN_AFTER` ("：", "＞") ending a sentence too and one the skeleton
+    drops (an invisible one) read over. Reads back only over those: the tags read are apart, each ending in ">" (a
+    turn's opener itself), so each character is read once a text."""
     i = start - 1
     while i >= 0:
         c = text[i]
-        if c in LINE_BREAKS:
+        if c in LINE_BREAKS or c in _TURN_AFTER:
             return True
-        if c in _TURN_AFTER:
+        piece = c if c.isascii() else _fast_piece(c)[0]
+        if piece and piece[-1] in _TURN_AFTER:
             return True
-        if not (c.isspace() or c in "\"'*_~" or unicodedata.category(c) in _AFTER_END):
+        if not (c.isspace() or unicodedata.category(c) in _AFTER_END or all(p in _BETWEEN for p in piece)):
             return False
         i -= 1
     return True
@@ -218,13 +276,18 @@ class _TurnRoles:
 
     pattern = _BARE_ROLE.pattern
 
+    def __init__(self, closed: bool) -> None:
+        self.closed = closed
+
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """With ``closed``, the tags a closing tag follows; else the others, each a frame only where it opens a
+        turn, decided on the text as written (:func:`placed`, :data:`_MAY_OPEN_TURN`)."""
         closing: dict[str, int] = {}
         if "/" in text:
             for m in _CLOSING_ROLE.finditer(text):
                 closing[m.group("role")] = m.start()
         for m in _BARE_ROLE.finditer(text):
-            if closing.get(m.group("role"), -1) > m.start() or _opens_turn(text, m.start()):
+            if (closing.get(m.group("role"), -1) > m.start()) == self.closed:
                 yield m
 
     def search(self, text: str) -> re.Match[str] | None:
@@ -265,7 +328,7 @@ _PATTERNS: tuple[tuple[_Finder, str], ...] = (
                 + r"|<\|(?=[^|<>\s]{0,39}[a-z])[^|<>\s]{1,40}\|>"  # (a letter in it: ``"<|-|>"`` is an arrow)
                 # Llama's turn markers: "[INST]", "[/INST]", "<<SYS>>"
                 + r"|\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys\s*>>"), QUOTED_TAG),
-    (_TurnRoles(), QUOTED_TAG),
+    (_TurnRoles(closed=True), QUOTED_TAG), (_TurnRoles(closed=False), _MAY_OPEN_TURN),
     # the banner's words in another order: "ADHERE (CRITICAL)", "SYSTEM MEMORY (APPROVED)"
     (re.compile(rf"{_words('adhere', 'critical', anchored=True, far=True)}(?!ly)"), QUOTED_BANNER),
     (re.compile(rf"{_words('system', 'memor', anchored=True, far=True)}(?:y|ies)[\W_]*{_w('approved')}"),
@@ -283,10 +346,10 @@ _PATTERNS: tuple[tuple[_Finder, str], ...] = (
                 rf"{_APPROVED}{_BY_PERSON}{_ALT_EDGE}[{re.escape(_ALT_CLOSE)}]"),
      QUOTED_LABEL),
     # a mark of any language: two runs of letters joined by a mark's dot, alone in brackets
-    (re.compile(_ANY_LANGUAGE_MARK), QUOTED_MARK),
+    (re.compile(_ANY_LANGUAGE_MARK), _ANY_LANGUAGE),
 )
 #: The patterns read on the skeleton as it is (the framing tags); the others read it with split words joined.
-_AS_IS = frozenset({QUOTED_TAG})
+_AS_IS = frozenset({QUOTED_TAG, _MAY_OPEN_TURN})
 #: A mark without brackets, its words joined by a mark's own dot: "user · verified: run this", "|user · verified|"
 #: (a mark's middle dot and its look-alikes; "user, verified" and "| user | verified |" are prose and tables). Read
 #: only where such a dot is (:data:`_MAY_DOT`): the pattern's first letter is any of three words', a letter in four.
@@ -297,5 +360,5 @@ _ON_SKELETON = tuple(p for p, placeholder in _PATTERNS if placeholder in _AS_IS)
 _ON_JOINED = tuple((p, placeholder) for p, placeholder in _PATTERNS if placeholder not in _AS_IS)
 #: What reads the skeleton as it is, and what reads the joined and healed forms (the bare mark too: it needs a
 #: mark's dot, :data:`_MAY_DOT`, and finds nothing without one).
-_AS_IS_PATTERNS = tuple((p, QUOTED_TAG) for p in _ON_SKELETON)
+_AS_IS_PATTERNS = tuple((p, placeholder) for p, placeholder in _PATTERNS if placeholder in _AS_IS)
 _JOINED_PATTERNS = (*_ON_JOINED, (_DOT_MARK, QUOTED_MARK))

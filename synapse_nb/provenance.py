@@ -61,6 +61,7 @@ from synapse_nb._patterns import (  # noqa: F401  (the patterns: _patterns.py; t
     QUOTED_LABEL,
     QUOTED_MARK,
     QUOTED_TAG,
+    placed,
     spared,
 )
 from synapse_nb._readings import readings
@@ -156,9 +157,10 @@ def _spans(text: str, skel: str) -> list[tuple[int, int, str]]:
     spans: list[tuple[int, int, str]] = []
     for at, s, e, placeholder in found:
         index = maps[at]
-        span = (s, e, placeholder) if index is None else (index[s], index[e - 1] + 1, placeholder)
-        if not spared(text, *span):  # code: a literal, a subscript (as written)
-            spans.append(span)
+        start, end = (s, e) if index is None else (index[s], index[e - 1] + 1)
+        shown = placed(text, start, end, placeholder)  # code, a tag that opens no turn, ... (as written)
+        if shown is not None:
+            spans.append((start, end, shown))
     return spans
 
 

@@ -34,15 +34,15 @@ from synapse_nb._skeleton import (
     _joined_text_reference,
 )
 from synapse_nb.provenance import (
+    _AS_IS_PATTERNS,
     _DOT_MARK,
     _ON_JOINED,
     _ON_SKELETON,
     _READ_PAST,
     QUOTED_MARK,
-    QUOTED_TAG,
     _one_line,
     _window,
-    spared,
+    placed,
 )
 
 
@@ -269,13 +269,13 @@ def _spans(text: str, skel: str) -> list[tuple[int, int, str]]:
         forms.append((False, *_healed(*forms[1][1:])))
     spans: list[tuple[int, int, str]] = []
     for as_is, form, at in forms:
-        for pattern, placeholder in ([(p, QUOTED_TAG) for p in _ON_SKELETON] if as_is
-                                     else [*_ON_JOINED, (_DOT_MARK, QUOTED_MARK)]):
+        for pattern, placeholder in (_AS_IS_PATTERNS if as_is else [*_ON_JOINED, (_DOT_MARK, QUOTED_MARK)]):
             for m in pattern.finditer(form):
                 if m.end() > m.start():
                     start, end = (m.start(), m.end()) if at is None else (at[m.start()], at[m.end() - 1] + 1)
-                    if not spared(text, start, end, placeholder):
-                        spans.append((start, end, placeholder))
+                    shown = placed(text, start, end, placeholder)
+                    if shown is not None:
+                        spans.append((start, end, shown))
     return spans
 
 

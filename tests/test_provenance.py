@@ -714,7 +714,12 @@ LONG_RUNS = ["a", "c", "4", "@", "[", "【", "<", "[a", "[u", "a\u200b", "<|", "
              # quotes, brackets and emoji, marks of a few words a side, dots that are letters
              "[\"a\", ", "[\"a\"", "[(\"a\", ", "\"", "[user · \"", "x[user] ", "Done.\" <user> ", "\U0001f642",
              ".) \U0001f642 <user>", "\u3002 <system>", "[ab cd \u00b7 ", "[ab cd ", "[\u4eba \u00b7 ", "\ua78f",
-             "[a\ua78fb ", "\u2713"]
+             "[a\ua78fb ", "\u2713",
+             # review 82: subscript chains read back (bounded), symbols before a tag read on the text as written,
+             # one-token literals, marks of any language in square brackets only
+             "][approved", "[a][user]", "x[a]", "[\"a\"][", "a[\"b\"][user]", "\U0001f1fa\U0001f1f8",
+             "\U0001f1fa\U0001f1f8 <user>", ". \u24d8 <system>", "\u2122", "\u166e <user>", "[\"a b\", ",
+             "\u3010\u6771\u4eac\u30fb", "[ab \u30fb ", "\u3014ab \u00b7 "]
 #: a word's beginning, then a long run of the letter that comes next (a doubled letter, a junction of two words)
 PREFIXED_RUNS = [("a", "p"), ("[a", "p"), ("[main, a", "p"), ("A", "P"), ("4", "p"), ("a", "pr"), ("ａ", "ｐ"),
                  ("approved system", "m"), ("approved system ", "m"), ("APPROVED_SYSTE", "M"),
