@@ -34,13 +34,18 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["DERIVED", "damaged_in", "open_regular", "read_bytes", "read_text", "remove", "state", "write_atomic"]
+__all__ = ["DERIVED", "FOLDERS", "damaged_in", "open_regular", "own_folder", "read_bytes", "read_text", "remove",
+           "state", "write_atomic"]
 
 #: The package's own files in a vault folder (glob patterns): each is derived or bookkeeping, and rebuilt when it is
 #: not a regular file (docs/reliability.md, "Files beside the database").
 DERIVED = ("synapse.db-wal", "synapse.db-shm", "synapse.db-journal", "index.lock", "index/*.queue",
            "index/scrub.owed", "cache/rank-*", "agent-sessions.json", "agent-sessions.lock", "hook.lock", "hook.log",
            "watch.lock")
+
+#: The package's own folders in a vault folder: each is derived (the retrieval index, recall's rank files), and is
+#: the package's only when it is a real folder (:func:`own_folder`; review 81).
+FOLDERS = ("index", "cache")
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -100,10 +105,48 @@ def state(path: str | Path) -> Literal["missing", "file", "damaged"]:
     return "file" if stat.S_ISREG(st.st_mode) else "damaged"
 
 
+def own_folder(path: str | Path, *, fix: bool = False) -> bool:
+    """Whether ``path`` (one of :data:`FOLDERS` in a vault folder) is the package's: a real folder, or nothing yet
+    (made by the first write), never followed (``lstat``). A symlink there (to a person's folder, say) or a file is
+    not: before (review 81) a person's ``index check --repair`` and ``index rebuild`` deleted files in the folder a
+    symlink at ``.synapse/index`` or ``.synapse/cache`` named, and wrote LanceDB tables there. With ``fix`` (the
+    person's upkeep) what is there is removed itself (a symlink, never its target) and an empty folder made in its
+    place; True when the folder is the package's now.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "mine").mkdir(); (d / "link").symlink_to(d / "mine")
+    >>> own_folder(d / "mine"), own_folder(d / "none"), own_folder(d / "link"), own_folder(d / "link", fix=True)
+    (True, True, False, True)
+    >>> (d / "link").is_symlink(), (d / "link").is_dir(), (d / "mine").is_dir()
+    (False, True, True)
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    if stat.S_ISDIR(st.st_mode):
+        return True
+    if not fix:
+        return False
+    with contextlib.suppress(OSError):
+        os.unlink(path)  # the entry itself: a symlink, a file, a FIFO
+    with contextlib.suppress(OSError):
+        os.mkdir(path, 0o755)
+    return own_folder(path)
+
+
 def damaged_in(folder: str | Path) -> list[Path]:
     """The entries of :data:`DERIVED` in the vault folder ``folder`` that are not regular files (a FIFO, a symlink, a
-    folder in a file's place): what a hook that ran out of time names, in place of "a slow vault"."""
-    return [p for pattern in DERIVED for p in sorted(Path(folder).glob(pattern)) if state(p) == "damaged"]
+    folder in a file's place), and the :data:`FOLDERS` that are not real folders (whose files are then not looked
+    at: review 81): what a hook that ran out of time names, in place of "a slow vault", and what a person's upkeep
+    removes (:func:`synapse_nb.store.index.scrub.sweep`)."""
+    root = Path(folder)
+    bad = [root / name for name in FOLDERS if not own_folder(root / name)]
+    skip = tuple(f"{p.name}/" for p in bad)
+    return bad + [p for pattern in DERIVED if not pattern.startswith(skip) for p in sorted(root.glob(pattern))
+                  if state(p) == "damaged"]
 
 
 def remove(path: str | Path) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 from synapse_nb.errors import IndexError_
 from synapse_nb.store.index.rows import IndexRow, validate_rows
 
-__all__ = ["build_indices", "chunks", "connect", "digests", "one_line", "wants_optimize"]
+__all__ = ["build_indices", "chunks", "connect", "digests", "one_line", "own_index", "wants_optimize"]
 
 
 def one_line(exc: BaseException) -> str:
@@ -31,11 +31,25 @@ def connect(path: Path) -> Any:
     os.environ.setdefault("LANCEDB_LOG", "error")
     import lancedb
 
+    own_index(path)
     try:
         path.mkdir(exist_ok=True)
         return lancedb.connect(str(path), read_consistency_interval=timedelta(0))
     except Exception as exc:
         raise IndexError_(f"cannot open retrieval index folder {str(path)!r} ({one_line(exc)})") from exc
+
+
+def own_index(path: Path) -> None:
+    """:class:`IndexError_` (recall answers from BM25 alone, saying so) unless the index folder ``path`` is a real
+    folder or nothing yet (:func:`synapse_nb.own_files.own_folder`): nothing is read from, written to or deleted in
+    the folder a symlink there names (review 81)."""
+    from synapse_nb.own_files import own_folder
+
+    if not own_folder(path):
+        raise IndexError_(f"the retrieval index folder {str(path)!r} is not a folder (a symlink or a file is in its "
+                          "place): nothing is read or written through it; a person's `synapse-nb index check "
+                          "--repair` makes it anew")
+
 
 #: Upserts leave small fragments; from this many, ``upsert`` runs ``optimize`` (compaction).
 _SMALL_FRAGMENTS_BEFORE_OPTIMIZE = 64

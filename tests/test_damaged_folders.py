@@ -1,0 +1,84 @@
+"""A symlink, a FIFO or a closed folder where the package keeps a derived folder or its configuration (review 81).
+
+Before: a symlink at ``.synapse/index`` or ``.synapse/cache`` naming a person's folder had the person's ``index check
+--repair`` and ``index rebuild`` (and an agent's deletion) delete files in that folder and write LanceDB tables
+there. Now such a folder is no index to every reader (recall answers from BM25 alone, saying so) and the person's
+upkeep removes the symlink itself and makes an empty folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import synapse_nb as syn
+from tests.test_damaged_files import LESSON, QUERY, build, recall
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    """Every entry under ``folder`` (never followed) with its content or what it is."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        rel = str(p.relative_to(folder))
+        out[rel] = (f"-> {os.readlink(p)}" if p.is_symlink() else "dir" if p.is_dir()
+                    else p.read_text(encoding="utf-8"))
+    return out
+
+
+def _persons_folder(tmp_path: Path) -> Path:
+    pd = tmp_path / "person"
+    for sub in ("mail.queue/new", "records.lance", "semantic_2019.lance"):
+        (pd / sub).mkdir(parents=True)
+    for name, text in {"thesis.md": "person's thesis", "mail.queue/new/m1": "queued mail",
+                       "rank-2024.csv": "ranked list", "records.lance/notes.txt": "notes",
+                       "semantic_2019.lance/x": "old"}.items():
+        (pd / name).write_text(text, encoding="utf-8")
+    (pd / "latest.queue").symlink_to("thesis.md")
+    return pd
+
+
+def _link(project: Path, pd: Path) -> None:
+    for name in ("index", "cache"):
+        folder = project / ".synapse" / name
+        if folder.is_symlink():
+            folder.unlink()
+        elif folder.exists():
+            import shutil
+
+            shutil.rmtree(folder)
+        folder.symlink_to(pd)
+
+
+def test_a_symlinked_index_or_cache_folder_is_no_index_and_nothing_in_its_target_is_touched(
+        git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = build(git_repo, tmp_path, monkeypatch)
+    undamaged = recall(project)
+    pd = _persons_folder(tmp_path)
+    before = _tree(pd)
+    _link(project, pd)
+    with syn.open_vault(project, actor="agent") as v:  # an agent's deletion: its scrub, the rank files' removal
+        m = v.remember("knowledge", "tmp", "a temporary agent note to delete")
+        v.memories.delete(m.id)
+    assert _tree(pd) == before
+    with syn.open_vault(project) as v:  # every reader: no index, BM25 alone with its one line
+        got = v.recall(QUERY)
+        assert got.semantic_off is not None and "is not a folder" in got.semantic_off
+        assert LESSON in got.text and "migrations" in got.text
+    assert _tree(pd) == before
+    for upkeep in ("repair", "rebuild", "person-delete"):
+        _link(project, pd)
+        with syn.open_vault(project) as v:
+            if upkeep == "repair":
+                v.index.check(repair=True)
+            elif upkeep == "rebuild":
+                v.index.rebuild()
+            else:
+                v.memories.delete(v.remember("knowledge", "tmp2", "a temporary note of a person").id)
+        assert _tree(pd) == before, upkeep
+        for name in ("index", "cache"):
+            folder = project / ".synapse" / name
+            assert not folder.is_symlink() and (folder.is_dir() or not folder.exists()), (upkeep, name)
+    assert recall(project) == undamaged
+    assert _tree(pd) == before
