@@ -34,8 +34,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["DERIVED", "FOLDERS", "damaged_in", "open_regular", "own_folder", "read_bytes", "read_text", "remove",
-           "state", "write_atomic"]
+__all__ = ["CONFIG", "DERIVED", "FOLDERS", "damaged_in", "open_regular", "own_folder", "read_bytes", "read_text",
+           "remove", "state", "write_atomic"]
 
 #: The package's own files in a vault folder (glob patterns): each is derived or bookkeeping, and rebuilt when it is
 #: not a regular file (docs/reliability.md, "Files beside the database").
@@ -46,16 +46,22 @@ DERIVED = ("synapse.db-wal", "synapse.db-shm", "synapse.db-journal", "index.lock
 #: The package's own folders in a vault folder: each is derived (the retrieval index, recall's rank files), and is
 #: the package's only when it is a real folder (:func:`own_folder`; review 81).
 FOLDERS = ("index", "cache")
+#: The configuration a person wrote in a vault folder, with the most it may hold: read only when it is a regular
+#: file (a symlink followed) under that cap, else a clear error naming it; never removed (review 81: a FIFO at
+#: ``team.toml`` hung every command, ``/dev/zero`` there ate the machine's memory).
+CONFIG = {"team.toml": 64 * 1024}
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def open_regular(path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o600) -> int | None:
+def open_regular(path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o600, *, follow: bool = False) -> int | None:
     """A descriptor of ``path`` opened with ``flags`` (and ``O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC``; ``mode`` when
     ``flags`` creates it) when it is a regular file; None when it is missing, a symlink, a FIFO, a socket, a device,
-    a directory or cannot be opened. Opening never blocks and never follows a symlink at ``path``."""
+    a directory or cannot be opened. Opening never blocks and never follows a symlink at ``path``; with ``follow``
+    (a file a person wrote, who may keep it elsewhere: ``team.toml``) a symlink is followed, what it names is still
+    read only when it is a regular file."""
     try:
-        fd = os.open(path, flags | _NOFOLLOW, mode)
+        fd = os.open(path, flags | (_NOFOLLOW & ~getattr(os, "O_NOFOLLOW", 0) if follow else _NOFOLLOW), mode)
     except OSError:
         return None
     try:
@@ -67,10 +73,10 @@ def open_regular(path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o600) 
     return None
 
 
-def read_bytes(path: str | Path, *, cap: int) -> bytes | None:
+def read_bytes(path: str | Path, *, cap: int, follow: bool = False) -> bytes | None:
     """``path``'s bytes when it is a regular file of at most ``cap`` bytes; None otherwise (missing, not a regular
-    file, a symlink, larger than ``cap``, unreadable: "no file")."""
-    fd = open_regular(path)
+    file, a symlink unless ``follow``, larger than ``cap``, unreadable: "no file")."""
+    fd = open_regular(path, follow=follow)
     if fd is None:
         return None
     try:
@@ -83,9 +89,9 @@ def read_bytes(path: str | Path, *, cap: int) -> bytes | None:
     return data if len(data) <= cap else None
 
 
-def read_text(path: str | Path, *, cap: int, errors: str = "strict") -> str | None:
+def read_text(path: str | Path, *, cap: int, errors: str = "strict", follow: bool = False) -> str | None:
     """:func:`read_bytes` decoded as UTF-8 (None also when it does not decode, with ``errors="strict"``)."""
-    data = read_bytes(path, cap=cap)
+    data = read_bytes(path, cap=cap, follow=follow)
     if data is None:
         return None
     try:
@@ -139,12 +145,15 @@ def own_folder(path: str | Path, *, fix: bool = False) -> bool:
 
 def damaged_in(folder: str | Path) -> list[Path]:
     """The entries of :data:`DERIVED` in the vault folder ``folder`` that are not regular files (a FIFO, a symlink, a
-    folder in a file's place), and the :data:`FOLDERS` that are not real folders (whose files are then not looked
-    at: review 81): what a hook that ran out of time names, in place of "a slow vault", and what a person's upkeep
-    removes (:func:`synapse_nb.store.index.scrub.sweep`)."""
+    folder in a file's place), the :data:`FOLDERS` that are not real folders (whose files are then not looked at)
+    and the :data:`CONFIG` files that cannot be read (review 81): what a hook that ran out of time names, in place
+    of "a slow vault", and what a person's upkeep removes (:func:`synapse_nb.store.index.scrub.sweep`; never a
+    :data:`CONFIG` file)."""
     root = Path(folder)
     bad = [root / name for name in FOLDERS if not own_folder(root / name)]
     skip = tuple(f"{p.name}/" for p in bad)
+    bad += [root / name for name, cap in CONFIG.items()
+            if os.path.lexists(root / name) and read_bytes(root / name, cap=cap, follow=True) is None]
     return bad + [p for pattern in DERIVED if not pattern.startswith(skip) for p in sorted(root.glob(pattern))
                   if state(p) == "damaged"]
 

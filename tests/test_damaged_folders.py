@@ -9,6 +9,7 @@ upkeep removes the symlink itself and makes an empty folder.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,44 @@ def test_a_symlinked_index_or_cache_folder_is_no_index_and_nothing_in_its_target
             assert not folder.is_symlink() and (folder.is_dir() or not folder.exists()), (upkeep, name)
     assert recall(project) == undamaged
     assert _tree(pd) == before
+
+
+def test_a_team_toml_that_is_a_fifo_or_too_large_is_named_at_once_and_kept(git_repo: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: a FIFO at ``.synapse/team.toml`` hung every command (recall, the hooks, which then dropped the approved
+    lesson, ``index check``), a 2 GB sparse file took 26 s to be refused, even in a local vault. Now each is a one-line
+    error naming the file and the remedy, at once, and the file (a person's configuration) is left where it is."""
+    from synapse_nb.errors import ConflictError
+    from synapse_nb.own_files import damaged_in
+    from tests.test_damaged_files import ROOT, cli
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    with syn.open_vault(git_repo) as v:
+        v.remember("knowledge", "dbport", "The staging database listens on port 6543")
+    toml = git_repo / ".synapse" / "team.toml"
+    with open(toml, "wb") as fh:
+        fh.truncate(2 * 1024**3)  # sparse: no disk used, 26 s to read before
+    with pytest.raises(ConflictError) as err:
+        syn.open_vault(git_repo)
+    assert str(toml) in str(err.value) and "move it aside" in str(err.value) and "\n" not in str(err.value)
+    assert damaged_in(git_repo / ".synapse") == [toml] and toml.stat().st_size == 2 * 1024**3
+    toml.unlink()
+    os.mkfifo(toml)
+    for args in (("recall", "staging port"), ("index", "check", "--repair")):  # a hang fails the step (LIMIT_S)
+        res = cli(git_repo, *args)
+        assert res.returncode != 0 and str(toml) in res.stderr, res.stderr
+    assert damaged_in(git_repo / ".synapse") == [toml] and toml.exists()  # named, never removed
+
+
+def test_a_fifo_at_the_team_feed_position_is_no_position(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``team-feed.json`` (the offline copy's place in the change feed) as a FIFO hung ``team status``; now it is no
+    position, as a missing file is."""
+    from tests.test_damaged_files import ROOT, _run
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    os.mkfifo(tmp_path / "team-feed.json")
+    code = ("import sys\nfrom pathlib import Path\nfrom synapse_nb.team import _local_position\n"
+            "from synapse_nb.store.postgres.queries import FeedPosition\n"
+            "print(_local_position(Path(sys.argv[1])), FeedPosition(Path(sys.argv[1]), 'x').load())\n")
+    res = _run([sys.executable, "-c", code, str(tmp_path)], tmp_path)
+    assert res.returncode == 0 and res.stdout.strip() == "{} {}", res.stderr

@@ -46,7 +46,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from synapse_nb.errors import BusyError
-from synapse_nb.own_files import FOLDERS, damaged_in, open_regular, own_folder, read_bytes, remove, state, write_atomic
+from synapse_nb.own_files import (
+    CONFIG,
+    FOLDERS,
+    damaged_in,
+    open_regular,
+    own_folder,
+    read_bytes,
+    remove,
+    state,
+    write_atomic,
+)
 from synapse_nb.store.index.maintenance import own_index
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -217,6 +227,8 @@ def sweep(vault: Path) -> list[Path]:
 
     gone = []
     for p in damaged_in(vault):
+        if p.parent == vault and p.name in CONFIG:
+            continue  # a person's configuration: named, never removed (review 81)
         if p.parent == vault and p.name in FOLDERS:  # a symlink at index/ or cache/: itself, never what it names
             if own_folder(p, fix=True):
                 gone.append(p)
