@@ -124,3 +124,36 @@ def test_a_fifo_at_the_team_feed_position_is_no_position(tmp_path: Path, monkeyp
             "print(_local_position(Path(sys.argv[1])), FeedPosition(Path(sys.argv[1]), 'x').load())\n")
     res = _run([sys.executable, "-c", code, str(tmp_path)], tmp_path)
     assert res.returncode == 0 and res.stdout.strip() == "{} {}", res.stderr
+
+
+def test_a_fifo_inside_an_index_table_is_an_unreadable_table(git_repo: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: a FIFO in a LanceDB table's folder (a semantic table's data, the records table's versions) hung
+    recall, the prompt hook (which then gave no approved lesson), ``index check`` and ``index check --repair`` (holding
+    the index lock). Now the table is unreadable: recall answers from BM25 alone saying so, the hook names it, and
+    the person's repair removes it (the records table is rebuilt)."""
+    from synapse_nb.own_files import damaged_in
+    from tests.test_damaged_files import cli, hooks
+
+    project = build(git_repo, tmp_path, monkeypatch)
+    undamaged = recall(project)
+    index = project / ".synapse" / "index"
+    (table,) = index.glob("semantic_*.lance")
+    fifo = sorted((table / "data").glob("*.lance"))[0]  # a data file LanceDB reads, a FIFO now
+    fifo.unlink()
+    os.mkfifo(fifo)
+    assert damaged_in(project / ".synapse") == [fifo]
+    got = recall(project)  # a hang fails the step
+    assert "semantic" in got and LESSON in got and "migrations" in got and got != undamaged
+    assert LESSON in hooks(project, "fifo")
+    res = cli(project, "index", "check")
+    assert table.name.removesuffix(".lance") in res.stdout + res.stderr, res
+    res = cli(project, "index", "check", "--repair")
+    assert res.returncode == 0 and not fifo.is_fifo(), res.stderr
+    assert recall(project) == undamaged
+    fifo = sorted((index / "records.lance" / "data").glob("*.lance"))[0]
+    fifo.unlink()
+    os.mkfifo(fifo)
+    res = cli(project, "index", "check", "--repair")  # the records table's fragment: rebuilt
+    assert res.returncode == 0 and not fifo.is_fifo(), res.stderr
+    assert recall(project) == undamaged

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.store.index.dense import _PREFIX
-from synapse_nb.store.index.maintenance import one_line
+from synapse_nb.store.index.maintenance import one_line, sound_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.store.index.dense import DenseIndex
@@ -95,6 +95,7 @@ def read_or_remove(db: Any, path: Path, name: str) -> Any | None:
     read: a semantic table is then removed (:func:`remove`: no deleted text is left in it either), any other error
     raised."""
     try:
+        sound_table(path / f"{name}.lance")  # never a FIFO's hang (review 81)
         return db.open_table(name).to_arrow()
     except MemoryError:
         raise

@@ -15,7 +15,7 @@ from typing import Any
 from synapse_nb.errors import IndexError_
 from synapse_nb.store.index.rows import IndexRow, validate_rows
 
-__all__ = ["build_indices", "chunks", "connect", "digests", "one_line", "own_index", "wants_optimize"]
+__all__ = ["build_indices", "chunks", "connect", "digests", "one_line", "own_index", "sound_table", "wants_optimize"]
 
 
 def one_line(exc: BaseException) -> str:
@@ -49,6 +49,19 @@ def own_index(path: Path) -> None:
         raise IndexError_(f"the retrieval index folder {str(path)!r} is not a folder (a symlink or a file is in its "
                           "place): nothing is read or written through it; a person's `synapse-nb index check "
                           "--repair` makes it anew")
+
+
+def sound_table(table_dir: Path) -> None:
+    """:class:`IndexError_` naming what is in LanceDB table ``table_dir`` that is neither a regular file nor a folder
+    (a FIFO, a socket, a symlink, a device: :func:`synapse_nb.own_files.irregular_in`), which LanceDB's open would
+    wait on or follow (review 81): the table is then unreadable (recall answers from BM25 alone; a person's repair
+    removes a semantic table, rebuilds the records table)."""
+    from synapse_nb.own_files import irregular_in
+
+    if (bad := irregular_in(table_dir)) is not None:
+        raise IndexError_(f"the index table {str(table_dir)!r} cannot be read: {str(bad)!r} is not a regular file "
+                          "or a folder it can list (a FIFO, a symlink, a device or a closed folder); a person's "
+                          "`synapse-nb index check --repair` removes the table (rebuilt from SQLite)")
 
 
 #: Upserts leave small fragments; from this many, ``upsert`` runs ``optimize`` (compaction).

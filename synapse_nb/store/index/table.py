@@ -22,6 +22,7 @@ from synapse_nb.store.index.maintenance import (
     digests,
     one_line,
     own_index,
+    sound_table,
     wants_optimize,
 )
 from synapse_nb.store.index.rows import (
@@ -134,6 +135,7 @@ class RetrievalIndex:
         self._ann_cache = None
         if not self.exists():
             raise IndexError_(f"no retrieval index at {str(self.path)!r}; rebuild it from SQLite")
+        sound_table(self._table_dir())  # never a FIFO's hang in LanceDB's open (review 81)
         db = self._connect()
         try:
             tbl = db.open_table(TABLE)
