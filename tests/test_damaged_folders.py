@@ -157,3 +157,34 @@ def test_a_fifo_inside_an_index_table_is_an_unreadable_table(git_repo: Path, tmp
     res = cli(project, "index", "check", "--repair")  # the records table's fragment: rebuilt
     assert res.returncode == 0 and not fifo.is_fifo(), res.stderr
     assert recall(project) == undamaged
+
+
+def test_an_index_folder_closed_to_its_user_is_named_and_recall_answers_without_it(
+        git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: ``chmod 000 .synapse/index`` had recall, ``index check``, its repair and ``index rebuild`` fail with
+    "unexpected error (PermissionError)" and the hooks give no context. Now recall and the hooks answer from the
+    vault's words alone with one line naming the folder and the remedy; the upkeep says the same in one line. Run as
+    a person is (root's overriding of file permissions dropped)."""
+    from tests.test_damaged_files import ROOT, _run, claude, context_of
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    with syn.open_vault(git_repo) as v:
+        v.settings.set("recall_semantic", 0.4)
+        v.remember("knowledge", "dbport", "The staging database listens on port 6543")
+        v.recall("staging port")
+    index = git_repo / ".synapse" / "index"
+    person = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", sys.executable, "-m", "synapse_nb"]
+    index.chmod(0)
+    try:
+        res = _run([*person, "recall", "staging port"], git_repo)
+        assert res.returncode == 0 and "6543" in res.stdout and "semantic channel" in res.stdout, res.stderr
+        assert f"chmod u+rwx {index}" in res.stderr and "unexpected" not in res.stderr
+        res = _run([*person, "hook", "UserPromptSubmit"], git_repo,
+                   stdin=__import__("json").dumps(claude("UserPromptSubmit", git_repo, "s", prompt="staging port")))
+        assert "6543" in context_of(res) and "unexpected" not in res.stderr, res.stderr
+        for upkeep in (("index", "check", "--repair"), ("index", "rebuild")):
+            res = _run([*person, *upkeep], git_repo)
+            assert res.returncode != 0 and f"chmod u+rwx {index}" in res.stderr, res.stderr
+            assert "unexpected" not in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    finally:
+        index.chmod(0o755)

@@ -39,6 +39,7 @@ from synapse_nb.own_files import own_folder
 from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex, broken, scrub
 from synapse_nb.store.index.audit import audit, merged
 from synapse_nb.store.index.follower import Follower
+from synapse_nb.store.index.maintenance import own_index
 from synapse_nb.store.index.queue import Queues, Steps, deadline
 from synapse_nb.store.index.scrub import RECALL_LOCK_WAIT, Owed
 
@@ -352,6 +353,7 @@ class VaultIndex:
 
     def _idle(self) -> bool:
         dense = self._dense
+        own_index(self.path)  # a symlink or a closed folder: IndexError_ (BM25 alone), never "unexpected"
         return (not self._store.outbox.has_pending() and self.raw.exists()
                 and (dense is None or (dense.exists() and not self._queues.file(dense.name).exists())))
 
@@ -433,6 +435,7 @@ class VaultIndex:
         self.scrub_behind = None
         if not own_folder(self.path) or not self.path.is_dir() or self._store.readonly:  # review 81
             return 0
+        own_index(self.path)  # a closed folder: StoreError, the deletion's note names it (review 81)
         self._owed.mark()  # cleared by settle() below, once the rewrite ran
         with self._mutating(scrub.PERSON_LOCK_WAIT) as held:
             if not held:
@@ -491,6 +494,7 @@ class VaultIndex:
         with self._mutating(scrub.UPKEEP_LOCK_WAIT) as held:
             if not held:
                 raise scrub.lock_busy(self.path, "rebuild the retrieval index")
+            own_index(self.path)  # a closed folder: one line naming it (review 81)
             if every and self._dense is None:  # the loaded model's table is rebuilt below, every other one removed
                 broken.drop_every(self.path)
             elif not every:
@@ -549,6 +553,7 @@ class VaultIndex:
         """
         if repair:
             self._person_only("repair the retrieval index")
+        own_index(self.path)  # a closed folder: one line naming it (review 81)
         if not self.raw.exists():
             bad = tuple(broken.unreadable(self.path))
             if repair:

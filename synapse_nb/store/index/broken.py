@@ -12,7 +12,9 @@ left as it is: rebuilding it would re-embed the whole vault (with e5, minutes to
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +41,13 @@ _BESIDE = (".proj", ".queue", ".queue.tmp")
 
 
 def _delete(path: Path, name: str) -> None:
-    shutil.rmtree(path / f"{name}.lance", ignore_errors=True)
+    table = path / f"{name}.lance"
+    if table.is_symlink() or (table.exists() and not table.is_dir()):
+        table.unlink(missing_ok=True)  # the entry itself, never what it names (review 81)
+    elif table.is_dir():
+        with contextlib.suppress(OSError):
+            os.chmod(table, 0o700)  # a table closed with chmod 000 by this user (review 81)
+    shutil.rmtree(table, ignore_errors=True)
     for suffix in _BESIDE:
         (path / f"{name}{suffix}").unlink(missing_ok=True)
 

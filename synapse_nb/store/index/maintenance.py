@@ -42,13 +42,22 @@ def connect(path: Path) -> Any:
 def own_index(path: Path) -> None:
     """:class:`IndexError_` (recall answers from BM25 alone, saying so) unless the index folder ``path`` is a real
     folder or nothing yet (:func:`synapse_nb.own_files.own_folder`): nothing is read from, written to or deleted in
-    the folder a symlink there names (review 81)."""
+    the folder a symlink there names; nor a folder this user cannot list, enter or write (review 81)."""
     from synapse_nb.own_files import own_folder
 
     if not own_folder(path):
         raise IndexError_(f"the retrieval index folder {str(path)!r} is not a folder (a symlink or a file is in its "
                           "place): nothing is read or written through it; a person's `synapse-nb index check "
                           "--repair` makes it anew")
+    try:  # a folder this user may not list or enter (chmod 000): one line naming it, never "unexpected" (review 81)
+        if path.is_dir():
+            os.scandir(path).close()
+            if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+                raise PermissionError(13, "Permission denied")
+    except OSError as exc:
+        raise IndexError_(f"the retrieval index folder {str(path)!r} cannot be used ({exc.strerror or exc}): give "
+                          f"it back to this user (`chmod u+rwx {path}`), or remove it (it is rebuilt from "
+                          "SQLite)") from exc
 
 
 def sound_table(table_dir: Path) -> None:
