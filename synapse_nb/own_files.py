@@ -234,11 +234,11 @@ def write_atomic(path: Path, data: str | bytes | bytearray | Iterable[bytes | by
         with os.fdopen(fd, "wb") as fh:
             for chunk in [data] if isinstance(data, str | bytes | bytearray) else data:
                 fh.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)  # the descriptor: never a symlink swapped in at the name (review 81)
             if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:

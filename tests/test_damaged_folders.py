@@ -188,3 +188,41 @@ def test_an_index_folder_closed_to_its_user_is_named_and_recall_answers_without_
             assert "unexpected" not in res.stderr and res.stderr.count("\n") == 1, res.stderr
     finally:
         index.chmod(0o755)
+
+
+def test_a_lock_file_swapped_under_a_take_is_busy_not_an_error(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: while another process swapped a FIFO, a symlink or a folder in and out at a lock file, ~1,500 of
+    344,052 takes raised FileExistsError, ELOOP or EISDIR. Now they retry until the deadline, then say busy (None).
+    The swap is pinned here: a FIFO that the take's removal never gets to (the other process put it back)."""
+    from synapse_nb import own_files
+    from synapse_nb.locks import take
+
+    lock = tmp_path / "index.lock"
+    os.mkfifo(lock)
+    monkeypatch.setattr(own_files, "remove", lambda path: False)
+    assert take(lock, 0.05) is None
+
+
+def test_write_atomic_sets_the_mode_on_its_own_file_not_a_symlink_swapped_in(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: ``os.chmod(tmp, mode)`` followed a symlink put at the temporary name between its writing and the
+    chmod, and made the file it named world-readable. Now the mode is set on the descriptor."""
+    import tempfile
+
+    from synapse_nb.own_files import write_atomic
+
+    outside = tmp_path / "secret"
+    outside.write_text("person's secret", encoding="utf-8")
+    outside.chmod(0o600)
+    real = tempfile.mkstemp
+
+    def swapped(**kw: str) -> tuple[int, str]:
+        fd, name = real(**kw)
+        os.unlink(name)
+        os.symlink(outside, name)  # what another process does between the creation and the chmod
+        return fd, name
+
+    monkeypatch.setattr(tempfile, "mkstemp", swapped)
+    write_atomic(tmp_path / "queue.json", "[]", mode=0o644)
+    assert outside.stat().st_mode & 0o777 == 0o600
