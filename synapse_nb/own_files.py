@@ -34,7 +34,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["DERIVED", "damaged_in", "open_regular", "read_bytes", "read_text", "remove", "state", "write_atomic"]
+__all__ = ["CONFIG", "DERIVED", "FOLDERS", "MAX_WALK", "damaged_in", "irregular_in", "open_regular", "own_folder",
+           "read_bytes", "read_text", "remove", "state", "write_atomic"]
 
 #: The package's own files in a vault folder (glob patterns): each is derived or bookkeeping, and rebuilt when it is
 #: not a regular file (docs/reliability.md, "Files beside the database").
@@ -42,15 +43,25 @@ DERIVED = ("synapse.db-wal", "synapse.db-shm", "synapse.db-journal", "index.lock
            "index/scrub.owed", "cache/rank-*", "agent-sessions.json", "agent-sessions.lock", "hook.lock", "hook.log",
            "watch.lock")
 
+#: The package's own folders in a vault folder: each is derived (the retrieval index, recall's rank files), and is
+#: the package's only when it is a real folder (:func:`own_folder`; review 81).
+FOLDERS = ("index", "cache")
+#: The configuration a person wrote in a vault folder, with the most it may hold: read only when it is a regular
+#: file (a symlink followed) under that cap, else a clear error naming it; never removed (review 81: a FIFO at
+#: ``team.toml`` hung every command, ``/dev/zero`` there ate the machine's memory).
+CONFIG = {"team.toml": 64 * 1024}
+
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def open_regular(path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o600) -> int | None:
+def open_regular(path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o600, *, follow: bool = False) -> int | None:
     """A descriptor of ``path`` opened with ``flags`` (and ``O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC``; ``mode`` when
     ``flags`` creates it) when it is a regular file; None when it is missing, a symlink, a FIFO, a socket, a device,
-    a directory or cannot be opened. Opening never blocks and never follows a symlink at ``path``."""
+    a directory or cannot be opened. Opening never blocks and never follows a symlink at ``path``; with ``follow``
+    (a file a person wrote, who may keep it elsewhere: ``team.toml``) a symlink is followed, what it names is still
+    read only when it is a regular file."""
     try:
-        fd = os.open(path, flags | _NOFOLLOW, mode)
+        fd = os.open(path, flags | (_NOFOLLOW & ~getattr(os, "O_NOFOLLOW", 0) if follow else _NOFOLLOW), mode)
     except OSError:
         return None
     try:
@@ -62,10 +73,10 @@ def open_regular(path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o600) 
     return None
 
 
-def read_bytes(path: str | Path, *, cap: int) -> bytes | None:
+def read_bytes(path: str | Path, *, cap: int, follow: bool = False) -> bytes | None:
     """``path``'s bytes when it is a regular file of at most ``cap`` bytes; None otherwise (missing, not a regular
-    file, a symlink, larger than ``cap``, unreadable: "no file")."""
-    fd = open_regular(path)
+    file, a symlink unless ``follow``, larger than ``cap``, unreadable: "no file")."""
+    fd = open_regular(path, follow=follow)
     if fd is None:
         return None
     try:
@@ -78,9 +89,9 @@ def read_bytes(path: str | Path, *, cap: int) -> bytes | None:
     return data if len(data) <= cap else None
 
 
-def read_text(path: str | Path, *, cap: int, errors: str = "strict") -> str | None:
+def read_text(path: str | Path, *, cap: int, errors: str = "strict", follow: bool = False) -> str | None:
     """:func:`read_bytes` decoded as UTF-8 (None also when it does not decode, with ``errors="strict"``)."""
-    data = read_bytes(path, cap=cap)
+    data = read_bytes(path, cap=cap, follow=follow)
     if data is None:
         return None
     try:
@@ -100,10 +111,92 @@ def state(path: str | Path) -> Literal["missing", "file", "damaged"]:
     return "file" if stat.S_ISREG(st.st_mode) else "damaged"
 
 
+def own_folder(path: str | Path, *, fix: bool = False) -> bool:
+    """Whether ``path`` (one of :data:`FOLDERS` in a vault folder) is the package's: a real folder, or nothing yet
+    (made by the first write), never followed (``lstat``). A symlink there (to a person's folder, say) or a file is
+    not: before (review 81) a person's ``index check --repair`` and ``index rebuild`` deleted files in the folder a
+    symlink at ``.synapse/index`` or ``.synapse/cache`` named, and wrote LanceDB tables there. With ``fix`` (the
+    person's upkeep) what is there is removed itself (a symlink, never its target) and an empty folder made in its
+    place; True when the folder is the package's now.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "mine").mkdir(); (d / "link").symlink_to(d / "mine")
+    >>> own_folder(d / "mine"), own_folder(d / "none"), own_folder(d / "link"), own_folder(d / "link", fix=True)
+    (True, True, False, True)
+    >>> (d / "link").is_symlink(), (d / "link").is_dir(), (d / "mine").is_dir()
+    (False, True, True)
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    if stat.S_ISDIR(st.st_mode):
+        return True
+    if not fix:
+        return False
+    with contextlib.suppress(OSError):
+        os.unlink(path)  # the entry itself: a symlink, a file, a FIFO
+    with contextlib.suppress(OSError):
+        os.mkdir(path, 0o755)
+    return own_folder(path)
+
+
+#: The most entries of a folder :func:`irregular_in` looks at (a LanceDB table the scrub compacts holds tens).
+MAX_WALK = 20_000
+
+
+def irregular_in(folder: str | Path, *, most: int = MAX_WALK) -> Path | None:
+    """The first entry under ``folder`` (a LanceDB table's folder) that is neither a regular file nor a folder (a
+    FIFO, a socket, a device, a symlink), or ``folder`` itself when it is not a real folder or cannot be listed;
+    None when there is none among the first ``most`` entries. Never followed, never opened: the entries' types as
+    the folder lists them (review 81: a FIFO in a table hung recall, the prompt hook and ``index check --repair``
+    in LanceDB's open). About 20 µs for a table of 40 files.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "data").mkdir(); _ = (d / "data" / "a.lance").write_bytes(b"x")
+    >>> irregular_in(d) is None, os.mkfifo(d / "data" / "b.lance"), irregular_in(d) == d / "data" / "b.lance"
+    (True, None, True)
+    """
+    here = Path(folder)
+    todo, seen = [here], 0
+    try:
+        if not stat.S_ISDIR(os.lstat(here).st_mode):
+            return here
+        while todo:
+            here = todo.pop()
+            with os.scandir(here) as entries:
+                for e in entries:
+                    seen += 1
+                    if seen > most:
+                        return None
+                    if e.is_dir(follow_symlinks=False):
+                        todo.append(here / e.name)
+                    elif not e.is_file(follow_symlinks=False):
+                        return here / e.name
+    except FileNotFoundError:
+        return None
+    except OSError:  # a folder that cannot be listed (chmod 000) is no readable table either
+        return here
+    return None
+
+
 def damaged_in(folder: str | Path) -> list[Path]:
     """The entries of :data:`DERIVED` in the vault folder ``folder`` that are not regular files (a FIFO, a symlink, a
-    folder in a file's place): what a hook that ran out of time names, in place of "a slow vault"."""
-    return [p for pattern in DERIVED for p in sorted(Path(folder).glob(pattern)) if state(p) == "damaged"]
+    folder in a file's place), the :data:`FOLDERS` that are not real folders (whose files are then not looked at)
+    and the :data:`CONFIG` files that cannot be read (review 81): what a hook that ran out of time names, in place
+    of "a slow vault", and what a person's upkeep removes (:func:`synapse_nb.store.index.scrub.sweep`; never a
+    :data:`CONFIG` file)."""
+    root = Path(folder)
+    bad = [root / name for name in FOLDERS if not own_folder(root / name)]
+    skip = tuple(f"{p.name}/" for p in bad)
+    bad += [root / name for name, cap in CONFIG.items()
+            if os.path.lexists(root / name) and read_bytes(root / name, cap=cap, follow=True) is None]
+    if "index/" not in skip:  # a LanceDB table holding a FIFO, a symlink, a device (review 81)
+        bad += [hit for t in sorted(root.glob("index/*.lance")) if (hit := irregular_in(t)) is not None]
+    return bad + [p for pattern in DERIVED if not pattern.startswith(skip) for p in sorted(root.glob(pattern))
+                  if state(p) == "damaged"]
 
 
 def remove(path: str | Path) -> bool:
@@ -141,11 +234,11 @@ def write_atomic(path: Path, data: str | bytes | bytearray | Iterable[bytes | by
         with os.fdopen(fd, "wb") as fh:
             for chunk in [data] if isinstance(data, str | bytes | bytearray) else data:
                 fh.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)  # the descriptor: never a symlink swapped in at the name (review 81)
             if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:

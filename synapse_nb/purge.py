@@ -20,6 +20,7 @@ from synapse_nb._util import shown_id
 from synapse_nb.changes import ExportMark
 from synapse_nb.errors import NotFoundError, StoreError, ValidationError
 from synapse_nb.models import Memory, kind_of_id
+from synapse_nb.own_files import own_folder
 from synapse_nb.provenance import mark
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ def scrub_deleted(store: Any, folder: Path, index: Callable[[], Any], ids: Seque
 
     # a FIFO or a directory in a file's place too; a person's deletion removes any in the vault folder (review 79)
     drop_rank_files(folder / RANK_CACHE, vault=folder if person else None)
-    if (folder / "index").is_dir():
+    if own_folder(folder / "index") and (folder / "index").is_dir():  # never through a symlink (review 81)
         try:
             (index().forget if person else index().forget_later)(list(ids))
         except StoreError as exc:

@@ -62,6 +62,8 @@ __all__ = ["agent_login", "grant", "init", "join", "offline_search", "open_team_
            "start_dev_server", "status", "stop_dev_server", "trust", "trust_preview"]
 
 LOCAL_DIRNAME = ".synapse"
+#: The most ``team-feed.json`` (a position in the change feed: a cursor and a snapshot) is read as (review 81).
+FEED_CAP = 1024 * 1024
 
 
 def _project_dir(base: str | Path | None = None) -> Path:
@@ -379,9 +381,11 @@ def trust(local: str | Path | None = None, *, expect: str | None = None,
 
 
 def _local_position(folder: Path) -> dict[str, Any]:
+    from synapse_nb.own_files import read_text  # a regular file under a cap, never a FIFO's hang (review 81)
+
     try:
-        data = json.loads((folder / "team-feed.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_text(folder / "team-feed.json", cap=FEED_CAP) or "{}")
+    except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
 

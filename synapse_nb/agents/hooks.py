@@ -232,8 +232,13 @@ def _why_slow(vault: str | None) -> str:
         bad = []
     if not bad:
         return "a locked or slow vault"
-    return (f"{bad[0]} is not a regular file: a FIFO, a symlink or a folder is in its place; the person removes it, "
-            "or runs `synapse-nb index check --repair`")
+    if bad[0].name == "team.toml":  # a person's configuration (review 81): never removed by the upkeep
+        return (f"{bad[0]} cannot be read (a FIFO, a device, a folder or a file over 64 KiB is in its place); the "
+                "person moves it aside and runs `synapse-nb team join` again")
+    what = ("a folder: a symlink or a file" if bad[0].name in ("index", "cache")
+            else "a regular file: a FIFO, a symlink or a folder")
+    return (f"{bad[0]} is not {what} is in its place; the person removes it, or runs `synapse-nb index check "
+            "--repair`")
 
 
 def run(args: Sequence[str], *, vault: str | None = None, mind: str | None = None) -> int:

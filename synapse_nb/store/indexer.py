@@ -35,9 +35,11 @@ from typing import TYPE_CHECKING, Any
 from synapse_nb._util import digest
 from synapse_nb.errors import PermissionDeniedError, StoreError, ValidationError
 from synapse_nb.locks import held
+from synapse_nb.own_files import own_folder
 from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex, broken, scrub
 from synapse_nb.store.index.audit import audit, merged
 from synapse_nb.store.index.follower import Follower
+from synapse_nb.store.index.maintenance import own_index
 from synapse_nb.store.index.queue import Queues, Steps, deadline
 from synapse_nb.store.index.scrub import RECALL_LOCK_WAIT, Owed
 
@@ -351,6 +353,7 @@ class VaultIndex:
 
     def _idle(self) -> bool:
         dense = self._dense
+        own_index(self.path)  # a symlink or a closed folder: IndexError_ (BM25 alone), never "unexpected"
         return (not self._store.outbox.has_pending() and self.raw.exists()
                 and (dense is None or (dense.exists() and not self._queues.file(dense.name).exists())))
 
@@ -420,7 +423,7 @@ class VaultIndex:
         rebuilt from the store, every other table (the semantic tables, per embedder) is rewritten with the rows of
         records still in the store (``ids`` and every deletion its queue has not applied yet go), and every older
         version of every table is dropped. A whole-index rewrite: deletions in a vault with a large index cost
-        seconds. Returns how many tables were rewritten; nothing without an index.
+        seconds. Returns how many tables were rewritten; nothing without an index (or through a symlink).
 
         Marked owed before it waits for the lock, for at most ``scrub.PERSON_LOCK_WAIT`` (review 32): held longer
         by another process, or this one killed meanwhile, the rewrite stays owed (with a warning) for the next
@@ -430,8 +433,9 @@ class VaultIndex:
         again later); an error that stops the rewrite leaves the marker owed and :attr:`scrub_behind` saying so,
         never settled for what was not done (review 35)."""
         self.scrub_behind = None
-        if not self.path.is_dir() or self._store.readonly:
+        if not own_folder(self.path) or not self.path.is_dir() or self._store.readonly:  # review 81
             return 0
+        own_index(self.path)  # a closed folder: StoreError, the deletion's note names it (review 81)
         self._owed.mark()  # cleared by settle() below, once the rewrite ran
         with self._mutating(scrub.PERSON_LOCK_WAIT) as held:
             if not held:
@@ -463,7 +467,7 @@ class VaultIndex:
         rows deleted; their text stays in the index folder's files until the scrub. Returns what :meth:`forget`
         does (0 when left owed, :attr:`scrub_behind` saying so)."""
         self.scrub_behind = None
-        if not self.path.is_dir() or self._store.readonly:
+        if not own_folder(self.path) or not self.path.is_dir() or self._store.readonly:  # review 81
             return 0
         self._owed.mark()  # appended: the first line, the oldest owed deletion, decides
         if self._owed.due():
@@ -490,6 +494,7 @@ class VaultIndex:
         with self._mutating(scrub.UPKEEP_LOCK_WAIT) as held:
             if not held:
                 raise scrub.lock_busy(self.path, "rebuild the retrieval index")
+            own_index(self.path)  # a closed folder: one line naming it (review 81)
             if every and self._dense is None:  # the loaded model's table is rebuilt below, every other one removed
                 broken.drop_every(self.path)
             elif not every:
@@ -506,16 +511,18 @@ class VaultIndex:
             self.forget([])
 
     def _person_only(self, action: str) -> None:
-        if self._require_human is None:
-            return
+        """Refused but for a person; then a symlink or a file at the index or cache folder is removed (review 81)."""
         try:
-            self._require_human(action)
+            if self._require_human is not None:
+                self._require_human(action)
         except PermissionDeniedError as exc:
             raise PermissionDeniedError(
                 f"{exc}. Rebuilding or repairing the index is a person's maintenance: recall still answers from the "
                 f"vault's records (BM25 over its SQLite file) while the index is stale or broken; tell a person to "
                 f"run `synapse-nb index rebuild` (or `synapse-nb index check --repair`) in their own terminal"
             ) from None
+        if not self._store.readonly:
+            scrub.sweep(self._folder)
 
     def _rebuild_locked(self, *, progress: bool = False, semantic: bool = True, ack: bool = True) -> int:
         """Rebuild ``records`` (and with ``semantic`` the loaded semantic table) from the store, then forget the
@@ -546,6 +553,7 @@ class VaultIndex:
         """
         if repair:
             self._person_only("repair the retrieval index")
+        own_index(self.path)  # a closed folder: one line naming it (review 81)
         if not self.raw.exists():
             bad = tuple(broken.unreadable(self.path))
             if repair:

@@ -36,12 +36,23 @@ TEAM_DIRNAME = "team"
 
 
 def _team_toml(vault_dir: Path) -> dict[str, object] | None:
-    try:
-        return tomllib.loads((vault_dir / TEAM_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    from synapse_nb.own_files import CONFIG, read_text
+
+    path = vault_dir / TEAM_FILE
+    # a regular file (a symlink followed) of 64 KiB at most, never waited on (review 81: a FIFO there hung every
+    # command, /dev/zero ate the memory, a 2 GB sparse file took 26 s)
+    text = read_text(path, cap=CONFIG[TEAM_FILE], follow=True)
+    if text is None and not os.path.lexists(path):
         return None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConflictError(f"{vault_dir / TEAM_FILE} cannot be read ({exc}); it should hold "
+    if text is None:
+        raise ConflictError(f"{path} is not a readable file of at most {CONFIG[TEAM_FILE] // 1024} KiB (a FIFO, a "
+                            "device, a folder, a larger file or one not UTF-8 is in its place); it should hold "
+                            'url = "postgresql://user@host:port/database?project=NAME" (written by `synapse-nb team '
+                            "join`): move it aside and join again, or remove it for a local vault")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConflictError(f"{path} cannot be read ({exc}); it should hold "
                             'url = "postgresql://user@host:port/database?project=NAME" and, optionally, agent_url = '
                             '"postgresql://agent_login@..." (written by `synapse-nb team join`): fix or delete '
                             "it") from None

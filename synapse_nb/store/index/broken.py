@@ -12,13 +12,15 @@ left as it is: rebuilding it would re-embed the whole vault (with e5, minutes to
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.store.index.dense import _PREFIX
-from synapse_nb.store.index.maintenance import one_line
+from synapse_nb.store.index.maintenance import one_line, sound_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.store.index.dense import DenseIndex
@@ -39,7 +41,13 @@ _BESIDE = (".proj", ".queue", ".queue.tmp")
 
 
 def _delete(path: Path, name: str) -> None:
-    shutil.rmtree(path / f"{name}.lance", ignore_errors=True)
+    table = path / f"{name}.lance"
+    if table.is_symlink() or (table.exists() and not table.is_dir()):
+        table.unlink(missing_ok=True)  # the entry itself, never what it names (review 81)
+    elif table.is_dir():
+        with contextlib.suppress(OSError):
+            os.chmod(table, 0o700)  # a table closed with chmod 000 by this user (review 81)
+    shutil.rmtree(table, ignore_errors=True)
     for suffix in _BESIDE:
         (path / f"{name}{suffix}").unlink(missing_ok=True)
 
@@ -95,6 +103,7 @@ def read_or_remove(db: Any, path: Path, name: str) -> Any | None:
     read: a semantic table is then removed (:func:`remove`: no deleted text is left in it either), any other error
     raised."""
     try:
+        sound_table(path / f"{name}.lance")  # never a FIFO's hang (review 81)
         return db.open_table(name).to_arrow()
     except MemoryError:
         raise

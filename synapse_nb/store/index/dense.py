@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb.errors import IndexError_, SynapseError
-from synapse_nb.store.index.maintenance import connect, one_line
+from synapse_nb.store.index.maintenance import connect, one_line, own_index, sound_table
 from synapse_nb.store.index.rows import DriftReport, drift
 from synapse_nb.store.index.search import sql_str
 
@@ -372,6 +372,7 @@ class DenseIndex:
         self._tbl, self._copy = None, None
         if not self.exists():
             raise IndexError_(f"no semantic index {self.name} at {str(self.path)!r}; rebuild it from SQLite")
+        sound_table(self._dir())  # never a FIFO's hang in LanceDB's open (review 81)
         db = self._connect()
         tbl = self._run("open the table", lambda: db.open_table(self.name))
         meta = tbl.schema.metadata or {}
@@ -421,6 +422,7 @@ class DenseIndex:
     def rebuild(self, rows: Iterable[DenseRow]) -> int:
         """Drop every semantic table of the folder (other fingerprints too) and build this one from ``rows``."""
         self.close()
+        own_index(self.path)  # never what a symlink at the folder names (review 81)
         for old in self.path.glob(f"{_PREFIX}*.lance") if self.path.is_dir() else ():
             shutil.rmtree(old, ignore_errors=True)
         for old in self.path.glob(f"{_PREFIX}*.proj") if self.path.is_dir() else ():

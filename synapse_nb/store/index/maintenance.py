@@ -15,7 +15,7 @@ from typing import Any
 from synapse_nb.errors import IndexError_
 from synapse_nb.store.index.rows import IndexRow, validate_rows
 
-__all__ = ["build_indices", "chunks", "connect", "digests", "one_line", "wants_optimize"]
+__all__ = ["build_indices", "chunks", "connect", "digests", "one_line", "own_index", "sound_table", "wants_optimize"]
 
 
 def one_line(exc: BaseException) -> str:
@@ -31,11 +31,47 @@ def connect(path: Path) -> Any:
     os.environ.setdefault("LANCEDB_LOG", "error")
     import lancedb
 
+    own_index(path)
     try:
         path.mkdir(exist_ok=True)
         return lancedb.connect(str(path), read_consistency_interval=timedelta(0))
     except Exception as exc:
         raise IndexError_(f"cannot open retrieval index folder {str(path)!r} ({one_line(exc)})") from exc
+
+
+def own_index(path: Path) -> None:
+    """:class:`IndexError_` (recall answers from BM25 alone, saying so) unless the index folder ``path`` is a real
+    folder or nothing yet (:func:`synapse_nb.own_files.own_folder`): nothing is read from, written to or deleted in
+    the folder a symlink there names; nor a folder this user cannot list, enter or write (review 81)."""
+    from synapse_nb.own_files import own_folder
+
+    if not own_folder(path):
+        raise IndexError_(f"the retrieval index folder {str(path)!r} is not a folder (a symlink or a file is in its "
+                          "place): nothing is read or written through it; a person's `synapse-nb index check "
+                          "--repair` makes it anew")
+    try:  # a folder this user may not list or enter (chmod 000): one line naming it, never "unexpected" (review 81)
+        if path.is_dir():
+            os.scandir(path).close()
+            if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+                raise PermissionError(13, "Permission denied")
+    except OSError as exc:
+        raise IndexError_(f"the retrieval index folder {str(path)!r} cannot be used ({exc.strerror or exc}): give "
+                          f"it back to this user (`chmod u+rwx {path}`), or remove it (it is rebuilt from "
+                          "SQLite)") from exc
+
+
+def sound_table(table_dir: Path) -> None:
+    """:class:`IndexError_` naming what is in LanceDB table ``table_dir`` that is neither a regular file nor a folder
+    (a FIFO, a socket, a symlink, a device: :func:`synapse_nb.own_files.irregular_in`), which LanceDB's open would
+    wait on or follow (review 81): the table is then unreadable (recall answers from BM25 alone; a person's repair
+    removes a semantic table, rebuilds the records table)."""
+    from synapse_nb.own_files import irregular_in
+
+    if (bad := irregular_in(table_dir)) is not None:
+        raise IndexError_(f"the index table {str(table_dir)!r} cannot be read: {str(bad)!r} is not a regular file "
+                          "or a folder it can list (a FIFO, a symlink, a device or a closed folder); a person's "
+                          "`synapse-nb index check --repair` removes the table (rebuilt from SQLite)")
+
 
 #: Upserts leave small fragments; from this many, ``upsert`` runs ``optimize`` (compaction).
 _SMALL_FRAGMENTS_BEFORE_OPTIMIZE = 64

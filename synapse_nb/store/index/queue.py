@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from synapse_nb.own_files import read_text, remove, state, write_atomic
+from synapse_nb.own_files import own_folder, read_text, remove, state, write_atomic
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.store.index.dense import DenseRow
@@ -85,7 +85,7 @@ class Queues:
         """The names of the semantic tables in the folder."""
         from synapse_nb.store.index.dense import _PREFIX
 
-        if not self.path.is_dir():
+        if not self.path.is_dir() or not own_folder(self.path):  # never through a symlink (review 81)
             return []
         return sorted(p.name.removesuffix(".lance") for p in self.path.glob(f"{_PREFIX}*.lance"))
 
@@ -94,7 +94,8 @@ class Queues:
 
     def names(self) -> list[str]:
         """The tables that have a queue file (their table may be gone)."""
-        return sorted(p.name.removesuffix(".queue") for p in self.path.glob("*.queue")) if self.path.is_dir() else []
+        return (sorted(p.name.removesuffix(".queue") for p in self.path.glob("*.queue"))
+                if self.path.is_dir() and own_folder(self.path) else [])
 
     def read(self, name: str) -> set[str] | None:
         """The ids table ``name`` has not applied (None: compare every row with the store)."""
@@ -109,8 +110,11 @@ class Queues:
         return {str(i) for i in got} if isinstance(got, list) else None
 
     def write(self, name: str, ids: set[str] | None) -> None:
-        """Replace table ``name``'s queue (None: compare everything; empty: no queue)."""
+        """Replace table ``name``'s queue (None: compare everything; empty: no queue); nothing through a symlink at
+        the folder (review 81)."""
         path = self.file(name)
+        if not own_folder(self.path):
+            return
         if ids is not None and not ids:
             if not remove(path):  # whatever is in its place (review 79), else the file
                 path.unlink(missing_ok=True)

@@ -46,7 +46,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from synapse_nb.errors import BusyError
-from synapse_nb.own_files import damaged_in, open_regular, read_bytes, remove, state, write_atomic
+from synapse_nb.own_files import (
+    CONFIG,
+    FOLDERS,
+    damaged_in,
+    open_regular,
+    own_folder,
+    read_bytes,
+    remove,
+    state,
+    write_atomic,
+)
+from synapse_nb.store.index.maintenance import own_index
 
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.store.index.queue import Queues
@@ -105,6 +116,7 @@ def rewrite(path: Path, records: str, gone: Iterable[str], drop: Mapping[str, It
 
     from synapse_nb.store.index import broken
 
+    own_index(path)  # never what a symlink at the folder names (review 81)
     db = lancedb.connect(str(path))
     kept = db.open_table(records).search().select(["id"]).limit(None).to_arrow().column("id")
     gone, rewritten = set(gone), 0
@@ -194,25 +206,33 @@ def drop_rank_files(folder: Path | None, *, vault: Path | None = None) -> None:
     scrub does, for a person's ``index rebuild`` and ``index check --repair``: they then fix whatever a file rewritten
     with a matching checksum held (review 56: both said ok and recall kept reading it). The next recall builds the
     arrays from the rows. With ``vault`` (a person's upkeep and deletion), also what is in the place of any file the
-    package keeps in that vault folder (:func:`sweep`)."""
-    for f in sorted(folder.glob("rank-*")) if folder is not None else ():
+    package keeps in that vault folder (:func:`sweep`: first, so a symlink at ``cache`` is removed, never looked
+    through). ``folder`` when it is not a real folder is left alone: what a symlink there names is not the
+    package's (review 81: an agent's deletion unlinked a person's ``rank-2024.csv``)."""
+    if vault is not None:
+        sweep(vault)
+    for f in sorted(folder.glob("rank-*")) if folder is not None and own_folder(folder) else ():
         with contextlib.suppress(OSError):
             if not remove(f):  # a FIFO, a symlink, a directory (review 79), else the file
                 f.unlink()
-    if vault is not None:
-        sweep(vault)
 
 
 def sweep(vault: Path) -> list[Path]:
     """Remove what is in the place of a file the package keeps in the vault folder ``vault`` (a FIFO, a socket, a
-    symlink, a folder: :func:`synapse_nb.own_files.damaged_in`; review 79), SQLite's own files beside the database
+    symlink, a folder: :func:`synapse_nb.own_files.damaged_in`; review 79; a symlink or a file at ``index`` or
+    ``cache``, which becomes an empty folder: review 81), SQLite's own files beside the database
     excepted (the vault opened: they are SQLite's now). A semantic table's queue is written again as "compare
     everything" (what it held is not known). Returns what was removed."""
     from synapse_nb.store.index.queue import ALL
 
     gone = []
     for p in damaged_in(vault):
-        if not p.name.startswith("synapse.db-") and remove(p):
+        if p.parent == vault and p.name in CONFIG:
+            continue  # a person's configuration: named, never removed (review 81)
+        if p.parent == vault and p.name in FOLDERS:  # a symlink at index/ or cache/: itself, never what it names
+            if own_folder(p, fix=True):
+                gone.append(p)
+        elif not p.name.startswith("synapse.db-") and remove(p):
             gone.append(p)
             if p.suffix == ".queue":
                 with contextlib.suppress(OSError):

@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb.errors import IndexError_, QueryError, SynapseError, ValidationError
-from synapse_nb.store.index.maintenance import build_indices, chunks, connect, digests, one_line, wants_optimize
+from synapse_nb.store.index.maintenance import (
+    build_indices,
+    chunks,
+    connect,
+    digests,
+    one_line,
+    own_index,
+    sound_table,
+    wants_optimize,
+)
 from synapse_nb.store.index.rows import (
     EMBED_BATCH,
     FORMAT,
@@ -126,6 +135,7 @@ class RetrievalIndex:
         self._ann_cache = None
         if not self.exists():
             raise IndexError_(f"no retrieval index at {str(self.path)!r}; rebuild it from SQLite")
+        sound_table(self._table_dir())  # never a FIFO's hang in LanceDB's open (review 81)
         db = self._connect()
         try:
             tbl = db.open_table(TABLE)
@@ -369,6 +379,7 @@ class RetrievalIndex:
     def _reset(self) -> Any:
         """Delete whatever is on disk and create an empty table with this embedder's schema."""
         self.close()
+        own_index(self.path)  # never what a symlink at the folder names (review 81)
         shutil.rmtree(self._table_dir(), ignore_errors=True)
         if self._table_dir().exists():
             raise IndexError_(f"cannot remove the old retrieval index at {str(self._table_dir())!r}; delete it by hand")

@@ -242,12 +242,14 @@ def open_own(path: Path, flags: int = os.O_RDWR) -> int:
                      f"nor writes it; move it away")
 
 
-def read_own_text(path: Path, *, private: bool = False) -> str | None:
+def read_own_text(path: Path, *, private: bool = False, cap: int = 16 * 1024 * 1024) -> str | None:
     """``path``'s text when it is a regular file of this user's (checked after opening, on the descriptor read, never
     through a symlink); None when it is missing, another user's, or not a regular file, and with ``private`` when
-    its group or others may write it too (``in-doubt.json``: an entry there decides whether a write is made)."""
+    its group or others may write it too (``in-doubt.json``: an entry there decides whether a write is made), or
+    larger than ``cap``. Opened without blocking (review 81: a FIFO at ``team-feed.json`` hung every command)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
     with os.fdopen(fd, "rb") as fh:
@@ -256,7 +258,11 @@ def read_own_text(path: Path, *, private: bool = False) -> str | None:
             log.warning("%s is not a file of this Unix user's%s: not read", path,
                         " that only it may write" if private else "")
             return None
+        if st.st_size > cap:
+            log.warning("%s is larger than %d bytes: not read", path, cap)
+            return None
         try:
-            return fh.read().decode("utf-8")
+            data = fh.read(cap + 1)
+            return data.decode("utf-8") if len(data) <= cap else None
         except (OSError, UnicodeDecodeError):
             return None

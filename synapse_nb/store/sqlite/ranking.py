@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from synapse_nb.models import RANKED_KINDS
+from synapse_nb.own_files import own_folder
 from synapse_nb.store.records import HEAD_CHARS, RankRow, RankState, TermPostings
 from synapse_nb.store.sql import decode as dec
 from synapse_nb.store.sql.authors import agents_case, agents_ids
@@ -190,7 +191,8 @@ class RankingQueries(Repository[Database]):
         return None if row is None else str(row[0])
 
     def rank_cache_dir(self) -> Path | None:
-        return Path(self._db.path).parent / CACHE_DIR  # read-only too: its files are read, never written
+        folder = Path(self._db.path).parent / CACHE_DIR  # read-only too: its files are read, never written
+        return folder if own_folder(folder) else None  # a symlink there: no rank file (review 81)
 
     def rank_digest(self, mind: str) -> tuple[str, ...]:
         row = self._db.query_one(GET_RANK_DIGEST, (mind,))
