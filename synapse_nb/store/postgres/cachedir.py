@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from synapse_nb.errors import StoreError
+from synapse_nb.own_files import open_regular
 
 __all__ = ["ASIDE", "OWN_FILES", "OWN_FOLDERS", "claim_folder", "open_own", "own_folder", "private_folder",
            "read_own_text", "set_aside", "sweep"]
@@ -247,10 +248,8 @@ def read_own_text(path: Path, *, private: bool = False, cap: int = 16 * 1024 * 1
     through a symlink); None when it is missing, another user's, or not a regular file, and with ``private`` when
     its group or others may write it too (``in-doubt.json``: an entry there decides whether a write is made), or
     larger than ``cap``. Opened without blocking (review 81: a FIFO at ``team-feed.json`` hung every command)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-                     | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
+    fd = open_regular(path)  # the package's one safe open: no symlink followed, no FIFO waited on, regular files only
+    if fd is None:
         return None
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fd)
