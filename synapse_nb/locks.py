@@ -25,9 +25,9 @@ __all__ = ["flock_within", "held", "take"]
 _POLL_S = 0.01
 
 
-def flock_within(fh: IO[Any], wait: float | None) -> bool:
-    """Take ``fh``'s exclusive lock: blocking when ``wait`` is None, else trying for ``wait`` seconds (False: another
-    process held it all that time)."""
+def flock_within(fh: IO[Any] | int, wait: float | None) -> bool:
+    """Take the exclusive lock of ``fh`` (a file or a descriptor): blocking when ``wait`` is None, else trying for
+    ``wait`` seconds (False: another process held it all that time)."""
     if wait is None:
         fcntl.flock(fh, fcntl.LOCK_EX)
         return True
@@ -47,17 +47,6 @@ def flock_within(fh: IO[Any], wait: float | None) -> bool:
 _SWAPPED = frozenset({errno.EEXIST, errno.ELOOP, errno.EISDIR, errno.ENXIO})
 #: How long a take without a deadline retries them before it raises.
 _RACE_S = 2.0
-
-
-def _take(fd: int, end: float | None) -> bool:
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if end is None else fcntl.LOCK_NB))
-            return True
-        except BlockingIOError:
-            if end is not None and time.monotonic() >= end:
-                return False
-            time.sleep(_POLL_S)
 
 
 def take(path: Path, wait: float | None, *, mode: int = 0o600) -> int | None:
@@ -91,7 +80,7 @@ def _open_locked(path: Path, end: float | None, mode: int) -> int | None:
                 time.sleep(_POLL_S)
             continue  # it opened after all (a race with another process): try again
         try:
-            if not _take(fd, end):
+            if not flock_within(fd, None if end is None else max(0.0, end - time.monotonic())):
                 os.close(fd)
                 return None
             if os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
