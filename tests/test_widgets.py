@@ -659,6 +659,18 @@ def test_save_as_my_defaults_asks_saying_agents_use_them_too(v: syn.Vault, tmp_p
     assert GateExplorer(fresh).floor.value == 0.2  # a new explorer starts on the saved defaults
 
 
+def test_gate_explorer_top_k_cannot_reach_zero(v: syn.Vault) -> None:
+    """recall_top_k takes 1-1000 (a 0 emptied every recall: review 78); the slider stopped at 0 and saving refused."""
+    _memories(v)
+    g = GateExplorer(v)
+    g.query.value = "deploys on friday"
+    g.top_k.value = 0  # the slider's lowest place
+    assert g.top_k.value == 1 and g.bars.top_k == 1 and g.recall is not None and g.recall.items
+    g.save_button.click()
+    g.save_confirm.yes_button.click()
+    assert v.settings.get("recall_top_k") == 1 and "top-k 1" in g.message.value
+
+
 def test_agent_may_explore_but_not_save_defaults(v: syn.Vault) -> None:
     g = GateExplorer(v.as_agent())
     assert g.save_button.disabled

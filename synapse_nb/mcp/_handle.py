@@ -36,8 +36,8 @@ DEFAULT_ANSWER_TOKENS = 8000
 
 
 def _say(notice: Notice) -> None:
-    if notice.kind in ("created", "removed"):  # stdout carries the protocol: say it on stderr, once
-        print(notice.line("synapse-nb"), file=sys.stderr, flush=True)
+    """A vault notice on stderr (stdout carries the protocol), once."""
+    print(notice.line("synapse-nb"), file=sys.stderr, flush=True)
 
 
 class Handle:
@@ -54,8 +54,11 @@ class Handle:
     def __init__(self, path: str | Path | None, mind: str, vault: Vault | None,
                  clock: Callable[[], datetime] | None, *, readonly: bool = False) -> None:
         self.readonly = readonly
+        #: vaults a write tool created, said once the tool is over: a refused first write's vault is taken back and
+        #: says nothing (the CLI's rule, review 78: "created", the error, "removed" for a vault nobody saw)
+        self._unsaid: list[Notice] = []
         self.session = VaultSession(path, mind=mind, actor="agent", clock=clock, readonly=readonly, offline=True,
-                                    vault=vault.as_agent() if vault is not None else None, on_notice=_say,
+                                    vault=vault.as_agent() if vault is not None else None, on_notice=self._notice,
                                     surface="mcp")
         #: this server's sessions are its own (review 71): a random prefix no client names or reads back
         self.nonce = secrets.token_hex(8)
@@ -79,6 +82,20 @@ class Handle:
             key = f"{self.nonce}:#{hashlib.sha256(session_id.encode('utf-8', 'surrogatepass')).hexdigest()}"
         return key
 
+    def _notice(self, notice: Notice) -> None:
+        if notice.kind == "created":
+            self._unsaid.append(notice)
+        elif notice.kind == "removed":
+            held = [n for n in self._unsaid if n.path == notice.path]
+            for n in held:
+                self._unsaid.remove(n)
+            if not held:  # a vault said before, taken back now
+                _say(notice)
+
+    def _say_created(self) -> None:
+        while self._unsaid:
+            _say(self._unsaid.pop(0))
+
     def read(self) -> Vault:
         """The vault for a read tool (never created; a stale copy is an OfflineError)."""
         return self.session.read()
@@ -91,15 +108,20 @@ class Handle:
     def write(self) -> Vault:
         """The vault for a write tool, created inside an existing folder only (refused first when read-only)."""
         self.refuse_if_readonly()
-        return self.session.write()
+        v = self.session.write()
+        self._say_created()
+        return v
 
     @contextmanager
     def writing(self) -> Iterator[Vault]:
         """The vault for a write tool; a first write that is refused takes back the vault it has just created (as
         the CLI does), so a bad argument leaves no empty vault behind."""
         self.refuse_if_readonly()
-        with self.session.writing() as v:
-            yield v
+        try:
+            with self.session.writing() as v:
+                yield v
+        finally:
+            self._say_created()
 
     def stale_copy(self, exc: OfflineError) -> OfflineVault:
         """This machine's stale copy once the server of the open team vault went away (``exc`` otherwise)."""

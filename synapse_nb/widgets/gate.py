@@ -122,7 +122,7 @@ class GateExplorer(FamilyWidget):
         self.margin = widgets.FloatSlider(value=start.margin, min=0.0, max=1.0, step=0.05, description="margin",
                                           readout_format=".2f", continuous_update=False, style=style,
                                           tooltip=BAR_HELP["margin"])
-        self.top_k = widgets.IntSlider(value=start.top_k, min=0, max=max(20, start.top_k), description="top-k",
+        self.top_k = widgets.IntSlider(value=start.top_k, min=1, max=max(20, start.top_k), description="top-k",
                                        continuous_update=False, style=style, tooltip=BAR_HELP["top_k"])
         self.budget = widgets.IntSlider(value=start.budget_tokens, min=0, max=max(4000, start.budget_tokens), step=50,
                                         description="budget", continuous_update=False, style=style,
