@@ -322,19 +322,3 @@ async def test_search_gives_peoples_records_first_whatever_agents_flood(project:
         r = await call(c, "search", {"query": "deploy", "kind": "decision", "limit": 1})
         assert [x["id"] for x in r.structured_content["results"]] == [dec.id]
 
-
-async def test_a_refused_first_write_says_nothing_of_a_vault(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A first write the vault refuses takes back the vault it made and, as the CLI does (review 78), says only its
-    error: before, the server's stderr said "created a new vault" and "removed" for a vault nobody saw."""
-    from synapse_nb.mcp import _handle
-
-    said: list[str] = []
-    monkeypatch.setattr(_handle, "_say", lambda notice: said.append(notice.line("synapse-nb")))
-    async with Client(build_server(project)) as c:
-        r = await call(c, "remember", {"category": "knowledge", "key": "", "content": "v"}, error=True)
-        assert "key must not be empty" in text(r)
-        assert not (project / ".synapse" / "synapse.db").exists() and said == []
-        await call(c, "remember", {"category": "knowledge", "key": "k", "content": "v"})
-        assert [line.split(" at ")[0] for line in said] == ["synapse-nb: created a new vault"]
-        await call(c, "remember", {"category": "knowledge", "key": "k2", "content": "w"})
-        assert len(said) == 1
