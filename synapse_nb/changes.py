@@ -340,15 +340,15 @@ class Conflicts(list[Link]):
 
         links = list(links)
         recs = read(sorted({rid for x in links for rid in (x.a, x.b)}))
+        persons = {rid: human_record(rec) for rid, rec in recs.items()}  # False: an agent's; absent: deleted since
 
-        def people(x: Link) -> int:
-            return sum(rid in recs and human_record(recs[rid]) for rid in (x.a, x.b))
+        def rank(x: Link) -> int:  # 0: two people's records; 1: one; 2: none, a side deleted since; 3: two agents'
+            a, b = persons.get(x.a), persons.get(x.b)
+            return 3 if a is False and b is False else 2 - (a is True) - (b is True)
 
-        def theirs(x: Link) -> bool:  # no person stands behind either side
-            return x.a in recs and x.b in recs and not people(x)
-
-        out = cls(sorted(links, key=lambda x: (theirs(x), -people(x))))  # stable: each group in the given order
-        out.agents = sum(map(theirs, links))
+        ranks = {x.id: rank(x) for x in links}
+        out = cls(sorted(links, key=lambda x: ranks[x.id]))  # stable: each group in the given order
+        out.agents = sum(r == 3 for r in ranks.values())
         out.marks = {rid: mark(rec) for rid, rec in recs.items()}
         return out
 
