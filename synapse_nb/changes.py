@@ -18,17 +18,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from synapse_nb._cleaning import invisible_at
-from synapse_nb._util import parse_ts, shown_id
+from synapse_nb._util import parse_ts, plural, shown_id
 from synapse_nb.models import PRIORITIES, RECORD_TYPES, Record, past_agent_limits
 
-__all__ = ["ACTIONS", "LINK_STATUSES", "RELATIONS", "REVISED_FIELDS", "REVISION_STATUSES", "SURFACES", "UNKNOWN_REASON",
-           "Conflicts", "ExportMark", "HistoryEntry", "Link", "Revision", "proposal", "reason_ok", "record_from_dict",
-           "state_json"]
+__all__ = ["ACTIONS", "ALL_PAIRS", "LINK_STATUSES", "MOST_PAIRS", "RELATIONS", "REVISED_FIELDS", "REVISION_STATUSES",
+           "SURFACES", "UNKNOWN_REASON", "Conflicts", "ExportMark", "HistoryEntry", "Link", "Revision", "proposal",
+           "reason_ok", "record_from_dict", "state_json"]
 
 #: What a history entry records.
 ACTIONS: tuple[str, ...] = ("create", "update", "verify", "approve", "reject", "expire", "delete", "import",
@@ -302,12 +302,92 @@ class Link:
                 f"{self.score:.2f}  {side(self.a)} ~ {side(self.b)}  ({inline(self.reason)}{hid})")
 
 
+#: The most pairs a listing of conflicts shows unless told (``memory conflicts -n``; the list itself holds them all)
+MOST_PAIRS = 20
+#: Where every pair of a cut listing is listed
+ALL_PAIRS = "synapse-nb memory conflicts"
+
+
 class Conflicts(list[Link]):
-    """The pairs ``Memories.conflicts()`` lists, and ``unchecked``: how many writes a person's bulk load (or an agent's
-    transaction whose pairs a team server refused) left waiting for the duplicate check past what this listing checked
-    (``dupes.READ_CHECKS`` a listing: review 75); ``note`` says so and how to check the rest."""
+    """The pairs ``Memories.conflicts()`` lists: people's first, then the pairs of two agents' records.
+
+    Ordered by how many of a pair's two sides stand as a person's (:func:`~synapse_nb.provenance.human_record`: both,
+    one, none), each group oldest first. The last ``agents`` pairs have no person's record in them (two agents'
+    unverified records): they are not what a person's queue is about, so :meth:`lines` (``memory conflicts``, the
+    list's text) counts them in one line unless asked for them, and ``memory status`` counts them apart (review 83:
+    5,000 near-duplicate agent memories put 24,994 pairs in the person's queue, the listing printed every one).
+    ``marks`` is each side's provenance mark by id (:func:`~synapse_nb.provenance.mark`).
+
+    ``unchecked``: how many writes a person's bulk load (or an agent's transaction whose pairs a team server refused)
+    left waiting for the duplicate check past what this listing checked (``dupes.READ_CHECKS`` a listing: review 75);
+    ``note`` says so and how to check the rest."""
 
     unchecked: int = 0
+    #: how many pairs, the last ones, are between two records no person stands behind (agents' unverified records)
+    agents: int = 0
+    marks: dict[str, str]
+
+    def __init__(self, links: Iterable[Link] = ()) -> None:
+        super().__init__(links)
+        self.marks = {}
+
+    @classmethod
+    def of(cls, links: Iterable[Link], read: Callable[[list[str]], Mapping[str, Any]]) -> Conflicts:
+        """``links`` people's pairs first, then those with a person's record on one side, then agents' pairs, each
+        group in the given order; ``read`` gives the records of ids (``Context.stored``). A side no record answers
+        (deleted since) stands as no person's, but a pair is agents' only when both its records were read."""
+        from synapse_nb.provenance import human_record, mark
+
+        links = list(links)
+        recs = read(sorted({rid for x in links for rid in (x.a, x.b)}))
+        persons = {rid: human_record(rec) for rid, rec in recs.items()}  # False: an agent's; absent: deleted since
+
+        def rank(x: Link) -> int:  # 0: two people's records; 1: one; 2: none, a side deleted since; 3: two agents'
+            a, b = persons.get(x.a), persons.get(x.b)
+            return 3 if a is False and b is False else 2 - (a is True) - (b is True)
+
+        ranks = {x.id: rank(x) for x in links}
+        out = cls(sorted(links, key=lambda x: ranks[x.id]))  # stable: each group in the given order
+        out.agents = sum(r == 3 for r in ranks.values())
+        out.marks = {rid: mark(rec) for rid, rec in recs.items()}
+        return out
+
+    @property
+    def people(self) -> list[Link]:
+        """The pairs with a person's record in them (or a side deleted since): the person's queue."""
+        return self[:len(self) - self.agents]
+
+    def lines(self, limit: int | None = MOST_PAIRS, *, agents: bool = False) -> list[str]:
+        """The listing a person reads: a line a pair (:meth:`Link.line`, each side with its mark), people's first,
+        at most ``limit`` (None: all); ``agents``: agents' pairs too, after them, else one line counts them. A line
+        says what the limit left out.
+
+        >>> got = Conflicts([Link(id=f"lnk_{i}", mind="m", a=f"mem_a{i}", a_kind="memory", b=f"mem_b{i}",
+        ...                       b_kind="memory", relation="duplicate", score=0.9, hidden=None, status="open",
+        ...                       reason="same words", created_at="") for i in range(30)])
+        >>> got.agents = 27
+        >>> print("\\n".join(got.lines(2)))
+        lnk_0 duplicate     open       0.90  mem_a0 ~ mem_b0  (same words)
+        lnk_1 duplicate     open       0.90  mem_a1 ~ mem_b1  (same words)
+        (… 1 more conflict not listed: synapse-nb memory conflicts -n 0 lists all)
+        27 conflicts between agents' unverified records not listed: synapse-nb memory conflicts --agents lists them
+        """
+        listed = list(self) if agents else self.people
+        shown = listed if limit is None else listed[:limit]
+        out = [x.line(self.marks) for x in shown]
+        if len(listed) > len(shown):
+            more = plural(len(listed) - len(shown), "more conflict")
+            out.append(f"(… {more} not listed: {ALL_PAIRS} {'--agents ' if agents else ''}-n 0 lists all)")
+        if self.agents and not agents:
+            out.append(f"{plural(self.agents, 'conflict')} between agents' unverified records not listed: {ALL_PAIRS} "
+                       "--agents lists them")
+        return out
+
+    def __str__(self) -> str:
+        """The listing's lines (:meth:`lines`: people's pairs first, at most :data:`MOST_PAIRS`) and the note."""
+        return "\n".join([*self.lines(), *([] if self.note is None else [f"note: {self.note}"])]) or "no conflicts"
+
+    __repr__ = __str__
 
     @property
     def note(self) -> str | None:
@@ -318,8 +398,6 @@ class Conflicts(list[Link]):
         """
         if not self.unchecked:
             return None
-        from synapse_nb._util import plural
-
         return (f"{plural(self.unchecked, 'write')} waiting for the duplicate check (a listing checks some): "
                 "synapse-nb memory conflicts --check-all")
 

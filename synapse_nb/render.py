@@ -334,7 +334,9 @@ def status_html(status: Any) -> str:
                          + (f" and {len(ids) - 20:,} more" if len(ids) > 20 else "") + "</div>")
 
     for n, what in ((getattr(status, "pending_revisions", None), "agents' revisions awaiting a human"),
-                    (getattr(status, "open_conflicts", None), "open conflicts awaiting a human")):
+                    (getattr(status, "open_conflicts", None), "open conflicts awaiting a human"),
+                    (getattr(status, "agents_conflicts", None),  # not a person's queue: apart (review 83)
+                     "open conflicts between agents' unverified records (synapse-nb memory conflicts --agents)")):
         if n:
             parts.append(f"<div><b>{esc(what)}</b>: {n:,}</div>")
     listing("pending lessons awaiting a human", status.pending_lessons)

@@ -32,6 +32,9 @@ def ids_line(ids: Sequence[str], rest: str, most: int = MOST_IDS) -> str:
     return shown if len(ids) <= most else f"{shown}, … {len(ids) - most:,} more ({rest} lists all)"
 
 
+#: How a status names the open pairs of two agents' unverified records (one, many), counted apart from the person's
+AGENTS_PAIRS = ("open conflict between agents' unverified records", "open conflicts between agents' unverified records")
+
 #: Where every id of a :class:`Status` line is listed (its text shows the first few of each, people's first)
 ALL_IDS = "synapse-nb memory status --json"
 
@@ -64,9 +67,13 @@ class Status:
     #: a borrowed vault's stored settings that are not in force, one line each (``name: stored "X", in force Y``:
     #: :meth:`synapse_nb.settings.Settings.not_in_force_lines`)
     settings_not_in_force: tuple[str, ...] = ()
-    #: agents' revisions and duplicate or contradicting pairs waiting for a human (None in an agent's view)
+    #: agents' revisions and duplicate or contradicting pairs waiting for a human (None in an agent's view): pairs
+    #: with a person's record in them
     pending_revisions: int | None = None
     open_conflicts: int | None = None
+    #: open pairs of two agents' unverified records, counted apart (review 83: not a person's queue; None in an
+    #: agent's view)
+    agents_conflicts: int | None = None
 
     @property
     def git_warning(self) -> str | None:
@@ -93,7 +100,8 @@ class Status:
             "borrowed": self.borrowed, "awaiting_local_approval": list(self.awaiting_local_approval),
             "settings_not_in_force": list(self.settings_not_in_force),
             **({} if self.pending_revisions is None else {"pending_revisions": self.pending_revisions,
-                                                          "open_conflicts": self.open_conflicts}),
+                                                          "open_conflicts": self.open_conflicts,
+                                                          "agents_conflicts": self.agents_conflicts or 0}),
         }
 
     def __str__(self) -> str:
@@ -114,6 +122,9 @@ class Status:
                    (self.open_conflicts, "open conflict", "open conflicts", "conflicts"))
         lines += [f"  {plural(n, one, many)} awaiting a human (synapse-nb memory {cmd})"  # "1 agents' revisions" before
                   for n, one, many, cmd in waiting if n]
+        if self.agents_conflicts:  # not a person's queue (review 83): counted apart, with the command that lists them
+            lines.append(f"  {plural(self.agents_conflicts, AGENTS_PAIRS[0], AGENTS_PAIRS[1])} "
+                         "(synapse-nb memory conflicts --agents)")
         for title, ids in (("pending lessons awaiting a human", self.pending_lessons),
                            ("memories expiring within 7 days", self.expiring_memories),
                            ("approved lessons expiring within 2 days", self.expiring_lessons),

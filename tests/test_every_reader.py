@@ -532,6 +532,7 @@ def test_every_display_class_keeps_the_invariants(corpus: Corpus) -> None:
             _check_object(c, h.verify(), f"{who} verify")
             _check_object(c, h.memories.history("poison_0"), f"{who} history")
             _check_object(c, h.memories.history("poison_13"), f"{who} history")
+            _check_object(c, h.memories.conflicts(status=None), f"{who} conflicts")  # its text (review 83)
             for kind in (h.memories, h.checkpoints, h.decisions, h.episodes, h.notes, h.lessons):
                 records = kind.list()
                 _check_object(c, records, f"{who} {type(kind).__name__} list")

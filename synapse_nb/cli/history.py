@@ -9,20 +9,20 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from synapse_nb.changes import PROPOSED_MARK, Link
+from synapse_nb.changes import MOST_PAIRS, PROPOSED_MARK
 from synapse_nb.cli._common import (
     JsonOpt,
     YesOpt,
     echo_json,
     echo_legend,
     fail,
+    limit_arg,
     open_vault_for,
     print_record,
     require_human_here,
 )
 from synapse_nb.cli.memory import memory_app
 from synapse_nb.differences import LEGEND, changes
-from synapse_nb.errors import SynapseError
 from synapse_nb.provenance import inline, mark, quoted
 from synapse_nb.render import (
     from_now,
@@ -176,6 +176,10 @@ def memory_reject(
 def memory_conflicts(
     ctx: typer.Context,
     status: Annotated[str, typer.Option("--status", help="open, kept, merged, superseded or all.")] = "open",
+    agents: Annotated[bool, typer.Option("--agents", help="List the pairs of two agents' unverified records too "
+                                         "(after people's); without it one line counts them.")] = False,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", min=0, help=(
+        f"Show at most N pairs (0: all; default {MOST_PAIRS}, and all with --json)."))] = None,
     check_all: Annotated[bool, typer.Option("--check-all", help="First check every write a bulk load left waiting "
                                             "for the duplicate check (a listing checks some), however long it "
                                             "takes.")] = False,
@@ -184,6 +188,10 @@ def memory_conflicts(
     """Pairs of records that look like duplicates or contradictions (same subject, differing numbers, dates, names or
     negation), found on write; a human decides each with `memory resolve`.
 
+    Pairs of two people's records come first, then a person's and an agent's, at most 20 unless -n; the pairs of two
+    agents' unverified records are counted in one line, and --agents lists them after people's. --json lists every
+    pair, people's first, unless -n is given.
+
     A person's bulk write (more than 32 records in one transaction) is checked later: each listing checks some of its
     writes and says how many still wait; --check-all checks them all first.
 
@@ -191,21 +199,23 @@ def memory_conflicts(
 
         synapse-nb memory conflicts
 
+        synapse-nb memory conflicts --agents -n 0        # every pair, agents' too
+
         synapse-nb memory conflicts --status all --json
 
         synapse-nb memory conflicts --check-all
     """
     v = open_vault_for(ctx)
     rows = v.memories.conflicts(status=None if status == "all" else status, check_all=check_all)
-    marks: dict[str, str] = {}
-    for link in [] if as_json else rows:  # who wrote each side, said after its id (a side deleted since: none)
-        for kind, rid in ((link.a_kind, link.a), (link.b_kind, link.b)):
-            if rid not in marks:
-                try:
-                    marks[rid] = mark(v.manager(kind).get(rid))
-                except SynapseError:
-                    marks[rid] = ""
-    _listing(rows, status, "conflicts", as_json, marks)
+    if as_json:  # every pair unless -n, people's first (a script reads them all)
+        most = None if limit is None else limit_arg(limit)
+        echo_json(quoted([r.to_dict() for r in rows[:most]]))
+    else:  # people's pairs first, the sides' marks after their ids, agents' pairs counted (review 83)
+        if not (rows if agents else rows.people):
+            typer.echo(f"no {'' if status == 'all' else status + ' '}conflicts"
+                       + (" with a person's record" if rows else ""))
+        for line in rows.lines(MOST_PAIRS if limit is None else limit_arg(limit), agents=agents):
+            typer.echo(line)
     if rows.note:  # writes still waiting for the check (review 75): on stderr with --json, which stays a list
         typer.echo(f"note: {rows.note}", err=as_json)
 
@@ -290,18 +300,17 @@ def memory_prune_history(
     typer.echo(f"removed {n} history entries older than {older_than}")
 
 
-def _listing(rows: Sequence[Revision] | Sequence[Link], status: str, noun: str, as_json: bool,
-             marks: dict[str, str] | None = None) -> None:
-    """Print revisions or conflicts: a line each (a conflict's sides with their ``marks``), ``no <status> <noun>``
-    when there are none, or JSON."""
+def _listing(rows: Sequence[Revision], status: str, noun: str, as_json: bool) -> None:
+    """Print revisions: a line each, ``no <status> <noun>`` when there are none, or JSON (``memory conflicts`` prints
+    its own: people's pairs first, agents' counted)."""
     if as_json:  # an agent's proposed text, quoted as every --json quotes stored text
         echo_json(quoted([r.to_dict() for r in rows]))
         return
     if not rows:
         typer.echo(f"no {'' if status == 'all' else status + ' '}{noun}")
-    elif not isinstance(rows[0], Link):  # a revision's values are an agent's words (Revision.line marks them)
+    else:  # a revision's values are an agent's words (Revision.line marks them)
         from synapse_nb.recall.assembly import AGENT_WORDS  # recall's legend, on first use
 
         typer.echo(AGENT_WORDS)
     for r in rows:
-        typer.echo(r.line(marks) if isinstance(r, Link) else r.line())
+        typer.echo(r.line())

@@ -278,7 +278,9 @@ class MemoryHistory:
     # -- duplicates and contradictions ------------------------------------------------------------------------
     def conflicts(self, *, status: str | None = "open", check_all: bool = False) -> Conflicts:
         """Pairs the duplicate check found in this mind (any kinds; ``status``: open, kept, merged, superseded;
-        None: all), oldest first.
+        None: all): pairs of two people's records first, then those of a person's and an agent's, then those of two
+        agents' unverified records (``agents`` counts them; the list's text and ``memory conflicts`` count them in a
+        line unless asked: review 83), each group oldest first.
 
         In a person's view, the writes a person's bulk load left unchecked are checked first, at most
         ``dupes.READ_CHECKS`` of them and ``dupes.READ_SECONDS`` a call (``check_all``: every one, however long that
@@ -286,16 +288,16 @@ class MemoryHistory:
         bulk writes left a person's listing 45 s of checks, and over 600 s with repetitive text; an agent's
         transaction is now checked at its own commit)."""
         st = None if status is None else check_choice(status, "status", LINK_STATUSES)
-        out = Conflicts()
         # records a bulk write left unchecked are checked first, by a human: a pair of two humans' records hides the
         # newer one, which a team vault's server refuses from an agent (migration 12), and the pairs are theirs
-        store = self._ctx.store
+        store, unchecked = self._ctx.store, 0
         if not store.readonly and self._ctx.actor != "agent":
             if check_all:
                 dupes.check_pending(store)
             elif dupes.check_pending(store, dupes.READ_CHECKS, dupes.READ_SECONDS):  # some checked: more may wait
-                out.unchecked = dupes.waiting(store)
-        out.extend(store.links.of_mind(self._ctx.mind, st))
+                unchecked = dupes.waiting(store)
+        out = Conflicts.of(store.links.of_mind(self._ctx.mind, st), self._ctx.stored)  # people's pairs first
+        out.unchecked = unchecked
         return out
 
     def resolve(self, link_id: str, action: str) -> Link:

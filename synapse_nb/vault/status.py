@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from synapse_nb._util import fmt_ts
+from synapse_nb.changes import Conflicts
 from synapse_nb.gitscope.vaultdir import tracked_files, untrack_command
 from synapse_nb.models import Status
 from synapse_nb.people import people_first
@@ -48,9 +49,11 @@ def status(ctx: Context, vault: Vault) -> Status:
     prefix, tracked = tracked_files(vault.path)
     borrowed = ctx.git.borrowed
     awaiting = () if borrowed is None or agent else tuple(x.id for x in vault.lessons.awaiting_local())
-    # what waits for a person, counted in a person's view (review 26: status never said proposals waited)
-    waiting = (None, None) if agent else (len(store.revisions.of_mind(m, "pending")),
-                                          len(store.links.of_mind(m, "open")))
+    # what waits for a person, counted in a person's view (review 26: status never said proposals waited); the pairs
+    # of two agents' unverified records apart (review 83: 5,000 agent memories made 24,994 pairs "awaiting a human")
+    pairs = None if agent else Conflicts.of(store.links.of_mind(m, "open"), ctx.stored)
+    waiting = (None, None, None) if pairs is None else (len(store.revisions.of_mind(m, "pending")),
+                                                        len(pairs) - pairs.agents, pairs.agents)
     return Status(vault_path=str(vault.path), mind=m, actor=ctx.actor, counts=counts, pending_lessons=pending,
                   expiring_memories=expiring, expiring_lessons=les_soon, schema_version=store.schema_version,
                   dangling=people_first_ids(ctx, sorted(r for r, f in flags.items() if "dangling" in f)),
@@ -59,7 +62,7 @@ def status(ctx: Context, vault: Vault) -> Status:
                   untrack_command=untrack_command(prefix) if tracked and prefix else None,
                   borrowed=borrowed.line if borrowed is not None else None, awaiting_local_approval=awaiting,
                   settings_not_in_force=vault.settings.not_in_force_lines(),
-                  pending_revisions=waiting[0], open_conflicts=waiting[1])
+                  pending_revisions=waiting[0], open_conflicts=waiting[1], agents_conflicts=waiting[2])
 
 
 def people_first_ids(ctx: Context, ids: Iterable[str]) -> tuple[str, ...]:

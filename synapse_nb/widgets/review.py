@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from synapse_nb.changes import PROPOSED_MARK, UNREADABLE
+from synapse_nb.changes import ALL_PAIRS, PROPOSED_MARK, UNREADABLE
 from synapse_nb.differences import LEGEND, FieldChange, changes
 from synapse_nb.errors import SynapseError
 from synapse_nb.models import kind_of_id
@@ -19,7 +19,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.changes import Link, Revision
     from synapse_nb.vault import ReadableVault
 
-__all__ = ["ChangeReview"]
+__all__ = ["LISTED", "ChangeReview"]
+
+#: The most conflicts the list offers, people's pairs first (the header counts the rest)
+LISTED = 100
 
 
 class ChangeReview(FamilyWidget):
@@ -92,15 +95,21 @@ class ChangeReview(FamilyWidget):
         mem = self.vault.memories
         self.items_revisions = mem.revisions()
         got = mem.conflicts()  # checks at most dupes.READ_CHECKS writes a bulk load left (review 75)
-        self.items_conflicts = got
+        # people's pairs first, then agents' (marked), at most LISTED (review 83: 24,994 agents' pairs were options)
+        self.items_conflicts = got[:LISTED]
+        theirs = {x.id for x in got[len(got) - got.agents:]} if got.agents else set()
         _relist(self.revisions, [(f"{shown_id(r.rid)} · {PROPOSED_MARK} {_gist(r)}", r.id)
                                  for r in self.items_revisions], self._first)
-        _relist(self.conflicts, [(f"{inline(x.relation, 13)} · {shown_id(x.a)} ~ {shown_id(x.b)} ({x.score:.2f})",
-                                  x.id) for x in self.items_conflicts], self._first)
+        _relist(self.conflicts, [(f"{inline(x.relation, 13)} · {shown_id(x.a)} ~ {shown_id(x.b)} ({x.score:.2f})"
+                                  + (" · agents'" if x.id in theirs else ""), x.id) for x in self.items_conflicts],
+                self._first)
         self._first = False
-        self.set_header(f"{plural(len(self.items_revisions), 'pending revision')}, "
-                        f"{plural(len(self.items_conflicts), 'open conflict')}"
-                        + (f"; {got.note}" if got.note else ""))
+        counts = [plural(len(self.items_revisions), "pending revision"), plural(len(got.people), "open conflict")]
+        if got.agents:  # not a person's queue: counted apart, listed after people's
+            counts.append(f"{got.agents:,} between agents' unverified records (marked agents', after people's)")
+        if len(got) > LISTED:
+            counts.append(f"the first {LISTED} listed ({ALL_PAIRS} --agents -n 0 lists all)")
+        self.set_header(", ".join(counts) + (f"; {got.note}" if got.note else ""))
         self._show()
 
     def _record(self, rid: str) -> Any:
