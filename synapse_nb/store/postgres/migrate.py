@@ -113,6 +113,9 @@ MIGRATIONS: tuple[Migration, ...] = (
               "search_fold.sql"),
     Migration(28, "a record's ranking words hold each distinct word at most 32 times, as a local vault's index: a "
               "word repeated thousands of times costs a read no more than 32 times", "rank_cap.sql"),
+    Migration(29, "no role can lock write_marks: people and agents keep SELECT and INSERT on it, a retry spends its "
+              "mark through spend_write_mark() and a new mark drops its login's old ones with the owner's rights",
+              "write_marks_locks.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

@@ -198,7 +198,7 @@ def mark_sql(project: str, nonce: str, key: Any) -> str:
 def drop_mark(url: str, project: str, nonce: str) -> None:
     """Spend a mark a retry believed (best effort: one left behind is dropped a day later)."""
     with contextlib.suppress(psycopg.Error), psycopg.connect(url, autocommit=True, connect_timeout=2) as c:
-        c.execute(f"DELETE FROM {project}.write_marks WHERE nonce = %s AND login = session_user", (nonce,))
+        c.execute(f"SELECT {project}.spend_write_mark(%s)", (nonce,))  # its login's only (migration 29)
 
 
 def written_check(project: str, tables: dict[str, str], written: dict[tuple[str, str], bool],

@@ -1,0 +1,87 @@
+"""Review 85 F1 and F5: the locks a team vault's logins can hold, and what a person reads when one is held.
+
+- Migration 29 takes table-level DELETE on ``write_marks`` back from people and agents (migration 23 had given it, and
+  with it every LOCK mode: an agent's ``LOCK TABLE write_marks IN ACCESS EXCLUSIVE MODE`` held every write made exactly
+  once, which the person read as "the server went away while committing"); marks are spent by ``spend_write_mark``.
+  ``tests/team/test_team_hardening.py`` tries every mode on every table of the catalog.
+- A lock a COMMIT waited for past ``lock_timeout``, and a deadlock, are the server's answer (rolled back): a
+  :class:`BusyError` naming the lock, never a connection that went away.
+- ``team init`` waits for the project's migration lock (any login may hold it at session level) and for its tables'
+  locks at most ``MIGRATION_LOCK_WAIT``, then names the session holding it.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from synapse_nb.errors import BusyError, CommitUnknownError, OfflineError
+from synapse_nb.store.postgres import migrate as pgmigrate
+from synapse_nb.store.postgres.errors import map_error
+from synapse_nb.store.postgres.migrate import CODE_VERSION, LOCK_CLASS, MIGRATIONS, Migration, migrate
+from synapse_nb.team import init
+from tests.team.conftest import url_as
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "team.md"
+
+
+def _login(admin: psycopg.Connection[Any], project: str, kind: str) -> str:
+    name = f"{project}_{kind}_{secrets.token_hex(3)}"
+    admin.execute(f"CREATE ROLE {name} LOGIN IN ROLE {project}_{kind}")
+    return name
+
+
+def test_a_vault_migrated_to_29_keeps_its_marks_and_no_login_locks_them(pg_admin_url: str) -> None:
+    """A project at 28, where the agent login could lock write_marks, migrated to 29: it no longer can, neither
+    deletes a mark itself; its marks are still there, spent by spend_write_mark (its own only), and a new mark still
+    drops its login's marks older than a day (the trigger now has the owner's rights)."""
+    project = f"wml{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        assert migrate(c, project, MIGRATIONS[:28]) == (0, 28)
+        agent, human = _login(c, project, "agent"), _login(c, project, "human")
+        with psycopg.connect(url_as(pg_admin_url, agent)) as a:
+            a.execute(f"LOCK TABLE {project}.write_marks IN ACCESS EXCLUSIVE MODE")  # what review 85 did, at 28
+            a.rollback()
+        with psycopg.connect(url_as(pg_admin_url, agent), autocommit=True) as a:
+            for nonce in ("a" * 32, "b" * 32):
+                a.execute(f"INSERT INTO {project}.write_marks(nonce, op) VALUES (%s, %s)", (nonce, "0" * 64))
+        c.execute(f"UPDATE {project}.write_marks SET at = now() - interval '2 days' WHERE nonce = %s", ("b" * 32,))
+        assert migrate(c, project, MIGRATIONS[:29]) == (28, 29)
+        with psycopg.connect(url_as(pg_admin_url, agent)) as a:
+            a.execute("SET lock_timeout = '1s'")
+            for mode in ("SHARE", "EXCLUSIVE", "ACCESS EXCLUSIVE"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    a.execute(f"LOCK TABLE {project}.write_marks IN {mode} MODE")
+                a.rollback()
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                a.execute(f"DELETE FROM {project}.write_marks")
+            a.rollback()
+        with psycopg.connect(url_as(pg_admin_url, human), autocommit=True) as h:  # another login spends none of them
+            assert h.execute(f"SELECT {project}.spend_write_mark(%s)", ("a" * 32,)).fetchone() == (0,)
+        with psycopg.connect(url_as(pg_admin_url, agent), autocommit=True) as a:
+            assert a.execute(f"SELECT nonce FROM {project}.write_marks ORDER BY 1").fetchall() == [("a" * 32,),
+                                                                                                   ("b" * 32,)]
+            a.execute(f"INSERT INTO {project}.write_marks(nonce, op) VALUES (%s, %s)", ("c" * 32, "0" * 64))
+            assert a.execute(f"SELECT nonce FROM {project}.write_marks ORDER BY 1").fetchall() == [("a" * 32,),
+                                                                                                   ("c" * 32,)]
+            assert a.execute(f"SELECT {project}.spend_write_mark(%s)", ("a" * 32,)).fetchone() == (1,)
+            assert a.execute(f"SELECT nonce FROM {project}.write_marks").fetchall() == [("c" * 32,)]
+        c.execute(f"DROP SCHEMA {project} CASCADE")
+        c.execute(f"DROP ROLE {agent}")
+        c.execute(f"DROP ROLE {human}")
+
+
+def test_the_docs_list_every_migration() -> None:
+    """docs/team.md's upgrade notes name the migrations in ranges that cover 1 to this code's version."""
+    text = " ".join(DOCS.read_text(encoding="utf-8").split())
+    listed = re.search(r"Migrations (\d+-\d+: .*?)\. ", text)
+    assert listed is not None
+    ranges = [tuple(map(int, r)) for r in re.findall(r"(?:^|; )(\d+)-(\d+): ", listed.group(1))]
+    assert [n for a, b in ranges for n in range(a, b + 1)] == list(range(1, CODE_VERSION + 1)), ranges
