@@ -78,6 +78,78 @@ def test_a_vault_migrated_to_29_keeps_its_marks_and_no_login_locks_them(pg_admin
         c.execute(f"DROP ROLE {human}")
 
 
+def test_a_lock_a_commit_waits_for_is_busy_not_a_server_gone_away(logins: dict[str, str], machine: Any,
+                                                                   pg_admin_url: str, project: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session holding write_marks locked (here the administrator's: no person's or agent's login can since
+    migration 29) makes the person's remember, whose mark goes in with its COMMIT, wait lock_timeout: the server's
+    answer, a BusyError naming a table lock, and nothing written; the next call after the lock is gone writes."""
+    monkeypatch.setattr(pgmigrate, "LOCK_TIMEOUT", "1s")
+    person = machine("p", logins["human"])
+    person.remember("knowledge", "before", "written before the lock")
+    with psycopg.connect(pg_admin_url) as holder:
+        holder.execute(f"LOCK TABLE {project}.write_marks IN ACCESS EXCLUSIVE MODE")
+        with pytest.raises(BusyError) as got:
+            person.remember("knowledge", "blocked", "waits for the table lock")
+        holder.rollback()
+    said = str(got.value)
+    assert not isinstance(got.value, OfflineError | CommitUnknownError) and "went away" not in said
+    assert "a lock on one of the team vault's tables for 1s" in said and "nothing was written" in said
+    assert "unless the session set its own" in said  # what ends a holder's session, as it is
+    assert [m.key for m in person.memories.list()] == ["before"]
+    person.remember("knowledge", "blocked", "written once the lock is gone")
+    assert sorted(m.key for m in person.memories.list()) == ["before", "blocked"]
+
+
+def test_the_write_lock_and_a_deadlock_are_named(pg_admin_url: str) -> None:
+    """The server's lock errors as a person reads them: the write lock (a row of gate_stats) by its name, a deadlock as
+    one, also in a COMMIT's round trip (never "could not be asked whether the commit happened")."""
+    project = f"wdl{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        migrate(c, project)
+        c.execute(f"CREATE TABLE {project}.pair(id int PRIMARY KEY)")
+        c.execute(f"INSERT INTO {project}.pair VALUES (1), (2)")
+    first, second = psycopg.connect(pg_admin_url), psycopg.connect(pg_admin_url)
+    try:
+        first.execute(f"SELECT {project}.next_stamp()")
+        second.execute("SET lock_timeout = '200ms'")
+        with pytest.raises(psycopg.errors.LockNotAvailable) as waited:
+            second.execute(f"SELECT {project}.next_stamp()")
+        second.rollback()
+        first.rollback()
+        assert "the team vault's write lock for" in str(map_error(waited.value))
+        caught: list[BaseException] = []
+
+        def take(conn: psycopg.Connection[Any], one: int, other: int, ready: threading.Barrier) -> None:
+            try:
+                conn.execute("SET deadlock_timeout = '100ms'")
+                conn.execute(f"UPDATE {project}.pair SET id = id WHERE id = {one}")
+                ready.wait()
+                conn.execute(f"UPDATE {project}.pair SET id = id WHERE id = {other}")
+            except psycopg.Error as exc:
+                caught.append(exc)
+            finally:
+                conn.rollback()
+
+        ready = threading.Barrier(2)
+        threads = [threading.Thread(target=take, args=(first, 1, 2, ready)),
+                   threading.Thread(target=take, args=(second, 2, 1, ready))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        (deadlock,) = caught
+        assert isinstance(deadlock, psycopg.errors.DeadlockDetected)
+        for committing in (False, True):
+            err = map_error(deadlock, committing=committing)
+            assert isinstance(err, BusyError) and "deadlock" in str(err) and "nothing was written" in str(err)
+    finally:
+        first.close()
+        second.close()
+        with psycopg.connect(pg_admin_url, autocommit=True) as c:
+            c.execute(f"DROP SCHEMA {project} CASCADE")
+
+
 def test_the_docs_list_every_migration() -> None:
     """docs/team.md's upgrade notes name the migrations in ranges that cover 1 to this code's version."""
     text = " ".join(DOCS.read_text(encoding="utf-8").split())

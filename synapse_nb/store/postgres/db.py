@@ -32,7 +32,8 @@ from synapse_nb.models import RANKED_KINDS, TABLES
 from synapse_nb.store.postgres import migrate
 from synapse_nb.store.postgres import pool as pgpool
 from synapse_nb.store.postgres.dialect import POSTGRES
-from synapse_nb.store.postgres.errors import OFFLINE_HINT, connect_error, location, map_error, no_connection
+from synapse_nb.store.postgres.errors import (OFFLINE_HINT, connect_error, connection_lost, location, map_error,
+                                              no_connection)
 from synapse_nb.store.postgres.pool import RoundTrips, Row
 from synapse_nb.store.records import Change
 from synapse_nb.store.sql.dialect import Dialect
@@ -320,7 +321,7 @@ class PgDatabase:
             except BaseException as exc:
                 outcome, written = None, dict(st.changes)
                 mark = None if nonce is None else (nonce, pgpool.op_name(st.op_key), xid)
-                if committing and isinstance(exc, psycopg.OperationalError) and xid:
+                if committing and connection_lost(exc, conn) and xid:  # not a lock timeout: the server's answer
                     # the connection died during COMMIT: ask the server what became of the transaction (and read
                     # back what it wrote) instead of leaving the caller to guess
                     outcome = pgpool.resolve_commit(self.url, xid, pid, pgpool.written_check(
