@@ -150,6 +150,62 @@ def test_the_write_lock_and_a_deadlock_are_named(pg_admin_url: str) -> None:
             c.execute(f"DROP SCHEMA {project} CASCADE")
 
 
+def _end_after(pg_admin_url: str, pid: int, seconds: float) -> threading.Timer:
+    """End session ``pid`` after ``seconds`` unless cancelled: a team init that waited without limit then goes on
+    (and the test fails on what it returned) instead of hanging the test run."""
+    def end() -> None:
+        with psycopg.connect(pg_admin_url, autocommit=True) as c:
+            c.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    timer = threading.Timer(seconds, end)
+    timer.start()
+    return timer
+
+
+def test_team_init_names_the_session_holding_the_migration_lock(team_url: str, logins: dict[str, str],
+                                                                project: str, pg_admin_url: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent login's session-level pg_advisory_lock on the project's migration lock (autocommit, idle: no idle
+    timeout ends it) held team init forever; now it stops after MIGRATION_LOCK_WAIT, naming the session."""
+    monkeypatch.setattr(pgmigrate, "MIGRATION_LOCK_WAIT", "1s")
+    url = logins["agent"].split("?")[0] + "?application_name=held_by_the_agent"
+    with psycopg.connect(url, autocommit=True) as held:
+        held.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOCK_CLASS, project))
+        pid = held.info.backend_pid
+        timer = _end_after(pg_admin_url, pid, 60)
+        try:
+            with pytest.raises(BusyError) as got:
+                init(team_url)
+        finally:
+            timer.cancel()
+        said = str(got.value)
+        assert said.startswith("`team init` waited 1s for the project's migration lock")
+        assert f"pid {pid}, login {project}_agent_login, application 'held_by_the_agent'" in said
+        assert "nothing was changed" in said and "pg_terminate_backend" in said
+    assert init(team_url)["version"] == CODE_VERSION  # the session is gone: team init runs
+
+
+def test_team_init_names_the_session_its_migration_waits_for(pg_admin_url: str, logins: dict[str, str],
+                                                             project: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A migration's DDL waits for a session's read of the table it changes (a transaction left open, its idle
+    timeout switched off): at most MIGRATION_LOCK_WAIT, then the session and the lock it holds are named, and the
+    whole migration is rolled back."""
+    monkeypatch.setattr(pgmigrate, "MIGRATION_LOCK_WAIT", "1s")
+    later = (*MIGRATIONS, Migration(CODE_VERSION + 1, "a later migration", "ALTER TABLE memories ADD COLUMN later int"))
+    with psycopg.connect(logins["agent"].split("?")[0]) as reader, \
+            psycopg.connect(pg_admin_url, autocommit=True) as admin:
+        reader.execute("SET idle_in_transaction_session_timeout = 0")
+        reader.execute(f"SELECT count(*) FROM {project}.memories").fetchone()
+        timer = _end_after(pg_admin_url, reader.info.backend_pid, 60)
+        try:
+            with pytest.raises(BusyError, match=r"waited 1s for a lock on one of the project's tables .* login "
+                                                rf"{project}_agent_login, .*idle in transaction, holding memories "
+                                                r"AccessShareLock"):
+                migrate(admin, project, later)
+        finally:
+            timer.cancel()
+        assert pgmigrate.current_version(admin, project) == CODE_VERSION
+
+
 def test_the_docs_list_every_migration() -> None:
     """docs/team.md's upgrade notes name the migrations in ranges that cover 1 to this code's version."""
     text = " ".join(DOCS.read_text(encoding="utf-8").split())
