@@ -25,8 +25,8 @@ from typing import Any
 from synapse_nb.errors import BusyError, SchemaError, StoreError, ValidationError
 
 __all__ = ["AGENT_CONNECTION_LIMIT", "CODE_VERSION", "IDLE_IN_TRANSACTION_TIMEOUT", "LOCK_CLASS", "LOCK_TIMEOUT",
-           "MIGRATIONS", "MIGRATION_LOCK_WAIT", "Migration", "agent_connection_limit", "bootstrap", "check", "check_project",
-           "current_version", "migrate", "role_settings", "roles"]
+           "MIGRATIONS", "MIGRATION_LOCK_WAIT", "Migration", "agent_connection_limit", "bootstrap", "check",
+           "check_project", "current_version", "migrate", "role_settings", "roles"]
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 LOCK_CLASS = 0x53594E  # "SYN": the advisory-lock namespace of synapse_nb
