@@ -32,15 +32,8 @@ from synapse_nb.models import TABLES
 from synapse_nb.store.postgres import migrate
 from synapse_nb.store.postgres import pool as pgpool
 from synapse_nb.store.postgres.dialect import POSTGRES, RECOUNT_MISMATCHES
-from synapse_nb.store.postgres.errors import (
-    OFFLINE_HINT,
-    connect_error,
-    connection_lost,
-    location,
-    map_error,
-    no_connection,
-)
-from synapse_nb.store.postgres.pool import RoundTrips, Row
+from synapse_nb.store.postgres.errors import OFFLINE_HINT, connect_error, location, map_error, no_connection
+from synapse_nb.store.postgres.pool import RoundTrips, Row, connection_lost
 from synapse_nb.store.records import Change
 from synapse_nb.store.sql.dialect import Dialect
 

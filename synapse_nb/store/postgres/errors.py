@@ -22,9 +22,9 @@ from synapse_nb.errors import (
     SynapseError,
     ValidationError,
 )
+from synapse_nb.store.postgres.pool import connection_lost
 
-__all__ = ["OFFLINE_HINT", "REFUSALS", "busy_said", "connect_error", "connection_lost", "location", "map_error",
-           "no_connection"]
+__all__ = ["OFFLINE_HINT", "REFUSALS", "busy_said", "connect_error", "location", "map_error", "no_connection"]
 
 
 def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
@@ -61,25 +61,8 @@ def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
     return StoreError(f"the team vault failed: {msg}{hint}")
 
 
-#: SQLSTATEs of an OperationalError that ends the connection itself: the server shut down or crashed, an
-#: administrator ended the session (``pg_terminate_backend``), or it cannot accept a connection now (57P01-57P03).
-_LOST = ("57P01", "57P02", "57P03")
 #: The relation a lock wait names in its error's context ("while locking tuple (0,7) in relation "gate_stats"").
 _RELATION = re.compile(r'in relation "([^"]+)"')
-
-
-def connection_lost(exc: BaseException, conn: object = None) -> bool:
-    """Whether ``exc`` means the connection is gone (libpq's own error, which carries no SQLSTATE: the server went
-    away; class 08, connection exception; 57P01-57P03; or ``conn`` closed), so a COMMIT sent on it may or may not
-    have happened. Any other error (a lock timeout, 55P03; a deadlock, 40P01; a statement cancelled) is the server's
-    answer: the transaction was rolled back, and nothing needs looking up (review 85: an agent's table lock made a
-    person's COMMIT time out, and the person read "the server went away while committing")."""
-    if not isinstance(exc, psycopg.OperationalError):
-        return False
-    if getattr(conn, "closed", False):
-        return True
-    state = getattr(exc, "sqlstate", None)
-    return state is None or state.startswith("08") or state in _LOST
 
 
 def busy_said(exc: BaseException, msg: str) -> str:

@@ -308,7 +308,7 @@ def migrate(conn: Any, project: str, migrations: tuple[Migration, ...] = MIGRATI
     """Bring ``project`` to the last of ``migrations`` on an autocommit connection; (version before, after)."""
     import psycopg  # the team extra; loaded only for a team vault
 
-    from synapse_nb.store.postgres.errors import connection_lost
+    from synapse_nb.store.postgres.pool import connection_lost
 
     check_project(project)
     versions = [m.version for m in migrations]
