@@ -77,6 +77,9 @@ class StaleAnswer:
     #: why the server could not be reached (the connect error's short reason), when known: text from the network
     #: (a server's own words), so the STALE line shows it as one quoted line of at most :data:`WHY_CHARS` characters
     why: str | None = None
+    #: the copy was damaged and set aside (review 85: said, never an "unexpected error"): why, and that the next sync
+    #: rebuilds it; there are no hits then
+    damaged: str | None = None
 
     def __post_init__(self) -> None:
         # the copy is a file any process of the person's Unix user (an agent's too) can edit: a hit whose kind is not
@@ -99,6 +102,8 @@ class StaleAnswer:
         return "\n".join([*lines, *self._lines()])
 
     def _lines(self) -> list[str]:
+        if self.damaged:
+            return [f"(no copy to read: {inline(self.damaged)})"]
         return [f"- {OFFLINE_MARK} [{h.kind}] {shown_id(h.id)}: {inline(h.text)}" for h in self.hits] or [
             "(no match in the local copy)"]
 
@@ -107,9 +112,11 @@ class StaleAnswer:
         return not self.hits
 
     def to_dict(self) -> dict[str, Any]:
+        # the id quoted as the text view quotes it (review 85: the copy's forged id, holding a line break and a
+        # "[user · verified]" line, reached recall --json as it was)
         return {"query": inline(self.query), "stale": True, "offline": True, "synced_at": self.synced_at,
-                "age": self.age, "text": self.text,
-                "hits": [{"provenance": OFFLINE_MARK, "kind": h.kind, "id": h.id, "text": inline(h.text)}
+                "age": self.age, "text": self.text, "damaged": None if self.damaged is None else inline(self.damaged),
+                "hits": [{"provenance": OFFLINE_MARK, "kind": h.kind, "id": shown_id(h.id), "text": inline(h.text)}
                          for h in self.hits]}
 
     def __str__(self) -> str:
@@ -186,7 +193,7 @@ class OfflineVault:
             raise ValidationError(f"k must be a whole number from 1 to 1000, got {k!r}")
         copy = search_copy(self.path, query, mind=self.mind, now=fmt_ts(datetime.now(UTC)), k=k)
         return StaleAnswer(query, tuple(StaleHit(*h) for h in copy.hits), copy.synced_at, copy_age(copy.synced_at),
-                           what, contacted=self.reason != "not contacted", why=self.why)
+                           what, contacted=self.reason != "not contacted", why=self.why, damaged=copy.damaged)
 
     def refuse(self, what: str) -> NoReturn:
         """Raise the :class:`~synapse_nb.errors.OfflineError` that says why ``what`` cannot be done offline."""

@@ -449,12 +449,16 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
 
 
 def _copy_state(folder: Path) -> dict[str, Any]:
-    """When this machine's offline copy (``copy.db``) last synced, and whether its syncs are blocked now (review 33:
-    a process holding its lock, an agent's too, keeps it at what it held, a purged record included)."""
+    """When this machine's offline copy (``copy.db``) last synced, whether it is one to read (``copy``: ok, damaged and
+    set aside, being rebuilt, none yet) and whether its syncs are blocked now (review 33: a process holding its lock,
+    an agent's too, keeps it at what it held, a purged record included)."""
     from synapse_nb.store.postgres.copy import COPY_LOCK, lock_held, synced_at
+    from synapse_nb.store.postgres.copyfile import health
 
+    # a damaged copy is set aside first (with its feed position): never called fresh (review 85)
+    said = health(folder) if folder.is_dir() else None
     at = synced_at(folder)
-    out: dict[str, Any] = {"copy_synced_at": at, "copy_age": copy_age(at)}
+    out: dict[str, Any] = {"copy_synced_at": at, "copy_age": copy_age(at), "copy": said or "ok"}
     if folder.is_dir() and lock_held(folder):
         out["copy_sync"] = (f"blocked: another process holds {folder / COPY_LOCK} (`fuser` names it), so the copy "
                             "stays as it was, deleted and purged records included, until that process ends")

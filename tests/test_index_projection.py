@@ -98,3 +98,49 @@ def test_a_persons_repair_removes_every_projection(tmp_path: Path, fake: None, m
     assert "sedan" in v.recall("automobile purchase", bars=OPEN).items[0].line  # made again by the search
     assert sorted(index.glob("semantic_*.proj")) == made
     v.close()
+
+
+def test_a_fifo_in_the_projections_place_is_no_projection(tmp_path: Path) -> None:
+    """Review 85 F4: the projection file was read with ``read_bytes()``, which waits on a FIFO for a writer (a search
+    hung) and reads /dev/zero until memory runs out. Here a FIFO's writer offers a projection of the right header
+    and size that no table gives (the table's, columns reversed): it is never read, the table's own projection is
+    made and written in the FIFO's place."""
+    import os
+    import stat
+    import threading
+
+    rng = np.random.default_rng(2)
+    vecs = rng.integers(-127, 128, size=(300, 16)).astype(np.float32)
+    want = sketch.make_projection(vecs)
+    forged = np.ascontiguousarray(want[:, ::-1])
+    assert sketch.usable(forged) and not np.array_equal(forged, want)
+    path = tmp_path / "semantic_t.proj"
+    os.mkfifo(path)
+    stop = threading.Event()
+
+    def offer() -> None:  # a writer that waits for a reader, without ever blocking itself
+        while not stop.is_set():
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # no reader yet (ENXIO), or the FIFO is gone
+                stop.wait(0.005)
+                continue
+            try:
+                if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                    os.write(fd, sketch._HEAD.pack(sketch._MAGIC, 16, 16) + forged.astype("<f4").tobytes())
+            except OSError:  # the reader went away at once
+                pass
+            finally:
+                os.close(fd)
+            return
+
+    writer = threading.Thread(target=offer, daemon=True)
+    writer.start()
+    try:
+        got = sketch.projection(path, vecs)
+    finally:
+        stop.set()
+        writer.join()
+    assert np.array_equal(got, want)
+    assert stat.S_ISREG(os.lstat(path).st_mode)  # the table's own, written in its place
+    assert np.array_equal(sketch.projection(path, vecs), want)

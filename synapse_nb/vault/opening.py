@@ -224,10 +224,13 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
         if not offline:
             raise
         from synapse_nb.offline import OfflineVault, has_copy
+        from synapse_nb.store.postgres.copyfile import health
 
         if not has_copy(folder):
-            raise OfflineError(f"{exc}; and this machine has no copy of it to read ({folder}: every call that reaches "
-                               "the server makes and keeps one, as do `synapse-nb index rebuild` and index "
+            said = health(folder)  # a copy set aside as damaged says so (review 85)
+            raise OfflineError(f"{exc}; and this machine has no copy of it to read ({folder}: "
+                               f"{said + '; ' if said and said.startswith('being rebuilt') else ''}every call that "
+                               "reaches the server makes and keeps one, as do `synapse-nb index rebuild` and index "
                                "searches)") from exc
         location = f"{conninfo.split('?')[0].rsplit('@', 1)[-1]}?project={project}"
         return OfflineVault(folder, location=location, mind=mind, actor=acting,

@@ -61,16 +61,22 @@ def make_projection(vecs: np.ndarray) -> np.ndarray:
 
 
 def projection(path: Path | None, vecs: np.ndarray, *, write: bool = True) -> np.ndarray:
-    """The projection kept at ``path`` for a table of these rows (made and written when missing, unreadable or not
-    one :func:`make_projection` can make (:func:`usable`); ``write=False``: a read-only vault, made and kept in
-    memory)."""
+    """The projection kept at ``path`` for a table of these rows (made and written when missing, unreadable, not a
+    regular file of at most its size (:func:`synapse_nb.own_files.read_bytes`) or not one :func:`make_projection` can
+    make (:func:`usable`); ``write=False``: a read-only vault, made and kept in memory)."""
     import numpy as np
 
     dim = vecs.shape[1]
     rank = min(RANK, dim)
     if path is not None:
+        from synapse_nb.own_files import read_bytes
+
         try:
-            raw = path.read_bytes()
+            # the package's safe open, at most the file this table's projection makes: a FIFO there hung the search,
+            # /dev/zero ate the memory (review 85); anything else is no projection, made again
+            raw = read_bytes(path, cap=_HEAD.size + 4 * dim * rank)
+            if raw is None:
+                raise ValueError(f"{path} is not a projection file")
             magic, d, r = _HEAD.unpack_from(raw, 0)
             if magic == _MAGIC and (d, r) == (dim, rank) and len(raw) == _HEAD.size + 4 * d * r:
                 kept = np.frombuffer(raw, "<f4", d * r, _HEAD.size).reshape(d, r).astype(np.float32)

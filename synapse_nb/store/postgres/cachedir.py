@@ -31,7 +31,7 @@ from pathlib import Path
 from synapse_nb.errors import StoreError
 from synapse_nb.own_files import open_regular
 
-__all__ = ["ASIDE", "OWN_FILES", "OWN_FOLDERS", "claim_folder", "open_own", "own_folder", "private_folder",
+__all__ = ["ASIDE", "GOES_WITH", "OWN_FILES", "OWN_FOLDERS", "claim_folder", "open_own", "own_folder", "private_folder",
            "read_own_text", "set_aside", "sweep"]
 
 log = logging.getLogger("synapse_nb.team")
@@ -63,12 +63,23 @@ def _why(st: os.stat_result, *, folder: bool) -> str | None:
     return None
 
 
-def set_aside(path: Path, why: str) -> Path:
-    """Rename ``path`` to ``<name>.set-aside-<why>-<time>`` beside it (kept, never opened again); returns the name."""
-    aside = path.with_name(f"{path.name}{ASIDE}{why}-{time.strftime('%Y%m%d%H%M%S')}-{os.getpid()}")
+#: What goes aside with a file: the offline copy's ``-wal`` and ``-shm`` (SQLite would read an old WAL into the new
+#: copy) and its feed position, which without the copy it stood for made the next sync apply only later changes to a
+#: new, empty copy, and ``team status`` call it fresh (review 85).
+GOES_WITH = {"copy.db": ("copy.db-wal", "copy.db-shm", "copy-feed.json")}
+
+
+def set_aside(path: Path, why: str, *, said: str | None = None) -> Path:
+    """Rename ``path`` to ``<name>.set-aside-<why>-<time>`` beside it (kept, never opened again), with what goes with
+    it (:data:`GOES_WITH`); returns the name. ``said``: the warning's words for why (default: not this user's own)."""
+    stamp = f"{time.strftime('%Y%m%d%H%M%S')}-{os.getpid()}"
+    aside = path.with_name(f"{path.name}{ASIDE}{why}-{stamp}")
     os.rename(path, aside)
-    log.warning("%s was not this Unix user's own (%s): moved aside to %s (kept; never read or written)", path,
-                why.replace("-", " "), aside.name)
+    log.warning("%s %s: moved aside to %s (kept; never read or written)", path,
+                said or f"was not this Unix user's own ({why.replace('-', ' ')})", aside.name)
+    for name in GOES_WITH.get(path.name, ()):
+        with contextlib.suppress(OSError):
+            os.rename(path.with_name(name), path.with_name(f"{name}{ASIDE}with-{path.name}-{stamp}"))
     return aside
 
 
@@ -187,18 +198,24 @@ def sweep(folder: Path, files: tuple[str, ...], folders: tuple[str, ...] = ()) -
     """Set aside each entry of ``folder`` another user owns (or a symlink), and ``files`` / ``folders`` that are not
     this user's regular files / directories; a folder of ``folders`` whose mode let others write is walked, and set
     aside whole when anything in it is another user's (a cache: it is rebuilt)."""
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(folder):
-            if ASIDE in entry.name:
-                continue
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if ASIDE in entry.name:
+            continue
+        try:  # one gone meanwhile (set aside with another: GOES_WITH) is passed
             st = entry.stat(follow_symlinks=False)
-            why = _why(st, folder=entry.name in folders) if entry.name in files + folders else \
-                ("symlink" if stat.S_ISLNK(st.st_mode) else None) or _owner_only(st)
-            if why is None and entry.name in folders and st.st_mode & 0o022:
-                why = _foreign_inside(Path(entry.path))
-            if why is not None:
-                with contextlib.suppress(OSError):
-                    set_aside(Path(entry.path), why)
+        except OSError:
+            continue
+        why = _why(st, folder=entry.name in folders) if entry.name in files + folders else \
+            ("symlink" if stat.S_ISLNK(st.st_mode) else None) or _owner_only(st)
+        if why is None and entry.name in folders and st.st_mode & 0o022:
+            why = _foreign_inside(Path(entry.path))
+        if why is not None:
+            with contextlib.suppress(OSError):
+                set_aside(Path(entry.path), why)
 
 
 def _owner_only(st: os.stat_result) -> str | None:

@@ -17,8 +17,11 @@ the operations pause (:data:`QUIET_SECONDS`, at most :data:`MAX_LAG_SECONDS` aft
 - does nothing when the data version the operation read (a recall's snapshot reads it anyway) is the one the copy
   was synced at and nothing was written since: the common case of repeated reads costs no round trip;
 - else reads the data version (one statement) and, when it moved, applies the change feed since the copy's
-  position (only what changed) to ``copy.db``; with no position (the first time, or a lost one) the copy is
-  replaced by every candidate there is, so a record deleted meanwhile (a purge) never stays in it.
+  position (only what changed) to ``copy.db``; with no position (the first time, or a lost one), and when there was
+  no copy before the sync (a person deleted it, or it was set aside: its old position would bring only what changed
+  since, review 85), the copy is replaced by every candidate there is, so a record deleted meanwhile (a purge) never
+  stays in it. A copy that is not the package's (:mod:`~synapse_nb.store.postgres.copyfile`: another schema,
+  malformed, a statement past its deadline) is set aside with its feed position and rebuilt in the same sync.
 
 It works on a sibling handle of its own (same pool, its own round-trip count), so the answers and the round
 trips of the caller's operations are unchanged. At exit (and on ``close``) pending work is finished, up to
@@ -46,8 +49,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb._times import utc_iso
+from synapse_nb.errors import StoreError
 from synapse_nb.models import KIND_NAMES
 from synapse_nb.store.postgres.cachedir import open_own, read_own_text, sweep
+from synapse_nb.store.postgres.copyfile import (
+    COPY_DB,
+    COPY_FEED,
+    CopyDamaged,
+    damaged,
+    drop_damaged,
+    open_copy,
+    set_copy_aside,
+)
 from synapse_nb.store.postgres.pool import log
 from synapse_nb.text import fts_query_terms
 
@@ -60,16 +73,7 @@ __all__ = ["COPY_DB", "COPY_FEED", "FLUSH_SECONDS", "LOCK_SECONDS", "MAX_LAG_SEC
            "apply", "behind_note", "lock_held", "reader_note", "scrub", "search_copy_db",
            "synced_at"]
 
-#: The copy's files in the machine's cache folder: the candidates, and where they stand in the change feed.
-COPY_DB = "copy.db"
-COPY_FEED = "copy-feed.json"
 COPY_LOCK = "copy.lock"
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS docs(id TEXT PRIMARY KEY, kind TEXT NOT NULL, mind TEXT NOT NULL, text TEXT NOT NULL,
-                                updated_at TEXT NOT NULL, expires_at TEXT);
-CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(text, content='docs', content_rowid='rowid',
-                                                     tokenize='porter unicode61 remove_diacritics 2');
-"""
 
 #: How long a poke waits for the rest of its operation (more pokes) before the keeper looks at the version.
 SETTLE_SECONDS = 0.02
@@ -195,21 +199,43 @@ class CopyKeeper:
                 self.behind = f"another process holds {owner.folder / COPY_LOCK}"
                 log.info("this machine's offline copy of the team vault was not synced: %s", self.behind)
                 return
-            # no position (the first sync, or a lost one): the feed answers every candidate this login sees, and the
-            # copy becomes exactly that, so what was deleted meanwhile (a purge) leaves it too (review 30)
-            replace = not self._index.position.get("cursor")
-            while True:
-                pending = self._index.pending(5000)  # from no position: every id at once (FeedOutbox ignores limit)
-                if not pending and not replace:
+            for attempt in (1, 2):
+                try:
+                    self._fill(owner.folder)
                     break
-                ids = [rid for rid, _ in pending]
-                apply(owner.folder, self._index.docs(ids) if ids else [], ids, replace=replace)
-                self._index.ack(pending)
-                if not pending:
-                    break
-                replace = False
+                except (sqlite3.DatabaseError, CopyDamaged) as exc:
+                    reason = damaged(exc)
+                    if reason is None or attempt == 2:
+                        raise
+                    # not a copy to keep (review 85: a crafted file hung every read, a truncated one failed every
+                    # sync, silently): set aside with its feed position, and rebuilt whole at once
+                    aside = set_copy_aside(owner.folder, reason)
+                    log.warning("this machine's offline copy of the team vault was damaged (%s): set aside as %s and "
+                                "rebuilt from the server", reason, aside.name if aside else "nothing")
         self.copy_version = version
         self.syncs += 1
+
+    def _fill(self, folder: Path) -> None:
+        """Apply the change feed since the copy's position to it, under ``copy.lock``. With no position (the first
+        sync, or a lost one), or no copy before this sync (none, one a person deleted or one set aside, whose feed
+        position would otherwise bring only what changed since: review 85), the feed answers every candidate this
+        login sees, and the copy becomes exactly that, so what was deleted meanwhile (a purge) leaves it too."""
+        con, made = _writer(folder)  # made now: there was no copy (or one with no schema) before this sync
+        con.close()
+        if made:
+            with contextlib.suppress(OSError):
+                os.unlink(folder / COPY_FEED)  # the position of a copy that is gone: none
+        replace = made or not self._index.position.get("cursor")
+        while True:
+            pending = self._index.pending(5000)  # from no position: every id at once (FeedOutbox ignores limit)
+            if not pending and not replace:
+                break
+            ids = [rid for rid, _ in pending]
+            apply(folder, self._index.docs(ids) if ids else [], ids, replace=replace)
+            self._index.ack(pending)
+            if not pending:
+                break
+            replace = False
 
 
 @contextlib.contextmanager
@@ -249,32 +275,23 @@ def behind_note(folder: Path, reason: str) -> str:
             f"{COPY_DB}-wal, {COPY_DB}-shm and {COPY_FEED} in {folder} (the next command syncs the copy afresh)")
 
 
-def _connect(folder: Path) -> sqlite3.Connection:
-    """The copy, opened for a sync or a scrub. The folder was claimed when the store's vault was opened
+def _writer(folder: Path) -> tuple[sqlite3.Connection, bool]:
+    """The copy, opened for a sync or a scrub, and whether it was made now (:func:`~synapse_nb.store.postgres.copyfile
+    .open_copy`: this user's regular file, checked once open and after SQLite opened it by name, holding exactly the
+    package's schema, with a deadline). The folder was claimed when the store's vault was opened
     (:func:`~synapse_nb.store.postgres.cachedir.claim_folder`: this user's 0700 folder, what another user put there
-    set aside), so no other user can have put a ``-wal`` or ``-shm`` there since: it is not swept again per sync.
-    ``copy.db`` itself is checked once open (this user's regular file, 0600: SQLite makes its ``-wal`` and ``-shm``
-    with the database's mode), and again after SQLite opened it by name (not replaced meanwhile)."""
-    fd = open_own(folder / COPY_DB, os.O_WRONLY)
-    try:
-        st = os.fstat(fd)
-    finally:
-        os.close(fd)
-    con = sqlite3.connect(folder / COPY_DB, timeout=30, isolation_level=None)
-    now = os.lstat(folder / COPY_DB)
-    if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):  # replaced between the check and the open
-        con.close()
-        raise sqlite3.OperationalError(f"{folder / COPY_DB} was replaced while it was opened")
-    con.execute("PRAGMA journal_mode=WAL")
-    con.executescript(_SCHEMA)
-    return con
+    set aside), so no other user can have put a ``-wal`` or ``-shm`` there since: it is not swept again per sync."""
+    opened = open_copy(folder, write=True)
+    if opened is None:  # pragma: no cover - a writer always gets a connection (or an error)
+        raise CopyDamaged(f"{folder / COPY_DB} could not be opened")
+    return opened
 
 
 def apply(folder: Path, docs: Sequence[Candidate], ids: Sequence[str], *, replace: bool = False) -> None:
     """Write the current rows of ``ids`` into the copy (``docs``: those that still exist), in one transaction;
     ``replace``: ``ids`` are every candidate there is, and the copy's rows of any other id are deleted."""
     present = {d.id for d in docs}
-    con = _connect(folder)
+    con, _ = _writer(folder)
     try:
         con.execute("BEGIN IMMEDIATE")
         if replace:
@@ -311,20 +328,27 @@ def scrub(folder: Path) -> str | None:
     """Leave no deleted text in ``copy.db``: merge its FTS5 index, rewrite the file (VACUUM drops freed pages) and
     truncate its WAL. Called after a deletion, once the copy has applied it. Returns None when done, else what
     :func:`reader_note` says: another process's read kept the WAL (its checkpoint answers "busy" as a row, not an
-    error; review 34)."""
+    error; review 34). A copy found damaged now, and every damaged one set aside before, still holds what it held:
+    removed (:func:`~synapse_nb.store.postgres.copyfile.drop_damaged`; the next sync rebuilds the copy whole)."""
+    drop_damaged(folder)
     if not (folder / COPY_DB).is_file():
         return None
-    con = _connect(folder)
     try:
-        con.execute(f"PRAGMA busy_timeout = {int(SCRUB_BUSY_MS)}")
+        con, _ = _writer(folder)
         try:
+            con.execute(f"PRAGMA busy_timeout = {int(SCRUB_BUSY_MS)}")
             con.execute("INSERT INTO docs_fts(docs_fts) VALUES ('optimize')")
             con.execute("VACUUM")
             busy, log_frames, done = con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        except sqlite3.OperationalError:  # locked past the wait: the copy stays as it was
+        finally:
+            con.close()
+    except (sqlite3.DatabaseError, CopyDamaged) as exc:
+        reason = damaged(exc)
+        if reason is None:  # locked past the wait: the copy stays as it was
             return reader_note(folder)
-    finally:
-        con.close()
+        set_copy_aside(folder, reason)
+        drop_damaged(folder)
+        return None
     return reader_note(folder) if busy or log_frames != done else None
 
 
@@ -340,28 +364,42 @@ def synced_at(folder: Path, name: str = COPY_FEED) -> str | None:
 
 def search_copy_db(folder: Path, query: str, *, mind: str, now: str, k: int) -> list[tuple[str, str, str]]:
     """(kind, id, text) of the copy's best matches for ``query`` in ``mind`` (unexpired at ``now``), best first:
-    any of the query's words (FTS5, BM25 order, ties by id); no word: the newest."""
+    any of the query's words (FTS5, BM25 order, ties by id); no word: the newest.
+
+    The file is any process of this Unix user's to replace (review 85): one that is not a copy the package made
+    (another schema, malformed, not a database, a read past its deadline) is set aside with its feed position and
+    :class:`~synapse_nb.store.postgres.copyfile.CopyDamaged` raised saying where (the next sync rebuilds it whole);
+    one another process holds locked past its wait is a :class:`~synapse_nb.errors.StoreError`."""
     words = fts_query_terms(query)
     sweep(folder, (COPY_DB, f"{COPY_DB}-wal", f"{COPY_DB}-shm"))  # never another user's copy (review 59)
-    if not (folder / COPY_DB).is_file():
-        return []
-    con = sqlite3.connect(f"file:{folder / COPY_DB}?mode=ro", uri=True, timeout=30)
     try:
-        # only rows of a kind of the kinds registry: the package copies no other, and the file is editable by any
-        # process of the person's Unix user (review 57: a kind holding a line break and a forged "[user · verified]"
-        # line, or terminal codes, was printed as it was); left out here, so they take none of the k places
-        kinds = ", ".join("?" * len(KIND_NAMES))
-        alive = f"d.mind = ? AND (d.expires_at IS NULL OR d.expires_at > ?) AND d.kind IN ({kinds})"
-        if words:
-            rows = con.execute(
-                f"SELECT d.kind, d.id, d.text FROM docs_fts f JOIN docs d ON d.rowid = f.rowid "
-                f"WHERE docs_fts MATCH ? AND {alive} ORDER BY bm25(docs_fts), d.id LIMIT ?",
-                (" OR ".join(f'"{w}"' for w in dict.fromkeys(words)), mind, now, *KIND_NAMES, k)).fetchall()
-        else:
-            rows = con.execute(f"SELECT d.kind, d.id, d.text FROM docs d WHERE {alive} "
-                               "ORDER BY d.updated_at DESC, d.id LIMIT ?", (mind, now, *KIND_NAMES, k)).fetchall()
-    finally:
-        con.close()
+        opened = open_copy(folder)
+        if opened is None:
+            return []
+        con = opened[0]
+        try:
+            # only rows of a kind of the kinds registry: the package copies no other, and the file is editable by any
+            # process of the person's Unix user (review 57: a kind holding a line break and a forged "[user ·
+            # verified]" line, or terminal codes, was printed as it was); left out here, so they take none of the k
+            # places
+            kinds = ", ".join("?" * len(KIND_NAMES))
+            alive = f"d.mind = ? AND (d.expires_at IS NULL OR d.expires_at > ?) AND d.kind IN ({kinds})"
+            if words:
+                rows = con.execute(
+                    f"SELECT d.kind, d.id, d.text FROM docs_fts f JOIN docs d ON d.rowid = f.rowid "
+                    f"WHERE docs_fts MATCH ? AND {alive} ORDER BY bm25(docs_fts), d.id LIMIT ?",
+                    (" OR ".join(f'"{w}"' for w in dict.fromkeys(words)), mind, now, *KIND_NAMES, k)).fetchall()
+            else:
+                rows = con.execute(f"SELECT d.kind, d.id, d.text FROM docs d WHERE {alive} "
+                                   "ORDER BY d.updated_at DESC, d.id LIMIT ?", (mind, now, *KIND_NAMES, k)).fetchall()
+        finally:
+            con.close()
+    except (sqlite3.DatabaseError, CopyDamaged) as exc:
+        reason = damaged(exc)
+        if reason is None:
+            raise StoreError(f"this machine's offline copy {folder / COPY_DB} is locked by another process ({exc}); "
+                             f"try again (`fuser {folder / COPY_DB}` names it)") from exc
+        raise CopyDamaged(reason, set_copy_aside(folder, reason)) from exc
     return [(str(a), str(b), str(c)) for a, b, c in rows]
 
 

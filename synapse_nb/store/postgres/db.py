@@ -28,41 +28,16 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from synapse_nb.errors import CommitUnknownError, OfflineError, SnapshotMoved, StoreError
-from synapse_nb.models import RANKED_KINDS, TABLES
+from synapse_nb.models import TABLES
 from synapse_nb.store.postgres import migrate
 from synapse_nb.store.postgres import pool as pgpool
-from synapse_nb.store.postgres.dialect import POSTGRES
+from synapse_nb.store.postgres.dialect import POSTGRES, RECOUNT_MISMATCHES
 from synapse_nb.store.postgres.errors import OFFLINE_HINT, connect_error, location, map_error, no_connection
-from synapse_nb.store.postgres.pool import RoundTrips, Row
+from synapse_nb.store.postgres.pool import RoundTrips, Row, connection_lost
 from synapse_nb.store.records import Change
 from synapse_nb.store.sql.dialect import Dialect
 
 __all__ = ["PgDatabase", "RoundTrips", "Row"]
-
-#: Recount every frequency from the records' terms and compare with gate_df / gate_stats (no row: equal), the
-#: agents' unverified records' too (migration 18: ``agents``, ``agent_docs``).
-RECOUNT_MISMATCHES = """
-WITH docs AS (""" + " UNION ALL ".join(
-    f"SELECT terms, source = 'agent'{' AND verified = 0' if k == 'memory' else ''} AS agent FROM {TABLES[k]}"
-    for k in RANKED_KINDS) + """),
-recount AS (SELECT t AS term, count(*) AS n, count(*) FILTER (WHERE agent) AS a FROM docs, unnest(terms) t
-             GROUP BY t),
-stored AS (SELECT term, n, agents AS a FROM gate_df WHERE n > 0 OR agents <> 0)
-SELECT coalesce(r.term, s.term) AS term, r.n AS recount, s.n AS stored
-  FROM recount r FULL JOIN stored s ON s.term = r.term
- WHERE r.n IS DISTINCT FROM s.n
-UNION ALL
-SELECT coalesce(r.term, s.term) || ' (agents)', r.a, s.a
-  FROM recount r FULL JOIN stored s ON s.term = r.term
- WHERE coalesce(r.a, 0) <> coalesce(s.a, 0)
-UNION ALL
-SELECT '(n_docs)', (SELECT count(*) FROM docs), (SELECT n_docs FROM gate_stats)
- WHERE (SELECT count(*) FROM docs) <> (SELECT n_docs FROM gate_stats)
-UNION ALL
-SELECT '(agent_docs)', (SELECT count(*) FROM docs WHERE agent), (SELECT agent_docs FROM gate_stats)
- WHERE (SELECT count(*) FROM docs WHERE agent) <> (SELECT agent_docs FROM gate_stats)
-"""
-
 
 #: Most answers kept per kind of read in :meth:`PgDatabase.snapshot_cache` (emptied when full).
 MAX_MEMO = 50_000
@@ -320,7 +295,7 @@ class PgDatabase:
             except BaseException as exc:
                 outcome, written = None, dict(st.changes)
                 mark = None if nonce is None else (nonce, pgpool.op_name(st.op_key), xid)
-                if committing and isinstance(exc, psycopg.OperationalError) and xid:
+                if committing and connection_lost(exc, conn) and xid:  # not a lock timeout: the server's answer
                     # the connection died during COMMIT: ask the server what became of the transaction (and read
                     # back what it wrote) instead of leaving the caller to guess
                     outcome = pgpool.resolve_commit(self.url, xid, pid, pgpool.written_check(

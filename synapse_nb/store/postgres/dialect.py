@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from synapse_nb.models import RANKED_KINDS
+from synapse_nb.models import RANKED_KINDS, TABLES
 from synapse_nb.store.rankwords import cap_words
 from synapse_nb.store.sql.dialect import CHUNK, Derived, Dialect, TextSearch
 from synapse_nb.store.sql.history import (
@@ -38,7 +38,33 @@ from synapse_nb.store.sql.queries import DELETE_FLAGS, PRUNE_SESSIONS
 from synapse_nb.store.sql.tables import DELETE_EXPIRED_MEMORIES
 from synapse_nb.text import FTS_TOKEN_RE, MAX_FTS_QUERY_TERMS, MAX_QUERY_WORD_CHARS, fts_query_terms, normalise
 
-__all__ = ["GATE_KINDS", "POSTGRES", "PgDialect", "gate_terms", "gate_text", "rank_tokens", "search_query"]
+__all__ = ["GATE_KINDS", "POSTGRES", "PgDialect", "RECOUNT_MISMATCHES", "gate_terms", "gate_text", "rank_tokens",
+           "search_query"]
+
+
+#: Recount every frequency from the records' terms and compare with gate_df / gate_stats (no row: equal), the
+#: agents' unverified records' too (migration 18: ``agents``, ``agent_docs``).
+RECOUNT_MISMATCHES = """
+WITH docs AS (""" + " UNION ALL ".join(
+    f"SELECT terms, source = 'agent'{' AND verified = 0' if k == 'memory' else ''} AS agent FROM {TABLES[k]}"
+    for k in RANKED_KINDS) + """),
+recount AS (SELECT t AS term, count(*) AS n, count(*) FILTER (WHERE agent) AS a FROM docs, unnest(terms) t
+             GROUP BY t),
+stored AS (SELECT term, n, agents AS a FROM gate_df WHERE n > 0 OR agents <> 0)
+SELECT coalesce(r.term, s.term) AS term, r.n AS recount, s.n AS stored
+  FROM recount r FULL JOIN stored s ON s.term = r.term
+ WHERE r.n IS DISTINCT FROM s.n
+UNION ALL
+SELECT coalesce(r.term, s.term) || ' (agents)', r.a, s.a
+  FROM recount r FULL JOIN stored s ON s.term = r.term
+ WHERE coalesce(r.a, 0) <> coalesce(s.a, 0)
+UNION ALL
+SELECT '(n_docs)', (SELECT count(*) FROM docs), (SELECT n_docs FROM gate_stats)
+ WHERE (SELECT count(*) FROM docs) <> (SELECT n_docs FROM gate_stats)
+UNION ALL
+SELECT '(agent_docs)', (SELECT count(*) FROM docs WHERE agent), (SELECT agent_docs FROM gate_stats)
+ WHERE (SELECT count(*) FROM docs WHERE agent) <> (SELECT agent_docs FROM gate_stats)
+"""
 
 T = TypeVar("T")
 

@@ -22,8 +22,9 @@ from synapse_nb.errors import (
     SynapseError,
     ValidationError,
 )
+from synapse_nb.store.postgres.pool import connection_lost
 
-__all__ = ["OFFLINE_HINT", "REFUSALS", "connect_error", "location", "map_error", "no_connection"]
+__all__ = ["OFFLINE_HINT", "REFUSALS", "busy_said", "connect_error", "location", "map_error", "no_connection"]
 
 
 def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
@@ -32,12 +33,8 @@ def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
     msg = (diag.message_primary if diag is not None and diag.message_primary else str(exc)).strip()
     msg = " ".join(msg.split("\n")[0].split())  # libpq's connection errors span several lines
     hint = f" ({diag.message_hint})" if diag is not None and diag.message_hint else ""
-    if isinstance(exc, pgerr.LockNotAvailable):
-        from synapse_nb.store.postgres.migrate import IDLE_IN_TRANSACTION_TIMEOUT, LOCK_TIMEOUT
-
-        return BusyError(f"another client held the team vault's write lock for {LOCK_TIMEOUT} (lock_timeout), so "
-                         "nothing was written; try again (the server ends a client's transaction left idle for "
-                         f"{IDLE_IN_TRANSACTION_TIMEOUT}; `synapse-nb team status` shows who is connected)")
+    if isinstance(exc, pgerr.LockNotAvailable | pgerr.DeadlockDetected):
+        return BusyError(busy_said(exc, msg))
     if isinstance(exc, pgerr.ConfigurationLimitExceeded):  # migration 12: a quota a human set, held by the server
         return QuotaExceededError(f"agent write refused by the team vault: {msg.removeprefix('synapse: ')}{hint}")
     if isinstance(exc, pgerr.InsufficientPrivilege):
@@ -51,6 +48,8 @@ def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
                   | pgerr.CharacterNotInRepertoire):
         return ValidationError(f"the team vault refused a value: {msg}{hint}")
     if isinstance(exc, psycopg.OperationalError | PoolTimeout):
+        if committing and not connection_lost(exc):  # the server answered the COMMIT round trip: rolled back
+            return StoreError(f"the team vault refused the commit ({msg}){hint}: nothing was written; try again")
         if committing:
             return CommitUnknownError(
                 f"the team vault server went away while committing ({msg}) and could not be asked whether the commit "
@@ -60,6 +59,38 @@ def map_error(exc: BaseException, *, committing: bool = False) -> SynapseError:
         return OfflineError(f"the team vault server is unreachable or went away ({msg}); nothing was written; "
                           "the next call reconnects")
     return StoreError(f"the team vault failed: {msg}{hint}")
+
+
+#: The relation a lock wait names in its error's context ("while locking tuple (0,7) in relation "gate_stats"").
+_RELATION = re.compile(r'in relation "([^"]+)"')
+
+
+def busy_said(exc: BaseException, msg: str) -> str:
+    """What a person reads when the server ended a statement that waited for a lock (55P03, ``lock_timeout``) or was
+    caught in a deadlock (40P01): which lock, that nothing was written, and what ends a session that keeps holding it,
+    as it is (a session may set its own timeouts: the package's are no promise about another client's)."""
+    from synapse_nb.store.postgres.migrate import IDLE_IN_TRANSACTION_TIMEOUT, LOCK_TIMEOUT
+
+    diag = getattr(exc, "diag", None)
+    where = _RELATION.search((diag.context if diag is not None else None) or "")
+    name = where.group(1) if where is not None else None
+    if isinstance(exc, pgerr.DeadlockDetected):
+        head = (f"the team vault server ended this write in a deadlock with another client's transaction ({msg}), so "
+                "nothing was written; try again")
+    elif name == "gate_stats":
+        head = (f"another client held the team vault's write lock for {LOCK_TIMEOUT} (lock_timeout; the project's "
+                "gate_stats row, which every write takes first), so nothing was written; try again")
+    elif name is not None:
+        head = (f"another client held a lock on the team vault's table {name} for {LOCK_TIMEOUT} (lock_timeout), so "
+                "nothing was written; try again")
+    else:
+        head = (f"another client held a lock on one of the team vault's tables for {LOCK_TIMEOUT} (lock_timeout; a "
+                "LOCK TABLE, or an administrator's maintenance or migration: the server names no table for such a "
+                "wait), so nothing was written; try again")
+    return (f"{head}. The server ends a session's transaction left idle after that session's "
+            f"idle_in_transaction_session_timeout ({IDLE_IN_TRANSACTION_TIMEOUT} for the package's connections and "
+            "the logins team init adds, unless the session set its own); `synapse-nb team status` shows the machines, "
+            "pg_stat_activity every session, and an administrator ends one with SELECT pg_terminate_backend(pid)")
 
 
 #: What an unreachable server means for this machine, in every message that says so.

@@ -3,7 +3,9 @@
 One transaction:
 
 1. ``pg_advisory_xact_lock(0x53594E, hashtext(project))``: concurrent ``team init`` runs of one project queue
-   here; COMMIT/ROLLBACK releases the lock, so a crashed migrator never leaves it held.
+   here; COMMIT/ROLLBACK releases the lock, so a crashed migrator never leaves it held. Each lock wait of the
+   transaction is bounded (:data:`MIGRATION_LOCK_WAIT`): any login may hold that lock at session level, and past the
+   bound ``team init`` stops with a :class:`~synapse_nb.errors.BusyError` naming the session that holds it.
 2. bootstrap (idempotent, not versioned): the roles ``<project>_owner`` / ``_human`` / ``_agent`` (NOLOGIN
    groups), ``_agent`` granted to ``_human`` (a person may act as an agent, never the reverse), the schema owned by
    ``<project>_owner``, and ``<project>.schema_version``.
@@ -20,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synapse_nb.errors import SchemaError, StoreError, ValidationError
+from synapse_nb.errors import BusyError, SchemaError, StoreError, ValidationError
 
 __all__ = ["AGENT_CONNECTION_LIMIT", "CODE_VERSION", "IDLE_IN_TRANSACTION_TIMEOUT", "LOCK_CLASS", "LOCK_TIMEOUT",
-           "MIGRATIONS", "Migration", "agent_connection_limit", "bootstrap", "check", "check_project",
-           "current_version", "migrate", "role_settings", "roles"]
+           "MIGRATIONS", "MIGRATION_LOCK_WAIT", "Migration", "agent_connection_limit", "bootstrap", "check",
+           "check_project", "current_version", "migrate", "role_settings", "roles"]
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 LOCK_CLASS = 0x53594E  # "SYN": the advisory-lock namespace of synapse_nb
@@ -113,6 +115,9 @@ MIGRATIONS: tuple[Migration, ...] = (
               "search_fold.sql"),
     Migration(28, "a record's ranking words hold each distinct word at most 32 times, as a local vault's index: a "
               "word repeated thousands of times costs a read no more than 32 times", "rank_cap.sql"),
+    Migration(29, "no role can lock write_marks: people and agents keep SELECT and INSERT on it, a retry spends its "
+              "mark through spend_write_mark() and a new mark drops its login's old ones with the owner's rights",
+              "write_marks_locks.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version
@@ -256,17 +261,67 @@ def check(conn: Any, project: str, code_version: int = CODE_VERSION) -> int:
     return v
 
 
+#: How long ``team init`` waits for a lock: the project's migration lock (another ``team init`` migrating it, or any
+#: session holding ``pg_advisory_lock(LOCK_CLASS, hashtext(project))``, which every login may take and no idle
+#: timeout ends), and each lock a migration's statements need on the project's tables. Past it, ``team init`` stops
+#: with :class:`~synapse_nb.errors.BusyError` naming the session that holds it (review 85: it waited forever).
+MIGRATION_LOCK_WAIT = "60s"
+
+#: The sessions holding the project's migration lock (the two-key advisory lock: classid, objid, objsubid 2).
+_ADVISORY_HOLDERS = """
+SELECT l.pid, a.usename, a.application_name, a.backend_start, a.state
+  FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+ WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND l.classid = %s::oid
+   AND l.objid = hashtext(%s)::oid AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+ ORDER BY l.pid"""
+#: The sessions holding a lock on a table of the project (the migration waited for one of them).
+_TABLE_HOLDERS = """
+SELECT l.pid, a.usename, a.application_name, a.backend_start, a.state,
+       string_agg(DISTINCT c.relname || ' ' || l.mode, ', ') AS locks
+  FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+  JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = %s
+  LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+ WHERE l.granted AND l.pid <> pg_backend_pid() AND c.relkind IN ('r', 'p', 'v', 'm')
+ GROUP BY 1, 2, 3, 4, 5 ORDER BY 1"""
+
+
+def _holders(conn: Any, project: str, *, advisory: bool) -> str:
+    """Who holds what ``team init`` waited for, as a person reads it (pid, login, application, since when)."""
+    try:
+        rows = (conn.execute(_ADVISORY_HOLDERS, (LOCK_CLASS, project)) if advisory
+                else conn.execute(_TABLE_HOLDERS, (project,))).fetchall()
+    except Exception as exc:  # noqa: BLE001 - only what the message says: the error is raised anyway
+        return f"who holds it could not be read ({type(exc).__name__})"
+    if not rows:
+        return "no session holds it any more"
+    said = []
+    for row in rows[:5]:
+        pid, login, app, since, state = row[:5]
+        what = f"pid {pid}, login {login or '(not visible to this login)'}, application {app or ''!r}"
+        what += f", connected since {since.isoformat(timespec='seconds')}" if since is not None else ""
+        what += f", {state}" if state else ""
+        said.append(what + (f", holding {row[5]}" if not advisory else ""))
+    return "held by " + "; ".join(said) + (f" (and {len(rows) - 5} more)" if len(rows) > 5 else "")
+
+
 def migrate(conn: Any, project: str, migrations: tuple[Migration, ...] = MIGRATIONS) -> tuple[int, int]:
     """Bring ``project`` to the last of ``migrations`` on an autocommit connection; (version before, after)."""
     import psycopg  # the team extra; loaded only for a team vault
+
+    from synapse_nb.store.postgres.pool import connection_lost
 
     check_project(project)
     versions = [m.version for m in migrations]
     if versions != list(range(1, len(versions) + 1)):
         raise ValueError(f"migrations must be numbered 1..n in order, got {versions}")
+    locked = False
     try:
         with conn.transaction():
+            # every lock wait of this transaction is bounded, the migration lock's first (no login's session-level
+            # hold of it, nor a client's open transaction on a table, keeps team init waiting without end)
+            conn.execute(f"SET LOCAL lock_timeout = '{MIGRATION_LOCK_WAIT}'")
             conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_CLASS, project))
+            locked = True
             conn.execute(bootstrap(project))
             before = current_version(conn, project)
             _refuse_newer(before, project, versions[-1] if versions else 0)
@@ -282,8 +337,17 @@ def migrate(conn: Any, project: str, migrations: tuple[Migration, ...] = MIGRATI
                 conn.execute("RESET search_path")
             after = current_version(conn, project)
         return before, after
+    except psycopg.errors.LockNotAvailable as exc:
+        what = ("the project's migration lock (another `team init`, or any session that took "
+                f"pg_advisory_lock({LOCK_CLASS}, hashtext('{project}')))" if not locked
+                else "a lock on one of the project's tables")
+        raise BusyError(f"`team init` waited {MIGRATION_LOCK_WAIT} for {what} and stopped (nothing was changed): "
+                        f"{_holders(conn, project, advisory=not locked)}. If that is not another `team init` at work, "
+                        "end the session (SELECT pg_terminate_backend(pid)) and run `team init` again") from exc
     except psycopg.errors.InsufficientPrivilege as exc:
         raise StoreError(f"`team init` needs a role that may create roles and schemas (a superuser, or one with "
                          f"CREATEROLE and CREATE on the database): {exc}") from exc
     except psycopg.OperationalError as exc:
+        if not connection_lost(exc, conn):
+            raise StoreError(f"the team vault server stopped the migration (nothing was changed): {exc}") from exc
         raise StoreError(f"the team vault server went away during the migration (nothing was changed): {exc}") from exc

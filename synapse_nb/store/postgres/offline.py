@@ -14,9 +14,11 @@ from pathlib import Path
 from synapse_nb._times import age_seconds
 from synapse_nb.errors import IndexError_
 from synapse_nb.models import KIND_NAMES
+from synapse_nb.provenance import inline
 from synapse_nb.store.index import RetrievalIndex
 from synapse_nb.store.postgres.copy import COPY_DB, search_copy_db
 from synapse_nb.store.postgres.copy import synced_at as copy_synced_at
+from synapse_nb.store.postgres.copyfile import CopyDamaged, health
 
 __all__ = ["OfflineCopy", "search_copy"]
 
@@ -29,6 +31,8 @@ class OfflineCopy:
     synced_at: str | None
     age_s: float | None
     stale: bool = True
+    #: why there is no copy to read, when the copy was damaged and set aside (review 85), else None
+    damaged: str | None = None
 
 
 def search_copy(folder: Path, query: str, *, mind: str, now: str, k: int = 10) -> OfflineCopy:
@@ -36,10 +40,19 @@ def search_copy(folder: Path, query: str, *, mind: str, now: str, k: int = 10) -
     copy every operation keeps (``copy.db``, :mod:`synapse_nb.store.postgres.copy`), else the LanceDB index."""
     if (folder / COPY_DB).is_file():
         at = copy_synced_at(folder)
-        return OfflineCopy(tuple(search_copy_db(folder, query, mind=mind, now=now, k=k)), at, age_seconds(at))
+        try:
+            return OfflineCopy(tuple(search_copy_db(folder, query, mind=mind, now=now, k=k)), at, age_seconds(at))
+        except CopyDamaged as exc:  # set aside with its feed position: no copy until the next sync rebuilds it
+            aside = f"set aside as {exc.aside.name} (kept, never read)" if exc.aside else "left where it is"
+            return OfflineCopy((), None, None, damaged=(
+                f"this machine's copy was damaged ({inline(exc.reason, 160)}) and {aside}; the next sync with "
+                "the server rebuilds it whole"))
     synced_at = copy_synced_at(folder, "team-feed.json")  # a time, or None: read tolerantly (review 57)
     idx = RetrievalIndex(folder / "index")
     if not idx.exists():
+        said = health(folder)  # a copy set aside as damaged: said as such until the next sync rebuilds it
+        if said is not None and said.startswith("being rebuilt"):
+            return OfflineCopy((), None, None, damaged=f"this machine's copy is {said}")
         raise IndexError_(f"this machine has no index copy of the team vault in {folder}/index (it is made by "
                           "`synapse-nb index rebuild` or an index search while the server is reachable)")
     try:

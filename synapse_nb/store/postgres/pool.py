@@ -6,7 +6,8 @@ the package's logger, result rows, and the look-up of a commit whose connection 
   the server is back finds a connection (psycopg_pool's own backoff doubles from 1 s: 11-13 s after a 30 s outage).
 - :func:`route_pool_log`: psycopg_pool's warnings ("error connecting in ...") go to ``synapse_nb.team.pool``; with no
   logging set up they are not printed (a CLI user sees the package's one-line error instead).
-- :func:`resolve_commit`: what the server says became of a transaction whose connection died during COMMIT.
+- :func:`resolve_commit`: what the server says became of a transaction whose connection died during COMMIT, and
+  :func:`connection_lost`: whether an error means it died (else the server answered: nothing to look up).
 - :func:`mark_sql`, :func:`written_check`, :func:`drop_mark`: the mark a write made exactly once leaves with its
   commit (migration 23), which its retry must find on its own login before it believes the commit.
 """
@@ -26,8 +27,8 @@ from psycopg_pool.base import AttemptWithBackoff
 
 __all__ = ["COMMIT_RESOLVE_SECONDS", "NOT_OURS", "RECONNECT_FIRST", "RECONNECT_MAX", "BoundedBackoffPool",
            "RoundTrips", "Row",
-           "drop_mark", "log", "mark_sql", "op_name", "resolve_commit", "route_pool_log", "row_factory",
-           "written_check"]
+           "connection_lost", "drop_mark", "log", "mark_sql", "op_name", "resolve_commit", "route_pool_log",
+           "row_factory", "written_check"]
 
 log = logging.getLogger("synapse_nb.team")
 log.addHandler(logging.NullHandler())  # the pool's lines reach a user only through their own logging setup
@@ -181,6 +182,25 @@ def resolve_commit(url: str, xid: str, pid: int,
         delay = min(delay * 1.5, RECONNECT_MAX)
 
 
+#: SQLSTATEs of an OperationalError that ends the connection itself: the server shut down or crashed, an
+#: administrator ended the session (``pg_terminate_backend``), or it cannot accept a connection now (57P01-57P03).
+_LOST = ("57P01", "57P02", "57P03")
+
+
+def connection_lost(exc: BaseException, conn: object = None) -> bool:
+    """Whether ``exc`` means the connection is gone (libpq's own error, which carries no SQLSTATE: the server went
+    away; class 08, connection exception; 57P01-57P03; or ``conn`` closed), so a COMMIT sent on it may or may not
+    have happened. Any other error (a lock timeout, 55P03; a deadlock, 40P01; a statement cancelled) is the server's
+    answer: the transaction was rolled back, and nothing needs looking up (review 85: an agent's table lock made a
+    person's COMMIT time out, and the person read "the server went away while committing")."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    if getattr(conn, "closed", False):
+        return True
+    state = getattr(exc, "sqlstate", None)
+    return state is None or state.startswith("08") or state in _LOST
+
+
 def op_name(key: Any) -> str:
     """The name of a write operation made exactly once (``key``: method, mind, actor, arguments): what
     ``in-doubt.json`` and its mark on the server know it by."""
@@ -198,7 +218,7 @@ def mark_sql(project: str, nonce: str, key: Any) -> str:
 def drop_mark(url: str, project: str, nonce: str) -> None:
     """Spend a mark a retry believed (best effort: one left behind is dropped a day later)."""
     with contextlib.suppress(psycopg.Error), psycopg.connect(url, autocommit=True, connect_timeout=2) as c:
-        c.execute(f"DELETE FROM {project}.write_marks WHERE nonce = %s AND login = session_user", (nonce,))
+        c.execute(f"SELECT {project}.spend_write_mark(%s)", (nonce,))  # its login's only (migration 29)
 
 
 def written_check(project: str, tables: dict[str, str], written: dict[tuple[str, str], bool],
