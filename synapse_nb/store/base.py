@@ -147,8 +147,7 @@ class KindTable(Protocol[R]):
         """Records of the view in the kind's default order (each table documents it)."""
         ...
 
-    def count(self, view: View) -> int:
-        ...
+    def count(self, view: View) -> int: ...
 
     def search(self, view: View, text: str, *, limit: int) -> builtins.list[R]:
         """Full-text search: best match first, then newest, then id; no word in ``text``: :meth:`list`."""
@@ -165,8 +164,7 @@ class KindTable(Protocol[R]):
     def agents_before(self, view: View, before: str) -> builtins.list[R]:  # agents' records, changed before then
         ...
 
-    def delete(self, id: str) -> None:
-        ...
+    def delete(self, id: str) -> None: ...
 
 
 class MemoryTable(KindTable["Memory"], Protocol):
@@ -381,7 +379,6 @@ class RecallQueries(RankDigests, Protocol):
 
     def rank_logged(self, gen: int) -> str | None:
         """The id the change of generation ``gen`` logged (None: not in the log)."""
-        ...
 
     def rank_cache_dir(self) -> Path | None:
         """The folder beside the database for recall's structure arrays (None: a team vault; read-only: read)."""
@@ -396,7 +393,6 @@ class RecallQueries(RankDigests, Protocol):
 
     def rank_count(self, mind: str) -> tuple[int, int]:
         """(ranking documents of the mind, ranking documents of the vault)."""
-        ...
 
     #: How ``bm25`` sums (``"fts5"`` or ``"sql"``; see the module docstring): recall replays it exactly.
     bm25_style: str
