@@ -155,18 +155,19 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
             session = st.delta_session(event.session)
         r = v.recall("", session=session, record=False)
         lessons, mark = r.lessons, r.mark_given
-    latest = v.checkpoints.latest()
+    latest = v.checkpoints.latest()  # the newest saved on purpose; the automatic ones since are listed under it
     if event.source == "compact":
         pack = v.restore_pack(latest)
         context = "synapse-nb restore pack after compaction:\n\n" + pack
         kept = set(pack.lessons)  # the lessons the pack printed whole, by id (its text was searched for their items)
     else:
         head = "synapse-nb project memory (relevant records are recalled on each prompt):"
-        ckp = (f"Latest checkpoint on this branch:\n{latest.restore_text(SESSION_START_FIELD_CHARS)}" if latest
-               else "No checkpoint on this branch yet.")
+        since, later = v.checkpoints.since(latest) if latest else ((), 0)
+        ckp = (f"Latest checkpoint on this branch:\n{latest.restore_text(SESSION_START_FIELD_CHARS, since, later)}"
+               if latest else "No checkpoint on this branch yet.")
         if v.borrowed is not None:  # like every recall and pack (review 23: a session started without it)
             head = f"{v.borrowed.line}\n{head}"
-        after: list[Part] = [(with_legend([latest], ckp), ())]  # the legend before an agent's checkpoint
+        after: list[Part] = [(with_legend([latest, *since], ckp), ())]  # the legend before an agent's checkpoint
         if lessons:
             context, kept = _fit([(head, ())], lessons, (), after, SESSION_START_TOKENS * 4, owed)
             if mark is not None:
@@ -203,6 +204,7 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         with session_state(v.path, _state_key(v, event)) as st:
             owed = list(st.left)
             st.task = st.task or shorten(prompt, 200)
+            st.prompt = shorten(prompt, 200)
             session = st.delta_session(event.session)  # a new epoch when none, or an old one
     elif event.session:
         session = read_state(v.path, _state_key(v, event)).delta_session(event.session)
@@ -233,23 +235,34 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     return HookAnswer()  # nothing new: no noise in the agent's context
 
 
+def _prompts(st: SessionState) -> str:
+    """The session's prompts as its automatic checkpoints name them: what the person typed, said to be prompts, never
+    what the session is doing (review 86: the first prompt, "continue" or "ok go ahead" became a checkpoint's doing)."""
+    if st.prompt and st.task and st.prompt != st.task:
+        return f"; the session's first prompt: {st.task}; its latest: {st.prompt}"
+    return f"; the session's prompt: {st.prompt or st.task}" if st.prompt or st.task else ""
+
+
 def _pre_compact(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
+    """An automatic checkpoint of what the session knows (the files it edited, its prompts), then the restore pack:
+    the checkpoint saved on purpose with what happened since (this one among it). An automatic checkpoint says
+    nothing of the work's state, so it never takes the place of the one a session resumes from
+    (:meth:`~synapse_nb.kinds.checkpoints.Checkpoints.latest`), nor carries its words under another mark."""
     from synapse_nb.agents.sessions import read_state, session_state
 
     if not writable:
         return HookAnswer(context=v.restore_pack())
     key = _state_key(v, event)
     st = read_state(v.path, key)
-    why = "saved before the context was compacted" + (f" ({event.source})" if event.source else "")
-    c = v.checkpoints.carry_forward(f"{st.task} — {why}" if st.task else None,
-                                    files=list(dict.fromkeys([*st.changed, *st.files]))[:200],
-                                    fallback=f"agent session {why}")
+    why = "saved before the agent's context was compacted" + (f" ({event.source})" if event.source else "")
+    c = v.checkpoint(f"{why}{_prompts(st)}", files=list(dict.fromkeys([*st.changed, *st.files]))[:200] or None,
+                     origin="auto")
     with session_state(v.path, key) as s:
         s.edits, s.files = 0, []
         s.checkpoints += 1
         s.compactions += 1
         s.new_epoch()  # compaction drops what recall gave the context (lessons too): the delta starts afresh
-    return HookAnswer(context=v.restore_pack(c),
+    return HookAnswer(context=v.restore_pack(),
                       notice=f"synapse-nb: saved checkpoint {c.id} before compaction; the restore pack follows it")
 
 
@@ -272,8 +285,9 @@ def _post_tool(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
 
 
 def _auto_checkpoint(v: Vault, st: SessionState) -> None:
-    task = f"; working on: {st.task}" if st.task else ""
-    v.checkpoint(f"auto checkpoint after {st.edits} file edits by the agent{task}", files=st.files[:200],
+    """Every N edits: the files and the prompts (:func:`_prompts`), an automatic checkpoint listed under the one
+    saved on purpose, never in its place (review 86: it had no next step, and became "the latest")."""
+    v.checkpoint(f"auto checkpoint after {st.edits} file edits by the agent{_prompts(st)}", files=st.files[:200],
                  origin="auto")
     st.edits, st.files = 0, []
     st.checkpoints += 1

@@ -198,13 +198,16 @@ class MemoryTable(KindTable["Memory"], Protocol):
 class CheckpointTable(KindTable["Checkpoint"], Protocol):
     """Checkpoints. Default order: newest first, then id descending."""
 
-    def latest(self, view: View, branch: str | None) -> Checkpoint | None:
-        """The newest checkpoint saved on ``branch`` (None: saved without a branch)."""
-        ...
+    def latest(self, view: View, branch: str | None, *, automatic: bool = True) -> Checkpoint | None:
+        """The newest checkpoint saved on ``branch`` (None: saved without a branch); ``automatic=False``: the newest
+        saved on purpose (an automatic one, :attr:`~synapse_nb.models.Checkpoint.automatic`, left out)."""
 
     def list(self, view: View, *, branch: str | None = None, limit: int | None = None) -> builtins.list[Checkpoint]:
         """Checkpoints of one ``branch``, or of all when None."""
-        ...
+
+    def since(self, view: View, after: Checkpoint, *, limit: int | None) -> tuple[builtins.list[Checkpoint], int]:
+        """The checkpoints saved on ``after``'s branch after it (newer, or as new with a greater id), newest first,
+        at most ``limit`` (None: all); and how many there are in all."""
 
 
 class DecisionTable(KindTable["Decision"], Protocol):

@@ -368,6 +368,8 @@ class MemoriesTable(Table[Memory, D]):
 
 
 # -- checkpoints ----------------------------------------------------------------------------------------------
+#: An automatic checkpoint's row (``Checkpoint.automatic`` as ``from_row`` reads it: an agent's "watch" is "agent").
+_AUTOMATIC = "$origin = 'auto' OR ($origin = 'watch' AND $source = 'user')"
 class CheckpointsTable(Table[Checkpoint, D]):
     kind = "checkpoint"
     columns: ClassVar[Columns] = {"changed_files": ("changed_files", _json_list)}
@@ -387,9 +389,18 @@ class CheckpointsTable(Table[Checkpoint, D]):
         return (c.id, c.mind, c.branch, c.commit, c.doing, dumps(list(c.changed_files)), c.next_step, c.blockers,
                 c.origin, c.source, c.created_at, c.updated_at)
 
-    def latest(self, view: View, branch: str | None) -> Checkpoint | None:
-        rows = self._select(view, self._db.dialect.same("$branch", "?"), (branch,), limit=1)
+    def latest(self, view: View, branch: str | None, *, automatic: bool = True) -> Checkpoint | None:
+        where = self._db.dialect.same("$branch", "?") + ("" if automatic else f" AND ({_AUTOMATIC}) IS NOT TRUE")
+        rows = self._select(view, where, (branch,), limit=1)
         return rows[0] if rows else None
+
+    def since(self, view: View, after: Checkpoint, *, limit: int | None) -> tuple[builtins.list[Checkpoint], int]:
+        where = f"{self._db.dialect.same('$branch', '?')} AND ($created_at > ? OR ($created_at = ? AND $id > ?))"
+        params = (after.branch, after.created_at, after.created_at, after.id)
+        vis, vparams = self._visible(view)
+        row = self._db.query_one(f"SELECT count(*) FROM {self.table} WHERE mind = ? AND ({vis}) AND ({where})"
+                                 .replace("$", ""), (view.mind, *vparams, *params))
+        return self._select(view, where, params, limit=limit), int(row[0]) if row else 0
 
     def list(self, view: View, *, branch: str | None = None, limit: int | None = None) -> builtins.list[Checkpoint]:
         if branch is None:

@@ -1,0 +1,133 @@
+"""Review 86: what a Claude Code session is given by the hooks, run as Claude Code runs them.
+
+F1: the checkpoints the hooks write (before a compaction, after N edits) took the place of the agent's own as "the
+latest": the next session resumed from "continue" or "ok go ahead", with no next step. Now the checkpoint a session
+resumes from is the newest one saved on purpose, the automatic ones are listed under it ("Since then"), each with its
+own mark, and they name the session's prompts as prompts. F3: every prompt with a hit repeated the banner's heading
+and up to 400 characters of lesson ids the agent never saw; a "nothing new" answer did too. F5: an approved lesson
+that ran out left without a word to the person, and the agent was told "No approved lessons yet." Smaller: the
+hooks' banner numbered the lessons oldest first, every other banner newest first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import synapse_nb as syn
+from synapse_nb.errors import ValidationError
+from tests.test_agent_hooks import ROOT, claude, context_of, hook
+
+DOING = "Adding a clear timeout error to login"
+NEXT = "Write test_login_timeout in tests/test_auth.py"
+
+
+def start(repo: Path, session: str, source: str = "startup") -> subprocess.CompletedProcess[str]:
+    return hook("SessionStart", claude("SessionStart", repo, session, source=source), cwd=repo)
+
+
+def prompt(repo: Path, session: str, text: str) -> str:
+    res = hook("UserPromptSubmit", claude("UserPromptSubmit", repo, session, prompt=text), cwd=repo)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    return context_of(res) if res.stdout else ""
+
+
+def edit(repo: Path, session: str, path: str) -> None:
+    res = hook("PostToolUse", claude("PostToolUse", repo, session, tool_name="Edit",
+                                     tool_input={"file_path": str(repo / path)}), cwd=repo)
+    assert res.returncode == 0 and res.stdout == "" and res.stderr == "", res.stderr
+
+
+def cli(repo: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SYNAPSE_") and k != "CLAUDECODE"}
+    env["PYTHONPATH"] = str(ROOT)
+    res = subprocess.run([sys.executable, "-m", "synapse_nb", *args], cwd=repo, env=env, check=False,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+# ------------------------------------------------------------------------------------------------ F1
+def test_the_agents_checkpoint_is_resumed_after_a_compaction_and_ten_edits(git_repo: Path) -> None:
+    """The review's story: the agent's checkpoint, a session that resumes and is compacted after "continue", a
+    session that makes 10 edits after "ok go ahead", then a new session and ``checkpoint restore``."""
+    with syn.open_vault(git_repo, actor="agent") as agent:  # what the MCP tool create_checkpoint saves
+        own = agent.checkpoint(DOING, files=["src/auth.py"], next_step=NEXT, origin="agent")
+    start(git_repo, "A", "resume")
+    prompt(git_repo, "A", "continue")
+    res = hook("PreCompact", claude("PreCompact", git_repo, "A", trigger="auto"), cwd=git_repo)
+    assert res.returncode == 0, res.stderr
+    packed = context_of(start(git_repo, "A", "compact"))
+    assert f"Doing: {DOING}" in packed and f"Next step: {NEXT}" in packed and "Doing: continue" not in packed
+    prompt(git_repo, "B", "fix the billing cache")  # the session's first prompt: another task, hours earlier
+    prompt(git_repo, "B", "ok go ahead")
+    for _ in range(10):
+        edit(git_repo, "B", "src/auth.py")
+    text = context_of(start(git_repo, "C"))
+    ckp = text[text.index("Latest checkpoint on this branch:"):]
+    assert f"Checkpoint [agent · unverified] {own.id}" in ckp
+    assert f"Doing: {DOING}" in ckp and f"Next step: {NEXT}" in ckp  # the agent's task and next step
+    assert "Since then on this branch: 2 later checkpoints" in ckp  # and what happened after it
+    lines = ckp.splitlines()
+    auto, compacted = (x for x in lines if x.startswith("- [agent · unverified] ckp_"))
+    assert "automatic): auto checkpoint after 10 file edits by the agent" in auto and '"src/auth.py"' in auto
+    assert "the session's first prompt: fix the billing cache; its latest: ok go ahead" in auto  # prompts, said so
+    assert "automatic): saved before the agent's context was compacted (auto); the session's prompt: continue" \
+        in compacted
+    assert not [x for x in lines if x.startswith("  Doing:") and DOING not in x]  # one doing: the agent's
+    restored = cli(git_repo, "checkpoint", "restore")
+    assert f"Doing: {DOING}" in restored and f"Next step: {NEXT}" in restored and auto in restored
+    doc = json.loads(cli(git_repo, "checkpoint", "restore", "--json"))
+    assert doc["id"] == own.id and doc["later"] == 2 and len(doc["since"]) == 2
+    with syn.open_vault(git_repo) as v:
+        assert v.checkpoints.latest() == own and v.checkpoints.latest(automatic=True).origin == "auto"
+        assert all(c.automatic for c in v.checkpoints.since(own)[0])
+
+
+def test_a_persons_checkpoint_stays_the_one_to_resume_from_and_keeps_its_mark(git_repo: Path) -> None:
+    """The agent's automatic checkpoints never take the place of a person's, nor carry its words under a person's
+    mark; the person's own carry never relabels an agent's words as theirs."""
+    with syn.open_vault(git_repo) as v:
+        mine = v.checkpoint("Migrating billing to v2", next_step="run the v2 smoke tests", origin="cli")
+    prompt(git_repo, "S", "go on")
+    for i in range(10):
+        edit(git_repo, "S", f"src/b{i}.py")
+    text = context_of(start(git_repo, "T"))
+    assert f"Checkpoint [user] {mine.id}" in text and "Next step: run the v2 smoke tests" in text
+    assert "- [agent · unverified] ckp_" in text and "(names as listed" in text
+    assert "an agent's words no person checked" in text  # the legend: the lines under it are an agent's
+    with syn.open_vault(git_repo, actor="agent") as agent:  # signal_low_context with nothing of its own
+        carried = agent.checkpoints.carry_forward(fallback="context at 70%")
+        assert carried.doing == "Migrating billing to v2" and carried.source == "agent" and carried.automatic
+        assert agent.checkpoints.latest() == mine  # a carried copy is automatic: the person's stays
+        told = agent.checkpoints.carry_forward("Writing the v2 smoke tests", fallback="context at 70%")
+        assert told.origin == "agent" and told.next_step == "run the v2 smoke tests"  # the agent's own word
+        assert agent.checkpoints.latest() == told
+    with syn.open_vault(git_repo) as v:
+        copy = v.checkpoints.carry_forward(fallback="saved by hand")
+        assert copy.source == "user" and copy.doing == "saved by hand" and copy.next_step is None  # not the agent's
+        assert v.checkpoints.latest() == told  # an automatic one of the person's: no place taken either
+
+
+def test_since_lists_the_newest_and_counts_the_rest(git_repo: Path) -> None:
+    with syn.open_vault(git_repo) as v:
+        first = v.checkpoint("Step one", next_step="step two")
+        autos = [v.checkpoint(f"{n} more changed files", files=[f"f{n}.py"], origin="watch") for n in range(5)]
+        shown, later = v.checkpoints.since(first)
+        assert later == 5 and [c.id for c in shown] == [c.id for c in autos[::-1][:3]]
+        assert v.checkpoints.since(first, limit=None)[1] == 5 and v.checkpoints.since(autos[-1]) == ([], 0)
+        text = first.restore_text(None, shown, later)
+        *_, head, _, _, _, tail = text.splitlines()
+        assert head == "Since then on this branch: 5 later checkpoints (what happened after it; newest first):"
+        assert tail == "(… 2 older not shown)"
+        with pytest.raises(ValidationError, match="checkpoint must be a Checkpoint"):
+            v.checkpoints.since(first.id)  # type: ignore[arg-type]  # a mistake: an id, not the record
+        with sqlite3.connect(v.path / "synapse.db") as db:  # an agent's row naming the watcher reads "agent": its
+            db.execute("UPDATE checkpoints SET source = 'agent' WHERE id = ?", (autos[0].id,))  # own, not automatic
+        assert v.checkpoints.latest().id == autos[0].id and v.checkpoints.latest().origin == "agent"
