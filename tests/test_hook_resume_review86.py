@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -131,3 +132,67 @@ def test_since_lists_the_newest_and_counts_the_rest(git_repo: Path) -> None:
         with sqlite3.connect(v.path / "synapse.db") as db:  # an agent's row naming the watcher reads "agent": its
             db.execute("UPDATE checkpoints SET source = 'agent' WHERE id = ?", (autos[0].id,))  # own, not automatic
         assert v.checkpoints.latest().id == autos[0].id and v.checkpoints.latest().origin == "agent"
+
+
+# ------------------------------------------------------------------------------------------------ F3
+def _lessons(repo: Path, n: int) -> list[str]:
+    with syn.open_vault(repo) as v:
+        for i in range(n):
+            les = v.lessons.create(f"Rule {i}", branch=None)
+            v.lessons.approve(les.id, text=f"Rule {i}: never touch module m{i} without running its tests first")
+        v.remember("procedure", "db_migrations", "Run alembic upgrade head")
+        v.remember("procedure", "code_style", "Use black, line length 100")
+        return [x.id for x in v.lessons.in_force()]
+
+
+def test_a_prompt_counts_the_lessons_it_was_given_and_names_no_id(git_repo: Path) -> None:
+    ids = _lessons(git_repo, 30)
+    first = context_of(start(git_repo, "S"))
+    assert all(f"Rule {i}:" in first for i in range(30))
+    for q in ("how do we run database migrations?", "what code style do we use?"):
+        text = prompt(git_repo, "S", q)
+        assert "(the 30 approved lessons shown earlier in this session are still in force)" in text
+        assert not [i for i in ids if i in text] and "les_" not in text and len(text) < 400
+    with syn.open_vault(git_repo) as v:  # approved mid-session: given in full the first time, the others counted
+        les = v.lessons.create("late rule", branch=None)
+        v.lessons.approve(les.id, text="Rule late: tag every release")
+    text = prompt(git_repo, "S", "zebra quartz")  # no hit: the new lesson alone, and the count
+    assert "1. [all branches, approved] Rule late: tag every release" in text
+    assert "(also still in force: the 30 approved lessons shown earlier in this session)" in text
+    assert prompt(git_repo, "S", "zebra quartz") == ""  # nothing new: nothing at all
+
+
+def test_a_nothing_new_recall_says_nothing_of_the_banner(git_repo: Path) -> None:
+    _lessons(git_repo, 3)
+    with syn.open_vault(git_repo, actor="agent") as agent:
+        first = agent.recall("how do we run database migrations?", session="m1")
+        assert first.text.startswith("APPROVED SYSTEM MEMORY") and first.items
+        again = agent.recall("how do we run database migrations?", session="m1")
+        assert again.empty_reason == "already_given"
+        assert again.text.startswith("nothing new for:") and "APPROVED" not in again.text
+        other = agent.recall("what code style do we use?", session="m1")  # a hit: the banner's count heads it
+        assert other.text.splitlines()[:2] == [
+            "APPROVED SYSTEM MEMORY — CRITICAL: ADHERE",
+            "(the 3 approved lessons shown earlier in this session are still in force)"]
+    with syn.open_vault(git_repo) as v:
+        les = v.lessons.create("late rule", branch=None)
+        v.lessons.approve(les.id, text="Rule late: tag every release")
+    with syn.open_vault(git_repo, actor="agent") as agent:  # nothing new but a lesson: given in full
+        late = agent.recall("how do we run database migrations?", session="m1")
+        assert "Rule late: tag every release" in late.text and "also still in force: the 3 approved" in late.text
+
+
+def test_every_banner_gives_the_lessons_most_recently_approved_first(git_repo: Path) -> None:
+    ids = _lessons(git_repo, 4)
+    with syn.open_vault(git_repo) as v:
+        order = [x.text for x in v.lessons.in_force()]
+        assert order == [f"Rule {i}: never touch module m{i} without running its tests first" for i in (3, 2, 1, 0)]
+        pack = v.restore_pack()
+        recalled = v.recall("how do we run database migrations?").text
+
+    def numbered(text: str) -> list[str]:
+        return re.findall(r"^\d+\. \[all branches, approved\] (.*)$", text, re.M)
+
+    assert numbered(context_of(start(git_repo, "S"))) == order
+    assert numbered(context_of(start(git_repo, "S", "compact"))) == order
+    assert numbered(pack) == order == numbered(recalled) and len(ids) == 4

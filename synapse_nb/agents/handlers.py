@@ -223,12 +223,13 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         if session and writable:
             _left(v, event, r.lessons, r.shown_before, kept, owed)
         return HookAnswer(context=context, notice=notice, delivered=lambda: r.mark_given(kept))
-    # a lesson the session was not shown (approved since, changed, or left out for room) is given alone
+    # a lesson the session was not shown (approved since, changed, or left out for room) is given alone, with the
+    # count of those it was shown (still in force)
     new_lessons = [x for x in r.lessons if x.id not in r.shown_before] if session else []
     if new_lessons:
-        context, kept = _fit(off, new_lessons, (), [], MAX_CONTEXT_CHARS, owed)
+        context, kept = _fit(off, r.lessons, r.shown_before, [], MAX_CONTEXT_CHARS, owed)
         if writable:
-            _left(v, event, new_lessons, (), kept, owed)
+            _left(v, event, r.lessons, r.shown_before, kept, owed)
         return HookAnswer(context=context, notice=notice, delivered=lambda: r.mark_given(kept))
     if notice:  # "nothing new" without the channel is no answer on meaning: the agent is told, the person too
         return HookAnswer(context=off[0][0], notice=notice)
