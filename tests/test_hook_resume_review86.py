@@ -17,11 +17,13 @@ import re
 import sqlite3
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 import synapse_nb as syn
+from synapse_nb._util import fmt_ts, utcnow
 from synapse_nb.errors import ValidationError
 from tests.test_agent_hooks import ROOT, claude, context_of, hook
 
@@ -196,3 +198,45 @@ def test_every_banner_gives_the_lessons_most_recently_approved_first(git_repo: P
     assert numbered(context_of(start(git_repo, "S"))) == order
     assert numbered(context_of(start(git_repo, "S", "compact"))) == order
     assert numbered(pack) == order == numbered(recalled) and len(ids) == 4
+
+
+# ------------------------------------------------------------------------------------------------ F5
+def _expire(repo: Path, ago: timedelta) -> None:
+    with sqlite3.connect(repo / ".synapse" / "synapse.db") as db:
+        db.execute("UPDATE lessons SET expires_at = ? WHERE status = 'approved'", (fmt_ts(utcnow() - ago),))
+
+
+def test_a_lesson_that_ran_out_is_told_to_the_person_and_not_to_the_agent(git_repo: Path) -> None:
+    with syn.open_vault(git_repo) as v:
+        les = v.lessons.create("retry", branch=None)
+        v.lessons.approve(les.id, text="Do not retry login on timeout: it locks accounts")
+        assert v.lessons.expired_count() == 0
+    assert "systemMessage" not in json.loads(start(git_repo, "a").stdout)
+    _expire(git_repo, timedelta(days=1))  # 8 days after a 7-day approval
+    out = json.loads(start(git_repo, "b").stdout)
+    notice, text = out["systemMessage"], out["hookSpecificOutput"]["additionalContext"]
+    assert notice == ("synapse-nb: 1 approved lesson ran out in the last 7 days, so it is no longer given to the "
+                      "agent: approve it again in your own terminal with synapse-nb lessons approve ID (synapse-nb "
+                      "lessons list --status expired lists it)")
+    assert "No approved lessons.\n" in text and "yet" not in text.split("No checkpoint")[0]
+    assert "approve" not in text.lower().replace("no approved lessons.", "") and "expire" not in text
+    assert les.id not in notice and "retry" not in notice  # counts only: no id, no text
+    with syn.open_vault(git_repo) as v:
+        assert v.lessons.expired_count() == 1 and v.lessons.expired_count(timedelta(hours=1)) == 0
+        with pytest.raises(ValidationError, match="within must be a timedelta"):
+            v.lessons.expired_count(7)  # type: ignore[arg-type]  # a mistake: days, not a timedelta
+    _expire(git_repo, timedelta(days=30))  # long ago: no notice, and still no "yet"
+    out = json.loads(start(git_repo, "c").stdout)
+    assert "systemMessage" not in out and "No approved lessons.\n" in out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_the_notice_says_both_what_waits_and_what_ran_out(git_repo: Path) -> None:
+    with syn.open_vault(git_repo) as v:
+        for i in range(2):
+            v.lessons.approve(v.lessons.create(f"rule {i}", branch=None).id)
+        v.lessons.create("a pending one")
+    _expire(git_repo, timedelta(hours=2))
+    notice = json.loads(start(git_repo, "a").stdout)["systemMessage"]
+    assert notice.startswith("synapse-nb: 1 lesson written by hand waits for your review (synapse-nb lessons review, "
+                             "in your own terminal); 2 approved lessons ran out in the last 7 days, so they are no "
+                             "longer given to the agent: approve them again")

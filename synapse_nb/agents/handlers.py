@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,9 @@ SESSION_START_TOKENS = 2000
 #: the answer: review 39, an agent's checkpoint of four 32,768-character fields, read whole, kept SessionStart past
 #: its time limit, and every new session started without the banner).
 SESSION_START_FIELD_CHARS = 1200
+#: The person's SessionStart notice counts the approved lessons that ran out within this many days (the default
+#: ``lesson_expiry_days``: a week's sessions each say it, then it is ``synapse-nb lessons list``'s to show).
+EXPIRED_NOTICE_DAYS = 7
 #: The person's notice when a prompt's recall answered without its semantic channel (Recall.semantic_off).
 OFF_NOTICE = ("synapse-nb: recall answered without the semantic channel (its index could not be read), so records "
               "found only by meaning were left out; run `synapse-nb index check --repair` in your own terminal")
@@ -76,21 +80,40 @@ def _relative(v: Vault, path: str) -> str:
 
 
 def _pending_notice(v: Vault) -> str:
-    """For the human only: how many lessons wait for a decision, and what made them (never shown to the agent's
-    context; counts only, no agent text). A count any handle may read (``Lessons.waiting_by``), so the hook's own handle
-    asks: no second vault opened. A lesson an agent wrote by hand is no revert's: it is counted apart (review 27:
-    the notice said "from reverted changes" of three lessons an agent created)."""
+    """For the human only: how many lessons wait for a decision, and what made them, and how many approved lessons ran
+    out in the last :data:`EXPIRED_NOTICE_DAYS` days, with how to approve them again (never shown to the agent's
+    context; counts only, no agent text, no id). Counts any handle may read (``Lessons.waiting_by``,
+    ``Lessons.expired_count``), so the hook's own handle asks: no second vault opened. A lesson an agent wrote by
+    hand is no revert's: it is counted apart (review 27: the notice said "from reverted changes" of three lessons an
+    agent created). Review 86: an approved lesson that ran out left every agent surface without a word to anyone."""
     try:
         made = v.lessons.waiting_by()  # one read for the three counts
         counts = [(made[by], what) for by, what in _MADE_BY]
+        expired = v.lessons.expired_count(timedelta(days=EXPIRED_NOTICE_DAYS))
     except SynapseError:
         return ""
     n = sum(c for c, _ in counts)
-    if not n:
-        return ""
-    parts = " and ".join(plural(c, "lesson") + what for c, what in counts if c)
-    return (f"synapse-nb: {parts} wait{'' if n != 1 else 's'} for your review (synapse-nb lessons review, in your "
-            "own terminal)")
+    notes = []
+    if n:
+        parts = " and ".join(plural(c, "lesson") + what for c, what in counts if c)
+        notes.append(f"{parts} wait{'' if n != 1 else 's'} for your review (synapse-nb lessons review, in your own "
+                     "terminal)")
+    if expired:
+        it, they = ("it", "it is") if expired == 1 else ("them", "they are")
+        notes.append(f"{plural(expired, 'approved lesson')} ran out in the last {EXPIRED_NOTICE_DAYS} days, so "
+                     f"{they} no longer given to the agent: approve {it} again in your own terminal with "
+                     f"synapse-nb lessons approve ID (synapse-nb lessons list --status expired lists {it})")
+    return "synapse-nb: " + "; ".join(notes) if notes else ""
+
+
+def _none_approved(v: Vault) -> str:
+    """What the agent is told when no approved lesson is in force: "yet" only where none ever ran out (review 86:
+    it read as a new project after every lesson expired). Nothing about approving: that is the person's act."""
+    try:
+        expired = v.lessons.expired_count(most=1)
+    except SynapseError:
+        expired = 0
+    return "No approved lessons." if expired else "No approved lessons yet."
 
 
 #: Who made a pending lesson (``Lessons.waiting_by``) and how the human's notice says it.
@@ -173,7 +196,7 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
             if mark is not None:
                 _left(v, event, lessons, (), kept, owed)
         else:
-            context, kept = cut_parts([(f"{head}\n\nNo approved lessons yet.\n", ()), *after],
+            context, kept = cut_parts([(f"{head}\n\n{_none_approved(v)}\n", ()), *after],
                                       SESSION_START_TOKENS * 4)
     given = (lambda: mark(kept)) if mark is not None else None
     return HookAnswer(context=context, notice=_pending_notice(v), delivered=given)

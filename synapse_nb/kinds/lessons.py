@@ -241,6 +241,15 @@ class Lessons(KindManager[Lesson]):
               else "user" for x in rows]
         return {maker: by.count(maker) for maker in ("git", "agent", "user")}
 
+    def expired_count(self, within: timedelta | None = None, *, most: int = 1000) -> int:
+        """How many approved lessons ran out (within the last ``within``; None: ever): a count only, as :meth:`waiting`
+        (the hooks tell the human how many went out of force, and how to approve them again: review 86)."""
+        if within is not None and not isinstance(within, timedelta):
+            raise ValidationError(f"within must be a timedelta or None, got {type(within).__name__}")
+        since = "" if within is None else fmt_ts(self._ctx.now() - within)
+        rows = self._table.list(self._ctx.view(), status="expired", limit=check_limit(most))
+        return sum(1 for x in rows if (x.expires_at or "") >= since)
+
     def approved(self) -> RecordList[Lesson]:
         """Approved lessons still in force, most recently approved first (these head every recall)."""
         return self.list(status="approved")
