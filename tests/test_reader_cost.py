@@ -122,9 +122,9 @@ def test_the_restore_pack_reads_each_lessons_text_once(neutralised: list[int]) -
 def test_one_long_lesson_leaves_the_others_and_the_rest_of_the_pack_in_it() -> None:
     """Found by review 54: the pack was cut at the first line that did not fit, so one long lesson (a person's, of
     6,500 characters) left only itself and "(… 39 more lines left out)": the other lessons, the checkpoint and the
-    person's decisions were gone; and the pack numbered the lessons in ``in_force`` order where a prompt's banner
-    numbers them approved earliest first. Now the pack's banner is a prompt's: first fit, the rest named by id, not
-    marked given."""
+    person's decisions were gone; and the pack numbered the lessons otherwise than a prompt's banner. Now the pack's
+    banner is a prompt's: first fit (chosen approved earliest first), the rest named by id, not marked given; and
+    given, like every banner, in ``in_force`` order (most recently approved first: review 86)."""
     from synapse_nb.models import Decision, Lesson
     from synapse_nb.recall.pack import restore_pack
 
@@ -138,7 +138,7 @@ def test_one_long_lesson_leaves_the_others_and_the_rest_of_the_pack_in_it() -> N
                         updated_at="2026-01-04T00:00:00.000000Z", decision="Use PostgreSQL for the team vault",
                         rationale="one server")
     pack = restore_pack(lessons, None, [decision], [])
-    assert pack.lessons == ("les_0", "les_2")
-    assert "1. [main, approved] Rule zero" in pack and "2. [main, approved] Rule two" in pack
+    assert pack.lessons == ("les_2", "les_0")
+    assert "1. [main, approved] Rule two" in pack and "2. [main, approved] Rule zero" in pack
     assert "les_1" in pack and "y" * 100 not in pack  # named, never cut, so not marked given
     assert "Use PostgreSQL for the team vault" in pack and "left out" not in pack.split("les_1")[-1]

@@ -639,6 +639,21 @@ def test_checkpoints_decisions_episodes_and_notes_read_alike(store: Any) -> None
     assert [c.id for c in store.checkpoints.list(view, branch="main")] == [cks[2].id, cks[0].id]
     assert store.checkpoints.latest(view, None) == cks[1] and store.checkpoints.latest(view, "dev") == cks[3]
     assert store.checkpoints.latest(view, "gone") is None
+    # the newest saved on purpose, and what was saved after it on its branch (review 86)
+    autos = [Checkpoint(id=f"ckp_{i:012x}", mind="default", created_at=T2, updated_at=T2, doing=f"auto {i}",
+                        branch=None, origin=origin, source=source) for i, (origin, source) in
+             enumerate([("auto", "agent"), ("watch", "user"), ("watch", "agent")], 5)]
+    for c in autos:
+        store.checkpoints.insert(c)
+    assert store.checkpoints.latest(view, None).id == autos[2].id
+    assert store.checkpoints.latest(view, None, automatic=False).id == autos[2].id  # an agent's "watch" is its own
+    store.checkpoints.delete(autos[2].id)
+    assert store.checkpoints.latest(view, None, automatic=False) == cks[1]  # "auto" and a person's "watch": not
+    assert store.checkpoints.latest(view, "dev", automatic=False) == cks[3]
+    assert store.checkpoints.since(view, cks[1], limit=1) == ([autos[1]], 2)
+    assert store.checkpoints.since(view, cks[1], limit=None) == ([autos[1], autos[0]], 2)
+    assert store.checkpoints.since(view, cks[0], limit=5) == ([cks[2]], 1) and store.checkpoints.since(
+        view, cks[3], limit=5) == ([], 0)
     store.checkpoints.update(cks[0].id, updated_at=T2, changed_files=["g.py", "h.py"])
     assert store.checkpoints.get(view, cks[0].id).changed_files == ("g.py", "h.py")
     decs = [_dec(1, "use postgres for teams", tags=("db",)), _dec(2, "use sqlite locally", tags=("db", "local")),

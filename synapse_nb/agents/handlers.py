@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,9 @@ SESSION_START_TOKENS = 2000
 #: the answer: review 39, an agent's checkpoint of four 32,768-character fields, read whole, kept SessionStart past
 #: its time limit, and every new session started without the banner).
 SESSION_START_FIELD_CHARS = 1200
+#: The person's SessionStart notice counts the approved lessons that ran out within this many days (the default
+#: ``lesson_expiry_days``: a week's sessions each say it, then it is ``synapse-nb lessons list``'s to show).
+EXPIRED_NOTICE_DAYS = 7
 #: The person's notice when a prompt's recall answered without its semantic channel (Recall.semantic_off).
 OFF_NOTICE = ("synapse-nb: recall answered without the semantic channel (its index could not be read), so records "
               "found only by meaning were left out; run `synapse-nb index check --repair` in your own terminal")
@@ -76,21 +80,40 @@ def _relative(v: Vault, path: str) -> str:
 
 
 def _pending_notice(v: Vault) -> str:
-    """For the human only: how many lessons wait for a decision, and what made them (never shown to the agent's
-    context; counts only, no agent text). A count any handle may read (``Lessons.waiting_by``), so the hook's own handle
-    asks: no second vault opened. A lesson an agent wrote by hand is no revert's: it is counted apart (review 27:
-    the notice said "from reverted changes" of three lessons an agent created)."""
+    """For the human only: how many lessons wait for a decision, and what made them, and how many approved lessons ran
+    out in the last :data:`EXPIRED_NOTICE_DAYS` days, with how to approve them again (never shown to the agent's
+    context; counts only, no agent text, no id). Counts any handle may read (``Lessons.waiting_by``,
+    ``Lessons.expired_count``), so the hook's own handle asks: no second vault opened. A lesson an agent wrote by
+    hand is no revert's: it is counted apart (review 27: the notice said "from reverted changes" of three lessons an
+    agent created). Review 86: an approved lesson that ran out left every agent surface without a word to anyone."""
     try:
         made = v.lessons.waiting_by()  # one read for the three counts
         counts = [(made[by], what) for by, what in _MADE_BY]
+        expired = v.lessons.expired_count(timedelta(days=EXPIRED_NOTICE_DAYS))
     except SynapseError:
         return ""
     n = sum(c for c, _ in counts)
-    if not n:
-        return ""
-    parts = " and ".join(plural(c, "lesson") + what for c, what in counts if c)
-    return (f"synapse-nb: {parts} wait{'' if n != 1 else 's'} for your review (synapse-nb lessons review, in your "
-            "own terminal)")
+    notes = []
+    if n:
+        parts = " and ".join(plural(c, "lesson") + what for c, what in counts if c)
+        notes.append(f"{parts} wait{'' if n != 1 else 's'} for your review (synapse-nb lessons review, in your own "
+                     "terminal)")
+    if expired:
+        it, they = ("it", "it is") if expired == 1 else ("them", "they are")
+        notes.append(f"{plural(expired, 'approved lesson')} ran out in the last {EXPIRED_NOTICE_DAYS} days, so "
+                     f"{they} no longer given to the agent: approve {it} again in your own terminal with "
+                     f"synapse-nb lessons approve ID (synapse-nb lessons list --status expired lists {it})")
+    return "synapse-nb: " + "; ".join(notes) if notes else ""
+
+
+def _none_approved(v: Vault) -> str:
+    """What the agent is told when no approved lesson is in force: "yet" only where none ever ran out (review 86:
+    it read as a new project after every lesson expired). Nothing about approving: that is the person's act."""
+    try:
+        expired = v.lessons.expired_count(most=1)
+    except SynapseError:
+        expired = 0
+    return "No approved lessons." if expired else "No approved lessons yet."
 
 
 #: Who made a pending lesson (``Lessons.waiting_by``) and how the human's notice says it.
@@ -155,24 +178,25 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
             session = st.delta_session(event.session)
         r = v.recall("", session=session, record=False)
         lessons, mark = r.lessons, r.mark_given
-    latest = v.checkpoints.latest()
+    latest = v.checkpoints.latest()  # the newest saved on purpose; the automatic ones since are listed under it
     if event.source == "compact":
         pack = v.restore_pack(latest)
         context = "synapse-nb restore pack after compaction:\n\n" + pack
         kept = set(pack.lessons)  # the lessons the pack printed whole, by id (its text was searched for their items)
     else:
         head = "synapse-nb project memory (relevant records are recalled on each prompt):"
-        ckp = (f"Latest checkpoint on this branch:\n{latest.restore_text(SESSION_START_FIELD_CHARS)}" if latest
-               else "No checkpoint on this branch yet.")
+        since, later = v.checkpoints.since(latest) if latest else ((), 0)
+        ckp = (f"Latest checkpoint on this branch:\n{latest.restore_text(SESSION_START_FIELD_CHARS, since, later)}"
+               if latest else "No checkpoint on this branch yet.")
         if v.borrowed is not None:  # like every recall and pack (review 23: a session started without it)
             head = f"{v.borrowed.line}\n{head}"
-        after: list[Part] = [(with_legend([latest], ckp), ())]  # the legend before an agent's checkpoint
+        after: list[Part] = [(with_legend([latest, *since], ckp), ())]  # the legend before an agent's checkpoint
         if lessons:
             context, kept = _fit([(head, ())], lessons, (), after, SESSION_START_TOKENS * 4, owed)
             if mark is not None:
                 _left(v, event, lessons, (), kept, owed)
         else:
-            context, kept = cut_parts([(f"{head}\n\nNo approved lessons yet.\n", ()), *after],
+            context, kept = cut_parts([(f"{head}\n\n{_none_approved(v)}\n", ()), *after],
                                       SESSION_START_TOKENS * 4)
     given = (lambda: mark(kept)) if mark is not None else None
     return HookAnswer(context=context, notice=_pending_notice(v), delivered=given)
@@ -203,6 +227,7 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         with session_state(v.path, _state_key(v, event)) as st:
             owed = list(st.left)
             st.task = st.task or shorten(prompt, 200)
+            st.prompt = shorten(prompt, 200)
             session = st.delta_session(event.session)  # a new epoch when none, or an old one
     elif event.session:
         session = read_state(v.path, _state_key(v, event)).delta_session(event.session)
@@ -221,35 +246,47 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         if session and writable:
             _left(v, event, r.lessons, r.shown_before, kept, owed)
         return HookAnswer(context=context, notice=notice, delivered=lambda: r.mark_given(kept))
-    # a lesson the session was not shown (approved since, changed, or left out for room) is given alone
+    # a lesson the session was not shown (approved since, changed, or left out for room) is given alone, with the
+    # count of those it was shown (still in force)
     new_lessons = [x for x in r.lessons if x.id not in r.shown_before] if session else []
     if new_lessons:
-        context, kept = _fit(off, new_lessons, (), [], MAX_CONTEXT_CHARS, owed)
+        context, kept = _fit(off, r.lessons, r.shown_before, [], MAX_CONTEXT_CHARS, owed)
         if writable:
-            _left(v, event, new_lessons, (), kept, owed)
+            _left(v, event, r.lessons, r.shown_before, kept, owed)
         return HookAnswer(context=context, notice=notice, delivered=lambda: r.mark_given(kept))
     if notice:  # "nothing new" without the channel is no answer on meaning: the agent is told, the person too
         return HookAnswer(context=off[0][0], notice=notice)
     return HookAnswer()  # nothing new: no noise in the agent's context
 
 
+def _prompts(st: SessionState) -> str:
+    """The session's prompts as its automatic checkpoints name them: what the person typed, said to be prompts, never
+    what the session is doing (review 86: the first prompt, "continue" or "ok go ahead" became a checkpoint's doing)."""
+    if st.prompt and st.task and st.prompt != st.task:
+        return f"; the session's first prompt: {st.task}; its latest: {st.prompt}"
+    return f"; the session's prompt: {st.prompt or st.task}" if st.prompt or st.task else ""
+
+
 def _pre_compact(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
+    """An automatic checkpoint of what the session knows (the files it edited, its prompts), then the restore pack:
+    the checkpoint saved on purpose with what happened since (this one among it). An automatic checkpoint says
+    nothing of the work's state, so it never takes the place of the one a session resumes from
+    (:meth:`~synapse_nb.kinds.checkpoints.Checkpoints.latest`), nor carries its words under another mark."""
     from synapse_nb.agents.sessions import read_state, session_state
 
     if not writable:
         return HookAnswer(context=v.restore_pack())
     key = _state_key(v, event)
     st = read_state(v.path, key)
-    why = "saved before the context was compacted" + (f" ({event.source})" if event.source else "")
-    c = v.checkpoints.carry_forward(f"{st.task} — {why}" if st.task else None,
-                                    files=list(dict.fromkeys([*st.changed, *st.files]))[:200],
-                                    fallback=f"agent session {why}")
+    why = "saved before the agent's context was compacted" + (f" ({event.source})" if event.source else "")
+    c = v.checkpoint(f"{why}{_prompts(st)}", files=list(dict.fromkeys([*st.changed, *st.files]))[:200] or None,
+                     origin="auto")
     with session_state(v.path, key) as s:
         s.edits, s.files = 0, []
         s.checkpoints += 1
         s.compactions += 1
         s.new_epoch()  # compaction drops what recall gave the context (lessons too): the delta starts afresh
-    return HookAnswer(context=v.restore_pack(c),
+    return HookAnswer(context=v.restore_pack(),
                       notice=f"synapse-nb: saved checkpoint {c.id} before compaction; the restore pack follows it")
 
 
@@ -272,8 +309,9 @@ def _post_tool(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
 
 
 def _auto_checkpoint(v: Vault, st: SessionState) -> None:
-    task = f"; working on: {st.task}" if st.task else ""
-    v.checkpoint(f"auto checkpoint after {st.edits} file edits by the agent{task}", files=st.files[:200],
+    """Every N edits: the files and the prompts (:func:`_prompts`), an automatic checkpoint listed under the one
+    saved on purpose, never in its place (review 86: it had no next step, and became "the latest")."""
+    v.checkpoint(f"auto checkpoint after {st.edits} file edits by the agent{_prompts(st)}", files=st.files[:200],
                  origin="auto")
     st.edits, st.files = 0, []
     st.checkpoints += 1

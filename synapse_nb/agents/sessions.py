@@ -6,7 +6,9 @@ a temporary file and moved into place, so a reader never sees half a file):
 
 - ``edits``: file edits since the session's last automatic checkpoint, and ``files``, the files they touched;
 - ``changed``: the files changed since the session's last episode (``Stop`` / ``SessionEnd`` log one);
-- ``task``: the session's first prompt (shortened), what its checkpoints and episode say it worked on;
+- ``task``: the session's first prompt (shortened), what its episode says it worked on, and ``prompt``, its latest
+  (shortened): the session's automatic checkpoints name both as prompts, never as what it is doing (review 86: the
+  first prompt, never updated, became the doing of a checkpoint that took the place of the agent's own);
 - ``epoch`` (and ``epoch_at``): the session's delta epoch, a random token recall's delta keeps what the hooks gave
   under (:meth:`SessionState.delta_session`). A new one at every ``SessionStart`` (the banner is given in full; a
   ``/clear`` or a compaction dropped what the context held), at every compaction, when the state is missing (a
@@ -89,6 +91,7 @@ class SessionState:
     files: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     task: str | None = None
+    prompt: str | None = None
     checkpoints: int = 0
     episodes: int = 0
     updated: str = ""
@@ -128,9 +131,10 @@ class SessionState:
             return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
 
         epoch, at = raw.get("epoch"), raw.get("epoch_at")
-        task = raw.get("task")
+        task, prompt = raw.get("task"), raw.get("prompt")
         return cls(edits=count(raw.get("edits")), files=strings(raw.get("files")),
                    changed=strings(raw.get("changed")), task=task[:MAX_TASK_CHARS] if isinstance(task, str) else None,
+                   prompt=prompt[:MAX_TASK_CHARS] if isinstance(prompt, str) else None,
                    checkpoints=count(raw.get("checkpoints")), episodes=count(raw.get("episodes")),
                    updated=str(raw.get("updated") or "")[:40], compactions=count(raw.get("compactions")),
                    epoch=epoch if isinstance(epoch, str) and epoch.isalnum() and len(epoch) <= 32 else "",

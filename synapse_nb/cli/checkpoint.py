@@ -102,6 +102,9 @@ def checkpoint_restore(
 ) -> None:
     """Print the restore pack of a checkpoint: what you were doing, files, next step, blockers.
 
+    'latest' is the newest saved on purpose (not by an automatic checkpoint); the checkpoints saved after it are
+    listed under it.
+
     Examples:
 
         synapse-nb checkpoint restore
@@ -113,9 +116,11 @@ def checkpoint_restore(
         c = v.checkpoints.restore(which)
     except NoCheckpointError as exc:
         fail(exc.with_remedy(f'{PROG} checkpoint create --doing "what you are working on"'))
+    since, later = v.checkpoints.since(c)  # what was saved after it (the automatic checkpoints since: review 86)
     if as_json:
-        echo_json({**record_json(c), "restore_text": c.restore_text()})
+        echo_json({**record_json(c), "restore_text": c.restore_text(None, since, later), "later": later,
+                   "since": [record_json(x) for x in since]})
     else:
         from synapse_nb.recall.assembly import with_legend  # recall's, on first use
 
-        typer.echo(with_legend([c], c.restore_text()))  # an agent's checkpoint: what its lines are
+        typer.echo(with_legend([c, *since], c.restore_text(None, since, later)))  # an agent's: what its lines are

@@ -24,10 +24,12 @@ from synapse_nb.provenance import inline, label_text
 if TYPE_CHECKING:
     from synapse_nb.store.base import CheckpointTable
 
-__all__ = ["AGENT_ORIGINS", "ORIGINS", "Checkpoints"]
+__all__ = ["AGENT_ORIGINS", "ORIGINS", "SINCE_SHOWN", "Checkpoints"]
 
 #: Where a checkpoint came from.
 ORIGINS = ("api", "notebook", "cli", "agent", "auto", "watch")
+#: How many of the checkpoints saved after a restored one its restore text lists (the rest are counted).
+SINCE_SHOWN = 3
 _CURRENT: Any = object()
 
 
@@ -105,12 +107,18 @@ class Checkpoints(KindManager[Checkpoint]):
         return ckp
 
     def carry_forward(self, doing: str | None = None, *, files: Files | None = None, next_step: str | None = None,
-                      fallback: str, origin: str = "auto") -> Checkpoint:
-        """Save a checkpoint that keeps what the latest one on this branch says wherever the caller gives nothing:
-        its doing (else ``fallback``), changed files, next step and blockers. What is carried is old stored text,
-        so it goes through :func:`synapse_nb.provenance.salvage` (a vault may hold text written before the write
-        path cleaned line breaks and controls). Used when a context is about to be compacted: the MCP tool
-        ``signal_low_context`` and the agent hooks' ``PreCompact``.
+                      fallback: str, origin: str | None = None) -> Checkpoint:
+        """Save a checkpoint that keeps what the latest one on this branch (:meth:`latest`) says wherever the caller
+        gives nothing: its doing (else ``fallback``), changed files, next step and blockers. What is carried is old
+        stored text, so it goes through :func:`synapse_nb.provenance.salvage` (a vault may hold text written before
+        the write path cleaned line breaks and controls). Used by the MCP tool ``signal_low_context`` when a context
+        is about to be compacted. ``origin`` (default): ``auto`` when the caller gave neither ``doing`` nor
+        ``next_step`` (an automatic checkpoint, :attr:`~synapse_nb.models.Checkpoint.automatic`: it never takes the
+        place of the one a session resumes from), else the caller's own (``agent`` for the agent, ``api``).
+
+        The new checkpoint is the actor's: an agent's reads ``[agent · unverified]`` whoever wrote what it carries,
+        and a person's carries nothing of an agent's words (its files only: they are names), since under a
+        person's mark they would read as that person's (review 86).
 
         >>> import synapse_nb as syn, tempfile
         >>> v = syn.open_vault(tempfile.mkdtemp())
@@ -121,19 +129,28 @@ class Checkpoints(KindManager[Checkpoint]):
         """
         from synapse_nb.provenance import salvage
 
+        if origin is None:
+            origin = "auto" if doing is None and next_step is None else "agent" if self._ctx.actor == "agent" else "api"
         last = self.latest()
         blockers = None
         if last is not None:
-            doing = doing or salvage(last.doing)
             if not files:
                 files = [f for f in (salvage(f, multiline=False) for f in last.changed_files) if f]
-            next_step = next_step if next_step is not None else salvage(last.next_step)
-            blockers = salvage(last.blockers)
+            if last.source == self._ctx.actor or self._ctx.actor == "agent":
+                doing = doing or salvage(last.doing)
+                next_step = next_step if next_step is not None else salvage(last.next_step)
+                blockers = salvage(last.blockers)
         return self.create(doing or fallback, files=files or None, next_step=next_step, blockers=blockers,
                            origin=origin)
 
-    def latest(self, branch: str | None = _CURRENT) -> Checkpoint | None:
-        """The newest checkpoint of the current git branch (or of ``branch``); ``None`` when there is none.
+    def latest(self, branch: str | None = _CURRENT, *, automatic: bool = False) -> Checkpoint | None:
+        """The checkpoint a session resumes from on the current git branch (or on ``branch``): the newest one saved
+        on purpose (by a person, or an agent's ``create_checkpoint``), else, when the branch has only automatic ones
+        (:attr:`~synapse_nb.models.Checkpoint.automatic`), the newest of those; ``None`` when there is none.
+        ``automatic=True``: the newest whatever saved it. What was saved after it: :meth:`since`.
+
+        Review 86: the agent hooks' automatic checkpoints (before a compaction, every N edits) took the place of the
+        agent's own as "the latest", and a later session resumed from "continue" with no next step.
 
         Outside git, or on a detached HEAD, "the branch" is none: the newest checkpoint saved without one.
         """
@@ -141,7 +158,27 @@ class Checkpoints(KindManager[Checkpoint]):
             branch = self._ctx.git.head()[0]
         elif branch is not None:
             branch = check_text(branch, "branch", max_len=255, multiline=False)
-        return self._table.latest(self._view(), branch)
+        view = self._view()
+        found = None if automatic else self._table.latest(view, branch, automatic=False)
+        return found or self._table.latest(view, branch)
+
+    def since(self, checkpoint: Checkpoint, *, limit: int | None = SINCE_SHOWN) -> tuple[RecordList[Checkpoint], int]:
+        """The checkpoints saved on ``checkpoint``'s branch after it, newest first (at most ``limit``; None: all), and
+        how many there are: what :meth:`~synapse_nb.models.Checkpoint.restore_text` lists under it (``since``,
+        ``later``).
+
+        >>> import synapse_nb as syn, tempfile
+        >>> v = syn.open_vault(tempfile.mkdtemp())
+        >>> c = v.checkpoint("Refactor auth", next_step="run tests")
+        >>> _ = [v.checkpoint(f"{n} more changed files", origin="auto") for n in (3, 6)]
+        >>> v.checkpoints.latest() == c, [x.doing for x in v.checkpoints.since(c)[0]], v.checkpoints.since(c)[1]
+        (True, ['6 more changed files', '3 more changed files'], 2)
+        """
+        if not isinstance(checkpoint, Checkpoint):
+            raise ValidationError(f"checkpoint must be a Checkpoint (from latest(), restore() or list()), got "
+                                  f"{type(checkpoint).__name__}")
+        rows, total = self._table.since(self._view(), checkpoint, limit=check_limit(limit))
+        return RecordList(rows), total
 
     def restore(self, id: str = "latest") -> Checkpoint:
         """The checkpoint to resume from: ``"latest"`` (current branch) or an id / unique id prefix.

@@ -48,10 +48,10 @@ from synapse_nb.errors import (
 from synapse_nb.gitscope.repo import TRUNKS
 from synapse_nb.kinds import lesson_scan
 from synapse_nb.kinds._base import KindManager, check_agent_totals, exactly_once
+from synapse_nb.kinds.lesson_errors import changed_since, not_pending
 from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, check_stored_counts, git_fields, scope_of
 from synapse_nb.kinds.lesson_scan import MAX_REVERTED
 from synapse_nb.models import Lesson, RecordList
-from synapse_nb.provenance import inline
 from synapse_nb.settings import TRUNK_BRANCHES, Settings
 
 if TYPE_CHECKING:
@@ -241,6 +241,15 @@ class Lessons(KindManager[Lesson]):
               else "user" for x in rows]
         return {maker: by.count(maker) for maker in ("git", "agent", "user")}
 
+    def expired_count(self, within: timedelta | None = None, *, most: int = 1000) -> int:
+        """How many approved lessons ran out (within the last ``within``; None: ever): a count only, as :meth:`waiting`
+        (the hooks tell the human how many went out of force, and how to approve them again: review 86)."""
+        if within is not None and not isinstance(within, timedelta):
+            raise ValidationError(f"within must be a timedelta or None, got {type(within).__name__}")
+        since = "" if within is None else fmt_ts(self._ctx.now() - within)
+        rows = self._table.list(self._ctx.view(), status="expired", limit=check_limit(most))
+        return sum(1 for x in rows if (x.expires_at or "") >= since)
+
     def approved(self) -> RecordList[Lesson]:
         """Approved lessons still in force, most recently approved first (these head every recall)."""
         return self.list(status="approved")
@@ -337,7 +346,7 @@ class Lessons(KindManager[Lesson]):
         if text is None:
             text, by = self.proposed_wording(les)
             if seen is not None and text != seen:
-                raise self._changed_since(les.id, text, by)
+                raise changed_since(les.id, text, by)
             if by == "agent" and not accept_agent_text:
                 what = "the analysis an agent submitted" if text == les.analysis else \
                     "the summary of a lesson an agent created (no revert scan found it)"
@@ -366,18 +375,11 @@ class Lessons(KindManager[Lesson]):
                 # locks nothing at a read): an analysis that landed since the read above rolls the approval back
                 now_reads, by = self.proposed_wording(replace(approved, lesson_text=les.lesson_text))
                 if now_reads != text:
-                    raise self._changed_since(les.id, now_reads, by)
+                    raise changed_since(les.id, now_reads, by)
             self._changed("approve", les, approved, ts)
             if borrowed is not None and borrowed.approvals is not None:  # inside the transaction: both or neither
                 borrowed.approvals.record(approved, at=fmt_ts(now), expires_at=until, vault=borrowed.path)
         return approved
-
-    @staticmethod
-    def _changed_since(lesson_id: str, text: str, by: str) -> ConflictError:
-        return ConflictError(
-            f"lesson {lesson_id}'s wording changed after you read it ({'an agent' if by == 'agent' else 'someone'} "
-            f"wrote it since); nothing was approved. It now reads: {inline(text, 300)}. Read it again, then approve "
-            "it, or give your own wording (text=...; CLI --text)")
 
     @staticmethod
     def proposed_wording(les: Lesson) -> tuple[str, str]:
@@ -461,7 +463,7 @@ class Lessons(KindManager[Lesson]):
             if status != "pending" and ctx.actor == "agent":
                 raise ConflictError(f"lesson {named} is {status}; an agent may only analyse pending lessons")
             if status != "pending":  # its wording is set: who wrote it is read from the analysis beside it
-                raise self._not_pending(named, status)
+                raise not_pending(named, status)
             if ctx.actor == "agent" and analysis_by == "user":
                 raise PermissionDeniedError(f"lesson {named} already has an analysis written by the user; an agent "
                                             "may not replace it")
@@ -472,7 +474,7 @@ class Lessons(KindManager[Lesson]):
             self._table.update(full, updated_at=ts, analysis=text, analysis_by=by)
             state = self._table.analysis_state(full)  # again after the write, which holds the row until commit (a
             if state is not None and state[0] != "pending":  # team server's plain BEGIN locks nothing at a read):
-                raise self._not_pending(named, state[0])  # an approval that landed since rolls the analysis back
+                raise not_pending(named, state[0])  # an approval that landed since rolls the analysis back
             if before is None:  # an agent may not read the lesson: its entry names the change, not the text
                 # (stamped after the update: a team vault's submit_analysis() takes a stamp of its own)
                 history.record(ctx, "analyse", None, None, at=ctx.store.stamp(ctx.now_ts()), rid=full, kind="lesson")
@@ -480,14 +482,6 @@ class Lessons(KindManager[Lesson]):
             else:
                 self._changed("update", before, replace(before, analysis=text, analysis_by=by, updated_at=ts), ts)
         return None if ctx.actor == "agent" else self.get(full)
-
-    @staticmethod
-    def _not_pending(named: str, status: str) -> ConflictError:
-        # the stored status: "approved" is also a lesson whose approval ran out (expiry is read, not written)
-        return ConflictError(f"lesson {named} is not pending ({status}): an analysis proposes the wording of a pending "
-                             "lesson; to word it anew, withdraw it first if it is in force (lessons withdraw ID), or "
-                             "approve it again with your text if it has expired (text=...; CLI lessons approve ID "
-                             "--text ...)")
 
     def backing(self, les: Lesson) -> str:
         """What backs ``les``, in words a reviewer reads before approving: who created it (and whether an agent's

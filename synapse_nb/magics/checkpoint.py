@@ -42,7 +42,7 @@ class CheckpointMagics(FamilyMagics):
             %checkpoint create --doing "Refactoring JWT auth" --files src/auth.py,tests/test_auth.py \\
                 --next-step "Run pytest" --blockers "CI is red on main"
             %checkpoint list               # the 20 newest (--limit 0: all)
-            %checkpoint restore            # the newest checkpoint on the current git branch
+            %checkpoint restore            # the newest saved on purpose on this branch, and what came after
             %checkpoint restore ckp_3f9a   # an id or unique prefix
             c = %checkpoint restore        # prints the restore text and keeps the Checkpoint
             %checkpoint auto on --every 5  # a checkpoint every 5 cells that change files (git status)
@@ -75,7 +75,8 @@ class CheckpointMagics(FamilyMagics):
                 raise UsageError(exc.with_remedy('%checkpoint create --doing "what you are working on"')) from None
             from synapse_nb.recall.assembly import with_legend  # recall's, on first use
 
-            print(with_legend([ckp], ckp.restore_text()))  # an agent's checkpoint: what its lines are
+            since, later = self.vault.checkpoints.since(ckp)  # what was saved after it (review 86)
+            print(with_legend([ckp, *since], ckp.restore_text(None, since, later)))  # an agent's: what its lines are
             return shown_once(ckp, self.synapse.fresh, show=False)
         self._auto(args.target, args.every)
         return None

@@ -208,23 +208,29 @@ _LEFT_IDS_CHARS = 400
 def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), room: int | None = None,
                  first: Iterable[str] = (), as_of: str | None = None) -> list[Part]:
     """The banner that heads a recall, as parts: its heading, each lesson not in ``shown_before`` in full (with
-    its id), and a line naming the ids of those shown before ([] without lessons). With ``room`` (characters: a
-    hook's banner), the lessons not shown before come longest-waiting first (approved earliest: one left out on a
-    prompt was in force then, so it comes before any approved since) and, when they do not all fit, each that
-    fits in what is left is given in full (first fit: one too long is skipped, not a stop); one line names the
-    rest by id only: they are not given (their ids are in no part), so the next answers give them in full, the
-    ones left out first (review 31: a long banner cut the person's relevant memory from every prompt, and what the
-    cut removed was marked as given; review 34: the fill stopped at the first lesson that did not fit, so one long
-    lesson approved last kept every shorter one out of every prompt with hits). A lesson longer than the room is
-    named only, never cut (nor marked): a prompt that leaves it the room (one without hits) gives it whole. The
-    ids in ``first`` (lessons an earlier answer left out: the hook gives them the room) come before the others.
-    With ``as_of`` (a recall rebuilt from history), :func:`as_of_heading` and "approved then" replace the live words.
+    its id), and a line saying how many were shown before and still apply ([] without lessons). Lessons are given
+    in the order of ``lessons`` (``Lessons.in_force``: most recently approved first, as every banner numbers them:
+    review 86, the hooks' banner numbered them oldest first). With ``room`` (characters: a hook's banner), the
+    lessons not shown before are *chosen* longest-waiting first (approved earliest: one left out on a prompt was in
+    force then, so it comes before any approved since) and, when they do not all fit, each that fits in what is
+    left is given in full (first fit: one too long is skipped, not a stop); one line names the rest by id only:
+    they are not given (their ids are in no part), so the next answers give them in full, the ones left out first
+    (review 31: a long banner cut the person's relevant memory from every prompt, and what the cut removed was
+    marked as given; review 34: the fill stopped at the first lesson that did not fit, so one long lesson approved
+    last kept every shorter one out of every prompt with hits). A lesson longer than the room is named only, never
+    cut (nor marked): a prompt that leaves it the room (one without hits) gives it whole. The ids in ``first``
+    (lessons an earlier answer left out: the hook gives them the room) are chosen before the others. With ``as_of``
+    (a recall rebuilt from history), :func:`as_of_heading` and "approved then" replace the live words.
+
+    The lessons shown before are counted, not named (review 86: the line listed up to 400 characters of ids the
+    agent had never seen in any text, on every prompt with a hit): the agent was given them in full earlier in the
+    session, and the line says they still apply.
 
     >>> from synapse_nb.models import Lesson
     >>> les = [Lesson(id=f"les_{i}", mind="m", created_at="", updated_at="", status="approved", summary="s",
     ...               lesson_text="x" * 50, approved_at=f"2026-01-0{3 - i}") for i in range(3)]
-    >>> [ids for _, ids in banner_parts(les, {"les_2"})]
-    [(), ('les_0',), ('les_1',), ()]
+    >>> [ids for _, ids in banner_parts(les, {"les_2"})], banner_parts(les, {"les_2"})[-1][0]
+    ([(), ('les_0',), ('les_1',), ()], '(also still in force: the approved lesson shown earlier in this session)')
     >>> [ids for _, ids in banner_parts(les, room=260)], banner_parts(les, room=260)[-1][0][-13:]
     ([(), ('les_2',), ()], 'les_1, les_0)')
     >>> import dataclasses
@@ -236,42 +242,62 @@ def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), ro
         return []
     before = set(shown_before)
     new = [x for x in lessons if x.id not in before]
-    if room is not None:  # a hook's banner: longest waiting first, so what a prompt left out comes first next
+    order = {x.id: i for i, x in enumerate(lessons)}  # the order they are given in: the caller's
+    if room is not None:  # a hook's banner: chosen longest waiting first, so what a prompt left out comes first next
         owed = set(first)
         new.sort(key=lambda les: (les.id not in owed, les.approved_at or "", les.id))
-    earlier = [x.id for x in lessons if x.id in before]
-    tail = [(f"(still in force, shown earlier in this session: {_named(earlier, room)})", ())] if earlier else []
+    earlier = sum(1 for x in lessons if x.id in before)
+    tail = [(_earlier_line(earlier, bool(new)), ())] if earlier else []
     then = as_of is not None
     parts: list[Part] = [(BANNER if as_of is None else as_of_heading(as_of), ())]
-    items = [(lesson_item(i, x, then=then), (x.id,)) for i, x in enumerate(new, 1)]
+
+    def given(chosen: Sequence[Lesson]) -> list[Part]:
+        return [(lesson_item(i, x, then=then), (x.id,))
+                for i, x in enumerate(sorted(chosen, key=lambda x: order[x.id]), 1)]
+
+    items = given(new)
     used = sum(len(t) + 1 for t, _ in [*parts, *items, *tail])
     if room is None or used <= room:
         return parts + items + tail
     used += len(_left_line([x.id for x in new])) + 1 - sum(len(t) + 1 for t, _ in items)  # the rest's line, at most
-    shown: list[Part] = []
+    shown: list[Lesson] = []
     left: list[str] = []
     for x in new:
-        item = lesson_item(len(shown) + 1, x, then=then)
+        item = lesson_item(len(new), x, then=then)  # measured with the longest number it can be given
         if used + len(item) + 1 <= room:
             used += len(item) + 1
-            shown.append((item, (x.id,)))
+            shown.append(x)
         else:
             left.append(x.id)
-    return parts + shown + ([(_left_line(left), ())] if left else []) + tail
+    return parts + given(shown) + ([(_left_line(left), ())] if left else []) + tail
+
+
+def _earlier_line(n: int, more: bool) -> str:
+    """The line standing for the ``n`` lessons in force a session was given in full earlier (``more``: lessons are
+    given above it too): how many, never their ids, which no other text showed the agent (review 86).
+
+    >>> _earlier_line(12, False), _earlier_line(1, True)
+    ('(the 12 approved lessons shown earlier in this session are still in force)', \
+'(also still in force: the approved lesson shown earlier in this session)')
+    """
+    these = "the approved lesson" if n == 1 else f"the {n} approved lessons"
+    if more:
+        return f"(also still in force: {these} shown earlier in this session)"
+    return f"({these} shown earlier in this session {'is' if n == 1 else 'are'} still in force)"
 
 
 def _left_line(left: Sequence[str]) -> str:
     """The line naming the lessons a banner left out for room."""
     return (f"(… {plural(len(left), 'more approved lesson')} in force, not shown here for room; the next prompts "
             f"give {'it' if len(left) == 1 else 'them'} in full when {'it fits' if len(left) == 1 else 'they fit'}: "
-            f"{_named(left, 0)})")
+            f"{_named(left)})")
 
 
-def _named(ids: Sequence[str], room: int | None) -> str:
-    """``ids`` listed; with ``room`` (a banner cut to fit), those past :data:`_LEFT_IDS_CHARS` counted only."""
+def _named(ids: Sequence[str]) -> str:
+    """``ids`` listed; those past :data:`_LEFT_IDS_CHARS` counted only."""
     named: list[str] = []
     for i in ids:
-        if room is not None and sum(len(x) + 2 for x in named) + len(i) > _LEFT_IDS_CHARS:
+        if sum(len(x) + 2 for x in named) + len(i) > _LEFT_IDS_CHARS:
             break
         named.append(i)
     return ", ".join(named) + (f" and {len(ids) - len(named)} more" if len(named) < len(ids) else "")
@@ -301,10 +327,16 @@ def hits_parts(query: str, kept: Sequence[RecallItem], note: str = "") -> list[P
 def assemble_parts(query: str, kept: Sequence[RecallItem], lessons: Sequence[Lesson], shown_before: set[str],
                    note: str = "", as_of: str | None = None) -> list[Part]:
     """The text of a recall as parts, one a line, each with the ids it gives: the banner (lessons in ``shown_before``
-    named by id only; ``as_of``: the lessons of a recall rebuilt from history, under :func:`as_of_heading`), then
+    counted only; ``as_of``: the lessons of a recall rebuilt from history, under :func:`as_of_heading`), then
     the hits grouped by kind (priority, newest, id), or "nothing new" (with ``note`` saying why). A caller that cuts
-    the text finds which records and lessons its cut kept whole (:func:`synapse_nb.render.whole_ids`)."""
-    return join_blocks(banner_parts(lessons, shown_before, as_of=as_of), hits_parts(query, kept, note))
+    the text finds which records and lessons its cut kept whole (:func:`synapse_nb.render.whole_ids`).
+
+    A "nothing new" answer says nothing of the banner when the session was shown every lesson in force before (as
+    the hooks print nothing then): nothing changed, and the lessons it was given still apply (review 86: every such
+    answer repeated the heading and the ids). A lesson new to the session (approved since) heads it in full."""
+    fresh = kept or any(x.id not in shown_before for x in lessons)
+    return join_blocks(banner_parts(lessons, shown_before, as_of=as_of) if fresh else [],
+                       hits_parts(query, kept, note))
 
 
 def join_blocks(*blocks: Sequence[Part]) -> list[Part]:

@@ -147,8 +147,7 @@ class KindTable(Protocol[R]):
         """Records of the view in the kind's default order (each table documents it)."""
         ...
 
-    def count(self, view: View) -> int:
-        ...
+    def count(self, view: View) -> int: ...
 
     def search(self, view: View, text: str, *, limit: int) -> builtins.list[R]:
         """Full-text search: best match first, then newest, then id; no word in ``text``: :meth:`list`."""
@@ -165,8 +164,7 @@ class KindTable(Protocol[R]):
     def agents_before(self, view: View, before: str) -> builtins.list[R]:  # agents' records, changed before then
         ...
 
-    def delete(self, id: str) -> None:
-        ...
+    def delete(self, id: str) -> None: ...
 
 
 class MemoryTable(KindTable["Memory"], Protocol):
@@ -200,13 +198,16 @@ class MemoryTable(KindTable["Memory"], Protocol):
 class CheckpointTable(KindTable["Checkpoint"], Protocol):
     """Checkpoints. Default order: newest first, then id descending."""
 
-    def latest(self, view: View, branch: str | None) -> Checkpoint | None:
-        """The newest checkpoint saved on ``branch`` (None: saved without a branch)."""
-        ...
+    def latest(self, view: View, branch: str | None, *, automatic: bool = True) -> Checkpoint | None:
+        """The newest checkpoint saved on ``branch`` (None: saved without a branch); ``automatic=False``: the newest
+        saved on purpose (an automatic one, :attr:`~synapse_nb.models.Checkpoint.automatic`, left out)."""
 
     def list(self, view: View, *, branch: str | None = None, limit: int | None = None) -> builtins.list[Checkpoint]:
         """Checkpoints of one ``branch``, or of all when None."""
-        ...
+
+    def since(self, view: View, after: Checkpoint, *, limit: int | None) -> tuple[builtins.list[Checkpoint], int]:
+        """The checkpoints saved on ``after``'s branch after it (newer, or as new with a greater id), newest first,
+        at most ``limit`` (None: all); and how many there are in all."""
 
 
 class DecisionTable(KindTable["Decision"], Protocol):
@@ -381,7 +382,6 @@ class RecallQueries(RankDigests, Protocol):
 
     def rank_logged(self, gen: int) -> str | None:
         """The id the change of generation ``gen`` logged (None: not in the log)."""
-        ...
 
     def rank_cache_dir(self) -> Path | None:
         """The folder beside the database for recall's structure arrays (None: a team vault; read-only: read)."""
@@ -396,7 +396,6 @@ class RecallQueries(RankDigests, Protocol):
 
     def rank_count(self, mind: str) -> tuple[int, int]:
         """(ranking documents of the mind, ranking documents of the vault)."""
-        ...
 
     #: How ``bm25`` sums (``"fts5"`` or ``"sql"``; see the module docstring): recall replays it exactly.
     bm25_style: str

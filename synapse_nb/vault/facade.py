@@ -368,11 +368,12 @@ class Vault:
                      note: str | None = None) -> Pack:
         """What a compacted context needs back, within ``budget_tokens`` (default
         :data:`synapse_nb.recall.pack.RESTORE_TOKENS`, 1,500): the approved-lesson banner, ``checkpoint``
-        (default: the latest on this branch), the five latest decisions of people and the key memories (priority
-        critical or high) verified or people's, then agents' five latest decisions and key memories, whole lines,
-        each starting with its provenance mark (:mod:`synapse_nb.recall.pack`). An agent's writes cannot push a
-        person's out of the pack: each author's are read apart. The MCP tool ``signal_low_context`` and the agent
-        hooks return this pack. It is text (a ``str``) whose ``lessons`` are the ids of the lessons it prints whole.
+        (default: ``checkpoints.latest()``) with those saved after it, the five latest decisions of people and the
+        key memories (priority critical or high) verified or people's, then agents' five latest decisions and key
+        memories, whole lines, each starting with its provenance mark (:mod:`synapse_nb.recall.pack`). An agent's
+        writes cannot push a person's out of the pack: each author's are read apart. The MCP tool
+        ``signal_low_context`` and the agent hooks return this pack. It is text (a ``str``) whose ``lessons`` are the
+        ids of the lessons it prints whole.
 
         >>> import synapse_nb as syn, tempfile
         >>> v = syn.open_vault(tempfile.mkdtemp())
@@ -385,6 +386,7 @@ class Vault:
         from synapse_nb.recall.pack import KEY_PRIORITIES, RESTORE_TOKENS, key_memories, restore_pack
 
         ckp = checkpoint if checkpoint is not None else self.checkpoints.latest()
+        since, later = self.checkpoints.since(ckp) if ckp is not None else ((), 0)  # what happened after it
         decisions = [*self.decisions.list(limit=5, source="user"), *self.decisions.list(limit=5, source="agent")]
         # each author's key memories read apart (50 agent memories marked critical filled the one list of 50, and no
         # verified memory reached the pack); key_memories puts the verified ones first
@@ -395,7 +397,8 @@ class Vault:
         borrowed = self._git.borrowed  # heads the pack like every recall (review 23: the SessionStart hook had none)
         lead = "\n".join(x for x in (borrowed.line if borrowed is not None else None, note) if x) or None
         return restore_pack(self.lessons.in_force(), ckp, decisions, key_memories(memories),
-                            budget_tokens=RESTORE_TOKENS if budget_tokens is None else budget_tokens, note=lead)
+                            budget_tokens=RESTORE_TOKENS if budget_tokens is None else budget_tokens, note=lead,
+                            since=since, later=later)
 
     def default_bars(self, saved: dict[str, Any] | None = None) -> Bars:
         """The gate's bars a recall uses when given none: ``Bars()`` with the saved defaults applied.

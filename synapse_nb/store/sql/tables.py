@@ -31,6 +31,7 @@ from synapse_nb.models import (
 )
 from synapse_nb.store.records import MemoryCounts, MemoryFilter, View
 from synapse_nb.store.sql import decode as dec
+from synapse_nb.store.sql import lesson_sql
 from synapse_nb.store.sql.authors import people
 from synapse_nb.store.sql.connection import D, Fields, Repository
 from synapse_nb.store.sql.dialect import ALWAYS
@@ -367,6 +368,8 @@ class MemoriesTable(Table[Memory, D]):
 
 
 # -- checkpoints ----------------------------------------------------------------------------------------------
+#: An automatic checkpoint's row (``Checkpoint.automatic`` as ``from_row`` reads it: an agent's "watch" is "agent").
+_AUTOMATIC = "$origin = 'auto' OR ($origin = 'watch' AND $source = 'user')"
 class CheckpointsTable(Table[Checkpoint, D]):
     kind = "checkpoint"
     columns: ClassVar[Columns] = {"changed_files": ("changed_files", _json_list)}
@@ -386,9 +389,18 @@ class CheckpointsTable(Table[Checkpoint, D]):
         return (c.id, c.mind, c.branch, c.commit, c.doing, dumps(list(c.changed_files)), c.next_step, c.blockers,
                 c.origin, c.source, c.created_at, c.updated_at)
 
-    def latest(self, view: View, branch: str | None) -> Checkpoint | None:
-        rows = self._select(view, self._db.dialect.same("$branch", "?"), (branch,), limit=1)
+    def latest(self, view: View, branch: str | None, *, automatic: bool = True) -> Checkpoint | None:
+        where = self._db.dialect.same("$branch", "?") + ("" if automatic else f" AND ({_AUTOMATIC}) IS NOT TRUE")
+        rows = self._select(view, where, (branch,), limit=1)
         return rows[0] if rows else None
+
+    def since(self, view: View, after: Checkpoint, *, limit: int | None) -> tuple[builtins.list[Checkpoint], int]:
+        where = f"{self._db.dialect.same('$branch', '?')} AND ($created_at > ? OR ($created_at = ? AND $id > ?))"
+        params = (after.branch, after.created_at, after.created_at, after.id)
+        vis, vparams = self._visible(view)
+        row = self._db.query_one(f"SELECT count(*) FROM {self.table} WHERE mind = ? AND ({vis}) AND ({where})"
+                                 .replace("$", ""), (view.mind, *vparams, *params))
+        return self._select(view, where, params, limit=limit), int(row[0]) if row else 0
 
     def list(self, view: View, *, branch: str | None = None, limit: int | None = None) -> builtins.list[Checkpoint]:
         if branch is None:
@@ -426,29 +438,7 @@ class DecisionsTable(Table[Decision, D]):
                            limit)
 
 
-# -- lessons --------------------------------------------------------------------------------------------------
-_EFFECTIVE = "(CASE WHEN $status = 'approved' AND $expires_at <= ? THEN 'expired' ELSE $status END)"
-LESSON_FOR_REVERT = "SELECT 1 FROM lessons WHERE mind = ? AND revert_sha = ?"
-LESSON_HOLDING_REVERT = "SELECT id, source, status FROM lessons WHERE mind = ? AND revert_sha = ? ORDER BY id LIMIT 1"
-#: Pending lessons agents made: an agent's, and one a person's scan took over from an agent's scan (its revert_commit
-#: marked ``first_by``: kinds/lesson_scan.py), which waits for a human's decision all the same (review 65).
-LESSONS_AGENT_PENDING = ("SELECT count(*) FROM lessons WHERE mind = ? AND status = 'pending' AND (source = 'agent' OR "
-                         "CASE WHEN json_valid(revert_commit) THEN json_extract(revert_commit, '$.first_by') END "
-                         "= 'agent')")
-LESSONS_PENDING = "SELECT count(*) FROM lessons WHERE mind = ? AND status = 'pending'"
-LESSON_ANALYSIS_STATE = "SELECT status, analysis_by FROM lessons WHERE id = ?"
-LESSON_STATUS_COUNTS = ("SELECT CASE WHEN status = 'approved' AND expires_at <= ? THEN 'expired' ELSE status END AS s, "
-                        "count(*) AS n FROM lessons WHERE mind = ? GROUP BY s ORDER BY s")
-LESSONS_EXPIRING = ("SELECT id FROM lessons WHERE mind = ? AND status = 'approved' AND expires_at > ? AND "
-                    "expires_at <= ? ORDER BY expires_at, id")
-LESSONS_RUN_OUT = "SELECT id FROM lessons WHERE mind = ? AND status = 'approved' AND expires_at <= ? ORDER BY id"
-EXPIRE_LESSONS = ("UPDATE lessons SET status = 'expired', updated_at = ? WHERE mind = ? AND status = 'approved' "
-                  "AND expires_at <= ?")
-#: Lessons stored as approved, most recently approved first (in force unless their time ran out).
-APPROVED_LESSONS = ("SELECT {cols} FROM lessons WHERE mind = ? AND status = 'approved' "
-                    "ORDER BY approved_at DESC, id DESC")
-
-
+# -- lessons (their statements: lesson_sql.py) -----------------------------------------------------------
 def _commit_json(v: dict[str, Any] | None) -> str | None:
     return json.dumps(v, sort_keys=True) if v else None
 
@@ -499,46 +489,46 @@ class LessonsTable(Table[Lesson, D]):
             # connection that keeps answers; which of them are in force at view.now is decided here as below
             rows = memo.get(view.mind)
             if rows is None:
-                rows = memo[view.mind] = tuple(self._db.query(APPROVED_LESSONS.format(cols=self._cols),
+                rows = memo[view.mind] = tuple(self._db.query(lesson_sql.APPROVED_LESSONS.format(cols=self._cols),
                                                               (view.mind,)))
             return [self.from_row(r, view.now) for r in rows
                     if r["expires_at"] is None or r["expires_at"] > view.now]
-        return self._select(view, f"{_EFFECTIVE} = ?", (view.now, status),
+        return self._select(view, f"{lesson_sql.EFFECTIVE_STATUS} = ?", (view.now, status),
                             order="approved_at DESC, id DESC" if status == "approved" else None, limit=limit)
 
     def has_revert(self, mind: str, sha: str) -> bool:
-        return self._db.query_one(LESSON_FOR_REVERT, (mind, sha)) is not None
+        return self._db.query_one(lesson_sql.LESSON_FOR_REVERT, (mind, sha)) is not None
 
     def holding_revert(self, mind: str, sha: str) -> tuple[str, str, str] | None:
-        row = self._db.query_one(LESSON_HOLDING_REVERT, (mind, sha))
+        row = self._db.query_one(lesson_sql.LESSON_HOLDING_REVERT, (mind, sha))
         return None if row is None else (row["id"], row["source"], row["status"])
 
     def analysis_state(self, id: str) -> tuple[str, str | None] | None:
-        row = self._db.query_one(LESSON_ANALYSIS_STATE, (id,))
+        row = self._db.query_one(lesson_sql.LESSON_ANALYSIS_STATE, (id,))
         return None if row is None else (row["status"], row["analysis_by"])
 
     def agent_pending(self, mind: str) -> int:
-        row = self._db.query_one(LESSONS_AGENT_PENDING, (mind,))
+        row = self._db.query_one(lesson_sql.LESSONS_AGENT_PENDING, (mind,))
         return int(row[0] or 0) if row else 0
 
     def pending_total(self, mind: str) -> int:
-        row = self._db.query_one(LESSONS_PENDING, (mind,))
+        row = self._db.query_one(lesson_sql.LESSONS_PENDING, (mind,))
         return int(row[0] or 0) if row else 0
 
     def status_counts(self, mind: str, now: str) -> dict[str, int]:
         out: dict[str, int] = {}
-        for r in self._db.query(LESSON_STATUS_COUNTS, (now, mind)):  # a status no write makes: pending, as read
+        for r in self._db.query(lesson_sql.LESSON_STATUS_COUNTS, (now, mind)):  # a status no write makes: read pending
             s = dec.one_of(r["s"], dec.LESSON_STATUSES, "pending")
             out[s] = out.get(s, 0) + int(r["n"])
         return out
 
     def expiring(self, mind: str, after: str, until: str) -> tuple[str, ...]:
-        return tuple(r["id"] for r in self._db.query(LESSONS_EXPIRING, (mind, after, until)))
+        return tuple(r["id"] for r in self._db.query(lesson_sql.LESSONS_EXPIRING, (mind, after, until)))
 
     def expire(self, mind: str, now: str, updated_at: str) -> tuple[str, ...]:
         with self._db.transaction():
-            ids = tuple(str(r[0]) for r in self._db.query(LESSONS_RUN_OUT, (mind, now)))
-            self._db.write(EXPIRE_LESSONS, (updated_at, mind, now))
+            ids = tuple(str(r[0]) for r in self._db.query(lesson_sql.LESSONS_RUN_OUT, (mind, now)))
+            self._db.write(lesson_sql.EXPIRE_LESSONS, (updated_at, mind, now))
             for i in ids:
                 self._db.touched("lesson", i)
         return ids

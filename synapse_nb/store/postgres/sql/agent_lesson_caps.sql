@@ -12,7 +12,7 @@
 --   person's, or an agent's own SQL, grew a mind past 100.
 --
 -- Now a pending lesson counts as the agents' when an agent made it or a person's scan took it over from one
--- (first_by), as on a local vault (store/sql/tables.py, LESSONS_AGENT_PENDING), until a human approves or rejects it;
+-- (first_by), as on a local vault (store/sql/lesson_sql.py, LESSONS_AGENT_PENDING), until a human approves or rejects it;
 -- pending_lessons(mind) gives any role a mind's total (a count only, of a mind it may see); and an agent role's
 -- statement that inserts lessons is refused (SQLSTATE 53400, QuotaExceededError in the package, rolled back) when a
 -- mind it wrote holds more than 50 agents' pending lessons or more than 100 pending lessons in all after it. The
