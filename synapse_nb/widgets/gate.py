@@ -95,7 +95,7 @@ class GateExplorer(FamilyWidget):
     >>> g.query.value = "how do we run migrations"
     >>> [i.id for i in g.recall.items] == [v.memories.get_by_key("procedure", "run_migrations").id]
     True
-    >>> g.top_k.value = 0                        # keep no hit of any kind
+    >>> g.budget.value = 0                       # no tokens for any hit
     >>> g.recall.items
     ()
     """
