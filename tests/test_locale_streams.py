@@ -70,20 +70,14 @@ COMMANDS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def utf8_runs(project: Path) -> list[tuple[int, bytes, bytes]]:
-    """What each of :data:`COMMANDS` prints in a UTF-8 process: (exit code, stdout, stderr)."""
-    runs = [_run(["--vault", str(project), *args], UTF8, cwd=project) for args in COMMANDS]
-    assert all(r.returncode == 0 and r.stdout for r in runs), [r.stderr for r in runs]
-    return [(r.returncode, r.stdout, r.stderr) for r in runs]
-
-
 @pytest.mark.parametrize("locale", sorted(LOCALES))
-def test_every_command_prints_the_utf8_bytes_in_any_locale(project: Path, utf8_runs: list[tuple[int, bytes, bytes]],
-                                                           locale: str) -> None:
-    for args, want in zip(COMMANDS, utf8_runs, strict=True):
+def test_every_command_prints_the_utf8_bytes_in_any_locale(project: Path, locale: str) -> None:
+    for args in COMMANDS:  # each right after its UTF-8 run: an export is a write (it is recorded), which moves the
+        # vault's version that a later recall --json names
+        want = _run(["--vault", str(project), *args], UTF8, cwd=project)
+        assert want.returncode == 0 and want.stdout, (args, want.stderr)
         got = _run(["--vault", str(project), *args], LOCALES[locale], cwd=project)
-        assert (got.returncode, got.stdout, got.stderr) == want, args
+        assert (got.returncode, got.stdout, got.stderr) == (want.returncode, want.stdout, want.stderr), args
     text = _run(["--vault", str(project), "recall", ARG], LOCALES[locale], cwd=project).stdout.decode("utf-8")
     assert "APPROVED SYSTEM MEMORY —" in text and "café → 缓存" in text
 
