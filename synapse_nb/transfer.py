@@ -321,7 +321,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
                                     f"({schema}); upgrade to import it")
             borrowed, elsewhere = _borrowed_header(lineno, doc)
             try:
-                links.read_header(doc, functools.partial(_ts, doc, horizon=horizon))
+                links.read_header(doc, functools.partial(_ts, doc, horizon=None))  # the mark stops at what came
             except ValidationError as exc:
                 raise _fail(lineno, f"header: {exc}") from None
             header_seen = True
