@@ -4,7 +4,8 @@ Format: a header line ``{"format": "synapse_nb-export", "schema": N}``, then one
 ``"kind"`` first-class, rows ordered by kind then id, keys sorted. The fields of each kind are
 :data:`synapse_nb.store.base.EXPORT_FIELDS`; JSON fields (tags, files, commits) are real JSON values. Settings
 travel as ``{"kind": "setting", "name": ..., "value": ...}``; the duplicate check's links as ``{"kind": "link", ...}``
-lines after the records, by id (:mod:`synapse_nb.transfer_links`: what recall leaves out, and a person's decisions).
+lines after the records, by id (:mod:`synapse_nb.transfer_links`: what recall leaves out, and a person's decisions);
+with the history, the header says how far the check had read it (``checked_at``, moved to in the copy: review 84).
 
 An export escapes, inside its JSON strings, every character some reader treats as a line break or hides
 (U+2028, U+2029, U+0085 and the other C1 controls, DEL, zero-width and bidi controls: categories Cc, Cf, Zl, Zp),
@@ -78,7 +79,7 @@ from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS
 from synapse_nb.transfer_caps import AgentCaps
 from synapse_nb.transfer_claims import trust_claims
 from synapse_nb.transfer_history import HISTORY_KIND, check_create_first, history_docs, history_entry
-from synapse_nb.transfer_links import LINK_KIND, FileLinks, link_docs
+from synapse_nb.transfer_links import LINK_KIND, FileLinks, checked_header, link_docs
 from synapse_nb.transfer_links import explain as explain_links
 
 if TYPE_CHECKING:
@@ -223,6 +224,8 @@ def export_lines(store: VaultStore, *, history: bool = False, elsewhere: list[st
     header: dict[str, Any] = {"format": EXPORT_FORMAT, "schema": min(store.schema_version, EXPORT_SCHEMA)}
     if elsewhere is not None:
         header |= {"borrowed": True, "approved_elsewhere": elsewhere}
+    if history:  # how far the duplicate check had read that history (review 84)
+        header |= checked_header(store)
     yield json.dumps(header, sort_keys=True)
     for name, value in store.meta.settings().items():
         if isinstance(value, NotJson):  # stored text that is not JSON (a hand edit) reads as the default: not exported
@@ -317,6 +320,10 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
                 raise _fail(lineno, f"export schema {doc.get('schema')!r} is newer than this synapse_nb "
                                     f"({schema}); upgrade to import it")
             borrowed, elsewhere = _borrowed_header(lineno, doc)
+            try:
+                links.read_header(doc, functools.partial(_ts, doc, horizon=None))  # the mark stops at what came
+            except ValidationError as exc:
+                raise _fail(lineno, f"header: {exc}") from None
             header_seen = True
             continue
         kind = doc.get("kind")
@@ -381,6 +388,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
     latest = ""
     imported: list[tuple[None, Record]] = []
     with store.transaction():
+        waiting = links.waiting(store)  # the vault's own writes waiting for the duplicate check, before the file's
         settings = store.meta.settings() if any(d["kind"] == "setting" for _, d in parsed) else {}
         caps = AgentCaps(ctx, [d for _, d in parsed])  # what agents hold, before the file's records (review 69)
         for lineno, doc in parsed:
@@ -413,6 +421,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
         latest = max(latest, links.write(store, brought, counts, _fail, lambda *c: _claim(claims, claimed, *c)))
         if hist:
             latest = max(latest, _import_history(store, hist, set(brought), counts, claims, claimed))
+            links.keep_checked(store, waiting, latest)
         if claims and not trust:  # raised inside the transaction: everything above rolls back
             listed = ", ".join(f"{k} {n:,}" for k, n in sorted(claims.items()))
             where = ""

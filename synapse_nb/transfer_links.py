@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from synapse_nb._util import check_id, shown_id
 from synapse_nb.changes import LINK_STATUSES, RELATIONS, UNKNOWN_REASON, Link, reason_ok
 from synapse_nb.context import check_mind
-from synapse_nb.dupes import hidden_side
+from synapse_nb.dupes import CHECKED_ACTIONS, CHECKED_KINDS, hidden_side
 from synapse_nb.errors import ConflictError, ValidationError
 from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
 from synapse_nb.provenance import inline
@@ -55,7 +55,8 @@ from synapse_nb.provenance import inline
 if TYPE_CHECKING:
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["HIDING_LINK", "LINK_FIELDS", "LINK_KIND", "STORED_LINK", "FileLinks", "explain", "link_docs"]
+__all__ = ["CHECKED_FIELD", "HIDING_LINK", "LINK_FIELDS", "LINK_KIND", "STORED_LINK", "FileLinks", "checked_header",
+           "explain", "link_docs"]
 
 #: The ``kind`` of a link line in an export.
 LINK_KIND = "link"
@@ -66,12 +67,21 @@ LINK_FIELDS: tuple[str, ...] = ("id", "mind", "a", "a_kind", "b", "b_kind", "rel
 STORED_LINK = "link of a record already in this vault"
 #: The trust claim of an open duplicate whose hidden side is not the one the duplicate check would hide.
 HIDING_LINK = "link hiding a side the duplicate check would not"
+#: The header field of an export that holds its history: the stamp up to which the vault's duplicate check had read
+#: that history (``store.links.checked_at()``), so the copy re-checks no more of it than the vault would (review 84).
+CHECKED_FIELD = "checked_at"
 
 
 def link_docs(store: VaultStore) -> Iterator[dict[str, Any]]:
     """Every link of the vault (all minds) as an export document, by id."""
     for link in store.links.all():
         yield {"kind": LINK_KIND, **link.to_dict()}
+
+
+def checked_header(store: VaultStore) -> dict[str, str]:
+    """The header's :data:`CHECKED_FIELD` of an export with history ({} before the vault's first check)."""
+    mark = store.links.checked_at()
+    return {CHECKED_FIELD: mark} if mark else {}
 
 
 def _q(value: Any) -> str:
@@ -127,6 +137,29 @@ class FileLinks:
         self.lines: list[tuple[int, Link]] = []
         self._ids: dict[str, int] = {}
         self._pairs: dict[frozenset[str], int] = {}
+        #: the header's :data:`CHECKED_FIELD`, in a file of schema 4 or later (it carries the check's links); else ""
+        self.checked = ""
+
+    def read_header(self, doc: dict[str, Any], check_time: Callable[..., None]) -> None:
+        """Keep the header's :data:`CHECKED_FIELD` (``check_time`` checks and normalises it); raises ValidationError
+        saying what is wrong."""
+        if doc.get(CHECKED_FIELD) is not None:
+            check_time(CHECKED_FIELD, required=True)
+            self.checked = doc[CHECKED_FIELD] if doc["schema"] >= 4 else ""
+
+    def waiting(self, store: VaultStore) -> bool:
+        """Whether writes of the vault's own wait for the duplicate check (read before the import writes anything)."""
+        return bool(self.checked) and bool(store.links.unchecked(store.links.checked_at(), None, CHECKED_KINDS,
+                                                                 CHECKED_ACTIONS, 1))
+
+    def keep_checked(self, store: VaultStore, waiting: bool, latest: str) -> None:
+        """Once the file's history is written: what its vault had checked of it is checked here too, its links being
+        that check's pairs. The mark moves to the file's, never past ``latest`` (the latest time imported: the clock
+        stamps later writes after it), and stays where it is while writes of the vault's own wait (``waiting``):
+        their check reads the file's entries again, as before (review 84: a copy re-judged every entry with its own
+        word statistics and batches, and listed conflicts the original never had)."""
+        if self.checked and latest and not waiting:
+            store.links.advance(min(self.checked, latest))
 
     def add(self, lineno: int, doc: dict[str, Any], check_time: Callable[..., None]) -> None:
         """Check one link line (``check_time(field, required=...)`` checks and normalises a time in ``doc``);

@@ -68,6 +68,7 @@ from synapse_nb.agents.events import (
     parse_event,
 )
 from synapse_nb.errors import SynapseError, ValidationError
+from synapse_nb.stdio import use_utf8
 
 __all__ = ["CLAUDE_EVENTS", "DEFAULT_TIMEOUT_S", "EDIT_TOOLS", "EVENTS", "MAX_CONTEXT_CHARS", "HookAnswer",
            "HookEvent", "HookOutput", "canonical_event", "is_hook_call", "main", "parse_event", "render", "respond"]
@@ -248,7 +249,10 @@ def run(args: Sequence[str], *, vault: str | None = None, mind: str | None = Non
     The answer is printed while the vault is open, and what it gives is marked as given to the session only after
     it was written and flushed: a run killed at its limit before it printed leaves nothing marked (review 27: a
     run stuck on an agent's ``flock`` marked the banner as given, printed nothing and said "nothing was added").
+    The event is read and the answer written as UTF-8 whatever the locale (:mod:`synapse_nb.stdio`; review 84: in a
+    Latin-1 locale the banner's em dash failed the print, and the approved lessons never reached the agent).
     """
+    use_utf8()
     try:
         timeout = float(os.environ.get("SYNAPSE_AGENT_HOOK_TIMEOUT", DEFAULT_TIMEOUT_S))
     except ValueError:

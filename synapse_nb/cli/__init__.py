@@ -50,6 +50,7 @@ from synapse_nb.cli import (
 )
 from synapse_nb.cli import history as _history  # noqa: F401 - registers memory history, revert, purge, ...
 from synapse_nb.cli._common import CREATING_COMMANDS, PROG, app
+from synapse_nb.stdio import use_utf8
 
 __all__ = ["CREATING_COMMANDS", "app", "main"]
 
@@ -80,5 +81,6 @@ def main(argv: list[str] | None = None) -> int:
     synapse-nb 0.1.0
     0
     """
+    use_utf8()  # the same bytes whatever the locale: UTF-8 in and out (review 84; synapse_nb.stdio)
     cmd = typer.main.get_command(app)
     return int(cmd.main(argv, prog_name=PROG, standalone_mode=False) or 0)

@@ -351,7 +351,7 @@ class Recaller:
         text = "\n".join(t for t, _ in parts)
         return Recall(query=query, session=session, text=text, items=tuple(kept), lessons=tuple(lessons),
                       nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=rows,
-                      coverage=coverage, on_meaning=on_meaning, version=".".join(map(str, version)),
+                      coverage=coverage, on_meaning=on_meaning, version=str(version[0]),
                       borrowed=borrowed.to_dict() if borrowed is not None else None,
                       shown_before=frozenset(shown_before), semantic_off=use.reason, as_of=self._as_of,
                       agents_waiting=waiting, _mark=mark, _parts=tuple(parts))

@@ -244,10 +244,13 @@ class Recall:
     - ``"over_budget"``: relevant items did not fit ``budget_tokens`` (raise it);
     - ``"empty_query"``: the query had no text.
 
-    ``version`` names the vault state the recall read (the store's data version, as text). On a team vault it
-    is the server's ``gate_stats.version``, the same on every machine: two recalls with the same version, query,
-    arguments and session state give the same bytes, and "now" is the server's clock of that read. On a local
-    vault it is this process's view of the file (it changes after every write; compare it within one process).
+    ``version`` names the vault state the recall read: a whole number, as text, that belongs to the vault, so every
+    handle, process and machine reading one state says the same, and every write that changes it makes it larger (a
+    session's marks are no part of it). On a team vault it is the server's ``gate_stats.version``; on a local vault
+    the ``state_version`` row of its ``meta`` table, one more at each commit that changed a row (review 84: it was the
+    process's view of the file, ``2.0`` in a fresh CLI and ``88.0`` in a long-lived server for one vault). Two
+    recalls with the same version, query, arguments, session state and "now" give the same bytes (on a team vault
+    "now" is the server's clock of that read). :meth:`synapse_nb.Vault.version` is another token, a handle's own.
     """
 
     query: str

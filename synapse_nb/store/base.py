@@ -569,9 +569,9 @@ class VaultStore(Protocol):
     def on_change(self, listener: Callable[[builtins.list[Change]], None]) -> None: ...
 
     def data_version(self) -> tuple[int, ...]:
-        """Changes whenever anyone commits a write to the vault (for caches of query results). A shared store's
-        answer names the committed state itself (PostgreSQL: ``gate_stats.version``, the same on every machine);
-        SQLite's is this connection's view of the file. Inside a snapshot it is the snapshot's."""
+        """Changes whenever anyone commits (for caches of query results; in a snapshot, the snapshot's). Its first
+        number names the committed state for every connection and machine (recall's ``version``: PostgreSQL's
+        ``gate_stats.version``, SQLite's ``meta`` row ``state_version``); the rest, if any, is this connection's."""
         ...
 
     def changes_between(self, old: tuple[int, ...], new: tuple[int, ...]) -> builtins.list[Change] | None:

@@ -10,6 +10,8 @@ agent's MCP server, a git hook) share it.
 - The schema is versioned with ``PRAGMA user_version``; migrations run forward, each in its own transaction.
   A vault from a newer version is refused, never modified.
 - The write stamp (``meta`` row ``clock``) is read once per transaction and written back before the commit.
+- The vault's state number (``meta`` row ``state_version``) is one more after each commit that changed a row (a
+  session's marks aside): :meth:`Database.data_version`'s first number, the same for every connection (review 84).
 - Every record a transaction writes is noted (:meth:`Database.touched`); listeners hear the list after the commit.
 - The triggers queue their FTS5 writes (schema v4, ``fts_queue``); the queue is applied, one statement per FTS5
   table, before the commit and before any statement run through this class that names an FTS5 table, so a read
@@ -73,6 +75,9 @@ ADVANCE_CLOCK = ("INSERT INTO meta(key, value) VALUES ('clock', ?) ON CONFLICT(k
                  "CASE WHEN value >= '1970-01-01T00:00:00.000000Z' AND value < '2100-01-01T00:00:00.000000Z' "
                  "AND value GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]"
                  ".[0-9][0-9][0-9][0-9][0-9][0-9]Z' THEN max(value, excluded.value) ELSE excluded.value END")
+GET_STATE = "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'state_version'"
+BUMP_STATE = ("INSERT INTO meta(key, value) VALUES ('state_version', '1') ON CONFLICT(key) DO UPDATE SET value = "
+              "CAST(value AS INTEGER) + 1")
 
 
 def _is_locked(exc: sqlite3.OperationalError) -> bool:
@@ -306,12 +311,14 @@ class Database:
                 raise StoreError(f"could not lock the vault {self.path} for writing: {exc}") from exc
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"the vault database {self.path} cannot be written: {exc}") from exc
-            self._depth = 1
+            self._depth, changed = 1, self._conn.total_changes
             try:
                 yield self._conn
                 self._apply_fts_queue()
                 if self._clock_dirty:
                     self._conn.execute(SET_CLOCK, (self._clock,))
+                if moves_version and self._conn.total_changes != changed:
+                    self._conn.execute(BUMP_STATE)
                 self._conn.execute("COMMIT")
             except BaseException as exc:
                 with contextlib.suppress(sqlite3.Error):
@@ -526,20 +533,23 @@ class Database:
             finally:
                 cur.close()
 
-    def data_version(self) -> tuple[int, int]:
-        """Changes whenever anyone commits: (``PRAGMA data_version``, this connection's commit counter)."""
+    def data_version(self) -> tuple[int, int, int]:
+        """Changes whenever anyone commits: (the vault's state number, ``PRAGMA data_version``, this connection's
+        commit counter). The first names the committed state for every connection; the others are this one's view."""
         with self._lock:
-            return int(self._conn.execute("PRAGMA data_version").fetchone()[0]), self.write_gen
+            row = self._conn.execute(GET_STATE).fetchone()
+            seen = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+            return (int(row[0]) if row else 0), seen, self.write_gen
 
     def changes_between(self, old: tuple[int, ...], new: tuple[int, ...]) -> list[Change] | None:
         """This connection's own commits between the two versions, from its log of the latest
         :data:`CHANGE_LOG`; None when another connection committed in between (PRAGMA data_version moved) or the
         log no longer reaches back."""
-        if len(old) != 2 or len(new) != 2 or old[0] != new[0] or old[1] > new[1]:
+        if len(old) != 3 or len(new) != 3 or old[1] != new[1] or old[2] > new[2]:
             return None
         with self._lock:
-            log = [(gen, ch) for gen, ch in self._change_log if old[1] < gen <= new[1]]
-        if [gen for gen, _ in log] != list(range(old[1] + 1, new[1] + 1)):
+            log = [(gen, ch) for gen, ch in self._change_log if old[2] < gen <= new[2]]
+        if [gen for gen, _ in log] != list(range(old[2] + 1, new[2] + 1)):
             return None
         return [c for _, ch in log for c in ch]
 
