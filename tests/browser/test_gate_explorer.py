@@ -74,7 +74,7 @@ def test_gate_explorer_explains_itself_then_sliders_and_saved_defaults(ui: Noteb
     wait_text(note, "the saved defaults")
     # top-k 1 keeps one per kind
     top_k = gate.locator(".widget-slider:has(label:text-is('top-k'))")
-    _drag(page, top_k, 0.05)
+    _drag(page, top_k, 0.0)  # the slider starts at 1 (recall_top_k takes 1-1000)
     wait_text(top_k.locator(".widget-readout"), r"^1$")
     wait_text(header, r"[1-5] kept")
 
