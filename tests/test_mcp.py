@@ -85,7 +85,8 @@ async def test_every_tool_writes_and_reads_the_vault(project: Path, user: syn.Va
         assert r.structured_content["lessons"][0]["id"] == les.id and "run_migrations" in text(r)
 
         r = await call(c, "restore_checkpoint")  # none yet: a normal answer that says so
-        assert r.structured_content == {"found": False} and text(r).startswith("no checkpoint yet")
+        assert r.structured_content == {"text": text(r), "found": False, "elsewhere": 0}
+        assert text(r).startswith("no checkpoint yet")
         made = await call(c, "create_checkpoint", {"doing": "Refactoring JWT", "changed_files": ["src/auth.py"],
                                                    "next_step": "Run pytest", "blockers": "none"})
         ckp = made.structured_content["id"]
@@ -139,7 +140,7 @@ async def test_signal_low_context(project: Path, user: syn.Vault) -> None:
         r = await call(c, "signal_low_context", {"token_count": 60_000, "capacity": 100_000, "budget_tokens": 300})
         high = r.structured_content
         assert high["action"] == "checkpoint_saved" and high["tokens"] <= 300 + 20
-        assert "Migrating auth to JWT" in high["restore_pack"] and "left out" in high["restore_pack"]
+        assert "Migrating auth to JWT" in high["text"] and "left out" in high["text"]  # the pack is the text
         saved = user.checkpoints.get(high["checkpoint_id"])
         assert saved.doing == "Migrating auth to JWT" and saved.origin == "auto" and saved.source == "agent"
         await call(c, "signal_low_context", {"token_count": -1, "capacity": 100}, error=True)

@@ -146,7 +146,7 @@ def test_missing_checkpoint_error_names_the_way_of_each_surface(run: Any, projec
     assert "synapse-nb checkpoint create --doing" in res.stderr and "vault.checkpoint" not in res.stderr
 
     [r] = _mcp(project, [("restore_checkpoint", {})])  # MCP: the tool (none yet is a normal answer there)
-    assert not r.is_error and r.structured_content == {"found": False}
+    assert not r.is_error and r.structured_content == {"text": r.content[0].text, "found": False, "elsewhere": 0}
     assert "the create_checkpoint tool" in r.content[0].text
     assert "vault.checkpoint" not in r.content[0].text
 
