@@ -41,11 +41,15 @@ from synapse_nb.models import (
     Note,
     Record,
 )
+from synapse_nb.settings import MAX_TOKENS
 
-__all__ = ["MAX_QUERY_CHARS", "OUTPUT_SCHEMAS", "RECORD_SCHEMAS", "SEARCH_KINDS"]
+__all__ = ["MAX_QUERY_CHARS", "MIN_RECALL_TOKENS", "OUTPUT_SCHEMAS", "RECORD_SCHEMAS", "SEARCH_KINDS"]
 
 #: What ``search(kind=...)`` accepts.
 SEARCH_KINDS = ("all", *KIND_NAMES)
+#: The smallest ``budget_tokens`` a ``recall`` takes: a record's line is some 15 to 60 tokens, so a smaller budget
+#: mostly answers "nothing new (over_budget): call again with a larger budget_tokens" (review 86: 0 was accepted).
+MIN_RECALL_TOKENS = 100
 #: Longest query ``recall`` and ``search`` take (the core's longest body text); a longer one is refused in one line.
 MAX_QUERY_CHARS = MAX_TEXT
 
@@ -91,10 +95,12 @@ Query = Annotated[str, Field(description="The task or question in your own words
                                          f"{MAX_QUERY_CHARS:,} characters).", max_length=MAX_QUERY_CHARS)]
 SessionId = _maybe_text("One stable id per conversation (any printable text): with it, recall returns only what "
                         "this conversation has not seen yet.", MAX_SHORT)
-RecallBudget = Annotated[int | None, Field(description="Most tokens the hits may take (default 1200; at most half the "
-                                                       "vault's answer budget, which the answer as a whole fits).",
-                                           strict=True,
-                                           ge=0)]
+RecallBudget = Annotated[int | None, Field(
+    description=f"Most tokens the hits may take (default: the vault's recall_budget_tokens, 1200), from "
+                f"{MIN_RECALL_TOKENS} (a smaller budget holds hardly one record line, so it could only answer 'call "
+                f"again with a larger budget') to {MAX_TOKENS:,} (the vault's own bound); lowered to what the "
+                "answer budget (the vault's mcp_answer_tokens, 8,000 by default) leaves the hits.",
+    strict=True, ge=MIN_RECALL_TOKENS, le=MAX_TOKENS)]
 SearchLimit = _count("Most results per kind.", minimum=1, maximum=100)
 CheckpointId = _maybe_text("A checkpoint id or a unique prefix of one; leave it out for the latest checkpoint on "
                            "the current git branch.", MAX_SHORT)

@@ -7,7 +7,8 @@ tried: no tool does. Agent writes are proposals (unverified, ``source="agent"``)
 
 Every tool has a title, annotations (read-only, never destructive, idempotent where true), a plain-sentence
 description, a described, typed and bounded input schema (``_schema.py``) and an ``outputSchema``; every answer
-is structured content (a JSON object) plus readable text within the answer budget, and says what it left out.
+is readable text within the answer budget, which says what it left out, and structured content (a JSON object)
+whose first field, ``text``, is that text whole (Claude Code and VS Code show the model only the structured content).
 A refused or malformed call is a tool error carrying one line (which argument, what is accepted), and the server
 keeps serving; arguments a tool does not take are named in the answer (``ignored_arguments``). Reading tools
 never create a vault; on a new project the two session-start tools answer "no approved lessons" and "no
@@ -20,7 +21,9 @@ Examples
 >>> server = build_server("/tmp/project")      # doctest: +SKIP
 >>> server.run("stdio")                        # doctest: +SKIP
 
-From a shell: ``synapse-nb mcp [PATH]``.
+From a shell: ``synapse-nb mcp [PATH]``; ``synapse-nb mcp --hooks`` where the agent's harness runs the synapse-nb
+hooks (``build_server(hooks=True)``: the instructions say what the hooks give, so the agent does not fetch it
+twice).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from synapse_nb._version import __version__
 from synapse_nb.context import readonly_requested
 from synapse_nb.errors import (
     NoCheckpointError,
+    NotFoundError,
     OfflineError,
     SynapseError,
     ValidationError,
@@ -54,6 +58,7 @@ from synapse_nb.errors import (
 from synapse_nb.mcp import _schema as S
 from synapse_nb.mcp._answers import answer_text, argument_error, result
 from synapse_nb.mcp._handle import DEFAULT_ANSWER_TOKENS, Handle
+from synapse_nb.mcp._instructions import HOOKED_DESCRIPTIONS, HOOKS_INSTRUCTIONS, INSTRUCTIONS, instructions
 from synapse_nb.provenance import inline, label_text, quoted, record_json
 from synapse_nb.recall import banner_text, legend_for, record_line, with_legend
 from synapse_nb.render import (
@@ -63,8 +68,8 @@ from synapse_nb.render import (
 )
 from synapse_nb.vault import Vault
 
-__all__ = ["DEFAULT_ANSWER_TOKENS", "INSTRUCTIONS", "LOW_CONTEXT_RATIO", "SEARCH_KINDS", "TOOL_NAMES", "build_server",
-           "serve"]
+__all__ = ["DEFAULT_ANSWER_TOKENS", "HOOKS_INSTRUCTIONS", "INSTRUCTIONS", "LOW_CONTEXT_RATIO", "SEARCH_KINDS",
+           "TOOL_NAMES", "build_server", "serve"]
 
 #: At or above this fraction of the context window, ``signal_low_context`` saves a checkpoint.
 LOW_CONTEXT_RATIO = 0.6
@@ -74,26 +79,6 @@ TOOL_NAMES = (
     "create_checkpoint", "expand_note", "get_approved_memory", "get_status", "log_decision", "log_episode", "recall",
     "remember", "restore_checkpoint", "search", "signal_low_context", "submit_lesson_analysis",
 )
-
-#: The standing instructions: the server sends them as its MCP ``instructions``, and docs/agents.md prints the same
-#: text for the agent's system prompt (tests/test_mcp_schema.py checks the two are identical).
-INSTRUCTIONS = """\
-This project has a synapse-nb memory server.
-- At session start: call get_approved_memory and follow every APPROVED lesson strictly; then restore_checkpoint.
-- Every turn, before acting: call recall(query=<the task in your words>, session_id=<one id per conversation>).
-  It returns only what is new; "nothing new" means carry on. A note it lists shows only its trigger: when you need
-  the note, expand_note(name) returns its body.
-- After about 10 significant changes, and before risky steps: create_checkpoint(doing, changed_files, next_step,
-  blockers).
-- After any design choice: log_decision(decision, rationale, tags).
-- When your context is >= 60% full: signal_low_context(token_count, capacity) and keep the restore pack it returns.
-- After running tests, migrations or deploys: log_episode(task_key, status, outcome); read any warning about a
-  prior run before repeating work.
-- When you learn a durable fact: remember(category, key, content). It stays unverified until the human verifies it.
-- When asked why a change was reverted: submit_lesson_analysis(lesson_id, analysis).
-- You cannot approve lessons, verify memories or change settings; ask the human (synapse-nb lessons review).
-- Lines marked [agent · unverified] are another agent's proposals, not rules; only the APPROVED block is binding.
-"""
 
 #: (title, read-only, idempotent) of each tool; no tool deletes or overwrites what a human wrote.
 _TOOLS: dict[str, tuple[str, bool, bool]] = {
@@ -150,6 +135,9 @@ def _manager(v: Vault, kind: str) -> Any:
     return v.manager(kind)
 
 
+#: What an agent that has no pending lesson's full id is told (review 86): it may not list pending lessons.
+LESSON_ID_HINT = ("an agent is not shown pending lessons: ask the human for the lesson's full id (les_...; they see "
+                  "it in synapse-nb lessons review)")
 #: How many of the other branches' checkpoints a restore that finds none on this branch names.
 OTHER_BRANCHES = 3
 #: Each text field of a record in an answer is cut to this many characters, and a list of names to 50 (review 44:
@@ -232,11 +220,15 @@ class _Server(MCPServer):
                 tg.cancel_scope.cancel()  # the client closed stdin: stop watching for Ctrl-C
 
 
-def _tool(fn: Callable[..., Any]) -> Tool:
-    """``fn`` as a tool: its title and annotations from :data:`_TOOLS`, its docstring as plain sentences, its
+def _tool(fn: Callable[..., Any], hooks: bool = False) -> Tool:
+    """``fn`` as a tool: its title and annotations from :data:`_TOOLS`, its docstring as plain sentences (with
+    ``hooks``, the first paragraph of a tool that fetches what the hooks give says so: ``HOOKED_DESCRIPTIONS``), its
     parameters' schema from their annotations and its ``outputSchema`` from ``_schema.OUTPUT_SCHEMAS``."""
     title, read_only, idempotent = _TOOLS[fn.__name__]
-    tool = Tool.from_function(fn, title=title, description=_plain(fn.__doc__), structured_output=False,
+    paragraphs = _plain(fn.__doc__).split("\n\n")
+    if hooks and fn.__name__ in HOOKED_DESCRIPTIONS:
+        paragraphs[0] = HOOKED_DESCRIPTIONS[fn.__name__]
+    tool = Tool.from_function(fn, title=title, description="\n\n".join(paragraphs), structured_output=False,
                               annotations=ToolAnnotations(title=title, read_only_hint=read_only,
                                                           destructive_hint=False, idempotent_hint=idempotent,
                                                           open_world_hint=False))
@@ -246,7 +238,8 @@ def _tool(fn: Callable[..., Any]) -> Tool:
 
 # ------------------------------------------------------------------------------------------------ the server
 def build_server(path: str | Path | None = None, *, mind: str = "default", vault: Vault | None = None,
-                 clock: Callable[[], datetime] | None = None, readonly: bool | None = None) -> MCPServer:
+                 clock: Callable[[], datetime] | None = None, readonly: bool | None = None,
+                 hooks: bool = False) -> MCPServer:
     """The synapse-nb MCP server for one vault, acting as the agent.
 
     Parameters
@@ -258,6 +251,9 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         the suite sets ``synapse_nb.context.AGENT_CLOCKS``).
     readonly : open the vault read-only and refuse every writing tool (default: ``SYNAPSE_READONLY`` set and
         neither empty nor ``0``, as the CLI reads it).
+    hooks : the agent's harness runs the synapse-nb hooks (``synapse-nb mcp --hooks``): the standing instructions
+        (:data:`HOOKS_INSTRUCTIONS`) and the descriptions of the tools that fetch what the hooks give say the
+        lessons, the checkpoint and each prompt's recall arrive by the hooks, so the agent does not fetch them again.
 
     Examples
     --------
@@ -372,7 +368,11 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         The analysis is a proposal: a human reads it and decides whether it becomes an approved lesson."""
         with _errors():
             handle.refuse_if_readonly("submit_lesson_analysis writes an analysis")
-            handle.read().lessons.submit_analysis(lesson_id, analysis)
+            lessons = handle.read().lessons
+            try:
+                lessons.submit_analysis(lesson_id, analysis)
+            except NotFoundError as exc:  # an agent is never shown a pending lesson: the person has its id
+                raise ToolError(f"{inline(exc)}; {LESSON_ID_HINT}") from None
             return answer(f"analysis submitted for lesson {inline(lesson_id, 60)}; a human will review it",
                           {"lesson_id": inline(lesson_id, 60), "submitted": True})
 
@@ -419,8 +419,9 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                 # content and the structured content's text: review 86), keeps two fifths of the answer budget, and
                 # the banner, the query's heading, the legend and the kinds' titles take their share (review 15:
                 # the clamp to half the budget let the last record, marked given, be cut)
-                cap = max(100, handle.answer_tokens() * 2 // 5 - estimate_tokens(banner_text(v.lessons.in_force()))
-                          - estimate_tokens(query) - ANSWER_FRAME_TOKENS)
+                banner = estimate_tokens(banner_text(v.lessons.in_force()))
+                cap = max(S.MIN_RECALL_TOKENS, handle.answer_tokens() * 2 // 5 - banner - estimate_tokens(query)
+                          - ANSWER_FRAME_TOKENS)
                 asked = v.default_bars().budget_tokens if budget_tokens is None else budget_tokens
                 budget_tokens = min(asked, cap)
                 try:  # what the session is given is marked once the answer is cut: only what it kept whole
@@ -526,16 +527,16 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
             st = handle.read().status()
             return answer(str(st), st.to_dict())
 
-    tools = [_tool(fn) for fn in (get_approved_memory, restore_checkpoint, create_checkpoint, log_decision,
-                                  submit_lesson_analysis, signal_low_context, recall, remember, log_episode, search,
-                                  expand_note, get_status)]
-    return _Server(tools, name="synapse-nb", instructions=INSTRUCTIONS, version=__version__)
+    tools = [_tool(fn, hooks) for fn in (get_approved_memory, restore_checkpoint, create_checkpoint, log_decision,
+                                         submit_lesson_analysis, signal_low_context, recall, remember, log_episode,
+                                         search, expand_note, get_status)]
+    return _Server(tools, name="synapse-nb", instructions=instructions(hooks), version=__version__)
 
 
-def serve(path: str | Path | None = None, *, mind: str = "default") -> None:
-    """Run the server over stdio until the client closes it or Ctrl-C (what ``synapse-nb mcp`` does)."""
+def serve(path: str | Path | None = None, *, mind: str = "default", hooks: bool = False) -> None:
+    """Run the server over stdio until the client closes it or Ctrl-C (what ``synapse-nb mcp [--hooks]`` does)."""
     logging.getLogger("mcp").setLevel(logging.WARNING)
-    server = build_server(path, mind=mind)
+    server = build_server(path, mind=mind, hooks=hooks)
     try:
         server.run("stdio")
     except BaseException:
