@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -249,6 +250,16 @@ async def test_stdio_subprocess(project: Path, user: syn.Vault) -> None:
     assert fact.verified is False and fact.source == "agent"
     assert user.lessons.get(pending.id).status == "pending" and user.lessons.get(pending.id).analysis == "raced"
     assert len(user.checkpoints.list()) == 2 and user.decisions.list()[0].decision == "stdio works"
+    # what agent install registers beside the hooks: the hooks-aware instructions (review 86 F4)
+    from synapse_nb.mcp.server import HOOKS_INSTRUCTIONS, INSTRUCTIONS
+
+    for args, said in ((["mcp", "--hooks", str(project)], HOOKS_INSTRUCTIONS), (["mcp", str(project)], INSTRUCTIONS)):
+        # this checkout's package (the SDK passes the server a few variables only, never PYTHONPATH)
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        params = StdioServerParameters(command=sys.executable, args=["-m", "synapse_nb", *args], cwd=str(project),
+                                       env=env)
+        async with Client(params) as c:
+            assert c.instructions == said
 
 
 async def test_a_recalls_records_fit_the_answer_they_are_marked_given_in(project: Path, user: syn.Vault) -> None:
