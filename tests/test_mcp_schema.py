@@ -178,6 +178,14 @@ async def test_recall_budget_tokens_is_bounded_to_what_can_answer(project: Path,
             assert r.is_error and "budget_tokens must be a whole number from 100 to 1,000,000" in text(r), text(r)
         r = await c.call_tool("recall", {"query": "how do we run migrations?", "budget_tokens": 100})
         assert not r.is_error and "alembic upgrade head" in text(r)
+    # a record the answer budget cannot hold: a larger budget_tokens would be lowered again, so it is not asked for
+    user.settings.set("mcp_answer_tokens", 500)
+    user.remember("procedure", "release_train", "The release train leaves at noon from the deploy host " * 12)
+    async with Client(build_server(project)) as c:
+        r = await c.call_tool("recall", {"query": "when does the release train leave?", "budget_tokens": 5000})
+        assert r.structured_content["empty_reason"] == "over_budget" and "larger budget_tokens" not in text(r)
+        assert "the answer budget leaves the hits 100 tokens (the vault's mcp_answer_tokens" in text(r)
+        assert "search(query) lists them" in text(r)
 
 
 # ------------------------------------------------------------------------------------------------ answers and caps

@@ -432,7 +432,10 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                     v = handle.stale_copy(exc)
                 else:
                     text = r.text
-                    if r.empty_reason == "over_budget":
+                    if r.empty_reason == "over_budget" and asked > cap:  # a larger budget_tokens is lowered again
+                        text += (f"\n(the answer budget leaves the hits {cap:,} tokens (the vault's mcp_answer_tokens, "
+                                 "which a human sets): search(query) lists them shortly)")
+                    elif r.empty_reason == "over_budget":
                         text += (f"\n(call recall again with a larger budget_tokens than {r.bars.budget_tokens} to "
                                  "get them)")
                     res = answer(text, _recall_fields(r.to_dict(), query, session_id))
