@@ -31,8 +31,8 @@ from synapse_nb.store.records import NotJson
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["BAR_SETTINGS", "BORROWED_EMBEDDER_LINE", "BORROWED_RULE", "EMBEDDER", "SEMANTIC", "SETTINGS",
-           "TRUNK_BRANCHES", "EmbedderRefused", "ModelNotHere", "SettingIgnored", "Settings", "check_name",
+__all__ = ["BAR_SETTINGS", "BORROWED_EMBEDDER_LINE", "BORROWED_RULE", "EMBEDDER", "MAX_TOKENS", "SEMANTIC",
+           "SETTINGS", "TRUNK_BRANCHES", "EmbedderRefused", "ModelNotHere", "SettingIgnored", "Settings", "check_name",
            "check_new", "check_setting", "outside_code", "shown"]
 
 
@@ -87,6 +87,8 @@ def _branch_names(v: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+#: The most tokens a budget setting takes (recall_budget_tokens, mcp_answer_tokens; the MCP recall's budget_tokens).
+MAX_TOKENS = 1_000_000
 #: Known settings: name -> (default, validator, description).
 SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
     "lesson_expiry_days": (7, _int_range(1, 3650), "days an approved lesson stays in force"),
@@ -105,7 +107,7 @@ SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
     "recall_margin": (0.4, _unit_interval, "recall: a hit's rank score is at least this times the best one"),
     # at least 1: a 0 emptied every recall and the prompt hook with no word why (review 78); a stored 0 reads as 5
     "recall_top_k": (5, _int_range(1, 1000), "recall: most hits per kind"),
-    "recall_budget_tokens": (1200, _int_range(0, 1_000_000), "recall: most tokens for the hits"),
+    "recall_budget_tokens": (1200, _int_range(0, MAX_TOKENS), "recall: most tokens for the hits"),
     "recall_semantic": (0.0, _unit_interval,
                         ("recall: weight of the optional semantic channel, 0 = off (0.4 with e5-small: synapse_nb"
                          "[semantic-e5]; 0.1 with wordllama: synapse_nb[semantic])")),
@@ -127,7 +129,7 @@ SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
     "agent_megabytes_per_vault": (500, _int_range(1, 10_000_000),
                                   ("agents: most megabytes (10^6 bytes, UTF-8) of text agents' records may hold in the "
                                    "whole vault")),
-    "mcp_answer_tokens": (8000, _int_range(500, 1_000_000),
+    "mcp_answer_tokens": (8000, _int_range(500, MAX_TOKENS),
                           ("MCP: most tokens in one answer (text and structured content); the rest is counted, "
                            "left out")),
 }

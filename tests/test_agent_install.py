@@ -66,7 +66,8 @@ def test_install_merges_with_the_users_hooks_and_keys(project: Path) -> None:
     assert backup.read_text(encoding="utf-8") == original  # the backup is the file as it was
     assert f"backup of the previous content: {backup}" in res.output
     mcp = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))
-    assert mcp == {"mcpServers": {"synapse-nb": {"type": "stdio", "command": CMD, "args": ["mcp"], "env": {}}}}
+    assert mcp == {"mcpServers": {"synapse-nb": {"type": "stdio", "command": CMD, "args": ["mcp", "--hooks"],
+                                                 "env": {}}}}
 
 
 def test_install_is_idempotent(project: Path) -> None:
@@ -110,7 +111,7 @@ def test_uninstall_gives_back_what_was_there(project: Path) -> None:
 def test_files_that_held_only_ours_go_away_again(git_repo: Path) -> None:
     res = run("install", "claude-code", "--scope", "local", "--command", CMD, project=git_repo)
     assert res.exit_code == 0
-    assert "claude mcp add --scope local synapse-nb -- /opt/venv/bin/synapse-nb mcp" in res.output
+    assert "claude mcp add --scope local synapse-nb -- /opt/venv/bin/synapse-nb mcp --hooks" in res.output
     assert set(_settings(git_repo, "settings.local.json")["hooks"]) == set(HOOK_EVENTS)
     assert not (git_repo / ".mcp.json").exists()  # local and user servers live in Claude Code's own file
     assert run("uninstall", "claude-code", "--scope", "local", project=git_repo).exit_code == 0
@@ -228,7 +229,7 @@ def test_install_writes_the_absolute_path_of_the_console_script(project: Path, t
     hook = _settings(project)["hooks"]["SessionEnd"][-1]["hooks"][0]["command"]
     assert hook == f"'{script}' hook SessionEnd"
     mcp = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]["synapse-nb"]
-    assert mcp["command"] == str(script) and mcp["args"] == ["mcp"]
+    assert mcp["command"] == str(script) and mcp["args"] == ["mcp", "--hooks"]
     out = json.loads(run("status", "--json", project=project).output)
     assert [s["notes"] for s in out["scopes"]] == [[], [], []] and out["mcp_notes"] == []
 
@@ -320,5 +321,42 @@ def test_the_python_install_of_the_project_scope_keeps_the_bare_name_too(
     assert _settings(project)["hooks"]["SessionEnd"][-1]["hooks"][0]["command"] == "synapse-nb hook SessionEnd"
     mcp = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]["synapse-nb"]
     assert mcp["command"] == "synapse-nb"
-    assert mcp_add_command("project").endswith("-- synapse-nb mcp")
+    assert mcp_add_command("project").endswith("-- synapse-nb mcp --hooks")
     assert shlex.quote(str(script)) in mcp_add_command("local")
+
+
+def _mode_notes(project: Path) -> list[str]:
+    """The notes of ``agent status --json`` on the server's mode (others name the made-up CMD, which is no file)."""
+    return [n for n in json.loads(run("status", "--json", project=project).output)["mcp_notes"] if "--hooks" in n]
+
+
+def test_the_server_beside_the_hooks_is_told_the_hooks_give_the_memory(project: Path) -> None:
+    """Review 86 F4: the install wrote the hooks and registered ``synapse-nb mcp``, whose instructions told the agent
+    to fetch the lessons and the checkpoint at session start and to recall every turn: it got everything twice. The
+    install registers ``mcp --hooks``; an earlier install is set right by installing again, and status says so."""
+    from synapse_nb.agents.claude_code import MCP_HOOKS_FLAG
+    from synapse_nb.cli import app
+
+    mcp_path = project / ".mcp.json"
+    assert run("install", "claude-code", "--command", CMD, project=project).exit_code == 0
+    entry = json.loads(mcp_path.read_text(encoding="utf-8"))["mcpServers"]["synapse-nb"]
+    assert entry["args"] == ["mcp", MCP_HOOKS_FLAG]
+    assert not _mode_notes(project)
+    # an install of before: the server without --hooks beside the hooks
+    mcp_path.write_text(json.dumps({"mcpServers": {"synapse-nb": {**entry, "args": ["mcp"]}}}), encoding="utf-8")
+    status = run("status", project=project)
+    assert "runs without --hooks while the hooks are installed (project scope)" in status.output
+    assert "run synapse-nb agent install claude-code again" in status.output
+    again = run("install", "claude-code", "--command", CMD, project=project)
+    assert again.exit_code == 0 and f"{mcp_path}: added the MCP server" in again.output
+    assert json.loads(mcp_path.read_text(encoding="utf-8"))["mcpServers"]["synapse-nb"]["args"] == ["mcp", "--hooks"]
+    assert not _mode_notes(project)
+    third = run("install", "claude-code", "--command", CMD, project=project)  # idempotent
+    assert f"{mcp_path}: the MCP server already installed; nothing changed" in third.output
+    # the hooks removed and the server kept: it tells the agent of hooks that do not run
+    assert run("uninstall", "claude-code", "--no-mcp", project=project).exit_code == 0
+    [note] = _mode_notes(project)
+    assert "runs with --hooks but no synapse-nb hooks are installed" in note
+    # the command the server line runs takes the option
+    res = CliRunner().invoke(app, ["mcp", "--help"])
+    assert res.exit_code == 0 and "--hooks" in res.output and "synapse-nb mcp --hooks" in res.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,8 @@ async def test_every_tool_writes_and_reads_the_vault(project: Path, user: syn.Va
         assert r.structured_content["lessons"][0]["id"] == les.id and "run_migrations" in text(r)
 
         r = await call(c, "restore_checkpoint")  # none yet: a normal answer that says so
-        assert r.structured_content == {"found": False} and text(r).startswith("no checkpoint yet")
+        assert r.structured_content == {"text": text(r), "found": False, "elsewhere": 0}
+        assert text(r).startswith("no checkpoint yet")
         made = await call(c, "create_checkpoint", {"doing": "Refactoring JWT", "changed_files": ["src/auth.py"],
                                                    "next_step": "Run pytest", "blockers": "none"})
         ckp = made.structured_content["id"]
@@ -139,7 +141,7 @@ async def test_signal_low_context(project: Path, user: syn.Vault) -> None:
         r = await call(c, "signal_low_context", {"token_count": 60_000, "capacity": 100_000, "budget_tokens": 300})
         high = r.structured_content
         assert high["action"] == "checkpoint_saved" and high["tokens"] <= 300 + 20
-        assert "Migrating auth to JWT" in high["restore_pack"] and "left out" in high["restore_pack"]
+        assert "Migrating auth to JWT" in high["text"] and "left out" in high["text"]  # the pack is the text
         saved = user.checkpoints.get(high["checkpoint_id"])
         assert saved.doing == "Migrating auth to JWT" and saved.origin == "auto" and saved.source == "agent"
         await call(c, "signal_low_context", {"token_count": -1, "capacity": 100}, error=True)
@@ -248,6 +250,16 @@ async def test_stdio_subprocess(project: Path, user: syn.Vault) -> None:
     assert fact.verified is False and fact.source == "agent"
     assert user.lessons.get(pending.id).status == "pending" and user.lessons.get(pending.id).analysis == "raced"
     assert len(user.checkpoints.list()) == 2 and user.decisions.list()[0].decision == "stdio works"
+    # what agent install registers beside the hooks: the hooks-aware instructions (review 86 F4)
+    from synapse_nb.mcp.server import HOOKS_INSTRUCTIONS, INSTRUCTIONS
+
+    for args, said in ((["mcp", "--hooks", str(project)], HOOKS_INSTRUCTIONS), (["mcp", str(project)], INSTRUCTIONS)):
+        # this checkout's package (the SDK passes the server a few variables only, never PYTHONPATH)
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        params = StdioServerParameters(command=sys.executable, args=["-m", "synapse_nb", *args], cwd=str(project),
+                                       env=env)
+        async with Client(params) as c:
+            assert c.instructions == said
 
 
 async def test_a_recalls_records_fit_the_answer_they_are_marked_given_in(project: Path, user: syn.Vault) -> None:

@@ -21,7 +21,7 @@ from mcp import Client
 
 import synapse_nb as syn
 from synapse_nb.kinds.episodes import STATUSES
-from synapse_nb.mcp.server import INSTRUCTIONS, SEARCH_KINDS, TOOL_NAMES, build_server
+from synapse_nb.mcp.server import HOOKS_INSTRUCTIONS, INSTRUCTIONS, SEARCH_KINDS, TOOL_NAMES, build_server
 from synapse_nb.models import CATEGORIES, MAX_SHORT, MAX_TAGS, MAX_TEXT, PRIORITIES
 
 pytestmark = pytest.mark.anyio
@@ -112,9 +112,80 @@ async def test_titles_annotations_output_schemas_and_plain_descriptions(project:
 
 def test_instructions_are_the_standing_instructions_of_the_docs() -> None:
     doc = (ROOT / "docs" / "agents.md").read_text(encoding="utf-8")
-    block = doc.split("## Standing instructions for the agent", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
-    assert block == INSTRUCTIONS
+    blocks = [b.split("```", 1)[0] for b in doc.split("## Standing instructions for the agent", 1)[1]
+              .split("## Reading what", 1)[0].split("```text\n")[1:]]
+    assert blocks == [INSTRUCTIONS, HOOKS_INSTRUCTIONS]
     assert all(name in INSTRUCTIONS for name in TOOL_NAMES if name not in ("search", "get_status"))
+
+
+async def test_a_server_beside_the_hooks_tells_the_agent_not_to_fetch_what_they_give(project: Path) -> None:
+    """Review 86 F4: beside the hooks, the default instructions (get_approved_memory and restore_checkpoint at
+    session start, recall every turn) gave the agent everything twice. ``--hooks`` says the hooks give it; the
+    agent still checkpoints, logs decisions and episodes, and proposes facts and analyses."""
+    async with Client(build_server(project)) as c:
+        plain = {t.name: t.description or "" for t in (await c.list_tools()).tools}
+        assert c.instructions == INSTRUCTIONS
+    async with Client(build_server(project, hooks=True)) as c:
+        hooked = {t.name: t.description or "" for t in (await c.list_tools()).tools}
+        assert c.instructions == HOOKS_INSTRUCTIONS
+    flat = " ".join(HOOKS_INSTRUCTIONS.split())
+    assert "At session start: call get_approved_memory" in INSTRUCTIONS and "Every turn, before acting" in INSTRUCTIONS
+    assert "At session start: call" not in flat and "Every turn" not in flat
+    assert "Do not call get_approved_memory or restore_checkpoint" in flat
+    assert "do not call recall for the prompt itself" in flat
+    assert "recall(query, session_id) or search(query) only for a sub-task or question the prompt did not name" in flat
+    for still in ("create_checkpoint(", "log_decision(", "log_episode(", "remember(", "submit_lesson_analysis(",
+                  "expand_note(", "APPROVED"):
+        assert still in HOOKS_INSTRUCTIONS, still
+    changed = {name for name in plain if plain[name] != hooked[name]}
+    assert changed == {"get_approved_memory", "restore_checkpoint", "recall"}
+    for name in changed:
+        assert hooked[name].startswith("Call ") and "hooks" in hooked[name].split("\n\n")[0], name
+        assert plain[name].split("\n\n")[1:] == hooked[name].split("\n\n")[1:], name  # the rest is the same
+    assert "Call on every turn" in plain["recall"] and "Call on every turn" not in hooked["recall"]
+
+
+async def test_an_unknown_lesson_id_says_to_ask_the_person(project: Path, user: syn.Vault) -> None:
+    """Review 86: an agent is never shown a pending lesson, so it may have no id to give submit_lesson_analysis;
+    the refusal and the instructions say to ask the person for it (never a way around the human gate)."""
+    pending = user.lessons.create("Reverted cache warmup")
+    async with Client(build_server(project)) as c:
+        for wrong in ("les_0123456789ab", pending.id[:8], "the cache warmup lesson"):
+            r = await c.call_tool("submit_lesson_analysis", {"lesson_id": wrong, "analysis": "raced the deploy"})
+            assert r.is_error and "ask the human for the lesson's full id" in text(r), text(r)
+            assert "synapse-nb lessons review" in text(r) and pending.id not in text(r)
+        r = await c.call_tool("submit_lesson_analysis", {"lesson_id": pending.id, "analysis": "raced the deploy"})
+        assert not r.is_error
+    for said in (INSTRUCTIONS, HOOKS_INSTRUCTIONS):
+        assert "Without the lesson's full id, ask the human for it" in " ".join(said.split())
+    assert user.lessons.get(pending.id).analysis == "raced the deploy"
+
+
+async def test_recall_budget_tokens_is_bounded_to_what_can_answer(project: Path, user: syn.Vault) -> None:
+    """Review 86: recall took budget_tokens 0 (no maximum), which can only answer "call again with a larger
+    budget"; the schema takes 100 to the vault's own bound, and says why."""
+    from synapse_nb.settings import MAX_TOKENS
+
+    user.remember("procedure", "run_migrations", "alembic upgrade head inside the api container")
+    async with Client(build_server(project)) as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        prop = _alternatives(tools["recall"].input_schema["properties"]["budget_tokens"])[0]
+        assert (prop["minimum"], prop["maximum"]) == (100, MAX_TOKENS) == (100, 1_000_000)
+        said = tools["recall"].input_schema["properties"]["budget_tokens"]["description"]
+        assert "a smaller budget holds hardly one record line" in said and "1,000,000" in said
+        for bad in (0, 99, MAX_TOKENS + 1):
+            r = await c.call_tool("recall", {"query": "how do we run migrations?", "budget_tokens": bad})
+            assert r.is_error and "budget_tokens must be a whole number from 100 to 1,000,000" in text(r), text(r)
+        r = await c.call_tool("recall", {"query": "how do we run migrations?", "budget_tokens": 100})
+        assert not r.is_error and "alembic upgrade head" in text(r)
+    # a record the answer budget cannot hold: a larger budget_tokens would be lowered again, so it is not asked for
+    user.settings.set("mcp_answer_tokens", 500)
+    user.remember("procedure", "release_train", "The release train leaves at noon from the deploy host " * 12)
+    async with Client(build_server(project)) as c:
+        r = await c.call_tool("recall", {"query": "when does the release train leave?", "budget_tokens": 5000})
+        assert r.structured_content["empty_reason"] == "over_budget" and "larger budget_tokens" not in text(r)
+        assert "the answer budget leaves the hits 100 tokens (the vault's mcp_answer_tokens" in text(r)
+        assert "search(query) lists them" in text(r)
 
 
 # ------------------------------------------------------------------------------------------------ answers and caps

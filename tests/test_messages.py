@@ -146,7 +146,7 @@ def test_missing_checkpoint_error_names_the_way_of_each_surface(run: Any, projec
     assert "synapse-nb checkpoint create --doing" in res.stderr and "vault.checkpoint" not in res.stderr
 
     [r] = _mcp(project, [("restore_checkpoint", {})])  # MCP: the tool (none yet is a normal answer there)
-    assert not r.is_error and r.structured_content == {"found": False}
+    assert not r.is_error and r.structured_content == {"text": r.content[0].text, "found": False, "elsewhere": 0}
     assert "the create_checkpoint tool" in r.content[0].text
     assert "vault.checkpoint" not in r.content[0].text
 
@@ -220,10 +220,12 @@ def test_recall_surfaces_render_the_reason(run: Any, project: Path, ip: Any) -> 
     res = run("recall", "zebra crossing")
     assert res.stdout.strip() == 'nothing new for: "zebra crossing"' and "budget" not in res.stderr
 
-    over, fits = _mcp(project, [("recall", {"query": "how do we run migrations?", "budget_tokens": 5}),
-                                ("recall", {"query": "how do we run migrations?", "budget_tokens": 500})])
+    # the MCP recall takes 100 tokens at least (review 86): a record longer than that is over the budget there
+    run("remember", "procedure", "release_train", "The release train leaves at noon from the deploy host " * 12)
+    over, fits = _mcp(project, [("recall", {"query": "when does the release train leave?", "budget_tokens": 100}),
+                                ("recall", {"query": "when does the release train leave?", "budget_tokens": 500})])
     assert over.structured_content["empty_reason"] == "over_budget" and "larger budget_tokens" in over.content[0].text
-    assert fits.structured_content["empty_reason"] is None and "alembic" in fits.content[0].text
+    assert fits.structured_content["empty_reason"] is None and "release train" in fits.content[0].text
 
     with capture_output() as out:
         ip.run_cell("r = %recall how do we run migrations? --budget 5")

@@ -192,7 +192,8 @@ async def test_mcp_expand_note_fetches_a_body_as_notes_expand_gives_it(project: 
         assert r.structured_content["text"] == "1. bump\n2. tag" and r.structured_content["provenance"] == "[user]"
         r = await c.call_tool("expand_note", {"name": "deploy_runbook"})
         expanded = user.as_agent().notes.expand("deploy_runbook")
-        assert r.content[0].text == f"{AGENT_WORDS}\n{expanded}" and r.structured_content["text"] == expanded
+        assert r.content[0].text == f"{AGENT_WORDS}\n{expanded}" == r.structured_content["text"]
+        assert "body" not in r.structured_content  # the text holds it, quoted (review 86: not twice)
         assert expanded.startswith("[agent · unverified] note deploy_runbook") and "[main, approved]" not in expanded
         r = await c.call_tool("expand_note", {"name": "no_such_note"})
         assert r.is_error and "no note named 'no_such_note'" in r.content[0].text

@@ -419,7 +419,7 @@ def test_mcp_reads_never_create_a_vault(tmp_path: Path) -> None:
     assert not memory.is_error and memory.content[0].text.startswith("no approved lessons and no memories yet")
     assert memory.structured_content["vault"] is False and memory.structured_content["lessons"] == []
     assert not checkpoint.is_error and checkpoint.content[0].text.startswith("no checkpoint yet")
-    assert checkpoint.structured_content == {"found": False}
+    assert checkpoint.structured_content == {"text": checkpoint.content[0].text, "found": False, "elsewhere": 0}
     assert listing(tmp_path) == []
 
 

@@ -17,7 +17,10 @@ idempotent (a second install changes nothing), keeps a backup of the file it cha
 and a dry run only shows the diff. Uninstalling removes exactly the commands that run ``synapse-nb ... hook``
 (and the containers that held only them), so an install followed by an uninstall gives back the settings that were
 there. The project scope also registers the MCP server in the project's ``.mcp.json`` (``mcpServers.synapse-nb``);
-for the other scopes, :func:`mcp_add_command` is the ``claude mcp add`` line to run.
+for the other scopes, :func:`mcp_add_command` is the ``claude mcp add`` line to run. Either runs ``synapse-nb mcp
+--hooks`` (:data:`MCP_HOOKS_FLAG`): the server then tells the agent that the lessons, the checkpoint and each
+prompt's recall arrive by these hooks, so it does not fetch them again (review 86: it got everything twice). An
+earlier install's ``.mcp.json`` entry without the flag is replaced by the next install; :func:`status` notes it.
 
 A malformed settings file is never rewritten: the error names the file and what is wrong in it.
 
@@ -49,10 +52,10 @@ from typing import Any
 from synapse_nb.errors import StoreError, ValidationError
 from synapse_nb.own_files import write_atomic
 
-__all__ = ["AGENTS", "BACKUP_SUFFIX", "HOOK_EVENTS", "MCP_NAME", "SCOPES", "SCRIPT", "SHARED", "FileChange",
-           "ScopeStatus", "apply_changes", "command_notes", "console_script", "default_command", "hook_command",
-           "install", "is_ours", "mcp_add_command", "project_root", "resolved_command", "settings_path", "status",
-           "uninstall", "with_hooks", "without_hooks"]
+__all__ = ["AGENTS", "BACKUP_SUFFIX", "HOOK_EVENTS", "MCP_HOOKS_FLAG", "MCP_NAME", "SCOPES", "SCRIPT", "SHARED",
+           "FileChange", "ScopeStatus", "apply_changes", "command_notes", "console_script", "default_command",
+           "hook_command", "install", "is_ours", "mcp_add_command", "project_root", "resolved_command", "settings_path",
+           "status", "uninstall", "with_hooks", "without_hooks"]
 
 #: The console script the hooks run.
 SCRIPT = "synapse-nb"
@@ -72,6 +75,8 @@ HOOK_EVENTS: dict[str, str | None] = {
 }
 #: The name of the MCP server in ``.mcp.json``.
 MCP_NAME = "synapse-nb"
+#: The ``synapse-nb mcp`` option the install registers the server with: the harness runs the hooks.
+MCP_HOOKS_FLAG = "--hooks"
 #: A changed file's previous content is kept beside it under this suffix.
 BACKUP_SUFFIX = ".synapse-nb.bak"
 #: A command is ours when it runs synapse-nb (the script or the module), maybe with ``--vault``/``--mind``, then
@@ -243,12 +248,12 @@ def with_hooks(settings: dict[str, Any], base: str, mind: str = "default") -> di
 def _mcp_entry(base: str, mind: str) -> dict[str, Any]:
     argv = shlex.split(base)
     return {"type": "stdio", "command": argv[0],
-            "args": [*argv[1:], *([] if mind == "default" else ["--mind", mind]), "mcp"], "env": {}}
+            "args": [*argv[1:], *([] if mind == "default" else ["--mind", mind]), "mcp", MCP_HOOKS_FLAG], "env": {}}
 
 
 def mcp_add_command(scope: str, base: str | None = None, mind: str = "default") -> str:
-    """The ``claude mcp add`` line that registers the server for ``scope`` (Claude Code keeps local and user
-    servers in its own ``~/.claude.json``, which synapse-nb does not edit)."""
+    """The ``claude mcp add`` line that registers the server for ``scope`` beside the hooks (``mcp --hooks``;
+    Claude Code keeps local and user servers in its own ``~/.claude.json``, which synapse-nb does not edit)."""
     entry = _mcp_entry(base or resolved_command(scope)[0], mind)
     return shlex.join(["claude", "mcp", "add", "--scope", scope, MCP_NAME, "--", entry["command"], *entry["args"]])
 
@@ -421,7 +426,7 @@ class ScopeStatus:
 def status(*, project: str | Path | None = None, home: Path | None = None
            ) -> tuple[list[ScopeStatus], bool, tuple[str, ...]]:
     """Every scope's hooks, whether the project's ``.mcp.json`` registers the server, and the notes on the server's
-    command (:func:`command_notes`)."""
+    command (:func:`command_notes`) and on its mode (``--hooks`` where hooks are installed, and only there)."""
     root = project_root(project)
     out = []
     for scope in SCOPES:
@@ -442,4 +447,23 @@ def status(*, project: str | Path | None = None, home: Path | None = None
     except (ValidationError, StoreError):
         registered, entry = False, None
     notes = command_notes([shlex.quote(str(entry.get("command", "")))], "project") if registered and entry else ()
+    if registered and entry:
+        notes = (*notes, *_mode_notes(entry, [s for s in out if s.events]))
     return out, registered, notes
+
+
+def _mode_notes(entry: dict[str, Any], hooked: list[ScopeStatus]) -> tuple[str, ...]:
+    """What is wrong in the server's mode beside the hooks: without ``--hooks`` where hooks are installed the agent
+    is told to fetch what the hooks give (twice: review 86); with it and no hooks, nothing gives it."""
+    aware = MCP_HOOKS_FLAG in [str(a) for a in entry.get("args") or []]
+    if hooked and not aware:
+        note = (f"the server runs without {MCP_HOOKS_FLAG} while the hooks are installed ({hooked[0].scope} scope): "
+                "the agent is told to fetch the lessons, the checkpoint and each turn's recall the hooks already give "
+                "it; run synapse-nb agent install claude-code again to register it with --hooks")
+        return (note,)
+    if aware and not hooked:
+        note = (f"the server runs with {MCP_HOOKS_FLAG} but no synapse-nb hooks are installed: the agent is told the "
+                "hooks give it the lessons, the checkpoint and each prompt's recall, and nothing does; install the "
+                "hooks (synapse-nb agent install claude-code) or drop --hooks from .mcp.json")
+        return (note,)
+    return ()

@@ -67,12 +67,22 @@ def mcp_serve(
     ctx: typer.Context,
     path: Annotated[str | None, typer.Argument(
         help="Project folder (default: --vault, else the current folder).")] = None,
+    hooks: Annotated[bool, typer.Option(
+        "--hooks", help="The agent's harness runs the synapse-nb hooks (synapse-nb agent install claude-code "
+                        "registers the server so): the agent is told the approved lessons, the checkpoint and each "
+                        "prompt's recall arrive by the hooks, so it does not fetch them again.")] = False,
 ) -> None:
     """Serve the vault to an agent over MCP (stdio). The agent can only propose; you approve.
+
+    Without --hooks the agent is told to fetch the approved lessons and the checkpoint at session start and to
+    recall on every turn; with --hooks, that the hooks give it those, and to recall only for what a prompt did not
+    name (it still checkpoints, logs decisions and episodes and proposes facts).
 
     Examples:
 
         synapse-nb mcp
+
+        synapse-nb mcp --hooks
 
         synapse-nb --mind work mcp ~/project
     """
@@ -84,4 +94,4 @@ def mcp_serve(
     if sys.stdin.isatty():  # a person ran it at a terminal (a client pipes stdin): it waited there, silent (review 68)
         typer.echo(f"{PROG} MCP server (stdio) for vault {where}: configure your client as in docs/agents.md; "
                    "Ctrl-C to stop", err=True)  # stderr: stdout is the protocol's
-    serve(path if path is not None else st.vault, mind=st.mind)
+    serve(path if path is not None else st.vault, mind=st.mind, hooks=hooks)

@@ -1,9 +1,10 @@
 """What the MCP server says: answers within a budget, and one-line messages for refused arguments.
 
 - :func:`result` fits a tool answer (text and structured content together) in the answer budget and says what
-  it left out: the text keeps whole lines from the top, the structured content keeps its shape (strings are
-  shortened and lists lose items from the end, never a field turned into another type), so it still matches the
-  tool's ``outputSchema``.
+  it left out: the text keeps whole lines from the top and is the structured content's first field, ``text``
+  (Claude Code and VS Code give the model only the structured content whenever there is one: review 86), the
+  other fields keep their shape (strings are shortened and lists lose items from the end, never a field turned
+  into another type), so it still matches the tool's ``outputSchema``.
 - :func:`argument_error` turns the SDK's validation error (a multi-line pydantic dump with a URL) into one line
   that says which argument was wrong and what is accepted, without echoing a huge value.
 
@@ -30,24 +31,34 @@ _STEPS: tuple[tuple[int, int | None], ...] = ((1000, None), (1000, 50), (300, 20
 
 def result(text: str, data: dict[str, Any], budget_tokens: int,
            borrowed: dict[str, Any] | None = None) -> CallToolResult:
-    """A tool answer within ``budget_tokens`` (text and structured content together; about 4 characters a token).
+    """A tool answer within ``budget_tokens`` (what is sent: the text and the structured content together; about 4
+    characters a token).
 
-    The text keeps whole lines from the top and says how many it left out; the structured content keeps its
-    shape and says what it left out under ``"left_out"``. ``borrowed`` (a borrowed vault:
+    The text is the answer: it is the text content and, whole, the structured content's first field ``text``, so a
+    client that gives the model only the structured content (Claude Code, VS Code: anthropics/claude-code#79944)
+    loses none of it. Sent twice, it gets half of what the other fields leave (they take at most a quarter while it
+    is long), keeps whole lines from the top and says how many it left out; the other fields keep their shape and
+    say what they left out under ``"left_out"``. ``borrowed`` (a borrowed vault:
     :meth:`synapse_nb.borrowed.Borrowed.to_dict`) makes its ``line`` the first line of the text and is the
     ``"borrowed"`` field of the structured content; no cut ever drops either.
+
+    >>> r = result("a\\nb", {"n": 1}, 1000)
+    >>> r.structured_content
+    {'text': 'a\\nb', 'n': 1}
     """
     limit = max(400, budget_tokens * 4)
     if borrowed is not None:
         line = borrowed["line"]
         if not text.startswith(line):  # a recall's text starts with it already
             text = f"{line}\n\n{text}"
-        data = {k: v for k, v in data.items() if k != "borrowed"}
-        limit = max(400, limit - len(line) - _size(borrowed))
-    text = cut_text(text, limit // 2 if len(text) > limit // 2 else limit)
-    data = cut_data(data, max(200, limit - len(text)))
+        limit = max(400, limit - _size(borrowed))
+    rest = {k: v for k, v in data.items() if k not in ("text", "borrowed")}
+    room = limit - min(_size(rest), limit // 4)  # for the text, twice (the text content and the field)
+    if len(text) + _size(text) > room:  # JSON's escapes (a newline's backslash) counted at the text's own rate
+        text = cut_text(text, max(200, int(room / (1 + _size(text) / len(text)))))
+    data = {"text": text, **cut_data(rest, max(200, limit - len(text) - _size(text)))}
     if borrowed is not None:
-        data = {**data, "borrowed": borrowed}
+        data["borrowed"] = borrowed
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
@@ -106,14 +117,14 @@ def _shrink(value: Any, max_str: int, max_items: int | None, tally: _Tally) -> A
 def cut_data(data: dict[str, Any], max_chars: int) -> dict[str, Any]:
     """``data`` in at most about ``max_chars`` characters of JSON, same keys and same types: long strings cut,
     lists shortened from the end, in steps until it fits; what was cut is counted per field in ``"left_out"``
-    (fields in sorted order, so the same answer is cut the same way)."""
+    (the fields in their order: each is cut on its own, so the same answer is cut the same way)."""
     if _size(data) <= max_chars:
         return data
     out: dict[str, Any] = data
     left: dict[str, str] = {}
     for max_str, max_items in _STEPS:
         out, left = {}, {}
-        for key in sorted(data):
+        for key in data:
             tally = _Tally()
             out[key] = _shrink(data[key], max_str, max_items, tally)
             if tally.chars or tally.items:

@@ -4,9 +4,11 @@ The enums and the bounds are the core's own constants (``models.CATEGORIES``, ``
 ``kinds.episodes.STATUSES``), never a copy, so a schema cannot promise what the core refuses. Whole numbers are
 strict: ``true`` or ``2.0`` for a count is refused, not read as ``1`` or ``2``.
 
-The output schemas of records are read from the record dataclasses (their fields and types), plus the two fields
-every answer may carry: ``left_out`` (what the answer budget cut), ``ignored_arguments`` (arguments the tool
-does not take) and ``borrowed`` (why the vault is borrowed).
+Every answer's structured content starts with ``text``, the whole text answer (Claude Code and VS Code give the
+model only the structured content: review 86), so the other fields add what a program reads and never repeat the
+text in bulk. The output schemas of records are read from the record dataclasses (their fields and types), plus
+the fields every answer may carry: ``left_out`` (what the answer budget cut), ``ignored_arguments`` (arguments the
+tool does not take) and ``borrowed`` (why the vault is borrowed).
 
 >>> RECORD_SCHEMAS["memory"]["properties"]["verified"]
 {'type': 'boolean'}
@@ -39,11 +41,15 @@ from synapse_nb.models import (
     Note,
     Record,
 )
+from synapse_nb.settings import MAX_TOKENS
 
-__all__ = ["MAX_QUERY_CHARS", "OUTPUT_SCHEMAS", "RECORD_SCHEMAS", "SEARCH_KINDS"]
+__all__ = ["MAX_QUERY_CHARS", "MIN_RECALL_TOKENS", "OUTPUT_SCHEMAS", "RECORD_SCHEMAS", "SEARCH_KINDS"]
 
 #: What ``search(kind=...)`` accepts.
 SEARCH_KINDS = ("all", *KIND_NAMES)
+#: The smallest ``budget_tokens`` a ``recall`` takes: a record's line is some 15 to 60 tokens, so a smaller budget
+#: mostly answers "nothing new (over_budget): call again with a larger budget_tokens" (review 86: 0 was accepted).
+MIN_RECALL_TOKENS = 100
 #: Longest query ``recall`` and ``search`` take (the core's longest body text); a longer one is refused in one line.
 MAX_QUERY_CHARS = MAX_TEXT
 
@@ -89,10 +95,12 @@ Query = Annotated[str, Field(description="The task or question in your own words
                                          f"{MAX_QUERY_CHARS:,} characters).", max_length=MAX_QUERY_CHARS)]
 SessionId = _maybe_text("One stable id per conversation (any printable text): with it, recall returns only what "
                         "this conversation has not seen yet.", MAX_SHORT)
-RecallBudget = Annotated[int | None, Field(description="Most tokens the hits may take (default 1200; at most half the "
-                                                       "vault's answer budget, which the answer as a whole fits).",
-                                           strict=True,
-                                           ge=0)]
+RecallBudget = Annotated[int | None, Field(
+    description=f"Most tokens the hits may take (default: the vault's recall_budget_tokens, 1200), from "
+                f"{MIN_RECALL_TOKENS} (a smaller budget holds hardly one record line, so it could only answer 'call "
+                f"again with a larger budget') to {MAX_TOKENS:,} (the vault's own bound); lowered to what the "
+                "answer budget (the vault's mcp_answer_tokens, 8,000 by default) leaves the hits.",
+    strict=True, ge=MIN_RECALL_TOKENS, le=MAX_TOKENS)]
 SearchLimit = _count("Most results per kind.", minimum=1, maximum=100)
 CheckpointId = _maybe_text("A checkpoint id or a unique prefix of one; leave it out for the latest checkpoint on "
                            "the current git branch.", MAX_SHORT)
@@ -168,8 +176,14 @@ _STR, _INT, _BOOL, _NUM = {"type": "string"}, {"type": "integer"}, {"type": "boo
 _MAYBE_STR, _STRS = {"type": ["string", "null"]}, {"type": "array", "items": {"type": "string"}}
 
 
+#: The first field of every answer: the text answer, whole (as the answer budget left it).
+_TEXT = {"type": "string", "description": "The whole answer as readable text, the same as the text content: a client "
+                                          "that shows only the structured content loses nothing."}
+
+
 def _obj(props: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"type": "object", "properties": {**props, **_COMMON}, "required": list(required)}
+    return {"type": "object", "properties": {"text": _TEXT, **props, **_COMMON},
+            "required": ["text", *(r for r in required if r != "text")]}
 
 
 def _record_answer(kind: str, extra: dict[str, Any] | None = None, *, required: bool = True) -> dict[str, Any]:
@@ -184,33 +198,46 @@ _COUNTS = {"type": "object", "additionalProperties": {"type": "object", "additio
 
 #: Each tool's ``outputSchema`` (the shape of its structured content).
 OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
-    "get_approved_memory": _obj({"banner": _STR, "lessons": {"type": "array", "items": _LESSON_BRIEF},
+    # the banner and the memory lines are in text (a "banner" field repeated the banner: review 86)
+    "get_approved_memory": _obj({"lessons": {"type": "array", "items": _LESSON_BRIEF},
                                  "memories": _INT, "memories_shown": _INT, "memories_left_out": _INT,
                                  "verified": _INT, "vault": _BOOL},
-                                ("banner", "lessons", "memories", "vault")),
-    "restore_checkpoint": _record_answer("checkpoint", {"found": _BOOL}, required=False) | {"required": ["found"]},
+                                ("lessons", "memories", "vault")),
+    "restore_checkpoint": _record_answer("checkpoint", {
+        "found": _BOOL, "elsewhere": {"type": "integer", "description": "Not found: how many checkpoints other "
+                                                                         "branches hold (the text names the newest)."}},
+        required=False) | {"required": ["text", "found"]},
     "create_checkpoint": _record_answer("checkpoint"),
     "log_decision": _record_answer("decision"),
     "submit_lesson_analysis": _obj({"lesson_id": _STR, "submitted": _BOOL}, ("lesson_id", "submitted")),
     "signal_low_context": _obj({"action": {"type": "string", "enum": ["none", "checkpoint_saved", "read_only"]},
                                 "ratio": _NUM, "threshold": _NUM, "checkpoint_id": _MAYBE_STR,
-                                "restore_pack": _MAYBE_STR, "tokens": _INT}, ("action", "ratio", "threshold")),
+                                "tokens": _INT}, ("action", "ratio", "threshold")),  # the pack is the text
     "recall": _obj({"query": _STR, "session": _MAYBE_STR, "text": _STR, "nothing_new": _BOOL,
                     "empty_reason": _MAYBE_STR,
                     "items": {"type": "array", "items": {"type": "object", "properties": {
-                        "kind": _STR, "id": _STR, "score": _NUM, "matched": _STRS, "bar": _STR, "line": _STR}}},
+                        "kind": _STR, "id": _STR, "score": _NUM, "matched": _STRS, "bar": _STR}}},  # lines: text
                     "lessons": _STRS, "path": _STR, "coverage": _NUM, "version": {}, "stale": {},
                     "semantic_off": _MAYBE_STR, "agents_waiting": _INT},
                    ("text",)),
-    "remember": _record_answer("memory"),
+    "remember": _record_answer("memory", {
+        "pending_revision": {"type": "boolean", "description": "True: the key is a person's memory, which an agent "
+                                                              "does not change; the change waits for a human as a "
+                                                              "revision and the memory is unchanged until then."},
+        "revision_id": _MAYBE_STR,
+        "proposed": {"type": ["object", "null"], "description": "The fields the pending revision would change."},
+        "unchanged": {"anyOf": [RECORD_SCHEMAS["memory"], {"type": "null"}],
+                      "description": "The person's memory, as it stays until a human accepts the revision."}},
+        required=False) | {"required": ["text", "pending_revision"]},
     "log_episode": _record_answer("episode", {"prior": {"anyOf": [RECORD_SCHEMAS["episode"], {"type": "null"}]},
                                               "prior_by_person": {"anyOf": [RECORD_SCHEMAS["episode"],
                                                                             {"type": "null"}]},
                                               "warning": _MAYBE_STR}),
     "search": _obj({"query": _STR, "kind": _STR, "results": {"type": "array", "items": {"type": "object"}},
                     "hits": {"type": "array", "items": {"type": "object"}}}, ("kind",)),
-    "expand_note": _record_answer("note", {"text": {"type": "string", "description": "The body as the answer's "
-                                                    "text gives it: an agent's after its mark, each line quoted."}}),
+    "expand_note": _record_answer("note", {"text": {"type": "string", "description": "The whole answer: the body "
+                                                    "(not repeated as body), an agent's after its mark, each line "
+                                                    "quoted."}}),
     "get_status": _obj({"vault_path": _STR, "mind": _STR, "actor": _STR, "counts": _COUNTS,
                         "pending_lessons": _STRS, "expiring_memories": _STRS, "expiring_lessons": _STRS,
                         "schema_version": _INT, "dangling": _STRS, "possibly_stale": _STRS,

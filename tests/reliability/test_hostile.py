@@ -247,7 +247,9 @@ def test_agent_escalation_and_malformed_calls_through_mcp(world: dict[str, Any])
             continue
         if name == "remember" and args["key"] == "style":  # a human's memory: a pending revision, nothing applied
             assert not r.is_error and "pending revision" in r.content[0].text, r
-            assert r.structured_content["content"] != args["content"]  # the human's content, unchanged
+            sc = r.structured_content  # the human's content, unchanged, and nothing that reads as the outcome
+            assert sc["pending_revision"] is True and sc["unchanged"]["content"] != args["content"]
+            assert "content" not in sc and sc["text"] == r.content[0].text
             continue
         if name == "search" and args.get("kind") == "lesson" and not isinstance(r, Exception) and not r.is_error:
             assert ids["pending"] not in json.dumps(r.structured_content)  # pending lessons never reach the agent
