@@ -334,3 +334,18 @@ async def test_search_gives_peoples_records_first_whatever_agents_flood(project:
         r = await call(c, "search", {"query": "deploy", "kind": "decision", "limit": 1})
         assert [x["id"] for x in r.structured_content["results"]] == [dec.id]
 
+
+
+async def test_restore_checkpoint_lists_what_was_saved_since(project: Path, user: syn.Vault) -> None:
+    """The checkpoint to resume from is the newest saved on purpose, with the automatic ones saved after it listed
+    under it, in the text and the structured content alike (review 86: the MCP tool showed it without them)."""
+    agent = user.as_agent()
+    own = agent.checkpoint("Adding a clear timeout error to login", next_step="Write test_login_timeout",
+                           origin="agent")
+    agent.checkpoint("auto checkpoint after 10 file edits by the agent", files=["src/auth.py"], origin="auto")
+    async with Client(build_server(project)) as c:
+        r = await call(c, "restore_checkpoint")
+    s = r.structured_content
+    assert s["id"] == own.id and s["later"] == 1 and [x["origin"] for x in s["since"]] == ["auto"]
+    assert "Since then on this branch" in text(r) and "auto checkpoint after 10 file edits" in text(r)
+    assert s["text"] == text(r)

@@ -205,7 +205,11 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
                                 ("lessons", "memories", "vault")),
     "restore_checkpoint": _record_answer("checkpoint", {
         "found": _BOOL, "elsewhere": {"type": "integer", "description": "Not found: how many checkpoints other "
-                                                                         "branches hold (the text names the newest)."}},
+                                                                         "branches hold (the text names the newest)."},
+        "later": {"type": "integer", "description": "How many checkpoints were saved on its branch after it (the "
+                                                    "automatic ones the hooks save; the text lists the newest)."},
+        "since": {"type": "array", "items": RECORD_SCHEMAS["checkpoint"],
+                  "description": "The newest of those later checkpoints, newest first."}},
         required=False) | {"required": ["text", "found"]},
     "create_checkpoint": _record_answer("checkpoint"),
     "log_decision": _record_answer("decision"),
