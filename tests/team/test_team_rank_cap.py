@@ -57,11 +57,11 @@ def test_the_migration_caps_the_rows_written_before(pg_admin_url: str) -> None:
     from synapse_nb.store.postgres.migrate import MIGRATIONS, migrate
 
     project = f"rcap{uuid.uuid4().hex[:8]}"
-    last = MIGRATIONS[-1].version
+    last = 28
     rows = [("mem_000000000001", "deploy " * 100 + "Deploys deployed"), ("mem_000000000002", "café " * 50),
             ("mem_000000000003", "an ordinary fact about the queue")]
     with psycopg.connect(pg_admin_url, autocommit=True) as c:
-        assert migrate(c, project, MIGRATIONS[:-1]) == (0, last - 1)
+        assert migrate(c, project, MIGRATIONS[:last - 1]) == (0, last - 1)
         c.execute(f"SET search_path = {project}")
         ts = c.execute("SELECT next_stamp()").fetchone()
         assert ts is not None
@@ -72,7 +72,7 @@ def test_the_migration_caps_the_rows_written_before(pg_admin_url: str) -> None:
                       (rid, rid[-1], text, ts[0], ts[0], [rid[-1], *text.lower().split()]))
         body = dict(c.execute("SELECT id, rank_body FROM memories").fetchall())
         assert body["mem_000000000001"].count("deploy") == 102
-        assert migrate(c, project, MIGRATIONS) == (last - 1, last)
+        assert migrate(c, project, MIGRATIONS[:last]) == (last - 1, last)
         c.execute(f"SET search_path = {project}")
         stems = {r[0]: r[1] for r in c.execute(
             "SELECT m.id, stem_all(%s) FROM memories m WHERE m.id = 'mem_000000000001'",

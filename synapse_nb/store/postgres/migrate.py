@@ -113,6 +113,9 @@ MIGRATIONS: tuple[Migration, ...] = (
               "search_fold.sql"),
     Migration(28, "a record's ranking words hold each distinct word at most 32 times, as a local vault's index: a "
               "word repeated thousands of times costs a read no more than 32 times", "rank_cap.sql"),
+    Migration(29, "the ranking statistics of agents' unverified records beside everyone's (their documents' length, "
+              "each ranking document's side): recall weighs a query's words by people's records alone",
+              "agent_rank_stats.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version
