@@ -16,10 +16,10 @@ code-point order, ``f = w_body * tf_body + w_context * tf_context``, ``idf * f *
 
 **Weighed by people's records** (review 83). ``N``, ``avgdl`` and each ``n_i`` are read over the records recall
 weighs by (:class:`Totals`): people's, every record of every mind but the agents' unverified ones (the store's counts
-less their ``agents=True`` part), so no agent record changes a person's record's score; every record's when the vault
-holds no person's. A word only agents' unverified records hold (people's ``n`` 0; no person's record holds it, so
-its weight moves agents' scores alone) weighs the smaller of ``idf(0)`` among people's records and its ``idf`` among
-every record: bounded by a word no record holds, and ranking agents' records by its rarity among them. On a vault of
+less their ``agents=True`` part), so no agent record changes any weight; every record's when the vault holds no
+person's. Agents' records are scored with the same weights. A word only agents' unverified records hold (people's
+``n`` 0) weighs ``ln((N + 0.5) / 0.5)``: a word no person's record holds, the most any word weighs among ``N``
+people's records (finite: ``N`` is at least 1), as it would if the agents had not written it. On a vault of
 people's records alone (or of agents' alone) this is the store's ``bm25`` exactly.
 """
 
@@ -58,12 +58,11 @@ class Term(NamedTuple):
     tf_context: np.ndarray  # int64
     n: int  # the documents holding it among the records recall weighs by (:class:`Totals`: people's)
     memo: dict[tuple[Any, ...], np.ndarray]  # f and summands per weights (filled on first use; dropped with the term)
-    n_all: int = -1  # the documents of every record holding it (-1: ``n``'s): a word only agents' records hold
 
 
 class Totals(NamedTuple):
     """BM25's ``N`` and total token count over the records recall weighs by (people's: :func:`weights_totals`), and
-    ``N`` over every record of the vault (``vault_rows``: the weight of a word only agents' records hold)."""
+    ``N`` over every record of the vault."""
 
     rows: int
     tokens: int
@@ -110,7 +109,7 @@ def _term(p: TermPostings, idx: ThreadIndex, people: bool) -> Term:
         tc = np.array([p.tf_context[j] for j in keep], np.int64)
     o = np.argsort(pos, kind="stable")
     n = max(0, int(p.n_vault) - int(p.n_agents)) if people else int(p.n_vault)
-    return Term(p.stem, pos[o], tb[o], tc[o], n, {}, int(p.n_vault))
+    return Term(p.stem, pos[o], tb[o], tc[o], n, {})
 
 
 class Postings:
@@ -195,27 +194,20 @@ def _tf_fts5_compute(t: Term, w_body: float, w_context: float) -> np.ndarray:
     return f
 
 
-def _idf(n: int, n_rows: int) -> float:
-    """FTS5's idf of a word ``n`` of ``n_rows`` documents hold (``1e-6`` when not positive)."""
-    idf = math.log((float(n_rows - n) + 0.5) / (float(n) + 0.5))
-    return idf if idf > 0.0 else 1e-6
-
-
 def _contribution(t: Term, totals: tuple[int, ...], style: str, w_body: float, w_context: float, k1: float,
                   b: float, length: np.ndarray) -> np.ndarray:
     """The term's BM25 summand for each of its documents (kept with the term: the cache key carries everything
     it depends on, and the term itself is dropped when the vault changes). ``totals``: (N, total tokens) of the
-    records weighed by, and (:class:`Totals`) the vault's N: a word only agents' records hold weighs no more than
-    ``idf(0)`` among them, nor than its idf among every record."""
+    records weighed by (:class:`Totals`), ``t.n`` those of them holding it."""
     key = ("bm25", totals, style, w_body, w_context, k1, b)
     got = t.memo.get(key)
     if got is not None:
         return got
     n_rows, n_tokens = totals[0], totals[1]
     avgdl = float(n_tokens) / float(n_rows)
-    idf = _idf(t.n, n_rows)
-    if t.n <= 0 < t.n_all and len(totals) > 2 and totals[2] > n_rows:  # no person's record holds it
-        idf = min(idf, _idf(t.n_all, totals[2]))
+    idf = math.log((float(n_rows - t.n) + 0.5) / (float(t.n) + 0.5))
+    if idf <= 0.0:
+        idf = 1e-6
     d = length[t.pos]
     if style == "fts5":
         f = _tf_fts5(t, w_body, w_context)

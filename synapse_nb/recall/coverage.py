@@ -12,12 +12,11 @@ Weights are the gate's smoothed idf, ``log((1 + N) / (1 + n)) + 1``, with ``N`` 
 the ranking index recall weighs by and those of them holding the stem, people's records of every mind (agents'
 unverified records left out, review 83: :class:`~synapse_nb.recall.bm25.Totals`; every record in a vault with no
 person's). A word that names one of the mind's actors (an episode's speaker) is held by that actor's records too
-(and ``n`` is at least the number of them counted). So nothing an agent writes changes a person's record's coverage:
-a word only agents' records hold weighs as one no record holds. A word no row of the vault holds at all (agents'
-included) and no actor's name contains is *unknown* (a name the vault never saw); the unknown share feeds the
-support (:func:`synapse_nb.recall.scoring.support`). An agent's record can take a word out of it, never put one in:
-the penalty only falls, for every record alike (which floor applies is still decided on people's records:
-:func:`synapse_nb.recall.scoring.gate`).
+(and ``n`` is at least the number of them counted). A word none of those rows holds and no actor's name contains is
+*unknown* (a name no person's record holds: one only agents' unverified records hold is unknown too); the unknown
+share feeds the support (:func:`synapse_nb.recall.scoring.support`). So nothing an agent writes changes a person's
+record's coverage, nor the unknown share: which floor applies is decided as if agents' unverified records were not
+there (review 21), their words included.
 
 Which words count: the query's ranking words (:func:`~synapse_nb.recall.rank.rank_words`), one per stem (the
 first), except words in more than ``RankParams.max_postings`` records (too common to identify anything; their
@@ -87,11 +86,6 @@ def _body(t: Term) -> np.ndarray:
     return got
 
 
-def _held_at_all(t: Term) -> int:
-    """The records of the vault holding the term, agents' too (``n_all``; ``n`` when the term does not say)."""
-    return t.n if t.n_all < 0 else t.n_all
-
-
 def cover_terms(words: Sequence[str], terms: Mapping[str, Term], n_rows: int,
                 idx: ThreadIndex | None = None, *, people: bool = False) -> Cover:
     """The :class:`Cover` of ``words`` (query order; each in ``terms``, the postings read for it, weighed among
@@ -111,7 +105,7 @@ def cover_terms(words: Sequence[str], terms: Mapping[str, Term], n_rows: int,
             for s, a in zip(stems, named, strict=True)]
     return Cover(tuple(first[s] for s in stems), tuple(idf(n, n_rows) for n in held),
                  tuple(_body(terms[first[s]]) for s in stems), tuple(named),
-                 tuple(_held_at_all(terms[first[s]]) <= 0 and not len(a) for s, a in zip(stems, named, strict=True)),
+                 tuple(terms[first[s]].n <= 0 and not len(a) for s, a in zip(stems, named, strict=True)),
                  idx)
 
 

@@ -35,10 +35,10 @@ MAX_CACHED_WORDS = 20_000
 FORM_SHARE = 3
 
 
-def merge_terms(word: Term, others: Sequence[Term], n_rows: int | None = None, vault_rows: int | None = None) -> Term:
+def merge_terms(word: Term, others: Sequence[Term], n_rows: int | None = None) -> Term:
     """One term for ``word`` and its variants: positions united (ascending), per-position counts added in the
-    order given, ``n`` the sum (at most ``n_rows``, the records it is weighed by: a record may hold both forms)
-    and ``n_all`` too (at most ``vault_rows``); the word's stem.
+    order given, ``n`` the sum (at most ``n_rows``, the records it is weighed by: a record may hold both forms);
+    the word's stem.
 
     >>> import numpy as np
     >>> a = Term("birthdai", np.array([1, 5]), np.array([1, 1]), np.array([0, 2]), 2, {})
@@ -57,9 +57,7 @@ def merge_terms(word: Term, others: Sequence[Term], n_rows: int | None = None, v
         body[at] += t.tf_body  # positions are distinct within a term
         context[at] += t.tf_context
     n = sum(t.n for t in parts)
-    n_all = sum(t.n if t.n_all < 0 else t.n_all for t in parts)
-    return Term(word.stem, pos, body, context, n if n_rows is None else min(n, n_rows), {},
-                n_all if vault_rows is None else min(n_all, vault_rows))
+    return Term(word.stem, pos, body, context, n if n_rows is None else min(n, n_rows), {})
 
 
 class Variants:
@@ -139,7 +137,7 @@ class Variants:
                 stems.add(vt.stem)
                 extra.append(vt)
             if extra:
-                fresh[w] = out[w] = merge_terms(t, extra, totals.rows, totals.vault_rows)
+                fresh[w] = out[w] = merge_terms(t, extra, totals.rows)
         with self._lock:
             if self._key == version:
                 self._merged.update(fresh)

@@ -185,29 +185,24 @@ def fts_words(words: Sequence[str], doc_freq: Mapping[str, int], n_docs: int, ma
     :data:`MAX_DF_MIN_DOCS` records send every word.
 
     ``vault``: every record's (``doc_freq``, ``n_docs``) when ``doc_freq`` and ``n_docs`` are people's records'
-    (review 83): a word some person's record holds is judged by its share of people's records, one only agents'
-    unverified records hold by its share of every record (it weighs agents' records alone), and ``max_postings``
-    (the postings read: every record's) by every record's.
+    (review 83): the share is people's, so an agent's records never take a word out, and ``max_postings`` (the
+    cost of the postings read, which hold every record) counts every record, from :data:`MAX_DF_MIN_DOCS` of them.
 
     >>> fts_words(["ann", "lake"], {"ann": 900, "lake": 3}, 2000, 0.2)
     ['lake']
     >>> fts_words(["ann", "lake"], {"ann": 90, "lake": 3}, 100, 0.2)
     ['ann', 'lake']
-    >>> fts_words(["ann", "lake"], {"ann": 9, "lake": 3}, 2000, 0.2, vault=({"ann": 900, "lake": 3}, 2900))
+    >>> fts_words(["ann", "lake"], {"ann": 90, "lake": 3}, 100, 0.2, vault=({"ann": 990, "lake": 3}, 3000))
     ['ann', 'lake']
     """
     every, n_every = vault if vault is not None else (doc_freq, n_docs)
-    if max_df >= 1.0 or n_every < MAX_DF_MIN_DOCS or not words:
+    if max_df >= 1.0 or not words:
         return list(words)
-
-    def kept(w: str) -> bool:
-        mine = doc_freq.get(w, 0)
-        df, n = (mine, n_docs) if mine > 0 or every is doc_freq else (every.get(w, 0), n_every)
-        if n >= MAX_DF_MIN_DOCS and df > max_df * n:
-            return False
-        return max_postings is None or every.get(w, 0) <= max_postings
-
-    return [w for w in words if kept(w)] or [min(words, key=lambda w: (doc_freq.get(w, 0), every.get(w, 0)))]
+    share = max_df * n_docs if n_docs >= MAX_DF_MIN_DOCS else None
+    cost = max_postings if n_every >= MAX_DF_MIN_DOCS else None
+    kept = [w for w in words if (share is None or doc_freq.get(w, 0) <= share)
+            and (cost is None or every.get(w, 0) <= cost)]
+    return kept or [min(words, key=lambda w: (doc_freq.get(w, 0), every.get(w, 0)))]
 
 
 @dataclass(frozen=True)
