@@ -72,7 +72,9 @@ RANK_CHANGES = "SELECT DISTINCT rid FROM rank_log WHERE gen > ? AND gen <= ? ORD
 RANK_LOGGED = "SELECT rid FROM rank_log WHERE gen = ?"
 #: The folder, beside the database, of recall's on-disk caches.
 CACHE_DIR = "cache"
-RANK_INSTANCES = "SELECT group_concat(doc * 2 + (col = 'body')) FROM temp.synapse_rank_vocab WHERE term = ?"
+# ... and how many agents' unverified documents hold the term (schema v13), in the same statement
+RANK_INSTANCES = ("SELECT group_concat(doc * 2 + (col = 'body')), (SELECT doc FROM agent_rank_vocab WHERE term = ?1) "
+                  "FROM temp.synapse_rank_vocab WHERE term = ?1")
 
 
 def varints(blob: bytes | None) -> list[int]:
@@ -211,7 +213,7 @@ class RankingQueries(Repository[Database]):
 
     def postings(self, mind: str, words: Sequence[str]) -> dict[str, TermPostings]:
         """By ``RankRow.doc`` (the rowid), over the whole vault: the vault's document count comes with them, and
-        the agents' unverified documents' (``agent_rank_vocab``, one statement for every stem)."""
+        the agents' unverified documents' (``agent_rank_vocab``, in the same statement)."""
         import numpy as np  # loaded with the gate; recall is the only caller
 
         stems = fts5_stems(words)
@@ -234,12 +236,5 @@ class RankingQueries(Repository[Database]):
                 continue
             body = np.add.reduceat(a & 1, start)
             total = np.diff(np.append(start, len(a)))
-            out[w] = TermPostings(terms[0], (), body, total - body, len(docs), docs)
-        held = sorted({p.stem for p in out.values() if p.stem is not None and p.n_vault})
-        agents: dict[str, int] = {}
-        for chunk in chunks(held, 400):
-            agents.update((r[0], int(r[1])) for r in self._db.query(
-                f"SELECT term, doc FROM agent_rank_vocab WHERE term IN ({marks(len(chunk))})", tuple(chunk)))
-        if agents:
-            out = {w: p._replace(n_agents=agents[p.stem]) if p.stem in agents else p for w, p in out.items()}
+            out[w] = TermPostings(terms[0], (), body, total - body, len(docs), docs, int(row[1] or 0))
         return out
