@@ -236,5 +236,6 @@ class RankingQueries(Repository[Database]):
                 continue
             body = np.add.reduceat(a & 1, start)
             total = np.diff(np.append(start, len(a)))
-            out[w] = TermPostings(terms[0], (), body, total - body, len(docs), docs, int(row[1] or 0))
+            agents = int(row[1] or 0) if row is not None else 0
+            out[w] = TermPostings(terms[0], (), body, total - body, len(docs), docs, agents)
         return out
