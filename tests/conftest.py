@@ -153,16 +153,27 @@ def cpu_seconds(fn: Callable[[Any], object], arg: Any, n: int = 5) -> float:
 
 
 def downgrade(conn: Any, to: int) -> None:
-    """Make a SQLite vault look as an older synapse_nb left it (schema ``to``, 6 to 11): drop the objects each later
+    """Make a SQLite vault look as an older synapse_nb left it (schema ``to``, 6 to 12): drop the objects each later
     version added and set ``user_version``, so the next writable open migrates it. The one place that knows what
     v7 (agent totals), v8 (agents' word statistics), v9 (the session registry), v10 (rank file digests), v11
-    (people's contexts without agents' records) and v12 (the capped ranking indexes) added."""
+    (people's contexts without agents' records), v12 (the capped ranking indexes) and v13 (agents' ranking
+    statistics) added."""
     def drop(kind: str, where: str) -> None:
         for (name,) in conn.execute(f"SELECT name FROM sqlite_master WHERE type = '{kind}' AND {where}").fetchall():
             conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
 
     from synapse_nb.store.sqlite import schema
 
+    if to < 13:  # agent_rank_schema: v8's triggers on gate_docs again, without the agents' ranking index
+        from synapse_nb.store.sqlite.agent_vocab_schema import V8_AGENT_VOCAB
+
+        drop("trigger", "name IN ('gate_docs_agent_ai', 'gate_docs_agent_au', 'gate_docs_agent_ad')")
+        conn.execute("DELETE FROM fts_queue WHERE target = 'agent_rank_fts'")
+        for name in ("agent_rank_vocab", "agent_rank_fts"):
+            conn.execute(f"DROP TABLE {name}")
+        for stmt in schema.split_sql(V8_AGENT_VOCAB):
+            if stmt.startswith("CREATE TRIGGER"):
+                conn.execute(stmt)
     if to < 12:  # rankcap_schema: v11's joiner of a context, and the three indexes of every word, as v11 kept them
         from synapse_nb.store.sqlite.context_schema import v11_context_triggers
         from synapse_nb.store.sqlite.rankcap_schema import CAPPED_COLUMNS
@@ -189,7 +200,8 @@ def downgrade(conn: Any, to: int) -> None:
         for stmt in schema.split_sql("\n".join([
                 *schema._kind_triggers(("episodes",)), schema._CTX_TRIGGERS,
                 f"UPDATE gate_docs SET context = {was} WHERE thread IS NOT NULL AND context <> {was};",
-                *(f"{schema.RAW_FLUSH[t]};" for t in schema.FTS_TABLES), f"{schema.FTS_QUEUE_CLEAR};"])):
+                *(f"{schema.RAW_FLUSH[t]};" for t in schema.FTS_TABLES if t != "agent_rank_fts"),
+                f"{schema.FTS_QUEUE_CLEAR};"])):
             conn.execute(stmt)
     if to < 10:  # rankfile_schema
         conn.execute("DROP TABLE rank_files")

@@ -103,9 +103,10 @@ def _v3_db(path: Path) -> sqlite3.Connection:
     return conn
 
 
-#: The FTS5 tables of schema v8 (agents' words, agent_vocab_schema.py): v3 has none, and the workload above is a
-#: person's only, so they stay empty (test_the_agents_words_are_exactly_their_unverified_records_words checks them).
-V8_FTS = ("agent_vocab_fts",)
+#: The FTS5 tables of schemas v8 and v13 (agents' words and ranking statistics, agent_vocab_schema.py and
+#: agent_rank_schema.py): v3 has none, and the workload above is a person's only, so they stay empty
+#: (test_the_agents_words_are_exactly_their_unverified_records_words checks them).
+V8_FTS = ("agent_vocab_fts", "agent_rank_fts")
 
 
 def _index_state(path: Path) -> dict[str, list[tuple]]:
@@ -212,7 +213,7 @@ def test_a_v3_vault_migrates_to_v4_and_keeps_its_indexes(tmp_path: Path) -> None
     before = _index_state(d / "synapse.db")
     v = syn.open_vault(d)
     s = v._store
-    assert s.schema_version == store.SCHEMA_VERSION == 12
+    assert s.schema_version == store.SCHEMA_VERSION == 13
     assert _index_state(d / "synapse.db") == before  # the migration rewrites no index
     m = v.remember("project", "kayak", "ann went kayaking on the fjord")
     assert [x.id for x in v.memories.search("kayaking")] == [m.id]
@@ -324,5 +325,5 @@ def test_the_agents_words_are_exactly_their_unverified_records_words(tmp_path: P
     downgrade(conn, 7)
     conn.close()
     again = store.SqliteStore(tmp_path / "synapse.db")
-    assert again.schema_version == store.SCHEMA_VERSION == 12
+    assert again.schema_version == store.SCHEMA_VERSION == 13
     assert counted(again) == (n, {w: k for w, k in people.items() if w in everything})

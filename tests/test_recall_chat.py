@@ -55,7 +55,7 @@ def test_merge_terms_adds_counts_and_documents() -> None:
     b = Term("bdai", np.array([5, 9]), np.array([2, 1]), np.array([0, 0]), 2, {})
     m = merge_terms(a, [b], n_rows=3)
     assert m.stem == "birthdai" and m.pos.tolist() == [1, 5, 9]
-    assert m.tf_body.tolist() == [1, 3, 1] and m.tf_context.tolist() == [0, 2, 0] and m.n_vault == 3
+    assert m.tf_body.tolist() == [1, 3, 1] and m.tf_context.tolist() == [0, 2, 0] and m.n == 3
 
 
 def _chat_vault(tmp_path: Path, lines: list[tuple[str, str]], name: str = "v"):

@@ -571,7 +571,7 @@ def test_a_person_record_close_in_meaning_takes_a_place_when_the_gate_reads_word
     """Review 21 (F4): with the gate on words (people's records hold the question's words too), a person's record
     close in meaning but holding none of them qualified for no agent record's place (coverage 0); now it takes one of
     the two places a person's record holding the floor's share of the query would."""
-    words = vault.decisions.create("purchase of office chairs approved").id
+    words = vault.decisions.create("purchase of an automobile approved").id
     meaning = vault.decisions.create("Carol sold her vehicle").id
     vault.decisions.create("Bob likes green tea")
     agent = vault.as_agent()

@@ -13,6 +13,14 @@ occurrence in the body, then ``w_context`` once per occurrence in the context; `
 1)) / (f_i + k1 * (1 - b + b * D / avgdl)))``. The ``"sql"`` style (PostgreSQL's statement): distinct stems in
 code-point order, ``f = w_body * tf_body + w_context * tf_context``, ``idf * f * (k1 + 1) / (...)``. ``log`` is
 ``math.log`` (the C library's, as SQLite's and PostgreSQL's), once per word; no reduction reaches a score.
+
+**Weighed by people's records** (review 83). ``N``, ``avgdl`` and each ``n_i`` are read over the records recall
+weighs by (:class:`Totals`): people's, every record of every mind but the agents' unverified ones (the store's counts
+less their ``agents=True`` part), so no agent record changes any weight; every record's when the vault holds no
+person's. Agents' records are scored with the same weights. A word only agents' unverified records hold (people's
+``n`` 0) weighs ``ln((N + 0.5) / 0.5)``: a word no person's record holds, the most any word weighs among ``N``
+people's records (finite: ``N`` is at least 1), as it would if the agents had not written it. On a vault of
+people's records alone (or of agents' alone) this is the store's ``bm25`` exactly.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ if TYPE_CHECKING:
     from synapse_nb.recall.threads import ThreadIndex
     from synapse_nb.store.records import TermPostings
 
-__all__ = ["MAX_CACHED_POSTINGS", "Postings", "Term", "bm25_top"]
+__all__ = ["MAX_CACHED_POSTINGS", "Postings", "Term", "Totals", "bm25_top", "weights_totals"]
 
 #: Most postings held between recalls, all words together (the cache is emptied when full and whenever the vault
 #: changes): about 24 bytes each, so at most ~100 MB.
@@ -48,12 +56,42 @@ class Term(NamedTuple):
     pos: np.ndarray  # int64, ascending
     tf_body: np.ndarray  # int64
     tf_context: np.ndarray  # int64
-    n_vault: int
+    n: int  # the documents holding it among the records recall weighs by (:class:`Totals`: people's)
     memo: dict[tuple[Any, ...], np.ndarray]  # f and summands per weights (filled on first use; dropped with the term)
 
 
-def _term(p: TermPostings, idx: ThreadIndex) -> Term:
-    """The postings as positions into ``idx``: the mind's documents only, ascending."""
+class Totals(NamedTuple):
+    """BM25's ``N`` and total token count over the records recall weighs by (people's: :func:`weights_totals`), and
+    ``N`` over every record of the vault."""
+
+    rows: int
+    tokens: int
+    vault_rows: int
+
+    @property
+    def people(self) -> bool:
+        """Whether the weights leave agents' unverified records out (the vault holds some, and people's)."""
+        return self.rows != self.vault_rows
+
+
+def weights_totals(every: tuple[int, int], agents: tuple[int, int]) -> Totals:
+    """The :class:`Totals` recall weighs by, from the store's (N, tokens) of every record and of the agents'
+    unverified ones: people's, or every record's when the vault holds no person's (or they hold no word).
+
+    >>> weights_totals((10, 80), (4, 20))
+    Totals(rows=6, tokens=60, vault_rows=10)
+    >>> weights_totals((4, 20), (4, 20))  # no person's record: every record's
+    Totals(rows=4, tokens=20, vault_rows=4)
+    """
+    rows, tokens = every[0] - agents[0], every[1] - agents[1]
+    if agents[0] <= 0 or rows <= 0 or tokens <= 0:
+        return Totals(every[0], every[1], every[0])
+    return Totals(rows, tokens, every[0])
+
+
+def _term(p: TermPostings, idx: ThreadIndex, people: bool) -> Term:
+    """The postings as positions into ``idx``: the mind's documents only, ascending; ``people``: weighed by people's
+    records (``n`` leaves the agents' unverified documents out)."""
     import numpy as np
 
     if p.docs is not None:  # by the backend's document number (RankRow.doc)
@@ -70,7 +108,8 @@ def _term(p: TermPostings, idx: ThreadIndex) -> Term:
         tb = np.array([p.tf_body[j] for j in keep], np.int64)
         tc = np.array([p.tf_context[j] for j in keep], np.int64)
     o = np.argsort(pos, kind="stable")
-    return Term(p.stem, pos[o], tb[o], tc[o], int(p.n_vault), {})
+    n = max(0, int(p.n_vault) - int(p.n_agents)) if people else int(p.n_vault)
+    return Term(p.stem, pos[o], tb[o], tc[o], n, {})
 
 
 class Postings:
@@ -82,26 +121,35 @@ class Postings:
         self._key: object = None
         self._terms: dict[str, Term] = {}
         self._held = 0
-        self._totals: tuple[int, int] = (0, 0)
+        self._totals: Totals | None = None
 
-    def get(self, words: Sequence[str], idx: ThreadIndex, version: object) -> tuple[dict[str, Term], tuple[int, int]]:
-        """Each word's :class:`Term`, and the store's (N, total tokens), read at ``version``."""
-        store, mind = self._ctx.store, self._ctx.mind
-        key = (version, mind)
+    def totals(self, version: object) -> Totals:
+        """The :class:`Totals` recall weighs by at ``version`` (the store's, read once per version)."""
+        store = self._ctx.store
         with self._lock:
-            if self._key != key:
-                self._key, self._terms, self._held, self._totals = key, {}, 0, (-1, -1)
-            terms, totals = self._terms, self._totals
+            if self._key != (version, self._ctx.mind):
+                self._key, self._terms, self._held, self._totals = (version, self._ctx.mind), {}, 0, None
+            totals = self._totals
+        if totals is None:
+            totals = weights_totals(store.recall.rank_totals(), store.recall.rank_totals(agents=True))
+            with self._lock:
+                if self._key == (version, self._ctx.mind):
+                    self._totals = totals
+        return totals
+
+    def get(self, words: Sequence[str], idx: ThreadIndex, version: object) -> tuple[dict[str, Term], Totals]:
+        """Each word's :class:`Term`, and the :class:`Totals` it is weighed by, read at ``version``."""
+        store, mind = self._ctx.store, self._ctx.mind
+        totals = self.totals(version)
+        with self._lock:
+            terms = self._terms
             out = {w: terms[w] for w in words if w in terms}
         missing = [w for w in dict.fromkeys(words) if w not in out]
-        if totals[0] < 0:
-            totals = store.recall.rank_totals()
         if missing:
             got = store.recall.postings(mind, missing)
-            out.update((w, _term(got[w], idx)) for w in missing)
+            out.update((w, _term(got[w], idx, totals.people)) for w in missing)
         with self._lock:
             if self._terms is terms:
-                self._totals = totals
                 size = sum(len(out[w].pos) for w in missing)
                 if self._held + size > MAX_CACHED_POSTINGS:
                     terms.clear()
@@ -146,17 +194,18 @@ def _tf_fts5_compute(t: Term, w_body: float, w_context: float) -> np.ndarray:
     return f
 
 
-def _contribution(t: Term, totals: tuple[int, int], style: str, w_body: float, w_context: float, k1: float,
+def _contribution(t: Term, totals: tuple[int, ...], style: str, w_body: float, w_context: float, k1: float,
                   b: float, length: np.ndarray) -> np.ndarray:
     """The term's BM25 summand for each of its documents (kept with the term: the cache key carries everything
-    it depends on, and the term itself is dropped when the vault changes)."""
+    it depends on, and the term itself is dropped when the vault changes). ``totals``: (N, total tokens) of the
+    records weighed by (:class:`Totals`), ``t.n`` those of them holding it."""
     key = ("bm25", totals, style, w_body, w_context, k1, b)
     got = t.memo.get(key)
     if got is not None:
         return got
-    n_rows, n_tokens = totals
+    n_rows, n_tokens = totals[0], totals[1]
     avgdl = float(n_tokens) / float(n_rows)
-    idf = math.log((float(n_rows - t.n_vault) + 0.5) / (float(t.n_vault) + 0.5))
+    idf = math.log((float(n_rows - t.n) + 0.5) / (float(t.n) + 0.5))
     if idf <= 0.0:
         idf = 1e-6
     d = length[t.pos]
@@ -171,7 +220,7 @@ def _contribution(t: Term, totals: tuple[int, int], style: str, w_body: float, w
     return out
 
 
-def bm25_top(terms: Sequence[Term], idx: ThreadIndex, totals: tuple[int, int], *, style: str, depth: int,
+def bm25_top(terms: Sequence[Term], idx: ThreadIndex, totals: tuple[int, ...], *, style: str, depth: int,
              w_body: float, w_context: float, k1: float, b: float,
              people: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Positions of the best ``depth`` documents and their scores (best first, ties by position = by id).

@@ -176,7 +176,7 @@ class Candidates:
         self._ctx = ctx
         self._lock = threading.RLock()
         self._count_key: object = None
-        self._count = 0
+        self._count: dict[bool, int] = {}
         self._threads_key: object = None
         self._threads = ThreadIndex([])
         self._saved_gen: int | None = None  # the generation of the file these arrays were read from or written to
@@ -186,7 +186,7 @@ class Candidates:
         self._tags_key: object = None
         self._tags: dict[str, tuple[int, tuple[tuple[str, ...], tuple[int, ...]] | None]] = {}
         self._df_key: object = None
-        self._df: dict[str, int] = {}
+        self._df: dict[tuple[bool, str], int] = {}
         self._keys_key: object = None
         self._keys: dict[str, tuple[tuple[str, str], ...]] = {}
         self._tagpos_key: object = None
@@ -196,33 +196,36 @@ class Candidates:
     # then takes this one, so the other order would deadlock two threads sharing a vault handle.
     # ``version`` is the store's data_version(), read once per recall by the caller (on a team vault it is a
     # server round trip): every cache below is keyed by it.
-    def count(self, version: object) -> int:
-        """Gate candidates in the vault (all minds), cached until the vault changes."""
+    def count(self, version: object, *, agents: bool = False) -> int:
+        """Gate candidates in the vault (all minds; ``agents``: the agents' unverified ones), cached until the vault
+        changes."""
         store = self._ctx.store
-        key = version
         with self._lock:
-            if self._count_key == key:
-                return self._count
-        n = store.recall.count()
+            if self._count_key == version and agents in self._count:
+                return self._count[agents]
+        n = store.recall.count(agents=agents)
         with self._lock:
-            self._count, self._count_key = n, key
+            if self._count_key != version:
+                self._count, self._count_key = {}, version
+            self._count[agents] = n
         return n
 
-    def doc_freq(self, terms: list[str], version: object) -> dict[str, int]:
-        """The store's ``doc_freq`` of these terms (absent: none), each kept until the vault changes."""
+    def doc_freq(self, terms: list[str], version: object, *, agents: bool = False) -> dict[str, int]:
+        """The store's ``doc_freq`` of these terms (absent: none; ``agents``: in the agents' unverified
+        candidates), each kept until the vault changes."""
         store = self._ctx.store
         with self._lock:
             if self._df_key != version:
                 self._df_key, self._df = version, {}
             cache = self._df
-            missing = [t for t in terms if t not in cache]
-        got = store.recall.doc_freq(missing) if missing else {}
+            missing = [t for t in terms if (agents, t) not in cache]
+        got = store.recall.doc_freq(missing, agents=agents) if missing else {}
         with self._lock:
             if self._df is cache:
                 if len(cache) + len(missing) > MAX_CACHED_TERMS:
                     cache.clear()
-                cache.update((t, got.get(t, 0)) for t in missing)
-        out = {t: got[t] if t in got else cache.get(t, 0) for t in terms}
+                cache.update(((agents, t), got.get(t, 0)) for t in missing)
+        out = {t: got[t] if t in got else cache.get((agents, t), 0) for t in terms}
         return {t: n for t, n in out.items() if n}  # as the store answers: absent means none
 
     def threads(self, version: object) -> ThreadIndex:

@@ -9,10 +9,14 @@ short messages ("guess what", "i got the job", "at the bakery!!"). A record alon
 conversation whose speakers alternate, each record outside a thread) is read exactly as before.
 
 Weights are the gate's smoothed idf, ``log((1 + N) / (1 + n)) + 1``, with ``N`` and ``n`` BM25's own: the rows of
-the whole ranking index and the rows holding the stem. A word that names one of the mind's actors (an episode's
-speaker) is held by that actor's records too (and ``n`` is at least their number). A word no row holds and no
-actor's name contains is *unknown* (a name the vault never saw); the unknown share feeds the support
-(:func:`synapse_nb.recall.scoring.support`).
+the ranking index recall weighs by and those of them holding the stem, people's records of every mind (agents'
+unverified records left out, review 83: :class:`~synapse_nb.recall.bm25.Totals`; every record in a vault with no
+person's). A word that names one of the mind's actors (an episode's speaker) is held by that actor's records too
+(and ``n`` is at least the number of them counted). A word none of those rows holds and no actor's name contains is
+*unknown* (a name no person's record holds: one only agents' unverified records hold is unknown too); the unknown
+share feeds the support (:func:`synapse_nb.recall.scoring.support`). So nothing an agent writes changes a person's
+record's coverage, nor the unknown share: which floor applies is decided as if agents' unverified records were not
+there (review 21), their words included.
 
 Which words count: the query's ranking words (:func:`~synapse_nb.recall.rank.rank_words`), one per stem (the
 first), except words in more than ``RankParams.max_postings`` records (too common to identify anything; their
@@ -83,9 +87,10 @@ def _body(t: Term) -> np.ndarray:
 
 
 def cover_terms(words: Sequence[str], terms: Mapping[str, Term], n_rows: int,
-                idx: ThreadIndex | None = None) -> Cover:
-    """The :class:`Cover` of ``words`` (query order; each in ``terms``, the postings read for it); ``idx`` gives
-    the mind's actors (none without it)."""
+                idx: ThreadIndex | None = None, *, people: bool = False) -> Cover:
+    """The :class:`Cover` of ``words`` (query order; each in ``terms``, the postings read for it, weighed among
+    ``n_rows`` records); ``idx`` gives the mind's actors (none without it); ``people``: the records weighed by are
+    people's (an actor's records counted are people's too)."""
     import numpy as np
 
     first: dict[str, str] = {}
@@ -96,11 +101,11 @@ def cover_terms(words: Sequence[str], terms: Mapping[str, Term], n_rows: int,
     stems = sorted(first)
     named = [idx.actors_named([first[s]]) if idx is not None else np.zeros(0, np.int64) for s in stems]
     # an actor's name weighs as a word held by every record the actor spoke, at least
-    held = [max(terms[first[s]].n_vault, idx.actor_records(a) if idx is not None else 0)
+    held = [max(terms[first[s]].n, idx.actor_records(a, people=people) if idx is not None else 0)
             for s, a in zip(stems, named, strict=True)]
     return Cover(tuple(first[s] for s in stems), tuple(idf(n, n_rows) for n in held),
                  tuple(_body(terms[first[s]]) for s in stems), tuple(named),
-                 tuple(terms[first[s]].n_vault <= 0 and not len(a) for s, a in zip(stems, named, strict=True)),
+                 tuple(terms[first[s]].n <= 0 and not len(a) for s, a in zip(stems, named, strict=True)),
                  idx)
 
 

@@ -12,7 +12,7 @@ from synapse_nb._util import check_files
 from synapse_nb.errors import IndexError_, QueryError, SemanticUnavailableError, SnapshotMoved, ValidationError
 from synapse_nb.models import Lesson, Memory, Record
 from synapse_nb.recall.assembly import assemble_parts, empty_reason, join_blocks, record_line
-from synapse_nb.recall.bm25 import Postings, Term, bm25_top
+from synapse_nb.recall.bm25 import Postings, Term, Totals, bm25_top
 from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, query_words
 from synapse_nb.recall.coverage import Cover, cover_terms
 from synapse_nb.recall.delta import record_given, seen_digests
@@ -403,16 +403,23 @@ class Recaller:
         words = rank_words(query)
         file_words = [w.lower() for f in files for w in FTS_TOKEN_RE.findall(f)]
         forms = self._variants.candidates(words, version) if p.chat_words else []  # recall/expand.py
-        df = self._candidates.doc_freq(sorted(set(words) | set(file_words) | set(forms)), version)
-        n_docs = self._candidates.count(version)
-        send = fts_words(words, df, n_docs, p.max_df, p.max_postings)
-        # the gate's coverage counts the query's words but the most common (recall/coverage.py)
-        cover = [w for w in words if df.get(w, 0) <= p.max_postings] or [w for w in send if w in words]
+        asked = sorted(set(words) | set(file_words) | set(forms))
+        every = self._candidates.doc_freq(asked, version)
+        n_every = self._candidates.count(version)
+        df, n_docs = every, n_every
+        weights = self._postings.totals(version) if asked else Totals(0, 0, 0)
+        if weights.people:  # weighed by people's records: the agents' unverified ones left out (review 83)
+            agents = self._candidates.doc_freq([w for w in asked if w in every], version, agents=True)
+            df = {w: k - agents.get(w, 0) for w, k in every.items() if k > agents.get(w, 0)}
+            n_docs = n_every - self._candidates.count(version, agents=True)
+        send = fts_words(words, df, n_docs, p.max_df, p.max_postings, vault=(every, n_every))
+        # the gate's coverage counts the query's words but those whose postings cost too much to read
+        cover = [w for w in words if every.get(w, 0) <= p.max_postings] or [w for w in send if w in words]
         send += [w for w in dict.fromkeys(file_words) if w not in send]
-        terms, totals = self._postings.get(list(dict.fromkeys(send + cover)), idx, version) if send else ({}, (0, 0))
+        terms, totals = self._postings.get(list(dict.fromkeys(send + cover)), idx, version) if send else ({}, weights)
         if p.chat_words and send:  # each query word with the forms chat gives it (recall/expand.py)
             terms = self._variants.merge([w for w in dict.fromkeys(send + cover) if w in words], terms, idx, version,
-                                         totals[0], df)
+                                         totals, df)
         pos, sc = self._bm25(idx, send, terms, totals)
         exact = self._candidates.matches(query_words(query), version, idx, max_per_tag=MAX_TAG_RECORDS)
         pos_of = idx.pos
@@ -469,8 +476,8 @@ class Recaller:
         ranked = Ranked(ranked.pos[walked], ranked.score[walked], {k: v[walked] for k, v in ranked.parts.items()})
         # memories expired at "now" are ranked (the store's ranking knows no time) but never given
         cands = self._live(idx, ranked.pos.tolist(), now, version)
-        return _Ranking(ranked, cands, exact, cover_terms(cover, terms, totals[0], idx), idx.actor, match,
-                        idx.agent, waiting)
+        return _Ranking(ranked, cands, exact, cover_terms(cover, terms, totals.rows, idx, people=totals.people),
+                        idx.actor, match, idx.agent, waiting)
 
     def _live(self, idx: ThreadIndex, walked: list[int], now: str, version: object) -> list[WalkRow | None]:
         """The walk's candidates at these positions: None for a memory expired at ``now``. The arrays' expiry may
@@ -494,7 +501,7 @@ class Recaller:
         return out
 
     def _bm25(self, idx: ThreadIndex, words: list[str], terms: dict[str, Term],
-              totals: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+              totals: Totals) -> tuple[np.ndarray, np.ndarray]:
         """The mind's best ``depth`` documents for ``words`` and their BM25 (positions into ``idx``), computed here
         from cached postings (``terms``, read at this recall's version) exactly as the store's ``bm25`` computes
         it (recall/bm25.py)."""

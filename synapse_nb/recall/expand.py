@@ -21,7 +21,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from synapse_nb.recall.bm25 import Term
+from synapse_nb.recall.bm25 import Term, Totals
 from synapse_nb.recall.chatwords import accept_typo, chat_forms, spelling_variants
 
 if TYPE_CHECKING:
@@ -37,14 +37,14 @@ FORM_SHARE = 3
 
 def merge_terms(word: Term, others: Sequence[Term], n_rows: int | None = None) -> Term:
     """One term for ``word`` and its variants: positions united (ascending), per-position counts added in the
-    order given, ``n_vault`` the sum (at most ``n_rows``, the vault's records: a record may hold both forms);
+    order given, ``n`` the sum (at most ``n_rows``, the records it is weighed by: a record may hold both forms);
     the word's stem.
 
     >>> import numpy as np
     >>> a = Term("birthdai", np.array([1, 5]), np.array([1, 1]), np.array([0, 2]), 2, {})
     >>> b = Term("bdai", np.array([5, 9]), np.array([2, 1]), np.array([0, 0]), 2, {})
     >>> m = merge_terms(a, [b])
-    >>> m.pos.tolist(), m.tf_body.tolist(), m.tf_context.tolist(), m.n_vault
+    >>> m.pos.tolist(), m.tf_body.tolist(), m.tf_context.tolist(), m.n
     ([1, 5, 9], [1, 3, 1], [0, 2, 0], 4)
     """
     import numpy as np
@@ -56,7 +56,7 @@ def merge_terms(word: Term, others: Sequence[Term], n_rows: int | None = None) -
         at = np.searchsorted(pos, t.pos)
         body[at] += t.tf_body  # positions are distinct within a term
         context[at] += t.tf_context
-    n = sum(t.n_vault for t in parts)
+    n = sum(t.n for t in parts)
     return Term(word.stem, pos, body, context, n if n_rows is None else min(n, n_rows), {})
 
 
@@ -106,9 +106,10 @@ class Variants:
         return out
 
     def merge(self, words: Sequence[str], terms: Mapping[str, Term], idx: ThreadIndex, version: object,
-              n_rows: int, df: Mapping[str, int]) -> dict[str, Term]:
+              totals: Totals, df: Mapping[str, int]) -> dict[str, Term]:
         """``terms`` (each word's postings) with each of ``words`` that has accepted variants replaced by its merged
-        term; the others as they are. ``df``: document frequencies of the words and their :meth:`candidates`."""
+        term; the others as they are. ``totals``: what the terms are weighed by; ``df``: document frequencies of
+        the words and their :meth:`candidates` among the same records."""
         want = [w for w in dict.fromkeys(words) if w in terms and terms[w].stem is not None]
         with self._lock:  # words known to have no variant at this version need nothing
             if self._key == version:
@@ -136,7 +137,7 @@ class Variants:
                 stems.add(vt.stem)
                 extra.append(vt)
             if extra:
-                fresh[w] = out[w] = merge_terms(t, extra, n_rows)
+                fresh[w] = out[w] = merge_terms(t, extra, totals.rows)
         with self._lock:
             if self._key == version:
                 self._merged.update(fresh)

@@ -179,21 +179,30 @@ def rank_words(query: str) -> list[str]:
 
 
 def fts_words(words: Sequence[str], doc_freq: Mapping[str, int], n_docs: int, max_df: float,
-              max_postings: int | None = None) -> list[str]:
+              max_postings: int | None = None, vault: tuple[Mapping[str, int], int] | None = None) -> list[str]:
     """The words sent to BM25: those in at most ``max_df`` of the ``n_docs`` records and at most ``max_postings``
     records (if none is, the rarest; ties: query order). A speed knob only, so vaults under
     :data:`MAX_DF_MIN_DOCS` records send every word.
+
+    ``vault``: every record's (``doc_freq``, ``n_docs``) when ``doc_freq`` and ``n_docs`` are people's records'
+    (review 83): the share is people's, so an agent's records never take a word out, and ``max_postings`` (the
+    cost of the postings read, which hold every record) counts every record, from :data:`MAX_DF_MIN_DOCS` of them.
 
     >>> fts_words(["ann", "lake"], {"ann": 900, "lake": 3}, 2000, 0.2)
     ['lake']
     >>> fts_words(["ann", "lake"], {"ann": 90, "lake": 3}, 100, 0.2)
     ['ann', 'lake']
+    >>> fts_words(["ann", "lake"], {"ann": 90, "lake": 3}, 100, 0.2, vault=({"ann": 990, "lake": 3}, 3000))
+    ['ann', 'lake']
     """
-    if max_df >= 1.0 or n_docs < MAX_DF_MIN_DOCS or not words:
+    every, n_every = vault if vault is not None else (doc_freq, n_docs)
+    if max_df >= 1.0 or not words:
         return list(words)
-    limit = max_df * n_docs if max_postings is None else min(max_df * n_docs, max_postings)
-    kept = [w for w in words if doc_freq.get(w, 0) <= limit]
-    return kept or [min(words, key=lambda w: doc_freq.get(w, 0))]
+    share = max_df * n_docs if n_docs >= MAX_DF_MIN_DOCS else None
+    cost = max_postings if n_every >= MAX_DF_MIN_DOCS else None
+    kept = [w for w in words if (share is None or doc_freq.get(w, 0) <= share)
+            and (cost is None or every.get(w, 0) <= cost)]
+    return kept or [min(words, key=lambda w: (doc_freq.get(w, 0), every.get(w, 0)))]
 
 
 @dataclass(frozen=True)

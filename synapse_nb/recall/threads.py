@@ -204,7 +204,7 @@ class ThreadIndex:
             for tok in toks:
                 self._word_actors.setdefault(tok, []).append(j)
         self.actor = actor
-        self._actor_counts: np.ndarray | None = None
+        self._actor_counts: tuple[np.ndarray, np.ndarray] | None = None
         self._doc_index = doc_index
         if links is not None and units is not None:
             self.prev1, self.prev2, self.next1, self.next2 = links
@@ -329,13 +329,18 @@ class ThreadIndex:
             self._doc_index = (order, self.doc[order])
         return self._doc_index
 
-    def actor_records(self, codes: np.ndarray) -> int:
-        """How many of the mind's records the actors ``codes`` (distinct) spoke."""
+    def actor_records(self, codes: np.ndarray, *, people: bool = False) -> int:
+        """How many of the mind's records the actors ``codes`` (distinct) spoke (``people``: people's records, the
+        agents' unverified ones left out)."""
         import numpy as np
 
+        if not len(codes):
+            return 0
         if self._actor_counts is None:
-            self._actor_counts = np.bincount(self.actor[self.actor >= 0], minlength=len(self.actor_names))
-        return int(self._actor_counts[codes].sum()) if len(codes) else 0
+            spoke = self.actor >= 0
+            self._actor_counts = (np.bincount(self.actor[spoke], minlength=len(self.actor_names)),
+                                  np.bincount(self.actor[spoke & ~self.agent], minlength=len(self.actor_names)))
+        return int(self._actor_counts[int(people)][codes].sum())
 
     def actors_named(self, words: Sequence[str]) -> np.ndarray:
         """Codes of the actors whose name shares a word with the query words."""

@@ -74,12 +74,13 @@ update (body, thread, seq) and delete, including the next two records of the thr
   must still be deterministic.)
 - Recall computes that BM25 itself (numpy, per-term postings cached per data version; docs/recall.md), bit for
   bit: :meth:`RecallQueries.postings` gives each word's stem, its postings (tf per column; at least the mind's
-  documents, by id or by ``RankRow.doc``) and ``n``; :meth:`RecallQueries.rank_totals` gives ``N`` and the total
-  token count; ``RankRow.length`` is ``dl``. :attr:`RecallQueries.bm25_style` names the summation the backend's ``bm25``
-  uses, which recall replays: ``"fts5"`` (each query word is a phrase, in query order, repeats counted; ``tf``
-  adds the column weight once per occurrence, body first; ``idf * (tf * (k1 + 1) / (tf + k1 * (...)))``) or
-  ``"sql"`` (each distinct stem once, in code-point order; ``tf = w_body * tf_body + w_context * tf_context``;
-  ``idf * tf * (k1 + 1) / (...)``). ``bm25`` stays the reference the parity tests compare against.
+  documents, by id or by ``RankRow.doc``), ``n`` and the agents' unverified documents' ``n``; ``rank_totals`` gives
+  ``N`` and the total token count (``agents=True``: those documents'; recall weighs by people's, the difference);
+  ``RankRow.length`` is ``dl``. :attr:`RecallQueries.bm25_style` names the summation the backend's ``bm25`` uses,
+  which recall replays: ``"fts5"`` (each query word is a phrase, in query order, repeats counted; ``tf`` adds the
+  column weight once per occurrence, body first; ``idf * (tf * (k1 + 1) / (tf + k1 * (...)))``) or ``"sql"`` (each
+  distinct stem once, in code-point order; ``tf = w_body * tf_body + w_context * tf_context``; ``idf * tf * (k1 +
+  1) / (...)``). ``bm25`` stays the reference the parity tests compare against.
 - :meth:`RecallQueries.rank_rows` lists the mind's ranking documents with their structure, in id order.
 - **"Now" does not enter the ranking**: both reads ignore time. Recall masks memories expired at its own "now"
   (from the candidates' ``expires_at``) after ranking, so a backend never filters by time here.
@@ -410,10 +411,9 @@ class RecallQueries(RankDigests, Protocol):
         snapshot with ``rank_rows`` and ``rank_totals``."""
         ...
 
-    def rank_totals(self) -> tuple[int, int]:
+    def rank_totals(self, *, agents: bool = False) -> tuple[int, int]:
         """(ranking documents of the whole vault, their total token count over both columns): BM25's N and
-        N x avgdl, exactly as ``bm25`` reads them."""
-        ...
+        N x avgdl, exactly as ``bm25`` reads them; ``agents``: of the agents' unverified documents alone."""
 
 
 class Outbox(Protocol):

@@ -186,7 +186,8 @@ class TermPostings(NamedTuple):
     tokenizer, so recall asks :meth:`~synapse_nb.store.base.RecallQueries.bm25` instead); the documents holding it
     — at least all of the mind's; recall ignores the others — by id (``ids``) or, when ``docs`` is given, by
     :attr:`RankRow.doc` (``ids`` then empty), each with its count in their ``body`` (``tf_body``) and ``context``
-    (``tf_context``); ``n_vault`` the ranking documents of the whole vault (all minds) holding it.
+    (``tf_context``); ``n_vault`` the ranking documents of the whole vault (all minds) holding it, ``n_agents`` those
+    of them an agent wrote that no person verified (``RankRow.agent``): recall weighs by people's (docs/recall.md).
     """
 
     stem: str | None
@@ -195,6 +196,7 @@ class TermPostings(NamedTuple):
     tf_context: Ints
     n_vault: int
     docs: Ints | None = None
+    n_agents: int = 0
 
 
 class RankHit(NamedTuple):

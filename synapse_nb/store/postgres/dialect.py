@@ -43,10 +43,11 @@ __all__ = ["GATE_KINDS", "POSTGRES", "PgDialect", "RECOUNT_MISMATCHES", "gate_te
 
 
 #: Recount every frequency from the records' terms and compare with gate_df / gate_stats (no row: equal), the
-#: agents' unverified records' too (migration 18: ``agents``, ``agent_docs``).
+#: agents' unverified records' too (migration 18: ``agents``, ``agent_docs``; migration 30: ``agent_dl``).
 RECOUNT_MISMATCHES = """
 WITH docs AS (""" + " UNION ALL ".join(
-    f"SELECT terms, source = 'agent'{' AND verified = 0' if k == 'memory' else ''} AS agent FROM {TABLES[k]}"
+    f"SELECT terms, source = 'agent'{' AND verified = 0' if k == 'memory' else ''} AS agent, "
+    f"cardinality(rank_body) + cardinality(rank_ctx) AS dl FROM {TABLES[k]}"
     for k in RANKED_KINDS) + """),
 recount AS (SELECT t AS term, count(*) AS n, count(*) FILTER (WHERE agent) AS a FROM docs, unnest(terms) t
              GROUP BY t),
@@ -64,6 +65,9 @@ SELECT '(n_docs)', (SELECT count(*) FROM docs), (SELECT n_docs FROM gate_stats)
 UNION ALL
 SELECT '(agent_docs)', (SELECT count(*) FROM docs WHERE agent), (SELECT agent_docs FROM gate_stats)
  WHERE (SELECT count(*) FROM docs WHERE agent) <> (SELECT agent_docs FROM gate_stats)
+UNION ALL
+SELECT '(agent_dl)', (SELECT coalesce(sum(dl), 0) FROM docs WHERE agent), (SELECT agent_dl FROM gate_stats)
+ WHERE (SELECT coalesce(sum(dl), 0) FROM docs WHERE agent) <> (SELECT agent_dl FROM gate_stats)
 """
 
 T = TypeVar("T")

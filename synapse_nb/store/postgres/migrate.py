@@ -118,6 +118,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(29, "no role can lock write_marks: people and agents keep SELECT and INSERT on it, a retry spends its "
               "mark through spend_write_mark() and a new mark drops its login's old ones with the owner's rights",
               "write_marks_locks.sql"),
+    Migration(30, "the ranking statistics of agents' unverified records beside everyone's (their documents' length, "
+              "each ranking document's side): recall weighs a query's words by people's records alone",
+              "agent_rank_stats.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

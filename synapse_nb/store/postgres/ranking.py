@@ -12,7 +12,9 @@ document length, folded at commit like the word statistics. Per query term ``t``
 
 summed in term order (deterministic floating point), best first, ties by id. The stemmer differs from FTS5's
 original Porter, so the two backends may rank a few documents differently; each is deterministic, and every machine
-of a team reads the same numbers from one snapshot.
+of a team reads the same numbers from one snapshot. That is ``bm25`` (every record); recall replays it from
+``postings`` and ``rank_totals``, which also give the agents' unverified documents' part (migration 30), and weighs
+by people's records (docs/recall.md).
 """
 
 from __future__ import annotations
@@ -39,11 +41,15 @@ _RANK_COLS = ("SELECT d.kind, d.id, d.thread, d.seq, d.actor, strpos(d.gate_text
 RANK_ROWS = _RANK_COLS + " ORDER BY d.id"
 RANK_ROWS_OF = (_RANK_COLS + " AND (d.id = ANY(?) OR d.thread = ANY(?) OR d.thread IN (SELECT e.thread "
                 "FROM rank_docs e WHERE e.id = ANY(?) AND e.thread IS NOT NULL)) ORDER BY d.id")
-RANK_TOTALS = "SELECT n_docs, total_dl FROM gate_stats WHERE id = 1"
-# per word: its stem (as RANK_BM25 stems it), the vault's documents holding it, then the mind's postings
+# everyone's (N, total length), then the agents' unverified documents' (migration 30): recall weighs by people's
+RANK_TOTALS = "SELECT n_docs, total_dl, agent_docs, agent_dl FROM gate_stats WHERE id = 1"
+# per word: its stem (as RANK_BM25 stems it), the vault's documents holding it and the agents' unverified of them
+# (rank_docs.agent, migration 30), then the mind's postings
 RANK_STEMS = """
-SELECT s.w, s.t, (SELECT count(*) FROM rank_docs d WHERE d.rank_body @> ARRAY[s.t] OR d.rank_ctx @> ARRAY[s.t])
+SELECT s.w, s.t, c.n, c.a
   FROM unnest(?::text[], stem_all(?::text[])) AS s(w, t)
+  CROSS JOIN LATERAL (SELECT count(*) AS n, count(*) FILTER (WHERE d.agent) AS a FROM rank_docs d
+                       WHERE d.rank_body @> ARRAY[s.t] OR d.rank_ctx @> ARRAY[s.t]) c
 """
 RANK_POSTINGS = """
 SELECT s.t, d.id, cardinality(array_positions(d.rank_body, s.t)), cardinality(array_positions(d.rank_ctx, s.t))
@@ -119,24 +125,33 @@ class RankingQueries(Repository[PgDatabase]):
                         agent=bool(r[9]))
                 for r in rows]
 
-    def rank_totals(self) -> tuple[int, int]:
+    def rank_totals(self, *, agents: bool = False) -> tuple[int, int]:
+        """Everyone's and the agents' come in one read; inside a snapshot the other pair is kept for its version."""
+        kept = self._db.snapshot_cache("rank_totals")
+        if kept is not None and agents in kept:
+            got: tuple[int, int] = kept[agents]
+            return got
         row = self._db.query_one(RANK_TOTALS)
-        return (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
+        n = [int(x or 0) for x in row] if row else [0, 0, 0, 0]
+        if kept is not None:
+            kept.update({False: (n[0], n[1]), True: (n[2], n[3])})
+        return (n[2], n[3]) if agents else (n[0], n[1])
 
     def postings(self, mind: str, words: Sequence[str]) -> dict[str, Any]:
         words = list(dict.fromkeys(words))
         if not words:
             return {}
-        stems = {r[0]: (r[1], int(r[2])) for r in self._db.query(RANK_STEMS, (words, words))}
+        stems = {r[0]: (r[1], int(r[2]), int(r[3])) for r in self._db.query(RANK_STEMS, (words, words))}
         tf: dict[str, dict[str, tuple[int, int]]] = {}
-        for t, rid, tb, tc in self._db.query(RANK_POSTINGS, (sorted({t for t, _ in stems.values()}), mind)):
+        for t, rid, tb, tc in self._db.query(RANK_POSTINGS, (sorted({t for t, _, _ in stems.values()}), mind)):
             tf.setdefault(t, {})[rid] = (int(tb or 0), int(tc or 0))
         out: dict[str, Any] = {}
         for w in words:
-            t, n = stems[w]
+            t, n, a = stems[w]
             got = tf.get(t, {})
             ids = sorted(got)
-            out[w] = TermPostings(t, tuple(ids), tuple(got[i][0] for i in ids), tuple(got[i][1] for i in ids), n)
+            out[w] = TermPostings(t, tuple(ids), tuple(got[i][0] for i in ids), tuple(got[i][1] for i in ids), n,
+                                  n_agents=a)
         return out
 
     def bm25(self, mind: str, words: Sequence[str], *, depth: int, w_body: float = 1.0,

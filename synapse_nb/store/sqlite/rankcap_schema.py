@@ -35,6 +35,7 @@ CAPPED_COLUMNS: dict[str, tuple[str, ...]] = {
     "gate_vocab": ("synapse_rank_words",),
     "rank_fts": ("synapse_rank_words", "synapse_rank_context"),
     "agent_vocab_fts": ("synapse_rank_words",),
+    "agent_rank_fts": ("synapse_rank_words", "synapse_rank_context"),  # v13 (agent_rank_schema.py)
 }
 
 _WORDS, _CTX = CAPPED_COLUMNS["rank_fts"]

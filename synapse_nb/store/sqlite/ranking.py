@@ -13,7 +13,9 @@ three everyday words), so recall reads the inputs instead and caches them per da
   A TEMP table lives on this connection only and changes nothing in the file, so a read-only
   vault reads it too.
 - :meth:`RankingQueries.rank_totals`: N and the total token count from FTS5's own averages record
-  (``rank_fts_data`` row 1: varints N, then one total per column), which is what ``bm25()`` reads.
+  (``rank_fts_data`` row 1: varints N, then one total per column), which is what ``bm25()`` reads; with
+  ``agents=True`` the same of the agents' unverified records' index (schema v13, ``agent_rank_fts_data``), and a
+  word's postings carry how many of those hold its stem (``agent_rank_vocab``): recall weighs by people's, the rest.
 - :meth:`RankingQueries.rank_rows`: ``length`` from ``rank_fts_docsize`` (one varint per column), what
   ``bm25()``'s ``xColumnSize(-1)`` reads.
 - :meth:`RankingQueries.rank_state` / :meth:`~RankingQueries.rank_changes`: schema v5's ``rank_log`` (every change
@@ -59,6 +61,7 @@ RANK_AGENTS = agents_ids()
 RANK_EXPIRY = ("SELECT id, expires_at FROM memories INDEXED BY memories_expiry WHERE expires_at IS NOT NULL "
                "AND +mind = ?")
 RANK_AVERAGES = "SELECT block FROM rank_fts_data WHERE id = 1"
+AGENT_AVERAGES = "SELECT block FROM agent_rank_fts_data WHERE id = 1"  # schema v13 (agent_rank_schema.py)
 _VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.synapse_rank_vocab USING fts5vocab(main, rank_fts, instance)"
 # every instance as doc * 2 + (1 in the body), in one comma-separated text: at 10k records a word in 1,800 of them
 # (2,150 instances) reads in ~0.6 ms so, ~2.8 ms as one row per instance (a Python tuple each); grouping them per
@@ -69,7 +72,9 @@ RANK_CHANGES = "SELECT DISTINCT rid FROM rank_log WHERE gen > ? AND gen <= ? ORD
 RANK_LOGGED = "SELECT rid FROM rank_log WHERE gen = ?"
 #: The folder, beside the database, of recall's on-disk caches.
 CACHE_DIR = "cache"
-RANK_INSTANCES = "SELECT group_concat(doc * 2 + (col = 'body')) FROM temp.synapse_rank_vocab WHERE term = ?"
+# ... and how many agents' unverified documents hold the term (schema v13), in the same statement
+RANK_INSTANCES = ("SELECT group_concat(doc * 2 + (col = 'body')), (SELECT doc FROM agent_rank_vocab WHERE term = ?1) "
+                  "FROM temp.synapse_rank_vocab WHERE term = ?1")
 
 
 def varints(blob: bytes | None) -> list[int]:
@@ -201,13 +206,14 @@ class RankingQueries(Repository[Database]):
     def keep_rank_digest(self, mind: str, gen: int, digest: str) -> bool:
         return self._db.write_if_free(SET_RANK_DIGEST, (mind, gen, digest))
 
-    def rank_totals(self) -> tuple[int, int]:
-        row = self._db.query_one(RANK_AVERAGES)
+    def rank_totals(self, *, agents: bool = False) -> tuple[int, int]:
+        row = self._db.query_one(AGENT_AVERAGES if agents else RANK_AVERAGES)
         v = varints(row[0]) if row is not None else []
         return (v[0], sum(v[1:])) if v else (0, 0)
 
     def postings(self, mind: str, words: Sequence[str]) -> dict[str, TermPostings]:
-        """By ``RankRow.doc`` (the rowid), over the whole vault: the vault's document count comes with them."""
+        """By ``RankRow.doc`` (the rowid), over the whole vault: the vault's document count comes with them, and
+        the agents' unverified documents' (``agent_rank_vocab``, in the same statement)."""
         import numpy as np  # loaded with the gate; recall is the only caller
 
         stems = fts5_stems(words)
@@ -230,5 +236,6 @@ class RankingQueries(Repository[Database]):
                 continue
             body = np.add.reduceat(a & 1, start)
             total = np.diff(np.append(start, len(a)))
-            out[w] = TermPostings(terms[0], (), body, total - body, len(docs), docs)
+            agents = int(row[1] or 0) if row is not None else 0
+            out[w] = TermPostings(terms[0], (), body, total - body, len(docs), docs, agents)
         return out

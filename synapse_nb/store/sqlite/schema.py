@@ -6,9 +6,9 @@
 - ``gate_docs`` holds the text the recall gate scores per record (:data:`GATE_TEXT`); a ``gate_vocab`` FTS5 table
   of it (no stemming; contentless since v12, each word of a record at most 32 times: rankcap_schema.py), read
   through ``gate_vocab_row`` (fts5vocab), gives exact word document frequencies at no extra cost.
-  ``gate_candidates`` is the view recall and the index read. Schema v8 adds
-  the same statistics over agents' unverified records alone (``agent_vocab_fts``, ``agent_vocab_row``,
-  ``agent_gids``; agent_vocab_schema.py), so that people's are the difference.
+  ``gate_candidates`` is the view recall and the index read. Schema v8 adds the same statistics over agents'
+  unverified records alone (``agent_vocab_fts``, ``agent_vocab_row``, ``agent_gids``; agent_vocab_schema.py), v13
+  their ranking index's (``agent_rank_fts``; agent_rank_schema.py), so that people's are the difference.
 - ``session_registry`` (schema v9, sessions_schema.py) keeps a row per session of recall's delta (``session_seen``)
   by triggers: the room check of a new session reads it, and it bounds what an agent's sessions hold.
 - Tags live in a side table maintained by triggers from each row's JSON tags.
@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 
+from synapse_nb.store.sqlite.agent_rank_schema import AGENT_RANK_FTS, V13_AGENT_RANK
 from synapse_nb.store.sqlite.agent_vocab_schema import V8_AGENT_VOCAB
 from synapse_nb.store.sqlite.context_schema import (
     CONTEXT_N,
@@ -45,7 +46,7 @@ __all__ = ["CONTEXT_N", "FTS_FLUSH", "FTS_MARKERS", "FTS_QUEUE_CLEAR", "FTS_QUEU
            "GET_VAULT_UID", "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "RAW_FLUSH", "SCHEMA_VERSION", "SET_VAULT_UID",
            "split_sql"]
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 _FTS = {
     # table: (fts columns, expressions for them)
@@ -408,7 +409,7 @@ END;
 #: Every FTS5 table and its columns: the targets of ``fts_queue``.
 FTS_TABLES: dict[str, tuple[str, ...]] = {
     **{f"{t}_fts": cols for t, (cols, _) in _FTS.items()}, "gate_vocab": ("body",), "rank_fts": ("body", "context"),
-    "agent_vocab_fts": ("body",)}  # v8
+    "agent_vocab_fts": ("body",), AGENT_RANK_FTS[0]: AGENT_RANK_FTS[1]}  # v8, v13
 
 #: The statement that applies the queue to each FTS5 table (rows in queue order; ``cmd`` NULL indexes the values,
 #: 'delete' removes them); :data:`FTS_QUEUE_CLEAR` empties the queue after them. From v12 the ranking index and the
@@ -538,7 +539,7 @@ SET_VAULT_UID = ("INSERT INTO meta(key, value) VALUES ('vault_uid', lower(hex(ra
 # The episodes' triggers and the followers' refresh again, then every context the rule changes, its FTS5 writes
 # applied here (a migration runs before the connection applies the queue).
 _V11_CONTEXT = "\n".join([*_kind_triggers(("episodes",), own=True, sep="' '"), v11_context_triggers("' '"),
-                          *(f"{RAW_FLUSH[t]};" for t in FTS_TABLES), f"{FTS_QUEUE_CLEAR};"])
+                          *(f"{RAW_FLUSH[t]};" for t in FTS_TABLES if t != AGENT_RANK_FTS[0]), f"{FTS_QUEUE_CLEAR};"])
 # -- v12: each word of a record reaches the ranking index and word statistics at most 32 times (rankcap_schema.py) --
 # The context's joiner again, every context recomputed, the kind tables' queued writes applied, the three indexes
 # refilled (the queue's writes to them are in what they are filled with), and every rank file rebuilt.
@@ -563,6 +564,7 @@ _V12_RANK_CAP = "\n".join([*_kind_triggers(("episodes",), own=True), v11_context
 #: v10: ``rank_files``: the SHA-256 of each rank file recall wrote (rankfile_schema.py): a file rewritten is no file.
 #: v11: a person's record's ranking ``context`` holds the people's records before it alone (context_schema.py).
 #: v12: ``rank_fts``, ``gate_vocab``, ``agent_vocab_fts`` contentless, each word of a record at most 32 times in them.
+#: v13: ``agent_rank_fts``: the ranking statistics of agents' unverified records (agent_rank_schema.py; review 83).
 MIGRATIONS: dict[int, str] = {
     0: _TABLES_V1 + _fts_ddl(),
     1: _V2_FLAGS,
@@ -576,6 +578,7 @@ MIGRATIONS: dict[int, str] = {
     9: V10_RANK_FILES,
     10: _V11_CONTEXT,
     11: _V12_RANK_CAP,
+    12: V13_AGENT_RANK,
 }
 
 def split_sql(script: str) -> list[str]:
