@@ -183,6 +183,11 @@ class MemoryHistory:
         unchanged; a surface tells its caller so (the CLI, the MCP server)."""
         return self._ctx.actor == "agent" and (mem.source == "user" or mem.verified)
 
+    def waiting_revision(self, mem: Memory) -> Revision | None:
+        """The proposed change to ``mem`` waiting for a human against this version of it (at most one), or None:
+        what an agent's ``remember`` or ``update`` of a human's memory stored, or found waiting already."""
+        return next((r for r in self._ctx.store.revisions.pending_of(mem.id) if r.base_digest == mem.digest), None)
+
     def _propose(self, mem: Memory, after: Memory, ts: str) -> Revision | None:
         changed = {f: list(v) if isinstance(v := getattr(after, f), tuple) else v
                    for f in REVISED_FIELDS if getattr(after, f) != getattr(mem, f)}
@@ -192,13 +197,13 @@ class MemoryHistory:
         fields = json.dumps(changed, sort_keys=True, ensure_ascii=False)
         # one proposal per version of a memory waits for a human: the queue holds at most the memories, not the
         # writes (one made against a version a human has since changed no longer holds the place)
-        waiting = [r for r in ctx.store.revisions.pending_of(mem.id) if r.base_digest == mem.digest]
-        if waiting and waiting[0].fields == fields:
-            return waiting[0]  # the same proposal again (a retry after an unknown commit): it is waiting already
-        if waiting:
+        waiting = self.waiting_revision(mem)
+        if waiting is not None and waiting.fields == fields:
+            return waiting  # the same proposal again (a retry after an unknown commit): it is waiting already
+        if waiting is not None:
             raise ConflictError(
-                f"memory {mem.id} already has a proposed change waiting for a human ({waiting[0].id}, proposed "
-                f"{waiting[0].created_at}); nothing was written. A human accepts or rejects it first (synapse-nb "
+                f"memory {mem.id} already has a proposed change waiting for a human ({waiting.id}, proposed "
+                f"{waiting.created_at}); nothing was written. A human accepts or rejects it first (synapse-nb "
                 "memory revisions); propose again after that")
         rev = Revision(id=new_id("rev"), rid=mem.id, kind="memory", mind=mem.mind, status="pending",
                        fields=fields, base_digest=mem.digest,

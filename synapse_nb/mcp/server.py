@@ -126,7 +126,8 @@ def _recall_fields(fields: dict[str, Any], query: str, session: str | None) -> d
     """A recall's structured fields besides its text: each item without its line (the text holds the lines: review
     86, the structured content was 2-3 times the text), the query quoted and cut."""
     fields = {**fields, "query": inline(query, 200), "session": session}
-    fields["items"] = [{k: x for k, x in item.items() if k != "line"} for item in fields.get("items", [])]
+    if "items" in fields:  # a stale copy's answer has hits, not items
+        fields["items"] = [{k: x for k, x in item.items() if k != "line"} for item in fields["items"]]
     return fields
 
 
@@ -461,8 +462,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                               {"pending_revision": False, **record_json(m, FIELD_CHARS)})
             # a human's memory: the change waits for a human, and the person's record is not the outcome (review 86:
             # the structured content was the person's record alone, read as if the change were made)
-            rev = next((r for r in reversed(v.memories.revisions()) if r.rid == m.id and r.base_digest == m.digest),
-                       None)
+            rev = v.memories.waiting_revision(m)
             if rev is None:  # the person's memory says this already: nothing was proposed
                 return answer(f"{m.address} is a human's memory and already holds this: nothing to change; {m.id} "
                               "is unchanged", {"pending_revision": False, "revision_id": None, "proposed": None,
