@@ -164,7 +164,6 @@ def _left(v: Vault, event: HookEvent, lessons: Sequence[Lesson], shown_before: I
 
 def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     from synapse_nb.agents.sessions import session_state
-    from synapse_nb.recall.assembly import with_legend
 
     lessons: Sequence[Lesson] = list(v.lessons.in_force())
     mark: Callable[[Collection[str] | None], None] | None = None
@@ -185,12 +184,11 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         kept = set(pack.lessons)  # the lessons the pack printed whole, by id (its text was searched for their items)
     else:
         head = "synapse-nb project memory (relevant records are recalled on each prompt):"
-        since, later = v.checkpoints.since(latest) if latest else ((), 0)
-        ckp = (f"Latest checkpoint on this branch:\n{latest.restore_text(SESSION_START_FIELD_CHARS, since, later)}"
-               if latest else "No checkpoint on this branch yet.")
+        ckp = (v.checkpoints.resume(latest, SESSION_START_FIELD_CHARS, heading="Latest checkpoint on this branch:\n")
+               .text if latest else "No checkpoint on this branch yet.")  # the legend before an agent's checkpoint
         if v.borrowed is not None:  # like every recall and pack (review 23: a session started without it)
             head = f"{v.borrowed.line}\n{head}"
-        after: list[Part] = [(with_legend([latest, *since], ckp), ())]  # the legend before an agent's checkpoint
+        after: list[Part] = [(ckp, ())]
         if lessons:
             context, kept = _fit([(head, ())], lessons, (), after, SESSION_START_TOKENS * 4, owed)
             if mark is not None:

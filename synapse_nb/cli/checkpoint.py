@@ -116,11 +116,9 @@ def checkpoint_restore(
         c = v.checkpoints.restore(which)
     except NoCheckpointError as exc:
         fail(exc.with_remedy(f'{PROG} checkpoint create --doing "what you are working on"'))
-    since, later = v.checkpoints.since(c)  # what was saved after it (the automatic checkpoints since: review 86)
+    resume = v.checkpoints.resume(c)  # with what was saved after it (the automatic checkpoints since: review 86)
     if as_json:
-        echo_json({**record_json(c), "restore_text": c.restore_text(None, since, later), "later": later,
-                   "since": [record_json(x) for x in since]})
+        echo_json({**record_json(c), "restore_text": c.restore_text(None, resume.since, resume.later),
+                   "later": resume.later, "since": [record_json(x) for x in resume.since]})
     else:
-        from synapse_nb.recall.assembly import with_legend  # recall's, on first use
-
-        typer.echo(with_legend([c, *since], c.restore_text(None, since, later)))  # an agent's: what its lines are
+        typer.echo(resume.text)  # with the legend when an agent's line is in it

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb._calls import Files
 from synapse_nb._util import (
@@ -24,13 +24,22 @@ from synapse_nb.provenance import inline, label_text
 if TYPE_CHECKING:
     from synapse_nb.store.base import CheckpointTable
 
-__all__ = ["AGENT_ORIGINS", "ORIGINS", "SINCE_SHOWN", "Checkpoints"]
+__all__ = ["AGENT_ORIGINS", "ORIGINS", "SINCE_SHOWN", "Checkpoints", "Resume"]
 
 #: Where a checkpoint came from.
 ORIGINS = ("api", "notebook", "cli", "agent", "auto", "watch")
 #: How many of the checkpoints saved after a restored one its restore text lists (the rest are counted).
 SINCE_SHOWN = 3
 _CURRENT: Any = object()
+
+
+class Resume(NamedTuple):
+    """What a session resumes from (:meth:`Checkpoints.resume`): ``text``, and the checkpoints it lists as saved
+    since (``since``, the newest of ``later``) for a surface that gives them as fields too."""
+
+    text: str
+    since: RecordList[Checkpoint]
+    later: int
 
 
 class Checkpoints(KindManager[Checkpoint]):
@@ -179,6 +188,27 @@ class Checkpoints(KindManager[Checkpoint]):
                                   f"{type(checkpoint).__name__}")
         rows, total = self._table.since(self._view(), checkpoint, limit=check_limit(limit))
         return RecordList(rows), total
+
+    def resume(self, checkpoint: Checkpoint, width: int | None = None, *, heading: str = "") -> Resume:
+        """The text a session resumes from, as every surface gives it (the CLI's and the notebook's restore, the MCP
+        ``restore_checkpoint``, the ``SessionStart`` hook): ``heading``, then the checkpoint's
+        :meth:`~synapse_nb.models.Checkpoint.restore_text` (fields cut to ``width``) with the checkpoints saved
+        after it (:meth:`since`) listed under it, and recall's legend first when any of them is an agent's (an
+        agent's automatic checkpoint under a person's is one: review 86).
+
+        >>> import synapse_nb as syn, tempfile
+        >>> v = syn.open_vault(tempfile.mkdtemp())
+        >>> c = v.checkpoint("Refactor auth", next_step="run tests")
+        >>> _ = v.as_agent().checkpoint("12 files edited", origin="auto")
+        >>> r = v.checkpoints.resume(c)
+        >>> r.later, r.text.splitlines()[0].startswith("([agent · unverified] lines")
+        (1, True)
+        """
+        from synapse_nb.recall.assembly import with_legend  # recall's legend, on first use
+
+        since, later = self.since(checkpoint)
+        return Resume(with_legend([checkpoint, *since], heading + checkpoint.restore_text(width, since, later)),
+                      since, later)
 
     def restore(self, id: str = "latest") -> Checkpoint:
         """The checkpoint to resume from: ``"latest"`` (current branch) or an id / unique id prefix.

@@ -73,10 +73,7 @@ class CheckpointMagics(FamilyMagics):
                 ckp = self.vault.checkpoints.restore(args.target or "latest")
             except NoCheckpointError as exc:
                 raise UsageError(exc.with_remedy('%checkpoint create --doing "what you are working on"')) from None
-            from synapse_nb.recall.assembly import with_legend  # recall's, on first use
-
-            since, later = self.vault.checkpoints.since(ckp)  # what was saved after it (review 86)
-            print(with_legend([ckp, *since], ckp.restore_text(None, since, later)))  # an agent's: what its lines are
+            print(self.vault.checkpoints.resume(ckp).text)  # what was saved after it, the legend (review 86)
             return shown_once(ckp, self.synapse.fresh, show=False)
         self._auto(args.target, args.every)
         return None

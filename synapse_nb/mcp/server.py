@@ -341,10 +341,9 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                     said += ("\nNewest on other branches (restore_checkpoint(checkpoint_id) resumes one):\n"
                              + "\n".join(f"{shown_id(o.id)}  {o.summary_line()}" for o in others))
                 return answer(with_legend(others, said), {"found": False, "elsewhere": exc.elsewhere})
-            since, later = v.checkpoints.since(c)  # what was saved after it (the hooks' automatic ones: review 86)
-            return answer(with_legend([c, *since], c.restore_text(FIELD_CHARS, since, later)),
-                          {**record_json(c, FIELD_CHARS), "found": True, "later": later,
-                           "since": [record_json(x, FIELD_CHARS) for x in since]})
+            resume = v.checkpoints.resume(c, FIELD_CHARS)  # with the hooks' automatic ones since (review 86)
+            return answer(resume.text, {**record_json(c, FIELD_CHARS), "found": True, "later": resume.later,
+                                        "since": [record_json(x, FIELD_CHARS) for x in resume.since]})
 
     async def create_checkpoint(doing: S.Doing, changed_files: S.ChangedFiles = None, next_step: S.NextStep = None,
                                 blockers: S.Blockers = None) -> CallToolResult:
