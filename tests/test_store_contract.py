@@ -257,6 +257,11 @@ def test_lessons_read_with_their_status_at_now_and_the_agents_view(store: Any) -
     assert store.lessons.list(View("default", T2, in_force_only=True)) == []
     assert [x.id for x in store.lessons.list(View("default", T2), status="expired")] == [les.id]
     assert store.lessons.status_counts("default", T2) == {"expired": 1, "pending": 1}
+    # how many ran out in [after, now], as the SessionStart hook's notice counts them (stored expired or not yet)
+    assert store.lessons.run_out("default", "", T0) == 0 and store.lessons.run_out("default", "", T2) == 1
+    assert store.lessons.run_out("default", T2, T2) == 0 and store.lessons.run_out("other", "", T2) == 0
+    store.lessons.expire("default", T2, T2)
+    assert store.lessons.run_out("default", T1, T2) == 1
 
 
 def test_export_documents_have_the_documented_fields_and_import_refuses_conflicts(store: Any) -> None:

@@ -110,7 +110,7 @@ def _none_approved(v: Vault) -> str:
     """What the agent is told when no approved lesson is in force: "yet" only where none ever ran out (review 86:
     it read as a new project after every lesson expired). Nothing about approving: that is the person's act."""
     try:
-        expired = v.lessons.expired_count(most=1)
+        expired = v.lessons.expired_count()
     except SynapseError:
         expired = 0
     return "No approved lessons." if expired else "No approved lessons yet."

@@ -241,14 +241,14 @@ class Lessons(KindManager[Lesson]):
               else "user" for x in rows]
         return {maker: by.count(maker) for maker in ("git", "agent", "user")}
 
-    def expired_count(self, within: timedelta | None = None, *, most: int = 1000) -> int:
+    def expired_count(self, within: timedelta | None = None) -> int:
         """How many approved lessons ran out (within the last ``within``; None: ever): a count only, as :meth:`waiting`
-        (the hooks tell the human how many went out of force, and how to approve them again: review 86)."""
+        (the hooks tell the human how many went out of force, and how to approve them again: review 86), counted by
+        the store (the SessionStart hook asks it)."""
         if within is not None and not isinstance(within, timedelta):
             raise ValidationError(f"within must be a timedelta or None, got {type(within).__name__}")
-        since = "" if within is None else fmt_ts(self._ctx.now() - within)
-        rows = self._table.list(self._ctx.view(), status="expired", limit=check_limit(most))
-        return sum(1 for x in rows if (x.expires_at or "") >= since)
+        now = self._ctx.now()
+        return self._table.run_out(self._ctx.mind, "" if within is None else fmt_ts(now - within), fmt_ts(now))
 
     def approved(self) -> RecordList[Lesson]:
         """Approved lessons still in force, most recently approved first (these head every recall)."""

@@ -146,17 +146,14 @@ class KindTable(Protocol[R]):
 
     def list(self, view: View, *, limit: int | None = None) -> builtins.list[R]:
         """Records of the view in the kind's default order (each table documents it)."""
-        ...
 
     def count(self, view: View) -> int: ...
 
     def search(self, view: View, text: str, *, limit: int) -> builtins.list[R]:
         """Full-text search: best match first, then newest, then id; no word in ``text``: :meth:`list`."""
-        ...
 
     def insert(self, record: R) -> None:
         """Store a new record (its id, mind and stamps set by the caller)."""
-        ...
 
     def update(self, id: str, *, updated_at: str, **changes: Any) -> None:
         """Set fields of a record, named and typed as the record's fields, and its ``updated_at``."""
@@ -244,6 +241,9 @@ class LessonTable(KindTable["Lesson"], Protocol):
 
     def expiring(self, mind: str, after: str, until: str) -> tuple[str, ...]:
         """Ids of approved lessons running out in ``(after, until]``, soonest first."""
+
+    def run_out(self, mind: str, after: str, now: str) -> int:
+        """How many approved lessons ran out in ``[after, now]`` (stored as expired or not yet)."""
 
     def expire(self, mind: str, now: str, updated_at: str) -> tuple[str, ...]:
         """Store the status ``expired`` on approved lessons whose time ran out at ``now``; their ids."""

@@ -4,8 +4,8 @@ backends: kept apart from ``tables.py``, which holds every kind's table."""
 from __future__ import annotations
 
 __all__ = ["APPROVED_LESSONS", "EFFECTIVE_STATUS", "EXPIRE_LESSONS", "LESSONS_AGENT_PENDING", "LESSONS_EXPIRING",
-           "LESSONS_PENDING", "LESSONS_RUN_OUT", "LESSON_ANALYSIS_STATE", "LESSON_FOR_REVERT", "LESSON_HOLDING_REVERT",
-           "LESSON_STATUS_COUNTS"]
+           "LESSONS_PENDING", "LESSONS_RUN_OUT", "LESSONS_RUN_OUT_COUNT", "LESSON_ANALYSIS_STATE", "LESSON_FOR_REVERT",
+           "LESSON_HOLDING_REVERT", "LESSON_STATUS_COUNTS"]
 
 #: A lesson's effective status at a time (``?``): an approved lesson past ``expires_at`` is expired (``$``: the table).
 EFFECTIVE_STATUS = "(CASE WHEN $status = 'approved' AND $expires_at <= ? THEN 'expired' ELSE $status END)"
@@ -23,6 +23,9 @@ LESSON_STATUS_COUNTS = ("SELECT CASE WHEN status = 'approved' AND expires_at <= 
 LESSONS_EXPIRING = ("SELECT id FROM lessons WHERE mind = ? AND status = 'approved' AND expires_at > ? AND "
                     "expires_at <= ? ORDER BY expires_at, id")
 LESSONS_RUN_OUT = "SELECT id FROM lessons WHERE mind = ? AND status = 'approved' AND expires_at <= ? ORDER BY id"
+#: How many approved lessons ran out (marked expired or not yet) by a time (``?``), at or after another (``?``).
+LESSONS_RUN_OUT_COUNT = ("SELECT count(*) FROM lessons WHERE mind = ? AND status IN ('approved', 'expired') AND "
+                         "expires_at <= ? AND expires_at >= ?")
 EXPIRE_LESSONS = ("UPDATE lessons SET status = 'expired', updated_at = ? WHERE mind = ? AND status = 'approved' "
                   "AND expires_at <= ?")
 #: Lessons stored as approved, most recently approved first (in force unless their time ran out).

@@ -525,6 +525,10 @@ class LessonsTable(Table[Lesson, D]):
     def expiring(self, mind: str, after: str, until: str) -> tuple[str, ...]:
         return tuple(r["id"] for r in self._db.query(lesson_sql.LESSONS_EXPIRING, (mind, after, until)))
 
+    def run_out(self, mind: str, after: str, now: str) -> int:
+        row = self._db.query_one(lesson_sql.LESSONS_RUN_OUT_COUNT, (mind, now, after))
+        return int(row[0] or 0) if row else 0
+
     def expire(self, mind: str, now: str, updated_at: str) -> tuple[str, ...]:
         with self._db.transaction():
             ids = tuple(str(r[0]) for r in self._db.query(lesson_sql.LESSONS_RUN_OUT, (mind, now)))
