@@ -113,8 +113,10 @@ def test_a_v10_vault_migrates_to_contexts_that_leave_agents_episodes_out(tmp_pat
     assert _contexts(s)[bob.id] == "chat where should we go camping" and _contexts(s) == _expected_contexts(s)
     _fts_ok(s)
     assert bob.id in {h.id for h in s.recall.bm25(again.mind, ["camping"], depth=10)}
-    assert bob.id not in {h.id for h in s.recall.bm25(again.mind, ["bitcoin"], depth=10)}
-    assert all(p in {h.id for h in s.recall.bm25(again.mind, ["bitcoin"], depth=10)} for p in planted)
+    # every match (ids are random: finding two planted before bob can take dozens of agent episodes, more than 10)
+    bitcoin = {h.id for h in s.recall.bm25(again.mind, ["bitcoin"], depth=10_000)}
+    assert bob.id not in bitcoin
+    assert all(p in bitcoin for p in planted)
     assert s.integrity_check() == "ok"
 
 
