@@ -157,9 +157,12 @@ def test_the_cli_copy_lists_the_same_pairs_after_check_all(tmp_path: Path) -> No
     assert len(pairs("a")) >= 10 and pairs("b") == pairs("a")
 
 
-_PERSON = [("procedure", "billing_region", "Billing deploys to eu-west-1, run the deploy from the eu-west-1 bastion"),
-           ("procedure", "billing_deploy", "Deploy the billing api with a blue-green switch after the smoke tests pass")]
-_AGENT = [("procedure", "billing_region_agent", "Billing deploys to us-east-1, run the deploy from the us-east-1 bastion"),
+_PERSON = [("procedure", "billing_region",
+            "Billing deploys to eu-west-1, run the deploy from the eu-west-1 bastion"),
+           ("procedure", "billing_deploy",
+            "Deploy the billing api with a blue-green switch after the smoke tests pass")]
+_AGENT = [("procedure", "billing_region_agent",
+           "Billing deploys to us-east-1, run the deploy from the us-east-1 bastion"),
           ("procedure", "billing_deploy_copy", _PERSON[1][2])]
 
 

@@ -466,14 +466,16 @@ def _mode_notes(entry: dict[str, Any], hooked: list[ScopeStatus], off: list[str]
     scope: ``off``), nothing gives it (review 87: an edit that dropped SessionStart said nothing)."""
     aware = MCP_HOOKS_FLAG in [str(a) for a in entry.get("args") or []]
     if aware and hooked and off:
-        return (f"the server runs with {MCP_HOOKS_FLAG} but disableAllHooks is set ({'; '.join(off)}): no hook "
+        note = (f"the server runs with {MCP_HOOKS_FLAG} but disableAllHooks is set ({'; '.join(off)}): no hook "
                 "runs, and the agent is told the hooks give it the lessons, the checkpoint and each prompt's recall; "
-                "remove disableAllHooks, or drop --hooks from .mcp.json",)
+                "remove disableAllHooks, or drop --hooks from .mcp.json")
+        return (note,)
     missing = [e for e in GIVING_EVENTS if not any(e in s.events for s in hooked)]
     if aware and hooked and missing:
-        return (f"the server runs with {MCP_HOOKS_FLAG} but the synapse-nb hooks for {' and '.join(missing)} are "
+        note = (f"the server runs with {MCP_HOOKS_FLAG} but the synapse-nb hooks for {' and '.join(missing)} are "
                 "installed in no scope: the agent is told the hooks give it the lessons, the checkpoint and each "
-                "prompt's recall, and nothing does; run synapse-nb agent install claude-code again",)
+                "prompt's recall, and nothing does; run synapse-nb agent install claude-code again")
+        return (note,)
     if hooked and not aware:
         note = (f"the server runs without {MCP_HOOKS_FLAG} while the hooks are installed ({hooked[0].scope} scope): "
                 "the agent is told to fetch the lessons, the checkpoint and each turn's recall the hooks already give "

@@ -63,7 +63,8 @@ This project has a synapse-nb memory server, and your memory reaches you by the 
 #: description stays).
 HOOKED_DESCRIPTIONS = {
     "get_approved_memory": "Call only when the approved lessons the hooks gave at session start are no longer in "
-                           "your context, or no synapse-nb block reached you at session start: the lessons a human approved (follow them strictly) and a summary of the "
+                           "your context, or no synapse-nb block reached you at session start: the "
+                           "lessons a human approved (follow them strictly) and a summary of the "
                            "memory, human-verified entries first.",
     "restore_checkpoint": "Call to resume from a checkpoint the hooks did not give you (they give the latest on the "
                           "current git branch at session start): one you name, or the latest again.",
