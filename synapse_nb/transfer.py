@@ -388,7 +388,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
     latest = ""
     imported: list[tuple[None, Record]] = []
     with store.transaction():
-        waiting = links.waiting(store)  # the vault's own writes waiting for the duplicate check, before the file's
+        links.before(store, {d["mind"] for _, d in parsed if d["kind"] != "setting"})  # before the file's writes
         settings = store.meta.settings() if any(d["kind"] == "setting" for _, d in parsed) else {}
         caps = AgentCaps(ctx, [d for _, d in parsed])  # what agents hold, before the file's records (review 69)
         for lineno, doc in parsed:
@@ -421,7 +421,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
         latest = max(latest, links.write(store, brought, counts, _fail, lambda *c: _claim(claims, claimed, *c)))
         if hist:
             latest = max(latest, _import_history(store, hist, set(brought), counts, claims, claimed))
-            links.keep_checked(store, waiting, latest)
+            links.keep_checked(store, latest)
         if claims and not trust:  # raised inside the transaction: everything above rolls back
             listed = ", ".join(f"{k} {n:,}" for k, n in sorted(claims.items()))
             where = ""
@@ -448,6 +448,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
             record_code(ctx, specs[-1])
         if latest:  # later writes must stamp after everything imported
             store.transfer.advance_clock(latest)
+        links.check_brought(store, [rec for _, rec in imported], store.stamp(ctx.now_ts()))
         if imported:  # each record imported gets its history entry, after any history the file brought
             history.record_many(ctx, "import", imported, at=store.stamp(ctx.now_ts()))
     out = ImportCounts(counts, dict(claims), claimed)

@@ -41,13 +41,14 @@ claims nothing: without ``--trust`` those records are an agent's, and the check 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import check_id, shown_id
 from synapse_nb.changes import LINK_STATUSES, RELATIONS, UNKNOWN_REASON, Link, reason_ok
 from synapse_nb.context import check_mind
-from synapse_nb.dupes import CHECKED_ACTIONS, CHECKED_KINDS, hidden_side
+from synapse_nb.dupes import BATCH, CHECKED_ACTIONS, CHECKED_KINDS, find_links, hidden_side
 from synapse_nb.errors import ConflictError, ValidationError
 from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
 from synapse_nb.provenance import inline
@@ -139,6 +140,7 @@ class FileLinks:
         self._pairs: dict[frozenset[str], int] = {}
         #: the header's :data:`CHECKED_FIELD`, in a file of schema 4 or later (it carries the check's links); else ""
         self.checked = ""
+        self._waiting = self._held = False  # read by before()
 
     def read_header(self, doc: dict[str, Any], check_time: Callable[..., None]) -> None:
         """Keep the header's :data:`CHECKED_FIELD` (``check_time`` checks and normalises it); raises ValidationError
@@ -147,19 +149,35 @@ class FileLinks:
             check_time(CHECKED_FIELD, required=True)
             self.checked = doc[CHECKED_FIELD] if doc["schema"] >= 4 else ""
 
-    def waiting(self, store: VaultStore) -> bool:
-        """Whether writes of the vault's own wait for the duplicate check (read before the import writes anything)."""
-        return bool(self.checked) and bool(store.links.unchecked(store.links.checked_at(), None, CHECKED_KINDS,
-                                                                 CHECKED_ACTIONS, 1))
+    def before(self, store: VaultStore, minds: Iterable[str]) -> None:
+        """Read before the import writes anything (``minds``: those its records go into): whether writes of the
+        vault's own wait for the duplicate check, and whether any of those minds holds a record already."""
+        self._waiting = bool(self.checked) and bool(store.links.unchecked(
+            store.links.checked_at(), None, CHECKED_KINDS, CHECKED_ACTIONS, 1))
+        self._held = bool(set(minds) & set(store.meta.minds()))
 
-    def keep_checked(self, store: VaultStore, waiting: bool, latest: str) -> None:
+    def keep_checked(self, store: VaultStore, latest: str) -> None:
         """Once the file's history is written: what its vault had checked of it is checked here too, its links being
-        that check's pairs. The mark moves to the file's, never past ``latest`` (the latest time imported: the clock
-        stamps later writes after it), and stays where it is while writes of the vault's own wait (``waiting``):
-        their check reads the file's entries again, as before (review 84: a copy re-judged every entry with its own
-        word statistics and batches, and listed conflicts the original never had)."""
-        if self.checked and latest and not waiting:
+        that check's pairs, when the file's records land in minds that held none (a copy: review 84, a copy re-judged
+        every entry with its own word statistics and batches, and listed conflicts the original never had). The mark
+        moves to the file's, never past ``latest`` (the latest time imported: the clock stamps later writes after
+        it), and stays where it is while writes of the vault's own wait: their check reads the file's entries again,
+        as before. Into a mind that held records it stays too: the file's vault never compared its records with
+        these (review 87: an agent's export moved it, and its copy of a person's memory came in unpaired)."""
+        if self.checked and latest and not self._waiting and not self._held:
             store.links.advance(min(self.checked, latest))
+
+    def check_brought(self, store: VaultStore, brought: Sequence[Record], at: str) -> None:
+        """Into a mind that held records: the duplicate check of the records the import brought in as new, against
+        the vault's, in the import's transaction, each record as written at ``at`` (the import's stamp; the newer
+        side of a pair it makes). Its history entries keep their own times, and the mark may be past them (or
+        the file brought none): the check would never read them (review 87)."""
+        if not self._held:
+            return
+        records = sorted((replace(r, updated_at=at) for r in brought if r.kind in CHECKED_KINDS),
+                         key=lambda r: r.id)
+        for start in range(0, len(records), BATCH):
+            store.links.insert(find_links(records[start:start + BATCH], store, at=at))
 
     def add(self, lineno: int, doc: dict[str, Any], check_time: Callable[..., None]) -> None:
         """Check one link line (``check_time(field, required=...)`` checks and normalises a time in ``doc``);

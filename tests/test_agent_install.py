@@ -360,3 +360,42 @@ def test_the_server_beside_the_hooks_is_told_the_hooks_give_the_memory(project: 
     # the command the server line runs takes the option
     res = CliRunner().invoke(app, ["mcp", "--help"])
     assert res.exit_code == 0 and "--hooks" in res.output and "synapse-nb mcp --hooks" in res.output
+
+
+def test_status_notes_a_hooks_server_whose_giving_hooks_do_not_run(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 87 F2: ``mcp --hooks`` tells the agent not to fetch the lessons and the checkpoint, the hooks give them.
+    Status asked only whether any synapse-nb hook was installed: with SessionStart and UserPromptSubmit dropped from
+    the settings (PreCompact, PostToolUse and SessionEnd left), or ``"disableAllHooks": true`` in any scope, it said
+    nothing, and the agent never saw its lessons. Now each says what is missing and how to set it right."""
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    assert run("install", "claude-code", "--command", CMD, project=project).exit_code == 0
+    assert not _mode_notes(project)
+    path = project / ".claude" / "settings.json"
+    full = path.read_text(encoding="utf-8")
+    for gone in (["SessionStart", "UserPromptSubmit"], ["SessionStart"], ["UserPromptSubmit"]):
+        settings = json.loads(full)
+        for event in gone:
+            settings["hooks"][event] = [g for g in settings["hooks"][event]
+                                        if not any(is_ours(h) for h in g["hooks"])]
+        path.write_text(json.dumps(settings), encoding="utf-8")
+        [note] = _mode_notes(project)
+        assert f"the synapse-nb hooks for {' and '.join(gone)} are installed in no scope" in note, note
+        assert "nothing does; run synapse-nb agent install claude-code again" in note
+    # installed in another scope, they run (Claude Code merges every scope's hooks): nothing to note
+    assert run("install", "claude-code", "--scope", "local", "--command", CMD, project=project).exit_code == 0
+    assert not _mode_notes(project)
+    path.write_text(full, encoding="utf-8")
+    assert run("uninstall", "claude-code", "--scope", "local", "--no-mcp", project=project).exit_code == 0
+    assert not _mode_notes(project)
+    for where in (project / ".claude" / "settings.local.json", home / ".claude" / "settings.json"):
+        where.write_text(json.dumps({"disableAllHooks": True}), encoding="utf-8")
+        [note] = _mode_notes(project)
+        assert "runs with --hooks but disableAllHooks is set" in note and str(where) in note, note
+        assert "remove disableAllHooks, or drop --hooks from .mcp.json" in note
+        where.write_text(json.dumps({"disableAllHooks": False}), encoding="utf-8")
+        assert not _mode_notes(project)
+    status = run("status", project=project)
+    assert status.exit_code == 0 and "disableAllHooks" not in status.output

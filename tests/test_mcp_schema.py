@@ -132,6 +132,10 @@ async def test_a_server_beside_the_hooks_tells_the_agent_not_to_fetch_what_they_
     assert "At session start: call get_approved_memory" in INSTRUCTIONS and "Every turn, before acting" in INSTRUCTIONS
     assert "At session start: call" not in flat and "Every turn" not in flat
     assert "Do not call get_approved_memory or restore_checkpoint" in flat
+    # review 87 F2: hooks that did not run (disabled, dropped, failed) give nothing; the agent then fetches it itself
+    assert ("If no synapse-nb block reached you at session start (the hooks did not run, or failed), call "
+            "get_approved_memory and then restore_checkpoint yourself.") in flat
+    assert "or no synapse-nb block reached you at session start" in hooked["get_approved_memory"].split("\n\n")[0]
     assert "do not call recall for the prompt itself" in flat
     assert "recall(query, session_id) or search(query) only for a sub-task or question the prompt did not name" in flat
     for still in ("create_checkpoint(", "log_decision(", "log_episode(", "remember(", "submit_lesson_analysis(",

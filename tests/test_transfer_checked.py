@@ -155,3 +155,79 @@ def test_the_cli_copy_lists_the_same_pairs_after_check_all(tmp_path: Path) -> No
         return sorted(({k: v for k, v in x.items() if k != "id"} for x in json.loads(got.stdout)), key=json.dumps)
 
     assert len(pairs("a")) >= 10 and pairs("b") == pairs("a")
+
+
+_PERSON = [("procedure", "billing_region",
+            "Billing deploys to eu-west-1, run the deploy from the eu-west-1 bastion"),
+           ("procedure", "billing_deploy",
+            "Deploy the billing api with a blue-green switch after the smoke tests pass")]
+_AGENT = [("procedure", "billing_region_agent",
+           "Billing deploys to us-east-1, run the deploy from the us-east-1 bastion"),
+          ("procedure", "billing_deploy_copy", _PERSON[1][2])]
+
+
+def _agent_export(folder: Path, clock: FakeClock, *, history: bool) -> list[str]:
+    """An agent's scratch vault (its two records checked against each other only), exported."""
+    scratch = _vault(folder, clock)
+    agent = scratch.as_agent()
+    for category, key, text in _AGENT:
+        agent.remember(category, key, text)
+    scratch.memories.conflicts(check_all=True)
+    return scratch.export_jsonl(history=history).split("\n")
+
+
+def _person(folder: Path, clock: FakeClock) -> syn.Vault:
+    v = _vault(folder, clock)
+    for category, key, text in _PERSON:
+        v.remember(category, key, text)
+    v.memories.conflicts(check_all=True)
+    return v
+
+
+def _by_key(v: syn.Vault, pairs: list[tuple[object, ...]]) -> list[tuple[object, ...]]:
+    """Pairs as (key of a, key of b, relation, hidden key): comparable across vaults."""
+    keys = {m.id: m.key for m in v.memories.list(limit=100)}
+    return sorted((keys[str(x[1])], keys[str(x[3])], x[5], keys.get(str(x[7]))) for x in pairs)
+
+
+@pytest.mark.parametrize("history", [True, False])
+@pytest.mark.parametrize("agent_first", [False, True])
+def test_an_import_into_a_mind_with_records_is_checked_against_them(tmp_path: Path, history: bool,
+                                                                     agent_first: bool) -> None:
+    """Review 87 F1: an agent's export (no --trust needed) into a person's vault. Its header's checked_at only says
+    its own vault compared its two records with each other; the import moved the person's mark there, and the
+    word-for-word copy of the person's memory came in unpaired and stood above it in recall. Without history, or
+    with its entries stamped before the person's mark, its records were never checked either. Now they are paired
+    as the agent's own writes into that vault would be, the copy hidden."""
+    clock = _Ticking()
+    if agent_first:
+        lines = _agent_export(tmp_path / "scratch", clock, history=history)
+        person = _person(tmp_path / "person", clock)
+    else:
+        person = _person(tmp_path / "person", clock)
+        lines = _agent_export(tmp_path / "scratch", clock, history=history)
+    person.import_jsonl(lines)
+    direct = _person(tmp_path / "direct", clock)
+    for category, key, text in _AGENT:
+        direct.as_agent().remember(category, key, text)
+    want = _by_key(direct, _checked(direct))
+    assert ("billing_deploy_copy", "billing_deploy", "duplicate", "billing_deploy_copy") in want
+    assert _by_key(person, _checked(person)) == want
+    recalled = person.as_agent().recall("how do I deploy the billing api").text
+    assert _PERSON[1][2] in recalled and "billing_deploy_copy" not in recalled
+
+
+def test_a_copy_into_an_empty_mind_keeps_the_files_mark_beside_another_minds_records(tmp_path: Path) -> None:
+    """The restore of review 84 needs only the minds the file writes into to be empty: another mind's records are
+    never paired with them."""
+    clock = _Ticking()
+    copy = _vault(tmp_path / "b", clock)  # its other mind's record: before the original's
+    copy.with_mind("elsewhere").remember("project", "other", "the cache layer uses redis now")
+    copy.memories.conflicts(check_all=True)
+    original = _vault(tmp_path / "a", clock)
+    for i in range(10):
+        _write(original, i)
+    text = original.export_jsonl(history=True)
+    copy.import_jsonl(text.split("\n"), trust=True)
+    assert copy._store.links.checked_at() == original._store.links.checked_at()
+    assert _checked(copy) == _checked(original)

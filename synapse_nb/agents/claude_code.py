@@ -428,7 +428,7 @@ def status(*, project: str | Path | None = None, home: Path | None = None
     """Every scope's hooks, whether the project's ``.mcp.json`` registers the server, and the notes on the server's
     command (:func:`command_notes`) and on its mode (``--hooks`` where hooks are installed, and only there)."""
     root = project_root(project)
-    out = []
+    out, off = [], []
     for scope in SCOPES:
         path = settings_path(scope, root, home)
         try:
@@ -436,6 +436,8 @@ def status(*, project: str | Path | None = None, home: Path | None = None
         except (ValidationError, StoreError) as exc:
             out.append(ScopeStatus(scope, path, True, (), (), str(exc)))
             continue
+        if obj.get("disableAllHooks"):
+            off.append(f"{scope} scope, {path}")
         ours = {e: g for e, g in _ours_by_event(obj).items() if g}
         cmds = tuple(h["command"] for g in ours.values() for grp in g for h in grp["hooks"] if is_ours(h))
         out.append(ScopeStatus(scope, path, path.exists(), tuple(ours), cmds, notes=command_notes(cmds, scope)))
@@ -448,14 +450,32 @@ def status(*, project: str | Path | None = None, home: Path | None = None
         registered, entry = False, None
     notes = command_notes([shlex.quote(str(entry.get("command", "")))], "project") if registered and entry else ()
     if registered and entry:
-        notes = (*notes, *_mode_notes(entry, [s for s in out if s.events]))
+        notes = (*notes, *_mode_notes(entry, [s for s in out if s.events], off))
     return out, registered, notes
 
 
-def _mode_notes(entry: dict[str, Any], hooked: list[ScopeStatus]) -> tuple[str, ...]:
+#: The hooks that give the agent what ``mcp --hooks`` tells it not to fetch: the lessons and the checkpoint at
+#: session start, each prompt's recall.
+GIVING_EVENTS = ("SessionStart", "UserPromptSubmit")
+
+
+def _mode_notes(entry: dict[str, Any], hooked: list[ScopeStatus], off: list[str]) -> tuple[str, ...]:
     """What is wrong in the server's mode beside the hooks: without ``--hooks`` where hooks are installed the agent
-    is told to fetch what the hooks give (twice: review 86); with it and no hooks, nothing gives it."""
+    is told to fetch what the hooks give (twice: review 86); with it, and no hooks, or not the hooks that give it
+    (:data:`GIVING_EVENTS`: hooks of every scope run, merged), or every hook turned off (``disableAllHooks`` in a
+    scope: ``off``), nothing gives it (review 87: an edit that dropped SessionStart said nothing)."""
     aware = MCP_HOOKS_FLAG in [str(a) for a in entry.get("args") or []]
+    if aware and hooked and off:
+        note = (f"the server runs with {MCP_HOOKS_FLAG} but disableAllHooks is set ({'; '.join(off)}): no hook "
+                "runs, and the agent is told the hooks give it the lessons, the checkpoint and each prompt's recall; "
+                "remove disableAllHooks, or drop --hooks from .mcp.json")
+        return (note,)
+    missing = [e for e in GIVING_EVENTS if not any(e in s.events for s in hooked)]
+    if aware and hooked and missing:
+        note = (f"the server runs with {MCP_HOOKS_FLAG} but the synapse-nb hooks for {' and '.join(missing)} are "
+                "installed in no scope: the agent is told the hooks give it the lessons, the checkpoint and each "
+                "prompt's recall, and nothing does; run synapse-nb agent install claude-code again")
+        return (note,)
     if hooked and not aware:
         note = (f"the server runs without {MCP_HOOKS_FLAG} while the hooks are installed ({hooked[0].scope} scope): "
                 "the agent is told to fetch the lessons, the checkpoint and each turn's recall the hooks already give "

@@ -48,7 +48,8 @@ HOOKS_INSTRUCTIONS = """\
 This project has a synapse-nb memory server, and your memory reaches you by the synapse-nb hooks.
 - At session start, and again after the context is compacted, the hooks give you the APPROVED lessons and the
   latest checkpoint: follow every APPROVED lesson strictly. Do not call get_approved_memory or restore_checkpoint
-  for them.
+  for them. If no synapse-nb block reached you at session start (the hooks did not run, or failed), call
+  get_approved_memory and then restore_checkpoint yourself.
 - With each prompt the hooks give you what is new and relevant to it (nothing when nothing is new): do not call
   recall for the prompt itself. Call recall(query, session_id) or search(query) only for a sub-task or question the
   prompt did not name. A note listed shows only its trigger: when you need the note, expand_note(name) returns its
@@ -62,7 +63,8 @@ This project has a synapse-nb memory server, and your memory reaches you by the 
 #: description stays).
 HOOKED_DESCRIPTIONS = {
     "get_approved_memory": "Call only when the approved lessons the hooks gave at session start are no longer in "
-                           "your context: the lessons a human approved (follow them strictly) and a summary of the "
+                           "your context, or no synapse-nb block reached you at session start: the "
+                           "lessons a human approved (follow them strictly) and a summary of the "
                            "memory, human-verified entries first.",
     "restore_checkpoint": "Call to resume from a checkpoint the hooks did not give you (they give the latest on the "
                           "current git branch at session start): one you name, or the latest again.",
