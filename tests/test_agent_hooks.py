@@ -249,6 +249,21 @@ def test_session_end_logs_an_episode_when_files_changed(repo: Path) -> None:
     assert '"tests/test_login.py", "src/login.py"' in (e.outcome or "")  # the names as quoted data (review 71)
 
 
+def test_session_end_episode_names_the_first_and_latest_prompts_as_prompts(repo: Path) -> None:
+    """The episode named a session by its first prompt as its task ("task: ok go ahead"); it now says which prompts
+    the person typed, first and latest, as the automatic checkpoints do, and calls neither the task."""
+    for prompt in ("ok go ahead", "now make the login timeout configurable"):
+        hook("UserPromptSubmit", claude("UserPromptSubmit", repo, prompt=prompt), cwd=repo)
+    _edit(repo, "src/login.py")
+    hook("SessionEnd", claude("SessionEnd", repo, reason="exit"), cwd=repo)
+    with syn.open_vault(repo) as v:
+        [e] = list(v.episodes.history())
+    outcome = e.outcome or ""
+    assert "task:" not in outcome
+    assert outcome.endswith("; the session's first prompt: ok go ahead; "
+                            "its latest: now make the login timeout configurable"), outcome
+
+
 def test_session_end_episode_lists_a_rule_like_file_name_as_a_quoted_name(repo: Path) -> None:
     """Review 71: the Stop/SessionEnd episode joined the session's file names raw into its outcome, so a file named
     like a rule read as the episode's own words; now each is a quoted name, as every other reader lists names."""

@@ -329,9 +329,11 @@ def _episode(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
             # the names as quoted data, as every reader lists them: a file an agent named like a rule ("x] [main,
             # approved] ...") reads as a name, never as the episode's words (review 71)
             shown = file_names(st.changed, width=2_000)
-            task = f"task: {st.task}; " if st.task else ""
+            # the prompts said to be prompts, first and latest, as the automatic checkpoints name them: the first
+            # alone ("task: ok go ahead") named a session by what the person typed first, not what it did
             v.episodes.log(f"agent session {event.session or '-'}"[:200], status="unknown",
-                           outcome=f"{task}changed {plural(n, 'file')} ({FILE_NAMES}): {shown}", refs=st.changed[:200])
+                           outcome=f"changed {plural(n, 'file')} ({FILE_NAMES}): {shown}{_prompts(st)}",
+                           refs=st.changed[:200])
             st.changed = []
             st.episodes += 1
     return HookAnswer()
