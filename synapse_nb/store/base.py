@@ -300,6 +300,8 @@ class SessionTable(Protocol):
     """What each recall session was given: (mind, session, id) -> content digest."""
 
     def seen(self, mind: str, session: str, ids: Sequence[str]) -> dict[str, str]: ...
+    def lessons_seen(self, mind: str, session: str) -> dict[str, str]:
+        """Lesson id -> digest of every lesson ``session`` was given (or told is no longer in force)."""
 
     def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str, *,
              new_since: str | None = None, new_limit: int = 0) -> None:
@@ -308,7 +310,6 @@ class SessionTable(Protocol):
 
     def prune(self, mind: str, before: str) -> int:
         """Forget entries recorded before ``before``; how many."""
-        ...
 
 
 class FlagTable(Protocol):
@@ -316,7 +317,6 @@ class FlagTable(Protocol):
 
     def of_mind(self, mind: str) -> dict[str, dict[str, Any]]:
         """{id: {flag: detail}}, ids and flags in order."""
-        ...
 
     def dangling(self, ids: Sequence[str]) -> dict[str, builtins.list[str]]:
         """{id: missing paths} for those of ``ids`` flagged dangling."""

@@ -85,6 +85,9 @@ MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELE
              "ON CONFLICT (mind, session, rid) DO UPDATE SET digest = excluded.digest, seen_at = excluded.seen_at")
 SEEN = "SELECT rid, digest FROM session_seen WHERE mind = ? AND session = session_key(?) AND rid = ANY(?)"
 
+LESSONS_SEEN = ("SELECT rid, digest FROM session_seen WHERE mind = ? AND session = session_key(?) "
+                "AND starts_with(rid, 'les_') ORDER BY rid")
+
 
 class SessionsQueries(SharedSessionsQueries[PgDatabase]):
     """Session marks as shared, but recording what a recall gave is one statement (one round trip), and an agent's
@@ -98,6 +101,9 @@ class SessionsQueries(SharedSessionsQueries[PgDatabase]):
         if not want:
             return {}
         return {r["rid"]: r["digest"] for r in self._db.query(SEEN, (mind, session, want))}
+
+    def lessons_seen(self, mind: str, session: str) -> dict[str, str]:
+        return {r["rid"]: r["digest"] for r in self._db.query(LESSONS_SEEN, (mind, session))}
 
     def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str, *,
              new_since: str | None = None, new_limit: int = 0) -> None:
