@@ -126,23 +126,21 @@ def told_of(gone: Sequence[Gone]) -> tuple[list[Gone], list[Gone], int]:
 
 def _given_wording(ctx: Context, digests: Mapping[str, str]) -> dict[str, str]:
     """Lesson id -> the wording it had when it was given with that digest: the lesson as stored (one run out reads
-    as expired; it was given approved), else the first version in its history with that digest (a withdrawn,
-    rejected or re-worded one), for :data:`GONE_NAMED` lessons at most past the stored ones."""
-    def given(rec: object, digest: str) -> bool:
-        return isinstance(rec, Lesson) and digest in (rec.digest, replace(rec, status="approved").digest)
+    as expired; it was given approved), else the first version in its history with that digest (a withdrawn or
+    re-worded one; a deleted record's marks go with it), for :data:`GONE_NAMED` lessons at most past the stored ones."""
+    def given(rec: object, digest: str) -> str | None:
+        ok = isinstance(rec, Lesson) and digest in (rec.digest, replace(rec, status="approved").digest)
+        return rec.text if ok and isinstance(rec, Lesson) else None
 
     out: dict[str, str] = {}
     try:
         for rid, rec in ctx.stored(digests).items():
-            if given(rec, digests[rid]):
-                assert isinstance(rec, Lesson)
-                out[rid] = rec.text
+            if (text := given(rec, digests[rid])) is not None:
+                out[rid] = text
         for rid in [r for r in digests if r not in out][:GONE_NAMED]:
-            for e in ctx.store.history.of_record(rid):
-                if e.mind == ctx.mind and given(rec := e.previous, digests[rid]):
-                    assert isinstance(rec, Lesson)
-                    out[rid] = rec.text
-                    break
+            found = (given(e.previous, digests[rid]) for e in ctx.store.history.of_record(rid) if e.mind == ctx.mind)
+            if (text := next((t for t in found if t is not None), None)) is not None:
+                out[rid] = text
     except (StoreError, PermissionDeniedError):  # a role that may not read them: counted, not named
         pass
     return out

@@ -117,6 +117,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from synapse_nb.models import Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
+    from synapse_nb.models import Checkpoint as Ckp
 
 __all__ = ["EXPORT_FIELDS", "JSON_FIELDS", "PAGE_SORTS", "Candidate", "Change", "CheckpointTable", "DecisionTable",
            "EpisodeTable", "ExportTable", "FlagTable", "HistoryTable", "KindTable", "LessonTable", "LinkTable",
@@ -196,16 +197,16 @@ class MemoryTable(KindTable["Memory"], Protocol):
 class CheckpointTable(KindTable["Checkpoint"], Protocol):
     """Checkpoints. Default order: newest first, then id descending."""
 
-    def latest(self, view: View, branch: str | None, *, automatic: bool = True) -> Checkpoint | None:
+    def latest(self, view: View, branch: str | None, *, automatic: bool = True, person: bool = False) -> Ckp | None:
         """The newest checkpoint saved on ``branch`` (None: saved without a branch); ``automatic=False``: the newest
-        saved on purpose (an automatic one, :attr:`~synapse_nb.models.Checkpoint.automatic`, left out)."""
+        saved on purpose (:attr:`~synapse_nb.models.Checkpoint.automatic` ones left out); ``person``: a person's."""
 
     def list(self, view: View, *, branch: str | None = None, limit: int | None = None) -> builtins.list[Checkpoint]:
         """Checkpoints of one ``branch``, or of all when None."""
 
-    def since(self, view: View, after: Checkpoint, *, limit: int | None) -> tuple[builtins.list[Checkpoint], int]:
-        """The checkpoints saved on ``after``'s branch after it (newer, or as new with a greater id), newest first,
-        at most ``limit`` (None: all); and how many there are in all."""
+    def since(self, view: View, after: Ckp, *, limit: int | None) -> tuple[builtins.list[Ckp], int, int]:
+        """The checkpoints saved on ``after``'s branch after it (newer, or as new with a greater id), people's first,
+        each newest first, at most ``limit`` (None: all); how many there are in all, and how many are agents'."""
 
 
 class DecisionTable(KindTable["Decision"], Protocol):
