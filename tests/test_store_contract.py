@@ -771,8 +771,12 @@ def test_session_marks_flags_and_file_references(store: Any) -> None:
     assert store.sessions.seen("default", "s1", [f"id{i}" for i in range(1200)] + ["b"]) == {"b": "d2"}
     # the lessons a session was given, whatever their ids (review 87: the banner names those no longer in force)
     store.sessions.mark("default", "s3", [("les_2", "g"), ("mem_1", "m"), ("les_1", "gone"), ("lesson", "x")], T1)
-    assert store.sessions.lessons_seen("default", "s3") == {"les_1": "gone", "les_2": "g"}
-    assert store.sessions.lessons_seen("default", "s1") == {} == store.sessions.lessons_seen("other", "s3")
+    assert store.sessions.seen("default", "s3", [], lessons=True) == {"les_1": "gone", "les_2": "g"}
+    assert store.sessions.seen("default", "s3", ["mem_1", "les_9"], lessons=True) == {"les_1": "gone", "les_2": "g",
+                                                                                     "mem_1": "m"}
+    assert store.sessions.seen("default", "s3", ["mem_1"]) == {"mem_1": "m"}  # without the flag: the ids only
+    assert store.sessions.seen("default", "s1", [], lessons=True) == {} == store.sessions.seen("other", "s3", [],
+                                                                                              lessons=True)
     assert store.sessions.prune("default", T1) == 2
     assert store.sessions.seen("default", "s1", ["a", "b"]) == {} and store.sessions.seen("default", "s2", ["a"])
     store.flags.replace("default", {"r2": ["b.py", "a.py"]}, {"r1": ["c" * 40]}, T0)

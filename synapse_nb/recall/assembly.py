@@ -295,10 +295,10 @@ no longer in force; its wording cannot be read here)', ('gone:les_3',))]
     parts: list[Part] = [((f'(no longer in force, do not follow: "{inline(text, 300)}" — shown earlier in this '
                           f"session, {why[now]})"), (GONE_KEY + rid,)) for rid, text, now in named]
     if unread:
-        n = len(unread)
-        parts.append(((f"({plural(n, 'more approved lesson')} shown earlier in this session {'is' if n == 1 else 'are'}"
-                      f" no longer in force; {'its' if n == 1 else 'their'} wording cannot be read here)"),
-                      tuple(GONE_KEY + g[0] for g in unread)))
+        n, what = len(unread), ("more " if named else "") + "approved lesson"
+        said = (f"({plural(n, what)} shown earlier in this session {'is' if n == 1 else 'are'} no longer in force; "
+                f"{'its' if n == 1 else 'their'} wording cannot be read here)")
+        parts.append((said, tuple(GONE_KEY + g[0] for g in unread)))
     if more:
         parts.append(((f"(… and {plural(more, 'more approved lesson')} shown earlier in this session no longer in "
                       "force: the next answers name them)"), ()))

@@ -88,27 +88,26 @@ def stored_session(ctx: Context, session: str) -> str:
 
 
 def seen_digests(ctx: Context, session: str | None, ids: Sequence[str]) -> dict[str, str]:
-    """id -> digest of what ``session`` was given, for these ids (one read; empty without a session)."""
-    if session is None or not ids:
+    """id -> digest of what ``session`` was given, for these ids and every lesson (one read; empty without a
+    session)."""
+    if session is None:
         return {}
-    return ctx.store.sessions.seen(ctx.mind, stored_session(ctx, session), list(dict.fromkeys(ids)))
+    return ctx.store.sessions.seen(ctx.mind, stored_session(ctx, session), list(dict.fromkeys(ids)), lessons=True)
 
 
-def no_longer(ctx: Context, session: str | None, lessons: Sequence[Lesson]) -> tuple[Gone, ...]:
+def no_longer(ctx: Context, session: str | None, lessons: Sequence[Lesson],
+              seen: Mapping[str, str]) -> tuple[Gone, ...]:
     """The lessons ``session`` was given in full that are not in force now as it was given them: withdrawn,
     rejected, run out, or approved again with another wording (review 87), by id, each with the wording it was given
     when that can be read (the lesson as stored, or the version of its history the session's digest names: only the
     words the session already holds, never a wording it was not given). A lesson approved again with the same words
-    (a new expiry) is not one: its item is given again, unchanged. Empty without a session, or when the read fails
-    (a convenience, as the marks are)."""
+    (a new expiry) is not one: its item is given again, unchanged. ``seen``: :func:`seen_digests` (every lesson's
+    mark is in it). Empty without a session."""
     if session is None:
         return ()
-    try:
-        earlier = ctx.store.sessions.lessons_seen(ctx.mind, stored_session(ctx, session))
-    except (StoreError, PermissionDeniedError):
-        return ()
     now = {x.id: x for x in lessons}
-    changed = {rid: d for rid, d in earlier.items() if d != GONE and (rid not in now or now[rid].digest != d)}
+    changed = {rid: d for rid, d in seen.items()
+               if rid.startswith("les_") and d != GONE and (rid not in now or now[rid].digest != d)}
     if not changed:
         return ()
     words = _given_wording(ctx, changed)

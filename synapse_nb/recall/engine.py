@@ -333,7 +333,7 @@ class Recaller:
                      hidden=self._hidden(version))
             rows, kept, coverage, on_meaning = g.rows, g.kept, g.coverage, g.on_meaning
         # the lessons the session was given that are no longer in force as given are named (review 87)
-        gone = no_longer(ctx, session, lessons) if self._as_of is None else ()
+        gone = no_longer(ctx, session, lessons, seen) if self._as_of is None else ()
         shown_before, mark = record_given(ctx, session, kept, lessons, seen, now, record=record, gone=gone)
         reason, note = empty_reason(query, kept, rows, bars)
         parts = assemble_parts(query, kept, lessons, shown_before, note, as_of=self._as_of, gone=gone)

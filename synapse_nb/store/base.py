@@ -300,9 +300,8 @@ class MetaTable(Protocol):
 class SessionTable(Protocol):
     """What each recall session was given: (mind, session, id) -> content digest."""
 
-    def seen(self, mind: str, session: str, ids: Sequence[str]) -> dict[str, str]: ...
-    def lessons_seen(self, mind: str, session: str) -> dict[str, str]:
-        """Lesson id -> digest of every lesson ``session`` was given (or told is no longer in force)."""
+    def seen(self, mind: str, session: str, ids: Sequence[str], *, lessons: bool = False) -> dict[str, str]:
+        """id -> digest of what ``session`` was given of ``ids`` (``lessons``: and of every lesson, in one read)."""
 
     def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str, *,
              new_since: str | None = None, new_limit: int = 0) -> None:
