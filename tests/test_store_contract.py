@@ -652,13 +652,20 @@ def test_checkpoints_decisions_episodes_and_notes_read_alike(store: Any) -> None
         store.checkpoints.insert(c)
     assert store.checkpoints.latest(view, None).id == autos[2].id
     assert store.checkpoints.latest(view, None, automatic=False).id == autos[2].id  # an agent's "watch" is its own
+    assert store.checkpoints.latest(view, None, automatic=False, person=True) == cks[1]  # a person's (review 87)
     store.checkpoints.delete(autos[2].id)
     assert store.checkpoints.latest(view, None, automatic=False) == cks[1]  # "auto" and a person's "watch": not
     assert store.checkpoints.latest(view, "dev", automatic=False) == cks[3]
-    assert store.checkpoints.since(view, cks[1], limit=1) == ([autos[1]], 2)
-    assert store.checkpoints.since(view, cks[1], limit=None) == ([autos[1], autos[0]], 2)
-    assert store.checkpoints.since(view, cks[0], limit=5) == ([cks[2]], 1) and store.checkpoints.since(
-        view, cks[3], limit=5) == ([], 0)
+    assert store.checkpoints.since(view, cks[1], limit=1) == ([autos[1]], 2, 1)
+    assert store.checkpoints.since(view, cks[1], limit=None) == ([autos[1], autos[0]], 2, 1)
+    assert store.checkpoints.since(view, cks[0], limit=5) == ([cks[2]], 1, 0) and store.checkpoints.since(
+        view, cks[3], limit=5) == ([], 0, 0)
+    # people's first, each newest first, the agents' counted apart: a newer agent's never pushes a person's out
+    flood = dataclasses.replace(autos[0], id="ckp_000000000009", doing="auto 9")
+    store.checkpoints.insert(flood)
+    assert store.checkpoints.since(view, cks[1], limit=1) == ([autos[1]], 3, 2)
+    assert store.checkpoints.since(view, cks[1], limit=None) == ([autos[1], flood, autos[0]], 3, 2)
+    store.checkpoints.delete(flood.id)
     store.checkpoints.update(cks[0].id, updated_at=T2, changed_files=["g.py", "h.py"])
     assert store.checkpoints.get(view, cks[0].id).changed_files == ("g.py", "h.py")
     decs = [_dec(1, "use postgres for teams", tags=("db",)), _dec(2, "use sqlite locally", tags=("db", "local")),
@@ -762,6 +769,14 @@ def test_session_marks_flags_and_file_references(store: Any) -> None:
     assert store.sessions.seen("default", "s1", ["a", "b", "c"]) == {"a": "d3", "b": "d2"}
     assert store.sessions.seen("default", "s1", []) == {} and store.sessions.seen("other", "s1", ["a"]) == {}
     assert store.sessions.seen("default", "s1", [f"id{i}" for i in range(1200)] + ["b"]) == {"b": "d2"}
+    # the lessons a session was given, whatever their ids (review 87: the banner names those no longer in force)
+    store.sessions.mark("default", "s3", [("les_2", "g"), ("mem_1", "m"), ("les_1", "gone"), ("lesson", "x")], T1)
+    assert store.sessions.seen("default", "s3", [], lessons=True) == {"les_1": "gone", "les_2": "g"}
+    assert store.sessions.seen("default", "s3", ["mem_1", "les_9"], lessons=True) == {"les_1": "gone", "les_2": "g",
+                                                                                     "mem_1": "m"}
+    assert store.sessions.seen("default", "s3", ["mem_1"]) == {"mem_1": "m"}  # without the flag: the ids only
+    assert store.sessions.seen("default", "s1", [], lessons=True) == {} == store.sessions.seen("other", "s3", [],
+                                                                                              lessons=True)
     assert store.sessions.prune("default", T1) == 2
     assert store.sessions.seen("default", "s1", ["a", "b"]) == {} and store.sessions.seen("default", "s2", ["a"])
     store.flags.replace("default", {"r2": ["b.py", "a.py"]}, {"r1": ["c" * 40]}, T0)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.agents.sessions import SessionState
     from synapse_nb.models import Lesson
     from synapse_nb.recall.assembly import Part
+    from synapse_nb.recall.delta import Gone
     from synapse_nb.vault import Vault
 
 __all__ = ["SESSION_START_TOKENS", "handle"]
@@ -122,7 +123,7 @@ _MADE_BY = (("git", " from reverted changes"), ("agent", " an agent wrote by han
 
 
 def _fit(before: list[Part], lessons: Sequence[Lesson], shown_before: Iterable[str], after: list[Part],
-         limit: int, owed: Collection[str] = ()) -> tuple[str, set[str]]:
+         limit: int, owed: Collection[str] = (), gone: Sequence[Gone] = ()) -> tuple[str, set[str]]:
     """``before``, the banner of ``lessons`` and ``after`` (a blank line between each) in ``limit`` characters,
     and the ids of the lessons and records printed whole (the only ones marked as given).
 
@@ -133,7 +134,8 @@ def _fit(before: list[Part], lessons: Sequence[Lesson], shown_before: Iterable[s
     review 34: one long lesson on top kept every shorter one out). A lesson in ``owed`` (one an earlier answer
     named only) that fits in the whole limit comes first and takes the room it needs; what follows gets what is
     left (cut, or left for later: review 35, a 6,000-character lesson was named only on every prompt while an agent
-    wrote matching memories each turn)."""
+    wrote matching memories each turn). The lessons of ``gone`` (given earlier in the session, no longer in force as
+    given) are named in the banner (review 87)."""
     from synapse_nb.recall.assembly import banner_parts, join_blocks, lesson_item
 
     sep: list[Part] = [("", ())]
@@ -146,7 +148,7 @@ def _fit(before: list[Part], lessons: Sequence[Lesson], shown_before: Iterable[s
     shown = set(shown_before)
     extra = [len(lesson_item(i, x)) + 8 for i, x in enumerate(lessons, 1) if x.id in owed and x.id not in shown]
     room = min(whole, room + sum(n for n in extra if n <= whole))
-    banner = banner_parts(lessons, shown, room, first=owed)
+    banner = banner_parts(lessons, shown, room, first=owed, gone=gone)
     return cut_parts(join_blocks(before, banner, after), limit)
 
 
@@ -240,15 +242,15 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     if r.items:
         before: list[Part] = [(r.borrowed["line"], ())] if r.borrowed else []
         context, kept = _fit(before + off, r.lessons, r.shown_before, hits_parts(r.query, r.items),
-                             MAX_CONTEXT_CHARS, owed)
+                             MAX_CONTEXT_CHARS, owed, r.no_longer)
         if session and writable:
             _left(v, event, r.lessons, r.shown_before, kept, owed)
         return HookAnswer(context=context, notice=notice, delivered=lambda: r.mark_given(kept))
     # a lesson the session was not shown (approved since, changed, or left out for room) is given alone, with the
-    # count of those it was shown (still in force)
+    # count of those it was shown (still in force), and one it was shown that is no longer in force is named
     new_lessons = [x for x in r.lessons if x.id not in r.shown_before] if session else []
-    if new_lessons:
-        context, kept = _fit(off, r.lessons, r.shown_before, [], MAX_CONTEXT_CHARS, owed)
+    if new_lessons or r.no_longer:
+        context, kept = _fit(off, r.lessons, r.shown_before, [], MAX_CONTEXT_CHARS, owed, r.no_longer)
         if writable:
             _left(v, event, r.lessons, r.shown_before, kept, owed)
         return HookAnswer(context=context, notice=notice, delivered=lambda: r.mark_given(kept))

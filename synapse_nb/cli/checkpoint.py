@@ -118,7 +118,8 @@ def checkpoint_restore(
         fail(exc.with_remedy(f'{PROG} checkpoint create --doing "what you are working on"'))
     resume = v.checkpoints.resume(c)  # with what was saved after it (the automatic checkpoints since: review 86)
     if as_json:
-        echo_json({**record_json(c), "restore_text": c.restore_text(None, resume.since, resume.later),
-                   "later": resume.later, "since": [record_json(x) for x in resume.since]})
+        persons = record_json(resume.persons) if resume.persons is not None else None  # review 87
+        echo_json({**record_json(c), "restore_text": resume.body, "later": resume.later, "agents": resume.agents,
+                   "since": [record_json(x) for x in resume.since], "persons": persons})
     else:
         typer.echo(resume.text)  # with the legend when an agent's line is in it

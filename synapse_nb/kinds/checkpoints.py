@@ -16,6 +16,7 @@ from synapse_nb._util import (
     check_text,
     new_id,
 )
+from synapse_nb.checkpoint_lines import checkpoint_line
 from synapse_nb.errors import NoCheckpointError, ValidationError
 from synapse_nb.kinds._base import KindManager, exactly_once
 from synapse_nb.models import AGENT_ORIGINS, Checkpoint, RecordList, past_agent_limits
@@ -24,7 +25,7 @@ from synapse_nb.provenance import inline, label_text
 if TYPE_CHECKING:
     from synapse_nb.store.base import CheckpointTable
 
-__all__ = ["AGENT_ORIGINS", "ORIGINS", "SINCE_SHOWN", "Checkpoints", "Resume"]
+__all__ = ["AGENT_ORIGINS", "ORIGINS", "PERSONS_FIELD_CHARS", "SINCE_SHOWN", "Checkpoints", "Resume"]
 
 #: Where a checkpoint came from.
 ORIGINS = ("api", "notebook", "cli", "agent", "auto", "watch")
@@ -33,13 +34,22 @@ SINCE_SHOWN = 3
 _CURRENT: Any = object()
 
 
+#: Most characters of each field of the person's checkpoint an agent's took the place of (``Checkpoints.resume``).
+PERSONS_FIELD_CHARS = 300
+
+
 class Resume(NamedTuple):
-    """What a session resumes from (:meth:`Checkpoints.resume`): ``text``, and the checkpoints it lists as saved
-    since (``since``, the newest of ``later``) for a surface that gives them as fields too."""
+    """What a session resumes from (:meth:`Checkpoints.resume`): ``text``, the checkpoints it lists as saved since
+    (``since``, people's first, of ``later``, ``agents`` of them agents') for a surface that gives them as fields
+    too, the person's own checkpoint it names when it resumes from an agent's (``persons``, else None), and
+    ``text`` without its heading and legend (``body``: a JSON answer's ``restore_text``)."""
 
     text: str
     since: RecordList[Checkpoint]
     later: int
+    agents: int = 0
+    persons: Checkpoint | None = None
+    body: str = ""
 
 
 class Checkpoints(KindManager[Checkpoint]):
@@ -172,9 +182,10 @@ class Checkpoints(KindManager[Checkpoint]):
         return found or self._table.latest(view, branch)
 
     def since(self, checkpoint: Checkpoint, *, limit: int | None = SINCE_SHOWN) -> tuple[RecordList[Checkpoint], int]:
-        """The checkpoints saved on ``checkpoint``'s branch after it, newest first (at most ``limit``; None: all), and
-        how many there are: what :meth:`~synapse_nb.models.Checkpoint.restore_text` lists under it (``since``,
-        ``later``).
+        """The checkpoints saved on ``checkpoint``'s branch after it, people's first, each newest first (at most
+        ``limit``; None: all), and how many there are: what :meth:`~synapse_nb.models.Checkpoint.restore_text` lists
+        under it (``since``, ``later``). People's come first so an agent's many automatic checkpoints never push a
+        person's out of the few shown (review 87); :meth:`resume` counts the agents' apart.
 
         >>> import synapse_nb as syn, tempfile
         >>> v = syn.open_vault(tempfile.mkdtemp())
@@ -183,18 +194,26 @@ class Checkpoints(KindManager[Checkpoint]):
         >>> v.checkpoints.latest() == c, [x.doing for x in v.checkpoints.since(c)[0]], v.checkpoints.since(c)[1]
         (True, ['6 more changed files', '3 more changed files'], 2)
         """
+        rows, total, _ = self._since(checkpoint, limit)
+        return RecordList(rows), total
+
+    def _since(self, checkpoint: Checkpoint, limit: int | None) -> tuple[list[Checkpoint], int, int]:
         if not isinstance(checkpoint, Checkpoint):
             raise ValidationError(f"checkpoint must be a Checkpoint (from latest(), restore() or list()), got "
                                   f"{type(checkpoint).__name__}")
-        rows, total = self._table.since(self._view(), checkpoint, limit=check_limit(limit))
-        return RecordList(rows), total
+        return self._table.since(self._view(), checkpoint, limit=check_limit(limit))
 
     def resume(self, checkpoint: Checkpoint, width: int | None = None, *, heading: str = "") -> Resume:
         """The text a session resumes from, as every surface gives it (the CLI's and the notebook's restore, the MCP
         ``restore_checkpoint``, the ``SessionStart`` hook): ``heading``, then the checkpoint's
         :meth:`~synapse_nb.models.Checkpoint.restore_text` (fields cut to ``width``) with the checkpoints saved
         after it (:meth:`since`) listed under it, and recall's legend first when any of them is an agent's (an
-        agent's automatic checkpoint under a person's is one: review 86).
+        agent's automatic checkpoint under a person's is one: review 86). The checkpoints since are listed people's
+        first, the agents' counted apart; and when ``checkpoint`` is an agent's and its branch holds one a person saved
+        on purpose, the newest of those is named on one line after it, said to be the person's (``persons``; fields
+        cut to :data:`PERSONS_FIELD_CHARS`): an agent's ``create_checkpoint`` takes the place of the person's as the
+        one resumed from, and "refactor done / next: deploy to prod now" hid "next: run the migration dry-run
+        first" entirely (review 87).
 
         >>> import synapse_nb as syn, tempfile
         >>> v = syn.open_vault(tempfile.mkdtemp())
@@ -206,9 +225,17 @@ class Checkpoints(KindManager[Checkpoint]):
         """
         from synapse_nb.recall.assembly import with_legend  # recall's legend, on first use
 
-        since, later = self.since(checkpoint)
-        return Resume(with_legend([checkpoint, *since], heading + checkpoint.restore_text(width, since, later)),
-                      since, later)
+        rows, later, agents = self._since(checkpoint, SINCE_SHOWN)
+        since = RecordList(rows)
+        text = checkpoint.restore_text(width, since, later, agents)
+        persons = None
+        if checkpoint.source == "agent":
+            persons = self._table.latest(self._view(), checkpoint.branch, automatic=False, person=True)
+        if persons is not None and persons.id not in {c.id for c in since}:
+            cut = min(width or PERSONS_FIELD_CHARS, PERSONS_FIELD_CHARS)
+            text += ("\nThe person's own latest checkpoint on this branch (saved on purpose; the one resumed from "
+                     f"above is an agent's):\n{checkpoint_line(persons, cut)}")
+        return Resume(with_legend([checkpoint, *since], heading + text), since, later, agents, persons, text)
 
     def restore(self, id: str = "latest") -> Checkpoint:
         """The checkpoint to resume from: ``"latest"`` (current branch) or an id / unique id prefix.

@@ -208,8 +208,12 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
                                                                          "branches hold (the text names the newest)."},
         "later": {"type": "integer", "description": "How many checkpoints were saved on its branch after it (the "
                                                     "automatic ones the hooks save; the text lists the newest)."},
+        "agents": {"type": "integer", "description": "How many of those later checkpoints are agents'."},
         "since": {"type": "array", "items": RECORD_SCHEMAS["checkpoint"],
-                  "description": "The newest of those later checkpoints, newest first."}},
+                  "description": "The newest of those later checkpoints, people's first, each newest first."},
+        "persons": {"anyOf": [RECORD_SCHEMAS["checkpoint"], {"type": "null"}],
+                    "description": "Resumed from an agent's: the person's own newest checkpoint saved on purpose "
+                                   "on its branch (the text names it too)."}},
         required=False) | {"required": ["text", "found"]},
     "create_checkpoint": _record_answer("checkpoint"),
     "log_decision": _record_answer("decision"),

@@ -342,7 +342,9 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
                              + "\n".join(f"{shown_id(o.id)}  {o.summary_line()}" for o in others))
                 return answer(with_legend(others, said), {"found": False, "elsewhere": exc.elsewhere})
             resume = v.checkpoints.resume(c, FIELD_CHARS)  # with the hooks' automatic ones since (review 86)
+            persons = record_json(resume.persons, FIELD_CHARS) if resume.persons is not None else None
             return answer(resume.text, {**record_json(c, FIELD_CHARS), "found": True, "later": resume.later,
+                                        "agents": resume.agents, "persons": persons,
                                         "since": [record_json(x, FIELD_CHARS) for x in resume.since]})
 
     async def create_checkpoint(doing: S.Doing, changed_files: S.ChangedFiles = None, next_step: S.NextStep = None,

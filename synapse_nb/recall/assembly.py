@@ -31,6 +31,7 @@ from synapse_nb.provenance import (
     mark,
     neutralise,
 )
+from synapse_nb.recall.delta import GONE_KEY, Gone, told_of
 from synapse_nb.recall.types import KIND_ORDER, Bars, ExplainRow, ExplainRows, RecallItem
 
 __all__ = ["AGENT_WORDS", "BANNER", "MEMORY_CONTENT_CHARS", "Part", "agents_words", "as_of_heading", "assemble_parts",
@@ -206,7 +207,7 @@ _LEFT_IDS_CHARS = 400
 
 
 def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), room: int | None = None,
-                 first: Iterable[str] = (), as_of: str | None = None) -> list[Part]:
+                 first: Iterable[str] = (), as_of: str | None = None, gone: Sequence[Gone] = ()) -> list[Part]:
     """The banner that heads a recall, as parts: its heading, each lesson not in ``shown_before`` in full (with
     its id), and a line saying how many were shown before and still apply ([] without lessons). Lessons are given
     in the order of ``lessons`` (``Lessons.in_force``: most recently approved first, as every banner numbers them:
@@ -224,7 +225,10 @@ def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), ro
 
     The lessons shown before are counted, not named (review 86: the line listed up to 400 characters of ids the
     agent had never seen in any text, on every prompt with a hit): the agent was given them in full earlier in the
-    session, and the line says they still apply.
+    session, and the line says they still apply. The lessons of ``gone`` (given earlier in the session, no longer
+    in force as given: :func:`~synapse_nb.recall.delta.no_longer`) are named by the wording the session was given,
+    each on its own line (:func:`gone_parts`), so the agent can tell which of the lessons it holds no longer
+    applies (review 87); with them, the count says "the other" lessons shown earlier still apply.
 
     >>> from synapse_nb.models import Lesson
     >>> les = [Lesson(id=f"les_{i}", mind="m", created_at="", updated_at="", status="approved", summary="s",
@@ -239,7 +243,9 @@ def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), ro
     [(), ('les_1',), ()]
     """
     if not lessons:
-        return []
+        if not gone:
+            return []
+        return [(BANNER, ()), *gone_parts(gone), ("(no approved lesson is in force now)", ())]
     before = set(shown_before)
     new = [x for x in lessons if x.id not in before]
     order = {x.id: i for i, x in enumerate(lessons)}  # the order they are given in: the caller's
@@ -247,7 +253,7 @@ def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), ro
         owed = set(first)
         new.sort(key=lambda les: (les.id not in owed, les.approved_at or "", les.id))
     earlier = sum(1 for x in lessons if x.id in before)
-    tail = [(_earlier_line(earlier, bool(new)), ())] if earlier else []
+    tail = gone_parts(gone) + ([(_earlier_line(earlier, bool(new), bool(gone)), ())] if earlier else [])
     then = as_of is not None
     parts: list[Part] = [(BANNER if as_of is None else as_of_heading(as_of), ())]
 
@@ -272,15 +278,45 @@ def banner_parts(lessons: Sequence[Lesson], shown_before: Iterable[str] = (), ro
     return parts + given(shown) + ([(_left_line(left), ())] if left else []) + tail
 
 
-def _earlier_line(n: int, more: bool) -> str:
-    """The line standing for the ``n`` lessons in force a session was given in full earlier (``more``: lessons are
-    given above it too): how many, never their ids, which no other text showed the agent (review 86).
+def gone_parts(gone: Sequence[Gone]) -> list[Part]:
+    """The lines naming the lessons a session was given that are no longer in force as given, by the wording it
+    was given (quoted, one line: :func:`~synapse_nb.provenance.inline`), at most
+    :data:`~synapse_nb.recall.delta.GONE_NAMED`; those past it, and those whose wording cannot be read here, are
+    counted. A line naming lessons gives ``gone:<id>`` for each (delivered whole, they are not named again).
 
-    >>> _earlier_line(12, False), _earlier_line(1, True)
-    ('(the 12 approved lessons shown earlier in this session are still in force)', \
-'(also still in force: the approved lesson shown earlier in this session)')
+    >>> gone_parts([("les_1", "Never deploy on Friday", False), ("les_2", "Old words", True), ("les_3", None, False)])
+    [('(no longer in force, do not follow: "Never deploy on Friday" — shown earlier in this session, since withdrawn \
+or run out)', ('gone:les_1',)), ('(no longer in force, do not follow: "Old words" — shown earlier in this session, \
+since approved again in other words)', ('gone:les_2',)), ('(1 more approved lesson shown earlier in this session is \
+no longer in force; its wording cannot be read here)', ('gone:les_3',))]
     """
-    these = "the approved lesson" if n == 1 else f"the {n} approved lessons"
+    named, unread, more = told_of(gone)
+    why = {False: "since withdrawn or run out", True: "since approved again in other words"}
+    parts: list[Part] = [((f'(no longer in force, do not follow: "{inline(text, 300)}" — shown earlier in this '
+                          f"session, {why[now]})"), (GONE_KEY + rid,)) for rid, text, now in named]
+    if unread:
+        n, what = len(unread), ("more " if named else "") + "approved lesson"
+        said = (f"({plural(n, what)} shown earlier in this session {'is' if n == 1 else 'are'} no longer in force; "
+                f"{'its' if n == 1 else 'their'} wording cannot be read here)")
+        parts.append((said, tuple(GONE_KEY + g[0] for g in unread)))
+    if more:
+        parts.append(((f"(… and {plural(more, 'more approved lesson')} shown earlier in this session no longer in "
+                      "force: the next answers name them)"), ()))
+    return parts
+
+
+def _earlier_line(n: int, more: bool, other: bool = False) -> str:
+    """The line standing for the ``n`` lessons in force a session was given in full earlier (``more``: lessons are
+    given above it too; ``other``: lessons it was given are named as no longer in force above it): how many, never
+    their ids, which no other text showed the agent (review 86).
+
+    >>> _earlier_line(12, False), _earlier_line(1, True), _earlier_line(1, False, True)
+    ('(the 12 approved lessons shown earlier in this session are still in force)', \
+'(also still in force: the approved lesson shown earlier in this session)', \
+'(the other approved lesson shown earlier in this session is still in force)')
+    """
+    these = ("the other approved lesson" if other else "the approved lesson") if n == 1 else \
+        f"the {'other ' if other else ''}{n} approved lessons"
     if more:
         return f"(also still in force: {these} shown earlier in this session)"
     return f"({these} shown earlier in this session {'is' if n == 1 else 'are'} still in force)"
@@ -325,7 +361,7 @@ def hits_parts(query: str, kept: Sequence[RecallItem], note: str = "") -> list[P
 
 
 def assemble_parts(query: str, kept: Sequence[RecallItem], lessons: Sequence[Lesson], shown_before: set[str],
-                   note: str = "", as_of: str | None = None) -> list[Part]:
+                   note: str = "", as_of: str | None = None, gone: Sequence[Gone] = ()) -> list[Part]:
     """The text of a recall as parts, one a line, each with the ids it gives: the banner (lessons in ``shown_before``
     counted only; ``as_of``: the lessons of a recall rebuilt from history, under :func:`as_of_heading`), then
     the hits grouped by kind (priority, newest, id), or "nothing new" (with ``note`` saying why). A caller that cuts
@@ -333,9 +369,10 @@ def assemble_parts(query: str, kept: Sequence[RecallItem], lessons: Sequence[Les
 
     A "nothing new" answer says nothing of the banner when the session was shown every lesson in force before (as
     the hooks print nothing then): nothing changed, and the lessons it was given still apply (review 86: every such
-    answer repeated the heading and the ids). A lesson new to the session (approved since) heads it in full."""
-    fresh = kept or any(x.id not in shown_before for x in lessons)
-    return join_blocks(banner_parts(lessons, shown_before, as_of=as_of) if fresh else [],
+    answer repeated the heading and the ids). A lesson new to the session (approved since) heads it in full, and
+    one it was given that is no longer in force (``gone``) is named (review 87)."""
+    fresh = kept or gone or any(x.id not in shown_before for x in lessons)
+    return join_blocks(banner_parts(lessons, shown_before, as_of=as_of, gone=gone) if fresh else [],
                        hits_parts(query, kept, note))
 
 

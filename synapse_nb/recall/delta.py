@@ -22,6 +22,12 @@ server's sessions are its own too: it names them ``<nonce>:<id>`` with a random 
 team vault each agent login's sessions are apart too (``agent:<login>:<surface>:<id>``, the schema's
 ``session_key``), and the server refuses an agent's row for any other session (migration 12).
 
+A lesson the session was given in full and that is no longer in force as it was given (withdrawn, rejected, run
+out, or approved again with another wording) is named by the wording the session was given (:func:`no_longer`, at
+most :data:`GONE_NAMED` an answer), so the agent can tell which of the lessons it holds no longer applies (review 87:
+the banner said "the approved lesson shown earlier is still in force" after one of two was withdrawn); once told, the
+session's mark for it holds :data:`GONE` and it is not named again.
+
 A caller that delivers the answer after the recall returns (the agent hook prints it) records it only once it is
 delivered (``record=False``, then :meth:`~synapse_nb.recall.types.Recall.mark_given`): a hook killed between its
 recall and its print left records marked as given that the session never got (review 27), and it names what its
@@ -30,7 +36,8 @@ print held whole: a record its cut left out is not marked (review 31: the hooks'
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -42,10 +49,23 @@ from synapse_nb.recall.types import RecallItem
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["AGENT_SESSION_PREFIX", "SESSIONS_PER_HOUR", "Marker", "record_given", "seen_digests", "stored_session"]
+__all__ = ["AGENT_SESSION_PREFIX", "GONE", "GONE_KEY", "GONE_NAMED", "SESSIONS_PER_HOUR", "Gone", "Marker",
+           "no_longer", "record_given", "seen_digests", "stored_session", "told_of"]
 
 #: What a recall made with ``record=False`` leaves its caller: record what was given (only these ids; None: all).
 Marker = Callable[[Collection[str] | None], None]
+
+#: The digest a session's mark holds for a lesson it was told is no longer in force (never a record's digest).
+GONE = "gone"
+#: How a part of a recall's text that names a lesson no longer in force gives its id (``gone:<id>``): delivered whole,
+#: the lesson is marked :data:`GONE`, apart from its own id (a new wording of it given whole)
+GONE_KEY = "gone:"
+#: Most lessons no longer in force one answer names by their wording (the rest are counted, and named next).
+GONE_NAMED = 5
+#: A lesson the session was given that is no longer in force as given: (id, the wording it was given, whether a new
+#: wording of it is in force now). The wording is None when it cannot be read here (a team vault's agent role reads
+#: no withdrawn lesson nor its history).
+Gone = tuple[str, str | None, bool]
 
 #: New sessions a mind records in an hour (what each was given); a session past it is not recorded.
 SESSIONS_PER_HOUR = 256
@@ -68,20 +88,76 @@ def stored_session(ctx: Context, session: str) -> str:
 
 
 def seen_digests(ctx: Context, session: str | None, ids: Sequence[str]) -> dict[str, str]:
-    """id -> digest of what ``session`` was given, for these ids (one read; empty without a session)."""
-    if session is None or not ids:
+    """id -> digest of what ``session`` was given, for these ids and every lesson (one read; empty without a
+    session)."""
+    if session is None:
         return {}
-    return ctx.store.sessions.seen(ctx.mind, stored_session(ctx, session), list(dict.fromkeys(ids)))
+    return ctx.store.sessions.seen(ctx.mind, stored_session(ctx, session), list(dict.fromkeys(ids)), lessons=True)
+
+
+def no_longer(ctx: Context, session: str | None, lessons: Sequence[Lesson],
+              seen: Mapping[str, str]) -> tuple[Gone, ...]:
+    """The lessons ``session`` was given in full that are not in force now as it was given them: withdrawn,
+    rejected, run out, or approved again with another wording (review 87), by id, each with the wording it was given
+    when that can be read (the lesson as stored, or the version of its history the session's digest names: only the
+    words the session already holds, never a wording it was not given). A lesson approved again with the same words
+    (a new expiry) is not one: its item is given again, unchanged. ``seen``: :func:`seen_digests` (every lesson's
+    mark is in it). Empty without a session."""
+    if session is None:
+        return ()
+    now = {x.id: x for x in lessons}
+    changed = {rid: d for rid, d in seen.items()
+               if rid.startswith("les_") and d != GONE and (rid not in now or now[rid].digest != d)}
+    if not changed:
+        return ()
+    words = _given_wording(ctx, changed)
+    return tuple((rid, words.get(rid), rid in now) for rid in sorted(changed)
+                 if not (rid in now and words.get(rid) == now[rid].text))
+
+
+def told_of(gone: Sequence[Gone]) -> tuple[list[Gone], list[Gone], int]:
+    """How an answer tells ``gone``: the lessons it names by their wording (:data:`GONE_NAMED` at most), those it
+    counts whose wording cannot be read here (told, never to be named), and how many more it counts only (named by
+    the next answers). The first two are marked :data:`GONE` once delivered."""
+    words = [g for g in gone if g[1] is not None]
+    return words[:GONE_NAMED], [g for g in gone if g[1] is None], len(words[GONE_NAMED:])
+
+
+def _given_wording(ctx: Context, digests: Mapping[str, str]) -> dict[str, str]:
+    """Lesson id -> the wording it had when it was given with that digest: the lesson as stored (one run out reads
+    as expired; it was given approved), else the first version in its history with that digest (a withdrawn or
+    re-worded one; a deleted record's marks go with it), for :data:`GONE_NAMED` lessons at most past the stored ones."""
+    def given(rec: object, digest: str) -> str | None:
+        ok = isinstance(rec, Lesson) and digest in (rec.digest, replace(rec, status="approved").digest)
+        return rec.text if ok and isinstance(rec, Lesson) else None
+
+    out: dict[str, str] = {}
+    try:
+        for rid, rec in ctx.stored(digests).items():
+            if (text := given(rec, digests[rid])) is not None:
+                out[rid] = text
+        for rid in [r for r in digests if r not in out][:GONE_NAMED]:
+            found = (given(e.previous, digests[rid]) for e in ctx.store.history.of_record(rid) if e.mind == ctx.mind)
+            if (text := next((t for t in found if t is not None), None)) is not None:
+                out[rid] = text
+    except (StoreError, PermissionDeniedError):  # a role that may not read them: counted, not named
+        pass
+    return out
 
 
 def record_given(ctx: Context, session: str | None, kept: list[RecallItem], lessons: list[Lesson],
-                 seen: dict[str, str], now: str, *, record: bool = True) -> tuple[set[str], Marker | None]:
+                 seen: dict[str, str], now: str, *, record: bool = True,
+                 gone: Sequence[Gone] = ()) -> tuple[set[str], Marker | None]:
     """Record what ``session`` is given now (one write): the ids of lessons it was shown before, unchanged, and
     with ``record`` False the write left for the caller to make once the answer is delivered (else None); the
-    caller names the ids its delivery held whole (None: all), and only those are recorded (review 31)."""
+    caller names the ids its delivery held whole (None: all), and only those are recorded (review 31). A lesson of
+    ``gone`` whose line was delivered (``gone:<id>``) is marked :data:`GONE`, unless a new wording of it was given
+    whole too (then that wording's digest is its mark)."""
     if session is None:
         return set(), None
     shown_before = {x.id for x in lessons if seen.get(x.id) == x.digest}
+    named, unread, _ = told_of(gone)
+    told = [(g[0], GONE) for g in named + unread]
     given = [(k.id, k.record.digest) for k in kept] + [(x.id, x.digest) for x in lessons if x.id not in shown_before]
     done: list[bool] = []
 
@@ -89,8 +165,9 @@ def record_given(ctx: Context, session: str | None, kept: list[RecallItem], less
         if done:  # once: a second call records nothing new
             return
         done.append(True)
-        if marks := [g for g in given if only is None or g[0] in only]:
-            _mark(ctx, session, marks, known=bool(seen), now=now)
+        marks = [g for g in told if only is None or GONE_KEY + g[0] in only]  # first: a wording given wins
+        if marks := marks + [g for g in given if only is None or g[0] in only]:
+            _mark(ctx, session, marks, known=bool(seen or told), now=now)
 
     if not record:
         return shown_before, write

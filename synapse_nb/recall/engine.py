@@ -15,7 +15,7 @@ from synapse_nb.recall.assembly import assemble_parts, empty_reason, join_blocks
 from synapse_nb.recall.bm25 import Postings, Term, Totals, bm25_top
 from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, query_words
 from synapse_nb.recall.coverage import Cover, cover_terms
-from synapse_nb.recall.delta import record_given, seen_digests
+from synapse_nb.recall.delta import no_longer, record_given, seen_digests
 from synapse_nb.recall.expand import Variants
 from synapse_nb.recall.rank import Ranked, RankParams, asks_several, fts_words, rank_words, structure
 from synapse_nb.recall.scoring import Meaning, gate
@@ -332,9 +332,11 @@ class Recaller:
                      materialize, seen, prefetch, line, match=ranking.match, agent=ranking.agent,
                      hidden=self._hidden(version))
             rows, kept, coverage, on_meaning = g.rows, g.kept, g.coverage, g.on_meaning
-        shown_before, mark = record_given(ctx, session, kept, lessons, seen, now, record=record)
+        # the lessons the session was given that are no longer in force as given are named (review 87)
+        gone = no_longer(ctx, session, lessons, seen) if self._as_of is None else ()
+        shown_before, mark = record_given(ctx, session, kept, lessons, seen, now, record=record, gone=gone)
         reason, note = empty_reason(query, kept, rows, bars)
-        parts = assemble_parts(query, kept, lessons, shown_before, note, as_of=self._as_of)
+        parts = assemble_parts(query, kept, lessons, shown_before, note, as_of=self._as_of, gone=gone)
         waiting = ranking.waiting if ranking is not None and use.on else 0
         off = semantic_off_line(use.reason)
         before: list[str] = []  # the lines before the banner, each then an empty line
@@ -353,8 +355,8 @@ class Recaller:
                       nothing_new=not kept, path=used, bars=bars, empty_reason=reason, _explain=rows,
                       coverage=coverage, on_meaning=on_meaning, version=str(version[0]),
                       borrowed=borrowed.to_dict() if borrowed is not None else None,
-                      shown_before=frozenset(shown_before), semantic_off=use.reason, as_of=self._as_of,
-                      agents_waiting=waiting, _mark=mark, _parts=tuple(parts))
+                      shown_before=frozenset(shown_before), no_longer=gone, semantic_off=use.reason,
+                      as_of=self._as_of, agents_waiting=waiting, _mark=mark, _parts=tuple(parts))
 
     def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
               file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False, busy: bool = False,

@@ -117,6 +117,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from synapse_nb.models import Checkpoint, Decision, Episode, Lesson, Memory, Note, Record
+    from synapse_nb.models import Checkpoint as Ckp
 
 __all__ = ["EXPORT_FIELDS", "JSON_FIELDS", "PAGE_SORTS", "Candidate", "Change", "CheckpointTable", "DecisionTable",
            "EpisodeTable", "ExportTable", "FlagTable", "HistoryTable", "KindTable", "LessonTable", "LinkTable",
@@ -196,16 +197,16 @@ class MemoryTable(KindTable["Memory"], Protocol):
 class CheckpointTable(KindTable["Checkpoint"], Protocol):
     """Checkpoints. Default order: newest first, then id descending."""
 
-    def latest(self, view: View, branch: str | None, *, automatic: bool = True) -> Checkpoint | None:
+    def latest(self, view: View, branch: str | None, *, automatic: bool = True, person: bool = False) -> Ckp | None:
         """The newest checkpoint saved on ``branch`` (None: saved without a branch); ``automatic=False``: the newest
-        saved on purpose (an automatic one, :attr:`~synapse_nb.models.Checkpoint.automatic`, left out)."""
+        saved on purpose (:attr:`~synapse_nb.models.Checkpoint.automatic` ones left out); ``person``: a person's."""
 
     def list(self, view: View, *, branch: str | None = None, limit: int | None = None) -> builtins.list[Checkpoint]:
         """Checkpoints of one ``branch``, or of all when None."""
 
-    def since(self, view: View, after: Checkpoint, *, limit: int | None) -> tuple[builtins.list[Checkpoint], int]:
-        """The checkpoints saved on ``after``'s branch after it (newer, or as new with a greater id), newest first,
-        at most ``limit`` (None: all); and how many there are in all."""
+    def since(self, view: View, after: Ckp, *, limit: int | None) -> tuple[builtins.list[Ckp], int, int]:
+        """The checkpoints saved on ``after``'s branch after it (newer, or as new with a greater id), people's first,
+        each newest first, at most ``limit`` (None: all); how many there are in all, and how many are agents'."""
 
 
 class DecisionTable(KindTable["Decision"], Protocol):
@@ -299,7 +300,8 @@ class MetaTable(Protocol):
 class SessionTable(Protocol):
     """What each recall session was given: (mind, session, id) -> content digest."""
 
-    def seen(self, mind: str, session: str, ids: Sequence[str]) -> dict[str, str]: ...
+    def seen(self, mind: str, session: str, ids: Sequence[str], *, lessons: bool = False) -> dict[str, str]:
+        """id -> digest of what ``session`` was given of ``ids`` (``lessons``: and of every lesson, in one read)."""
 
     def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str, *,
              new_since: str | None = None, new_limit: int = 0) -> None:
@@ -308,7 +310,6 @@ class SessionTable(Protocol):
 
     def prune(self, mind: str, before: str) -> int:
         """Forget entries recorded before ``before``; how many."""
-        ...
 
 
 class FlagTable(Protocol):
@@ -316,7 +317,6 @@ class FlagTable(Protocol):
 
     def of_mind(self, mind: str) -> dict[str, dict[str, Any]]:
         """{id: {flag: detail}}, ids and flags in order."""
-        ...
 
     def dangling(self, ids: Sequence[str]) -> dict[str, builtins.list[str]]:
         """{id: missing paths} for those of ``ids`` flagged dangling."""

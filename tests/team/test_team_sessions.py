@@ -173,3 +173,25 @@ def test_a_project_at_18_with_marks_fills_its_registry_at_19(pg_admin_url: str) 
         assert registry(c) == {("default", "agent:x:a"): (True, ts, ts, 3),
                                ("other", "nb-1"): (False, "2026-01-02T00:00:00.000000Z",
                                                    "2026-01-03T00:00:00.000000Z", 2)}
+
+
+def test_an_agent_login_is_told_a_lesson_it_was_given_is_no_longer_in_force(human: Any, machine: Any,
+                                                                           logins: dict[str, str]) -> None:
+    """Review 87 on a team vault: the agent role reads its session's lesson marks (session_key), but no withdrawn
+    lesson nor its history, so the lesson is counted as no longer in force, not named; the recall never fails."""
+    friday = human.lessons.create("Never run migrations on Friday")
+    human.lessons.approve(friday.id, text="Never run database migrations on a Friday.")
+    staging = human.lessons.create("Use the staging db for tests")
+    human.lessons.approve(staging.id, text="Always run the billing tests against the staging database.")
+    human.remember("procedure", "migrate", "the billing database migration script lives in tools/migrate.py")
+    agent = machine("bot", logins["agent"], actor="agent")
+    assert "Friday" in agent.recall("migration script", session="c1").text
+    human.lessons.withdraw(friday.id)
+    r = agent.recall("migration script", session="c1")
+    assert [g[0] for g in r.no_longer] == [friday.id]
+    lines = r.text.splitlines()
+    assert lines[0] == "APPROVED SYSTEM MEMORY — CRITICAL: ADHERE" and "Friday" not in r.text
+    told = "(1 approved lesson shown earlier in this session is no longer in force; its wording cannot be read here)"
+    assert told in lines
+    assert "(the other approved lesson shown earlier in this session is still in force)" in lines
+    assert agent.recall("migration script", session="c1").no_longer == ()  # told once

@@ -83,7 +83,9 @@ MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELE
              "AND r.agent = starts_with(k.s, 'agent:')) < ? "
              "ORDER BY u.rid "
              "ON CONFLICT (mind, session, rid) DO UPDATE SET digest = excluded.digest, seen_at = excluded.seen_at")
-SEEN = "SELECT rid, digest FROM session_seen WHERE mind = ? AND session = session_key(?) AND rid = ANY(?)"
+#: What a session was given of these ids, and (the flag) of every lesson (review 87): one statement, one round trip.
+SEEN = ("SELECT rid, digest FROM session_seen WHERE mind = ? AND session = session_key(?) "
+        "AND (rid = ANY(?) OR (?::boolean AND starts_with(rid, 'les_')))")
 
 
 class SessionsQueries(SharedSessionsQueries[PgDatabase]):
@@ -93,11 +95,11 @@ class SessionsQueries(SharedSessionsQueries[PgDatabase]):
     room reads ``session_registry`` (migration 19), which the server keeps with the marks and uses to bound an
     agent's."""
 
-    def seen(self, mind: str, session: str, ids: Sequence[str]) -> dict[str, str]:
+    def seen(self, mind: str, session: str, ids: Sequence[str], *, lessons: bool = False) -> dict[str, str]:
         want = list(dict.fromkeys(ids))
-        if not want:
+        if not want and not lessons:
             return {}
-        return {r["rid"]: r["digest"] for r in self._db.query(SEEN, (mind, session, want))}
+        return {r["rid"]: r["digest"] for r in self._db.query(SEEN, (mind, session, want, lessons))}
 
     def mark(self, mind: str, session: str, pairs: Sequence[tuple[str, str]], now: str, *,
              new_since: str | None = None, new_limit: int = 0) -> None:

@@ -389,18 +389,23 @@ class CheckpointsTable(Table[Checkpoint, D]):
         return (c.id, c.mind, c.branch, c.commit, c.doing, dumps(list(c.changed_files)), c.next_step, c.blockers,
                 c.origin, c.source, c.created_at, c.updated_at)
 
-    def latest(self, view: View, branch: str | None, *, automatic: bool = True) -> Checkpoint | None:
+    def latest(self, view: View, branch: str | None, *, automatic: bool = True,
+               person: bool = False) -> Checkpoint | None:
         where = self._db.dialect.same("$branch", "?") + ("" if automatic else f" AND ({_AUTOMATIC}) IS NOT TRUE")
-        rows = self._select(view, where, (branch,), limit=1)
+        rows = self._select(view, where + (f" AND {self.people}" if person else ""), (branch,), limit=1)
         return rows[0] if rows else None
 
-    def since(self, view: View, after: Checkpoint, *, limit: int | None) -> tuple[builtins.list[Checkpoint], int]:
+    def since(self, view: View, after: Checkpoint, *,
+              limit: int | None) -> tuple[builtins.list[Checkpoint], int, int]:
         where = f"{self._db.dialect.same('$branch', '?')} AND ($created_at > ? OR ($created_at = ? AND $id > ?))"
         params = (after.branch, after.created_at, after.created_at, after.id)
-        vis, vparams = self._visible(view)
-        row = self._db.query_one(f"SELECT count(*) FROM {self.table} WHERE mind = ? AND ({vis}) AND ({where})"
-                                 .replace("$", ""), (view.mind, *vparams, *params))
-        return self._select(view, where, params, limit=limit), int(row[0]) if row else 0
+        vis, vparams = self._visible(view)  # people's first (review 87: 50 agents' pushed a person's out), counted
+        row = self._db.query_one(f"SELECT count(*), sum(CASE WHEN {self.people} THEN 0 ELSE 1 END) FROM {self.table} "
+                                 f"WHERE mind = ? AND ({vis}) AND ({where})".replace("$", ""), (view.mind, *vparams,
+                                                                                             *params))
+        rows = self._select(view, where, params, order=f"CASE WHEN {self.people} THEN 0 ELSE 1 END, {self.order_by}",
+                            limit=limit)
+        return rows, int(row[0] or 0) if row else 0, int(row[1] or 0) if row else 0
 
     def list(self, view: View, *, branch: str | None = None, limit: int | None = None) -> builtins.list[Checkpoint]:
         if branch is None:
