@@ -25,7 +25,7 @@ from synapse_nb.context import (
     check_identity,
     check_surface,
 )
-from synapse_nb.errors import PermissionDeniedError, StoreError, ValidationError
+from synapse_nb.errors import PermissionDeniedError, ValidationError
 from synapse_nb.gitscope.repo import RepoInfo
 from synapse_nb.gitscope.vaultdir import tracked_files
 from synapse_nb.kinds._base import KindManager
@@ -563,10 +563,9 @@ class Vault:
                 if not target.parent.is_dir():
                     raise ValidationError(f"cannot export to {str(dest)!r}: the folder {str(target.parent)!r} does "
                                           "not exist (a typo?); folders are never created")
-                try:
-                    target.write_text(text, encoding="utf-8")
-                except OSError as exc:
-                    raise StoreError(f"cannot write the export to {str(dest)!r}: {exc.strerror or exc}") from exc
+                from synapse_nb.vault.export_file import write_export
+
+                write_export(target, text, shown=str(dest))  # never a torn file over the last export (review 89)
         if not self._store.readonly:
             with self._store.transaction():  # stamped: after every write the export holds
                 self._store.exports.record(ExportMark(
