@@ -36,7 +36,7 @@ from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Lesson, Memory, PruneReport, Status
-from synapse_nb.purge import PurgeReport, PurgeTarget, purge, purge_target
+from synapse_nb.purge import PurgeReport, PurgeTarget, owe_scrub, purge, purge_target
 from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, Settings
 from synapse_nb.store.records import Change
 
@@ -128,6 +128,7 @@ class Vault:
         if self._store not in _SCRUBBED:  # once per store: every handle of it shares its listeners
             _SCRUBBED.add(self._store)
             self._store.on_change(self._after_delete)
+            self._store.on_change(owe_scrub(self._ctx, self.path), before=True)  # owed before it commits (review 89)
 
     def manager(self, kind: str) -> KindManager[Any]:
         """The manager of a record kind by name (``"memory"`` -> :attr:`memories`): the attribute named after the

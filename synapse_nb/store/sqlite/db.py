@@ -129,6 +129,7 @@ class Database:
         self._on_rollback: list[Callable[[], None]] = []
         self._changes: dict[tuple[str, str], bool] = {}
         self._listeners: list[Callable[[list[Change]], None]] = []
+        self._precommit: list[Callable[[list[Change]], None]] = []  # on_change(before=True): heard before the COMMIT
         self._clock: str | None = None  # the last stamp, while a write transaction holds the lock
         self._clock_dirty = False
         #: incremented after every commit through this connection (PRAGMA data_version only sees others')
@@ -263,6 +264,9 @@ class Database:
             self._depth, changed = 1, self._conn.total_changes
             try:
                 yield self._conn
+                if self._precommit and self._changes:  # under the write lock, before the commit (review 89)
+                    for listener in list(self._precommit):
+                        listener(sorted((k, r, d) for (k, r), d in self._changes.items()))
                 self._apply_fts_queue()
                 if self._clock_dirty:
                     self._conn.execute(SET_CLOCK, (self._clock,))
@@ -377,9 +381,11 @@ class Database:
         """Note that the current write transaction changed (kind, id); listeners hear of it after the commit."""
         self._changes[(kind, rid)] = deleted
 
-    def on_change(self, listener: Callable[[list[Change]], None]) -> None:
-        """Call ``listener([(kind, id, deleted), ...])`` after each committed write through this connection."""
-        self._listeners.append(listener)
+    def on_change(self, listener: Callable[[list[Change]], None], *, before: bool = False) -> None:
+        """Call ``listener([(kind, id, deleted), ...])`` after each committed write through this connection; with
+        ``before``, inside the write transaction just before its commit (what it makes durable outside the database,
+        a marker file, is so before the commit is; an exception rolls the transaction back)."""
+        (self._precommit if before else self._listeners).append(listener)
 
     def stamp(self, now: str) -> str:
         """The write timestamp: ``now``, or 1 µs after the vault's last stamp (strictly increasing per vault).
