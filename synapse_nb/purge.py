@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import shown_id
 from synapse_nb.changes import ExportMark
-from synapse_nb.errors import NotFoundError, StoreError, ValidationError
+from synapse_nb.errors import NotFoundError, StoreError, SynapseError, ValidationError
 from synapse_nb.models import Memory, kind_of_id
 from synapse_nb.own_files import own_folder
 from synapse_nb.provenance import mark
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from synapse_nb.context import Context
 
-__all__ = ["PurgeReport", "PurgeTarget", "purge", "purge_target", "scrub_deleted"]
+__all__ = ["PurgeReport", "PurgeTarget", "owe_scrub", "purge", "purge_target", "run_owed", "scrub_deleted"]
 
 #: The vault's rank caches (``<vault>/cache/rank-*``), removed by every scrub.
 RANK_CACHE = "cache"
@@ -147,16 +147,13 @@ def scrub_deleted(store: Any, folder: Path, index: Callable[[], Any], ids: Seque
 
     Each step runs after the deletion's commit: another process holding the vault's write lock (an agent's ``BEGIN
     IMMEDIATE``) fails one step, not the next, nor the call (review 35: a purge committed, then failed "could not
-    lock the vault" with no report, and running it again said "not found"). Returns what stayed undone: the FTS
-    merge's note and the index's (None: done)."""
+    lock the vault" with no report, and running it again said "not found"). The index scrub was marked owed before
+    the commit (:func:`owe_scrub`) and runs first, before the store's scrub, whose WAL truncate waits up to 2 s for
+    another process's open read (review 89: killed in that wait, a purge left the text in the index folder with
+    nothing owing its removal). Returns what stayed undone: the FTS merge's note and the index's (None: done)."""
     if store.readonly:
         return None, None
     fts = index_left = None
-    try:
-        store.scrub()
-    except StoreError as exc:
-        fts = (f"another process held the vault's write lock ({exc}), so the vault's database {store.location} and "
-               "its WAL still hold the deleted words until the next deletion or purge merges them")
     from synapse_nb.store.index.scrub import drop_rank_files
 
     # a FIFO or a directory in a file's place too; a person's deletion removes any in the vault folder (review 79)
@@ -167,10 +164,55 @@ def scrub_deleted(store: Any, folder: Path, index: Callable[[], Any], ids: Seque
         except StoreError as exc:
             index_left = (f"the index scrub stopped ({exc}): the index folder {folder / 'index'} still holds the "
                           "deleted text until the owed rewrite runs (`synapse-nb index check --repair`)")
+    try:
+        store.scrub()
+    except StoreError as exc:
+        fts = (f"another process held the vault's write lock ({exc}), so the vault's database {store.location} and "
+               "its WAL still hold the deleted words until the next deletion or purge merges them")
     for note in (fts, index_left):
         if note is not None:
             logging.getLogger("synapse_nb.index").warning("the record is deleted, but %s", note)
     return fts, index_left
+
+
+def owe_scrub(ctx: Context, folder: Path) -> Callable[[Sequence[tuple[str, str, bool]]], None]:
+    """The store listener heard before each commit (``on_change(before=True)``) that marks the index scrub of the
+    records a transaction deletes owed (``index/scrub.owed``, a person's deletion's line saying so) before their
+    deletion commits (review 89): a process killed after the commit, before :func:`scrub_deleted` ran, leaves it
+    owed, and a person's next open runs it (:func:`run_owed`). A marker that cannot be written (a full disk) does not
+    stop the deletion: its own scrub still runs after the commit."""
+    def owe(changes: Sequence[tuple[str, str, bool]]) -> None:
+        gone = [rid for _, rid, deleted in changes if deleted]
+        index = folder / "index"
+        if gone and own_folder(index) and index.is_dir():  # never through a symlink (review 81)
+            from synapse_nb import history
+            from synapse_nb.store.index.scrub import Owed
+
+            try:
+                Owed(index).mark(person=not history.deleted_by_agent(ctx, gone))
+            except OSError as exc:
+                logging.getLogger("synapse_nb.index").warning(
+                    "could not mark the index scrub of a deletion owed in %s (%s); it runs after the commit", index,
+                    exc.strerror or exc)
+    return owe
+
+
+def run_owed(folder: Path, index: Callable[[], Any]) -> None:
+    """At a person's writable open of the vault in ``folder``: run the index scrub a person's deletion left owed
+    (:func:`owe_scrub`; its process killed after the commit, or kept from the index lock), waiting for the index lock
+    a moment at most; still owed (the lock held), it says so and the next open, deletion or repair runs it. Never
+    fails the open. ``index`` opens the handle's index."""
+    from synapse_nb.store.index.scrub import RECALL_LOCK_WAIT, Owed
+
+    path = folder / "index"
+    if not own_folder(path) or not path.is_dir() or not Owed(path).person():
+        return
+    try:
+        index().forget([], wait=RECALL_LOCK_WAIT)
+    except SynapseError as exc:
+        logging.getLogger("synapse_nb.index").warning(
+            "the index scrub a person's deletion left owed did not run (%s): the index folder %s still holds the "
+            "deleted text until it runs (`synapse-nb index check --repair`)", exc, path)
 
 
 def purge_target(ctx: Context, record_id: str) -> PurgeTarget:

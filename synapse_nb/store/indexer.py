@@ -413,7 +413,7 @@ class VaultIndex:
             self._catch_up(dense)
         return applied
 
-    def forget(self, ids: Sequence[str]) -> int:
+    def forget(self, ids: Sequence[str], *, wait: float = scrub.PERSON_LOCK_WAIT) -> int:
         """Leave no trace of deleted records in the index folder, in the deleting call (issue 30): a person's
         deletion, purge or prune, and the scrub an agent's deletions left owed (:meth:`forget_later`).
 
@@ -437,10 +437,10 @@ class VaultIndex:
             return 0
         own_index(self.path)  # a closed folder: StoreError, the deletion's note names it (review 81)
         self._owed.mark()  # cleared by settle() below, once the rewrite ran
-        with self._mutating(scrub.PERSON_LOCK_WAIT) as held:
+        with self._mutating(wait) as held:  # at most ``wait`` s (a person's open: review 89)
             if not held:
-                scrub.warn_owed(self.path)
-                self.scrub_behind = scrub.owed_note(self.path)
+                scrub.warn_owed(self.path, wait)
+                self.scrub_behind = scrub.owed_note(self.path, wait)
                 return 0
             return self._scrub_locked(ids)
 

@@ -25,7 +25,7 @@ from synapse_nb.context import (
     check_identity,
     check_surface,
 )
-from synapse_nb.errors import PermissionDeniedError, StoreError, ValidationError
+from synapse_nb.errors import PermissionDeniedError, ValidationError
 from synapse_nb.gitscope.repo import RepoInfo
 from synapse_nb.gitscope.vaultdir import tracked_files
 from synapse_nb.kinds._base import KindManager
@@ -36,7 +36,7 @@ from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Lesson, Memory, PruneReport, Status
-from synapse_nb.purge import PurgeReport, PurgeTarget, purge, purge_target
+from synapse_nb.purge import PurgeReport, PurgeTarget, owe_scrub, purge, purge_target
 from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, Settings
 from synapse_nb.store.records import Change
 
@@ -128,6 +128,7 @@ class Vault:
         if self._store not in _SCRUBBED:  # once per store: every handle of it shares its listeners
             _SCRUBBED.add(self._store)
             self._store.on_change(self._after_delete)
+            self._store.on_change(owe_scrub(self._ctx, self.path), before=True)  # owed before it commits (review 89)
 
     def manager(self, kind: str) -> KindManager[Any]:
         """The manager of a record kind by name (``"memory"`` -> :attr:`memories`): the attribute named after the
@@ -563,10 +564,9 @@ class Vault:
                 if not target.parent.is_dir():
                     raise ValidationError(f"cannot export to {str(dest)!r}: the folder {str(target.parent)!r} does "
                                           "not exist (a typo?); folders are never created")
-                try:
-                    target.write_text(text, encoding="utf-8")
-                except OSError as exc:
-                    raise StoreError(f"cannot write the export to {str(dest)!r}: {exc.strerror or exc}") from exc
+                from synapse_nb.vault.export_file import write_export
+
+                write_export(target, text, shown=str(dest))  # never a torn file over the last export (review 89)
         if not self._store.readonly:
             with self._store.transaction():  # stamped: after every write the export holds
                 self._store.exports.record(ExportMark(

@@ -26,6 +26,7 @@ from synapse_nb.gitscope.vaultdir import (
     ensure_gitignore,
     holds_only_vault_files,
 )
+from synapse_nb.purge import run_owed
 from synapse_nb.store.sqlite import SqliteStore
 from synapse_nb.vault.facade import Vault
 from synapse_nb.vault.locate import (
@@ -170,6 +171,8 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     v = Vault(vault_dir, project_dir=project_dir, mind=mind, actor=actor, clock=clock, readonly=readonly,
               _store=store, _git=GitView(project_dir, vault_dir, borrowed), surface=surface)
     v.created = created
+    if refusal is None and not readonly and acting_actor(check_identity(mind, actor)) == "user":
+        run_owed(vault_dir, lambda: v.index)  # a person's deletion killed before its index scrub (review 89)
     return v
 
 

@@ -55,9 +55,21 @@ def own_index(path: Path) -> None:
             if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
                 raise PermissionError(13, "Permission denied")
     except OSError as exc:
+        if _read_only_disk(path):  # no chmod gives a read-only mount back (review 89: the advice said chmod)
+            raise IndexError_(f"the retrieval index folder {str(path)!r} is on a read-only file system: it cannot be "
+                              "used from here (recall answers from the vault's SQLite file); remount the disk "
+                              "read-write to use or repair it") from exc
         raise IndexError_(f"the retrieval index folder {str(path)!r} cannot be used ({exc.strerror or exc}): give "
                           f"it back to this user (`chmod u+rwx {path}`), or remove it (it is rebuilt from "
                           "SQLite)") from exc
+
+
+def _read_only_disk(path: Path) -> bool:
+    """Whether ``path`` is on a file system mounted read-only (``EROFS`` for every write)."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # no statvfs (Windows)
+        return False
 
 
 def sound_table(table_dir: Path) -> None:

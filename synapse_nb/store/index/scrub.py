@@ -62,8 +62,8 @@ from synapse_nb.store.index.maintenance import own_index
 if TYPE_CHECKING:  # pragma: no cover
     from synapse_nb.store.index.queue import Queues
 
-__all__ = ["AGENT_SCRUB_EVERY", "PERSON_LOCK_WAIT", "RECALL_LOCK_WAIT", "UPKEEP_LOCK_WAIT", "Owed", "drop_rank_files",
-           "lock_busy", "owed_note", "rewrite", "sweep", "warn_owed"]
+__all__ = ["AGENT_SCRUB_EVERY", "PERSON", "PERSON_LOCK_WAIT", "RECALL_LOCK_WAIT", "UPKEEP_LOCK_WAIT", "Owed",
+           "drop_rank_files", "lock_busy", "owed_note", "rewrite", "sweep", "warn_owed"]
 
 #: Seconds a recall's sync waits for the index lock before it answers from the index as it stands.
 RECALL_LOCK_WAIT = 0.25
@@ -72,6 +72,8 @@ RECALL_LOCK_WAIT = 0.25
 AGENT_SCRUB_EVERY = 3600.0
 #: A scrub marker larger than this is read as owed long ago (a line per deletion is 15 bytes).
 MAX_OWED_BYTES = 16 << 20
+#: How a marker line written by a person's deletion ends (``<time> p``): a person's next open runs its scrub.
+PERSON = b" p\n"
 #: Seconds a deletion's whole-index scrub waits for the index lock; held longer, the scrub stays owed (review 32).
 PERSON_LOCK_WAIT = 10.0
 #: Seconds a person's ``index check --repair`` or ``index rebuild`` waits for the index lock (review 34: it waited
@@ -85,17 +87,18 @@ def _holder(index_dir: Path) -> str:
     return f"another process held the index lock {lock} (`fuser {lock}` names it)"
 
 
-def owed_note(index_dir: Path) -> str:
-    """What a person reads when a deletion's whole-index rewrite stayed owed (a purge's report says it too)."""
-    return (f"{_holder(index_dir)} for more than {PERSON_LOCK_WAIT:g} s: the index folder {index_dir} still holds "
+def owed_note(index_dir: Path, wait: float = PERSON_LOCK_WAIT) -> str:
+    """What a person reads when a deletion's whole-index rewrite stayed owed (a purge's report says it too) after
+    waiting ``wait`` seconds for the index lock."""
+    return (f"{_holder(index_dir)} for more than {wait:g} s: the index folder {index_dir} still holds "
             "the deleted text until the owed rewrite runs. A person runs it with `synapse-nb index check --repair` "
             "(or `index rebuild`) once that process ends, or it runs at the next deletion, purge or prune")
 
 
-def warn_owed(index_dir: Path) -> None:
+def warn_owed(index_dir: Path, wait: float = PERSON_LOCK_WAIT) -> None:
     """Say (a warning the CLI prints on stderr, a notebook under the cell) that a deletion's scrub could not run."""
     logging.getLogger("synapse_nb.index").warning(
-        "the record is deleted (recall no longer answers it), but %s", owed_note(index_dir))
+        "the record is deleted (recall no longer answers it), but %s", owed_note(index_dir, wait))
 
 
 def lock_busy(index_dir: Path, action: str) -> BusyError:
@@ -144,12 +147,14 @@ class Owed:
     """The marker ``index/scrub.owed``: one line (seconds since the epoch) per deletion whose whole-index scrub is
     owed (an agent's, and a person's until its scrub ran); the first line says since when. Appended without the
     index lock (a line is one small ``O_APPEND`` write); removed by the scrub that covered it. It holds times only,
-    never an id or a text."""
+    never an id or a text. A line a person's deletion wrote before its commit ends with :data:`PERSON` (review 89:
+    a purge killed after its commit left nothing owing its scrub): a person's next open runs it
+    (:func:`synapse_nb.purge.run_owed`)."""
 
     def __init__(self, index_dir: Path) -> None:
         self.file = index_dir / "scrub.owed"
 
-    def mark(self) -> None:
+    def mark(self, *, person: bool = False) -> None:
         """Say that a deletion's scrub is owed (the index folder exists: a deletion without one owes nothing). Never
         through a symlink, never blocking on a FIFO (review 79: a symlink had each deletion append its line to the
         file it named); whatever is in the marker's place stays, and :meth:`since` reads it as owed long ago."""
@@ -157,7 +162,7 @@ class Owed:
         if fd is None:
             return
         try:
-            os.write(fd, f"{time.time():.3f}\n".encode())
+            os.write(fd, f"{time.time():.3f}{' p' if person else ''}\n".encode())
         finally:
             os.close(fd)
 
@@ -168,9 +173,17 @@ class Owed:
             return None
         data = read_bytes(self.file, cap=MAX_OWED_BYTES)
         try:
-            return float(data.split(b"\n", 1)[0].decode("utf-8")) if data is not None else 0.0
+            return float(data.split(b"\n", 1)[0].split(b" ", 1)[0].decode("utf-8")) if data is not None else 0.0
         except (ValueError, UnicodeDecodeError):
             return 0.0
+
+    def person(self) -> bool:
+        """Whether a person's deletion's scrub is owed (a line :meth:`mark` ed ``person``): one its process did not
+        run, killed after the commit or kept from the index lock (review 89)."""
+        if state(self.file) != "file":
+            return False
+        data = read_bytes(self.file, cap=MAX_OWED_BYTES)
+        return data is not None and PERSON in data
 
     def due(self, now: float | None = None) -> bool:
         """Whether an agent's deletion now runs the owed scrub (the oldest owed one is :data:`AGENT_SCRUB_EVERY`

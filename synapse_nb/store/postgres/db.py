@@ -117,6 +117,7 @@ class PgDatabase:
         self._set_role = f"SET ROLE {project}_agent" if role == "agent" else None
         self._state = _State()
         self._listeners = [] if _listeners is None else _listeners
+        self._precommit: list[Callable[[list[Change]], None]] = []  # on_change(before=True): heard before the COMMIT
         #: statements sent to the server by this handle and its siblings (:meth:`sibling`, ``for_actor``)
         self.round_trips = RoundTrips() if _round_trips is None else _round_trips
         self._txn_gen = 0
@@ -289,6 +290,9 @@ class PgDatabase:
             nonce = None if st.op_key is None else secrets.token_hex(16)
             try:
                 yield _Cx(self, conn)
+                if self._precommit and st.changes:  # before the commit (review 89)
+                    for listener in list(self._precommit):
+                        listener(sorted((k, r, d) for (k, r), d in st.changes.items()))
                 committing = True
                 self.round_trips.count += 1
                 conn.execute("COMMIT" if nonce is None else f"{pgpool.mark_sql(self.project, nonce, st.op_key)}COMMIT")
@@ -428,8 +432,8 @@ class PgDatabase:
     def touched(self, kind: str, rid: str, *, deleted: bool = False) -> None:
         self._state.changes[(kind, rid)] = deleted
 
-    def on_change(self, listener: Callable[[list[Change]], None]) -> None:
-        self._listeners.append(listener)
+    def on_change(self, listener: Callable[[list[Change]], None], *, before: bool = False) -> None:
+        (self._precommit if before else self._listeners).append(listener)
 
     def stamp(self, now: str) -> str:
         """The server's clock, or 1 µs after the project's last stamp (migration 6); takes the project's write lock

@@ -26,7 +26,6 @@ import contextlib
 import os
 import random
 import sqlite3
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -43,8 +42,8 @@ from synapse_nb.errors import (
     ValidationError,
 )
 from synapse_nb.store.sql.dialect import Dialect
+from synapse_nb.store.sqlite.connect import LOCK_TIMEOUT_S, check_side_files, open_failure, open_sqlite
 from synapse_nb.store.sqlite.dialect import SQLITE
-from synapse_nb.store.sqlite.rankcap_schema import RANK_FUNCTIONS
 from synapse_nb.store.sqlite.schema import (
     FTS_FLUSH,
     FTS_MARKERS,
@@ -58,8 +57,6 @@ from synapse_nb.store.sqlite.schema import (
 
 __all__ = ["LOCK_TIMEOUT_S", "Database"]
 
-#: How long a writer waits for another process's write lock before giving up, in seconds.
-LOCK_TIMEOUT_S = 60.0
 #: How many of a connection's latest commits it remembers the changed records of (changes_between)
 CHANGE_LOG = 256
 #: How long a statement waits for a lock another connection holds (``PRAGMA busy_timeout``), in milliseconds.
@@ -93,23 +90,6 @@ def _refused(exc: sqlite3.IntegrityError, path: Path) -> SynapseError:
     if "CHECK" in msg or "NOT NULL" in msg:
         return ValidationError(f"the vault refused a value: {msg}")
     return StoreError(f"the vault {path} refused a write: {msg}")
-
-
-def _check_side_files(path: Path) -> None:
-    """Refuse, naming it, a ``-wal``, ``-shm`` or ``-journal`` beside the database that is a symlink or not a regular
-    file: SQLite cannot open the vault then, and its "unable to open database file" read as a damaged database whose
-    remedy set the person's intact vault aside (review 79). These files are SQLite's own: removed, SQLite makes them
-    anew (a symlink's target is never touched)."""
-    for suffix in ("-wal", "-shm", "-journal"):
-        side = path.with_name(path.name + suffix)
-        try:
-            st = os.lstat(side)
-        except OSError:
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            what = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
-            raise StoreError(f"{side} is {what}, so SQLite cannot open the vault database {path} (which is not "
-                             f"damaged by it); remove {side.name} (`rm {side}`) and run the command again")
 
 
 class Database:
@@ -149,6 +129,7 @@ class Database:
         self._on_rollback: list[Callable[[], None]] = []
         self._changes: dict[tuple[str, str], bool] = {}
         self._listeners: list[Callable[[list[Change]], None]] = []
+        self._precommit: list[Callable[[list[Change]], None]] = []  # on_change(before=True): heard before the COMMIT
         self._clock: str | None = None  # the last stamp, while a write transaction holds the lock
         self._clock_dirty = False
         #: incremented after every commit through this connection (PRAGMA data_version only sees others')
@@ -164,8 +145,8 @@ class Database:
                 if not os.access(self.path.parent, os.W_OK):
                     raise StoreError(f"the vault folder {self.path.parent} is read-only; open it with "
                                      "open_vault(..., readonly=True) to read it (CLI: SYNAPSE_READONLY=1)")
-            _check_side_files(self.path)
-            self._conn = self._connect(readonly)
+            check_side_files(self.path)
+            self._conn = open_sqlite(self.path, readonly, refusal)
             self._conn.row_factory = sqlite3.Row
             self._conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
             self._conn.execute("PRAGMA foreign_keys = ON")
@@ -179,41 +160,10 @@ class Database:
             raise
         except sqlite3.DatabaseError as exc:
             self.close()
-            raise StoreError(
-                f"cannot open the vault database {self.path}: {exc}; if the file is corrupt, restore it from an "
-                "export (`synapse-nb memory import`) or move it aside to start a new vault"
-            ) from exc
+            raise open_failure(self.path, exc) from exc  # a full disk is not a damaged file (review 89)
         except OSError as exc:
             self.close()
             raise StoreError(f"cannot open the vault database {self.path}: {exc}") from exc
-
-    def _connect(self, readonly: bool) -> sqlite3.Connection:
-        # cached_statements: a recall prepares one statement per id-list length and kind (candidate rows, records,
-        # tags, keys); Python's default cache of 128 was thrashed by a few hundred recalls, re-preparing each time
-        def connect(uri: str) -> sqlite3.Connection:
-            conn = sqlite3.connect(uri, uri=True, timeout=LOCK_TIMEOUT_S, isolation_level=None,
-                                   check_same_thread=False, cached_statements=2048)
-            for name, fn in RANK_FUNCTIONS.items():  # the ranking index's cap, applied with the FTS5 queue (v12)
-                conn.create_function(name, 1, fn, deterministic=True)
-            return conn
-
-        if not readonly:
-            return connect(f"file:{self.path}")
-        if not self.path.is_file():
-            raise StoreError(f"there is no vault database at {self.path} to open read-only")
-        if self._refusal is not None and not self.path.with_name(self.path.name + "-wal").exists():
-            # a folder we may not write to (a symlink out of the project): a WAL reader would create -wal/-shm
-            # there; with no -wal nobody holds it open for writing, so it reads as immutable and nothing is created
-            return connect(f"file:{self.path}?mode=ro&immutable=1")
-        conn = connect(f"file:{self.path}?mode=ro")
-        try:
-            conn.execute("PRAGMA user_version").fetchone()
-            return conn
-        except sqlite3.OperationalError:
-            # a WAL database in a folder nobody can write: SQLite cannot create the -shm file. Nobody can
-            # change it either, so reading it as immutable is safe.
-            conn.close()
-            return connect(f"file:{self.path}?mode=ro&immutable=1")
 
     @property
     def readonly(self) -> bool:
@@ -314,6 +264,9 @@ class Database:
             self._depth, changed = 1, self._conn.total_changes
             try:
                 yield self._conn
+                if self._precommit and self._changes:  # under the write lock, before the commit (review 89)
+                    for listener in list(self._precommit):
+                        listener(sorted((k, r, d) for (k, r), d in self._changes.items()))
                 self._apply_fts_queue()
                 if self._clock_dirty:
                     self._conn.execute(SET_CLOCK, (self._clock,))
@@ -428,9 +381,11 @@ class Database:
         """Note that the current write transaction changed (kind, id); listeners hear of it after the commit."""
         self._changes[(kind, rid)] = deleted
 
-    def on_change(self, listener: Callable[[list[Change]], None]) -> None:
-        """Call ``listener([(kind, id, deleted), ...])`` after each committed write through this connection."""
-        self._listeners.append(listener)
+    def on_change(self, listener: Callable[[list[Change]], None], *, before: bool = False) -> None:
+        """Call ``listener([(kind, id, deleted), ...])`` after each committed write through this connection; with
+        ``before``, inside the write transaction just before its commit (what it makes durable outside the database,
+        a marker file, is so before the commit is; an exception rolls the transaction back)."""
+        (self._precommit if before else self._listeners).append(listener)
 
     def stamp(self, now: str) -> str:
         """The write timestamp: ``now``, or 1 µs after the vault's last stamp (strictly increasing per vault).
