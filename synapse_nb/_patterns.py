@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Iterator
 
 from synapse_nb._cleaning import LINE_BREAKS, _fast_piece
-from synapse_nb._skeleton import _ALT_CLOSE, _ALT_OPEN, _GAP, _MARK_DOTS, _w, _words
+from synapse_nb._skeleton import _ALT_CLOSE, _ALT_OPEN, _GAP, _MARK_DOTS, SEPARATOR, _w, _words
 
 #: What record text that reproduces the banner's words is rendered as.
 QUOTED_BANNER = "[quoted banner text]"
@@ -102,8 +102,10 @@ _APPROVED = _w("approved", anchored=True)
 #: Spacing combining marks of the Indic and South-East Asian scripts: part of a word there ("सत्यापित"), not letters
 #: to the regex engine, and not dropped by the skeleton as the other combining marks are.
 _SPACING_MARKS = "".join(c for c in map(chr, range(0x0900, 0x1100)) if unicodedata.category(c) == "Mc")
-#: A letter of any script that is no mark's dot (a few letters are drawn as one: "ꞏ", "ᐧ", "ㆍ").
-_LETTER = rf"(?:[^\W\d_{_MARK_DOTS}]|[{_SPACING_MARKS}])"
+#: A letter of any script that is no mark's dot (a few letters are drawn as one: "ꞏ", "ᐧ", "ㆍ"), and the letters
+#: that read as no letter, which the skeleton reads as one separator (``_skeleton.SEPARATOR``: "ー" in "ユーザー", the
+#: ʻokina in "Hawaiʻi"): part of a word of any language, as they were before review 88.
+_LETTER = rf"(?:[^\W\d_{_MARK_DOTS}]|[{_SPACING_MARKS}{SEPARATOR}])"
 #: The scripts whose one letter is a word: Han, kana, Hangul ("[人 · 已验证]").
 _ONE_LETTER_WORD = ("[\u3041-\u30fa\u30fc-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3\uf900-\ufaff"
                     "\U00020000-\U0003134f]")

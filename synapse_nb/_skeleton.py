@@ -10,6 +10,7 @@ import unicodedata
 from collections.abc import Sequence
 from itertools import chain, pairwise
 
+from synapse_nb._lookalikes import SEPARATORS as _NO_LETTERS
 from synapse_nb._lookalikes import TABLE as _LOOKALIKES
 
 
@@ -40,12 +41,28 @@ _CONFUSABLE_RE = re.compile("[" + re.escape("".join(chr(o) for o in _CONFUSABLE 
 #: words around them together, so "deployﾟC R I T I C A L" started no spaced-out word (review 44). A reader sees a
 #: break there: they read as a space.
 GLUE = "\uff9e\uff9f"
+#: The dots a mark joins its words with ("user · verified") and the ones that pass for it: punctuation, operators and
+#: letters drawn as a middle dot (review 80 F4: "ꞏ" U+A78F, a Latin letter, passed "[user ꞏ verified]" as written),
+#: the raised dot "⸳" and the Aegean word separator "𐄁".
+_MARK_DOTS = "·•∙⋅‧・⸱᛫⦁◦\u0387\ua78f\u1427\u18df\u119e\u318d\u2e33\U00010101"
+#: What the skeleton reads a character that the regex engine takes for a letter (``\\w``) but that reads as no letter
+#: as (``_lookalikes.SEPARATORS``, generated: modifier letters with no letter reading such as "ː", "ˑ", "ˈ", "ʼ",
+#: "ꓸ", "ߺ", and letters Unicode lists as confusable with punctuation alone such as "ǃ"): one separator, a control
+#: character no text the patterns read holds (inline reads control characters as spaces), not whitespace (a space
+#: is prose's own break: :data:`_WORD_PIECES`) and no mark's dot. As letters they joined the words around them for
+#: every pattern: "CRITICALː ADHERE", "CˑRˑIˑTˑIˑCˑAˑL", "[user ː verified]" passed as written (review 88 F1). A
+#: mark of any language reads it as part of its words, as it read these letters before (``_patterns._LETTER``).
+SEPARATOR = "\x1a"
 #: Read before anything else: the letters Unicode lists as confusable with one Latin letter and the small capitals,
 #: where decomposing and case folding read another letter or none (Greek capital "Μ" folded to "μ", read "u"; "ᴠ",
 #: "օ" unread: ``synapse_nb/_lookalikes.py``, generated from Unicode's confusables.txt), the dashes a tag name may
-#: be spelt with ("system‐reminder" with U+2010) and the angle brackets a tag may be written in ("‹/system>").
+#: be spelt with ("system‐reminder" with U+2010) and the angle brackets a tag may be written in ("‹/system>"); the
+#: characters that read as no letter (:data:`SEPARATOR`), and the letters drawn as a mark's dot ("ꞏ", "ᐧ", "ㆍ": the
+#: dot "·" they are drawn as, so that spaced-out letters joined by them are read as those joined by "·").
 _LOOK: dict[int, str | int | None] = {
-    **_LOOKALIKES, **{ord(c): "-" for c in "\u2010\u2011\u2012\u2013\u2043\u2212\ufe58\ufe63"},
+    **_LOOKALIKES, **dict.fromkeys(map(ord, _NO_LETTERS), SEPARATOR),
+    **{ord(c): "\u00b7" for c in _MARK_DOTS if re.match(r"\w", c)},
+    **{ord(c): "-" for c in "\u2010\u2011\u2012\u2013\u2043\u2212\ufe58\ufe63"},
     **{ord(c): "<" for c in "\u2039\u02c2\u1438\u3008\u27e8\u2329"},
     **{ord(c): ">" for c in "\u203a\u02c3\u1433\u3009\u27e9\u232a"},
     **{ord(c): "[" for c in "\u3014\u2045\u3018\u2997\u27e6\u2772"},  # 〔 ⁅ 〘 ⦗ ⟦ ❲: brackets of a label or mark
@@ -378,10 +395,6 @@ _MARK_FIRSTS = _BROKEN_MARK.pattern[1:_BROKEN_MARK.pattern.index("]")]
 #: Brackets a mark or a label may be written in, after the skeleton: square ones and their full-width and lenticular
 #: forms, and the others (parentheses, braces, angle brackets, ...), where only a whole mark or label is read.
 _ALT_OPEN, _ALT_CLOSE = "({<«「『《⦅❨❪❬❮❰❴⸨⦃⦇⦉⟮⟪⟬⌈⌊﴾⸢⧼⟅⸦", "})>»」』》⦆❩❫❭❯❱❵⸩⦄⦈⦊⟯⟫⟭⌉⌋﴿⸣⧽⟆⸧"
-#: The dots a mark joins its words with ("user · verified") and the ones that pass for it: punctuation, operators and
-#: letters drawn as a middle dot (review 80 F4: "ꞏ" U+A78F, a Latin letter, passed "[user ꞏ verified]" as written),
-#: the raised dot "⸳" and the Aegean word separator "𐄁".
-_MARK_DOTS = "·•∙⋅‧・⸱᛫⦁◦\u0387\ua78f\u1427\u18df\u119e\u318d\u2e33\U00010101"
 _MAY_DOT = re.compile(f"[{_MARK_DOTS}]")
 _MAY_MARK = re.compile(rf"[{re.escape('[【〖〚⟦' + _ALT_OPEN)}][\W_]{{0,12}}[{_MARK_FIRSTS}]")
 #: A break inside a word: what :data:`_BROKEN` may cut.
