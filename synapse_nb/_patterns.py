@@ -75,8 +75,10 @@ _BY_PERSON = rf"{_TAIL_GAP}by{_TAIL_GAP}(?:(?:an?|the){_TAIL_GAP})?(?:{_w('user'
 #: One of them opening a mark or a label: not straight after a word character, where it is code (a call
 #: ``check(user, verified)``, ``run(project, approved)``, a generic ``Map<User, Verified>``)
 _ALT = rf"[{re.escape(_ALT_OPEN)}](?<!\w[{re.escape(_ALT_OPEN)}])"  # the bracket first: the engine skips to one
-_ALT_GAP = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{1,6}}"
-_ALT_EDGE = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{0,3}}"
+#: The gaps inside them: as many separators as in square brackets (:data:`_GAP`, :data:`_TAIL_GAP`: twelve), one
+#: rule for every bracket (review 88 F4: "(user | · | verified)" passed where "[user | · | verified]" was quoted)
+_ALT_GAP = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{1,12}}"
+_ALT_EDGE = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{0,12}}"
 _ALT_STATUS = ("(?:" + "|".join([f"(?:un)?{_w('verified', anchored=True)}", _w("confirmed", anchored=True),
                                   _w("trusted", anchored=True), _w("approved", anchored=True),
                                   _w("revert", anchored=True)]) + ")")
