@@ -253,8 +253,15 @@ _SPACED_MARKS = re.compile(r"(?<![^\W_])[^\W_](\s?(?:_|[^\w\s])\s?)[^\W_](?:\1[^
 _SPACED_BLANKS = re.compile(r"(?<![^\W_])[^\W_](\s)[^\W_](?:\1[^\W_])+(?![^\W_])")
 #: And single letters, three or more, each after a run of one or two separators of any kind but a bracket (a mark's
 #: and a label's own): "C R.I T.I C.A L", "C‒R։I TˑI・C A·L" (review 88 F3: one repeated separator was needed). Each
-#: piece is one letter or digit, as above (a word of two letters ends it), so prose keeps its words.
-_SPACED_MIXED = re.compile(rf"(?<![^\W_])[^\W_](?:(?:_|[^\w{re.escape(_BRACKETS)}]){{1,2}}[^\W_]){{2,}}(?![^\W_])")
+#: piece is one letter or digit, as above (a word of two letters ends it), so prose keeps its words. Only a whole run:
+#: not one a letter touches through marks alone (no space), at either end. Such letters are pieces of a word broken
+#: apart ("APˇPꞈROVˇEꞏD SːYꞈS": "rov", then "e·d s·y·s·t", then "em"), which the healed form reads whole
+#: (:func:`_healed`); joined, they ran one word into the next ("rov·edsys·t·em"). (A run starts only where no letter
+#: comes before it through one or two marks, and the engine tries shorter ones only at that start: linear.)
+_NO_SPACE = r"(?:_|[^\w\s])"
+_SPACED_MIXED = re.compile(rf"(?<![^\W_])(?<![^\W_]{_NO_SPACE})(?<![^\W_]{_NO_SPACE}{_NO_SPACE})[^\W_]"
+                           rf"(?:(?:_|[^\w{re.escape(_BRACKETS)}]){{1,2}}[^\W_]){{2,}}(?![^\W_])"
+                           rf"(?!{_NO_SPACE}{{1,2}}[^\W_])")
 _LETTER_OR_DIGIT = re.compile(r"[^\W_]")
 
 
