@@ -6,56 +6,68 @@ https://www.unicode.org/license.txt. With them, the Latin small capitals, the La
 stroke or tail, and the Latin letters drawn negative circled, negative squared, parenthesized or as
 regional indicators (by their Unicode names), a few letters checked by eye (tools/lookalikes.py:
 _BY_EYE) and the letters of other scripts fancy text writes Latin with, by shape (_SHAPES). Only the
-characters the skeleton did not already read as the same letter are listed."""
+characters the skeleton did not already read as the same letter are listed; then the characters the
+regex engine takes for letters that read as no letter (SEPARATORS: modifier letters with no letter
+reading, other letters confusable with punctuation alone), each read as one separator."""
 
 
-#: 863 characters, each read as the letter at the same place of TARGET
+#: 886 characters, each read as the letter at the same place of TARGET
 SOURCE = (
     '¢×ØøĐđĦħĿŀŁłŦŧƀƁƂƃƄƇƈƊƋƌƍƎƑƒƓƖƗƘƙƚƝƞƟƤƥƦ'
     'ƫƬƭƮƲƳƴƵƶƽǀǅǈǋǝǤǥǲǾǿȠȡȤȥȴȵȶȺȻȼȽȾȿɀɃɄɅɆɇɈ'
     'ɉɊɋɌɍɎɏɐɓɕɖɗɟɠɢɣɥɦɨɩɪɫɬɭɯɱɲɳɴɹɼɽɾʀʂʇʈʉʋʌ'
-    'ʍʎʏʐʑʙʜʝʞʟʠͿΖΗΘΜΝΥθςσωϑϒϜϲϳϹϺЄБЦЧШЩЬЭЯбг'
-    'цчшщэяєѡѲѳҒғҜҮүҽӨөԀԌՏՕագզհռցքօנ۱۵۷०০੦૦ଠ୦'
-    '௦ం౦ಂ೦ംഠ൦ං๐໐ဝ၀ყჿᄃሀሁሃልሠረርሸቻቿነኗክዐዒዕዘየዪጊጋጌጎጕ'
-    'ጠፕᎠᎡᎢᎥᎩᎪᎫᎬᎳᎷᎻᎽᎾᏀᏂᏃᏆᏏᏒᏔᏕᏙᏚᏞᏟᏢᏦᏧᏳᏴᐯᑌᑎᑕᑫᑭᑯᑲ'
-    'ᒍᒪᓰᔕᕁᕼᕽᖇᖯᖴᗅᗞᗡᗩᗪᗯᗰᗴᗷᘔᘜ᙭᙮ᚷᛁᛕᛖᴀᴄᴅᴇᴉᴊᴋᴍᴎᴏᴑᴘᴙ'
-    'ᴛᴜᴠᴡᴢᴦᵬᵭᵮᵯᵰᵱᵲᵳᵴᵵᵶᵽᶀᶁᶂᶃᶄᶅᶆᶇᶈᶉᶊᶌᶍᶎᶏᶑᶒᶖᶙᶦᶫᶰ'
-    'ᶸẚẝỾỿ℮⅄∀∂√∣∪⊤⋁⋃⋿⍳⍴⍺⏽⒜⒝⒞⒟⒠⒡⒢⒣⒤⒥⒦⒧⒨⒩⒪⒫⒬⒭⒮⒯'
-    '⒰⒱⒲⒳⒴⒵╳⟙⤫⤬⨯ⱠⱡⱢⱣⱤⱥⱦⱧⱨⱩⱪⱫⱬⱮⱯⱱⱲⱳⱴⱸⱺⱾⱿⲅⲎⲒⲔⲘⲚ'
-    'ⲞⲟⲢⲣⲤⲥⲦⲨⲬⳐⴸⴹⵏⵔⵕⵝ〇のひらりゐんズムㄒㄖㄚㄥㄩ丂丨乂乃乇乙几刀匚卂'
-    '千卄卩尺山爪ꓐꓑꓒꓓꓔꓖꓗꓙꓚꓜꓝꓟꓠꓡꓢꓣꓦꓧꓪꓫꓬꓮꓰꓲꓳꓴꙇꛟꜰꜱꝀꝁꝂꝃ'
-    'ꝄꝅꝈꝉꝊꝋꝌꝍꝐꝑꝒꝓꝔꝕꝖꝗꝘꝙꝚꝛꝞꝟꞎꞐꞑꞒꞓꞔꞕꞖꞗꞘꞙꞟꞠꞡꞢꞣꞤꞥ'
-    'ꞦꞧꞨꞩꞪꞭꞯꞲꞳꞴꞸꞹꟄꟅꟆꟇꟈꟉꟊꟻꬲꬴꬵꬷꬸꬹꬺꬻꬽꭇꭈꭉꭎꭒꭖꭗꭘꭙꭚꭵ'
-    'ꮁꮃꮓꮩꮪꮯｱｲｷﾉﾌﾑﾒﾘﾚﾶ￨𐊂𐊆𐊇𐊊𐊐𐊒𐊕𐊖𐊗𐊠𐊡𐊢𐊥𐊫𐊰𐊱𐊲𐊴𐋏𐋵𐌁𐌂𐌉'
-    '𐌑𐌕𐌗𐌠𐌢𐐄𐐕𐐛𐐠𐐬𐐽𐑈𐒴𐓂𐓎𐓪𐓶𐔓𐔖𐔘𐔜𐔝𐔥𐔦𐔧𐞄𐞒𐞖𐞪𐞲𑓐𑜆𑜊𑜎𑜏𑢠𑢢𑢣𑢤𑢦'
-    '𑢩𑢮𑢲𑢵𑢸𑢼𑣀𑣁𑣂𑣃𑣄𑣈𑣗𑣘𑣜𑣠𑣥𑣦𑣩𑣬𑣯𑣲𖼈𖼊𖼖𖼨𖼵𖼺𖽀𖽂𖽃𝈍𝈓𝈖𝈪𝚭𝚮𝚳𝚴𝚼'
-    '𝛔𝛧𝛨𝛭𝛮𝛶𝜎𝜡𝜢𝜧𝜨𝜰𝝈𝝛𝝜𝝡𝝢𝝪𝞂𝞕𝞖𝞛𝞜𝞤𝞼𝟊𝼉𝼑𝼓𝼖𝼚𝼛𝼝𝼞🄐🄑🄒🄓🄔🄕'
-    '🄖🄗🄘🄙🄚🄛🄜🄝🄞🄟🄠🄡🄢🄣🄤🄥🄦🄧🄨🄩🄪🅐🅑🅒🅓🅔🅕🅖🅗🅘🅙🅚🅛🅜🅝🅞🅟🅠🅡🅢'
-    '🅣🅤🅥🅦🅧🅨🅩🅰🅱🅲🅳🅴🅵🅶🅷🅸🅹🅺🅻🅼🅽🅾🅿🆀🆁🆂🆃🆄🆅🆆🆇🆈🆉🆊🆥🇦🇧🇨🇩🇪'
-    '🇫🇬🇭🇮🇯🇰🇱🇲🇳🇴🇵🇶🇷🇸🇹🇺🇻🇼🇽🇾🇿🝌🝨'
+    'ʍʎʏʐʑʙʜʝʞʟʠʴͿΖΗΘΜΝΥθςσωϑϒϜϲϳϹϺЄБЦЧШЩЬЭЯб'
+    'гцчшщэяєѡѲѳҒғҜҮүҽӨөԀԌՏՕագզհռցքօנ۱۵۷०০੦૦ଠ'
+    '୦௦ం౦ಂ೦ംഠ൦ං๐໐ဝ၀ყჿᄃሀሁሃልሠረርሸቻቿነኗክዐዒዕዘየዪጊጋጌጎ'
+    'ጕጠፕᎠᎡᎢᎥᎩᎪᎫᎬᎳᎷᎻᎽᎾᏀᏂᏃᏆᏏᏒᏔᏕᏙᏚᏞᏟᏢᏦᏧᏳᏴᐯᑌᑎᑕᑫᑭᑯ'
+    'ᑲᒍᒪᓰᔕᕁᕼᕽᖇᖯᖴᖵᗄᗅᗞᗡᗩᗪᗯᗰᗴᗷᘔᘜ᙭᙮ᚷᛁᛕᛖᴀᴄᴅᴇᴉᴊᴋᴍᴎᴏ'
+    'ᴑᴘᴙᴚᴛᴜᴠᴡᴢᴦᵄᵎᵬᵭᵮᵯᵰᵱᵲᵳᵴᵵᵶᵷᵽᶀᶁᶂᶃᶄᶅᶆᶇᶈᶉᶊᶌᶍᶎᶏ'
+    'ᶑᶒᶖᶙᶣᶦᶫᶰᶸᶺẚẝỾỿ℮Ⅎ⅄ⅎ∀∂√∣∪⊤⋁⋃⋿⍳⍴⍺⏽⒜⒝⒞⒟⒠⒡⒢⒣⒤'
+    '⒥⒦⒧⒨⒩⒪⒫⒬⒭⒮⒯⒰⒱⒲⒳⒴⒵╳⟙⤫⤬⨯ⱠⱡⱢⱣⱤⱥⱦⱧⱨⱩⱪⱫⱬⱮⱯⱱⱲⱳ'
+    'ⱴⱸⱺⱻⱾⱿⲅⲎⲒⲔⲘⲚⲞⲟⲢⲣⲤⲥⲦⲨⲬⳐⴸⴹⵏⵔⵕⵝ〇のひらりゐんズムㄒㄖㄚ'
+    'ㄥㄩ丂丨乂乃乇乙几刀匚卂千卄卩尺山爪ꓐꓑꓒꓓꓔꓖꓗꓙꓚꓜꓝꓞꓟꓠꓡꓢꓣꓦꓧꓨꓪꓫ'
+    'ꓬꓮꓯꓰꓲꓳꓴꙇꛟꜰꜱꝀꝁꝂꝃꝄꝅꝈꝉꝊꝋꝌꝍꝐꝑꝒꝓꝔꝕꝖꝗꝘꝙꝚꝛꝞꝟꞀꞁꞍ'
+    'ꞎꞐꞑꞒꞓꞔꞕꞖꞗꞘꞙꞟꞠꞡꞢꞣꞤꞥꞦꞧꞨꞩꞪꞭꞯꞰꞱꞲꞳꞴꞸꞹꟄꟅꟆꟇꟈꟉꟊꟻ'
+    'ꬲꬴꬵꬷꬸꬹꬺꬻꬽꭇꭈꭉꭎꭒꭖꭗꭘꭙꭚꭵꮁꮃꮓꮩꮪꮯｱｲｷﾉﾌﾑﾒﾘﾚﾶ￨𐊂𐊆𐊇'
+    '𐊊𐊐𐊒𐊕𐊖𐊗𐊠𐊡𐊢𐊥𐊫𐊰𐊱𐊲𐊴𐋏𐋵𐌁𐌂𐌉𐌑𐌕𐌗𐌠𐌢𐐄𐐕𐐛𐐠𐐬𐐽𐑈𐒴𐓂𐓎𐓪𐓶𐔓𐔖𐔘'
+    '𐔜𐔝𐔥𐔦𐔧𐞄𐞒𐞖𐞠𐞪𐞲𑓐𑜆𑜊𑜎𑜏𑢠𑢢𑢣𑢤𑢦𑢩𑢮𑢲𑢵𑢸𑢼𑣀𑣁𑣂𑣃𑣄𑣈𑣗𑣘𑣜𑣠𑣥𑣦𑣩'
+    '𑣬𑣯𑣲𖼈𖼊𖼖𖼨𖼵𖼺𖽀𖽂𖽃𝈍𝈓𝈖𝈪𝚭𝚮𝚳𝚴𝚼𝛔𝛧𝛨𝛭𝛮𝛶𝜎𝜡𝜢𝜧𝜨𝜰𝝈𝝛𝝜𝝡𝝢𝝪𝞂'
+    '𝞕𝞖𝞛𝞜𝞤𝞼𝟊𝼂𝼉𝼐𝼑𝼓𝼖𝼚𝼛𝼝𝼞🄐🄑🄒🄓🄔🄕🄖🄗🄘🄙🄚🄛🄜🄝🄞🄟🄠🄡🄢🄣🄤🄥🄦'
+    '🄧🄨🄩🄪🅐🅑🅒🅓🅔🅕🅖🅗🅘🅙🅚🅛🅜🅝🅞🅟🅠🅡🅢🅣🅤🅥🅦🅧🅨🅩🅰🅱🅲🅳🅴🅵🅶🅷🅸🅹'
+    '🅺🅻🅼🅽🅾🅿🆀🆁🆂🆃🆄🆅🆆🆇🆈🆉🆊🆥🇦🇧🇨🇩🇪🇫🇬🇭🇮🇯🇰🇱🇲🇳🇴🇵🇶🇷🇸🇹🇺🇻'
+    '🇼🇽🇾🇿🝌🝨'
 )
 TARGET = (
     'cxooddhhllllttbbbbbccdddgeffglikklnnoppr'
     'ttttvyyzzsldlneggdoondzzlntaccltszbuveej'
     'jqqrryyabcddfggyhhiiilllwmnnnrrrrrsttuuv'
-    'wyyzzbhjklqjzhomnyocowoyfcjcmebuywwberbr'
-    'uywwerewooffkyyeoopgsowqqhngfojlovoooooo'
-    'oooooooooooooyocvuyawlcxfesgnoqdhprzjbik'
-    'mtdrtiyajewmhyoghzibrwsvslcpkdgbvuncqpdb'
-    'jlisxhxrbfaddadwmebzgxxxlkmacdeijkmnoopr'
-    'tuvwzrbdfmnprrstzpbdfgklmnprsyxzadeiuiln'
-    'uafyyeyadvlutvueipalabcdefghijklmnopqrst'
-    'uvwxyzxtxxxlllprathhkkzzmavwwveoszrhlkmn'
-    'ooppcctyxlveloqxoousdqhkgtoylusixbeznnca'
-    'fhprwmbpddtgkjczfmnlsrvhwxyaelouivfskkkk'
-    'kkllooooppppppqqqqrrvvlnnccchbbffuggkknn'
-    'rrsshlqjxbuucszddssfeeflllmnorrruuxxxxyi'
-    'rwzvscptfijaxylmlbeflxopstabcfomtyxhzbcl'
-    'mtxlxoclsocsrouounokcvflxbghryovwwwvflye'
-    'zeloutvsfizoouyozwcxwcvtllrsauyvfrlzhmny'
-    'ozhmnyozhmnyozhmnyozhmnyoftllriocsabcdef'
-    'ghijklmnopqrstuvwxyzsabcdefghijklmnopqrs'
-    'tuvwxyzabcdefghijklmnopqrstuvwxyzpdabcde'
-    'fghijklmnopqrstuvwxyzct'
+    'wyyzzbhjklqrjzhomnyocowoyfcjcmebuywwberb'
+    'ruywwerewooffkyyeoopgsowqqhngfojlovooooo'
+    'ooooooooooooooyocvuyawlcxfesgnoqdhprzjbi'
+    'kmtdrtiyajewmhyoghzibrwsvslcpkdgbvuncqpd'
+    'bjlisxhxrbffaaddadwmebzgxxxlkmacdeijkmno'
+    'oprrtuvwzraibdfmnprrstzgpbdfgklmnprsyxza'
+    'deiuhilnuvafyyefyfadvlutvueipalabcdefghi'
+    'jklmnopqrstuvwxyzxtxxxlllprathhkkzzmavww'
+    'veoeszrhlkmnooppcctyxlveloqxoousdqhkgtoy'
+    'lusixbeznncafhprwmbpddtgkjczffmnlsrvhgwx'
+    'yaaelouivfskkkkkkllooooppppppqqqqrrvvllh'
+    'lnnccchbbffuggkknnrrsshlqktjxbuucszddssf'
+    'eeflllmnorrruuxxxxyirwzvscptfijaxylmlbef'
+    'lxopstabcfomtyxhzbclmtxlxoclsocsrouounok'
+    'cvflxbghyryovwwwvflyezeloutvsfizoouyozwc'
+    'xwcvtllrsauyvfrlzhmnyozhmnyozhmnyozhmnyo'
+    'zhmnyofgtkllriocsabcdefghijklmnopqrstuvw'
+    'xyzsabcdefghijklmnopqrstuvwxyzabcdefghij'
+    'klmnopqrstuvwxyzpdabcdefghijklmnopqrstuv'
+    'wxyzct'
 )
 TABLE = str.maketrans(SOURCE, TARGET)
+
+#: 144 characters, each read as one separator
+SEPARATORS = (
+    'ǃʔʹʺʻʼʽʾʿˀˁˆˇˈˉˊˋˌˍˎˏːˑˬˮʹͺՙـۥۦߴߵߺࠚࠤࠨࣉॱॽ'
+    'ฯๆໆᑊᛌៗᡃᪧᱸᱹᱺᱻᱼᱽᴯᴻⵈⵑⸯ々〱〲〳〴〵〻ゝゞーヽヾꀕꓸꓹꓺꓻꓼꓽꘌꙿ'
+    'ꜗꜘꜙꜚꜛꜜꜝꜞꜟꞈꧏꧦꩰꫝꫳꫴｰﾞﾟ𐌟𐞀𐞁𐞂𖭀𖭁𖭂𖭃𖾓𖾔𖾕𖾖𖾗𖾘𖾙𖾚𖾛𖾜𖾝𖾞𖾟'
+    '𖿠𖿡𖿣𚿰𚿱𚿲𚿳𚿵𚿶𚿷𚿸𚿹𚿺𚿻𚿽𚿾𞄷𞄸𞄹𞄺𞄻𞄼𞄽𞥋'
+)

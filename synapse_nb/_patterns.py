@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Iterator
 
 from synapse_nb._cleaning import LINE_BREAKS, _fast_piece
-from synapse_nb._skeleton import _ALT_CLOSE, _ALT_OPEN, _GAP, _MARK_DOTS, _w, _words
+from synapse_nb._skeleton import _ALT_CLOSE, _ALT_OPEN, _GAP, _MARK_DOTS, SEPARATOR, _w, _words
 
 #: What record text that reproduces the banner's words is rendered as.
 QUOTED_BANNER = "[quoted banner text]"
@@ -75,8 +75,10 @@ _BY_PERSON = rf"{_TAIL_GAP}by{_TAIL_GAP}(?:(?:an?|the){_TAIL_GAP})?(?:{_w('user'
 #: One of them opening a mark or a label: not straight after a word character, where it is code (a call
 #: ``check(user, verified)``, ``run(project, approved)``, a generic ``Map<User, Verified>``)
 _ALT = rf"[{re.escape(_ALT_OPEN)}](?<!\w[{re.escape(_ALT_OPEN)}])"  # the bracket first: the engine skips to one
-_ALT_GAP = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{1,6}}"
-_ALT_EDGE = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{0,3}}"
+#: The gaps inside them: as many separators as in square brackets (:data:`_GAP`, :data:`_TAIL_GAP`: twelve), one
+#: rule for every bracket (review 88 F4: "(user | · | verified)" passed where "[user | · | verified]" was quoted)
+_ALT_GAP = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{1,12}}"
+_ALT_EDGE = rf"(?:_|[^\w{re.escape(_ALT_OPEN + _ALT_CLOSE)}]){{0,12}}"
 _ALT_STATUS = ("(?:" + "|".join([f"(?:un)?{_w('verified', anchored=True)}", _w("confirmed", anchored=True),
                                   _w("trusted", anchored=True), _w("approved", anchored=True),
                                   _w("revert", anchored=True)]) + ")")
@@ -102,8 +104,10 @@ _APPROVED = _w("approved", anchored=True)
 #: Spacing combining marks of the Indic and South-East Asian scripts: part of a word there ("सत्यापित"), not letters
 #: to the regex engine, and not dropped by the skeleton as the other combining marks are.
 _SPACING_MARKS = "".join(c for c in map(chr, range(0x0900, 0x1100)) if unicodedata.category(c) == "Mc")
-#: A letter of any script that is no mark's dot (a few letters are drawn as one: "ꞏ", "ᐧ", "ㆍ").
-_LETTER = rf"(?:[^\W\d_{_MARK_DOTS}]|[{_SPACING_MARKS}])"
+#: A letter of any script that is no mark's dot (a few letters are drawn as one: "ꞏ", "ᐧ", "ㆍ"), and the letters
+#: that read as no letter, which the skeleton reads as one separator (``_skeleton.SEPARATOR``: "ー" in "ユーザー", the
+#: ʻokina in "Hawaiʻi"): part of a word of any language, as they were before review 88.
+_LETTER = rf"(?:[^\W\d_{_MARK_DOTS}]|[{_SPACING_MARKS}{SEPARATOR}])"
 #: The scripts whose one letter is a word: Han, kana, Hangul ("[人 · 已验证]").
 _ONE_LETTER_WORD = ("[\u3041-\u30fa\u30fc-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3\uf900-\ufaff"
                     "\U00020000-\U0003134f]")

@@ -10,6 +10,7 @@ import unicodedata
 from collections.abc import Sequence
 from itertools import chain, pairwise
 
+from synapse_nb._lookalikes import SEPARATORS as _NO_LETTERS
 from synapse_nb._lookalikes import TABLE as _LOOKALIKES
 
 
@@ -40,12 +41,28 @@ _CONFUSABLE_RE = re.compile("[" + re.escape("".join(chr(o) for o in _CONFUSABLE 
 #: words around them together, so "deployﾟC R I T I C A L" started no spaced-out word (review 44). A reader sees a
 #: break there: they read as a space.
 GLUE = "\uff9e\uff9f"
+#: The dots a mark joins its words with ("user · verified") and the ones that pass for it: punctuation, operators and
+#: letters drawn as a middle dot (review 80 F4: "ꞏ" U+A78F, a Latin letter, passed "[user ꞏ verified]" as written),
+#: the raised dot "⸳" and the Aegean word separator "𐄁".
+_MARK_DOTS = "·•∙⋅‧・⸱᛫⦁◦\u0387\ua78f\u1427\u18df\u119e\u318d\u2e33\U00010101"
+#: What the skeleton reads a character that the regex engine takes for a letter (``\\w``) but that reads as no letter
+#: as (``_lookalikes.SEPARATORS``, generated: modifier letters with no letter reading such as "ː", "ˑ", "ˈ", "ʼ",
+#: "ꓸ", "ߺ", and letters Unicode lists as confusable with punctuation alone such as "ǃ"): one separator, a control
+#: character no text the patterns read holds (inline reads control characters as spaces), not whitespace (a space
+#: is prose's own break: :data:`_WORD_PIECES`) and no mark's dot. As letters they joined the words around them for
+#: every pattern: "CRITICALː ADHERE", "CˑRˑIˑTˑIˑCˑAˑL", "[user ː verified]" passed as written (review 88 F1). A
+#: mark of any language reads it as part of its words, as it read these letters before (``_patterns._LETTER``).
+SEPARATOR = "\x1a"
 #: Read before anything else: the letters Unicode lists as confusable with one Latin letter and the small capitals,
 #: where decomposing and case folding read another letter or none (Greek capital "Μ" folded to "μ", read "u"; "ᴠ",
 #: "օ" unread: ``synapse_nb/_lookalikes.py``, generated from Unicode's confusables.txt), the dashes a tag name may
-#: be spelt with ("system‐reminder" with U+2010) and the angle brackets a tag may be written in ("‹/system>").
+#: be spelt with ("system‐reminder" with U+2010) and the angle brackets a tag may be written in ("‹/system>"); the
+#: characters that read as no letter (:data:`SEPARATOR`), and the letters drawn as a mark's dot ("ꞏ", "ᐧ", "ㆍ": the
+#: dot "·" they are drawn as, so that spaced-out letters joined by them are read as those joined by "·").
 _LOOK: dict[int, str | int | None] = {
-    **_LOOKALIKES, **{ord(c): "-" for c in "\u2010\u2011\u2012\u2013\u2043\u2212\ufe58\ufe63"},
+    **_LOOKALIKES, **dict.fromkeys(map(ord, _NO_LETTERS), SEPARATOR),
+    **{ord(c): "\u00b7" for c in _MARK_DOTS if re.match(r"\w", c)},
+    **{ord(c): "-" for c in "\u2010\u2011\u2012\u2013\u2043\u2212\ufe58\ufe63"},
     **{ord(c): "<" for c in "\u2039\u02c2\u1438\u3008\u27e8\u2329"},
     **{ord(c): ">" for c in "\u203a\u02c3\u1433\u3009\u27e9\u232a"},
     **{ord(c): "[" for c in "\u3014\u2045\u3018\u2997\u27e6\u2772"},  # 〔 ⁅ 〘 ⦗ ⟦ ❲: brackets of a label or mark
@@ -196,16 +213,32 @@ def _words(*words: str, anchored: bool = False, far: bool = False) -> str:
 _w = _words  # one word: the name the patterns below read best with
 
 
-#: What a word may be split by and still be read as one: Markdown emphasis, strike-through and code marks (not "_":
-#: CommonMark makes no emphasis of it inside a word, and code is full of ``get_approved_memory``), an inline
-#: HTML formatting tag (its name's letters would break the gap between two words: one next to a letter is dropped),
-#: a hyphen (also at a line's end) between two letters ("**CRIT**ICAL", "CRIT<b>ICAL</b>", "ap-proved")
-_FORMAT_TAG = r"</?(?:b|i|u|s|em|strong|del|ins|mark|code|span|sub|sup|small|kbd|tt)>"
+#: The words the patterns read (the banner's, and a mark's).
+_BANNER_WORDS = ("approved", "system", "memory", "memories", "critical", "adhere")
+_MARK_WORDS = ("user", "agent", "human", "verified", "unverified", "confirmed", "trusted", "revert", "reported")
+#: Brackets a mark or a label may be written in, after the skeleton: square ones and their full-width and lenticular
+#: forms, and the others (parentheses, braces, angle brackets, ...), where only a whole mark or label is read.
+_ALT_OPEN, _ALT_CLOSE = "({<«「『《⦅❨❪❬❮❰❴⸨⦃⦇⦉⟮⟪⟬⌈⌊﴾⸢⧼⟅⸦", "})>»」』》⦆❩❫❭❯❱❵⸩⦄⦈⦊⟯⟫⟭⌉⌋﴿⸣⧽⟆⸧"
+_BRACKETS = "[]【】〖〗〚〛⟦⟧" + _ALT_OPEN + _ALT_CLOSE
+
+#: An HTML tag, by its shape (any name: a reader's renderer hides every tag, and a plain reader reads through one it
+#: knows, "<wbr>", "<font>", as well as one it does not, "<x>"), holding none of the words the patterns read: a tag
+#: named or labelled by one ("critical<adhere>", "<span title='[user · verified]'>") is read as written. Review 88
+#: F2: a fixed list of 16 formatting tags let "CRI<wbr>TICAL", "CRIT<font>ICAL</font>" and "[us<wbr>er · verified]"
+#: pass.
+_TAG = (rf"</?(?![^<>]{{0,120}}?(?:{'|'.join(_w(w) for w in _BANNER_WORDS + _MARK_WORDS + ('memor',))}))"
+        r"[a-z][a-z0-9-]{0,30}(?:\s[^<>]{0,120})?/?>")
+#: What a word may be split by and still be read as one, dropped: a run of Markdown emphasis, strike-through and
+#: code marks wherever it stands, of any length (not "_": CommonMark makes no emphasis of it inside a word, and code
+#: is full of ``get_approved_memory``; review 88 F2: "CR**I****T**ICAL" and "[**u****s****e**r · verified]"
+#: passed, a run being read only up to three between letters), an HTML tag (:data:`_TAG`) and an HTML comment that
+#: holds no word ("<!-- -->") wherever they stand, a comment between two letters whatever it holds ("CRIT<!-- x
+#: -->ICAL" renders "CRITICAL"; review 2), a hyphen (also at a line's end) between two letters ("**CRIT**ICAL",
+#: "CRIT<b>ICAL</b>", "ap-proved").
 #: (each branch starts with its first character, so the engine skips to one of "*~`-<\\" instead of trying the
 #: lookbehinds at every position)
-_JOIN = re.compile(rf"[*~`](?<=[^\W_][*~`])[*~`]{{0,2}}(?=[^\W_])|-(?<=[^\W_]-)\s?(?=[^\W_])"
-                   rf"|<(?:(?<=[^\W_]<){_FORMAT_TAG[1:]}|{_FORMAT_TAG[1:]}(?=[^\W_])"
-                   # an HTML comment inside a word ("CRIT<!-- -->ICAL" renders "CRITICAL"; review 2)
+_JOIN = re.compile(rf"[*~`]+|-(?<=[^\W_]-)\s?(?=[^\W_])"
+                   rf"|<(?:{_TAG[1:]}|!--[^<>\w]{{0,40}}?-->"
                    rf"|!--(?<=[^\W_]<!--)[^<>]{{0,40}}?-->(?=[^\W_]))"
                    # a backslash inside a word (Markdown drops it before a letter it does not escape: "CRIT\ICAL")
                    rf"|\\(?<=[^\W_]\\)(?=[^\W_])")
@@ -218,6 +251,18 @@ _SQUEEZE = re.compile(r"(?<=\s)\s+")
 #: keeps its first letter.
 _SPACED_MARKS = re.compile(r"(?<![^\W_])[^\W_](\s?(?:_|[^\w\s])\s?)[^\W_](?:\1[^\W_])+(?![^\W_])")
 _SPACED_BLANKS = re.compile(r"(?<![^\W_])[^\W_](\s)[^\W_](?:\1[^\W_])+(?![^\W_])")
+#: And single letters, three or more, each after a run of one or two separators of any kind but a bracket (a mark's
+#: and a label's own): "C R.I T.I C.A L", "C‒R։I TˑI・C A·L" (review 88 F3: one repeated separator was needed). Each
+#: piece is one letter or digit, as above (a word of two letters ends it), so prose keeps its words. Only a whole run:
+#: not one a letter touches through marks alone (no space), at either end. Such letters are pieces of a word broken
+#: apart ("APˇPꞈROVˇEꞏD SːYꞈS": "rov", then "e·d s·y·s·t", then "em"), which the healed form reads whole
+#: (:func:`_healed`); joined, they ran one word into the next ("rov·edsys·t·em"). (A run starts only where no letter
+#: comes before it through one or two marks, and the engine tries shorter ones only at that start: linear.)
+_NO_SPACE = r"(?:_|[^\w\s])"
+_SPACED_MIXED = re.compile(rf"(?<![^\W_])(?<![^\W_]{_NO_SPACE})(?<![^\W_]{_NO_SPACE}{_NO_SPACE})[^\W_]"
+                           rf"(?:(?:_|[^\w{re.escape(_BRACKETS)}]){{1,2}}[^\W_]){{2,}}(?![^\W_])"
+                           rf"(?!{_NO_SPACE}{{1,2}}[^\W_])")
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
 
 
 def _letters(m: re.Match[str]) -> str:
@@ -231,6 +276,8 @@ def _letters(m: re.Match[str]) -> str:
 _MAY_SQUEEZE = re.compile(r"\s\s")
 _MAY_SPACE_MARKS = re.compile(r"(?:_|[^\w\s])\s?[^\W_]\s?(?:_|[^\w\s])\s?[^\W_](?![^\W_])")
 _MAY_SPACE_BLANKS = re.compile(r"\s[^\W_]\s[^\W_](?![^\W_])")
+#: (and a single letter after a separator, then one or two separators and another letter: " P.P", "C R.")
+_MAY_SPACE_MIXED = re.compile(r"[\W_][^\W_][\W_]{1,2}[^\W_](?![^\W_])")
 
 
 def _joined_text(skel: str) -> str:
@@ -242,8 +289,14 @@ def _joined_text(skel: str) -> str:
 
 def _joined_text_reference(skel: str) -> str:
     """:func:`_joined_text` without the necessary conditions (what the tests hold it equal to)."""
-    skel = _JOIN.sub("", _SQUEEZE.sub("", skel))
-    return _SPACED_BLANKS.sub(_letters, _SPACED_MARKS.sub(_letters, skel))
+    for pattern, _ in _JOIN_STEPS:
+        if pattern is _SQUEEZE or pattern is _JOIN:
+            skel = pattern.sub("", skel)
+        elif pattern is _SPACED_MIXED:
+            skel = pattern.sub(lambda m: "".join(_LETTER_OR_DIGIT.findall(m.group())), skel)
+        else:
+            skel = pattern.sub(_letters, skel)
+    return skel
 
 
 def _joined(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:
@@ -252,9 +305,15 @@ def _joined(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:
     return joined, _mapped(len(skel), idx, steps)
 
 
-#: :func:`_joined_text`'s steps, each with its necessary condition (``None``: none cheaper than the step).
-_JOIN_STEPS = ((_SQUEEZE, _MAY_SQUEEZE), (_JOIN, None), (_SPACED_MARKS, _MAY_SPACE_MARKS),
-               (_SPACED_BLANKS, _MAY_SPACE_BLANKS))
+#: The steps that read letters spaced out, each with its necessary condition.
+#: (:data:`_SPACED_MIXED` first: the repeated separator's steps took three letters out of a run of mixed ones, "e·d·s"
+#: of "V⁃E·D·S\nY", which then held no single letter)
+_SPACING = ((_SPACED_MIXED, _MAY_SPACE_MIXED), (_SPACED_MARKS, _MAY_SPACE_MARKS), (_SPACED_BLANKS, _MAY_SPACE_BLANKS))
+#: :func:`_joined_text`'s steps, each with its necessary condition (``None``: none cheaper than the step). Letters
+#: spaced out are read before the marks that split words are dropped, and after: an emphasis mark between two of
+#: them is one of their separators ("C R﹘I~T`I'C": dropped first, it left "IT", no single letter; review 88 F3), and
+#: a tag between two is read only once dropped ("A <wbr>P <wbr>P").
+_JOIN_STEPS = ((_SQUEEZE, _MAY_SQUEEZE), *_SPACING, (_JOIN, None), *_SPACING)
 #: What a step keeps of the text before it, as slices of it (``None``: all of it).
 Kept = list[slice] | None
 #: A step of :func:`_joined_steps`: what it kept, or the text it cut and the pattern of the spans it cut (read only
@@ -285,12 +344,17 @@ def _joined_steps(skel: str) -> tuple[str, list[Step]]:
 
 def _kept_spaced(skel: str, pattern: re.Pattern[str]) -> Kept:
     """What reading the words :data:`_SPACED_MARKS` or :data:`_SPACED_BLANKS` (``pattern``) finds spaced out as
-    one keeps of ``skel``: each such word's every (separator + 1)th character."""
+    one keeps of ``skel``: each such word's every (separator + 1)th character; of :data:`_SPACED_MIXED`'s, each
+    letter."""
     kept: list[slice] = []
     pos = 0
     for m in pattern.finditer(skel):
         a, b = m.span()
-        kept += (slice(pos, a), slice(a, b, len(m.group(1)) + 1))
+        if pattern is _SPACED_MIXED:
+            kept.append(slice(pos, a))
+            kept += [slice(i, i + 1) for i in (a + x.start() for x in _LETTER_OR_DIGIT.finditer(m.group()))]
+        else:
+            kept += (slice(pos, a), slice(a, b, len(m.group(1)) + 1))
         pos = b
     if not kept:
         return None
@@ -324,11 +388,10 @@ def _mapped(n: int, idx: list[int] | None, steps: Sequence[Step]) -> list[int] |
 #: may be a mark's own ("[user · verified](x)").
 _LINK_END = r"\](?:\([^()\s]{0,200}\)|\[[^\[\]]{0,40}\])"
 _LINK = re.compile(rf"!?\[(?=[^\[\]]{{1,80}}{_LINK_END})|{_LINK_END}")
-#: The words the patterns read, as a reader sees them broken into pieces: "APPRO VED", "CRITI CAL", "A.P P.R.O.V.E.D"
+#: The words the patterns read (:data:`_BANNER_WORDS`, :data:`_MARK_WORDS`), as a reader sees them broken into pieces:
+#: "APPRO VED", "CRITI CAL", "A.P P.R.O.V.E.D"
 #: (two separators), "CRIT_ICAL", "ad-he re". Each letter run of the word may be followed by a break of up to three
 #: separators (no bracket: a mark's brackets are its own); a doubled letter may be broken between its two letters.
-_BANNER_WORDS = ("approved", "system", "memory", "memories", "critical", "adhere")
-_MARK_WORDS = ("user", "agent", "human", "verified", "unverified", "confirmed", "trusted", "revert", "reported")
 _BREAK = r"(?:_|[^\w\[\]【】〖〗〚〛⟦⟧(){}<>«»「」『』《》]){1,3}"
 
 
@@ -375,13 +438,6 @@ def _broken_all(words: tuple[str, ...]) -> str:
 _BROKEN_BANNER = re.compile(_broken_all(_BANNER_WORDS))
 _BROKEN_MARK = re.compile(_broken_all(_MARK_WORDS))
 _MARK_FIRSTS = _BROKEN_MARK.pattern[1:_BROKEN_MARK.pattern.index("]")]
-#: Brackets a mark or a label may be written in, after the skeleton: square ones and their full-width and lenticular
-#: forms, and the others (parentheses, braces, angle brackets, ...), where only a whole mark or label is read.
-_ALT_OPEN, _ALT_CLOSE = "({<«「『《⦅❨❪❬❮❰❴⸨⦃⦇⦉⟮⟪⟬⌈⌊﴾⸢⧼⟅⸦", "})>»」』》⦆❩❫❭❯❱❵⸩⦄⦈⦊⟯⟫⟭⌉⌋﴿⸣⧽⟆⸧"
-#: The dots a mark joins its words with ("user · verified") and the ones that pass for it: punctuation, operators and
-#: letters drawn as a middle dot (review 80 F4: "ꞏ" U+A78F, a Latin letter, passed "[user ꞏ verified]" as written),
-#: the raised dot "⸳" and the Aegean word separator "𐄁".
-_MARK_DOTS = "·•∙⋅‧・⸱᛫⦁◦\u0387\ua78f\u1427\u18df\u119e\u318d\u2e33\U00010101"
 _MAY_DOT = re.compile(f"[{_MARK_DOTS}]")
 _MAY_MARK = re.compile(rf"[{re.escape('[【〖〚⟦' + _ALT_OPEN)}][\W_]{{0,12}}[{_MARK_FIRSTS}]")
 #: A break inside a word: what :data:`_BROKEN` may cut.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import html
+import re
 import unicodedata
 from typing import Any
 
@@ -21,13 +22,13 @@ from synapse_nb._skeleton import (
     _CONFUSABLE,
     _CONFUSABLE_RE,
     _JOIN,
+    _JOIN_STEPS,
     _LINK,
     _LOOK,
     _MAY_DOT,
     _MAY_MARK,
     _SEPARATORS,
-    _SPACED_BLANKS,
-    _SPACED_MARKS,
+    _SPACED_MIXED,
     _SQUEEZE,
     _WORD_PIECES,
     _is_vs,
@@ -44,6 +45,8 @@ from synapse_nb.provenance import (
     _window,
     placed,
 )
+
+_NOT_LETTERS = re.compile(r"[\W_]+")
 
 
 def skeleton(text: str) -> tuple[str, list[int]]:
@@ -117,11 +120,13 @@ def _heal_cuts(skel: str) -> list[tuple[int, int]]:
 
 def _joined(skel: str, idx: list[int] | None) -> tuple[str, list[int] | None]:
     """:func:`_joined_text` with the index map (``None``: each character its own index) carried along."""
-    for pattern in (_SQUEEZE, _JOIN, _SPACED_MARKS, _SPACED_BLANKS):
+    for pattern, _ in _JOIN_STEPS:  # (review 88: the steps' order and the mixed separators' step, the package's)
         cut: list[tuple[int, int]] = []
         for m in pattern.finditer(skel):
             if pattern is _SQUEEZE or pattern is _JOIN:
                 cut.append(m.span())
+            elif pattern is _SPACED_MIXED:
+                cut += [(m.start() + a, m.start() + b) for a, b in (s.span() for s in _NOT_LETTERS.finditer(m.group()))]
             else:
                 step = len(m.group(1)) + 1
                 cut += [(j, j + step - 1) for j in range(m.start() + 1, m.end(), step)]

@@ -1,6 +1,7 @@
 """Generate ``synapse_nb/_lookalikes.py``: the letters Unicode lists as confusable with one Latin letter, the Latin
 small capitals and the Latin letters with a hook, stroke or tail, that the provenance skeleton (NFKD, case folding,
-its own short table) does not already read as that letter.
+its own short table) does not already read as that letter; and the characters the regex engine takes for letters
+(``\\w``) that read as no letter (``SEPARATORS``: the skeleton reads each as one separator).
 
 With them, by their Unicode names, the Latin letters drawn negative circled, negative squared, parenthesized or as
 regional indicators, the few letters listed in ``_BY_EYE``, and the letters of other scripts "fancy text" writes
@@ -25,7 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import synapse_nb._skeleton as _skeleton
-from synapse_nb._skeleton import _CONFUSABLE, skeleton
+from synapse_nb._patterns import _ONE_LETTER_WORD
+from synapse_nb._skeleton import _CONFUSABLE, _READINGS, skeleton
 
 _skeleton._LOOK = {}  # what the skeleton reads without the table it makes
 
@@ -71,13 +73,42 @@ _SHAPES = {
 }
 
 
+#: A Latin letter named as another one turned half a turn ("ɐ" LATIN SMALL LETTER TURNED A, "⅁" TURNED SANS-SERIF
+#: CAPITAL G): upside-down text writes that letter with it, and upright text passes it for the letter (review 88 F4).
+#: Not a turned M or W: upright, each is drawn as the other ("ɯ").
+_TURNED = re.compile(r"^(?:LATIN (?:CAPITAL |SMALL )?LETTER (?:SMALL CAPITAL )?|MODIFIER LETTER SMALL |LATIN LETTER "
+                     r"SMALL CAPITAL )?TURNED (?:SANS-SERIF )?(?:CAPITAL |SMALL )?([A-LN-VX-Z])$")
+#: The same, a capital: what the letters of another script drawn as a turned Latin capital are confusable with
+#: ("ꓯ" LISU LETTER AE with "Ɐ", "ꓨ" with "⅁"). Not a turned V either: "Ʌ" is drawn as "Λ", which the patterns
+#: read as an A or an L (``_skeleton._READINGS``).
+_TURNED_CAPITAL = re.compile(r"^(?:LATIN CAPITAL LETTER |)TURNED (?:SANS-SERIF )?(?:CAPITAL )?([A-LN-UX-Z])$")
+
+
+def _confusables() -> dict[str, list[dict[str, str]]]:
+    data: dict[str, list[dict[str, str]]] = json.loads(
+        resources.files("confusable_homoglyphs").joinpath("confusables.json").read_text("utf-8"))
+    return data
+
+
+def _turned(ch: str, pattern: re.Pattern[str] = _TURNED) -> str:
+    """The Latin letter ``ch``'s name says it is turned (lower case), else ""."""
+    m = pattern.search(unicodedata.name(ch, ""))
+    return m.group(1).lower() if m else ""
+
+
 def table() -> dict[str, str]:
-    data = json.loads(resources.files("confusable_homoglyphs").joinpath("confusables.json").read_text("utf-8"))
+    data = _confusables()
     out: dict[str, str] = {}
     for ch, entries in sorted(data.items()):
         if len(ch) != 1 or ch.isascii() or ord(ch) in _CONFUSABLE:
             continue
         targets = {e["c"].lower() for e in entries if len(e["c"]) == 1 and e["c"].isascii() and e["c"].isalpha()}
+        if not targets and unicodedata.category(ch).startswith("L") and skeleton(ch)[0] not in _READINGS:
+            # a letter confusable only with a turned Latin capital ("ꓯ" LISU LETTER AE, drawn "Ɐ"): read as the
+            # letter turned, as the turned letters themselves are (review 88 F4: "CRITICAL: ꓯDHERE" passed)
+            targets = {_turned(e["c"], _TURNED_CAPITAL) or "?" for e in entries if len(e["c"]) == 1}
+            if "?" in targets or len(targets) != len(entries):
+                targets = set()
         if len(targets) != 1:
             continue
         (target,) = targets
@@ -115,14 +146,53 @@ def table() -> dict[str, str]:
             out.setdefault(chr(o), letter.lower())
     for ch, letter in _BY_EYE.items():
         out.setdefault(ch, letter)
+    # the Latin letters named turned that neither confusables.txt nor _SHAPES reads otherwise ("ᵄ", "Ɐ")
+    for o in range(0x80, 0x20000):
+        letter = _turned(chr(o))
+        if letter and unicodedata.category(chr(o)).startswith("L") and skeleton(chr(o))[0] != letter:
+            out.setdefault(chr(o), letter)
     for ch, letter in _SHAPES.items():
         if skeleton(ch)[0] != letter:
             out[ch] = letter
     return dict(sorted(out.items()))
 
 
+def _no_letter(reading: str) -> bool:
+    """Whether a character's reading holds no letter or digit but modifier letters."""
+    return not any(unicodedata.category(c)[0] in "LN" and unicodedata.category(c) != "Lm" for c in reading)
+
+
+def separators(letters: dict[str, str]) -> str:
+    """The characters the regex engine takes for letters (``\\w``: categories Lm and Lo) that read as no letter
+    (review 88 F1: "CRITICALː ADHERE", "CˑRˑIˑTˑIˑCˑAˑL" passed, ː and ˑ being letters to ``\\w``): every modifier
+    letter (Lm) whose reading (NFKD, the table) holds no other letter ("ː" a length mark, "ˈ" a stress mark, "ʼ"
+    an apostrophe, "ꓸ" a tone mark drawn as a full stop, "ー", "々"; not "ʰ", read "h"), and every other letter
+    Unicode lists as confusable with punctuation alone ("ǃ" with "!", "ʔ" with "?"; not a letter of a script whose
+    one letter is a word, ``_patterns._ONE_LETTER_WORD``). The letters drawn as a mark's dot
+    (``_skeleton._MARK_DOTS``) are read as that dot instead. Only the English patterns read them as separators: a
+    mark of any language reads them as part of its words, as before (``_patterns._LETTER``)."""
+    data = _confusables()
+    out = []
+    for o in range(0x80, 0x30000):
+        ch = chr(o)
+        cat = unicodedata.category(ch)
+        if cat not in ("Lm", "Lo") or ch in letters or ch in _skeleton._MARK_DOTS or not re.match(r"\w", ch):
+            continue
+        if cat == "Lm":
+            if _no_letter(skeleton(ch)[0]):
+                out.append(ch)
+            continue
+        if re.match(_ONE_LETTER_WORD, ch):  # Han, kana, Hangul: one letter is a word ("ノ", "丶")
+            continue
+        protos = [e["c"] for e in data.get(ch, [])]
+        if protos and all(unicodedata.category(c).startswith("P") for p in protos for c in p):
+            out.append(ch)
+    return "".join(out)
+
+
 def main() -> None:
     t = table()
+    seps = separators(t)
     src = "".join(t)
     dst = "".join(t.values())
     print('"""Letters that look like one Latin letter, for the provenance skeleton (generated by tools/lookalikes.py;')
@@ -133,7 +203,9 @@ def main() -> None:
     print("stroke or tail, and the Latin letters drawn negative circled, negative squared, parenthesized or as")
     print("regional indicators (by their Unicode names), a few letters checked by eye (tools/lookalikes.py:")
     print("_BY_EYE) and the letters of other scripts fancy text writes Latin with, by shape (_SHAPES). Only the")
-    print('characters the skeleton did not already read as the same letter are listed."""')
+    print('characters the skeleton did not already read as the same letter are listed; then the characters the')
+    print("regex engine takes for letters that read as no letter (SEPARATORS: modifier letters with no letter")
+    print('reading, other letters confusable with punctuation alone), each read as one separator."""')
     print()
     print()
     print(f"#: {len(t)} characters, each read as the letter at the same place of TARGET")
@@ -143,6 +215,12 @@ def main() -> None:
             print(f"    {text[i:i + 40]!r}")
         print(")")
     print("TABLE = str.maketrans(SOURCE, TARGET)")
+    print()
+    print(f"#: {len(seps)} characters, each read as one separator")
+    print("SEPARATORS = (")
+    for i in range(0, len(seps), 40):
+        print(f"    {seps[i:i + 40]!r}")
+    print(")")
 
 
 if __name__ == "__main__":
