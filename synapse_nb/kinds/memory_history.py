@@ -129,7 +129,8 @@ class MemoryHistory:
     def history(self, key_or_id: str, *, category: str | None = None) -> Versions:
         """Every version of a memory, oldest first: when, what (create, update, verify, delete, revert, accept),
         who (user / agent) and through which surface, the content digest before and after, and (``.record(n)``)
-        the memory as version ``n`` left it.
+        the memory as version ``n`` left it. A deleted memory is named by its full id or its key; named by key, the
+        result's ``note`` names the other memories that held the key before (deleted ones too), else None.
 
         >>> import synapse_nb as syn, tempfile
         >>> v = syn.open_vault(tempfile.mkdtemp())
