@@ -109,6 +109,9 @@ class Versions(list[HistoryEntry]):
     """A record's history entries, oldest first, with each version's record (:meth:`record`)."""
 
     current: Record | None = None
+    #: What a reader should know besides the versions (None: nothing): a memory named by key says which other
+    #: memories, deleted ones too, held that key before it, by id (review 91).
+    note: str | None = None
 
     def record(self, version: int) -> Record | None:
         """The record as version ``version`` left it (None: that version deleted it, or it is not known:
@@ -132,7 +135,7 @@ class Versions(list[HistoryEntry]):
     def __str__(self) -> str:
         if not self:
             return "(no history)"
-        return "\n".join(e.line() for e in self)
+        return "\n".join([e.line() for e in self] + ([f"note: {self.note}"] if self.note else []))
 
 
 def entries(ctx: Context, rid: str) -> Versions:

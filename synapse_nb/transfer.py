@@ -78,12 +78,12 @@ from synapse_nb.settings import EMBEDDER, SETTINGS, check_setting
 from synapse_nb.store.records import EXPORT_FIELDS, JSON_FIELDS, OPTIONAL_FIELDS, NotJson
 from synapse_nb.transfer_caps import AgentCaps
 from synapse_nb.transfer_claims import trust_claims
-from synapse_nb.transfer_history import HISTORY_KIND, check_create_first, history_docs, history_entry
+from synapse_nb.transfer_entries import import_history, owed_import_entries
+from synapse_nb.transfer_history import HISTORY_KIND, STORED_HISTORY, UNBROUGHT_HISTORY, history_docs, history_entry
 from synapse_nb.transfer_links import LINK_KIND, FileLinks, checked_header, link_docs
 from synapse_nb.transfer_links import explain as explain_links
 
 if TYPE_CHECKING:
-    from synapse_nb.changes import HistoryEntry
     from synapse_nb.context import Context
     from synapse_nb.store.base import VaultStore
 
@@ -106,10 +106,6 @@ CLOCK_SLACK = timedelta(days=1)
 #: ``memory history``, ``memory revert`` and ``as_of`` reads take its ``before`` for what they left (review 22: an
 #: entry stamped 20 hours ahead hid a person's memory from every ``as_of`` read).
 HISTORY_SLACK = timedelta(minutes=5)
-#: The trust claim of a history entry for a record the vault holds, or holds history of, already (review 22).
-STORED_HISTORY = "history of a record already in this vault"
-#: The trust claim of a history entry for a record the file does not bring: it waits for a record of that id.
-UNBROUGHT_HISTORY = "history of a record this file does not bring"
 #: Timestamps that may lie in the future (up to 2100): when something stops being in force.
 FUTURE_FIELDS = frozenset({"expires_at"})
 #: The trust claim of a lesson an export of a borrowed vault lists as decided or worded by no person there: accepted
@@ -419,8 +415,11 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
             imported.append((None, rec))
         brought = {rec.id: rec for _, rec in imported}  # the records this file brings in as new
         latest = max(latest, links.write(store, brought, counts, _fail, lambda *c: _claim(claims, claimed, *c)))
+        wrote: set[str] = set()  # the records the file's history lines were written for
         if hist:
-            latest = max(latest, _import_history(store, hist, set(brought), counts, claims, claimed))
+            when, wrote = import_history(store, hist, set(brought), counts, lambda *c: _claim(claims, claimed, *c),
+                                         _fail)
+            latest = max(latest, when)
             links.keep_checked(store, latest)
         if claims and not trust:  # raised inside the transaction: everything above rolls back
             listed = ", ".join(f"{k} {n:,}" for k, n in sorted(claims.items()))
@@ -449,8 +448,11 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
         if latest:  # later writes must stamp after everything imported
             store.transfer.advance_clock(latest)
         links.check_brought(store, [rec for _, rec in imported], store.stamp(ctx.now_ts()))
-        if imported:  # each record imported gets its history entry, after any history the file brought
-            history.record_many(ctx, "import", imported, at=store.stamp(ctx.now_ts()))
+        # each record imported gets its history entry, after any history the file brought, unless that history
+        # ends in the record as the file brings it (review 91: `memory history` and revert of a copy)
+        owed = owed_import_entries(store, imported, wrote)
+        if owed:
+            history.record_many(ctx, "import", owed, at=store.stamp(ctx.now_ts()))
     out = ImportCounts(counts, dict(claims), claimed)
     out.borrowed = borrowed
     return out
@@ -486,51 +488,6 @@ def _not_gits(ctx: Context, parsed: list[tuple[int, dict[str, Any]]]) -> set[str
             and not revert_claims(d)]
     repo = ctx.git.repo if docs else None
     return {d["id"] for d, ok in zip(docs, gits_commits(repo, docs), strict=True) if not ok} if repo else set()
-
-
-def _import_history(store: VaultStore, hist: list[tuple[int, dict[str, Any]]], brought: set[str],
-                    counts: dict[str, int], claims: Counter[str], claimed: list[dict[str, Any]]) -> str:
-    """Write the file's history lines (after its records, in the import's transaction); returns the latest stamp
-    written ("" for none).
-
-    An entry whose version the vault holds is skipped (history is append-only: the first copy stands, also within
-    the file). Each entry written makes its own claims (:func:`trust_claims`) and, unless its record is one of
-    ``brought`` (the records the file brings in as new) with no history in the vault yet, a claim of where it goes
-    (:data:`STORED_HISTORY`, :data:`UNBROUGHT_HISTORY`). A create must stay its record's first entry in the history
-    the import leaves (:func:`check_create_first`), with or without trust.
-    """
-    entries = [(lineno, doc, history_entry(doc)) for lineno, doc in hist]
-    held = {rid: store.history.of_record(rid)  # read before any entry is written, once a record
-            for rid in dict.fromkeys(e.rid for _, _, e in entries)}
-    after = {rid: list(es) for rid, es in held.items()}  # each record's history as the import leaves it
-    versions = {rid: {x.version for x in es} for rid, es in held.items()}
-    written: list[tuple[int, dict[str, Any], HistoryEntry]] = []
-    for lineno, doc, e in entries:
-        if e.version in versions[e.rid]:
-            counts["skipped"] += 1
-            continue
-        versions[e.rid].add(e.version)
-        after[e.rid].append(e)
-        written.append((lineno, doc, e))
-    latest = ""
-    stored: dict[str, bool] = {}
-    for lineno, doc, e in written:
-        try:
-            check_create_first(e, after[e.rid])
-        except ValidationError as exc:
-            raise _fail(lineno, str(exc)) from None
-        if not store.history.insert_entry(e):
-            counts["skipped"] += 1
-            continue
-        counts[HISTORY_KIND] = counts.get(HISTORY_KIND, 0) + 1
-        made = trust_claims(doc)
-        if held[e.rid] or e.rid not in brought:
-            if e.rid not in stored:
-                stored[e.rid] = bool(held[e.rid]) or store.table(e.kind).mind_of(e.rid) is not None
-            made.append(STORED_HISTORY if stored[e.rid] else UNBROUGHT_HISTORY)
-        _claim(claims, claimed, f"history of {e.kind} {e.rid} v{e.version}", e.action, made)
-        latest = max(latest, e.at)
-    return latest
 
 
 def _check_document(store: VaultStore, kind: str, doc: dict[str, Any], horizon: str) -> None:

@@ -25,10 +25,15 @@ from synapse_nb.models import KIND_NAMES, RECORD_TYPES, kind_of_id
 if TYPE_CHECKING:
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["HISTORY_KIND", "check_create_first", "history_docs", "history_entry"]
+__all__ = ["HISTORY_KIND", "STORED_HISTORY", "UNBROUGHT_HISTORY", "check_create_first", "history_docs",
+           "history_entry"]
 
 #: The ``kind`` of a history line in an export.
 HISTORY_KIND = "history"
+#: The trust claim of a history entry for a record the vault holds, or holds history of, already (review 22).
+STORED_HISTORY = "history of a record already in this vault"
+#: The trust claim of a history entry for a record the file does not bring: it waits for a record of that id.
+UNBROUGHT_HISTORY = "history of a record this file does not bring"
 _TEXT = ("id", "rid", "kind_of", "mind", "action", "actor", "surface", "at")
 #: A record's digest as a vault writes it (``_util.digest``): 16 lowercase hex digits.
 _DIGEST = re.compile(r"[0-9a-f]{16}")
@@ -110,3 +115,4 @@ def check_create_first(e: HistoryEntry, others: Iterable[HistoryEntry]) -> None:
         if o.rid == e.rid and o.version != e.version and o.at < e.at:
             raise ValidationError(f"history entry: a create is its record's first entry, but version {o.version} "
                                   f"({o.action}) is stamped before it ({o.at} < {e.at})")
+

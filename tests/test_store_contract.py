@@ -945,6 +945,28 @@ def test_history_prune_keeps_each_records_newest_and_purge_removes_all(store: An
     assert [e.rid for e in store.history.all()] == ["mem_b"]
 
 
+def test_history_removals_are_the_entries_that_left_no_record_of_one_kind_and_mind(store: Any) -> None:
+    """What finds a deleted memory by the key it held (review 91: ``memory history KEY`` names them)."""
+    from dataclasses import replace
+
+    gone = replace(_entry(4, "mem_a", at=T1, version=2, before='{"key":"k"}', action="delete"), digest_after=None)
+    with store.transaction():
+        store.history.append([
+            _entry(1, "mem_a", at=T0, version=1, action="create"),
+            replace(_entry(2, "mem_b", at=T0, version=1, action="create"), digest_after=None),  # no before
+            _entry(3, "mem_b", at=T1, version=2, before='{"key":"k"}'),  # leaves a record
+            gone,
+            replace(gone, id="hst_000000000005", rid="mem_c", at=T0),
+            replace(gone, id="hst_000000000006", rid="mem_d", mind="other"),
+            replace(gone, id="hst_000000000007", rid="note_e", kind="note"),
+        ])
+    assert [e.id for e in store.history.removals("default", "memory")] == ["hst_000000000005", "hst_000000000004"]
+    assert store.history.removals("default", "memory")[1] == gone
+    assert [e.rid for e in store.history.removals("other", "memory")] == ["mem_d"]
+    assert [e.rid for e in store.history.removals("default", "note")] == ["note_e"]
+    assert store.history.removals("nobody", "memory") == []
+
+
 def test_revisions_and_links_are_decided_once_and_a_deletion_drops_the_open_ones(store: Any) -> None:
     from synapse_nb.changes import ExportMark, Link, Revision
 

@@ -11,6 +11,7 @@ import typer
 
 from synapse_nb.changes import MOST_PAIRS, PROPOSED_MARK
 from synapse_nb.cli._common import (
+    PROG,
     JsonOpt,
     YesOpt,
     echo_json,
@@ -45,11 +46,13 @@ CategoryOpt = Annotated[str | None, typer.Option("--category", "-c", help="The c
 @memory_app.command("history")
 def memory_history(
     ctx: typer.Context,
-    key: Annotated[str, typer.Argument(metavar="KEY|ID", help="A memory's key, id or id prefix (a deleted one too).")],
+    key: Annotated[str, typer.Argument(metavar="KEY|ID", help="A memory's key, id or id prefix (a deleted one too: "
+                                       "its key or full id).")],
     category: CategoryOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Every version of a memory: when, what, who (user / agent) through which surface, the digests before and after.
+    Named by key, it also names the other memories that held the key before (deleted ones too), by id.
 
     Examples:
 
@@ -61,6 +64,8 @@ def memory_history(
     h = v.memories.history(key, category=category)
     if as_json:
         echo_json(quoted([{**e.to_dict(), "content": getattr(h.record(e.version), "content", None)} for e in h]))
+        if h.note:  # the listing stays a list; the note goes where a reader of the terminal sees it
+            typer.echo(f"{PROG}: note: {h.note}", err=True)
         return
     versions = [(e, h.record(e.version), h.known(e.version)) for e in h]
     echo_legend([rec for _, rec, _ in versions])  # an agent's versions are its words, as in every listing
@@ -68,12 +73,15 @@ def memory_history(
         what = (f"{mark(rec)} {inline(getattr(rec, 'content', ''), 70)}" if rec is not None else "(deleted)"
                 if known else UNKNOWN_VERSION)
         typer.echo(f"{e.line()}  {what}")
+    if h.note:  # other memories held the key before this one (review 91)
+        typer.echo(f"note: {h.note}")
 
 
 @memory_app.command("revert")
 def memory_revert(
     ctx: typer.Context,
-    key: Annotated[str, typer.Argument(metavar="ID|KEY", help="The memory (id, id prefix or key).")],
+    key: Annotated[str, typer.Argument(metavar="ID|KEY", help="The memory (id, id prefix or key; a deleted one by "
+                                       "its full id or key).")],
     to: Annotated[int, typer.Option("--to", help="The version to restore (see `memory history`).")],
     yes: YesOpt = False,
     as_json: JsonOpt = False,

@@ -21,9 +21,10 @@ from synapse_nb._util import (
     fmt_ts,
     new_id,
     parse_ts,
+    shown_id,
 )
 from synapse_nb.changes import LINK_STATUSES, REVISED_FIELDS, REVISION_STATUSES, Conflicts, Link, Revision
-from synapse_nb.errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
+from synapse_nb.errors import AmbiguousIdError, ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager, resolve_prefix
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, Record, kind_of_id
 from synapse_nb.provenance import agents_unverified, human_record
@@ -62,47 +63,74 @@ class MemoryHistory:
     # -- which memory ---------------------------------------------------------------------------------------
     def _find(self, key_or_id: str, category: str | None) -> str:
         """The id of a memory named by id (or unique prefix), or by key (``category`` when several share it); a
-        memory deleted since is found by its history."""
+        memory deleted since is found by its history, by its full id or its key."""
+        return self._locate(key_or_id, category)[0]
+
+    def _locate(self, key_or_id: str, category: str | None) -> tuple[str, str | None]:
+        """:meth:`_find`, and the key when the memory was named by one (None: by id)."""
         if not isinstance(key_or_id, str) or not key_or_id.strip():
             raise ValidationError(f"name a memory by id or key, got {key_or_id!r}")
         name = key_or_id.strip()
         ctx = self._ctx
         if category is None:
             try:
-                return self.resolve_id(name)
+                return self.resolve_id(name), None
             except (NotFoundError, ValidationError):
-                pass
+                # a deleted memory's id: its history is what is left of it (review 91: `memory history ID` and
+                # `memory revert ID` of a deleted memory said there was none, though the docs promise both)
+                if kind_of_id(name) == "memory" and any(e.mind == ctx.mind for e in ctx.store.history.of_record(name)):
+                    return name, None
         cat = None if category is None else check_choice(category, "category", CATEGORIES)
         key = check_key(name)
         if cat is not None:
             mem = self._table.by_key(ctx.mind, cat, key)
             if mem is not None:
-                return mem.id
+                return mem.id, key
         ids = [i for i, _ in ctx.store.recall.key_matches(ctx.mind, [key]) if kind_of_id(i) == "memory"]
         if cat is None and len(ids) == 1:
-            return ids[0]
+            return ids[0], key
         if cat is None and len(ids) > 1:
             raise ValidationError(f"several memories have the key {key!r}; give category=")
         gone = self._ids_by_key(key, cat)
         if len(gone) == 1:
-            return gone[0]
+            return gone[0], key
+        if gone:
+            raise AmbiguousIdError(f"no memory holds {cat + '/' if cat else ''}{key} now, and {len(gone)} deleted "
+                                   f"ones held it: {_listed(gone)}; name one by its id")
         raise NotFoundError(f"no memory {cat + '/' if cat else ''}{key} in mind {ctx.mind!r}")
 
     def _ids_by_key(self, key: str, category: str | None) -> list[str]:
-        """Ids of memories whose history shows them under this key (and category), by id."""
-        out = set()
-        for e in history.recent(self._ctx, None):
-            was = e.state  # None: no before, or one that describes no record of the entry (review 46)
-            if (e.kind == "memory" and was is not None and was.get("key") == key.strip()
+        """Ids of memories deleted since (some may be back) that held this key (and category), by id."""
+        return sorted(self._removed_by_key(key, category))
+
+    def _removed_by_key(self, key: str, category: str | None) -> list[str]:
+        """:meth:`_ids_by_key`, the latest removed first: each removal's history entry holds what the memory was."""
+        out: dict[str, None] = {}
+        for e in reversed(self._ctx.store.history.removals(self._ctx.mind, "memory")):
+            was = e.state  # None: one that describes no record of the entry (review 46)
+            if (was is not None and was.get("key") == key.strip()
                     and (category is None or was.get("category") == category)):
-                out.add(e.rid)
-        return sorted(out)
+                out.setdefault(e.rid)
+        return list(out)
+
+    def _held_before(self, rid: str, key: str, category: str | None) -> str | None:
+        """What ``memory history KEY`` says of the other memories that held the key (deleted ones too), or None."""
+        others = [i for i in self._removed_by_key(key, category) if i != rid]
+        if not others:
+            return None
+        gone = [i for i in others if self._table.mind_of(i) != self._ctx.mind]
+        what = (f"{len(others)} other memor{'y' if len(others) == 1 else 'ies'}"
+                + (" (deleted)" if len(gone) == len(others) else f" ({len(gone)} deleted)" if gone else ""))
+        return (f"{what} held the key {key!r} before this one: {_listed(others)}; see "
+                f"{'it' if len(others) == 1 else 'each'} with `synapse-nb memory history {shown_id(others[0])}` "
+                "(Python: vault.memories.history(id))")
 
     # -- versions and reads in time -------------------------------------------------------------------------
     def history(self, key_or_id: str, *, category: str | None = None) -> Versions:
         """Every version of a memory, oldest first: when, what (create, update, verify, delete, revert, accept),
         who (user / agent) and through which surface, the content digest before and after, and (``.record(n)``)
-        the memory as version ``n`` left it.
+        the memory as version ``n`` left it. A deleted memory is named by its full id or its key; named by key, the
+        result's ``note`` names the other memories that held the key before (deleted ones too), else None.
 
         >>> import synapse_nb as syn, tempfile
         >>> v = syn.open_vault(tempfile.mkdtemp())
@@ -110,7 +138,12 @@ class MemoryHistory:
         >>> h = v.memories.history("status"); [e.action for e in h], h.record(1).content
         (['create', 'update'], 'v1')
         """
-        return history.entries(self._ctx, self._find(key_or_id, category))
+        rid, key = self._locate(key_or_id, category)
+        out = history.entries(self._ctx, rid)
+        if key is not None:  # named by key: another record may have held it (review 91: an agent deleted its memory
+            # and wrote the key again, and the person's `memory history KEY` showed one clean version)
+            out.note = self._held_before(rid, key, category)
+        return out
 
     def get(self, id: str, *, category: str | None = None, as_of: datetime | str | None = None) -> Memory:
         """The memory with this id (or unique prefix), or this key (with ``category`` when several share it);
@@ -373,6 +406,16 @@ class MemoryHistory:
             raise PermissionDeniedError("an agent may not resolve a conflict")
         ctx.store.table(rec.kind).delete(rec.id)
         history.record(ctx, action, rec, None, at=ts)
+
+
+#: How many ids a message about the memories that held a key names.
+SHOWN_IDS = 5
+
+
+def _listed(ids: list[str]) -> str:
+    """Ids for a message, at most :data:`SHOWN_IDS` of them, then how many more."""
+    more = len(ids) - SHOWN_IDS
+    return ", ".join(shown_id(i) for i in ids[:SHOWN_IDS]) + (f" and {more} more" if more > 0 else "")
 
 
 def _accepted_values(rev: Revision) -> dict[str, Any]:

@@ -39,6 +39,11 @@ class HistoryTable(Protocol):
         """The mind's entries stamped after ``at``, by (rid, at, id)."""
         ...
 
+    def removals(self, mind: str, kind: str) -> list[HistoryEntry]:
+        """The mind's entries that removed a record of ``kind`` (a deletion, merge, prune...: no record after, one
+        before), by (at, id): what each record deleted since was, for finding it by its key."""
+        ...
+
     def all(self) -> Iterator[HistoryEntry]:
         """Every entry, all minds, by (at, id)."""
         ...

@@ -45,6 +45,8 @@ HISTORY_OF = f"SELECT {_H} FROM history WHERE rid = ? ORDER BY at, id"
 HISTORY_OF_MIND = f"SELECT {_H} FROM history WHERE mind = ? ORDER BY at DESC, id DESC LIMIT ?"
 HISTORY_AFTER = f"SELECT {_H} FROM history WHERE mind = ? AND at > ? ORDER BY rid, at, id"
 HISTORY_ALL = f"SELECT {_H} FROM history ORDER BY at, id"
+HISTORY_REMOVALS = (f"SELECT {_H} FROM history WHERE mind = ? AND kind = ? AND digest_after IS NULL "
+                    "AND before IS NOT NULL ORDER BY at, id")
 HAS_VERSION = "SELECT 1 FROM history WHERE rid = ? AND version = ?"
 DELETE_HISTORY_OF = "DELETE FROM history WHERE rid = ?"
 #: Entries of a mind older than a time, but never a record's newest one (its last known state stays).
@@ -132,6 +134,10 @@ class HistoryQueries(Repository[D]):
     def after(self, mind: str, at: str) -> list[HistoryEntry]:
         """The mind's entries stamped after ``at``, by record then time (what an ``as_of`` read rewinds)."""
         return [self._entry(r) for r in self._db.query(HISTORY_AFTER, (mind, at))]
+
+    def removals(self, mind: str, kind: str) -> list[HistoryEntry]:
+        """The mind's entries that removed a record of ``kind`` (no digest after, a record before), by time then id."""
+        return [self._entry(r) for r in self._db.query(HISTORY_REMOVALS, (mind, kind))]
 
     def all(self) -> Iterator[HistoryEntry]:
         """Every entry of the vault (all minds), by time then id (export)."""
