@@ -121,7 +121,7 @@ def test_a_local_vault_shows_no_login(tmp_path: Path) -> None:
     mem = v.remember("preference", "style", "squash")
     v.remember("preference", "style", "rebase")
     for e in v.memories.history(mem.id):
-        assert "login" not in e.to_dict() and f"[user via api]  " in e.line()
+        assert "login" not in e.to_dict() and "[user via api]  " in e.line()
     v.as_agent().remember("preference", "style", "agent's")
     (rev,) = v.memories.revisions()
     assert set(rev.to_dict()) == {"id", "rid", "kind", "mind", "status", "fields", "base_digest", "actor", "surface",
