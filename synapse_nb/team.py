@@ -43,7 +43,6 @@ from synapse_nb.vault.locate import (
 )
 from synapse_nb.vault.pins import (
     agent_identity,
-    checked_team_url,
     checked_team_urls,
     login_of,
     pin_folder,
@@ -420,7 +419,10 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
         agent_url = team_agent_url_of(vault_dir)
         out["agent_login"] = _agent_login_said(recorded, agent_url, project_dir, project)
         if url == recorded and agent and agent_url is not None and out["pin"] == "agrees":
-            conninfo = _split(agent_url, project_dir)[0]  # the agent's shell: its own login, never the person's
+            # the agent's shell: its own login, never the person's, and its own copy (review 90: the folder shown was
+            # the person's, whose copy holds minds the agent login was never granted)
+            conninfo, _, folder = _cache(agent_url, project_dir)
+            out["local_folder"] = str(folder)
         if url == recorded and out["pin"] != "agrees":
             # this folder's vault, refused at every open: not contacted here either (it may be an agent's server;
             # an unpinned folder's too: review 8's `team status` reached the server an agent wrote into team.toml)
@@ -497,8 +499,12 @@ def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str
     """
     project_dir = _project_dir(local)
     recorded = recorded_url(project_dir)
+    acting = acting_actor("user")
     if url is None or url == recorded:  # this folder's team vault: its copy only if team.toml agrees with the pin
-        url = checked_team_url(project_dir / LOCAL_DIRNAME, actor="user")
+        # in an agent's shell, the agent login's copy (its minds only), as offline recall reads it: the person's copy
+        # holds every mind the person reads (review 90: an agent granted `default` was shown the `hr` mind's records)
+        urls = checked_team_urls(project_dir / LOCAL_DIRNAME, actor=acting)
+        url = None if urls is None else urls.agent_url if acting == "agent" and urls.agent_url else urls.url
     if url is not None:
         folder = _cache(url, project_dir)[2]
     else:  # no URL known: the one copy this machine keeps (one per team vault and login)
@@ -513,7 +519,7 @@ def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str
                 f"this machine keeps {kept} under {project_dir / LOCAL_DIRNAME / TEAM_DIRNAME}; name the team vault "
                 "(--vault URL or SYNAPSE_HOME), or run `synapse-nb team join URL` so this folder records it")
         folder = copies[0]
-    copy = OfflineVault(folder, location="(not contacted)", mind=mind, actor="user", reason="not contacted")
+    copy = OfflineVault(folder, location="(not contacted)", mind=mind, actor=acting, reason="not contacted")
     return copy.search(query, k=k).text
 
 
