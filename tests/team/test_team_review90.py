@@ -119,3 +119,36 @@ def test_two_peoples_sessions_of_one_name_are_their_own(team_url: str, pg_admin_
     assert again.nothing_new  # alice's own session: given already
     got = bob.recall("how do deploys go?", session="daily")
     assert "canary" in got.text and not got.nothing_new, got.text  # bob's session of the same name is his own
+
+
+def test_an_agents_scan_on_a_team_vault_counts_the_lesson_it_made(team_url: str, default_only: dict[str, str],
+                                                                  tmp_path: Path, opened: list[Any],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """F4: an agent's `lessons scan` said "0 new pending lessons" after creating one (it may not read them)."""
+    from synapse_nb.gitscope.testing import ScratchRepo
+
+    logins = default_only
+    repo = ScratchRepo.init(tmp_path / "repo")
+    repo.commit_file("retry.py", "retry = 3\n", "Add retries")
+    repo.git("revert", "--no-edit", "HEAD")
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    monkeypatch.delenv("CLAUDECODE", raising=False)
+    monkeypatch.chdir(repo.root)
+    out = CliRunner().invoke(app, ["team", "join", logins["human"], "--agent-url", logins["agent"]])
+    assert out.exit_code == 0, out.output
+    monkeypatch.setenv("CLAUDECODE", "1")
+    out = CliRunner().invoke(app, ["lessons", "scan"])  # the agent's shell: the folder's agent login
+    assert out.exit_code == 0, out.output
+    assert out.stdout.splitlines()[0] == ("1 new pending lesson, for a person to review (an agent cannot read pending "
+                                          "lessons)"), out.stdout
+    monkeypatch.delenv("CLAUDECODE")
+    human = open_team_vault(team_url, local=repo.root)
+    opened.append(human)
+    assert len(human.lessons.pending()) == 1
+    repo.commit_file("pay.py", "pay = 1\n", "Add pay")
+    repo.git("revert", "--no-edit", "HEAD")
+    agent = open_team_vault(logins["agent"], local=repo.root, actor="agent")
+    opened.append(agent)
+    got = agent.lessons.scan()
+    assert list(got) == [] and got.made == 1 and got.unread == 1  # made, though the agent may not read it
+    assert len(human.lessons.pending()) == 2
