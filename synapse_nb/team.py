@@ -45,6 +45,7 @@ from synapse_nb.vault.pins import (
     agent_identity,
     checked_team_urls,
     login_of,
+    not_yours,
     pin_folder,
     pin_for,
     pin_state,
@@ -340,20 +341,23 @@ def trust_preview(local: str | Path | None = None) -> dict[str, Any]:
     if named_agent is not None and named_agent != pinned_agent:
         check = (_agent_verdict(*_split(url, project_dir), named_agent) if pin is not None and pin.server == named
                  else NOT_CHECKED)
+    agrees = pin is not None and pin.server == named and pinned_agent == named_agent
     return {"folder": str(folder), "team_file": str(vault_dir / "team.toml"), "pinned": pin.server if pin else None,
             "named": named, "pinned_agent": pinned_agent, "named_agent": named_agent, "agent_check": check,
-            "agrees": pin is not None and pin.server == named and pinned_agent == named_agent}
+            "agrees": agrees, "not_yours": None if agrees else not_yours(named, named_agent)}
 
 
-def trust(local: str | Path | None = None, *, expect: str | None = None,
-          expect_agent: str | None = None) -> dict[str, Any]:
+def trust(local: str | Path | None = None, *, expect: str | None = None, expect_agent: str | None = None,
+          other_login: bool = False) -> dict[str, Any]:
     """Pin the server this folder's ``team.toml`` names now, for this folder on this machine: a person accepting a
     change of team server (every surface refuses a folder whose ``team.toml`` disagrees with its pin). Human-only
     (:func:`synapse_nb.context.require_human`: refused in an agent's environment). ``expect``: the server the person
     was shown (:func:`trust_preview`'s ``named``; ``expect_agent``: its ``named_agent``, when it was shown one);
     refused, pinning nothing, when ``team.toml`` names another by now. A new or changed agent login is checked on
     the server first (review 33: an agent wrote a person's login there and it was pinned on the person's "y"): one the
-    check refuses, or the server cannot check, is refused with why, pinning nothing. Returns
+    check refuses, or the server cannot check, is refused with why, pinning nothing. A ``team.toml`` whose logins
+    look like another person's (:func:`~synapse_nb.vault.pins.not_yours`, the preview's ``not_yours``: a teammate's
+    committed file) is refused unless ``other_login`` says the person means it (review 90). Returns
     :func:`trust_preview`'s answer as it was before, with ``changed``."""
     require_human("trust a new team server for this folder")
     preview = trust_preview(local)
@@ -363,6 +367,14 @@ def trust(local: str | Path | None = None, *, expect: str | None = None,
     if expect is not None and preview["named_agent"] != expect_agent:
         raise ConflictError(f"team.toml changed while you were asked: its agent login is {preview['named_agent']} "
                             f"by now, not {expect_agent}; nothing was pinned: run `synapse-nb team trust` again")
+    # before a new server is asked of the agent login (a refusal the server gave already is said as it is)
+    if preview["not_yours"] and not other_login and not str(preview["agent_check"]).startswith("refused"):
+        raise ValidationError(
+            f"team.toml may name another person's logins: {preview['not_yours']}. Nothing was pinned: working as "
+            "them would put your writes under their name. Each person joins with their own logins: synapse-nb team "
+            "join postgresql://YOUR_LOGIN@host:port/database?project=NAME --agent-url postgresql://YOUR_AGENT_LOGIN@"
+            "host:port/database?project=NAME (docs/team.md, Setup step 3); if these logins are meant for you, "
+            "confirm it at `synapse-nb team trust`'s question, or pass --other-login")
     if not preview["agrees"] and preview["agent_check"] is not None:
         verdict = preview["agent_check"]  # asked just now of a server pinned here: asked once (it was asked twice)
         if verdict == NOT_CHECKED:  # a new server: asked now, before anything is pinned
