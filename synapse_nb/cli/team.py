@@ -229,7 +229,7 @@ def team_trust(
     ctx: typer.Context,
     yes: YesOpt = False,
     other_login: Annotated[bool, typer.Option("--other-login", help=(
-        "With --yes: pin a team.toml whose login (or agent login) is not yours, as far as this machine can tell "
+        "Pin, under --yes, a team.toml whose login (or agent login) is not yours as far as this machine can tell "
         "(your pins, PGUSER, your Unix user's name), on purpose. Without it that is refused under --yes.")) ] = False,
     as_json: JsonOpt = False,
 ) -> None:
