@@ -121,6 +121,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(30, "the ranking statistics of agents' unverified records beside everyone's (their documents' length, "
               "each ranking document's side): recall weighs a query's words by people's records alone",
               "agent_rank_stats.sql"),
+    Migration(31, "a person's recall sessions are kept per login, as an agent's are: two people naming one session "
+              "no longer share what it was given", "session_people.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version
