@@ -42,6 +42,7 @@ from synapse_nb.store.index.follower import Follower
 from synapse_nb.store.index.maintenance import own_index
 from synapse_nb.store.index.queue import Queues, Steps, deadline
 from synapse_nb.store.index.scrub import RECALL_LOCK_WAIT, Owed
+from synapse_nb.store.index.threads import neighbours
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import Candidate, VaultStore
@@ -141,61 +142,13 @@ class VaultIndex:
         """The semantic table kept up to date (None until :meth:`use_semantic`)."""
         return self._dense
 
-    def _neighbours(self, cands: Sequence[Candidate],
-                    whole: dict[str, dict[str, str]] | None) -> tuple[dict[str, str], set[str], set[str]]:
-        """(id -> the id whose text its document ends with; the ids whose document ends with a candidate's; the
-        candidates that are agents' unverified records, read when ``whole`` is None).
-        ``whole`` keeps each mind's map across calls (a rebuild reads every mind's structure once).
-
-        The record before it in its thread, by seq then id; for a person's record, the person's record before it:
-        an agent's unverified record (``RankRow.agent``, :func:`synapse_nb.store.sql.authors.agents_case`) is
-        skipped, so an agent, who may give its episode any thread and seq, never moves a person's vector."""
-        recall = self._store.recall
-        by_mind: dict[str, list[str]] = {}
-        for c in cands:
-            by_mind.setdefault(c.mind, []).append(c.id)
-        out: dict[str, str] = {}
-        after: set[str] = set()
-        agents: set[str] = set()
-        for mind, ids in sorted(by_mind.items()):
-            if whole is not None and mind in whole:
-                prev = whole[mind]
-            else:
-                rows = recall.rank_rows(mind) if whole is not None else recall.rank_rows(mind, ids=ids)
-                threads: dict[str, list[tuple[int, str, bool]]] = {}
-                asked = set(ids) if whole is None else set()
-                for r in rows:
-                    if r.agent and r.id in asked:
-                        agents.add(r.id)
-                    if r.thread is not None:
-                        threads.setdefault(r.thread, []).append((r.seq or 0, r.id, r.agent))
-                prev = {}
-                for members in threads.values():
-                    members.sort()
-                    last: str | None = None
-                    last_person: str | None = None
-                    for _, rid, agent in members:
-                        p = last if agent else last_person
-                        if p is not None:
-                            prev[rid] = p
-                        last = rid
-                        if not agent:
-                            last_person = rid
-                if whole is not None:
-                    whole[mind] = prev
-            out.update((i, prev[i]) for i in ids if i in prev)
-            if whole is None:
-                wanted = set(ids)
-                after.update(i for i, p in prev.items() if p in wanted)
-        return out, after, agents
-
     def _dense_rows(self, cands: Sequence[Candidate],
                     whole: dict[str, dict[str, str]] | None = None) -> list[DenseRow]:
         """The semantic documents of these candidates: text, then :data:`REPLY` and the first :data:`PREV_CHARS`
-        characters of the previous record's text (:meth:`_neighbours`)."""
+        characters of the previous record's text (:func:`~synapse_nb.store.index.threads.neighbours`)."""
         from synapse_nb.store.index.dense import DenseRow
 
-        prev, _, agents = self._neighbours(cands, whole)
+        prev, _, agents = neighbours(self._store.recall, cands, whole)
         texts = {c.id: c.text for c in cands}
         need = sorted(set(prev.values()) - set(texts))
         if need:
@@ -213,7 +166,7 @@ class VaultIndex:
         holds one of them (the rows whose previous record changed or went, the records now right after one)."""
         cands = self._store.outbox.docs(ids)
         gone = sorted(set(ids) - {c.id for c in cands})
-        _, after, _ = self._neighbours(cands, None)
+        _, after, _ = neighbours(self._store.recall, cands, None)
         held = dense.followers(ids)
         more = sorted((after | held) - set(ids))
         cands = cands + (self._store.outbox.docs(more) if more else [])
