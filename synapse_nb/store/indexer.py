@@ -29,6 +29,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,7 @@ from synapse_nb.own_files import own_folder
 from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex, broken, scrub
 from synapse_nb.store.index.audit import audit, merged
 from synapse_nb.store.index.follower import Follower
+from synapse_nb.store.index.held import held as kept_text
 from synapse_nb.store.index.maintenance import own_index
 from synapse_nb.store.index.queue import Queues, Steps, deadline
 from synapse_nb.store.index.scrub import RECALL_LOCK_WAIT, Owed
@@ -308,7 +310,8 @@ class VaultIndex:
         dense = self._dense
         own_index(self.path)  # a symlink or a closed folder: IndexError_ (BM25 alone), never "unexpected"
         return (not self._store.outbox.has_pending() and self.raw.exists()
-                and (dense is None or (dense.exists() and not self._queues.file(dense.name).exists())))
+                and (dense is None or (dense.exists() and not self._queues.file(dense.name).exists()))
+                and (self._store.readonly or not scrub.at_sync(self._owed, False)))  # a person's owed scrub
 
     def sync(self) -> int:
         """Apply pending changes from the outbox to the index; returns how many records were applied."""
@@ -342,7 +345,7 @@ class VaultIndex:
         dense = self._dense
         if dense is not None and not dense.exists():  # under a deadline, built in steps by the catch-up below
             self._build_dense(dense, whole=deadline() is None)
-        applied = 0
+        applied, deleted = 0, False
         while True:
             pending = store.outbox.pending(BATCH)
             if not pending:
@@ -350,10 +353,13 @@ class VaultIndex:
             ids = [rid for rid, _ in pending]
             rows = self._rows_for(ids)
             gone = sorted(set(ids) - {r.id for r in rows})
+            if gone and not store.readonly:  # owed before it is applied: a sync killed meanwhile leaves it owed
+                self._owed.mark(person=not scrub.by_agent(store, gone))
+                deleted = True
             if rows:
                 self.raw.upsert(rows)
             if gone:
-                self.raw.delete(gone)
+                self.raw.delete(gone)  # LanceDB's soft delete: the text stays in the files until the scrub below
             if store.readonly:  # nothing is forgotten: the semantic table applies the outbox as it is, every time
                 if dense is not None:
                     self._catch_up(dense, also=ids)
@@ -364,6 +370,8 @@ class VaultIndex:
             applied += len(ids)
         if dense is not None:
             self._catch_up(dense)
+        if scrub.at_sync(self._owed, deleted):  # another machine's deletion too: scrubbed here (review 91)
+            self._scrub_locked([])
         return applied
 
     def forget(self, ids: Sequence[str], *, wait: float = scrub.PERSON_LOCK_WAIT) -> int:
@@ -522,7 +530,8 @@ class VaultIndex:
                 bad, self.scrub_behind = broken.remove(self.path, unread), None
                 broken.drop_projections(self.path)  # made again from the table on the next search (review 58)
                 scrub.drop_rank_files(self._store.recall.rank_cache_dir(), vault=self._folder)
-                report = self.raw.repair(self._rows_for, self._expected())
+                gone = kept_text(self.path, expected := self._expected())  # before the rewrite drops them
+                report = replace(self.raw.repair(self._rows_for, expected), held=gone)
                 # always the whole-index rewrite (review 56: an agent deleted scrub.owed, the marker, and a person's
                 # repair left a purged text in the index folder); it drops the semantic rows found stale or extra
                 self._scrub_locked([], {n: {*r.stale, *r.extra, *r.missing} for n, r in tables.items()})
@@ -530,7 +539,8 @@ class VaultIndex:
                 raise StoreError(f"cannot repair the retrieval index: {self.scrub_behind}")
             return merged(report, bad, tables)
         tables, unread = audit(self.path, self._all_dense_rows())
-        return merged(self.raw.check(self._expected()), tuple(sorted(unread)), tables)
+        report = self.raw.check(expected := self._expected())  # older versions too (review 91)
+        return merged(replace(report, held=kept_text(self.path, expected)), tuple(sorted(unread)), tables)
 
     def search(self, query: str, *, k: int = 200, kinds: Sequence[str] | None = None,
                mode: Any = "hybrid") -> list[Hit]:
