@@ -311,7 +311,7 @@ class VaultIndex:
         own_index(self.path)  # a symlink or a closed folder: IndexError_ (BM25 alone), never "unexpected"
         return (not self._store.outbox.has_pending() and self.raw.exists()
                 and (dense is None or (dense.exists() and not self._queues.file(dense.name).exists()))
-                and (self._store.readonly or not scrub.at_sync(self._owed, False)))  # a person's owed scrub
+                and not self._scrubs_feed(False))  # a team machine runs a person's owed scrub
 
     def sync(self) -> int:
         """Apply pending changes from the outbox to the index; returns how many records were applied."""
@@ -353,7 +353,7 @@ class VaultIndex:
             ids = [rid for rid, _ in pending]
             rows = self._rows_for(ids)
             gone = sorted(set(ids) - {r.id for r in rows})
-            if gone and not store.readonly:  # owed before it is applied: a sync killed meanwhile leaves it owed
+            if gone and self._scrubs_feed(None):  # owed before it is applied: a sync killed meanwhile leaves it owed
                 self._owed.mark(person=not scrub.by_agent(store, gone))
                 deleted = True
             if rows:
@@ -370,9 +370,18 @@ class VaultIndex:
             applied += len(ids)
         if dense is not None:
             self._catch_up(dense)
-        if scrub.at_sync(self._owed, deleted):  # another machine's deletion too: scrubbed here (review 91)
+        if self._scrubs_feed(deleted):  # another machine's deletion: scrubbed here (review 91)
             self._scrub_locked([])
         return applied
+
+    def _scrubs_feed(self, deleted: bool | None) -> bool:
+        """Whether this sync scrubs (None: marks owed) the deletions it applies: a team vault's, whose change feed
+        brings other machines' deletions, which no deleting call scrubbed here (review 91), when
+        :func:`~synapse_nb.store.index.scrub.at_sync` says so. A local vault's deletions are its deleting calls' to
+        scrub (owed: a person's next open, deletion or repair; a recall stays fast)."""
+        if self._store.readonly or not getattr(self._store.outbox, "shared", False):
+            return False
+        return deleted is None or scrub.at_sync(self._owed, deleted)
 
     def forget(self, ids: Sequence[str], *, wait: float = scrub.PERSON_LOCK_WAIT) -> int:
         """Leave no trace of deleted records in the index folder, in the deleting call (issue 30): a person's
