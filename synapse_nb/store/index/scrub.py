@@ -29,6 +29,12 @@ report now reads :attr:`~synapse_nb.store.indexer.VaultIndex.scrub_behind` (set 
 and says "index NOT scrubbed (owed)". The remedy the warning names, ``index check --repair`` or ``index rebuild``,
 waited for the lock without limit: it now waits :data:`UPKEEP_LOCK_WAIT` at most and raises :func:`lock_busy`,
 which names the lock file and how to find its holder (``fuser``).
+
+**Another machine's deletion** (review 91). A team vault's change feed brings other machines' deletions, which no
+deleting call on this machine scrubbed: the sync applied them as LanceDB's soft delete and the text stayed in the
+older versions for good (an agent's machine could never scrub: rebuild and repair are a person's). Such a sync marks
+the scrub owed (:meth:`Owed.mark`, a person's line unless :func:`by_agent`) before it applies the deletion, and runs
+it at its end when :func:`at_sync` says so, whoever's handle syncs: a scrub only removes deleted rows.
 """
 
 from __future__ import annotations

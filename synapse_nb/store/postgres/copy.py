@@ -20,7 +20,9 @@ the operations pause (:data:`QUIET_SECONDS`, at most :data:`MAX_LAG_SECONDS` aft
   position (only what changed) to ``copy.db``; with no position (the first time, or a lost one), and when there was
   no copy before the sync (a person deleted it, or it was set aside: its old position would bring only what changed
   since, review 85), the copy is replaced by every candidate there is, so a record deleted meanwhile (a purge) never
-  stays in it. A copy that is not the package's (:mod:`~synapse_nb.store.postgres.copyfile`: another schema,
+  stays in it; a deletion the feed brings (any machine's: a purge too) is scrubbed in the same sync (:func:`scrub`,
+  owed in :data:`COPY_SCRUB` until done; review 91: the rows went, their words stayed in the FTS segments). A copy
+  that is not the package's (:mod:`~synapse_nb.store.postgres.copyfile`: another schema,
   malformed, a statement past its deadline) is set aside with its feed position and rebuilt in the same sync.
 
 It works on a sibling handle of its own (same pool, its own round-trip count), so the answers and the round
