@@ -276,8 +276,9 @@ def _letters(m: re.Match[str]) -> str:
 _MAY_SQUEEZE = re.compile(r"\s\s")
 _MAY_SPACE_MARKS = re.compile(r"(?:_|[^\w\s])\s?[^\W_]\s?(?:_|[^\w\s])\s?[^\W_](?![^\W_])")
 _MAY_SPACE_BLANKS = re.compile(r"\s[^\W_]\s[^\W_](?![^\W_])")
-#: (and a single letter after a separator, then one or two separators and another letter: " P.P", "C R.")
-_MAY_SPACE_MIXED = re.compile(r"[\W_][^\W_][\W_]{1,2}[^\W_](?![^\W_])")
+#: (and three single letters, each after one or two separators: a run's last three, "R.I T"; "0.5" or "v1.2" holds
+#: two, so ordinary figures never run the step)
+_MAY_SPACE_MIXED = re.compile(r"[^\W_][\W_]{1,2}[^\W_][\W_]{1,2}[^\W_](?![^\W_])")
 
 
 def _joined_text(skel: str) -> str:
@@ -314,6 +315,7 @@ _SPACING = ((_SPACED_MIXED, _MAY_SPACE_MIXED), (_SPACED_MARKS, _MAY_SPACE_MARKS)
 #: them is one of their separators ("C R﹘I~T`I'C": dropped first, it left "IT", no single letter; review 88 F3), and
 #: a tag between two is read only once dropped ("A <wbr>P <wbr>P").
 _JOIN_STEPS = ((_SQUEEZE, _MAY_SQUEEZE), *_SPACING, (_JOIN, None), *_SPACING)
+_JOIN_AT = 1 + len(_SPACING)
 #: What a step keeps of the text before it, as slices of it (``None``: all of it).
 Kept = list[slice] | None
 #: A step of :func:`_joined_steps`: what it kept, or the text it cut and the pattern of the spans it cut (read only
@@ -327,8 +329,9 @@ def _joined_steps(skel: str) -> tuple[str, list[Step]]:
     V E D": every second character), not a cut per separator; the cuts of the other two steps are read at C speed
     for the text, and a match at a time only for the map."""
     steps: list[Step] = []
-    for pattern, may in _JOIN_STEPS:
-        if may is not None and not may.search(skel):  # (no match: _joined_text relies on it too)
+    for n, (pattern, may) in enumerate(_JOIN_STEPS):
+        # the marks cut nothing (the spacing read again reads the same), or no match (_joined_text relies on it too)
+        if (n > _JOIN_AT and steps[_JOIN_AT] is None) or (may is not None and not may.search(skel)):
             steps.append(None)
         elif pattern is _SQUEEZE or pattern is _JOIN:
             cut = pattern.sub("", skel)
@@ -352,7 +355,7 @@ def _kept_spaced(skel: str, pattern: re.Pattern[str]) -> Kept:
         a, b = m.span()
         if pattern is _SPACED_MIXED:
             kept.append(slice(pos, a))
-            kept += [slice(i, i + 1) for i in (a + x.start() for x in _LETTER_OR_DIGIT.finditer(m.group()))]
+            kept += _evenly([a + x.start() for x in _LETTER_OR_DIGIT.finditer(m.group())])
         else:
             kept += (slice(pos, a), slice(a, b, len(m.group(1)) + 1))
         pos = b
@@ -360,6 +363,24 @@ def _kept_spaced(skel: str, pattern: re.Pattern[str]) -> Kept:
         return None
     kept.append(slice(pos, len(skel)))
     return kept
+
+
+def _evenly(at: list[int]) -> list[slice]:
+    """The characters at ``at`` (ascending) as slices, one per stretch evenly spaced: a run of 32,768 letters spaced
+    alike is one slice, not 32,768 (each an object the collector walks, in a process holding many)."""
+    out: list[slice] = []
+    i = 0
+    while i < len(at):
+        j = i + 1
+        if j < len(at):
+            step = at[j] - at[i]
+            while j + 1 < len(at) and at[j + 1] - at[j] == step:
+                j += 1
+            out.append(slice(at[i], at[j] + 1, step))
+        else:
+            out.append(slice(at[i], at[i] + 1))
+        i = j + 1
+    return out
 
 
 def _kept_of(n: int, cut: list[tuple[int, int]]) -> Kept:

@@ -28,10 +28,13 @@ if TYPE_CHECKING:
 
     from synapse_nb.context import Context
 
-__all__ = ["PurgeReport", "PurgeTarget", "owe_scrub", "purge", "purge_target", "run_owed", "scrub_deleted"]
+__all__ = ["PurgeReport", "PurgeTarget", "forget_deleted_prompts", "forget_prompts", "owe_scrub", "purge",
+           "purge_target", "run_owed", "scrub_deleted"]
 
 #: The vault's rank caches (``<vault>/cache/rank-*``), removed by every scrub.
 RANK_CACHE = "cache"
+#: The agent hooks' file of per-session counters and prompts (:mod:`synapse_nb.agents.sessions`), as reports name it.
+SESSIONS_FILE = "agent-sessions.json"
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,12 @@ class PurgeReport:
     #: its last known version's (a record deleted earlier; "" when no entry held it): what went, by name (review 64)
     mark: str = ""
     address: str = ""
+    #: how many agent sessions' prompts the hooks kept (``<vault>/agent-sessions.json``: a session's first and latest
+    #: prompt, which its automatic checkpoints and episodes name) were cleared because the record's text held them
+    #: (review 91: the file kept a purged secret and the session's next episode logged it again); and why they could
+    #: not be (None: nothing was left)
+    prompts_cleared: int = 0
+    prompts_left: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -117,6 +126,11 @@ class PurgeReport:
             lines.append(f"WAL NOT truncated: {self.wal_behind}")
         if self.copy_behind is not None:
             lines.append(f"but {self.copy_behind}")
+        if self.prompts_cleared:
+            lines.append(f"the agent hooks' prompts it held cleared: {self.prompts_cleared} session(s) in "
+                         f"{SESSIONS_FILE} name no prompt until the next one is typed")
+        if self.prompts_left is not None:
+            lines.append(f"agent hooks' prompts NOT cleared: {self.prompts_left}")
         if self.exports_holding:
             lines.append("exports taken earlier still hold it (delete or re-take them):")
             lines += [f"  {m.taken_at[:19].replace('T', ' ')} UTC  {m.dest or '(returned as text)'}"
@@ -173,6 +187,38 @@ def scrub_deleted(store: Any, folder: Path, index: Callable[[], Any], ids: Seque
         if note is not None:
             logging.getLogger("synapse_nb.index").warning("the record is deleted, but %s", note)
     return fts, index_left
+
+
+def forget_prompts(folder: Path, records: Sequence[Any]) -> tuple[int, str | None]:
+    """Clear what the agent hooks keep of a person's prompts in the vault folder ``folder`` (``agent-sessions.json``)
+    when a deleted or purged record's text holds them (:func:`synapse_nb.agents.sessions.clear_prompts`; review 91).
+    Returns how many sessions lost their prompts, and why none could (another process held the file's lock)."""
+    from synapse_nb.agents.sessions import LOCK_NAME, STATE_NAME, clear_prompts
+
+    cleared = clear_prompts(folder, [r.text for r in records if r is not None])
+    if cleared is not None:
+        return cleared, None
+    note = (f"another process held {folder / LOCK_NAME} (`fuser {folder / LOCK_NAME}` names it), so "
+            f"{folder / STATE_NAME} may still hold the prompt the record's text came from; end that process and "
+            "delete the file (the hooks start their counts afresh)")
+    logging.getLogger("synapse_nb.index").warning("the record is deleted, but %s", note)
+    return 0, note
+
+
+def forget_deleted_prompts(ctx: Context, folder: Path, ids: Sequence[str]) -> None:
+    """After a deletion's commit: :func:`forget_prompts` of the records it deleted, read from their deletion's
+    history entry (a purge, which leaves none, does it itself). Nothing read when the hooks keep no file there."""
+    from synapse_nb.agents.sessions import STATE_NAME
+
+    if not (folder / STATE_NAME).is_file():
+        return
+    try:
+        gone = [(got[-1].previous if (got := ctx.store.history.of_record(rid)) else None) for rid in ids]
+    except StoreError as exc:  # after the commit: never the deletion's failure (review 35)
+        logging.getLogger("synapse_nb.index").warning(
+            "the record is deleted, but the agent hooks' prompts its text held were not looked for (%s)", exc)
+        return
+    forget_prompts(folder, [g for g in gone if g is not None])
 
 
 def owe_scrub(ctx: Context, folder: Path) -> Callable[[Sequence[tuple[str, str, bool]]], None]:
@@ -255,9 +301,11 @@ def _found(ctx: Context, record_id: str) -> tuple[str, str, Any, list[Any]]:
     return rid, kind, current, entries
 
 
-def purge(ctx: Context, scrub: Callable[[list[str]], object] | None = None) -> Callable[[str], PurgeReport]:
+def purge(ctx: Context, scrub: Callable[[list[str]], object] | None = None,
+          folder: Path | None = None) -> Callable[[str], PurgeReport]:
     """``purge(ctx)(record_id)``: remove the record (any kind) of the context's mind and all its history (human
-    only); see the module docstring. ``scrub`` scrubs a record deleted earlier (its history only goes now)."""
+    only); see the module docstring. ``scrub`` scrubs a record deleted earlier (its history only goes now);
+    ``folder`` (the vault folder) has the agent hooks' prompts its text held cleared (:func:`forget_prompts`)."""
     def run(record_id: str) -> PurgeReport:
         ctx.require_human("purge a record")
         rid, kind, current, entries = _found(ctx, record_id)  # read once: the report names what it removed
@@ -290,5 +338,8 @@ def purge(ctx: Context, scrub: Callable[[list[str]], object] | None = None) -> C
                              address=_address(last))
         if current is None and scrub is not None:  # a deletion was scrubbed at its commit already
             scrub([rid])
+        if folder is not None and last is not None:
+            cleared, left = forget_prompts(folder, [last])
+            report = replace(report, prompts_cleared=cleared, prompts_left=left)
         return report
     return run

@@ -43,9 +43,9 @@ from synapse_nb.vault.locate import (
 )
 from synapse_nb.vault.pins import (
     agent_identity,
-    checked_team_url,
     checked_team_urls,
     login_of,
+    not_yours,
     pin_folder,
     pin_for,
     pin_state,
@@ -341,20 +341,23 @@ def trust_preview(local: str | Path | None = None) -> dict[str, Any]:
     if named_agent is not None and named_agent != pinned_agent:
         check = (_agent_verdict(*_split(url, project_dir), named_agent) if pin is not None and pin.server == named
                  else NOT_CHECKED)
+    agrees = pin is not None and pin.server == named and pinned_agent == named_agent
     return {"folder": str(folder), "team_file": str(vault_dir / "team.toml"), "pinned": pin.server if pin else None,
             "named": named, "pinned_agent": pinned_agent, "named_agent": named_agent, "agent_check": check,
-            "agrees": pin is not None and pin.server == named and pinned_agent == named_agent}
+            "agrees": agrees, "not_yours": None if agrees else not_yours(named, named_agent)}
 
 
-def trust(local: str | Path | None = None, *, expect: str | None = None,
-          expect_agent: str | None = None) -> dict[str, Any]:
+def trust(local: str | Path | None = None, *, expect: str | None = None, expect_agent: str | None = None,
+          other_login: bool = False) -> dict[str, Any]:
     """Pin the server this folder's ``team.toml`` names now, for this folder on this machine: a person accepting a
     change of team server (every surface refuses a folder whose ``team.toml`` disagrees with its pin). Human-only
     (:func:`synapse_nb.context.require_human`: refused in an agent's environment). ``expect``: the server the person
     was shown (:func:`trust_preview`'s ``named``; ``expect_agent``: its ``named_agent``, when it was shown one);
     refused, pinning nothing, when ``team.toml`` names another by now. A new or changed agent login is checked on
     the server first (review 33: an agent wrote a person's login there and it was pinned on the person's "y"): one the
-    check refuses, or the server cannot check, is refused with why, pinning nothing. Returns
+    check refuses, or the server cannot check, is refused with why, pinning nothing. A ``team.toml`` whose logins
+    look like another person's (:func:`~synapse_nb.vault.pins.not_yours`, the preview's ``not_yours``: a teammate's
+    committed file) is refused unless ``other_login`` says the person means it (review 90). Returns
     :func:`trust_preview`'s answer as it was before, with ``changed``."""
     require_human("trust a new team server for this folder")
     preview = trust_preview(local)
@@ -364,6 +367,14 @@ def trust(local: str | Path | None = None, *, expect: str | None = None,
     if expect is not None and preview["named_agent"] != expect_agent:
         raise ConflictError(f"team.toml changed while you were asked: its agent login is {preview['named_agent']} "
                             f"by now, not {expect_agent}; nothing was pinned: run `synapse-nb team trust` again")
+    # before a new server is asked of the agent login (a refusal the server gave already is said as it is)
+    if preview["not_yours"] and not other_login and not str(preview["agent_check"]).startswith("refused"):
+        raise ValidationError(
+            f"team.toml may name another person's logins: {preview['not_yours']}. Nothing was pinned: working as "
+            "them would put your writes under their name. Each person joins with their own logins: synapse-nb team "
+            "join postgresql://YOUR_LOGIN@host:port/database?project=NAME --agent-url postgresql://YOUR_AGENT_LOGIN@"
+            "host:port/database?project=NAME (docs/team.md, Setup step 3); if these logins are meant for you, "
+            "confirm it at `synapse-nb team trust`'s question, or pass --other-login")
     if not preview["agrees"] and preview["agent_check"] is not None:
         verdict = preview["agent_check"]  # asked just now of a server pinned here: asked once (it was asked twice)
         if verdict == NOT_CHECKED:  # a new server: asked now, before anything is pinned
@@ -420,7 +431,10 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
         agent_url = team_agent_url_of(vault_dir)
         out["agent_login"] = _agent_login_said(recorded, agent_url, project_dir, project)
         if url == recorded and agent and agent_url is not None and out["pin"] == "agrees":
-            conninfo = _split(agent_url, project_dir)[0]  # the agent's shell: its own login, never the person's
+            # the agent's shell: its own login, never the person's, and its own copy (review 90: the folder shown was
+            # the person's, whose copy holds minds the agent login was never granted)
+            conninfo, _, folder = _cache(agent_url, project_dir)
+            out["local_folder"] = str(folder)
         if url == recorded and out["pin"] != "agrees":
             # this folder's vault, refused at every open: not contacted here either (it may be an agent's server;
             # an unpinned folder's too: review 8's `team status` reached the server an agent wrote into team.toml)
@@ -497,8 +511,12 @@ def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str
     """
     project_dir = _project_dir(local)
     recorded = recorded_url(project_dir)
+    acting = acting_actor("user")
     if url is None or url == recorded:  # this folder's team vault: its copy only if team.toml agrees with the pin
-        url = checked_team_url(project_dir / LOCAL_DIRNAME, actor="user")
+        # in an agent's shell, the agent login's copy (its minds only), as offline recall reads it: the person's copy
+        # holds every mind the person reads (review 90: an agent granted `default` was shown the `hr` mind's records)
+        urls = checked_team_urls(project_dir / LOCAL_DIRNAME, actor=acting)
+        url = None if urls is None else urls.agent_url if acting == "agent" and urls.agent_url else urls.url
     if url is not None:
         folder = _cache(url, project_dir)[2]
     else:  # no URL known: the one copy this machine keeps (one per team vault and login)
@@ -513,7 +531,7 @@ def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str
                 f"this machine keeps {kept} under {project_dir / LOCAL_DIRNAME / TEAM_DIRNAME}; name the team vault "
                 "(--vault URL or SYNAPSE_HOME), or run `synapse-nb team join URL` so this folder records it")
         folder = copies[0]
-    copy = OfflineVault(folder, location="(not contacted)", mind=mind, actor="user", reason="not contacted")
+    copy = OfflineVault(folder, location="(not contacted)", mind=mind, actor=acting, reason="not contacted")
     return copy.search(query, k=k).text
 
 

@@ -139,7 +139,7 @@ def test_the_folder_is_swept_once_per_open_not_at_every_sync(tmp_path: Path, mon
     assert copymod.scrub(folder) is None
     assert calls == [folder]
     names = {copymod.COPY_DB, f"{copymod.COPY_DB}-wal", f"{copymod.COPY_DB}-shm", copymod.COPY_LOCK,
-             copymod.COPY_FEED, "team-feed.json", "in-doubt.json"}
+             copymod.COPY_FEED, copymod.COPY_SCRUB, "team-feed.json", "in-doubt.json"}
     assert names == set(cachedir.OWN_FILES)  # every file the package opens there is one the claim checks
 
 

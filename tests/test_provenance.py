@@ -1017,7 +1017,7 @@ def test_the_joined_texts_shortcuts_change_nothing() -> None:
     from synapse_nb._skeleton import _joined_text, _joined_text_reference
 
     rng = random.Random(7)
-    alphabet = "aapprovedcritical  \t\n._-*~`<>/b·,:;!?()[]{}|@4$5 1"
+    alphabet = "aapprovedcritical  \t\n._-*~`<>/b·,:;!?()[]{}|@4$5 1\x1a‒ˑ"
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(20_000)]
     texts += [p.lower() for p in PAYLOADS] + ["a p p r o v e d", "a.p.p.r.o.v.e.d", "x  y", "a _ b _ c", "i a b"]
     assert [t for t in texts if _joined_text(t) != _joined_text_reference(t)] == []

@@ -52,6 +52,7 @@ def contacted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project folder (outside git, the current folder) whose team.toml names TEAM; nothing pinned yet."""
     monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    monkeypatch.setenv("PGUSER", "alice")  # the person's own login is TEAM's (review 90: `team trust` checks it)
     f = tmp_path / "acme"
     (f / ".synapse").mkdir(parents=True)
     record_team_url(f / ".synapse", TEAM)

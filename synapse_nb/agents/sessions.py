@@ -59,7 +59,7 @@ from synapse_nb._util import MAX_PATH_CHARS, fmt_ts, utcnow
 from synapse_nb.locks import held
 from synapse_nb.own_files import read_bytes, write_atomic
 
-__all__ = ["LOCK_NAME", "MAX_SESSIONS", "STATE_NAME", "SessionState", "read_state", "session_state"]
+__all__ = ["LOCK_NAME", "MAX_SESSIONS", "STATE_NAME", "SessionState", "clear_prompts", "read_state", "session_state"]
 
 STATE_NAME = "agent-sessions.json"
 LOCK_NAME = "agent-sessions.lock"
@@ -75,6 +75,12 @@ MAX_TASK_CHARS = 1_000
 MAX_STATE_BYTES = 4 * 1024 * 1024
 #: Seconds a hook waits for the file's lock before it goes on without the state (a count lost).
 LOCK_WAIT_S = 1.0
+#: Seconds a deletion waits for the file's lock to clear the prompts its record held (:func:`clear_prompts`).
+CLEAR_LOCK_WAIT = 5.0
+#: Characters of a session's prompt that, found in a deleted record's text, say the record holds the prompt (an
+#: automatic checkpoint cuts a long one); a record's whole text this long or longer found in a prompt says so too.
+PROMPT_MATCH_CHARS = 60
+RECORD_MATCH_CHARS = 16
 #: A session's delta epoch is renewed at least this often: what the session was given (or what another agent, who
 #: can read its id here and run the hook in its name, marked as given) is withheld for at most this long.
 EPOCH_SECONDS = 3600
@@ -210,6 +216,44 @@ def session_state(folder: str | Path, session: str, *, wait: float = LOCK_WAIT_S
         sessions[session] = asdict(SessionState.from_json(asdict(state)))  # within the lists' bounds
         with contextlib.suppress(OSError):  # a directory in the file's place, a full disk: a count lost
             _write(folder / STATE_NAME, {"version": _VERSION, "sessions": _newest(sessions, session)})
+
+
+def _held_in(prompt: object, texts: list[str]) -> bool:
+    """Whether a session's ``prompt`` (its ``task`` or ``prompt``) is in one of a deleted record's ``texts``, or one
+    of them (long enough to tell) is in it: the record was made from it (whitespace folded, as the hooks do)."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        return False
+    p = " ".join(prompt.split()).removesuffix("…").rstrip()
+    head = p[:PROMPT_MATCH_CHARS]
+    return any(head in t or (len(t) >= RECORD_MATCH_CHARS and t in p) for t in texts)
+
+
+def clear_prompts(folder: str | Path, texts: list[str], *, wait: float = CLEAR_LOCK_WAIT) -> int | None:
+    """A deletion or purge of a record whose text holds what a person typed (review 91: a secret in a prompt went
+    into an automatic checkpoint and an episode, both were purged, and this file kept it, and the session's next
+    episode logged it again): every session whose ``task`` or ``prompt`` is in one of ``texts`` (the deleted
+    record's, :func:`_held_in`), or holds one of them, loses both (its next automatic checkpoint and episode name no
+    prompt until the next one is typed). Returns how many sessions lost them; None when another process held the
+    file's lock for ``wait`` seconds (nothing was cleared)."""
+    folder = Path(folder)
+    texts = [t for t in (" ".join(str(x).split()) for x in texts) if t]
+    if not texts or not (folder / STATE_NAME).is_file():
+        return 0
+    try:
+        with held(folder / LOCK_NAME, wait) as fd:
+            if fd is None:
+                return None
+            sessions = _read(folder / STATE_NAME)
+            cleared = 0
+            for raw in sessions.values():
+                if isinstance(raw, dict) and (_held_in(raw.get("task"), texts) or _held_in(raw.get("prompt"), texts)):
+                    raw["task"] = raw["prompt"] = None
+                    cleared += 1
+            if cleared:
+                _write(folder / STATE_NAME, {"version": _VERSION, "sessions": sessions})
+    except OSError:  # a folder this user may not write, a full disk: not cleared, and said so
+        return None
+    return cleared
 
 
 def _newest(sessions: dict[str, Any], current: str) -> dict[str, Any]:

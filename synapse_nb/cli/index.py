@@ -51,7 +51,8 @@ def index_check(
     cannot be read (``broken``) is reported (exit 1); --repair removes it, and the next recall with the semantic
     channel builds it again from the vault. A semantic row whose columns differ from the vault's, or whose vector is
     all zeros, is stale; --repair drops it and the next recall with the channel embeds it again. --repair always
-    rewrites the whole index folder, so no deleted record's text is left in it.
+    rewrites the whole index folder, so no deleted record's text is left in it; a deleted record an older version of
+    the index still holds is reported (``held``) until then.
 
     Examples:
 
@@ -63,7 +64,7 @@ def index_check(
     rep = v.index.check(repair=repair)
     out = {"ok": bool(rep.ok), "built": bool(rep.built), "repaired": bool(repair and not rep.ok),
            "missing": list(rep.missing), "stale": list(rep.stale), "extra": list(rep.extra),
-           "broken": list(rep.broken)}
+           "broken": list(rep.broken), "held": list(rep.held)}
     if as_json:
         echo_json(out)
     else:
@@ -79,7 +80,11 @@ def index_check(
         elif rep.missing or rep.stale or rep.extra:
             typer.echo(f"index drift: {len(rep.missing)} missing, {len(rep.stale)} stale, {len(rep.extra)} extra"
                        + (" (repaired)" if repair else f" (fix it with: {PROG} index check --repair)"))
-        elif not rep.broken:
+        if rep.built and rep.held:  # review 91: a deletion's text in an older version's files
+            typer.echo(f"index folder holds {len(rep.held)} deleted records in older versions of its tables "
+                       + ("(scrubbed)" if repair else "(their text is in its files until the scrub: the next sync of a "
+                          f"team vault, a person's next deletion, or {PROG} index check --repair)"))
+        elif rep.built and not (rep.missing or rep.stale or rep.extra or rep.broken):
             typer.echo("index ok: it matches the store")
     if not rep.ok and not repair:
         raise typer.Exit(1)

@@ -100,9 +100,11 @@ def lessons_scan(
     if created.note:  # a window cut or an unreadable commit (review 42): said on stderr, the JSON stays a list
         typer.echo(f"note: {created.note}", err=True)
     if as_json:
+        if created.unread:  # an agent's scan: the lessons it made are not its to read, their count is (review 90)
+            typer.echo(f"note: {created.said()}", err=True)
         echo_json([record_json(x) for x in created])
         return
-    typer.echo(plural(len(created), "new pending lesson"))
+    typer.echo(created.said())  # an agent's scan counts the lessons it made, not the none it may read (review 90)
     for les in created:
         typer.echo(listing_line(les))
     if created:

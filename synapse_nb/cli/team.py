@@ -228,15 +228,19 @@ def team_status(
 def team_trust(
     ctx: typer.Context,
     yes: YesOpt = False,
+    other_login: Annotated[bool, typer.Option("--other-login", help=(
+        "Pin, under --yes, a team.toml whose login (or agent login) is not yours as far as this machine can tell "
+        "(your pins, PGUSER, your Unix user's name), on purpose. Without it that is refused under --yes.")) ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Accept the team server this folder's .synapse/team.toml names now: pin it for this folder on this machine.
 
     Every surface refuses a folder whose team.toml names another server than the one pinned here, or no pinned
     server (team join and team trust pin it; nothing pins on first use), since anything that can write the folder,
-    an agent too, can rewrite team.toml. In a fresh clone of a team project, and after a legitimate change of URL, a
-    person runs this: it shows the server (and the pinned one), and asks. Human-only: refused in an agent's shell,
-    and without a terminal unless --yes (nothing is asked then).
+    an agent too, can rewrite team.toml. After a legitimate change of URL a person runs this: it shows the server
+    (and the pinned one), and asks. A team.toml whose login is not yours (a teammate's) is said, and refused under
+    --yes unless --other-login: each person joins with their own URL (`team join URL --agent-url AGENT_URL`).
+    Human-only: refused in an agent's shell, and without a terminal unless --yes (nothing is asked then).
 
     Examples:
 
@@ -265,10 +269,15 @@ def team_trust(
             if seen["agent_check"].startswith("refused"):
                 fail("nothing was pinned: the server refuses team.toml's agent login as an agent's own login; fix "
                      "agent_url in team.toml (or remove it), or set it with `synapse-nb team agent-login URL`")
+        if seen["not_yours"]:  # a teammate's committed team.toml: pinning it makes you work as them (review 90)
+            typer.echo(f"  NOT YOURS?   {seen['not_yours']}: pinned, every command here works as that login; each "
+                       "person joins with their own: synapse-nb team join YOUR_URL --agent-url YOUR_AGENT_URL",
+                       err=True)
         if not typer.confirm("pin the server (and agent login) team.toml names for this folder, from now on?",
                              default=False, err=True):
             fail("nothing was pinned")
-    out = trust(expect=seen["named"], expect_agent=seen["named_agent"])
+        other_login = True  # the person saw it and said yes
+    out = trust(expect=seen["named"], expect_agent=seen["named_agent"], other_login=other_login)
     if as_json:
         echo_json(out)
     elif not out["changed"]:

@@ -44,7 +44,6 @@ from synapse_nb.errors import SynapseError
 from synapse_nb.gitscope.repo import find_repo
 from synapse_nb.locks import held
 from synapse_nb.own_files import open_regular, remove, state
-from synapse_nb.render import plural
 
 if TYPE_CHECKING:
     from synapse_nb.gitscope.history import Snapshot
@@ -123,12 +122,13 @@ def _scan(work_tree: Path, at: Snapshot | None = None) -> str:
     # no path: SYNAPSE_HOME, exactly as vault_dir() read it; a hook never creates a vault
     with VaultSession(None if os.environ.get("SYNAPSE_HOME", "").strip() else work_tree, create=False,
                       readonly=False, surface="git-hook", actor=actor) as session:
+        from synapse_nb.kinds.lesson_scan import scan_said
+
         created = session.write().lessons.scan(at=at)
         note = f" (note: {created.note})" if created.note else ""  # a window cut, said (review 42)
-        if session.write().actor == "agent":  # an agent is shown no pending lesson, so the count is not its to see
-            return ("scanned as the agent (an agent committed; its lessons wait for a human: synapse-nb lessons "
-                    f"review){note}")
-    return plural(len(created), "new pending lesson") + note
+        if session.write().actor == "agent":  # an agent reads no pending lesson, but is told how many it made
+            return (f"scanned as the agent (an agent committed): {scan_said(created)}; synapse-nb lessons review{note}")
+    return scan_said(created) + note
 
 
 class LockBusy(Exception):

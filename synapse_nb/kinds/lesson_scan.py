@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb._util import MAX_FILES
+from synapse_nb._util import MAX_FILES, plural
 from synapse_nb.kinds.lesson_fields import git_fields
 from synapse_nb.models import Lesson, RecordList
 
@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 
     from synapse_nb.context import Context
 
-__all__ = ["AGENT_PLACE_BYTES", "FIRST_BY", "MAX_REVERTED", "NOT_GITS", "backing", "first_found_by_agent",
+__all__ = ["AGENT_PLACE_BYTES", "FIRST_BY", "MAX_REVERTED", "NOT_GITS", "Scanned", "backing", "first_found_by_agent",
            "gits_commits", "in_gits_words", "keeps_place", "no_history_note", "nothing_to_scan", "revert_claims",
-           "scan_worded", "taken_over"]
+           "scan_said", "scan_worded", "taken_over"]
 
 #: The key of a lesson's ``revert_commit`` a person's scan sets to ``"agent"`` when it takes over (or replaces) a
 #: lesson an agent made of that revert: review shows it. A person's write only (a team server refuses the key from
@@ -46,11 +46,41 @@ AGENT_PLACE_BYTES = 1_048_576
 MAX_REVERTED = 100
 
 
-def nothing_to_scan(ctx: Context) -> RecordList[Lesson]:
+class Scanned(RecordList[Lesson]):
+    """The lessons a scan created that its caller may read (an agent: none, it may not read pending lessons), and
+    ``made``: how many it created, an agent's scan's too (review 90: an agent's ``lessons scan`` said "0 new pending
+    lessons" after creating one)."""
+
+    #: How many pending lessons the scan created (or took over from an agent), whether or not the caller reads them.
+    made: int = 0
+
+    @property
+    def unread(self) -> int:
+        """How many of the lessons it made the caller was not given (an agent's scan: all of them)."""
+        return max(0, self.made - len(self))
+
+    def said(self) -> str:
+        """What a surface prints of the scan (:func:`scan_said`)."""
+        return scan_said(self)
+
+
+def scan_said(found: Sequence[Lesson]) -> str:
+    """What a surface prints of a scan's answer: "2 new pending lessons", and for lessons the caller cannot read (a
+    :class:`Scanned` that made more than it holds), that a person reviews them; any other list, by its length.
+
+    >>> s = Scanned(); s.made = 1; scan_said(s), scan_said([])
+    ('1 new pending lesson, for a person to review (an agent cannot read pending lessons)', '0 new pending lessons')
+    """
+    made = max(getattr(found, "made", 0), len(found))
+    text = plural(made, "new pending lesson")
+    return text + (", for a person to review (an agent cannot read pending lessons)" if made > len(found) else "")
+
+
+def nothing_to_scan(ctx: Context) -> Scanned:
     """The scan of a vault with no git history to read: no lesson, and a ``note`` that says why (outside a git
     repository, or before its first commit). Nothing to find is not an error: the README's first snippet, run in a
     fresh folder, raised GitError after writing three records (review 68)."""
-    out = RecordList[Lesson]()
+    out = Scanned()
     out.note = no_history_note(ctx.git.project_dir, ctx.git.repo is not None)
     return out
 

@@ -490,12 +490,13 @@ class Lessons(KindManager[Lesson]):
         return lesson_scan.backing(self._ctx, les)
 
     # -- git ------------------------------------------------------------------------------------------------
-    def scan(self, *, max_commits: int | None = None, at: Snapshot | None = None) -> RecordList[Lesson]:
+    def scan(self, *, max_commits: int | None = None, at: Snapshot | None = None) -> lesson_scan.Scanned:
         """Create one pending lesson per git revert not seen before (idempotent, across branches).
 
         Reads history since the last scan (HEAD's first), up to ``max_commits`` commits and every one that may be a
         revert (setting ``scan_window``, default 2000; past it the ``note`` says so). Returns the lessons created by
-        this scan (user actor; an agent gets an empty list back: it may not read pending lessons). A scan fills a
+        this scan (user actor; an agent gets an empty list back: it may not read pending lessons; ``made`` counts
+        them either way). A scan fills a
         mind to at most :data:`SCAN_PENDING_LESSONS` pending lessons (an agent's, also to at most
         :data:`AGENT_PENDING_LESSONS` of agents'); the reverts past that wait, and the scan keeps its place until a
         later one has room for them. An agent's scan saves a place only in a mind where agents hold a record
@@ -565,7 +566,8 @@ class Lessons(KindManager[Lesson]):
             notes.append(result.note)
             if result.whole or held:  # one pass read everything (only HEAD moved), or the room is full: no second
                 break
-        out = RecordList(self.get(i) for i in taken + created) if ctx.actor != "agent" else RecordList[Lesson]()
+        out = lesson_scan.Scanned(self.get(i) for i in taken + created if ctx.actor != "agent")
+        out.made = len(taken) + len(created)  # an agent's count too, of lessons it may not read (review 90)
         out.note = "; ".join(dict.fromkeys(n for n in notes if n)) or None  # a window cut, said (review 42)
         return out
 

@@ -29,6 +29,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,9 +40,11 @@ from synapse_nb.own_files import own_folder
 from synapse_nb.store.index import DriftReport, Hit, IndexRow, RetrievalIndex, broken, scrub
 from synapse_nb.store.index.audit import audit, merged
 from synapse_nb.store.index.follower import Follower
+from synapse_nb.store.index.held import held as kept_text
 from synapse_nb.store.index.maintenance import own_index
 from synapse_nb.store.index.queue import Queues, Steps, deadline
 from synapse_nb.store.index.scrub import RECALL_LOCK_WAIT, Owed
+from synapse_nb.store.index.threads import neighbours
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import Candidate, VaultStore
@@ -141,61 +144,13 @@ class VaultIndex:
         """The semantic table kept up to date (None until :meth:`use_semantic`)."""
         return self._dense
 
-    def _neighbours(self, cands: Sequence[Candidate],
-                    whole: dict[str, dict[str, str]] | None) -> tuple[dict[str, str], set[str], set[str]]:
-        """(id -> the id whose text its document ends with; the ids whose document ends with a candidate's; the
-        candidates that are agents' unverified records, read when ``whole`` is None).
-        ``whole`` keeps each mind's map across calls (a rebuild reads every mind's structure once).
-
-        The record before it in its thread, by seq then id; for a person's record, the person's record before it:
-        an agent's unverified record (``RankRow.agent``, :func:`synapse_nb.store.sql.authors.agents_case`) is
-        skipped, so an agent, who may give its episode any thread and seq, never moves a person's vector."""
-        recall = self._store.recall
-        by_mind: dict[str, list[str]] = {}
-        for c in cands:
-            by_mind.setdefault(c.mind, []).append(c.id)
-        out: dict[str, str] = {}
-        after: set[str] = set()
-        agents: set[str] = set()
-        for mind, ids in sorted(by_mind.items()):
-            if whole is not None and mind in whole:
-                prev = whole[mind]
-            else:
-                rows = recall.rank_rows(mind) if whole is not None else recall.rank_rows(mind, ids=ids)
-                threads: dict[str, list[tuple[int, str, bool]]] = {}
-                asked = set(ids) if whole is None else set()
-                for r in rows:
-                    if r.agent and r.id in asked:
-                        agents.add(r.id)
-                    if r.thread is not None:
-                        threads.setdefault(r.thread, []).append((r.seq or 0, r.id, r.agent))
-                prev = {}
-                for members in threads.values():
-                    members.sort()
-                    last: str | None = None
-                    last_person: str | None = None
-                    for _, rid, agent in members:
-                        p = last if agent else last_person
-                        if p is not None:
-                            prev[rid] = p
-                        last = rid
-                        if not agent:
-                            last_person = rid
-                if whole is not None:
-                    whole[mind] = prev
-            out.update((i, prev[i]) for i in ids if i in prev)
-            if whole is None:
-                wanted = set(ids)
-                after.update(i for i, p in prev.items() if p in wanted)
-        return out, after, agents
-
     def _dense_rows(self, cands: Sequence[Candidate],
                     whole: dict[str, dict[str, str]] | None = None) -> list[DenseRow]:
         """The semantic documents of these candidates: text, then :data:`REPLY` and the first :data:`PREV_CHARS`
-        characters of the previous record's text (:meth:`_neighbours`)."""
+        characters of the previous record's text (:func:`~synapse_nb.store.index.threads.neighbours`)."""
         from synapse_nb.store.index.dense import DenseRow
 
-        prev, _, agents = self._neighbours(cands, whole)
+        prev, _, agents = neighbours(self._store.recall, cands, whole)
         texts = {c.id: c.text for c in cands}
         need = sorted(set(prev.values()) - set(texts))
         if need:
@@ -213,7 +168,7 @@ class VaultIndex:
         holds one of them (the rows whose previous record changed or went, the records now right after one)."""
         cands = self._store.outbox.docs(ids)
         gone = sorted(set(ids) - {c.id for c in cands})
-        _, after, _ = self._neighbours(cands, None)
+        _, after, _ = neighbours(self._store.recall, cands, None)
         held = dense.followers(ids)
         more = sorted((after | held) - set(ids))
         cands = cands + (self._store.outbox.docs(more) if more else [])
@@ -355,7 +310,8 @@ class VaultIndex:
         dense = self._dense
         own_index(self.path)  # a symlink or a closed folder: IndexError_ (BM25 alone), never "unexpected"
         return (not self._store.outbox.has_pending() and self.raw.exists()
-                and (dense is None or (dense.exists() and not self._queues.file(dense.name).exists())))
+                and (dense is None or (dense.exists() and not self._queues.file(dense.name).exists()))
+                and not self._scrubs_feed(False))  # a team machine runs a person's owed scrub
 
     def sync(self) -> int:
         """Apply pending changes from the outbox to the index; returns how many records were applied."""
@@ -389,7 +345,7 @@ class VaultIndex:
         dense = self._dense
         if dense is not None and not dense.exists():  # under a deadline, built in steps by the catch-up below
             self._build_dense(dense, whole=deadline() is None)
-        applied = 0
+        applied, deleted = 0, False
         while True:
             pending = store.outbox.pending(BATCH)
             if not pending:
@@ -397,10 +353,13 @@ class VaultIndex:
             ids = [rid for rid, _ in pending]
             rows = self._rows_for(ids)
             gone = sorted(set(ids) - {r.id for r in rows})
+            if gone and self._scrubs_feed(None):  # owed before it is applied: a sync killed meanwhile leaves it owed
+                self._owed.mark(person=not scrub.by_agent(store, gone))
+                deleted = True
             if rows:
                 self.raw.upsert(rows)
             if gone:
-                self.raw.delete(gone)
+                self.raw.delete(gone)  # LanceDB's soft delete: the text stays in the files until the scrub below
             if store.readonly:  # nothing is forgotten: the semantic table applies the outbox as it is, every time
                 if dense is not None:
                     self._catch_up(dense, also=ids)
@@ -411,7 +370,18 @@ class VaultIndex:
             applied += len(ids)
         if dense is not None:
             self._catch_up(dense)
+        if self._scrubs_feed(deleted):  # another machine's deletion: scrubbed here (review 91)
+            self._scrub_locked([])
         return applied
+
+    def _scrubs_feed(self, deleted: bool | None) -> bool:
+        """Whether this sync scrubs (None: marks owed) the deletions it applies: a team vault's, whose change feed
+        brings other machines' deletions, which no deleting call scrubbed here (review 91), when
+        :func:`~synapse_nb.store.index.scrub.at_sync` says so. A local vault's deletions are its deleting calls' to
+        scrub (owed: a person's next open, deletion or repair; a recall stays fast)."""
+        if self._store.readonly or not getattr(self._store.outbox, "shared", False):
+            return False
+        return deleted is None or scrub.at_sync(self._owed, deleted)
 
     def forget(self, ids: Sequence[str], *, wait: float = scrub.PERSON_LOCK_WAIT) -> int:
         """Leave no trace of deleted records in the index folder, in the deleting call (issue 30): a person's
@@ -569,7 +539,8 @@ class VaultIndex:
                 bad, self.scrub_behind = broken.remove(self.path, unread), None
                 broken.drop_projections(self.path)  # made again from the table on the next search (review 58)
                 scrub.drop_rank_files(self._store.recall.rank_cache_dir(), vault=self._folder)
-                report = self.raw.repair(self._rows_for, self._expected())
+                gone = kept_text(self.path, expected := self._expected())  # before the rewrite drops them
+                report = replace(self.raw.repair(self._rows_for, expected), held=gone)
                 # always the whole-index rewrite (review 56: an agent deleted scrub.owed, the marker, and a person's
                 # repair left a purged text in the index folder); it drops the semantic rows found stale or extra
                 self._scrub_locked([], {n: {*r.stale, *r.extra, *r.missing} for n, r in tables.items()})
@@ -577,7 +548,8 @@ class VaultIndex:
                 raise StoreError(f"cannot repair the retrieval index: {self.scrub_behind}")
             return merged(report, bad, tables)
         tables, unread = audit(self.path, self._all_dense_rows())
-        return merged(self.raw.check(self._expected()), tuple(sorted(unread)), tables)
+        report = self.raw.check(expected := self._expected())  # older versions too (review 91)
+        return merged(replace(report, held=kept_text(self.path, expected)), tuple(sorted(unread)), tables)
 
     def search(self, query: str, *, k: int = 200, kinds: Sequence[str] | None = None,
                mode: Any = "hybrid") -> list[Hit]:

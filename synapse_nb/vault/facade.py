@@ -36,7 +36,7 @@ from synapse_nb.kinds.lessons import Lessons
 from synapse_nb.kinds.memories import Memories
 from synapse_nb.kinds.notes import Notes
 from synapse_nb.models import KIND_BY_NAME, Checkpoint, Decision, Lesson, Memory, PruneReport, Status
-from synapse_nb.purge import PurgeReport, PurgeTarget, owe_scrub, purge, purge_target
+from synapse_nb.purge import PurgeReport, PurgeTarget, forget_deleted_prompts, owe_scrub, purge, purge_target
 from synapse_nb.settings import BAR_SETTINGS, SEMANTIC, Settings
 from synapse_nb.store.records import Change
 
@@ -471,7 +471,7 @@ class Vault:
         revisions and links, then the index, FTS and ranking tables and every cache, in this call. The report names
         the exports taken earlier that still hold it (exports are recorded when taken)."""
         self._scrub_left: tuple[str | None, str | None] = (None, None)
-        report = purge(self._ctx, self._scrub)(str(record_id).strip())
+        report = purge(self._ctx, self._scrub, self.path)(str(record_id).strip())
         return report.with_copy(self._store, self._index, self._scrub_left)
 
     def purge_target(self, record_id: str) -> PurgeTarget:
@@ -486,6 +486,7 @@ class Vault:
             from synapse_nb import history
 
             self._scrub(gone, person=not history.deleted_by_agent(self._ctx, gone))
+            forget_deleted_prompts(self._ctx, self.path, gone)  # the hooks' prompts its text held (review 91)
 
     def _scrub(self, ids: list[str], *, person: bool = True) -> None:
         """Leave none of the deleted text in the store's files, the caches and (a ``person``'s deletion) the index

@@ -59,8 +59,8 @@ from synapse_nb.vault.locate import (
 )
 
 __all__ = ["PINS_ENV", "Pin", "PinBy", "TeamUrls", "agent_identity", "checked_team_url", "checked_team_urls",
-           "is_person", "login_of", "pin_folder", "pin_for", "pin_state", "pins_file", "read_pins", "server_identity",
-           "write_pin"]
+           "is_person", "login_of", "not_yours", "pin_folder", "pin_for", "pin_state", "pins_file", "read_pins",
+           "server_identity", "write_pin"]
 
 #: Names the pins file itself (tests; a person who keeps it elsewhere).
 PINS_ENV = "SYNAPSE_TEAM_PINS"
@@ -422,3 +422,53 @@ def pin_state(vault_dir: Path) -> dict[str, str | None]:
                              "`synapse-nb team trust` (or `team agent-login`), or team.toml names the pinned one again"}
     return out | {"pin": f"differs: team.toml names {named}; every open here is refused until a person runs "
                          "`synapse-nb team trust`, or team.toml names the pinned server again"}
+
+
+def _login_server(identity: str) -> str:
+    """The server and database a :func:`server_identity` logs in to, without its login, project and parameters."""
+    return _without_login(identity).split("?", 1)[0]
+
+
+def not_yours(named: str, named_agent: str | None, *, environ: Mapping[str, str] | None = None,
+              path: Path | None = None) -> str | None:
+    """Why the logins a folder's ``team.toml`` names (``named``, ``named_agent``: :func:`server_identity` s) may be
+    another person's, or None: a committed ``team.toml`` names its committer's login and their agent's, and pinning
+    it made this person work as them (review 90). This person's logins on that server: the ones this machine pinned
+    for it before (``team join``, ``team trust``, any folder), and ``PGUSER``; with neither, the Unix user's name
+    (libpq's default). The agent login is another's when the URL's is, or when this machine pinned other agent
+    logins for that server and not it.
+
+    >>> p = Path("/nonexistent/pins.toml")
+    >>> not_yours("postgresql://alice@db:5432/t?project=a", None, environ={"PGUSER": "bob"}, path=p)
+    'its url logs in as alice, not as you (bob: PGUSER)'
+    >>> not_yours("postgresql://bob@db:5432/t?project=a", None, environ={"PGUSER": "bob"}, path=p) is None
+    True
+    """
+    env = os.environ if environ is None else environ
+    base = _login_server(named)  # a login is the server's (host, port, database), whatever the project
+    pins = [p for p in read_pins(path).values() if _login_server(p.server) == base]
+    known = {login_of(p.server) for p in pins} - {""}
+    said = "the logins this machine pinned for that server" if known else ""
+    if user := env.get("PGUSER", "").strip():
+        known.add(user)
+        said = f"{said} and PGUSER" if said else "PGUSER"
+    if not known:
+        try:
+            import getpass
+
+            known, said = {getpass.getuser()}, "your Unix user's name"
+        except (OSError, KeyError):  # no name for this uid: nothing to compare with
+            return None
+    out = []
+    login = login_of(named)
+    if login and login not in known:
+        out.append(f"its url logs in as {login}, not as you ({', '.join(sorted(known))}: {said})")
+    if named_agent:
+        agents = {login_of(p.agent_server) for p in pins if p.agent_server}
+        agent = login_of(named_agent)
+        if out:
+            out.append(f"its agent login {agent} came with it (set up for that person's agent)")
+        elif agents and agent not in agents:
+            out.append(f"its agent login {agent} is none this machine pinned for that server "
+                       f"({', '.join(sorted(agents))})")
+    return "; ".join(out) or None

@@ -205,6 +205,8 @@ class LessonReview(FamilyWidget):
         if not found:  # the note says why when there was nothing to read (no commit yet: review 68)
             note = getattr(scanned, "note", None)
             said = esc(note) if note else "no new reverts since the last scan"
+            if getattr(scanned, "unread", 0):  # an agent's kernel: lessons it may not read, counted (review 90)
+                said = esc(scanned.said())
             self.scan_note.value = block(f"<span style='color:{MUTED}'>{said}</span>")
             self.refresh()
             return []

@@ -1,5 +1,5 @@
 """Review 90 F1: on a team vault the server records which login made each change (history.login, revisions.login,
-migration 11; revisions.decided_login, migration 31), and every surface that shows the actor shows it: two people,
+migration 11; revisions.decided_login, migration 32), and every surface that shows the actor shows it: two people,
 and two people's agents, are told apart. A local vault records no logins: its output is as before."""
 
 from __future__ import annotations

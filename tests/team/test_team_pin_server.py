@@ -80,6 +80,7 @@ def test_a_folder_joined_before_pins_opens_once_its_person_confirms_the_server(
     (folder / ".synapse").mkdir(parents=True)
     record_team_url(folder / ".synapse", team_url)  # what `team join` of an older version left: no pin
     monkeypatch.chdir(folder)
+    monkeypatch.setenv("PGUSER", team_url.split("//", 1)[1].split("@", 1)[0])  # the person's own login (review 90)
     run = CliRunner()
 
     monkeypatch.setenv("CLAUDECODE", "1")

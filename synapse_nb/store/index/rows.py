@@ -80,6 +80,11 @@ class DriftReport:
     broken : tuple of str
         The semantic tables whose rows cannot be read (``vault.index.check()``; with ``repair``, removed: the next
         recall with the channel builds them from SQLite).
+    held : tuple of str
+        Ids of records no longer in the system of record whose rows an older version of a table in the index folder
+        still holds in its files (a deletion's text not scrubbed from this machine's index yet; review 91: a team
+        machine's sync applied another machine's purge as LanceDB's soft delete, and the check said all was well).
+        The next sync's scrub, or a person's ``index check --repair``, removes them.
     """
 
     missing: tuple[str, ...] = ()
@@ -87,19 +92,20 @@ class DriftReport:
     extra: tuple[str, ...] = ()
     built: bool = True
     broken: tuple[str, ...] = ()
+    held: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """True when the index matches SQLite exactly (or was never built: nothing can disagree) and every semantic
-        table can be read."""
-        return not (self.missing or self.stale or self.extra or self.broken)
+        """True when the index matches SQLite exactly (or was never built: nothing can disagree), every semantic
+        table can be read and no older version holds a deleted record's row."""
+        return not (self.missing or self.stale or self.extra or self.broken or self.held)
 
 
 def drift(expected: Mapping[str, str], got: Mapping[str, str], duplicated: Iterable[str] = ()) -> DriftReport:
     """Compare SQLite's ``id -> digest`` map with the index's (``duplicated``: ids stored more than once).
 
     >>> drift({"a": "1", "b": "2"}, {"a": "9", "c": "3"})
-    DriftReport(missing=('b',), stale=('a',), extra=('c',), built=True, broken=())
+    DriftReport(missing=('b',), stale=('a',), extra=('c',), built=True, broken=(), held=())
     """
     dup = frozenset(duplicated)
     missing = tuple(sorted(i for i in expected if i not in got))

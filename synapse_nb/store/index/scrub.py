@@ -29,6 +29,12 @@ report now reads :attr:`~synapse_nb.store.indexer.VaultIndex.scrub_behind` (set 
 and says "index NOT scrubbed (owed)". The remedy the warning names, ``index check --repair`` or ``index rebuild``,
 waited for the lock without limit: it now waits :data:`UPKEEP_LOCK_WAIT` at most and raises :func:`lock_busy`,
 which names the lock file and how to find its holder (``fuser``).
+
+**Another machine's deletion** (review 91). A team vault's change feed brings other machines' deletions, which no
+deleting call on this machine scrubbed: the sync applied them as LanceDB's soft delete and the text stayed in the
+older versions for good (an agent's machine could never scrub: rebuild and repair are a person's). Such a sync marks
+the scrub owed (:meth:`Owed.mark`, a person's line unless :func:`by_agent`) before it applies the deletion, and runs
+it at its end when :func:`at_sync` says so, whoever's handle syncs: a scrub only removes deleted rows.
 """
 
 from __future__ import annotations
@@ -40,12 +46,12 @@ import os
 import stat
 import time
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from synapse_nb.errors import BusyError
+from synapse_nb.errors import BusyError, StoreError
 from synapse_nb.own_files import (
     CONFIG,
     FOLDERS,
@@ -60,10 +66,11 @@ from synapse_nb.own_files import (
 from synapse_nb.store.index.maintenance import own_index
 
 if TYPE_CHECKING:  # pragma: no cover
+    from synapse_nb.store.base import VaultStore
     from synapse_nb.store.index.queue import Queues
 
 __all__ = ["AGENT_SCRUB_EVERY", "PERSON", "PERSON_LOCK_WAIT", "RECALL_LOCK_WAIT", "UPKEEP_LOCK_WAIT", "Owed",
-           "drop_rank_files", "lock_busy", "owed_note", "rewrite", "sweep", "warn_owed"]
+           "at_sync", "by_agent", "drop_rank_files", "lock_busy", "owed_note", "rewrite", "sweep", "warn_owed"]
 
 #: Seconds a recall's sync waits for the index lock before it answers from the index as it stands.
 RECALL_LOCK_WAIT = 0.25
@@ -80,6 +87,9 @@ PERSON_LOCK_WAIT = 10.0
 #: without limit behind an agent's ``flock``; a whole-index rewrite at 60,000 records takes 7 to 17 s), then fails
 #: with :func:`lock_busy`'s error.
 UPKEEP_LOCK_WAIT = 20.0
+#: Most deleted ids a sync looks up in the history to tell an agent's deletions from a person's: more, and it
+#: scrubs at once, as for a person's (one round trip per id on a team vault).
+BY_AGENT_MAX = 50
 
 
 def _holder(index_dir: Path) -> str:
@@ -105,6 +115,30 @@ def lock_busy(index_dir: Path, action: str) -> BusyError:
     """The error of a person's upkeep (``action``) that waited :data:`UPKEEP_LOCK_WAIT` for the index lock."""
     return BusyError(f"cannot {action}: {_holder(index_dir)} for more than {UPKEEP_LOCK_WAIT:g} s; end that "
                      "process (or wait for it to finish) and run this again")
+
+
+def by_agent(store: VaultStore, ids: Sequence[str]) -> bool:
+    """Whether every record of ``ids`` (deleted: a sync found no row of them) was deleted by the agent, by its last
+    history entry, committed with the deletion (:func:`synapse_nb.history.deleted_by_agent`); False for a purge (no
+    entry is left), for an entry the login may not read, and past :data:`BY_AGENT_MAX` ids."""
+    if len(ids) > BY_AGENT_MAX:
+        return False
+    try:
+        return all((got := store.history.of_record(rid)) and got[-1].actor == "agent" for rid in ids)
+    except StoreError:
+        return False
+
+
+def at_sync(owed: Owed, deleted: bool) -> bool:
+    """Whether a sync runs the whole-index scrub once it applied the change feed (review 91: a team machine's sync
+    applied another machine's purge as LanceDB's soft delete, and its index folder kept the text for good): when a
+    person's deletion's scrub is owed (the sync marked it, applying one; or its own process was killed or kept from
+    the lock), or the sync applied a deletion and an agent's owed scrub is :data:`AGENT_SCRUB_EVERY` old. Never
+    under a deadline (an agent hook's time limit: a whole-index rewrite takes seconds; the next sync without one
+    runs it)."""
+    from synapse_nb.store.index.queue import deadline
+
+    return deadline() is None and (owed.person() or (deleted and owed.due()))
 
 
 def rewrite(path: Path, records: str, gone: Iterable[str], drop: Mapping[str, Iterable[str]], queues: Queues) -> int:

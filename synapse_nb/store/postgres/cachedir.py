@@ -40,7 +40,8 @@ log = logging.getLogger("synapse_nb.team")
 ASIDE = ".set-aside-"
 #: The files the package opens in a login's cache folder (``copy.py``'s copy, its WAL, lock and feed position; the
 #: store's feed position and in-doubt entries): each must be this Unix user's regular file (review 59).
-OWN_FILES = ("copy.db", "copy.db-wal", "copy.db-shm", "copy.lock", "copy-feed.json", "team-feed.json", "in-doubt.json")
+OWN_FILES = ("copy.db", "copy.db-wal", "copy.db-shm", "copy.lock", "copy-feed.json", "copy-scrub.owed",
+             "team-feed.json", "in-doubt.json")
 #: The folders it opens there (the retrieval index): each must be this user's real directory.
 OWN_FOLDERS = ("index",)
 

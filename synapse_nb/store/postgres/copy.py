@@ -20,7 +20,9 @@ the operations pause (:data:`QUIET_SECONDS`, at most :data:`MAX_LAG_SECONDS` aft
   position (only what changed) to ``copy.db``; with no position (the first time, or a lost one), and when there was
   no copy before the sync (a person deleted it, or it was set aside: its old position would bring only what changed
   since, review 85), the copy is replaced by every candidate there is, so a record deleted meanwhile (a purge) never
-  stays in it. A copy that is not the package's (:mod:`~synapse_nb.store.postgres.copyfile`: another schema,
+  stays in it; a deletion the feed brings (any machine's: a purge too) is scrubbed in the same sync (:func:`scrub`,
+  owed in :data:`COPY_SCRUB` until done; review 91: the rows went, their words stayed in the FTS segments). A copy
+  that is not the package's (:mod:`~synapse_nb.store.postgres.copyfile`: another schema,
   malformed, a statement past its deadline) is set aside with its feed position and rebuilt in the same sync.
 
 It works on a sibling handle of its own (same pool, its own round-trip count), so the answers and the round
@@ -68,12 +70,16 @@ if TYPE_CHECKING:
     from synapse_nb.store.postgres import PgStore
     from synapse_nb.store.records import Candidate
 
-__all__ = ["COPY_DB", "COPY_FEED", "FLUSH_SECONDS", "LOCK_SECONDS", "MAX_LAG_SECONDS", "QUIET_SECONDS",
+__all__ = ["COPY_DB", "COPY_FEED", "COPY_SCRUB", "FLUSH_SECONDS", "LOCK_SECONDS", "MAX_LAG_SECONDS", "QUIET_SECONDS",
            "SCRUB_BUSY_MS", "SETTLE_SECONDS", "CopyKeeper",
            "apply", "behind_note", "lock_held", "reader_note", "scrub", "search_copy_db",
            "synced_at"]
 
 COPY_LOCK = "copy.lock"
+#: Made before a sync applies a deletion from the change feed (another machine's purge too), removed once
+#: :func:`scrub` left no deleted text in the copy's files: a sync killed between the two leaves the scrub owed, and
+#: the next sync runs it (review 91: a sync deleted the rows and kept the text in the FTS segments and free pages).
+COPY_SCRUB = "copy-scrub.owed"
 
 #: How long a poke waits for the rest of its operation (more pokes) before the keeper looks at the version.
 SETTLE_SECONDS = 0.02
@@ -191,7 +197,7 @@ class CopyKeeper:
             self._index = FeedOutbox(self._store, owner.folder, position=COPY_FEED, name="#copy")
         self.wrote = False
         version = self._store.data_version()[0]
-        if version == self.copy_version and (owner.folder / COPY_DB).is_file():
+        if version == self.copy_version and (owner.folder / COPY_DB).is_file() and not _owed(owner.folder):
             return
         with _locked(owner.folder) as got:  # one sync of a folder at a time: a replace never lands after a newer one
             if not got:  # held past LOCK_SECONDS: skip; the copy stays as it was and the next poke tries again
@@ -231,11 +237,21 @@ class CopyKeeper:
             if not pending and not replace:
                 break
             ids = [rid for rid, _ in pending]
-            apply(folder, self._index.docs(ids) if ids else [], ids, replace=replace)
+            docs = self._index.docs(ids) if ids else []
+            if (replace and not made) or set(ids) - {d.id for d in docs}:  # owed before the deletion commits
+                os.close(open_own(folder / COPY_SCRUB))
+            apply(folder, docs, ids, replace=replace)
             self._index.ack(pending)
             if not pending:
                 break
             replace = False
+        if _owed(folder):  # a deletion from the feed, any machine's (review 91): no text left in the copy's files
+            note = scrub(folder)
+            if note is None:
+                with contextlib.suppress(OSError):
+                    os.unlink(folder / COPY_SCRUB)
+            else:  # owed still: the next sync runs it again
+                log.warning("this machine's offline copy applied a deletion from the change feed, but %s", note)
 
 
 @contextlib.contextmanager
@@ -285,6 +301,11 @@ def _writer(folder: Path) -> tuple[sqlite3.Connection, bool]:
     if opened is None:  # pragma: no cover - a writer always gets a connection (or an error)
         raise CopyDamaged(f"{folder / COPY_DB} could not be opened")
     return opened
+
+
+def _owed(folder: Path) -> bool:
+    """Whether a deletion the copy applied (or is applying) from the feed still owes its scrub (:data:`COPY_SCRUB`)."""
+    return os.path.lexists(folder / COPY_SCRUB)
 
 
 def apply(folder: Path, docs: Sequence[Candidate], ids: Sequence[str], *, replace: bool = False) -> None:

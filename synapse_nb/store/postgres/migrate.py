@@ -121,7 +121,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(30, "the ranking statistics of agents' unverified records beside everyone's (their documents' length, "
               "each ranking document's side): recall weighs a query's words by people's records alone",
               "agent_rank_stats.sql"),
-    Migration(31, "who decided a revision: decided_login, set by the server to the session's login when a revision is "
+    Migration(31, "a person's recall sessions are kept per login, as an agent's are: two people naming one session "
+              "no longer share what it was given", "session_people.sql"),
+    Migration(32, "who decided a revision: decided_login, set by the server to the session's login when a revision is "
               "accepted or rejected, as migration 11 sets the login that proposed it", "revision_deciders.sql"),
 )
 #: The schema version this synapse_nb reads and writes.

@@ -203,6 +203,10 @@ class FeedOutbox(CandidateDocs[PgDatabase]):
     digest), so a lost or rewound position only costs time.
     """
 
+    #: it brings other machines' changes: a deletion it applies was scrubbed by no call on this machine, so the
+    #: index's sync scrubs it (:meth:`~synapse_nb.store.indexer.VaultIndex._scrubs_feed`; review 91)
+    shared = True
+
     def __init__(self, db: PgDatabase, folder: Path | None, *, position: str = "team-feed.json",
                  name: str = "") -> None:
         super().__init__(db)

@@ -1,4 +1,4 @@
--- synapse_nb team vault, migration 31: who decided a revision (review 90, F1).
+-- synapse_nb team vault, migration 32: who decided a revision (review 90, F1).
 --
 -- Migration 11 records the login that wrote each history entry and proposed each revision (history.login,
 -- revisions.login, set by the server to session_user whatever the statement says); a revision's decision (status,
