@@ -150,6 +150,8 @@ class HistoryEntry:
     digest_before: str | None
     digest_after: str | None
     before: str | None = None  # the record before the change, as canonical JSON (state_json)
+    #: the database login that wrote the entry on a team vault (set by the server: migration 11), else None
+    login: str | None = None
 
     @property
     def state(self) -> dict[str, Any] | None:
@@ -206,7 +208,7 @@ class HistoryEntry:
         return self.before is not None and self.previous is None
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = _logins(asdict(self))
         # an unreadable before is given as the text it is (quoted by every surface), never as a record
         out["before"] = None if self.before is None else self.state if not self.unreadable else self.before
         return out
@@ -214,9 +216,30 @@ class HistoryEntry:
     def line(self) -> str:
         from synapse_nb.provenance import inline  # an imported entry's fields are checked; a stored one is quoted
 
-        return (f"v{inline(self.version, 6):<3} {_ts(self.at)}  {inline(self.action, 12):<9} [{inline(self.actor, 8)} "
-                f"via {inline(self.surface, 12)}]  {inline(self.digest_before or '-', 16):>16} -> "
-                f"{inline(self.digest_after or '-', 16)}")
+        return (f"v{inline(self.version, 6):<3} {_ts(self.at)}  {inline(self.action, 12):<9} "
+                f"[{_who(self.actor, self.login)} via {inline(self.surface, 12)}]  "
+                f"{inline(self.digest_before or '-', 16):>16} -> {inline(self.digest_after or '-', 16)}")
+
+
+#: The longest login a line shows (PostgreSQL's NAMEDATALEN - 1)
+LOGIN_CHARS = 63
+
+
+def _who(actor: str, login: str | None) -> str:
+    """``user`` / ``agent``, and on a team vault the login that made the change (the server's, every machine alike):
+    ``user alice``, ``agent agent_alice``."""
+    from synapse_nb.provenance import inline
+
+    return inline(actor, 8) + ("" if not login else f" {inline(login, LOGIN_CHARS)}")
+
+
+def _logins(out: dict[str, Any]) -> dict[str, Any]:
+    """A ``to_dict()`` without the login fields a local vault never has (its output as before team logins were
+    shown)."""
+    for k in ("login", "decided_login"):
+        if k in out and out[k] is None:
+            del out[k]
+    return out
 
 
 #: the mark before a revision's proposed values: an agent's words, whatever memory they would change
@@ -238,6 +261,9 @@ class Revision:
     surface: str
     created_at: str
     decided_at: str | None = None
+    #: on a team vault, the login that proposed it and the one that accepted or rejected it (the server's), else None
+    login: str | None = None
+    decided_login: str | None = None
 
     @property
     def proposed(self) -> dict[str, Any]:
@@ -250,7 +276,7 @@ class Revision:
         return proposal(self.fields) is not None
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = _logins(asdict(self))
         out["fields"] = self.proposed if self.readable else self.fields  # unreadable: the text it is, quoted
         out["readable"] = self.readable
         return out
@@ -263,8 +289,11 @@ class Revision:
 
         what = (", ".join(f"{k}={inline(str(v), 60)}" for k, v in sorted(self.proposed.items())) if self.readable
                 else UNREADABLE)
-        return (f"{shown_id(self.id)} {inline(self.status, 10):<8} {_ts(self.created_at)} [{inline(self.actor, 8)} "
-                f"via {inline(self.surface, 12)}] {shown_id(self.rid)}: {PROPOSED_MARK} {what}")
+        decided = ("" if not self.decided_login else
+                   f", {inline(self.status, 10)} by {inline(self.decided_login, LOGIN_CHARS)}")
+        return (f"{shown_id(self.id)} {inline(self.status, 10):<8} {_ts(self.created_at)} "
+                f"[{_who(self.actor, self.login)} via {inline(self.surface, 12)}{decided}] {shown_id(self.rid)}: "
+                f"{PROPOSED_MARK} {what}")
 
 
 @dataclass(frozen=True)

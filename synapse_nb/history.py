@@ -125,6 +125,19 @@ class Versions(list[HistoryEntry]):
         i = self._index(version)
         return i + 1 >= len(self) or not self[i + 1].unreadable
 
+    def overwritten(self) -> HistoryEntry | None:
+        """On a team vault, the entry of another person's login whose verified version the newest entry (a person's
+        update) replaced, else None: the person who typed it and the version to revert to (review 90; a local vault
+        records no logins). A person's write over another's stays a write, not a revision: people are peers
+        (docs/team.md, "Who changed what")."""
+        if len(self) < 2 or self[-1].action != "update" or self[-1].actor != "user":
+            return None
+        last, prev = self[-1], self[-2]
+        before = last.previous
+        if not (last.login and prev.login and prev.login != last.login and prev.actor == "user"):
+            return None
+        return prev if before is not None and getattr(before, "verified", False) else None
+
     def _index(self, version: int) -> int:
         for i, e in enumerate(self):
             if e.version == version:

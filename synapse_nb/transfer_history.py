@@ -37,6 +37,8 @@ UNBROUGHT_HISTORY = "history of a record this file does not bring"
 _TEXT = ("id", "rid", "kind_of", "mind", "action", "actor", "surface", "at")
 #: A record's digest as a vault writes it (``_util.digest``): 16 lowercase hex digits.
 _DIGEST = re.compile(r"[0-9a-f]{16}")
+#: A login an exported entry names (a team vault's: PostgreSQL's names are at most 63 bytes)
+_LOGIN = re.compile(r"[^\x00-\x1f\x7f-\x9f\u2028\u2029]{1,63}")
 
 
 def history_docs(store: VaultStore) -> Iterator[dict[str, Any]]:
@@ -83,10 +85,14 @@ def history_entry(doc: dict[str, Any]) -> HistoryEntry:
             raise ValidationError(f"history entry: {f} must be 16 lowercase hex digits (a record's digest) or null")
     if doc.get("before") is not None:
         _check_before(doc["before"], doc["kind_of"], doc["rid"])
+    login = doc.get("login")  # a team vault's: kept as data (file_login), never shown as who made the change
+    if login is not None and not (isinstance(login, str) and _LOGIN.fullmatch(login)):
+        raise ValidationError("history entry: login must be a database login's name (1 to 63 characters, no control "
+                              "characters) or null")
     return HistoryEntry(id=doc["id"], rid=doc["rid"], kind=doc["kind_of"], mind=doc["mind"], version=version,
                         action=doc["action"], actor=doc["actor"], surface=doc["surface"], at=doc["at"],
                         digest_before=doc.get("digest_before"), digest_after=doc.get("digest_after"),
-                        before=doc.get("before"))
+                        before=doc.get("before"), login=login)
 
 
 def _check_before(before: str, kind: str, rid: str) -> None:

@@ -23,7 +23,7 @@ from synapse_nb._util import (
     parse_ts,
     shown_id,
 )
-from synapse_nb.changes import LINK_STATUSES, REVISED_FIELDS, REVISION_STATUSES, Conflicts, Link, Revision
+from synapse_nb.changes import LINK_STATUSES, REVISED_FIELDS, REVISION_STATUSES, Conflicts, HistoryEntry, Link, Revision
 from synapse_nb.errors import AmbiguousIdError, ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager, resolve_prefix
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, Record, kind_of_id
@@ -144,6 +144,14 @@ class MemoryHistory:
             # and wrote the key again, and the person's `memory history KEY` showed one clean version)
             out.note = self._held_before(rid, key, category)
         return out
+
+    def overwritten(self, mem: Memory) -> HistoryEntry | None:
+        """After a person's update of ``mem`` on a team vault: the entry of another person's login whose verified
+        version it replaced (their login, the version to revert to: ``Versions.overwritten``), else None. A local
+        vault records no logins, so nothing is read there."""
+        if not getattr(getattr(self._ctx.store, "dialect", None), "logins", False):
+            return None
+        return history.entries(self._ctx, mem.id).overwritten()
 
     def get(self, id: str, *, category: str | None = None, as_of: datetime | str | None = None) -> Memory:
         """The memory with this id (or unique prefix), or this key (with ``category`` when several share it);

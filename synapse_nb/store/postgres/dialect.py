@@ -156,6 +156,7 @@ def _with_values(sql: str) -> str:
 
 class PgDialect(Dialect):
     name = "postgresql"
+    logins = True
 
     def render(self, sql: str, *, bound: bool) -> str:
         """``?`` as ``%s`` and a literal ``%`` as ``%%`` when values are bound; else the statement as written.

@@ -123,6 +123,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "agent_rank_stats.sql"),
     Migration(31, "a person's recall sessions are kept per login, as an agent's are: two people naming one session "
               "no longer share what it was given", "session_people.sql"),
+    Migration(32, "who decided a revision: decided_login, set by the server to the session's login when a revision is "
+              "accepted or rejected, as migration 11 sets the login that proposed it", "revision_deciders.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

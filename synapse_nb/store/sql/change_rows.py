@@ -85,6 +85,11 @@ def _version(v: Any) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
+def _login(v: Any) -> str | None:
+    """A login the server recorded (None: a local vault's row, or one from before the server recorded logins)."""
+    return dec.opt_text(v) or None
+
+
 def entry(r: Row, tables: Mapping[str, Table[Any, Any]]) -> HistoryEntry:
     """One ``history`` row as an entry, whatever it holds."""
     kind, rid, mind = dec.text(r["kind"]), dec.text(r["rid"]), dec.text(r["mind"])
@@ -93,7 +98,7 @@ def entry(r: Row, tables: Mapping[str, Table[Any, Any]]) -> HistoryEntry:
         action=dec.text(r["action"]), actor=dec.source(r["actor"]), surface=dec.text(r["surface"]),
         at=dec.stamp(r["at"]), digest_before=dec.opt_text(r["digest_before"]),
         digest_after=dec.opt_text(r["digest_after"]),
-        before=record_state(tables, r["before"], kind, rid, mind))
+        before=record_state(tables, r["before"], kind, rid, mind), login=_login(r["login"]))
 
 
 def revision(r: Row) -> Revision:
@@ -102,7 +107,8 @@ def revision(r: Row) -> Revision:
         id=dec.text(r["id"]), rid=dec.text(r["rid"]), kind=dec.text(r["kind"]), mind=dec.text(r["mind"]),
         status=dec.one_of(r["status"], REVISION_STATUSES, "pending"), fields=dec.text(r["fields"]),
         base_digest=dec.text(r["base_digest"]), actor=dec.source(r["actor"]), surface=dec.text(r["surface"]),
-        created_at=dec.stamp(r["created_at"]), decided_at=dec.opt_stamp(r["decided_at"]))
+        created_at=dec.stamp(r["created_at"]), decided_at=dec.opt_stamp(r["decided_at"]), login=_login(r["login"]),
+        decided_login=_login(r["decided_login"]))
 
 
 def link(r: Row) -> Link:

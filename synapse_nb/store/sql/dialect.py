@@ -74,6 +74,9 @@ class Dialect(abc.ABC):
 
     #: The backend's name, for messages.
     name: str = "sql"
+    #: Whether ``history`` and ``revisions`` record the database login of each change (a team vault's server sets it:
+    #: migrations 11 and 31); a local vault has one person and no logins.
+    logins: bool = False
 
     def render(self, sql: str, *, bound: bool) -> str:
         """The statement as the driver wants it; ``bound``: values are bound to it (else it is sent as written)."""

@@ -41,11 +41,11 @@ EXPORT_COLUMNS = ("id", "taken_at", "dest", "records", "history")
 _H = ", ".join(HISTORY_COLUMNS)
 INSERT_HISTORY = f"INSERT INTO history({_H}) VALUES ({', '.join('?' * len(HISTORY_COLUMNS))})"
 NEXT_VERSION = "SELECT coalesce(max(version), 0) + 1 FROM history WHERE rid = ?"
-HISTORY_OF = f"SELECT {_H} FROM history WHERE rid = ? ORDER BY at, id"
-HISTORY_OF_MIND = f"SELECT {_H} FROM history WHERE mind = ? ORDER BY at DESC, id DESC LIMIT ?"
-HISTORY_AFTER = f"SELECT {_H} FROM history WHERE mind = ? AND at > ? ORDER BY rid, at, id"
-HISTORY_ALL = f"SELECT {_H} FROM history ORDER BY at, id"
-HISTORY_REMOVALS = (f"SELECT {_H} FROM history WHERE mind = ? AND kind = ? AND digest_after IS NULL "
+HISTORY_OF = f"SELECT {_H}, @history_login FROM history WHERE rid = ? ORDER BY at, id"
+HISTORY_OF_MIND = f"SELECT {_H}, @history_login FROM history WHERE mind = ? ORDER BY at DESC, id DESC LIMIT ?"
+HISTORY_AFTER = f"SELECT {_H}, @history_login FROM history WHERE mind = ? AND at > ? ORDER BY rid, at, id"
+HISTORY_ALL = f"SELECT {_H}, @history_login FROM history ORDER BY at, id"
+HISTORY_REMOVALS = (f"SELECT {_H}, @history_login FROM history WHERE mind = ? AND kind = ? AND digest_after IS NULL "
                     "AND before IS NOT NULL ORDER BY at, id")
 HAS_VERSION = "SELECT 1 FROM history WHERE rid = ? AND version = ?"
 DELETE_HISTORY_OF = "DELETE FROM history WHERE rid = ?"
@@ -55,13 +55,14 @@ PRUNE_HISTORY = ("DELETE FROM history WHERE mind = ? AND at < ? AND id NOT IN "
                  "WHERE g.rid = h.rid))")
 
 _R = ", ".join(REVISION_COLUMNS)
+_RL = f"{_R}, @login, @decided_login"  # a read: the logins that proposed and decided it (None on a local vault)
 INSERT_REVISION = f"INSERT INTO revisions({_R}) VALUES ({', '.join('?' * len(REVISION_COLUMNS))})"
-REVISIONS_OF_MIND = f"SELECT {_R} FROM revisions WHERE mind = ? ORDER BY created_at, id"
-REVISIONS_BY_STATUS = f"SELECT {_R} FROM revisions WHERE mind = ? AND status = ? ORDER BY created_at, id"
-REVISION_BY_ID = f"SELECT {_R} FROM revisions WHERE id = ?"
+REVISIONS_OF_MIND = f"SELECT {_RL} FROM revisions WHERE mind = ? ORDER BY created_at, id"
+REVISIONS_BY_STATUS = f"SELECT {_RL} FROM revisions WHERE mind = ? AND status = ? ORDER BY created_at, id"
+REVISION_BY_ID = f"SELECT {_RL} FROM revisions WHERE id = ?"
 REVISION_MIND = "SELECT mind FROM revisions WHERE id = ?"
 REVISION_IDS_FROM = "SELECT id FROM revisions WHERE id >= ? AND id < ? AND mind = ? ORDER BY id LIMIT ?"
-PENDING_REVISIONS_OF = f"SELECT {_R} FROM revisions WHERE rid = ? AND status = 'pending' ORDER BY created_at, id"
+PENDING_REVISIONS_OF = f"SELECT {_RL} FROM revisions WHERE rid = ? AND status = 'pending' ORDER BY created_at, id"
 DECIDE_REVISION = "UPDATE revisions SET status = ?, decided_at = ? WHERE id = ? AND status = 'pending'"
 DELETE_REVISIONS_OF = "DELETE FROM revisions WHERE rid = ?"
 
@@ -97,6 +98,28 @@ INSERT_EXPORT = f"INSERT INTO exports({_E}) VALUES (?, ?, ?, ?, ?)"
 EXPORTS = f"SELECT {_E} FROM exports ORDER BY taken_at, id"
 
 
+def logins(sql: str, dialect: Any) -> str:
+    """A read of ``history`` / ``revisions`` with its ``@history_login`` / ``@login`` / ``@decided_login`` columns:
+    the logins a team vault's server records (``Dialect.logins``), or NULL on a local vault, which has no logins
+    (its output unchanged).
+
+    >>> logins("SELECT id, @history_login FROM history", type("D", (), {"logins": False})())
+    'SELECT id, NULL AS login FROM history'
+    """
+    sql = sql.replace("@history_login", _HISTORY_LOGIN if dialect.logins else "NULL AS login")
+    for col in ("@decided_login", "@login"):
+        sql = sql.replace(col, col[1:] if dialect.logins else f"NULL AS {col[1:]}")
+    return sql
+
+
+#: The login a team vault's history entry shows: the one that made the change, never an import's (an imported entry
+#: keeps the login its file named in ``file_login``, as data: migration 31)
+_HISTORY_LOGIN = "CASE WHEN file_login IS NULL THEN login END AS login"
+#: An imported entry on a team vault: the login its file named ('' none), which the reader never shows
+INSERT_IMPORTED = (f"INSERT INTO history({_H}, file_login) "
+                   f"VALUES ({', '.join('?' * (len(HISTORY_COLUMNS) + 1))})")
+
+
 # rows are read whatever they hold (review 46: written with an agent login's SQL): store/sql/change_rows.py
 _revision = change_rows.revision
 _link = change_rows.link
@@ -110,6 +133,9 @@ class HistoryQueries(Repository[D]):
         """The kind tables' row mappings, which read an entry's ``before`` as a row of its kind."""
         tables = (MemoriesTable, CheckpointsTable, DecisionsTable, LessonsTable, EpisodesTable, NotesTable)
         return {t.kind: t(self._db) for t in tables}
+
+    def _q(self, sql: str) -> str:
+        return logins(sql, self._db.dialect)
 
     def _entry(self, r: Row) -> HistoryEntry:
         return change_rows.entry(r, self._tables)
@@ -126,29 +152,32 @@ class HistoryQueries(Repository[D]):
             self._db.executemany(INSERT_HISTORY, rows)
 
     def of_record(self, rid: str) -> list[HistoryEntry]:
-        return [self._entry(r) for r in self._db.query(HISTORY_OF, (rid,))]
+        return [self._entry(r) for r in self._db.query(self._q(HISTORY_OF), (rid,))]
 
     def of_mind(self, mind: str, *, limit: int) -> list[HistoryEntry]:
-        return [self._entry(r) for r in self._db.query(HISTORY_OF_MIND, (mind, int(limit)))]
+        return [self._entry(r) for r in self._db.query(self._q(HISTORY_OF_MIND), (mind, int(limit)))]
 
     def after(self, mind: str, at: str) -> list[HistoryEntry]:
         """The mind's entries stamped after ``at``, by record then time (what an ``as_of`` read rewinds)."""
-        return [self._entry(r) for r in self._db.query(HISTORY_AFTER, (mind, at))]
+        return [self._entry(r) for r in self._db.query(self._q(HISTORY_AFTER), (mind, at))]
 
     def removals(self, mind: str, kind: str) -> list[HistoryEntry]:
         """The mind's entries that removed a record of ``kind`` (no digest after, a record before), by time then id."""
-        return [self._entry(r) for r in self._db.query(HISTORY_REMOVALS, (mind, kind))]
+        return [self._entry(r) for r in self._db.query(self._q(HISTORY_REMOVALS), (mind, kind))]
 
     def all(self) -> Iterator[HistoryEntry]:
         """Every entry of the vault (all minds), by time then id (export)."""
-        return (self._entry(r) for r in self._db.iter_query(HISTORY_ALL))
+        return (self._entry(r) for r in self._db.iter_query(self._q(HISTORY_ALL)))
 
     def insert_entry(self, e: HistoryEntry) -> bool:
         """Import one entry as it is; False when the record's version is there already (identical or not: history is
         append-only, the first copy stands)."""
         if self._db.query_one(HAS_VERSION, (e.rid, e.version)) is not None:
             return False
-        self.append([e])
+        if self._db.dialect.logins:  # the login the file names is kept as data, never as who made the change
+            self._db.write(INSERT_IMPORTED, (*(getattr(e, c) for c in HISTORY_COLUMNS), e.login or ""))
+        else:
+            self.append([e])
         return True
 
     def purge(self, rid: str) -> int:
@@ -167,7 +196,7 @@ class RevisionsQueries(Repository[D]):
         self._db.write(INSERT_REVISION, tuple(getattr(rev, c) for c in REVISION_COLUMNS))
 
     def get(self, id: str) -> Revision | None:
-        row = self._db.query_one(REVISION_BY_ID, (id,))
+        row = self._db.query_one(logins(REVISION_BY_ID, self._db.dialect), (id,))
         return None if row is None else _revision(row)
 
     def mind_of(self, id: str) -> str | None:
@@ -181,11 +210,11 @@ class RevisionsQueries(Repository[D]):
 
     def of_mind(self, mind: str, status: str | None = None) -> list[Revision]:
         if status is None:
-            return [_revision(r) for r in self._db.query(REVISIONS_OF_MIND, (mind,))]
-        return [_revision(r) for r in self._db.query(REVISIONS_BY_STATUS, (mind, status))]
+            return [_revision(r) for r in self._db.query(logins(REVISIONS_OF_MIND, self._db.dialect), (mind,))]
+        return [_revision(r) for r in self._db.query(logins(REVISIONS_BY_STATUS, self._db.dialect), (mind, status))]
 
     def pending_of(self, rid: str) -> list[Revision]:
-        return [_revision(r) for r in self._db.query(PENDING_REVISIONS_OF, (rid,))]
+        return [_revision(r) for r in self._db.query(logins(PENDING_REVISIONS_OF, self._db.dialect), (rid,))]
 
     def decide(self, id: str, status: str, at: str) -> bool:
         return self._db.write(DECIDE_REVISION, (status, at, id)).rowcount > 0
