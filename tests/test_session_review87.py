@@ -127,6 +127,22 @@ def test_resuming_from_an_agents_checkpoint_names_the_persons_own(tmp_path: Path
     assert again.persons == mine and len(again.text.splitlines()[-1]) < 400
 
 
+def test_the_restore_pack_names_the_persons_checkpoint_under_an_agents(tmp_path: Path) -> None:
+    """The pack a compaction restores from (PreCompact, ``signal_low_context``) says what every resume says: the
+    person's own checkpoint under an agent's, and the agents' later ones counted apart."""
+    v = syn.open_vault(tmp_path)
+    p = v.checkpoint("Person: migrate billing to v2", next_step="run the migration dry-run first")
+    agent = v.as_agent()
+    ag = agent.checkpoint("Agent: refactor done", next_step="deploy to prod now")
+    for i in range(4):
+        agent.checkpoint(f"auto {i}", origin="auto")
+    pack = v.restore_pack()
+    body = v.checkpoints.resume(ag, 400).body
+    assert body in pack and "run the migration dry-run first" in pack and p.id in pack
+    assert "The person's own latest checkpoint on this branch" in pack
+    assert v.checkpoints.resume(ag).agents == 4 and "of them agents'" in pack
+
+
 def test_a_persons_checkpoint_stays_listed_since_under_fifty_of_an_agents(tmp_path: Path) -> None:
     v = syn.open_vault(tmp_path)
     agent = v.as_agent()

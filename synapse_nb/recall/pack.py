@@ -86,10 +86,13 @@ class Pack(str):
 
 def restore_pack(lessons: Sequence[Lesson], checkpoint: Checkpoint | None, decisions: Sequence[Decision],
                  memories: Sequence[Memory], *, budget_tokens: int = RESTORE_TOKENS,
-                 note: str | None = None, since: Sequence[Checkpoint] = (), later: int = 0) -> Pack:
+                 note: str | None = None, since: Sequence[Checkpoint] = (), later: int = 0,
+                 resumed: str | None = None, persons: Checkpoint | None = None) -> Pack:
     """The pack from the records given (lessons in force, the checkpoint to restore, the latest decisions, the
     key memories); ``note`` (e.g. "read-only: nothing was saved") heads it; ``since`` and ``later``: the checkpoints
-    saved after it, listed under it (:meth:`~synapse_nb.models.Checkpoint.restore_text`). Its ``lessons`` are the
+    saved after it, listed under it (:meth:`~synapse_nb.models.Checkpoint.restore_text`), or ``resumed``, the text
+    :meth:`~synapse_nb.kinds.checkpoints.Checkpoints.resume` gives of them (its ``body``: the agents' counted apart,
+    and the person's own checkpoint, ``persons``, named when the one restored is an agent's). Its ``lessons`` are the
     ids of those whose banner item it prints whole."""
     # the banner as a prompt's: lessons approved earliest first, each that fits the pack given whole and the rest named
     # by id (first fit): one long lesson left no room for the others, the checkpoint or a person's decisions, and the
@@ -97,9 +100,10 @@ def restore_pack(lessons: Sequence[Lesson], checkpoint: Checkpoint | None, decis
     room = 4 * budget_tokens - (len(note) + 1 if note else 0) - 8 * (len(lessons) + 3)
     parts = banner_parts(lessons, room=max(0, room))  # each item built once: its lines counted below
     banner = [text for text, _ in parts]
-    blocks = [b for b in (note, "\n".join(banner), legend_for([checkpoint, *since, *decisions, *memories]),
-                          checkpoint.restore_text(PACK_FIELD_CHARS, since, later) if checkpoint is not None
-                          else NO_CHECKPOINT)
+    shown = [checkpoint, *since, *([persons] if persons is not None else []), *decisions, *memories]
+    restored = resumed if resumed is not None else (
+        checkpoint.restore_text(PACK_FIELD_CHARS, since, later) if checkpoint is not None else NO_CHECKPOINT)
+    blocks = [b for b in (note, "\n".join(banner), legend_for(shown), restored)
               if b]
     # people's records before any agent's: the pack is cut at the first line that does not fit, and five agent
     # decisions at their length limits cut a person's verified memory when decisions came before memories (review 13)

@@ -384,10 +384,11 @@ class Vault:
         >>> print(v.restore_pack(budget_tokens=400).splitlines()[-1])  # doctest: +ELLIPSIS
         - [user] Use SQLite as the system of record — one file (...)
         """
-        from synapse_nb.recall.pack import KEY_PRIORITIES, RESTORE_TOKENS, key_memories, restore_pack
+        from synapse_nb.recall.pack import KEY_PRIORITIES, PACK_FIELD_CHARS, RESTORE_TOKENS, key_memories, restore_pack
 
         ckp = checkpoint if checkpoint is not None else self.checkpoints.latest()
-        since, later = self.checkpoints.since(ckp) if ckp is not None else ((), 0)  # what happened after it
+        # what happened after it, and the person's own when it is an agent's (review 87), as every resume says them
+        resume = self.checkpoints.resume(ckp, PACK_FIELD_CHARS) if ckp is not None else None
         decisions = [*self.decisions.list(limit=5, source="user"), *self.decisions.list(limit=5, source="agent")]
         # each author's key memories read apart (50 agent memories marked critical filled the one list of 50, and no
         # verified memory reached the pack); key_memories puts the verified ones first
@@ -399,7 +400,8 @@ class Vault:
         lead = "\n".join(x for x in (borrowed.line if borrowed is not None else None, note) if x) or None
         return restore_pack(self.lessons.in_force(), ckp, decisions, key_memories(memories),
                             budget_tokens=RESTORE_TOKENS if budget_tokens is None else budget_tokens, note=lead,
-                            since=since, later=later)
+                            since=resume.since if resume else (), later=resume.later if resume else 0,
+                            resumed=resume.body if resume else None, persons=resume.persons if resume else None)
 
     def default_bars(self, saved: dict[str, Any] | None = None) -> Bars:
         """The gate's bars a recall uses when given none: ``Bars()`` with the saved defaults applied.
