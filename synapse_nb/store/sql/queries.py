@@ -172,8 +172,7 @@ PRUNE_SESSIONS = ("DELETE FROM session_seen WHERE mind = ?1 AND (seen_at < ?2 OR
                   "session_registry WHERE mind = ?1 AND agent = 1 AND first_seen < ?2))")
 #: The lessons a session was given: its key's rows whose id starts "les_" (a range of the primary key: '`' follows
 #: '_'; the shared layer runs on SQLite, whose text compares byte by byte).
-LESSONS_SEEN = ("SELECT rid, digest FROM session_seen WHERE mind = ? AND session = ? AND rid >= 'les_' "
-                "AND rid < 'les`'")
+LESSONS_RANGE = "(rid >= 'les_' AND rid < 'les`')"
 #: Whether a session may be recorded: the mind knows it, or had fewer than N sessions given something since a time,
 #: counting agents' sessions (``agent:...``, recall.delta) and people's apart: agents naming new sessions fill only
 #: their own. Both read ``session_registry`` (schema v9): one key, and the registry rows of the hour.
@@ -186,10 +185,11 @@ class SessionsQueries(Repository[D]):
     def seen(self, mind: str, session: str, ids: Sequence[str], *, lessons: bool = False) -> dict[str, str]:
         dialect = self._db.dialect
         out: dict[str, str] = {}
-        if lessons:  # review 87: the lessons it was given, whatever their ids (one a recall: no round trip here)
-            out.update((r["rid"], r["digest"]) for r in self._db.query(LESSONS_SEEN, (mind, session)))
-        for batch in dialect.batches(list(ids)):
-            cond, params = dialect.is_in("rid", batch)
+        batches = list(dialect.batches(list(ids))) or ([[]] if lessons else [])
+        for n, batch in enumerate(batches):
+            cond, params = dialect.is_in("rid", batch) if batch else ("0 = 1", ())
+            if lessons and n == 0:  # review 87: the lessons it was given, whatever their ids, in the same statement
+                cond = f"({LESSONS_RANGE} OR {cond})"
             out.update((r["rid"], r["digest"]) for r in self._db.query(
                 f"SELECT rid, digest FROM session_seen WHERE mind = ? AND session = ? AND {cond}",
                 (mind, session, *params)))
