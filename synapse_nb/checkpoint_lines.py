@@ -6,18 +6,37 @@ checkpoint's own mark; its fields are quoted data (one line, banner and label lo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from synapse_nb._util import shown_id, when
 from synapse_nb.provenance import FILE_NAMES, file_names, inline, mark, neutralise
 
-if TYPE_CHECKING:
-    from synapse_nb.models import Checkpoint
-
-__all__ = ["checkpoint_line", "since_text"]
+__all__ = ["Shown", "checkpoint_line", "since_text"]
 
 
-def checkpoint_line(c: Checkpoint, width: int) -> str:
+class Shown(Protocol):
+    """What a checkpoint's line reads of a :class:`~synapse_nb.models.Checkpoint` (a protocol, so that this module
+    imports nothing of ``models``, which imports it: the house keeps no circle)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def created_at(self) -> str: ...
+    @property
+    def doing(self) -> str: ...
+    @property
+    def next_step(self) -> str | None: ...
+    @property
+    def blockers(self) -> str | None: ...
+    @property
+    def changed_files(self) -> tuple[str, ...]: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def automatic(self) -> bool: ...
+
+
+def checkpoint_line(c: Shown, width: int) -> str:
     """One checkpoint on one line: ``- [mark] id (when[, automatic]): doing; next: ...; blockers: ...; files ...``,
     each field cut to ``width`` characters (at most 10 files named)."""
     parts = [inline(c.doing, width)]
@@ -28,7 +47,7 @@ def checkpoint_line(c: Checkpoint, width: int) -> str:
     return f"- {mark(c)} {shown_id(c.id)} ({when(c.created_at)}{how}): {neutralise('; '.join(parts))}"
 
 
-def since_text(since: Sequence[Checkpoint], later: int, width: int, agents: int = 0) -> str:
+def since_text(since: Sequence[Shown], later: int, width: int, agents: int = 0) -> str:
     """What :meth:`~synapse_nb.models.Checkpoint.restore_text` says of the ``later`` checkpoints saved after the one
     it restores: a line saying how many (``agents`` of them agents', counted apart), then one line each for
     ``since`` (``Checkpoints.since``: people's first, then agents', each newest first), and how many are not shown.
