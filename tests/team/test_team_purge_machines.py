@@ -96,3 +96,38 @@ def test_index_check_names_what_an_older_version_holds_until_the_next_sync_scrub
         assert not [f for f in _files_holding(Path(bob.path)) if f.startswith("index/")]
     finally:
         bob.close()
+
+
+def test_a_deletion_rewrites_the_deleting_machines_copy_once(team_url: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sync that applies the machine's own deletion from the feed scrubs the copy (review 91); the store's scrub
+    after the deletion runs the copy's scrub again only when that one was kept from finishing: a person's delete
+    rewrote (VACUUMed) the whole copy twice."""
+    import synapse_nb.store.postgres as pg
+    from synapse_nb.store.postgres import copy
+
+    calls: list[Path] = []
+    real = copy.scrub
+
+    def counted(folder: Path) -> str | None:
+        calls.append(folder)
+        return real(folder)
+
+    monkeypatch.setattr(copy, "scrub", counted)
+    monkeypatch.setattr(pg, "scrub_copy", counted)
+    v = open_team_vault(team_url, local=tmp_path)
+    try:
+        gone = v.remember("project", "deploy_token", f"The deploy token is {MARKER}-secret-7731")
+        v.remember("knowledge", "sprint", "the sprint plan is reviewed on mondays")
+    finally:
+        v.close()
+    folder = _sync(team_url, tmp_path, "user", "sprint plan")  # the copy made and holding the text
+    assert "copy.db" in _files_holding(folder)
+    calls.clear()
+    v = open_team_vault(team_url, local=tmp_path)
+    try:
+        v.memories.delete(gone.id)
+    finally:
+        v.close()
+    assert len(calls) == 1, calls
+    assert not (folder / COPY_SCRUB).exists() and "copy.db" not in _files_holding(folder)

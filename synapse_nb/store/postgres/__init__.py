@@ -56,7 +56,7 @@ from synapse_nb.own_files import write_atomic
 from synapse_nb.store.postgres import migrate
 from synapse_nb.store.postgres import pool as pgpool
 from synapse_nb.store.postgres.cachedir import read_own_text
-from synapse_nb.store.postgres.copy import CopyKeeper, behind_note
+from synapse_nb.store.postgres.copy import CopyKeeper, behind_note, scrub_owed
 from synapse_nb.store.postgres.copy import scrub as scrub_copy
 from synapse_nb.store.postgres.db import PgDatabase, RoundTrips
 from synapse_nb.store.postgres.dialect import gate_terms
@@ -283,7 +283,9 @@ class PgStore(PgDatabase):
         if reason is not None:
             self.copy_behind = behind_note(self.folder, reason)
             return
-        self.copy_behind = scrub_copy(self.folder)  # another process's open read kept the text (review 34)
+        # the sync that applied the deletion from the feed scrubbed the copy (review 91); again only when that was
+        # kept from finishing (another process's open read kept the text: review 34), never a second VACUUM
+        self.copy_behind = scrub_copy(self.folder) if scrub_owed(self.folder) else None
 
     def for_actor(self, actor: str) -> PgStore:
         """This store (same pool, same listeners) acting for ``actor``: "agent" runs as the project's agent role."""

@@ -72,7 +72,7 @@ if TYPE_CHECKING:
 
 __all__ = ["COPY_DB", "COPY_FEED", "COPY_SCRUB", "FLUSH_SECONDS", "LOCK_SECONDS", "MAX_LAG_SECONDS", "QUIET_SECONDS",
            "SCRUB_BUSY_MS", "SETTLE_SECONDS", "CopyKeeper",
-           "apply", "behind_note", "lock_held", "reader_note", "scrub", "search_copy_db",
+           "apply", "behind_note", "lock_held", "reader_note", "scrub", "scrub_owed", "search_copy_db",
            "synced_at"]
 
 COPY_LOCK = "copy.lock"
@@ -197,7 +197,7 @@ class CopyKeeper:
             self._index = FeedOutbox(self._store, owner.folder, position=COPY_FEED, name="#copy")
         self.wrote = False
         version = self._store.data_version()[0]
-        if version == self.copy_version and (owner.folder / COPY_DB).is_file() and not _owed(owner.folder):
+        if version == self.copy_version and (owner.folder / COPY_DB).is_file() and not scrub_owed(owner.folder):
             return
         with _locked(owner.folder) as got:  # one sync of a folder at a time: a replace never lands after a newer one
             if not got:  # held past LOCK_SECONDS: skip; the copy stays as it was and the next poke tries again
@@ -245,7 +245,7 @@ class CopyKeeper:
             if not pending:
                 break
             replace = False
-        if _owed(folder):  # a deletion from the feed, any machine's (review 91): no text left in the copy's files
+        if scrub_owed(folder):  # a deletion from the feed, any machine's (review 91): no text left in the copy's files
             note = scrub(folder)
             if note is None:
                 with contextlib.suppress(OSError):
@@ -303,7 +303,7 @@ def _writer(folder: Path) -> tuple[sqlite3.Connection, bool]:
     return opened
 
 
-def _owed(folder: Path) -> bool:
+def scrub_owed(folder: Path) -> bool:
     """Whether a deletion the copy applied (or is applying) from the feed still owes its scrub (:data:`COPY_SCRUB`)."""
     return os.path.lexists(folder / COPY_SCRUB)
 
