@@ -186,7 +186,8 @@ def memory_verify(
 
         synapse-nb memory verify            # check file references against HEAD
 
-        synapse-nb memory verify --fix      # follow renames, mark dangling and stale records
+        # follow renames, mark dangling and possibly stale records:
+        synapse-nb memory verify --fix
     """
     if memory_id is not None or fix:
         require_human_here(ctx, yes, "verifying a memory" if memory_id is not None else "verify --fix")
@@ -267,7 +268,7 @@ def memory_expiring(
 
         synapse-nb memory expiring --within 30d --json
 
-        synapse-nb memory expiring -n 0        # all of them
+        synapse-nb memory expiring --within 90d -n 0  # all within 90 days
     """
     v = open_vault_for(ctx)
     most = limit_arg(limit) if limit is not None else None if as_json else 20
