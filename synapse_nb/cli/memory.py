@@ -356,6 +356,12 @@ def memory_import(
     require_human_here(ctx, yes, "importing records with --trust" if trust else "importing records")
     v = open_vault_for(ctx)
     counts = v.import_jsonl(sys.stdin if source == "-" else source, trust=trust, trust_borrowed=trust_borrowed)
+    if counts.empty:  # review 93: `cat missing.jsonl | ... import -` said "imported: ... 0", as if a file was read
+        said = "standard input was empty" if source == "-" else f"the file {source!r} is empty"
+        if as_json:
+            echo_json(counts.to_dict())
+        typer.echo(f"nothing to import: {said}", err=as_json)
+        return
     if as_json:
         echo_json(counts.to_dict())
     else:
