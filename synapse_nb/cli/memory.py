@@ -217,7 +217,8 @@ def memory_verify(
 @memory_app.command("search")
 def memory_search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="Words to look for (any text is safe).")] = "",
+    query: Annotated[str, typer.Argument(help=(
+        "Words to look for (any text is safe); needed unless --tag, --category or --source is given."))] = "",
     tag: Annotated[str | None, typer.Option("--tag", help="Only memories with this tag.")] = None,
     category: Annotated[str | None, typer.Option("--category", "-c", help="Only this category.")] = None,
     source: SourceOpt = None,
@@ -227,12 +228,20 @@ def memory_search(
     """Full-text search over memories: people's and verified ones first, then agents' unverified ones, each best
     match first. A line on stderr says how many the limit left out.
 
+    A query is needed, as ``%memory search`` needs one, unless --tag, --category or --source alone says which
+    memories to list (``synapse-nb memory list`` lists every one).
+
     Examples:
 
         synapse-nb memory search deploy
 
         synapse-nb memory search "run migrations" --category procedure --json
     """
+    if not query.strip() and tag is None and category is None and source is None:  # listed every memory, while
+        raise typer.BadParameter(  # %memory search said a query is needed (review 93): both say so now
+            "memory search needs a query (it was empty or blank), e.g. synapse-nb memory search migrations (or "
+            "--tag T, --category C or --source S alone: every memory it names; synapse-nb memory list lists them "
+            "all)", param_hint="QUERY")
     v = open_vault_for(ctx, offline=True)
     if v.offline:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
         if tag is not None or category is not None or source is not None:
