@@ -339,7 +339,7 @@ def test_episode_logs_success_and_warns_on_rerun(ip: TestingShell) -> None:
     with capture_output() as out:
         res = ip.run_cell("%%episode train_baseline\nx = 20\n%time y = 1\nx + 1\n")
     assert res.result == 21 and ip.user_ns["x"] == 20
-    assert [o.data["text/plain"] for o in out.outputs][0].startswith("✔ logged episode epi_")  # then the value
+    assert out.outputs[0].data["text/plain"].startswith("✔ logged episode epi_")  # the value is shown after it
     [e] = v.episodes.history("train_baseline")
     assert e.status == "success" and e.duration_s is not None and e.duration_s >= 0
     with capture_output() as out:
