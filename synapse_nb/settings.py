@@ -91,17 +91,26 @@ def _branch_names(v: Any) -> tuple[str, ...]:
 MAX_TOKENS = 1_000_000
 #: Known settings: name -> (default, validator, description).
 SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
-    "lesson_expiry_days": (7, _int_range(1, 3650), "days an approved lesson stays in force"),
+    "lesson_expiry_days": (7, _int_range(1, 3650),
+                           ("lessons: days an approved lesson stays in force, unless its approval names others "
+                            "(--days)")),
     "trunk_branches": ((), _branch_names,
                        ("lessons: branches besides main and master whose approved lessons hold on every branch and "
                         "which a scanned revert's lesson is scoped to (e.g. 'develop')")),
-    "scan_window": (2000, _int_range(1, 10_000_000), "commits the first lesson scan looks back"),
+    # each scan's bound, not only the first's (kinds.lessons.scan; gitscope.reverts.scan_reverts' max_commits)
+    "scan_window": (2000, _int_range(1, 10_000_000),
+                    ("lessons: most new commits one revert scan reads (the first looks this far back; past it, the "
+                     "next scan goes on from there)")),
     # automatic checkpoints count one unit each (synapse_nb.kinds.autocheckpoint); None: auto_checkpoint_every
     "auto_checkpoint_cells": (None, lambda v: None if v is None else _int_range(1, 100_000)(v),
                               "notebook: executed cells that changed something per auto checkpoint"),
     "auto_checkpoint_files": (None, lambda v: None if v is None else _int_range(1, 100_000)(v),
-                              "synapse-nb watch: newly changed files per auto checkpoint"),
-    "auto_checkpoint_every": (10, _int_range(1, 100_000), "auto checkpoints: what the two above are when not set"),
+                              ("synapse-nb watch: newly changed files per auto checkpoint; the agent hooks: file "
+                               "edits per auto checkpoint")),
+    # listed sorted by name (settings list, --json): named, not "the two above" (review 93)
+    "auto_checkpoint_every": (10, _int_range(1, 100_000),
+                              ("auto checkpoints: auto_checkpoint_cells and auto_checkpoint_files while they are not "
+                               "set")),
     # the recall gate's bars used when a recall is given none (same defaults as synapse_nb.recall.Bars)
     "recall_floor": (0.22, _unit_interval, "recall: 'nothing new' unless the support of the top ranked reaches it"),
     "recall_margin": (0.4, _unit_interval, "recall: a hit's rank score is at least this times the best one"),
@@ -114,12 +123,15 @@ SETTINGS: dict[str, tuple[Any, Callable[[Any], Any], str]] = {
     "recall_embedder": (None, lambda v: None if v is None else _embedder_spec(v),
                         ("recall: the semantic channel's model: wordllama (default), e5-small, "
                          "sentence-transformers:<folder>, import:<module>:<factory> or a registered name")),
-    # agent write quotas (synapse_nb.quota): human writes are never limited
+    # agent write quotas (synapse_nb.kinds._base.check_agent_quota): human writes are never limited. The hourly one
+    # counts every mind together, as its refusal says (review 93: this said "per mind")
     "agent_writes_per_hour": (600, _int_range(1, 10_000_000),
-                              ("agents: most writes agents may make in one hour (every create, change or delete of "
-                               "any kind counts, per mind; a proposed change to a human's memory counts as one)")),
+                              ("agents: most writes agents may make in one hour, every mind of the vault together (on "
+                               "a team vault, per agent login): every create, change, delete or lesson analysis of any "
+                               "kind counts, and so does a proposed change to a human's memory")),
     "agent_memories_per_mind": (5000, _int_range(1, 100_000_000),
-                                "agents: most memories agents may hold in one mind"),
+                                ("agents: most memories agents may have written in one mind, verified or not (checked "
+                                 "when an agent's write would add one)")),
     # bounded totals (kinds._base.check_agent_quota): what agents hold, not what they write an hour
     "agent_records_per_mind": (20_000, _int_range(1, 100_000_000),
                                ("agents: most records agents may hold in one mind (every kind: unverified memories, "

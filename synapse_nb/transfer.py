@@ -143,6 +143,8 @@ class ImportCounts(dict[str, int]):
         self.agent_login: str | None = None
         #: the file's header said it is an export of a borrowed vault (:data:`BORROWED_CLAIM`)
         self.borrowed = False
+        #: the source held no line but blank ones (an empty stdin: ``cat missing.jsonl | ... import -``)
+        self.empty = False
 
     def claims_text(self) -> str:
         """The claims as one line, ``"lesson status=approved 1, memory source=user 2"`` (``""`` for none)."""
@@ -166,9 +168,9 @@ class ImportCounts(dict[str, int]):
     def to_dict(self) -> dict[str, Any]:
         """The counts, with the accepted claims under ``"trusted"`` and the records that made them under
         ``"trusted_records"`` (the CLI's ``--json``); ``"borrowed": true`` when the file is an export of a borrowed
-        vault."""
+        vault, ``"empty": true`` when the source held no line but blank ones."""
         return {**dict(sorted(self.items())), "trusted": dict(self.claims), "trusted_records": list(self.claimed)} | (
-            {"borrowed": True} if self.borrowed else {})
+            {"borrowed": True} if self.borrowed else {}) | ({"empty": True} if self.empty else {})
 
 
 def _escape(ch: str) -> str:
@@ -290,13 +292,14 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
     hist: list[tuple[int, dict[str, Any]]] = []  # written after the records: where an entry goes depends on them
     links = FileLinks()  # written after the records too, before the history
     seen_ids: dict[str, int] = {}
-    header_seen = borrowed = False
+    header_seen = borrowed = read = False
     elsewhere: frozenset[str] = frozenset()
     for lineno, line in enumerate(lines, 1):
         if not isinstance(line, str):
             raise _fail(lineno, f"expected a text line, got {type(line).__name__}")
         if not line.strip():
             continue
+        read = True
         try:
             doc = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -454,7 +457,7 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
         if owed:
             history.record_many(ctx, "import", owed, at=store.stamp(ctx.now_ts()))
     out = ImportCounts(counts, dict(claims), claimed)
-    out.borrowed = borrowed
+    out.borrowed, out.empty = borrowed, not read
     return out
 
 

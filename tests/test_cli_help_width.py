@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from synapse_nb.cli import app
-from synapse_nb.cli._help import reflow
+from synapse_nb.cli._help import EXAMPLE_WIDTH, reflow
 
 WIDTH = 80
 TEXT_WIDTH = WIDTH - 2  # rich's help has a margin of one column on each side
@@ -89,3 +89,26 @@ def test_no_option_help_carries_a_source_line_break() -> None:
     for path, cmd in _commands(root):
         for param in cmd.params:
             assert "\n" not in (getattr(param, "help", None) or ""), (path, param.name)
+
+
+def _comment_continued(prose: list[str]) -> list[str]:
+    """The lines of a help's examples that continue a comment with `` \\`` (a shell continues nothing there: the words
+    on the next line run as a command)."""
+    return [line for line in prose if line.endswith(" \\") and any(w.startswith("#") for w in line.split())]
+
+
+def test_no_examples_comment_is_continued_so_nothing_after_it_runs() -> None:
+    """Review 93: ``memory verify --fix  # follow renames, mark dangling and stale records`` was shown as a line
+    continued inside its comment, and pasted it ran ``stale records`` as a command."""
+    doc = ("Check.\n\n    Examples:\n\n        synapse-nb memory verify --fix      # follow renames in lessons and "
+           "checkpoints, mark dangling and possibly stale records\n")
+    shown = reflow(doc).split("\n\n")[2].splitlines()
+    assert shown == ["    # follow renames in lessons and checkpoints, mark dangling and",
+                     "    # possibly stale records", "    synapse-nb memory verify --fix"]
+    runner = CliRunner()
+    for path, cmd in _commands(typer.main.get_command(app)):
+        res = runner.invoke(app, [*path, "--help"], env={"COLUMNS": str(WIDTH), "TERMINAL_WIDTH": str(WIDTH)})
+        assert _comment_continued(_prose(res.stdout)) == [], (path, res.stdout)
+        # and no example line is so long that rich wraps it (a comment's second half would be no comment)
+        block = [line for line in reflow(cmd.help or "").splitlines() if line[:1].isspace()]
+        assert all(len(line) <= EXAMPLE_WIDTH for line in block), (path, block)

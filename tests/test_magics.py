@@ -295,6 +295,7 @@ def test_write_magics_confirm_in_one_line_with_the_record_one_click_away(ip: Tes
         "m = %remember procedure run_migrations make migrate": "updated",
         "%%decision --tags storage\nUse SQLite WAL mode\nReaders never block writers.\n": "logged decision",
         '%checkpoint create --doing "Refactoring auth" --files src/auth.py': "saved checkpoint",
+        "%%episode train_baseline\nx = 20\n": "logged episode",  # its first run printed nothing (review 93)
     }
     for cell, verb in cells.items():
         with capture_output() as out:
@@ -303,7 +304,7 @@ def test_write_magics_confirm_in_one_line_with_the_record_one_click_away(ip: Tes
         data = out.outputs[0].data
         line = data["text/plain"]
         assert line.startswith(f"✔ {verb} ") and "\n" not in line, line
-        assert re.search(r"(mem|dec|ckp)_[0-9a-f]{12} \[user( · verified)?\] ", line)  # the mark before the title
+        assert re.search(r"(mem|dec|ckp|epi)_[0-9a-f]{12} \[user( · verified)?\] ", line)  # the mark, then the title
         html = data["text/html"]
         assert "<details" in html and "<summary" in html  # the record in full, one click away
         assert "['" not in html and "True" not in html  # no Python reprs in the record's display
@@ -335,8 +336,10 @@ def test_listings_show_who_and_the_expiry_and_times_read_the_same(ip: TestingShe
 # -- %%episode ------------------------------------------------------------------------------------------------------
 def test_episode_logs_success_and_warns_on_rerun(ip: TestingShell) -> None:
     v = _vault(ip)
-    res = ip.run_cell("%%episode train_baseline\nx = 20\n%time y = 1\nx + 1\n")
+    with capture_output() as out:
+        res = ip.run_cell("%%episode train_baseline\nx = 20\n%time y = 1\nx + 1\n")
     assert res.result == 21 and ip.user_ns["x"] == 20
+    assert out.outputs[0].data["text/plain"].startswith("✔ logged episode epi_")  # the value is shown after it
     [e] = v.episodes.history("train_baseline")
     assert e.status == "success" and e.duration_s is not None and e.duration_s >= 0
     with capture_output() as out:
@@ -380,10 +383,11 @@ def test_the_persons_failed_run_is_warned_of_before_an_agents_later_success(ip: 
 
 def test_episode_failure_is_logged_and_reraised(ip: TestingShell) -> None:
     v = _vault(ip)
-    with pytest.raises(ZeroDivisionError):
+    with capture_output() as out, pytest.raises(ZeroDivisionError):
         ip.run_cell("%%episode risky_step\n1 / 0\n")
     [e] = v.episodes.history("risky_step")
     assert e.status == "failure"
+    assert [o.data["text/plain"] for o in out.outputs] == [f"✔ logged failed episode {e.id} [user] risky_step"]
     assert e.outcome == "ZeroDivisionError (its message as raised, not anyone's words): division by zero"
     _usage(ip, "%%episode\nx = 1\n")
 

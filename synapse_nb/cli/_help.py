@@ -70,17 +70,40 @@ def _joined(lines: list[str]) -> list[str]:
 
 def _fit(line: str) -> list[str]:
     """An example's line as lines of at most :data:`EXAMPLE_WIDTH` characters: broken between shell words, each
-    line but the last ending in `` \\`` (a shell continues the command), the rest indented four more spaces."""
+    line but the last ending in `` \\`` (a shell continues the command), the rest indented four more spaces. A
+    comment is never continued (a shell reads it to its line's end: a `` \\`` in it continues nothing, and the
+    words on the next line ran as a command; review 93): it stays after the command when both fit, else it goes
+    above the command, on lines of its own that each start with ``#``.
+
+    >>> _fit("    synapse-nb memory verify --fix      # follow renames in lessons and checkpoints, mark dangling and "
+    ...      "possibly stale records")  # doctest: +NORMALIZE_WHITESPACE
+    ['    # follow renames in lessons and checkpoints, mark dangling and',
+     '    # possibly stale records', '    synapse-nb memory verify --fix']
+    """
     if len(line) <= EXAMPLE_WIDTH:
         return [line.rstrip()]
     indent = line[: len(line) - len(line.lstrip())]
     words = _WORD.findall(line)
+    at = next((i for i, word in enumerate(words) if word.startswith("#")), None)
+    if at is None:
+        return _lines(words, indent, indent + "    ", " \\")
+    said, command = words[at:], indent + " ".join(words[:at])
+    if at and len(command) + 1 + len(" ".join(said)) <= EXAMPLE_WIDTH:
+        return [f"{command} {' '.join(said)}"]
+    said = [w for w in (said[0].lstrip("#"), *said[1:]) if w]
+    above = _lines(said, indent + "# ", indent + "# ", "") if said else [indent + "#"]
+    return [*above, *(_fit(command) if at else [])]
+
+
+def _lines(words: list[str], first: str, then: str, end: str) -> list[str]:
+    """``words`` on lines of at most :data:`EXAMPLE_WIDTH` characters, the first line starting with ``first``, the
+    others with ``then``, each but the last ending in ``end``."""
     lines: list[str] = []
-    current = indent + words[0]
+    current = first + words[0]
     for word in words[1:]:
-        if len(current) + 1 + len(word) + 2 > EXAMPLE_WIDTH:
-            lines.append(current + " \\")
-            current = indent + "    " + word
+        if len(current) + 1 + len(word) + len(end) > EXAMPLE_WIDTH:
+            lines.append(current + end)
+            current = then + word
         else:
             current += " " + word
     return [*lines, current]

@@ -207,7 +207,8 @@ def memory_conflicts(
 
         synapse-nb memory conflicts
 
-        synapse-nb memory conflicts --agents -n 0        # every pair, agents' too
+        # every open pair, agents' too, however many:
+        synapse-nb memory conflicts --agents -n 0
 
         synapse-nb memory conflicts --status all --json
 

@@ -186,7 +186,8 @@ def memory_verify(
 
         synapse-nb memory verify            # check file references against HEAD
 
-        synapse-nb memory verify --fix      # follow renames, mark dangling and stale records
+        # follow renames, mark dangling and possibly stale records:
+        synapse-nb memory verify --fix
     """
     if memory_id is not None or fix:
         require_human_here(ctx, yes, "verifying a memory" if memory_id is not None else "verify --fix")
@@ -216,7 +217,8 @@ def memory_verify(
 @memory_app.command("search")
 def memory_search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="Words to look for (any text is safe).")] = "",
+    query: Annotated[str, typer.Argument(help=(
+        "Words to look for (any text is safe); needed unless --tag, --category or --source is given."))] = "",
     tag: Annotated[str | None, typer.Option("--tag", help="Only memories with this tag.")] = None,
     category: Annotated[str | None, typer.Option("--category", "-c", help="Only this category.")] = None,
     source: SourceOpt = None,
@@ -226,12 +228,20 @@ def memory_search(
     """Full-text search over memories: people's and verified ones first, then agents' unverified ones, each best
     match first. A line on stderr says how many the limit left out.
 
+    A query is needed, as ``%memory search`` needs one, unless --tag, --category or --source alone says which
+    memories to list (``synapse-nb memory list`` lists every one).
+
     Examples:
 
         synapse-nb memory search deploy
 
         synapse-nb memory search "run migrations" --category procedure --json
     """
+    if not query.strip() and tag is None and category is None and source is None:  # listed every memory, while
+        raise typer.BadParameter(  # %memory search said a query is needed (review 93): both say so now
+            "memory search needs a query (it was empty or blank), e.g. synapse-nb memory search migrations (or "
+            "--tag T, --category C or --source S alone: every memory it names; synapse-nb memory list lists them "
+            "all)", param_hint="QUERY")
     v = open_vault_for(ctx, offline=True)
     if v.offline:  # a team vault whose server cannot be reached: this machine's stale copy, marked so
         if tag is not None or category is not None or source is not None:
@@ -267,7 +277,7 @@ def memory_expiring(
 
         synapse-nb memory expiring --within 30d --json
 
-        synapse-nb memory expiring -n 0        # all of them
+        synapse-nb memory expiring --within 90d -n 0  # all within 90 days
     """
     v = open_vault_for(ctx)
     most = limit_arg(limit) if limit is not None else None if as_json else 20
@@ -355,6 +365,12 @@ def memory_import(
     require_human_here(ctx, yes, "importing records with --trust" if trust else "importing records")
     v = open_vault_for(ctx)
     counts = v.import_jsonl(sys.stdin if source == "-" else source, trust=trust, trust_borrowed=trust_borrowed)
+    if counts.empty:  # review 93: `cat missing.jsonl | ... import -` said "imported: ... 0", as if a file was read
+        said = "standard input was empty" if source == "-" else f"the file {source!r} is empty"
+        if as_json:
+            echo_json(counts.to_dict())
+        typer.echo(f"nothing to import: {said}", err=as_json)
+        return
     if as_json:
         echo_json(counts.to_dict())
     else:

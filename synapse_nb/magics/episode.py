@@ -9,9 +9,10 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import cell_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.display import display
 
 from synapse_nb.errors import SynapseError
-from synapse_nb.magics._base import FamilyMagics
+from synapse_nb.magics._base import Confirmation, FamilyMagics
 from synapse_nb.magics._parse import parse_line
 
 __all__ = ["EpisodeMagics"]
@@ -31,10 +32,12 @@ class EpisodeMagics(FamilyMagics):
     def episode(self, line: str = "", cell: str = "") -> Any:
         """Run the cell and log the run as an episode of TASK_KEY (status, duration, outcome).
 
-        If TASK_KEY ran before, a warning names the prior run first; it never blocks. A cell that
-        raises is logged with status "failure" and the error as outcome, then the error is re-raised
-        unchanged. The value of the cell's last expression is its output, as usual (any type: hence
-        ``Any``).
+        If TASK_KEY ran before, a warning names the prior run first; it never blocks. Once the run is
+        logged, one line confirms it, as every write magic does (``✔ logged episode epi_… [user]
+        train_baseline``; in a notebook the episode in full is one click away). A cell that raises is
+        logged with status "failure" and the error as outcome (``✔ logged failed episode ...``), then the
+        error is re-raised unchanged. The value of the cell's last expression is its output, as usual
+        (any type: hence ``Any``).
 
         Examples
         --------
@@ -69,16 +72,19 @@ class EpisodeMagics(FamilyMagics):
             # stored labelled as raised, not as the person's words
             outcome = f"{type(exc).__name__} (its message as raised, not anyone's words): {exc}"[:MAX_OUTCOME]
             try:
-                v.episodes.log(task_key, status="failure", outcome=outcome, duration_s=duration)
+                failed = v.episodes.log(task_key, status="failure", outcome=outcome, duration_s=duration)
             except SynapseError as log_exc:
                 print(f"synapse_nb: the run could not be logged: {log_exc}")
+            else:
+                display(Confirmation("logged failed episode", failed))
             raise
         duration = time.perf_counter() - start
         try:
-            v.episodes.log(task_key, status="success", duration_s=duration)
+            logged = v.episodes.log(task_key, status="success", duration_s=duration)
         except SynapseError as exc:
             raise UsageError(f"the cell ran but its episode could not be logged: {exc}") from None
-        return value
+        display(Confirmation("logged episode", logged))  # the first run said nothing (review 93), unlike every
+        return value  # other write magic; the cell's value stays its output
 
     def _run_cell_body(self, cell: str) -> Any:
         """Run cell code in the user namespace (IPython syntax allowed); return the last expression's value."""

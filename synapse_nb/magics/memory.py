@@ -72,7 +72,9 @@ class MemoryMagics(FamilyMagics):
 
     @magic_arguments()
     @argument("action", choices=["status", "search", "expiring", "prune", "verify"], help="what to do")
-    @argument("rest", nargs="*", default=[], help="search: the query; verify: a memory id or prefix")
+    @argument("rest", nargs="*", default=[], help=(
+        "search: the query (needed unless --tag or --category is given, as by synapse-nb memory search); verify: a "
+        "memory id or prefix"))
     @argument("--within", default="7d", help="expiring: how far ahead (default 7d)")
     @argument("-n", "--limit", type=int, default=20, help="expiring: at most this many, people's first (0: all)")
     @argument("--tag", help="search: only memories with this tag")
