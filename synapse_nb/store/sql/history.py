@@ -83,6 +83,9 @@ HISTORY_AFTER = logins(f"SELECT {_H}, @history_login FROM history WHERE mind = ?
 HISTORY_ALL = logins(f"SELECT {_H}, @history_login FROM history ORDER BY at, id")
 HISTORY_REMOVALS = logins(f"SELECT {_H}, @history_login FROM history WHERE mind = ? AND kind = ? AND "
                           "digest_after IS NULL AND before IS NOT NULL ORDER BY at, id")
+#: The last entry (by at, id) of each record of a list, in one statement (``{rids}``: the dialect's ``is_in``)
+LAST_OF = logins(f"SELECT {_H}, @history_login FROM (SELECT *, row_number() OVER (PARTITION BY rid ORDER BY at DESC, "
+                 "id DESC) AS nth FROM history WHERE {rids}) h WHERE nth = 1")
 HAS_VERSION = "SELECT 1 FROM history WHERE rid = ? AND version = ?"
 DELETE_HISTORY_OF = "DELETE FROM history WHERE rid = ?"
 #: Entries of a mind older than a time, but never a record's newest one (its last known state stays).
@@ -170,6 +173,18 @@ class HistoryQueries(Repository[D]):
 
     def of_record(self, rid: str) -> list[HistoryEntry]:
         return [self._entry(r) for r in self._db.query(HISTORY_OF.on(self._db.dialect), (rid,))]
+
+    def last_of(self, rids: Sequence[str]) -> dict[str, HistoryEntry]:
+        """The last entry (by at, id) of each record of ``rids`` that has one, in one statement (a batch of the
+        dialect's: PostgreSQL binds every id as one array)."""
+        dialect = self._db.dialect
+        out: dict[str, HistoryEntry] = {}
+        for batch in dialect.batches(sorted(set(rids))):
+            cond, params = dialect.is_in("rid", list(batch))
+            for r in self._db.query(LAST_OF.on(dialect).format(rids=cond), params):
+                e = self._entry(r)
+                out[e.rid] = e
+        return out
 
     def of_mind(self, mind: str, *, limit: int) -> list[HistoryEntry]:
         return [self._entry(r) for r in self._db.query(HISTORY_OF_MIND.on(self._db.dialect), (mind, int(limit)))]
