@@ -124,6 +124,14 @@ def test_a_read_only_open_reuses_one_private_copy_while_the_vault_is_unchanged(
     syn.open_vault(vault_dir).close()
     assert sorted(folder.iterdir()) == []
 
+    def no_temporary_folder() -> str:
+        raise FileNotFoundError("No usable temporary directory found")
+
+    monkeypatch.setattr(tempfile, "gettempdir", no_temporary_folder)  # a sandbox with none: opens as before
+    with syn.open_vault(vault_dir, readonly=True) as v:
+        assert sorted(m.key for m in v.memories.list()) == sorted([*want, "b_0"])
+    syn.open_vault(vault_dir).close()
+
 
 def test_a_copy_made_while_a_writer_began_is_not_kept(vault_dir: Path, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:

@@ -55,7 +55,10 @@ def copies_folder(*, create: bool = False) -> Path | None:
     if getuid is None:
         return None
     uid = getuid()
-    folder = Path(tempfile.gettempdir()) / f"{_FOLDER}{uid}"
+    try:
+        folder = Path(tempfile.gettempdir()) / f"{_FOLDER}{uid}"
+    except OSError:  # no usable temporary folder at all (a read-only sandbox): an open's copy says so
+        return None
     if create:
         with contextlib.suppress(FileExistsError, OSError):
             os.mkdir(folder, 0o700)
