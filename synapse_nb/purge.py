@@ -213,7 +213,8 @@ def forget_deleted_prompts(ctx: Context, folder: Path, ids: Sequence[str]) -> No
     if not (folder / STATE_NAME).is_file():
         return
     try:
-        gone = [(got[-1].previous if (got := ctx.store.history.of_record(rid)) else None) for rid in ids]
+        last = ctx.store.history.last_of(ids)  # one read, however many records the deletion took
+        gone = [last[rid].previous if rid in last else None for rid in ids]
     except StoreError as exc:  # after the commit: never the deletion's failure (review 35)
         logging.getLogger("synapse_nb.index").warning(
             "the record is deleted, but the agent hooks' prompts its text held were not looked for (%s)", exc)

@@ -31,6 +31,11 @@ class HistoryTable(Protocol):
         """The record's entries by (at, id)."""
         ...
 
+    def last_of(self, rids: Sequence[str]) -> dict[str, HistoryEntry]:
+        """The last entry (by at, id) of each of these records that has one (what its deletion left: the read after
+        a deletion of many records, in one statement rather than one per record)."""
+        ...
+
     def of_mind(self, mind: str, *, limit: int) -> list[HistoryEntry]:
         """The mind's latest entries, newest first (at desc, id desc)."""
         ...

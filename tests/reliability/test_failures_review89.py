@@ -205,8 +205,10 @@ def test_a_read_only_open_that_cannot_make_shm_still_reads_the_commits_in_the_wa
     else:
         os.chmod(vault_dir, 0o555)
         cmd = [sys.executable, "-c", _READ_ONLY_COUNT, str(vault_dir)]
+    tmp = vault_dir.parent.parent / "tmp"  # the private copy's, never the machine's /tmp
+    tmp.mkdir()
     try:
-        proc2 = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        proc2 = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=dict(os.environ, TMPDIR=str(tmp)))
     finally:
         os.chmod(vault_dir, 0o755)
     assert proc2.returncode == 0, proc2.stderr[-2000:]

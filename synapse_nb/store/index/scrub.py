@@ -124,7 +124,8 @@ def by_agent(store: VaultStore, ids: Sequence[str]) -> bool:
     if len(ids) > BY_AGENT_MAX:
         return False
     try:
-        return all((got := store.history.of_record(rid)) and got[-1].actor == "agent" for rid in ids)
+        last = store.history.last_of(ids)  # one read for them all
+        return all(rid in last and last[rid].actor == "agent" for rid in ids)
     except StoreError:
         return False
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from synapse_nb.changes import ExportMark, HistoryEntry, Link, Revision
 from synapse_nb.store.sql import change_rows
@@ -39,14 +39,53 @@ LINK_COLUMNS = ("id", "mind", "a", "a_kind", "b", "b_kind", "relation", "score",
 EXPORT_COLUMNS = ("id", "taken_at", "dest", "records", "history")
 
 _H = ", ".join(HISTORY_COLUMNS)
+
+
+class LoginRead(NamedTuple):
+    """A read of ``history`` / ``revisions`` in the two spellings its ``@history_login`` / ``@login`` /
+    ``@decided_login`` columns take, built once (at import): the logins a team vault's server records
+    (``Dialect.logins``), or NULL on a local vault, which has no logins (its output unchanged)."""
+
+    local: str
+    team: str
+
+    def on(self, dialect: Any) -> str:
+        """The statement as ``dialect``'s backend reads it."""
+        return self.team if dialect.logins else self.local
+
+
+#: The login a team vault's history entry shows: the one that made the change, never an import's (an imported entry
+#: keeps the login its file named in ``file_login``, as data: migration 31)
+_HISTORY_LOGIN = "CASE WHEN file_login IS NULL THEN login END AS login"
+
+
+def logins(sql: str) -> LoginRead:
+    """Both spellings of a read holding ``@history_login`` / ``@login`` / ``@decided_login``.
+
+    >>> logins("SELECT id, @history_login FROM history").local
+    'SELECT id, NULL AS login FROM history'
+    >>> logins("SELECT id, @login, @decided_login FROM revisions").team
+    'SELECT id, login, decided_login FROM revisions'
+    """
+    def spell(team: bool) -> str:
+        out = sql.replace("@history_login", _HISTORY_LOGIN if team else "NULL AS login")
+        for col in ("@decided_login", "@login"):
+            out = out.replace(col, col[1:] if team else f"NULL AS {col[1:]}")
+        return out
+    return LoginRead(spell(False), spell(True))
+
+
 INSERT_HISTORY = f"INSERT INTO history({_H}) VALUES ({', '.join('?' * len(HISTORY_COLUMNS))})"
 NEXT_VERSION = "SELECT coalesce(max(version), 0) + 1 FROM history WHERE rid = ?"
-HISTORY_OF = f"SELECT {_H}, @history_login FROM history WHERE rid = ? ORDER BY at, id"
-HISTORY_OF_MIND = f"SELECT {_H}, @history_login FROM history WHERE mind = ? ORDER BY at DESC, id DESC LIMIT ?"
-HISTORY_AFTER = f"SELECT {_H}, @history_login FROM history WHERE mind = ? AND at > ? ORDER BY rid, at, id"
-HISTORY_ALL = f"SELECT {_H}, @history_login FROM history ORDER BY at, id"
-HISTORY_REMOVALS = (f"SELECT {_H}, @history_login FROM history WHERE mind = ? AND kind = ? AND digest_after IS NULL "
-                    "AND before IS NOT NULL ORDER BY at, id")
+HISTORY_OF = logins(f"SELECT {_H}, @history_login FROM history WHERE rid = ? ORDER BY at, id")
+HISTORY_OF_MIND = logins(f"SELECT {_H}, @history_login FROM history WHERE mind = ? ORDER BY at DESC, id DESC LIMIT ?")
+HISTORY_AFTER = logins(f"SELECT {_H}, @history_login FROM history WHERE mind = ? AND at > ? ORDER BY rid, at, id")
+HISTORY_ALL = logins(f"SELECT {_H}, @history_login FROM history ORDER BY at, id")
+HISTORY_REMOVALS = logins(f"SELECT {_H}, @history_login FROM history WHERE mind = ? AND kind = ? AND "
+                          "digest_after IS NULL AND before IS NOT NULL ORDER BY at, id")
+#: The last entry (by at, id) of each record of a list, in one statement (``{rids}``: the dialect's ``is_in``)
+LAST_OF = logins(f"SELECT {_H}, @history_login FROM (SELECT *, row_number() OVER (PARTITION BY rid ORDER BY at DESC, "
+                 "id DESC) AS nth FROM history WHERE {rids}) h WHERE nth = 1")
 HAS_VERSION = "SELECT 1 FROM history WHERE rid = ? AND version = ?"
 DELETE_HISTORY_OF = "DELETE FROM history WHERE rid = ?"
 #: Entries of a mind older than a time, but never a record's newest one (its last known state stays).
@@ -57,12 +96,13 @@ PRUNE_HISTORY = ("DELETE FROM history WHERE mind = ? AND at < ? AND id NOT IN "
 _R = ", ".join(REVISION_COLUMNS)
 _RL = f"{_R}, @login, @decided_login"  # a read: the logins that proposed and decided it (None on a local vault)
 INSERT_REVISION = f"INSERT INTO revisions({_R}) VALUES ({', '.join('?' * len(REVISION_COLUMNS))})"
-REVISIONS_OF_MIND = f"SELECT {_RL} FROM revisions WHERE mind = ? ORDER BY created_at, id"
-REVISIONS_BY_STATUS = f"SELECT {_RL} FROM revisions WHERE mind = ? AND status = ? ORDER BY created_at, id"
-REVISION_BY_ID = f"SELECT {_RL} FROM revisions WHERE id = ?"
+REVISIONS_OF_MIND = logins(f"SELECT {_RL} FROM revisions WHERE mind = ? ORDER BY created_at, id")
+REVISIONS_BY_STATUS = logins(f"SELECT {_RL} FROM revisions WHERE mind = ? AND status = ? ORDER BY created_at, id")
+REVISION_BY_ID = logins(f"SELECT {_RL} FROM revisions WHERE id = ?")
 REVISION_MIND = "SELECT mind FROM revisions WHERE id = ?"
 REVISION_IDS_FROM = "SELECT id FROM revisions WHERE id >= ? AND id < ? AND mind = ? ORDER BY id LIMIT ?"
-PENDING_REVISIONS_OF = f"SELECT {_RL} FROM revisions WHERE rid = ? AND status = 'pending' ORDER BY created_at, id"
+PENDING_REVISIONS_OF = logins(f"SELECT {_RL} FROM revisions WHERE rid = ? AND status = 'pending' "
+                              "ORDER BY created_at, id")
 DECIDE_REVISION = "UPDATE revisions SET status = ?, decided_at = ? WHERE id = ? AND status = 'pending'"
 DELETE_REVISIONS_OF = "DELETE FROM revisions WHERE rid = ?"
 
@@ -98,23 +138,6 @@ INSERT_EXPORT = f"INSERT INTO exports({_E}) VALUES (?, ?, ?, ?, ?)"
 EXPORTS = f"SELECT {_E} FROM exports ORDER BY taken_at, id"
 
 
-def logins(sql: str, dialect: Any) -> str:
-    """A read of ``history`` / ``revisions`` with its ``@history_login`` / ``@login`` / ``@decided_login`` columns:
-    the logins a team vault's server records (``Dialect.logins``), or NULL on a local vault, which has no logins
-    (its output unchanged).
-
-    >>> logins("SELECT id, @history_login FROM history", type("D", (), {"logins": False})())
-    'SELECT id, NULL AS login FROM history'
-    """
-    sql = sql.replace("@history_login", _HISTORY_LOGIN if dialect.logins else "NULL AS login")
-    for col in ("@decided_login", "@login"):
-        sql = sql.replace(col, col[1:] if dialect.logins else f"NULL AS {col[1:]}")
-    return sql
-
-
-#: The login a team vault's history entry shows: the one that made the change, never an import's (an imported entry
-#: keeps the login its file named in ``file_login``, as data: migration 31)
-_HISTORY_LOGIN = "CASE WHEN file_login IS NULL THEN login END AS login"
 #: An imported entry on a team vault: the login its file named ('' none), which the reader never shows
 INSERT_IMPORTED = (f"INSERT INTO history({_H}, file_login) "
                    f"VALUES ({', '.join('?' * (len(HISTORY_COLUMNS) + 1))})")
@@ -134,9 +157,6 @@ class HistoryQueries(Repository[D]):
         tables = (MemoriesTable, CheckpointsTable, DecisionsTable, LessonsTable, EpisodesTable, NotesTable)
         return {t.kind: t(self._db) for t in tables}
 
-    def _q(self, sql: str) -> str:
-        return logins(sql, self._db.dialect)
-
     def _entry(self, r: Row) -> HistoryEntry:
         return change_rows.entry(r, self._tables)
 
@@ -152,22 +172,34 @@ class HistoryQueries(Repository[D]):
             self._db.executemany(INSERT_HISTORY, rows)
 
     def of_record(self, rid: str) -> list[HistoryEntry]:
-        return [self._entry(r) for r in self._db.query(self._q(HISTORY_OF), (rid,))]
+        return [self._entry(r) for r in self._db.query(HISTORY_OF.on(self._db.dialect), (rid,))]
+
+    def last_of(self, rids: Sequence[str]) -> dict[str, HistoryEntry]:
+        """The last entry (by at, id) of each record of ``rids`` that has one, in one statement (a batch of the
+        dialect's: PostgreSQL binds every id as one array)."""
+        dialect = self._db.dialect
+        out: dict[str, HistoryEntry] = {}
+        for batch in dialect.batches(sorted(set(rids))):
+            cond, params = dialect.is_in("rid", list(batch))
+            for r in self._db.query(LAST_OF.on(dialect).format(rids=cond), params):
+                e = self._entry(r)
+                out[e.rid] = e
+        return out
 
     def of_mind(self, mind: str, *, limit: int) -> list[HistoryEntry]:
-        return [self._entry(r) for r in self._db.query(self._q(HISTORY_OF_MIND), (mind, int(limit)))]
+        return [self._entry(r) for r in self._db.query(HISTORY_OF_MIND.on(self._db.dialect), (mind, int(limit)))]
 
     def after(self, mind: str, at: str) -> list[HistoryEntry]:
         """The mind's entries stamped after ``at``, by record then time (what an ``as_of`` read rewinds)."""
-        return [self._entry(r) for r in self._db.query(self._q(HISTORY_AFTER), (mind, at))]
+        return [self._entry(r) for r in self._db.query(HISTORY_AFTER.on(self._db.dialect), (mind, at))]
 
     def removals(self, mind: str, kind: str) -> list[HistoryEntry]:
         """The mind's entries that removed a record of ``kind`` (no digest after, a record before), by time then id."""
-        return [self._entry(r) for r in self._db.query(self._q(HISTORY_REMOVALS), (mind, kind))]
+        return [self._entry(r) for r in self._db.query(HISTORY_REMOVALS.on(self._db.dialect), (mind, kind))]
 
     def all(self) -> Iterator[HistoryEntry]:
         """Every entry of the vault (all minds), by time then id (export)."""
-        return (self._entry(r) for r in self._db.iter_query(self._q(HISTORY_ALL)))
+        return (self._entry(r) for r in self._db.iter_query(HISTORY_ALL.on(self._db.dialect)))
 
     def insert_entry(self, e: HistoryEntry) -> bool:
         """Import one entry as it is; False when the record's version is there already (identical or not: history is
@@ -196,7 +228,7 @@ class RevisionsQueries(Repository[D]):
         self._db.write(INSERT_REVISION, tuple(getattr(rev, c) for c in REVISION_COLUMNS))
 
     def get(self, id: str) -> Revision | None:
-        row = self._db.query_one(logins(REVISION_BY_ID, self._db.dialect), (id,))
+        row = self._db.query_one(REVISION_BY_ID.on(self._db.dialect), (id,))
         return None if row is None else _revision(row)
 
     def mind_of(self, id: str) -> str | None:
@@ -210,11 +242,11 @@ class RevisionsQueries(Repository[D]):
 
     def of_mind(self, mind: str, status: str | None = None) -> list[Revision]:
         if status is None:
-            return [_revision(r) for r in self._db.query(logins(REVISIONS_OF_MIND, self._db.dialect), (mind,))]
-        return [_revision(r) for r in self._db.query(logins(REVISIONS_BY_STATUS, self._db.dialect), (mind, status))]
+            return [_revision(r) for r in self._db.query(REVISIONS_OF_MIND.on(self._db.dialect), (mind,))]
+        return [_revision(r) for r in self._db.query(REVISIONS_BY_STATUS.on(self._db.dialect), (mind, status))]
 
     def pending_of(self, rid: str) -> list[Revision]:
-        return [_revision(r) for r in self._db.query(logins(PENDING_REVISIONS_OF, self._db.dialect), (rid,))]
+        return [_revision(r) for r in self._db.query(PENDING_REVISIONS_OF.on(self._db.dialect), (rid,))]
 
     def decide(self, id: str, status: str, at: str) -> bool:
         return self._db.write(DECIDE_REVISION, (status, at, id)).rowcount > 0

@@ -3,14 +3,16 @@
 **Side files** (review 79). A ``-wal``, ``-shm`` or ``-journal`` beside the database that is a symlink or not a
 regular file is named, with how to remove it (:func:`check_side_files`).
 
-**A read-only open** reads the file with ``mode=ro``. Where SQLite cannot create or map the ``-shm`` file (a
+**A read-only open** reads the file with ``mode=ro``; SQLite reads a WAL there whenever ``-shm`` exists, even on a
+read-only mount (it keeps the WAL's index in its own memory). Where SQLite cannot create or map the ``-shm`` file (a
 read-only mount without it, a folder this user may not write), it used to fall back to ``immutable=1``, which
 ignores ``synapse.db-wal``: the commits still in the WAL (a writer killed before its checkpoint) vanished from
 recall, listings and the prompt hook, silently (review 89). Now ``immutable=1`` is used only when there is no WAL to
-ignore; otherwise the database and its WAL are copied into a private temporary folder and the copy is read (a
-snapshot taken at the open; the folder is removed at once, the connection keeping its file): every acknowledged
-commit is answered, and nothing is written beside the vault. A copy that cannot be made (no room for it) is a
-:class:`StoreError` saying why and what to do.
+ignore; otherwise the database and its WAL are copied into a private folder and the copy's WAL merged into it: every
+acknowledged commit is answered, and nothing is written beside the vault. The copy is kept and reused while the
+vault's files stay the same (:mod:`~synapse_nb.store.sqlite.readonly_copy`: it was made anew at every open, the
+vault's size in time and space); a writable open, and a read-only one that needs none, removes the vault's kept
+copies. A copy that cannot be made (no room for it) is a :class:`StoreError` saying why and what to do.
 
 **A failure to open** (review 89): a full disk (``SQLITE_FULL``, or a disk I/O error such as ``SQLITE_IOERR_SHMSIZE``
 on a disk with no room left) said "disk I/O error; if the file is corrupt, restore it from an export ... or move it
@@ -26,11 +28,11 @@ import os
 import shutil
 import sqlite3
 import stat
-import tempfile
 from pathlib import Path
 
 from synapse_nb.errors import StoreError
 from synapse_nb.store.sqlite.rankcap_schema import RANK_FUNCTIONS
+from synapse_nb.store.sqlite.readonly_copy import forget, open_copy
 
 __all__ = ["FULL_BELOW", "LOCK_TIMEOUT_S", "check_side_files", "connect", "open_failure", "open_sqlite"]
 
@@ -39,8 +41,6 @@ LOCK_TIMEOUT_S = 60.0
 #: Free bytes on the vault's disk below which an I/O error at open is read as a full disk (the ``-shm`` file alone
 #: needs 32 KiB; a WAL grows by pages of 4 KiB).
 FULL_BELOW = 1 << 20
-#: Times a private copy of a database and its WAL is taken again when either changed while it was copied.
-COPY_TRIES = 3
 
 
 def check_side_files(path: Path) -> None:
@@ -74,6 +74,7 @@ def connect(uri: str) -> sqlite3.Connection:
 def open_sqlite(path: Path, readonly: bool, refusal: str | None) -> sqlite3.Connection:
     """The connection to the vault database ``path`` (see the module docstring)."""
     if not readonly:
+        forget(path)  # a person's purge, among others, leaves no kept copy of what it removed
         return connect(f"file:{path}")
     if not path.is_file():
         raise StoreError(f"there is no vault database at {path} to open read-only")
@@ -81,17 +82,23 @@ def open_sqlite(path: Path, readonly: bool, refusal: str | None) -> sqlite3.Conn
     if refusal is not None and not wal.exists():
         # a folder we may not write to (a symlink out of the project): a WAL reader would create -wal/-shm
         # there; with no -wal nobody holds it open for writing, so it reads as immutable and nothing is created
-        return connect(f"file:{path}?mode=ro&immutable=1")
+        return _without_copy(path, connect(f"file:{path}?mode=ro&immutable=1"))
     conn = connect(f"file:{path}?mode=ro")
     try:
         conn.execute("PRAGMA user_version").fetchone()
-        return conn
+        return _without_copy(path, conn)
     except sqlite3.OperationalError:
         conn.close()
     # a WAL database whose -shm SQLite cannot create or map (a read-only mount, a folder this user may not write)
     if _size(wal) == 0:  # nothing in a WAL to ignore: immutable reads every commit, and creates nothing
-        return connect(f"file:{path}?mode=ro&immutable=1")
-    return _private_copy(path, wal)
+        return _without_copy(path, connect(f"file:{path}?mode=ro&immutable=1"))
+    return open_copy(path, wal, connect)
+
+
+def _without_copy(path: Path, conn: sqlite3.Connection) -> sqlite3.Connection:
+    """``conn``, read in place: the vault's kept copies are of an earlier state, and removed."""
+    forget(path)
+    return conn
 
 
 def _size(path: Path) -> int:
@@ -99,51 +106,6 @@ def _size(path: Path) -> int:
         return os.stat(path).st_size
     except OSError:
         return 0
-
-
-def _version(path: Path) -> tuple[int, int, int]:
-    st = os.stat(path)
-    return st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _private_copy(path: Path, wal: Path) -> sqlite3.Connection:
-    """Read the database and its WAL from a private copy of both (review 89): copied into a temporary folder (this
-    user's only), the WAL copied into the copy's database, which is then opened ``immutable`` and removed from the
-    folder at once (the connection keeps it open): nothing is left behind, even when the process is killed."""
-    why = (f"the vault database {path} cannot be read in place (SQLite cannot create or map {path.name}-shm here: a "
-           f"read-only mount, or a folder this user may not write), and its WAL {wal.name} holds commits not yet in "
-           f"{path.name}")
-    fix = (f"open the vault once where it can be written (remount the disk read-write, or as the folder's owner: "
-           f"any `synapse-nb memory status`), which copies the WAL into {path.name}")
-    try:
-        folder = Path(tempfile.mkdtemp(prefix="synapse-readonly-"))  # 0700
-    except OSError as exc:
-        raise StoreError(f"{why}, and no private copy could be made ({exc.strerror or exc}); {fix}") from exc
-    try:
-        copy = folder / path.name
-        for _ in range(COPY_TRIES):
-            before = _version(path), _version(wal)
-            shutil.copyfile(path, copy)
-            shutil.copyfile(wal, folder / wal.name)
-            if (_version(path), _version(wal)) == before:
-                break
-        else:
-            raise StoreError(f"{why}, and another process kept changing them while they were copied; run the "
-                             "command again, or " + fix)
-        merge = connect(f"file:{copy}")
-        try:  # the copy's WAL into the copy's database: the read below needs no -wal or -shm
-            merge.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-            merge.execute("PRAGMA journal_mode = DELETE").fetchall()
-        finally:
-            merge.close()
-        conn = connect(f"file:{copy}?mode=ro&immutable=1")
-        conn.execute("PRAGMA user_version").fetchone()
-        return conn
-    except OSError as exc:
-        raise StoreError(f"{why}, and no private copy could be made in {folder.parent} ({exc.strerror or exc}); "
-                         f"{fix}") from exc
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)  # an open connection keeps reading its (removed) file
 
 
 def _full(folder: Path) -> bool:
