@@ -153,17 +153,20 @@ def cpu_seconds(fn: Callable[[Any], object], arg: Any, n: int = 5) -> float:
 
 
 def downgrade(conn: Any, to: int) -> None:
-    """Make a SQLite vault look as an older synapse_nb left it (schema ``to``, 6 to 12): drop the objects each later
+    """Make a SQLite vault look as an older synapse_nb left it (schema ``to``, 6 to 13): drop the objects each later
     version added and set ``user_version``, so the next writable open migrates it. The one place that knows what
     v7 (agent totals), v8 (agents' word statistics), v9 (the session registry), v10 (rank file digests), v11
-    (people's contexts without agents' records), v12 (the capped ranking indexes) and v13 (agents' ranking
-    statistics) added."""
+    (people's contexts without agents' records), v12 (the capped ranking indexes), v13 (agents' ranking
+    statistics) and v14 (a lesson's session marks outlive it) added."""
     def drop(kind: str, where: str) -> None:
         for (name,) in conn.execute(f"SELECT name FROM sqlite_master WHERE type = '{kind}' AND {where}").fetchall():
             conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
 
     from synapse_nb.store.sqlite import schema
 
+    if to < 14:  # sessions_schema.V14_LESSON_MARKS: v4's lessons_ad again, which deletes a lesson's session marks
+        conn.execute("DROP TRIGGER lessons_ad")
+        conn.execute(next(t for t in schema._kind_triggers(("lessons",)) if t.startswith("CREATE TRIGGER lessons_ad")))
     if to < 13:  # agent_rank_schema: v8's triggers on gate_docs again, without the agents' ranking index
         from synapse_nb.store.sqlite.agent_vocab_schema import V8_AGENT_VOCAB
 

@@ -96,7 +96,7 @@ def test_a_recall_with_a_session_names_a_lesson_run_out_and_one_withdrawn(git_re
         r = agent.recall("migration script", session="m1")  # nothing new of the hits: the banner says what left
         assert r.empty_reason == "already_given"
         staging = next(g[0] for g in r.no_longer if g[0] != friday)
-        assert sorted(r.no_longer) == sorted([(friday, FRIDAY, False), (staging, STAGING, False)])
+        assert sorted(r.no_longer) == sorted([(friday, FRIDAY, "out"), (staging, STAGING, "out")])
         assert r.text.splitlines()[:4] == [
             "APPROVED SYSTEM MEMORY — CRITICAL: ADHERE",
             *(f'(no longer in force, do not follow: "{text}" — shown earlier in this session, since withdrawn or '

@@ -25,7 +25,10 @@ for the same events. The rules every run keeps:
 
 - **never break the user's prompt**: malformed or missing stdin, no vault, a locked or corrupt database, an
   exception, a run past its time limit (``SYNAPSE_AGENT_HOOK_TIMEOUT`` seconds, default 10) all end with exit
-  status 0, empty stdout and one line on stderr;
+  status 0, empty stdout and one line on stderr; but a ``session-start`` that fails where there is a vault (an
+  unreadable or locked one, an exception, its time limit) prints :data:`START_FAILED` as the agent's context, one
+  neutral line naming the MCP tools that load what it could not (s21: the session started without the approved
+  lessons, and the agent was never told), never the error's text nor anything of the vault;
 - **never create a vault**, and with ``SYNAPSE_READONLY=1`` write nothing at all;
 - **act as the agent**: everything it writes (checkpoints, episodes) is the agent's proposal. The one thing it
   reads as the user is the *number* of pending lessons, which goes to the human only (Claude Code's
@@ -67,11 +70,12 @@ from synapse_nb.agents.events import (
     cut_context,
     parse_event,
 )
-from synapse_nb.errors import SynapseError, ValidationError
+from synapse_nb.errors import SynapseError, ValidationError, VaultNotFoundError
 from synapse_nb.stdio import use_utf8
 
-__all__ = ["CLAUDE_EVENTS", "DEFAULT_TIMEOUT_S", "EDIT_TOOLS", "EVENTS", "MAX_CONTEXT_CHARS", "HookAnswer",
-           "HookEvent", "HookOutput", "canonical_event", "is_hook_call", "main", "parse_event", "render", "respond"]
+__all__ = ["CLAUDE_EVENTS", "DEFAULT_TIMEOUT_S", "EDIT_TOOLS", "EVENTS", "MAX_CONTEXT_CHARS", "START_FAILED",
+           "HookAnswer", "HookEvent", "HookOutput", "canonical_event", "is_hook_call", "main", "parse_event", "render",
+           "respond"]
 
 #: Most characters read from stdin.
 MAX_STDIN_CHARS = 8_000_000
@@ -83,6 +87,11 @@ DEFAULT_TIMEOUT_S = 10.0
 _EMBED_SHARE = 0.5
 _EMBED_DEADLINE = "SYNAPSE_EMBED_DEADLINE"
 _PROG = "synapse-nb hook"
+#: What a ``session-start`` run that could not answer gives the agent (its stdout is the session's context): that the
+#: memory was not loaded and which MCP tools load it. Neutral and fixed: no error text, no vault text, no path.
+START_FAILED = ("synapse-nb: this session's project memory (the approved lessons and the latest checkpoint) could not "
+                "be loaded; call the synapse-nb MCP tools get_approved_memory and restore_checkpoint yourself, and "
+                "recall before each task.")
 
 
 @dataclass(frozen=True)
@@ -178,6 +187,7 @@ def respond(argv: Sequence[str], stdin: str, *, env: Mapping[str, str] | None = 
     """
     name = argv[0] if argv else "?"
     shown: list[HookOutput] = []
+    failed = _start_failed(argv, stdin)
     try:
         event_name, opts = _parse_hook_args(list(argv))
         name = event_name
@@ -194,11 +204,32 @@ def respond(argv: Sequence[str], stdin: str, *, env: Mapping[str, str] | None = 
 
         handle(event, vault=vault, mind=mind or "default", env=env, deliver=deliver)
         return shown[0]
+    except VaultNotFoundError as exc:  # no vault here: nothing to load, nothing failed
+        err, failed = f"{_PROG}: {name}: {_quoted(exc) or type(exc).__name__}", None
     except SynapseError as exc:
         err = f"{_PROG}: {name}: {_quoted(exc) or type(exc).__name__}"
     except Exception as exc:  # noqa: BLE001 - a hook never breaks the user's prompt
         err = f"{_PROG}: {name}: unexpected {type(exc).__name__}: {_quoted(exc)}"
-    return HookOutput(stdout=shown[0].stdout if shown else "", stderr=err)
+    if shown:  # printed before it failed: that stands
+        return HookOutput(stdout=shown[0].stdout, stderr=err)
+    return HookOutput(stdout=failed.stdout if failed is not None else "", stderr=err)
+
+
+def _start_failed(argv: Sequence[str], stdin: str) -> HookOutput | None:
+    """What a run for ``argv`` (after ``hook``) prints when it cannot answer: for ``session-start``
+    :data:`START_FAILED` in the answer's form (JSON in Claude Code's shape for structured input or ``--format
+    json``, else text), None for any other event (they print nothing)."""
+    try:
+        event_name, opts = _parse_hook_args(list(argv))
+        if canonical_event(event_name) != "session-start":
+            return None
+    except ValidationError:
+        return None
+    try:
+        event = parse_event(event_name, stdin)
+    except Exception:  # noqa: BLE001 - input it cannot read (not JSON, nested past the parser): said as text
+        event = HookEvent(name="session-start")
+    return render(event, HookAnswer(context=START_FAILED), opts.get("--format", "auto"))
 
 
 def _quoted(exc: BaseException) -> str:
@@ -258,6 +289,8 @@ def run(args: Sequence[str], *, vault: str | None = None, mind: str | None = Non
     except ValueError:
         timeout = DEFAULT_TIMEOUT_S
     done, printed, printing = threading.Event(), threading.Event(), threading.Lock()
+    stdin = _read_stdin(args)
+    failed = _start_failed(args, stdin)  # a session-start's line for the agent, should it give up (s21)
 
     def give_up() -> None:
         # A watchdog, not a worker: the work runs in the main thread (importing numpy and the recall engine in
@@ -266,26 +299,32 @@ def run(args: Sequence[str], *, vault: str | None = None, mind: str | None = Non
             return
         name = args[0] if args else "?"
         try:
-            printing.acquire(timeout=2)  # never between the halves of an answer being written
+            free = printing.acquire(timeout=2)  # never between the halves of an answer being written
             what = ("the context was given; what it gave may be given again" if printed.is_set()
                     else "no context was given to the agent")
+            if free and failed is not None and not printed.is_set():
+                sys.stdout.write(failed.stdout)  # the agent is told to load the memory itself
+                sys.stdout.flush()
+                what = "the agent was told to load the memory through the MCP tools"
             sys.stderr.write(f"{_PROG}: {name}: gave up after {timeout:g} s ({_why_slow(vault)}); {what}\n")
             sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
         finally:
             os._exit(0)  # the stuck work is abandoned; SQLite's journal keeps the vault consistent
 
     def emit(out: HookOutput) -> None:
-        if out.stdout:
-            with printing:
+        with printing:  # printed is set under the lock: the watchdog never prints a second answer after this one
+            if out.stdout:
                 sys.stdout.write(out.stdout)
                 sys.stdout.flush()
-        printed.set()
+            printed.set()
 
     threading.Thread(target=give_up, name="synapse-agent-hook-limit", daemon=True).start()
     before = os.environ.get(_EMBED_DEADLINE)
     os.environ[_EMBED_DEADLINE] = f"{time.time() + timeout * _EMBED_SHARE:.3f}"
     try:
-        out = respond(args, _read_stdin(args), vault=vault, mind=mind, emit=emit)
+        out = respond(args, stdin, vault=vault, mind=mind, emit=emit)
     finally:
         if before is None:
             os.environ.pop(_EMBED_DEADLINE, None)

@@ -22,13 +22,13 @@ from synapse_nb.cli._common import (
     none_found,
     open_vault_for,
     print_record,
-    print_records,
     record_json,
     require_human_here,
     state,
 )
 from synapse_nb.errors import ConflictError, ValidationError
 from synapse_nb.gitscope import find_repo
+from synapse_nb.kinds.lesson_approvers import approvals
 from synapse_nb.provenance import file_names, inline, label_text, mark
 from synapse_nb.render import (
     plural,
@@ -120,7 +120,9 @@ def lessons_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List lessons (all, or one status): people's first (a lesson a person wrote or approved), then agents'
-    drafts, each newest first. With --limit, a line on stderr says how many it left out.
+    drafts, each newest first. An approved lesson (in force or run out) says who approved it and when, on the line
+    under it (a team vault: the login; a local vault: "a person"; --json: "approval"). With --limit, a line on stderr
+    says how many it left out.
 
     Examples:
 
@@ -135,13 +137,18 @@ def lessons_list(
     recs = shown.records
     borrowed = v.borrowed
     awaiting = {x.id for x in v.lessons.awaiting_local()} if borrowed is not None and v.actor == "user" else set()
+    approved = approvals(v, recs)  # who approved each, and when (s21)
     if as_json:
-        if borrowed is None:
-            print_records(recs, True, "", more=shown.more)
-        else:  # each lesson says whether it is in force here
-            echo_json([{**record_json(r), "awaiting_local_approval": r.id in awaiting} for r in recs])
-            if shown.more:
-                typer.echo(shown.more, err=True)
+        rows = []
+        for r in recs:
+            row = record_json(r)
+            if borrowed is not None:  # each lesson says whether it is in force here
+                row["awaiting_local_approval"] = r.id in awaiting
+            row["approval"] = a.to_dict() if (a := approved.get(r.id)) is not None else None
+            rows.append(row)
+        echo_json(rows)
+        if shown.more:
+            typer.echo(shown.more, err=True)
         return
     if borrowed is not None:
         typer.echo(borrowed.line)
@@ -151,6 +158,8 @@ def lessons_list(
     for r in recs:
         typer.echo(listing_line(r) + ("  (approved elsewhere: awaiting local approval, not in force; "
                                      f"{PROG} lessons approve {shown_id(r.id)})" if r.id in awaiting else ""))
+        if (a := approved.get(r.id)) is not None:
+            typer.echo(f"    {a.line()}")
     if shown.more:
         typer.echo(shown.more, err=True)
 

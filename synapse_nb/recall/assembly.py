@@ -282,23 +282,37 @@ def gone_parts(gone: Sequence[Gone]) -> list[Part]:
     """The lines naming the lessons a session was given that are no longer in force as given, by the wording it
     was given (quoted, one line: :func:`~synapse_nb.provenance.inline`), at most
     :data:`~synapse_nb.recall.delta.GONE_NAMED`; those past it, and those whose wording cannot be read here, are
-    counted. A line naming lessons gives ``gone:<id>`` for each (delivered whole, they are not named again).
+    counted, and those a person purged are said to be deleted, without a wording (none is kept). A line naming or
+    counting lessons gives ``gone:<id>`` for each (delivered whole, they are not named again).
 
-    >>> gone_parts([("les_1", "Never deploy on Friday", False), ("les_2", "Old words", True), ("les_3", None, False)])
+    >>> gone_parts([("les_1", "Never deploy on Friday", "out"), ("les_2", "Old words", "reworded"),
+    ...             ("les_3", None, "out"), ("les_4", "Use staging", "rejected"), ("les_5", None, "purged")])
     [('(no longer in force, do not follow: "Never deploy on Friday" — shown earlier in this session, since withdrawn \
 or run out)', ('gone:les_1',)), ('(no longer in force, do not follow: "Old words" — shown earlier in this session, \
-since approved again in other words)', ('gone:les_2',)), ('(1 more approved lesson shown earlier in this session is \
-no longer in force; its wording cannot be read here)', ('gone:les_3',))]
+since approved again in other words)', ('gone:les_2',)), ('(no longer in force, do not follow: "Use staging" — shown \
+earlier in this session, since rejected by a person)', ('gone:les_4',)), ('(1 more approved lesson shown earlier in \
+this session is no longer in force; its wording cannot be read here)', ('gone:les_3',)), ('(no longer in force: an \
+approved lesson shown earlier in this session was deleted by a person, its wording with it; do not follow it)', \
+('gone:les_5',))]
     """
-    named, unread, more = told_of(gone)
-    why = {False: "since withdrawn or run out", True: "since approved again in other words"}
+    named, unread, purged, more = told_of(gone)
+    why = {"out": "since withdrawn or run out", "reworded": "since approved again in other words",
+           "rejected": "since rejected by a person"}
     parts: list[Part] = [((f'(no longer in force, do not follow: "{inline(text, 300)}" — shown earlier in this '
-                          f"session, {why[now]})"), (GONE_KEY + rid,)) for rid, text, now in named]
+                          f"session, {why.get(reason, why['out'])})"), (GONE_KEY + rid,))
+                         for rid, text, reason in named]
     if unread:
         n, what = len(unread), ("more " if named else "") + "approved lesson"
         said = (f"({plural(n, what)} shown earlier in this session {'is' if n == 1 else 'are'} no longer in force; "
                 f"{'its' if n == 1 else 'their'} wording cannot be read here)")
         parts.append((said, tuple(GONE_KEY + g[0] for g in unread)))
+    if purged:
+        n = len(purged)
+        these = "an approved lesson" if n == 1 else f"{n} approved lessons"
+        it = "it" if n == 1 else "them"
+        said = (f"(no longer in force: {these} shown earlier in this session {'was' if n == 1 else 'were'} deleted "
+                f"by a person, {'its' if n == 1 else 'their'} wording with {it}; do not follow {it})")
+        parts.append((said, tuple(GONE_KEY + g[0] for g in purged)))
     if more:
         parts.append(((f"(… and {plural(more, 'more approved lesson')} shown earlier in this session no longer in "
                       "force: the next answers name them)"), ()))

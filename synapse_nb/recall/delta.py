@@ -22,11 +22,14 @@ server's sessions are its own too: it names them ``<nonce>:<id>`` with a random 
 team vault each agent login's sessions are apart too (``agent:<login>:<surface>:<id>``, the schema's
 ``session_key``), and the server refuses an agent's row for any other session (migration 12).
 
-A lesson the session was given in full and that is no longer in force as it was given (withdrawn, rejected, run
-out, or approved again with another wording) is named by the wording the session was given (:func:`no_longer`, at
-most :data:`GONE_NAMED` an answer), so the agent can tell which of the lessons it holds no longer applies (review 87:
+A lesson the session was given in full and that is no longer in force as it was given (withdrawn, run out, rejected,
+or approved again with another wording) is named by the wording the session was given (:func:`no_longer`, at most
+:data:`GONE_NAMED` an answer), so the agent can tell which of the lessons it holds no longer applies (review 87:
 the banner said "the approved lesson shown earlier is still in force" after one of two was withdrawn); once told, the
-session's mark for it holds :data:`GONE` and it is not named again.
+session's mark for it holds :data:`GONE` and it is not named again. A lesson's marks outlive its deletion (a
+rejection: schema v14, team migration 33; its wording is then read from its history), and a purge leaves them
+reading :data:`PURGED` (no digest of its text): the lesson is named as deleted by a person, without its wording
+(s21: a lesson rejected after approval, or purged, took its marks with it, and the agent went on following it).
 
 A caller that delivers the answer after the recall returns (the agent hook prints it) records it only once it is
 delivered (``record=False``, then :meth:`~synapse_nb.recall.types.Recall.mark_given`): a hook killed between its
@@ -49,8 +52,8 @@ from synapse_nb.recall.types import RecallItem
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
-__all__ = ["AGENT_SESSION_PREFIX", "GONE", "GONE_KEY", "GONE_NAMED", "SESSIONS_PER_HOUR", "Gone", "Marker",
-           "no_longer", "record_given", "seen_digests", "stored_session", "told_of"]
+__all__ = ["AGENT_SESSION_PREFIX", "GONE", "GONE_KEY", "GONE_NAMED", "GONE_WHY", "PURGED", "SESSIONS_PER_HOUR", "Gone",
+           "Marker", "no_longer", "record_given", "seen_digests", "stored_session", "told_of"]
 
 #: What a recall made with ``record=False`` leaves its caller: record what was given (only these ids; None: all).
 Marker = Callable[[Collection[str] | None], None]
@@ -60,12 +63,20 @@ GONE = "gone"
 #: How a part of a recall's text that names a lesson no longer in force gives its id (``gone:<id>``): delivered whole,
 #: the lesson is marked :data:`GONE`, apart from its own id (a new wording of it given whole)
 GONE_KEY = "gone:"
+#: The digest a session's mark holds for a lesson a person purged (the store writes it: its digest went with its
+#: text); the session is told a lesson it was given was deleted, never in what words.
+PURGED = "purged"
 #: Most lessons no longer in force one answer names by their wording (the rest are counted, and named next).
 GONE_NAMED = 5
-#: A lesson the session was given that is no longer in force as given: (id, the wording it was given, whether a new
-#: wording of it is in force now). The wording is None when it cannot be read here (a team vault's agent role reads
-#: no withdrawn lesson nor its history).
-Gone = tuple[str, str | None, bool]
+#: Why a lesson a session was given is no longer in force as given: "out" (withdrawn or run out: stored, not in force),
+#: "reworded" (approved again in other words), "rejected" (a person deleted it; its wording read from its history),
+#: "purged" (a person purged it: no wording is left to name it by), "unknown" (neither the lesson nor its history can
+#: be read here: a team vault's agent role).
+GONE_WHY = ("out", "reworded", "rejected", "purged", "unknown")
+#: A lesson the session was given that is no longer in force as given: (id, the wording it was given, why: one of
+#: :data:`GONE_WHY`). The wording is None when it cannot be read here (a team vault's agent role reads no withdrawn
+#: lesson nor its history) and for a purged one.
+Gone = tuple[str, str | None, str]
 
 #: New sessions a mind records in an hour (what each was given); a session past it is not recorded.
 SESSIONS_PER_HOUR = 256
@@ -97,12 +108,14 @@ def seen_digests(ctx: Context, session: str | None, ids: Sequence[str]) -> dict[
 
 def no_longer(ctx: Context, session: str | None, lessons: Sequence[Lesson],
               seen: Mapping[str, str]) -> tuple[Gone, ...]:
-    """The lessons ``session`` was given in full that are not in force now as it was given them: withdrawn,
-    rejected, run out, or approved again with another wording (review 87), by id, each with the wording it was given
-    when that can be read (the lesson as stored, or the version of its history the session's digest names: only the
-    words the session already holds, never a wording it was not given). A lesson approved again with the same words
-    (a new expiry) is not one: its item is given again, unchanged. ``seen``: :func:`seen_digests` (every lesson's
-    mark is in it). Empty without a session."""
+    """The lessons ``session`` was given in full that are not in force now as it was given them: withdrawn, run out,
+    approved again with another wording (review 87), rejected or purged (s21), by id, each with the wording it was
+    given when that can be read (the lesson as stored, or the version of its history the session's digest names: only
+    the words the session already holds, never a wording it was not given; a purged one's none) and why
+    (:data:`GONE_WHY`). A lesson approved again with the same words (a new expiry) is not one: its item is given
+    again, unchanged. One out of force whose history this answer did not read (past :data:`GONE_NAMED` reads) is left
+    to the next answer, which names it. ``seen``: :func:`seen_digests` (every lesson's mark is in it). Empty without a
+    session."""
     if session is None:
         return ()
     now = {x.id: x for x in lessons}
@@ -110,39 +123,55 @@ def no_longer(ctx: Context, session: str | None, lessons: Sequence[Lesson],
                if rid.startswith("les_") and d != GONE and (rid not in now or now[rid].digest != d)}
     if not changed:
         return ()
-    words = _given_wording(ctx, changed)
-    return tuple((rid, words.get(rid), rid in now) for rid in sorted(changed)
-                 if not (rid in now and words.get(rid) == now[rid].text))
+    words, read = _given_wording(ctx, {rid: d for rid, d in changed.items() if d != PURGED})
+    out: list[Gone] = []
+    for rid in sorted(changed):
+        text, stored = words.get(rid, (None, False))
+        if changed[rid] == PURGED:
+            out.append((rid, None, "purged"))
+        elif rid in now:  # given now in its new words: named now, or counted when they cannot be read
+            if text != now[rid].text:
+                out.append((rid, text, "reworded"))
+        elif rid in read:
+            out.append((rid, text, "unknown" if text is None else "out" if stored else "rejected"))
+    return tuple(out)
 
 
-def told_of(gone: Sequence[Gone]) -> tuple[list[Gone], list[Gone], int]:
+def told_of(gone: Sequence[Gone]) -> tuple[list[Gone], list[Gone], list[Gone], int]:
     """How an answer tells ``gone``: the lessons it names by their wording (:data:`GONE_NAMED` at most), those it
-    counts whose wording cannot be read here (told, never to be named), and how many more it counts only (named by
-    the next answers). The first two are marked :data:`GONE` once delivered."""
+    counts whose wording cannot be read here and those purged (each told, never to be named), and how many more it
+    counts only (named by the next answers). The first three are marked :data:`GONE` once delivered."""
     words = [g for g in gone if g[1] is not None]
-    return words[:GONE_NAMED], [g for g in gone if g[1] is None], len(words[GONE_NAMED:])
+    unread = [g for g in gone if g[1] is None and g[2] != "purged"]
+    return words[:GONE_NAMED], unread, [g for g in gone if g[2] == "purged"], len(words[GONE_NAMED:])
 
 
-def _given_wording(ctx: Context, digests: Mapping[str, str]) -> dict[str, str]:
-    """Lesson id -> the wording it had when it was given with that digest: the lesson as stored (one run out reads
-    as expired; it was given approved), else the first version in its history with that digest (a withdrawn or
-    re-worded one; a deleted record's marks go with it), for :data:`GONE_NAMED` lessons at most past the stored ones."""
+def _given_wording(ctx: Context, digests: Mapping[str, str]) -> tuple[dict[str, tuple[str, bool]], set[str]]:
+    """Lesson id -> the wording it had when it was given with that digest, and whether the lesson is stored: the
+    lesson as stored (one run out reads as expired; it was given approved), else the first version in its history
+    with that digest (a withdrawn, re-worded or rejected one: a rejected lesson's marks outlive it), for
+    :data:`GONE_NAMED` lessons at most past the stored ones; and the ids it looked for (all of them when this role
+    may not read them: they cannot be named here)."""
     def given(rec: object, digest: str) -> str | None:
         ok = isinstance(rec, Lesson) and digest in (rec.digest, replace(rec, status="approved").digest)
         return rec.text if ok and isinstance(rec, Lesson) else None
 
-    out: dict[str, str] = {}
+    out: dict[str, tuple[str, bool]] = {}
+    read: set[str] = set()
     try:
-        for rid, rec in ctx.stored(digests).items():
+        stored = ctx.stored(digests)
+        for rid, rec in stored.items():
             if (text := given(rec, digests[rid])) is not None:
-                out[rid] = text
-        for rid in [r for r in digests if r not in out][:GONE_NAMED]:
+                out[rid] = (text, True)
+        read.update(out)
+        for rid in [r for r in sorted(digests) if r not in out][:GONE_NAMED]:
+            read.add(rid)
             found = (given(e.previous, digests[rid]) for e in ctx.store.history.of_record(rid) if e.mind == ctx.mind)
             if (text := next((t for t in found if t is not None), None)) is not None:
-                out[rid] = text
+                out[rid] = (text, rid in stored)
     except (StoreError, PermissionDeniedError):  # a role that may not read them: counted, not named
-        pass
-    return out
+        return out, set(digests)
+    return out, read
 
 
 def record_given(ctx: Context, session: str | None, kept: list[RecallItem], lessons: list[Lesson],
@@ -156,8 +185,8 @@ def record_given(ctx: Context, session: str | None, kept: list[RecallItem], less
     if session is None:
         return set(), None
     shown_before = {x.id for x in lessons if seen.get(x.id) == x.digest}
-    named, unread, _ = told_of(gone)
-    told = [(g[0], GONE) for g in named + unread]
+    named, unread, purged, _ = told_of(gone)
+    told = [(g[0], GONE) for g in named + unread + purged]
     given = [(k.id, k.record.digest) for k in kept] + [(x.id, x.digest) for x in lessons if x.id not in shown_before]
     done: list[bool] = []
 

@@ -276,10 +276,10 @@ class Recall:
     borrowed: dict[str, Any] | None = None
     #: the ids of the lessons this session was shown before, unchanged (the text names them by id only)
     shown_before: frozenset[str] = frozenset()
-    #: the lessons this session was given in full that are no longer in force as given (withdrawn, rejected, run out,
-    #: approved again in other words): (id, the wording it was given or None, whether a new wording is in force);
-    #: ``text`` names them (review 87: recall.delta.no_longer)
-    no_longer: tuple[tuple[str, str | None, bool], ...] = ()
+    #: the lessons this session was given in full that are no longer in force as given (withdrawn, run out, approved
+    #: again in other words, rejected, purged): (id, the wording it was given or None, why: one of
+    #: recall.delta.GONE_WHY); ``text`` names them (review 87, s21: recall.delta.no_longer)
+    no_longer: tuple[tuple[str, str | None, str], ...] = ()
     #: why this recall answered without the semantic channel it had on (its index could not be read: e.g. a table
     #: an agent's shell truncated), None when the channel answered or is off by setting; ``text`` then says so in
     #: its first line after a borrowed vault's (:data:`synapse_nb.render.SEMANTIC_OFF_LINE`)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from synapse_nb.errors import SynapseError
+from synapse_nb.kinds.lesson_approvers import Approval, approvals
 from synapse_nb.models import Lesson
 from synapse_nb.provenance import inline
 from synapse_nb.render import (
@@ -41,17 +42,21 @@ _SHOW_LABEL = [(value, label) for label, value in _SHOW]
 #: Pending first (they wait for a human), then lessons approved elsewhere, expired ones, those in force.
 _ORDER = {"pending": 0, "awaiting": 1, "expired": 2, "approved": 3}
 
-#: The lessons table: what state, the lesson's wording (or what was reverted), who wrote that wording, dates.
+#: The lessons table: what state, the lesson's wording (or what was reverted), who wrote that wording, who approved
+#: it (s21: kinds.lesson_approvers; a team vault's login), dates.
 COLUMNS = [
-    {"key": "status", "label": "status", "width": 12, "narrow": 13},
-    {"key": "lesson", "label": "lesson", "width": 46, "narrow": 50, "clip": True,
+    {"key": "status", "label": "status", "width": 11, "narrow": 13},
+    {"key": "lesson", "label": "lesson", "width": 38, "narrow": 50, "clip": True,
      "help": "the approved wording, else what was reverted"},
-    {"key": "by", "label": "wording by", "width": 16, "narrow": 19, "badge": True,
+    {"key": "by", "label": "wording by", "width": 14, "narrow": 19, "badge": True,
      "help": "who wrote the wording it heads recalls with (or would be approved with)"},
-    {"key": "found", "label": "found", "width": 13, "narrow": 0, "time": True},
+    {"key": "approver", "label": "approved by", "width": 12, "narrow": 0, "clip": True,
+     "help": "who approved it (a team vault's login; a local vault's \"a person\"), and when: the row's tooltip"},
+    {"key": "found", "label": "found", "width": 12, "narrow": 0, "time": True},
     {"key": "until", "label": "in force until", "width": 13, "narrow": 18, "time": True},
 ]
-#: Below this width (pixels) the table leaves "found" out (the detail pane says it).
+#: Below this width (pixels) the table leaves "approved by" (the row's tooltip says it) and "found" out (the detail
+#: pane says it).
 WIDE = 1000
 
 
@@ -102,6 +107,8 @@ class LessonReview(FamilyWidget):
         self.cards: dict[str, LessonCard] = {}
         self.lessons: dict[str, Lesson] = {}
         self.awaiting_ids: set[str] = set()
+        #: who approved each approved lesson, and when (:func:`~synapse_nb.kinds.lesson_approvers.approvals`)
+        self.approvals: dict[str, Approval] = {}
         self._keys: dict[str, tuple[str, str]] = {}
         git = self.vault.repo is not None
         self.scan_button = button("Scan git for reverts", "search",
@@ -236,6 +243,7 @@ class LessonReview(FamilyWidget):
             expired = list(self.vault.lessons.expired())
             awaiting = list(self.vault.lessons.awaiting_local())  # a borrowed vault's lessons approved elsewhere
             approved = [x for x in self.vault.lessons.approved() if x.id not in {a.id for a in awaiting}]
+            self.approvals = approvals(self.vault, [*awaiting, *expired, *approved])
         except SynapseError as exc:
             self.say(f"cannot read lessons: {exc}", error=True)
             return
@@ -281,9 +289,12 @@ class LessonReview(FamilyWidget):
         state = self._state(les)
         by = wording_by(les, les.id in self.awaiting_ids, short=True)
         text = les.lesson_text if les.lesson_text and state != "pending" else lesson_title(les)
+        approval = self.approvals.get(les.id)
+        said = f" · {approval.line()}" if approval is not None else ""
         return {"id": les.id, "agent": by.startswith("an agent"), "muted": state == "expired",
-                "title": f"{shown_id(les.id)} · {inline(text, 300)}", "cells": {
+                "title": f"{shown_id(les.id)} · {inline(text, 300)}{said}", "cells": {
                     "status": {"awaiting": "awaiting you"}.get(state, state), "lesson": inline(text, 240), "by": by,
+                    "approver": inline(approval.by, 63) if approval is not None else "-",
                     "found": fmt_time(les.created_at),
                     "until": fmt_time(les.expires_at) if state in ("approved", "expired", "awaiting") else "-"}}
 

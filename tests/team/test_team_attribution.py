@@ -128,3 +128,21 @@ def test_a_local_vault_shows_no_login(tmp_path: Path) -> None:
                                   "created_at", "decided_at", "readable"}
     assert "] mem_" in rev.line() and "[agent via api] " in rev.line()
     assert v.memories.overwritten(v.remember("preference", "style", "merge")) is None
+
+
+def test_lessons_list_names_the_login_that_approved_each_lesson(people: dict[str, str], project: str,
+                                                                tmp_path: Path, machine: Any) -> None:
+    """s21: `lessons list` showed a lesson approved, never by whom. Text and --json name the login of the approval's
+    history entry (the server's), the same for every reader; the agent login listing the lessons in force too."""
+    alice, bob = machine("a", people["alice"]), machine("b", people["bob"])
+    les = alice.lessons.create("Reverted 'retry payments'")
+    les = alice.lessons.approve(les.id, text="Never retry payments without an idempotency key")
+    mine = bob.lessons.create("pending, nobody decided")
+    text = _cli(tmp_path, people["bob"], "lessons", "list").splitlines()
+    i = next(n for n, line in enumerate(text) if line.startswith(les.id))
+    assert text[i + 1] == f"    approved by {project}_alice, {les.approved_at[:19].replace('T', ' ')} UTC"
+    rows = {r["id"]: r for r in json.loads(_cli(tmp_path, people["bob"], "lessons", "list", "--json"))}
+    assert rows[les.id]["approval"] == {"by": f"{project}_alice", "login": f"{project}_alice", "at": les.approved_at}
+    assert rows[mine.id]["approval"] is None
+    agent = json.loads(_cli(tmp_path, people["agent_bob"], "lessons", "list", "--json", actor="agent"))
+    assert [r["approval"]["login"] for r in agent] == [f"{project}_alice"]

@@ -195,3 +195,41 @@ def test_an_agent_login_is_told_a_lesson_it_was_given_is_no_longer_in_force(huma
     assert told in lines
     assert "(the other approved lesson shown earlier in this session is still in force)" in lines
     assert agent.recall("migration script", session="c1").no_longer == ()  # told once
+
+
+def test_a_lesson_rejected_or_purged_is_told_to_the_sessions_that_were_given_it(human: Any, machine: Any,
+                                                                                logins: dict[str, str], project: str,
+                                                                                pg_admin_url: str) -> None:
+    """s21 on a team vault (migration 33): a lesson's marks outlive its deletion. The agent role reads no rejected
+    lesson nor its history: counted, as a withdrawn one (review 87); a person is told its wording. A purge leaves
+    the marks reading 'purged', no digest of the text: each session is told a lesson was deleted, without words."""
+    friday = human.lessons.create("Never run migrations on Friday")
+    human.lessons.approve(friday.id, text="Never run database migrations on a Friday.")
+    staging = human.lessons.create("Use the staging db for tests")
+    human.lessons.approve(staging.id, text="Always run the billing tests against the staging database.")
+    human.remember("procedure", "migrate", "the billing database migration script lives in tools/migrate.py")
+    agent = machine("bot", logins["agent"], actor="agent")
+    for session in ("c1", "c2"):
+        assert "Friday" in agent.recall("migration script", session=session).text
+    assert "Friday" in human.recall("migration script", session="p1").text
+    digest = human.lessons.get(friday.id).digest
+    human.lessons.reject(friday.id)
+    r = agent.recall("migration script", session="c1")
+    assert r.no_longer == ((friday.id, None, "unknown"),) and "Friday" not in r.text
+    assert ("(1 approved lesson shown earlier in this session is no longer in force; its wording cannot be read here)"
+            in r.text.splitlines())
+    assert agent.recall("migration script", session="c1").no_longer == ()  # told once
+    mine = human.recall("migration script", session="p1")
+    assert mine.no_longer == ((friday.id, "Never run database migrations on a Friday.", "rejected"),)
+    assert ('(no longer in force, do not follow: "Never run database migrations on a Friday." — shown earlier in '
+            "this session, since rejected by a person)") in mine.text.splitlines()
+    human.purge(friday.id)
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        c.execute(f"SET search_path = {project}")
+        marks = sorted(r[0] for r in c.execute("SELECT digest FROM session_seen WHERE rid = %s", (friday.id,)))
+    assert marks == ["gone", "gone", "purged"] and digest not in marks  # c1 and p1 were told; c2 was not
+    r = agent.recall("migration script", session="c2")
+    assert r.no_longer == ((friday.id, None, "purged"),) and "Friday" not in r.text
+    assert ("(no longer in force: an approved lesson shown earlier in this session was deleted by a person, its "
+            "wording with it; do not follow it)") in r.text.splitlines()
+    assert agent.recall("migration script", session="c2").no_longer == ()

@@ -125,6 +125,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "no longer share what it was given", "session_people.sql"),
     Migration(32, "who decided a revision: decided_login, set by the server to the session's login when a revision is "
               "accepted or rejected, as migration 11 sets the login that proposed it", "revision_deciders.sql"),
+    Migration(33, "a lesson's session marks outlive its deletion (recall names a rejected lesson to the sessions "
+              "given it) and a purge leaves them reading 'purged', no digest of its text", "lesson_marks.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

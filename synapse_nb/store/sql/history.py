@@ -28,7 +28,7 @@ from synapse_nb.store.sql.tables import (
 )
 
 __all__ = ["DELETE_HISTORY_OF", "DELETE_LINKS_OF", "DELETE_REVISIONS_OF", "HISTORY_COLUMNS", "NEXT_VERSION",
-           "PRUNE_HISTORY", "ExportsQueries", "HistoryQueries", "LinksQueries", "RevisionsQueries"]
+           "PRUNE_HISTORY", "PURGED_MARKS", "ExportsQueries", "HistoryQueries", "LinksQueries", "RevisionsQueries"]
 
 HISTORY_COLUMNS = ("id", "rid", "kind", "mind", "version", "action", "actor", "surface", "at", "digest_before",
                    "digest_after", "before")
@@ -88,6 +88,10 @@ LAST_OF = logins(f"SELECT {_H}, @history_login FROM (SELECT *, row_number() OVER
                  "id DESC) AS nth FROM history WHERE {rids}) h WHERE nth = 1")
 HAS_VERSION = "SELECT 1 FROM history WHERE rid = ? AND version = ?"
 DELETE_HISTORY_OF = "DELETE FROM history WHERE rid = ?"
+#: What the sessions given a purged record hold of it: ``purged`` (recall.delta.PURGED), not a digest of its text. A
+#: lesson's marks outlive its deletion (schema v14), so recall tells such a session it was deleted; a mark that told
+#: it already (``gone``) stays. A team vault's ``purge_history()`` does it with the owner's rights (migration 33).
+PURGED_MARKS = "UPDATE session_seen SET digest = 'purged' WHERE rid = ? AND digest <> 'gone'"
 #: Entries of a mind older than a time, but never a record's newest one (its last known state stays).
 PRUNE_HISTORY = ("DELETE FROM history WHERE mind = ? AND at < ? AND id NOT IN "
                  "(SELECT h.id FROM history h WHERE h.mind = ? AND h.at = (SELECT max(g.at) FROM history g "
@@ -214,7 +218,10 @@ class HistoryQueries(Repository[D]):
 
     def purge(self, rid: str) -> int:
         with self._db.transaction():
-            return max(0, self._db.write(DELETE_HISTORY_OF, (rid,)).rowcount)
+            n = max(0, self._db.write(DELETE_HISTORY_OF, (rid,)).rowcount)
+            if not self._db.dialect.logins:  # a team vault's purge_history() marks them (migration 33)
+                self._db.write(PURGED_MARKS, (rid,))
+            return n
 
     def prune(self, mind: str, before: str) -> int:
         with self._db.transaction():

@@ -40,13 +40,13 @@ from synapse_nb.store.sqlite.history_schema import V6_HISTORY
 from synapse_nb.store.sqlite.indices_schema import INDICES
 from synapse_nb.store.sqlite.rankcap_schema import CAPPED_COLUMNS, V12_RANK_INDEXES
 from synapse_nb.store.sqlite.rankfile_schema import V10_RANK_FILES
-from synapse_nb.store.sqlite.sessions_schema import V9_SESSIONS
+from synapse_nb.store.sqlite.sessions_schema import V9_SESSIONS, V14_LESSON_MARKS
 
 __all__ = ["CONTEXT_N", "FTS_FLUSH", "FTS_MARKERS", "FTS_QUEUE_CLEAR", "FTS_QUEUE_TARGETS", "FTS_TABLES", "GATE_TEXT",
            "GET_VAULT_UID", "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "RAW_FLUSH", "SCHEMA_VERSION", "SET_VAULT_UID",
            "split_sql"]
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 _FTS = {
     # table: (fts columns, expressions for them)
@@ -565,6 +565,7 @@ _V12_RANK_CAP = "\n".join([*_kind_triggers(("episodes",), own=True), v11_context
 #: v11: a person's record's ranking ``context`` holds the people's records before it alone (context_schema.py).
 #: v12: ``rank_fts``, ``gate_vocab``, ``agent_vocab_fts`` contentless, each word of a record at most 32 times in them.
 #: v13: ``agent_rank_fts``: the ranking statistics of agents' unverified records (agent_rank_schema.py; review 83).
+#: v14: a lesson's session marks outlive its deletion: a rejected lesson is named to the sessions given it (s21).
 MIGRATIONS: dict[int, str] = {
     0: _TABLES_V1 + _fts_ddl(),
     1: _V2_FLAGS,
@@ -579,6 +580,7 @@ MIGRATIONS: dict[int, str] = {
     10: _V11_CONTEXT,
     11: _V12_RANK_CAP,
     12: V13_AGENT_RANK,
+    13: V14_LESSON_MARKS,
 }
 
 def split_sql(script: str) -> list[str]:

@@ -22,13 +22,20 @@ room check reads it (:data:`~synapse_nb.store.sql.queries.SESSION_ROOM`). And an
 - ``memory prune`` drops an agent session by its first day too (``PRUNE_SESSIONS``), so re-giving cannot keep it.
 
 A person's sessions keep their rows and rules; the registry only makes their room check two index reads.
+
+Schema v14 (s21): a lesson's marks outlive its deletion. A lesson rejected after approval took the marks of every
+session it was given with it (``lessons_ad``), so no recall could tell that session the lesson it held was no longer
+in force, and the agent went on following it. ``lessons_ad`` now keeps them (the record kinds' marks still go with
+the record): recall names the lesson by the wording its history holds, once (its mark then reads ``gone``), and the
+marks go with their session (prune, the bounds above). A purge leaves them reading ``purged``, never a digest of the
+purged text (:data:`~synapse_nb.store.sql.history.PURGED_MARKS`).
 """
 
 from __future__ import annotations
 
 from synapse_nb.store.sql.queries import AGENT_SESSION_ROWS, AGENT_SESSIONS_PER_MIND, AGENT_SESSIONS_PER_VAULT
 
-__all__ = ["V9_SESSIONS"]
+__all__ = ["V14_LESSON_MARKS", "V9_SESSIONS"]
 
 _AGENT = "substr({s}, 1, 6) = 'agent:'"
 _KEY = "mind = {r}.mind AND session = {r}.session"
@@ -97,3 +104,11 @@ END;
 #: v9: ``session_registry``, its triggers on ``session_seen`` (counts, an agent session's row bound) and on itself
 #: (the agent sessions a mind and the vault hold), filled from the rows already stored.
 V9_SESSIONS = _v9()
+
+#: v14: ``lessons_ad`` as v4 wrote it (schema._kind_triggers), without its ``DELETE FROM session_seen``.
+V14_LESSON_MARKS = """
+DROP TRIGGER lessons_ad;
+CREATE TRIGGER lessons_ad AFTER DELETE ON lessons BEGIN INSERT INTO fts_queue(target, cmd, id, c0, c1, c2, c3) VALUES \
+('lessons_fts', 'delete', old.rowid, old.summary, coalesce(old.analysis, ''), coalesce(old.lesson_text, ''), \
+old.files_affected); END;
+"""
