@@ -242,7 +242,10 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
                                                                             {"type": "null"}]},
                                               "warning": _MAYBE_STR}),
     "search": _obj({"query": _STR, "kind": _STR, "results": {"type": "array", "items": {"type": "object"}},
-                    "hits": {"type": "array", "items": {"type": "object"}}}, ("kind",)),
+                    "hits": {"type": "array", "items": {"type": "object"}}, "nothing_new": _BOOL,
+                    "empty_reason": {"type": ["string", "null"], "description": "no_vault: this project has no "
+                                                                             "vault yet (nothing stored)."}},
+                   ("kind",)),
     "expand_note": _record_answer("note", {"text": {"type": "string", "description": "The whole answer: the body "
                                                     "(not repeated as body), an agent's after its mark, each line "
                                                     "quoted."}}),
@@ -250,5 +253,9 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
                         "pending_lessons": _STRS, "expiring_memories": _STRS, "expiring_lessons": _STRS,
                         "schema_version": _INT, "dangling": _STRS, "possibly_stale": _STRS,
                         "tracked_by_git": _STRS, "untrack_command": _MAYBE_STR, "pending_revisions": _INT,
-                        "open_conflicts": _INT}, ("vault_path", "actor", "counts")),
+                        "open_conflicts": _INT,
+                        "vault": {"type": "boolean", "description": "false: this project has no vault yet (every "
+                                                                     "count 0; the first write creates it at "
+                                                                     "vault_path)."}},
+                       ("vault_path", "actor", "counts")),
 }

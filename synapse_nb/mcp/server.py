@@ -53,7 +53,6 @@ from synapse_nb.errors import (
     OfflineError,
     SynapseError,
     ValidationError,
-    VaultNotFoundError,
 )
 from synapse_nb.mcp import _schema as S
 from synapse_nb.mcp._answers import answer_text, argument_error, result
@@ -136,6 +135,9 @@ def _manager(v: Vault, kind: str) -> Any:
     return v.manager(kind)
 
 
+#: What the reading tools answer on a project with no vault yet (a normal answer: review 93).
+NOTHING_STORED = ("nothing stored yet (this project has no vault until the first write: remember, log_decision or "
+                  "create_checkpoint creates it)")
 #: What an agent that has no pending lesson's full id is told (review 86): it may not list pending lessons.
 LESSON_ID_HINT = ("an agent is not shown pending lessons: ask the human for the lesson's full id (les_...; they see "
                   "it in synapse-nb lessons review)")
@@ -269,12 +271,9 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         return result(text, data, handle.answer_tokens() - (_ADDED_LATER.get() + 3) // 4, handle.borrowed())
 
     def no_vault() -> bool:
-        """Whether there is no vault yet (a new project): the session-start tools then answer normally."""
-        try:
-            handle.read_or_stale()
-        except VaultNotFoundError:
-            return True
-        return False
+        """Whether there is no vault yet (a new project): the reading tools then answer normally, "nothing stored
+        yet", and create none (review 93: recall, search and get_status were tool errors there)."""
+        return handle.new_project() is not None
 
     async def get_approved_memory() -> CallToolResult:
         """Call at the start of every session: the lessons a human approved (follow them strictly) and a summary of
@@ -413,10 +412,13 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         """Call on every turn before acting, with the task or question: what the vault knows that is relevant now.
 
         With a stable session_id per conversation only what this conversation has not seen yet is returned
-        (otherwise "nothing new", with empty_reason nothing_relevant, already_given or over_budget); the session is
-        this server's own, never shared with another MCP client naming the same id. Approved lessons always come
-        first."""
+        (otherwise "nothing new", with empty_reason nothing_relevant, already_given or over_budget; on a project with
+        nothing stored yet, no_vault); the session is this server's own, never shared with another MCP client naming
+        the same id. Approved lessons always come first."""
         with _errors():
+            if no_vault():
+                return answer(NOTHING_STORED, {"query": inline(query, 200), "session": session_id, "nothing_new": True,
+                                               "empty_reason": "no_vault", "items": [], "lessons": []})
             v = handle.read_or_stale()
             if not v.offline:
                 # what a session is marked as given must fit the answer it gets: the text, sent twice (the text
@@ -493,8 +495,12 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         """Call to look something up on purpose (full-text search over the memory), by kind or over all kinds.
 
         Lessons are the approved ones only. In each kind the records people wrote or verified come first, then
-        agents' in what the limit leaves."""
+        agents' in what the limit leaves. A field of a record another author wrote (an agent's analysis of a
+        person's lesson) starts with that author's mark."""
         with _errors():
+            if no_vault():
+                return answer(NOTHING_STORED, {"query": inline(query, 200), "kind": kind, "results": [],
+                                               "nothing_new": True, "empty_reason": "no_vault"})
             v = handle.read_or_stale()
             kinds = SEARCH_KINDS[1:] if kind == "all" else (kind,)
             if not v.offline:
@@ -528,8 +534,16 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
             return answer(with_legend([note], body), fields)
 
     async def get_status() -> CallToolResult:
-        """Call to see the vault's counts: memories, checkpoints, decisions, approved lessons, episodes, notes."""
+        """Call to see the vault's counts: memories, checkpoints, decisions, approved lessons, episodes, notes (all 0
+        on a project with nothing stored yet)."""
         with _errors():
+            where = handle.new_project()
+            if where is not None:  # every count 0, as a vault's status has them
+                from synapse_nb.vault.status import empty_status  # as Vault.status loads it: when asked for
+
+                st = empty_status(str(where), handle.mind, "agent")
+                counts = str(st).split("\n", 1)[1]
+                return answer(f"{NOTHING_STORED}\n{counts}", {**st.to_dict(), "vault": False})
             st = handle.read().status()
             return answer(str(st), st.to_dict())
 
