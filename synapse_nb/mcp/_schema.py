@@ -200,8 +200,16 @@ _COUNTS = {"type": "object", "additionalProperties": {"type": "object", "additio
 OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     # the banner and the memory lines are in text (a "banner" field repeated the banner: review 86)
     "get_approved_memory": _obj({"lessons": {"type": "array", "items": _LESSON_BRIEF},
-                                 "memories": _INT, "memories_shown": _INT, "memories_left_out": _INT,
-                                 "verified": _INT, "vault": _BOOL},
+                                 "memories": _INT, "verified": _INT,
+                                 "by_category": {"type": "object", "additionalProperties": _INT,
+                                                 "description": "Memories in force per category (none: left out)."},
+                                 "key_memories": {"type": "integer", "description": "Key memories (priority critical "
+                                                  "or high) people wrote or verified; key_shown: those listed."},
+                                 "key_shown": _STRS,
+                                 "agents_key_memories": {"type": "integer", "description": "Agents' unverified key "
+                                                         "memories: counted, not listed (recall gives them when "
+                                                         "relevant)."},
+                                 "vault": _BOOL},
                                 ("lessons", "memories", "vault")),
     "restore_checkpoint": _record_answer("checkpoint", {
         "found": _BOOL, "elsewhere": {"type": "integer", "description": "Not found: how many checkpoints other "
