@@ -234,8 +234,8 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     off += [(SEMANTIC_PEOPLE_LINE, ())] if r.agents_waiting and not off else []  # agents' wait (review 67)
     if r.items:
         before: list[Part] = [(r.borrowed["line"], ())] if r.borrowed else []
-        context, kept = _fit(before + off, r.lessons, r.shown_before, hits_parts(r.query, r.items),
-                             MAX_CONTEXT_CHARS, owed, r.no_longer)
+        hits = hits_parts(r.query, r.items, given=r.given_before)  # "more on this" after what the session was given
+        context, kept = _fit(before + off, r.lessons, r.shown_before, hits, MAX_CONTEXT_CHARS, owed, r.no_longer)
         if session and writable:
             _left(v, event, r.lessons, r.shown_before, kept, owed)
         return HookAnswer(context=context, notice=notice, delivered=lambda: r.mark_given(kept))
@@ -279,8 +279,12 @@ def _pre_compact(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         s.checkpoints += 1
         s.compactions += 1
         s.new_epoch()  # compaction drops what recall gave the context (lessons too): the delta starts afresh
-    return HookAnswer(context=v.restore_pack(),
-                      notice=f"synapse-nb: saved checkpoint {c.id} before compaction; the restore pack follows it")
+    # the JSON form (Claude Code's PreCompact) carries no context: the pack reaches the agent with SessionStart's
+    # "compact" once the context is compacted (review 93: the notice said it followed)
+    saved = f"synapse-nb: saved checkpoint {c.id} before compaction"
+    return HookAnswer(context=v.restore_pack(), notice=f"{saved}; the restore pack follows it on stdout",
+                      json_notice=f"{saved}; the agent gets it in the restore pack when its session starts again "
+                                  "after the compaction (the SessionStart hook, source compact)")
 
 
 def _post_tool(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:

@@ -234,7 +234,10 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
                     "items": {"type": "array", "items": {"type": "object", "properties": {
                         "kind": _STR, "id": _STR, "score": _NUM, "matched": _STRS, "bar": _STR}}},  # lines: text
                     "lessons": _STRS, "path": _STR, "coverage": _NUM, "version": {}, "stale": {},
-                    "semantic_off": _MAYBE_STR, "agents_waiting": _INT},
+                    "semantic_off": _MAYBE_STR, "agents_waiting": _INT,
+                    "given_before": {"type": "integer", "description": "Relevant items given to this session "
+                                                                       "earlier and not repeated: the items are "
+                                                                       "more on the query."}},
                    ("text",)),
     "remember": _record_answer("memory", {
         "pending_revision": {"type": "boolean", "description": "True: the key is a person's memory, which an agent "
