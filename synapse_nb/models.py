@@ -31,6 +31,7 @@ from synapse_nb.provenance import (
     FILE_NAMES,
     NAME_FIELDS,
     REPORTED_ACTOR,
+    field_mark,
     file_names,
     inline,
     label_text,
@@ -370,7 +371,9 @@ class Lesson(Record):
         return "user"
 
     def summary_line(self) -> str:
-        return f"{mark(self)} [{self.status}] {inline(self.text, 90)}"
+        """Its mark, status and text; the text after its own author's mark when another wrote it (review 93)."""
+        said = field_mark(self, "lesson_text" if self.lesson_text else "analysis" if self.analysis else "summary")
+        return f"{mark(self)} [{self.status}] {f'{said} ' if said else ''}{inline(self.text, 90)}"
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()

@@ -86,8 +86,11 @@ __all__ = [
     "FRAMING_TAGS",
     "QUOTED_TAG",
     "REPORTED_ACTOR",
+    "AUTHORED_FIELDS",
     "agents_unverified",
     "clean_text",
+    "field_authors",
+    "field_mark",
     "file_names",
     "listed_names",
     "human_record",
@@ -420,14 +423,25 @@ def quoted(value: Any, width: int | None = None) -> Any:
 
 def record_json(record: Any, width: int | None = None) -> dict[str, Any]:
     """A record as agent-facing JSON: ``provenance`` (its :func:`mark`) first, then ``to_dict()`` quoted (with
-    ``width``: each text cut, long lists of names cut: :func:`quoted`).
+    ``width``: each text cut, long lists of names cut: :func:`quoted`), each field another author wrote than the
+    one ``provenance`` names starting with that author's mark (:func:`field_mark`; review 93: an agent's analysis
+    rode inside a person's approved lesson marked ``[user]``).
 
-    >>> from synapse_nb.models import Decision
+    >>> from synapse_nb.models import Decision, Lesson
     >>> record_json(Decision(id="dec_1", mind="m", created_at="", updated_at="", decision="a\\nb",
     ...                      source="agent"))["provenance"]
     '[agent · unverified]'
+    >>> les = record_json(Lesson(id="les_1", mind="m", created_at="", updated_at="", status="approved", summary="s",
+    ...                          analysis="the human agreed", analysis_by="agent", lesson_text="Use keys"))
+    >>> les["provenance"], les["analysis"], les["lesson_text"]
+    ('[user]', '[agent · unverified] the human agreed', 'Use keys')
     """
-    return {"provenance": mark(record), **quoted(record.to_dict(), width)}
+    out = {"provenance": mark(record), **quoted(record.to_dict(), width)}
+    for name in field_authors(record):
+        said = field_mark(record, name)
+        if said is not None and isinstance(out.get(name), str):
+            out[name] = f"{said} {out[name]}"
+    return out
 
 
 #: Most characters of a name inside a label (a branch's name may be any length git allows).
@@ -479,6 +493,68 @@ def mark(record: Any) -> str:
             return "[git revert]"
         return f"[{who}]"
     return "[user]" if who == "user" else "[agent · unverified]"
+
+
+#: The fields a record holds that another author than its own may have written, each with the attribute naming who
+#: did (a ``*_by`` field beside it, or a property read from it), per kind: a lesson a person or a revert scan made
+#: holds an agent's analysis, and its approved wording may be an agent's analysis or a person's words. Every
+#: agent-facing JSON and line marks such a field with its own author's mark (:func:`field_mark`); a ``*_by`` field
+#: added to a model belongs here (tests/test_provenance.py checks the models).
+AUTHORED_FIELDS: dict[str, dict[str, str]] = {"lesson": {"analysis": "analysis_by", "lesson_text": "wording_by"}}
+
+
+def _own_author(record: Any) -> str:
+    """Whose a record is as its :func:`mark` says it: ``"git"`` (a revert scan's lesson), ``"agent"`` or ``"user"``."""
+    if mark(record) == "[git revert]":
+        return "git"
+    return "agent" if getattr(record, "source", "user") == "agent" else "user"
+
+
+def field_authors(record: Any) -> dict[str, str]:
+    """Who wrote each field of ``record`` (of :data:`AUTHORED_FIELDS`) that holds text and another author wrote than
+    the one the record's :func:`mark` names: ``"user"`` or ``"agent"`` (an author the row does not name as a person
+    is an agent, as the store reads an unknown ``source``). A wording the lesson's own summary gave (``wording_by``
+    ``"git"``: the scan's or the creator's summary) is the record's own.
+
+    >>> from synapse_nb.models import Lesson
+    >>> les = Lesson(id="les_1", mind="m", created_at="", updated_at="", status="pending", summary="Reverted 'x'",
+    ...              revert_commit={"sha": "abc"}, analysis="because y", analysis_by="agent")
+    >>> field_authors(les)
+    {'analysis': 'agent'}
+    """
+    own = _own_author(record)
+    out: dict[str, str] = {}
+    for name, by in AUTHORED_FIELDS.get(getattr(record, "kind", ""), {}).items():
+        if not isinstance(getattr(record, name, None), str):
+            continue
+        who = getattr(record, by, None)
+        who = own if who == "git" else "user" if who == "user" else "agent"
+        if who != own:
+            out[name] = who
+    return out
+
+
+def field_mark(record: Any, name: str) -> str | None:
+    """The mark field ``name`` of ``record`` is shown after, when another author wrote it than the record's
+    :func:`mark` names (None otherwise): ``[user]`` for a person's words, ``[agent · unverified]`` for an agent's,
+    and ``[agent · approved by a human]`` for an agent's words a person approved as the lesson's wording (the
+    banner's "an agent's wording, approved by a human"). The stored text cannot forge one: :func:`inline` quotes
+    every mark and approval label it holds.
+
+    >>> from synapse_nb.models import Lesson
+    >>> les = Lesson(id="les_1", mind="m", created_at="", updated_at="", status="approved", summary="s",
+    ...              analysis="Use keys", analysis_by="agent", lesson_text="Use keys")
+    >>> field_mark(les, "analysis"), field_mark(les, "lesson_text"), field_mark(les, "summary")
+    ('[agent · approved by a human]', '[agent · approved by a human]', None)
+    """
+    who = field_authors(record).get(name)
+    if who is None:
+        return None
+    if who == "user":
+        return "[user]"
+    approved = (getattr(record, "status", None) in PERSONS_LESSON_STATES
+                and getattr(record, name) == getattr(record, "lesson_text", None))
+    return "[agent · approved by a human]" if approved else "[agent · unverified]"
 
 
 #: A lesson in these states stands as a person's whoever proposed it (only a person approves one); the SQL of the

@@ -54,9 +54,9 @@ async def test_tools_listed_with_when_to_call(project: Path) -> None:
 
 
 async def test_restore_and_approved_memory_say_what_an_agents_record_is(project: Path, user: syn.Vault) -> None:
-    """restore_checkpoint and get_approved_memory (named "approved", it lists unverified memories after the verified
-    ones) say once what an [agent · unverified] line is when they show one; a person's records alone bring no
-    legend."""
+    """restore_checkpoint says once what an [agent · unverified] line is when it shows one; a person's records alone
+    bring no legend. get_approved_memory lists people's key memories only (review 93): an agent's is counted, so it
+    needs no legend."""
     from synapse_nb.recall.assembly import AGENT_WORDS
 
     user.remember("procedure", "run_migrations", "alembic upgrade head", priority="high")
@@ -70,9 +70,12 @@ async def test_restore_and_approved_memory_say_what_an_agents_record_is(project:
     async with Client(build_server(project)) as c:
         restored = text(await call(c, "restore_checkpoint"))
         assert restored.split("\n")[0] == AGENT_WORDS and restored.split("\n")[1].startswith("Checkpoint ")
-        mem = text(await call(c, "get_approved_memory"))
-        assert mem.count(AGENT_WORDS) == 1
-        assert mem.index("MEMORY (") < mem.index(AGENT_WORDS) < mem.index("[agent · unverified] [high] procedure")
+        r = await call(c, "get_approved_memory")
+        mem = text(r)
+        assert AGENT_WORDS not in mem and "[agent · unverified]" not in mem and "deploy.sh" not in mem
+        assert "- [user · verified] [high] procedure/run_migrations: alembic upgrade head" in mem
+        assert "(1 of agents' (unverified) is not listed here)" in mem
+        assert r.structured_content["agents_key_memories"] == 1 and r.structured_content["key_memories"] == 1
 
 
 async def test_every_tool_writes_and_reads_the_vault(project: Path, user: syn.Vault) -> None:

@@ -388,10 +388,11 @@ def test_two_vaults_in_one_folder_are_refused_with_a_hint(tmp_path: Path, monkey
 
 
 # ------------------------------------------------------------------------------------------------ MCP
-MCP_READS = [("get_status", {}), ("recall", {"query": "deploy"}), ("search", {"query": "deploy"}),
-             ("submit_lesson_analysis", {"lesson_id": "les_1234", "analysis": "why"})]
-#: The session-start tools: on a new project they answer "nothing yet" as a normal result (and create nothing).
+MCP_READS = [("submit_lesson_analysis", {"lesson_id": "les_1234", "analysis": "why"})]
+#: The reading tools: on a new project they answer "nothing yet" as a normal result (and create nothing: review 93,
+#: recall, search and get_status were tool errors there).
 MCP_SESSION_START = [("get_approved_memory", {}), ("restore_checkpoint", {})]
+MCP_NOTHING_YET = [("get_status", {}), ("recall", {"query": "deploy"}), ("search", {"query": "deploy"})]
 MCP_WRITES = [("remember", {"category": "knowledge", "key": "k", "content": "v"}),
               ("create_checkpoint", {"doing": "Refactoring"}), ("log_decision", {"decision": "Use WAL"}),
               ("log_episode", {"task_key": "run_tests"}),
@@ -420,6 +421,8 @@ def test_mcp_reads_never_create_a_vault(tmp_path: Path) -> None:
     assert memory.structured_content["vault"] is False and memory.structured_content["lessons"] == []
     assert not checkpoint.is_error and checkpoint.content[0].text.startswith("no checkpoint yet")
     assert checkpoint.structured_content == {"text": checkpoint.content[0].text, "found": False, "elsewhere": 0}
+    for r in _mcp(tmp_path, MCP_NOTHING_YET):
+        assert not r.is_error and r.content[0].text.startswith("nothing stored yet")
     assert listing(tmp_path) == []
 
 

@@ -126,12 +126,15 @@ def parse_event(name: str, stdin: str = "", *, session: str | None = None, text:
 @dataclass(frozen=True)
 class HookAnswer:
     """What a run says: ``context`` for the agent, ``notice`` for the human, ``stderr`` one line (or ""); and
-    ``delivered``, called once the answer is printed: it marks what the context gives as given to the session."""
+    ``delivered``, called once the answer is printed: it marks what the context gives as given to the session.
+    ``json_notice``: the notice in the JSON form when it says otherwise (an event whose JSON form carries no context,
+    ``PreCompact``: the notice cannot say the context follows)."""
 
     context: str = ""
     notice: str = ""
     stderr: str = ""
     delivered: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+    json_notice: str | None = None
 
 
 def cut_context(text: str, limit: int = MAX_CONTEXT_CHARS) -> str:

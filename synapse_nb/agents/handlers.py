@@ -107,16 +107,6 @@ def _pending_notice(v: Vault) -> str:
     return "synapse-nb: " + "; ".join(notes) if notes else ""
 
 
-def _none_approved(v: Vault) -> str:
-    """What the agent is told when no approved lesson is in force: "yet" only where none ever ran out (review 86:
-    it read as a new project after every lesson expired). Nothing about approving: that is the person's act."""
-    try:
-        expired = v.lessons.expired_count()
-    except SynapseError:
-        expired = 0
-    return "No approved lessons." if expired else "No approved lessons yet."
-
-
 #: Who made a pending lesson (``Lessons.waiting_by``) and how the human's notice says it.
 _MADE_BY = (("git", " from reverted changes"), ("agent", " an agent wrote by hand (not from a revert)"),
             ("user", " written by hand"))
@@ -166,6 +156,7 @@ def _left(v: Vault, event: HookEvent, lessons: Sequence[Lesson], shown_before: I
 
 def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     from synapse_nb.agents.sessions import session_state
+    from synapse_nb.recall.start import none_approved, start_memory
 
     lessons: Sequence[Lesson] = list(v.lessons.in_force())
     mark: Callable[[Collection[str] | None], None] | None = None
@@ -190,13 +181,15 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
                .text if latest else "No checkpoint on this branch yet.")  # the legend before an agent's checkpoint
         if v.borrowed is not None:  # like every recall and pack (review 23: a session started without it)
             head = f"{v.borrowed.line}\n{head}"
-        after: list[Part] = [(ckp, ())]
+        # people's key memories and the counts, as MCP get_approved_memory says them (recall.start: review 93),
+        # before the checkpoint (an agent's long one cuts only itself)
+        after: list[Part] = [(start_memory(v.memories, "").text, ()), ("", ()), (ckp, ())]
         if lessons:
             context, kept = _fit([(head, ())], lessons, (), after, SESSION_START_TOKENS * 4, owed)
             if mark is not None:
                 _left(v, event, lessons, (), kept, owed)
         else:
-            context, kept = cut_parts([(f"{head}\n\n{_none_approved(v)}\n", ()), *after],
+            context, kept = cut_parts([(f"{head}\n\n{none_approved(v)}\n", ()), *after],
                                       SESSION_START_TOKENS * 4)
     given = (lambda: mark(kept)) if mark is not None else None
     return HookAnswer(context=context, notice=_pending_notice(v), delivered=given)
@@ -241,8 +234,8 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     off += [(SEMANTIC_PEOPLE_LINE, ())] if r.agents_waiting and not off else []  # agents' wait (review 67)
     if r.items:
         before: list[Part] = [(r.borrowed["line"], ())] if r.borrowed else []
-        context, kept = _fit(before + off, r.lessons, r.shown_before, hits_parts(r.query, r.items),
-                             MAX_CONTEXT_CHARS, owed, r.no_longer)
+        hits = hits_parts(r.query, r.items, given=r.given_before)  # "more on this" after what the session was given
+        context, kept = _fit(before + off, r.lessons, r.shown_before, hits, MAX_CONTEXT_CHARS, owed, r.no_longer)
         if session and writable:
             _left(v, event, r.lessons, r.shown_before, kept, owed)
         return HookAnswer(context=context, notice=notice, delivered=lambda: r.mark_given(kept))
@@ -286,8 +279,12 @@ def _pre_compact(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         s.checkpoints += 1
         s.compactions += 1
         s.new_epoch()  # compaction drops what recall gave the context (lessons too): the delta starts afresh
-    return HookAnswer(context=v.restore_pack(),
-                      notice=f"synapse-nb: saved checkpoint {c.id} before compaction; the restore pack follows it")
+    # the JSON form (Claude Code's PreCompact) carries no context: the pack reaches the agent with SessionStart's
+    # "compact" once the context is compacted (review 93: the notice said it followed)
+    saved = f"synapse-nb: saved checkpoint {c.id} before compaction"
+    return HookAnswer(context=v.restore_pack(), notice=f"{saved}; the restore pack follows it on stdout",
+                      json_notice=f"{saved}; the agent gets it in the restore pack when its session starts again "
+                                  "after the compaction (the SessionStart hook, source compact)")
 
 
 def _post_tool(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:

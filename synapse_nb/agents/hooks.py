@@ -114,8 +114,9 @@ def render(event: HookEvent, answer: HookAnswer, fmt: str = "auto") -> HookOutpu
     if context and event.name in ("session-start", "prompt"):
         obj["hookSpecificOutput"] = {"hookEventName": event.harness_name or CLAUDE_EVENTS[event.name],
                                      "additionalContext": context}
-    if answer.notice:
-        obj["systemMessage"] = answer.notice
+    notice = answer.notice if answer.json_notice is None else answer.json_notice
+    if notice:
+        obj["systemMessage"] = notice
     return HookOutput(stdout=json.dumps(obj, ensure_ascii=False) + "\n" if obj else "", stderr=answer.stderr)
 
 

@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from synapse_nb.errors import OfflineError, StoreError, SynapseError
+from synapse_nb.errors import OfflineError, StoreError, SynapseError, VaultNotFoundError
 from synapse_nb.models import MAX_SHORT
 from synapse_nb.vault import Notice, ReadableVault, Vault, VaultSession
 
@@ -54,6 +54,8 @@ class Handle:
     def __init__(self, path: str | Path | None, mind: str, vault: Vault | None,
                  clock: Callable[[], datetime] | None, *, readonly: bool = False) -> None:
         self.readonly = readonly
+        self.mind = mind
+        self._path = path
         #: vaults a write tool created, said once the tool is over: a refused first write's vault is taken back and
         #: says nothing (the CLI's rule, review 78: "created", the error, "removed" for a vault nobody saw)
         self._unsaid: list[Notice] = []
@@ -99,6 +101,22 @@ class Handle:
     def read(self) -> Vault:
         """The vault for a read tool (never created; a stale copy is an OfflineError)."""
         return self.session.read()
+
+    def new_project(self) -> Path | None:
+        """Where the vault will be when this project has none yet (a new project: the reading tools answer "nothing
+        stored yet" as a normal result, review 93), else None (the vault opens, or was open). Never creates one. No
+        vault because the folder named does not exist stays the error it is: a typo must never read as an empty
+        vault."""
+        try:
+            self.session.read_or_stale()
+        except VaultNotFoundError as exc:
+            from synapse_nb.vault.locate import find_vault_dir
+
+            try:
+                return find_vault_dir(self._path)[0]
+            except SynapseError:
+                raise exc from None
+        return None
 
     def read_or_stale(self) -> ReadableVault:
         """The vault for recall and search: a team vault whose server cannot be reached is this machine's stale copy

@@ -46,10 +46,10 @@ This project has a synapse-nb memory server.
 #: What an agent whose harness runs the synapse-nb hooks is told (``synapse-nb mcp --hooks``).
 HOOKS_INSTRUCTIONS = """\
 This project has a synapse-nb memory server, and your memory reaches you by the synapse-nb hooks.
-- At session start, and again after the context is compacted, the hooks give you the APPROVED lessons and the
-  latest checkpoint: follow every APPROVED lesson strictly. Do not call get_approved_memory or restore_checkpoint
-  for them. If no synapse-nb block reached you at session start (the hooks did not run, or failed), call
-  get_approved_memory and then restore_checkpoint yourself.
+- At session start, and again after the context is compacted, the hooks give you the APPROVED lessons, the key
+  memories and the latest checkpoint: follow every APPROVED lesson strictly. Do not call get_approved_memory or
+  restore_checkpoint for them. If no synapse-nb block reached you at session start (the hooks did not run, or
+  failed), call get_approved_memory and then restore_checkpoint yourself.
 - With each prompt the hooks give you what is new and relevant to it (nothing when nothing is new): do not call
   recall for the prompt itself. Call recall(query, session_id) or search(query) only for a sub-task or question the
   prompt did not name. A note listed shows only its trigger: when you need the note, expand_note(name) returns its
@@ -64,8 +64,8 @@ This project has a synapse-nb memory server, and your memory reaches you by the 
 HOOKED_DESCRIPTIONS = {
     "get_approved_memory": "Call only when the approved lessons the hooks gave at session start are no longer in "
                            "your context, or no synapse-nb block reached you at session start: the "
-                           "lessons a human approved (follow them strictly) and a summary of the "
-                           "memory, human-verified entries first.",
+                           "lessons a human approved (follow them strictly), the key memories people wrote or "
+                           "verified and the memory's counts per category, as the hooks give them.",
     "restore_checkpoint": "Call to resume from a checkpoint the hooks did not give you (they give the latest on the "
                           "current git branch at session start): one you name, or the latest again.",
     "recall": "Call for a sub-task or question the person's prompt did not name (the hooks already give what is "

@@ -200,8 +200,16 @@ _COUNTS = {"type": "object", "additionalProperties": {"type": "object", "additio
 OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     # the banner and the memory lines are in text (a "banner" field repeated the banner: review 86)
     "get_approved_memory": _obj({"lessons": {"type": "array", "items": _LESSON_BRIEF},
-                                 "memories": _INT, "memories_shown": _INT, "memories_left_out": _INT,
-                                 "verified": _INT, "vault": _BOOL},
+                                 "memories": _INT, "verified": _INT,
+                                 "by_category": {"type": "object", "additionalProperties": _INT,
+                                                 "description": "Memories in force per category (none: left out)."},
+                                 "key_memories": {"type": "integer", "description": "Key memories (priority critical "
+                                                  "or high) people wrote or verified; key_shown: those listed."},
+                                 "key_shown": _STRS,
+                                 "agents_key_memories": {"type": "integer", "description": "Agents' unverified key "
+                                                         "memories: counted, not listed (recall gives them when "
+                                                         "relevant)."},
+                                 "vault": _BOOL},
                                 ("lessons", "memories", "vault")),
     "restore_checkpoint": _record_answer("checkpoint", {
         "found": _BOOL, "elsewhere": {"type": "integer", "description": "Not found: how many checkpoints other "
@@ -226,7 +234,10 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
                     "items": {"type": "array", "items": {"type": "object", "properties": {
                         "kind": _STR, "id": _STR, "score": _NUM, "matched": _STRS, "bar": _STR}}},  # lines: text
                     "lessons": _STRS, "path": _STR, "coverage": _NUM, "version": {}, "stale": {},
-                    "semantic_off": _MAYBE_STR, "agents_waiting": _INT},
+                    "semantic_off": _MAYBE_STR, "agents_waiting": _INT,
+                    "given_before": {"type": "integer", "description": "Relevant items given to this session "
+                                                                       "earlier and not repeated: the items are "
+                                                                       "more on the query."}},
                    ("text",)),
     "remember": _record_answer("memory", {
         "pending_revision": {"type": "boolean", "description": "True: the key is a person's memory, which an agent "
@@ -242,7 +253,10 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
                                                                             {"type": "null"}]},
                                               "warning": _MAYBE_STR}),
     "search": _obj({"query": _STR, "kind": _STR, "results": {"type": "array", "items": {"type": "object"}},
-                    "hits": {"type": "array", "items": {"type": "object"}}}, ("kind",)),
+                    "hits": {"type": "array", "items": {"type": "object"}}, "nothing_new": _BOOL,
+                    "empty_reason": {"type": ["string", "null"], "description": "no_vault: this project has no "
+                                                                             "vault yet (nothing stored)."}},
+                   ("kind",)),
     "expand_note": _record_answer("note", {"text": {"type": "string", "description": "The whole answer: the body "
                                                     "(not repeated as body), an agent's after its mark, each line "
                                                     "quoted."}}),
@@ -250,5 +264,9 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
                         "pending_lessons": _STRS, "expiring_memories": _STRS, "expiring_lessons": _STRS,
                         "schema_version": _INT, "dangling": _STRS, "possibly_stale": _STRS,
                         "tracked_by_git": _STRS, "untrack_command": _MAYBE_STR, "pending_revisions": _INT,
-                        "open_conflicts": _INT}, ("vault_path", "actor", "counts")),
+                        "open_conflicts": _INT,
+                        "vault": {"type": "boolean", "description": "false: this project has no vault yet (every "
+                                                                     "count 0; the first write creates it at "
+                                                                     "vault_path)."}},
+                       ("vault_path", "actor", "counts")),
 }

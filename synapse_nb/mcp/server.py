@@ -53,14 +53,14 @@ from synapse_nb.errors import (
     OfflineError,
     SynapseError,
     ValidationError,
-    VaultNotFoundError,
 )
 from synapse_nb.mcp import _schema as S
 from synapse_nb.mcp._answers import answer_text, argument_error, result
 from synapse_nb.mcp._handle import DEFAULT_ANSWER_TOKENS, Handle
 from synapse_nb.mcp._instructions import HOOKED_DESCRIPTIONS, HOOKS_INSTRUCTIONS, INSTRUCTIONS, instructions
 from synapse_nb.provenance import inline, label_text, quoted, record_json
-from synapse_nb.recall import banner_text, legend_for, record_line, with_legend
+from synapse_nb.recall import banner_text, legend_for, with_legend
+from synapse_nb.recall.start import none_approved, start_memory
 from synapse_nb.render import (
     estimate_tokens,
     plural,
@@ -136,6 +136,12 @@ def _manager(v: Vault, kind: str) -> Any:
     return v.manager(kind)
 
 
+#: Where ``get_approved_memory`` says the rest of the memory is (after the key memories and the counts).
+START_REST = ("The rest: recall(query, session_id) with the task gives what is relevant now; search(query) looks "
+              "something up.")
+#: What the reading tools answer on a project with no vault yet (a normal answer: review 93).
+NOTHING_STORED = ("nothing stored yet (this project has no vault until the first write: remember, log_decision or "
+                  "create_checkpoint creates it)")
 #: What an agent that has no pending lesson's full id is told (review 86): it may not list pending lessons.
 LESSON_ID_HINT = ("an agent is not shown pending lessons: ask the human for the lesson's full id (les_...; they see "
                   "it in synapse-nb lessons review)")
@@ -269,54 +275,30 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         return result(text, data, handle.answer_tokens() - (_ADDED_LATER.get() + 3) // 4, handle.borrowed())
 
     def no_vault() -> bool:
-        """Whether there is no vault yet (a new project): the session-start tools then answer normally."""
-        try:
-            handle.read_or_stale()
-        except VaultNotFoundError:
-            return True
-        return False
+        """Whether there is no vault yet (a new project): the reading tools then answer normally, "nothing stored
+        yet", and create none (review 93: recall, search and get_status were tool errors there)."""
+        return handle.new_project() is not None
 
     async def get_approved_memory() -> CallToolResult:
-        """Call at the start of every session: the lessons a human approved (follow them strictly) and a summary of
-        the memory, human-verified entries first.
+        """Call at the start of every session: the lessons a human approved (follow them strictly), then the key
+        memories people wrote or verified (priority critical or high), the memory's counts per category, and where
+        the rest is (recall and search).
 
         On a new project it answers that there are no approved lessons and no memories yet."""
         with _errors():
             if no_vault():
                 return answer("no approved lessons and no memories yet (this project has no vault until the first "
-                              "write)", {"lessons": [], "memories": 0, "memories_shown": 0,
-                                         "memories_left_out": 0, "verified": 0, "vault": False})
+                              "write)", {"lessons": [], "memories": 0, "verified": 0, "by_category": {},
+                                         "key_memories": 0, "key_shown": [], "agents_key_memories": 0,
+                                         "vault": False})
             v = handle.read()
             lessons = v.lessons.in_force()
-            banner = banner_text(lessons)
-            mems = list(v.memories.list())
-            mems.sort(key=lambda m: not m.verified)  # stable: human-verified first, each part by priority, recency
-            n_ver = sum(1 for m in mems if m.verified)
-            budget = handle.answer_tokens()
-            head = (f"MEMORY ({plural(len(mems), 'entry', 'entries')}: {n_ver} verified, {len(mems) - n_ver} "
-                    "unverified; verified first)")
-            legend = legend_for(mems)  # "approved memory" lists agents' unverified memories too: say what they are
-            briefs = [_lesson_brief(x) for x in lessons]
-            # the text is sent twice (the text content and the structured content's text: review 86), beside the
-            # lessons' briefs (as the answer's cut counts them, at most a quarter of the budget)
-            room = (budget - min(estimate_tokens(json.dumps(briefs, default=str)), budget // 4)) * 0.45
-            lines, used = [], estimate_tokens(banner) + estimate_tokens(head) + estimate_tokens(legend or "") + 60
-            for m in mems:
-                line = record_line(m)
-                cost = estimate_tokens(line + "\n")
-                if used + cost > room:
-                    break
-                lines.append(line)
-                used += cost
-            left = len(mems) - len(lines)
-            legend = legend_for(mems[:len(lines)])  # only what is shown
-            mem = "\n".join([head, *([legend] if legend else []), *(lines if mems else ["(no memories)"])])
-            if left:
-                mem += (f"\n(… {plural(left, 'more memory', 'more memories')} left out to fit the answer budget of "
-                        f"{budget:,} tokens; recall(query) or search(query) finds them)")
-            text = (f"{banner}\n\n{mem}" if banner else f"no approved lessons\n\n{mem}")
-            return answer(text, {"lessons": briefs, "memories": len(mems), "memories_shown": len(lines),
-                                 "memories_left_out": left, "verified": n_ver, "vault": True})
+            # what the SessionStart hook says at a session's start, in the same words (recall.start): the banner
+            # whole, within the answer budget; the memory within its own small budget (review 93: every memory, in
+            # priority order, until the answer budget: 13-15k characters on a vault of 220)
+            start = start_memory(v.memories, START_REST)
+            text = f"{banner_text(lessons) or none_approved(v)}\n\n{start.text}"
+            return answer(text, {"lessons": [_lesson_brief(x) for x in lessons], **start.to_dict(), "vault": True})
 
     async def restore_checkpoint(checkpoint_id: S.CheckpointId = None) -> CallToolResult:
         """Call at the start of a session to resume work: the latest checkpoint on the current git branch, or the
@@ -413,10 +395,13 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         """Call on every turn before acting, with the task or question: what the vault knows that is relevant now.
 
         With a stable session_id per conversation only what this conversation has not seen yet is returned
-        (otherwise "nothing new", with empty_reason nothing_relevant, already_given or over_budget); the session is
-        this server's own, never shared with another MCP client naming the same id. Approved lessons always come
-        first."""
+        (otherwise "nothing new", with empty_reason nothing_relevant, already_given or over_budget; on a project with
+        nothing stored yet, no_vault); the session is this server's own, never shared with another MCP client naming
+        the same id. Approved lessons always come first."""
         with _errors():
+            if no_vault():
+                return answer(NOTHING_STORED, {"query": inline(query, 200), "session": session_id, "nothing_new": True,
+                                               "empty_reason": "no_vault", "items": [], "lessons": []})
             v = handle.read_or_stale()
             if not v.offline:
                 # what a session is marked as given must fit the answer it gets: the text, sent twice (the text
@@ -493,8 +478,12 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         """Call to look something up on purpose (full-text search over the memory), by kind or over all kinds.
 
         Lessons are the approved ones only. In each kind the records people wrote or verified come first, then
-        agents' in what the limit leaves."""
+        agents' in what the limit leaves. A field of a record another author wrote (an agent's analysis of a
+        person's lesson) starts with that author's mark."""
         with _errors():
+            if no_vault():
+                return answer(NOTHING_STORED, {"query": inline(query, 200), "kind": kind, "results": [],
+                                               "nothing_new": True, "empty_reason": "no_vault"})
             v = handle.read_or_stale()
             kinds = SEARCH_KINDS[1:] if kind == "all" else (kind,)
             if not v.offline:
@@ -528,8 +517,16 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
             return answer(with_legend([note], body), fields)
 
     async def get_status() -> CallToolResult:
-        """Call to see the vault's counts: memories, checkpoints, decisions, approved lessons, episodes, notes."""
+        """Call to see the vault's counts: memories, checkpoints, decisions, approved lessons, episodes, notes (all 0
+        on a project with nothing stored yet)."""
         with _errors():
+            where = handle.new_project()
+            if where is not None:  # every count 0, as a vault's status has them
+                from synapse_nb.vault.status import empty_status  # as Vault.status loads it: when asked for
+
+                st = empty_status(str(where), handle.mind, "agent")
+                counts = str(st).split("\n", 1)[1]
+                return answer(f"{NOTHING_STORED}\n{counts}", {**st.to_dict(), "vault": False})
             st = handle.read().status()
             return answer(str(st), st.to_dict())
 

@@ -35,8 +35,8 @@ from synapse_nb.recall.delta import GONE_KEY, Gone, told_of
 from synapse_nb.recall.types import KIND_ORDER, Bars, ExplainRow, ExplainRows, RecallItem
 
 __all__ = ["AGENT_WORDS", "BANNER", "MEMORY_CONTENT_CHARS", "Part", "agents_words", "as_of_heading", "assemble_parts",
-           "banner_parts", "banner_text", "empty_reason", "hits_parts", "join_blocks", "legend_for", "lesson_item",
-           "record_line", "with_legend"]
+           "banner_parts", "banner_text", "empty_reason", "given_before", "hits_parts", "join_blocks", "legend_for",
+           "lesson_item", "record_line", "with_legend"]
 
 #: Most characters of a memory's content on its line (longer content is cut, ending in "…").
 MEMORY_CONTENT_CHARS = 600
@@ -353,13 +353,20 @@ def _named(ids: Sequence[str]) -> str:
     return ", ".join(named) + (f" and {len(ids) - len(named)} more" if len(named) < len(ids) else "")
 
 
-def hits_parts(query: str, kept: Sequence[RecallItem], note: str = "") -> list[Part]:
+def hits_parts(query: str, kept: Sequence[RecallItem], note: str = "", given: int = 0) -> list[Part]:
     """The hits of a recall grouped by kind (priority, newest, id), each line with its id, or "nothing new"
-    (with ``note`` saying why)."""
+    (with ``note`` saying why). ``given``: how many relevant records were left out as given to the session before;
+    the heading then says the hits are more on the query, not given earlier (review 93).
+
+    >>> hits_parts("deploy", [], given=2)[0][0]
+    'nothing new for: "deploy"'
+    """
     q = inline(query, 120)
     if not kept:
         return [(f'nothing new for: "{q}"{note}' if query.strip() else "nothing new (empty query)", ())]
-    parts: list[Part] = [(f'RELEVANT MEMORY for: "{q}"', ())]
+    more = (f" — more on this, not given earlier in this session ({plural(given, 'relevant item')} given earlier "
+            f"{'is' if given == 1 else 'are'} not repeated)") if given else ""
+    parts: list[Part] = [(f'RELEVANT MEMORY for: "{q}"{more}', ())]
     if legend := legend_for(k.record for k in kept):
         parts.append((legend, ()))
     for kind in KIND_ORDER:
@@ -375,7 +382,7 @@ def hits_parts(query: str, kept: Sequence[RecallItem], note: str = "") -> list[P
 
 
 def assemble_parts(query: str, kept: Sequence[RecallItem], lessons: Sequence[Lesson], shown_before: set[str],
-                   note: str = "", as_of: str | None = None, gone: Sequence[Gone] = ()) -> list[Part]:
+                   note: str = "", as_of: str | None = None, gone: Sequence[Gone] = (), given: int = 0) -> list[Part]:
     """The text of a recall as parts, one a line, each with the ids it gives: the banner (lessons in ``shown_before``
     counted only; ``as_of``: the lessons of a recall rebuilt from history, under :func:`as_of_heading`), then
     the hits grouped by kind (priority, newest, id), or "nothing new" (with ``note`` saying why). A caller that cuts
@@ -387,7 +394,7 @@ def assemble_parts(query: str, kept: Sequence[RecallItem], lessons: Sequence[Les
     one it was given that is no longer in force (``gone``) is named (review 87)."""
     fresh = kept or gone or any(x.id not in shown_before for x in lessons)
     return join_blocks(banner_parts(lessons, shown_before, as_of=as_of, gone=gone) if fresh else [],
-                       hits_parts(query, kept, note))
+                       hits_parts(query, kept, note, given))
 
 
 def join_blocks(*blocks: Sequence[Part]) -> list[Part]:
@@ -399,6 +406,12 @@ def join_blocks(*blocks: Sequence[Part]) -> list[Part]:
     """
     kept = [b for b in blocks if b]
     return [p for i, b in enumerate(kept) for p in ([("", ())] if i else []) + list(b)]
+
+
+def given_before(rows: Sequence[ExplainRow] | ExplainRows) -> int:
+    """How many relevant records a recall left out as given to its session before, unchanged (the gate's delta)."""
+    decided = rows.bars if isinstance(rows, ExplainRows) else [r.bar for r in rows]  # no row is built for this
+    return list(decided).count("delta")
 
 
 def empty_reason(query: str, kept: Sequence[RecallItem], rows: Sequence[ExplainRow] | ExplainRows,

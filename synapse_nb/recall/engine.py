@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from synapse_nb._util import check_files
 from synapse_nb.errors import IndexError_, QueryError, SemanticUnavailableError, SnapshotMoved, ValidationError
 from synapse_nb.models import Lesson, Memory, Record
-from synapse_nb.recall.assembly import assemble_parts, empty_reason, join_blocks, record_line
+from synapse_nb.recall.assembly import assemble_parts, empty_reason, given_before, join_blocks, record_line
 from synapse_nb.recall.bm25 import Postings, Term, Totals, bm25_top
 from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, query_words
 from synapse_nb.recall.coverage import Cover, cover_terms
@@ -336,7 +336,8 @@ class Recaller:
         gone = no_longer(ctx, session, lessons, seen) if self._as_of is None else ()
         shown_before, mark = record_given(ctx, session, kept, lessons, seen, now, record=record, gone=gone)
         reason, note = empty_reason(query, kept, rows, bars)
-        parts = assemble_parts(query, kept, lessons, shown_before, note, as_of=self._as_of, gone=gone)
+        earlier = given_before(rows) if kept else 0  # more on the query than the session was given before
+        parts = assemble_parts(query, kept, lessons, shown_before, note, as_of=self._as_of, gone=gone, given=earlier)
         waiting = ranking.waiting if ranking is not None and use.on else 0
         off = semantic_off_line(use.reason)
         before: list[str] = []  # the lines before the banner, each then an empty line
@@ -356,7 +357,8 @@ class Recaller:
                       coverage=coverage, on_meaning=on_meaning, version=str(version[0]),
                       borrowed=borrowed.to_dict() if borrowed is not None else None,
                       shown_before=frozenset(shown_before), no_longer=gone, semantic_off=use.reason,
-                      as_of=self._as_of, agents_waiting=waiting, _mark=mark, _parts=tuple(parts))
+                      as_of=self._as_of, agents_waiting=waiting, given_before=earlier, _mark=mark,
+                      _parts=tuple(parts))
 
     def _read(self, query: str, given: Bars | None, bars: Bars, budget_tokens: int | None, session: str | None,
               file_refs: tuple[str, ...], branch_name: str | None, *, synced: bool = False, busy: bool = False,

@@ -292,6 +292,10 @@ class Recall:
     #: embedded; ``text`` then says so in its first line after a borrowed vault's
     #: (:data:`synapse_nb.render.SEMANTIC_PEOPLE_LINE`). 0: the channel read every record, or is off
     agents_waiting: int = 0
+    #: how many relevant records this recall left out as given to its session before, unchanged: with items, its
+    #: heading then says they are more on the query, not given earlier in the session (review 93: a repeated recall
+    #: gave the next ones under the same heading, read as the whole answer)
+    given_before: int = 0
     _mark: Callable[[Collection[str] | None], None] | None = field(default=None, repr=False, compare=False)
     #: ``text`` as parts, one a line, each with the ids it gives whole (:func:`~synapse_nb.recall.assembly.
     #: assemble_parts`, after the lines put before it): what :meth:`given_in` reads
@@ -324,7 +328,8 @@ class Recall:
                 "empty_reason": self.empty_reason, "items": [i.to_dict() for i in self.items],
                 "lessons": [les.id for les in self.lessons], "path": self.path, "coverage": round(self.coverage, 6),
                 "floor_on_meaning": self.on_meaning, "version": self.version, "borrowed": self.borrowed,
-                "semantic_off": self.semantic_off, "as_of": self.as_of, "agents_waiting": self.agents_waiting}
+                "semantic_off": self.semantic_off, "as_of": self.as_of, "agents_waiting": self.agents_waiting,
+                "given_before": self.given_before}
 
     def __str__(self) -> str:
         return self.text

@@ -384,18 +384,16 @@ class Vault:
         >>> print(v.restore_pack(budget_tokens=400).splitlines()[-1])  # doctest: +ELLIPSIS
         - [user] Use SQLite as the system of record — one file (...)
         """
-        from synapse_nb.recall.pack import KEY_PRIORITIES, PACK_FIELD_CHARS, RESTORE_TOKENS, key_memories, restore_pack
+        from synapse_nb.recall.pack import PACK_FIELD_CHARS, RESTORE_TOKENS, key_memories, restore_pack
+        from synapse_nb.recall.start import key_memories_of
 
         ckp = checkpoint if checkpoint is not None else self.checkpoints.latest()
         # what happened after it, and the person's own when it is an agent's (review 87), as every resume says them
         resume = self.checkpoints.resume(ckp, PACK_FIELD_CHARS) if ckp is not None else None
         decisions = [*self.decisions.list(limit=5, source="user"), *self.decisions.list(limit=5, source="agent")]
-        # each author's key memories read apart (50 agent memories marked critical filled the one list of 50, and no
-        # verified memory reached the pack); key_memories puts the verified ones first
-        memories = [m for who in ({"verified": True}, {"verified": False, "source": "user"},
-                                  {"verified": False, "source": "agent"})
-                    for p in KEY_PRIORITIES
-                    for m in self.memories.page(priority=p, sort="updated", descending=True, limit=25, **who).items]
+        # each author's key memories read apart (as a session's start reads them); key_memories: the verified first
+        key = key_memories_of(self.memories, 25)
+        memories = [*key.people, *key.agents]
         borrowed = self._git.borrowed  # heads the pack like every recall (review 23: the SessionStart hook had none)
         lead = "\n".join(x for x in (borrowed.line if borrowed is not None else None, note) if x) or None
         return restore_pack(self.lessons.in_force(), ckp, decisions, key_memories(memories),

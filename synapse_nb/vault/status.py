@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from synapse_nb.context import Context
     from synapse_nb.vault import Vault
 
-__all__ = ["people_first_ids", "status"]
+__all__ = ["empty_status", "people_first_ids", "status"]
 
 
 def status(ctx: Context, vault: Vault) -> Status:
@@ -63,6 +63,17 @@ def status(ctx: Context, vault: Vault) -> Status:
                   borrowed=borrowed.line if borrowed is not None else None, awaiting_local_approval=awaiting,
                   settings_not_in_force=vault.settings.not_in_force_lines(),
                   pending_revisions=waiting[0], open_conflicts=waiting[1], agents_conflicts=waiting[2])
+
+
+def empty_status(vault_path: str, mind: str, actor: str) -> Status:
+    """What :func:`status` gives of a project with no vault yet (``vault_path``: where the first write creates it):
+    every count 0, in the shape a vault's status has (an agent's view counts approved lessons only). The MCP tool
+    ``get_status`` answers it on a new project (review 93: a tool error there)."""
+    counts: dict[str, dict[str, int]] = {"memories": dict.fromkeys(("total", "verified", "unverified", "expired"), 0)}
+    counts |= {name: {"total": 0} for name in ("checkpoints", "decisions", "episodes", "notes")}
+    counts["lessons"] = dict.fromkeys(("approved",) if actor == "agent" else ("pending", "approved", "expired"), 0)
+    return Status(vault_path=vault_path, mind=mind, actor=actor, counts=counts, pending_lessons=(),
+                  expiring_memories=(), expiring_lessons=(), schema_version=0)
 
 
 def people_first_ids(ctx: Context, ids: Iterable[str]) -> tuple[str, ...]:
