@@ -1,0 +1,149 @@
+"""A real team's leftovers (a twenty-first pass, after reviews 90 and 91), on the real PostgreSQL.
+
+1. Only the CLI's ``remember`` said that a person's write replaced another person's verified memory ("updated alice's
+   memory ...; alice's version is vN: `synapse-nb memory revert ID --to N`"): the Python API, ``%remember``, the
+   widgets that change a memory (MemoryBrowser's Revert, ChangeReview's Accept) and the CLI's ``memory revert`` and
+   ``memory accept`` said nothing. The write returns it now (``Memory.replaced``, ``Memory.note``), one code path,
+   and every surface shows it. (The MCP server acts as the agent only: an agent's change to a person's memory is a
+   revision, never a replacement.)
+2. ``team status`` listed this machine's feed positions of an earlier ``team join`` (another URL) beside the current
+   join's, as if this machine still synced them.
+3. A deletion's scrub a team vault left owed (the offline copy's ``copy-scrub.owed``, the index's ``scrub.owed``) ran
+   only at the next sync or repair; a person's open runs it now, as a local vault's does.
+4. With no ``team.toml``, ``team search-local`` in an agent's shell read the one copy on disk, possibly the person's
+   (every mind the person reads).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+from traitlets.config import Config
+from typer.testing import CliRunner
+
+import synapse_nb as syn
+from synapse_nb.cli import app
+from synapse_nb.widgets import ChangeReview, MemoryBrowser
+
+from .conftest import url_as
+
+SECRET = "zebrafinch"
+
+
+@pytest.fixture()
+def people(pg_admin_url: str, project: str) -> dict[str, str]:
+    """Two people and alice's agent: name -> URL."""
+    out = {}
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        for who, group in (("alice", "human"), ("bob", "human"), ("agent_alice", "agent")):
+            login = f"{project}_{who}"
+            c.execute(f"CREATE ROLE {login} LOGIN IN ROLE {project}_{group}")
+            if group == "agent":
+                c.execute(f"INSERT INTO {project}.mind_grants(grantee, mind) VALUES (%s, '*')", (login,))
+            out[who] = url_as(pg_admin_url, login) + f"?project={project}"
+    return out
+
+
+@pytest.fixture()
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project folder outside git, the current folder, no SYNAPSE_HOME, no agent's marker."""
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    monkeypatch.delenv("CLAUDECODE", raising=False)
+    f = tmp_path / "acme"
+    f.mkdir()
+    monkeypatch.chdir(f)
+    return f
+
+
+def _cli(url: str, *args: str) -> str:
+    r = CliRunner().invoke(app, ["--vault", url, *args])
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+def _note(login: str, mid: str, version: int) -> str:
+    return (f"replaced {login}'s memory {mid}; {login}'s version is v{version}: `synapse-nb memory revert {mid} --to "
+            f"{version}`")
+
+
+def test_every_surface_says_whose_verified_memory_a_persons_write_replaced(
+        people: dict[str, str], project: str, machine: Any, folder: Path) -> None:
+    alice, bob = machine("a", people["alice"]), machine("b", people["bob"])
+    ali, bo = f"{project}_alice", f"{project}_bob"
+    # the Python API: the memory the write returns carries it (replaced: the entry; note: the sentence)
+    mem = alice.remember("preference", "review_style", "squash merges only")
+    got = bob.remember("preference", "review_style", "rebase main freely")
+    assert got.replaced is not None and (got.replaced.login, got.replaced.version) == (ali, 1)
+    assert got.note == _note(ali, mem.id, 1)
+    assert bob.remember("preference", "review_style", "rebase main, carefully").note is None  # bob's own now
+    assert alice.memories.update(mem.id, content="squash, always").note == _note(bo, mem.id, 3)
+    assert "note" not in got.to_dict() and "replaced" not in got.to_dict()  # never stored, never in the JSON
+    # the CLI's remember, as review 90 made it, and its revert and accept
+    out = _cli(people["bob"], "remember", "preference", "review_style", "Rebase main freely")
+    assert out.startswith(f"updated {ali}'s memory {mem.id} [user · verified]"), out
+    assert f"; {ali}'s version is v4: `synapse-nb memory revert {mem.id} --to 4`" in out
+    out = _cli(people["alice"], "memory", "revert", mem.id, "--to", "1", "--yes")
+    assert _note(bo, mem.id, 5) in out, out
+    # the magic %remember, in bob's notebook
+    alice.remember("preference", "deploy_day", "never on fridays")
+    c = Config()
+    c.HistoryManager.enabled = False
+    c.HistoryManager.hist_file = ":memory:"
+    c.SynapseMagics.vault_path = people["bob"]
+    InteractiveShell.clear_instance()
+    ip = InteractiveShell.instance(config=c)
+    try:
+        ip.run_line_magic("load_ext", "synapse_nb")
+        with capture_output() as cap:
+            m = ip.run_line_magic("remember", "preference deploy_day fridays are fine")
+        assert m.note == _note(ali, m.id, 1)
+        (shown,) = cap.outputs  # the one confirmation, the note under its line (text and HTML)
+        assert shown.data["text/plain"].endswith(f"\n  {m.note}"), shown.data
+        assert "synapse-note" in shown.data["text/html"] and "version is v1: `synapse-nb memory revert" in \
+            shown.data["text/html"]
+    finally:
+        ip.run_line_magic("unload_ext", "synapse_nb")
+        InteractiveShell.clear_instance()
+    # the widgets: bob's Revert of alice's memory, bob's Accept of her agent's revision of it
+    oncall = alice.remember("context", "oncall", "bob is on call")
+    alice.remember("context", "oncall", "alice is on call")
+    w = MemoryBrowser(bob)
+    w.select(oncall.id)
+    w.revert_version.value = 1
+    assert w.revert_selected() is not None
+    assert _note(ali, oncall.id, 2).replace("'", "&#x27;") in w.message.value, w.message.value
+    alice.remember("context", "oncall", "carol is on call")
+    machine("aa", people["agent_alice"], actor="agent").remember("context", "oncall", "dave is on call")
+    (rev,) = bob.memories.revisions()
+    review = ChangeReview(bob)
+    review.revisions.value = rev.id
+    accepted = review.decide_revision(True)
+    assert accepted.note == _note(ali, oncall.id, 4)
+    assert _note(ali, oncall.id, 4).replace("'", "&#x27;") in review.message.value, review.message.value
+
+
+def test_the_cli_accept_says_it_and_a_persons_own_or_an_agents_write_says_nothing(
+        people: dict[str, str], project: str, machine: Any, folder: Path) -> None:
+    alice, bob = machine("a", people["alice"]), machine("b", people["bob"])
+    mem = alice.remember("procedure", "deploy", "make deploy, then tag")
+    agent = machine("aa", people["agent_alice"], actor="agent")
+    assert agent.remember("procedure", "deploy", "make deploy-prod, then tag").note is None  # a revision
+    (rev,) = bob.memories.revisions()
+    out = _cli(people["bob"], "memory", "accept", rev.id, "--yes")
+    assert _note(f"{project}_alice", mem.id, 1) in out, out
+    assert bob.remember("procedure", "deploy", "make deploy-prod, then tag v2").note is None  # bob's own version
+
+
+def test_a_local_vault_says_nothing(tmp_path: Path) -> None:
+    """A local vault records no logins: no write replaces "another person's" memory there (regression guard)."""
+    (tmp_path / "v").mkdir()
+    v = syn.open_vault(tmp_path / "v")
+    mem = v.remember("preference", "style", "squash")
+    assert v.remember("preference", "style", "rebase").note is None
+    assert v.memories.revert(mem.id, to=1).note is None
+    v.close()
