@@ -32,6 +32,7 @@ from synapse_nb.errors import ConflictError, PermissionDeniedError, StoreError, 
 from synapse_nb.gitscope.repo import find_repo
 from synapse_nb.offline import OfflineVault, copy_age, has_copy
 from synapse_nb.team_extra import require_psycopg
+from synapse_nb.team_machines import current_join
 from synapse_nb.vault.locate import (
     TEAM_DIRNAME,
     record_team_url,
@@ -450,6 +451,11 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
                       "index_copy": has_copy(folder), **_copy_state(folder)}
     try:
         info = store.server_info()
+        if recorded is not None:  # the folder's current join's rows: this machine's of an earlier join left out, said
+            joined = (team_cache_dir(vault_dir, *_split(u, project_dir)) for u in (recorded, agent_url) if u)
+            current = [folder, *joined]
+            info["machines"], earlier = current_join(info["machines"], vault_dir / TEAM_DIRNAME, current, project)
+            out |= {"earlier_joins": earlier} if earlier else {}
         if agent_url is not None and url == recorded:  # the server's verdict, before calling it the agent's own
             out["agent_login"] = _agent_login_said(recorded, agent_url, project_dir, project,
                                                    _agent_verdict(conninfo, project, agent_url))

@@ -28,6 +28,7 @@ from typer.testing import CliRunner
 
 import synapse_nb as syn
 from synapse_nb.cli import app
+from synapse_nb.team import join, open_team_vault, status
 from synapse_nb.widgets import ChangeReview, MemoryBrowser
 
 from .conftest import url_as
@@ -147,3 +148,41 @@ def test_a_local_vault_says_nothing(tmp_path: Path) -> None:
     assert v.remember("preference", "style", "rebase").note is None
     assert v.memories.revert(mem.id, to=1).note is None
     v.close()
+
+
+def _synced(url: str, folder: Path) -> Path:
+    """A person's recall over ``url`` from ``folder`` (the copy syncs and reports its position), closed: the handle's
+    cache folder."""
+    v = open_team_vault(url, local=folder)
+    try:
+        v.recall("fridays")
+        return Path(v.path)
+    finally:
+        v.close()
+
+
+def test_team_status_shows_only_the_current_joins_machines(
+        people: dict[str, str], project: str, pg_admin_url: str, folder: Path) -> None:
+    join(people["alice"], local=folder)
+    old = _synced(people["alice"], folder)
+    moved = people["alice"].replace("@127.0.0.1:", "@localhost:")  # the same server, another URL: another folder
+    assert moved != people["alice"]
+    join(moved, local=folder)
+    new = _synced(moved, folder)
+    assert new != old
+    with psycopg.connect(pg_admin_url) as c:  # the server keeps the old join's rows (no person may delete one)
+        names = [r[0] for r in c.execute(f"SELECT name FROM {project}.followers")]
+    assert any(str(old) in n for n in names) and any(str(new) in n for n in names), names
+    st = status(moved, local=folder)
+    shown = [m["name"] for m in st["machines"]]
+    assert shown and all(str(old) not in n for n in shown) and any(str(new) in n for n in shown), shown
+    said = st["earlier_joins"]
+    assert said.startswith(("1 feed position this machine reported for this folder under an earlier join",
+                            "2 feed positions this machine")), said
+    assert old.name in said and "DELETE FROM" in said
+    statement = said.split("drops them with: ", 1)[1].split("; and the old folders", 1)[0]
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:  # the administrator's statement, as said
+        c.execute(statement)
+        names = [r[0] for r in c.execute(f"SELECT name FROM {project}.followers")]
+    assert all(str(old) not in n for n in names) and any(str(new) in n for n in names), names
+    assert "earlier_joins" not in status(moved, local=folder)
