@@ -16,6 +16,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,8 @@ from typer.testing import CliRunner
 
 import synapse_nb as syn
 from synapse_nb.cli import app
+from synapse_nb.store.index.scrub import Owed
+from synapse_nb.store.postgres import copy
 from synapse_nb.team import join, open_team_vault, status
 from synapse_nb.widgets import ChangeReview, MemoryBrowser
 
@@ -186,3 +191,63 @@ def test_team_status_shows_only_the_current_joins_machines(
         names = [r[0] for r in c.execute(f"SELECT name FROM {project}.followers")]
     assert all(str(old) not in n for n in names) and any(str(new) in n for n in names), names
     assert "earlier_joins" not in status(moved, local=folder)
+
+
+def test_a_persons_open_runs_the_scrubs_a_team_vault_left_owed(
+        people: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = open_team_vault(people["alice"], local=tmp_path / "a")
+    mem = a.remember("context", "salary", f"Carol's salary band is L7 {SECRET}")
+    a.index.search(SECRET)  # the index is built
+    cache = _synced(people["alice"], tmp_path / "a")
+    a.close()
+    b = open_team_vault(people["bob"], local=tmp_path / "b")
+    b.memories.delete(mem.id)
+    b.close()
+    # alice's next sync applies bob's deletion, but its scrub is kept from finishing (another process's open read)
+    with monkeypatch.context() as m:
+        m.setattr(copy, "scrub", copy.reader_note)
+        _synced(people["alice"], tmp_path / "a")
+
+    def held() -> list[str]:
+        return [p.name for p in cache.glob("copy.db*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+
+    assert copy.scrub_owed(cache) and held(), held()
+    Owed(cache / "index").mark(person=True)  # a person's purge killed after its commit
+    v = open_team_vault(people["alice"], local=tmp_path / "a")  # the person's open, nothing else
+    try:
+        assert not copy.scrub_owed(cache) and not held(), held()
+        assert not Owed(cache / "index").person() and v.index.scrub_owed_since is None
+    finally:
+        v.close()
+
+
+def test_a_persons_open_says_so_when_the_copys_owed_scrub_cannot_finish(
+        people: dict[str, str], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    cache = _synced(people["alice"], tmp_path)
+    os.close(copy.open_own(cache / copy.COPY_SCRUB))  # owed
+    with copy._locked(cache):  # another process holds the copy's lock past the open's wait
+        v = open_team_vault(people["alice"], local=tmp_path)
+        v.close()
+        # a person at the command line reads it on stderr (the pool's log, `synapse_nb.team`, reaches no one)
+        r = subprocess.run([sys.executable, "-m", "synapse_nb", "--vault", people["alice"], "remember", "context",
+                            "oncall", "alice is on call"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                           env={k: x for k, x in os.environ.items() if k != "SYNAPSE_HOME"})
+    assert r.returncode == 0, r.stderr
+    assert "did not finish at this open" in r.stderr and str(cache / copy.COPY_LOCK) in r.stderr, r.stderr
+    assert copy.scrub_owed(cache)
+    assert any("did not finish at this open" in rec.getMessage() and copy.COPY_LOCK in rec.getMessage()
+               for rec in caplog.records), caplog.text
+    # an agent's open (the person's login acting as the agent: the same copy) leaves it to the next sync, as a local
+    # vault's open leaves an agent's owed index rewrite
+    v = open_team_vault(people["alice"], local=tmp_path, actor="agent")
+    try:
+        assert copy.scrub_owed(cache)
+    finally:
+        v.close()
+    v = open_team_vault(people["alice"], local=tmp_path)
+    try:
+        assert not copy.scrub_owed(cache)
+    finally:
+        v.close()
