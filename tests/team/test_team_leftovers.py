@@ -33,7 +33,7 @@ import synapse_nb as syn
 from synapse_nb.cli import app
 from synapse_nb.store.index.scrub import Owed
 from synapse_nb.store.postgres import copy
-from synapse_nb.team import join, open_team_vault, status
+from synapse_nb.team import join, offline_search, open_team_vault, status
 from synapse_nb.widgets import ChangeReview, MemoryBrowser
 
 from .conftest import url_as
@@ -251,3 +251,22 @@ def test_a_persons_open_says_so_when_the_copys_owed_scrub_cannot_finish(
         assert not copy.scrub_owed(cache)
     finally:
         v.close()
+
+
+def test_search_local_in_an_agents_shell_without_team_toml_refuses_the_copy_on_disk(
+        people: dict[str, str], folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    v = open_team_vault(people["alice"], local=folder)  # by URL (SYNAPSE_HOME in the person's shell): no team.toml
+    v.with_mind("hr").remember("context", "salary_band", "Secret: Carol's salary band is L7")
+    _synced(people["alice"], folder)
+    v.close()
+    assert not (folder / ".synapse" / "team.toml").exists()
+    assert "Carol" in offline_search("salary", mind="hr", local=folder)  # the person's shell: their one copy
+    monkeypatch.setenv("CLAUDECODE", "1")
+    out = CliRunner().invoke(app, ["--mind", "hr", "team", "search-local", "salary"])
+    assert out.exit_code != 0 and "Carol" not in out.output, out.output
+    assert "agent login's own copy" in out.output and "--vault URL" in out.output, out.output
+    with pytest.raises(syn.PermissionDeniedError):
+        offline_search("salary", mind="hr", local=folder)
+    # named: the agent login's own copy (none yet here), never the person's
+    out = CliRunner().invoke(app, ["--vault", people["agent_alice"], "--mind", "hr", "team", "search-local", "salary"])
+    assert "Carol" not in out.output, out.output
