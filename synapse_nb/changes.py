@@ -213,6 +213,25 @@ class HistoryEntry:
         out["before"] = None if self.before is None else self.state if not self.unreadable else self.before
         return out
 
+    @property
+    def whose(self) -> str:
+        """``alice's``: the login that made this change, as a line shows it (``''``: none, a local vault)."""
+        from synapse_nb.provenance import inline
+
+        return f"{inline(self.login, LOGIN_CHARS)}'s" if self.login else ""
+
+    def restore_hint(self) -> str:
+        """``alice's version is v1: `synapse-nb memory revert mem_... --to 1```: the version this entry left, whose
+        it is, and the command that restores it (what every surface says of a person's write that replaced it)."""
+        sid = shown_id(self.rid)
+        return f"{self.whose} version is v{self.version}: `synapse-nb memory revert {sid} --to {self.version}`"
+
+    def replaced_note(self) -> str:
+        """The note of a person's write that replaced the version this entry left (``Memory.note``, every surface's
+        one sentence: ``Versions.overwritten`` decides when): ``replaced alice's memory mem_...; alice's version is
+        v1: `synapse-nb memory revert mem_... --to 1```."""
+        return f"replaced {self.whose} memory {shown_id(self.rid)}; {self.restore_hint()}"
+
     def line(self) -> str:
         from synapse_nb.provenance import inline  # an imported entry's fields are checked; a stored one is quoted
 

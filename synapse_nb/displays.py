@@ -146,18 +146,30 @@ def record_html(rec: Any) -> str:
                  + f"<div style='color:{MUTED}'>{when}</div>")
 
 
+def _write_note(rec: Any) -> str | None:
+    """What the write that returned ``rec`` says besides (``Memory.note``: on a team vault, the other person's
+    verified version it replaced and the command that restores it), else None."""
+    note = getattr(rec, "note", None)
+    return note if isinstance(note, str) and note else None
+
+
 def confirmation_text(verb: str, rec: Any) -> str:
-    """The one line a write prints: ``✔ remembered mem_… [user · verified] procedure/run_migrations``."""
-    return f"✔ {verb} {shown_id(rec.id)} {mark(rec)} {record_title(rec, 60)}"
+    """The one line a write prints: ``✔ remembered mem_… [user · verified] procedure/run_migrations``, and the
+    write's note on the next line when it has one (``  replaced alice's memory mem_…; alice's version is v1: ...``)."""
+    note = _write_note(rec)
+    return f"✔ {verb} {shown_id(rec.id)} {mark(rec)} {record_title(rec, 60)}" + (f"\n  {note}" if note else "")
 
 
 def confirmation_html(verb: str, rec: Any) -> str:
-    """The one-line confirmation of a write, with the record's full display one click away (a ``<details>``)."""
+    """The one-line confirmation of a write, with the record's full display one click away (a ``<details>``), and the
+    write's note under it, never folded away."""
     line = (f"<span style='color:{OK};font-weight:bold'>✔</span> {esc(verb)} {code(shown_id(rec.id))} {mark_html(rec)} "
             f"<b>{esc(record_title(rec, 60))}</b> "
             f"<span style='color:{MUTED}'>(details)</span>")
+    note = _write_note(rec)
     return block(f"<details class='synapse-confirmation'><summary style='cursor:pointer'>{line}</summary>"
-                 f"<div style='margin:4px 0 0 16px'>{record_html(rec)}</div></details>")
+                 f"<div style='margin:4px 0 0 16px'>{record_html(rec)}</div></details>"
+                 + (f"<div class='synapse-note' style='margin:2px 0 0 16px'>{esc(note)}</div>" if note else ""))
 
 
 def _columns(kind: str) -> tuple[list[str], str, list[bool]]:

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
     from synapse_nb.context import Context
 
-__all__ = ["Versions", "as_of_ts", "deleted_by_agent", "entries", "mind_as_of", "prune", "recent", "record",
-           "record_many", "state_at"]
+__all__ = ["REPLACING", "Versions", "as_of_ts", "deleted_by_agent", "entries", "mind_as_of", "prune", "recent",
+           "record", "record_many", "state_at"]
 
 
 def record(ctx: Context, action: str, before: Record | None, after: Record | None, *, at: str,
@@ -105,6 +105,10 @@ def as_of_ts(value: object, name: str = "as_of") -> str:
     raise ValidationError(f"{name} must be a datetime or ISO 8601 text, got {type(value).__name__}")
 
 
+#: The actions by which a person's write replaces what a memory held (:meth:`Versions.overwritten`).
+REPLACING = ("update", "revert", "accept")
+
+
 class Versions(list[HistoryEntry]):
     """A record's history entries, oldest first, with each version's record (:meth:`record`)."""
 
@@ -127,10 +131,10 @@ class Versions(list[HistoryEntry]):
 
     def overwritten(self) -> HistoryEntry | None:
         """On a team vault, the entry of another person's login whose verified version the newest entry (a person's
-        update) replaced, else None: the person who typed it and the version to revert to (review 90; a local vault
-        records no logins). A person's write over another's stays a write, not a revision: people are peers
-        (docs/team.md, "Who changed what")."""
-        if len(self) < 2 or self[-1].action != "update" or self[-1].actor != "user":
+        update, revert or acceptance of an agent's revision: each writes new content over it) replaced, else None: the
+        person who typed it and the version to revert to (review 90; a local vault records no logins). A person's
+        write over another's stays a write, not a revision: people are peers (docs/team.md, "Who changed what")."""
+        if len(self) < 2 or self[-1].action not in REPLACING or self[-1].actor != "user":
             return None
         last, prev = self[-1], self[-2]
         before = last.previous

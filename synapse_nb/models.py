@@ -41,6 +41,7 @@ from synapse_nb.provenance import (
     md_inline,
     neutralise,
 )
+from synapse_nb.replaced import Replaced
 from synapse_nb.reports import PruneReport, Status
 
 if TYPE_CHECKING:
@@ -214,6 +215,14 @@ class Memory(Record):
     verified: bool = True
     confidence: float = 1.0
     expires_at: str | None = None
+    #: on a team vault, the entry of another person's verified version this person's write replaced (not stored)
+    replaced: Replaced | None = field(default=None, compare=False, metadata={"transient": True})
+
+    @property
+    def note(self) -> str | None:
+        """What the write that returned this memory should say (None: nothing): whose version it replaced and the
+        command that restores it (:meth:`~synapse_nb.changes.HistoryEntry.replaced_note`)."""
+        return None if self.replaced is None else self.replaced.replaced_note()
 
     @property
     def text(self) -> str:

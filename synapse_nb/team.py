@@ -32,6 +32,7 @@ from synapse_nb.errors import ConflictError, PermissionDeniedError, StoreError, 
 from synapse_nb.gitscope.repo import find_repo
 from synapse_nb.offline import OfflineVault, copy_age, has_copy
 from synapse_nb.team_extra import require_psycopg
+from synapse_nb.team_machines import current_join
 from synapse_nb.vault.locate import (
     TEAM_DIRNAME,
     record_team_url,
@@ -450,6 +451,11 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
                       "index_copy": has_copy(folder), **_copy_state(folder)}
     try:
         info = store.server_info()
+        if recorded is not None:  # the folder's current join's rows: this machine's of an earlier join left out, said
+            joined = (team_cache_dir(vault_dir, *_split(u, project_dir)) for u in (recorded, agent_url) if u)
+            current = [folder, *joined]
+            info["machines"], earlier = current_join(info["machines"], vault_dir / TEAM_DIRNAME, current, project)
+            out |= {"earlier_joins": earlier} if earlier else {}
         if agent_url is not None and url == recorded:  # the server's verdict, before calling it the agent's own
             out["agent_login"] = _agent_login_said(recorded, agent_url, project_dir, project,
                                                    _agent_verdict(conninfo, project, agent_url))
@@ -519,12 +525,18 @@ def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str
         url = None if urls is None else urls.agent_url if acting == "agent" and urls.agent_url else urls.url
     if url is not None:
         folder = _cache(url, project_dir)[2]
-    else:  # no URL known: the one copy this machine keeps (one per team vault and login)
-        from synapse_nb.store.postgres.cachedir import ASIDE
+    elif acting == "agent":  # no URL known: which copy is the agent login's, no file here says (a twenty-first pass)
+        raise PermissionDeniedError(
+            "team search-local in an agent's shell reads the agent login's own copy, and this folder names no team "
+            "vault (no .synapse/team.toml): the one copy on this machine may be the person's, which holds every mind "
+            "the person reads. Name the agent's own login: --vault URL (or SYNAPSE_HOME), or a person runs `synapse-nb "
+            "team join URL --agent-url AGENT_URL` here")
+    else:  # no URL known: the one copy this machine keeps (one per team vault and login), a person's shell only
+        from synapse_nb.store.postgres.cachedir import ASIDE, is_own_folder
 
-        # never a folder set aside (another user's, or a symlink: kept, never read)
+        # never a folder set aside (another user's, or a symlink: kept, never read), nor one another Unix user owns
         copies = sorted(p for p in (project_dir / LOCAL_DIRNAME / TEAM_DIRNAME).glob("*")
-                        if ASIDE not in p.name and has_copy(p))
+                        if ASIDE not in p.name and is_own_folder(p) and has_copy(p))
         if len(copies) != 1:
             kept = "no copy" if not copies else f"{len(copies)} copies (of team vaults, logins)"
             raise ValidationError(

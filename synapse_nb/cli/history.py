@@ -95,7 +95,11 @@ def memory_revert(
     """
     require_human_here(ctx, yes, "reverting a memory")
     m = open_vault_for(ctx).memories.revert(key, to=to)
-    print_record(m, as_json, f"reverted {shown_id(m.id)} to version {to}: {m.summary_line()}")
+    # a team vault: another person's verified version replaced is named, with the way back (as `remember` does)
+    print_record(m, as_json, f"reverted {shown_id(m.id)} to version {to}: {m.summary_line()}"
+                 + (f"\n{m.note}" if m.note else ""))
+    if as_json and m.note:
+        typer.echo(f"{PROG}: note: {m.note}", err=True)
 
 
 @memory_app.command("revisions")
@@ -160,7 +164,7 @@ def memory_accept(
             fail(f"not accepted: {shown_id(rev.id)} is still pending")
         seen = rev.fields
     m = v.memories.accept(revision, force=force, seen=seen)
-    typer.echo(f"accepted {inline(revision, 40)}: {m.summary_line()}")
+    typer.echo(f"accepted {inline(revision, 40)}: {m.summary_line()}" + (f"\n{m.note}" if m.note else ""))
 
 
 @memory_app.command("reject")

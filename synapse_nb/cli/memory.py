@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from synapse_nb.changes import LOGIN_CHARS
 from synapse_nb.cli._common import (
     PROG,
     TAGS_HELP,
@@ -34,7 +33,7 @@ from synapse_nb.cli._common import (
 )
 from synapse_nb.differences import shown_memory
 from synapse_nb.models import CATEGORIES, PRIORITIES
-from synapse_nb.provenance import inline, mark
+from synapse_nb.provenance import mark
 from synapse_nb.render import (
     plural,
     shown_id,  # (review 41: an id as a reader shows it)
@@ -419,12 +418,11 @@ def remember(
                      f"human to accept (synapse-nb memory revisions); {shown_id(m.id)} is unchanged")
         return
     verb = "remembered" if m.created_at == m.updated_at else "updated"
-    # a team vault: another person's verified version replaced is named, with the way back (review 90)
-    prev = v.memories.overwritten(m) if verb == "updated" else None
-    whose = "" if prev is None else f"{inline(prev.login or '', LOGIN_CHARS)}'s "
-    back = "" if prev is None else (f"; {whose}version is v{prev.version}: `synapse-nb memory revert "
-                                    f"{shown_id(m.id)} --to {prev.version}`")
-    print_record(m, as_json, f"{verb} {whose and whose + 'memory '}{shown_id(m.id)} {mark(m)} {m.address} "
-                 f"[{m.priority}]{back}")
-    if as_json and back:  # the JSON stays the record; a person at the terminal still reads whose it was
-        typer.echo(f"{PROG}: note: updated {whose}memory{back}", err=True)
+    # a team vault: another person's verified version replaced is named, with the way back (review 90): the write
+    # returns it (m.replaced, m.note), as it does to every surface
+    prev = m.replaced
+    whose = "" if prev is None else f"{prev.whose} memory "
+    back = "" if prev is None else f"; {prev.restore_hint()}"
+    print_record(m, as_json, f"{verb} {whose}{shown_id(m.id)} {mark(m)} {m.address} [{m.priority}]{back}")
+    if as_json and m.note:  # the JSON stays the record; a person at the terminal still reads whose it was
+        typer.echo(f"{PROG}: note: {m.note}", err=True)

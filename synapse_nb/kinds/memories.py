@@ -199,7 +199,7 @@ class Memories(MemoryHistory, KindManager[Memory]):
                 table.update(mem.id, updated_at=ts, content=content, tags=mem.tags, priority=mem.priority,
                              source=src, verified=ver, confidence=conf, expires_at=mem.expires_at)
                 self._changed("update", existing, mem, ts)
-        return mem
+        return self._noted(existing, mem)
 
     def update(self, id: str, *, content: str | None = None, tags: Tags | None = None, priority: str | None = None,
                confidence: float | None = None, expires: str | datetime | timedelta | None = _UNSET) -> Memory:
@@ -235,7 +235,7 @@ class Memories(MemoryHistory, KindManager[Memory]):
             self._table.update(mem.id, updated_at=ts, content=new_content, tags=new_tags, priority=new_prio,
                                confidence=new_conf, verified=new_verified, expires_at=new_exp)
             self._changed("update", mem, after, ts)
-        return self.get(mem.id)
+        return self._noted(mem, self.get(mem.id))
 
     def verify(self, id: str, *, confidence: float | None = None, seen: Memory | None = None) -> Memory:
         """Mark a memory verified by a human (user actor only). Optionally set its confidence.

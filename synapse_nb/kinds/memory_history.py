@@ -23,7 +23,7 @@ from synapse_nb._util import (
     parse_ts,
     shown_id,
 )
-from synapse_nb.changes import LINK_STATUSES, REVISED_FIELDS, REVISION_STATUSES, Conflicts, HistoryEntry, Link, Revision
+from synapse_nb.changes import LINK_STATUSES, REVISED_FIELDS, REVISION_STATUSES, Conflicts, Link, Revision
 from synapse_nb.errors import AmbiguousIdError, ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 from synapse_nb.kinds._base import KindManager, resolve_prefix
 from synapse_nb.models import CATEGORIES, PRIORITIES, Memory, Record, kind_of_id
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from synapse_nb.context import Context
     from synapse_nb.history import Versions
+    from synapse_nb.replaced import Replaced
     from synapse_nb.store.base import MemoryTable
 
 __all__ = ["RESOLUTIONS", "REVISED_FIELDS", "MemoryHistory"]
@@ -145,13 +146,27 @@ class MemoryHistory:
             out.note = self._held_before(rid, key, category)
         return out
 
-    def overwritten(self, mem: Memory) -> HistoryEntry | None:
-        """After a person's update of ``mem`` on a team vault: the entry of another person's login whose verified
-        version it replaced (their login, the version to revert to: ``Versions.overwritten``), else None. A local
-        vault records no logins, so nothing is read there."""
+    def overwritten(self, mem: Memory) -> Replaced | None:
+        """After a person's update, revert or acceptance of ``mem`` on a team vault: the entry of another person's
+        login whose verified version it replaced (their login, the version to revert to: ``Versions.overwritten``),
+        else None. A local vault records no logins, so nothing is read there. The write itself returns it as the
+        memory's ``replaced`` (and ``note``): :meth:`_noted`."""
+        if mem.replaced is not None:
+            return mem.replaced
         if not getattr(getattr(self._ctx.store, "dialect", None), "logins", False):
             return None
         return history.entries(self._ctx, mem.id).overwritten()
+
+    def _noted(self, before: Memory | None, mem: Memory) -> Memory:
+        """``mem`` as a person's write (``remember``, ``update``, ``revert``, ``accept``) returns it: on a team vault,
+        with ``replaced`` (so ``note``) when the write replaced another person's verified version (``before``), so
+        that every surface says whose version it was and how to restore it, from this one place (the CLI's
+        ``remember`` alone said it before). Read only after such a write: nothing is read for an agent's write, a new
+        memory or an unverified one."""
+        if before is None or not before.verified or self._ctx.actor != "user":
+            return mem
+        prev = self.overwritten(mem)
+        return mem if prev is None else replace(mem, replaced=prev)
 
     def get(self, id: str, *, category: str | None = None, as_of: datetime | str | None = None) -> Memory:
         """The memory with this id (or unique prefix), or this key (with ``category`` when several share it);
@@ -215,7 +230,7 @@ class MemoryHistory:
                                    confidence=old.confidence, expires_at=old.expires_at, source=old.source,
                                    verified=old.verified)
             self._changed("revert", current, restored, ts)
-        return restored
+        return self._noted(current, restored)
 
     # -- revisions: an agent's change to a human's memory waits for a human -----------------------------------
     def needs_revision(self, mem: Memory) -> bool:
@@ -309,7 +324,7 @@ class MemoryHistory:
             self._table.update(mem.id, updated_at=ts, verified=True, **values)
             ctx.store.revisions.decide(rev.id, "accepted", ts)
             self._changed("accept", mem, after, ts)
-        return after
+        return self._noted(mem, after)
 
     def reject(self, revision_id: str) -> Revision:
         """Reject an agent's pending revision (human only): the memory stays as it is."""

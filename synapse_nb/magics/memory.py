@@ -47,7 +47,8 @@ class MemoryMagics(FamilyMagics):
 
         Memories written here are the user's: verified, confidence 1.0. Prints one line (``✔ remembered mem_…
         procedure/run_migrations [user · verified]``; in a notebook the memory in full is one click away) and
-        returns the Memory (``m = %remember ...``).
+        returns the Memory (``m = %remember ...``). On a team vault, an update of another person's verified memory
+        adds a line under it: whose version it replaced and the command that restores it (``m.note``).
 
         Words of the content may look like options (``python clean.py --wave 2025``): only
         ``--tags``, ``--priority`` and ``--expires`` are read as options, and after ``--`` nothing is.

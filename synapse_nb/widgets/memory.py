@@ -315,7 +315,8 @@ class MemoryBrowser(FamilyWidget):
             self.say(f"not reverted: {exc}", error=True)
             return None
         self.refresh()
-        self.say(f"reverted {shown_id(mem.id)} ({mem.address}) to version {to}")
+        # a team vault: another person's verified version it replaced, and how to restore it (Memory.note)
+        self.say(f"reverted {shown_id(mem.id)} ({mem.address}) to version {to}" + (f"; {mem.note}" if mem.note else ""))
         out: Memory | None = mem
         return out
 

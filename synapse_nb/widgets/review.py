@@ -198,7 +198,8 @@ class ChangeReview(FamilyWidget):
             return None
         self.revisions.value = None
         self.refresh()
-        self.say(f"{'accepted' if accept else 'rejected'} {shown_id(rid)}")
+        note = getattr(out, "note", None) if accept else None  # another person's verified version it replaced
+        self.say(f"{'accepted' if accept else 'rejected'} {shown_id(rid)}" + (f"; {note}" if note else ""))
         return out
 
     def resolve(self, action: str) -> Any:

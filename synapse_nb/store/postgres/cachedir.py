@@ -31,8 +31,8 @@ from pathlib import Path
 from synapse_nb.errors import StoreError
 from synapse_nb.own_files import open_regular
 
-__all__ = ["ASIDE", "GOES_WITH", "OWN_FILES", "OWN_FOLDERS", "claim_folder", "open_own", "own_folder", "private_folder",
-           "read_own_text", "set_aside", "sweep"]
+__all__ = ["ASIDE", "GOES_WITH", "OWN_FILES", "OWN_FOLDERS", "claim_folder", "is_own_folder", "open_own", "own_folder",
+           "private_folder", "read_own_text", "set_aside", "sweep"]
 
 log = logging.getLogger("synapse_nb.team")
 
@@ -131,6 +131,16 @@ def private_folder(folder: Path) -> None:
             if (uid is None or st.st_uid == uid) and not path.is_symlink() and st.st_mode & 0o777 != want:
                 with contextlib.suppress(OSError):
                     path.chmod(want)
+
+
+def is_own_folder(folder: Path) -> bool:
+    """Whether ``folder`` is a real directory (not a symlink) this Unix user owns: a cache folder whose copy it may
+    read as its own (``team search-local`` with no URL known: never another user's, an agent's own one included)."""
+    try:
+        st = folder.lstat()
+    except OSError:
+        return False
+    return _why(st, folder=True) is None
 
 
 def own_folder(folder: Path) -> Path:

@@ -41,6 +41,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -96,6 +97,10 @@ LOCK_SECONDS = 2.0
 #: Milliseconds a scrub waits for another process's read of ``copy.db`` to end (review 34: it waited the 30 s busy
 #: timeout, then its checkpoint answered busy and the deleted text stayed in the file, unsaid).
 SCRUB_BUSY_MS = 2000
+#: A person's open runs a scrub a sync left owed (:meth:`CopyKeeper.run_owed`) within the open's budget: it tries
+#: ``copy.lock`` this long (a local vault's open waits as long for its index lock: ``scrub.RECALL_LOCK_WAIT``), and
+#: another process's read of ``copy.db`` :data:`SCRUB_BUSY_MS`, as every scrub does.
+OPEN_WAIT = 0.25
 
 _LIVE: weakref.WeakSet[CopyKeeper] = weakref.WeakSet()
 
@@ -150,6 +155,29 @@ class CopyKeeper:
         finally:
             self._hurry.clear()
 
+    def run_owed(self, wait: float = OPEN_WAIT) -> str | None:
+        """At a person's writable open of the team vault (as a local vault's open runs its owed index scrub:
+        ``purge.run_owed``): a deletion's scrub a sync left owed (:data:`COPY_SCRUB`: the sync killed, or kept from
+        finishing) runs now, in the opening call, after the change feed is applied (a deletion the killed sync had not
+        applied yet is applied first), trying ``copy.lock`` ``wait`` s at most (the sync's own :data:`LOCK_SECONDS`).
+        Returns None when nothing is owed any more, else what the warning it logs says (the next sync runs it). Never
+        fails the open."""
+        owner = self._owner()
+        if owner is None or owner.folder is None or not scrub_owed(owner.folder):
+            return None
+        try:
+            self._sync(wait)
+        except Exception as exc:  # noqa: BLE001 - a cache: the next sync runs it
+            self.behind = f"its sync failed: {exc}"
+        if not scrub_owed(owner.folder):
+            return None
+        note = behind_note(owner.folder, self.behind or "another process's open read of it kept the scrub from "
+                           "finishing")
+        # said where a person reads it (stderr, as the index's owed rewrite is: purge.run_owed), not on the pool's log
+        logging.getLogger("synapse_nb.copy").warning(
+            "the scrub of a deletion this machine's offline copy owed did not finish at this open: %s", note)
+        return note
+
     def close(self) -> None:
         self.flush()
         self._stopped = True
@@ -183,7 +211,8 @@ class CopyKeeper:
             if not self._poked.is_set():
                 self._idle.set()
 
-    def _sync(self) -> None:
+    def _sync(self, wait: float | None = None) -> None:
+        """Bring the copy up to the server; ``wait``: how long ``copy.lock`` is tried (default :data:`LOCK_SECONDS`)."""
         self.behind = None
         if not self.wrote and self.seen_version is not None and self.seen_version == self.copy_version:
             return  # the operation read the version the copy is at, and nothing was written since
@@ -199,7 +228,7 @@ class CopyKeeper:
         version = self._store.data_version()[0]
         if version == self.copy_version and (owner.folder / COPY_DB).is_file() and not scrub_owed(owner.folder):
             return
-        with _locked(owner.folder) as got:  # one sync of a folder at a time: a replace never lands after a newer one
+        with _locked(owner.folder, wait) as got:  # one sync of a folder at a time: never a replace after a newer one
             if not got:  # held past LOCK_SECONDS: skip; the copy stays as it was and the next poke tries again
                 self.wrote = True
                 self.behind = f"another process holds {owner.folder / COPY_LOCK}"
