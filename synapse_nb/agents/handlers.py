@@ -189,7 +189,7 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
             if mark is not None:
                 _left(v, event, lessons, (), kept, owed)
         else:
-            context, kept = cut_parts([(f"{head}\n\n{none_approved(v)}\n", ()), *after],
+            context, kept = cut_parts([(f"{head}\n\n{none_approved(v.lessons)}\n", ()), *after],
                                       SESSION_START_TOKENS * 4)
     given = (lambda: mark(kept)) if mark is not None else None
     return HookAnswer(context=context, notice=_pending_notice(v), delivered=given)

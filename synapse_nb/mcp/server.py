@@ -297,7 +297,7 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
             # whole, within the answer budget; the memory within its own small budget (review 93: every memory, in
             # priority order, until the answer budget: 13-15k characters on a vault of 220)
             start = start_memory(v.memories, START_REST)
-            text = f"{banner_text(lessons) or none_approved(v)}\n\n{start.text}"
+            text = f"{banner_text(lessons) or none_approved(v.lessons)}\n\n{start.text}"
             return answer(text, {"lessons": [_lesson_brief(x) for x in lessons], **start.to_dict(), "vault": True})
 
     async def restore_checkpoint(checkpoint_id: S.CheckpointId = None) -> CallToolResult:

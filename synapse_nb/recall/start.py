@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from synapse_nb._util import estimate_tokens, plural
 from synapse_nb.errors import SynapseError
@@ -30,7 +30,6 @@ from synapse_nb.recall.pack import KEY_PRIORITIES
 if TYPE_CHECKING:
     from synapse_nb.kinds.memories import Memories
     from synapse_nb.models import Memory
-    from synapse_nb.vault import Vault
 
 __all__ = ["START_MEMORIES", "START_MEMORY_TOKENS", "KeyMemories", "StartMemory", "key_memories_of", "none_approved",
            "start_memory"]
@@ -143,12 +142,17 @@ def start_memory(memories: Memories, rest: str, budget_tokens: int = START_MEMOR
                        tuple(shown), key.agents_total)
 
 
-def none_approved(v: Vault) -> str:
+class _Lessons(Protocol):
+    def expired_count(self) -> int: ...
+
+
+def none_approved(lessons: _Lessons) -> str:
     """What a session's start says where the banner would be when no approved lesson is in force: "yet" only where
     none ever ran out (review 86: it read as a new project after every lesson expired). Nothing about approving: that
-    is the person's act."""
+    is the person's act. ``lessons``: the vault's lessons (``v.lessons``; a protocol, so this module needs no vault:
+    the vault's facade reads it)."""
     try:
-        expired = v.lessons.expired_count()
+        expired = lessons.expired_count()
     except SynapseError:
         expired = 0
     return "No approved lessons." if expired else "No approved lessons yet."
