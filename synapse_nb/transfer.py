@@ -452,8 +452,9 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
             store.transfer.advance_clock(latest)
         check = links.check_brought(store, [rec for _, rec in imported], store.stamp(ctx.now_ts()))  # at commit
         # each record imported gets its history entry, after any history the file brought, unless that history
-        # ends in the record as the file brings it (review 91: `memory history` and revert of a copy)
-        owed = owed_import_entries(store, imported, wrote)
+        # ends in the record as the file brings it in a copy (review 91: `memory history` and revert of a copy;
+        # review 92: elsewhere the file's history read as the vault's own)
+        owed = owed_import_entries(store, imported, wrote, copy=trust and not links.held)
         if owed:
             history.record_many(ctx, "import", owed, at=store.stamp(ctx.now_ts()))
     out = ImportCounts(counts, dict(claims), claimed)

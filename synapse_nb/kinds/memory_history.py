@@ -142,7 +142,7 @@ class MemoryHistory:
         out = history.entries(self._ctx, rid)
         if key is not None:  # named by key: another record may have held it (review 91: an agent deleted its memory
             # and wrote the key again, and the person's `memory history KEY` showed one clean version)
-            out.note = self._held_before(rid, key, category)
+            out.note = "; ".join(n for n in (out.note, self._held_before(rid, key, category)) if n) or None
         return out
 
     def overwritten(self, mem: Memory) -> HistoryEntry | None:
