@@ -52,7 +52,7 @@ def memory_history(
     as_json: JsonOpt = False,
 ) -> None:
     """Every version of a memory: when, what, who (user / agent) through which surface, the digests before and after.
-    Named by key, it also names the other memories that held the key before (deleted ones too), by id.
+    Named by key, it also names the other memories of its category that held the key before it (deleted ones), by id.
     Versions an imported file supplied read "[from a file: ...]" (--json: "from_file": true): their time, actor and
     surface are what the file says.
 
