@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 import synapse_nb as syn
 from synapse_nb._util import fmt_ts
 from synapse_nb.cli import app
+from synapse_nb.widgets.memory import history_html
 
 BACKDATED = "2024-01-02T09:00:00.000000Z"
 
@@ -79,6 +80,8 @@ def test_a_files_history_imported_without_trust_reads_as_the_files(person: syn.V
     assert re.search(r" import +\[user( \S+)? via import\]", lines[1])  # a team vault names the person's login
     assert lines[-1] == ("note: v1 came from an imported file (v2 is the import): its time, actor and surface are "
                          "what the file says, not what this vault recorded")
+    panel = history_html(h)  # the notebook's MemoryBrowser says it too
+    assert panel.count("from a file: ") == 1 and "from a file: agent via mcp" in panel
     # the import took the record as that history left it (review 91: not as deleted)
     assert h.record(1) == h.record(2) == ci and h.known(1)
     assert person.memories.get(ci.id, as_of=fmt_ts(clock.now - timedelta(days=30))) == ci
