@@ -143,8 +143,8 @@ class ImportCounts(dict[str, int]):
         self.agent_login: str | None = None
         #: the file's header said it is an export of a borrowed vault (:data:`BORROWED_CLAIM`)
         self.borrowed = False
-        #: the duplicate check of the records brought into minds that held records, after the commit (None: none
-        #: held any; review 92)
+        #: the duplicate check of the records brought into minds that held records, run (and filled in) once the
+        #: outermost transaction has committed (None: no such mind; review 92)
         self.checked: BroughtCheck | None = None
 
     def claims_text(self) -> str:

@@ -190,8 +190,9 @@ class FileLinks:
         (the check of a 3,001-record file held it 58 s, past the lock timeout: writes beside it failed). A file of
         an older schema (no links) has its records also compared with each other, each with those of the batches
         before it. Their history entries keep their own times, and the mark may be past them (or the file brought
-        none): the check would never read them (review 87). Returns what the check did (None: no mind held
-        records)."""
+        none): this is the check they get (review 87); once every record is compared, the mark moves as a copy's
+        (:meth:`keep_checked`), so a later listing does not judge the file's entries again. Returns what the check
+        did (None: no mind held records), filled in once the outermost transaction has committed."""
         if not self._held:
             return None
         records = sorted((replace(r, updated_at=at) for r in brought if r.kind in CHECKED_KINDS),
