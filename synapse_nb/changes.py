@@ -232,11 +232,14 @@ class HistoryEntry:
         v1: `synapse-nb memory revert mem_... --to 1```."""
         return f"replaced {self.whose} memory {shown_id(self.rid)}; {self.restore_hint()}"
 
-    def line(self) -> str:
+    def line(self, *, from_file: bool = False) -> str:
+        """The entry as ``memory history`` lists it; ``from_file``: an imported file supplied it, and what it says
+        of who, when and through which surface is the file's (``Versions.from_file``; review 92)."""
         from synapse_nb.provenance import inline  # an imported entry's fields are checked; a stored one is quoted
 
         return (f"v{inline(self.version, 6):<3} {_ts(self.at)}  {inline(self.action, 12):<9} "
-                f"[{_who(self.actor, self.login)} via {inline(self.surface, 12)}]  "
+                f"[{'from a file: ' if from_file else ''}{_who(self.actor, self.login)} via "
+                f"{inline(self.surface, 12)}]  "
                 f"{inline(self.digest_before or '-', 16):>16} -> {inline(self.digest_after or '-', 16)}")
 
 

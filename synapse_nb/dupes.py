@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapse_nb._util import new_id
 from synapse_nb.changes import Link
+from synapse_nb.dupes_reads import Apart, Stats, fetch, near
 from synapse_nb.errors import PermissionDeniedError, StoreError
 from synapse_nb.models import RANKED_KINDS, Record, kind_of_id
 from synapse_nb.provenance import human_record
@@ -406,17 +407,18 @@ def waiting(store: VaultStore) -> int:
 
 
 def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None = None,
-               waiting_after: str | None = None) -> list[Link]:
+               waiting_after: str | None = None, apart: Apart | None = None) -> list[Link]:
     """The links the check finds for ``records`` (already stored) against their minds' records: one BM25 read per
     record, then one read of every candidate's text, then :func:`classify` per pair (each text analysed once).
     ``waiting_after``: records written after this stamp wait for a later check of their own, which pairs them with
-    what was written before them (``records`` are one batch of a larger backlog), so they are no candidates here."""
+    what was written before them (``records`` are one batch of a larger backlog), so they are no candidates here.
+    ``apart``: records never paired with ``records`` (an import's own: :func:`synapse_nb.dupes_reads.near`)."""
     texts = {r.id: r.text for r in records}
     extra = min(len(records) - 1, SYNC_MAX)
     vocab = sorted({w for t in texts.values() for w in words(t)})
     out: list[Link] = []
     with store.snapshot():
-        stats = _Stats(store, any(human_record(r) for r in records))
+        stats = Stats(store, any(human_record(r) for r in records))
         df, pdf, n_docs, n_people = stats.df, stats.people, stats.n_docs, stats.n_people
         stats.read(vocab)
         hits: dict[str, list[str]] = {}
@@ -427,11 +429,12 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
                 continue
             # the rarest words another record holds too (the record's own count is 1): a long record's words of
             # its own would fill the query and find nothing but itself
-            query = sorted(ws, key=lambda w: (df.get(w, 0) <= 1, df.get(w, 0), w))[:MAX_WORDS]
+            query = (sorted(ws, key=lambda w: (df.get(w, 0) <= 1, df.get(w, 0), w))[:MAX_WORDS] if apart is None
+                     else apart.query(ws, df, MAX_WORDS))  # (no word another record holds: no candidate)
             # (deeper by the records checked with it, up to SYNC_MAX: copies written together tie with each other
             # and would otherwise fill the depth, keeping the record they all repeat out of it)
-            got = [h for h in store.recall.bm25(rec.mind, query, depth=2 * DEPTH + 1 + extra)
-                   if h.id != rec.id and kind_of_id(h.id) in CHECKED_KINDS]
+            got = near(store, rec, query, 2 * DEPTH + 1 + extra, CHECKED_KINDS, apart.ids if apart else frozenset()) \
+                if query else []
             # the best DEPTH and every hit tied with the last of them: ids are random, so a cut inside a tie would
             # make the check's answer depend on them
             ids = [h.id for h in got if len(got) <= DEPTH or h.score >= got[DEPTH - 1].score]
@@ -483,9 +486,10 @@ def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None =
         unread = {r.id for r in records}
         for rec in sorted(records, key=lambda r: (r.updated_at, r.id)):
             unread.discard(rec.id)
-            near = hits.get(rec.id, [])
-            ids = [i for i in dict.fromkeys([*near, *(standing(i, rec.mind) for i in near)]) if i != rec.id]
-            _fetch(store, rec.mind, [i for i in ids if i not in cand], cand, stats)
+            hit = hits.get(rec.id, [])
+            ids = [i for i in dict.fromkeys([*hit, *(standing(i, rec.mind) for i in hit)])
+                   if i != rec.id and (apart is None or i not in apart.ids)]
+            fetch(store, rec.mind, [i for i in ids if i not in cand], cand, stats)
             # a person's record is also weighed by people's records alone, for the case its candidate is a person's
             # too (known once the candidate is read, below): agents' writes then change nothing of the pair
             mine = stats.split and human_record(rec)
@@ -558,41 +562,3 @@ def _contradiction_group(store: VaultStore, rid: str, new: Sequence[Link]) -> se
                 seen.add(other)
                 todo.append(other)
     return seen
-
-
-class _Stats:
-    """The word statistics of one check, read in its snapshot: every gate record's (``df``, ``n_docs``) and people's
-    (``people``, ``n_people``: the agents' unverified records left out), which weigh a pair of two people's records.
-    ``split``: the two differ (some person's record is checked, and the vault holds agents' unverified records);
-    else ``people`` is ``df`` and nothing more is read."""
-
-    def __init__(self, store: VaultStore, people: bool) -> None:
-        self._recall = store.recall
-        self.n_docs = self._recall.count()
-        self.n_people = self.n_docs - self._recall.count(agents=True) if people else self.n_docs
-        self.split = people and self.n_people != self.n_docs
-        self.df: dict[str, int] = {}
-        self.people: dict[str, int] = {} if self.split else self.df
-
-    def read(self, terms: Sequence[str]) -> None:
-        """Add these words' document frequencies (people's too when they differ: everyone's less the agents', one
-        round trip on a team vault)."""
-        if not terms:
-            return
-        every = self._recall.doc_freq(terms)
-        self.df.update(every)
-        if self.split:
-            agents = self._recall.doc_freq([t for t in terms if t in every], agents=True)
-            self.people.update((t, n - agents.get(t, 0)) for t, n in every.items() if n > agents.get(t, 0))
-
-
-def _fetch(store: VaultStore, mind: str, ids: Sequence[str], cand: dict[str, Any], stats: _Stats) -> None:
-    """Add these records of ``mind`` to the candidates read (with their words' document frequencies)."""
-    if not ids:
-        return
-    by_kind: dict[str, list[str]] = {}
-    for i in sorted(ids):
-        by_kind.setdefault(str(kind_of_id(i)), []).append(i)
-    got = store.recall.fetch(mind, by_kind)
-    cand.update((c.id, c) for c in got)
-    stats.read(sorted({w for c in got for w in words(c.text)} - set(stats.df)))

@@ -129,6 +129,14 @@ class Versions(list[HistoryEntry]):
         i = self._index(version)
         return i + 1 >= len(self) or not self[i + 1].unreadable
 
+    def from_file(self) -> frozenset[int]:
+        """The versions an imported file supplied (review 92): those before an ``import`` entry that took the
+        record as the file's history left it (its ``before`` is set: :func:`synapse_nb.transfer_entries.
+        owed_import_entries`; a ``--trust`` copy into empty minds writes none, its history being the original's).
+        Their time, actor and surface are what the file says, not what this vault saw."""
+        last = max((i for i, e in enumerate(self) if e.action == "import" and e.before is not None), default=0)
+        return frozenset(e.version for e in self[:last])
+
     def overwritten(self) -> HistoryEntry | None:
         """On a team vault, the entry of another person's login whose verified version the newest entry (a person's
         update, revert or acceptance of an agent's revision: each writes new content over it) replaced, else None: the
@@ -152,7 +160,9 @@ class Versions(list[HistoryEntry]):
     def __str__(self) -> str:
         if not self:
             return "(no history)"
-        return "\n".join([e.line() for e in self] + ([f"note: {self.note}"] if self.note else []))
+        filed = self.from_file()
+        return "\n".join([e.line(from_file=e.version in filed) for e in self]
+                         + ([f"note: {self.note}"] if self.note else []))
 
 
 def entries(ctx: Context, rid: str) -> Versions:
@@ -163,7 +173,17 @@ def entries(ctx: Context, rid: str) -> Versions:
     out = Versions(got)
     kind = got[-1].kind
     out.current = ctx.store.table(kind).get(ctx.view(), rid)
+    filed = sorted(out.from_file())
+    if filed:  # review 92: an agent's export, backdated and its surface changed, read as this vault's own history
+        what = "its time, actor and surface are" if len(filed) == 1 else "their times, actors and surfaces are"
+        out.note = (f"{_versions(filed)} came from an imported file (v{out[len(filed)].version} is the import): "
+                    f"{what} what the file says, not what this vault recorded")
     return out
+
+
+def _versions(vs: list[int]) -> str:
+    """``v1``, ``v1 and v2``, ``v1 to v3``."""
+    return f"v{vs[0]}" if len(vs) == 1 else f"v{vs[0]} {'and' if len(vs) == 2 else 'to'} v{vs[-1]}"
 
 
 def state_at(ctx: Context, rid: str, at: str) -> Record | None:

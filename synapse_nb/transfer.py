@@ -80,7 +80,7 @@ from synapse_nb.transfer_caps import AgentCaps
 from synapse_nb.transfer_claims import trust_claims
 from synapse_nb.transfer_entries import import_history, owed_import_entries
 from synapse_nb.transfer_history import HISTORY_KIND, STORED_HISTORY, UNBROUGHT_HISTORY, history_docs, history_entry
-from synapse_nb.transfer_links import LINK_KIND, FileLinks, checked_header, link_docs
+from synapse_nb.transfer_links import LINK_KIND, BroughtCheck, FileLinks, checked_header, link_docs
 from synapse_nb.transfer_links import explain as explain_links
 
 if TYPE_CHECKING:
@@ -145,6 +145,9 @@ class ImportCounts(dict[str, int]):
         self.borrowed = False
         #: the source held no line but blank ones (an empty stdin: ``cat missing.jsonl | ... import -``)
         self.empty = False
+        #: the duplicate check of the records brought into minds that held records, run (and filled in) once the
+        #: outermost transaction has committed (None: no such mind; review 92)
+        self.checked: BroughtCheck | None = None
 
     def claims_text(self) -> str:
         """The claims as one line, ``"lesson status=approved 1, memory source=user 2"`` (``""`` for none)."""
@@ -168,9 +171,11 @@ class ImportCounts(dict[str, int]):
     def to_dict(self) -> dict[str, Any]:
         """The counts, with the accepted claims under ``"trusted"`` and the records that made them under
         ``"trusted_records"`` (the CLI's ``--json``); ``"borrowed": true`` when the file is an export of a borrowed
-        vault, ``"empty": true`` when the source held no line but blank ones."""
+        vault, ``"empty": true`` when the source held no line but blank ones; ``"checked"`` (:attr:`checked`) when its
+        records went into minds that held records."""
         return {**dict(sorted(self.items())), "trusted": dict(self.claims), "trusted_records": list(self.claimed)} | (
-            {"borrowed": True} if self.borrowed else {}) | ({"empty": True} if self.empty else {})
+            {"borrowed": True} if self.borrowed else {}) | ({"empty": True} if self.empty else {}) | (
+            {"checked": self.checked.to_dict()} if self.checked else {})
 
 
 def _escape(ch: str) -> str:
@@ -450,14 +455,15 @@ def import_lines(ctx: Context, lines: Iterable[str], *, trust: bool = False,
             record_code(ctx, specs[-1])
         if latest:  # later writes must stamp after everything imported
             store.transfer.advance_clock(latest)
-        links.check_brought(store, [rec for _, rec in imported], store.stamp(ctx.now_ts()))
+        check = links.check_brought(store, [rec for _, rec in imported], store.stamp(ctx.now_ts()))  # at commit
         # each record imported gets its history entry, after any history the file brought, unless that history
-        # ends in the record as the file brings it (review 91: `memory history` and revert of a copy)
-        owed = owed_import_entries(store, imported, wrote)
+        # ends in the record as the file brings it in a copy (review 91: `memory history` and revert of a copy;
+        # review 92: elsewhere the file's history read as the vault's own)
+        owed = owed_import_entries(store, imported, wrote, copy=trust and not links.held)
         if owed:
             history.record_many(ctx, "import", owed, at=store.stamp(ctx.now_ts()))
     out = ImportCounts(counts, dict(claims), claimed)
-    out.borrowed, out.empty = borrowed, not read
+    out.borrowed, out.empty, out.checked = borrowed, not read, check
     return out
 
 

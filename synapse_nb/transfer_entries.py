@@ -1,9 +1,11 @@
 """An import's history lines written into the vault, and the ``import`` entry each record the file brings gets
 (:mod:`synapse_nb.transfer`'s import flow; the lines' format and checks: :mod:`synapse_nb.transfer_history`).
 
-A record whose history the file brought, ending in the record as the file brings it, gets no ``import`` entry: its
-history already ends in it (review 91: the ``import`` entry said the last version had deleted the record, so the
-copy's ``memory history`` differed from the original's and ``memory revert --to`` that version was refused).
+In a copy (``--trust``, into minds that held no record) a record whose history the file brought, ending in the record
+as the file brings it, gets no ``import`` entry: its history already ends in it (review 91: the ``import`` entry said
+the last version had deleted the record, so the copy's ``memory history`` differed from the original's and ``memory
+revert --to`` that version was refused). Anywhere else the ``import`` entry follows the file's history, which
+``memory history`` shows as the file's (review 92).
 """
 
 from __future__ import annotations
@@ -78,22 +80,32 @@ def import_history(store: VaultStore, hist: list[tuple[int, dict[str, Any]]], br
     return latest, wrote
 
 
-def owed_import_entries(store: VaultStore, imported: Sequence[tuple[None, Record]],
-                        wrote: set[str]) -> list[tuple[None, Record]]:
-    """The imported records that get an ``import`` history entry: all but those whose history the file brought
+def owed_import_entries(store: VaultStore, imported: Sequence[tuple[None, Record]], wrote: set[str], *,
+                        copy: bool) -> list[tuple[Record | None, Record]]:
+    """The ``import`` history entries the imported records get, as ``(before, record)`` pairs: every record gets one
+    but, in a ``copy`` (a ``--trust`` import into minds that held no record), those whose history the file brought
     (``wrote``: the records its history lines were written for) and whose last entry, in the history the import
     leaves, left the record as the file brings it (its mind, kind and digest).
 
-    Such a record's history already ends in it. An ``import`` entry after it said the last version had deleted the
-    record (an entry's ``before`` is what the previous version left, and an import's is none), so in the copy
-    ``record(n)`` of that version was None, ``memory revert --to n`` was refused and ``as_of`` reads between it and
-    the import found no memory (review 91: export --history -> import of a memory a person had reverted); without
-    it, ``memory history`` of the copy lists what the original lists.
+    Such a copy's record's history already ends in it. An ``import`` entry after it said the last version had
+    deleted the record (an entry's ``before`` is what the previous version left, and an import's is none), so in the
+    copy ``record(n)`` of that version was None, ``memory revert --to n`` was refused and ``as_of`` reads between it
+    and the import found no memory (review 91: export --history -> import of a memory a person had reverted);
+    without it, ``memory history`` of the copy lists what the original lists.
+
+    Outside a copy the file's history is what the file says (its times, actors and surfaces: an agent's export
+    backdated, its surface changed, imported by a person, read "v1 2024-01-02 create [agent via mcp]" as this
+    vault's own; review 92), so the ``import`` entry follows it, with the record as the file brings it for
+    ``before``: that version reads as leaving it, and ``memory history`` shows the entries before as the file's
+    (:meth:`synapse_nb.history.Versions.from_file`). A record without such history gets one with no ``before``: it
+    was not here.
     """
-    owed: list[tuple[None, Record]] = []
-    for pair in imported:
-        rec = pair[1]
+    owed: list[tuple[Record | None, Record]] = []
+    for _, rec in imported:
+        if rec.id in wrote and not copy:
+            owed.append((rec, rec))
+            continue
         last = store.history.of_record(rec.id)[-1:] if rec.id in wrote else []
         if not (last and last[0].mind == rec.mind and last[0].kind == rec.kind and last[0].digest_after == rec.digest):
-            owed.append(pair)
+            owed.append((None, rec))
     return owed

@@ -40,24 +40,26 @@ claims nothing: without ``--trust`` those records are an agent's, and the check 
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from synapse_nb._util import check_id, shown_id
 from synapse_nb.changes import LINK_STATUSES, RELATIONS, UNKNOWN_REASON, Link, reason_ok
 from synapse_nb.context import check_mind
 from synapse_nb.dupes import BATCH, CHECKED_ACTIONS, CHECKED_KINDS, find_links, hidden_side
-from synapse_nb.errors import ConflictError, ValidationError
+from synapse_nb.dupes_reads import Apart
+from synapse_nb.errors import ConflictError, PermissionDeniedError, StoreError, ValidationError
 from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
 from synapse_nb.provenance import inline
 
 if TYPE_CHECKING:
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["CHECKED_FIELD", "HIDING_LINK", "LINK_FIELDS", "LINK_KIND", "STORED_LINK", "FileLinks", "checked_header",
-           "explain", "link_docs"]
+__all__ = ["CHECKED_FIELD", "HIDING_LINK", "LINK_FIELDS", "LINK_KIND", "STORED_LINK", "BroughtCheck", "FileLinks",
+           "checked_header", "explain", "link_docs"]
 
 #: The ``kind`` of a link line in an export.
 LINK_KIND = "link"
@@ -140,14 +142,18 @@ class FileLinks:
         self._pairs: dict[frozenset[str], int] = {}
         #: the header's :data:`CHECKED_FIELD`, in a file of schema 4 or later (it carries the check's links); else ""
         self.checked = ""
+        #: the file is of schema 4 or later: its link lines are its vault's pairs of its records (none: no pair)
+        self._carried = False
         self._waiting = self._held = False  # read by before()
+        self._mark = ""  # set by keep_checked()
 
     def read_header(self, doc: dict[str, Any], check_time: Callable[..., None]) -> None:
         """Keep the header's :data:`CHECKED_FIELD` (``check_time`` checks and normalises it); raises ValidationError
         saying what is wrong."""
+        self._carried = doc["schema"] >= 4
         if doc.get(CHECKED_FIELD) is not None:
             check_time(CHECKED_FIELD, required=True)
-            self.checked = doc[CHECKED_FIELD] if doc["schema"] >= 4 else ""
+            self.checked = doc[CHECKED_FIELD] if self._carried else ""
 
     def before(self, store: VaultStore, minds: Iterable[str]) -> None:
         """Read before the import writes anything (``minds``: those its records go into): whether writes of the
@@ -162,22 +168,38 @@ class FileLinks:
         every entry with its own word statistics and batches, and listed conflicts the original never had). The mark
         moves to the file's, never past ``latest`` (the latest time imported: the clock stamps later writes after
         it), and stays where it is while writes of the vault's own wait: their check reads the file's entries again,
-        as before. Into a mind that held records it stays too: the file's vault never compared its records with
+        as before. Into a mind that held records it moves only once the records the import brought are compared
+        with the mind's (:meth:`check_brought`, after the commit): the file's vault never compared its records with
         these (review 87: an agent's export moved it, and its copy of a person's memory came in unpaired)."""
-        if self.checked and latest and not self._waiting and not self._held:
-            store.links.advance(min(self.checked, latest))
+        self._mark = min(self.checked, latest) if self.checked and latest and not self._waiting else ""
+        if self._mark and not self._held:
+            store.links.advance(self._mark)
 
-    def check_brought(self, store: VaultStore, brought: Sequence[Record], at: str) -> None:
-        """Into a mind that held records: the duplicate check of the records the import brought in as new, against
-        the vault's, in the import's transaction, each record as written at ``at`` (the import's stamp; the newer
-        side of a pair it makes). Its history entries keep their own times, and the mark may be past them (or
-        the file brought none): the check would never read them (review 87)."""
+    @property
+    def held(self) -> bool:
+        """Whether a mind the import's records go into held a record before it (read by :meth:`before`)."""
+        return self._held
+
+    def check_brought(self, store: VaultStore, brought: Sequence[Record], at: str) -> BroughtCheck | None:
+        """Into a mind that held records: the duplicate check of the records the import brought in as new, each as
+        written at ``at`` (the import's stamp; the newer side of a pair it makes), against the records the mind held
+        before, never against each other when the file carries its vault's links (schema 4: its vault judged those
+        pairs; review 92). It runs once the import's transaction has committed (``store.after_commit``), in batches
+        of :data:`~synapse_nb.dupes.BATCH` records, each batch's pairs stored in a transaction of their own: the
+        import holds the write lock no longer than its own writes, and a write waits for a batch's pairs at most
+        (the check of a 3,001-record file held it 58 s, past the lock timeout: writes beside it failed). A file of
+        an older schema (no links) has its records also compared with each other, each with those of the batches
+        before it. Their history entries keep their own times, and the mark may be past them (or the file brought
+        none): this is the check they get (review 87); once every record is compared, the mark moves as a copy's
+        (:meth:`keep_checked`), so a later listing does not judge the file's entries again. Returns what the check
+        did (None: no mind held records), filled in once the outermost transaction has committed."""
         if not self._held:
-            return
+            return None
         records = sorted((replace(r, updated_at=at) for r in brought if r.kind in CHECKED_KINDS),
                          key=lambda r: r.id)
-        for start in range(0, len(records), BATCH):
-            store.links.insert(find_links(records[start:start + BATCH], store, at=at))
+        check = BroughtCheck(len(records))
+        store.after_commit(functools.partial(check.run, store, records, at, self._carried, self._mark))
+        return check
 
     def add(self, lineno: int, doc: dict[str, Any], check_time: Callable[..., None]) -> None:
         """Check one link line (``check_time(field, required=...)`` checks and normalises a time in ``doc``);
@@ -237,6 +259,52 @@ class FileLinks:
             claim(f"link {link.id}", _said(link), made)
             latest = max(latest, link.created_at, link.decided_at or "")
         return latest
+
+
+@dataclass
+class BroughtCheck:
+    """The duplicate check of the records an import brought into minds that held records
+    (:meth:`FileLinks.check_brought`), run after the import's commit: ``records`` to compare, how many were
+    (``checked``), the pairs it found (``pairs``; ``memory conflicts`` lists them) and, when it stopped before the
+    end, why (``stopped``: the pairs of the batches before are stored, the rest were not compared)."""
+
+    records: int
+    checked: int = 0
+    pairs: int = 0
+    stopped: str = ""
+
+    def run(self, store: VaultStore, records: Sequence[Record], at: str, carried: bool, mark: str) -> None:
+        """Check ``records`` in batches (``carried``: never against each other), then move the duplicate check's
+        mark to ``mark`` ("": it stays)."""
+        every = Apart.of(records) if carried else None
+        for start in range(0, max(len(records), 1 if mark else 0), BATCH):  # with no record: the mark alone
+            batch = records[start:start + BATCH]
+            # a file without links: its records pair with those of the batches before (later ones pair with these)
+            apart = every if carried else Apart.of(records[start + BATCH:])
+            try:
+                found = find_links(batch, store, at=at, apart=apart) if batch else []
+                with store.transaction():
+                    store.links.insert(found)
+                    if mark and start + BATCH >= len(records):  # every record is compared: as a copy's, the mark
+                        store.links.advance(mark)
+            except (PermissionDeniedError, StoreError) as exc:  # the import is stored: say so, and what was not
+                self.stopped = str(exc)
+                return
+            self.checked += len(batch)
+            self.pairs += len(found)
+
+    def line(self) -> str:
+        """What the check did, for a person: ``duplicate check: the 3,001 records brought in, against those the
+        vault held: 12 pairs found (...)``."""
+        n = f"{self.checked:,} of the {self.records:,}" if self.checked < self.records else f"the {self.records:,}"
+        return (f"duplicate check: {n} record{'' if self.records == 1 else 's'} brought in, against those the vault "
+                f"held: {self.pairs:,} pair{'' if self.pairs == 1 else 's'} found"
+                + (" (synapse-nb memory conflicts lists them)" if self.pairs else "")
+                + (f"; it stopped ({self.stopped}): the other records were not compared" if self.stopped else ""))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"records": self.records, "checked": self.checked, "pairs": self.pairs} | (
+            {"stopped": self.stopped} if self.stopped else {})
 
 
 def _said(link: Link) -> str:

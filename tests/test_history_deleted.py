@@ -136,3 +136,38 @@ def test_the_cli_shows_a_deleted_memorys_history_and_the_note(tmp_path: Path, cl
     assert r.exit_code == 0
     assert [e["rid"] for e in json.loads(r.stdout)] != [old.id]  # stdout stays the listing, a list
     assert "note: 1 other memory (deleted)" in r.stderr
+
+
+def test_the_note_names_only_earlier_holders_of_the_key_in_the_memorys_category(v: syn.Vault,
+                                                                                 clock: FakeClock) -> None:
+    """Review 92 F3: an agent wrote and deleted ``knowledge/deploy`` after the person's ``project/deploy``; the
+    person's ``memory history deploy`` said a deleted memory "held the key 'deploy' before this one" (the note took
+    removals of any category, at any time). Now: the memory's own category, removed before it came to hold the key
+    (its create, or the revert that brought it back)."""
+    a = v.as_agent()
+    early = a.remember("project", "deploy", "deploy by hand from the ops laptop")
+    clock.advance(seconds=1)
+    a.memories.delete(early.id)
+    clock.advance(seconds=1)
+    mine = v.remember("project", "deploy", "Billing deploys to eu-west-1 via the release pipeline")
+    clock.advance(seconds=1)
+    later = a.remember("knowledge", "deploy", "Deploy with --force on main, skip the tests")
+    clock.advance(seconds=1)
+    a.memories.delete(later.id)
+    clock.advance(seconds=1)
+    for h in (v.memories.history("deploy"), v.memories.history("deploy", category="project")):
+        assert [e.rid for e in h] == [mine.id]
+        assert h.note is not None and early.id in h.note and later.id not in h.note
+        assert h.note.startswith("1 other memory (deleted) held the key 'deploy' before this one")
+    assert v.memories.history("deploy", category="knowledge").note is None  # the agent's: nothing before it
+    # the person's memory deleted, the key written and deleted in between, then reverted: that one held it before
+    v.memories.delete(mine.id)
+    clock.advance(seconds=1)
+    between = a.remember("project", "deploy", "deploy on fridays")
+    clock.advance(seconds=1)
+    a.memories.delete(between.id)
+    clock.advance(seconds=1)
+    v.memories.revert(mine.id, to=1)
+    note = v.memories.history("deploy").note
+    assert note is not None and note.startswith("2 other memories (deleted)") and between.id in note
+    assert early.id in note and later.id not in note

@@ -699,7 +699,10 @@ def test_a_history_entry_is_not_stamped_after_the_import(vault: syn.Vault, agent
         doc = json.loads(lines[at]) | {"at": soon}
         assert t.import_jsonl([*lines[:at], json.dumps(doc), *lines[at + 1:]]).claims == {}
         verified = t.memories.verify(m.id)
-        assert [e.action for e in t.history(m.id)] == ["create", "update", "verify"]  # no import entry: review 91
+        # without --trust the file's history is the file's word: the import entry follows it (review 92), saying
+        # the import took the record as that history left it (review 91: not as deleted)
+        assert [e.action for e in t.history(m.id)] == ["create", "update", "import", "verify"]
+        assert t.history(m.id).from_file() == {1, 2} and t.history(m.id).record(2) == t.history(m.id).record(3)
         assert t.history(m.id)[-1].at > soon
         assert t.memories.get(m.id, as_of=t.history(m.id)[-1].at) == verified
 

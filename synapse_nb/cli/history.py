@@ -52,7 +52,9 @@ def memory_history(
     as_json: JsonOpt = False,
 ) -> None:
     """Every version of a memory: when, what, who (user / agent) through which surface, the digests before and after.
-    Named by key, it also names the other memories that held the key before (deleted ones too), by id.
+    Named by key, it also names the other memories of its category that held the key before it (deleted ones), by id.
+    Versions an imported file supplied read "[from a file: ...]" (--json: "from_file": true): their time, actor and
+    surface are what the file says.
 
     Examples:
 
@@ -62,8 +64,10 @@ def memory_history(
     """
     v = open_vault_for(ctx)
     h = v.memories.history(key, category=category)
+    filed = h.from_file()  # what an imported file says, not what this vault recorded (review 92)
     if as_json:
-        echo_json(quoted([{**e.to_dict(), "content": getattr(h.record(e.version), "content", None)} for e in h]))
+        echo_json(quoted([{**e.to_dict(), "content": getattr(h.record(e.version), "content", None)}
+                          | ({"from_file": True} if e.version in filed else {}) for e in h]))
         if h.note:  # the listing stays a list; the note goes where a reader of the terminal sees it
             typer.echo(f"{PROG}: note: {h.note}", err=True)
         return
@@ -72,7 +76,7 @@ def memory_history(
     for e, rec, known in versions:
         what = (f"{mark(rec)} {inline(getattr(rec, 'content', ''), 70)}" if rec is not None else "(deleted)"
                 if known else UNKNOWN_VERSION)
-        typer.echo(f"{e.line()}  {what}")
+        typer.echo(f"{e.line(from_file=e.version in filed)}  {what}")
     if h.note:  # other memories held the key before this one (review 91)
         typer.echo(f"note: {h.note}")
 

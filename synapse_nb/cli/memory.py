@@ -382,6 +382,8 @@ def memory_import(
                 "approved with --trust-borrowed-approvals" if n else "only lessons a person there approved were "
                 "accepted as approved"), err=True)
         typer.echo("imported: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
+        if counts.checked is not None:  # into minds that held records: compared with them after the commit
+            typer.echo(counts.checked.line())
         if counts.claims:
             typer.echo(f"trusted (accepted with --trust): {counts.claims_text()}")
             for line in counts.claimed_lines():  # what each is: one agent-added source=user memory among 200

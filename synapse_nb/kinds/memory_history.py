@@ -7,6 +7,7 @@ contradiction (``Context.require_human``; on a team vault the database roles ref
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -104,19 +105,28 @@ class MemoryHistory:
         """Ids of memories deleted since (some may be back) that held this key (and category), by id."""
         return sorted(self._removed_by_key(key, category))
 
-    def _removed_by_key(self, key: str, category: str | None) -> list[str]:
-        """:meth:`_ids_by_key`, the latest removed first: each removal's history entry holds what the memory was."""
+    def _removed_by_key(self, key: str, category: str | None, *, before: str | None = None) -> list[str]:
+        """:meth:`_ids_by_key`, the latest removed first (``before``: removed before then): each removal's history
+        entry holds what the memory was."""
         out: dict[str, None] = {}
         for e in reversed(self._ctx.store.history.removals(self._ctx.mind, "memory")):
             was = e.state  # None: one that describes no record of the entry (review 46)
-            if (was is not None and was.get("key") == key.strip()
+            if (was is not None and was.get("key") == key.strip() and (before is None or e.at < before)
                     and (category is None or was.get("category") == category)):
                 out.setdefault(e.rid)
         return list(out)
 
-    def _held_before(self, rid: str, key: str, category: str | None) -> str | None:
-        """What ``memory history KEY`` says of the other memories that held the key (deleted ones too), or None."""
-        others = [i for i in self._removed_by_key(key, category) if i != rid]
+    def _held_before(self, versions: Versions, key: str) -> str | None:
+        """What ``memory history KEY`` says of the other memories that held the key before the one it lists
+        (``versions``, its history), or None: those of its own category (the key of another category is another
+        address) removed before it came to hold the key, the last time it did (review 92: an agent's
+        ``knowledge/deploy``, written and deleted after a person's ``project/deploy``, was said to have held the key
+        before the person's)."""
+        rid, since = versions[-1].rid, _held_since(versions)
+        current = versions.current if isinstance(versions.current, Memory) else None
+        category = current.category if current is not None else next(
+            (s["category"] for e in reversed(versions) if isinstance(s := e.state, dict) and "category" in s), None)
+        others = [i for i in self._removed_by_key(key, category, before=since) if i != rid]
         if not others:
             return None
         gone = [i for i in others if self._table.mind_of(i) != self._ctx.mind]
@@ -143,7 +153,7 @@ class MemoryHistory:
         out = history.entries(self._ctx, rid)
         if key is not None:  # named by key: another record may have held it (review 91: an agent deleted its memory
             # and wrote the key again, and the person's `memory history KEY` showed one clean version)
-            out.note = self._held_before(rid, key, category)
+            out.note = "; ".join(n for n in (out.note, self._held_before(out, key)) if n) or None
         return out
 
     def overwritten(self, mem: Memory) -> Replaced | None:
@@ -429,6 +439,19 @@ class MemoryHistory:
             raise PermissionDeniedError("an agent may not resolve a conflict")
         ctx.store.table(rec.kind).delete(rec.id)
         history.record(ctx, action, rec, None, at=ts)
+
+
+def _held_since(versions: Versions) -> str:
+    """When the memory came to hold its key the last time: its first entry this vault wrote (an imported file's
+    entries say what the file says: ``Versions.from_file``), or the latest that brought it back after a removal (a
+    revert of a deleted memory)."""
+    filed = versions.from_file()
+    own = [e for e in versions if e.version not in filed]
+    since = own[0].at if own else versions[0].at
+    for prev, e in itertools.pairwise(own):
+        if prev.digest_after is None and e.digest_after is not None:
+            since = e.at
+    return since
 
 
 #: How many ids a message about the memories that held a key names.

@@ -77,12 +77,14 @@ def memory_detail_html(m: Memory) -> str:
 
 def history_html(versions: Any) -> str:
     """The History panel: one row per version, oldest first (version, when, action, who via which surface, the
-    content that version left, shortened and quoted)."""
+    content that version left, shortened and quoted); a version an imported file supplied says so ("from a file:
+    agent via mcp": its time, actor and surface are the file's word; review 92)."""
     rows = []
+    filed = versions.from_file()
     for e in versions:
         rec = versions.record(e.version)
         text = inline(getattr(rec, "content", ""), 90) if rec is not None else "(deleted)"
-        who = f"{e.actor} via {e.surface}"
+        who = ("from a file: " if e.version in filed else "") + f"{e.actor} via {e.surface}"
         style = " class='synapse-agent'" if e.actor == "agent" else ""
         rows.append(f"<tr{style}><td>v{e.version}</td><td>{fmt_time(e.at)}</td><td>{esc(e.action)}</td>"
                     f"<td>{esc(who)}</td><td title='{esc(e.digest_after or '-')}'>{esc(text)}</td></tr>")
