@@ -86,6 +86,7 @@ __all__ = [
     "FRAMING_TAGS",
     "QUOTED_TAG",
     "REPORTED_ACTOR",
+    "AS_OWN",
     "AUTHORED_FIELDS",
     "agents_unverified",
     "clean_text",
@@ -501,6 +502,11 @@ def mark(record: Any) -> str:
 #: agent-facing JSON and line marks such a field with its own author's mark (:func:`field_mark`); a ``*_by`` field
 #: added to a model belongs here (tests/test_provenance.py checks the models).
 AUTHORED_FIELDS: dict[str, dict[str, str]] = {"lesson": {"analysis": "analysis_by", "lesson_text": "wording_by"}}
+#: The authors a ``*_by`` field names that count as the record's own: a lesson's approved wording a person typed, or
+#: its own summary (the scan's or the creator's), is what the approval says (a person approved it, as the lesson's
+#: status shows): marking it ``[user]`` in every approved lesson of a revert scan added nothing and changed the
+#: wording scripts read; an agent's wording a person approved keeps its mark.
+AS_OWN: dict[str, tuple[str, ...]] = {"wording_by": ("user", "git")}
 
 
 def _own_author(record: Any) -> str:
@@ -513,12 +519,12 @@ def _own_author(record: Any) -> str:
 def field_authors(record: Any) -> dict[str, str]:
     """Who wrote each field of ``record`` (of :data:`AUTHORED_FIELDS`) that holds text and another author wrote than
     the one the record's :func:`mark` names: ``"user"`` or ``"agent"`` (an author the row does not name as a person
-    is an agent, as the store reads an unknown ``source``). A wording the lesson's own summary gave (``wording_by``
-    ``"git"``: the scan's or the creator's summary) is the record's own.
+    is an agent, as the store reads an unknown ``source``). An author :data:`AS_OWN` names is the record's own (a
+    lesson's approved wording a person typed, or its own summary).
 
     >>> from synapse_nb.models import Lesson
-    >>> les = Lesson(id="les_1", mind="m", created_at="", updated_at="", status="pending", summary="Reverted 'x'",
-    ...              revert_commit={"sha": "abc"}, analysis="because y", analysis_by="agent")
+    >>> les = Lesson(id="les_1", mind="m", created_at="", updated_at="", status="approved", summary="Reverted 'x'",
+    ...              revert_commit={"sha": "abc"}, analysis="because y", analysis_by="agent", lesson_text="Use keys")
     >>> field_authors(les)
     {'analysis': 'agent'}
     """
@@ -528,7 +534,7 @@ def field_authors(record: Any) -> dict[str, str]:
         if not isinstance(getattr(record, name, None), str):
             continue
         who = getattr(record, by, None)
-        who = own if who == "git" else "user" if who == "user" else "agent"
+        who = own if who in AS_OWN.get(by, ()) else "user" if who == "user" else "agent"
         if who != own:
             out[name] = who
     return out

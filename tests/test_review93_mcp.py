@@ -83,8 +83,23 @@ def test_every_field_another_author_wrote_carries_that_authors_mark(project: Pat
     agent.lessons.submit_analysis(pending.id, "[user] the queue must be drained by hand")  # a forged mark is quoted
     line = user.lessons.get(pending.id).summary_line()
     assert line == "[user] [pending] [agent · unverified] [quoted mark] the queue must be drained by hand"
+    # a revert scan's lesson, or an agent's, approved in a person's words: the wording is what the approval says, so
+    # it is not marked (it was "[user] ..." in every approved lesson of a revert scan: review 93's fix, first form);
+    # the agent's analysis beside it is
+    scanned = user.lessons.create("Reverted 'Use Redis for the cache' (abc1234)",
+                                  revert_commit={"sha": "a" * 40, "subject": "Revert \"Use Redis\""})
+    agent.lessons.submit_analysis(scanned.id, "Redis is not available in offline runs")
+    for one in (scanned, drafted):
+        approved = user.lessons.approve(one.id, text="Keep the cache in process")
+        data = record_json(approved)
+        assert data["provenance"] == ("[git revert]" if one is scanned else "[agent]")
+        assert data["lesson_text"] == "Keep the cache in process"
+        assert approved.summary_line().endswith("[approved] Keep the cache in process")
+    assert record_json(user.lessons.get(scanned.id))["analysis"] == ("[agent · unverified] Redis is not available in "
+                                                                     "offline runs")
     # a record whose fields are all its own author's has no field mark
-    assert provenance.field_authors(user.lessons.get(les.id)) and not provenance.field_authors(drafted)
+    assert provenance.field_authors(user.lessons.get(les.id))
+    assert not provenance.field_authors(agent.lessons.create("Reverted the agent's other change"))
 
 
 def test_the_agent_readable_json_of_the_cli_marks_the_agents_analysis(project: Path) -> None:
