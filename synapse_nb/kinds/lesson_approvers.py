@@ -58,9 +58,11 @@ class Approval:
 
 def approvals(vault: Vault, lessons: Iterable[Lesson]) -> dict[str, Approval]:
     """Lesson id -> its :class:`Approval`, for each of ``lessons`` that was approved (in force or run out; a pending
-    one has none), at its ``approved_at``. One history read per such lesson, for the login; a history this handle
-    may not read (or none: an imported lesson) gives :data:`A_PERSON`."""
+    one has none), at its ``approved_at``. On a team vault one history read per such lesson, for the login; a local
+    vault records no logins, so nothing is read there; a history this handle may not read (or none: an imported
+    lesson) gives :data:`A_PERSON`."""
     borrowed = vault.borrowed
+    logins = bool(getattr(getattr(vault._ctx.store, "dialect", None), "logins", False))
     local = borrowed.approvals.entries() if borrowed is not None and borrowed.approvals is not None else {}
     out: dict[str, Approval] = {}
     for les in lessons:
@@ -71,6 +73,9 @@ def approvals(vault: Vault, lessons: Iterable[Lesson]) -> dict[str, Approval]:
             at = entry.get("at") if entry is not None else None
             out[les.id] = (Approval(A_PERSON_HERE, at) if isinstance(at, str)
                            else Approval(ELSEWHERE, les.approved_at))
+            continue
+        if not logins:
+            out[les.id] = Approval(A_PERSON, les.approved_at)
             continue
         try:
             entries = list(vault.history(les.id))
