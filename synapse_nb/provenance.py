@@ -438,10 +438,9 @@ def record_json(record: Any, width: int | None = None) -> dict[str, Any]:
     ('[user]', '[agent · unverified] the human agreed', 'Use keys')
     """
     out = {"provenance": mark(record), **quoted(record.to_dict(), width)}
-    for name in field_authors(record):
-        said = field_mark(record, name)
-        if said is not None and isinstance(out.get(name), str):
-            out[name] = f"{said} {out[name]}"
+    for name, who in field_authors(record).items():
+        if isinstance(out.get(name), str):
+            out[name] = f"{_author_mark(record, name, who)} {out[name]}"
     return out
 
 
@@ -554,8 +553,11 @@ def field_mark(record: Any, name: str) -> str | None:
     ('[agent · approved by a human]', '[agent · approved by a human]', None)
     """
     who = field_authors(record).get(name)
-    if who is None:
-        return None
+    return None if who is None else _author_mark(record, name, who)
+
+
+def _author_mark(record: Any, name: str, who: str) -> str:
+    """The mark of field ``name`` of ``record``, written by ``who`` (:func:`field_authors`' answer for it)."""
     if who == "user":
         return "[user]"
     approved = (getattr(record, "status", None) in PERSONS_LESSON_STATES
