@@ -1,8 +1,10 @@
-"""A read-only open that cannot read the WAL in place reuses one private copy while the vault is unchanged (a carried
-weakness of review 89's fix, review 92: every such open copied the whole vault into ``TMPDIR``).
+"""A read-only open that cannot read the WAL in place reads a private copy made for that open, never one kept for
+the next (review 94, F1: the twenty-first pass kept the copy in ``$TMPDIR/synapse-ro-copies-<uid>``, where an agent of
+the same Unix user rewrote it, and every later read of a vault the read-only mount protected showed the agent's text
+as a person's approved lesson).
 
-Review 89's test (test_failures_review89.py) proves no acknowledged commit is dropped; these prove the copy is made
-once, kept only in this user's own private folder, made anew when the vault changes, and removed when it is stale.
+Review 89's test (test_failures_review89.py) proves no acknowledged commit is dropped; these prove nothing this user
+can write stands in for the vault, and nothing of the vault stays in ``TMPDIR``.
 """
 
 from __future__ import annotations
@@ -44,12 +46,13 @@ def counted(src, dst, *a, **kw):
     copied.append(str(src).rsplit("/", 1)[-1])
     return real(src, dst, *a, **kw)
 shutil.copyfile = counted
-keys = []
+keys, texts = [], []
 for _ in range(int(sys.argv[2])):
     v = syn.open_vault(sys.argv[1], readonly=True)
     keys.append(sorted(m.key for m in v.memories.list()))
+    texts.append(sorted(m.content for m in v.memories.list()))
     v.close()
-print(json.dumps({"keys": keys, "copied": copied}))
+print(json.dumps({"keys": keys, "texts": texts, "copied": copied}))
 """
 
 
@@ -84,8 +87,19 @@ def _read_only(vault_dir: Path, tmpdir: Path, opens: int) -> dict[str, Any]:
     return out
 
 
-def test_a_read_only_open_reuses_one_private_copy_while_the_vault_is_unchanged(
-        vault_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _forge_every_database_under(folder: Path) -> int:
+    """What an agent of this Unix user does to the read-only copies it can reach: rewrite each one's memories."""
+    forged = 0
+    for p in folder.rglob("*") if folder.is_dir() else ():
+        if p.is_file():
+            with contextlib.suppress(sqlite3.Error), contextlib.closing(sqlite3.connect(p)) as db:
+                db.execute("UPDATE memories SET content = 'zqforged by the agent'")
+                db.commit()
+                forged += 1
+    return forged
+
+
+def test_every_read_only_open_copies_the_vault_itself_and_leaves_nothing(vault_dir: Path, tmp_path: Path) -> None:
     tmpdir, writer_tmp = tmp_path / "tmp", tmp_path / "writer-tmp"
     tmpdir.mkdir()
     writer_tmp.mkdir()
@@ -95,48 +109,38 @@ def test_a_read_only_open_reuses_one_private_copy_while_the_vault_is_unchanged(
     want = ["a_0", "a_1", "a_2", "old"]
     first = _read_only(vault_dir, tmpdir, opens=3)
     assert first["keys"] == [want] * 3  # every acknowledged commit, at every open
-    assert first["copied"] == ["synapse.db", "synapse.db-wal"]  # copied once, not at each open (was 6 files)
-    folder = tmpdir / f"synapse-ro-copies-{os.getuid()}"
-    kept = sorted(folder.iterdir())
-    assert [p.suffix for p in kept] == [".db"] and sorted(tmpdir.iterdir()) == [folder]
-    assert folder.stat().st_mode & 0o777 == 0o700 and kept[0].stat().st_mode & 0o777 == 0o600
+    assert first["copied"] == ["synapse.db", "synapse.db-wal"] * 3  # from the vault, at each open
+    assert sorted(tmpdir.iterdir()) == []  # nothing kept: nothing for another process to rewrite
 
-    # another process (the next prompt's hook) reads the same copy: nothing copied
-    assert _read_only(vault_dir, tmpdir, opens=1) == {"keys": [want], "copied": []}
-
-    # a folder others may write is never used: each open copies for itself, as before, and leaves nothing
-    folder.chmod(0o777)
-    try:
-        alone = _read_only(vault_dir, tmpdir, opens=2)
-    finally:
-        folder.chmod(0o700)
-    assert alone["keys"] == [want] * 2 and len(alone["copied"]) == 4 and sorted(folder.iterdir()) == kept
-
-    # the vault changed: a new copy, the stale one removed
-    _commit_and_die(vault_dir, "b", 1, writer_tmp)
-    later = _read_only(vault_dir, tmpdir, opens=2)
-    assert later["keys"] == [sorted([*want, "b_0"])] * 2 and len(later["copied"]) == 2
-    now = sorted(folder.iterdir())
-    assert len(now) == 1 and now != kept
-
-    # a writable open (a person's purge among them) leaves no copy of the vault behind
-    monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
-    syn.open_vault(vault_dir).close()
-    assert sorted(folder.iterdir()) == []
-
-    def no_temporary_folder() -> str:
-        raise FileNotFoundError("No usable temporary directory found")
-
-    monkeypatch.setattr(tempfile, "gettempdir", no_temporary_folder)  # a sandbox with none: opens as before
-    with syn.open_vault(vault_dir, readonly=True) as v:
-        assert sorted(m.key for m in v.memories.list()) == sorted([*want, "b_0"])
-    syn.open_vault(vault_dir).close()
+    # review 94, F1: an agent of this user rewrites whatever copy it can reach; the next read (another process: the
+    # next prompt's hook, the person's CLI) reads the vault, not the agent's text
+    assert _forge_every_database_under(tmpdir) == 0
+    again = _read_only(vault_dir, tmpdir, opens=1)
+    assert again["keys"] == [want] and "zqforged by the agent" not in again["texts"][0]
 
 
-def test_a_copy_made_while_a_writer_began_is_not_kept(vault_dir: Path, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """A ``-shm`` that appears while the copy is made says a writer began: the copy may hold a state no commit had;
-    that open reads it (removed at once, as before), and the next open reads the vault in place."""
+def test_copies_an_earlier_version_kept_are_never_read_and_are_removed(vault_dir: Path, tmp_path: Path) -> None:
+    """The twenty-first pass's kept copies (one an agent rewrote, one holding a text since purged): never read, and
+    removed by the next open, read-only or writable."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    with syn.open_vault(vault_dir) as v:
+        v.remember("knowledge", "old", "zqold committed long ago")
+    _commit_and_die(vault_dir, "a", 2, tmpdir)
+    kept = tmpdir / f"synapse-ro-copies-{os.getuid()}"
+    kept.mkdir(mode=0o700)
+    planted = kept / "0123456789abcdef01234567-0123456789abcdef01234567.db"
+    shutil.copyfile(vault_dir / "synapse.db", planted)
+    assert _forge_every_database_under(kept) == 1
+    out = _read_only(vault_dir, tmpdir, opens=1)
+    assert out["keys"] == [["a_0", "a_1", "old"]] and "zqforged by the agent" not in out["texts"][0]
+    assert not kept.exists()
+
+
+def test_a_copy_made_while_a_writer_began_is_read_by_that_open_and_removed(
+        vault_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``-shm`` that appears while the copy is made says a writer began: that open reads its copy, which is
+    removed at once like every other, and the next open reads the vault in place."""
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     with syn.open_vault(vault_dir) as v:
@@ -157,26 +161,19 @@ def test_a_copy_made_while_a_writer_began_is_not_kept(vault_dir: Path, tmp_path:
     finally:
         conn.close()
     assert keys == ["a_0", "a_1", "old"]
-    assert [p.name for p in tmpdir.iterdir()] == [f"synapse-ro-copies-{os.getuid()}"]
-    assert sorted((tmpdir / f"synapse-ro-copies-{os.getuid()}").iterdir()) == []  # nothing kept
+    assert sorted(tmpdir.iterdir()) == []
 
 
-def test_a_kept_copy_that_cannot_be_read_is_made_anew(vault_dir: Path, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
+def test_no_temporary_folder_is_a_clear_error(vault_dir: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     with syn.open_vault(vault_dir) as v:
         v.remember("knowledge", "old", "zqold committed long ago")
-    _commit_and_die(vault_dir, "a", 2, tmpdir)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
-    db, wal = vault_dir / "synapse.db", vault_dir / "synapse.db-wal"
-    open_copy(db, wal, connect).close()
-    (kept,) = (tmpdir / f"synapse-ro-copies-{os.getuid()}").iterdir()
-    kept.write_bytes(b"not a database" * 100)  # damaged (the disk, another process of this user)
-    conn = open_copy(db, wal, connect)
-    try:
-        assert sorted(r[0] for r in conn.execute("SELECT key FROM memories")) == ["a_0", "a_1", "old"]
-    finally:
-        conn.close()
-    with contextlib.closing(sqlite3.connect(f"file:{kept}?mode=ro", uri=True)) as again:  # made anew, kept
-        assert again.execute("SELECT count(*) FROM memories").fetchone()[0] == 3
+    _commit_and_die(vault_dir, "a", 1, tmp_path)
+
+    def none(*a: Any, **kw: Any) -> str:
+        raise FileNotFoundError(2, "No usable temporary directory found")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", none)
+    monkeypatch.setattr(tempfile, "gettempdir", none)
+    with pytest.raises(syn.StoreError, match=r"no private copy could be made .*open the vault once where it can be"):
+        open_copy(vault_dir / "synapse.db", vault_dir / "synapse.db-wal", connect)

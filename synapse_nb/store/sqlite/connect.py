@@ -9,10 +9,10 @@ read-only mount without it, a folder this user may not write), it used to fall b
 ignores ``synapse.db-wal``: the commits still in the WAL (a writer killed before its checkpoint) vanished from
 recall, listings and the prompt hook, silently (review 89). Now ``immutable=1`` is used only when there is no WAL to
 ignore; otherwise the database and its WAL are copied into a private folder and the copy's WAL merged into it: every
-acknowledged commit is answered, and nothing is written beside the vault. The copy is kept and reused while the
-vault's files stay the same (:mod:`~synapse_nb.store.sqlite.readonly_copy`: it was made anew at every open, the
-vault's size in time and space); a writable open, and a read-only one that needs none, removes the vault's kept
-copies. A copy that cannot be made (no room for it) is a :class:`StoreError` saying why and what to do.
+acknowledged commit is answered, and nothing is written beside the vault. The copy is made for that open and
+removed at once, never kept for the next (:mod:`~synapse_nb.store.sqlite.readonly_copy`; review 94: a kept copy
+lived where an agent of the same Unix user could rewrite it, and was read in place of a vault it could not).
+A copy that cannot be made (no room for it) is a :class:`StoreError` saying why and what to do.
 
 **A failure to open** (review 89): a full disk (``SQLITE_FULL``, or a disk I/O error such as ``SQLITE_IOERR_SHMSIZE``
 on a disk with no room left) said "disk I/O error; if the file is corrupt, restore it from an export ... or move it
@@ -74,7 +74,7 @@ def connect(uri: str) -> sqlite3.Connection:
 def open_sqlite(path: Path, readonly: bool, refusal: str | None) -> sqlite3.Connection:
     """The connection to the vault database ``path`` (see the module docstring)."""
     if not readonly:
-        forget(path)  # a person's purge, among others, leaves no kept copy of what it removed
+        forget(path)  # copies an earlier version kept (a person's purge among the opens): none stays behind
         return connect(f"file:{path}")
     if not path.is_file():
         raise StoreError(f"there is no vault database at {path} to open read-only")
@@ -96,7 +96,7 @@ def open_sqlite(path: Path, readonly: bool, refusal: str | None) -> sqlite3.Conn
 
 
 def _without_copy(path: Path, conn: sqlite3.Connection) -> sqlite3.Connection:
-    """``conn``, read in place: the vault's kept copies are of an earlier state, and removed."""
+    """``conn``, read in place (copies an earlier version kept are removed)."""
     forget(path)
     return conn
 
