@@ -14,6 +14,7 @@ Every other kind table is the shared one as it is, over PostgreSQL's dialect (``
 from __future__ import annotations
 
 import builtins
+import functools
 from typing import Any
 
 from synapse_nb.errors import ConflictError, NotFoundError
@@ -38,8 +39,10 @@ class EpisodesTable(shared.EpisodesTable[PgDatabase]):
 
     def _refresh(self, *threads: tuple[str, str] | None) -> None:
         for t in {t for t in threads if t is not None}:
-            self._db.before_commit(("rank_refresh_thread", *t),
-                                   lambda t=t: self._db.write("SELECT rank_refresh_thread(?, ?)", t))
+            self._db.before_commit(("rank_refresh_thread", *t), functools.partial(self._refresh_now, *t))
+
+    def _refresh_now(self, mind: str, thread: str) -> None:
+        self._db.write("SELECT rank_refresh_thread(?, ?)", (mind, thread))
 
     def insert_row(self, id: str, values: tuple[Any, ...]) -> None:
         row = dict(zip(self.fields, values, strict=True))
