@@ -73,6 +73,7 @@ class _State(threading.local):
         self.first_stamp: str | None = None  # the write transaction's first stamp (a commit's read-back)
         self.after_commit: list[Callable[[], None]] = []
         self.on_rollback: list[Callable[[], None]] = []
+        self.before_commit: dict[tuple[str, ...], Callable[[], None]] = {}  # owed work, by key: :meth:`before_commit`
 
 
 class _Cx:
@@ -290,6 +291,10 @@ class PgDatabase:
             nonce = None if st.op_key is None else secrets.token_hex(16)
             try:
                 yield _Cx(self, conn)
+                while st.before_commit:  # in key order: two transactions owing the same work lock alike
+                    owed, st.before_commit = st.before_commit, {}
+                    for key in sorted(owed):
+                        owed[key]()
                 if self._precommit and st.changes:  # before the commit (review 89)
                     for listener in list(self._precommit):
                         listener(sorted((k, r, d) for (k, r), d in st.changes.items()))
@@ -318,7 +323,7 @@ class PgDatabase:
                         raise err from exc
                     raise
             finally:
-                st.conn, st.depth, st.first_stamp = None, 0, None
+                st.conn, st.depth, st.first_stamp, st.before_commit = None, 0, None, {}
         st.on_rollback = []
         callbacks, st.after_commit = st.after_commit, []
         changes = sorted((k, r, d) for (k, r), d in st.changes.items())
@@ -423,6 +428,16 @@ class PgDatabase:
     def on_rollback(self, callback: Callable[[], None]) -> None:
         if self._state.depth:
             self._state.on_rollback.append(callback)
+
+    def before_commit(self, key: tuple[str, ...], callback: Callable[[], None]) -> None:
+        """Run ``callback`` in the outermost transaction, just before its COMMIT (its error rolls everything back),
+        once per ``key`` however often it is owed: a thread's ranking contexts are refreshed once per transaction, not
+        once per episode written (review 96). Outside a transaction it runs in one of its own."""
+        if not self._state.depth:
+            with self.transaction():
+                self.before_commit(key, callback)
+            return
+        self._state.before_commit.setdefault(key, callback)
 
     @property
     def in_transaction(self) -> bool:

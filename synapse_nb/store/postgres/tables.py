@@ -7,17 +7,17 @@ Every other kind table is the shared one as it is, over PostgreSQL's dialect (``
   ``lesson_ids``, ``revert_known``, ``lesson_state``, ``submit_analysis``): the agent role may not read a lesson
   that is not in force, whatever the Python code does. Approval is guarded in the statement: a lesson approved
   meanwhile by someone else is a :class:`~synapse_nb.errors.ConflictError`, never a silent overwrite.
-- **episodes**: a threaded episode's writes also refresh its thread's ranking contexts (``rank_refresh_thread``;
-  SQLite's triggers do it there).
+- **episodes**: a threaded episode's writes, its import's too, also refresh its thread's ranking contexts
+  (``rank_refresh_thread``, once per thread and transaction, before the commit; SQLite's triggers do it there).
 """
 
 from __future__ import annotations
 
 import builtins
+import functools
 from typing import Any
 
 from synapse_nb.errors import ConflictError, NotFoundError
-from synapse_nb.models import Episode
 from synapse_nb.store.postgres.db import PgDatabase
 from synapse_nb.store.sql import tables as shared
 
@@ -25,21 +25,31 @@ __all__ = ["EpisodesTable", "LessonsTable"]
 
 
 class EpisodesTable(shared.EpisodesTable[PgDatabase]):
-    """Episodes; a threaded one's writes also refresh its thread's ranking contexts (``rank_refresh_thread``)."""
+    """Episodes; a threaded one's writes also refresh its thread's ranking contexts (``rank_refresh_thread``).
+
+    Every row goes in through :meth:`insert_row` (a log, a restore, an import's or a join's copy: review 96 F1, an
+    import wrote its rows there and left each copied episode without context), and the refresh is owed to the end of
+    the transaction (:meth:`~synapse_nb.store.postgres.db.PgDatabase.before_commit`), once per thread written: an
+    import of a long thread costs one pass over it, not one per episode. Inside the transaction a thread's contexts
+    are not yet refreshed, as the total length is not yet folded (both at commit)."""
 
     def _thread(self, id: str) -> tuple[str, str] | None:
         row = self._db.query_one("SELECT mind, thread FROM episodes WHERE id = ? AND thread IS NOT NULL", (id,))
         return None if row is None else (row["mind"], row["thread"])
 
     def _refresh(self, *threads: tuple[str, str] | None) -> None:
-        for t in sorted({t for t in threads if t is not None}):
-            self._db.write("SELECT rank_refresh_thread(?, ?)", t)
+        for t in {t for t in threads if t is not None}:
+            self._db.before_commit(("rank_refresh_thread", *t), functools.partial(self._refresh_now, *t))
 
-    def insert(self, record: Episode) -> None:
+    def _refresh_now(self, mind: str, thread: str) -> None:
+        self._db.write("SELECT rank_refresh_thread(?, ?)", (mind, thread))
+
+    def insert_row(self, id: str, values: tuple[Any, ...]) -> None:
+        row = dict(zip(self.fields, values, strict=True))
         with self._db.transaction():
-            super().insert(record)
-            if record.thread is not None:
-                self._refresh((record.mind, record.thread))
+            super().insert_row(id, values)
+            if row["thread"] is not None:
+                self._refresh((row["mind"], row["thread"]))
 
     def update(self, id: str, *, updated_at: str, **changes: Any) -> None:
         with self._db.transaction():
