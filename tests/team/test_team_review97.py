@@ -1,0 +1,100 @@
+"""A team machine's copies and rows (review 97), on the real PostgreSQL.
+
+F3: another machine's purge left its text in this machine's index folder (``.synapse/team/<login>/index/``) through
+every open and command: only the index's own sync marked its rewrite owed, and ``memory list``, ``recall``,
+``memory search`` and ``index check`` do not sync the index; the offline copy's sync saw the deletion and owed the
+index nothing. It marks the index's rewrite owed now, and a person's next open runs it.
+
+F4: ``team search-local`` in an agent's shell compared ``--vault`` with ``team.toml``'s URL as strings: the person's
+URL with one more libpq parameter (``&connect_timeout=5``) was another string, the same cache folder, and the agent
+read the person's copy (every mind the person reads). What the URL resolves to is compared now.
+
+F5: ``team status`` sorted ``followers`` rows by their names alone: the agent login's rows named after the person's
+live cache folder plus a newline were called an earlier join of the person's, and the ``DELETE`` it printed (the
+newline trimmed) removed the person's live rows and kept the agent's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+from typer.testing import CliRunner
+
+import synapse_nb as syn
+from synapse_nb.cli import app
+from synapse_nb.store.index.scrub import Owed
+from synapse_nb.team import join, offline_search, open_team_vault, status
+
+from .conftest import url_as
+
+SECRET = "quokkatoken"
+
+
+@pytest.fixture()
+def people(pg_admin_url: str, project: str) -> dict[str, str]:
+    """Two people and alice's agent (granted only the mind ``default``): name -> URL."""
+    out = {}
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:
+        for who, group in (("alice", "human"), ("bob", "human"), ("agent_alice", "agent")):
+            login = f"{project}_{who}"
+            c.execute(f"CREATE ROLE {login} LOGIN IN ROLE {project}_{group}")
+            if group == "agent":
+                c.execute(f"INSERT INTO {project}.mind_grants(grantee, mind) VALUES (%s, 'default')", (login,))
+            out[who] = url_as(pg_admin_url, login) + f"?project={project}"
+    return out
+
+
+@pytest.fixture()
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project folder outside git, the current folder, no SYNAPSE_HOME, no agent's marker."""
+    monkeypatch.delenv("SYNAPSE_HOME", raising=False)
+    monkeypatch.delenv("CLAUDECODE", raising=False)
+    f = tmp_path / "acme"
+    f.mkdir()
+    monkeypatch.chdir(f)
+    return f
+
+
+def _index_holds(cache: Path, text: str) -> list[str]:
+    """The files of the cache folder's index folder that hold ``text``."""
+    return sorted(str(p.relative_to(cache)) for p in (cache / "index").rglob("*")
+                  if p.is_file() and text.encode() in p.read_bytes())
+
+
+@pytest.mark.parametrize("position", ["kept", "lost"])
+def test_another_machines_purge_leaves_this_machines_index_at_the_persons_next_open(
+        people: dict[str, str], tmp_path: Path, position: str) -> None:
+    """``lost``: the copy's feed position is gone, so its sync replaces it whole (the deletion is a row the server no
+    longer has, not one the feed names)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    b = open_team_vault(people["bob"], local=tmp_path / "b")
+    mem = b.remember("knowledge", "db_password", f"the db password is {SECRET}-qq")
+    a = open_team_vault(people["alice"], local=tmp_path / "a")
+    try:
+        cache = Path(a.path)
+        a.index.rebuild()  # alice's index folder holds the memory
+        assert _index_holds(cache, SECRET)
+    finally:
+        a.close()
+    b.purge(mem.id)
+    b.close()
+    if position == "lost":
+        (cache / "copy-feed.json").unlink()
+    # alice's commands that do not sync the index (memory list): her copy applies bob's purge at its sync
+    a = open_team_vault(people["alice"], local=tmp_path / "a")
+    try:
+        assert all(m.id != mem.id for m in a.memories.list())
+    finally:
+        a.close()
+    held = list(cache.glob("copy.db*"))
+    assert held and not any(SECRET.encode() in p.read_bytes() for p in held)
+    assert Owed(cache / "index").person()  # the index's rewrite is owed, a person's line: the next open runs it
+    a = open_team_vault(people["alice"], local=tmp_path / "a")  # alice's next open, nothing else
+    try:
+        assert not _index_holds(cache, SECRET), _index_holds(cache, SECRET)
+        assert not Owed(cache / "index").person() and a.index.scrub_owed_since is None
+    finally:
+        a.close()
