@@ -25,7 +25,8 @@ from typer.testing import CliRunner
 import synapse_nb as syn
 from synapse_nb.cli import app
 from synapse_nb.store.index.scrub import Owed
-from synapse_nb.team import join, offline_search, open_team_vault, status
+from synapse_nb.store.postgres.migrate import agent_connection_limit
+from synapse_nb.team import offline_search, open_team_vault
 
 from .conftest import url_as
 
@@ -40,7 +41,8 @@ def people(pg_admin_url: str, project: str) -> dict[str, str]:
         for who, group in (("alice", "human"), ("bob", "human"), ("agent_alice", "agent")):
             login = f"{project}_{who}"
             c.execute(f"CREATE ROLE {login} LOGIN IN ROLE {project}_{group}")
-            if group == "agent":
+            if group == "agent":  # as `team init --agent LOGIN --mind default` makes it
+                c.execute(agent_connection_limit(login))
                 c.execute(f"INSERT INTO {project}.mind_grants(grantee, mind) VALUES (%s, 'default')", (login,))
             out[who] = url_as(pg_admin_url, login) + f"?project={project}"
     return out
@@ -98,3 +100,48 @@ def test_another_machines_purge_leaves_this_machines_index_at_the_persons_next_o
         assert not Owed(cache / "index").person() and a.index.scrub_owed_since is None
     finally:
         a.close()
+
+
+def _carols_salary_in_alices_copy(people: dict[str, str], folder: Path) -> Path:
+    """alice joins the folder (her agent's own login named), writes to the mind ``hr`` (her agent is granted only
+    ``default``) and her copy syncs every mind she reads: her cache folder."""
+    out = CliRunner().invoke(app, ["team", "join", people["alice"], "--agent-url", people["agent_alice"]])
+    assert out.exit_code == 0, out.output
+    v = syn.open_vault(folder).with_mind("hr")
+    try:
+        v.remember("context", "salary_band", "HR-ONLY: Carol's salary band is L7")
+        v.recall("salary")
+        return Path(v.path)
+    finally:
+        v.close()
+
+
+def test_search_local_in_an_agents_shell_compares_what_a_url_resolves_to(
+        people: dict[str, str], folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mine = _carols_salary_in_alices_copy(people, folder)
+    variant = people["alice"] + "&connect_timeout=5"  # another string, the same server, login and cache folder
+    assert "Carol" in offline_search("salary", mind="hr", url=variant)  # the person's shell: her copy
+    theirs = syn.open_vault(folder, actor="agent")
+    theirs.recall("salary")
+    theirs.close()  # the agent login's own copy, its minds only
+    monkeypatch.setenv("CLAUDECODE", "1")
+    run = CliRunner()
+    for url in (variant, people["alice"] + "&application_name=x&sslmode=prefer", people["alice"]):
+        out = run.invoke(app, ["--vault", url, "--mind", "hr", "team", "search-local", "salary"])
+        assert "Carol" not in out.output, (url, out.output)
+        assert out.exit_code == 0 and "(no match in the local copy)" in out.output, out.output  # the agent's copy
+    # another login's copy, by any URL, is refused: bob's (a person's) folder here, made by his own open
+    bob = open_team_vault(people["bob"], local=folder)
+    bob.recall("salary")
+    bob.close()
+    out = run.invoke(app, ["--vault", people["bob"] + "&connect_timeout=5", "team", "search-local", "salary"])
+    assert out.exit_code != 0 and "agent login's own copy" in out.output, out.output
+    with pytest.raises(syn.PermissionDeniedError):
+        offline_search("salary", mind="hr", url=people["bob"])
+    # team.toml deleted (a project file the agent may remove): the folder's pin still says which login is the agent's
+    (folder / ".synapse" / "team.toml").unlink()
+    with pytest.raises(syn.PermissionDeniedError, match="the folder's pin"):
+        offline_search("salary", mind="hr", url=variant)
+    out = run.invoke(app, ["--vault", people["agent_alice"] + "&connect_timeout=5", "team", "search-local", "salary"])
+    assert out.exit_code == 0 and out.output.startswith("STALE (local copy)"), out.output
+    assert mine.name.startswith(f"{people['alice'].split('://')[1].split('@')[0]}@")
