@@ -302,7 +302,7 @@ class CopyKeeper:
         if not (own_folder(index) and index.is_dir()):
             return
         try:
-            Owed(index).mark(person=not by_agent(self._store, gone))
+            Owed(index).mark(person=self._store is None or not by_agent(self._store, gone))
         except OSError as exc:
             log.warning("could not mark the index scrub of a deletion this machine's offline copy applied owed in %s "
                         "(%s); the index's next sync marks it", index, exc.strerror or exc)
