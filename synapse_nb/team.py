@@ -431,8 +431,10 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
         if recorded is not None:  # the folder's current join's rows: this machine's of an earlier join left out, said
             joined = (team_cache_dir(vault_dir, *_split(u, project_dir)) for u in (recorded, agent_url) if u)
             current = [folder, *joined]
-            info["machines"], earlier = current_join(info["machines"], vault_dir / TEAM_DIRNAME, current, project)
+            info["machines"], earlier, apart = current_join(info["machines"], vault_dir / TEAM_DIRNAME, current,
+                                                            project)
             out |= {"earlier_joins": earlier} if earlier else {}
+            out |= {"other_logins_rows": apart} if apart else {}
         if agent_url is not None and url == recorded:  # the server's verdict, before calling it the agent's own
             out["agent_login"] = _agent_login_said(recorded, agent_url, project_dir, project,
                                                    _agent_verdict(conninfo, project, agent_url))

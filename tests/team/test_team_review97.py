@@ -16,6 +16,7 @@ newline trimmed) removed the person's live rows and kept the agent's.
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import psycopg
@@ -26,7 +27,7 @@ import synapse_nb as syn
 from synapse_nb.cli import app
 from synapse_nb.store.index.scrub import Owed
 from synapse_nb.store.postgres.migrate import agent_connection_limit
-from synapse_nb.team import offline_search, open_team_vault
+from synapse_nb.team import join, offline_search, open_team_vault, status
 
 from .conftest import url_as
 
@@ -145,3 +146,58 @@ def test_search_local_in_an_agents_shell_compares_what_a_url_resolves_to(
     out = run.invoke(app, ["--vault", people["agent_alice"] + "&connect_timeout=5", "team", "search-local", "salary"])
     assert out.exit_code == 0 and out.output.startswith("STALE (local copy)"), out.output
     assert mine.name.startswith(f"{people['alice'].split('://')[1].split('@')[0]}@")
+
+
+def _synced(url: str, folder: Path) -> Path:
+    """A person's recall over ``url`` from ``folder`` (the copy syncs and reports its position), closed: the handle's
+    cache folder."""
+    v = open_team_vault(url, local=folder)
+    try:
+        v.recall("fridays")
+        return Path(v.path)
+    finally:
+        v.close()
+
+
+def test_team_status_counts_only_the_folders_own_logins_rows_and_its_delete_names_them_exactly(
+        people: dict[str, str], project: str, pg_admin_url: str, folder: Path) -> None:
+    alice = f"{project}_alice"
+    join(people["alice"], local=folder)
+    old = _synced(people["alice"], folder)
+    moved = people["alice"].replace("@127.0.0.1:", "@localhost:")  # the same server, another URL: another folder
+    join(moved, local=folder)
+    live = _synced(moved, folder)
+    host = socket.gethostname()
+    # the agent login's own SQL: rows named after alice's live folder plus a newline, and one named exactly as her old
+    # folder's copy (a row per name and login: the server sets the login, the agent's)
+    forged = [f"{host}:{live}#copy\n", f"{host}:{live}\n", f"{host}:{old}#copy"]
+    with psycopg.connect(people["agent_alice"].split("?")[0], autocommit=True) as c:
+        c.execute(f"SET search_path = {project}")
+        for name in forged:
+            c.execute("INSERT INTO followers(name, cursor_xid, snapshot) SELECT %s, "
+                      "pg_snapshot_xmin(pg_current_snapshot()), pg_current_snapshot()", (name,))
+
+    def rows() -> set[tuple[str, str]]:
+        with psycopg.connect(pg_admin_url) as c:
+            return {(r[0], r[1]) for r in c.execute(f"SELECT name, login FROM {project}.followers")}
+
+    before = rows()
+    olds = {(n, lg) for n, lg in before if lg == alice and f"{old}" in n}
+    lives = {(n, lg) for n, lg in before if lg == alice and f"{live}" in n}
+    assert olds and lives and all(n.isprintable() for n, _ in olds | lives), before
+    st = status(moved, local=folder)
+    said = st["earlier_joins"]
+    assert said.startswith(f"{len(olds)} feed position"), said  # alice's old rows only
+    assert live.name not in said.split("drops them with: ")[0], said
+    shown = {(m["name"], m["login"]) for m in st["machines"]}
+    assert lives <= shown and not shown & {(n, f"{project}_agent_alice") for n in forged}, shown
+    apart = st["other_logins_rows"]
+    assert apart.startswith("3 feed positions named after this machine's cache folders"), apart
+    assert "\\u000a' by E'" in apart and f"E'{project}_agent_alice'" in apart and "\n" not in apart, apart
+    statement = said.split("drops them with: ", 1)[1].split("; and the old folders", 1)[0]
+    assert "login = E'" in statement, statement
+    with psycopg.connect(pg_admin_url, autocommit=True) as c:  # the administrator's statement, as said
+        c.execute(statement)
+    assert rows() == before - olds  # alice's old rows, nothing else: her live ones and the agent's stay
+    st = status(moved, local=folder)
+    assert "earlier_joins" not in st and st["other_logins_rows"].startswith("3 feed positions"), st
