@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from synapse_nb._util import Clock
 from synapse_nb.context import acting_actor, require_human
 from synapse_nb.errors import ConflictError, PermissionDeniedError, StoreError, ValidationError
-from synapse_nb.gitscope.repo import find_repo
 from synapse_nb.offline import OfflineVault, copy_age, has_copy
 from synapse_nb.team_extra import require_psycopg
+from synapse_nb.team_local import _cache, _project_dir, _split, offline_search
 from synapse_nb.team_machines import current_join
 from synapse_nb.vault.locate import (
     TEAM_DIRNAME,
@@ -65,29 +65,6 @@ __all__ = ["agent_login", "grant", "init", "join", "offline_search", "open_team_
 LOCAL_DIRNAME = ".synapse"
 #: The most ``team-feed.json`` (a position in the change feed: a cursor and a snapshot) is read as (review 81).
 FEED_CAP = 1024 * 1024
-
-
-def _project_dir(base: str | Path | None = None) -> Path:
-    start = Path(base or Path.cwd()).resolve()
-    repo = find_repo(start)
-    return repo.main_work_tree if repo is not None else start
-
-
-def _split(url: str, project_dir: Path) -> tuple[str, str]:
-    require_psycopg()
-    from synapse_nb.store.postgres import parse_team_url, project_for
-
-    return parse_team_url(url, project_for(project_dir))
-
-
-def _cache(url: str, project_dir: Path) -> tuple[str, str, Path]:
-    """(libpq URL, project, this machine's cache folder of that team vault: this Unix user's own, the
-    ``<name>.uid-<uid>`` one when the login's folder is another user's: ``cachedir.claim_folder``)."""
-    conninfo, project = _split(url, project_dir)
-    folder = team_cache_dir(project_dir / LOCAL_DIRNAME, conninfo, project)
-    from synapse_nb.store.postgres.cachedir import own_folder  # psycopg: loaded by _split already
-
-    return conninfo, project, own_folder(folder)
 
 
 def recorded_url(local: str | Path | None = None) -> str | None:
@@ -454,8 +431,10 @@ def status(url: str, *, local: str | Path | None = None) -> dict[str, Any]:
         if recorded is not None:  # the folder's current join's rows: this machine's of an earlier join left out, said
             joined = (team_cache_dir(vault_dir, *_split(u, project_dir)) for u in (recorded, agent_url) if u)
             current = [folder, *joined]
-            info["machines"], earlier = current_join(info["machines"], vault_dir / TEAM_DIRNAME, current, project)
+            info["machines"], earlier, apart = current_join(info["machines"], vault_dir / TEAM_DIRNAME, current,
+                                                            project)
             out |= {"earlier_joins": earlier} if earlier else {}
+            out |= {"other_logins_rows": apart} if apart else {}
         if agent_url is not None and url == recorded:  # the server's verdict, before calling it the agent's own
             out["agent_login"] = _agent_login_said(recorded, agent_url, project_dir, project,
                                                    _agent_verdict(conninfo, project, agent_url))
@@ -506,45 +485,6 @@ def _agent_login_said(url: str, agent_url: str | None, project_dir: Path, projec
             "agent its own login: synapse-nb team agent-login postgresql://AGENT_LOGIN@host:port/database?project="
             f"{project}, and keep the person's password where the agent's process cannot read it (docs/team.md, "
             "\"An agent's own login\")")
-
-
-def offline_search(query: str, *, mind: str = "default", k: int = 10, local: str | Path | None = None,
-                   url: str | None = None) -> str:
-    """Search this machine's index copy of the team vault without the server: a stale, read-only answer.
-
-    For a machine that cannot reach the server (writes are refused: no local fork). The text starts with a
-    ``STALE`` line giving the age of the copy (when its feed last synced), then one line per hit.
-    """
-    project_dir = _project_dir(local)
-    recorded = recorded_url(project_dir)
-    acting = acting_actor("user")
-    if url is None or url == recorded:  # this folder's team vault: its copy only if team.toml agrees with the pin
-        # in an agent's shell, the agent login's copy (its minds only), as offline recall reads it: the person's copy
-        # holds every mind the person reads (review 90: an agent granted `default` was shown the `hr` mind's records)
-        urls = checked_team_urls(project_dir / LOCAL_DIRNAME, actor=acting)
-        url = None if urls is None else urls.agent_url if acting == "agent" and urls.agent_url else urls.url
-    if url is not None:
-        folder = _cache(url, project_dir)[2]
-    elif acting == "agent":  # no URL known: which copy is the agent login's, no file here says (a twenty-first pass)
-        raise PermissionDeniedError(
-            "team search-local in an agent's shell reads the agent login's own copy, and this folder names no team "
-            "vault (no .synapse/team.toml): the one copy on this machine may be the person's, which holds every mind "
-            "the person reads. Name the agent's own login: --vault URL (or SYNAPSE_HOME), or a person runs `synapse-nb "
-            "team join URL --agent-url AGENT_URL` here")
-    else:  # no URL known: the one copy this machine keeps (one per team vault and login), a person's shell only
-        from synapse_nb.store.postgres.cachedir import ASIDE, is_own_folder
-
-        # never a folder set aside (another user's, or a symlink: kept, never read), nor one another Unix user owns
-        copies = sorted(p for p in (project_dir / LOCAL_DIRNAME / TEAM_DIRNAME).glob("*")
-                        if ASIDE not in p.name and is_own_folder(p) and has_copy(p))
-        if len(copies) != 1:
-            kept = "no copy" if not copies else f"{len(copies)} copies (of team vaults, logins)"
-            raise ValidationError(
-                f"this machine keeps {kept} under {project_dir / LOCAL_DIRNAME / TEAM_DIRNAME}; name the team vault "
-                "(--vault URL or SYNAPSE_HOME), or run `synapse-nb team join URL` so this folder records it")
-        folder = copies[0]
-    copy = OfflineVault(folder, location="(not contacted)", mind=mind, actor=acting, reason="not contacted")
-    return copy.search(query, k=k).text
 
 
 def start_dev_server(folder: str | Path | None = None, *, project_url: bool = True) -> dict[str, Any]:

@@ -22,9 +22,9 @@ from synapse_nb.errors import (
 )
 from synapse_nb.gitscope.repo import find_repo
 
-__all__ = ["DB_NAME", "TEAM_DIRNAME", "TEAM_FILE", "VAULT_DIRNAME", "find_vault_dir", "locate", "record_team_url",
-           "retire_shared_cache", "set_aside_databases", "set_local_aside", "team_agent_url_of", "team_cache_dir",
-           "team_url_of", "without_secrets"]
+__all__ = ["DB_NAME", "TEAM_DIRNAME", "TEAM_FILE", "VAULT_DIRNAME", "find_vault_dir", "locate", "login_key",
+           "record_team_url", "retire_shared_cache", "set_aside_databases", "set_local_aside", "team_agent_url_of",
+           "team_cache_dir", "team_url_of", "without_secrets"]
 
 VAULT_DIRNAME = ".synapse"
 DB_NAME = "synapse.db"
@@ -266,11 +266,20 @@ def team_cache_dir(vault_dir: Path, conninfo: str, project: str) -> Path:
     PosixPath('.s/team/a_b-...@db-5432-team-acme')
     """
     params = _libpq_params(conninfo)
-    login = _login(params)
+    return vault_dir / TEAM_DIRNAME / f"{login_key(_login(params))}@{_server_key(params, project)}"
+
+
+def login_key(login: str) -> str:
+    """What a cache folder's name holds of its login, before its ``@`` (:func:`team_cache_dir`): the login when it is
+    a plain name, else a digest of it beside its plain characters ("a b" and "a_b" are two logins: two folders).
+
+    >>> login_key("alice"), login_key("a b")  # doctest: +ELLIPSIS
+    ('alice', 'a_b-...')
+    """
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", login)[:40]
-    if name != login:  # "a b" and "a_b" are two logins: two folders
+    if name != login:
         name += "-" + hashlib.sha256(login.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return vault_dir / TEAM_DIRNAME / f"{name}@{_server_key(params, project)}"
+    return name
 
 
 def retire_shared_cache(vault_dir: Path, conninfo: str, project: str) -> bool:

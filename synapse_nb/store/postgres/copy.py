@@ -267,8 +267,13 @@ class CopyKeeper:
                 break
             ids = [rid for rid, _ in pending]
             docs = self._index.docs(ids) if ids else []
-            if (replace and not made) or set(ids) - {d.id for d in docs}:  # owed before the deletion commits
+            gone = set(ids) - {d.id for d in docs}
+            if replace and not made:  # every candidate there is: the copy's rows of any other id are deleted
+                gone |= _copy_ids(folder) - set(ids)
+            if (replace and not made) or gone:  # owed before the deletion commits
                 os.close(open_own(folder / COPY_SCRUB))
+            if gone:  # the login's index folder holds their text too: its rewrite owed (a twenty-second pass)
+                self._owe_index(folder, sorted(gone))
             apply(folder, docs, ids, replace=replace)
             self._index.ack(pending)
             if not pending:
@@ -281,6 +286,35 @@ class CopyKeeper:
                     os.unlink(folder / COPY_SCRUB)
             else:  # owed still: the next sync runs it again
                 log.warning("this machine's offline copy applied a deletion from the change feed, but %s", note)
+
+    def _owe_index(self, folder: Path, gone: Sequence[str]) -> None:
+        """Mark the whole-index scrub of ``gone`` (deletions this sync applies: any machine's, a purge too) owed in
+        the login's index folder (``index/scrub.owed``), as the index's own sync does when it applies them: a
+        person's line unless the agent deleted them all (:func:`~synapse_nb.store.index.scrub.by_agent`), so a
+        person's next open rewrites the index (:func:`synapse_nb.purge.run_owed`). Before (review 97, F3) only the
+        index's sync marked it, and ``memory list``, ``recall``, ``memory search`` and ``index check`` do not sync
+        the index: another machine's purge kept its text in this machine's index folder through every open. Nothing
+        without an index folder (nothing holds the text), never through a symlink."""
+        from synapse_nb.own_files import own_folder
+        from synapse_nb.store.index.scrub import Owed, by_agent
+
+        index = folder / "index"
+        if not (own_folder(index) and index.is_dir()):
+            return
+        try:
+            Owed(index).mark(person=self._store is None or not by_agent(self._store, gone))
+        except OSError as exc:
+            log.warning("could not mark the index scrub of a deletion this machine's offline copy applied owed in %s "
+                        "(%s); the index's next sync marks it", index, exc.strerror or exc)
+
+
+def _copy_ids(folder: Path) -> set[str]:
+    """The ids the copy holds now (a sync that replaces it whole deletes those the server no longer has)."""
+    con, _ = _writer(folder)
+    try:
+        return {str(r[0]) for r in con.execute("SELECT id FROM docs")}
+    finally:
+        con.close()
 
 
 @contextlib.contextmanager
