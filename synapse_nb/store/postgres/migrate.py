@@ -127,6 +127,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "accepted or rejected, as migration 11 sets the login that proposed it", "revision_deciders.sql"),
     Migration(33, "a lesson's session marks outlive its deletion (recall names a rejected lesson to the sessions "
               "given it) and a purge leaves them reading 'purged', no digest of its text", "lesson_marks.sql"),
+    Migration(34, "an agent login writes no history entry for a memory a person verified or a lesson a person decided, "
+              "and its sessions' marks hold a record's digest or 'gone', never 'purged'", "agent_decided.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version
