@@ -141,12 +141,18 @@ class Versions(list[HistoryEntry]):
         """On a team vault, the entry of another person's login whose verified version the newest entry (a person's
         update, revert or acceptance of an agent's revision: each writes new content over it) replaced, else None: the
         person who typed it and the version to revert to (review 90; a local vault records no logins). A person's
-        write over another's stays a write, not a revision: people are peers (docs/team.md, "Who changed what")."""
+        write over another's stays a write, not a revision: people are peers (docs/team.md, "Who changed what").
+
+        The version replaced is the last person's entry before the newest, whatever agents' entries came between: an
+        agent's change to a verified memory is a revision a person accepts, so an agent's entry after a person's
+        (one its login's SQL appended before migration 34 refused it, review 97) changed nothing of what the person
+        left, and reading only the entry before the newest hid whose version was replaced."""
         if len(self) < 2 or self[-1].action not in REPLACING or self[-1].actor != "user":
             return None
-        last, prev = self[-1], self[-2]
+        last = self[-1]
+        prev = next((e for e in reversed(self[:-1]) if e.actor == "user"), None)
         before = last.previous
-        if not (last.login and prev.login and prev.login != last.login and prev.actor == "user"):
+        if prev is None or not (last.login and prev.login and prev.login != last.login):
             return None
         return prev if before is not None and getattr(before, "verified", False) else None
 

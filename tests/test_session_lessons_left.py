@@ -118,3 +118,33 @@ def test_a_vault_from_before_keeps_a_rejected_lessons_marks_once_migrated(git_re
         person.lessons.reject(friday)
         assert REJECTED in agent.recall("migration script", session="m1").text.splitlines()
         assert person.lessons.search("migrations") == []  # the lesson's search text went with it, as before
+
+
+def test_a_purged_mark_of_a_stored_lesson_is_not_believed(git_repo: Path) -> None:
+    """Review 97: a session's mark is no record of what a person did. A 'purged' mark of a lesson in force (an
+    agent's process can write the vault file: the person's Unix user) told the session a person had deleted the
+    lesson, "do not follow it". The lesson's row is believed: one in force is given in full, and one stored out of
+    force is named as no longer in force, not as a person's deletion."""
+    friday = _two_lessons(git_repo)
+    db = git_repo / ".synapse" / "synapse.db"
+
+    def forge() -> None:
+        con = sqlite3.connect(db)
+        try:
+            with con:
+                con.execute("UPDATE session_seen SET digest = 'purged' WHERE rid = ?", (friday,))
+        finally:
+            con.close()
+
+    with syn.open_vault(git_repo, actor="agent") as agent, syn.open_vault(git_repo) as person:
+        given = person.lessons.get(friday).digest
+        assert FRIDAY in agent.recall("migration script", session="m1").text
+        forge()
+        r = agent.recall("migration script", session="m1")
+        assert r.no_longer == () and DELETED not in r.text and f"[all branches, approved] {FRIDAY}" in r.text
+        assert _marks(git_repo, friday) == [given]  # given again: its digest is the mark
+        forge()
+        person.lessons.withdraw(friday)
+        r = agent.recall("migration script", session="m1")
+        assert r.no_longer == ((friday, None, "unknown"),) and DELETED not in r.text
+        assert "(1 approved lesson shown earlier in this session is no longer in force" in r.text

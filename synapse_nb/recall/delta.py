@@ -115,19 +115,28 @@ def no_longer(ctx: Context, session: str | None, lessons: Sequence[Lesson],
     (:data:`GONE_WHY`). A lesson approved again with the same words (a new expiry) is not one: its item is given
     again, unchanged. One out of force whose history this answer did not read (past :data:`GONE_NAMED` reads) is left
     to the next answer, which names it. ``seen``: :func:`seen_digests` (every lesson's mark is in it). Empty without a
-    session."""
+    session.
+
+    The lesson's row is believed, not its mark (review 97: an agent login's SQL set its session's mark of the one
+    lesson in force to :data:`PURGED`, and the session was told a person had deleted it, "do not follow it"): a
+    :data:`PURGED` or :data:`GONE` mark of a lesson in force names nothing (the lesson is given in full again), and a
+    :data:`PURGED` mark of a lesson this role reads as stored is named as no longer in force, without a wording and
+    not as a person's deletion."""
     if session is None:
         return ()
     now = {x.id: x for x in lessons}
+    # a lesson in force is the lesson's row, whatever its mark says: a 'purged' mark on it is none a purge left (a
+    # purge deletes the lesson), and it is given again in full as a lesson with no mark is (review 97)
     changed = {rid: d for rid, d in seen.items()
-               if rid.startswith("les_") and d != GONE and (rid not in now or now[rid].digest != d)}
+               if rid.startswith("les_") and d != GONE and (rid not in now or d not in (now[rid].digest, PURGED))}
     if not changed:
         return ()
-    words, read = _given_wording(ctx, {rid: d for rid, d in changed.items() if d != PURGED})
+    purged = _purged(ctx, [rid for rid, d in changed.items() if d == PURGED])
+    words, read = _given_wording(ctx, {rid: d for rid, d in changed.items() if rid not in purged})
     out: list[Gone] = []
     for rid in sorted(changed):
         text, stored = words.get(rid, (None, False))
-        if changed[rid] == PURGED:
+        if rid in purged:
             out.append((rid, None, "purged"))
         elif rid in now:  # given now in its new words: named now, or counted when they cannot be read
             if text != now[rid].text:
@@ -135,6 +144,20 @@ def no_longer(ctx: Context, session: str | None, lessons: Sequence[Lesson],
         elif rid in read:
             out.append((rid, text, "unknown" if text is None else "out" if stored else "rejected"))
     return tuple(out)
+
+
+def _purged(ctx: Context, ids: Sequence[str]) -> set[str]:
+    """Of the lessons whose marks read :data:`PURGED`, those a purge removed: not stored (a purge deletes the record).
+    One this role reads as stored (withdrawn, or in force on another branch) was not purged, whatever its mark says
+    (review 97: an agent login's SQL wrote the mark): it is named as any lesson whose given wording cannot be
+    matched, without a wording. Where the role may not read it, the mark is believed."""
+    if not ids:
+        return set()
+    try:
+        stored = ctx.stored(ids)
+    except (StoreError, PermissionDeniedError):
+        return set(ids)
+    return {rid for rid in ids if rid not in stored}
 
 
 def told_of(gone: Sequence[Gone]) -> tuple[list[Gone], list[Gone], list[Gone], int]:

@@ -194,7 +194,7 @@ def test_a_sync_whose_position_report_is_refused_still_answers(human: Any, machi
     index and answers (the report waits for the next sync)."""
     human.settings.set("agent_writes_per_hour", 1)
     agent_sql.execute("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELECT 'default', %s, "
-                      "'mem_' || i, 'd', %s FROM generate_series(1, 50) i",
+                      "'mem_' || i, repeat('d', 16), %s FROM generate_series(1, 50) i",
                       (f"agent:{project}_agent_login:flood", human._ctx.now_ts()))
     mem = human.remember("knowledge", "zebras", "the first fact about zebras")
     agent = machine("bot", logins["agent"], actor="agent")

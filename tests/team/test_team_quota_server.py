@@ -363,7 +363,8 @@ def test_a_threaded_episode_counts_once(human: Any, machine: Any, logins: dict[s
 def test_an_agent_session_dated_in_the_future_is_refused(human: Any, agent_sql: psycopg.Connection[Any],
                                                          project: str) -> None:
     """Found by review: rows dated in 2099 held the hour's room of new sessions for ever."""
-    mark = "INSERT INTO session_seen(mind, session, rid, digest, seen_at) VALUES ('default', %s, 'r', 'd', %s)"
+    mark = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) "
+            "VALUES ('default', %s, 'r', repeat('d', 16), %s)")
     with pytest.raises(psycopg.errors.InsufficientPrivilege, match="2099"):
         agent_sql.execute(mark, (f"agent:{project}_agent_login:x1", "2099-01-01T00:00:00.000000Z"))
     agent_sql.execute(mark, (f"agent:{project}_agent_login:x1", TS))
@@ -392,7 +393,7 @@ def test_an_agents_session_rows_and_scan_positions_are_bounded(human: Any, machi
     marks the server refuses still answers."""
     human.settings.set("agent_writes_per_hour", 4)
     rows = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELECT 'default', %s, "
-            "'mem_' || i, 'd', %s FROM generate_series(1, %s) i")
+            "'mem_' || i, repeat('d', 16), %s FROM generate_series(1, %s) i")
     now = human._ctx.now_ts()
     agent_sql.execute(rows, (f"agent:{project}_agent_login:flood", now, 200))
     with pytest.raises(TOO_MANY, match="session state rows"):

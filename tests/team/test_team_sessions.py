@@ -13,7 +13,8 @@ from synapse_nb._util import fmt_ts
 from synapse_nb.store.sql.queries import AGENT_SESSION_ROWS, AGENT_SESSIONS_PER_MIND, AGENT_SESSIONS_PER_VAULT
 
 ROWS = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) "
-        "SELECT %s, %s, 'mem_' || lpad(i::text, 12, '0'), 'd', %s FROM generate_series(%s::int, %s::int) i")
+        "SELECT %s, %s, 'mem_' || lpad(i::text, 12, '0'), repeat('d', 16), %s "  # a digest's form (migration 35)
+        "FROM generate_series(%s::int, %s::int) i")
 
 
 def registry(c: psycopg.Connection[Any]) -> dict[tuple[str, str], tuple[bool, str, str, int]]:
@@ -40,10 +41,11 @@ def test_an_agent_logins_session_holds_a_bounded_number_of_rows(human: Any, mach
     now = human._ctx.now_ts()
     agent_sql.execute(ROWS, ("default", mine, now, 1, AGENT_SESSION_ROWS + 5))
     agent_sql.execute(ROWS, ("default", mine, now, 5000, 5002))
-    agent_sql.execute("UPDATE session_seen SET digest = 'e' WHERE session = %s AND rid = 'mem_000000000001'", (mine,))
+    agent_sql.execute("UPDATE session_seen SET digest = repeat('e', 16) WHERE session = %s "
+                      "AND rid = 'mem_000000000001'", (mine,))
     n = agent_sql.execute("SELECT count(*), max(rid), min(digest) FROM session_seen WHERE session = %s",
                           (mine,)).fetchone()
-    assert n == (AGENT_SESSION_ROWS, f"mem_{AGENT_SESSION_ROWS:012d}", "d")
+    assert n == (AGENT_SESSION_ROWS, f"mem_{AGENT_SESSION_ROWS:012d}", "d" * 16)
     human.remember("procedure", "deploy", "deploys go through the blue green script, never by hand")
     agent = machine("bot", logins["agent"], actor="agent")
     first = agent.recall("how do deploys go", session="conv-1").items
@@ -85,7 +87,7 @@ def test_a_mind_and_the_project_keep_a_bounded_number_of_agent_sessions(human: A
 
 MANY = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) "  # sessions i, minds in turn
         "SELECT (%s::text[])[1 + i %% cardinality(%s::text[])], %s || lpad(i::text, 4, '0'), "
-        "'mem_000000000001', 'd', %s "
+        "'mem_000000000001', repeat('d', 16), %s "
         "FROM generate_series(1, %s) i")
 
 

@@ -129,6 +129,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "given it) and a purge leaves them reading 'purged', no digest of its text", "lesson_marks.sql"),
     Migration(34, "the ranking contexts of the threaded episodes an import or a join copied are filled: they were "
               "left empty, so a joined vault ranked otherwise than the local one", "episode_contexts.sql"),
+    Migration(35, "an agent login writes no history entry for a memory a person verified or a lesson a person decided, "
+              "and its sessions' marks hold a record's digest or 'gone', never 'purged'", "agent_decided.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version
