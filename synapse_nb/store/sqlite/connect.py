@@ -11,8 +11,9 @@ recall, listings and the prompt hook, silently (review 89). Now ``immutable=1`` 
 ignore; otherwise the database and its WAL are copied into a private folder and the copy's WAL merged into it: every
 acknowledged commit is answered, and nothing is written beside the vault. The copy is kept and reused while the
 vault's files stay the same (:mod:`~synapse_nb.store.sqlite.readonly_copy`: it was made anew at every open, the
-vault's size in time and space); a writable open, and a read-only one that needs none, removes the vault's kept
-copies. A copy that cannot be made (no room for it) is a :class:`StoreError` saying why and what to do.
+vault's size in time and space); a writable open, a deletion's or purge's scrub, and a read-only open that needs
+none remove the vault's kept copies. A copy that cannot be made (no room for it) is a :class:`StoreError` saying why
+and what to do.
 
 **A failure to open** (review 89): a full disk (``SQLITE_FULL``, or a disk I/O error such as ``SQLITE_IOERR_SHMSIZE``
 on a disk with no room left) said "disk I/O error; if the file is corrupt, restore it from an export ... or move it

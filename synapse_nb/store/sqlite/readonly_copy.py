@@ -8,16 +8,25 @@ database and its WAL are copied and the copy's WAL merged into it (review 89). T
 prompt hook on a read-only mount copied the whole vault at every prompt (the time and the space of the vault). Now:
 
 - the copy is kept in this Unix user's own folder, ``$TMPDIR/synapse-ro-copies-<uid>`` (0700; not used when it is
-  not a real directory of this user's), named by the vault's file (device and inode) and by the state it copied
-  (device, inode, size, mtime and ctime of ``synapse.db`` and of its WAL), and reused while both are the same: the
-  next open costs a ``stat`` of each and opening the copy. A change to either file makes a new copy;
+  not a real directory of this user's), named by the vault's file (device and inode), by its path (the real path of
+  ``synapse.db``) and by the state it copied (device, inode, size, mtime and ctime of ``synapse.db`` and of its
+  WAL), and reused while both are the same: the next open costs a ``stat`` of each and opening the copy. A change to
+  either file makes a new copy;
 - a copy is kept only when the vault's files did not change while it was made and no ``-shm`` appeared (no writer
   began meanwhile: SQLite reads the vault in place again); else that open reads a copy of its own, removed at once,
   as every open did before, and so does every open where the folder cannot be used (no ``os.getuid``, not this
   user's, no room);
-- cleaned up (:func:`forget`): a new copy removes the vault's earlier ones; a writable open of the vault (a person's
-  purge among them) and a read-only open that needs no copy remove the vault's copies; a copy no open used for
-  :data:`KEEP_UNUSED_S` is removed by the next open that uses the folder.
+- cleaned up (:func:`forget`): a new copy removes the vault's earlier ones; a writable open of the vault, a
+  deletion's and a purge's scrub (``SqliteStore.scrub``), and a read-only open that needs no copy remove the
+  vault's copies, every one this user keeps of that file or of any file at that path (one made before the vault's
+  file was replaced, by a restore, holds what it held); a copy no open used for :data:`KEEP_UNUSED_S` is removed by
+  the next open that uses the folder.
+
+A purge's scrub removing them matters (a twenty-second pass): a copy kept after the person's writable handle was
+opened (a read-only open that made it meanwhile, while no ``-shm`` was there) held the purged text until the next
+read-only open or the hour, while the purge said its caches were scrubbed. Another Unix user's copies (their own
+``synapse-ro-copies-<uid>``, 0700) are beyond this user's reach: a purge cannot remove them, and they stay until that
+user's next open of the vault or their hour (docs/recall.md says so).
 
 The copy is as trusted as the folder: a process of this Unix user could replace it, as it could the vault itself
 wherever it may write it.
@@ -86,23 +95,35 @@ def _vault_name(path: Path) -> str:
     return _digest(("vault", st.st_dev, st.st_ino))
 
 
+def _place_name(path: Path) -> str:
+    """The part of a copy's name that names where the vault's file is (its real path: the same through any link to
+    it, whichever file is there now)."""
+    return _digest(("place", os.path.realpath(path)))
+
+
 def forget(path: Path, *, keep: str | None = None) -> None:
-    """Remove the kept copies of the vault database ``path`` (but ``keep``), and every entry of the folder no open
-    used for :data:`KEEP_UNUSED_S`. Never fails: a copy left is removed by a later open."""
+    """Remove the kept copies of the vault database ``path`` (but ``keep``): of its file, and of any file at its path,
+    and every entry of the folder no open used for :data:`KEEP_UNUSED_S`. Never fails: a copy left is removed by a
+    later open."""
     folder = copies_folder()
     if folder is None:
         return
+    try:
+        vault: str | None = _vault_name(path)
+    except OSError:  # no file there now: its path still names the copies of the one that was
+        vault = None
     with contextlib.suppress(OSError):
-        _prune(folder, _vault_name(path), keep)
+        _prune(folder, vault, _place_name(path), keep)
 
 
-def _prune(folder: Path, vault: str, keep: str | None) -> None:
+def _prune(folder: Path, vault: str | None, place: str, keep: str | None) -> None:
     old = time.time() - KEEP_UNUSED_S
     with os.scandir(folder) as entries:
         for e in entries:
             with contextlib.suppress(OSError):
                 st = e.stat(follow_symlinks=False)
-                if e.name == keep or not (e.name.startswith(f"{vault}-") or st.st_mtime < old):
+                ours = (vault is not None and e.name.startswith(f"{vault}-")) or e.name.split("-")[1:2] == [place]
+                if e.name == keep or not (ours or st.st_mtime < old):
                     continue
                 if stat.S_ISDIR(st.st_mode):
                     shutil.rmtree(e.path, ignore_errors=True)
@@ -123,7 +144,7 @@ def open_copy(path: Path, wal: Path, connect: Callable[[str], sqlite3.Connection
     vault = None
     if folder is not None:
         try:
-            vault = _vault_name(path)
+            vault = f"{_vault_name(path)}-{_place_name(path)}"
             name = f"{vault}-{_digest((_state(path), _state(wal)))}.db"
         except OSError:
             folder = None
