@@ -364,16 +364,8 @@ def _run(store: VaultStore) -> None:
 def check_pending(store: VaultStore, limit: int | None = None, seconds: float | None = None) -> int:
     """Check the records written since the last check (what large write transactions left), oldest first, at most
     ``limit`` history entries (None: all of them), in batches of :data:`BATCH`; with ``seconds``, in batches that grow
-    from :data:`_FIRST_BATCH` and none started once ``seconds`` have passed. First what imports left owed
-    (:func:`synapse_nb.dupes_owed.run_owed`: a process killed before its import's check ended), each record counted
-    as an entry. Returns how many entries were read."""
-    from synapse_nb.dupes_owed import run_owed  # (it reads this module)
-
-    start = _clock()
-    done = run_owed(store, seconds=seconds, limit=limit)
-    if (limit is not None and done >= limit) or (done and seconds is not None and _clock() - start >= seconds):
-        return done
-    size = BATCH if seconds is None else _FIRST_BATCH
+    from :data:`_FIRST_BATCH` and none started once ``seconds`` have passed. Returns how many entries were read."""
+    done, size, start = 0, BATCH if seconds is None else _FIRST_BATCH, _clock()
     while limit is None or done < limit:
         if done and seconds is not None and _clock() - start >= seconds:
             break
@@ -410,11 +402,8 @@ def _unchecked(store: VaultStore, n: int) -> list[tuple[str, str, str, str]]:
 
 
 def waiting(store: VaultStore) -> int:
-    """How many history entries still wait for the duplicate check (:func:`check_pending`), and records imports
-    still owe it (:mod:`synapse_nb.dupes_owed`)."""
-    from synapse_nb.dupes_owed import owed_records
-
-    return store.links.count_unchecked(store.links.checked_at(), CHECKED_KINDS, CHECKED_ACTIONS) + owed_records(store)
+    """How many history entries still wait for the duplicate check (:func:`check_pending`)."""
+    return store.links.count_unchecked(store.links.checked_at(), CHECKED_KINDS, CHECKED_ACTIONS)
 
 
 def find_links(records: Sequence[Record], store: VaultStore, *, at: str | None = None,

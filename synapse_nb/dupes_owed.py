@@ -21,8 +21,8 @@ meanwhile is written back). What a process left owed is finished by (:func:`run_
 
 - a person's next writable open of the vault, for :data:`~synapse_nb.dupes.READ_SECONDS` at most (batches growing
   from a few records: an open stays quick; the rest stays owed);
-- a person's next listing of conflicts (``memory conflicts``, the review widget: :func:`synapse_nb.dupes.check_pending`,
-  before the writes that wait; ``--check-all`` finishes it), which also counts what is still owed;
+- a person's next listing of conflicts (``memory conflicts``, the review widget: :func:`check_pending`, before the
+  writes that wait; ``--check-all`` finishes it), which also counts what is still owed (:func:`waiting`);
 - the next import's check, before its own.
 
 Only a person's handle runs it (a team vault's agent login may write no ``meta`` row but its scan positions, and the
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from synapse_nb.models import Record
     from synapse_nb.store.base import VaultStore
 
-__all__ = ["Owed", "owe", "owed", "owed_records", "run", "run_at_open", "run_owed"]
+__all__ = ["Owed", "check_pending", "owe", "owed", "owed_records", "run", "run_at_open", "run_owed", "waiting"]
 
 log = logging.getLogger("synapse_nb.dupes")
 
@@ -225,6 +225,24 @@ def run_owed(store: VaultStore, *, seconds: float | None = None, limit: int | No
             break
         run(store, entry, seconds=took, limit=None if limit is None else limit - count.checked, progress=count)
     return count.checked
+
+
+def check_pending(store: VaultStore, limit: int | None = None, seconds: float | None = None) -> int:
+    """:func:`synapse_nb.dupes.check_pending` (what writes left waiting) after what imports left owed (first, within
+    the same ``limit``, each record counted as an entry, and ``seconds``): a person's listing of conflicts. Returns
+    how many entries were read."""
+    began = dupes._clock()
+    done = run_owed(store, seconds=seconds, limit=limit)
+    if done and ((limit is not None and done >= limit) or (seconds is not None and dupes._clock() - began >= seconds)):
+        return done
+    rest = None if seconds is None else max(0.0, seconds - (dupes._clock() - began))
+    return done + dupes.check_pending(store, None if limit is None else limit - done, rest)
+
+
+def waiting(store: VaultStore) -> int:
+    """:func:`synapse_nb.dupes.waiting` (history entries the check has still to read) and the records imports still
+    owe it."""
+    return dupes.waiting(store) + owed_records(store)
 
 
 def run_at_open(store: VaultStore) -> None:

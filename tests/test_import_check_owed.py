@@ -110,9 +110,9 @@ def test_a_listing_of_conflicts_counts_and_finishes_what_is_owed(tmp_path: Path,
     with syn.open_vault(person) as v:  # the open runs one small batch within its budget; the rest stays owed
         assert dupes_owed.owed_records(v._store) == 3 and len(_unpaired(v)) == 3
         listed = v.memories.conflicts()  # a person's listing: one more batch, and what still waits is counted
-        assert listed.unchecked == dupes.waiting(v._store) == 2 and len(_unpaired(v)) == 2
+        assert listed.unchecked == dupes_owed.waiting(v._store) == 2 and len(_unpaired(v)) == 2
         v.memories.conflicts(check_all=True)
-        assert _unpaired(v) == [] and dupes.waiting(v._store) == 0
+        assert _unpaired(v) == [] and dupes_owed.waiting(v._store) == 0
 
 
 def test_the_next_import_finishes_what_an_earlier_one_left_owed(tmp_path: Path,
