@@ -41,6 +41,7 @@ claims nothing: without ``--trust`` those records are an agent's, and the check 
 from __future__ import annotations
 
 import functools
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -49,8 +50,8 @@ from typing import TYPE_CHECKING, Any
 from synapse_nb._util import check_id, shown_id
 from synapse_nb.changes import LINK_STATUSES, RELATIONS, UNKNOWN_REASON, Link, reason_ok
 from synapse_nb.context import check_mind
-from synapse_nb.dupes import BATCH, CHECKED_ACTIONS, CHECKED_KINDS, find_links, hidden_side
-from synapse_nb.dupes_reads import Apart
+from synapse_nb.dupes import CHECKED_ACTIONS, CHECKED_KINDS, hidden_side
+from synapse_nb.dupes_owed import Owed, owe, run, run_owed
 from synapse_nb.errors import ConflictError, PermissionDeniedError, StoreError, ValidationError
 from synapse_nb.models import KIND_NAMES, RECORD_TYPES, Record
 from synapse_nb.provenance import inline
@@ -191,14 +192,20 @@ class FileLinks:
         an older schema (no links) has its records also compared with each other, each with those of the batches
         before it. Their history entries keep their own times, and the mark may be past them (or the file brought
         none): this is the check they get (review 87); once every record is compared, the mark moves as a copy's
-        (:meth:`keep_checked`), so a later listing does not judge the file's entries again. Returns what the check
-        did (None: no mind held records), filled in once the outermost transaction has committed."""
+        (:meth:`keep_checked`), so a later listing does not judge the file's entries again. What the check is to compare
+        is recorded as owed in the import's own transaction, and each batch moves it past the records it compared
+        (:mod:`synapse_nb.dupes_owed`): a process killed between the commit and the last batch leaves the rest owed,
+        and a person's next writable open, ``memory conflicts`` or import finishes it (a twenty-second pass: the rest
+        was lost, unsaid). Returns what the check did (None: no mind held records), filled in once the outermost
+        transaction has committed."""
         if not self._held:
             return None
         records = sorted((replace(r, updated_at=at) for r in brought if r.kind in CHECKED_KINDS),
                          key=lambda r: r.id)
         check = BroughtCheck(len(records))
-        store.after_commit(functools.partial(check.run, store, records, at, self._carried, self._mark))
+        if records or self._mark:  # with no record: the mark alone
+            entry = owe(store, records, at, self._carried, self._mark)
+            store.after_commit(functools.partial(check.run, store, entry, records))
         return check
 
     def add(self, lineno: int, doc: dict[str, Any], check_time: Callable[..., None]) -> None:
@@ -266,32 +273,27 @@ class BroughtCheck:
     """The duplicate check of the records an import brought into minds that held records
     (:meth:`FileLinks.check_brought`), run after the import's commit: ``records`` to compare, how many were
     (``checked``), the pairs it found (``pairs``; ``memory conflicts`` lists them) and, when it stopped before the
-    end, why (``stopped``: the pairs of the batches before are stored, the rest were not compared)."""
+    end, why (``stopped``: the pairs of the batches before are stored, the rest are owed:
+    :mod:`synapse_nb.dupes_owed`)."""
 
     records: int
     checked: int = 0
     pairs: int = 0
     stopped: str = ""
 
-    def run(self, store: VaultStore, records: Sequence[Record], at: str, carried: bool, mark: str) -> None:
-        """Check ``records`` in batches (``carried``: never against each other), then move the duplicate check's
-        mark to ``mark`` ("": it stays)."""
-        every = Apart.of(records) if carried else None
-        for start in range(0, max(len(records), 1 if mark else 0), BATCH):  # with no record: the mark alone
-            batch = records[start:start + BATCH]
-            # a file without links: its records pair with those of the batches before (later ones pair with these)
-            apart = every if carried else Apart.of(records[start + BATCH:])
-            try:
-                found = find_links(batch, store, at=at, apart=apart) if batch else []
-                with store.transaction():
-                    store.links.insert(found)
-                    if mark and start + BATCH >= len(records):  # every record is compared: as a copy's, the mark
-                        store.links.advance(mark)
-            except (PermissionDeniedError, StoreError) as exc:  # the import is stored: say so, and what was not
-                self.stopped = str(exc)
-                return
-            self.checked += len(batch)
-            self.pairs += len(found)
+    def run(self, store: VaultStore, entry: Owed, records: Sequence[Record]) -> None:
+        """Check ``records`` (the import's, as ``entry`` owes their check) in batches, then move the duplicate check's
+        mark (:func:`synapse_nb.dupes_owed.run`); what older imports left owed first (counted apart). A batch that
+        fails stops the check: the rest stays owed."""
+        try:
+            run_owed(store, skip=entry.name)
+        except (PermissionDeniedError, StoreError) as exc:  # theirs stays owed; this import's own check still runs
+            logging.getLogger("synapse_nb.dupes").warning("the duplicate check an earlier import left owed did not "
+                                                          "run (%s)", exc)
+        try:
+            run(store, entry, records, progress=self)
+        except (PermissionDeniedError, StoreError) as exc:  # the import is stored: say so, and what was not
+            self.stopped = str(exc)
 
     def line(self) -> str:
         """What the check did, for a person: ``duplicate check: the 3,001 records brought in, against those the
@@ -300,7 +302,9 @@ class BroughtCheck:
         return (f"duplicate check: {n} record{'' if self.records == 1 else 's'} brought in, against those the vault "
                 f"held: {self.pairs:,} pair{'' if self.pairs == 1 else 's'} found"
                 + (" (synapse-nb memory conflicts lists them)" if self.pairs else "")
-                + (f"; it stopped ({self.stopped}): the other records were not compared" if self.stopped else ""))
+                + (f"; it stopped ({self.stopped}): the other records are compared later, at a person's next "
+                   "writable open of the vault, `synapse-nb memory conflicts` or import (they are owed)"
+                   if self.stopped else ""))
 
     def to_dict(self) -> dict[str, Any]:
         return {"records": self.records, "checked": self.checked, "pairs": self.pairs} | (

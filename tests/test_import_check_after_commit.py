@@ -25,7 +25,7 @@ from conftest import FakeClock
 from typer.testing import CliRunner
 
 import synapse_nb as syn
-from synapse_nb import dupes_reads, transfer_links
+from synapse_nb import dupes, dupes_reads
 from synapse_nb.cli import app
 from synapse_nb.models import Record
 from synapse_nb.store.records import RankHit
@@ -107,7 +107,7 @@ def test_the_check_runs_after_the_commit_in_batches(tmp_path: Path, clock: FakeC
     db = tmp_path / "person" / ".synapse" / "synapse.db"
     free: list[bool] = []
     sizes: list[int] = []
-    real = transfer_links.find_links
+    real = dupes.find_links
 
     def probed(records: Sequence[Record], store: Any, **kw: Any) -> Any:
         other = sqlite3.connect(db, timeout=0, isolation_level=None)
@@ -122,8 +122,8 @@ def test_the_check_runs_after_the_commit_in_batches(tmp_path: Path, clock: FakeC
         sizes.append(len(records))
         return real(records, store, **kw)
 
-    monkeypatch.setattr(transfer_links, "find_links", probed)
-    monkeypatch.setattr(transfer_links, "BATCH", 5)
+    monkeypatch.setattr(dupes, "find_links", probed)
+    monkeypatch.setattr(dupes, "BATCH", 5)
     counts = person.import_jsonl(lines)
     assert sizes == [5, 5, 3] and free == [True, True, True]
     assert counts.checked is not None and counts.checked.checked == 13 and not counts.checked.stopped

@@ -161,6 +161,7 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     lessons: Sequence[Lesson] = list(v.lessons.in_force())
     mark: Callable[[Collection[str] | None], None] | None = None
     owed: list[str] = []
+    session: str | None = None
     if event.session and writable:
         # every start is a new delta epoch (the banner is given in full; /clear and compaction dropped the rest), and
         # the banner's lessons are marked as given to it only once the answer is printed (HookAnswer.delivered)
@@ -170,6 +171,7 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
             session = st.delta_session(event.session)
         r = v.recall("", session=session, record=False)
         lessons, mark = r.lessons, r.mark_given
+    marks = [mark] if mark is not None else []  # what the answer gives, marked once it is delivered
     latest = v.checkpoints.latest()  # the newest saved on purpose; the automatic ones since are listed under it
     if event.source == "compact":
         pack = v.restore_pack(latest)
@@ -182,8 +184,10 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         if v.borrowed is not None:  # like every recall and pack (review 23: a session started without it)
             head = f"{v.borrowed.line}\n{head}"
         # people's key memories and the counts, as MCP get_approved_memory says them (recall.start: review 93),
-        # before the checkpoint (an agent's long one cuts only itself)
-        after: list[Part] = [(start_memory(v.memories, "").text, ()), ("", ()), (ckp, ())]
+        # before the checkpoint (an agent's long one cuts only itself); those printed whole are marked as given to
+        # the session's delta once delivered, so a prompt does not give them again unchanged (a twenty-second pass)
+        start = start_memory(v.memories, "", session=session)
+        after: list[Part] = [*start.parts, ("", ()), (ckp, ())]
         if lessons:
             context, kept = _fit([(head, ())], lessons, (), after, SESSION_START_TOKENS * 4, owed)
             if mark is not None:
@@ -191,8 +195,14 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         else:
             context, kept = cut_parts([(f"{head}\n\n{none_approved(v.lessons)}\n", ()), *after],
                                       SESSION_START_TOKENS * 4)
-    given = (lambda: mark(kept)) if mark is not None else None
-    return HookAnswer(context=context, notice=_pending_notice(v), delivered=given)
+        if session is not None:
+            marks.append(start.mark_given)
+
+    def given() -> None:
+        for m in marks:
+            m(kept)
+
+    return HookAnswer(context=context, notice=_pending_notice(v), delivered=given if marks else None)
 
 
 def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:

@@ -34,7 +34,8 @@ _SHARED = """\
 #: What an agent without the hooks is told (the server's MCP ``instructions``).
 INSTRUCTIONS = """\
 This project has a synapse-nb memory server.
-- At session start: call get_approved_memory and follow every APPROVED lesson strictly; then restore_checkpoint.
+- At session start: call get_approved_memory(session_id=<the id you give recall>) and follow every APPROVED lesson
+  strictly; then restore_checkpoint.
 - Every turn, before acting: call recall(query=<the task in your words>, session_id=<one id per conversation>).
   It returns only what is new; "nothing new" means carry on. A note it lists shows only its trigger: when you need
   the note, expand_note(name) returns its body.

@@ -95,6 +95,8 @@ Query = Annotated[str, Field(description="The task or question in your own words
                                          f"{MAX_QUERY_CHARS:,} characters).", max_length=MAX_QUERY_CHARS)]
 SessionId = _maybe_text("One stable id per conversation (any printable text): with it, recall returns only what "
                         "this conversation has not seen yet.", MAX_SHORT)
+StartSessionId = _maybe_text("The session_id you pass recall in this conversation: the key memories listed here are "
+                             "then not given again by recall unless they change.", MAX_SHORT)
 RecallBudget = Annotated[int | None, Field(
     description=f"Most tokens the hits may take (default: the vault's recall_budget_tokens, 1200), from "
                 f"{MIN_RECALL_TOKENS} (a smaller budget holds hardly one record line, so it could only answer 'call "

@@ -279,10 +279,11 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
         yet", and create none (review 93: recall, search and get_status were tool errors there)."""
         return handle.new_project() is not None
 
-    async def get_approved_memory() -> CallToolResult:
+    async def get_approved_memory(session_id: S.StartSessionId = None) -> CallToolResult:
         """Call at the start of every session: the lessons a human approved (follow them strictly), then the key
         memories people wrote or verified (priority critical or high), the memory's counts per category, and where
-        the rest is (recall and search).
+        the rest is (recall and search). With the session_id you pass recall, recall does not give those key
+        memories again in this conversation unless they change.
 
         On a new project it answers that there are no approved lessons and no memories yet."""
         with _errors():
@@ -296,9 +297,14 @@ def build_server(path: str | Path | None = None, *, mind: str = "default", vault
             # what the SessionStart hook says at a session's start, in the same words (recall.start): the banner
             # whole, within the answer budget; the memory within its own small budget (review 93: every memory, in
             # priority order, until the answer budget: 13-15k characters on a vault of 220)
-            start = start_memory(v.memories, START_REST)
+            # the key memories listed are marked as given to the conversation's recall session (this server's own
+            # key for its session_id), those the answer holds whole, once it is cut (a twenty-second pass: recall
+            # gave them again as new)
+            start = start_memory(v.memories, START_REST, session=handle.session_key(session_id))
             text = f"{banner_text(lessons) or none_approved(v.lessons)}\n\n{start.text}"
-            return answer(text, {"lessons": [_lesson_brief(x) for x in lessons], **start.to_dict(), "vault": True})
+            res = answer(text, {"lessons": [_lesson_brief(x) for x in lessons], **start.to_dict(), "vault": True})
+            start.mark_given(start.given_in(answer_text(res)))
+            return res
 
     async def restore_checkpoint(checkpoint_id: S.CheckpointId = None) -> CallToolResult:
         """Call at the start of a session to resume work: the latest checkpoint on the current git branch, or the

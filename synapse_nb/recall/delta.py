@@ -45,15 +45,16 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from synapse_nb._util import fmt_ts
-from synapse_nb.errors import PermissionDeniedError, StoreError
-from synapse_nb.models import Lesson
+from synapse_nb.errors import PermissionDeniedError, StoreError, ValidationError
+from synapse_nb.models import Lesson, Record
 from synapse_nb.recall.types import RecallItem
 
 if TYPE_CHECKING:
     from synapse_nb.context import Context
 
 __all__ = ["AGENT_SESSION_PREFIX", "GONE", "GONE_KEY", "GONE_NAMED", "GONE_WHY", "PURGED", "SESSIONS_PER_HOUR", "Gone",
-           "Marker", "no_longer", "record_given", "seen_digests", "stored_session", "told_of"]
+           "Marker", "check_session", "mark_records", "no_longer", "record_given", "seen_digests", "stored_session",
+           "told_of"]
 
 #: What a recall made with ``record=False`` leaves its caller: record what was given (only these ids; None: all).
 Marker = Callable[[Collection[str] | None], None]
@@ -96,6 +97,15 @@ def stored_session(ctx: Context, session: str) -> str:
     """
     return f"{AGENT_SESSION_PREFIX}{ctx.surface}:{session}" if ctx.actor == "agent" else session
 
+
+
+def check_session(session: object) -> None:
+    """A session id a recall (or a session's start) accepts: None, or a non-empty printable string of at most 200
+    characters (a :class:`~synapse_nb.errors.ValidationError` saying so otherwise)."""
+    # isprintable() is False for control characters and lone surrogates alike
+    if session is not None and (not isinstance(session, str) or not session.strip() or len(session) > 200
+                                or not session.isprintable()):
+        raise ValidationError("session must be a non-empty printable string of at most 200 characters")
 
 
 def seen_digests(ctx: Context, session: str | None, ids: Sequence[str]) -> dict[str, str]:
@@ -225,6 +235,14 @@ def record_given(ctx: Context, session: str | None, kept: list[RecallItem], less
         return shown_before, write
     write()
     return shown_before, None
+
+
+def mark_records(ctx: Context, session: str, records: Sequence[Record]) -> None:
+    """Record ``records`` as given to ``session`` outside a recall (what a session's start listed:
+    :func:`synapse_nb.recall.start.start_memory`), as a recall records what it gives: the per-turn recall leaves them
+    out until they change (their digest). Never fails: a lost mark gives a record again."""
+    if records:
+        _mark(ctx, session, [(r.id, r.digest) for r in records], known=False, now=ctx.now_ts())
 
 
 def _mark(ctx: Context, session: str, given: list[tuple[str, str]], *, known: bool, now: str) -> None:

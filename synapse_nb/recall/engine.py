@@ -15,7 +15,7 @@ from synapse_nb.recall.assembly import assemble_parts, empty_reason, given_befor
 from synapse_nb.recall.bm25 import Postings, Term, Totals, bm25_top
 from synapse_nb.recall.candidates import Candidates, ExactMatches, WalkRow, query_words
 from synapse_nb.recall.coverage import Cover, cover_terms
-from synapse_nb.recall.delta import no_longer, record_given, seen_digests
+from synapse_nb.recall.delta import check_session, no_longer, record_given, seen_digests
 from synapse_nb.recall.expand import Variants
 from synapse_nb.recall.rank import Ranked, RankParams, asks_several, fts_words, rank_words, structure
 from synapse_nb.recall.scoring import Meaning, gate
@@ -74,10 +74,7 @@ def _check_args(bars: Any, budget_tokens: Any, session: Any) -> Bars:
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 0:
             raise ValidationError(f"budget_tokens must be a whole number >= 0, got {budget_tokens!r}")
         bars = replace(bars, budget_tokens=budget_tokens)
-    # isprintable() is False for control characters and lone surrogates alike
-    if session is not None and (not isinstance(session, str) or not session.strip() or len(session) > 200
-                                or not session.isprintable()):
-        raise ValidationError("session must be a non-empty printable string of at most 200 characters")
+    check_session(session)
     out: Bars = bars
     return out
 

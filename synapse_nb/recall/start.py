@@ -13,11 +13,19 @@ category, and say where the rest is (``recall``/``search``; the hook's prompts).
 listed: at session start an agent's "critical" proposal is counted, and recall gives it with its mark when relevant.
 
 The restore pack reads its key memories with :func:`key_memories_of` too (each author's apart, agents' last).
+
+**What a start gives is marked as given to the session** (a twenty-second pass). Given a session (the hook's delta
+session, the MCP tool's ``session_id`` as its ``recall`` keys it), the key memories a start lists are recorded in
+that session's given-set once the answer is delivered, only those whose line it printed whole
+(:meth:`StartMemory.mark_given`, :func:`synapse_nb.recall.delta.mark_records`): the per-turn recall (the prompt
+hook, MCP ``recall``) then leaves them out as given earlier, unless they changed since (their digest). Before, each
+was given again as new by the first prompt that matched it, after the session's start had just given it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -28,6 +36,7 @@ from synapse_nb.recall.assembly import record_line
 from synapse_nb.recall.pack import KEY_PRIORITIES
 
 if TYPE_CHECKING:
+    from synapse_nb.context import Context
     from synapse_nb.kinds.memories import Memories
     from synapse_nb.models import Memory
 
@@ -90,16 +99,32 @@ class StartMemory:
     shown: tuple[str, ...]
     #: agents' unverified key memories (counted, never listed)
     agents_key: int
+    #: ``text`` as parts, one a line, each key memory's line with its id (what a hook's cut keeps whole: its ids)
+    parts: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    _mark: Callable[[Collection[str] | None], None] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"memories": self.total, "verified": self.verified, "by_category": dict(self.by_category),
                 "key_memories": self.key, "key_shown": list(self.shown), "agents_key_memories": self.agents_key}
 
+    def given_in(self, delivered: str) -> set[str]:
+        """The ids of the key memories whose line ``delivered`` (the answer as sent, cut or not) holds whole."""
+        lines = set(delivered.split("\n"))
+        return {ids[0] for line, ids in self.parts if ids and line in lines}
 
-def start_memory(memories: Memories, rest: str, budget_tokens: int = START_MEMORY_TOKENS) -> StartMemory:
+    def mark_given(self, ids: Collection[str] | None = None) -> None:
+        """Record the key memories listed (only ``ids``, those the delivery held whole; None: all) as given to the
+        session :func:`start_memory` was asked for, once the answer is delivered; without a session, nothing."""
+        if self._mark is not None:
+            self._mark(ids)
+
+
+def start_memory(memories: Memories, rest: str, budget_tokens: int = START_MEMORY_TOKENS, *,
+                 session: str | None = None) -> StartMemory:
     """What a session's start says of ``memories`` within ``budget_tokens``: people's key memories, whole lines (at
     most :data:`START_MEMORIES`, stopping at the first that does not fit), what was left out counted, the counts per
-    category, and ``rest``: where the rest is, in the surface's words.
+    category, and ``rest``: where the rest is, in the surface's words. With ``session`` (as the per-turn recall names
+    it), :meth:`StartMemory.mark_given` records the listed memories as given to it.
 
     >>> import synapse_nb as syn, tempfile
     >>> v = syn.open_vault(tempfile.mkdtemp())
@@ -110,6 +135,9 @@ def start_memory(memories: Memories, rest: str, budget_tokens: int = START_MEMOR
     Memory: 1 entry, 1 verified: procedure 1.
     The rest: recall(query).
     """
+    from synapse_nb.recall.delta import check_session
+
+    check_session(session)  # as a recall's, before anything is read
     key = key_memories_of(memories, START_MEMORIES, agents=False)
     by_category = {c: n for c in CATEGORIES if (n := memories.count(category=c, include_expired=False))}
     total = sum(by_category.values())
@@ -119,18 +147,21 @@ def start_memory(memories: Memories, rest: str, budget_tokens: int = START_MEMOR
     tail = [counts, rest] if rest else [counts]
     used = sum(estimate_tokens(x + "\n") for x in tail) + 40  # the heading and the line counting what was left out
     lines: list[str] = []
-    shown: list[str] = []
+    listed: list[Memory] = []
     for m in key.people[:START_MEMORIES]:
         line = record_line(m)
         cost = estimate_tokens(line + "\n")
         if used + cost > budget_tokens:
             break
         lines.append(line)
-        shown.append(m.id)
+        listed.append(m)
         used += cost
+    shown = [m.id for m in listed]
     out: list[str] = []
+    parts: list[tuple[str, tuple[str, ...]]] = []
     if lines:
         out += ["Key memories (priority critical or high; people's):", *lines]
+        parts += [(out[0], ()), *((line, (m.id,)) for line, m in zip(lines, listed, strict=True))]
     left = key.people_total - len(lines)
     more = [f"{left:,}{' more' if lines else ''} of people's key memories"] if left else []
     if key.agents_total:
@@ -138,8 +169,19 @@ def start_memory(memories: Memories, rest: str, budget_tokens: int = START_MEMOR
     if more:
         are = "is" if left + key.agents_total == 1 else "are"
         out.append(f"({' and '.join(more)} {are} not listed here)")
-    return StartMemory("\n".join([*out, *tail]), total, verified, by_category, key.people_total,
-                       tuple(shown), key.agents_total)
+    text = "\n".join([*out, *tail])
+    parts += [(line, ()) for line in text.split("\n")[len(parts):]]
+    # (what the session is given is recorded through the memories' own context: its actor and surface key the
+    # session as the per-turn recall's does)
+    mark = functools.partial(_mark_listed, memories._ctx, session, listed) if session is not None and listed else None
+    return StartMemory(text, total, verified, by_category, key.people_total, tuple(shown), key.agents_total,
+                       tuple(parts), mark)
+
+
+def _mark_listed(ctx: Context, session: str, listed: Sequence[Memory], ids: Collection[str] | None = None) -> None:
+    from synapse_nb.recall.delta import mark_records
+
+    mark_records(ctx, session, [m for m in listed if ids is None or m.id in ids])
 
 
 class _Lessons(Protocol):

@@ -139,6 +139,15 @@ class LinkTable(Protocol):
         """Move :meth:`checked_at` forward to ``at`` (never back)."""
         ...
 
+    def owed(self, *, lock: bool = False) -> str:
+        """The duplicate checks imports still owe (:mod:`synapse_nb.dupes_owed`; JSON text, "" when none ever was);
+        ``lock``: inside a write transaction, read once the row is locked (the latest value)."""
+        ...
+
+    def set_owed(self, value: str) -> None:
+        """Replace what :meth:`owed` reads."""
+        ...
+
     def unchecked(self, after: str, before: str | None, kinds: Sequence[str], actions: Sequence[str],
                   limit: int) -> list[tuple[str, str, str, str]]:
         """(at, rid, kind, mind) of the history entries of these kinds and actions stamped after ``after`` (and

@@ -14,6 +14,7 @@ from synapse_nb._calls import checked_call
 from synapse_nb._util import Clock
 from synapse_nb.borrowed import identify, symlinked
 from synapse_nb.context import GitView, acting_actor, check_agent_clock, check_identity
+from synapse_nb.dupes_owed import run_at_open as owed_checks
 from synapse_nb.errors import (
     OfflineError,
     PermissionDeniedError,
@@ -173,6 +174,7 @@ def open_vault(path: str | Path | None = None, *, mind: str = "default", actor: 
     v.created = created
     if refusal is None and not readonly and acting_actor(check_identity(mind, actor)) == "user":
         run_owed(vault_dir, lambda: v.index)  # a person's deletion killed before its index scrub (review 89)
+        owed_checks(store)  # an import killed before its duplicate check ended (a twenty-second pass)
     return v
 
 
@@ -251,4 +253,5 @@ def open_team_vault(url: str, *, mind: str = "default", actor: str = "user", clo
         run_owed(folder, lambda: v.index)
         if store.keeper is not None:
             store.keeper.run_owed()
+        owed_checks(store)
     return v

@@ -136,6 +136,12 @@ DELETE_LINKS_OF = "DELETE FROM links WHERE a = ? OR b = ?"
 
 CHECKED_AT = "SELECT at FROM dup_checked WHERE id = 1"
 ADVANCE_CHECKED = "UPDATE dup_checked SET at = ? WHERE id = 1 AND at < ?"
+#: The duplicate checks imports still owe (synapse_nb.dupes_owed): one ``meta`` row, a JSON object (no schema change:
+#: ``meta`` holds keys of any name; never deleted: a team vault's people may insert and update ``meta``, not delete)
+OWED_KEY = "dupes:owed"
+OWED_CHECKS = "SELECT value FROM meta WHERE key = ?"
+LOCK_OWED = "UPDATE meta SET value = value WHERE key = ?"
+SET_OWED = "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
 
 _E = ", ".join(EXPORT_COLUMNS)
 INSERT_EXPORT = f"INSERT INTO exports({_E}) VALUES (?, ?, ?, ?, ?)"
@@ -322,6 +328,17 @@ class LinksQueries(Repository[D]):
 
     def advance(self, at: str) -> None:
         self._db.write(ADVANCE_CHECKED, (at, at))
+
+    def owed(self, *, lock: bool = False) -> str:
+        """The duplicate checks imports still owe (JSON text; "" when none ever was); ``lock``: in a write
+        transaction, the row locked first, so the value read is the latest (a team vault's other writers wait)."""
+        if lock:
+            self._db.write(LOCK_OWED, (OWED_KEY,))
+        row = self._db.query_one(OWED_CHECKS, (OWED_KEY,))
+        return "" if row is None else str(row["value"])
+
+    def set_owed(self, value: str) -> None:
+        self._db.write(SET_OWED, (OWED_KEY, value))
 
     def unchecked(self, after: str, before: str | None, kinds: Sequence[str], actions: Sequence[str],
                   limit: int) -> list[tuple[str, str, str, str]]:

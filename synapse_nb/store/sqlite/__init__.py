@@ -49,6 +49,7 @@ from synapse_nb.store.sql import (
 from synapse_nb.store.sqlite.db import LOCK_TIMEOUT_S, Database
 from synapse_nb.store.sqlite.dialect import fts_query
 from synapse_nb.store.sqlite.queries import OutboxQueries, RecallQueries
+from synapse_nb.store.sqlite.readonly_copy import forget
 from synapse_nb.store.sqlite.schema import (
     FTS_TABLES,
     GET_VAULT_UID,
@@ -107,10 +108,14 @@ class SqliteStore(Database):
         SQLite 3.40 has no ``secure-delete`` option), then checkpoint and truncate the WAL (its frames hold the pages
         as they were). ``PRAGMA secure_delete`` (set on every connection) zeroes the pages the deletion freed.
         Another process's open read (an agent's ``sqlite3 synapse.db``, ``BEGIN; SELECT ...``) keeps the WAL from
-        being truncated: :attr:`wal_behind` says so then (review 34)."""
+        being truncated: :attr:`wal_behind` says so then (review 34). First, the private copies read-only opens keep
+        of the vault (:func:`~synapse_nb.store.sqlite.readonly_copy.forget`: this Unix user's, of that file and of any
+        at its path) are removed: one kept after this handle was opened held the deleted text for up to an hour (a
+        twenty-second pass)."""
         self.wal_behind = None
         if self.readonly:
             return
+        forget(self.path)  # never fails; before the write lock is asked for (a locked vault keeps none either)
         with self.transaction():
             for table in FTS_TABLES:
                 self.write(f"INSERT INTO {table}({table}) VALUES ('optimize')")
