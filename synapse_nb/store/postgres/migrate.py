@@ -127,6 +127,9 @@ MIGRATIONS: tuple[Migration, ...] = (
               "accepted or rejected, as migration 11 sets the login that proposed it", "revision_deciders.sql"),
     Migration(33, "a lesson's session marks outlive its deletion (recall names a rejected lesson to the sessions "
               "given it) and a purge leaves them reading 'purged', no digest of its text", "lesson_marks.sql"),
+    Migration(34, "the agent hooks' sessions and the other agent sessions keep their bounds apart (no flood of an "
+              "agent's reads makes a hook session give way), and a session's lesson marks are bounded apart from its "
+              "records'", "session_classes.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version
