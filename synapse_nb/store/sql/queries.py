@@ -159,7 +159,7 @@ AGENT_SESSION_ROWS = 1000
 #: The rows of lessons an agent's session holds, bounded apart from its records' (review 95): a session's lesson marks
 #: are recorded even past the hour's room of new sessions and past :data:`AGENT_SESSION_ROWS` (they tell it later
 #: that a lesson it was given is no longer in force), and only people approve lessons: a session holds few.
-AGENT_SESSION_LESSONS = 500
+AGENT_SESSION_LESSONS = 200
 #: The agent sessions a mind keeps, the agent hooks' (:data:`HOOK_SESSIONS`) and the others' each apart: a new one
 #: admitted past it, those of its kind given something least recently give way whole (their records are given again
 #: if asked for: a lost mark, never a lost record). At least the hour's bound on new sessions of a kind

@@ -29,6 +29,14 @@ in force, and the agent went on following it. ``lessons_ad`` now keeps them (the
 the record): recall names the lesson by the wording its history holds, once (its mark then reads ``gone``), and the
 marks go with their session (prune, the bounds above). A purge leaves them reading ``purged``, never a digest of the
 purged text (:data:`~synapse_nb.store.sql.history.PURGED_MARKS`).
+
+Schema v15 (review 95): the agent hooks' sessions (``agent:hook:<id>``) and the other agent sessions each keep the
+bounds above apart (a mind's and the vault's), as the room check counts them apart
+(:data:`~synapse_nb.store.sql.queries.SESSION_ROOM`): an agent's throw-away recalls under new names filled the one
+room and bound every agent session shared, and the hooks' sessions recorded nothing. A session's lesson marks, which
+recall records past the room, are bounded apart too
+(:data:`~synapse_nb.store.sql.queries.AGENT_SESSION_LESSONS`; its records' rows alone count against
+:data:`~synapse_nb.store.sql.queries.AGENT_SESSION_ROWS`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
 --                     agent sessions, apart: no flood of one kind makes a session of the other give way (the
 --                     package's room of new sessions an hour is counted apart the same way)
 --   lesson marks      the package records them past the room of new sessions; here they are exempt from an agent
---                     session's 1,000 rows (which now count its records' rows alone) and bounded apart, at 500 a
+--                     session's 1,000 rows (which now count its records' rows alone) and bounded apart, at 200 a
 --                     session (a new lesson row past it is not inserted)
 --
 -- The SQLite vault's schema v15 (store/sqlite/sessions_schema.py) keeps the same. What an agent login writes with
@@ -27,7 +27,7 @@ REVOKE EXECUTE ON FUNCTION _hook_session(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION _hook_session(text) TO @S@_human, @S@_agent;
 
 -- A new row of an agent session past its bound is not inserted (a row it holds is updated): a lesson's past the
--- session's 500 lesson rows, a record's past its 1,000 rows of records (the registry's count, as of the statement's
+-- session's 200 lesson rows, a record's past its 1,000 rows of records (the registry's count, as of the statement's
 -- start: _session_count deletes a statement's rows past it).
 CREATE OR REPLACE FUNCTION _session_rows_guard() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = @S@, pg_catalog, pg_temp AS $$
@@ -37,7 +37,7 @@ BEGIN
         RETURN NEW;
     END IF;
     IF starts_with(NEW.rid, 'les_') THEN
-        v_n := 500 - (SELECT count(*) FROM session_seen s WHERE s.mind = NEW.mind AND s.session = NEW.session
+        v_n := 200 - (SELECT count(*) FROM session_seen s WHERE s.mind = NEW.mind AND s.session = NEW.session
                                                           AND s.rid >= 'les_' AND s.rid < 'les`');
     ELSE
         v_n := (SELECT r.n FROM session_registry r WHERE r.mind = NEW.mind AND r.session = NEW.session);
