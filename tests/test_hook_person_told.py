@@ -71,7 +71,7 @@ def test_a_vault_read_as_borrowed_is_told_to_the_person(repo: Path) -> None:
     assert not any(w in text for w in WORDS)  # still not in force: a person decides (memory status says how)
     assert "No approved lessons yet" not in text
     assert ("No approved lesson is in force here: 3 approved lessons of this vault were not approved in this "
-            "checkout (the BORROWED VAULT line above says why).") in text
+            "checkout (the borrowed vault's line above says why).") in text
 
     assert "systemMessage" not in run("UserPromptSubmit", repo)  # its start told the person: once a session
     other = run("UserPromptSubmit", repo, "s2")  # a session whose start did not run (or ran before the write)

@@ -84,7 +84,8 @@ GONE_WHY = ("out", "reworded", "rejected", "purged", "unknown")
 #: lesson nor its history) and for a purged one.
 Gone = tuple[str, str | None, str]
 
-#: New sessions a mind records in an hour (what each was given); a session past it is not recorded.
+#: New sessions of a kind (people's, the agent hooks', other agents') a mind records in an hour (what each was given);
+#: a session past it is not recorded, but for its lesson marks (review 95).
 SESSIONS_PER_HOUR = 256
 #: How an agent's session ids are stored: never the same as a person's.
 AGENT_SESSION_PREFIX = "agent:"

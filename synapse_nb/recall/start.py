@@ -161,7 +161,7 @@ def none_approved(lessons: _Lessons) -> str:
     ...     def not_in_force(self): return {"borrowed": 3, "branch": 0}
     >>> print(none_approved(L()))  # doctest: +NORMALIZE_WHITESPACE
     No approved lesson is in force here: 3 approved lessons of this vault were not approved in this checkout
-    (the BORROWED VAULT line above says why).
+    (the borrowed vault's line above says why).
     """
     try:
         apart = lessons.not_in_force()
@@ -173,7 +173,7 @@ def none_approved(lessons: _Lessons) -> str:
         if borrowed:
             were = "was" if borrowed == 1 else "were"
             why.append(f"{plural(borrowed, 'approved lesson')} of this vault {were} not approved in this checkout (the "
-                       "BORROWED VAULT line above says why)")
+                       "borrowed vault's line above says why)")
         if branch:
             why.append(f"{plural(branch, 'approved lesson')} {'holds' if branch == 1 else 'hold'} on other branches "
                        "only")
