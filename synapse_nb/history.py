@@ -145,7 +145,7 @@ class Versions(list[HistoryEntry]):
 
         The version replaced is the last person's entry before the newest, whatever agents' entries came between: an
         agent's change to a verified memory is a revision a person accepts, so an agent's entry after a person's
-        (one its login's SQL appended before migration 34 refused it, review 97) changed nothing of what the person
+        (one its login's SQL appended before migration 35 refused it, review 97) changed nothing of what the person
         left, and reading only the entry before the newest hid whose version was replaced."""
         if len(self) < 2 or self[-1].action not in REPLACING or self[-1].actor != "user":
             return None

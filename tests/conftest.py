@@ -153,17 +153,24 @@ def cpu_seconds(fn: Callable[[Any], object], arg: Any, n: int = 5) -> float:
 
 
 def downgrade(conn: Any, to: int) -> None:
-    """Make a SQLite vault look as an older synapse_nb left it (schema ``to``, 6 to 13): drop the objects each later
+    """Make a SQLite vault look as an older synapse_nb left it (schema ``to``, 6 to 14): drop the objects each later
     version added and set ``user_version``, so the next writable open migrates it. The one place that knows what
     v7 (agent totals), v8 (agents' word statistics), v9 (the session registry), v10 (rank file digests), v11
     (people's contexts without agents' records), v12 (the capped ranking indexes), v13 (agents' ranking
-    statistics) and v14 (a lesson's session marks outlive it) added."""
+    statistics), v14 (a lesson's session marks outlive it) and v15 (the hooks' sessions bounded apart) added."""
     def drop(kind: str, where: str) -> None:
         for (name,) in conn.execute(f"SELECT name FROM sqlite_master WHERE type = '{kind}' AND {where}").fetchall():
             conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
 
     from synapse_nb.store.sqlite import schema
 
+    if to < 15:  # sessions_schema.V15_SESSION_CLASSES: v9's bounds again (every agent session of one kind)
+        from synapse_nb.store.sqlite.sessions_schema import V9_BOUNDS
+
+        conn.execute("DROP TRIGGER session_seen_agent_rows")
+        conn.execute("DROP TRIGGER session_registry_agent_ai")
+        for stmt in schema.split_sql(V9_BOUNDS):
+            conn.execute(stmt)
     if to < 14:  # sessions_schema.V14_LESSON_MARKS: v4's lessons_ad again, which deletes a lesson's session marks
         conn.execute("DROP TRIGGER lessons_ad")
         conn.execute(next(t for t in schema._kind_triggers(("lessons",)) if t.startswith("CREATE TRIGGER lessons_ad")))

@@ -15,7 +15,15 @@ from typing import Any
 import pytest
 
 import synapse_nb as syn
-from synapse_nb.agents.hooks import MAX_CONTEXT_CHARS, HookAnswer, canonical_event, parse_event, render
+from synapse_nb.agents.hooks import (
+    FAILED_WHY,
+    MAX_CONTEXT_CHARS,
+    PROMPT_FAILED_NOTICE,
+    HookAnswer,
+    canonical_event,
+    parse_event,
+    render,
+)
 from synapse_nb.agents.sessions import STATE_NAME, read_state, session_state
 from synapse_nb.errors import ValidationError
 
@@ -301,12 +309,24 @@ def test_no_vault_is_quiet_and_creates_nothing(git_repo: Path, event: str) -> No
     assert not (git_repo / ".synapse").exists()
 
 
-def test_a_corrupt_database_is_quiet(repo: Path) -> None:
+def person_told(res: subprocess.CompletedProcess[str], why: str) -> str:
+    """A prompt run that could not read the vault: exit 0, nothing for the agent, the person told why (one of the
+    fixed classes: review 95) in Claude Code's systemMessage, and one line on stderr (returned)."""
+    assert res.returncode == 0
+    assert json.loads(res.stdout) == {"systemMessage": PROMPT_FAILED_NOTICE.format(why=FAILED_WHY[why])}
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    return lines[0]
+
+
+def test_a_corrupt_database_gives_the_agent_nothing_and_tells_the_person(repo: Path) -> None:
     db = repo / ".synapse" / "synapse.db"
     for extra in ("-wal", "-shm"):
         Path(str(db) + extra).unlink(missing_ok=True)
     db.write_bytes(b"this is not a database" * 100)
-    quiet_failure(hook("UserPromptSubmit", claude("UserPromptSubmit", repo, prompt="deploy"), cwd=repo))
+    assert "not a database" in person_told(hook("UserPromptSubmit", claude("UserPromptSubmit", repo, prompt="deploy"),
+                                                cwd=repo), "store")
+    assert "synapse-nb memory status" in PROMPT_FAILED_NOTICE
     assert db.read_bytes().startswith(b"this is not a database")
 
 

@@ -173,7 +173,7 @@ def test_a_v6_vault_is_counted_when_it_migrates(user: syn.Vault, tmp_path: Path)
     downgrade(db, 6)
     db.close()
     again = agent(tmp_path)
-    assert again._store.schema_version == 14
+    assert again._store.schema_version == 15
     assert held(again) == expected and expected[0] == 4
 
 

@@ -213,7 +213,7 @@ def test_a_v3_vault_migrates_to_v4_and_keeps_its_indexes(tmp_path: Path) -> None
     before = _index_state(d / "synapse.db")
     v = syn.open_vault(d)
     s = v._store
-    assert s.schema_version == store.SCHEMA_VERSION == 14
+    assert s.schema_version == store.SCHEMA_VERSION == 15
     assert _index_state(d / "synapse.db") == before  # the migration rewrites no index
     m = v.remember("project", "kayak", "ann went kayaking on the fjord")
     assert [x.id for x in v.memories.search("kayaking")] == [m.id]
@@ -325,5 +325,5 @@ def test_the_agents_words_are_exactly_their_unverified_records_words(tmp_path: P
     downgrade(conn, 7)
     conn.close()
     again = store.SqliteStore(tmp_path / "synapse.db")
-    assert again.schema_version == store.SCHEMA_VERSION == 14
+    assert again.schema_version == store.SCHEMA_VERSION == 15
     assert counted(again) == (n, {w: k for w, k in people.items() if w in everything})

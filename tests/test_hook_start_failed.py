@@ -19,8 +19,8 @@ import pytest
 
 import synapse_nb as syn
 from synapse_nb.agents import handlers
-from synapse_nb.agents.hooks import START_FAILED, respond
-from tests.test_agent_hooks import claude, context_of, hook, quiet_failure
+from synapse_nb.agents.hooks import FAILED_WHY, START_FAILED, START_FAILED_NOTICE, respond
+from tests.test_agent_hooks import claude, context_of, hook, person_told, quiet_failure
 
 SECRET = "Never deploy the billing service on a Friday"
 
@@ -37,9 +37,11 @@ def start(repo: Path, **kw: Any) -> Any:
     return hook("SessionStart", claude("SessionStart", repo, source="startup"), cwd=repo, **kw)
 
 
-def told(res: Any) -> str:
-    """The failed start as it must be: exit 0, the neutral line as the whole context, one line on stderr."""
+def told(res: Any, why: str) -> str:
+    """The failed start as it must be: exit 0, the neutral line as the whole context, the person told why in one of
+    the fixed classes (Claude Code's systemMessage: review 95), one line on stderr."""
     assert context_of(res) == START_FAILED
+    assert json.loads(res.stdout)["systemMessage"] == START_FAILED_NOTICE.format(why=FAILED_WHY[why])
     assert SECRET not in res.stdout and "Traceback" not in res.stdout + res.stderr
     [line] = res.stderr.strip().splitlines()
     return line
@@ -53,11 +55,11 @@ def test_a_damaged_vault_tells_the_agent_to_load_the_memory_itself(repo: Path) -
     for extra in ("-wal", "-shm"):
         Path(str(db) + extra).unlink(missing_ok=True)
     db.write_bytes(b"this is not a database" * 100)
-    line = told(start(repo))
+    line = told(start(repo), "store")
     assert "not a database" in line and str(db) not in start(repo).stdout  # the error is the person's, on stderr
     text = hook("SessionStart", args=("--session", "s", "--format", "text"), cwd=repo)  # the generic form: text
     assert text.returncode == 0 and text.stdout == START_FAILED + "\n"
-    quiet_failure(hook("UserPromptSubmit", claude("UserPromptSubmit", repo, prompt="deploy"), cwd=repo))
+    person_told(hook("UserPromptSubmit", claude("UserPromptSubmit", repo, prompt="deploy"), cwd=repo), "store")
     elsewhere = repo.parent / "no_vault_here"  # no vault at all is no failure: nothing to load, nothing printed
     elsewhere.mkdir()
     assert "no vault" in quiet_failure(hook("SessionStart", claude("SessionStart", elsewhere, source="startup"),
@@ -76,7 +78,7 @@ def test_a_lock_held_past_the_time_limit_tells_the_agent_too(repo: Path) -> None
     finally:
         conn.rollback()
         conn.close()
-    line = told(res)
+    line = told(res, "timeout")
     assert "gave up after 2 s" in line and "the agent was told to load the memory through the MCP tools" in line
     assert SECRET in context_of(start(repo))  # the lock gone: the banner again
 
@@ -91,9 +93,11 @@ def test_an_exception_in_the_handler_tells_the_agent_without_its_text(repo: Path
     payload = json.dumps(claude("SessionStart", repo, source="startup"))
     out = respond(["SessionStart"], payload, vault=str(repo), env={})
     assert json.loads(out.stdout) == {"hookSpecificOutput": {"hookEventName": "SessionStart",
-                                                             "additionalContext": START_FAILED}}
+                                                             "additionalContext": START_FAILED},
+                                      "systemMessage": START_FAILED_NOTICE.format(why=FAILED_WHY["error"])}
+    assert SECRET not in out.stdout and "RuntimeError" not in out.stdout
     assert out.stderr.startswith("synapse-nb hook: session-start: unexpected RuntimeError")
-    other = respond(["prompt", "--text", "deploy"], "", vault=str(repo), env={})  # another event: quiet, as before
+    other = respond(["prompt", "--text", "deploy"], "", vault=str(repo), env={})  # the text form: stderr only
     assert other.stdout == "" and "unexpected RuntimeError" in other.stderr
 
 

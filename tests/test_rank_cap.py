@@ -161,7 +161,7 @@ def test_a_v11_vault_is_capped_when_it_migrates_and_the_persons_answers_stay(tmp
     assert before_cap > 5 * 9000
     answers = _answers(tmp_path)  # migrates
     again = store.SqliteStore(tmp_path / ".synapse" / "synapse.db")
-    assert again.schema_version == store.SCHEMA_VERSION == 14
+    assert again.schema_version == store.SCHEMA_VERSION == 15
     assert max(_instances(again, "deploi").values()) == MAX_WORD_REPEATS
     assert again.integrity_check() == "ok"
     again.close()

@@ -109,7 +109,7 @@ def test_a_v10_vault_migrates_to_contexts_that_leave_agents_episodes_out(tmp_pat
     conn.close()
     again = syn.open_vault(tmp_path)
     s = again._store
-    assert s.schema_version == store.SCHEMA_VERSION == 14
+    assert s.schema_version == store.SCHEMA_VERSION == 15
     assert _contexts(s)[bob.id] == "chat where should we go camping" and _contexts(s) == _expected_contexts(s)
     _fts_ok(s)
     assert bob.id in {h.id for h in s.recall.bm25(again.mind, ["camping"], depth=10)}
@@ -163,7 +163,7 @@ def test_v2_vault_migrates_to_v4_with_a_ranking_table(tmp_path: Path) -> None:
     _v2_vault(path)
     v = syn.open_vault(tmp_path / ".synapse")
     s = v._store
-    assert s.schema_version == store.SCHEMA_VERSION == 14
+    assert s.schema_version == store.SCHEMA_VERSION == 15
     assert [tuple(r) for r in s.query("SELECT rid, mind, kind, context FROM gate_docs ORDER BY rid")] == [
         ("epi_0123456789ab", "default", "episode", ""), ("mem_0123456789ab", "other", "memory", "")]
     assert [h.id for h in s.recall.bm25("default", ["canary"], depth=5)] == ["epi_0123456789ab"]

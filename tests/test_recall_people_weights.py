@@ -275,5 +275,5 @@ def test_the_agents_ranking_statistics_are_exactly_their_unverified_records(tmp_
     assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'agent_rank_fts'").fetchall()
     conn.close()
     again = store.SqliteStore(tmp_path / "synapse.db")
-    assert again.schema_version == store.SCHEMA_VERSION == 14
+    assert again.schema_version == store.SCHEMA_VERSION == 15
     assert _people_stats(again, vocab) == (totals, {t: k for t, k in docs.items() if t in stems})

@@ -113,7 +113,7 @@ def test_a_vault_from_before_keeps_a_rejected_lessons_marks_once_migrated(git_re
     downgrade(conn, 13)  # v13's lessons_ad, which took the marks with the lesson
     conn.close()
     with syn.open_vault(git_repo, actor="agent") as agent, syn.open_vault(git_repo) as person:
-        assert person._store.schema_version == 14
+        assert person._store.schema_version == 15
         agent.recall("migration script", session="m1")
         person.lessons.reject(friday)
         assert REJECTED in agent.recall("migration script", session="m1").text.splitlines()

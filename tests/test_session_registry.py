@@ -202,5 +202,5 @@ def test_a_v8_vault_fills_its_registry_when_it_migrates(pair: tuple[syn.Vault, s
     downgrade(db, 8)
     db.close()
     again = syn.open_vault(tmp_path)
-    assert again._ctx.store.schema_version == 14 and _registry(again) == expected and len(expected) == 3
+    assert again._ctx.store.schema_version == 15 and _registry(again) == expected and len(expected) == 3
     assert _counts(again) == _recount(again)

@@ -107,6 +107,41 @@ def _pending_notice(v: Vault) -> str:
     return "synapse-nb: " + "; ".join(notes) if notes else ""
 
 
+#: Why a borrowed vault's approved lessons are not in force here (``Borrowed.reason``), as the person's notice says it:
+#: fixed words, no path and nothing of the vault (a path or a symlink's target is anyone's choice).
+_NOT_HERE = {
+    "tracked": "the vault reads as having come with the repository (its lessons approved by whoever committed it)",
+    "symlink": "the vault is reached through a symlink that leads out of the project",
+    "unrecorded": "this checkout's record of its vaults (.git/synapse-nb/vaults.json) cannot be read, so the vault "
+                  "reads as borrowed",
+}
+
+
+def _not_here(v: Vault) -> tuple[str, str]:
+    """For the person only: that approved lessons of this vault do not reach the agent, because the vault reads as
+    borrowed (:mod:`synapse_nb.borrowed`), as one fixed line with the count and the command that says why and what to
+    do; and the state it tells of (the reason and the count: a prompt tells a session once per state). ("", "")
+    when every approved lesson is in force. Review 95: an agent's one write (``echo garbage > .git/synapse-nb/
+    vaults.json``) made the vault read as borrowed, every session started without the approved lessons, and the
+    person was never told (what the agent read went to its context, what the hook knew to stderr)."""
+    if v.borrowed is None:
+        return "", ""
+    try:
+        n = v.lessons.not_in_force()["borrowed"]
+    except SynapseError:
+        return "", ""
+    if not n:
+        return "", ""
+    are = "is" if n == 1 else "are"
+    return (f"synapse-nb: {plural(n, 'approved lesson')} of this vault {are} NOT given to the agent: "
+            f"{_NOT_HERE[v.borrowed.reason]}; run `synapse-nb memory status` in your own terminal (it says why and "
+            f"what to do)"), f"{v.borrowed.reason}:{n}"
+
+
+def _notices(*notes: str) -> str:
+    return "\n".join(n for n in notes if n)
+
+
 #: Who made a pending lesson (``Lessons.waiting_by``) and how the human's notice says it.
 _MADE_BY = (("git", " from reverted changes"), ("agent", " an agent wrote by hand (not from a revert)"),
             ("user", " written by hand"))
@@ -162,12 +197,14 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     mark: Callable[[Collection[str] | None], None] | None = None
     owed: list[str] = []
     session: str | None = None
+    not_here, state = _not_here(v)  # every start tells the person (review 95)
     if event.session and writable:
         # every start is a new delta epoch (the banner is given in full; /clear and compaction dropped the rest), and
         # the banner's lessons are marked as given to it only once the answer is printed (HookAnswer.delivered)
         with session_state(v.path, _state_key(v, event)) as st:
             owed = list(st.left)
             st.new_epoch()
+            st.told = state  # the session's prompts do not say it again
             session = st.delta_session(event.session)
         r = v.recall("", session=session, record=False)
         lessons, mark = r.lessons, r.mark_given
@@ -202,7 +239,8 @@ def _session_start(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         for m in marks:
             m(kept)
 
-    return HookAnswer(context=context, notice=_pending_notice(v), delivered=given if marks else None)
+    return HookAnswer(context=context, notice=_notices(_pending_notice(v), not_here),
+                      delivered=given if marks else None)
 
 
 def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
@@ -226,14 +264,20 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         return HookAnswer()
     session = None
     owed: list[str] = []
+    # the person is told once a session that approved lessons do not reach the agent (its start told it too; where
+    # the session file cannot be written, every prompt tells it)
+    not_here, state = _not_here(v)
     if event.session and writable:
         with session_state(v.path, _state_key(v, event)) as st:
             owed = list(st.left)
             st.task = st.task or shorten(prompt, 200)
             st.prompt = shorten(prompt, 200)
             session = st.delta_session(event.session)  # a new epoch when none, or an old one
+            not_here, st.told = ("" if st.told == state else not_here), state
     elif event.session:
-        session = read_state(v.path, _state_key(v, event)).delta_session(event.session)
+        st = read_state(v.path, _state_key(v, event))
+        session = st.delta_session(event.session)
+        not_here = "" if st.told == state else not_here
     r = v.recall(prompt[:MAX_PROMPT_CHARS], session=session, record=False)
     # a recall that answered without its semantic channel says so first, in the package's words, and the person is
     # told how to repair it (review 58: a rule found only by meaning left every answer, silently)
@@ -241,6 +285,7 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
     off: list[Part] = [(line, ())] if line is not None else []
     notice = {BORROWED_EMBEDDER_LINE: REFUSED_NOTICE, SEMANTIC_NO_MODEL_LINE: MODEL_NOTICE,
               SEMANTIC_OFF_LINE: OFF_NOTICE}.get(line or "", "")  # the person's notice for the agent's line
+    notice = _notices(notice, not_here)
     off += [(SEMANTIC_PEOPLE_LINE, ())] if r.agents_waiting and not off else []  # agents' wait (review 67)
     if r.items:
         before: list[Part] = [(r.borrowed["line"], ())] if r.borrowed else []
@@ -257,8 +302,8 @@ def _prompt(v: Vault, event: HookEvent, writable: bool) -> HookAnswer:
         if writable:
             _left(v, event, r.lessons, r.shown_before, kept, owed)
         return HookAnswer(context=context, notice=notice, delivered=lambda: r.mark_given(kept))
-    if notice:  # "nothing new" without the channel is no answer on meaning: the agent is told, the person too
-        return HookAnswer(context=off[0][0], notice=notice)
+    if line is not None or not_here:  # "nothing new" without the channel is no answer on meaning: the agent is
+        return HookAnswer(context=line or "", notice=notice)  # told, the person too (and of lessons not in force)
     return HookAnswer()  # nothing new: no noise in the agent's context
 
 

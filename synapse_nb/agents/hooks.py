@@ -28,11 +28,16 @@ for the same events. The rules every run keeps:
   status 0, empty stdout and one line on stderr; but a ``session-start`` that fails where there is a vault (an
   unreadable or locked one, an exception, its time limit) prints :data:`START_FAILED` as the agent's context, one
   neutral line naming the MCP tools that load what it could not (s21: the session started without the approved
-  lessons, and the agent was never told), never the error's text nor anything of the vault;
+  lessons, and the agent was never told), never the error's text nor anything of the vault; and the person is told
+  (Claude Code's ``systemMessage``: stderr is not shown a person for a hook that exits 0) that the session started
+  without the approved lessons, with why as one of a few fixed classes (:data:`FAILED_WHY`) and the command that
+  says more (:data:`START_FAILED_NOTICE`); a failing ``prompt`` run where there is a vault tells the person the same
+  (:data:`PROMPT_FAILED_NOTICE`; review 95: an agent's one line in ``team.toml`` silenced every hook, unseen);
 - **never create a vault**, and with ``SYNAPSE_READONLY=1`` write nothing at all;
 - **act as the agent**: everything it writes (checkpoints, episodes) is the agent's proposal. The one thing it
   reads as the user is the *number* of pending lessons, which goes to the human only (Claude Code's
-  ``systemMessage``; stderr in text form), never into the agent's context;
+  ``systemMessage``; stderr in text form), never into the agent's context; so does the number of approved lessons
+  a vault read as borrowed keeps from the agent (at every session start, and once a session at a prompt);
 - **at most 10,000 characters** of context (whole lines; what was cut is said).
 
 Output: with JSON on stdin that names its event (``hook_event_name``), a JSON answer in Claude Code's form
@@ -70,12 +75,20 @@ from synapse_nb.agents.events import (
     cut_context,
     parse_event,
 )
-from synapse_nb.errors import SynapseError, ValidationError, VaultNotFoundError
+from synapse_nb.errors import (
+    OfflineError,
+    ServerRefusedError,
+    StoreError,
+    SynapseError,
+    TeamPinError,
+    ValidationError,
+    VaultNotFoundError,
+)
 from synapse_nb.stdio import use_utf8
 
-__all__ = ["CLAUDE_EVENTS", "DEFAULT_TIMEOUT_S", "EDIT_TOOLS", "EVENTS", "MAX_CONTEXT_CHARS", "START_FAILED",
-           "HookAnswer", "HookEvent", "HookOutput", "canonical_event", "is_hook_call", "main", "parse_event", "render",
-           "respond"]
+__all__ = ["CLAUDE_EVENTS", "DEFAULT_TIMEOUT_S", "EDIT_TOOLS", "EVENTS", "FAILED_WHY", "MAX_CONTEXT_CHARS",
+           "PROMPT_FAILED_NOTICE", "START_FAILED", "START_FAILED_NOTICE", "HookAnswer", "HookEvent", "HookOutput",
+           "canonical_event", "is_hook_call", "main", "parse_event", "render", "respond"]
 
 #: Most characters read from stdin.
 MAX_STDIN_CHARS = 8_000_000
@@ -92,6 +105,25 @@ _PROG = "synapse-nb hook"
 START_FAILED = ("synapse-nb: this session's project memory (the approved lessons and the latest checkpoint) could not "
                 "be loaded; call the synapse-nb MCP tools get_approved_memory and restore_checkpoint yourself, and "
                 "recall before each task.")
+#: Why a ``session-start`` or ``prompt`` run could not read the memory, as the person's notice says it: a few fixed
+#: classes, never the error's text (it quotes what anyone can write: ``team.toml``'s URL, a path).
+FAILED_WHY = {
+    "team": "this folder's .synapse/team.toml names a team server or agent login no person confirmed on this machine",
+    "offline": "the team vault's server could not be reached, or refused the connection",
+    "store": "the vault could not be opened or read",
+    "timeout": "it ran out of time",
+    "error": "an error",
+}
+#: What the person is shown (Claude Code's ``systemMessage``; never the agent's context) when a ``session-start`` run
+#: could not answer: the session started without the approved lessons (review 95: the agent was told, in its context,
+#: and the reason went to stderr, which Claude Code does not show a person for a hook that exits 0).
+START_FAILED_NOTICE = ("synapse-nb: this session started WITHOUT your approved lessons and the latest checkpoint: the "
+                       "SessionStart hook could not load them ({why}); run `synapse-nb memory status` in your own "
+                       "terminal to see why")
+#: The same for a ``prompt`` run (each prompt whose hook fails says it: the memory did not reach the agent then).
+PROMPT_FAILED_NOTICE = ("synapse-nb: the project memory (your approved lessons, the relevant records) did not reach "
+                        "the agent with this prompt: the prompt hook could not read it ({why}); run `synapse-nb "
+                        "memory status` in your own terminal to see why")
 
 
 @dataclass(frozen=True)
@@ -188,7 +220,8 @@ def respond(argv: Sequence[str], stdin: str, *, env: Mapping[str, str] | None = 
     """
     name = argv[0] if argv else "?"
     shown: list[HookOutput] = []
-    failed = _start_failed(argv, stdin)
+    failed = _failed(argv, stdin)
+    why = "error"
     try:
         event_name, opts = _parse_hook_args(list(argv))
         name = event_name
@@ -208,29 +241,45 @@ def respond(argv: Sequence[str], stdin: str, *, env: Mapping[str, str] | None = 
     except VaultNotFoundError as exc:  # no vault here: nothing to load, nothing failed
         err, failed = f"{_PROG}: {name}: {_quoted(exc) or type(exc).__name__}", None
     except SynapseError as exc:
-        err = f"{_PROG}: {name}: {_quoted(exc) or type(exc).__name__}"
+        err, why = f"{_PROG}: {name}: {_quoted(exc) or type(exc).__name__}", _why(exc)
     except Exception as exc:  # noqa: BLE001 - a hook never breaks the user's prompt
         err = f"{_PROG}: {name}: unexpected {type(exc).__name__}: {_quoted(exc)}"
     if shown:  # printed before it failed: that stands
         return HookOutput(stdout=shown[0].stdout, stderr=err)
-    return HookOutput(stdout=failed.stdout if failed is not None else "", stderr=err)
+    return HookOutput(stdout=failed(why).stdout if failed is not None else "", stderr=err)
 
 
-def _start_failed(argv: Sequence[str], stdin: str) -> HookOutput | None:
-    """What a run for ``argv`` (after ``hook``) prints when it cannot answer: for ``session-start``
-    :data:`START_FAILED` in the answer's form (JSON in Claude Code's shape for structured input or ``--format
-    json``, else text), None for any other event (they print nothing)."""
+def _why(exc: BaseException) -> str:
+    """The class of :data:`FAILED_WHY` an error is."""
+    if isinstance(exc, TeamPinError):
+        return "team"
+    if isinstance(exc, OfflineError | ServerRefusedError):
+        return "offline"
+    return "store" if isinstance(exc, StoreError) else "error"
+
+
+def _failed(argv: Sequence[str], stdin: str) -> Callable[[str], HookOutput] | None:
+    """What a run for ``argv`` (after ``hook``) prints when it cannot answer, by why (a key of :data:`FAILED_WHY`), in
+    the answer's form (JSON in Claude Code's shape for structured input or ``--format json``, else text): for
+    ``session-start`` :data:`START_FAILED` for the agent and :data:`START_FAILED_NOTICE` for the person, for
+    ``prompt`` :data:`PROMPT_FAILED_NOTICE` for the person (the text form prints no notice: its stderr line is the
+    error), None for any other event (they print nothing)."""
     try:
         event_name, opts = _parse_hook_args(list(argv))
-        if canonical_event(event_name) != "session-start":
-            return None
+        name = canonical_event(event_name)
     except ValidationError:
+        return None
+    if name not in ("session-start", "prompt"):
         return None
     try:
         event = parse_event(event_name, stdin)
     except Exception:  # noqa: BLE001 - input it cannot read (not JSON, nested past the parser): said as text
-        event = HookEvent(name="session-start")
-    return render(event, HookAnswer(context=START_FAILED), opts.get("--format", "auto"))
+        event = HookEvent(name=name)
+    fmt = opts.get("--format", "auto")
+    if name == "session-start":
+        return lambda why: render(event, HookAnswer(context=START_FAILED, notice=START_FAILED_NOTICE.format(
+            why=FAILED_WHY[why])), fmt)
+    return lambda why: render(event, HookAnswer(notice=PROMPT_FAILED_NOTICE.format(why=FAILED_WHY[why])), fmt)
 
 
 def _quoted(exc: BaseException) -> str:
@@ -291,7 +340,11 @@ def run(args: Sequence[str], *, vault: str | None = None, mind: str | None = Non
         timeout = DEFAULT_TIMEOUT_S
     done, printed, printing = threading.Event(), threading.Event(), threading.Lock()
     stdin = _read_stdin(args)
-    failed = _start_failed(args, stdin)  # a session-start's line for the agent, should it give up (s21)
+    failed = _failed(args, stdin)  # a session-start's line for the agent and the person's notice, should it give up
+    try:
+        starting = bool(args) and canonical_event(args[0]) == "session-start"
+    except ValidationError:
+        starting = False
 
     def give_up() -> None:
         # A watchdog, not a worker: the work runs in the main thread (importing numpy and the recall engine in
@@ -303,10 +356,12 @@ def run(args: Sequence[str], *, vault: str | None = None, mind: str | None = Non
             free = printing.acquire(timeout=2)  # never between the halves of an answer being written
             what = ("the context was given; what it gave may be given again" if printed.is_set()
                     else "no context was given to the agent")
-            if free and failed is not None and not printed.is_set():
-                sys.stdout.write(failed.stdout)  # the agent is told to load the memory itself
+            said = failed("timeout").stdout if free and failed is not None and not printed.is_set() else ""
+            if said:  # the agent is told to load the memory itself, the person that it did not reach the agent
+                sys.stdout.write(said)
                 sys.stdout.flush()
-                what = "the agent was told to load the memory through the MCP tools"
+                what = ("the agent was told to load the memory through the MCP tools" if starting
+                        else "no context was given to the agent; the person was told")
             sys.stderr.write(f"{_PROG}: {name}: gave up after {timeout:g} s ({_why_slow(vault)}); {what}\n")
             sys.stderr.flush()
         except (OSError, ValueError):

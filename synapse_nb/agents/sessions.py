@@ -17,7 +17,9 @@ a temporary file and moved into place, so a reader never sees half a file):
   compaction count, and its recall went back to its pre-compaction key);
 - ``compactions``: how many times the session's context was compacted;
 - ``left``: the lessons the hooks' last banner named only (left out for room): the next answer gives them the room
-  first (review 35: a long lesson was named only on every prompt while an agent wrote matching memories each turn).
+  first (review 35: a long lesson was named only on every prompt while an agent wrote matching memories each turn);
+- ``told``: what the person was last told of approved lessons that do not reach the agent (why, and how many: review
+  95): a prompt tells the person again only when that changed since (the session's start always tells it).
 
 Why a file and not the vault's session tables: these are counters of the agent's harness, not memory. A write to
 ``synapse.db`` on every edit would move the vault's data version, so every recall after an edit would start cold, and it
@@ -105,6 +107,7 @@ class SessionState:
     epoch: str = ""
     epoch_at: float = 0.0
     left: list[str] = field(default_factory=list)
+    told: str = ""
 
     def new_epoch(self) -> None:
         """Start the delta afresh: what the session is given from now on is given again (see the module)."""
@@ -136,7 +139,7 @@ class SessionState:
         def count(v: Any) -> int:
             return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
 
-        epoch, at = raw.get("epoch"), raw.get("epoch_at")
+        epoch, at, told = raw.get("epoch"), raw.get("epoch_at"), raw.get("told")
         task, prompt = raw.get("task"), raw.get("prompt")
         return cls(edits=count(raw.get("edits")), files=strings(raw.get("files")),
                    changed=strings(raw.get("changed")), task=task[:MAX_TASK_CHARS] if isinstance(task, str) else None,
@@ -145,7 +148,7 @@ class SessionState:
                    updated=str(raw.get("updated") or "")[:40], compactions=count(raw.get("compactions")),
                    epoch=epoch if isinstance(epoch, str) and epoch.isalnum() and len(epoch) <= 32 else "",
                    epoch_at=float(at) if isinstance(at, int | float) and not isinstance(at, bool) else 0.0,
-                   left=strings(raw.get("left")))
+                   left=strings(raw.get("left")), told=told[:64] if isinstance(told, str) else "")
 
     def touch(self, path: str) -> None:
         """One edit of ``path``: counted, and listed once in ``files`` and ``changed``."""

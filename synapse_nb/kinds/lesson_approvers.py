@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from synapse_nb.models import Lesson
     from synapse_nb.vault import Vault
 
-__all__ = ["A_PERSON", "A_PERSON_HERE", "ELSEWHERE", "Approval", "approvals"]
+__all__ = ["A_PERSON", "A_PERSON_HERE", "ELSEWHERE", "Approval", "approvals", "proposed_wording"]
 
 #: Who approved a lesson when no login is known (a local vault records none; an imported entry names none).
 A_PERSON = "a person"
@@ -85,3 +85,20 @@ def approvals(vault: Vault, lessons: Iterable[Lesson]) -> dict[str, Approval]:
         login = last.login if last is not None and last.login else None
         out[les.id] = Approval(login or A_PERSON, les.approved_at, login)
     return out
+
+
+def proposed_wording(les: Lesson) -> tuple[str, str]:
+    """The wording an approval without ``text`` would give ``les``, and who wrote it: ``"user"`` (the wording a human
+    approved before, or an analysis a human wrote), ``"agent"`` (an agent's analysis, or the summary of a lesson an
+    agent created) or ``"git"`` (the summary a revert scan wrote from the commits). ``Lessons.proposed_wording``.
+
+    >>> from synapse_nb.models import Lesson
+    >>> proposed_wording(Lesson(id="les_1", mind="m", created_at="", updated_at="", status="pending",
+    ...                         summary="Reverted 'x'", analysis="Because y", analysis_by="agent"))
+    ('Because y', 'agent')
+    """
+    if les.lesson_text:
+        return les.lesson_text, les.wording_by or "user"
+    if les.analysis:
+        return les.analysis, "user" if les.analysis_by == "user" else "agent"
+    return les.summary, "agent" if les.source == "agent" else "git"

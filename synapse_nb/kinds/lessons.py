@@ -46,7 +46,7 @@ from synapse_nb.errors import (
     ValidationError,
 )
 from synapse_nb.gitscope.repo import TRUNKS
-from synapse_nb.kinds import lesson_scan
+from synapse_nb.kinds import lesson_approvers, lesson_scan
 from synapse_nb.kinds._base import KindManager, check_agent_totals, exactly_once
 from synapse_nb.kinds.lesson_errors import changed_since, not_pending
 from synapse_nb.kinds.lesson_fields import check_commit, check_diffstat, check_stored_counts, git_fields, scope_of
@@ -277,6 +277,15 @@ class Lessons(KindManager[Lesson]):
         les.sort(key=lambda x: (x.approved_at or "", x.id), reverse=True)
         return RecordList(les)
 
+    def not_in_force(self) -> dict[str, int]:
+        """How many approved lessons (not run out) are not in force here, and why: ``"borrowed"``, a borrowed vault's
+        that no human here re-approved (:meth:`approved_here`); ``"branch"``, scoped to other branches. Counts only,
+        no id or text, so any handle may ask (review 95: the hooks tell the person when the lessons they approved do
+        not reach the agent, and "No approved lessons yet" is said only where none exist)."""
+        rows = self._table.list(self._ctx.view(in_force_only=True), status="approved")
+        here = sum(self.approved_here(x) for x in rows)
+        return {"borrowed": len(rows) - here, "branch": max(0, here - len(self.in_force()))}
+
     def awaiting_local(self) -> RecordList[Lesson]:
         """A borrowed vault's approved lessons no human here re-approved yet (not in force; the user actor only).
 
@@ -381,22 +390,8 @@ class Lessons(KindManager[Lesson]):
                 borrowed.approvals.record(approved, at=fmt_ts(now), expires_at=until, vault=borrowed.path)
         return approved
 
-    @staticmethod
-    def proposed_wording(les: Lesson) -> tuple[str, str]:
-        """The wording an approval without ``text`` would give ``les``, and who wrote it: ``"user"`` (the wording a
-        human approved before, or an analysis a human wrote), ``"agent"`` (an agent's analysis, or the summary of a
-        lesson an agent created) or ``"git"`` (the summary a revert scan wrote from the commits).
-
-        >>> from synapse_nb.models import Lesson
-        >>> Lessons.proposed_wording(Lesson(id="les_1", mind="m", created_at="", updated_at="", status="pending",
-        ...                                 summary="Reverted 'x'", analysis="Because y", analysis_by="agent"))
-        ('Because y', 'agent')
-        """
-        if les.lesson_text:
-            return les.lesson_text, les.wording_by or "user"
-        if les.analysis:
-            return les.analysis, "user" if les.analysis_by == "user" else "agent"
-        return les.summary, "agent" if les.source == "agent" else "git"
+    #: The wording an approval without ``text`` would give a lesson, and who wrote it (``lesson_approvers``).
+    proposed_wording = staticmethod(lesson_approvers.proposed_wording)
 
     reapprove = approve
 

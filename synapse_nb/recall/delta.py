@@ -8,8 +8,14 @@ read-only vault, a locked disk) never fails the recall.
 
 A session's id comes from its caller (an MCP client, a hook's harness, ``--session``), so a caller naming a new
 session on every call would add rows without end: a session the mind has not seen is recorded only while the mind
-has had fewer than :data:`SESSIONS_PER_HOUR` sessions given something in the past hour (sessions already known go
-on being recorded; a session over the bound gets every recall in full, as a recall without a session does).
+has had fewer than :data:`SESSIONS_PER_HOUR` sessions of its kind given something in the past hour (sessions already
+known go on being recorded; a session over the bound gets every recall in full, as a recall without a session does).
+The kinds are people's sessions, the agent hooks' (``agent:hook:``) and other agents' (review 95: an agent's 300
+throw-away recalls through the Python API filled the one room of every agent session in 0.8 s, and every hook
+session after them recorded nothing: each prompt gave the same context again, and a lesson rejected after the
+session start gave it was never named as no longer in force). A session's lesson marks are recorded whatever the
+room (there are few: only people approve lessons; the store bounds them per session apart from its records'), so a
+session is always told that a lesson it was given is no longer in force; they do not make the session known.
 
 An agent's sessions are kept apart from people's (:func:`stored_session`: stored as ``agent:<surface>:<id>``): a
 person's session id is no secret (a notebook's is in ``session_seen`` for anyone who reads the vault), and an agent
@@ -79,7 +85,8 @@ GONE_WHY = ("out", "reworded", "rejected", "purged", "unknown")
 #: lesson nor its history) and for a purged one.
 Gone = tuple[str, str | None, str]
 
-#: New sessions a mind records in an hour (what each was given); a session past it is not recorded.
+#: New sessions of a kind (people's, the agent hooks', other agents') a mind records in an hour (what each was given);
+#: a session past it is not recorded, but for its lesson marks (review 95).
 SESSIONS_PER_HOUR = 256
 #: How an agent's session ids are stored: never the same as a person's.
 AGENT_SESSION_PREFIX = "agent:"
@@ -229,7 +236,8 @@ def record_given(ctx: Context, session: str | None, kept: list[RecallItem], less
         done.append(True)
         marks = [g for g in told if only is None or GONE_KEY + g[0] in only]  # first: a wording given wins
         if marks := marks + [g for g in given if only is None or g[0] in only]:
-            _mark(ctx, session, marks, known=bool(seen or told), now=now)
+            # a session holding a record's mark is known; one holding lessons' alone may be one the room refused
+            _mark(ctx, session, marks, known=any(not rid.startswith("les_") for rid in seen), now=now)
 
     if not record:
         return shown_before, write

@@ -187,12 +187,39 @@ def _mark_listed(ctx: Context, session: str, listed: Sequence[Memory], ids: Coll
 class _Lessons(Protocol):
     def expired_count(self) -> int: ...
 
+    def not_in_force(self) -> dict[str, int]: ...
+
 
 def none_approved(lessons: _Lessons) -> str:
     """What a session's start says where the banner would be when no approved lesson is in force: "yet" only where
-    none ever ran out (review 86: it read as a new project after every lesson expired). Nothing about approving: that
-    is the person's act. ``lessons``: the vault's lessons (``v.lessons``; a protocol, so this module needs no vault:
-    the vault's facade reads it)."""
+    none exists and none ever ran out (review 86: it read as a new project after every lesson expired); where approved
+    lessons exist but are not in force here, that they exist and why, as counts (review 95: a vault read as borrowed
+    said "No approved lessons yet" of three approved lessons). Nothing about approving: that is the person's act.
+    ``lessons``: the vault's lessons (``v.lessons``; a protocol, so this module needs no vault: the vault's facade
+    reads it).
+
+    >>> class L:
+    ...     def expired_count(self): return 0
+    ...     def not_in_force(self): return {"borrowed": 3, "branch": 0}
+    >>> print(none_approved(L()))  # doctest: +NORMALIZE_WHITESPACE
+    No approved lesson is in force here: 3 approved lessons of this vault were not approved in this checkout
+    (the borrowed vault's line above says why).
+    """
+    try:
+        apart = lessons.not_in_force()
+    except SynapseError:
+        apart = {}
+    borrowed, branch = apart.get("borrowed", 0), apart.get("branch", 0)
+    if borrowed or branch:
+        why = []
+        if borrowed:
+            were = "was" if borrowed == 1 else "were"
+            why.append(f"{plural(borrowed, 'approved lesson')} of this vault {were} not approved in this checkout (the "
+                       "borrowed vault's line above says why)")
+        if branch:
+            why.append(f"{plural(branch, 'approved lesson')} {'holds' if branch == 1 else 'hold'} on other branches "
+                       "only")
+        return f"No approved lesson is in force here: {' and '.join(why)}."
     try:
         expired = lessons.expired_count()
     except SynapseError:

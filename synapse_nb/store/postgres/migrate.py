@@ -131,6 +131,9 @@ MIGRATIONS: tuple[Migration, ...] = (
               "left empty, so a joined vault ranked otherwise than the local one", "episode_contexts.sql"),
     Migration(35, "an agent login writes no history entry for a memory a person verified or a lesson a person decided, "
               "and its sessions' marks hold a record's digest or 'gone', never 'purged'", "agent_decided.sql"),
+    Migration(36, "the agent hooks' sessions and the other agent sessions keep their bounds apart (no flood of an "
+              "agent's reads makes a hook session give way), and a session's lesson marks are bounded apart from its "
+              "records'", "session_classes.sql"),
 )
 #: The schema version this synapse_nb reads and writes.
 CODE_VERSION = MIGRATIONS[-1].version

@@ -76,11 +76,16 @@ class RecallQueries(RankingQueries, SharedRecallQueries[PgDatabase]):
         return {r["term"]: int(r[col]) for r in rows if int(r[col]) > 0}
 
 
+#: The room of a new session as the shared SESSION_ROOM counts it (a record's mark makes a session known; its kind's
+#: sessions of the hour: people's, the agent hooks' and other agents' apart, migration 36's _hook_session), and a
+#: lesson's mark recorded whatever the room (review 95).
 MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) SELECT ?, k.s, u.rid, u.digest, ? "
              "FROM (SELECT session_key(?) AS s) k, unnest(?::text[], ?::text[]) AS u(rid, digest) "
-             "WHERE ?::text IS NULL OR EXISTS (SELECT 1 FROM session_registry r WHERE r.mind = ? AND r.session = k.s) "
+             "WHERE ?::text IS NULL OR starts_with(u.rid, 'les_') "
+             "OR EXISTS (SELECT 1 FROM session_seen x WHERE x.mind = ? AND x.session = k.s "
+             "AND NOT (x.rid >= 'les_' AND x.rid < 'les`')) "
              "OR (SELECT count(*) FROM session_registry r WHERE r.mind = ? AND r.last_seen >= ? "
-             "AND r.agent = starts_with(k.s, 'agent:')) < ? "
+             "AND r.agent = starts_with(k.s, 'agent:') AND _hook_session(r.session) = _hook_session(k.s)) < ? "
              "ORDER BY u.rid "
              "ON CONFLICT (mind, session, rid) DO UPDATE SET digest = excluded.digest, seen_at = excluded.seen_at")
 #: What a session was given of these ids, and (the flag) of every lesson (review 87): one statement, one round trip.

@@ -22,7 +22,8 @@ from synapse_nb.store.sql import decode as dec
 from synapse_nb.store.sql.connection import D, Fields, Repository, Row
 from synapse_nb.store.sql.tables import Table
 
-__all__ = ["AGENT_SESSIONS_PER_MIND", "AGENT_SESSIONS_PER_VAULT", "AGENT_SESSION_ROWS", "CANDIDATES", "CandidateDocs",
+__all__ = ["AGENT_SESSIONS_PER_MIND", "AGENT_SESSIONS_PER_VAULT", "AGENT_SESSION_LESSONS", "AGENT_SESSION_ROWS",
+           "CANDIDATES", "HOOK_SESSIONS", "CandidateDocs",
            "FlagsQueries", "MetaQueries", "RecallQueries", "RefsQueries",
            "SessionsQueries", "TransferQueries", "candidate"]
 
@@ -155,13 +156,22 @@ class MetaQueries(Repository[D]):
 #: 1,000 only after some 200 recalls that each gave five records it never had. Review 28: an agent's reads alone
 #: added a row per record given, without end.
 AGENT_SESSION_ROWS = 1000
-#: The agent sessions a mind keeps: a new one admitted past it, those given something least recently give way whole
-#: (their records are given again if asked for: a lost mark, never a lost record). At least the hour's bound on new
-#: sessions (recall.delta.SESSIONS_PER_HOUR), so that a session given something in the past hour never gives way in
-#: its mind, and the hour's bound holds: a session that gave way is no longer counted.
+#: The rows of lessons an agent's session holds, bounded apart from its records' (review 95): a session's lesson marks
+#: are recorded even past the hour's room of new sessions and past :data:`AGENT_SESSION_ROWS` (they tell it later
+#: that a lesson it was given is no longer in force), and only people approve lessons: a session holds few.
+AGENT_SESSION_LESSONS = 200
+#: The agent sessions a mind keeps, the agent hooks' (:data:`HOOK_SESSIONS`) and the others' each apart: a new one
+#: admitted past it, those of its kind given something least recently give way whole (their records are given again
+#: if asked for: a lost mark, never a lost record). At least the hour's bound on new sessions of a kind
+#: (recall.delta.SESSIONS_PER_HOUR), so that a session given something in the past hour never gives way to the hour's
+#: new ones, and the hour's bound holds: a session that gave way is no longer counted. Review 95: one bound for every
+#: agent session let an agent's throw-away recalls fill it, and the hooks' sessions recorded nothing.
 AGENT_SESSIONS_PER_MIND = 256
-#: The agent sessions the vault keeps, every mind together (an agent names its mind): the same rule.
+#: The agent sessions of a kind the vault keeps, every mind together (an agent names its mind): the same rule.
 AGENT_SESSIONS_PER_VAULT = 512
+#: How the agent hooks' sessions are stored (recall.delta.stored_session: ``agent:<surface>:<id>``, surface "hook"),
+#: and on a team vault after the login (``agent:<login>:hook:<id>``, session_key): they have room of their own.
+HOOK_SESSIONS = "agent:hook:"
 
 MARK_SEEN = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) VALUES (?,?,?,?,?) "
              "ON CONFLICT(mind, session, rid) DO UPDATE SET digest = excluded.digest, seen_at = excluded.seen_at")
@@ -173,12 +183,16 @@ PRUNE_SESSIONS = ("DELETE FROM session_seen WHERE mind = ?1 AND (seen_at < ?2 OR
 #: The lessons a session was given: its key's rows whose id starts "les_" (a range of the primary key: '`' follows
 #: '_'; the shared layer runs on SQLite, whose text compares byte by byte).
 LESSONS_RANGE = "(rid >= 'les_' AND rid < 'les`')"
-#: Whether a session may be recorded: the mind knows it, or had fewer than N sessions given something since a time,
-#: counting agents' sessions (``agent:...``, recall.delta) and people's apart: agents naming new sessions fill only
-#: their own. Both read ``session_registry`` (schema v9): one key, and the registry rows of the hour.
-SESSION_ROOM = ("SELECT EXISTS (SELECT 1 FROM session_registry WHERE mind = ? AND session = ?) "
+LESSON_PREFIX = "les_"
+#: Whether a session may be recorded: it holds the mark of a record (not only lessons': those are recorded past the
+#: room, and make no session known), or its mind had fewer than N sessions of its kind given something since a time:
+#: people's, the agent hooks' (``agent:hook:...``) and other agents' (``agent:...``, recall.delta) apart, so agents
+#: naming new sessions fill only their own kind's room, and an agent's reads through the API, MCP or the CLI never
+#: the hooks' (review 95). The count reads ``session_registry`` (schema v9): the registry rows of the hour.
+SESSION_ROOM = (f"SELECT EXISTS (SELECT 1 FROM session_seen WHERE mind = ? AND session = ? AND NOT {LESSONS_RANGE}) "
                 "OR (SELECT count(*) FROM session_registry "
-                "WHERE mind = ? AND agent = (substr(?, 1, 6) = 'agent:') AND last_seen >= ?) < ?")
+                "WHERE mind = ? AND agent = (substr(?, 1, 6) = 'agent:') AND last_seen >= ? "
+                f"AND (substr(session, 1, 11) = '{HOOK_SESSIONS}') = (substr(?, 1, 11) = '{HOOK_SESSIONS}')) < ?")
 
 
 class SessionsQueries(Repository[D]):
@@ -201,9 +215,12 @@ class SessionsQueries(Repository[D]):
         # recall with a session that gave something new would otherwise start its next one cold)
         with self._db.transaction(moves_version=False):
             if new_since is not None:
-                room = self._db.query_one(SESSION_ROOM, (mind, session, mind, session, new_since, new_limit))
-                if not (room and room[0]):
-                    return
+                room = self._db.query_one(SESSION_ROOM, (mind, session, mind, session, new_since, session,
+                                                         new_limit))
+                if not (room and room[0]):  # past the room a session's lesson marks only (review 95)
+                    pairs = [p for p in pairs if p[0].startswith(LESSON_PREFIX)]
+                    if not pairs:
+                        return
             # in id order, as a team vault's one statement: past an agent session's bound the same ones are kept
             given = dict(pairs)  # the last digest of a repeated id wins
             self._db.executemany(MARK_SEEN, [(mind, session, r, given[r], now) for r in sorted(given)])

@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 import functools
-import sqlite3
 
 from synapse_nb.store.sqlite.agent_rank_schema import AGENT_RANK_FTS, V13_AGENT_RANK
 from synapse_nb.store.sqlite.agent_vocab_schema import V8_AGENT_VOCAB
@@ -35,18 +34,19 @@ from synapse_nb.store.sqlite.context_schema import (
     own_context,
     v11_context_triggers,
 )
+from synapse_nb.store.sqlite.ddl import split_sql
 from synapse_nb.store.sqlite.held_schema import V7_AGENT_HELD
 from synapse_nb.store.sqlite.history_schema import V6_HISTORY
 from synapse_nb.store.sqlite.indices_schema import INDICES
 from synapse_nb.store.sqlite.rankcap_schema import CAPPED_COLUMNS, V12_RANK_INDEXES
 from synapse_nb.store.sqlite.rankfile_schema import V10_RANK_FILES
-from synapse_nb.store.sqlite.sessions_schema import V9_SESSIONS, V14_LESSON_MARKS
+from synapse_nb.store.sqlite.sessions_schema import V9_SESSIONS, V14_LESSON_MARKS, V15_SESSION_CLASSES
 
 __all__ = ["CONTEXT_N", "FTS_FLUSH", "FTS_MARKERS", "FTS_QUEUE_CLEAR", "FTS_QUEUE_TARGETS", "FTS_TABLES", "GATE_TEXT",
            "GET_VAULT_UID", "INDICES", "MIGRATIONS", "RANK_LOG_KEEP", "RAW_FLUSH", "SCHEMA_VERSION", "SET_VAULT_UID",
            "split_sql"]
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 _FTS = {
     # table: (fts columns, expressions for them)
@@ -566,6 +566,7 @@ _V12_RANK_CAP = "\n".join([*_kind_triggers(("episodes",), own=True), v11_context
 #: v12: ``rank_fts``, ``gate_vocab``, ``agent_vocab_fts`` contentless, each word of a record at most 32 times in them.
 #: v13: ``agent_rank_fts``: the ranking statistics of agents' unverified records (agent_rank_schema.py; review 83).
 #: v14: a lesson's session marks outlive its deletion: a rejected lesson is named to the sessions given it (s21).
+#: v15: the agent hooks' sessions and other agent sessions each keep their own bounds; lesson marks bounded apart (r95).
 MIGRATIONS: dict[int, str] = {
     0: _TABLES_V1 + _fts_ddl(),
     1: _V2_FLAGS,
@@ -581,19 +582,5 @@ MIGRATIONS: dict[int, str] = {
     11: _V12_RANK_CAP,
     12: V13_AGENT_RANK,
     13: V14_LESSON_MARKS,
+    14: V15_SESSION_CLASSES,
 }
-
-def split_sql(script: str) -> list[str]:
-    """Split a DDL script into statements, keeping trigger bodies (BEGIN ... END;) whole."""
-    out: list[str] = []
-    buf = ""
-    for piece in script.split(";"):
-        buf += piece + ";"
-        if sqlite3.complete_statement(buf):
-            if buf.strip(" \n;"):
-                out.append(buf.strip())
-            buf = ""
-    if buf.strip(" \n;"):
-        out.append(buf.strip())
-    return out
-

@@ -29,15 +29,31 @@ in force, and the agent went on following it. ``lessons_ad`` now keeps them (the
 the record): recall names the lesson by the wording its history holds, once (its mark then reads ``gone``), and the
 marks go with their session (prune, the bounds above). A purge leaves them reading ``purged``, never a digest of the
 purged text (:data:`~synapse_nb.store.sql.history.PURGED_MARKS`).
+
+Schema v15 (review 95): the agent hooks' sessions (``agent:hook:<id>``) and the other agent sessions each keep the
+bounds above apart (a mind's and the vault's), as the room check counts them apart
+(:data:`~synapse_nb.store.sql.queries.SESSION_ROOM`): an agent's throw-away recalls under new names filled the one
+room and bound every agent session shared, and the hooks' sessions recorded nothing. A session's lesson marks, which
+recall records past the room, are bounded apart too
+(:data:`~synapse_nb.store.sql.queries.AGENT_SESSION_LESSONS`; its records' rows alone count against
+:data:`~synapse_nb.store.sql.queries.AGENT_SESSION_ROWS`).
 """
 
 from __future__ import annotations
 
-from synapse_nb.store.sql.queries import AGENT_SESSION_ROWS, AGENT_SESSIONS_PER_MIND, AGENT_SESSIONS_PER_VAULT
+from synapse_nb.store.sql.queries import (
+    AGENT_SESSION_LESSONS,
+    AGENT_SESSION_ROWS,
+    AGENT_SESSIONS_PER_MIND,
+    AGENT_SESSIONS_PER_VAULT,
+)
 
-__all__ = ["V14_LESSON_MARKS", "V9_SESSIONS"]
+__all__ = ["V9_BOUNDS", "V9_SESSIONS", "V14_LESSON_MARKS", "V15_SESSION_CLASSES"]
 
 _AGENT = "substr({s}, 1, 6) = 'agent:'"
+#: A session key of the agent hooks' (:data:`~synapse_nb.store.sql.queries.HOOK_SESSIONS`), and a lesson's mark.
+_HOOK = "(substr({s}, 1, 11) = 'agent:hook:')"
+_LESSON = "({r} >= 'les_' AND {r} < 'les`')"
 _KEY = "mind = {r}.mind AND session = {r}.session"
 
 
@@ -52,9 +68,42 @@ def _count(r: str, sign: str) -> str:
             f"    DELETE FROM session_registry WHERE {_KEY.format(r=r)} AND n <= 0;")
 
 
-def _v9() -> str:
+def _rows_guard(lessons: bool) -> str:
+    """The trigger that bounds the rows an agent session holds: :data:`AGENT_SESSION_ROWS` (v9, every row), or (v15,
+    ``lessons``) those rows for the records it was given and :data:`AGENT_SESSION_LESSONS` for the lessons, apart."""
     held = f"(SELECT n FROM session_registry WHERE {_KEY.format(r='new')})"
+    bound = f"{held} >= {AGENT_SESSION_ROWS}"
+    if lessons:  # a record's row counts the session's records' rows alone (the lessons' only past the first bound)
+        have = f"(SELECT count(*) FROM session_seen WHERE {_KEY.format(r='new')} AND {_LESSON.format(r='rid')})"
+        bound = (f"CASE WHEN {_LESSON.format(r='new.rid')} THEN {have} >= {AGENT_SESSION_LESSONS} "
+                 f"ELSE {bound} AND {held} - {have} >= {AGENT_SESSION_ROWS} END")
+    return f"""
+CREATE TRIGGER session_seen_agent_rows BEFORE INSERT ON session_seen
+    WHEN {_AGENT.format(s='new.session')} AND {bound}
+     AND NOT EXISTS (SELECT 1 FROM session_seen WHERE {_KEY.format(r='new')} AND rid = new.rid) BEGIN
+    SELECT RAISE(IGNORE);
+END;
+"""
+
+
+def _retention(classes: bool) -> str:
+    """The trigger that bounds the agent sessions a mind and the vault keep: every agent session together (v9), or
+    (v15, ``classes``) the agent hooks' apart from the others'."""
     own = "NOT (mind = new.mind AND session = new.session)"
+    same = f" AND {_HOOK.format(s='session')} = {_HOOK.format(s='new.session')}" if classes else ""
+    return f"""
+CREATE TRIGGER session_registry_agent_ai AFTER INSERT ON session_registry WHEN new.agent BEGIN
+    DELETE FROM session_seen WHERE mind = new.mind AND session IN (
+        SELECT session FROM session_registry WHERE mind = new.mind AND agent = 1 AND session <> new.session{same}
+         ORDER BY last_seen DESC, session DESC LIMIT -1 OFFSET {AGENT_SESSIONS_PER_MIND - 1});
+    DELETE FROM session_seen WHERE (mind, session) IN (
+        SELECT mind, session FROM session_registry WHERE agent = 1 AND {own}{same}
+         ORDER BY last_seen DESC, mind DESC, session DESC LIMIT -1 OFFSET {AGENT_SESSIONS_PER_VAULT - 1});
+END;
+"""
+
+
+def _v9() -> str:
     return f"""
 CREATE TABLE session_registry(
     mind TEXT NOT NULL,
@@ -70,11 +119,7 @@ CREATE INDEX session_registry_agents ON session_registry(last_seen) WHERE agent 
 INSERT INTO session_registry(mind, session, agent, first_seen, last_seen, n)
     SELECT mind, session, {_AGENT.format(s='session')}, min(seen_at), max(seen_at), count(*) FROM session_seen
      GROUP BY mind, session;
-CREATE TRIGGER session_seen_agent_rows BEFORE INSERT ON session_seen
-    WHEN {_AGENT.format(s='new.session')} AND {held} >= {AGENT_SESSION_ROWS}
-     AND NOT EXISTS (SELECT 1 FROM session_seen WHERE {_KEY.format(r='new')} AND rid = new.rid) BEGIN
-    SELECT RAISE(IGNORE);
-END;
+{_rows_guard(False)}
 CREATE TRIGGER session_seen_reg_ai AFTER INSERT ON session_seen BEGIN
     {_count("new", "+")}
 END;
@@ -90,15 +135,7 @@ CREATE TRIGGER session_seen_reg_moved AFTER UPDATE ON session_seen
     {_count("old", "-")}
     {_count("new", "+")}
 END;
-CREATE TRIGGER session_registry_agent_ai AFTER INSERT ON session_registry WHEN new.agent BEGIN
-    DELETE FROM session_seen WHERE mind = new.mind AND session IN (
-        SELECT session FROM session_registry WHERE mind = new.mind AND agent = 1 AND session <> new.session
-         ORDER BY last_seen DESC, session DESC LIMIT -1 OFFSET {AGENT_SESSIONS_PER_MIND - 1});
-    DELETE FROM session_seen WHERE (mind, session) IN (
-        SELECT mind, session FROM session_registry WHERE agent = 1 AND {own}
-         ORDER BY last_seen DESC, mind DESC, session DESC LIMIT -1 OFFSET {AGENT_SESSIONS_PER_VAULT - 1});
-END;
-"""
+{_retention(False)}"""
 
 
 #: v9: ``session_registry``, its triggers on ``session_seen`` (counts, an agent session's row bound) and on itself
@@ -112,3 +149,12 @@ CREATE TRIGGER lessons_ad AFTER DELETE ON lessons BEGIN INSERT INTO fts_queue(ta
 ('lessons_fts', 'delete', old.rowid, old.summary, coalesce(old.analysis, ''), coalesce(old.lesson_text, ''), \
 old.files_affected); END;
 """
+
+#: v15 (review 95): the agent hooks' sessions (``agent:hook:<id>``, recall.delta) and the other agent sessions each
+#: keep their own bounds (a mind's 256, the vault's 512), so no flood of another surface's sessions makes a hook
+#: session give way; and a session's lesson marks are bounded apart from its records' (a session full of records
+#: still records the lessons it is given: recall records them past the hour's room of new sessions too).
+V15_SESSION_CLASSES = ("DROP TRIGGER session_seen_agent_rows;\nDROP TRIGGER session_registry_agent_ai;\n"
+                       + _rows_guard(True) + _retention(True))
+#: The two bounds as v9 made them (what v15 replaces; the tests' downgrade puts them back).
+V9_BOUNDS = _rows_guard(False) + _retention(False)
