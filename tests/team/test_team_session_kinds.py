@@ -26,7 +26,7 @@ from synapse_nb.store.sql.queries import (
 from synapse_nb.vault import Vault, open_team_vault
 
 ROWS = ("INSERT INTO session_seen(mind, session, rid, digest, seen_at) "
-        "SELECT %s, %s, %s || lpad(i::text, 12, '0'), 'd', %s FROM generate_series(%s::int, %s::int) i")
+        "SELECT %s, %s, %s || lpad(i::text, 12, '0'), repeat('d', 16), %s FROM generate_series(%s::int, %s::int) i")
 ASK = "migration script"
 FRIDAY = "Never run database migrations on a Friday."
 TOLD = "(1 approved lesson shown earlier in this session is no longer in force; its wording cannot be read here)"
